@@ -1,0 +1,156 @@
+"""The weft CLI contract (docs/cli.md): exit status, one-line errors, inspect output.
+
+Usage: cli_test.py WEFT_BINARY
+"""
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import onnx
+from onnx import TensorProto, helper
+
+WEFT = None
+
+
+def weft(*args):
+    return subprocess.run([WEFT, *args], capture_output=True, text=True, timeout=120)
+
+
+def save(model, directory, name="model.onnx"):
+    path = os.path.join(directory, name)
+    onnx.save(model, path)
+    return path
+
+
+def small_model(op="Relu", opset=13, domain=""):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])
+    node = helper.make_node(op, ["x"], ["y"], name="the_node", domain=domain)
+    imports = [helper.make_opsetid("", opset)]
+    if domain:
+        imports.append(helper.make_opsetid(domain, 1))
+    return helper.make_model(helper.make_graph([node], "g", [x], [y]), opset_imports=imports)
+
+
+class CliTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def assert_one_line_error(self, result, *fragments, code=1):
+        self.assertEqual(result.returncode, code, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, result.stderr)
+        self.assertTrue(lines[0].startswith("error: "), lines[0])
+        for fragment in fragments:
+            self.assertIn(fragment, lines[0])
+
+    def test_inspect_prints_each_pass_with_shapes(self):
+        path = save(small_model(), self.dir)
+        r = weft("inspect", path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for step in ["import", "fold_constants", "infer_shapes", "canonicalize",
+                     "eliminate_identity", "eliminate_dead_code"]:
+            self.assertIn(f"== {step} ==", r.stdout)
+        self.assertIn("node the_node: %y: f32[N,4] = Relu(%x)", r.stdout)
+
+    def test_inspect_after_one_pass(self):
+        path = save(small_model(), self.dir)
+        r = weft("inspect", path, "--after", "canonicalize")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.count("== "), 1)
+        self.assertIn("== canonicalize ==", r.stdout)
+
+    def test_inspect_after_unknown_pass_is_a_usage_error(self):
+        path = save(small_model(), self.dir)
+        self.assertEqual(weft("inspect", path, "--after", "no_such_pass").returncode, 2)
+
+    def test_inspect_json(self):
+        path = save(small_model(), self.dir)
+        r = weft("inspect", path, "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = json.loads(r.stdout)
+        for key in ["ops", "kernels", "library_calls", "passes"]:
+            self.assertIn(key, out)
+        self.assertEqual([op["op_type"] for op in out["ops"]], ["Relu"])
+        self.assertEqual(out["ops"][0]["outputs"][0]["shape"], ["N", 4])
+        self.assertEqual(len(out["passes"]), 6)
+
+    def test_inspect_dump_dir(self):
+        path = save(small_model(), self.dir)
+        dump = os.path.join(self.dir, "dump")
+        r = weft("inspect", path, "--dump-dir", dump, "--after", "import")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(sorted(os.listdir(dump))[0], "00_import.txt")
+        self.assertEqual(len(os.listdir(dump)), 6)
+
+    def test_missing_file(self):
+        self.assert_one_line_error(weft("inspect", os.path.join(self.dir, "nope.onnx")),
+                                   "nope.onnx", "no such file")
+
+    def test_directory(self):
+        self.assert_one_line_error(weft("inspect", self.dir), self.dir, "is a directory")
+
+    def test_empty_file(self):
+        path = os.path.join(self.dir, "empty.onnx")
+        open(path, "wb").close()
+        self.assert_one_line_error(weft("inspect", path), path, "empty")
+
+    def test_random_bytes(self):
+        rng = random.Random(7)
+        path = os.path.join(self.dir, "random.onnx")
+        for _ in range(20):
+            with open(path, "wb") as f:
+                f.write(bytes(rng.randrange(256) for _ in range(rng.randrange(1, 2000))))
+            self.assert_one_line_error(weft("inspect", path), path)
+
+    def test_truncated_model(self):
+        data = small_model().SerializeToString()
+        path = os.path.join(self.dir, "truncated.onnx")
+        for n in range(1, len(data), 7):
+            with open(path, "wb") as f:
+                f.write(data[:n])
+            self.assert_one_line_error(weft("inspect", path), path)
+
+    def test_unsupported_op_names_node_op_and_opset(self):
+        path = save(small_model(op="Shrink"), self.dir)
+        self.assert_one_line_error(weft("inspect", path), path, "'the_node'", "Shrink",
+                                   "opset 13")
+
+    def test_unsupported_opset(self):
+        model = small_model(opset=13)
+        model.opset_import[0].version = 19
+        path = save(model, self.dir)
+        self.assert_one_line_error(weft("inspect", path), path, "opset 19")
+
+    def test_unknown_domain(self):
+        path = save(small_model(op="Magic", domain="com.example"), self.dir)
+        self.assert_one_line_error(weft("inspect", path), path, "com.example", "Magic")
+
+    def test_pending_subcommands_say_so_and_exit_2(self):
+        path = save(small_model(), self.dir)
+        for cmd in (["run", path], ["test-onnx", self.dir], ["bench", path]):
+            self.assert_one_line_error(weft(*cmd), "not available yet", code=2)
+
+    def test_usage_errors_exit_2(self):
+        self.assertEqual(weft().returncode, 2)
+        self.assertEqual(weft("frobnicate").returncode, 2)
+        self.assertEqual(weft("inspect").returncode, 2)
+
+    def test_help_and_version_exit_0(self):
+        self.assertEqual(weft("--help").returncode, 0)
+        r = weft("--version")
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("weft", r.stdout)
+
+
+if __name__ == "__main__":
+    WEFT = os.path.abspath(sys.argv.pop(1))
+    unittest.main()

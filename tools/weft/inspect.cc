@@ -1,0 +1,80 @@
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tools/weft/commands.h"
+#include "weft/driver/pipeline.h"
+#include "weft/graph/print_graph.h"
+
+namespace weft::cli {
+
+namespace {
+
+Status write_text(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) return Status::error(fmt::format("{}: cannot write the file", path.string()));
+  return Status();
+}
+
+}  // namespace
+
+int inspect(const InspectOptions& options) {
+  if (!options.dump_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options.dump_dir, ec);
+    if (ec) {
+      std::cerr << fmt::format("error: {}: cannot create the dump directory: {}\n",
+                               options.dump_dir, ec.message());
+      return 1;
+    }
+  }
+  nlohmann::json passes = nlohmann::json::array();
+  nlohmann::json last_graph;
+  std::string text;
+  Status dump_status;
+  int step = 0;
+  auto observe = [&](std::string_view pass, const Graph& graph) {
+    std::string printed = print_graph(graph);
+    if (!options.dump_dir.empty() && dump_status.ok()) {
+      auto file = std::filesystem::path(options.dump_dir) / fmt::format("{:02}_{}.txt", step, pass);
+      dump_status = write_text(file, printed);
+    }
+    ++step;
+    if (!options.after.empty() && pass != options.after) return;
+    if (options.json) {
+      last_graph = graph_to_json(graph);
+      passes.push_back({{"pass", pass}, {"graph", last_graph}});
+    } else {
+      text += fmt::format("== {} ==\n{}", pass, printed);
+    }
+  };
+  Result<Graph> graph = run_graph_pipeline(options.model, observe);
+  if (!graph.ok()) {
+    std::cerr << graph.status().to_string() << "\n";
+    return 1;
+  }
+  if (!dump_status.ok()) {
+    std::cerr << dump_status.to_string() << "\n";
+    return 1;
+  }
+  if (options.json) {
+    // "kernels" and "library_calls" are part of the CLI contract; they are empty until the
+    // execution engine lowers the graph (docs/status.md).
+    nlohmann::json out = {{"file", options.model},
+                          {"device", options.device},
+                          {"passes", passes},
+                          {"ops", last_graph["ops"]},
+                          {"kernels", nlohmann::json::array()},
+                          {"library_calls", nlohmann::json::array()}};
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << text;
+  }
+  return 0;
+}
+
+}  // namespace weft::cli

@@ -1,0 +1,241 @@
+// Typed attributes of graph nodes, one struct per op family.
+//
+// They are filled once by the op table's parsers (op_table.cc), with the ONNX defaults of the
+// node's opset. No attribute travels through the IR as a string key. Each struct lists its
+// fields once, in fields(), which the printer and the JSON writer share.
+//
+// An optional field is one whose absence has its own meaning in ONNX (e.g. Reduce with no
+// axes reduces all axes). After canonicalize, attributes that older opsets took as attributes
+// and newer ones as constant inputs (axes, Clip bounds, Slice ranges) are here, and axes are
+// non-negative and sorted.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "weft/graph/dtype.h"
+#include "weft/graph/tensor.h"
+
+namespace weft {
+
+using Ints = std::vector<int64_t>;
+using TensorRef = std::shared_ptr<const Tensor>;
+
+#define WEFT_FIELDS(...) \
+  template <typename F>  \
+  void fields(F&& f) const { __VA_ARGS__; }
+
+struct NoAttrs {
+  template <typename F>
+  void fields(F&&) const {}
+};
+
+// Add, Mul, ... before opset 7 with broadcast=1: "B" is broadcast onto "A" with its dims
+// aligned at "axis" (at the trailing dims when absent). Canonicalize removes this form.
+struct LegacyBroadcastAttrs {
+  std::optional<int64_t> axis;
+  WEFT_FIELDS(f("legacy_broadcast_axis", axis))
+};
+
+struct CastAttrs {
+  DType to = DType::kF32;
+  WEFT_FIELDS(f("to", to))
+};
+
+// Elu, Celu, LeakyRelu, ThresholdedRelu: one coefficient, default set per op.
+struct AlphaAttrs {
+  float alpha = 1.0f;
+  WEFT_FIELDS(f("alpha", alpha))
+};
+
+struct HardSigmoidAttrs {
+  float alpha = 0.2f;
+  float beta = 0.5f;
+  WEFT_FIELDS(f("alpha", alpha); f("beta", beta))
+};
+
+struct SeluAttrs {
+  float alpha = 1.67326319217681884765625f;
+  float gamma = 1.05070102214813232421875f;
+  WEFT_FIELDS(f("alpha", alpha); f("gamma", gamma))
+};
+
+struct ClipAttrs {
+  std::optional<float> min;  // none: unbounded
+  std::optional<float> max;
+  WEFT_FIELDS(f("min", min); f("max", max))
+};
+
+struct ModAttrs {
+  bool fmod = false;
+  WEFT_FIELDS(f("fmod", fmod))
+};
+
+struct IsInfAttrs {
+  bool detect_negative = true;
+  bool detect_positive = true;
+  WEFT_FIELDS(f("detect_negative", detect_negative); f("detect_positive", detect_positive))
+};
+
+// ReduceSum, ReduceMean, ... Without axes, all axes are reduced, unless
+// noop_with_empty_axes, in which case the node is an identity.
+struct ReduceAttrs {
+  std::optional<Ints> axes;
+  bool keepdims = true;
+  bool noop_with_empty_axes = false;
+  WEFT_FIELDS(f("axes", axes); f("keepdims", keepdims); f("noop_with_empty_axes", noop_with_empty_axes))
+};
+
+struct ArgReduceAttrs {  // ArgMax, ArgMin
+  int64_t axis = 0;
+  bool keepdims = true;
+  bool select_last_index = false;
+  WEFT_FIELDS(f("axis", axis); f("keepdims", keepdims); f("select_last_index", select_last_index))
+};
+
+// Softmax, LogSoftmax, Hardmax: before opset 13 the input is coerced to 2-D at "axis"
+// (default 1); from 13 on the op works along "axis" alone (default -1).
+struct SoftmaxAttrs {
+  int64_t axis = -1;
+  WEFT_FIELDS(f("axis", axis))
+};
+
+// Concat, Gather, GatherElements, Flatten, CumSum-like single-axis ops.
+struct AxisAttrs {
+  int64_t axis = 0;
+  WEFT_FIELDS(f("axis", axis))
+};
+
+struct AxesAttrs {  // Squeeze, Unsqueeze
+  std::optional<Ints> axes;  // Squeeze without axes removes every dim of extent 1
+  WEFT_FIELDS(f("axes", axes))
+};
+
+struct SplitAttrs {
+  int64_t axis = 0;
+  std::optional<Ints> split;  // none: equal parts
+  WEFT_FIELDS(f("axis", axis); f("split", split))
+};
+
+struct TransposeAttrs {
+  std::optional<Ints> perm;  // none: reverse the dims
+  WEFT_FIELDS(f("perm", perm))
+};
+
+struct ReshapeAttrs {
+  bool allowzero = false;
+  std::optional<Ints> shape;  // set by canonicalize once the target is a known constant
+  WEFT_FIELDS(f("allowzero", allowzero); f("shape", shape))
+};
+
+struct ShapeAttrs {
+  int64_t start = 0;
+  std::optional<int64_t> end;
+  WEFT_FIELDS(f("start", start); f("end", end))
+};
+
+struct SliceAttrs {  // attributes before opset 10; constant inputs after canonicalize
+  std::optional<Ints> starts;
+  std::optional<Ints> ends;
+  std::optional<Ints> axes;
+  std::optional<Ints> steps;
+  WEFT_FIELDS(f("starts", starts); f("ends", ends); f("axes", axes); f("steps", steps))
+};
+
+enum class PadMode : uint8_t { kConstant, kReflect, kEdge };
+struct PadAttrs {
+  PadMode mode = PadMode::kConstant;
+  std::optional<Ints> pads;  // before opset 11
+  float value = 0.0f;        // before opset 11
+  WEFT_FIELDS(f("mode", mode); f("pads", pads); f("value", value))
+};
+
+enum class AutoPad : uint8_t { kNotSet, kSameUpper, kSameLower, kValid };
+
+struct ConvAttrs {
+  AutoPad auto_pad = AutoPad::kNotSet;
+  Ints dilations;     // empty: 1 per spatial dim
+  int64_t group = 1;
+  Ints kernel_shape;  // empty: from the weights
+  Ints pads;          // empty: 0; [x1_begin, x2_begin, ..., x1_end, x2_end, ...]
+  Ints strides;       // empty: 1 per spatial dim
+  WEFT_FIELDS(f("auto_pad", auto_pad); f("dilations", dilations); f("group", group);
+              f("kernel_shape", kernel_shape); f("pads", pads); f("strides", strides))
+};
+
+struct PoolAttrs {  // MaxPool, AveragePool
+  AutoPad auto_pad = AutoPad::kNotSet;
+  bool ceil_mode = false;
+  bool count_include_pad = false;  // AveragePool
+  Ints dilations;
+  Ints kernel_shape;
+  Ints pads;
+  int64_t storage_order = 0;  // MaxPool indices output
+  Ints strides;
+  WEFT_FIELDS(f("auto_pad", auto_pad); f("ceil_mode", ceil_mode);
+              f("count_include_pad", count_include_pad); f("dilations", dilations);
+              f("kernel_shape", kernel_shape); f("pads", pads);
+              f("storage_order", storage_order); f("strides", strides))
+};
+
+struct GemmAttrs {
+  float alpha = 1.0f;
+  float beta = 1.0f;
+  bool trans_a = false;
+  bool trans_b = false;
+  WEFT_FIELDS(f("alpha", alpha); f("beta", beta); f("transA", trans_a); f("transB", trans_b))
+};
+
+struct BatchNormAttrs {
+  float epsilon = 1e-5f;
+  float momentum = 0.9f;
+  bool training_mode = false;
+  WEFT_FIELDS(f("epsilon", epsilon); f("momentum", momentum); f("training_mode", training_mode))
+};
+
+struct EpsilonAttrs {  // InstanceNormalization
+  float epsilon = 1e-5f;
+  WEFT_FIELDS(f("epsilon", epsilon))
+};
+
+struct LayerNormAttrs {
+  int64_t axis = -1;
+  float epsilon = 1e-5f;
+  DType stash_type = DType::kF32;
+  WEFT_FIELDS(f("axis", axis); f("epsilon", epsilon); f("stash_type", stash_type))
+};
+
+struct DropoutAttrs {
+  std::optional<float> ratio;  // before opset 12; an input after
+  bool is_test = false;        // before opset 7
+  WEFT_FIELDS(f("ratio", ratio); f("is_test", is_test))
+};
+
+struct ConstantAttrs {
+  TensorRef value;
+  WEFT_FIELDS(f("value", value))
+};
+
+struct ConstantOfShapeAttrs {
+  TensorRef value;  // a one-element tensor; f32 0 when absent
+  WEFT_FIELDS(f("value", value))
+};
+
+
+using OpAttrs =
+    std::variant<NoAttrs, LegacyBroadcastAttrs, CastAttrs, AlphaAttrs, HardSigmoidAttrs, SeluAttrs, ClipAttrs, ModAttrs,
+                 IsInfAttrs, ReduceAttrs, ArgReduceAttrs, SoftmaxAttrs, AxisAttrs, AxesAttrs,
+                 SplitAttrs, TransposeAttrs, ReshapeAttrs, ShapeAttrs, SliceAttrs, PadAttrs,
+                 ConvAttrs, PoolAttrs, GemmAttrs, BatchNormAttrs, EpsilonAttrs, LayerNormAttrs,
+                 DropoutAttrs, ConstantAttrs, ConstantOfShapeAttrs>;
+
+#undef WEFT_FIELDS
+
+std::string_view auto_pad_name(AutoPad p);
+std::string_view pad_mode_name(PadMode m);
+
+}  // namespace weft

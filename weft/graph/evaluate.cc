@@ -1,0 +1,370 @@
+#include "weft/graph/evaluate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <numeric>
+#include <string_view>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "weft/graph/shape_functions.h"
+
+namespace weft {
+
+namespace {
+
+using Outputs = Result<std::vector<Tensor>>;
+
+Outputs single(Tensor t) {
+  std::vector<Tensor> out;
+  out.push_back(std::move(t));
+  return out;
+}
+
+const Tensor& arg(const Node& node, size_t i) { return *node.inputs[i]->constant; }
+
+std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];
+  return s;
+}
+
+// Index into "in" (broadcast to "out_dims") of the element at flat "out_index".
+int64_t broadcast_index(int64_t out_index, const std::vector<int64_t>& out_dims,
+                        const std::vector<int64_t>& in_dims) {
+  int64_t in_index = 0, in_stride = 1;
+  size_t offset = out_dims.size() - in_dims.size();
+  for (size_t i = out_dims.size(); i-- > 0;) {
+    int64_t coord = out_index % out_dims[i];
+    out_index /= out_dims[i];
+    if (i >= offset) {
+      int64_t d = in_dims[i - offset];
+      if (d != 1) in_index += coord * in_stride;
+      in_stride *= d;
+    }
+  }
+  return in_index;
+}
+
+// Numpy-broadcast elementwise op over the node's inputs, with "fn" on int64 or double.
+Outputs elementwise(const Node& node, DType out_type,
+                    const std::function<int64_t(const std::vector<int64_t>&)>& int_fn,
+                    const std::function<double(const std::vector<double>&)>& float_fn) {
+  std::vector<Shape> shapes;
+  for (const Value* v : node.inputs) shapes.push_back(v->constant->type().shape.value());
+  WEFT_ASSIGN_OR_RETURN(Shape shape, broadcast_shapes(shapes));
+  std::vector<int64_t> dims = shape_static_dims(shape);
+  Tensor out(out_type, dims);
+  bool as_int = !dtype_is_float(node.inputs[0]->constant->dtype());
+  std::vector<int64_t> ints(node.inputs.size());
+  std::vector<double> floats(node.inputs.size());
+  for (int64_t i = 0; i < out.num_elements(); ++i) {
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      const Tensor& t = arg(node, k);
+      int64_t j = broadcast_index(i, dims, t.dims());
+      if (as_int) {
+        ints[k] = t.get_int64(j);
+      } else {
+        floats[k] = t.get_double(j);
+      }
+    }
+    if (as_int) {
+      if (!int_fn) return std::vector<Tensor>{};
+      out.set_int64(i, int_fn(ints));
+    } else {
+      if (!float_fn) return std::vector<Tensor>{};
+      out.set_double(i, float_fn(floats));
+    }
+  }
+  return single(std::move(out));
+}
+
+using IntFn = std::function<int64_t(const std::vector<int64_t>&)>;
+using FloatFn = std::function<double(const std::vector<double>&)>;
+struct ElementwiseFns {
+  IntFn int_fn;
+  FloatFn float_fn;
+  bool to_bool = false;
+};
+
+const std::unordered_map<std::string_view, ElementwiseFns>& elementwise_table() {
+  static const std::unordered_map<std::string_view, ElementwiseFns> table = {
+      {"Add", {[](auto& a) { return a[0] + a[1]; }, [](auto& a) { return a[0] + a[1]; }}},
+      {"Sub", {[](auto& a) { return a[0] - a[1]; }, [](auto& a) { return a[0] - a[1]; }}},
+      {"Mul", {[](auto& a) { return a[0] * a[1]; }, [](auto& a) { return a[0] * a[1]; }}},
+      {"Div", {[](auto& a) { return a[1] == 0 ? int64_t{0} : a[0] / a[1]; },
+               [](auto& a) { return a[0] / a[1]; }}},
+      {"Neg", {[](auto& a) { return -a[0]; }, [](auto& a) { return -a[0]; }}},
+      {"Abs", {[](auto& a) { return std::abs(a[0]); }, [](auto& a) { return std::fabs(a[0]); }}},
+      {"Floor", {nullptr, [](auto& a) { return std::floor(a[0]); }}},
+      {"Ceil", {nullptr, [](auto& a) { return std::ceil(a[0]); }}},
+      {"Sqrt", {nullptr, [](auto& a) { return std::sqrt(a[0]); }}},
+      {"Max", {[](auto& a) { return *std::max_element(a.begin(), a.end()); },
+               [](auto& a) { return *std::max_element(a.begin(), a.end()); }}},
+      {"Min", {[](auto& a) { return *std::min_element(a.begin(), a.end()); },
+               [](auto& a) { return *std::min_element(a.begin(), a.end()); }}},
+      {"Equal", {[](auto& a) { return int64_t{a[0] == a[1]}; },
+                 [](auto& a) { return double(a[0] == a[1]); }, true}},
+      {"Less", {[](auto& a) { return int64_t{a[0] < a[1]}; },
+                [](auto& a) { return double(a[0] < a[1]); }, true}},
+      {"Greater", {[](auto& a) { return int64_t{a[0] > a[1]}; },
+                   [](auto& a) { return double(a[0] > a[1]); }, true}},
+      {"Not", {[](auto& a) { return int64_t{a[0] == 0}; }, nullptr, true}},
+      {"And", {[](auto& a) { return int64_t{a[0] != 0 && a[1] != 0}; }, nullptr, true}},
+      {"Or", {[](auto& a) { return int64_t{a[0] != 0 || a[1] != 0}; }, nullptr, true}},
+  };
+  return table;
+}
+
+Outputs eval_shape(const Node& node) {
+  std::vector<int64_t> dims = shape_static_dims(*node.inputs[0]->type.shape);
+  const auto& a = node.attrs_as<ShapeAttrs>();
+  int64_t rank = static_cast<int64_t>(dims.size());
+  auto clamp = [&](int64_t v) { return std::clamp(v < 0 ? v + rank : v, int64_t{0}, rank); };
+  int64_t start = clamp(a.start), end = std::max(start, clamp(a.end.value_or(rank)));
+  return single(Tensor::vector_i64(std::vector<int64_t>(dims.begin() + start, dims.begin() + end)));
+}
+
+Outputs eval_cast(const Node& node, DType to) {
+  const Tensor& x = arg(node, 0);
+  Tensor out(to, x.dims());
+  bool as_int = !dtype_is_float(x.dtype()) && !dtype_is_float(to);
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    if (as_int) {
+      out.set_int64(i, x.get_int64(i));
+    } else {
+      out.set_double(i, x.get_double(i));
+    }
+  }
+  return single(std::move(out));
+}
+
+// Copies the element at flat "from" of "src" to flat "to" of "dst" (same dtype).
+void copy_element(const Tensor& src, int64_t from, Tensor& dst, int64_t to) {
+  int size = dtype_size(src.dtype());
+  std::memcpy(dst.data() + to * size, src.data() + from * size, static_cast<size_t>(size));
+}
+
+Outputs eval_gather(const Node& node) {
+  const Tensor& data = arg(node, 0);
+  const Tensor& idx = arg(node, 1);
+  WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node.attrs_as<AxisAttrs>().axis, data.rank()));
+  std::vector<int64_t> out_dims(data.dims().begin(), data.dims().begin() + axis);
+  out_dims.insert(out_dims.end(), idx.dims().begin(), idx.dims().end());
+  out_dims.insert(out_dims.end(), data.dims().begin() + axis + 1, data.dims().end());
+  int64_t outer = std::accumulate(data.dims().begin(), data.dims().begin() + axis, int64_t{1},
+                                  std::multiplies<>());
+  int64_t extent = data.dims()[static_cast<size_t>(axis)];
+  int64_t inner = data.num_elements() / std::max<int64_t>(outer * extent, 1);
+  Tensor out(data.dtype(), out_dims);
+  int64_t k = 0;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t j = 0; j < idx.num_elements(); ++j) {
+      int64_t i = idx.get_int64(j);
+      if (i < 0) i += extent;
+      if (i < 0 || i >= extent) {
+        return Status::error(fmt::format("Gather index {} is out of range for extent {}",
+                                         idx.get_int64(j), extent));
+      }
+      for (int64_t in = 0; in < inner; ++in) copy_element(data, (o * extent + i) * inner + in, out, k++);
+    }
+  }
+  return single(std::move(out));
+}
+
+Outputs eval_concat(const Node& node) {
+  const Tensor& first = arg(node, 0);
+  WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node.attrs_as<AxisAttrs>().axis, first.rank()));
+  std::vector<int64_t> dims = first.dims();
+  dims[static_cast<size_t>(axis)] = 0;
+  for (const Value* v : node.inputs) dims[static_cast<size_t>(axis)] += v->constant->dims()[static_cast<size_t>(axis)];
+  int64_t outer = std::accumulate(dims.begin(), dims.begin() + axis, int64_t{1}, std::multiplies<>());
+  Tensor out(first.dtype(), dims);
+  int64_t k = 0;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (const Value* v : node.inputs) {
+      const Tensor& t = *v->constant;
+      int64_t chunk = t.num_elements() / std::max<int64_t>(outer, 1);
+      for (int64_t j = 0; j < chunk; ++j) copy_element(t, o * chunk + j, out, k++);
+    }
+  }
+  return single(std::move(out));
+}
+
+// Same data under new dims (Reshape, Squeeze, Unsqueeze, Flatten, Identity).
+Outputs eval_with_type(const Node& node) {
+  const Tensor& x = arg(node, 0);
+  const TensorType& t = node.outputs[0]->type;
+  if (!t.has_static_shape()) return std::vector<Tensor>{};
+  Tensor out(x.dtype(), shape_static_dims(*t.shape));
+  if (out.num_elements() != x.num_elements()) return Status::error("element count changes");
+  std::memcpy(out.data(), x.data(), x.num_bytes());
+  return single(std::move(out));
+}
+
+Outputs eval_slice(const Node& node) {
+  const Tensor& x = arg(node, 0);
+  const auto& a = node.attrs_as<SliceAttrs>();
+  bool from_inputs = node.opset >= 10 && !a.starts;
+  Ints starts = from_inputs ? arg(node, 1).to_int64_vector() : *a.starts;
+  Ints ends = from_inputs ? arg(node, 2).to_int64_vector() : *a.ends;
+  Ints axes(starts.size());
+  std::iota(axes.begin(), axes.end(), 0);
+  if (from_inputs && node.input(3)) axes = arg(node, 3).to_int64_vector();
+  if (!from_inputs && a.axes) axes = *a.axes;
+  Ints steps = from_inputs && node.input(4) ? arg(node, 4).to_int64_vector()
+                                           : a.steps.value_or(Ints(starts.size(), 1));
+  std::vector<int64_t> begin(static_cast<size_t>(x.rank()), 0), step(begin.size(), 1);
+  if (!node.outputs[0]->type.has_static_shape()) return std::vector<Tensor>{};
+  std::vector<int64_t> out_dims = shape_static_dims(*node.outputs[0]->type.shape);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axes[i], x.rank()));
+    int64_t n = x.dims()[static_cast<size_t>(axis)];
+    int64_t s = starts[i] < 0 ? starts[i] + n : starts[i];
+    s = steps[i] > 0 ? std::clamp<int64_t>(s, 0, n) : std::clamp<int64_t>(s, -1, n - 1);
+    begin[static_cast<size_t>(axis)] = s;
+    step[static_cast<size_t>(axis)] = steps[i];
+  }
+  Tensor out(x.dtype(), out_dims);
+  std::vector<int64_t> in_strides = strides_of(x.dims());
+  for (int64_t i = 0; i < out.num_elements(); ++i) {
+    int64_t rem = i, src = 0;
+    for (size_t d = out_dims.size(); d-- > 0;) {
+      int64_t coord = rem % out_dims[d];
+      rem /= out_dims[d];
+      src += (begin[d] + coord * step[d]) * in_strides[d];
+    }
+    copy_element(x, src, out, i);
+  }
+  return single(std::move(out));
+}
+
+Outputs eval_transpose(const Node& node) {
+  const Tensor& x = arg(node, 0);
+  if (!node.outputs[0]->type.has_static_shape()) return std::vector<Tensor>{};
+  Ints perm = node.attrs_as<TransposeAttrs>().perm.value_or(Ints{});
+  if (perm.empty()) {
+    for (int64_t i = x.rank(); i-- > 0;) perm.push_back(i);
+  }
+  std::vector<int64_t> out_dims = shape_static_dims(*node.outputs[0]->type.shape);
+  std::vector<int64_t> in_strides = strides_of(x.dims());
+  Tensor out(x.dtype(), out_dims);
+  for (int64_t i = 0; i < out.num_elements(); ++i) {
+    int64_t rem = i, src = 0;
+    for (size_t d = out_dims.size(); d-- > 0;) {
+      src += (rem % out_dims[d]) * in_strides[static_cast<size_t>(perm[d])];
+      rem /= out_dims[d];
+    }
+    copy_element(x, src, out, i);
+  }
+  return single(std::move(out));
+}
+
+Outputs eval_expand(const Node& node) {
+  const Tensor& x = arg(node, 0);
+  if (!node.outputs[0]->type.has_static_shape()) return std::vector<Tensor>{};
+  std::vector<int64_t> dims = shape_static_dims(*node.outputs[0]->type.shape);
+  Tensor out(x.dtype(), dims);
+  for (int64_t i = 0; i < out.num_elements(); ++i) {
+    copy_element(x, broadcast_index(i, dims, x.dims()), out, i);
+  }
+  return single(std::move(out));
+}
+
+Outputs eval_where(const Node& node) {
+  const Tensor& c = arg(node, 0);
+  const Tensor& a = arg(node, 1);
+  const Tensor& b = arg(node, 2);
+  if (!node.outputs[0]->type.has_static_shape()) return std::vector<Tensor>{};
+  std::vector<int64_t> dims = shape_static_dims(*node.outputs[0]->type.shape);
+  Tensor out(a.dtype(), dims);
+  for (int64_t i = 0; i < out.num_elements(); ++i) {
+    bool pick_a = c.get_int64(broadcast_index(i, dims, c.dims())) != 0;
+    const Tensor& src = pick_a ? a : b;
+    copy_element(src, broadcast_index(i, dims, src.dims()), out, i);
+  }
+  return single(std::move(out));
+}
+
+Outputs eval_range(const Node& node) {
+  const Tensor& start = arg(node, 0);
+  const TensorType& t = node.outputs[0]->type;
+  if (!t.has_static_shape()) return std::vector<Tensor>{};
+  Tensor out(start.dtype(), shape_static_dims(*t.shape));
+  bool as_int = !dtype_is_float(start.dtype());
+  for (int64_t i = 0; i < out.num_elements(); ++i) {
+    if (as_int) {
+      out.set_int64(i, start.get_int64(0) + i * arg(node, 2).get_int64(0));
+    } else {
+      out.set_double(i, start.get_double(0) + static_cast<double>(i) * arg(node, 2).get_double(0));
+    }
+  }
+  return single(std::move(out));
+}
+
+Outputs eval_constant_of_shape(const Node& node) {
+  const Tensor& value = *node.attrs_as<ConstantOfShapeAttrs>().value;
+  Tensor out(value.dtype(), arg(node, 0).to_int64_vector());
+  for (int64_t i = 0; i < out.num_elements(); ++i) copy_element(value, 0, out, i);
+  return single(std::move(out));
+}
+
+Outputs eval_reduce_prod_or_sum(const Node& node, bool prod) {
+  // Only the all-axes, integer form that exporters use to count elements.
+  const Tensor& x = arg(node, 0);
+  const auto& a = node.attrs_as<ReduceAttrs>();
+  if (dtype_is_float(x.dtype()) || (a.axes && !a.axes->empty()) || node.input(1)) {
+    return std::vector<Tensor>{};
+  }
+  int64_t acc = prod ? 1 : 0;
+  for (int64_t i = 0; i < x.num_elements(); ++i) acc = prod ? acc * x.get_int64(i) : acc + x.get_int64(i);
+  Tensor out(x.dtype(), a.keepdims ? std::vector<int64_t>(static_cast<size_t>(x.rank()), 1)
+                                   : std::vector<int64_t>{});
+  out.set_int64(0, acc);
+  return single(std::move(out));
+}
+
+}  // namespace
+
+bool can_evaluate(const Node& node) {
+  static const std::unordered_map<std::string_view, bool> kOps = {
+      {"Shape", true},     {"Size", true},      {"Constant", true},  {"Identity", true},
+      {"Cast", true},      {"CastLike", true},  {"Gather", true},    {"Concat", true},
+      {"Reshape", true},   {"Squeeze", true},   {"Unsqueeze", true}, {"Flatten", true},
+      {"Slice", true},     {"Transpose", true}, {"Expand", true},    {"Where", true},
+      {"Range", true},     {"ConstantOfShape", true}, {"ReduceProd", true}, {"ReduceSum", true}};
+  return kOps.contains(node.op_type) ||
+         (elementwise_table().contains(node.op_type) &&
+          !std::holds_alternative<LegacyBroadcastAttrs>(node.attrs));
+}
+
+Result<std::vector<Tensor>> evaluate_node(const Node& node) {
+  const std::string& op = node.op_type;
+  if (op == "Shape") return eval_shape(node);
+  if (op == "Size") {
+    return single(Tensor::scalar_i64(shape_num_elements(*node.inputs[0]->type.shape).value()));
+  }
+  if (op == "Constant") return single(*node.attrs_as<ConstantAttrs>().value);
+  if (op == "Cast") return eval_cast(node, node.attrs_as<CastAttrs>().to);
+  if (op == "CastLike") return eval_cast(node, arg(node, 1).dtype());
+  if (op == "Gather") return eval_gather(node);
+  if (op == "Concat") return eval_concat(node);
+  if (op == "Identity" || op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" ||
+      op == "Flatten") {
+    return eval_with_type(node);
+  }
+  if (op == "Slice") return eval_slice(node);
+  if (op == "Transpose") return eval_transpose(node);
+  if (op == "Expand") return eval_expand(node);
+  if (op == "Where") return eval_where(node);
+  if (op == "Range") return eval_range(node);
+  if (op == "ConstantOfShape") return eval_constant_of_shape(node);
+  if (op == "ReduceProd" || op == "ReduceSum") return eval_reduce_prod_or_sum(node, op == "ReduceProd");
+  const ElementwiseFns& fns = elementwise_table().at(op);
+  DType out_type = fns.to_bool ? DType::kBool : arg(node, 0).dtype();
+  return elementwise(node, out_type, fns.int_fn, fns.float_fn);
+}
+
+}  // namespace weft

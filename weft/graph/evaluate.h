@@ -1,0 +1,24 @@
+// Reference evaluation of one node on constant inputs, for constant folding.
+//
+// Covers the ops that exporters use to compute shapes and small constants (Shape, Gather,
+// Concat, Reshape, Unsqueeze, Slice, Cast, Range, ConstantOfShape, integer arithmetic, ...).
+// It is written for clarity, not speed: folding only runs it on small tensors.
+#pragma once
+
+#include <vector>
+
+#include "weft/graph/graph.h"
+#include "weft/support/status.h"
+
+namespace weft {
+
+// Can evaluate_node fold "node" when its inputs are constant (or, for Shape and Size, when
+// its input has a static shape)?
+bool can_evaluate(const Node& node);
+
+// The outputs of "node". Requires can_evaluate(node) and every present input constant
+// (except the data input of Shape and Size, which needs only a static shape). Fails on
+// inputs the op rejects (e.g. a Gather index out of range).
+Result<std::vector<Tensor>> evaluate_node(const Node& node);
+
+}  // namespace weft

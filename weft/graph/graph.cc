@@ -1,0 +1,127 @@
+#include "weft/graph/graph.h"
+
+#include <algorithm>
+
+#include "weft/support/check.h"
+
+namespace weft {
+
+Value* Graph::add_value(std::string name, TensorType type) {
+  WEFT_CHECK(!name.empty() && !names_.contains(name), "value names are unique and non-empty");
+  names_.insert(name);
+  auto value = std::make_unique<Value>();
+  value->name = std::move(name);
+  value->type = std::move(type);
+  Value* v = value.get();
+  value_by_name_[v->name] = v;
+  values_.push_back(std::move(value));
+  return v;
+}
+
+Value* Graph::add_constant(std::string name, Tensor tensor) {
+  Value* v = add_value(std::move(name), tensor.type());
+  v->constant = std::make_shared<const Tensor>(std::move(tensor));
+  return v;
+}
+
+std::unique_ptr<Node> Graph::make_node(Node node) {
+  WEFT_CHECK(!node.name.empty() && !node_names_.contains(node.name), "node names are unique");
+  node_names_.insert(node.name);
+  auto owned = std::make_unique<Node>(std::move(node));
+  for (Value* out : owned->outputs) {
+    if (!out) continue;
+    WEFT_CHECK(out->producer == nullptr && !out->is_constant(), "a value has one definition");
+    out->producer = owned.get();
+  }
+  return owned;
+}
+
+Node* Graph::add_node(Node node) {
+  nodes_.push_back(make_node(std::move(node)));
+  return nodes_.back().get();
+}
+
+Node* Graph::insert_node_before(const Node* position, Node node) {
+  auto it = std::find_if(nodes_.begin(), nodes_.end(),
+                         [&](const std::unique_ptr<Node>& n) { return n.get() == position; });
+  WEFT_CHECK(it != nodes_.end(), "insert position is in the graph");
+  return nodes_.insert(it, make_node(std::move(node)))->get();
+}
+
+void Graph::rename_value(Value* value, const std::string& name) {
+  WEFT_CHECK(!names_.contains(name), "new value name is unused");
+  names_.erase(value->name);
+  value_by_name_.erase(value->name);
+  value->name = name;
+  names_.insert(name);
+  value_by_name_[name] = value;
+}
+
+namespace {
+std::string unique_in(const std::unordered_set<std::string>& taken, const std::string& base) {
+  if (!taken.contains(base)) return base;
+  for (int i = 1;; ++i) {
+    std::string candidate = base + "_" + std::to_string(i);
+    if (!taken.contains(candidate)) return candidate;
+  }
+}
+}  // namespace
+
+std::string Graph::unique_name(const std::string& base) { return unique_in(names_, base); }
+std::string Graph::unique_node_name(const std::string& base) {
+  return unique_in(node_names_, base);
+}
+
+Value* Graph::find_value(const std::string& name) const {
+  auto it = value_by_name_.find(name);
+  return it == value_by_name_.end() ? nullptr : it->second;
+}
+
+void Graph::replace_all_uses(Value* from, Value* to) {
+  for (auto& node : nodes_) {
+    std::replace(node->inputs.begin(), node->inputs.end(), from, to);
+  }
+  std::replace(outputs.begin(), outputs.end(), from, to);
+}
+
+void Graph::make_constant(Value* value, Tensor tensor) {
+  value->type = tensor.type();
+  value->constant = std::make_shared<const Tensor>(std::move(tensor));
+  value->producer = nullptr;
+}
+
+std::unordered_map<const Value*, int> Graph::use_counts() const {
+  std::unordered_map<const Value*, int> uses;
+  for (const auto& node : nodes_) {
+    for (const Value* in : node->inputs) {
+      if (in) ++uses[in];
+    }
+  }
+  for (const Value* out : outputs) ++uses[out];
+  return uses;
+}
+
+bool Graph::is_graph_output(const Value* v) const {
+  return std::find(outputs.begin(), outputs.end(), v) != outputs.end();
+}
+
+bool Graph::is_graph_input(const Value* v) const {
+  return std::find(inputs.begin(), inputs.end(), v) != inputs.end();
+}
+
+void Graph::remove_unreferenced_values() {
+  std::unordered_set<const Value*> live(inputs.begin(), inputs.end());
+  live.insert(outputs.begin(), outputs.end());
+  for (const auto& node : nodes_) {
+    live.insert(node->inputs.begin(), node->inputs.end());
+    live.insert(node->outputs.begin(), node->outputs.end());
+  }
+  std::erase_if(values_, [&](const std::unique_ptr<Value>& v) {
+    if (live.contains(v.get())) return false;
+    names_.erase(v->name);
+    value_by_name_.erase(v->name);
+    return true;
+  });
+}
+
+}  // namespace weft

@@ -1,0 +1,120 @@
+// The graph IR.
+//
+// Semantics (see docs/ir.md):
+// - A Graph is a list of Nodes in topological order over Values. Each Value is defined once:
+//   as a graph input, as a constant (initializer or folded result), or as an output of
+//   exactly one node. Value names are unique within a graph and are the ONNX names.
+// - A Node is an ONNX op at the model's ai.onnx opset, with attributes parsed once into a
+//   typed struct (attrs.h). An omitted optional input or output is a null Value pointer.
+// - Types follow ONNX: a dtype and a shape whose dims are integers or named symbols; the
+//   shape is missing when the rank is unknown.
+// - Graph outputs are Values; an output may also be an input or a constant.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "weft/graph/attrs.h"
+#include "weft/graph/shape.h"
+#include "weft/graph/tensor.h"
+
+namespace weft {
+
+struct Node;
+struct OpDef;
+
+struct Value {
+  std::string name;
+  TensorType type;
+  Node* producer = nullptr;  // null for graph inputs and constants
+  TensorRef constant;        // set for constants
+
+  bool is_constant() const { return constant != nullptr; }
+};
+
+struct Node {
+  std::string name;     // unique within the graph
+  std::string op_type;  // ONNX op type, e.g. "Conv"
+  int opset = 0;        // the model's ai.onnx opset
+  const OpDef* def = nullptr;
+  OpAttrs attrs;
+  std::vector<Value*> inputs;   // null: omitted optional input
+  std::vector<Value*> outputs;  // null: omitted optional output
+
+  // The input at "i", or null when absent or omitted.
+  Value* input(size_t i) const { return i < inputs.size() ? inputs[i] : nullptr; }
+  template <typename T>
+  T& attrs_as() { return std::get<T>(attrs); }
+  template <typename T>
+  const T& attrs_as() const { return std::get<T>(attrs); }
+};
+
+class Graph {
+ public:
+  Graph() = default;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  Graph(Graph&&) = default;
+  Graph& operator=(Graph&&) = default;
+
+  std::string source;  // the model file, for diagnostics
+  int opset = 0;       // ai.onnx opset of the model
+  std::vector<Value*> inputs;
+  std::vector<Value*> outputs;
+
+  // Factories. Names must be unique (use unique_name for fresh ones).
+  Value* add_value(std::string name, TensorType type);
+  Value* add_constant(std::string name, Tensor tensor);
+  // Appends a node; its inputs must already be defined, its outputs must have no producer.
+  Node* add_node(Node node);
+  // Inserts a node right before "position", keeping the node list topologically ordered.
+  Node* insert_node_before(const Node* position, Node node);
+  // Gives "value" the name "name", which must be unused.
+  void rename_value(Value* value, const std::string& name);
+
+  // Names not yet used by any value (or node), built from "base". Values and nodes have
+  // separate namespaces, as in ONNX.
+  std::string unique_name(const std::string& base);
+  std::string unique_node_name(const std::string& base);
+  Value* find_value(const std::string& name) const;
+
+  const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }
+  const std::vector<std::unique_ptr<Value>>& values() const { return values_; }
+
+  // Makes every use of "from" (node inputs and graph outputs) a use of "to".
+  void replace_all_uses(Value* from, Value* to);
+  // Turns "value" into a constant holding "tensor" and detaches it from its producer.
+  void make_constant(Value* value, Tensor tensor);
+  // Removes the nodes for which "dead" is true, then values that nothing defines or uses.
+  template <typename Pred>
+  void remove_nodes_if(Pred dead) {
+    std::erase_if(nodes_, [&](const std::unique_ptr<Node>& n) {
+      if (!dead(*n)) return false;
+      node_names_.erase(n->name);
+      for (Value* out : n->outputs) {
+        if (out && out->producer == n.get()) out->producer = nullptr;
+      }
+      return true;
+    });
+    remove_unreferenced_values();
+  }
+  // Number of node inputs and graph outputs that refer to each value.
+  std::unordered_map<const Value*, int> use_counts() const;
+  bool is_graph_output(const Value* v) const;
+  bool is_graph_input(const Value* v) const;
+
+ private:
+  void remove_unreferenced_values();
+  std::unique_ptr<Node> make_node(Node node);
+
+  std::vector<std::unique_ptr<Value>> values_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::unordered_set<std::string> names_;  // of values
+  std::unordered_set<std::string> node_names_;
+  std::unordered_map<std::string, Value*> value_by_name_;
+};
+
+}  // namespace weft

@@ -1,0 +1,406 @@
+#include "weft/graph/op_table.h"
+
+#include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "weft/graph/shape_functions.h"
+
+namespace weft {
+
+// ---- AttrParser -------------------------------------------------------------------------
+
+bool AttrParser::has(std::string_view name) const {
+  return reader_.kind(name) != AttrReader::Kind::kMissing;
+}
+
+void AttrParser::fail(std::string message) {
+  if (status_.ok()) status_ = Status::error(std::move(message));
+}
+
+bool AttrParser::expect(std::string_view name, AttrReader::Kind kind) {
+  AttrReader::Kind actual = reader_.kind(name);
+  if (actual == AttrReader::Kind::kMissing) return false;
+  if (actual != kind) {
+    fail(fmt::format("attribute '{}' has the wrong type", name));
+    return false;
+  }
+  return true;
+}
+
+int64_t AttrParser::int_or(std::string_view name, int64_t fallback) {
+  return expect(name, AttrReader::Kind::kInt) ? reader_.get_int(name) : fallback;
+}
+
+std::optional<int64_t> AttrParser::optional_int(std::string_view name) {
+  if (!expect(name, AttrReader::Kind::kInt)) return std::nullopt;
+  return reader_.get_int(name);
+}
+
+float AttrParser::float_or(std::string_view name, float fallback) {
+  return expect(name, AttrReader::Kind::kFloat) ? reader_.get_float(name) : fallback;
+}
+
+std::optional<float> AttrParser::optional_float(std::string_view name) {
+  if (!expect(name, AttrReader::Kind::kFloat)) return std::nullopt;
+  return reader_.get_float(name);
+}
+
+std::string AttrParser::string_or(std::string_view name, std::string fallback) {
+  return expect(name, AttrReader::Kind::kString) ? reader_.get_string(name) : fallback;
+}
+
+Ints AttrParser::ints_or_empty(std::string_view name) {
+  return expect(name, AttrReader::Kind::kInts) ? reader_.get_ints(name) : Ints{};
+}
+
+std::vector<float> AttrParser::floats(std::string_view name) {
+  return expect(name, AttrReader::Kind::kFloats) ? reader_.get_floats(name) : std::vector<float>{};
+}
+
+std::optional<Ints> AttrParser::optional_ints(std::string_view name) {
+  if (!expect(name, AttrReader::Kind::kInts)) return std::nullopt;
+  return reader_.get_ints(name);
+}
+
+TensorRef AttrParser::tensor(std::string_view name) {
+  if (!expect(name, AttrReader::Kind::kTensor)) return nullptr;
+  Result<Tensor> t = reader_.get_tensor(name);
+  if (!t.ok()) {
+    fail(fmt::format("attribute '{}': {}", name, t.status().message()));
+    return nullptr;
+  }
+  return std::make_shared<const Tensor>(std::move(t).value());
+}
+
+AutoPad AttrParser::auto_pad() {
+  std::string s = string_or("auto_pad", "NOTSET");
+  if (s == "NOTSET") return AutoPad::kNotSet;
+  if (s == "SAME_UPPER") return AutoPad::kSameUpper;
+  if (s == "SAME_LOWER") return AutoPad::kSameLower;
+  if (s == "VALID") return AutoPad::kValid;
+  fail(fmt::format("attribute 'auto_pad' has unknown value '{}'", s));
+  return AutoPad::kNotSet;
+}
+
+std::string_view auto_pad_name(AutoPad p) {
+  switch (p) {
+    case AutoPad::kNotSet: return "NOTSET";
+    case AutoPad::kSameUpper: return "SAME_UPPER";
+    case AutoPad::kSameLower: return "SAME_LOWER";
+    case AutoPad::kValid: return "VALID";
+  }
+  return "?";
+}
+
+std::string_view pad_mode_name(PadMode m) {
+  switch (m) {
+    case PadMode::kConstant: return "constant";
+    case PadMode::kReflect: return "reflect";
+    case PadMode::kEdge: return "edge";
+  }
+  return "?";
+}
+
+// ---- Parsers, one per attribute struct (and per default where ops differ) -----------------
+
+namespace {
+
+OpAttrs parse_none(AttrParser&) { return NoAttrs{}; }
+
+OpAttrs parse_binary(AttrParser& p) {
+  // Before opset 7, broadcasting was opt-in ("broadcast") and aligned at "axis";
+  // canonicalize rewrites it into numpy broadcasting.
+  if (p.opset() < 7 && p.int_or("broadcast", 0) != 0) {
+    return LegacyBroadcastAttrs{p.optional_int("axis")};
+  }
+  return NoAttrs{};
+}
+
+OpAttrs parse_prelu(AttrParser& p) {
+  // Before opset 7 the slope is per channel: it aligns with the input at axis 1.
+  if (p.opset() < 7) return LegacyBroadcastAttrs{1};
+  return NoAttrs{};
+}
+
+OpAttrs parse_cast(AttrParser& p) {
+  if (!p.has("to")) p.fail("attribute 'to' is required");
+  return CastAttrs{p.dtype("to", DType::kF32)};
+}
+
+template <int kAlphaMillis>
+OpAttrs parse_alpha(AttrParser& p) {
+  return AlphaAttrs{p.float_or("alpha", static_cast<float>(kAlphaMillis) / 1000.0f)};
+}
+
+OpAttrs parse_hard_sigmoid(AttrParser& p) {
+  return HardSigmoidAttrs{p.float_or("alpha", 0.2f), p.float_or("beta", 0.5f)};
+}
+
+OpAttrs parse_selu(AttrParser& p) {
+  SeluAttrs a;
+  a.alpha = p.float_or("alpha", a.alpha);
+  a.gamma = p.float_or("gamma", a.gamma);
+  return a;
+}
+
+OpAttrs parse_clip(AttrParser& p) {
+  if (p.opset() >= 11) return ClipAttrs{};  // bounds are inputs
+  return ClipAttrs{p.optional_float("min"), p.optional_float("max")};
+}
+
+OpAttrs parse_mod(AttrParser& p) { return ModAttrs{p.bool_or("fmod", false)}; }
+
+OpAttrs parse_is_inf(AttrParser& p) {
+  return IsInfAttrs{p.bool_or("detect_negative", true), p.bool_or("detect_positive", true)};
+}
+
+OpAttrs parse_reduce(AttrParser& p) {
+  return ReduceAttrs{p.optional_ints("axes"), p.bool_or("keepdims", true),
+                     p.bool_or("noop_with_empty_axes", false)};
+}
+
+OpAttrs parse_arg_reduce(AttrParser& p) {
+  return ArgReduceAttrs{p.int_or("axis", 0), p.bool_or("keepdims", true),
+                        p.bool_or("select_last_index", false)};
+}
+
+OpAttrs parse_softmax(AttrParser& p) {
+  return SoftmaxAttrs{p.int_or("axis", p.opset() >= 13 ? -1 : 1)};
+}
+
+template <int kDefaultAxis>
+OpAttrs parse_axis(AttrParser& p) {
+  return AxisAttrs{p.int_or("axis", kDefaultAxis)};
+}
+
+OpAttrs parse_concat(AttrParser& p) {
+  if (!p.has("axis")) p.fail("attribute 'axis' is required");
+  return AxisAttrs{p.int_or("axis", 0)};
+}
+
+OpAttrs parse_axes(AttrParser& p) { return AxesAttrs{p.optional_ints("axes")}; }
+
+OpAttrs parse_split(AttrParser& p) {
+  return SplitAttrs{p.int_or("axis", 0), p.optional_ints("split")};
+}
+
+OpAttrs parse_transpose(AttrParser& p) { return TransposeAttrs{p.optional_ints("perm")}; }
+
+OpAttrs parse_reshape(AttrParser& p) { return ReshapeAttrs{p.bool_or("allowzero", false), {}}; }
+
+OpAttrs parse_shape(AttrParser& p) {
+  return ShapeAttrs{p.int_or("start", 0), p.optional_int("end")};
+}
+
+OpAttrs parse_slice(AttrParser& p) {
+  return SliceAttrs{p.optional_ints("starts"), p.optional_ints("ends"), p.optional_ints("axes"),
+                    std::nullopt};
+}
+
+OpAttrs parse_pad(AttrParser& p) {
+  PadAttrs a;
+  std::string mode = p.string_or("mode", "constant");
+  if (mode == "reflect") {
+    a.mode = PadMode::kReflect;
+  } else if (mode == "edge") {
+    a.mode = PadMode::kEdge;
+  } else if (mode != "constant") {
+    p.fail(fmt::format("attribute 'mode' has unknown value '{}'", mode));
+  }
+  a.pads = p.optional_ints("pads");
+  a.value = p.float_or("value", 0.0f);
+  return a;
+}
+
+OpAttrs parse_conv(AttrParser& p) {
+  ConvAttrs a;
+  a.auto_pad = p.auto_pad();
+  a.dilations = p.ints_or_empty("dilations");
+  a.group = p.int_or("group", 1);
+  a.kernel_shape = p.ints_or_empty("kernel_shape");
+  a.pads = p.ints_or_empty("pads");
+  a.strides = p.ints_or_empty("strides");
+  if (a.group < 1) p.fail("attribute 'group' must be positive");
+  return a;
+}
+
+OpAttrs parse_pool(AttrParser& p) {
+  PoolAttrs a;
+  a.auto_pad = p.auto_pad();
+  a.ceil_mode = p.bool_or("ceil_mode", false);
+  a.count_include_pad = p.bool_or("count_include_pad", false);
+  a.dilations = p.ints_or_empty("dilations");
+  a.kernel_shape = p.ints_or_empty("kernel_shape");
+  a.pads = p.ints_or_empty("pads");
+  a.storage_order = p.int_or("storage_order", 0);
+  a.strides = p.ints_or_empty("strides");
+  if (a.kernel_shape.empty()) p.fail("attribute 'kernel_shape' is required");
+  return a;
+}
+
+OpAttrs parse_gemm(AttrParser& p) {
+  return GemmAttrs{p.float_or("alpha", 1.0f), p.float_or("beta", 1.0f),
+                   p.bool_or("transA", false), p.bool_or("transB", false)};
+}
+
+OpAttrs parse_batch_norm(AttrParser& p) {
+  if (p.opset() < 9 && p.int_or("spatial", 1) == 0) {
+    p.fail("attribute 'spatial' = 0 (per-activation statistics) is not supported");
+  }
+  return BatchNormAttrs{p.float_or("epsilon", 1e-5f), p.float_or("momentum", 0.9f),
+                        p.bool_or("training_mode", false)};
+}
+
+OpAttrs parse_epsilon(AttrParser& p) { return EpsilonAttrs{p.float_or("epsilon", 1e-5f)}; }
+
+OpAttrs parse_layer_norm(AttrParser& p) {
+  return LayerNormAttrs{p.int_or("axis", -1), p.float_or("epsilon", 1e-5f),
+                        p.dtype("stash_type", DType::kF32)};
+}
+
+OpAttrs parse_dropout(AttrParser& p) {
+  return DropoutAttrs{p.optional_float("ratio"), p.bool_or("is_test", false)};
+}
+
+OpAttrs parse_constant(AttrParser& p) {
+  // Exactly one of the value attributes is set (the ONNX checker ensures it).
+  if (TensorRef t = p.tensor("value")) return ConstantAttrs{t};
+  if (auto f = p.optional_float("value_float")) {
+    return ConstantAttrs{std::make_shared<const Tensor>(
+        Tensor::from_vector<float>(DType::kF32, {}, {*f}))};
+  }
+  if (auto i = p.optional_int("value_int")) {
+    return ConstantAttrs{std::make_shared<const Tensor>(Tensor::scalar_i64(*i))};
+  }
+  if (auto is = p.optional_ints("value_ints")) {
+    return ConstantAttrs{std::make_shared<const Tensor>(Tensor::vector_i64(*is))};
+  }
+  if (p.has("value_floats")) {
+    std::vector<float> fs = p.floats("value_floats");
+    return ConstantAttrs{std::make_shared<const Tensor>(
+        Tensor::from_vector<float>(DType::kF32, {static_cast<int64_t>(fs.size())}, fs))};
+  }
+  p.fail("Constant without a numeric tensor value (sparse and string values are not supported)");
+  return ConstantAttrs{};
+}
+
+OpAttrs parse_constant_of_shape(AttrParser& p) {
+  TensorRef value = p.tensor("value");
+  if (!value) value = std::make_shared<const Tensor>(DType::kF32, std::vector<int64_t>{1});
+  if (value->num_elements() != 1) p.fail("attribute 'value' must hold one element");
+  return ConstantOfShapeAttrs{value};
+}
+
+constexpr int kAll = kMaxOpset;
+
+// The table. Ranges start where Weft's reading of the op starts to hold; a model whose
+// opset falls outside every range of an op gets a clear refusal naming the ranges.
+const std::vector<OpDef>& build_table() {
+  static const std::vector<OpDef> table = [] {
+    std::vector<OpDef> t;
+    for (std::string_view op :
+         {"Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Ceil", "Cos", "Cosh", "Erf",
+          "Exp", "Floor", "Log", "Neg", "Reciprocal", "Relu", "Round", "Sigmoid", "Sign", "Sin",
+          "Sinh", "Softplus", "Softsign", "Sqrt", "Tan", "Tanh", "HardSwish"}) {
+      t.push_back({op, 1, kAll, parse_none, infer_same});
+    }
+    t.push_back({"Identity", 1, kAll, parse_none, infer_same});
+    t.push_back({"Not", 1, kAll, parse_none, infer_same});
+    t.push_back({"IsNaN", 9, kAll, parse_none, infer_same_bool});
+    t.push_back({"IsInf", 10, kAll, parse_is_inf, infer_same_bool});
+    t.push_back({"PRelu", 1, kAll, parse_prelu, infer_broadcast});
+    for (std::string_view op : {"Add", "Sub", "Mul", "Div", "Pow"}) {
+      t.push_back({op, 1, kAll, parse_binary, infer_broadcast});
+    }
+    for (std::string_view op : {"And", "Or", "Xor", "Equal", "Greater", "Less"}) {
+      t.push_back({op, 1, kAll, parse_binary, infer_broadcast_bool});
+    }
+    t.push_back({"GreaterOrEqual", 12, kAll, parse_none, infer_broadcast_bool});
+    t.push_back({"LessOrEqual", 12, kAll, parse_none, infer_broadcast_bool});
+    t.push_back({"Mod", 10, kAll, parse_mod, infer_broadcast});
+    for (std::string_view op : {"Max", "Min", "Sum", "Mean"}) {
+      t.push_back({op, 6, kAll, parse_none, infer_broadcast});
+    }
+    t.push_back({"Where", 9, kAll, parse_none, infer_where});
+    t.push_back({"Cast", 6, kAll, parse_cast, infer_cast});
+    t.push_back({"CastLike", 15, kAll, parse_none, infer_cast_like});
+    t.push_back({"Clip", 6, kAll, parse_clip, infer_same});
+    t.push_back({"Elu", 6, kAll, parse_alpha<1000>, infer_same});
+    t.push_back({"Celu", 12, kAll, parse_alpha<1000>, infer_same});
+    t.push_back({"LeakyRelu", 6, kAll, parse_alpha<10>, infer_same});
+    t.push_back({"ThresholdedRelu", 10, kAll, parse_alpha<1000>, infer_same});
+    t.push_back({"HardSigmoid", 6, kAll, parse_hard_sigmoid, infer_same});
+    t.push_back({"Selu", 6, kAll, parse_selu, infer_same});
+    for (std::string_view op :
+         {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+          "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}) {
+      t.push_back({op, 1, kAll, parse_reduce, infer_reduce});
+    }
+    t.push_back({"ArgMax", 1, kAll, parse_arg_reduce, infer_arg_reduce});
+    t.push_back({"ArgMin", 1, kAll, parse_arg_reduce, infer_arg_reduce});
+    for (std::string_view op : {"Softmax", "LogSoftmax", "Hardmax"}) {
+      t.push_back({op, 1, kAll, parse_softmax, infer_same});
+    }
+    t.push_back({"LayerNormalization", 17, kAll, parse_layer_norm, infer_layer_norm});
+    t.push_back({"BatchNormalization", 6, kAll, parse_batch_norm, infer_batch_norm});
+    t.push_back({"InstanceNormalization", 6, kAll, parse_epsilon, infer_same});
+    t.push_back({"MatMul", 1, kAll, parse_none, infer_matmul});
+    t.push_back({"Gemm", 1, kAll, parse_gemm, infer_gemm});
+    t.push_back({"Conv", 1, kAll, parse_conv, infer_conv});
+    t.push_back({"MaxPool", 1, kAll, parse_pool, infer_pool});
+    t.push_back({"AveragePool", 1, kAll, parse_pool, infer_pool});
+    t.push_back({"GlobalAveragePool", 1, kAll, parse_none, infer_global_pool});
+    t.push_back({"GlobalMaxPool", 1, kAll, parse_none, infer_global_pool});
+    t.push_back({"Concat", 4, kAll, parse_concat, infer_concat});
+    t.push_back({"Gather", 1, kAll, parse_axis<0>, infer_gather});
+    t.push_back({"GatherElements", 11, kAll, parse_axis<0>, infer_gather_elements});
+    t.push_back({"Flatten", 1, kAll, parse_axis<1>, infer_flatten});
+    t.push_back({"Squeeze", 1, kAll, parse_axes, infer_squeeze});
+    t.push_back({"Unsqueeze", 1, kAll, parse_axes, infer_unsqueeze});
+    t.push_back({"Split", 2, kAll, parse_split, infer_split});
+    t.push_back({"Transpose", 1, kAll, parse_transpose, infer_transpose});
+    t.push_back({"Reshape", 5, kAll, parse_reshape, infer_reshape});
+    t.push_back({"Expand", 8, kAll, parse_none, infer_expand});
+    t.push_back({"Tile", 6, kAll, parse_none, infer_tile});
+    t.push_back({"Slice", 1, kAll, parse_slice, infer_slice});
+    t.push_back({"Pad", 2, kAll, parse_pad, nullptr});
+    t.push_back({"Shape", 1, kAll, parse_shape, infer_shape_op});
+    t.push_back({"Size", 1, kAll, parse_none, infer_size});
+    t.push_back({"Range", 11, kAll, parse_none, infer_range});
+    t.push_back({"Constant", 1, kAll, parse_constant, infer_constant});
+    t.push_back({"ConstantOfShape", 9, kAll, parse_constant_of_shape, infer_constant_of_shape});
+    t.push_back({"Dropout", 1, kAll, parse_dropout, infer_dropout});
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
+
+DType AttrParser::dtype(std::string_view name, DType fallback) {
+  if (!expect(name, AttrReader::Kind::kInt)) return fallback;
+  std::optional<DType> t = reader_.get_dtype(name);
+  if (!t) fail(fmt::format("attribute '{}' names a data type Weft does not support", name));
+  return t.value_or(fallback);
+}
+
+const std::vector<OpDef>& all_ops() { return build_table(); }
+
+const OpDef* find_op(std::string_view op_type, int opset) {
+  for (const OpDef& def : build_table()) {
+    if (def.op_type == op_type && def.min_opset <= opset && opset <= def.max_opset) return &def;
+  }
+  return nullptr;
+}
+
+std::vector<std::pair<int, int>> supported_opsets(std::string_view op_type) {
+  std::vector<std::pair<int, int>> ranges;
+  for (const OpDef& def : build_table()) {
+    if (def.op_type == op_type) ranges.emplace_back(def.min_opset, def.max_opset);
+  }
+  return ranges;
+}
+
+}  // namespace weft

@@ -1,0 +1,95 @@
+// The op table: which ONNX ops Weft supports, at which opsets, how their attributes are
+// parsed into typed structs, and how their output types are inferred.
+//
+// An entry covers a range of ai.onnx opsets [min_opset, max_opset] over which the op's
+// signature is one ONNX version (or several versions that Weft treats alike). A node whose
+// (op_type, opset) has no entry is unsupported; the importer lists all of them at once.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "weft/graph/attrs.h"
+#include "weft/graph/shape.h"
+#include "weft/support/status.h"
+
+namespace weft {
+
+struct Node;
+
+// The attributes of one node, as the importer sees them. The onnx/ layer implements it over
+// a NodeProto, so that the table does not depend on protobuf.
+class AttrReader {
+ public:
+  enum class Kind { kMissing, kInt, kFloat, kString, kInts, kFloats, kTensor, kOther };
+  virtual ~AttrReader() = default;
+  virtual Kind kind(std::string_view name) const = 0;
+  virtual int64_t get_int(std::string_view name) const = 0;
+  virtual float get_float(std::string_view name) const = 0;
+  virtual std::string get_string(std::string_view name) const = 0;
+  virtual Ints get_ints(std::string_view name) const = 0;
+  virtual std::vector<float> get_floats(std::string_view name) const = 0;
+  virtual Result<Tensor> get_tensor(std::string_view name) const = 0;
+  // An int attribute holding an ONNX data type; none when Weft has no such dtype.
+  virtual std::optional<DType> get_dtype(std::string_view name) const = 0;
+};
+
+// Reads typed attributes with defaults; the first attribute of the wrong kind or value is
+// kept as the parse error.
+class AttrParser {
+ public:
+  AttrParser(const AttrReader& reader, int opset) : reader_(reader), opset_(opset) {}
+
+  int opset() const { return opset_; }
+  bool has(std::string_view name) const;
+  int64_t int_or(std::string_view name, int64_t fallback);
+  bool bool_or(std::string_view name, bool fallback) { return int_or(name, fallback) != 0; }
+  float float_or(std::string_view name, float fallback);
+  std::optional<float> optional_float(std::string_view name);
+  std::string string_or(std::string_view name, std::string fallback);
+  Ints ints_or_empty(std::string_view name);
+  std::optional<Ints> optional_ints(std::string_view name);
+  std::vector<float> floats(std::string_view name);
+  std::optional<int64_t> optional_int(std::string_view name);
+  TensorRef tensor(std::string_view name);
+  DType dtype(std::string_view name, DType fallback);
+  AutoPad auto_pad();
+
+  void fail(std::string message);
+  const Status& status() const { return status_; }
+
+ private:
+  bool expect(std::string_view name, AttrReader::Kind kind);
+
+  const AttrReader& reader_;
+  int opset_;
+  Status status_;
+};
+
+// Output types of a node from its input types (and constant inputs and attributes).
+using ShapeFn = Result<std::vector<TensorType>> (*)(const Node& node);
+
+struct OpDef {
+  std::string_view op_type;
+  int min_opset;
+  int max_opset;
+  OpAttrs (*parse)(AttrParser& parser);
+  ShapeFn infer;  // null: output types come from ONNX shape inference alone
+};
+
+// The ai.onnx opsets Weft accepts; a model outside this window is refused.
+inline constexpr int kMinOpset = 1;
+inline constexpr int kMaxOpset = 17;
+
+// The entry for "op_type" at "opset", or null.
+const OpDef* find_op(std::string_view op_type, int opset);
+// The opset ranges at which "op_type" is supported, for error messages; empty for an op
+// Weft does not know at all.
+std::vector<std::pair<int, int>> supported_opsets(std::string_view op_type);
+// Every entry, for documentation and tests.
+const std::vector<OpDef>& all_ops();
+
+}  // namespace weft

@@ -1,0 +1,234 @@
+#include "weft/graph/passes/canonicalize.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "weft/graph/op_table.h"
+#include "weft/graph/shape_functions.h"
+
+namespace weft {
+
+namespace {
+
+std::optional<int64_t> rank_of(const Value* v) {
+  if (!v || !v->type.shape) return std::nullopt;
+  return static_cast<int64_t>(v->type.shape->size());
+}
+
+// "axes" made non-negative and sorted for "rank", or none when one is out of range.
+std::optional<Ints> normalized(const Ints& axes, int64_t rank) {
+  Ints out;
+  for (int64_t a : axes) {
+    Result<int64_t> n = normalize_axis(a, rank);
+    if (!n.ok()) return std::nullopt;
+    out.push_back(*n);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void normalize_axis_in_place(int64_t& axis, std::optional<int64_t> rank) {
+  if (!rank) return;
+  Result<int64_t> n = normalize_axis(axis, *rank);
+  if (n.ok()) axis = *n;
+}
+
+// Are the inputs from "first" on all absent or constant?
+bool trailing_inputs_constant(const Node& node, size_t first) {
+  for (size_t i = first; i < node.inputs.size(); ++i) {
+    if (node.inputs[i] && !node.inputs[i]->is_constant()) return false;
+  }
+  return true;
+}
+
+void drop_inputs_from(Node& node, size_t first) {
+  if (node.inputs.size() > first) node.inputs.resize(first);
+}
+
+void turn_into_identity(Node& node) {
+  node.op_type = "Identity";
+  node.def = find_op("Identity", node.opset);
+  node.attrs = NoAttrs{};
+  node.inputs.resize(1);
+}
+
+void canonicalize_legacy_broadcast(Graph& graph, Node& node) {
+  auto axis = node.attrs_as<LegacyBroadcastAttrs>().axis;
+  Value* b = node.inputs[1];
+  std::optional<int64_t> rank_a = rank_of(node.inputs[0]);
+  std::optional<int64_t> rank_b = rank_of(b);
+  if (axis) {
+    if (!rank_a || !rank_b) return;  // cannot align yet; leave the legacy form
+    int64_t trailing = *rank_a - (*axis < 0 ? *axis + *rank_a : *axis) - *rank_b;
+    if (trailing > 0) {
+      Ints new_axes(static_cast<size_t>(trailing));
+      std::iota(new_axes.begin(), new_axes.end(), *rank_b);
+      Shape shape = *b->type.shape;
+      shape.resize(shape.size() + static_cast<size_t>(trailing), Dim(1));
+      if (b->is_constant()) {  // align the data itself; no node needed
+        Tensor t(b->constant->dtype(), shape_static_dims(shape));
+        std::memcpy(t.data(), b->constant->data(), t.num_bytes());
+        node.inputs[1] = graph.add_constant(graph.unique_name(b->name + "_aligned"), std::move(t));
+        node.attrs = NoAttrs{};
+        return;
+      }
+      Value* aligned = graph.add_value(graph.unique_name(b->name + "_aligned"), {b->type.dtype, shape});
+      Node unsqueeze;
+      unsqueeze.name = graph.unique_node_name(node.name + "_align");
+      unsqueeze.op_type = "Unsqueeze";
+      unsqueeze.opset = node.opset;
+      unsqueeze.def = find_op("Unsqueeze", node.opset);
+      unsqueeze.attrs = AxesAttrs{new_axes};
+      unsqueeze.inputs = {b};
+      unsqueeze.outputs = {aligned};
+      graph.insert_node_before(&node, std::move(unsqueeze));
+      node.inputs[1] = aligned;
+    }
+  }
+  node.attrs = NoAttrs{};
+}
+
+void canonicalize_reduce(Node& node) {
+  auto& a = node.attrs_as<ReduceAttrs>();
+  if (!a.axes && node.input(1)) {
+    std::optional<Ints> axes = constant_ints(node.input(1));
+    if (!axes) return;  // axes known only at run time
+    a.axes = *axes;
+  }
+  drop_inputs_from(node, 1);
+  if (!a.axes || a.axes->empty()) {
+    if (a.noop_with_empty_axes) {
+      turn_into_identity(node);
+      return;
+    }
+    std::optional<int64_t> rank = rank_of(node.inputs[0]);
+    if (!rank) return;
+    a.axes = Ints(static_cast<size_t>(*rank));
+    std::iota(a.axes->begin(), a.axes->end(), 0);
+  }
+  if (auto rank = rank_of(node.inputs[0])) {
+    if (auto n = normalized(*a.axes, *rank)) a.axes = n;
+  }
+  a.noop_with_empty_axes = false;
+}
+
+void canonicalize_squeeze(Node& node, bool unsqueeze) {
+  auto& a = node.attrs_as<AxesAttrs>();
+  if (!a.axes && node.input(1)) {
+    std::optional<Ints> axes = constant_ints(node.input(1));
+    if (!axes) return;
+    a.axes = *axes;
+  }
+  drop_inputs_from(node, 1);
+  // Unsqueeze axes index the output; Squeeze axes index the input.
+  if (auto rank = rank_of(unsqueeze ? node.outputs[0] : node.inputs[0]); rank && a.axes) {
+    if (auto n = normalized(*a.axes, *rank)) a.axes = n;
+  }
+}
+
+void canonicalize_split(Node& node) {
+  auto& a = node.attrs_as<SplitAttrs>();
+  if (!a.split && node.input(1)) {
+    std::optional<Ints> split = constant_ints(node.input(1));
+    if (!split) return;
+    a.split = *split;
+  }
+  drop_inputs_from(node, 1);
+  normalize_axis_in_place(a.axis, rank_of(node.inputs[0]));
+}
+
+void canonicalize_clip(Node& node) {
+  if (node.inputs.size() < 2 || !trailing_inputs_constant(node, 1)) return;
+  auto& a = node.attrs_as<ClipAttrs>();
+  if (const Value* lo = node.input(1)) a.min = static_cast<float>(lo->constant->get_double(0));
+  if (const Value* hi = node.input(2)) a.max = static_cast<float>(hi->constant->get_double(0));
+  drop_inputs_from(node, 1);
+}
+
+void canonicalize_slice(Node& node) {
+  auto& a = node.attrs_as<SliceAttrs>();
+  if (!a.starts) {
+    if (node.inputs.size() < 3 || !trailing_inputs_constant(node, 1)) return;
+    a.starts = constant_ints(node.input(1));
+    a.ends = constant_ints(node.input(2));
+    a.axes = constant_ints(node.input(3));
+    a.steps = constant_ints(node.input(4));
+    if (!a.starts || !a.ends) return;
+    drop_inputs_from(node, 1);
+  }
+  if (!a.axes) {
+    a.axes = Ints(a.starts->size());
+    std::iota(a.axes->begin(), a.axes->end(), 0);
+  }
+  if (!a.steps) a.steps = Ints(a.starts->size(), 1);
+  if (auto rank = rank_of(node.inputs[0])) {
+    for (int64_t& axis : *a.axes) normalize_axis_in_place(axis, rank);
+  }
+}
+
+void canonicalize_pad(Node& node) {
+  auto& a = node.attrs_as<PadAttrs>();
+  if (a.pads || node.inputs.size() < 2 || !trailing_inputs_constant(node, 1)) return;
+  if (node.input(3)) return;  // opset 18 axes input: not in Weft's opset window
+  a.pads = constant_ints(node.input(1));
+  if (!a.pads) return;
+  if (const Value* v = node.input(2)) a.value = static_cast<float>(v->constant->get_double(0));
+  drop_inputs_from(node, 1);
+}
+
+void canonicalize_reshape(Node& node) {
+  auto& a = node.attrs_as<ReshapeAttrs>();
+  if (!a.shape) {
+    a.shape = constant_ints(node.input(1));
+    if (!a.shape) return;
+    drop_inputs_from(node, 1);
+  }
+  // With a static output, the target spells out every extent (no 0 or -1).
+  if (node.outputs[0]->type.has_static_shape()) {
+    a.shape = shape_static_dims(*node.outputs[0]->type.shape);
+    a.allowzero = false;
+  }
+}
+
+void canonicalize_node(Graph& graph, Node& node) {
+  const std::string& op = node.op_type;
+  if (std::holds_alternative<LegacyBroadcastAttrs>(node.attrs)) {
+    canonicalize_legacy_broadcast(graph, node);
+  } else if (std::holds_alternative<ReduceAttrs>(node.attrs)) {
+    canonicalize_reduce(node);
+  } else if (op == "Squeeze" || op == "Unsqueeze") {
+    canonicalize_squeeze(node, op == "Unsqueeze");
+  } else if (op == "Split") {
+    canonicalize_split(node);
+  } else if (op == "Clip") {
+    canonicalize_clip(node);
+  } else if (op == "Slice") {
+    canonicalize_slice(node);
+  } else if (op == "Pad") {
+    canonicalize_pad(node);
+  } else if (op == "Reshape") {
+    canonicalize_reshape(node);
+  } else if (auto* arg = std::get_if<ArgReduceAttrs>(&node.attrs)) {
+    normalize_axis_in_place(arg->axis, rank_of(node.inputs[0]));
+  } else if (auto* sm = std::get_if<SoftmaxAttrs>(&node.attrs)) {
+    normalize_axis_in_place(sm->axis, rank_of(node.inputs[0]));
+  } else if (auto* ln = std::get_if<LayerNormAttrs>(&node.attrs)) {
+    normalize_axis_in_place(ln->axis, rank_of(node.inputs[0]));
+  } else if (auto* ax = std::get_if<AxisAttrs>(&node.attrs); ax && op != "Flatten") {
+    normalize_axis_in_place(ax->axis, rank_of(node.inputs[0]));
+  }
+}
+
+}  // namespace
+
+Status canonicalize(Graph& graph) {
+  // Collect first: legacy broadcasting inserts nodes.
+  std::vector<Node*> nodes;
+  for (const auto& n : graph.nodes()) nodes.push_back(n.get());
+  for (Node* node : nodes) canonicalize_node(graph, *node);
+  // Inputs dropped above may leave constants unused; they go with the next dead-code pass.
+  return Status();
+}
+
+}  // namespace weft

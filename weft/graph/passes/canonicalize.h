@@ -1,0 +1,23 @@
+// canonicalize: rewrites each node into the one form later layers handle.
+//
+// - Legacy broadcasting (binary ops before opset 7 with broadcast=1) becomes numpy
+//   broadcasting: "B" is unsqueezed on the right so that it aligns at the legacy axis.
+// - Attributes that newer opsets take as constant inputs move into the typed attributes
+//   and the inputs are dropped: Reduce* axes, Squeeze/Unsqueeze axes, Split sizes, Clip
+//   bounds, Slice starts/ends/axes/steps, Pad pads and value, and the Reshape target.
+// - Axes become non-negative and sorted where the rank is known. A reduction always lists
+//   its axes; one with noop_with_empty_axes and no axes becomes an Identity.
+//
+// Requires: a verified graph (run after fold_constants, so that more inputs are constant).
+// Guarantees: the forms above hold for every node whose inputs allow it; types and
+// semantics are unchanged.
+#pragma once
+
+#include "weft/graph/graph.h"
+#include "weft/support/status.h"
+
+namespace weft {
+
+Status canonicalize(Graph& graph);
+
+}  // namespace weft

@@ -1,0 +1,120 @@
+#include "weft/graph/passes/canonicalize.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/testing/onnx_text.h"
+#include "weft/graph/passes/eliminate_dead_code.h"
+#include "weft/graph/passes/fold_constants.h"
+#include "weft/graph/verify_graph.h"
+
+namespace weft {
+namespace {
+
+using testing::graph_from_text;
+using testing::print_body;
+
+// canonicalize runs after fold_constants in the pipeline; dead constants go afterwards.
+std::string canonical(const std::string& model) {
+  Graph g = graph_from_text(model);
+  EXPECT_TRUE(fold_constants(g).ok());
+  Status s = canonicalize(g);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  EXPECT_TRUE(eliminate_dead_code(g).ok());
+  Status v = verify_graph(g, "canonicalize");
+  EXPECT_TRUE(v.ok()) << v.to_string();
+  return print_body(g);
+}
+
+TEST(Canonicalize, ReduceAxesInputBecomesSortedNonNegativeAttribute) {
+  EXPECT_EQ(canonical(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2, 3, 4] x) => (float[3] y) {
+      axes = Constant <value = int64[2] {-1, 0}> ()
+      y = ReduceSum <keepdims = 0> (x, axes)
+    })"),
+            "  input %x: f32[2,3,4]\n"
+            "  node ReduceSum_1: %y: f32[3] = ReduceSum(%x) {axes=[0, 2], keepdims=0, "
+            "noop_with_empty_axes=0}\n"
+            "  output %y: f32[3]\n");
+}
+
+TEST(Canonicalize, ReduceWithoutAxesListsAllAxes) {
+  EXPECT_EQ(canonical(R"(
+    <ir_version: 8, opset_import: ["" : 11]>
+    g (float[2, 3] x) => (float[1, 1] y) {
+      y = ReduceMax(x)
+    })"),
+            "  input %x: f32[2,3]\n"
+            "  node ReduceMax_0: %y: f32[1,1] = ReduceMax(%x) {axes=[0, 1], keepdims=1, "
+            "noop_with_empty_axes=0}\n"
+            "  output %y: f32[1,1]\n");
+}
+
+TEST(Canonicalize, NoopWithEmptyAxesBecomesIdentity) {
+  std::string body = canonical(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2, 3] x) => (float[2, 3] y) {
+      y = ReduceSum <noop_with_empty_axes = 1> (x)
+    })");
+  EXPECT_NE(body.find("= Identity(%x)"), std::string::npos) << body;
+}
+
+TEST(Canonicalize, LegacyBroadcastAlignsAtAxis) {
+  // Opset 6: B of shape [3] broadcasts onto A [2,3,4] at axis 1, i.e. as [3,1].
+  EXPECT_EQ(canonical(R"(
+    <ir_version: 3, opset_import: ["" : 6]>
+    g (float[2, 3, 4] a, float[3] b) => (float[2, 3, 4] y) {
+      y = Add <broadcast = 1, axis = 1> (a, b)
+    })"),
+            "  input %a: f32[2,3,4]\n"
+            "  input %b: f32[3]\n"
+            "  node Add_0_align: %b_aligned: f32[3,1] = Unsqueeze(%b) {axes=[1]}\n"
+            "  node Add_0: %y: f32[2,3,4] = Add(%a, %b_aligned)\n"
+            "  output %y: f32[2,3,4]\n");
+}
+
+TEST(Canonicalize, ClipSliceAndSqueezeInputsBecomeAttributes) {
+  EXPECT_EQ(canonical(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[4, 1, 6] x) => (float[4, 3] y) {
+      lo = Constant <value = float {0}> ()
+      hi = Constant <value = float {6}> ()
+      c = Clip(x, lo, hi)
+      axes = Constant <value = int64[1] {-2}> ()
+      s = Squeeze(c, axes)
+      starts = Constant <value = int64[1] {1}> ()
+      ends = Constant <value = int64[1] {100}> ()
+      sl_axes = Constant <value = int64[1] {-1}> ()
+      steps = Constant <value = int64[1] {2}> ()
+      y = Slice(s, starts, ends, sl_axes, steps)
+    })"),
+            "  input %x: f32[4,1,6]\n"
+            "  node Clip_2: %c: f32[4,1,6] = Clip(%x) {min=0, max=6}\n"
+            "  node Squeeze_4: %s: f32[4,6] = Squeeze(%c) {axes=[1]}\n"
+            "  node Slice_9: %y: f32[4,3] = Slice(%s) {starts=[1], ends=[100], axes=[1], steps=[2]}\n"
+            "  output %y: f32[4,3]\n");
+}
+
+TEST(Canonicalize, ReshapeTargetIsSpelledOut) {
+  EXPECT_EQ(canonical(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2, 3, 4] x) => (float[2, 12] y) {
+      t = Constant <value = int64[2] {0, -1}> ()
+      y = Reshape(x, t)
+    })"),
+            "  input %x: f32[2,3,4]\n"
+            "  node Reshape_1: %y: f32[2,12] = Reshape(%x) {allowzero=0, shape=[2, 12]}\n"
+            "  output %y: f32[2,12]\n");
+}
+
+TEST(Canonicalize, NothingToDo) {
+  const char* model = R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[N, 4] x) => (float[N, 4] y) {
+      y = Softmax <axis = 1> (x)
+    })";
+  EXPECT_EQ(canonical(model), print_body(graph_from_text(model)));
+}
+
+}  // namespace
+}  // namespace weft

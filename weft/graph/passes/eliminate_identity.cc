@@ -1,0 +1,61 @@
+#include "weft/graph/passes/eliminate_identity.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+namespace weft {
+
+namespace {
+
+bool is_inference_dropout(const Node& node) {
+  if (node.outputs.size() > 1 && node.outputs[1]) return false;  // the mask is used
+  const Value* training = node.input(2);
+  if (!training) return true;
+  return training->is_constant() && training->constant->get_int64(0) == 0;
+}
+
+bool same_static_type(const Node& node) {
+  const TensorType& in = node.inputs[0]->type;
+  const TensorType& out = node.outputs[0]->type;
+  return in.has_static_shape() && in == out;
+}
+
+}  // namespace
+
+bool is_identity(const Node& node) {
+  const std::string& op = node.op_type;
+  if (node.inputs.empty() || !node.inputs[0] || node.outputs.empty() || !node.outputs[0]) {
+    return false;
+  }
+  if (op == "Identity") return true;
+  if (op == "Dropout") return is_inference_dropout(node);
+  if (op == "Cast") return node.attrs_as<CastAttrs>().to == node.inputs[0]->type.dtype;
+  if (op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" || op == "Flatten" ||
+      op == "Expand") {
+    return same_static_type(node);
+  }
+  return false;
+}
+
+Status eliminate_identity(Graph& graph) {
+  std::unordered_set<const Node*> removed;
+  std::unordered_map<Value*, std::string> renames;  // forwarded value -> graph output name
+  for (const auto& owned : graph.nodes()) {
+    Node& node = *owned;
+    if (!is_identity(node)) continue;
+    Value* in = node.inputs[0];
+    Value* out = node.outputs[0];
+    if (graph.is_graph_output(out)) {
+      bool in_is_interface = !in->producer || graph.is_graph_output(in) || renames.contains(in);
+      if (in_is_interface) continue;
+      renames[in] = out->name;
+    }
+    graph.replace_all_uses(out, in);
+    removed.insert(&node);
+  }
+  graph.remove_nodes_if([&](const Node& n) { return removed.contains(&n); });
+  for (auto& [value, name] : renames) graph.rename_value(value, name);
+  return Status();
+}
+
+}  // namespace weft

@@ -1,0 +1,69 @@
+#include "weft/graph/passes/fold_constants.h"
+
+#include <unordered_set>
+
+#include "weft/graph/evaluate.h"
+#include "weft/graph/op_table.h"
+#include "weft/graph/print_graph.h"
+
+namespace weft {
+
+namespace {
+
+// Are the inputs of "node" known well enough to evaluate it?
+bool inputs_known(const Node& node) {
+  if (node.op_type == "Shape" || node.op_type == "Size") {
+    return node.inputs[0]->type.has_static_shape();
+  }
+  for (const Value* in : node.inputs) {
+    if (in && !in->is_constant()) return false;
+  }
+  return true;
+}
+
+// Refines the output types of "node" with its shape function, now that more of its inputs
+// are constant; returns whether every output is static and small enough to fold.
+bool outputs_foldable(Node& node) {
+  if (node.op_type == "Constant") return true;
+  if (node.def->infer) {
+    Result<std::vector<TensorType>> inferred = node.def->infer(node);
+    if (inferred.ok()) {
+      for (size_t i = 0; i < node.outputs.size() && i < inferred->size(); ++i) {
+        const TensorType& t = (*inferred)[i];
+        if (node.outputs[i] && t.has_static_shape() && !node.outputs[i]->type.has_static_shape()) {
+          node.outputs[i]->type = t;
+        }
+      }
+    }
+  }
+  for (const Value* out : node.outputs) {
+    if (!out) continue;
+    if (!out->type.has_static_shape()) return false;
+    std::optional<int64_t> n = shape_num_elements(*out->type.shape);
+    if (!n || *n > kMaxFoldedElements) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Status fold_constants(Graph& graph) {
+  std::unordered_set<const Node*> folded;
+  for (const auto& owned : graph.nodes()) {
+    Node& node = *owned;
+    if (!can_evaluate(node) || !inputs_known(node) || !outputs_foldable(node)) continue;
+    Result<std::vector<Tensor>> outputs = evaluate_node(node);
+    if (!outputs.ok()) {
+      return outputs.status().with_location({graph.source, node.name, node.op_type, node.opset});
+    }
+    if (outputs->empty()) continue;  // this form of the op is not folded
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      if (node.outputs[i]) graph.make_constant(node.outputs[i], std::move((*outputs)[i]));
+    }
+    folded.insert(&node);
+  }
+  graph.remove_nodes_if([&](const Node& n) { return folded.contains(&n); });
+  return Status();
+}
+
+}  // namespace weft

@@ -1,0 +1,108 @@
+#include "weft/graph/passes/fold_constants.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/testing/onnx_text.h"
+#include "weft/graph/verify_graph.h"
+
+namespace weft {
+namespace {
+
+using testing::graph_from_text;
+using testing::print_body;
+
+std::string fold(const std::string& model) {
+  Graph g = graph_from_text(model);
+  Status s = fold_constants(g);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  Status v = verify_graph(g, "fold_constants");
+  EXPECT_TRUE(v.ok()) << v.to_string();
+  return print_body(g);
+}
+
+// The pattern PyTorch emits for x.view(x.size(0), -1).
+TEST(FoldConstants, ExporterShapeSubgraphBecomesAConstantTarget) {
+  EXPECT_EQ(fold(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2, 3, 4] x) => (float[2, 12] y) {
+      s = Shape(x)
+      zero = Constant <value = int64 {0}> ()
+      n = Gather <axis = 0> (s, zero)
+      axes = Constant <value = int64[1] {0}> ()
+      n1 = Unsqueeze(n, axes)
+      minus1 = Constant <value = int64[1] {-1}> ()
+      target = Concat <axis = 0> (n1, minus1)
+      y = Reshape(x, target)
+    })"),
+            "  input %x: f32[2,3,4]\n"
+            "  const %target = i64[2]{2, -1}\n"
+            "  node Reshape_7: %y: f32[2,12] = Reshape(%x, %target) {allowzero=0}\n"
+            "  output %y: f32[2,12]\n");
+}
+
+TEST(FoldConstants, ConstantOfShapeAndRange) {
+  EXPECT_EQ(fold(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[3] x) => (float[3] y, float[4] r) {
+      s = Shape(x)
+      z = ConstantOfShape <value = float[1] {2.5}> (s)
+      y = Add(x, z)
+      start = Constant <value = float {0}> ()
+      limit = Constant <value = float {2}> ()
+      delta = Constant <value = float {0.5}> ()
+      r = Range(start, limit, delta)
+    })"),
+            "  input %x: f32[3]\n"
+            "  const %z = f32[3]{2.5, 2.5, 2.5}\n"
+            "  const %r = f32[4]{0, 0.5, 1, 1.5}\n"
+            "  node Add_2: %y: f32[3] = Add(%x, %z)\n"
+            "  output %y: f32[3]\n"
+            "  output %r: f32[4]\n");
+}
+
+TEST(FoldConstants, SymbolicShapesStay) {
+  std::string body = fold(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[N, 4] x) => (int64[2] s) {
+      s = Shape(x)
+    })");
+  EXPECT_NE(body.find("= Shape(%x)"), std::string::npos) << body;
+}
+
+TEST(FoldConstants, LargeResultsAreLeftToKernels) {
+  std::string body = fold(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1] x) => (float[1000, 1000] y) {
+      shape = Constant <value = int64[2] {1000, 1000}> ()
+      z = ConstantOfShape(shape)
+      y = Add(x, z)
+    })");
+  EXPECT_NE(body.find("= ConstantOfShape(%shape)"), std::string::npos) << body;
+}
+
+TEST(FoldConstants, OutOfRangeGatherIsAnErrorNamingTheNode) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2] x) => (int64 n) <int64[2] s = {2, 3}> {
+      minus5 = Constant <value = int64 {-5}> ()
+      i = Abs(minus5)
+      n = Gather <axis = 0> (s, i)
+    })");
+  Status s = fold_constants(g);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("(Gather, opset 13): Gather index 5 is out of range"), std::string::npos)
+      << s.message();
+}
+
+TEST(FoldConstants, NothingToDo) {
+  const char* model = R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[N, 4] x) => (float[N, 4] y) {
+      y = Relu(x)
+    })";
+  Graph before = graph_from_text(model);
+  EXPECT_EQ(fold(model), print_body(before));
+}
+
+}  // namespace
+}  // namespace weft

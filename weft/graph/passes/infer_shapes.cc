@@ -1,0 +1,40 @@
+#include "weft/graph/passes/infer_shapes.h"
+
+#include "weft/graph/op_table.h"
+
+namespace weft {
+
+TensorType refine_type(const TensorType& stored, const TensorType& inferred) {
+  if (!inferred.shape) return stored;
+  if (!stored.shape) {
+    for (const Dim& d : *inferred.shape) {
+      if (d.is_unknown()) return stored;
+    }
+    return {stored.dtype, inferred.shape};
+  }
+  if (stored.shape->size() != inferred.shape->size()) return stored;
+  TensorType out = stored;
+  for (size_t i = 0; i < out.shape->size(); ++i) {
+    if (!(*out.shape)[i].is_static() && (*inferred.shape)[i].is_static()) {
+      (*out.shape)[i] = (*inferred.shape)[i];
+    }
+  }
+  return out;
+}
+
+Status infer_shapes(Graph& graph) {
+  for (const auto& owned : graph.nodes()) {
+    Node& node = *owned;
+    if (!node.def->infer) continue;
+    Result<std::vector<TensorType>> inferred = node.def->infer(node);
+    if (!inferred.ok()) {
+      return inferred.status().with_location({graph.source, node.name, node.op_type, node.opset});
+    }
+    for (size_t i = 0; i < node.outputs.size() && i < inferred->size(); ++i) {
+      if (node.outputs[i]) node.outputs[i]->type = refine_type(node.outputs[i]->type, (*inferred)[i]);
+    }
+  }
+  return Status();
+}
+
+}  // namespace weft

@@ -1,0 +1,23 @@
+// infer_shapes: refines value types with the op table's shape functions.
+//
+// ONNX shape inference runs at import; after constant folding more inputs are constant, so
+// shape functions can turn symbolic or unknown dims into integers (e.g. a Reshape whose
+// target was computed by a folded Shape subgraph).
+//
+// Requires: a verified graph.
+// Guarantees: a dim becomes static wherever a node's shape function determines it; a
+// missing shape is filled in where the function determines every dim. Fails when a shape
+// function finds the node's inputs contradictory.
+#pragma once
+
+#include "weft/graph/graph.h"
+#include "weft/support/status.h"
+
+namespace weft {
+
+Status infer_shapes(Graph& graph);
+
+// "stored" with every dim that "inferred" determines and "stored" does not.
+TensorType refine_type(const TensorType& stored, const TensorType& inferred);
+
+}  // namespace weft

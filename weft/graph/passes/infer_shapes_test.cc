@@ -1,0 +1,46 @@
+#include "weft/graph/passes/infer_shapes.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/testing/onnx_text.h"
+#include "weft/graph/verify_graph.h"
+
+namespace weft {
+namespace {
+
+using testing::graph_from_text;
+using testing::print_body;
+
+TEST(RefineType, TakesStaticDimsOnly) {
+  TensorType stored{DType::kF32, Shape{Dim::symbol("a"), Dim::symbol("b")}};
+  TensorType inferred{DType::kF32, Shape{4, Dim::unknown()}};
+  EXPECT_EQ(refine_type(stored, inferred).to_string(), "f32[4,b]");
+  EXPECT_EQ(refine_type({DType::kF32, std::nullopt}, inferred).to_string(), "f32[?]");
+  EXPECT_EQ(refine_type({DType::kF32, std::nullopt}, {DType::kF32, Shape{2}}).to_string(), "f32[2]");
+}
+
+TEST(InferShapes, ConstantTargetMakesReshapeStatic) {
+  // The output is declared with a symbol; the constant target determines it.
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2, 6] x) => (float[a, b] y) <int64[2] t = {3, 4}> {
+      y = Reshape(x, t)
+    })");
+  ASSERT_OK(infer_shapes(g));
+  ASSERT_OK(verify_graph(g, "infer_shapes"));
+  EXPECT_NE(print_body(g).find("%y: f32[3,4] = Reshape"), std::string::npos) << print_body(g);
+}
+
+TEST(InferShapes, NothingToDo) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[N, 4] x) => (float[N, 4] y) {
+      y = Relu(x)
+    })");
+  std::string before = print_body(g);
+  ASSERT_OK(infer_shapes(g));
+  EXPECT_EQ(print_body(g), before);
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,0 +1,57 @@
+// Shapes whose dims are integers or named symbols, and the type of a value.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "weft/graph/dtype.h"
+
+namespace weft {
+
+// One dimension: a known extent, or a symbol such as "batch" that stands for an extent
+// known only at run time. Two dims with the same symbol are equal.
+class Dim {
+ public:
+  Dim(int64_t value) : value_(value) {}  // NOLINT(google-explicit-constructor)
+  static Dim symbol(std::string name) { return Dim(0, std::move(name)); }
+  // A dim a shape function could not determine. It never appears in the graph IR itself.
+  static Dim unknown() { return symbol("?"); }
+
+  bool is_static() const { return symbol_.empty(); }
+  bool is_unknown() const { return symbol_ == "?"; }
+  int64_t value() const;                     // requires is_static()
+  const std::string& symbol_name() const { return symbol_; }  // empty when static
+  std::string to_string() const;
+
+  friend bool operator==(const Dim&, const Dim&) = default;
+
+ private:
+  Dim(int64_t value, std::string symbol) : value_(value), symbol_(std::move(symbol)) {}
+  int64_t value_;
+  std::string symbol_;  // empty for a static dim
+};
+
+using Shape = std::vector<Dim>;
+
+// "[2,3,N]"; "[]" is a scalar.
+std::string shape_to_string(const Shape& shape);
+bool shape_is_static(const Shape& shape);
+// Product of the dims, or nullopt when a dim is symbolic or the product overflows int64.
+std::optional<int64_t> shape_num_elements(const Shape& shape);
+std::vector<int64_t> shape_static_dims(const Shape& shape);  // requires shape_is_static
+Shape shape_from_dims(const std::vector<int64_t>& dims);
+
+// The type of a value: a dtype and, when known, a shape. An unknown rank is a missing shape.
+struct TensorType {
+  DType dtype = DType::kF32;
+  std::optional<Shape> shape;
+
+  bool has_static_shape() const { return shape && shape_is_static(*shape); }
+  // "f32[2,3,N]", or "f32[?]" when the rank is unknown.
+  std::string to_string() const;
+  friend bool operator==(const TensorType&, const TensorType&) = default;
+};
+
+}  // namespace weft

@@ -1,0 +1,655 @@
+#include "weft/graph/shape_functions.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "weft/graph/op_table.h"
+
+namespace weft {
+
+namespace {
+
+TypesOrError one(TensorType t) { return std::vector<TensorType>{std::move(t)}; }
+
+Status fail(std::string message) { return Status::error(std::move(message)); }
+
+const TensorType& in_type(const Node& node, size_t i) { return node.inputs[i]->type; }
+
+// A shape of "rank" unknown dims.
+Shape unknown_shape(size_t rank) { return Shape(rank, Dim::unknown()); }
+
+// Product of dims, or unknown when any dim is not static.
+Dim product(const Shape& shape, size_t begin, size_t end) {
+  int64_t n = 1;
+  for (size_t i = begin; i < end; ++i) {
+    if (!shape[i].is_static()) return Dim::unknown();
+    n *= shape[i].value();
+  }
+  return n;
+}
+
+Result<Ints> normalize_axes(const Ints& axes, int64_t rank) {
+  Ints out;
+  for (int64_t a : axes) {
+    WEFT_ASSIGN_OR_RETURN(int64_t n, normalize_axis(a, rank));
+    if (std::find(out.begin(), out.end(), n) != out.end()) {
+      return fail(fmt::format("axis {} is repeated", a));
+    }
+    out.push_back(n);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Axes given as an attribute, or as the constant input at "input_index"; none when neither
+// is known (an input that is not constant).
+std::optional<Ints> attr_or_input_axes(const std::optional<Ints>& attr, const Node& node,
+                                       size_t input_index) {
+  if (attr) return attr;
+  return constant_ints(node.input(input_index));
+}
+
+}  // namespace
+
+std::optional<Ints> constant_ints(const Value* v) {
+  if (v == nullptr || !v->is_constant()) return std::nullopt;
+  DType t = v->constant->dtype();
+  if (!dtype_is_signed_int(t) && !dtype_is_unsigned_int(t)) return std::nullopt;
+  return v->constant->to_int64_vector();
+}
+
+Result<int64_t> normalize_axis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank) {
+    return fail(fmt::format("axis {} is out of range for rank {}", axis, rank));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+Result<Shape> broadcast_shapes(const std::vector<Shape>& shapes) {
+  size_t rank = 0;
+  for (const Shape& s : shapes) rank = std::max(rank, s.size());
+  Shape out(rank, Dim(1));
+  for (size_t i = 0; i < rank; ++i) {
+    std::optional<int64_t> fixed;  // the static extent other than 1, if any
+    std::optional<Dim> symbolic;
+    bool mixed_symbols = false;
+    for (const Shape& s : shapes) {
+      if (i + s.size() < rank) continue;
+      const Dim& d = s[i + s.size() - rank];
+      if (d.is_static()) {
+        if (d.value() == 1) continue;
+        if (fixed && *fixed != d.value()) {
+          return fail(fmt::format("shapes {} cannot be broadcast together", [&] {
+            std::string all;
+            for (const Shape& x : shapes) all += shape_to_string(x);
+            return all;
+          }()));
+        }
+        fixed = d.value();
+      } else if (!symbolic) {
+        symbolic = d;
+      } else if (!(*symbolic == d)) {
+        mixed_symbols = true;
+      }
+    }
+    if (fixed) {
+      out[i] = *fixed;
+    } else if (symbolic) {
+      out[i] = mixed_symbols ? Dim::unknown() : *symbolic;
+    }
+  }
+  return out;
+}
+
+TypesOrError infer_same(const Node& node) { return one(in_type(node, 0)); }
+
+TypesOrError infer_same_bool(const Node& node) {
+  return one({DType::kBool, in_type(node, 0).shape});
+}
+
+namespace {
+// Broadcast of every present input; with legacy broadcasting (before opset 7), B's dims
+// align at the legacy axis instead of at the trailing dims.
+Result<std::optional<Shape>> broadcast_inputs(const Node& node, size_t first) {
+  std::vector<Shape> shapes;
+  for (size_t i = first; i < node.inputs.size(); ++i) {
+    if (!node.inputs[i]) continue;
+    if (!node.inputs[i]->type.shape) return std::optional<Shape>();
+    shapes.push_back(*node.inputs[i]->type.shape);
+  }
+  if (const auto* legacy = std::get_if<LegacyBroadcastAttrs>(&node.attrs)) {
+    if (shapes.size() == 2 && legacy->axis) {
+      WEFT_ASSIGN_OR_RETURN(int64_t axis,
+                            normalize_axis(*legacy->axis, static_cast<int64_t>(shapes[0].size())));
+      size_t trailing = shapes[0].size() - static_cast<size_t>(axis);
+      if (shapes[1].size() > trailing) return fail("legacy broadcast: B has too many dims");
+      shapes[1].resize(trailing, Dim(1));
+    }
+  }
+  WEFT_ASSIGN_OR_RETURN(Shape out, broadcast_shapes(shapes));
+  return std::optional<Shape>(std::move(out));
+}
+}  // namespace
+
+TypesOrError infer_broadcast(const Node& node) {
+  WEFT_ASSIGN_OR_RETURN(std::optional<Shape> shape, broadcast_inputs(node, 0));
+  return one({in_type(node, 0).dtype, shape});
+}
+
+TypesOrError infer_broadcast_bool(const Node& node) {
+  WEFT_ASSIGN_OR_RETURN(std::optional<Shape> shape, broadcast_inputs(node, 0));
+  return one({DType::kBool, shape});
+}
+
+TypesOrError infer_where(const Node& node) {
+  WEFT_ASSIGN_OR_RETURN(std::optional<Shape> shape, broadcast_inputs(node, 0));
+  return one({in_type(node, 1).dtype, shape});
+}
+
+TypesOrError infer_cast(const Node& node) {
+  return one({node.attrs_as<CastAttrs>().to, in_type(node, 0).shape});
+}
+
+TypesOrError infer_cast_like(const Node& node) {
+  return one({in_type(node, 1).dtype, in_type(node, 0).shape});
+}
+
+namespace {
+// Output shape of reducing "shape" over "axes" (all when empty and not "noop").
+Result<Shape> reduce_shape(const Shape& shape, Ints axes, bool keepdims, bool noop) {
+  int64_t rank = static_cast<int64_t>(shape.size());
+  if (axes.empty()) {
+    if (noop) return shape;
+    axes.resize(shape.size());
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  WEFT_ASSIGN_OR_RETURN(Ints norm, normalize_axes(axes, rank));
+  Shape out;
+  for (int64_t i = 0; i < rank; ++i) {
+    bool reduced = std::binary_search(norm.begin(), norm.end(), i);
+    if (!reduced) {
+      out.push_back(shape[static_cast<size_t>(i)]);
+    } else if (keepdims) {
+      out.push_back(1);
+    }
+  }
+  return out;
+}
+}  // namespace
+
+TypesOrError infer_reduce(const Node& node) {
+  const auto& a = node.attrs_as<ReduceAttrs>();
+  const TensorType& x = in_type(node, 0);
+  if (!x.shape) return one({x.dtype, std::nullopt});
+  std::optional<Ints> axes = a.axes;
+  if (!axes && node.input(1)) {
+    axes = constant_ints(node.input(1));
+    if (!axes) {  // axes known only at run time
+      if (!a.keepdims) return one({x.dtype, std::nullopt});
+      return one({x.dtype, unknown_shape(x.shape->size())});
+    }
+  }
+  WEFT_ASSIGN_OR_RETURN(Shape out,
+                        reduce_shape(*x.shape, axes.value_or(Ints{}), a.keepdims,
+                                     a.noop_with_empty_axes));
+  return one({x.dtype, out});
+}
+
+TypesOrError infer_arg_reduce(const Node& node) {
+  const auto& a = node.attrs_as<ArgReduceAttrs>();
+  const TensorType& x = in_type(node, 0);
+  if (!x.shape) return one({DType::kI64, std::nullopt});
+  WEFT_ASSIGN_OR_RETURN(Shape out, reduce_shape(*x.shape, {a.axis}, a.keepdims, false));
+  return one({DType::kI64, out});
+}
+
+TypesOrError infer_layer_norm(const Node& node) {
+  const auto& a = node.attrs_as<LayerNormAttrs>();
+  const TensorType& x = in_type(node, 0);
+  std::vector<TensorType> out = {x};
+  std::optional<Shape> stat_shape;
+  if (x.shape) {
+    WEFT_ASSIGN_OR_RETURN(int64_t axis,
+                          normalize_axis(a.axis, static_cast<int64_t>(x.shape->size())));
+    stat_shape = *x.shape;
+    for (size_t i = static_cast<size_t>(axis); i < stat_shape->size(); ++i) (*stat_shape)[i] = 1;
+  }
+  out.resize(node.outputs.size(), TensorType{a.stash_type, stat_shape});
+  return out;
+}
+
+TypesOrError infer_batch_norm(const Node& node) {
+  std::vector<TensorType> out = {in_type(node, 0)};
+  // Training outputs: running mean and variance, shaped like the mean and var inputs.
+  for (size_t i = 1; i < node.outputs.size(); ++i) {
+    out.push_back(node.input(2 + std::min<size_t>(i, 2)) ? in_type(node, 2 + std::min<size_t>(i, 2))
+                                                          : in_type(node, 0));
+  }
+  return out;
+}
+
+TypesOrError infer_matmul(const Node& node) {
+  const TensorType& a = in_type(node, 0);
+  const TensorType& b = in_type(node, 1);
+  if (!a.shape || !b.shape) return one({a.dtype, std::nullopt});
+  Shape sa = *a.shape, sb = *b.shape;
+  if (sa.empty() || sb.empty()) return fail("MatMul inputs must have rank >= 1");
+  bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
+  if (a_vec) sa.insert(sa.begin(), Dim(1));
+  if (b_vec) sb.push_back(Dim(1));
+  const Dim& ka = sa[sa.size() - 1];
+  const Dim& kb = sb[sb.size() - 2];
+  if (ka.is_static() && kb.is_static() && ka.value() != kb.value()) {
+    return fail(fmt::format("MatMul inner dims differ: {} and {}", shape_to_string(*a.shape),
+                            shape_to_string(*b.shape)));
+  }
+  WEFT_ASSIGN_OR_RETURN(Shape batch, broadcast_shapes({Shape(sa.begin(), sa.end() - 2),
+                                                       Shape(sb.begin(), sb.end() - 2)}));
+  if (!a_vec) batch.push_back(sa[sa.size() - 2]);
+  if (!b_vec) batch.push_back(sb[sb.size() - 1]);
+  return one({a.dtype, batch});
+}
+
+TypesOrError infer_gemm(const Node& node) {
+  const auto& g = node.attrs_as<GemmAttrs>();
+  const TensorType& a = in_type(node, 0);
+  const TensorType& b = in_type(node, 1);
+  if (!a.shape || !b.shape) return one({a.dtype, std::nullopt});
+  if (a.shape->size() != 2 || b.shape->size() != 2) return fail("Gemm inputs must have rank 2");
+  Dim m = (*a.shape)[g.trans_a ? 1 : 0];
+  Dim n = (*b.shape)[g.trans_b ? 0 : 1];
+  return one({a.dtype, Shape{m, n}});
+}
+
+namespace {
+// Output extent of one spatial dim of a window op.
+Dim window_output(const Dim& in, int64_t kernel, int64_t stride, int64_t dilation,
+                  int64_t pad_total, AutoPad auto_pad, bool ceil_mode) {
+  if (!in.is_static()) return Dim::unknown();
+  int64_t x = in.value();
+  if (auto_pad == AutoPad::kSameUpper || auto_pad == AutoPad::kSameLower) {
+    return (x + stride - 1) / stride;
+  }
+  if (auto_pad == AutoPad::kValid) pad_total = 0;
+  int64_t span = x + pad_total - dilation * (kernel - 1) - 1;
+  if (span < 0) return Dim::unknown();
+  int64_t out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+  // With ceil mode, the last window must start inside the input or its begin padding.
+  if (ceil_mode && (out - 1) * stride >= x + pad_total / 2) --out;
+  return out;
+}
+
+Result<Shape> window_shape(const Shape& x, Dim out_channels, const Ints& kernel,
+                           const Ints& strides, const Ints& dilations, const Ints& pads,
+                           AutoPad auto_pad, bool ceil_mode) {
+  size_t spatial = x.size() - 2;
+  if (kernel.size() != spatial) {
+    return fail(fmt::format("kernel has {} dims, input has {} spatial dims", kernel.size(),
+                            spatial));
+  }
+  Shape out = {x[0], out_channels};
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t stride = strides.empty() ? 1 : strides[i];
+    int64_t dilation = dilations.empty() ? 1 : dilations[i];
+    int64_t pad = pads.empty() ? 0 : pads[i] + pads[i + spatial];
+    if (stride <= 0 || dilation <= 0) return fail("strides and dilations must be positive");
+    out.push_back(window_output(x[i + 2], kernel[i], stride, dilation, pad, auto_pad, ceil_mode));
+  }
+  return out;
+}
+}  // namespace
+
+TypesOrError infer_conv(const Node& node) {
+  const auto& a = node.attrs_as<ConvAttrs>();
+  const TensorType& x = in_type(node, 0);
+  const TensorType& w = in_type(node, 1);
+  if (!x.shape || !w.shape) return one({x.dtype, std::nullopt});
+  if (x.shape->size() < 3 || w.shape->size() != x.shape->size()) {
+    return fail("Conv input and weights must have the same rank, at least 3");
+  }
+  Ints kernel = a.kernel_shape;
+  if (kernel.empty()) {
+    for (size_t i = 2; i < w.shape->size(); ++i) {
+      if (!(*w.shape)[i].is_static()) return one({x.dtype, unknown_shape(x.shape->size())});
+      kernel.push_back((*w.shape)[i].value());
+    }
+  }
+  WEFT_ASSIGN_OR_RETURN(Shape out, window_shape(*x.shape, (*w.shape)[0], kernel, a.strides,
+                                                a.dilations, a.pads, a.auto_pad, false));
+  return one({x.dtype, out});
+}
+
+TypesOrError infer_pool(const Node& node) {
+  const auto& a = node.attrs_as<PoolAttrs>();
+  const TensorType& x = in_type(node, 0);
+  if (!x.shape) return one({x.dtype, std::nullopt});
+  if (x.shape->size() < 3) return fail("pooling input must have rank >= 3");
+  WEFT_ASSIGN_OR_RETURN(Shape out, window_shape(*x.shape, (*x.shape)[1], a.kernel_shape,
+                                                a.strides, a.dilations, a.pads, a.auto_pad,
+                                                a.ceil_mode));
+  std::vector<TensorType> types = {{x.dtype, out}};
+  if (node.outputs.size() > 1) types.push_back({DType::kI64, out});  // MaxPool indices
+  return types;
+}
+
+TypesOrError infer_global_pool(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  if (!x.shape) return one(x);
+  if (x.shape->size() < 2) return fail("global pooling input must have rank >= 2");
+  Shape out = {(*x.shape)[0], (*x.shape)[1]};
+  out.resize(x.shape->size(), Dim(1));
+  return one({x.dtype, out});
+}
+
+TypesOrError infer_concat(const Node& node) {
+  const TensorType& first = in_type(node, 0);
+  if (!first.shape) return one(first);
+  int64_t rank = static_cast<int64_t>(first.shape->size());
+  WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node.attrs_as<AxisAttrs>().axis, rank));
+  Shape out = *first.shape;
+  int64_t total = 0;
+  bool total_known = true;
+  for (const Value* in : node.inputs) {
+    if (!in->type.shape) return one({first.dtype, unknown_shape(first.shape->size())});
+    if (static_cast<int64_t>(in->type.shape->size()) != rank) {
+      return fail("Concat inputs must have the same rank");
+    }
+    const Dim& d = (*in->type.shape)[static_cast<size_t>(axis)];
+    if (d.is_static()) {
+      total += d.value();
+    } else {
+      total_known = false;
+    }
+  }
+  out[static_cast<size_t>(axis)] = total_known ? Dim(total) : Dim::unknown();
+  return one({first.dtype, out});
+}
+
+TypesOrError infer_gather(const Node& node) {
+  const TensorType& data = in_type(node, 0);
+  const TensorType& idx = in_type(node, 1);
+  if (!data.shape || !idx.shape) return one({data.dtype, std::nullopt});
+  WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node.attrs_as<AxisAttrs>().axis,
+                                                     static_cast<int64_t>(data.shape->size())));
+  Shape out(data.shape->begin(), data.shape->begin() + axis);
+  out.insert(out.end(), idx.shape->begin(), idx.shape->end());
+  out.insert(out.end(), data.shape->begin() + axis + 1, data.shape->end());
+  return one({data.dtype, out});
+}
+
+TypesOrError infer_gather_elements(const Node& node) {
+  return one({in_type(node, 0).dtype, in_type(node, 1).shape});
+}
+
+TypesOrError infer_flatten(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  if (!x.shape) return one({x.dtype, unknown_shape(2)});
+  int64_t rank = static_cast<int64_t>(x.shape->size());
+  int64_t axis = node.attrs_as<AxisAttrs>().axis;
+  if (axis < -rank || axis > rank) return fail(fmt::format("axis {} is out of range", axis));
+  if (axis < 0) axis += rank;
+  size_t split = static_cast<size_t>(axis);
+  return one({x.dtype, Shape{product(*x.shape, 0, split), product(*x.shape, split, x.shape->size())}});
+}
+
+TypesOrError infer_squeeze(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  if (!x.shape) return one(x);
+  std::optional<Ints> axes = attr_or_input_axes(node.attrs_as<AxesAttrs>().axes, node, 1);
+  if (!axes && node.input(1)) return one({x.dtype, std::nullopt});
+  Shape out;
+  if (!axes) {
+    for (const Dim& d : *x.shape) {
+      if (!d.is_static()) return one({x.dtype, std::nullopt});
+      if (d.value() != 1) out.push_back(d);
+    }
+    return one({x.dtype, out});
+  }
+  WEFT_ASSIGN_OR_RETURN(Ints norm, normalize_axes(*axes, static_cast<int64_t>(x.shape->size())));
+  for (size_t i = 0; i < x.shape->size(); ++i) {
+    bool squeezed = std::binary_search(norm.begin(), norm.end(), static_cast<int64_t>(i));
+    const Dim& d = (*x.shape)[i];
+    if (squeezed && d.is_static() && d.value() != 1) {
+      return fail(fmt::format("cannot squeeze axis {} of extent {}", i, d.value()));
+    }
+    if (!squeezed) out.push_back(d);
+  }
+  return one({x.dtype, out});
+}
+
+TypesOrError infer_unsqueeze(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  std::optional<Ints> axes = attr_or_input_axes(node.attrs_as<AxesAttrs>().axes, node, 1);
+  if (!x.shape || !axes) return one({x.dtype, std::nullopt});
+  int64_t out_rank = static_cast<int64_t>(x.shape->size() + axes->size());
+  WEFT_ASSIGN_OR_RETURN(Ints norm, normalize_axes(*axes, out_rank));
+  Shape out;
+  size_t next = 0;
+  for (int64_t i = 0; i < out_rank; ++i) {
+    if (std::binary_search(norm.begin(), norm.end(), i)) {
+      out.push_back(1);
+    } else {
+      out.push_back((*x.shape)[next++]);
+    }
+  }
+  return one({x.dtype, out});
+}
+
+TypesOrError infer_split(const Node& node) {
+  const auto& a = node.attrs_as<SplitAttrs>();
+  const TensorType& x = in_type(node, 0);
+  size_t n = node.outputs.size();
+  if (!x.shape) return std::vector<TensorType>(n, x);
+  WEFT_ASSIGN_OR_RETURN(int64_t axis,
+                        normalize_axis(a.axis, static_cast<int64_t>(x.shape->size())));
+  std::optional<Ints> sizes = attr_or_input_axes(a.split, node, 1);
+  bool sizes_unknown = !sizes && node.input(1);  // given, but only at run time
+  const Dim& extent = (*x.shape)[static_cast<size_t>(axis)];
+  std::vector<TensorType> out(n, x);
+  for (size_t i = 0; i < n; ++i) {
+    Dim d = Dim::unknown();
+    if (sizes && sizes->size() == n) {
+      d = (*sizes)[i];
+    } else if (!sizes && !sizes_unknown && extent.is_static() && extent.value() % static_cast<int64_t>(n) == 0) {
+      d = extent.value() / static_cast<int64_t>(n);
+    }
+    (*out[i].shape)[static_cast<size_t>(axis)] = d;
+  }
+  return out;
+}
+
+TypesOrError infer_transpose(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  if (!x.shape) return one(x);
+  size_t rank = x.shape->size();
+  Ints perm = node.attrs_as<TransposeAttrs>().perm.value_or(Ints{});
+  if (perm.empty()) {
+    for (size_t i = 0; i < rank; ++i) perm.push_back(static_cast<int64_t>(rank - 1 - i));
+  }
+  if (perm.size() != rank) return fail("perm must list every axis once");
+  Shape out;
+  std::vector<bool> seen(rank, false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(p)]) {
+      return fail("perm must list every axis once");
+    }
+    seen[static_cast<size_t>(p)] = true;
+    out.push_back((*x.shape)[static_cast<size_t>(p)]);
+  }
+  return one({x.dtype, out});
+}
+
+TypesOrError infer_reshape(const Node& node) {
+  const auto& a = node.attrs_as<ReshapeAttrs>();
+  const TensorType& x = in_type(node, 0);
+  std::optional<Ints> target = a.shape ? a.shape : constant_ints(node.input(1));
+  if (!target) {
+    const Value* s = node.input(1);
+    bool rank_known = s && s->type.shape && s->type.shape->size() == 1 &&
+                      (*s->type.shape)[0].is_static();
+    if (!rank_known) return one({x.dtype, std::nullopt});
+    return one({x.dtype, unknown_shape(static_cast<size_t>((*s->type.shape)[0].value()))});
+  }
+  Shape out;
+  int infer_at = -1;
+  for (size_t i = 0; i < target->size(); ++i) {
+    int64_t t = (*target)[i];
+    if (t == -1) {
+      if (infer_at >= 0) return fail("Reshape target has more than one -1");
+      infer_at = static_cast<int>(i);
+      out.push_back(Dim::unknown());
+    } else if (t == 0 && !a.allowzero) {
+      if (!x.shape || i >= x.shape->size()) return one({x.dtype, unknown_shape(target->size())});
+      out.push_back((*x.shape)[i]);
+    } else if (t < 0) {
+      return fail(fmt::format("Reshape target has invalid extent {}", t));
+    } else {
+      out.push_back(t);
+    }
+  }
+  if (infer_at >= 0 && x.shape) {
+    std::optional<int64_t> total = shape_num_elements(*x.shape);
+    int64_t known = 1;
+    bool all_static = true;
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (static_cast<int>(i) == infer_at) continue;
+      if (out[i].is_static()) {
+        known *= out[i].value();
+      } else {
+        all_static = false;
+      }
+    }
+    if (total && all_static && known != 0) out[static_cast<size_t>(infer_at)] = *total / known;
+  }
+  return one({x.dtype, out});
+}
+
+TypesOrError infer_expand(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  std::optional<Ints> target = constant_ints(node.input(1));
+  if (!x.shape || !target) return one({x.dtype, std::nullopt});
+  WEFT_ASSIGN_OR_RETURN(Shape out, broadcast_shapes({*x.shape, shape_from_dims(*target)}));
+  return one({x.dtype, out});
+}
+
+TypesOrError infer_tile(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  std::optional<Ints> repeats = constant_ints(node.input(1));
+  if (!x.shape) return one(x);
+  if (!repeats) return one({x.dtype, unknown_shape(x.shape->size())});
+  if (repeats->size() != x.shape->size()) return fail("Tile repeats must match the input rank");
+  Shape out;
+  for (size_t i = 0; i < repeats->size(); ++i) {
+    const Dim& d = (*x.shape)[i];
+    out.push_back(d.is_static() ? Dim(d.value() * (*repeats)[i]) : Dim::unknown());
+  }
+  return one({x.dtype, out});
+}
+
+TypesOrError infer_slice(const Node& node) {
+  const auto& a = node.attrs_as<SliceAttrs>();
+  const TensorType& x = in_type(node, 0);
+  if (!x.shape) return one(x);
+  int64_t rank = static_cast<int64_t>(x.shape->size());
+  bool from_inputs = node.opset >= 10 && !a.starts;
+  std::optional<Ints> starts = from_inputs ? constant_ints(node.input(1)) : a.starts;
+  std::optional<Ints> ends = from_inputs ? constant_ints(node.input(2)) : a.ends;
+  std::optional<Ints> axes = from_inputs ? constant_ints(node.input(3)) : a.axes;
+  std::optional<Ints> steps = from_inputs ? constant_ints(node.input(4)) : a.steps;
+  if ((from_inputs && node.input(3) && !axes) || (from_inputs && node.input(4) && !steps) ||
+      !starts || !ends) {
+    return one({x.dtype, unknown_shape(x.shape->size())});
+  }
+  if (!axes) {
+    axes = Ints(starts->size());
+    std::iota(axes->begin(), axes->end(), 0);
+  }
+  if (!steps) steps = Ints(starts->size(), 1);
+  if (ends->size() != starts->size() || axes->size() != starts->size() ||
+      steps->size() != starts->size()) {
+    return fail("Slice starts, ends, axes and steps must have the same length");
+  }
+  Shape out = *x.shape;
+  for (size_t i = 0; i < starts->size(); ++i) {
+    WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis((*axes)[i], rank));
+    const Dim& d = (*x.shape)[static_cast<size_t>(axis)];
+    int64_t step = (*steps)[i];
+    if (step == 0) return fail("Slice step must not be 0");
+    if (!d.is_static()) {
+      out[static_cast<size_t>(axis)] = Dim::unknown();
+      continue;
+    }
+    int64_t n = d.value();
+    auto clamp = [&](int64_t v, int64_t lo, int64_t hi) {
+      if (v < 0) v += n;
+      return std::clamp(v, lo, hi);
+    };
+    int64_t s = step > 0 ? clamp((*starts)[i], 0, n) : clamp((*starts)[i], -1, n - 1);
+    int64_t e = step > 0 ? clamp((*ends)[i], 0, n) : clamp((*ends)[i], -1, n - 1);
+    int64_t len = step > 0 ? (e - s + step - 1) / step : (s - e + (-step) - 1) / (-step);
+    out[static_cast<size_t>(axis)] = std::max<int64_t>(len, 0);
+  }
+  return one({x.dtype, out});
+}
+
+TypesOrError infer_shape_op(const Node& node) {
+  const auto& a = node.attrs_as<ShapeAttrs>();
+  const TensorType& x = in_type(node, 0);
+  if (!x.shape) return one({DType::kI64, unknown_shape(1)});
+  int64_t rank = static_cast<int64_t>(x.shape->size());
+  auto clamp = [&](int64_t v) { return std::clamp(v < 0 ? v + rank : v, int64_t{0}, rank); };
+  int64_t start = clamp(a.start);
+  int64_t end = clamp(a.end.value_or(rank));
+  return one({DType::kI64, Shape{std::max<int64_t>(end - start, 0)}});
+}
+
+TypesOrError infer_size(const Node&) { return one({DType::kI64, Shape{}}); }
+
+TypesOrError infer_range(const Node& node) {
+  DType t = in_type(node, 0).dtype;
+  const Value* start = node.input(0);
+  const Value* limit = node.input(1);
+  const Value* delta = node.input(2);
+  if (!start->is_constant() || !limit->is_constant() || !delta->is_constant()) {
+    return one({t, unknown_shape(1)});
+  }
+  double s = start->constant->get_double(0), l = limit->constant->get_double(0),
+         d = delta->constant->get_double(0);
+  if (d == 0) return fail("Range delta must not be 0");
+  double n = std::ceil((l - s) / d);
+  return one({t, Shape{static_cast<int64_t>(std::max(n, 0.0))}});
+}
+
+TypesOrError infer_constant(const Node& node) {
+  const TensorRef& v = node.attrs_as<ConstantAttrs>().value;
+  if (!v) return fail("Constant has no value");
+  return one(v->type());
+}
+
+TypesOrError infer_constant_of_shape(const Node& node) {
+  const auto& a = node.attrs_as<ConstantOfShapeAttrs>();
+  std::optional<Ints> dims = constant_ints(node.input(0));
+  if (!dims) {
+    const Value* s = node.input(0);
+    if (s->type.shape && s->type.shape->size() == 1 && (*s->type.shape)[0].is_static()) {
+      return one({a.value->dtype(), unknown_shape(static_cast<size_t>((*s->type.shape)[0].value()))});
+    }
+    return one({a.value->dtype(), std::nullopt});
+  }
+  for (int64_t d : *dims) {
+    if (d < 0) return fail(fmt::format("ConstantOfShape extent {} is negative", d));
+  }
+  return one({a.value->dtype(), shape_from_dims(*dims)});
+}
+
+TypesOrError infer_dropout(const Node& node) {
+  std::vector<TensorType> out = {in_type(node, 0)};
+  // The mask is bool from opset 10 on, and shares the data type before.
+  DType mask = node.opset >= 10 ? DType::kBool : in_type(node, 0).dtype;
+  if (node.outputs.size() > 1) out.push_back({mask, in_type(node, 0).shape});
+  return out;
+}
+
+}  // namespace weft

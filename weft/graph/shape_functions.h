@@ -1,0 +1,58 @@
+// Shape functions of the op table: the output types of a node from its input types, its
+// constant inputs and its attributes. Dims a function cannot determine are Dim::unknown().
+// A function fails only when the inputs contradict the op (e.g. broadcasting 3 against 4).
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "weft/graph/graph.h"
+#include "weft/support/status.h"
+
+namespace weft {
+
+using TypesOrError = Result<std::vector<TensorType>>;
+
+TypesOrError infer_same(const Node& node);
+TypesOrError infer_same_bool(const Node& node);
+TypesOrError infer_broadcast(const Node& node);
+TypesOrError infer_broadcast_bool(const Node& node);
+TypesOrError infer_where(const Node& node);
+TypesOrError infer_cast(const Node& node);
+TypesOrError infer_cast_like(const Node& node);
+TypesOrError infer_reduce(const Node& node);
+TypesOrError infer_arg_reduce(const Node& node);
+TypesOrError infer_layer_norm(const Node& node);
+TypesOrError infer_batch_norm(const Node& node);
+TypesOrError infer_matmul(const Node& node);
+TypesOrError infer_gemm(const Node& node);
+TypesOrError infer_conv(const Node& node);
+TypesOrError infer_pool(const Node& node);
+TypesOrError infer_global_pool(const Node& node);
+TypesOrError infer_concat(const Node& node);
+TypesOrError infer_gather(const Node& node);
+TypesOrError infer_gather_elements(const Node& node);
+TypesOrError infer_flatten(const Node& node);
+TypesOrError infer_squeeze(const Node& node);
+TypesOrError infer_unsqueeze(const Node& node);
+TypesOrError infer_split(const Node& node);
+TypesOrError infer_transpose(const Node& node);
+TypesOrError infer_reshape(const Node& node);
+TypesOrError infer_expand(const Node& node);
+TypesOrError infer_tile(const Node& node);
+TypesOrError infer_slice(const Node& node);
+TypesOrError infer_shape_op(const Node& node);
+TypesOrError infer_size(const Node& node);
+TypesOrError infer_range(const Node& node);
+TypesOrError infer_constant(const Node& node);
+TypesOrError infer_constant_of_shape(const Node& node);
+TypesOrError infer_dropout(const Node& node);
+
+// Numpy broadcasting of "shapes".
+Result<Shape> broadcast_shapes(const std::vector<Shape>& shapes);
+// "axis" in [-rank, rank) made non-negative.
+Result<int64_t> normalize_axis(int64_t axis, int64_t rank);
+// The elements of a constant integer input, or none when "v" is absent or not constant.
+std::optional<Ints> constant_ints(const Value* v);
+
+}  // namespace weft

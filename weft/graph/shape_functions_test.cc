@@ -1,0 +1,65 @@
+#include "weft/graph/shape_functions.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/testing/onnx_text.h"
+
+namespace weft {
+namespace {
+
+using testing::graph_from_text;
+using testing::import_text;
+
+TEST(BroadcastShapes, NumpyRules) {
+  auto b = broadcast_shapes({Shape{2, 1, 4}, Shape{3, 1}});
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(shape_to_string(*b), "[2,3,4]");
+  EXPECT_FALSE(broadcast_shapes({Shape{3}, Shape{4}}).ok());
+}
+
+TEST(BroadcastShapes, SymbolsBroadcastAgainstOneAndMatchThemselves) {
+  auto b = broadcast_shapes({Shape{Dim::symbol("N"), 1}, Shape{1, Dim::symbol("M")}});
+  EXPECT_EQ(shape_to_string(*b), "[N,M]");
+  auto c = broadcast_shapes({Shape{Dim::symbol("N")}, Shape{Dim::symbol("K")}});
+  EXPECT_TRUE(c->at(0).is_unknown());  // N vs K: known only at run time
+  auto d = broadcast_shapes({Shape{Dim::symbol("N")}, Shape{5}});
+  EXPECT_EQ(shape_to_string(*d), "[5]");
+}
+
+TEST(NormalizeAxis, Range) {
+  EXPECT_EQ(normalize_axis(-1, 3).value(), 2);
+  EXPECT_FALSE(normalize_axis(3, 3).ok());
+  EXPECT_FALSE(normalize_axis(-4, 3).ok());
+}
+
+// Types the importer builds agree with ONNX's own shape inference: the importer checks each
+// node's shape function against it. These cover symbolic dims through the main families.
+TEST(ShapeFunctions, AgreeWithOnnxOnSymbolicGraph) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[N, 3, 32, 32] x, float[8, 3, 3, 3] w, float[N, 16] a, float[16, 4] b) => (
+        float[N, 8, 16, 16] c, float[N, 8, 8, 8] p, float[N, 4] m, float[N, 1, 1, 1] r,
+        float[N, 16] s, int64[N] am) {
+      c = Conv <pads = [1, 1, 1, 1], strides = [2, 2]> (x, w)
+      p = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (c)
+      m = MatMul(a, b)
+      r = ReduceMean <axes = [1, 2, 3]> (x)
+      s = Softmax(a)
+      am = ArgMax <axis = 1, keepdims = 0> (a)
+    })");
+  EXPECT_EQ(testing::print_body(g).find("unk"), std::string::npos) << testing::print_body(g);
+}
+
+TEST(ShapeFunctions, RejectContradictoryInputsWithTheNode) {
+  Result<Graph> g = import_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[3] x, float[4] y) => (float[4] z) {
+      z = Add(x, y)
+    })");
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("cannot be broadcast"), std::string::npos)
+      << g.status().message();
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,0 +1,155 @@
+#include "weft/graph/tensor.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "weft/support/check.h"
+#include "weft/support/float16.h"
+
+namespace weft {
+
+bool dims_are_allocatable(DType dtype, const std::vector<int64_t>& dims, int64_t* num_elements) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return false;
+  }
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(n, int64_t{dtype_size(dtype)}, &bytes) || bytes > kMaxTensorBytes) {
+    return false;
+  }
+  *num_elements = n;
+  return true;
+}
+
+Tensor::Tensor(DType dtype, std::vector<int64_t> dims) : dtype_(dtype), dims_(std::move(dims)) {
+  WEFT_CHECK(dims_are_allocatable(dtype_, dims_, &num_elements_), "tensor dims too large");
+  bytes_.assign(static_cast<size_t>(num_elements_ * dtype_size(dtype_)), std::byte{0});
+}
+
+Tensor Tensor::scalar_i64(int64_t v) {
+  Tensor t(DType::kI64, {});
+  t.set_int64(0, v);
+  return t;
+}
+
+Tensor Tensor::vector_i64(const std::vector<int64_t>& v) {
+  Tensor t(DType::kI64, {static_cast<int64_t>(v.size())});
+  for (size_t i = 0; i < v.size(); ++i) t.set_int64(static_cast<int64_t>(i), v[i]);
+  return t;
+}
+
+namespace {
+template <typename T>
+T load(const std::byte* p, int64_t i) {
+  T v;
+  std::memcpy(&v, p + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
+  return v;
+}
+template <typename T>
+void store(std::byte* p, int64_t i, T v) {
+  std::memcpy(p + i * static_cast<int64_t>(sizeof(T)), &v, sizeof(T));
+}
+// Float to integer conversion that saturates instead of invoking undefined behaviour.
+template <typename T>
+T saturate_cast(double v) {
+  if (std::isnan(v)) return T{0};
+  if (v <= static_cast<double>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+  if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  return static_cast<T>(v);
+}
+}  // namespace
+
+double Tensor::get_double(int64_t i) const {
+  const std::byte* p = bytes_.data();
+  switch (dtype_) {
+    case DType::kF32: return load<float>(p, i);
+    case DType::kF64: return load<double>(p, i);
+    case DType::kF16: return half_to_float(load<uint16_t>(p, i));
+    case DType::kBF16: return bf16_to_float(load<uint16_t>(p, i));
+    case DType::kI8: return load<int8_t>(p, i);
+    case DType::kI16: return load<int16_t>(p, i);
+    case DType::kI32: return load<int32_t>(p, i);
+    case DType::kI64: return static_cast<double>(load<int64_t>(p, i));
+    case DType::kU8: return load<uint8_t>(p, i);
+    case DType::kU16: return load<uint16_t>(p, i);
+    case DType::kU32: return load<uint32_t>(p, i);
+    case DType::kU64: return static_cast<double>(load<uint64_t>(p, i));
+    case DType::kBool: return load<uint8_t>(p, i) != 0 ? 1.0 : 0.0;
+  }
+  return 0;
+}
+
+int64_t Tensor::get_int64(int64_t i) const {
+  const std::byte* p = bytes_.data();
+  switch (dtype_) {
+    case DType::kI64: return load<int64_t>(p, i);
+    case DType::kU64: return static_cast<int64_t>(load<uint64_t>(p, i));
+    case DType::kI32: return load<int32_t>(p, i);
+    case DType::kU32: return load<uint32_t>(p, i);
+    default: return saturate_cast<int64_t>(get_double(i));
+  }
+}
+
+void Tensor::set_double(int64_t i, double v) {
+  std::byte* p = bytes_.data();
+  switch (dtype_) {
+    case DType::kF32: store<float>(p, i, static_cast<float>(v)); break;
+    case DType::kF64: store<double>(p, i, v); break;
+    case DType::kF16: store<uint16_t>(p, i, float_to_half(static_cast<float>(v))); break;
+    case DType::kBF16: store<uint16_t>(p, i, float_to_bf16(static_cast<float>(v))); break;
+    case DType::kI8: store<int8_t>(p, i, saturate_cast<int8_t>(v)); break;
+    case DType::kI16: store<int16_t>(p, i, saturate_cast<int16_t>(v)); break;
+    case DType::kI32: store<int32_t>(p, i, saturate_cast<int32_t>(v)); break;
+    case DType::kI64: store<int64_t>(p, i, saturate_cast<int64_t>(v)); break;
+    case DType::kU8: store<uint8_t>(p, i, saturate_cast<uint8_t>(v)); break;
+    case DType::kU16: store<uint16_t>(p, i, saturate_cast<uint16_t>(v)); break;
+    case DType::kU32: store<uint32_t>(p, i, saturate_cast<uint32_t>(v)); break;
+    case DType::kU64: store<uint64_t>(p, i, saturate_cast<uint64_t>(v)); break;
+    case DType::kBool: store<uint8_t>(p, i, v != 0 ? 1 : 0); break;
+  }
+}
+
+void Tensor::set_int64(int64_t i, int64_t v) {
+  std::byte* p = bytes_.data();
+  switch (dtype_) {
+    case DType::kI64: store<int64_t>(p, i, v); break;
+    case DType::kU64: store<uint64_t>(p, i, static_cast<uint64_t>(v)); break;
+    case DType::kI32: store<int32_t>(p, i, static_cast<int32_t>(v)); break;
+    case DType::kU32: store<uint32_t>(p, i, static_cast<uint32_t>(v)); break;
+    default: set_double(i, static_cast<double>(v));
+  }
+}
+
+std::vector<int64_t> Tensor::to_int64_vector() const {
+  std::vector<int64_t> out(static_cast<size_t>(num_elements_));
+  for (int64_t i = 0; i < num_elements_; ++i) out[static_cast<size_t>(i)] = get_int64(i);
+  return out;
+}
+
+bool Tensor::equals(const Tensor& other) const {
+  return dtype_ == other.dtype_ && dims_ == other.dims_ && bytes_ == other.bytes_;
+}
+
+std::string Tensor::to_string(int64_t max_elements) const {
+  std::string out = type().to_string();
+  if (num_elements_ > max_elements) return out;
+  out += "{";
+  for (int64_t i = 0; i < num_elements_; ++i) {
+    if (i > 0) out += ", ";
+    if (dtype_ == DType::kF64) {
+      out += fmt::format("{}", get_double(i));
+    } else if (dtype_is_float(dtype_)) {
+      out += fmt::format("{}", static_cast<float>(get_double(i)));  // shortest f32 form
+    } else if (dtype_ == DType::kBool) {
+      out += get_int64(i) ? "true" : "false";
+    } else if (dtype_ == DType::kU64) {
+      out += fmt::format("{}", static_cast<uint64_t>(get_int64(i)));
+    } else {
+      out += fmt::format("{}", get_int64(i));
+    }
+  }
+  return out + "}";
+}
+
+}  // namespace weft

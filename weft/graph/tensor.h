@@ -1,0 +1,72 @@
+// Tensor: a dense, row-major block of elements with a dtype and static dims. The graph IR
+// uses it for constants (initializers, folded values); tensor files are read into it.
+//
+// Storage is little-endian in the natural layout of the dtype: f16 and bf16 as their 16-bit
+// patterns, bool as one byte holding 0 or 1.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "weft/graph/dtype.h"
+#include "weft/graph/shape.h"
+
+namespace weft {
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // A zero-filled tensor. Requires non-negative dims whose product fits in memory.
+  Tensor(DType dtype, std::vector<int64_t> dims);
+
+  template <typename T>
+  static Tensor from_vector(DType dtype, std::vector<int64_t> dims, const std::vector<T>& values) {
+    Tensor t(dtype, std::move(dims));
+    for (size_t i = 0; i < values.size(); ++i) t.set_double(static_cast<int64_t>(i), values[i]);
+    return t;
+  }
+  static Tensor scalar_i64(int64_t v);
+  static Tensor vector_i64(const std::vector<int64_t>& v);
+
+  DType dtype() const { return dtype_; }
+  const std::vector<int64_t>& dims() const { return dims_; }
+  int64_t rank() const { return static_cast<int64_t>(dims_.size()); }
+  int64_t num_elements() const { return num_elements_; }
+  size_t num_bytes() const { return bytes_.size(); }
+  TensorType type() const { return {dtype_, shape_from_dims(dims_)}; }
+
+  std::byte* data() { return bytes_.data(); }
+  const std::byte* data() const { return bytes_.data(); }
+
+  // Element access through a common type; integers wider than 2^53 round through double,
+  // so integer code uses the int64 accessors.
+  double get_double(int64_t i) const;
+  int64_t get_int64(int64_t i) const;
+  void set_double(int64_t i, double v);
+  void set_int64(int64_t i, int64_t v);
+
+  // All elements as int64, for shape-like tensors.
+  std::vector<int64_t> to_int64_vector() const;
+  // Same dtype, dims and bytes.
+  bool equals(const Tensor& other) const;
+
+  // "i64[3]{1, 2, 3}"; elements are listed only for tensors of at most "max_elements".
+  std::string to_string(int64_t max_elements = 8) const;
+
+ private:
+  DType dtype_ = DType::kF32;
+  std::vector<int64_t> dims_;
+  int64_t num_elements_ = 1;
+  std::vector<std::byte> bytes_ = std::vector<std::byte>(4);
+};
+
+// Largest tensor Weft will allocate while importing a model or folding constants.
+inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 34;  // 16 GiB
+
+// Is "dims" a valid tensor shape of "dtype" below kMaxTensorBytes? Sets "num_elements".
+bool dims_are_allocatable(DType dtype, const std::vector<int64_t>& dims, int64_t* num_elements);
+
+}  // namespace weft

@@ -1,0 +1,48 @@
+#include "weft/graph/tensor.h"
+
+#include <gtest/gtest.h>
+
+namespace weft {
+namespace {
+
+TEST(Tensor, EveryDtypeStoresAndLoads) {
+  for (DType t : kAllDTypes) {
+    Tensor x(t, {2, 3});
+    EXPECT_EQ(x.num_elements(), 6);
+    EXPECT_EQ(x.num_bytes(), static_cast<size_t>(6 * dtype_size(t)));
+    x.set_double(4, 1.0);
+    EXPECT_EQ(x.get_double(4), 1.0) << dtype_name(t);
+    EXPECT_EQ(x.get_double(0), 0.0) << dtype_name(t);
+  }
+}
+
+TEST(Tensor, Int64KeepsLargeValuesExact) {
+  Tensor x(DType::kI64, {1});
+  x.set_int64(0, (int64_t{1} << 62) + 1);
+  EXPECT_EQ(x.get_int64(0), (int64_t{1} << 62) + 1);
+}
+
+TEST(Tensor, FloatToIntSaturates) {
+  Tensor x(DType::kI8, {2});
+  x.set_double(0, 1000.0);
+  x.set_double(1, -1000.0);
+  EXPECT_EQ(x.get_int64(0), 127);
+  EXPECT_EQ(x.get_int64(1), -128);
+}
+
+TEST(Tensor, PrintsSmallTensorsWithElements) {
+  EXPECT_EQ(Tensor::vector_i64({1, -1}).to_string(), "i64[2]{1, -1}");
+  EXPECT_EQ(Tensor(DType::kF32, {100}).to_string(), "f32[100]");
+  EXPECT_EQ(Tensor::from_vector<float>(DType::kF32, {}, {0.1f}).to_string(), "f32[]{0.1}");
+}
+
+TEST(Tensor, RefusesNegativeOrHugeDims) {
+  int64_t n = 0;
+  EXPECT_FALSE(dims_are_allocatable(DType::kF32, {-1}, &n));
+  EXPECT_FALSE(dims_are_allocatable(DType::kF32, {int64_t{1} << 40, int64_t{1} << 40}, &n));
+  EXPECT_TRUE(dims_are_allocatable(DType::kF32, {0, 5}, &n));
+  EXPECT_EQ(n, 0);
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,0 +1,318 @@
+#include "weft/onnx/import_model.h"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <google/protobuf/stubs/logging.h>
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include "weft/graph/op_table.h"
+#include "weft/graph/verify_graph.h"
+#include "weft/onnx/attr_reader.h"
+#include "weft/onnx/onnx_dtype.h"
+#include "weft/onnx/tensor_proto.h"
+
+namespace weft {
+
+namespace {
+
+// libprotobuf logs parse failures to stderr itself; Weft reports them as one line instead.
+void silence_protobuf_logging() {
+  static const bool once = [] {
+    google::protobuf::SetLogHandler(nullptr);
+    return true;
+  }();
+  (void)once;
+}
+
+// libonnx messages span lines ("... ==> Context: ..."); a diagnostic is one line.
+std::string one_line(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    bool space = c == '\n' || c == '\r' || c == '\t' || c == ' ';
+    if (space && (out.empty() || out.back() == ' ')) continue;
+    out += space ? ' ' : c;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+Result<std::string> read_file(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(st)) {
+    return Status::error(fmt::format("{}: no such file", path));
+  }
+  if (std::filesystem::is_directory(st)) {
+    return Status::error(fmt::format("{}: is a directory, expected an .onnx model file", path));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::error(fmt::format("{}: cannot open the file for reading", path));
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (in.bad()) return Status::error(fmt::format("{}: cannot read the file", path));
+  return bytes.str();
+}
+
+Result<onnx::ModelProto> parse_model(const std::string& bytes, const std::string& name) {
+  if (bytes.empty()) return Status::error(fmt::format("{}: the file is empty", name));
+  silence_protobuf_logging();
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) {
+    return Status::error(fmt::format(
+        "{}: not a valid ONNX model: the protobuf does not parse (truncated or not a model?)",
+        name));
+  }
+  if (model.ir_version() <= 0 || !model.has_graph()) {
+    return Status::error(fmt::format("{}: not a valid ONNX model: it has no {}", name,
+                                     model.ir_version() <= 0 ? "ir_version" : "graph"));
+  }
+  return model;
+}
+
+bool is_onnx_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+
+Result<int> find_opset(const onnx::ModelProto& model, const std::string& name) {
+  std::optional<int> opset;
+  for (const auto& imp : model.opset_import()) {
+    if (is_onnx_domain(imp.domain())) opset = static_cast<int>(imp.version());
+  }
+  if (!opset) return Status::error(fmt::format("{}: the model imports no ai.onnx opset", name));
+  if (*opset < kMinOpset || *opset > kMaxOpset) {
+    return Status::error(fmt::format(
+        "{}: ai.onnx opset {} is outside the opsets Weft supports ({}-{}); convert the model "
+        "with onnx.version_converter",
+        name, *opset, kMinOpset, kMaxOpset));
+  }
+  return *opset;
+}
+
+// One message listing every node Weft cannot import, grouped by op.
+Status check_supported_ops(const onnx::GraphProto& graph, int opset, const std::string& name) {
+  std::map<std::string, std::vector<std::string>> nodes_by_op;
+  std::vector<std::string> order;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    std::string key;
+    if (!is_onnx_domain(node.domain())) {
+      key = fmt::format("{} (domain '{}': only ai.onnx is supported)", node.op_type(), node.domain());
+    } else if (!find_op(node.op_type(), opset)) {
+      auto ranges = supported_opsets(node.op_type());
+      std::vector<std::string> spans;
+      for (auto [lo, hi] : ranges) spans.push_back(lo == hi ? std::to_string(lo) : fmt::format("{}-{}", lo, hi));
+      key = ranges.empty() ? fmt::format("{} (opset {})", node.op_type(), opset)
+                           : fmt::format("{} (opset {}; supported at opsets {})", node.op_type(),
+                                         opset, fmt::join(spans, ", "));
+    } else {
+      continue;
+    }
+    if (!nodes_by_op.contains(key)) order.push_back(key);
+    nodes_by_op[key].push_back(node.name().empty() ? fmt::format("#{}", i) : node.name());
+  }
+  if (order.empty()) return Status();
+  std::vector<std::string> parts;
+  for (const std::string& key : order) {
+    const auto& names = nodes_by_op[key];
+    std::string listed;
+    for (size_t i = 0; i < names.size() && i < 4; ++i) listed += (i ? ", '" : "'") + names[i] + "'";
+    if (names.size() > 4) listed += fmt::format(" and {} more", names.size() - 4);
+    parts.push_back(fmt::format("{} at node{} {}", key, names.size() > 1 ? "s" : "", listed));
+  }
+  return Status::error(fmt::format("{}: unsupported ops: {}", name, fmt::join(parts, "; ")));
+}
+
+Status check_and_infer(onnx::ModelProto& model, const std::string& path, const std::string& name) {
+  try {
+    // The path form lets the checker resolve external data against the model's directory.
+    if (!path.empty()) {
+      onnx::checker::check_model(path);
+    } else {
+      onnx::checker::check_model(model);
+    }
+  } catch (const std::exception& e) {
+    return Status::error(fmt::format("{}: invalid model: {}", name, one_line(e.what())));
+  }
+  try {
+    // Lenient about node-level failures, as ONNX Runtime is: exporters emit models that
+    // break a type constraint of libonnx's schemas but run fine. Weft's own shape functions
+    // then check each supported node (GraphBuilder::add_node).
+    onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0,
+                                        /*enable_data_propagation=*/true);
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& e) {
+    return Status::error(fmt::format("{}: shape inference failed: {}", name, one_line(e.what())));
+  }
+  return Status();
+}
+
+// Builds the graph IR from a checked, shape-inferred model.
+class GraphBuilder {
+ public:
+  GraphBuilder(const onnx::ModelProto& model, int opset, std::string name, std::string base_dir)
+      : model_(model), name_(std::move(name)), base_dir_(std::move(base_dir)) {
+    graph_.source = name_;
+    graph_.opset = opset;
+  }
+
+  Result<Graph> build() {
+    const onnx::GraphProto& g = model_.graph();
+    for (const auto& vi : g.value_info()) types_[vi.name()] = &vi.type();
+    for (const auto& vi : g.output()) types_[vi.name()] = &vi.type();
+    for (const auto& init : g.initializer()) {
+      WEFT_ASSIGN_OR_RETURN(Tensor t, tensor_from_proto(init, base_dir_));
+      if (graph_.find_value(init.name())) {
+        return fail(fmt::format("initializer '{}' is defined twice", init.name()));
+      }
+      graph_.add_constant(init.name(), std::move(t));
+    }
+    if (g.sparse_initializer_size() > 0) return fail("sparse initializers are not supported");
+    for (const auto& in : g.input()) {
+      // Before IR 4 initializers are also listed as inputs; they stay constants.
+      if (graph_.find_value(in.name())) continue;
+      WEFT_ASSIGN_OR_RETURN(TensorType type, tensor_type(in.name(), in.type()));
+      graph_.inputs.push_back(graph_.add_value(in.name(), type));
+    }
+    for (int i = 0; i < g.node_size(); ++i) WEFT_RETURN_IF_ERROR(add_node(g.node(i), i));
+    for (const auto& out : g.output()) {
+      Value* v = graph_.find_value(out.name());
+      if (!v) return fail(fmt::format("graph output '{}' is not defined", out.name()));
+      graph_.outputs.push_back(v);
+    }
+    WEFT_RETURN_IF_ERROR(verify_graph(graph_, "import"));
+    return std::move(graph_);
+  }
+
+ private:
+  Status fail(const std::string& message) const {
+    return Status::error(fmt::format("{}: {}", name_, message));
+  }
+
+  Result<TensorType> tensor_type(const std::string& value, const onnx::TypeProto& type) {
+    if (!type.has_tensor_type()) {
+      return fail(fmt::format("value '{}' is not a tensor (sequences, maps and optionals are "
+                              "not supported)", value));
+    }
+    const auto& tt = type.tensor_type();
+    std::optional<DType> dtype = dtype_from_onnx(tt.elem_type());
+    if (!dtype) {
+      return fail(fmt::format("value '{}' has data type {}, which Weft does not support", value,
+                              onnx_dtype_name(tt.elem_type())));
+    }
+    TensorType out{*dtype, std::nullopt};
+    if (tt.has_shape()) {
+      out.shape = Shape();
+      for (const auto& d : tt.shape().dim()) {
+        if (d.has_dim_value() && d.dim_value() >= 0) {
+          out.shape->push_back(d.dim_value());
+        } else if (d.has_dim_param() && !d.dim_param().empty()) {
+          out.shape->push_back(Dim::symbol(d.dim_param()));
+        } else {
+          out.shape->push_back(Dim::symbol(fmt::format("unk{}", unknown_dims_++)));
+        }
+      }
+    }
+    return out;
+  }
+
+  Status add_node(const onnx::NodeProto& proto, int index) {
+    Node node;
+    node.op_type = proto.op_type();
+    node.opset = graph_.opset;
+    node.name = graph_.unique_node_name(
+        proto.name().empty() ? fmt::format("{}_{}", proto.op_type(), index) : proto.name());
+    Location where{name_, node.name, node.op_type, node.opset};
+    node.def = find_op(node.op_type, node.opset);  // present: check_supported_ops ran
+    NodeAttrReader reader(proto, base_dir_);
+    AttrParser parser(reader, node.opset);
+    node.attrs = node.def->parse(parser);
+    if (!parser.status().ok()) return parser.status().with_location(where);
+    for (const std::string& in : proto.input()) {
+      if (in.empty()) {
+        node.inputs.push_back(nullptr);
+        continue;
+      }
+      Value* v = graph_.find_value(in);
+      if (!v) return Status::error(where, fmt::format("input '{}' is not defined", in));
+      node.inputs.push_back(v);
+    }
+    // Output types come from ONNX shape inference; the op's shape function checks the
+    // inputs and fills gaps.
+    std::vector<TensorType> fallback;
+    if (node.def->infer) {
+      node.outputs.assign(static_cast<size_t>(proto.output_size()), nullptr);
+      Result<std::vector<TensorType>> inferred = node.def->infer(node);
+      if (!inferred.ok()) return inferred.status().with_location(where);
+      fallback = std::move(inferred).value();
+    }
+    node.outputs.clear();
+    for (int i = 0; i < proto.output_size(); ++i) {
+      const std::string& out = proto.output(i);
+      if (out.empty()) {
+        node.outputs.push_back(nullptr);
+        continue;
+      }
+      if (graph_.find_value(out)) return Status::error(where, fmt::format("output '{}' is defined twice", out));
+      auto it = types_.find(out);
+      TensorType type;
+      if (it != types_.end() && it->second->has_tensor_type() &&
+          it->second->tensor_type().elem_type() != 0) {
+        WEFT_ASSIGN_OR_RETURN(type, tensor_type(out, *it->second));
+        if (static_cast<size_t>(i) < fallback.size() &&
+            !types_agree(type, fallback[static_cast<size_t>(i)])) {
+          return Status::error(where, fmt::format("output '{}' is declared {} but the op gives {}",
+                                                  out, type.to_string(),
+                                                  fallback[static_cast<size_t>(i)].to_string()));
+        }
+      } else if (static_cast<size_t>(i) < fallback.size()) {
+        type = fallback[static_cast<size_t>(i)];
+        if (type.shape && std::any_of(type.shape->begin(), type.shape->end(),
+                                      [](const Dim& d) { return d.is_unknown(); })) {
+          type.shape.reset();
+        }
+      } else {
+        return Status::error(where, fmt::format("cannot infer the type of output '{}'", out));
+      }
+      node.outputs.push_back(graph_.add_value(out, type));
+    }
+    graph_.add_node(std::move(node));
+    return Status();
+  }
+
+  const onnx::ModelProto& model_;
+  std::string name_;
+  std::string base_dir_;
+  Graph graph_;
+  std::unordered_map<std::string, const onnx::TypeProto*> types_;
+  int unknown_dims_ = 0;
+};
+
+Result<Graph> import_parsed(onnx::ModelProto& model, const std::string& path,
+                            const std::string& name, const std::string& base_dir) {
+  WEFT_ASSIGN_OR_RETURN(int opset, find_opset(model, name));
+  WEFT_RETURN_IF_ERROR(check_supported_ops(model.graph(), opset, name));
+  WEFT_RETURN_IF_ERROR(check_and_infer(model, path, name));
+  return GraphBuilder(model, opset, name, base_dir).build();
+}
+
+}  // namespace
+
+Result<Graph> import_model(const std::string& path) {
+  WEFT_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+  WEFT_ASSIGN_OR_RETURN(onnx::ModelProto model, parse_model(bytes, path));
+  std::string base_dir = std::filesystem::path(path).parent_path().string();
+  return import_parsed(model, path, path, base_dir.empty() ? "." : base_dir);
+}
+
+Result<Graph> import_model_bytes(const std::string& bytes, const std::string& name,
+                                 const std::string& base_dir) {
+  WEFT_ASSIGN_OR_RETURN(onnx::ModelProto model, parse_model(bytes, name));
+  return import_parsed(model, "", name, base_dir);
+}
+
+}  // namespace weft

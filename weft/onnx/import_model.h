@@ -1,0 +1,24 @@
+// The ONNX importer: an .onnx file (or its bytes) in, a verified graph IR out.
+//
+// Steps: read the file; parse the ModelProto; refuse opsets outside [kMinOpset, kMaxOpset]
+// and domains other than ai.onnx; run libonnx's checker and its shape inference (strict,
+// with data propagation); then build the graph, parsing each node's attributes through the
+// op table. Every unsupported op is reported at once, with node names.
+//
+// Errors are one line naming the file and, where there is one, the node, op and opset.
+#pragma once
+
+#include <string>
+
+#include "weft/graph/graph.h"
+#include "weft/support/status.h"
+
+namespace weft {
+
+Result<Graph> import_model(const std::string& path);
+
+// "name" stands in for the file in messages; external data resolves against "base_dir".
+Result<Graph> import_model_bytes(const std::string& bytes, const std::string& name,
+                                 const std::string& base_dir);
+
+}  // namespace weft

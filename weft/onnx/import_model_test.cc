@@ -1,0 +1,257 @@
+#include "weft/onnx/import_model.h"
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include "tests/testing/onnx_text.h"
+#include "weft/graph/print_graph.h"
+#include "weft/onnx/onnx_dtype.h"
+
+namespace weft {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::import_text;
+using testing::model_bytes;
+
+const char* kSmallModel = R"(
+  <ir_version: 8, opset_import: ["" : 13]>
+  g (float[2, 3] x) => (float[2, 3] y) <float[3] b = {1, 2, 3}> {
+    y = Add(x, b)
+  })";
+
+class ImportFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("weft_import_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write(const std::string& name, const std::string& bytes) {
+    fs::path p = dir_ / name;
+    std::ofstream(p, std::ios::binary) << bytes;
+    return p.string();
+  }
+
+  // The import fails with one line that names "path".
+  void expect_clear_error(const std::string& path, const std::string& fragment) {
+    Result<Graph> g = import_model(path);
+    ASSERT_FALSE(g.ok()) << path;
+    const std::string& m = g.status().message();
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    EXPECT_NE(m.find(path), std::string::npos) << m;
+    EXPECT_NE(m.find(fragment), std::string::npos) << m;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(ImportFiles, ValidModelImports) {
+  Result<Graph> g = import_model(write("m.onnx", model_bytes(kSmallModel)));
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  EXPECT_EQ(g->nodes().size(), 1u);
+  EXPECT_EQ(g->opset, 13);
+}
+
+TEST_F(ImportFiles, MissingFile) { expect_clear_error((dir_ / "nope.onnx").string(), "no such file"); }
+
+TEST_F(ImportFiles, Directory) { expect_clear_error(dir_.string(), "is a directory"); }
+
+TEST_F(ImportFiles, EmptyFile) { expect_clear_error(write("empty.onnx", ""), "the file is empty"); }
+
+TEST_F(ImportFiles, RandomBytes) {
+  std::mt19937 rng(1234);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::string bytes(1 + rng() % 4096, '\0');
+    for (char& c : bytes) c = static_cast<char>(rng());
+    std::string path = write("random.onnx", bytes);
+    Result<Graph> g = import_model(path);
+    ASSERT_FALSE(g.ok()) << "trial " << trial;
+    EXPECT_NE(g.status().message().find(path), std::string::npos) << g.status().message();
+    EXPECT_EQ(g.status().message().find('\n'), std::string::npos) << g.status().message();
+  }
+}
+
+TEST_F(ImportFiles, TruncatedModelAtEveryLength) {
+  std::string bytes = model_bytes(kSmallModel);
+  for (size_t n = 1; n < bytes.size(); ++n) {
+    std::string path = write("truncated.onnx", bytes.substr(0, n));
+    Result<Graph> g = import_model(path);
+    ASSERT_FALSE(g.ok()) << "length " << n;
+    EXPECT_NE(g.status().message().find(path), std::string::npos) << g.status().message();
+  }
+  expect_clear_error(write("t.onnx", bytes.substr(0, bytes.size() / 2)), "not a valid ONNX model");
+}
+
+TEST(Import, EveryUnsupportedOpIsListedAtOnceWithNodeNames) {
+  Result<Graph> g = import_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[4] x, float[4] y) => (float[4] z) {
+      a = Relu(x)
+      b = Shrink(a)
+      c = Shrink(b)
+      d = BitShift<direction = "LEFT">(x, y)
+      z = Add(c, a)
+    })");
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().message(),
+            "test.onnx: unsupported ops: Shrink (opset 13) at nodes '#1', '#2'; "
+            "BitShift (opset 13) at node '#3'");
+}
+
+TEST(Import, OpsetsOutsideAnOpsRangeAreNamed) {
+  Result<Graph> g = import_text(R"(
+    <ir_version: 3, opset_import: ["" : 4]>
+    g (float[4] x) => (float[4] y) <int64[1] s = {4}> {
+      y = Reshape <shape = [4]> (x)
+    })");
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("Reshape (opset 4; supported at opsets 5-17)"),
+            std::string::npos)
+      << g.status().message();
+}
+
+TEST(Import, OpsetWindowIsEnforced) {
+  Result<Graph> g = import_text(R"(
+    <ir_version: 8, opset_import: ["" : 18]>
+    g (float[4] x) => (float[4] y) {
+      y = Relu(x)
+    })");
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("ai.onnx opset 18 is outside the opsets Weft supports (1-17)"),
+            std::string::npos)
+      << g.status().message();
+}
+
+TEST(Import, UnknownDomainsAreRefused) {
+  Result<Graph> g = import_text(R"(
+    <ir_version: 8, opset_import: ["" : 13, "com.example" : 1]>
+    g (float[4] x) => (float[4] y) {
+      y = com.example.Magic(x)
+    })");
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("Magic (domain 'com.example': only ai.onnx is supported)"),
+            std::string::npos)
+      << g.status().message();
+}
+
+TEST(Import, AttributeErrorsNameTheNode) {
+  Result<Graph> g = import_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1, 1, 4, 4] x) => (float[1, 1, 4, 4] y) {
+      y = AveragePool <auto_pad = "SIDEWAYS", kernel_shape = [1, 1]> (x)
+    })");
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("(AveragePool, opset 13)"), std::string::npos)
+      << g.status().message();
+}
+
+// Initializers of every dtype, once as raw_data and once in the typed fields, import to the
+// same bytes.
+TEST(Import, InitializersInBothEncodingsForEveryDtype) {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(13);
+  onnx::GraphProto* graph = model.mutable_graph();
+  graph->set_name("g");
+  const std::vector<double> values = {0, 1, 2, 3};
+  for (DType t : kAllDTypes) {
+    Tensor expected = Tensor::from_vector<double>(t, {4}, values);
+    onnx::TensorProto raw;
+    raw.set_name(std::string("raw_") + std::string(dtype_name(t)));
+    raw.set_data_type(dtype_to_onnx(t));
+    raw.add_dims(4);
+    raw.set_raw_data(reinterpret_cast<const char*>(expected.data()), expected.num_bytes());
+    onnx::TensorProto typed = raw;
+    typed.set_name(std::string("typed_") + std::string(dtype_name(t)));
+    typed.clear_raw_data();
+    for (int i = 0; i < 4; ++i) {
+      switch (t) {
+        case DType::kF32: typed.add_float_data(static_cast<float>(values[i])); break;
+        case DType::kF64: typed.add_double_data(values[i]); break;
+        case DType::kI64: typed.add_int64_data(static_cast<int64_t>(values[i])); break;
+        case DType::kU32:
+        case DType::kU64: typed.add_uint64_data(static_cast<uint64_t>(values[i])); break;
+        case DType::kF16:
+        case DType::kBF16: {
+          uint16_t bits;
+          std::memcpy(&bits, expected.data() + 2 * i, 2);
+          typed.add_int32_data(bits);
+          break;
+        }
+        default: typed.add_int32_data(static_cast<int32_t>(values[i]));
+      }
+    }
+    *graph->add_initializer() = raw;
+    *graph->add_initializer() = typed;
+    for (const auto* init : {&raw, &typed}) {
+      auto* out = graph->add_output();
+      out->set_name(init->name());
+      auto* tt = out->mutable_type()->mutable_tensor_type();
+      tt->set_elem_type(init->data_type());
+      tt->mutable_shape()->add_dim()->set_dim_value(4);
+    }
+  }
+  Result<Graph> g = import_model_bytes(model.SerializeAsString(), "dtypes.onnx", ".");
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  for (DType t : kAllDTypes) {
+    const Value* raw = g->find_value(std::string("raw_") + std::string(dtype_name(t)));
+    const Value* typed = g->find_value(std::string("typed_") + std::string(dtype_name(t)));
+    ASSERT_TRUE(raw && typed && raw->is_constant() && typed->is_constant());
+    EXPECT_EQ(raw->constant->dtype(), t);
+    EXPECT_TRUE(raw->constant->equals(*typed->constant)) << dtype_name(t);
+    EXPECT_EQ(raw->constant->get_double(3), t == DType::kBool ? 1.0 : 3.0) << dtype_name(t);
+  }
+}
+
+TEST_F(ImportFiles, ExternalDataBesideTheModel) {
+  onnx::ModelProto model;
+  ASSERT_TRUE(model.ParseFromString(model_bytes(kSmallModel)));
+  onnx::TensorProto* b = model.mutable_graph()->mutable_initializer(0);
+  b->clear_float_data();
+  b->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto add_entry = [&](const char* key, const std::string& value) {
+    auto* e = b->add_external_data();
+    e->set_key(key);
+    e->set_value(value);
+  };
+  add_entry("location", "weights.bin");
+  add_entry("offset", "4");
+  add_entry("length", "12");
+  float data[4] = {99, 7, 8, 9};  // the tensor starts at byte 4
+  write("weights.bin", std::string(reinterpret_cast<const char*>(data), sizeof(data)));
+  Result<Graph> g = import_model(write("m.onnx", model.SerializeAsString()));
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  EXPECT_EQ(g->find_value("b")->constant->to_string(), "f32[3]{7, 8, 9}");
+
+  // A location outside the model's directory is refused.
+  b->mutable_external_data(0)->set_value("../weights.bin");
+  Result<Graph> escaped = import_model(write("m2.onnx", model.SerializeAsString()));
+  ASSERT_FALSE(escaped.ok());
+  EXPECT_EQ(escaped.status().message().find('\n'), std::string::npos);
+
+  // A missing data file is a clear error too.
+  fs::remove(dir_ / "weights.bin");
+  b->mutable_external_data(0)->set_value("weights.bin");
+  expect_clear_error(write("m3.onnx", model.SerializeAsString()), "weights.bin");
+}
+
+TEST(Import, SymbolicAndUnknownDimsBecomeSymbols) {
+  Result<Graph> g = import_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[batch, 4] x) => (float[batch, 4] y) {
+      y = Relu(x)
+    })");
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  EXPECT_EQ(g->inputs[0]->type.to_string(), "f32[batch,4]");
+}
+
+}  // namespace
+}  // namespace weft

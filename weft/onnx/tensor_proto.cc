@@ -1,0 +1,137 @@
+#include "weft/onnx/tensor_proto.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "weft/onnx/onnx_dtype.h"
+
+namespace weft {
+
+namespace {
+
+using P = onnx::TensorProto;
+
+Status tensor_error(const P& proto, const std::string& what) {
+  return Status::error(fmt::format("tensor '{}': {}", proto.name(), what));
+}
+
+// Copies "count" typed-field elements into "out", converting each to the tensor's dtype.
+template <typename Field, typename Set>
+Status copy_field(const P& proto, const Field& field, Tensor& out, Set set) {
+  if (field.size() != out.num_elements()) {
+    return tensor_error(proto, fmt::format("holds {} elements, its dims need {}", field.size(),
+                                           out.num_elements()));
+  }
+  for (int64_t i = 0; i < out.num_elements(); ++i) set(i, field.Get(static_cast<int>(i)));
+  return Status();
+}
+
+Status read_typed_fields(const P& proto, Tensor& out) {
+  DType t = out.dtype();
+  switch (t) {
+    case DType::kF32:
+      return copy_field(proto, proto.float_data(), out, [&](int64_t i, float v) { out.set_double(i, v); });
+    case DType::kF64:
+      return copy_field(proto, proto.double_data(), out, [&](int64_t i, double v) { out.set_double(i, v); });
+    case DType::kI64:
+      return copy_field(proto, proto.int64_data(), out, [&](int64_t i, int64_t v) { out.set_int64(i, v); });
+    case DType::kU32:
+    case DType::kU64:
+      return copy_field(proto, proto.uint64_data(), out,
+                        [&](int64_t i, uint64_t v) { out.set_int64(i, static_cast<int64_t>(v)); });
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kU16:
+      // int32_data holds the 16-bit patterns.
+      return copy_field(proto, proto.int32_data(), out, [&](int64_t i, int32_t v) {
+        uint16_t bits = static_cast<uint16_t>(v);
+        std::memcpy(out.data() + i * 2, &bits, 2);
+      });
+    default:  // i8, i16, i32, u8, bool
+      return copy_field(proto, proto.int32_data(), out, [&](int64_t i, int32_t v) { out.set_int64(i, v); });
+  }
+}
+
+Result<std::string> read_external(const P& proto, const std::string& base_dir, size_t expected) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& entry : proto.external_data()) {
+    try {
+      if (entry.key() == "location") location = entry.value();
+      if (entry.key() == "offset") offset = std::stoll(entry.value());
+      if (entry.key() == "length") length = std::stoll(entry.value());
+    } catch (const std::exception&) {
+      return tensor_error(proto, fmt::format("external data '{}' is not a number", entry.key()));
+    }
+  }
+  std::filesystem::path rel(location);
+  if (location.empty() || rel.is_absolute() ||
+      std::find(rel.begin(), rel.end(), "..") != rel.end()) {
+    return tensor_error(proto, fmt::format("external data location '{}' must be a relative path "
+                                           "inside the model's directory", location));
+  }
+  std::filesystem::path path = std::filesystem::path(base_dir) / rel;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return tensor_error(proto, fmt::format("cannot open external data file {}", path.string()));
+  in.seekg(0, std::ios::end);
+  int64_t size = in.tellg();
+  if (length < 0) length = static_cast<int64_t>(expected);
+  if (offset < 0 || offset > size || length > size - offset) {
+    return tensor_error(proto, fmt::format("external data [{}, +{}) lies outside {} ({} bytes)",
+                                           offset, length, path.string(), size));
+  }
+  std::string bytes(static_cast<size_t>(length), '\0');
+  in.seekg(offset);
+  in.read(bytes.data(), length);
+  if (!in) return tensor_error(proto, "cannot read external data from " + path.string());
+  return bytes;
+}
+
+}  // namespace
+
+Result<Tensor> tensor_from_proto(const P& proto, const std::string& base_dir) {
+  std::optional<DType> dtype = dtype_from_onnx(proto.data_type());
+  if (!dtype) {
+    return tensor_error(proto, fmt::format("data type {} is not supported",
+                                           onnx_dtype_name(proto.data_type())));
+  }
+  if (proto.has_segment()) return tensor_error(proto, "segmented tensors are not supported");
+  std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
+  int64_t count = 0;
+  if (!dims_are_allocatable(*dtype, dims, &count)) {
+    return tensor_error(proto, fmt::format("dims [{}] are negative or too large",
+                                           fmt::join(dims, ",")));
+  }
+  Tensor out(*dtype, dims);
+  const std::string* raw = nullptr;
+  std::string external;
+  if (proto.data_location() == P::EXTERNAL) {
+    WEFT_ASSIGN_OR_RETURN(external, read_external(proto, base_dir, out.num_bytes()));
+    raw = &external;
+  } else if (proto.has_raw_data()) {
+    raw = &proto.raw_data();
+  }
+  if (!raw) {
+    WEFT_RETURN_IF_ERROR(read_typed_fields(proto, out));
+    return out;
+  }
+  if (raw->size() != out.num_bytes()) {
+    return tensor_error(proto, fmt::format("has {} bytes of data, its dims need {}", raw->size(),
+                                           out.num_bytes()));
+  }
+  std::memcpy(out.data(), raw->data(), raw->size());
+  return out;
+}
+
+P tensor_to_proto(const Tensor& tensor, const std::string& name) {
+  P proto;
+  proto.set_name(name);
+  proto.set_data_type(dtype_to_onnx(tensor.dtype()));
+  for (int64_t d : tensor.dims()) proto.add_dims(d);
+  proto.set_raw_data(reinterpret_cast<const char*>(tensor.data()), tensor.num_bytes());
+  return proto;
+}
+
+}  // namespace weft

@@ -1,0 +1,39 @@
+#include "weft/support/status.h"
+
+#include <fmt/format.h>
+
+namespace weft {
+
+std::string Location::to_string() const {
+  std::string out = file;
+  if (!node.empty() || !op_type.empty()) {
+    if (!out.empty()) out += ": ";
+    out += fmt::format("node '{}'", node);
+    if (!op_type.empty()) {
+      out += opset > 0 ? fmt::format(" ({}, opset {})", op_type, opset)
+                       : fmt::format(" ({})", op_type);
+    }
+  }
+  return out;
+}
+
+Status Status::error(const Location& where, const std::string& message) {
+  std::string prefix = where.to_string();
+  return Status(prefix.empty() ? message : prefix + ": " + message);
+}
+
+const std::string& Status::message() const {
+  static const std::string kEmpty;
+  return message_ ? *message_ : kEmpty;
+}
+
+std::string Status::to_string() const { return ok() ? "ok" : "error: " + *message_; }
+
+Status Status::with_location(const Location& where) const {
+  if (ok()) return *this;
+  std::string prefix = where.to_string();
+  if (prefix.empty() || message_->starts_with(prefix)) return *this;
+  return Status(prefix + ": " + *message_);
+}
+
+}  // namespace weft
