@@ -144,6 +144,14 @@ class CliTest(unittest.TestCase):
         self.assertEqual(weft("frobnicate").returncode, 2)
         self.assertEqual(weft("inspect").returncode, 2)
 
+    def test_ops_lists_the_op_table(self):
+        r = weft("ops")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertIn("Reshape 5-17", lines)
+        self.assertIn("Softmax 1-17", lines)
+        self.assertNotIn("Shrink", r.stdout)
+
     def test_help_and_version_exit_0(self):
         self.assertEqual(weft("--help").returncode, 0)
         r = weft("--version")

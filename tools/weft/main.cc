@@ -7,6 +7,7 @@
 
 #include "tools/weft/commands.h"
 #include "weft/driver/pipeline.h"
+#include "weft/graph/op_table.h"
 
 namespace {
 
@@ -39,6 +40,13 @@ int run_cli(int argc, char** argv) {
   cmd->add_option("--device", inspect.device, "Target device")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_flag("--json", inspect.json, "Print one JSON object");
+
+  CLI::App* ops_cmd = app.add_subcommand("ops", "List the supported ONNX ops and their opsets");
+  ops_cmd->callback([] {
+    for (const weft::OpDef& def : weft::all_ops()) {
+      std::cout << def.op_type << " " << def.min_opset << "-" << def.max_opset << "\n";
+    }
+  });
 
   add_pending_command(app, "run", "Run a model on inputs (needs the execution engine)");
   add_pending_command(app, "test-onnx", "Run ONNX backend test cases (needs the execution engine)");

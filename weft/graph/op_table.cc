@@ -300,11 +300,19 @@ constexpr int kAll = kMaxOpset;
 const std::vector<OpDef>& build_table() {
   static const std::vector<OpDef> table = [] {
     std::vector<OpDef> t;
-    for (std::string_view op :
-         {"Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Ceil", "Cos", "Cosh", "Erf",
-          "Exp", "Floor", "Log", "Neg", "Reciprocal", "Relu", "Round", "Sigmoid", "Sign", "Sin",
-          "Sinh", "Softplus", "Softsign", "Sqrt", "Tan", "Tanh", "HardSwish"}) {
-      t.push_back({op, 1, kAll, parse_none, infer_same});
+    // Unary ops, from the opset that introduced them. Before opset 6 some carried a legacy
+    // "consumed_inputs" attribute, which has no effect and is ignored.
+    struct Unary {
+      std::string_view op;
+      int since;
+    };
+    for (Unary u : {Unary{"Abs", 1}, {"Ceil", 1}, {"Exp", 1}, {"Floor", 1}, {"Log", 1},
+                    {"Neg", 1}, {"Reciprocal", 1}, {"Relu", 1}, {"Sigmoid", 1}, {"Sqrt", 1},
+                    {"Tanh", 1}, {"Softplus", 1}, {"Softsign", 1}, {"Acos", 7}, {"Asin", 7},
+                    {"Atan", 7}, {"Cos", 7}, {"Sin", 7}, {"Tan", 7}, {"Acosh", 9},
+                    {"Asinh", 9}, {"Atanh", 9}, {"Cosh", 9}, {"Sinh", 9}, {"Erf", 9},
+                    {"Sign", 9}, {"Round", 11}, {"HardSwish", 14}}) {
+      t.push_back({u.op, u.since, kAll, parse_none, infer_same});
     }
     t.push_back({"Identity", 1, kAll, parse_none, infer_same});
     t.push_back({"Not", 1, kAll, parse_none, infer_same});
