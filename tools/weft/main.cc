@@ -59,7 +59,7 @@ int run_cli(int argc, char** argv) {
     return code == 0 ? 0 : kUsageError;
   }
   if (cmd->parsed()) return weft::cli::inspect(inspect);
-  return kUsageError;
+  return ops_cmd->parsed() ? 0 : kUsageError;
 }
 
 }  // namespace
