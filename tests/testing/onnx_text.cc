@@ -31,4 +31,4 @@ std::string print_body(const Graph& graph) {
   return text.substr(text.find('\n') + 1);
 }
 
-}  // namespace weft::testing
+} // namespace weft::testing

@@ -22,10 +22,10 @@ Graph graph_from_text(const std::string& text);
 // The printed graph without its header line, for compact expectations.
 std::string print_body(const Graph& graph);
 
-}  // namespace weft::testing
+} // namespace weft::testing
 
-#define ASSERT_OK(expr)                                   \
-  do {                                                    \
-    ::weft::Status weft_test_status_ = (expr);            \
-    ASSERT_TRUE(weft_test_status_.ok()) << weft_test_status_.to_string(); \
+#define ASSERT_OK(expr)                                                                            \
+  do {                                                                                             \
+    ::weft::Status weft_test_status_ = (expr);                                                     \
+    ASSERT_TRUE(weft_test_status_.ok()) << weft_test_status_.to_string();                          \
   } while (0)

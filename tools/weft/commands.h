@@ -7,8 +7,8 @@ namespace weft::cli {
 
 struct InspectOptions {
   std::string model;
-  std::string after;     // one pipeline step, or empty for all
-  std::string dump_dir;  // write each step's graph here
+  std::string after;    // one pipeline step, or empty for all
+  std::string dump_dir; // write each step's graph here
   std::string device = "cpu";
   bool json = false;
 };
@@ -16,4 +16,4 @@ struct InspectOptions {
 // Returns the process exit status.
 int inspect(const InspectOptions& options);
 
-}  // namespace weft::cli
+} // namespace weft::cli

@@ -20,7 +20,7 @@ Status write_text(const std::filesystem::path& path, const std::string& text) {
   return Status();
 }
 
-}  // namespace
+} // namespace
 
 int inspect(const InspectOptions& options) {
   if (!options.dump_dir.empty()) {
@@ -77,4 +77,4 @@ int inspect(const InspectOptions& options) {
   return 0;
 }
 
-}  // namespace weft::cli
+} // namespace weft::cli

@@ -62,7 +62,7 @@ int run_cli(int argc, char** argv) {
   return ops_cmd->parsed() ? 0 : kUsageError;
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
   // Bad input never crashes weft; these are the last line of defence, not the error path.

@@ -20,12 +20,12 @@ Status run_pass(std::string_view name, Status (*pass)(Graph&), Graph& graph,
   return Status();
 }
 
-}  // namespace
+} // namespace
 
 const std::vector<std::string_view>& pipeline_steps() {
   static const std::vector<std::string_view> steps = {
-      "import", "fold_constants", "infer_shapes", "canonicalize", "eliminate_identity",
-      "eliminate_dead_code"};
+      "import",       "fold_constants",     "infer_shapes",
+      "canonicalize", "eliminate_identity", "eliminate_dead_code"};
   return steps;
 }
 
@@ -46,4 +46,4 @@ Result<Graph> run_graph_pipeline(const std::string& path, const PassObserver& ob
   return graph;
 }
 
-}  // namespace weft
+} // namespace weft

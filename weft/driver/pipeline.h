@@ -20,4 +20,4 @@ Result<Graph> run_graph_pipeline(const std::string& path, const PassObserver& ob
 // "import" followed by the graph passes, in pipeline order (for `weft inspect --after`).
 const std::vector<std::string_view>& pipeline_steps();
 
-}  // namespace weft
+} // namespace weft

@@ -25,13 +25,11 @@ namespace weft {
 using Ints = std::vector<int64_t>;
 using TensorRef = std::shared_ptr<const Tensor>;
 
-#define WEFT_FIELDS(...) \
-  template <typename F>  \
-  void fields(F&& f) const { __VA_ARGS__; }
+#define WEFT_FIELDS(...)                                                                           \
+  template <typename F> void fields(F&& f) const { __VA_ARGS__; }
 
 struct NoAttrs {
-  template <typename F>
-  void fields(F&&) const {}
+  template <typename F> void fields(F&&) const {}
 };
 
 // Add, Mul, ... before opset 7 with broadcast=1: "B" is broadcast onto "A" with its dims
@@ -65,7 +63,7 @@ struct SeluAttrs {
 };
 
 struct ClipAttrs {
-  std::optional<float> min;  // none: unbounded
+  std::optional<float> min; // none: unbounded
   std::optional<float> max;
   WEFT_FIELDS(f("min", min); f("max", max))
 };
@@ -87,10 +85,11 @@ struct ReduceAttrs {
   std::optional<Ints> axes;
   bool keepdims = true;
   bool noop_with_empty_axes = false;
-  WEFT_FIELDS(f("axes", axes); f("keepdims", keepdims); f("noop_with_empty_axes", noop_with_empty_axes))
+  WEFT_FIELDS(f("axes", axes); f("keepdims", keepdims);
+              f("noop_with_empty_axes", noop_with_empty_axes))
 };
 
-struct ArgReduceAttrs {  // ArgMax, ArgMin
+struct ArgReduceAttrs { // ArgMax, ArgMin
   int64_t axis = 0;
   bool keepdims = true;
   bool select_last_index = false;
@@ -110,25 +109,25 @@ struct AxisAttrs {
   WEFT_FIELDS(f("axis", axis))
 };
 
-struct AxesAttrs {  // Squeeze, Unsqueeze
-  std::optional<Ints> axes;  // Squeeze without axes removes every dim of extent 1
+struct AxesAttrs {          // Squeeze, Unsqueeze
+  std::optional<Ints> axes; // Squeeze without axes removes every dim of extent 1
   WEFT_FIELDS(f("axes", axes))
 };
 
 struct SplitAttrs {
   int64_t axis = 0;
-  std::optional<Ints> split;  // none: equal parts
+  std::optional<Ints> split; // none: equal parts
   WEFT_FIELDS(f("axis", axis); f("split", split))
 };
 
 struct TransposeAttrs {
-  std::optional<Ints> perm;  // none: reverse the dims
+  std::optional<Ints> perm; // none: reverse the dims
   WEFT_FIELDS(f("perm", perm))
 };
 
 struct ReshapeAttrs {
   bool allowzero = false;
-  std::optional<Ints> shape;  // set by canonicalize once the target is a known constant
+  std::optional<Ints> shape; // set by canonicalize once the target is a known constant
   WEFT_FIELDS(f("allowzero", allowzero); f("shape", shape))
 };
 
@@ -138,7 +137,7 @@ struct ShapeAttrs {
   WEFT_FIELDS(f("start", start); f("end", end))
 };
 
-struct SliceAttrs {  // attributes before opset 10; constant inputs after canonicalize
+struct SliceAttrs { // attributes before opset 10; constant inputs after canonicalize
   std::optional<Ints> starts;
   std::optional<Ints> ends;
   std::optional<Ints> axes;
@@ -149,8 +148,8 @@ struct SliceAttrs {  // attributes before opset 10; constant inputs after canoni
 enum class PadMode : uint8_t { kConstant, kReflect, kEdge };
 struct PadAttrs {
   PadMode mode = PadMode::kConstant;
-  std::optional<Ints> pads;  // before opset 11
-  float value = 0.0f;        // before opset 11
+  std::optional<Ints> pads; // before opset 11
+  float value = 0.0f;       // before opset 11
   WEFT_FIELDS(f("mode", mode); f("pads", pads); f("value", value))
 };
 
@@ -158,28 +157,28 @@ enum class AutoPad : uint8_t { kNotSet, kSameUpper, kSameLower, kValid };
 
 struct ConvAttrs {
   AutoPad auto_pad = AutoPad::kNotSet;
-  Ints dilations;     // empty: 1 per spatial dim
+  Ints dilations; // empty: 1 per spatial dim
   int64_t group = 1;
-  Ints kernel_shape;  // empty: from the weights
-  Ints pads;          // empty: 0; [x1_begin, x2_begin, ..., x1_end, x2_end, ...]
-  Ints strides;       // empty: 1 per spatial dim
+  Ints kernel_shape; // empty: from the weights
+  Ints pads;         // empty: 0; [x1_begin, x2_begin, ..., x1_end, x2_end, ...]
+  Ints strides;      // empty: 1 per spatial dim
   WEFT_FIELDS(f("auto_pad", auto_pad); f("dilations", dilations); f("group", group);
               f("kernel_shape", kernel_shape); f("pads", pads); f("strides", strides))
 };
 
-struct PoolAttrs {  // MaxPool, AveragePool
+struct PoolAttrs { // MaxPool, AveragePool
   AutoPad auto_pad = AutoPad::kNotSet;
   bool ceil_mode = false;
-  bool count_include_pad = false;  // AveragePool
+  bool count_include_pad = false; // AveragePool
   Ints dilations;
   Ints kernel_shape;
   Ints pads;
-  int64_t storage_order = 0;  // MaxPool indices output
+  int64_t storage_order = 0; // MaxPool indices output
   Ints strides;
   WEFT_FIELDS(f("auto_pad", auto_pad); f("ceil_mode", ceil_mode);
               f("count_include_pad", count_include_pad); f("dilations", dilations);
-              f("kernel_shape", kernel_shape); f("pads", pads);
-              f("storage_order", storage_order); f("strides", strides))
+              f("kernel_shape", kernel_shape); f("pads", pads); f("storage_order", storage_order);
+              f("strides", strides))
 };
 
 struct GemmAttrs {
@@ -197,7 +196,7 @@ struct BatchNormAttrs {
   WEFT_FIELDS(f("epsilon", epsilon); f("momentum", momentum); f("training_mode", training_mode))
 };
 
-struct EpsilonAttrs {  // InstanceNormalization
+struct EpsilonAttrs { // InstanceNormalization
   float epsilon = 1e-5f;
   WEFT_FIELDS(f("epsilon", epsilon))
 };
@@ -210,8 +209,8 @@ struct LayerNormAttrs {
 };
 
 struct DropoutAttrs {
-  std::optional<float> ratio;  // before opset 12; an input after
-  bool is_test = false;        // before opset 7
+  std::optional<float> ratio; // before opset 12; an input after
+  bool is_test = false;       // before opset 7
   WEFT_FIELDS(f("ratio", ratio); f("is_test", is_test))
 };
 
@@ -221,21 +220,20 @@ struct ConstantAttrs {
 };
 
 struct ConstantOfShapeAttrs {
-  TensorRef value;  // a one-element tensor; f32 0 when absent
+  TensorRef value; // a one-element tensor; f32 0 when absent
   WEFT_FIELDS(f("value", value))
 };
 
-
 using OpAttrs =
-    std::variant<NoAttrs, LegacyBroadcastAttrs, CastAttrs, AlphaAttrs, HardSigmoidAttrs, SeluAttrs, ClipAttrs, ModAttrs,
-                 IsInfAttrs, ReduceAttrs, ArgReduceAttrs, SoftmaxAttrs, AxisAttrs, AxesAttrs,
-                 SplitAttrs, TransposeAttrs, ReshapeAttrs, ShapeAttrs, SliceAttrs, PadAttrs,
-                 ConvAttrs, PoolAttrs, GemmAttrs, BatchNormAttrs, EpsilonAttrs, LayerNormAttrs,
-                 DropoutAttrs, ConstantAttrs, ConstantOfShapeAttrs>;
+    std::variant<NoAttrs, LegacyBroadcastAttrs, CastAttrs, AlphaAttrs, HardSigmoidAttrs, SeluAttrs,
+                 ClipAttrs, ModAttrs, IsInfAttrs, ReduceAttrs, ArgReduceAttrs, SoftmaxAttrs,
+                 AxisAttrs, AxesAttrs, SplitAttrs, TransposeAttrs, ReshapeAttrs, ShapeAttrs,
+                 SliceAttrs, PadAttrs, ConvAttrs, PoolAttrs, GemmAttrs, BatchNormAttrs,
+                 EpsilonAttrs, LayerNormAttrs, DropoutAttrs, ConstantAttrs, ConstantOfShapeAttrs>;
 
 #undef WEFT_FIELDS
 
 std::string_view auto_pad_name(AutoPad p);
 std::string_view pad_mode_name(PadMode m);
 
-}  // namespace weft
+} // namespace weft

@@ -8,9 +8,18 @@
 namespace weft {
 
 enum class DType : uint8_t {
-  kF32, kF64, kF16, kBF16,
-  kI8, kI16, kI32, kI64,
-  kU8, kU16, kU32, kU64,
+  kF32,
+  kF64,
+  kF16,
+  kBF16,
+  kI8,
+  kI16,
+  kI32,
+  kI64,
+  kU8,
+  kU16,
+  kU32,
+  kU64,
   kBool,
 };
 
@@ -21,9 +30,9 @@ inline constexpr DType kAllDTypes[] = {
 // "f32", "bf16", "i64", "bool": the spelling used by the printer.
 std::string_view dtype_name(DType t);
 std::optional<DType> dtype_from_name(std::string_view name);
-int dtype_size(DType t);  // bytes per element
+int dtype_size(DType t); // bytes per element
 bool dtype_is_float(DType t);
 bool dtype_is_signed_int(DType t);
 bool dtype_is_unsigned_int(DType t);
 
-}  // namespace weft
+} // namespace weft

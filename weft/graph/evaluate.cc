@@ -27,7 +27,8 @@ const Tensor& arg(const Node& node, size_t i) { return *node.inputs[i]->constant
 
 std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
   std::vector<int64_t> s(dims.size(), 1);
-  for (size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];
+  for (size_t i = dims.size(); i-- > 1;)
+    s[i - 1] = s[i] * dims[i];
   return s;
 }
 
@@ -53,7 +54,8 @@ Outputs elementwise(const Node& node, DType out_type,
                     const std::function<int64_t(const std::vector<int64_t>&)>& int_fn,
                     const std::function<double(const std::vector<double>&)>& float_fn) {
   std::vector<Shape> shapes;
-  for (const Value* v : node.inputs) shapes.push_back(v->constant->type().shape.value());
+  for (const Value* v : node.inputs)
+    shapes.push_back(v->constant->type().shape.value());
   WEFT_ASSIGN_OR_RETURN(Shape shape, broadcast_shapes(shapes));
   std::vector<int64_t> dims = shape_static_dims(shape);
   Tensor out(out_type, dims);
@@ -94,23 +96,29 @@ const std::unordered_map<std::string_view, ElementwiseFns>& elementwise_table() 
       {"Add", {[](auto& a) { return a[0] + a[1]; }, [](auto& a) { return a[0] + a[1]; }}},
       {"Sub", {[](auto& a) { return a[0] - a[1]; }, [](auto& a) { return a[0] - a[1]; }}},
       {"Mul", {[](auto& a) { return a[0] * a[1]; }, [](auto& a) { return a[0] * a[1]; }}},
-      {"Div", {[](auto& a) { return a[1] == 0 ? int64_t{0} : a[0] / a[1]; },
-               [](auto& a) { return a[0] / a[1]; }}},
+      {"Div",
+       {[](auto& a) { return a[1] == 0 ? int64_t{0} : a[0] / a[1]; },
+        [](auto& a) { return a[0] / a[1]; }}},
       {"Neg", {[](auto& a) { return -a[0]; }, [](auto& a) { return -a[0]; }}},
       {"Abs", {[](auto& a) { return std::abs(a[0]); }, [](auto& a) { return std::fabs(a[0]); }}},
       {"Floor", {nullptr, [](auto& a) { return std::floor(a[0]); }}},
       {"Ceil", {nullptr, [](auto& a) { return std::ceil(a[0]); }}},
       {"Sqrt", {nullptr, [](auto& a) { return std::sqrt(a[0]); }}},
-      {"Max", {[](auto& a) { return *std::max_element(a.begin(), a.end()); },
-               [](auto& a) { return *std::max_element(a.begin(), a.end()); }}},
-      {"Min", {[](auto& a) { return *std::min_element(a.begin(), a.end()); },
-               [](auto& a) { return *std::min_element(a.begin(), a.end()); }}},
-      {"Equal", {[](auto& a) { return int64_t{a[0] == a[1]}; },
-                 [](auto& a) { return double(a[0] == a[1]); }, true}},
-      {"Less", {[](auto& a) { return int64_t{a[0] < a[1]}; },
-                [](auto& a) { return double(a[0] < a[1]); }, true}},
-      {"Greater", {[](auto& a) { return int64_t{a[0] > a[1]}; },
-                   [](auto& a) { return double(a[0] > a[1]); }, true}},
+      {"Max",
+       {[](auto& a) { return *std::max_element(a.begin(), a.end()); },
+        [](auto& a) { return *std::max_element(a.begin(), a.end()); }}},
+      {"Min",
+       {[](auto& a) { return *std::min_element(a.begin(), a.end()); },
+        [](auto& a) { return *std::min_element(a.begin(), a.end()); }}},
+      {"Equal",
+       {[](auto& a) { return int64_t{a[0] == a[1]}; }, [](auto& a) { return double(a[0] == a[1]); },
+        true}},
+      {"Less",
+       {[](auto& a) { return int64_t{a[0] < a[1]}; }, [](auto& a) { return double(a[0] < a[1]); },
+        true}},
+      {"Greater",
+       {[](auto& a) { return int64_t{a[0] > a[1]}; }, [](auto& a) { return double(a[0] > a[1]); },
+        true}},
       {"Not", {[](auto& a) { return int64_t{a[0] == 0}; }, nullptr, true}},
       {"And", {[](auto& a) { return int64_t{a[0] != 0 && a[1] != 0}; }, nullptr, true}},
       {"Or", {[](auto& a) { return int64_t{a[0] != 0 || a[1] != 0}; }, nullptr, true}},
@@ -165,10 +173,11 @@ Outputs eval_gather(const Node& node) {
       int64_t i = idx.get_int64(j);
       if (i < 0) i += extent;
       if (i < 0 || i >= extent) {
-        return Status::error(fmt::format("Gather index {} is out of range for extent {}",
-                                         idx.get_int64(j), extent));
+        return Status::error(
+            fmt::format("Gather index {} is out of range for extent {}", idx.get_int64(j), extent));
       }
-      for (int64_t in = 0; in < inner; ++in) copy_element(data, (o * extent + i) * inner + in, out, k++);
+      for (int64_t in = 0; in < inner; ++in)
+        copy_element(data, (o * extent + i) * inner + in, out, k++);
     }
   }
   return single(std::move(out));
@@ -176,18 +185,22 @@ Outputs eval_gather(const Node& node) {
 
 Outputs eval_concat(const Node& node) {
   const Tensor& first = arg(node, 0);
-  WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node.attrs_as<AxisAttrs>().axis, first.rank()));
+  WEFT_ASSIGN_OR_RETURN(int64_t axis,
+                        normalize_axis(node.attrs_as<AxisAttrs>().axis, first.rank()));
   std::vector<int64_t> dims = first.dims();
   dims[static_cast<size_t>(axis)] = 0;
-  for (const Value* v : node.inputs) dims[static_cast<size_t>(axis)] += v->constant->dims()[static_cast<size_t>(axis)];
-  int64_t outer = std::accumulate(dims.begin(), dims.begin() + axis, int64_t{1}, std::multiplies<>());
+  for (const Value* v : node.inputs)
+    dims[static_cast<size_t>(axis)] += v->constant->dims()[static_cast<size_t>(axis)];
+  int64_t outer =
+      std::accumulate(dims.begin(), dims.begin() + axis, int64_t{1}, std::multiplies<>());
   Tensor out(first.dtype(), dims);
   int64_t k = 0;
   for (int64_t o = 0; o < outer; ++o) {
     for (const Value* v : node.inputs) {
       const Tensor& t = *v->constant;
       int64_t chunk = t.num_elements() / std::max<int64_t>(outer, 1);
-      for (int64_t j = 0; j < chunk; ++j) copy_element(t, o * chunk + j, out, k++);
+      for (int64_t j = 0; j < chunk; ++j)
+        copy_element(t, o * chunk + j, out, k++);
     }
   }
   return single(std::move(out));
@@ -215,7 +228,7 @@ Outputs eval_slice(const Node& node) {
   if (from_inputs && node.input(3)) axes = arg(node, 3).to_int64_vector();
   if (!from_inputs && a.axes) axes = *a.axes;
   Ints steps = from_inputs && node.input(4) ? arg(node, 4).to_int64_vector()
-                                           : a.steps.value_or(Ints(starts.size(), 1));
+                                            : a.steps.value_or(Ints(starts.size(), 1));
   std::vector<int64_t> begin(static_cast<size_t>(x.rank()), 0), step(begin.size(), 1);
   if (!node.outputs[0]->type.has_static_shape()) return std::vector<Tensor>{};
   std::vector<int64_t> out_dims = shape_static_dims(*node.outputs[0]->type.shape);
@@ -246,7 +259,8 @@ Outputs eval_transpose(const Node& node) {
   if (!node.outputs[0]->type.has_static_shape()) return std::vector<Tensor>{};
   Ints perm = node.attrs_as<TransposeAttrs>().perm.value_or(Ints{});
   if (perm.empty()) {
-    for (int64_t i = x.rank(); i-- > 0;) perm.push_back(i);
+    for (int64_t i = x.rank(); i-- > 0;)
+      perm.push_back(i);
   }
   std::vector<int64_t> out_dims = shape_static_dims(*node.outputs[0]->type.shape);
   std::vector<int64_t> in_strides = strides_of(x.dims());
@@ -307,7 +321,8 @@ Outputs eval_range(const Node& node) {
 Outputs eval_constant_of_shape(const Node& node) {
   const Tensor& value = *node.attrs_as<ConstantOfShapeAttrs>().value;
   Tensor out(value.dtype(), arg(node, 0).to_int64_vector());
-  for (int64_t i = 0; i < out.num_elements(); ++i) copy_element(value, 0, out, i);
+  for (int64_t i = 0; i < out.num_elements(); ++i)
+    copy_element(value, 0, out, i);
   return single(std::move(out));
 }
 
@@ -319,25 +334,27 @@ Outputs eval_reduce_prod_or_sum(const Node& node, bool prod) {
     return std::vector<Tensor>{};
   }
   int64_t acc = prod ? 1 : 0;
-  for (int64_t i = 0; i < x.num_elements(); ++i) acc = prod ? acc * x.get_int64(i) : acc + x.get_int64(i);
+  for (int64_t i = 0; i < x.num_elements(); ++i)
+    acc = prod ? acc * x.get_int64(i) : acc + x.get_int64(i);
   Tensor out(x.dtype(), a.keepdims ? std::vector<int64_t>(static_cast<size_t>(x.rank()), 1)
                                    : std::vector<int64_t>{});
   out.set_int64(0, acc);
   return single(std::move(out));
 }
 
-}  // namespace
+} // namespace
 
 bool can_evaluate(const Node& node) {
   static const std::unordered_map<std::string_view, bool> kOps = {
-      {"Shape", true},     {"Size", true},      {"Constant", true},  {"Identity", true},
-      {"Cast", true},      {"CastLike", true},  {"Gather", true},    {"Concat", true},
-      {"Reshape", true},   {"Squeeze", true},   {"Unsqueeze", true}, {"Flatten", true},
-      {"Slice", true},     {"Transpose", true}, {"Expand", true},    {"Where", true},
-      {"Range", true},     {"ConstantOfShape", true}, {"ReduceProd", true}, {"ReduceSum", true}};
-  return kOps.contains(node.op_type) ||
-         (elementwise_table().contains(node.op_type) &&
-          !std::holds_alternative<LegacyBroadcastAttrs>(node.attrs));
+      {"Shape", true},      {"Size", true},      {"Constant", true},
+      {"Identity", true},   {"Cast", true},      {"CastLike", true},
+      {"Gather", true},     {"Concat", true},    {"Reshape", true},
+      {"Squeeze", true},    {"Unsqueeze", true}, {"Flatten", true},
+      {"Slice", true},      {"Transpose", true}, {"Expand", true},
+      {"Where", true},      {"Range", true},     {"ConstantOfShape", true},
+      {"ReduceProd", true}, {"ReduceSum", true}};
+  return kOps.contains(node.op_type) || (elementwise_table().contains(node.op_type) &&
+                                         !std::holds_alternative<LegacyBroadcastAttrs>(node.attrs));
 }
 
 Result<std::vector<Tensor>> evaluate_node(const Node& node) {
@@ -361,10 +378,11 @@ Result<std::vector<Tensor>> evaluate_node(const Node& node) {
   if (op == "Where") return eval_where(node);
   if (op == "Range") return eval_range(node);
   if (op == "ConstantOfShape") return eval_constant_of_shape(node);
-  if (op == "ReduceProd" || op == "ReduceSum") return eval_reduce_prod_or_sum(node, op == "ReduceProd");
+  if (op == "ReduceProd" || op == "ReduceSum")
+    return eval_reduce_prod_or_sum(node, op == "ReduceProd");
   const ElementwiseFns& fns = elementwise_table().at(op);
   DType out_type = fns.to_bool ? DType::kBool : arg(node, 0).dtype();
   return elementwise(node, out_type, fns.int_fn, fns.float_fn);
 }
 
-}  // namespace weft
+} // namespace weft

@@ -21,4 +21,4 @@ bool can_evaluate(const Node& node);
 // inputs the op rejects (e.g. a Gather index out of range).
 Result<std::vector<Tensor>> evaluate_node(const Node& node);
 
-}  // namespace weft
+} // namespace weft

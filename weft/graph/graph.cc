@@ -65,7 +65,7 @@ std::string unique_in(const std::unordered_set<std::string>& taken, const std::s
     if (!taken.contains(candidate)) return candidate;
   }
 }
-}  // namespace
+} // namespace
 
 std::string Graph::unique_name(const std::string& base) { return unique_in(names_, base); }
 std::string Graph::unique_node_name(const std::string& base) {
@@ -97,7 +97,8 @@ std::unordered_map<const Value*, int> Graph::use_counts() const {
       if (in) ++uses[in];
     }
   }
-  for (const Value* out : outputs) ++uses[out];
+  for (const Value* out : outputs)
+    ++uses[out];
   return uses;
 }
 
@@ -124,4 +125,4 @@ void Graph::remove_unreferenced_values() {
   });
 }
 
-}  // namespace weft
+} // namespace weft

@@ -29,39 +29,37 @@ struct OpDef;
 struct Value {
   std::string name;
   TensorType type;
-  Node* producer = nullptr;  // null for graph inputs and constants
-  TensorRef constant;        // set for constants
+  Node* producer = nullptr; // null for graph inputs and constants
+  TensorRef constant;       // set for constants
 
   bool is_constant() const { return constant != nullptr; }
 };
 
 struct Node {
-  std::string name;     // unique within the graph
-  std::string op_type;  // ONNX op type, e.g. "Conv"
-  int opset = 0;        // the model's ai.onnx opset
+  std::string name;    // unique within the graph
+  std::string op_type; // ONNX op type, e.g. "Conv"
+  int opset = 0;       // the model's ai.onnx opset
   const OpDef* def = nullptr;
   OpAttrs attrs;
-  std::vector<Value*> inputs;   // null: omitted optional input
-  std::vector<Value*> outputs;  // null: omitted optional output
+  std::vector<Value*> inputs;  // null: omitted optional input
+  std::vector<Value*> outputs; // null: omitted optional output
 
   // The input at "i", or null when absent or omitted.
   Value* input(size_t i) const { return i < inputs.size() ? inputs[i] : nullptr; }
-  template <typename T>
-  T& attrs_as() { return std::get<T>(attrs); }
-  template <typename T>
-  const T& attrs_as() const { return std::get<T>(attrs); }
+  template <typename T> T& attrs_as() { return std::get<T>(attrs); }
+  template <typename T> const T& attrs_as() const { return std::get<T>(attrs); }
 };
 
 class Graph {
- public:
+public:
   Graph() = default;
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
   Graph(Graph&&) = default;
   Graph& operator=(Graph&&) = default;
 
-  std::string source;  // the model file, for diagnostics
-  int opset = 0;       // ai.onnx opset of the model
+  std::string source; // the model file, for diagnostics
+  int opset = 0;      // ai.onnx opset of the model
   std::vector<Value*> inputs;
   std::vector<Value*> outputs;
 
@@ -89,8 +87,7 @@ class Graph {
   // Turns "value" into a constant holding "tensor" and detaches it from its producer.
   void make_constant(Value* value, Tensor tensor);
   // Removes the nodes for which "dead" is true, then values that nothing defines or uses.
-  template <typename Pred>
-  void remove_nodes_if(Pred dead) {
+  template <typename Pred> void remove_nodes_if(Pred dead) {
     std::erase_if(nodes_, [&](const std::unique_ptr<Node>& n) {
       if (!dead(*n)) return false;
       node_names_.erase(n->name);
@@ -106,15 +103,15 @@ class Graph {
   bool is_graph_output(const Value* v) const;
   bool is_graph_input(const Value* v) const;
 
- private:
+private:
   void remove_unreferenced_values();
   std::unique_ptr<Node> make_node(Node node);
 
   std::vector<std::unique_ptr<Value>> values_;
   std::vector<std::unique_ptr<Node>> nodes_;
-  std::unordered_set<std::string> names_;  // of values
+  std::unordered_set<std::string> names_; // of values
   std::unordered_set<std::string> node_names_;
   std::unordered_map<std::string, Value*> value_by_name_;
 };
 
-}  // namespace weft
+} // namespace weft

@@ -1,7 +1,6 @@
-#include "weft/graph/graph.h"
-
 #include <gtest/gtest.h>
 
+#include "weft/graph/graph.h"
 #include "weft/graph/op_table.h"
 #include "weft/graph/print_graph.h"
 #include "weft/graph/verify_graph.h"
@@ -31,11 +30,10 @@ Graph relu_graph() {
 
 TEST(Graph, PrintsEveryValueWithItsType) {
   Graph g = relu_graph();
-  EXPECT_EQ(print_graph(g),
-            "graph \"g.onnx\" opset 13\n"
-            "  input %x: f32[N,4]\n"
-            "  node relu: %y: f32[N,4] = Relu(%x)\n"
-            "  output %y: f32[N,4]\n");
+  EXPECT_EQ(print_graph(g), "graph \"g.onnx\" opset 13\n"
+                            "  input %x: f32[N,4]\n"
+                            "  node relu: %y: f32[N,4] = Relu(%x)\n"
+                            "  output %y: f32[N,4]\n");
   ASSERT_TRUE(verify_graph(g, "test").ok());
 }
 
@@ -53,7 +51,7 @@ TEST(Graph, ReplaceUsesAndRemoveNodes) {
   g.remove_nodes_if([](const Node& n) { return n.op_type == "Relu"; });
   EXPECT_TRUE(g.nodes().empty());
   EXPECT_EQ(g.outputs[0], x);
-  EXPECT_EQ(g.find_value("y"), nullptr);  // unreferenced values go with their node
+  EXPECT_EQ(g.find_value("y"), nullptr); // unreferenced values go with their node
 }
 
 TEST(Graph, NodeAndValueNamesAreSeparate) {
@@ -83,7 +81,7 @@ TEST(Verifier, CatchesTypesThatContradictTheShapeFunction) {
 
 TEST(OpTable, RangesAndLookups) {
   EXPECT_NE(find_op("Softmax", 13), nullptr);
-  EXPECT_EQ(find_op("Reshape", 4), nullptr);  // shape as an attribute: not supported
+  EXPECT_EQ(find_op("Reshape", 4), nullptr); // shape as an attribute: not supported
   EXPECT_EQ(find_op("NoSuchOp", 13), nullptr);
   EXPECT_TRUE(supported_opsets("NoSuchOp").empty());
   EXPECT_EQ(supported_opsets("Reshape"), (std::vector<std::pair<int, int>>{{5, kMaxOpset}}));
@@ -93,5 +91,5 @@ TEST(OpTable, RangesAndLookups) {
   }
 }
 
-}  // namespace
-}  // namespace weft
+} // namespace
+} // namespace weft

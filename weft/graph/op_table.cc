@@ -129,8 +129,7 @@ OpAttrs parse_cast(AttrParser& p) {
   return CastAttrs{p.dtype("to", DType::kF32)};
 }
 
-template <int kAlphaMillis>
-OpAttrs parse_alpha(AttrParser& p) {
+template <int kAlphaMillis> OpAttrs parse_alpha(AttrParser& p) {
   return AlphaAttrs{p.float_or("alpha", static_cast<float>(kAlphaMillis) / 1000.0f)};
 }
 
@@ -146,7 +145,7 @@ OpAttrs parse_selu(AttrParser& p) {
 }
 
 OpAttrs parse_clip(AttrParser& p) {
-  if (p.opset() >= 11) return ClipAttrs{};  // bounds are inputs
+  if (p.opset() >= 11) return ClipAttrs{}; // bounds are inputs
   return ClipAttrs{p.optional_float("min"), p.optional_float("max")};
 }
 
@@ -170,8 +169,7 @@ OpAttrs parse_softmax(AttrParser& p) {
   return SoftmaxAttrs{p.int_or("axis", p.opset() >= 13 ? -1 : 1)};
 }
 
-template <int kDefaultAxis>
-OpAttrs parse_axis(AttrParser& p) {
+template <int kDefaultAxis> OpAttrs parse_axis(AttrParser& p) {
   return AxisAttrs{p.int_or("axis", kDefaultAxis)};
 }
 
@@ -241,8 +239,8 @@ OpAttrs parse_pool(AttrParser& p) {
 }
 
 OpAttrs parse_gemm(AttrParser& p) {
-  return GemmAttrs{p.float_or("alpha", 1.0f), p.float_or("beta", 1.0f),
-                   p.bool_or("transA", false), p.bool_or("transB", false)};
+  return GemmAttrs{p.float_or("alpha", 1.0f), p.float_or("beta", 1.0f), p.bool_or("transA", false),
+                   p.bool_or("transB", false)};
 }
 
 OpAttrs parse_batch_norm(AttrParser& p) {
@@ -268,8 +266,8 @@ OpAttrs parse_constant(AttrParser& p) {
   // Exactly one of the value attributes is set (the ONNX checker ensures it).
   if (TensorRef t = p.tensor("value")) return ConstantAttrs{t};
   if (auto f = p.optional_float("value_float")) {
-    return ConstantAttrs{std::make_shared<const Tensor>(
-        Tensor::from_vector<float>(DType::kF32, {}, {*f}))};
+    return ConstantAttrs{
+        std::make_shared<const Tensor>(Tensor::from_vector<float>(DType::kF32, {}, {*f}))};
   }
   if (auto i = p.optional_int("value_int")) {
     return ConstantAttrs{std::make_shared<const Tensor>(Tensor::scalar_i64(*i))};
@@ -306,12 +304,13 @@ const std::vector<OpDef>& build_table() {
       std::string_view op;
       int since;
     };
-    for (Unary u : {Unary{"Abs", 1}, {"Ceil", 1}, {"Exp", 1}, {"Floor", 1}, {"Log", 1},
-                    {"Neg", 1}, {"Reciprocal", 1}, {"Relu", 1}, {"Sigmoid", 1}, {"Sqrt", 1},
-                    {"Tanh", 1}, {"Softplus", 1}, {"Softsign", 1}, {"Acos", 7}, {"Asin", 7},
-                    {"Atan", 7}, {"Cos", 7}, {"Sin", 7}, {"Tan", 7}, {"Acosh", 9},
-                    {"Asinh", 9}, {"Atanh", 9}, {"Cosh", 9}, {"Sinh", 9}, {"Erf", 9},
-                    {"Sign", 9}, {"Round", 11}, {"HardSwish", 14}}) {
+    for (Unary u :
+         {Unary{"Abs", 1}, {"Ceil", 1},       {"Exp", 1},       {"Floor", 1},   {"Log", 1},
+          {"Neg", 1},      {"Reciprocal", 1}, {"Relu", 1},      {"Sigmoid", 1}, {"Sqrt", 1},
+          {"Tanh", 1},     {"Softplus", 1},   {"Softsign", 1},  {"Acos", 7},    {"Asin", 7},
+          {"Atan", 7},     {"Cos", 7},        {"Sin", 7},       {"Tan", 7},     {"Acosh", 9},
+          {"Asinh", 9},    {"Atanh", 9},      {"Cosh", 9},      {"Sinh", 9},    {"Erf", 9},
+          {"Sign", 9},     {"Round", 11},     {"HardSwish", 14}}) {
       t.push_back({u.op, u.since, kAll, parse_none, infer_same});
     }
     t.push_back({"Identity", 1, kAll, parse_none, infer_same});
@@ -342,8 +341,8 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"HardSigmoid", 6, kAll, parse_hard_sigmoid, infer_same});
     t.push_back({"Selu", 6, kAll, parse_selu, infer_same});
     for (std::string_view op :
-         {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
-          "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}) {
+         {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+          "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}) {
       t.push_back({op, 1, kAll, parse_reduce, infer_reduce});
     }
     t.push_back({"ArgMax", 1, kAll, parse_arg_reduce, infer_arg_reduce});
@@ -385,7 +384,7 @@ const std::vector<OpDef>& build_table() {
   return table;
 }
 
-}  // namespace
+} // namespace
 
 DType AttrParser::dtype(std::string_view name, DType fallback) {
   if (!expect(name, AttrReader::Kind::kInt)) return fallback;
@@ -411,4 +410,4 @@ std::vector<std::pair<int, int>> supported_opsets(std::string_view op_type) {
   return ranges;
 }
 
-}  // namespace weft
+} // namespace weft

@@ -23,7 +23,7 @@ struct Node;
 // The attributes of one node, as the importer sees them. The onnx/ layer implements it over
 // a NodeProto, so that the table does not depend on protobuf.
 class AttrReader {
- public:
+public:
   enum class Kind { kMissing, kInt, kFloat, kString, kInts, kFloats, kTensor, kOther };
   virtual ~AttrReader() = default;
   virtual Kind kind(std::string_view name) const = 0;
@@ -40,7 +40,7 @@ class AttrReader {
 // Reads typed attributes with defaults; the first attribute of the wrong kind or value is
 // kept as the parse error.
 class AttrParser {
- public:
+public:
   AttrParser(const AttrReader& reader, int opset) : reader_(reader), opset_(opset) {}
 
   int opset() const { return opset_; }
@@ -61,7 +61,7 @@ class AttrParser {
   void fail(std::string message);
   const Status& status() const { return status_; }
 
- private:
+private:
   bool expect(std::string_view name, AttrReader::Kind kind);
 
   const AttrReader& reader_;
@@ -77,7 +77,7 @@ struct OpDef {
   int min_opset;
   int max_opset;
   OpAttrs (*parse)(AttrParser& parser);
-  ShapeFn infer;  // null: output types come from ONNX shape inference alone
+  ShapeFn infer; // null: output types come from ONNX shape inference alone
 };
 
 // The ai.onnx opsets Weft accepts; a model outside this window is refused.
@@ -92,4 +92,4 @@ std::vector<std::pair<int, int>> supported_opsets(std::string_view op_type);
 // Every entry, for documentation and tests.
 const std::vector<OpDef>& all_ops();
 
-}  // namespace weft
+} // namespace weft

@@ -77,24 +77,30 @@ nlohmann::json type_json(const Value* v) {
   return {{"name", v->name}, {"dtype", std::string(dtype_name(v->type.dtype))}, {"shape", shape}};
 }
 
-}  // namespace
+} // namespace
 
 std::string print_node(const Node& node) {
   std::vector<std::string> outs, ins;
-  for (const Value* v : node.outputs) outs.push_back(typed(v));
-  for (const Value* v : node.inputs) ins.push_back(ref(v));
+  for (const Value* v : node.outputs)
+    outs.push_back(typed(v));
+  for (const Value* v : node.inputs)
+    ins.push_back(ref(v));
   return fmt::format("node {}: {} = {}({}){}", node.name, fmt::join(outs, ", "), node.op_type,
                      fmt::join(ins, ", "), attrs_text(node.attrs));
 }
 
 std::string print_graph(const Graph& graph) {
   std::string out = fmt::format("graph \"{}\" opset {}\n", graph.source, graph.opset);
-  for (const Value* v : graph.inputs) out += "  input " + typed(v) + "\n";
+  for (const Value* v : graph.inputs)
+    out += "  input " + typed(v) + "\n";
   for (const auto& v : graph.values()) {
-    if (v->is_constant()) out += fmt::format("  const {} = {}\n", ref(v.get()), v->constant->to_string());
+    if (v->is_constant())
+      out += fmt::format("  const {} = {}\n", ref(v.get()), v->constant->to_string());
   }
-  for (const auto& n : graph.nodes()) out += "  " + print_node(*n) + "\n";
-  for (const Value* v : graph.outputs) out += "  output " + typed(v) + "\n";
+  for (const auto& n : graph.nodes())
+    out += "  " + print_node(*n) + "\n";
+  for (const Value* v : graph.outputs)
+    out += "  output " + typed(v) + "\n";
   return out;
 }
 
@@ -103,7 +109,8 @@ nlohmann::json graph_to_json(const Graph& graph) {
   j["file"] = graph.source;
   j["opset"] = graph.opset;
   j["inputs"] = nlohmann::json::array();
-  for (const Value* v : graph.inputs) j["inputs"].push_back(type_json(v));
+  for (const Value* v : graph.inputs)
+    j["inputs"].push_back(type_json(v));
   j["constants"] = nlohmann::json::array();
   for (const auto& v : graph.values()) {
     if (v->is_constant()) j["constants"].push_back(type_json(v.get()));
@@ -112,15 +119,18 @@ nlohmann::json graph_to_json(const Graph& graph) {
   for (const auto& n : graph.nodes()) {
     nlohmann::json node = {{"name", n->name}, {"op_type", n->op_type}, {"opset", n->opset}};
     node["inputs"] = nlohmann::json::array();
-    for (const Value* v : n->inputs) node["inputs"].push_back(v ? nlohmann::json(v->name) : nullptr);
+    for (const Value* v : n->inputs)
+      node["inputs"].push_back(v ? nlohmann::json(v->name) : nullptr);
     node["outputs"] = nlohmann::json::array();
-    for (const Value* v : n->outputs) node["outputs"].push_back(type_json(v));
+    for (const Value* v : n->outputs)
+      node["outputs"].push_back(type_json(v));
     node["attrs"] = attrs_json(n->attrs);
     j["ops"].push_back(std::move(node));
   }
   j["outputs"] = nlohmann::json::array();
-  for (const Value* v : graph.outputs) j["outputs"].push_back(type_json(v));
+  for (const Value* v : graph.outputs)
+    j["outputs"].push_back(type_json(v));
   return j;
 }
 
-}  // namespace weft
+} // namespace weft

@@ -25,4 +25,4 @@ std::string print_node(const Node& node);
 // {"name", "dtype", "shape"} with symbolic dims as strings and an unknown rank as null.
 nlohmann::json graph_to_json(const Graph& graph);
 
-}  // namespace weft
+} // namespace weft

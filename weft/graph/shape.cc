@@ -9,9 +9,7 @@ int64_t Dim::value() const {
   return value_;
 }
 
-std::string Dim::to_string() const {
-  return is_static() ? std::to_string(value()) : symbol_name();
-}
+std::string Dim::to_string() const { return is_static() ? std::to_string(value()) : symbol_name(); }
 
 std::string shape_to_string(const Shape& shape) {
   std::string out = "[";
@@ -53,4 +51,4 @@ std::string TensorType::to_string() const {
   return std::string(dtype_name(dtype)) + (shape ? shape_to_string(*shape) : "[?]");
 }
 
-}  // namespace weft
+} // namespace weft

@@ -13,24 +13,24 @@ namespace weft {
 // One dimension: a known extent, or a symbol such as "batch" that stands for an extent
 // known only at run time. Two dims with the same symbol are equal.
 class Dim {
- public:
-  Dim(int64_t value) : value_(value) {}  // NOLINT(google-explicit-constructor)
+public:
+  Dim(int64_t value) : value_(value) {} // NOLINT(google-explicit-constructor)
   static Dim symbol(std::string name) { return Dim(0, std::move(name)); }
   // A dim a shape function could not determine. It never appears in the graph IR itself.
   static Dim unknown() { return symbol("?"); }
 
   bool is_static() const { return symbol_.empty(); }
   bool is_unknown() const { return symbol_ == "?"; }
-  int64_t value() const;                     // requires is_static()
-  const std::string& symbol_name() const { return symbol_; }  // empty when static
+  int64_t value() const;                                     // requires is_static()
+  const std::string& symbol_name() const { return symbol_; } // empty when static
   std::string to_string() const;
 
   friend bool operator==(const Dim&, const Dim&) = default;
 
- private:
+private:
   Dim(int64_t value, std::string symbol) : value_(value), symbol_(std::move(symbol)) {}
   int64_t value_;
-  std::string symbol_;  // empty for a static dim
+  std::string symbol_; // empty for a static dim
 };
 
 using Shape = std::vector<Dim>;
@@ -40,7 +40,7 @@ std::string shape_to_string(const Shape& shape);
 bool shape_is_static(const Shape& shape);
 // Product of the dims, or nullopt when a dim is symbolic or the product overflows int64.
 std::optional<int64_t> shape_num_elements(const Shape& shape);
-std::vector<int64_t> shape_static_dims(const Shape& shape);  // requires shape_is_static
+std::vector<int64_t> shape_static_dims(const Shape& shape); // requires shape_is_static
 Shape shape_from_dims(const std::vector<int64_t>& dims);
 
 // The type of a value: a dtype and, when known, a shape. An unknown rank is a missing shape.
@@ -54,4 +54,4 @@ struct TensorType {
   friend bool operator==(const TensorType&, const TensorType&) = default;
 };
 
-}  // namespace weft
+} // namespace weft

@@ -51,7 +51,7 @@ std::optional<Ints> attr_or_input_axes(const std::optional<Ints>& attr, const No
   return constant_ints(node.input(input_index));
 }
 
-}  // namespace
+} // namespace
 
 std::optional<Ints> constant_ints(const Value* v) {
   if (v == nullptr || !v->is_constant()) return std::nullopt;
@@ -69,10 +69,11 @@ Result<int64_t> normalize_axis(int64_t axis, int64_t rank) {
 
 Result<Shape> broadcast_shapes(const std::vector<Shape>& shapes) {
   size_t rank = 0;
-  for (const Shape& s : shapes) rank = std::max(rank, s.size());
+  for (const Shape& s : shapes)
+    rank = std::max(rank, s.size());
   Shape out(rank, Dim(1));
   for (size_t i = 0; i < rank; ++i) {
-    std::optional<int64_t> fixed;  // the static extent other than 1, if any
+    std::optional<int64_t> fixed; // the static extent other than 1, if any
     std::optional<Dim> symbolic;
     bool mixed_symbols = false;
     for (const Shape& s : shapes) {
@@ -83,7 +84,8 @@ Result<Shape> broadcast_shapes(const std::vector<Shape>& shapes) {
         if (fixed && *fixed != d.value()) {
           return fail(fmt::format("shapes {} cannot be broadcast together", [&] {
             std::string all;
-            for (const Shape& x : shapes) all += shape_to_string(x);
+            for (const Shape& x : shapes)
+              all += shape_to_string(x);
             return all;
           }()));
         }
@@ -131,7 +133,7 @@ Result<std::optional<Shape>> broadcast_inputs(const Node& node, size_t first) {
   WEFT_ASSIGN_OR_RETURN(Shape out, broadcast_shapes(shapes));
   return std::optional<Shape>(std::move(out));
 }
-}  // namespace
+} // namespace
 
 TypesOrError infer_broadcast(const Node& node) {
   WEFT_ASSIGN_OR_RETURN(std::optional<Shape> shape, broadcast_inputs(node, 0));
@@ -177,7 +179,7 @@ Result<Shape> reduce_shape(const Shape& shape, Ints axes, bool keepdims, bool no
   }
   return out;
 }
-}  // namespace
+} // namespace
 
 TypesOrError infer_reduce(const Node& node) {
   const auto& a = node.attrs_as<ReduceAttrs>();
@@ -186,14 +188,13 @@ TypesOrError infer_reduce(const Node& node) {
   std::optional<Ints> axes = a.axes;
   if (!axes && node.input(1)) {
     axes = constant_ints(node.input(1));
-    if (!axes) {  // axes known only at run time
+    if (!axes) { // axes known only at run time
       if (!a.keepdims) return one({x.dtype, std::nullopt});
       return one({x.dtype, unknown_shape(x.shape->size())});
     }
   }
-  WEFT_ASSIGN_OR_RETURN(Shape out,
-                        reduce_shape(*x.shape, axes.value_or(Ints{}), a.keepdims,
-                                     a.noop_with_empty_axes));
+  WEFT_ASSIGN_OR_RETURN(
+      Shape out, reduce_shape(*x.shape, axes.value_or(Ints{}), a.keepdims, a.noop_with_empty_axes));
   return one({x.dtype, out});
 }
 
@@ -214,7 +215,8 @@ TypesOrError infer_layer_norm(const Node& node) {
     WEFT_ASSIGN_OR_RETURN(int64_t axis,
                           normalize_axis(a.axis, static_cast<int64_t>(x.shape->size())));
     stat_shape = *x.shape;
-    for (size_t i = static_cast<size_t>(axis); i < stat_shape->size(); ++i) (*stat_shape)[i] = 1;
+    for (size_t i = static_cast<size_t>(axis); i < stat_shape->size(); ++i)
+      (*stat_shape)[i] = 1;
   }
   out.resize(node.outputs.size(), TensorType{a.stash_type, stat_shape});
   return out;
@@ -225,7 +227,7 @@ TypesOrError infer_batch_norm(const Node& node) {
   // Training outputs: running mean and variance, shaped like the mean and var inputs.
   for (size_t i = 1; i < node.outputs.size(); ++i) {
     out.push_back(node.input(2 + std::min<size_t>(i, 2)) ? in_type(node, 2 + std::min<size_t>(i, 2))
-                                                          : in_type(node, 0));
+                                                         : in_type(node, 0));
   }
   return out;
 }
@@ -286,8 +288,8 @@ Result<Shape> window_shape(const Shape& x, Dim out_channels, const Ints& kernel,
                            AutoPad auto_pad, bool ceil_mode) {
   size_t spatial = x.size() - 2;
   if (kernel.size() != spatial) {
-    return fail(fmt::format("kernel has {} dims, input has {} spatial dims", kernel.size(),
-                            spatial));
+    return fail(
+        fmt::format("kernel has {} dims, input has {} spatial dims", kernel.size(), spatial));
   }
   Shape out = {x[0], out_channels};
   for (size_t i = 0; i < spatial; ++i) {
@@ -299,7 +301,7 @@ Result<Shape> window_shape(const Shape& x, Dim out_channels, const Ints& kernel,
   }
   return out;
 }
-}  // namespace
+} // namespace
 
 TypesOrError infer_conv(const Node& node) {
   const auto& a = node.attrs_as<ConvAttrs>();
@@ -326,11 +328,10 @@ TypesOrError infer_pool(const Node& node) {
   const TensorType& x = in_type(node, 0);
   if (!x.shape) return one({x.dtype, std::nullopt});
   if (x.shape->size() < 3) return fail("pooling input must have rank >= 3");
-  WEFT_ASSIGN_OR_RETURN(Shape out, window_shape(*x.shape, (*x.shape)[1], a.kernel_shape,
-                                                a.strides, a.dilations, a.pads, a.auto_pad,
-                                                a.ceil_mode));
+  WEFT_ASSIGN_OR_RETURN(Shape out, window_shape(*x.shape, (*x.shape)[1], a.kernel_shape, a.strides,
+                                                a.dilations, a.pads, a.auto_pad, a.ceil_mode));
   std::vector<TensorType> types = {{x.dtype, out}};
-  if (node.outputs.size() > 1) types.push_back({DType::kI64, out});  // MaxPool indices
+  if (node.outputs.size() > 1) types.push_back({DType::kI64, out}); // MaxPool indices
   return types;
 }
 
@@ -391,7 +392,8 @@ TypesOrError infer_flatten(const Node& node) {
   if (axis < -rank || axis > rank) return fail(fmt::format("axis {} is out of range", axis));
   if (axis < 0) axis += rank;
   size_t split = static_cast<size_t>(axis);
-  return one({x.dtype, Shape{product(*x.shape, 0, split), product(*x.shape, split, x.shape->size())}});
+  return one(
+      {x.dtype, Shape{product(*x.shape, 0, split), product(*x.shape, split, x.shape->size())}});
 }
 
 TypesOrError infer_squeeze(const Node& node) {
@@ -445,14 +447,15 @@ TypesOrError infer_split(const Node& node) {
   WEFT_ASSIGN_OR_RETURN(int64_t axis,
                         normalize_axis(a.axis, static_cast<int64_t>(x.shape->size())));
   std::optional<Ints> sizes = attr_or_input_axes(a.split, node, 1);
-  bool sizes_unknown = !sizes && node.input(1);  // given, but only at run time
+  bool sizes_unknown = !sizes && node.input(1); // given, but only at run time
   const Dim& extent = (*x.shape)[static_cast<size_t>(axis)];
   std::vector<TensorType> out(n, x);
   for (size_t i = 0; i < n; ++i) {
     Dim d = Dim::unknown();
     if (sizes && sizes->size() == n) {
       d = (*sizes)[i];
-    } else if (!sizes && !sizes_unknown && extent.is_static() && extent.value() % static_cast<int64_t>(n) == 0) {
+    } else if (!sizes && !sizes_unknown && extent.is_static() &&
+               extent.value() % static_cast<int64_t>(n) == 0) {
       d = extent.value() / static_cast<int64_t>(n);
     }
     (*out[i].shape)[static_cast<size_t>(axis)] = d;
@@ -466,7 +469,8 @@ TypesOrError infer_transpose(const Node& node) {
   size_t rank = x.shape->size();
   Ints perm = node.attrs_as<TransposeAttrs>().perm.value_or(Ints{});
   if (perm.empty()) {
-    for (size_t i = 0; i < rank; ++i) perm.push_back(static_cast<int64_t>(rank - 1 - i));
+    for (size_t i = 0; i < rank; ++i)
+      perm.push_back(static_cast<int64_t>(rank - 1 - i));
   }
   if (perm.size() != rank) return fail("perm must list every axis once");
   Shape out;
@@ -487,8 +491,8 @@ TypesOrError infer_reshape(const Node& node) {
   std::optional<Ints> target = a.shape ? a.shape : constant_ints(node.input(1));
   if (!target) {
     const Value* s = node.input(1);
-    bool rank_known = s && s->type.shape && s->type.shape->size() == 1 &&
-                      (*s->type.shape)[0].is_static();
+    bool rank_known =
+        s && s->type.shape && s->type.shape->size() == 1 && (*s->type.shape)[0].is_static();
     if (!rank_known) return one({x.dtype, std::nullopt});
     return one({x.dtype, unknown_shape(static_cast<size_t>((*s->type.shape)[0].value()))});
   }
@@ -634,7 +638,8 @@ TypesOrError infer_constant_of_shape(const Node& node) {
   if (!dims) {
     const Value* s = node.input(0);
     if (s->type.shape && s->type.shape->size() == 1 && (*s->type.shape)[0].is_static()) {
-      return one({a.value->dtype(), unknown_shape(static_cast<size_t>((*s->type.shape)[0].value()))});
+      return one(
+          {a.value->dtype(), unknown_shape(static_cast<size_t>((*s->type.shape)[0].value()))});
     }
     return one({a.value->dtype(), std::nullopt});
   }
@@ -652,4 +657,4 @@ TypesOrError infer_dropout(const Node& node) {
   return out;
 }
 
-}  // namespace weft
+} // namespace weft

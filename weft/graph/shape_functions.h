@@ -55,4 +55,4 @@ Result<int64_t> normalize_axis(int64_t axis, int64_t rank);
 // The elements of a constant integer input, or none when "v" is absent or not constant.
 std::optional<Ints> constant_ints(const Value* v);
 
-}  // namespace weft
+} // namespace weft

@@ -1,8 +1,7 @@
-#include "weft/graph/shape_functions.h"
-
 #include <gtest/gtest.h>
 
 #include "tests/testing/onnx_text.h"
+#include "weft/graph/shape_functions.h"
 
 namespace weft {
 namespace {
@@ -21,7 +20,7 @@ TEST(BroadcastShapes, SymbolsBroadcastAgainstOneAndMatchThemselves) {
   auto b = broadcast_shapes({Shape{Dim::symbol("N"), 1}, Shape{1, Dim::symbol("M")}});
   EXPECT_EQ(shape_to_string(*b), "[N,M]");
   auto c = broadcast_shapes({Shape{Dim::symbol("N")}, Shape{Dim::symbol("K")}});
-  EXPECT_TRUE(c->at(0).is_unknown());  // N vs K: known only at run time
+  EXPECT_TRUE(c->at(0).is_unknown()); // N vs K: known only at run time
   auto d = broadcast_shapes({Shape{Dim::symbol("N")}, Shape{5}});
   EXPECT_EQ(shape_to_string(*d), "[5]");
 }
@@ -61,5 +60,5 @@ TEST(ShapeFunctions, RejectContradictoryInputsWithTheNode) {
       << g.status().message();
 }
 
-}  // namespace
-}  // namespace weft
+} // namespace
+} // namespace weft

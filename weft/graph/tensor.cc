@@ -35,30 +35,28 @@ Tensor Tensor::scalar_i64(int64_t v) {
 
 Tensor Tensor::vector_i64(const std::vector<int64_t>& v) {
   Tensor t(DType::kI64, {static_cast<int64_t>(v.size())});
-  for (size_t i = 0; i < v.size(); ++i) t.set_int64(static_cast<int64_t>(i), v[i]);
+  for (size_t i = 0; i < v.size(); ++i)
+    t.set_int64(static_cast<int64_t>(i), v[i]);
   return t;
 }
 
 namespace {
-template <typename T>
-T load(const std::byte* p, int64_t i) {
+template <typename T> T load(const std::byte* p, int64_t i) {
   T v;
   std::memcpy(&v, p + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
   return v;
 }
-template <typename T>
-void store(std::byte* p, int64_t i, T v) {
+template <typename T> void store(std::byte* p, int64_t i, T v) {
   std::memcpy(p + i * static_cast<int64_t>(sizeof(T)), &v, sizeof(T));
 }
 // Float to integer conversion that saturates instead of invoking undefined behaviour.
-template <typename T>
-T saturate_cast(double v) {
+template <typename T> T saturate_cast(double v) {
   if (std::isnan(v)) return T{0};
   if (v <= static_cast<double>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
   if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
   return static_cast<T>(v);
 }
-}  // namespace
+} // namespace
 
 double Tensor::get_double(int64_t i) const {
   const std::byte* p = bytes_.data();
@@ -123,7 +121,8 @@ void Tensor::set_int64(int64_t i, int64_t v) {
 
 std::vector<int64_t> Tensor::to_int64_vector() const {
   std::vector<int64_t> out(static_cast<size_t>(num_elements_));
-  for (int64_t i = 0; i < num_elements_; ++i) out[static_cast<size_t>(i)] = get_int64(i);
+  for (int64_t i = 0; i < num_elements_; ++i)
+    out[static_cast<size_t>(i)] = get_int64(i);
   return out;
 }
 
@@ -140,7 +139,7 @@ std::string Tensor::to_string(int64_t max_elements) const {
     if (dtype_ == DType::kF64) {
       out += fmt::format("{}", get_double(i));
     } else if (dtype_is_float(dtype_)) {
-      out += fmt::format("{}", static_cast<float>(get_double(i)));  // shortest f32 form
+      out += fmt::format("{}", static_cast<float>(get_double(i))); // shortest f32 form
     } else if (dtype_ == DType::kBool) {
       out += get_int64(i) ? "true" : "false";
     } else if (dtype_ == DType::kU64) {
@@ -152,4 +151,4 @@ std::string Tensor::to_string(int64_t max_elements) const {
   return out + "}";
 }
 
-}  // namespace weft
+} // namespace weft

@@ -17,7 +17,7 @@
 namespace weft {
 
 class Tensor {
- public:
+public:
   Tensor() = default;
   // A zero-filled tensor. Requires non-negative dims whose product fits in memory.
   Tensor(DType dtype, std::vector<int64_t> dims);
@@ -25,7 +25,8 @@ class Tensor {
   template <typename T>
   static Tensor from_vector(DType dtype, std::vector<int64_t> dims, const std::vector<T>& values) {
     Tensor t(dtype, std::move(dims));
-    for (size_t i = 0; i < values.size(); ++i) t.set_double(static_cast<int64_t>(i), values[i]);
+    for (size_t i = 0; i < values.size(); ++i)
+      t.set_double(static_cast<int64_t>(i), values[i]);
     return t;
   }
   static Tensor scalar_i64(int64_t v);
@@ -56,7 +57,7 @@ class Tensor {
   // "i64[3]{1, 2, 3}"; elements are listed only for tensors of at most "max_elements".
   std::string to_string(int64_t max_elements = 8) const;
 
- private:
+private:
   DType dtype_ = DType::kF32;
   std::vector<int64_t> dims_;
   int64_t num_elements_ = 1;
@@ -64,9 +65,9 @@ class Tensor {
 };
 
 // Largest tensor Weft will allocate while importing a model or folding constants.
-inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 34;  // 16 GiB
+inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 34; // 16 GiB
 
 // Is "dims" a valid tensor shape of "dtype" below kMaxTensorBytes? Sets "num_elements".
 bool dims_are_allocatable(DType dtype, const std::vector<int64_t>& dims, int64_t* num_elements);
 
-}  // namespace weft
+} // namespace weft

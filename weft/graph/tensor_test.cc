@@ -1,6 +1,6 @@
-#include "weft/graph/tensor.h"
-
 #include <gtest/gtest.h>
+
+#include "weft/graph/tensor.h"
 
 namespace weft {
 namespace {
@@ -44,5 +44,5 @@ TEST(Tensor, RefusesNegativeOrHugeDims) {
   EXPECT_EQ(n, 0);
 }
 
-}  // namespace
-}  // namespace weft
+} // namespace
+} // namespace weft

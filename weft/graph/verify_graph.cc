@@ -23,8 +23,8 @@ bool types_agree(const TensorType& stored, const TensorType& inferred) {
 
 Status verify_graph(const Graph& graph, std::string_view after_pass) {
   auto broken = [&](const std::string& what) {
-    return Status::error(fmt::format("internal error: graph verifier after pass '{}': {}",
-                                     after_pass, what));
+    return Status::error(
+        fmt::format("internal error: graph verifier after pass '{}': {}", after_pass, what));
   };
   std::unordered_set<const Value*> defined;
   std::unordered_set<std::string> names, node_names;
@@ -36,7 +36,8 @@ Status verify_graph(const Graph& graph, std::string_view after_pass) {
     if (!names.insert(v->name).second) return broken("value name %" + v->name + " is repeated");
     if (v->is_constant()) {
       if (v->producer) return broken("constant %" + v->name + " also has a producer");
-      if (!(v->type == v->constant->type())) return broken("constant %" + v->name + " has the wrong type");
+      if (!(v->type == v->constant->type()))
+        return broken("constant %" + v->name + " has the wrong type");
       defined.insert(v.get());
     }
   }
@@ -78,4 +79,4 @@ Status verify_graph(const Graph& graph, std::string_view after_pass) {
   return Status();
 }
 
-}  // namespace weft
+} // namespace weft

@@ -20,4 +20,4 @@ Status verify_graph(const Graph& graph, std::string_view after_pass);
 // Do two types agree where both are known? Unknown dims and ranks agree with anything.
 bool types_agree(const TensorType& stored, const TensorType& inferred);
 
-}  // namespace weft
+} // namespace weft

@@ -49,4 +49,4 @@ std::optional<DType> NodeAttrReader::get_dtype(std::string_view name) const {
   return dtype_from_onnx(static_cast<int>(find(name)->i()));
 }
 
-}  // namespace weft
+} // namespace weft

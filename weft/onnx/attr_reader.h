@@ -10,7 +10,7 @@
 namespace weft {
 
 class NodeAttrReader final : public AttrReader {
- public:
+public:
   NodeAttrReader(const onnx::NodeProto& node, std::string base_dir)
       : node_(node), base_dir_(std::move(base_dir)) {}
 
@@ -23,11 +23,11 @@ class NodeAttrReader final : public AttrReader {
   Result<Tensor> get_tensor(std::string_view name) const override;
   std::optional<DType> get_dtype(std::string_view name) const override;
 
- private:
+private:
   const onnx::AttributeProto* find(std::string_view name) const;
 
   const onnx::NodeProto& node_;
   std::string base_dir_;
 };
 
-}  // namespace weft
+} // namespace weft

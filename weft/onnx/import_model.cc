@@ -39,7 +39,8 @@ std::string one_line(const std::string& text) {
     if (space && (out.empty() || out.back() == ' ')) continue;
     out += space ? ' ' : c;
   }
-  while (!out.empty() && out.back() == ' ') out.pop_back();
+  while (!out.empty() && out.back() == ' ')
+    out.pop_back();
   return out;
 }
 
@@ -101,11 +102,13 @@ Status check_supported_ops(const onnx::GraphProto& graph, int opset, const std::
     const onnx::NodeProto& node = graph.node(i);
     std::string key;
     if (!is_onnx_domain(node.domain())) {
-      key = fmt::format("{} (domain '{}': only ai.onnx is supported)", node.op_type(), node.domain());
+      key =
+          fmt::format("{} (domain '{}': only ai.onnx is supported)", node.op_type(), node.domain());
     } else if (!find_op(node.op_type(), opset)) {
       auto ranges = supported_opsets(node.op_type());
       std::vector<std::string> spans;
-      for (auto [lo, hi] : ranges) spans.push_back(lo == hi ? std::to_string(lo) : fmt::format("{}-{}", lo, hi));
+      for (auto [lo, hi] : ranges)
+        spans.push_back(lo == hi ? std::to_string(lo) : fmt::format("{}-{}", lo, hi));
       key = ranges.empty() ? fmt::format("{} (opset {})", node.op_type(), opset)
                            : fmt::format("{} (opset {}; supported at opsets {})", node.op_type(),
                                          opset, fmt::join(spans, ", "));
@@ -120,7 +123,8 @@ Status check_supported_ops(const onnx::GraphProto& graph, int opset, const std::
   for (const std::string& key : order) {
     const auto& names = nodes_by_op[key];
     std::string listed;
-    for (size_t i = 0; i < names.size() && i < 4; ++i) listed += (i ? ", '" : "'") + names[i] + "'";
+    for (size_t i = 0; i < names.size() && i < 4; ++i)
+      listed += (i ? ", '" : "'") + names[i] + "'";
     if (names.size() > 4) listed += fmt::format(" and {} more", names.size() - 4);
     parts.push_back(fmt::format("{} at node{} {}", key, names.size() > 1 ? "s" : "", listed));
   }
@@ -153,7 +157,7 @@ Status check_and_infer(onnx::ModelProto& model, const std::string& path, const s
 
 // Builds the graph IR from a checked, shape-inferred model.
 class GraphBuilder {
- public:
+public:
   GraphBuilder(const onnx::ModelProto& model, int opset, std::string name, std::string base_dir)
       : model_(model), name_(std::move(name)), base_dir_(std::move(base_dir)) {
     graph_.source = name_;
@@ -162,8 +166,10 @@ class GraphBuilder {
 
   Result<Graph> build() {
     const onnx::GraphProto& g = model_.graph();
-    for (const auto& vi : g.value_info()) types_[vi.name()] = &vi.type();
-    for (const auto& vi : g.output()) types_[vi.name()] = &vi.type();
+    for (const auto& vi : g.value_info())
+      types_[vi.name()] = &vi.type();
+    for (const auto& vi : g.output())
+      types_[vi.name()] = &vi.type();
     for (const auto& init : g.initializer()) {
       WEFT_ASSIGN_OR_RETURN(Tensor t, tensor_from_proto(init, base_dir_));
       if (graph_.find_value(init.name())) {
@@ -178,7 +184,8 @@ class GraphBuilder {
       WEFT_ASSIGN_OR_RETURN(TensorType type, tensor_type(in.name(), in.type()));
       graph_.inputs.push_back(graph_.add_value(in.name(), type));
     }
-    for (int i = 0; i < g.node_size(); ++i) WEFT_RETURN_IF_ERROR(add_node(g.node(i), i));
+    for (int i = 0; i < g.node_size(); ++i)
+      WEFT_RETURN_IF_ERROR(add_node(g.node(i), i));
     for (const auto& out : g.output()) {
       Value* v = graph_.find_value(out.name());
       if (!v) return fail(fmt::format("graph output '{}' is not defined", out.name()));
@@ -188,7 +195,7 @@ class GraphBuilder {
     return std::move(graph_);
   }
 
- private:
+private:
   Status fail(const std::string& message) const {
     return Status::error(fmt::format("{}: {}", name_, message));
   }
@@ -196,7 +203,8 @@ class GraphBuilder {
   Result<TensorType> tensor_type(const std::string& value, const onnx::TypeProto& type) {
     if (!type.has_tensor_type()) {
       return fail(fmt::format("value '{}' is not a tensor (sequences, maps and optionals are "
-                              "not supported)", value));
+                              "not supported)",
+                              value));
     }
     const auto& tt = type.tensor_type();
     std::optional<DType> dtype = dtype_from_onnx(tt.elem_type());
@@ -227,7 +235,7 @@ class GraphBuilder {
     node.name = graph_.unique_node_name(
         proto.name().empty() ? fmt::format("{}_{}", proto.op_type(), index) : proto.name());
     Location where{name_, node.name, node.op_type, node.opset};
-    node.def = find_op(node.op_type, node.opset);  // present: check_supported_ops ran
+    node.def = find_op(node.op_type, node.opset); // present: check_supported_ops ran
     NodeAttrReader reader(proto, base_dir_);
     AttrParser parser(reader, node.opset);
     node.attrs = node.def->parse(parser);
@@ -257,7 +265,8 @@ class GraphBuilder {
         node.outputs.push_back(nullptr);
         continue;
       }
-      if (graph_.find_value(out)) return Status::error(where, fmt::format("output '{}' is defined twice", out));
+      if (graph_.find_value(out))
+        return Status::error(where, fmt::format("output '{}' is defined twice", out));
       auto it = types_.find(out);
       TensorType type;
       if (it != types_.end() && it->second->has_tensor_type() &&
@@ -300,7 +309,7 @@ Result<Graph> import_parsed(onnx::ModelProto& model, const std::string& path,
   return GraphBuilder(model, opset, name, base_dir).build();
 }
 
-}  // namespace
+} // namespace
 
 Result<Graph> import_model(const std::string& path) {
   WEFT_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
@@ -315,4 +324,4 @@ Result<Graph> import_model_bytes(const std::string& bytes, const std::string& na
   return import_parsed(model, "", name, base_dir);
 }
 
-}  // namespace weft
+} // namespace weft

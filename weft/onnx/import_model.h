@@ -21,4 +21,4 @@ Result<Graph> import_model(const std::string& path);
 Result<Graph> import_model_bytes(const std::string& bytes, const std::string& name,
                                  const std::string& base_dir);
 
-}  // namespace weft
+} // namespace weft

@@ -1,5 +1,3 @@
-#include "weft/onnx/import_model.h"
-
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -9,6 +7,7 @@
 
 #include "tests/testing/onnx_text.h"
 #include "weft/graph/print_graph.h"
+#include "weft/onnx/import_model.h"
 #include "weft/onnx/onnx_dtype.h"
 
 namespace weft {
@@ -25,7 +24,7 @@ const char* kSmallModel = R"(
   })";
 
 class ImportFiles : public ::testing::Test {
- protected:
+protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
            ("weft_import_test_" + std::to_string(::getpid()) + "_" +
@@ -60,7 +59,9 @@ TEST_F(ImportFiles, ValidModelImports) {
   EXPECT_EQ(g->opset, 13);
 }
 
-TEST_F(ImportFiles, MissingFile) { expect_clear_error((dir_ / "nope.onnx").string(), "no such file"); }
+TEST_F(ImportFiles, MissingFile) {
+  expect_clear_error((dir_ / "nope.onnx").string(), "no such file");
+}
 
 TEST_F(ImportFiles, Directory) { expect_clear_error(dir_.string(), "is a directory"); }
 
@@ -70,7 +71,8 @@ TEST_F(ImportFiles, RandomBytes) {
   std::mt19937 rng(1234);
   for (int trial = 0; trial < 200; ++trial) {
     std::string bytes(1 + rng() % 4096, '\0');
-    for (char& c : bytes) c = static_cast<char>(rng());
+    for (char& c : bytes)
+      c = static_cast<char>(rng());
     std::string path = write("random.onnx", bytes);
     Result<Graph> g = import_model(path);
     ASSERT_FALSE(g.ok()) << "trial " << trial;
@@ -125,8 +127,9 @@ TEST(Import, OpsetWindowIsEnforced) {
       y = Relu(x)
     })");
   ASSERT_FALSE(g.ok());
-  EXPECT_NE(g.status().message().find("ai.onnx opset 18 is outside the opsets Weft supports (1-17)"),
-            std::string::npos)
+  EXPECT_NE(
+      g.status().message().find("ai.onnx opset 18 is outside the opsets Weft supports (1-17)"),
+      std::string::npos)
       << g.status().message();
 }
 
@@ -225,7 +228,7 @@ TEST_F(ImportFiles, ExternalDataBesideTheModel) {
   add_entry("location", "weights.bin");
   add_entry("offset", "4");
   add_entry("length", "12");
-  float data[4] = {99, 7, 8, 9};  // the tensor starts at byte 4
+  float data[4] = {99, 7, 8, 9}; // the tensor starts at byte 4
   write("weights.bin", std::string(reinterpret_cast<const char*>(data), sizeof(data)));
   Result<Graph> g = import_model(write("m.onnx", model.SerializeAsString()));
   ASSERT_TRUE(g.ok()) << g.status().to_string();
@@ -253,5 +256,5 @@ TEST(Import, SymbolicAndUnknownDimsBecomeSymbols) {
   EXPECT_EQ(g->inputs[0]->type.to_string(), "f32[batch,4]");
 }
 
-}  // namespace
-}  // namespace weft
+} // namespace
+} // namespace weft

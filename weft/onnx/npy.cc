@@ -13,7 +13,7 @@ constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicSize = 6;
 
 struct Descr {
-  const char* code;  // without the byte-order character
+  const char* code; // without the byte-order character
   DType dtype;
 };
 constexpr Descr kDescrs[] = {
@@ -50,7 +50,8 @@ Result<std::vector<int64_t>> parse_shape(const std::string& text) {
   size_t pos = 0;
   while (pos < inner.size()) {
     size_t comma = inner.find(',', pos);
-    std::string item = inner.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    std::string item =
+        inner.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     item.erase(std::remove(item.begin(), item.end(), ' '), item.end());
     if (!item.empty()) {
       if (!std::all_of(item.begin(), item.end(), ::isdigit) || item.size() > 18) {
@@ -64,7 +65,7 @@ Result<std::vector<int64_t>> parse_shape(const std::string& text) {
   return dims;
 }
 
-}  // namespace
+} // namespace
 
 Result<Tensor> npy_decode(const std::string& bytes) {
   if (bytes.size() < kMagicSize + 4 || bytes.compare(0, kMagicSize, kMagic, kMagicSize) != 0) {
@@ -89,7 +90,8 @@ Result<Tensor> npy_decode(const std::string& bytes) {
   std::optional<std::string> descr = dict_value(header, "descr");
   std::optional<std::string> fortran = dict_value(header, "fortran_order");
   std::optional<std::string> shape_text = dict_value(header, "shape");
-  if (!descr || !fortran || !shape_text) return bad("the header lacks descr, fortran_order or shape");
+  if (!descr || !fortran || !shape_text)
+    return bad("the header lacks descr, fortran_order or shape");
   if (*fortran != "False") {
     return bad("Fortran-order arrays are not supported; save np.ascontiguousarray(a)");
   }
@@ -108,16 +110,18 @@ Result<Tensor> npy_decode(const std::string& bytes) {
   WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> dims, parse_shape(*shape_text));
   int64_t count = 0;
   if (!dims_are_allocatable(found->dtype, dims, &count)) return bad("the shape is too large");
-  Tensor out(found->dtype, dims);
   size_t data_start = header_start + header_len;
-  if (bytes.size() - data_start != out.num_bytes()) {
+  size_t num_bytes = static_cast<size_t>(count) * static_cast<size_t>(dtype_size(found->dtype));
+  if (bytes.size() - data_start != num_bytes) {  // checked before allocating
     return bad(fmt::format("it holds {} data bytes, its shape needs {}", bytes.size() - data_start,
-                           out.num_bytes()));
+                           num_bytes));
   }
+  Tensor out(found->dtype, dims);
   std::memcpy(out.data(), bytes.data() + data_start, out.num_bytes());
   int size = dtype_size(found->dtype);
   if (order == '>' && size > 1) {
-    for (int64_t i = 0; i < out.num_elements(); ++i) std::reverse(out.data() + i * size, out.data() + (i + 1) * size);
+    for (int64_t i = 0; i < out.num_elements(); ++i)
+      std::reverse(out.data() + i * size, out.data() + (i + 1) * size);
   }
   return out;
 }
@@ -129,7 +133,7 @@ std::string npy_encode(const Tensor& tensor) {
     if (d.dtype == t) code = d.code;
   }
   std::string shape = fmt::format("{}", fmt::join(tensor.dims(), ", "));
-  if (tensor.rank() == 1) shape += ",";  // a 1-tuple is "(3,)"
+  if (tensor.rank() == 1) shape += ","; // a 1-tuple is "(3,)"
   char order = dtype_size(t) == 1 ? '|' : '<';
   std::string header = fmt::format("{{'descr': '{}{}', 'fortran_order': False, 'shape': ({}), }}",
                                    order, code, shape);
@@ -147,4 +151,4 @@ std::string npy_encode(const Tensor& tensor) {
   return out;
 }
 
-}  // namespace weft
+} // namespace weft

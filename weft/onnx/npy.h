@@ -15,4 +15,4 @@ namespace weft {
 Result<Tensor> npy_decode(const std::string& bytes);
 std::string npy_encode(const Tensor& tensor);
 
-}  // namespace weft
+} // namespace weft

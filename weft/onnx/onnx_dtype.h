@@ -14,4 +14,4 @@ int dtype_to_onnx(DType t);
 // "FLOAT", "STRING", ...: ONNX's own name of a data type code, for messages.
 std::string onnx_dtype_name(int onnx_type);
 
-}  // namespace weft
+} // namespace weft

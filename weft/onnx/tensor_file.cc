@@ -19,10 +19,11 @@ Result<TensorFileKind> kind_of(const std::string& path) {
   std::string ext = std::filesystem::path(path).extension().string();
   if (ext == ".npy") return TensorFileKind::kNpy;
   if (ext == ".pb") return TensorFileKind::kPb;
-  return Status::error(fmt::format("{}: unknown tensor file type '{}'; expected .npy or .pb", path, ext));
+  return Status::error(
+      fmt::format("{}: unknown tensor file type '{}'; expected .npy or .pb", path, ext));
 }
 
-}  // namespace
+} // namespace
 
 Result<Tensor> read_tensor_file(const std::string& path) {
   WEFT_ASSIGN_OR_RETURN(TensorFileKind kind, kind_of(path));
@@ -52,12 +53,13 @@ Result<Tensor> read_tensor_file(const std::string& path) {
 
 Status write_tensor_file(const std::string& path, const Tensor& tensor, const std::string& name) {
   WEFT_ASSIGN_OR_RETURN(TensorFileKind kind, kind_of(path));
-  std::string bytes = kind == TensorFileKind::kNpy ? npy_encode(tensor)
-                                                   : tensor_to_proto(tensor, name).SerializeAsString();
+  std::string bytes = kind == TensorFileKind::kNpy
+                          ? npy_encode(tensor)
+                          : tensor_to_proto(tensor, name).SerializeAsString();
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (!out) return Status::error(fmt::format("{}: cannot write the file", path));
   return Status();
 }
 
-}  // namespace weft
+} // namespace weft

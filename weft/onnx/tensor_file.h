@@ -12,4 +12,4 @@ Result<Tensor> read_tensor_file(const std::string& path);
 // "name" is stored in .pb files (TensorProto.name); .npy files have no name.
 Status write_tensor_file(const std::string& path, const Tensor& tensor, const std::string& name);
 
-}  // namespace weft
+} // namespace weft

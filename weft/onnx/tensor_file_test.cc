@@ -1,24 +1,24 @@
-#include "weft/onnx/tensor_file.h"
-
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 
 #include <gtest/gtest.h>
 
+#include <onnx/onnx_pb.h>
+
 #include "weft/onnx/npy.h"
+#include "weft/onnx/tensor_file.h"
 
 namespace weft {
 namespace {
 
 namespace fs = std::filesystem;
 
-Tensor sample(DType t) {
-  return Tensor::from_vector<double>(t, {2, 3}, {0, 1, 2, 3, 4, 5});
-}
+Tensor sample(DType t) { return Tensor::from_vector<double>(t, {2, 3}, {0, 1, 2, 3, 4, 5}); }
 
 fs::path temp_file(const std::string& name) {
-  return fs::temp_directory_path() / ("weft_tensor_file_" + std::to_string(::getpid()) + "_" + name);
+  return fs::temp_directory_path() /
+         ("weft_tensor_file_" + std::to_string(::getpid()) + "_" + name);
 }
 
 TEST(TensorFile, PbRoundTripsEveryDtype) {
@@ -38,7 +38,7 @@ TEST(TensorFile, NpyRoundTripsEveryDtype) {
     ASSERT_TRUE(write_tensor_file(p.string(), sample(t), "x").ok());
     Result<Tensor> back = read_tensor_file(p.string());
     ASSERT_TRUE(back.ok()) << back.status().to_string();
-    if (t == DType::kBF16) {  // NumPy has no bfloat16: the bits come back as u16
+    if (t == DType::kBF16) { // NumPy has no bfloat16: the bits come back as u16
       EXPECT_EQ(back->dtype(), DType::kU16);
       EXPECT_EQ(std::memcmp(back->data(), sample(t).data(), back->num_bytes()), 0);
     } else {
@@ -51,7 +51,7 @@ TEST(TensorFile, NpyRoundTripsEveryDtype) {
 TEST(Npy, HeaderIsWhatNumpyWrites) {
   std::string bytes = npy_encode(Tensor(DType::kF32, {2, 3}));
   EXPECT_EQ(bytes.find("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"), 10u);
-  EXPECT_EQ((bytes.size() - 2 * 3 * 4) % 64, 0u);  // data is 64-byte aligned
+  EXPECT_EQ((bytes.size() - 2 * 3 * 4) % 64, 0u); // data is 64-byte aligned
   EXPECT_NE(npy_encode(Tensor(DType::kI64, {5})).find("'shape': (5,)"), std::string::npos);
   EXPECT_NE(npy_encode(Tensor(DType::kBool, {})).find("'descr': '|b1'"), std::string::npos);
 }
@@ -81,6 +81,35 @@ TEST(Npy, RejectsBadFilesClearly) {
   std::string complex = good;
   complex.replace(complex.find("<f4"), 3, "<c8");
   EXPECT_FALSE(npy_decode(complex).ok());
+}
+
+// A few bytes that claim 2^31 elements must fail on the size check, not allocate 8 GiB.
+TEST(TensorFile, HugeClaimedDimsFailBeforeAllocating) {
+  onnx::TensorProto proto;
+  proto.set_data_type(onnx::TensorProto::FLOAT);
+  proto.add_dims(int64_t{1} << 31);
+  proto.set_raw_data(std::string(4, '\0'));
+  fs::path p = temp_file("huge.pb");
+  std::ofstream(p, std::ios::binary) << proto.SerializeAsString();
+  Result<Tensor> t = read_tensor_file(p.string());
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("has 4 bytes of data"), std::string::npos)
+      << t.status().message();
+  proto.clear_raw_data();
+  proto.add_float_data(1.0f);
+  std::ofstream(p, std::ios::binary | std::ios::trunc) << proto.SerializeAsString();
+  EXPECT_FALSE(read_tensor_file(p.string()).ok());
+  fs::remove(p);
+
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2147483648,), }\n";
+  std::string npy = std::string("\x93NUMPY\x01\x00", 8);
+  npy += static_cast<char>(header.size());
+  npy += '\0';
+  npy += header + std::string(4, '\0');
+  Result<Tensor> big = npy_decode(npy);
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.status().message().find("holds 4 data bytes"), std::string::npos)
+      << big.status().message();
 }
 
 TEST(TensorFile, UnknownExtensionAndMissingFile) {
@@ -123,5 +152,5 @@ TEST(TensorFile, ReadsOnnxTestData) {
   }
 }
 
-}  // namespace
-}  // namespace weft
+} // namespace
+} // namespace weft

@@ -24,19 +24,35 @@ Status copy_field(const P& proto, const Field& field, Tensor& out, Set set) {
     return tensor_error(proto, fmt::format("holds {} elements, its dims need {}", field.size(),
                                            out.num_elements()));
   }
-  for (int64_t i = 0; i < out.num_elements(); ++i) set(i, field.Get(static_cast<int>(i)));
+  for (int64_t i = 0; i < out.num_elements(); ++i)
+    set(i, field.Get(static_cast<int>(i)));
   return Status();
+}
+
+// Number of elements in the typed field that holds "dtype" data.
+int64_t typed_field_size(const P& proto, DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return proto.float_data_size();
+    case DType::kF64: return proto.double_data_size();
+    case DType::kI64: return proto.int64_data_size();
+    case DType::kU32:
+    case DType::kU64: return proto.uint64_data_size();
+    default: return proto.int32_data_size();
+  }
 }
 
 Status read_typed_fields(const P& proto, Tensor& out) {
   DType t = out.dtype();
   switch (t) {
     case DType::kF32:
-      return copy_field(proto, proto.float_data(), out, [&](int64_t i, float v) { out.set_double(i, v); });
+      return copy_field(proto, proto.float_data(), out,
+                        [&](int64_t i, float v) { out.set_double(i, v); });
     case DType::kF64:
-      return copy_field(proto, proto.double_data(), out, [&](int64_t i, double v) { out.set_double(i, v); });
+      return copy_field(proto, proto.double_data(), out,
+                        [&](int64_t i, double v) { out.set_double(i, v); });
     case DType::kI64:
-      return copy_field(proto, proto.int64_data(), out, [&](int64_t i, int64_t v) { out.set_int64(i, v); });
+      return copy_field(proto, proto.int64_data(), out,
+                        [&](int64_t i, int64_t v) { out.set_int64(i, v); });
     case DType::kU32:
     case DType::kU64:
       return copy_field(proto, proto.uint64_data(), out,
@@ -49,8 +65,9 @@ Status read_typed_fields(const P& proto, Tensor& out) {
         uint16_t bits = static_cast<uint16_t>(v);
         std::memcpy(out.data() + i * 2, &bits, 2);
       });
-    default:  // i8, i16, i32, u8, bool
-      return copy_field(proto, proto.int32_data(), out, [&](int64_t i, int32_t v) { out.set_int64(i, v); });
+    default: // i8, i16, i32, u8, bool
+      return copy_field(proto, proto.int32_data(), out,
+                        [&](int64_t i, int32_t v) { out.set_int64(i, v); });
   }
 }
 
@@ -70,11 +87,13 @@ Result<std::string> read_external(const P& proto, const std::string& base_dir, s
   if (location.empty() || rel.is_absolute() ||
       std::find(rel.begin(), rel.end(), "..") != rel.end()) {
     return tensor_error(proto, fmt::format("external data location '{}' must be a relative path "
-                                           "inside the model's directory", location));
+                                           "inside the model's directory",
+                                           location));
   }
   std::filesystem::path path = std::filesystem::path(base_dir) / rel;
   std::ifstream in(path, std::ios::binary);
-  if (!in) return tensor_error(proto, fmt::format("cannot open external data file {}", path.string()));
+  if (!in)
+    return tensor_error(proto, fmt::format("cannot open external data file {}", path.string()));
   in.seekg(0, std::ios::end);
   int64_t size = in.tellg();
   if (length < 0) length = static_cast<int64_t>(expected);
@@ -89,37 +108,43 @@ Result<std::string> read_external(const P& proto, const std::string& base_dir, s
   return bytes;
 }
 
-}  // namespace
+} // namespace
 
 Result<Tensor> tensor_from_proto(const P& proto, const std::string& base_dir) {
   std::optional<DType> dtype = dtype_from_onnx(proto.data_type());
   if (!dtype) {
-    return tensor_error(proto, fmt::format("data type {} is not supported",
-                                           onnx_dtype_name(proto.data_type())));
+    return tensor_error(
+        proto, fmt::format("data type {} is not supported", onnx_dtype_name(proto.data_type())));
   }
   if (proto.has_segment()) return tensor_error(proto, "segmented tensors are not supported");
   std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
   int64_t count = 0;
   if (!dims_are_allocatable(*dtype, dims, &count)) {
-    return tensor_error(proto, fmt::format("dims [{}] are negative or too large",
-                                           fmt::join(dims, ",")));
+    return tensor_error(proto,
+                        fmt::format("dims [{}] are negative or too large", fmt::join(dims, ",")));
   }
-  Tensor out(*dtype, dims);
+  size_t num_bytes = static_cast<size_t>(count) * static_cast<size_t>(dtype_size(*dtype));
+  // Sizes are checked before anything is allocated: a small file may claim huge dims.
   const std::string* raw = nullptr;
   std::string external;
   if (proto.data_location() == P::EXTERNAL) {
-    WEFT_ASSIGN_OR_RETURN(external, read_external(proto, base_dir, out.num_bytes()));
+    WEFT_ASSIGN_OR_RETURN(external, read_external(proto, base_dir, num_bytes));
     raw = &external;
   } else if (proto.has_raw_data()) {
     raw = &proto.raw_data();
   }
+  if (raw && raw->size() != num_bytes) {
+    return tensor_error(proto, fmt::format("has {} bytes of data, its dims need {}", raw->size(),
+                                           num_bytes));
+  }
+  if (!raw && typed_field_size(proto, *dtype) != count) {
+    return tensor_error(proto, fmt::format("holds {} elements, its dims need {}",
+                                           typed_field_size(proto, *dtype), count));
+  }
+  Tensor out(*dtype, dims);
   if (!raw) {
     WEFT_RETURN_IF_ERROR(read_typed_fields(proto, out));
     return out;
-  }
-  if (raw->size() != out.num_bytes()) {
-    return tensor_error(proto, fmt::format("has {} bytes of data, its dims need {}", raw->size(),
-                                           out.num_bytes()));
   }
   std::memcpy(out.data(), raw->data(), raw->size());
   return out;
@@ -129,9 +154,10 @@ P tensor_to_proto(const Tensor& tensor, const std::string& name) {
   P proto;
   proto.set_name(name);
   proto.set_data_type(dtype_to_onnx(tensor.dtype()));
-  for (int64_t d : tensor.dims()) proto.add_dims(d);
+  for (int64_t d : tensor.dims())
+    proto.add_dims(d);
   proto.set_raw_data(reinterpret_cast<const char*>(tensor.data()), tensor.num_bytes());
   return proto;
 }
 
-}  // namespace weft
+} // namespace weft

@@ -21,4 +21,4 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const std::stri
 // A TensorProto with raw_data.
 onnx::TensorProto tensor_to_proto(const Tensor& tensor, const std::string& name);
 
-}  // namespace weft
+} // namespace weft

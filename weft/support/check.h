@@ -5,11 +5,11 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define WEFT_CHECK(cond, what)                                                            \
-  do {                                                                                    \
-    if (!(cond)) {                                                                        \
-      std::fprintf(stderr, "internal error: %s:%d: check failed: %s (%s)\n", __FILE__,    \
-                   __LINE__, #cond, what);                                                \
-      std::abort();                                                                       \
-    }                                                                                     \
+#define WEFT_CHECK(cond, what)                                                                     \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      std::fprintf(stderr, "internal error: %s:%d: check failed: %s (%s)\n", __FILE__, __LINE__,   \
+                   #cond, what);                                                                   \
+      std::abort();                                                                                \
+    }                                                                                              \
   } while (0)

@@ -6,8 +6,8 @@
 namespace weft {
 
 float half_to_float(uint16_t bits);
-uint16_t float_to_half(float value);  // round to nearest even; NaN stays NaN
+uint16_t float_to_half(float value); // round to nearest even; NaN stays NaN
 float bf16_to_float(uint16_t bits);
-uint16_t float_to_bf16(float value);  // round to nearest even; NaN stays NaN
+uint16_t float_to_bf16(float value); // round to nearest even; NaN stays NaN
 
-}  // namespace weft
+} // namespace weft

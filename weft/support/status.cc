@@ -36,4 +36,4 @@ Status Status::with_location(const Location& where) const {
   return Status(prefix + ": " + *message_);
 }
 
-}  // namespace weft
+} // namespace weft

@@ -15,17 +15,17 @@ namespace weft {
 // Where a diagnostic points. Empty fields are left out of the message.
 struct Location {
   std::string file;
-  std::string node;     // node name
-  std::string op_type;  // e.g. "Conv"
-  int opset = 0;        // opset of the node's domain; 0 when unknown
+  std::string node;    // node name
+  std::string op_type; // e.g. "Conv"
+  int opset = 0;       // opset of the node's domain; 0 when unknown
 
   // "FILE: node 'conv_3' (Conv, opset 13)".
   std::string to_string() const;
 };
 
 class [[nodiscard]] Status {
- public:
-  Status() = default;  // ok
+public:
+  Status() = default; // ok
 
   static Status error(std::string message) { return Status(std::move(message)); }
   static Status error(const Location& where, const std::string& message);
@@ -39,16 +39,15 @@ class [[nodiscard]] Status {
   // Prefixes the message with the location, unless it is already there.
   Status with_location(const Location& where) const;
 
- private:
+private:
   explicit Status(std::string message) : message_(std::move(message)) {}
   std::optional<std::string> message_;
 };
 
-template <typename T>
-class [[nodiscard]] Result {
- public:
-  Result(T value) : state_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
-  Result(Status status) : state_(std::move(status)) {}  // NOLINT(google-explicit-constructor)
+template <typename T> class [[nodiscard]] Result {
+public:
+  Result(T value) : state_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
+  Result(Status status) : state_(std::move(status)) {} // NOLINT(google-explicit-constructor)
 
   bool ok() const { return std::holds_alternative<T>(state_); }
   const Status& status() const {
@@ -62,25 +61,25 @@ class [[nodiscard]] Result {
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
 
- private:
+private:
   std::variant<T, Status> state_;
 };
 
-}  // namespace weft
+} // namespace weft
 
 // Returns early from the enclosing function when "expr" yields a failed Status.
-#define WEFT_RETURN_IF_ERROR(expr)        \
-  do {                                    \
-    ::weft::Status weft_status_ = (expr); \
-    if (!weft_status_.ok()) return weft_status_; \
+#define WEFT_RETURN_IF_ERROR(expr)                                                                 \
+  do {                                                                                             \
+    ::weft::Status weft_status_ = (expr);                                                          \
+    if (!weft_status_.ok()) return weft_status_;                                                   \
   } while (0)
 
 #define WEFT_CONCAT_INNER(a, b) a##b
 #define WEFT_CONCAT(a, b) WEFT_CONCAT_INNER(a, b)
 // Declares "lhs" from a Result, returning its Status early when it failed.
-#define WEFT_ASSIGN_OR_RETURN(lhs, expr) \
+#define WEFT_ASSIGN_OR_RETURN(lhs, expr)                                                           \
   WEFT_ASSIGN_OR_RETURN_IMPL(WEFT_CONCAT(weft_result_, __LINE__), lhs, expr)
-#define WEFT_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
-  auto tmp = (expr);                               \
-  if (!tmp.ok()) return tmp.status();              \
+#define WEFT_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr)                                                 \
+  auto tmp = (expr);                                                                               \
+  if (!tmp.ok()) return tmp.status();                                                              \
   lhs = std::move(tmp).value()

@@ -1,6 +1,6 @@
-#include "weft/support/status.h"
-
 #include <gtest/gtest.h>
+
+#include "weft/support/status.h"
 
 namespace weft {
 namespace {
@@ -14,7 +14,8 @@ TEST(Status, OkHasNoMessage) {
 
 TEST(Status, LocationNamesFileNodeOpAndOpset) {
   Status s = Status::error({"m.onnx", "conv_3", "Conv", 13}, "input W has rank 3, expected 4");
-  EXPECT_EQ(s.to_string(), "error: m.onnx: node 'conv_3' (Conv, opset 13): input W has rank 3, expected 4");
+  EXPECT_EQ(s.to_string(),
+            "error: m.onnx: node 'conv_3' (Conv, opset 13): input W has rank 3, expected 4");
 }
 
 TEST(Status, WithLocationPrefixesOnce) {
@@ -38,5 +39,5 @@ TEST(Result, PropagatesErrors) {
   EXPECT_EQ(quarter(6).status().message(), "odd");
 }
 
-}  // namespace
-}  // namespace weft
+} // namespace
+} // namespace weft

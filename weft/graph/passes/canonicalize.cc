@@ -59,21 +59,22 @@ void canonicalize_legacy_broadcast(Graph& graph, Node& node) {
   std::optional<int64_t> rank_a = rank_of(node.inputs[0]);
   std::optional<int64_t> rank_b = rank_of(b);
   if (axis) {
-    if (!rank_a || !rank_b) return;  // cannot align yet; leave the legacy form
+    if (!rank_a || !rank_b) return; // cannot align yet; leave the legacy form
     int64_t trailing = *rank_a - (*axis < 0 ? *axis + *rank_a : *axis) - *rank_b;
     if (trailing > 0) {
       Ints new_axes(static_cast<size_t>(trailing));
       std::iota(new_axes.begin(), new_axes.end(), *rank_b);
       Shape shape = *b->type.shape;
       shape.resize(shape.size() + static_cast<size_t>(trailing), Dim(1));
-      if (b->is_constant()) {  // align the data itself; no node needed
+      if (b->is_constant()) { // align the data itself; no node needed
         Tensor t(b->constant->dtype(), shape_static_dims(shape));
         std::memcpy(t.data(), b->constant->data(), t.num_bytes());
         node.inputs[1] = graph.add_constant(graph.unique_name(b->name + "_aligned"), std::move(t));
         node.attrs = NoAttrs{};
         return;
       }
-      Value* aligned = graph.add_value(graph.unique_name(b->name + "_aligned"), {b->type.dtype, shape});
+      Value* aligned =
+          graph.add_value(graph.unique_name(b->name + "_aligned"), {b->type.dtype, shape});
       Node unsqueeze;
       unsqueeze.name = graph.unique_node_name(node.name + "_align");
       unsqueeze.op_type = "Unsqueeze";
@@ -93,7 +94,7 @@ void canonicalize_reduce(Node& node) {
   auto& a = node.attrs_as<ReduceAttrs>();
   if (!a.axes && node.input(1)) {
     std::optional<Ints> axes = constant_ints(node.input(1));
-    if (!axes) return;  // axes known only at run time
+    if (!axes) return; // axes known only at run time
     a.axes = *axes;
   }
   drop_inputs_from(node, 1);
@@ -163,14 +164,15 @@ void canonicalize_slice(Node& node) {
   }
   if (!a.steps) a.steps = Ints(a.starts->size(), 1);
   if (auto rank = rank_of(node.inputs[0])) {
-    for (int64_t& axis : *a.axes) normalize_axis_in_place(axis, rank);
+    for (int64_t& axis : *a.axes)
+      normalize_axis_in_place(axis, rank);
   }
 }
 
 void canonicalize_pad(Node& node) {
   auto& a = node.attrs_as<PadAttrs>();
   if (a.pads || node.inputs.size() < 2 || !trailing_inputs_constant(node, 1)) return;
-  if (node.input(3)) return;  // opset 18 axes input: not in Weft's opset window
+  if (node.input(3)) return; // opset 18 axes input: not in Weft's opset window
   a.pads = constant_ints(node.input(1));
   if (!a.pads) return;
   if (const Value* v = node.input(2)) a.value = static_cast<float>(v->constant->get_double(0));
@@ -220,15 +222,17 @@ void canonicalize_node(Graph& graph, Node& node) {
   }
 }
 
-}  // namespace
+} // namespace
 
 Status canonicalize(Graph& graph) {
   // Collect first: legacy broadcasting inserts nodes.
   std::vector<Node*> nodes;
-  for (const auto& n : graph.nodes()) nodes.push_back(n.get());
-  for (Node* node : nodes) canonicalize_node(graph, *node);
+  for (const auto& n : graph.nodes())
+    nodes.push_back(n.get());
+  for (Node* node : nodes)
+    canonicalize_node(graph, *node);
   // Inputs dropped above may leave constants unused; they go with the next dead-code pass.
   return Status();
 }
 
-}  // namespace weft
+} // namespace weft

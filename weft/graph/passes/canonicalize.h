@@ -20,4 +20,4 @@ namespace weft {
 
 Status canonicalize(Graph& graph);
 
-}  // namespace weft
+} // namespace weft

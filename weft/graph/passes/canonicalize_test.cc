@@ -1,8 +1,7 @@
-#include "weft/graph/passes/canonicalize.h"
-
 #include <gtest/gtest.h>
 
 #include "tests/testing/onnx_text.h"
+#include "weft/graph/passes/canonicalize.h"
 #include "weft/graph/passes/eliminate_dead_code.h"
 #include "weft/graph/passes/fold_constants.h"
 #include "weft/graph/verify_graph.h"
@@ -74,7 +73,8 @@ TEST(Canonicalize, LegacyBroadcastAlignsAtAxis) {
 }
 
 TEST(Canonicalize, ClipSliceAndSqueezeInputsBecomeAttributes) {
-  EXPECT_EQ(canonical(R"(
+  EXPECT_EQ(
+      canonical(R"(
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[4, 1, 6] x) => (float[4, 3] y) {
       lo = Constant <value = float {0}> ()
@@ -88,11 +88,11 @@ TEST(Canonicalize, ClipSliceAndSqueezeInputsBecomeAttributes) {
       steps = Constant <value = int64[1] {2}> ()
       y = Slice(s, starts, ends, sl_axes, steps)
     })"),
-            "  input %x: f32[4,1,6]\n"
-            "  node Clip_2: %c: f32[4,1,6] = Clip(%x) {min=0, max=6}\n"
-            "  node Squeeze_4: %s: f32[4,6] = Squeeze(%c) {axes=[1]}\n"
-            "  node Slice_9: %y: f32[4,3] = Slice(%s) {starts=[1], ends=[100], axes=[1], steps=[2]}\n"
-            "  output %y: f32[4,3]\n");
+      "  input %x: f32[4,1,6]\n"
+      "  node Clip_2: %c: f32[4,1,6] = Clip(%x) {min=0, max=6}\n"
+      "  node Squeeze_4: %s: f32[4,6] = Squeeze(%c) {axes=[1]}\n"
+      "  node Slice_9: %y: f32[4,3] = Slice(%s) {starts=[1], ends=[100], axes=[1], steps=[2]}\n"
+      "  output %y: f32[4,3]\n");
 }
 
 TEST(Canonicalize, ReshapeTargetIsSpelledOut) {
@@ -116,5 +116,5 @@ TEST(Canonicalize, NothingToDo) {
   EXPECT_EQ(canonical(model), print_body(graph_from_text(model)));
 }
 
-}  // namespace
-}  // namespace weft
+} // namespace
+} // namespace weft

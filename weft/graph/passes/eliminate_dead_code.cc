@@ -12,7 +12,8 @@ Status eliminate_dead_code(Graph& graph) {
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     const Node& node = **it;
     bool used = false;
-    for (const Value* out : node.outputs) used = used || (out && live.contains(out));
+    for (const Value* out : node.outputs)
+      used = used || (out && live.contains(out));
     if (!used) {
       dead.insert(&node);
       continue;
@@ -26,4 +27,4 @@ Status eliminate_dead_code(Graph& graph) {
   return Status();
 }
 
-}  // namespace weft
+} // namespace weft

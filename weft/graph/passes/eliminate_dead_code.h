@@ -13,4 +13,4 @@ namespace weft {
 
 Status eliminate_dead_code(Graph& graph);
 
-}  // namespace weft
+} // namespace weft

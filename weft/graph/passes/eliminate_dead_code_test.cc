@@ -1,8 +1,7 @@
-#include "weft/graph/passes/eliminate_dead_code.h"
-
 #include <gtest/gtest.h>
 
 #include "tests/testing/onnx_text.h"
+#include "weft/graph/passes/eliminate_dead_code.h"
 #include "weft/graph/verify_graph.h"
 
 namespace weft {
@@ -21,11 +20,10 @@ TEST(EliminateDeadCode, RemovesUnusedNodesAndConstants) {
     })");
   ASSERT_OK(eliminate_dead_code(g));
   ASSERT_OK(verify_graph(g, "eliminate_dead_code"));
-  EXPECT_EQ(print_body(g),
-            "  input %x: f32[4]\n"
-            "  input %unused_input: f32[4]\n"
-            "  node Relu_2: %y: f32[4] = Relu(%x)\n"
-            "  output %y: f32[4]\n");
+  EXPECT_EQ(print_body(g), "  input %x: f32[4]\n"
+                           "  input %unused_input: f32[4]\n"
+                           "  node Relu_2: %y: f32[4] = Relu(%x)\n"
+                           "  output %y: f32[4]\n");
 }
 
 TEST(EliminateDeadCode, KeepsNodesWithSomeOutputUsed) {
@@ -35,10 +33,9 @@ TEST(EliminateDeadCode, KeepsNodesWithSomeOutputUsed) {
       a, b = Split <axis = 0> (x)
     })");
   ASSERT_OK(eliminate_dead_code(g));
-  EXPECT_EQ(print_body(g),
-            "  input %x: f32[4]\n"
-            "  node Split_0: %a: f32[2], %b: f32[2] = Split(%x) {axis=0}\n"
-            "  output %a: f32[2]\n");
+  EXPECT_EQ(print_body(g), "  input %x: f32[4]\n"
+                           "  node Split_0: %a: f32[2], %b: f32[2] = Split(%x) {axis=0}\n"
+                           "  output %a: f32[2]\n");
 }
 
 TEST(EliminateDeadCode, NothingToDo) {
@@ -52,5 +49,5 @@ TEST(EliminateDeadCode, NothingToDo) {
   EXPECT_EQ(print_body(g), before);
 }
 
-}  // namespace
-}  // namespace weft
+} // namespace
+} // namespace weft

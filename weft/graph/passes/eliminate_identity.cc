@@ -8,7 +8,7 @@ namespace weft {
 namespace {
 
 bool is_inference_dropout(const Node& node) {
-  if (node.outputs.size() > 1 && node.outputs[1]) return false;  // the mask is used
+  if (node.outputs.size() > 1 && node.outputs[1]) return false; // the mask is used
   const Value* training = node.input(2);
   if (!training) return true;
   return training->is_constant() && training->constant->get_int64(0) == 0;
@@ -20,7 +20,7 @@ bool same_static_type(const Node& node) {
   return in.has_static_shape() && in == out;
 }
 
-}  // namespace
+} // namespace
 
 bool is_identity(const Node& node) {
   const std::string& op = node.op_type;
@@ -39,7 +39,7 @@ bool is_identity(const Node& node) {
 
 Status eliminate_identity(Graph& graph) {
   std::unordered_set<const Node*> removed;
-  std::unordered_map<Value*, std::string> renames;  // forwarded value -> graph output name
+  std::unordered_map<Value*, std::string> renames; // forwarded value -> graph output name
   for (const auto& owned : graph.nodes()) {
     Node& node = *owned;
     if (!is_identity(node)) continue;
@@ -54,8 +54,9 @@ Status eliminate_identity(Graph& graph) {
     removed.insert(&node);
   }
   graph.remove_nodes_if([&](const Node& n) { return removed.contains(&n); });
-  for (auto& [value, name] : renames) graph.rename_value(value, name);
+  for (auto& [value, name] : renames)
+    graph.rename_value(value, name);
   return Status();
 }
 
-}  // namespace weft
+} // namespace weft

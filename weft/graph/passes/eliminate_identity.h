@@ -21,4 +21,4 @@ Status eliminate_identity(Graph& graph);
 // Does "node" forward its first input unchanged?
 bool is_identity(const Node& node);
 
-}  // namespace weft
+} // namespace weft

@@ -1,8 +1,7 @@
-#include "weft/graph/passes/eliminate_identity.h"
-
 #include <gtest/gtest.h>
 
 #include "tests/testing/onnx_text.h"
+#include "weft/graph/passes/eliminate_identity.h"
 #include "weft/graph/verify_graph.h"
 
 namespace weft {
@@ -74,5 +73,5 @@ TEST(EliminateIdentity, NothingToDo) {
   EXPECT_EQ(eliminate(model), print_body(graph_from_text(model)));
 }
 
-}  // namespace
-}  // namespace weft
+} // namespace
+} // namespace weft

@@ -45,7 +45,7 @@ bool outputs_foldable(Node& node) {
   return true;
 }
 
-}  // namespace
+} // namespace
 
 Status fold_constants(Graph& graph) {
   std::unordered_set<const Node*> folded;
@@ -56,7 +56,7 @@ Status fold_constants(Graph& graph) {
     if (!outputs.ok()) {
       return outputs.status().with_location({graph.source, node.name, node.op_type, node.opset});
     }
-    if (outputs->empty()) continue;  // this form of the op is not folded
+    if (outputs->empty()) continue; // this form of the op is not folded
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       if (node.outputs[i]) graph.make_constant(node.outputs[i], std::move((*outputs)[i]));
     }
@@ -66,4 +66,4 @@ Status fold_constants(Graph& graph) {
   return Status();
 }
 
-}  // namespace weft
+} // namespace weft

@@ -18,4 +18,4 @@ inline constexpr int64_t kMaxFoldedElements = int64_t{1} << 16;
 
 Status fold_constants(Graph& graph);
 
-}  // namespace weft
+} // namespace weft

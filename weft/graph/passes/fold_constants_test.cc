@@ -1,8 +1,7 @@
-#include "weft/graph/passes/fold_constants.h"
-
 #include <gtest/gtest.h>
 
 #include "tests/testing/onnx_text.h"
+#include "weft/graph/passes/fold_constants.h"
 #include "weft/graph/verify_graph.h"
 
 namespace weft {
@@ -90,7 +89,8 @@ TEST(FoldConstants, OutOfRangeGatherIsAnErrorNamingTheNode) {
     })");
   Status s = fold_constants(g);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("(Gather, opset 13): Gather index 5 is out of range"), std::string::npos)
+  EXPECT_NE(s.message().find("(Gather, opset 13): Gather index 5 is out of range"),
+            std::string::npos)
       << s.message();
 }
 
@@ -104,5 +104,5 @@ TEST(FoldConstants, NothingToDo) {
   EXPECT_EQ(fold(model), print_body(before));
 }
 
-}  // namespace
-}  // namespace weft
+} // namespace
+} // namespace weft

@@ -31,10 +31,11 @@ Status infer_shapes(Graph& graph) {
       return inferred.status().with_location({graph.source, node.name, node.op_type, node.opset});
     }
     for (size_t i = 0; i < node.outputs.size() && i < inferred->size(); ++i) {
-      if (node.outputs[i]) node.outputs[i]->type = refine_type(node.outputs[i]->type, (*inferred)[i]);
+      if (node.outputs[i])
+        node.outputs[i]->type = refine_type(node.outputs[i]->type, (*inferred)[i]);
     }
   }
   return Status();
 }
 
-}  // namespace weft
+} // namespace weft

@@ -20,4 +20,4 @@ Status infer_shapes(Graph& graph);
 // "stored" with every dim that "inferred" determines and "stored" does not.
 TensorType refine_type(const TensorType& stored, const TensorType& inferred);
 
-}  // namespace weft
+} // namespace weft

@@ -1,8 +1,7 @@
-#include "weft/graph/passes/infer_shapes.h"
-
 #include <gtest/gtest.h>
 
 #include "tests/testing/onnx_text.h"
+#include "weft/graph/passes/infer_shapes.h"
 #include "weft/graph/verify_graph.h"
 
 namespace weft {
@@ -16,7 +15,8 @@ TEST(RefineType, TakesStaticDimsOnly) {
   TensorType inferred{DType::kF32, Shape{4, Dim::unknown()}};
   EXPECT_EQ(refine_type(stored, inferred).to_string(), "f32[4,b]");
   EXPECT_EQ(refine_type({DType::kF32, std::nullopt}, inferred).to_string(), "f32[?]");
-  EXPECT_EQ(refine_type({DType::kF32, std::nullopt}, {DType::kF32, Shape{2}}).to_string(), "f32[2]");
+  EXPECT_EQ(refine_type({DType::kF32, std::nullopt}, {DType::kF32, Shape{2}}).to_string(),
+            "f32[2]");
 }
 
 TEST(InferShapes, ConstantTargetMakesReshapeStatic) {
@@ -42,5 +42,5 @@ TEST(InferShapes, NothingToDo) {
   EXPECT_EQ(print_body(g), before);
 }
 
-}  // namespace
-}  // namespace weft
+} // namespace
+} // namespace weft
