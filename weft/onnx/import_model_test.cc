@@ -145,6 +145,18 @@ TEST(Import, UnknownDomainsAreRefused) {
       << g.status().message();
 }
 
+// libonnx 1.12's LayerNormalization inference reads out of bounds on this (fuzzer-found).
+TEST(Import, LayerNormAxisOutOfRangeIsAnErrorNotACrash) {
+  Result<Graph> g = import_text(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[3] x, float[3] w) => (float[3] y) {
+      y = LayerNormalization <axis = -2> (x, w)
+    })");
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("axis -2 is out of range for input rank 1"), std::string::npos)
+      << g.status().message();
+}
+
 TEST(Import, AttributeErrorsNameTheNode) {
   Result<Graph> g = import_text(R"(
     <ir_version: 8, opset_import: ["" : 13]>

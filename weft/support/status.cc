@@ -17,6 +17,20 @@ std::string Location::to_string() const {
   return out;
 }
 
+Status::Status(std::string message) {
+  std::string out;
+  out.reserve(message.size());
+  for (char c : message) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      out += fmt::format("\\x{:02x}", u);
+    } else {
+      out += c;
+    }
+  }
+  message_ = std::move(out);
+}
+
 Status Status::error(const Location& where, const std::string& message) {
   std::string prefix = where.to_string();
   return Status(prefix.empty() ? message : prefix + ": " + message);

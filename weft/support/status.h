@@ -40,7 +40,9 @@ public:
   Status with_location(const Location& where) const;
 
 private:
-  explicit Status(std::string message) : message_(std::move(message)) {}
+  // Control characters (from names inside a model, say) are escaped as \xNN, so that a
+  // diagnostic is always one line.
+  explicit Status(std::string message);
   std::optional<std::string> message_;
 };
 

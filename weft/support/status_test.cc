@@ -24,6 +24,11 @@ TEST(Status, WithLocationPrefixesOnce) {
   EXPECT_EQ(s.message(), "m.onnx: node 'n' (Add, opset 7): bad");
 }
 
+TEST(Status, MessagesAreOneLine) {
+  Status s = Status::error("op 'A\nB\tC' is odd");
+  EXPECT_EQ(s.message(), "op 'A\\x0aB\\x09C' is odd");
+}
+
 Result<int> half(int x) {
   if (x % 2) return Status::error("odd");
   return x / 2;
