@@ -77,6 +77,15 @@ Value* Graph::find_value(const std::string& name) const {
   return it == value_by_name_.end() ? nullptr : it->second;
 }
 
+Dim Graph::fresh_symbol() {
+  std::string name;
+  do {
+    name = "unk" + std::to_string(next_symbol_++);
+  } while (symbols_.contains(name));
+  symbols_.insert(name);
+  return Dim::symbol(name);
+}
+
 void Graph::replace_all_uses(Value* from, Value* to) {
   for (auto& node : nodes_) {
     std::replace(node->inputs.begin(), node->inputs.end(), from, to);

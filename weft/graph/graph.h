@@ -79,6 +79,11 @@ public:
   std::string unique_node_name(const std::string& base);
   Value* find_value(const std::string& name) const;
 
+  // Symbolic dims. Every symbol of the model is noted at import, so that a fresh one
+  // ("unk0", "unk1", ...) never equals a dim it is unrelated to.
+  void note_symbol(const std::string& name) { symbols_.insert(name); }
+  Dim fresh_symbol();
+
   const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }
   const std::vector<std::unique_ptr<Value>>& values() const { return values_; }
 
@@ -112,6 +117,8 @@ private:
   std::unordered_set<std::string> names_; // of values
   std::unordered_set<std::string> node_names_;
   std::unordered_map<std::string, Value*> value_by_name_;
+  std::unordered_set<std::string> symbols_;
+  int next_symbol_ = 0;
 };
 
 } // namespace weft

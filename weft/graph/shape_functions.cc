@@ -564,7 +564,16 @@ TypesOrError infer_slice(const Node& node) {
   std::optional<Ints> steps = from_inputs ? constant_ints(node.input(4)) : a.steps;
   if ((from_inputs && node.input(3) && !axes) || (from_inputs && node.input(4) && !steps) ||
       !starts || !ends) {
-    return one({x.dtype, unknown_shape(x.shape->size())});
+    // Bounds known only at run time: the sliced axes are unknown, the others unchanged.
+    Shape out = unknown_shape(x.shape->size());
+    if (axes) {
+      out = *x.shape;
+      for (int64_t sliced : *axes) {
+        WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(sliced, rank));
+        out[static_cast<size_t>(axis)] = Dim::unknown();
+      }
+    }
+    return one({x.dtype, out});
   }
   if (!axes) {
     axes = Ints(starts->size());

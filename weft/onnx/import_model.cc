@@ -13,6 +13,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "weft/graph/op_table.h"
+#include "weft/graph/passes/infer_shapes.h"
 #include "weft/graph/verify_graph.h"
 #include "weft/onnx/attr_reader.h"
 #include "weft/onnx/onnx_dtype.h"
@@ -195,6 +196,7 @@ public:
 
   Result<Graph> build() {
     const onnx::GraphProto& g = model_.graph();
+    note_symbols(g);
     for (const auto& vi : g.value_info())
       types_[vi.name()] = &vi.type();
     for (const auto& vi : g.output())
@@ -211,7 +213,7 @@ public:
       // Before IR 4 initializers are also listed as inputs; they stay constants.
       if (graph_.find_value(in.name())) continue;
       WEFT_ASSIGN_OR_RETURN(TensorType type, tensor_type(in.name(), in.type()));
-      graph_.inputs.push_back(graph_.add_value(in.name(), type));
+      graph_.inputs.push_back(graph_.add_value(in.name(), with_fresh_symbols(type)));
     }
     for (int i = 0; i < g.node_size(); ++i)
       WEFT_RETURN_IF_ERROR(add_node(g.node(i), i));
@@ -227,6 +229,18 @@ public:
 private:
   Status fail(const std::string& message) const {
     return Status::error(fmt::format("{}: {}", name_, message));
+  }
+
+  // Notes every dim_param of the model, before any fresh symbol is made.
+  void note_symbols(const onnx::GraphProto& g) {
+    for (const auto* infos : {&g.input(), &g.output(), &g.value_info()}) {
+      for (const auto& vi : *infos) {
+        if (!vi.type().has_tensor_type()) continue;
+        for (const auto& d : vi.type().tensor_type().shape().dim()) {
+          if (d.has_dim_param()) graph_.note_symbol(d.dim_param());
+        }
+      }
+    }
   }
 
   Result<TensorType> tensor_type(const std::string& value, const onnx::TypeProto& type) {
@@ -250,11 +264,28 @@ private:
         } else if (d.has_dim_param() && !d.dim_param().empty()) {
           out.shape->push_back(Dim::symbol(d.dim_param()));
         } else {
-          out.shape->push_back(Dim::symbol(fmt::format("unk{}", unknown_dims_++)));
+          out.shape->push_back(Dim::unknown());  // see with_fresh_symbols
         }
       }
     }
     return out;
+  }
+
+  // "type" with its unknown dims filled from "inferred" where that knows them, and the rest
+  // made fresh symbols.
+  TensorType with_fresh_symbols(TensorType type, const TensorType* inferred = nullptr) {
+    if (!type.shape) return type;
+    bool same_rank = inferred && inferred->shape && inferred->shape->size() == type.shape->size();
+    for (size_t i = 0; i < type.shape->size(); ++i) {
+      Dim& d = (*type.shape)[i];
+      if (!d.is_unknown()) continue;
+      if (same_rank && !(*inferred->shape)[i].is_unknown()) {
+        d = (*inferred->shape)[i];
+      } else {
+        d = graph_.fresh_symbol();
+      }
+    }
+    return type;
   }
 
   Status add_node(const onnx::NodeProto& proto, int index) {
@@ -301,18 +332,16 @@ private:
       if (it != types_.end() && it->second->has_tensor_type() &&
           it->second->tensor_type().elem_type() != 0) {
         WEFT_ASSIGN_OR_RETURN(type, tensor_type(out, *it->second));
-        if (static_cast<size_t>(i) < fallback.size() &&
-            !types_agree(type, fallback[static_cast<size_t>(i)])) {
+        const TensorType* inferred =
+            static_cast<size_t>(i) < fallback.size() ? &fallback[static_cast<size_t>(i)] : nullptr;
+        if (inferred && !types_agree(type, *inferred)) {
           return Status::error(where, fmt::format("output '{}' is declared {} but the op gives {}",
-                                                  out, type.to_string(),
-                                                  fallback[static_cast<size_t>(i)].to_string()));
+                                                  out, type.to_string(), inferred->to_string()));
         }
+        type = with_fresh_symbols(std::move(type), inferred);
       } else if (static_cast<size_t>(i) < fallback.size()) {
-        type = fallback[static_cast<size_t>(i)];
-        if (type.shape && std::any_of(type.shape->begin(), type.shape->end(),
-                                      [](const Dim& d) { return d.is_unknown(); })) {
-          type.shape.reset();
-        }
+        const TensorType& inferred = fallback[static_cast<size_t>(i)];
+        type = refine_type({inferred.dtype, std::nullopt}, inferred, graph_);
       } else {
         return Status::error(where, fmt::format("cannot infer the type of output '{}'", out));
       }
@@ -327,7 +356,6 @@ private:
   std::string base_dir_;
   Graph graph_;
   std::unordered_map<std::string, const onnx::TypeProto*> types_;
-  int unknown_dims_ = 0;
 };
 
 Result<Graph> import_parsed(onnx::ModelProto& model, const std::string& path,

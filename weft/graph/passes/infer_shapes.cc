@@ -4,13 +4,14 @@
 
 namespace weft {
 
-TensorType refine_type(const TensorType& stored, const TensorType& inferred) {
+TensorType refine_type(const TensorType& stored, const TensorType& inferred, Graph& graph) {
   if (!inferred.shape) return stored;
   if (!stored.shape) {
-    for (const Dim& d : *inferred.shape) {
-      if (d.is_unknown()) return stored;
+    Shape shape = *inferred.shape;
+    for (Dim& d : shape) {
+      if (d.is_unknown()) d = graph.fresh_symbol();
     }
-    return {stored.dtype, inferred.shape};
+    return {stored.dtype, shape};
   }
   if (stored.shape->size() != inferred.shape->size()) return stored;
   TensorType out = stored;
@@ -32,7 +33,7 @@ Status infer_shapes(Graph& graph) {
     }
     for (size_t i = 0; i < node.outputs.size() && i < inferred->size(); ++i) {
       if (node.outputs[i])
-        node.outputs[i]->type = refine_type(node.outputs[i]->type, (*inferred)[i]);
+        node.outputs[i]->type = refine_type(node.outputs[i]->type, (*inferred)[i], graph);
     }
   }
   return Status();

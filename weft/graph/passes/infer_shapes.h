@@ -6,8 +6,9 @@
 //
 // Requires: a verified graph.
 // Guarantees: a dim becomes static wherever a node's shape function determines it; a
-// missing shape is filled in where the function determines every dim. Fails when a shape
-// function finds the node's inputs contradictory.
+// missing shape is filled in wherever the function determines the rank, with fresh symbols
+// for the dims it does not determine. Fails when a shape function finds the node's inputs
+// contradictory.
 #pragma once
 
 #include "weft/graph/graph.h"
@@ -17,7 +18,8 @@ namespace weft {
 
 Status infer_shapes(Graph& graph);
 
-// "stored" with every dim that "inferred" determines and "stored" does not.
-TensorType refine_type(const TensorType& stored, const TensorType& inferred);
+// "stored" with every dim that "inferred" determines and "stored" does not; when "stored"
+// has no shape, dims "inferred" leaves unknown become fresh symbols of "graph".
+TensorType refine_type(const TensorType& stored, const TensorType& inferred, Graph& graph);
 
 } // namespace weft

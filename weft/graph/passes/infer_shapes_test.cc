@@ -10,13 +10,28 @@ namespace {
 using testing::graph_from_text;
 using testing::print_body;
 
-TEST(RefineType, TakesStaticDimsOnly) {
+TEST(RefineType, TakesStaticDimsAndFillsMissingShapesWithFreshSymbols) {
+  Graph g;
+  g.note_symbol("unk0");  // used by the model: fresh symbols avoid it
   TensorType stored{DType::kF32, Shape{Dim::symbol("a"), Dim::symbol("b")}};
   TensorType inferred{DType::kF32, Shape{4, Dim::unknown()}};
-  EXPECT_EQ(refine_type(stored, inferred).to_string(), "f32[4,b]");
-  EXPECT_EQ(refine_type({DType::kF32, std::nullopt}, inferred).to_string(), "f32[?]");
-  EXPECT_EQ(refine_type({DType::kF32, std::nullopt}, {DType::kF32, Shape{2}}).to_string(),
+  EXPECT_EQ(refine_type(stored, inferred, g).to_string(), "f32[4,b]");
+  EXPECT_EQ(refine_type({DType::kF32, std::nullopt}, inferred, g).to_string(), "f32[4,unk1]");
+  EXPECT_EQ(refine_type({DType::kF32, std::nullopt}, {DType::kF32, Shape{2}}, g).to_string(),
             "f32[2]");
+}
+
+// A Slice whose bounds are computed at run time: ONNX does not know its rank, Weft does.
+TEST(InferShapes, RankFlowsThroughRuntimeSlice) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[N, 8] x, int64[1] start) => (int64[2] s) <int64[1] end = {4}, int64[1] axes = {1}> {
+      y = Slice(x, start, end, axes)
+      s = Shape(y)
+    })");
+  ASSERT_OK(infer_shapes(g));
+  ASSERT_OK(verify_graph(g, "infer_shapes"));
+  EXPECT_NE(print_body(g).find("%y: f32[N,unk"), std::string::npos) << print_body(g);
 }
 
 TEST(InferShapes, ConstantTargetMakesReshapeStatic) {
