@@ -132,9 +132,10 @@ Status check_supported_ops(const onnx::GraphProto& graph, int opset, const std::
   return Status::error(fmt::format("{}: unsupported ops: {}", name, fmt::join(parts, "; ")));
 }
 
-// libonnx 1.12's shape inference reads out of bounds on some inputs that pass its checker
-// (found by tests/fuzz/import_fuzzer.cc); later ONNX releases check them. Weft refuses those
-// inputs first. The ranks known here are the declared ones of inputs and initializers.
+// libonnx 1.12's shape inference crashes on some inputs that pass its checker (found by
+// tests/fuzz/import_fuzzer.cc): LayerNormalization with an axis out of range reads out of
+// bounds, and the Conv/pool family divides by a zero stride. Weft refuses such nodes first.
+// The ranks known here are the declared ones of graph inputs and initializers.
 Status check_libonnx_hazards(const onnx::GraphProto& graph, const std::string& name) {
   std::unordered_map<std::string, int> ranks;
   for (const auto& in : graph.input()) {
@@ -145,15 +146,22 @@ Status check_libonnx_hazards(const onnx::GraphProto& graph, const std::string& n
   for (const auto& init : graph.initializer()) ranks[init.name()] = init.dims_size();
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto& node = graph.node(i);
-    if (node.op_type() != "LayerNormalization" || node.input_size() == 0) continue;
-    auto rank = ranks.find(node.input(0));
-    if (rank == ranks.end()) continue;
+    Location where{name, node.name().empty() ? fmt::format("#{}", i) : node.name(),
+                   node.op_type(), 0};
     for (const auto& attr : node.attribute()) {
-      if (attr.name() == "axis" && (attr.i() < -rank->second || attr.i() >= rank->second)) {
-        std::string node_name = node.name().empty() ? fmt::format("#{}", i) : node.name();
-        return Status::error({name, node_name, node.op_type(), 0},
-                             fmt::format("axis {} is out of range for input rank {}", attr.i(),
-                                         rank->second));
+      bool window = attr.name() == "strides" || attr.name() == "dilations" ||
+                    attr.name() == "kernel_shape";
+      if (window && std::any_of(attr.ints().begin(), attr.ints().end(),
+                                [](int64_t v) { return v <= 0; })) {
+        return Status::error(where, fmt::format("attribute '{}' must be positive", attr.name()));
+      }
+      if (node.op_type() == "LayerNormalization" && attr.name() == "axis" &&
+          node.input_size() > 0) {
+        auto rank = ranks.find(node.input(0));
+        if (rank != ranks.end() && (attr.i() < -rank->second || attr.i() >= rank->second)) {
+          return Status::error(where, fmt::format("axis {} is out of range for input rank {}",
+                                                  attr.i(), rank->second));
+        }
       }
     }
   }
