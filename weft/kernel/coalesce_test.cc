@@ -1,0 +1,57 @@
+#include <gtest/gtest.h>
+
+#include "weft/kernel/coalesce.h"
+
+namespace weft::kernel {
+namespace {
+
+std::string steps(const Shape& shape, const std::vector<int64_t>& axes) {
+  auto r = coalesce_reduction(shape, axes);
+  if (!r.ok()) return "error: " + r.status().message();
+  std::string out;
+  for (const CanonicalReduction& step : *r)
+    out += (out.empty() ? "" : " ; ") + print_canonical(step);
+  return out.empty() ? "none" : out;
+}
+
+struct Case {
+  Shape shape;
+  std::vector<int64_t> axes;
+  std::string expected;
+};
+
+TEST(CoalesceReduction, Table) {
+  const Dim n = Dim::symbol("N");
+  const std::vector<Case> cases = {
+      {{65536, 3}, {1}, "ROW[K=65536 (0), R=3 (1)]"},
+      {{64, 30000}, {1}, "ROW[K=64 (0), R=30000 (1)]"},
+      {{2048, 256}, {0}, "COLUMN[R=2048 (0), K=256 (1)]"},
+      {{9, 1024, 1024}, {0, 1, 2}, "ALL[R=9437184 (0,1,2)]"},
+      {{9, 1024, 1024}, {2}, "ROW[K=9216 (0,1), R=1024 (2)]"},
+      {{2, 3, 4}, {1}, "MIDDLE[K1=2 (0), R=3 (1), K2=4 (2)]"},
+      {{2, 3, 4, 5}, {0, 1}, "COLUMN[R=6 (0,1), K=20 (2,3)]"},
+      {{2, 3, 4, 5}, {1, 2}, "MIDDLE[K1=2 (0), R=12 (1,2), K2=5 (3)]"},
+      // Extent-1 axes play either role, so they never split a group.
+      {{2, 1, 3, 1, 4}, {2, 4}, "ROW[K=2 (0), R=12 (2,4)]"},
+      {{8, 1, 16}, {1}, "none"},
+      {{1, 1}, {0, 1}, "none"},
+      // NCHW batch-norm statistics over N, H, W: reduce W*H first (MIDDLE), then N (COLUMN).
+      {{8, 16, 5, 5}, {0, 2, 3}, "ROW[K=128 (0,1), R=25 (2,3)] ; COLUMN[R=8 (0), K=16 (1)]"},
+      {{2, 3, 4, 5}, {0, 2}, "MIDDLE[K1=6 (0,1), R=4 (2), K2=5 (3)] ; COLUMN[R=2 (0), K=15 (1,3)]"},
+      // Symbolic extents fold into products.
+      {{n, 64}, {1}, "ROW[K=N (0), R=64 (1)]"},
+      {{n, 4, 64}, {0, 1}, "COLUMN[R=N*4 (0,1), K=64 (2)]"},
+      // Empty tensors keep their axes: extent 0 is not 1.
+      {{0, 5}, {1}, "ROW[K=0 (0), R=5 (1)]"},
+      {{3}, {0}, "ALL[R=3 (0)]"},
+      {{2, 3}, {}, "none"},
+      {{2, 3}, {1, 0}, "error: reduction axes must be sorted, unique and within the rank"},
+      {{2, 3}, {2}, "error: reduction axes must be sorted, unique and within the rank"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(steps(c.shape, c.axes), c.expected) << shape_to_string(c.shape);
+  }
+}
+
+} // namespace
+} // namespace weft::kernel

@@ -1,0 +1,197 @@
+#include "weft/kernel/kernel.h"
+
+#include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
+
+namespace weft::kernel {
+
+namespace {
+
+struct OpInfo {
+  ExprOp op;
+  std::string_view name;
+  int arity;
+  std::string_view infix; // for binary ops printed infix; empty for calls
+};
+
+constexpr OpInfo kOps[] = {
+    {ExprOp::kLoad, "load", 0, ""},       {ExprOp::kConstant, "const", 0, ""},
+    {ExprOp::kCast, "cast", 1, ""},       {ExprOp::kNeg, "neg", 1, ""},
+    {ExprOp::kAbs, "abs", 1, ""},         {ExprOp::kExp, "exp", 1, ""},
+    {ExprOp::kLog, "log", 1, ""},         {ExprOp::kSqrt, "sqrt", 1, ""},
+    {ExprOp::kRsqrt, "rsqrt", 1, ""},     {ExprOp::kTanh, "tanh", 1, ""},
+    {ExprOp::kSigmoid, "sigmoid", 1, ""}, {ExprOp::kErf, "erf", 1, ""},
+    {ExprOp::kFloor, "floor", 1, ""},     {ExprOp::kCeil, "ceil", 1, ""},
+    {ExprOp::kRound, "round", 1, ""},     {ExprOp::kSin, "sin", 1, ""},
+    {ExprOp::kCos, "cos", 1, ""},         {ExprOp::kNot, "not", 1, ""},
+    {ExprOp::kIsNan, "isnan", 1, ""},     {ExprOp::kIsInf, "isinf", 1, ""},
+    {ExprOp::kAdd, "add", 2, "+"},        {ExprOp::kSub, "sub", 2, "-"},
+    {ExprOp::kMul, "mul", 2, "*"},        {ExprOp::kDiv, "div", 2, "/"},
+    {ExprOp::kMax, "max", 2, ""},         {ExprOp::kMin, "min", 2, ""},
+    {ExprOp::kPow, "pow", 2, ""},         {ExprOp::kMod, "mod", 2, ""},
+    {ExprOp::kFmod, "fmod", 2, ""},       {ExprOp::kLt, "lt", 2, "<"},
+    {ExprOp::kLe, "le", 2, "<="},         {ExprOp::kGt, "gt", 2, ">"},
+    {ExprOp::kGe, "ge", 2, ">="},         {ExprOp::kEq, "eq", 2, "=="},
+    {ExprOp::kAnd, "and", 2, "&&"},       {ExprOp::kOr, "or", 2, "||"},
+    {ExprOp::kXor, "xor", 2, "^"},        {ExprOp::kSelect, "select", 3, ""},
+};
+
+const OpInfo& info(ExprOp op) {
+  for (const OpInfo& i : kOps) {
+    if (i.op == op) return i;
+  }
+  return kOps[0];
+}
+
+std::string combine_text(Combine c) {
+  switch (c) {
+    case Combine::kNone: return "=";
+    case Combine::kSum: return "+=";
+    case Combine::kProd: return "*=";
+    case Combine::kMax: return "max=";
+    case Combine::kMin: return "min=";
+  }
+  return "?";
+}
+
+std::string access_text(const Kernel& k, const Access& a) {
+  std::vector<std::string> idx;
+  for (const AffineExpr& e : a.index)
+    idx.push_back(print_affine(e));
+  return fmt::format("{}[{}]", k.buffers[static_cast<size_t>(a.buffer)].name, fmt::join(idx, ", "));
+}
+
+std::string expr_text(const Kernel& k, const Statement& s, int n) {
+  const ExprNode& e = s.expr[static_cast<size_t>(n)];
+  auto arg = [&](int i) { return expr_text(k, s, e.operands[static_cast<size_t>(i)]); };
+  switch (e.op) {
+    case ExprOp::kLoad: return access_text(k, s.reads[static_cast<size_t>(e.access)]);
+    case ExprOp::kConstant: return fmt::format("{}", e.value);
+    case ExprOp::kCast: return fmt::format("{}({})", dtype_name(e.dtype), arg(0));
+    default: break;
+  }
+  const OpInfo& i = info(e.op);
+  if (!i.infix.empty()) return fmt::format("({} {} {})", arg(0), i.infix, arg(1));
+  std::vector<std::string> args;
+  for (int j = 0; j < i.arity; ++j)
+    args.push_back(arg(j));
+  return fmt::format("{}({})", i.name, fmt::join(args, ", "));
+}
+
+Status check_access(const Kernel& k, const Statement& s, const Access& a) {
+  if (a.buffer < 0 || a.buffer >= static_cast<int>(k.buffers.size())) {
+    return Status::error(
+        fmt::format("{}: access to buffer #{} which does not exist", s.name, a.buffer));
+  }
+  const Buffer& b = k.buffers[static_cast<size_t>(a.buffer)];
+  if (a.index.size() != b.shape.size()) {
+    return Status::error(fmt::format("{}: access to {} has {} indices for rank {}", s.name, b.name,
+                                     a.index.size(), b.shape.size()));
+  }
+  for (const AffineExpr& e : a.index) {
+    for (auto [iter, coeff] : e.terms) {
+      if (iter < 0 || iter >= static_cast<int>(s.domain.size()) || coeff == 0) {
+        return Status::error(fmt::format("{}: bad term in index {}", s.name, print_affine(e)));
+      }
+    }
+  }
+  return Status();
+}
+
+} // namespace
+
+int64_t AffineExpr::coefficient(int iter) const {
+  for (auto [i, c] : terms) {
+    if (i == iter) return c;
+  }
+  return 0;
+}
+
+bool Statement::is_reduced(int i) const {
+  return std::none_of(write.index.begin(), write.index.end(),
+                      [&](const AffineExpr& e) { return e.coefficient(i) != 0; });
+}
+
+std::string_view expr_op_name(ExprOp op) { return info(op).name; }
+int expr_op_arity(ExprOp op) { return info(op).arity; }
+
+double combine_identity(Combine c) {
+  switch (c) {
+    case Combine::kSum: return 0.0;
+    case Combine::kProd: return 1.0;
+    case Combine::kMax: return -std::numeric_limits<double>::infinity();
+    case Combine::kMin: return std::numeric_limits<double>::infinity();
+    case Combine::kNone: break;
+  }
+  return 0.0;
+}
+
+std::string print_affine(const AffineExpr& e) {
+  std::string out;
+  for (auto [iter, coeff] : e.terms) {
+    std::string term = coeff == 1 ? fmt::format("i{}", iter) : fmt::format("{}*i{}", coeff, iter);
+    out += out.empty() ? term : " + " + term;
+  }
+  if (e.constant != 0 || out.empty()) {
+    out += out.empty() ? std::to_string(e.constant) : fmt::format(" + {}", e.constant);
+  }
+  return out;
+}
+
+Status verify_kernel(const Kernel& k) {
+  for (const Statement& s : k.statements) {
+    WEFT_RETURN_IF_ERROR(check_access(k, s, s.write));
+    const Buffer& out = k.buffers[static_cast<size_t>(s.write.buffer)];
+    if (out.role == BufferRole::kInput) {
+      return Status::error(fmt::format("{}: writes input buffer {}", s.name, out.name));
+    }
+    for (const Access& a : s.reads)
+      WEFT_RETURN_IF_ERROR(check_access(k, s, a));
+    if (s.expr.empty()) return Status::error(s.name + ": empty expression");
+    for (size_t n = 0; n < s.expr.size(); ++n) {
+      const ExprNode& e = s.expr[n];
+      if (static_cast<int>(e.operands.size()) != expr_op_arity(e.op)) {
+        return Status::error(fmt::format("{}: node {} ({}) has {} operands", s.name, n,
+                                         expr_op_name(e.op), e.operands.size()));
+      }
+      for (int o : e.operands) {
+        if (o < 0 || o >= static_cast<int>(n)) {
+          return Status::error(fmt::format("{}: node {} uses a later node", s.name, n));
+        }
+      }
+      if (e.op == ExprOp::kLoad && (e.access < 0 || e.access >= static_cast<int>(s.reads.size()))) {
+        return Status::error(fmt::format("{}: node {} loads a missing access", s.name, n));
+      }
+    }
+    if (s.expr.back().dtype != out.dtype) {
+      return Status::error(fmt::format("{}: stores {} into {} buffer {}", s.name,
+                                       dtype_name(s.expr.back().dtype), dtype_name(out.dtype),
+                                       out.name));
+    }
+  }
+  return Status();
+}
+
+std::string print_kernel(const Kernel& k) {
+  std::string out = fmt::format("kernel {}\n", k.name);
+  for (const Buffer& b : k.buffers) {
+    const char* role = b.role == BufferRole::kInput    ? "in"
+                       : b.role == BufferRole::kOutput ? "out"
+                                                       : "temp";
+    out +=
+        fmt::format("  {} {}: {}{}\n", role, b.name, dtype_name(b.dtype), shape_to_string(b.shape));
+  }
+  for (const Statement& s : k.statements) {
+    std::vector<std::string> dom;
+    for (size_t i = 0; i < s.domain.size(); ++i)
+      dom.push_back(fmt::format("i{} < {}", i, s.domain[i].to_string()));
+    out +=
+        fmt::format("  {}[{}]: {} {} {}\n", s.name, fmt::join(dom, ", "), access_text(k, s.write),
+                    combine_text(s.combine), expr_text(k, s, static_cast<int>(s.expr.size()) - 1));
+  }
+  return out;
+}
+
+} // namespace weft::kernel

@@ -1,0 +1,143 @@
+// The kernel IR: loop-level statements over explicit buffers.
+//
+// Semantics (see docs/ir.md, "Kernel IR"):
+// - A Kernel owns Buffers, each an input, an output or a temporary (Glow's in/out memory
+//   model), with a dtype and a row-major shape whose dims may be symbols.
+// - A Statement runs once per point of its domain, a box 0 <= i_k < extent_k. It evaluates
+//   its expression, whose loads read buffers at affine indices of the iterators, and stores
+//   the result at its write access; with a Combine other than kNone it instead stores
+//   combine(old value, result) — a reduction update. Iterators that the write access does not
+//   use are the statement's reduced iterators.
+// - Statements execute in order; within one statement, points execute in lexicographic
+//   order unless a schedule proves another order equivalent (poly/).
+// - Arithmetic happens in the expression's dtype; loads of f16/bf16 widen to f32.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "weft/graph/dtype.h"
+#include "weft/graph/shape.h"
+#include "weft/support/status.h"
+
+namespace weft::kernel {
+
+enum class BufferRole : uint8_t { kInput, kOutput, kTemp };
+
+struct Buffer {
+  std::string name;
+  DType dtype = DType::kF32;
+  Shape shape;
+  BufferRole role = BufferRole::kInput;
+};
+
+// constant + sum(coeff * iterator). Iterators are the statement's, by position.
+struct AffineExpr {
+  int64_t constant = 0;
+  std::vector<std::pair<int, int64_t>> terms; // (iterator, coefficient), coefficient != 0
+
+  static AffineExpr iterator(int i) { return {0, {{i, 1}}}; }
+  static AffineExpr constant_of(int64_t c) { return {c, {}}; }
+  int64_t coefficient(int iter) const;
+  friend bool operator==(const AffineExpr&, const AffineExpr&) = default;
+};
+
+struct Access {
+  int buffer = 0;
+  std::vector<AffineExpr> index; // one per buffer dim
+};
+
+enum class ExprOp : uint8_t {
+  kLoad,
+  kConstant,
+  kCast,
+  // unary
+  kNeg,
+  kAbs,
+  kExp,
+  kLog,
+  kSqrt,
+  kRsqrt,
+  kTanh,
+  kSigmoid,
+  kErf,
+  kFloor,
+  kCeil,
+  kRound,
+  kSin,
+  kCos,
+  kNot,
+  kIsNan,
+  kIsInf,
+  // binary
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kMax,
+  kMin,
+  kPow,
+  kMod,
+  kFmod,
+  kLt,
+  kLe,
+  kGt,
+  kGe,
+  kEq,
+  kAnd,
+  kOr,
+  kXor,
+  // ternary
+  kSelect,
+};
+
+// One node of a statement's expression; operands index earlier nodes of the same statement.
+struct ExprNode {
+  ExprOp op = ExprOp::kConstant;
+  DType dtype = DType::kF32;
+  std::vector<int> operands;
+  int access = -1;    // kLoad: index into Statement::reads
+  double value = 0.0; // kConstant
+};
+
+enum class Combine : uint8_t { kNone, kSum, kProd, kMax, kMin };
+
+struct Statement {
+  std::string name;
+  std::vector<Dim> domain; // extents of the iterators
+  Access write;
+  Combine combine = Combine::kNone;
+  std::vector<Access> reads;
+  std::vector<ExprNode> expr; // the last node is the value stored
+
+  // Is iterator "i" absent from the write access (so the statement reduces over it)?
+  bool is_reduced(int i) const;
+};
+
+struct Kernel {
+  std::string name;
+  std::vector<Buffer> buffers;
+  std::vector<Statement> statements;
+};
+
+// Checks the invariants above: accesses match buffer ranks and iterators exist, expression
+// operands point backwards, the last node's dtype is the written buffer's, a combining
+// statement writes a buffer it may read, inputs are never written.
+Status verify_kernel(const Kernel& kernel);
+
+// Stable text form, e.g.
+//   kernel reduce_sum
+//     in x: f32[N,64]
+//     out y: f32[N]
+//     S0[i0 < N]: y[i0] = 0
+//     S1[i0 < N, i1 < 64]: y[i0] += x[i0, i1]
+std::string print_kernel(const Kernel& kernel);
+std::string print_affine(const AffineExpr& e);
+
+std::string_view expr_op_name(ExprOp op);
+int expr_op_arity(ExprOp op);
+// The identity of a combine: 0 for sums, 1 for products, -inf / +inf for max / min.
+double combine_identity(Combine c);
+
+} // namespace weft::kernel

@@ -1,0 +1,75 @@
+#include <gtest/gtest.h>
+
+#include "weft/kernel/kernel.h"
+
+namespace weft::kernel {
+namespace {
+
+// y[i] = sum_j x[i, j] * 2, over a symbolic number of rows.
+Kernel row_sum() {
+  Kernel k;
+  k.name = "row_sum";
+  k.buffers = {{"x", DType::kF32, Shape{Dim::symbol("N"), 64}, BufferRole::kInput},
+               {"y", DType::kF32, Shape{Dim::symbol("N")}, BufferRole::kOutput}};
+  Statement init;
+  init.name = "S0";
+  init.domain = {Dim::symbol("N")};
+  init.write = {1, {AffineExpr::iterator(0)}};
+  init.expr = {{ExprOp::kConstant, DType::kF32, {}, -1, 0.0}};
+  Statement update;
+  update.name = "S1";
+  update.domain = {Dim::symbol("N"), 64};
+  update.write = {1, {AffineExpr::iterator(0)}};
+  update.combine = Combine::kSum;
+  update.reads = {{0, {AffineExpr::iterator(0), AffineExpr::iterator(1)}}};
+  update.expr = {{ExprOp::kLoad, DType::kF32, {}, 0, 0},
+                 {ExprOp::kConstant, DType::kF32, {}, -1, 2.0},
+                 {ExprOp::kMul, DType::kF32, {0, 1}, -1, 0}};
+  k.statements = {init, update};
+  return k;
+}
+
+TEST(Kernel, PrintsStably) {
+  EXPECT_EQ(print_kernel(row_sum()), "kernel row_sum\n"
+                                     "  in x: f32[N,64]\n"
+                                     "  out y: f32[N]\n"
+                                     "  S0[i0 < N]: y[i0] = 0\n"
+                                     "  S1[i0 < N, i1 < 64]: y[i0] += (x[i0, i1] * 2)\n");
+  ASSERT_TRUE(verify_kernel(row_sum()).ok());
+}
+
+TEST(Kernel, ReducedIterators) {
+  Kernel k = row_sum();
+  EXPECT_FALSE(k.statements[1].is_reduced(0));
+  EXPECT_TRUE(k.statements[1].is_reduced(1));
+}
+
+TEST(Kernel, AffinePrinting) {
+  EXPECT_EQ(print_affine({3, {{0, 2}, {1, 1}}}), "2*i0 + i1 + 3");
+  EXPECT_EQ(print_affine(AffineExpr::constant_of(0)), "0");
+}
+
+TEST(Kernel, VerifierCatchesBrokenKernels) {
+  Kernel wrong_rank = row_sum();
+  wrong_rank.statements[1].reads[0].index.pop_back();
+  EXPECT_FALSE(verify_kernel(wrong_rank).ok());
+
+  Kernel writes_input = row_sum();
+  writes_input.statements[0].write = {0, {AffineExpr::iterator(0), AffineExpr::constant_of(0)}};
+  EXPECT_NE(verify_kernel(writes_input).message().find("writes input buffer x"), std::string::npos);
+
+  Kernel forward_ref = row_sum();
+  forward_ref.statements[1].expr[2].operands = {0, 2};
+  EXPECT_FALSE(verify_kernel(forward_ref).ok());
+
+  Kernel bad_iter = row_sum();
+  bad_iter.statements[0].write.index[0] = AffineExpr::iterator(3);
+  EXPECT_FALSE(verify_kernel(bad_iter).ok());
+
+  Kernel wrong_dtype = row_sum();
+  wrong_dtype.statements[0].expr[0].dtype = DType::kF64;
+  EXPECT_NE(verify_kernel(wrong_dtype).message().find("stores f64 into f32"), std::string::npos);
+}
+
+} // namespace
+} // namespace weft::kernel
