@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 #include <google/protobuf/stubs/logging.h>
@@ -134,37 +135,79 @@ Status check_supported_ops(const onnx::GraphProto& graph, int opset, const std::
 
 // libonnx 1.12's shape inference crashes on some inputs that pass its checker (found by
 // tests/fuzz/import_fuzzer.cc): LayerNormalization with an axis out of range reads out of
-// bounds, and the Conv/pool family divides by a zero stride. Weft refuses such nodes first.
+// bounds, and the Conv/pool family divides by zero strides and indexes past attributes whose
+// lengths do not match the input's rank. Weft checks the ONNX spec's rules for these first.
 // The ranks known here are the declared ones of graph inputs and initializers.
-Status check_libonnx_hazards(const onnx::GraphProto& graph, const std::string& name) {
-  std::unordered_map<std::string, int> ranks;
-  for (const auto& in : graph.input()) {
-    if (in.type().has_tensor_type() && in.type().tensor_type().has_shape()) {
-      ranks[in.name()] = in.type().tensor_type().shape().dim_size();
-    }
-  }
-  for (const auto& init : graph.initializer()) ranks[init.name()] = init.dims_size();
-  for (int i = 0; i < graph.node_size(); ++i) {
-    const onnx::NodeProto& node = graph.node(i);
-    Location where{name, node.name().empty() ? fmt::format("#{}", i) : node.name(),
-                   node.op_type(), 0};
-    for (const auto& attr : node.attribute()) {
-      bool window = attr.name() == "strides" || attr.name() == "dilations" ||
-                    attr.name() == "kernel_shape";
-      if (window && std::any_of(attr.ints().begin(), attr.ints().end(),
-                                [](int64_t v) { return v <= 0; })) {
-        return Status::error(where, fmt::format("attribute '{}' must be positive", attr.name()));
+class LibonnxHazards {
+public:
+  LibonnxHazards(const onnx::GraphProto& graph, std::string name) : name_(std::move(name)) {
+    for (const auto& in : graph.input()) {
+      if (in.type().has_tensor_type() && in.type().tensor_type().has_shape()) {
+        ranks_[in.name()] = in.type().tensor_type().shape().dim_size();
       }
-      if (node.op_type() == "LayerNormalization" && attr.name() == "axis" &&
-          node.input_size() > 0) {
-        auto rank = ranks.find(node.input(0));
-        if (rank != ranks.end() && (attr.i() < -rank->second || attr.i() >= rank->second)) {
-          return Status::error(where, fmt::format("axis {} is out of range for input rank {}",
-                                                  attr.i(), rank->second));
+    }
+    for (const auto& init : graph.initializer())
+      ranks_[init.name()] = init.dims_size();
+  }
+
+  Status check(const onnx::NodeProto& node, int index) const {
+    Location where{name_, node.name().empty() ? fmt::format("#{}", index) : node.name(),
+                   node.op_type(), 0};
+    std::optional<int> rank = rank_of(node, 0);
+    bool window = kWindowOps.contains(node.op_type());
+    if (window && rank && *rank < 3) {
+      return Status::error(where,
+                           fmt::format("input rank {} is below 3 (N, C, spatial...)", *rank));
+    }
+    if (window && rank && node.input_size() > 1 && node.op_type().starts_with("Conv")) {
+      std::optional<int> w_rank = rank_of(node, 1);
+      if (w_rank && *w_rank != *rank) {
+        return Status::error(
+            where, fmt::format("weights have rank {}, input has rank {}", *w_rank, *rank));
+      }
+    }
+    for (const auto& attr : node.attribute()) {
+      const std::string& a = attr.name();
+      bool positive = a == "strides" || a == "dilations" || a == "kernel_shape";
+      if (positive &&
+          std::any_of(attr.ints().begin(), attr.ints().end(), [](int64_t v) { return v <= 0; })) {
+        return Status::error(where, fmt::format("attribute '{}' must be positive", a));
+      }
+      if (window && rank && (positive || a == "pads") && attr.ints_size() > 0) {
+        int expected = (a == "pads" ? 2 : 1) * (*rank - 2);
+        if (attr.ints_size() != expected) {
+          return Status::error(
+              where, fmt::format("attribute '{}' has {} values, the input's spatial rank needs {}",
+                                 a, attr.ints_size(), expected));
         }
       }
+      if (node.op_type() == "LayerNormalization" && a == "axis" && rank &&
+          (attr.i() < -*rank || attr.i() >= *rank)) {
+        return Status::error(
+            where, fmt::format("axis {} is out of range for input rank {}", attr.i(), *rank));
+      }
     }
+    return Status();
   }
+
+private:
+  std::optional<int> rank_of(const onnx::NodeProto& node, int input) const {
+    if (node.input_size() <= input) return std::nullopt;
+    auto it = ranks_.find(node.input(input));
+    return it == ranks_.end() ? std::nullopt : std::optional<int>(it->second);
+  }
+
+  static inline const std::unordered_set<std::string> kWindowOps = {
+      "Conv",    "ConvTranspose", "ConvInteger", "QLinearConv",
+      "MaxPool", "AveragePool",   "LpPool",      "MaxUnpool"};
+  std::string name_;
+  std::unordered_map<std::string, int> ranks_;
+};
+
+Status check_libonnx_hazards(const onnx::GraphProto& graph, const std::string& name) {
+  LibonnxHazards hazards(graph, name);
+  for (int i = 0; i < graph.node_size(); ++i)
+    WEFT_RETURN_IF_ERROR(hazards.check(graph.node(i), i));
   return Status();
 }
 
@@ -272,7 +315,7 @@ private:
         } else if (d.has_dim_param() && !d.dim_param().empty()) {
           out.shape->push_back(Dim::symbol(d.dim_param()));
         } else {
-          out.shape->push_back(Dim::unknown());  // see with_fresh_symbols
+          out.shape->push_back(Dim::unknown()); // see with_fresh_symbols
         }
       }
     }
