@@ -1,0 +1,89 @@
+#include "tests/testing/kernels.h"
+
+namespace weft::testing {
+
+using kernel::AffineExpr;
+using kernel::Buffer;
+using kernel::BufferRole;
+using kernel::Combine;
+using kernel::ExprNode;
+using kernel::ExprOp;
+using kernel::Kernel;
+using kernel::Statement;
+
+namespace {
+
+ExprNode load(int access) { return {ExprOp::kLoad, DType::kF32, {}, access, 0.0}; }
+ExprNode constant(double v) { return {ExprOp::kConstant, DType::kF32, {}, -1, v}; }
+AffineExpr it(int i) { return AffineExpr::iterator(i); }
+
+Statement init(std::vector<Dim> domain, kernel::Access write, double value) {
+  Statement s;
+  s.name = "init";
+  s.domain = std::move(domain);
+  s.write = std::move(write);
+  s.expr = {constant(value)};
+  return s;
+}
+
+Statement update(std::vector<Dim> domain, kernel::Access write, Combine c, kernel::Access read) {
+  Statement s;
+  s.name = "update";
+  s.domain = std::move(domain);
+  s.write = std::move(write);
+  s.combine = c;
+  s.reads = {std::move(read)};
+  s.expr = {load(0)};
+  return s;
+}
+
+} // namespace
+
+Kernel row_sum_kernel(Dim rows, Dim cols) {
+  Kernel k;
+  k.name = "row_sum";
+  k.buffers = {Buffer{"x", DType::kF32, {rows, cols}, BufferRole::kInput},
+               Buffer{"y", DType::kF32, {rows}, BufferRole::kOutput}};
+  k.statements = {init({rows}, {1, {it(0)}}, 0.0),
+                  update({rows, cols}, {1, {it(0)}}, Combine::kSum, {0, {it(0), it(1)}})};
+  return k;
+}
+
+Kernel column_sum_kernel(Dim rows, Dim cols) {
+  Kernel k;
+  k.name = "column_sum";
+  k.buffers = {Buffer{"x", DType::kF32, {rows, cols}, BufferRole::kInput},
+               Buffer{"y", DType::kF32, {cols}, BufferRole::kOutput}};
+  // Iterators: i0 over R (outer), i1 over K (inner), as the data is laid out.
+  k.statements = {init({cols}, {1, {it(0)}}, 0.0),
+                  update({rows, cols}, {1, {it(1)}}, Combine::kSum, {0, {it(0), it(1)}})};
+  return k;
+}
+
+Kernel all_max_kernel(Dim n) {
+  Kernel k;
+  k.name = "all_max";
+  k.buffers = {Buffer{"x", DType::kF32, {n}, BufferRole::kInput},
+               Buffer{"y", DType::kF32, {}, BufferRole::kOutput}};
+  k.statements = {init({}, {1, {}}, kernel::combine_identity(Combine::kMax)),
+                  update({n}, {1, {}}, Combine::kMax, {0, {it(0)}})};
+  return k;
+}
+
+Kernel bias_add_kernel(Dim rows, Dim cols) {
+  Kernel k;
+  k.name = "bias_add";
+  k.buffers = {Buffer{"x", DType::kF32, {rows, cols}, BufferRole::kInput},
+               Buffer{"b", DType::kF32, {cols}, BufferRole::kInput},
+               Buffer{"z", DType::kF32, {rows, cols}, BufferRole::kOutput}};
+  Statement s;
+  s.name = "add";
+  s.domain = {rows, cols};
+  s.write = {2, {it(0), it(1)}};
+  s.reads = {{0, {it(0), it(1)}}, {1, {it(1)}}};
+  s.expr = {load(0), load(1), {ExprOp::kAdd, DType::kF32, {0, 1}, -1, 0.0}};
+  k.statements = {s};
+  return k;
+}
+
+} // namespace weft::testing

@@ -1,0 +1,17 @@
+// Small kernels for tests of the kernel, poly and codegen layers.
+#pragma once
+
+#include "weft/kernel/kernel.h"
+
+namespace weft::testing {
+
+// y[k] = sum_r x[k, r]: a ROW reduction with an init statement, over "rows" x "cols".
+kernel::Kernel row_sum_kernel(Dim rows, Dim cols);
+// y[k] = sum_r x[r, k]: a COLUMN reduction.
+kernel::Kernel column_sum_kernel(Dim rows, Dim cols);
+// y[] = max_r x[r]: an ALL reduction into a scalar.
+kernel::Kernel all_max_kernel(Dim n);
+// z[i, j] = x[i, j] + b[j]: elementwise with a broadcast operand.
+kernel::Kernel bias_add_kernel(Dim rows, Dim cols);
+
+} // namespace weft::testing

@@ -1,0 +1,314 @@
+#include "weft/poly/schedule_kernel.h"
+
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <isl/cpp.h>
+#include <isl/options.h>
+
+namespace weft::poly {
+
+namespace {
+
+using kernel::AffineExpr;
+using kernel::Kernel;
+using kernel::Statement;
+
+// One isl context per call; isl objects must die before it, so they live in a nested scope.
+class IslContext {
+public:
+  IslContext() : ctx_(isl_ctx_alloc()) { isl_options_set_on_error(ctx_, ISL_ON_ERROR_CONTINUE); }
+  ~IslContext() { isl_ctx_free(ctx_); }
+  IslContext(const IslContext&) = delete;
+  IslContext& operator=(const IslContext&) = delete;
+  isl::ctx get() const { return isl::ctx(ctx_); }
+
+private:
+  isl_ctx* ctx_;
+};
+
+// The kernel in isl's notation: statements "S<k>", buffers "B<k>", symbolic extents as
+// parameters "p<k>" (the kernel's symbols need not be isl identifiers).
+class PolyModel {
+public:
+  explicit PolyModel(const Kernel& k) : kernel_(k) {
+    for (const Statement& s : k.statements) {
+      for (const Dim& d : s.domain) {
+        if (!d.is_static() && !params_.contains(d.symbol_name())) {
+          std::string p = fmt::format("p{}", params_.size());
+          params_[d.symbol_name()] = p;
+          symbols_[p] = d.symbol_name();
+        }
+      }
+    }
+  }
+
+  // "[p0, p1] -> ", or nothing without parameters ("[] -> [...]" misparses as a band).
+  std::string param_list() const {
+    if (symbols_.empty()) return "";
+    std::vector<std::string> ps;
+    for (const auto& [p, sym] : symbols_)
+      ps.push_back(p);
+    return fmt::format("[{}] -> ", fmt::join(ps, ", "));
+  }
+  // The symbol an isl identifier stands for, or the identifier itself.
+  std::string symbol_of(const std::string& id) const {
+    auto it = symbols_.find(id);
+    return it == symbols_.end() ? id : it->second;
+  }
+
+  std::string tuple(size_t s) const {
+    std::vector<std::string> its;
+    for (size_t i = 0; i < kernel_.statements[s].domain.size(); ++i)
+      its.push_back(fmt::format("i{}", i));
+    return fmt::format("S{}[{}]", s, fmt::join(its, ", "));
+  }
+
+  std::string domain(size_t s) const {
+    const Statement& st = kernel_.statements[s];
+    std::vector<std::string> bounds;
+    for (size_t i = 0; i < st.domain.size(); ++i) {
+      const Dim& d = st.domain[i];
+      bounds.push_back(
+          fmt::format("0 <= i{} < {}", i,
+                      d.is_static() ? std::to_string(d.value()) : params_.at(d.symbol_name())));
+    }
+    return bounds.empty() ? tuple(s) : fmt::format("{} : {}", tuple(s), fmt::join(bounds, " and "));
+  }
+
+  std::string all_domains() const {
+    std::vector<std::string> parts;
+    for (size_t s = 0; s < kernel_.statements.size(); ++s)
+      parts.push_back(domain(s));
+    return fmt::format("{}{{ {} }}", param_list(), fmt::join(parts, "; "));
+  }
+
+  std::string access(size_t s, const kernel::Access& a) const {
+    std::vector<std::string> idx;
+    for (const AffineExpr& e : a.index)
+      idx.push_back(kernel::print_affine(e));
+    return fmt::format("{} -> B{}[{}]", tuple(s), a.buffer, fmt::join(idx, ", "));
+  }
+
+  // Reads include a combining statement's read of its own accumulator.
+  std::string accesses(bool writes) const {
+    std::vector<std::string> parts;
+    for (size_t s = 0; s < kernel_.statements.size(); ++s) {
+      const Statement& st = kernel_.statements[s];
+      if (writes || st.combine != kernel::Combine::kNone) parts.push_back(access(s, st.write));
+      if (!writes) {
+        for (const kernel::Access& a : st.reads)
+          parts.push_back(access(s, a));
+      }
+    }
+    return fmt::format("{}{{ {} }}", param_list(), fmt::join(parts, "; "));
+  }
+
+  // The original program order: statements in sequence, iterators lexicographic.
+  std::string sequential_schedule() const {
+    size_t depth = 0;
+    for (const Statement& st : kernel_.statements)
+      depth = std::max(depth, st.domain.size());
+    std::vector<std::string> parts;
+    for (size_t s = 0; s < kernel_.statements.size(); ++s) {
+      std::vector<std::string> out = {std::to_string(s)};
+      for (size_t i = 0; i < depth; ++i) {
+        out.push_back(i < kernel_.statements[s].domain.size() ? fmt::format("i{}", i) : "0");
+      }
+      parts.push_back(fmt::format("{} -> [{}]", tuple(s), fmt::join(out, ", ")));
+    }
+    return fmt::format("{}{{ {} }}", param_list(), fmt::join(parts, "; "));
+  }
+
+  // Does a dependence between instances of statement "s" differ first at iterator "d"?
+  bool carries(const isl::union_map& deps, size_t s, size_t d) const {
+    size_t n = kernel_.statements[s].domain.size();
+    std::vector<std::string> es, conds;
+    for (size_t i = 0; i < n; ++i)
+      es.push_back(fmt::format("e{}", i));
+    for (size_t i = 0; i < d; ++i)
+      conds.push_back(fmt::format("e{} = 0", i));
+    conds.push_back(fmt::format("(e{0} < 0 or e{0} > 0)", d));
+    isl::union_set carried(deps.ctx(), fmt::format("{}{{ S{}[{}] : {} }}", param_list(), s,
+                                                   fmt::join(es, ", "), fmt::join(conds, " and ")));
+    return !deps.deltas().intersect(carried).is_empty();
+  }
+
+  // The schedule tree in isl's text form: a sequence of statements, one marked band per
+  // iterator.
+  std::string schedule_tree(const isl::union_map& deps) const {
+    std::vector<std::string> filters;
+    for (size_t s = 0; s < kernel_.statements.size(); ++s) {
+      const Statement& st = kernel_.statements[s];
+      std::string child;
+      for (size_t d = st.domain.size(); d-- > 0;) {
+        std::string band =
+            fmt::format("schedule: \"{}[{{ {} -> [(i{})] }}]\"", param_list(), tuple(s), d);
+        if (!child.empty()) band += ", child: { " + child + " }";
+        const char* mark =
+            st.combine != kernel::Combine::kNone && st.is_reduced(static_cast<int>(d)) ? "reduction"
+            : carries(deps, s, d)                                                      ? nullptr
+                                                                                       : "parallel";
+        child = mark ? fmt::format("mark: \"{}\", child: {{ {} }}", mark, band) : band;
+      }
+      std::string filter = fmt::format("filter: \"{}{{ {} }}\"", param_list(), tuple(s));
+      filters.push_back(child.empty() ? "{ " + filter + " }"
+                                      : fmt::format("{{ {}, child: {{ {} }} }}", filter, child));
+    }
+    return fmt::format("{{ domain: \"{}\", child: {{ sequence: [ {} ] }} }}", all_domains(),
+                       fmt::join(filters, ", "));
+  }
+
+private:
+  const Kernel& kernel_;
+  std::map<std::string, std::string> params_;  // symbol -> isl parameter
+  std::map<std::string, std::string> symbols_; // isl parameter -> symbol
+};
+
+AstExpr convert_expr(const isl::ast_expr& e, const PolyModel& model) {
+  AstExpr out;
+  if (e.isa<isl::ast_expr_int>()) {
+    out.kind = AstExpr::Kind::kInt;
+    out.value = e.as<isl::ast_expr_int>().val().get_num_si();
+    return out;
+  }
+  if (e.isa<isl::ast_expr_id>()) {
+    out.kind = AstExpr::Kind::kId;
+    out.id = model.symbol_of(e.as<isl::ast_expr_id>().id().name());
+    return out;
+  }
+  auto op = e.as<isl::ast_expr_op>();
+  out.kind = AstExpr::Kind::kOp;
+  using O = AstExpr::Op;
+  if (op.isa<isl::ast_expr_op_add>())
+    out.op = O::kAdd;
+  else if (op.isa<isl::ast_expr_op_sub>())
+    out.op = O::kSub;
+  else if (op.isa<isl::ast_expr_op_mul>())
+    out.op = O::kMul;
+  else if (op.isa<isl::ast_expr_op_minus>())
+    out.op = O::kNeg;
+  else if (op.isa<isl::ast_expr_op_min>())
+    out.op = O::kMin;
+  else if (op.isa<isl::ast_expr_op_max>())
+    out.op = O::kMax;
+  else if (op.isa<isl::ast_expr_op_fdiv_q>() || op.isa<isl::ast_expr_op_pdiv_q>())
+    out.op = O::kFloorDiv;
+  else if (op.isa<isl::ast_expr_op_pdiv_r>() || op.isa<isl::ast_expr_op_zdiv_r>())
+    out.op = O::kRem;
+  else if (op.isa<isl::ast_expr_op_le>())
+    out.op = O::kLe;
+  else if (op.isa<isl::ast_expr_op_lt>())
+    out.op = O::kLt;
+  else if (op.isa<isl::ast_expr_op_ge>())
+    out.op = O::kGe;
+  else if (op.isa<isl::ast_expr_op_gt>())
+    out.op = O::kGt;
+  else if (op.isa<isl::ast_expr_op_eq>())
+    out.op = O::kEq;
+  else if (op.isa<isl::ast_expr_op_and>() || op.isa<isl::ast_expr_op_and_then>())
+    out.op = O::kAnd;
+  else if (op.isa<isl::ast_expr_op_or>() || op.isa<isl::ast_expr_op_or_else>())
+    out.op = O::kOr;
+  else
+    throw std::runtime_error("unsupported isl AST expression: " + e.to_C_str());
+  for (unsigned i = 0; i < op.n_arg(); ++i)
+    out.args.push_back(convert_expr(op.arg(static_cast<int>(i)), model));
+  return out;
+}
+
+AstNode convert_node(const isl::ast_node& n, const PolyModel& model, AstNode::Mark mark) {
+  AstNode out;
+  if (n.isa<isl::ast_node_block>()) {
+    out.kind = AstNode::Kind::kBlock;
+    isl::ast_node_list children = n.as<isl::ast_node_block>().children();
+    for (unsigned i = 0; i < children.size(); ++i) {
+      out.children.push_back(
+          convert_node(children.at(static_cast<int>(i)), model, AstNode::Mark::kNone));
+    }
+  } else if (n.isa<isl::ast_node_mark>()) {
+    auto m = n.as<isl::ast_node_mark>();
+    std::string name = m.id().name();
+    return convert_node(m.node(), model,
+                        name == "parallel"    ? AstNode::Mark::kParallel
+                        : name == "reduction" ? AstNode::Mark::kReduction
+                                              : AstNode::Mark::kNone);
+  } else if (n.isa<isl::ast_node_for>()) {
+    auto f = n.as<isl::ast_node_for>();
+    out.kind = AstNode::Kind::kFor;
+    out.iterator = f.iterator().as<isl::ast_expr_id>().id().name();
+    out.init = convert_expr(f.init(), model);
+    out.cond = convert_expr(f.cond(), model);
+    out.step = f.inc().as<isl::ast_expr_int>().val().get_num_si();
+    out.mark = mark;
+    out.children.push_back(convert_node(f.body(), model, AstNode::Mark::kNone));
+  } else if (n.isa<isl::ast_node_if>()) {
+    auto i = n.as<isl::ast_node_if>();
+    out.kind = AstNode::Kind::kIf;
+    out.cond = convert_expr(i.cond(), model);
+    out.children.push_back(convert_node(i.then_node(), model, AstNode::Mark::kNone));
+    if (i.has_else_node())
+      out.children.push_back(convert_node(i.else_node(), model, AstNode::Mark::kNone));
+  } else if (n.isa<isl::ast_node_user>()) {
+    auto call = n.as<isl::ast_node_user>().expr().as<isl::ast_expr_op>();
+    out.kind = AstNode::Kind::kCall;
+    out.statement = std::stoi(call.arg(0).as<isl::ast_expr_id>().id().name().substr(1));
+    for (unsigned a = 1; a < call.n_arg(); ++a)
+      out.args.push_back(convert_expr(call.arg(static_cast<int>(a)), model));
+  } else {
+    throw std::runtime_error("unsupported isl AST node");
+  }
+  return out;
+}
+
+template <typename T> std::string to_text(const T& isl_object) {
+  std::ostringstream out;
+  out << isl_object;
+  return out.str();
+}
+
+Result<ScheduledKernel> schedule_in(const isl::ctx& ctx, const Kernel& k) {
+  PolyModel model(k);
+  isl::union_map reads(ctx, model.accesses(false));
+  isl::union_map writes(ctx, model.accesses(true));
+  isl::union_map order(ctx, model.sequential_schedule());
+  isl::union_map flow = isl::union_access_info(reads)
+                            .set_must_source(writes)
+                            .set_schedule_map(order)
+                            .compute_flow()
+                            .may_dependence();
+  isl::union_map output = isl::union_access_info(writes)
+                              .set_must_source(writes)
+                              .set_schedule_map(order)
+                              .compute_flow()
+                              .may_dependence();
+  isl::union_map anti = isl::union_access_info(writes)
+                            .set_may_source(reads)
+                            .set_schedule_map(order)
+                            .compute_flow()
+                            .may_dependence();
+  isl::union_map deps = flow.unite(output).unite(anti);
+  isl::schedule schedule(ctx, model.schedule_tree(deps));
+  isl::ast_node ast = isl::ast_build(ctx).node_from(schedule);
+  ScheduledKernel out;
+  out.loops = convert_node(ast, model, AstNode::Mark::kNone);
+  out.schedule_tree = to_text(schedule);
+  out.dependences = to_text(deps);
+  return out;
+}
+
+} // namespace
+
+Result<ScheduledKernel> schedule_kernel(const Kernel& k) {
+  WEFT_RETURN_IF_ERROR(kernel::verify_kernel(k));
+  IslContext ctx;
+  try {
+    return schedule_in(ctx.get(), k);
+  } catch (const std::exception& e) {
+    return Status::error(
+        fmt::format("internal error: scheduling kernel {} with isl: {}", k.name, e.what()));
+  }
+}
+
+} // namespace weft::poly

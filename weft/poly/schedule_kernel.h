@@ -1,0 +1,29 @@
+// schedule_kernel: a kernel's loop nest, from isl.
+//
+// Builds the polyhedral model of the kernel — iteration domains with symbolic extents as
+// isl parameters, access relations, and dependences from isl's flow analysis — then an isl
+// schedule tree: statements in sequence, one band per iterator, each under a mark
+// ("parallel" when no dependence is carried at that depth, "reduction" for a combining
+// statement's reduced iterators), and turns it into loops with the isl AST generator.
+//
+// Requires: a verified kernel. Guarantees: the loop nest runs each statement instance once,
+// in an order that respects every dependence; every "parallel" loop carries none.
+#pragma once
+
+#include <string>
+
+#include "weft/kernel/kernel.h"
+#include "weft/poly/loop_ast.h"
+#include "weft/support/status.h"
+
+namespace weft::poly {
+
+struct ScheduledKernel {
+  AstNode loops;
+  std::string schedule_tree; // isl's text form, for `weft inspect` and debugging
+  std::string dependences;   // isl's text form of flow, output and anti dependences
+};
+
+Result<ScheduledKernel> schedule_kernel(const kernel::Kernel& kernel);
+
+} // namespace weft::poly

@@ -1,0 +1,84 @@
+#include <gtest/gtest.h>
+
+#include "tests/testing/kernels.h"
+#include "weft/poly/schedule_kernel.h"
+
+namespace weft::poly {
+namespace {
+
+std::string loops(const kernel::Kernel& k) {
+  Result<ScheduledKernel> r = schedule_kernel(k);
+  EXPECT_TRUE(r.ok()) << r.status().to_string();
+  return r.ok() ? print_loop_ast(r->loops) : "";
+}
+
+TEST(ScheduleKernel, RowReductionWithSymbolicRows) {
+  EXPECT_EQ(loops(testing::row_sum_kernel(Dim::symbol("N"), 64)),
+            "for (c0 = 0; (c0 < N); c0 += 1)  // parallel\n"
+            "  S0(c0);\n"
+            "for (c0 = 0; (c0 < N); c0 += 1)  // parallel\n"
+            "  for (c1 = 0; (c1 <= 63); c1 += 1)  // reduction\n"
+            "    S1(c0, c1);\n");
+}
+
+TEST(ScheduleKernel, ColumnReductionStreamsOverRWithKParallel) {
+  EXPECT_EQ(loops(testing::column_sum_kernel(2048, 256)),
+            "for (c0 = 0; (c0 <= 255); c0 += 1)  // parallel\n"
+            "  S0(c0);\n"
+            "for (c0 = 0; (c0 <= 2047); c0 += 1)  // reduction\n"
+            "  for (c1 = 0; (c1 <= 255); c1 += 1)  // parallel\n"
+            "    S1(c0, c1);\n");
+}
+
+TEST(ScheduleKernel, AllReductionIntoAScalar) {
+  EXPECT_EQ(loops(testing::all_max_kernel(Dim::symbol("N"))),
+            "S0();\n"
+            "for (c0 = 0; (c0 < N); c0 += 1)  // reduction\n"
+            "  S1(c0);\n");
+}
+
+TEST(ScheduleKernel, ElementwiseIsParallelEverywhere) {
+  EXPECT_EQ(loops(testing::bias_add_kernel(Dim::symbol("B"), 16)),
+            "for (c0 = 0; (c0 < B); c0 += 1)  // parallel\n"
+            "  for (c1 = 0; (c1 <= 15); c1 += 1)  // parallel\n"
+            "    S0(c0, c1);\n");
+}
+
+// y[i] = y[i - 1] + x[i]: a dependence carried by the loop, which is not a reduction: the
+// loop must not be marked parallel.
+TEST(ScheduleKernel, CarriedDependenceIsNeverParallel) {
+  using namespace kernel;
+  Kernel k;
+  k.name = "scan";
+  k.buffers = {{"x", DType::kF32, {16}, BufferRole::kInput},
+               {"y", DType::kF32, {16}, BufferRole::kOutput}};
+  Statement s;
+  s.name = "scan";
+  s.domain = {15};
+  s.write = {1, {{1, {{0, 1}}}}}; // y[i0 + 1]
+  s.reads = {{1, {AffineExpr::iterator(0)}}, {0, {{1, {{0, 1}}}}}};
+  s.expr = {{ExprOp::kLoad, DType::kF32, {}, 0, 0},
+            {ExprOp::kLoad, DType::kF32, {}, 1, 0},
+            {ExprOp::kAdd, DType::kF32, {0, 1}, -1, 0}};
+  k.statements = {s};
+  Result<ScheduledKernel> r = schedule_kernel(k);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(print_loop_ast(r->loops), "for (c0 = 0; (c0 <= 14); c0 += 1)\n  S0(c0);\n");
+  EXPECT_NE(r->dependences.find("S0[i0] -> S0[i0' = 1 + i0]"), std::string::npos) << r->dependences;
+}
+
+TEST(ScheduleKernel, ScheduleTreeCarriesMarks) {
+  Result<ScheduledKernel> r = schedule_kernel(testing::row_sum_kernel(Dim::symbol("N"), 64));
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(r->schedule_tree.find("mark: \"reduction\""), std::string::npos) << r->schedule_tree;
+  EXPECT_NE(r->schedule_tree.find("mark: \"parallel\""), std::string::npos) << r->schedule_tree;
+}
+
+TEST(ScheduleKernel, RejectsInvalidKernels) {
+  kernel::Kernel k = testing::row_sum_kernel(4, 4);
+  k.statements[1].reads[0].buffer = 7;
+  EXPECT_FALSE(schedule_kernel(k).ok());
+}
+
+} // namespace
+} // namespace weft::poly
