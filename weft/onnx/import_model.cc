@@ -141,13 +141,23 @@ Status check_supported_ops(const onnx::GraphProto& graph, int opset, const std::
 class LibonnxHazards {
 public:
   LibonnxHazards(const onnx::GraphProto& graph, std::string name) : name_(std::move(name)) {
-    for (const auto& in : graph.input()) {
-      if (in.type().has_tensor_type() && in.type().tensor_type().has_shape()) {
-        ranks_[in.name()] = in.type().tensor_type().shape().dim_size();
+    for (const auto* infos : {&graph.input(), &graph.output(), &graph.value_info()}) {
+      for (const auto& vi : *infos) {
+        if (vi.type().has_tensor_type() && vi.type().tensor_type().has_shape()) {
+          declare(vi.name(), vi.type().tensor_type().shape().dim_size());
+        }
       }
     }
     for (const auto& init : graph.initializer())
-      ranks_[init.name()] = init.dims_size();
+      declare(init.name(), init.dims_size());
+  }
+
+  // A value declared with two ranks (say an output reusing an input's name) is refused:
+  // libonnx's inference would see one rank and these checks the other.
+  Status check_declarations() const {
+    if (conflict_.empty()) return Status();
+    return Status::error(
+        fmt::format("{}: value '{}' is declared with different ranks", name_, conflict_));
   }
 
   Status check(const onnx::NodeProto& node, int index) const {
@@ -197,15 +207,22 @@ private:
     return it == ranks_.end() ? std::nullopt : std::optional<int>(it->second);
   }
 
+  void declare(const std::string& value, int rank) {
+    auto [it, inserted] = ranks_.emplace(value, rank);
+    if (!inserted && it->second != rank && conflict_.empty()) conflict_ = value;
+  }
+
   static inline const std::unordered_set<std::string> kWindowOps = {
       "Conv",    "ConvTranspose", "ConvInteger", "QLinearConv",
       "MaxPool", "AveragePool",   "LpPool",      "MaxUnpool"};
   std::string name_;
   std::unordered_map<std::string, int> ranks_;
+  std::string conflict_; // the first value declared with two ranks
 };
 
 Status check_libonnx_hazards(const onnx::GraphProto& graph, const std::string& name) {
   LibonnxHazards hazards(graph, name);
+  WEFT_RETURN_IF_ERROR(hazards.check_declarations());
   for (int i = 0; i < graph.node_size(); ++i)
     WEFT_RETURN_IF_ERROR(hazards.check(graph.node(i), i));
   return Status();
