@@ -48,7 +48,7 @@ private:
 
 template <typename T> class [[nodiscard]] Result {
 public:
-  Result(T value) : state_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
+  Result(T v) : state_(std::move(v)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : state_(std::move(status)) {} // NOLINT(google-explicit-constructor)
 
   bool ok() const { return std::holds_alternative<T>(state_); }

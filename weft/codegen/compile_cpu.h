@@ -1,0 +1,33 @@
+// compile_cpu: generated C++ into a shared object, with the system compiler.
+//
+// Builds are cached by a content hash of the source, the compiler and its flags, in
+// $WEFT_CACHE_DIR (default ~/.cache/weft). Several processes may share the cache: each
+// builds under a private name and renames the result into place atomically.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "weft/support/status.h"
+
+namespace weft::codegen {
+
+struct CpuCompiler {
+  std::string cxx;                // $CXX, else "c++"; may hold several words ("ccache g++")
+  std::vector<std::string> flags; // optimization, OpenMP and shared-object flags
+  std::string cache_dir;          // $WEFT_CACHE_DIR, else ~/.cache/weft
+
+  // The compiler and cache of this environment.
+  static CpuCompiler from_environment();
+};
+
+struct CompiledLibrary {
+  std::string path; // the shared object
+  bool cache_hit = false;
+};
+
+// Compiles "source" (or finds it in the cache). On failure, the message holds the full
+// command and the path of the compiler's log.
+Result<CompiledLibrary> compile_cpu(const std::string& source, const CpuCompiler& compiler);
+
+} // namespace weft::codegen

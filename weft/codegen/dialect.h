@@ -1,0 +1,28 @@
+// The per-dialect tables of the C-family emitter.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "weft/graph/dtype.h"
+#include "weft/kernel/kernel.h"
+
+namespace weft::codegen {
+
+struct DialectTable {
+  std::string_view prelude;         // helpers every kernel of the dialect may use
+  std::string_view function_prefix; // before "void NAME(...)"
+  std::string_view parallel_for;    // the line before a parallel outermost loop
+};
+
+const DialectTable& cpu_dialect();
+
+// C type a buffer of "t" is stored as, and the type arithmetic on it uses (f16 and bf16
+// compute in float, bool in bool).
+std::string_view storage_type(DType t);
+std::string_view compute_type(DType t);
+
+// The C spelling of "op" applied to "args" (already printed), computing in "t".
+std::string apply_op(kernel::ExprOp op, DType t, const std::vector<std::string>& args);
+
+} // namespace weft::codegen

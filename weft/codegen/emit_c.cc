@@ -1,0 +1,228 @@
+#include "weft/codegen/emit_c.h"
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "weft/codegen/dialect.h"
+
+namespace weft::codegen {
+
+namespace {
+
+using kernel::AffineExpr;
+using kernel::Kernel;
+using kernel::Statement;
+using poly::AstExpr;
+using poly::AstNode;
+
+std::string literal(double v, DType t) {
+  if (t == DType::kBool) return v != 0 ? "true" : "false";
+  if (!dtype_is_float(t))
+    return fmt::format("static_cast<{}>({})", compute_type(t), static_cast<int64_t>(v));
+  std::string_view type = compute_type(t);
+  if (std::isnan(v)) return fmt::format("static_cast<{}>(NAN)", type);
+  if (std::isinf(v)) return fmt::format("static_cast<{}>({}INFINITY)", type, v < 0 ? "-" : "");
+  std::string s = type == "float" ? fmt::format("{}", static_cast<float>(v)) : fmt::format("{}", v);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return type == "float" ? s + "f" : s;
+}
+
+class Emitter {
+public:
+  Emitter(const Kernel& k, const DialectTable& d) : k_(k), d_(d) {
+    std::vector<std::string> symbols = kernel_symbols(k);
+    for (size_t i = 0; i < symbols.size(); ++i)
+      symbol_names_[symbols[i]] = fmt::format("s{}", i);
+  }
+
+  std::string function(const AstNode& loops) {
+    std::string out = fmt::format(
+        "// kernel {}\n{}void weft_{}(void* const* buffers, const int64_t* extents) {{\n", k_.name,
+        d_.function_prefix, k_.name);
+    for (size_t i = 0; i < k_.buffers.size(); ++i) {
+      const kernel::Buffer& b = k_.buffers[i];
+      const char* qual = b.role == kernel::BufferRole::kInput ? "const " : "";
+      out +=
+          fmt::format("  {0}{1}* __restrict__ b{2} = static_cast<{0}{1}*>(buffers[{2}]);  // {3}\n",
+                      qual, storage_type(b.dtype), i, b.name);
+    }
+    for (const auto& [symbol, name] : symbol_names_) {
+      out +=
+          fmt::format("  const int64_t {} = extents[{}];  // {}\n", name, name.substr(1), symbol);
+    }
+    out += "  (void)extents;\n";
+    emit_node(loops, 1, false, out);
+    return out + "}\n";
+  }
+
+private:
+  std::string ast_expr(const AstExpr& e) const {
+    switch (e.kind) {
+      case AstExpr::Kind::kInt: return std::to_string(e.value);
+      case AstExpr::Kind::kId: {
+        auto it = symbol_names_.find(e.id);
+        return it == symbol_names_.end() ? e.id : it->second;
+      }
+      case AstExpr::Kind::kOp: break;
+    }
+    auto a = [&](size_t i) { return ast_expr(e.args[i]); };
+    using O = AstExpr::Op;
+    switch (e.op) {
+      case O::kNeg: return "(-" + a(0) + ")";
+      case O::kMin: return fmt::format("std::min<int64_t>({}, {})", a(0), a(1));
+      case O::kMax: return fmt::format("std::max<int64_t>({}, {})", a(0), a(1));
+      case O::kFloorDiv: return fmt::format("weft_floord({}, {})", a(0), a(1));
+      default: break;
+    }
+    static const std::map<O, const char*> kInfix = {{O::kAdd, "+"},  {O::kSub, "-"}, {O::kMul, "*"},
+                                                    {O::kRem, "%"},  {O::kLe, "<="}, {O::kLt, "<"},
+                                                    {O::kGe, ">="},  {O::kGt, ">"},  {O::kEq, "=="},
+                                                    {O::kAnd, "&&"}, {O::kOr, "||"}};
+    return fmt::format("({} {} {})", a(0), kInfix.at(e.op), a(1));
+  }
+
+  std::string dim_text(const Dim& d) const {
+    return d.is_static() ? std::to_string(d.value()) : symbol_names_.at(d.symbol_name());
+  }
+
+  // Row-major offset of an access, with iterators replaced by "iters".
+  std::string offset(const kernel::Access& a, const std::vector<std::string>& iters) const {
+    const Shape& shape = k_.buffers[static_cast<size_t>(a.buffer)].shape;
+    std::vector<std::string> terms;
+    for (size_t d = 0; d < a.index.size(); ++d) {
+      const AffineExpr& e = a.index[d];
+      std::vector<std::string> parts;
+      for (auto [iter, coeff] : e.terms) {
+        parts.push_back(coeff == 1
+                            ? iters[static_cast<size_t>(iter)]
+                            : fmt::format("{} * {}", coeff, iters[static_cast<size_t>(iter)]));
+      }
+      if (e.constant != 0) parts.push_back(std::to_string(e.constant));
+      if (parts.empty()) continue;
+      std::string index =
+          parts.size() == 1 ? parts[0] : fmt::format("({})", fmt::join(parts, " + "));
+      std::vector<std::string> stride;
+      for (size_t s = d + 1; s < shape.size(); ++s) {
+        if (!(shape[s].is_static() && shape[s].value() == 1)) stride.push_back(dim_text(shape[s]));
+      }
+      terms.push_back(stride.empty() ? index
+                                     : fmt::format("{} * {}", index, fmt::join(stride, " * ")));
+    }
+    return terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + "));
+  }
+
+  std::string load(const kernel::Access& a, const std::vector<std::string>& iters) const {
+    std::string ref = fmt::format("b{}[{}]", a.buffer, offset(a, iters));
+    DType t = k_.buffers[static_cast<size_t>(a.buffer)].dtype;
+    if (t == DType::kF16) return "weft_h2f(" + ref + ")";
+    if (t == DType::kBF16) return "weft_bf2f(" + ref + ")";
+    if (t == DType::kBool) return "(" + ref + " != 0)";
+    return ref;
+  }
+
+  std::string store_value(DType t, const std::string& v) const {
+    if (t == DType::kF16) return "weft_f2h(" + v + ")";
+    if (t == DType::kBF16) return "weft_f2bf(" + v + ")";
+    if (t == DType::kBool) return "static_cast<uint8_t>(" + v + ")";
+    return v;
+  }
+
+  void emit_statement(const AstNode& call, int depth, std::string& out) const {
+    const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
+    std::vector<std::string> iters;
+    for (const AstExpr& e : call.args)
+      iters.push_back(ast_expr(e));
+    std::string pad(static_cast<size_t>(2 * depth), ' ');
+    out += fmt::format("{}{{  // {}\n", pad, s.name);
+    for (size_t n = 0; n < s.expr.size(); ++n) {
+      const kernel::ExprNode& e = s.expr[n];
+      std::string value;
+      if (e.op == kernel::ExprOp::kLoad) {
+        value = load(s.reads[static_cast<size_t>(e.access)], iters);
+      } else if (e.op == kernel::ExprOp::kConstant) {
+        value = literal(e.value, e.dtype);
+      } else {
+        std::vector<std::string> args;
+        for (int o : e.operands)
+          args.push_back(fmt::format("t{}", o));
+        value = apply_op(e.op, e.dtype, args);
+      }
+      out += fmt::format("{}  const {} t{} = {};\n", pad, compute_type(e.dtype), n, value);
+    }
+    DType t = k_.buffers[static_cast<size_t>(s.write.buffer)].dtype;
+    std::string result = fmt::format("t{}", s.expr.size() - 1);
+    std::string old = load(s.write, iters);
+    switch (s.combine) {
+      case kernel::Combine::kNone: break;
+      case kernel::Combine::kSum: result = fmt::format("{} + {}", old, result); break;
+      case kernel::Combine::kProd: result = fmt::format("{} * {}", old, result); break;
+      case kernel::Combine::kMax: result = fmt::format("weft_max({}, {})", old, result); break;
+      case kernel::Combine::kMin: result = fmt::format("weft_min({}, {})", old, result); break;
+    }
+    out += fmt::format("{}  b{}[{}] = {};\n{}}}\n", pad, s.write.buffer, offset(s.write, iters),
+                       store_value(t, result), pad);
+  }
+
+  void emit_node(const AstNode& n, int depth, bool in_parallel, std::string& out) const {
+    std::string pad(static_cast<size_t>(2 * depth), ' ');
+    switch (n.kind) {
+      case AstNode::Kind::kBlock:
+        for (const AstNode& c : n.children)
+          emit_node(c, depth, in_parallel, out);
+        break;
+      case AstNode::Kind::kFor: {
+        bool parallel = n.mark == AstNode::Mark::kParallel && !in_parallel;
+        if (parallel) out += pad + std::string(d_.parallel_for) + "\n";
+        out += fmt::format("{0}for (int64_t {1} = {2}; {3}; {1} += {4}) {{{5}\n", pad, n.iterator,
+                           ast_expr(n.init), ast_expr(n.cond), n.step,
+                           n.mark == AstNode::Mark::kReduction ? "  // reduction" : "");
+        emit_node(n.children[0], depth + 1, in_parallel || parallel, out);
+        out += pad + "}\n";
+        break;
+      }
+      case AstNode::Kind::kIf:
+        out += fmt::format("{}if ({}) {{\n", pad, ast_expr(n.cond));
+        emit_node(n.children[0], depth + 1, in_parallel, out);
+        if (n.children.size() > 1) {
+          out += pad + "} else {\n";
+          emit_node(n.children[1], depth + 1, in_parallel, out);
+        }
+        out += pad + "}\n";
+        break;
+      case AstNode::Kind::kCall: emit_statement(n, depth, out); break;
+    }
+  }
+
+  const Kernel& k_;
+  const DialectTable& d_;
+  std::map<std::string, std::string> symbol_names_; // symbol -> C name
+};
+
+} // namespace
+
+std::vector<std::string> kernel_symbols(const Kernel& k) {
+  std::set<std::string> symbols;
+  for (const kernel::Buffer& b : k.buffers) {
+    for (const Dim& d : b.shape) {
+      if (!d.is_static()) symbols.insert(d.symbol_name());
+    }
+  }
+  for (const Statement& s : k.statements) {
+    for (const Dim& d : s.domain) {
+      if (!d.is_static()) symbols.insert(d.symbol_name());
+    }
+  }
+  return {symbols.begin(), symbols.end()};
+}
+
+Result<std::string> emit_kernel(const Kernel& k, const poly::AstNode& loops, Dialect dialect) {
+  WEFT_RETURN_IF_ERROR(kernel::verify_kernel(k));
+  const DialectTable& table = cpu_dialect();
+  (void)dialect; // one dialect so far
+  return std::string(table.prelude) + "\n" + Emitter(k, table).function(loops);
+}
+
+} // namespace weft::codegen
