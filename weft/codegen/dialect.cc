@@ -115,6 +115,15 @@ std::string apply_op(kernel::ExprOp op, DType t, const std::vector<std::string>&
     case ExprOp::kRound: return is_float ? call("std::nearbyint", a) : a[0]; // half to even
     case ExprOp::kSin: return call("std::sin", a);
     case ExprOp::kCos: return call("std::cos", a);
+    case ExprOp::kTan: return call("std::tan", a);
+    case ExprOp::kAsin: return call("std::asin", a);
+    case ExprOp::kAcos: return call("std::acos", a);
+    case ExprOp::kAtan: return call("std::atan", a);
+    case ExprOp::kSinh: return call("std::sinh", a);
+    case ExprOp::kCosh: return call("std::cosh", a);
+    case ExprOp::kAsinh: return call("std::asinh", a);
+    case ExprOp::kAcosh: return call("std::acosh", a);
+    case ExprOp::kAtanh: return call("std::atanh", a);
     case ExprOp::kNot: return fmt::format("(!{})", a[0]);
     case ExprOp::kIsNan: return call("std::isnan", a);
     case ExprOp::kIsInf: return call("std::isinf", a);

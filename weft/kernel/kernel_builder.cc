@@ -1,0 +1,78 @@
+#include "weft/kernel/kernel_builder.h"
+
+#include <fmt/format.h>
+
+namespace weft::kernel {
+
+int KernelBuilder::buffer(const Value* value, BufferRole role, const Shape& shape) {
+  Kernel& k = bound_.kernel;
+  k.buffers.push_back({fmt::format("b{}", k.buffers.size()), value->type.dtype,
+                       shape.empty() && value->type.shape ? *value->type.shape : shape, role});
+  bound_.values.push_back(value);
+  return static_cast<int>(k.buffers.size()) - 1;
+}
+
+int KernelBuilder::temp(DType dtype, const Shape& shape) {
+  Kernel& k = bound_.kernel;
+  k.buffers.push_back({fmt::format("t{}", k.buffers.size()), dtype, shape, BufferRole::kTemp});
+  bound_.values.push_back(nullptr);
+  return static_cast<int>(k.buffers.size()) - 1;
+}
+
+Result<BoundKernel> KernelBuilder::finish() {
+  Status s = verify_kernel(bound_.kernel);
+  if (!s.ok()) {
+    return Status::error(fmt::format("internal error: lowering built an invalid kernel: {}\n{}",
+                                     s.message(), print_kernel(bound_.kernel)));
+  }
+  return std::move(bound_);
+}
+
+StatementBuilder::StatementBuilder(std::string name, std::vector<Dim> domain) {
+  s_.name = std::move(name);
+  s_.domain = std::move(domain);
+}
+
+int StatementBuilder::load(int buffer, std::vector<AffineExpr> index, DType dtype) {
+  s_.reads.push_back({buffer, std::move(index)});
+  s_.expr.push_back({ExprOp::kLoad, dtype, {}, static_cast<int>(s_.reads.size()) - 1, 0.0});
+  return static_cast<int>(s_.expr.size()) - 1;
+}
+
+int StatementBuilder::constant(double value, DType dtype) {
+  s_.expr.push_back({ExprOp::kConstant, dtype, {}, -1, value});
+  return static_cast<int>(s_.expr.size()) - 1;
+}
+
+int StatementBuilder::op(ExprOp op, DType dtype, std::vector<int> operands) {
+  s_.expr.push_back({op, dtype, std::move(operands), -1, 0.0});
+  return static_cast<int>(s_.expr.size()) - 1;
+}
+
+Statement StatementBuilder::store(int value, int buffer, std::vector<AffineExpr> index, Combine c) {
+  if (value != static_cast<int>(s_.expr.size()) - 1)
+    value = op(ExprOp::kCast, dtype_of(value), {value});
+  s_.write = {buffer, std::move(index)};
+  s_.combine = c;
+  return s_;
+}
+
+std::vector<AffineExpr> iterators(size_t n) {
+  std::vector<AffineExpr> out;
+  for (size_t i = 0; i < n; ++i)
+    out.push_back(AffineExpr::iterator(static_cast<int>(i)));
+  return out;
+}
+
+std::vector<AffineExpr> broadcast_index(const Shape& in, const Shape& out) {
+  std::vector<AffineExpr> index;
+  size_t offset = out.size() - in.size();
+  for (size_t j = 0; j < in.size(); ++j) {
+    bool broadcast = in[j].is_static() && in[j].value() == 1 && !(out[offset + j] == in[j]);
+    index.push_back(broadcast ? AffineExpr::constant_of(0)
+                              : AffineExpr::iterator(static_cast<int>(offset + j)));
+  }
+  return index;
+}
+
+} // namespace weft::kernel

@@ -1,0 +1,46 @@
+// Builders for kernels and statements, shared by the lowering functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "weft/kernel/lower_node.h"
+
+namespace weft::kernel {
+
+class KernelBuilder {
+public:
+  explicit KernelBuilder(std::string name) { bound_.kernel.name = std::move(name); }
+
+  // A buffer holding "value", viewed with "shape" (the value's own shape when empty).
+  int buffer(const Value* value, BufferRole role, const Shape& shape = {});
+  int temp(DType dtype, const Shape& shape);
+  void add(Statement s) { bound_.kernel.statements.push_back(std::move(s)); }
+  const Buffer& buffer_at(int b) const { return bound_.kernel.buffers[static_cast<size_t>(b)]; }
+  Result<BoundKernel> finish();
+
+private:
+  BoundKernel bound_;
+};
+
+class StatementBuilder {
+public:
+  StatementBuilder(std::string name, std::vector<Dim> domain);
+
+  int load(int buffer, std::vector<AffineExpr> index, DType dtype);
+  int constant(double value, DType dtype);
+  int op(ExprOp op, DType dtype, std::vector<int> operands);
+  DType dtype_of(int node) const { return s_.expr[static_cast<size_t>(node)].dtype; }
+  // The statement storing node "value" (made the last node) at "index" of "buffer".
+  Statement store(int value, int buffer, std::vector<AffineExpr> index, Combine c = Combine::kNone);
+
+private:
+  Statement s_;
+};
+
+// Iterators 0..n-1 as index expressions.
+std::vector<AffineExpr> iterators(size_t n);
+// Index of an operand of shape "in" broadcast (numpy, right-aligned) to the domain "out".
+std::vector<AffineExpr> broadcast_index(const Shape& in, const Shape& out);
+
+} // namespace weft::kernel

@@ -1,0 +1,146 @@
+// Data movement as affine copies, and inference batch normalization.
+#include <algorithm>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "weft/graph/shape_functions.h"
+#include "weft/kernel/kernel_builder.h"
+#include "weft/kernel/lower_ops.h"
+
+namespace weft::kernel {
+
+namespace {
+
+Result<LoweredNode> one(KernelBuilder& k) {
+  WEFT_ASSIGN_OR_RETURN(BoundKernel bound, k.finish());
+  LoweredNode lowered;
+  lowered.kernels.push_back(std::move(bound));
+  return lowered;
+}
+
+// A copy statement: out[iterators] = in[index].
+void add_copy(KernelBuilder& k, const char* name, const Shape& domain, int in,
+              std::vector<AffineExpr> in_index, int out, std::vector<AffineExpr> out_index) {
+  StatementBuilder b(name, domain);
+  k.add(b.store(b.load(in, std::move(in_index), k.buffer_at(in).dtype), out, std::move(out_index)));
+}
+
+int64_t rank_of(const Value* v) { return static_cast<int64_t>(v->type.shape->size()); }
+
+} // namespace
+
+Result<LoweredNode> lower_transpose(const Node& n, const std::string& name) {
+  const Value* x = n.inputs[0];
+  const Value* y = n.outputs[0];
+  Ints perm = n.attrs_as<TransposeAttrs>().perm.value_or(Ints{});
+  if (perm.empty()) {
+    for (int64_t i = rank_of(x); i-- > 0;)
+      perm.push_back(i);
+  }
+  // Output dim p reads input dim perm[p].
+  std::vector<AffineExpr> in_index(perm.size());
+  for (size_t p = 0; p < perm.size(); ++p)
+    in_index[static_cast<size_t>(perm[p])] = AffineExpr::iterator(static_cast<int>(p));
+  KernelBuilder k(name);
+  int in = k.buffer(x, BufferRole::kInput);
+  int out = k.buffer(y, BufferRole::kOutput);
+  add_copy(k, "transpose", *y->type.shape, in, in_index, out, iterators(perm.size()));
+  return one(k);
+}
+
+Result<LoweredNode> lower_slice(const Node& n, const std::string& name) {
+  const auto& a = n.attrs_as<SliceAttrs>();
+  if (!a.starts || !a.ends || !a.axes || !a.steps)
+    return Status::error("Slice bounds known only at run time are not supported yet");
+  const Value* x = n.inputs[0];
+  const Value* y = n.outputs[0];
+  std::vector<AffineExpr> in_index = iterators(x->type.shape->size());
+  for (size_t i = 0; i < a.starts->size(); ++i) {
+    int64_t axis = (*a.axes)[i];
+    int64_t extent = (*x->type.shape)[static_cast<size_t>(axis)].value();
+    int64_t step = (*a.steps)[i];
+    int64_t start = (*a.starts)[i] < 0 ? (*a.starts)[i] + extent : (*a.starts)[i];
+    start = step > 0 ? std::clamp<int64_t>(start, 0, extent)
+                     : std::clamp<int64_t>(start, -1, extent - 1);
+    in_index[static_cast<size_t>(axis)] = {start, {{static_cast<int>(axis), step}}};
+  }
+  KernelBuilder k(name);
+  int in = k.buffer(x, BufferRole::kInput);
+  int out = k.buffer(y, BufferRole::kOutput);
+  add_copy(k, "slice", *y->type.shape, in, in_index, out, iterators(y->type.shape->size()));
+  return one(k);
+}
+
+Result<LoweredNode> lower_concat(const Node& n, const std::string& name) {
+  const Value* y = n.outputs[0];
+  int64_t axis = n.attrs_as<AxisAttrs>().axis;
+  if (axis < 0) axis += rank_of(y);
+  KernelBuilder k(name);
+  int out = k.buffer(y, BufferRole::kOutput);
+  int64_t offset = 0;
+  for (const Value* x : n.inputs) {
+    int in = k.buffer(x, BufferRole::kInput);
+    std::vector<AffineExpr> out_index = iterators(x->type.shape->size());
+    out_index[static_cast<size_t>(axis)].constant = offset;
+    add_copy(k, "concat", *x->type.shape, in, iterators(x->type.shape->size()), out, out_index);
+    offset += (*x->type.shape)[static_cast<size_t>(axis)].value();
+  }
+  return one(k);
+}
+
+Result<LoweredNode> lower_split(const Node& n, const std::string& name) {
+  const Value* x = n.inputs[0];
+  int64_t axis = n.attrs_as<SplitAttrs>().axis;
+  if (axis < 0) axis += rank_of(x);
+  KernelBuilder k(name);
+  int in = k.buffer(x, BufferRole::kInput);
+  int64_t offset = 0;
+  for (const Value* y : n.outputs) {
+    if (!y) continue;
+    int out = k.buffer(y, BufferRole::kOutput);
+    std::vector<AffineExpr> in_index = iterators(y->type.shape->size());
+    in_index[static_cast<size_t>(axis)].constant = offset;
+    add_copy(k, "split", *y->type.shape, in, in_index, out, iterators(y->type.shape->size()));
+    offset += (*y->type.shape)[static_cast<size_t>(axis)].value();
+  }
+  return one(k);
+}
+
+// y = (x - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + bias[c], c the axis-1 index.
+Result<LoweredNode> lower_batch_norm(const Node& n, const std::string& name) {
+  if (n.attrs_as<BatchNormAttrs>().training_mode || n.outputs.size() > 1) {
+    return Status::error("BatchNormalization in training mode is not supported yet");
+  }
+  const Value* x = n.inputs[0];
+  const Value* y = n.outputs[0];
+  const Shape& shape = *y->type.shape;
+  DType t =
+      x->type.dtype == DType::kF16 || x->type.dtype == DType::kBF16 ? DType::kF32 : x->type.dtype;
+  KernelBuilder k(name);
+  int in = k.buffer(x, BufferRole::kInput);
+  std::vector<int> params;
+  for (size_t i = 1; i <= 4; ++i)
+    params.push_back(k.buffer(n.inputs[i], BufferRole::kInput));
+  int out = k.buffer(y, BufferRole::kOutput);
+  StatementBuilder b("batch_norm", shape);
+  std::vector<AffineExpr> channel = {AffineExpr::iterator(1)};
+  auto param = [&](int i) {
+    int v = b.load(params[static_cast<size_t>(i)], channel,
+                   n.inputs[static_cast<size_t>(i + 1)]->type.dtype);
+    return b.dtype_of(v) == t ? v : b.op(ExprOp::kCast, t, {v});
+  };
+  int xv = b.load(in, iterators(shape.size()), x->type.dtype);
+  if (b.dtype_of(xv) != t) xv = b.op(ExprOp::kCast, t, {xv});
+  int inv = b.op(
+      ExprOp::kRsqrt, t,
+      {b.op(ExprOp::kAdd, t, {param(3), b.constant(n.attrs_as<BatchNormAttrs>().epsilon, t)})});
+  int r = b.op(ExprOp::kMul, t,
+               {b.op(ExprOp::kSub, t, {xv, param(2)}), b.op(ExprOp::kMul, t, {inv, param(0)})});
+  r = b.op(ExprOp::kAdd, t, {r, param(1)});
+  if (t != y->type.dtype) r = b.op(ExprOp::kCast, y->type.dtype, {r});
+  k.add(b.store(r, out, iterators(shape.size())));
+  return one(k);
+}
+
+} // namespace weft::kernel

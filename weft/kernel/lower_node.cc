@@ -1,0 +1,59 @@
+#include "weft/kernel/lower_node.h"
+
+#include <set>
+
+#include <fmt/format.h>
+
+#include "weft/kernel/lower_ops.h"
+
+namespace weft::kernel {
+
+namespace {
+
+// Ops whose output is the input's bytes under another shape.
+bool is_alias(const Node& n) {
+  static const std::set<std::string_view> ops = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"};
+  if (ops.contains(n.op_type)) return true;
+  // Dropout at inference with its mask unused.
+  return n.op_type == "Dropout" && (n.outputs.size() < 2 || !n.outputs[1]) &&
+         (!n.input(2) || (n.input(2)->is_constant() && n.input(2)->constant->get_int64(0) == 0));
+}
+
+bool has_static_shapes(const Node& n) {
+  for (const auto* list : {&n.inputs, &n.outputs}) {
+    for (const Value* v : *list) {
+      if (v && !v->type.has_static_shape()) return false;
+    }
+  }
+  return true;
+}
+
+} // namespace
+
+bool can_lower(const Node& n) {
+  static const std::set<std::string_view> ops = {
+      "ReduceSum", "ReduceMean", "ReduceMax",          "ReduceMin",    "ReduceProd",
+      "ReduceL1",  "ReduceL2",   "ReduceSumSquare",    "ReduceLogSum", "ReduceLogSumExp",
+      "Softmax",   "LogSoftmax", "LayerNormalization", "Transpose",    "Slice",
+      "Concat",    "Split",      "BatchNormalization"};
+  return is_alias(n) || is_elementwise(n) || ops.contains(n.op_type);
+}
+
+Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
+  if (!has_static_shapes(n))
+    return Status::error("dims known only at run time are not supported yet");
+  if (is_alias(n)) return LoweredNode{{}, n.inputs[0]};
+  const std::string& op = n.op_type;
+  if (op.starts_with("Reduce")) return lower_reduce(n, name);
+  if (op == "Softmax" || op == "LogSoftmax") return lower_softmax(n, name);
+  if (op == "LayerNormalization") return lower_layer_norm(n, name);
+  if (op == "Transpose") return lower_transpose(n, name);
+  if (op == "Slice") return lower_slice(n, name);
+  if (op == "Concat") return lower_concat(n, name);
+  if (op == "Split") return lower_split(n, name);
+  if (op == "BatchNormalization") return lower_batch_norm(n, name);
+  if (is_elementwise(n)) return lower_elementwise(n, name);
+  return Status::error(fmt::format("{} has no lowering yet", op));
+}
+
+} // namespace weft::kernel

@@ -1,0 +1,21 @@
+// The lowering functions of lower_node, by op family.
+#pragma once
+
+#include <string>
+
+#include "weft/kernel/lower_node.h"
+
+namespace weft::kernel {
+
+bool is_elementwise(const Node& n);
+Result<LoweredNode> lower_elementwise(const Node& n, const std::string& name);
+Result<LoweredNode> lower_reduce(const Node& n, const std::string& name);
+Result<LoweredNode> lower_softmax(const Node& n, const std::string& name);
+Result<LoweredNode> lower_layer_norm(const Node& n, const std::string& name);
+Result<LoweredNode> lower_transpose(const Node& n, const std::string& name);
+Result<LoweredNode> lower_slice(const Node& n, const std::string& name);
+Result<LoweredNode> lower_concat(const Node& n, const std::string& name);
+Result<LoweredNode> lower_split(const Node& n, const std::string& name);
+Result<LoweredNode> lower_batch_norm(const Node& n, const std::string& name);
+
+} // namespace weft::kernel

@@ -1,0 +1,311 @@
+// Reductions, softmax and layer normalization, on the canonical views of coalesce.h.
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "weft/kernel/coalesce.h"
+#include "weft/kernel/kernel_builder.h"
+#include "weft/kernel/lower_ops.h"
+
+namespace weft::kernel {
+
+namespace {
+
+// One canonical step as loop extents: the input's view, which of its dims are reduced,
+// and the view of the result (the kept dims).
+struct StepView {
+  Shape in;
+  std::vector<bool> reduced;
+  Shape out;
+  Dim count = 1; // elements reduced per result
+
+  // Accumulators are flat: the row-major position of the kept iterators in "out".
+  std::vector<AffineExpr> out_index() const { return {linear(false)}; }
+  // The row-major position of all iterators in "in", for reading a flat accumulator.
+  std::vector<AffineExpr> in_index() const { return {linear(true)}; }
+  Shape flat_out() const { return {elements(out)}; }
+
+  static Dim elements(const Shape& s) {
+    int64_t n = 1;
+    for (const Dim& d : s)
+      n *= d.value();
+    return n;
+  }
+
+private:
+  AffineExpr linear(bool all) const {
+    AffineExpr e;
+    int64_t stride = 1;
+    for (size_t i = in.size(); i-- > 0;) {
+      if (!all && reduced[i]) continue;
+      if (in[i].value() != 1) e.terms.insert(e.terms.begin(), {static_cast<int>(i), stride});
+      stride *= in[i].value();
+    }
+    return e;
+  }
+};
+
+StepView view_of(const CanonicalReduction& r) {
+  static const bool kReduced[4][3] = {{true}, {false, true}, {true, false}, {false, true, false}};
+  StepView v;
+  for (size_t i = 0; i < r.axes.size(); ++i) {
+    bool red = kReduced[static_cast<int>(r.form)][i];
+    v.in.push_back(r.axes[i].extent);
+    v.reduced.push_back(red);
+    if (red) {
+      v.count = r.axes[i].extent;
+    } else {
+      v.out.push_back(r.axes[i].extent);
+    }
+  }
+  return v;
+}
+
+// Accumulate f16 and bf16 in f32.
+DType accumulator_type(DType t) { return t == DType::kF16 || t == DType::kBF16 ? DType::kF32 : t; }
+
+struct ReduceRecipe {
+  Combine combine;
+  ExprOp pre;  // applied to each input element in the first step (kCast: none)
+  ExprOp post; // applied to the result (kCast: none); kDiv divides by the count
+};
+
+Result<ReduceRecipe> recipe(const std::string& op) {
+  if (op == "ReduceSum") return ReduceRecipe{Combine::kSum, ExprOp::kCast, ExprOp::kCast};
+  if (op == "ReduceMean") return ReduceRecipe{Combine::kSum, ExprOp::kCast, ExprOp::kDiv};
+  if (op == "ReduceMax") return ReduceRecipe{Combine::kMax, ExprOp::kCast, ExprOp::kCast};
+  if (op == "ReduceMin") return ReduceRecipe{Combine::kMin, ExprOp::kCast, ExprOp::kCast};
+  if (op == "ReduceProd") return ReduceRecipe{Combine::kProd, ExprOp::kCast, ExprOp::kCast};
+  if (op == "ReduceL1") return ReduceRecipe{Combine::kSum, ExprOp::kAbs, ExprOp::kCast};
+  if (op == "ReduceL2") return ReduceRecipe{Combine::kSum, ExprOp::kMul, ExprOp::kSqrt};
+  if (op == "ReduceSumSquare") return ReduceRecipe{Combine::kSum, ExprOp::kMul, ExprOp::kCast};
+  if (op == "ReduceLogSum") return ReduceRecipe{Combine::kSum, ExprOp::kCast, ExprOp::kLog};
+  return Status::error(fmt::format("{} is not lowered yet", op));
+}
+
+// f(x) of a recipe's "pre" on a loaded element.
+int apply_pre(StatementBuilder& b, ExprOp pre, int x, DType t) {
+  if (pre == ExprOp::kCast) return x;
+  if (pre == ExprOp::kMul) return b.op(ExprOp::kMul, t, {x, x});
+  return b.op(pre, t, {x});
+}
+
+int load_as(StatementBuilder& b, int buf, std::vector<AffineExpr> idx, DType stored, DType t) {
+  int v = b.load(buf, std::move(idx), stored);
+  return stored == t ? v : b.op(ExprOp::kCast, t, {v});
+}
+
+Dim product(const Shape& s) { return StepView::elements(s); }
+
+// Statements reducing buffer "in" (view v.in, or flat when "in_flat") into the flat
+// accumulator "acc": init, then update.
+void add_reduction(KernelBuilder& k, const StepView& v, int in, bool in_flat, DType in_type,
+                   int acc, DType t, Combine c, ExprOp pre) {
+  StatementBuilder init("init", v.flat_out());
+  k.add(init.store(init.constant(combine_identity(c), t), acc, iterators(1)));
+  StatementBuilder update("update", v.in);
+  int x = apply_pre(
+      update, pre, load_as(update, in, in_flat ? v.in_index() : iterators(v.in.size()), in_type, t),
+      t);
+  k.add(update.store(x, acc, v.out_index(), c));
+}
+
+// The single canonical step of reducing "x" over "axes", or none when only unit axes are
+// reduced.
+Result<std::optional<StepView>> single_step(const Value* x, const Ints& axes) {
+  WEFT_ASSIGN_OR_RETURN(std::vector<CanonicalReduction> steps,
+                        coalesce_reduction(*x->type.shape, axes));
+  if (steps.empty()) return std::optional<StepView>();
+  if (steps.size() > 1)
+    return Status::error("reduces non-adjacent axes, which is not lowered for this op yet");
+  return std::optional<StepView>(view_of(steps[0]));
+}
+
+Ints axes_from(int64_t first, int64_t rank) {
+  Ints axes(static_cast<size_t>(rank - first));
+  std::iota(axes.begin(), axes.end(), first);
+  return axes;
+}
+
+} // namespace
+
+Result<LoweredNode> lower_reduce(const Node& n, const std::string& name) {
+  const Value* x = n.inputs[0];
+  const Value* y = n.outputs[0];
+  const auto& a = n.attrs_as<ReduceAttrs>();
+  if (!a.axes) return Status::error("reduction axes known only at run time are not supported yet");
+  if (n.op_type == "ReduceLogSumExp") {
+    // log(sum(exp(x - m))) + m, with m the max: one kernel, two passes over x.
+    WEFT_ASSIGN_OR_RETURN(std::optional<StepView> v, single_step(x, *a.axes));
+    KernelBuilder k(name);
+    DType t = accumulator_type(y->type.dtype);
+    StepView view =
+        v ? *v : StepView{{product(*x->type.shape)}, {false}, {product(*x->type.shape)}, 1};
+    int in = k.buffer(x, BufferRole::kInput, view.in);
+    int m = k.temp(t, view.flat_out());
+    int s = k.temp(t, view.flat_out());
+    int out = k.buffer(y, BufferRole::kOutput, view.flat_out());
+    add_reduction(k, view, in, false, x->type.dtype, m, t, Combine::kMax, ExprOp::kCast);
+    StatementBuilder init("init_sum", view.flat_out());
+    k.add(init.store(init.constant(0, t), s, iterators(1)));
+    StatementBuilder sum("sum_exp", view.in);
+    int d = sum.op(ExprOp::kSub, t,
+                   {load_as(sum, in, iterators(view.in.size()), x->type.dtype, t),
+                    sum.load(m, view.out_index(), t)});
+    k.add(sum.store(sum.op(ExprOp::kExp, t, {d}), s, view.out_index(), Combine::kSum));
+    StatementBuilder fin("finish", view.flat_out());
+    auto idx = iterators(1);
+    int r = fin.op(ExprOp::kAdd, t,
+                   {fin.op(ExprOp::kLog, t, {fin.load(s, idx, t)}), fin.load(m, idx, t)});
+    if (t != y->type.dtype) r = fin.op(ExprOp::kCast, y->type.dtype, {r});
+    k.add(fin.store(r, out, idx));
+    WEFT_ASSIGN_OR_RETURN(BoundKernel bound, k.finish());
+    return LoweredNode{{std::move(bound)}, nullptr};
+  }
+  WEFT_ASSIGN_OR_RETURN(ReduceRecipe rec, recipe(n.op_type));
+  WEFT_ASSIGN_OR_RETURN(std::vector<CanonicalReduction> steps,
+                        coalesce_reduction(*x->type.shape, *a.axes));
+  DType t = accumulator_type(y->type.dtype);
+  KernelBuilder k(name);
+  Shape flat = {product(*y->type.shape)};
+  int out = k.buffer(y, BufferRole::kOutput, flat);
+  // Step by step, into accumulators; the last one is finished into the output.
+  int current = -1;
+  DType current_type = x->type.dtype;
+  Dim count = 1;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    StepView v = view_of(steps[i]);
+    int in = i == 0 ? k.buffer(x, BufferRole::kInput, v.in) : current;
+    int acc = k.temp(t, v.flat_out());
+    add_reduction(k, v, in, i > 0, current_type, acc, t, rec.combine,
+                  i == 0 ? rec.pre : ExprOp::kCast);
+    current = acc;
+    current_type = t;
+    count = count.value() * v.count.value();
+  }
+  StatementBuilder fin("finish", flat);
+  int r;
+  if (current < 0) { // only unit axes reduced: each output is one input element
+    r = apply_pre(
+        fin, rec.pre,
+        load_as(fin, k.buffer(x, BufferRole::kInput, flat), iterators(1), x->type.dtype, t), t);
+  } else {
+    r = fin.load(current, iterators(1), t);
+  }
+  if (rec.post == ExprOp::kDiv) {
+    r = fin.op(ExprOp::kDiv, t, {r, fin.constant(static_cast<double>(count.value()), t)});
+  } else if (rec.post != ExprOp::kCast) {
+    r = fin.op(rec.post, t, {r});
+  }
+  if (t != y->type.dtype) r = fin.op(ExprOp::kCast, y->type.dtype, {r});
+  k.add(fin.store(r, out, iterators(1)));
+  WEFT_ASSIGN_OR_RETURN(BoundKernel bound, k.finish());
+  return LoweredNode{{std::move(bound)}, nullptr};
+}
+
+Result<LoweredNode> lower_softmax(const Node& n, const std::string& name) {
+  const Value* x = n.inputs[0];
+  const Value* y = n.outputs[0];
+  int64_t rank = static_cast<int64_t>(x->type.shape->size());
+  int64_t axis = n.attrs_as<SoftmaxAttrs>().axis;
+  if (axis < 0) axis += rank;
+  // Before opset 13 the input is coerced to 2-D at "axis": all trailing axes are reduced.
+  Ints axes = n.opset >= 13 ? Ints{axis} : axes_from(axis, rank);
+  WEFT_ASSIGN_OR_RETURN(std::optional<StepView> v, single_step(x, axes));
+  Dim total = product(*x->type.shape);
+  StepView view = v ? *v : StepView{{total}, {false}, {total}, 1};
+  DType t = accumulator_type(y->type.dtype);
+  bool log = n.op_type == "LogSoftmax";
+  KernelBuilder k(name);
+  int in = k.buffer(x, BufferRole::kInput, view.in);
+  int out = k.buffer(y, BufferRole::kOutput, view.in);
+  int m = k.temp(t, view.flat_out());
+  int s = k.temp(t, view.flat_out());
+  add_reduction(k, view, in, false, x->type.dtype, m, t, Combine::kMax, ExprOp::kCast);
+  StatementBuilder init("init_sum", view.flat_out());
+  k.add(init.store(init.constant(0, t), s, iterators(1)));
+  auto shifted = [&](StatementBuilder& b) {
+    return b.op(ExprOp::kSub, t,
+                {load_as(b, in, iterators(view.in.size()), x->type.dtype, t),
+                 b.load(m, view.out_index(), t)});
+  };
+  StatementBuilder sum("sum_exp", view.in);
+  k.add(sum.store(sum.op(ExprOp::kExp, t, {shifted(sum)}), s, view.out_index(), Combine::kSum));
+  StatementBuilder norm("normalize", view.in);
+  int d = shifted(norm);
+  int sv = norm.load(s, view.out_index(), t);
+  int r = log ? norm.op(ExprOp::kSub, t, {d, norm.op(ExprOp::kLog, t, {sv})})
+              : norm.op(ExprOp::kDiv, t, {norm.op(ExprOp::kExp, t, {d}), sv});
+  if (t != y->type.dtype) r = norm.op(ExprOp::kCast, y->type.dtype, {r});
+  k.add(norm.store(r, out, iterators(view.in.size())));
+  WEFT_ASSIGN_OR_RETURN(BoundKernel bound, k.finish());
+  return LoweredNode{{std::move(bound)}, nullptr};
+}
+
+// y = (x - mean) / sqrt(var + epsilon) * scale + bias over the axes from "axis" on;
+// mean and variance in two passes (as oneDNN does), in f32 for 16-bit inputs.
+Result<LoweredNode> lower_layer_norm(const Node& n, const std::string& name) {
+  const auto& a = n.attrs_as<LayerNormAttrs>();
+  const Value* x = n.inputs[0];
+  int64_t rank = static_cast<int64_t>(x->type.shape->size());
+  Shape shape = *x->type.shape;
+  Dim rows = 1, cols = 1;
+  for (int64_t i = 0; i < rank; ++i) {
+    Dim& target = i < a.axis ? rows : cols;
+    target = target.value() * shape[static_cast<size_t>(i)].value();
+  }
+  StepView v{{rows, cols}, {false, true}, {rows}, cols};
+  DType t = accumulator_type(n.outputs[0]->type.dtype);
+  KernelBuilder k(name);
+  int in = k.buffer(x, BufferRole::kInput, v.in);
+  int scale = k.buffer(n.inputs[1], BufferRole::kInput, {cols});
+  int bias = n.input(2) ? k.buffer(n.inputs[2], BufferRole::kInput, {cols}) : -1;
+  int out = k.buffer(n.outputs[0], BufferRole::kOutput, v.in);
+  int mean = k.temp(t, {rows});
+  int var = k.temp(t, {rows});
+  auto load_x = [&](StatementBuilder& b) { return load_as(b, in, iterators(2), x->type.dtype, t); };
+  auto centered = [&](StatementBuilder& b) {
+    return b.op(ExprOp::kSub, t, {load_x(b), b.load(mean, v.out_index(), t)});
+  };
+  add_reduction(k, v, in, false, x->type.dtype, mean, t, Combine::kSum, ExprOp::kCast);
+  StatementBuilder m("mean", {rows});
+  k.add(m.store(
+      m.op(ExprOp::kDiv, t,
+           {m.load(mean, iterators(1), t), m.constant(static_cast<double>(cols.value()), t)}),
+      mean, iterators(1)));
+  StatementBuilder vi("init_var", {rows});
+  k.add(vi.store(vi.constant(0, t), var, iterators(1)));
+  StatementBuilder vs("sum_squares", v.in);
+  int c = centered(vs);
+  k.add(vs.store(vs.op(ExprOp::kMul, t, {c, c}), var, v.out_index(), Combine::kSum));
+  StatementBuilder rs("inv_std", {rows});
+  int var_n =
+      rs.op(ExprOp::kDiv, t,
+            {rs.load(var, iterators(1), t), rs.constant(static_cast<double>(cols.value()), t)});
+  k.add(rs.store(
+      rs.op(ExprOp::kRsqrt, t, {rs.op(ExprOp::kAdd, t, {var_n, rs.constant(a.epsilon, t)})}), var,
+      iterators(1)));
+  StatementBuilder y("normalize", v.in);
+  int r = y.op(ExprOp::kMul, t, {centered(y), y.load(var, v.out_index(), t)});
+  std::vector<AffineExpr> col = {AffineExpr::iterator(1)};
+  r = y.op(ExprOp::kMul, t, {r, load_as(y, scale, col, n.inputs[1]->type.dtype, t)});
+  if (bias >= 0) r = y.op(ExprOp::kAdd, t, {r, load_as(y, bias, col, n.inputs[2]->type.dtype, t)});
+  if (t != n.outputs[0]->type.dtype) r = y.op(ExprOp::kCast, n.outputs[0]->type.dtype, {r});
+  k.add(y.store(r, out, iterators(2)));
+  // The optional Mean and InvStdDev outputs.
+  for (size_t i = 1; i < n.outputs.size() && i < 3; ++i) {
+    const Value* stat = n.outputs[i];
+    if (!stat) continue;
+    int buf = k.buffer(stat, BufferRole::kOutput, {rows});
+    StatementBuilder w(i == 1 ? "write_mean" : "write_inv_std", {rows});
+    int sv = w.load(i == 1 ? mean : var, iterators(1), t);
+    if (t != stat->type.dtype) sv = w.op(ExprOp::kCast, stat->type.dtype, {sv});
+    k.add(w.store(sv, buf, iterators(1)));
+  }
+  WEFT_ASSIGN_OR_RETURN(BoundKernel bound, k.finish());
+  return LoweredNode{{std::move(bound)}, nullptr};
+}
+
+} // namespace weft::kernel
