@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace weft::cli {
 
@@ -13,7 +14,28 @@ struct InspectOptions {
   bool json = false;
 };
 
-// Returns the process exit status.
+struct RunOptions {
+  std::string model;
+  std::vector<std::string> inputs; // NAME=FILE
+  std::string fill;                // random, zeros, ones, or empty
+  std::string output_dir = ".";
+  std::string device = "cpu";
+};
+
+struct TestOnnxOptions {
+  std::vector<std::string> cases;
+  double rtol = 1e-3;
+  double atol = 1e-7;
+  std::string device = "cpu";
+};
+
+// Each returns the process exit status.
 int inspect(const InspectOptions& options);
+int run(const RunOptions& options);
+int test_onnx(const TestOnnxOptions& options);
+
+// Applies --threads / WEFT_NUM_THREADS to the generated kernels' OpenMP runtime; must run
+// before the first kernel library is loaded.
+void set_threads(int threads);
 
 } // namespace weft::cli

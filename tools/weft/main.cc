@@ -1,7 +1,9 @@
 // weft: the command-line driver. The contract (subcommands, flags, exit status) is in
 // docs/cli.md: exit 0 on success, 1 on bad input (one "error:" line), 2 on usage errors.
+#include <cstdlib>
 #include <iostream>
 #include <new>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -24,6 +26,25 @@ void add_pending_command(CLI::App& app, const char* name, const char* summary) {
     throw CLI::RuntimeError(kUsageError);
   });
 }
+
+} // namespace
+
+namespace weft::cli {
+
+void set_threads(int threads) {
+  // The generated kernels use OpenMP, which reads OMP_NUM_THREADS when the first kernel
+  // library loads it; WEFT_NUM_THREADS is Weft's name for the same knob.
+  std::string n = threads > 0 ? std::to_string(threads) : "";
+  if (n.empty()) {
+    const char* env = std::getenv("WEFT_NUM_THREADS");
+    if (env && *env) n = env;
+  }
+  if (!n.empty()) setenv("OMP_NUM_THREADS", n.c_str(), 1);
+}
+
+} // namespace weft::cli
+
+namespace {
 
 int run_cli(int argc, char** argv) {
   CLI::App app{"Weft: an ONNX tensor compiler for memory-bound work"};
@@ -48,8 +69,33 @@ int run_cli(int argc, char** argv) {
     }
   });
 
-  add_pending_command(app, "run", "Run a model on inputs (needs the execution engine)");
-  add_pending_command(app, "test-onnx", "Run ONNX backend test cases (needs the execution engine)");
+  int threads = 0;
+  weft::cli::RunOptions run;
+  CLI::App* run_cmd =
+      app.add_subcommand("run", "Run a model on inputs; outputs are written as NAME.npy");
+  run_cmd->add_option("model", run.model, "The .onnx model")->required();
+  run_cmd->add_option("--input", run.inputs, "NAME=FILE (.npy or .pb), once per input");
+  run_cmd->add_option("--fill", run.fill, "Fill inputs not given")
+      ->check(CLI::IsMember({"random", "zeros", "ones"}));
+  run_cmd->add_option("--output-dir", run.output_dir, "Where outputs are written");
+  run_cmd->add_option("--device", run.device, "Target device")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  run_cmd
+      ->add_option("--threads", threads,
+                   "Threads for kernels (default: WEFT_NUM_THREADS, or all cores)")
+      ->check(CLI::PositiveNumber);
+
+  weft::cli::TestOnnxOptions test;
+  CLI::App* test_cmd =
+      app.add_subcommand("test-onnx", "Run ONNX backend test cases; PASS or FAIL per case");
+  test_cmd->add_option("cases", test.cases, "Case directories (model.onnx + test_data_set_N/)")
+      ->required();
+  test_cmd->add_option("--rtol", test.rtol, "Relative tolerance");
+  test_cmd->add_option("--atol", test.atol, "Absolute tolerance");
+  test_cmd->add_option("--device", test.device, "Target device")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  test_cmd->add_option("--threads", threads, "Threads for kernels")->check(CLI::PositiveNumber);
+
   add_pending_command(app, "bench", "Benchmark a model (needs the execution engine)");
 
   try {
@@ -58,7 +104,10 @@ int run_cli(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? 0 : kUsageError;
   }
+  weft::cli::set_threads(threads);
   if (cmd->parsed()) return weft::cli::inspect(inspect);
+  if (run_cmd->parsed()) return weft::cli::run(run);
+  if (test_cmd->parsed()) return weft::cli::test_onnx(test);
   return ops_cmd->parsed() ? 0 : kUsageError;
 }
 

@@ -218,11 +218,16 @@ std::vector<std::string> kernel_symbols(const Kernel& k) {
   return {symbols.begin(), symbols.end()};
 }
 
-Result<std::string> emit_kernel(const Kernel& k, const poly::AstNode& loops, Dialect dialect) {
+std::string emit_prelude(Dialect) { return std::string(cpu_dialect().prelude); }
+
+Result<std::string> emit_function(const Kernel& k, const poly::AstNode& loops, Dialect) {
   WEFT_RETURN_IF_ERROR(kernel::verify_kernel(k));
-  const DialectTable& table = cpu_dialect();
-  (void)dialect; // one dialect so far
-  return std::string(table.prelude) + "\n" + Emitter(k, table).function(loops);
+  return Emitter(k, cpu_dialect()).function(loops);
+}
+
+Result<std::string> emit_kernel(const Kernel& k, const poly::AstNode& loops, Dialect dialect) {
+  WEFT_ASSIGN_OR_RETURN(std::string function, emit_function(k, loops, dialect));
+  return emit_prelude(dialect) + "\n" + function;
 }
 
 } // namespace weft::codegen

@@ -22,7 +22,12 @@ enum class Dialect { kCpu };
 // The symbolic extents a kernel's code takes as arguments, sorted by name.
 std::vector<std::string> kernel_symbols(const kernel::Kernel& kernel);
 
-// The source of one translation unit: the dialect's prelude, then the kernel function.
+// The helpers every kernel of "dialect" may use; a translation unit starts with it once.
+std::string emit_prelude(Dialect dialect);
+// The function of one kernel.
+Result<std::string> emit_function(const kernel::Kernel& kernel, const poly::AstNode& loops,
+                                  Dialect dialect);
+// A translation unit holding one kernel: the prelude, then its function.
 Result<std::string> emit_kernel(const kernel::Kernel& kernel, const poly::AstNode& loops,
                                 Dialect dialect);
 

@@ -270,9 +270,12 @@ template <typename T> std::string to_text(const T& isl_object) {
 
 Result<ScheduledKernel> schedule_in(const isl::ctx& ctx, const Kernel& k) {
   PolyModel model(k);
-  isl::union_map reads(ctx, model.accesses(false));
-  isl::union_map writes(ctx, model.accesses(true));
-  isl::union_map order(ctx, model.sequential_schedule());
+  // Accesses and order hold only on the iteration domains; unbounded, isl's last-writer
+  // search has no optimum.
+  isl::union_set domain(ctx, model.all_domains());
+  isl::union_map reads = isl::union_map(ctx, model.accesses(false)).intersect_domain(domain);
+  isl::union_map writes = isl::union_map(ctx, model.accesses(true)).intersect_domain(domain);
+  isl::union_map order = isl::union_map(ctx, model.sequential_schedule()).intersect_domain(domain);
   isl::union_map flow = isl::union_access_info(reads)
                             .set_must_source(writes)
                             .set_schedule_map(order)

@@ -1,0 +1,153 @@
+// weft test-onnx: the ONNX backend test layout (model.onnx + test_data_set_N/{input,output}_K.pb).
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "tools/weft/commands.h"
+#include "weft/driver/compile_model.h"
+#include "weft/onnx/tensor_file.h"
+
+namespace weft::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// input_0.pb, input_1.pb, ... in numeric order.
+std::vector<fs::path> numbered(const fs::path& dir, const std::string& prefix) {
+  std::vector<fs::path> files;
+  for (int i = 0;; ++i) {
+    fs::path p = dir / fmt::format("{}_{}.pb", prefix, i);
+    if (!fs::exists(p)) break;
+    files.push_back(p);
+  }
+  return files;
+}
+
+// Test data keeps bf16 as u16 bit patterns (NumPy has no bfloat16).
+Tensor reinterpret_if_bf16(Tensor t, DType wanted) {
+  if (wanted != DType::kBF16 || t.dtype() != DType::kU16) return t;
+  Tensor bf(DType::kBF16, t.dims());
+  std::memcpy(bf.data(), t.data(), t.num_bytes());
+  return bf;
+}
+
+// Why "got" differs from "expected", or nothing when they agree within the tolerances.
+std::optional<std::string> compare(const std::string& name, const Tensor& got,
+                                   const Tensor& expected, double rtol, double atol) {
+  if (got.dtype() != expected.dtype()) {
+    return fmt::format("output '{}' has dtype {}, expected {}", name, dtype_name(got.dtype()),
+                       dtype_name(expected.dtype()));
+  }
+  if (got.dims() != expected.dims()) {
+    return fmt::format("output '{}' has shape {}, expected {}", name, got.type().to_string(),
+                       expected.type().to_string());
+  }
+  bool exact = !dtype_is_float(got.dtype());
+  for (int64_t i = 0; i < got.num_elements(); ++i) {
+    bool ok;
+    if (exact) {
+      ok = got.get_int64(i) == expected.get_int64(i);
+    } else {
+      double g = got.get_double(i), e = expected.get_double(i);
+      ok = (std::isnan(g) && std::isnan(e)) || g == e ||
+           std::fabs(g - e) <= atol + rtol * std::fabs(e);
+    }
+    if (!ok) {
+      return fmt::format("output '{}' element {}: got {}, expected {} (rtol {}, atol {})", name, i,
+                         got.get_double(i), expected.get_double(i), rtol, atol);
+    }
+  }
+  return std::nullopt;
+}
+
+// Runs one data set; the reason it fails, or nothing.
+std::optional<std::string> run_data_set(const fs::path& model, const fs::path& data,
+                                        const TestOnnxOptions& o) {
+  std::vector<Tensor> inputs;
+  for (const fs::path& p : numbered(data, "input")) {
+    Result<Tensor> t = read_tensor_file(p.string());
+    if (!t.ok()) return t.status().message();
+    inputs.push_back(std::move(t).value());
+  }
+  Result<std::vector<runtime::TensorInfo>> declared = model_inputs(model.string());
+  if (!declared.ok()) return declared.status().message();
+  if (declared->size() != inputs.size()) {
+    return fmt::format("the model has {} inputs, the data set {}", declared->size(), inputs.size());
+  }
+  std::vector<TensorType> types;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    inputs[i] = reinterpret_if_bf16(std::move(inputs[i]), (*declared)[i].type.dtype);
+    types.push_back(inputs[i].type());
+  }
+  Result<CompiledModel> compiled = compile_model(model.string(), types);
+  if (!compiled.ok()) return compiled.status().message();
+  Result<std::vector<Tensor>> outputs = compiled->executable->run(inputs);
+  if (!outputs.ok()) return outputs.status().message();
+  std::vector<fs::path> expected = numbered(data, "output");
+  if (expected.size() != outputs->size()) {
+    return fmt::format("the model has {} outputs, the data set {}", outputs->size(),
+                       expected.size());
+  }
+  for (size_t i = 0; i < expected.size(); ++i) {
+    Result<Tensor> e = read_tensor_file(expected[i].string());
+    if (!e.ok()) return e.status().message();
+    Tensor want = reinterpret_if_bf16(std::move(e).value(), (*outputs)[i].dtype());
+    const std::string& name = compiled->executable->outputs()[i].name;
+    if (auto why = compare(name, (*outputs)[i], want, o.rtol, o.atol)) return why;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> run_case(const fs::path& dir, const TestOnnxOptions& o) {
+  fs::path model = dir / "model.onnx";
+  if (!fs::is_regular_file(model)) return fmt::format("{} has no model.onnx", dir.string());
+  std::vector<fs::path> sets;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.is_directory() && entry.path().filename().string().starts_with("test_data_set_"))
+      sets.push_back(entry.path());
+  }
+  std::sort(sets.begin(), sets.end());
+  if (sets.empty()) return "no test_data_set_N directories";
+  for (const fs::path& data : sets) {
+    if (auto why = run_data_set(model, data, o))
+      return fmt::format("{}: {}", data.filename().string(), *why);
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+int test_onnx(const TestOnnxOptions& o) {
+  if (o.device != "cpu") {
+    std::cerr << "error: --device " << o.device
+              << ": the CUDA backend has not landed yet; use --device cpu\n";
+    return 2;
+  }
+  int passed = 0, failed = 0;
+  for (const std::string& c : o.cases) {
+    fs::path dir = fs::path(c).lexically_normal();
+    std::string name = (dir.has_filename() ? dir : dir.parent_path()).filename().string();
+    std::optional<std::string> why;
+    try {
+      why = run_case(dir, o);
+    } catch (const std::exception& e) {
+      why = std::string("internal error: ") + e.what();
+    }
+    if (why) {
+      std::cout << "FAIL " << name << ": " << *why << "\n";
+      ++failed;
+    } else {
+      std::cout << "PASS " << name << "\n";
+      ++passed;
+    }
+    std::cout.flush();
+  }
+  std::cout << passed << " passed, " << failed << " failed\n";
+  return failed == 0 ? 0 : 1;
+}
+
+} // namespace weft::cli

@@ -1,0 +1,22 @@
+// specialize_shapes: binds the graph's inputs to concrete types and propagates them.
+//
+// Every symbolic dim of an input becomes the given extent, everywhere in the graph (a
+// symbol names one extent); shape functions then refine the rest. Run fold_constants and
+// canonicalize after it: Shape ops and Reshape targets become constants.
+//
+// Requires: a verified graph; "types" has one entry per graph input, each with a static
+// shape. Fails, naming the input, when a type contradicts the input's declared type
+// (dtype, rank, a static extent, or one symbol bound to two extents).
+// Guarantees: the graph's inputs have exactly the given types.
+#pragma once
+
+#include <vector>
+
+#include "weft/graph/graph.h"
+#include "weft/support/status.h"
+
+namespace weft {
+
+Status specialize_shapes(Graph& graph, const std::vector<TensorType>& types);
+
+} // namespace weft

@@ -1,0 +1,116 @@
+#include "weft/runtime/cpu/executable.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+
+#include <fmt/format.h>
+
+namespace weft::runtime {
+
+namespace {
+
+constexpr size_t kAlignment = 64;
+
+size_t align_up(size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
+
+struct AlignedFree {
+  void operator()(void* p) const { std::free(p); }
+};
+
+} // namespace
+
+size_t plan_arena(const std::vector<Lifetime>& buffers, std::vector<size_t>* offsets) {
+  offsets->assign(buffers.size(), 0);
+  std::vector<size_t> order(buffers.size());
+  std::iota(order.begin(), order.end(), 0);
+  // Largest first, then first-fit against the placed buffers whose lifetimes overlap.
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return buffers[a].bytes > buffers[b].bytes; });
+  std::vector<size_t> placed;
+  size_t total = 0;
+  for (size_t i : order) {
+    std::vector<std::pair<size_t, size_t>> busy; // [begin, end) of overlapping buffers
+    for (size_t j : placed) {
+      bool overlap = buffers[i].first <= buffers[j].last && buffers[j].first <= buffers[i].last;
+      if (overlap) busy.emplace_back((*offsets)[j], (*offsets)[j] + align_up(buffers[j].bytes));
+    }
+    std::sort(busy.begin(), busy.end());
+    size_t offset = 0;
+    for (auto [begin, end] : busy) {
+      if (offset + align_up(buffers[i].bytes) <= begin) break;
+      offset = std::max(offset, end);
+    }
+    (*offsets)[i] = offset;
+    total = std::max(total, offset + align_up(buffers[i].bytes));
+    placed.push_back(i);
+  }
+  return total;
+}
+
+Executable::Executable(std::vector<TensorInfo> inputs, std::vector<TensorInfo> outputs,
+                       std::vector<Slot> slots, std::vector<Launch> launches,
+                       std::vector<int> output_slots, size_t arena_bytes,
+                       std::vector<std::shared_ptr<KernelLibrary>> libraries)
+    : inputs_(std::move(inputs)), outputs_(std::move(outputs)), slots_(std::move(slots)),
+      launches_(std::move(launches)), output_slots_(std::move(output_slots)),
+      arena_bytes_(arena_bytes), libraries_(std::move(libraries)) {}
+
+Result<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs) const {
+  if (inputs.size() != inputs_.size()) {
+    return Status::error(
+        fmt::format("the model takes {} inputs, {} were given", inputs_.size(), inputs.size()));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!(inputs[i].type() == inputs_[i].type)) {
+      return Status::error(fmt::format("input '{}' must be {}, got {}", inputs_[i].name,
+                                       inputs_[i].type.to_string(), inputs[i].type().to_string()));
+    }
+  }
+  std::vector<Tensor> outputs;
+  for (const TensorInfo& o : outputs_)
+    outputs.emplace_back(o.type.dtype, shape_static_dims(*o.type.shape));
+  std::unique_ptr<void, AlignedFree> arena(
+      arena_bytes_ ? std::aligned_alloc(kAlignment, align_up(arena_bytes_)) : nullptr);
+  if (arena_bytes_ && !arena)
+    return Status::error(fmt::format("cannot allocate {} bytes of working memory", arena_bytes_));
+  // The address of each slot for this run.
+  std::vector<void*> address(slots_.size(), nullptr);
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    const Slot& slot = slots_[s];
+    switch (slot.kind) {
+      case Slot::Kind::kInput:
+        address[s] = const_cast<std::byte*>(inputs[static_cast<size_t>(slot.index)].data());
+        break;
+      case Slot::Kind::kConstant: address[s] = const_cast<std::byte*>(slot.constant->data()); break;
+      case Slot::Kind::kOutput: address[s] = outputs[static_cast<size_t>(slot.index)].data(); break;
+      case Slot::Kind::kArena:
+        address[s] = static_cast<std::byte*>(arena.get()) + slot.offset;
+        break;
+      case Slot::Kind::kAlias: break;
+    }
+  }
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    int target = static_cast<int>(s);
+    while (slots_[static_cast<size_t>(target)].kind == Slot::Kind::kAlias)
+      target = slots_[static_cast<size_t>(target)].index;
+    address[s] = address[static_cast<size_t>(target)];
+  }
+  std::vector<void*> args;
+  for (const Launch& launch : launches_) {
+    args.clear();
+    for (int s : launch.slots)
+      args.push_back(address[static_cast<size_t>(s)]);
+    launch.fn(args.data(), nullptr);
+  }
+  // Outputs whose slot is not their own storage (an alias, an input, a constant) are copied.
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    void* src = address[static_cast<size_t>(output_slots_[o])];
+    if (src != outputs[o].data() && outputs[o].num_bytes() > 0)
+      std::memcpy(outputs[o].data(), src, outputs[o].num_bytes());
+  }
+  return outputs;
+}
+
+} // namespace weft::runtime

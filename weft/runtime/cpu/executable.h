@@ -1,0 +1,82 @@
+// An executable model on the CPU: a buffer plan over one arena, and a launch list.
+//
+// Every graph value is a slot: a graph input (the caller's tensor), a constant (owned
+// here), a graph output (allocated per run), an arena range (intermediates and kernel
+// temporaries, placed by liveness so that ranges are reused), or an alias of another slot
+// (Reshape and friends). Runs are independent: the arena is allocated per run, so one
+// Executable may run on several threads at once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "weft/graph/tensor.h"
+#include "weft/runtime/cpu/kernel_library.h"
+#include "weft/support/status.h"
+
+namespace weft::runtime {
+
+struct Slot {
+  enum class Kind : uint8_t { kInput, kConstant, kOutput, kArena, kAlias };
+  Kind kind = Kind::kArena;
+  int index = 0;                          // kInput, kOutput: position; kAlias: the slot aliased
+  size_t offset = 0;                      // kArena: byte offset, set by planning
+  size_t bytes = 0;                       // kArena: size
+  std::shared_ptr<const Tensor> constant; // kConstant
+
+  static Slot input(int i) { return {Kind::kInput, i, 0, 0, nullptr}; }
+  static Slot output(int i) { return {Kind::kOutput, i, 0, 0, nullptr}; }
+  static Slot constant_of(std::shared_ptr<const Tensor> t) {
+    return {Kind::kConstant, 0, 0, 0, std::move(t)};
+  }
+  static Slot arena(size_t bytes) { return {Kind::kArena, 0, 0, bytes, nullptr}; }
+  static Slot alias_of(int slot) { return {Kind::kAlias, slot, 0, 0, nullptr}; }
+};
+
+struct Launch {
+  std::string name; // the kernel
+  KernelFn fn = nullptr;
+  std::vector<int> slots; // one per kernel buffer
+};
+
+struct TensorInfo {
+  std::string name;
+  TensorType type; // static
+};
+
+class Executable {
+public:
+  Executable(std::vector<TensorInfo> inputs, std::vector<TensorInfo> outputs,
+             std::vector<Slot> slots, std::vector<Launch> launches, std::vector<int> output_slots,
+             size_t arena_bytes, std::vector<std::shared_ptr<KernelLibrary>> libraries);
+
+  const std::vector<TensorInfo>& inputs() const { return inputs_; }
+  const std::vector<TensorInfo>& outputs() const { return outputs_; }
+  const std::vector<Launch>& launches() const { return launches_; }
+  size_t arena_bytes() const { return arena_bytes_; }
+
+  // Runs on "inputs" (in the order of inputs(), with exactly those types).
+  Result<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) const;
+
+private:
+  std::vector<TensorInfo> inputs_;
+  std::vector<TensorInfo> outputs_;
+  std::vector<Slot> slots_;
+  std::vector<Launch> launches_;
+  std::vector<int> output_slots_;
+  size_t arena_bytes_;
+  std::vector<std::shared_ptr<KernelLibrary>> libraries_;
+};
+
+// Byte offsets for buffers alive over [first, last] launch indices, reusing space between
+// buffers whose lifetimes do not overlap; returns the arena size. Offsets are 64-byte aligned.
+struct Lifetime {
+  size_t bytes;
+  int first;
+  int last;
+};
+size_t plan_arena(const std::vector<Lifetime>& buffers, std::vector<size_t>* offsets);
+
+} // namespace weft::runtime
