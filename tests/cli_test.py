@@ -136,8 +136,55 @@ class CliTest(unittest.TestCase):
 
     def test_pending_subcommands_say_so_and_exit_2(self):
         path = save(small_model(), self.dir)
-        for cmd in (["run", path], ["test-onnx", self.dir], ["bench", path]):
-            self.assert_one_line_error(weft(*cmd), "not available yet", code=2)
+        self.assert_one_line_error(weft("bench", path), "not available yet", code=2)
+
+    def test_run_writes_outputs_that_match_numpy(self):
+        import numpy as np
+        path = save(small_model(), self.dir)
+        x = np.array([[-1.5, 2.0, 0.0, 3.25], [4.0, -0.5, -2.0, 1.0]], np.float32)
+        np.save(os.path.join(self.dir, "x.npy"), x)
+        out = os.path.join(self.dir, "out")
+        r = weft("run", path, "--input", "x=" + os.path.join(self.dir, "x.npy"), "--output-dir", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        np.testing.assert_array_equal(np.load(os.path.join(out, "y.npy")), np.maximum(x, 0))
+
+    def test_run_missing_input_names_the_expected_inputs(self):
+        path = save(small_model(), self.dir)
+        self.assert_one_line_error(weft("run", path), "missing input 'x'", "f32[N,4]", "--fill")
+        r = weft("run", path, "--fill", "ones", "--output-dir", self.dir)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_run_wrong_shape_or_dtype_names_the_input(self):
+        import numpy as np
+        path = save(small_model(), self.dir)
+        for name, array in (("rank", np.zeros((4,), np.float32)), ("dtype", np.zeros((2, 4), np.float64)),
+                            ("dim", np.zeros((2, 5), np.float32))):
+            f = os.path.join(self.dir, name + ".npy")
+            np.save(f, array)
+            self.assert_one_line_error(weft("run", path, "--input", "x=" + f), "input 'x'", "f32[N,4]")
+
+    def test_run_unsupported_op_lists_nodes(self):
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])
+        nodes = [helper.make_node("MatMul", ["x", "x"], ["m"], name="mm"),
+                 helper.make_node("Relu", ["m"], ["y"], name="r")]
+        model = helper.make_model(helper.make_graph(nodes, "g", [x], [y]),
+                                  opset_imports=[helper.make_opsetid("", 13)])
+        path = save(model, self.dir)
+        self.assert_one_line_error(weft("run", path, "--fill", "ones"), "cannot execute yet", "MatMul", "'mm'")
+
+    def test_test_onnx_reports_pass_and_fail(self):
+        data = "/usr/share/libonnx-testdata/data/node"
+        if not os.path.isdir(data):
+            self.skipTest("libonnx-testdata is not installed")
+        r = weft("test-onnx", os.path.join(data, "test_relu"), os.path.join(data, "test_matmul_2d"))
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertEqual(lines[0], "PASS test_relu")
+        self.assertTrue(lines[1].startswith("FAIL test_matmul_2d: "), lines[1])
+        self.assertEqual(lines[-1], "1 passed, 1 failed")
+        r = weft("test-onnx", os.path.join(data, "test_relu"))
+        self.assertEqual(r.returncode, 0, r.stdout)
 
     def test_usage_errors_exit_2(self):
         self.assertEqual(weft().returncode, 2)
