@@ -11,6 +11,7 @@ constexpr std::string_view kCpuPrelude = R"(#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 namespace {
 // max and min propagate NaN from either operand.
@@ -148,7 +149,8 @@ std::string apply_op(kernel::ExprOp op, DType t, const std::vector<std::string>&
     case ExprOp::kXor: return fmt::format("({} != {})", a[0], a[1]);
     case ExprOp::kSelect: return fmt::format("({} ? {} : {})", a[0], a[1], a[2]);
     case ExprOp::kLoad:
-    case ExprOp::kConstant: break; // handled by the emitter
+    case ExprOp::kConstant:
+    case ExprOp::kIterator: break; // handled by the emitter
   }
   return "?";
 }

@@ -144,6 +144,8 @@ private:
         value = load(s.reads[static_cast<size_t>(e.access)], iters);
       } else if (e.op == kernel::ExprOp::kConstant) {
         value = literal(e.value, e.dtype);
+      } else if (e.op == kernel::ExprOp::kIterator) {
+        value = fmt::format("static_cast<int64_t>({})", iters[static_cast<size_t>(e.access)]);
       } else {
         std::vector<std::string> args;
         for (int o : e.operands)

@@ -17,30 +17,30 @@ struct OpInfo {
 };
 
 constexpr OpInfo kOps[] = {
-    {ExprOp::kLoad, "load", 0, ""},       {ExprOp::kConstant, "const", 0, ""},
-    {ExprOp::kCast, "cast", 1, ""},       {ExprOp::kNeg, "neg", 1, ""},
-    {ExprOp::kAbs, "abs", 1, ""},         {ExprOp::kExp, "exp", 1, ""},
-    {ExprOp::kLog, "log", 1, ""},         {ExprOp::kSqrt, "sqrt", 1, ""},
-    {ExprOp::kRsqrt, "rsqrt", 1, ""},     {ExprOp::kTanh, "tanh", 1, ""},
-    {ExprOp::kSigmoid, "sigmoid", 1, ""}, {ExprOp::kErf, "erf", 1, ""},
-    {ExprOp::kFloor, "floor", 1, ""},     {ExprOp::kCeil, "ceil", 1, ""},
-    {ExprOp::kRound, "round", 1, ""},     {ExprOp::kSin, "sin", 1, ""},
-    {ExprOp::kCos, "cos", 1, ""},         {ExprOp::kTan, "tan", 1, ""},
-    {ExprOp::kAsin, "asin", 1, ""},       {ExprOp::kAcos, "acos", 1, ""},
-    {ExprOp::kAtan, "atan", 1, ""},       {ExprOp::kSinh, "sinh", 1, ""},
-    {ExprOp::kCosh, "cosh", 1, ""},       {ExprOp::kAsinh, "asinh", 1, ""},
-    {ExprOp::kAcosh, "acosh", 1, ""},     {ExprOp::kAtanh, "atanh", 1, ""},
-    {ExprOp::kNot, "not", 1, ""},         {ExprOp::kIsNan, "isnan", 1, ""},
-    {ExprOp::kIsInf, "isinf", 1, ""},     {ExprOp::kAdd, "add", 2, "+"},
-    {ExprOp::kSub, "sub", 2, "-"},        {ExprOp::kMul, "mul", 2, "*"},
-    {ExprOp::kDiv, "div", 2, "/"},        {ExprOp::kMax, "max", 2, ""},
-    {ExprOp::kMin, "min", 2, ""},         {ExprOp::kPow, "pow", 2, ""},
-    {ExprOp::kMod, "mod", 2, ""},         {ExprOp::kFmod, "fmod", 2, ""},
-    {ExprOp::kLt, "lt", 2, "<"},          {ExprOp::kLe, "le", 2, "<="},
-    {ExprOp::kGt, "gt", 2, ">"},          {ExprOp::kGe, "ge", 2, ">="},
-    {ExprOp::kEq, "eq", 2, "=="},         {ExprOp::kAnd, "and", 2, "&&"},
-    {ExprOp::kOr, "or", 2, "||"},         {ExprOp::kXor, "xor", 2, "^"},
-    {ExprOp::kSelect, "select", 3, ""},
+    {ExprOp::kLoad, "load", 0, ""},   {ExprOp::kConstant, "const", 0, ""},
+    {ExprOp::kCast, "cast", 1, ""},   {ExprOp::kIterator, "iterator", 0, ""},
+    {ExprOp::kNeg, "neg", 1, ""},     {ExprOp::kAbs, "abs", 1, ""},
+    {ExprOp::kExp, "exp", 1, ""},     {ExprOp::kLog, "log", 1, ""},
+    {ExprOp::kSqrt, "sqrt", 1, ""},   {ExprOp::kRsqrt, "rsqrt", 1, ""},
+    {ExprOp::kTanh, "tanh", 1, ""},   {ExprOp::kSigmoid, "sigmoid", 1, ""},
+    {ExprOp::kErf, "erf", 1, ""},     {ExprOp::kFloor, "floor", 1, ""},
+    {ExprOp::kCeil, "ceil", 1, ""},   {ExprOp::kRound, "round", 1, ""},
+    {ExprOp::kSin, "sin", 1, ""},     {ExprOp::kCos, "cos", 1, ""},
+    {ExprOp::kTan, "tan", 1, ""},     {ExprOp::kAsin, "asin", 1, ""},
+    {ExprOp::kAcos, "acos", 1, ""},   {ExprOp::kAtan, "atan", 1, ""},
+    {ExprOp::kSinh, "sinh", 1, ""},   {ExprOp::kCosh, "cosh", 1, ""},
+    {ExprOp::kAsinh, "asinh", 1, ""}, {ExprOp::kAcosh, "acosh", 1, ""},
+    {ExprOp::kAtanh, "atanh", 1, ""}, {ExprOp::kNot, "not", 1, ""},
+    {ExprOp::kIsNan, "isnan", 1, ""}, {ExprOp::kIsInf, "isinf", 1, ""},
+    {ExprOp::kAdd, "add", 2, "+"},    {ExprOp::kSub, "sub", 2, "-"},
+    {ExprOp::kMul, "mul", 2, "*"},    {ExprOp::kDiv, "div", 2, "/"},
+    {ExprOp::kMax, "max", 2, ""},     {ExprOp::kMin, "min", 2, ""},
+    {ExprOp::kPow, "pow", 2, ""},     {ExprOp::kMod, "mod", 2, ""},
+    {ExprOp::kFmod, "fmod", 2, ""},   {ExprOp::kLt, "lt", 2, "<"},
+    {ExprOp::kLe, "le", 2, "<="},     {ExprOp::kGt, "gt", 2, ">"},
+    {ExprOp::kGe, "ge", 2, ">="},     {ExprOp::kEq, "eq", 2, "=="},
+    {ExprOp::kAnd, "and", 2, "&&"},   {ExprOp::kOr, "or", 2, "||"},
+    {ExprOp::kXor, "xor", 2, "^"},    {ExprOp::kSelect, "select", 3, ""},
 };
 
 const OpInfo& info(ExprOp op) {
@@ -75,6 +75,7 @@ std::string expr_text(const Kernel& k, const Statement& s, int n) {
     case ExprOp::kLoad: return access_text(k, s.reads[static_cast<size_t>(e.access)]);
     case ExprOp::kConstant: return fmt::format("{}", e.value);
     case ExprOp::kCast: return fmt::format("{}({})", dtype_name(e.dtype), arg(0));
+    case ExprOp::kIterator: return fmt::format("i{}", e.access);
     default: break;
   }
   const OpInfo& i = info(e.op);
@@ -168,6 +169,10 @@ Status verify_kernel(const Kernel& k) {
       }
       if (e.op == ExprOp::kLoad && (e.access < 0 || e.access >= static_cast<int>(s.reads.size()))) {
         return Status::error(fmt::format("{}: node {} loads a missing access", s.name, n));
+      }
+      if (e.op == ExprOp::kIterator &&
+          (e.access < 0 || e.access >= static_cast<int>(s.domain.size()))) {
+        return Status::error(fmt::format("{}: node {} reads a missing iterator", s.name, n));
       }
     }
     if (s.expr.back().dtype != out.dtype) {

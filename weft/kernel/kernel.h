@@ -50,6 +50,7 @@ struct Access {
 
 enum class ExprOp : uint8_t {
   kLoad,
+  kIterator,
   kConstant,
   kCast,
   // unary

@@ -44,6 +44,11 @@ int StatementBuilder::constant(double value, DType dtype) {
   return static_cast<int>(s_.expr.size()) - 1;
 }
 
+int StatementBuilder::iterator(int i) {
+  s_.expr.push_back({ExprOp::kIterator, DType::kI64, {}, i, 0.0});
+  return static_cast<int>(s_.expr.size()) - 1;
+}
+
 int StatementBuilder::op(ExprOp op, DType dtype, std::vector<int> operands) {
   s_.expr.push_back({op, dtype, std::move(operands), -1, 0.0});
   return static_cast<int>(s_.expr.size()) - 1;

@@ -29,6 +29,8 @@ public:
 
   int load(int buffer, std::vector<AffineExpr> index, DType dtype);
   int constant(double value, DType dtype);
+  // The value of iterator "i", as an i64.
+  int iterator(int i);
   int op(ExprOp op, DType dtype, std::vector<int> operands);
   DType dtype_of(int node) const { return s_.expr[static_cast<size_t>(node)].dtype; }
   // The statement storing node "value" (made the last node) at "index" of "buffer".

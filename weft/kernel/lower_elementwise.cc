@@ -177,6 +177,13 @@ Result<LoweredNode> lower_elementwise(const Node& n, const std::string& name) {
   if (b.dtype_of(value) != out->type.dtype) value = b.op(ExprOp::kCast, out->type.dtype, {value});
   int y = k.buffer(out, BufferRole::kOutput);
   k.add(b.store(value, y, iterators(shape.size())));
+  if (op == "Dropout" && n.outputs.size() > 1 &&
+      n.outputs[1]) { // at inference, the mask is all true
+    const Value* mask = n.outputs[1];
+    StatementBuilder m("mask", shape);
+    k.add(m.store(m.constant(1, mask->type.dtype), k.buffer(mask, BufferRole::kOutput),
+                  iterators(shape.size())));
+  }
   WEFT_ASSIGN_OR_RETURN(BoundKernel bound, k.finish());
   LoweredNode lowered;
   lowered.kernels.push_back(std::move(bound));

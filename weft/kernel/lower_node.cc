@@ -11,12 +11,19 @@ namespace weft::kernel {
 namespace {
 
 // Ops whose output is the input's bytes under another shape.
+// Dropout in training mode draws random masks, which Weft does not do.
+bool is_training_dropout(const Node& n) {
+  if (n.op_type != "Dropout") return false;
+  const Value* training = n.input(2);
+  return training && (!training->is_constant() || training->constant->get_int64(0) != 0);
+}
+
 bool is_alias(const Node& n) {
   static const std::set<std::string_view> ops = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"};
   if (ops.contains(n.op_type)) return true;
   // Dropout at inference with its mask unused.
   return n.op_type == "Dropout" && (n.outputs.size() < 2 || !n.outputs[1]) &&
-         (!n.input(2) || (n.input(2)->is_constant() && n.input(2)->constant->get_int64(0) == 0));
+         !is_training_dropout(n);
 }
 
 bool has_static_shapes(const Node& n) {
@@ -31,11 +38,28 @@ bool has_static_shapes(const Node& n) {
 } // namespace
 
 bool can_lower(const Node& n) {
-  static const std::set<std::string_view> ops = {
-      "ReduceSum", "ReduceMean", "ReduceMax",          "ReduceMin",    "ReduceProd",
-      "ReduceL1",  "ReduceL2",   "ReduceSumSquare",    "ReduceLogSum", "ReduceLogSumExp",
-      "Softmax",   "LogSoftmax", "LayerNormalization", "Transpose",    "Slice",
-      "Concat",    "Split",      "BatchNormalization"};
+  if (is_training_dropout(n)) return false;
+  static const std::set<std::string_view> ops = {"ReduceSum",
+                                                 "ReduceMean",
+                                                 "ReduceMax",
+                                                 "ReduceMin",
+                                                 "ReduceProd",
+                                                 "ReduceL1",
+                                                 "ReduceL2",
+                                                 "ReduceSumSquare",
+                                                 "ReduceLogSum",
+                                                 "ReduceLogSumExp",
+                                                 "Softmax",
+                                                 "LogSoftmax",
+                                                 "ArgMax",
+                                                 "ArgMin",
+                                                 "Hardmax",
+                                                 "LayerNormalization",
+                                                 "Transpose",
+                                                 "Slice",
+                                                 "Concat",
+                                                 "Split",
+                                                 "BatchNormalization"};
   return is_alias(n) || is_elementwise(n) || ops.contains(n.op_type);
 }
 
@@ -46,6 +70,8 @@ Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
   const std::string& op = n.op_type;
   if (op.starts_with("Reduce")) return lower_reduce(n, name);
   if (op == "Softmax" || op == "LogSoftmax") return lower_softmax(n, name);
+  if (op == "ArgMax" || op == "ArgMin") return lower_arg_reduce(n, name);
+  if (op == "Hardmax") return lower_hardmax(n, name);
   if (op == "LayerNormalization") return lower_layer_norm(n, name);
   if (op == "Transpose") return lower_transpose(n, name);
   if (op == "Slice") return lower_slice(n, name);

@@ -10,6 +10,8 @@ namespace weft::kernel {
 bool is_elementwise(const Node& n);
 Result<LoweredNode> lower_elementwise(const Node& n, const std::string& name);
 Result<LoweredNode> lower_reduce(const Node& n, const std::string& name);
+Result<LoweredNode> lower_arg_reduce(const Node& n, const std::string& name);
+Result<LoweredNode> lower_hardmax(const Node& n, const std::string& name);
 Result<LoweredNode> lower_softmax(const Node& n, const std::string& name);
 Result<LoweredNode> lower_layer_norm(const Node& n, const std::string& name);
 Result<LoweredNode> lower_transpose(const Node& n, const std::string& name);

@@ -1,4 +1,5 @@
 // Reductions, softmax and layer normalization, on the canonical views of coalesce.h.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -129,7 +130,82 @@ Ints axes_from(int64_t first, int64_t rank) {
   return axes;
 }
 
+// idx[k] = the first (or last) r where x[k, r] equals the max (or min) m[k]; a NaN matches
+// a NaN, so the first NaN wins, as in NumPy.
+void add_arg_reduction(KernelBuilder& k, const StepView& v, int in, DType x_type, int idx,
+                       bool is_max, bool select_last) {
+  DType t = accumulator_type(x_type);
+  int m = k.temp(t, v.flat_out());
+  add_reduction(k, v, in, false, x_type, m, t, is_max ? Combine::kMax : Combine::kMin,
+                ExprOp::kCast);
+  // No index yet: -1 below every index, or the extent above every index.
+  double none = select_last ? -1.0 : static_cast<double>(v.count.value());
+  StatementBuilder init("init_index", v.flat_out());
+  k.add(init.store(init.constant(none, DType::kI64), idx, iterators(1)));
+  StatementBuilder find("find_index", v.in);
+  int x = load_as(find, in, iterators(v.in.size()), x_type, t);
+  int mv = find.load(m, v.out_index(), t);
+  int hit = find.op(ExprOp::kEq, DType::kBool, {x, mv});
+  if (dtype_is_float(t)) {
+    int both_nan = find.op(
+        ExprOp::kAnd, DType::kBool,
+        {find.op(ExprOp::kIsNan, DType::kBool, {x}), find.op(ExprOp::kIsNan, DType::kBool, {mv})});
+    hit = find.op(ExprOp::kOr, DType::kBool, {hit, both_nan});
+  }
+  int r = static_cast<int>(std::find(v.reduced.begin(), v.reduced.end(), true) - v.reduced.begin());
+  int candidate = find.op(ExprOp::kSelect, DType::kI64,
+                          {hit, find.iterator(r), find.constant(none, DType::kI64)});
+  k.add(find.store(candidate, idx, v.out_index(), select_last ? Combine::kMax : Combine::kMin));
+}
+
 } // namespace
+
+Result<LoweredNode> lower_arg_reduce(const Node& n, const std::string& name) {
+  const auto& a = n.attrs_as<ArgReduceAttrs>();
+  const Value* x = n.inputs[0];
+  const Value* y = n.outputs[0];
+  WEFT_ASSIGN_OR_RETURN(std::optional<StepView> v, single_step(x, {a.axis}));
+  KernelBuilder k(name);
+  Shape flat = {product(*y->type.shape)};
+  int out = k.buffer(y, BufferRole::kOutput, flat);
+  if (!v) { // the axis has extent 1: every index is 0
+    StatementBuilder zero("zero", flat);
+    k.add(zero.store(zero.constant(0, DType::kI64), out, iterators(1)));
+  } else {
+    int in = k.buffer(x, BufferRole::kInput, v->in);
+    add_arg_reduction(k, *v, in, x->type.dtype, out, n.op_type == "ArgMax", a.select_last_index);
+  }
+  WEFT_ASSIGN_OR_RETURN(BoundKernel bound, k.finish());
+  return LoweredNode{{std::move(bound)}, nullptr};
+}
+
+// y = 1 where the first max along the axes is, 0 elsewhere.
+Result<LoweredNode> lower_hardmax(const Node& n, const std::string& name) {
+  const Value* x = n.inputs[0];
+  const Value* y = n.outputs[0];
+  int64_t rank = static_cast<int64_t>(x->type.shape->size());
+  int64_t axis = n.attrs_as<SoftmaxAttrs>().axis;
+  if (axis < 0) axis += rank;
+  Ints axes = n.opset >= 13 ? Ints{axis} : axes_from(axis, rank);
+  WEFT_ASSIGN_OR_RETURN(std::optional<StepView> v, single_step(x, axes));
+  Dim total = product(*x->type.shape);
+  StepView view = v ? *v : StepView{{total, 1}, {false, true}, {total}, 1};
+  KernelBuilder k(name);
+  int in = k.buffer(x, BufferRole::kInput, view.in);
+  int out = k.buffer(y, BufferRole::kOutput, view.in);
+  int idx = k.temp(DType::kI64, view.flat_out());
+  add_arg_reduction(k, view, in, x->type.dtype, idx, true, false);
+  StatementBuilder b("one_hot", view.in);
+  int r = static_cast<int>(std::find(view.reduced.begin(), view.reduced.end(), true) -
+                           view.reduced.begin());
+  int is_max =
+      b.op(ExprOp::kEq, DType::kBool, {b.iterator(r), b.load(idx, view.out_index(), DType::kI64)});
+  DType t = y->type.dtype;
+  k.add(b.store(b.op(ExprOp::kSelect, t, {is_max, b.constant(1, t), b.constant(0, t)}), out,
+                iterators(view.in.size())));
+  WEFT_ASSIGN_OR_RETURN(BoundKernel bound, k.finish());
+  return LoweredNode{{std::move(bound)}, nullptr};
+}
 
 Result<LoweredNode> lower_reduce(const Node& n, const std::string& name) {
   const Value* x = n.inputs[0];
