@@ -113,10 +113,7 @@ int run(const RunOptions& o) {
     std::cerr << inputs.status().to_string() << "\n";
     return 1;
   }
-  std::vector<TensorType> types;
-  for (const Tensor& t : *inputs)
-    types.push_back(t.type());
-  Result<CompiledModel> model = compile_model(o.model, types);
+  Result<CompiledModel> model = compile_model(o.model, *inputs);
   if (!model.ok()) {
     std::cerr << model.status().to_string() << "\n";
     return 1;

@@ -67,23 +67,21 @@ std::optional<std::string> compare(const std::string& name, const Tensor& got,
 // Runs one data set; the reason it fails, or nothing.
 std::optional<std::string> run_data_set(const fs::path& model, const fs::path& data,
                                         const TestOnnxOptions& o) {
+  Result<std::vector<runtime::TensorInfo>> declared = model_inputs(model.string());
+  if (!declared.ok()) return declared.status().message();
   std::vector<Tensor> inputs;
   for (const fs::path& p : numbered(data, "input")) {
     Result<Tensor> t = read_tensor_file(p.string());
     if (!t.ok()) return t.status().message();
     inputs.push_back(std::move(t).value());
   }
-  Result<std::vector<runtime::TensorInfo>> declared = model_inputs(model.string());
-  if (!declared.ok()) return declared.status().message();
   if (declared->size() != inputs.size()) {
     return fmt::format("the model has {} inputs, the data set {}", declared->size(), inputs.size());
   }
-  std::vector<TensorType> types;
   for (size_t i = 0; i < inputs.size(); ++i) {
     inputs[i] = reinterpret_if_bf16(std::move(inputs[i]), (*declared)[i].type.dtype);
-    types.push_back(inputs[i].type());
   }
-  Result<CompiledModel> compiled = compile_model(model.string(), types);
+  Result<CompiledModel> compiled = compile_model(model.string(), inputs);
   if (!compiled.ok()) return compiled.status().message();
   Result<std::vector<Tensor>> outputs = compiled->executable->run(inputs);
   if (!outputs.ok()) return outputs.status().message();

@@ -25,9 +25,13 @@ namespace {
 
 using runtime::Slot;
 
-// Binding input types, then folding what they determine.
-Status specialize(Graph& graph, const std::vector<TensorType>& input_types) {
-  WEFT_RETURN_IF_ERROR(specialize_shapes(graph, input_types));
+// Binding input types (and shape-operand values), then folding what they determine.
+Status specialize(Graph& graph, const std::vector<Tensor>& inputs, std::vector<int>* frozen) {
+  std::vector<TensorType> types;
+  for (const Tensor& t : inputs)
+    types.push_back(t.type());
+  WEFT_RETURN_IF_ERROR(specialize_shapes(graph, types));
+  *frozen = freeze_shape_operands(graph, inputs);
   WEFT_RETURN_IF_ERROR(fold_constants(graph));
   WEFT_RETURN_IF_ERROR(canonicalize(graph));
   WEFT_RETURN_IF_ERROR(eliminate_identity(graph));
@@ -183,9 +187,10 @@ Result<std::vector<runtime::TensorInfo>> model_inputs(const std::string& path) {
 }
 
 Result<CompiledModel> compile_model(const std::string& path,
-                                    const std::vector<TensorType>& input_types) {
+                                    const std::vector<Tensor>& sample_inputs) {
   WEFT_ASSIGN_OR_RETURN(Graph graph, run_graph_pipeline(path));
-  WEFT_RETURN_IF_ERROR(specialize(graph, input_types));
+  std::vector<int> frozen;
+  WEFT_RETURN_IF_ERROR(specialize(graph, sample_inputs, &frozen));
   WEFT_RETURN_IF_ERROR(check_lowerable(graph));
 
   PlanBuilder plan(graph);
@@ -232,6 +237,8 @@ Result<CompiledModel> compile_model(const std::string& path,
       std::move(inputs), std::move(outputs), plan.slots(), std::move(launch_list),
       std::move(output_slots), arena,
       std::vector<std::shared_ptr<runtime::KernelLibrary>>{library});
+  for (int i : frozen)
+    model.executable->freeze_input(i, sample_inputs[static_cast<size_t>(i)]);
   model.graph = std::move(graph);
   model.source = std::move(source);
   model.cache_hit = built.cache_hit;

@@ -27,7 +27,8 @@ struct CompiledModel {
 // The declared inputs of a model: names and types, symbolic dims included.
 Result<std::vector<runtime::TensorInfo>> model_inputs(const std::string& path);
 
-Result<CompiledModel> compile_model(const std::string& path,
-                                    const std::vector<TensorType>& input_types);
+// Compiles for "inputs": their types, and the values of small integer inputs that only
+// determine shapes (freeze_shape_operands); later runs must pass the same values for those.
+Result<CompiledModel> compile_model(const std::string& path, const std::vector<Tensor>& inputs);
 
 } // namespace weft

@@ -144,3 +144,34 @@ Result<LoweredNode> lower_batch_norm(const Node& n, const std::string& name) {
 }
 
 } // namespace weft::kernel
+
+namespace weft::kernel {
+
+// out[r * d + i] = in[i] for each axis: a copy over a domain of (repeat, extent) pairs.
+Result<LoweredNode> lower_tile(const Node& n, const std::string& name) {
+  const Value* x = n.inputs[0];
+  const Value* y = n.outputs[0];
+  const Shape& in_shape = *x->type.shape;
+  Shape domain;
+  std::vector<AffineExpr> in_index, out_index;
+  for (size_t d = 0; d < in_shape.size(); ++d) {
+    int64_t extent = in_shape[d].value();
+    int64_t repeats = (*y->type.shape)[d].value() / std::max<int64_t>(extent, 1);
+    int r = static_cast<int>(domain.size());
+    domain.push_back(repeats);
+    domain.push_back(extent);
+    in_index.push_back(AffineExpr::iterator(r + 1));
+    out_index.push_back({0, {{r, extent}, {r + 1, 1}}});
+  }
+  KernelBuilder k(name);
+  int in = k.buffer(x, BufferRole::kInput);
+  int out = k.buffer(y, BufferRole::kOutput);
+  StatementBuilder b("tile", domain);
+  k.add(b.store(b.load(in, in_index, x->type.dtype), out, out_index));
+  WEFT_ASSIGN_OR_RETURN(BoundKernel bound, k.finish());
+  LoweredNode lowered;
+  lowered.kernels.push_back(std::move(bound));
+  return lowered;
+}
+
+} // namespace weft::kernel

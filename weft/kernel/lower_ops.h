@@ -17,6 +17,7 @@ Result<LoweredNode> lower_layer_norm(const Node& n, const std::string& name);
 Result<LoweredNode> lower_transpose(const Node& n, const std::string& name);
 Result<LoweredNode> lower_slice(const Node& n, const std::string& name);
 Result<LoweredNode> lower_concat(const Node& n, const std::string& name);
+Result<LoweredNode> lower_tile(const Node& n, const std::string& name);
 Result<LoweredNode> lower_split(const Node& n, const std::string& name);
 Result<LoweredNode> lower_batch_norm(const Node& n, const std::string& name);
 

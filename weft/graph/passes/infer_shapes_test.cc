@@ -12,7 +12,7 @@ using testing::print_body;
 
 TEST(RefineType, TakesStaticDimsAndFillsMissingShapesWithFreshSymbols) {
   Graph g;
-  g.note_symbol("unk0");  // used by the model: fresh symbols avoid it
+  g.note_symbol("unk0"); // used by the model: fresh symbols avoid it
   TensorType stored{DType::kF32, Shape{Dim::symbol("a"), Dim::symbol("b")}};
   TensorType inferred{DType::kF32, Shape{4, Dim::unknown()}};
   EXPECT_EQ(refine_type(stored, inferred, g).to_string(), "f32[4,b]");

@@ -1,5 +1,6 @@
 #include "weft/graph/passes/specialize_shapes.h"
 
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
@@ -7,6 +8,46 @@
 #include "weft/graph/passes/infer_shapes.h"
 
 namespace weft {
+
+namespace {
+
+// Is input "i" of "n" an operand whose value determines output shapes?
+bool is_shape_operand(const Node& n, size_t i) {
+  static const std::map<std::string_view, std::vector<size_t>> operands = {
+      {"Reshape", {1}},     {"Expand", {1}}, {"Tile", {1}},           {"Squeeze", {1}},
+      {"Unsqueeze", {1}},   {"Split", {1}},  {"Slice", {1, 2, 3, 4}}, {"ConstantOfShape", {0}},
+      {"Range", {0, 1, 2}}, {"Pad", {1, 3}}};
+  if (n.op_type.starts_with("Reduce")) return i == 1;
+  auto it = operands.find(n.op_type);
+  return it != operands.end() &&
+         std::find(it->second.begin(), it->second.end(), i) != it->second.end();
+}
+
+constexpr int64_t kMaxFrozenElements = 64;
+
+} // namespace
+
+std::vector<int> freeze_shape_operands(Graph& graph, const std::vector<Tensor>& values) {
+  std::vector<int> frozen;
+  for (size_t i = 0; i < graph.inputs.size() && i < values.size(); ++i) {
+    Value* in = graph.inputs[i];
+    const Tensor& v = values[i];
+    if (v.num_elements() > kMaxFrozenElements || graph.is_graph_output(in)) continue;
+    bool only_shapes = true, used = false;
+    for (const auto& n : graph.nodes()) {
+      for (size_t k = 0; k < n->inputs.size(); ++k) {
+        if (n->inputs[k] != in) continue;
+        used = true;
+        only_shapes = only_shapes && is_shape_operand(*n, k);
+      }
+    }
+    if (!used || !only_shapes) continue;
+    Value* constant = graph.add_constant(graph.unique_name(in->name + "_value"), v);
+    graph.replace_all_uses(in, constant);
+    frozen.push_back(static_cast<int>(i));
+  }
+  return frozen;
+}
 
 Status specialize_shapes(Graph& graph, const std::vector<TensorType>& types) {
   if (types.size() != graph.inputs.size()) {

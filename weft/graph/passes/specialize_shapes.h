@@ -19,4 +19,10 @@ namespace weft {
 
 Status specialize_shapes(Graph& graph, const std::vector<TensorType>& types);
 
+// Replaces the uses of small inputs that serve only as shape operands (Reduce
+// axes, Slice bounds, Reshape/Expand/Tile targets, Range bounds, ...) by constants holding
+// "values", so that the shapes they determine are static. The inputs stay in the graph's
+// interface. Returns the positions of the inputs frozen.
+std::vector<int> freeze_shape_operands(Graph& graph, const std::vector<Tensor>& values);
+
 } // namespace weft

@@ -68,6 +68,14 @@ Result<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs) c
                                        inputs_[i].type.to_string(), inputs[i].type().to_string()));
     }
   }
+  for (const auto& [i, value] : frozen_) {
+    if (!inputs[static_cast<size_t>(i)].equals(value)) {
+      return Status::error(
+          fmt::format("input '{}' determines shapes and was compiled for the value {}; a new "
+                      "value needs a new compile",
+                      inputs_[static_cast<size_t>(i)].name, value.to_string(16)));
+    }
+  }
   std::vector<Tensor> outputs;
   for (const TensorInfo& o : outputs_)
     outputs.emplace_back(o.type.dtype, shape_static_dims(*o.type.shape));

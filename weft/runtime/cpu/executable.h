@@ -57,6 +57,9 @@ public:
   const std::vector<Launch>& launches() const { return launches_; }
   size_t arena_bytes() const { return arena_bytes_; }
 
+  // Input "i" was compiled for "value" (it determines shapes); runs must pass that value.
+  void freeze_input(int i, Tensor value) { frozen_.emplace_back(i, std::move(value)); }
+
   // Runs on "inputs" (in the order of inputs(), with exactly those types).
   Result<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) const;
 
@@ -68,6 +71,7 @@ private:
   std::vector<int> output_slots_;
   size_t arena_bytes_;
   std::vector<std::shared_ptr<KernelLibrary>> libraries_;
+  std::vector<std::pair<int, Tensor>> frozen_;
 };
 
 // Byte offsets for buffers alive over [first, last] launch indices, reusing space between
