@@ -39,17 +39,16 @@ bool has_static_shapes(const Node& n) {
 
 bool can_lower(const Node& n) {
   if (is_training_dropout(n)) return false;
-  static const std::set<std::string_view> ops = {"ReduceSum",    "ReduceMean",
-                                                 "ReduceMax",    "ReduceMin",
-                                                 "ReduceProd",   "ReduceL1",
-                                                 "ReduceL2",     "ReduceSumSquare",
-                                                 "ReduceLogSum", "ReduceLogSumExp",
-                                                 "Softmax",      "LogSoftmax",
-                                                 "ArgMax",       "ArgMin",
-                                                 "Hardmax",      "LayerNormalization",
-                                                 "Transpose",    "Tile",
-                                                 "Slice",        "Concat",
-                                                 "Split",        "BatchNormalization"};
+  static const std::set<std::string_view> ops = {
+      "ArgMax",        "ArgMin",       "BatchNormalization",
+      "Concat",        "Gemm",         "GlobalAveragePool",
+      "GlobalMaxPool", "Hardmax",      "LayerNormalization",
+      "LogSoftmax",    "MatMul",       "ReduceL1",
+      "ReduceL2",      "ReduceLogSum", "ReduceLogSumExp",
+      "ReduceMax",     "ReduceMean",   "ReduceMin",
+      "ReduceProd",    "ReduceSum",    "ReduceSumSquare",
+      "Slice",         "Softmax",      "Split",
+      "Tile",          "Transpose"};
   return is_alias(n) || is_elementwise(n) || ops.contains(n.op_type);
 }
 
@@ -68,6 +67,9 @@ Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
   if (op == "Concat") return lower_concat(n, name);
   if (op == "Split") return lower_split(n, name);
   if (op == "Tile") return lower_tile(n, name);
+  if (op == "MatMul") return lower_matmul(n, name);
+  if (op == "Gemm") return lower_gemm(n, name);
+  if (op.starts_with("Global")) return lower_global_pool(n, name);
   if (op == "BatchNormalization") return lower_batch_norm(n, name);
   if (is_elementwise(n)) return lower_elementwise(n, name);
   return Status::error(fmt::format("{} has no lowering yet", op));

@@ -384,4 +384,15 @@ Result<LoweredNode> lower_layer_norm(const Node& n, const std::string& name) {
   return LoweredNode{{std::move(bound)}, nullptr};
 }
 
+// GlobalAveragePool and GlobalMaxPool: ReduceMean and ReduceMax over the spatial axes.
+Result<LoweredNode> lower_global_pool(const Node& n, const std::string& name) {
+  Node reduce = n;
+  reduce.op_type = n.op_type == "GlobalAveragePool" ? "ReduceMean" : "ReduceMax";
+  Ints axes;
+  for (size_t i = 2; i < n.inputs[0]->type.shape->size(); ++i)
+    axes.push_back(static_cast<int64_t>(i));
+  reduce.attrs = ReduceAttrs{axes, true, false};
+  return lower_reduce(reduce, name);
+}
+
 } // namespace weft::kernel

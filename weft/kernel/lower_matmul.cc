@@ -1,0 +1,124 @@
+// MatMul and Gemm as generated reductions over K. Correct, not fast: the design sends them
+// to oneDNN (docs/status.md); this keeps models running until that lands.
+#include <fmt/format.h>
+
+#include "weft/kernel/kernel_builder.h"
+#include "weft/kernel/lower_ops.h"
+
+namespace weft::kernel {
+
+namespace {
+
+DType accumulator_type(DType t) { return t == DType::kF16 || t == DType::kBF16 ? DType::kF32 : t; }
+
+int load_as(StatementBuilder& b, int buf, std::vector<AffineExpr> idx, DType stored, DType t) {
+  int v = b.load(buf, std::move(idx), stored);
+  return stored == t ? v : b.op(ExprOp::kCast, t, {v});
+}
+
+Dim elements(const Shape& s) {
+  int64_t n = 1;
+  for (const Dim& d : s)
+    n *= d.value();
+  return n;
+}
+
+} // namespace
+
+// y[..., m, n] = sum_k a[..., m, k] * b[..., k, n], with numpy batch broadcasting and 1-D
+// operands promoted as numpy does. Iterators: batch dims, m, n, then k.
+Result<LoweredNode> lower_matmul(const Node& n, const std::string& name) {
+  const Value* a = n.inputs[0];
+  const Value* b = n.inputs[1];
+  const Value* y = n.outputs[0];
+  Shape sa = *a->type.shape, sb = *b->type.shape;
+  bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
+  if (a_vec) sa.insert(sa.begin(), Dim(1));
+  if (b_vec) sb.push_back(Dim(1));
+  int64_t m = sa[sa.size() - 2].value(), k = sa.back().value(), nn = sb.back().value();
+  // The output as [batch..., m, n] (y drops the promoted unit dims).
+  Shape out = *y->type.shape;
+  if (a_vec) out.insert(out.end() - (b_vec ? 0 : 1), Dim(1));
+  if (b_vec) out.push_back(Dim(1));
+  size_t batch = out.size() - 2;
+  Shape domain = out;
+  domain.push_back(k);
+  DType t = accumulator_type(y->type.dtype);
+  KernelBuilder kb(name);
+  int ba = kb.buffer(a, BufferRole::kInput, sa);
+  int bb = kb.buffer(b, BufferRole::kInput, sb);
+  int acc = kb.temp(t, {elements(out)});
+  int by = kb.buffer(y, BufferRole::kOutput, {elements(out)});
+  // Flat position of (batch..., m, n) in the output.
+  AffineExpr flat;
+  int64_t stride = 1;
+  for (size_t i = out.size(); i-- > 0;) {
+    if (out[i].value() != 1) flat.terms.insert(flat.terms.begin(), {static_cast<int>(i), stride});
+    stride *= out[i].value();
+  }
+  auto operand_index = [&](const Shape& s, int row, int col) {
+    Shape batch_dims(s.begin(), s.end() - 2);
+    std::vector<AffineExpr> idx =
+        broadcast_index(batch_dims, Shape(out.begin(), out.begin() + batch));
+    idx.push_back(row < 0 ? AffineExpr::constant_of(0) : AffineExpr::iterator(row));
+    idx.push_back(col < 0 ? AffineExpr::constant_of(0) : AffineExpr::iterator(col));
+    return idx;
+  };
+  int im = static_cast<int>(batch), in = static_cast<int>(batch) + 1,
+      ik = static_cast<int>(batch) + 2;
+  StatementBuilder init("init", {elements(out)});
+  kb.add(init.store(init.constant(0, t), acc, iterators(1)));
+  StatementBuilder mac("multiply_add", domain);
+  int x = load_as(mac, ba, operand_index(sa, m == 1 ? -1 : im, ik), a->type.dtype, t);
+  int w = load_as(mac, bb, operand_index(sb, ik, nn == 1 ? -1 : in), b->type.dtype, t);
+  kb.add(mac.store(mac.op(ExprOp::kMul, t, {x, w}), acc, {flat}, Combine::kSum));
+  StatementBuilder fin("finish", {elements(out)});
+  int r = fin.load(acc, iterators(1), t);
+  if (t != y->type.dtype) r = fin.op(ExprOp::kCast, y->type.dtype, {r});
+  kb.add(fin.store(r, by, iterators(1)));
+  WEFT_ASSIGN_OR_RETURN(BoundKernel bound, kb.finish());
+  return LoweredNode{{std::move(bound)}, nullptr};
+}
+
+// y = alpha * op(A) op(B) + beta * C, C broadcast to [M, N].
+Result<LoweredNode> lower_gemm(const Node& n, const std::string& name) {
+  const auto& g = n.attrs_as<GemmAttrs>();
+  const Value* a = n.inputs[0];
+  const Value* b = n.inputs[1];
+  const Value* c = n.input(2);
+  const Value* y = n.outputs[0];
+  int64_t m = (*y->type.shape)[0].value(), nn = (*y->type.shape)[1].value();
+  int64_t k = (*a->type.shape)[g.trans_a ? 0 : 1].value();
+  DType t = accumulator_type(y->type.dtype);
+  KernelBuilder kb(name);
+  int ba = kb.buffer(a, BufferRole::kInput);
+  int bb = kb.buffer(b, BufferRole::kInput);
+  int bc = c ? kb.buffer(c, BufferRole::kInput) : -1;
+  int acc = kb.temp(t, {m, nn});
+  int by = kb.buffer(y, BufferRole::kOutput);
+  auto it = [](int i) { return AffineExpr::iterator(i); };
+  StatementBuilder init("init", {m, nn});
+  kb.add(init.store(init.constant(0, t), acc, iterators(2)));
+  StatementBuilder mac("multiply_add", {m, nn, k});
+  int x = load_as(mac, ba,
+                  g.trans_a ? std::vector<AffineExpr>{it(2), it(0)}
+                            : std::vector<AffineExpr>{it(0), it(2)},
+                  a->type.dtype, t);
+  int w = load_as(mac, bb,
+                  g.trans_b ? std::vector<AffineExpr>{it(1), it(2)}
+                            : std::vector<AffineExpr>{it(2), it(1)},
+                  b->type.dtype, t);
+  kb.add(mac.store(mac.op(ExprOp::kMul, t, {x, w}), acc, iterators(2), Combine::kSum));
+  StatementBuilder fin("finish", {m, nn});
+  int r = fin.op(ExprOp::kMul, t, {fin.load(acc, iterators(2), t), fin.constant(g.alpha, t)});
+  if (c) {
+    int cv = load_as(fin, bc, broadcast_index(*c->type.shape, {m, nn}), c->type.dtype, t);
+    r = fin.op(ExprOp::kAdd, t, {r, fin.op(ExprOp::kMul, t, {cv, fin.constant(g.beta, t)})});
+  }
+  if (t != y->type.dtype) r = fin.op(ExprOp::kCast, y->type.dtype, {r});
+  kb.add(fin.store(r, by, iterators(2)));
+  WEFT_ASSIGN_OR_RETURN(BoundKernel bound, kb.finish());
+  return LoweredNode{{std::move(bound)}, nullptr};
+}
+
+} // namespace weft::kernel
