@@ -39,16 +39,6 @@ Tensor filled(const TensorType& type, const std::string& fill, uint32_t seed) {
   return t;
 }
 
-// .npy has no bfloat16: a u16 file stands for the bits of a bf16 input.
-Tensor as_input_dtype(Tensor t, DType expected) {
-  if (expected == DType::kBF16 && t.dtype() == DType::kU16) {
-    Tensor bf(DType::kBF16, t.dims());
-    std::memcpy(bf.data(), t.data(), t.num_bytes());
-    return bf;
-  }
-  return t;
-}
-
 std::string file_name_for(const std::string& value) {
   std::string name = value;
   for (char& c : name) {
@@ -90,7 +80,7 @@ Result<std::vector<Tensor>> gather_inputs(const RunOptions& o,
       continue;
     }
     WEFT_ASSIGN_OR_RETURN(Tensor t, read_tensor_file(it->second));
-    tensors.push_back(as_input_dtype(std::move(t), d.type.dtype));
+    tensors.push_back(as_bf16_if_wanted(std::move(t), d.type.dtype));
   }
   return tensors;
 }

@@ -27,14 +27,6 @@ std::vector<fs::path> numbered(const fs::path& dir, const std::string& prefix) {
   return files;
 }
 
-// Test data keeps bf16 as u16 bit patterns (NumPy has no bfloat16).
-Tensor reinterpret_if_bf16(Tensor t, DType wanted) {
-  if (wanted != DType::kBF16 || t.dtype() != DType::kU16) return t;
-  Tensor bf(DType::kBF16, t.dims());
-  std::memcpy(bf.data(), t.data(), t.num_bytes());
-  return bf;
-}
-
 // Why "got" differs from "expected", or nothing when they agree within the tolerances.
 std::optional<std::string> compare(const std::string& name, const Tensor& got,
                                    const Tensor& expected, double rtol, double atol) {
@@ -79,7 +71,7 @@ std::optional<std::string> run_data_set(const fs::path& model, const fs::path& d
     return fmt::format("the model has {} inputs, the data set {}", declared->size(), inputs.size());
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
-    inputs[i] = reinterpret_if_bf16(std::move(inputs[i]), (*declared)[i].type.dtype);
+    inputs[i] = as_bf16_if_wanted(std::move(inputs[i]), (*declared)[i].type.dtype);
   }
   Result<CompiledModel> compiled = compile_model(model.string(), inputs);
   if (!compiled.ok()) return compiled.status().message();
@@ -93,7 +85,7 @@ std::optional<std::string> run_data_set(const fs::path& model, const fs::path& d
   for (size_t i = 0; i < expected.size(); ++i) {
     Result<Tensor> e = read_tensor_file(expected[i].string());
     if (!e.ok()) return e.status().message();
-    Tensor want = reinterpret_if_bf16(std::move(e).value(), (*outputs)[i].dtype());
+    Tensor want = as_bf16_if_wanted(std::move(e).value(), (*outputs)[i].dtype());
     const std::string& name = compiled->executable->outputs()[i].name;
     if (auto why = compare(name, (*outputs)[i], want, o.rtol, o.atol)) return why;
   }

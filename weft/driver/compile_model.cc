@@ -18,6 +18,7 @@
 #include "weft/graph/verify_graph.h"
 #include "weft/kernel/lower_node.h"
 #include "weft/poly/schedule_kernel.h"
+#include "weft/support/grouped_list.h"
 
 namespace weft {
 
@@ -41,27 +42,14 @@ Status specialize(Graph& graph, const std::vector<Tensor>& inputs, std::vector<i
 
 // One message listing every node that cannot run yet, grouped by op.
 Status check_lowerable(const Graph& graph) {
-  std::map<std::string, std::vector<std::string>> by_op;
-  std::vector<std::string> order;
+  std::vector<std::pair<std::string, std::string>> nodes; // (op, node)
   for (const auto& n : graph.nodes()) {
-    if (kernel::can_lower(*n)) continue;
-    std::string key = fmt::format("{} (opset {})", n->op_type, n->opset);
-    if (!by_op.contains(key)) order.push_back(key);
-    by_op[key].push_back("'" + n->name + "'");
+    if (!kernel::can_lower(*n))
+      nodes.emplace_back(fmt::format("{} (opset {})", n->op_type, n->opset), n->name);
   }
-  if (order.empty()) return Status();
-  std::vector<std::string> parts;
-  for (const std::string& key : order) {
-    const auto& names = by_op[key];
-    std::vector<std::string> shown(
-        names.begin(),
-        names.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(names.size(), 4)));
-    parts.push_back(
-        fmt::format("{} at node{} {}{}", key, names.size() > 1 ? "s" : "", fmt::join(shown, ", "),
-                    names.size() > 4 ? fmt::format(" and {} more", names.size() - 4) : ""));
-  }
+  if (nodes.empty()) return Status();
   return Status::error(
-      fmt::format("{}: ops Weft cannot execute yet: {}", graph.source, fmt::join(parts, "; ")));
+      fmt::format("{}: ops Weft cannot execute yet: {}", graph.source, format_grouped(nodes)));
 }
 
 std::string kernel_name(size_t index, const std::string& op) {

@@ -62,6 +62,20 @@ Statement StatementBuilder::store(int value, int buffer, std::vector<AffineExpr>
   return s_;
 }
 
+DType accumulator_type(DType t) { return t == DType::kF16 || t == DType::kBF16 ? DType::kF32 : t; }
+
+Dim num_elements(const Shape& s) {
+  int64_t n = 1;
+  for (const Dim& d : s)
+    n *= d.value();
+  return n;
+}
+
+int load_as(StatementBuilder& b, int buffer, std::vector<AffineExpr> index, DType stored, DType t) {
+  int v = b.load(buffer, std::move(index), stored);
+  return stored == t ? v : b.op(ExprOp::kCast, t, {v});
+}
+
 std::vector<AffineExpr> iterators(size_t n) {
   std::vector<AffineExpr> out;
   for (size_t i = 0; i < n; ++i)

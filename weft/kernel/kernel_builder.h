@@ -40,6 +40,13 @@ private:
   Statement s_;
 };
 
+// The type arithmetic accumulates in: f32 for f16 and bf16, the type itself otherwise.
+DType accumulator_type(DType t);
+// Number of elements of a static shape.
+Dim num_elements(const Shape& s);
+// A load of "buffer" (stored as "stored") converted to "t".
+int load_as(StatementBuilder& b, int buffer, std::vector<AffineExpr> index, DType stored, DType t);
+
 // Iterators 0..n-1 as index expressions.
 std::vector<AffineExpr> iterators(size_t n);
 // Index of an operand of shape "in" broadcast (numpy, right-aligned) to the domain "out".

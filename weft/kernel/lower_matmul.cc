@@ -7,24 +7,6 @@
 
 namespace weft::kernel {
 
-namespace {
-
-DType accumulator_type(DType t) { return t == DType::kF16 || t == DType::kBF16 ? DType::kF32 : t; }
-
-int load_as(StatementBuilder& b, int buf, std::vector<AffineExpr> idx, DType stored, DType t) {
-  int v = b.load(buf, std::move(idx), stored);
-  return stored == t ? v : b.op(ExprOp::kCast, t, {v});
-}
-
-Dim elements(const Shape& s) {
-  int64_t n = 1;
-  for (const Dim& d : s)
-    n *= d.value();
-  return n;
-}
-
-} // namespace
-
 // y[..., m, n] = sum_k a[..., m, k] * b[..., k, n], with numpy batch broadcasting and 1-D
 // operands promoted as numpy does. Iterators: batch dims, m, n, then k.
 Result<LoweredNode> lower_matmul(const Node& n, const std::string& name) {
@@ -47,8 +29,8 @@ Result<LoweredNode> lower_matmul(const Node& n, const std::string& name) {
   KernelBuilder kb(name);
   int ba = kb.buffer(a, BufferRole::kInput, sa);
   int bb = kb.buffer(b, BufferRole::kInput, sb);
-  int acc = kb.temp(t, {elements(out)});
-  int by = kb.buffer(y, BufferRole::kOutput, {elements(out)});
+  int acc = kb.temp(t, {num_elements(out)});
+  int by = kb.buffer(y, BufferRole::kOutput, {num_elements(out)});
   // Flat position of (batch..., m, n) in the output.
   AffineExpr flat;
   int64_t stride = 1;
@@ -66,13 +48,13 @@ Result<LoweredNode> lower_matmul(const Node& n, const std::string& name) {
   };
   int im = static_cast<int>(batch), in = static_cast<int>(batch) + 1,
       ik = static_cast<int>(batch) + 2;
-  StatementBuilder init("init", {elements(out)});
+  StatementBuilder init("init", {num_elements(out)});
   kb.add(init.store(init.constant(0, t), acc, iterators(1)));
   StatementBuilder mac("multiply_add", domain);
   int x = load_as(mac, ba, operand_index(sa, m == 1 ? -1 : im, ik), a->type.dtype, t);
   int w = load_as(mac, bb, operand_index(sb, ik, nn == 1 ? -1 : in), b->type.dtype, t);
   kb.add(mac.store(mac.op(ExprOp::kMul, t, {x, w}), acc, {flat}, Combine::kSum));
-  StatementBuilder fin("finish", {elements(out)});
+  StatementBuilder fin("finish", {num_elements(out)});
   int r = fin.load(acc, iterators(1), t);
   if (t != y->type.dtype) r = fin.op(ExprOp::kCast, y->type.dtype, {r});
   kb.add(fin.store(r, by, iterators(1)));

@@ -115,8 +115,7 @@ Result<LoweredNode> lower_batch_norm(const Node& n, const std::string& name) {
   const Value* x = n.inputs[0];
   const Value* y = n.outputs[0];
   const Shape& shape = *y->type.shape;
-  DType t =
-      x->type.dtype == DType::kF16 || x->type.dtype == DType::kBF16 ? DType::kF32 : x->type.dtype;
+  DType t = accumulator_type(x->type.dtype);
   KernelBuilder k(name);
   int in = k.buffer(x, BufferRole::kInput);
   std::vector<int> params;

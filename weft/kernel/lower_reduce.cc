@@ -26,14 +26,7 @@ struct StepView {
   std::vector<AffineExpr> out_index() const { return {linear(false)}; }
   // The row-major position of all iterators in "in", for reading a flat accumulator.
   std::vector<AffineExpr> in_index() const { return {linear(true)}; }
-  Shape flat_out() const { return {elements(out)}; }
-
-  static Dim elements(const Shape& s) {
-    int64_t n = 1;
-    for (const Dim& d : s)
-      n *= d.value();
-    return n;
-  }
+  Shape flat_out() const { return {num_elements(out)}; }
 
 private:
   AffineExpr linear(bool all) const {
@@ -65,8 +58,6 @@ StepView view_of(const CanonicalReduction& r) {
 }
 
 // Accumulate f16 and bf16 in f32.
-DType accumulator_type(DType t) { return t == DType::kF16 || t == DType::kBF16 ? DType::kF32 : t; }
-
 struct ReduceRecipe {
   Combine combine;
   ExprOp pre;  // applied to each input element in the first step (kCast: none)
@@ -92,13 +83,6 @@ int apply_pre(StatementBuilder& b, ExprOp pre, int x, DType t) {
   if (pre == ExprOp::kMul) return b.op(ExprOp::kMul, t, {x, x});
   return b.op(pre, t, {x});
 }
-
-int load_as(StatementBuilder& b, int buf, std::vector<AffineExpr> idx, DType stored, DType t) {
-  int v = b.load(buf, std::move(idx), stored);
-  return stored == t ? v : b.op(ExprOp::kCast, t, {v});
-}
-
-Dim product(const Shape& s) { return StepView::elements(s); }
 
 // Statements reducing buffer "in" (view v.in, or flat when "in_flat") into the flat
 // accumulator "acc": init, then update.
@@ -166,7 +150,7 @@ Result<LoweredNode> lower_arg_reduce(const Node& n, const std::string& name) {
   const Value* y = n.outputs[0];
   WEFT_ASSIGN_OR_RETURN(std::optional<StepView> v, single_step(x, {a.axis}));
   KernelBuilder k(name);
-  Shape flat = {product(*y->type.shape)};
+  Shape flat = {num_elements(*y->type.shape)};
   int out = k.buffer(y, BufferRole::kOutput, flat);
   if (!v) { // the axis has extent 1: every index is 0
     StatementBuilder zero("zero", flat);
@@ -188,7 +172,7 @@ Result<LoweredNode> lower_hardmax(const Node& n, const std::string& name) {
   if (axis < 0) axis += rank;
   Ints axes = n.opset >= 13 ? Ints{axis} : axes_from(axis, rank);
   WEFT_ASSIGN_OR_RETURN(std::optional<StepView> v, single_step(x, axes));
-  Dim total = product(*x->type.shape);
+  Dim total = num_elements(*x->type.shape);
   StepView view = v ? *v : StepView{{total, 1}, {false, true}, {total}, 1};
   KernelBuilder k(name);
   int in = k.buffer(x, BufferRole::kInput, view.in);
@@ -218,7 +202,8 @@ Result<LoweredNode> lower_reduce(const Node& n, const std::string& name) {
     KernelBuilder k(name);
     DType t = accumulator_type(y->type.dtype);
     StepView view =
-        v ? *v : StepView{{product(*x->type.shape)}, {false}, {product(*x->type.shape)}, 1};
+        v ? *v
+          : StepView{{num_elements(*x->type.shape)}, {false}, {num_elements(*x->type.shape)}, 1};
     int in = k.buffer(x, BufferRole::kInput, view.in);
     int m = k.temp(t, view.flat_out());
     int s = k.temp(t, view.flat_out());
@@ -245,7 +230,7 @@ Result<LoweredNode> lower_reduce(const Node& n, const std::string& name) {
                         coalesce_reduction(*x->type.shape, *a.axes));
   DType t = accumulator_type(y->type.dtype);
   KernelBuilder k(name);
-  Shape flat = {product(*y->type.shape)};
+  Shape flat = {num_elements(*y->type.shape)};
   int out = k.buffer(y, BufferRole::kOutput, flat);
   // Step by step, into accumulators; the last one is finished into the output.
   int current = -1;
@@ -290,7 +275,7 @@ Result<LoweredNode> lower_softmax(const Node& n, const std::string& name) {
   // Before opset 13 the input is coerced to 2-D at "axis": all trailing axes are reduced.
   Ints axes = n.opset >= 13 ? Ints{axis} : axes_from(axis, rank);
   WEFT_ASSIGN_OR_RETURN(std::optional<StepView> v, single_step(x, axes));
-  Dim total = product(*x->type.shape);
+  Dim total = num_elements(*x->type.shape);
   StepView view = v ? *v : StepView{{total}, {false}, {total}, 1};
   DType t = accumulator_type(y->type.dtype);
   bool log = n.op_type == "LogSoftmax";

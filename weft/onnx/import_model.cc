@@ -19,6 +19,7 @@
 #include "weft/onnx/attr_reader.h"
 #include "weft/onnx/onnx_dtype.h"
 #include "weft/onnx/tensor_proto.h"
+#include "weft/support/grouped_list.h"
 
 namespace weft {
 
@@ -98,8 +99,7 @@ Result<int> find_opset(const onnx::ModelProto& model, const std::string& name) {
 
 // One message listing every node Weft cannot import, grouped by op.
 Status check_supported_ops(const onnx::GraphProto& graph, int opset, const std::string& name) {
-  std::map<std::string, std::vector<std::string>> nodes_by_op;
-  std::vector<std::string> order;
+  std::vector<std::pair<std::string, std::string>> unsupported; // (op and why, node)
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto& node = graph.node(i);
     std::string key;
@@ -107,30 +107,20 @@ Status check_supported_ops(const onnx::GraphProto& graph, int opset, const std::
       key =
           fmt::format("{} (domain '{}': only ai.onnx is supported)", node.op_type(), node.domain());
     } else if (!find_op(node.op_type(), opset)) {
-      auto ranges = supported_opsets(node.op_type());
       std::vector<std::string> spans;
-      for (auto [lo, hi] : ranges)
+      for (auto [lo, hi] : supported_opsets(node.op_type())) {
         spans.push_back(lo == hi ? std::to_string(lo) : fmt::format("{}-{}", lo, hi));
-      key = ranges.empty() ? fmt::format("{} (opset {})", node.op_type(), opset)
-                           : fmt::format("{} (opset {}; supported at opsets {})", node.op_type(),
-                                         opset, fmt::join(spans, ", "));
+      }
+      key = spans.empty() ? fmt::format("{} (opset {})", node.op_type(), opset)
+                          : fmt::format("{} (opset {}; supported at opsets {})", node.op_type(),
+                                        opset, fmt::join(spans, ", "));
     } else {
       continue;
     }
-    if (!nodes_by_op.contains(key)) order.push_back(key);
-    nodes_by_op[key].push_back(node.name().empty() ? fmt::format("#{}", i) : node.name());
+    unsupported.emplace_back(key, node.name().empty() ? fmt::format("#{}", i) : node.name());
   }
-  if (order.empty()) return Status();
-  std::vector<std::string> parts;
-  for (const std::string& key : order) {
-    const auto& names = nodes_by_op[key];
-    std::string listed;
-    for (size_t i = 0; i < names.size() && i < 4; ++i)
-      listed += (i ? ", '" : "'") + names[i] + "'";
-    if (names.size() > 4) listed += fmt::format(" and {} more", names.size() - 4);
-    parts.push_back(fmt::format("{} at node{} {}", key, names.size() > 1 ? "s" : "", listed));
-  }
-  return Status::error(fmt::format("{}: unsupported ops: {}", name, fmt::join(parts, "; ")));
+  if (unsupported.empty()) return Status();
+  return Status::error(fmt::format("{}: unsupported ops: {}", name, format_grouped(unsupported)));
 }
 
 // libonnx 1.12's shape inference crashes on some inputs that pass its checker (found by

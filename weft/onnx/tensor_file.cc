@@ -1,5 +1,6 @@
 #include "weft/onnx/tensor_file.h"
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -60,6 +61,13 @@ Status write_tensor_file(const std::string& path, const Tensor& tensor, const st
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (!out) return Status::error(fmt::format("{}: cannot write the file", path));
   return Status();
+}
+
+Tensor as_bf16_if_wanted(Tensor t, DType wanted) {
+  if (wanted != DType::kBF16 || t.dtype() != DType::kU16) return t;
+  Tensor bf(DType::kBF16, t.dims());
+  std::memcpy(bf.data(), t.data(), t.num_bytes());
+  return bf;
 }
 
 } // namespace weft
