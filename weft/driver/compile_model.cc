@@ -14,6 +14,7 @@
 #include "weft/graph/passes/eliminate_dead_code.h"
 #include "weft/graph/passes/eliminate_identity.h"
 #include "weft/graph/passes/fold_constants.h"
+#include "weft/graph/passes/infer_shapes.h"
 #include "weft/graph/passes/specialize_shapes.h"
 #include "weft/graph/verify_graph.h"
 #include "weft/kernel/lower_node.h"
@@ -33,7 +34,12 @@ Status specialize(Graph& graph, const std::vector<Tensor>& inputs, std::vector<i
     types.push_back(t.type());
   WEFT_RETURN_IF_ERROR(specialize_shapes(graph, types));
   *frozen = freeze_shape_operands(graph, inputs);
-  WEFT_RETURN_IF_ERROR(fold_constants(graph));
+  // Folding makes shapes static, which lets more Shape ops fold: repeat to a fixed point.
+  for (size_t before = 0; before != graph.nodes().size();) {
+    before = graph.nodes().size();
+    WEFT_RETURN_IF_ERROR(fold_constants(graph));
+    WEFT_RETURN_IF_ERROR(infer_shapes(graph));
+  }
   WEFT_RETURN_IF_ERROR(canonicalize(graph));
   WEFT_RETURN_IF_ERROR(eliminate_identity(graph));
   WEFT_RETURN_IF_ERROR(eliminate_dead_code(graph));

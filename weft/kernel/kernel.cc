@@ -155,6 +155,13 @@ Status verify_kernel(const Kernel& k) {
     }
     for (const Access& a : s.reads)
       WEFT_RETURN_IF_ERROR(check_access(k, s, a));
+    for (const AffineExpr& g : s.guards) {
+      for (auto [iter, coeff] : g.terms) {
+        if (iter < 0 || iter >= static_cast<int>(s.domain.size()) || coeff == 0) {
+          return Status::error(fmt::format("{}: bad term in guard {}", s.name, print_affine(g)));
+        }
+      }
+    }
     if (s.expr.empty()) return Status::error(s.name + ": empty expression");
     for (size_t n = 0; n < s.expr.size(); ++n) {
       const ExprNode& e = s.expr[n];
@@ -197,6 +204,8 @@ std::string print_kernel(const Kernel& k) {
     std::vector<std::string> dom;
     for (size_t i = 0; i < s.domain.size(); ++i)
       dom.push_back(fmt::format("i{} < {}", i, s.domain[i].to_string()));
+    for (const AffineExpr& g : s.guards)
+      dom.push_back(print_affine(g) + " >= 0");
     out +=
         fmt::format("  {}[{}]: {} {} {}\n", s.name, fmt::join(dom, ", "), access_text(k, s.write),
                     combine_text(s.combine), expr_text(k, s, static_cast<int>(s.expr.size()) - 1));

@@ -3,7 +3,8 @@
 // Semantics (see docs/ir.md, "Kernel IR"):
 // - A Kernel owns Buffers, each an input, an output or a temporary (Glow's in/out memory
 //   model), with a dtype and a row-major shape whose dims may be symbols.
-// - A Statement runs once per point of its domain, a box 0 <= i_k < extent_k. It evaluates
+// - A Statement runs once per point of its domain, a box 0 <= i_k < extent_k cut by affine
+//   guards (each >= 0). It evaluates
 //   its expression, whose loads read buffers at affine indices of the iterators, and stores
 //   the result at its write access; with a Combine other than kNone it instead stores
 //   combine(old value, result) — a reduction update. Iterators that the write access does not
@@ -116,6 +117,9 @@ enum class Combine : uint8_t { kNone, kSum, kProd, kMax, kMin };
 struct Statement {
   std::string name;
   std::vector<Dim> domain; // extents of the iterators
+  // Affine conditions (each >= 0) that further restrict the domain, e.g. to the in-bounds
+  // taps of a padded window. The loop bounds isl generates respect them.
+  std::vector<AffineExpr> guards;
   Access write;
   Combine combine = Combine::kNone;
   std::vector<Access> reads;

@@ -39,6 +39,12 @@ bool has_static_shapes(const Node& n) {
 
 bool can_lower(const Node& n) {
   if (is_training_dropout(n)) return false;
+  if (n.op_type == "Conv")
+    return n.outputs[0]->type.dtype == DType::kF32 || n.outputs[0]->type.dtype == DType::kF64;
+  if (n.op_type == "MaxPool") return n.outputs.size() < 2 || !n.outputs[1]; // no Indices output yet
+  if (n.op_type == "AveragePool") return true;
+  if (n.op_type == "Pad")
+    return n.attrs_as<PadAttrs>().mode == PadMode::kConstant && n.attrs_as<PadAttrs>().pads;
   static const std::set<std::string_view> ops = {
       "ArgMax",        "ArgMin",       "BatchNormalization",
       "Concat",        "Gemm",         "GlobalAveragePool",
@@ -67,6 +73,9 @@ Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
   if (op == "Concat") return lower_concat(n, name);
   if (op == "Split") return lower_split(n, name);
   if (op == "Tile") return lower_tile(n, name);
+  if (op == "Conv") return lower_conv(n, name);
+  if (op == "MaxPool" || op == "AveragePool") return lower_pool(n, name);
+  if (op == "Pad") return lower_pad(n, name);
   if (op == "MatMul") return lower_matmul(n, name);
   if (op == "Gemm") return lower_gemm(n, name);
   if (op.starts_with("Global")) return lower_global_pool(n, name);

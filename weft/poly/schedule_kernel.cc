@@ -74,6 +74,8 @@ public:
           fmt::format("0 <= i{} < {}", i,
                       d.is_static() ? std::to_string(d.value()) : params_.at(d.symbol_name())));
     }
+    for (const AffineExpr& g : st.guards)
+      bounds.push_back(kernel::print_affine(g) + " >= 0");
     return bounds.empty() ? tuple(s) : fmt::format("{} : {}", tuple(s), fmt::join(bounds, " and "));
   }
 

@@ -171,12 +171,18 @@ void canonicalize_slice(Node& node) {
 
 void canonicalize_pad(Node& node) {
   auto& a = node.attrs_as<PadAttrs>();
-  if (a.pads || node.inputs.size() < 2 || !trailing_inputs_constant(node, 1)) return;
-  if (node.input(3)) return; // opset 18 axes input: not in Weft's opset window
-  a.pads = constant_ints(node.input(1));
-  if (!a.pads) return;
-  if (const Value* v = node.input(2)) a.value = static_cast<float>(v->constant->get_double(0));
-  drop_inputs_from(node, 1);
+  if (a.pads || node.input(3)) return; // opset 18's axes input: outside Weft's window
+  std::optional<Ints> pads = constant_ints(node.input(1));
+  if (!pads) return;
+  a.pads = pads;
+  node.inputs[1] = nullptr;
+  // The fill value moves too when it is constant; otherwise it stays an input.
+  if (const Value* v = node.input(2); v && v->is_constant()) {
+    a.value = static_cast<float>(v->constant->get_double(0));
+    node.inputs[2] = nullptr;
+  }
+  while (node.inputs.size() > 1 && !node.inputs.back())
+    node.inputs.pop_back();
 }
 
 void canonicalize_reshape(Node& node) {

@@ -1,0 +1,73 @@
+"""Real architectures exported at test time with Debian's PyTorch (random weights), run with
+`weft run`, and compared with PyTorch (rtol 1e-3, atol 1e-4): torchvision ResNet-18 and
+MobileNetV2, and a torch.nn.TransformerEncoderLayer (also exported with dynamic axes and
+run at another shape).
+
+Usage: models_test.py WEFT_BINARY      (exits 77, a skip, when PyTorch is missing)
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+try:
+    import torch
+    import torchvision
+except ImportError as e:
+    print(f"SKIP: PyTorch or torchvision is not installed ({e}); scripts/setup.sh installs them")
+    sys.exit(77)
+
+
+def randomize_batch_norms(model):
+    """torchvision's default BatchNorm state is the identity, which leaves some outputs tiny;
+    random statistics and affine parameters give every layer real work."""
+    g = torch.Generator().manual_seed(1)
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.copy_(torch.randn(m.num_features, generator=g) * 0.1)
+            m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+            m.weight.data.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+            m.bias.data.copy_(torch.randn(m.num_features, generator=g) * 0.1)
+    return model
+
+
+def check(weft, tmp, name, model, example, run_input=None, **export_args):
+    path = os.path.join(tmp, name + ".onnx")
+    torch.onnx.export(model, example, path, opset_version=14, input_names=["x"], output_names=["y"],
+                      **export_args)
+    x = (run_input if run_input is not None else example).numpy()
+    np.save(os.path.join(tmp, name + "_x.npy"), x)
+    out = os.path.join(tmp, name + "_out")
+    r = subprocess.run([weft, "run", path, "--input", f"x={os.path.join(tmp, name + '_x.npy')}",
+                        "--output-dir", out], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, f"{name}: {r.stderr}"
+    got = np.load(os.path.join(out, "y.npy"))
+    with torch.no_grad():
+        want = model(torch.from_numpy(x)).numpy()
+    assert np.abs(want).max() > 1e-2, f"{name}: outputs too small to compare meaningfully"
+    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4, err_msg=name)
+    print(f"ok {name}: {got.shape}, max |torch| = {np.abs(want).max():.3g}, "
+          f"max |weft - torch| = {np.abs(got - want).max():.2e}")
+
+
+def main():
+    weft = sys.argv[1]
+    torch.manual_seed(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        image = torch.randn(1, 3, 224, 224)
+        with torch.no_grad():
+            resnet = randomize_batch_norms(torchvision.models.resnet18()).eval()
+            mobilenet = randomize_batch_norms(torchvision.models.mobilenet_v2()).eval()
+        check(weft, tmp, "resnet18", resnet, image)
+        check(weft, tmp, "mobilenet_v2", mobilenet, image)
+        encoder = torch.nn.TransformerEncoderLayer(d_model=128, nhead=4, dim_feedforward=512,
+                                                   batch_first=True, activation="gelu").eval()
+        check(weft, tmp, "encoder_layer", encoder, torch.randn(2, 32, 128))
+        check(weft, tmp, "encoder_layer_dynamic", encoder, torch.randn(2, 32, 128),
+              run_input=torch.randn(3, 17, 128), dynamic_axes={"x": {0: "batch", 1: "seq"}})
+
+
+if __name__ == "__main__":
+    main()

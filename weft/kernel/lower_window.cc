@@ -1,0 +1,210 @@
+// Window ops (Conv, MaxPool, AveragePool) and constant Pad: affine statements whose guards
+// keep every read inside the input, which is how padding is expressed.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "weft/kernel/kernel_builder.h"
+#include "weft/kernel/lower_ops.h"
+
+namespace weft::kernel {
+
+namespace {
+
+// One spatial dim of a window op.
+struct Window {
+  int64_t kernel, stride, dilation, pad_begin, pad_end, in, out;
+};
+
+std::vector<Window> windows(const Ints& kernel, const Ints& strides, const Ints& dilations,
+                            const Ints& pads, AutoPad auto_pad, const Shape& x, const Shape& y) {
+  size_t spatial = x.size() - 2;
+  std::vector<Window> w(spatial);
+  for (size_t i = 0; i < spatial; ++i) {
+    Window& d = w[i];
+    d.kernel = kernel[i];
+    d.stride = strides.empty() ? 1 : strides[i];
+    d.dilation = dilations.empty() ? 1 : dilations[i];
+    d.in = x[i + 2].value();
+    d.out = y[i + 2].value();
+    d.pad_begin = pads.empty() ? 0 : pads[i];
+    d.pad_end = pads.empty() ? 0 : pads[i + spatial];
+    if (auto_pad == AutoPad::kValid) d.pad_begin = d.pad_end = 0;
+    if (auto_pad == AutoPad::kSameUpper || auto_pad == AutoPad::kSameLower) {
+      int64_t total =
+          std::max<int64_t>((d.out - 1) * d.stride + (d.kernel - 1) * d.dilation + 1 - d.in, 0);
+      d.pad_begin = auto_pad == AutoPad::kSameUpper ? total / 2 : total - total / 2;
+      d.pad_end = total - d.pad_begin;
+    }
+  }
+  return w;
+}
+
+// The input position o * stride + k * dilation - pad_begin of one spatial dim, from the
+// iterators of the output position "o" and the tap "k".
+AffineExpr tap(const Window& w, int o, int k) {
+  return {-w.pad_begin, {{o, w.stride}, {k, w.dilation}}};
+}
+
+// Guards keeping "pos" in [lo, hi).
+void add_bounds(std::vector<AffineExpr>& guards, const AffineExpr& pos, int64_t lo, int64_t hi) {
+  AffineExpr above = pos;
+  above.constant -= lo; // pos - lo >= 0
+  AffineExpr below = {hi - 1 - pos.constant, {}};
+  for (auto [i, c] : pos.terms)
+    below.terms.push_back({i, -c}); // hi - 1 - pos >= 0
+  guards.push_back(above);
+  guards.push_back(below);
+}
+
+Result<LoweredNode> one(KernelBuilder& k) {
+  WEFT_ASSIGN_OR_RETURN(BoundKernel bound, k.finish());
+  LoweredNode lowered;
+  lowered.kernels.push_back(std::move(bound));
+  return lowered;
+}
+
+} // namespace
+
+// y[n, m, o...] = bias[m] + sum over c, k... of x[n, g*Cg + c, tap] * w[m, c, k...], with
+// m = g*Mg + mg so that the group is an iterator and every index stays affine.
+Result<LoweredNode> lower_conv(const Node& n, const std::string& name) {
+  const auto& a = n.attrs_as<ConvAttrs>();
+  const Value* x = n.inputs[0];
+  const Value* w = n.inputs[1];
+  const Value* b = n.input(2);
+  const Value* y = n.outputs[0];
+  const Shape& ws = *w->type.shape;
+  Ints kernel = a.kernel_shape;
+  if (kernel.empty()) {
+    for (size_t i = 2; i < ws.size(); ++i)
+      kernel.push_back(ws[i].value());
+  }
+  std::vector<Window> win =
+      windows(kernel, a.strides, a.dilations, a.pads, a.auto_pad, *x->type.shape, *y->type.shape);
+  int64_t batch = (*y->type.shape)[0].value(), m_total = ws[0].value(), cg = ws[1].value();
+  int64_t mg = m_total / a.group;
+  size_t spatial = win.size();
+  DType t = y->type.dtype;
+  KernelBuilder k(name);
+  int bx = k.buffer(x, BufferRole::kInput);
+  int bw = k.buffer(w, BufferRole::kInput);
+  int bb = b ? k.buffer(b, BufferRole::kInput) : -1;
+  int by = k.buffer(y, BufferRole::kOutput);
+  // Iterators: n, g, mg, o..., then c, k...
+  int io = 3, ic = 3 + static_cast<int>(spatial), ik = ic + 1;
+  Shape out_domain = {batch, a.group, mg};
+  for (const Window& d : win)
+    out_domain.push_back(d.out);
+  AffineExpr m_index = {0, {{1, mg}, {2, 1}}};
+  std::vector<AffineExpr> y_index = {AffineExpr::iterator(0), m_index};
+  for (size_t i = 0; i < spatial; ++i)
+    y_index.push_back(AffineExpr::iterator(io + static_cast<int>(i)));
+  StatementBuilder init("init", out_domain);
+  int bias = b ? init.load(bb, {m_index}, b->type.dtype) : init.constant(0, t);
+  k.add(init.store(bias, by, y_index));
+  Shape domain = out_domain;
+  domain.push_back(cg);
+  for (const Window& d : win)
+    domain.push_back(d.kernel);
+  StatementBuilder mac("multiply_add", domain);
+  std::vector<AffineExpr> x_index = {AffineExpr::iterator(0), {0, {{1, cg}, {ic, 1}}}};
+  std::vector<AffineExpr> w_index = {m_index, AffineExpr::iterator(ic)};
+  std::vector<AffineExpr> guards;
+  for (size_t i = 0; i < spatial; ++i) {
+    AffineExpr pos = tap(win[i], io + static_cast<int>(i), ik + static_cast<int>(i));
+    x_index.push_back(pos);
+    w_index.push_back(AffineExpr::iterator(ik + static_cast<int>(i)));
+    add_bounds(guards, pos, 0, win[i].in);
+  }
+  int product = mac.op(ExprOp::kMul, t, {mac.load(bx, x_index, t), mac.load(bw, w_index, t)});
+  Statement s = mac.store(product, by, y_index, Combine::kSum);
+  s.guards = guards;
+  k.add(std::move(s));
+  return one(k);
+}
+
+// MaxPool: the max over in-bounds taps. AveragePool: their sum over their count, where
+// count_include_pad also counts taps in the padding (but not beyond it).
+Result<LoweredNode> lower_pool(const Node& n, const std::string& name) {
+  const auto& a = n.attrs_as<PoolAttrs>();
+  const Value* x = n.inputs[0];
+  const Value* y = n.outputs[0];
+  std::vector<Window> win = windows(a.kernel_shape, a.strides, a.dilations, a.pads, a.auto_pad,
+                                    *x->type.shape, *y->type.shape);
+  bool max = n.op_type == "MaxPool";
+  DType t = y->type.dtype;
+  size_t spatial = win.size();
+  KernelBuilder k(name);
+  int bx = k.buffer(x, BufferRole::kInput);
+  int by = k.buffer(y, BufferRole::kOutput);
+  Shape out_domain = {(*y->type.shape)[0], (*y->type.shape)[1]};
+  for (const Window& d : win)
+    out_domain.push_back(d.out);
+  Shape domain = out_domain;
+  for (const Window& d : win)
+    domain.push_back(d.kernel);
+  int io = 2, ik = 2 + static_cast<int>(spatial);
+  std::vector<AffineExpr> x_index = {AffineExpr::iterator(0), AffineExpr::iterator(1)};
+  std::vector<AffineExpr> inside, padded;
+  for (size_t i = 0; i < spatial; ++i) {
+    AffineExpr pos = tap(win[i], io + static_cast<int>(i), ik + static_cast<int>(i));
+    x_index.push_back(pos);
+    add_bounds(inside, pos, 0, win[i].in);
+    add_bounds(padded, pos, -win[i].pad_begin, win[i].in + win[i].pad_end);
+  }
+  std::vector<AffineExpr> y_index = iterators(out_domain.size());
+  StatementBuilder init("init", out_domain);
+  k.add(init.store(init.constant(max ? combine_identity(Combine::kMax) : 0, t), by, y_index));
+  StatementBuilder acc("accumulate", domain);
+  Statement s =
+      acc.store(acc.load(bx, x_index, t), by, y_index, max ? Combine::kMax : Combine::kSum);
+  s.guards = inside;
+  k.add(std::move(s));
+  if (!max) {
+    int cnt = k.temp(t, out_domain);
+    StatementBuilder zero("init_count", out_domain);
+    k.add(zero.store(zero.constant(0, t), cnt, y_index));
+    StatementBuilder count("count", domain);
+    Statement c = count.store(count.constant(1, t), cnt, y_index, Combine::kSum);
+    c.guards = a.count_include_pad ? padded : inside;
+    k.add(std::move(c));
+    StatementBuilder avg("average", out_domain);
+    k.add(avg.store(avg.op(ExprOp::kDiv, t, {avg.load(by, y_index, t), avg.load(cnt, y_index, t)}),
+                    by, y_index));
+  }
+  return one(k);
+}
+
+// Constant padding: fill with the value, then copy the input in at its offset; negative
+// pads crop, through guards on the copy.
+Result<LoweredNode> lower_pad(const Node& n, const std::string& name) {
+  const auto& a = n.attrs_as<PadAttrs>();
+  const Value* x = n.inputs[0];
+  const Value* y = n.outputs[0];
+  const Shape& ys = *y->type.shape;
+  size_t rank = ys.size();
+  KernelBuilder k(name);
+  int bx = k.buffer(x, BufferRole::kInput);
+  int by = k.buffer(y, BufferRole::kOutput);
+  StatementBuilder fill("fill", ys);
+  const Value* value = n.input(2); // a fill value known only at run time
+  int v = value ? fill.load(k.buffer(value, BufferRole::kInput, {1}), {AffineExpr::constant_of(0)},
+                            value->type.dtype)
+                : fill.constant(a.value, y->type.dtype);
+  k.add(fill.store(v, by, iterators(rank)));
+  StatementBuilder copy("copy", *x->type.shape);
+  std::vector<AffineExpr> y_index;
+  std::vector<AffineExpr> guards;
+  for (size_t d = 0; d < rank; ++d) {
+    AffineExpr pos = {(*a.pads)[d], {{static_cast<int>(d), 1}}};
+    y_index.push_back(pos);
+    add_bounds(guards, pos, 0, ys[d].value());
+  }
+  Statement s = copy.store(copy.load(bx, iterators(rank), x->type.dtype), by, y_index);
+  s.guards = guards;
+  k.add(std::move(s));
+  return one(k);
+}
+
+} // namespace weft::kernel
