@@ -134,9 +134,22 @@ class CliTest(unittest.TestCase):
         path = save(small_model(op="Magic", domain="com.example"), self.dir)
         self.assert_one_line_error(weft("inspect", path), path, "com.example", "Magic")
 
-    def test_pending_subcommands_say_so_and_exit_2(self):
+    def test_bench_json_has_compile_and_median(self):
         path = save(small_model(), self.dir)
-        self.assert_one_line_error(weft("bench", path), "not available yet", code=2)
+        r = weft("bench", path, "--iters", "5", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = json.loads(r.stdout)
+        for key in ("compile_ms", "median_ms", "min_ms", "p90_ms", "first_run_ms"):
+            self.assertGreaterEqual(out[key], 0, key)
+        self.assertLessEqual(out["min_ms"], out["median_ms"])
+        self.assertLessEqual(out["median_ms"], out["p90_ms"])
+        r = weft("bench", path, "--iters", "3")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("steady state over 3 runs: median", r.stdout)
+
+    def test_cuda_device_says_the_backend_has_not_landed(self):
+        path = save(small_model(), self.dir)
+        self.assert_one_line_error(weft("run", path, "--fill", "ones", "--device", "cuda"), "CUDA", code=2)
 
     def test_run_writes_outputs_that_match_numpy(self):
         import numpy as np

@@ -29,10 +29,21 @@ struct TestOnnxOptions {
   std::string device = "cpu";
 };
 
+struct BenchOptions {
+  std::string target;              // a model, or an ONNX test case directory
+  std::vector<std::string> inputs; // NAME=FILE
+  std::string fill = "random";
+  std::string device = "cpu";
+  int iters = 20;
+  int warmup = 3;
+  bool json = false;
+};
+
 // Each returns the process exit status.
 int inspect(const InspectOptions& options);
 int run(const RunOptions& options);
 int test_onnx(const TestOnnxOptions& options);
+int bench(const BenchOptions& options);
 
 // Applies --threads / WEFT_NUM_THREADS to the generated kernels' OpenMP runtime; must run
 // before the first kernel library is loaded.

@@ -15,18 +15,6 @@ namespace {
 
 constexpr int kUsageError = 2;
 
-// The subcommands whose engine has not landed yet say so in one line and exit 2.
-void add_pending_command(CLI::App& app, const char* name, const char* summary) {
-  CLI::App* cmd = app.add_subcommand(name, summary);
-  cmd->allow_extras();
-  cmd->callback([name] {
-    std::cerr << "error: 'weft " << name
-              << "' is not available yet: it needs the execution engine, which has not landed "
-                 "(see docs/status.md); 'weft inspect' works\n";
-    throw CLI::RuntimeError(kUsageError);
-  });
-}
-
 } // namespace
 
 namespace weft::cli {
@@ -96,7 +84,21 @@ int run_cli(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   test_cmd->add_option("--threads", threads, "Threads for kernels")->check(CLI::PositiveNumber);
 
-  add_pending_command(app, "bench", "Benchmark a model (needs the execution engine)");
+  weft::cli::BenchOptions bench;
+  CLI::App* bench_cmd =
+      app.add_subcommand("bench", "Compile time, then steady-state latency (median, min, p90)");
+  bench_cmd->add_option("target", bench.target, "A model, or an ONNX test case directory")
+      ->required();
+  bench_cmd->add_option("--input", bench.inputs, "NAME=FILE (.npy or .pb), once per input");
+  bench_cmd->add_option("--fill", bench.fill, "Fill inputs not given")
+      ->check(CLI::IsMember({"random", "zeros", "ones"}));
+  bench_cmd->add_option("--iters", bench.iters, "Timed runs")->check(CLI::PositiveNumber);
+  bench_cmd->add_option("--warmup", bench.warmup, "Untimed runs after the first")
+      ->check(CLI::NonNegativeNumber);
+  bench_cmd->add_option("--device", bench.device, "Target device")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  bench_cmd->add_option("--threads", threads, "Threads for kernels")->check(CLI::PositiveNumber);
+  bench_cmd->add_flag("--json", bench.json, "Print one JSON object");
 
   try {
     app.parse(argc, argv);
@@ -108,6 +110,7 @@ int run_cli(int argc, char** argv) {
   if (cmd->parsed()) return weft::cli::inspect(inspect);
   if (run_cmd->parsed()) return weft::cli::run(run);
   if (test_cmd->parsed()) return weft::cli::test_onnx(test);
+  if (bench_cmd->parsed()) return weft::cli::bench(bench);
   return ops_cmd->parsed() ? 0 : kUsageError;
 }
 

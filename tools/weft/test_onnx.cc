@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "tools/weft/commands.h"
+#include "tools/weft/inputs.h"
 #include "weft/driver/compile_model.h"
 #include "weft/onnx/tensor_file.h"
 
@@ -15,17 +16,6 @@ namespace weft::cli {
 namespace fs = std::filesystem;
 
 namespace {
-
-// input_0.pb, input_1.pb, ... in numeric order.
-std::vector<fs::path> numbered(const fs::path& dir, const std::string& prefix) {
-  std::vector<fs::path> files;
-  for (int i = 0;; ++i) {
-    fs::path p = dir / fmt::format("{}_{}.pb", prefix, i);
-    if (!fs::exists(p)) break;
-    files.push_back(p);
-  }
-  return files;
-}
 
 // Why "got" differs from "expected", or nothing when they agree within the tolerances.
 std::optional<std::string> compare(const std::string& name, const Tensor& got,
@@ -61,29 +51,20 @@ std::optional<std::string> run_data_set(const fs::path& model, const fs::path& d
                                         const TestOnnxOptions& o) {
   Result<std::vector<runtime::TensorInfo>> declared = model_inputs(model.string());
   if (!declared.ok()) return declared.status().message();
-  std::vector<Tensor> inputs;
-  for (const fs::path& p : numbered(data, "input")) {
-    Result<Tensor> t = read_tensor_file(p.string());
-    if (!t.ok()) return t.status().message();
-    inputs.push_back(std::move(t).value());
-  }
-  if (declared->size() != inputs.size()) {
-    return fmt::format("the model has {} inputs, the data set {}", declared->size(), inputs.size());
-  }
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    inputs[i] = as_bf16_if_wanted(std::move(inputs[i]), (*declared)[i].type.dtype);
-  }
+  Result<std::vector<Tensor>> read = read_data_set_inputs(data.string(), *declared);
+  if (!read.ok()) return read.status().message();
+  std::vector<Tensor> inputs = std::move(read).value();
   Result<CompiledModel> compiled = compile_model(model.string(), inputs);
   if (!compiled.ok()) return compiled.status().message();
   Result<std::vector<Tensor>> outputs = compiled->executable->run(inputs);
   if (!outputs.ok()) return outputs.status().message();
-  std::vector<fs::path> expected = numbered(data, "output");
+  std::vector<std::string> expected = numbered_files(data.string(), "output");
   if (expected.size() != outputs->size()) {
     return fmt::format("the model has {} outputs, the data set {}", outputs->size(),
                        expected.size());
   }
   for (size_t i = 0; i < expected.size(); ++i) {
-    Result<Tensor> e = read_tensor_file(expected[i].string());
+    Result<Tensor> e = read_tensor_file(expected[i]);
     if (!e.ok()) return e.status().message();
     Tensor want = as_bf16_if_wanted(std::move(e).value(), (*outputs)[i].dtype());
     const std::string& name = compiled->executable->outputs()[i].name;
