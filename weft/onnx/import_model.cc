@@ -166,6 +166,16 @@ public:
             where, fmt::format("weights have rank {}, input has rank {}", *w_rank, *rank));
       }
     }
+    if (node.op_type() == "LayerNormalization" && rank) {
+      int64_t axis = -1; // the default
+      for (const auto& attr : node.attribute()) {
+        if (attr.name() == "axis") axis = attr.i();
+      }
+      if (axis < -*rank || axis >= *rank) {
+        return Status::error(where,
+                             fmt::format("axis {} is out of range for input rank {}", axis, *rank));
+      }
+    }
     for (const auto& attr : node.attribute()) {
       const std::string& a = attr.name();
       bool positive = a == "strides" || a == "dilations" || a == "kernel_shape";
@@ -180,11 +190,6 @@ public:
               where, fmt::format("attribute '{}' has {} values, the input's spatial rank needs {}",
                                  a, attr.ints_size(), expected));
         }
-      }
-      if (node.op_type() == "LayerNormalization" && a == "axis" && rank &&
-          (attr.i() < -*rank || attr.i() >= *rank)) {
-        return Status::error(
-            where, fmt::format("axis {} is out of range for input rank {}", attr.i(), *rank));
       }
     }
     return Status();

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Benchmarks Weft beside ONNX Runtime and writes docs/benchmarks.md. One command from a
+# fresh clone (after scripts/setup.sh): bench/run.sh
+# Benchmark-only dependencies (the onnxruntime wheel) live in bench/.venv, never in Weft.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[[ -x build/tools/weft/weft ]] || ./scripts/build.sh
+if [[ ! -x bench/.venv/bin/python ]]; then
+  python3 -m venv bench/.venv
+  bench/.venv/bin/pip install --quiet onnxruntime numpy
+fi
+mkdir -p build/bench
+c++ -O3 -march=native -fopenmp -o build/bench/bandwidth bench/bandwidth.cc
+build/bench/bandwidth > build/bench/bandwidth.json
+cat build/bench/bandwidth.json
+[[ -f build/bench/models/resnet18.onnx ]] || /usr/bin/python3 bench/make_models.py build/bench/models
+bench/.venv/bin/python bench/run_bench.py build/tools/weft/weft build/bench/models build/bench/bandwidth.json
