@@ -1,5 +1,6 @@
 #include "weft/codegen/emit_c.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -130,7 +131,10 @@ private:
     return v;
   }
 
-  void emit_statement(const AstNode& call, int depth, std::string& out) const {
+  // With "accumulator" set, a combining statement combines into that local variable
+  // instead of its write location.
+  void emit_statement(const AstNode& call, int depth, std::string& out,
+                      const std::string& accumulator = "") const {
     const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
     std::vector<std::string> iters;
     for (const AstExpr& e : call.args)
@@ -156,7 +160,7 @@ private:
     }
     DType t = k_.buffers[static_cast<size_t>(s.write.buffer)].dtype;
     std::string result = fmt::format("t{}", s.expr.size() - 1);
-    std::string old = load(s.write, iters);
+    std::string old = accumulator.empty() ? load(s.write, iters) : accumulator;
     switch (s.combine) {
       case kernel::Combine::kNone: break;
       case kernel::Combine::kSum: result = fmt::format("{} + {}", old, result); break;
@@ -164,8 +168,54 @@ private:
       case kernel::Combine::kMax: result = fmt::format("weft_max({}, {})", old, result); break;
       case kernel::Combine::kMin: result = fmt::format("weft_min({}, {})", old, result); break;
     }
+    if (!accumulator.empty()) {
+      out += fmt::format("{}  {} = {};\n{}}}\n", pad, accumulator, result, pad);
+      return;
+    }
     out += fmt::format("{}  b{}[{}] = {};\n{}}}\n", pad, s.write.buffer, offset(s.write, iters),
                        store_value(t, result), pad);
+  }
+
+  static bool mentions(const AstExpr& e, const std::string& id) {
+    if (e.kind == AstExpr::Kind::kId) return e.id == id;
+    return std::any_of(e.args.begin(), e.args.end(),
+                       [&](const AstExpr& a) { return mentions(a, id); });
+  }
+
+  // The combining statement a reduction loop "n" runs, when its target does not move with
+  // the loop: then it can accumulate in a register.
+  const AstNode* register_reduction(const AstNode& n) const {
+    if (n.mark != AstNode::Mark::kReduction || n.children[0].kind != AstNode::Kind::kCall)
+      return nullptr;
+    const AstNode& call = n.children[0];
+    const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
+    if (s.combine == kernel::Combine::kNone) return nullptr;
+    for (const AffineExpr& e : s.write.index) {
+      for (auto [iter, coeff] : e.terms) {
+        if (mentions(call.args[static_cast<size_t>(iter)], n.iterator)) return nullptr;
+      }
+    }
+    return &call;
+  }
+
+  // { acc = y[i]; for (...) acc = combine(acc, ...); y[i] = acc; } A sum may be
+  // vectorized (reassociated); max and min stay in order, so that NaN propagates.
+  void emit_register_reduction(const AstNode& n, const AstNode& call, int depth,
+                               std::string& out) const {
+    const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
+    std::vector<std::string> iters;
+    for (const AstExpr& e : call.args)
+      iters.push_back(ast_expr(e));
+    DType t = k_.buffers[static_cast<size_t>(s.write.buffer)].dtype;
+    std::string pad(static_cast<size_t>(2 * depth), ' ');
+    out += fmt::format("{0}{{  // accumulate in a register\n{0}  {1} acc = {2};\n", pad,
+                       compute_type(t), load(s.write, iters));
+    if (s.combine == kernel::Combine::kSum) out += pad + "  #pragma omp simd reduction(+ : acc)\n";
+    out += fmt::format("{0}  for (int64_t {1} = {2}; {3}; {1} += {4}) {{  // reduction\n", pad,
+                       n.iterator, ast_expr(n.init), ast_expr(n.cond), n.step);
+    emit_statement(call, depth + 2, out, "acc");
+    out += fmt::format("{0}  }}\n{0}  b{1}[{2}] = {3};\n{0}}}\n", pad, s.write.buffer,
+                       offset(s.write, iters), store_value(t, "acc"));
   }
 
   void emit_node(const AstNode& n, int depth, bool in_parallel, std::string& out) const {
@@ -176,6 +226,10 @@ private:
           emit_node(c, depth, in_parallel, out);
         break;
       case AstNode::Kind::kFor: {
+        if (const AstNode* call = register_reduction(n)) {
+          emit_register_reduction(n, *call, depth, out);
+          break;
+        }
         bool parallel = n.mark == AstNode::Mark::kParallel && !in_parallel;
         if (parallel) out += pad + std::string(d_.parallel_for) + "\n";
         out += fmt::format("{0}for (int64_t {1} = {2}; {3}; {1} += {4}) {{{5}\n", pad, n.iterator,
