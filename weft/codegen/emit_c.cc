@@ -218,33 +218,36 @@ private:
                        offset(s.write, iters), store_value(t, "acc"));
   }
 
-  void emit_node(const AstNode& n, int depth, bool in_parallel, std::string& out) const {
+  // "in_loop": inside another loop. Only a loop at the top of its nest opens a parallel
+  // region: one nested under a serial loop (the K loop of a column reduction) would open a
+  // region per outer iteration.
+  void emit_node(const AstNode& n, int depth, bool in_loop, std::string& out) const {
     std::string pad(static_cast<size_t>(2 * depth), ' ');
     switch (n.kind) {
       case AstNode::Kind::kBlock:
         for (const AstNode& c : n.children)
-          emit_node(c, depth, in_parallel, out);
+          emit_node(c, depth, in_loop, out);
         break;
       case AstNode::Kind::kFor: {
         if (const AstNode* call = register_reduction(n)) {
           emit_register_reduction(n, *call, depth, out);
           break;
         }
-        bool parallel = n.mark == AstNode::Mark::kParallel && !in_parallel;
+        bool parallel = n.mark == AstNode::Mark::kParallel && !in_loop;
         if (parallel) out += pad + std::string(d_.parallel_for) + "\n";
         out += fmt::format("{0}for (int64_t {1} = {2}; {3}; {1} += {4}) {{{5}\n", pad, n.iterator,
                            ast_expr(n.init), ast_expr(n.cond), n.step,
                            n.mark == AstNode::Mark::kReduction ? "  // reduction" : "");
-        emit_node(n.children[0], depth + 1, in_parallel || parallel, out);
+        emit_node(n.children[0], depth + 1, true, out);
         out += pad + "}\n";
         break;
       }
       case AstNode::Kind::kIf:
         out += fmt::format("{}if ({}) {{\n", pad, ast_expr(n.cond));
-        emit_node(n.children[0], depth + 1, in_parallel, out);
+        emit_node(n.children[0], depth + 1, in_loop, out);
         if (n.children.size() > 1) {
           out += pad + "} else {\n";
-          emit_node(n.children[1], depth + 1, in_parallel, out);
+          emit_node(n.children[1], depth + 1, in_loop, out);
         }
         out += pad + "}\n";
         break;
