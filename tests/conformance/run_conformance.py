@@ -6,7 +6,7 @@ Usage:
   run_conformance.py WEFT [--write-expected] [--markdown FILE]
 
 --write-expected rewrites expected_failures.txt from this run, with a reason derived from
-each failure's message (edit the reasons by hand where they say too little).
+each failure's message; entries saying "no reason derived" need one written by hand.
 --markdown writes the pass counts by category and the reasons for what fails.
 """
 import argparse
@@ -90,7 +90,7 @@ def reason_for(case, message):
                 "Weft checks declared shapes")
     if "training mode" in message:
         return "training mode is not supported"
-    return "FIXME: " + message[:120]
+    return "no reason derived, write one: " + message[:120]
 
 
 def main():

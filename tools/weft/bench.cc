@@ -47,11 +47,7 @@ Result<std::pair<std::string, std::vector<Tensor>>> load(const BenchOptions& o) 
 } // namespace
 
 int bench(const BenchOptions& o) {
-  if (o.device != "cpu") {
-    std::cerr << "error: --device " << o.device
-              << ": the CUDA backend has not landed yet; use --device cpu\n";
-    return 2;
-  }
+  if (!device_available(o.device)) return 2;
   Result<std::pair<std::string, std::vector<Tensor>>> loaded = load(o);
   if (!loaded.ok()) {
     std::cerr << loaded.status().to_string() << "\n";

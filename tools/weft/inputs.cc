@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <random>
 
@@ -79,6 +80,13 @@ Result<std::vector<Tensor>> gather_inputs(const std::string& model,
     tensors.push_back(as_bf16_if_wanted(std::move(t), d.type.dtype));
   }
   return tensors;
+}
+
+bool device_available(const std::string& device) {
+  if (device == "cpu") return true;
+  std::cerr << "error: --device " << device
+            << ": the CUDA backend has not landed yet; use --device cpu\n";
+  return false;
 }
 
 std::vector<std::string> numbered_files(const std::string& dir, const std::string& prefix) {

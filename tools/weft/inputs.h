@@ -10,6 +10,9 @@
 
 namespace weft::cli {
 
+// Whether "device" can run models now; prints the one-line error when not (exit 2).
+bool device_available(const std::string& device);
+
 // One tensor per declared input, from "specs" (NAME=FILE) or "fill" (random, zeros, ones;
 // free dims are 1). One error line names what is missing or wrong.
 Result<std::vector<Tensor>> gather_inputs(const std::string& model,

@@ -28,11 +28,7 @@ std::string file_name_for(const std::string& value) {
 } // namespace
 
 int run(const RunOptions& o) {
-  if (o.device != "cpu") {
-    std::cerr << "error: --device " << o.device
-              << ": the CUDA backend has not landed yet; use --device cpu\n";
-    return 2;
-  }
+  if (!device_available(o.device)) return 2;
   Result<std::vector<runtime::TensorInfo>> declared = model_inputs(o.model);
   if (!declared.ok()) {
     std::cerr << declared.status().to_string() << "\n";

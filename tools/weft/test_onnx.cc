@@ -93,11 +93,7 @@ std::optional<std::string> run_case(const fs::path& dir, const TestOnnxOptions& 
 } // namespace
 
 int test_onnx(const TestOnnxOptions& o) {
-  if (o.device != "cpu") {
-    std::cerr << "error: --device " << o.device
-              << ": the CUDA backend has not landed yet; use --device cpu\n";
-    return 2;
-  }
+  if (!device_available(o.device)) return 2;
   int passed = 0, failed = 0;
   for (const std::string& c : o.cases) {
     fs::path dir = fs::path(c).lexically_normal();

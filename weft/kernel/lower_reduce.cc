@@ -114,6 +114,20 @@ Ints axes_from(int64_t first, int64_t rank) {
   return axes;
 }
 
+// The canonical view of the axes a softmax-like op normalizes over: the axis alone from
+// opset 13 on; before, the input is coerced to 2-D at the axis, so every axis from it on.
+// An axis of extent 1 is viewed as [elements, 1].
+Result<StepView> softmax_view(const Node& n) {
+  const Value* x = n.inputs[0];
+  int64_t rank = static_cast<int64_t>(x->type.shape->size());
+  int64_t axis = n.attrs_as<SoftmaxAttrs>().axis;
+  if (axis < 0) axis += rank;
+  Ints axes = n.opset >= 13 ? Ints{axis} : axes_from(axis, rank);
+  WEFT_ASSIGN_OR_RETURN(std::optional<StepView> v, single_step(x, axes));
+  Dim total = num_elements(*x->type.shape);
+  return v ? *v : StepView{{total, 1}, {false, true}, {total}, 1};
+}
+
 // idx[k] = the first (or last) r where x[k, r] equals the max (or min) m[k]; a NaN matches
 // a NaN, so the first NaN wins, as in NumPy.
 void add_arg_reduction(KernelBuilder& k, const StepView& v, int in, DType x_type, int idx,
@@ -167,13 +181,7 @@ Result<LoweredNode> lower_arg_reduce(const Node& n, const std::string& name) {
 Result<LoweredNode> lower_hardmax(const Node& n, const std::string& name) {
   const Value* x = n.inputs[0];
   const Value* y = n.outputs[0];
-  int64_t rank = static_cast<int64_t>(x->type.shape->size());
-  int64_t axis = n.attrs_as<SoftmaxAttrs>().axis;
-  if (axis < 0) axis += rank;
-  Ints axes = n.opset >= 13 ? Ints{axis} : axes_from(axis, rank);
-  WEFT_ASSIGN_OR_RETURN(std::optional<StepView> v, single_step(x, axes));
-  Dim total = num_elements(*x->type.shape);
-  StepView view = v ? *v : StepView{{total, 1}, {false, true}, {total}, 1};
+  WEFT_ASSIGN_OR_RETURN(StepView view, softmax_view(n));
   KernelBuilder k(name);
   int in = k.buffer(x, BufferRole::kInput, view.in);
   int out = k.buffer(y, BufferRole::kOutput, view.in);
@@ -269,14 +277,7 @@ Result<LoweredNode> lower_reduce(const Node& n, const std::string& name) {
 Result<LoweredNode> lower_softmax(const Node& n, const std::string& name) {
   const Value* x = n.inputs[0];
   const Value* y = n.outputs[0];
-  int64_t rank = static_cast<int64_t>(x->type.shape->size());
-  int64_t axis = n.attrs_as<SoftmaxAttrs>().axis;
-  if (axis < 0) axis += rank;
-  // Before opset 13 the input is coerced to 2-D at "axis": all trailing axes are reduced.
-  Ints axes = n.opset >= 13 ? Ints{axis} : axes_from(axis, rank);
-  WEFT_ASSIGN_OR_RETURN(std::optional<StepView> v, single_step(x, axes));
-  Dim total = num_elements(*x->type.shape);
-  StepView view = v ? *v : StepView{{total}, {false}, {total}, 1};
+  WEFT_ASSIGN_OR_RETURN(StepView view, softmax_view(n));
   DType t = accumulator_type(y->type.dtype);
   bool log = n.op_type == "LogSoftmax";
   KernelBuilder k(name);
