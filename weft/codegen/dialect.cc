@@ -45,6 +45,24 @@ inline uint16_t weft_f2h(float value) {
   }
   return sign | (uint16_t)((a + 0xfffu + ((a >> 13) & 1u) - 0x38000000u) >> 13);
 }
+// exp for f32 that vectorizes (libm's expf does not without fast-math): x = n ln2 + r with
+// |r| <= ln2/2 (Cody-Waite), exp(r) by a degree-6 polynomial (Cephes' coefficients), and
+// 2^n applied as two halves so that gradual underflow and overflow to inf stay exact.
+inline float weft_exp(float x) {
+  bool nan = x != x;
+  float c = nan ? 0.0f : (x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x));
+  float fn = std::floor(c * 1.44269504088896341f + 0.5f);
+  float r = c - fn * 0.693359375f + fn * 2.12194440e-4f;
+  float z = r * r;
+  float p = (((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r + 4.1665795894e-2f) * r +
+              1.6666665459e-1f) * r + 5.0000001201e-1f) * z + r + 1.0f;
+  int32_t n = static_cast<int32_t>(fn), n1 = n >> 1, n2 = n - n1;
+  uint32_t b1 = static_cast<uint32_t>(n1 + 127) << 23, b2 = static_cast<uint32_t>(n2 + 127) << 23;
+  float s1, s2;
+  std::memcpy(&s1, &b1, 4);
+  std::memcpy(&s2, &b2, 4);
+  return nan ? x : p * s1 * s2;
+}
 inline float weft_bf2f(uint16_t b) { uint32_t u = (uint32_t)b << 16; float f; std::memcpy(&f, &u, 4); return f; }
 inline uint16_t weft_f2bf(float value) {
   uint32_t f; std::memcpy(&f, &value, 4);
@@ -104,12 +122,13 @@ std::string apply_op(kernel::ExprOp op, DType t, const std::vector<std::string>&
     case ExprOp::kNeg: return fmt::format("(-{})", a[0]);
     case ExprOp::kAbs:
       return dtype_is_unsigned_int(t) || t == DType::kBool ? a[0] : call("std::abs", a);
-    case ExprOp::kExp: return call("std::exp", a);
+    case ExprOp::kExp: return t == DType::kF64 ? call("std::exp", a) : call("weft_exp", a);
     case ExprOp::kLog: return call("std::log", a);
     case ExprOp::kSqrt: return call("std::sqrt", a);
     case ExprOp::kRsqrt: return fmt::format("(1 / std::sqrt({}))", a[0]);
     case ExprOp::kTanh: return call("std::tanh", a);
-    case ExprOp::kSigmoid: return fmt::format("(1 / (1 + std::exp(-{})))", a[0]);
+    case ExprOp::kSigmoid:
+      return fmt::format("(1 / (1 + {}(-{})))", t == DType::kF64 ? "std::exp" : "weft_exp", a[0]);
     case ExprOp::kErf: return call("std::erf", a);
     case ExprOp::kFloor: return is_float ? call("std::floor", a) : a[0];
     case ExprOp::kCeil: return is_float ? call("std::ceil", a) : a[0];

@@ -176,6 +176,12 @@ private:
                        store_value(t, result), pad);
   }
 
+  static bool has_loop(const AstNode& n) {
+    if (n.kind == AstNode::Kind::kFor) return true;
+    return std::any_of(n.children.begin(), n.children.end(),
+                       [](const AstNode& c) { return has_loop(c); });
+  }
+
   static bool mentions(const AstExpr& e, const std::string& id) {
     if (e.kind == AstExpr::Kind::kId) return e.id == id;
     return std::any_of(e.args.begin(), e.args.end(),
@@ -235,6 +241,10 @@ private:
         }
         bool parallel = n.mark == AstNode::Mark::kParallel && !in_loop;
         if (parallel) out += pad + std::string(d_.parallel_for) + "\n";
+        // An innermost loop that carries no dependence (isl proved it) may run in SIMD lanes.
+        if (n.mark == AstNode::Mark::kParallel && in_loop && !has_loop(n.children[0])) {
+          out += pad + "#pragma omp simd\n";
+        }
         out += fmt::format("{0}for (int64_t {1} = {2}; {3}; {1} += {4}) {{{5}\n", pad, n.iterator,
                            ast_expr(n.init), ast_expr(n.cond), n.step,
                            n.mark == AstNode::Mark::kReduction ? "  // reduction" : "");

@@ -11,6 +11,7 @@
 #include "tests/testing/kernels.h"
 #include "weft/codegen/compile_cpu.h"
 #include "weft/codegen/emit_c.h"
+#include "weft/kernel/kernel.h"
 #include "weft/poly/schedule_kernel.h"
 #include "weft/runtime/cpu/kernel_library.h"
 
@@ -121,6 +122,46 @@ TEST_F(CpuKernels, BiasAddBroadcasts) {
   fn(buffers, extents);
   for (size_t i = 0; i < z.size(); ++i)
     EXPECT_EQ(z[i], x[i] + b[i % 16]);
+}
+
+// The generated f32 exp (a vectorizable polynomial, not libm) against float64 exp: within
+// 2 ulp where the result is normal, exact at overflow, underflow, infinities and NaN.
+TEST_F(CpuKernels, ExpMatchesFloat64Reference) {
+  std::vector<float> x;
+  for (double v = -110; v <= 95; v += 0.0137)
+    x.push_back(static_cast<float>(v));
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 88.72f, 88.73f, -87.33f, -103.9f, inf, -inf, NAN})
+    x.push_back(v);
+  kernel::Kernel k;
+  k.name = "exp_f32";
+  k.buffers = {{"x", DType::kF32, {static_cast<int64_t>(x.size())}, kernel::BufferRole::kInput},
+               {"y", DType::kF32, {static_cast<int64_t>(x.size())}, kernel::BufferRole::kOutput}};
+  kernel::Statement st;
+  st.name = "exp";
+  st.domain = {static_cast<int64_t>(x.size())};
+  st.write = {1, {kernel::AffineExpr::iterator(0)}};
+  st.reads = {{0, {kernel::AffineExpr::iterator(0)}}};
+  st.expr = {{kernel::ExprOp::kLoad, DType::kF32, {}, 0, 0},
+             {kernel::ExprOp::kExp, DType::kF32, {0}, -1, 0}};
+  k.statements = {st};
+  KernelFn fn = build(k);
+  ASSERT_NE(fn, nullptr);
+  std::vector<float> y(x.size());
+  void* buffers[] = {x.data(), y.data()};
+  fn(buffers, nullptr);
+  for (size_t i = 0; i < x.size(); ++i) {
+    float want = static_cast<float>(std::exp(static_cast<double>(x[i])));
+    if (std::isnan(x[i])) {
+      EXPECT_TRUE(std::isnan(y[i]));
+    } else if (std::isinf(want) || want == 0.0f) {
+      EXPECT_EQ(y[i], want) << "x = " << x[i];
+    } else if (want < std::numeric_limits<float>::min()) { // subnormal results
+      EXPECT_NEAR(y[i], want, 4 * std::numeric_limits<float>::denorm_min()) << "x = " << x[i];
+    } else {
+      EXPECT_NEAR(y[i], want, 2.5e-7 * want) << "x = " << x[i];
+    }
+  }
 }
 
 TEST_F(CpuKernels, CompilerFailureNamesCommandAndLog) {
