@@ -28,6 +28,13 @@ Result<BoundKernel> KernelBuilder::finish() {
   return std::move(bound_);
 }
 
+Result<LoweredNode> KernelBuilder::lowered() {
+  WEFT_ASSIGN_OR_RETURN(BoundKernel bound, finish());
+  LoweredNode node;
+  node.kernels.push_back(std::move(bound));
+  return node;
+}
+
 StatementBuilder::StatementBuilder(std::string name, std::vector<Dim> domain) {
   s_.name = std::move(name);
   s_.domain = std::move(domain);

@@ -18,6 +18,8 @@ public:
   void add(Statement s) { bound_.kernel.statements.push_back(std::move(s)); }
   const Buffer& buffer_at(int b) const { return bound_.kernel.buffers[static_cast<size_t>(b)]; }
   Result<BoundKernel> finish();
+  // finish(), as the lowering of a node into this one kernel.
+  Result<LoweredNode> lowered();
 
 private:
   BoundKernel bound_;

@@ -184,10 +184,7 @@ Result<LoweredNode> lower_elementwise(const Node& n, const std::string& name) {
     k.add(m.store(m.constant(1, mask->type.dtype), k.buffer(mask, BufferRole::kOutput),
                   iterators(shape.size())));
   }
-  WEFT_ASSIGN_OR_RETURN(BoundKernel bound, k.finish());
-  LoweredNode lowered;
-  lowered.kernels.push_back(std::move(bound));
-  return lowered;
+  return k.lowered();
 }
 
 } // namespace weft::kernel

@@ -58,8 +58,7 @@ Result<LoweredNode> lower_matmul(const Node& n, const std::string& name) {
   int r = fin.load(acc, iterators(1), t);
   if (t != y->type.dtype) r = fin.op(ExprOp::kCast, y->type.dtype, {r});
   kb.add(fin.store(r, by, iterators(1)));
-  WEFT_ASSIGN_OR_RETURN(BoundKernel bound, kb.finish());
-  return LoweredNode{{std::move(bound)}, nullptr};
+  return kb.lowered();
 }
 
 // y = alpha * op(A) op(B) + beta * C, C broadcast to [M, N].
@@ -99,8 +98,7 @@ Result<LoweredNode> lower_gemm(const Node& n, const std::string& name) {
   }
   if (t != y->type.dtype) r = fin.op(ExprOp::kCast, y->type.dtype, {r});
   kb.add(fin.store(r, by, iterators(2)));
-  WEFT_ASSIGN_OR_RETURN(BoundKernel bound, kb.finish());
-  return LoweredNode{{std::move(bound)}, nullptr};
+  return kb.lowered();
 }
 
 } // namespace weft::kernel

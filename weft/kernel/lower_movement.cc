@@ -12,13 +12,6 @@ namespace weft::kernel {
 
 namespace {
 
-Result<LoweredNode> one(KernelBuilder& k) {
-  WEFT_ASSIGN_OR_RETURN(BoundKernel bound, k.finish());
-  LoweredNode lowered;
-  lowered.kernels.push_back(std::move(bound));
-  return lowered;
-}
-
 // A copy statement: out[iterators] = in[index].
 void add_copy(KernelBuilder& k, const char* name, const Shape& domain, int in,
               std::vector<AffineExpr> in_index, int out, std::vector<AffineExpr> out_index) {
@@ -46,7 +39,7 @@ Result<LoweredNode> lower_transpose(const Node& n, const std::string& name) {
   int in = k.buffer(x, BufferRole::kInput);
   int out = k.buffer(y, BufferRole::kOutput);
   add_copy(k, "transpose", *y->type.shape, in, in_index, out, iterators(perm.size()));
-  return one(k);
+  return k.lowered();
 }
 
 Result<LoweredNode> lower_slice(const Node& n, const std::string& name) {
@@ -69,7 +62,7 @@ Result<LoweredNode> lower_slice(const Node& n, const std::string& name) {
   int in = k.buffer(x, BufferRole::kInput);
   int out = k.buffer(y, BufferRole::kOutput);
   add_copy(k, "slice", *y->type.shape, in, in_index, out, iterators(y->type.shape->size()));
-  return one(k);
+  return k.lowered();
 }
 
 Result<LoweredNode> lower_concat(const Node& n, const std::string& name) {
@@ -86,7 +79,7 @@ Result<LoweredNode> lower_concat(const Node& n, const std::string& name) {
     add_copy(k, "concat", *x->type.shape, in, iterators(x->type.shape->size()), out, out_index);
     offset += (*x->type.shape)[static_cast<size_t>(axis)].value();
   }
-  return one(k);
+  return k.lowered();
 }
 
 Result<LoweredNode> lower_split(const Node& n, const std::string& name) {
@@ -104,7 +97,7 @@ Result<LoweredNode> lower_split(const Node& n, const std::string& name) {
     add_copy(k, "split", *y->type.shape, in, in_index, out, iterators(y->type.shape->size()));
     offset += (*y->type.shape)[static_cast<size_t>(axis)].value();
   }
-  return one(k);
+  return k.lowered();
 }
 
 // y = (x - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + bias[c], c the axis-1 index.
@@ -139,7 +132,7 @@ Result<LoweredNode> lower_batch_norm(const Node& n, const std::string& name) {
   r = b.op(ExprOp::kAdd, t, {r, param(1)});
   if (t != y->type.dtype) r = b.op(ExprOp::kCast, y->type.dtype, {r});
   k.add(b.store(r, out, iterators(shape.size())));
-  return one(k);
+  return k.lowered();
 }
 
 } // namespace weft::kernel
@@ -167,10 +160,7 @@ Result<LoweredNode> lower_tile(const Node& n, const std::string& name) {
   int out = k.buffer(y, BufferRole::kOutput);
   StatementBuilder b("tile", domain);
   k.add(b.store(b.load(in, in_index, x->type.dtype), out, out_index));
-  WEFT_ASSIGN_OR_RETURN(BoundKernel bound, k.finish());
-  LoweredNode lowered;
-  lowered.kernels.push_back(std::move(bound));
-  return lowered;
+  return k.lowered();
 }
 
 } // namespace weft::kernel

@@ -173,8 +173,7 @@ Result<LoweredNode> lower_arg_reduce(const Node& n, const std::string& name) {
     int in = k.buffer(x, BufferRole::kInput, v->in);
     add_arg_reduction(k, *v, in, x->type.dtype, out, n.op_type == "ArgMax", a.select_last_index);
   }
-  WEFT_ASSIGN_OR_RETURN(BoundKernel bound, k.finish());
-  return LoweredNode{{std::move(bound)}, nullptr};
+  return k.lowered();
 }
 
 // y = 1 where the first max along the axes is, 0 elsewhere.
@@ -195,8 +194,7 @@ Result<LoweredNode> lower_hardmax(const Node& n, const std::string& name) {
   DType t = y->type.dtype;
   k.add(b.store(b.op(ExprOp::kSelect, t, {is_max, b.constant(1, t), b.constant(0, t)}), out,
                 iterators(view.in.size())));
-  WEFT_ASSIGN_OR_RETURN(BoundKernel bound, k.finish());
-  return LoweredNode{{std::move(bound)}, nullptr};
+  return k.lowered();
 }
 
 Result<LoweredNode> lower_reduce(const Node& n, const std::string& name) {
@@ -230,8 +228,7 @@ Result<LoweredNode> lower_reduce(const Node& n, const std::string& name) {
                    {fin.op(ExprOp::kLog, t, {fin.load(s, idx, t)}), fin.load(m, idx, t)});
     if (t != y->type.dtype) r = fin.op(ExprOp::kCast, y->type.dtype, {r});
     k.add(fin.store(r, out, idx));
-    WEFT_ASSIGN_OR_RETURN(BoundKernel bound, k.finish());
-    return LoweredNode{{std::move(bound)}, nullptr};
+    return k.lowered();
   }
   WEFT_ASSIGN_OR_RETURN(ReduceRecipe rec, recipe(n.op_type));
   WEFT_ASSIGN_OR_RETURN(std::vector<CanonicalReduction> steps,
@@ -270,8 +267,7 @@ Result<LoweredNode> lower_reduce(const Node& n, const std::string& name) {
   }
   if (t != y->type.dtype) r = fin.op(ExprOp::kCast, y->type.dtype, {r});
   k.add(fin.store(r, out, iterators(1)));
-  WEFT_ASSIGN_OR_RETURN(BoundKernel bound, k.finish());
-  return LoweredNode{{std::move(bound)}, nullptr};
+  return k.lowered();
 }
 
 Result<LoweredNode> lower_softmax(const Node& n, const std::string& name) {
@@ -302,8 +298,7 @@ Result<LoweredNode> lower_softmax(const Node& n, const std::string& name) {
               : norm.op(ExprOp::kDiv, t, {norm.op(ExprOp::kExp, t, {d}), sv});
   if (t != y->type.dtype) r = norm.op(ExprOp::kCast, y->type.dtype, {r});
   k.add(norm.store(r, out, iterators(view.in.size())));
-  WEFT_ASSIGN_OR_RETURN(BoundKernel bound, k.finish());
-  return LoweredNode{{std::move(bound)}, nullptr};
+  return k.lowered();
 }
 
 // y = (x - mean) / sqrt(var + epsilon) * scale + bias over the axes from "axis" on;
@@ -366,8 +361,7 @@ Result<LoweredNode> lower_layer_norm(const Node& n, const std::string& name) {
     if (t != stat->type.dtype) sv = w.op(ExprOp::kCast, stat->type.dtype, {sv});
     k.add(w.store(sv, buf, iterators(1)));
   }
-  WEFT_ASSIGN_OR_RETURN(BoundKernel bound, k.finish());
-  return LoweredNode{{std::move(bound)}, nullptr};
+  return k.lowered();
 }
 
 // GlobalAveragePool and GlobalMaxPool: ReduceMean and ReduceMax over the spatial axes.

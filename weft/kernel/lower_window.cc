@@ -57,13 +57,6 @@ void add_bounds(std::vector<AffineExpr>& guards, const AffineExpr& pos, int64_t 
   guards.push_back(below);
 }
 
-Result<LoweredNode> one(KernelBuilder& k) {
-  WEFT_ASSIGN_OR_RETURN(BoundKernel bound, k.finish());
-  LoweredNode lowered;
-  lowered.kernels.push_back(std::move(bound));
-  return lowered;
-}
-
 } // namespace
 
 // y[n, m, o...] = bias[m] + sum over c, k... of x[n, g*Cg + c, tap] * w[m, c, k...], with
@@ -121,7 +114,7 @@ Result<LoweredNode> lower_conv(const Node& n, const std::string& name) {
   Statement s = mac.store(product, by, y_index, Combine::kSum);
   s.guards = guards;
   k.add(std::move(s));
-  return one(k);
+  return k.lowered();
 }
 
 // MaxPool: the max over in-bounds taps. AveragePool: their sum over their count, where
@@ -173,7 +166,7 @@ Result<LoweredNode> lower_pool(const Node& n, const std::string& name) {
     k.add(avg.store(avg.op(ExprOp::kDiv, t, {avg.load(by, y_index, t), avg.load(cnt, y_index, t)}),
                     by, y_index));
   }
-  return one(k);
+  return k.lowered();
 }
 
 // Constant padding: fill with the value, then copy the input in at its offset; negative
@@ -204,7 +197,7 @@ Result<LoweredNode> lower_pad(const Node& n, const std::string& name) {
   Statement s = copy.store(copy.load(bx, iterators(rank), x->type.dtype), by, y_index);
   s.guards = guards;
   k.add(std::move(s));
-  return one(k);
+  return k.lowered();
 }
 
 } // namespace weft::kernel
