@@ -83,6 +83,18 @@ class CliTest(unittest.TestCase):
         self.assertEqual(out["ops"][0]["outputs"][0]["shape"], ["N", 4])
         self.assertEqual(len(out["passes"]), 6)
 
+    def test_inspect_json_lists_kernels_of_static_graphs(self):
+        model = small_model()
+        for v in (model.graph.input[0], model.graph.output[0]):
+            v.type.tensor_type.shape.dim[0].dim_value = 2
+        path = save(model, self.dir)
+        out = json.loads(weft("inspect", path, "--json").stdout)
+        self.assertEqual([k["op_type"] for k in out["kernels"]], ["Relu"])
+        self.assertIn("b1[i0, i1] = max(", out["kernels"][0]["ir"])
+        symbolic = json.loads(weft("inspect", save(small_model(), self.dir, "s.onnx"), "--json").stdout)
+        self.assertEqual(symbolic["kernels"], [])
+        self.assertIn("symbolic dims", symbolic["kernels_note"])
+
     def test_inspect_dump_dir(self):
         path = save(small_model(), self.dir)
         dump = os.path.join(self.dir, "dump")

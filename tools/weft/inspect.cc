@@ -8,6 +8,7 @@
 #include "tools/weft/commands.h"
 #include "weft/driver/pipeline.h"
 #include "weft/graph/print_graph.h"
+#include "weft/kernel/lower_node.h"
 
 namespace weft::cli {
 
@@ -18,6 +19,34 @@ Status write_text(const std::filesystem::path& path, const std::string& text) {
   out << text;
   if (!out) return Status::error(fmt::format("{}: cannot write the file", path.string()));
   return Status();
+}
+
+// The kernels each node lowers to, in the kernel IR's text form. Lowering needs static
+// shapes; a graph with symbolic dims says so instead ("weft run" specializes them).
+void add_kernels(const Graph& graph, nlohmann::json& out) {
+  out["kernels"] = nlohmann::json::array();
+  for (const Value* in : graph.inputs) {
+    if (!in->type.has_static_shape()) {
+      out["kernels_note"] =
+          fmt::format("input '{}' has symbolic dims ({}); kernels are generated once they are "
+                      "known, by weft run",
+                      in->name, in->type.to_string());
+      return;
+    }
+  }
+  size_t index = 0;
+  for (const auto& node : graph.nodes()) {
+    std::string name = fmt::format("k{}_{}", index++, node->op_type);
+    if (!kernel::can_lower(*node)) continue;
+    Result<kernel::LoweredNode> lowered = kernel::lower_node(*node, name);
+    if (!lowered.ok()) continue;
+    for (const kernel::BoundKernel& k : lowered->kernels) {
+      out["kernels"].push_back({{"name", k.kernel.name},
+                                {"node", node->name},
+                                {"op_type", node->op_type},
+                                {"ir", kernel::print_kernel(k.kernel)}});
+    }
+  }
 }
 
 } // namespace
@@ -62,14 +91,13 @@ int inspect(const InspectOptions& options) {
     return 1;
   }
   if (options.json) {
-    // "kernels" and "library_calls" are part of the CLI contract; they are empty until the
-    // execution engine lowers the graph (docs/status.md).
+    // Weft makes no library calls yet: MatMul, Gemm and Conv are generated kernels too.
     nlohmann::json out = {{"file", options.model},
                           {"device", options.device},
                           {"passes", passes},
                           {"ops", last_graph["ops"]},
-                          {"kernels", nlohmann::json::array()},
                           {"library_calls", nlohmann::json::array()}};
+    add_kernels(*graph, out);
     std::cout << out.dump(2) << "\n";
   } else {
     std::cout << text;
