@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "weft/support/hash.h"
+#include "weft/support/log.h"
 
 extern char** environ;
 
@@ -48,7 +49,9 @@ int run_logged(const std::vector<std::string>& argv, const std::string& log) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-std::string quote_command(const std::vector<std::string>& argv) {
+} // namespace
+
+std::string shell_line(const std::vector<std::string>& argv) {
   std::string out;
   for (const std::string& a : argv) {
     bool plain = a.find_first_of(" \t\"'\\$") == std::string::npos;
@@ -57,7 +60,14 @@ std::string quote_command(const std::vector<std::string>& argv) {
   return out;
 }
 
-} // namespace
+std::vector<std::string> compile_command(const CpuCompiler& compiler,
+                                         const std::string& source_file,
+                                         const std::string& output) {
+  std::vector<std::string> argv = split_words(compiler.cxx);
+  argv.insert(argv.end(), compiler.flags.begin(), compiler.flags.end());
+  argv.insert(argv.end(), {"-o", output, source_file});
+  return argv;
+}
 
 CpuCompiler CpuCompiler::from_environment() {
   CpuCompiler c;
@@ -72,14 +82,17 @@ CpuCompiler CpuCompiler::from_environment() {
 }
 
 Result<CompiledLibrary> compile_cpu(const std::string& source, const CpuCompiler& compiler) {
-  std::vector<std::string> argv = split_words(compiler.cxx);
-  if (argv.empty()) return Status::error("no C++ compiler: $CXX is blank");
+  if (split_words(compiler.cxx).empty()) return Status::error("no C++ compiler: $CXX is blank");
   std::string key = hash_hex(compiler.cxx + "\n" +
                              fmt::format("{}", fmt::join(compiler.flags, " ")) + "\n" + source);
   fs::path dir = compiler.cache_dir;
   fs::path library = dir / (key + ".so");
   std::error_code ec;
-  if (fs::exists(library, ec)) return CompiledLibrary{library.string(), true};
+  if (fs::exists(library, ec)) {
+    log_info("kernel cache hit: {}", library.string());
+    return CompiledLibrary{library.string(), true};
+  }
+  log_info("kernel cache miss: building {}", library.string());
   fs::create_directories(dir, ec);
   if (ec)
     return Status::error(
@@ -95,13 +108,13 @@ Result<CompiledLibrary> compile_cpu(const std::string& source, const CpuCompiler
     out << source;
     if (!out) return Status::error(fmt::format("cannot write {}", src.string()));
   }
-  argv.insert(argv.end(), compiler.flags.begin(), compiler.flags.end());
-  argv.insert(argv.end(), {"-o", tmp.string(), src.string()});
+  std::vector<std::string> argv = compile_command(compiler, src.string(), tmp.string());
+  log_debug("compiling: {}", shell_line(argv));
   int status = run_logged(argv, log.string());
   if (status != 0) {
     return Status::error(
         fmt::format("compiling a kernel failed (exit status {}): {}; compiler output in {}", status,
-                    quote_command(argv), log.string()));
+                    shell_line(argv), log.string()));
   }
   fs::rename(src, dir / (key + ".cc"), ec);
   fs::rename(tmp, library, ec);

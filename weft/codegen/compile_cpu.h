@@ -26,6 +26,12 @@ struct CompiledLibrary {
   bool cache_hit = false;
 };
 
+// The command that builds "source_file" into the shared object "output", one word each.
+std::vector<std::string> compile_command(const CpuCompiler& compiler,
+                                         const std::string& source_file, const std::string& output);
+// The command as one shell line, with words quoted where needed.
+std::string shell_line(const std::vector<std::string>& argv);
+
 // Compiles "source" (or finds it in the cache). On failure, the message holds the full
 // command and the path of the compiler's log.
 Result<CompiledLibrary> compile_cpu(const std::string& source, const CpuCompiler& compiler);

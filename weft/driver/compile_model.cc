@@ -1,6 +1,10 @@
 #include "weft/driver/compile_model.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <unordered_map>
@@ -16,10 +20,14 @@
 #include "weft/graph/passes/fold_constants.h"
 #include "weft/graph/passes/infer_shapes.h"
 #include "weft/graph/passes/specialize_shapes.h"
+#include "weft/graph/print_graph.h"
 #include "weft/graph/verify_graph.h"
 #include "weft/kernel/lower_node.h"
+#include "weft/kernel/strategy.h"
 #include "weft/poly/schedule_kernel.h"
 #include "weft/support/grouped_list.h"
+#include "weft/support/hash.h"
+#include "weft/support/log.h"
 
 namespace weft {
 
@@ -170,73 +178,196 @@ private:
   size_t launches_ = 0;
 };
 
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// Appends one PhaseTime per end(), timing from the previous end() (or restart()).
+class PhaseTimer {
+public:
+  explicit PhaseTimer(std::vector<PhaseTime>* phases) : phases_(phases) {}
+  void end(std::string phase) {
+    auto now = Clock::now();
+    phases_->push_back({std::move(phase), ms_between(start_, now)});
+    start_ = now;
+  }
+  void restart() { start_ = Clock::now(); }
+
+private:
+  std::vector<PhaseTime>* phases_;
+  Clock::time_point start_ = Clock::now();
+};
+
+// The dump directory: explicit, or one per model and input types under $WEFT_DUMP_DIR.
+std::string dump_dir_for(const ModelSource& model, const std::vector<Tensor>& inputs,
+                         const CompileSettings& settings) {
+  if (!settings.dump_dir.empty()) return settings.dump_dir;
+  const char* root = std::getenv("WEFT_DUMP_DIR");
+  if (!root || !*root) return "";
+  std::string key = model.path;
+  for (const Tensor& t : inputs)
+    key += "," + t.type().to_string();
+  std::string stem = std::filesystem::path(model.path).stem().string();
+  for (char& c : stem) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
+  }
+  return (std::filesystem::path(root) / fmt::format("{}-{}", stem, hash_hex(key).substr(0, 8)))
+      .string();
+}
+
+// Writes files into a directory, if there is one; remembers the first failure.
+class Dumper {
+public:
+  explicit Dumper(std::string dir) : dir_(std::move(dir)) {
+    if (dir_.empty()) return;
+    std::error_code ec;
+    std::filesystem::create_directories(dir_, ec);
+    if (ec)
+      status_ = Status::error(
+          fmt::format("{}: cannot create the dump directory: {}", dir_, ec.message()));
+  }
+  void write(const std::string& name, const std::string& text) {
+    if (dir_.empty() || !status_.ok()) return;
+    std::filesystem::path path = std::filesystem::path(dir_) / name;
+    std::ofstream out(path);
+    out << text;
+    if (!out) status_ = Status::error(fmt::format("{}: cannot write the file", path.string()));
+  }
+  const std::string& dir() const { return dir_; }
+  const Status& status() const { return status_; }
+
+private:
+  std::string dir_;
+  Status status_;
+};
+
+// The profile's view of a kernel: its node, strategy, buffer types and bytes moved.
+runtime::LaunchInfo launch_info(const Node& node, const kernel::Kernel& k) {
+  runtime::LaunchInfo info{node.name, node.op_type, kernel::describe_strategy(k), "", 0};
+  std::vector<std::string> ins, outs;
+  for (const kernel::Buffer& b : k.buffers) {
+    if (b.role == kernel::BufferRole::kTemp) continue;
+    TensorType type{b.dtype, b.shape};
+    (b.role == kernel::BufferRole::kInput ? ins : outs).push_back(type.to_string());
+    info.bytes += static_cast<size_t>(shape_num_elements(b.shape).value_or(0)) *
+                  static_cast<size_t>(dtype_size(b.dtype));
+  }
+  info.shapes = fmt::format("{} -> {}", fmt::join(ins, ", "), fmt::join(outs, ", "));
+  return info;
+}
+
 } // namespace
 
-Result<std::vector<runtime::TensorInfo>> model_inputs(const std::string& path) {
-  WEFT_ASSIGN_OR_RETURN(Graph graph, run_graph_pipeline(path));
+Result<std::vector<runtime::TensorInfo>> model_inputs(const ModelSource& model) {
+  WEFT_ASSIGN_OR_RETURN(Graph graph, run_graph_pipeline(model));
   std::vector<runtime::TensorInfo> inputs;
   for (const Value* v : graph.inputs)
     inputs.push_back({v->name, v->type});
   return inputs;
 }
 
-Result<CompiledModel> compile_model(const std::string& path,
-                                    const std::vector<Tensor>& sample_inputs) {
-  WEFT_ASSIGN_OR_RETURN(Graph graph, run_graph_pipeline(path));
+Result<CompiledModel> compile_model(const ModelSource& model,
+                                    const std::vector<Tensor>& sample_inputs,
+                                    const CompileSettings& settings) {
+  CompiledModel out;
+  PhaseTimer timer(&out.phases);
+  Dumper dump(dump_dir_for(model, sample_inputs, settings));
+  int step = 0;
+  auto observe = [&](std::string_view pass, const Graph& g) {
+    dump.write(fmt::format("{:02}_{}.txt", step++, pass), print_graph(g));
+  };
+  WEFT_ASSIGN_OR_RETURN(Graph graph, run_graph_pipeline(model, observe));
+  timer.end("graph passes");
   std::vector<int> frozen;
   WEFT_RETURN_IF_ERROR(specialize(graph, sample_inputs, &frozen));
+  observe("specialize", graph);
   WEFT_RETURN_IF_ERROR(check_lowerable(graph));
+  timer.end("specialize");
 
   PlanBuilder plan(graph);
-  std::vector<std::pair<std::string, std::vector<int>>> launches; // kernel name, slots
+  std::vector<runtime::Launch> launches; // functions are looked up once the library loads
   std::string source = codegen::emit_prelude(codegen::Dialect::kCpu);
+  std::string kernels_text;
   size_t index = 0;
+  double lower_ms = 0, schedule_ms = 0, emit_ms = 0;
   for (const auto& node : graph.nodes()) {
     Location where{graph.source, node->name, node->op_type, node->opset};
+    auto t0 = Clock::now();
     Result<kernel::LoweredNode> lowered =
         kernel::lower_node(*node, kernel_name(index++, node->op_type));
+    lower_ms += ms_between(t0, Clock::now());
     if (!lowered.ok()) return lowered.status().with_location(where);
     if (lowered->alias_of) {
       plan.alias(node->outputs[0], lowered->alias_of);
       continue;
     }
     for (const kernel::BoundKernel& k : lowered->kernels) {
+      auto t1 = Clock::now();
       Result<poly::ScheduledKernel> scheduled = poly::schedule_kernel(k.kernel);
+      auto t2 = Clock::now();
+      schedule_ms += ms_between(t1, t2);
       if (!scheduled.ok()) return scheduled.status().with_location(where);
       WEFT_ASSIGN_OR_RETURN(std::string function, codegen::emit_function(k.kernel, scheduled->loops,
                                                                          codegen::Dialect::kCpu));
+      emit_ms += ms_between(t2, Clock::now());
       source += "\n" + function;
-      launches.emplace_back(k.kernel.name, plan.bind(k));
+      runtime::LaunchInfo info = launch_info(*node, k.kernel);
+      log_debug("kernel {}: node '{}' ({}), {}, {}", k.kernel.name, info.node, info.op_type,
+                info.strategy, info.shapes);
+      kernels_text += fmt::format("# node '{}' ({}): {}\n{}\n", info.node, info.op_type,
+                                  info.strategy, kernel::print_kernel(k.kernel));
+      launches.push_back({k.kernel.name, nullptr, plan.bind(k), std::move(info)});
     }
   }
+  out.phases.push_back({"lower", lower_ms});
+  out.phases.push_back({"schedule", schedule_ms});
+  out.phases.push_back({"emit", emit_ms});
+  timer.restart();
   std::vector<int> output_slots = plan.output_slots();
   size_t arena = plan.place();
 
-  WEFT_ASSIGN_OR_RETURN(codegen::CompiledLibrary built,
-                        codegen::compile_cpu(source, codegen::CpuCompiler::from_environment()));
-  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<runtime::KernelLibrary> library,
-                        runtime::KernelLibrary::load(built.path));
-  std::vector<runtime::Launch> launch_list;
-  for (auto& [name, slots] : launches) {
-    WEFT_ASSIGN_OR_RETURN(runtime::KernelFn fn, library->function(name));
-    launch_list.push_back({name, fn, slots});
+  codegen::CpuCompiler compiler = codegen::CpuCompiler::from_environment();
+  dump.write("kernels.txt", kernels_text);
+  dump.write("kernels.cc", source);
+  dump.write("build.sh", "#!/bin/sh\n# Rebuilds kernels.so from kernels.cc as Weft built it.\n"
+                         "cd \"$(dirname \"$0\")\" && " +
+                             codegen::shell_line(
+                                 codegen::compile_command(compiler, "kernels.cc", "kernels.so")) +
+                             "\n");
+  WEFT_RETURN_IF_ERROR(dump.status());
+  out.dump_dir = dump.dir();
+  if (!dump.dir().empty()) log_info("dumped {} to {}", graph.source, dump.dir());
+  if (settings.build) {
+    WEFT_ASSIGN_OR_RETURN(codegen::CompiledLibrary built, codegen::compile_cpu(source, compiler));
+    timer.end("build");
+    WEFT_ASSIGN_OR_RETURN(std::shared_ptr<runtime::KernelLibrary> library,
+                          runtime::KernelLibrary::load(built.path));
+    for (runtime::Launch& launch : launches) {
+      WEFT_ASSIGN_OR_RETURN(launch.fn, library->function(launch.name));
+    }
+    std::vector<runtime::TensorInfo> inputs, outputs;
+    for (const Value* v : graph.inputs)
+      inputs.push_back({v->name, v->type});
+    for (const Value* v : graph.outputs)
+      outputs.push_back({v->name, v->type});
+    out.executable = std::make_unique<runtime::Executable>(
+        std::move(inputs), std::move(outputs), plan.slots(), std::move(launches),
+        std::move(output_slots), arena,
+        std::vector<std::shared_ptr<runtime::KernelLibrary>>{library});
+    for (int i : frozen)
+      out.executable->freeze_input(i, sample_inputs[static_cast<size_t>(i)]);
+    out.cache_hit = built.cache_hit;
+    timer.end("load");
   }
-  std::vector<runtime::TensorInfo> inputs, outputs;
-  for (const Value* v : graph.inputs)
-    inputs.push_back({v->name, v->type});
-  for (const Value* v : graph.outputs)
-    outputs.push_back({v->name, v->type});
-  CompiledModel model;
-  model.executable = std::make_unique<runtime::Executable>(
-      std::move(inputs), std::move(outputs), plan.slots(), std::move(launch_list),
-      std::move(output_slots), arena,
-      std::vector<std::shared_ptr<runtime::KernelLibrary>>{library});
-  for (int i : frozen)
-    model.executable->freeze_input(i, sample_inputs[static_cast<size_t>(i)]);
-  model.graph = std::move(graph);
-  model.source = std::move(source);
-  model.cache_hit = built.cache_hit;
-  return model;
+  std::string times;
+  for (const PhaseTime& p : out.phases)
+    times += fmt::format(" {} {:.1f} ms,", p.phase, p.ms);
+  log_info("compiled {}:{} {} kernels", graph.source, times, index);
+  out.graph = std::move(graph);
+  out.source = std::move(source);
+  return out;
 }
 
 } // namespace weft

@@ -11,24 +11,42 @@
 #include <string>
 #include <vector>
 
+#include "weft/driver/pipeline.h"
 #include "weft/graph/graph.h"
 #include "weft/runtime/cpu/executable.h"
 #include "weft/support/status.h"
 
 namespace weft {
 
+struct CompileSettings {
+  // Write the graph after each pass, the kernels, the generated source and a build.sh that
+  // rebuilds it here. Empty: $WEFT_DUMP_DIR/<model>-<hash of the input types>, if set.
+  std::string dump_dir;
+  // Stop after generating the source: no C++ compiler runs and "executable" stays empty.
+  bool build = true;
+};
+
+// How long one phase of compile_model took.
+struct PhaseTime {
+  std::string phase; // "graph passes", "specialize", "lower", "schedule", "emit", "build", "load"
+  double ms = 0;
+};
+
 struct CompiledModel {
   Graph graph; // after specialization
   std::unique_ptr<runtime::Executable> executable;
   std::string source; // the generated translation unit
   bool cache_hit = false;
+  std::vector<PhaseTime> phases;
+  std::string dump_dir; // where the dump went, if anywhere
 };
 
 // The declared inputs of a model: names and types, symbolic dims included.
-Result<std::vector<runtime::TensorInfo>> model_inputs(const std::string& path);
+Result<std::vector<runtime::TensorInfo>> model_inputs(const ModelSource& model);
 
 // Compiles for "inputs": their types, and the values of small integer inputs that only
 // determine shapes (freeze_shape_operands); later runs must pass the same values for those.
-Result<CompiledModel> compile_model(const std::string& path, const std::vector<Tensor>& inputs);
+Result<CompiledModel> compile_model(const ModelSource& model, const std::vector<Tensor>& inputs,
+                                    const CompileSettings& settings = {});
 
 } // namespace weft

@@ -29,8 +29,10 @@ const std::vector<std::string_view>& pipeline_steps() {
   return steps;
 }
 
-Result<Graph> run_graph_pipeline(const std::string& path, const PassObserver& observe) {
-  WEFT_ASSIGN_OR_RETURN(Graph graph, import_model(path));
+Result<Graph> run_graph_pipeline(const ModelSource& model, const PassObserver& observe) {
+  WEFT_ASSIGN_OR_RETURN(Graph graph, model.in_memory
+                                         ? import_model_bytes(model.bytes, model.path, ".")
+                                         : import_model(model.path));
   if (observe) observe("import", graph);
   // Folding comes first: Constant nodes and exporters' shape subgraphs become constants,
   // which the later passes read.

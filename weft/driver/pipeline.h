@@ -14,8 +14,25 @@ namespace weft {
 // Called after each step with its name ("import", then each pass) and the graph it left.
 using PassObserver = std::function<void(std::string_view pass, const Graph& graph)>;
 
-// Imports "path" and runs every graph pass in order, verifying the graph after each one.
-Result<Graph> run_graph_pipeline(const std::string& path, const PassObserver& observe = {});
+// Where a model comes from: an .onnx file, or its bytes in memory.
+struct ModelSource {
+  std::string path;  // the file; for bytes, the name that messages use
+  std::string bytes; // the serialized ModelProto, when "in_memory"
+  bool in_memory = false;
+
+  ModelSource(std::string file) : path(std::move(file)) {} // NOLINT(google-explicit-constructor)
+  ModelSource(const char* file) : path(file) {}            // NOLINT(google-explicit-constructor)
+  // External data of in-memory models resolves against the working directory.
+  static ModelSource memory(std::string bytes, std::string name = "<model bytes>") {
+    ModelSource s(std::move(name));
+    s.bytes = std::move(bytes);
+    s.in_memory = true;
+    return s;
+  }
+};
+
+// Imports the model and runs every graph pass in order, verifying the graph after each one.
+Result<Graph> run_graph_pipeline(const ModelSource& model, const PassObserver& observe = {});
 
 // "import" followed by the graph passes, in pipeline order (for `weft inspect --after`).
 const std::vector<std::string_view>& pipeline_steps();

@@ -27,12 +27,11 @@ constexpr int64_t kMaxFrozenElements = 64;
 
 } // namespace
 
-std::vector<int> freeze_shape_operands(Graph& graph, const std::vector<Tensor>& values) {
-  std::vector<int> frozen;
-  for (size_t i = 0; i < graph.inputs.size() && i < values.size(); ++i) {
-    Value* in = graph.inputs[i];
-    const Tensor& v = values[i];
-    if (v.num_elements() > kMaxFrozenElements || graph.is_graph_output(in)) continue;
+std::vector<int> shape_operand_inputs(const Graph& graph) {
+  std::vector<int> found;
+  for (size_t i = 0; i < graph.inputs.size(); ++i) {
+    const Value* in = graph.inputs[i];
+    if (graph.is_graph_output(in)) continue;
     bool only_shapes = true, used = false;
     for (const auto& n : graph.nodes()) {
       for (size_t k = 0; k < n->inputs.size(); ++k) {
@@ -41,10 +40,20 @@ std::vector<int> freeze_shape_operands(Graph& graph, const std::vector<Tensor>& 
         only_shapes = only_shapes && is_shape_operand(*n, k);
       }
     }
-    if (!used || !only_shapes) continue;
-    Value* constant = graph.add_constant(graph.unique_name(in->name + "_value"), v);
+    if (used && only_shapes) found.push_back(static_cast<int>(i));
+  }
+  return found;
+}
+
+std::vector<int> freeze_shape_operands(Graph& graph, const std::vector<Tensor>& values) {
+  std::vector<int> frozen;
+  for (int i : shape_operand_inputs(graph)) {
+    size_t u = static_cast<size_t>(i);
+    if (u >= values.size() || values[u].num_elements() > kMaxFrozenElements) continue;
+    Value* in = graph.inputs[u];
+    Value* constant = graph.add_constant(graph.unique_name(in->name + "_value"), values[u]);
     graph.replace_all_uses(in, constant);
-    frozen.push_back(static_cast<int>(i));
+    frozen.push_back(i);
   }
   return frozen;
 }

@@ -19,6 +19,10 @@ namespace weft {
 
 Status specialize_shapes(Graph& graph, const std::vector<TensorType>& types);
 
+// The positions of graph inputs used only as shape operands (Reduce axes, Slice bounds,
+// Reshape/Expand/Tile targets, Range bounds, ...): their values determine shapes.
+std::vector<int> shape_operand_inputs(const Graph& graph);
+
 // Replaces the uses of small inputs that serve only as shape operands (Reduce
 // axes, Slice bounds, Reshape/Expand/Tile targets, Range bounds, ...) by constants holding
 // "values", so that the shapes they determine are static. The inputs stay in the graph's

@@ -1,11 +1,13 @@
 #include "weft/runtime/cpu/executable.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
 
 #include <fmt/format.h>
+#include <omp.h>
 
 namespace weft::runtime {
 
@@ -14,6 +16,12 @@ namespace {
 constexpr size_t kAlignment = 64;
 
 size_t align_up(size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 struct AlignedFree {
   void operator()(void* p) const { std::free(p); }
@@ -57,28 +65,49 @@ Executable::Executable(std::vector<TensorInfo> inputs, std::vector<TensorInfo> o
       launches_(std::move(launches)), output_slots_(std::move(output_slots)),
       arena_bytes_(arena_bytes), libraries_(std::move(libraries)) {}
 
-Result<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs) const {
+size_t TensorView::num_bytes() const {
+  size_t n = static_cast<size_t>(dtype_size(dtype));
+  for (int64_t d : dims)
+    n *= static_cast<size_t>(d);
+  return n;
+}
+
+Status Executable::check_input(size_t i, const TensorView& input) const {
+  if (!(input.type() == inputs_[i].type)) {
+    return Status::error(fmt::format("input '{}' must be {}, got {}", inputs_[i].name,
+                                     inputs_[i].type.to_string(), input.type().to_string()));
+  }
+  for (const auto& [f, value] : frozen_) {
+    if (static_cast<size_t>(f) != i) continue;
+    if (value.num_bytes() > 0 && std::memcmp(value.data(), input.data, value.num_bytes()) != 0) {
+      return Status::error(
+          fmt::format("input '{}' determines shapes and was compiled for the value {}; a new "
+                      "value needs a new compile",
+                      inputs_[i].name, value.to_string(16)));
+    }
+  }
+  return Status();
+}
+
+Status Executable::run(const std::vector<TensorView>& inputs,
+                       const std::vector<TensorView>& outputs, const RunOptions& options) const {
   if (inputs.size() != inputs_.size()) {
     return Status::error(
         fmt::format("the model takes {} inputs, {} were given", inputs_.size(), inputs.size()));
   }
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!(inputs[i].type() == inputs_[i].type)) {
-      return Status::error(fmt::format("input '{}' must be {}, got {}", inputs_[i].name,
-                                       inputs_[i].type.to_string(), inputs[i].type().to_string()));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    WEFT_RETURN_IF_ERROR(check_input(i, inputs[i]));
+  if (outputs.size() != outputs_.size()) {
+    return Status::error(
+        fmt::format("the model has {} outputs, {} were given", outputs_.size(), outputs.size()));
+  }
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    if (!(outputs[o].type() == outputs_[o].type)) {
+      return Status::error(fmt::format("output '{}' must be {}, got {}", outputs_[o].name,
+                                       outputs_[o].type.to_string(),
+                                       outputs[o].type().to_string()));
     }
   }
-  for (const auto& [i, value] : frozen_) {
-    if (!inputs[static_cast<size_t>(i)].equals(value)) {
-      return Status::error(
-          fmt::format("input '{}' determines shapes and was compiled for the value {}; a new "
-                      "value needs a new compile",
-                      inputs_[static_cast<size_t>(i)].name, value.to_string(16)));
-    }
-  }
-  std::vector<Tensor> outputs;
-  for (const TensorInfo& o : outputs_)
-    outputs.emplace_back(o.type.dtype, shape_static_dims(*o.type.shape));
   std::unique_ptr<void, AlignedFree> arena(
       arena_bytes_ ? std::aligned_alloc(kAlignment, align_up(arena_bytes_)) : nullptr);
   if (arena_bytes_ && !arena)
@@ -88,11 +117,9 @@ Result<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs) c
   for (size_t s = 0; s < slots_.size(); ++s) {
     const Slot& slot = slots_[s];
     switch (slot.kind) {
-      case Slot::Kind::kInput:
-        address[s] = const_cast<std::byte*>(inputs[static_cast<size_t>(slot.index)].data());
-        break;
+      case Slot::Kind::kInput: address[s] = inputs[static_cast<size_t>(slot.index)].data; break;
       case Slot::Kind::kConstant: address[s] = const_cast<std::byte*>(slot.constant->data()); break;
-      case Slot::Kind::kOutput: address[s] = outputs[static_cast<size_t>(slot.index)].data(); break;
+      case Slot::Kind::kOutput: address[s] = outputs[static_cast<size_t>(slot.index)].data; break;
       case Slot::Kind::kArena:
         address[s] = static_cast<std::byte*>(arena.get()) + slot.offset;
         break;
@@ -105,19 +132,39 @@ Result<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs) c
       target = slots_[static_cast<size_t>(target)].index;
     address[s] = address[static_cast<size_t>(target)];
   }
+  if (options.threads > 0) omp_set_num_threads(options.threads);
+  if (options.timings) options.timings->assign(launches_.size(), {});
   std::vector<void*> args;
-  for (const Launch& launch : launches_) {
+  for (size_t l = 0; l < launches_.size(); ++l) {
+    const Launch& launch = launches_[l];
     args.clear();
     for (int s : launch.slots)
       args.push_back(address[static_cast<size_t>(s)]);
+    if (options.timings) (*options.timings)[l].start_ns = now_ns();
     launch.fn(args.data(), nullptr);
+    if (options.timings) (*options.timings)[l].end_ns = now_ns();
   }
   // Outputs whose slot is not their own storage (an alias, an input, a constant) are copied.
   for (size_t o = 0; o < outputs.size(); ++o) {
     void* src = address[static_cast<size_t>(output_slots_[o])];
-    if (src != outputs[o].data() && outputs[o].num_bytes() > 0)
-      std::memcpy(outputs[o].data(), src, outputs[o].num_bytes());
+    if (src != outputs[o].data && outputs[o].num_bytes() > 0)
+      std::memmove(outputs[o].data, src, outputs[o].num_bytes());
   }
+  return Status();
+}
+
+Result<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs,
+                                            const RunOptions& options) const {
+  std::vector<TensorView> in;
+  for (const Tensor& t : inputs)
+    in.push_back(TensorView::of(t));
+  std::vector<Tensor> outputs;
+  std::vector<TensorView> out;
+  for (const TensorInfo& o : outputs_)
+    outputs.emplace_back(o.type.dtype, shape_static_dims(*o.type.shape));
+  for (const Tensor& t : outputs)
+    out.push_back(TensorView::of(t));
+  WEFT_RETURN_IF_ERROR(run(in, out, options));
   return outputs;
 }
 

@@ -35,10 +35,44 @@ struct Slot {
   static Slot alias_of(int slot) { return {Kind::kAlias, slot, 0, 0, nullptr}; }
 };
 
+// What a launch does, for profiles and the per-kernel table.
+struct LaunchInfo {
+  std::string node;     // the graph node it came from
+  std::string op_type;  // that node's op
+  std::string strategy; // e.g. "elementwise", "reduce ROW sum" (kernel::describe_strategy)
+  std::string shapes;   // its buffers' types, e.g. "f32[64,128] -> f32[64]"
+  size_t bytes = 0;     // bytes of its inputs and outputs, each counted once
+};
+
 struct Launch {
   std::string name; // the kernel
   KernelFn fn = nullptr;
   std::vector<int> slots; // one per kernel buffer
+  LaunchInfo info;
+};
+
+// A tensor in memory that the caller owns: dense, row-major, "dims" static.
+struct TensorView {
+  DType dtype = DType::kF32;
+  std::vector<int64_t> dims;
+  void* data = nullptr;
+
+  TensorType type() const { return {dtype, shape_from_dims(dims)}; }
+  size_t num_bytes() const;
+  static TensorView of(const Tensor& t) {
+    return {t.dtype(), t.dims(), const_cast<std::byte*>(t.data())};
+  }
+};
+
+// When one launch ran, in nanoseconds of the steady clock.
+struct LaunchTiming {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+};
+
+struct RunOptions {
+  int threads = 0; // OpenMP threads for this run's kernels; 0 leaves the current setting
+  std::vector<LaunchTiming>* timings = nullptr; // when set, one entry per launch
 };
 
 struct TensorInfo {
@@ -60,8 +94,17 @@ public:
   // Input "i" was compiled for "value" (it determines shapes); runs must pass that value.
   void freeze_input(int i, Tensor value) { frozen_.emplace_back(i, std::move(value)); }
 
-  // Runs on "inputs" (in the order of inputs(), with exactly those types).
-  Result<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) const;
+  // Does "input" match input "i"'s type and, if frozen, its value?
+  Status check_input(size_t i, const TensorView& input) const;
+
+  // Runs on "inputs" (in the order of inputs(), with exactly those types), writing into
+  // "outputs" (in the order of outputs(), with exactly those types). Nothing is copied in.
+  Status run(const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs,
+             const RunOptions& options = {}) const;
+
+  // The same, with outputs allocated here.
+  Result<std::vector<Tensor>> run(const std::vector<Tensor>& inputs,
+                                  const RunOptions& options = {}) const;
 
 private:
   std::vector<TensorInfo> inputs_;

@@ -1,0 +1,136 @@
+// Weft's C++ API: compile an ONNX model once, run it many times.
+//
+//   weft::Model model = weft::Model::compile("model.onnx");
+//   std::vector<float> x(1 * 128, 1.0f);
+//   auto outputs = model.run({weft::HostTensor::view(weft::ElementType::kF32, {1, 128},
+//   x.data())}); const float* y = outputs[0].data_as<float>();
+//
+// This is the only public header; it includes nothing from Weft's internals. Link with
+// the `weft_api` library. Errors are thrown as weft::Error, whose what() is the same one-line
+// message the CLI prints (file, node, op type and opset where there is one).
+//
+// Shapes. The model is imported and checked by compile(). Its kernels are generated for
+// concrete input shapes: at compile() when every input dim is static, otherwise at the first
+// run() with new shapes (and again for each new set of shapes, each cached).
+//
+// Threads. One Model may be run from many threads at once: runs share the compiled kernels
+// and nothing else (each run has its own working memory).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace weft {
+
+class Error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class ElementType : uint8_t {
+  kF32,
+  kF64,
+  kF16,
+  kBF16,
+  kI8,
+  kI16,
+  kI32,
+  kI64,
+  kU8,
+  kU16,
+  kU32,
+  kU64,
+  kBool
+};
+
+// "f32", "bf16", "bool", ... (as the CLI and `weft inspect` print them).
+std::string_view to_string(ElementType type);
+size_t element_size(ElementType type);
+
+// A dense, row-major tensor in host memory: either a view of memory the caller owns (which
+// must outlive its use) or memory Weft owns. Copies share the memory.
+class HostTensor {
+public:
+  HostTensor() = default;
+  static HostTensor view(ElementType type, std::vector<int64_t> shape, void* data);
+  static HostTensor view(ElementType type, std::vector<int64_t> shape, const void* data);
+  static HostTensor allocate(ElementType type, std::vector<int64_t> shape); // zero-filled
+
+  ElementType type() const { return type_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  int64_t num_elements() const;
+  size_t num_bytes() const { return static_cast<size_t>(num_elements()) * element_size(type_); }
+  void* data() const { return data_; }
+  template <typename T> T* data_as() const { return static_cast<T*>(data_); }
+  // Does Weft own the memory (allocate(), or an output of run())?
+  bool owns_memory() const { return owner_ != nullptr; }
+
+private:
+  ElementType type_ = ElementType::kF32;
+  std::vector<int64_t> shape_;
+  void* data_ = nullptr;
+  std::shared_ptr<void> owner_;
+};
+
+// An input or output of a model. A symbolic dim is -1, with its name in dim_names.
+struct TensorSpec {
+  std::string name;
+  ElementType type = ElementType::kF32;
+  std::vector<int64_t> shape;
+  std::vector<std::string> dim_names; // one per dim; empty for static dims
+};
+
+struct CompileOptions {
+  std::string device = "cpu"; // "cpu" (CUDA is not available yet)
+  int threads = 0;            // OpenMP threads per run; 0: $WEFT_NUM_THREADS, else all cores
+  std::string dump_dir;       // as `weft inspect --dump-dir` (default: $WEFT_DUMP_DIR)
+};
+
+// Time spent in one kernel during Model::run_profiled.
+struct KernelTime {
+  std::string kernel;   // generated function, e.g. "k3_ReduceSum"
+  std::string node;     // the ONNX node it came from
+  std::string op_type;  // that node's op
+  std::string strategy; // e.g. "elementwise", "reduce ROW sum"
+  std::string shapes;   // e.g. "f32[64,128] -> f32[64]"
+  size_t bytes = 0;     // bytes read and written (each buffer once)
+  int64_t start_ns = 0; // steady clock
+  int64_t end_ns = 0;
+};
+
+class Model {
+public:
+  // An .onnx file (external data resolves next to it).
+  static Model compile(const std::string& path, const CompileOptions& options = {});
+  // A serialized ModelProto; "name" stands for it in messages.
+  static Model compile_bytes(std::string_view bytes, const CompileOptions& options = {},
+                             const std::string& name = "<model bytes>");
+
+  const std::vector<TensorSpec>& inputs() const;
+  const std::vector<TensorSpec>& outputs() const;
+
+  // Runs on "inputs" (in the order of inputs()); the outputs are Weft-owned.
+  std::vector<HostTensor> run(const std::vector<HostTensor>& inputs) const;
+  // Writes into caller-owned "outputs" (in the order of outputs(), each of the exact type and
+  // shape the inputs give; output_shapes() tells them).
+  void run(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) const;
+  // The output shapes for inputs of these shapes (compiling for them if needed).
+  std::vector<std::vector<int64_t>> output_shapes(const std::vector<HostTensor>& inputs) const;
+  // run(), recording each kernel's time into "profile".
+  std::vector<HostTensor> run_profiled(const std::vector<HostTensor>& inputs,
+                                       std::vector<KernelTime>* profile) const;
+
+  struct Impl; // the compiled forms, one per set of input shapes
+
+private:
+  explicit Model(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  void warm_up() const;
+  std::shared_ptr<Impl> impl_;
+};
+
+} // namespace weft

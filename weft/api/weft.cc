@@ -1,0 +1,249 @@
+// The public C++ API (include/weft/weft.h) over the driver and the CPU runtime.
+#include "weft/weft.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "weft/driver/compile_model.h"
+#include "weft/driver/pipeline.h"
+#include "weft/graph/passes/specialize_shapes.h"
+
+namespace weft {
+
+namespace {
+
+// ElementType and DType list the same types in the same order.
+static_assert(static_cast<int>(ElementType::kBool) == static_cast<int>(DType::kBool));
+static_assert(static_cast<int>(ElementType::kBF16) == static_cast<int>(DType::kBF16));
+static_assert(static_cast<int>(ElementType::kU64) == static_cast<int>(DType::kU64));
+
+DType to_dtype(ElementType t) { return static_cast<DType>(t); }
+ElementType to_element_type(DType t) { return static_cast<ElementType>(t); }
+
+template <typename T> T value_or_throw(Result<T> r) {
+  if (!r.ok()) throw Error(r.status().to_string());
+  return std::move(r.value());
+}
+
+void throw_if_error(const Status& s) {
+  if (!s.ok()) throw Error(s.to_string());
+}
+
+TensorSpec spec_of(const Value* v) {
+  TensorSpec spec{v->name, to_element_type(v->type.dtype), {}, {}};
+  if (!v->type.shape) return spec; // unknown rank: no dims
+  for (const Dim& d : *v->type.shape) {
+    spec.shape.push_back(d.is_static() ? d.value() : -1);
+    spec.dim_names.push_back(d.is_static() ? "" : d.symbol_name());
+  }
+  return spec;
+}
+
+runtime::TensorView view_of(const HostTensor& t) {
+  return {to_dtype(t.type()), t.shape(), t.data()};
+}
+
+std::vector<runtime::TensorView> views_of(const std::vector<HostTensor>& tensors) {
+  std::vector<runtime::TensorView> views;
+  for (const HostTensor& t : tensors)
+    views.push_back(view_of(t));
+  return views;
+}
+
+int threads_from(const CompileOptions& options) {
+  if (options.threads > 0) return options.threads;
+  const char* env = std::getenv("WEFT_NUM_THREADS");
+  return env && *env ? std::atoi(env) : 0;
+}
+
+} // namespace
+
+std::string_view to_string(ElementType type) { return dtype_name(to_dtype(type)); }
+size_t element_size(ElementType type) { return static_cast<size_t>(dtype_size(to_dtype(type))); }
+
+HostTensor HostTensor::view(ElementType type, std::vector<int64_t> shape, void* data) {
+  HostTensor t;
+  t.type_ = type;
+  t.shape_ = std::move(shape);
+  t.data_ = data;
+  return t;
+}
+
+HostTensor HostTensor::view(ElementType type, std::vector<int64_t> shape, const void* data) {
+  // Inputs are only read; the const_cast lets one type serve inputs and outputs.
+  return view(type, std::move(shape), const_cast<void*>(data));
+}
+
+HostTensor HostTensor::allocate(ElementType type, std::vector<int64_t> shape) {
+  int64_t n = 0;
+  if (!dims_are_allocatable(to_dtype(type), shape, &n))
+    throw Error(
+        fmt::format("error: cannot allocate a tensor of shape [{}]", fmt::join(shape, ",")));
+  auto storage = std::make_shared<Tensor>(to_dtype(type), shape);
+  HostTensor t = view(type, std::move(shape), static_cast<void*>(storage->data()));
+  t.owner_ = std::move(storage);
+  return t;
+}
+
+int64_t HostTensor::num_elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape_)
+    n *= d;
+  return n;
+}
+
+struct Model::Impl {
+  explicit Impl(ModelSource s) : source(std::move(s)) {}
+
+  ModelSource source;
+  CompileOptions options;
+  std::vector<TensorSpec> inputs, outputs;
+  bool has_shape_operands = false; // some input's value determines shapes
+  std::mutex mutex;                // guards "compiled"
+  std::vector<std::shared_ptr<const CompiledModel>> compiled;
+
+  // The compiled form for inputs like "given": an earlier one, or a new compile.
+  std::shared_ptr<const CompiledModel> for_inputs(const std::vector<runtime::TensorView>& given) {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const auto& c : compiled) {
+      const runtime::Executable& exe = *c->executable;
+      bool match = given.size() == exe.inputs().size();
+      for (size_t i = 0; match && i < given.size(); ++i)
+        match = exe.check_input(i, given[i]).ok();
+      if (match) return c;
+    }
+    if (given.size() != inputs.size()) {
+      throw Error(fmt::format("error: {}: the model takes {} inputs, {} were given", source.path,
+                              inputs.size(), given.size()));
+    }
+    // Compiling binds the input types and the values of shape-determining inputs.
+    std::vector<Tensor> samples;
+    for (const runtime::TensorView& v : given) {
+      int64_t n = 0;
+      if (!dims_are_allocatable(v.dtype, v.dims, &n))
+        throw Error(fmt::format("error: {}: an input has the invalid shape {}", source.path,
+                                v.type().to_string()));
+      Tensor t(v.dtype, v.dims);
+      if (t.num_bytes() > 0) std::memcpy(t.data(), v.data, t.num_bytes());
+      samples.push_back(std::move(t));
+    }
+    CompileSettings settings;
+    settings.dump_dir = options.dump_dir;
+    auto c = std::make_shared<const CompiledModel>(
+        value_or_throw(compile_model(source, samples, settings)));
+    compiled.push_back(c);
+    return c;
+  }
+
+  // Zero-filled inputs for the declared types, when they alone determine every shape.
+  bool static_inputs(std::vector<HostTensor>* out) const {
+    if (has_shape_operands) return false;
+    for (const TensorSpec& s : inputs) {
+      if (s.shape.size() != s.dim_names.size()) return false; // unknown rank
+      for (int64_t d : s.shape) {
+        if (d < 0) return false;
+      }
+    }
+    for (const TensorSpec& s : inputs)
+      out->push_back(HostTensor::allocate(s.type, s.shape));
+    return true;
+  }
+
+  runtime::RunOptions run_options() const { return {threads_from(options), nullptr}; }
+};
+
+namespace {
+
+std::shared_ptr<Model::Impl> make_impl(ModelSource source, const CompileOptions& options) {
+  if (options.device != "cpu") {
+    throw Error(fmt::format("error: device '{}' is not available: this build of Weft runs on "
+                            "the CPU only (device \"cpu\")",
+                            options.device));
+  }
+  Graph graph = value_or_throw(run_graph_pipeline(source));
+  auto impl = std::make_shared<Model::Impl>(std::move(source));
+  for (const Value* v : graph.inputs)
+    impl->inputs.push_back(spec_of(v));
+  for (const Value* v : graph.outputs)
+    impl->outputs.push_back(spec_of(v));
+  impl->has_shape_operands = !shape_operand_inputs(graph).empty();
+  impl->options = options;
+  return impl;
+}
+
+} // namespace
+
+Model Model::compile(const std::string& path, const CompileOptions& options) {
+  Model m(make_impl(ModelSource(path), options));
+  m.warm_up();
+  return m;
+}
+
+Model Model::compile_bytes(std::string_view bytes, const CompileOptions& options,
+                           const std::string& name) {
+  Model m(make_impl(ModelSource::memory(std::string(bytes), name), options));
+  m.warm_up();
+  return m;
+}
+
+void Model::warm_up() const {
+  // When the input types determine every shape, generate the kernels now, so that errors
+  // surface here.
+  std::vector<HostTensor> zeros;
+  if (impl_->static_inputs(&zeros)) (void)impl_->for_inputs(views_of(zeros));
+}
+
+const std::vector<TensorSpec>& Model::inputs() const { return impl_->inputs; }
+const std::vector<TensorSpec>& Model::outputs() const { return impl_->outputs; }
+
+std::vector<std::vector<int64_t>>
+Model::output_shapes(const std::vector<HostTensor>& inputs) const {
+  auto compiled = impl_->for_inputs(views_of(inputs));
+  std::vector<std::vector<int64_t>> shapes;
+  for (const runtime::TensorInfo& o : compiled->executable->outputs())
+    shapes.push_back(shape_static_dims(*o.type.shape));
+  return shapes;
+}
+
+void Model::run(const std::vector<HostTensor>& inputs,
+                const std::vector<HostTensor>& outputs) const {
+  std::vector<runtime::TensorView> in = views_of(inputs);
+  auto compiled = impl_->for_inputs(in);
+  throw_if_error(compiled->executable->run(in, views_of(outputs), impl_->run_options())
+                     .with_location({compiled->graph.source, "", "", 0}));
+}
+
+std::vector<HostTensor> Model::run(const std::vector<HostTensor>& inputs) const {
+  return run_profiled(inputs, nullptr);
+}
+
+std::vector<HostTensor> Model::run_profiled(const std::vector<HostTensor>& inputs,
+                                            std::vector<KernelTime>* profile) const {
+  std::vector<runtime::TensorView> in = views_of(inputs);
+  auto compiled = impl_->for_inputs(in);
+  const runtime::Executable& exe = *compiled->executable;
+  std::vector<HostTensor> outputs;
+  for (const runtime::TensorInfo& o : exe.outputs())
+    outputs.push_back(
+        HostTensor::allocate(to_element_type(o.type.dtype), shape_static_dims(*o.type.shape)));
+  std::vector<runtime::LaunchTiming> timings;
+  runtime::RunOptions options = impl_->run_options();
+  if (profile) options.timings = &timings;
+  throw_if_error(
+      exe.run(in, views_of(outputs), options).with_location({compiled->graph.source, "", "", 0}));
+  if (profile) {
+    profile->clear();
+    for (size_t l = 0; l < timings.size(); ++l) {
+      const runtime::Launch& launch = exe.launches()[l];
+      const runtime::LaunchInfo& info = launch.info;
+      profile->push_back({launch.name, info.node, info.op_type, info.strategy, info.shapes,
+                          info.bytes, timings[l].start_ns, timings[l].end_ns});
+    }
+  }
+  return outputs;
+}
+
+} // namespace weft

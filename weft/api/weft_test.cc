@@ -1,0 +1,178 @@
+// The public C++ API, used as a user would: compile from bytes, metadata, runs with Weft-
+// and caller-owned tensors, new shapes, errors, concurrent runs and profiles.
+#include <cmath>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "tests/testing/onnx_text.h"
+#include "weft/weft.h"
+
+namespace weft {
+namespace {
+
+// Softmax over the last axis of x[N,8], then a row sum: two kernels at least.
+const char* kSoftmax = R"(
+  <ir_version: 8, opset_import: ["" : 13]>
+  g (float[N,8] x) => (float[N,8] y, float[N] s) {
+    y = Softmax<axis = -1>(x)
+    s = ReduceSum<keepdims = 0>(y, axes)
+  }
+)";
+
+std::string softmax_model() {
+  // ReduceSum-13 takes its axes as an input; a constant keeps the shapes static.
+  std::string text = kSoftmax;
+  text.replace(text.find("y = Softmax"), 0, "axes = Constant<value = int64[1] {1}>()\n    ");
+  return testing::model_bytes(text);
+}
+
+std::vector<float> iota(size_t n, float scale) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = scale * static_cast<float>(i % 13) - 1.0f;
+  return v;
+}
+
+// float64 softmax of each row of 8.
+std::vector<double> softmax_reference(const std::vector<float>& x) {
+  std::vector<double> y(x.size());
+  for (size_t r = 0; r < x.size() / 8; ++r) {
+    double m = -INFINITY, sum = 0;
+    for (size_t c = 0; c < 8; ++c)
+      m = std::max(m, static_cast<double>(x[r * 8 + c]));
+    for (size_t c = 0; c < 8; ++c)
+      sum += std::exp(x[r * 8 + c] - m);
+    for (size_t c = 0; c < 8; ++c)
+      y[r * 8 + c] = std::exp(x[r * 8 + c] - m) / sum;
+  }
+  return y;
+}
+
+void expect_softmax(const std::vector<float>& x, const float* y) {
+  std::vector<double> want = softmax_reference(x);
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(y[i], want[i], 1e-6) << "element " << i;
+}
+
+TEST(Api, MetadataNamesTypesAndSymbolicDims) {
+  Model m = Model::compile_bytes(softmax_model());
+  ASSERT_EQ(m.inputs().size(), 1u);
+  EXPECT_EQ(m.inputs()[0].name, "x");
+  EXPECT_EQ(m.inputs()[0].type, ElementType::kF32);
+  EXPECT_EQ(m.inputs()[0].shape, (std::vector<int64_t>{-1, 8}));
+  EXPECT_EQ(m.inputs()[0].dim_names, (std::vector<std::string>{"N", ""}));
+  ASSERT_EQ(m.outputs().size(), 2u);
+  EXPECT_EQ(m.outputs()[1].name, "s");
+  EXPECT_EQ(m.outputs()[1].shape, (std::vector<int64_t>{-1}));
+  EXPECT_EQ(to_string(ElementType::kBF16), "bf16");
+}
+
+TEST(Api, RunsWithNewShapesAndWeftOwnedOutputs) {
+  Model m = Model::compile_bytes(softmax_model());
+  for (int64_t n : {3, 17, 3}) {
+    std::vector<float> x = iota(static_cast<size_t>(n) * 8, 0.37f);
+    std::vector<HostTensor> out = m.run({HostTensor::view(ElementType::kF32, {n, 8}, x.data())});
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_TRUE(out[0].owns_memory());
+    EXPECT_EQ(out[0].shape(), (std::vector<int64_t>{n, 8}));
+    expect_softmax(x, out[0].data_as<float>());
+    for (int64_t r = 0; r < n; ++r)
+      EXPECT_NEAR(out[1].data_as<float>()[r], 1.0, 1e-5);
+  }
+}
+
+TEST(Api, WritesIntoCallerOwnedOutputs) {
+  Model m = Model::compile_bytes(softmax_model());
+  std::vector<float> x = iota(4 * 8, 0.5f), y(4 * 8, -7.0f), s(4, -7.0f);
+  std::vector<HostTensor> in = {HostTensor::view(ElementType::kF32, {4, 8}, x.data())};
+  EXPECT_EQ(m.output_shapes(in), (std::vector<std::vector<int64_t>>{{4, 8}, {4}}));
+  m.run(in, {HostTensor::view(ElementType::kF32, {4, 8}, y.data()),
+             HostTensor::view(ElementType::kF32, {4}, s.data())});
+  expect_softmax(x, y.data());
+  for (float v : s)
+    EXPECT_NEAR(v, 1.0, 1e-5);
+}
+
+// The message of the weft::Error that "f" throws, or "" when it throws none.
+template <typename F> std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Api, ErrorsAreClearExceptions) {
+  EXPECT_EQ(error_of([] { Model::compile("/nonexistent/model.onnx"); }).rfind("error: ", 0), 0u);
+  EXPECT_NE(
+      error_of([] { Model::compile("/nonexistent/model.onnx"); }).find("/nonexistent/model.onnx"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of([] { Model::compile_bytes("not a model", {}, "junk.onnx"); }).find("junk.onnx"),
+      std::string::npos);
+  CompileOptions cuda;
+  cuda.device = "cuda";
+  EXPECT_NE(error_of([&] { Model::compile_bytes(softmax_model(), cuda); }).find("cuda"),
+            std::string::npos);
+
+  Model m = Model::compile_bytes(softmax_model());
+  std::vector<int32_t> wrong(16);
+  std::string dtype = error_of([&] {
+    m.run({HostTensor::view(ElementType::kI32, {2, 8}, wrong.data())});
+  });
+  EXPECT_NE(dtype.find("'x'"), std::string::npos) << dtype;
+  std::vector<float> x(16), small(3);
+  std::string count = error_of([&] { m.run({}); });
+  EXPECT_NE(count.find("1 inputs, 0 were given"), std::string::npos) << count;
+  std::string out_shape = error_of([&] {
+    m.run({HostTensor::view(ElementType::kF32, {2, 8}, x.data())},
+          {HostTensor::view(ElementType::kF32, {3}, small.data()),
+           HostTensor::view(ElementType::kF32, {2}, small.data())});
+  });
+  EXPECT_NE(out_shape.find("output 'y' must be f32[2,8]"), std::string::npos) << out_shape;
+}
+
+TEST(Api, OneModelManyConcurrentRuns) {
+  Model m = Model::compile_bytes(softmax_model());
+  std::vector<std::thread> threads;
+  std::vector<int> failures(8, 0);
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      int64_t n = 2 + t % 3; // three shapes: compiles race with runs
+      std::vector<float> x = iota(static_cast<size_t>(n) * 8, 0.1f * static_cast<float>(t + 1));
+      std::vector<double> want = softmax_reference(x);
+      for (int i = 0; i < 50; ++i) {
+        auto out = m.run({HostTensor::view(ElementType::kF32, {n, 8}, x.data())});
+        for (size_t k = 0; k < want.size(); ++k)
+          failures[static_cast<size_t>(t)] += std::abs(out[0].data_as<float>()[k] - want[k]) > 1e-6;
+      }
+    });
+  }
+  for (std::thread& t : threads)
+    t.join();
+  for (int f : failures)
+    EXPECT_EQ(f, 0);
+}
+
+TEST(Api, ProfileHasOneEntryPerKernel) {
+  Model m = Model::compile_bytes(softmax_model());
+  std::vector<float> x = iota(64 * 8, 0.25f);
+  std::vector<KernelTime> profile;
+  m.run_profiled({HostTensor::view(ElementType::kF32, {64, 8}, x.data())}, &profile);
+  ASSERT_GE(profile.size(), 2u);
+  bool saw_row_sum = false;
+  for (const KernelTime& k : profile) {
+    EXPECT_FALSE(k.kernel.empty());
+    EXPECT_FALSE(k.op_type.empty());
+    EXPECT_GE(k.end_ns, k.start_ns);
+    EXPECT_GT(k.bytes, 0u);
+    saw_row_sum |= k.op_type == "ReduceSum" && k.strategy == "reduce ROW sum" &&
+                   k.shapes == "f32[64,8] -> f32[64]";
+  }
+  EXPECT_TRUE(saw_row_sum);
+}
+
+} // namespace
+} // namespace weft
