@@ -9,7 +9,7 @@ packages=(
   libisl-dev libdnnl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev
-  python3 python3-onnx python3-numpy python3-pytest
+  python3 python3-dev pybind11-dev python3-onnx python3-numpy python3-pytest
   libonnx-testdata
 )
 # Exporting real models in the end-to-end tests needs PyTorch; skip with WEFT_SETUP_NO_TORCH=1.

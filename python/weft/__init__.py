@@ -1,0 +1,20 @@
+"""Weft: an ONNX tensor compiler for memory-bound work.
+
+    import numpy as np, weft
+    model = weft.compile("model.onnx")            # a path, or the model's bytes
+    print(model.inputs)                           # names, dtypes, shapes ("N" for symbolic dims)
+    out = model.run({"x": np.ones((4, 128), np.float32)})   # {output name: numpy array}
+
+Options of compile(): device="cpu", threads (OpenMP threads per run; default
+$WEFT_NUM_THREADS, else all cores), dump_dir (IR after each pass, generated source and a
+build.sh; default $WEFT_DUMP_DIR). Errors raise weft.WeftError with the CLI's message.
+
+Outputs are numpy arrays over memory Weft allocated (no copy); inputs that are C-contiguous
+and of the declared dtype are read in place. One model may run on many threads at once
+(run() releases the GIL). model.profile(feeds) returns (outputs, per-kernel timings).
+"""
+
+from ._weft import Model, WeftError, compile  # noqa: F401
+
+__all__ = ["compile", "Model", "WeftError"]
+__version__ = "0.1.0"

@@ -1,0 +1,198 @@
+"""The Python module `weft`, used as a user would: compile, run, metadata, errors, zero-copy
+outputs, new shapes, concurrent runs, profiles and dumps. Run by ctest with
+PYTHONPATH=build/python; against numpy references."""
+
+import concurrent.futures
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import weft
+
+
+def make_model(nodes, inputs, outputs, initializers=(), opset=13):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def softmax_model():
+    """y = Softmax(x) over the last axis, s = ReduceSum(y, axis 1); x is f32[N, 16]."""
+    axes = helper.make_tensor("axes", TensorProto.INT64, [1], [1])
+    return make_model(
+        [helper.make_node("Softmax", ["x"], ["y"], axis=-1),
+         helper.make_node("ReduceSum", ["y", "axes"], ["s"], keepdims=0)],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 16]),
+         helper.make_tensor_value_info("s", TensorProto.FLOAT, ["N"])],
+        [axes])
+
+
+def softmax_reference(x):
+    x = x.astype(np.float64)
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@pytest.fixture(scope="module")
+def softmax_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("models") / "softmax.onnx"
+    onnx.save(softmax_model(), path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def softmax(softmax_path):
+    return weft.compile(softmax_path)
+
+
+def test_compile_from_path_str_and_bytes(softmax_path):
+    x = np.random.default_rng(0).standard_normal((5, 16)).astype(np.float32)
+    for source in (softmax_path, str(softmax_path), softmax_path.read_bytes()):
+        out = weft.compile(source).run({"x": x})
+        np.testing.assert_allclose(out["y"], softmax_reference(x), rtol=1e-5, atol=1e-6)
+
+
+def test_metadata(softmax):
+    (x,) = softmax.inputs
+    assert (x.name, x.dtype, x.shape) == ("x", "float32", ["N", 16])
+    assert [(o.name, o.dtype, o.shape) for o in softmax.outputs] == [
+        ("y", "float32", ["N", 16]), ("s", "float32", ["N"])]
+
+
+def test_run_new_shapes(softmax):
+    rng = np.random.default_rng(1)
+    for n in (1, 7, 64, 7):
+        x = (rng.standard_normal((n, 16)) * 10).astype(np.float32)
+        out = softmax.run({"x": x})
+        assert set(out) == {"y", "s"}
+        assert out["y"].shape == (n, 16) and out["y"].dtype == np.float32
+        np.testing.assert_allclose(out["y"], softmax_reference(x), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(out["s"], np.ones(n), rtol=1e-5)
+
+
+def test_outputs_are_zero_copy(softmax):
+    x = np.ones((3, 16), np.float32)
+    first = softmax.run({"x": x})["y"]
+    assert not first.flags.owndata                  # a view ...
+    assert type(first.base).__name__ == "PyCapsule"  # ... of memory Weft allocated
+    assert first.flags.c_contiguous and first.flags.writeable
+    second = softmax.run({"x": x})["y"]
+    assert first.ctypes.data != second.ctypes.data  # each run has its own outputs
+    first[...] = 0                                  # and they stay valid and independent
+    np.testing.assert_allclose(second, np.full((3, 16), 1 / 16), rtol=1e-6)
+
+
+def test_non_contiguous_input_is_read_correctly(softmax):
+    x = np.random.default_rng(2).standard_normal((16, 6)).astype(np.float32).T  # (6, 16) view
+    assert not x.flags.c_contiguous
+    np.testing.assert_allclose(softmax.run({"x": x})["y"], softmax_reference(x), rtol=1e-5, atol=1e-6)
+
+
+def expect_error(fragment, f):
+    with pytest.raises(weft.WeftError) as info:
+        f()
+    message = str(info.value)
+    assert message.startswith("error: ") and "\n" not in message
+    assert fragment in message, message
+    return message
+
+
+def test_errors(softmax, tmp_path):
+    expect_error("missing.onnx: no such file", lambda: weft.compile(tmp_path / "missing.onnx"))
+    expect_error("<model bytes>", lambda: weft.compile(b"\x08\x01garbage"))
+    expect_error("device 'cuda' is not available", lambda: weft.compile(softmax_model().SerializeToString(), device="cuda"))
+    unsupported = make_model([helper.make_node("Shrink", ["x"], ["y"], name="shrink_1")],
+                             [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                             [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    expect_error("Shrink (opset 13) at node 'shrink_1'",
+                 lambda: weft.compile(unsupported.SerializeToString()))
+    x = np.ones((2, 16), np.float32)
+    expect_error("missing input 'x'", lambda: softmax.run({}))
+    expect_error("unknown input 'z'; the model's inputs are 'x'", lambda: softmax.run({"x": x, "z": x}))
+    expect_error("input 'x' must be float32, got float64", lambda: softmax.run({"x": x.astype(np.float64)}))
+    expect_error("'x'", lambda: softmax.run({"x": np.ones((2, 3), np.float32)}))
+
+
+def test_concurrent_runs(softmax):
+    rng = np.random.default_rng(3)
+    xs = [rng.standard_normal((n, 16)).astype(np.float32) for n in (2, 9, 33, 2, 9, 33, 4, 8)]
+
+    def check(x):
+        for _ in range(20):
+            np.testing.assert_allclose(softmax.run({"x": x})["y"], softmax_reference(x), rtol=1e-5, atol=1e-6)
+        return True
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        assert all(pool.map(check, xs))
+
+
+def test_other_dtypes():
+    # int64 and bool through Cast, Where and Add; a bf16 output comes back as float32.
+    model = make_model(
+        [helper.make_node("Cast", ["i"], ["f"], to=TensorProto.FLOAT),
+         helper.make_node("Where", ["c", "f", "zero"], ["w"]),
+         helper.make_node("Cast", ["w"], ["b"], to=TensorProto.BFLOAT16),
+         helper.make_node("Add", ["i", "i"], ["twice"])],
+        [helper.make_tensor_value_info("i", TensorProto.INT64, [4]),
+         helper.make_tensor_value_info("c", TensorProto.BOOL, [4])],
+        [helper.make_tensor_value_info("w", TensorProto.FLOAT, [4]),
+         helper.make_tensor_value_info("b", TensorProto.BFLOAT16, [4]),
+         helper.make_tensor_value_info("twice", TensorProto.INT64, [4])],
+        [helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])])
+    m = weft.compile(model.SerializeToString())
+    assert [o.dtype for o in m.outputs] == ["float32", "bfloat16", "int64"]
+    out = m.run({"i": np.array([1, 2, 3, 1 << 40]), "c": np.array([True, False, True, True])})
+    np.testing.assert_array_equal(out["w"], [1, 0, 3, float(1 << 40)])
+    assert out["b"].dtype == np.float32
+    np.testing.assert_array_equal(out["b"], [1, 0, 3, float(1 << 40)])
+    np.testing.assert_array_equal(out["twice"], [2, 4, 6, 1 << 41])
+
+
+def test_profile_has_one_entry_per_kernel(softmax):
+    x = np.ones((128, 16), np.float32)
+    out, kernels = softmax.profile({"x": x})
+    np.testing.assert_allclose(out["s"], np.ones(128), rtol=1e-5)
+    assert len(kernels) >= 2
+    assert {k["op_type"] for k in kernels} == {"Softmax", "ReduceSum"}
+    reduce = next(k for k in kernels if k["op_type"] == "ReduceSum")
+    assert reduce["strategy"] == "reduce ROW sum"
+    assert reduce["shapes"] == "f32[128,16] -> f32[128]"
+    assert reduce["bytes"] == (128 * 16 + 128) * 4
+    assert all(k["us"] >= 0 for k in kernels)
+
+
+def test_dump_dir_and_repro_command(softmax_path, tmp_path):
+    dump = tmp_path / "dump"
+    m = weft.compile(softmax_path, dump_dir=dump)
+    m.run({"x": np.ones((4, 16), np.float32)})
+    names = sorted(p.name for p in dump.iterdir())
+    for expected in ("00_import.txt", "kernels.cc", "kernels.txt", "build.sh"):
+        assert expected in names, names
+    assert any(n.endswith("_specialize.txt") for n in names)
+    assert "f32[4,16]" in (dump / "kernels.txt").read_text()
+    # The repro command rebuilds the dumped source into a library with every kernel.
+    subprocess.run(["sh", str(dump / "build.sh")], check=True)
+    symbols = subprocess.run(["nm", "-D", "--defined-only", str(dump / "kernels.so")],
+                             check=True, capture_output=True, text=True).stdout
+    source = (dump / "kernels.cc").read_text()
+    kernels = [line.split()[-1] for line in source.splitlines() if line.startswith("// kernel ")]
+    assert kernels and all("weft_" + k in symbols for k in kernels), (kernels, symbols)
+
+
+def test_weft_dump_dir_environment(softmax_path, tmp_path):
+    script = ("import weft, numpy as np; m = weft.compile(%r); m.run({'x': np.ones((2, 16), np.float32)})"
+              % str(softmax_path))
+    env = dict(os.environ, WEFT_DUMP_DIR=str(tmp_path), WEFT_LOG="info")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    (dump,) = list(tmp_path.iterdir())
+    assert dump.name.startswith("softmax-")
+    assert (dump / "kernels.cc").exists() and (dump / "build.sh").exists()
+    assert "[weft] kernel cache" in done.stderr and "[weft] dumped" in done.stderr
