@@ -159,6 +159,68 @@ class CliTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("steady state over 3 runs: median", r.stdout)
 
+    def softmax_sum_model(self):
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [32, 64])
+        s = helper.make_tensor_value_info("s", TensorProto.FLOAT, [32])
+        nodes = [helper.make_node("Softmax", ["x"], ["y"], name="sm", axis=-1),
+                 helper.make_node("ReduceSum", ["y", "axes"], ["s"], name="rs", keepdims=0)]
+        axes = helper.make_tensor("axes", TensorProto.INT64, [1], [1])
+        graph = helper.make_graph(nodes, "g", [x], [s], initializer=[axes])
+        return save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), self.dir)
+
+    def test_bench_profile_writes_a_chrome_trace_and_a_kernel_table(self):
+        path = self.softmax_sum_model()
+        trace = os.path.join(self.dir, "trace.json")
+        r = weft("bench", path, "--iters", "3", "--profile", trace, "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = json.loads(r.stdout)
+        with open(trace) as f:
+            events = json.load(f)["traceEvents"]
+        self.assertEqual(len(events), out["kernels"])  # one event per kernel
+        self.assertEqual({e["args"]["op_type"] for e in events}, {"Softmax", "ReduceSum"})
+        for e in events:
+            self.assertEqual(e["ph"], "X")
+            self.assertGreaterEqual(e["dur"], 0)
+            for key in ("node", "shapes", "strategy", "bytes"):
+                self.assertIn(key, e["args"])
+        reduce = next(e for e in events if e["args"]["op_type"] == "ReduceSum")
+        self.assertEqual(reduce["args"]["strategy"], "reduce ROW sum")
+        self.assertEqual(reduce["args"]["bytes"], (32 * 64 + 32) * 4)
+        self.assertEqual(len(out["kernel_profile"]), out["kernels"])
+        self.assertIn("graph passes", out["compile_phases_ms"])
+        r = weft("bench", path, "--iters", "3", "--kernels")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("GB/s", r.stdout)
+        self.assertIn("ReduceSum (rs)", r.stdout)
+
+    def test_weft_dump_dir_and_log(self):
+        path = self.softmax_sum_model()
+        dump, cache = os.path.join(self.dir, "dump"), os.path.join(self.dir, "cache")
+        env = dict(os.environ, WEFT_DUMP_DIR=dump, WEFT_CACHE_DIR=cache, WEFT_LOG="info")
+        run = lambda: subprocess.run([WEFT, "run", path, "--fill", "ones", "--output-dir", self.dir],
+                                     capture_output=True, text=True, timeout=120, env=env)
+        first, second = run(), run()
+        self.assertEqual(first.returncode, 0, first.stderr)
+        self.assertIn("[weft] kernel cache miss", first.stderr)
+        self.assertIn("[weft] kernel cache hit", second.stderr)
+        (sub,) = os.listdir(dump)
+        d = os.path.join(dump, sub)
+        # The dumped source is the one Weft built, and build.sh rebuilds it.
+        (cached,) = [f for f in os.listdir(cache) if f.endswith(".cc")]
+        with open(os.path.join(d, "kernels.cc")) as a, open(os.path.join(cache, cached)) as b:
+            self.assertEqual(a.read(), b.read())
+        subprocess.run(["sh", os.path.join(d, "build.sh")], check=True, timeout=300)
+        self.assertTrue(os.path.exists(os.path.join(d, "kernels.so")))
+        self.assertIn("06_specialize.txt", os.listdir(d))
+
+    def test_inspect_dump_dir_writes_kernels_for_static_shapes(self):
+        path = self.softmax_sum_model()
+        dump = os.path.join(self.dir, "dump")
+        r = weft("inspect", path, "--dump-dir", dump, "--after", "import")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for name in ("00_import.txt", "06_specialize.txt", "kernels.txt", "kernels.cc", "build.sh"):
+            self.assertIn(name, os.listdir(dump))
+
     def test_cuda_device_says_the_backend_has_not_landed(self):
         path = save(small_model(), self.dir)
         self.assert_one_line_error(weft("run", path, "--fill", "ones", "--device", "cuda"), "CUDA", code=2)

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -44,6 +45,92 @@ Result<std::pair<std::string, std::vector<Tensor>>> load(const BenchOptions& o) 
   return std::make_pair(model, std::move(inputs));
 }
 
+// Per-kernel times over the timed runs: launch l's median, and the last run's timings.
+struct KernelProfile {
+  std::vector<double> median_ms;
+  std::vector<runtime::LaunchTiming> last;
+};
+
+KernelProfile summarize(const std::vector<std::vector<runtime::LaunchTiming>>& runs) {
+  KernelProfile p;
+  if (runs.empty()) return p;
+  p.last = runs.back();
+  for (size_t l = 0; l < p.last.size(); ++l) {
+    std::vector<double> ms;
+    for (const auto& run : runs)
+      ms.push_back(static_cast<double>(run[l].end_ns - run[l].start_ns) / 1e6);
+    std::sort(ms.begin(), ms.end());
+    p.median_ms.push_back(quantile(ms, 0.5));
+  }
+  return p;
+}
+
+double gb_per_s(size_t bytes, double ms) {
+  return ms > 0 ? static_cast<double>(bytes) / (ms * 1e6) : 0.0;
+}
+
+// A Chrome trace (the JSON object format) of the last timed run: one complete ("X") event
+// per kernel, in microseconds from the run's start.
+nlohmann::json chrome_trace(const std::string& model, const runtime::Executable& exe,
+                            const KernelProfile& p) {
+  nlohmann::json events = nlohmann::json::array();
+  int64_t t0 = p.last.empty() ? 0 : p.last.front().start_ns;
+  for (size_t l = 0; l < p.last.size(); ++l) {
+    const runtime::Launch& launch = exe.launches()[l];
+    double dur_ms = static_cast<double>(p.last[l].end_ns - p.last[l].start_ns) / 1e6;
+    events.push_back({{"name", launch.name},
+                      {"cat", "kernel"},
+                      {"ph", "X"},
+                      {"pid", 1},
+                      {"tid", 1},
+                      {"ts", static_cast<double>(p.last[l].start_ns - t0) / 1e3},
+                      {"dur", dur_ms * 1e3},
+                      {"args",
+                       {{"node", launch.info.node},
+                        {"op_type", launch.info.op_type},
+                        {"strategy", launch.info.strategy},
+                        {"shapes", launch.info.shapes},
+                        {"bytes", launch.info.bytes},
+                        {"GB/s", gb_per_s(launch.info.bytes, dur_ms)}}}});
+  }
+  return {{"traceEvents", events},
+          {"displayTimeUnit", "ms"},
+          {"otherData", {{"model", model}, {"tool", "weft bench"}}}};
+}
+
+std::string byte_size(size_t bytes) {
+  double b = static_cast<double>(bytes);
+  if (b >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);
+  if (b >= 1e6) return fmt::format("{:.2f} MB", b / 1e6);
+  if (b >= 1e3) return fmt::format("{:.1f} kB", b / 1e3);
+  return fmt::format("{} B", bytes);
+}
+
+// The per-kernel table, slowest first, with median times over the timed runs.
+std::string kernel_table(const runtime::Executable& exe, const KernelProfile& p) {
+  double total = 0;
+  for (double ms : p.median_ms)
+    total += ms;
+  std::vector<size_t> order(p.median_ms.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return p.median_ms[a] > p.median_ms[b]; });
+  std::string out = fmt::format("{:<28} {:<20} {:<24} {:>10} {:>7} {:>10} {:>8}\n", "kernel",
+                                "op (node)", "strategy", "median ms", "%", "bytes", "GB/s");
+  for (size_t l : order) {
+    const runtime::Launch& launch = exe.launches()[l];
+    std::string op = fmt::format("{} ({})", launch.info.op_type, launch.info.node);
+    if (op.size() > 20) op = op.substr(0, 19) + "~";
+    out += fmt::format("{:<28} {:<20} {:<24} {:>10.4f} {:>6.1f}% {:>10} {:>8.2f}\n", launch.name,
+                       op, launch.info.strategy, p.median_ms[l],
+                       total > 0 ? 100 * p.median_ms[l] / total : 0.0, byte_size(launch.info.bytes),
+                       gb_per_s(launch.info.bytes, p.median_ms[l]));
+  }
+  out += fmt::format("{:<74} {:>10.4f} (sum of kernel medians)\n", "total", total);
+  return out;
+}
+
 } // namespace
 
 int bench(const BenchOptions& o) {
@@ -62,27 +149,50 @@ int bench(const BenchOptions& o) {
     return 1;
   }
   const runtime::Executable& exe = *compiled->executable;
-  auto timed_run = [&]() -> Result<double> {
+  bool profiling = !o.profile.empty() || o.kernels;
+  std::vector<std::vector<runtime::LaunchTiming>> runs;
+  auto timed_run = [&](bool record) -> Result<double> {
+    std::vector<runtime::LaunchTiming> timings;
+    runtime::RunOptions options;
+    if (record) options.timings = &timings;
     auto t0 = std::chrono::steady_clock::now();
-    Result<std::vector<Tensor>> out = exe.run(inputs);
+    Result<std::vector<Tensor>> out = exe.run(inputs, options);
     if (!out.ok()) return out.status();
-    return ms_since(t0);
+    double ms = ms_since(t0);
+    if (record) runs.push_back(std::move(timings));
+    return ms;
   };
-  Result<double> first = timed_run();
+  Result<double> first = timed_run(false);
   if (!first.ok()) {
     std::cerr << first.status().with_location({model, "", "", 0}).to_string() << "\n";
     return 1;
   }
   for (int i = 0; i < o.warmup; ++i)
-    (void)timed_run();
+    (void)timed_run(false);
   std::vector<double> times;
   for (int i = 0; i < o.iters; ++i)
-    times.push_back(timed_run().value());
+    times.push_back(timed_run(profiling).value());
   std::sort(times.begin(), times.end());
   double median = quantile(times, 0.5), p90 = quantile(times, 0.9);
+  KernelProfile profile = summarize(runs);
+  if (!o.profile.empty()) {
+    std::ofstream trace(o.profile);
+    trace << chrome_trace(model, exe, profile).dump(1) << "\n";
+    if (!trace) {
+      std::cerr << fmt::format("error: {}: cannot write the trace\n", o.profile);
+      return 1;
+    }
+  }
+  nlohmann::json phases = nlohmann::json::object();
+  std::string phase_text;
+  for (const PhaseTime& p : compiled->phases) {
+    phases[p.phase] = p.ms;
+    phase_text += fmt::format("{}{} {:.1f}", phase_text.empty() ? "" : ", ", p.phase, p.ms);
+  }
   if (o.json) {
     nlohmann::json j = {{"model", model},
                         {"compile_ms", compile_ms},
+                        {"compile_phases_ms", phases},
                         {"cache_hit", compiled->cache_hit},
                         {"first_run_ms", *first},
                         {"median_ms", median},
@@ -91,14 +201,31 @@ int bench(const BenchOptions& o) {
                         {"iters", o.iters},
                         {"kernels", exe.launches().size()},
                         {"arena_bytes", exe.arena_bytes()}};
+    if (profiling) {
+      nlohmann::json kernels = nlohmann::json::array();
+      for (size_t l = 0; l < profile.median_ms.size(); ++l) {
+        const runtime::Launch& launch = exe.launches()[l];
+        kernels.push_back({{"kernel", launch.name},
+                           {"node", launch.info.node},
+                           {"op_type", launch.info.op_type},
+                           {"strategy", launch.info.strategy},
+                           {"shapes", launch.info.shapes},
+                           {"bytes", launch.info.bytes},
+                           {"median_ms", profile.median_ms[l]},
+                           {"GB/s", gb_per_s(launch.info.bytes, profile.median_ms[l])}});
+      }
+      j["kernel_profile"] = kernels;
+    }
     std::cout << j.dump() << "\n";
   } else {
     std::cout << fmt::format(
-        "model: {}\ncompile: {:.1f} ms{}\nfirst run: {:.3f} ms\n"
+        "model: {}\ncompile: {:.1f} ms{} ({})\nfirst run: {:.3f} ms\n"
         "steady state over {} runs: median {:.3f} ms, min {:.3f} ms, p90 {:.3f} ms\n"
         "kernels: {}, working memory: {} bytes\n",
-        model, compile_ms, compiled->cache_hit ? " (kernels from the cache)" : "", *first, o.iters,
-        median, times.front(), p90, exe.launches().size(), exe.arena_bytes());
+        model, compile_ms, compiled->cache_hit ? ", kernels from the cache" : "", phase_text,
+        *first, o.iters, median, times.front(), p90, exe.launches().size(), exe.arena_bytes());
+    if (profiling) std::cout << "\n" << kernel_table(exe, profile);
+    if (!o.profile.empty()) std::cout << fmt::format("trace: {}\n", o.profile);
   }
   return 0;
 }

@@ -37,6 +37,8 @@ struct BenchOptions {
   int iters = 20;
   int warmup = 3;
   bool json = false;
+  std::string profile;  // Chrome trace file
+  bool kernels = false; // per-kernel table
 };
 
 // Each returns the process exit status.

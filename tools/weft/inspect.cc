@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/weft/commands.h"
+#include "weft/driver/compile_model.h"
 #include "weft/driver/pipeline.h"
+#include "weft/graph/passes/specialize_shapes.h"
 #include "weft/graph/print_graph.h"
 #include "weft/kernel/lower_node.h"
 
@@ -47,6 +49,35 @@ void add_kernels(const Graph& graph, nlohmann::json& out) {
                                 {"ir", kernel::print_kernel(k.kernel)}});
     }
   }
+}
+
+// Adds the kernels, the generated source and build.sh to the dump, when the input types
+// determine every shape; otherwise says why not (on stderr: the dump is a side product).
+void dump_kernels(const InspectOptions& options, const Graph& graph) {
+  std::vector<Tensor> zeros;
+  for (const Value* in : graph.inputs) {
+    if (!in->type.has_static_shape()) {
+      std::cerr << fmt::format(
+          "note: no kernels in {}: input '{}' has symbolic dims ({}); WEFT_DUMP_DIR={} weft run "
+          "... dumps them for concrete shapes\n",
+          options.dump_dir, in->name, in->type.to_string(), options.dump_dir);
+      return;
+    }
+    zeros.emplace_back(in->type.dtype, shape_static_dims(*in->type.shape));
+  }
+  if (!shape_operand_inputs(graph).empty()) {
+    std::cerr << fmt::format("note: no kernels in {}: some inputs determine shapes by their "
+                             "values; WEFT_DUMP_DIR={} weft run ... dumps them for given values\n",
+                             options.dump_dir, options.dump_dir);
+    return;
+  }
+  CompileSettings settings;
+  settings.dump_dir = options.dump_dir;
+  settings.build = false;
+  Result<CompiledModel> compiled = compile_model(options.model, zeros, settings);
+  if (!compiled.ok())
+    std::cerr << fmt::format("note: no kernels in {}: {}\n", options.dump_dir,
+                             compiled.status().message());
 }
 
 } // namespace
@@ -90,6 +121,7 @@ int inspect(const InspectOptions& options) {
     std::cerr << dump_status.to_string() << "\n";
     return 1;
   }
+  if (!options.dump_dir.empty()) dump_kernels(options, *graph);
   if (options.json) {
     // Weft makes no library calls yet: MatMul, Gemm and Conv are generated kernels too.
     nlohmann::json out = {{"file", options.model},

@@ -99,6 +99,12 @@ int run_cli(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   bench_cmd->add_option("--threads", threads, "Threads for kernels")->check(CLI::PositiveNumber);
   bench_cmd->add_flag("--json", bench.json, "Print one JSON object");
+  bench_cmd->add_option(
+      "--profile", bench.profile,
+      "Write a Chrome trace of one run (chrome://tracing, Perfetto) to this file, "
+      "and print the per-kernel table");
+  bench_cmd->add_flag("--kernels", bench.kernels,
+                      "Print the per-kernel table: time, % of total, bytes moved, GB/s");
 
   try {
     app.parse(argc, argv);
