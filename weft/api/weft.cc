@@ -105,16 +105,10 @@ struct Model::Impl {
   std::mutex mutex;                // guards "compiled"
   std::vector<std::shared_ptr<const CompiledModel>> compiled;
 
-  // The compiled form for inputs like "given": an earlier one, or a new compile.
+  // The compiled form for inputs like "given": an earlier one, or a new compile. Compiles run
+  // outside the lock, so runs on known shapes go on meanwhile.
   std::shared_ptr<const CompiledModel> for_inputs(const std::vector<runtime::TensorView>& given) {
-    std::lock_guard<std::mutex> lock(mutex);
-    for (const auto& c : compiled) {
-      const runtime::Executable& exe = *c->executable;
-      bool match = given.size() == exe.inputs().size();
-      for (size_t i = 0; match && i < given.size(); ++i)
-        match = exe.check_input(i, given[i]).ok();
-      if (match) return c;
-    }
+    if (auto c = find(given)) return c;
     if (given.size() != inputs.size()) {
       throw Error(fmt::format("error: {}: the model takes {} inputs, {} were given", source.path,
                               inputs.size(), given.size()));
@@ -134,8 +128,21 @@ struct Model::Impl {
     settings.dump_dir = options.dump_dir;
     auto c = std::make_shared<const CompiledModel>(
         value_or_throw(compile_model(source, samples, settings)));
-    compiled.push_back(c);
+    std::lock_guard<std::mutex> lock(mutex);
+    compiled.push_back(c); // a concurrent compile of the same shapes adds a twin: harmless
     return c;
+  }
+
+  std::shared_ptr<const CompiledModel> find(const std::vector<runtime::TensorView>& given) {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const auto& c : compiled) {
+      const runtime::Executable& exe = *c->executable;
+      bool match = given.size() == exe.inputs().size();
+      for (size_t i = 0; match && i < given.size(); ++i)
+        match = exe.check_input(i, given[i]).ok();
+      if (match) return c;
+    }
+    return nullptr;
   }
 
   // Zero-filled inputs for the declared types, when they alone determine every shape.
