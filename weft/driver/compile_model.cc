@@ -1,18 +1,21 @@
 #include "weft/driver/compile_model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
+#include <thread>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "weft/codegen/compile_cpu.h"
 #include "weft/codegen/emit_c.h"
+#include "weft/codegen/generate.h"
 #include "weft/driver/pipeline.h"
 #include "weft/graph/passes/canonicalize.h"
 #include "weft/graph/passes/eliminate_dead_code.h"
@@ -24,7 +27,6 @@
 #include "weft/graph/verify_graph.h"
 #include "weft/kernel/lower_node.h"
 #include "weft/kernel/strategy.h"
-#include "weft/poly/schedule_kernel.h"
 #include "weft/support/grouped_list.h"
 #include "weft/support/hash.h"
 #include "weft/support/log.h"
@@ -184,7 +186,7 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-// Appends one PhaseTime per end(), timing from the previous end() (or restart()).
+// Appends one PhaseTime per end(), timing from the previous end().
 class PhaseTimer {
 public:
   explicit PhaseTimer(std::vector<PhaseTime>* phases) : phases_(phases) {}
@@ -193,7 +195,6 @@ public:
     phases_->push_back({std::move(phase), ms_between(start_, now)});
     start_ = now;
   }
-  void restart() { start_ = Clock::now(); }
 
 private:
   std::vector<PhaseTime>* phases_;
@@ -258,6 +259,43 @@ runtime::LaunchInfo launch_info(const Node& node, const kernel::Kernel& k) {
   return info;
 }
 
+Location location_of(const Graph& graph, const Node& node) {
+  return {graph.source, node.name, node.op_type, node.opset};
+}
+
+// Each kernel's function, from the function cache or scheduled on isl and emitted; kernels
+// are independent (one isl context each), so they are generated on all cores.
+Status generate_all(const std::vector<kernel::Kernel>& kernels, const std::vector<Location>& sites,
+                    const std::string& cache_dir, std::vector<std::string>* functions, int* hits) {
+  std::vector<Status> failures(kernels.size());
+  std::atomic<size_t> next = 0;
+  std::atomic<int> cached = 0;
+  auto work = [&] {
+    for (size_t k = next++; k < kernels.size(); k = next++) {
+      Result<codegen::GeneratedFunction> f =
+          codegen::generate_function(kernels[k], codegen::Dialect::kCpu, cache_dir);
+      if (!f.ok()) {
+        failures[k] = f.status().with_location(sites[k]);
+        continue;
+      }
+      (*functions)[k] = std::move(f->source);
+      cached += f->cache_hit ? 1 : 0;
+    }
+  };
+  size_t workers =
+      std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), kernels.size());
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < workers; ++t)
+    threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads)
+    t.join();
+  *hits = cached;
+  for (const Status& s : failures)
+    WEFT_RETURN_IF_ERROR(s);
+  return Status();
+}
+
 } // namespace
 
 Result<std::vector<runtime::TensorInfo>> model_inputs(const ModelSource& model) {
@@ -288,47 +326,45 @@ Result<CompiledModel> compile_model(const ModelSource& model,
 
   PlanBuilder plan(graph);
   std::vector<runtime::Launch> launches; // functions are looked up once the library loads
-  std::string source = codegen::emit_prelude(codegen::Dialect::kCpu);
-  std::string kernels_text;
+  std::vector<kernel::Kernel> kernels;   // one per launch
+  std::vector<Location> sites;           // the node of each
   size_t index = 0;
-  double lower_ms = 0, schedule_ms = 0, emit_ms = 0;
   for (const auto& node : graph.nodes()) {
-    Location where{graph.source, node->name, node->op_type, node->opset};
-    auto t0 = Clock::now();
     Result<kernel::LoweredNode> lowered =
         kernel::lower_node(*node, kernel_name(index++, node->op_type));
-    lower_ms += ms_between(t0, Clock::now());
-    if (!lowered.ok()) return lowered.status().with_location(where);
+    if (!lowered.ok()) return lowered.status().with_location(location_of(graph, *node));
     if (lowered->alias_of) {
       plan.alias(node->outputs[0], lowered->alias_of);
       continue;
     }
-    for (const kernel::BoundKernel& k : lowered->kernels) {
-      auto t1 = Clock::now();
-      Result<poly::ScheduledKernel> scheduled = poly::schedule_kernel(k.kernel);
-      auto t2 = Clock::now();
-      schedule_ms += ms_between(t1, t2);
-      if (!scheduled.ok()) return scheduled.status().with_location(where);
-      WEFT_ASSIGN_OR_RETURN(std::string function, codegen::emit_function(k.kernel, scheduled->loops,
-                                                                         codegen::Dialect::kCpu));
-      emit_ms += ms_between(t2, Clock::now());
-      source += "\n" + function;
+    for (kernel::BoundKernel& k : lowered->kernels) {
       runtime::LaunchInfo info = launch_info(*node, k.kernel);
       log_debug("kernel {}: node '{}' ({}), {}, {}", k.kernel.name, info.node, info.op_type,
                 info.strategy, info.shapes);
-      kernels_text += fmt::format("# node '{}' ({}): {}\n{}\n", info.node, info.op_type,
-                                  info.strategy, kernel::print_kernel(k.kernel));
       launches.push_back({k.kernel.name, nullptr, plan.bind(k), std::move(info)});
+      kernels.push_back(std::move(k.kernel));
+      sites.push_back(location_of(graph, *node));
     }
   }
-  out.phases.push_back({"lower", lower_ms});
-  out.phases.push_back({"schedule", schedule_ms});
-  out.phases.push_back({"emit", emit_ms});
-  timer.restart();
+  timer.end("lower");
+
+  codegen::CpuCompiler compiler = codegen::CpuCompiler::from_environment();
+  std::vector<std::string> functions(kernels.size());
+  int hits = 0;
+  WEFT_RETURN_IF_ERROR(generate_all(kernels, sites, compiler.cache_dir, &functions, &hits));
+  timer.end("generate");
+  std::string source = codegen::emit_prelude(codegen::Dialect::kCpu);
+  std::string kernels_text;
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    source += "\n" + functions[k];
+    const runtime::LaunchInfo& info = launches[k].info;
+    kernels_text += fmt::format("# node '{}' ({}): {}\n{}\n", info.node, info.op_type,
+                                info.strategy, kernel::print_kernel(kernels[k]));
+  }
+  log_info("{}: {} kernels, {} from the function cache", graph.source, kernels.size(), hits);
   std::vector<int> output_slots = plan.output_slots();
   size_t arena = plan.place();
 
-  codegen::CpuCompiler compiler = codegen::CpuCompiler::from_environment();
   dump.write("kernels.txt", kernels_text);
   dump.write("kernels.cc", source);
   dump.write("build.sh", "#!/bin/sh\n# Rebuilds kernels.so from kernels.cc as Weft built it.\n"
@@ -364,7 +400,7 @@ Result<CompiledModel> compile_model(const ModelSource& model,
   std::string times;
   for (const PhaseTime& p : out.phases)
     times += fmt::format(" {} {:.1f} ms,", p.phase, p.ms);
-  log_info("compiled {}:{} {} kernels", graph.source, times, index);
+  log_info("compiled {}:{}", graph.source, times.substr(0, times.size() - 1));
   out.graph = std::move(graph);
   out.source = std::move(source);
   return out;

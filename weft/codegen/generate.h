@@ -1,0 +1,28 @@
+// generate_function: a kernel's function source, scheduled on isl and emitted, or read from
+// the function cache when this build of Weft generated the same kernel before.
+//
+// The cache lives in "$WEFT_CACHE_DIR/functions", one file per kernel, keyed by a hash of the
+// kernel IR's text, the dialect, and the fingerprint (path, size, mtime) of the binary that
+// holds the scheduler and emitter, so that a rebuilt Weft never reads its predecessor's
+// output. Entries are written under a private name and renamed into place. Warm compiles
+// then skip isl, which is most of a compile's time.
+#pragma once
+
+#include <string>
+
+#include "weft/codegen/emit_c.h"
+#include "weft/kernel/kernel.h"
+#include "weft/support/status.h"
+
+namespace weft::codegen {
+
+struct GeneratedFunction {
+  std::string source;
+  bool cache_hit = false;
+};
+
+// "cache_dir" empty: no cache.
+Result<GeneratedFunction> generate_function(const kernel::Kernel& kernel, Dialect dialect,
+                                            const std::string& cache_dir);
+
+} // namespace weft::codegen
