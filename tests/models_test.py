@@ -11,6 +11,8 @@ import sys
 import tempfile
 
 import numpy as np
+import onnx
+import onnx.numpy_helper
 
 try:
     import torch
@@ -50,6 +52,23 @@ def check(weft, tmp, name, model, example, run_input=None, **export_args):
     np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4, err_msg=name)
     print(f"ok {name}: {got.shape}, max |torch| = {np.abs(want).max():.3g}, "
           f"max |weft - torch| = {np.abs(got - want).max():.2e}")
+    check_cuda_codegen(weft, tmp, name, path, x)
+
+
+def check_cuda_codegen(weft, tmp, name, path, x):
+    """The model's CUDA kernels, for the same input, compile with NVRTC for sm_80 and sm_90."""
+    case = os.path.join(tmp, name + "_case")
+    os.makedirs(os.path.join(case, "test_data_set_0"))
+    os.symlink(path, os.path.join(case, "model.onnx"))
+    with open(os.path.join(case, "test_data_set_0", "input_0.pb"), "wb") as f:
+        f.write(onnx.numpy_helper.from_array(x, "x").SerializeToString())
+    r = subprocess.run([weft, "test-onnx", "--device", "cuda", "--compile-only", case],
+                       capture_output=True, text=True, timeout=600)
+    if "NVRTC is not available" in r.stdout:
+        print(f"skipped CUDA codegen of {name}: NVRTC is not installed")
+        return
+    assert r.returncode == 0, f"{name} CUDA codegen: {r.stdout[-3000:]}{r.stderr}"
+    print(f"ok {name}: CUDA kernels compile with NVRTC for sm_80 and sm_90")
 
 
 def main():

@@ -33,11 +33,12 @@ def cases():
     return out
 
 
-def run_all(weft, names, jobs):
-    """Runs the cases in "jobs" parallel processes; returns {case: reason or None}."""
+def run_all(weft, names, jobs, extra=()):
+    """Runs the cases in "jobs" parallel processes (weft test-onnx EXTRA... CASES...);
+    returns {case: reason or None}."""
     chunks = [names[i::jobs] for i in range(jobs)]
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    procs = [subprocess.Popen([weft, "test-onnx"] + [os.path.join(DATA, c) for c in chunk],
+    procs = [subprocess.Popen([weft, "test-onnx", *extra] + [os.path.join(DATA, c) for c in chunk],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
              for chunk in chunks if chunk]
     results = {}

@@ -27,6 +27,8 @@ struct TestOnnxOptions {
   double rtol = 1e-3;
   double atol = 1e-7;
   std::string device = "cpu";
+  bool compile_only = false;      // build the kernels, do not run them
+  std::vector<std::string> archs; // --device cuda --compile-only: NVRTC targets
 };
 
 struct BenchOptions {

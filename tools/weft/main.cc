@@ -1,5 +1,6 @@
 // weft: the command-line driver. The contract (subcommands, flags, exit status) is in
 // docs/cli.md: exit 0 on success, 1 on bad input (one "error:" line), 2 on usage errors.
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <new>
@@ -83,6 +84,11 @@ int run_cli(int argc, char** argv) {
   test_cmd->add_option("--device", test.device, "Target device")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   test_cmd->add_option("--threads", threads, "Threads for kernels")->check(CLI::PositiveNumber);
+  test_cmd->add_flag("--compile-only", test.compile_only,
+                     "Generate and build the kernels without running them (PASS: they build)");
+  std::string archs = "sm_80,sm_90";
+  test_cmd->add_option("--arch", archs,
+                       "With --device cuda --compile-only: NVRTC targets, comma-separated");
 
   weft::cli::BenchOptions bench;
   CLI::App* bench_cmd =
@@ -115,7 +121,14 @@ int run_cli(int argc, char** argv) {
   weft::cli::set_threads(threads);
   if (cmd->parsed()) return weft::cli::inspect(inspect);
   if (run_cmd->parsed()) return weft::cli::run(run);
-  if (test_cmd->parsed()) return weft::cli::test_onnx(test);
+  if (test_cmd->parsed()) {
+    for (size_t begin = 0; begin <= archs.size();) {
+      size_t end = std::min(archs.find(',', begin), archs.size());
+      if (end > begin) test.archs.push_back(archs.substr(begin, end - begin));
+      begin = end + 1;
+    }
+    return weft::cli::test_onnx(test);
+  }
   if (bench_cmd->parsed()) return weft::cli::bench(bench);
   return ops_cmd->parsed() ? 0 : kUsageError;
 }

@@ -14,6 +14,14 @@ constexpr std::string_view kCpuPrelude = R"(#include <algorithm>
 #include <limits>
 
 namespace {
+// Math is called unqualified, so that one spelling serves every dialect.
+using std::abs; using std::acos; using std::acosh; using std::asin; using std::asinh;
+using std::atan; using std::atanh; using std::ceil; using std::cos; using std::cosh;
+using std::erf; using std::exp; using std::floor; using std::fmod; using std::isinf;
+using std::isnan; using std::log; using std::nearbyint; using std::pow; using std::sin;
+using std::sinh; using std::sqrt; using std::tan; using std::tanh;
+inline int64_t weft_imin(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int64_t weft_imax(int64_t a, int64_t b) { return a > b ? a : b; }
 // max and min propagate NaN from either operand.
 template <typename T> inline T weft_max(T a, T b) { return (a > b || a != a) ? a : b; }
 template <typename T> inline T weft_min(T a, T b) { return (a < b || a != a) ? a : b; }
@@ -72,15 +80,84 @@ inline uint16_t weft_f2bf(float value) {
 }  // namespace
 )";
 
+// The CUDA dialect, compiled by NVRTC: no standard headers, so the fixed-width types and
+// the float bit casts come from CUDA's own builtins. Math functions are CUDA's overloads.
+constexpr std::string_view kCudaPrelude = R"(typedef signed char int8_t;
+typedef short int16_t;
+typedef int int32_t;
+typedef long long int64_t;
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+#define INFINITY __int_as_float(0x7f800000)
+#define NAN __int_as_float(0x7fffffff)
+#define WEFT_D __device__ __forceinline__
+
+WEFT_D int64_t weft_imin(int64_t a, int64_t b) { return a < b ? a : b; }
+WEFT_D int64_t weft_imax(int64_t a, int64_t b) { return a > b ? a : b; }
+// max and min propagate NaN from either operand.
+template <typename T> WEFT_D T weft_max(T a, T b) { return (a > b || a != a) ? a : b; }
+template <typename T> WEFT_D T weft_min(T a, T b) { return (a < b || a != a) ? a : b; }
+// Integer modulo with the sign of the divisor (ONNX Mod, fmod = 0).
+template <typename T> WEFT_D T weft_mod(T a, T b) {
+  if (b == 0) return 0;
+  T r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+WEFT_D int64_t weft_floord(int64_t a, int64_t b) { return (a >= 0) ? a / b : -((-a + b - 1) / b); }
+WEFT_D float weft_exp(float x) { return expf(x); }
+WEFT_D float weft_h2f(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu, bits;
+  if (exp == 0x1f) bits = sign | 0x7f800000u | (mant << 13);
+  else if (exp != 0) bits = sign | ((exp + 112) << 23) | (mant << 13);
+  else if (mant == 0) bits = sign;
+  else { int s = 0; while (!(mant & 0x400u)) { mant <<= 1; ++s; } bits = sign | ((uint32_t)(113 - s) << 23) | ((mant & 0x3ffu) << 13); }
+  return __uint_as_float(bits);
+}
+WEFT_D uint16_t weft_f2h(float value) {
+  uint32_t f = __float_as_uint(value);
+  uint16_t sign = (uint16_t)((f >> 16) & 0x8000u); uint32_t a = f & 0x7fffffffu;
+  if (a >= 0x7f800000u) return sign | 0x7c00u | (a > 0x7f800000u ? 0x200u : 0u);
+  if (a >= 0x477ff000u) return sign | 0x7c00u;
+  if (a < 0x38800000u) {
+    if (a < 0x33000000u) return sign;
+    uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u, sh = 126 - e, hm = m >> sh, r = m & ((1u << sh) - 1), hw = 1u << (sh - 1);
+    if (r > hw || (r == hw && (hm & 1u))) ++hm;
+    return sign | (uint16_t)hm;
+  }
+  return sign | (uint16_t)((a + 0xfffu + ((a >> 13) & 1u) - 0x38000000u) >> 13);
+}
+WEFT_D float weft_bf2f(uint16_t b) { return __uint_as_float((uint32_t)b << 16); }
+WEFT_D uint16_t weft_f2bf(float value) {
+  uint32_t f = __float_as_uint(value);
+  if ((f & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((f >> 16) | 0x40u);
+  return (uint16_t)((f + 0x7fffu + ((f >> 16) & 1u)) >> 16);
+}
+)";
+
 std::string call(std::string_view fn, const std::vector<std::string>& args) {
   return fmt::format("{}({})", fn, fmt::join(args, ", "));
+}
+
+// Integer pow and fmod compute in double (exact below 2^53), as CPU C++ does implicitly;
+// CUDA has no integer overloads to pick from.
+std::string through_double(DType t, std::string_view fn, const std::vector<std::string>& a) {
+  return fmt::format("static_cast<{}>({}(static_cast<double>({}), static_cast<double>({})))",
+                     compute_type(t), fn, a[0], a[1]);
 }
 
 } // namespace
 
 const DialectTable& cpu_dialect() {
   static const DialectTable table{kCpuPrelude, "extern \"C\" ",
-                                  "#pragma omp parallel for schedule(static)"};
+                                  "#pragma omp parallel for schedule(static)", "#pragma omp simd",
+                                  "#pragma omp simd reduction(+ : acc)"};
+  return table;
+}
+
+const DialectTable& cuda_dialect() {
+  static const DialectTable table{kCudaPrelude, "extern \"C\" __global__ ", "", "", ""};
   return table;
 }
 
@@ -120,33 +197,32 @@ std::string apply_op(kernel::ExprOp op, DType t, const std::vector<std::string>&
       return t == DType::kBool ? fmt::format("({} != 0)", a[0])
                                : fmt::format("static_cast<{}>({})", compute_type(t), a[0]);
     case ExprOp::kNeg: return fmt::format("(-{})", a[0]);
-    case ExprOp::kAbs:
-      return dtype_is_unsigned_int(t) || t == DType::kBool ? a[0] : call("std::abs", a);
-    case ExprOp::kExp: return t == DType::kF64 ? call("std::exp", a) : call("weft_exp", a);
-    case ExprOp::kLog: return call("std::log", a);
-    case ExprOp::kSqrt: return call("std::sqrt", a);
-    case ExprOp::kRsqrt: return fmt::format("(1 / std::sqrt({}))", a[0]);
-    case ExprOp::kTanh: return call("std::tanh", a);
+    case ExprOp::kAbs: return dtype_is_unsigned_int(t) || t == DType::kBool ? a[0] : call("abs", a);
+    case ExprOp::kExp: return t == DType::kF64 ? call("exp", a) : call("weft_exp", a);
+    case ExprOp::kLog: return call("log", a);
+    case ExprOp::kSqrt: return call("sqrt", a);
+    case ExprOp::kRsqrt: return fmt::format("(1 / sqrt({}))", a[0]);
+    case ExprOp::kTanh: return call("tanh", a);
     case ExprOp::kSigmoid:
-      return fmt::format("(1 / (1 + {}(-{})))", t == DType::kF64 ? "std::exp" : "weft_exp", a[0]);
-    case ExprOp::kErf: return call("std::erf", a);
-    case ExprOp::kFloor: return is_float ? call("std::floor", a) : a[0];
-    case ExprOp::kCeil: return is_float ? call("std::ceil", a) : a[0];
-    case ExprOp::kRound: return is_float ? call("std::nearbyint", a) : a[0]; // half to even
-    case ExprOp::kSin: return call("std::sin", a);
-    case ExprOp::kCos: return call("std::cos", a);
-    case ExprOp::kTan: return call("std::tan", a);
-    case ExprOp::kAsin: return call("std::asin", a);
-    case ExprOp::kAcos: return call("std::acos", a);
-    case ExprOp::kAtan: return call("std::atan", a);
-    case ExprOp::kSinh: return call("std::sinh", a);
-    case ExprOp::kCosh: return call("std::cosh", a);
-    case ExprOp::kAsinh: return call("std::asinh", a);
-    case ExprOp::kAcosh: return call("std::acosh", a);
-    case ExprOp::kAtanh: return call("std::atanh", a);
+      return fmt::format("(1 / (1 + {}(-{})))", t == DType::kF64 ? "exp" : "weft_exp", a[0]);
+    case ExprOp::kErf: return call("erf", a);
+    case ExprOp::kFloor: return is_float ? call("floor", a) : a[0];
+    case ExprOp::kCeil: return is_float ? call("ceil", a) : a[0];
+    case ExprOp::kRound: return is_float ? call("nearbyint", a) : a[0]; // half to even
+    case ExprOp::kSin: return call("sin", a);
+    case ExprOp::kCos: return call("cos", a);
+    case ExprOp::kTan: return call("tan", a);
+    case ExprOp::kAsin: return call("asin", a);
+    case ExprOp::kAcos: return call("acos", a);
+    case ExprOp::kAtan: return call("atan", a);
+    case ExprOp::kSinh: return call("sinh", a);
+    case ExprOp::kCosh: return call("cosh", a);
+    case ExprOp::kAsinh: return call("asinh", a);
+    case ExprOp::kAcosh: return call("acosh", a);
+    case ExprOp::kAtanh: return call("atanh", a);
     case ExprOp::kNot: return fmt::format("(!{})", a[0]);
-    case ExprOp::kIsNan: return call("std::isnan", a);
-    case ExprOp::kIsInf: return call("std::isinf", a);
+    case ExprOp::kIsNan: return call("isnan", a);
+    case ExprOp::kIsInf: return call("isinf", a);
     case ExprOp::kAdd: return fmt::format("({} + {})", a[0], a[1]);
     case ExprOp::kSub: return fmt::format("({} - {})", a[0], a[1]);
     case ExprOp::kMul: return fmt::format("({} * {})", a[0], a[1]);
@@ -155,9 +231,9 @@ std::string apply_op(kernel::ExprOp op, DType t, const std::vector<std::string>&
                       : fmt::format("({1} == 0 ? 0 : {0} / {1})", a[0], a[1]);
     case ExprOp::kMax: return call("weft_max", a);
     case ExprOp::kMin: return call("weft_min", a);
-    case ExprOp::kPow: return call("std::pow", a);
-    case ExprOp::kMod: return is_float ? call("std::fmod", a) : call("weft_mod", a);
-    case ExprOp::kFmod: return call("std::fmod", a);
+    case ExprOp::kPow: return is_float ? call("pow", a) : through_double(t, "pow", a);
+    case ExprOp::kMod: return is_float ? call("fmod", a) : call("weft_mod", a);
+    case ExprOp::kFmod: return is_float ? call("fmod", a) : through_double(t, "fmod", a);
     case ExprOp::kLt: return fmt::format("({} < {})", a[0], a[1]);
     case ExprOp::kLe: return fmt::format("({} <= {})", a[0], a[1]);
     case ExprOp::kGt: return fmt::format("({} > {})", a[0], a[1]);

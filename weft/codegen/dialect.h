@@ -12,10 +12,15 @@ namespace weft::codegen {
 struct DialectTable {
   std::string_view prelude;         // helpers every kernel of the dialect may use
   std::string_view function_prefix; // before "void NAME(...)"
-  std::string_view parallel_for;    // the line before a parallel outermost loop
+  std::string_view parallel_for;    // the line before a parallel outermost loop (CPU)
+  std::string_view simd_for;        // the line before an innermost dependence-free loop
+  std::string_view simd_sum;        // the line before a loop summing into "acc"
 };
 
 const DialectTable& cpu_dialect();
+// CUDA C++ for NVRTC. A kernel is one __global__ function per top-level loop nest
+// (emit_c.h); the generated code needs no header.
+const DialectTable& cuda_dialect();
 
 // C type a buffer of "t" is stored as, and the type arithmetic on it uses (f16 and bf16
 // compute in float, bool in bool).

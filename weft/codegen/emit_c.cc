@@ -40,9 +40,50 @@ public:
   }
 
   std::string function(const AstNode& loops) {
+    std::string out = header("weft_" + k_.name);
+    emit_node(loops, 1, false, out);
+    return out + "}\n";
+  }
+
+  // One __global__ function per top-level nest, launched in order on one stream (the order
+  // is the barrier between nests): "weft_NAME_pI". A parallel outermost loop is spread over
+  // the grid as a grid-stride loop; any other nest runs on one thread.
+  std::string cuda_function(const AstNode& loops) {
+    std::vector<const AstNode*> parts;
+    if (loops.kind == AstNode::Kind::kBlock) {
+      for (const AstNode& c : loops.children)
+        parts.push_back(&c);
+    } else {
+      parts.push_back(&loops);
+    }
+    std::string out = fmt::format("// kernel {}: {} part(s)\n", k_.name, parts.size());
+    for (size_t p = 0; p < parts.size(); ++p) {
+      const AstNode& n = *parts[p];
+      out += header(fmt::format("weft_{}_p{}", k_.name, p));
+      if (n.kind == AstNode::Kind::kFor && n.mark == AstNode::Mark::kParallel &&
+          !register_reduction(n)) {
+        out += fmt::format("  const int64_t weft_stride = (int64_t)gridDim.x * blockDim.x;\n"
+                           "  for (int64_t {0} = {1} + ((int64_t)blockIdx.x * blockDim.x + "
+                           "threadIdx.x) * {2}; {3}; {0} += weft_stride * {2}) {{\n",
+                           n.iterator, ast_expr(n.init), n.step, ast_expr(n.cond));
+        emit_node(n.children[0], 2, true, out);
+        out += "  }\n";
+      } else {
+        out += "  if (blockIdx.x != 0 || threadIdx.x != 0) return;  // one thread\n";
+        emit_node(n, 1, true, out);
+      }
+      out += "}\n";
+    }
+    return out;
+  }
+
+private:
+  // "// kernel ...", the signature, and the buffer and extent locals.
+  std::string header(const std::string& function_name) const {
     std::string out = fmt::format(
-        "// kernel {}\n{}void weft_{}(void* const* buffers, const int64_t* extents) {{\n", k_.name,
-        d_.function_prefix, k_.name);
+        "{}{}void {}(void* const* buffers, const int64_t* extents) {{\n",
+        function_name == "weft_" + k_.name ? fmt::format("// kernel {}\n", k_.name) : "",
+        d_.function_prefix, function_name);
     for (size_t i = 0; i < k_.buffers.size(); ++i) {
       const kernel::Buffer& b = k_.buffers[i];
       const char* qual = b.role == kernel::BufferRole::kInput ? "const " : "";
@@ -55,11 +96,9 @@ public:
           fmt::format("  const int64_t {} = extents[{}];  // {}\n", name, name.substr(1), symbol);
     }
     out += "  (void)extents;\n";
-    emit_node(loops, 1, false, out);
-    return out + "}\n";
+    return out;
   }
 
-private:
   std::string ast_expr(const AstExpr& e) const {
     switch (e.kind) {
       case AstExpr::Kind::kInt: return std::to_string(e.value);
@@ -73,8 +112,8 @@ private:
     using O = AstExpr::Op;
     switch (e.op) {
       case O::kNeg: return "(-" + a(0) + ")";
-      case O::kMin: return fmt::format("std::min<int64_t>({}, {})", a(0), a(1));
-      case O::kMax: return fmt::format("std::max<int64_t>({}, {})", a(0), a(1));
+      case O::kMin: return fmt::format("weft_imin({}, {})", a(0), a(1));
+      case O::kMax: return fmt::format("weft_imax({}, {})", a(0), a(1));
       case O::kFloorDiv: return fmt::format("weft_floord({}, {})", a(0), a(1));
       default: break;
     }
@@ -216,7 +255,8 @@ private:
     std::string pad(static_cast<size_t>(2 * depth), ' ');
     out += fmt::format("{0}{{  // accumulate in a register\n{0}  {1} acc = {2};\n", pad,
                        compute_type(t), load(s.write, iters));
-    if (s.combine == kernel::Combine::kSum) out += pad + "  #pragma omp simd reduction(+ : acc)\n";
+    if (s.combine == kernel::Combine::kSum && !d_.simd_sum.empty())
+      out += fmt::format("{}  {}\n", pad, d_.simd_sum);
     out += fmt::format("{0}  for (int64_t {1} = {2}; {3}; {1} += {4}) {{  // reduction\n", pad,
                        n.iterator, ast_expr(n.init), ast_expr(n.cond), n.step);
     emit_statement(call, depth + 2, out, "acc");
@@ -240,10 +280,12 @@ private:
           break;
         }
         bool parallel = n.mark == AstNode::Mark::kParallel && !in_loop;
-        if (parallel) out += pad + std::string(d_.parallel_for) + "\n";
+        if (parallel && !d_.parallel_for.empty())
+          out += fmt::format("{}{}\n", pad, d_.parallel_for);
         // An innermost loop that carries no dependence (isl proved it) may run in SIMD lanes.
-        if (n.mark == AstNode::Mark::kParallel && in_loop && !has_loop(n.children[0])) {
-          out += pad + "#pragma omp simd\n";
+        if (n.mark == AstNode::Mark::kParallel && in_loop && !has_loop(n.children[0]) &&
+            !d_.simd_for.empty()) {
+          out += fmt::format("{}{}\n", pad, d_.simd_for);
         }
         out += fmt::format("{0}for (int64_t {1} = {2}; {3}; {1} += {4}) {{{5}\n", pad, n.iterator,
                            ast_expr(n.init), ast_expr(n.cond), n.step,
@@ -287,11 +329,20 @@ std::vector<std::string> kernel_symbols(const Kernel& k) {
   return {symbols.begin(), symbols.end()};
 }
 
-std::string emit_prelude(Dialect) { return std::string(cpu_dialect().prelude); }
+namespace {
 
-Result<std::string> emit_function(const Kernel& k, const poly::AstNode& loops, Dialect) {
+const DialectTable& table_of(Dialect dialect) {
+  return dialect == Dialect::kCuda ? cuda_dialect() : cpu_dialect();
+}
+
+} // namespace
+
+std::string emit_prelude(Dialect dialect) { return std::string(table_of(dialect).prelude); }
+
+Result<std::string> emit_function(const Kernel& k, const poly::AstNode& loops, Dialect dialect) {
   WEFT_RETURN_IF_ERROR(kernel::verify_kernel(k));
-  return Emitter(k, cpu_dialect()).function(loops);
+  Emitter emitter(k, table_of(dialect));
+  return dialect == Dialect::kCuda ? emitter.cuda_function(loops) : emitter.function(loops);
 }
 
 Result<std::string> emit_kernel(const Kernel& k, const poly::AstNode& loops, Dialect dialect) {

@@ -1,6 +1,6 @@
-// emit_c: one C-family emitter for scheduled kernels. Dialects (CPU C++ now, CUDA later)
-// differ only in the tables of dialect.cc: type names, builtins, the kernel signature and
-// the parallel-loop annotation.
+// emit_c: one C-family emitter for scheduled kernels. Dialects (CPU C++, CUDA) differ in the
+// tables of dialect.cc (prelude, function prefix, loop annotations) and in how a kernel's
+// top-level loop nests become functions.
 //
 // The emitted function has the ABI
 //   extern "C" void NAME(void* const* buffers, const int64_t* extents);
@@ -17,7 +17,10 @@
 
 namespace weft::codegen {
 
-enum class Dialect { kCpu };
+// kCpu: C++17 with OpenMP, one function per kernel, for the system compiler.
+// kCuda: CUDA C++ for NVRTC, one __global__ function per top-level loop nest of a kernel,
+// "weft_NAME_p0", "weft_NAME_p1", ..., with the same ABI, to be launched in that order.
+enum class Dialect { kCpu, kCuda };
 
 // The symbolic extents a kernel's code takes as arguments, sorted by name.
 std::vector<std::string> kernel_symbols(const kernel::Kernel& kernel);

@@ -27,6 +27,7 @@
 #include "weft/graph/verify_graph.h"
 #include "weft/kernel/lower_node.h"
 #include "weft/kernel/strategy.h"
+#include "weft/runtime/cuda/nvrtc.h"
 #include "weft/support/grouped_list.h"
 #include "weft/support/hash.h"
 #include "weft/support/log.h"
@@ -266,14 +267,15 @@ Location location_of(const Graph& graph, const Node& node) {
 // Each kernel's function, from the function cache or scheduled on isl and emitted; kernels
 // are independent (one isl context each), so they are generated on all cores.
 Status generate_all(const std::vector<kernel::Kernel>& kernels, const std::vector<Location>& sites,
-                    const std::string& cache_dir, std::vector<std::string>* functions, int* hits) {
+                    codegen::Dialect dialect, const std::string& cache_dir,
+                    std::vector<std::string>* functions, int* hits) {
   std::vector<Status> failures(kernels.size());
   std::atomic<size_t> next = 0;
   std::atomic<int> cached = 0;
   auto work = [&] {
     for (size_t k = next++; k < kernels.size(); k = next++) {
       Result<codegen::GeneratedFunction> f =
-          codegen::generate_function(kernels[k], codegen::Dialect::kCpu, cache_dir);
+          codegen::generate_function(kernels[k], dialect, cache_dir);
       if (!f.ok()) {
         failures[k] = f.status().with_location(sites[k]);
         continue;
@@ -293,6 +295,24 @@ Status generate_all(const std::vector<kernel::Kernel>& kernels, const std::vecto
   *hits = cached;
   for (const Status& s : failures)
     WEFT_RETURN_IF_ERROR(s);
+  return Status();
+}
+
+// NVRTC builds of "source" for each arch. Without an arch there is nothing to build for.
+Status build_ptx(const std::string& model, const std::string& source,
+                 const std::vector<std::string>& archs,
+                 std::vector<std::pair<std::string, std::string>>* ptx) {
+  if (archs.empty()) {
+    return Status::error(fmt::format("{}: the CUDA runtime has not landed yet: Weft generates "
+                                     "CUDA kernels and compiles them with NVRTC for named "
+                                     "architectures, but cannot run them",
+                                     model));
+  }
+  WEFT_ASSIGN_OR_RETURN(const runtime::cuda::Nvrtc* nvrtc, runtime::cuda::Nvrtc::get());
+  for (const std::string& arch : archs) {
+    WEFT_ASSIGN_OR_RETURN(std::string code, nvrtc->compile_to_ptx(source, model + ".cu", arch));
+    ptx->emplace_back(arch, std::move(code));
+  }
   return Status();
 }
 
@@ -348,12 +368,17 @@ Result<CompiledModel> compile_model(const ModelSource& model,
   }
   timer.end("lower");
 
+  bool cuda = settings.device == "cuda";
+  if (!cuda && settings.device != "cpu")
+    return Status::error(fmt::format("unknown device '{}'", settings.device));
+  codegen::Dialect dialect = cuda ? codegen::Dialect::kCuda : codegen::Dialect::kCpu;
   codegen::CpuCompiler compiler = codegen::CpuCompiler::from_environment();
   std::vector<std::string> functions(kernels.size());
   int hits = 0;
-  WEFT_RETURN_IF_ERROR(generate_all(kernels, sites, compiler.cache_dir, &functions, &hits));
+  WEFT_RETURN_IF_ERROR(
+      generate_all(kernels, sites, dialect, compiler.cache_dir, &functions, &hits));
   timer.end("generate");
-  std::string source = codegen::emit_prelude(codegen::Dialect::kCpu);
+  std::string source = codegen::emit_prelude(dialect);
   std::string kernels_text;
   for (size_t k = 0; k < kernels.size(); ++k) {
     source += "\n" + functions[k];
@@ -366,6 +391,18 @@ Result<CompiledModel> compile_model(const ModelSource& model,
   size_t arena = plan.place();
 
   dump.write("kernels.txt", kernels_text);
+  if (cuda) {
+    dump.write("kernels.cu", source);
+    WEFT_RETURN_IF_ERROR(dump.status());
+    out.dump_dir = dump.dir();
+    if (settings.build) {
+      WEFT_RETURN_IF_ERROR(build_ptx(graph.source, source, settings.cuda_archs, &out.ptx));
+      timer.end("build");
+    }
+    out.graph = std::move(graph);
+    out.source = std::move(source);
+    return out;
+  }
   dump.write("kernels.cc", source);
   dump.write("build.sh", "#!/bin/sh\n# Rebuilds kernels.so from kernels.cc as Weft built it.\n"
                          "cd \"$(dirname \"$0\")\" && " +

@@ -22,8 +22,12 @@ struct CompileSettings {
   // Write the graph after each pass, the kernels, the generated source and a build.sh that
   // rebuilds it here. Empty: $WEFT_DUMP_DIR/<model>-<hash of the input types>, if set.
   std::string dump_dir;
-  // Stop after generating the source: no C++ compiler runs and "executable" stays empty.
+  // Stop after generating the source: no compiler runs and "executable" stays empty.
   bool build = true;
+  // "cpu", or "cuda": CUDA C++ (codegen/emit_c.h), built by NVRTC into PTX for each of
+  // "cuda_archs". The CUDA runtime has not landed, so a CUDA compile has no executable.
+  std::string device = "cpu";
+  std::vector<std::string> cuda_archs; // e.g. {"sm_80", "sm_90"}
 };
 
 // How long one phase of compile_model took.
@@ -38,7 +42,8 @@ struct CompiledModel {
   std::string source; // the generated translation unit
   bool cache_hit = false;
   std::vector<PhaseTime> phases;
-  std::string dump_dir; // where the dump went, if anywhere
+  std::string dump_dir;                                 // where the dump went, if anywhere
+  std::vector<std::pair<std::string, std::string>> ptx; // device "cuda": (arch, PTX)
 };
 
 // The declared inputs of a model: names and types, symbolic dims included.

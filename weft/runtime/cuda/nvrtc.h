@@ -1,0 +1,33 @@
+// NVRTC, loaded at run time with dlopen: building Weft needs no CUDA, and Weft runs without it.
+//
+// Only the few entry points Weft uses are declared here, with the C ABI of nvrtc.h (stable
+// across CUDA 11-13). The library is looked up as libnvrtc.so, then by its versioned names.
+#pragma once
+
+#include <string>
+
+#include "weft/support/status.h"
+
+namespace weft::runtime::cuda {
+
+class Nvrtc {
+public:
+  // The process's NVRTC, loaded on first use; an error says why it is unavailable.
+  static Result<const Nvrtc*> get();
+
+  // Compiles CUDA C++ "source" for "arch" (e.g. "sm_80") to PTX. On failure the message
+  // holds NVRTC's log, prefixed by "name".
+  Result<std::string> compile_to_ptx(const std::string& source, const std::string& name,
+                                     const std::string& arch) const;
+
+  // NVRTC's version, e.g. "13.0".
+  std::string version() const;
+
+  struct Api; // the entry points, defined in nvrtc.cc
+
+private:
+  explicit Nvrtc(const Api* api) : api_(api) {}
+  const Api* api_;
+};
+
+} // namespace weft::runtime::cuda
