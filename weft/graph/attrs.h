@@ -109,6 +109,11 @@ struct AxisAttrs {
   WEFT_FIELDS(f("axis", axis))
 };
 
+struct BatchDimsAttrs { // GatherND
+  int64_t batch_dims = 0;
+  WEFT_FIELDS(f("batch_dims", batch_dims))
+};
+
 struct AxesAttrs {          // Squeeze, Unsqueeze
   std::optional<Ints> axes; // Squeeze without axes removes every dim of extent 1
   WEFT_FIELDS(f("axes", axes))
@@ -227,8 +232,8 @@ struct ConstantOfShapeAttrs {
 using OpAttrs =
     std::variant<NoAttrs, LegacyBroadcastAttrs, CastAttrs, AlphaAttrs, HardSigmoidAttrs, SeluAttrs,
                  ClipAttrs, ModAttrs, IsInfAttrs, ReduceAttrs, ArgReduceAttrs, SoftmaxAttrs,
-                 AxisAttrs, AxesAttrs, SplitAttrs, TransposeAttrs, ReshapeAttrs, ShapeAttrs,
-                 SliceAttrs, PadAttrs, ConvAttrs, PoolAttrs, GemmAttrs, BatchNormAttrs,
+                 AxisAttrs, BatchDimsAttrs, AxesAttrs, SplitAttrs, TransposeAttrs, ReshapeAttrs,
+                 ShapeAttrs, SliceAttrs, PadAttrs, ConvAttrs, PoolAttrs, GemmAttrs, BatchNormAttrs,
                  EpsilonAttrs, LayerNormAttrs, DropoutAttrs, ConstantAttrs, ConstantOfShapeAttrs>;
 
 #undef WEFT_FIELDS

@@ -178,6 +178,12 @@ OpAttrs parse_concat(AttrParser& p) {
   return AxisAttrs{p.int_or("axis", 0)};
 }
 
+OpAttrs parse_batch_dims(AttrParser& p) {
+  BatchDimsAttrs a{p.int_or("batch_dims", 0)};
+  if (a.batch_dims < 0) p.fail("attribute 'batch_dims' must not be negative");
+  return a;
+}
+
 OpAttrs parse_axes(AttrParser& p) { return AxesAttrs{p.optional_ints("axes")}; }
 
 OpAttrs parse_split(AttrParser& p) {
@@ -363,6 +369,7 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"Concat", 4, kAll, parse_concat, infer_concat});
     t.push_back({"Gather", 1, kAll, parse_axis<0>, infer_gather});
     t.push_back({"GatherElements", 11, kAll, parse_axis<0>, infer_gather_elements});
+    t.push_back({"GatherND", 11, kAll, parse_batch_dims, infer_gather_nd});
     t.push_back({"Flatten", 1, kAll, parse_axis<1>, infer_flatten});
     t.push_back({"Squeeze", 1, kAll, parse_axes, infer_squeeze});
     t.push_back({"Unsqueeze", 1, kAll, parse_axes, infer_unsqueeze});

@@ -384,6 +384,26 @@ TypesOrError infer_gather_elements(const Node& node) {
   return one({in_type(node, 0).dtype, in_type(node, 1).shape});
 }
 
+// y: the index tuples' dims, then the data dims the tuples do not index.
+TypesOrError infer_gather_nd(const Node& node) {
+  const TensorType& data = in_type(node, 0);
+  const TensorType& idx = in_type(node, 1);
+  int64_t batch = node.attrs_as<BatchDimsAttrs>().batch_dims;
+  if (!data.shape || !idx.shape || idx.shape->empty() || !idx.shape->back().is_static())
+    return one({data.dtype, std::nullopt});
+  int64_t q = idx.shape->back().value();
+  int64_t rank = static_cast<int64_t>(data.shape->size());
+  int64_t idx_rank = static_cast<int64_t>(idx.shape->size());
+  if (batch >= std::min(rank, idx_rank) || q < 1 || batch + q > rank) {
+    return fail(fmt::format("GatherND: index tuples of length {} with {} batch dims do not fit "
+                            "data of rank {}",
+                            q, batch, rank));
+  }
+  Shape out(idx.shape->begin(), idx.shape->end() - 1);
+  out.insert(out.end(), data.shape->begin() + batch + q, data.shape->end());
+  return one({data.dtype, out});
+}
+
 TypesOrError infer_flatten(const Node& node) {
   const TensorType& x = in_type(node, 0);
   if (!x.shape) return one({x.dtype, unknown_shape(2)});

@@ -47,7 +47,8 @@ bool can_lower(const Node& n) {
     return n.attrs_as<PadAttrs>().mode == PadMode::kConstant && n.attrs_as<PadAttrs>().pads;
   static const std::set<std::string_view> ops = {
       "ArgMax",        "ArgMin",       "BatchNormalization",
-      "Concat",        "Gemm",         "GlobalAveragePool",
+      "Concat",        "Gather",       "GatherElements",
+      "GatherND",      "Gemm",         "GlobalAveragePool",
       "GlobalMaxPool", "Hardmax",      "LayerNormalization",
       "LogSoftmax",    "MatMul",       "ReduceL1",
       "ReduceL2",      "ReduceLogSum", "ReduceLogSumExp",
@@ -80,6 +81,9 @@ Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
   if (op == "Gemm") return lower_gemm(n, name);
   if (op.starts_with("Global")) return lower_global_pool(n, name);
   if (op == "BatchNormalization") return lower_batch_norm(n, name);
+  if (op == "Gather") return lower_gather(n, name);
+  if (op == "GatherElements") return lower_gather_elements(n, name);
+  if (op == "GatherND") return lower_gather_nd(n, name);
   if (is_elementwise(n)) return lower_elementwise(n, name);
   return Status::error(fmt::format("{} has no lowering yet", op));
 }

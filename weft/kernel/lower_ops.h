@@ -26,5 +26,8 @@ Result<LoweredNode> lower_pad(const Node& n, const std::string& name);
 Result<LoweredNode> lower_tile(const Node& n, const std::string& name);
 Result<LoweredNode> lower_split(const Node& n, const std::string& name);
 Result<LoweredNode> lower_batch_norm(const Node& n, const std::string& name);
+Result<LoweredNode> lower_gather(const Node& n, const std::string& name);
+Result<LoweredNode> lower_gather_elements(const Node& n, const std::string& name);
+Result<LoweredNode> lower_gather_nd(const Node& n, const std::string& name);
 
 } // namespace weft::kernel
