@@ -175,6 +175,10 @@ std::string apply_op(kernel::ExprOp op, DType t, const std::vector<std::string>&
     case ExprOp::kEq: return fmt::format("({} == {})", a[0], a[1]);
     case ExprOp::kAnd: return fmt::format("({} && {})", a[0], a[1]);
     case ExprOp::kOr: return fmt::format("({} || {})", a[0], a[1]);
+    case ExprOp::kShiftLeft:
+    case ExprOp::kShiftRight:
+      return fmt::format("static_cast<{0}>({2} >= 8 * sizeof({0}) ? 0 : {1} {3} {2})",
+                         compute_type(t), a[0], a[1], op == ExprOp::kShiftLeft ? "<<" : ">>");
     case ExprOp::kXor: return fmt::format("({} != {})", a[0], a[1]);
     case ExprOp::kSelect: return fmt::format("({} ? {} : {})", a[0], a[1], a[2]);
     case ExprOp::kLoad:

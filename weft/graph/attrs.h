@@ -219,6 +219,52 @@ struct DropoutAttrs {
   WEFT_FIELDS(f("ratio", ratio); f("is_test", is_test))
 };
 
+struct TriluAttrs {
+  bool upper = true;
+  WEFT_FIELDS(f("upper", upper))
+};
+
+struct EyeLikeAttrs {
+  std::optional<DType> dtype; // none: the input's
+  int64_t k = 0;              // the diagonal: 0 main, > 0 above, < 0 below
+  WEFT_FIELDS(f("dtype", dtype); f("k", k))
+};
+
+struct CumSumAttrs {
+  std::optional<int64_t> axis; // an input in ONNX; here once canonicalize finds it constant
+  bool exclusive = false;
+  bool reverse = false;
+  WEFT_FIELDS(f("axis", axis); f("exclusive", exclusive); f("reverse", reverse))
+};
+
+// DepthToSpace, SpaceToDepth. DCR: the depth splits as (block row, block column, channel);
+// CRD: as (channel, block row, block column).
+enum class DepthToSpaceMode : uint8_t { kDCR, kCRD };
+struct BlockAttrs {
+  int64_t blocksize = 1;
+  DepthToSpaceMode mode = DepthToSpaceMode::kDCR;
+  WEFT_FIELDS(f("blocksize", blocksize); f("mode", mode))
+};
+
+struct BitShiftAttrs {
+  bool left = true; // direction "LEFT"; false: "RIGHT"
+  WEFT_FIELDS(f("left", left))
+};
+
+struct ShrinkAttrs {
+  float lambd = 0.5f;
+  float bias = 0.0f;
+  WEFT_FIELDS(f("lambd", lambd); f("bias", bias))
+};
+
+enum class LossReduction : uint8_t { kNone, kSum, kMean };
+// NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss.
+struct LossAttrs {
+  LossReduction reduction = LossReduction::kMean;
+  std::optional<int64_t> ignore_index; // targets equal to it contribute nothing
+  WEFT_FIELDS(f("reduction", reduction); f("ignore_index", ignore_index))
+};
+
 struct ConstantAttrs {
   TensorRef value;
   WEFT_FIELDS(f("value", value))
@@ -234,11 +280,15 @@ using OpAttrs =
                  ClipAttrs, ModAttrs, IsInfAttrs, ReduceAttrs, ArgReduceAttrs, SoftmaxAttrs,
                  AxisAttrs, BatchDimsAttrs, AxesAttrs, SplitAttrs, TransposeAttrs, ReshapeAttrs,
                  ShapeAttrs, SliceAttrs, PadAttrs, ConvAttrs, PoolAttrs, GemmAttrs, BatchNormAttrs,
-                 EpsilonAttrs, LayerNormAttrs, DropoutAttrs, ConstantAttrs, ConstantOfShapeAttrs>;
+                 EpsilonAttrs, LayerNormAttrs, DropoutAttrs, TriluAttrs, EyeLikeAttrs, CumSumAttrs,
+                 BlockAttrs, BitShiftAttrs, ShrinkAttrs, LossAttrs, ConstantAttrs,
+                 ConstantOfShapeAttrs>;
 
 #undef WEFT_FIELDS
 
 std::string_view auto_pad_name(AutoPad p);
 std::string_view pad_mode_name(PadMode m);
+std::string_view loss_reduction_name(LossReduction r);
+std::string_view depth_to_space_mode_name(DepthToSpaceMode m);
 
 } // namespace weft

@@ -103,6 +103,19 @@ std::string_view pad_mode_name(PadMode m) {
   return "?";
 }
 
+std::string_view loss_reduction_name(LossReduction r) {
+  switch (r) {
+    case LossReduction::kNone: return "none";
+    case LossReduction::kSum: return "sum";
+    case LossReduction::kMean: return "mean";
+  }
+  return "?";
+}
+
+std::string_view depth_to_space_mode_name(DepthToSpaceMode m) {
+  return m == DepthToSpaceMode::kDCR ? "DCR" : "CRD";
+}
+
 // ---- Parsers, one per attribute struct (and per default where ops differ) -----------------
 
 namespace {
@@ -216,6 +229,58 @@ OpAttrs parse_pad(AttrParser& p) {
   a.pads = p.optional_ints("pads");
   a.value = p.float_or("value", 0.0f);
   return a;
+}
+
+OpAttrs parse_loss(AttrParser& p) {
+  LossAttrs a;
+  std::string reduction = p.string_or("reduction", "mean");
+  if (reduction == "none") {
+    a.reduction = LossReduction::kNone;
+  } else if (reduction == "sum") {
+    a.reduction = LossReduction::kSum;
+  } else if (reduction != "mean") {
+    p.fail(fmt::format("attribute 'reduction' has unknown value '{}'", reduction));
+  }
+  a.ignore_index = p.optional_int("ignore_index");
+  return a;
+}
+
+OpAttrs parse_trilu(AttrParser& p) { return TriluAttrs{p.bool_or("upper", true)}; }
+
+OpAttrs parse_eye_like(AttrParser& p) {
+  EyeLikeAttrs a;
+  if (p.has("dtype")) a.dtype = p.dtype("dtype", DType::kF32);
+  a.k = p.int_or("k", 0);
+  return a;
+}
+
+OpAttrs parse_cum_sum(AttrParser& p) {
+  return CumSumAttrs{std::nullopt, p.bool_or("exclusive", false), p.bool_or("reverse", false)};
+}
+
+template <bool kHasMode> OpAttrs parse_block(AttrParser& p) {
+  BlockAttrs a;
+  if (!p.has("blocksize")) p.fail("attribute 'blocksize' is required");
+  a.blocksize = p.int_or("blocksize", 1);
+  if (a.blocksize < 1) p.fail("attribute 'blocksize' must be positive");
+  std::string mode = kHasMode ? p.string_or("mode", "DCR") : "DCR";
+  if (mode == "CRD") {
+    a.mode = DepthToSpaceMode::kCRD;
+  } else if (mode != "DCR") {
+    p.fail(fmt::format("attribute 'mode' has unknown value '{}'", mode));
+  }
+  return a;
+}
+
+OpAttrs parse_bit_shift(AttrParser& p) {
+  std::string direction = p.string_or("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT")
+    p.fail("attribute 'direction' must be \"LEFT\" or \"RIGHT\"");
+  return BitShiftAttrs{direction == "LEFT"};
+}
+
+OpAttrs parse_shrink(AttrParser& p) {
+  return ShrinkAttrs{p.float_or("lambd", 0.5f), p.float_or("bias", 0.0f)};
 }
 
 OpAttrs parse_conv(AttrParser& p) {
@@ -359,6 +424,17 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"LayerNormalization", 17, kAll, parse_layer_norm, infer_layer_norm});
     t.push_back({"BatchNormalization", 6, kAll, parse_batch_norm, infer_batch_norm});
     t.push_back({"InstanceNormalization", 6, kAll, parse_epsilon, infer_same});
+    t.push_back({"Trilu", 14, kAll, parse_trilu, infer_same});
+    t.push_back({"EyeLike", 9, kAll, parse_eye_like, infer_eye_like});
+    t.push_back({"CumSum", 11, kAll, parse_cum_sum, infer_same});
+    t.push_back({"OneHot", 9, kAll, parse_axis<-1>, infer_one_hot});
+    t.push_back({"DepthToSpace", 1, 10, parse_block<false>, infer_depth_to_space});
+    t.push_back({"DepthToSpace", 11, kAll, parse_block<true>, infer_depth_to_space});
+    t.push_back({"SpaceToDepth", 1, kAll, parse_block<false>, infer_space_to_depth});
+    t.push_back({"BitShift", 11, kAll, parse_bit_shift, infer_broadcast});
+    t.push_back({"Shrink", 9, kAll, parse_shrink, infer_same});
+    t.push_back({"NegativeLogLikelihoodLoss", 12, kAll, parse_loss, infer_nll_loss});
+    t.push_back({"SoftmaxCrossEntropyLoss", 12, kAll, parse_loss, infer_softmax_cross_entropy});
     t.push_back({"MatMul", 1, kAll, parse_none, infer_matmul});
     t.push_back({"Gemm", 1, kAll, parse_gemm, infer_gemm});
     t.push_back({"Conv", 1, kAll, parse_conv, infer_conv});

@@ -384,6 +384,117 @@ TypesOrError infer_gather_elements(const Node& node) {
   return one({in_type(node, 0).dtype, in_type(node, 1).shape});
 }
 
+TypesOrError infer_eye_like(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  if (x.shape && x.shape->size() != 2)
+    return fail(fmt::format("the input has rank {}, expected 2", x.shape->size()));
+  return one({node.attrs_as<EyeLikeAttrs>().dtype.value_or(x.dtype), x.shape});
+}
+
+// The indices' shape with "depth" (a constant input) inserted at "axis".
+TypesOrError infer_one_hot(const Node& node) {
+  const TensorType& idx = in_type(node, 0);
+  DType t = in_type(node, 2).dtype;
+  if (!idx.shape) return one({t, std::nullopt});
+  int64_t rank = static_cast<int64_t>(idx.shape->size()) + 1;
+  WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node.attrs_as<AxisAttrs>().axis, rank));
+  Shape out = *idx.shape;
+  const Value* depth = node.input(1);
+  Dim d = Dim::unknown();
+  if (depth->is_constant()) {
+    if (depth->constant->num_elements() != 1) return fail("depth must hold one element");
+    double v = depth->constant->get_double(0);
+    if (v < 1) return fail(fmt::format("depth is {}, expected at least 1", v));
+    d = static_cast<int64_t>(v);
+  }
+  out.insert(out.begin() + axis, d);
+  return one({t, out});
+}
+
+namespace {
+
+// [N, C, H, W] of a DepthToSpace/SpaceToDepth input, checked to be of rank 4.
+Result<Shape> block_input(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  if (x.shape && x.shape->size() != 4)
+    return fail(fmt::format("the input has rank {}, expected 4", x.shape->size()));
+  return x.shape ? *x.shape : unknown_shape(4);
+}
+
+Dim scaled(const Dim& d, int64_t mul, int64_t div) {
+  return d.is_static() ? Dim(d.value() * mul / div) : Dim::unknown();
+}
+
+} // namespace
+
+TypesOrError infer_depth_to_space(const Node& node) {
+  WEFT_ASSIGN_OR_RETURN(Shape s, block_input(node));
+  int64_t b = node.attrs_as<BlockAttrs>().blocksize;
+  if (s[1].is_static() && s[1].value() % (b * b) != 0)
+    return fail(
+        fmt::format("the depth {} is not a multiple of blocksize^2 = {}", s[1].value(), b * b));
+  return one({in_type(node, 0).dtype,
+              Shape{s[0], scaled(s[1], 1, b * b), scaled(s[2], b, 1), scaled(s[3], b, 1)}});
+}
+
+TypesOrError infer_space_to_depth(const Node& node) {
+  WEFT_ASSIGN_OR_RETURN(Shape s, block_input(node));
+  int64_t b = node.attrs_as<BlockAttrs>().blocksize;
+  for (size_t i = 2; i < 4; ++i) {
+    if (s[i].is_static() && s[i].value() % b != 0)
+      return fail(fmt::format("dim {} is {}, not a multiple of blocksize {}", i, s[i].value(), b));
+  }
+  return one({in_type(node, 0).dtype,
+              Shape{s[0], scaled(s[1], b * b, 1), scaled(s[2], 1, b), scaled(s[3], 1, b)}});
+}
+
+namespace {
+
+// The loss of NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss: input [N, C, d...],
+// target [N, d...], weight [C]; per element without reduction, a scalar with.
+Result<TensorType> loss_type(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  const TensorType& target = in_type(node, 1);
+  const TensorType* weight = node.input(2) ? &in_type(node, 2) : nullptr;
+  if (x.shape && x.shape->size() < 2) return fail("the input must have rank 2 or more");
+  if (x.shape && target.shape) {
+    Shape expected = *x.shape;
+    expected.erase(expected.begin() + 1);
+    if (target.shape->size() != expected.size())
+      return fail(fmt::format("the target has rank {}, expected {}", target.shape->size(),
+                              expected.size()));
+    for (size_t i = 0; i < expected.size(); ++i) {
+      if (expected[i].is_static() && (*target.shape)[i].is_static() &&
+          expected[i] != (*target.shape)[i])
+        return fail(fmt::format("the target has shape {}, expected {}",
+                                shape_to_string(*target.shape), shape_to_string(expected)));
+    }
+  }
+  if (x.shape && weight && weight->shape &&
+      (weight->shape->size() != 1 ||
+       ((*x.shape)[1].is_static() && (*weight->shape)[0].is_static() &&
+        (*x.shape)[1] != (*weight->shape)[0])))
+    return fail("the weight must be a vector with one element per class");
+  if (node.attrs_as<LossAttrs>().reduction != LossReduction::kNone)
+    return TensorType{x.dtype, Shape{}};
+  return TensorType{x.dtype, target.shape};
+}
+
+} // namespace
+
+TypesOrError infer_nll_loss(const Node& node) {
+  WEFT_ASSIGN_OR_RETURN(TensorType loss, loss_type(node));
+  return one(loss);
+}
+
+// The loss, and the optional log-probabilities, shaped as the scores.
+TypesOrError infer_softmax_cross_entropy(const Node& node) {
+  WEFT_ASSIGN_OR_RETURN(TensorType loss, loss_type(node));
+  std::vector<TensorType> out = {loss};
+  if (node.outputs.size() > 1) out.push_back(in_type(node, 0));
+  return out;
+}
+
 // y: the index tuples' dims, then the data dims the tuples do not index.
 TypesOrError infer_gather_nd(const Node& node) {
   const TensorType& data = in_type(node, 0);

@@ -127,6 +127,8 @@ enum class ExprOp : uint8_t {
   kAnd,
   kOr,
   kXor,
+  kShiftLeft,  // integers; a shift by the bit width or more gives 0
+  kShiftRight, // unsigned integers (logical shift)
   // ternary
   kSelect,
 };
