@@ -257,6 +257,30 @@ struct ShrinkAttrs {
   WEFT_FIELDS(f("lambd", lambd); f("bias", bias))
 };
 
+// Resize (and Upsample, read as Resize with asymmetric coordinates and floor rounding). The
+// scales, sizes and roi are inputs, constant once shapes are specialized.
+enum class ResizeMode : uint8_t { kNearest, kLinear, kCubic };
+enum class ResizeCoordinates : uint8_t {
+  kHalfPixel,
+  kPytorchHalfPixel,
+  kAlignCorners,
+  kAsymmetric,
+  kTfHalfPixelForNn,
+  kTfCropAndResize
+};
+enum class NearestMode : uint8_t { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
+struct ResizeAttrs {
+  ResizeMode mode = ResizeMode::kNearest;
+  ResizeCoordinates coordinate_transformation_mode = ResizeCoordinates::kHalfPixel;
+  NearestMode nearest_mode = NearestMode::kRoundPreferFloor;
+  float cubic_coeff_a = -0.75f;
+  bool exclude_outside = false;
+  float extrapolation_value = 0.0f;
+  WEFT_FIELDS(f("mode", mode); f("coordinate_transformation_mode", coordinate_transformation_mode);
+              f("nearest_mode", nearest_mode); f("cubic_coeff_a", cubic_coeff_a);
+              f("exclude_outside", exclude_outside); f("extrapolation_value", extrapolation_value))
+};
+
 enum class LossReduction : uint8_t { kNone, kSum, kMean };
 // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss.
 struct LossAttrs {
@@ -281,7 +305,7 @@ using OpAttrs =
                  AxisAttrs, BatchDimsAttrs, AxesAttrs, SplitAttrs, TransposeAttrs, ReshapeAttrs,
                  ShapeAttrs, SliceAttrs, PadAttrs, ConvAttrs, PoolAttrs, GemmAttrs, BatchNormAttrs,
                  EpsilonAttrs, LayerNormAttrs, DropoutAttrs, TriluAttrs, EyeLikeAttrs, CumSumAttrs,
-                 BlockAttrs, BitShiftAttrs, ShrinkAttrs, LossAttrs, ConstantAttrs,
+                 BlockAttrs, BitShiftAttrs, ShrinkAttrs, ResizeAttrs, LossAttrs, ConstantAttrs,
                  ConstantOfShapeAttrs>;
 
 #undef WEFT_FIELDS
@@ -290,5 +314,8 @@ std::string_view auto_pad_name(AutoPad p);
 std::string_view pad_mode_name(PadMode m);
 std::string_view loss_reduction_name(LossReduction r);
 std::string_view depth_to_space_mode_name(DepthToSpaceMode m);
+std::string_view resize_mode_name(ResizeMode m);
+std::string_view resize_coordinates_name(ResizeCoordinates c);
+std::string_view nearest_mode_name(NearestMode m);
 
 } // namespace weft

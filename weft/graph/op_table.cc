@@ -116,6 +116,36 @@ std::string_view depth_to_space_mode_name(DepthToSpaceMode m) {
   return m == DepthToSpaceMode::kDCR ? "DCR" : "CRD";
 }
 
+namespace {
+
+// The ONNX spellings of the Resize enums, in enum order.
+constexpr std::string_view kResizeModes[] = {"nearest", "linear", "cubic"};
+constexpr std::string_view kResizeCoordinates[] = {"half_pixel",           "pytorch_half_pixel",
+                                                   "align_corners",        "asymmetric",
+                                                   "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+constexpr std::string_view kNearestModes[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
+                                              "ceil"};
+
+// The enum value spelled "name" in "names", or a parse failure naming the attribute.
+template <typename E, size_t N>
+E enum_attr(AttrParser& p, std::string_view attr, const std::string_view (&names)[N],
+            std::string_view fallback) {
+  std::string name = p.string_or(attr, std::string(fallback));
+  for (size_t i = 0; i < N; ++i) {
+    if (names[i] == name) return static_cast<E>(i);
+  }
+  p.fail(fmt::format("attribute '{}' has unknown value '{}'", attr, name));
+  return static_cast<E>(0);
+}
+
+} // namespace
+
+std::string_view resize_mode_name(ResizeMode m) { return kResizeModes[static_cast<size_t>(m)]; }
+std::string_view resize_coordinates_name(ResizeCoordinates c) {
+  return kResizeCoordinates[static_cast<size_t>(c)];
+}
+std::string_view nearest_mode_name(NearestMode m) { return kNearestModes[static_cast<size_t>(m)]; }
+
 // ---- Parsers, one per attribute struct (and per default where ops differ) -----------------
 
 namespace {
@@ -283,6 +313,28 @@ OpAttrs parse_shrink(AttrParser& p) {
   return ShrinkAttrs{p.float_or("lambd", 0.5f), p.float_or("bias", 0.0f)};
 }
 
+OpAttrs parse_resize(AttrParser& p) {
+  ResizeAttrs a;
+  a.mode = enum_attr<ResizeMode>(p, "mode", kResizeModes, "nearest");
+  a.coordinate_transformation_mode = enum_attr<ResizeCoordinates>(
+      p, "coordinate_transformation_mode", kResizeCoordinates, "half_pixel");
+  a.nearest_mode = enum_attr<NearestMode>(p, "nearest_mode", kNearestModes, "round_prefer_floor");
+  a.cubic_coeff_a = p.float_or("cubic_coeff_a", -0.75f);
+  a.exclude_outside = p.bool_or("exclude_outside", false);
+  a.extrapolation_value = p.float_or("extrapolation_value", 0.0f);
+  return a;
+}
+
+// Upsample (opset 9): nearest or linear, at asymmetric coordinates, nearest rounding down.
+OpAttrs parse_upsample(AttrParser& p) {
+  ResizeAttrs a;
+  a.mode = enum_attr<ResizeMode>(p, "mode", kResizeModes, "nearest");
+  if (a.mode == ResizeMode::kCubic) p.fail("attribute 'mode' has unknown value 'cubic'");
+  a.coordinate_transformation_mode = ResizeCoordinates::kAsymmetric;
+  a.nearest_mode = NearestMode::kFloor;
+  return a;
+}
+
 OpAttrs parse_conv(AttrParser& p) {
   ConvAttrs a;
   a.auto_pad = p.auto_pad();
@@ -433,6 +485,8 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"SpaceToDepth", 1, kAll, parse_block<false>, infer_space_to_depth});
     t.push_back({"BitShift", 11, kAll, parse_bit_shift, infer_broadcast});
     t.push_back({"Shrink", 9, kAll, parse_shrink, infer_same});
+    t.push_back({"Resize", 11, kAll, parse_resize, infer_resize});
+    t.push_back({"Upsample", 9, 9, parse_upsample, infer_resize});
     t.push_back({"NegativeLogLikelihoodLoss", 12, kAll, parse_loss, infer_nll_loss});
     t.push_back({"SoftmaxCrossEntropyLoss", 12, kAll, parse_loss, infer_softmax_cross_entropy});
     t.push_back({"MatMul", 1, kAll, parse_none, infer_matmul});

@@ -1,6 +1,7 @@
 #include "weft/graph/shape_functions.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -446,6 +447,78 @@ TypesOrError infer_space_to_depth(const Node& node) {
   }
   return one({in_type(node, 0).dtype,
               Shape{s[0], scaled(s[1], b * b, 1), scaled(s[2], 1, b), scaled(s[3], 1, b)}});
+}
+
+namespace {
+
+// A constant input of a Resize, none when absent, not constant or empty (opset 11 spells
+// an absent input as an empty tensor).
+const Value* resize_operand(const Node& node, size_t i) {
+  const Value* v = node.input(i);
+  return v && v->is_constant() && v->constant->num_elements() > 0 ? v : nullptr;
+}
+
+const Value* resize_scales_operand(const Node& node) {
+  return resize_operand(node, node.op_type == "Upsample" ? 1 : 2);
+}
+
+const Value* resize_sizes_operand(const Node& node) {
+  return node.op_type == "Upsample" ? nullptr : resize_operand(node, 3);
+}
+
+} // namespace
+
+std::optional<std::vector<double>> resize_scales(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  std::vector<double> scales;
+  if (const Value* sizes = resize_sizes_operand(node)) {
+    if (!x.has_static_shape() ||
+        static_cast<size_t>(sizes->constant->num_elements()) != x.shape->size())
+      return {};
+    for (size_t d = 0; d < x.shape->size(); ++d) {
+      scales.push_back(static_cast<double>(sizes->constant->get_int64(d)) /
+                       static_cast<double>((*x.shape)[d].value()));
+    }
+    return scales;
+  }
+  const Value* s = resize_scales_operand(node);
+  if (!s) return {};
+  for (size_t d = 0; d < static_cast<size_t>(s->constant->num_elements()); ++d)
+    scales.push_back(static_cast<float>(s->constant->get_double(d))); // ONNX scales are f32
+  return scales;
+}
+
+std::optional<Ints> resize_extents(const Node& node) {
+  if (const Value* sizes = resize_sizes_operand(node)) return constant_ints(sizes);
+  const TensorType& x = in_type(node, 0);
+  std::optional<std::vector<double>> scales = resize_scales(node);
+  if (!scales || !x.has_static_shape() || scales->size() != x.shape->size()) return {};
+  Ints out;
+  for (size_t d = 0; d < scales->size(); ++d) {
+    out.push_back(static_cast<int64_t>(
+        std::floor(static_cast<double>((*x.shape)[d].value()) * (*scales)[d])));
+  }
+  return out;
+}
+
+TypesOrError infer_resize(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  bool sized = resize_sizes_operand(node) != nullptr;
+  const Value* given = sized ? resize_sizes_operand(node) : resize_scales_operand(node);
+  if (given && x.shape && static_cast<size_t>(given->constant->num_elements()) != x.shape->size()) {
+    return fail(fmt::format("{} has {} elements for an input of rank {}",
+                            sized ? "sizes" : "scales", given->constant->num_elements(),
+                            x.shape->size()));
+  }
+  if (std::optional<std::vector<double>> scales = resize_scales(node)) {
+    for (double s : *scales) {
+      if (!(s > 0)) return fail(fmt::format("scale {} is not positive", s));
+    }
+  }
+  std::optional<Ints> extents = resize_extents(node);
+  if (!extents)
+    return one({x.dtype, x.shape ? unknown_shape(x.shape->size()) : std::optional<Shape>()});
+  return one({x.dtype, Shape(extents->begin(), extents->end())});
 }
 
 namespace {

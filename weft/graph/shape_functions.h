@@ -28,6 +28,7 @@ TypesOrError infer_eye_like(const Node& node);
 TypesOrError infer_one_hot(const Node& node);
 TypesOrError infer_depth_to_space(const Node& node);
 TypesOrError infer_space_to_depth(const Node& node);
+TypesOrError infer_resize(const Node& node);
 TypesOrError infer_nll_loss(const Node& node);
 TypesOrError infer_softmax_cross_entropy(const Node& node);
 TypesOrError infer_matmul(const Node& node);
@@ -54,6 +55,12 @@ TypesOrError infer_range(const Node& node);
 TypesOrError infer_constant(const Node& node);
 TypesOrError infer_constant_of_shape(const Node& node);
 TypesOrError infer_dropout(const Node& node);
+
+// The scale of each axis of a Resize or Upsample: its constant scales, or its constant sizes
+// over the input's static extents; none when neither is known.
+std::optional<std::vector<double>> resize_scales(const Node& node);
+// The output extents of a Resize or Upsample: its sizes, or floor(extent * scale).
+std::optional<Ints> resize_extents(const Node& node);
 
 // Numpy broadcasting of "shapes".
 Result<Shape> broadcast_shapes(const std::vector<Shape>& shapes);

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "weft/graph/shape_functions.h"
 #include "weft/kernel/lower_ops.h"
 
 namespace weft::kernel {
@@ -44,6 +45,7 @@ bool can_lower(const Node& n) {
   if (n.op_type == "MaxPool") return n.outputs.size() < 2 || !n.outputs[1]; // no Indices output yet
   if (n.op_type == "AveragePool") return true;
   if (n.op_type == "Pad") return n.attrs_as<PadAttrs>().pads.has_value();
+  if (n.op_type == "Resize" || n.op_type == "Upsample") return resize_scales(n).has_value();
   if (n.op_type == "CumSum") return n.attrs_as<CumSumAttrs>().axis.has_value(); // a constant axis
   static const std::set<std::string_view> ops = {"ArgMax",
                                                  "ArgMin",
@@ -118,6 +120,7 @@ Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
   if (op == "Range") return lower_range(n, name);
   if (op == "OneHot") return lower_one_hot(n, name);
   if (op == "CumSum") return lower_cum_sum(n, name);
+  if (op == "Resize" || op == "Upsample") return lower_resize(n, name);
   if (op == "NegativeLogLikelihoodLoss") return lower_nll_loss(n, name);
   if (op == "SoftmaxCrossEntropyLoss") return lower_softmax_cross_entropy(n, name);
   if (is_elementwise(n)) return lower_elementwise(n, name);

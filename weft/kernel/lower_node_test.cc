@@ -104,5 +104,21 @@ TEST(LowerNode, NegativeLogLikelihoodLossMeanDividesByTheCountedWeights) {
             "  reduce_loss[]: b3[] = (t4[] / t5[])\n");
 }
 
+// Nearest resize: the resized axis reads the input at ceil(x) - 1 + (r > 0.5), x = o / 2
+// (asymmetric), clamped; the unit-scale axis stays affine.
+TEST(LowerNode, NearestResizeComputesTheSourceIndex) {
+  EXPECT_EQ(lowered(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2, 3] x) => (float[2, 6] y) {
+      scales = Constant <value = float[2] {1.0, 2.0}> ()
+      y = Resize <mode = "nearest", coordinate_transformation_mode = "asymmetric"> (x, , scales)
+    })"),
+            "kernel k\n"
+            "  in b0: f32[2,3]\n"
+            "  out b1: f32[2,6]\n"
+            "  resize_nearest[i0 < 2, i1 < 6]: b1[i0, i1] = b0[i0, clamp(i64(((ceil((f64(i1) / 2)) "
+            "- 1) + select((((f64(i1) / 2) - (ceil((f64(i1) / 2)) - 1)) > 0.5), 1, 0))))]\n");
+}
+
 } // namespace
 } // namespace weft::kernel

@@ -36,6 +36,7 @@ Result<LoweredNode> lower_eye_like(const Node& n, const std::string& name);
 Result<LoweredNode> lower_range(const Node& n, const std::string& name);
 Result<LoweredNode> lower_one_hot(const Node& n, const std::string& name);
 Result<LoweredNode> lower_cum_sum(const Node& n, const std::string& name);
+Result<LoweredNode> lower_resize(const Node& n, const std::string& name);
 Result<LoweredNode> lower_nll_loss(const Node& n, const std::string& name);
 Result<LoweredNode> lower_softmax_cross_entropy(const Node& n, const std::string& name);
 
