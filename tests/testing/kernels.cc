@@ -86,4 +86,21 @@ Kernel bias_add_kernel(Dim rows, Dim cols) {
   return k;
 }
 
+Kernel gather_rows_kernel(Dim rows, Dim cols, Dim n) {
+  Kernel k;
+  k.name = "gather_rows";
+  k.buffers = {Buffer{"x", DType::kF32, {rows, cols}, BufferRole::kInput},
+               Buffer{"idx", DType::kI64, {n}, BufferRole::kInput},
+               Buffer{"y", DType::kF32, {n, cols}, BufferRole::kOutput}};
+  Statement s;
+  s.name = "gather";
+  s.domain = {n, cols};
+  s.write = {2, {it(0), it(1)}};
+  s.reads = {{1, {it(0)}},
+             {0, {AffineExpr::constant_of(0), it(1)}, {{0, 0, kernel::IndexWrap::kNegative}}}};
+  s.expr = {{ExprOp::kLoad, DType::kI64, {}, 0, 0.0}, load(1)};
+  k.statements = {s};
+  return k;
+}
+
 } // namespace weft::testing

@@ -13,5 +13,7 @@ kernel::Kernel column_sum_kernel(Dim rows, Dim cols);
 kernel::Kernel all_max_kernel(Dim n);
 // z[i, j] = x[i, j] + b[j]: elementwise with a broadcast operand.
 kernel::Kernel bias_add_kernel(Dim rows, Dim cols);
+// y[i, j] = x[idx[i], j], negative indices counting from the end: an indirect load.
+kernel::Kernel gather_rows_kernel(Dim rows, Dim cols, Dim n);
 
 } // namespace weft::testing

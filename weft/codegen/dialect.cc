@@ -32,6 +32,16 @@ template <typename T> inline T weft_mod(T a, T b) {
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 inline int64_t weft_floord(int64_t a, int64_t b) { return (a >= 0) ? a / b : -((-a + b - 1) / b); }
+// Data-dependent indices: clamped into [0, n) so that no index reads outside its buffer;
+// the wrapping form first counts a negative index from the end, as ONNX's gathers do.
+template <typename T> inline int64_t weft_clamp_index(T i, int64_t n) {
+  int64_t v = static_cast<int64_t>(i);
+  return v < 0 ? 0 : (v >= n ? n - 1 : v);
+}
+template <typename T> inline int64_t weft_wrap_index(T i, int64_t n) {
+  int64_t v = static_cast<int64_t>(i);
+  return weft_clamp_index(v < 0 ? v + n : v, n);
+}
 inline float weft_h2f(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu, bits;
   if (exp == 0x1f) bits = sign | 0x7f800000u | (mant << 13);
@@ -106,6 +116,15 @@ template <typename T> WEFT_D T weft_mod(T a, T b) {
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 WEFT_D int64_t weft_floord(int64_t a, int64_t b) { return (a >= 0) ? a / b : -((-a + b - 1) / b); }
+// Data-dependent indices, as in the CPU prelude: clamped into [0, n), or wrapped first.
+template <typename T> WEFT_D int64_t weft_clamp_index(T i, int64_t n) {
+  int64_t v = static_cast<int64_t>(i);
+  return v < 0 ? 0 : (v >= n ? n - 1 : v);
+}
+template <typename T> WEFT_D int64_t weft_wrap_index(T i, int64_t n) {
+  int64_t v = static_cast<int64_t>(i);
+  return weft_clamp_index(v < 0 ? v + n : v, n);
+}
 WEFT_D float weft_exp(float x) { return expf(x); }
 WEFT_D float weft_h2f(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu, bits;
@@ -241,6 +260,10 @@ std::string apply_op(kernel::ExprOp op, DType t, const std::vector<std::string>&
     case ExprOp::kEq: return fmt::format("({} == {})", a[0], a[1]);
     case ExprOp::kAnd: return fmt::format("({} && {})", a[0], a[1]);
     case ExprOp::kOr: return fmt::format("({} || {})", a[0], a[1]);
+    case ExprOp::kShiftLeft:
+    case ExprOp::kShiftRight:
+      return fmt::format("static_cast<{0}>({2} >= 8 * sizeof({0}) ? 0 : {1} {3} {2})",
+                         compute_type(t), a[0], a[1], op == ExprOp::kShiftLeft ? "<<" : ">>");
     case ExprOp::kXor: return fmt::format("({} != {})", a[0], a[1]);
     case ExprOp::kSelect: return fmt::format("({} ? {} : {})", a[0], a[1], a[2]);
     case ExprOp::kLoad:

@@ -128,13 +128,20 @@ private:
     return d.is_static() ? std::to_string(d.value()) : symbol_names_.at(d.symbol_name());
   }
 
-  // Row-major offset of an access, with iterators replaced by "iters".
+  // Row-major offset of an access, with iterators replaced by "iters"; an indirect index is
+  // the statement's value "t<node>", brought into the buffer by the prelude's helpers.
   std::string offset(const kernel::Access& a, const std::vector<std::string>& iters) const {
     const Shape& shape = k_.buffers[static_cast<size_t>(a.buffer)].shape;
     std::vector<std::string> terms;
     for (size_t d = 0; d < a.index.size(); ++d) {
       const AffineExpr& e = a.index[d];
       std::vector<std::string> parts;
+      if (const kernel::IndirectIndex* ind = a.indirect_at(static_cast<int>(d))) {
+        parts.push_back(fmt::format("{}(t{}, {})",
+                                    ind->wrap == kernel::IndexWrap::kClamp ? "weft_clamp_index"
+                                                                           : "weft_wrap_index",
+                                    ind->node, dim_text(shape[d])));
+      }
       for (auto [iter, coeff] : e.terms) {
         parts.push_back(coeff == 1
                             ? iters[static_cast<size_t>(iter)]

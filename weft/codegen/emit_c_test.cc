@@ -60,6 +60,13 @@ TEST(EmitC, BroadcastIndexAndAllReduction) {
   EXPECT_EQ(max.find("omp simd"), std::string::npos) << max;
 }
 
+TEST(EmitC, IndirectLoadWrapsAndClampsItsIndex) {
+  std::string gather = function_of(testing::gather_rows_kernel(5, 8, 3));
+  EXPECT_NE(gather.find("const int64_t t0 = b1[c0];"), std::string::npos) << gather;
+  EXPECT_NE(gather.find("const float t1 = b0[weft_wrap_index(t0, 5) * 8 + c1];"), std::string::npos)
+      << gather;
+}
+
 TEST(EmitC, KernelSymbolsAreSorted) {
   kernel::Kernel k = testing::bias_add_kernel(Dim::symbol("rows"), Dim::symbol("cols"));
   EXPECT_EQ(kernel_symbols(k), (std::vector<std::string>{"cols", "rows"}));

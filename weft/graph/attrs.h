@@ -109,6 +109,11 @@ struct AxisAttrs {
   WEFT_FIELDS(f("axis", axis))
 };
 
+struct BatchDimsAttrs { // GatherND
+  int64_t batch_dims = 0;
+  WEFT_FIELDS(f("batch_dims", batch_dims))
+};
+
 struct AxesAttrs {          // Squeeze, Unsqueeze
   std::optional<Ints> axes; // Squeeze without axes removes every dim of extent 1
   WEFT_FIELDS(f("axes", axes))
@@ -214,6 +219,76 @@ struct DropoutAttrs {
   WEFT_FIELDS(f("ratio", ratio); f("is_test", is_test))
 };
 
+struct TriluAttrs {
+  bool upper = true;
+  WEFT_FIELDS(f("upper", upper))
+};
+
+struct EyeLikeAttrs {
+  std::optional<DType> dtype; // none: the input's
+  int64_t k = 0;              // the diagonal: 0 main, > 0 above, < 0 below
+  WEFT_FIELDS(f("dtype", dtype); f("k", k))
+};
+
+struct CumSumAttrs {
+  std::optional<int64_t> axis; // an input in ONNX; here once canonicalize finds it constant
+  bool exclusive = false;
+  bool reverse = false;
+  WEFT_FIELDS(f("axis", axis); f("exclusive", exclusive); f("reverse", reverse))
+};
+
+// DepthToSpace, SpaceToDepth. DCR: the depth splits as (block row, block column, channel);
+// CRD: as (channel, block row, block column).
+enum class DepthToSpaceMode : uint8_t { kDCR, kCRD };
+struct BlockAttrs {
+  int64_t blocksize = 1;
+  DepthToSpaceMode mode = DepthToSpaceMode::kDCR;
+  WEFT_FIELDS(f("blocksize", blocksize); f("mode", mode))
+};
+
+struct BitShiftAttrs {
+  bool left = true; // direction "LEFT"; false: "RIGHT"
+  WEFT_FIELDS(f("left", left))
+};
+
+struct ShrinkAttrs {
+  float lambd = 0.5f;
+  float bias = 0.0f;
+  WEFT_FIELDS(f("lambd", lambd); f("bias", bias))
+};
+
+// Resize (and Upsample, read as Resize with asymmetric coordinates and floor rounding). The
+// scales, sizes and roi are inputs, constant once shapes are specialized.
+enum class ResizeMode : uint8_t { kNearest, kLinear, kCubic };
+enum class ResizeCoordinates : uint8_t {
+  kHalfPixel,
+  kPytorchHalfPixel,
+  kAlignCorners,
+  kAsymmetric,
+  kTfHalfPixelForNn,
+  kTfCropAndResize
+};
+enum class NearestMode : uint8_t { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
+struct ResizeAttrs {
+  ResizeMode mode = ResizeMode::kNearest;
+  ResizeCoordinates coordinate_transformation_mode = ResizeCoordinates::kHalfPixel;
+  NearestMode nearest_mode = NearestMode::kRoundPreferFloor;
+  float cubic_coeff_a = -0.75f;
+  bool exclude_outside = false;
+  float extrapolation_value = 0.0f;
+  WEFT_FIELDS(f("mode", mode); f("coordinate_transformation_mode", coordinate_transformation_mode);
+              f("nearest_mode", nearest_mode); f("cubic_coeff_a", cubic_coeff_a);
+              f("exclude_outside", exclude_outside); f("extrapolation_value", extrapolation_value))
+};
+
+enum class LossReduction : uint8_t { kNone, kSum, kMean };
+// NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss.
+struct LossAttrs {
+  LossReduction reduction = LossReduction::kMean;
+  std::optional<int64_t> ignore_index; // targets equal to it contribute nothing
+  WEFT_FIELDS(f("reduction", reduction); f("ignore_index", ignore_index))
+};
+
 struct ConstantAttrs {
   TensorRef value;
   WEFT_FIELDS(f("value", value))
@@ -227,13 +302,20 @@ struct ConstantOfShapeAttrs {
 using OpAttrs =
     std::variant<NoAttrs, LegacyBroadcastAttrs, CastAttrs, AlphaAttrs, HardSigmoidAttrs, SeluAttrs,
                  ClipAttrs, ModAttrs, IsInfAttrs, ReduceAttrs, ArgReduceAttrs, SoftmaxAttrs,
-                 AxisAttrs, AxesAttrs, SplitAttrs, TransposeAttrs, ReshapeAttrs, ShapeAttrs,
-                 SliceAttrs, PadAttrs, ConvAttrs, PoolAttrs, GemmAttrs, BatchNormAttrs,
-                 EpsilonAttrs, LayerNormAttrs, DropoutAttrs, ConstantAttrs, ConstantOfShapeAttrs>;
+                 AxisAttrs, BatchDimsAttrs, AxesAttrs, SplitAttrs, TransposeAttrs, ReshapeAttrs,
+                 ShapeAttrs, SliceAttrs, PadAttrs, ConvAttrs, PoolAttrs, GemmAttrs, BatchNormAttrs,
+                 EpsilonAttrs, LayerNormAttrs, DropoutAttrs, TriluAttrs, EyeLikeAttrs, CumSumAttrs,
+                 BlockAttrs, BitShiftAttrs, ShrinkAttrs, ResizeAttrs, LossAttrs, ConstantAttrs,
+                 ConstantOfShapeAttrs>;
 
 #undef WEFT_FIELDS
 
 std::string_view auto_pad_name(AutoPad p);
 std::string_view pad_mode_name(PadMode m);
+std::string_view loss_reduction_name(LossReduction r);
+std::string_view depth_to_space_mode_name(DepthToSpaceMode m);
+std::string_view resize_mode_name(ResizeMode m);
+std::string_view resize_coordinates_name(ResizeCoordinates c);
+std::string_view nearest_mode_name(NearestMode m);
 
 } // namespace weft

@@ -103,6 +103,49 @@ std::string_view pad_mode_name(PadMode m) {
   return "?";
 }
 
+std::string_view loss_reduction_name(LossReduction r) {
+  switch (r) {
+    case LossReduction::kNone: return "none";
+    case LossReduction::kSum: return "sum";
+    case LossReduction::kMean: return "mean";
+  }
+  return "?";
+}
+
+std::string_view depth_to_space_mode_name(DepthToSpaceMode m) {
+  return m == DepthToSpaceMode::kDCR ? "DCR" : "CRD";
+}
+
+namespace {
+
+// The ONNX spellings of the Resize enums, in enum order.
+constexpr std::string_view kResizeModes[] = {"nearest", "linear", "cubic"};
+constexpr std::string_view kResizeCoordinates[] = {"half_pixel",           "pytorch_half_pixel",
+                                                   "align_corners",        "asymmetric",
+                                                   "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+constexpr std::string_view kNearestModes[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
+                                              "ceil"};
+
+// The enum value spelled "name" in "names", or a parse failure naming the attribute.
+template <typename E, size_t N>
+E enum_attr(AttrParser& p, std::string_view attr, const std::string_view (&names)[N],
+            std::string_view fallback) {
+  std::string name = p.string_or(attr, std::string(fallback));
+  for (size_t i = 0; i < N; ++i) {
+    if (names[i] == name) return static_cast<E>(i);
+  }
+  p.fail(fmt::format("attribute '{}' has unknown value '{}'", attr, name));
+  return static_cast<E>(0);
+}
+
+} // namespace
+
+std::string_view resize_mode_name(ResizeMode m) { return kResizeModes[static_cast<size_t>(m)]; }
+std::string_view resize_coordinates_name(ResizeCoordinates c) {
+  return kResizeCoordinates[static_cast<size_t>(c)];
+}
+std::string_view nearest_mode_name(NearestMode m) { return kNearestModes[static_cast<size_t>(m)]; }
+
 // ---- Parsers, one per attribute struct (and per default where ops differ) -----------------
 
 namespace {
@@ -178,6 +221,12 @@ OpAttrs parse_concat(AttrParser& p) {
   return AxisAttrs{p.int_or("axis", 0)};
 }
 
+OpAttrs parse_batch_dims(AttrParser& p) {
+  BatchDimsAttrs a{p.int_or("batch_dims", 0)};
+  if (a.batch_dims < 0) p.fail("attribute 'batch_dims' must not be negative");
+  return a;
+}
+
 OpAttrs parse_axes(AttrParser& p) { return AxesAttrs{p.optional_ints("axes")}; }
 
 OpAttrs parse_split(AttrParser& p) {
@@ -209,6 +258,80 @@ OpAttrs parse_pad(AttrParser& p) {
   }
   a.pads = p.optional_ints("pads");
   a.value = p.float_or("value", 0.0f);
+  return a;
+}
+
+OpAttrs parse_loss(AttrParser& p) {
+  LossAttrs a;
+  std::string reduction = p.string_or("reduction", "mean");
+  if (reduction == "none") {
+    a.reduction = LossReduction::kNone;
+  } else if (reduction == "sum") {
+    a.reduction = LossReduction::kSum;
+  } else if (reduction != "mean") {
+    p.fail(fmt::format("attribute 'reduction' has unknown value '{}'", reduction));
+  }
+  a.ignore_index = p.optional_int("ignore_index");
+  return a;
+}
+
+OpAttrs parse_trilu(AttrParser& p) { return TriluAttrs{p.bool_or("upper", true)}; }
+
+OpAttrs parse_eye_like(AttrParser& p) {
+  EyeLikeAttrs a;
+  if (p.has("dtype")) a.dtype = p.dtype("dtype", DType::kF32);
+  a.k = p.int_or("k", 0);
+  return a;
+}
+
+OpAttrs parse_cum_sum(AttrParser& p) {
+  return CumSumAttrs{std::nullopt, p.bool_or("exclusive", false), p.bool_or("reverse", false)};
+}
+
+template <bool kHasMode> OpAttrs parse_block(AttrParser& p) {
+  BlockAttrs a;
+  if (!p.has("blocksize")) p.fail("attribute 'blocksize' is required");
+  a.blocksize = p.int_or("blocksize", 1);
+  if (a.blocksize < 1) p.fail("attribute 'blocksize' must be positive");
+  std::string mode = kHasMode ? p.string_or("mode", "DCR") : "DCR";
+  if (mode == "CRD") {
+    a.mode = DepthToSpaceMode::kCRD;
+  } else if (mode != "DCR") {
+    p.fail(fmt::format("attribute 'mode' has unknown value '{}'", mode));
+  }
+  return a;
+}
+
+OpAttrs parse_bit_shift(AttrParser& p) {
+  std::string direction = p.string_or("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT")
+    p.fail("attribute 'direction' must be \"LEFT\" or \"RIGHT\"");
+  return BitShiftAttrs{direction == "LEFT"};
+}
+
+OpAttrs parse_shrink(AttrParser& p) {
+  return ShrinkAttrs{p.float_or("lambd", 0.5f), p.float_or("bias", 0.0f)};
+}
+
+OpAttrs parse_resize(AttrParser& p) {
+  ResizeAttrs a;
+  a.mode = enum_attr<ResizeMode>(p, "mode", kResizeModes, "nearest");
+  a.coordinate_transformation_mode = enum_attr<ResizeCoordinates>(
+      p, "coordinate_transformation_mode", kResizeCoordinates, "half_pixel");
+  a.nearest_mode = enum_attr<NearestMode>(p, "nearest_mode", kNearestModes, "round_prefer_floor");
+  a.cubic_coeff_a = p.float_or("cubic_coeff_a", -0.75f);
+  a.exclude_outside = p.bool_or("exclude_outside", false);
+  a.extrapolation_value = p.float_or("extrapolation_value", 0.0f);
+  return a;
+}
+
+// Upsample (opset 9): nearest or linear, at asymmetric coordinates, nearest rounding down.
+OpAttrs parse_upsample(AttrParser& p) {
+  ResizeAttrs a;
+  a.mode = enum_attr<ResizeMode>(p, "mode", kResizeModes, "nearest");
+  if (a.mode == ResizeMode::kCubic) p.fail("attribute 'mode' has unknown value 'cubic'");
+  a.coordinate_transformation_mode = ResizeCoordinates::kAsymmetric;
+  a.nearest_mode = NearestMode::kFloor;
   return a;
 }
 
@@ -353,6 +476,19 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"LayerNormalization", 17, kAll, parse_layer_norm, infer_layer_norm});
     t.push_back({"BatchNormalization", 6, kAll, parse_batch_norm, infer_batch_norm});
     t.push_back({"InstanceNormalization", 6, kAll, parse_epsilon, infer_same});
+    t.push_back({"Trilu", 14, kAll, parse_trilu, infer_same});
+    t.push_back({"EyeLike", 9, kAll, parse_eye_like, infer_eye_like});
+    t.push_back({"CumSum", 11, kAll, parse_cum_sum, infer_same});
+    t.push_back({"OneHot", 9, kAll, parse_axis<-1>, infer_one_hot});
+    t.push_back({"DepthToSpace", 1, 10, parse_block<false>, infer_depth_to_space});
+    t.push_back({"DepthToSpace", 11, kAll, parse_block<true>, infer_depth_to_space});
+    t.push_back({"SpaceToDepth", 1, kAll, parse_block<false>, infer_space_to_depth});
+    t.push_back({"BitShift", 11, kAll, parse_bit_shift, infer_broadcast});
+    t.push_back({"Shrink", 9, kAll, parse_shrink, infer_same});
+    t.push_back({"Resize", 11, kAll, parse_resize, infer_resize});
+    t.push_back({"Upsample", 9, 9, parse_upsample, infer_resize});
+    t.push_back({"NegativeLogLikelihoodLoss", 12, kAll, parse_loss, infer_nll_loss});
+    t.push_back({"SoftmaxCrossEntropyLoss", 12, kAll, parse_loss, infer_softmax_cross_entropy});
     t.push_back({"MatMul", 1, kAll, parse_none, infer_matmul});
     t.push_back({"Gemm", 1, kAll, parse_gemm, infer_gemm});
     t.push_back({"Conv", 1, kAll, parse_conv, infer_conv});
@@ -363,6 +499,7 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"Concat", 4, kAll, parse_concat, infer_concat});
     t.push_back({"Gather", 1, kAll, parse_axis<0>, infer_gather});
     t.push_back({"GatherElements", 11, kAll, parse_axis<0>, infer_gather_elements});
+    t.push_back({"GatherND", 11, kAll, parse_batch_dims, infer_gather_nd});
     t.push_back({"Flatten", 1, kAll, parse_axis<1>, infer_flatten});
     t.push_back({"Squeeze", 1, kAll, parse_axes, infer_squeeze});
     t.push_back({"Unsqueeze", 1, kAll, parse_axes, infer_unsqueeze});

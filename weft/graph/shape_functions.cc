@@ -1,6 +1,7 @@
 #include "weft/graph/shape_functions.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -382,6 +383,209 @@ TypesOrError infer_gather(const Node& node) {
 
 TypesOrError infer_gather_elements(const Node& node) {
   return one({in_type(node, 0).dtype, in_type(node, 1).shape});
+}
+
+TypesOrError infer_eye_like(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  if (x.shape && x.shape->size() != 2)
+    return fail(fmt::format("the input has rank {}, expected 2", x.shape->size()));
+  return one({node.attrs_as<EyeLikeAttrs>().dtype.value_or(x.dtype), x.shape});
+}
+
+// The indices' shape with "depth" (a constant input) inserted at "axis".
+TypesOrError infer_one_hot(const Node& node) {
+  const TensorType& idx = in_type(node, 0);
+  DType t = in_type(node, 2).dtype;
+  if (!idx.shape) return one({t, std::nullopt});
+  int64_t rank = static_cast<int64_t>(idx.shape->size()) + 1;
+  WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node.attrs_as<AxisAttrs>().axis, rank));
+  Shape out = *idx.shape;
+  const Value* depth = node.input(1);
+  Dim d = Dim::unknown();
+  if (depth->is_constant()) {
+    if (depth->constant->num_elements() != 1) return fail("depth must hold one element");
+    double v = depth->constant->get_double(0);
+    if (v < 1) return fail(fmt::format("depth is {}, expected at least 1", v));
+    d = static_cast<int64_t>(v);
+  }
+  out.insert(out.begin() + axis, d);
+  return one({t, out});
+}
+
+namespace {
+
+// [N, C, H, W] of a DepthToSpace/SpaceToDepth input, checked to be of rank 4.
+Result<Shape> block_input(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  if (x.shape && x.shape->size() != 4)
+    return fail(fmt::format("the input has rank {}, expected 4", x.shape->size()));
+  return x.shape ? *x.shape : unknown_shape(4);
+}
+
+Dim scaled(const Dim& d, int64_t mul, int64_t div) {
+  return d.is_static() ? Dim(d.value() * mul / div) : Dim::unknown();
+}
+
+} // namespace
+
+TypesOrError infer_depth_to_space(const Node& node) {
+  WEFT_ASSIGN_OR_RETURN(Shape s, block_input(node));
+  int64_t b = node.attrs_as<BlockAttrs>().blocksize;
+  if (s[1].is_static() && s[1].value() % (b * b) != 0)
+    return fail(
+        fmt::format("the depth {} is not a multiple of blocksize^2 = {}", s[1].value(), b * b));
+  return one({in_type(node, 0).dtype,
+              Shape{s[0], scaled(s[1], 1, b * b), scaled(s[2], b, 1), scaled(s[3], b, 1)}});
+}
+
+TypesOrError infer_space_to_depth(const Node& node) {
+  WEFT_ASSIGN_OR_RETURN(Shape s, block_input(node));
+  int64_t b = node.attrs_as<BlockAttrs>().blocksize;
+  for (size_t i = 2; i < 4; ++i) {
+    if (s[i].is_static() && s[i].value() % b != 0)
+      return fail(fmt::format("dim {} is {}, not a multiple of blocksize {}", i, s[i].value(), b));
+  }
+  return one({in_type(node, 0).dtype,
+              Shape{s[0], scaled(s[1], b * b, 1), scaled(s[2], 1, b), scaled(s[3], 1, b)}});
+}
+
+namespace {
+
+// A constant input of a Resize, none when absent, not constant or empty (opset 11 spells
+// an absent input as an empty tensor).
+const Value* resize_operand(const Node& node, size_t i) {
+  const Value* v = node.input(i);
+  return v && v->is_constant() && v->constant->num_elements() > 0 ? v : nullptr;
+}
+
+const Value* resize_scales_operand(const Node& node) {
+  return resize_operand(node, node.op_type == "Upsample" ? 1 : 2);
+}
+
+const Value* resize_sizes_operand(const Node& node) {
+  return node.op_type == "Upsample" ? nullptr : resize_operand(node, 3);
+}
+
+} // namespace
+
+std::optional<std::vector<double>> resize_scales(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  std::vector<double> scales;
+  if (const Value* sizes = resize_sizes_operand(node)) {
+    if (!x.has_static_shape() ||
+        static_cast<size_t>(sizes->constant->num_elements()) != x.shape->size())
+      return {};
+    for (size_t d = 0; d < x.shape->size(); ++d) {
+      scales.push_back(static_cast<double>(sizes->constant->get_int64(d)) /
+                       static_cast<double>((*x.shape)[d].value()));
+    }
+    return scales;
+  }
+  const Value* s = resize_scales_operand(node);
+  if (!s) return {};
+  for (size_t d = 0; d < static_cast<size_t>(s->constant->num_elements()); ++d)
+    scales.push_back(static_cast<float>(s->constant->get_double(d))); // ONNX scales are f32
+  return scales;
+}
+
+std::optional<Ints> resize_extents(const Node& node) {
+  if (const Value* sizes = resize_sizes_operand(node)) return constant_ints(sizes);
+  const TensorType& x = in_type(node, 0);
+  std::optional<std::vector<double>> scales = resize_scales(node);
+  if (!scales || !x.has_static_shape() || scales->size() != x.shape->size()) return {};
+  Ints out;
+  for (size_t d = 0; d < scales->size(); ++d) {
+    out.push_back(static_cast<int64_t>(
+        std::floor(static_cast<double>((*x.shape)[d].value()) * (*scales)[d])));
+  }
+  return out;
+}
+
+TypesOrError infer_resize(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  bool sized = resize_sizes_operand(node) != nullptr;
+  const Value* given = sized ? resize_sizes_operand(node) : resize_scales_operand(node);
+  if (given && x.shape && static_cast<size_t>(given->constant->num_elements()) != x.shape->size()) {
+    return fail(fmt::format("{} has {} elements for an input of rank {}",
+                            sized ? "sizes" : "scales", given->constant->num_elements(),
+                            x.shape->size()));
+  }
+  if (std::optional<std::vector<double>> scales = resize_scales(node)) {
+    for (double s : *scales) {
+      if (!(s > 0)) return fail(fmt::format("scale {} is not positive", s));
+    }
+  }
+  std::optional<Ints> extents = resize_extents(node);
+  if (!extents)
+    return one({x.dtype, x.shape ? unknown_shape(x.shape->size()) : std::optional<Shape>()});
+  return one({x.dtype, Shape(extents->begin(), extents->end())});
+}
+
+namespace {
+
+// The loss of NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss: input [N, C, d...],
+// target [N, d...], weight [C]; per element without reduction, a scalar with.
+Result<TensorType> loss_type(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  const TensorType& target = in_type(node, 1);
+  const TensorType* weight = node.input(2) ? &in_type(node, 2) : nullptr;
+  if (x.shape && x.shape->size() < 2) return fail("the input must have rank 2 or more");
+  if (x.shape && target.shape) {
+    Shape expected = *x.shape;
+    expected.erase(expected.begin() + 1);
+    if (target.shape->size() != expected.size())
+      return fail(fmt::format("the target has rank {}, expected {}", target.shape->size(),
+                              expected.size()));
+    for (size_t i = 0; i < expected.size(); ++i) {
+      if (expected[i].is_static() && (*target.shape)[i].is_static() &&
+          expected[i] != (*target.shape)[i])
+        return fail(fmt::format("the target has shape {}, expected {}",
+                                shape_to_string(*target.shape), shape_to_string(expected)));
+    }
+  }
+  if (x.shape && weight && weight->shape &&
+      (weight->shape->size() != 1 ||
+       ((*x.shape)[1].is_static() && (*weight->shape)[0].is_static() &&
+        (*x.shape)[1] != (*weight->shape)[0])))
+    return fail("the weight must be a vector with one element per class");
+  if (node.attrs_as<LossAttrs>().reduction != LossReduction::kNone)
+    return TensorType{x.dtype, Shape{}};
+  return TensorType{x.dtype, target.shape};
+}
+
+} // namespace
+
+TypesOrError infer_nll_loss(const Node& node) {
+  WEFT_ASSIGN_OR_RETURN(TensorType loss, loss_type(node));
+  return one(loss);
+}
+
+// The loss, and the optional log-probabilities, shaped as the scores.
+TypesOrError infer_softmax_cross_entropy(const Node& node) {
+  WEFT_ASSIGN_OR_RETURN(TensorType loss, loss_type(node));
+  std::vector<TensorType> out = {loss};
+  if (node.outputs.size() > 1) out.push_back(in_type(node, 0));
+  return out;
+}
+
+// y: the index tuples' dims, then the data dims the tuples do not index.
+TypesOrError infer_gather_nd(const Node& node) {
+  const TensorType& data = in_type(node, 0);
+  const TensorType& idx = in_type(node, 1);
+  int64_t batch = node.attrs_as<BatchDimsAttrs>().batch_dims;
+  if (!data.shape || !idx.shape || idx.shape->empty() || !idx.shape->back().is_static())
+    return one({data.dtype, std::nullopt});
+  int64_t q = idx.shape->back().value();
+  int64_t rank = static_cast<int64_t>(data.shape->size());
+  int64_t idx_rank = static_cast<int64_t>(idx.shape->size());
+  if (batch >= std::min(rank, idx_rank) || q < 1 || batch + q > rank) {
+    return fail(fmt::format("GatherND: index tuples of length {} with {} batch dims do not fit "
+                            "data of rank {}",
+                            q, batch, rank));
+  }
+  Shape out(idx.shape->begin(), idx.shape->end() - 1);
+  out.insert(out.end(), data.shape->begin() + batch + q, data.shape->end());
+  return one({data.dtype, out});
 }
 
 TypesOrError infer_flatten(const Node& node) {

@@ -24,6 +24,13 @@ TypesOrError infer_reduce(const Node& node);
 TypesOrError infer_arg_reduce(const Node& node);
 TypesOrError infer_layer_norm(const Node& node);
 TypesOrError infer_batch_norm(const Node& node);
+TypesOrError infer_eye_like(const Node& node);
+TypesOrError infer_one_hot(const Node& node);
+TypesOrError infer_depth_to_space(const Node& node);
+TypesOrError infer_space_to_depth(const Node& node);
+TypesOrError infer_resize(const Node& node);
+TypesOrError infer_nll_loss(const Node& node);
+TypesOrError infer_softmax_cross_entropy(const Node& node);
 TypesOrError infer_matmul(const Node& node);
 TypesOrError infer_gemm(const Node& node);
 TypesOrError infer_conv(const Node& node);
@@ -32,6 +39,7 @@ TypesOrError infer_global_pool(const Node& node);
 TypesOrError infer_concat(const Node& node);
 TypesOrError infer_gather(const Node& node);
 TypesOrError infer_gather_elements(const Node& node);
+TypesOrError infer_gather_nd(const Node& node);
 TypesOrError infer_flatten(const Node& node);
 TypesOrError infer_squeeze(const Node& node);
 TypesOrError infer_unsqueeze(const Node& node);
@@ -47,6 +55,12 @@ TypesOrError infer_range(const Node& node);
 TypesOrError infer_constant(const Node& node);
 TypesOrError infer_constant_of_shape(const Node& node);
 TypesOrError infer_dropout(const Node& node);
+
+// The scale of each axis of a Resize or Upsample: its constant scales, or its constant sizes
+// over the input's static extents; none when neither is known.
+std::optional<std::vector<double>> resize_scales(const Node& node);
+// The output extents of a Resize or Upsample: its sizes, or floor(extent * scale).
+std::optional<Ints> resize_extents(const Node& node);
 
 // Numpy broadcasting of "shapes".
 Result<Shape> broadcast_shapes(const std::vector<Shape>& shapes);

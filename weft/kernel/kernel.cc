@@ -17,30 +17,31 @@ struct OpInfo {
 };
 
 constexpr OpInfo kOps[] = {
-    {ExprOp::kLoad, "load", 0, ""},   {ExprOp::kConstant, "const", 0, ""},
-    {ExprOp::kCast, "cast", 1, ""},   {ExprOp::kIterator, "iterator", 0, ""},
-    {ExprOp::kNeg, "neg", 1, ""},     {ExprOp::kAbs, "abs", 1, ""},
-    {ExprOp::kExp, "exp", 1, ""},     {ExprOp::kLog, "log", 1, ""},
-    {ExprOp::kSqrt, "sqrt", 1, ""},   {ExprOp::kRsqrt, "rsqrt", 1, ""},
-    {ExprOp::kTanh, "tanh", 1, ""},   {ExprOp::kSigmoid, "sigmoid", 1, ""},
-    {ExprOp::kErf, "erf", 1, ""},     {ExprOp::kFloor, "floor", 1, ""},
-    {ExprOp::kCeil, "ceil", 1, ""},   {ExprOp::kRound, "round", 1, ""},
-    {ExprOp::kSin, "sin", 1, ""},     {ExprOp::kCos, "cos", 1, ""},
-    {ExprOp::kTan, "tan", 1, ""},     {ExprOp::kAsin, "asin", 1, ""},
-    {ExprOp::kAcos, "acos", 1, ""},   {ExprOp::kAtan, "atan", 1, ""},
-    {ExprOp::kSinh, "sinh", 1, ""},   {ExprOp::kCosh, "cosh", 1, ""},
-    {ExprOp::kAsinh, "asinh", 1, ""}, {ExprOp::kAcosh, "acosh", 1, ""},
-    {ExprOp::kAtanh, "atanh", 1, ""}, {ExprOp::kNot, "not", 1, ""},
-    {ExprOp::kIsNan, "isnan", 1, ""}, {ExprOp::kIsInf, "isinf", 1, ""},
-    {ExprOp::kAdd, "add", 2, "+"},    {ExprOp::kSub, "sub", 2, "-"},
-    {ExprOp::kMul, "mul", 2, "*"},    {ExprOp::kDiv, "div", 2, "/"},
-    {ExprOp::kMax, "max", 2, ""},     {ExprOp::kMin, "min", 2, ""},
-    {ExprOp::kPow, "pow", 2, ""},     {ExprOp::kMod, "mod", 2, ""},
-    {ExprOp::kFmod, "fmod", 2, ""},   {ExprOp::kLt, "lt", 2, "<"},
-    {ExprOp::kLe, "le", 2, "<="},     {ExprOp::kGt, "gt", 2, ">"},
-    {ExprOp::kGe, "ge", 2, ">="},     {ExprOp::kEq, "eq", 2, "=="},
-    {ExprOp::kAnd, "and", 2, "&&"},   {ExprOp::kOr, "or", 2, "||"},
-    {ExprOp::kXor, "xor", 2, "^"},    {ExprOp::kSelect, "select", 3, ""},
+    {ExprOp::kLoad, "load", 0, ""},        {ExprOp::kConstant, "const", 0, ""},
+    {ExprOp::kCast, "cast", 1, ""},        {ExprOp::kIterator, "iterator", 0, ""},
+    {ExprOp::kNeg, "neg", 1, ""},          {ExprOp::kAbs, "abs", 1, ""},
+    {ExprOp::kExp, "exp", 1, ""},          {ExprOp::kLog, "log", 1, ""},
+    {ExprOp::kSqrt, "sqrt", 1, ""},        {ExprOp::kRsqrt, "rsqrt", 1, ""},
+    {ExprOp::kTanh, "tanh", 1, ""},        {ExprOp::kSigmoid, "sigmoid", 1, ""},
+    {ExprOp::kErf, "erf", 1, ""},          {ExprOp::kFloor, "floor", 1, ""},
+    {ExprOp::kCeil, "ceil", 1, ""},        {ExprOp::kRound, "round", 1, ""},
+    {ExprOp::kSin, "sin", 1, ""},          {ExprOp::kCos, "cos", 1, ""},
+    {ExprOp::kTan, "tan", 1, ""},          {ExprOp::kAsin, "asin", 1, ""},
+    {ExprOp::kAcos, "acos", 1, ""},        {ExprOp::kAtan, "atan", 1, ""},
+    {ExprOp::kSinh, "sinh", 1, ""},        {ExprOp::kCosh, "cosh", 1, ""},
+    {ExprOp::kAsinh, "asinh", 1, ""},      {ExprOp::kAcosh, "acosh", 1, ""},
+    {ExprOp::kAtanh, "atanh", 1, ""},      {ExprOp::kNot, "not", 1, ""},
+    {ExprOp::kIsNan, "isnan", 1, ""},      {ExprOp::kIsInf, "isinf", 1, ""},
+    {ExprOp::kAdd, "add", 2, "+"},         {ExprOp::kSub, "sub", 2, "-"},
+    {ExprOp::kMul, "mul", 2, "*"},         {ExprOp::kDiv, "div", 2, "/"},
+    {ExprOp::kMax, "max", 2, ""},          {ExprOp::kMin, "min", 2, ""},
+    {ExprOp::kPow, "pow", 2, ""},          {ExprOp::kMod, "mod", 2, ""},
+    {ExprOp::kFmod, "fmod", 2, ""},        {ExprOp::kLt, "lt", 2, "<"},
+    {ExprOp::kLe, "le", 2, "<="},          {ExprOp::kGt, "gt", 2, ">"},
+    {ExprOp::kGe, "ge", 2, ">="},          {ExprOp::kEq, "eq", 2, "=="},
+    {ExprOp::kAnd, "and", 2, "&&"},        {ExprOp::kOr, "or", 2, "||"},
+    {ExprOp::kXor, "xor", 2, "^"},         {ExprOp::kShiftLeft, "shl", 2, "<<"},
+    {ExprOp::kShiftRight, "shr", 2, ">>"}, {ExprOp::kSelect, "select", 3, ""},
 };
 
 const OpInfo& info(ExprOp op) {
@@ -61,10 +62,17 @@ std::string combine_text(Combine c) {
   return "?";
 }
 
-std::string access_text(const Kernel& k, const Access& a) {
+std::string expr_text(const Kernel& k, const Statement& s, int n);
+
+// An indirect index prints as the node it comes from, under its wrap: "clamp(b1[i0])".
+std::string access_text(const Kernel& k, const Statement& s, const Access& a) {
   std::vector<std::string> idx;
-  for (const AffineExpr& e : a.index)
-    idx.push_back(print_affine(e));
+  for (size_t d = 0; d < a.index.size(); ++d) {
+    const IndirectIndex* ind = a.indirect_at(static_cast<int>(d));
+    idx.push_back(!ind ? print_affine(a.index[d])
+                       : fmt::format("{}({})", ind->wrap == IndexWrap::kClamp ? "clamp" : "wrap",
+                                     expr_text(k, s, ind->node)));
+  }
   return fmt::format("{}[{}]", k.buffers[static_cast<size_t>(a.buffer)].name, fmt::join(idx, ", "));
 }
 
@@ -72,7 +80,7 @@ std::string expr_text(const Kernel& k, const Statement& s, int n) {
   const ExprNode& e = s.expr[static_cast<size_t>(n)];
   auto arg = [&](int i) { return expr_text(k, s, e.operands[static_cast<size_t>(i)]); };
   switch (e.op) {
-    case ExprOp::kLoad: return access_text(k, s.reads[static_cast<size_t>(e.access)]);
+    case ExprOp::kLoad: return access_text(k, s, s.reads[static_cast<size_t>(e.access)]);
     case ExprOp::kConstant: return fmt::format("{}", e.value);
     case ExprOp::kCast: return fmt::format("{}({})", dtype_name(e.dtype), arg(0));
     case ExprOp::kIterator: return fmt::format("i{}", e.access);
@@ -103,10 +111,41 @@ Status check_access(const Kernel& k, const Statement& s, const Access& a) {
       }
     }
   }
+  for (size_t i = 0; i < a.indirect.size(); ++i) {
+    const IndirectIndex& ind = a.indirect[i];
+    if (ind.dim < 0 || ind.dim >= static_cast<int>(a.index.size()) ||
+        (i > 0 && ind.dim <= a.indirect[i - 1].dim) ||
+        !(a.index[static_cast<size_t>(ind.dim)] == AffineExpr::constant_of(0))) {
+      return Status::error(
+          fmt::format("{}: bad indirect index along dim {} of {}", s.name, ind.dim, b.name));
+    }
+  }
+  return Status();
+}
+
+bool is_integer(DType t) { return dtype_is_signed_int(t) || dtype_is_unsigned_int(t); }
+
+// Does every indirect index of the load at node "n" come from an earlier integer node?
+Status check_indirect_load(const Statement& s, size_t n) {
+  for (const IndirectIndex& ind : s.reads[static_cast<size_t>(s.expr[n].access)].indirect) {
+    if (ind.node < 0 || ind.node >= static_cast<int>(n) ||
+        !is_integer(s.expr[static_cast<size_t>(ind.node)].dtype)) {
+      return Status::error(
+          fmt::format("{}: node {} loads with an index from node {}, not an earlier integer node",
+                      s.name, n, ind.node));
+    }
+  }
   return Status();
 }
 
 } // namespace
+
+const IndirectIndex* Access::indirect_at(int d) const {
+  for (const IndirectIndex& ind : indirect) {
+    if (ind.dim == d) return &ind;
+  }
+  return nullptr;
+}
 
 int64_t AffineExpr::coefficient(int iter) const {
   for (auto [i, c] : terms) {
@@ -149,6 +188,8 @@ std::string print_affine(const AffineExpr& e) {
 Status verify_kernel(const Kernel& k) {
   for (const Statement& s : k.statements) {
     WEFT_RETURN_IF_ERROR(check_access(k, s, s.write));
+    if (!s.write.indirect.empty())
+      return Status::error(fmt::format("{}: writes at an indirect index", s.name));
     const Buffer& out = k.buffers[static_cast<size_t>(s.write.buffer)];
     if (out.role == BufferRole::kInput) {
       return Status::error(fmt::format("{}: writes input buffer {}", s.name, out.name));
@@ -177,6 +218,7 @@ Status verify_kernel(const Kernel& k) {
       if (e.op == ExprOp::kLoad && (e.access < 0 || e.access >= static_cast<int>(s.reads.size()))) {
         return Status::error(fmt::format("{}: node {} loads a missing access", s.name, n));
       }
+      if (e.op == ExprOp::kLoad) WEFT_RETURN_IF_ERROR(check_indirect_load(s, n));
       if (e.op == ExprOp::kIterator &&
           (e.access < 0 || e.access >= static_cast<int>(s.domain.size()))) {
         return Status::error(fmt::format("{}: node {} reads a missing iterator", s.name, n));
@@ -206,9 +248,9 @@ std::string print_kernel(const Kernel& k) {
       dom.push_back(fmt::format("i{} < {}", i, s.domain[i].to_string()));
     for (const AffineExpr& g : s.guards)
       dom.push_back(print_affine(g) + " >= 0");
-    out +=
-        fmt::format("  {}[{}]: {} {} {}\n", s.name, fmt::join(dom, ", "), access_text(k, s.write),
-                    combine_text(s.combine), expr_text(k, s, static_cast<int>(s.expr.size()) - 1));
+    out += fmt::format("  {}[{}]: {} {} {}\n", s.name, fmt::join(dom, ", "),
+                       access_text(k, s, s.write), combine_text(s.combine),
+                       expr_text(k, s, static_cast<int>(s.expr.size()) - 1));
   }
   return out;
 }

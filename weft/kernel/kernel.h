@@ -12,10 +12,14 @@
 // - Statements execute in order; within one statement, points execute in lexicographic
 //   order unless a schedule proves another order equivalent (poly/).
 // - Arithmetic happens in the expression's dtype; loads of f16/bf16 widen to f32.
+// - A read may be indirect along some buffer dims: the index there is the integer value of
+//   an earlier expression node (a gather), brought into [0, extent) as its IndexWrap says,
+//   so that no index, however wrong, reads outside the buffer. Writes are always affine.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "weft/graph/dtype.h"
@@ -44,9 +48,33 @@ struct AffineExpr {
   friend bool operator==(const AffineExpr&, const AffineExpr&) = default;
 };
 
+// How an indirect index outside [0, extent) is brought into the buffer.
+enum class IndexWrap : uint8_t {
+  kClamp,    // clamped to [0, extent - 1]
+  kNegative, // ONNX's negative indices: i < 0 counts from the end (i + extent), then clamped
+};
+
+// The index along buffer dim "dim" is the value of expression node "node" (an integer node
+// before the load) instead of the affine index, whose entry there must be the constant 0.
+struct IndirectIndex {
+  int dim = 0;
+  int node = -1;
+  IndexWrap wrap = IndexWrap::kClamp;
+  friend bool operator==(const IndirectIndex&, const IndirectIndex&) = default;
+};
+
 struct Access {
+  Access() = default;
+  Access(int buffer_index, std::vector<AffineExpr> affine_index,
+         std::vector<IndirectIndex> indirect_index = {})
+      : buffer(buffer_index), index(std::move(affine_index)), indirect(std::move(indirect_index)) {}
+
   int buffer = 0;
-  std::vector<AffineExpr> index; // one per buffer dim
+  std::vector<AffineExpr> index;       // one per buffer dim
+  std::vector<IndirectIndex> indirect; // reads only; sorted by dim, each dim at most once
+
+  // The indirect index along buffer dim "d", or null when that dim is affine.
+  const IndirectIndex* indirect_at(int d) const;
 };
 
 enum class ExprOp : uint8_t {
@@ -99,6 +127,8 @@ enum class ExprOp : uint8_t {
   kAnd,
   kOr,
   kXor,
+  kShiftLeft,  // integers; a shift by the bit width or more gives 0
+  kShiftRight, // unsigned integers (logical shift)
   // ternary
   kSelect,
 };
@@ -136,8 +166,9 @@ struct Kernel {
 };
 
 // Checks the invariants above: accesses match buffer ranks and iterators exist, expression
-// operands point backwards, the last node's dtype is the written buffer's, a combining
-// statement writes a buffer it may read, inputs are never written.
+// operands point backwards, indirect indices are integer nodes computed before their load
+// and only in reads, the last node's dtype is the written buffer's, inputs are never
+// written.
 Status verify_kernel(const Kernel& kernel);
 
 // Stable text form, e.g.

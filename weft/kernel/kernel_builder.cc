@@ -41,7 +41,12 @@ StatementBuilder::StatementBuilder(std::string name, std::vector<Dim> domain) {
 }
 
 int StatementBuilder::load(int buffer, std::vector<AffineExpr> index, DType dtype) {
-  s_.reads.push_back({buffer, std::move(index)});
+  return gather(buffer, std::move(index), {}, dtype);
+}
+
+int StatementBuilder::gather(int buffer, std::vector<AffineExpr> index,
+                             std::vector<IndirectIndex> indirect, DType dtype) {
+  s_.reads.push_back({buffer, std::move(index), std::move(indirect)});
   s_.expr.push_back({ExprOp::kLoad, dtype, {}, static_cast<int>(s_.reads.size()) - 1, 0.0});
   return static_cast<int>(s_.expr.size()) - 1;
 }

@@ -30,6 +30,9 @@ public:
   StatementBuilder(std::string name, std::vector<Dim> domain);
 
   int load(int buffer, std::vector<AffineExpr> index, DType dtype);
+  // A load whose index along some dims comes from earlier nodes ("index" is 0 there).
+  int gather(int buffer, std::vector<AffineExpr> index, std::vector<IndirectIndex> indirect,
+             DType dtype);
   int constant(double value, DType dtype);
   // The value of iterator "i", as an i64.
   int iterator(int i);

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "tests/testing/kernels.h"
 #include "weft/kernel/kernel.h"
 
 namespace weft::kernel {
@@ -69,6 +70,37 @@ TEST(Kernel, VerifierCatchesBrokenKernels) {
   Kernel wrong_dtype = row_sum();
   wrong_dtype.statements[0].expr[0].dtype = DType::kF64;
   EXPECT_NE(verify_kernel(wrong_dtype).message().find("stores f64 into f32"), std::string::npos);
+}
+
+TEST(Kernel, IndirectLoadPrintsItsIndexNode) {
+  Kernel k = testing::gather_rows_kernel(Dim::symbol("R"), 8, 3);
+  ASSERT_TRUE(verify_kernel(k).ok()) << verify_kernel(k).message();
+  EXPECT_EQ(print_kernel(k), "kernel gather_rows\n"
+                             "  in x: f32[R,8]\n"
+                             "  in idx: i64[3]\n"
+                             "  out y: f32[3,8]\n"
+                             "  gather[i0 < 3, i1 < 8]: y[i0, i1] = x[wrap(idx[i0]), i1]\n");
+}
+
+TEST(Kernel, VerifierCatchesBrokenIndirectLoads) {
+  Kernel later_node = testing::gather_rows_kernel(4, 8, 3);
+  later_node.statements[0].reads[1].indirect[0].node = 1;
+  EXPECT_NE(verify_kernel(later_node).message().find("not an earlier integer node"),
+            std::string::npos);
+
+  Kernel float_index = testing::gather_rows_kernel(4, 8, 3);
+  float_index.statements[0].expr[0].dtype = DType::kF32;
+  EXPECT_FALSE(verify_kernel(float_index).ok());
+
+  Kernel affine_too = testing::gather_rows_kernel(4, 8, 3);
+  affine_too.statements[0].reads[1].index[0] = AffineExpr::iterator(0);
+  EXPECT_NE(verify_kernel(affine_too).message().find("bad indirect index"), std::string::npos);
+
+  Kernel indirect_write = testing::gather_rows_kernel(4, 8, 3);
+  indirect_write.statements[0].write.index[0] = AffineExpr::constant_of(0);
+  indirect_write.statements[0].write.indirect = {{0, 0, IndexWrap::kClamp}};
+  EXPECT_NE(verify_kernel(indirect_write).message().find("writes at an indirect index"),
+            std::string::npos);
 }
 
 } // namespace

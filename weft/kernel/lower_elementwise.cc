@@ -54,7 +54,8 @@ bool is_activation(std::string_view op) {
       "Relu",        "Reciprocal", "Sign",     "IsNaN",  "IsInf",     "Softplus",
       "Softsign",    "Elu",        "Celu",     "Selu",   "LeakyRelu", "ThresholdedRelu",
       "HardSigmoid", "HardSwish",  "PRelu",    "Clip",   "Cast",      "CastLike",
-      "Where",       "Mod",        "Identity", "Expand", "Dropout"};
+      "Where",       "Mod",        "Identity", "Expand", "Dropout",   "BitShift",
+      "Shrink"};
   return ops.contains(op);
 }
 
@@ -128,6 +129,15 @@ int activation(const Node& n, StatementBuilder& b, const std::vector<int>& x, DT
   if (op == "CastLike") return b.op(ExprOp::kCast, n.inputs[1]->type.dtype, {v});
   if (op == "Where") return b.op(ExprOp::kSelect, b.dtype_of(x[1]), {x[0], x[1], x[2]});
   if (op == "Mod") return bin(n.attrs_as<ModAttrs>().fmod ? ExprOp::kFmod : ExprOp::kMod, v, x[1]);
+  if (op == "BitShift") {
+    return bin(n.attrs_as<BitShiftAttrs>().left ? ExprOp::kShiftLeft : ExprOp::kShiftRight, v,
+               x[1]);
+  }
+  if (op == "Shrink") {
+    const auto& a = n.attrs_as<ShrinkAttrs>();
+    return sel(cmp(ExprOp::kLt, v, c(-a.lambd)), bin(ExprOp::kAdd, v, c(a.bias)),
+               sel(cmp(ExprOp::kGt, v, c(a.lambd)), bin(ExprOp::kSub, v, c(a.bias)), c(0)));
+  }
   return v; // Identity, Expand, Dropout: a copy
 }
 

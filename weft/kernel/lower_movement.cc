@@ -164,3 +164,35 @@ Result<LoweredNode> lower_tile(const Node& n, const std::string& name) {
 }
 
 } // namespace weft::kernel
+
+namespace weft::kernel {
+
+// DepthToSpace and SpaceToDepth: affine copies over the domain [N, C, H, bi, W, bj] of the
+// space side, C the channels there and b the block size. The depth side's channel is
+// (bi * b + bj) * C + c in DCR order, c * b * b + bi * b + bj in CRD order.
+Result<LoweredNode> lower_depth_space(const Node& n, const std::string& name) {
+  const auto& a = n.attrs_as<BlockAttrs>();
+  bool to_space = n.op_type == "DepthToSpace";
+  const Value* space = to_space ? n.outputs[0] : n.inputs[0];
+  const Shape& s = *space->type.shape;
+  int64_t b = a.blocksize;
+  int64_t c = s[1].value(), h = s[2].value() / b, w = s[3].value() / b;
+  Shape domain = {s[0], c, h, b, w, b};
+  std::vector<AffineExpr> space_index = {AffineExpr::iterator(0),
+                                         AffineExpr::iterator(1),
+                                         {0, {{2, b}, {3, 1}}},
+                                         {0, {{4, b}, {5, 1}}}};
+  AffineExpr channel = a.mode == DepthToSpaceMode::kDCR
+                           ? AffineExpr{0, {{3, b * c}, {5, c}, {1, 1}}}
+                           : AffineExpr{0, {{1, b * b}, {3, b}, {5, 1}}};
+  std::vector<AffineExpr> depth_index = {AffineExpr::iterator(0), channel, AffineExpr::iterator(2),
+                                         AffineExpr::iterator(4)};
+  KernelBuilder k(name);
+  int in = k.buffer(n.inputs[0], BufferRole::kInput);
+  int out = k.buffer(n.outputs[0], BufferRole::kOutput);
+  add_copy(k, to_space ? "depth_to_space" : "space_to_depth", domain, in,
+           to_space ? depth_index : space_index, out, to_space ? space_index : depth_index);
+  return k.lowered();
+}
+
+} // namespace weft::kernel

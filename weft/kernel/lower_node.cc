@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "weft/graph/shape_functions.h"
 #include "weft/kernel/lower_ops.h"
 
 namespace weft::kernel {
@@ -43,18 +44,47 @@ bool can_lower(const Node& n) {
     return n.outputs[0]->type.dtype == DType::kF32 || n.outputs[0]->type.dtype == DType::kF64;
   if (n.op_type == "MaxPool") return n.outputs.size() < 2 || !n.outputs[1]; // no Indices output yet
   if (n.op_type == "AveragePool") return true;
-  if (n.op_type == "Pad")
-    return n.attrs_as<PadAttrs>().mode == PadMode::kConstant && n.attrs_as<PadAttrs>().pads;
-  static const std::set<std::string_view> ops = {
-      "ArgMax",        "ArgMin",       "BatchNormalization",
-      "Concat",        "Gemm",         "GlobalAveragePool",
-      "GlobalMaxPool", "Hardmax",      "LayerNormalization",
-      "LogSoftmax",    "MatMul",       "ReduceL1",
-      "ReduceL2",      "ReduceLogSum", "ReduceLogSumExp",
-      "ReduceMax",     "ReduceMean",   "ReduceMin",
-      "ReduceProd",    "ReduceSum",    "ReduceSumSquare",
-      "Slice",         "Softmax",      "Split",
-      "Tile",          "Transpose"};
+  if (n.op_type == "Pad") return n.attrs_as<PadAttrs>().pads.has_value();
+  if (n.op_type == "Resize" || n.op_type == "Upsample") return resize_scales(n).has_value();
+  if (n.op_type == "CumSum") return n.attrs_as<CumSumAttrs>().axis.has_value(); // a constant axis
+  static const std::set<std::string_view> ops = {"ArgMax",
+                                                 "ArgMin",
+                                                 "BatchNormalization",
+                                                 "Concat",
+                                                 "DepthToSpace",
+                                                 "EyeLike",
+                                                 "Gather",
+                                                 "GatherElements",
+                                                 "GatherND",
+                                                 "Gemm",
+                                                 "GlobalAveragePool",
+                                                 "GlobalMaxPool",
+                                                 "Hardmax",
+                                                 "InstanceNormalization",
+                                                 "LayerNormalization",
+                                                 "LogSoftmax",
+                                                 "MatMul",
+                                                 "NegativeLogLikelihoodLoss",
+                                                 "OneHot",
+                                                 "Range",
+                                                 "ReduceL1",
+                                                 "ReduceL2",
+                                                 "ReduceLogSum",
+                                                 "ReduceLogSumExp",
+                                                 "ReduceMax",
+                                                 "ReduceMean",
+                                                 "ReduceMin",
+                                                 "ReduceProd",
+                                                 "ReduceSum",
+                                                 "ReduceSumSquare",
+                                                 "Slice",
+                                                 "Softmax",
+                                                 "SoftmaxCrossEntropyLoss",
+                                                 "SpaceToDepth",
+                                                 "Split",
+                                                 "Tile",
+                                                 "Transpose",
+                                                 "Trilu"};
   return is_alias(n) || is_elementwise(n) || ops.contains(n.op_type);
 }
 
@@ -68,6 +98,7 @@ Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
   if (op == "ArgMax" || op == "ArgMin") return lower_arg_reduce(n, name);
   if (op == "Hardmax") return lower_hardmax(n, name);
   if (op == "LayerNormalization") return lower_layer_norm(n, name);
+  if (op == "InstanceNormalization") return lower_instance_norm(n, name);
   if (op == "Transpose") return lower_transpose(n, name);
   if (op == "Slice") return lower_slice(n, name);
   if (op == "Concat") return lower_concat(n, name);
@@ -80,6 +111,18 @@ Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
   if (op == "Gemm") return lower_gemm(n, name);
   if (op.starts_with("Global")) return lower_global_pool(n, name);
   if (op == "BatchNormalization") return lower_batch_norm(n, name);
+  if (op == "Gather") return lower_gather(n, name);
+  if (op == "GatherElements") return lower_gather_elements(n, name);
+  if (op == "GatherND") return lower_gather_nd(n, name);
+  if (op == "DepthToSpace" || op == "SpaceToDepth") return lower_depth_space(n, name);
+  if (op == "Trilu") return lower_trilu(n, name);
+  if (op == "EyeLike") return lower_eye_like(n, name);
+  if (op == "Range") return lower_range(n, name);
+  if (op == "OneHot") return lower_one_hot(n, name);
+  if (op == "CumSum") return lower_cum_sum(n, name);
+  if (op == "Resize" || op == "Upsample") return lower_resize(n, name);
+  if (op == "NegativeLogLikelihoodLoss") return lower_nll_loss(n, name);
+  if (op == "SoftmaxCrossEntropyLoss") return lower_softmax_cross_entropy(n, name);
   if (is_elementwise(n)) return lower_elementwise(n, name);
   return Status::error(fmt::format("{} has no lowering yet", op));
 }

@@ -14,6 +14,7 @@ Result<LoweredNode> lower_arg_reduce(const Node& n, const std::string& name);
 Result<LoweredNode> lower_hardmax(const Node& n, const std::string& name);
 Result<LoweredNode> lower_softmax(const Node& n, const std::string& name);
 Result<LoweredNode> lower_layer_norm(const Node& n, const std::string& name);
+Result<LoweredNode> lower_instance_norm(const Node& n, const std::string& name);
 Result<LoweredNode> lower_transpose(const Node& n, const std::string& name);
 Result<LoweredNode> lower_slice(const Node& n, const std::string& name);
 Result<LoweredNode> lower_concat(const Node& n, const std::string& name);
@@ -26,5 +27,17 @@ Result<LoweredNode> lower_pad(const Node& n, const std::string& name);
 Result<LoweredNode> lower_tile(const Node& n, const std::string& name);
 Result<LoweredNode> lower_split(const Node& n, const std::string& name);
 Result<LoweredNode> lower_batch_norm(const Node& n, const std::string& name);
+Result<LoweredNode> lower_gather(const Node& n, const std::string& name);
+Result<LoweredNode> lower_gather_elements(const Node& n, const std::string& name);
+Result<LoweredNode> lower_gather_nd(const Node& n, const std::string& name);
+Result<LoweredNode> lower_depth_space(const Node& n, const std::string& name);
+Result<LoweredNode> lower_trilu(const Node& n, const std::string& name);
+Result<LoweredNode> lower_eye_like(const Node& n, const std::string& name);
+Result<LoweredNode> lower_range(const Node& n, const std::string& name);
+Result<LoweredNode> lower_one_hot(const Node& n, const std::string& name);
+Result<LoweredNode> lower_cum_sum(const Node& n, const std::string& name);
+Result<LoweredNode> lower_resize(const Node& n, const std::string& name);
+Result<LoweredNode> lower_nll_loss(const Node& n, const std::string& name);
+Result<LoweredNode> lower_softmax_cross_entropy(const Node& n, const std::string& name);
 
 } // namespace weft::kernel

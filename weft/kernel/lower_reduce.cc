@@ -376,3 +376,62 @@ Result<LoweredNode> lower_global_pool(const Node& n, const std::string& name) {
 }
 
 } // namespace weft::kernel
+
+namespace weft::kernel {
+
+// y = (x - mean) / sqrt(var + epsilon) * scale[c] + bias[c], with the statistics of each
+// (n, c) over the spatial dims: the view [N, C, D], in two passes as layer normalization.
+Result<LoweredNode> lower_instance_norm(const Node& n, const std::string& name) {
+  const Value* x = n.inputs[0];
+  const Value* y = n.outputs[0];
+  const Shape& s = *x->type.shape;
+  int64_t d = 1;
+  for (size_t i = 2; i < s.size(); ++i)
+    d *= s[i].value();
+  Shape view = {s[0], s[1], d};
+  Shape rows = {s[0], s[1]};
+  DType t = accumulator_type(y->type.dtype);
+  KernelBuilder k(name);
+  int in = k.buffer(x, BufferRole::kInput, view);
+  int scale = k.buffer(n.inputs[1], BufferRole::kInput);
+  int bias = k.buffer(n.inputs[2], BufferRole::kInput);
+  int out = k.buffer(y, BufferRole::kOutput, view);
+  int mean = k.temp(t, rows);
+  int var = k.temp(t, rows);
+  std::vector<AffineExpr> all = iterators(3);
+  std::vector<AffineExpr> row = iterators(2);
+  std::vector<AffineExpr> channel = {AffineExpr::iterator(1)};
+  auto load_x = [&](StatementBuilder& b) { return load_as(b, in, all, x->type.dtype, t); };
+  auto centered = [&](StatementBuilder& b) {
+    return b.op(ExprOp::kSub, t, {load_x(b), b.load(mean, row, t)});
+  };
+  auto divide_by_count = [&](StatementBuilder& b, int v) {
+    return b.op(ExprOp::kDiv, t, {v, b.constant(static_cast<double>(d), t)});
+  };
+  StatementBuilder mi("init_mean", rows);
+  k.add(mi.store(mi.constant(0, t), mean, row));
+  StatementBuilder ms("sum", view);
+  k.add(ms.store(load_x(ms), mean, row, Combine::kSum));
+  StatementBuilder m("mean", rows);
+  k.add(m.store(divide_by_count(m, m.load(mean, row, t)), mean, row));
+  StatementBuilder vi("init_var", rows);
+  k.add(vi.store(vi.constant(0, t), var, row));
+  StatementBuilder vs("sum_squares", view);
+  int c = centered(vs);
+  k.add(vs.store(vs.op(ExprOp::kMul, t, {c, c}), var, row, Combine::kSum));
+  StatementBuilder rs("inv_std", rows);
+  int var_n = divide_by_count(rs, rs.load(var, row, t));
+  k.add(rs.store(
+      rs.op(ExprOp::kRsqrt, t,
+            {rs.op(ExprOp::kAdd, t, {var_n, rs.constant(n.attrs_as<EpsilonAttrs>().epsilon, t)})}),
+      var, row));
+  StatementBuilder b("normalize", view);
+  int r = b.op(ExprOp::kMul, t, {centered(b), b.load(var, row, t)});
+  r = b.op(ExprOp::kMul, t, {r, load_as(b, scale, channel, n.inputs[1]->type.dtype, t)});
+  r = b.op(ExprOp::kAdd, t, {r, load_as(b, bias, channel, n.inputs[2]->type.dtype, t)});
+  if (t != y->type.dtype) r = b.op(ExprOp::kCast, y->type.dtype, {r});
+  k.add(b.store(r, out, all));
+  return k.lowered();
+}
+
+} // namespace weft::kernel

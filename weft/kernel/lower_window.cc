@@ -171,6 +171,39 @@ Result<LoweredNode> lower_pool(const Node& n, const std::string& name) {
 
 // Constant padding: fill with the value, then copy the input in at its offset; negative
 // pads crop, through guards on the copy.
+namespace {
+
+// Edge and reflect padding: each output element reads the input at a position computed from
+// its own (an indirect load with a computed index): the border element's, clamped, for edge;
+// mirrored about the border (without repeating it) for reflect.
+void add_mirror_copy(KernelBuilder& k, const Node& n, int bx, int by) {
+  const auto& a = n.attrs_as<PadAttrs>();
+  const Shape& xs = *n.inputs[0]->type.shape;
+  const Shape& ys = *n.outputs[0]->type.shape;
+  StatementBuilder b(a.mode == PadMode::kEdge ? "edge" : "reflect", ys);
+  std::vector<AffineExpr> index = iterators(ys.size());
+  std::vector<IndirectIndex> indirect;
+  auto c = [&](int64_t v) { return b.constant(static_cast<double>(v), DType::kI64); };
+  for (size_t d = 0; d < ys.size(); ++d) {
+    int64_t begin = (*a.pads)[d], end = (*a.pads)[d + ys.size()];
+    if (begin == 0 && end == 0) continue;
+    int64_t last = xs[d].value() - 1;
+    int pos = b.op(ExprOp::kSub, DType::kI64, {b.iterator(static_cast<int>(d)), c(begin)});
+    if (a.mode == PadMode::kReflect) {
+      pos = b.op(ExprOp::kAbs, DType::kI64, {pos});
+      int past = b.op(ExprOp::kGt, DType::kBool, {pos, c(last)});
+      pos = b.op(ExprOp::kSelect, DType::kI64,
+                 {past, b.op(ExprOp::kSub, DType::kI64, {c(2 * last), pos}), pos});
+    }
+    index[d] = AffineExpr::constant_of(0);
+    indirect.push_back({static_cast<int>(d), pos, IndexWrap::kClamp});
+  }
+  DType t = n.inputs[0]->type.dtype;
+  k.add(b.store(b.gather(bx, index, indirect, t), by, iterators(ys.size())));
+}
+
+} // namespace
+
 Result<LoweredNode> lower_pad(const Node& n, const std::string& name) {
   const auto& a = n.attrs_as<PadAttrs>();
   const Value* x = n.inputs[0];
@@ -180,6 +213,10 @@ Result<LoweredNode> lower_pad(const Node& n, const std::string& name) {
   KernelBuilder k(name);
   int bx = k.buffer(x, BufferRole::kInput);
   int by = k.buffer(y, BufferRole::kOutput);
+  if (a.mode != PadMode::kConstant) {
+    add_mirror_copy(k, n, bx, by);
+    return k.lowered();
+  }
   StatementBuilder fill("fill", ys);
   const Value* value = n.input(2); // a fill value known only at run time
   int v = value ? fill.load(k.buffer(value, BufferRole::kInput, {1}), {AffineExpr::constant_of(0)},

@@ -97,15 +97,15 @@ TEST(Import, EveryUnsupportedOpIsListedAtOnceWithNodeNames) {
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[4] x, float[4] y) => (float[4] z) {
       a = Relu(x)
-      b = Shrink(a)
-      c = Shrink(b)
-      d = BitShift<direction = "LEFT">(x, y)
+      b = Bernoulli(a)
+      c = Bernoulli(b)
+      d = LRN<size = 3>(x)
       z = Add(c, a)
     })");
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.status().message(),
-            "test.onnx: unsupported ops: Shrink (opset 13) at nodes '#1', '#2'; "
-            "BitShift (opset 13) at node '#3'");
+            "test.onnx: unsupported ops: Bernoulli (opset 13) at nodes '#1', '#2'; "
+            "LRN (opset 13) at node '#3'");
 }
 
 TEST(Import, OpsetsOutsideAnOpsRangeAreNamed) {

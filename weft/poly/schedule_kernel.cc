@@ -34,12 +34,12 @@ class PolyModel {
 public:
   explicit PolyModel(const Kernel& k) : kernel_(k) {
     for (const Statement& s : k.statements) {
-      for (const Dim& d : s.domain) {
-        if (!d.is_static() && !params_.contains(d.symbol_name())) {
-          std::string p = fmt::format("p{}", params_.size());
-          params_[d.symbol_name()] = p;
-          symbols_[p] = d.symbol_name();
-        }
+      for (const Dim& d : s.domain)
+        add_param(d);
+      // An indirect access is bounded by its buffer's extent.
+      for (const kernel::Access& a : s.reads) {
+        for (const kernel::IndirectIndex& ind : a.indirect)
+          add_param(k.buffers[static_cast<size_t>(a.buffer)].shape[static_cast<size_t>(ind.dim)]);
       }
     }
   }
@@ -68,12 +68,8 @@ public:
   std::string domain(size_t s) const {
     const Statement& st = kernel_.statements[s];
     std::vector<std::string> bounds;
-    for (size_t i = 0; i < st.domain.size(); ++i) {
-      const Dim& d = st.domain[i];
-      bounds.push_back(
-          fmt::format("0 <= i{} < {}", i,
-                      d.is_static() ? std::to_string(d.value()) : params_.at(d.symbol_name())));
-    }
+    for (size_t i = 0; i < st.domain.size(); ++i)
+      bounds.push_back(fmt::format("0 <= i{} < {}", i, extent(st.domain[i])));
     for (const AffineExpr& g : st.guards)
       bounds.push_back(kernel::print_affine(g) + " >= 0");
     return bounds.empty() ? tuple(s) : fmt::format("{} : {}", tuple(s), fmt::join(bounds, " and "));
@@ -86,11 +82,21 @@ public:
     return fmt::format("{}{{ {} }}", param_list(), fmt::join(parts, "; "));
   }
 
+  // An indirect index may touch any element along its dim: the relation over-approximates
+  // it by the whole extent there.
   std::string access(size_t s, const kernel::Access& a) const {
-    std::vector<std::string> idx;
-    for (const AffineExpr& e : a.index)
-      idx.push_back(kernel::print_affine(e));
-    return fmt::format("{} -> B{}[{}]", tuple(s), a.buffer, fmt::join(idx, ", "));
+    const Shape& shape = kernel_.buffers[static_cast<size_t>(a.buffer)].shape;
+    std::vector<std::string> idx, bounds;
+    for (size_t d = 0; d < a.index.size(); ++d) {
+      if (!a.indirect_at(static_cast<int>(d))) {
+        idx.push_back(kernel::print_affine(a.index[d]));
+        continue;
+      }
+      idx.push_back(fmt::format("o{}", d));
+      bounds.push_back(fmt::format("0 <= o{} < {}", d, extent(shape[d])));
+    }
+    std::string relation = fmt::format("{} -> B{}[{}]", tuple(s), a.buffer, fmt::join(idx, ", "));
+    return bounds.empty() ? relation : fmt::format("{} : {}", relation, fmt::join(bounds, " and "));
   }
 
   // Reads include a combining statement's read of its own accumulator.
@@ -163,6 +169,18 @@ public:
   }
 
 private:
+  void add_param(const Dim& d) {
+    if (d.is_static() || params_.contains(d.symbol_name())) return;
+    std::string p = fmt::format("p{}", params_.size());
+    params_[d.symbol_name()] = p;
+    symbols_[p] = d.symbol_name();
+  }
+
+  // An extent in isl's notation: a number or a parameter.
+  std::string extent(const Dim& d) const {
+    return d.is_static() ? std::to_string(d.value()) : params_.at(d.symbol_name());
+  }
+
   const Kernel& kernel_;
   std::map<std::string, std::string> params_;  // symbol -> isl parameter
   std::map<std::string, std::string> symbols_; // isl parameter -> symbol

@@ -67,6 +67,35 @@ TEST(ScheduleKernel, CarriedDependenceIsNeverParallel) {
   EXPECT_NE(r->dependences.find("S0[i0] -> S0[i0' = 1 + i0]"), std::string::npos) << r->dependences;
 }
 
+// An indirect read touches the whole gathered dim (here of symbolic extent R, which becomes
+// a parameter); it writes nothing, so every loop stays parallel.
+TEST(ScheduleKernel, IndirectLoadIsOverApproximatedByItsDim) {
+  EXPECT_EQ(loops(testing::gather_rows_kernel(Dim::symbol("R"), 8, 3)),
+            "for (c0 = 0; (c0 <= 2); c0 += 1)  // parallel\n"
+            "  for (c1 = 0; (c1 <= 7); c1 += 1)  // parallel\n"
+            "    S0(c0, c1);\n");
+}
+
+// y[idx[i]] read back after writing y: the indirect read may see any write of y, so the
+// statements keep their order and the read depends on every write.
+TEST(ScheduleKernel, IndirectReadDependsOnEveryWriteOfItsDim) {
+  using namespace kernel;
+  Kernel k = testing::gather_rows_kernel(4, 8, 3);
+  k.buffers.push_back({"z", DType::kF32, {3, 8}, BufferRole::kOutput});
+  k.buffers[0].role = BufferRole::kTemp;
+  Statement fill;
+  fill.name = "fill";
+  fill.domain = {4, 8};
+  fill.write = {0, {AffineExpr::iterator(0), AffineExpr::iterator(1)}};
+  fill.expr = {{ExprOp::kConstant, DType::kF32, {}, -1, 1.0}};
+  k.statements.insert(k.statements.begin(), fill);
+  Result<ScheduledKernel> r = schedule_kernel(k);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_NE(r->dependences.find("S0[i0, i1] -> S1["), std::string::npos) << r->dependences;
+  // Every row of the temporary flows into each gathered row: i0 is free in the dependence.
+  EXPECT_EQ(r->dependences.find("S1[i0' = i0"), std::string::npos) << r->dependences;
+}
+
 TEST(ScheduleKernel, ScheduleTreeCarriesMarks) {
   Result<ScheduledKernel> r = schedule_kernel(testing::row_sum_kernel(Dim::symbol("N"), 64));
   ASSERT_TRUE(r.ok());

@@ -185,6 +185,15 @@ void canonicalize_pad(Node& node) {
     node.inputs.pop_back();
 }
 
+void canonicalize_cum_sum(Node& node) {
+  auto& a = node.attrs_as<CumSumAttrs>();
+  std::optional<Ints> axis = constant_ints(node.input(1));
+  if (a.axis || !axis || axis->size() != 1) return;
+  a.axis = (*axis)[0];
+  normalize_axis_in_place(*a.axis, rank_of(node.inputs[0]));
+  drop_inputs_from(node, 1);
+}
+
 void canonicalize_reshape(Node& node) {
   auto& a = node.attrs_as<ReshapeAttrs>();
   if (!a.shape) {
@@ -218,13 +227,16 @@ void canonicalize_node(Graph& graph, Node& node) {
     canonicalize_pad(node);
   } else if (op == "Reshape") {
     canonicalize_reshape(node);
+  } else if (op == "CumSum") {
+    canonicalize_cum_sum(node);
   } else if (auto* arg = std::get_if<ArgReduceAttrs>(&node.attrs)) {
     normalize_axis_in_place(arg->axis, rank_of(node.inputs[0]));
   } else if (auto* sm = std::get_if<SoftmaxAttrs>(&node.attrs)) {
     normalize_axis_in_place(sm->axis, rank_of(node.inputs[0]));
   } else if (auto* ln = std::get_if<LayerNormAttrs>(&node.attrs)) {
     normalize_axis_in_place(ln->axis, rank_of(node.inputs[0]));
-  } else if (auto* ax = std::get_if<AxisAttrs>(&node.attrs); ax && op != "Flatten") {
+  } else if (auto* ax = std::get_if<AxisAttrs>(&node.attrs);
+             ax && op != "Flatten" && op != "OneHot") { // their axes count output dims
     normalize_axis_in_place(ax->axis, rank_of(node.inputs[0]));
   }
 }

@@ -1,0 +1,124 @@
+#include <gtest/gtest.h>
+
+#include "tests/testing/onnx_text.h"
+#include "weft/graph/passes/canonicalize.h"
+#include "weft/graph/passes/fold_constants.h"
+#include "weft/kernel/lower_node.h"
+
+namespace weft::kernel {
+namespace {
+
+// The printed kernels of the model's last node, lowered after folding and canonicalizing.
+std::string lowered(const std::string& model) {
+  Graph g = testing::graph_from_text(model);
+  EXPECT_TRUE(fold_constants(g).ok());
+  EXPECT_TRUE(canonicalize(g).ok());
+  const Node& node = *g.nodes().back();
+  EXPECT_TRUE(can_lower(node)) << node.op_type;
+  Result<LoweredNode> r = lower_node(node, "k");
+  EXPECT_TRUE(r.ok()) << r.status().to_string();
+  std::string out;
+  if (r.ok()) {
+    for (const BoundKernel& k : r->kernels)
+      out += print_kernel(k.kernel);
+  }
+  return out;
+}
+
+TEST(LowerNode, GatherLoadsTheIndexThenTheWrappedRow) {
+  EXPECT_EQ(lowered(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[5, 4] x, int64[2, 3] i) => (float[2, 3, 4] y) {
+      y = Gather <axis = 0> (x, i)
+    })"),
+            "kernel k\n"
+            "  in b0: f32[5,4]\n"
+            "  in b1: i64[2,3]\n"
+            "  out b2: f32[2,3,4]\n"
+            "  gather[i0 < 2, i1 < 3, i2 < 4]: b2[i0, i1, i2] = b0[wrap(b1[i0, i1]), i2]\n");
+}
+
+TEST(LowerNode, GatherNDIndexesOneDimPerTupleElement) {
+  EXPECT_EQ(lowered(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2, 3, 4] x, int64[5, 2] i) => (float[5, 4] y) {
+      y = GatherND (x, i)
+    })"),
+            "kernel k\n"
+            "  in b0: f32[2,3,4]\n"
+            "  in b1: i64[5,2]\n"
+            "  out b2: f32[5,4]\n"
+            "  gather_nd[i0 < 5, i1 < 4]: b2[i0, i1] = b0[wrap(b1[i0, 0]), wrap(b1[i0, 1]), i1]\n");
+}
+
+// An exclusive reverse scan: y[j] = sum of x[r] over r > j, a guarded reduction.
+TEST(LowerNode, CumSumIsAGuardedReduction) {
+  EXPECT_EQ(lowered(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[3, 5] x) => (float[3, 5] y) {
+      axis = Constant <value = int64 {-1}> ()
+      y = CumSum <exclusive = 1, reverse = 1> (x, axis)
+    })"),
+            "kernel k\n"
+            "  in b0: f32[3,5]\n"
+            "  out b1: f32[3,5]\n"
+            "  init[i0 < 3, i1 < 5]: b1[i0, i1] = 0\n"
+            "  scan[i0 < 3, i1 < 5, i2 < 5, -1*i1 + i2 + -1 >= 0]: b1[i0, i1] += b0[i0, i2]\n");
+}
+
+// Reflect padding reads the input at a mirrored, clamped position; unpadded dims stay affine.
+TEST(LowerNode, ReflectPadMirrorsThePosition) {
+  EXPECT_EQ(lowered(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2, 3] x) => (float[2, 7] y) {
+      pads = Constant <value = int64[4] {0, 2, 0, 2}> ()
+      y = Pad <mode = "reflect"> (x, pads)
+    })"),
+            "kernel k\n"
+            "  in b0: f32[2,3]\n"
+            "  out b1: f32[2,7]\n"
+            "  reflect[i0 < 2, i1 < 7]: b1[i0, i1] = b0[i0, clamp(select((abs((i1 - 2)) > 2), "
+            "(4 - abs((i1 - 2))), abs((i1 - 2))))]\n");
+}
+
+// The loss of each element reads the input at its target class; ignored targets weigh 0.
+TEST(LowerNode, NegativeLogLikelihoodLossMeanDividesByTheCountedWeights) {
+  EXPECT_EQ(lowered(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2, 3] x, int64[2] t, float[3] w) => (float y) {
+      y = NegativeLogLikelihoodLoss <ignore_index = 1> (x, t, w)
+    })"),
+            "kernel k\n"
+            "  in b0: f32[2,3,1]\n"
+            "  in b1: i64[2,1]\n"
+            "  in b2: f32[3]\n"
+            "  out b3: f32[]\n"
+            "  temp t4: f32[]\n"
+            "  temp t5: f32[]\n"
+            "  init_sum[]: t4[] = 0\n"
+            "  sum_loss[i0 < 2, i1 < 1]: t4[] += neg((b0[i0, clamp(b1[i0, i1]), i1] * "
+            "select((b1[i0, i1] == 1), 0, b2[clamp(b1[i0, i1])])))\n"
+            "  init_weights[]: t5[] = 0\n"
+            "  sum_weights[i0 < 2, i1 < 1]: t5[] += f32(select((b1[i0, i1] == 1), 0, "
+            "b2[clamp(b1[i0, i1])]))\n"
+            "  reduce_loss[]: b3[] = (t4[] / t5[])\n");
+}
+
+// Nearest resize: the resized axis reads the input at ceil(x) - 1 + (r > 0.5), x = o / 2
+// (asymmetric), clamped; the unit-scale axis stays affine.
+TEST(LowerNode, NearestResizeComputesTheSourceIndex) {
+  EXPECT_EQ(lowered(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2, 3] x) => (float[2, 6] y) {
+      scales = Constant <value = float[2] {1.0, 2.0}> ()
+      y = Resize <mode = "nearest", coordinate_transformation_mode = "asymmetric"> (x, , scales)
+    })"),
+            "kernel k\n"
+            "  in b0: f32[2,3]\n"
+            "  out b1: f32[2,6]\n"
+            "  resize_nearest[i0 < 2, i1 < 6]: b1[i0, i1] = b0[i0, clamp(i64(((ceil((f64(i1) / 2)) "
+            "- 1) + select((((f64(i1) / 2) - (ceil((f64(i1) / 2)) - 1)) > 0.5), 1, 0))))]\n");
+}
+
+} // namespace
+} // namespace weft::kernel

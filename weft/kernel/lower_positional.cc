@@ -1,0 +1,150 @@
+// Ops whose values depend on element positions: Trilu, EyeLike, Range, OneHot, and the scan
+// CumSum (a reduction over a triangular, guarded domain).
+#include "weft/kernel/kernel_builder.h"
+#include "weft/kernel/lower_ops.h"
+
+namespace weft::kernel {
+
+namespace {
+
+int rank_of(const Value* v) { return static_cast<int>(v->type.shape->size()); }
+
+// A scalar operand: a one-element buffer loaded as "t".
+int load_scalar(KernelBuilder& k, StatementBuilder& b, const Value* v, DType t) {
+  int buf = k.buffer(v, BufferRole::kInput, {1});
+  return load_as(b, buf, {AffineExpr::constant_of(0)}, v->type.dtype, t);
+}
+
+// "column - row" of the last two iterators of a statement of rank "rank", as an i64.
+int diagonal_offset(StatementBuilder& b, int rank) {
+  return b.op(ExprOp::kSub, DType::kI64, {b.iterator(rank - 1), b.iterator(rank - 2)});
+}
+
+} // namespace
+
+// y = x on and above (upper) or on and below (lower) the k-th diagonal of the last two dims,
+// 0 elsewhere; k is read at run time.
+Result<LoweredNode> lower_trilu(const Node& n, const std::string& name) {
+  const Value* x = n.inputs[0];
+  const Value* y = n.outputs[0];
+  int rank = rank_of(y);
+  KernelBuilder k(name);
+  int in = k.buffer(x, BufferRole::kInput);
+  StatementBuilder b("trilu", *y->type.shape);
+  int diag = n.input(1) ? load_scalar(k, b, n.inputs[1], DType::kI64) : b.constant(0, DType::kI64);
+  int offset = diagonal_offset(b, rank);
+  int keep = n.attrs_as<TriluAttrs>().upper ? b.op(ExprOp::kGe, DType::kBool, {offset, diag})
+                                            : b.op(ExprOp::kLe, DType::kBool, {offset, diag});
+  DType t = x->type.dtype;
+  int v = b.op(ExprOp::kSelect, t,
+               {keep, b.load(in, iterators(static_cast<size_t>(rank)), t), b.constant(0, t)});
+  int out = k.buffer(y, BufferRole::kOutput);
+  k.add(b.store(v, out, iterators(static_cast<size_t>(rank))));
+  return k.lowered();
+}
+
+// y[i, j] = 1 where j - i = k, 0 elsewhere.
+Result<LoweredNode> lower_eye_like(const Node& n, const std::string& name) {
+  const Value* y = n.outputs[0];
+  DType t = y->type.dtype;
+  KernelBuilder k(name);
+  StatementBuilder b("eye", *y->type.shape);
+  int on = b.op(ExprOp::kEq, DType::kBool,
+                {diagonal_offset(b, 2),
+                 b.constant(static_cast<double>(n.attrs_as<EyeLikeAttrs>().k), DType::kI64)});
+  int v = b.op(ExprOp::kSelect, t, {on, b.constant(1, t), b.constant(0, t)});
+  k.add(b.store(v, k.buffer(y, BufferRole::kOutput), iterators(2)));
+  return k.lowered();
+}
+
+// y[i] = start + i * delta, with start and delta read at run time (the length was fixed
+// when the shapes were specialized).
+Result<LoweredNode> lower_range(const Node& n, const std::string& name) {
+  const Value* y = n.outputs[0];
+  DType t = y->type.dtype;
+  KernelBuilder k(name);
+  StatementBuilder b("range", *y->type.shape);
+  int start = load_scalar(k, b, n.inputs[0], t);
+  int delta = load_scalar(k, b, n.inputs[2], t);
+  int i = b.op(ExprOp::kCast, t, {b.iterator(0)});
+  int v = b.op(ExprOp::kAdd, t, {start, b.op(ExprOp::kMul, t, {i, delta})});
+  k.add(b.store(v, k.buffer(y, BufferRole::kOutput), iterators(1)));
+  return k.lowered();
+}
+
+// y[..., c at axis, ...] = on where c equals the index at the other positions (negative
+// indices count from the end of "depth"), off elsewhere.
+Result<LoweredNode> lower_one_hot(const Node& n, const std::string& name) {
+  const Value* idx = n.inputs[0];
+  const Value* values = n.inputs[2];
+  const Value* y = n.outputs[0];
+  int rank = rank_of(y);
+  int64_t axis = n.attrs_as<AxisAttrs>().axis;
+  if (axis < 0) axis += rank;
+  int64_t depth = (*y->type.shape)[static_cast<size_t>(axis)].value();
+  KernelBuilder k(name);
+  int bi = k.buffer(idx, BufferRole::kInput);
+  int bv = k.buffer(values, BufferRole::kInput, {2});
+  StatementBuilder b("one_hot", *y->type.shape);
+  std::vector<AffineExpr> idx_index;
+  for (int d = 0; d < rank; ++d) {
+    if (d != axis) idx_index.push_back(AffineExpr::iterator(d));
+  }
+  int i = load_as(b, bi, idx_index, idx->type.dtype, DType::kI64);
+  int negative = b.op(ExprOp::kLt, DType::kBool, {i, b.constant(0, DType::kI64)});
+  i = b.op(
+      ExprOp::kSelect, DType::kI64,
+      {negative,
+       b.op(ExprOp::kAdd, DType::kI64, {i, b.constant(static_cast<double>(depth), DType::kI64)}),
+       i});
+  int hot = b.op(ExprOp::kEq, DType::kBool, {b.iterator(static_cast<int>(axis)), i});
+  DType t = values->type.dtype;
+  int v = b.op(ExprOp::kSelect, t,
+               {hot, b.load(bv, {AffineExpr::constant_of(1)}, t),
+                b.load(bv, {AffineExpr::constant_of(0)}, t)});
+  k.add(b.store(v, k.buffer(y, BufferRole::kOutput), iterators(static_cast<size_t>(rank))));
+  return k.lowered();
+}
+
+// y[..., j, ...] = sum of x[..., r, ...] over r <= j (r < j exclusive; r >= j, r > j in
+// reverse): a sum over the domain [..., j, r, ...] cut by that guard.
+Result<LoweredNode> lower_cum_sum(const Node& n, const std::string& name) {
+  const auto& a = n.attrs_as<CumSumAttrs>();
+  const Value* x = n.inputs[0];
+  const Value* y = n.outputs[0];
+  const Shape& shape = *y->type.shape;
+  int rank = rank_of(y);
+  int axis = static_cast<int>(*a.axis);
+  DType t = accumulator_type(y->type.dtype);
+  KernelBuilder k(name);
+  int in = k.buffer(x, BufferRole::kInput);
+  int out = k.buffer(y, BufferRole::kOutput);
+  int acc = t == y->type.dtype ? out : k.temp(t, shape);
+  StatementBuilder init("init", shape);
+  k.add(init.store(init.constant(0, t), acc, iterators(static_cast<size_t>(rank))));
+  // Iterators: the output's, with r inserted after j (= the axis).
+  Shape domain = shape;
+  domain.insert(domain.begin() + axis + 1, shape[static_cast<size_t>(axis)]);
+  std::vector<AffineExpr> y_index, x_index;
+  for (int d = 0; d < rank; ++d) {
+    int it = d <= axis ? d : d + 1;
+    y_index.push_back(AffineExpr::iterator(it));
+    x_index.push_back(AffineExpr::iterator(d == axis ? axis + 1 : it));
+  }
+  StatementBuilder update("scan", domain);
+  Statement s =
+      update.store(load_as(update, in, x_index, x->type.dtype, t), acc, y_index, Combine::kSum);
+  // j - r >= 0 (or r - j >= 0 in reverse), minus 1 when exclusive.
+  int64_t sign = a.reverse ? -1 : 1;
+  s.guards.push_back({a.exclusive ? -1 : 0, {{axis, sign}, {axis + 1, -sign}}});
+  k.add(std::move(s));
+  if (acc != out) {
+    StatementBuilder fin("finish", shape);
+    int v = fin.op(ExprOp::kCast, y->type.dtype,
+                   {fin.load(acc, iterators(static_cast<size_t>(rank)), t)});
+    k.add(fin.store(v, out, iterators(static_cast<size_t>(rank))));
+  }
+  return k.lowered();
+}
+
+} // namespace weft::kernel

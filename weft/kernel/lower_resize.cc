@@ -1,0 +1,220 @@
+// Resize and Upsample: each output element reads input elements around its source coordinate,
+// through indirect loads whose indices are computed from the output position.
+//
+// Along each resized axis, the source coordinate x (in f64, as ONNX's reference computes it)
+// splits as x = base + r with base = ceil(x) - 1 and r in (0, 1]; the taps are base,
+// base + 1 (nearest, linear) or base - 1 ... base + 2 (cubic), clamped into the input, as the
+// reference's edge padding does. Nearest loads the chosen tap; linear and cubic sum
+// coefficient * element over a domain extended by one tap iterator per resized axis, in f64.
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "weft/graph/shape_functions.h"
+#include "weft/kernel/kernel_builder.h"
+#include "weft/kernel/lower_ops.h"
+
+namespace weft::kernel {
+
+namespace {
+
+constexpr DType kF64 = DType::kF64;
+constexpr DType kI64 = DType::kI64;
+
+struct ResizedAxis {
+  int dim = 0;
+  double scale = 1;
+  int64_t in_extent = 1;
+  double roi_start = 0, roi_end = 1; // tf_crop_and_resize only
+};
+
+// Builds the f64 arithmetic of one statement.
+struct Arith {
+  StatementBuilder& b;
+  int c(double v) const { return b.constant(v, kF64); }
+  int add(int x, int y) const { return b.op(ExprOp::kAdd, kF64, {x, y}); }
+  int sub(int x, int y) const { return b.op(ExprOp::kSub, kF64, {x, y}); }
+  int mul(int x, int y) const { return b.op(ExprOp::kMul, kF64, {x, y}); }
+  int div(int x, int y) const { return b.op(ExprOp::kDiv, kF64, {x, y}); }
+  int cmp(ExprOp op, int x, int y) const { return b.op(op, DType::kBool, {x, y}); }
+  int select(int cond, int x, int y) const { return b.op(ExprOp::kSelect, kF64, {cond, x, y}); }
+};
+
+// The source coordinate of output iterator "it" along "ax" (the reference's x_ori).
+int source_coordinate(Arith& f, const ResizeAttrs& a, const ResizedAxis& ax, int it) {
+  int o = f.b.op(ExprOp::kCast, kF64, {f.b.iterator(it)});
+  double in = static_cast<double>(ax.in_extent);
+  double out_width = ax.scale * in;
+  auto half_pixel = [&] { return f.sub(f.div(f.add(o, f.c(0.5)), f.c(ax.scale)), f.c(0.5)); };
+  switch (a.coordinate_transformation_mode) {
+    case ResizeCoordinates::kHalfPixel: return half_pixel();
+    case ResizeCoordinates::kPytorchHalfPixel: return out_width == 1 ? f.c(-0.5) : half_pixel();
+    case ResizeCoordinates::kAlignCorners:
+      return out_width == 1 ? f.c(0) : f.div(f.mul(o, f.c(in - 1)), f.c(out_width - 1));
+    case ResizeCoordinates::kAsymmetric: return f.div(o, f.c(ax.scale));
+    case ResizeCoordinates::kTfHalfPixelForNn: return f.div(f.add(o, f.c(0.5)), f.c(ax.scale));
+    case ResizeCoordinates::kTfCropAndResize: {
+      double extent = ax.roi_end - ax.roi_start;
+      int x = out_width == 1 ? f.c(extent * (in - 1) / 2)
+                             : f.div(f.mul(f.mul(o, f.c(extent)), f.c(in - 1)), f.c(out_width - 1));
+      return f.add(x, f.c(ax.roi_start * (in - 1)));
+    }
+  }
+  return o;
+}
+
+// Is the source coordinate of any resized axis outside the input (tf_crop_and_resize's
+// extrapolation)? -1 when the mode never extrapolates.
+int outside_input(Arith& f, const ResizeAttrs& a, const std::vector<ResizedAxis>& axes) {
+  if (a.coordinate_transformation_mode != ResizeCoordinates::kTfCropAndResize) return -1;
+  int any = f.b.constant(0, DType::kBool);
+  for (const ResizedAxis& ax : axes) {
+    int x = source_coordinate(f, a, ax, ax.dim);
+    int out = f.b.op(ExprOp::kOr, DType::kBool,
+                     {f.cmp(ExprOp::kLt, x, f.c(0)),
+                      f.cmp(ExprOp::kGt, x, f.c(static_cast<double>(ax.in_extent - 1)))});
+    any = f.b.op(ExprOp::kOr, DType::kBool, {any, out});
+  }
+  return any;
+}
+
+// The cubic convolution coefficients of the four taps at ratio "r" (the reference's).
+std::vector<int> cubic_coefficients(Arith& f, int r, double a) {
+  auto outer = [&](int t) { // ((A t - 5A) t + 8A) t - 4A, t in [1, 2]
+    return f.sub(f.mul(f.add(f.mul(f.sub(f.mul(f.c(a), t), f.c(5 * a)), t), f.c(8 * a)), t),
+                 f.c(4 * a));
+  };
+  auto inner = [&](int t) { // ((A + 2) t - (A + 3)) t t + 1, t in [0, 1]
+    return f.add(f.mul(f.mul(f.sub(f.mul(f.c(a + 2), t), f.c(a + 3)), t), t), f.c(1));
+  };
+  int s = f.sub(f.c(1), r);
+  return {outer(f.add(r, f.c(1))), inner(r), inner(s), outer(f.add(s, f.c(1)))};
+}
+
+// "values"[tap], for an i64 node "tap" in [0, values.size()).
+int pick(Arith& f, int tap, const std::vector<int>& values) {
+  int v = values.back();
+  for (size_t j = values.size() - 1; j-- > 0;) {
+    v = f.select(
+        f.b.op(ExprOp::kEq, DType::kBool, {tap, f.b.constant(static_cast<double>(j), kI64)}),
+        values[j], v);
+  }
+  return v;
+}
+
+Result<std::vector<ResizedAxis>> resized_axes(const Node& n) {
+  const auto& a = n.attrs_as<ResizeAttrs>();
+  const Shape& in = *n.inputs[0]->type.shape;
+  std::optional<std::vector<double>> scales = resize_scales(n);
+  if (!scales) return Status::error("Resize scales or sizes known only at run time");
+  bool crop = a.coordinate_transformation_mode == ResizeCoordinates::kTfCropAndResize;
+  const Value* roi = n.op_type == "Resize" ? n.input(1) : nullptr;
+  if (crop && (!roi || !roi->is_constant() ||
+               roi->constant->num_elements() != 2 * static_cast<int64_t>(in.size())))
+    return Status::error("tf_crop_and_resize needs a constant roi of 2 * rank elements");
+  std::vector<ResizedAxis> axes;
+  for (size_t d = 0; d < in.size(); ++d) {
+    ResizedAxis ax{static_cast<int>(d), (*scales)[d], in[d].value()};
+    if (crop) {
+      ax.roi_start = roi->constant->get_double(static_cast<int64_t>(d));
+      ax.roi_end = roi->constant->get_double(static_cast<int64_t>(d + in.size()));
+    }
+    if (ax.scale != 1 || ax.roi_start != 0 || ax.roi_end != 1) axes.push_back(ax);
+  }
+  return axes;
+}
+
+} // namespace
+
+Result<LoweredNode> lower_resize(const Node& n, const std::string& name) {
+  const auto& a = n.attrs_as<ResizeAttrs>();
+  const Value* x = n.inputs[0];
+  const Value* y = n.outputs[0];
+  const Shape& shape = *y->type.shape;
+  size_t rank = shape.size();
+  WEFT_ASSIGN_OR_RETURN(std::vector<ResizedAxis> axes, resized_axes(n));
+  KernelBuilder k(name);
+  int in = k.buffer(x, BufferRole::kInput);
+  int out = k.buffer(y, BufferRole::kOutput);
+  DType t = y->type.dtype;
+  if (a.mode == ResizeMode::kNearest) {
+    StatementBuilder b("resize_nearest", shape);
+    Arith f{b};
+    std::vector<AffineExpr> index = iterators(rank);
+    std::vector<IndirectIndex> indirect;
+    for (const ResizedAxis& ax : axes) {
+      int xo = source_coordinate(f, a, ax, ax.dim);
+      int base = f.sub(b.op(ExprOp::kCeil, kF64, {xo}), f.c(1));
+      int r = f.sub(xo, base);
+      int up = a.nearest_mode == NearestMode::kRoundPreferFloor  ? f.cmp(ExprOp::kGt, r, f.c(0.5))
+               : a.nearest_mode == NearestMode::kRoundPreferCeil ? f.cmp(ExprOp::kGe, r, f.c(0.5))
+               : a.nearest_mode == NearestMode::kFloor           ? f.cmp(ExprOp::kEq, r, f.c(1))
+                                                                 : b.constant(1, DType::kBool);
+      int idx = b.op(ExprOp::kCast, kI64, {f.add(base, f.select(up, f.c(1), f.c(0)))});
+      index[static_cast<size_t>(ax.dim)] = AffineExpr::constant_of(0);
+      indirect.push_back({ax.dim, idx, IndexWrap::kClamp});
+    }
+    int v = b.gather(in, index, indirect, x->type.dtype);
+    int outside = outside_input(f, a, axes);
+    if (outside >= 0)
+      v = b.op(ExprOp::kSelect, t, {outside, b.constant(a.extrapolation_value, t), v});
+    k.add(b.store(v, out, iterators(rank)));
+    return k.lowered();
+  }
+  // Linear and cubic: acc[p] = sum over taps of prod(coefficients) * x[taps], in f64.
+  int taps = a.mode == ResizeMode::kLinear ? 2 : 4;
+  int first_tap = a.mode == ResizeMode::kLinear ? 0 : -1; // relative to base
+  int acc = k.temp(kF64, shape);
+  StatementBuilder init("init", shape);
+  k.add(init.store(init.constant(0, kF64), acc, iterators(rank)));
+  Shape domain = shape;
+  for (size_t i = 0; i < axes.size(); ++i)
+    domain.push_back(taps);
+  StatementBuilder b("resize_taps", domain);
+  Arith f{b};
+  std::vector<AffineExpr> index = iterators(rank);
+  std::vector<IndirectIndex> indirect;
+  int weight = f.c(1);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const ResizedAxis& ax = axes[i];
+    int xo = source_coordinate(f, a, ax, ax.dim);
+    int base = f.sub(b.op(ExprOp::kCeil, kF64, {xo}), f.c(1));
+    int r = f.sub(xo, base);
+    std::vector<int> coeffs = a.mode == ResizeMode::kLinear
+                                  ? std::vector<int>{f.sub(f.c(1), r), r}
+                                  : cubic_coefficients(f, r, a.cubic_coeff_a);
+    int tap = b.iterator(static_cast<int>(rank + i));
+    int idx = b.op(ExprOp::kAdd, kI64,
+                   {b.op(ExprOp::kCast, kI64, {base}),
+                    b.op(ExprOp::kAdd, kI64, {tap, b.constant(first_tap, kI64)})});
+    if (a.exclude_outside) { // taps outside the input weigh 0; the rest are renormalized
+      int sum = f.c(0);
+      for (int j = 0; j < taps; ++j) {
+        int pos = f.add(base, f.c(first_tap + j));
+        int inside = b.op(ExprOp::kAnd, DType::kBool,
+                          {f.cmp(ExprOp::kGe, pos, f.c(0)),
+                           f.cmp(ExprOp::kLe, pos, f.c(static_cast<double>(ax.in_extent - 1)))});
+        coeffs[static_cast<size_t>(j)] = f.select(inside, coeffs[static_cast<size_t>(j)], f.c(0));
+        sum = f.add(sum, coeffs[static_cast<size_t>(j)]);
+      }
+      weight = f.mul(weight, f.div(pick(f, tap, coeffs), sum));
+    } else {
+      weight = f.mul(weight, pick(f, tap, coeffs));
+    }
+    index[static_cast<size_t>(ax.dim)] = AffineExpr::constant_of(0);
+    indirect.push_back({ax.dim, idx, IndexWrap::kClamp});
+  }
+  int v = b.gather(in, index, indirect, x->type.dtype);
+  if (x->type.dtype != kF64) v = b.op(ExprOp::kCast, kF64, {v});
+  k.add(b.store(f.mul(weight, v), acc, iterators(rank), Combine::kSum));
+  StatementBuilder fin("finish", shape);
+  Arith ff{fin};
+  int r = fin.load(acc, iterators(rank), kF64);
+  int outside = outside_input(ff, a, axes);
+  if (outside >= 0) r = ff.select(outside, ff.c(a.extrapolation_value), r);
+  if (t != kF64) r = fin.op(ExprOp::kCast, t, {r});
+  k.add(fin.store(r, out, iterators(rank)));
+  return k.lowered();
+}
+
+} // namespace weft::kernel
