@@ -216,6 +216,21 @@ class CliTest(unittest.TestCase):
         self.assertTrue(os.path.exists(os.path.join(d, "kernels.so")))
         self.assertIn("06_specialize.txt", os.listdir(d))
 
+    def test_damaged_cache_entry_is_rebuilt(self):
+        path = self.softmax_sum_model()
+        cache = os.path.join(self.dir, "cache")
+        env = dict(os.environ, WEFT_CACHE_DIR=cache, WEFT_LOG="info")
+        run = lambda: subprocess.run([WEFT, "run", path, "--fill", "ones", "--output-dir", self.dir],
+                                     capture_output=True, text=True, timeout=120, env=env)
+        self.assertEqual(run().returncode, 0)
+        (library,) = [f for f in os.listdir(cache) if f.endswith(".so")]
+        with open(os.path.join(cache, library), "wb") as f:
+            f.write(b"\x7fELF truncated")
+        r = run()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("is unusable", r.stderr)
+        self.assertEqual(run().stderr.count("is unusable"), 0)  # the rebuilt entry is good
+
     def test_inspect_dump_dir_writes_kernels_for_static_shapes(self):
         path = self.softmax_sum_model()
         dump = os.path.join(self.dir, "dump")

@@ -1,15 +1,35 @@
 // The public C++ API, used as a user would: compile from bytes, metadata, runs with Weft-
 // and caller-owned tensors, new shapes, errors, concurrent runs and profiles.
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "tests/testing/onnx_text.h"
 #include "weft/weft.h"
 
 namespace weft {
 namespace {
+
+// A cold kernel cache per test process: concurrent first compiles of one source (threads of
+// OneModelManyConcurrentRuns) must not trip over each other's build files.
+class ColdCache : public ::testing::Environment {
+public:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("weft_api_test_cache_" + std::to_string(::getpid()));
+    setenv("WEFT_CACHE_DIR", dir_.c_str(), 1);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+private:
+  std::filesystem::path dir_;
+};
+
+const auto* const kColdCache = ::testing::AddGlobalTestEnvironment(new ColdCache);
 
 // Softmax over the last axis of x[N,8], then a row sum: two kernels at least.
 const char* kSoftmax = R"(

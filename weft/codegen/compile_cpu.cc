@@ -98,8 +98,9 @@ Result<CompiledLibrary> compile_cpu(const std::string& source, const CpuCompiler
     return Status::error(
         fmt::format("cannot create the kernel cache {}: {}", dir.string(), ec.message()));
 
-  // Private names for this build; the finished library is renamed into place.
-  std::string unique = fmt::format("{}.{}", key, ::getpid());
+  // Private names for this build (threads of one process may build the same source at
+  // once); the finished library is renamed into place.
+  std::string unique = fmt::format("{}.{}.{}", key, ::getpid(), ::gettid()); // per thread
   fs::path src = dir / (unique + ".cc");
   fs::path tmp = dir / (unique + ".so.tmp");
   fs::path log = dir / (key + ".log");

@@ -316,6 +316,17 @@ Status build_ptx(const std::string& model, const std::string& source,
   return Status();
 }
 
+// Loads the library at "path" and looks up every launch's function.
+Result<std::shared_ptr<runtime::KernelLibrary>>
+load_kernels(const std::string& path, std::vector<runtime::Launch>& launches) {
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<runtime::KernelLibrary> library,
+                        runtime::KernelLibrary::load(path));
+  for (runtime::Launch& launch : launches) {
+    WEFT_ASSIGN_OR_RETURN(launch.fn, library->function(launch.name));
+  }
+  return library;
+}
+
 } // namespace
 
 Result<std::vector<runtime::TensorInfo>> model_inputs(const ModelSource& model) {
@@ -415,11 +426,17 @@ Result<CompiledModel> compile_model(const ModelSource& model,
   if (settings.build) {
     WEFT_ASSIGN_OR_RETURN(codegen::CompiledLibrary built, codegen::compile_cpu(source, compiler));
     timer.end("build");
-    WEFT_ASSIGN_OR_RETURN(std::shared_ptr<runtime::KernelLibrary> library,
-                          runtime::KernelLibrary::load(built.path));
-    for (runtime::Launch& launch : launches) {
-      WEFT_ASSIGN_OR_RETURN(launch.fn, library->function(launch.name));
+    Result<std::shared_ptr<runtime::KernelLibrary>> library = load_kernels(built.path, launches);
+    if (!library.ok() && built.cache_hit) {
+      // A damaged cache entry (a full disk, say) is rebuilt once rather than trusted.
+      log_info("kernel cache entry {} is unusable ({}); rebuilding", built.path,
+               library.status().message());
+      std::error_code ec;
+      std::filesystem::remove(built.path, ec);
+      WEFT_ASSIGN_OR_RETURN(built, codegen::compile_cpu(source, compiler));
+      library = load_kernels(built.path, launches);
     }
+    if (!library.ok()) return library.status();
     std::vector<runtime::TensorInfo> inputs, outputs;
     for (const Value* v : graph.inputs)
       inputs.push_back({v->name, v->type});
@@ -428,7 +445,7 @@ Result<CompiledModel> compile_model(const ModelSource& model,
     out.executable = std::make_unique<runtime::Executable>(
         std::move(inputs), std::move(outputs), plan.slots(), std::move(launches),
         std::move(output_slots), arena,
-        std::vector<std::shared_ptr<runtime::KernelLibrary>>{library});
+        std::vector<std::shared_ptr<runtime::KernelLibrary>>{*library});
     for (int i : frozen)
       out.executable->freeze_input(i, sample_inputs[static_cast<size_t>(i)]);
     out.cache_hit = built.cache_hit;
