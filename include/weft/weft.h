@@ -89,6 +89,7 @@ struct CompileOptions {
   std::string device = "cpu"; // "cpu" (CUDA is not available yet)
   int threads = 0;            // OpenMP threads per run; 0: $WEFT_NUM_THREADS, else all cores
   std::string dump_dir;       // as `weft inspect --dump-dir` (default: $WEFT_DUMP_DIR)
+  bool fusion = true;         // false: one kernel per node (for comparisons)
 };
 
 // Time spent in one kernel during Model::run_profiled.

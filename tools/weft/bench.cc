@@ -142,7 +142,9 @@ int bench(const BenchOptions& o) {
   }
   const auto& [model, inputs] = *loaded;
   auto start = std::chrono::steady_clock::now();
-  Result<CompiledModel> compiled = compile_model(model, inputs);
+  CompileSettings settings;
+  settings.fusion = o.fusion;
+  Result<CompiledModel> compiled = compile_model(model, inputs, settings);
   double compile_ms = ms_since(start);
   if (!compiled.ok()) {
     std::cerr << compiled.status().to_string() << "\n";

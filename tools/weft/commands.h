@@ -12,6 +12,8 @@ struct InspectOptions {
   std::string dump_dir; // write each step's graph here
   std::string device = "cpu";
   bool json = false;
+  bool fusion = true;
+  bool fusion_report = false; // print the kernel plan and fusion decisions
 };
 
 struct RunOptions {
@@ -20,6 +22,7 @@ struct RunOptions {
   std::string fill;                // random, zeros, ones, or empty
   std::string output_dir = ".";
   std::string device = "cpu";
+  bool fusion = true;
 };
 
 struct TestOnnxOptions {
@@ -27,6 +30,7 @@ struct TestOnnxOptions {
   double rtol = 1e-3;
   double atol = 1e-7;
   std::string device = "cpu";
+  bool fusion = true;
   bool compile_only = false;      // build the kernels, do not run them
   std::vector<std::string> archs; // --device cuda --compile-only: NVRTC targets
 };
@@ -39,6 +43,7 @@ struct BenchOptions {
   int iters = 20;
   int warmup = 3;
   bool json = false;
+  bool fusion = true;
   std::string profile;  // Chrome trace file
   bool kernels = false; // per-kernel table
 };

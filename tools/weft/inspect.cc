@@ -10,7 +10,6 @@
 #include "weft/driver/pipeline.h"
 #include "weft/graph/passes/specialize_shapes.h"
 #include "weft/graph/print_graph.h"
-#include "weft/kernel/lower_node.h"
 
 namespace weft::cli {
 
@@ -23,61 +22,81 @@ Status write_text(const std::filesystem::path& path, const std::string& text) {
   return Status();
 }
 
-// The kernels each node lowers to, in the kernel IR's text form. Lowering needs static
-// shapes; a graph with symbolic dims says so instead ("weft run" specializes them).
-void add_kernels(const Graph& graph, nlohmann::json& out) {
-  out["kernels"] = nlohmann::json::array();
-  for (const Value* in : graph.inputs) {
-    if (!in->type.has_static_shape()) {
-      out["kernels_note"] =
-          fmt::format("input '{}' has symbolic dims ({}); kernels are generated once they are "
-                      "known, by weft run",
-                      in->name, in->type.to_string());
-      return;
-    }
-  }
-  size_t index = 0;
-  for (const auto& node : graph.nodes()) {
-    std::string name = fmt::format("k{}_{}", index++, node->op_type);
-    if (!kernel::can_lower(*node)) continue;
-    Result<kernel::LoweredNode> lowered = kernel::lower_node(*node, name);
-    if (!lowered.ok()) continue;
-    for (const kernel::BoundKernel& k : lowered->kernels) {
-      out["kernels"].push_back({{"name", k.kernel.name},
-                                {"node", node->name},
-                                {"op_type", node->op_type},
-                                {"ir", kernel::print_kernel(k.kernel)}});
-    }
-  }
-}
-
-// Adds the kernels, the generated source and build.sh to the dump, when the input types
-// determine every shape; otherwise says why not (on stderr: the dump is a side product).
-void dump_kernels(const InspectOptions& options, const Graph& graph) {
+// The kernel plan for the declared input types, or why there is none: lowering needs every
+// shape, which symbolic dims or shape-determining input values leave open ("weft run" and
+// WEFT_DUMP_DIR see the real ones). Nothing is compiled: build = false.
+Result<CompiledModel> plan(const InspectOptions& options, const Graph& graph, bool fusion,
+                           const std::string& dump_dir) {
   std::vector<Tensor> zeros;
   for (const Value* in : graph.inputs) {
     if (!in->type.has_static_shape()) {
-      std::cerr << fmt::format(
-          "note: no kernels in {}: input '{}' has symbolic dims ({}); WEFT_DUMP_DIR={} weft run "
-          "... dumps them for concrete shapes\n",
-          options.dump_dir, in->name, in->type.to_string(), options.dump_dir);
-      return;
+      return Status::error(fmt::format("input '{}' has symbolic dims ({}); kernels are generated "
+                                       "once they are known, by weft run",
+                                       in->name, in->type.to_string()));
     }
     zeros.emplace_back(in->type.dtype, shape_static_dims(*in->type.shape));
   }
   if (!shape_operand_inputs(graph).empty()) {
-    std::cerr << fmt::format("note: no kernels in {}: some inputs determine shapes by their "
-                             "values; WEFT_DUMP_DIR={} weft run ... dumps them for given values\n",
-                             options.dump_dir, options.dump_dir);
-    return;
+    return Status::error("some inputs determine shapes by their values; kernels are generated "
+                         "once they are known, by weft run");
   }
   CompileSettings settings;
-  settings.dump_dir = options.dump_dir;
+  settings.dump_dir = dump_dir;
   settings.build = false;
-  Result<CompiledModel> compiled = compile_model(options.model, zeros, settings);
-  if (!compiled.ok())
-    std::cerr << fmt::format("note: no kernels in {}: {}\n", options.dump_dir,
-                             compiled.status().message());
+  settings.fusion = fusion;
+  return compile_model(options.model, zeros, settings);
+}
+
+size_t bytes_moved(const CompiledModel& m) {
+  size_t bytes = 0;
+  for (const KernelSummary& k : m.kernels)
+    bytes += k.info.bytes;
+  return bytes;
+}
+
+nlohmann::json kernels_json(const CompiledModel& m) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const KernelSummary& k : m.kernels) {
+    out.push_back({{"name", k.name},
+                   {"node", k.info.node},
+                   {"op_type", k.info.op_type},
+                   {"strategy", k.info.strategy},
+                   {"shapes", k.info.shapes},
+                   {"bytes", k.info.bytes},
+                   {"ir", k.ir}});
+  }
+  return out;
+}
+
+// The fusion report: kernels and bytes moved with and without fusion, and every decision.
+nlohmann::json fusion_json(const CompiledModel& fused, const CompiledModel& unfused) {
+  nlohmann::json decisions = nlohmann::json::array();
+  for (const fusion::Decision& d : fused.fusion_decisions) {
+    decisions.push_back(
+        {{"producer", d.producer}, {"consumer", d.consumer}, {"fused", d.fused}, {"how", d.how}});
+  }
+  return {{"kernels", fused.kernels.size()},
+          {"kernels_without_fusion", unfused.kernels.size()},
+          {"bytes_moved", bytes_moved(fused)},
+          {"bytes_moved_without_fusion", bytes_moved(unfused)},
+          {"decisions", decisions}};
+}
+
+std::string fusion_text(const CompiledModel& fused, const CompiledModel& unfused) {
+  std::string out = fmt::format("== kernels ==\n{} kernels, {} bytes moved ({} kernels and {} "
+                                "bytes without fusion)\n",
+                                fused.kernels.size(), bytes_moved(fused), unfused.kernels.size(),
+                                bytes_moved(unfused));
+  for (const KernelSummary& k : fused.kernels) {
+    out += fmt::format("  {}: {} ({}): {}, {}, {} bytes\n", k.name, k.info.node, k.info.op_type,
+                       k.info.strategy, k.info.shapes, k.info.bytes);
+  }
+  out += "== fusion ==\n";
+  for (const fusion::Decision& d : fused.fusion_decisions) {
+    out += fmt::format("  {} -> {}: {}\n", d.producer, d.consumer,
+                       d.fused ? d.how : "not fused: " + d.how);
+  }
+  return out;
 }
 
 } // namespace
@@ -121,18 +140,41 @@ int inspect(const InspectOptions& options) {
     std::cerr << dump_status.to_string() << "\n";
     return 1;
   }
-  if (!options.dump_dir.empty()) dump_kernels(options, *graph);
+  // The kernel plan (with the dump's kernels, source and build.sh), and the same without
+  // fusion for the comparison, when the JSON or the fusion report asks for it.
+  Result<CompiledModel> fused = Status::error("not planned");
+  Result<CompiledModel> unfused = Status::error("not planned");
+  if (!options.dump_dir.empty() || options.json || options.fusion_report) {
+    fused = plan(options, *graph, options.fusion, options.dump_dir);
+    if (fused.ok() && (options.json || options.fusion_report))
+      unfused = plan(options, *graph, false, "");
+    if (!fused.ok() && !options.dump_dir.empty())
+      std::cerr << fmt::format("note: no kernels in {}: {}\n", options.dump_dir,
+                               fused.status().message());
+  }
   if (options.json) {
     // Weft makes no library calls yet: MatMul, Gemm and Conv are generated kernels too.
     nlohmann::json out = {{"file", options.model},
                           {"device", options.device},
                           {"passes", passes},
                           {"ops", last_graph["ops"]},
-                          {"library_calls", nlohmann::json::array()}};
-    add_kernels(*graph, out);
+                          {"library_calls", nlohmann::json::array()},
+                          {"kernels", nlohmann::json::array()}};
+    if (fused.ok() && unfused.ok()) {
+      out["kernels"] = kernels_json(*fused);
+      out["fusion"] = fusion_json(*fused, *unfused);
+    } else {
+      out["kernels_note"] = fused.status().message();
+    }
     std::cout << out.dump(2) << "\n";
   } else {
     std::cout << text;
+    if (options.fusion_report) {
+      if (fused.ok() && unfused.ok())
+        std::cout << fusion_text(*fused, *unfused);
+      else
+        std::cout << "== kernels ==\nnone: " << fused.status().message() << "\n";
+    }
   }
   return 0;
 }

@@ -112,6 +112,13 @@ int run_cli(int argc, char** argv) {
   bench_cmd->add_flag("--kernels", bench.kernels,
                       "Print the per-kernel table: time, % of total, bytes moved, GB/s");
 
+  cmd->add_flag("--fusion", inspect.fusion_report,
+                "Print the kernels (with bytes moved) and every fusion decision with its reason");
+  // --no-fusion: one kernel per node's lowering, for comparisons (docs/fusion.md).
+  for (auto [cmd_ptr, flag] :
+       {std::pair{cmd, &inspect.fusion}, std::pair{run_cmd, &run.fusion},
+        std::pair{test_cmd, &test.fusion}, std::pair{bench_cmd, &bench.fusion}})
+    cmd_ptr->add_flag("!--no-fusion", *flag, "Do not fuse kernels");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -39,7 +39,9 @@ int run(const RunOptions& o) {
     std::cerr << inputs.status().to_string() << "\n";
     return 1;
   }
-  Result<CompiledModel> model = compile_model(o.model, *inputs);
+  CompileSettings settings;
+  settings.fusion = o.fusion;
+  Result<CompiledModel> model = compile_model(o.model, *inputs, settings);
   if (!model.ok()) {
     std::cerr << model.status().to_string() << "\n";
     return 1;

@@ -57,6 +57,7 @@ std::optional<std::string> run_data_set(const fs::path& model, const fs::path& d
   CompileSettings settings;
   settings.device = o.device;
   settings.cuda_archs = o.archs;
+  settings.fusion = o.fusion;
   Result<CompiledModel> compiled = compile_model(model.string(), inputs, settings);
   if (!compiled.ok()) return compiled.status().message();
   if (o.compile_only) return std::nullopt;

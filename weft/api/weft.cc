@@ -126,6 +126,7 @@ struct Model::Impl {
     }
     CompileSettings settings;
     settings.dump_dir = options.dump_dir;
+    settings.fusion = options.fusion;
     auto c = std::make_shared<const CompiledModel>(
         value_or_throw(compile_model(source, samples, settings)));
     std::lock_guard<std::mutex> lock(mutex);

@@ -87,9 +87,8 @@ private:
     for (size_t i = 0; i < k_.buffers.size(); ++i) {
       const kernel::Buffer& b = k_.buffers[i];
       const char* qual = b.role == kernel::BufferRole::kInput ? "const " : "";
-      out +=
-          fmt::format("  {0}{1}* __restrict__ b{2} = static_cast<{0}{1}*>(buffers[{2}]);  // {3}\n",
-                      qual, storage_type(b.dtype), i, b.name);
+      out += fmt::format("  {0}{1}* {4}b{2} = static_cast<{0}{1}*>(buffers[{2}]);  // {3}\n", qual,
+                         storage_type(b.dtype), i, b.name, b.aliased ? "" : "__restrict__ ");
     }
     for (const auto& [symbol, name] : symbol_names_) {
       out +=

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <set>
 #include <thread>
 #include <unordered_map>
 
@@ -17,6 +18,7 @@
 #include "weft/codegen/emit_c.h"
 #include "weft/codegen/generate.h"
 #include "weft/driver/pipeline.h"
+#include "weft/fusion/fuse.h"
 #include "weft/graph/passes/canonicalize.h"
 #include "weft/graph/passes/eliminate_dead_code.h"
 #include "weft/graph/passes/eliminate_identity.h"
@@ -245,9 +247,14 @@ private:
   Status status_;
 };
 
-// The profile's view of a kernel: its node, strategy, buffer types and bytes moved.
-runtime::LaunchInfo launch_info(const Node& node, const kernel::Kernel& k) {
-  runtime::LaunchInfo info{node.name, node.op_type, kernel::describe_strategy(k), "", 0};
+// The profile's view of a kernel: its nodes, strategy, buffer types and bytes moved.
+runtime::LaunchInfo launch_info(const fusion::FusedKernel& fk) {
+  const kernel::Kernel& k = fk.bound.kernel;
+  std::vector<std::string> ops;
+  for (const Node* n : fk.nodes)
+    ops.push_back(n->op_type);
+  runtime::LaunchInfo info{fusion::node_names(fk), fmt::format("{}", fmt::join(ops, "+")),
+                           kernel::describe_strategy(k), "", 0};
   std::vector<std::string> ins, outs;
   for (const kernel::Buffer& b : k.buffers) {
     if (b.role == kernel::BufferRole::kTemp) continue;
@@ -343,9 +350,9 @@ Result<CompiledModel> compile_model(const ModelSource& model,
   CompiledModel out;
   PhaseTimer timer(&out.phases);
   Dumper dump(dump_dir_for(model, sample_inputs, settings));
-  int step = 0;
+  int pass_index = 0;
   auto observe = [&](std::string_view pass, const Graph& g) {
-    dump.write(fmt::format("{:02}_{}.txt", step++, pass), print_graph(g));
+    dump.write(fmt::format("{:02}_{}.txt", pass_index++, pass), print_graph(g));
   };
   WEFT_ASSIGN_OR_RETURN(Graph graph, run_graph_pipeline(model, observe));
   timer.end("graph passes");
@@ -355,26 +362,41 @@ Result<CompiledModel> compile_model(const ModelSource& model,
   WEFT_RETURN_IF_ERROR(check_lowerable(graph));
   timer.end("specialize");
 
-  PlanBuilder plan(graph);
-  std::vector<runtime::Launch> launches; // functions are looked up once the library loads
-  std::vector<kernel::Kernel> kernels;   // one per launch
-  std::vector<Location> sites;           // the node of each
+  std::vector<fusion::Step> steps;
   size_t index = 0;
   for (const auto& node : graph.nodes()) {
     Result<kernel::LoweredNode> lowered =
         kernel::lower_node(*node, kernel_name(index++, node->op_type));
     if (!lowered.ok()) return lowered.status().with_location(location_of(graph, *node));
     if (lowered->alias_of) {
-      plan.alias(node->outputs[0], lowered->alias_of);
+      steps.push_back({{}, node->outputs[0], lowered->alias_of});
       continue;
     }
-    for (kernel::BoundKernel& k : lowered->kernels) {
-      runtime::LaunchInfo info = launch_info(*node, k.kernel);
-      log_debug("kernel {}: node '{}' ({}), {}, {}", k.kernel.name, info.node, info.op_type,
+    for (kernel::BoundKernel& k : lowered->kernels)
+      steps.push_back({{{std::move(k), {node.get()}}}, nullptr, nullptr});
+  }
+  if (settings.fusion) {
+    std::set<const Value*> pinned(graph.outputs.begin(), graph.outputs.end());
+    fusion::FusionResult fused = fusion::fuse(std::move(steps), pinned);
+    steps = std::move(fused.steps);
+    out.fusion_decisions = std::move(fused.decisions);
+  }
+  PlanBuilder plan(graph);
+  std::vector<runtime::Launch> launches; // functions are looked up once the library loads
+  std::vector<kernel::Kernel> kernels;   // one per launch
+  std::vector<Location> sites;           // the node of each
+  for (fusion::Step& step : steps) {
+    if (step.alias) {
+      plan.alias(step.alias, step.alias_of);
+      continue;
+    }
+    for (fusion::FusedKernel& k : step.kernels) {
+      runtime::LaunchInfo info = launch_info(k);
+      log_debug("kernel {}: node '{}' ({}), {}, {}", k.bound.kernel.name, info.node, info.op_type,
                 info.strategy, info.shapes);
-      launches.push_back({k.kernel.name, nullptr, plan.bind(k), std::move(info)});
-      kernels.push_back(std::move(k.kernel));
-      sites.push_back(location_of(graph, *node));
+      launches.push_back({k.bound.kernel.name, nullptr, plan.bind(k.bound), std::move(info)});
+      kernels.push_back(std::move(k.bound.kernel));
+      sites.push_back(location_of(graph, *k.nodes.front()));
     }
   }
   timer.end("lower");
@@ -394,8 +416,10 @@ Result<CompiledModel> compile_model(const ModelSource& model,
   for (size_t k = 0; k < kernels.size(); ++k) {
     source += "\n" + functions[k];
     const runtime::LaunchInfo& info = launches[k].info;
-    kernels_text += fmt::format("# node '{}' ({}): {}\n{}\n", info.node, info.op_type,
-                                info.strategy, kernel::print_kernel(kernels[k]));
+    std::string ir = kernel::print_kernel(kernels[k]);
+    kernels_text +=
+        fmt::format("# node '{}' ({}): {}\n{}\n", info.node, info.op_type, info.strategy, ir);
+    out.kernels.push_back({kernels[k].name, info, std::move(ir)});
   }
   log_info("{}: {} kernels, {} from the function cache", graph.source, kernels.size(), hits);
   std::vector<int> output_slots = plan.output_slots();

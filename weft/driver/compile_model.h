@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "weft/driver/pipeline.h"
+#include "weft/fusion/fuse.h"
 #include "weft/graph/graph.h"
 #include "weft/runtime/cpu/executable.h"
 #include "weft/support/status.h"
@@ -28,12 +29,20 @@ struct CompileSettings {
   // "cuda_archs". The CUDA runtime has not landed, so a CUDA compile has no executable.
   std::string device = "cpu";
   std::vector<std::string> cuda_archs; // e.g. {"sm_80", "sm_90"}
+  bool fusion = true;                  // fusion/fuse.h; off for comparisons (--no-fusion)
 };
 
 // How long one phase of compile_model took.
 struct PhaseTime {
   std::string phase; // "graph passes", "specialize", "lower", "schedule", "emit", "build", "load"
   double ms = 0;
+};
+
+// A kernel of the plan, for inspection.
+struct KernelSummary {
+  std::string name;
+  runtime::LaunchInfo info;
+  std::string ir; // kernel::print_kernel
 };
 
 struct CompiledModel {
@@ -44,6 +53,8 @@ struct CompiledModel {
   std::vector<PhaseTime> phases;
   std::string dump_dir;                                 // where the dump went, if anywhere
   std::vector<std::pair<std::string, std::string>> ptx; // device "cuda": (arch, PTX)
+  std::vector<fusion::Decision> fusion_decisions;
+  std::vector<KernelSummary> kernels; // in launch order
 };
 
 // The declared inputs of a model: names and types, symbolic dims included.

@@ -239,8 +239,8 @@ std::string print_kernel(const Kernel& k) {
     const char* role = b.role == BufferRole::kInput    ? "in"
                        : b.role == BufferRole::kOutput ? "out"
                                                        : "temp";
-    out +=
-        fmt::format("  {} {}: {}{}\n", role, b.name, dtype_name(b.dtype), shape_to_string(b.shape));
+    out += fmt::format("  {} {}: {}{}{}\n", role, b.name, dtype_name(b.dtype),
+                       shape_to_string(b.shape), b.aliased ? " (aliased)" : "");
   }
   for (const Statement& s : k.statements) {
     std::vector<std::string> dom;

@@ -35,6 +35,10 @@ struct Buffer {
   DType dtype = DType::kF32;
   Shape shape;
   BufferRole role = BufferRole::kInput;
+  // Shares memory with another buffer of the kernel (two views of one value, after
+  // stitching). Statements keep their program order, so only the C emitter cares: it drops
+  // __restrict__ for such buffers.
+  bool aliased = false;
 };
 
 // constant + sum(coeff * iterator). Iterators are the statement's, by position.

@@ -1,0 +1,165 @@
+"""Fusion (issue 5): the kernel counts of the memory-bound subgraphs of docs/fusion.md, and
+the same outputs with and without fusion. Counts come from `weft inspect --json` (the plan),
+outputs from `weft run` with and without --no-fusion, on random inputs.
+
+Usage: fusion_test.py WEFT_BINARY
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto as T
+from onnx import helper
+
+WEFT = None
+DATA = "/usr/share/libonnx-testdata/data/node"
+
+
+def save(directory, name, nodes, inputs, outputs, inits=(), opset=13):
+    graph = helper.make_graph(nodes, name, inputs, outputs, initializer=list(inits))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    path = os.path.join(directory, name + ".onnx")
+    onnx.save(model, path)
+    return path
+
+
+def f32(name, shape):
+    return helper.make_tensor_value_info(name, T.FLOAT, shape)
+
+
+def const(name, values, shape=None, dtype=T.FLOAT):
+    values = list(np.asarray(values).ravel())
+    return helper.make_tensor(name, dtype, [len(values)] if shape is None else shape, values)
+
+
+def node(op, ins, outs, **attrs):
+    return helper.make_node(op, ins, outs, **attrs)
+
+
+def subgraphs(d):
+    """(name, model path, most kernels allowed)."""
+    rng = np.random.default_rng(0)
+    out = []
+    out.append(("softmax op", save(d, "softmax", [node("Softmax", ["x"], ["y"], axis=-1)],
+                                   [f32("x", [64, 128])], [f32("y", [64, 128])]), 1))
+    out.append(("layernorm op", save(d, "layernorm",
+                                     [node("LayerNormalization", ["x", "g", "b"], ["y"], axis=-1)],
+                                     [f32("x", [64, 128])], [f32("y", [64, 128])],
+                                     [const("g", rng.random(128)), const("b", rng.random(128))],
+                                     opset=17), 1))
+    for case in sorted(os.listdir(DATA)):
+        if case.endswith("_expanded") and case.startswith(("test_softmax", "test_logsoftmax",
+                                                           "test_layer_normalization")):
+            out.append((case, os.path.join(DATA, case, "model.onnx"), 1))
+    out.append(("rmsnorm", save(d, "rmsnorm", [
+        node("Mul", ["x", "x"], ["sq"]), node("ReduceMean", ["sq"], ["ms"], axes=[-1]),
+        node("Add", ["ms", "eps"], ["mse"]), node("Sqrt", ["mse"], ["rms"]),
+        node("Div", ["x", "rms"], ["n"]), node("Mul", ["n", "w"], ["y"])],
+        [f32("x", [64, 256])], [f32("y", [64, 256])],
+        [const("eps", [1e-6], []), const("w", rng.random(256))]), 1))
+    out.append(("bn-train stats + normalize", save(d, "bn_train", [
+        node("ReduceMean", ["x"], ["mean"], axes=[0, 2, 3]), node("Sub", ["x", "mean"], ["dev"]),
+        node("Mul", ["dev", "dev"], ["dev2"]), node("ReduceMean", ["dev2"], ["var"], axes=[0, 2, 3]),
+        node("Add", ["var", "eps"], ["ve"]), node("Sqrt", ["ve"], ["sd"]),
+        node("Div", ["dev", "sd"], ["y"])],
+        [f32("x", [8, 16, 14, 14])], [f32("y", [8, 16, 14, 14])], [const("eps", [1e-5], [])]), 2))
+    out.append(("groupnorm", save(d, "groupnorm", [
+        node("Reshape", ["x", "s1"], ["xr"]), node("ReduceMean", ["xr"], ["mean"], axes=[2]),
+        node("Sub", ["xr", "mean"], ["dev"]), node("Mul", ["dev", "dev"], ["dev2"]),
+        node("ReduceMean", ["dev2"], ["var"], axes=[2]), node("Add", ["var", "eps"], ["ve"]),
+        node("Sqrt", ["ve"], ["sd"]), node("Div", ["dev", "sd"], ["n"]),
+        node("Reshape", ["n", "s0"], ["nr"]), node("Mul", ["nr", "g"], ["ng"]),
+        node("Add", ["ng", "b"], ["y"])],
+        [f32("x", [4, 32, 8, 8])], [f32("y", [4, 32, 8, 8])],
+        [const("s1", [4, 8, -1], dtype=T.INT64), const("s0", [4, 32, 8, 8], dtype=T.INT64),
+         const("eps", [1e-5], []), const("g", rng.random(32), [32, 1, 1]),
+         const("b", rng.random(32), [32, 1, 1])]), 2))
+    # The library call is the MatMul; bias + GELU (erf form) after it is one kernel.
+    out.append(("bias + gelu after matmul", save(d, "bias_gelu", [
+        node("MatMul", ["x", "w"], ["mm"]), node("Add", ["mm", "bias"], ["h"]),
+        node("Div", ["h", "sqrt2"], ["hs"]), node("Erf", ["hs"], ["e"]),
+        node("Add", ["e", "one"], ["e1"]), node("Mul", ["h", "e1"], ["he"]),
+        node("Mul", ["he", "half"], ["y"])],
+        [f32("x", [32, 64])], [f32("y", [32, 128])],
+        [const("w", rng.random(64 * 128) * 0.1, [64, 128]), const("bias", rng.random(128)),
+         const("sqrt2", [2 ** 0.5], []), const("one", [1.0], []), const("half", [0.5], [])]), 1))
+    return out
+
+
+def plan(path, *flags):
+    r = subprocess.run([WEFT, "inspect", path, "--json", *flags], capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def run_outputs(path, directory, *flags):
+    out = os.path.join(directory, "out" + "".join(flags))
+    r = subprocess.run([WEFT, "run", path, "--fill", "random", "--output-dir", out, *flags],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    return {f: np.load(os.path.join(out, f)) for f in sorted(os.listdir(out))}
+
+
+def check_subgraphs(d):
+    failures = []
+    for name, path, most in subgraphs(d):
+        j = plan(path)
+        fusion = j["fusion"]
+        kernels = [k for k in j["kernels"] if "MatMul" not in k["op_type"]]
+        if len(kernels) > most:
+            failures.append(f"{name}: {len(kernels)} memory-bound kernels, at most {most} "
+                            f"expected: {[k['op_type'] for k in kernels]}")
+        if fusion["bytes_moved"] > fusion["bytes_moved_without_fusion"]:
+            failures.append(f"{name}: fusion moves more bytes ({fusion})")
+        # --fill random is seeded: both runs see the same inputs.
+        fused, unfused = run_outputs(path, d), run_outputs(path, d, "--no-fusion")
+        for k in unfused:
+            if not np.allclose(fused[k], unfused[k], rtol=1e-5, atol=1e-6, equal_nan=True):
+                failures.append(f"{name}: output {k} differs with fusion")
+        print(f"{name}: {len(kernels)} kernel(s) (at most {most}), "
+              f"{fusion['kernels_without_fusion']} without fusion; bytes "
+              f"{fusion['bytes_moved']} vs {fusion['bytes_moved_without_fusion']}")
+    return failures
+
+
+def check_encoder_layer(d):
+    """A TransformerEncoderLayer: memory-bound kernels at most 1.5x its library calls."""
+    try:
+        import torch
+    except ImportError:
+        print("skipped the encoder layer: no torch")
+        return []
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(d_model=128, nhead=4, dim_feedforward=512,
+                                             batch_first=True, activation="gelu").eval()
+    path = os.path.join(d, "encoder.onnx")
+    torch.onnx.export(layer, torch.randn(2, 32, 128), path, opset_version=14)
+    kernels = plan(path)["kernels"]
+    library = [k for k in kernels if any(op in k["op_type"] for op in ("MatMul", "Gemm"))]
+    memory = [k for k in kernels if k not in library]
+    print(f"encoder layer: {len(memory)} memory-bound kernels, {len(library)} library calls")
+    if len(memory) > 1.5 * len(library):
+        return [f"encoder layer: {len(memory)} memory-bound kernels > 1.5 x {len(library)} "
+                f"library calls: {[k['op_type'] for k in memory]}"]
+    return []
+
+
+def main():
+    global WEFT
+    WEFT = os.path.abspath(sys.argv[1])
+    with tempfile.TemporaryDirectory() as d:
+        failures = check_subgraphs(d) + check_encoder_layer(d)
+    for f in failures:
+        print("FAIL " + f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,502 @@
+#include "weft/fusion/fuse.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+
+#include <fmt/format.h>
+
+namespace weft::fusion {
+
+namespace {
+
+using kernel::Access;
+using kernel::AffineExpr;
+using kernel::BufferRole;
+using kernel::ExprNode;
+using kernel::ExprOp;
+using kernel::Kernel;
+using kernel::Statement;
+
+constexpr size_t kMaxStitchedStatements = 24;
+constexpr int kCheapOps = 2; // a producer this cheap may be recomputed per broadcast element
+constexpr int kMaxReadingStatements = 4;
+
+bool is_library(const FusedKernel& k) {
+  static const std::set<std::string> kLibrary = {
+      "MatMul", "Gemm", "Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool", "Einsum"};
+  return std::any_of(k.nodes.begin(), k.nodes.end(),
+                     [](const Node* n) { return kLibrary.contains(n->op_type); });
+}
+
+int64_t points(const std::vector<Dim>& domain) {
+  int64_t n = 1;
+  for (const Dim& d : domain) {
+    if (!d.is_static()) return -1;
+    n *= d.value();
+  }
+  return n;
+}
+
+int op_count(const Statement& s) {
+  return static_cast<int>(std::count_if(s.expr.begin(), s.expr.end(), [](const ExprNode& e) {
+    return e.op != ExprOp::kLoad && e.op != ExprOp::kConstant;
+  }));
+}
+
+// The one statement of a kernel that writes each element of its one output once, from its
+// inputs alone; or why the kernel is not one.
+std::optional<std::string> not_elementwise(const Kernel& k) {
+  if (k.statements.size() != 1) return "it has several statements";
+  const Statement& s = k.statements[0];
+  if (s.combine != kernel::Combine::kNone) return "it is a reduction";
+  if (!s.guards.empty()) return "it has guards";
+  for (const kernel::Buffer& b : k.buffers) {
+    if (b.role == BufferRole::kTemp) return "it has temporaries";
+  }
+  const kernel::Buffer& out = k.buffers[static_cast<size_t>(s.write.buffer)];
+  if (s.domain.size() != out.shape.size()) return "its write is not the identity";
+  for (size_t d = 0; d < s.domain.size(); ++d) {
+    if (!(s.write.index[d] == AffineExpr::iterator(static_cast<int>(d))) ||
+        !(s.domain[d] == out.shape[d]))
+      return "its write is not the identity";
+  }
+  return std::nullopt;
+}
+
+// "e" with each iterator j replaced by "sub[j]".
+AffineExpr compose(const AffineExpr& e, const std::vector<AffineExpr>& sub) {
+  AffineExpr out = AffineExpr::constant_of(e.constant);
+  std::map<int, int64_t> terms;
+  for (auto [j, c] : e.terms) {
+    const AffineExpr& s = sub[static_cast<size_t>(j)];
+    out.constant += c * s.constant;
+    for (auto [i, ci] : s.terms)
+      terms[i] += c * ci;
+  }
+  for (auto [i, c] : terms) {
+    if (c != 0) out.terms.emplace_back(i, c);
+  }
+  return out;
+}
+
+// The index of a buffer bound to "v" in "k" (a temporary never matches), or -1. Lowering
+// may view one value with several shapes (a flattened view, say); with "shape", only a
+// buffer of that view matches.
+int buffer_of(const kernel::BoundKernel& k, const Value* v, const Shape* shape = nullptr) {
+  for (size_t i = 0; i < k.values.size(); ++i) {
+    if (v && k.values[i] == v && (!shape || k.kernel.buffers[i].shape == *shape))
+      return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// Adds a buffer to "k" (a unique name), bound to "v"; returns its index.
+int add_buffer(kernel::BoundKernel& k, kernel::Buffer b, const Value* v) {
+  std::string name = b.name;
+  for (int n = 1; std::any_of(k.kernel.buffers.begin(), k.kernel.buffers.end(),
+                              [&](const kernel::Buffer& x) { return x.name == name; });
+       ++n)
+    name = fmt::format("{}_{}", b.name, n);
+  b.name = name;
+  k.kernel.buffers.push_back(std::move(b));
+  k.values.push_back(v);
+  return static_cast<int>(k.kernel.buffers.size()) - 1;
+}
+
+// Drops buffers no access mentions, renumbering the rest.
+void drop_unused_buffers(kernel::BoundKernel& k) {
+  std::vector<bool> used(k.kernel.buffers.size(), false);
+  for (const Statement& s : k.kernel.statements) {
+    used[static_cast<size_t>(s.write.buffer)] = true;
+    for (const Access& a : s.reads)
+      used[static_cast<size_t>(a.buffer)] = true;
+  }
+  std::vector<int> renumber(used.size(), -1);
+  kernel::BoundKernel out{{k.kernel.name, {}, {}}, {}};
+  for (size_t b = 0; b < used.size(); ++b) {
+    if (!used[b]) continue;
+    renumber[b] = static_cast<int>(out.kernel.buffers.size());
+    out.kernel.buffers.push_back(k.kernel.buffers[b]);
+    out.values.push_back(k.values[b]);
+  }
+  for (Statement& s : k.kernel.statements) {
+    s.write.buffer = renumber[static_cast<size_t>(s.write.buffer)];
+    for (Access& a : s.reads)
+      a.buffer = renumber[static_cast<size_t>(a.buffer)];
+  }
+  out.kernel.statements = std::move(k.kernel.statements);
+  k = std::move(out);
+}
+
+bool is_identity(const Access& a, size_t rank) {
+  if (a.index.size() != rank || !a.indirect.empty()) return false;
+  for (size_t d = 0; d < rank; ++d) {
+    if (!(a.index[d] == AffineExpr::iterator(static_cast<int>(d)))) return false;
+  }
+  return true;
+}
+
+// Producer "p" computed over the row-major view "view" of its output (same element count),
+// when that is a renaming: each read is the identity over the output's shape (it becomes
+// the identity over the view) or a constant index (a scalar operand), and no node uses an
+// iterator. Lowering views values in coalesced shapes ([256, 64] for [2, 128, 64]).
+std::optional<kernel::BoundKernel> reviewed(const kernel::BoundKernel& p, const Shape& view) {
+  const Statement& ps = p.kernel.statements[0];
+  const Shape& shape = p.kernel.buffers[static_cast<size_t>(ps.write.buffer)].shape;
+  if (shape_num_elements(shape) != shape_num_elements(view) || !shape_num_elements(view))
+    return std::nullopt;
+  kernel::BoundKernel out = p;
+  Statement& s = out.kernel.statements[0];
+  for (const ExprNode& e : s.expr) {
+    if (e.op == ExprOp::kIterator) return std::nullopt;
+  }
+  std::vector<AffineExpr> identity;
+  for (size_t d = 0; d < view.size(); ++d)
+    identity.push_back(AffineExpr::iterator(static_cast<int>(d)));
+  for (Access& a : s.reads) {
+    kernel::Buffer& buffer = out.kernel.buffers[static_cast<size_t>(a.buffer)];
+    bool constant =
+        a.indirect.empty() && std::all_of(a.index.begin(), a.index.end(),
+                                          [](const AffineExpr& e) { return e.terms.empty(); });
+    if (constant) continue;
+    if (!is_identity(a, shape.size()) || !(buffer.shape == shape)) return std::nullopt;
+    a.buffer = add_buffer(out, {buffer.name, buffer.dtype, view, BufferRole::kInput},
+                          out.values[static_cast<size_t>(a.buffer)]);
+    a.index = identity;
+  }
+  kernel::Buffer& written = out.kernel.buffers[static_cast<size_t>(s.write.buffer)];
+  written.shape = view;
+  s.domain = view;
+  s.write.index = identity;
+  drop_unused_buffers(out);
+  return out;
+}
+
+// Inlines producer "producer" (elementwise, writing "v") into every read of "v" in "c",
+// through any of the buffers (views) "c" has for it; returns why not, leaving "c"
+// unspecified, on failure.
+std::optional<std::string> inline_into(const kernel::BoundKernel& producer, kernel::BoundKernel& c,
+                                       const Value* v) {
+  const Shape& produced =
+      producer.kernel.buffers[static_cast<size_t>(producer.kernel.statements[0].write.buffer)]
+          .shape;
+  // The producer as each view needs it, and its buffers as buffers of "c".
+  struct Version {
+    kernel::BoundKernel p;
+    std::vector<int> buffer_map;
+  };
+  std::map<std::string, Version> versions; // by the view's printed shape
+  std::optional<std::string> failure;
+  auto version_for = [&](const Shape& view) -> Version* {
+    std::string key = shape_to_string(view);
+    auto it = versions.find(key);
+    if (it != versions.end()) return &it->second;
+    std::optional<kernel::BoundKernel> p =
+        view == produced ? std::optional<kernel::BoundKernel>(producer) : reviewed(producer, view);
+    if (!p) {
+      failure = "the consumer views it with another shape";
+      return nullptr;
+    }
+    std::vector<int> map(p->kernel.buffers.size(), -1);
+    Version& ver = versions[key] = Version{std::move(*p), std::move(map)};
+    return &ver;
+  };
+  auto map_buffer = [&](Version& ver, int pb) {
+    int& m = ver.buffer_map[static_cast<size_t>(pb)];
+    if (m < 0) {
+      const Value* pv = ver.p.values[static_cast<size_t>(pb)];
+      const kernel::Buffer& buffer = ver.p.kernel.buffers[static_cast<size_t>(pb)];
+      m = buffer_of(c, pv, &buffer.shape);
+      if (m < 0) m = add_buffer(c, buffer, pv);
+    }
+    return m;
+  };
+  auto bound_to_v = [&](int buffer) { return c.values[static_cast<size_t>(buffer)] == v; };
+  for (Statement& s : c.kernel.statements) {
+    bool reads_v = std::any_of(s.reads.begin(), s.reads.end(),
+                               [&](const Access& a) { return bound_to_v(a.buffer); });
+    if (!reads_v) continue;
+    Statement out = s;
+    out.reads.clear();
+    out.expr.clear();
+    std::vector<int> node_map(s.expr.size(), -1), read_map(s.reads.size(), -1);
+    for (size_t n = 0; n < s.expr.size(); ++n) {
+      ExprNode e = s.expr[n];
+      for (int& o : e.operands)
+        o = node_map[static_cast<size_t>(o)];
+      if (e.op != ExprOp::kLoad) {
+        out.expr.push_back(e);
+        node_map[n] = static_cast<int>(out.expr.size()) - 1;
+        continue;
+      }
+      const Access& a = s.reads[static_cast<size_t>(e.access)];
+      if (!bound_to_v(a.buffer)) {
+        int& r = read_map[static_cast<size_t>(e.access)];
+        if (r < 0) {
+          Access kept = a;
+          for (kernel::IndirectIndex& ind : kept.indirect)
+            ind.node = node_map[static_cast<size_t>(ind.node)];
+          out.reads.push_back(kept);
+          r = static_cast<int>(out.reads.size()) - 1;
+        }
+        e.access = r;
+        out.expr.push_back(e);
+        node_map[n] = static_cast<int>(out.expr.size()) - 1;
+        continue;
+      }
+      if (!a.indirect.empty()) return "the consumer reads it at a data-dependent index";
+      Version* ver = version_for(c.kernel.buffers[static_cast<size_t>(a.buffer)].shape);
+      if (!ver) return failure;
+      const Statement& ps = ver->p.kernel.statements[0];
+      // Splice the producer's expression, its iterators replaced by this read's index.
+      std::vector<int> pmap(ps.expr.size(), -1);
+      for (size_t q = 0; q < ps.expr.size(); ++q) {
+        ExprNode pe = ps.expr[q];
+        for (int& o : pe.operands)
+          o = pmap[static_cast<size_t>(o)];
+        if (pe.op == ExprOp::kLoad) {
+          const Access& pr = ps.reads[static_cast<size_t>(pe.access)];
+          Access r(map_buffer(*ver, pr.buffer), {}, pr.indirect);
+          for (const AffineExpr& ix : pr.index)
+            r.index.push_back(compose(ix, a.index));
+          for (kernel::IndirectIndex& ind : r.indirect)
+            ind.node = pmap[static_cast<size_t>(ind.node)];
+          out.reads.push_back(std::move(r));
+          pe.access = static_cast<int>(out.reads.size()) - 1;
+        } else if (pe.op == ExprOp::kIterator) {
+          const AffineExpr& ix = a.index[static_cast<size_t>(pe.access)];
+          if (ix.terms.empty()) {
+            pe.op = ExprOp::kConstant;
+            pe.value = static_cast<double>(ix.constant);
+          } else if (ix.terms.size() == 1 && ix.terms[0].second == 1 && ix.constant == 0) {
+            pe.access = ix.terms[0].first;
+          } else {
+            return "the producer uses its index, which the consumer's read makes non-trivial";
+          }
+        }
+        out.expr.push_back(pe);
+        pmap[q] = static_cast<int>(out.expr.size()) - 1;
+      }
+      node_map[n] = pmap.back();
+    }
+    s = std::move(out);
+  }
+  drop_unused_buffers(c);
+  if (Status st = kernel::verify_kernel(c.kernel); !st.ok()) return st.message();
+  return std::nullopt;
+}
+
+// Readers of each value: (step, kernel) positions.
+std::map<const Value*, std::vector<size_t>> readers(const std::vector<Step>& steps) {
+  std::map<const Value*, std::vector<size_t>> out;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    for (const FusedKernel& k : steps[i].kernels) {
+      for (size_t b = 0; b < k.bound.values.size(); ++b) {
+        if (k.bound.values[b] && k.bound.kernel.buffers[b].role == BufferRole::kInput)
+          out[k.bound.values[b]].push_back(i);
+      }
+    }
+  }
+  return out;
+}
+
+// The value a kernel's single statement writes.
+const Value* written_value(const FusedKernel& k) {
+  return k.bound.values[static_cast<size_t>(k.bound.kernel.statements[0].write.buffer)];
+}
+
+void inline_producers(std::vector<Step>& steps, const std::set<const Value*>& pinned,
+                      std::vector<Decision>& decisions) {
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].kernels.size() != 1) continue;
+    const FusedKernel& p = steps[i].kernels[0];
+    const Value* v = written_value(p);
+    std::map<const Value*, std::vector<size_t>> reads = readers(steps);
+    std::vector<size_t> consumers = reads[v];
+    if (consumers.empty()) continue;
+    auto decide = [&](const std::string& why) {
+      for (size_t c : consumers)
+        decisions.push_back({node_names(p), node_names(steps[c].kernels[0]), false, why});
+    };
+    if (auto why = not_elementwise(p.bound.kernel)) {
+      decide("the producer is not elementwise: " + *why);
+      continue;
+    }
+    if (pinned.contains(v)) {
+      decide("its output is a graph output or aliased");
+      continue;
+    }
+    const Statement& ps = p.bound.kernel.statements[0];
+    bool cheap = op_count(ps) <= kCheapOps;
+    int reading = 0;
+    std::optional<std::string> why;
+    std::vector<FusedKernel> fused;
+    for (size_t c : consumers) {
+      FusedKernel k = steps[c].kernels[0];
+      for (const Statement& s : k.bound.kernel.statements) {
+        if (std::none_of(s.reads.begin(), s.reads.end(), [&](const Access& a) {
+              return k.bound.values[static_cast<size_t>(a.buffer)] == v;
+            }))
+          continue;
+        ++reading;
+        if (!cheap && points(s.domain) != points(ps.domain))
+          why = "the consumer would recompute it (a broadcast read of a costly producer)";
+      }
+      if (reading > kMaxReadingStatements)
+        why = fmt::format("more than {} statements read it", kMaxReadingStatements);
+      if (!why) why = inline_into(p.bound, k.bound, v);
+      if (why) break;
+      k.nodes.insert(k.nodes.begin(), p.nodes.begin(), p.nodes.end());
+      fused.push_back(std::move(k));
+    }
+    if (why) {
+      decide(*why);
+      continue;
+    }
+    for (size_t c = 0; c < consumers.size(); ++c) {
+      decisions.push_back(
+          {node_names(p), node_names(steps[consumers[c]].kernels[0]), true, "inlined"});
+      steps[consumers[c]].kernels[0] = std::move(fused[c]);
+    }
+    steps[i].kernels.clear(); // no kernel left; the step is dropped below
+  }
+  std::erase_if(steps, [](const Step& s) { return s.kernels.empty() && !s.alias; });
+}
+
+// Appends "k"'s statements and buffers to "g". A value "k" views with another shape than
+// "g" gets a second buffer; both are marked aliased.
+void stitch_into(FusedKernel& g, FusedKernel k) {
+  std::vector<int> map(k.bound.kernel.buffers.size());
+  for (size_t b = 0; b < map.size(); ++b) {
+    const Value* v = k.bound.values[b];
+    int existing = buffer_of(g.bound, v, &k.bound.kernel.buffers[b].shape);
+    if (existing >= 0) {
+      map[b] = existing;
+      continue;
+    }
+    int other_view = buffer_of(g.bound, v);
+    map[b] = add_buffer(g.bound, k.bound.kernel.buffers[b], v);
+    if (other_view >= 0) {
+      g.bound.kernel.buffers[static_cast<size_t>(other_view)].aliased = true;
+      g.bound.kernel.buffers[static_cast<size_t>(map[b])].aliased = true;
+    }
+  }
+  for (Statement& s : k.bound.kernel.statements) {
+    s.write.buffer = map[static_cast<size_t>(s.write.buffer)];
+    for (Access& a : s.reads)
+      a.buffer = map[static_cast<size_t>(a.buffer)];
+    g.bound.kernel.statements.push_back(std::move(s));
+  }
+  g.nodes.insert(g.nodes.end(), k.nodes.begin(), k.nodes.end());
+}
+
+bool writes(const FusedKernel& g, const Value* v) {
+  int b = buffer_of(g.bound, v);
+  return b >= 0 && g.bound.kernel.buffers[static_cast<size_t>(b)].role == BufferRole::kOutput;
+}
+
+// Does "k" read a value "g" reads too (not a constant): sibling kernels over one input?
+bool shares_input(const FusedKernel& g, const FusedKernel& k) {
+  for (size_t b = 0; b < k.bound.values.size(); ++b) {
+    const Value* v = k.bound.values[b];
+    if (v && !v->is_constant() && k.bound.kernel.buffers[b].role == BufferRole::kInput &&
+        buffer_of(g.bound, v) >= 0)
+      return true;
+  }
+  return false;
+}
+
+void stitch(std::vector<Step>& steps, const std::set<const Value*>& pinned,
+            std::vector<Decision>& decisions) {
+  std::vector<Step> out;
+  int open = -1;                // the step of "out" that may take the next kernel
+  std::set<const Value*> after; // aliases of its outputs, bound after it
+  for (Step& step : steps) {
+    if (step.kernels.empty()) {
+      // An alias of a value the open kernel writes stays after it, and a kernel that reads
+      // the alias cannot join it. Any other alias moves before the open kernel.
+      if (open >= 0 && !writes(out[static_cast<size_t>(open)].kernels[0], step.alias_of)) {
+        out.insert(out.begin() + open, std::move(step));
+        ++open;
+      } else {
+        if (open >= 0) after.insert(step.alias);
+        out.push_back(std::move(step));
+      }
+      continue;
+    }
+    FusedKernel& k = step.kernels[0];
+    bool depends = false, sibling = false;
+    bool reads_after = std::any_of(k.bound.values.begin(), k.bound.values.end(),
+                                   [&](const Value* v) { return after.contains(v); });
+    if (open >= 0 && !reads_after) {
+      const FusedKernel& g = out[static_cast<size_t>(open)].kernels[0];
+      for (size_t b = 0; b < k.bound.values.size(); ++b)
+        depends |=
+            k.bound.kernel.buffers[b].role == BufferRole::kInput && writes(g, k.bound.values[b]);
+      sibling = !depends && shares_input(g, k);
+    }
+    if (open >= 0 && (depends || sibling)) {
+      FusedKernel& g = out[static_cast<size_t>(open)].kernels[0];
+      std::string why;
+      if (is_library(k) || is_library(g))
+        why = "a library-class kernel (MatMul, Conv, pooling)";
+      else if (g.bound.kernel.statements.size() + k.bound.kernel.statements.size() >
+               kMaxStitchedStatements)
+        why = fmt::format("more than {} statements in one kernel", kMaxStitchedStatements);
+      decisions.push_back({node_names(g), node_names(k), why.empty(),
+                           why.empty() ? (depends ? "stitched" : "stitched (siblings)") : why});
+      if (why.empty()) {
+        stitch_into(g, std::move(k));
+        continue;
+      }
+    }
+    out.push_back(std::move(step));
+    open = is_library(out.back().kernels[0]) ? -1 : static_cast<int>(out.size()) - 1;
+    after.clear();
+  }
+  // Intermediates of a stitched kernel that no other step reads become its temporaries.
+  std::map<const Value*, std::vector<size_t>> reads = readers(out);
+  for (size_t i = 0; i < out.size(); ++i) {
+    for (FusedKernel& k : out[i].kernels) {
+      for (size_t b = 0; b < k.bound.values.size(); ++b) {
+        const Value* v = k.bound.values[b];
+        if (!v || k.bound.kernel.buffers[b].role != BufferRole::kOutput || pinned.contains(v))
+          continue;
+        const std::vector<size_t>& r = reads[v];
+        bool one_view = std::count(k.bound.values.begin(), k.bound.values.end(), v) == 1;
+        if (one_view && std::all_of(r.begin(), r.end(), [&](size_t s) { return s == i; })) {
+          k.bound.kernel.buffers[b].role = BufferRole::kTemp;
+          k.bound.values[b] = nullptr;
+        }
+      }
+    }
+  }
+  steps = std::move(out);
+}
+
+} // namespace
+
+std::string node_names(const FusedKernel& k) {
+  std::vector<std::string> names;
+  for (const Node* n : k.nodes)
+    names.push_back(n->name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+FusionResult fuse(std::vector<Step> steps, const std::set<const Value*>& pinned_values) {
+  std::set<const Value*> pinned = pinned_values;
+  for (const Step& s : steps) {
+    if (s.alias) {
+      pinned.insert(s.alias);
+      pinned.insert(s.alias_of);
+    }
+  }
+  FusionResult result;
+  inline_producers(steps, pinned, result.decisions);
+  stitch(steps, pinned, result.decisions);
+  result.steps = std::move(steps);
+  return result;
+}
+
+} // namespace weft::fusion
