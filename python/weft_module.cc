@@ -188,10 +188,11 @@ private:
 };
 
 PyModel compile(const py::object& model, const std::string& device, int threads,
-                const py::object& dump_dir) {
+                const py::object& dump_dir, bool fusion) {
   weft::CompileOptions options;
   options.device = device;
   options.threads = threads;
+  options.fusion = fusion;
   if (!dump_dir.is_none()) options.dump_dir = py::str(dump_dir);
   if (py::isinstance<py::bytes>(model)) {
     std::string bytes = model.cast<std::string>();
@@ -223,5 +224,5 @@ PYBIND11_MODULE(_weft, m) {
       .def("run", &PyModel::run, py::arg("feeds"))
       .def("profile", &PyModel::profile, py::arg("feeds"));
   m.def("compile", &compile, py::arg("model"), py::arg("device") = "cpu", py::arg("threads") = 0,
-        py::arg("dump_dir") = py::none());
+        py::arg("dump_dir") = py::none(), py::arg("fusion") = true);
 }

@@ -171,7 +171,7 @@ class CliTest(unittest.TestCase):
     def test_bench_profile_writes_a_chrome_trace_and_a_kernel_table(self):
         path = self.softmax_sum_model()
         trace = os.path.join(self.dir, "trace.json")
-        r = weft("bench", path, "--iters", "3", "--profile", trace, "--json")
+        r = weft("bench", path, "--iters", "3", "--profile", trace, "--json", "--no-fusion")
         self.assertEqual(r.returncode, 0, r.stderr)
         out = json.loads(r.stdout)
         with open(trace) as f:
@@ -188,10 +188,10 @@ class CliTest(unittest.TestCase):
         self.assertEqual(reduce["args"]["bytes"], (32 * 64 + 32) * 4)
         self.assertEqual(len(out["kernel_profile"]), out["kernels"])
         self.assertIn("graph passes", out["compile_phases_ms"])
-        r = weft("bench", path, "--iters", "3", "--kernels")
+        r = weft("bench", path, "--iters", "3", "--kernels")  # fused: one kernel, both nodes
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("GB/s", r.stdout)
-        self.assertIn("ReduceSum (rs)", r.stdout)
+        self.assertIn("Softmax+ReduceSum (sm, rs)", r.stdout)
 
     def test_weft_dump_dir_and_log(self):
         path = self.softmax_sum_model()

@@ -7,7 +7,8 @@
 
 Options of compile(): device="cpu", threads (OpenMP threads per run; default
 $WEFT_NUM_THREADS, else all cores), dump_dir (IR after each pass, generated source and a
-build.sh; default $WEFT_DUMP_DIR). Errors raise weft.WeftError with the CLI's message.
+build.sh; default $WEFT_DUMP_DIR), fusion (False: one kernel per node, for comparisons).
+Errors raise weft.WeftError with the CLI's message.
 
 Outputs are numpy arrays over memory Weft allocated (no copy); inputs that are C-contiguous
 and of the declared dtype are read in place. One model may run on many threads at once

@@ -156,9 +156,18 @@ def test_other_dtypes():
     np.testing.assert_array_equal(out["twice"], [2, 4, 6, 1 << 41])
 
 
-def test_profile_has_one_entry_per_kernel(softmax):
+def test_fusion_can_be_turned_off(softmax_path):
+    x = np.random.default_rng(4).standard_normal((8, 16)).astype(np.float32)
+    fused, unfused = weft.compile(softmax_path), weft.compile(softmax_path, fusion=False)
+    _, fused_kernels = fused.profile({"x": x})
+    out, unfused_kernels = unfused.profile({"x": x})
+    assert len(fused_kernels) < len(unfused_kernels)  # softmax and its row sum: one kernel
+    np.testing.assert_allclose(out["y"], fused.run({"x": x})["y"], rtol=1e-6)
+
+
+def test_profile_has_one_entry_per_kernel(softmax_path):
     x = np.ones((128, 16), np.float32)
-    out, kernels = softmax.profile({"x": x})
+    out, kernels = weft.compile(softmax_path, fusion=False).profile({"x": x})
     np.testing.assert_allclose(out["s"], np.ones(128), rtol=1e-5)
     assert len(kernels) >= 2
     assert {k["op_type"] for k in kernels} == {"Softmax", "ReduceSum"}

@@ -116,18 +116,17 @@ std::string kernel_table(const runtime::Executable& exe, const KernelProfile& p)
     order[i] = i;
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return p.median_ms[a] > p.median_ms[b]; });
-  std::string out = fmt::format("{:<28} {:<20} {:<24} {:>10} {:>7} {:>10} {:>8}\n", "kernel",
-                                "op (node)", "strategy", "median ms", "%", "bytes", "GB/s");
+  std::string out = fmt::format("{:<24} {:<28} {:>10} {:>7} {:>10} {:>8}  {}\n", "kernel",
+                                "strategy", "median ms", "%", "bytes", "GB/s", "op (nodes)");
   for (size_t l : order) {
     const runtime::Launch& launch = exe.launches()[l];
-    std::string op = fmt::format("{} ({})", launch.info.op_type, launch.info.node);
-    if (op.size() > 20) op = op.substr(0, 19) + "~";
-    out += fmt::format("{:<28} {:<20} {:<24} {:>10.4f} {:>6.1f}% {:>10} {:>8.2f}\n", launch.name,
-                       op, launch.info.strategy, p.median_ms[l],
-                       total > 0 ? 100 * p.median_ms[l] / total : 0.0, byte_size(launch.info.bytes),
-                       gb_per_s(launch.info.bytes, p.median_ms[l]));
+    out += fmt::format("{:<24} {:<28} {:>10.4f} {:>6.1f}% {:>10} {:>8.2f}  {} ({})\n", launch.name,
+                       launch.info.strategy, p.median_ms[l],
+                       total > 0 ? 100 * p.median_ms[l] / total : 0.0,
+                       byte_size(launch.info.bytes), gb_per_s(launch.info.bytes, p.median_ms[l]),
+                       launch.info.op_type, launch.info.node);
   }
-  out += fmt::format("{:<74} {:>10.4f} (sum of kernel medians)\n", "total", total);
+  out += fmt::format("{:<53} {:>10.4f} (sum of kernel medians)\n", "total", total);
   return out;
 }
 
