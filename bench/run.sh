@@ -14,4 +14,5 @@ c++ -O3 -march=native -fopenmp -o build/bench/bandwidth bench/bandwidth.cc
 build/bench/bandwidth > build/bench/bandwidth.json
 cat build/bench/bandwidth.json
 [[ -f build/bench/models/resnet18.onnx ]] || /usr/bin/python3 bench/make_models.py build/bench/models
+/usr/bin/python3 bench/fusion_bench.py build/tools/weft/weft build/bench/fusion_models
 bench/.venv/bin/python bench/run_bench.py build/tools/weft/weft build/bench/models build/bench/bandwidth.json

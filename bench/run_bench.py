@@ -139,6 +139,11 @@ def write_markdown(r):
         geomean = float(np.exp(np.mean(np.log(kernels))))
         lines += ["", f"Geomean ONNX Runtime / Weft over the reduction and subgraph rows: **{geomean:.2f}**."]
     lines += ["", "Raw results: `bench/results.json`.", ""]
+    fusion_results = os.path.join(HERE, "fusion_results.json")
+    if os.path.exists(fusion_results):
+        import fusion_bench
+        with open(fusion_results) as f:
+            lines += fusion_bench.markdown(json.load(f))
     with open(os.path.join(ROOT, "docs", "benchmarks.md"), "w") as f:
         f.write("\n".join(lines))
 
