@@ -171,6 +171,20 @@ struct ConvAttrs {
               f("kernel_shape", kernel_shape); f("pads", pads); f("strides", strides))
 };
 
+struct ConvTransposeAttrs {
+  AutoPad auto_pad = AutoPad::kNotSet;
+  Ints dilations; // empty: 1 per spatial dim
+  int64_t group = 1;
+  Ints kernel_shape;   // empty: from the weights
+  Ints output_padding; // empty: 0
+  Ints output_shape;   // empty: computed from the pads; set: the pads are computed from it
+  Ints pads;           // empty: 0
+  Ints strides;        // empty: 1 per spatial dim
+  WEFT_FIELDS(f("auto_pad", auto_pad); f("dilations", dilations); f("group", group);
+              f("kernel_shape", kernel_shape); f("output_padding", output_padding);
+              f("output_shape", output_shape); f("pads", pads); f("strides", strides))
+};
+
 struct PoolAttrs { // MaxPool, AveragePool
   AutoPad auto_pad = AutoPad::kNotSet;
   bool ceil_mode = false;
@@ -303,10 +317,10 @@ using OpAttrs =
     std::variant<NoAttrs, LegacyBroadcastAttrs, CastAttrs, AlphaAttrs, HardSigmoidAttrs, SeluAttrs,
                  ClipAttrs, ModAttrs, IsInfAttrs, ReduceAttrs, ArgReduceAttrs, SoftmaxAttrs,
                  AxisAttrs, BatchDimsAttrs, AxesAttrs, SplitAttrs, TransposeAttrs, ReshapeAttrs,
-                 ShapeAttrs, SliceAttrs, PadAttrs, ConvAttrs, PoolAttrs, GemmAttrs, BatchNormAttrs,
-                 EpsilonAttrs, LayerNormAttrs, DropoutAttrs, TriluAttrs, EyeLikeAttrs, CumSumAttrs,
-                 BlockAttrs, BitShiftAttrs, ShrinkAttrs, ResizeAttrs, LossAttrs, ConstantAttrs,
-                 ConstantOfShapeAttrs>;
+                 ShapeAttrs, SliceAttrs, PadAttrs, ConvAttrs, ConvTransposeAttrs, PoolAttrs,
+                 GemmAttrs, BatchNormAttrs, EpsilonAttrs, LayerNormAttrs, DropoutAttrs, TriluAttrs,
+                 EyeLikeAttrs, CumSumAttrs, BlockAttrs, BitShiftAttrs, ShrinkAttrs, ResizeAttrs,
+                 LossAttrs, ConstantAttrs, ConstantOfShapeAttrs>;
 
 #undef WEFT_FIELDS
 

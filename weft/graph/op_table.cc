@@ -347,6 +347,20 @@ OpAttrs parse_conv(AttrParser& p) {
   return a;
 }
 
+OpAttrs parse_conv_transpose(AttrParser& p) {
+  ConvTransposeAttrs a;
+  a.auto_pad = p.auto_pad();
+  a.dilations = p.ints_or_empty("dilations");
+  a.group = p.int_or("group", 1);
+  a.kernel_shape = p.ints_or_empty("kernel_shape");
+  a.output_padding = p.ints_or_empty("output_padding");
+  a.output_shape = p.ints_or_empty("output_shape");
+  a.pads = p.ints_or_empty("pads");
+  a.strides = p.ints_or_empty("strides");
+  if (a.group < 1) p.fail("attribute 'group' must be positive");
+  return a;
+}
+
 OpAttrs parse_pool(AttrParser& p) {
   PoolAttrs a;
   a.auto_pad = p.auto_pad();
@@ -492,6 +506,7 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"MatMul", 1, kAll, parse_none, infer_matmul});
     t.push_back({"Gemm", 1, kAll, parse_gemm, infer_gemm});
     t.push_back({"Conv", 1, kAll, parse_conv, infer_conv});
+    t.push_back({"ConvTranspose", 1, kAll, parse_conv_transpose, infer_conv_transpose});
     t.push_back({"MaxPool", 1, kAll, parse_pool, infer_pool});
     t.push_back({"AveragePool", 1, kAll, parse_pool, infer_pool});
     t.push_back({"GlobalAveragePool", 1, kAll, parse_none, infer_global_pool});
@@ -509,7 +524,7 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"Expand", 8, kAll, parse_none, infer_expand});
     t.push_back({"Tile", 6, kAll, parse_none, infer_tile});
     t.push_back({"Slice", 1, kAll, parse_slice, infer_slice});
-    t.push_back({"Pad", 2, kAll, parse_pad, nullptr});
+    t.push_back({"Pad", 2, kAll, parse_pad, infer_pad});
     t.push_back({"Shape", 1, kAll, parse_shape, infer_shape_op});
     t.push_back({"Size", 1, kAll, parse_none, infer_size});
     t.push_back({"Range", 11, kAll, parse_none, infer_range});

@@ -324,6 +324,93 @@ TypesOrError infer_conv(const Node& node) {
   return one({x.dtype, out});
 }
 
+Result<std::vector<TransposedWindow>> conv_transpose_windows(const Node& node) {
+  const auto& a = node.attrs_as<ConvTransposeAttrs>();
+  const Shape& x = *in_type(node, 0).shape;
+  const Shape& w = *in_type(node, 1).shape;
+  size_t spatial = x.size() - 2;
+  auto at = [&](const Ints& v, size_t i, int64_t fallback) { return v.empty() ? fallback : v[i]; };
+  for (const Ints* v : {&a.dilations, &a.kernel_shape, &a.output_padding, &a.strides}) {
+    if (!v->empty() && v->size() != spatial)
+      return fail(
+          fmt::format("an attribute has {} values for {} spatial dims", v->size(), spatial));
+  }
+  if ((!a.pads.empty() && a.pads.size() != 2 * spatial) ||
+      (!a.output_shape.empty() && a.output_shape.size() != spatial))
+    return fail("pads or output_shape do not match the spatial dims");
+  std::vector<TransposedWindow> out;
+  for (size_t i = 0; i < spatial; ++i) {
+    TransposedWindow d;
+    d.kernel = at(a.kernel_shape, i, w[i + 2].value());
+    d.stride = at(a.strides, i, 1);
+    d.dilation = at(a.dilations, i, 1);
+    int64_t in = x[i + 2].value();
+    int64_t full =
+        d.stride * (in - 1) + at(a.output_padding, i, 0) + (d.kernel - 1) * d.dilation + 1;
+    bool same = a.auto_pad == AutoPad::kSameUpper || a.auto_pad == AutoPad::kSameLower;
+    if (!a.output_shape.empty() || same) {
+      // The pads follow from the requested extent; SAME_UPPER puts the smaller half first.
+      // A negative total (a larger output) halves rounding down, as ONNX's reference does.
+      d.out = a.output_shape.empty() ? in * d.stride : a.output_shape[i];
+      int64_t total = full - d.out;
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      d.pad_begin = a.auto_pad == AutoPad::kSameUpper ? half : total - half;
+    } else {
+      int64_t begin = a.auto_pad == AutoPad::kValid ? 0 : at(a.pads, i, 0);
+      int64_t end = a.auto_pad == AutoPad::kValid ? 0 : at(a.pads, i + spatial, 0);
+      d.pad_begin = begin;
+      d.out = full - begin - end;
+    }
+    if (d.out < 0) return fail(fmt::format("spatial dim {} of the output is negative", i));
+    out.push_back(d);
+  }
+  return out;
+}
+
+// Each dim grows by its pads (a negative pad crops), from the attribute or a constant input.
+TypesOrError infer_pad(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  std::optional<Ints> pads = node.attrs_as<PadAttrs>().pads;
+  if (!pads && !node.input(3)) pads = constant_ints(node.input(1));
+  if (!x.shape || !pads) return one({x.dtype, x.shape ? unknown_shape(x.shape->size()) : x.shape});
+  size_t rank = x.shape->size();
+  if (pads->size() != 2 * rank)
+    return fail(fmt::format("pads has {} values for rank {}", pads->size(), rank));
+  Shape out;
+  for (size_t d = 0; d < rank; ++d) {
+    const Dim& in = (*x.shape)[d];
+    int64_t grow = (*pads)[d] + (*pads)[d + rank];
+    if (!in.is_static()) {
+      out.push_back(grow == 0 ? in : Dim::unknown());
+    } else if (in.value() + grow < 0) {
+      return fail(fmt::format("pads crop dim {} of extent {} below 0", d, in.value()));
+    } else {
+      out.push_back(in.value() + grow);
+    }
+  }
+  return one({x.dtype, out});
+}
+
+// y: [N, weights' dim 1 * group, spatial...].
+TypesOrError infer_conv_transpose(const Node& node) {
+  const auto& a = node.attrs_as<ConvTransposeAttrs>();
+  const TensorType& x = in_type(node, 0);
+  const TensorType& w = in_type(node, 1);
+  if (!x.shape || !w.shape) return one({x.dtype, std::nullopt});
+  if (x.shape->size() < 3 || w.shape->size() != x.shape->size())
+    return fail("ConvTranspose input and weights must have the same rank, at least 3");
+  Dim channels = (*w.shape)[1].is_static() ? Dim((*w.shape)[1].value() * a.group) : Dim::unknown();
+  Shape out = {(*x.shape)[0], channels};
+  if (!x.has_static_shape() || !w.has_static_shape()) {
+    out.resize(x.shape->size(), Dim::unknown());
+    return one({x.dtype, out});
+  }
+  WEFT_ASSIGN_OR_RETURN(std::vector<TransposedWindow> windows, conv_transpose_windows(node));
+  for (const TransposedWindow& d : windows)
+    out.push_back(d.out);
+  return one({x.dtype, out});
+}
+
 TypesOrError infer_pool(const Node& node) {
   const auto& a = node.attrs_as<PoolAttrs>();
   const TensorType& x = in_type(node, 0);

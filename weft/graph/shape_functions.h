@@ -34,6 +34,8 @@ TypesOrError infer_softmax_cross_entropy(const Node& node);
 TypesOrError infer_matmul(const Node& node);
 TypesOrError infer_gemm(const Node& node);
 TypesOrError infer_conv(const Node& node);
+TypesOrError infer_conv_transpose(const Node& node);
+TypesOrError infer_pad(const Node& node);
 TypesOrError infer_pool(const Node& node);
 TypesOrError infer_global_pool(const Node& node);
 TypesOrError infer_concat(const Node& node);
@@ -61,6 +63,15 @@ TypesOrError infer_dropout(const Node& node);
 std::optional<std::vector<double>> resize_scales(const Node& node);
 // The output extents of a Resize or Upsample: its sizes, or floor(extent * scale).
 std::optional<Ints> resize_extents(const Node& node);
+
+// One spatial dim of a ConvTranspose: input position i and tap k add into output position
+// i * stride + k * dilation - pad_begin, for outputs in [0, out).
+struct TransposedWindow {
+  int64_t kernel, stride, dilation, pad_begin, out;
+};
+// The spatial dims of a ConvTranspose with static input and weight shapes, after its
+// auto_pad, output_shape and output_padding rules.
+Result<std::vector<TransposedWindow>> conv_transpose_windows(const Node& node);
 
 // Numpy broadcasting of "shapes".
 Result<Shape> broadcast_shapes(const std::vector<Shape>& shapes);

@@ -40,7 +40,7 @@ bool has_static_shapes(const Node& n) {
 
 bool can_lower(const Node& n) {
   if (is_training_dropout(n)) return false;
-  if (n.op_type == "Conv")
+  if (n.op_type == "Conv" || n.op_type == "ConvTranspose")
     return n.outputs[0]->type.dtype == DType::kF32 || n.outputs[0]->type.dtype == DType::kF64;
   if (n.op_type == "MaxPool") return n.outputs.size() < 2 || !n.outputs[1]; // no Indices output yet
   if (n.op_type == "AveragePool") return true;
@@ -105,6 +105,7 @@ Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
   if (op == "Split") return lower_split(n, name);
   if (op == "Tile") return lower_tile(n, name);
   if (op == "Conv") return lower_conv(n, name);
+  if (op == "ConvTranspose") return lower_conv_transpose(n, name);
   if (op == "MaxPool" || op == "AveragePool") return lower_pool(n, name);
   if (op == "Pad") return lower_pad(n, name);
   if (op == "MatMul") return lower_matmul(n, name);

@@ -22,6 +22,7 @@ Result<LoweredNode> lower_matmul(const Node& n, const std::string& name);
 Result<LoweredNode> lower_gemm(const Node& n, const std::string& name);
 Result<LoweredNode> lower_global_pool(const Node& n, const std::string& name);
 Result<LoweredNode> lower_conv(const Node& n, const std::string& name);
+Result<LoweredNode> lower_conv_transpose(const Node& n, const std::string& name);
 Result<LoweredNode> lower_pool(const Node& n, const std::string& name);
 Result<LoweredNode> lower_pad(const Node& n, const std::string& name);
 Result<LoweredNode> lower_tile(const Node& n, const std::string& name);
