@@ -114,6 +114,15 @@ struct BatchDimsAttrs { // GatherND
   WEFT_FIELDS(f("batch_dims", batch_dims))
 };
 
+// ScatterElements (and Scatter), ScatterND: how updates that meet at one element combine
+// with it.
+enum class ScatterReduction : uint8_t { kNone, kAdd, kMul };
+struct ScatterAttrs {
+  int64_t axis = 0; // ScatterElements
+  ScatterReduction reduction = ScatterReduction::kNone;
+  WEFT_FIELDS(f("axis", axis); f("reduction", reduction))
+};
+
 struct AxesAttrs {          // Squeeze, Unsqueeze
   std::optional<Ints> axes; // Squeeze without axes removes every dim of extent 1
   WEFT_FIELDS(f("axes", axes))
@@ -316,17 +325,18 @@ struct ConstantOfShapeAttrs {
 using OpAttrs =
     std::variant<NoAttrs, LegacyBroadcastAttrs, CastAttrs, AlphaAttrs, HardSigmoidAttrs, SeluAttrs,
                  ClipAttrs, ModAttrs, IsInfAttrs, ReduceAttrs, ArgReduceAttrs, SoftmaxAttrs,
-                 AxisAttrs, BatchDimsAttrs, AxesAttrs, SplitAttrs, TransposeAttrs, ReshapeAttrs,
-                 ShapeAttrs, SliceAttrs, PadAttrs, ConvAttrs, ConvTransposeAttrs, PoolAttrs,
-                 GemmAttrs, BatchNormAttrs, EpsilonAttrs, LayerNormAttrs, DropoutAttrs, TriluAttrs,
-                 EyeLikeAttrs, CumSumAttrs, BlockAttrs, BitShiftAttrs, ShrinkAttrs, ResizeAttrs,
-                 LossAttrs, ConstantAttrs, ConstantOfShapeAttrs>;
+                 AxisAttrs, BatchDimsAttrs, ScatterAttrs, AxesAttrs, SplitAttrs, TransposeAttrs,
+                 ReshapeAttrs, ShapeAttrs, SliceAttrs, PadAttrs, ConvAttrs, ConvTransposeAttrs,
+                 PoolAttrs, GemmAttrs, BatchNormAttrs, EpsilonAttrs, LayerNormAttrs, DropoutAttrs,
+                 TriluAttrs, EyeLikeAttrs, CumSumAttrs, BlockAttrs, BitShiftAttrs, ShrinkAttrs,
+                 ResizeAttrs, LossAttrs, ConstantAttrs, ConstantOfShapeAttrs>;
 
 #undef WEFT_FIELDS
 
 std::string_view auto_pad_name(AutoPad p);
 std::string_view pad_mode_name(PadMode m);
 std::string_view loss_reduction_name(LossReduction r);
+std::string_view scatter_reduction_name(ScatterReduction r);
 std::string_view depth_to_space_mode_name(DepthToSpaceMode m);
 std::string_view resize_mode_name(ResizeMode m);
 std::string_view resize_coordinates_name(ResizeCoordinates c);

@@ -140,6 +140,12 @@ E enum_attr(AttrParser& p, std::string_view attr, const std::string_view (&names
 
 } // namespace
 
+constexpr std::string_view kScatterReductions[] = {"none", "add", "mul"};
+
+std::string_view scatter_reduction_name(ScatterReduction r) {
+  return kScatterReductions[static_cast<size_t>(r)];
+}
+
 std::string_view resize_mode_name(ResizeMode m) { return kResizeModes[static_cast<size_t>(m)]; }
 std::string_view resize_coordinates_name(ResizeCoordinates c) {
   return kResizeCoordinates[static_cast<size_t>(c)];
@@ -225,6 +231,11 @@ OpAttrs parse_batch_dims(AttrParser& p) {
   BatchDimsAttrs a{p.int_or("batch_dims", 0)};
   if (a.batch_dims < 0) p.fail("attribute 'batch_dims' must not be negative");
   return a;
+}
+
+OpAttrs parse_scatter(AttrParser& p) {
+  return ScatterAttrs{p.int_or("axis", 0),
+                      enum_attr<ScatterReduction>(p, "reduction", kScatterReductions, "none")};
 }
 
 OpAttrs parse_axes(AttrParser& p) { return AxesAttrs{p.optional_ints("axes")}; }
@@ -515,6 +526,9 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"Gather", 1, kAll, parse_axis<0>, infer_gather});
     t.push_back({"GatherElements", 11, kAll, parse_axis<0>, infer_gather_elements});
     t.push_back({"GatherND", 11, kAll, parse_batch_dims, infer_gather_nd});
+    t.push_back({"Scatter", 9, 10, parse_scatter, infer_scatter});
+    t.push_back({"ScatterElements", 11, kAll, parse_scatter, infer_scatter});
+    t.push_back({"ScatterND", 11, kAll, parse_scatter, infer_scatter});
     t.push_back({"Flatten", 1, kAll, parse_axis<1>, infer_flatten});
     t.push_back({"Squeeze", 1, kAll, parse_axes, infer_squeeze});
     t.push_back({"Unsqueeze", 1, kAll, parse_axes, infer_unsqueeze});

@@ -12,6 +12,7 @@ std::string attr_text(float v) { return fmt::format("{}", v); }
 std::string attr_text(DType v) { return std::string(dtype_name(v)); }
 std::string attr_text(AutoPad v) { return std::string(auto_pad_name(v)); }
 std::string attr_text(PadMode v) { return std::string(pad_mode_name(v)); }
+std::string attr_text(ScatterReduction v) { return std::string(scatter_reduction_name(v)); }
 std::string attr_text(LossReduction v) { return std::string(loss_reduction_name(v)); }
 std::string attr_text(DepthToSpaceMode v) { return std::string(depth_to_space_mode_name(v)); }
 std::string attr_text(ResizeMode v) { return std::string(resize_mode_name(v)); }
@@ -26,6 +27,7 @@ nlohmann::json attr_json(float v) { return v; }
 nlohmann::json attr_json(DType v) { return std::string(dtype_name(v)); }
 nlohmann::json attr_json(AutoPad v) { return std::string(auto_pad_name(v)); }
 nlohmann::json attr_json(PadMode v) { return std::string(pad_mode_name(v)); }
+nlohmann::json attr_json(ScatterReduction v) { return std::string(scatter_reduction_name(v)); }
 nlohmann::json attr_json(LossReduction v) { return std::string(loss_reduction_name(v)); }
 nlohmann::json attr_json(DepthToSpaceMode v) { return std::string(depth_to_space_mode_name(v)); }
 nlohmann::json attr_json(ResizeMode v) { return std::string(resize_mode_name(v)); }

@@ -655,6 +655,32 @@ TypesOrError infer_softmax_cross_entropy(const Node& node) {
   return out;
 }
 
+// y: the data's type; the indices and updates must agree with it.
+TypesOrError infer_scatter(const Node& node) {
+  const TensorType& data = in_type(node, 0);
+  const TensorType& idx = in_type(node, 1);
+  const TensorType& updates = in_type(node, 2);
+  if (updates.dtype != data.dtype) return fail("updates and data have different types");
+  if (data.shape && idx.shape && updates.shape) {
+    if (node.op_type != "ScatterND" &&
+        (idx.shape->size() != data.shape->size() || *idx.shape != *updates.shape))
+      return fail("indices and updates must have the data's rank and one shape");
+    if (node.op_type == "ScatterND") {
+      if (idx.shape->empty() || !idx.shape->back().is_static() ||
+          idx.shape->back().value() > static_cast<int64_t>(data.shape->size()))
+        return fail("the index tuples are longer than the data's rank");
+      size_t q = static_cast<size_t>(idx.shape->back().value());
+      Shape expected(idx.shape->begin(), idx.shape->end() - 1);
+      expected.insert(expected.end(), data.shape->begin() + static_cast<int64_t>(q),
+                      data.shape->end());
+      if (expected.size() != updates.shape->size())
+        return fail(fmt::format("updates have shape {}, expected {}",
+                                shape_to_string(*updates.shape), shape_to_string(expected)));
+    }
+  }
+  return one(data);
+}
+
 // y: the index tuples' dims, then the data dims the tuples do not index.
 TypesOrError infer_gather_nd(const Node& node) {
   const TensorType& data = in_type(node, 0);

@@ -42,6 +42,7 @@ TypesOrError infer_concat(const Node& node);
 TypesOrError infer_gather(const Node& node);
 TypesOrError infer_gather_elements(const Node& node);
 TypesOrError infer_gather_nd(const Node& node);
+TypesOrError infer_scatter(const Node& node);
 TypesOrError infer_flatten(const Node& node);
 TypesOrError infer_squeeze(const Node& node);
 TypesOrError infer_unsqueeze(const Node& node);

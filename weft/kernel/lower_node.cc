@@ -77,6 +77,9 @@ bool can_lower(const Node& n) {
                                                  "ReduceProd",
                                                  "ReduceSum",
                                                  "ReduceSumSquare",
+                                                 "Scatter",
+                                                 "ScatterElements",
+                                                 "ScatterND",
                                                  "Slice",
                                                  "Softmax",
                                                  "SoftmaxCrossEntropyLoss",
@@ -115,6 +118,8 @@ Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
   if (op == "Gather") return lower_gather(n, name);
   if (op == "GatherElements") return lower_gather_elements(n, name);
   if (op == "GatherND") return lower_gather_nd(n, name);
+  if (op == "Scatter" || op == "ScatterElements") return lower_scatter_elements(n, name);
+  if (op == "ScatterND") return lower_scatter_nd(n, name);
   if (op == "DepthToSpace" || op == "SpaceToDepth") return lower_depth_space(n, name);
   if (op == "Trilu") return lower_trilu(n, name);
   if (op == "EyeLike") return lower_eye_like(n, name);

@@ -31,6 +31,8 @@ Result<LoweredNode> lower_batch_norm(const Node& n, const std::string& name);
 Result<LoweredNode> lower_gather(const Node& n, const std::string& name);
 Result<LoweredNode> lower_gather_elements(const Node& n, const std::string& name);
 Result<LoweredNode> lower_gather_nd(const Node& n, const std::string& name);
+Result<LoweredNode> lower_scatter_elements(const Node& n, const std::string& name);
+Result<LoweredNode> lower_scatter_nd(const Node& n, const std::string& name);
 Result<LoweredNode> lower_depth_space(const Node& n, const std::string& name);
 Result<LoweredNode> lower_trilu(const Node& n, const std::string& name);
 Result<LoweredNode> lower_eye_like(const Node& n, const std::string& name);
