@@ -242,6 +242,18 @@ struct DropoutAttrs {
   WEFT_FIELDS(f("ratio", ratio); f("is_test", is_test))
 };
 
+struct EinsumAttrs {
+  std::string equation; // as given; spaces are ignored
+  WEFT_FIELDS(f("equation", equation))
+};
+
+struct TopKAttrs {
+  int64_t axis = -1;
+  bool largest = true;
+  bool sorted = true; // Weft always returns sorted results
+  WEFT_FIELDS(f("axis", axis); f("largest", largest); f("sorted", sorted))
+};
+
 struct TriluAttrs {
   bool upper = true;
   WEFT_FIELDS(f("upper", upper))
@@ -328,8 +340,9 @@ using OpAttrs =
                  AxisAttrs, BatchDimsAttrs, ScatterAttrs, AxesAttrs, SplitAttrs, TransposeAttrs,
                  ReshapeAttrs, ShapeAttrs, SliceAttrs, PadAttrs, ConvAttrs, ConvTransposeAttrs,
                  PoolAttrs, GemmAttrs, BatchNormAttrs, EpsilonAttrs, LayerNormAttrs, DropoutAttrs,
-                 TriluAttrs, EyeLikeAttrs, CumSumAttrs, BlockAttrs, BitShiftAttrs, ShrinkAttrs,
-                 ResizeAttrs, LossAttrs, ConstantAttrs, ConstantOfShapeAttrs>;
+                 EinsumAttrs, TopKAttrs, TriluAttrs, EyeLikeAttrs, CumSumAttrs, BlockAttrs,
+                 BitShiftAttrs, ShrinkAttrs, ResizeAttrs, LossAttrs, ConstantAttrs,
+                 ConstantOfShapeAttrs>;
 
 #undef WEFT_FIELDS
 

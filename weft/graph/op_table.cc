@@ -286,6 +286,15 @@ OpAttrs parse_loss(AttrParser& p) {
   return a;
 }
 
+OpAttrs parse_einsum(AttrParser& p) {
+  if (!p.has("equation")) p.fail("attribute 'equation' is required");
+  return EinsumAttrs{p.string_or("equation", "")};
+}
+
+OpAttrs parse_top_k(AttrParser& p) {
+  return TopKAttrs{p.int_or("axis", -1), p.bool_or("largest", true), p.bool_or("sorted", true)};
+}
+
 OpAttrs parse_trilu(AttrParser& p) { return TriluAttrs{p.bool_or("upper", true)}; }
 
 OpAttrs parse_eye_like(AttrParser& p) {
@@ -501,6 +510,8 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"LayerNormalization", 17, kAll, parse_layer_norm, infer_layer_norm});
     t.push_back({"BatchNormalization", 6, kAll, parse_batch_norm, infer_batch_norm});
     t.push_back({"InstanceNormalization", 6, kAll, parse_epsilon, infer_same});
+    t.push_back({"TopK", 10, kAll, parse_top_k, infer_top_k});
+    t.push_back({"Einsum", 12, kAll, parse_einsum, infer_einsum});
     t.push_back({"Trilu", 14, kAll, parse_trilu, infer_same});
     t.push_back({"EyeLike", 9, kAll, parse_eye_like, infer_eye_like});
     t.push_back({"CumSum", 11, kAll, parse_cum_sum, infer_same});

@@ -1,6 +1,7 @@
 #include "weft/graph/shape_functions.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <numeric>
 
@@ -470,6 +471,120 @@ TypesOrError infer_gather(const Node& node) {
 
 TypesOrError infer_gather_elements(const Node& node) {
   return one({in_type(node, 0).dtype, in_type(node, 1).shape});
+}
+
+Result<EinsumLabels> einsum_labels(const std::string& equation, const std::vector<size_t>& ranks) {
+  std::string eq;
+  for (char c : equation) {
+    if (c != ' ') eq += c;
+  }
+  size_t arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> terms;
+  for (size_t start = 0;;) {
+    size_t comma = lhs.find(',', start);
+    terms.push_back(lhs.substr(start, comma == std::string::npos ? comma : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (terms.size() != ranks.size())
+    return fail(fmt::format("the equation has {} terms for {} inputs", terms.size(), ranks.size()));
+  // Expands "..." in "term" to the last "n" of the ellipsis labels.
+  size_t ellipsis_rank = 0;
+  auto expand = [&](const std::string& term, size_t n) -> Result<std::string> {
+    size_t dots = term.find("...");
+    std::string out = term.substr(0, dots);
+    if (dots != std::string::npos) {
+      for (size_t i = ellipsis_rank - n; i < ellipsis_rank; ++i)
+        out += static_cast<char>('0' + i);
+      out += term.substr(dots + 3);
+    }
+    for (char c : out) {
+      if (!std::isalpha(static_cast<unsigned char>(c)) &&
+          !std::isdigit(static_cast<unsigned char>(c)))
+        return fail(fmt::format("the equation '{}' has an invalid term '{}'", equation, term));
+    }
+    return out;
+  };
+  std::vector<size_t> spans;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    size_t dots = terms[i].find("...");
+    size_t letters = terms[i].size() - (dots == std::string::npos ? 0 : 3);
+    if (dots == std::string::npos ? letters != ranks[i] : letters > ranks[i])
+      return fail(
+          fmt::format("term '{}' does not match input {} of rank {}", terms[i], i, ranks[i]));
+    spans.push_back(dots == std::string::npos ? 0 : ranks[i] - letters);
+    ellipsis_rank = std::max(ellipsis_rank, spans.back());
+  }
+  if (ellipsis_rank > 10) return fail("an ellipsis stands for more than 10 dims");
+  EinsumLabels labels;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    WEFT_ASSIGN_OR_RETURN(std::string l, expand(terms[i], spans[i]));
+    labels.inputs.push_back(l);
+  }
+  if (arrow != std::string::npos) {
+    WEFT_ASSIGN_OR_RETURN(labels.output, expand(eq.substr(arrow + 2), ellipsis_rank));
+    return labels;
+  }
+  // Implicit output: the ellipsis dims, then the letters used once, in alphabetical order.
+  for (size_t i = 0; i < ellipsis_rank; ++i)
+    labels.output += static_cast<char>('0' + i);
+  std::string letters;
+  for (const std::string& l : labels.inputs)
+    letters += l;
+  std::sort(letters.begin(), letters.end());
+  for (char c : letters) {
+    if (std::isalpha(static_cast<unsigned char>(c)) &&
+        std::count(letters.begin(), letters.end(), c) == 1)
+      labels.output += c;
+  }
+  return labels;
+}
+
+TypesOrError infer_einsum(const Node& node) {
+  std::vector<size_t> ranks;
+  for (const Value* in : node.inputs) {
+    if (!in->type.shape) return one({in_type(node, 0).dtype, std::nullopt});
+    ranks.push_back(in->type.shape->size());
+  }
+  WEFT_ASSIGN_OR_RETURN(EinsumLabels labels,
+                        einsum_labels(node.attrs_as<EinsumAttrs>().equation, ranks));
+  Shape out;
+  for (char c : labels.output) {
+    Dim extent = 1;
+    bool found = false;
+    for (size_t i = 0; i < labels.inputs.size(); ++i) {
+      for (size_t d = 0; d < labels.inputs[i].size(); ++d) {
+        if (labels.inputs[i][d] != c) continue;
+        const Dim& e = (*node.inputs[i]->type.shape)[d];
+        if (!found || (extent.is_static() && extent.value() == 1)) extent = e;
+        found = true;
+      }
+    }
+    if (!found) return fail(fmt::format("output label '{}' is in no input", c));
+    out.push_back(extent);
+  }
+  return one({in_type(node, 0).dtype, out});
+}
+
+// Values and i64 indices: the input's shape with K (a constant input) along the axis.
+TypesOrError infer_top_k(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  if (!x.shape)
+    return std::vector<TensorType>{{x.dtype, std::nullopt}, {DType::kI64, std::nullopt}};
+  WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node.attrs_as<TopKAttrs>().axis,
+                                                     static_cast<int64_t>(x.shape->size())));
+  Shape out = *x.shape;
+  Dim& d = out[static_cast<size_t>(axis)];
+  std::optional<Ints> k = constant_ints(node.input(1));
+  if (!k) {
+    d = Dim::unknown();
+  } else if (k->size() != 1 || (*k)[0] < 0 || (d.is_static() && (*k)[0] > d.value())) {
+    return fail(fmt::format("K must be one value in [0, {}]", d.to_string()));
+  } else {
+    d = (*k)[0];
+  }
+  return std::vector<TensorType>{{x.dtype, out}, {DType::kI64, out}};
 }
 
 TypesOrError infer_eye_like(const Node& node) {

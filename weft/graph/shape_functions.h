@@ -24,6 +24,8 @@ TypesOrError infer_reduce(const Node& node);
 TypesOrError infer_arg_reduce(const Node& node);
 TypesOrError infer_layer_norm(const Node& node);
 TypesOrError infer_batch_norm(const Node& node);
+TypesOrError infer_top_k(const Node& node);
+TypesOrError infer_einsum(const Node& node);
 TypesOrError infer_eye_like(const Node& node);
 TypesOrError infer_one_hot(const Node& node);
 TypesOrError infer_depth_to_space(const Node& node);
@@ -73,6 +75,15 @@ struct TransposedWindow {
 // The spatial dims of a ConvTranspose with static input and weight shapes, after its
 // auto_pad, output_shape and output_padding rules.
 Result<std::vector<TransposedWindow>> conv_transpose_windows(const Node& node);
+
+// An Einsum equation with its ellipses expanded for the inputs' ranks: one label per dim,
+// for each input and for the output. Letters label themselves; the dims an ellipsis stands
+// for are labelled '0', '1', ... aligned to the right, as numpy broadcasts them.
+struct EinsumLabels {
+  std::vector<std::string> inputs;
+  std::string output;
+};
+Result<EinsumLabels> einsum_labels(const std::string& equation, const std::vector<size_t>& ranks);
 
 // Numpy broadcasting of "shapes".
 Result<Shape> broadcast_shapes(const std::vector<Shape>& shapes);

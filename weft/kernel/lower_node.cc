@@ -52,6 +52,7 @@ bool can_lower(const Node& n) {
                                                  "BatchNormalization",
                                                  "Concat",
                                                  "DepthToSpace",
+                                                 "Einsum",
                                                  "EyeLike",
                                                  "Gather",
                                                  "GatherElements",
@@ -86,6 +87,7 @@ bool can_lower(const Node& n) {
                                                  "SpaceToDepth",
                                                  "Split",
                                                  "Tile",
+                                                 "TopK",
                                                  "Transpose",
                                                  "Trilu"};
   return is_alias(n) || is_elementwise(n) || ops.contains(n.op_type);
@@ -113,6 +115,7 @@ Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
   if (op == "Pad") return lower_pad(n, name);
   if (op == "MatMul") return lower_matmul(n, name);
   if (op == "Gemm") return lower_gemm(n, name);
+  if (op == "Einsum") return lower_einsum(n, name);
   if (op.starts_with("Global")) return lower_global_pool(n, name);
   if (op == "BatchNormalization") return lower_batch_norm(n, name);
   if (op == "Gather") return lower_gather(n, name);
@@ -126,6 +129,7 @@ Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
   if (op == "Range") return lower_range(n, name);
   if (op == "OneHot") return lower_one_hot(n, name);
   if (op == "CumSum") return lower_cum_sum(n, name);
+  if (op == "TopK") return lower_top_k(n, name);
   if (op == "Resize" || op == "Upsample") return lower_resize(n, name);
   if (op == "NegativeLogLikelihoodLoss") return lower_nll_loss(n, name);
   if (op == "SoftmaxCrossEntropyLoss") return lower_softmax_cross_entropy(n, name);
