@@ -242,6 +242,20 @@ struct DropoutAttrs {
   WEFT_FIELDS(f("ratio", ratio); f("is_test", is_test))
 };
 
+// QuantizeLinear, DequantizeLinear: a scale and zero point per tensor, or per slice along
+// "axis" when they are vectors.
+struct QuantizeAttrs {
+  int64_t axis = 1;
+  WEFT_FIELDS(f("axis", axis))
+};
+
+// HannWindow, HammingWindow, BlackmanWindow.
+struct WindowAttrs {
+  DType output_datatype = DType::kF32;
+  bool periodic = true;
+  WEFT_FIELDS(f("output_datatype", output_datatype); f("periodic", periodic))
+};
+
 struct EinsumAttrs {
   std::string equation; // as given; spaces are ignored
   WEFT_FIELDS(f("equation", equation))
@@ -340,9 +354,9 @@ using OpAttrs =
                  AxisAttrs, BatchDimsAttrs, ScatterAttrs, AxesAttrs, SplitAttrs, TransposeAttrs,
                  ReshapeAttrs, ShapeAttrs, SliceAttrs, PadAttrs, ConvAttrs, ConvTransposeAttrs,
                  PoolAttrs, GemmAttrs, BatchNormAttrs, EpsilonAttrs, LayerNormAttrs, DropoutAttrs,
-                 EinsumAttrs, TopKAttrs, TriluAttrs, EyeLikeAttrs, CumSumAttrs, BlockAttrs,
-                 BitShiftAttrs, ShrinkAttrs, ResizeAttrs, LossAttrs, ConstantAttrs,
-                 ConstantOfShapeAttrs>;
+                 QuantizeAttrs, WindowAttrs, EinsumAttrs, TopKAttrs, TriluAttrs, EyeLikeAttrs,
+                 CumSumAttrs, BlockAttrs, BitShiftAttrs, ShrinkAttrs, ResizeAttrs, LossAttrs,
+                 ConstantAttrs, ConstantOfShapeAttrs>;
 
 #undef WEFT_FIELDS
 

@@ -286,6 +286,12 @@ OpAttrs parse_loss(AttrParser& p) {
   return a;
 }
 
+OpAttrs parse_quantize(AttrParser& p) { return QuantizeAttrs{p.int_or("axis", 1)}; }
+
+OpAttrs parse_window(AttrParser& p) {
+  return WindowAttrs{p.dtype("output_datatype", DType::kF32), p.bool_or("periodic", true)};
+}
+
 OpAttrs parse_einsum(AttrParser& p) {
   if (!p.has("equation")) p.fail("attribute 'equation' is required");
   return EinsumAttrs{p.string_or("equation", "")};
@@ -512,6 +518,11 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"InstanceNormalization", 6, kAll, parse_epsilon, infer_same});
     t.push_back({"TopK", 10, kAll, parse_top_k, infer_top_k});
     t.push_back({"Einsum", 12, kAll, parse_einsum, infer_einsum});
+    t.push_back({"QuantizeLinear", 10, kAll, parse_quantize, infer_quantize_linear});
+    t.push_back({"DequantizeLinear", 10, kAll, parse_quantize, infer_dequantize_linear});
+    t.push_back({"DynamicQuantizeLinear", 11, kAll, parse_none, infer_dynamic_quantize_linear});
+    for (std::string_view op : {"HannWindow", "HammingWindow", "BlackmanWindow"})
+      t.push_back({op, 17, kAll, parse_window, infer_window});
     t.push_back({"Trilu", 14, kAll, parse_trilu, infer_same});
     t.push_back({"EyeLike", 9, kAll, parse_eye_like, infer_eye_like});
     t.push_back({"CumSum", 11, kAll, parse_cum_sum, infer_same});

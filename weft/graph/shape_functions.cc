@@ -567,6 +567,55 @@ TypesOrError infer_einsum(const Node& node) {
   return one({in_type(node, 0).dtype, out});
 }
 
+namespace {
+
+// Are the scale (input 1) and zero point (input 2) of a (de)quantization a scalar each, or
+// vectors as long as the input's axis?
+Status check_quantize_params(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  for (size_t i = 1; i < 3; ++i) {
+    const Value* v = node.input(i);
+    if (!v || !v->type.shape || !x.shape || v->type.shape->empty()) continue;
+    int64_t rank = static_cast<int64_t>(x.shape->size());
+    WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node.attrs_as<QuantizeAttrs>().axis, rank));
+    const Dim& along = (*x.shape)[static_cast<size_t>(axis)];
+    if (v->type.shape->size() != 1 ||
+        (along.is_static() && (*v->type.shape)[0].is_static() && along != (*v->type.shape)[0]))
+      return fail(fmt::format("input {} must be a scalar or a vector of {} elements", i,
+                              along.to_string()));
+  }
+  return Status();
+}
+
+} // namespace
+
+// y: the zero point's type (u8 without one), the input's shape.
+TypesOrError infer_quantize_linear(const Node& node) {
+  WEFT_RETURN_IF_ERROR(check_quantize_params(node));
+  const Value* zp = node.input(2);
+  return one({zp ? zp->type.dtype : DType::kU8, in_type(node, 0).shape});
+}
+
+TypesOrError infer_dequantize_linear(const Node& node) {
+  WEFT_RETURN_IF_ERROR(check_quantize_params(node));
+  return one({DType::kF32, in_type(node, 0).shape});
+}
+
+// y (u8, the input's shape), y_scale (f32 scalar), y_zero_point (u8 scalar).
+TypesOrError infer_dynamic_quantize_linear(const Node& node) {
+  return std::vector<TensorType>{
+      {DType::kU8, in_type(node, 0).shape}, {DType::kF32, Shape{}}, {DType::kU8, Shape{}}};
+}
+
+// [size], with size a constant input.
+TypesOrError infer_window(const Node& node) {
+  DType t = node.attrs_as<WindowAttrs>().output_datatype;
+  std::optional<Ints> size = constant_ints(node.input(0));
+  if (!size) return one({t, unknown_shape(1)});
+  if (size->size() != 1 || (*size)[0] < 0) return fail("size must be one non-negative value");
+  return one({t, Shape{(*size)[0]}});
+}
+
 // Values and i64 indices: the input's shape with K (a constant input) along the axis.
 TypesOrError infer_top_k(const Node& node) {
   const TensorType& x = in_type(node, 0);

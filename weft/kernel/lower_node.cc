@@ -51,7 +51,13 @@ bool can_lower(const Node& n) {
                                                  "ArgMin",
                                                  "BatchNormalization",
                                                  "Concat",
+                                                 "BlackmanWindow",
                                                  "DepthToSpace",
+                                                 "DequantizeLinear",
+                                                 "DynamicQuantizeLinear",
+                                                 "HammingWindow",
+                                                 "HannWindow",
+                                                 "QuantizeLinear",
                                                  "Einsum",
                                                  "EyeLike",
                                                  "Gather",
@@ -131,6 +137,10 @@ Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
   if (op == "CumSum") return lower_cum_sum(n, name);
   if (op == "TopK") return lower_top_k(n, name);
   if (op == "Resize" || op == "Upsample") return lower_resize(n, name);
+  if (op == "QuantizeLinear") return lower_quantize_linear(n, name);
+  if (op == "DequantizeLinear") return lower_dequantize_linear(n, name);
+  if (op == "DynamicQuantizeLinear") return lower_dynamic_quantize_linear(n, name);
+  if (op.ends_with("Window")) return lower_window_function(n, name);
   if (op == "NegativeLogLikelihoodLoss") return lower_nll_loss(n, name);
   if (op == "SoftmaxCrossEntropyLoss") return lower_softmax_cross_entropy(n, name);
   if (is_elementwise(n)) return lower_elementwise(n, name);

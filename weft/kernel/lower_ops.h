@@ -42,6 +42,10 @@ Result<LoweredNode> lower_one_hot(const Node& n, const std::string& name);
 Result<LoweredNode> lower_cum_sum(const Node& n, const std::string& name);
 Result<LoweredNode> lower_top_k(const Node& n, const std::string& name);
 Result<LoweredNode> lower_resize(const Node& n, const std::string& name);
+Result<LoweredNode> lower_quantize_linear(const Node& n, const std::string& name);
+Result<LoweredNode> lower_dequantize_linear(const Node& n, const std::string& name);
+Result<LoweredNode> lower_dynamic_quantize_linear(const Node& n, const std::string& name);
+Result<LoweredNode> lower_window_function(const Node& n, const std::string& name);
 Result<LoweredNode> lower_nll_loss(const Node& n, const std::string& name);
 Result<LoweredNode> lower_softmax_cross_entropy(const Node& n, const std::string& name);
 
