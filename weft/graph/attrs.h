@@ -330,6 +330,17 @@ struct ResizeAttrs {
               f("exclude_outside", exclude_outside); f("extrapolation_value", extrapolation_value))
 };
 
+// GridSample (4-D): how the grid's normalized coordinates map to the input, how samples
+// interpolate, and what a sample outside the input reads.
+enum class GridSampleMode : uint8_t { kBilinear, kNearest, kBicubic };
+enum class GridPadding : uint8_t { kZeros, kBorder, kReflection };
+struct GridSampleAttrs {
+  bool align_corners = false;
+  GridSampleMode mode = GridSampleMode::kBilinear;
+  GridPadding padding_mode = GridPadding::kZeros;
+  WEFT_FIELDS(f("align_corners", align_corners); f("mode", mode); f("padding_mode", padding_mode))
+};
+
 enum class LossReduction : uint8_t { kNone, kSum, kMean };
 // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss.
 struct LossAttrs {
@@ -355,8 +366,8 @@ using OpAttrs =
                  ReshapeAttrs, ShapeAttrs, SliceAttrs, PadAttrs, ConvAttrs, ConvTransposeAttrs,
                  PoolAttrs, GemmAttrs, BatchNormAttrs, EpsilonAttrs, LayerNormAttrs, DropoutAttrs,
                  QuantizeAttrs, WindowAttrs, EinsumAttrs, TopKAttrs, TriluAttrs, EyeLikeAttrs,
-                 CumSumAttrs, BlockAttrs, BitShiftAttrs, ShrinkAttrs, ResizeAttrs, LossAttrs,
-                 ConstantAttrs, ConstantOfShapeAttrs>;
+                 CumSumAttrs, BlockAttrs, BitShiftAttrs, ShrinkAttrs, ResizeAttrs, GridSampleAttrs,
+                 LossAttrs, ConstantAttrs, ConstantOfShapeAttrs>;
 
 #undef WEFT_FIELDS
 
@@ -368,5 +379,7 @@ std::string_view depth_to_space_mode_name(DepthToSpaceMode m);
 std::string_view resize_mode_name(ResizeMode m);
 std::string_view resize_coordinates_name(ResizeCoordinates c);
 std::string_view nearest_mode_name(NearestMode m);
+std::string_view grid_sample_mode_name(GridSampleMode m);
+std::string_view grid_padding_name(GridPadding p);
 
 } // namespace weft

@@ -146,6 +146,14 @@ std::string_view scatter_reduction_name(ScatterReduction r) {
   return kScatterReductions[static_cast<size_t>(r)];
 }
 
+constexpr std::string_view kGridSampleModes[] = {"bilinear", "nearest", "bicubic"};
+constexpr std::string_view kGridPaddings[] = {"zeros", "border", "reflection"};
+
+std::string_view grid_sample_mode_name(GridSampleMode m) {
+  return kGridSampleModes[static_cast<size_t>(m)];
+}
+std::string_view grid_padding_name(GridPadding p) { return kGridPaddings[static_cast<size_t>(p)]; }
+
 std::string_view resize_mode_name(ResizeMode m) { return kResizeModes[static_cast<size_t>(m)]; }
 std::string_view resize_coordinates_name(ResizeCoordinates c) {
   return kResizeCoordinates[static_cast<size_t>(c)];
@@ -351,6 +359,12 @@ OpAttrs parse_resize(AttrParser& p) {
   return a;
 }
 
+OpAttrs parse_grid_sample(AttrParser& p) {
+  return GridSampleAttrs{p.bool_or("align_corners", false),
+                         enum_attr<GridSampleMode>(p, "mode", kGridSampleModes, "bilinear"),
+                         enum_attr<GridPadding>(p, "padding_mode", kGridPaddings, "zeros")};
+}
+
 // Upsample (opset 9): nearest or linear, at asymmetric coordinates, nearest rounding down.
 OpAttrs parse_upsample(AttrParser& p) {
   ResizeAttrs a;
@@ -534,6 +548,7 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"Shrink", 9, kAll, parse_shrink, infer_same});
     t.push_back({"Resize", 11, kAll, parse_resize, infer_resize});
     t.push_back({"Upsample", 9, 9, parse_upsample, infer_resize});
+    t.push_back({"GridSample", 16, kAll, parse_grid_sample, infer_grid_sample});
     t.push_back({"NegativeLogLikelihoodLoss", 12, kAll, parse_loss, infer_nll_loss});
     t.push_back({"SoftmaxCrossEntropyLoss", 12, kAll, parse_loss, infer_softmax_cross_entropy});
     t.push_back({"MatMul", 1, kAll, parse_none, infer_matmul});

@@ -18,6 +18,8 @@ std::string attr_text(DepthToSpaceMode v) { return std::string(depth_to_space_mo
 std::string attr_text(ResizeMode v) { return std::string(resize_mode_name(v)); }
 std::string attr_text(ResizeCoordinates v) { return std::string(resize_coordinates_name(v)); }
 std::string attr_text(NearestMode v) { return std::string(nearest_mode_name(v)); }
+std::string attr_text(GridSampleMode v) { return std::string(grid_sample_mode_name(v)); }
+std::string attr_text(GridPadding v) { return std::string(grid_padding_name(v)); }
 std::string attr_text(const std::string& v) { return fmt::format("\"{}\"", v); }
 std::string attr_text(const Ints& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 std::string attr_text(const TensorRef& v) { return v ? v->to_string() : "none"; }
@@ -34,6 +36,8 @@ nlohmann::json attr_json(DepthToSpaceMode v) { return std::string(depth_to_space
 nlohmann::json attr_json(ResizeMode v) { return std::string(resize_mode_name(v)); }
 nlohmann::json attr_json(ResizeCoordinates v) { return std::string(resize_coordinates_name(v)); }
 nlohmann::json attr_json(NearestMode v) { return std::string(nearest_mode_name(v)); }
+nlohmann::json attr_json(GridSampleMode v) { return std::string(grid_sample_mode_name(v)); }
+nlohmann::json attr_json(GridPadding v) { return std::string(grid_padding_name(v)); }
 nlohmann::json attr_json(const std::string& v) { return v; }
 nlohmann::json attr_json(const Ints& v) { return v; }
 nlohmann::json attr_json(const TensorRef& v) { return v ? v->to_string() : "none"; }

@@ -772,6 +772,17 @@ TypesOrError infer_resize(const Node& node) {
   return one({x.dtype, Shape(extents->begin(), extents->end())});
 }
 
+// [N, C, H_out, W_out] from X [N, C, H, W] and the grid [N, H_out, W_out, 2].
+TypesOrError infer_grid_sample(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  const TensorType& grid = in_type(node, 1);
+  if (!x.shape || !grid.shape) return one({x.dtype, unknown_shape(4)});
+  if (x.shape->size() != 4 || grid.shape->size() != 4 ||
+      ((*grid.shape)[3].is_static() && (*grid.shape)[3].value() != 2))
+    return fail("GridSample takes a 4-D input and a grid [N, H_out, W_out, 2]");
+  return one({x.dtype, Shape{(*x.shape)[0], (*x.shape)[1], (*grid.shape)[1], (*grid.shape)[2]}});
+}
+
 namespace {
 
 // The loss of NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss: input [N, C, d...],

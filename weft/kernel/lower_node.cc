@@ -55,6 +55,7 @@ bool can_lower(const Node& n) {
                                                  "DepthToSpace",
                                                  "DequantizeLinear",
                                                  "DynamicQuantizeLinear",
+                                                 "GridSample",
                                                  "HammingWindow",
                                                  "HannWindow",
                                                  "QuantizeLinear",
@@ -137,6 +138,7 @@ Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
   if (op == "CumSum") return lower_cum_sum(n, name);
   if (op == "TopK") return lower_top_k(n, name);
   if (op == "Resize" || op == "Upsample") return lower_resize(n, name);
+  if (op == "GridSample") return lower_grid_sample(n, name);
   if (op == "QuantizeLinear") return lower_quantize_linear(n, name);
   if (op == "DequantizeLinear") return lower_dequantize_linear(n, name);
   if (op == "DynamicQuantizeLinear") return lower_dynamic_quantize_linear(n, name);

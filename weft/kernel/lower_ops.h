@@ -42,6 +42,7 @@ Result<LoweredNode> lower_one_hot(const Node& n, const std::string& name);
 Result<LoweredNode> lower_cum_sum(const Node& n, const std::string& name);
 Result<LoweredNode> lower_top_k(const Node& n, const std::string& name);
 Result<LoweredNode> lower_resize(const Node& n, const std::string& name);
+Result<LoweredNode> lower_grid_sample(const Node& n, const std::string& name);
 Result<LoweredNode> lower_quantize_linear(const Node& n, const std::string& name);
 Result<LoweredNode> lower_dequantize_linear(const Node& n, const std::string& name);
 Result<LoweredNode> lower_dynamic_quantize_linear(const Node& n, const std::string& name);
