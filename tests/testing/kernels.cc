@@ -103,4 +103,21 @@ Kernel gather_rows_kernel(Dim rows, Dim cols, Dim n) {
   return k;
 }
 
+Kernel scatter_add_rows_kernel(Dim rows, Dim cols, Dim n) {
+  Kernel k;
+  k.name = "scatter_add_rows";
+  k.buffers = {Buffer{"x", DType::kF32, {n, cols}, BufferRole::kInput},
+               Buffer{"idx", DType::kI64, {n}, BufferRole::kInput},
+               Buffer{"y", DType::kF32, {rows, cols}, BufferRole::kOutput}};
+  Statement s;
+  s.name = "scatter";
+  s.domain = {n, cols};
+  s.write = {2, {AffineExpr::constant_of(0), it(1)}, {{0, 0, kernel::IndexWrap::kNegative}}};
+  s.combine = Combine::kSum;
+  s.reads = {{1, {it(0)}}, {0, {it(0), it(1)}}};
+  s.expr = {{ExprOp::kLoad, DType::kI64, {}, 0, 0.0}, load(1)};
+  k.statements = {init({rows, cols}, {2, {it(0), it(1)}}, 0.0), s};
+  return k;
+}
+
 } // namespace weft::testing

@@ -15,5 +15,7 @@ kernel::Kernel all_max_kernel(Dim n);
 kernel::Kernel bias_add_kernel(Dim rows, Dim cols);
 // y[i, j] = x[idx[i], j], negative indices counting from the end: an indirect load.
 kernel::Kernel gather_rows_kernel(Dim rows, Dim cols, Dim n);
+// y = 0, then y[idx[i], j] += x[i, j]: an indirect (scatter) write that combines.
+kernel::Kernel scatter_add_rows_kernel(Dim rows, Dim cols, Dim n);
 
 } // namespace weft::testing

@@ -240,7 +240,7 @@ private:
       return nullptr;
     const AstNode& call = n.children[0];
     const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
-    if (s.combine == kernel::Combine::kNone) return nullptr;
+    if (s.combine == kernel::Combine::kNone || !s.write.indirect.empty()) return nullptr;
     for (const AffineExpr& e : s.write.index) {
       for (auto [iter, coeff] : e.terms) {
         if (mentions(call.args[static_cast<size_t>(iter)], n.iterator)) return nullptr;

@@ -67,6 +67,16 @@ TEST(EmitC, IndirectLoadWrapsAndClampsItsIndex) {
       << gather;
 }
 
+// A scatter's target moves with the data: it combines in memory, not in a register.
+TEST(EmitC, IndirectWriteCombinesInPlace) {
+  std::string scatter = function_of(testing::scatter_add_rows_kernel(5, 8, 3));
+  EXPECT_NE(scatter.find("b2[weft_wrap_index(t0, 5) * 8 + c1] = b2[weft_wrap_index(t0, 5) * 8 + "
+                         "c1] + t1;"),
+            std::string::npos)
+      << scatter;
+  EXPECT_EQ(scatter.find("acc"), std::string::npos) << scatter;
+}
+
 TEST(EmitC, KernelSymbolsAreSorted) {
   kernel::Kernel k = testing::bias_add_kernel(Dim::symbol("rows"), Dim::symbol("cols"));
   EXPECT_EQ(kernel_symbols(k), (std::vector<std::string>{"cols", "rows"}));

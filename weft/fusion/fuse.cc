@@ -280,6 +280,8 @@ std::optional<std::string> inline_into(const kernel::BoundKernel& producer, kern
       }
       node_map[n] = pmap.back();
     }
+    for (kernel::IndirectIndex& ind : out.write.indirect) // a scatter's target
+      ind.node = node_map[static_cast<size_t>(ind.node)];
     s = std::move(out);
   }
   drop_unused_buffers(c);

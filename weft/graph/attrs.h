@@ -114,6 +114,15 @@ struct BatchDimsAttrs { // GatherND
   WEFT_FIELDS(f("batch_dims", batch_dims))
 };
 
+// ScatterElements (and Scatter), ScatterND: how updates that meet at one element combine
+// with it.
+enum class ScatterReduction : uint8_t { kNone, kAdd, kMul };
+struct ScatterAttrs {
+  int64_t axis = 0; // ScatterElements
+  ScatterReduction reduction = ScatterReduction::kNone;
+  WEFT_FIELDS(f("axis", axis); f("reduction", reduction))
+};
+
 struct AxesAttrs {          // Squeeze, Unsqueeze
   std::optional<Ints> axes; // Squeeze without axes removes every dim of extent 1
   WEFT_FIELDS(f("axes", axes))
@@ -171,6 +180,20 @@ struct ConvAttrs {
               f("kernel_shape", kernel_shape); f("pads", pads); f("strides", strides))
 };
 
+struct ConvTransposeAttrs {
+  AutoPad auto_pad = AutoPad::kNotSet;
+  Ints dilations; // empty: 1 per spatial dim
+  int64_t group = 1;
+  Ints kernel_shape;   // empty: from the weights
+  Ints output_padding; // empty: 0
+  Ints output_shape;   // empty: computed from the pads; set: the pads are computed from it
+  Ints pads;           // empty: 0
+  Ints strides;        // empty: 1 per spatial dim
+  WEFT_FIELDS(f("auto_pad", auto_pad); f("dilations", dilations); f("group", group);
+              f("kernel_shape", kernel_shape); f("output_padding", output_padding);
+              f("output_shape", output_shape); f("pads", pads); f("strides", strides))
+};
+
 struct PoolAttrs { // MaxPool, AveragePool
   AutoPad auto_pad = AutoPad::kNotSet;
   bool ceil_mode = false;
@@ -217,6 +240,32 @@ struct DropoutAttrs {
   std::optional<float> ratio; // before opset 12; an input after
   bool is_test = false;       // before opset 7
   WEFT_FIELDS(f("ratio", ratio); f("is_test", is_test))
+};
+
+// QuantizeLinear, DequantizeLinear: a scale and zero point per tensor, or per slice along
+// "axis" when they are vectors.
+struct QuantizeAttrs {
+  int64_t axis = 1;
+  WEFT_FIELDS(f("axis", axis))
+};
+
+// HannWindow, HammingWindow, BlackmanWindow.
+struct WindowAttrs {
+  DType output_datatype = DType::kF32;
+  bool periodic = true;
+  WEFT_FIELDS(f("output_datatype", output_datatype); f("periodic", periodic))
+};
+
+struct EinsumAttrs {
+  std::string equation; // as given; spaces are ignored
+  WEFT_FIELDS(f("equation", equation))
+};
+
+struct TopKAttrs {
+  int64_t axis = -1;
+  bool largest = true;
+  bool sorted = true; // Weft always returns sorted results
+  WEFT_FIELDS(f("axis", axis); f("largest", largest); f("sorted", sorted))
 };
 
 struct TriluAttrs {
@@ -281,6 +330,17 @@ struct ResizeAttrs {
               f("exclude_outside", exclude_outside); f("extrapolation_value", extrapolation_value))
 };
 
+// GridSample (4-D): how the grid's normalized coordinates map to the input, how samples
+// interpolate, and what a sample outside the input reads.
+enum class GridSampleMode : uint8_t { kBilinear, kNearest, kBicubic };
+enum class GridPadding : uint8_t { kZeros, kBorder, kReflection };
+struct GridSampleAttrs {
+  bool align_corners = false;
+  GridSampleMode mode = GridSampleMode::kBilinear;
+  GridPadding padding_mode = GridPadding::kZeros;
+  WEFT_FIELDS(f("align_corners", align_corners); f("mode", mode); f("padding_mode", padding_mode))
+};
+
 enum class LossReduction : uint8_t { kNone, kSum, kMean };
 // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss.
 struct LossAttrs {
@@ -302,20 +362,24 @@ struct ConstantOfShapeAttrs {
 using OpAttrs =
     std::variant<NoAttrs, LegacyBroadcastAttrs, CastAttrs, AlphaAttrs, HardSigmoidAttrs, SeluAttrs,
                  ClipAttrs, ModAttrs, IsInfAttrs, ReduceAttrs, ArgReduceAttrs, SoftmaxAttrs,
-                 AxisAttrs, BatchDimsAttrs, AxesAttrs, SplitAttrs, TransposeAttrs, ReshapeAttrs,
-                 ShapeAttrs, SliceAttrs, PadAttrs, ConvAttrs, PoolAttrs, GemmAttrs, BatchNormAttrs,
-                 EpsilonAttrs, LayerNormAttrs, DropoutAttrs, TriluAttrs, EyeLikeAttrs, CumSumAttrs,
-                 BlockAttrs, BitShiftAttrs, ShrinkAttrs, ResizeAttrs, LossAttrs, ConstantAttrs,
-                 ConstantOfShapeAttrs>;
+                 AxisAttrs, BatchDimsAttrs, ScatterAttrs, AxesAttrs, SplitAttrs, TransposeAttrs,
+                 ReshapeAttrs, ShapeAttrs, SliceAttrs, PadAttrs, ConvAttrs, ConvTransposeAttrs,
+                 PoolAttrs, GemmAttrs, BatchNormAttrs, EpsilonAttrs, LayerNormAttrs, DropoutAttrs,
+                 QuantizeAttrs, WindowAttrs, EinsumAttrs, TopKAttrs, TriluAttrs, EyeLikeAttrs,
+                 CumSumAttrs, BlockAttrs, BitShiftAttrs, ShrinkAttrs, ResizeAttrs, GridSampleAttrs,
+                 LossAttrs, ConstantAttrs, ConstantOfShapeAttrs>;
 
 #undef WEFT_FIELDS
 
 std::string_view auto_pad_name(AutoPad p);
 std::string_view pad_mode_name(PadMode m);
 std::string_view loss_reduction_name(LossReduction r);
+std::string_view scatter_reduction_name(ScatterReduction r);
 std::string_view depth_to_space_mode_name(DepthToSpaceMode m);
 std::string_view resize_mode_name(ResizeMode m);
 std::string_view resize_coordinates_name(ResizeCoordinates c);
 std::string_view nearest_mode_name(NearestMode m);
+std::string_view grid_sample_mode_name(GridSampleMode m);
+std::string_view grid_padding_name(GridPadding p);
 
 } // namespace weft

@@ -140,6 +140,20 @@ E enum_attr(AttrParser& p, std::string_view attr, const std::string_view (&names
 
 } // namespace
 
+constexpr std::string_view kScatterReductions[] = {"none", "add", "mul"};
+
+std::string_view scatter_reduction_name(ScatterReduction r) {
+  return kScatterReductions[static_cast<size_t>(r)];
+}
+
+constexpr std::string_view kGridSampleModes[] = {"bilinear", "nearest", "bicubic"};
+constexpr std::string_view kGridPaddings[] = {"zeros", "border", "reflection"};
+
+std::string_view grid_sample_mode_name(GridSampleMode m) {
+  return kGridSampleModes[static_cast<size_t>(m)];
+}
+std::string_view grid_padding_name(GridPadding p) { return kGridPaddings[static_cast<size_t>(p)]; }
+
 std::string_view resize_mode_name(ResizeMode m) { return kResizeModes[static_cast<size_t>(m)]; }
 std::string_view resize_coordinates_name(ResizeCoordinates c) {
   return kResizeCoordinates[static_cast<size_t>(c)];
@@ -227,6 +241,11 @@ OpAttrs parse_batch_dims(AttrParser& p) {
   return a;
 }
 
+OpAttrs parse_scatter(AttrParser& p) {
+  return ScatterAttrs{p.int_or("axis", 0),
+                      enum_attr<ScatterReduction>(p, "reduction", kScatterReductions, "none")};
+}
+
 OpAttrs parse_axes(AttrParser& p) { return AxesAttrs{p.optional_ints("axes")}; }
 
 OpAttrs parse_split(AttrParser& p) {
@@ -273,6 +292,21 @@ OpAttrs parse_loss(AttrParser& p) {
   }
   a.ignore_index = p.optional_int("ignore_index");
   return a;
+}
+
+OpAttrs parse_quantize(AttrParser& p) { return QuantizeAttrs{p.int_or("axis", 1)}; }
+
+OpAttrs parse_window(AttrParser& p) {
+  return WindowAttrs{p.dtype("output_datatype", DType::kF32), p.bool_or("periodic", true)};
+}
+
+OpAttrs parse_einsum(AttrParser& p) {
+  if (!p.has("equation")) p.fail("attribute 'equation' is required");
+  return EinsumAttrs{p.string_or("equation", "")};
+}
+
+OpAttrs parse_top_k(AttrParser& p) {
+  return TopKAttrs{p.int_or("axis", -1), p.bool_or("largest", true), p.bool_or("sorted", true)};
 }
 
 OpAttrs parse_trilu(AttrParser& p) { return TriluAttrs{p.bool_or("upper", true)}; }
@@ -325,6 +359,12 @@ OpAttrs parse_resize(AttrParser& p) {
   return a;
 }
 
+OpAttrs parse_grid_sample(AttrParser& p) {
+  return GridSampleAttrs{p.bool_or("align_corners", false),
+                         enum_attr<GridSampleMode>(p, "mode", kGridSampleModes, "bilinear"),
+                         enum_attr<GridPadding>(p, "padding_mode", kGridPaddings, "zeros")};
+}
+
 // Upsample (opset 9): nearest or linear, at asymmetric coordinates, nearest rounding down.
 OpAttrs parse_upsample(AttrParser& p) {
   ResizeAttrs a;
@@ -341,6 +381,20 @@ OpAttrs parse_conv(AttrParser& p) {
   a.dilations = p.ints_or_empty("dilations");
   a.group = p.int_or("group", 1);
   a.kernel_shape = p.ints_or_empty("kernel_shape");
+  a.pads = p.ints_or_empty("pads");
+  a.strides = p.ints_or_empty("strides");
+  if (a.group < 1) p.fail("attribute 'group' must be positive");
+  return a;
+}
+
+OpAttrs parse_conv_transpose(AttrParser& p) {
+  ConvTransposeAttrs a;
+  a.auto_pad = p.auto_pad();
+  a.dilations = p.ints_or_empty("dilations");
+  a.group = p.int_or("group", 1);
+  a.kernel_shape = p.ints_or_empty("kernel_shape");
+  a.output_padding = p.ints_or_empty("output_padding");
+  a.output_shape = p.ints_or_empty("output_shape");
   a.pads = p.ints_or_empty("pads");
   a.strides = p.ints_or_empty("strides");
   if (a.group < 1) p.fail("attribute 'group' must be positive");
@@ -476,6 +530,13 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"LayerNormalization", 17, kAll, parse_layer_norm, infer_layer_norm});
     t.push_back({"BatchNormalization", 6, kAll, parse_batch_norm, infer_batch_norm});
     t.push_back({"InstanceNormalization", 6, kAll, parse_epsilon, infer_same});
+    t.push_back({"TopK", 10, kAll, parse_top_k, infer_top_k});
+    t.push_back({"Einsum", 12, kAll, parse_einsum, infer_einsum});
+    t.push_back({"QuantizeLinear", 10, kAll, parse_quantize, infer_quantize_linear});
+    t.push_back({"DequantizeLinear", 10, kAll, parse_quantize, infer_dequantize_linear});
+    t.push_back({"DynamicQuantizeLinear", 11, kAll, parse_none, infer_dynamic_quantize_linear});
+    for (std::string_view op : {"HannWindow", "HammingWindow", "BlackmanWindow"})
+      t.push_back({op, 17, kAll, parse_window, infer_window});
     t.push_back({"Trilu", 14, kAll, parse_trilu, infer_same});
     t.push_back({"EyeLike", 9, kAll, parse_eye_like, infer_eye_like});
     t.push_back({"CumSum", 11, kAll, parse_cum_sum, infer_same});
@@ -487,11 +548,13 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"Shrink", 9, kAll, parse_shrink, infer_same});
     t.push_back({"Resize", 11, kAll, parse_resize, infer_resize});
     t.push_back({"Upsample", 9, 9, parse_upsample, infer_resize});
+    t.push_back({"GridSample", 16, kAll, parse_grid_sample, infer_grid_sample});
     t.push_back({"NegativeLogLikelihoodLoss", 12, kAll, parse_loss, infer_nll_loss});
     t.push_back({"SoftmaxCrossEntropyLoss", 12, kAll, parse_loss, infer_softmax_cross_entropy});
     t.push_back({"MatMul", 1, kAll, parse_none, infer_matmul});
     t.push_back({"Gemm", 1, kAll, parse_gemm, infer_gemm});
     t.push_back({"Conv", 1, kAll, parse_conv, infer_conv});
+    t.push_back({"ConvTranspose", 1, kAll, parse_conv_transpose, infer_conv_transpose});
     t.push_back({"MaxPool", 1, kAll, parse_pool, infer_pool});
     t.push_back({"AveragePool", 1, kAll, parse_pool, infer_pool});
     t.push_back({"GlobalAveragePool", 1, kAll, parse_none, infer_global_pool});
@@ -500,6 +563,9 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"Gather", 1, kAll, parse_axis<0>, infer_gather});
     t.push_back({"GatherElements", 11, kAll, parse_axis<0>, infer_gather_elements});
     t.push_back({"GatherND", 11, kAll, parse_batch_dims, infer_gather_nd});
+    t.push_back({"Scatter", 9, 10, parse_scatter, infer_scatter});
+    t.push_back({"ScatterElements", 11, kAll, parse_scatter, infer_scatter});
+    t.push_back({"ScatterND", 11, kAll, parse_scatter, infer_scatter});
     t.push_back({"Flatten", 1, kAll, parse_axis<1>, infer_flatten});
     t.push_back({"Squeeze", 1, kAll, parse_axes, infer_squeeze});
     t.push_back({"Unsqueeze", 1, kAll, parse_axes, infer_unsqueeze});
@@ -509,7 +575,7 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"Expand", 8, kAll, parse_none, infer_expand});
     t.push_back({"Tile", 6, kAll, parse_none, infer_tile});
     t.push_back({"Slice", 1, kAll, parse_slice, infer_slice});
-    t.push_back({"Pad", 2, kAll, parse_pad, nullptr});
+    t.push_back({"Pad", 2, kAll, parse_pad, infer_pad});
     t.push_back({"Shape", 1, kAll, parse_shape, infer_shape_op});
     t.push_back({"Size", 1, kAll, parse_none, infer_size});
     t.push_back({"Range", 11, kAll, parse_none, infer_range});

@@ -12,11 +12,15 @@ std::string attr_text(float v) { return fmt::format("{}", v); }
 std::string attr_text(DType v) { return std::string(dtype_name(v)); }
 std::string attr_text(AutoPad v) { return std::string(auto_pad_name(v)); }
 std::string attr_text(PadMode v) { return std::string(pad_mode_name(v)); }
+std::string attr_text(ScatterReduction v) { return std::string(scatter_reduction_name(v)); }
 std::string attr_text(LossReduction v) { return std::string(loss_reduction_name(v)); }
 std::string attr_text(DepthToSpaceMode v) { return std::string(depth_to_space_mode_name(v)); }
 std::string attr_text(ResizeMode v) { return std::string(resize_mode_name(v)); }
 std::string attr_text(ResizeCoordinates v) { return std::string(resize_coordinates_name(v)); }
 std::string attr_text(NearestMode v) { return std::string(nearest_mode_name(v)); }
+std::string attr_text(GridSampleMode v) { return std::string(grid_sample_mode_name(v)); }
+std::string attr_text(GridPadding v) { return std::string(grid_padding_name(v)); }
+std::string attr_text(const std::string& v) { return fmt::format("\"{}\"", v); }
 std::string attr_text(const Ints& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 std::string attr_text(const TensorRef& v) { return v ? v->to_string() : "none"; }
 
@@ -26,11 +30,15 @@ nlohmann::json attr_json(float v) { return v; }
 nlohmann::json attr_json(DType v) { return std::string(dtype_name(v)); }
 nlohmann::json attr_json(AutoPad v) { return std::string(auto_pad_name(v)); }
 nlohmann::json attr_json(PadMode v) { return std::string(pad_mode_name(v)); }
+nlohmann::json attr_json(ScatterReduction v) { return std::string(scatter_reduction_name(v)); }
 nlohmann::json attr_json(LossReduction v) { return std::string(loss_reduction_name(v)); }
 nlohmann::json attr_json(DepthToSpaceMode v) { return std::string(depth_to_space_mode_name(v)); }
 nlohmann::json attr_json(ResizeMode v) { return std::string(resize_mode_name(v)); }
 nlohmann::json attr_json(ResizeCoordinates v) { return std::string(resize_coordinates_name(v)); }
 nlohmann::json attr_json(NearestMode v) { return std::string(nearest_mode_name(v)); }
+nlohmann::json attr_json(GridSampleMode v) { return std::string(grid_sample_mode_name(v)); }
+nlohmann::json attr_json(GridPadding v) { return std::string(grid_padding_name(v)); }
+nlohmann::json attr_json(const std::string& v) { return v; }
 nlohmann::json attr_json(const Ints& v) { return v; }
 nlohmann::json attr_json(const TensorRef& v) { return v ? v->to_string() : "none"; }
 

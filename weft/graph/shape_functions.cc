@@ -1,6 +1,7 @@
 #include "weft/graph/shape_functions.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <numeric>
 
@@ -324,6 +325,93 @@ TypesOrError infer_conv(const Node& node) {
   return one({x.dtype, out});
 }
 
+Result<std::vector<TransposedWindow>> conv_transpose_windows(const Node& node) {
+  const auto& a = node.attrs_as<ConvTransposeAttrs>();
+  const Shape& x = *in_type(node, 0).shape;
+  const Shape& w = *in_type(node, 1).shape;
+  size_t spatial = x.size() - 2;
+  auto at = [&](const Ints& v, size_t i, int64_t fallback) { return v.empty() ? fallback : v[i]; };
+  for (const Ints* v : {&a.dilations, &a.kernel_shape, &a.output_padding, &a.strides}) {
+    if (!v->empty() && v->size() != spatial)
+      return fail(
+          fmt::format("an attribute has {} values for {} spatial dims", v->size(), spatial));
+  }
+  if ((!a.pads.empty() && a.pads.size() != 2 * spatial) ||
+      (!a.output_shape.empty() && a.output_shape.size() != spatial))
+    return fail("pads or output_shape do not match the spatial dims");
+  std::vector<TransposedWindow> out;
+  for (size_t i = 0; i < spatial; ++i) {
+    TransposedWindow d;
+    d.kernel = at(a.kernel_shape, i, w[i + 2].value());
+    d.stride = at(a.strides, i, 1);
+    d.dilation = at(a.dilations, i, 1);
+    int64_t in = x[i + 2].value();
+    int64_t full =
+        d.stride * (in - 1) + at(a.output_padding, i, 0) + (d.kernel - 1) * d.dilation + 1;
+    bool same = a.auto_pad == AutoPad::kSameUpper || a.auto_pad == AutoPad::kSameLower;
+    if (!a.output_shape.empty() || same) {
+      // The pads follow from the requested extent; SAME_UPPER puts the smaller half first.
+      // A negative total (a larger output) halves rounding down, as ONNX's reference does.
+      d.out = a.output_shape.empty() ? in * d.stride : a.output_shape[i];
+      int64_t total = full - d.out;
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      d.pad_begin = a.auto_pad == AutoPad::kSameUpper ? half : total - half;
+    } else {
+      int64_t begin = a.auto_pad == AutoPad::kValid ? 0 : at(a.pads, i, 0);
+      int64_t end = a.auto_pad == AutoPad::kValid ? 0 : at(a.pads, i + spatial, 0);
+      d.pad_begin = begin;
+      d.out = full - begin - end;
+    }
+    if (d.out < 0) return fail(fmt::format("spatial dim {} of the output is negative", i));
+    out.push_back(d);
+  }
+  return out;
+}
+
+// Each dim grows by its pads (a negative pad crops), from the attribute or a constant input.
+TypesOrError infer_pad(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  std::optional<Ints> pads = node.attrs_as<PadAttrs>().pads;
+  if (!pads && !node.input(3)) pads = constant_ints(node.input(1));
+  if (!x.shape || !pads) return one({x.dtype, x.shape ? unknown_shape(x.shape->size()) : x.shape});
+  size_t rank = x.shape->size();
+  if (pads->size() != 2 * rank)
+    return fail(fmt::format("pads has {} values for rank {}", pads->size(), rank));
+  Shape out;
+  for (size_t d = 0; d < rank; ++d) {
+    const Dim& in = (*x.shape)[d];
+    int64_t grow = (*pads)[d] + (*pads)[d + rank];
+    if (!in.is_static()) {
+      out.push_back(grow == 0 ? in : Dim::unknown());
+    } else if (in.value() + grow < 0) {
+      return fail(fmt::format("pads crop dim {} of extent {} below 0", d, in.value()));
+    } else {
+      out.push_back(in.value() + grow);
+    }
+  }
+  return one({x.dtype, out});
+}
+
+// y: [N, weights' dim 1 * group, spatial...].
+TypesOrError infer_conv_transpose(const Node& node) {
+  const auto& a = node.attrs_as<ConvTransposeAttrs>();
+  const TensorType& x = in_type(node, 0);
+  const TensorType& w = in_type(node, 1);
+  if (!x.shape || !w.shape) return one({x.dtype, std::nullopt});
+  if (x.shape->size() < 3 || w.shape->size() != x.shape->size())
+    return fail("ConvTranspose input and weights must have the same rank, at least 3");
+  Dim channels = (*w.shape)[1].is_static() ? Dim((*w.shape)[1].value() * a.group) : Dim::unknown();
+  Shape out = {(*x.shape)[0], channels};
+  if (!x.has_static_shape() || !w.has_static_shape()) {
+    out.resize(x.shape->size(), Dim::unknown());
+    return one({x.dtype, out});
+  }
+  WEFT_ASSIGN_OR_RETURN(std::vector<TransposedWindow> windows, conv_transpose_windows(node));
+  for (const TransposedWindow& d : windows)
+    out.push_back(d.out);
+  return one({x.dtype, out});
+}
+
 TypesOrError infer_pool(const Node& node) {
   const auto& a = node.attrs_as<PoolAttrs>();
   const TensorType& x = in_type(node, 0);
@@ -383,6 +471,169 @@ TypesOrError infer_gather(const Node& node) {
 
 TypesOrError infer_gather_elements(const Node& node) {
   return one({in_type(node, 0).dtype, in_type(node, 1).shape});
+}
+
+Result<EinsumLabels> einsum_labels(const std::string& equation, const std::vector<size_t>& ranks) {
+  std::string eq;
+  for (char c : equation) {
+    if (c != ' ') eq += c;
+  }
+  size_t arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> terms;
+  for (size_t start = 0;;) {
+    size_t comma = lhs.find(',', start);
+    terms.push_back(lhs.substr(start, comma == std::string::npos ? comma : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (terms.size() != ranks.size())
+    return fail(fmt::format("the equation has {} terms for {} inputs", terms.size(), ranks.size()));
+  // Expands "..." in "term" to the last "n" of the ellipsis labels.
+  size_t ellipsis_rank = 0;
+  auto expand = [&](const std::string& term, size_t n) -> Result<std::string> {
+    size_t dots = term.find("...");
+    std::string out = term.substr(0, dots);
+    if (dots != std::string::npos) {
+      for (size_t i = ellipsis_rank - n; i < ellipsis_rank; ++i)
+        out += static_cast<char>('0' + i);
+      out += term.substr(dots + 3);
+    }
+    for (char c : out) {
+      if (!std::isalpha(static_cast<unsigned char>(c)) &&
+          !std::isdigit(static_cast<unsigned char>(c)))
+        return fail(fmt::format("the equation '{}' has an invalid term '{}'", equation, term));
+    }
+    return out;
+  };
+  std::vector<size_t> spans;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    size_t dots = terms[i].find("...");
+    size_t letters = terms[i].size() - (dots == std::string::npos ? 0 : 3);
+    if (dots == std::string::npos ? letters != ranks[i] : letters > ranks[i])
+      return fail(
+          fmt::format("term '{}' does not match input {} of rank {}", terms[i], i, ranks[i]));
+    spans.push_back(dots == std::string::npos ? 0 : ranks[i] - letters);
+    ellipsis_rank = std::max(ellipsis_rank, spans.back());
+  }
+  if (ellipsis_rank > 10) return fail("an ellipsis stands for more than 10 dims");
+  EinsumLabels labels;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    WEFT_ASSIGN_OR_RETURN(std::string l, expand(terms[i], spans[i]));
+    labels.inputs.push_back(l);
+  }
+  if (arrow != std::string::npos) {
+    WEFT_ASSIGN_OR_RETURN(labels.output, expand(eq.substr(arrow + 2), ellipsis_rank));
+    return labels;
+  }
+  // Implicit output: the ellipsis dims, then the letters used once, in alphabetical order.
+  for (size_t i = 0; i < ellipsis_rank; ++i)
+    labels.output += static_cast<char>('0' + i);
+  std::string letters;
+  for (const std::string& l : labels.inputs)
+    letters += l;
+  std::sort(letters.begin(), letters.end());
+  for (char c : letters) {
+    if (std::isalpha(static_cast<unsigned char>(c)) &&
+        std::count(letters.begin(), letters.end(), c) == 1)
+      labels.output += c;
+  }
+  return labels;
+}
+
+TypesOrError infer_einsum(const Node& node) {
+  std::vector<size_t> ranks;
+  for (const Value* in : node.inputs) {
+    if (!in->type.shape) return one({in_type(node, 0).dtype, std::nullopt});
+    ranks.push_back(in->type.shape->size());
+  }
+  WEFT_ASSIGN_OR_RETURN(EinsumLabels labels,
+                        einsum_labels(node.attrs_as<EinsumAttrs>().equation, ranks));
+  Shape out;
+  for (char c : labels.output) {
+    Dim extent = 1;
+    bool found = false;
+    for (size_t i = 0; i < labels.inputs.size(); ++i) {
+      for (size_t d = 0; d < labels.inputs[i].size(); ++d) {
+        if (labels.inputs[i][d] != c) continue;
+        const Dim& e = (*node.inputs[i]->type.shape)[d];
+        if (!found || (extent.is_static() && extent.value() == 1)) extent = e;
+        found = true;
+      }
+    }
+    if (!found) return fail(fmt::format("output label '{}' is in no input", c));
+    out.push_back(extent);
+  }
+  return one({in_type(node, 0).dtype, out});
+}
+
+namespace {
+
+// Are the scale (input 1) and zero point (input 2) of a (de)quantization a scalar each, or
+// vectors as long as the input's axis?
+Status check_quantize_params(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  for (size_t i = 1; i < 3; ++i) {
+    const Value* v = node.input(i);
+    if (!v || !v->type.shape || !x.shape || v->type.shape->empty()) continue;
+    int64_t rank = static_cast<int64_t>(x.shape->size());
+    WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node.attrs_as<QuantizeAttrs>().axis, rank));
+    const Dim& along = (*x.shape)[static_cast<size_t>(axis)];
+    if (v->type.shape->size() != 1 ||
+        (along.is_static() && (*v->type.shape)[0].is_static() && along != (*v->type.shape)[0]))
+      return fail(fmt::format("input {} must be a scalar or a vector of {} elements", i,
+                              along.to_string()));
+  }
+  return Status();
+}
+
+} // namespace
+
+// y: the zero point's type (u8 without one), the input's shape.
+TypesOrError infer_quantize_linear(const Node& node) {
+  WEFT_RETURN_IF_ERROR(check_quantize_params(node));
+  const Value* zp = node.input(2);
+  return one({zp ? zp->type.dtype : DType::kU8, in_type(node, 0).shape});
+}
+
+TypesOrError infer_dequantize_linear(const Node& node) {
+  WEFT_RETURN_IF_ERROR(check_quantize_params(node));
+  return one({DType::kF32, in_type(node, 0).shape});
+}
+
+// y (u8, the input's shape), y_scale (f32 scalar), y_zero_point (u8 scalar).
+TypesOrError infer_dynamic_quantize_linear(const Node& node) {
+  return std::vector<TensorType>{
+      {DType::kU8, in_type(node, 0).shape}, {DType::kF32, Shape{}}, {DType::kU8, Shape{}}};
+}
+
+// [size], with size a constant input.
+TypesOrError infer_window(const Node& node) {
+  DType t = node.attrs_as<WindowAttrs>().output_datatype;
+  std::optional<Ints> size = constant_ints(node.input(0));
+  if (!size) return one({t, unknown_shape(1)});
+  if (size->size() != 1 || (*size)[0] < 0) return fail("size must be one non-negative value");
+  return one({t, Shape{(*size)[0]}});
+}
+
+// Values and i64 indices: the input's shape with K (a constant input) along the axis.
+TypesOrError infer_top_k(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  if (!x.shape)
+    return std::vector<TensorType>{{x.dtype, std::nullopt}, {DType::kI64, std::nullopt}};
+  WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node.attrs_as<TopKAttrs>().axis,
+                                                     static_cast<int64_t>(x.shape->size())));
+  Shape out = *x.shape;
+  Dim& d = out[static_cast<size_t>(axis)];
+  std::optional<Ints> k = constant_ints(node.input(1));
+  if (!k) {
+    d = Dim::unknown();
+  } else if (k->size() != 1 || (*k)[0] < 0 || (d.is_static() && (*k)[0] > d.value())) {
+    return fail(fmt::format("K must be one value in [0, {}]", d.to_string()));
+  } else {
+    d = (*k)[0];
+  }
+  return std::vector<TensorType>{{x.dtype, out}, {DType::kI64, out}};
 }
 
 TypesOrError infer_eye_like(const Node& node) {
@@ -521,6 +772,17 @@ TypesOrError infer_resize(const Node& node) {
   return one({x.dtype, Shape(extents->begin(), extents->end())});
 }
 
+// [N, C, H_out, W_out] from X [N, C, H, W] and the grid [N, H_out, W_out, 2].
+TypesOrError infer_grid_sample(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  const TensorType& grid = in_type(node, 1);
+  if (!x.shape || !grid.shape) return one({x.dtype, unknown_shape(4)});
+  if (x.shape->size() != 4 || grid.shape->size() != 4 ||
+      ((*grid.shape)[3].is_static() && (*grid.shape)[3].value() != 2))
+    return fail("GridSample takes a 4-D input and a grid [N, H_out, W_out, 2]");
+  return one({x.dtype, Shape{(*x.shape)[0], (*x.shape)[1], (*grid.shape)[1], (*grid.shape)[2]}});
+}
+
 namespace {
 
 // The loss of NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss: input [N, C, d...],
@@ -566,6 +828,32 @@ TypesOrError infer_softmax_cross_entropy(const Node& node) {
   std::vector<TensorType> out = {loss};
   if (node.outputs.size() > 1) out.push_back(in_type(node, 0));
   return out;
+}
+
+// y: the data's type; the indices and updates must agree with it.
+TypesOrError infer_scatter(const Node& node) {
+  const TensorType& data = in_type(node, 0);
+  const TensorType& idx = in_type(node, 1);
+  const TensorType& updates = in_type(node, 2);
+  if (updates.dtype != data.dtype) return fail("updates and data have different types");
+  if (data.shape && idx.shape && updates.shape) {
+    if (node.op_type != "ScatterND" &&
+        (idx.shape->size() != data.shape->size() || *idx.shape != *updates.shape))
+      return fail("indices and updates must have the data's rank and one shape");
+    if (node.op_type == "ScatterND") {
+      if (idx.shape->empty() || !idx.shape->back().is_static() ||
+          idx.shape->back().value() > static_cast<int64_t>(data.shape->size()))
+        return fail("the index tuples are longer than the data's rank");
+      size_t q = static_cast<size_t>(idx.shape->back().value());
+      Shape expected(idx.shape->begin(), idx.shape->end() - 1);
+      expected.insert(expected.end(), data.shape->begin() + static_cast<int64_t>(q),
+                      data.shape->end());
+      if (expected.size() != updates.shape->size())
+        return fail(fmt::format("updates have shape {}, expected {}",
+                                shape_to_string(*updates.shape), shape_to_string(expected)));
+    }
+  }
+  return one(data);
 }
 
 // y: the index tuples' dims, then the data dims the tuples do not index.

@@ -24,22 +24,32 @@ TypesOrError infer_reduce(const Node& node);
 TypesOrError infer_arg_reduce(const Node& node);
 TypesOrError infer_layer_norm(const Node& node);
 TypesOrError infer_batch_norm(const Node& node);
+TypesOrError infer_top_k(const Node& node);
+TypesOrError infer_einsum(const Node& node);
+TypesOrError infer_quantize_linear(const Node& node);
+TypesOrError infer_dequantize_linear(const Node& node);
+TypesOrError infer_dynamic_quantize_linear(const Node& node);
+TypesOrError infer_window(const Node& node);
 TypesOrError infer_eye_like(const Node& node);
 TypesOrError infer_one_hot(const Node& node);
 TypesOrError infer_depth_to_space(const Node& node);
 TypesOrError infer_space_to_depth(const Node& node);
 TypesOrError infer_resize(const Node& node);
+TypesOrError infer_grid_sample(const Node& node);
 TypesOrError infer_nll_loss(const Node& node);
 TypesOrError infer_softmax_cross_entropy(const Node& node);
 TypesOrError infer_matmul(const Node& node);
 TypesOrError infer_gemm(const Node& node);
 TypesOrError infer_conv(const Node& node);
+TypesOrError infer_conv_transpose(const Node& node);
+TypesOrError infer_pad(const Node& node);
 TypesOrError infer_pool(const Node& node);
 TypesOrError infer_global_pool(const Node& node);
 TypesOrError infer_concat(const Node& node);
 TypesOrError infer_gather(const Node& node);
 TypesOrError infer_gather_elements(const Node& node);
 TypesOrError infer_gather_nd(const Node& node);
+TypesOrError infer_scatter(const Node& node);
 TypesOrError infer_flatten(const Node& node);
 TypesOrError infer_squeeze(const Node& node);
 TypesOrError infer_unsqueeze(const Node& node);
@@ -61,6 +71,24 @@ TypesOrError infer_dropout(const Node& node);
 std::optional<std::vector<double>> resize_scales(const Node& node);
 // The output extents of a Resize or Upsample: its sizes, or floor(extent * scale).
 std::optional<Ints> resize_extents(const Node& node);
+
+// One spatial dim of a ConvTranspose: input position i and tap k add into output position
+// i * stride + k * dilation - pad_begin, for outputs in [0, out).
+struct TransposedWindow {
+  int64_t kernel, stride, dilation, pad_begin, out;
+};
+// The spatial dims of a ConvTranspose with static input and weight shapes, after its
+// auto_pad, output_shape and output_padding rules.
+Result<std::vector<TransposedWindow>> conv_transpose_windows(const Node& node);
+
+// An Einsum equation with its ellipses expanded for the inputs' ranks: one label per dim,
+// for each input and for the output. Letters label themselves; the dims an ellipsis stands
+// for are labelled '0', '1', ... aligned to the right, as numpy broadcasts them.
+struct EinsumLabels {
+  std::vector<std::string> inputs;
+  std::string output;
+};
+Result<EinsumLabels> einsum_labels(const std::string& equation, const std::vector<size_t>& ranks);
 
 // Numpy broadcasting of "shapes".
 Result<Shape> broadcast_shapes(const std::vector<Shape>& shapes);

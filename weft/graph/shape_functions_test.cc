@@ -49,6 +49,30 @@ TEST(ShapeFunctions, AgreeWithOnnxOnSymbolicGraph) {
   EXPECT_EQ(testing::print_body(g).find("unk"), std::string::npos) << testing::print_body(g);
 }
 
+// The new ops' shape functions, through the importer, which fails on a contradiction
+// between them, ONNX's own inference and the declared outputs.
+TEST(ShapeFunctions, GathersLossesResizeAndTransposedConvolution) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[5, 4, 3] x, int64[6, 2] i, float[2, 3, 4] s, int64[2, 4] t, float[1, 2, 3, 3] c,
+       float[2, 1, 3, 3] w)
+      => (float[5, 6, 2, 3] a, float[6, 3] b, float[2, 4] l, float[1, 2, 6, 4] r,
+          float[5, 7, 2] p, float[1, 1, 10, 8] y) {
+      a = Gather <axis = 1> (x, i)
+      b = GatherND (x, i)
+      l = NegativeLogLikelihoodLoss <reduction = "none"> (s, t)
+      scales = Constant <value = float[4] {1.0, 1.0, 2.0, 1.5}> ()
+      r = Resize (c, , scales)
+      pads = Constant <value = int64[6] {0, 1, -1, 0, 2, 0}> ()
+      p = Pad (x, pads)
+      y = ConvTranspose <strides = [3, 2], output_shape = [10, 8]> (c, w)
+    })");
+  std::string body = testing::print_body(g);
+  for (const char* type : {"%a: f32[5,6,2,3]", "%b: f32[6,3]", "%l: f32[2,4]", "%r: f32[1,2,6,4]",
+                           "%p: f32[5,7,2]", "%y: f32[1,1,10,8]"})
+    EXPECT_NE(body.find(type), std::string::npos) << type << "\n" << body;
+}
+
 TEST(ShapeFunctions, RejectContradictoryInputsWithTheNode) {
   Result<Graph> g = import_text(R"(
     <ir_version: 8, opset_import: ["" : 13]>

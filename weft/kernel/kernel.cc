@@ -125,14 +125,14 @@ Status check_access(const Kernel& k, const Statement& s, const Access& a) {
 
 bool is_integer(DType t) { return dtype_is_signed_int(t) || dtype_is_unsigned_int(t); }
 
-// Does every indirect index of the load at node "n" come from an earlier integer node?
-Status check_indirect_load(const Statement& s, size_t n) {
-  for (const IndirectIndex& ind : s.reads[static_cast<size_t>(s.expr[n].access)].indirect) {
-    if (ind.node < 0 || ind.node >= static_cast<int>(n) ||
+// Does every indirect index of "a" come from an integer node before node "before"?
+Status check_indirect(const Statement& s, const Access& a, int before) {
+  for (const IndirectIndex& ind : a.indirect) {
+    if (ind.node < 0 || ind.node >= before ||
         !is_integer(s.expr[static_cast<size_t>(ind.node)].dtype)) {
       return Status::error(
-          fmt::format("{}: node {} loads with an index from node {}, not an earlier integer node",
-                      s.name, n, ind.node));
+          fmt::format("{}: an access takes its index from node {}, not an earlier integer node",
+                      s.name, ind.node));
     }
   }
   return Status();
@@ -155,6 +155,7 @@ int64_t AffineExpr::coefficient(int iter) const {
 }
 
 bool Statement::is_reduced(int i) const {
+  if (!write.indirect.empty()) return false;
   return std::none_of(write.index.begin(), write.index.end(),
                       [&](const AffineExpr& e) { return e.coefficient(i) != 0; });
 }
@@ -188,8 +189,6 @@ std::string print_affine(const AffineExpr& e) {
 Status verify_kernel(const Kernel& k) {
   for (const Statement& s : k.statements) {
     WEFT_RETURN_IF_ERROR(check_access(k, s, s.write));
-    if (!s.write.indirect.empty())
-      return Status::error(fmt::format("{}: writes at an indirect index", s.name));
     const Buffer& out = k.buffers[static_cast<size_t>(s.write.buffer)];
     if (out.role == BufferRole::kInput) {
       return Status::error(fmt::format("{}: writes input buffer {}", s.name, out.name));
@@ -218,12 +217,16 @@ Status verify_kernel(const Kernel& k) {
       if (e.op == ExprOp::kLoad && (e.access < 0 || e.access >= static_cast<int>(s.reads.size()))) {
         return Status::error(fmt::format("{}: node {} loads a missing access", s.name, n));
       }
-      if (e.op == ExprOp::kLoad) WEFT_RETURN_IF_ERROR(check_indirect_load(s, n));
+      if (e.op == ExprOp::kLoad) {
+        WEFT_RETURN_IF_ERROR(
+            check_indirect(s, s.reads[static_cast<size_t>(e.access)], static_cast<int>(n)));
+      }
       if (e.op == ExprOp::kIterator &&
           (e.access < 0 || e.access >= static_cast<int>(s.domain.size()))) {
         return Status::error(fmt::format("{}: node {} reads a missing iterator", s.name, n));
       }
     }
+    WEFT_RETURN_IF_ERROR(check_indirect(s, s.write, static_cast<int>(s.expr.size())));
     if (s.expr.back().dtype != out.dtype) {
       return Status::error(fmt::format("{}: stores {} into {} buffer {}", s.name,
                                        dtype_name(s.expr.back().dtype), dtype_name(out.dtype),

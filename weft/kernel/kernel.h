@@ -12,9 +12,12 @@
 // - Statements execute in order; within one statement, points execute in lexicographic
 //   order unless a schedule proves another order equivalent (poly/).
 // - Arithmetic happens in the expression's dtype; loads of f16/bf16 widen to f32.
-// - A read may be indirect along some buffer dims: the index there is the integer value of
-//   an earlier expression node (a gather), brought into [0, extent) as its IndexWrap says,
-//   so that no index, however wrong, reads outside the buffer. Writes are always affine.
+// - An access may be indirect along some buffer dims: the index there is the integer value
+//   of an expression node (a gather when reading, a scatter when writing), brought into
+//   [0, extent) as its IndexWrap says, so that no index, however wrong, leaves the buffer.
+//   A read's index node comes before the load. Instances of a statement that write one
+//   element (through an indirect index, or an affine index that is not one-to-one) run in
+//   program order: the last one wins, or they combine.
 #pragma once
 
 #include <cstdint>
@@ -58,8 +61,8 @@ enum class IndexWrap : uint8_t {
   kNegative, // ONNX's negative indices: i < 0 counts from the end (i + extent), then clamped
 };
 
-// The index along buffer dim "dim" is the value of expression node "node" (an integer node
-// before the load) instead of the affine index, whose entry there must be the constant 0.
+// The index along buffer dim "dim" is the value of expression node "node" (an integer node;
+// before the load, for a read) instead of the affine index, whose entry there must be 0.
 struct IndirectIndex {
   int dim = 0;
   int node = -1;
@@ -75,7 +78,7 @@ struct Access {
 
   int buffer = 0;
   std::vector<AffineExpr> index;       // one per buffer dim
-  std::vector<IndirectIndex> indirect; // reads only; sorted by dim, each dim at most once
+  std::vector<IndirectIndex> indirect; // sorted by dim, each dim at most once
 
   // The indirect index along buffer dim "d", or null when that dim is affine.
   const IndirectIndex* indirect_at(int d) const;
@@ -159,7 +162,8 @@ struct Statement {
   std::vector<Access> reads;
   std::vector<ExprNode> expr; // the last node is the value stored
 
-  // Is iterator "i" absent from the write access (so the statement reduces over it)?
+  // Is iterator "i" absent from the write access (so the statement reduces over it)? Never
+  // for an indirect write, whose target moves with the data.
   bool is_reduced(int i) const;
 };
 
@@ -170,9 +174,8 @@ struct Kernel {
 };
 
 // Checks the invariants above: accesses match buffer ranks and iterators exist, expression
-// operands point backwards, indirect indices are integer nodes computed before their load
-// and only in reads, the last node's dtype is the written buffer's, inputs are never
-// written.
+// operands point backwards, indirect indices are integer nodes (computed before their load,
+// for reads), the last node's dtype is the written buffer's, inputs are never written.
 Status verify_kernel(const Kernel& kernel);
 
 // Stable text form, e.g.

@@ -96,10 +96,16 @@ TEST(Kernel, VerifierCatchesBrokenIndirectLoads) {
   affine_too.statements[0].reads[1].index[0] = AffineExpr::iterator(0);
   EXPECT_NE(verify_kernel(affine_too).message().find("bad indirect index"), std::string::npos);
 
-  Kernel indirect_write = testing::gather_rows_kernel(4, 8, 3);
-  indirect_write.statements[0].write.index[0] = AffineExpr::constant_of(0);
-  indirect_write.statements[0].write.indirect = {{0, 0, IndexWrap::kClamp}};
-  EXPECT_NE(verify_kernel(indirect_write).message().find("writes at an indirect index"),
+  // A scatter (an indirect write) may take its index from any integer node, not a float one.
+  Kernel scatter = testing::scatter_add_rows_kernel(4, 8, 3);
+  ASSERT_TRUE(verify_kernel(scatter).ok()) << verify_kernel(scatter).message();
+  EXPECT_NE(
+      print_kernel(scatter).find("scatter[i0 < 3, i1 < 8]: y[wrap(idx[i0]), i1] += x[i0, i1]"),
+      std::string::npos)
+      << print_kernel(scatter);
+  EXPECT_FALSE(scatter.statements[1].is_reduced(0)); // the target moves with the data
+  scatter.statements[1].expr[0].dtype = DType::kF32;
+  EXPECT_NE(verify_kernel(scatter).message().find("not an earlier integer node"),
             std::string::npos);
 }
 

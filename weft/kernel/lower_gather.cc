@@ -1,6 +1,8 @@
-// Gathers: copies whose source index along some axes is loaded from an index tensor (an
-// indirect load, see kernel.h). Negative indices count from the end, as ONNX says; an index
-// out of range is clamped into the data (ONNX leaves it undefined).
+// Gathers and scatters: copies whose source (gather) or target (scatter) index along some
+// axes is loaded from an index tensor (an indirect access, see kernel.h). Negative indices
+// count from the end, as ONNX says; an index out of range is clamped into the data (ONNX
+// leaves it undefined). Scattered updates that meet at one element apply in order: the last
+// wins, or they add or multiply, as the node's reduction says.
 #include "weft/kernel/kernel_builder.h"
 #include "weft/kernel/lower_ops.h"
 
@@ -12,6 +14,23 @@ const Shape& shape_of(const Value* v) { return *v->type.shape; }
 int rank_of(const Value* v) { return static_cast<int>(v->type.shape->size()); }
 int positive_axis(int64_t axis, int rank) {
   return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+// The combine of a scatter's reduction.
+Combine scatter_combine(const Node& n) {
+  switch (n.attrs_as<ScatterAttrs>().reduction) {
+    case ScatterReduction::kNone: return Combine::kNone;
+    case ScatterReduction::kAdd: return Combine::kSum;
+    case ScatterReduction::kMul: return Combine::kProd;
+  }
+  return Combine::kNone;
+}
+
+// y = x: the copy every scatter starts from.
+void add_data_copy(KernelBuilder& k, const Value* x, int data, int out) {
+  StatementBuilder b("copy", shape_of(x));
+  std::vector<AffineExpr> all = iterators(shape_of(x).size());
+  k.add(b.store(b.load(data, all, x->type.dtype), out, all));
 }
 
 } // namespace
@@ -90,6 +109,61 @@ Result<LoweredNode> lower_gather_nd(const Node& n, const std::string& name) {
     x_index.push_back(AffineExpr::iterator(idx_rank - 1 + d - batch - q));
   int v = b.gather(data, x_index, indirect, x->type.dtype);
   k.add(b.store(v, out, iterators(shape_of(y).size())));
+  return k.lowered();
+}
+
+// y = x, then y[p with p[axis] replaced by idx[p]] (op)= updates[p].
+Result<LoweredNode> lower_scatter_elements(const Node& n, const std::string& name) {
+  const Value* x = n.inputs[0];
+  const Value* idx = n.inputs[1];
+  const Value* updates = n.inputs[2];
+  int axis = positive_axis(n.attrs_as<ScatterAttrs>().axis, rank_of(x));
+  KernelBuilder k(name);
+  int data = k.buffer(x, BufferRole::kInput);
+  int indices = k.buffer(idx, BufferRole::kInput);
+  int upd = k.buffer(updates, BufferRole::kInput);
+  int out = k.buffer(n.outputs[0], BufferRole::kOutput);
+  add_data_copy(k, x, data, out);
+  StatementBuilder b("scatter_elements", shape_of(updates));
+  std::vector<AffineExpr> all = iterators(shape_of(updates).size());
+  int i = b.load(indices, all, idx->type.dtype);
+  int v = b.load(upd, all, x->type.dtype);
+  std::vector<AffineExpr> y_index = all;
+  y_index[static_cast<size_t>(axis)] = AffineExpr::constant_of(0);
+  Statement s = b.store(v, out, y_index, scatter_combine(n));
+  s.write.indirect = {{axis, i, IndexWrap::kNegative}};
+  k.add(std::move(s));
+  return k.lowered();
+}
+
+// y = x, then y[idx[J..., 0], ..., idx[J..., q-1], T...] (op)= updates[J..., T...].
+Result<LoweredNode> lower_scatter_nd(const Node& n, const std::string& name) {
+  const Value* x = n.inputs[0];
+  const Value* idx = n.inputs[1];
+  const Value* updates = n.inputs[2];
+  int idx_rank = rank_of(idx);
+  int q = static_cast<int>(shape_of(idx).back().value());
+  KernelBuilder k(name);
+  int data = k.buffer(x, BufferRole::kInput);
+  int indices = k.buffer(idx, BufferRole::kInput);
+  int upd = k.buffer(updates, BufferRole::kInput);
+  int out = k.buffer(n.outputs[0], BufferRole::kOutput);
+  add_data_copy(k, x, data, out);
+  StatementBuilder b("scatter_nd", shape_of(updates));
+  std::vector<AffineExpr> y_index;
+  std::vector<IndirectIndex> indirect;
+  for (int j = 0; j < q; ++j) {
+    std::vector<AffineExpr> tuple = iterators(static_cast<size_t>(idx_rank - 1));
+    tuple.push_back(AffineExpr::constant_of(j));
+    indirect.push_back({j, b.load(indices, tuple, idx->type.dtype), IndexWrap::kNegative});
+    y_index.push_back(AffineExpr::constant_of(0));
+  }
+  for (int d = q; d < rank_of(x); ++d)
+    y_index.push_back(AffineExpr::iterator(idx_rank - 1 + d - q));
+  int v = b.load(upd, iterators(shape_of(updates).size()), x->type.dtype);
+  Statement s = b.store(v, out, y_index, scatter_combine(n));
+  s.write.indirect = std::move(indirect);
+  k.add(std::move(s));
   return k.lowered();
 }
 

@@ -1,7 +1,10 @@
-// MatMul and Gemm as generated reductions over K. Correct, not fast: the design sends them
-// to oneDNN (docs/status.md); this keeps models running until that lands.
+// MatMul, Gemm and Einsum as generated reductions. Correct, not fast: the design sends
+// contractions to oneDNN (docs/status.md); this keeps models running until that lands.
+#include <map>
+
 #include <fmt/format.h>
 
+#include "weft/graph/shape_functions.h"
 #include "weft/kernel/kernel_builder.h"
 #include "weft/kernel/lower_ops.h"
 
@@ -99,6 +102,63 @@ Result<LoweredNode> lower_gemm(const Node& n, const std::string& name) {
   if (t != y->type.dtype) r = fin.op(ExprOp::kCast, y->type.dtype, {r});
   kb.add(fin.store(r, by, iterators(2)));
   return kb.lowered();
+}
+
+} // namespace weft::kernel
+
+namespace weft::kernel {
+
+// Einsum as one reduction: iterators for the output's labels, then for the summed labels;
+// each input reads at its labels' iterators (a repeated label reads a diagonal; a dim of
+// extent 1 under a broadcast ellipsis reads index 0).
+Result<LoweredNode> lower_einsum(const Node& n, const std::string& name) {
+  std::vector<size_t> ranks;
+  for (const Value* in : n.inputs)
+    ranks.push_back(in->type.shape->size());
+  WEFT_ASSIGN_OR_RETURN(EinsumLabels labels,
+                        einsum_labels(n.attrs_as<EinsumAttrs>().equation, ranks));
+  const Value* y = n.outputs[0];
+  std::string order = labels.output;
+  std::map<char, int64_t> extent;
+  for (size_t i = 0; i < labels.inputs.size(); ++i) {
+    for (size_t d = 0; d < labels.inputs[i].size(); ++d) {
+      char c = labels.inputs[i][d];
+      int64_t e = (*n.inputs[i]->type.shape)[d].value();
+      if (!extent.contains(c) || extent[c] == 1) extent[c] = e;
+      if (order.find(c) == std::string::npos) order += c;
+    }
+  }
+  Shape domain;
+  for (char c : order)
+    domain.push_back(extent[c]);
+  DType t = accumulator_type(y->type.dtype);
+  KernelBuilder k(name);
+  int out = k.buffer(y, BufferRole::kOutput);
+  int acc = t == y->type.dtype ? out : k.temp(t, *y->type.shape);
+  std::vector<AffineExpr> out_index = iterators(labels.output.size());
+  StatementBuilder init("init", *y->type.shape);
+  k.add(init.store(init.constant(0, t), acc, out_index));
+  StatementBuilder b("einsum", domain);
+  int product = -1;
+  for (size_t i = 0; i < labels.inputs.size(); ++i) {
+    const Value* in = n.inputs[i];
+    std::vector<AffineExpr> index;
+    for (size_t d = 0; d < labels.inputs[i].size(); ++d) {
+      char c = labels.inputs[i][d];
+      bool broadcast = (*in->type.shape)[d].value() == 1 && extent[c] != 1;
+      index.push_back(broadcast ? AffineExpr::constant_of(0)
+                                : AffineExpr::iterator(static_cast<int>(order.find(c))));
+    }
+    int v = load_as(b, k.buffer(in, BufferRole::kInput), index, in->type.dtype, t);
+    product = product < 0 ? v : b.op(ExprOp::kMul, t, {product, v});
+  }
+  k.add(b.store(product, acc, out_index, Combine::kSum));
+  if (acc != out) {
+    StatementBuilder fin("finish", *y->type.shape);
+    k.add(fin.store(fin.op(ExprOp::kCast, y->type.dtype, {fin.load(acc, out_index, t)}), out,
+                    out_index));
+  }
+  return k.lowered();
 }
 
 } // namespace weft::kernel

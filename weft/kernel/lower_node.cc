@@ -40,7 +40,7 @@ bool has_static_shapes(const Node& n) {
 
 bool can_lower(const Node& n) {
   if (is_training_dropout(n)) return false;
-  if (n.op_type == "Conv")
+  if (n.op_type == "Conv" || n.op_type == "ConvTranspose")
     return n.outputs[0]->type.dtype == DType::kF32 || n.outputs[0]->type.dtype == DType::kF64;
   if (n.op_type == "MaxPool") return n.outputs.size() < 2 || !n.outputs[1]; // no Indices output yet
   if (n.op_type == "AveragePool") return true;
@@ -51,7 +51,15 @@ bool can_lower(const Node& n) {
                                                  "ArgMin",
                                                  "BatchNormalization",
                                                  "Concat",
+                                                 "BlackmanWindow",
                                                  "DepthToSpace",
+                                                 "DequantizeLinear",
+                                                 "DynamicQuantizeLinear",
+                                                 "GridSample",
+                                                 "HammingWindow",
+                                                 "HannWindow",
+                                                 "QuantizeLinear",
+                                                 "Einsum",
                                                  "EyeLike",
                                                  "Gather",
                                                  "GatherElements",
@@ -77,12 +85,16 @@ bool can_lower(const Node& n) {
                                                  "ReduceProd",
                                                  "ReduceSum",
                                                  "ReduceSumSquare",
+                                                 "Scatter",
+                                                 "ScatterElements",
+                                                 "ScatterND",
                                                  "Slice",
                                                  "Softmax",
                                                  "SoftmaxCrossEntropyLoss",
                                                  "SpaceToDepth",
                                                  "Split",
                                                  "Tile",
+                                                 "TopK",
                                                  "Transpose",
                                                  "Trilu"};
   return is_alias(n) || is_elementwise(n) || ops.contains(n.op_type);
@@ -105,22 +117,32 @@ Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
   if (op == "Split") return lower_split(n, name);
   if (op == "Tile") return lower_tile(n, name);
   if (op == "Conv") return lower_conv(n, name);
+  if (op == "ConvTranspose") return lower_conv_transpose(n, name);
   if (op == "MaxPool" || op == "AveragePool") return lower_pool(n, name);
   if (op == "Pad") return lower_pad(n, name);
   if (op == "MatMul") return lower_matmul(n, name);
   if (op == "Gemm") return lower_gemm(n, name);
+  if (op == "Einsum") return lower_einsum(n, name);
   if (op.starts_with("Global")) return lower_global_pool(n, name);
   if (op == "BatchNormalization") return lower_batch_norm(n, name);
   if (op == "Gather") return lower_gather(n, name);
   if (op == "GatherElements") return lower_gather_elements(n, name);
   if (op == "GatherND") return lower_gather_nd(n, name);
+  if (op == "Scatter" || op == "ScatterElements") return lower_scatter_elements(n, name);
+  if (op == "ScatterND") return lower_scatter_nd(n, name);
   if (op == "DepthToSpace" || op == "SpaceToDepth") return lower_depth_space(n, name);
   if (op == "Trilu") return lower_trilu(n, name);
   if (op == "EyeLike") return lower_eye_like(n, name);
   if (op == "Range") return lower_range(n, name);
   if (op == "OneHot") return lower_one_hot(n, name);
   if (op == "CumSum") return lower_cum_sum(n, name);
+  if (op == "TopK") return lower_top_k(n, name);
   if (op == "Resize" || op == "Upsample") return lower_resize(n, name);
+  if (op == "GridSample") return lower_grid_sample(n, name);
+  if (op == "QuantizeLinear") return lower_quantize_linear(n, name);
+  if (op == "DequantizeLinear") return lower_dequantize_linear(n, name);
+  if (op == "DynamicQuantizeLinear") return lower_dynamic_quantize_linear(n, name);
+  if (op.ends_with("Window")) return lower_window_function(n, name);
   if (op == "NegativeLogLikelihoodLoss") return lower_nll_loss(n, name);
   if (op == "SoftmaxCrossEntropyLoss") return lower_softmax_cross_entropy(n, name);
   if (is_elementwise(n)) return lower_elementwise(n, name);

@@ -120,5 +120,21 @@ TEST(LowerNode, NearestResizeComputesTheSourceIndex) {
             "- 1) + select((((f64(i1) / 2) - (ceil((f64(i1) / 2)) - 1)) > 0.5), 1, 0))))]\n");
 }
 
+// A repeated label reads a diagonal; the ellipsis dims broadcast (extent 1 reads index 0).
+TEST(LowerNode, EinsumReadsDiagonalsAndBroadcastsEllipses) {
+  EXPECT_EQ(
+      lowered(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2, 1, 3, 3] x, float[4, 3] v) => (float[2, 4, 3] y) {
+      y = Einsum <equation = "...ii, ...i -> ...i"> (x, v)
+    })"),
+      "kernel k\n"
+      "  out b0: f32[2,4,3]\n"
+      "  in b1: f32[2,1,3,3]\n"
+      "  in b2: f32[4,3]\n"
+      "  init[i0 < 2, i1 < 4, i2 < 3]: b0[i0, i1, i2] = 0\n"
+      "  einsum[i0 < 2, i1 < 4, i2 < 3]: b0[i0, i1, i2] += (b1[i0, 0, i2, i2] * b2[i1, i2])\n");
+}
+
 } // namespace
 } // namespace weft::kernel

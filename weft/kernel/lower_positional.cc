@@ -1,5 +1,5 @@
-// Ops whose values depend on element positions: Trilu, EyeLike, Range, OneHot, and the scan
-// CumSum (a reduction over a triangular, guarded domain).
+// Ops whose values depend on element positions: Trilu, EyeLike, Range, OneHot, the scan
+// CumSum (a reduction over a triangular, guarded domain), and TopK (ranks, then a scatter).
 #include "weft/kernel/kernel_builder.h"
 #include "weft/kernel/lower_ops.h"
 
@@ -143,6 +143,70 @@ Result<LoweredNode> lower_cum_sum(const Node& n, const std::string& name) {
     int v = fin.op(ExprOp::kCast, y->type.dtype,
                    {fin.load(acc, iterators(static_cast<size_t>(rank)), t)});
     k.add(fin.store(v, out, iterators(static_cast<size_t>(rank))));
+  }
+  return k.lowered();
+}
+
+// TopK over the view [A, N, B] (N the axis): each element's rank is the number of elements
+// that come before it (larger, or smaller for !largest; equal ones by lower index, so ranks
+// are a permutation); each element is scattered to its rank, and the first K ranks copied
+// out. Quadratic in N, which suits the small axes TopK usually sees.
+Result<LoweredNode> lower_top_k(const Node& n, const std::string& name) {
+  const Value* x = n.inputs[0];
+  const Value* values = n.outputs[0];
+  const Value* indices = n.outputs.size() > 1 ? n.outputs[1] : nullptr;
+  const Shape& xs = *x->type.shape;
+  int axis = static_cast<int>(n.attrs_as<TopKAttrs>().axis);
+  if (axis < 0) axis += rank_of(x);
+  int64_t a = 1, b = 1;
+  for (int d = 0; d < rank_of(x); ++d) {
+    if (d < axis) a *= xs[static_cast<size_t>(d)].value();
+    if (d > axis) b *= xs[static_cast<size_t>(d)].value();
+  }
+  Dim len = xs[static_cast<size_t>(axis)];
+  Dim k_len = (*values->type.shape)[static_cast<size_t>(axis)];
+  Shape view = {a, len, b};
+  DType t = x->type.dtype;
+  KernelBuilder k(name);
+  int in = k.buffer(x, BufferRole::kInput, view);
+  int rank = k.temp(DType::kI64, view);
+  int sorted = k.temp(t, view);
+  int order = k.temp(DType::kI64, view);
+  std::vector<AffineExpr> all = iterators(3);
+  StatementBuilder init("init_rank", view);
+  k.add(init.store(init.constant(0, DType::kI64), rank, all));
+  // Domain [a, i, j, b]: does element j come before element i?
+  StatementBuilder count("count_before", {a, len, len, b});
+  int xi = count.load(
+      in, {AffineExpr::iterator(0), AffineExpr::iterator(1), AffineExpr::iterator(3)}, t);
+  int xj = count.load(
+      in, {AffineExpr::iterator(0), AffineExpr::iterator(2), AffineExpr::iterator(3)}, t);
+  ExprOp beats = n.attrs_as<TopKAttrs>().largest ? ExprOp::kGt : ExprOp::kLt;
+  int tie = count.op(ExprOp::kAnd, DType::kBool,
+                     {count.op(ExprOp::kEq, DType::kBool, {xj, xi}),
+                      count.op(ExprOp::kLt, DType::kBool, {count.iterator(2), count.iterator(1)})});
+  int before = count.op(ExprOp::kOr, DType::kBool, {count.op(beats, DType::kBool, {xj, xi}), tie});
+  k.add(count.store(count.op(ExprOp::kCast, DType::kI64, {before}), rank,
+                    {AffineExpr::iterator(0), AffineExpr::iterator(1), AffineExpr::iterator(3)},
+                    Combine::kSum));
+  // Scatter each element, and its index, to its rank.
+  for (int target : {sorted, order}) {
+    StatementBuilder place(target == sorted ? "place_value" : "place_index", view);
+    int r = place.load(rank, all, DType::kI64);
+    int v = target == sorted ? place.load(in, all, t) : place.iterator(1);
+    std::vector<AffineExpr> at = all;
+    at[1] = AffineExpr::constant_of(0);
+    Statement st = place.store(v, target, at);
+    st.write.indirect = {{1, r, IndexWrap::kClamp}};
+    k.add(std::move(st));
+  }
+  Shape out_view = {a, k_len, b};
+  for (const Value* out : {values, indices}) {
+    if (!out) continue;
+    int buf = k.buffer(out, BufferRole::kOutput, out_view);
+    int from = out == values ? sorted : order;
+    StatementBuilder copy(out == values ? "copy_values" : "copy_indices", out_view);
+    k.add(copy.store(copy.load(from, all, out->type.dtype), buf, all));
   }
   return k.lowered();
 }

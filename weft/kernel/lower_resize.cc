@@ -1,5 +1,6 @@
-// Resize and Upsample: each output element reads input elements around its source coordinate,
-// through indirect loads whose indices are computed from the output position.
+// Resize, Upsample and GridSample: each output element reads input elements around its
+// source coordinate, through indirect loads whose indices are computed (from the output
+// position, or from the grid's values).
 //
 // Along each resized axis, the source coordinate x (in f64, as ONNX's reference computes it)
 // splits as x = base + r with base = ceil(x) - 1 and r in (0, 1]; the taps are base,
@@ -214,6 +215,120 @@ Result<LoweredNode> lower_resize(const Node& n, const std::string& name) {
   if (outside >= 0) r = ff.select(outside, ff.c(a.extrapolation_value), r);
   if (t != kF64) r = fin.op(ExprOp::kCast, t, {r});
   k.add(fin.store(r, out, iterators(rank)));
+  return k.lowered();
+}
+
+namespace {
+
+// One spatial axis of a GridSample: its input extent and the grid component (0: x, 1: y)
+// that addresses it.
+struct GridAxis {
+  int64_t extent;
+  int component;
+};
+
+// The source coordinate of a grid value "g" in [-1, 1] (PyTorch's grid_sample, which ONNX
+// follows): the corners' centers with align_corners, the corners' edges without.
+int unnormalize(Arith& f, int g, int64_t extent, bool align_corners) {
+  double n = static_cast<double>(extent);
+  if (align_corners) return f.mul(f.div(f.add(g, f.c(1)), f.c(2)), f.c(n - 1));
+  return f.div(f.sub(f.mul(f.add(g, f.c(1)), f.c(n)), f.c(1)), f.c(2));
+}
+
+// "x" reflected about the borders until it lies in [low/2, high/2] (PyTorch's
+// reflect_coordinates, with twice the bounds as arguments).
+int reflect(Arith& f, int x, double twice_low, double twice_high) {
+  if (twice_low == twice_high) return f.c(0);
+  double low = twice_low / 2, span = (twice_high - twice_low) / 2;
+  int v = f.b.op(ExprOp::kAbs, kF64, {f.sub(x, f.c(low))});
+  int extra = f.b.op(ExprOp::kFmod, kF64, {v, f.c(span)});
+  int flips = f.b.op(ExprOp::kFloor, kF64, {f.div(v, f.c(span))});
+  int even = f.cmp(ExprOp::kEq, f.b.op(ExprOp::kFmod, kF64, {flips, f.c(2)}), f.c(0));
+  return f.select(even, f.add(extra, f.c(low)), f.add(f.sub(f.c(span), extra), f.c(low)));
+}
+
+// A coordinate under the padding mode: clipped to the input (border), reflected then
+// clipped (reflection), or left (zeros, where reads outside give 0).
+int pad_coordinate(Arith& f, int x, int64_t extent, const GridSampleAttrs& a) {
+  double last = static_cast<double>(extent - 1);
+  if (a.padding_mode == GridPadding::kZeros) return x;
+  if (a.padding_mode == GridPadding::kReflection) {
+    x = a.align_corners ? reflect(f, x, 0, 2 * last) : reflect(f, x, -1, 2 * last + 1);
+  }
+  return f.b.op(ExprOp::kMin, kF64, {f.b.op(ExprOp::kMax, kF64, {x, f.c(0)}), f.c(last)});
+}
+
+} // namespace
+
+// y[n, c, h, w] = sum over taps of weight * x[n, c, tap_y, tap_x], the taps around the grid's
+// point (grid[n, h, w] = (x, y)); a tap outside the input reads 0. Over the domain
+// [N, C, H_out, W_out, tap_y, tap_x], accumulated in f64.
+Result<LoweredNode> lower_grid_sample(const Node& n, const std::string& name) {
+  const auto& a = n.attrs_as<GridSampleAttrs>();
+  const Value* x = n.inputs[0];
+  const Value* grid = n.inputs[1];
+  const Value* y = n.outputs[0];
+  const Shape& shape = *y->type.shape;
+  const Shape& xs = *x->type.shape;
+  std::vector<GridAxis> axes = {{xs[2].value(), 1}, {xs[3].value(), 0}};
+  int taps = a.mode == GridSampleMode::kNearest ? 1 : a.mode == GridSampleMode::kBilinear ? 2 : 4;
+  KernelBuilder k(name);
+  int in = k.buffer(x, BufferRole::kInput);
+  int bg = k.buffer(grid, BufferRole::kInput);
+  int out = k.buffer(y, BufferRole::kOutput);
+  int acc = k.temp(kF64, shape);
+  StatementBuilder init("init", shape);
+  k.add(init.store(init.constant(0, kF64), acc, iterators(4)));
+  Shape domain = shape;
+  domain.push_back(taps);
+  domain.push_back(taps);
+  StatementBuilder b("grid_sample", domain);
+  Arith f{b};
+  std::vector<IndirectIndex> indirect;
+  int weight = f.c(1);
+  int inside = b.constant(1, DType::kBool);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const GridAxis& ax = axes[i];
+    int g = load_as(b, bg,
+                    {AffineExpr::iterator(0), AffineExpr::iterator(2), AffineExpr::iterator(3),
+                     AffineExpr::constant_of(ax.component)},
+                    grid->type.dtype, kF64);
+    int coord = unnormalize(f, g, ax.extent, a.align_corners);
+    int tap = b.op(ExprOp::kCast, kF64, {b.iterator(static_cast<int>(4 + i))});
+    int pos; // the tap's coordinate, before the bounds check
+    if (a.mode == GridSampleMode::kNearest) {
+      pos = b.op(ExprOp::kRound, kF64, {pad_coordinate(f, coord, ax.extent, a)});
+    } else if (a.mode == GridSampleMode::kBilinear) {
+      coord = pad_coordinate(f, coord, ax.extent, a);
+      int base = b.op(ExprOp::kFloor, kF64, {coord});
+      int r = f.sub(coord, base);
+      pos = f.add(base, tap);
+      weight = f.mul(weight, pick(f, b.iterator(static_cast<int>(4 + i)), {f.sub(f.c(1), r), r}));
+    } else { // bicubic: each tap's coordinate is padded on its own
+      int base = b.op(ExprOp::kFloor, kF64, {coord});
+      int r = f.sub(coord, base);
+      pos = pad_coordinate(f, f.add(f.sub(base, f.c(1)), tap), ax.extent, a);
+      weight = f.mul(weight,
+                     pick(f, b.iterator(static_cast<int>(4 + i)), cubic_coefficients(f, r, -0.75)));
+    }
+    int idx = b.op(ExprOp::kCast, kI64, {pos});
+    int within = b.op(ExprOp::kAnd, DType::kBool,
+                      {f.cmp(ExprOp::kGe, pos, f.c(0)),
+                       f.cmp(ExprOp::kLe, pos, f.c(static_cast<double>(ax.extent - 1)))});
+    inside = b.op(ExprOp::kAnd, DType::kBool, {inside, within});
+    indirect.push_back({static_cast<int>(2 + i), idx, IndexWrap::kClamp});
+  }
+  int v = b.gather(in,
+                   {AffineExpr::iterator(0), AffineExpr::iterator(1), AffineExpr::constant_of(0),
+                    AffineExpr::constant_of(0)},
+                   indirect, x->type.dtype);
+  if (x->type.dtype != kF64) v = b.op(ExprOp::kCast, kF64, {v});
+  v = f.select(inside, v, f.c(0));
+  k.add(b.store(f.mul(weight, v), acc, iterators(4), Combine::kSum));
+  StatementBuilder fin("finish", shape);
+  int r = fin.load(acc, iterators(4), kF64);
+  if (y->type.dtype != kF64) r = fin.op(ExprOp::kCast, y->type.dtype, {r});
+  k.add(fin.store(r, out, iterators(4)));
   return k.lowered();
 }
 

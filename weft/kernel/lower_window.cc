@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "weft/graph/shape_functions.h"
 #include "weft/kernel/kernel_builder.h"
 #include "weft/kernel/lower_ops.h"
 
@@ -114,6 +115,64 @@ Result<LoweredNode> lower_conv(const Node& n, const std::string& name) {
   Statement s = mac.store(product, by, y_index, Combine::kSum);
   s.guards = guards;
   k.add(std::move(s));
+  return k.lowered();
+}
+
+// y[n, g*Mg + m, i*s + k*d - pad...] += x[n, g*Cg + c, i...] * w[g*Cg + c, m, k...]: the
+// transposed convolution in scatter form, whose write index is affine (instances that meet
+// at one output position are ordered by the dependences between them); guards drop the
+// positions outside the output, which is how the pads crop.
+Result<LoweredNode> lower_conv_transpose(const Node& n, const std::string& name) {
+  const auto& a = n.attrs_as<ConvTransposeAttrs>();
+  WEFT_ASSIGN_OR_RETURN(std::vector<TransposedWindow> win, conv_transpose_windows(n));
+  const Value* x = n.inputs[0];
+  const Value* w = n.inputs[1];
+  const Value* b = n.input(2);
+  const Value* y = n.outputs[0];
+  const Shape& xs = *x->type.shape;
+  int64_t cg = xs[1].value() / a.group, mg = (*w->type.shape)[1].value();
+  int spatial = static_cast<int>(win.size());
+  DType t = y->type.dtype;
+  KernelBuilder k(name);
+  int bx = k.buffer(x, BufferRole::kInput);
+  int bw = k.buffer(w, BufferRole::kInput);
+  int by = k.buffer(y, BufferRole::kOutput);
+  // The output, as [N, G, Mg, out...], starts as the bias.
+  Shape out_domain = {xs[0], a.group, mg};
+  for (const TransposedWindow& d : win)
+    out_domain.push_back(d.out);
+  AffineExpr m_index = {0, {{1, mg}, {2, 1}}};
+  std::vector<AffineExpr> out_index = {AffineExpr::iterator(0), m_index};
+  for (int i = 0; i < spatial; ++i)
+    out_index.push_back(AffineExpr::iterator(3 + i));
+  StatementBuilder init("init", out_domain);
+  int bias = b ? init.load(k.buffer(b, BufferRole::kInput), {m_index}, t) : init.constant(0, t);
+  k.add(init.store(bias, by, out_index));
+  // Iterators: n, g, m, c, the input positions, the taps.
+  Shape domain = {xs[0], a.group, mg, cg};
+  int in = 4, tap = 4 + spatial;
+  for (int i = 0; i < spatial; ++i)
+    domain.push_back(xs[static_cast<size_t>(2 + i)]);
+  for (const TransposedWindow& d : win)
+    domain.push_back(d.kernel);
+  AffineExpr c_index = {0, {{1, cg}, {3, 1}}};
+  std::vector<AffineExpr> x_index = {AffineExpr::iterator(0), c_index};
+  std::vector<AffineExpr> w_index = {c_index, AffineExpr::iterator(2)};
+  std::vector<AffineExpr> y_index = {AffineExpr::iterator(0), m_index};
+  std::vector<AffineExpr> guards;
+  for (int i = 0; i < spatial; ++i) {
+    const TransposedWindow& d = win[static_cast<size_t>(i)];
+    AffineExpr pos = {-d.pad_begin, {{in + i, d.stride}, {tap + i, d.dilation}}};
+    x_index.push_back(AffineExpr::iterator(in + i));
+    w_index.push_back(AffineExpr::iterator(tap + i));
+    y_index.push_back(pos);
+    add_bounds(guards, pos, 0, d.out);
+  }
+  StatementBuilder mac("multiply_add", domain);
+  int product = mac.op(ExprOp::kMul, t, {mac.load(bx, x_index, t), mac.load(bw, w_index, t)});
+  Statement st = mac.store(product, by, y_index, Combine::kSum);
+  st.guards = guards;
+  k.add(std::move(st));
   return k.lowered();
 }
 

@@ -99,18 +99,28 @@ public:
     return bounds.empty() ? relation : fmt::format("{} : {}", relation, fmt::join(bounds, " and "));
   }
 
-  // Reads include a combining statement's read of its own accumulator.
-  std::string accesses(bool writes) const {
+  // The read accesses, including a combining statement's read of its own accumulator.
+  std::string reads() const {
     std::vector<std::string> parts;
     for (size_t s = 0; s < kernel_.statements.size(); ++s) {
       const Statement& st = kernel_.statements[s];
-      if (writes || st.combine != kernel::Combine::kNone) parts.push_back(access(s, st.write));
-      if (!writes) {
-        for (const kernel::Access& a : st.reads)
-          parts.push_back(access(s, a));
-      }
+      if (st.combine != kernel::Combine::kNone) parts.push_back(access(s, st.write));
+      for (const kernel::Access& a : st.reads)
+        parts.push_back(access(s, a));
     }
-    return fmt::format("{}{{ {} }}", param_list(), fmt::join(parts, "; "));
+    return union_of(parts);
+  }
+
+  // The writes of "kind": an affine write certainly writes what its relation says; an
+  // indirect one may write any element of its over-approximation.
+  enum class WriteKind : uint8_t { kMust, kMay };
+  std::string writes(WriteKind kind) const {
+    std::vector<std::string> parts;
+    for (size_t s = 0; s < kernel_.statements.size(); ++s) {
+      const kernel::Access& w = kernel_.statements[s].write;
+      if (w.indirect.empty() == (kind == WriteKind::kMust)) parts.push_back(access(s, w));
+    }
+    return union_of(parts);
   }
 
   // The original program order: statements in sequence, iterators lexicographic.
@@ -169,6 +179,11 @@ public:
   }
 
 private:
+  // "{ a; b }" over the parameters; "{ }" when empty.
+  std::string union_of(const std::vector<std::string>& parts) const {
+    return fmt::format("{}{{ {} }}", param_list(), fmt::join(parts, "; "));
+  }
+
   void add_param(const Dim& d) {
     if (d.is_static() || params_.contains(d.symbol_name())) return;
     std::string p = fmt::format("p{}", params_.size());
@@ -293,16 +308,24 @@ Result<ScheduledKernel> schedule_in(const isl::ctx& ctx, const Kernel& k) {
   // Accesses and order hold only on the iteration domains; unbounded, isl's last-writer
   // search has no optimum.
   isl::union_set domain(ctx, model.all_domains());
-  isl::union_map reads = isl::union_map(ctx, model.accesses(false)).intersect_domain(domain);
-  isl::union_map writes = isl::union_map(ctx, model.accesses(true)).intersect_domain(domain);
-  isl::union_map order = isl::union_map(ctx, model.sequential_schedule()).intersect_domain(domain);
+  auto relation = [&](const std::string& text) {
+    return isl::union_map(ctx, text).intersect_domain(domain);
+  };
+  isl::union_map reads = relation(model.reads());
+  isl::union_map must_writes = relation(model.writes(PolyModel::WriteKind::kMust));
+  isl::union_map may_writes = relation(model.writes(PolyModel::WriteKind::kMay));
+  isl::union_map writes = must_writes.unite(may_writes);
+  isl::union_map order = relation(model.sequential_schedule());
+  // A may-write (indirect) never hides an earlier write from a later access.
   isl::union_map flow = isl::union_access_info(reads)
-                            .set_must_source(writes)
+                            .set_must_source(must_writes)
+                            .set_may_source(may_writes)
                             .set_schedule_map(order)
                             .compute_flow()
                             .may_dependence();
   isl::union_map output = isl::union_access_info(writes)
-                              .set_must_source(writes)
+                              .set_must_source(must_writes)
+                              .set_may_source(may_writes)
                               .set_schedule_map(order)
                               .compute_flow()
                               .may_dependence();

@@ -96,6 +96,18 @@ TEST(ScheduleKernel, IndirectReadDependsOnEveryWriteOfItsDim) {
   EXPECT_EQ(r->dependences.find("S1[i0' = i0"), std::string::npos) << r->dependences;
 }
 
+// Two rows of updates may land on one row of y: the update loop carries that (serial), the
+// column loop does not (parallel).
+TEST(ScheduleKernel, IndirectWriteSerializesTheRowsThatMayCollide) {
+  EXPECT_EQ(loops(testing::scatter_add_rows_kernel(5, 8, 3)),
+            "for (c0 = 0; (c0 <= 4); c0 += 1)  // parallel\n"
+            "  for (c1 = 0; (c1 <= 7); c1 += 1)  // parallel\n"
+            "    S0(c0, c1);\n"
+            "for (c0 = 0; (c0 <= 2); c0 += 1)\n"
+            "  for (c1 = 0; (c1 <= 7); c1 += 1)  // parallel\n"
+            "    S1(c0, c1);\n");
+}
+
 TEST(ScheduleKernel, ScheduleTreeCarriesMarks) {
   Result<ScheduledKernel> r = schedule_kernel(testing::row_sum_kernel(Dim::symbol("N"), 64));
   ASSERT_TRUE(r.ok());

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "weft/graph/evaluate.h"
 #include "weft/graph/passes/infer_shapes.h"
 
 namespace weft {
@@ -15,10 +16,12 @@ namespace {
 // axis and Resize's region of interest, the loop structure)?
 bool is_shape_operand(const Node& n, size_t i) {
   static const std::map<std::string_view, std::vector<size_t>> operands = {
-      {"Reshape", {1}},      {"Expand", {1}},  {"Tile", {1}},           {"Squeeze", {1}},
-      {"Unsqueeze", {1}},    {"Split", {1}},   {"Slice", {1, 2, 3, 4}}, {"ConstantOfShape", {0}},
-      {"Range", {0, 1, 2}},  {"Pad", {1, 3}},  {"CumSum", {1}},         {"OneHot", {1}},
-      {"Resize", {1, 2, 3}}, {"Upsample", {1}}};
+      {"Reshape", {1}},        {"Expand", {1}},          {"Tile", {1}},
+      {"Squeeze", {1}},        {"Unsqueeze", {1}},       {"Split", {1}},
+      {"Slice", {1, 2, 3, 4}}, {"ConstantOfShape", {0}}, {"Range", {0, 1, 2}},
+      {"Pad", {1, 3}},         {"CumSum", {1}},          {"OneHot", {1}},
+      {"Resize", {1, 2, 3}},   {"Upsample", {1}},        {"TopK", {1}},
+      {"HannWindow", {0}},     {"HammingWindow", {0}},   {"BlackmanWindow", {0}}};
   if (n.op_type.starts_with("Reduce")) return i == 1;
   auto it = operands.find(n.op_type);
   return it != operands.end() &&
@@ -27,22 +30,32 @@ bool is_shape_operand(const Node& n, size_t i) {
 
 constexpr int64_t kMaxFrozenElements = 64;
 
+// Does the value of "v" reach a shape operand, directly or through nodes that constant
+// folding evaluates (e.g. a window size cast to float, then the bound of a Range)? Shape
+// and Size read only their input's type, so the walk stops there.
+bool determines_shapes(const Graph& graph, const Value* v, int depth = 0) {
+  if (depth > 16) return false;
+  for (const auto& n : graph.nodes()) {
+    for (size_t k = 0; k < n->inputs.size(); ++k) {
+      if (n->inputs[k] != v) continue;
+      if (is_shape_operand(*n, k)) return true;
+      if (n->op_type == "Shape" || n->op_type == "Size" || !can_evaluate(*n)) continue;
+      for (const Value* out : n->outputs) {
+        if (out && determines_shapes(graph, out, depth + 1)) return true;
+      }
+    }
+  }
+  return false;
+}
+
 } // namespace
 
 std::vector<int> shape_operand_inputs(const Graph& graph) {
   std::vector<int> found;
   for (size_t i = 0; i < graph.inputs.size(); ++i) {
     const Value* in = graph.inputs[i];
-    if (graph.is_graph_output(in)) continue;
-    bool only_shapes = true, used = false;
-    for (const auto& n : graph.nodes()) {
-      for (size_t k = 0; k < n->inputs.size(); ++k) {
-        if (n->inputs[k] != in) continue;
-        used = true;
-        only_shapes = only_shapes && is_shape_operand(*n, k);
-      }
-    }
-    if (used && only_shapes) found.push_back(static_cast<int>(i));
+    if (!graph.is_graph_output(in) && determines_shapes(graph, in))
+      found.push_back(static_cast<int>(i));
   }
   return found;
 }

@@ -19,14 +19,16 @@ namespace weft {
 
 Status specialize_shapes(Graph& graph, const std::vector<TensorType>& types);
 
-// The positions of graph inputs used only as shape operands (Reduce axes, Slice bounds,
-// Reshape/Expand/Tile targets, Range bounds, ...): their values determine shapes.
+// The positions of graph inputs whose values determine shapes (Reduce axes, Slice bounds,
+// Reshape/Expand/Tile targets, Range bounds, ..., directly or through foldable arithmetic).
 std::vector<int> shape_operand_inputs(const Graph& graph);
 
-// Replaces the uses of small inputs that serve only as shape operands (Reduce
-// axes, Slice bounds, Reshape/Expand/Tile targets, Range bounds, ...) by constants holding
-// "values", so that the shapes they determine are static. The inputs stay in the graph's
-// interface. Returns the positions of the inputs frozen.
+// Replaces the uses of small inputs whose values determine shapes (Reduce axes, Slice
+// bounds, Reshape/Expand/Tile targets, Range bounds, ..., directly or through foldable
+// arithmetic) by constants holding "values", so that the shapes are static. An input that
+// also feeds data is frozen too: its value is part of the compiled shapes, and the
+// executable refuses other values. The inputs stay in the graph's interface. Returns the
+// positions of the inputs frozen.
 std::vector<int> freeze_shape_operands(Graph& graph, const std::vector<Tensor>& values);
 
 } // namespace weft
