@@ -367,7 +367,7 @@ void inline_producers(std::vector<Step>& steps, const std::set<const Value*>& pi
 }
 
 // Appends "k"'s statements and buffers to "g". A value "k" views with another shape than
-// "g" gets a second buffer; both are marked aliased.
+// "g" gets a second buffer; when one of them is written, both are marked aliased.
 void stitch_into(FusedKernel& g, FusedKernel k) {
   std::vector<int> map(k.bound.kernel.buffers.size());
   for (size_t b = 0; b < map.size(); ++b) {
@@ -379,7 +379,10 @@ void stitch_into(FusedKernel& g, FusedKernel k) {
     }
     int other_view = buffer_of(g.bound, v);
     map[b] = add_buffer(g.bound, k.bound.kernel.buffers[b], v);
-    if (other_view >= 0) {
+    // Two read-only views may keep __restrict__: nothing is written through either.
+    if (other_view >= 0 && (k.bound.kernel.buffers[b].role == BufferRole::kOutput ||
+                            g.bound.kernel.buffers[static_cast<size_t>(other_view)].role ==
+                                BufferRole::kOutput)) {
       g.bound.kernel.buffers[static_cast<size_t>(other_view)].aliased = true;
       g.bound.kernel.buffers[static_cast<size_t>(map[b])].aliased = true;
     }
