@@ -10,23 +10,26 @@ import subprocess
 import sys
 
 import numpy as np
-import onnx
-from onnx import TensorProto as T
-from onnx import helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def node(op, ins, outs, **attrs):
+    from onnx import helper
     return helper.make_node(op, ins, outs, **attrs)
 
 
-def const(name, values, shape=None, dtype=T.FLOAT):
+def const(name, values, shape=None, dtype=1):  # 1: TensorProto.FLOAT
+    from onnx import helper
     values = list(np.asarray(values).ravel())
     return helper.make_tensor(name, dtype, [len(values)] if shape is None else shape, values)
 
 
 def save(directory, name, nodes, x_shape, y_shape, inits=(), opset=13):
+    # onnx comes from Debian's python3-onnx; run_bench.py imports this file only for markdown().
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper
     graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", T.FLOAT, x_shape)],
                               [helper.make_tensor_value_info("y", T.FLOAT, y_shape)],
                               initializer=list(inits))
@@ -38,6 +41,7 @@ def save(directory, name, nodes, x_shape, y_shape, inits=(), opset=13):
 
 
 def models(d):
+    from onnx import TensorProto as T
     rng = np.random.default_rng(0)
     rows, cols = 4096, 1024
     eps = const("eps", [1e-5], [])
@@ -100,7 +104,10 @@ def main():
 
 def markdown(rows):
     lines = ["## Fusion: fused against `--no-fusion`", "",
-             "`bench/fusion_bench.py`, same machine and run. Bytes moved are the sum over kernels "
+             "`bench/fusion_bench.py`, same machine. Kernel counts and bytes are exact; the "
+             "medians of 2026-11-21 were taken while a parallel build loaded the 2 cores (load "
+             "average about 5), so they are noisy and no speedup is claimed from them. "
+             "Bytes moved are the sum over kernels "
              "of the buffers each reads and writes (an intermediate of a stitched kernel still "
              "counts: its statements are separate loop nests, docs/fusion.md). Speedup = "
              "unfused median / fused median.", "",

@@ -111,8 +111,11 @@ def write_markdown(r):
         "",
         "This is a first, honest table: Weft's kernels are the isl loop nests with OpenMP on "
         "the parallel loops. The CPU strategies of DESIGN.md (vector accumulators, split-R "
-        "for narrow outputs, cascade sums), fusion and oneDNN for Conv/MatMul have not landed, "
-        "and no goal is claimed here. The machine is shared, so the numbers are noisy.",
+        "for narrow outputs, cascade sums) and oneDNN for Conv/MatMul have not landed, and no "
+        "goal is claimed here. The machine is shared, so the numbers are noisy. The fusion "
+        "section below compares Weft with itself (`--no-fusion`); the rows above were measured "
+        "when its results file was written (see the date), fusion's when `fusion_results.json` "
+        "was.",
         "",
         "Inputs smaller than the last-level cache stay cached from run to run, so their GB/s "
         "can exceed the DRAM bandwidth; DESIGN.md's bandwidth goal is for inputs of 64 MB and "
