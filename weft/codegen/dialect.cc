@@ -6,8 +6,12 @@ namespace weft::codegen {
 
 namespace {
 
-// Self-contained: generated code is compiled apart from Weft and links to nothing of it.
-constexpr std::string_view kCpuPrelude = R"(#include <algorithm>
+// Generated code is self-contained: it is compiled apart from Weft and links to nothing of
+// it. A prelude is the dialect's head (types, the WEFT_D qualifier, float bit casts, exp),
+// then the helpers both dialects share, then the dialect's tail.
+
+// C++17 with OpenMP, for the system compiler; everything in an anonymous namespace.
+constexpr std::string_view kCpuHead = R"(#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -20,53 +24,13 @@ using std::atan; using std::atanh; using std::ceil; using std::cos; using std::c
 using std::erf; using std::exp; using std::floor; using std::fmod; using std::isinf;
 using std::isnan; using std::log; using std::nearbyint; using std::pow; using std::sin;
 using std::sinh; using std::sqrt; using std::tan; using std::tanh;
-inline int64_t weft_imin(int64_t a, int64_t b) { return a < b ? a : b; }
-inline int64_t weft_imax(int64_t a, int64_t b) { return a > b ? a : b; }
-// max and min propagate NaN from either operand.
-template <typename T> inline T weft_max(T a, T b) { return (a > b || a != a) ? a : b; }
-template <typename T> inline T weft_min(T a, T b) { return (a < b || a != a) ? a : b; }
-// Integer modulo with the sign of the divisor (ONNX Mod, fmod = 0).
-template <typename T> inline T weft_mod(T a, T b) {
-  if (b == 0) return 0;
-  T r = a % b;
-  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
-inline int64_t weft_floord(int64_t a, int64_t b) { return (a >= 0) ? a / b : -((-a + b - 1) / b); }
-// Data-dependent indices: clamped into [0, n) so that no index reads outside its buffer;
-// the wrapping form first counts a negative index from the end, as ONNX's gathers do.
-template <typename T> inline int64_t weft_clamp_index(T i, int64_t n) {
-  int64_t v = static_cast<int64_t>(i);
-  return v < 0 ? 0 : (v >= n ? n - 1 : v);
-}
-template <typename T> inline int64_t weft_wrap_index(T i, int64_t n) {
-  int64_t v = static_cast<int64_t>(i);
-  return weft_clamp_index(v < 0 ? v + n : v, n);
-}
-inline float weft_h2f(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu, bits;
-  if (exp == 0x1f) bits = sign | 0x7f800000u | (mant << 13);
-  else if (exp != 0) bits = sign | ((exp + 112) << 23) | (mant << 13);
-  else if (mant == 0) bits = sign;
-  else { int s = 0; while (!(mant & 0x400u)) { mant <<= 1; ++s; } bits = sign | ((uint32_t)(113 - s) << 23) | ((mant & 0x3ffu) << 13); }
-  float f; std::memcpy(&f, &bits, 4); return f;
-}
-inline uint16_t weft_f2h(float value) {
-  uint32_t f; std::memcpy(&f, &value, 4);
-  uint16_t sign = (uint16_t)((f >> 16) & 0x8000u); uint32_t a = f & 0x7fffffffu;
-  if (a >= 0x7f800000u) return sign | 0x7c00u | (a > 0x7f800000u ? 0x200u : 0u);
-  if (a >= 0x477ff000u) return sign | 0x7c00u;
-  if (a < 0x38800000u) {
-    if (a < 0x33000000u) return sign;
-    uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u, sh = 126 - e, hm = m >> sh, r = m & ((1u << sh) - 1), hw = 1u << (sh - 1);
-    if (r > hw || (r == hw && (hm & 1u))) ++hm;
-    return sign | (uint16_t)hm;
-  }
-  return sign | (uint16_t)((a + 0xfffu + ((a >> 13) & 1u) - 0x38000000u) >> 13);
-}
+#define WEFT_D inline
+WEFT_D float weft_as_float(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
+WEFT_D uint32_t weft_as_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
 // exp for f32 that vectorizes (libm's expf does not without fast-math): x = n ln2 + r with
 // |r| <= ln2/2 (Cody-Waite), exp(r) by a degree-6 polynomial (Cephes' coefficients), and
 // 2^n applied as two halves so that gradual underflow and overflow to inf stay exact.
-inline float weft_exp(float x) {
+WEFT_D float weft_exp(float x) {
   bool nan = x != x;
   float c = nan ? 0.0f : (x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x));
   float fn = std::floor(c * 1.44269504088896341f + 0.5f);
@@ -75,24 +39,16 @@ inline float weft_exp(float x) {
   float p = (((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r + 4.1665795894e-2f) * r +
               1.6666665459e-1f) * r + 5.0000001201e-1f) * z + r + 1.0f;
   int32_t n = static_cast<int32_t>(fn), n1 = n >> 1, n2 = n - n1;
-  uint32_t b1 = static_cast<uint32_t>(n1 + 127) << 23, b2 = static_cast<uint32_t>(n2 + 127) << 23;
-  float s1, s2;
-  std::memcpy(&s1, &b1, 4);
-  std::memcpy(&s2, &b2, 4);
+  float s1 = weft_as_float(static_cast<uint32_t>(n1 + 127) << 23);
+  float s2 = weft_as_float(static_cast<uint32_t>(n2 + 127) << 23);
   return nan ? x : p * s1 * s2;
 }
-inline float weft_bf2f(uint16_t b) { uint32_t u = (uint32_t)b << 16; float f; std::memcpy(&f, &u, 4); return f; }
-inline uint16_t weft_f2bf(float value) {
-  uint32_t f; std::memcpy(&f, &value, 4);
-  if ((f & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((f >> 16) | 0x40u);
-  return (uint16_t)((f + 0x7fffu + ((f >> 16) & 1u)) >> 16);
-}
-}  // namespace
 )";
+constexpr std::string_view kCpuTail = "}  // namespace\n";
 
-// The CUDA dialect, compiled by NVRTC: no standard headers, so the fixed-width types and
-// the float bit casts come from CUDA's own builtins. Math functions are CUDA's overloads.
-constexpr std::string_view kCudaPrelude = R"(typedef signed char int8_t;
+// CUDA C++ for NVRTC: no standard headers, so the fixed-width types and the float bit casts
+// come from CUDA's builtins. Math functions are CUDA's overloads.
+constexpr std::string_view kCudaHead = R"(typedef signed char int8_t;
 typedef short int16_t;
 typedef int int32_t;
 typedef long long int64_t;
@@ -103,8 +59,13 @@ typedef unsigned long long uint64_t;
 #define INFINITY __int_as_float(0x7f800000)
 #define NAN __int_as_float(0x7fffffff)
 #define WEFT_D __device__ __forceinline__
+WEFT_D float weft_as_float(uint32_t u) { return __uint_as_float(u); }
+WEFT_D uint32_t weft_as_bits(float f) { return __float_as_uint(f); }
+WEFT_D float weft_exp(float x) { return expf(x); }
+)";
 
-WEFT_D int64_t weft_imin(int64_t a, int64_t b) { return a < b ? a : b; }
+// The helpers of both dialects.
+constexpr std::string_view kCommon = R"(WEFT_D int64_t weft_imin(int64_t a, int64_t b) { return a < b ? a : b; }
 WEFT_D int64_t weft_imax(int64_t a, int64_t b) { return a > b ? a : b; }
 // max and min propagate NaN from either operand.
 template <typename T> WEFT_D T weft_max(T a, T b) { return (a > b || a != a) ? a : b; }
@@ -116,7 +77,8 @@ template <typename T> WEFT_D T weft_mod(T a, T b) {
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 WEFT_D int64_t weft_floord(int64_t a, int64_t b) { return (a >= 0) ? a / b : -((-a + b - 1) / b); }
-// Data-dependent indices, as in the CPU prelude: clamped into [0, n), or wrapped first.
+// Data-dependent indices: clamped into [0, n) so that no index reads outside its buffer;
+// the wrapping form first counts a negative index from the end, as ONNX's gathers do.
 template <typename T> WEFT_D int64_t weft_clamp_index(T i, int64_t n) {
   int64_t v = static_cast<int64_t>(i);
   return v < 0 ? 0 : (v >= n ? n - 1 : v);
@@ -125,17 +87,16 @@ template <typename T> WEFT_D int64_t weft_wrap_index(T i, int64_t n) {
   int64_t v = static_cast<int64_t>(i);
   return weft_clamp_index(v < 0 ? v + n : v, n);
 }
-WEFT_D float weft_exp(float x) { return expf(x); }
 WEFT_D float weft_h2f(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu, bits;
   if (exp == 0x1f) bits = sign | 0x7f800000u | (mant << 13);
   else if (exp != 0) bits = sign | ((exp + 112) << 23) | (mant << 13);
   else if (mant == 0) bits = sign;
   else { int s = 0; while (!(mant & 0x400u)) { mant <<= 1; ++s; } bits = sign | ((uint32_t)(113 - s) << 23) | ((mant & 0x3ffu) << 13); }
-  return __uint_as_float(bits);
+  return weft_as_float(bits);
 }
 WEFT_D uint16_t weft_f2h(float value) {
-  uint32_t f = __float_as_uint(value);
+  uint32_t f = weft_as_bits(value);
   uint16_t sign = (uint16_t)((f >> 16) & 0x8000u); uint32_t a = f & 0x7fffffffu;
   if (a >= 0x7f800000u) return sign | 0x7c00u | (a > 0x7f800000u ? 0x200u : 0u);
   if (a >= 0x477ff000u) return sign | 0x7c00u;
@@ -147,9 +108,9 @@ WEFT_D uint16_t weft_f2h(float value) {
   }
   return sign | (uint16_t)((a + 0xfffu + ((a >> 13) & 1u) - 0x38000000u) >> 13);
 }
-WEFT_D float weft_bf2f(uint16_t b) { return __uint_as_float((uint32_t)b << 16); }
+WEFT_D float weft_bf2f(uint16_t b) { return weft_as_float((uint32_t)b << 16); }
 WEFT_D uint16_t weft_f2bf(float value) {
-  uint32_t f = __float_as_uint(value);
+  uint32_t f = weft_as_bits(value);
   if ((f & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((f >> 16) | 0x40u);
   return (uint16_t)((f + 0x7fffu + ((f >> 16) & 1u)) >> 16);
 }
@@ -169,14 +130,15 @@ std::string through_double(DType t, std::string_view fn, const std::vector<std::
 } // namespace
 
 const DialectTable& cpu_dialect() {
-  static const DialectTable table{kCpuPrelude, "extern \"C\" ",
-                                  "#pragma omp parallel for schedule(static)", "#pragma omp simd",
-                                  "#pragma omp simd reduction(+ : acc)"};
+  static const DialectTable table{fmt::format("{}{}{}", kCpuHead, kCommon, kCpuTail),
+                                  "extern \"C\" ", "#pragma omp parallel for schedule(static)",
+                                  "#pragma omp simd", "#pragma omp simd reduction(+ : acc)"};
   return table;
 }
 
 const DialectTable& cuda_dialect() {
-  static const DialectTable table{kCudaPrelude, "extern \"C\" __global__ ", "", "", ""};
+  static const DialectTable table{fmt::format("{}{}", kCudaHead, kCommon),
+                                  "extern \"C\" __global__ ", "", "", ""};
   return table;
 }
 

@@ -10,7 +10,7 @@
 namespace weft::codegen {
 
 struct DialectTable {
-  std::string_view prelude;         // helpers every kernel of the dialect may use
+  std::string prelude;              // helpers every kernel of the dialect may use
   std::string_view function_prefix; // before "void NAME(...)"
   std::string_view parallel_for;    // the line before a parallel outermost loop (CPU)
   std::string_view simd_for;        // the line before an innermost dependence-free loop
