@@ -856,6 +856,35 @@ TypesOrError infer_scatter(const Node& node) {
   return one(data);
 }
 
+std::optional<Ints> compress_positions(const Node& node) {
+  const Value* cond = node.input(1);
+  if (!cond || !cond->is_constant()) return std::nullopt;
+  Ints kept;
+  for (int64_t i = 0; i < cond->constant->num_elements(); ++i) {
+    if (cond->constant->get_int64(i) != 0) kept.push_back(i);
+  }
+  return kept;
+}
+
+// The kept positions along the axis (or of the flattened input).
+TypesOrError infer_compress(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  std::optional<int64_t> axis = node.attrs_as<CompressAttrs>().axis;
+  std::optional<Ints> kept = compress_positions(node);
+  Dim count = kept ? Dim(static_cast<int64_t>(kept->size())) : Dim::unknown();
+  if (!axis) return one({x.dtype, Shape{count}});
+  if (!x.shape) return one({x.dtype, std::nullopt});
+  int64_t rank = static_cast<int64_t>(x.shape->size());
+  WEFT_ASSIGN_OR_RETURN(int64_t a, normalize_axis(*axis, rank));
+  Shape out = *x.shape;
+  const Dim& extent = out[static_cast<size_t>(a)];
+  if (kept && !kept->empty() && extent.is_static() && kept->back() >= extent.value())
+    return fail(fmt::format("the condition keeps position {} of an axis of {}", kept->back(),
+                            extent.value()));
+  out[static_cast<size_t>(a)] = count;
+  return one({x.dtype, out});
+}
+
 // y: the index tuples' dims, then the data dims the tuples do not index.
 TypesOrError infer_gather_nd(const Node& node) {
   const TensorType& data = in_type(node, 0);

@@ -50,6 +50,7 @@ TypesOrError infer_gather(const Node& node);
 TypesOrError infer_gather_elements(const Node& node);
 TypesOrError infer_gather_nd(const Node& node);
 TypesOrError infer_scatter(const Node& node);
+TypesOrError infer_compress(const Node& node);
 TypesOrError infer_flatten(const Node& node);
 TypesOrError infer_squeeze(const Node& node);
 TypesOrError infer_unsqueeze(const Node& node);
@@ -89,6 +90,10 @@ struct EinsumLabels {
   std::string output;
 };
 Result<EinsumLabels> einsum_labels(const std::string& equation, const std::vector<size_t>& ranks);
+
+// The positions a Compress keeps (where its constant condition is true, within the
+// extent it applies to), or none when the condition is not constant.
+std::optional<Ints> compress_positions(const Node& node);
 
 // Numpy broadcasting of "shapes".
 Result<Shape> broadcast_shapes(const std::vector<Shape>& shapes);

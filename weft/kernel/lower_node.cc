@@ -50,15 +50,11 @@ bool can_lower(const Node& n) {
   static const std::set<std::string_view> ops = {"ArgMax",
                                                  "ArgMin",
                                                  "BatchNormalization",
-                                                 "Concat",
                                                  "BlackmanWindow",
+                                                 "Concat",
                                                  "DepthToSpace",
                                                  "DequantizeLinear",
                                                  "DynamicQuantizeLinear",
-                                                 "GridSample",
-                                                 "HammingWindow",
-                                                 "HannWindow",
-                                                 "QuantizeLinear",
                                                  "Einsum",
                                                  "EyeLike",
                                                  "Gather",
@@ -67,13 +63,18 @@ bool can_lower(const Node& n) {
                                                  "Gemm",
                                                  "GlobalAveragePool",
                                                  "GlobalMaxPool",
+                                                 "GridSample",
+                                                 "HammingWindow",
+                                                 "HannWindow",
                                                  "Hardmax",
                                                  "InstanceNormalization",
+                                                 "LRN",
                                                  "LayerNormalization",
                                                  "LogSoftmax",
                                                  "MatMul",
                                                  "NegativeLogLikelihoodLoss",
                                                  "OneHot",
+                                                 "QuantizeLinear",
                                                  "Range",
                                                  "ReduceL1",
                                                  "ReduceL2",
@@ -85,6 +86,7 @@ bool can_lower(const Node& n) {
                                                  "ReduceProd",
                                                  "ReduceSum",
                                                  "ReduceSumSquare",
+                                                 "ReverseSequence",
                                                  "Scatter",
                                                  "ScatterElements",
                                                  "ScatterND",
@@ -139,6 +141,8 @@ Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
   if (op == "TopK") return lower_top_k(n, name);
   if (op == "Resize" || op == "Upsample") return lower_resize(n, name);
   if (op == "GridSample") return lower_grid_sample(n, name);
+  if (op == "LRN") return lower_lrn(n, name);
+  if (op == "ReverseSequence") return lower_reverse_sequence(n, name);
   if (op == "QuantizeLinear") return lower_quantize_linear(n, name);
   if (op == "DequantizeLinear") return lower_dequantize_linear(n, name);
   if (op == "DynamicQuantizeLinear") return lower_dynamic_quantize_linear(n, name);

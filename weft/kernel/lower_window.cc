@@ -176,6 +176,46 @@ Result<LoweredNode> lower_conv_transpose(const Node& n, const std::string& name)
   return k.lowered();
 }
 
+// LRN: y = x / (bias + alpha / size * sum of x^2 over the channels c - (size - 1) / 2 ...
+// c + size / 2 that exist)^beta. The sum is a reduction over the domain [N, C, rest, tap]
+// cut by guards, in the accumulator type.
+Result<LoweredNode> lower_lrn(const Node& n, const std::string& name) {
+  const auto& a = n.attrs_as<LrnAttrs>();
+  const Value* x = n.inputs[0];
+  const Value* y = n.outputs[0];
+  const Shape& xs = *x->type.shape;
+  int64_t rest = 1;
+  for (size_t i = 2; i < xs.size(); ++i)
+    rest *= xs[i].value();
+  Shape view = {xs[0], xs[1], rest};
+  DType t = accumulator_type(y->type.dtype);
+  KernelBuilder k(name);
+  int in = k.buffer(x, BufferRole::kInput, view);
+  int out = k.buffer(y, BufferRole::kOutput, view);
+  int sum = k.temp(t, view);
+  std::vector<AffineExpr> all = iterators(3);
+  StatementBuilder init("init", view);
+  k.add(init.store(init.constant(0, t), sum, all));
+  int64_t before = (a.size - 1) / 2;
+  AffineExpr channel = {-before, {{1, 1}, {3, 1}}}; // c + tap - (size - 1) / 2
+  StatementBuilder sq("sum_squares", {xs[0], xs[1], rest, a.size});
+  int v = load_as(sq, in, {AffineExpr::iterator(0), channel, AffineExpr::iterator(2)},
+                  x->type.dtype, t);
+  Statement s = sq.store(sq.op(ExprOp::kMul, t, {v, v}), sum, all, Combine::kSum);
+  add_bounds(s.guards, channel, 0, xs[1].value());
+  k.add(std::move(s));
+  StatementBuilder b("normalize", view);
+  int scaled = b.op(ExprOp::kMul, t,
+                    {b.constant(a.alpha / static_cast<double>(a.size), t), b.load(sum, all, t)});
+  int denominator =
+      b.op(ExprOp::kPow, t,
+           {b.op(ExprOp::kAdd, t, {b.constant(a.bias, t), scaled}), b.constant(a.beta, t)});
+  int r = b.op(ExprOp::kDiv, t, {load_as(b, in, all, x->type.dtype, t), denominator});
+  if (t != y->type.dtype) r = b.op(ExprOp::kCast, y->type.dtype, {r});
+  k.add(b.store(r, out, all));
+  return k.lowered();
+}
+
 // MaxPool: the max over in-bounds taps. AveragePool: their sum over their count, where
 // count_include_pad also counts taps in the padding (but not beyond it).
 Result<LoweredNode> lower_pool(const Node& n, const std::string& name) {
