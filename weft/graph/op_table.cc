@@ -573,6 +573,8 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"Gemm", 1, kAll, parse_gemm, infer_gemm});
     t.push_back({"Conv", 1, kAll, parse_conv, infer_conv});
     t.push_back({"ConvTranspose", 1, kAll, parse_conv_transpose, infer_conv_transpose});
+    t.push_back({"ConvInteger", 10, kAll, parse_conv, infer_integer<infer_conv>});
+    t.push_back({"MatMulInteger", 10, kAll, parse_none, infer_integer<infer_matmul>});
     t.push_back({"MaxPool", 1, kAll, parse_pool, infer_pool});
     t.push_back({"AveragePool", 1, kAll, parse_pool, infer_pool});
     t.push_back({"GlobalAveragePool", 1, kAll, parse_none, infer_global_pool});

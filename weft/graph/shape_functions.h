@@ -42,6 +42,13 @@ TypesOrError infer_matmul(const Node& node);
 TypesOrError infer_gemm(const Node& node);
 TypesOrError infer_conv(const Node& node);
 TypesOrError infer_conv_transpose(const Node& node);
+// ConvInteger, MatMulInteger: the float op's shapes, with i32 results.
+template <TypesOrError (*infer)(const Node&)> TypesOrError infer_integer(const Node& node) {
+  WEFT_ASSIGN_OR_RETURN(std::vector<TensorType> types, infer(node));
+  for (TensorType& t : types)
+    t.dtype = DType::kI32;
+  return types;
+}
 TypesOrError infer_pad(const Node& node);
 TypesOrError infer_pool(const Node& node);
 TypesOrError infer_global_pool(const Node& node);

@@ -40,6 +40,7 @@ bool has_static_shapes(const Node& n) {
 
 bool can_lower(const Node& n) {
   if (is_training_dropout(n)) return false;
+  if (n.op_type == "ConvInteger") return true;
   if (n.op_type == "Conv" || n.op_type == "ConvTranspose")
     return n.outputs[0]->type.dtype == DType::kF32 || n.outputs[0]->type.dtype == DType::kF64;
   if (n.op_type == "MaxPool") return n.outputs.size() < 2 || !n.outputs[1]; // no Indices output yet
@@ -72,6 +73,7 @@ bool can_lower(const Node& n) {
                                                  "LayerNormalization",
                                                  "LogSoftmax",
                                                  "MatMul",
+                                                 "MatMulInteger",
                                                  "NegativeLogLikelihoodLoss",
                                                  "OneHot",
                                                  "QuantizeLinear",
@@ -118,11 +120,11 @@ Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
   if (op == "Concat") return lower_concat(n, name);
   if (op == "Split") return lower_split(n, name);
   if (op == "Tile") return lower_tile(n, name);
-  if (op == "Conv") return lower_conv(n, name);
+  if (op == "Conv" || op == "ConvInteger") return lower_conv(n, name);
   if (op == "ConvTranspose") return lower_conv_transpose(n, name);
   if (op == "MaxPool" || op == "AveragePool") return lower_pool(n, name);
   if (op == "Pad") return lower_pad(n, name);
-  if (op == "MatMul") return lower_matmul(n, name);
+  if (op == "MatMul" || op == "MatMulInteger") return lower_matmul(n, name);
   if (op == "Gemm") return lower_gemm(n, name);
   if (op == "Einsum") return lower_einsum(n, name);
   if (op.starts_with("Global")) return lower_global_pool(n, name);

@@ -61,12 +61,15 @@ void add_bounds(std::vector<AffineExpr>& guards, const AffineExpr& pos, int64_t 
 } // namespace
 
 // y[n, m, o...] = bias[m] + sum over c, k... of x[n, g*Cg + c, tap] * w[m, c, k...], with
-// m = g*Mg + mg so that the group is an iterator and every index stays affine.
+// m = g*Mg + mg so that the group is an iterator and every index stays affine. ConvInteger
+// subtracts the zero points and accumulates in i32 (padding contributes 0, as a padded
+// zero point would).
 Result<LoweredNode> lower_conv(const Node& n, const std::string& name) {
   const auto& a = n.attrs_as<ConvAttrs>();
   const Value* x = n.inputs[0];
   const Value* w = n.inputs[1];
-  const Value* b = n.input(2);
+  bool integer = n.op_type == "ConvInteger"; // inputs 2 and 3 are zero points, no bias
+  const Value* b = integer ? nullptr : n.input(2);
   const Value* y = n.outputs[0];
   const Shape& ws = *w->type.shape;
   Ints kernel = a.kernel_shape;
@@ -111,8 +114,13 @@ Result<LoweredNode> lower_conv(const Node& n, const std::string& name) {
     w_index.push_back(AffineExpr::iterator(ik + static_cast<int>(i)));
     add_bounds(guards, pos, 0, win[i].in);
   }
-  int product = mac.op(ExprOp::kMul, t, {mac.load(bx, x_index, t), mac.load(bw, w_index, t)});
-  Statement s = mac.store(product, by, y_index, Combine::kSum);
+  int xv = load_as(mac, bx, x_index, x->type.dtype, t);
+  int wv = load_as(mac, bw, w_index, w->type.dtype, t);
+  if (integer) { // a zero point per tensor for x, per tensor or output channel for w
+    xv = subtract_zero_point(k, mac, n.input(2), xv, AffineExpr::constant_of(0), t);
+    wv = subtract_zero_point(k, mac, n.input(3), wv, m_index, t);
+  }
+  Statement s = mac.store(mac.op(ExprOp::kMul, t, {xv, wv}), by, y_index, Combine::kSum);
   s.guards = guards;
   k.add(std::move(s));
   return k.lowered();
