@@ -577,6 +577,7 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"MatMulInteger", 10, kAll, parse_none, infer_integer<infer_matmul>});
     t.push_back({"MaxPool", 1, kAll, parse_pool, infer_pool});
     t.push_back({"AveragePool", 1, kAll, parse_pool, infer_pool});
+    t.push_back({"MaxUnpool", 9, kAll, parse_pool, infer_max_unpool});
     t.push_back({"GlobalAveragePool", 1, kAll, parse_none, infer_global_pool});
     t.push_back({"GlobalMaxPool", 1, kAll, parse_none, infer_global_pool});
     t.push_back({"Concat", 4, kAll, parse_concat, infer_concat});

@@ -424,6 +424,36 @@ TypesOrError infer_pool(const Node& node) {
   return types;
 }
 
+Result<Shape> max_unpool_default_shape(const Node& node) {
+  const auto& a = node.attrs_as<PoolAttrs>();
+  const TensorType& x = in_type(node, 0);
+  if (!x.shape) return fail("the input's rank is unknown");
+  size_t spatial = x.shape->size() - 2;
+  if (a.kernel_shape.size() != spatial) return fail("kernel_shape does not match the input");
+  Shape out = {(*x.shape)[0], (*x.shape)[1]};
+  for (size_t i = 0; i < spatial; ++i) {
+    const Dim& in = (*x.shape)[i + 2];
+    int64_t stride = a.strides.empty() ? 1 : a.strides[i];
+    int64_t pads = a.pads.empty() ? 0 : a.pads[i] + a.pads[i + spatial];
+    out.push_back(in.is_static() ? Dim((in.value() - 1) * stride + a.kernel_shape[i] - pads)
+                                 : Dim::unknown());
+  }
+  return out;
+}
+
+// The output_shape input when given (constant), else the default shape.
+TypesOrError infer_max_unpool(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  if (std::optional<Ints> given = constant_ints(node.input(2))) {
+    if (x.shape && given->size() != x.shape->size())
+      return fail("output_shape does not match the input's rank");
+    return one({x.dtype, Shape(given->begin(), given->end())});
+  }
+  if (!x.shape || node.input(2)) return one({x.dtype, std::nullopt});
+  WEFT_ASSIGN_OR_RETURN(Shape out, max_unpool_default_shape(node));
+  return one({x.dtype, out});
+}
+
 TypesOrError infer_global_pool(const Node& node) {
   const TensorType& x = in_type(node, 0);
   if (!x.shape) return one(x);

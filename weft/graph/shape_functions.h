@@ -51,6 +51,7 @@ template <TypesOrError (*infer)(const Node&)> TypesOrError infer_integer(const N
 }
 TypesOrError infer_pad(const Node& node);
 TypesOrError infer_pool(const Node& node);
+TypesOrError infer_max_unpool(const Node& node);
 TypesOrError infer_global_pool(const Node& node);
 TypesOrError infer_concat(const Node& node);
 TypesOrError infer_gather(const Node& node);
@@ -101,6 +102,10 @@ Result<EinsumLabels> einsum_labels(const std::string& equation, const std::vecto
 // The positions a Compress keeps (where its constant condition is true, within the
 // extent it applies to), or none when the condition is not constant.
 std::optional<Ints> compress_positions(const Node& node);
+
+// The output shape of a MaxUnpool without output_shape: [N, C, (in - 1) * stride + kernel -
+// pads...]. Its indices address this shape even when output_shape is larger.
+Result<Shape> max_unpool_default_shape(const Node& node);
 
 // Numpy broadcasting of "shapes".
 Result<Shape> broadcast_shapes(const std::vector<Shape>& shapes);

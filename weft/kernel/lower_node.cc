@@ -43,8 +43,8 @@ bool can_lower(const Node& n) {
   if (n.op_type == "ConvInteger") return true;
   if (n.op_type == "Conv" || n.op_type == "ConvTranspose")
     return n.outputs[0]->type.dtype == DType::kF32 || n.outputs[0]->type.dtype == DType::kF64;
-  if (n.op_type == "MaxPool") return n.outputs.size() < 2 || !n.outputs[1]; // no Indices output yet
-  if (n.op_type == "AveragePool") return true;
+  if (n.op_type == "AveragePool" || n.op_type == "MaxPool") return true;
+  if (n.op_type == "MaxUnpool") return n.outputs[0]->type.has_static_shape();
   if (n.op_type == "Pad") return n.attrs_as<PadAttrs>().pads.has_value();
   if (n.op_type == "Resize" || n.op_type == "Upsample") return resize_scales(n).has_value();
   if (n.op_type == "CumSum") return n.attrs_as<CumSumAttrs>().axis.has_value(); // a constant axis
@@ -144,6 +144,7 @@ Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
   if (op == "Resize" || op == "Upsample") return lower_resize(n, name);
   if (op == "GridSample") return lower_grid_sample(n, name);
   if (op == "LRN") return lower_lrn(n, name);
+  if (op == "MaxUnpool") return lower_max_unpool(n, name);
   if (op == "ReverseSequence") return lower_reverse_sequence(n, name);
   if (op == "QuantizeLinear") return lower_quantize_linear(n, name);
   if (op == "DequantizeLinear") return lower_dequantize_linear(n, name);

@@ -26,6 +26,7 @@ Result<LoweredNode> lower_conv(const Node& n, const std::string& name);
 Result<LoweredNode> lower_conv_transpose(const Node& n, const std::string& name);
 Result<LoweredNode> lower_pool(const Node& n, const std::string& name);
 Result<LoweredNode> lower_lrn(const Node& n, const std::string& name);
+Result<LoweredNode> lower_max_unpool(const Node& n, const std::string& name);
 Result<LoweredNode> lower_reverse_sequence(const Node& n, const std::string& name);
 Result<LoweredNode> lower_pad(const Node& n, const std::string& name);
 Result<LoweredNode> lower_tile(const Node& n, const std::string& name);
