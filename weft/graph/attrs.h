@@ -123,6 +123,11 @@ struct ScatterAttrs {
   WEFT_FIELDS(f("axis", axis); f("reduction", reduction))
 };
 
+struct CompressAttrs {
+  std::optional<int64_t> axis; // none: the input is flattened first
+  WEFT_FIELDS(f("axis", axis))
+};
+
 struct AxesAttrs {          // Squeeze, Unsqueeze
   std::optional<Ints> axes; // Squeeze without axes removes every dim of extent 1
   WEFT_FIELDS(f("axes", axes))
@@ -256,6 +261,20 @@ struct WindowAttrs {
   WEFT_FIELDS(f("output_datatype", output_datatype); f("periodic", periodic))
 };
 
+struct ReverseSequenceAttrs {
+  int64_t batch_axis = 1;
+  int64_t time_axis = 0;
+  WEFT_FIELDS(f("batch_axis", batch_axis); f("time_axis", time_axis))
+};
+
+struct LrnAttrs {
+  float alpha = 0.0001f;
+  float beta = 0.75f;
+  float bias = 1.0f;
+  int64_t size = 1;
+  WEFT_FIELDS(f("alpha", alpha); f("beta", beta); f("bias", bias); f("size", size))
+};
+
 struct EinsumAttrs {
   std::string equation; // as given; spaces are ignored
   WEFT_FIELDS(f("equation", equation))
@@ -362,12 +381,13 @@ struct ConstantOfShapeAttrs {
 using OpAttrs =
     std::variant<NoAttrs, LegacyBroadcastAttrs, CastAttrs, AlphaAttrs, HardSigmoidAttrs, SeluAttrs,
                  ClipAttrs, ModAttrs, IsInfAttrs, ReduceAttrs, ArgReduceAttrs, SoftmaxAttrs,
-                 AxisAttrs, BatchDimsAttrs, ScatterAttrs, AxesAttrs, SplitAttrs, TransposeAttrs,
-                 ReshapeAttrs, ShapeAttrs, SliceAttrs, PadAttrs, ConvAttrs, ConvTransposeAttrs,
-                 PoolAttrs, GemmAttrs, BatchNormAttrs, EpsilonAttrs, LayerNormAttrs, DropoutAttrs,
-                 QuantizeAttrs, WindowAttrs, EinsumAttrs, TopKAttrs, TriluAttrs, EyeLikeAttrs,
-                 CumSumAttrs, BlockAttrs, BitShiftAttrs, ShrinkAttrs, ResizeAttrs, GridSampleAttrs,
-                 LossAttrs, ConstantAttrs, ConstantOfShapeAttrs>;
+                 AxisAttrs, BatchDimsAttrs, ScatterAttrs, CompressAttrs, AxesAttrs, SplitAttrs,
+                 TransposeAttrs, ReshapeAttrs, ShapeAttrs, SliceAttrs, PadAttrs, ConvAttrs,
+                 ConvTransposeAttrs, PoolAttrs, GemmAttrs, BatchNormAttrs, EpsilonAttrs,
+                 LayerNormAttrs, DropoutAttrs, QuantizeAttrs, WindowAttrs, ReverseSequenceAttrs,
+                 LrnAttrs, EinsumAttrs, TopKAttrs, TriluAttrs, EyeLikeAttrs, CumSumAttrs,
+                 BlockAttrs, BitShiftAttrs, ShrinkAttrs, ResizeAttrs, GridSampleAttrs, LossAttrs,
+                 ConstantAttrs, ConstantOfShapeAttrs>;
 
 #undef WEFT_FIELDS
 

@@ -246,6 +246,8 @@ OpAttrs parse_scatter(AttrParser& p) {
                       enum_attr<ScatterReduction>(p, "reduction", kScatterReductions, "none")};
 }
 
+OpAttrs parse_compress(AttrParser& p) { return CompressAttrs{p.optional_int("axis")}; }
+
 OpAttrs parse_axes(AttrParser& p) { return AxesAttrs{p.optional_ints("axes")}; }
 
 OpAttrs parse_split(AttrParser& p) {
@@ -298,6 +300,20 @@ OpAttrs parse_quantize(AttrParser& p) { return QuantizeAttrs{p.int_or("axis", 1)
 
 OpAttrs parse_window(AttrParser& p) {
   return WindowAttrs{p.dtype("output_datatype", DType::kF32), p.bool_or("periodic", true)};
+}
+
+OpAttrs parse_reverse_sequence(AttrParser& p) {
+  ReverseSequenceAttrs a{p.int_or("batch_axis", 1), p.int_or("time_axis", 0)};
+  if (!((a.batch_axis == 0 && a.time_axis == 1) || (a.batch_axis == 1 && a.time_axis == 0)))
+    p.fail("attributes 'batch_axis' and 'time_axis' must be 0 and 1, in either order");
+  return a;
+}
+
+OpAttrs parse_lrn(AttrParser& p) {
+  LrnAttrs a{p.float_or("alpha", 0.0001f), p.float_or("beta", 0.75f), p.float_or("bias", 1.0f),
+             p.int_or("size", 0)};
+  if (a.size < 1) p.fail("attribute 'size' is required and must be positive");
+  return a;
 }
 
 OpAttrs parse_einsum(AttrParser& p) {
@@ -532,6 +548,8 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"InstanceNormalization", 6, kAll, parse_epsilon, infer_same});
     t.push_back({"TopK", 10, kAll, parse_top_k, infer_top_k});
     t.push_back({"Einsum", 12, kAll, parse_einsum, infer_einsum});
+    t.push_back({"ReverseSequence", 10, kAll, parse_reverse_sequence, infer_same});
+    t.push_back({"LRN", 1, kAll, parse_lrn, infer_same});
     t.push_back({"QuantizeLinear", 10, kAll, parse_quantize, infer_quantize_linear});
     t.push_back({"DequantizeLinear", 10, kAll, parse_quantize, infer_dequantize_linear});
     t.push_back({"DynamicQuantizeLinear", 11, kAll, parse_none, infer_dynamic_quantize_linear});
@@ -555,14 +573,18 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"Gemm", 1, kAll, parse_gemm, infer_gemm});
     t.push_back({"Conv", 1, kAll, parse_conv, infer_conv});
     t.push_back({"ConvTranspose", 1, kAll, parse_conv_transpose, infer_conv_transpose});
+    t.push_back({"ConvInteger", 10, kAll, parse_conv, infer_integer<infer_conv>});
+    t.push_back({"MatMulInteger", 10, kAll, parse_none, infer_integer<infer_matmul>});
     t.push_back({"MaxPool", 1, kAll, parse_pool, infer_pool});
     t.push_back({"AveragePool", 1, kAll, parse_pool, infer_pool});
+    t.push_back({"MaxUnpool", 9, kAll, parse_pool, infer_max_unpool});
     t.push_back({"GlobalAveragePool", 1, kAll, parse_none, infer_global_pool});
     t.push_back({"GlobalMaxPool", 1, kAll, parse_none, infer_global_pool});
     t.push_back({"Concat", 4, kAll, parse_concat, infer_concat});
     t.push_back({"Gather", 1, kAll, parse_axis<0>, infer_gather});
     t.push_back({"GatherElements", 11, kAll, parse_axis<0>, infer_gather_elements});
     t.push_back({"GatherND", 11, kAll, parse_batch_dims, infer_gather_nd});
+    t.push_back({"Compress", 11, kAll, parse_compress, infer_compress});
     t.push_back({"Scatter", 9, 10, parse_scatter, infer_scatter});
     t.push_back({"ScatterElements", 11, kAll, parse_scatter, infer_scatter});
     t.push_back({"ScatterND", 11, kAll, parse_scatter, infer_scatter});

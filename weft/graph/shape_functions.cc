@@ -424,6 +424,36 @@ TypesOrError infer_pool(const Node& node) {
   return types;
 }
 
+Result<Shape> max_unpool_default_shape(const Node& node) {
+  const auto& a = node.attrs_as<PoolAttrs>();
+  const TensorType& x = in_type(node, 0);
+  if (!x.shape) return fail("the input's rank is unknown");
+  size_t spatial = x.shape->size() - 2;
+  if (a.kernel_shape.size() != spatial) return fail("kernel_shape does not match the input");
+  Shape out = {(*x.shape)[0], (*x.shape)[1]};
+  for (size_t i = 0; i < spatial; ++i) {
+    const Dim& in = (*x.shape)[i + 2];
+    int64_t stride = a.strides.empty() ? 1 : a.strides[i];
+    int64_t pads = a.pads.empty() ? 0 : a.pads[i] + a.pads[i + spatial];
+    out.push_back(in.is_static() ? Dim((in.value() - 1) * stride + a.kernel_shape[i] - pads)
+                                 : Dim::unknown());
+  }
+  return out;
+}
+
+// The output_shape input when given (constant), else the default shape.
+TypesOrError infer_max_unpool(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  if (std::optional<Ints> given = constant_ints(node.input(2))) {
+    if (x.shape && given->size() != x.shape->size())
+      return fail("output_shape does not match the input's rank");
+    return one({x.dtype, Shape(given->begin(), given->end())});
+  }
+  if (!x.shape || node.input(2)) return one({x.dtype, std::nullopt});
+  WEFT_ASSIGN_OR_RETURN(Shape out, max_unpool_default_shape(node));
+  return one({x.dtype, out});
+}
+
 TypesOrError infer_global_pool(const Node& node) {
   const TensorType& x = in_type(node, 0);
   if (!x.shape) return one(x);
@@ -854,6 +884,35 @@ TypesOrError infer_scatter(const Node& node) {
     }
   }
   return one(data);
+}
+
+std::optional<Ints> compress_positions(const Node& node) {
+  const Value* cond = node.input(1);
+  if (!cond || !cond->is_constant()) return std::nullopt;
+  Ints kept;
+  for (int64_t i = 0; i < cond->constant->num_elements(); ++i) {
+    if (cond->constant->get_int64(i) != 0) kept.push_back(i);
+  }
+  return kept;
+}
+
+// The kept positions along the axis (or of the flattened input).
+TypesOrError infer_compress(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  std::optional<int64_t> axis = node.attrs_as<CompressAttrs>().axis;
+  std::optional<Ints> kept = compress_positions(node);
+  Dim count = kept ? Dim(static_cast<int64_t>(kept->size())) : Dim::unknown();
+  if (!axis) return one({x.dtype, Shape{count}});
+  if (!x.shape) return one({x.dtype, std::nullopt});
+  int64_t rank = static_cast<int64_t>(x.shape->size());
+  WEFT_ASSIGN_OR_RETURN(int64_t a, normalize_axis(*axis, rank));
+  Shape out = *x.shape;
+  const Dim& extent = out[static_cast<size_t>(a)];
+  if (kept && !kept->empty() && extent.is_static() && kept->back() >= extent.value())
+    return fail(fmt::format("the condition keeps position {} of an axis of {}", kept->back(),
+                            extent.value()));
+  out[static_cast<size_t>(a)] = count;
+  return one({x.dtype, out});
 }
 
 // y: the index tuples' dims, then the data dims the tuples do not index.

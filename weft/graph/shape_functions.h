@@ -42,14 +42,23 @@ TypesOrError infer_matmul(const Node& node);
 TypesOrError infer_gemm(const Node& node);
 TypesOrError infer_conv(const Node& node);
 TypesOrError infer_conv_transpose(const Node& node);
+// ConvInteger, MatMulInteger: the float op's shapes, with i32 results.
+template <TypesOrError (*infer)(const Node&)> TypesOrError infer_integer(const Node& node) {
+  WEFT_ASSIGN_OR_RETURN(std::vector<TensorType> types, infer(node));
+  for (TensorType& t : types)
+    t.dtype = DType::kI32;
+  return types;
+}
 TypesOrError infer_pad(const Node& node);
 TypesOrError infer_pool(const Node& node);
+TypesOrError infer_max_unpool(const Node& node);
 TypesOrError infer_global_pool(const Node& node);
 TypesOrError infer_concat(const Node& node);
 TypesOrError infer_gather(const Node& node);
 TypesOrError infer_gather_elements(const Node& node);
 TypesOrError infer_gather_nd(const Node& node);
 TypesOrError infer_scatter(const Node& node);
+TypesOrError infer_compress(const Node& node);
 TypesOrError infer_flatten(const Node& node);
 TypesOrError infer_squeeze(const Node& node);
 TypesOrError infer_unsqueeze(const Node& node);
@@ -89,6 +98,14 @@ struct EinsumLabels {
   std::string output;
 };
 Result<EinsumLabels> einsum_labels(const std::string& equation, const std::vector<size_t>& ranks);
+
+// The positions a Compress keeps (where its constant condition is true, within the
+// extent it applies to), or none when the condition is not constant.
+std::optional<Ints> compress_positions(const Node& node);
+
+// The output shape of a MaxUnpool without output_shape: [N, C, (in - 1) * stride + kernel -
+// pads...]. Its indices address this shape even when output_shape is larger.
+Result<Shape> max_unpool_default_shape(const Node& node);
 
 // Numpy broadcasting of "shapes".
 Result<Shape> broadcast_shapes(const std::vector<Shape>& shapes);

@@ -88,6 +88,16 @@ int load_as(StatementBuilder& b, int buffer, std::vector<AffineExpr> index, DTyp
   return stored == t ? v : b.op(ExprOp::kCast, t, {v});
 }
 
+int subtract_zero_point(KernelBuilder& k, StatementBuilder& b, const Value* zp, int v,
+                        const AffineExpr& index, DType t) {
+  if (!zp) return v;
+  Dim count = num_elements(*zp->type.shape);
+  bool single = count.value() == 1;
+  int buf = k.buffer(zp, BufferRole::kInput, {count});
+  int z = load_as(b, buf, {single ? AffineExpr::constant_of(0) : index}, zp->type.dtype, t);
+  return b.op(ExprOp::kSub, t, {v, z});
+}
+
 std::vector<AffineExpr> iterators(size_t n) {
   std::vector<AffineExpr> out;
   for (size_t i = 0; i < n; ++i)

@@ -52,6 +52,11 @@ Dim num_elements(const Shape& s);
 // A load of "buffer" (stored as "stored") converted to "t".
 int load_as(StatementBuilder& b, int buffer, std::vector<AffineExpr> index, DType stored, DType t);
 
+// "v" minus the zero point "zp" (absent: v itself), in "t": a scalar or one-element zero
+// point applies everywhere, a vector one at "index" (ConvInteger, MatMulInteger).
+int subtract_zero_point(KernelBuilder& k, StatementBuilder& b, const Value* zp, int v,
+                        const AffineExpr& index, DType t);
+
 // Iterators 0..n-1 as index expressions.
 std::vector<AffineExpr> iterators(size_t n);
 // Index of an operand of shape "in" broadcast (numpy, right-aligned) to the domain "out".

@@ -167,4 +167,30 @@ Result<LoweredNode> lower_scatter_nd(const Node& n, const std::string& name) {
   return k.lowered();
 }
 
+// y[t, b] = x[t < len[b] ? len[b] - 1 - t : t, b] (batch and time axes in either order):
+// the first len[b] steps of each sequence reversed, through a computed indirect index.
+Result<LoweredNode> lower_reverse_sequence(const Node& n, const std::string& name) {
+  const auto& a = n.attrs_as<ReverseSequenceAttrs>();
+  const Value* x = n.inputs[0];
+  const Value* lens = n.inputs[1];
+  const Shape& shape = *x->type.shape;
+  int time = static_cast<int>(a.time_axis), batch = static_cast<int>(a.batch_axis);
+  KernelBuilder k(name);
+  int in = k.buffer(x, BufferRole::kInput);
+  int bl = k.buffer(lens, BufferRole::kInput);
+  StatementBuilder b("reverse_sequence", shape);
+  constexpr DType kI64 = DType::kI64;
+  int len = load_as(b, bl, {AffineExpr::iterator(batch)}, lens->type.dtype, kI64);
+  int t = b.iterator(time);
+  int reversed =
+      b.op(ExprOp::kSub, kI64, {b.op(ExprOp::kSub, kI64, {len, b.constant(1, kI64)}), t});
+  int source =
+      b.op(ExprOp::kSelect, kI64, {b.op(ExprOp::kLt, DType::kBool, {t, len}), reversed, t});
+  std::vector<AffineExpr> index = iterators(shape.size());
+  index[static_cast<size_t>(time)] = AffineExpr::constant_of(0);
+  int v = b.gather(in, index, {{time, source, IndexWrap::kClamp}}, x->type.dtype);
+  k.add(b.store(v, k.buffer(n.outputs[0], BufferRole::kOutput), iterators(shape.size())));
+  return k.lowered();
+}
+
 } // namespace weft::kernel

@@ -11,7 +11,8 @@
 namespace weft::kernel {
 
 // y[..., m, n] = sum_k a[..., m, k] * b[..., k, n], with numpy batch broadcasting and 1-D
-// operands promoted as numpy does. Iterators: batch dims, m, n, then k.
+// operands promoted as numpy does; MatMulInteger subtracts the zero points, in i32. Iterators:
+// batch dims, m, n, then k.
 Result<LoweredNode> lower_matmul(const Node& n, const std::string& name) {
   const Value* a = n.inputs[0];
   const Value* b = n.inputs[1];
@@ -56,6 +57,10 @@ Result<LoweredNode> lower_matmul(const Node& n, const std::string& name) {
   StatementBuilder mac("multiply_add", domain);
   int x = load_as(mac, ba, operand_index(sa, m == 1 ? -1 : im, ik), a->type.dtype, t);
   int w = load_as(mac, bb, operand_index(sb, ik, nn == 1 ? -1 : in), b->type.dtype, t);
+  if (n.op_type == "MatMulInteger") { // zero points per row of A, per column of B
+    x = subtract_zero_point(kb, mac, n.input(2), x, AffineExpr::iterator(im), t);
+    w = subtract_zero_point(kb, mac, n.input(3), w, AffineExpr::iterator(in), t);
+  }
   kb.add(mac.store(mac.op(ExprOp::kMul, t, {x, w}), acc, {flat}, Combine::kSum));
   StatementBuilder fin("finish", {num_elements(out)});
   int r = fin.load(acc, iterators(1), t);

@@ -40,25 +40,22 @@ bool has_static_shapes(const Node& n) {
 
 bool can_lower(const Node& n) {
   if (is_training_dropout(n)) return false;
+  if (n.op_type == "ConvInteger") return true;
   if (n.op_type == "Conv" || n.op_type == "ConvTranspose")
     return n.outputs[0]->type.dtype == DType::kF32 || n.outputs[0]->type.dtype == DType::kF64;
-  if (n.op_type == "MaxPool") return n.outputs.size() < 2 || !n.outputs[1]; // no Indices output yet
-  if (n.op_type == "AveragePool") return true;
+  if (n.op_type == "AveragePool" || n.op_type == "MaxPool") return true;
+  if (n.op_type == "MaxUnpool") return n.outputs[0]->type.has_static_shape();
   if (n.op_type == "Pad") return n.attrs_as<PadAttrs>().pads.has_value();
   if (n.op_type == "Resize" || n.op_type == "Upsample") return resize_scales(n).has_value();
   if (n.op_type == "CumSum") return n.attrs_as<CumSumAttrs>().axis.has_value(); // a constant axis
   static const std::set<std::string_view> ops = {"ArgMax",
                                                  "ArgMin",
                                                  "BatchNormalization",
-                                                 "Concat",
                                                  "BlackmanWindow",
+                                                 "Concat",
                                                  "DepthToSpace",
                                                  "DequantizeLinear",
                                                  "DynamicQuantizeLinear",
-                                                 "GridSample",
-                                                 "HammingWindow",
-                                                 "HannWindow",
-                                                 "QuantizeLinear",
                                                  "Einsum",
                                                  "EyeLike",
                                                  "Gather",
@@ -67,13 +64,19 @@ bool can_lower(const Node& n) {
                                                  "Gemm",
                                                  "GlobalAveragePool",
                                                  "GlobalMaxPool",
+                                                 "GridSample",
+                                                 "HammingWindow",
+                                                 "HannWindow",
                                                  "Hardmax",
                                                  "InstanceNormalization",
+                                                 "LRN",
                                                  "LayerNormalization",
                                                  "LogSoftmax",
                                                  "MatMul",
+                                                 "MatMulInteger",
                                                  "NegativeLogLikelihoodLoss",
                                                  "OneHot",
+                                                 "QuantizeLinear",
                                                  "Range",
                                                  "ReduceL1",
                                                  "ReduceL2",
@@ -85,6 +88,7 @@ bool can_lower(const Node& n) {
                                                  "ReduceProd",
                                                  "ReduceSum",
                                                  "ReduceSumSquare",
+                                                 "ReverseSequence",
                                                  "Scatter",
                                                  "ScatterElements",
                                                  "ScatterND",
@@ -116,11 +120,11 @@ Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
   if (op == "Concat") return lower_concat(n, name);
   if (op == "Split") return lower_split(n, name);
   if (op == "Tile") return lower_tile(n, name);
-  if (op == "Conv") return lower_conv(n, name);
+  if (op == "Conv" || op == "ConvInteger") return lower_conv(n, name);
   if (op == "ConvTranspose") return lower_conv_transpose(n, name);
   if (op == "MaxPool" || op == "AveragePool") return lower_pool(n, name);
   if (op == "Pad") return lower_pad(n, name);
-  if (op == "MatMul") return lower_matmul(n, name);
+  if (op == "MatMul" || op == "MatMulInteger") return lower_matmul(n, name);
   if (op == "Gemm") return lower_gemm(n, name);
   if (op == "Einsum") return lower_einsum(n, name);
   if (op.starts_with("Global")) return lower_global_pool(n, name);
@@ -139,6 +143,9 @@ Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
   if (op == "TopK") return lower_top_k(n, name);
   if (op == "Resize" || op == "Upsample") return lower_resize(n, name);
   if (op == "GridSample") return lower_grid_sample(n, name);
+  if (op == "LRN") return lower_lrn(n, name);
+  if (op == "MaxUnpool") return lower_max_unpool(n, name);
+  if (op == "ReverseSequence") return lower_reverse_sequence(n, name);
   if (op == "QuantizeLinear") return lower_quantize_linear(n, name);
   if (op == "DequantizeLinear") return lower_dequantize_linear(n, name);
   if (op == "DynamicQuantizeLinear") return lower_dynamic_quantize_linear(n, name);

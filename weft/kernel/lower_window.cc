@@ -61,12 +61,15 @@ void add_bounds(std::vector<AffineExpr>& guards, const AffineExpr& pos, int64_t 
 } // namespace
 
 // y[n, m, o...] = bias[m] + sum over c, k... of x[n, g*Cg + c, tap] * w[m, c, k...], with
-// m = g*Mg + mg so that the group is an iterator and every index stays affine.
+// m = g*Mg + mg so that the group is an iterator and every index stays affine. ConvInteger
+// subtracts the zero points and accumulates in i32 (padding contributes 0, as a padded
+// zero point would).
 Result<LoweredNode> lower_conv(const Node& n, const std::string& name) {
   const auto& a = n.attrs_as<ConvAttrs>();
   const Value* x = n.inputs[0];
   const Value* w = n.inputs[1];
-  const Value* b = n.input(2);
+  bool integer = n.op_type == "ConvInteger"; // inputs 2 and 3 are zero points, no bias
+  const Value* b = integer ? nullptr : n.input(2);
   const Value* y = n.outputs[0];
   const Shape& ws = *w->type.shape;
   Ints kernel = a.kernel_shape;
@@ -111,8 +114,13 @@ Result<LoweredNode> lower_conv(const Node& n, const std::string& name) {
     w_index.push_back(AffineExpr::iterator(ik + static_cast<int>(i)));
     add_bounds(guards, pos, 0, win[i].in);
   }
-  int product = mac.op(ExprOp::kMul, t, {mac.load(bx, x_index, t), mac.load(bw, w_index, t)});
-  Statement s = mac.store(product, by, y_index, Combine::kSum);
+  int xv = load_as(mac, bx, x_index, x->type.dtype, t);
+  int wv = load_as(mac, bw, w_index, w->type.dtype, t);
+  if (integer) { // a zero point per tensor for x, per tensor or output channel for w
+    xv = subtract_zero_point(k, mac, n.input(2), xv, AffineExpr::constant_of(0), t);
+    wv = subtract_zero_point(k, mac, n.input(3), wv, m_index, t);
+  }
+  Statement s = mac.store(mac.op(ExprOp::kMul, t, {xv, wv}), by, y_index, Combine::kSum);
   s.guards = guards;
   k.add(std::move(s));
   return k.lowered();
@@ -176,6 +184,138 @@ Result<LoweredNode> lower_conv_transpose(const Node& n, const std::string& name)
   return k.lowered();
 }
 
+namespace {
+
+// The value of an affine expression of the iterators, as an i64 node.
+int affine_value(StatementBuilder& b, const AffineExpr& e) {
+  int v = b.constant(static_cast<double>(e.constant), DType::kI64);
+  for (auto [iter, coeff] : e.terms) {
+    int term = b.op(ExprOp::kMul, DType::kI64,
+                    {b.iterator(iter), b.constant(static_cast<double>(coeff), DType::kI64)});
+    v = b.op(ExprOp::kAdd, DType::kI64, {v, term});
+  }
+  return v;
+}
+
+// MaxPool's Indices: the lowest flat index of x (over [N, C, spatial...], the spatial dims
+// row-major, or column-major with storage_order 1) among the in-bounds taps that hold the
+// max, as a min over the pool's domain.
+void add_max_indices(KernelBuilder& k, const Node& n, const std::vector<Window>& win, int bx,
+                     int by, const Shape& domain, const std::vector<AffineExpr>& x_index,
+                     const std::vector<AffineExpr>& inside) {
+  const Value* x = n.inputs[0];
+  const Value* indices = n.outputs[1];
+  const Shape& xs = *x->type.shape;
+  bool column_major = n.attrs_as<PoolAttrs>().storage_order == 1;
+  size_t spatial = win.size();
+  // flat = (n * C + c) * plane + sum of position * stride.
+  int64_t plane = 1;
+  for (size_t i = 0; i < spatial; ++i)
+    plane *= win[i].in;
+  AffineExpr flat = {0, {{0, xs[1].value() * plane}, {1, plane}}};
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t stride = 1;
+    for (size_t j = 0; j < spatial; ++j) {
+      if (column_major ? j < i : j > i) stride *= win[j].in;
+    }
+    for (auto [iter, coeff] : x_index[2 + i].terms)
+      flat.terms.push_back({iter, coeff * stride});
+    flat.constant += x_index[2 + i].constant * stride;
+  }
+  Shape out_domain(domain.begin(), domain.begin() + 2 + static_cast<int64_t>(spatial));
+  std::vector<AffineExpr> y_index = iterators(out_domain.size());
+  int bi = k.buffer(indices, BufferRole::kOutput);
+  double none = static_cast<double>(num_elements(xs).value()); // above every index
+  StatementBuilder init("init_indices", out_domain);
+  k.add(init.store(init.constant(none, DType::kI64), bi, y_index));
+  StatementBuilder b("find_indices", domain);
+  DType t = x->type.dtype;
+  int hit = b.op(ExprOp::kEq, DType::kBool, {b.load(bx, x_index, t), b.load(by, y_index, t)});
+  int candidate = b.op(ExprOp::kSelect, DType::kI64,
+                       {hit, affine_value(b, flat), b.constant(none, DType::kI64)});
+  Statement s = b.store(candidate, bi, y_index, Combine::kMin);
+  s.guards = inside;
+  k.add(std::move(s));
+}
+
+} // namespace
+
+// LRN: y = x / (bias + alpha / size * sum of x^2 over the channels c - (size - 1) / 2 ...
+// c + size / 2 that exist)^beta. The sum is a reduction over the domain [N, C, rest, tap]
+// cut by guards, in the accumulator type.
+Result<LoweredNode> lower_lrn(const Node& n, const std::string& name) {
+  const auto& a = n.attrs_as<LrnAttrs>();
+  const Value* x = n.inputs[0];
+  const Value* y = n.outputs[0];
+  const Shape& xs = *x->type.shape;
+  int64_t rest = 1;
+  for (size_t i = 2; i < xs.size(); ++i)
+    rest *= xs[i].value();
+  Shape view = {xs[0], xs[1], rest};
+  DType t = accumulator_type(y->type.dtype);
+  KernelBuilder k(name);
+  int in = k.buffer(x, BufferRole::kInput, view);
+  int out = k.buffer(y, BufferRole::kOutput, view);
+  int sum = k.temp(t, view);
+  std::vector<AffineExpr> all = iterators(3);
+  StatementBuilder init("init", view);
+  k.add(init.store(init.constant(0, t), sum, all));
+  int64_t before = (a.size - 1) / 2;
+  AffineExpr channel = {-before, {{1, 1}, {3, 1}}}; // c + tap - (size - 1) / 2
+  StatementBuilder sq("sum_squares", {xs[0], xs[1], rest, a.size});
+  int v = load_as(sq, in, {AffineExpr::iterator(0), channel, AffineExpr::iterator(2)},
+                  x->type.dtype, t);
+  Statement s = sq.store(sq.op(ExprOp::kMul, t, {v, v}), sum, all, Combine::kSum);
+  add_bounds(s.guards, channel, 0, xs[1].value());
+  k.add(std::move(s));
+  StatementBuilder b("normalize", view);
+  int scaled = b.op(ExprOp::kMul, t,
+                    {b.constant(a.alpha / static_cast<double>(a.size), t), b.load(sum, all, t)});
+  int denominator =
+      b.op(ExprOp::kPow, t,
+           {b.op(ExprOp::kAdd, t, {b.constant(a.bias, t), scaled}), b.constant(a.beta, t)});
+  int r = b.op(ExprOp::kDiv, t, {load_as(b, in, all, x->type.dtype, t), denominator});
+  if (t != y->type.dtype) r = b.op(ExprOp::kCast, y->type.dtype, {r});
+  k.add(b.store(r, out, all));
+  return k.lowered();
+}
+
+// MaxUnpool: y = 0, then y[position of I[p]] = X[p]. The indices are flat over the
+// default output shape (as MaxPool's Indices are over its input); a larger output_shape
+// keeps the positions, so each index is split into coordinates, an indirect write each.
+Result<LoweredNode> lower_max_unpool(const Node& n, const std::string& name) {
+  const Value* x = n.inputs[0];
+  const Value* idx = n.inputs[1];
+  const Value* y = n.outputs[0];
+  WEFT_ASSIGN_OR_RETURN(Shape addressed, max_unpool_default_shape(n));
+  const Shape& xs = *x->type.shape;
+  const Shape& ys = *y->type.shape;
+  KernelBuilder k(name);
+  int bx = k.buffer(x, BufferRole::kInput);
+  int bi = k.buffer(idx, BufferRole::kInput);
+  int by = k.buffer(y, BufferRole::kOutput);
+  DType t = y->type.dtype;
+  StatementBuilder zero("zero", ys);
+  k.add(zero.store(zero.constant(0, t), by, iterators(ys.size())));
+  StatementBuilder b("unpool", xs);
+  constexpr DType kI64 = DType::kI64;
+  int flat = load_as(b, bi, iterators(xs.size()), idx->type.dtype, kI64);
+  std::vector<IndirectIndex> indirect;
+  int64_t stride = 1;
+  for (size_t d = addressed.size(); d-- > 0;) {
+    int64_t extent = addressed[d].value();
+    int c = b.op(ExprOp::kDiv, kI64, {flat, b.constant(static_cast<double>(stride), kI64)});
+    c = b.op(ExprOp::kMod, kI64, {c, b.constant(static_cast<double>(extent), kI64)});
+    indirect.insert(indirect.begin(), {static_cast<int>(d), c, IndexWrap::kClamp});
+    stride *= extent;
+  }
+  Statement s = b.store(b.load(bx, iterators(xs.size()), t), by,
+                        std::vector<AffineExpr>(ys.size(), AffineExpr::constant_of(0)));
+  s.write.indirect = std::move(indirect);
+  k.add(std::move(s));
+  return k.lowered();
+}
+
 // MaxPool: the max over in-bounds taps. AveragePool: their sum over their count, where
 // count_include_pad also counts taps in the padding (but not beyond it).
 Result<LoweredNode> lower_pool(const Node& n, const std::string& name) {
@@ -213,6 +353,9 @@ Result<LoweredNode> lower_pool(const Node& n, const std::string& name) {
       acc.store(acc.load(bx, x_index, t), by, y_index, max ? Combine::kMax : Combine::kSum);
   s.guards = inside;
   k.add(std::move(s));
+  if (max && n.outputs.size() > 1 && n.outputs[1]) {
+    add_max_indices(k, n, win, bx, by, domain, x_index, inside);
+  }
   if (!max) {
     int cnt = k.temp(t, out_domain);
     StatementBuilder zero("init_count", out_domain);

@@ -112,7 +112,7 @@ Result<Tensor> npy_decode(const std::string& bytes) {
   if (!dims_are_allocatable(found->dtype, dims, &count)) return bad("the shape is too large");
   size_t data_start = header_start + header_len;
   size_t num_bytes = static_cast<size_t>(count) * static_cast<size_t>(dtype_size(found->dtype));
-  if (bytes.size() - data_start != num_bytes) {  // checked before allocating
+  if (bytes.size() - data_start != num_bytes) { // checked before allocating
     return bad(fmt::format("it holds {} data bytes, its shape needs {}", bytes.size() - data_start,
                            num_bytes));
   }

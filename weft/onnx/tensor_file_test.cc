@@ -3,7 +3,6 @@
 #include <fstream>
 
 #include <gtest/gtest.h>
-
 #include <onnx/onnx_pb.h>
 
 #include "weft/onnx/npy.h"

@@ -134,8 +134,8 @@ Result<Tensor> tensor_from_proto(const P& proto, const std::string& base_dir) {
     raw = &proto.raw_data();
   }
   if (raw && raw->size() != num_bytes) {
-    return tensor_error(proto, fmt::format("has {} bytes of data, its dims need {}", raw->size(),
-                                           num_bytes));
+    return tensor_error(
+        proto, fmt::format("has {} bytes of data, its dims need {}", raw->size(), num_bytes));
   }
   if (!raw && typed_field_size(proto, *dtype) != count) {
     return tensor_error(proto, fmt::format("holds {} elements, its dims need {}",

@@ -194,6 +194,37 @@ void canonicalize_cum_sum(Node& node) {
   drop_inputs_from(node, 1);
 }
 
+// Compress with a constant condition is a Gather of the kept positions (of the flattened
+// input, through a Reshape, when there is no axis).
+void canonicalize_compress(Graph& graph, Node& node) {
+  std::optional<Ints> kept = compress_positions(node);
+  Value* x = node.inputs[0];
+  std::optional<int64_t> axis = node.attrs_as<CompressAttrs>().axis;
+  if (!kept || (!axis && !x->type.has_static_shape())) return;
+  if (!axis) {
+    int64_t count = shape_num_elements(*x->type.shape).value_or(0);
+    Value* flat =
+        graph.add_value(graph.unique_name(x->name + "_flat"), {x->type.dtype, Shape{count}});
+    Node reshape;
+    reshape.name = graph.unique_node_name(node.name + "_flatten");
+    reshape.op_type = "Reshape";
+    reshape.opset = node.opset;
+    reshape.def = find_op("Reshape", node.opset);
+    reshape.attrs = ReshapeAttrs{false, Ints{count}};
+    reshape.inputs = {x};
+    reshape.outputs = {flat};
+    graph.insert_node_before(&node, std::move(reshape));
+    x = flat;
+  }
+  Tensor positions = Tensor::vector_i64(*kept);
+  node.op_type = "Gather";
+  node.def = find_op("Gather", node.opset);
+  node.attrs = AxisAttrs{axis.value_or(0)};
+  normalize_axis_in_place(node.attrs_as<AxisAttrs>().axis, rank_of(x));
+  node.inputs = {x,
+                 graph.add_constant(graph.unique_name(node.name + "_kept"), std::move(positions))};
+}
+
 void canonicalize_reshape(Node& node) {
   auto& a = node.attrs_as<ReshapeAttrs>();
   if (!a.shape) {
@@ -229,6 +260,8 @@ void canonicalize_node(Graph& graph, Node& node) {
     canonicalize_reshape(node);
   } else if (op == "CumSum") {
     canonicalize_cum_sum(node);
+  } else if (op == "Compress") {
+    canonicalize_compress(graph, node);
   } else if (auto* arg = std::get_if<ArgReduceAttrs>(&node.attrs)) {
     normalize_axis_in_place(arg->axis, rank_of(node.inputs[0]));
   } else if (auto* sm = std::get_if<SoftmaxAttrs>(&node.attrs)) {

@@ -4,7 +4,10 @@
 //   broadcasting: "B" is unsqueezed on the right so that it aligns at the legacy axis.
 // - Attributes that newer opsets take as constant inputs move into the typed attributes
 //   and the inputs are dropped: Reduce* axes, Squeeze/Unsqueeze axes, Split sizes, Clip
-//   bounds, Slice starts/ends/axes/steps, Pad pads and value, and the Reshape target.
+//   bounds, Slice starts/ends/axes/steps, Pad pads and value, the Reshape target, and
+//   CumSum's axis.
+// - Compress with a constant condition becomes a Gather of the kept positions (after a
+//   Reshape that flattens the input, when it has no axis).
 // - Axes become non-negative and sorted where the rank is known. A reduction always lists
 //   its axes; one with noop_with_empty_axes and no axes becomes an Identity.
 //

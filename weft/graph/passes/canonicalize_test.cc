@@ -116,5 +116,20 @@ TEST(Canonicalize, NothingToDo) {
   EXPECT_EQ(canonical(model), print_body(graph_from_text(model)));
 }
 
+// Without an axis, the input is flattened; the kept positions become a constant.
+TEST(Canonicalize, CompressWithConstantConditionIsAGather) {
+  EXPECT_EQ(canonical(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2, 3] x) => (float[2] y) {
+      c = Constant <value = bool[4] {0, 1, 0, 1}> ()
+      y = Compress (x, c)
+    })"),
+            "  input %x: f32[2,3]\n"
+            "  const %Compress_1_kept = i64[2]{1, 3}\n"
+            "  node Compress_1_flatten: %x_flat: f32[6] = Reshape(%x) {allowzero=0, shape=[6]}\n"
+            "  node Compress_1: %y: f32[2] = Gather(%x_flat, %Compress_1_kept) {axis=0}\n"
+            "  output %y: f32[2]\n");
+}
+
 } // namespace
 } // namespace weft
