@@ -198,8 +198,8 @@ class CliTest(unittest.TestCase):
         model = helper.make_model(helper.make_graph(nodes, "g", [x], [y], [w]),
                                   opset_imports=[helper.make_opsetid("", 13)])
         path = save(model, self.dir)
-        self.assert_one_line_error(weft("run", path, "--fill", "ones", "--output-dir", self.dir), "cannot execute yet", "Conv",
-                                   "'conv'")
+        r = weft("run", path, "--fill", "ones", "--output-dir", self.dir)
+        self.assert_one_line_error(r, "cannot execute yet", "Conv", "'conv'")
 
     def test_test_onnx_reports_pass_and_fail(self):
         data = "/usr/share/libonnx-testdata/data/node"
