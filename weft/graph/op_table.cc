@@ -575,6 +575,8 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"ConvTranspose", 1, kAll, parse_conv_transpose, infer_conv_transpose});
     t.push_back({"ConvInteger", 10, kAll, parse_conv, infer_conv_integer});
     t.push_back({"MatMulInteger", 10, kAll, parse_none, infer_matmul_integer});
+    t.push_back({"QLinearMatMul", 10, kAll, parse_none, infer_qlinear});
+    t.push_back({"QLinearConv", 10, kAll, parse_conv, infer_qlinear});
     t.push_back({"MaxPool", 1, kAll, parse_pool, infer_pool});
     t.push_back({"AveragePool", 1, kAll, parse_pool, infer_pool});
     t.push_back({"MaxUnpool", 9, kAll, parse_pool, infer_max_unpool});

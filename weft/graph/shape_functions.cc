@@ -583,6 +583,18 @@ TypesOrError infer_conv_integer(const Node& node) {
   return types;
 }
 
+// QLinearMatMul and QLinearConv: the float op's shapes on (A, B) or (X, W), with the type
+// of the output zero point.
+TypesOrError infer_qlinear(const Node& node) {
+  Node plain = node;
+  plain.inputs = {node.inputs[0], node.inputs[3]};
+  WEFT_ASSIGN_OR_RETURN(std::vector<TensorType> types,
+                        node.op_type == "QLinearConv" ? infer_conv(plain) : infer_matmul(plain));
+  const Value* zero = node.input(7);
+  types[0].dtype = zero ? zero->type.dtype : DType::kU8;
+  return types;
+}
+
 // MatMulInteger's zero points: one, or one per row of A (per column of B).
 TypesOrError infer_matmul_integer(const Node& node) {
   WEFT_ASSIGN_OR_RETURN(std::vector<TensorType> types, infer_matmul(node));

@@ -53,6 +53,7 @@ TypesOrError infer_reverse_sequence(const Node& node);
 TypesOrError infer_instance_norm(const Node& node);
 TypesOrError infer_conv_integer(const Node& node);
 TypesOrError infer_matmul_integer(const Node& node);
+TypesOrError infer_qlinear(const Node& node);
 TypesOrError infer_gather_nd(const Node& node);
 TypesOrError infer_scatter(const Node& node);
 TypesOrError infer_compress(const Node& node);

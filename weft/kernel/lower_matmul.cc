@@ -11,11 +11,17 @@
 namespace weft::kernel {
 
 // y[..., m, n] = sum_k a[..., m, k] * b[..., k, n], with numpy batch broadcasting and 1-D
-// operands promoted as numpy does; MatMulInteger subtracts the zero points, in i32. Iterators:
+// operands promoted as numpy does; MatMulInteger subtracts the zero points, in i32, and
+// QLinearMatMul then requantizes. Iterators:
 // batch dims, m, n, then k.
 Result<LoweredNode> lower_matmul(const Node& n, const std::string& name) {
+  // MatMulInteger: a, b, a_zero_point, b_zero_point. QLinearMatMul: a, a_scale, a_zero_point,
+  // b, b_scale, b_zero_point, y_scale, y_zero_point.
+  bool integer = n.op_type == "MatMulInteger", qlinear = n.op_type == "QLinearMatMul";
   const Value* a = n.inputs[0];
-  const Value* b = n.inputs[1];
+  const Value* b = n.inputs[qlinear ? 3 : 1];
+  const Value* a_zero = qlinear || integer ? n.input(2) : nullptr;
+  const Value* b_zero = qlinear ? n.input(5) : integer ? n.input(3) : nullptr;
   const Value* y = n.outputs[0];
   Shape sa = *a->type.shape, sb = *b->type.shape;
   bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
@@ -29,7 +35,7 @@ Result<LoweredNode> lower_matmul(const Node& n, const std::string& name) {
   size_t batch = out.size() - 2;
   Shape domain = out;
   domain.push_back(k);
-  DType t = accumulator_type(y->type.dtype);
+  DType t = qlinear ? DType::kI32 : accumulator_type(y->type.dtype);
   KernelBuilder kb(name);
   int ba = kb.buffer(a, BufferRole::kInput, sa);
   int bb = kb.buffer(b, BufferRole::kInput, sb);
@@ -57,11 +63,15 @@ Result<LoweredNode> lower_matmul(const Node& n, const std::string& name) {
   StatementBuilder mac("multiply_add", domain);
   int x = load_as(mac, ba, operand_index(sa, m == 1 ? -1 : im, ik), a->type.dtype, t);
   int w = load_as(mac, bb, operand_index(sb, ik, nn == 1 ? -1 : in), b->type.dtype, t);
-  if (n.op_type == "MatMulInteger") { // zero points per row of A, per column of B
-    x = subtract_zero_point(kb, mac, n.input(2), x, AffineExpr::iterator(im), t);
-    w = subtract_zero_point(kb, mac, n.input(3), w, AffineExpr::iterator(in), t);
-  }
+  // Zero points: per row of A, per column of B.
+  x = subtract_zero_point(kb, mac, a_zero, x, AffineExpr::iterator(im), t);
+  w = subtract_zero_point(kb, mac, b_zero, w, AffineExpr::iterator(in), t);
   kb.add(mac.store(mac.op(ExprOp::kMul, t, {x, w}), acc, {flat}, Combine::kSum));
+  if (qlinear) {
+    add_requantize(kb, acc, n.inputs[1], n.inputs[4], n.inputs[6], n.input(7), by,
+                   {num_elements(out)}, y->type.dtype);
+    return kb.lowered();
+  }
   StatementBuilder fin("finish", {num_elements(out)});
   int r = fin.load(acc, iterators(1), t);
   if (t != y->type.dtype) r = fin.op(ExprOp::kCast, y->type.dtype, {r});
