@@ -316,6 +316,10 @@ OpAttrs parse_lrn(AttrParser& p) {
   return a;
 }
 
+OpAttrs parse_dft(AttrParser& p) {
+  return DftAttrs{p.int_or("axis", 1), p.bool_or("inverse", false), p.bool_or("onesided", false)};
+}
+
 OpAttrs parse_einsum(AttrParser& p) {
   if (!p.has("equation")) p.fail("attribute 'equation' is required");
   return EinsumAttrs{p.string_or("equation", "")};
@@ -548,6 +552,7 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"InstanceNormalization", 6, kAll, parse_epsilon, infer_instance_norm});
     t.push_back({"TopK", 10, kAll, parse_top_k, infer_top_k});
     t.push_back({"Einsum", 12, kAll, parse_einsum, infer_einsum});
+    t.push_back({"DFT", 17, kAll, parse_dft, infer_dft});
     t.push_back({"ReverseSequence", 10, kAll, parse_reverse_sequence, infer_reverse_sequence});
     t.push_back({"LRN", 1, kAll, parse_lrn, infer_same});
     t.push_back({"QuantizeLinear", 10, kAll, parse_quantize, infer_quantize_linear});

@@ -677,6 +677,31 @@ Result<EinsumLabels> einsum_labels(const std::string& equation, const std::vecto
   return labels;
 }
 
+// The input's shape with complex values (last dim 2); a one-sided transform keeps
+// n / 2 + 1 frequencies along the axis. A dft_length input (constant) sets the length.
+TypesOrError infer_dft(const Node& node) {
+  const auto& a = node.attrs_as<DftAttrs>();
+  const TensorType& x = in_type(node, 0);
+  if (!x.shape) return one(x);
+  int64_t rank = static_cast<int64_t>(x.shape->size());
+  if (rank < 3 || (!agree(x.shape->back(), Dim(1)) && !agree(x.shape->back(), Dim(2))))
+    return fail("the input must be [batch, ..., 1 or 2] of rank 3 or more");
+  if (a.axis == 0 || a.axis == -rank || a.axis >= rank - 1 || a.axis < -rank)
+    return fail(fmt::format("axis {} is not a signal axis", a.axis));
+  size_t axis = static_cast<size_t>(a.axis < 0 ? a.axis + rank : a.axis);
+  Shape out = *x.shape;
+  out.back() = 2;
+  Dim length = out[axis];
+  if (const Value* l = node.input(1)) {
+    std::optional<Ints> given = constant_ints(l);
+    length = given && given->size() == 1 ? Dim((*given)[0]) : Dim::unknown();
+  }
+  out[axis] = a.onesided && length.is_static() ? Dim(length.value() / 2 + 1)
+              : a.onesided                     ? Dim::unknown()
+                                               : length;
+  return one({x.dtype, out});
+}
+
 TypesOrError infer_einsum(const Node& node) {
   std::vector<size_t> ranks;
   for (const Value* in : node.inputs) {

@@ -26,6 +26,7 @@ TypesOrError infer_layer_norm(const Node& node);
 TypesOrError infer_batch_norm(const Node& node);
 TypesOrError infer_top_k(const Node& node);
 TypesOrError infer_einsum(const Node& node);
+TypesOrError infer_dft(const Node& node);
 TypesOrError infer_quantize_linear(const Node& node);
 TypesOrError infer_dequantize_linear(const Node& node);
 TypesOrError infer_dynamic_quantize_linear(const Node& node);

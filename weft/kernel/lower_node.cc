@@ -41,6 +41,7 @@ bool has_static_shapes(const Node& n) {
 bool can_lower(const Node& n) {
   if (is_training_dropout(n)) return false;
   if (n.op_type == "ConvInteger") return true;
+  if (n.op_type == "DFT") return !n.input(1);                       // no dft_length yet
   if (n.op_type == "QLinearMatMul" || n.op_type == "QLinearConv") { // per-tensor scales only
     for (size_t i : {1, 4, 6}) {
       const Value* scale = n.input(i);
@@ -136,6 +137,7 @@ Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
     return lower_matmul(n, name);
   if (op == "Gemm") return lower_gemm(n, name);
   if (op == "Einsum") return lower_einsum(n, name);
+  if (op == "DFT") return lower_dft(n, name);
   if (op.starts_with("Global")) return lower_global_pool(n, name);
   if (op == "BatchNormalization") return lower_batch_norm(n, name);
   if (op == "Gather") return lower_gather(n, name);
