@@ -275,6 +275,13 @@ struct LrnAttrs {
   WEFT_FIELDS(f("alpha", alpha); f("beta", beta); f("bias", bias); f("size", size))
 };
 
+struct DftAttrs {
+  int64_t axis = 1;
+  bool inverse = false;
+  bool onesided = false;
+  WEFT_FIELDS(f("axis", axis); f("inverse", inverse); f("onesided", onesided))
+};
+
 struct EinsumAttrs {
   std::string equation; // as given; spaces are ignored
   WEFT_FIELDS(f("equation", equation))
@@ -385,7 +392,7 @@ using OpAttrs =
                  TransposeAttrs, ReshapeAttrs, ShapeAttrs, SliceAttrs, PadAttrs, ConvAttrs,
                  ConvTransposeAttrs, PoolAttrs, GemmAttrs, BatchNormAttrs, EpsilonAttrs,
                  LayerNormAttrs, DropoutAttrs, QuantizeAttrs, WindowAttrs, ReverseSequenceAttrs,
-                 LrnAttrs, EinsumAttrs, TopKAttrs, TriluAttrs, EyeLikeAttrs, CumSumAttrs,
+                 LrnAttrs, DftAttrs, EinsumAttrs, TopKAttrs, TriluAttrs, EyeLikeAttrs, CumSumAttrs,
                  BlockAttrs, BitShiftAttrs, ShrinkAttrs, ResizeAttrs, GridSampleAttrs, LossAttrs,
                  ConstantAttrs, ConstantOfShapeAttrs>;
 

@@ -316,6 +316,10 @@ OpAttrs parse_lrn(AttrParser& p) {
   return a;
 }
 
+OpAttrs parse_dft(AttrParser& p) {
+  return DftAttrs{p.int_or("axis", 1), p.bool_or("inverse", false), p.bool_or("onesided", false)};
+}
+
 OpAttrs parse_einsum(AttrParser& p) {
   if (!p.has("equation")) p.fail("attribute 'equation' is required");
   return EinsumAttrs{p.string_or("equation", "")};
@@ -545,10 +549,11 @@ const std::vector<OpDef>& build_table() {
     }
     t.push_back({"LayerNormalization", 17, kAll, parse_layer_norm, infer_layer_norm});
     t.push_back({"BatchNormalization", 6, kAll, parse_batch_norm, infer_batch_norm});
-    t.push_back({"InstanceNormalization", 6, kAll, parse_epsilon, infer_same});
+    t.push_back({"InstanceNormalization", 6, kAll, parse_epsilon, infer_instance_norm});
     t.push_back({"TopK", 10, kAll, parse_top_k, infer_top_k});
     t.push_back({"Einsum", 12, kAll, parse_einsum, infer_einsum});
-    t.push_back({"ReverseSequence", 10, kAll, parse_reverse_sequence, infer_same});
+    t.push_back({"DFT", 17, kAll, parse_dft, infer_dft});
+    t.push_back({"ReverseSequence", 10, kAll, parse_reverse_sequence, infer_reverse_sequence});
     t.push_back({"LRN", 1, kAll, parse_lrn, infer_same});
     t.push_back({"QuantizeLinear", 10, kAll, parse_quantize, infer_quantize_linear});
     t.push_back({"DequantizeLinear", 10, kAll, parse_quantize, infer_dequantize_linear});
@@ -573,8 +578,10 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"Gemm", 1, kAll, parse_gemm, infer_gemm});
     t.push_back({"Conv", 1, kAll, parse_conv, infer_conv});
     t.push_back({"ConvTranspose", 1, kAll, parse_conv_transpose, infer_conv_transpose});
-    t.push_back({"ConvInteger", 10, kAll, parse_conv, infer_integer<infer_conv>});
-    t.push_back({"MatMulInteger", 10, kAll, parse_none, infer_integer<infer_matmul>});
+    t.push_back({"ConvInteger", 10, kAll, parse_conv, infer_conv_integer});
+    t.push_back({"MatMulInteger", 10, kAll, parse_none, infer_matmul_integer});
+    t.push_back({"QLinearMatMul", 10, kAll, parse_none, infer_qlinear});
+    t.push_back({"QLinearConv", 10, kAll, parse_conv, infer_qlinear});
     t.push_back({"MaxPool", 1, kAll, parse_pool, infer_pool});
     t.push_back({"AveragePool", 1, kAll, parse_pool, infer_pool});
     t.push_back({"MaxUnpool", 9, kAll, parse_pool, infer_max_unpool});

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -21,6 +22,26 @@ const TensorType& in_type(const Node& node, size_t i) { return node.inputs[i]->t
 
 // A shape of "rank" unknown dims.
 Shape unknown_shape(size_t rank) { return Shape(rank, Dim::unknown()); }
+
+// Does dim "inner" fit in dim "outer" (or is either unknown)?
+bool fits(const Dim& inner, const Dim& outer) {
+  return !inner.is_static() || !outer.is_static() || inner.value() <= outer.value();
+}
+
+// Are "a" and "b" equal where both are static?
+bool agree(const Dim& a, const Dim& b) {
+  return !a.is_static() || !b.is_static() || a.value() == b.value();
+}
+
+// Is "v" (when present, with a known shape) a vector of "n" elements, or of one?
+Status check_per_channel(const Value* v, const Dim& n, const char* what) {
+  if (!v || !v->type.shape) return Status();
+  std::optional<int64_t> count = shape_num_elements(*v->type.shape);
+  if (count && *count == 1) return Status();
+  if (v->type.shape->size() != 1 || !agree((*v->type.shape)[0], n))
+    return fail(fmt::format("{} must have one element or {}", what, n.to_string()));
+  return Status();
+}
 
 // Product of dims, or unknown when any dim is not static.
 Dim product(const Shape& shape, size_t begin, size_t end) {
@@ -400,6 +421,9 @@ TypesOrError infer_conv_transpose(const Node& node) {
   if (!x.shape || !w.shape) return one({x.dtype, std::nullopt});
   if (x.shape->size() < 3 || w.shape->size() != x.shape->size())
     return fail("ConvTranspose input and weights must have the same rank, at least 3");
+  if (!agree((*x.shape)[1], (*w.shape)[0]) ||
+      ((*x.shape)[1].is_static() && (*x.shape)[1].value() % a.group != 0))
+    return fail("the weights' first dim must be the input's channels, a multiple of group");
   Dim channels = (*w.shape)[1].is_static() ? Dim((*w.shape)[1].value() * a.group) : Dim::unknown();
   Shape out = {(*x.shape)[0], channels};
   if (!x.has_static_shape() || !w.has_static_shape()) {
@@ -444,6 +468,9 @@ Result<Shape> max_unpool_default_shape(const Node& node) {
 // The output_shape input when given (constant), else the default shape.
 TypesOrError infer_max_unpool(const Node& node) {
   const TensorType& x = in_type(node, 0);
+  const TensorType& idx = in_type(node, 1);
+  if (x.shape && idx.shape && *x.shape != *idx.shape)
+    return fail("the indices must have X's shape");
   if (std::optional<Ints> given = constant_ints(node.input(2))) {
     if (x.shape && given->size() != x.shape->size())
       return fail("output_shape does not match the input's rank");
@@ -499,8 +526,87 @@ TypesOrError infer_gather(const Node& node) {
   return one({data.dtype, out});
 }
 
+// y: the indices' shape, which must not exceed the data's off the axis.
 TypesOrError infer_gather_elements(const Node& node) {
-  return one({in_type(node, 0).dtype, in_type(node, 1).shape});
+  const TensorType& data = in_type(node, 0);
+  const TensorType& idx = in_type(node, 1);
+  if (data.shape && idx.shape) {
+    int64_t rank = static_cast<int64_t>(data.shape->size());
+    if (idx.shape->size() != data.shape->size()) return fail("indices must have the data's rank");
+    WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node.attrs_as<AxisAttrs>().axis, rank));
+    for (int64_t d = 0; d < rank; ++d) {
+      if (d != axis &&
+          !fits((*idx.shape)[static_cast<size_t>(d)], (*data.shape)[static_cast<size_t>(d)]))
+        return fail(fmt::format("indices dim {} exceeds the data's", d));
+    }
+  }
+  return one({data.dtype, idx.shape});
+}
+
+// Sequence lengths: one per batch entry.
+TypesOrError infer_reverse_sequence(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  const TensorType& lens = in_type(node, 1);
+  if (x.shape && x.shape->size() < 2) return fail("the input must have rank 2 or more");
+  if (x.shape && lens.shape) {
+    const Dim& batch =
+        (*x.shape)[static_cast<size_t>(node.attrs_as<ReverseSequenceAttrs>().batch_axis)];
+    if (lens.shape->size() != 1 || !agree((*lens.shape)[0], batch))
+      return fail("sequence_lens must hold one length per batch entry");
+  }
+  return one(x);
+}
+
+// Scale and bias: one per channel.
+TypesOrError infer_instance_norm(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  if (x.shape && x.shape->size() < 3) return fail("the input must have rank 3 or more");
+  if (x.shape) {
+    for (size_t i = 1; i < 3; ++i) {
+      const Value* v = node.input(i);
+      if (v && v->type.shape &&
+          (v->type.shape->size() != 1 || !agree((*v->type.shape)[0], (*x.shape)[1])))
+        return fail(fmt::format("input {} must hold one value per channel", i));
+    }
+  }
+  return one(x);
+}
+
+// ConvInteger's weight zero point: one, or one per output channel.
+TypesOrError infer_conv_integer(const Node& node) {
+  WEFT_ASSIGN_OR_RETURN(std::vector<TensorType> types, infer_conv(node));
+  const TensorType& w = in_type(node, 1);
+  if (w.shape)
+    WEFT_RETURN_IF_ERROR(check_per_channel(node.input(3), (*w.shape)[0], "w_zero_point"));
+  WEFT_RETURN_IF_ERROR(check_per_channel(node.input(2), Dim(1), "x_zero_point"));
+  types[0].dtype = DType::kI32;
+  return types;
+}
+
+// QLinearMatMul and QLinearConv: the float op's shapes on (A, B) or (X, W), with the type
+// of the output zero point.
+TypesOrError infer_qlinear(const Node& node) {
+  Node plain = node;
+  plain.inputs = {node.inputs[0], node.inputs[3]};
+  WEFT_ASSIGN_OR_RETURN(std::vector<TensorType> types,
+                        node.op_type == "QLinearConv" ? infer_conv(plain) : infer_matmul(plain));
+  const Value* zero = node.input(7);
+  types[0].dtype = zero ? zero->type.dtype : DType::kU8;
+  return types;
+}
+
+// MatMulInteger's zero points: one, or one per row of A (per column of B).
+TypesOrError infer_matmul_integer(const Node& node) {
+  WEFT_ASSIGN_OR_RETURN(std::vector<TensorType> types, infer_matmul(node));
+  const TensorType& a = in_type(node, 0);
+  const TensorType& b = in_type(node, 1);
+  if (a.shape && a.shape->size() >= 2)
+    WEFT_RETURN_IF_ERROR(
+        check_per_channel(node.input(2), (*a.shape)[a.shape->size() - 2], "a_zero_point"));
+  if (b.shape && b.shape->size() >= 2)
+    WEFT_RETURN_IF_ERROR(check_per_channel(node.input(3), b.shape->back(), "b_zero_point"));
+  types[0].dtype = DType::kI32;
+  return types;
 }
 
 Result<EinsumLabels> einsum_labels(const std::string& equation, const std::vector<size_t>& ranks) {
@@ -571,6 +677,31 @@ Result<EinsumLabels> einsum_labels(const std::string& equation, const std::vecto
   return labels;
 }
 
+// The input's shape with complex values (last dim 2); a one-sided transform keeps
+// n / 2 + 1 frequencies along the axis. A dft_length input (constant) sets the length.
+TypesOrError infer_dft(const Node& node) {
+  const auto& a = node.attrs_as<DftAttrs>();
+  const TensorType& x = in_type(node, 0);
+  if (!x.shape) return one(x);
+  int64_t rank = static_cast<int64_t>(x.shape->size());
+  if (rank < 3 || (!agree(x.shape->back(), Dim(1)) && !agree(x.shape->back(), Dim(2))))
+    return fail("the input must be [batch, ..., 1 or 2] of rank 3 or more");
+  if (a.axis == 0 || a.axis == -rank || a.axis >= rank - 1 || a.axis < -rank)
+    return fail(fmt::format("axis {} is not a signal axis", a.axis));
+  size_t axis = static_cast<size_t>(a.axis < 0 ? a.axis + rank : a.axis);
+  Shape out = *x.shape;
+  out.back() = 2;
+  Dim length = out[axis];
+  if (const Value* l = node.input(1)) {
+    std::optional<Ints> given = constant_ints(l);
+    length = given && given->size() == 1 ? Dim((*given)[0]) : Dim::unknown();
+  }
+  out[axis] = a.onesided && length.is_static() ? Dim(length.value() / 2 + 1)
+              : a.onesided                     ? Dim::unknown()
+                                               : length;
+  return one({x.dtype, out});
+}
+
 TypesOrError infer_einsum(const Node& node) {
   std::vector<size_t> ranks;
   for (const Value* in : node.inputs) {
@@ -579,6 +710,18 @@ TypesOrError infer_einsum(const Node& node) {
   }
   WEFT_ASSIGN_OR_RETURN(EinsumLabels labels,
                         einsum_labels(node.attrs_as<EinsumAttrs>().equation, ranks));
+  // A label's dims agree (or broadcast from 1) across every input and within one.
+  std::map<char, int64_t> extents;
+  for (size_t i = 0; i < labels.inputs.size(); ++i) {
+    for (size_t d = 0; d < labels.inputs[i].size(); ++d) {
+      const Dim& e = (*node.inputs[i]->type.shape)[d];
+      if (!e.is_static() || e.value() == 1) continue;
+      auto [it, fresh] = extents.emplace(labels.inputs[i][d], e.value());
+      if (!fresh && it->second != e.value())
+        return fail(
+            fmt::format("label '{}' has extents {} and {}", it->first, it->second, e.value()));
+    }
+  }
   Shape out;
   for (char c : labels.output) {
     Dim extent = 1;
@@ -677,6 +820,9 @@ TypesOrError infer_eye_like(const Node& node) {
 TypesOrError infer_one_hot(const Node& node) {
   const TensorType& idx = in_type(node, 0);
   DType t = in_type(node, 2).dtype;
+  const TensorType& values = in_type(node, 2);
+  if (values.shape && (values.shape->size() != 1 || !agree((*values.shape)[0], Dim(2))))
+    return fail("values must hold [off, on]");
   if (!idx.shape) return one({t, std::nullopt});
   int64_t rank = static_cast<int64_t>(idx.shape->size()) + 1;
   WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node.attrs_as<AxisAttrs>().axis, rank));
@@ -867,9 +1013,16 @@ TypesOrError infer_scatter(const Node& node) {
   const TensorType& updates = in_type(node, 2);
   if (updates.dtype != data.dtype) return fail("updates and data have different types");
   if (data.shape && idx.shape && updates.shape) {
-    if (node.op_type != "ScatterND" &&
-        (idx.shape->size() != data.shape->size() || *idx.shape != *updates.shape))
-      return fail("indices and updates must have the data's rank and one shape");
+    if (node.op_type != "ScatterND") {
+      if (idx.shape->size() != data.shape->size() || *idx.shape != *updates.shape)
+        return fail("indices and updates must have the data's rank and one shape");
+      int64_t axis = node.attrs_as<ScatterAttrs>().axis;
+      if (axis < 0) axis += static_cast<int64_t>(data.shape->size());
+      for (size_t d = 0; d < data.shape->size(); ++d) {
+        if (static_cast<int64_t>(d) != axis && !fits((*idx.shape)[d], (*data.shape)[d]))
+          return fail(fmt::format("indices dim {} exceeds the data's", d));
+      }
+    }
     if (node.op_type == "ScatterND") {
       if (idx.shape->empty() || !idx.shape->back().is_static() ||
           idx.shape->back().value() > static_cast<int64_t>(data.shape->size()))
@@ -878,7 +1031,10 @@ TypesOrError infer_scatter(const Node& node) {
       Shape expected(idx.shape->begin(), idx.shape->end() - 1);
       expected.insert(expected.end(), data.shape->begin() + static_cast<int64_t>(q),
                       data.shape->end());
-      if (expected.size() != updates.shape->size())
+      bool same = expected.size() == updates.shape->size();
+      for (size_t d = 0; same && d < expected.size(); ++d)
+        same = agree(expected[d], (*updates.shape)[d]);
+      if (!same)
         return fail(fmt::format("updates have shape {}, expected {}",
                                 shape_to_string(*updates.shape), shape_to_string(expected)));
     }
@@ -929,6 +1085,10 @@ TypesOrError infer_gather_nd(const Node& node) {
     return fail(fmt::format("GatherND: index tuples of length {} with {} batch dims do not fit "
                             "data of rank {}",
                             q, batch, rank));
+  }
+  for (int64_t d = 0; d < batch; ++d) {
+    if (!agree((*idx.shape)[static_cast<size_t>(d)], (*data.shape)[static_cast<size_t>(d)]))
+      return fail(fmt::format("batch dim {} of the indices and the data differ", d));
   }
   Shape out(idx.shape->begin(), idx.shape->end() - 1);
   out.insert(out.end(), data.shape->begin() + batch + q, data.shape->end());

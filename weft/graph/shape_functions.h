@@ -26,6 +26,7 @@ TypesOrError infer_layer_norm(const Node& node);
 TypesOrError infer_batch_norm(const Node& node);
 TypesOrError infer_top_k(const Node& node);
 TypesOrError infer_einsum(const Node& node);
+TypesOrError infer_dft(const Node& node);
 TypesOrError infer_quantize_linear(const Node& node);
 TypesOrError infer_dequantize_linear(const Node& node);
 TypesOrError infer_dynamic_quantize_linear(const Node& node);
@@ -42,13 +43,6 @@ TypesOrError infer_matmul(const Node& node);
 TypesOrError infer_gemm(const Node& node);
 TypesOrError infer_conv(const Node& node);
 TypesOrError infer_conv_transpose(const Node& node);
-// ConvInteger, MatMulInteger: the float op's shapes, with i32 results.
-template <TypesOrError (*infer)(const Node&)> TypesOrError infer_integer(const Node& node) {
-  WEFT_ASSIGN_OR_RETURN(std::vector<TensorType> types, infer(node));
-  for (TensorType& t : types)
-    t.dtype = DType::kI32;
-  return types;
-}
 TypesOrError infer_pad(const Node& node);
 TypesOrError infer_pool(const Node& node);
 TypesOrError infer_max_unpool(const Node& node);
@@ -56,6 +50,11 @@ TypesOrError infer_global_pool(const Node& node);
 TypesOrError infer_concat(const Node& node);
 TypesOrError infer_gather(const Node& node);
 TypesOrError infer_gather_elements(const Node& node);
+TypesOrError infer_reverse_sequence(const Node& node);
+TypesOrError infer_instance_norm(const Node& node);
+TypesOrError infer_conv_integer(const Node& node);
+TypesOrError infer_matmul_integer(const Node& node);
+TypesOrError infer_qlinear(const Node& node);
 TypesOrError infer_gather_nd(const Node& node);
 TypesOrError infer_scatter(const Node& node);
 TypesOrError infer_compress(const Node& node);

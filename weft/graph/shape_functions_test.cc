@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "tests/testing/onnx_text.h"
@@ -71,6 +72,23 @@ TEST(ShapeFunctions, GathersLossesResizeAndTransposedConvolution) {
   for (const char* type : {"%a: f32[5,6,2,3]", "%b: f32[6,3]", "%l: f32[2,4]", "%r: f32[1,2,6,4]",
                            "%p: f32[5,7,2]", "%y: f32[1,1,10,8]"})
     EXPECT_NE(body.find(type), std::string::npos) << type << "\n" << body;
+}
+
+// Shapes that would make an indirect access's affine dims leave a buffer are refused at
+// import, naming the node, instead of reading or writing outside it at run time.
+TEST(ShapeFunctions, IndexedOpsRejectShapesThatWouldLeaveTheData) {
+  for (const char* body :
+       {"y = GatherElements <axis = 0> (x, i)", "y = GatherND (x, j)", "y = ScatterND (x, k, u)"}) {
+    Result<Graph> g = import_text(fmt::format(R"(
+      <ir_version: 8, opset_import: ["" : 13]>
+      g (float[2, 3] x, int64[2, 5] i, int64[4, 3] j, int64[4, 1] k, float[4, 7] u)
+          => (float[A, B] y) {{
+        {}
+      }})",
+                                              body));
+    ASSERT_FALSE(g.ok()) << body;
+    EXPECT_NE(g.status().message().find("opset 13"), std::string::npos) << g.status().message();
+  }
 }
 
 TEST(ShapeFunctions, RejectContradictoryInputsWithTheNode) {

@@ -57,6 +57,13 @@ int load_as(StatementBuilder& b, int buffer, std::vector<AffineExpr> index, DTyp
 int subtract_zero_point(KernelBuilder& k, StatementBuilder& b, const Value* zp, int v,
                         const AffineExpr& index, DType t);
 
+// out = saturate(round_half_even(acc * a_scale * b_scale / y_scale) + y_zero), elementwise
+// over "shape" (of both buffers): the end of a quantized product (QLinearMatMul,
+// QLinearConv), with per-tensor scales and zero point; "to" is u8 or i8.
+void add_requantize(KernelBuilder& k, int acc, const Value* a_scale, const Value* b_scale,
+                    const Value* y_scale, const Value* y_zero, int out, const Shape& shape,
+                    DType to);
+
 // Iterators 0..n-1 as index expressions.
 std::vector<AffineExpr> iterators(size_t n);
 // Index of an operand of shape "in" broadcast (numpy, right-aligned) to the domain "out".

@@ -11,11 +11,17 @@
 namespace weft::kernel {
 
 // y[..., m, n] = sum_k a[..., m, k] * b[..., k, n], with numpy batch broadcasting and 1-D
-// operands promoted as numpy does; MatMulInteger subtracts the zero points, in i32. Iterators:
+// operands promoted as numpy does; MatMulInteger subtracts the zero points, in i32, and
+// QLinearMatMul then requantizes. Iterators:
 // batch dims, m, n, then k.
 Result<LoweredNode> lower_matmul(const Node& n, const std::string& name) {
+  // MatMulInteger: a, b, a_zero_point, b_zero_point. QLinearMatMul: a, a_scale, a_zero_point,
+  // b, b_scale, b_zero_point, y_scale, y_zero_point.
+  bool integer = n.op_type == "MatMulInteger", qlinear = n.op_type == "QLinearMatMul";
   const Value* a = n.inputs[0];
-  const Value* b = n.inputs[1];
+  const Value* b = n.inputs[qlinear ? 3 : 1];
+  const Value* a_zero = qlinear || integer ? n.input(2) : nullptr;
+  const Value* b_zero = qlinear ? n.input(5) : integer ? n.input(3) : nullptr;
   const Value* y = n.outputs[0];
   Shape sa = *a->type.shape, sb = *b->type.shape;
   bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
@@ -29,7 +35,7 @@ Result<LoweredNode> lower_matmul(const Node& n, const std::string& name) {
   size_t batch = out.size() - 2;
   Shape domain = out;
   domain.push_back(k);
-  DType t = accumulator_type(y->type.dtype);
+  DType t = qlinear ? DType::kI32 : accumulator_type(y->type.dtype);
   KernelBuilder kb(name);
   int ba = kb.buffer(a, BufferRole::kInput, sa);
   int bb = kb.buffer(b, BufferRole::kInput, sb);
@@ -57,11 +63,15 @@ Result<LoweredNode> lower_matmul(const Node& n, const std::string& name) {
   StatementBuilder mac("multiply_add", domain);
   int x = load_as(mac, ba, operand_index(sa, m == 1 ? -1 : im, ik), a->type.dtype, t);
   int w = load_as(mac, bb, operand_index(sb, ik, nn == 1 ? -1 : in), b->type.dtype, t);
-  if (n.op_type == "MatMulInteger") { // zero points per row of A, per column of B
-    x = subtract_zero_point(kb, mac, n.input(2), x, AffineExpr::iterator(im), t);
-    w = subtract_zero_point(kb, mac, n.input(3), w, AffineExpr::iterator(in), t);
-  }
+  // Zero points: per row of A, per column of B.
+  x = subtract_zero_point(kb, mac, a_zero, x, AffineExpr::iterator(im), t);
+  w = subtract_zero_point(kb, mac, b_zero, w, AffineExpr::iterator(in), t);
   kb.add(mac.store(mac.op(ExprOp::kMul, t, {x, w}), acc, {flat}, Combine::kSum));
+  if (qlinear) {
+    add_requantize(kb, acc, n.inputs[1], n.inputs[4], n.inputs[6], n.input(7), by,
+                   {num_elements(out)}, y->type.dtype);
+    return kb.lowered();
+  }
   StatementBuilder fin("finish", {num_elements(out)});
   int r = fin.load(acc, iterators(1), t);
   if (t != y->type.dtype) r = fin.op(ExprOp::kCast, y->type.dtype, {r});
@@ -163,6 +173,63 @@ Result<LoweredNode> lower_einsum(const Node& n, const std::string& name) {
     k.add(fin.store(fin.op(ExprOp::kCast, y->type.dtype, {fin.load(acc, out_index, t)}), out,
                     out_index));
   }
+  return k.lowered();
+}
+
+// DFT as a reduction over the signal axis: y[..., k, ..., c] = sum over n of
+// x[..., n, ...] * e^(s 2 pi i k n / N), s = -1 forward and +1 inverse (which also divides by
+// N), c selecting the real or imaginary part; the angle uses k n mod N, in f64.
+Result<LoweredNode> lower_dft(const Node& n, const std::string& name) {
+  const auto& a = n.attrs_as<DftAttrs>();
+  if (n.input(1)) return Status::error("DFT with a dft_length input is not supported yet");
+  const Value* x = n.inputs[0];
+  const Value* y = n.outputs[0];
+  const Shape& xs = *x->type.shape;
+  const Shape& ys = *y->type.shape;
+  int rank = static_cast<int>(ys.size());
+  int axis = static_cast<int>(a.axis < 0 ? a.axis + rank : a.axis);
+  int64_t len = xs[static_cast<size_t>(axis)].value();
+  bool complex = xs.back().value() == 2;
+  constexpr DType kF64 = DType::kF64, kI64 = DType::kI64;
+  KernelBuilder k(name);
+  int in = k.buffer(x, BufferRole::kInput);
+  int out = k.buffer(y, BufferRole::kOutput);
+  int acc = k.temp(kF64, ys);
+  std::vector<AffineExpr> all = iterators(ys.size());
+  StatementBuilder init("init", ys);
+  k.add(init.store(init.constant(0, kF64), acc, all));
+  Shape domain = ys;
+  domain.push_back(len); // n: iterator "rank"
+  StatementBuilder b("dft", domain);
+  auto c = [&](double v) { return b.constant(v, kF64); };
+  auto part = [&](int component) {
+    std::vector<AffineExpr> index = all;
+    index[static_cast<size_t>(axis)] = AffineExpr::iterator(rank);
+    index.back() = AffineExpr::constant_of(component);
+    return load_as(b, in, index, x->type.dtype, kF64);
+  };
+  int re = part(0), im = complex ? part(1) : c(0);
+  int kn = b.op(ExprOp::kMod, kI64,
+                {b.op(ExprOp::kMul, kI64, {b.iterator(axis), b.iterator(rank)}),
+                 b.constant(static_cast<double>(len), kI64)});
+  double sign = a.inverse ? 1 : -1;
+  int angle = b.op(
+      ExprOp::kMul, kF64,
+      {b.op(ExprOp::kCast, kF64, {kn}), c(2 * 3.14159265358979323846 / static_cast<double>(len))});
+  int cos = b.op(ExprOp::kCos, kF64, {angle});
+  int sin = b.op(ExprOp::kMul, kF64, {c(sign), b.op(ExprOp::kSin, kF64, {angle})});
+  auto sub = [&](int p, int q) { return b.op(ExprOp::kSub, kF64, {p, q}); };
+  auto mul = [&](int p, int q) { return b.op(ExprOp::kMul, kF64, {p, q}); };
+  int real = sub(mul(re, cos), mul(im, sin));
+  int imag = b.op(ExprOp::kAdd, kF64, {mul(re, sin), mul(im, cos)});
+  int is_real = b.op(ExprOp::kEq, DType::kBool, {b.iterator(rank - 1), b.constant(0, kI64)});
+  int v = b.op(ExprOp::kSelect, kF64, {is_real, real, imag});
+  if (a.inverse) v = b.op(ExprOp::kDiv, kF64, {v, c(static_cast<double>(len))});
+  k.add(b.store(v, acc, all, Combine::kSum));
+  StatementBuilder fin("finish", ys);
+  int r = fin.load(acc, all, kF64);
+  if (y->type.dtype != kF64) r = fin.op(ExprOp::kCast, y->type.dtype, {r});
+  k.add(fin.store(r, out, all));
   return k.lowered();
 }
 

@@ -41,6 +41,15 @@ bool has_static_shapes(const Node& n) {
 bool can_lower(const Node& n) {
   if (is_training_dropout(n)) return false;
   if (n.op_type == "ConvInteger") return true;
+  if (n.op_type == "DFT") return !n.input(1);                       // no dft_length yet
+  if (n.op_type == "QLinearMatMul" || n.op_type == "QLinearConv") { // per-tensor scales only
+    for (size_t i : {1, 4, 6}) {
+      const Value* scale = n.input(i);
+      if (!scale || shape_num_elements(*scale->type.shape).value_or(0) != 1) return false;
+    }
+    DType t = n.outputs[0]->type.dtype;
+    return t == DType::kU8 || t == DType::kI8;
+  }
   if (n.op_type == "Conv" || n.op_type == "ConvTranspose")
     return n.outputs[0]->type.dtype == DType::kF32 || n.outputs[0]->type.dtype == DType::kF64;
   if (n.op_type == "AveragePool" || n.op_type == "MaxPool") return true;
@@ -120,13 +129,15 @@ Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
   if (op == "Concat") return lower_concat(n, name);
   if (op == "Split") return lower_split(n, name);
   if (op == "Tile") return lower_tile(n, name);
-  if (op == "Conv" || op == "ConvInteger") return lower_conv(n, name);
+  if (op == "Conv" || op == "ConvInteger" || op == "QLinearConv") return lower_conv(n, name);
   if (op == "ConvTranspose") return lower_conv_transpose(n, name);
   if (op == "MaxPool" || op == "AveragePool") return lower_pool(n, name);
   if (op == "Pad") return lower_pad(n, name);
-  if (op == "MatMul" || op == "MatMulInteger") return lower_matmul(n, name);
+  if (op == "MatMul" || op == "MatMulInteger" || op == "QLinearMatMul")
+    return lower_matmul(n, name);
   if (op == "Gemm") return lower_gemm(n, name);
   if (op == "Einsum") return lower_einsum(n, name);
+  if (op == "DFT") return lower_dft(n, name);
   if (op.starts_with("Global")) return lower_global_pool(n, name);
   if (op == "BatchNormalization") return lower_batch_norm(n, name);
   if (op == "Gather") return lower_gather(n, name);

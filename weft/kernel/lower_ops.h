@@ -21,6 +21,7 @@ Result<LoweredNode> lower_concat(const Node& n, const std::string& name);
 Result<LoweredNode> lower_matmul(const Node& n, const std::string& name);
 Result<LoweredNode> lower_gemm(const Node& n, const std::string& name);
 Result<LoweredNode> lower_einsum(const Node& n, const std::string& name);
+Result<LoweredNode> lower_dft(const Node& n, const std::string& name);
 Result<LoweredNode> lower_global_pool(const Node& n, const std::string& name);
 Result<LoweredNode> lower_conv(const Node& n, const std::string& name);
 Result<LoweredNode> lower_conv_transpose(const Node& n, const std::string& name);

@@ -63,13 +63,17 @@ void add_bounds(std::vector<AffineExpr>& guards, const AffineExpr& pos, int64_t 
 // y[n, m, o...] = bias[m] + sum over c, k... of x[n, g*Cg + c, tap] * w[m, c, k...], with
 // m = g*Mg + mg so that the group is an iterator and every index stays affine. ConvInteger
 // subtracts the zero points and accumulates in i32 (padding contributes 0, as a padded
-// zero point would).
+// zero point would); QLinearConv then requantizes the sum.
 Result<LoweredNode> lower_conv(const Node& n, const std::string& name) {
   const auto& a = n.attrs_as<ConvAttrs>();
+  // ConvInteger: x, w, x_zero_point, w_zero_point. QLinearConv: x, x_scale, x_zero_point, w,
+  // w_scale, w_zero_point, y_scale, y_zero_point, bias.
+  bool integer = n.op_type == "ConvInteger", qlinear = n.op_type == "QLinearConv";
   const Value* x = n.inputs[0];
-  const Value* w = n.inputs[1];
-  bool integer = n.op_type == "ConvInteger"; // inputs 2 and 3 are zero points, no bias
-  const Value* b = integer ? nullptr : n.input(2);
+  const Value* w = n.inputs[qlinear ? 3 : 1];
+  const Value* b = qlinear ? n.input(8) : integer ? nullptr : n.input(2);
+  const Value* x_zero = qlinear ? n.input(2) : integer ? n.input(2) : nullptr;
+  const Value* w_zero = qlinear ? n.input(5) : integer ? n.input(3) : nullptr;
   const Value* y = n.outputs[0];
   const Shape& ws = *w->type.shape;
   Ints kernel = a.kernel_shape;
@@ -82,12 +86,13 @@ Result<LoweredNode> lower_conv(const Node& n, const std::string& name) {
   int64_t batch = (*y->type.shape)[0].value(), m_total = ws[0].value(), cg = ws[1].value();
   int64_t mg = m_total / a.group;
   size_t spatial = win.size();
-  DType t = y->type.dtype;
+  DType t = qlinear ? DType::kI32 : y->type.dtype;
   KernelBuilder k(name);
   int bx = k.buffer(x, BufferRole::kInput);
   int bw = k.buffer(w, BufferRole::kInput);
   int bb = b ? k.buffer(b, BufferRole::kInput) : -1;
-  int by = k.buffer(y, BufferRole::kOutput);
+  int out = k.buffer(y, BufferRole::kOutput);
+  int by = qlinear ? k.temp(t, *y->type.shape) : out; // QLinearConv sums in i32
   // Iterators: n, g, mg, o..., then c, k...
   int io = 3, ic = 3 + static_cast<int>(spatial), ik = ic + 1;
   Shape out_domain = {batch, a.group, mg};
@@ -98,7 +103,7 @@ Result<LoweredNode> lower_conv(const Node& n, const std::string& name) {
   for (size_t i = 0; i < spatial; ++i)
     y_index.push_back(AffineExpr::iterator(io + static_cast<int>(i)));
   StatementBuilder init("init", out_domain);
-  int bias = b ? init.load(bb, {m_index}, b->type.dtype) : init.constant(0, t);
+  int bias = b ? load_as(init, bb, {m_index}, b->type.dtype, t) : init.constant(0, t);
   k.add(init.store(bias, by, y_index));
   Shape domain = out_domain;
   domain.push_back(cg);
@@ -116,13 +121,16 @@ Result<LoweredNode> lower_conv(const Node& n, const std::string& name) {
   }
   int xv = load_as(mac, bx, x_index, x->type.dtype, t);
   int wv = load_as(mac, bw, w_index, w->type.dtype, t);
-  if (integer) { // a zero point per tensor for x, per tensor or output channel for w
-    xv = subtract_zero_point(k, mac, n.input(2), xv, AffineExpr::constant_of(0), t);
-    wv = subtract_zero_point(k, mac, n.input(3), wv, m_index, t);
-  }
+  // A zero point per tensor for x, per tensor or output channel for w.
+  xv = subtract_zero_point(k, mac, x_zero, xv, AffineExpr::constant_of(0), t);
+  wv = subtract_zero_point(k, mac, w_zero, wv, m_index, t);
   Statement s = mac.store(mac.op(ExprOp::kMul, t, {xv, wv}), by, y_index, Combine::kSum);
   s.guards = guards;
   k.add(std::move(s));
+  if (qlinear) {
+    add_requantize(k, by, n.inputs[1], n.inputs[4], n.inputs[6], n.input(7), out, *y->type.shape,
+                   y->type.dtype);
+  }
   return k.lowered();
 }
 
