@@ -105,8 +105,8 @@ def main():
 def markdown(rows):
     lines = ["## Fusion: fused against `--no-fusion`", "",
              "`bench/fusion_bench.py`, same machine. Kernel counts and bytes are exact; the "
-             "medians of 2026-11-21 were taken while a parallel build loaded the 2 cores (load "
-             "average about 5), so they are noisy and no speedup is claimed from them. "
+             "medians of 2026-11-21 were taken on a shared machine (load average about 4 from "
+             "other jobs), so they are noisy: read them as a first indication only. "
              "Bytes moved are the sum over kernels "
              "of the buffers each reads and writes (an intermediate of a stitched kernel still "
              "counts: its statements are separate loop nests, docs/fusion.md). Speedup = "
