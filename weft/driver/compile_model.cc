@@ -375,11 +375,13 @@ Result<CompiledModel> compile_model(const ModelSource& model,
     for (kernel::BoundKernel& k : lowered->kernels)
       steps.push_back({{{std::move(k), {node.get()}}}, nullptr, nullptr});
   }
+  timer.end("lower");
   if (settings.fusion) {
     std::set<const Value*> pinned(graph.outputs.begin(), graph.outputs.end());
     fusion::FusionResult fused = fusion::fuse(std::move(steps), pinned);
     steps = std::move(fused.steps);
     out.fusion_decisions = std::move(fused.decisions);
+    timer.end("fuse");
   }
   PlanBuilder plan(graph);
   std::vector<runtime::Launch> launches; // functions are looked up once the library loads
@@ -399,7 +401,7 @@ Result<CompiledModel> compile_model(const ModelSource& model,
       sites.push_back(location_of(graph, *k.nodes.front()));
     }
   }
-  timer.end("lower");
+  timer.end("plan");
 
   bool cuda = settings.device == "cuda";
   if (!cuda && settings.device != "cpu")

@@ -21,6 +21,9 @@ using kernel::Statement;
 constexpr size_t kMaxStitchedStatements = 24;
 constexpr int kCheapOps = 2; // a producer this cheap may be recomputed per broadcast element
 constexpr int kMaxReadingStatements = 4;
+// A producer whose expression is this large is not inlined again: chains are cut into
+// kernels of bounded size (then stitched), which keeps planning linear.
+constexpr size_t kMaxInlinedNodes = 64;
 
 bool is_library(const FusedKernel& k) {
   static const std::set<std::string> kLibrary = {
@@ -295,8 +298,9 @@ std::map<const Value*, std::vector<size_t>> readers(const std::vector<Step>& ste
   for (size_t i = 0; i < steps.size(); ++i) {
     for (const FusedKernel& k : steps[i].kernels) {
       for (size_t b = 0; b < k.bound.values.size(); ++b) {
-        if (k.bound.values[b] && k.bound.kernel.buffers[b].role == BufferRole::kInput)
-          out[k.bound.values[b]].push_back(i);
+        if (!k.bound.values[b] || k.bound.kernel.buffers[b].role != BufferRole::kInput) continue;
+        std::vector<size_t>& r = out[k.bound.values[b]];
+        if (r.empty() || r.back() != i) r.push_back(i); // once per step, in step order
       }
     }
   }
@@ -310,11 +314,12 @@ const Value* written_value(const FusedKernel& k) {
 
 void inline_producers(std::vector<Step>& steps, const std::set<const Value*>& pinned,
                       std::vector<Decision>& decisions) {
+  // Kept up to date as producers are inlined, so that planning stays linear in the kernels.
+  std::map<const Value*, std::vector<size_t>> reads = readers(steps);
   for (size_t i = 0; i < steps.size(); ++i) {
     if (steps[i].kernels.size() != 1) continue;
     const FusedKernel& p = steps[i].kernels[0];
     const Value* v = written_value(p);
-    std::map<const Value*, std::vector<size_t>> reads = readers(steps);
     std::vector<size_t> consumers = reads[v];
     if (consumers.empty()) continue;
     auto decide = [&](const std::string& why) {
@@ -327,6 +332,10 @@ void inline_producers(std::vector<Step>& steps, const std::set<const Value*>& pi
     }
     if (pinned.contains(v)) {
       decide("its output is a graph output or aliased");
+      continue;
+    }
+    if (p.bound.kernel.statements[0].expr.size() > kMaxInlinedNodes) {
+      decide(fmt::format("its expression has more than {} nodes", kMaxInlinedNodes));
       continue;
     }
     const Statement& ps = p.bound.kernel.statements[0];
@@ -361,6 +370,17 @@ void inline_producers(std::vector<Step>& steps, const std::set<const Value*>& pi
           {node_names(p), node_names(steps[consumers[c]].kernels[0]), true, "inlined"});
       steps[consumers[c]].kernels[0] = std::move(fused[c]);
     }
+    // The consumers now read the producer's inputs instead of its output.
+    reads.erase(v);
+    for (size_t b = 0; b < p.bound.values.size(); ++b) {
+      const Value* u = p.bound.values[b];
+      if (!u || p.bound.kernel.buffers[b].role != BufferRole::kInput) continue;
+      std::vector<size_t>& r = reads[u];
+      std::erase(r, i);
+      r.insert(r.end(), consumers.begin(), consumers.end());
+      std::sort(r.begin(), r.end());
+      r.erase(std::unique(r.begin(), r.end()), r.end());
+    }
     steps[i].kernels.clear(); // no kernel left; the step is dropped below
   }
   std::erase_if(steps, [](const Step& s) { return s.kernels.empty() && !s.alias; });
@@ -380,9 +400,9 @@ void stitch_into(FusedKernel& g, FusedKernel k) {
     int other_view = buffer_of(g.bound, v);
     map[b] = add_buffer(g.bound, k.bound.kernel.buffers[b], v);
     // Two read-only views may keep __restrict__: nothing is written through either.
-    if (other_view >= 0 && (k.bound.kernel.buffers[b].role == BufferRole::kOutput ||
-                            g.bound.kernel.buffers[static_cast<size_t>(other_view)].role ==
-                                BufferRole::kOutput)) {
+    if (other_view >= 0 &&
+        (k.bound.kernel.buffers[b].role == BufferRole::kOutput ||
+         g.bound.kernel.buffers[static_cast<size_t>(other_view)].role == BufferRole::kOutput)) {
       g.bound.kernel.buffers[static_cast<size_t>(other_view)].aliased = true;
       g.bound.kernel.buffers[static_cast<size_t>(map[b])].aliased = true;
     }
