@@ -89,6 +89,14 @@ def subgraphs(d):
         [f32("x", [32, 64])], [f32("y", [32, 128])],
         [const("w", rng.random(64 * 128) * 0.1, [64, 128]), const("bias", rng.random(128)),
          const("sqrt2", [2 ** 0.5], []), const("one", [1.0], []), const("half", [0.5], [])]), 1))
+    # A Reshape of a Reshape of a stitched kernel's output: both bind after that kernel.
+    out.append(("aliases of aliases", save(d, "aliases", [
+        node("Relu", ["x"], ["r"]), node("ReduceSum", ["r", "axes"], ["s"], keepdims=1),
+        node("Reshape", ["s", "s1"], ["a1"]), node("Reshape", ["a1", "s2"], ["a2"]),
+        node("Add", ["a2", "one"], ["y"])],
+        [f32("x", [4, 8])], [f32("y", [4])],
+        [const("axes", [1], dtype=T.INT64), const("s1", [4, 1], dtype=T.INT64),
+         const("s2", [4], dtype=T.INT64), const("one", [1.0], [])]), 2))
     return out
 
 

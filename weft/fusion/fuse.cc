@@ -441,7 +441,8 @@ void stitch(std::vector<Step>& steps, const std::set<const Value*>& pinned,
     if (step.kernels.empty()) {
       // An alias of a value the open kernel writes stays after it, and a kernel that reads
       // the alias cannot join it. Any other alias moves before the open kernel.
-      if (open >= 0 && !writes(out[static_cast<size_t>(open)].kernels[0], step.alias_of)) {
+      if (open >= 0 && !writes(out[static_cast<size_t>(open)].kernels[0], step.alias_of) &&
+          !after.contains(step.alias_of)) { // (an alias of such an alias stays after too)
         out.insert(out.begin() + open, std::move(step));
         ++open;
       } else {
