@@ -29,6 +29,7 @@
 #include "weft/graph/verify_graph.h"
 #include "weft/kernel/lower_node.h"
 #include "weft/kernel/strategy.h"
+#include "weft/library/dnnl.h"
 #include "weft/runtime/cuda/nvrtc.h"
 #include "weft/support/grouped_list.h"
 #include "weft/support/hash.h"
@@ -101,20 +102,23 @@ public:
   // Slots of a kernel's buffers; node outputs get theirs on first write.
   std::vector<int> bind(const kernel::BoundKernel& k) {
     std::vector<int> slots;
-    int launch = static_cast<int>(launches_);
     for (size_t b = 0; b < k.values.size(); ++b) {
-      const Value* v = k.values[b];
-      int slot;
-      if (!v) { // a temporary of this launch only
-        slot = new_arena(bytes_of(k.kernel.buffers[b].dtype, k.kernel.buffers[b].shape));
-      } else if (!slot_.contains(v)) {
-        slot = output_index(v) >= 0 ? add(v, Slot::output(output_index(v)))
-                                    : add(v, Slot::arena(bytes_of(v->type.dtype, *v->type.shape)));
-      } else {
-        slot = slot_of(v);
-      }
-      touch(slot, launch);
-      slots.push_back(slot);
+      // A null value is a temporary of this launch only.
+      slots.push_back(k.values[b] ? slot_for(k.values[b])
+                                  : new_arena(bytes_of(k.kernel.buffers[b].dtype,
+                                                       k.kernel.buffers[b].shape)));
+      touch(slots.back(), static_cast<int>(launches_));
+    }
+    ++launches_;
+    return slots;
+  }
+
+  // Slots of the values a library call binds.
+  std::vector<int> bind(const std::vector<const Value*>& values) {
+    std::vector<int> slots;
+    for (const Value* v : values) {
+      slots.push_back(slot_for(v));
+      touch(slots.back(), static_cast<int>(launches_));
     }
     ++launches_;
     return slots;
@@ -166,6 +170,11 @@ private:
     return id;
   }
   int new_arena(size_t bytes) { return add(nullptr, Slot::arena(bytes)); }
+  int slot_for(const Value* v) {
+    if (slot_.contains(v)) return slot_of(v);
+    return output_index(v) >= 0 ? add(v, Slot::output(output_index(v)))
+                                : add(v, Slot::arena(bytes_of(v->type.dtype, *v->type.shape)));
+  }
   int slot_of(const Value* v) const { return slot_.at(v); }
   // Extends the lifetime of the storage behind "slot" to cover "launch".
   void touch(int slot, int launch) {
@@ -267,6 +276,20 @@ runtime::LaunchInfo launch_info(const fusion::FusedKernel& fk) {
   return info;
 }
 
+// The same for a library call: the node's own values.
+runtime::LaunchInfo library_launch_info(const Node& node, const library::LibraryCall& call) {
+  runtime::LaunchInfo info{node.name, node.op_type, call.kernel->describe(), "", 0};
+  std::vector<std::string> ins, outs;
+  for (const Value* v : call.values) {
+    bool output = std::find(node.outputs.begin(), node.outputs.end(), v) != node.outputs.end();
+    (output ? outs : ins).push_back(v->type.to_string());
+    info.bytes += static_cast<size_t>(shape_num_elements(*v->type.shape).value_or(0)) *
+                  static_cast<size_t>(dtype_size(v->type.dtype));
+  }
+  info.shapes = fmt::format("{} -> {}", fmt::join(ins, ", "), fmt::join(outs, ", "));
+  return info;
+}
+
 Location location_of(const Graph& graph, const Node& node) {
   return {graph.source, node.name, node.op_type, node.opset};
 }
@@ -329,6 +352,7 @@ load_kernels(const std::string& path, std::vector<runtime::Launch>& launches) {
   WEFT_ASSIGN_OR_RETURN(std::shared_ptr<runtime::KernelLibrary> library,
                         runtime::KernelLibrary::load(path));
   for (runtime::Launch& launch : launches) {
+    if (launch.library) continue;
     WEFT_ASSIGN_OR_RETURN(launch.fn, library->function(launch.name));
   }
   return library;
@@ -362,9 +386,27 @@ Result<CompiledModel> compile_model(const ModelSource& model,
   WEFT_RETURN_IF_ERROR(check_lowerable(graph));
   timer.end("specialize");
 
+  bool cuda = settings.device == "cuda";
+  if (!cuda && settings.device != "cpu")
+    return Status::error(fmt::format("unknown device '{}'", settings.device));
   std::vector<fusion::Step> steps;
+  std::map<const Node*, library::LibraryCall> library_calls;
+  const char* onednn = std::getenv("WEFT_ONEDNN");
+  bool use_library = !cuda && settings.library && !(onednn && std::string(onednn) == "0");
   size_t index = 0;
   for (const auto& node : graph.nodes()) {
+    if (use_library) {
+      std::string why_not;
+      if (std::optional<library::LibraryCall> call = library::dnnl_call(*node, &why_not)) {
+        library_calls[node.get()] = std::move(*call);
+        steps.push_back({{}, nullptr, nullptr, node.get()});
+        ++index;
+        continue;
+      }
+      if (!why_not.empty())
+        log_debug("node '{}' ({}): generated code, not oneDNN: {}", node->name, node->op_type,
+                  why_not);
+    }
     Result<kernel::LoweredNode> lowered =
         kernel::lower_node(*node, kernel_name(index++, node->op_type));
     if (!lowered.ok()) return lowered.status().with_location(location_of(graph, *node));
@@ -385,17 +427,28 @@ Result<CompiledModel> compile_model(const ModelSource& model,
   }
   PlanBuilder plan(graph);
   std::vector<runtime::Launch> launches; // functions are looked up once the library loads
-  std::vector<kernel::Kernel> kernels;   // one per launch
+  std::vector<kernel::Kernel> kernels;   // the generated ones
+  std::vector<size_t> kernel_launch;     // the launch of each
   std::vector<Location> sites;           // the node of each
   for (fusion::Step& step : steps) {
     if (step.alias) {
       plan.alias(step.alias, step.alias_of);
       continue;
     }
+    if (step.library) {
+      library::LibraryCall& call = library_calls.at(step.library);
+      runtime::LaunchInfo info = library_launch_info(*step.library, call);
+      log_debug("library call: node '{}' ({}), {}, {}", info.node, info.op_type, info.strategy,
+                info.shapes);
+      launches.push_back({kernel_name(launches.size(), step.library->op_type), nullptr,
+                          plan.bind(call.values), std::move(info), call.kernel});
+      continue;
+    }
     for (fusion::FusedKernel& k : step.kernels) {
       runtime::LaunchInfo info = launch_info(k);
       log_debug("kernel {}: node '{}' ({}), {}, {}", k.bound.kernel.name, info.node, info.op_type,
                 info.strategy, info.shapes);
+      kernel_launch.push_back(launches.size());
       launches.push_back({k.bound.kernel.name, nullptr, plan.bind(k.bound), std::move(info)});
       kernels.push_back(std::move(k.bound.kernel));
       sites.push_back(location_of(graph, *k.nodes.front()));
@@ -403,9 +456,6 @@ Result<CompiledModel> compile_model(const ModelSource& model,
   }
   timer.end("plan");
 
-  bool cuda = settings.device == "cuda";
-  if (!cuda && settings.device != "cpu")
-    return Status::error(fmt::format("unknown device '{}'", settings.device));
   codegen::Dialect dialect = cuda ? codegen::Dialect::kCuda : codegen::Dialect::kCpu;
   codegen::CpuCompiler compiler = codegen::CpuCompiler::from_environment();
   std::vector<std::string> functions(kernels.size());
@@ -415,15 +465,17 @@ Result<CompiledModel> compile_model(const ModelSource& model,
   timer.end("generate");
   std::string source = codegen::emit_prelude(dialect);
   std::string kernels_text;
-  for (size_t k = 0; k < kernels.size(); ++k) {
+  for (size_t k = 0; k < kernels.size(); ++k)
     source += "\n" + functions[k];
-    const runtime::LaunchInfo& info = launches[k].info;
-    std::string ir = kernel::print_kernel(kernels[k]);
+  for (size_t l = 0, k = 0; l < launches.size(); ++l) {
+    const runtime::LaunchInfo& info = launches[l].info;
+    std::string ir = launches[l].library ? "(a library call)\n" : kernel::print_kernel(kernels[k++]);
     kernels_text +=
         fmt::format("# node '{}' ({}): {}\n{}\n", info.node, info.op_type, info.strategy, ir);
-    out.kernels.push_back({kernels[k].name, info, std::move(ir)});
+    out.kernels.push_back({launches[l].name, info, std::move(ir)});
   }
-  log_info("{}: {} kernels, {} from the function cache", graph.source, kernels.size(), hits);
+  log_info("{}: {} generated kernels, {} from the function cache; {} library calls",
+           graph.source, kernels.size(), hits, launches.size() - kernels.size());
   std::vector<int> output_slots = plan.output_slots();
   size_t arena = plan.place();
 

@@ -30,6 +30,9 @@ struct CompileSettings {
   std::string device = "cpu";
   std::vector<std::string> cuda_archs; // e.g. {"sm_80", "sm_90"}
   bool fusion = true;                  // fusion/fuse.h; off for comparisons (--no-fusion)
+  // MatMul, Gemm and Conv through oneDNN where it takes them (library/dnnl.h); off, they
+  // are generated code. $WEFT_ONEDNN=0 turns it off too.
+  bool library = true;
 };
 
 // How long one phase of compile_model took.

@@ -331,7 +331,7 @@ void inline_producers(std::vector<Step>& steps, const std::set<const Value*>& pi
       continue;
     }
     if (pinned.contains(v)) {
-      decide("its output is a graph output or aliased");
+      decide("its output is a graph output, aliased, or read by a library call");
       continue;
     }
     if (p.bound.kernel.statements[0].expr.size() > kMaxInlinedNodes) {
@@ -383,7 +383,8 @@ void inline_producers(std::vector<Step>& steps, const std::set<const Value*>& pi
     }
     steps[i].kernels.clear(); // no kernel left; the step is dropped below
   }
-  std::erase_if(steps, [](const Step& s) { return s.kernels.empty() && !s.alias; });
+  std::erase_if(steps,
+                [](const Step& s) { return s.kernels.empty() && !s.alias && !s.library; });
 }
 
 // Appends "k"'s statements and buffers to "g". A value "k" views with another shape than
@@ -438,6 +439,12 @@ void stitch(std::vector<Step>& steps, const std::set<const Value*>& pinned,
   int open = -1;                // the step of "out" that may take the next kernel
   std::set<const Value*> after; // aliases of its outputs, bound after it
   for (Step& step : steps) {
+    if (step.library) { // a barrier: nothing stitches across a library call
+      out.push_back(std::move(step));
+      open = -1;
+      after.clear();
+      continue;
+    }
     if (step.kernels.empty()) {
       // An alias of a value the open kernel writes stays after it, and a kernel that reads
       // the alias cannot join it. Any other alias moves before the open kernel.
@@ -516,6 +523,10 @@ FusionResult fuse(std::vector<Step> steps, const std::set<const Value*>& pinned_
     if (s.alias) {
       pinned.insert(s.alias);
       pinned.insert(s.alias_of);
+    }
+    if (s.library) {
+      pinned.insert(s.library->inputs.begin(), s.library->inputs.end());
+      pinned.insert(s.library->outputs.begin(), s.library->outputs.end());
     }
   }
   FusionResult result;

@@ -32,11 +32,13 @@ struct FusedKernel {
   std::vector<const Node*> nodes;
 };
 
-// A step of the launch list: a kernel, or an alias (a value that is another's bytes).
+// A step of the launch list: a kernel, an alias (a value that is another's bytes), or a
+// node a library runs (oneDNN): opaque to fusion, which keeps that node's values in memory.
 struct Step {
-  std::vector<FusedKernel> kernels; // empty for an alias
+  std::vector<FusedKernel> kernels; // empty for an alias or a library node
   const Value* alias = nullptr;     // the aliasing value ...
   const Value* alias_of = nullptr;  // ... and the value it aliases
+  const Node* library = nullptr;
 };
 
 struct Decision {
@@ -51,7 +53,8 @@ struct FusionResult {
   std::vector<Decision> decisions;
 };
 
-// "pinned": values that must stay in memory (graph outputs). Aliased values are pinned here.
+// "pinned": values that must stay in memory (graph outputs). Aliased values and the values
+// of library nodes are pinned here.
 FusionResult fuse(std::vector<Step> steps, const std::set<const Value*>& pinned);
 
 // "a, b" for the nodes of a kernel.

@@ -346,6 +346,31 @@ TypesOrError infer_conv(const Node& node) {
   return one({x.dtype, out});
 }
 
+std::vector<Window> window_dims(const Ints& kernel, const Ints& strides, const Ints& dilations,
+                                const Ints& pads, AutoPad auto_pad, const Shape& x,
+                                const Shape& y) {
+  size_t spatial = x.size() - 2;
+  std::vector<Window> w(spatial);
+  for (size_t i = 0; i < spatial; ++i) {
+    Window& d = w[i];
+    d.kernel = kernel[i];
+    d.stride = strides.empty() ? 1 : strides[i];
+    d.dilation = dilations.empty() ? 1 : dilations[i];
+    d.in = x[i + 2].value();
+    d.out = y[i + 2].value();
+    d.pad_begin = pads.empty() ? 0 : pads[i];
+    d.pad_end = pads.empty() ? 0 : pads[i + spatial];
+    if (auto_pad == AutoPad::kValid) d.pad_begin = d.pad_end = 0;
+    if (auto_pad == AutoPad::kSameUpper || auto_pad == AutoPad::kSameLower) {
+      int64_t total =
+          std::max<int64_t>((d.out - 1) * d.stride + (d.kernel - 1) * d.dilation + 1 - d.in, 0);
+      d.pad_begin = auto_pad == AutoPad::kSameUpper ? total / 2 : total - total / 2;
+      d.pad_end = total - d.pad_begin;
+    }
+  }
+  return w;
+}
+
 Result<std::vector<TransposedWindow>> conv_transpose_windows(const Node& node) {
   const auto& a = node.attrs_as<ConvTransposeAttrs>();
   const Shape& x = *in_type(node, 0).shape;

@@ -80,6 +80,17 @@ std::optional<std::vector<double>> resize_scales(const Node& node);
 // The output extents of a Resize or Upsample: its sizes, or floor(extent * scale).
 std::optional<Ints> resize_extents(const Node& node);
 
+// One spatial dim of a Conv or pool with static shapes: output position o reads input
+// positions o * stride + k * dilation - pad_begin for taps k in [0, kernel).
+struct Window {
+  int64_t kernel, stride, dilation, pad_begin, pad_end, in, out;
+};
+// The spatial dims of a window op from its attributes (empty lists take their defaults;
+// auto_pad overrides pads) and its input and output shapes "x" and "y".
+std::vector<Window> window_dims(const Ints& kernel, const Ints& strides, const Ints& dilations,
+                                const Ints& pads, AutoPad auto_pad, const Shape& x,
+                                const Shape& y);
+
 // One spatial dim of a ConvTranspose: input position i and tap k add into output position
 // i * stride + k * dilation - pad_begin, for outputs in [0, out).
 struct TransposedWindow {

@@ -12,35 +12,6 @@ namespace weft::kernel {
 
 namespace {
 
-// One spatial dim of a window op.
-struct Window {
-  int64_t kernel, stride, dilation, pad_begin, pad_end, in, out;
-};
-
-std::vector<Window> windows(const Ints& kernel, const Ints& strides, const Ints& dilations,
-                            const Ints& pads, AutoPad auto_pad, const Shape& x, const Shape& y) {
-  size_t spatial = x.size() - 2;
-  std::vector<Window> w(spatial);
-  for (size_t i = 0; i < spatial; ++i) {
-    Window& d = w[i];
-    d.kernel = kernel[i];
-    d.stride = strides.empty() ? 1 : strides[i];
-    d.dilation = dilations.empty() ? 1 : dilations[i];
-    d.in = x[i + 2].value();
-    d.out = y[i + 2].value();
-    d.pad_begin = pads.empty() ? 0 : pads[i];
-    d.pad_end = pads.empty() ? 0 : pads[i + spatial];
-    if (auto_pad == AutoPad::kValid) d.pad_begin = d.pad_end = 0;
-    if (auto_pad == AutoPad::kSameUpper || auto_pad == AutoPad::kSameLower) {
-      int64_t total =
-          std::max<int64_t>((d.out - 1) * d.stride + (d.kernel - 1) * d.dilation + 1 - d.in, 0);
-      d.pad_begin = auto_pad == AutoPad::kSameUpper ? total / 2 : total - total / 2;
-      d.pad_end = total - d.pad_begin;
-    }
-  }
-  return w;
-}
-
 // The input position o * stride + k * dilation - pad_begin of one spatial dim, from the
 // iterators of the output position "o" and the tap "k".
 AffineExpr tap(const Window& w, int o, int k) {
@@ -82,7 +53,7 @@ Result<LoweredNode> lower_conv(const Node& n, const std::string& name) {
       kernel.push_back(ws[i].value());
   }
   std::vector<Window> win =
-      windows(kernel, a.strides, a.dilations, a.pads, a.auto_pad, *x->type.shape, *y->type.shape);
+      window_dims(kernel, a.strides, a.dilations, a.pads, a.auto_pad, *x->type.shape, *y->type.shape);
   int64_t batch = (*y->type.shape)[0].value(), m_total = ws[0].value(), cg = ws[1].value();
   int64_t mg = m_total / a.group;
   size_t spatial = win.size();
@@ -330,7 +301,7 @@ Result<LoweredNode> lower_pool(const Node& n, const std::string& name) {
   const auto& a = n.attrs_as<PoolAttrs>();
   const Value* x = n.inputs[0];
   const Value* y = n.outputs[0];
-  std::vector<Window> win = windows(a.kernel_shape, a.strides, a.dilations, a.pads, a.auto_pad,
+  std::vector<Window> win = window_dims(a.kernel_shape, a.strides, a.dilations, a.pads, a.auto_pad,
                                     *x->type.shape, *y->type.shape);
   bool max = n.op_type == "MaxPool";
   DType t = y->type.dtype;

@@ -141,7 +141,13 @@ Status Executable::run(const std::vector<TensorView>& inputs,
     for (int s : launch.slots)
       args.push_back(address[static_cast<size_t>(s)]);
     if (options.timings) (*options.timings)[l].start_ns = now_ns();
-    launch.fn(args.data(), nullptr);
+    if (launch.library) {
+      Status s = launch.library->run(args.data());
+      if (!s.ok()) return Status::error(fmt::format("node '{}' ({}): {}", launch.info.node,
+                                                    launch.info.op_type, s.message()));
+    } else {
+      launch.fn(args.data(), nullptr);
+    }
     if (options.timings) (*options.timings)[l].end_ns = now_ns();
   }
   // Outputs whose slot is not their own storage (an alias, an input, a constant) are copied.

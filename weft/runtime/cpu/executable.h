@@ -14,6 +14,7 @@
 
 #include "weft/graph/tensor.h"
 #include "weft/runtime/cpu/kernel_library.h"
+#include "weft/runtime/cpu/library_kernel.h"
 #include "weft/support/status.h"
 
 namespace weft::runtime {
@@ -44,11 +45,13 @@ struct LaunchInfo {
   size_t bytes = 0;     // bytes of its inputs and outputs, each counted once
 };
 
+// A generated kernel ("fn"), or a library call ("library") when that is set.
 struct Launch {
   std::string name; // the kernel
   KernelFn fn = nullptr;
-  std::vector<int> slots; // one per kernel buffer
+  std::vector<int> slots; // one per kernel buffer, or per value the library call binds
   LaunchInfo info;
+  std::shared_ptr<const LibraryKernel> library = nullptr;
 };
 
 // A tensor in memory that the caller owns: dense, row-major, "dims" static.
