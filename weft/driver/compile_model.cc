@@ -277,11 +277,18 @@ runtime::LaunchInfo launch_info(const fusion::FusedKernel& fk) {
 }
 
 // The same for a library call: the node's own values.
-runtime::LaunchInfo library_launch_info(const Node& node, const library::LibraryCall& call) {
-  runtime::LaunchInfo info{node.name, node.op_type, call.kernel->describe(), "", 0};
+runtime::LaunchInfo library_launch_info(const library::LibraryCall& call) {
+  std::vector<std::string> names, ops;
+  for (const Node* n : call.nodes) {
+    names.push_back(n->name);
+    ops.push_back(n->op_type);
+  }
+  runtime::LaunchInfo info{fmt::format("{}", fmt::join(names, ", ")),
+                           fmt::format("{}", fmt::join(ops, "+")), call.kernel->describe(), "", 0};
+  const std::vector<Value*>& written = call.nodes.back()->outputs;
   std::vector<std::string> ins, outs;
   for (const Value* v : call.values) {
-    bool output = std::find(node.outputs.begin(), node.outputs.end(), v) != node.outputs.end();
+    bool output = std::find(written.begin(), written.end(), v) != written.end();
     (output ? outs : ins).push_back(v->type.to_string());
     info.bytes += static_cast<size_t>(shape_num_elements(*v->type.shape).value_or(0)) *
                   static_cast<size_t>(dtype_size(v->type.dtype));
@@ -391,13 +398,38 @@ Result<CompiledModel> compile_model(const ModelSource& model,
     return Status::error(fmt::format("unknown device '{}'", settings.device));
   std::vector<fusion::Step> steps;
   std::map<const Node*, library::LibraryCall> library_calls;
+  std::set<const Node*> absorbed; // epilogue nodes of library calls
+  std::vector<fusion::Decision> epilogue_decisions;
   const char* onednn = std::getenv("WEFT_ONEDNN");
   bool use_library = !cuda && settings.library && !(onednn && std::string(onednn) == "0");
+  std::unordered_map<const Value*, std::vector<const Node*>> readers;
+  for (const auto& node : graph.nodes()) {
+    for (const Value* v : node->inputs)
+      readers[v].push_back(node.get());
+  }
+  std::set<const Value*> graph_outputs(graph.outputs.begin(), graph.outputs.end());
+  library::SoleReader sole_reader = [&](const Value* v) -> const Node* {
+    auto it = readers.find(v);
+    if (!settings.fusion || it == readers.end() || it->second.size() != 1 ||
+        graph_outputs.contains(v))
+      return nullptr;
+    return it->second[0];
+  };
   size_t index = 0;
   for (const auto& node : graph.nodes()) {
+    if (absorbed.contains(node.get())) {
+      ++index;
+      continue;
+    }
     if (use_library) {
       std::string why_not;
-      if (std::optional<library::LibraryCall> call = library::dnnl_call(*node, &why_not)) {
+      if (std::optional<library::LibraryCall> call =
+              library::dnnl_call(*node, sole_reader, &why_not)) {
+        for (size_t e = 1; e < call->nodes.size(); ++e) {
+          absorbed.insert(call->nodes[e]);
+          epilogue_decisions.push_back(
+              {call->nodes[e - 1]->name, call->nodes[e]->name, true, "a oneDNN post-op"});
+        }
         library_calls[node.get()] = std::move(*call);
         steps.push_back({{}, nullptr, nullptr, node.get()});
         ++index;
@@ -422,7 +454,9 @@ Result<CompiledModel> compile_model(const ModelSource& model,
     std::set<const Value*> pinned(graph.outputs.begin(), graph.outputs.end());
     fusion::FusionResult fused = fusion::fuse(std::move(steps), pinned);
     steps = std::move(fused.steps);
-    out.fusion_decisions = std::move(fused.decisions);
+    out.fusion_decisions = std::move(epilogue_decisions);
+    out.fusion_decisions.insert(out.fusion_decisions.end(), fused.decisions.begin(),
+                                fused.decisions.end());
     timer.end("fuse");
   }
   PlanBuilder plan(graph);
@@ -437,10 +471,10 @@ Result<CompiledModel> compile_model(const ModelSource& model,
     }
     if (step.library) {
       library::LibraryCall& call = library_calls.at(step.library);
-      runtime::LaunchInfo info = library_launch_info(*step.library, call);
+      runtime::LaunchInfo info = library_launch_info(call);
       log_debug("library call: node '{}' ({}), {}, {}", info.node, info.op_type, info.strategy,
                 info.shapes);
-      launches.push_back({kernel_name(launches.size(), step.library->op_type), nullptr,
+      launches.push_back({fmt::format("dnnl{}_{}", launches.size(), step.library->op_type), nullptr,
                           plan.bind(call.values), std::move(info), call.kernel});
       continue;
     }

@@ -1,6 +1,7 @@
 #include "weft/library/dnnl.h"
 
 #include <algorithm>
+#include <limits>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -34,27 +35,62 @@ memory::desc plain(const Dims& dims) {
 Dims dims_of(const Value* v) { return shape_static_dims(*v->type.shape); }
 
 // One primitive and the memories it executes on: each argument is a buffer of the launch
-// (wrapped per run) or memory the kernel owns (weights reordered at compile time).
+// (wrapped per run) or memory the kernel owns (weights reordered at compile time). An
+// argument the primitive wants in another layout ("internal": channels-last, say) is
+// reordered through per-thread scratch memory on each run: in before, out after.
 class DnnlKernel final : public runtime::LibraryKernel {
 public:
   struct Arg {
     int dnnl_arg;
-    int buffer; // index into the launch's buffers
-    memory::desc md;
+    int buffer;      // index into the launch's buffers
+    memory::desc md; // its layout there
+    memory::desc internal = {};
   };
 
   DnnlKernel(dnnl::primitive primitive, std::vector<Arg> args,
              std::unordered_map<int, memory> owned, std::string what)
       : primitive_(std::move(primitive)), args_(std::move(args)), owned_(std::move(owned)),
-        what_(std::move(what)) {}
+        what_(std::move(what)) {
+    for (Arg& a : args_) {
+      if (a.internal == memory::desc() || a.internal == a.md) {
+        a.internal = memory::desc();
+        reorders_.emplace_back();
+        offsets_.push_back(0);
+        continue;
+      }
+      bool out = a.dnnl_arg == DNNL_ARG_DST;
+      reorders_.emplace_back(out ? dnnl::reorder::primitive_desc(engine(), a.internal, engine(), a.md)
+                                 : dnnl::reorder::primitive_desc(engine(), a.md, engine(), a.internal));
+      offsets_.push_back(scratch_bytes_);
+      scratch_bytes_ += (a.internal.get_size() + 63) / 64 * 64;
+    }
+  }
 
   Status run(void* const* buffers) const override {
+    thread_local std::vector<std::byte> scratch;
+    if (scratch.size() < scratch_bytes_ + 64) scratch.resize(scratch_bytes_ + 64);
+    std::byte* base = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
     try {
       dnnl::stream stream(engine());
       std::unordered_map<int, memory> args = owned_;
-      for (const Arg& a : args_)
-        args.emplace(a.dnnl_arg, memory(a.md, engine(), buffers[a.buffer]));
+      std::vector<std::pair<size_t, memory>> outs; // (arg, user memory) to reorder back
+      for (size_t i = 0; i < args_.size(); ++i) {
+        const Arg& a = args_[i];
+        memory user(a.md, engine(), buffers[a.buffer]);
+        if (a.internal == memory::desc()) {
+          args.emplace(a.dnnl_arg, user);
+          continue;
+        }
+        memory internal(a.internal, engine(), base + offsets_[i]);
+        if (a.dnnl_arg == DNNL_ARG_DST)
+          outs.emplace_back(i, user);
+        else
+          reorders_[i].execute(stream, user, internal);
+        args.emplace(a.dnnl_arg, internal);
+      }
       primitive_.execute(stream, args);
+      for (auto& [i, user] : outs)
+        reorders_[i].execute(stream, args.at(args_[i].dnnl_arg), user);
       stream.wait();
     } catch (const dnnl::error& e) {
       return Status::error(fmt::format("oneDNN failed: {}", e.what()));
@@ -69,6 +105,9 @@ private:
   std::vector<Arg> args_;
   std::unordered_map<int, memory> owned_;
   std::string what_;
+  std::vector<dnnl::reorder> reorders_; // per arg; empty where none is needed
+  std::vector<size_t> offsets_;         // of each reordered arg in the scratch memory
+  size_t scratch_bytes_ = 0;
 };
 
 // The position of "v" in "values", appending it if absent.
@@ -94,24 +133,111 @@ std::optional<std::string> unsupported_values(const std::vector<const Value*>& v
   return std::nullopt;
 }
 
+// An epilogue node as a oneDNN post-op: an activation, or an arithmetic op with another
+// operand ("src1") that broadcasts to the output without growing it.
+struct PostOp {
+  const Node* node = nullptr;
+  bool binary = false;
+  dnnl::algorithm algorithm = dnnl::algorithm::undef;
+  float alpha = 0.0f, beta = 0.0f; // eltwise parameters
+  const Value* src1 = nullptr;
+  Dims src1_dims; // aligned to the output's rank
+};
+
+std::optional<PostOp> post_op(const Node& e, const Value* from) {
+  using A = dnnl::algorithm;
+  const std::string& op = e.op_type;
+  PostOp p;
+  p.node = &e;
+  if (e.outputs.size() != 1 || e.outputs[0]->type.dtype != DType::kF32) return std::nullopt;
+  if (op == "Relu") {
+    p.algorithm = A::eltwise_relu;
+  } else if (op == "LeakyRelu") {
+    p.algorithm = A::eltwise_relu;
+    p.alpha = e.attrs_as<AlphaAttrs>().alpha;
+  } else if (op == "Sigmoid") {
+    p.algorithm = A::eltwise_logistic;
+  } else if (op == "Tanh") {
+    p.algorithm = A::eltwise_tanh;
+  } else if (op == "Clip" && e.inputs.size() == 1) {
+    const auto& a = e.attrs_as<ClipAttrs>();
+    p.algorithm = A::eltwise_clip;
+    p.alpha = a.min.value_or(-std::numeric_limits<float>::max());
+    p.beta = a.max.value_or(std::numeric_limits<float>::max());
+  } else if (op == "Add" || op == "Mul" || (op == "Sub" || op == "Div")) {
+    if (e.inputs.size() != 2 || e.inputs[0] == e.inputs[1]) return std::nullopt;
+    if ((op == "Sub" || op == "Div") && e.inputs[0] != from) return std::nullopt;
+    p.binary = true;
+    p.algorithm = op == "Add" ? A::binary_add
+                  : op == "Mul" ? A::binary_mul
+                  : op == "Sub" ? A::binary_sub
+                                : A::binary_div;
+    p.src1 = e.inputs[0] == from ? e.inputs[1] : e.inputs[0];
+    Dims out = dims_of(from), other = dims_of(p.src1);
+    if (p.src1->type.dtype != DType::kF32 || other.size() > out.size() ||
+        dims_of(e.outputs[0]) != out)
+      return std::nullopt;
+    other.insert(other.begin(), out.size() - other.size(), 1);
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (other[i] != 1 && other[i] != out[i]) return std::nullopt;
+    }
+    p.src1_dims = other;
+  } else {
+    return std::nullopt;
+  }
+  return p;
+}
+
+// How the primitive lays out a full-size activation of these dims (the buffer's own layout
+// is always plain).
+using Layout = std::function<memory::desc(const Dims&)>;
+
+// The post-ops' attribute, and their src1 arguments bound into "call". A src1 of the
+// output's full dims takes the primitive's "layout"; a broadcast one stays plain.
+dnnl::primitive_attr post_op_attr(const std::vector<PostOp>& ops, LibraryCall& call,
+                                  std::vector<DnnlKernel::Arg>& args, const Dims& out,
+                                  const Layout& layout = plain) {
+  dnnl::post_ops po;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const PostOp& p = ops[i];
+    if (!p.binary) {
+      po.append_eltwise(1.0f, p.algorithm, p.alpha, p.beta);
+      continue;
+    }
+    memory::desc internal = p.src1_dims == out ? layout(out) : plain(p.src1_dims);
+    po.append_binary(p.algorithm, internal);
+    args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1,
+                    position(call.values, p.src1), plain(p.src1_dims), internal});
+  }
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(po);
+  return attr;
+}
+
+// The value the primitive writes: the last epilogue node's output, or the node's own.
+const Value* final_output(const Node& n, const std::vector<PostOp>& ops) {
+  return ops.empty() ? n.outputs[0] : ops.back().node->outputs[0];
+}
+
 // dst = src x weights (+ bias) over plain row-major operands, numpy batch broadcasting.
 struct MatMulOperands {
   memory::desc a, b, bias, y;
   float alpha = 1.0f;
 };
 
-LibraryCall make_matmul(const Node& n, const MatMulOperands& m, const Value* bias) {
-  dnnl::primitive_attr attr;
-  if (m.alpha != 1.0f) attr.set_output_scales(0, {m.alpha});
-  dnnl::matmul::desc d = bias ? dnnl::matmul::desc(m.a, m.b, m.bias, m.y)
-                              : dnnl::matmul::desc(m.a, m.b, m.y);
-  dnnl::matmul::primitive_desc pd(d, attr, engine());
+LibraryCall make_matmul(const Node& n, const MatMulOperands& m, const Value* bias,
+                        const std::vector<PostOp>& ops) {
   LibraryCall call;
   std::vector<DnnlKernel::Arg> args = {
       {DNNL_ARG_SRC, position(call.values, n.inputs[0]), m.a},
       {DNNL_ARG_WEIGHTS, position(call.values, n.inputs[1]), m.b}};
   if (bias) args.push_back({DNNL_ARG_BIAS, position(call.values, bias), m.bias});
-  args.push_back({DNNL_ARG_DST, position(call.values, n.outputs[0]), m.y});
+  dnnl::primitive_attr attr = post_op_attr(ops, call, args, m.y.dims());
+  if (m.alpha != 1.0f) attr.set_output_scales(0, {m.alpha});
+  dnnl::matmul::desc d = bias ? dnnl::matmul::desc(m.a, m.b, m.bias, m.y)
+                              : dnnl::matmul::desc(m.a, m.b, m.y);
+  dnnl::matmul::primitive_desc pd(d, attr, engine());
+  args.push_back({DNNL_ARG_DST, position(call.values, final_output(n, ops)), m.y});
   call.kernel = std::make_shared<DnnlKernel>(dnnl::matmul(pd), std::move(args),
                                              std::unordered_map<int, memory>{},
                                              fmt::format("oneDNN matmul ({})", pd.impl_info_str()));
@@ -119,8 +245,13 @@ LibraryCall make_matmul(const Node& n, const MatMulOperands& m, const Value* bia
 }
 
 // MatMul: 1-D operands promoted as numpy does, ranks aligned with leading unit dims.
-std::optional<LibraryCall> matmul_call(const Node& n, std::string* why_not) {
+std::optional<LibraryCall> matmul_call(const Node& n, const std::vector<PostOp>& ops,
+                                       std::string* why_not) {
   Dims da = dims_of(n.inputs[0]), db = dims_of(n.inputs[1]);
+  if ((da.size() == 1 || db.size() == 1) && !ops.empty()) {
+    *why_not = "a 1-D operand (the epilogue's shapes would not match)";
+    return std::nullopt;
+  }
   if (da.size() == 1) da.insert(da.begin(), 1);
   if (db.size() == 1) db.push_back(1);
   size_t rank = std::max(da.size(), db.size());
@@ -135,20 +266,22 @@ std::optional<LibraryCall> matmul_call(const Node& n, std::string* why_not) {
     dy[i] = std::max(da[i], db[i]);
   dy[rank - 2] = da[rank - 2];
   dy[rank - 1] = db[rank - 1];
-  return make_matmul(n, {plain(da), plain(db), {}, plain(dy)}, nullptr);
+  return make_matmul(n, {plain(da), plain(db), {}, plain(dy)}, nullptr, ops);
 }
 
 // Gemm: transposes as strides; C as a broadcast bias when alpha and beta allow it.
-std::optional<LibraryCall> gemm_call(const Node& n, std::string* why_not) {
+std::optional<LibraryCall> gemm_call(const Node& n, const std::vector<PostOp>& ops,
+                                     std::string* why_not) {
   const auto& at = n.attrs_as<GemmAttrs>();
   Dims sa = dims_of(n.inputs[0]), sb = dims_of(n.inputs[1]);
   int64_t m = at.trans_a ? sa[1] : sa[0], k = at.trans_a ? sa[0] : sa[1];
   int64_t nn = at.trans_b ? sb[0] : sb[1];
-  MatMulOperands ops;
-  ops.a = memory::desc({m, k}, memory::data_type::f32, at.trans_a ? Dims{1, m} : Dims{k, 1});
-  ops.b = memory::desc({k, nn}, memory::data_type::f32, at.trans_b ? Dims{1, k} : Dims{nn, 1});
-  ops.y = plain({m, nn});
-  ops.alpha = at.alpha;
+  MatMulOperands operands;
+  operands.a = memory::desc({m, k}, memory::data_type::f32, at.trans_a ? Dims{1, m} : Dims{k, 1});
+  operands.b =
+      memory::desc({k, nn}, memory::data_type::f32, at.trans_b ? Dims{1, k} : Dims{nn, 1});
+  operands.y = plain({m, nn});
+  operands.alpha = at.alpha;
   const Value* c = n.input(2);
   if (c && at.beta != 0.0f) {
     if (at.alpha != 1.0f || at.beta != 1.0f) {
@@ -161,16 +294,25 @@ std::optional<LibraryCall> gemm_call(const Node& n, std::string* why_not) {
       *why_not = "C does not broadcast to the output";
       return std::nullopt;
     }
-    ops.bias = plain(dc);
+    operands.bias = plain(dc);
   } else {
     c = nullptr;
   }
-  return make_matmul(n, ops, c);
+  return make_matmul(n, operands, c, ops);
 }
 
-// Conv in 1-3 spatial dims: plain activations, weights in oneDNN's preferred layout
-// (reordered once here when they are constant).
-std::optional<LibraryCall> conv_call(const Node& n, std::string* why_not) {
+memory::desc channels_last(const Dims& dims) {
+  using T = memory::format_tag;
+  T tag = dims.size() == 3 ? T::nwc : dims.size() == 4 ? T::nhwc : T::ndhwc;
+  return memory::desc(dims, memory::data_type::f32, tag);
+}
+
+// Conv in 1-3 spatial dims. oneDNN's fast convolutions want channels-last activations, so
+// the primitive runs on those, reordered from and to the plain buffers around it, unless
+// only a reference implementation exists there; then plain activations. Weights take
+// oneDNN's preferred layout, reordered once here when they are constant.
+std::optional<LibraryCall> conv_call(const Node& n, const std::vector<PostOp>& ops,
+                                     std::string* why_not) {
   const auto& at = n.attrs_as<ConvAttrs>();
   const Value *x = n.inputs[0], *w = n.inputs[1], *b = n.input(2), *y = n.outputs[0];
   Dims dx = dims_of(x), dw = dims_of(w), dy = dims_of(y);
@@ -199,53 +341,127 @@ std::optional<LibraryCall> conv_call(const Node& n, std::string* why_not) {
                                                      memory::format_tag::any)
                                       : plain(wdims);
   memory::desc bmd = b ? plain({dw[0]}) : memory::desc();
-  dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
-                                    dnnl::algorithm::convolution_direct, plain(dx), wmd, bmd,
-                                    plain(dy), strides, dilates, pad_l, pad_r);
-  dnnl::convolution_forward::primitive_desc pd(d, engine());
-  LibraryCall call;
-  std::vector<DnnlKernel::Arg> args = {{DNNL_ARG_SRC, position(call.values, x), plain(dx)}};
-  int w_buffer = position(call.values, w); // bound even when reordered, for the profile
-  std::unordered_map<int, memory> owned;
-  if (constant_weights) {
-    memory given(plain(wdims), engine(), const_cast<std::byte*>(w->constant->data()));
-    memory reordered(pd.weights_desc(), engine());
-    dnnl::stream stream(engine());
-    dnnl::reorder(given, reordered).execute(stream, given, reordered);
-    stream.wait();
-    owned.emplace(DNNL_ARG_WEIGHTS, reordered);
-  } else {
-    args.push_back({DNNL_ARG_WEIGHTS, w_buffer, plain(wdims)});
+  auto build = [&](const Layout& layout) {
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
+                                      dnnl::algorithm::convolution_direct, layout(dx), wmd, bmd,
+                                      layout(dy), strides, dilates, pad_l, pad_r);
+    LibraryCall call;
+    std::vector<DnnlKernel::Arg> args = {
+        {DNNL_ARG_SRC, position(call.values, x), plain(dx), layout(dx)}};
+    int w_buffer = position(call.values, w); // bound even when reordered, for the profile
+    dnnl::primitive_attr attr = post_op_attr(ops, call, args, dy, layout);
+    dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
+    std::string impl = pd.impl_info_str();
+    if (impl.starts_with("ref") && layout(dx) != plain(dx)) return LibraryCall{};
+    std::unordered_map<int, memory> owned;
+    if (constant_weights) {
+      memory given(plain(wdims), engine(), const_cast<std::byte*>(w->constant->data()));
+      memory reordered(pd.weights_desc(), engine());
+      dnnl::stream stream(engine());
+      dnnl::reorder(given, reordered).execute(stream, given, reordered);
+      stream.wait();
+      owned.emplace(DNNL_ARG_WEIGHTS, reordered);
+    } else {
+      args.push_back({DNNL_ARG_WEIGHTS, w_buffer, plain(wdims)});
+    }
+    if (b) args.push_back({DNNL_ARG_BIAS, position(call.values, b), bmd});
+    args.push_back(
+        {DNNL_ARG_DST, position(call.values, final_output(n, ops)), plain(dy), layout(dy)});
+    call.kernel = std::make_shared<DnnlKernel>(
+        dnnl::convolution_forward(pd), std::move(args), std::move(owned),
+        fmt::format("oneDNN convolution ({}{})", impl,
+                    layout(dx) != plain(dx) ? ", channels-last" : ""));
+    return call;
+  };
+  try {
+    if (LibraryCall call = build(channels_last); call.kernel) return call;
+  } catch (const dnnl::error&) { // not implemented channels-last: plain below
   }
-  if (b) args.push_back({DNNL_ARG_BIAS, position(call.values, b), bmd});
-  args.push_back({DNNL_ARG_DST, position(call.values, y), plain(dy)});
-  call.kernel = std::make_shared<DnnlKernel>(
-      dnnl::convolution_forward(pd), std::move(args), std::move(owned),
-      fmt::format("oneDNN convolution ({})", pd.impl_info_str()));
+  return build(plain);
+}
+
+// MaxPool (without its Indices output) and AveragePool on plain activations. ceil_mode's
+// extra windows become right padding, which oneDNN never reads for max; an average over
+// them is left to generated code when the padding counts.
+std::optional<LibraryCall> pool_call(const Node& n, const std::vector<PostOp>& ops,
+                                     std::string* why_not) {
+  const auto& at = n.attrs_as<PoolAttrs>();
+  bool max = n.op_type == "MaxPool";
+  const Value *x = n.inputs[0], *y = n.outputs[0];
+  Dims dx = dims_of(x), dy = dims_of(y);
+  if (!ops.empty() || (n.outputs.size() > 1 && n.outputs[1]) || dx.size() < 3 ||
+      dx.size() > 5 || (!max && at.ceil_mode && at.count_include_pad)) {
+    *why_not = "a pooling form oneDNN does not take here";
+    return std::nullopt;
+  }
+  std::vector<Window> win = window_dims(at.kernel_shape, at.strides, at.dilations, at.pads,
+                                        at.auto_pad, *x->type.shape, *y->type.shape);
+  Dims strides, kernel, dilation, pad_l, pad_r;
+  for (const Window& d : win) {
+    strides.push_back(d.stride);
+    kernel.push_back(d.kernel);
+    dilation.push_back(d.dilation - 1);
+    pad_l.push_back(d.pad_begin);
+    int64_t needed = (d.out - 1) * d.stride + (d.kernel - 1) * d.dilation + 1 - d.in - d.pad_begin;
+    pad_r.push_back(at.ceil_mode ? std::max(needed, int64_t{0}) : d.pad_end);
+  }
+  using A = dnnl::algorithm;
+  A algorithm = max                    ? A::pooling_max
+                : at.count_include_pad ? A::pooling_avg_include_padding
+                                       : A::pooling_avg_exclude_padding;
+  dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, algorithm, plain(dx),
+                                   plain(dy), strides, kernel, dilation, pad_l, pad_r);
+  dnnl::pooling_v2_forward::primitive_desc pd(d, engine());
+  LibraryCall call;
+  std::vector<DnnlKernel::Arg> args = {{DNNL_ARG_SRC, position(call.values, x), plain(dx)},
+                                       {DNNL_ARG_DST, position(call.values, y), plain(dy)}};
+  call.kernel = std::make_shared<DnnlKernel>(dnnl::pooling_v2_forward(pd), std::move(args),
+                                             std::unordered_map<int, memory>{},
+                                             fmt::format("oneDNN pooling ({})", pd.impl_info_str()));
   return call;
 }
 
 } // namespace
 
-std::optional<LibraryCall> dnnl_call(const Node& node, std::string* why_not) {
-  static const std::unordered_map<std::string, std::optional<LibraryCall> (*)(const Node&,
-                                                                                std::string*)>
-      kBuilders = {{"MatMul", matmul_call}, {"Gemm", gemm_call}, {"Conv", conv_call}};
+std::optional<LibraryCall> dnnl_call(const Node& node, const SoleReader& sole_reader,
+                                     std::string* why_not) {
+  using Builder = std::optional<LibraryCall> (*)(const Node&, const std::vector<PostOp>&,
+                                                 std::string*);
+  static const std::unordered_map<std::string, Builder> kBuilders = {
+      {"MatMul", matmul_call}, {"Gemm", gemm_call},      {"Conv", conv_call},
+      {"MaxPool", pool_call},  {"AveragePool", pool_call}};
   auto it = kBuilders.find(node.op_type);
   if (it == kBuilders.end()) return std::nullopt;
   std::vector<const Value*> values(node.inputs.begin(), node.inputs.end());
   values.insert(values.end(), node.outputs.begin(), node.outputs.end());
-  if (std::optional<std::string> why = unsupported_values(values)) {
+  if (std::optional<std::string> why = unsupported_values(values)) { // (Indices are i64)
     *why_not = *why;
     return std::nullopt;
   }
-  try {
-    return it->second(node, why_not);
-  } catch (const dnnl::error& e) {
-    // Not implemented for these shapes or attributes: generated code runs the node.
-    *why_not = fmt::format("oneDNN: {}", e.what());
-    return std::nullopt;
+  std::vector<PostOp> epilogue;
+  for (const Value* v = node.outputs[0]; const Node* e = sole_reader(v); v = e->outputs[0]) {
+    std::optional<PostOp> p = post_op(*e, v);
+    if (!p) break;
+    epilogue.push_back(*p);
   }
+  // With the epilogue, then without it: oneDNN may not implement every post-op here.
+  for (size_t keep : {epilogue.size(), size_t{0}}) {
+    std::vector<PostOp> ops(epilogue.begin(), epilogue.begin() + static_cast<ptrdiff_t>(keep));
+    try {
+      std::optional<LibraryCall> call = it->second(node, ops, why_not);
+      if (call) {
+        call->nodes = {&node};
+        for (const PostOp& p : ops)
+          call->nodes.push_back(p.node);
+        return call;
+      }
+    } catch (const dnnl::error& e) {
+      // Not implemented for these shapes or attributes: generated code runs the node.
+      *why_not = fmt::format("oneDNN: {}", e.what());
+    }
+    if (keep == 0) break;
+  }
+  return std::nullopt;
 }
 
 } // namespace weft::library

@@ -7,6 +7,7 @@
 // which cases go where.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,14 +19,23 @@
 
 namespace weft::library {
 
-// A node run by a library: its kernel, and the values the kernel's buffers are, in order.
+// A node run by a library, with the epilogue nodes it absorbed: its kernel, and the values
+// the kernel's buffers are, in order.
 struct LibraryCall {
   std::shared_ptr<const runtime::LibraryKernel> kernel;
   std::vector<const Value*> values;
+  std::vector<const Node*> nodes; // the node, then its epilogue
 };
 
+// The one node that reads a value, or null (no reader, several, or a graph output).
+using SoleReader = std::function<const Node*(const Value*)>;
+
 // oneDNN's kernel for "node", or none when generated code should run it: "why_not" says why
-// for the ops oneDNN could take, and stays empty for the others.
-std::optional<LibraryCall> dnnl_call(const Node& node, std::string* why_not);
+// for the ops oneDNN could take, and stays empty for the others. The epilogue is the chain
+// of sole readers after "node" that map onto oneDNN post-ops: Relu, LeakyRelu, Sigmoid,
+// Tanh, Clip with constant bounds, and Add, Sub, Mul, Div by a tensor that broadcasts to
+// the output (a bias, a scale, a residual).
+std::optional<LibraryCall> dnnl_call(const Node& node, const SoleReader& sole_reader,
+                                     std::string* why_not);
 
 } // namespace weft::library
