@@ -204,8 +204,8 @@ class CliTest(unittest.TestCase):
         self.assertIn("[weft] kernel cache miss", first.stderr)
         self.assertIn("[weft] kernel cache hit", second.stderr)
         # Warm compiles take every kernel's function from the cache instead of isl.
-        self.assertRegex(first.stderr, r"\[weft\] .*: (\d+) kernels, 0 from the function cache")
-        self.assertRegex(second.stderr, r"\[weft\] .*: (\d+) kernels, \1 from the function cache")
+        self.assertRegex(first.stderr, r"\[weft\] .*: (\d+) generated kernels, 0 from the function cache")
+        self.assertRegex(second.stderr, r"\[weft\] .*: (\d+) generated kernels, \1 from the function cache")
         (sub,) = os.listdir(dump)
         d = os.path.join(dump, sub)
         # The dumped source is the one Weft built, and build.sh rebuilds it.

@@ -398,7 +398,8 @@ Result<CompiledModel> compile_model(const ModelSource& model,
     return Status::error(fmt::format("unknown device '{}'", settings.device));
   std::vector<fusion::Step> steps;
   std::map<const Node*, library::LibraryCall> library_calls;
-  std::set<const Node*> absorbed; // epilogue nodes of library calls
+  std::set<const Node*> absorbed;             // nodes library calls absorbed
+  std::map<const Node*, const Node*> run_at; // last node of a call -> its node
   std::vector<fusion::Decision> epilogue_decisions;
   const char* onednn = std::getenv("WEFT_ONEDNN");
   bool use_library = !cuda && settings.library && !(onednn && std::string(onednn) == "0");
@@ -415,29 +416,35 @@ Result<CompiledModel> compile_model(const ModelSource& model,
       return nullptr;
     return it->second[0];
   };
-  size_t index = 0;
+  // First the library calls, which may absorb nodes before and after them.
   for (const auto& node : graph.nodes()) {
-    if (absorbed.contains(node.get())) {
-      ++index;
-      continue;
-    }
-    if (use_library) {
-      std::string why_not;
-      if (std::optional<library::LibraryCall> call =
-              library::dnnl_call(*node, sole_reader, &why_not)) {
-        for (size_t e = 1; e < call->nodes.size(); ++e) {
-          absorbed.insert(call->nodes[e]);
-          epilogue_decisions.push_back(
-              {call->nodes[e - 1]->name, call->nodes[e]->name, true, "a oneDNN post-op"});
-        }
-        library_calls[node.get()] = std::move(*call);
-        steps.push_back({{}, nullptr, nullptr, node.get()});
-        ++index;
-        continue;
-      }
+    if (!use_library || absorbed.contains(node.get())) continue;
+    std::string why_not;
+    std::optional<library::LibraryCall> call = library::dnnl_call(
+        *node, sole_reader, [&](const Node* n) { return !absorbed.contains(n); }, &why_not);
+    if (!call) {
       if (!why_not.empty())
         log_debug("node '{}' ({}): generated code, not oneDNN: {}", node->name, node->op_type,
                   why_not);
+      continue;
+    }
+    for (const Node* n : call->nodes) {
+      if (n == node.get()) continue;
+      absorbed.insert(n);
+      epilogue_decisions.push_back({n->name, node->name, true, "absorbed by the oneDNN call"});
+    }
+    // The call runs where its last node was: an epilogue's other operands (a residual from
+    // a later branch, say) exist only from there on.
+    run_at[call->nodes.back()] = node.get();
+    library_calls[node.get()] = std::move(*call);
+  }
+  size_t index = 0;
+  for (const auto& node : graph.nodes()) {
+    if (auto it = run_at.find(node.get()); it != run_at.end())
+      steps.push_back({{}, nullptr, nullptr, it->second});
+    if (absorbed.contains(node.get()) || library_calls.contains(node.get())) {
+      ++index;
+      continue;
     }
     Result<kernel::LoweredNode> lowered =
         kernel::lower_node(*node, kernel_name(index++, node->op_type));

@@ -1,6 +1,7 @@
 #include "weft/library/dnnl.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <unordered_map>
 
@@ -214,30 +215,76 @@ dnnl::primitive_attr post_op_attr(const std::vector<PostOp>& ops, LibraryCall& c
   return attr;
 }
 
+// What a call absorbs beside its node: post-ops, and for MatMul, Transposes of its
+// operands (read through strides) and of its result (written through strides).
+struct Absorbed {
+  std::vector<PostOp> epilogue;
+  std::array<const Node*, 2> input_transposes = {nullptr, nullptr};
+  const Node* output_transpose = nullptr;
+};
+
 // The value the primitive writes: the last epilogue node's output, or the node's own.
 const Value* final_output(const Node& n, const std::vector<PostOp>& ops) {
   return ops.empty() ? n.outputs[0] : ops.back().node->outputs[0];
 }
 
 // dst = src x weights (+ bias) over plain row-major operands, numpy batch broadcasting.
+// An operand or the output may be another value read or written through strides (the
+// input or output of a Transpose the call absorbed).
 struct MatMulOperands {
   memory::desc a, b, bias, y;
   float alpha = 1.0f;
+  const Value *a_value = nullptr, *b_value = nullptr, *y_value = nullptr;
 };
+
+Ints perm_of(const Node& transpose) {
+  const std::optional<Ints>& perm = transpose.attrs_as<TransposeAttrs>().perm;
+  if (perm) return *perm;
+  Ints reversed(transpose.inputs[0]->type.shape->size());
+  for (size_t i = 0; i < reversed.size(); ++i)
+    reversed[i] = static_cast<int64_t>(reversed.size() - 1 - i);
+  return reversed;
+}
+
+// Transpose(x, perm) read in place: x's plain strides, permuted; "rank" pads leading dims.
+memory::desc transposed_input(const Node& t, size_t rank) {
+  Dims x = dims_of(t.inputs[0]), strides = row_major_strides(x), dims, view;
+  Ints perm = perm_of(t);
+  for (int64_t p : perm) {
+    dims.push_back(x[static_cast<size_t>(p)]);
+    view.push_back(strides[static_cast<size_t>(p)]);
+  }
+  dims.insert(dims.begin(), rank - dims.size(), 1);
+  view.insert(view.begin(), rank - view.size(), x.empty() ? 1 : x[0] * strides[0]);
+  return memory::desc(dims, memory::data_type::f32, view);
+}
+
+// A result of "dims" written so that Transpose(perm) of it lies plain in memory.
+memory::desc transposed_output(const Dims& dims, const Node& t) {
+  Ints perm = perm_of(t);
+  Dims out;
+  for (int64_t p : perm)
+    out.push_back(dims[static_cast<size_t>(p)]);
+  Dims out_strides = row_major_strides(out), strides(dims.size());
+  for (size_t k = 0; k < perm.size(); ++k)
+    strides[static_cast<size_t>(perm[k])] = out_strides[k];
+  return memory::desc(dims, memory::data_type::f32, strides);
+}
 
 LibraryCall make_matmul(const Node& n, const MatMulOperands& m, const Value* bias,
                         const std::vector<PostOp>& ops) {
   LibraryCall call;
   std::vector<DnnlKernel::Arg> args = {
-      {DNNL_ARG_SRC, position(call.values, n.inputs[0]), m.a},
-      {DNNL_ARG_WEIGHTS, position(call.values, n.inputs[1]), m.b}};
+      {DNNL_ARG_SRC, position(call.values, m.a_value ? m.a_value : n.inputs[0]), m.a},
+      {DNNL_ARG_WEIGHTS, position(call.values, m.b_value ? m.b_value : n.inputs[1]), m.b}};
   if (bias) args.push_back({DNNL_ARG_BIAS, position(call.values, bias), m.bias});
   dnnl::primitive_attr attr = post_op_attr(ops, call, args, m.y.dims());
   if (m.alpha != 1.0f) attr.set_output_scales(0, {m.alpha});
   dnnl::matmul::desc d = bias ? dnnl::matmul::desc(m.a, m.b, m.bias, m.y)
                               : dnnl::matmul::desc(m.a, m.b, m.y);
   dnnl::matmul::primitive_desc pd(d, attr, engine());
-  args.push_back({DNNL_ARG_DST, position(call.values, final_output(n, ops)), m.y});
+  args.push_back(
+      {DNNL_ARG_DST, position(call.values, m.y_value ? m.y_value : final_output(n, ops)), m.y});
   call.kernel = std::make_shared<DnnlKernel>(dnnl::matmul(pd), std::move(args),
                                              std::unordered_map<int, memory>{},
                                              fmt::format("oneDNN matmul ({})", pd.impl_info_str()));
@@ -245,10 +292,13 @@ LibraryCall make_matmul(const Node& n, const MatMulOperands& m, const Value* bia
 }
 
 // MatMul: 1-D operands promoted as numpy does, ranks aligned with leading unit dims.
-std::optional<LibraryCall> matmul_call(const Node& n, const std::vector<PostOp>& ops,
+std::optional<LibraryCall> matmul_call(const Node& n, const Absorbed& absorbed,
                                        std::string* why_not) {
+  const std::vector<PostOp>& ops = absorbed.epilogue;
   Dims da = dims_of(n.inputs[0]), db = dims_of(n.inputs[1]);
-  if ((da.size() == 1 || db.size() == 1) && !ops.empty()) {
+  bool transposes = absorbed.input_transposes[0] || absorbed.input_transposes[1] ||
+                    absorbed.output_transpose;
+  if ((da.size() == 1 || db.size() == 1) && (!ops.empty() || transposes)) {
     *why_not = "a 1-D operand (the epilogue's shapes would not match)";
     return std::nullopt;
   }
@@ -266,12 +316,26 @@ std::optional<LibraryCall> matmul_call(const Node& n, const std::vector<PostOp>&
     dy[i] = std::max(da[i], db[i]);
   dy[rank - 2] = da[rank - 2];
   dy[rank - 1] = db[rank - 1];
-  return make_matmul(n, {plain(da), plain(db), {}, plain(dy)}, nullptr, ops);
+  MatMulOperands m{plain(da), plain(db), {}, plain(dy)};
+  if (const Node* t = absorbed.input_transposes[0]) {
+    m.a = transposed_input(*t, rank);
+    m.a_value = t->inputs[0];
+  }
+  if (const Node* t = absorbed.input_transposes[1]) {
+    m.b = transposed_input(*t, rank);
+    m.b_value = t->inputs[0];
+  }
+  if (const Node* t = absorbed.output_transpose) {
+    m.y = transposed_output(dy, *t);
+    m.y_value = t->outputs[0];
+  }
+  return make_matmul(n, m, nullptr, ops);
 }
 
 // Gemm: transposes as strides; C as a broadcast bias when alpha and beta allow it.
-std::optional<LibraryCall> gemm_call(const Node& n, const std::vector<PostOp>& ops,
+std::optional<LibraryCall> gemm_call(const Node& n, const Absorbed& absorbed,
                                      std::string* why_not) {
+  const std::vector<PostOp>& ops = absorbed.epilogue;
   const auto& at = n.attrs_as<GemmAttrs>();
   Dims sa = dims_of(n.inputs[0]), sb = dims_of(n.inputs[1]);
   int64_t m = at.trans_a ? sa[1] : sa[0], k = at.trans_a ? sa[0] : sa[1];
@@ -311,8 +375,9 @@ memory::desc channels_last(const Dims& dims) {
 // the primitive runs on those, reordered from and to the plain buffers around it, unless
 // only a reference implementation exists there; then plain activations. Weights take
 // oneDNN's preferred layout, reordered once here when they are constant.
-std::optional<LibraryCall> conv_call(const Node& n, const std::vector<PostOp>& ops,
+std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
                                      std::string* why_not) {
+  const std::vector<PostOp>& ops = absorbed.epilogue;
   const auto& at = n.attrs_as<ConvAttrs>();
   const Value *x = n.inputs[0], *w = n.inputs[1], *b = n.input(2), *y = n.outputs[0];
   Dims dx = dims_of(x), dw = dims_of(w), dy = dims_of(y);
@@ -383,8 +448,9 @@ std::optional<LibraryCall> conv_call(const Node& n, const std::vector<PostOp>& o
 // MaxPool (without its Indices output) and AveragePool on plain activations. ceil_mode's
 // extra windows become right padding, which oneDNN never reads for max; an average over
 // them is left to generated code when the padding counts.
-std::optional<LibraryCall> pool_call(const Node& n, const std::vector<PostOp>& ops,
+std::optional<LibraryCall> pool_call(const Node& n, const Absorbed& absorbed,
                                      std::string* why_not) {
+  const std::vector<PostOp>& ops = absorbed.epilogue;
   const auto& at = n.attrs_as<PoolAttrs>();
   bool max = n.op_type == "MaxPool";
   const Value *x = n.inputs[0], *y = n.outputs[0];
@@ -424,9 +490,9 @@ std::optional<LibraryCall> pool_call(const Node& n, const std::vector<PostOp>& o
 } // namespace
 
 std::optional<LibraryCall> dnnl_call(const Node& node, const SoleReader& sole_reader,
+                                     const std::function<bool(const Node*)>& free,
                                      std::string* why_not) {
-  using Builder = std::optional<LibraryCall> (*)(const Node&, const std::vector<PostOp>&,
-                                                 std::string*);
+  using Builder = std::optional<LibraryCall> (*)(const Node&, const Absorbed&, std::string*);
   static const std::unordered_map<std::string, Builder> kBuilders = {
       {"MatMul", matmul_call}, {"Gemm", gemm_call},      {"Conv", conv_call},
       {"MaxPool", pool_call},  {"AveragePool", pool_call}};
@@ -438,28 +504,48 @@ std::optional<LibraryCall> dnnl_call(const Node& node, const SoleReader& sole_re
     *why_not = *why;
     return std::nullopt;
   }
-  std::vector<PostOp> epilogue;
-  for (const Value* v = node.outputs[0]; const Node* e = sole_reader(v); v = e->outputs[0]) {
+  Absorbed all;
+  const Value* v = node.outputs[0];
+  for (const Node* e = sole_reader(v); e && free(e); e = sole_reader(v)) {
     std::optional<PostOp> p = post_op(*e, v);
     if (!p) break;
-    epilogue.push_back(*p);
+    all.epilogue.push_back(*p);
+    v = e->outputs[0];
   }
-  // With the epilogue, then without it: oneDNN may not implement every post-op here.
-  for (size_t keep : {epilogue.size(), size_t{0}}) {
-    std::vector<PostOp> ops(epilogue.begin(), epilogue.begin() + static_cast<ptrdiff_t>(keep));
+  if (node.op_type == "MatMul") {
+    auto is_transpose = [&](const Node* t) {
+      return t && t->op_type == "Transpose" && free(t) && t->inputs[0] &&
+             t->inputs[0]->type.dtype == DType::kF32 && t->inputs[0]->type.shape->size() >= 2;
+    };
+    for (size_t i = 0; i < 2; ++i) {
+      const Node* t = node.inputs[i]->producer;
+      if (is_transpose(t) && sole_reader(t->outputs[0]) == &node) all.input_transposes[i] = t;
+    }
+    if (const Node* t = sole_reader(v); is_transpose(t)) all.output_transpose = t;
+  }
+  // Everything, then the post-ops alone, then nothing: oneDNN may not implement each form
+  // (a reference implementation does not count).
+  Absorbed post_ops_only;
+  post_ops_only.epilogue = all.epilogue;
+  for (const Absorbed* a : std::array<const Absorbed*, 3>{&all, &post_ops_only, nullptr}) {
+    Absorbed none;
+    const Absorbed& attempt = a ? *a : none;
     try {
-      std::optional<LibraryCall> call = it->second(node, ops, why_not);
-      if (call) {
-        call->nodes = {&node};
-        for (const PostOp& p : ops)
+      std::optional<LibraryCall> call = it->second(node, attempt, why_not);
+      if (call && (!a || call->kernel->describe().find("(ref") == std::string::npos)) {
+        for (const Node* t : attempt.input_transposes) {
+          if (t) call->nodes.push_back(t);
+        }
+        call->nodes.push_back(&node);
+        for (const PostOp& p : attempt.epilogue)
           call->nodes.push_back(p.node);
+        if (attempt.output_transpose) call->nodes.push_back(attempt.output_transpose);
         return call;
       }
     } catch (const dnnl::error& e) {
       // Not implemented for these shapes or attributes: generated code runs the node.
       *why_not = fmt::format("oneDNN: {}", e.what());
     }
-    if (keep == 0) break;
   }
   return std::nullopt;
 }

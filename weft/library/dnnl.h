@@ -24,18 +24,20 @@ namespace weft::library {
 struct LibraryCall {
   std::shared_ptr<const runtime::LibraryKernel> kernel;
   std::vector<const Value*> values;
-  std::vector<const Node*> nodes; // the node, then its epilogue
+  std::vector<const Node*> nodes; // in graph order: absorbed producers, the node, its epilogue
 };
 
 // The one node that reads a value, or null (no reader, several, or a graph output).
 using SoleReader = std::function<const Node*(const Value*)>;
 
 // oneDNN's kernel for "node", or none when generated code should run it: "why_not" says why
-// for the ops oneDNN could take, and stays empty for the others. The epilogue is the chain
-// of sole readers after "node" that map onto oneDNN post-ops: Relu, LeakyRelu, Sigmoid,
-// Tanh, Clip with constant bounds, and Add, Sub, Mul, Div by a tensor that broadcasts to
-// the output (a bias, a scale, a residual).
+// for the ops oneDNN could take, and stays empty for the others. The call absorbs nodes
+// that "free" allows: the chain of sole readers after "node" that map onto oneDNN
+// post-ops (Relu, LeakyRelu, Sigmoid, Tanh, Clip with constant bounds; Add, Sub, Mul, Div
+// by a tensor that broadcasts to the output: a bias, a scale, a residual), and for MatMul,
+// Transposes of its operands or result whose only reader or producer it is (strides).
 std::optional<LibraryCall> dnnl_call(const Node& node, const SoleReader& sole_reader,
+                                     const std::function<bool(const Node*)>& free,
                                      std::string* why_not);
 
 } // namespace weft::library
