@@ -1,0 +1,114 @@
+"""oneDNN calls (weft/library): which nodes they take and absorb, and that their outputs match
+PyTorch and Weft's own generated code (WEFT_ONEDNN=0). Each model is built with PyTorch so
+that the reference is independent of Weft.
+
+Usage: library_test.py WEFT_BINARY      (exits 77, a skip, when PyTorch is missing)
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+try:
+    import torch
+except ImportError as e:
+    print(f"SKIP: PyTorch is not installed ({e})")
+    sys.exit(77)
+
+WEFT = None
+
+
+class Block(torch.nn.Module):
+    """A ResNet basic block with a downsample branch: the residual Add's other operand comes
+    from a branch that runs after the first convolution."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.conv2 = torch.nn.Conv2d(16, 16, 3, padding=1)
+        self.down = torch.nn.Conv2d(8, 16, 1, stride=2)
+
+    def forward(self, x):
+        y = self.conv2(torch.relu(self.conv1(x)))
+        return torch.relu(y + self.down(x))
+
+
+class Attention(torch.nn.Module):
+    """Transposes around batched MatMuls, as multi-head attention exports them."""
+
+    def forward(self, q, k, v):
+        s = torch.matmul(q.transpose(0, 1), k.permute(1, 2, 0))  # [h, n, n]
+        return torch.matmul(torch.softmax(s, -1), v.transpose(0, 1)).transpose(0, 1)
+
+
+class Head(torch.nn.Module):
+    """Pooling with ceil_mode, a Linear with bias, a Clip (ReLU6) and a scale."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8 * 6 * 6, 10)
+
+    def forward(self, x):
+        x = torch.nn.functional.max_pool2d(x, 3, stride=2, ceil_mode=True)
+        x = torch.nn.functional.avg_pool2d(x, 2, stride=1, padding=1, count_include_pad=False)
+        return torch.clamp(self.fc(x.flatten(1)), 0, 6) * 0.5
+
+
+def run(path, inputs, directory, env_extra):
+    args = [WEFT, "run", path, "--output-dir", directory]
+    for name, value in inputs.items():
+        np.save(os.path.join(directory, name + ".npy"), value)
+        args += ["--input", f"{name}={os.path.join(directory, name + '.npy')}"]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, **env_extra})
+    assert r.returncode == 0, r.stderr
+    return np.load(os.path.join(directory, "y.npy"))
+
+
+def kernels(path):
+    r = subprocess.run([WEFT, "inspect", path, "--json"], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["kernels"]
+
+
+def check(tmp, name, model, inputs, expect_calls):
+    path = os.path.join(tmp, name + ".onnx")
+    names = list(inputs)
+    torch.onnx.export(model, tuple(torch.from_numpy(v) for v in inputs.values()), path,
+                      opset_version=14, input_names=names, output_names=["y"])
+    with torch.no_grad():
+        want = model(*(torch.from_numpy(v) for v in inputs.values())).numpy()
+    out = os.path.join(tmp, name)
+    os.makedirs(out)
+    got = run(path, inputs, out, {})
+    generated = run(path, inputs, out, {"WEFT_ONEDNN": "0"})
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=name)
+    np.testing.assert_allclose(generated, want, rtol=1e-4, atol=1e-5, err_msg=name + " generated")
+    calls = [k["op_type"] for k in kernels(path) if k["strategy"].startswith("oneDNN")]
+    assert calls == expect_calls, f"{name}: oneDNN calls {calls}, expected {expect_calls}"
+    print(f"ok {name}: {calls}, max |weft - torch| = {np.abs(got - want).max():.2e}")
+
+
+def main():
+    global WEFT
+    WEFT = os.path.abspath(sys.argv[1])
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    f = lambda *shape: rng.standard_normal(shape).astype(np.float32)
+    with tempfile.TemporaryDirectory() as tmp:
+        check(tmp, "block", Block().eval(), {"x": f(2, 8, 15, 15)},
+              ["Conv+Relu", "Conv", "Conv+Add+Relu"])
+        check(tmp, "attention", Attention(), {"q": f(12, 4, 16), "k": f(12, 4, 16),
+                                              "v": f(12, 4, 16)},
+              ["Transpose+Transpose+MatMul", "Transpose+MatMul+Transpose"])
+        check(tmp, "head", Head().eval(), {"x": f(2, 8, 10, 10)},
+              ["MaxPool", "AveragePool", "Gemm+Clip+Mul"])
+    print("all library checks passed")
+
+
+if __name__ == "__main__":
+    main()
