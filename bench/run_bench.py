@@ -1,9 +1,19 @@
-"""Weft beside ONNX Runtime on the same models, in one run, with the machine's memory
-bandwidth measured in the same run. Writes bench/results.json and docs/benchmarks.md.
+"""Weft beside its CPU peers on the same models, in one run, with the machine's memory
+bandwidth measured in the same run: ONNX Runtime (in this virtual environment), PyTorch eager
+(bench/torch_peer.py under Debian's /usr/bin/python3) and oneDNN primitives for the
+memory-bound cases (bench/dnnl_peer.cc, built by run.sh). Writes bench/results.json and
+docs/benchmarks.md.
 
 Run through bench/run.sh (it makes the virtual environment with the onnxruntime wheel).
-Usage: run_bench.py WEFT MODEL_DIR BANDWIDTH_JSON
+Usage: run_bench.py WEFT MODEL_DIR BANDWIDTH_JSON [DNNL_PEER]
+           [--cases A,B,...] [--iters N] [--print-only]
+       run_bench.py --markdown-only     (docs/benchmarks.md again from bench/results.json)
+DNNL_PEER defaults to build/bench/dnnl_peer; a peer that is missing or fails shows as "n/a".
+--cases and --iters run a subset with fewer iterations; --print-only prints the rows and the
+markdown instead of writing results.json and docs/benchmarks.md (for trying changes out).
 """
+import argparse
+import ast
 import datetime
 import json
 import os
@@ -18,6 +28,8 @@ import onnxruntime as ort
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+TORCH_PYTHON = "/usr/bin/python3"  # Debian's python3-torch; this venv has no torch
+PEER_TIMEOUT_S = 1800
 
 # (model, kind, iterations): kind says how bytes moved are counted.
 CASES = [
@@ -52,6 +64,61 @@ def ort_median(path, iters):
     return statistics.median(times), sizes
 
 
+def reductions():
+    """make_models.py's REDUCTIONS (name -> (shape, axes)), read without importing it: it needs
+    onnx, which this virtual environment does not have."""
+    with open(os.path.join(HERE, "make_models.py")) as f:
+        tree = ast.parse(f.read())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "REDUCTIONS" for t in node.targets):
+            return {name: (shape, axes) for name, shape, axes in ast.literal_eval(node.value)}
+    return {}
+
+
+def dnnl_spec(case):
+    """dnnl_peer's OP DIMS AXES for a case, or None where oneDNN has no single primitive for it
+    (the model rows). Softmax and layernorm cases are named by their shape and work on the last
+    axis (make_models.py)."""
+    red = reductions()
+    if case in red:  # ReduceSum
+        shape, axes = red[case]
+        return "sum", "x".join(map(str, shape)), ",".join(map(str, axes))
+    for prefix, op in (("softmax_", "softmax"), ("layernorm_", "layernorm")):
+        if case.startswith(prefix):
+            dims = case[len(prefix):].split("x")
+            return op, "x".join(dims), str(len(dims) - 1)
+    return None
+
+
+def peer_json(argv):
+    """Runs a peer program that prints one JSON line; (result, None) or (None, reason)."""
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=PEER_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, str(e)
+    lines = r.stdout.strip().splitlines()
+    try:
+        out = json.loads(lines[-1]) if lines else {}
+    except json.JSONDecodeError:
+        out = {}
+    if r.returncode != 0 or "median_ms" not in out:
+        return None, out.get("error") or r.stderr.strip()[-300:] or f"exit status {r.returncode}"
+    return out, None
+
+
+def torch_median(case, iters):
+    return peer_json([TORCH_PYTHON, os.path.join(HERE, "torch_peer.py"), case, str(iters)])
+
+
+def dnnl_median(dnnl_peer, case, iters):
+    spec = dnnl_spec(case)
+    if spec is None:
+        return None, None  # not a oneDNN primitive: "n/a" without an error
+    if not dnnl_peer or not os.path.exists(dnnl_peer):
+        return None, f"{dnnl_peer} not built"
+    return peer_json([dnnl_peer, *spec, str(iters)])
+
+
 def weft_bench(weft, path, iters):
     r = subprocess.run([weft, "bench", path, "--json", "--iters", str(iters), "--warmup", "2"],
                        capture_output=True, text=True, timeout=3600)
@@ -74,15 +141,45 @@ def machine():
 
 
 def main():
-    weft, model_dir, bandwidth_json = sys.argv[1:4]
-    with open(bandwidth_json) as f:
+    parser = argparse.ArgumentParser(description="Weft beside its CPU peers.")
+    parser.add_argument("weft")
+    parser.add_argument("model_dir")
+    parser.add_argument("bandwidth_json")
+    parser.add_argument("dnnl_peer", nargs="?", default=os.path.join(ROOT, "build", "bench", "dnnl_peer"))
+    parser.add_argument("--cases", help="comma-separated subset of the cases")
+    parser.add_argument("--iters", type=int, help="iterations for every case (default: per case)")
+    parser.add_argument("--print-only", action="store_true",
+                        help="print rows and markdown; write neither results.json nor docs/benchmarks.md")
+    args = parser.parse_args()
+    with open(args.bandwidth_json) as f:
         bw = json.load(f)
+    cases = CASES
+    if args.cases:
+        wanted = args.cases.split(",")
+        unknown = set(wanted) - {name for name, _, _ in CASES}
+        if unknown:
+            parser.error(f"unknown cases: {', '.join(sorted(unknown))}")
+        cases = [c for c in CASES if c[0] in wanted]
     rows = []
-    for name, kind, iters in CASES:
-        path = os.path.join(model_dir, name + ".onnx")
-        w, err = weft_bench(weft, path, iters)
+    peers = {"pytorch": None, "pytorch_threads": None, "pytorch_blas": None, "onednn": None}
+    for name, kind, iters in cases:
+        iters = args.iters or iters
+        path = os.path.join(args.model_dir, name + ".onnx")
+        w, err = weft_bench(args.weft, path, iters)
         o_ms, (in_bytes, out_bytes) = ort_median(path, iters)
         row = {"case": name, "kind": kind, "ort_median_ms": o_ms, "error": err}
+        t, t_err = torch_median(name, iters)
+        if t:
+            row["torch_median_ms"] = t["median_ms"]
+            peers.update(pytorch=t["torch"], pytorch_threads=t["threads"], pytorch_blas=t.get("blas"))
+        else:
+            row["torch_error"] = t_err
+        d, d_err = dnnl_median(args.dnnl_peer, name, iters)
+        if d:
+            row.update(onednn_median_ms=d["median_ms"], onednn_impl=d["impl"], onednn_iters=d["iters"])
+            peers["onednn"] = d["onednn"]
+        elif d_err:
+            row["onednn_error"] = d_err
         if w:
             row.update(weft_median_ms=w["median_ms"], weft_compile_ms=w["compile_ms"])
             if kind != "model":
@@ -91,13 +188,75 @@ def main():
         rows.append(row)
         print(json.dumps(row), flush=True)
     date = datetime.date.today().isoformat()
-    result = {"date": date, "machine": machine(), "bandwidth": bw, "onnxruntime": ort.__version__, "rows": rows}
+    result = {"date": date, "machine": machine(), "bandwidth": bw, "onnxruntime": ort.__version__,
+              **peers, "rows": rows}
+    if args.print_only:
+        print(markdown(result))
+        return
     with open(os.path.join(HERE, "results.json"), "w") as f:
         json.dump(result, f, indent=2)
     write_markdown(result)
 
 
-def write_markdown(r):
+def ms(value):
+    return "n/a" if value is None else f"{value:.3f} ms"
+
+
+def ratio(peer, weft):
+    return "n/a" if peer is None or weft is None else f"{peer / weft:.2f}"
+
+
+def geomean(values):
+    return float(np.exp(np.mean(np.log(values))))
+
+
+def is_ref(row):
+    """oneDNN ran its reference implementation (ref:any) for this row."""
+    return str(row.get("onednn_impl", "")).startswith("ref")
+
+
+def peer_notes(r):
+    """What the peer columns are, from what the run recorded (older results.json files lack the
+    PyTorch and oneDNN fields: those columns then say n/a)."""
+    notes = [f"Peers, in the same run: ONNX Runtime {r['onnxruntime']} (the PyPI wheel, CPU execution "
+             "provider, default options)"]
+    if r.get("pytorch"):
+        notes.append(f"PyTorch {r['pytorch']} eager (`bench/torch_peer.py` under `/usr/bin/python3`, "
+                     f"`torch.inference_mode()`, {r.get('pytorch_threads')} threads)")
+    else:
+        notes.append("PyTorch eager (`bench/torch_peer.py`; n/a: not measured in this run)")
+    if r.get("onednn"):
+        notes.append(f"oneDNN {r['onednn']} primitives called directly (`bench/dnnl_peer.cc`: reduction, "
+                     "softmax, layer normalization; Debian's `libdnnl-dev`)")
+    else:
+        notes.append("oneDNN primitives (`bench/dnnl_peer.cc`; n/a: not measured in this run)")
+    text = "; ".join(notes) + (". Medians of steady-state runs; compile time is not included. "
+                               "Each ratio = peer time / Weft time (above 1: Weft is faster).")
+    caveats = []
+    version = r.get("pytorch") or ""
+    if version.startswith("1."):
+        caveats.append(f"`torch.compile` does not exist in PyTorch {version} (Debian's `python3-torch`), "
+                       "so there is no torch.compile column (DESIGN.md asks for PyTorch 2.x from PyPI, eager and torch.compile; it is not "
+                       "installed here).")
+    blas = r.get("pytorch_blas")
+    if blas and "/blas/libblas" in blas:
+        caveats.append(f"This PyTorch links the reference (netlib) BLAS (`{blas}`), so its MatMuls, most of "
+                       "encoder_layer, are much slower than a PyPI PyTorch's; its convolutions go through "
+                       "oneDNN, and its eval-mode TransformerEncoderLayer takes PyTorch's fused fast path.")
+    elif blas:
+        caveats.append(f"This PyTorch's MatMuls go to `{blas}`.")
+    if r.get("onednn"):
+        caveats.append("oneDNN is timed one primitive at a time, so the model rows say n/a in its columns; "
+                       "there ONNX Runtime's own optimized CPU kernels and PyTorch (whose convolutions "
+                       "are oneDNN's) are the library baselines.")
+    if any(is_ref(row) for row in r["rows"]):
+        caveats.append("Where oneDNN picked its unoptimized reference implementation (`ref:any`: this "
+                       "version has no JIT kernel for that reduction) the time is marked (ref); such runs "
+                       "stop after 10 s of timing, with at least 3 runs.")
+    return [text, "", " ".join(caveats)] if caveats else [text]
+
+
+def markdown(r):
     bw = r["bandwidth"]
     lines = [
         "# Benchmarks",
@@ -105,50 +264,59 @@ def write_markdown(r):
         f"Measured {r['date']} on {r['machine']}, by `bench/run.sh` (one command from a fresh clone).",
         f"Memory bandwidth measured in the same run (`bench/bandwidth.cc`, {bw['threads']} threads, "
         f"{bw['bytes'] >> 20} MiB): **read {bw['read_gbs']:.1f} GB/s, copy {bw['copy_gbs']:.1f} GB/s**.",
-        f"Peer: ONNX Runtime {r['onnxruntime']} (the PyPI wheel, CPU execution provider, default "
-        "options). Medians of steady-state runs; compile time is not included. "
-        "Ratio = ONNX Runtime time / Weft time (above 1: Weft is faster).",
+        *peer_notes(r),
         "",
-        "This is a first, honest table: Weft's kernels are the isl loop nests with OpenMP on "
-        "the parallel loops. The CPU strategies of DESIGN.md (vector accumulators, split-R "
-        "for narrow outputs, cascade sums) and oneDNN for Conv/MatMul have not landed, and no "
-        "goal is claimed here. The machine is shared, so the numbers are noisy. The fusion "
-        "section below compares Weft with itself (`--no-fusion`); the rows above were measured "
-        "when its results file was written (see the date), fusion's when `fusion_results.json` "
-        "was.",
+        "Weft's CPU strategies and library calls are described in docs/cpu-strategies.md and "
+        "docs/library.md; no goal is claimed here. The machine is shared, so the numbers are noisy. "
+        "The fusion section below compares Weft with itself (`--no-fusion`); the rows above were "
+        "measured when its results file was written (see the date), fusion's when "
+        "`fusion_results.json` was.",
         "",
         "Inputs smaller than the last-level cache stay cached from run to run, so their GB/s "
         "can exceed the DRAM bandwidth; DESIGN.md's bandwidth goal is for inputs of 64 MB and "
         "more (here reduce_col_12544x2048).",
         "",
-        "| Case | Bytes moved | Weft median | ORT median | ORT / Weft | Weft GB/s | % of read BW |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| Case | Bytes moved | Weft median | ORT median | ORT / Weft | PyTorch median | PyTorch / Weft "
+        "| oneDNN median | oneDNN / Weft | Weft GB/s | % of read BW |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for row in r["rows"]:
-        if row.get("error"):
-            lines.append(f"| {row['case']} | | failed: {row['error'][:80]} | {row['ort_median_ms']:.3f} ms | | | |")
-            continue
-        ratio = row["ort_median_ms"] / row["weft_median_ms"]
-        if "bytes" in row:
-            lines.append(f"| {row['case']} | {row['bytes'] / 1e6:.1f} MB | {row['weft_median_ms']:.3f} ms | "
-                         f"{row['ort_median_ms']:.3f} ms | {ratio:.2f} | {row['weft_gbs']:.1f} | "
-                         f"{100 * row['weft_gbs'] / bw['read_gbs']:.0f}% |")
-        else:
-            lines.append(f"| {row['case']} | | {row['weft_median_ms']:.3f} ms | {row['ort_median_ms']:.3f} ms | "
-                         f"{ratio:.2f} | | |")
-    kernels = [row["ort_median_ms"] / row["weft_median_ms"] for row in r["rows"]
-               if "bytes" in row and not row.get("error")]
-    if kernels:
-        geomean = float(np.exp(np.mean(np.log(kernels))))
-        lines += ["", f"Geomean ONNX Runtime / Weft over the reduction and subgraph rows: **{geomean:.2f}**."]
+        weft = None if row.get("error") else row.get("weft_median_ms")
+        torch_ms, dnnl_ms = row.get("torch_median_ms"), row.get("onednn_median_ms")
+        dnnl_cell = ms(dnnl_ms) + (" (ref)" if is_ref(row) else "")
+        weft_cell = f"failed: {row['error'][:80]}" if row.get("error") else ms(weft)
+        moved = f"{row['bytes'] / 1e6:.1f} MB" if "bytes" in row and weft else ""
+        gbs = f"{row['weft_gbs']:.1f}" if "bytes" in row and weft else ""
+        pct = f"{100 * row['weft_gbs'] / bw['read_gbs']:.0f}%" if "bytes" in row and weft else ""
+        lines.append(f"| {row['case']} | {moved} | {weft_cell} | {ms(row['ort_median_ms'])} | "
+                     f"{ratio(row['ort_median_ms'], weft)} | {ms(torch_ms)} | {ratio(torch_ms, weft)} | "
+                     f"{dnnl_cell} | {ratio(dnnl_ms, weft)} | {gbs} | {pct} |")
+    kernels = [row for row in r["rows"] if "bytes" in row and not row.get("error")]
+    summary = []
+    for key, peer in (("ort_median_ms", "ONNX Runtime"), ("torch_median_ms", "PyTorch"),
+                      ("onednn_median_ms", "oneDNN")):
+        ratios = [row[key] / row["weft_median_ms"] for row in kernels if row.get(key) is not None]
+        if ratios:
+            some = "" if len(ratios) == len(kernels) else f" ({len(ratios)} of {len(kernels)} rows)"
+            summary.append(f"{peer} / Weft **{geomean(ratios):.2f}**{some}")
+    jit = [row["onednn_median_ms"] / row["weft_median_ms"] for row in kernels
+           if row.get("onednn_median_ms") is not None and not is_ref(row)]
+    if jit and any(is_ref(row) for row in kernels):
+        summary.append(f"oneDNN / Weft without its (ref) rows **{geomean(jit):.2f}** ({len(jit)} of {len(kernels)} rows)")
+    if summary:
+        lines += ["", "Geomean over the reduction and subgraph rows: " + ", ".join(summary) + "."]
     lines += ["", "Raw results: `bench/results.json`.", ""]
     fusion_results = os.path.join(HERE, "fusion_results.json")
     if os.path.exists(fusion_results):
         import fusion_bench
         with open(fusion_results) as f:
             lines += fusion_bench.markdown(json.load(f))
+    return "\n".join(lines)
+
+
+def write_markdown(r):
     with open(os.path.join(ROOT, "docs", "benchmarks.md"), "w") as f:
-        f.write("\n".join(lines))
+        f.write(markdown(r))
 
 
 if __name__ == "__main__":
