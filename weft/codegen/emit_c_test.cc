@@ -30,9 +30,6 @@ extern "C" void weft_row_sum(void* const* buffers, const int64_t* extents) {
       const float t0 = 0.0f;
       b1[c0] = t0;
     }
-  }
-  #pragma omp parallel for schedule(static)
-  for (int64_t c0 = 0; (c0 < s0); c0 += 1) {
     {  // accumulate in a register
       float acc = b1[c0];
       #pragma omp simd reduction(+ : acc)

@@ -153,14 +153,37 @@ public:
     return !deps.deltas().intersect(carried).is_empty();
   }
 
+  // Can all statements share their outermost loop as one parallel loop (loop fusion)? Each
+  // needs an iterator of one common extent first, and every dependence must stay within
+  // one iteration of it; then, per iteration, the statements run in order. Stitched kernels
+  // (softmax, LayerNorm) so finish a row before the next, which keeps the row in cache
+  // between their passes. (A dependence across iterations would leave the fused loop
+  // serial, which costs more than the locality gains: then each statement keeps its nest.)
+  bool shares_outer_loop(const isl::union_map& deps) const {
+    const std::vector<Statement>& st = kernel_.statements;
+    if (st.size() < 2) return false;
+    std::vector<std::string> parts;
+    for (size_t s = 0; s < st.size(); ++s) {
+      if (st[s].domain.empty() || !(st[s].domain[0] == st[0].domain[0])) return false;
+      parts.push_back(fmt::format("{} -> [i0]", tuple(s)));
+    }
+    isl::union_map outer(deps.ctx(), union_of(parts));
+    isl::union_set along = deps.apply_domain(outer).apply_range(outer).deltas();
+    isl::union_set across(deps.ctx(), fmt::format("{}{{ [d] : d < 0 or d > 0 }}", param_list()));
+    return along.intersect(across).is_empty();
+  }
+
   // The schedule tree in isl's text form: a sequence of statements, one marked band per
-  // iterator.
+  // iterator; or, when they share their outermost loop, that band over the sequence.
   std::string schedule_tree(const isl::union_map& deps) const {
-    std::vector<std::string> filters;
+    bool shared = shares_outer_loop(deps);
+    size_t first = shared ? 1 : 0;
+    std::vector<std::string> filters, outer;
     for (size_t s = 0; s < kernel_.statements.size(); ++s) {
       const Statement& st = kernel_.statements[s];
+      outer.push_back(fmt::format("{} -> [(i0)]", tuple(s)));
       std::string child;
-      for (size_t d = st.domain.size(); d-- > 0;) {
+      for (size_t d = st.domain.size(); d-- > first;) {
         std::string band =
             fmt::format("schedule: \"{}[{{ {} -> [(i{})] }}]\"", param_list(), tuple(s), d);
         if (!child.empty()) band += ", child: { " + child + " }";
@@ -174,8 +197,13 @@ public:
       filters.push_back(child.empty() ? "{ " + filter + " }"
                                       : fmt::format("{{ {}, child: {{ {} }} }}", filter, child));
     }
-    return fmt::format("{{ domain: \"{}\", child: {{ sequence: [ {} ] }} }}", all_domains(),
-                       fmt::join(filters, ", "));
+    std::string sequence = fmt::format("sequence: [ {} ]", fmt::join(filters, ", "));
+    if (shared) {
+      sequence = fmt::format("mark: \"parallel\", child: {{ schedule: \"{}[{{ {} }}]\", child: "
+                             "{{ {} }} }}",
+                             param_list(), fmt::join(outer, "; "), sequence);
+    }
+    return fmt::format("{{ domain: \"{}\", child: {{ {} }} }}", all_domains(), sequence);
   }
 
 private:

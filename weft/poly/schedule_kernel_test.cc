@@ -12,11 +12,11 @@ std::string loops(const kernel::Kernel& k) {
   return r.ok() ? print_loop_ast(r->loops) : "";
 }
 
+// The init and the update share the row loop: every dependence stays within one row.
 TEST(ScheduleKernel, RowReductionWithSymbolicRows) {
   EXPECT_EQ(loops(testing::row_sum_kernel(Dim::symbol("N"), 64)),
             "for (c0 = 0; (c0 < N); c0 += 1)  // parallel\n"
             "  S0(c0);\n"
-            "for (c0 = 0; (c0 < N); c0 += 1)  // parallel\n"
             "  for (c1 = 0; (c1 <= 63); c1 += 1)  // reduction\n"
             "    S1(c0, c1);\n");
 }
@@ -65,6 +65,41 @@ TEST(ScheduleKernel, CarriedDependenceIsNeverParallel) {
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(print_loop_ast(r->loops), "for (c0 = 0; (c0 <= 14); c0 += 1)\n  S0(c0);\n");
   EXPECT_NE(r->dependences.find("S0[i0] -> S0[i0' = 1 + i0]"), std::string::npos) << r->dependences;
+}
+
+// Two statements over rows of one extent share the row loop only when every dependence
+// stays within a row: y[i] = x[i], then z[i] = y[i] fuses; z[i] = y[15 - i] (a reversal,
+// reading a row another iteration writes) keeps two loops.
+TEST(ScheduleKernel, StatementsShareTheOuterLoopOnlyWithinRowDependences) {
+  using namespace kernel;
+  auto kernel_reading = [](AffineExpr index) {
+    Kernel k;
+    k.name = "two";
+    k.buffers = {{"x", DType::kF32, {16}, BufferRole::kInput},
+                 {"y", DType::kF32, {16}, BufferRole::kTemp},
+                 {"z", DType::kF32, {16}, BufferRole::kOutput}};
+    Statement copy;
+    copy.name = "copy";
+    copy.domain = {16};
+    copy.write = {1, {AffineExpr::iterator(0)}};
+    copy.reads = {{0, {AffineExpr::iterator(0)}}};
+    copy.expr = {{ExprOp::kLoad, DType::kF32, {}, 0, 0}};
+    Statement use = copy;
+    use.name = "use";
+    use.write = {2, {AffineExpr::iterator(0)}};
+    use.reads = {{1, {index}}};
+    k.statements = {copy, use};
+    return k;
+  };
+  EXPECT_EQ(loops(kernel_reading(AffineExpr::iterator(0))),
+            "for (c0 = 0; (c0 <= 15); c0 += 1)  // parallel\n"
+            "  S0(c0);\n"
+            "  S1(c0);\n");
+  EXPECT_EQ(loops(kernel_reading({15, {{0, -1}}})),
+            "for (c0 = 0; (c0 <= 15); c0 += 1)  // parallel\n"
+            "  S0(c0);\n"
+            "for (c0 = 0; (c0 <= 15); c0 += 1)  // parallel\n"
+            "  S1(c0);\n");
 }
 
 // An indirect read touches the whole gathered dim (here of symbolic extent R, which becomes
