@@ -11,9 +11,12 @@ namespace {
 // then the helpers both dialects share, then the dialect's tail.
 
 // C++17 with OpenMP, for the system compiler; everything in an anonymous namespace.
-constexpr std::string_view kCpuHead = R"(#include <algorithm>
+constexpr std::string_view kCpuHead = R"(#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -137,13 +140,14 @@ std::string through_double(DType t, std::string_view fn, const std::vector<std::
 const DialectTable& cpu_dialect() {
   static const DialectTable table{fmt::format("{}{}{}", kCpuHead, kCommon, kCpuTail),
                                   "extern \"C\" ", "#pragma omp parallel for schedule(static)",
-                                  "#pragma omp simd", "#pragma omp simd reduction(+ : acc)"};
+                                  "#pragma omp simd", "#pragma omp simd reduction(+ : acc)",
+                                  true};
   return table;
 }
 
 const DialectTable& cuda_dialect() {
   static const DialectTable table{fmt::format("{}{}", kCudaHead, kCommon),
-                                  "extern \"C\" __global__ ", "", "", ""};
+                                  "extern \"C\" __global__ ", "", "", "", false};
   return table;
 }
 
@@ -173,6 +177,17 @@ std::string_view compute_type(DType t) {
     case DType::kBool: return "bool";
     default: return storage_type(t);
   }
+}
+
+std::string combine_expr(kernel::Combine c, const std::string& old, const std::string& value) {
+  switch (c) {
+    case kernel::Combine::kNone: break;
+    case kernel::Combine::kSum: return fmt::format("{} + {}", old, value);
+    case kernel::Combine::kProd: return fmt::format("{} * {}", old, value);
+    case kernel::Combine::kMax: return fmt::format("weft_max({}, {})", old, value);
+    case kernel::Combine::kMin: return fmt::format("weft_min({}, {})", old, value);
+  }
+  return value;
 }
 
 std::string apply_op(kernel::ExprOp op, DType t, const std::vector<std::string>& a) {
