@@ -301,7 +301,8 @@ private:
   }
 
   // The number of elements reduction nest "n" combines, as C text and, when known, as a
-  // number; none when "n" is no reduction nest with lanes or its ranges mention "outer".
+  // number; none when "n" is no reduction nest with lanes or its ranges mention the
+  // iterator "outer" (empty: no outer loop).
   std::optional<std::pair<std::string, std::optional<int64_t>>>
   reduction_work(const AstNode& n, const std::string& outer) const {
     std::vector<const AstNode*> loops;
