@@ -49,17 +49,30 @@ std::optional<LoopRange> loop_range(const AstNode& loop) {
   return r;
 }
 
+namespace {
+
+// Does the write of "call" stay put while loop iterator "iterator" moves? A loop marked as
+// a reduction runs a reduced dim of the statement, but isl may express the statement's
+// iterators through several loops (a dim fixed by a guard), so the AST must say.
+bool write_stays(const kernel::Kernel& k, const AstNode& call, const std::string& iterator) {
+  const kernel::Statement& s = k.statements[static_cast<size_t>(call.statement)];
+  if (!s.write.indirect.empty()) return false;
+  for (const kernel::AffineExpr& e : s.write.index) {
+    for (auto [iter, coeff] : e.terms) {
+      if (mentions(call.args[static_cast<size_t>(iter)], iterator)) return false;
+    }
+  }
+  return true;
+}
+
+} // namespace
+
 const AstNode* register_reduction(const kernel::Kernel& k, const AstNode& loop) {
   if (loop.mark != AstNode::Mark::kReduction || loop.children[0].kind != AstNode::Kind::kCall)
     return nullptr;
   const AstNode& call = loop.children[0];
   const kernel::Statement& s = k.statements[static_cast<size_t>(call.statement)];
-  if (s.combine == kernel::Combine::kNone || !s.write.indirect.empty()) return nullptr;
-  for (const kernel::AffineExpr& e : s.write.index) {
-    for (auto [iter, coeff] : e.terms) {
-      if (mentions(call.args[static_cast<size_t>(iter)], loop.iterator)) return nullptr;
-    }
-  }
+  if (s.combine == kernel::Combine::kNone || !write_stays(k, call, loop.iterator)) return nullptr;
   return &call;
 }
 
@@ -89,9 +102,9 @@ const AstNode* column_nest(const kernel::Kernel& k, const AstNode& loop) {
   const kernel::Statement& s = k.statements[static_cast<size_t>(call.statement)];
   std::optional<LoopRange> r = loop_range(loop), kr = loop_range(inner);
   // The K loop is parallel: distinct K iterations combine into distinct elements, which the
-  // R loop (reduced, so absent from the write) does not move. Blocking over K is then legal.
-  if (s.combine == kernel::Combine::kNone || !has_private_target(k, call) || !r || !kr ||
-      range_mentions(*kr, loop.iterator)) {
+  // R loop does not move. Blocking over K is then legal.
+  if (s.combine == kernel::Combine::kNone || !write_stays(k, call, loop.iterator) ||
+      !has_private_target(k, call) || !r || !kr || range_mentions(*kr, loop.iterator)) {
     return nullptr;
   }
   return &inner;
