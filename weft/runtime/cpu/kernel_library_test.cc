@@ -370,6 +370,26 @@ TEST_F(CpuReductions, Middle) {
   check(kMiddleForm, kernel::Combine::kProd, {{1, 1, 1}, {3, 7, 5}, {2, 50001, 3}});
 }
 
+// y[k, j] += x[r, k, j] where j == r: the guard fixes j by the reduced r, so isl's nest is
+// "for r (reduction) for k (parallel)" whose write still moves with r. Not a COLUMN nest:
+// it keeps its plain loops.
+TEST_F(CpuReductions, GuardedWriteMovingWithTheReducedLoop) {
+  using kernel::AffineExpr;
+  kernel::Kernel k = testing::reduce_kernel("diagonal", {4, 4, 3}, {true, false, false},
+                                            kernel::Combine::kSum);
+  kernel::Statement& update = k.statements[1];
+  update.guards = {{0, {{2, 1}, {0, -1}}}, {0, {{0, 1}, {2, -1}}}}; // i2 - i0 >= 0, i0 - i2 >= 0
+  KernelFn fn = build(k);
+  ASSERT_NE(fn, nullptr);
+  std::vector<float> x = exact_inputs(4 * 4 * 3, kernel::Combine::kSum, 3), y(4 * 3, -1.0f);
+  void* buffers[] = {x.data(), y.data()};
+  fn(buffers, nullptr);
+  for (size_t kk = 0; kk < 4; ++kk) {
+    for (size_t j = 0; j < 3; ++j)
+      EXPECT_EQ(y[kk * 3 + j], x[j * 12 + kk * 3 + j]) << kk << ", " << j;
+  }
+}
+
 // Static extents take the same skeletons without run-time extents; a row shorter than the
 // lanes keeps the scalar accumulator.
 TEST_F(CpuReductions, StaticExtents) {
