@@ -88,7 +88,7 @@ bool lanes_apply(const kernel::Kernel& k, const AstNode& loop, const AstNode& ca
   std::optional<LoopRange> range = loop_range(loop);
   if (!range || !has_private_target(k, call)) return false;
   std::optional<int64_t> extent = range->static_extent();
-  return !extent || *extent >= kLanes;
+  return !extent || *extent >= kMinLaneExtent;
 }
 
 const AstNode* column_nest(const kernel::Kernel& k, const AstNode& loop) {
@@ -168,10 +168,13 @@ void CpuReductionWriter::lanes(const std::string& iterator, const std::string& l
   l2("const int64_t {} = weft_i + weft_l;", iterator);
   r_.update("weft_lane[weft_l]", depth + 2, out_);
   l1("}}");
-  l1("for (int64_t weft_w = {}; weft_w > 0; weft_w /= 2) {{  // pairwise tree", kLanes / 2);
-  l2("for (int64_t weft_l = 0; weft_l < weft_w; weft_l += 1)");
-  l2("  weft_lane[weft_l] = {};", combine("weft_lane[weft_l]", "weft_lane[weft_l + weft_w]"));
-  l1("}}");
+  // The pairwise tree, one loop per level: constant trip counts let the compiler keep the
+  // upper levels in vector registers (a loop over the levels stays in memory).
+  l1("// pairwise tree over the lanes");
+  for (int64_t w = kLanes / 2; w > 0; w /= 2) {
+    l1("for (int64_t weft_l = 0; weft_l < {0}; weft_l += 1) weft_lane[weft_l] = {1};", w,
+       combine("weft_lane[weft_l]", fmt::format("weft_lane[weft_l + {}]", w)));
+  }
   l1("{} = {};", acc, combine(acc, "weft_lane[0]"));
   l("}}");
 }

@@ -29,6 +29,9 @@ namespace weft::codegen {
 
 inline constexpr int64_t kLanes = 32;         // independent accumulators of a ROW reduction
 inline constexpr int64_t kBlock = 4096;       // elements per cascade block (kLanes divides it)
+// Shorter rows keep one scalar accumulator (vectorized by the compiler): there, measured,
+// the lanes' tree and tail cost more than the independent accumulators gain.
+inline constexpr int64_t kMinLaneExtent = 8 * kLanes;
 inline constexpr int64_t kColumnWidth = 2048; // K columns of one chunk (partials on the stack)
 inline constexpr int64_t kColumnRows = 128;   // rows of a column cascade block
 inline constexpr int64_t kMinPerThread = 16384; // fewer elements per thread: fewer threads
@@ -57,7 +60,7 @@ const poly::AstNode* register_reduction(const kernel::Kernel& k, const poly::Ast
 bool has_private_target(const kernel::Kernel& k, const poly::AstNode& call);
 
 // Does register reduction "loop" get lanes? It has a range and is not statically shorter
-// than kLanes (a short loop keeps the scalar accumulator).
+// than kMinLaneExtent.
 bool lanes_apply(const kernel::Kernel& k, const poly::AstNode& loop, const poly::AstNode& call);
 
 // The K loop of a COLUMN nest "loop": a reduction loop whose body is a parallel loop

@@ -19,7 +19,7 @@ std::string function_of(const kernel::Kernel& k) {
 // ROW: rows over the threads; each row in 32 lanes (a pairwise tree combines them) over
 // cascade blocks of 4096, joining a float64 total.
 TEST(EmitC, RowSumGolden) {
-  EXPECT_EQ(function_of(testing::row_sum_kernel(Dim::symbol("N"), 64)),
+  EXPECT_EQ(function_of(testing::row_sum_kernel(Dim::symbol("N"), 1024)),
             R"(// kernel row_sum
 extern "C" void weft_row_sum(void* const* buffers, const int64_t* extents) {
   const float* __restrict__ b0 = static_cast<const float*>(buffers[0]);  // x
@@ -36,7 +36,7 @@ extern "C" void weft_row_sum(void* const* buffers, const int64_t* extents) {
   #pragma omp parallel for schedule(static)
   for (int64_t c0 = 0; (c0 < s0); c0 += 1) {
     {  // ROW: 32 lanes
-      const int64_t weft_lo = 0, weft_hi = 64;
+      const int64_t weft_lo = 0, weft_hi = 1024;
       double weft_acc = b1[c0];
       for (int64_t weft_b = weft_lo; weft_b < weft_hi; weft_b += 4096) {  // cascade: blocks of 4096
         const int64_t weft_e = weft_imin(weft_b + 4096, weft_hi);
@@ -48,7 +48,7 @@ extern "C" void weft_row_sum(void* const* buffers, const int64_t* extents) {
           for (int64_t weft_l = 0; weft_l < 32; weft_l += 1) {
             const int64_t c1 = weft_i + weft_l;
             {  // update
-              const float t0 = b0[c0 * 64 + c1];
+              const float t0 = b0[c0 * 1024 + c1];
               weft_lane[weft_l] = weft_lane[weft_l] + t0;
             }
           }
@@ -56,14 +56,16 @@ extern "C" void weft_row_sum(void* const* buffers, const int64_t* extents) {
         for (int64_t weft_l = 0; weft_i + weft_l < weft_e; weft_l += 1) {  // the tail
           const int64_t c1 = weft_i + weft_l;
           {  // update
-            const float t0 = b0[c0 * 64 + c1];
+            const float t0 = b0[c0 * 1024 + c1];
             weft_lane[weft_l] = weft_lane[weft_l] + t0;
           }
         }
-        for (int64_t weft_w = 16; weft_w > 0; weft_w /= 2) {  // pairwise tree
-          for (int64_t weft_l = 0; weft_l < weft_w; weft_l += 1)
-            weft_lane[weft_l] = weft_lane[weft_l] + weft_lane[weft_l + weft_w];
-        }
+        // pairwise tree over the lanes
+        for (int64_t weft_l = 0; weft_l < 16; weft_l += 1) weft_lane[weft_l] = weft_lane[weft_l] + weft_lane[weft_l + 16];
+        for (int64_t weft_l = 0; weft_l < 8; weft_l += 1) weft_lane[weft_l] = weft_lane[weft_l] + weft_lane[weft_l + 8];
+        for (int64_t weft_l = 0; weft_l < 4; weft_l += 1) weft_lane[weft_l] = weft_lane[weft_l] + weft_lane[weft_l + 4];
+        for (int64_t weft_l = 0; weft_l < 2; weft_l += 1) weft_lane[weft_l] = weft_lane[weft_l] + weft_lane[weft_l + 2];
+        for (int64_t weft_l = 0; weft_l < 1; weft_l += 1) weft_lane[weft_l] = weft_lane[weft_l] + weft_lane[weft_l + 1];
         weft_acc = weft_acc + weft_lane[0];
       }
       b1[c0] = weft_acc;
@@ -221,10 +223,12 @@ extern "C" void weft_all_max(void* const* buffers, const int64_t* extents) {
             weft_lane[weft_l] = weft_max(weft_lane[weft_l], t0);
           }
         }
-        for (int64_t weft_w = 16; weft_w > 0; weft_w /= 2) {  // pairwise tree
-          for (int64_t weft_l = 0; weft_l < weft_w; weft_l += 1)
-            weft_lane[weft_l] = weft_max(weft_lane[weft_l], weft_lane[weft_l + weft_w]);
-        }
+        // pairwise tree over the lanes
+        for (int64_t weft_l = 0; weft_l < 16; weft_l += 1) weft_lane[weft_l] = weft_max(weft_lane[weft_l], weft_lane[weft_l + 16]);
+        for (int64_t weft_l = 0; weft_l < 8; weft_l += 1) weft_lane[weft_l] = weft_max(weft_lane[weft_l], weft_lane[weft_l + 8]);
+        for (int64_t weft_l = 0; weft_l < 4; weft_l += 1) weft_lane[weft_l] = weft_max(weft_lane[weft_l], weft_lane[weft_l + 4]);
+        for (int64_t weft_l = 0; weft_l < 2; weft_l += 1) weft_lane[weft_l] = weft_max(weft_lane[weft_l], weft_lane[weft_l + 2]);
+        for (int64_t weft_l = 0; weft_l < 1; weft_l += 1) weft_lane[weft_l] = weft_max(weft_lane[weft_l], weft_lane[weft_l + 1]);
         weft_acc = weft_max(weft_acc, weft_lane[0]);
       }
       weft_part[weft_t] = weft_acc;
@@ -254,7 +258,7 @@ TEST(EmitC, FewRowsSplitEachRowAcrossThreads) {
             std::string::npos)
       << middle;
   // Static extents that never leave threads idle keep one version.
-  std::string many = function_of(testing::row_sum_kernel(Dim::symbol("N"), 64));
+  std::string many = function_of(testing::row_sum_kernel(Dim::symbol("N"), 1024));
   EXPECT_EQ(many.find("few rows"), std::string::npos) << many;
 }
 
