@@ -169,7 +169,7 @@ void CpuReductionWriter::lanes(const std::string& iterator, const std::string& l
   r_.update("weft_lane[weft_l]", depth + 2, out_);
   l1("}}");
   // The pairwise tree, one loop per level: constant trip counts let the compiler keep the
-  // upper levels in vector registers (a loop over the levels stays in memory).
+  // tree in registers (a loop over the levels goes through the stack).
   l1("// pairwise tree over the lanes");
   for (int64_t w = kLanes / 2; w > 0; w /= 2) {
     l1("for (int64_t weft_l = 0; weft_l < {0}; weft_l += 1) weft_lane[weft_l] = {1};", w,
