@@ -193,6 +193,36 @@ class CliTest(unittest.TestCase):
         self.assertIn("GB/s", r.stdout)
         self.assertIn("Softmax+ReduceSum (sm, rs)", r.stdout)
 
+    def test_arg_and_max_reductions_keep_semantics_across_threads(self):
+        """Long rows, fewer than the threads, are split across them (cpu_strategy.h): ArgMax
+        still returns the first maximum and the first NaN, ReduceMax propagates NaN."""
+        import numpy as np
+        rows, cols = 3, 70001
+        x = np.random.default_rng(0).uniform(-1, 1, (rows, cols)).astype(np.float32)
+        x[0, [5, 60000]] = 2  # tie: the first wins
+        x[1, [40000, 50000]] = np.nan  # the first NaN wins, whatever the values around it
+        x[1, 10] = 3
+        x[2, cols - 1] = 2  # in the tail of the lanes
+        np.save(os.path.join(self.dir, "x.npy"), x)
+        xv = helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, cols])
+        outs = [helper.make_tensor_value_info("i", TensorProto.INT64, [rows]),
+                helper.make_tensor_value_info("m", TensorProto.FLOAT, [rows])]
+        nodes = [helper.make_node("ArgMax", ["x"], ["i"], axis=1, keepdims=0),
+                 helper.make_node("ReduceMax", ["x"], ["m"], axes=[1], keepdims=0)]
+        graph = helper.make_graph(nodes, "g", [xv], outs)
+        path = save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+                    self.dir)
+        for threads in ("1", "4"):
+            out = os.path.join(self.dir, "out" + threads)
+            r = weft("run", path, "--input", f"x={os.path.join(self.dir, 'x.npy')}",
+                     "--output-dir", out, "--threads", threads)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(np.load(os.path.join(out, "i.npy")).tolist(), [5, 40000, cols - 1])
+            m = np.load(os.path.join(out, "m.npy"))
+            self.assertEqual(m[0], 2)
+            self.assertTrue(np.isnan(m[1]))
+            self.assertEqual(m[2], 2)
+
     def test_weft_dump_dir_and_log(self):
         path = self.softmax_sum_model()
         dump, cache = os.path.join(self.dir, "dump"), os.path.join(self.dir, "cache")

@@ -70,6 +70,29 @@ Kernel all_max_kernel(Dim n) {
   return k;
 }
 
+Kernel reduce_kernel(const std::string& name, const std::vector<Dim>& shape,
+                     const std::vector<bool>& reduced, Combine c) {
+  std::vector<Dim> kept;
+  std::vector<AffineExpr> out_index;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (reduced[i]) continue;
+    kept.push_back(shape[i]);
+    out_index.push_back(it(static_cast<int>(i)));
+  }
+  std::vector<AffineExpr> init_index, in_index;
+  for (size_t i = 0; i < kept.size(); ++i)
+    init_index.push_back(it(static_cast<int>(i)));
+  for (size_t i = 0; i < shape.size(); ++i)
+    in_index.push_back(it(static_cast<int>(i)));
+  Kernel k;
+  k.name = name;
+  k.buffers = {Buffer{"x", DType::kF32, shape, BufferRole::kInput},
+               Buffer{"y", DType::kF32, kept, BufferRole::kOutput}};
+  k.statements = {init(kept, {1, init_index}, kernel::combine_identity(c)),
+                  update(shape, {1, out_index}, c, {0, in_index})};
+  return k;
+}
+
 Kernel bias_add_kernel(Dim rows, Dim cols) {
   Kernel k;
   k.name = "bias_add";

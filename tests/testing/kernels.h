@@ -1,6 +1,9 @@
 // Small kernels for tests of the kernel, poly and codegen layers.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "weft/kernel/kernel.h"
 
 namespace weft::testing {
@@ -11,6 +14,11 @@ kernel::Kernel row_sum_kernel(Dim rows, Dim cols);
 kernel::Kernel column_sum_kernel(Dim rows, Dim cols);
 // y[] = max_r x[r]: an ALL reduction into a scalar.
 kernel::Kernel all_max_kernel(Dim n);
+// y = x combined by "c" over the axes of "shape" marked in "reduced", y starting from the
+// identity; y keeps the other axes in order. {false, true} is a ROW reduction, {true} ALL,
+// {true, false} COLUMN, {false, true, false} MIDDLE.
+kernel::Kernel reduce_kernel(const std::string& name, const std::vector<Dim>& shape,
+                             const std::vector<bool>& reduced, kernel::Combine c);
 // z[i, j] = x[i, j] + b[j]: elementwise with a broadcast operand.
 kernel::Kernel bias_add_kernel(Dim rows, Dim cols);
 // y[i, j] = x[idx[i], j], negative indices counting from the end: an indirect load.

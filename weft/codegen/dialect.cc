@@ -11,9 +11,12 @@ namespace {
 // then the helpers both dialects share, then the dialect's tail.
 
 // C++17 with OpenMP, for the system compiler; everything in an anonymous namespace.
-constexpr std::string_view kCpuHead = R"(#include <algorithm>
+constexpr std::string_view kCpuHead = R"(#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -30,18 +33,23 @@ WEFT_D uint32_t weft_as_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); retu
 // exp for f32 that vectorizes (libm's expf does not without fast-math): x = n ln2 + r with
 // |r| <= ln2/2 (Cody-Waite), exp(r) by a degree-6 polynomial (Cephes' coefficients), and
 // 2^n applied as two halves so that gradual underflow and overflow to inf stay exact.
+// Written for GCC's vectorizer under -ftrapping-math: selects only between computed values,
+// no std::floor and no float-to-int conversion (either leaves the loop scalar); floor comes
+// from rounding by adding 1.5 * 2^23, whose low mantissa bits then hold the integer.
 WEFT_D float weft_exp(float x) {
   bool nan = x != x;
-  float c = nan ? 0.0f : (x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x));
-  float fn = std::floor(c * 1.44269504088896341f + 0.5f);
+  float lo = x < -104.0f ? -104.0f : x, hi = lo > 89.0f ? 89.0f : lo, c = nan ? 0.0f : hi;
+  float y = c * 1.44269504088896341f + 0.5f, t = (y + 12582912.0f) - 12582912.0f;
+  float fn = t - (t > y ? 1.0f : 0.0f);
   float r = c - fn * 0.693359375f + fn * 2.12194440e-4f;
   float z = r * r;
   float p = (((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r + 4.1665795894e-2f) * r +
               1.6666665459e-1f) * r + 5.0000001201e-1f) * z + r + 1.0f;
-  int32_t n = static_cast<int32_t>(fn), n1 = n >> 1, n2 = n - n1;
+  int32_t n = static_cast<int32_t>(weft_as_bits(fn + 12582912.0f) - 0x4B400000u), n1 = n >> 1, n2 = n - n1;
   float s1 = weft_as_float(static_cast<uint32_t>(n1 + 127) << 23);
   float s2 = weft_as_float(static_cast<uint32_t>(n2 + 127) << 23);
-  return nan ? x : p * s1 * s2;
+  float e = p * s1 * s2;
+  return nan ? x : e;
 }
 )";
 constexpr std::string_view kCpuTail = "}  // namespace\n";
@@ -132,13 +140,14 @@ std::string through_double(DType t, std::string_view fn, const std::vector<std::
 const DialectTable& cpu_dialect() {
   static const DialectTable table{fmt::format("{}{}{}", kCpuHead, kCommon, kCpuTail),
                                   "extern \"C\" ", "#pragma omp parallel for schedule(static)",
-                                  "#pragma omp simd", "#pragma omp simd reduction(+ : acc)"};
+                                  "#pragma omp simd", "#pragma omp simd reduction(+ : acc)",
+                                  true};
   return table;
 }
 
 const DialectTable& cuda_dialect() {
   static const DialectTable table{fmt::format("{}{}", kCudaHead, kCommon),
-                                  "extern \"C\" __global__ ", "", "", ""};
+                                  "extern \"C\" __global__ ", "", "", "", false};
   return table;
 }
 
@@ -168,6 +177,17 @@ std::string_view compute_type(DType t) {
     case DType::kBool: return "bool";
     default: return storage_type(t);
   }
+}
+
+std::string combine_expr(kernel::Combine c, const std::string& old, const std::string& value) {
+  switch (c) {
+    case kernel::Combine::kNone: break;
+    case kernel::Combine::kSum: return fmt::format("{} + {}", old, value);
+    case kernel::Combine::kProd: return fmt::format("{} * {}", old, value);
+    case kernel::Combine::kMax: return fmt::format("weft_max({}, {})", old, value);
+    case kernel::Combine::kMin: return fmt::format("weft_min({}, {})", old, value);
+  }
+  return value;
 }
 
 std::string apply_op(kernel::ExprOp op, DType t, const std::vector<std::string>& a) {

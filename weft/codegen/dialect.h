@@ -15,6 +15,8 @@ struct DialectTable {
   std::string_view parallel_for;    // the line before a parallel outermost loop (CPU)
   std::string_view simd_for;        // the line before an innermost dependence-free loop
   std::string_view simd_sum;        // the line before a loop summing into "acc"
+  // Reductions take the CPU strategies of cpu_strategy.h (lanes, thread splits, cascades).
+  bool cpu_reduction_strategies = false;
 };
 
 const DialectTable& cpu_dialect();
@@ -26,6 +28,9 @@ const DialectTable& cuda_dialect();
 // compute in float, bool in bool).
 std::string_view storage_type(DType t);
 std::string_view compute_type(DType t);
+
+// "old" combined with "value" ("old + value", "weft_max(old, value)", ...).
+std::string combine_expr(kernel::Combine c, const std::string& old, const std::string& value);
 
 // The C spelling of "op" applied to "args" (already printed), computing in "t".
 std::string apply_op(kernel::ExprOp op, DType t, const std::vector<std::string>& args);

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "weft/codegen/cpu_strategy.h"
 #include "weft/codegen/dialect.h"
 
 namespace weft::codegen {
@@ -29,6 +30,16 @@ std::string literal(double v, DType t) {
   std::string s = type == "float" ? fmt::format("{}", static_cast<float>(v)) : fmt::format("{}", v);
   if (s.find_first_of(".e") == std::string::npos) s += ".0";
   return type == "float" ? s + "f" : s;
+}
+
+// The identity of "c" in the compute type of "t": for integers, the type's extremes stand
+// for -inf and +inf.
+std::string identity_literal(kernel::Combine c, DType t) {
+  std::string_view type = compute_type(t);
+  if (dtype_is_float(t) || c == kernel::Combine::kSum || c == kernel::Combine::kProd)
+    return literal(kernel::combine_identity(c), t);
+  return fmt::format("std::numeric_limits<{}>::{}()", type,
+                     c == kernel::Combine::kMax ? "lowest" : "max");
 }
 
 class Emitter {
@@ -61,7 +72,7 @@ public:
       const AstNode& n = *parts[p];
       out += header(fmt::format("weft_{}_p{}", k_.name, p));
       if (n.kind == AstNode::Kind::kFor && n.mark == AstNode::Mark::kParallel &&
-          !register_reduction(n)) {
+          !register_reduction(k_, n)) {
         out += fmt::format("  const int64_t weft_stride = (int64_t)gridDim.x * blockDim.x;\n"
                            "  for (int64_t {0} = {1} + ((int64_t)blockIdx.x * blockDim.x + "
                            "threadIdx.x) * {2}; {3}; {0} += weft_stride * {2}) {{\n",
@@ -206,13 +217,7 @@ private:
     DType t = k_.buffers[static_cast<size_t>(s.write.buffer)].dtype;
     std::string result = fmt::format("t{}", s.expr.size() - 1);
     std::string old = accumulator.empty() ? load(s.write, iters) : accumulator;
-    switch (s.combine) {
-      case kernel::Combine::kNone: break;
-      case kernel::Combine::kSum: result = fmt::format("{} + {}", old, result); break;
-      case kernel::Combine::kProd: result = fmt::format("{} * {}", old, result); break;
-      case kernel::Combine::kMax: result = fmt::format("weft_max({}, {})", old, result); break;
-      case kernel::Combine::kMin: result = fmt::format("weft_min({}, {})", old, result); break;
-    }
+    result = combine_expr(s.combine, old, result);
     if (!accumulator.empty()) {
       out += fmt::format("{}  {} = {};\n{}}}\n", pad, accumulator, result, pad);
       return;
@@ -225,28 +230,6 @@ private:
     if (n.kind == AstNode::Kind::kFor) return true;
     return std::any_of(n.children.begin(), n.children.end(),
                        [](const AstNode& c) { return has_loop(c); });
-  }
-
-  static bool mentions(const AstExpr& e, const std::string& id) {
-    if (e.kind == AstExpr::Kind::kId) return e.id == id;
-    return std::any_of(e.args.begin(), e.args.end(),
-                       [&](const AstExpr& a) { return mentions(a, id); });
-  }
-
-  // The combining statement a reduction loop "n" runs, when its target does not move with
-  // the loop: then it can accumulate in a register.
-  const AstNode* register_reduction(const AstNode& n) const {
-    if (n.mark != AstNode::Mark::kReduction || n.children[0].kind != AstNode::Kind::kCall)
-      return nullptr;
-    const AstNode& call = n.children[0];
-    const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
-    if (s.combine == kernel::Combine::kNone || !s.write.indirect.empty()) return nullptr;
-    for (const AffineExpr& e : s.write.index) {
-      for (auto [iter, coeff] : e.terms) {
-        if (mentions(call.args[static_cast<size_t>(iter)], n.iterator)) return nullptr;
-      }
-    }
-    return &call;
   }
 
   // { acc = y[i]; for (...) acc = combine(acc, ...); y[i] = acc; } A sum may be
@@ -270,6 +253,141 @@ private:
                        offset(s.write, iters), store_value(t, "acc"));
   }
 
+  // The combining statement "call" as cpu_strategy.h's skeletons print it.
+  ReductionText reduction_text(const AstNode& call) const {
+    const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
+    std::vector<std::string> iters;
+    for (const AstExpr& e : call.args)
+      iters.push_back(ast_expr(e));
+    DType t = k_.buffers[static_cast<size_t>(s.write.buffer)].dtype;
+    std::string location = fmt::format("b{}[{}]", s.write.buffer, offset(s.write, iters));
+    ReductionText r;
+    r.combine = s.combine;
+    r.type = compute_type(t);
+    r.total_type = s.combine == kernel::Combine::kSum && r.type == "float" ? "double" : r.type;
+    r.identity = identity_literal(s.combine, t);
+    r.target = load(s.write, iters);
+    r.store = [this, location, t](const std::string& value) {
+      return fmt::format("{} = {};", location, store_value(t, value));
+    };
+    r.update = [this, &call](const std::string& accumulator, int depth, std::string& out) {
+      emit_statement(call, depth, out, accumulator);
+    };
+    return r;
+  }
+
+  RangeText range_text(const AstNode& loop) const {
+    LoopRange r = *loop_range(loop);
+    return {ast_expr(r.lo), ast_expr(r.hi), r.static_extent()};
+  }
+
+  // The reduction nest "n" (a register reduction, or a COLUMN nest), with or without
+  // threads.
+  void emit_reduction_nest(const AstNode& n, Threads threads, int depth, std::string& out) const {
+    if (const AstNode* call = register_reduction(k_, n)) {
+      ReductionText r = reduction_text(*call);
+      CpuReductionWriter w(r, out);
+      if (threads == Threads::kSplit) {
+        w.split(n.iterator, range_text(n), depth);
+      } else {
+        w.row(n.iterator, range_text(n), depth);
+      }
+      return;
+    }
+    const AstNode& inner = *column_nest(k_, n);
+    ReductionText r = reduction_text(inner.children[0]);
+    CpuReductionWriter(r, out).column(n.iterator, range_text(n), inner.iterator,
+                                      range_text(inner), threads, depth);
+  }
+
+  // The number of elements reduction nest "n" combines, as C text and, when known, as a
+  // number; none when "n" is no reduction nest with lanes or its ranges mention the
+  // iterator "outer" (empty: no outer loop).
+  std::optional<std::pair<std::string, std::optional<int64_t>>>
+  reduction_work(const AstNode& n, const std::string& outer) const {
+    std::vector<const AstNode*> loops;
+    if (const AstNode* call = register_reduction(k_, n); call && lanes_apply(k_, n, *call)) {
+      loops = {&n};
+    } else if (const AstNode* inner = column_nest(k_, n)) {
+      loops = {&n, inner};
+    } else {
+      return std::nullopt;
+    }
+    std::vector<std::string> factors;
+    std::optional<int64_t> count = 1;
+    for (const AstNode* loop : loops) {
+      LoopRange r = *loop_range(*loop);
+      if (range_mentions(r, outer)) return std::nullopt;
+      factors.push_back(extent_text(range_text(*loop)));
+      std::optional<int64_t> e = r.static_extent();
+      count = count && e ? std::optional<int64_t>(*count * *e) : std::nullopt;
+    }
+    return std::pair{fmt::format("{}", fmt::join(factors, " * ")), count};
+  }
+
+  // A parallel loop "n" around a reduction nest (or, after loop fusion, around a block of
+  // reduction nests and other statements, such as their inits): with fewer iterations than
+  // threads, it runs serially and splits each inner reduction across the threads instead.
+  // False when that can never happen (then the ordinary emission applies).
+  bool emit_few_rows(const AstNode& n, int depth, std::string& out) const {
+    std::optional<LoopRange> outer = loop_range(n);
+    if (!outer) return false;
+    const AstNode& body = n.children[0];
+    std::vector<const AstNode*> parts;
+    if (body.kind == AstNode::Kind::kBlock) {
+      for (const AstNode& c : body.children)
+        parts.push_back(&c);
+    } else {
+      parts.push_back(&body);
+    }
+    std::optional<std::pair<std::string, std::optional<int64_t>>> work;
+    std::vector<bool> reduces; // per part; the others (inits) run as they are
+    for (const AstNode* p : parts) {
+      auto w = p->kind == AstNode::Kind::kFor ? reduction_work(*p, n.iterator) : std::nullopt;
+      reduces.push_back(w.has_value());
+      if (w && !work) work = w;
+    }
+    std::optional<int64_t> rows = outer->static_extent();
+    if (!work || (rows && *rows >= kMaxThreads) || !may_split(work->second)) return false;
+    std::string pad(static_cast<size_t>(2 * depth), ' ');
+    std::string loop = fmt::format("for (int64_t {0} = {1}; {2}; {0} += 1) {{\n", n.iterator,
+                                   ast_expr(n.init), ast_expr(n.cond));
+    auto emit_parts = [&](Threads threads) {
+      for (size_t i = 0; i < parts.size(); ++i) {
+        if (reduces[i])
+          emit_reduction_nest(*parts[i], threads, depth + 2, out);
+        else
+          emit_node(*parts[i], depth + 2, true, out);
+      }
+    };
+    out += fmt::format("{}if ({}) {{  // few rows: split each row's reduction across threads\n",
+                       pad, few_rows_condition(range_text(n), work->first));
+    out += pad + "  " + loop;
+    emit_parts(Threads::kSplit);
+    out += fmt::format("{0}  }}\n{0}}} else {{\n{0}  {1}\n{0}  {2}", pad, d_.parallel_for, loop);
+    emit_parts(Threads::kOne);
+    out += fmt::format("{0}  }}\n{0}}}\n", pad);
+    return true;
+  }
+
+  // Emits "n" with a CPU reduction strategy (cpu_strategy.h) when one applies.
+  bool emit_cpu_strategy(const AstNode& n, int depth, bool in_loop, std::string& out) const {
+    if (!d_.cpu_reduction_strategies) return false;
+    if (const AstNode* call = register_reduction(k_, n)) {
+      if (!lanes_apply(k_, n, *call)) return false;
+      bool split = !in_loop && may_split(loop_range(n)->static_extent());
+      emit_reduction_nest(n, split ? Threads::kSplit : Threads::kOne, depth, out);
+      return true;
+    }
+    if (column_nest(k_, n)) {
+      std::optional<int64_t> work = reduction_work(n, "")->second;
+      bool split = !in_loop && may_split(work);
+      emit_reduction_nest(n, split ? Threads::kSplit : Threads::kOne, depth, out);
+      return true;
+    }
+    return !in_loop && n.mark == AstNode::Mark::kParallel && emit_few_rows(n, depth, out);
+  }
+
   // "in_loop": inside another loop. Only a loop at the top of its nest opens a parallel
   // region: one nested under a serial loop (the K loop of a column reduction) would open a
   // region per outer iteration.
@@ -281,7 +399,8 @@ private:
           emit_node(c, depth, in_loop, out);
         break;
       case AstNode::Kind::kFor: {
-        if (const AstNode* call = register_reduction(n)) {
+        if (emit_cpu_strategy(n, depth, in_loop, out)) break;
+        if (const AstNode* call = register_reduction(k_, n)) {
           emit_register_reduction(n, *call, depth, out);
           break;
         }

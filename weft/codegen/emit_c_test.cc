@@ -16,8 +16,10 @@ std::string function_of(const kernel::Kernel& k) {
   return src->substr(src->find("// kernel"));
 }
 
+// ROW: rows over the threads; each row in 32 lanes (a pairwise tree combines them) over
+// cascade blocks of 4096, joining a float64 total.
 TEST(EmitC, RowSumGolden) {
-  EXPECT_EQ(function_of(testing::row_sum_kernel(Dim::symbol("N"), 64)),
+  EXPECT_EQ(function_of(testing::row_sum_kernel(Dim::symbol("N"), 1024)),
             R"(// kernel row_sum
 extern "C" void weft_row_sum(void* const* buffers, const int64_t* extents) {
   const float* __restrict__ b0 = static_cast<const float*>(buffers[0]);  // x
@@ -30,29 +32,251 @@ extern "C" void weft_row_sum(void* const* buffers, const int64_t* extents) {
       const float t0 = 0.0f;
       b1[c0] = t0;
     }
-    {  // accumulate in a register
-      float acc = b1[c0];
-      #pragma omp simd reduction(+ : acc)
-      for (int64_t c1 = 0; (c1 <= 63); c1 += 1) {  // reduction
-        {  // update
-          const float t0 = b0[c0 * 64 + c1];
-          acc = acc + t0;
+    {  // ROW: 32 lanes
+      const int64_t weft_lo = 0, weft_hi = 1024;
+      double weft_acc = b1[c0];
+      for (int64_t weft_b = weft_lo; weft_b < weft_hi; weft_b += 4096) {  // cascade: blocks of 4096
+        const int64_t weft_e = weft_imin(weft_b + 4096, weft_hi);
+        float weft_lane[32];
+        for (int64_t weft_l = 0; weft_l < 32; weft_l += 1) weft_lane[weft_l] = 0.0f;
+        int64_t weft_i = weft_b;
+        for (; weft_i + 32 <= weft_e; weft_i += 32) {
+          #pragma omp simd
+          for (int64_t weft_l = 0; weft_l < 32; weft_l += 1) {
+            const int64_t c1 = weft_i + weft_l;
+            {  // update
+              const float t0 = b0[c0 * 1024 + c1];
+              weft_lane[weft_l] = weft_lane[weft_l] + t0;
+            }
+          }
         }
+        for (int64_t weft_l = 0; weft_i + weft_l < weft_e; weft_l += 1) {  // the tail
+          const int64_t c1 = weft_i + weft_l;
+          {  // update
+            const float t0 = b0[c0 * 1024 + c1];
+            weft_lane[weft_l] = weft_lane[weft_l] + t0;
+          }
+        }
+        // pairwise tree over the lanes
+        for (int64_t weft_l = 0; weft_l < 16; weft_l += 1) weft_lane[weft_l] = weft_lane[weft_l] + weft_lane[weft_l + 16];
+        for (int64_t weft_l = 0; weft_l < 8; weft_l += 1) weft_lane[weft_l] = weft_lane[weft_l] + weft_lane[weft_l + 8];
+        for (int64_t weft_l = 0; weft_l < 4; weft_l += 1) weft_lane[weft_l] = weft_lane[weft_l] + weft_lane[weft_l + 4];
+        for (int64_t weft_l = 0; weft_l < 2; weft_l += 1) weft_lane[weft_l] = weft_lane[weft_l] + weft_lane[weft_l + 2];
+        for (int64_t weft_l = 0; weft_l < 1; weft_l += 1) weft_lane[weft_l] = weft_lane[weft_l] + weft_lane[weft_l + 1];
+        weft_acc = weft_acc + weft_lane[0];
       }
-      b1[c0] = acc;
+      b1[c0] = weft_acc;
     }
   }
 }
 )");
 }
 
+// COLUMN: at run time, R split across threads (a partial row each, combined in thread order)
+// or K split in chunks of 2048 columns; K is the vector loop, blocks of 128 rows cascade.
+TEST(EmitC, ColumnSumGolden) {
+  EXPECT_EQ(function_of(testing::column_sum_kernel(Dim::symbol("R"), Dim::symbol("K"))),
+            R"(// kernel column_sum
+extern "C" void weft_column_sum(void* const* buffers, const int64_t* extents) {
+  const float* __restrict__ b0 = static_cast<const float*>(buffers[0]);  // x
+  float* __restrict__ b1 = static_cast<float*>(buffers[1]);  // y
+  const int64_t s0 = extents[0];  // K
+  const int64_t s1 = extents[1];  // R
+  (void)extents;
+  #pragma omp parallel for schedule(static)
+  for (int64_t c0 = 0; (c0 < s0); c0 += 1) {
+    {  // init
+      const float t0 = 0.0f;
+      b1[c0] = t0;
+    }
+  }
+  {  // COLUMN: R split across threads with a partial row each, or K when wide
+    const int64_t weft_rlo = 0, weft_rhi = weft_imax(s1, 0);
+    const int64_t weft_klo = 0, weft_khi = weft_imax(s0, 0);
+    const int64_t weft_r = weft_rhi - weft_rlo, weft_k = weft_khi - weft_klo;
+    const int64_t weft_nt = weft_r * weft_k < 32768 ? 1 : weft_imin(omp_get_max_threads(), 256);
+    // Threads read whole rows, each into its partial row (padded to 64 bytes, so that no
+    // cache line is shared), unless K gives every thread a chunk of 2048 columns.
+    const int64_t weft_kp = (weft_k + 15) / 16 * 16;
+    double* weft_parts = nullptr;
+    if (weft_nt > 1 && weft_k < 2048 * weft_nt)
+      weft_parts = static_cast<double*>(std::malloc(sizeof(double) * weft_nt * weft_kp));
+    if (weft_parts == nullptr) {  // K split
+      #pragma omp parallel for schedule(static) num_threads(weft_nt) if (weft_nt > 1)
+      for (int64_t weft_kb = weft_klo; weft_kb < weft_khi; weft_kb += 2048) {
+        const int64_t weft_ke = weft_imin(weft_kb + 2048, weft_khi);
+        {
+          double weft_sum[2048];
+          for (int64_t c1 = weft_kb; c1 < weft_ke; c1 += 1) weft_sum[c1 - weft_kb] = 0.0f;
+          for (int64_t weft_rb = weft_rlo; weft_rb < weft_rhi; weft_rb += 128) {  // cascade: blocks of 128
+            const int64_t weft_re = weft_imin(weft_rb + 128, weft_rhi);
+            float weft_col[2048];
+            for (int64_t c1 = weft_kb; c1 < weft_ke; c1 += 1) weft_col[c1 - weft_kb] = 0.0f;
+            for (int64_t c0 = weft_rb; c0 < weft_re; c0 += 1) {
+              #pragma omp simd
+              for (int64_t c1 = weft_kb; c1 < weft_ke; c1 += 1) {
+                {  // update
+                  const float t0 = b0[c0 * s0 + c1];
+                  weft_col[c1 - weft_kb] = weft_col[c1 - weft_kb] + t0;
+                }
+              }
+            }
+            for (int64_t c1 = weft_kb; c1 < weft_ke; c1 += 1) weft_sum[c1 - weft_kb] = weft_sum[c1 - weft_kb] + weft_col[c1 - weft_kb];
+          }
+          for (int64_t c1 = weft_kb; c1 < weft_ke; c1 += 1) b1[c1] = b1[c1] + weft_sum[c1 - weft_kb];
+        }
+      }
+    } else {  // R split
+      int64_t weft_team = 1;
+      #pragma omp parallel num_threads(weft_nt)
+      {
+        const int64_t weft_t = omp_get_thread_num(), weft_n = omp_get_num_threads();
+        if (weft_t == 0) weft_team = weft_n;
+        double* weft_part = weft_parts + weft_t * weft_kp;
+        for (int64_t weft_j = 0; weft_j < weft_k; weft_j += 1) weft_part[weft_j] = 0.0f;
+        const int64_t weft_chunk = (weft_r + weft_n - 1) / weft_n;
+        const int64_t weft_from = weft_imin(weft_rlo + weft_t * weft_chunk, weft_rhi);
+        const int64_t weft_to = weft_imin(weft_from + weft_chunk, weft_rhi);
+        for (int64_t weft_kb = weft_klo; weft_kb < weft_khi; weft_kb += 2048) {  // chunks of 2048 columns
+          const int64_t weft_ke = weft_imin(weft_kb + 2048, weft_khi);
+          {
+            double weft_sum[2048];
+            for (int64_t c1 = weft_kb; c1 < weft_ke; c1 += 1) weft_sum[c1 - weft_kb] = 0.0f;
+            for (int64_t weft_rb = weft_from; weft_rb < weft_to; weft_rb += 128) {  // cascade: blocks of 128
+              const int64_t weft_re = weft_imin(weft_rb + 128, weft_to);
+              float weft_col[2048];
+              for (int64_t c1 = weft_kb; c1 < weft_ke; c1 += 1) weft_col[c1 - weft_kb] = 0.0f;
+              for (int64_t c0 = weft_rb; c0 < weft_re; c0 += 1) {
+                #pragma omp simd
+                for (int64_t c1 = weft_kb; c1 < weft_ke; c1 += 1) {
+                  {  // update
+                    const float t0 = b0[c0 * s0 + c1];
+                    weft_col[c1 - weft_kb] = weft_col[c1 - weft_kb] + t0;
+                  }
+                }
+              }
+              for (int64_t c1 = weft_kb; c1 < weft_ke; c1 += 1) weft_sum[c1 - weft_kb] = weft_sum[c1 - weft_kb] + weft_col[c1 - weft_kb];
+            }
+            for (int64_t c1 = weft_kb; c1 < weft_ke; c1 += 1) weft_part[c1 - weft_klo] = weft_part[c1 - weft_klo] + weft_sum[c1 - weft_kb];
+          }
+        }
+      }
+      for (int64_t weft_t = 0; weft_t < weft_team; weft_t += 1) {
+        for (int64_t c1 = weft_klo; c1 < weft_khi; c1 += 1)
+          b1[c1] = b1[c1] + weft_parts[weft_t * weft_kp + c1 - weft_klo];
+      }
+      std::free(weft_parts);
+    }
+  }
+}
+)");
+}
+
+// ALL: chunks over the threads, each reduced in lanes; partials combined in thread order.
+TEST(EmitC, AllMaxGolden) {
+  EXPECT_EQ(function_of(testing::all_max_kernel(Dim::symbol("N"))),
+            R"(// kernel all_max
+extern "C" void weft_all_max(void* const* buffers, const int64_t* extents) {
+  const float* __restrict__ b0 = static_cast<const float*>(buffers[0]);  // x
+  float* __restrict__ b1 = static_cast<float*>(buffers[1]);  // y
+  const int64_t s0 = extents[0];  // N
+  (void)extents;
+  {  // init
+    const float t0 = static_cast<float>(-INFINITY);
+    b1[0] = t0;
+  }
+  {  // ALL: split across threads, partials combined in thread order
+    const int64_t weft_lo = 0, weft_hi = weft_imax(s0, 0);
+    const int64_t weft_nt = weft_imax(1, weft_imin(weft_imin(omp_get_max_threads(), 256), (weft_hi - weft_lo) / 16384));
+    float weft_part[256];
+    int64_t weft_team = 1;
+    #pragma omp parallel num_threads(weft_nt) if (weft_nt > 1)
+    {
+      const int64_t weft_t = omp_get_thread_num(), weft_n = omp_get_num_threads();
+      if (weft_t == 0) weft_team = weft_n;
+      const int64_t weft_chunk = ((weft_hi - weft_lo + weft_n - 1) / weft_n + 31) / 32 * 32;
+      const int64_t weft_from = weft_imin(weft_lo + weft_t * weft_chunk, weft_hi);
+      const int64_t weft_to = weft_imin(weft_from + weft_chunk, weft_hi);
+      float weft_acc = static_cast<float>(-INFINITY);
+      for (int64_t weft_b = weft_from; weft_b < weft_to; weft_b += 4096) {  // cascade: blocks of 4096
+        const int64_t weft_e = weft_imin(weft_b + 4096, weft_to);
+        float weft_lane[32];
+        for (int64_t weft_l = 0; weft_l < 32; weft_l += 1) weft_lane[weft_l] = static_cast<float>(-INFINITY);
+        int64_t weft_i = weft_b;
+        for (; weft_i + 32 <= weft_e; weft_i += 32) {
+          #pragma omp simd
+          for (int64_t weft_l = 0; weft_l < 32; weft_l += 1) {
+            const int64_t c0 = weft_i + weft_l;
+            {  // update
+              const float t0 = b0[c0];
+              weft_lane[weft_l] = weft_max(weft_lane[weft_l], t0);
+            }
+          }
+        }
+        for (int64_t weft_l = 0; weft_i + weft_l < weft_e; weft_l += 1) {  // the tail
+          const int64_t c0 = weft_i + weft_l;
+          {  // update
+            const float t0 = b0[c0];
+            weft_lane[weft_l] = weft_max(weft_lane[weft_l], t0);
+          }
+        }
+        // pairwise tree over the lanes
+        for (int64_t weft_l = 0; weft_l < 16; weft_l += 1) weft_lane[weft_l] = weft_max(weft_lane[weft_l], weft_lane[weft_l + 16]);
+        for (int64_t weft_l = 0; weft_l < 8; weft_l += 1) weft_lane[weft_l] = weft_max(weft_lane[weft_l], weft_lane[weft_l + 8]);
+        for (int64_t weft_l = 0; weft_l < 4; weft_l += 1) weft_lane[weft_l] = weft_max(weft_lane[weft_l], weft_lane[weft_l + 4]);
+        for (int64_t weft_l = 0; weft_l < 2; weft_l += 1) weft_lane[weft_l] = weft_max(weft_lane[weft_l], weft_lane[weft_l + 2]);
+        for (int64_t weft_l = 0; weft_l < 1; weft_l += 1) weft_lane[weft_l] = weft_max(weft_lane[weft_l], weft_lane[weft_l + 1]);
+        weft_acc = weft_max(weft_acc, weft_lane[0]);
+      }
+      weft_part[weft_t] = weft_acc;
+    }
+    float weft_acc = b1[0];
+    for (int64_t weft_t = 0; weft_t < weft_team; weft_t += 1)
+      weft_acc = weft_max(weft_acc, weft_part[weft_t]);
+    b1[0] = weft_acc;
+  }
+}
+)");
+}
+
+// A parallel loop around a reduction with symbolic extents: with fewer rows than threads and
+// a long reduction, each row's reduction is split across the threads instead.
+TEST(EmitC, FewRowsSplitEachRowAcrossThreads) {
+  std::string row = function_of(testing::reduce_kernel(
+      "row_max", {Dim::symbol("K"), Dim::symbol("R")}, {false, true}, kernel::Combine::kMax));
+  EXPECT_NE(row.find("if (s0 < omp_get_max_threads() && s1 >= 32768) {  // few rows"),
+            std::string::npos)
+      << row;
+  EXPECT_NE(row.find("// ALL: split across threads"), std::string::npos) << row;
+  std::string middle = function_of(
+      testing::reduce_kernel("middle_sum", {Dim::symbol("A"), Dim::symbol("B"), Dim::symbol("C")},
+                             {false, true, false}, kernel::Combine::kSum));
+  EXPECT_NE(middle.find("if (s0 < omp_get_max_threads() && s1 * s2 >= 32768) {  // few rows"),
+            std::string::npos)
+      << middle;
+  // Static extents that never leave threads idle keep one version.
+  std::string many = function_of(testing::row_sum_kernel(Dim::symbol("N"), 1024));
+  EXPECT_EQ(many.find("few rows"), std::string::npos) << many;
+}
+
+// The CUDA dialect keeps its one accumulator per reduction: the strategies are the CPU's.
+TEST(EmitC, CudaReductionKeepsOneAccumulator) {
+  kernel::Kernel k = testing::row_sum_kernel(Dim::symbol("N"), 64);
+  Result<poly::ScheduledKernel> s = poly::schedule_kernel(k);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  Result<std::string> cuda = emit_function(k, s->loops, Dialect::kCuda);
+  ASSERT_TRUE(cuda.ok()) << cuda.status().to_string();
+  EXPECT_NE(cuda->find("float acc = b1[c0];"), std::string::npos) << *cuda;
+  EXPECT_EQ(cuda->find("weft_lane"), std::string::npos) << *cuda;
+}
+
 TEST(EmitC, BroadcastIndexAndAllReduction) {
   std::string bias = function_of(testing::bias_add_kernel(Dim::symbol("B"), 16));
   EXPECT_NE(bias.find("const float t1 = b1[c1];"), std::string::npos) << bias;
   EXPECT_NE(bias.find("b2[c0 * 16 + c1] = t2;"), std::string::npos) << bias;
+  // Shorter than the 32 lanes: max accumulates in a scalar, in order.
   std::string max = function_of(testing::all_max_kernel(7));
   EXPECT_NE(max.find("static_cast<float>(-INFINITY)"), std::string::npos) << max;
-  // max accumulates in a register, in order (no simd reduction), so that NaN propagates.
   EXPECT_NE(max.find("acc = weft_max(acc, t0);"), std::string::npos) << max;
   EXPECT_EQ(max.find("omp simd"), std::string::npos) << max;
 }

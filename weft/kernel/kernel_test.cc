@@ -2,6 +2,7 @@
 
 #include "tests/testing/kernels.h"
 #include "weft/kernel/kernel.h"
+#include "weft/kernel/strategy.h"
 
 namespace weft::kernel {
 namespace {
@@ -107,6 +108,15 @@ TEST(Kernel, VerifierCatchesBrokenIndirectLoads) {
   scatter.statements[1].expr[0].dtype = DType::kF32;
   EXPECT_NE(verify_kernel(scatter).message().find("not an earlier integer node"),
             std::string::npos);
+}
+
+TEST(Kernel, DescribesStrategies) {
+  EXPECT_EQ(describe_strategy(testing::row_sum_kernel(Dim::symbol("N"), 64)), "reduce ROW sum");
+  EXPECT_EQ(describe_strategy(testing::all_max_kernel(Dim::symbol("N"))),
+            "reduce ALL max (split across threads)");
+  EXPECT_EQ(describe_strategy(testing::column_sum_kernel(9, 5)),
+            "reduce COLUMN sum (R or K split across threads)");
+  EXPECT_EQ(describe_strategy(testing::bias_add_kernel(3, 4)), "elementwise");
 }
 
 } // namespace

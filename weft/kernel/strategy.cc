@@ -33,7 +33,11 @@ std::string describe_statement(const Statement& s) {
                      : pattern == "KRK" ? "MIDDLE"
                      : pattern.empty()  ? "SINGLE"
                                         : pattern;
-  return fmt::format("{} {}", form, combine_name(s.combine));
+  // What the CPU emitter runs beyond rows over threads (codegen/cpu_strategy.h).
+  std::string_view split = form == "ALL"      ? " (split across threads)"
+                           : form == "COLUMN" ? " (R or K split across threads)"
+                                              : "";
+  return fmt::format("{} {}{}", form, combine_name(s.combine), split);
 }
 
 } // namespace

@@ -191,7 +191,10 @@ public:
             st.combine != kernel::Combine::kNone && st.is_reduced(static_cast<int>(d)) ? "reduction"
             : carries(deps, s, d)                                                      ? nullptr
                                                                                        : "parallel";
-        child = mark ? fmt::format("mark: \"{}\", child: {{ {} }}", mark, band) : band;
+        // The mark names its loop ("parallel c3"): isl names the loop of band d "c<d>",
+        // and generates none for a band of one iteration, whose mark must not pass to the
+        // loop below it.
+        child = mark ? fmt::format("mark: \"{} c{}\", child: {{ {} }}", mark, d, band) : band;
       }
       std::string filter = fmt::format("filter: \"{}{{ {} }}\"", param_list(), tuple(s));
       filters.push_back(child.empty() ? "{ " + filter + " }"
@@ -199,7 +202,7 @@ public:
     }
     std::string sequence = fmt::format("sequence: [ {} ]", fmt::join(filters, ", "));
     if (shared) {
-      sequence = fmt::format("mark: \"parallel\", child: {{ schedule: \"{}[{{ {} }}]\", child: "
+      sequence = fmt::format("mark: \"parallel c0\", child: {{ schedule: \"{}[{{ {} }}]\", child: "
                              "{{ {} }} }}",
                              param_list(), fmt::join(outer, "; "), sequence);
     }
@@ -281,22 +284,27 @@ AstExpr convert_expr(const isl::ast_expr& e, const PolyModel& model) {
   return out;
 }
 
-AstNode convert_node(const isl::ast_node& n, const PolyModel& model, AstNode::Mark mark) {
+// "mark" applies to the loop named "marked" (a mark's own band), if isl generated one.
+AstNode convert_node(const isl::ast_node& n, const PolyModel& model, AstNode::Mark mark,
+                     const std::string& marked) {
   AstNode out;
   if (n.isa<isl::ast_node_block>()) {
     out.kind = AstNode::Kind::kBlock;
     isl::ast_node_list children = n.as<isl::ast_node_block>().children();
     for (unsigned i = 0; i < children.size(); ++i) {
       out.children.push_back(
-          convert_node(children.at(static_cast<int>(i)), model, AstNode::Mark::kNone));
+          convert_node(children.at(static_cast<int>(i)), model, AstNode::Mark::kNone, ""));
     }
   } else if (n.isa<isl::ast_node_mark>()) {
     auto m = n.as<isl::ast_node_mark>();
     std::string name = m.id().name();
+    size_t space = name.find(' ');
+    std::string kind = name.substr(0, space);
     return convert_node(m.node(), model,
-                        name == "parallel"    ? AstNode::Mark::kParallel
-                        : name == "reduction" ? AstNode::Mark::kReduction
-                                              : AstNode::Mark::kNone);
+                        kind == "parallel"    ? AstNode::Mark::kParallel
+                        : kind == "reduction" ? AstNode::Mark::kReduction
+                                              : AstNode::Mark::kNone,
+                        space == std::string::npos ? "" : name.substr(space + 1));
   } else if (n.isa<isl::ast_node_for>()) {
     auto f = n.as<isl::ast_node_for>();
     out.kind = AstNode::Kind::kFor;
@@ -304,15 +312,15 @@ AstNode convert_node(const isl::ast_node& n, const PolyModel& model, AstNode::Ma
     out.init = convert_expr(f.init(), model);
     out.cond = convert_expr(f.cond(), model);
     out.step = f.inc().as<isl::ast_expr_int>().val().get_num_si();
-    out.mark = mark;
-    out.children.push_back(convert_node(f.body(), model, AstNode::Mark::kNone));
+    out.mark = out.iterator == marked ? mark : AstNode::Mark::kNone;
+    out.children.push_back(convert_node(f.body(), model, AstNode::Mark::kNone, ""));
   } else if (n.isa<isl::ast_node_if>()) {
     auto i = n.as<isl::ast_node_if>();
     out.kind = AstNode::Kind::kIf;
     out.cond = convert_expr(i.cond(), model);
-    out.children.push_back(convert_node(i.then_node(), model, AstNode::Mark::kNone));
+    out.children.push_back(convert_node(i.then_node(), model, AstNode::Mark::kNone, ""));
     if (i.has_else_node())
-      out.children.push_back(convert_node(i.else_node(), model, AstNode::Mark::kNone));
+      out.children.push_back(convert_node(i.else_node(), model, AstNode::Mark::kNone, ""));
   } else if (n.isa<isl::ast_node_user>()) {
     auto call = n.as<isl::ast_node_user>().expr().as<isl::ast_expr_op>();
     out.kind = AstNode::Kind::kCall;
@@ -366,7 +374,7 @@ Result<ScheduledKernel> schedule_in(const isl::ctx& ctx, const Kernel& k) {
   isl::schedule schedule(ctx, model.schedule_tree(deps));
   isl::ast_node ast = isl::ast_build(ctx).node_from(schedule);
   ScheduledKernel out;
-  out.loops = convert_node(ast, model, AstNode::Mark::kNone);
+  out.loops = convert_node(ast, model, AstNode::Mark::kNone, "");
   out.schedule_tree = to_text(schedule);
   out.dependences = to_text(deps);
   return out;

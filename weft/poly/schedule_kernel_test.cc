@@ -143,11 +143,32 @@ TEST(ScheduleKernel, IndirectWriteSerializesTheRowsThatMayCollide) {
             "    S1(c0, c1);\n");
 }
 
+// A band of one iteration gets no loop; its mark must not pass to the loop below, which
+// here carries the collisions of the scatter (and ConvTranspose's y[i + k] alike).
+TEST(ScheduleKernel, MarkOfALooplessBandStaysThere) {
+  kernel::Kernel k = testing::scatter_add_rows_kernel(5, 8, 3);
+  kernel::Statement& s = k.statements[1];
+  s.domain.insert(s.domain.begin(), 1); // a leading parallel dim of extent 1
+  for (kernel::Access* a : {&s.write, &s.reads[0], &s.reads[1]}) {
+    for (kernel::AffineExpr& e : a->index) {
+      for (auto& term : e.terms)
+        term.first += 1;
+    }
+  }
+  EXPECT_EQ(loops(k), "for (c0 = 0; (c0 <= 4); c0 += 1)  // parallel\n"
+                      "  for (c1 = 0; (c1 <= 7); c1 += 1)  // parallel\n"
+                      "    S0(c0, c1);\n"
+                      "for (c1 = 0; (c1 <= 2); c1 += 1)\n"
+                      "  for (c2 = 0; (c2 <= 7); c2 += 1)  // parallel\n"
+                      "    S1(0, c1, c2);\n");
+}
+
 TEST(ScheduleKernel, ScheduleTreeCarriesMarks) {
   Result<ScheduledKernel> r = schedule_kernel(testing::row_sum_kernel(Dim::symbol("N"), 64));
   ASSERT_TRUE(r.ok());
-  EXPECT_NE(r->schedule_tree.find("mark: \"reduction\""), std::string::npos) << r->schedule_tree;
-  EXPECT_NE(r->schedule_tree.find("mark: \"parallel\""), std::string::npos) << r->schedule_tree;
+  EXPECT_NE(r->schedule_tree.find("mark: \"reduction c1\""), std::string::npos)
+      << r->schedule_tree;
+  EXPECT_NE(r->schedule_tree.find("mark: \"parallel c0\""), std::string::npos) << r->schedule_tree;
 }
 
 TEST(ScheduleKernel, RejectsInvalidKernels) {

@@ -1,0 +1,338 @@
+#include "weft/codegen/cpu_strategy.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "weft/codegen/dialect.h"
+
+namespace weft::codegen {
+
+using poly::AstExpr;
+using poly::AstNode;
+
+std::optional<int64_t> LoopRange::static_extent() const {
+  if (lo.kind != AstExpr::Kind::kInt || hi.kind != AstExpr::Kind::kInt) return std::nullopt;
+  return std::max<int64_t>(hi.value - lo.value, 0);
+}
+
+bool mentions(const AstExpr& e, const std::string& id) {
+  if (e.kind == AstExpr::Kind::kId) return e.id == id;
+  return std::any_of(e.args.begin(), e.args.end(),
+                     [&](const AstExpr& a) { return mentions(a, id); });
+}
+
+bool range_mentions(const LoopRange& r, const std::string& id) {
+  return mentions(r.lo, id) || mentions(r.hi, id);
+}
+
+std::optional<LoopRange> loop_range(const AstNode& loop) {
+  if (loop.kind != AstNode::Kind::kFor || loop.step != 1) return std::nullopt;
+  const AstExpr& c = loop.cond;
+  if (c.kind != AstExpr::Kind::kOp || (c.op != AstExpr::Op::kLe && c.op != AstExpr::Op::kLt))
+    return std::nullopt;
+  const AstExpr& bound = c.args[1];
+  if (c.args[0].kind != AstExpr::Kind::kId || c.args[0].id != loop.iterator ||
+      mentions(bound, loop.iterator) || mentions(loop.init, loop.iterator)) {
+    return std::nullopt;
+  }
+  LoopRange r{loop.init, bound};
+  if (c.op == AstExpr::Op::kLe) { // "it <= E": hi = E + 1
+    if (bound.kind == AstExpr::Kind::kInt) {
+      r.hi.value += 1;
+    } else {
+      AstExpr one;
+      one.value = 1;
+      r.hi = AstExpr{AstExpr::Kind::kOp, 0, "", AstExpr::Op::kAdd, {bound, one}};
+    }
+  }
+  return r;
+}
+
+namespace {
+
+// Does the write of "call" stay put while loop iterator "iterator" moves? A loop marked as
+// a reduction runs a reduced dim of the statement, but isl may express the statement's
+// iterators through several loops (a dim fixed by a guard), so the AST must say.
+bool write_stays(const kernel::Kernel& k, const AstNode& call, const std::string& iterator) {
+  const kernel::Statement& s = k.statements[static_cast<size_t>(call.statement)];
+  if (!s.write.indirect.empty()) return false;
+  for (const kernel::AffineExpr& e : s.write.index) {
+    for (auto [iter, coeff] : e.terms) {
+      if (mentions(call.args[static_cast<size_t>(iter)], iterator)) return false;
+    }
+  }
+  return true;
+}
+
+} // namespace
+
+const AstNode* register_reduction(const kernel::Kernel& k, const AstNode& loop) {
+  if (loop.mark != AstNode::Mark::kReduction || loop.children[0].kind != AstNode::Kind::kCall)
+    return nullptr;
+  const AstNode& call = loop.children[0];
+  const kernel::Statement& s = k.statements[static_cast<size_t>(call.statement)];
+  if (s.combine == kernel::Combine::kNone || !write_stays(k, call, loop.iterator)) return nullptr;
+  return &call;
+}
+
+bool has_private_target(const kernel::Kernel& k, const AstNode& call) {
+  const kernel::Statement& s = k.statements[static_cast<size_t>(call.statement)];
+  const kernel::Buffer& target = k.buffers[static_cast<size_t>(s.write.buffer)];
+  if (!s.write.indirect.empty() || target.aliased || target.dtype == DType::kBool) return false;
+  return std::none_of(s.reads.begin(), s.reads.end(),
+                      [&](const kernel::Access& a) { return a.buffer == s.write.buffer; });
+}
+
+bool lanes_apply(const kernel::Kernel& k, const AstNode& loop, const AstNode& call) {
+  std::optional<LoopRange> range = loop_range(loop);
+  if (!range || !has_private_target(k, call)) return false;
+  std::optional<int64_t> extent = range->static_extent();
+  return !extent || *extent >= kMinLaneExtent;
+}
+
+const AstNode* column_nest(const kernel::Kernel& k, const AstNode& loop) {
+  if (loop.kind != AstNode::Kind::kFor || loop.mark != AstNode::Mark::kReduction) return nullptr;
+  const AstNode& inner = loop.children[0];
+  if (inner.kind != AstNode::Kind::kFor || inner.mark != AstNode::Mark::kParallel ||
+      inner.children[0].kind != AstNode::Kind::kCall) {
+    return nullptr;
+  }
+  const AstNode& call = inner.children[0];
+  const kernel::Statement& s = k.statements[static_cast<size_t>(call.statement)];
+  std::optional<LoopRange> r = loop_range(loop), kr = loop_range(inner);
+  // The K loop is parallel: distinct K iterations combine into distinct elements, which the
+  // R loop does not move. Blocking over K is then legal.
+  if (s.combine == kernel::Combine::kNone || !write_stays(k, call, loop.iterator) ||
+      !has_private_target(k, call) || !r || !kr || range_mentions(*kr, loop.iterator)) {
+    return nullptr;
+  }
+  return &inner;
+}
+
+bool may_split(std::optional<int64_t> extent) { return !extent || *extent >= 2 * kMinPerThread; }
+
+std::string extent_text(const RangeText& r) {
+  return r.lo == "0" ? r.hi : fmt::format("({} - {})", r.hi, r.lo);
+}
+
+std::string few_rows_condition(const RangeText& outer, const std::string& inner_work) {
+  return fmt::format("{} < omp_get_max_threads() && {} >= {}", extent_text(outer), inner_work,
+                     2 * kMinPerThread);
+}
+
+namespace {
+
+// Appends lines at one depth, two spaces per level.
+class Lines {
+public:
+  Lines(std::string& out, int depth) : out_(out), pad_(static_cast<size_t>(2 * depth), ' ') {}
+  template <typename... Args> void operator()(fmt::format_string<Args...> f, Args&&... args) {
+    out_ += pad_;
+    out_ += fmt::format(f, std::forward<Args>(args)...);
+    out_ += '\n';
+  }
+
+private:
+  std::string& out_;
+  std::string pad_;
+};
+
+} // namespace
+
+std::string CpuReductionWriter::combine(const std::string& a, const std::string& b) const {
+  return combine_expr(r_.combine, a, b);
+}
+
+// Lanes accumulate a block each; the block's lanes combine by a pairwise tree into "acc".
+// Lane l takes elements l, l + kLanes, ...: the SIMD loop over lanes keeps kLanes / width
+// vector accumulators, and the tail fills the first lanes.
+void CpuReductionWriter::lanes(const std::string& iterator, const std::string& lo,
+                               const std::string& hi, const std::string& acc, int depth) {
+  Lines l(out_, depth), l1(out_, depth + 1), l2(out_, depth + 2), l3(out_, depth + 3);
+  l("for (int64_t weft_b = {0}; weft_b < {1}; weft_b += {2}) {{  // cascade: blocks of {2}", lo,
+    hi, kBlock);
+  l1("const int64_t weft_e = weft_imin(weft_b + {}, {});", kBlock, hi);
+  l1("{} weft_lane[{}];", r_.type, kLanes);
+  l1("for (int64_t weft_l = 0; weft_l < {}; weft_l += 1) weft_lane[weft_l] = {};", kLanes,
+     r_.identity);
+  l1("int64_t weft_i = weft_b;");
+  l1("for (; weft_i + {0} <= weft_e; weft_i += {0}) {{", kLanes);
+  l2("#pragma omp simd");
+  l2("for (int64_t weft_l = 0; weft_l < {}; weft_l += 1) {{", kLanes);
+  l3("const int64_t {} = weft_i + weft_l;", iterator);
+  r_.update("weft_lane[weft_l]", depth + 3, out_);
+  l2("}}");
+  l1("}}");
+  l1("for (int64_t weft_l = 0; weft_i + weft_l < weft_e; weft_l += 1) {{  // the tail");
+  l2("const int64_t {} = weft_i + weft_l;", iterator);
+  r_.update("weft_lane[weft_l]", depth + 2, out_);
+  l1("}}");
+  // The pairwise tree, one loop per level: constant trip counts let the compiler keep the
+  // tree in registers (a loop over the levels goes through the stack).
+  l1("// pairwise tree over the lanes");
+  for (int64_t w = kLanes / 2; w > 0; w /= 2) {
+    l1("for (int64_t weft_l = 0; weft_l < {0}; weft_l += 1) weft_lane[weft_l] = {1};", w,
+       combine("weft_lane[weft_l]", fmt::format("weft_lane[weft_l + {}]", w)));
+  }
+  l1("{} = {};", acc, combine(acc, "weft_lane[0]"));
+  l("}}");
+}
+
+void CpuReductionWriter::row(const std::string& iterator, const RangeText& range, int depth) {
+  Lines l(out_, depth), l1(out_, depth + 1);
+  l("{{  // ROW: {} lanes", kLanes);
+  l1("const int64_t weft_lo = {}, weft_hi = {};", range.lo, range.hi);
+  l1("{} weft_acc = {};", r_.total_type, r_.target);
+  lanes(iterator, "weft_lo", "weft_hi", "weft_acc", depth + 1);
+  l1("{}", r_.store("weft_acc"));
+  l("}}");
+}
+
+// Thread t reduces chunk t into weft_part[t]; the partials then combine in thread order,
+// so the result depends on the team size only.
+void CpuReductionWriter::split(const std::string& iterator, const RangeText& range, int depth) {
+  Lines l(out_, depth), l1(out_, depth + 1), l2(out_, depth + 2);
+  l("{{  // ALL: split across threads, partials combined in thread order");
+  l1("const int64_t weft_lo = {0}, weft_hi = weft_imax({1}, {0});", range.lo, range.hi);
+  l1("const int64_t weft_nt = weft_imax(1, weft_imin(weft_imin(omp_get_max_threads(), {}), "
+     "(weft_hi - weft_lo) / {}));",
+     kMaxThreads, kMinPerThread);
+  l1("{} weft_part[{}];", r_.total_type, kMaxThreads);
+  l1("int64_t weft_team = 1;");
+  l1("#pragma omp parallel num_threads(weft_nt) if (weft_nt > 1)");
+  l1("{{");
+  l2("const int64_t weft_t = omp_get_thread_num(), weft_n = omp_get_num_threads();");
+  l2("if (weft_t == 0) weft_team = weft_n;");
+  l2("const int64_t weft_chunk = ((weft_hi - weft_lo + weft_n - 1) / weft_n + {0}) / {1} * {1};",
+     kLanes - 1, kLanes);
+  l2("const int64_t weft_from = weft_imin(weft_lo + weft_t * weft_chunk, weft_hi);");
+  l2("const int64_t weft_to = weft_imin(weft_from + weft_chunk, weft_hi);");
+  l2("{} weft_acc = {};", r_.total_type, r_.identity);
+  lanes(iterator, "weft_from", "weft_to", "weft_acc", depth + 2);
+  l2("weft_part[weft_t] = weft_acc;");
+  l1("}}");
+  l1("{} weft_acc = {};", r_.total_type, r_.target);
+  l1("for (int64_t weft_t = 0; weft_t < weft_team; weft_t += 1)");
+  l1("  weft_acc = {};", combine("weft_acc", "weft_part[weft_t]"));
+  l1("{}", r_.store("weft_acc"));
+  l("}}");
+}
+
+// Rows [from, to) of the columns [weft_kb, weft_ke) (at most kColumnWidth): blocks of
+// kColumnRows rows accumulate in weft_col, blocks join weft_sum, and weft_sum finally
+// combines into "dest" (an lvalue indexed by the K iterator), or into the statement's
+// target when "dest" is empty.
+void CpuReductionWriter::column_block(const std::string& r_iterator, const std::string& from,
+                                      const std::string& to, const std::string& k_iterator,
+                                      const std::string& dest, int depth) {
+  Lines l(out_, depth), l1(out_, depth + 1), l2(out_, depth + 2), l3(out_, depth + 3);
+  std::string col = fmt::format("weft_col[{} - weft_kb]", k_iterator);
+  std::string sum = fmt::format("weft_sum[{} - weft_kb]", k_iterator);
+  std::string each_column = fmt::format("for (int64_t {0} = weft_kb; {0} < weft_ke; {0} += 1)", k_iterator);
+  l("{{");
+  l1("{} weft_sum[{}];", r_.total_type, kColumnWidth);
+  l1("{} {} = {};", each_column, sum, r_.identity);
+  l1("for (int64_t weft_rb = {0}; weft_rb < {1}; weft_rb += {2}) {{  // cascade: blocks of {2}",
+     from, to, kColumnRows);
+  l2("const int64_t weft_re = weft_imin(weft_rb + {}, {});", kColumnRows, to);
+  l2("{} weft_col[{}];", r_.type, kColumnWidth);
+  l2("{} {} = {};", each_column, col, r_.identity);
+  l2("for (int64_t {0} = weft_rb; {0} < weft_re; {0} += 1) {{", r_iterator);
+  l3("#pragma omp simd");
+  l3("{} {{", each_column);
+  r_.update(col, depth + 4, out_);
+  l3("}}");
+  l2("}}");
+  l2("{} {} = {};", each_column, sum, combine(sum, col));
+  l1("}}");
+  if (dest.empty()) {
+    l1("{} {}", each_column, r_.store(combine(r_.target, sum)));
+  } else {
+    l1("{} {} = {};", each_column, dest, combine(dest, sum));
+  }
+  l("}}");
+}
+
+// Rows [from, to) of the columns [k.lo, k.hi), which name variables: in chunks of
+// kColumnWidth, unless "k" is statically narrower (then its bounds stay constants that let
+// the compiler unroll the vector loop).
+void CpuReductionWriter::column_chunks(const std::string& r_iterator, const std::string& from,
+                                       const std::string& to, const std::string& k_iterator,
+                                       const RangeText& k, const std::string& dest, int depth) {
+  Lines l(out_, depth), l1(out_, depth + 1);
+  if (k.extent && *k.extent <= kColumnWidth) {
+    l("{{");
+    l1("const int64_t weft_kb = {}, weft_ke = {};", k.lo, k.hi);
+  } else {
+    l("for (int64_t weft_kb = {0}; weft_kb < {1}; weft_kb += {2}) {{  // chunks of {2} columns", k.lo,
+      k.hi, kColumnWidth);
+    l1("const int64_t weft_ke = weft_imin(weft_kb + {}, {});", kColumnWidth, k.hi);
+  }
+  column_block(r_iterator, from, to, k_iterator, dest, depth + 1);
+  l("}}");
+}
+
+void CpuReductionWriter::column(const std::string& r_iterator, const RangeText& r,
+                                const std::string& k_iterator, const RangeText& k,
+                                Threads threads, int depth) {
+  Lines l(out_, depth), l1(out_, depth + 1), l2(out_, depth + 2), l3(out_, depth + 3);
+  RangeText ks{"weft_klo", "weft_khi", k.extent};
+  l("{{  // COLUMN{}", threads == Threads::kSplit
+                          ? ": R split across threads with a partial row each, or K when wide"
+                          : "");
+  l1("const int64_t weft_rlo = {0}, weft_rhi = weft_imax({1}, {0});", r.lo, r.hi);
+  l1("const int64_t weft_klo = {0}, weft_khi = weft_imax({1}, {0});", k.lo, k.hi);
+  if (threads == Threads::kOne) {
+    column_chunks(r_iterator, "weft_rlo", "weft_rhi", k_iterator, ks, "", depth + 1);
+    l("}}");
+    return;
+  }
+  l1("const int64_t weft_r = weft_rhi - weft_rlo, weft_k = weft_khi - weft_klo;");
+  l1("const int64_t weft_nt = weft_r * weft_k < {} ? 1 : weft_imin(omp_get_max_threads(), {});",
+     2 * kMinPerThread, kMaxThreads);
+  l1("// Threads read whole rows, each into its partial row (padded to 64 bytes, so that no");
+  l1("// cache line is shared), unless K gives every thread a chunk of {} columns.",
+     kColumnWidth);
+  l1("const int64_t weft_kp = (weft_k + 15) / 16 * 16;");
+  l1("{}* weft_parts = nullptr;", r_.total_type);
+  l1("if (weft_nt > 1 && weft_k < {} * weft_nt)", kColumnWidth);
+  l1("  weft_parts = static_cast<{0}*>(std::malloc(sizeof({0}) * weft_nt * weft_kp));",
+     r_.total_type);
+  if (k.extent && *k.extent <= kColumnWidth) { // one chunk: K is never split
+    l1("if (weft_parts == nullptr) {{  // one thread");
+    column_chunks(r_iterator, "weft_rlo", "weft_rhi", k_iterator, ks, "", depth + 2);
+  } else {
+    l1("if (weft_parts == nullptr) {{  // K split");
+    l2("#pragma omp parallel for schedule(static) num_threads(weft_nt) if (weft_nt > 1)");
+    l2("for (int64_t weft_kb = weft_klo; weft_kb < weft_khi; weft_kb += {}) {{", kColumnWidth);
+    l3("const int64_t weft_ke = weft_imin(weft_kb + {}, weft_khi);", kColumnWidth);
+    column_block(r_iterator, "weft_rlo", "weft_rhi", k_iterator, "", depth + 3);
+    l2("}}");
+  }
+  l1("}} else {{  // R split");
+  l2("int64_t weft_team = 1;");
+  l2("#pragma omp parallel num_threads(weft_nt)");
+  l2("{{");
+  l3("const int64_t weft_t = omp_get_thread_num(), weft_n = omp_get_num_threads();");
+  l3("if (weft_t == 0) weft_team = weft_n;");
+  l3("{}* weft_part = weft_parts + weft_t * weft_kp;", r_.total_type);
+  l3("for (int64_t weft_j = 0; weft_j < weft_k; weft_j += 1) weft_part[weft_j] = {};",
+     r_.identity);
+  l3("const int64_t weft_chunk = (weft_r + weft_n - 1) / weft_n;");
+  l3("const int64_t weft_from = weft_imin(weft_rlo + weft_t * weft_chunk, weft_rhi);");
+  l3("const int64_t weft_to = weft_imin(weft_from + weft_chunk, weft_rhi);");
+  column_chunks(r_iterator, "weft_from", "weft_to", k_iterator, ks,
+                fmt::format("weft_part[{} - weft_klo]", k_iterator), depth + 3);
+  l2("}}");
+  l2("for (int64_t weft_t = 0; weft_t < weft_team; weft_t += 1) {{");
+  l3("for (int64_t {0} = weft_klo; {0} < weft_khi; {0} += 1)", k_iterator);
+  l3("  {}", r_.store(combine(r_.target, fmt::format("weft_parts[weft_t * weft_kp + {} - weft_klo]",
+                                                     k_iterator))));
+  l2("}}");
+  l2("std::free(weft_parts);");
+  l1("}}");
+  l("}}");
+}
+
+} // namespace weft::codegen

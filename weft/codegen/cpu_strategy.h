@@ -1,0 +1,132 @@
+// CPU strategies for reductions (docs/cpu-strategies.md): which loop nests get vector
+// lanes, cascaded sums and thread splits, and the C++ skeletons that run them.
+//
+// The emitter (emit_c.cc) recognizes the nests below with these predicates and prints
+// statements; the writer owns the shape of the generated code:
+// - ROW: a register reduction (its target does not move with the loop) runs in blocks of
+//   kBlock elements, each over kLanes independent lanes that a pairwise tree combines; the
+//   block's partial then joins the running total (cascade summation).
+// - ALL: a register reduction at the top of its nest splits its range over the threads,
+//   each running ROW on a contiguous chunk; partials combine in thread order.
+// - COLUMN ([R, K]): R split over the threads, each reading whole rows into a partial row,
+//   partials combined in thread order; K split instead when it gives every thread a chunk
+//   of kColumnWidth columns. The K loop is the vector loop; column blocks of kColumnRows
+//   rows join the totals (cascade).
+// - Few rows: a parallel loop around a ROW or COLUMN nest (ROW, MIDDLE) that has fewer
+//   iterations than threads runs serially, each inner reduction split as ALL or COLUMN.
+// For a fixed thread count every skeleton is deterministic: nothing depends on timing.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "weft/kernel/kernel.h"
+#include "weft/poly/loop_ast.h"
+
+namespace weft::codegen {
+
+inline constexpr int64_t kLanes = 32;         // independent accumulators of a ROW reduction
+inline constexpr int64_t kBlock = 4096;       // elements per cascade block (kLanes divides it)
+// Shorter rows keep one scalar accumulator (vectorized by the compiler): there, measured,
+// the lanes' tree and tail cost more than the independent accumulators gain.
+inline constexpr int64_t kMinLaneExtent = 8 * kLanes;
+inline constexpr int64_t kColumnWidth = 2048; // K columns of one chunk (partials on the stack)
+inline constexpr int64_t kColumnRows = 128;   // rows of a column cascade block
+inline constexpr int64_t kMinPerThread = 16384; // fewer elements per thread: fewer threads
+inline constexpr int64_t kMaxThreads = 256;   // size of the per-thread partial array (ALL)
+
+// [lo, hi) of a loop: its init, and the bound of a condition "it <= E" or "it < E".
+struct LoopRange {
+  poly::AstExpr lo, hi;
+  // hi - lo when both are numbers.
+  std::optional<int64_t> static_extent() const;
+};
+
+// The range of a loop with step 1 whose condition bounds its iterator from above by an
+// expression free of it; none for any other loop.
+std::optional<LoopRange> loop_range(const poly::AstNode& loop);
+// Does "e" mention identifier "id"?
+bool mentions(const poly::AstExpr& e, const std::string& id);
+bool range_mentions(const LoopRange& r, const std::string& id);
+
+// The combining statement a reduction loop "loop" runs, when its target does not move with
+// the loop: then it can accumulate in a register. Null otherwise.
+const poly::AstNode* register_reduction(const kernel::Kernel& k, const poly::AstNode& loop);
+
+// Can the CPU strategies keep partials of "call"'s target apart from memory? Its write is
+// affine, to a buffer that is not aliased, not read by the statement, and not bool.
+bool has_private_target(const kernel::Kernel& k, const poly::AstNode& call);
+
+// Does register reduction "loop" get lanes? It has a range and is not statically shorter
+// than kMinLaneExtent.
+bool lanes_apply(const kernel::Kernel& k, const poly::AstNode& loop, const poly::AstNode& call);
+
+// The K loop of a COLUMN nest "loop": a reduction loop whose body is a parallel loop
+// running one combining statement with a private target, both with ranges, the inner one
+// free of the outer iterator. Null when "loop" is not one.
+const poly::AstNode* column_nest(const kernel::Kernel& k, const poly::AstNode& loop);
+
+// Could work over a range of "extent" (statically known or not) use more than one thread?
+bool may_split(std::optional<int64_t> extent);
+
+// A loop range as C text, and hi - lo when it is a known number.
+struct RangeText {
+  std::string lo, hi;
+  std::optional<int64_t> extent;
+};
+
+// One combining statement as the skeletons print it. Texts may use the iterators of the
+// loops around the place they are printed.
+struct ReductionText {
+  kernel::Combine combine = kernel::Combine::kSum;
+  std::string type;     // the C type of lanes and of column blocks
+  // The C type of running totals and per-thread partials: double for float sums, whose
+  // blocks then join the total without rounding; "type" otherwise.
+  std::string total_type;
+  std::string identity; // the combine's identity, in that type
+  std::string target;   // the value at the write location
+  std::function<std::string(const std::string& value)> store; // "b1[c0] = value;"
+  // Prints the statement at "depth", combining into the lvalue "accumulator".
+  std::function<void(const std::string& accumulator, int depth, std::string& out)> update;
+};
+
+enum class Threads : uint8_t { kOne, kSplit };
+
+// Prints the skeletons of one reduction statement into "out".
+class CpuReductionWriter {
+public:
+  CpuReductionWriter(const ReductionText& r, std::string& out) : r_(r), out_(out) {}
+
+  // ROW: "iterator" over "range" in lanes and cascade blocks; one thread.
+  void row(const std::string& iterator, const RangeText& range, int depth);
+  // ALL: "range" split over the threads, each chunk reduced as ROW.
+  void split(const std::string& iterator, const RangeText& range, int depth);
+  // COLUMN: rows "r_iterator" over "r", columns "k_iterator" over "k"; with kSplit, K or R
+  // is split over the threads at run time.
+  void column(const std::string& r_iterator, const RangeText& r, const std::string& k_iterator,
+              const RangeText& k, Threads threads, int depth);
+
+private:
+  std::string combine(const std::string& a, const std::string& b) const;
+  void lanes(const std::string& iterator, const std::string& lo, const std::string& hi,
+             const std::string& acc, int depth);
+  void column_block(const std::string& r_iterator, const std::string& from, const std::string& to,
+                    const std::string& k_iterator, const std::string& dest, int depth);
+  void column_chunks(const std::string& r_iterator, const std::string& from, const std::string& to,
+                     const std::string& k_iterator, const RangeText& k, const std::string& dest,
+                     int depth);
+
+  const ReductionText& r_;
+  std::string& out_;
+};
+
+// hi - lo, or hi when lo is 0.
+std::string extent_text(const RangeText& r);
+
+// The condition under which a parallel loop over "outer" runs serially with its inner
+// reduction (of "inner_work" elements) split over the threads instead.
+std::string few_rows_condition(const RangeText& outer, const std::string& inner_work);
+
+} // namespace weft::codegen
