@@ -129,6 +129,41 @@ TEST_F(CpuKernels, BiasAddBroadcasts) {
 
 // The generated f32 exp (a vectorizable polynomial, not libm) against float64 exp: within
 // 2 ulp where the result is normal, exact at overflow, underflow, infinities and NaN.
+// weft_erf (vectorizable, prelude) against libm's erf in double: within 2.5e-7 relative
+// (3e-7 absolute near 0 would already fail for x = 1e-5, where erf(x) = 1.128e-5).
+TEST_F(CpuKernels, ErfMatchesFloat64Reference) {
+  std::vector<float> x;
+  for (double v = -6; v <= 6; v += 0.00137)
+    x.push_back(static_cast<float>(v));
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-5f, 1.0f, -1.0f, 4.0f, 3.9999f, inf, -inf, NAN})
+    x.push_back(v);
+  kernel::Kernel k;
+  k.name = "erf_f32";
+  k.buffers = {{"x", DType::kF32, {static_cast<int64_t>(x.size())}, kernel::BufferRole::kInput},
+               {"y", DType::kF32, {static_cast<int64_t>(x.size())}, kernel::BufferRole::kOutput}};
+  kernel::Statement st;
+  st.name = "erf";
+  st.domain = {static_cast<int64_t>(x.size())};
+  st.write = {1, {kernel::AffineExpr::iterator(0)}};
+  st.reads = {{0, {kernel::AffineExpr::iterator(0)}}};
+  st.expr = {{kernel::ExprOp::kLoad, DType::kF32, {}, 0, 0},
+             {kernel::ExprOp::kErf, DType::kF32, {0}, -1, 0}};
+  k.statements = {st};
+  KernelFn fn = build(k);
+  ASSERT_NE(fn, nullptr);
+  std::vector<float> y(x.size());
+  void* buffers[] = {x.data(), y.data()};
+  fn(buffers, nullptr);
+  for (size_t i = 0; i < x.size(); ++i) {
+    double want = std::erf(static_cast<double>(x[i]));
+    if (std::isnan(x[i]))
+      EXPECT_TRUE(std::isnan(y[i]));
+    else
+      EXPECT_NEAR(y[i], want, 2.5e-7 * std::abs(want) + 1e-38) << "x = " << x[i];
+  }
+}
+
 TEST_F(CpuKernels, ExpMatchesFloat64Reference) {
   std::vector<float> x;
   for (double v = -110; v <= 95; v += 0.0137)
