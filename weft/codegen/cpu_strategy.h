@@ -29,6 +29,7 @@ namespace weft::codegen {
 
 inline constexpr int64_t kLanes = 32;         // independent accumulators of a ROW reduction
 inline constexpr int64_t kBlock = 4096;       // elements per cascade block (kLanes divides it)
+inline constexpr int64_t kTreeTail = 8;       // lanes a sum's tree leaves to the compiler
 // Shorter rows keep one scalar accumulator (vectorized by the compiler): there, measured,
 // the lanes' tree and tail cost more than the independent accumulators gain.
 inline constexpr int64_t kMinLaneExtent = 8 * kLanes;
@@ -112,6 +113,7 @@ private:
   std::string combine(const std::string& a, const std::string& b) const;
   void lanes(const std::string& iterator, const std::string& lo, const std::string& hi,
              const std::string& acc, int depth);
+  void tree(const std::string& acc, int depth);
   void column_block(const std::string& r_iterator, const std::string& from, const std::string& to,
                     const std::string& k_iterator, const std::string& dest, int depth);
   void column_chunks(const std::string& r_iterator, const std::string& from, const std::string& to,
