@@ -27,15 +27,16 @@
 
 namespace weft::codegen {
 
-inline constexpr int64_t kLanes = 32;         // independent accumulators of a ROW reduction
-inline constexpr int64_t kBlock = 4096;       // elements per cascade block (kLanes divides it)
+inline constexpr int64_t kLanes = 32;   // independent accumulators of a ROW reduction
+inline constexpr int64_t kBlock = 4096; // elements per cascade block (kLanes divides it)
+inline constexpr int64_t kTreeTail = 8; // lanes a sum's tree leaves to the compiler
 // Shorter rows keep one scalar accumulator (vectorized by the compiler): there, measured,
 // the lanes' tree and tail cost more than the independent accumulators gain.
 inline constexpr int64_t kMinLaneExtent = 8 * kLanes;
-inline constexpr int64_t kColumnWidth = 2048; // K columns of one chunk (partials on the stack)
-inline constexpr int64_t kColumnRows = 128;   // rows of a column cascade block
+inline constexpr int64_t kColumnWidth = 2048;   // K columns of one chunk (partials on the stack)
+inline constexpr int64_t kColumnRows = 128;     // rows of a column cascade block
 inline constexpr int64_t kMinPerThread = 16384; // fewer elements per thread: fewer threads
-inline constexpr int64_t kMaxThreads = 256;   // size of the per-thread partial array (ALL)
+inline constexpr int64_t kMaxThreads = 256;     // size of the per-thread partial array (ALL)
 
 // [lo, hi) of a loop: its init, and the bound of a condition "it <= E" or "it < E".
 struct LoopRange {
@@ -81,7 +82,7 @@ struct RangeText {
 // loops around the place they are printed.
 struct ReductionText {
   kernel::Combine combine = kernel::Combine::kSum;
-  std::string type;     // the C type of lanes and of column blocks
+  std::string type; // the C type of lanes and of column blocks
   // The C type of running totals and per-thread partials: double for float sums, whose
   // blocks then join the total without rounding; "type" otherwise.
   std::string total_type;
@@ -112,6 +113,7 @@ private:
   std::string combine(const std::string& a, const std::string& b) const;
   void lanes(const std::string& iterator, const std::string& lo, const std::string& hi,
              const std::string& acc, int depth);
+  void tree(const std::string& acc, int depth);
   void column_block(const std::string& r_iterator, const std::string& from, const std::string& to,
                     const std::string& k_iterator, const std::string& dest, int depth);
   void column_chunks(const std::string& r_iterator, const std::string& from, const std::string& to,

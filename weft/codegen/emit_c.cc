@@ -296,8 +296,8 @@ private:
     }
     const AstNode& inner = *column_nest(k_, n);
     ReductionText r = reduction_text(inner.children[0]);
-    CpuReductionWriter(r, out).column(n.iterator, range_text(n), inner.iterator,
-                                      range_text(inner), threads, depth);
+    CpuReductionWriter(r, out).column(n.iterator, range_text(n), inner.iterator, range_text(inner),
+                                      threads, depth);
   }
 
   // The number of elements reduction nest "n" combines, as C text and, when known, as a

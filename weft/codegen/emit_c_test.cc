@@ -60,10 +60,12 @@ extern "C" void weft_row_sum(void* const* buffers, const int64_t* extents) {
         // pairwise tree over the lanes
         for (int64_t weft_l = 0; weft_l < 16; weft_l += 1) weft_lane[weft_l] = weft_lane[weft_l] + weft_lane[weft_l + 16];
         for (int64_t weft_l = 0; weft_l < 8; weft_l += 1) weft_lane[weft_l] = weft_lane[weft_l] + weft_lane[weft_l + 8];
-        for (int64_t weft_l = 0; weft_l < 4; weft_l += 1) weft_lane[weft_l] = weft_lane[weft_l] + weft_lane[weft_l + 4];
-        for (int64_t weft_l = 0; weft_l < 2; weft_l += 1) weft_lane[weft_l] = weft_lane[weft_l] + weft_lane[weft_l + 2];
-        for (int64_t weft_l = 0; weft_l < 1; weft_l += 1) weft_lane[weft_l] = weft_lane[weft_l] + weft_lane[weft_l + 1];
-        weft_acc = weft_acc + weft_lane[0];
+        {
+          float weft_s = 0.0f;
+          #pragma omp simd reduction(+ : weft_s)
+          for (int64_t weft_l = 0; weft_l < 8; weft_l += 1) weft_s = weft_s + weft_lane[weft_l];
+          weft_acc = weft_acc + weft_s;
+        }
       }
       b1[c0] = weft_acc;
     }

@@ -166,8 +166,7 @@ TEST(ScheduleKernel, MarkOfALooplessBandStaysThere) {
 TEST(ScheduleKernel, ScheduleTreeCarriesMarks) {
   Result<ScheduledKernel> r = schedule_kernel(testing::row_sum_kernel(Dim::symbol("N"), 64));
   ASSERT_TRUE(r.ok());
-  EXPECT_NE(r->schedule_tree.find("mark: \"reduction c1\""), std::string::npos)
-      << r->schedule_tree;
+  EXPECT_NE(r->schedule_tree.find("mark: \"reduction c1\""), std::string::npos) << r->schedule_tree;
   EXPECT_NE(r->schedule_tree.find("mark: \"parallel c0\""), std::string::npos) << r->schedule_tree;
 }
 

@@ -284,7 +284,9 @@ std::vector<float> exact_inputs(size_t n, kernel::Combine c, uint32_t seed) {
     switch (c) {
       case kernel::Combine::kSum: v = static_cast<float>(static_cast<int>(r % 9) - 4); break;
       case kernel::Combine::kProd:
-        v = (r & 1 ? 1.0f : -1.0f) * ((r >> 1) % 1024 == 0 ? 2.0f : (r >> 1) % 1024 == 1 ? 0.5f : 1);
+        v = (r & 1 ? 1.0f : -1.0f) * ((r >> 1) % 1024 == 0   ? 2.0f
+                                      : (r >> 1) % 1024 == 1 ? 0.5f
+                                                             : 1);
         break;
       default: v = static_cast<float>(r % 2000001) / 1e6f - 1.0f; break;
     }
@@ -345,9 +347,9 @@ protected:
           void* buffers[] = {x.data(), y.data()};
           fn(buffers, shape.data());
           for (size_t o = 0; o < outputs; ++o) {
-            std::string where = fmt::format("{} shape [{}] threads {}{} output {}", name,
-                                            fmt::join(shape, ","), threads,
-                                            special ? " with NaN/inf" : "", o);
+            std::string where =
+                fmt::format("{} shape [{}] threads {}{} output {}", name, fmt::join(shape, ","),
+                            threads, special ? " with NaN/inf" : "", o);
             if (std::isnan(want[o])) {
               ASSERT_TRUE(std::isnan(y[o])) << where << ": " << y[o];
             } else {
@@ -365,7 +367,7 @@ protected:
 // Lengths around the lane block (32) and the cascade block (4096), and past the point
 // (2 * 16384 elements) where threads split the work.
 TEST_F(CpuReductions, All) {
-  std::vector<std::vector<int64_t>> shapes = {{0},  {1},    {7},      {31},    {32},
+  std::vector<std::vector<int64_t>> shapes = {{0},  {1},    {7},      {31},     {32},
                                               {33}, {1000}, {100003}, {1000003}};
   check(kAllForm, kernel::Combine::kSum, shapes);
   check(kAllForm, kernel::Combine::kMax, shapes);
@@ -374,8 +376,8 @@ TEST_F(CpuReductions, All) {
 
 // [K, R]; few rows with a long R splits each row across the threads.
 TEST_F(CpuReductions, Row) {
-  std::vector<std::vector<int64_t>> shapes = {{0, 5},   {3, 0},    {1, 1},      {5, 7},
-                                              {3, 31},  {2, 33},   {7, 1000},   {4, 8193},
+  std::vector<std::vector<int64_t>> shapes = {{0, 5},      {3, 0},     {1, 1},    {5, 7},
+                                              {3, 31},     {2, 33},    {7, 1000}, {4, 8193},
                                               {1, 100003}, {3, 70001}, {1000, 37}};
   check(kRowForm, kernel::Combine::kSum, shapes);
   check(kRowForm, kernel::Combine::kMax, shapes);
@@ -385,10 +387,9 @@ TEST_F(CpuReductions, Row) {
 // [R, K]: R split with a partial row per thread, K split when wide (over 2048 columns per
 // thread), K in chunks of 2048.
 TEST_F(CpuReductions, Column) {
-  std::vector<std::vector<int64_t>> shapes = {{0, 5},      {5, 0},     {1, 1},    {7, 3},
-                                              {31, 33},    {1000, 7},  {33, 1000}, {513, 300},
-                                              {100003, 3}, {70001, 1}, {2049, 65},
-                                              {3, 5000},   {20, 4100}};
+  std::vector<std::vector<int64_t>> shapes = {
+      {0, 5},     {5, 0},      {1, 1},     {7, 3},     {31, 33},  {1000, 7}, {33, 1000},
+      {513, 300}, {100003, 3}, {70001, 1}, {2049, 65}, {3, 5000}, {20, 4100}};
   check(kColumnForm, kernel::Combine::kSum, shapes);
   check(kColumnForm, kernel::Combine::kMax, shapes);
   check(kColumnForm, kernel::Combine::kMin, shapes);
@@ -396,10 +397,9 @@ TEST_F(CpuReductions, Column) {
 
 // [K1, R, K2]; few K1 with much work splits each inner COLUMN across the threads.
 TEST_F(CpuReductions, Middle) {
-  std::vector<std::vector<int64_t>> shapes = {{0, 3, 3},    {2, 0, 3},    {3, 3, 0},
-                                              {1, 1, 1},    {3, 7, 5},    {5, 31, 33},
-                                              {2, 1000, 33}, {2, 50001, 3}, {300, 9, 2},
-                                              {2, 20, 4100}};
+  std::vector<std::vector<int64_t>> shapes = {
+      {0, 3, 3},   {2, 0, 3},     {3, 3, 0},     {1, 1, 1},   {3, 7, 5},
+      {5, 31, 33}, {2, 1000, 33}, {2, 50001, 3}, {300, 9, 2}, {2, 20, 4100}};
   check(kMiddleForm, kernel::Combine::kSum, shapes);
   check(kMiddleForm, kernel::Combine::kMax, shapes);
   check(kMiddleForm, kernel::Combine::kProd, {{1, 1, 1}, {3, 7, 5}, {2, 50001, 3}});
@@ -410,8 +410,8 @@ TEST_F(CpuReductions, Middle) {
 // it keeps its plain loops.
 TEST_F(CpuReductions, GuardedWriteMovingWithTheReducedLoop) {
   using kernel::AffineExpr;
-  kernel::Kernel k = testing::reduce_kernel("diagonal", {4, 4, 3}, {true, false, false},
-                                            kernel::Combine::kSum);
+  kernel::Kernel k =
+      testing::reduce_kernel("diagonal", {4, 4, 3}, {true, false, false}, kernel::Combine::kSum);
   kernel::Statement& update = k.statements[1];
   update.guards = {{0, {{2, 1}, {0, -1}}}, {0, {{0, 1}, {2, -1}}}}; // i2 - i0 >= 0, i0 - i2 >= 0
   KernelFn fn = build(k);
@@ -505,8 +505,8 @@ TEST_F(CpuReductions, LongSumsAreCascadedAndDeterministic) {
       fn(buffers_again, c.shape.data());
       for (size_t o = 0; o < c.outputs; ++o) {
         ASSERT_NEAR(y[o], want, tolerance * want)
-            << name << " [" << fmt::format("{}", fmt::join(c.shape, ",")) << "] threads "
-            << threads << " output " << o;
+            << name << " [" << fmt::format("{}", fmt::join(c.shape, ",")) << "] threads " << threads
+            << " output " << o;
         ASSERT_EQ(y[o], again[o]) << "not deterministic: " << name << " threads " << threads;
       }
     }
