@@ -200,7 +200,9 @@ private:
     for (size_t n = 0; n < s.expr.size(); ++n) {
       const kernel::ExprNode& e = s.expr[n];
       std::string value;
-      if (e.op == kernel::ExprOp::kLoad) {
+      if (auto h = hoisted_.find(static_cast<int>(n)); h != hoisted_.end()) {
+        value = h->second;
+      } else if (e.op == kernel::ExprOp::kLoad) {
         value = load(s.reads[static_cast<size_t>(e.access)], iters);
       } else if (e.op == kernel::ExprOp::kConstant) {
         value = literal(e.value, e.dtype);
@@ -388,6 +390,51 @@ private:
     return !in_loop && n.mark == AstNode::Mark::kParallel && emit_few_rows(n, depth, out);
   }
 
+  // "e" with the identifier "id" replaced by "by".
+  static AstExpr substitute(AstExpr e, const std::string& id, const AstExpr& by) {
+    if (e.kind == AstExpr::Kind::kId && e.id == id) return by;
+    for (AstExpr& a : e.args)
+      a = substitute(a, id, by);
+    return e;
+  }
+
+  // A SIMD loop "n" around one statement whose loads include some that do not move with it
+  // (a row's max or sum in softmax, a per-channel scale): those are loaded once before the
+  // loop, when it runs at all. Inside an OpenMP region GCC cannot prove them invariant and
+  // leaves such a loop scalar. False when there is nothing to hoist.
+  bool emit_hoisted_loop(const AstNode& n, int depth, std::string& out) const {
+    const AstNode& call = n.children[0];
+    const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
+    std::vector<std::string> iters;
+    for (const AstExpr& e : call.args)
+      iters.push_back(ast_expr(e));
+    std::string pad(static_cast<size_t>(2 * depth), ' '), loads;
+    for (size_t i = 0; i < s.expr.size(); ++i) {
+      const kernel::ExprNode& e = s.expr[i];
+      if (e.op != kernel::ExprOp::kLoad) continue;
+      const kernel::Access& a = s.reads[static_cast<size_t>(e.access)];
+      const kernel::Buffer& b = k_.buffers[static_cast<size_t>(a.buffer)];
+      bool moves = std::any_of(a.index.begin(), a.index.end(), [&](const AffineExpr& x) {
+        return std::any_of(x.terms.begin(), x.terms.end(), [&](const auto& term) {
+          return mentions(call.args[static_cast<size_t>(term.first)], n.iterator);
+        });
+      });
+      if (moves || !a.indirect.empty() || a.buffer == s.write.buffer || b.aliased) continue;
+      hoisted_[static_cast<int>(i)] = fmt::format("weft_h{}", i);
+      loads += fmt::format("{}  const {} weft_h{} = {};\n", pad, compute_type(e.dtype), i,
+                           load(a, iters));
+    }
+    if (hoisted_.empty()) return false;
+    out += fmt::format("{}if ({}) {{  // loads that do not move with {} are hoisted\n{}", pad,
+                       ast_expr(substitute(n.cond, n.iterator, n.init)), n.iterator, loads);
+    out += fmt::format("{0}  {1}\n{0}  for (int64_t {2} = {3}; {4}; {2} += {5}) {{\n", pad,
+                       d_.simd_for, n.iterator, ast_expr(n.init), ast_expr(n.cond), n.step);
+    emit_statement(call, depth + 2, out);
+    out += fmt::format("{0}  }}\n{0}}}\n", pad);
+    hoisted_.clear();
+    return true;
+  }
+
   // "in_loop": inside another loop. Only a loop at the top of its nest opens a parallel
   // region: one nested under a serial loop (the K loop of a column reduction) would open a
   // region per outer iteration.
@@ -408,10 +455,12 @@ private:
         if (parallel && !d_.parallel_for.empty())
           out += fmt::format("{}{}\n", pad, d_.parallel_for);
         // An innermost loop that carries no dependence (isl proved it) may run in SIMD lanes.
-        if (n.mark == AstNode::Mark::kParallel && in_loop && !has_loop(n.children[0]) &&
-            !d_.simd_for.empty()) {
-          out += fmt::format("{}{}\n", pad, d_.simd_for);
-        }
+        bool simd = n.mark == AstNode::Mark::kParallel && in_loop && !has_loop(n.children[0]) &&
+                    !d_.simd_for.empty();
+        if (simd && n.children[0].kind == AstNode::Kind::kCall &&
+            emit_hoisted_loop(n, depth, out))
+          break;
+        if (simd) out += fmt::format("{}{}\n", pad, d_.simd_for);
         out += fmt::format("{0}for (int64_t {1} = {2}; {3}; {1} += {4}) {{{5}\n", pad, n.iterator,
                            ast_expr(n.init), ast_expr(n.cond), n.step,
                            n.mark == AstNode::Mark::kReduction ? "  // reduction" : "");
@@ -435,6 +484,7 @@ private:
   const Kernel& k_;
   const DialectTable& d_;
   std::map<std::string, std::string> symbol_names_; // symbol -> C name
+  mutable std::map<int, std::string> hoisted_;       // expression node -> hoisted load
 };
 
 } // namespace

@@ -47,6 +47,19 @@ int op_count(const Statement& s) {
   }));
 }
 
+// Does "s" compute exp, log, erf or another op that costs tens of instructions? Inlined into
+// several readers, it would be computed once per reader (softmax's exp(x - max), read by
+// the sum and by the normalization).
+bool transcendental(const Statement& s) {
+  static const std::set<ExprOp> kCostly = {
+      ExprOp::kExp,  ExprOp::kLog,  ExprOp::kErf,  ExprOp::kTanh,  ExprOp::kSigmoid,
+      ExprOp::kPow,  ExprOp::kSin,  ExprOp::kCos,  ExprOp::kTan,   ExprOp::kAsin,
+      ExprOp::kAcos, ExprOp::kAtan, ExprOp::kSinh, ExprOp::kCosh,  ExprOp::kAsinh,
+      ExprOp::kAcosh, ExprOp::kAtanh};
+  return std::any_of(s.expr.begin(), s.expr.end(),
+                     [](const ExprNode& e) { return kCostly.contains(e.op); });
+}
+
 // The one statement of a kernel that writes each element of its one output once, from its
 // inputs alone; or why the kernel is not one.
 std::optional<std::string> not_elementwise(const Kernel& k) {
@@ -354,6 +367,9 @@ void inline_producers(std::vector<Step>& steps, const std::set<const Value*>& pi
         if (!cheap && points(s.domain) != points(ps.domain))
           why = "the consumer would recompute it (a broadcast read of a costly producer)";
       }
+      if (reading > 1 && transcendental(ps))
+        why = "several statements read it and it has transcendental ops (computed once, "
+              "through memory)";
       if (reading > kMaxReadingStatements)
         why = fmt::format("more than {} statements read it", kMaxReadingStatements);
       if (!why) why = inline_into(p.bound, k.bound, v);

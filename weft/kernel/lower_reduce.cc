@@ -289,6 +289,20 @@ Result<LoweredNode> lower_softmax(const Node& n, const std::string& name) {
                 {load_as(b, in, iterators(view.in.size()), x->type.dtype, t),
                  b.load(m, view.out_index(), t)});
   };
+  if (!log && t == y->type.dtype) {
+    // exp once per element, into y; then the sum, and y divided in place. Loop fusion
+    // keeps each row in cache between the three.
+    StatementBuilder e("exp", view.in);
+    k.add(e.store(e.op(ExprOp::kExp, t, {shifted(e)}), out, iterators(view.in.size())));
+    StatementBuilder sum("sum_exp", view.in);
+    k.add(sum.store(sum.load(out, iterators(view.in.size()), t), s, view.out_index(),
+                    Combine::kSum));
+    StatementBuilder norm("normalize", view.in);
+    int q = norm.op(ExprOp::kDiv, t,
+                    {norm.load(out, iterators(view.in.size()), t), norm.load(s, view.out_index(), t)});
+    k.add(norm.store(q, out, iterators(view.in.size())));
+    return k.lowered();
+  }
   StatementBuilder sum("sum_exp", view.in);
   k.add(sum.store(sum.op(ExprOp::kExp, t, {shifted(sum)}), s, view.out_index(), Combine::kSum));
   StatementBuilder norm("normalize", view.in);
