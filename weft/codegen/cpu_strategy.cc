@@ -84,11 +84,26 @@ bool has_private_target(const kernel::Kernel& k, const AstNode& call) {
                       [&](const kernel::Access& a) { return a.buffer == s.write.buffer; });
 }
 
+std::optional<int64_t> trip_bound(const kernel::Kernel& k, const AstNode& loop,
+                                  const AstNode& call) {
+  if (std::optional<LoopRange> r = loop_range(loop)) {
+    if (std::optional<int64_t> extent = r->static_extent()) return extent;
+  }
+  // A loop that runs a statement dim as is stays inside that dim's extent, whatever bounds
+  // the guards give it (the kernel window of a padded Conv: "c7 <= min(2, 56 - c4)").
+  const kernel::Statement& s = k.statements[static_cast<size_t>(call.statement)];
+  for (size_t d = 0; d < call.args.size(); ++d) {
+    const AstExpr& a = call.args[d];
+    if (a.kind == AstExpr::Kind::kId && a.id == loop.iterator && s.domain[d].is_static())
+      return s.domain[d].value();
+  }
+  return std::nullopt;
+}
+
 bool lanes_apply(const kernel::Kernel& k, const AstNode& loop, const AstNode& call) {
-  std::optional<LoopRange> range = loop_range(loop);
-  if (!range || !has_private_target(k, call)) return false;
-  std::optional<int64_t> extent = range->static_extent();
-  return !extent || *extent >= kMinLaneExtent;
+  if (!loop_range(loop) || !has_private_target(k, call)) return false;
+  std::optional<int64_t> bound = trip_bound(k, loop, call);
+  return !bound || *bound >= kMinLaneExtent;
 }
 
 const AstNode* column_nest(const kernel::Kernel& k, const AstNode& loop) {

@@ -60,6 +60,11 @@ const poly::AstNode* register_reduction(const kernel::Kernel& k, const poly::Ast
 // affine, to a buffer that is not aliased, not read by the statement, and not bool.
 bool has_private_target(const kernel::Kernel& k, const poly::AstNode& call);
 
+// An upper bound of the number of iterations of "loop", which runs statement "call", when
+// one is known: its static extent, or that of the statement dim it runs.
+std::optional<int64_t> trip_bound(const kernel::Kernel& k, const poly::AstNode& loop,
+                                  const poly::AstNode& call);
+
 // Does register reduction "loop" get lanes? It has a range and is not statically shorter
 // than kMinLaneExtent.
 bool lanes_apply(const kernel::Kernel& k, const poly::AstNode& loop, const poly::AstNode& call);
@@ -69,10 +74,11 @@ bool lanes_apply(const kernel::Kernel& k, const poly::AstNode& loop, const poly:
 // free of the outer iterator. Null when "loop" is not one.
 const poly::AstNode* column_nest(const kernel::Kernel& k, const poly::AstNode& loop);
 
-// Could work over a range of "extent" (statically known or not) use more than one thread?
+// Could work over a range of at most "extent" elements (none: unknown) use more than one
+// thread?
 bool may_split(std::optional<int64_t> extent);
 
-// A loop range as C text, and hi - lo when it is a known number.
+// A loop range as C text, and an upper bound of hi - lo when one is known.
 struct RangeText {
   std::string lo, hi;
   std::optional<int64_t> extent;

@@ -278,9 +278,10 @@ private:
     return r;
   }
 
-  RangeText range_text(const AstNode& loop) const {
+  // The range of "loop", which runs statement "call".
+  RangeText range_text(const AstNode& loop, const AstNode& call) const {
     LoopRange r = *loop_range(loop);
-    return {ast_expr(r.lo), ast_expr(r.hi), r.static_extent()};
+    return {ast_expr(r.lo), ast_expr(r.hi), trip_bound(k_, loop, call)};
   }
 
   // The reduction nest "n" (a register reduction, or a COLUMN nest), with or without
@@ -290,28 +291,31 @@ private:
       ReductionText r = reduction_text(*call);
       CpuReductionWriter w(r, out);
       if (threads == Threads::kSplit) {
-        w.split(n.iterator, range_text(n), depth);
+        w.split(n.iterator, range_text(n, *call), depth);
       } else {
-        w.row(n.iterator, range_text(n), depth);
+        w.row(n.iterator, range_text(n, *call), depth);
       }
       return;
     }
     const AstNode& inner = *column_nest(k_, n);
     ReductionText r = reduction_text(inner.children[0]);
-    CpuReductionWriter(r, out).column(n.iterator, range_text(n), inner.iterator, range_text(inner),
-                                      threads, depth);
+    const AstNode& call = inner.children[0];
+    CpuReductionWriter(r, out).column(n.iterator, range_text(n, call), inner.iterator,
+                                      range_text(inner, call), threads, depth);
   }
 
-  // The number of elements reduction nest "n" combines, as C text and, when known, as a
-  // number; none when "n" is no reduction nest with lanes or its ranges mention the
+  // The number of elements reduction nest "n" combines, as C text and, when known, an
+  // upper bound; none when "n" is no reduction nest with lanes or its ranges mention the
   // iterator "outer" (empty: no outer loop).
   std::optional<std::pair<std::string, std::optional<int64_t>>>
   reduction_work(const AstNode& n, const std::string& outer) const {
     std::vector<const AstNode*> loops;
-    if (const AstNode* call = register_reduction(k_, n); call && lanes_apply(k_, n, *call)) {
+    const AstNode* call = register_reduction(k_, n);
+    if (call && lanes_apply(k_, n, *call)) {
       loops = {&n};
     } else if (const AstNode* inner = column_nest(k_, n)) {
       loops = {&n, inner};
+      call = &inner->children[0];
     } else {
       return std::nullopt;
     }
@@ -320,8 +324,9 @@ private:
     for (const AstNode* loop : loops) {
       LoopRange r = *loop_range(*loop);
       if (range_mentions(r, outer)) return std::nullopt;
-      factors.push_back(extent_text(range_text(*loop)));
-      std::optional<int64_t> e = r.static_extent();
+      RangeText t = range_text(*loop, *call);
+      factors.push_back(extent_text(t));
+      std::optional<int64_t> e = t.extent;
       count = count && e ? std::optional<int64_t>(*count * *e) : std::nullopt;
     }
     return std::pair{fmt::format("{}", fmt::join(factors, " * ")), count};
@@ -362,8 +367,9 @@ private:
           emit_node(*parts[i], depth + 2, true, out);
       }
     };
-    out += fmt::format("{}if ({}) {{  // few rows: split each row's reduction across threads\n",
-                       pad, few_rows_condition(range_text(n), work->first));
+    out += fmt::format(
+        "{}if ({}) {{  // few rows: split each row's reduction across threads\n", pad,
+        few_rows_condition({ast_expr(outer->lo), ast_expr(outer->hi), rows}, work->first));
     out += pad + "  " + loop;
     emit_parts(Threads::kSplit);
     out += fmt::format("{0}  }}\n{0}}} else {{\n{0}  {1}\n{0}  {2}", pad, d_.parallel_for, loop);
@@ -377,7 +383,7 @@ private:
     if (!d_.cpu_reduction_strategies) return false;
     if (const AstNode* call = register_reduction(k_, n)) {
       if (!lanes_apply(k_, n, *call)) return false;
-      bool split = !in_loop && may_split(loop_range(n)->static_extent());
+      bool split = !in_loop && may_split(trip_bound(k_, n, *call));
       emit_reduction_nest(n, split ? Threads::kSplit : Threads::kOne, depth, out);
       return true;
     }

@@ -261,6 +261,22 @@ TEST(EmitC, FewRowsSplitEachRowAcrossThreads) {
   EXPECT_EQ(many.find("few rows"), std::string::npos) << many;
 }
 
+// A padded window: guards give the tap loop bounds like "c1 <= min(2, 56 - c0)", but it runs
+// a statement dim of extent 3, too short for lanes: it keeps one scalar accumulator.
+TEST(EmitC, GuardedShortWindowKeepsOneAccumulator) {
+  using kernel::AffineExpr;
+  kernel::Kernel k =
+      testing::reduce_kernel("window", {56, 3}, {false, true}, kernel::Combine::kSum);
+  kernel::Statement& update = k.statements[1];
+  update.reads[0].index = {{-1, {{0, 1}, {1, 1}}}, AffineExpr::constant_of(0)}; // x[i + t - 1, 0]
+  k.buffers[0].shape = {56, 1};
+  update.guards = {{-1, {{0, 1}, {1, 1}}}, {56, {{0, -1}, {1, -1}}}}; // 0 <= i + t - 1 < 56
+  std::string window = function_of(k);
+  EXPECT_NE(window.find("weft_imin(2, "), std::string::npos) << window;
+  EXPECT_NE(window.find("accumulate in a register"), std::string::npos) << window;
+  EXPECT_EQ(window.find("weft_lane"), std::string::npos) << window;
+}
+
 // The CUDA dialect keeps its one accumulator per reduction: the strategies are the CPU's.
 TEST(EmitC, CudaReductionKeepsOneAccumulator) {
   kernel::Kernel k = testing::row_sum_kernel(Dim::symbol("N"), 64);
