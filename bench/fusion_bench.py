@@ -104,13 +104,12 @@ def main():
 
 def markdown(rows):
     lines = ["## Fusion: fused against `--no-fusion`", "",
-             "`bench/fusion_bench.py`, same machine. Kernel counts and bytes are exact; the "
-             "medians of 2026-11-21 were taken on a shared machine (load average about 4 from "
-             "other jobs), so they are noisy: read them as a first indication only. "
-             "Bytes moved are the sum over kernels "
-             "of the buffers each reads and writes (an intermediate of a stitched kernel still "
-             "counts: its statements are separate loop nests, docs/fusion.md). Speedup = "
-             "unfused median / fused median.", "",
+             "`bench/fusion_bench.py`, same machine, same run. Kernel counts and bytes are "
+             "exact; the machine is shared, so the medians are noisy. Bytes moved are the sum "
+             "over kernels of the buffers each reads and writes, each counted once (a stitched "
+             "kernel's intermediates are temporaries: with loop fusion a row of them is "
+             "written and read while in cache, docs/fusion.md). Speedup = unfused median / "
+             "fused median.", "",
              "| Subgraph | Kernels | Unfused | Bytes moved | Unfused | Median | Unfused | Speedup |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
