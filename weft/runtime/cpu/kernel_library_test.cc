@@ -58,6 +58,28 @@ protected:
     return v;
   }
 
+  // y[i] = op(x[i]) in f32, built and run; empty if the build failed.
+  std::vector<float> apply_unary(kernel::ExprOp op, std::vector<float> x) {
+    int64_t n = static_cast<int64_t>(x.size());
+    kernel::Kernel k;
+    k.name = fmt::format("unary_f32_{}", static_cast<int>(op));
+    k.buffers = {{"x", DType::kF32, {n}, kernel::BufferRole::kInput},
+                 {"y", DType::kF32, {n}, kernel::BufferRole::kOutput}};
+    kernel::Statement st;
+    st.name = std::string(kernel::expr_op_name(op));
+    st.domain = {n};
+    st.write = {1, {kernel::AffineExpr::iterator(0)}};
+    st.reads = {{0, {kernel::AffineExpr::iterator(0)}}};
+    st.expr = {{kernel::ExprOp::kLoad, DType::kF32, {}, 0, 0}, {op, DType::kF32, {0}, -1, 0}};
+    k.statements = {st};
+    KernelFn fn = build(k);
+    if (!fn) return {};
+    std::vector<float> y(x.size());
+    void* buffers[] = {x.data(), y.data()};
+    fn(buffers, nullptr);
+    return y;
+  }
+
   codegen::CpuCompiler compiler_;
   std::vector<std::shared_ptr<KernelLibrary>> libraries_;
 };
@@ -138,23 +160,8 @@ TEST_F(CpuKernels, ErfMatchesFloat64Reference) {
   const float inf = std::numeric_limits<float>::infinity();
   for (float v : {0.0f, -0.0f, 1e-30f, -1e-5f, 1.0f, -1.0f, 4.0f, 3.9999f, inf, -inf, NAN})
     x.push_back(v);
-  kernel::Kernel k;
-  k.name = "erf_f32";
-  k.buffers = {{"x", DType::kF32, {static_cast<int64_t>(x.size())}, kernel::BufferRole::kInput},
-               {"y", DType::kF32, {static_cast<int64_t>(x.size())}, kernel::BufferRole::kOutput}};
-  kernel::Statement st;
-  st.name = "erf";
-  st.domain = {static_cast<int64_t>(x.size())};
-  st.write = {1, {kernel::AffineExpr::iterator(0)}};
-  st.reads = {{0, {kernel::AffineExpr::iterator(0)}}};
-  st.expr = {{kernel::ExprOp::kLoad, DType::kF32, {}, 0, 0},
-             {kernel::ExprOp::kErf, DType::kF32, {0}, -1, 0}};
-  k.statements = {st};
-  KernelFn fn = build(k);
-  ASSERT_NE(fn, nullptr);
-  std::vector<float> y(x.size());
-  void* buffers[] = {x.data(), y.data()};
-  fn(buffers, nullptr);
+  std::vector<float> y = apply_unary(kernel::ExprOp::kErf, x);
+  ASSERT_EQ(y.size(), x.size());
   for (size_t i = 0; i < x.size(); ++i) {
     double want = std::erf(static_cast<double>(x[i]));
     if (std::isnan(x[i]))
@@ -171,23 +178,8 @@ TEST_F(CpuKernels, ExpMatchesFloat64Reference) {
   const float inf = std::numeric_limits<float>::infinity();
   for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 88.72f, 88.73f, -87.33f, -103.9f, inf, -inf, NAN})
     x.push_back(v);
-  kernel::Kernel k;
-  k.name = "exp_f32";
-  k.buffers = {{"x", DType::kF32, {static_cast<int64_t>(x.size())}, kernel::BufferRole::kInput},
-               {"y", DType::kF32, {static_cast<int64_t>(x.size())}, kernel::BufferRole::kOutput}};
-  kernel::Statement st;
-  st.name = "exp";
-  st.domain = {static_cast<int64_t>(x.size())};
-  st.write = {1, {kernel::AffineExpr::iterator(0)}};
-  st.reads = {{0, {kernel::AffineExpr::iterator(0)}}};
-  st.expr = {{kernel::ExprOp::kLoad, DType::kF32, {}, 0, 0},
-             {kernel::ExprOp::kExp, DType::kF32, {0}, -1, 0}};
-  k.statements = {st};
-  KernelFn fn = build(k);
-  ASSERT_NE(fn, nullptr);
-  std::vector<float> y(x.size());
-  void* buffers[] = {x.data(), y.data()};
-  fn(buffers, nullptr);
+  std::vector<float> y = apply_unary(kernel::ExprOp::kExp, x);
+  ASSERT_EQ(y.size(), x.size());
   for (size_t i = 0; i < x.size(); ++i) {
     float want = static_cast<float>(std::exp(static_cast<double>(x[i])));
     if (std::isnan(x[i])) {
