@@ -419,13 +419,16 @@ private:
       const kernel::ExprNode& e = s.expr[i];
       if (e.op != kernel::ExprOp::kLoad) continue;
       const kernel::Access& a = s.reads[static_cast<size_t>(e.access)];
-      const kernel::Buffer& b = k_.buffers[static_cast<size_t>(a.buffer)];
       bool moves = std::any_of(a.index.begin(), a.index.end(), [&](const AffineExpr& x) {
         return std::any_of(x.terms.begin(), x.terms.end(), [&](const auto& term) {
           return mentions(call.args[static_cast<size_t>(term.first)], n.iterator);
         });
       });
-      if (moves || !a.indirect.empty() || a.buffer == s.write.buffer || b.aliased) continue;
+      // (A store can change a load only through the same buffer, or when the written buffer
+      // is a view that shares memory with another.)
+      if (moves || !a.indirect.empty() || a.buffer == s.write.buffer ||
+          k_.buffers[static_cast<size_t>(s.write.buffer)].aliased)
+        continue;
       hoisted_[static_cast<int>(i)] = fmt::format("weft_h{}", i);
       loads += fmt::format("{}  const {} weft_h{} = {};\n", pad, compute_type(e.dtype), i,
                            load(a, iters));
