@@ -297,8 +297,12 @@ Result<LoweredNode> lower_softmax(const Node& n, const std::string& name) {
     StatementBuilder sum("sum_exp", view.in);
     k.add(sum.store(sum.load(out, iterators(view.in.size()), t), s, view.out_index(),
                     Combine::kSum));
+    // One division per row, then a multiplication per element (within an ulp of dividing).
+    StatementBuilder inv("reciprocal", view.flat_out());
+    k.add(inv.store(inv.op(ExprOp::kDiv, t, {inv.constant(1, t), inv.load(s, iterators(1), t)}), s,
+                    iterators(1)));
     StatementBuilder norm("normalize", view.in);
-    int q = norm.op(ExprOp::kDiv, t,
+    int q = norm.op(ExprOp::kMul, t,
                     {norm.load(out, iterators(view.in.size()), t), norm.load(s, view.out_index(), t)});
     k.add(norm.store(q, out, iterators(view.in.size())));
     return k.lowered();
