@@ -91,6 +91,11 @@ std::string fusion_text(const CompiledModel& fused, const CompiledModel& unfused
     out += fmt::format("  {}: {} ({}): {}, {}, {} bytes\n", k.name, k.info.node, k.info.op_type,
                        k.info.strategy, k.info.shapes, k.info.bytes);
   }
+  if (fused.staged()) {
+    out += fmt::format("  then on the host: {}; the kernels after them are generated when a run "
+                       "gives their shapes (docs/data-dependent-shapes.md)\n",
+                       fmt::join(fused.host_ops, ", "));
+  }
   out += "== fusion ==\n";
   for (const fusion::Decision& d : fused.fusion_decisions) {
     out += fmt::format("  {} -> {}: {}\n", d.producer, d.consumer,
@@ -162,6 +167,7 @@ int inspect(const InspectOptions& options) {
                           {"kernels", nlohmann::json::array()}};
     if (fused.ok() && unfused.ok()) {
       out["kernels"] = kernels_json(*fused);
+      out["host_ops"] = fused->host_ops;
       out["fusion"] = fusion_json(*fused, *unfused);
     } else {
       out["kernels_note"] = fused.status().message();

@@ -46,22 +46,22 @@ int run(const RunOptions& o) {
     std::cerr << model.status().to_string() << "\n";
     return 1;
   }
-  Result<std::vector<Tensor>> outputs = model->executable->run(*inputs);
+  Result<std::vector<Tensor>> outputs = model->run(*inputs);
   if (!outputs.ok()) {
     std::cerr << outputs.status().with_location({o.model, "", "", 0}).to_string() << "\n";
     return 1;
   }
   std::error_code ec;
   fs::create_directories(o.output_dir, ec);
-  const auto& infos = model->executable->outputs();
+  const std::vector<std::string>& names = model->output_names;
   for (size_t i = 0; i < outputs->size(); ++i) {
-    fs::path path = fs::path(o.output_dir) / (file_name_for(infos[i].name) + ".npy");
-    Status s = write_tensor_file(path.string(), (*outputs)[i], infos[i].name);
+    fs::path path = fs::path(o.output_dir) / (file_name_for(names[i]) + ".npy");
+    Status s = write_tensor_file(path.string(), (*outputs)[i], names[i]);
     if (!s.ok()) {
       std::cerr << s.to_string() << "\n";
       return 1;
     }
-    std::cout << fmt::format("{}: {} -> {}\n", infos[i].name, (*outputs)[i].type().to_string(),
+    std::cout << fmt::format("{}: {} -> {}\n", names[i], (*outputs)[i].type().to_string(),
                              path.string());
   }
   return 0;

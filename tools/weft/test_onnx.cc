@@ -61,7 +61,7 @@ std::optional<std::string> run_data_set(const fs::path& model, const fs::path& d
   Result<CompiledModel> compiled = compile_model(model.string(), inputs, settings);
   if (!compiled.ok()) return compiled.status().message();
   if (o.compile_only) return std::nullopt;
-  Result<std::vector<Tensor>> outputs = compiled->executable->run(inputs);
+  Result<std::vector<Tensor>> outputs = compiled->run(inputs);
   if (!outputs.ok()) return outputs.status().message();
   std::vector<std::string> expected = numbered_files(data.string(), "output");
   if (expected.size() != outputs->size()) {
@@ -72,7 +72,7 @@ std::optional<std::string> run_data_set(const fs::path& model, const fs::path& d
     Result<Tensor> e = read_tensor_file(expected[i]);
     if (!e.ok()) return e.status().message();
     Tensor want = as_bf16_if_wanted(std::move(e).value(), (*outputs)[i].dtype());
-    const std::string& name = compiled->executable->outputs()[i].name;
+    const std::string& name = compiled->output_names[i];
     if (auto why = compare(name, (*outputs)[i], want, o.rtol, o.atol)) return why;
   }
   return std::nullopt;

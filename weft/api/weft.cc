@@ -210,6 +210,12 @@ const std::vector<TensorSpec>& Model::outputs() const { return impl_->outputs; }
 std::vector<std::vector<int64_t>>
 Model::output_shapes(const std::vector<HostTensor>& inputs) const {
   auto compiled = impl_->for_inputs(views_of(inputs));
+  if (compiled->staged()) {
+    std::vector<std::vector<int64_t>> shapes;
+    for (const HostTensor& t : run(inputs))
+      shapes.push_back(t.shape());
+    return shapes;
+  }
   std::vector<std::vector<int64_t>> shapes;
   for (const runtime::TensorInfo& o : compiled->executable->outputs())
     shapes.push_back(shape_static_dims(*o.type.shape));
@@ -220,6 +226,23 @@ void Model::run(const std::vector<HostTensor>& inputs,
                 const std::vector<HostTensor>& outputs) const {
   std::vector<runtime::TensorView> in = views_of(inputs);
   auto compiled = impl_->for_inputs(in);
+  if (compiled->staged()) {
+    // Output shapes are known only once the host ops ran: run, then check and copy.
+    std::vector<HostTensor> computed = run(inputs);
+    if (computed.size() != outputs.size())
+      throw Error(fmt::format("error: {}: the model has {} outputs, {} were given",
+                              compiled->graph.source, computed.size(), outputs.size()));
+    for (size_t i = 0; i < computed.size(); ++i) {
+      runtime::TensorView got = view_of(computed[i]), given = view_of(outputs[i]);
+      if (got.type() != given.type())
+        throw Error(fmt::format("error: {}: output '{}' is {} for these inputs (its shape "
+                                "depends on their values), the buffer given is {}",
+                                compiled->graph.source, compiled->output_names[i],
+                                got.type().to_string(), given.type().to_string()));
+      if (got.num_bytes() > 0) std::memcpy(given.data, got.data, got.num_bytes());
+    }
+    return;
+  }
   throw_if_error(compiled->executable->run(in, views_of(outputs), impl_->run_options())
                      .with_location({compiled->graph.source, "", "", 0}));
 }
@@ -232,6 +255,26 @@ std::vector<HostTensor> Model::run_profiled(const std::vector<HostTensor>& input
                                             std::vector<KernelTime>* profile) const {
   std::vector<runtime::TensorView> in = views_of(inputs);
   auto compiled = impl_->for_inputs(in);
+  if (compiled->staged()) {
+    if (profile)
+      throw Error(fmt::format("error: {}: per-kernel profiles of models with data-dependent "
+                              "shapes are not supported yet",
+                              compiled->graph.source));
+    std::vector<Tensor> tensors;
+    for (const runtime::TensorView& v : in) {
+      Tensor t(v.dtype, v.dims);
+      if (t.num_bytes() > 0) std::memcpy(t.data(), v.data, t.num_bytes());
+      tensors.push_back(std::move(t));
+    }
+    Result<std::vector<Tensor>> computed = compiled->run(tensors, impl_->run_options());
+    throw_if_error(computed.status().with_location({compiled->graph.source, "", "", 0}));
+    std::vector<HostTensor> outputs;
+    for (const Tensor& t : *computed) {
+      outputs.push_back(HostTensor::allocate(to_element_type(t.dtype()), t.dims()));
+      if (t.num_bytes() > 0) std::memcpy(outputs.back().data(), t.data(), t.num_bytes());
+    }
+    return outputs;
+  }
   const runtime::Executable& exe = *compiled->executable;
   std::vector<HostTensor> outputs;
   for (const runtime::TensorInfo& o : exe.outputs())

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 #include <unordered_map>
@@ -19,6 +20,7 @@
 #include "weft/codegen/generate.h"
 #include "weft/driver/pipeline.h"
 #include "weft/fusion/fuse.h"
+#include "weft/graph/data_dependent.h"
 #include "weft/graph/passes/canonicalize.h"
 #include "weft/graph/passes/eliminate_dead_code.h"
 #include "weft/graph/passes/eliminate_identity.h"
@@ -41,14 +43,9 @@ namespace {
 
 using runtime::Slot;
 
-// Binding input types (and shape-operand values), then folding what they determine.
-Status specialize(Graph& graph, const std::vector<Tensor>& inputs, std::vector<int>* frozen) {
-  std::vector<TensorType> types;
-  for (const Tensor& t : inputs)
-    types.push_back(t.type());
-  WEFT_RETURN_IF_ERROR(specialize_shapes(graph, types));
-  *frozen = freeze_shape_operands(graph, inputs);
-  // Folding makes shapes static, which lets more Shape ops fold: repeat to a fixed point.
+// Folding what constants determine, to a fixed point (folding makes shapes static, which
+// lets more Shape ops fold); then the clean-up passes.
+Status refold(Graph& graph, std::string_view after) {
   for (size_t before = 0; before != graph.nodes().size();) {
     before = graph.nodes().size();
     WEFT_RETURN_IF_ERROR(fold_constants(graph));
@@ -57,7 +54,17 @@ Status specialize(Graph& graph, const std::vector<Tensor>& inputs, std::vector<i
   WEFT_RETURN_IF_ERROR(canonicalize(graph));
   WEFT_RETURN_IF_ERROR(eliminate_identity(graph));
   WEFT_RETURN_IF_ERROR(eliminate_dead_code(graph));
-  return verify_graph(graph, "specialize");
+  return verify_graph(graph, after);
+}
+
+// Binding input types (and shape-operand values), then folding what they determine.
+Status specialize(Graph& graph, const std::vector<Tensor>& inputs, std::vector<int>* frozen) {
+  std::vector<TensorType> types;
+  for (const Tensor& t : inputs)
+    types.push_back(t.type());
+  WEFT_RETURN_IF_ERROR(specialize_shapes(graph, types));
+  *frozen = freeze_shape_operands(graph, inputs);
+  return refold(graph, "specialize");
 }
 
 // One message listing every node that cannot run yet, grouped by op.
@@ -375,21 +382,154 @@ Result<std::vector<runtime::TensorInfo>> model_inputs(const ModelSource& model) 
   return inputs;
 }
 
-Result<CompiledModel> compile_model(const ModelSource& model,
-                                    const std::vector<Tensor>& sample_inputs,
-                                    const CompileSettings& settings) {
-  CompiledModel out;
-  PhaseTimer timer(&out.phases);
-  Dumper dump(dump_dir_for(model, sample_inputs, settings));
-  int pass_index = 0;
-  auto observe = [&](std::string_view pass, const Graph& g) {
-    dump.write(fmt::format("{:02}_{}.txt", pass_index++, pass), print_graph(g));
-  };
-  WEFT_ASSIGN_OR_RETURN(Graph graph, run_graph_pipeline(model, observe));
-  timer.end("graph passes");
-  std::vector<int> frozen;
-  WEFT_RETURN_IF_ERROR(specialize(graph, sample_inputs, &frozen));
-  observe("specialize", graph);
+namespace {
+
+// Input positions whose values the compile bound (freeze_shape_operands), with the values.
+using Frozen = std::vector<std::pair<int, Tensor>>;
+
+// Runs the data-dependent nodes whose inputs are all constant on the host, replacing their
+// outputs with constants, then refolds; repeats while any ran.
+Status run_host_ops(Graph& graph) {
+  for (bool ran = true; ran;) {
+    ran = false;
+    std::vector<const Node*> done;
+    for (const auto& node : graph.nodes()) {
+      if (!is_data_dependent(*node) ||
+          std::any_of(node->inputs.begin(), node->inputs.end(),
+                      [](const Value* v) { return v && !v->is_constant(); }))
+        continue;
+      Result<std::vector<Tensor>> outputs = evaluate_on_host(*node);
+      if (!outputs.ok()) return outputs.status().with_location(location_of(graph, *node));
+      for (size_t i = 0; i < node->outputs.size(); ++i) {
+        Value* out = node->outputs[i];
+        if (!out) continue;
+        Value* c = graph.add_constant(graph.unique_name(out->name + "_value"),
+                                      std::move((*outputs)[i]));
+        graph.replace_all_uses(out, c);
+      }
+      done.push_back(node.get());
+    }
+    if (done.empty()) break;
+    graph.remove_nodes_if(
+        [&](const Node& n) { return std::find(done.begin(), done.end(), &n) != done.end(); });
+    WEFT_RETURN_IF_ERROR(refold(graph, "host ops"));
+    ran = true;
+  }
+  return Status();
+}
+
+// The values the host ops of "graph" need from a first stage: the non-constant inputs of
+// the data-dependent nodes that no other data-dependent node feeds. Notes those nodes.
+std::vector<std::string> host_op_inputs(const Graph& graph, std::vector<std::string>* host_ops) {
+  std::set<const Value*> downstream; // of a data-dependent node
+  std::vector<std::string> names;
+  for (const auto& node : graph.nodes()) {
+    bool fed = std::any_of(node->inputs.begin(), node->inputs.end(),
+                           [&](const Value* v) { return downstream.contains(v); });
+    if (is_data_dependent(*node) && !fed) {
+      host_ops->push_back(fmt::format("{} '{}'", node->op_type, node->name));
+      for (const Value* v : node->inputs) {
+        if (v && !v->is_constant() && std::find(names.begin(), names.end(), v->name) == names.end())
+          names.push_back(v->name);
+      }
+    }
+    if (is_data_dependent(*node) || fed) downstream.insert(node->outputs.begin(), node->outputs.end());
+  }
+  return names;
+}
+
+Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& settings,
+                     Dumper& dump, PhaseTimer& timer, CompiledModel& out);
+
+} // namespace
+
+// The stages after the first, in a model with data-dependent ops: the specialized graph,
+// the values the first stage hands over to its host ops, and the next stage compiled for
+// each handed-over content (the most recent few kept).
+class Stages {
+public:
+  Stages(Graph graph, std::vector<std::string> handed_over, Frozen frozen,
+         CompileSettings settings)
+      : graph_(std::move(graph)), handed_over_(std::move(handed_over)),
+        frozen_(std::move(frozen)), settings_(std::move(settings)) {
+    settings_.dump_dir.clear();
+  }
+
+  Result<std::vector<Tensor>> run(const runtime::Executable& first,
+                                  const std::vector<Tensor>& inputs,
+                                  const runtime::RunOptions& options) const {
+    WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> handed, first.run(inputs, options));
+    WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledModel> next, next_stage(handed));
+    return next->run(inputs, options);
+  }
+
+private:
+  static constexpr size_t kKept = 8;
+
+  Result<std::shared_ptr<const CompiledModel>> next_stage(std::vector<Tensor>& handed) const {
+    std::string key;
+    for (const Tensor& t : handed) {
+      key += t.type().to_string();
+      key += std::string_view(reinterpret_cast<const char*>(t.data()), t.num_bytes());
+    }
+    key = hash_hex(key);
+    std::lock_guard<std::mutex> lock(mutex_); // later stages compile one at a time
+    for (const auto& [k, stage] : kept_) {
+      if (k == key) return stage;
+    }
+    // The handed-over values become constants; the host ops run on them.
+    Graph graph = graph_.clone();
+    for (size_t i = 0; i < handed.size(); ++i) {
+      Value* v = graph.find_value(handed_over_[i]);
+      graph.replace_all_uses(v, graph.add_constant(graph.unique_name(v->name + "_value"),
+                                                   std::move(handed[i])));
+    }
+    WEFT_RETURN_IF_ERROR(refold(graph, "handed over"));
+    WEFT_RETURN_IF_ERROR(run_host_ops(graph));
+    auto next = std::make_shared<CompiledModel>();
+    PhaseTimer timer(&next->phases);
+    Dumper no_dump("");
+    next->output_names = compiled_output_names(graph);
+    WEFT_RETURN_IF_ERROR(compile_graph(std::move(graph), frozen_, settings_, no_dump, timer, *next));
+    if (kept_.size() == kKept) kept_.erase(kept_.begin());
+    kept_.emplace_back(key, next);
+    return std::shared_ptr<const CompiledModel>(next);
+  }
+
+  static std::vector<std::string> compiled_output_names(const Graph& graph) {
+    std::vector<std::string> names;
+    for (const Value* v : graph.outputs)
+      names.push_back(v->name);
+    return names;
+  }
+
+  Graph graph_;
+  std::vector<std::string> handed_over_;
+  Frozen frozen_;
+  CompileSettings settings_;
+  mutable std::mutex mutex_;
+  mutable std::vector<std::pair<std::string, std::shared_ptr<const CompiledModel>>> kept_;
+};
+
+namespace {
+
+// Compiles "graph" (specialized) into "out": kernels, plan and executable. A graph with
+// data-dependent ops compiles the stage that computes their inputs, and hands the rest to
+// Stages.
+Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& settings,
+                     Dumper& dump, PhaseTimer& timer, CompiledModel& out) {
+  std::vector<std::string> handed_over = host_op_inputs(graph, &out.host_ops);
+  if (!handed_over.empty()) {
+    Graph first = graph.clone();
+    first.outputs.clear();
+    for (const std::string& name : handed_over)
+      first.outputs.push_back(first.find_value(name));
+    WEFT_RETURN_IF_ERROR(eliminate_dead_code(first));
+    WEFT_RETURN_IF_ERROR(verify_graph(first, "first stage"));
+    out.rest =
+        std::make_shared<const Stages>(std::move(graph), std::move(handed_over), frozen, settings);
+    graph = std::move(first);
+  }
   WEFT_RETURN_IF_ERROR(check_lowerable(graph));
   timer.end("specialize");
 
@@ -531,7 +671,7 @@ Result<CompiledModel> compile_model(const ModelSource& model,
     }
     out.graph = std::move(graph);
     out.source = std::move(source);
-    return out;
+    return Status();
   }
   dump.write("kernels.cc", source);
   dump.write("build.sh", "#!/bin/sh\n# Rebuilds kernels.so from kernels.cc as Weft built it.\n"
@@ -565,8 +705,8 @@ Result<CompiledModel> compile_model(const ModelSource& model,
         std::move(inputs), std::move(outputs), plan.slots(), std::move(launches),
         std::move(output_slots), arena,
         std::vector<std::shared_ptr<runtime::KernelLibrary>>{*library});
-    for (int i : frozen)
-      out.executable->freeze_input(i, sample_inputs[static_cast<size_t>(i)]);
+    for (const auto& [i, value] : frozen)
+      out.executable->freeze_input(i, value);
     out.cache_hit = built.cache_hit;
     timer.end("load");
   }
@@ -576,7 +716,42 @@ Result<CompiledModel> compile_model(const ModelSource& model,
   log_info("compiled {}:{}", graph.source, times.substr(0, times.size() - 1));
   out.graph = std::move(graph);
   out.source = std::move(source);
+  return Status();
+}
+
+} // namespace
+
+Result<CompiledModel> compile_model(const ModelSource& model,
+                                    const std::vector<Tensor>& sample_inputs,
+                                    const CompileSettings& settings) {
+  CompiledModel out;
+  PhaseTimer timer(&out.phases);
+  Dumper dump(dump_dir_for(model, sample_inputs, settings));
+  int pass_index = 0;
+  auto observe = [&](std::string_view pass, const Graph& g) {
+    dump.write(fmt::format("{:02}_{}.txt", pass_index++, pass), print_graph(g));
+  };
+  WEFT_ASSIGN_OR_RETURN(Graph graph, run_graph_pipeline(model, observe));
+  timer.end("graph passes");
+  std::vector<int> frozen_inputs;
+  WEFT_RETURN_IF_ERROR(specialize(graph, sample_inputs, &frozen_inputs));
+  WEFT_RETURN_IF_ERROR(run_host_ops(graph));
+  observe("specialize", graph);
+  for (const Value* v : graph.outputs)
+    out.output_names.push_back(v->name);
+  Frozen frozen;
+  for (int i : frozen_inputs)
+    frozen.emplace_back(i, sample_inputs[static_cast<size_t>(i)]);
+  WEFT_RETURN_IF_ERROR(
+      compile_graph(std::move(graph), frozen, settings, dump, timer, out));
   return out;
+}
+
+Result<std::vector<Tensor>> CompiledModel::run(const std::vector<Tensor>& inputs,
+                                               const runtime::RunOptions& options) const {
+  if (!executable) return Status::error(fmt::format("{}: the model was not built", graph.source));
+  if (!rest) return executable->run(inputs, options);
+  return rest->run(*executable, inputs, options);
 }
 
 } // namespace weft

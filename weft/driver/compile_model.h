@@ -48,9 +48,16 @@ struct KernelSummary {
   std::string ir; // kernel::print_kernel
 };
 
+class Stages;
+
 struct CompiledModel {
   Graph graph; // after specialization
+  // The model's kernels; with data-dependent ops (docs/data-dependent-shapes.md), those of
+  // its first stage, which computes what the host ops read.
   std::unique_ptr<runtime::Executable> executable;
+  std::shared_ptr<const Stages> rest; // the later stages, if any
+  std::vector<std::string> host_ops;  // the data-dependent nodes after the first stage
+  std::vector<std::string> output_names; // the model's outputs
   std::string source; // the generated translation unit
   bool cache_hit = false;
   std::vector<PhaseTime> phases;
@@ -58,6 +65,12 @@ struct CompiledModel {
   std::vector<std::pair<std::string, std::string>> ptx; // device "cuda": (arch, PTX)
   std::vector<fusion::Decision> fusion_decisions;
   std::vector<KernelSummary> kernels; // in launch order
+
+  bool staged() const { return rest != nullptr; }
+  // Runs the model: the executable, then for a staged model the host ops and the later
+  // stages, compiled on first sight of what the host ops produce.
+  Result<std::vector<Tensor>> run(const std::vector<Tensor>& inputs,
+                                  const runtime::RunOptions& options = {}) const;
 };
 
 // The declared inputs of a model: names and types, symbolic dims included.

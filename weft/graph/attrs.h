@@ -128,6 +128,17 @@ struct CompressAttrs {
   WEFT_FIELDS(f("axis", axis))
 };
 
+struct UniqueAttrs {
+  std::optional<int64_t> axis; // none: the input is flattened first
+  bool sorted = true;          // false: in the order of first occurrence
+  WEFT_FIELDS(f("axis", axis); f("sorted", sorted))
+};
+
+struct NonMaxSuppressionAttrs {
+  bool center_point_box = false; // boxes as [y1, x1, y2, x2]; true: [x_center, y_center, w, h]
+  WEFT_FIELDS(f("center_point_box", center_point_box))
+};
+
 struct AxesAttrs {          // Squeeze, Unsqueeze
   std::optional<Ints> axes; // Squeeze without axes removes every dim of extent 1
   WEFT_FIELDS(f("axes", axes))
@@ -388,7 +399,8 @@ struct ConstantOfShapeAttrs {
 using OpAttrs =
     std::variant<NoAttrs, LegacyBroadcastAttrs, CastAttrs, AlphaAttrs, HardSigmoidAttrs, SeluAttrs,
                  ClipAttrs, ModAttrs, IsInfAttrs, ReduceAttrs, ArgReduceAttrs, SoftmaxAttrs,
-                 AxisAttrs, BatchDimsAttrs, ScatterAttrs, CompressAttrs, AxesAttrs, SplitAttrs,
+                 AxisAttrs, BatchDimsAttrs, ScatterAttrs, CompressAttrs, UniqueAttrs,
+                 NonMaxSuppressionAttrs, AxesAttrs, SplitAttrs,
                  TransposeAttrs, ReshapeAttrs, ShapeAttrs, SliceAttrs, PadAttrs, ConvAttrs,
                  ConvTransposeAttrs, PoolAttrs, GemmAttrs, BatchNormAttrs, EpsilonAttrs,
                  LayerNormAttrs, DropoutAttrs, QuantizeAttrs, WindowAttrs, ReverseSequenceAttrs,

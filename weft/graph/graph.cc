@@ -57,6 +57,40 @@ void Graph::rename_value(Value* value, const std::string& name) {
   value_by_name_[name] = value;
 }
 
+Graph Graph::clone() const {
+  Graph copy;
+  copy.source = source;
+  copy.opset = opset;
+  copy.names_ = names_;
+  copy.node_names_ = node_names_;
+  copy.symbols_ = symbols_;
+  copy.next_symbol_ = next_symbol_;
+  std::unordered_map<const Value*, Value*> map;
+  for (const auto& v : values_) {
+    copy.values_.push_back(std::make_unique<Value>(Value{v->name, v->type, nullptr, v->constant}));
+    map[v.get()] = copy.values_.back().get();
+    copy.value_by_name_[v->name] = copy.values_.back().get();
+  }
+  auto mapped = [&](const std::vector<Value*>& values) {
+    std::vector<Value*> out;
+    for (const Value* v : values)
+      out.push_back(v ? map.at(v) : nullptr);
+    return out;
+  };
+  for (const auto& n : nodes_) {
+    auto node = std::make_unique<Node>(*n);
+    node->inputs = mapped(n->inputs);
+    node->outputs = mapped(n->outputs);
+    for (Value* out : node->outputs) {
+      if (out) out->producer = node.get();
+    }
+    copy.nodes_.push_back(std::move(node));
+  }
+  copy.inputs = mapped(inputs);
+  copy.outputs = mapped(outputs);
+  return copy;
+}
+
 namespace {
 std::string unique_in(const std::unordered_set<std::string>& taken, const std::string& base) {
   if (!taken.contains(base)) return base;

@@ -58,6 +58,10 @@ public:
   Graph(Graph&&) = default;
   Graph& operator=(Graph&&) = default;
 
+  // A deep copy: the same names, types, attributes and order; constants are shared
+  // (they are immutable).
+  Graph clone() const;
+
   std::string source; // the model file, for diagnostics
   int opset = 0;      // ai.onnx opset of the model
   std::vector<Value*> inputs;

@@ -61,6 +61,20 @@ TEST(Graph, NodeAndValueNamesAreSeparate) {
   EXPECT_EQ(g.unique_node_name("relu"), "relu_1");
 }
 
+TEST(Graph, CloneIsDeepAndIndependent) {
+  Graph g = relu_graph();
+  Graph c = g.clone();
+  EXPECT_EQ(print_graph(c), print_graph(g));
+  ASSERT_TRUE(verify_graph(c, "clone").ok());
+  EXPECT_NE(c.inputs[0], g.inputs[0]);
+  EXPECT_EQ(c.nodes()[0]->inputs[0], c.inputs[0]);
+  EXPECT_EQ(c.outputs[0]->producer, c.nodes()[0].get());
+  c.replace_all_uses(c.outputs[0], c.inputs[0]);
+  c.remove_nodes_if([](const Node&) { return true; });
+  EXPECT_EQ(g.nodes().size(), 1u); // the original is untouched
+  EXPECT_EQ(c.unique_name("y"), "y"); // names follow the copy's own values
+}
+
 TEST(Verifier, CatchesUseBeforeDefinition) {
   Graph g = relu_graph();
   Value* orphan = g.add_value("orphan", {DType::kF32, Shape{4}});

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "weft/graph/data_dependent.h"
 #include "weft/graph/shape_functions.h"
 
 namespace weft {
@@ -247,6 +248,14 @@ OpAttrs parse_scatter(AttrParser& p) {
 }
 
 OpAttrs parse_compress(AttrParser& p) { return CompressAttrs{p.optional_int("axis")}; }
+
+OpAttrs parse_unique(AttrParser& p) {
+  return UniqueAttrs{p.optional_int("axis"), p.bool_or("sorted", true)};
+}
+
+OpAttrs parse_non_max_suppression(AttrParser& p) {
+  return NonMaxSuppressionAttrs{p.bool_or("center_point_box", false)};
+}
 
 OpAttrs parse_axes(AttrParser& p) { return AxesAttrs{p.optional_ints("axes")}; }
 
@@ -592,6 +601,11 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"GatherElements", 11, kAll, parse_axis<0>, infer_gather_elements});
     t.push_back({"GatherND", 11, kAll, parse_batch_dims, infer_gather_nd});
     t.push_back({"Compress", 11, kAll, parse_compress, infer_compress});
+    // Data-dependent output shapes (data_dependent.h): they run on the host between stages.
+    t.push_back({"NonZero", 9, kAll, parse_none, infer_non_zero});
+    t.push_back({"Unique", 11, kAll, parse_unique, infer_unique});
+    t.push_back({"NonMaxSuppression", 10, kAll, parse_non_max_suppression,
+                 infer_non_max_suppression});
     t.push_back({"Scatter", 9, 10, parse_scatter, infer_scatter});
     t.push_back({"ScatterElements", 11, kAll, parse_scatter, infer_scatter});
     t.push_back({"ScatterND", 11, kAll, parse_scatter, infer_scatter});

@@ -1,0 +1,98 @@
+"""Data-dependent output shapes (docs/data-dependent-shapes.md): NonZero, Unique and Compress
+in the middle of a graph, fed by kernels and feeding kernels, run in stages. Each model runs
+on several inputs that give different output shapes, against numpy references."""
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import weft
+
+
+def make_model(nodes, inputs, outputs, initializers=(), opset=13):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return weft.compile(model.SerializeToString())
+
+
+def f32(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def out(name, shape, elem=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def test_non_zero_between_kernels():
+    """r = Relu(x) feeds both NonZero (on the host) and Exp (a kernel of the last stage)."""
+    two = helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])
+    m = make_model(
+        [helper.make_node("Relu", ["x"], ["r"]),
+         helper.make_node("NonZero", ["r"], ["nz"]),
+         helper.make_node("Transpose", ["nz"], ["t"], perm=[1, 0]),
+         helper.make_node("Cast", ["t"], ["tf"], to=TensorProto.FLOAT),
+         helper.make_node("Mul", ["tf", "two"], ["coords"]),
+         helper.make_node("Exp", ["r"], ["e"])],
+        [f32("x", [6, 5])], [out("coords", ["n", 2]), out("e", [6, 5])], [two])
+    rng = np.random.default_rng(0)
+    for trial in range(4):
+        x = rng.standard_normal((6, 5)).astype(np.float32)
+        if trial == 3:
+            x[:] = -1  # no element is kept
+        got = m.run({"x": x})
+        r = np.maximum(x, 0)
+        np.testing.assert_array_equal(got["coords"], 2 * np.transpose(np.nonzero(r)).astype(np.float32))
+        np.testing.assert_allclose(got["e"], np.exp(r), rtol=1e-6)
+
+
+def test_compress_with_a_computed_condition():
+    """Rows whose sum is positive, then a kernel on what is left."""
+    axes = helper.make_tensor("axes", TensorProto.INT64, [1], [1])
+    zero = helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])
+    m = make_model(
+        [helper.make_node("ReduceSum", ["x", "axes"], ["s"], keepdims=0),
+         helper.make_node("Greater", ["s", "zero"], ["keep"]),
+         helper.make_node("Compress", ["x", "keep"], ["rows"], axis=0),
+         helper.make_node("Tanh", ["rows"], ["y"])],
+        [f32("x", [16, 8])], [out("y", ["n", 8])], [axes, zero])
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        x = rng.standard_normal((16, 8)).astype(np.float32)
+        want = np.tanh(x[x.sum(axis=1) > 0])
+        np.testing.assert_allclose(m.run({"x": x})["y"], want, rtol=1e-5, atol=1e-6)
+
+
+def test_chained_host_ops():
+    """Unique's output feeds a kernel, whose output feeds NonZero: three stages."""
+    three = helper.make_tensor("three", TensorProto.FLOAT, [], [3.0])
+    zero = helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])
+    m = make_model(
+        [helper.make_node("Mul", ["x", "three"], ["x3"]),
+         helper.make_node("Floor", ["x3"], ["q"]),
+         helper.make_node("Unique", ["q"], ["u", "first", "inverse", "counts"], sorted=1),
+         helper.make_node("Greater", ["u", "zero"], ["positive"]),
+         helper.make_node("NonZero", ["positive"], ["where"])],
+        [f32("x", [40])],
+        [out("u", ["n"]), out("counts", ["n"], TensorProto.INT64),
+         out("where", [1, "m"], TensorProto.INT64)],
+        [three, zero], opset=13)
+    rng = np.random.default_rng(2)
+    for scale in (1.0, 2.0):
+        x = (scale * rng.standard_normal(40)).astype(np.float32)
+        got = m.run({"x": x})
+        u, counts = np.unique(np.floor(x * np.float32(3)), return_counts=True)
+        np.testing.assert_array_equal(got["u"], u)
+        np.testing.assert_array_equal(got["counts"], counts)
+        np.testing.assert_array_equal(got["where"], np.array(np.nonzero(u > 0)))
+
+
+def test_profiles_of_staged_models_are_a_clear_error():
+    m = make_model([helper.make_node("NonZero", ["x"], ["nz"])], [f32("x", [4])],
+                   [out("nz", [1, "n"], TensorProto.INT64)])
+    got = m.run({"x": np.array([1, 0, 2, 0], np.float32)})["nz"]
+    np.testing.assert_array_equal(got, [[0, 2]])
+    with pytest.raises(Exception, match="data-dependent shapes are not supported"):
+        m.profile({"x": np.array([1, 0, 2, 0], np.float32)})

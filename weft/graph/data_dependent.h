@@ -1,0 +1,28 @@
+// Ops whose output shapes depend on their input values: NonZero, Unique,
+// NonMaxSuppression, and Compress with a computed condition.
+//
+// Kernels are generated for static shapes, so these ops run on the host, between stages of
+// a model (docs/data-dependent-shapes.md): a stage computes their inputs, evaluate_on_host
+// computes their outputs, and the stage after them is compiled for those outputs.
+#pragma once
+
+#include <vector>
+
+#include "weft/graph/graph.h"
+#include "weft/support/status.h"
+
+namespace weft {
+
+// Does "node" need its input values to know its output shapes?
+bool is_data_dependent(const Node& node);
+
+// The outputs of "node" (is_data_dependent), every present input of which is constant.
+// Fails on inputs the op rejects, naming them.
+Result<std::vector<Tensor>> evaluate_on_host(const Node& node);
+
+// Shape functions (see shape_functions.h): the data-dependent extents are unknown.
+Result<std::vector<TensorType>> infer_non_zero(const Node& node);
+Result<std::vector<TensorType>> infer_unique(const Node& node);
+Result<std::vector<TensorType>> infer_non_max_suppression(const Node& node);
+
+} // namespace weft
