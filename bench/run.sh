@@ -19,6 +19,7 @@ c++ -O3 -march=native -fopenmp -o build/bench/dnnl_peer bench/dnnl_peer.cc -ldnn
   { echo "bench/run.sh: bench/dnnl_peer.cc did not build; no oneDNN column" >&2; rm -f build/bench/dnnl_peer; }
 [[ -f build/bench/models/resnet18.onnx ]] || /usr/bin/python3 bench/make_models.py build/bench/models
 /usr/bin/python3 bench/fusion_bench.py build/tools/weft/weft build/bench/fusion_models
+/usr/bin/python3 bench/plan_bench.py build/tools/weft/weft --keep build/bench/plan_models --write
 # PyTorch eager runs through bench/torch_peer.py under /usr/bin/python3 (Debian's python3-torch).
 bench/.venv/bin/python bench/run_bench.py build/tools/weft/weft build/bench/models build/bench/bandwidth.json \
   build/bench/dnnl_peer

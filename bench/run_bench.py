@@ -311,6 +311,11 @@ def markdown(r):
         import fusion_bench
         with open(fusion_results) as f:
             lines += fusion_bench.markdown(json.load(f))
+    plan_results = os.path.join(HERE, "plan_results.json")
+    if os.path.exists(plan_results):
+        import plan_bench
+        with open(plan_results) as f:
+            lines += plan_bench.markdown(json.load(f))
     return "\n".join(lines)
 
 

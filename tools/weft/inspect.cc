@@ -24,7 +24,7 @@ Status write_text(const std::filesystem::path& path, const std::string& text) {
 
 // The kernel plan for the declared input types, or why there is none: lowering needs every
 // shape, which symbolic dims or shape-determining input values leave open ("weft run" and
-// WEFT_DUMP_DIR see the real ones). Nothing is compiled: build = false.
+// WEFT_DUMP_DIR see the real ones). Nothing is compiled, and without a dump nothing generated.
 Result<CompiledModel> plan(const InspectOptions& options, const Graph& graph, bool fusion,
                            const std::string& dump_dir) {
   std::vector<Tensor> zeros;
@@ -43,6 +43,7 @@ Result<CompiledModel> plan(const InspectOptions& options, const Graph& graph, bo
   CompileSettings settings;
   settings.dump_dir = dump_dir;
   settings.build = false;
+  settings.generate = !dump_dir.empty(); // the dump has the source; the report needs none
   settings.fusion = fusion;
   return compile_model(options.model, zeros, settings);
 }

@@ -360,6 +360,13 @@ Status build_ptx(const std::string& model, const std::string& source,
   return Status();
 }
 
+void log_phases(const std::string& model, const std::vector<PhaseTime>& phases) {
+  std::string times;
+  for (const PhaseTime& p : phases)
+    times += fmt::format(" {} {:.1f} ms,", p.phase, p.ms);
+  log_info("compiled {}:{}", model, times.substr(0, times.size() - 1));
+}
+
 // Loads the library at "path" and looks up every launch's function.
 Result<std::shared_ptr<runtime::KernelLibrary>>
 load_kernels(const std::string& path, std::vector<runtime::Launch>& launches) {
@@ -635,7 +642,22 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
       sites.push_back(location_of(graph, *k.nodes.front()));
     }
   }
+  std::vector<int> output_slots = plan.output_slots();
+  size_t arena = plan.place();
+  std::string kernels_text;
+  for (size_t l = 0, k = 0; l < launches.size(); ++l) {
+    const runtime::LaunchInfo& info = launches[l].info;
+    std::string ir = launches[l].library ? "(a library call)\n" : kernel::print_kernel(kernels[k++]);
+    kernels_text +=
+        fmt::format("# node '{}' ({}): {}\n{}\n", info.node, info.op_type, info.strategy, ir);
+    out.kernels.push_back({launches[l].name, info, std::move(ir)});
+  }
   timer.end("plan");
+  if (!settings.generate) {
+    log_phases(graph.source, out.phases);
+    out.graph = std::move(graph);
+    return Status();
+  }
 
   codegen::Dialect dialect = cuda ? codegen::Dialect::kCuda : codegen::Dialect::kCpu;
   codegen::CpuCompiler compiler = codegen::CpuCompiler::from_environment();
@@ -645,20 +667,10 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
       generate_all(kernels, sites, dialect, compiler.cache_dir, &functions, &hits));
   timer.end("generate");
   std::string source = codegen::emit_prelude(dialect);
-  std::string kernels_text;
   for (size_t k = 0; k < kernels.size(); ++k)
     source += "\n" + functions[k];
-  for (size_t l = 0, k = 0; l < launches.size(); ++l) {
-    const runtime::LaunchInfo& info = launches[l].info;
-    std::string ir = launches[l].library ? "(a library call)\n" : kernel::print_kernel(kernels[k++]);
-    kernels_text +=
-        fmt::format("# node '{}' ({}): {}\n{}\n", info.node, info.op_type, info.strategy, ir);
-    out.kernels.push_back({launches[l].name, info, std::move(ir)});
-  }
   log_info("{}: {} generated kernels, {} from the function cache; {} library calls",
            graph.source, kernels.size(), hits, launches.size() - kernels.size());
-  std::vector<int> output_slots = plan.output_slots();
-  size_t arena = plan.place();
 
   dump.write("kernels.txt", kernels_text);
   if (cuda) {
@@ -710,10 +722,7 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
     out.cache_hit = built.cache_hit;
     timer.end("load");
   }
-  std::string times;
-  for (const PhaseTime& p : out.phases)
-    times += fmt::format(" {} {:.1f} ms,", p.phase, p.ms);
-  log_info("compiled {}:{}", graph.source, times.substr(0, times.size() - 1));
+  log_phases(graph.source, out.phases);
   out.graph = std::move(graph);
   out.source = std::move(source);
   return Status();

@@ -25,6 +25,8 @@ struct CompileSettings {
   std::string dump_dir;
   // Stop after generating the source: no compiler runs and "executable" stays empty.
   bool build = true;
+  // Stop after planning (kernels, fusion and buffers): no source, no executable.
+  bool generate = true;
   // "cpu", or "cuda": CUDA C++ (codegen/emit_c.h), built by NVRTC into PTX for each of
   // "cuda_archs". The CUDA runtime has not landed, so a CUDA compile has no executable.
   std::string device = "cpu";
