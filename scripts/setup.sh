@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libonnx-dev libprotobuf-dev protobuf-compiler
-  libisl-dev libdnnl-dev
+  libisl-dev libdnnl-dev libglpk-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev
   python3 python3-dev pybind11-dev python3-onnx python3-numpy python3-pytest

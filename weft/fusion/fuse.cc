@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "weft/fusion/segments.h"
+
 namespace weft::fusion {
 
 namespace {
@@ -24,6 +26,12 @@ constexpr int kMaxReadingStatements = 4;
 // A producer whose expression is this large is not inlined again: chains are cut into
 // kernels of bounded size (then stitched), which keeps planning linear.
 constexpr size_t kMaxInlinedNodes = 64;
+// The exact plan covers windows of this many kernels of a run (small clusters, so that
+// planning stays linear); a window boundary is a cut.
+constexpr size_t kMaxExactKernels = 64;
+// The cost model counts a launch as this many bytes moved: an OpenMP fork and join, a few
+// microseconds, at memory speed.
+constexpr double kLaunchBytes = 64 * 1024;
 
 bool is_library(const FusedKernel& k) {
   static const std::set<std::string> kLibrary = {
@@ -449,12 +457,118 @@ bool shares_input(const FusedKernel& g, const FusedKernel& k) {
   return false;
 }
 
+size_t value_bytes(const Value* v) {
+  if (!v->type.has_static_shape()) return 0;
+  return static_cast<size_t>(shape_num_elements(*v->type.shape).value_or(0)) *
+         static_cast<size_t>(dtype_size(v->type.dtype));
+}
+
+// What one kernel of a run reads and writes, for the cost model.
+struct Footprint {
+  size_t statements = 0;
+  std::set<const Value*> reads, writes;
+};
+
+Footprint footprint(const FusedKernel& k) {
+  Footprint f;
+  f.statements = k.bound.kernel.statements.size();
+  for (size_t b = 0; b < k.bound.values.size(); ++b) {
+    const Value* v = k.bound.values[b];
+    if (!v) continue;
+    (k.bound.kernel.buffers[b].role == BufferRole::kInput ? f.reads : f.writes).insert(v);
+  }
+  return f;
+}
+
+// The steps at which stitching starts a new kernel though the next one could join: the cuts
+// of the exact plan of each run of consecutive kernels that exceeds the statement budget
+// (without the budget, joining whenever legal is optimal, and greedy does that). Among the
+// legal splits of the run (each kernel joins one that it reads from or shares an input
+// with, within the budget), the plan minimizes bytes moved plus launches: the values a
+// group reads from outside, the values it writes that others read or that are pinned, and
+// kLaunchBytes per group.
+std::map<size_t, std::string> exact_cuts(const std::vector<Step>& steps,
+                                         const std::set<const Value*>& pinned) {
+  std::map<size_t, std::string> cuts;
+  std::map<const Value*, std::vector<size_t>> reads = readers(steps);
+  auto stitchable = [&](size_t i) {
+    return steps[i].kernels.size() == 1 && !is_library(steps[i].kernels[0]);
+  };
+  for (size_t start = 0; start < steps.size();) {
+    size_t end = start;
+    size_t statements = 0;
+    while (end < steps.size() && stitchable(end))
+      statements += steps[end++].kernels[0].bound.kernel.statements.size();
+    if (end - start < 2 || statements <= kMaxStitchedStatements) {
+      start = std::max(end, start + 1);
+      continue;
+    }
+    end = std::min(end, start + kMaxExactKernels);
+    size_t n = end - start;
+    std::vector<Footprint> run;
+    for (size_t i = start; i < end; ++i)
+      run.push_back(footprint(steps[i].kernels[0]));
+    auto connected = [&](size_t i, size_t j) { // may kernel j join a group with kernel i?
+      for (const Value* v : run[j].reads) {
+        if (run[i].writes.contains(v) || (!v->is_constant() && run[i].reads.contains(v)))
+          return true;
+      }
+      return false;
+    };
+    // Segment costs, growing each segment [a, b) one kernel at a time; none once illegal.
+    std::vector<std::vector<double>> costs(n); // costs[a][b - a - 1]
+    for (size_t a = 0; a < n; ++a) {
+      size_t count = 0;
+      double in_bytes = 0;
+      std::set<const Value*> in, out;
+      for (size_t j = a; j < n && j - a < kMaxStitchedStatements; ++j) {
+        count += run[j].statements;
+        bool joins = j == a;
+        for (size_t i = a; i < j && !joins; ++i)
+          joins = connected(i, j);
+        if (!joins || (j > a && count > kMaxStitchedStatements)) break;
+        for (const Value* v : run[j].reads) {
+          if (!out.contains(v) && in.insert(v).second) in_bytes += static_cast<double>(value_bytes(v));
+        }
+        out.insert(run[j].writes.begin(), run[j].writes.end());
+        double out_bytes = 0; // written values read after the segment, or pinned
+        for (const Value* v : out) {
+          const std::vector<size_t>& r = reads[v];
+          if (pinned.contains(v) || (!r.empty() && r.back() > start + j))
+            out_bytes += static_cast<double>(value_bytes(v));
+        }
+        costs[a].push_back(kLaunchBytes + in_bytes + out_bytes);
+      }
+    }
+    SegmentCost cost = [&](size_t a, size_t b) -> std::optional<double> {
+      if (b - a > costs[a].size()) return std::nullopt;
+      return costs[a][b - a - 1];
+    };
+    Result<std::vector<size_t>> starts = best_segments(n, kMaxStitchedStatements, cost);
+    if (starts.ok()) {
+      for (size_t a : *starts) {
+        if (a > 0)
+          cuts[start + a] = fmt::format("the exact plan of {} kernels (an ILP, GLPK) starts a "
+                                        "kernel here: fewer bytes cross",
+                                        n);
+      }
+      if (end < steps.size() && stitchable(end))
+        cuts[end] = fmt::format("the exact plan covers {} kernels at a time", kMaxExactKernels);
+    }
+    start = end;
+  }
+  return cuts;
+}
+
 void stitch(std::vector<Step>& steps, const std::set<const Value*>& pinned,
             std::vector<Decision>& decisions) {
+  std::map<size_t, std::string> cuts = exact_cuts(steps, pinned);
+  size_t index = 0; // of "step" in "steps"
   std::vector<Step> out;
   int open = -1;                // the step of "out" that may take the next kernel
   std::set<const Value*> after; // aliases of its outputs, bound after it
   for (Step& step : steps) {
+    size_t here = index++;
     if (step.library) { // a barrier: nothing stitches across a library call
       out.push_back(std::move(step));
       open = -1;
@@ -490,6 +604,8 @@ void stitch(std::vector<Step>& steps, const std::set<const Value*>& pinned,
       std::string why;
       if (is_library(k) || is_library(g))
         why = "a library-class kernel (MatMul, Conv, pooling)";
+      else if (auto cut = cuts.find(here); cut != cuts.end())
+        why = cut->second;
       else if (g.bound.kernel.statements.size() + k.bound.kernel.statements.size() >
                kMaxStitchedStatements)
         why = fmt::format("more than {} statements in one kernel", kMaxStitchedStatements);

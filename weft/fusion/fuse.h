@@ -12,7 +12,8 @@
 //    memory-bound kernel that reads an output of the kernel just before it joins that
 //    kernel: its statements are appended, and an intermediate no one else reads becomes a
 //    temporary of the joint kernel. Library-class kernels (MatMul, Gemm, Conv, pooling)
-//    are not stitched.
+//    are not stitched. Where the statement budget forces cuts in a run of kernels, an
+//    exact plan (segments.h: an ILP over bytes moved plus launches) places them.
 //
 // Every pair not fused gets a reason, for `weft inspect`.
 #pragma once
