@@ -97,6 +97,11 @@ def subgraphs(d):
         [f32("x", [4, 8])], [f32("y", [4])],
         [const("axes", [1], dtype=T.INT64), const("s1", [4, 1], dtype=T.INT64),
          const("s2", [4], dtype=T.INT64), const("one", [1.0], [])]), 2))
+    # Small independent kernels share one launch (horizontal fusion).
+    out.append(("small independent reductions", save(d, "horizontal", [
+        node("Relu", ["x"], ["a"]), node("ReduceSum", ["a"], ["y"], keepdims=0),
+        node("Exp", ["z"], ["b"]), node("ReduceMax", ["b"], ["w"], keepdims=0)],
+        [f32("x", [16, 16]), f32("z", [8, 8])], [f32("y", []), f32("w", [])], opset=12), 1))
     return out
 
 

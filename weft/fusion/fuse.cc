@@ -463,6 +463,16 @@ size_t value_bytes(const Value* v) {
          static_cast<size_t>(dtype_size(v->type.dtype));
 }
 
+// Bytes a kernel reads and writes (its temporaries excluded), each value counted once.
+size_t moved_bytes(const FusedKernel& k) {
+  std::set<const Value*> values(k.bound.values.begin(), k.bound.values.end());
+  size_t bytes = 0;
+  for (const Value* v : values) {
+    if (v) bytes += value_bytes(v);
+  }
+  return bytes;
+}
+
 // What one kernel of a run reads and writes, for the cost model.
 struct Footprint {
   size_t statements = 0;
@@ -589,7 +599,7 @@ void stitch(std::vector<Step>& steps, const std::set<const Value*>& pinned,
       continue;
     }
     FusedKernel& k = step.kernels[0];
-    bool depends = false, sibling = false;
+    bool depends = false, sibling = false, horizontal = false;
     bool reads_after = std::any_of(k.bound.values.begin(), k.bound.values.end(),
                                    [&](const Value* v) { return after.contains(v); });
     if (open >= 0 && !reads_after) {
@@ -598,8 +608,11 @@ void stitch(std::vector<Step>& steps, const std::set<const Value*>& pinned,
         depends |=
             k.bound.kernel.buffers[b].role == BufferRole::kInput && writes(g, k.bound.values[b]);
       sibling = !depends && shares_input(g, k);
+      // Independent kernels that move less than a launch costs share one launch.
+      horizontal = !depends && !sibling && !is_library(g) && !is_library(k) &&
+                   static_cast<double>(moved_bytes(g) + moved_bytes(k)) < kLaunchBytes;
     }
-    if (open >= 0 && (depends || sibling)) {
+    if (open >= 0 && (depends || sibling || horizontal)) {
       FusedKernel& g = out[static_cast<size_t>(open)].kernels[0];
       std::string why;
       if (is_library(k) || is_library(g))
@@ -609,8 +622,9 @@ void stitch(std::vector<Step>& steps, const std::set<const Value*>& pinned,
       else if (g.bound.kernel.statements.size() + k.bound.kernel.statements.size() >
                kMaxStitchedStatements)
         why = fmt::format("more than {} statements in one kernel", kMaxStitchedStatements);
-      decisions.push_back({node_names(g), node_names(k), why.empty(),
-                           why.empty() ? (depends ? "stitched" : "stitched (siblings)") : why});
+      const char* how = depends ? "stitched" : sibling ? "stitched (siblings)"
+                                                       : "stitched (horizontal: small and independent)";
+      decisions.push_back({node_names(g), node_names(k), why.empty(), why.empty() ? how : why});
       if (why.empty()) {
         stitch_into(g, std::move(k));
         continue;

@@ -10,7 +10,8 @@
 //    or the producer is a few cheap ops (a broadcast scalar affine map).
 // 2. Stitching (through memory, with the kernel's statement order as the barrier). A
 //    memory-bound kernel that reads an output of the kernel just before it joins that
-//    kernel: its statements are appended, and an intermediate no one else reads becomes a
+//    kernel (as do siblings sharing an input, and small independent kernels, which then
+//    share a launch): its statements are appended, and an intermediate no one else reads becomes a
 //    temporary of the joint kernel. Library-class kernels (MatMul, Gemm, Conv, pooling)
 //    are not stitched. Where the statement budget forces cuts in a run of kernels, an
 //    exact plan (segments.h: an ILP over bytes moved plus launches) places them.
