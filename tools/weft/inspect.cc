@@ -159,7 +159,6 @@ int inspect(const InspectOptions& options) {
                                fused.status().message());
   }
   if (options.json) {
-    // Weft makes no library calls yet: MatMul, Gemm and Conv are generated kernels too.
     nlohmann::json out = {{"file", options.model},
                           {"device", options.device},
                           {"passes", passes},
@@ -168,6 +167,11 @@ int inspect(const InspectOptions& options) {
                           {"kernels", nlohmann::json::array()}};
     if (fused.ok() && unfused.ok()) {
       out["kernels"] = kernels_json(*fused);
+      for (const KernelSummary& k : fused->kernels) {
+        if (k.library) out["library_calls"].push_back({{"name", k.name}, {"node", k.info.node},
+                                                       {"op_type", k.info.op_type},
+                                                       {"strategy", k.info.strategy}});
+      }
       out["host_ops"] = fused->host_ops;
       out["fusion"] = fusion_json(*fused, *unfused);
     } else {

@@ -650,7 +650,7 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
     std::string ir = launches[l].library ? "(a library call)\n" : kernel::print_kernel(kernels[k++]);
     kernels_text +=
         fmt::format("# node '{}' ({}): {}\n{}\n", info.node, info.op_type, info.strategy, ir);
-    out.kernels.push_back({launches[l].name, info, std::move(ir)});
+    out.kernels.push_back({launches[l].name, info, std::move(ir), launches[l].library != nullptr});
   }
   timer.end("plan");
   if (!settings.generate) {

@@ -47,7 +47,8 @@ struct PhaseTime {
 struct KernelSummary {
   std::string name;
   runtime::LaunchInfo info;
-  std::string ir; // kernel::print_kernel
+  std::string ir;       // kernel::print_kernel
+  bool library = false; // a library call (oneDNN), not a generated kernel
 };
 
 class Stages;
