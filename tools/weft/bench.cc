@@ -122,9 +122,9 @@ std::string kernel_table(const runtime::Executable& exe, const KernelProfile& p)
     const runtime::Launch& launch = exe.launches()[l];
     out += fmt::format("{:<24} {:<28} {:>10.4f} {:>6.1f}% {:>10} {:>8.2f}  {} ({})\n", launch.name,
                        launch.info.strategy, p.median_ms[l],
-                       total > 0 ? 100 * p.median_ms[l] / total : 0.0,
-                       byte_size(launch.info.bytes), gb_per_s(launch.info.bytes, p.median_ms[l]),
-                       launch.info.op_type, launch.info.node);
+                       total > 0 ? 100 * p.median_ms[l] / total : 0.0, byte_size(launch.info.bytes),
+                       gb_per_s(launch.info.bytes, p.median_ms[l]), launch.info.op_type,
+                       launch.info.node);
   }
   out += fmt::format("{:<53} {:>10.4f} (sum of kernel medians)\n", "total", total);
   return out;

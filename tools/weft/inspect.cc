@@ -168,9 +168,11 @@ int inspect(const InspectOptions& options) {
     if (fused.ok() && unfused.ok()) {
       out["kernels"] = kernels_json(*fused);
       for (const KernelSummary& k : fused->kernels) {
-        if (k.library) out["library_calls"].push_back({{"name", k.name}, {"node", k.info.node},
-                                                       {"op_type", k.info.op_type},
-                                                       {"strategy", k.info.strategy}});
+        if (k.library)
+          out["library_calls"].push_back({{"name", k.name},
+                                          {"node", k.info.node},
+                                          {"op_type", k.info.op_type},
+                                          {"strategy", k.info.strategy}});
       }
       out["host_ops"] = fused->host_ops;
       out["fusion"] = fusion_json(*fused, *unfused);

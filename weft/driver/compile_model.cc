@@ -111,9 +111,9 @@ public:
     std::vector<int> slots;
     for (size_t b = 0; b < k.values.size(); ++b) {
       // A null value is a temporary of this launch only.
-      slots.push_back(k.values[b] ? slot_for(k.values[b])
-                                  : new_arena(bytes_of(k.kernel.buffers[b].dtype,
-                                                       k.kernel.buffers[b].shape)));
+      slots.push_back(
+          k.values[b] ? slot_for(k.values[b])
+                      : new_arena(bytes_of(k.kernel.buffers[b].dtype, k.kernel.buffers[b].shape)));
       touch(slots.back(), static_cast<int>(launches_));
     }
     ++launches_;
@@ -391,6 +391,13 @@ Result<std::vector<runtime::TensorInfo>> model_inputs(const ModelSource& model) 
 
 namespace {
 
+std::vector<std::string> output_names_of(const Graph& graph) {
+  std::vector<std::string> names;
+  for (const Value* v : graph.outputs)
+    names.push_back(v->name);
+  return names;
+}
+
 // Input positions whose values the compile bound (freeze_shape_operands), with the values.
 using Frozen = std::vector<std::pair<int, Tensor>>;
 
@@ -410,8 +417,8 @@ Status run_host_ops(Graph& graph) {
       for (size_t i = 0; i < node->outputs.size(); ++i) {
         Value* out = node->outputs[i];
         if (!out) continue;
-        Value* c = graph.add_constant(graph.unique_name(out->name + "_value"),
-                                      std::move((*outputs)[i]));
+        Value* c =
+            graph.add_constant(graph.unique_name(out->name + "_value"), std::move((*outputs)[i]));
         graph.replace_all_uses(out, c);
       }
       done.push_back(node.get());
@@ -440,7 +447,8 @@ std::vector<std::string> host_op_inputs(const Graph& graph, std::vector<std::str
           names.push_back(v->name);
       }
     }
-    if (is_data_dependent(*node) || fed) downstream.insert(node->outputs.begin(), node->outputs.end());
+    if (is_data_dependent(*node) || fed)
+      downstream.insert(node->outputs.begin(), node->outputs.end());
   }
   return names;
 }
@@ -455,10 +463,9 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
 // each handed-over content (the most recent few kept).
 class Stages {
 public:
-  Stages(Graph graph, std::vector<std::string> handed_over, Frozen frozen,
-         CompileSettings settings)
-      : graph_(std::move(graph)), handed_over_(std::move(handed_over)),
-        frozen_(std::move(frozen)), settings_(std::move(settings)) {
+  Stages(Graph graph, std::vector<std::string> handed_over, Frozen frozen, CompileSettings settings)
+      : graph_(std::move(graph)), handed_over_(std::move(handed_over)), frozen_(std::move(frozen)),
+        settings_(std::move(settings)) {
     settings_.dump_dir.clear();
   }
 
@@ -488,26 +495,20 @@ private:
     Graph graph = graph_.clone();
     for (size_t i = 0; i < handed.size(); ++i) {
       Value* v = graph.find_value(handed_over_[i]);
-      graph.replace_all_uses(v, graph.add_constant(graph.unique_name(v->name + "_value"),
-                                                   std::move(handed[i])));
+      graph.replace_all_uses(
+          v, graph.add_constant(graph.unique_name(v->name + "_value"), std::move(handed[i])));
     }
     WEFT_RETURN_IF_ERROR(refold(graph, "handed over"));
     WEFT_RETURN_IF_ERROR(run_host_ops(graph));
     auto next = std::make_shared<CompiledModel>();
     PhaseTimer timer(&next->phases);
     Dumper no_dump("");
-    next->output_names = compiled_output_names(graph);
-    WEFT_RETURN_IF_ERROR(compile_graph(std::move(graph), frozen_, settings_, no_dump, timer, *next));
+    next->output_names = output_names_of(graph);
+    WEFT_RETURN_IF_ERROR(
+        compile_graph(std::move(graph), frozen_, settings_, no_dump, timer, *next));
     if (kept_.size() == kKept) kept_.erase(kept_.begin());
     kept_.emplace_back(key, next);
     return std::shared_ptr<const CompiledModel>(next);
-  }
-
-  static std::vector<std::string> compiled_output_names(const Graph& graph) {
-    std::vector<std::string> names;
-    for (const Value* v : graph.outputs)
-      names.push_back(v->name);
-    return names;
   }
 
   Graph graph_;
@@ -545,7 +546,7 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
     return Status::error(fmt::format("unknown device '{}'", settings.device));
   std::vector<fusion::Step> steps;
   std::map<const Node*, library::LibraryCall> library_calls;
-  std::set<const Node*> absorbed;             // nodes library calls absorbed
+  std::set<const Node*> absorbed;            // nodes library calls absorbed
   std::map<const Node*, const Node*> run_at; // last node of a call -> its node
   std::vector<fusion::Decision> epilogue_decisions;
   const char* onednn = std::getenv("WEFT_ONEDNN");
@@ -647,7 +648,8 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
   std::string kernels_text;
   for (size_t l = 0, k = 0; l < launches.size(); ++l) {
     const runtime::LaunchInfo& info = launches[l].info;
-    std::string ir = launches[l].library ? "(a library call)\n" : kernel::print_kernel(kernels[k++]);
+    std::string ir =
+        launches[l].library ? "(a library call)\n" : kernel::print_kernel(kernels[k++]);
     kernels_text +=
         fmt::format("# node '{}' ({}): {}\n{}\n", info.node, info.op_type, info.strategy, ir);
     out.kernels.push_back({launches[l].name, info, std::move(ir), launches[l].library != nullptr});
@@ -669,8 +671,8 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
   std::string source = codegen::emit_prelude(dialect);
   for (size_t k = 0; k < kernels.size(); ++k)
     source += "\n" + functions[k];
-  log_info("{}: {} generated kernels, {} from the function cache; {} library calls",
-           graph.source, kernels.size(), hits, launches.size() - kernels.size());
+  log_info("{}: {} generated kernels, {} from the function cache; {} library calls", graph.source,
+           kernels.size(), hits, launches.size() - kernels.size());
 
   dump.write("kernels.txt", kernels_text);
   if (cuda) {
@@ -746,13 +748,11 @@ Result<CompiledModel> compile_model(const ModelSource& model,
   WEFT_RETURN_IF_ERROR(specialize(graph, sample_inputs, &frozen_inputs));
   WEFT_RETURN_IF_ERROR(run_host_ops(graph));
   observe("specialize", graph);
-  for (const Value* v : graph.outputs)
-    out.output_names.push_back(v->name);
+  out.output_names = output_names_of(graph);
   Frozen frozen;
   for (int i : frozen_inputs)
     frozen.emplace_back(i, sample_inputs[static_cast<size_t>(i)]);
-  WEFT_RETURN_IF_ERROR(
-      compile_graph(std::move(graph), frozen, settings, dump, timer, out));
+  WEFT_RETURN_IF_ERROR(compile_graph(std::move(graph), frozen, settings, dump, timer, out));
   return out;
 }
 

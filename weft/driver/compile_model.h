@@ -58,10 +58,10 @@ struct CompiledModel {
   // The model's kernels; with data-dependent ops (docs/data-dependent-shapes.md), those of
   // its first stage, which computes what the host ops read.
   std::unique_ptr<runtime::Executable> executable;
-  std::shared_ptr<const Stages> rest; // the later stages, if any
-  std::vector<std::string> host_ops;  // the data-dependent nodes after the first stage
+  std::shared_ptr<const Stages> rest;    // the later stages, if any
+  std::vector<std::string> host_ops;     // the data-dependent nodes after the first stage
   std::vector<std::string> output_names; // the model's outputs
-  std::string source; // the generated translation unit
+  std::string source;                    // the generated translation unit
   bool cache_hit = false;
   std::vector<PhaseTime> phases;
   std::string dump_dir;                                 // where the dump went, if anywhere

@@ -60,10 +60,9 @@ int op_count(const Statement& s) {
 // the sum and by the normalization).
 bool transcendental(const Statement& s) {
   static const std::set<ExprOp> kCostly = {
-      ExprOp::kExp,  ExprOp::kLog,  ExprOp::kErf,  ExprOp::kTanh,  ExprOp::kSigmoid,
-      ExprOp::kPow,  ExprOp::kSin,  ExprOp::kCos,  ExprOp::kTan,   ExprOp::kAsin,
-      ExprOp::kAcos, ExprOp::kAtan, ExprOp::kSinh, ExprOp::kCosh,  ExprOp::kAsinh,
-      ExprOp::kAcosh, ExprOp::kAtanh};
+      ExprOp::kExp,  ExprOp::kLog,  ExprOp::kErf,   ExprOp::kTanh,  ExprOp::kSigmoid, ExprOp::kPow,
+      ExprOp::kSin,  ExprOp::kCos,  ExprOp::kTan,   ExprOp::kAsin,  ExprOp::kAcos,    ExprOp::kAtan,
+      ExprOp::kSinh, ExprOp::kCosh, ExprOp::kAsinh, ExprOp::kAcosh, ExprOp::kAtanh};
   return std::any_of(s.expr.begin(), s.expr.end(),
                      [](const ExprNode& e) { return kCostly.contains(e.op); });
 }
@@ -407,8 +406,7 @@ void inline_producers(std::vector<Step>& steps, const std::set<const Value*>& pi
     }
     steps[i].kernels.clear(); // no kernel left; the step is dropped below
   }
-  std::erase_if(steps,
-                [](const Step& s) { return s.kernels.empty() && !s.alias && !s.library; });
+  std::erase_if(steps, [](const Step& s) { return s.kernels.empty() && !s.alias && !s.library; });
 }
 
 // Appends "k"'s statements and buffers to "g". A value "k" views with another shape than
@@ -538,7 +536,8 @@ std::map<size_t, std::string> exact_cuts(const std::vector<Step>& steps,
           joins = connected(i, j);
         if (!joins || (j > a && count > kMaxStitchedStatements)) break;
         for (const Value* v : run[j].reads) {
-          if (!out.contains(v) && in.insert(v).second) in_bytes += static_cast<double>(value_bytes(v));
+          if (!out.contains(v) && in.insert(v).second)
+            in_bytes += static_cast<double>(value_bytes(v));
         }
         out.insert(run[j].writes.begin(), run[j].writes.end());
         double out_bytes = 0; // written values read after the segment, or pinned
@@ -622,8 +621,9 @@ void stitch(std::vector<Step>& steps, const std::set<const Value*>& pinned,
       else if (g.bound.kernel.statements.size() + k.bound.kernel.statements.size() >
                kMaxStitchedStatements)
         why = fmt::format("more than {} statements in one kernel", kMaxStitchedStatements);
-      const char* how = depends ? "stitched" : sibling ? "stitched (siblings)"
-                                                       : "stitched (horizontal: small and independent)";
+      const char* how = depends   ? "stitched"
+                        : sibling ? "stitched (siblings)"
+                                  : "stitched (horizontal: small and independent)";
       decisions.push_back({node_names(g), node_names(k), why.empty(), why.empty() ? how : why});
       if (why.empty()) {
         stitch_into(g, std::move(k));

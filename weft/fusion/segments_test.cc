@@ -1,6 +1,6 @@
-#include "weft/fusion/segments.h"
-
 #include <gtest/gtest.h>
+
+#include "weft/fusion/segments.h"
 
 namespace weft::fusion {
 namespace {

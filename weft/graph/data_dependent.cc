@@ -162,8 +162,7 @@ Box box_at(const Tensor& boxes, int64_t index, bool center_point) {
   if (center_point) { // [x_center, y_center, width, height]
     return {c[1] - c[3] / 2, c[0] - c[2] / 2, c[1] + c[3] / 2, c[0] + c[2] / 2};
   }
-  return {std::min(c[0], c[2]), std::min(c[1], c[3]), std::max(c[0], c[2]),
-          std::max(c[1], c[3])};
+  return {std::min(c[0], c[2]), std::min(c[1], c[3]), std::max(c[0], c[2]), std::max(c[1], c[3])};
 }
 
 // Does "a" overlap "b" by more than "threshold" (intersection over union)?
@@ -249,8 +248,8 @@ Outputs eval_compress(const Node& node) {
   size_t slice_bytes = static_cast<size_t>(dtype_size(x.dtype()) * s.inner);
   for (int64_t o = 0; o < s.outer; ++o) {
     for (int64_t k = 0; k < n; ++k) {
-      size_t to = static_cast<size_t>(o * n + k), from = static_cast<size_t>(
-                                                      o * s.count + kept[static_cast<size_t>(k)]);
+      size_t to = static_cast<size_t>(o * n + k),
+             from = static_cast<size_t>(o * s.count + kept[static_cast<size_t>(k)]);
       std::memcpy(y.data() + to * slice_bytes, x.data() + from * slice_bytes, slice_bytes);
     }
   }
@@ -278,8 +277,8 @@ Result<std::vector<Tensor>> evaluate_on_host(const Node& node) {
 
 Result<std::vector<TensorType>> infer_non_zero(const Node& node) {
   const TensorType& x = node.inputs[0]->type;
-  Dim rank = x.shape ? Dim(std::max<int64_t>(1, static_cast<int64_t>(x.shape->size())))
-                     : Dim::unknown();
+  Dim rank =
+      x.shape ? Dim(std::max<int64_t>(1, static_cast<int64_t>(x.shape->size()))) : Dim::unknown();
   return std::vector<TensorType>{{DType::kI64, Shape{rank, Dim::unknown()}}};
 }
 

@@ -71,7 +71,7 @@ TEST(Graph, CloneIsDeepAndIndependent) {
   EXPECT_EQ(c.outputs[0]->producer, c.nodes()[0].get());
   c.replace_all_uses(c.outputs[0], c.inputs[0]);
   c.remove_nodes_if([](const Node&) { return true; });
-  EXPECT_EQ(g.nodes().size(), 1u); // the original is untouched
+  EXPECT_EQ(g.nodes().size(), 1u);    // the original is untouched
   EXPECT_EQ(c.unique_name("y"), "y"); // names follow the copy's own values
 }
 

@@ -604,8 +604,8 @@ const std::vector<OpDef>& build_table() {
     // Data-dependent output shapes (data_dependent.h): they run on the host between stages.
     t.push_back({"NonZero", 9, kAll, parse_none, infer_non_zero});
     t.push_back({"Unique", 11, kAll, parse_unique, infer_unique});
-    t.push_back({"NonMaxSuppression", 10, kAll, parse_non_max_suppression,
-                 infer_non_max_suppression});
+    t.push_back(
+        {"NonMaxSuppression", 10, kAll, parse_non_max_suppression, infer_non_max_suppression});
     t.push_back({"Scatter", 9, 10, parse_scatter, infer_scatter});
     t.push_back({"ScatterElements", 11, kAll, parse_scatter, infer_scatter});
     t.push_back({"ScatterND", 11, kAll, parse_scatter, infer_scatter});
