@@ -387,7 +387,7 @@ struct RecurrentAttrs {
   RnnDirection direction = RnnDirection::kForward;
   int64_t layout = 0; // 1: X, Y and the states are batch-major
   RnnActivations activations;
-  std::optional<float> clip; // none: no clipping of the gates' inputs
+  std::optional<float> clip;        // none: no clipping of the gates' inputs
   bool linear_before_reset = false; // GRU
   bool input_forget = false;        // LSTM
   WEFT_FIELDS(f("hidden_size", hidden_size); f("direction", direction); f("layout", layout);

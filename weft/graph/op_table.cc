@@ -383,8 +383,9 @@ OpAttrs parse_bit_shift(AttrParser& p) {
 // Weft), or a parse failure naming the supported ones.
 RnnActivation rnn_activation(AttrParser& p, const std::string& name) {
   for (size_t i = 0; i < std::size(kRnnActivations); ++i) {
-    if (std::equal(name.begin(), name.end(), kRnnActivations[i].begin(), kRnnActivations[i].end(),
-                   [](unsigned char a, unsigned char b) { return std::tolower(a) == std::tolower(b); }))
+    if (std::equal(
+            name.begin(), name.end(), kRnnActivations[i].begin(), kRnnActivations[i].end(),
+            [](unsigned char a, unsigned char b) { return std::tolower(a) == std::tolower(b); }))
       return static_cast<RnnActivation>(i);
   }
   p.fail(fmt::format("activation '{}' is not supported (Weft supports {})", name,
@@ -409,7 +410,10 @@ template <int kFunctions> OpAttrs parse_recurrent(AttrParser& p) {
     names = defaults[kFunctions - 1];
   }
   // One set may serve both directions.
-  if (names.size() == kFunctions && directions == 2) names.insert(names.end(), names.begin(), names.end());
+  if (names.size() == kFunctions && directions == 2) {
+    std::vector<std::string> one_direction = names;
+    names.insert(names.end(), one_direction.begin(), one_direction.end());
+  }
   if (names.size() != kFunctions * directions) {
     p.fail(fmt::format("attribute 'activations' has {} functions, expected {}", names.size(),
                        kFunctions * directions));

@@ -609,12 +609,15 @@ TypesOrError infer_recurrent(const Node& node) {
   Dim input = shape_of(0) ? (*shape_of(0))[2] : Dim::unknown();
   Shape state = a.layout == 0 ? Shape{dirs, batch, hidden} : Shape{batch, dirs, hidden};
   // The expected shape of each input, by position.
-  const std::pair<size_t, Shape> expected[] = {
-      {1, {dirs, gate_rows, input}}, {2, {dirs, gate_rows, hidden}}, {3, {dirs, bias_rows}},
-      {4, {batch}},                  {5, state},                     {6, state},
-      {7, {dirs, peephole_rows}}};
-  static const char* const kNames[] = {"X", "W", "R", "B", "sequence_lens", "initial_h",
-                                       "initial_c", "P"};
+  const std::pair<size_t, Shape> expected[] = {{1, {dirs, gate_rows, input}},
+                                               {2, {dirs, gate_rows, hidden}},
+                                               {3, {dirs, bias_rows}},
+                                               {4, {batch}},
+                                               {5, state},
+                                               {6, state},
+                                               {7, {dirs, peephole_rows}}};
+  static const char* const kNames[] = {"X",         "W",         "R", "B", "sequence_lens",
+                                       "initial_h", "initial_c", "P"};
   for (const auto& [i, want] : expected) {
     const Shape* s = shape_of(i);
     if (!s) continue;

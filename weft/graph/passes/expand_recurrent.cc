@@ -56,8 +56,8 @@ public:
     WEFT_CHECK(types.ok() && types->size() >= num_outputs,
                "expand_recurrent: the new node is well typed");
     for (size_t i = 0; i < num_outputs; ++i) {
-      n.outputs[i] = i == 0 && into ? into
-                                    : graph_.add_value(graph_.unique_name(n.name), (*types)[i]);
+      n.outputs[i] =
+          i == 0 && into ? into : graph_.add_value(graph_.unique_name(n.name), (*types)[i]);
     }
     std::vector<Value*> outputs = n.outputs;
     graph_.insert_node_before(&at_, std::move(n));
@@ -172,10 +172,10 @@ private:
   };
   // The recurrence's operands in one direction.
   struct Weights {
-    Value* r;                             // [gates*H, H]; GRU: r_zr [2H, H], r_h [H, H]
-    Value *r_zr, *r_h, *rb_zr, *rb_h;     // GRU
-    Value *p_i, *p_o, *p_f;               // LSTM peepholes [H], or null
-    const RnnActivation* f;               // the direction's activations
+    Value* rt;                        // R^T, [H, gates*H]; GRU: r_zr [H, 2H], r_h [H, H]
+    Value *r_zr, *r_h, *rb_zr, *rb_h; // GRU
+    Value *p_i, *p_o, *p_f;           // LSTM peepholes [H], or null
+    const RnnActivation* f;           // the direction's activations
   };
 
   DirectionOutputs direction(int64_t d, bool reverse) {
@@ -183,16 +183,15 @@ private:
     Value* w = b_.take(node_.inputs[1], d, 0);
     Value* wt = b_.op("Transpose", {w}, TransposeAttrs{Ints{1, 0}});
     Value* xw = b_.op("MatMul", {node_.inputs[0], wt}); // [seq, batch, gates*H]
-    Value* bias = node_.input(3) ? b_.take(node_.inputs[3], d, 0)
-                                 : b_.fill(dtype_, {2 * gh}, 0.0);
+    Value* bias = node_.input(3) ? b_.take(node_.inputs[3], d, 0) : b_.fill(dtype_, {2 * gh}, 0.0);
     std::vector<Value*> wb_rb = b_.split(bias, 0, {gh, gh});
     Weights wts{};
-    wts.r = b_.take(node_.inputs[2], d, 0);
+    wts.rt = b_.op("Transpose", {b_.take(node_.inputs[2], d, 0)}, TransposeAttrs{Ints{1, 0}});
     wts.f = &a_.activations[static_cast<size_t>(d) * functions_per_direction()];
     if (cell_ == Cell::kGru) {
       // R's and Rb's reset-gate part stays in the step: it is applied after the reset.
       xw = b_.op("Add", {xw, wb_rb[0]});
-      std::vector<Value*> r = b_.split(wts.r, 0, {2 * hidden_, hidden_});
+      std::vector<Value*> r = b_.split(wts.rt, 1, {2 * hidden_, hidden_});
       std::vector<Value*> rb = b_.split(wb_rb[1], 0, {2 * hidden_, hidden_});
       wts.r_zr = r[0], wts.r_h = r[1], wts.rb_zr = rb[0], wts.rb_h = rb[1];
     } else {
@@ -235,7 +234,7 @@ private:
 
   State step(const Weights& w, Value* x_t, State prev) {
     switch (cell_) {
-      case Cell::kRnn: return {activate(w.f[0], gemm(prev.h, w.r, x_t)), nullptr};
+      case Cell::kRnn: return {activate(w.f[0], times_add(prev.h, w.rt, x_t)), nullptr};
       case Cell::kGru: return gru_step(w, x_t, prev);
       case Cell::kLstm: return lstm_step(w, x_t, prev);
     }
@@ -247,12 +246,12 @@ private:
   // H' = (1 - z) n + z H = n + z (H - n).
   State gru_step(const Weights& w, Value* x_t, State prev) {
     std::vector<Value*> x = b_.split(x_t, 1, {hidden_, hidden_, hidden_});
-    std::vector<Value*> hzr = b_.split(gemm(prev.h, w.r_zr, w.rb_zr), 1, {hidden_, hidden_});
+    std::vector<Value*> hzr = b_.split(times_add(prev.h, w.r_zr, w.rb_zr), 1, {hidden_, hidden_});
     Value* z = activate(w.f[0], b_.op("Add", {x[0], hzr[0]}));
     Value* r = activate(w.f[0], b_.op("Add", {x[1], hzr[1]}));
     Value* pre = a_.linear_before_reset
-                     ? b_.op("Add", {x[2], b_.op("Mul", {r, gemm(prev.h, w.r_h, w.rb_h)})})
-                     : b_.op("Add", {x[2], gemm(b_.op("Mul", {r, prev.h}), w.r_h, w.rb_h)});
+                     ? b_.op("Add", {x[2], b_.op("Mul", {r, times_add(prev.h, w.r_h, w.rb_h)})})
+                     : b_.op("Add", {x[2], times_add(b_.op("Mul", {r, prev.h}), w.r_h, w.rb_h)});
     Value* n = activate(w.f[1], pre);
     Value* h = b_.op("Add", {n, b_.op("Mul", {z, b_.op("Sub", {prev.h, n})})});
     return {h, nullptr};
@@ -261,7 +260,8 @@ private:
   // Gates i, o, f, c from x_t + H R^T; peepholes add P * C to i and f (old C) and o (new C).
   // C' = f C + i g(c), H' = o h(C'); with input_forget, f = 1 - i.
   State lstm_step(const Weights& w, Value* x_t, State prev) {
-    std::vector<Value*> g = b_.split(gemm(prev.h, w.r, x_t), 1, {hidden_, hidden_, hidden_, hidden_});
+    std::vector<Value*> g =
+        b_.split(times_add(prev.h, w.rt, x_t), 1, {hidden_, hidden_, hidden_, hidden_});
     auto peephole = [&](Value* gate, Value* p, Value* c) {
       return p ? b_.op("Add", {gate, b_.op("Mul", {p, c})}) : gate;
     };
@@ -273,9 +273,9 @@ private:
     return {b_.op("Mul", {o, apply(w.f[2], c)}), c};
   }
 
-  // a * b^T + c.
-  Value* gemm(Value* a, Value* b, Value* c) {
-    return b_.op("Gemm", {a, b, c}, GemmAttrs{1.0f, 1.0f, false, true});
+  // a * b + c: a MatMul whose Add oneDNN takes as a post-op.
+  Value* times_add(Value* a, Value* b, Value* c) {
+    return b_.op("Add", {b_.op("MatMul", {a, b}), c});
   }
 
   // "fn" of a gate's input, clipped first when the node says so.
@@ -339,8 +339,8 @@ Status expand_recurrent(Graph& graph) {
   }
   for (Node* node : nodes) {
     Unroller unroller(graph, *node);
-    WEFT_RETURN_IF_ERROR(unroller.check().with_location(
-        {graph.source, node->name, node->op_type, node->opset}));
+    WEFT_RETURN_IF_ERROR(
+        unroller.check().with_location({graph.source, node->name, node->op_type, node->opset}));
     // The new nodes define the node's output values, so that their names stay.
     std::vector<Value*> outputs = node->outputs;
     for (Value*& out : node->outputs) {
