@@ -57,7 +57,7 @@ class CliTest(unittest.TestCase):
         r = weft("inspect", path)
         self.assertEqual(r.returncode, 0, r.stderr)
         for step in ["import", "fold_constants", "infer_shapes", "canonicalize",
-                     "eliminate_identity", "eliminate_dead_code"]:
+                     "expand_recurrent", "eliminate_identity", "eliminate_dead_code"]:
             self.assertIn(f"== {step} ==", r.stdout)
         self.assertIn("node the_node: %y: f32[N,4] = Relu(%x)", r.stdout)
 
