@@ -172,36 +172,47 @@ private:
   };
   // The recurrence's operands in one direction.
   struct Weights {
-    Value* rt;                        // R^T, [H, gates*H]; GRU: r_zr [H, 2H], r_h [H, H]
-    Value *r_zr, *r_h, *rb_zr, *rb_h; // GRU
+    Value* xw;                        // X W^T + biases, [seq, batch, gates*H]
+    Value* rt;                        // R^T, [H, gates*H]
+    Value *r_zr, *r_h, *rb_zr, *rb_h; // GRU: R^T's and Rb's parts, [H, 2H] [H, H] [2H] [H]
     Value *p_i, *p_o, *p_f;           // LSTM peepholes [H], or null
     const RnnActivation* f;           // the direction's activations
   };
 
-  DirectionOutputs direction(int64_t d, bool reverse) {
+  Weights weights(int64_t d) {
     int64_t gh = gates_of(cell_) * hidden_;
-    Value* w = b_.take(node_.inputs[1], d, 0);
-    Value* wt = b_.op("Transpose", {w}, TransposeAttrs{Ints{1, 0}});
-    Value* xw = b_.op("MatMul", {node_.inputs[0], wt}); // [seq, batch, gates*H]
+    Weights w{};
+    Value* wt = b_.op("Transpose", {b_.take(node_.inputs[1], d, 0)}, TransposeAttrs{Ints{1, 0}});
+    w.xw = b_.op("MatMul", {node_.inputs[0], wt});
     Value* bias = node_.input(3) ? b_.take(node_.inputs[3], d, 0) : b_.fill(dtype_, {2 * gh}, 0.0);
     std::vector<Value*> wb_rb = b_.split(bias, 0, {gh, gh});
-    Weights wts{};
-    wts.rt = b_.op("Transpose", {b_.take(node_.inputs[2], d, 0)}, TransposeAttrs{Ints{1, 0}});
-    wts.f = &a_.activations[static_cast<size_t>(d) * functions_per_direction()];
+    w.rt = b_.op("Transpose", {b_.take(node_.inputs[2], d, 0)}, TransposeAttrs{Ints{1, 0}});
+    w.f = &a_.activations[static_cast<size_t>(d) * functions_per_direction()];
     if (cell_ == Cell::kGru) {
-      // R's and Rb's reset-gate part stays in the step: it is applied after the reset.
-      xw = b_.op("Add", {xw, wb_rb[0]});
-      std::vector<Value*> r = b_.split(wts.rt, 1, {2 * hidden_, hidden_});
+      // Rb stays in the steps: with linear_before_reset, the reset gate scales Rbh.
+      w.xw = b_.op("Add", {w.xw, wb_rb[0]});
+      std::vector<Value*> r = b_.split(w.rt, 1, {2 * hidden_, hidden_});
       std::vector<Value*> rb = b_.split(wb_rb[1], 0, {2 * hidden_, hidden_});
-      wts.r_zr = r[0], wts.r_h = r[1], wts.rb_zr = rb[0], wts.rb_h = rb[1];
+      w.r_zr = r[0];
+      w.r_h = r[1];
+      w.rb_zr = rb[0];
+      w.rb_h = rb[1];
     } else {
-      xw = b_.op("Add", {xw, b_.op("Add", {wb_rb[0], wb_rb[1]})});
+      w.xw = b_.op("Add", {w.xw, b_.op("Add", {wb_rb[0], wb_rb[1]})});
     }
     if (cell_ == Cell::kLstm && node_.input(7)) {
       std::vector<Value*> p =
           b_.split(b_.take(node_.inputs[7], d, 0), 0, {hidden_, hidden_, hidden_});
-      wts.p_i = p[0], wts.p_o = p[1], wts.p_f = p[2];
+      w.p_i = p[0];
+      w.p_o = p[1];
+      w.p_f = p[2];
     }
+    return w;
+  }
+
+  DirectionOutputs direction(int64_t d, bool reverse) {
+    Weights wts = weights(d);
+    Value* xw = wts.xw;
     // With lengths, the reverse direction runs forward over each entry's reversed sequence.
     bool reversed_input = reverse && lens_;
     if (reversed_input) xw = reverse_sequence(xw);
