@@ -24,6 +24,7 @@
 #include "weft/graph/passes/canonicalize.h"
 #include "weft/graph/passes/eliminate_dead_code.h"
 #include "weft/graph/passes/eliminate_identity.h"
+#include "weft/graph/passes/expand_recurrent.h"
 #include "weft/graph/passes/fold_constants.h"
 #include "weft/graph/passes/infer_shapes.h"
 #include "weft/graph/passes/specialize_shapes.h"
@@ -51,6 +52,10 @@ Status refold(Graph& graph, std::string_view after) {
     WEFT_RETURN_IF_ERROR(fold_constants(graph));
     WEFT_RETURN_IF_ERROR(infer_shapes(graph));
   }
+  // Needs static sequence lengths. The slices of the weights it takes fold when the weights
+  // are constant.
+  WEFT_RETURN_IF_ERROR(expand_recurrent(graph));
+  WEFT_RETURN_IF_ERROR(fold_constants(graph));
   WEFT_RETURN_IF_ERROR(canonicalize(graph));
   WEFT_RETURN_IF_ERROR(eliminate_identity(graph));
   WEFT_RETURN_IF_ERROR(eliminate_dead_code(graph));
@@ -607,6 +612,11 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
   timer.end("lower");
   if (settings.fusion) {
     std::set<const Value*> pinned(graph.outputs.begin(), graph.outputs.end());
+    // A library call reads what it binds, which includes the inputs of the nodes it absorbed
+    // (a Transpose before a MatMul), not only those of its own node: none may become a
+    // temporary of another kernel.
+    for (const auto& [node, call] : library_calls)
+      pinned.insert(call.values.begin(), call.values.end());
     fusion::FusionResult fused = fusion::fuse(std::move(steps), pinned);
     steps = std::move(fused.steps);
     out.fusion_decisions = std::move(epilogue_decisions);

@@ -3,6 +3,7 @@
 #include "weft/graph/passes/canonicalize.h"
 #include "weft/graph/passes/eliminate_dead_code.h"
 #include "weft/graph/passes/eliminate_identity.h"
+#include "weft/graph/passes/expand_recurrent.h"
 #include "weft/graph/passes/fold_constants.h"
 #include "weft/graph/passes/infer_shapes.h"
 #include "weft/graph/verify_graph.h"
@@ -24,8 +25,8 @@ Status run_pass(std::string_view name, Status (*pass)(Graph&), Graph& graph,
 
 const std::vector<std::string_view>& pipeline_steps() {
   static const std::vector<std::string_view> steps = {
-      "import",       "fold_constants",     "infer_shapes",
-      "canonicalize", "eliminate_identity", "eliminate_dead_code"};
+      "import",           "fold_constants",     "infer_shapes",       "canonicalize",
+      "expand_recurrent", "eliminate_identity", "eliminate_dead_code"};
   return steps;
 }
 
@@ -41,6 +42,8 @@ Result<Graph> run_graph_pipeline(const ModelSource& model, const PassObserver& o
   WEFT_RETURN_IF_ERROR(run_pass("infer_shapes", infer_shapes, graph, observe));
   // Needs the folded constants to move axes and bounds into attributes.
   WEFT_RETURN_IF_ERROR(run_pass("canonicalize", canonicalize, graph, observe));
+  // Recurrent ops whose shapes are static already; the others wait for specialization.
+  WEFT_RETURN_IF_ERROR(run_pass("expand_recurrent", expand_recurrent, graph, observe));
   // After canonicalize, which turns empty-axes reductions into Identity.
   WEFT_RETURN_IF_ERROR(run_pass("eliminate_identity", eliminate_identity, graph, observe));
   // Last: removes what the passes above left unused.

@@ -386,6 +386,26 @@ struct LossAttrs {
   WEFT_FIELDS(f("reduction", reduction); f("ignore_index", ignore_index))
 };
 
+// RNN, GRU, LSTM. "activations" lists the op's functions (f; f, g; f, g, h) for each
+// direction, forward first, with the ONNX defaults filled in.
+enum class RnnDirection : uint8_t { kForward, kReverse, kBidirectional };
+// The functions Weft supports, named as the ONNX ops that compute them. ONNX also lists
+// functions with parameters (LeakyRelu, HardSigmoid, Affine, ...), which the parser refuses.
+enum class RnnActivation : uint8_t { kSigmoid, kTanh, kRelu, kSoftsign, kSoftplus };
+using RnnActivations = std::vector<RnnActivation>;
+struct RecurrentAttrs {
+  std::optional<int64_t> hidden_size; // none: from R's shape
+  RnnDirection direction = RnnDirection::kForward;
+  int64_t layout = 0; // 1: X, Y and the states are batch-major
+  RnnActivations activations;
+  std::optional<float> clip;        // none: no clipping of the gates' inputs
+  bool linear_before_reset = false; // GRU
+  bool input_forget = false;        // LSTM
+  WEFT_FIELDS(f("hidden_size", hidden_size); f("direction", direction); f("layout", layout);
+              f("activations", activations); f("clip", clip);
+              f("linear_before_reset", linear_before_reset); f("input_forget", input_forget))
+};
+
 struct ConstantAttrs {
   TensorRef value;
   WEFT_FIELDS(f("value", value))
@@ -404,7 +424,7 @@ using OpAttrs = std::variant<
     PoolAttrs, GemmAttrs, BatchNormAttrs, EpsilonAttrs, LayerNormAttrs, DropoutAttrs, QuantizeAttrs,
     WindowAttrs, ReverseSequenceAttrs, LrnAttrs, DftAttrs, EinsumAttrs, TopKAttrs, TriluAttrs,
     EyeLikeAttrs, CumSumAttrs, BlockAttrs, BitShiftAttrs, ShrinkAttrs, ResizeAttrs, GridSampleAttrs,
-    LossAttrs, ConstantAttrs, ConstantOfShapeAttrs>;
+    LossAttrs, RecurrentAttrs, ConstantAttrs, ConstantOfShapeAttrs>;
 
 #undef WEFT_FIELDS
 
@@ -418,5 +438,7 @@ std::string_view resize_coordinates_name(ResizeCoordinates c);
 std::string_view nearest_mode_name(NearestMode m);
 std::string_view grid_sample_mode_name(GridSampleMode m);
 std::string_view grid_padding_name(GridPadding p);
+std::string_view rnn_direction_name(RnnDirection d);
+std::string_view rnn_activation_name(RnnActivation a); // the ONNX op computing it
 
 } // namespace weft

@@ -1,6 +1,7 @@
 #include "weft/graph/op_table.h"
 
 #include <algorithm>
+#include <cctype>
 #include <limits>
 
 #include <fmt/format.h>
@@ -58,6 +59,11 @@ Ints AttrParser::ints_or_empty(std::string_view name) {
 
 std::vector<float> AttrParser::floats(std::string_view name) {
   return expect(name, AttrReader::Kind::kFloats) ? reader_.get_floats(name) : std::vector<float>{};
+}
+
+std::vector<std::string> AttrParser::strings(std::string_view name) {
+  return expect(name, AttrReader::Kind::kStrings) ? reader_.get_strings(name)
+                                                  : std::vector<std::string>{};
 }
 
 std::optional<Ints> AttrParser::optional_ints(std::string_view name) {
@@ -154,6 +160,16 @@ std::string_view grid_sample_mode_name(GridSampleMode m) {
   return kGridSampleModes[static_cast<size_t>(m)];
 }
 std::string_view grid_padding_name(GridPadding p) { return kGridPaddings[static_cast<size_t>(p)]; }
+
+constexpr std::string_view kRnnDirections[] = {"forward", "reverse", "bidirectional"};
+constexpr std::string_view kRnnActivations[] = {"Sigmoid", "Tanh", "Relu", "Softsign", "Softplus"};
+
+std::string_view rnn_direction_name(RnnDirection d) {
+  return kRnnDirections[static_cast<size_t>(d)];
+}
+std::string_view rnn_activation_name(RnnActivation a) {
+  return kRnnActivations[static_cast<size_t>(a)];
+}
 
 std::string_view resize_mode_name(ResizeMode m) { return kResizeModes[static_cast<size_t>(m)]; }
 std::string_view resize_coordinates_name(ResizeCoordinates c) {
@@ -370,6 +386,54 @@ OpAttrs parse_bit_shift(AttrParser& p) {
   if (direction != "LEFT" && direction != "RIGHT")
     p.fail("attribute 'direction' must be \"LEFT\" or \"RIGHT\"");
   return BitShiftAttrs{direction == "LEFT"};
+}
+
+// The activation spelled "name" (ONNX Runtime reads them case-insensitively, and so does
+// Weft), or a parse failure naming the supported ones.
+RnnActivation rnn_activation(AttrParser& p, const std::string& name) {
+  for (size_t i = 0; i < std::size(kRnnActivations); ++i) {
+    if (std::equal(
+            name.begin(), name.end(), kRnnActivations[i].begin(), kRnnActivations[i].end(),
+            [](unsigned char a, unsigned char b) { return std::tolower(a) == std::tolower(b); }))
+      return static_cast<RnnActivation>(i);
+  }
+  p.fail(fmt::format("activation '{}' is not supported (Weft supports {})", name,
+                     fmt::join(kRnnActivations, ", ")));
+  return RnnActivation::kTanh;
+}
+
+// RNN, GRU and LSTM, whose cells apply "kFunctions" activations (1, 2 or 3) per direction,
+// from opset 7 (layout from opset 14).
+template <int kFunctions> OpAttrs parse_recurrent(AttrParser& p) {
+  RecurrentAttrs a;
+  a.hidden_size = p.optional_int("hidden_size");
+  if (a.hidden_size && *a.hidden_size < 1) p.fail("attribute 'hidden_size' must be positive");
+  a.direction = enum_attr<RnnDirection>(p, "direction", kRnnDirections, "forward");
+  a.layout = p.int_or("layout", 0);
+  if (a.layout != 0 && a.layout != 1) p.fail("attribute 'layout' must be 0 or 1");
+  size_t directions = a.direction == RnnDirection::kBidirectional ? 2 : 1;
+  std::vector<std::string> names = p.strings("activations");
+  if (names.empty()) {
+    static const std::vector<std::string> defaults[] = {
+        {"Tanh"}, {"Sigmoid", "Tanh"}, {"Sigmoid", "Tanh", "Tanh"}};
+    names = defaults[kFunctions - 1];
+  }
+  // One set may serve both directions.
+  if (names.size() == kFunctions && directions == 2) {
+    std::vector<std::string> one_direction = names;
+    names.insert(names.end(), one_direction.begin(), one_direction.end());
+  }
+  if (names.size() != kFunctions * directions) {
+    p.fail(fmt::format("attribute 'activations' has {} functions, expected {}", names.size(),
+                       kFunctions * directions));
+  }
+  for (const std::string& name : names)
+    a.activations.push_back(rnn_activation(p, name));
+  a.clip = p.optional_float("clip");
+  if (a.clip && !(*a.clip > 0)) p.fail("attribute 'clip' must be positive");
+  a.linear_before_reset = p.bool_or("linear_before_reset", false);
+  a.input_forget = p.bool_or("input_forget", false);
+  return a;
 }
 
 OpAttrs parse_shrink(AttrParser& p) {
@@ -625,6 +689,9 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"Constant", 1, kAll, parse_constant, infer_constant});
     t.push_back({"ConstantOfShape", 9, kAll, parse_constant_of_shape, infer_constant_of_shape});
     t.push_back({"Dropout", 1, kAll, parse_dropout, infer_dropout});
+    t.push_back({"RNN", 7, kAll, parse_recurrent<1>, infer_recurrent});
+    t.push_back({"GRU", 7, kAll, parse_recurrent<2>, infer_recurrent});
+    t.push_back({"LSTM", 7, kAll, parse_recurrent<3>, infer_recurrent});
     return t;
   }();
   return table;

@@ -24,7 +24,7 @@ struct Node;
 // a NodeProto, so that the table does not depend on protobuf.
 class AttrReader {
 public:
-  enum class Kind { kMissing, kInt, kFloat, kString, kInts, kFloats, kTensor, kOther };
+  enum class Kind { kMissing, kInt, kFloat, kString, kInts, kFloats, kStrings, kTensor, kOther };
   virtual ~AttrReader() = default;
   virtual Kind kind(std::string_view name) const = 0;
   virtual int64_t get_int(std::string_view name) const = 0;
@@ -32,6 +32,7 @@ public:
   virtual std::string get_string(std::string_view name) const = 0;
   virtual Ints get_ints(std::string_view name) const = 0;
   virtual std::vector<float> get_floats(std::string_view name) const = 0;
+  virtual std::vector<std::string> get_strings(std::string_view name) const = 0;
   virtual Result<Tensor> get_tensor(std::string_view name) const = 0;
   // An int attribute holding an ONNX data type; none when Weft has no such dtype.
   virtual std::optional<DType> get_dtype(std::string_view name) const = 0;
@@ -53,6 +54,7 @@ public:
   Ints ints_or_empty(std::string_view name);
   std::optional<Ints> optional_ints(std::string_view name);
   std::vector<float> floats(std::string_view name);
+  std::vector<std::string> strings(std::string_view name); // empty when absent
   std::optional<int64_t> optional_int(std::string_view name);
   TensorRef tensor(std::string_view name);
   DType dtype(std::string_view name, DType fallback);

@@ -20,6 +20,13 @@ std::string attr_text(ResizeCoordinates v) { return std::string(resize_coordinat
 std::string attr_text(NearestMode v) { return std::string(nearest_mode_name(v)); }
 std::string attr_text(GridSampleMode v) { return std::string(grid_sample_mode_name(v)); }
 std::string attr_text(GridPadding v) { return std::string(grid_padding_name(v)); }
+std::string attr_text(RnnDirection v) { return std::string(rnn_direction_name(v)); }
+std::string attr_text(const RnnActivations& v) {
+  std::vector<std::string_view> names;
+  for (RnnActivation a : v)
+    names.push_back(rnn_activation_name(a));
+  return fmt::format("[{}]", fmt::join(names, ", "));
+}
 std::string attr_text(const std::string& v) { return fmt::format("\"{}\"", v); }
 std::string attr_text(const Ints& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 std::string attr_text(const TensorRef& v) { return v ? v->to_string() : "none"; }
@@ -38,6 +45,13 @@ nlohmann::json attr_json(ResizeCoordinates v) { return std::string(resize_coordi
 nlohmann::json attr_json(NearestMode v) { return std::string(nearest_mode_name(v)); }
 nlohmann::json attr_json(GridSampleMode v) { return std::string(grid_sample_mode_name(v)); }
 nlohmann::json attr_json(GridPadding v) { return std::string(grid_padding_name(v)); }
+nlohmann::json attr_json(RnnDirection v) { return std::string(rnn_direction_name(v)); }
+nlohmann::json attr_json(const RnnActivations& v) {
+  nlohmann::json out = nlohmann::json::array();
+  for (RnnActivation a : v)
+    out.push_back(std::string(rnn_activation_name(a)));
+  return out;
+}
 nlohmann::json attr_json(const std::string& v) { return v; }
 nlohmann::json attr_json(const Ints& v) { return v; }
 nlohmann::json attr_json(const TensorRef& v) { return v ? v->to_string() : "none"; }

@@ -582,6 +582,60 @@ TypesOrError infer_reverse_sequence(const Node& node) {
   return one(x);
 }
 
+// RNN, GRU, LSTM (gates: 1, 3, 4). With D directions and H hidden units, W is [D, gates*H,
+// input], R [D, gates*H, H], B [D, 2*gates*H], P [D, 3*H]; the states are [D, batch, H]
+// and Y is [seq, D, batch, H], or batch-major [batch, D, H] and [batch, seq, D, H] at
+// layout 1.
+TypesOrError infer_recurrent(const Node& node) {
+  const auto& a = node.attrs_as<RecurrentAttrs>();
+  int64_t gates = node.op_type == "GRU" ? 3 : node.op_type == "LSTM" ? 4 : 1;
+  Dim dirs = a.direction == RnnDirection::kBidirectional ? 2 : 1;
+  const TensorType& x = in_type(node, 0);
+  auto shape_of = [&](size_t i) -> const Shape* {
+    const Value* v = node.input(i);
+    return v && v->type.shape ? &*v->type.shape : nullptr;
+  };
+  Dim seq = Dim::unknown(), batch = Dim::unknown(), hidden = Dim::unknown();
+  if (a.hidden_size) hidden = *a.hidden_size;
+  if (const Shape* s = shape_of(0)) {
+    if (s->size() != 3) return fail("X must have rank 3");
+    seq = (*s)[a.layout == 0 ? 0 : 1];
+    batch = (*s)[a.layout == 0 ? 1 : 0];
+  }
+  if (const Shape* r = shape_of(2); r && r->size() == 3 && !a.hidden_size) hidden = (*r)[2];
+  Dim gate_rows = hidden.is_static() ? Dim(gates * hidden.value()) : Dim::unknown();
+  Dim bias_rows = hidden.is_static() ? Dim(2 * gates * hidden.value()) : Dim::unknown();
+  Dim peephole_rows = hidden.is_static() ? Dim(3 * hidden.value()) : Dim::unknown();
+  Dim input = shape_of(0) ? (*shape_of(0))[2] : Dim::unknown();
+  Shape state = a.layout == 0 ? Shape{dirs, batch, hidden} : Shape{batch, dirs, hidden};
+  // The expected shape of each input, by position.
+  const std::pair<size_t, Shape> expected[] = {{1, {dirs, gate_rows, input}},
+                                               {2, {dirs, gate_rows, hidden}},
+                                               {3, {dirs, bias_rows}},
+                                               {4, {batch}},
+                                               {5, state},
+                                               {6, state},
+                                               {7, {dirs, peephole_rows}}};
+  static const char* const kNames[] = {"X",         "W",         "R", "B", "sequence_lens",
+                                       "initial_h", "initial_c", "P"};
+  for (const auto& [i, want] : expected) {
+    const Shape* s = shape_of(i);
+    if (!s) continue;
+    bool ok = s->size() == want.size();
+    for (size_t d = 0; ok && d < want.size(); ++d)
+      ok = agree((*s)[d], want[d]);
+    if (!ok)
+      return fail(fmt::format("{} has shape {}, expected {}", kNames[i], shape_to_string(*s),
+                              shape_to_string(want)));
+  }
+  std::vector<TensorType> out = {
+      {x.dtype, a.layout == 0 ? Shape{seq, dirs, batch, hidden} : Shape{batch, seq, dirs, hidden}},
+      {x.dtype, state},
+      {x.dtype, state}};
+  out.resize(std::min(out.size(), std::max<size_t>(node.outputs.size(), 1)));
+  return out;
+}
+
 // Scale and bias: one per channel.
 TypesOrError infer_instance_norm(const Node& node) {
   const TensorType& x = in_type(node, 0);

@@ -22,6 +22,7 @@ AttrReader::Kind NodeAttrReader::kind(std::string_view name) const {
     case A::STRING: return Kind::kString;
     case A::INTS: return Kind::kInts;
     case A::FLOATS: return Kind::kFloats;
+    case A::STRINGS: return Kind::kStrings;
     case A::TENSOR: return Kind::kTensor;
     default: return Kind::kOther;
   }
@@ -39,6 +40,11 @@ Ints NodeAttrReader::get_ints(std::string_view name) const {
 std::vector<float> NodeAttrReader::get_floats(std::string_view name) const {
   const auto& floats = find(name)->floats();
   return std::vector<float>(floats.begin(), floats.end());
+}
+
+std::vector<std::string> NodeAttrReader::get_strings(std::string_view name) const {
+  const auto& strings = find(name)->strings();
+  return std::vector<std::string>(strings.begin(), strings.end());
 }
 
 Result<Tensor> NodeAttrReader::get_tensor(std::string_view name) const {

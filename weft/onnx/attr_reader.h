@@ -20,6 +20,7 @@ public:
   std::string get_string(std::string_view name) const override;
   Ints get_ints(std::string_view name) const override;
   std::vector<float> get_floats(std::string_view name) const override;
+  std::vector<std::string> get_strings(std::string_view name) const override;
   Result<Tensor> get_tensor(std::string_view name) const override;
   std::optional<DType> get_dtype(std::string_view name) const override;
 

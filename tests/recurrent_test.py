@@ -1,0 +1,186 @@
+"""RNN, GRU and LSTM, which Weft unrolls over time steps (expand_recurrent), run with
+`weft run` and compared (rtol 1e-4, atol 1e-5) with:
+- a NumPy reading of the ONNX spec, one batch entry at a time, on the forms the backend test
+  cases leave out: reverse and bidirectional with sequence_lens, layout 1 with initial
+  states, clip, GRU without linear_before_reset, LSTM input_forget, Relu;
+- PyTorch (when installed): an LSTM and a GRU exported with torch.onnx (rtol 1e-3, atol 1e-4).
+
+Usage: recurrent_test.py WEFT_BINARY
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import warnings
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
+DEFAULT_ACTIVATIONS = {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"],
+                       "LSTM": ["Sigmoid", "Tanh", "Tanh"]}
+FUNCTIONS = {"Sigmoid": lambda v: 1 / (1 + np.exp(-v)), "Tanh": np.tanh,
+             "Relu": lambda v: np.maximum(v, 0)}
+
+
+def cell(op, a, fs, x, h, c, w, r, wb, rb, p):
+    """One step of one batch entry: the new (h, c)."""
+    H = h.shape[0]
+    clip = (lambda v: np.clip(v, -a["clip"], a["clip"])) if "clip" in a else (lambda v: v)
+    f = FUNCTIONS[fs[0]]
+    if op == "RNN":
+        return f(clip(w @ x + r @ h + wb + rb)), c
+    if op == "GRU":
+        gx, gh = w @ x + wb, r @ h + rb
+        z = f(clip(gx[:H] + gh[:H]))
+        rr = f(clip(gx[H:2 * H] + gh[H:2 * H]))
+        if a.get("linear_before_reset"):
+            n = FUNCTIONS[fs[1]](clip(gx[2 * H:] + rr * gh[2 * H:]))
+        else:
+            n = FUNCTIONS[fs[1]](clip(gx[2 * H:] + r[2 * H:] @ (rr * h) + rb[2 * H:]))
+        return (1 - z) * n + z * h, c
+    g = w @ x + r @ h + wb + rb  # gates i, o, f, c
+    pi, po, pf = (p[:H], p[H:2 * H], p[2 * H:]) if p is not None else (0, 0, 0)
+    i = f(clip(g[:H] + pi * c))
+    fg = 1 - i if a.get("input_forget") else f(clip(g[2 * H:3 * H] + pf * c))
+    c = fg * c + i * FUNCTIONS[fs[1]](clip(g[3 * H:]))
+    o = f(clip(g[H:2 * H] + po * c))
+    return o * FUNCTIONS[fs[2]](c), c
+
+
+def reference(op, a, X, W, R, B=None, lens=None, h0=None, c0=None, P=None):
+    """Y, Y_h, Y_c as the ONNX spec defines them."""
+    batch_major = a.get("layout", 0) == 1
+    if batch_major:
+        X = X.transpose(1, 0, 2)
+        h0 = None if h0 is None else h0.transpose(1, 0, 2)
+        c0 = None if c0 is None else c0.transpose(1, 0, 2)
+    S, N, _ = X.shape
+    D, _, H = R.shape
+    acts = a.get("activations", DEFAULT_ACTIVATIONS[op] * D)
+    k = len(acts) // D
+    Y = np.zeros((S, D, N, H), np.float32)
+    Yh = np.zeros((D, N, H), np.float32)
+    Yc = np.zeros((D, N, H), np.float32)
+    for d in range(D):
+        reverse = a.get("direction") == "reverse" or d == 1
+        wb, rb = np.split(B[d], 2) if B is not None else (0, 0)
+        for n in range(N):
+            h = h0[d, n] if h0 is not None else np.zeros(H, np.float32)
+            c = c0[d, n] if c0 is not None else np.zeros(H, np.float32)
+            length = lens[n] if lens is not None else S
+            for t in (reversed(range(length)) if reverse else range(length)):
+                h, c = cell(op, a, acts[d * k:(d + 1) * k], X[t, n], h, c, W[d], R[d], wb, rb,
+                            None if P is None else P[d])
+                Y[t, d, n] = h
+            Yh[d, n], Yc[d, n] = h, c
+    if batch_major:
+        return Y.transpose(2, 0, 1, 3), Yh.transpose(1, 0, 2), Yc.transpose(1, 0, 2)
+    return Y, Yh, Yc
+
+
+def run_weft(weft, tmp, name, path, inputs):
+    args = [weft, "run", path, "--output-dir", os.path.join(tmp, name + "_out")]
+    for key, value in inputs.items():
+        file = os.path.join(tmp, f"{name}_{key}.npy")
+        np.save(file, value)
+        args += ["--input", f"{key}={file}"]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, f"{name}: {r.stderr}"
+    return lambda out: np.load(os.path.join(tmp, name + "_out", out + ".npy"))
+
+
+def check_spec(weft, tmp, name, op, attrs, seq=4, batch=3, size=2, hidden=3, with_b=True,
+               lens=None, initial=False, peepholes=False):
+    rng = np.random.default_rng(len(name))
+    D = 2 if attrs.get("direction") == "bidirectional" else 1
+    G = GATES[op]
+    batch_major = attrs.get("layout", 0) == 1
+    x_shape = [batch, seq, size] if batch_major else [seq, batch, size]
+    state_shape = [batch, D, hidden] if batch_major else [D, batch, hidden]
+    values = {"X": rng.standard_normal(x_shape), "W": rng.standard_normal([D, G * hidden, size]),
+              "R": rng.standard_normal([D, G * hidden, hidden]) * 0.5}
+    if with_b:
+        values["B"] = rng.standard_normal([D, 2 * G * hidden]) * 0.5
+    if lens is not None:
+        values["sequence_lens"] = np.array(lens, np.int32)
+    if initial:
+        values["initial_h"] = rng.standard_normal(state_shape)
+        if op == "LSTM":
+            values["initial_c"] = rng.standard_normal(state_shape)
+    if peepholes:
+        values["P"] = rng.standard_normal([D, 3 * hidden])
+    values = {k: v.astype(np.float32) if v.dtype == np.float64 else v for k, v in values.items()}
+    order = ["X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"]
+    node_inputs = [k if k in values else "" for k in order]
+    while node_inputs[-1] == "":
+        node_inputs.pop()
+    outputs = ["Y", "Y_h"] + (["Y_c"] if op == "LSTM" else [])
+    node = helper.make_node(op, node_inputs, outputs, hidden_size=hidden, **attrs)
+    f32 = TensorProto.FLOAT
+
+    def info(k, v):
+        return helper.make_tensor_value_info(k, TensorProto.INT32 if v.dtype == np.int32 else f32,
+                                             list(v.shape))
+    graph = helper.make_graph([node], name, [info(k, values[k]) for k in order if k in values],
+                              [helper.make_tensor_value_info(o, f32, [None] * r)
+                               for o, r in zip(outputs, [4, 3, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    path = os.path.join(tmp, name + ".onnx")
+    onnx.save(model, path)
+    got = run_weft(weft, tmp, name, path, values)
+    want = reference(op, attrs, values["X"], values["W"], values["R"], values.get("B"),
+                     values.get("sequence_lens"), values.get("initial_h"),
+                     values.get("initial_c"), values.get("P"))
+    for out, expected in zip(outputs, want):
+        np.testing.assert_allclose(got(out), expected, rtol=1e-4, atol=1e-5,
+                                   err_msg=f"{name}: {out}")
+    print(f"ok {name}")
+
+
+def check_torch(weft, tmp):
+    try:
+        import torch
+    except ImportError:
+        print("skip PyTorch comparisons: PyTorch is not installed")
+        return
+    torch.manual_seed(0)
+    for name, module in [("torch_lstm", torch.nn.LSTM(5, 6, batch_first=True, bidirectional=True)),
+                         ("torch_gru", torch.nn.GRU(5, 6, num_layers=2))]:
+        x = torch.randn(2, 7, 5)
+        path = os.path.join(tmp, name + ".onnx")
+        with warnings.catch_warnings():  # the exporter's notes on batch sizes and shapes
+            warnings.simplefilter("ignore")
+            torch.onnx.export(module, (x,), path, opset_version=14, input_names=["x"],
+                              output_names=["y", "h"])
+        got = run_weft(weft, tmp, name, path, {"x": x.numpy()})
+        with torch.no_grad():
+            want = module(x)
+        np.testing.assert_allclose(got("y"), want[0].numpy(), rtol=1e-3, atol=1e-4, err_msg=name)
+        print(f"ok {name}")
+
+
+def main():
+    weft = sys.argv[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        check_spec(weft, tmp, "rnn_bidirectional_lens", "RNN", {"direction": "bidirectional"},
+                   lens=[4, 2, 1], initial=True)
+        check_spec(weft, tmp, "rnn_reverse_relu_batchwise", "RNN",
+                   {"direction": "reverse", "layout": 1, "activations": ["Relu"]}, initial=True,
+                   with_b=False)
+        check_spec(weft, tmp, "gru_reset_then_linear_reverse_lens", "GRU",
+                   {"direction": "reverse"}, lens=[3, 4, 2])
+        check_spec(weft, tmp, "gru_linear_before_reset_bidirectional_clip", "GRU",
+                   {"direction": "bidirectional", "linear_before_reset": 1, "clip": 0.5},
+                   initial=True)
+        check_spec(weft, tmp, "lstm_bidirectional_lens_peepholes_batchwise", "LSTM",
+                   {"direction": "bidirectional", "layout": 1}, lens=[2, 4, 3], initial=True,
+                   peepholes=True)
+        check_spec(weft, tmp, "lstm_input_forget_clip", "LSTM", {"input_forget": 1, "clip": 1.0},
+                   initial=True)
+        check_torch(weft, tmp)
+
+
+if __name__ == "__main__":
+    main()
