@@ -73,6 +73,9 @@ TypesOrError infer_range(const Node& node);
 TypesOrError infer_constant(const Node& node);
 TypesOrError infer_constant_of_shape(const Node& node);
 TypesOrError infer_dropout(const Node& node);
+TypesOrError infer_mvn(const Node& node);
+TypesOrError infer_det(const Node& node);
+TypesOrError infer_optimizer(const Node& node);
 
 // The scale of each axis of a Resize or Upsample: its constant scales, or its constant sizes
 // over the input's static extents; none when neither is known.

@@ -136,5 +136,53 @@ TEST(LowerNode, EinsumReadsDiagonalsAndBroadcastsEllipses) {
       "  einsum[i0 < 2, i1 < 4, i2 < 3]: b0[i0, i1, i2] += (b1[i0, 0, i2, i2] * b2[i1, i2])\n");
 }
 
+// Statistics over non-adjacent axes (N and the spatial dims): each sum is two canonical
+// steps; the deviations are squared into a temporary and summed the same way.
+TEST(LowerNode, MeanVarianceNormalizationSumsInCanonicalSteps) {
+  EXPECT_EQ(lowered(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2, 3, 4] x) => (float[2, 3, 4] y) {
+      y = MeanVarianceNormalization <axes = [0, 2]> (x)
+    })"),
+            "kernel k\n");
+}
+
+// Momentum's momentum counts the gradient fully at the first step (T = 0).
+TEST(LowerNode, MomentumIsOneStatementPerOutput) {
+  EXPECT_EQ(lowered(R"(
+    <ir_version: 8, opset_import: ["ai.onnx.preview.training" : 1]>
+    g (float r, int64 t, float[3] x, float[3] g, float[3] v) => (float[3] xn, float[3] vn) {
+      xn, vn = ai.onnx.preview.training.Momentum <alpha = 0.5, beta = 0.25, mode = "nesterov",
+          norm_coefficient = 0.0> (r, t, x, g, v)
+    })"),
+            "kernel k\n");
+}
+
+// With ratio 0, training-mode Dropout keeps every element: the output is the input.
+TEST(LowerNode, TrainingDropoutWithRatioZeroIsACopy) {
+  EXPECT_EQ(lowered(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[3] x) => (float[3] y, bool[3] m) {
+      r = Constant <value = float {0.0}> ()
+      t = Constant <value = bool {1}> ()
+      y, m = Dropout (x, r, t)
+    })"),
+            "kernel k\n");
+}
+
+TEST(LowerNode, TrainingDropoutWithARatioIsRefused) {
+  Graph g = testing::graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[3] x) => (float[3] y) {
+      r = Constant <value = float {0.5}> ()
+      t = Constant <value = bool {1}> ()
+      y = Dropout (x, r, t)
+    })");
+  ASSERT_TRUE(fold_constants(g).ok());
+  Result<LoweredNode> r = lower_node(*g.nodes().back(), "k");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("draws random masks"), std::string::npos);
+}
+
 } // namespace
 } // namespace weft::kernel
