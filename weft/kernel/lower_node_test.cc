@@ -139,12 +139,35 @@ TEST(LowerNode, EinsumReadsDiagonalsAndBroadcastsEllipses) {
 // Statistics over non-adjacent axes (N and the spatial dims): each sum is two canonical
 // steps; the deviations are squared into a temporary and summed the same way.
 TEST(LowerNode, MeanVarianceNormalizationSumsInCanonicalSteps) {
-  EXPECT_EQ(lowered(R"(
+  EXPECT_EQ(
+      lowered(R"(
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[2, 3, 4] x) => (float[2, 3, 4] y) {
       y = MeanVarianceNormalization <axes = [0, 2]> (x)
     })"),
-            "kernel k\n");
+      "kernel k\n"
+      "  in b0: f32[24]\n"
+      "  out b1: f32[24]\n"
+      "  temp t2: f32[6]\n"
+      "  temp t3: f32[3]\n"
+      "  temp t4: f32[24]\n"
+      "  temp t5: f32[6]\n"
+      "  temp t6: f32[3]\n"
+      "  init[i0 < 6]: t2[i0] = 0\n"
+      "  update[i0 < 6, i1 < 4]: t2[i0] += b0[4*i0 + i1]\n"
+      "  init[i0 < 3]: t3[i0] = 0\n"
+      "  update[i0 < 2, i1 < 3]: t3[i1] += t2[3*i0 + i1]\n"
+      "  mean[i0 < 3]: t3[i0] = (t3[i0] / 8)\n"
+      "  square_deviation[i0 < 2, i1 < 3, i2 < 4]: t4[12*i0 + 4*i1 + i2] = ((b0[12*i0 + 4*i1 + "
+      "i2] - t3[i1]) * (b0[12*i0 + 4*i1 + i2] - t3[i1]))\n"
+      "  init[i0 < 6]: t5[i0] = 0\n"
+      "  update[i0 < 6, i1 < 4]: t5[i0] += t4[4*i0 + i1]\n"
+      "  init[i0 < 3]: t6[i0] = 0\n"
+      "  update[i0 < 2, i1 < 3]: t6[i1] += t5[3*i0 + i1]\n"
+      "  variance[i0 < 3]: t6[i0] = (t6[i0] / 8)\n"
+      "  inv_std[i0 < 3]: t6[i0] = (1 / (sqrt(t6[i0]) + 1e-09))\n"
+      "  normalize[i0 < 2, i1 < 3, i2 < 4]: b1[12*i0 + 4*i1 + i2] = ((b0[12*i0 + 4*i1 + i2] - "
+      "t3[i1]) * t6[i1])\n");
 }
 
 // Momentum's momentum counts the gradient fully at the first step (T = 0).
@@ -155,10 +178,21 @@ TEST(LowerNode, MomentumIsOneStatementPerOutput) {
       xn, vn = ai.onnx.preview.training.Momentum <alpha = 0.5, beta = 0.25, mode = "nesterov",
           norm_coefficient = 0.0> (r, t, x, g, v)
     })"),
-            "kernel k\n");
+            "kernel k\n"
+            "  in b0: f32[3]\n"
+            "  in b1: f32[3]\n"
+            "  in b2: f32[3]\n"
+            "  in b3: i64[]\n"
+            "  in b4: f32[]\n"
+            "  out b5: f32[3]\n"
+            "  out b6: f32[3]\n"
+            "  x_new[i0 < 3]: b5[i0] = (b0[i0] - (b4[] * (((0 * b0[i0]) + b1[i0]) + (0.5 * ((0.5 * "
+            "b2[i0]) + (select((b3[] > 0), 0.25, 1) * ((0 * b0[i0]) + b1[i0])))))))\n"
+            "  v_new[i0 < 3]: b6[i0] = ((0.5 * b2[i0]) + (select((b3[] > 0), 0.25, 1) * ((0 * "
+            "b0[i0]) + b1[i0])))\n");
 }
 
-// With ratio 0, training-mode Dropout keeps every element: the output is the input.
+// With ratio 0, training-mode Dropout keeps every element: a copy and an all-true mask.
 TEST(LowerNode, TrainingDropoutWithRatioZeroIsACopy) {
   EXPECT_EQ(lowered(R"(
     <ir_version: 8, opset_import: ["" : 13]>
@@ -167,7 +201,12 @@ TEST(LowerNode, TrainingDropoutWithRatioZeroIsACopy) {
       t = Constant <value = bool {1}> ()
       y, m = Dropout (x, r, t)
     })"),
-            "kernel k\n");
+            "kernel k\n"
+            "  in b0: f32[3]\n"
+            "  out b1: f32[3]\n"
+            "  out b2: bool[3]\n"
+            "  Dropout[i0 < 3]: b1[i0] = b0[i0]\n"
+            "  mask[i0 < 3]: b2[i0] = 1\n");
 }
 
 TEST(LowerNode, TrainingDropoutWithARatioIsRefused) {

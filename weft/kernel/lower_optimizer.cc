@@ -46,15 +46,13 @@ public:
   }
   int steps() { return b_.load(buffers_.of(n_.inputs[1], BufferRole::kInput), {}, DType::kI64); }
   // The gradient with the L2 regularization term: norm_coefficient * X + G.
-  int gradient(float norm_coefficient) { return add(mul(c(norm_coefficient), in(0)), in(1)); }
+  int gradient(float norm_coefficient) {
+    return op(ExprOp::kAdd, {op(ExprOp::kMul, {c(norm_coefficient), in(0)}), in(1)});
+  }
 
   int c(double v) { return b_.constant(v, t_); }
-  int add(int x, int y) { return b_.op(ExprOp::kAdd, t_, {x, y}); }
-  int sub(int x, int y) { return b_.op(ExprOp::kSub, t_, {x, y}); }
-  int mul(int x, int y) { return b_.op(ExprOp::kMul, t_, {x, y}); }
-  int div(int x, int y) { return b_.op(ExprOp::kDiv, t_, {x, y}); }
-  int sqrt(int x) { return b_.op(ExprOp::kSqrt, t_, {x}); }
-  int pow(int x, int y) { return b_.op(ExprOp::kPow, t_, {x, y}); }
+  // Operands in braces are built left to right, so that loads keep a fixed order.
+  int op(ExprOp o, std::vector<int> operands) { return b_.op(o, t_, std::move(operands)); }
   int as_float(int x) { return b_.op(ExprOp::kCast, t_, {x}); }
   // "then" after the first step (T > 0), "first" at it.
   int after_first_step(int then, int first) {
@@ -83,13 +81,19 @@ private:
   StatementBuilder b_;
 };
 
+constexpr ExprOp kAdd = ExprOp::kAdd, kSub = ExprOp::kSub, kMul = ExprOp::kMul, kDiv = ExprOp::kDiv,
+                 kSqrt = ExprOp::kSqrt, kPow = ExprOp::kPow;
+
 // Adagrad: H' = H + g^2; X' = X - R / (1 + T * decay_factor) * g / (sqrt(H') + epsilon).
 int adagrad(Update& u, const OptimizerAttrs& a, size_t output) {
   int g = u.gradient(a.norm_coefficient);
-  int h_new = u.add(u.in(2), u.mul(g, g));
+  int h_new = u.op(kAdd, {u.in(2), u.op(kMul, {g, g})});
   if (output == 1) return h_new;
-  int rate = u.div(u.rate(), u.add(u.c(1), u.mul(u.as_float(u.steps()), u.c(a.decay_factor))));
-  return u.sub(u.in(0), u.div(u.mul(rate, g), u.add(u.sqrt(h_new), u.c(a.epsilon))));
+  int rate =
+      u.op(kDiv, {u.rate(),
+                  u.op(kAdd, {u.c(1), u.op(kMul, {u.as_float(u.steps()), u.c(a.decay_factor)})})});
+  int scale = u.op(kAdd, {u.op(kSqrt, {h_new}), u.c(a.epsilon)});
+  return u.op(kSub, {u.in(0), u.op(kDiv, {u.op(kMul, {rate, g}), scale})});
 }
 
 // Adam: V' = alpha V + (1 - alpha) g; H' = beta H + (1 - beta) g^2; X' = (1 -
@@ -98,30 +102,35 @@ int adagrad(Update& u, const OptimizerAttrs& a, size_t output) {
 int adam(Update& u, const OptimizerAttrs& a, size_t output) {
   int g = u.gradient(a.norm_coefficient);
   auto v_new = [&] {
-    return u.add(u.mul(u.c(a.alpha), u.in(2)), u.mul(u.c(1.0 - a.alpha), g));
+    return u.op(kAdd, {u.op(kMul, {u.c(a.alpha), u.in(2)}), u.op(kMul, {u.c(1.0 - a.alpha), g})});
   };
   auto h_new = [&] {
-    return u.add(u.mul(u.c(a.beta), u.in(3)), u.mul(u.c(1.0 - a.beta), u.mul(g, g)));
+    return u.op(kAdd, {u.op(kMul, {u.c(a.beta), u.in(3)}),
+                       u.op(kMul, {u.c(1.0 - a.beta), u.op(kMul, {g, g})})});
   };
   if (output == 1) return v_new();
   if (output == 2) return h_new();
   int steps = u.as_float(u.steps());
   int r = u.rate();
-  int corrected = u.div(u.mul(r, u.sqrt(u.sub(u.c(1), u.pow(u.c(a.beta), steps)))),
-                        u.sub(u.c(1), u.pow(u.c(a.alpha), steps)));
+  int corrected = u.op(
+      kDiv, {u.op(kMul, {r, u.op(kSqrt, {u.op(kSub, {u.c(1), u.op(kPow, {u.c(a.beta), steps})})})}),
+             u.op(kSub, {u.c(1), u.op(kPow, {u.c(a.alpha), steps})})});
   int rate = u.after_first_step(corrected, r);
-  int x_new = u.sub(u.in(0), u.div(u.mul(rate, v_new()), u.add(u.sqrt(h_new()), u.c(a.epsilon))));
-  return u.mul(u.c(1.0 - a.norm_coefficient_post), x_new);
+  int v = v_new();
+  int scale = u.op(kAdd, {u.op(kSqrt, {h_new()}), u.c(a.epsilon)});
+  int x_new = u.op(kSub, {u.in(0), u.op(kDiv, {u.op(kMul, {rate, v}), scale})});
+  return u.op(kMul, {u.c(1.0 - a.norm_coefficient_post), x_new});
 }
 
 // Momentum: V' = alpha V + b g, b = beta after the first step and 1 at it; X' = X - R V'
 // ("standard"), or X - R (g + alpha V') ("nesterov").
 int momentum(Update& u, const OptimizerAttrs& a, size_t output) {
   int g = u.gradient(a.norm_coefficient);
-  int v_new = u.add(u.mul(u.c(a.alpha), u.in(2)), u.mul(u.after_first_step(u.c(a.beta), u.c(1)), g));
+  int v_new = u.op(kAdd, {u.op(kMul, {u.c(a.alpha), u.in(2)}),
+                          u.op(kMul, {u.after_first_step(u.c(a.beta), u.c(1)), g})});
   if (output == 1) return v_new;
-  int direction = a.nesterov ? u.add(g, u.mul(u.c(a.alpha), v_new)) : v_new;
-  return u.sub(u.in(0), u.mul(u.rate(), direction));
+  int direction = a.nesterov ? u.op(kAdd, {g, u.op(kMul, {u.c(a.alpha), v_new})}) : v_new;
+  return u.op(kSub, {u.in(0), u.op(kMul, {u.rate(), direction})});
 }
 
 } // namespace
