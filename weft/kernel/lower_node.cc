@@ -68,6 +68,7 @@ bool can_lower(const Node& n) {
                                                  "BlackmanWindow",
                                                  "Concat",
                                                  "DepthToSpace",
+                                                 "Det",
                                                  "DequantizeLinear",
                                                  "DynamicQuantizeLinear",
                                                  "Einsum",
@@ -138,6 +139,7 @@ Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
   if (op == "LayerNormalization") return lower_layer_norm(n, name);
   if (op == "InstanceNormalization") return lower_instance_norm(n, name);
   if (op == "MeanVarianceNormalization") return lower_mvn(n, name);
+  if (op == "Det") return lower_det(n, name);
   if (op == kAdagradOp || op == kAdamOp || op == kMomentumOp) return lower_optimizer(n, name);
   if (op == "Transpose") return lower_transpose(n, name);
   if (op == "Slice") return lower_slice(n, name);

@@ -223,5 +223,29 @@ TEST(LowerNode, TrainingDropoutWithARatioIsRefused) {
   EXPECT_NE(r.status().message().find("draws random masks"), std::string::npos);
 }
 
+// Det unrolls the elimination per column: the last column only folds its pivot in.
+TEST(LowerNode, DetUnrollsTheEliminationPerColumn) {
+  std::string k = lowered(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[3, 2, 2] x) => (float[3] y) {
+      y = Det (x)
+    })");
+  for (const char* s :
+       {"pivot0[", "swap_down0[", "eliminate0[i0 < 3, i1 < 1, i2 < 1]", "fold_pivot1["})
+    EXPECT_NE(k.find(s), std::string::npos) << s << "\n" << k;
+  EXPECT_EQ(k.find("eliminate1"), std::string::npos) << k;
+}
+
+TEST(LowerNode, DetRefusesLargeMatrices) {
+  Graph g = testing::graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[17, 17] x) => (float y) {
+      y = Det (x)
+    })");
+  Result<LoweredNode> r = lower_node(*g.nodes().back(), "k");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("up to 16 rows"), std::string::npos);
+}
+
 } // namespace
 } // namespace weft::kernel

@@ -36,6 +36,7 @@ Result<LoweredNode> lower_batch_norm(const Node& n, const std::string& name);
 Result<LoweredNode> lower_batch_norm_training(const Node& n, const std::string& name);
 Result<LoweredNode> lower_mvn(const Node& n, const std::string& name);
 Result<LoweredNode> lower_optimizer(const Node& n, const std::string& name);
+Result<LoweredNode> lower_det(const Node& n, const std::string& name);
 Result<LoweredNode> lower_gather(const Node& n, const std::string& name);
 Result<LoweredNode> lower_gather_elements(const Node& n, const std::string& name);
 Result<LoweredNode> lower_gather_nd(const Node& n, const std::string& name);
