@@ -128,7 +128,7 @@ struct CompressAttrs {
   WEFT_FIELDS(f("axis", axis))
 };
 
-struct AxesAttrs { // Squeeze, Unsqueeze, MeanVarianceNormalization
+struct AxesAttrs {          // Squeeze, Unsqueeze, MeanVarianceNormalization
   std::optional<Ints> axes; // Squeeze without axes removes every dim of extent 1
   WEFT_FIELDS(f("axes", axes))
 };

@@ -18,8 +18,7 @@ namespace {
 bool is_random_dropout(const Node& n) {
   if (n.op_type != "Dropout") return false;
   const Value* training = n.input(2);
-  if (!training || (training->is_constant() && training->constant->get_int64(0) == 0))
-    return false;
+  if (!training || (training->is_constant() && training->constant->get_int64(0) == 0)) return false;
   const Value* ratio = n.input(1); // absent: 0.5
   return !ratio || !ratio->is_constant() || ratio->constant->get_double(0) != 0.0;
 }
@@ -29,8 +28,7 @@ bool is_alias(const Node& n) {
   static const std::set<std::string_view> ops = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"};
   if (ops.contains(n.op_type)) return true;
   // Dropout at inference with its mask unused.
-  return n.op_type == "Dropout" && (n.outputs.size() < 2 || !n.outputs[1]) &&
-         !is_random_dropout(n);
+  return n.op_type == "Dropout" && (n.outputs.size() < 2 || !n.outputs[1]) && !is_random_dropout(n);
 }
 
 bool has_static_shapes(const Node& n) {

@@ -498,8 +498,8 @@ Result<int> add_sum_over(KernelBuilder& k, const Shape& shape, const Ints& axes,
 // and how a statement over the whole shape indexes them and the input.
 struct Moments {
   int mean = -1;
-  int var = -1; // biased (divided by the count), as ONNX's normalizations use
-  Shape kept;   // flat: {elements of the kept dims}
+  int var = -1;                       // biased (divided by the count), as ONNX's normalizations use
+  Shape kept;                         // flat: {elements of the kept dims}
   std::vector<AffineExpr> kept_index; // from iterators over the whole shape
   std::vector<AffineExpr> all_index;  // into the flat input
 };
@@ -528,8 +528,8 @@ Result<Moments> add_moments(KernelBuilder& k, const Shape& shape, const Ints& ax
   divide_by_count(m.mean, "mean");
   int squares = k.temp(t, {num_elements(shape)});
   StatementBuilder d("square_deviation", shape);
-  int c =
-      d.op(ExprOp::kSub, t, {load_as(d, x, m.all_index, x_type, t), d.load(m.mean, m.kept_index, t)});
+  int c = d.op(ExprOp::kSub, t,
+               {load_as(d, x, m.all_index, x_type, t), d.load(m.mean, m.kept_index, t)});
   k.add(d.store(d.op(ExprOp::kMul, t, {c, c}), squares, m.all_index));
   WEFT_ASSIGN_OR_RETURN(m.var, add_sum_over(k, shape, axes, squares, t, t));
   divide_by_count(m.var, "variance");
@@ -608,25 +608,26 @@ Result<LoweredNode> lower_batch_norm_training(const Node& n, const std::string& 
     if (!running) continue;
     int buf = k.buffer(running, BufferRole::kOutput, m.kept);
     StatementBuilder b(i == 1 ? "running_mean" : "running_var", m.kept);
-    int old = b.op(ExprOp::kMul, t, {param(b, i + 1, AffineExpr::iterator(0)),
-                                     b.constant(momentum, t)});
-    int current = b.op(ExprOp::kMul, t, {b.load(i == 1 ? m.mean : m.var, iterators(1), t),
-                                         b.constant(1.0 - static_cast<double>(momentum), t)});
+    int old =
+        b.op(ExprOp::kMul, t, {param(b, i + 1, AffineExpr::iterator(0)), b.constant(momentum, t)});
+    int current = b.op(ExprOp::kMul, t,
+                       {b.load(i == 1 ? m.mean : m.var, iterators(1), t),
+                        b.constant(1.0 - static_cast<double>(momentum), t)});
     int r = b.op(ExprOp::kAdd, t, {old, current});
     if (t != running->type.dtype) r = b.op(ExprOp::kCast, running->type.dtype, {r});
     k.add(b.store(r, buf, iterators(1)));
   }
   StatementBuilder s("inv_std", m.kept);
-  k.add(s.store(s.op(ExprOp::kRsqrt, t,
-                     {s.op(ExprOp::kAdd, t,
-                           {s.load(m.var, iterators(1), t), s.constant(a.epsilon, t)})}),
-                m.var, iterators(1)));
+  k.add(s.store(
+      s.op(ExprOp::kRsqrt, t,
+           {s.op(ExprOp::kAdd, t, {s.load(m.var, iterators(1), t), s.constant(a.epsilon, t)})}),
+      m.var, iterators(1)));
   StatementBuilder b("normalize", shape);
   AffineExpr channel = AffineExpr::iterator(1);
   int c = b.op(ExprOp::kSub, t,
                {load_as(b, in, m.all_index, x->type.dtype, t), b.load(m.mean, m.kept_index, t)});
-  int r = b.op(ExprOp::kMul, t, {c, b.op(ExprOp::kMul, t, {b.load(m.var, m.kept_index, t),
-                                                           param(b, 0, channel)})});
+  int r = b.op(ExprOp::kMul, t,
+               {c, b.op(ExprOp::kMul, t, {b.load(m.var, m.kept_index, t), param(b, 0, channel)})});
   r = b.op(ExprOp::kAdd, t, {r, param(b, 1, channel)});
   if (t != y->type.dtype) r = b.op(ExprOp::kCast, y->type.dtype, {r});
   k.add(b.store(r, out, m.all_index));

@@ -102,9 +102,8 @@ Result<int> find_opset(const onnx::ModelProto& model, const std::string& name) {
     }
   }
   const auto& nodes = model.graph().node();
-  if (!opset && std::none_of(nodes.begin(), nodes.end(), [](const onnx::NodeProto& n) {
-        return is_onnx_domain(n.domain());
-      })) {
+  if (!opset && std::none_of(nodes.begin(), nodes.end(),
+                             [](const onnx::NodeProto& n) { return is_onnx_domain(n.domain()); })) {
     opset = kMaxOpset;
   }
   if (!opset) return Status::error(fmt::format("{}: the model imports no ai.onnx opset", name));
