@@ -139,7 +139,7 @@ struct NonMaxSuppressionAttrs {
   WEFT_FIELDS(f("center_point_box", center_point_box))
 };
 
-struct AxesAttrs {          // Squeeze, Unsqueeze
+struct AxesAttrs {          // Squeeze, Unsqueeze, MeanVarianceNormalization
   std::optional<Ints> axes; // Squeeze without axes removes every dim of extent 1
   WEFT_FIELDS(f("axes", axes))
 };
@@ -256,6 +256,21 @@ struct DropoutAttrs {
   std::optional<float> ratio; // before opset 12; an input after
   bool is_test = false;       // before opset 7
   WEFT_FIELDS(f("ratio", ratio); f("is_test", is_test))
+};
+
+// Adagrad, Adam and Momentum (domain ai.onnx.preview.training): each op reads the fields
+// its ONNX definition has, with that definition's defaults.
+struct OptimizerAttrs {
+  float alpha = 0.9f;                 // Adam, Momentum
+  float beta = 0.999f;                // Adam, Momentum
+  float decay_factor = 0.0f;          // Adagrad
+  float epsilon = 1e-6f;              // Adagrad, Adam
+  float norm_coefficient = 0.0f;      // all
+  float norm_coefficient_post = 0.0f; // Adam
+  bool nesterov = false;              // Momentum: mode "nesterov" (else "standard")
+  WEFT_FIELDS(f("alpha", alpha); f("beta", beta); f("decay_factor", decay_factor);
+              f("epsilon", epsilon); f("norm_coefficient", norm_coefficient);
+              f("norm_coefficient_post", norm_coefficient_post); f("nesterov", nesterov))
 };
 
 // QuantizeLinear, DequantizeLinear: a scale and zero point per tensor, or per slice along
@@ -424,7 +439,7 @@ using OpAttrs = std::variant<
     PoolAttrs, GemmAttrs, BatchNormAttrs, EpsilonAttrs, LayerNormAttrs, DropoutAttrs, QuantizeAttrs,
     WindowAttrs, ReverseSequenceAttrs, LrnAttrs, DftAttrs, EinsumAttrs, TopKAttrs, TriluAttrs,
     EyeLikeAttrs, CumSumAttrs, BlockAttrs, BitShiftAttrs, ShrinkAttrs, ResizeAttrs, GridSampleAttrs,
-    LossAttrs, RecurrentAttrs, ConstantAttrs, ConstantOfShapeAttrs>;
+    LossAttrs, RecurrentAttrs, ConstantAttrs, ConstantOfShapeAttrs, OptimizerAttrs>;
 
 #undef WEFT_FIELDS
 

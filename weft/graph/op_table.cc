@@ -532,6 +532,43 @@ OpAttrs parse_dropout(AttrParser& p) {
   return DropoutAttrs{p.optional_float("ratio"), p.bool_or("is_test", false)};
 }
 
+OpAttrs parse_mvn(AttrParser& p) {
+  return AxesAttrs{p.optional_ints("axes").value_or(Ints{0, 2, 3})};
+}
+
+OpAttrs parse_adagrad(AttrParser& p) {
+  OptimizerAttrs a;
+  a.decay_factor = p.float_or("decay_factor", a.decay_factor);
+  a.epsilon = p.float_or("epsilon", a.epsilon);
+  a.norm_coefficient = p.float_or("norm_coefficient", a.norm_coefficient);
+  return a;
+}
+
+OpAttrs parse_adam(AttrParser& p) {
+  OptimizerAttrs a;
+  a.alpha = p.float_or("alpha", a.alpha);
+  a.beta = p.float_or("beta", a.beta);
+  a.epsilon = p.float_or("epsilon", a.epsilon);
+  a.norm_coefficient = p.float_or("norm_coefficient", a.norm_coefficient);
+  a.norm_coefficient_post = p.float_or("norm_coefficient_post", a.norm_coefficient_post);
+  return a;
+}
+
+OpAttrs parse_momentum(AttrParser& p) {
+  for (std::string_view required : {"alpha", "beta", "mode", "norm_coefficient"}) {
+    if (!p.has(required)) p.fail(fmt::format("attribute '{}' is required", required));
+  }
+  OptimizerAttrs a;
+  a.alpha = p.float_or("alpha", a.alpha);
+  a.beta = p.float_or("beta", a.beta);
+  a.norm_coefficient = p.float_or("norm_coefficient", a.norm_coefficient);
+  std::string mode = p.string_or("mode", "standard");
+  if (mode != "standard" && mode != "nesterov")
+    p.fail(fmt::format("attribute 'mode' has unknown value '{}'", mode));
+  a.nesterov = mode == "nesterov";
+  return a;
+}
+
 OpAttrs parse_constant(AttrParser& p) {
   // Exactly one of the value attributes is set (the ONNX checker ensures it).
   if (TensorRef t = p.tensor("value")) return ConstantAttrs{t};
@@ -623,6 +660,8 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"LayerNormalization", 17, kAll, parse_layer_norm, infer_layer_norm});
     t.push_back({"BatchNormalization", 6, kAll, parse_batch_norm, infer_batch_norm});
     t.push_back({"InstanceNormalization", 6, kAll, parse_epsilon, infer_instance_norm});
+    t.push_back({"MeanVarianceNormalization", 9, kAll, parse_mvn, infer_mvn});
+    t.push_back({"Det", 11, kAll, parse_none, infer_det});
     t.push_back({"TopK", 10, kAll, parse_top_k, infer_top_k});
     t.push_back({"Einsum", 12, kAll, parse_einsum, infer_einsum});
     t.push_back({"DFT", 17, kAll, parse_dft, infer_dft});
@@ -692,6 +731,11 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"RNN", 7, kAll, parse_recurrent<1>, infer_recurrent});
     t.push_back({"GRU", 7, kAll, parse_recurrent<2>, infer_recurrent});
     t.push_back({"LSTM", 7, kAll, parse_recurrent<3>, infer_recurrent});
+    // Domain ai.onnx.preview.training, opset 1, under qualified names (import_model.cc);
+    // they do not depend on the ai.onnx opset.
+    t.push_back({kAdagradOp, 1, kAll, parse_adagrad, infer_optimizer});
+    t.push_back({kAdamOp, 1, kAll, parse_adam, infer_optimizer});
+    t.push_back({kMomentumOp, 1, kAll, parse_momentum, infer_optimizer});
     return t;
   }();
   return table;

@@ -82,6 +82,14 @@ struct OpDef {
   ShapeFn infer; // null: output types come from ONNX shape inference alone
 };
 
+// Ops of other domains than ai.onnx have qualified op types, "<domain>.<op>". Weft knows
+// the optimizers of ai.onnx.preview.training, opset 1.
+inline constexpr std::string_view kTrainingDomain = "ai.onnx.preview.training";
+inline constexpr int kTrainingOpset = 1;
+inline constexpr std::string_view kAdagradOp = "ai.onnx.preview.training.Adagrad";
+inline constexpr std::string_view kAdamOp = "ai.onnx.preview.training.Adam";
+inline constexpr std::string_view kMomentumOp = "ai.onnx.preview.training.Momentum";
+
 // The ai.onnx opsets Weft accepts; a model outside this window is refused.
 inline constexpr int kMinOpset = 1;
 inline constexpr int kMaxOpset = 17;

@@ -1456,4 +1456,64 @@ TypesOrError infer_dropout(const Node& node) {
   return out;
 }
 
+// MeanVarianceNormalization: the input's type; the axes must be in range.
+TypesOrError infer_mvn(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  if (x.shape) {
+    WEFT_RETURN_IF_ERROR(
+        normalize_axes(*node.attrs_as<AxesAttrs>().axes, static_cast<int64_t>(x.shape->size()))
+            .status());
+  }
+  return one(x);
+}
+
+// Det: [*, M, M] to [*].
+TypesOrError infer_det(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  if (!x.shape) return one({x.dtype, std::nullopt});
+  const Shape& s = *x.shape;
+  if (s.size() < 2) return fail("the input must have rank 2 or more");
+  if (!agree(s[s.size() - 2], s[s.size() - 1]))
+    return fail(fmt::format("the input {} holds no square matrices", shape_to_string(s)));
+  return one({x.dtype, Shape(s.begin(), s.end() - 2)});
+}
+
+// Adagrad (R, T, X..., G..., H...) -> (X_new..., H_new...); Adam (R, T, X..., G..., V...,
+// H...) -> (X_new..., V_new..., H_new...); Momentum (R, T, X..., G..., V...) -> (X_new...,
+// V_new...). R is a float scalar, T an i64 scalar; each tensor group matches X.
+TypesOrError infer_optimizer(const Node& node) {
+  size_t groups = node.op_type == kAdamOp ? 4 : 3;
+  size_t n = node.inputs.size() < 2 ? 0 : (node.inputs.size() - 2) / groups;
+  if (n == 0 || node.inputs.size() != 2 + n * groups)
+    return fail(fmt::format("expects R, T and {} groups of as many tensors", groups));
+  if (node.outputs.size() != n * (groups - 1))
+    return fail(fmt::format("expects {} outputs for {} optimized tensors", n * (groups - 1), n));
+  for (const Value* v : node.inputs) {
+    if (!v) return fail("every input is required");
+  }
+  auto is_scalar = [](const TensorType& t) { return !t.shape || t.shape->empty(); };
+  auto shapes_agree = [](const Shape& a, const Shape& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t d = 0; d < a.size(); ++d) {
+      if (!agree(a[d], b[d])) return false;
+    }
+    return true;
+  };
+  if (!dtype_is_float(in_type(node, 0).dtype) || !is_scalar(in_type(node, 0)))
+    return fail("R must be a float scalar");
+  if (in_type(node, 1).dtype != DType::kI64 || !is_scalar(in_type(node, 1)))
+    return fail("T must be an int64 scalar");
+  std::vector<TensorType> out;
+  for (size_t g = 0; g < groups; ++g) {
+    for (size_t i = 0; i < n; ++i) {
+      const TensorType& x = in_type(node, 2 + i);
+      const TensorType& t = in_type(node, 2 + g * n + i);
+      if (t.dtype != x.dtype || (t.shape && x.shape && !shapes_agree(*t.shape, *x.shape)))
+        return fail(fmt::format("input {} must have the type of input {}", 2 + g * n + i, 2 + i));
+      if (g != 1) out.push_back(t); // no output for the gradients
+    }
+  }
+  return out;
+}
+
 } // namespace weft

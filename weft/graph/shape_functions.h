@@ -74,6 +74,9 @@ TypesOrError infer_constant(const Node& node);
 TypesOrError infer_constant_of_shape(const Node& node);
 TypesOrError infer_dropout(const Node& node);
 TypesOrError infer_recurrent(const Node& node);
+TypesOrError infer_mvn(const Node& node);
+TypesOrError infer_det(const Node& node);
+TypesOrError infer_optimizer(const Node& node);
 
 // The scale of each axis of a Resize or Upsample: its constant scales, or its constant sizes
 // over the input's static extents; none when neither is known.
@@ -89,8 +92,7 @@ struct Window {
 // The spatial dims of a window op from its attributes (empty lists take their defaults;
 // auto_pad overrides pads) and its input and output shapes "x" and "y".
 std::vector<Window> window_dims(const Ints& kernel, const Ints& strides, const Ints& dilations,
-                                const Ints& pads, AutoPad auto_pad, const Shape& x,
-                                const Shape& y);
+                                const Ints& pads, AutoPad auto_pad, const Shape& x, const Shape& y);
 
 // One spatial dim of a ConvTranspose: input position i and tap k add into output position
 // i * stride + k * dilation - pad_begin, for outputs in [0, out).

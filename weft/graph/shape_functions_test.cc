@@ -91,6 +91,44 @@ TEST(ShapeFunctions, IndexedOpsRejectShapesThatWouldLeaveTheData) {
   }
 }
 
+// Det drops the matrix dims; MeanVarianceNormalization keeps the shape; the training
+// optimizers (qualified op types, in a model importing no ai.onnx opset) give one output
+// per state tensor, typed like it.
+TEST(ShapeFunctions, DetNormalizationAndOptimizers) {
+  Graph det = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[4, 3, 3] x) => (float[4] d, float[4, 3, 3] n) {
+      d = Det (x)
+      n = MeanVarianceNormalization <axes = [-1]> (x)
+    })");
+  EXPECT_NE(testing::print_body(det).find("%d: f32[4]"), std::string::npos)
+      << testing::print_body(det);
+  Graph adam = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["ai.onnx.preview.training" : 1]>
+    g (float r, int64 t, float[2] x1, float[3, 1] x2, float[2] g1, float[3, 1] g2, float[2] v1,
+       float[3, 1] v2, float[2] h1, float[3, 1] h2)
+      => (float[2] x1n, float[3, 1] x2n, float[2] v1n, float[3, 1] v2n, float[2] h1n,
+          float[3, 1] h2n) {
+      x1n, x2n, v1n, v2n, h1n, h2n = ai.onnx.preview.training.Adam <alpha = 0.9>
+          (r, t, x1, x2, g1, g2, v1, v2, h1, h2)
+    })");
+  std::string body = testing::print_body(adam);
+  EXPECT_NE(body.find("ai.onnx.preview.training.Adam"), std::string::npos) << body;
+  EXPECT_NE(body.find("%h2n: f32[3,1]"), std::string::npos) << body;
+}
+
+TEST(ShapeFunctions, OptimizersRejectMismatchedStateWithTheNode) {
+  Result<Graph> g = import_text(R"(
+    <ir_version: 8, opset_import: ["ai.onnx.preview.training" : 1]>
+    g (float r, int64 t, float[2] x, float[2] g, float[3] v) => (float[2] xn, float[3] vn) {
+      xn, vn = ai.onnx.preview.training.Momentum <alpha = 0.9, beta = 0.1, mode = "standard",
+          norm_coefficient = 0.0> (r, t, x, g, v)
+    })");
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("input 4 must have the type of input 2"), std::string::npos)
+      << g.status().message();
+}
+
 TEST(ShapeFunctions, RejectContradictoryInputsWithTheNode) {
   Result<Graph> g = import_text(R"(
     <ir_version: 8, opset_import: ["" : 13]>

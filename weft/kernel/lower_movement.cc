@@ -102,8 +102,10 @@ Result<LoweredNode> lower_split(const Node& n, const std::string& name) {
 
 // y = (x - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + bias[c], c the axis-1 index.
 Result<LoweredNode> lower_batch_norm(const Node& n, const std::string& name) {
-  if (n.attrs_as<BatchNormAttrs>().training_mode || n.outputs.size() > 1) {
-    return Status::error("BatchNormalization in training mode is not supported yet");
+  if (n.attrs_as<BatchNormAttrs>().training_mode) return lower_batch_norm_training(n, name);
+  if (n.outputs.size() > 1) { // before opset 14: the statistics outputs of training
+    return Status::error("BatchNormalization with statistics outputs before opset 14 (training) "
+                         "is not supported");
   }
   const Value* x = n.inputs[0];
   const Value* y = n.outputs[0];

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "weft/graph/op_table.h"
 #include "weft/graph/shape_functions.h"
 #include "weft/kernel/lower_ops.h"
 
@@ -11,20 +12,23 @@ namespace weft::kernel {
 
 namespace {
 
-// Ops whose output is the input's bytes under another shape.
-// Dropout in training mode draws random masks, which Weft does not do.
-bool is_training_dropout(const Node& n) {
+// Dropout in training mode draws random masks, which Weft does not do, unless its ratio
+// is 0 (then it keeps every element, as at inference). Specialization freezes the ratio
+// and the training flag when they are graph inputs.
+bool is_random_dropout(const Node& n) {
   if (n.op_type != "Dropout") return false;
   const Value* training = n.input(2);
-  return training && (!training->is_constant() || training->constant->get_int64(0) != 0);
+  if (!training || (training->is_constant() && training->constant->get_int64(0) == 0)) return false;
+  const Value* ratio = n.input(1); // absent: 0.5
+  return !ratio || !ratio->is_constant() || ratio->constant->get_double(0) != 0.0;
 }
 
+// Ops whose output is the input's bytes under another shape.
 bool is_alias(const Node& n) {
   static const std::set<std::string_view> ops = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"};
   if (ops.contains(n.op_type)) return true;
   // Dropout at inference with its mask unused.
-  return n.op_type == "Dropout" && (n.outputs.size() < 2 || !n.outputs[1]) &&
-         !is_training_dropout(n);
+  return n.op_type == "Dropout" && (n.outputs.size() < 2 || !n.outputs[1]) && !is_random_dropout(n);
 }
 
 bool has_static_shapes(const Node& n) {
@@ -39,7 +43,6 @@ bool has_static_shapes(const Node& n) {
 } // namespace
 
 bool can_lower(const Node& n) {
-  if (is_training_dropout(n)) return false;
   if (n.op_type == "ConvInteger") return true;
   if (n.op_type == "DFT") return !n.input(1);                       // no dft_length yet
   if (n.op_type == "QLinearMatMul" || n.op_type == "QLinearConv") { // per-tensor scales only
@@ -63,6 +66,7 @@ bool can_lower(const Node& n) {
                                                  "BlackmanWindow",
                                                  "Concat",
                                                  "DepthToSpace",
+                                                 "Det",
                                                  "DequantizeLinear",
                                                  "DynamicQuantizeLinear",
                                                  "Einsum",
@@ -82,6 +86,7 @@ bool can_lower(const Node& n) {
                                                  "LayerNormalization",
                                                  "LogSoftmax",
                                                  "MatMul",
+                                                 "MeanVarianceNormalization",
                                                  "MatMulInteger",
                                                  "NegativeLogLikelihoodLoss",
                                                  "OneHot",
@@ -109,13 +114,20 @@ bool can_lower(const Node& n) {
                                                  "Tile",
                                                  "TopK",
                                                  "Transpose",
-                                                 "Trilu"};
+                                                 "Trilu",
+                                                 kAdagradOp,
+                                                 kAdamOp,
+                                                 kMomentumOp};
   return is_alias(n) || is_elementwise(n) || ops.contains(n.op_type);
 }
 
 Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
   if (!has_static_shapes(n))
     return Status::error("dims known only at run time are not supported yet");
+  if (is_random_dropout(n)) {
+    return Status::error(
+        "Dropout in training mode with a nonzero ratio draws random masks, which Weft does not do");
+  }
   if (is_alias(n)) return LoweredNode{{}, n.inputs[0]};
   const std::string& op = n.op_type;
   if (op.starts_with("Reduce")) return lower_reduce(n, name);
@@ -124,6 +136,9 @@ Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
   if (op == "Hardmax") return lower_hardmax(n, name);
   if (op == "LayerNormalization") return lower_layer_norm(n, name);
   if (op == "InstanceNormalization") return lower_instance_norm(n, name);
+  if (op == "MeanVarianceNormalization") return lower_mvn(n, name);
+  if (op == "Det") return lower_det(n, name);
+  if (op == kAdagradOp || op == kAdamOp || op == kMomentumOp) return lower_optimizer(n, name);
   if (op == "Transpose") return lower_transpose(n, name);
   if (op == "Slice") return lower_slice(n, name);
   if (op == "Concat") return lower_concat(n, name);

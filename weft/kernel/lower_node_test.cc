@@ -136,5 +136,116 @@ TEST(LowerNode, EinsumReadsDiagonalsAndBroadcastsEllipses) {
       "  einsum[i0 < 2, i1 < 4, i2 < 3]: b0[i0, i1, i2] += (b1[i0, 0, i2, i2] * b2[i1, i2])\n");
 }
 
+// Statistics over non-adjacent axes (N and the spatial dims): each sum is two canonical
+// steps; the deviations are squared into a temporary and summed the same way.
+TEST(LowerNode, MeanVarianceNormalizationSumsInCanonicalSteps) {
+  EXPECT_EQ(
+      lowered(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2, 3, 4] x) => (float[2, 3, 4] y) {
+      y = MeanVarianceNormalization <axes = [0, 2]> (x)
+    })"),
+      "kernel k\n"
+      "  in b0: f32[24]\n"
+      "  out b1: f32[24]\n"
+      "  temp t2: f32[6]\n"
+      "  temp t3: f32[3]\n"
+      "  temp t4: f32[24]\n"
+      "  temp t5: f32[6]\n"
+      "  temp t6: f32[3]\n"
+      "  init[i0 < 6]: t2[i0] = 0\n"
+      "  update[i0 < 6, i1 < 4]: t2[i0] += b0[4*i0 + i1]\n"
+      "  init[i0 < 3]: t3[i0] = 0\n"
+      "  update[i0 < 2, i1 < 3]: t3[i1] += t2[3*i0 + i1]\n"
+      "  mean[i0 < 3]: t3[i0] = (t3[i0] / 8)\n"
+      "  square_deviation[i0 < 2, i1 < 3, i2 < 4]: t4[12*i0 + 4*i1 + i2] = ((b0[12*i0 + 4*i1 + "
+      "i2] - t3[i1]) * (b0[12*i0 + 4*i1 + i2] - t3[i1]))\n"
+      "  init[i0 < 6]: t5[i0] = 0\n"
+      "  update[i0 < 6, i1 < 4]: t5[i0] += t4[4*i0 + i1]\n"
+      "  init[i0 < 3]: t6[i0] = 0\n"
+      "  update[i0 < 2, i1 < 3]: t6[i1] += t5[3*i0 + i1]\n"
+      "  variance[i0 < 3]: t6[i0] = (t6[i0] / 8)\n"
+      "  inv_std[i0 < 3]: t6[i0] = (1 / (sqrt(t6[i0]) + 1e-09))\n"
+      "  normalize[i0 < 2, i1 < 3, i2 < 4]: b1[12*i0 + 4*i1 + i2] = ((b0[12*i0 + 4*i1 + i2] - "
+      "t3[i1]) * t6[i1])\n");
+}
+
+// Momentum's momentum counts the gradient fully at the first step (T = 0).
+TEST(LowerNode, MomentumIsOneStatementPerOutput) {
+  EXPECT_EQ(lowered(R"(
+    <ir_version: 8, opset_import: ["ai.onnx.preview.training" : 1]>
+    g (float r, int64 t, float[3] x, float[3] g, float[3] v) => (float[3] xn, float[3] vn) {
+      xn, vn = ai.onnx.preview.training.Momentum <alpha = 0.5, beta = 0.25, mode = "nesterov",
+          norm_coefficient = 0.0> (r, t, x, g, v)
+    })"),
+            "kernel k\n"
+            "  in b0: f32[3]\n"
+            "  in b1: f32[3]\n"
+            "  in b2: f32[3]\n"
+            "  in b3: i64[]\n"
+            "  in b4: f32[]\n"
+            "  out b5: f32[3]\n"
+            "  out b6: f32[3]\n"
+            "  x_new[i0 < 3]: b5[i0] = (b0[i0] - (b4[] * (((0 * b0[i0]) + b1[i0]) + (0.5 * ((0.5 * "
+            "b2[i0]) + (select((b3[] > 0), 0.25, 1) * ((0 * b0[i0]) + b1[i0])))))))\n"
+            "  v_new[i0 < 3]: b6[i0] = ((0.5 * b2[i0]) + (select((b3[] > 0), 0.25, 1) * ((0 * "
+            "b0[i0]) + b1[i0])))\n");
+}
+
+// With ratio 0, training-mode Dropout keeps every element: a copy and an all-true mask.
+TEST(LowerNode, TrainingDropoutWithRatioZeroIsACopy) {
+  EXPECT_EQ(lowered(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[3] x) => (float[3] y, bool[3] m) {
+      r = Constant <value = float {0.0}> ()
+      t = Constant <value = bool {1}> ()
+      y, m = Dropout (x, r, t)
+    })"),
+            "kernel k\n"
+            "  in b0: f32[3]\n"
+            "  out b1: f32[3]\n"
+            "  out b2: bool[3]\n"
+            "  Dropout[i0 < 3]: b1[i0] = b0[i0]\n"
+            "  mask[i0 < 3]: b2[i0] = 1\n");
+}
+
+TEST(LowerNode, TrainingDropoutWithARatioIsRefused) {
+  Graph g = testing::graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[3] x) => (float[3] y) {
+      r = Constant <value = float {0.5}> ()
+      t = Constant <value = bool {1}> ()
+      y = Dropout (x, r, t)
+    })");
+  ASSERT_TRUE(fold_constants(g).ok());
+  Result<LoweredNode> r = lower_node(*g.nodes().back(), "k");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("draws random masks"), std::string::npos);
+}
+
+// Det unrolls the elimination per column: the last column only folds its pivot in.
+TEST(LowerNode, DetUnrollsTheEliminationPerColumn) {
+  std::string k = lowered(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[3, 2, 2] x) => (float[3] y) {
+      y = Det (x)
+    })");
+  for (const char* s :
+       {"pivot0[", "swap_down0[", "eliminate0[i0 < 3, i1 < 1, i2 < 1]", "fold_pivot1["})
+    EXPECT_NE(k.find(s), std::string::npos) << s << "\n" << k;
+  EXPECT_EQ(k.find("eliminate1"), std::string::npos) << k;
+}
+
+TEST(LowerNode, DetRefusesLargeMatrices) {
+  Graph g = testing::graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[17, 17] x) => (float y) {
+      y = Det (x)
+    })");
+  Result<LoweredNode> r = lower_node(*g.nodes().back(), "k");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("up to 16 rows"), std::string::npos);
+}
+
 } // namespace
 } // namespace weft::kernel

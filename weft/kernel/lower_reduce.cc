@@ -453,3 +453,185 @@ Result<LoweredNode> lower_instance_norm(const Node& n, const std::string& name) 
 }
 
 } // namespace weft::kernel
+
+namespace weft::kernel {
+
+namespace {
+
+// The row-major position, in a flat buffer over the dims of "shape" that "keep" marks, of
+// the point given by iterators over all of "shape".
+AffineExpr flat_position(const Shape& shape, const std::vector<bool>& keep) {
+  AffineExpr e;
+  int64_t stride = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (!keep[i]) continue;
+    if (shape[i].value() != 1) e.terms.insert(e.terms.begin(), {static_cast<int>(i), stride});
+    stride *= shape[i].value();
+  }
+  return e;
+}
+
+// Sums the flat buffer "in" (holding "shape" row-major, stored as "in_type") over "axes"
+// into a new flat temporary of "t" over the kept dims, one canonical step at a time.
+Result<int> add_sum_over(KernelBuilder& k, const Shape& shape, const Ints& axes, int in,
+                         DType in_type, DType t) {
+  WEFT_ASSIGN_OR_RETURN(std::vector<CanonicalReduction> steps, coalesce_reduction(shape, axes));
+  if (steps.empty()) { // only unit axes: each sum is one element
+    Shape flat = {num_elements(shape)};
+    int acc = k.temp(t, flat);
+    StatementBuilder b("copy", flat);
+    k.add(b.store(load_as(b, in, iterators(1), in_type, t), acc, iterators(1)));
+    return acc;
+  }
+  int current = in;
+  for (const CanonicalReduction& step : steps) {
+    StepView v = view_of(step);
+    int acc = k.temp(t, v.flat_out());
+    add_reduction(k, v, current, true, current == in ? in_type : t, acc, t, Combine::kSum,
+                  ExprOp::kCast);
+    current = acc;
+  }
+  return current;
+}
+
+// Statistics over "axes" of a normalization: flat temporaries of "t" over the kept dims,
+// and how a statement over the whole shape indexes them and the input.
+struct Moments {
+  int mean = -1;
+  int var = -1;                       // biased (divided by the count), as ONNX's normalizations use
+  Shape kept;                         // flat: {elements of the kept dims}
+  std::vector<AffineExpr> kept_index; // from iterators over the whole shape
+  std::vector<AffineExpr> all_index;  // into the flat input
+};
+
+// Mean, then the mean squared deviation from it (two passes, as lower_layer_norm), of the
+// flat buffer "x" holding "shape" row-major; "axes" are non-negative and unique.
+Result<Moments> add_moments(KernelBuilder& k, const Shape& shape, const Ints& axes, int x,
+                            DType x_type, DType t) {
+  std::vector<bool> keep(shape.size(), true);
+  int64_t count = 1;
+  for (int64_t a : axes) {
+    keep[static_cast<size_t>(a)] = false;
+    count *= shape[static_cast<size_t>(a)].value();
+  }
+  Moments m;
+  m.kept = {num_elements(shape).value() / std::max<int64_t>(count, 1)};
+  m.kept_index = {flat_position(shape, keep)};
+  m.all_index = {flat_position(shape, std::vector<bool>(shape.size(), true))};
+  auto divide_by_count = [&](int sum, const char* what) {
+    StatementBuilder b(what, m.kept);
+    int q = b.op(ExprOp::kDiv, t,
+                 {b.load(sum, iterators(1), t), b.constant(static_cast<double>(count), t)});
+    k.add(b.store(q, sum, iterators(1)));
+  };
+  WEFT_ASSIGN_OR_RETURN(m.mean, add_sum_over(k, shape, axes, x, x_type, t));
+  divide_by_count(m.mean, "mean");
+  int squares = k.temp(t, {num_elements(shape)});
+  StatementBuilder d("square_deviation", shape);
+  int c = d.op(ExprOp::kSub, t,
+               {load_as(d, x, m.all_index, x_type, t), d.load(m.mean, m.kept_index, t)});
+  k.add(d.store(d.op(ExprOp::kMul, t, {c, c}), squares, m.all_index));
+  WEFT_ASSIGN_OR_RETURN(m.var, add_sum_over(k, shape, axes, squares, t, t));
+  divide_by_count(m.var, "variance");
+  return m;
+}
+
+// "axes" checked against "rank": non-negative (canonicalize made them so) and unique.
+Status check_axes(const Ints& axes, size_t rank) {
+  std::vector<bool> seen(rank, false);
+  for (int64_t a : axes) {
+    if (a < 0 || a >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(a)])
+      return Status::error(fmt::format("axes {} do not fit rank {}", fmt::join(axes, ","), rank));
+    seen[static_cast<size_t>(a)] = true;
+  }
+  return Status();
+}
+
+} // namespace
+
+// y = (x - mean) / (sqrt(var) + 1e-9) with the statistics over "axes" (ONNX's function
+// body: its epsilon is fixed).
+Result<LoweredNode> lower_mvn(const Node& n, const std::string& name) {
+  const Value* x = n.inputs[0];
+  const Value* y = n.outputs[0];
+  const Shape& shape = *x->type.shape;
+  Ints axes = *n.attrs_as<AxesAttrs>().axes;
+  std::sort(axes.begin(), axes.end());
+  WEFT_RETURN_IF_ERROR(check_axes(axes, shape.size()));
+  DType t = accumulator_type(y->type.dtype);
+  Shape flat = {num_elements(shape)};
+  KernelBuilder k(name);
+  int in = k.buffer(x, BufferRole::kInput, flat);
+  int out = k.buffer(y, BufferRole::kOutput, flat);
+  WEFT_ASSIGN_OR_RETURN(Moments m, add_moments(k, shape, axes, in, x->type.dtype, t));
+  StatementBuilder s("inv_std", m.kept);
+  int sd = s.op(ExprOp::kAdd, t,
+                {s.op(ExprOp::kSqrt, t, {s.load(m.var, iterators(1), t)}), s.constant(1e-9, t)});
+  k.add(s.store(s.op(ExprOp::kDiv, t, {s.constant(1, t), sd}), m.var, iterators(1)));
+  StatementBuilder b("normalize", shape);
+  int c = b.op(ExprOp::kSub, t,
+               {load_as(b, in, m.all_index, x->type.dtype, t), b.load(m.mean, m.kept_index, t)});
+  int r = b.op(ExprOp::kMul, t, {c, b.load(m.var, m.kept_index, t)});
+  if (t != y->type.dtype) r = b.op(ExprOp::kCast, y->type.dtype, {r});
+  k.add(b.store(r, out, m.all_index));
+  return k.lowered();
+}
+
+// BatchNormalization with training_mode (opset 14 on): y normalized with the statistics of
+// each channel over the batch and spatial dims; the running mean and variance outputs are
+// input * momentum + current * (1 - momentum), the current variance biased.
+Result<LoweredNode> lower_batch_norm_training(const Node& n, const std::string& name) {
+  const auto& a = n.attrs_as<BatchNormAttrs>();
+  const Value* x = n.inputs[0];
+  const Value* y = n.outputs[0];
+  const Shape& shape = *x->type.shape;
+  if (shape.size() < 2) return Status::error("the input must have rank 2 or more (N, C, ...)");
+  Ints axes = {0};
+  for (size_t i = 2; i < shape.size(); ++i)
+    axes.push_back(static_cast<int64_t>(i));
+  DType t = accumulator_type(y->type.dtype);
+  Shape flat = {num_elements(shape)};
+  KernelBuilder k(name);
+  int in = k.buffer(x, BufferRole::kInput, flat);
+  std::vector<int> params; // scale, bias, input mean, input var
+  for (size_t i = 1; i <= 4; ++i)
+    params.push_back(k.buffer(n.inputs[i], BufferRole::kInput));
+  auto param = [&](StatementBuilder& b, size_t i, const AffineExpr& channel) {
+    return load_as(b, params[i], {channel}, n.inputs[i + 1]->type.dtype, t);
+  };
+  int out = k.buffer(y, BufferRole::kOutput, flat);
+  WEFT_ASSIGN_OR_RETURN(Moments m, add_moments(k, shape, axes, in, x->type.dtype, t));
+  // The running statistics, before the variance becomes an inverse deviation.
+  float momentum = a.momentum;
+  for (size_t i = 1; i <= 2 && i < n.outputs.size(); ++i) {
+    const Value* running = n.outputs[i];
+    if (!running) continue;
+    int buf = k.buffer(running, BufferRole::kOutput, m.kept);
+    StatementBuilder b(i == 1 ? "running_mean" : "running_var", m.kept);
+    int old =
+        b.op(ExprOp::kMul, t, {param(b, i + 1, AffineExpr::iterator(0)), b.constant(momentum, t)});
+    int current = b.op(ExprOp::kMul, t,
+                       {b.load(i == 1 ? m.mean : m.var, iterators(1), t),
+                        b.constant(1.0 - static_cast<double>(momentum), t)});
+    int r = b.op(ExprOp::kAdd, t, {old, current});
+    if (t != running->type.dtype) r = b.op(ExprOp::kCast, running->type.dtype, {r});
+    k.add(b.store(r, buf, iterators(1)));
+  }
+  StatementBuilder s("inv_std", m.kept);
+  k.add(s.store(
+      s.op(ExprOp::kRsqrt, t,
+           {s.op(ExprOp::kAdd, t, {s.load(m.var, iterators(1), t), s.constant(a.epsilon, t)})}),
+      m.var, iterators(1)));
+  StatementBuilder b("normalize", shape);
+  AffineExpr channel = AffineExpr::iterator(1);
+  int c = b.op(ExprOp::kSub, t,
+               {load_as(b, in, m.all_index, x->type.dtype, t), b.load(m.mean, m.kept_index, t)});
+  int r = b.op(ExprOp::kMul, t,
+               {c, b.op(ExprOp::kMul, t, {b.load(m.var, m.kept_index, t), param(b, 0, channel)})});
+  r = b.op(ExprOp::kAdd, t, {r, param(b, 1, channel)});
+  if (t != y->type.dtype) r = b.op(ExprOp::kCast, y->type.dtype, {r});
+  k.add(b.store(r, out, m.all_index));
+  return k.lowered();
+}
+
+} // namespace weft::kernel

@@ -1,5 +1,6 @@
 #include "weft/onnx/import_model.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -82,10 +83,28 @@ Result<onnx::ModelProto> parse_model(const std::string& bytes, const std::string
 
 bool is_onnx_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
 
+// The op type Weft's graph gives a node: ONNX's for ai.onnx, qualified by the domain for
+// the other domains Weft knows (op_table.h).
+std::string graph_op_type(const onnx::NodeProto& node) {
+  if (node.domain() == kTrainingDomain) return fmt::format("{}.{}", node.domain(), node.op_type());
+  return node.op_type();
+}
+
+// The ai.onnx opset. A model that imports none may hold nodes of the other domains only
+// (say, a training step); passes that add ai.onnx nodes to it use the newest opset.
 Result<int> find_opset(const onnx::ModelProto& model, const std::string& name) {
   std::optional<int> opset;
   for (const auto& imp : model.opset_import()) {
     if (is_onnx_domain(imp.domain())) opset = static_cast<int>(imp.version());
+    if (imp.domain() == kTrainingDomain && imp.version() != kTrainingOpset) {
+      return Status::error(fmt::format("{}: {} opset {} is not supported (only {})", name,
+                                       kTrainingDomain, imp.version(), kTrainingOpset));
+    }
+  }
+  const auto& nodes = model.graph().node();
+  if (!opset && std::none_of(nodes.begin(), nodes.end(),
+                             [](const onnx::NodeProto& n) { return is_onnx_domain(n.domain()); })) {
+    opset = kMaxOpset;
   }
   if (!opset) return Status::error(fmt::format("{}: the model imports no ai.onnx opset", name));
   if (*opset < kMinOpset || *opset > kMaxOpset) {
@@ -103,9 +122,13 @@ Status check_supported_ops(const onnx::GraphProto& graph, int opset, const std::
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto& node = graph.node(i);
     std::string key;
-    if (!is_onnx_domain(node.domain())) {
-      key =
-          fmt::format("{} (domain '{}': only ai.onnx is supported)", node.op_type(), node.domain());
+    if (!is_onnx_domain(node.domain()) && node.domain() != kTrainingDomain) {
+      key = fmt::format("{} (domain '{}': only ai.onnx and {} are supported)", node.op_type(),
+                        node.domain(), kTrainingDomain);
+    } else if (!is_onnx_domain(node.domain())) {
+      if (find_op(graph_op_type(node), opset)) continue;
+      key = fmt::format("{} (domain '{}': Weft supports {} there)", node.op_type(), node.domain(),
+                        "Adagrad, Adam and Momentum");
     } else if (!find_op(node.op_type(), opset)) {
       std::vector<std::string> spans;
       for (auto [lo, hi] : supported_opsets(node.op_type())) {
@@ -353,7 +376,7 @@ private:
 
   Status add_node(const onnx::NodeProto& proto, int index) {
     Node node;
-    node.op_type = proto.op_type();
+    node.op_type = graph_op_type(proto);
     node.opset = graph_.opset;
     node.name = graph_.unique_node_name(
         proto.name().empty() ? fmt::format("{}_{}", proto.op_type(), index) : proto.name());

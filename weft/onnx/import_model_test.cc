@@ -140,9 +140,33 @@ TEST(Import, UnknownDomainsAreRefused) {
       y = com.example.Magic(x)
     })");
   ASSERT_FALSE(g.ok());
-  EXPECT_NE(g.status().message().find("Magic (domain 'com.example': only ai.onnx is supported)"),
+  EXPECT_NE(g.status().message().find("Magic (domain 'com.example': only ai.onnx and "
+                                      "ai.onnx.preview.training are supported)"),
             std::string::npos)
       << g.status().message();
+}
+
+// The training domain's optimizers import under qualified op types, in a model that
+// imports no ai.onnx opset; its other ops are refused by name.
+TEST(Import, TrainingDomainOptimizersOnly) {
+  Result<Graph> ok = import_text(R"(
+    <ir_version: 8, opset_import: ["ai.onnx.preview.training" : 1]>
+    g (float r, int64 t, float[2] x, float[2] g, float[2] h) => (float[2] xn, float[2] hn) {
+      xn, hn = ai.onnx.preview.training.Adagrad (r, t, x, g, h)
+    })");
+  ASSERT_TRUE(ok.ok()) << ok.status().to_string();
+  EXPECT_EQ(ok->nodes()[0]->op_type, "ai.onnx.preview.training.Adagrad");
+  Result<Graph> refused = import_text(R"(
+    <ir_version: 8, opset_import: ["" : 13, "ai.onnx.preview.training" : 1]>
+    g (float[2] x) => (float[2] y) {
+      y = ai.onnx.preview.training.Gradient <xs = ["x"], y = "x"> (x)
+    })");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find(
+                "Gradient (domain 'ai.onnx.preview.training': Weft supports Adagrad, Adam and "
+                "Momentum there)"),
+            std::string::npos)
+      << refused.status().message();
 }
 
 // libonnx 1.12's LayerNormalization inference reads out of bounds on this (fuzzer-found).

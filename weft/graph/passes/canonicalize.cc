@@ -248,6 +248,11 @@ void canonicalize_node(Graph& graph, Node& node) {
     canonicalize_reduce(node);
   } else if (op == "Squeeze" || op == "Unsqueeze") {
     canonicalize_squeeze(node, op == "Unsqueeze");
+  } else if (op == "MeanVarianceNormalization") {
+    auto& axes = node.attrs_as<AxesAttrs>().axes;
+    if (auto rank = rank_of(node.inputs[0])) {
+      if (auto n = normalized(*axes, *rank)) axes = n;
+    }
   } else if (op == "Split") {
     canonicalize_split(node);
   } else if (op == "Clip") {

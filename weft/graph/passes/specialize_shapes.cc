@@ -13,14 +13,16 @@ namespace weft {
 namespace {
 
 // Is input "i" of "n" an operand whose value determines output shapes (or, for CumSum's
-// axis and Resize's region of interest, the loop structure)?
+// axis and Resize's region of interest, the loop structure; for Dropout's ratio and training
+// flag, whether it is a copy)?
 bool is_shape_operand(const Node& n, size_t i) {
   static const std::map<std::string_view, std::vector<size_t>> operands = {
       {"Reshape", {1}},      {"Expand", {1}},     {"Tile", {1}},           {"Squeeze", {1}},
       {"Unsqueeze", {1}},    {"Split", {1}},      {"Slice", {1, 2, 3, 4}}, {"ConstantOfShape", {0}},
       {"Range", {0, 1, 2}},  {"Pad", {1, 3}},     {"CumSum", {1}},         {"OneHot", {1}},
       {"Resize", {1, 2, 3}}, {"Upsample", {1}},   {"TopK", {1}},           {"Compress", {1}},
-      {"MaxUnpool", {2}},    {"HannWindow", {0}}, {"HammingWindow", {0}},  {"BlackmanWindow", {0}}};
+      {"MaxUnpool", {2}},    {"HannWindow", {0}}, {"HammingWindow", {0}},  {"BlackmanWindow", {0}},
+      {"Dropout", {1, 2}}};
   if (n.op_type.starts_with("Reduce")) return i == 1;
   auto it = operands.find(n.op_type);
   return it != operands.end() &&
