@@ -96,3 +96,47 @@ def test_profiles_of_staged_models_are_a_clear_error():
     np.testing.assert_array_equal(got, [[0, 2]])
     with pytest.raises(Exception, match="data-dependent shapes are not supported"):
         m.profile({"x": np.array([1, 0, 2, 0], np.float32)})
+
+
+def branch(name, nodes, outputs):
+    return helper.make_graph(nodes, name, [], outputs)
+
+
+def test_if_on_a_computed_condition():
+    """The branches read an outer value and give different shapes; the condition is computed."""
+    two = helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])
+    zero = helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])
+    starts = helper.make_tensor("starts", TensorProto.INT64, [1], [0])
+    ends = helper.make_tensor("ends", TensorProto.INT64, [1], [3])
+    then_branch = branch("then", [helper.make_node("Mul", ["x", "two"], ["doubled"])],
+                         [out("doubled", [8])])
+    else_branch = branch("else", [helper.make_node("Slice", ["x", "starts", "ends"], ["head"]),
+                                  helper.make_node("Neg", ["head"], ["negated"])],
+                         [out("negated", [3])])
+    m = make_model(
+        [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+         helper.make_node("Greater", ["s", "zero"], ["positive"]),
+         helper.make_node("If", ["positive"], ["r"], then_branch=then_branch,
+                          else_branch=else_branch),
+         helper.make_node("Exp", ["r"], ["y"])],
+        [f32("x", [8])], [out("y", ["n"])], [two, zero, starts, ends])
+    for sign in (1.0, -1.0):
+        x = (sign * (np.arange(8, dtype=np.float32) + 1)).astype(np.float32)
+        want = np.exp(2 * x) if x.sum() > 0 else np.exp(-x[:3])
+        np.testing.assert_allclose(m.run({"x": x})["y"], want, rtol=1e-6)
+
+
+def test_if_on_a_shape_folds_at_compile_time():
+    """Exporters test shapes with If; the condition folds and nothing is staged (a staged
+    model could not be profiled)."""
+    four = helper.make_tensor("four", TensorProto.INT64, [], [4])
+    m = make_model(
+        [helper.make_node("Size", ["x"], ["n"]),
+         helper.make_node("Greater", ["n", "four"], ["big"]),
+         helper.make_node("If", ["big"], ["y"],
+                          then_branch=branch("then", [helper.make_node("Relu", ["x"], ["a"])], [out("a", [8])]),
+                          else_branch=branch("else", [helper.make_node("Neg", ["x"], ["b"])], [out("b", [8])]))],
+        [f32("x", [8])], [out("y", [8])], [four])
+    x = np.linspace(-1, 1, 8).astype(np.float32)
+    y, kernels = m.profile({"x": x})
+    np.testing.assert_array_equal(y["y"], np.maximum(x, 0))

@@ -413,10 +413,20 @@ Status run_host_ops(Graph& graph) {
     ran = false;
     std::vector<const Node*> done;
     for (const auto& node : graph.nodes()) {
-      if (!is_data_dependent(*node) ||
-          std::any_of(node->inputs.begin(), node->inputs.end(),
-                      [](const Value* v) { return v && !v->is_constant(); }))
+      bool waiting = false;
+      for (size_t i = 0; i < node->inputs.size(); ++i) {
+        const Value* v = node->inputs[i];
+        waiting |= v && !v->is_constant() && needs_value(*node, i);
+      }
+      if (!is_data_dependent(*node) || waiting) continue;
+      done.push_back(node.get());
+      if (node->op_type == "If") { // the chosen branch's outputs pass through
+        std::vector<Value*> chosen = chosen_branch(*node);
+        for (size_t i = 0; i < node->outputs.size(); ++i) {
+          if (node->outputs[i]) graph.replace_all_uses(node->outputs[i], chosen[i]);
+        }
         continue;
+      }
       Result<std::vector<Tensor>> outputs = evaluate_on_host(*node);
       if (!outputs.ok()) return outputs.status().with_location(location_of(graph, *node));
       for (size_t i = 0; i < node->outputs.size(); ++i) {
@@ -426,7 +436,6 @@ Status run_host_ops(Graph& graph) {
             graph.add_constant(graph.unique_name(out->name + "_value"), std::move((*outputs)[i]));
         graph.replace_all_uses(out, c);
       }
-      done.push_back(node.get());
     }
     if (done.empty()) break;
     graph.remove_nodes_if(
@@ -447,8 +456,10 @@ std::vector<std::string> host_op_inputs(const Graph& graph, std::vector<std::str
                            [&](const Value* v) { return downstream.contains(v); });
     if (is_data_dependent(*node) && !fed) {
       host_ops->push_back(fmt::format("{} '{}'", node->op_type, node->name));
-      for (const Value* v : node->inputs) {
-        if (v && !v->is_constant() && std::find(names.begin(), names.end(), v->name) == names.end())
+      for (size_t i = 0; i < node->inputs.size(); ++i) {
+        const Value* v = node->inputs[i];
+        if (v && !v->is_constant() && needs_value(*node, i) &&
+            std::find(names.begin(), names.end(), v->name) == names.end())
           names.push_back(v->name);
       }
     }

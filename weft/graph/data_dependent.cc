@@ -263,7 +263,17 @@ Outputs eval_compress(const Node& node) {
 bool is_data_dependent(const Node& node) {
   const std::string& op = node.op_type;
   if (op == "Compress") return node.input(1) && !node.input(1)->is_constant();
+  if (op == "If") return true;
   return op == "NonZero" || op == "Unique" || op == "NonMaxSuppression";
+}
+
+bool needs_value(const Node& node, size_t i) { return node.op_type != "If" || i == 0; }
+
+std::vector<Value*> chosen_branch(const Node& node) {
+  size_t n = node.outputs.size();
+  size_t first = node.inputs[0]->constant->get_int64(0) != 0 ? 1 : 1 + n;
+  return {node.inputs.begin() + static_cast<std::ptrdiff_t>(first),
+          node.inputs.begin() + static_cast<std::ptrdiff_t>(first + n)};
 }
 
 Result<std::vector<Tensor>> evaluate_on_host(const Node& node) {
@@ -307,6 +317,31 @@ Result<std::vector<TensorType>> infer_unique(const Node& node) {
 
 Result<std::vector<TensorType>> infer_non_max_suppression(const Node&) {
   return std::vector<TensorType>{{DType::kI64, Shape{Dim::unknown(), 3}}};
+}
+
+// Each output: the branches' common type; dims where they differ are unknown.
+Result<std::vector<TensorType>> infer_if(const Node& node) {
+  size_t n = node.outputs.size();
+  if (node.inputs.size() != 1 + 2 * n || !node.inputs[0])
+    return Status::error("If takes a condition and two branches with one output per output");
+  std::vector<TensorType> out;
+  for (size_t i = 0; i < n; ++i) {
+    const TensorType& a = node.inputs[1 + i]->type;
+    const TensorType& b = node.inputs[1 + n + i]->type;
+    if (a.dtype != b.dtype) {
+      return Status::error(fmt::format("output {} is {} in one branch and {} in the other", i,
+                                       a.to_string(), b.to_string()));
+    }
+    TensorType t{a.dtype, std::nullopt};
+    if (a.shape && b.shape && a.shape->size() == b.shape->size()) {
+      t.shape = a.shape;
+      for (size_t d = 0; d < a.shape->size(); ++d) {
+        if (!((*a.shape)[d] == (*b.shape)[d])) (*t.shape)[d] = Dim::unknown();
+      }
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
 }
 
 } // namespace weft

@@ -1,5 +1,7 @@
 // Ops whose output shapes depend on their input values: NonZero, Unique,
-// NonMaxSuppression, and Compress with a computed condition.
+// NonMaxSuppression, Compress with a computed condition, and If with a computed condition
+// (Weft's If takes the condition, the then-branch outputs and the else-branch outputs, and
+// passes one set through; the importer puts both branches in the graph).
 //
 // Kernels are generated for static shapes, so these ops run on the host, between stages of
 // a model (docs/data-dependent-shapes.md): a stage computes their inputs, evaluate_on_host
@@ -16,7 +18,14 @@ namespace weft {
 // Does "node" need its input values to know its output shapes?
 bool is_data_dependent(const Node& node);
 
-// The outputs of "node" (is_data_dependent), every present input of which is constant.
+// Does the host op "node" need the value of input "i"? If needs only its condition.
+bool needs_value(const Node& node, size_t i);
+
+// For If with a constant condition: the input each output passes through.
+std::vector<Value*> chosen_branch(const Node& node);
+
+// The outputs of "node" (is_data_dependent, not If), every present input of which is
+// constant.
 // Fails on inputs the op rejects, naming them.
 Result<std::vector<Tensor>> evaluate_on_host(const Node& node);
 
@@ -24,5 +33,6 @@ Result<std::vector<Tensor>> evaluate_on_host(const Node& node);
 Result<std::vector<TensorType>> infer_non_zero(const Node& node);
 Result<std::vector<TensorType>> infer_unique(const Node& node);
 Result<std::vector<TensorType>> infer_non_max_suppression(const Node& node);
+Result<std::vector<TensorType>> infer_if(const Node& node);
 
 } // namespace weft

@@ -117,10 +117,23 @@ Result<int> find_opset(const onnx::ModelProto& model, const std::string& name) {
 }
 
 // One message listing every node Weft cannot import, grouped by op.
-Status check_supported_ops(const onnx::GraphProto& graph, int opset, const std::string& name) {
-  std::vector<std::pair<std::string, std::string>> unsupported; // (op and why, node)
+// The graphs of a node's attributes: If's branches, Loop's and Scan's bodies.
+std::vector<const onnx::GraphProto*> subgraphs(const onnx::NodeProto& node) {
+  std::vector<const onnx::GraphProto*> out;
+  for (const auto& a : node.attribute()) {
+    if (a.has_g()) out.push_back(&a.g());
+  }
+  return out;
+}
+
+void find_unsupported(const onnx::GraphProto& graph, int opset,
+                      std::vector<std::pair<std::string, std::string>>& unsupported) {
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto& node = graph.node(i);
+    if (graph_op_type(node) == "If") {
+      for (const onnx::GraphProto* branch : subgraphs(node))
+        find_unsupported(*branch, opset, unsupported);
+    }
     std::string key;
     if (!is_onnx_domain(node.domain()) && node.domain() != kTrainingDomain) {
       key = fmt::format("{} (domain '{}': only ai.onnx and {} are supported)", node.op_type(),
@@ -142,6 +155,12 @@ Status check_supported_ops(const onnx::GraphProto& graph, int opset, const std::
     }
     unsupported.emplace_back(key, node.name().empty() ? fmt::format("#{}", i) : node.name());
   }
+}
+
+// Every op of the model (and of If's branches, which are imported inline) is in the table.
+Status check_supported_ops(const onnx::GraphProto& graph, int opset, const std::string& name) {
+  std::vector<std::pair<std::string, std::string>> unsupported; // (op and why, node)
+  find_unsupported(graph, opset, unsupported);
   if (unsupported.empty()) return Status();
   return Status::error(fmt::format("{}: unsupported ops: {}", name, format_grouped(unsupported)));
 }
@@ -241,8 +260,11 @@ private:
 Status check_libonnx_hazards(const onnx::GraphProto& graph, const std::string& name) {
   LibonnxHazards hazards(graph, name);
   WEFT_RETURN_IF_ERROR(hazards.check_declarations());
-  for (int i = 0; i < graph.node_size(); ++i)
+  for (int i = 0; i < graph.node_size(); ++i) {
     WEFT_RETURN_IF_ERROR(hazards.check(graph.node(i), i));
+    for (const onnx::GraphProto* sub : subgraphs(graph.node(i)))
+      WEFT_RETURN_IF_ERROR(check_libonnx_hazards(*sub, name));
+  }
   return Status();
 }
 
@@ -374,7 +396,52 @@ private:
     return type;
   }
 
+  // If: both branches are imported into this graph (ONNX names are unique across scopes,
+  // and a branch reads outer values by name), and Weft's If node takes the condition, then
+  // the then-branch outputs, then the else-branch outputs, and passes one set through
+  // (docs/data-dependent-shapes.md).
+  Status add_if(const onnx::NodeProto& proto, int index) {
+    onnx::NodeProto select = proto;
+    select.clear_attribute();
+    for (const char* branch : {"then_branch", "else_branch"}) {
+      const onnx::GraphProto* g = nullptr;
+      for (const auto& a : proto.attribute()) {
+        if (a.name() == branch && a.has_g()) g = &a.g();
+      }
+      Location where{name_, proto.name(), "If", graph_.opset};
+      if (!g) return Status::error(where, fmt::format("the attribute '{}' is missing", branch));
+      if (g->output_size() != proto.output_size()) {
+        return Status::error(where, fmt::format("'{}' has {} outputs, the node {}", branch,
+                                                g->output_size(), proto.output_size()));
+      }
+      WEFT_RETURN_IF_ERROR(add_graph_body(*g));
+      for (const auto& out : g->output())
+        select.add_input(out.name());
+    }
+    return add_node(select, index);
+  }
+
+  // The initializers and nodes of a branch, into this graph.
+  Status add_graph_body(const onnx::GraphProto& g) {
+    note_symbols(g);
+    for (const auto& vi : g.value_info())
+      types_[vi.name()] = &vi.type();
+    for (const auto& vi : g.output())
+      types_[vi.name()] = &vi.type();
+    for (const auto& init : g.initializer()) {
+      WEFT_ASSIGN_OR_RETURN(Tensor t, tensor_from_proto(init, base_dir_));
+      if (graph_.find_value(init.name()))
+        return fail(fmt::format("initializer '{}' is defined twice", init.name()));
+      graph_.add_constant(init.name(), std::move(t));
+    }
+    if (g.input_size() > 0) return fail(fmt::format("branch '{}' has inputs", g.name()));
+    for (int i = 0; i < g.node_size(); ++i)
+      WEFT_RETURN_IF_ERROR(add_node(g.node(i), i));
+    return Status();
+  }
+
   Status add_node(const onnx::NodeProto& proto, int index) {
+    if (graph_op_type(proto) == "If" && proto.attribute_size() > 0) return add_if(proto, index);
     Node node;
     node.op_type = graph_op_type(proto);
     node.opset = graph_.opset;
