@@ -140,3 +140,64 @@ def test_if_on_a_shape_folds_at_compile_time():
     x = np.linspace(-1, 1, 8).astype(np.float32)
     y, kernels = m.profile({"x": x})
     np.testing.assert_array_equal(y["y"], np.maximum(x, 0))
+
+
+def test_loop_with_a_computed_condition():
+    """A while loop: x doubles (times an outer value, read from inside the body) until its
+    sum reaches a bound; each iteration's x is a scan output. The condition depends on the
+    carried value, so each iteration is a stage."""
+    limit = helper.make_tensor("limit", TensorProto.FLOAT, [], [100.0])
+    trips = helper.make_tensor("trips", TensorProto.INT64, [], [10])
+    yes = helper.make_tensor("yes", TensorProto.BOOL, [], [True])
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["x_in", "scale"], ["x_out"]),
+         helper.make_node("ReduceSum", ["x_out"], ["total"], keepdims=0),
+         helper.make_node("Less", ["total", "limit"], ["go_on"]),
+         helper.make_node("Identity", ["x_out"], ["x_scan"])],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x_in", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("go_on", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x_out", TensorProto.FLOAT, [4]),
+         helper.make_tensor_value_info("x_scan", TensorProto.FLOAT, [4])])
+    m = make_model(
+        [helper.make_node("Loop", ["trips", "yes", "x"], ["x_final", "history"], body=body)],
+        [f32("x", [4]), f32("scale", [])],
+        [out("x_final", [4]), out("history", ["n", 4])], [limit, trips, yes])
+    for start, scale in ((0.5, 2.0), (3.0, 1.5), (0.01, 2.0)):
+        x = np.full(4, start, np.float32)
+        got = m.run({"x": x, "scale": np.float32(scale)})
+        history = []
+        for _ in range(10):
+            x = x * np.float32(scale)
+            history.append(x)
+            if not x.sum() < 100:
+                break
+        np.testing.assert_allclose(got["x_final"], x, rtol=1e-6)
+        np.testing.assert_allclose(got["history"], np.stack(history), rtol=1e-6)
+
+
+def test_scan_reversed_along_axis_one():
+    """A running sum along axis 1, scanned backwards, times an outer value; the scan output
+    is stacked along axis 1 in reverse, so it lines up with the input."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["acc_in", "col"], ["acc_out"]),
+         helper.make_node("Mul", ["acc_out", "w"], ["scaled"])],
+        "body",
+        [helper.make_tensor_value_info("acc_in", TensorProto.FLOAT, [3]),
+         helper.make_tensor_value_info("col", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [3]),
+         helper.make_tensor_value_info("scaled", TensorProto.FLOAT, [3])])
+    m = make_model(
+        [helper.make_node("Scan", ["init", "x"], ["total", "running"], body=body,
+                          num_scan_inputs=1, scan_input_axes=[1], scan_input_directions=[1],
+                          scan_output_axes=[1], scan_output_directions=[1])],
+        [f32("init", [3]), f32("x", [3, 5]), f32("w", [])],
+        [out("total", [3]), out("running", [3, 5])])
+    rng = np.random.default_rng(3)
+    init, x = rng.standard_normal(3).astype(np.float32), rng.standard_normal((3, 5)).astype(np.float32)
+    got = m.run({"init": init, "x": x, "w": np.float32(0.5)})
+    suffix = init[:, None] + np.cumsum(x[:, ::-1], axis=1)[:, ::-1]
+    np.testing.assert_allclose(got["total"], suffix[:, 0], rtol=1e-5)
+    np.testing.assert_allclose(got["running"], 0.5 * suffix, rtol=1e-5)

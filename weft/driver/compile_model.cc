@@ -409,24 +409,31 @@ using Frozen = std::vector<std::pair<int, Tensor>>;
 // Runs the data-dependent nodes whose inputs are all constant on the host, replacing their
 // outputs with constants, then refolds; repeats while any ran.
 Status run_host_ops(Graph& graph) {
-  for (bool ran = true; ran;) {
-    ran = false;
-    std::vector<const Node*> done;
-    for (const auto& node : graph.nodes()) {
+  for (;;) {
+    Node* node = nullptr; // the first host op whose inputs are known
+    for (const auto& n : graph.nodes()) {
       bool waiting = false;
-      for (size_t i = 0; i < node->inputs.size(); ++i) {
-        const Value* v = node->inputs[i];
-        waiting |= v && !v->is_constant() && needs_value(*node, i);
+      for (size_t i = 0; i < n->inputs.size(); ++i) {
+        const Value* v = n->inputs[i];
+        waiting |= v && !v->is_constant() && needs_value(*n, i);
       }
-      if (!is_data_dependent(*node) || waiting) continue;
-      done.push_back(node.get());
-      if (node->op_type == "If") { // the chosen branch's outputs pass through
-        std::vector<Value*> chosen = chosen_branch(*node);
-        for (size_t i = 0; i < node->outputs.size(); ++i) {
-          if (node->outputs[i]) graph.replace_all_uses(node->outputs[i], chosen[i]);
-        }
-        continue;
+      if (is_data_dependent(*n) && !waiting) {
+        node = n.get();
+        break;
       }
+    }
+    if (!node) return Status();
+    bool done = true;
+    if (node->op_type == "Loop" || node->op_type == "Scan") {
+      Status s = node->op_type == "Loop" ? unroll_loop_step(graph, *node, &done)
+                                         : unroll_scan(graph, *node);
+      if (!s.ok()) return s.with_location(location_of(graph, *node));
+    } else if (node->op_type == "If") { // the chosen branch's outputs pass through
+      std::vector<Value*> chosen = chosen_branch(*node);
+      for (size_t i = 0; i < node->outputs.size(); ++i) {
+        if (node->outputs[i]) graph.replace_all_uses(node->outputs[i], chosen[i]);
+      }
+    } else {
       Result<std::vector<Tensor>> outputs = evaluate_on_host(*node);
       if (!outputs.ok()) return outputs.status().with_location(location_of(graph, *node));
       for (size_t i = 0; i < node->outputs.size(); ++i) {
@@ -437,13 +444,9 @@ Status run_host_ops(Graph& graph) {
         graph.replace_all_uses(out, c);
       }
     }
-    if (done.empty()) break;
-    graph.remove_nodes_if(
-        [&](const Node& n) { return std::find(done.begin(), done.end(), &n) != done.end(); });
+    if (done) graph.remove_nodes_if([&](const Node& n) { return &n == node; });
     WEFT_RETURN_IF_ERROR(refold(graph, "host ops"));
-    ran = true;
   }
-  return Status();
 }
 
 // The values the host ops of "graph" need from a first stage: the non-constant inputs of

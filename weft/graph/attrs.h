@@ -139,6 +139,30 @@ struct NonMaxSuppressionAttrs {
   WEFT_FIELDS(f("center_point_box", center_point_box))
 };
 
+class Graph;
+
+// Loop, as Weft's graph holds it: inputs [M, cond, carried..., captured..., then the scan
+// values of the iterations already unrolled]. The body is a graph of its own whose inputs are
+// the iteration number, the condition, the carried values and the outer values it reads.
+struct LoopAttrs {
+  std::shared_ptr<const Graph> body;
+  int64_t carried = 0;   // N
+  int64_t iteration = 0; // iterations unrolled into the graph so far
+  WEFT_FIELDS(f("carried", carried); f("iteration", iteration))
+};
+
+// Scan (opset 9 on): inputs [states..., scan inputs..., captured...]. The body's inputs are
+// the states, one slice of each scan input, then the outer values it reads.
+struct ScanAttrs {
+  std::shared_ptr<const Graph> body;
+  int64_t states = 0;                                                // N
+  int64_t scan_inputs = 0;                                           // M
+  Ints input_axes, input_directions, output_axes, output_directions; // empty: all 0
+  WEFT_FIELDS(f("states", states); f("num_scan_inputs", scan_inputs);
+              f("scan_input_axes", input_axes); f("scan_input_directions", input_directions);
+              f("scan_output_axes", output_axes); f("scan_output_directions", output_directions))
+};
+
 struct AxesAttrs {          // Squeeze, Unsqueeze, MeanVarianceNormalization
   std::optional<Ints> axes; // Squeeze without axes removes every dim of extent 1
   WEFT_FIELDS(f("axes", axes))
@@ -431,15 +455,17 @@ struct ConstantOfShapeAttrs {
   WEFT_FIELDS(f("value", value))
 };
 
-using OpAttrs = std::variant<
-    NoAttrs, LegacyBroadcastAttrs, CastAttrs, AlphaAttrs, HardSigmoidAttrs, SeluAttrs, ClipAttrs,
-    ModAttrs, IsInfAttrs, ReduceAttrs, ArgReduceAttrs, SoftmaxAttrs, AxisAttrs, BatchDimsAttrs,
-    ScatterAttrs, CompressAttrs, UniqueAttrs, NonMaxSuppressionAttrs, AxesAttrs, SplitAttrs,
-    TransposeAttrs, ReshapeAttrs, ShapeAttrs, SliceAttrs, PadAttrs, ConvAttrs, ConvTransposeAttrs,
-    PoolAttrs, GemmAttrs, BatchNormAttrs, EpsilonAttrs, LayerNormAttrs, DropoutAttrs, QuantizeAttrs,
-    WindowAttrs, ReverseSequenceAttrs, LrnAttrs, DftAttrs, EinsumAttrs, TopKAttrs, TriluAttrs,
-    EyeLikeAttrs, CumSumAttrs, BlockAttrs, BitShiftAttrs, ShrinkAttrs, ResizeAttrs, GridSampleAttrs,
-    LossAttrs, RecurrentAttrs, ConstantAttrs, ConstantOfShapeAttrs, OptimizerAttrs>;
+using OpAttrs =
+    std::variant<NoAttrs, LegacyBroadcastAttrs, CastAttrs, AlphaAttrs, HardSigmoidAttrs, SeluAttrs,
+                 ClipAttrs, ModAttrs, IsInfAttrs, ReduceAttrs, ArgReduceAttrs, SoftmaxAttrs,
+                 AxisAttrs, BatchDimsAttrs, ScatterAttrs, CompressAttrs, UniqueAttrs,
+                 NonMaxSuppressionAttrs, AxesAttrs, SplitAttrs, TransposeAttrs, ReshapeAttrs,
+                 ShapeAttrs, SliceAttrs, PadAttrs, ConvAttrs, ConvTransposeAttrs, PoolAttrs,
+                 GemmAttrs, BatchNormAttrs, EpsilonAttrs, LayerNormAttrs, DropoutAttrs,
+                 QuantizeAttrs, WindowAttrs, ReverseSequenceAttrs, LrnAttrs, DftAttrs, EinsumAttrs,
+                 TopKAttrs, TriluAttrs, EyeLikeAttrs, CumSumAttrs, BlockAttrs, BitShiftAttrs,
+                 ShrinkAttrs, ResizeAttrs, GridSampleAttrs, LossAttrs, RecurrentAttrs,
+                 ConstantAttrs, ConstantOfShapeAttrs, OptimizerAttrs, LoopAttrs, ScanAttrs>;
 
 #undef WEFT_FIELDS
 

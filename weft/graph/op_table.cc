@@ -705,7 +705,9 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"GatherND", 11, kAll, parse_batch_dims, infer_gather_nd});
     t.push_back({"Compress", 11, kAll, parse_compress, infer_compress});
     // Data-dependent output shapes (data_dependent.h): they run on the host between stages.
-    t.push_back({"If", 1, kAll, parse_none, infer_if}); // branches inlined at import
+    t.push_back({"Loop", 1, kAll, parse_none, infer_loop}); // the importer sets its body
+    t.push_back({"Scan", 9, kAll, parse_none, infer_scan}); // the importer sets its body
+    t.push_back({"If", 1, kAll, parse_none, infer_if});     // branches inlined at import
     t.push_back({"NonZero", 9, kAll, parse_none, infer_non_zero});
     t.push_back({"Unique", 11, kAll, parse_unique, infer_unique});
     t.push_back(

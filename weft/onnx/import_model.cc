@@ -130,7 +130,8 @@ void find_unsupported(const onnx::GraphProto& graph, int opset,
                       std::vector<std::pair<std::string, std::string>>& unsupported) {
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto& node = graph.node(i);
-    if (graph_op_type(node) == "If") {
+    if (graph_op_type(node) == "If" || graph_op_type(node) == "Loop" ||
+        graph_op_type(node) == "Scan") {
       for (const onnx::GraphProto* branch : subgraphs(node))
         find_unsupported(*branch, opset, unsupported);
     }
@@ -157,7 +158,7 @@ void find_unsupported(const onnx::GraphProto& graph, int opset,
   }
 }
 
-// Every op of the model (and of If's branches, which are imported inline) is in the table.
+// Every op of the model (and of the branches and bodies of If, Loop and Scan) is in the table.
 Status check_supported_ops(const onnx::GraphProto& graph, int opset, const std::string& name) {
   std::vector<std::pair<std::string, std::string>> unsupported; // (op and why, node)
   find_unsupported(graph, opset, unsupported);
@@ -302,8 +303,13 @@ public:
     graph_.opset = opset;
   }
 
-  Result<Graph> build() {
-    const onnx::GraphProto& g = model_.graph();
+  Result<Graph> build() { return build_graph(model_.graph(), {}); }
+
+private:
+  // The graph of "g". A body's inputs may omit their types ("operand_types" then has them),
+  // and its nodes may read values of the enclosing graphs (captured as extra inputs).
+  Result<Graph> build_graph(const onnx::GraphProto& g,
+                            const std::vector<TensorType>& operand_types) {
     note_symbols(g);
     for (const auto& vi : g.value_info())
       types_[vi.name()] = &vi.type();
@@ -317,16 +323,23 @@ public:
       graph_.add_constant(init.name(), std::move(t));
     }
     if (g.sparse_initializer_size() > 0) return fail("sparse initializers are not supported");
-    for (const auto& in : g.input()) {
+    for (int i = 0; i < g.input_size(); ++i) {
+      const auto& in = g.input(i);
       // Before IR 4 initializers are also listed as inputs; they stay constants.
       if (graph_.find_value(in.name())) continue;
-      WEFT_ASSIGN_OR_RETURN(TensorType type, tensor_type(in.name(), in.type()));
+      TensorType type;
+      bool typed = in.type().has_tensor_type() && in.type().tensor_type().elem_type() != 0;
+      if (!typed && static_cast<size_t>(i) < operand_types.size()) {
+        type = operand_types[static_cast<size_t>(i)];
+      } else {
+        WEFT_ASSIGN_OR_RETURN(type, tensor_type(in.name(), in.type()));
+      }
       graph_.inputs.push_back(graph_.add_value(in.name(), with_fresh_symbols(type)));
     }
     for (int i = 0; i < g.node_size(); ++i)
       WEFT_RETURN_IF_ERROR(add_node(g.node(i), i));
     for (const auto& out : g.output()) {
-      Value* v = graph_.find_value(out.name());
+      Value* v = lookup(out.name());
       if (!v) return fail(fmt::format("graph output '{}' is not defined", out.name()));
       graph_.outputs.push_back(v);
     }
@@ -334,7 +347,107 @@ public:
     return std::move(graph_);
   }
 
-private:
+  // The value "name" of this graph or, captured, of an enclosing one.
+  Value* lookup(const std::string& name) {
+    if (Value* v = graph_.find_value(name)) return v;
+    if (!parent_) return nullptr;
+    const Value* outer = parent_->lookup(name);
+    if (!outer) return nullptr;
+    Value* v = graph_.add_value(name, outer->type);
+    graph_.inputs.push_back(v);
+    captured_.push_back(name);
+    return v;
+  }
+
+  // Loop: its body becomes a graph of its own (inputs: the iteration number, the
+  // condition, the carried values, then the outer values it reads), and the node takes
+  // those outer values after its own inputs. Unrolled between stages
+  // (docs/data-dependent-shapes.md).
+  Status add_loop(const onnx::NodeProto& proto, int index) {
+    Location where{name_, proto.name(), "Loop", graph_.opset};
+    const onnx::GraphProto* g = nullptr;
+    for (const auto& a : proto.attribute()) {
+      if (a.name() == "body" && a.has_g()) g = &a.g();
+    }
+    if (!g) return Status::error(where, "the attribute 'body' is missing");
+    int carried = proto.input_size() - 2;
+    if (carried < 0 || g->input_size() != 2 + carried || g->output_size() < 1 + carried ||
+        proto.output_size() != g->output_size() - 1) {
+      return Status::error(where, "the body's inputs and outputs do not match the node's");
+    }
+    std::vector<TensorType> operand_types = {{DType::kI64, Shape{}}, {DType::kBool, Shape{}}};
+    for (int i = 2; i < proto.input_size(); ++i) {
+      const Value* v = proto.input(i).empty() ? nullptr : lookup(proto.input(i));
+      if (!v) return Status::error(where, fmt::format("input '{}' is not defined", proto.input(i)));
+      operand_types.push_back(v->type);
+    }
+    onnx::NodeProto loop = proto;
+    loop.clear_attribute();
+    Result<std::shared_ptr<const Graph>> body = build_body(*g, operand_types, loop);
+    if (!body.ok()) return body.status().with_location(where);
+    return add_node(loop, index, LoopAttrs{*body, carried, 0});
+  }
+
+  // Scan (opset 9 on): like Loop's, its body is a graph of its own (inputs: the states, one
+  // slice of each scan input, then the outer values it reads). Unrolled once its scan
+  // extent is static.
+  Status add_scan(const onnx::NodeProto& proto, int index) {
+    Location where{name_, proto.name(), "Scan", graph_.opset};
+    const onnx::GraphProto* g = nullptr;
+    ScanAttrs attrs;
+    for (const auto& a : proto.attribute()) {
+      const std::string& n = a.name();
+      if (n == "body" && a.has_g()) g = &a.g();
+      if (n == "num_scan_inputs") attrs.scan_inputs = a.i();
+      Ints* list = n == "scan_input_axes"          ? &attrs.input_axes
+                   : n == "scan_input_directions"  ? &attrs.input_directions
+                   : n == "scan_output_axes"       ? &attrs.output_axes
+                   : n == "scan_output_directions" ? &attrs.output_directions
+                                                   : nullptr;
+      if (list) list->assign(a.ints().begin(), a.ints().end());
+    }
+    attrs.states = proto.input_size() - attrs.scan_inputs;
+    if (!g) return Status::error(where, "the attribute 'body' is missing");
+    if (attrs.scan_inputs < 1 || attrs.states < 0 || g->input_size() != proto.input_size() ||
+        g->output_size() != proto.output_size() || g->output_size() < attrs.states) {
+      return Status::error(where, "the body's inputs and outputs do not match the node's");
+    }
+    std::vector<TensorType> operand_types;
+    for (int i = 0; i < proto.input_size(); ++i) {
+      const Value* v = proto.input(i).empty() ? nullptr : lookup(proto.input(i));
+      if (!v) return Status::error(where, fmt::format("input '{}' is not defined", proto.input(i)));
+      TensorType t = v->type;
+      if (i >= attrs.states && t.shape) { // one slice: the scan axis goes
+        size_t j = static_cast<size_t>(i - attrs.states);
+        int64_t axis = j < attrs.input_axes.size() ? attrs.input_axes[j] : 0;
+        int64_t rank = static_cast<int64_t>(t.shape->size());
+        if (axis < -rank || axis >= rank)
+          return Status::error(where, fmt::format("scan axis {} of a rank-{} input", axis, rank));
+        t.shape->erase(t.shape->begin() + (axis < 0 ? axis + rank : axis));
+      }
+      operand_types.push_back(std::move(t));
+    }
+    onnx::NodeProto scan = proto;
+    scan.clear_attribute();
+    Result<std::shared_ptr<const Graph>> body = build_body(*g, operand_types, scan);
+    if (!body.ok()) return body.status().with_location(where);
+    attrs.body = *body;
+    return add_node(scan, index, std::move(attrs));
+  }
+
+  // A body graph; "node" gets the outer values it reads as extra inputs.
+  Result<std::shared_ptr<const Graph>> build_body(const onnx::GraphProto& g,
+                                                  const std::vector<TensorType>& operand_types,
+                                                  onnx::NodeProto& node) {
+    GraphBuilder sub(model_, graph_.opset, name_, base_dir_);
+    sub.parent_ = this;
+    sub.types_ = types_;
+    WEFT_ASSIGN_OR_RETURN(Graph body, sub.build_graph(g, operand_types));
+    for (const std::string& name : sub.captured_)
+      node.add_input(name);
+    return std::make_shared<const Graph>(std::move(body));
+  }
+
   Status fail(const std::string& message) const {
     return Status::error(fmt::format("{}: {}", name_, message));
   }
@@ -440,8 +553,12 @@ private:
     return Status();
   }
 
-  Status add_node(const onnx::NodeProto& proto, int index) {
+  Status add_node(const onnx::NodeProto& proto, int index,
+                  std::optional<OpAttrs> attrs = std::nullopt) {
     if (graph_op_type(proto) == "If" && proto.attribute_size() > 0) return add_if(proto, index);
+    if (graph_op_type(proto) == "Loop" && !attrs) return add_loop(proto, index);
+    if (graph_op_type(proto) == "Scan" && !attrs && graph_.opset >= 9)
+      return add_scan(proto, index);
     Node node;
     node.op_type = graph_op_type(proto);
     node.opset = graph_.opset;
@@ -449,16 +566,20 @@ private:
         proto.name().empty() ? fmt::format("{}_{}", proto.op_type(), index) : proto.name());
     Location where{name_, node.name, node.op_type, node.opset};
     node.def = find_op(node.op_type, node.opset); // present: check_supported_ops ran
-    NodeAttrReader reader(proto, base_dir_);
-    AttrParser parser(reader, node.opset);
-    node.attrs = node.def->parse(parser);
-    if (!parser.status().ok()) return parser.status().with_location(where);
+    if (attrs) {
+      node.attrs = std::move(*attrs);
+    } else {
+      NodeAttrReader reader(proto, base_dir_);
+      AttrParser parser(reader, node.opset);
+      node.attrs = node.def->parse(parser);
+      if (!parser.status().ok()) return parser.status().with_location(where);
+    }
     for (const std::string& in : proto.input()) {
       if (in.empty()) {
         node.inputs.push_back(nullptr);
         continue;
       }
-      Value* v = graph_.find_value(in);
+      Value* v = lookup(in);
       if (!v) return Status::error(where, fmt::format("input '{}' is not defined", in));
       node.inputs.push_back(v);
     }
@@ -509,6 +630,8 @@ private:
   std::string base_dir_;
   Graph graph_;
   std::unordered_map<std::string, const onnx::TypeProto*> types_;
+  GraphBuilder* parent_ = nullptr;    // the enclosing graph's, for a body
+  std::vector<std::string> captured_; // outer values a body reads, in order
 };
 
 Result<Graph> import_parsed(onnx::ModelProto& model, const std::string& path,
