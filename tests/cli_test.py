@@ -142,6 +142,46 @@ class CliTest(unittest.TestCase):
         path = save(model, self.dir)
         self.assert_one_line_error(weft("inspect", path), path, "opset 19")
 
+    def test_bad_control_flow_is_one_clear_error(self):
+        vi = helper.make_tensor_value_info
+        f, b, i64 = TensorProto.FLOAT, TensorProto.BOOL, TensorProto.INT64
+
+        def model(node, inputs, outputs):
+            m = helper.make_model(helper.make_graph([node], "g", inputs, outputs),
+                                  opset_imports=[helper.make_opsetid("", 13)])
+            m.ir_version = 8
+            return m
+
+        forever = helper.make_graph(
+            [helper.make_node("Identity", ["x_in"], ["x_out"]),
+             helper.make_node("Identity", ["c"], ["c_out"])], "b",
+            [vi("i", i64, []), vi("c", b, []), vi("x_in", f, [4])],
+            [vi("c_out", b, []), vi("x_out", f, [4])])
+        scan_body = helper.make_graph([helper.make_node("Add", ["s", "e"], ["s2"])], "b",
+                                      [vi("s", f, [4]), vi("e", f, [4])], [vi("s2", f, [4])])
+        cases = [
+            ("forever", model(helper.make_node("Loop", ["", "c", "x"], ["y"], body=forever),
+                              [vi("c", b, []), vi("x", f, [4])], [vi("y", f, [4])]),
+             ["Loop", "more than 1024 iterations"]),
+            ("scan_axis", model(helper.make_node("Scan", ["s0", "x"], ["s"], body=scan_body,
+                                                 num_scan_inputs=1, scan_input_axes=[5]),
+                                [vi("s0", f, [4]), vi("x", f, [3, 4])], [vi("s", f, [4])]),
+             ["Scan_0", "scan axis 5"]),
+            ("if_types", model(helper.make_node(
+                "If", ["c"], ["y"],
+                then_branch=helper.make_graph([helper.make_node("Cast", ["x"], ["a"], to=i64)],
+                                              "t", [], [vi("a", i64, [4])]),
+                else_branch=helper.make_graph([helper.make_node("Relu", ["x"], ["r"])], "e", [],
+                                              [vi("r", f, [4])])),
+                [vi("c", b, []), vi("x", f, [4])], [vi("y", f, [4])]),
+             ["If", "in one branch"]),
+        ]
+        for name, m, fragments in cases:
+            path = save(m, self.dir, name + ".onnx")
+            out = os.path.join(self.dir, name + "_out")
+            self.assert_one_line_error(weft("run", path, "--fill", "ones", "--output-dir", out),
+                                       path, *fragments)
+
     def test_unknown_domain(self):
         path = save(small_model(op="Magic", domain="com.example"), self.dir)
         self.assert_one_line_error(weft("inspect", path), path, "com.example", "Magic")

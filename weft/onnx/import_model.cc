@@ -347,6 +347,10 @@ private:
     return std::move(graph_);
   }
 
+  static std::string node_name(const onnx::NodeProto& proto, int index) {
+    return proto.name().empty() ? fmt::format("{}_{}", proto.op_type(), index) : proto.name();
+  }
+
   // The value "name" of this graph or, captured, of an enclosing one.
   Value* lookup(const std::string& name) {
     if (Value* v = graph_.find_value(name)) return v;
@@ -364,7 +368,7 @@ private:
   // those outer values after its own inputs. Unrolled between stages
   // (docs/data-dependent-shapes.md).
   Status add_loop(const onnx::NodeProto& proto, int index) {
-    Location where{name_, proto.name(), "Loop", graph_.opset};
+    Location where{name_, node_name(proto, index), "Loop", graph_.opset};
     const onnx::GraphProto* g = nullptr;
     for (const auto& a : proto.attribute()) {
       if (a.name() == "body" && a.has_g()) g = &a.g();
@@ -392,7 +396,7 @@ private:
   // slice of each scan input, then the outer values it reads). Unrolled once its scan
   // extent is static.
   Status add_scan(const onnx::NodeProto& proto, int index) {
-    Location where{name_, proto.name(), "Scan", graph_.opset};
+    Location where{name_, node_name(proto, index), "Scan", graph_.opset};
     const onnx::GraphProto* g = nullptr;
     ScanAttrs attrs;
     for (const auto& a : proto.attribute()) {
@@ -521,7 +525,7 @@ private:
       for (const auto& a : proto.attribute()) {
         if (a.name() == branch && a.has_g()) g = &a.g();
       }
-      Location where{name_, proto.name(), "If", graph_.opset};
+      Location where{name_, node_name(proto, index), "If", graph_.opset};
       if (!g) return Status::error(where, fmt::format("the attribute '{}' is missing", branch));
       if (g->output_size() != proto.output_size()) {
         return Status::error(where, fmt::format("'{}' has {} outputs, the node {}", branch,
@@ -562,8 +566,7 @@ private:
     Node node;
     node.op_type = graph_op_type(proto);
     node.opset = graph_.opset;
-    node.name = graph_.unique_node_name(
-        proto.name().empty() ? fmt::format("{}_{}", proto.op_type(), index) : proto.name());
+    node.name = graph_.unique_node_name(node_name(proto, index));
     Location where{name_, node.name, node.op_type, node.opset};
     node.def = find_op(node.op_type, node.opset); // present: check_supported_ops ran
     if (attrs) {
