@@ -20,6 +20,7 @@
 #include "weft/codegen/generate.h"
 #include "weft/driver/pipeline.h"
 #include "weft/fusion/fuse.h"
+#include "weft/graph/control_flow.h"
 #include "weft/graph/data_dependent.h"
 #include "weft/graph/passes/canonicalize.h"
 #include "weft/graph/passes/eliminate_dead_code.h"

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "weft/graph/control_flow.h"
 #include "weft/graph/data_dependent.h"
 #include "weft/graph/shape_functions.h"
 

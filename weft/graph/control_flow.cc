@@ -1,0 +1,302 @@
+#include "weft/graph/control_flow.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "weft/graph/op_table.h"
+
+namespace weft {
+
+namespace {
+
+constexpr int64_t kMaxLoopIterations = 1024;
+
+Node new_node(Graph& graph, const std::string& base, std::string op, OpAttrs attrs,
+              std::vector<Value*> inputs, Value* output) {
+  Node n;
+  n.name = graph.unique_node_name(base);
+  n.op_type = std::move(op);
+  n.opset = graph.opset;
+  n.def = find_op(n.op_type, n.opset);
+  n.attrs = std::move(attrs);
+  n.inputs = std::move(inputs);
+  n.outputs = {output};
+  return n;
+}
+
+// The body's nodes, copied into "graph" before "loop" with "map" binding the body's inputs;
+// returns the values of the body's outputs.
+std::vector<Value*> inline_body(Graph& graph, const Node& loop, const Graph& body,
+                                std::unordered_map<const Value*, Value*>& map, int64_t iteration) {
+  std::string prefix = fmt::format("{}/{}/", loop.name, iteration);
+  auto value = [&](const Value* v) -> Value* {
+    if (!v) return nullptr;
+    auto it = map.find(v);
+    if (it != map.end()) return it->second;
+    // A constant of the body (its outputs are mapped as their nodes are copied).
+    Value* c = graph.add_constant(graph.unique_name(prefix + v->name), *v->constant);
+    map[v] = c;
+    return c;
+  };
+  for (const auto& n : body.nodes()) {
+    Node copy = *n;
+    copy.name = graph.unique_node_name(prefix + n->name);
+    for (Value*& in : copy.inputs)
+      in = value(in);
+    for (Value*& out : copy.outputs) {
+      if (!out) continue;
+      Value* fresh = graph.add_value(graph.unique_name(prefix + out->name), out->type);
+      map[out] = fresh;
+      out = fresh;
+    }
+    graph.insert_node_before(&loop, std::move(copy));
+  }
+  std::vector<Value*> outs;
+  for (const Value* v : body.outputs)
+    outs.push_back(value(v));
+  return outs;
+}
+
+// "out" as the values "parts" stacked along a new axis "axis" (Unsqueeze, then Concat),
+// computed before "user".
+void stack_into(Graph& graph, const Node& user, const std::vector<Value*>& parts, int64_t axis,
+                Value* out) {
+  if (!out) return;
+  std::vector<Value*> rows;
+  for (Value* v : parts) {
+    TensorType t = v->type;
+    if (t.shape) t.shape->insert(t.shape->begin() + axis, Dim(1));
+    Value* row = graph.add_value(graph.unique_name(v->name + "_row"), t);
+    graph.insert_node_before(&user, new_node(graph, user.name + "/unsqueeze", "Unsqueeze",
+                                             AxesAttrs{Ints{axis}}, {v}, row));
+    rows.push_back(row);
+  }
+  Value* stacked = graph.add_value(graph.unique_name(out->name + "_stacked"), out->type);
+  graph.insert_node_before(&user, new_node(graph, user.name + "/concat", "Concat", AxisAttrs{axis},
+                                           std::move(rows), stacked));
+  graph.replace_all_uses(out, stacked);
+}
+
+} // namespace
+
+std::vector<Value*> chosen_branch(const Node& node) {
+  size_t n = node.outputs.size();
+  size_t first = node.inputs[0]->constant->get_int64(0) != 0 ? 1 : 1 + n;
+  return {node.inputs.begin() + static_cast<std::ptrdiff_t>(first),
+          node.inputs.begin() + static_cast<std::ptrdiff_t>(first + n)};
+}
+
+Status unroll_loop_step(Graph& graph, Node& loop, bool* finished) {
+  auto& a = loop.attrs_as<LoopAttrs>();
+  const Graph& body = *a.body;
+  size_t n = static_cast<size_t>(a.carried);
+  size_t captured = body.inputs.size() - 2 - n, scans = body.outputs.size() - 1 - n;
+  const Value* trips = loop.input(0);
+  const Value* cond = loop.input(1);
+  bool more = (!trips || a.iteration < trips->constant->get_int64(0)) &&
+              (!cond || cond->constant->get_int64(0) != 0);
+  if (!trips && !cond) return Status::error("a Loop without a trip count or a condition");
+  *finished = !more;
+  if (more) {
+    if (a.iteration >= kMaxLoopIterations)
+      return Status::error(fmt::format(
+          "the loop runs more than {} iterations, which Weft unrolls at most", kMaxLoopIterations));
+    std::unordered_map<const Value*, Value*> map;
+    map[body.inputs[0]] = graph.add_constant(graph.unique_name(loop.name + "/iteration"),
+                                             Tensor::scalar_i64(a.iteration));
+    Value* always = nullptr;
+    if (!cond) {
+      Tensor t(DType::kBool, {});
+      t.set_int64(0, 1);
+      always = graph.add_constant(graph.unique_name(loop.name + "/cond"), std::move(t));
+    }
+    map[body.inputs[1]] = cond ? loop.inputs[1] : always;
+    for (size_t i = 0; i < n + captured; ++i)
+      map[body.inputs[2 + i]] = loop.inputs[2 + i];
+    std::vector<Value*> outs = inline_body(graph, loop, body, map, a.iteration);
+    // The next step reads this iteration's condition and carried values; scan values pile up.
+    loop.inputs[1] = outs[0];
+    for (size_t i = 0; i < n; ++i)
+      loop.inputs[2 + i] = outs[1 + i];
+    for (size_t k = 0; k < scans; ++k)
+      loop.inputs.push_back(outs[1 + n + k]);
+    ++a.iteration;
+    return Status();
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (loop.outputs[i]) graph.replace_all_uses(loop.outputs[i], loop.inputs[2 + i]);
+  }
+  if (scans > 0 && a.iteration == 0) {
+    return Status::error("a Loop with scan outputs that runs no iteration (their shape is "
+                         "unknown) is not supported");
+  }
+  for (size_t k = 0; k < scans; ++k) {
+    std::vector<Value*> parts;
+    for (int64_t it = 0; it < a.iteration; ++it)
+      parts.push_back(loop.inputs[2 + n + captured + static_cast<size_t>(it) * scans + k]);
+    stack_into(graph, loop, parts, 0, loop.outputs[n + k]);
+  }
+  return Status();
+}
+
+Status unroll_scan(Graph& graph, Node& scan) {
+  const auto& a = scan.attrs_as<ScanAttrs>();
+  const Graph& body = *a.body;
+  size_t m = static_cast<size_t>(a.scan_inputs);
+  size_t n = static_cast<size_t>(a.states);
+  size_t captured = body.inputs.size() - n - m, scans = body.outputs.size() - n;
+  auto at = [](const Ints& v, size_t i) { return i < v.size() ? v[i] : 0; };
+  int64_t steps = -1;
+  for (size_t j = 0; j < m; ++j) {
+    const TensorType& t = scan.inputs[n + j]->type;
+    int64_t axis = at(a.input_axes, j);
+    int64_t rank = t.shape ? static_cast<int64_t>(t.shape->size()) : 0;
+    if (axis < 0) axis += rank;
+    if (!t.shape || axis < 0 || axis >= rank || !(*t.shape)[static_cast<size_t>(axis)].is_static())
+      return Status::error("Scan needs the extent of each scan axis");
+    int64_t extent = (*t.shape)[static_cast<size_t>(axis)].value();
+    if (steps >= 0 && extent != steps)
+      return Status::error(fmt::format("scan inputs of {} and {} steps", steps, extent));
+    steps = extent;
+  }
+  if (steps > kMaxLoopIterations)
+    return Status::error(fmt::format("the scan runs {} iterations, more than the {} Weft unrolls",
+                                     steps, kMaxLoopIterations));
+  if (steps <= 0 && scans > 0)
+    return Status::error("a Scan with no iteration and scan outputs is not supported");
+  std::vector<Value*> state(scan.inputs.begin(), scan.inputs.begin() + static_cast<ptrdiff_t>(n));
+  std::vector<std::vector<Value*>> slices(scans);
+  for (int64_t t = 0; t < steps; ++t) {
+    std::unordered_map<const Value*, Value*> map;
+    for (size_t i = 0; i < n; ++i)
+      map[body.inputs[i]] = state[i];
+    for (size_t j = 0; j < m; ++j) {
+      Value* in = scan.inputs[n + j];
+      int64_t axis = at(a.input_axes, j);
+      if (axis < 0) axis += static_cast<int64_t>(in->type.shape->size());
+      int64_t index = at(a.input_directions, j) ? steps - 1 - t : t;
+      TensorType slice_type = in->type;
+      slice_type.shape->erase(slice_type.shape->begin() + axis);
+      Value* idx =
+          graph.add_constant(graph.unique_name(scan.name + "/index"), Tensor::scalar_i64(index));
+      Value* slice = graph.add_value(graph.unique_name(in->name + "_step"), slice_type);
+      graph.insert_node_before(&scan, new_node(graph, scan.name + "/slice", "Gather",
+                                               AxisAttrs{axis}, {in, idx}, slice));
+      map[body.inputs[n + j]] = slice;
+    }
+    for (size_t c = 0; c < captured; ++c)
+      map[body.inputs[n + m + c]] = scan.inputs[n + m + c];
+    std::vector<Value*> outs = inline_body(graph, scan, body, map, t);
+    for (size_t i = 0; i < n; ++i)
+      state[i] = outs[i];
+    for (size_t k = 0; k < scans; ++k)
+      slices[k].push_back(outs[n + k]);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (scan.outputs[i]) graph.replace_all_uses(scan.outputs[i], state[i]);
+  }
+  for (size_t k = 0; k < scans; ++k) {
+    if (at(a.output_directions, k)) std::reverse(slices[k].begin(), slices[k].end());
+    int64_t axis = at(a.output_axes, k);
+    if (axis < 0 && slices[k][0]->type.shape)
+      axis += static_cast<int64_t>(slices[k][0]->type.shape->size()) + 1;
+    stack_into(graph, scan, slices[k], axis, scan.outputs[n + k]);
+  }
+  return Status();
+}
+
+// Carried outputs: the operand's type, with the dims the body changes unknown; scan outputs:
+// the body's, after a leading dim of unknown extent.
+Result<std::vector<TensorType>> infer_loop(const Node& node) {
+  const auto& a = node.attrs_as<LoopAttrs>();
+  if (!a.body) return Status::error("Loop has no body");
+  const Graph& body = *a.body;
+  size_t n = static_cast<size_t>(a.carried);
+  if (body.inputs.size() < 2 + n || body.outputs.size() < 1 + n || node.inputs.size() < 2 + n)
+    return Status::error("the Loop's body does not match its carried values");
+  std::vector<TensorType> out;
+  for (size_t i = 0; i < n; ++i) {
+    TensorType t = node.inputs[2 + i]->type;
+    const TensorType& b = body.outputs[1 + i]->type;
+    if (t.dtype != b.dtype) {
+      return Status::error(fmt::format("carried value {} is {} and the body makes it {}", i,
+                                       t.to_string(), b.to_string()));
+    }
+    if (t.shape && b.shape && t.shape->size() == b.shape->size()) {
+      for (size_t d = 0; d < t.shape->size(); ++d) {
+        if (!((*t.shape)[d] == (*b.shape)[d])) (*t.shape)[d] = Dim::unknown();
+      }
+    } else {
+      t.shape = std::nullopt;
+    }
+    out.push_back(std::move(t));
+  }
+  for (size_t k = 1 + n; k < body.outputs.size(); ++k) {
+    TensorType t = body.outputs[k]->type;
+    if (t.shape) t.shape->insert(t.shape->begin(), Dim::unknown());
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+// Final states: the operands' types; scan outputs: the body's, with the scan extent (when
+// known) inserted at the output axis.
+Result<std::vector<TensorType>> infer_scan(const Node& node) {
+  const auto& a = node.attrs_as<ScanAttrs>();
+  if (!a.body) return Status::error("Scan has no body");
+  size_t n = static_cast<size_t>(a.states), m = static_cast<size_t>(a.scan_inputs);
+  if (node.inputs.size() < n + m || a.body->outputs.size() < n)
+    return Status::error("the Scan's body does not match its inputs");
+  Dim steps = Dim::unknown();
+  const TensorType& first = node.inputs[n]->type;
+  int64_t in_axis = a.input_axes.empty() ? 0 : a.input_axes[0];
+  if (first.shape && !first.shape->empty()) {
+    int64_t rank = static_cast<int64_t>(first.shape->size());
+    if (in_axis < 0) in_axis += rank;
+    if (in_axis >= 0 && in_axis < rank) steps = (*first.shape)[static_cast<size_t>(in_axis)];
+  }
+  std::vector<TensorType> out;
+  for (size_t i = 0; i < n; ++i)
+    out.push_back(node.inputs[i]->type);
+  for (size_t k = 0; k + n < a.body->outputs.size(); ++k) {
+    TensorType t = a.body->outputs[n + k]->type;
+    if (t.shape) {
+      int64_t rank = static_cast<int64_t>(t.shape->size()) + 1;
+      int64_t axis = k < a.output_axes.size() ? a.output_axes[k] : 0;
+      if (axis < 0) axis += rank;
+      if (axis < 0 || axis >= rank) return Status::error(fmt::format("scan output axis {}", axis));
+      t.shape->insert(t.shape->begin() + axis, steps);
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+// Each output: the branches' common type; dims where they differ are unknown.
+Result<std::vector<TensorType>> infer_if(const Node& node) {
+  size_t n = node.outputs.size();
+  if (node.inputs.size() != 1 + 2 * n || !node.inputs[0])
+    return Status::error("If takes a condition and two branches with one output per output");
+  std::vector<TensorType> out;
+  for (size_t i = 0; i < n; ++i) {
+    const TensorType& a = node.inputs[1 + i]->type;
+    const TensorType& b = node.inputs[1 + n + i]->type;
+    if (a.dtype != b.dtype) {
+      return Status::error(fmt::format("output {} is {} in one branch and {} in the other", i,
+                                       a.to_string(), b.to_string()));
+    }
+    TensorType t{a.dtype, std::nullopt};
+    if (a.shape && b.shape && a.shape->size() == b.shape->size()) {
+      t.shape = a.shape;
+      for (size_t d = 0; d < a.shape->size(); ++d) {
+        if (!((*a.shape)[d] == (*b.shape)[d])) (*t.shape)[d] = Dim::unknown();
+      }
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+} // namespace weft

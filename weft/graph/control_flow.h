@@ -1,0 +1,37 @@
+// Control flow: If, Loop and Scan, as the importer gives them (docs/data-dependent-shapes.md).
+//
+// - If takes the condition, the then-branch outputs and the else-branch outputs (both
+//   branches are imported into the graph) and passes one set through.
+// - Loop takes [M, cond, carried..., captured..., the scan values of the iterations unrolled
+//   so far]; its body is a graph of its own (LoopAttrs).
+// - Scan takes [states..., scan inputs..., captured...] (ScanAttrs).
+// They are host ops (data_dependent.h) that rewrite the graph rather than compute values.
+#pragma once
+
+#include <vector>
+
+#include "weft/graph/graph.h"
+#include "weft/support/status.h"
+
+namespace weft {
+
+// For If with a constant condition: the input each output passes through.
+std::vector<Value*> chosen_branch(const Node& node);
+
+// One step of a Loop whose trip count and condition are constant: either one more
+// iteration of its body goes into the graph before it (its inputs then name that
+// iteration's results), or the loop is over and its outputs are replaced by the carried
+// values and the concatenated scan values ("finished"; the node is then unused).
+Status unroll_loop_step(Graph& graph, Node& loop, bool* finished);
+
+// Scan, once the extent of its scan axis is static: every iteration of the body goes into the
+// graph before it, and its outputs are replaced by the last states and the stacked scan
+// values (the node is then unused).
+Status unroll_scan(Graph& graph, Node& scan);
+
+// Shape functions (see shape_functions.h).
+Result<std::vector<TensorType>> infer_if(const Node& node);
+Result<std::vector<TensorType>> infer_loop(const Node& node);
+Result<std::vector<TensorType>> infer_scan(const Node& node);
+
+} // namespace weft
