@@ -310,18 +310,7 @@ private:
   // and its nodes may read values of the enclosing graphs (captured as extra inputs).
   Result<Graph> build_graph(const onnx::GraphProto& g,
                             const std::vector<TensorType>& operand_types) {
-    note_symbols(g);
-    for (const auto& vi : g.value_info())
-      types_[vi.name()] = &vi.type();
-    for (const auto& vi : g.output())
-      types_[vi.name()] = &vi.type();
-    for (const auto& init : g.initializer()) {
-      WEFT_ASSIGN_OR_RETURN(Tensor t, tensor_from_proto(init, base_dir_));
-      if (graph_.find_value(init.name())) {
-        return fail(fmt::format("initializer '{}' is defined twice", init.name()));
-      }
-      graph_.add_constant(init.name(), std::move(t));
-    }
+    WEFT_RETURN_IF_ERROR(add_types_and_initializers(g));
     if (g.sparse_initializer_size() > 0) return fail("sparse initializers are not supported");
     for (int i = 0; i < g.input_size(); ++i) {
       const auto& in = g.input(i);
@@ -538,8 +527,8 @@ private:
     return add_node(select, index);
   }
 
-  // The initializers and nodes of a branch, into this graph.
-  Status add_graph_body(const onnx::GraphProto& g) {
+  // The symbols and declared types of "g", and its initializers as constants.
+  Status add_types_and_initializers(const onnx::GraphProto& g) {
     note_symbols(g);
     for (const auto& vi : g.value_info())
       types_[vi.name()] = &vi.type();
@@ -551,6 +540,12 @@ private:
         return fail(fmt::format("initializer '{}' is defined twice", init.name()));
       graph_.add_constant(init.name(), std::move(t));
     }
+    return Status();
+  }
+
+  // The initializers and nodes of a branch, into this graph.
+  Status add_graph_body(const onnx::GraphProto& g) {
+    WEFT_RETURN_IF_ERROR(add_types_and_initializers(g));
     if (g.input_size() > 0) return fail(fmt::format("branch '{}' has inputs", g.name()));
     for (int i = 0; i < g.node_size(); ++i)
       WEFT_RETURN_IF_ERROR(add_node(g.node(i), i));

@@ -1,0 +1,75 @@
+// Helpers shared by the shape functions (shape_functions.cc, shape_functions_movement.cc);
+// internal to weft/graph.
+#pragma once
+
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "weft/graph/shape_functions.h"
+
+namespace weft::shape_detail {
+
+inline TypesOrError one(TensorType t) { return std::vector<TensorType>{std::move(t)}; }
+
+inline Status fail(std::string message) { return Status::error(std::move(message)); }
+
+inline const TensorType& in_type(const Node& node, size_t i) { return node.inputs[i]->type; }
+
+// A shape of "rank" unknown dims.
+inline Shape unknown_shape(size_t rank) { return Shape(rank, Dim::unknown()); }
+
+// Does dim "inner" fit in dim "outer" (or is either unknown)?
+inline bool fits(const Dim& inner, const Dim& outer) {
+  return !inner.is_static() || !outer.is_static() || inner.value() <= outer.value();
+}
+
+// Are "a" and "b" equal where both are static?
+inline bool agree(const Dim& a, const Dim& b) {
+  return !a.is_static() || !b.is_static() || a.value() == b.value();
+}
+
+// Is "v" (when present, with a known shape) a vector of "n" elements, or of one?
+inline Status check_per_channel(const Value* v, const Dim& n, const char* what) {
+  if (!v || !v->type.shape) return Status();
+  std::optional<int64_t> count = shape_num_elements(*v->type.shape);
+  if (count && *count == 1) return Status();
+  if (v->type.shape->size() != 1 || !agree((*v->type.shape)[0], n))
+    return fail(fmt::format("{} must have one element or {}", what, n.to_string()));
+  return Status();
+}
+
+// Product of dims, or unknown when any dim is not static.
+inline Dim product(const Shape& shape, size_t begin, size_t end) {
+  int64_t n = 1;
+  for (size_t i = begin; i < end; ++i) {
+    if (!shape[i].is_static()) return Dim::unknown();
+    n *= shape[i].value();
+  }
+  return n;
+}
+
+inline Result<Ints> normalize_axes(const Ints& axes, int64_t rank) {
+  Ints out;
+  for (int64_t a : axes) {
+    WEFT_ASSIGN_OR_RETURN(int64_t n, normalize_axis(a, rank));
+    if (std::find(out.begin(), out.end(), n) != out.end()) {
+      return fail(fmt::format("axis {} is repeated", a));
+    }
+    out.push_back(n);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Axes given as an attribute, or as the constant input at "input_index"; none when neither
+// is known (an input that is not constant).
+inline std::optional<Ints> attr_or_input_axes(const std::optional<Ints>& attr, const Node& node,
+                                              size_t input_index) {
+  if (attr) return attr;
+  return constant_ints(node.input(input_index));
+}
+
+} // namespace weft::shape_detail

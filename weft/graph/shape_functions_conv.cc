@@ -1,0 +1,275 @@
+// Shape functions of MatMul, Gemm, convolutions, Pad and pooling, and the windows of
+// convolution and pooling.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "weft/graph/op_table.h"
+#include "weft/graph/shape_function_helpers.h"
+#include "weft/graph/shape_functions.h"
+
+namespace weft {
+
+using namespace shape_detail;
+
+TypesOrError infer_matmul(const Node& node) {
+  const TensorType& a = in_type(node, 0);
+  const TensorType& b = in_type(node, 1);
+  if (!a.shape || !b.shape) return one({a.dtype, std::nullopt});
+  Shape sa = *a.shape, sb = *b.shape;
+  if (sa.empty() || sb.empty()) return fail("MatMul inputs must have rank >= 1");
+  bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
+  if (a_vec) sa.insert(sa.begin(), Dim(1));
+  if (b_vec) sb.push_back(Dim(1));
+  const Dim& ka = sa[sa.size() - 1];
+  const Dim& kb = sb[sb.size() - 2];
+  if (ka.is_static() && kb.is_static() && ka.value() != kb.value()) {
+    return fail(fmt::format("MatMul inner dims differ: {} and {}", shape_to_string(*a.shape),
+                            shape_to_string(*b.shape)));
+  }
+  WEFT_ASSIGN_OR_RETURN(Shape batch, broadcast_shapes({Shape(sa.begin(), sa.end() - 2),
+                                                       Shape(sb.begin(), sb.end() - 2)}));
+  if (!a_vec) batch.push_back(sa[sa.size() - 2]);
+  if (!b_vec) batch.push_back(sb[sb.size() - 1]);
+  return one({a.dtype, batch});
+}
+
+TypesOrError infer_gemm(const Node& node) {
+  const auto& g = node.attrs_as<GemmAttrs>();
+  const TensorType& a = in_type(node, 0);
+  const TensorType& b = in_type(node, 1);
+  if (!a.shape || !b.shape) return one({a.dtype, std::nullopt});
+  if (a.shape->size() != 2 || b.shape->size() != 2) return fail("Gemm inputs must have rank 2");
+  Dim m = (*a.shape)[g.trans_a ? 1 : 0];
+  Dim n = (*b.shape)[g.trans_b ? 0 : 1];
+  return one({a.dtype, Shape{m, n}});
+}
+
+namespace {
+// Output extent of one spatial dim of a window op.
+Dim window_output(const Dim& in, int64_t kernel, int64_t stride, int64_t dilation,
+                  int64_t pad_total, AutoPad auto_pad, bool ceil_mode) {
+  if (!in.is_static()) return Dim::unknown();
+  int64_t x = in.value();
+  if (auto_pad == AutoPad::kSameUpper || auto_pad == AutoPad::kSameLower) {
+    return (x + stride - 1) / stride;
+  }
+  if (auto_pad == AutoPad::kValid) pad_total = 0;
+  int64_t span = x + pad_total - dilation * (kernel - 1) - 1;
+  if (span < 0) return Dim::unknown();
+  int64_t out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+  // With ceil mode, the last window must start inside the input or its begin padding.
+  if (ceil_mode && (out - 1) * stride >= x + pad_total / 2) --out;
+  return out;
+}
+
+Result<Shape> window_shape(const Shape& x, Dim out_channels, const Ints& kernel,
+                           const Ints& strides, const Ints& dilations, const Ints& pads,
+                           AutoPad auto_pad, bool ceil_mode) {
+  size_t spatial = x.size() - 2;
+  if (kernel.size() != spatial) {
+    return fail(
+        fmt::format("kernel has {} dims, input has {} spatial dims", kernel.size(), spatial));
+  }
+  Shape out = {x[0], out_channels};
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t stride = strides.empty() ? 1 : strides[i];
+    int64_t dilation = dilations.empty() ? 1 : dilations[i];
+    int64_t pad = pads.empty() ? 0 : pads[i] + pads[i + spatial];
+    if (stride <= 0 || dilation <= 0) return fail("strides and dilations must be positive");
+    out.push_back(window_output(x[i + 2], kernel[i], stride, dilation, pad, auto_pad, ceil_mode));
+  }
+  return out;
+}
+} // namespace
+
+TypesOrError infer_conv(const Node& node) {
+  const auto& a = node.attrs_as<ConvAttrs>();
+  const TensorType& x = in_type(node, 0);
+  const TensorType& w = in_type(node, 1);
+  if (!x.shape || !w.shape) return one({x.dtype, std::nullopt});
+  if (x.shape->size() < 3 || w.shape->size() != x.shape->size()) {
+    return fail("Conv input and weights must have the same rank, at least 3");
+  }
+  Ints kernel = a.kernel_shape;
+  if (kernel.empty()) {
+    for (size_t i = 2; i < w.shape->size(); ++i) {
+      if (!(*w.shape)[i].is_static()) return one({x.dtype, unknown_shape(x.shape->size())});
+      kernel.push_back((*w.shape)[i].value());
+    }
+  }
+  WEFT_ASSIGN_OR_RETURN(Shape out, window_shape(*x.shape, (*w.shape)[0], kernel, a.strides,
+                                                a.dilations, a.pads, a.auto_pad, false));
+  return one({x.dtype, out});
+}
+
+std::vector<Window> window_dims(const Ints& kernel, const Ints& strides, const Ints& dilations,
+                                const Ints& pads, AutoPad auto_pad, const Shape& x,
+                                const Shape& y) {
+  size_t spatial = x.size() - 2;
+  std::vector<Window> w(spatial);
+  for (size_t i = 0; i < spatial; ++i) {
+    Window& d = w[i];
+    d.kernel = kernel[i];
+    d.stride = strides.empty() ? 1 : strides[i];
+    d.dilation = dilations.empty() ? 1 : dilations[i];
+    d.in = x[i + 2].value();
+    d.out = y[i + 2].value();
+    d.pad_begin = pads.empty() ? 0 : pads[i];
+    d.pad_end = pads.empty() ? 0 : pads[i + spatial];
+    if (auto_pad == AutoPad::kValid) d.pad_begin = d.pad_end = 0;
+    if (auto_pad == AutoPad::kSameUpper || auto_pad == AutoPad::kSameLower) {
+      int64_t total =
+          std::max<int64_t>((d.out - 1) * d.stride + (d.kernel - 1) * d.dilation + 1 - d.in, 0);
+      d.pad_begin = auto_pad == AutoPad::kSameUpper ? total / 2 : total - total / 2;
+      d.pad_end = total - d.pad_begin;
+    }
+  }
+  return w;
+}
+
+Result<std::vector<TransposedWindow>> conv_transpose_windows(const Node& node) {
+  const auto& a = node.attrs_as<ConvTransposeAttrs>();
+  const Shape& x = *in_type(node, 0).shape;
+  const Shape& w = *in_type(node, 1).shape;
+  size_t spatial = x.size() - 2;
+  auto at = [&](const Ints& v, size_t i, int64_t fallback) { return v.empty() ? fallback : v[i]; };
+  for (const Ints* v : {&a.dilations, &a.kernel_shape, &a.output_padding, &a.strides}) {
+    if (!v->empty() && v->size() != spatial)
+      return fail(
+          fmt::format("an attribute has {} values for {} spatial dims", v->size(), spatial));
+  }
+  if ((!a.pads.empty() && a.pads.size() != 2 * spatial) ||
+      (!a.output_shape.empty() && a.output_shape.size() != spatial))
+    return fail("pads or output_shape do not match the spatial dims");
+  std::vector<TransposedWindow> out;
+  for (size_t i = 0; i < spatial; ++i) {
+    TransposedWindow d;
+    d.kernel = at(a.kernel_shape, i, w[i + 2].value());
+    d.stride = at(a.strides, i, 1);
+    d.dilation = at(a.dilations, i, 1);
+    int64_t in = x[i + 2].value();
+    int64_t full =
+        d.stride * (in - 1) + at(a.output_padding, i, 0) + (d.kernel - 1) * d.dilation + 1;
+    bool same = a.auto_pad == AutoPad::kSameUpper || a.auto_pad == AutoPad::kSameLower;
+    if (!a.output_shape.empty() || same) {
+      // The pads follow from the requested extent; SAME_UPPER puts the smaller half first.
+      // A negative total (a larger output) halves rounding down, as ONNX's reference does.
+      d.out = a.output_shape.empty() ? in * d.stride : a.output_shape[i];
+      int64_t total = full - d.out;
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      d.pad_begin = a.auto_pad == AutoPad::kSameUpper ? half : total - half;
+    } else {
+      int64_t begin = a.auto_pad == AutoPad::kValid ? 0 : at(a.pads, i, 0);
+      int64_t end = a.auto_pad == AutoPad::kValid ? 0 : at(a.pads, i + spatial, 0);
+      d.pad_begin = begin;
+      d.out = full - begin - end;
+    }
+    if (d.out < 0) return fail(fmt::format("spatial dim {} of the output is negative", i));
+    out.push_back(d);
+  }
+  return out;
+}
+
+// Each dim grows by its pads (a negative pad crops), from the attribute or a constant input.
+TypesOrError infer_pad(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  std::optional<Ints> pads = node.attrs_as<PadAttrs>().pads;
+  if (!pads && !node.input(3)) pads = constant_ints(node.input(1));
+  if (!x.shape || !pads) return one({x.dtype, x.shape ? unknown_shape(x.shape->size()) : x.shape});
+  size_t rank = x.shape->size();
+  if (pads->size() != 2 * rank)
+    return fail(fmt::format("pads has {} values for rank {}", pads->size(), rank));
+  Shape out;
+  for (size_t d = 0; d < rank; ++d) {
+    const Dim& in = (*x.shape)[d];
+    int64_t grow = (*pads)[d] + (*pads)[d + rank];
+    if (!in.is_static()) {
+      out.push_back(grow == 0 ? in : Dim::unknown());
+    } else if (in.value() + grow < 0) {
+      return fail(fmt::format("pads crop dim {} of extent {} below 0", d, in.value()));
+    } else {
+      out.push_back(in.value() + grow);
+    }
+  }
+  return one({x.dtype, out});
+}
+
+// y: [N, weights' dim 1 * group, spatial...].
+TypesOrError infer_conv_transpose(const Node& node) {
+  const auto& a = node.attrs_as<ConvTransposeAttrs>();
+  const TensorType& x = in_type(node, 0);
+  const TensorType& w = in_type(node, 1);
+  if (!x.shape || !w.shape) return one({x.dtype, std::nullopt});
+  if (x.shape->size() < 3 || w.shape->size() != x.shape->size())
+    return fail("ConvTranspose input and weights must have the same rank, at least 3");
+  if (!agree((*x.shape)[1], (*w.shape)[0]) ||
+      ((*x.shape)[1].is_static() && (*x.shape)[1].value() % a.group != 0))
+    return fail("the weights' first dim must be the input's channels, a multiple of group");
+  Dim channels = (*w.shape)[1].is_static() ? Dim((*w.shape)[1].value() * a.group) : Dim::unknown();
+  Shape out = {(*x.shape)[0], channels};
+  if (!x.has_static_shape() || !w.has_static_shape()) {
+    out.resize(x.shape->size(), Dim::unknown());
+    return one({x.dtype, out});
+  }
+  WEFT_ASSIGN_OR_RETURN(std::vector<TransposedWindow> windows, conv_transpose_windows(node));
+  for (const TransposedWindow& d : windows)
+    out.push_back(d.out);
+  return one({x.dtype, out});
+}
+
+TypesOrError infer_pool(const Node& node) {
+  const auto& a = node.attrs_as<PoolAttrs>();
+  const TensorType& x = in_type(node, 0);
+  if (!x.shape) return one({x.dtype, std::nullopt});
+  if (x.shape->size() < 3) return fail("pooling input must have rank >= 3");
+  WEFT_ASSIGN_OR_RETURN(Shape out, window_shape(*x.shape, (*x.shape)[1], a.kernel_shape, a.strides,
+                                                a.dilations, a.pads, a.auto_pad, a.ceil_mode));
+  std::vector<TensorType> types = {{x.dtype, out}};
+  if (node.outputs.size() > 1) types.push_back({DType::kI64, out}); // MaxPool indices
+  return types;
+}
+
+Result<Shape> max_unpool_default_shape(const Node& node) {
+  const auto& a = node.attrs_as<PoolAttrs>();
+  const TensorType& x = in_type(node, 0);
+  if (!x.shape) return fail("the input's rank is unknown");
+  size_t spatial = x.shape->size() - 2;
+  if (a.kernel_shape.size() != spatial) return fail("kernel_shape does not match the input");
+  Shape out = {(*x.shape)[0], (*x.shape)[1]};
+  for (size_t i = 0; i < spatial; ++i) {
+    const Dim& in = (*x.shape)[i + 2];
+    int64_t stride = a.strides.empty() ? 1 : a.strides[i];
+    int64_t pads = a.pads.empty() ? 0 : a.pads[i] + a.pads[i + spatial];
+    out.push_back(in.is_static() ? Dim((in.value() - 1) * stride + a.kernel_shape[i] - pads)
+                                 : Dim::unknown());
+  }
+  return out;
+}
+
+// The output_shape input when given (constant), else the default shape.
+TypesOrError infer_max_unpool(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  const TensorType& idx = in_type(node, 1);
+  if (x.shape && idx.shape && *x.shape != *idx.shape)
+    return fail("the indices must have X's shape");
+  if (std::optional<Ints> given = constant_ints(node.input(2))) {
+    if (x.shape && given->size() != x.shape->size())
+      return fail("output_shape does not match the input's rank");
+    return one({x.dtype, Shape(given->begin(), given->end())});
+  }
+  if (!x.shape || node.input(2)) return one({x.dtype, std::nullopt});
+  WEFT_ASSIGN_OR_RETURN(Shape out, max_unpool_default_shape(node));
+  return one({x.dtype, out});
+}
+
+TypesOrError infer_global_pool(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  if (!x.shape) return one(x);
+  if (x.shape->size() < 2) return fail("global pooling input must have rank >= 2");
+  Shape out = {(*x.shape)[0], (*x.shape)[1]};
+  out.resize(x.shape->size(), Dim(1));
+  return one({x.dtype, out});
+}
+
+} // namespace weft
