@@ -57,6 +57,18 @@ class Head(torch.nn.Module):
         return torch.clamp(self.fc(x.flatten(1)), 0, 6) * 0.5
 
 
+class AddMm(torch.nn.Module):
+    """Gemm with a full-matrix C (torch.addmm), then ReLU: C is a binary-add post-op (as a
+    matmul bias varying along M, oneDNN would take its reference kernel)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(32, 48))
+
+    def forward(self, x, c):
+        return torch.relu(torch.addmm(c, x, self.w))
+
+
 def run(path, inputs, directory, env_extra):
     args = [WEFT, "run", path, "--output-dir", directory]
     for name, value in inputs.items():
@@ -89,6 +101,8 @@ def check(tmp, name, model, inputs, expect_calls):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=name)
     np.testing.assert_allclose(generated, want, rtol=1e-4, atol=1e-5, err_msg=name + " generated")
     calls = [k["op_type"] for k in kernels(path) if k["strategy"].startswith("oneDNN")]
+    refs = [k["strategy"] for k in kernels(path) if "(ref" in k["strategy"]]
+    assert not refs, f"{name}: oneDNN reference kernels {refs}"
     assert calls == expect_calls, f"{name}: oneDNN calls {calls}, expected {expect_calls}"
     print(f"ok {name}: {calls}, max |weft - torch| = {np.abs(got - want).max():.2e}")
 
@@ -107,6 +121,7 @@ def main():
               ["Transpose+Transpose+MatMul", "Transpose+MatMul+Transpose"])
         check(tmp, "head", Head().eval(), {"x": f(2, 8, 10, 10)},
               ["MaxPool", "AveragePool", "Gemm+Clip+Mul"])
+        check(tmp, "addmm", AddMm(), {"x": f(16, 32), "c": f(16, 48)}, ["Gemm+Relu"])
     print("all library checks passed")
 
 

@@ -332,7 +332,8 @@ std::optional<LibraryCall> matmul_call(const Node& n, const Absorbed& absorbed,
   return make_matmul(n, m, nullptr, ops);
 }
 
-// Gemm: transposes as strides; C as a broadcast bias when alpha and beta allow it.
+// Gemm: transposes as strides; C as a broadcast bias when alpha and beta allow it (a bias
+// row, or a binary-add post-op when C varies along M).
 std::optional<LibraryCall> gemm_call(const Node& n, const Absorbed& absorbed,
                                      std::string* why_not) {
   const std::vector<PostOp>& ops = absorbed.epilogue;
@@ -357,6 +358,19 @@ std::optional<LibraryCall> gemm_call(const Node& n, const Absorbed& absorbed,
     if (dc.size() != 2 || (dc[0] != 1 && dc[0] != m) || (dc[1] != 1 && dc[1] != nn)) {
       *why_not = "C does not broadcast to the output";
       return std::nullopt;
+    }
+    if (dc[0] != 1) {
+      // A bias that varies along M runs on oneDNN's reference matmul (~1000x slower here);
+      // as the first post-op, a binary add, it keeps the JIT kernel.
+      PostOp add;
+      add.node = &n;
+      add.binary = true;
+      add.algorithm = dnnl::algorithm::binary_add;
+      add.src1 = c;
+      add.src1_dims = dc;
+      std::vector<PostOp> with_c = {add};
+      with_c.insert(with_c.end(), ops.begin(), ops.end());
+      return make_matmul(n, operands, nullptr, with_c);
     }
     operands.bias = plain(dc);
   } else {
@@ -524,7 +538,9 @@ std::optional<LibraryCall> dnnl_call(const Node& node, const SoleReader& sole_re
     if (const Node* t = sole_reader(v); is_transpose(t)) all.output_transpose = t;
   }
   // Everything, then the post-ops alone, then nothing: oneDNN may not implement each form
-  // (a reference implementation does not count).
+  // (a reference implementation does not count; for MatMul and Gemm not even alone, as the
+  // generated kernel is over 10x faster than oneDNN's reference matmul).
+  bool matmul = node.op_type == "MatMul" || node.op_type == "Gemm";
   Absorbed post_ops_only;
   post_ops_only.epilogue = all.epilogue;
   for (const Absorbed* a : std::array<const Absorbed*, 3>{&all, &post_ops_only, nullptr}) {
@@ -532,7 +548,10 @@ std::optional<LibraryCall> dnnl_call(const Node& node, const SoleReader& sole_re
     const Absorbed& attempt = a ? *a : none;
     try {
       std::optional<LibraryCall> call = it->second(node, attempt, why_not);
-      if (call && (!a || call->kernel->describe().find("(ref") == std::string::npos)) {
+      bool reference = call && call->kernel->describe().find("(ref") != std::string::npos;
+      if (reference && !a && matmul)
+        *why_not = "oneDNN has only its reference matmul for this form";
+      if (call && (!reference || (!a && !matmul))) {
         for (const Node* t : attempt.input_transposes) {
           if (t) call->nodes.push_back(t);
         }
