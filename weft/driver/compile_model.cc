@@ -430,9 +430,10 @@ Status run_host_ops(Graph& graph) {
                                          : unroll_scan(graph, *node);
       if (!s.ok()) return s.with_location(location_of(graph, *node));
     } else if (node->op_type == "If") { // the chosen branch's outputs pass through
-      std::vector<Value*> chosen = chosen_branch(*node);
+      Result<std::vector<Value*>> chosen = chosen_branch(*node);
+      if (!chosen.ok()) return chosen.status().with_location(location_of(graph, *node));
       for (size_t i = 0; i < node->outputs.size(); ++i) {
-        if (node->outputs[i]) graph.replace_all_uses(node->outputs[i], chosen[i]);
+        if (node->outputs[i]) graph.replace_all_uses(node->outputs[i], (*chosen)[i]);
       }
     } else {
       Result<std::vector<Tensor>> outputs = evaluate_on_host(*node);

@@ -81,11 +81,15 @@ void stack_into(Graph& graph, const Node& user, const std::vector<Value*>& parts
 
 } // namespace
 
-std::vector<Value*> chosen_branch(const Node& node) {
+Result<std::vector<Value*>> chosen_branch(const Node& node) {
+  const Tensor& cond = *node.inputs[0]->constant;
+  if (cond.num_elements() != 1)
+    return Status::error(
+        fmt::format("the condition has {} elements, not one", cond.num_elements()));
   size_t n = node.outputs.size();
-  size_t first = node.inputs[0]->constant->get_int64(0) != 0 ? 1 : 1 + n;
-  return {node.inputs.begin() + static_cast<std::ptrdiff_t>(first),
-          node.inputs.begin() + static_cast<std::ptrdiff_t>(first + n)};
+  size_t first = cond.get_int64(0) != 0 ? 1 : 1 + n;
+  return std::vector<Value*>(node.inputs.begin() + static_cast<std::ptrdiff_t>(first),
+                             node.inputs.begin() + static_cast<std::ptrdiff_t>(first + n));
 }
 
 Status unroll_loop_step(Graph& graph, Node& loop, bool* finished) {
@@ -95,6 +99,11 @@ Status unroll_loop_step(Graph& graph, Node& loop, bool* finished) {
   size_t captured = body.inputs.size() - 2 - n, scans = body.outputs.size() - 1 - n;
   const Value* trips = loop.input(0);
   const Value* cond = loop.input(1);
+  for (const Value* v : {trips, cond}) {
+    if (v && v->constant->num_elements() != 1)
+      return Status::error(
+          fmt::format("'{}' has {} elements, not one", v->name, v->constant->num_elements()));
+  }
   bool more = (!trips || a.iteration < trips->constant->get_int64(0)) &&
               (!cond || cond->constant->get_int64(0) != 0);
   if (!trips && !cond) return Status::error("a Loop without a trip count or a condition");

@@ -16,7 +16,7 @@
 namespace weft {
 
 // For If with a constant condition: the input each output passes through.
-std::vector<Value*> chosen_branch(const Node& node);
+Result<std::vector<Value*>> chosen_branch(const Node& node);
 
 // One step of a Loop whose trip count and condition are constant: either one more
 // iteration of its body goes into the graph before it (its inputs then name that
