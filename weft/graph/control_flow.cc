@@ -5,26 +5,13 @@
 
 #include <fmt/format.h>
 
-#include "weft/graph/op_table.h"
+#include "weft/graph/node_builder.h"
 
 namespace weft {
 
 namespace {
 
 constexpr int64_t kMaxLoopIterations = 1024;
-
-Node new_node(Graph& graph, const std::string& base, std::string op, OpAttrs attrs,
-              std::vector<Value*> inputs, Value* output) {
-  Node n;
-  n.name = graph.unique_node_name(base);
-  n.op_type = std::move(op);
-  n.opset = graph.opset;
-  n.def = find_op(n.op_type, n.opset);
-  n.attrs = std::move(attrs);
-  n.inputs = std::move(inputs);
-  n.outputs = {output};
-  return n;
-}
 
 // The body's nodes, copied into "graph" before "loop" with "map" binding the body's inputs;
 // returns the values of the body's outputs.
@@ -59,24 +46,13 @@ std::vector<Value*> inline_body(Graph& graph, const Node& loop, const Graph& bod
   return outs;
 }
 
-// "out" as the values "parts" stacked along a new axis "axis" (Unsqueeze, then Concat),
-// computed before "user".
-void stack_into(Graph& graph, const Node& user, const std::vector<Value*>& parts, int64_t axis,
-                Value* out) {
-  if (!out) return;
-  std::vector<Value*> rows;
-  for (Value* v : parts) {
-    TensorType t = v->type;
-    if (t.shape) t.shape->insert(t.shape->begin() + axis, Dim(1));
-    Value* row = graph.add_value(graph.unique_name(v->name + "_row"), t);
-    graph.insert_node_before(&user, new_node(graph, user.name + "/unsqueeze", "Unsqueeze",
-                                             AxesAttrs{Ints{axis}}, {v}, row));
-    rows.push_back(row);
-  }
-  Value* stacked = graph.add_value(graph.unique_name(out->name + "_stacked"), out->type);
-  graph.insert_node_before(&user, new_node(graph, user.name + "/concat", "Concat", AxisAttrs{axis},
-                                           std::move(rows), stacked));
-  graph.replace_all_uses(out, stacked);
+// "out" replaced by "parts" stacked along a new axis "axis", computed before "user".
+Status stack_into(Graph& graph, const Node& user, const std::vector<Value*>& parts, int64_t axis,
+                  Value* out) {
+  if (!out) return Status();
+  NodeBuilder b(graph, user);
+  graph.replace_all_uses(out, b.stack(parts, axis));
+  return b.status();
 }
 
 } // namespace
@@ -145,7 +121,7 @@ Status unroll_loop_step(Graph& graph, Node& loop, bool* finished) {
     std::vector<Value*> parts;
     for (int64_t it = 0; it < a.iteration; ++it)
       parts.push_back(loop.inputs[2 + n + captured + static_cast<size_t>(it) * scans + k]);
-    stack_into(graph, loop, parts, 0, loop.outputs[n + k]);
+    WEFT_RETURN_IF_ERROR(stack_into(graph, loop, parts, 0, loop.outputs[n + k]));
   }
   return Status();
 }
@@ -177,6 +153,7 @@ Status unroll_scan(Graph& graph, Node& scan) {
     return Status::error("a Scan with no iteration and scan outputs is not supported");
   std::vector<Value*> state(scan.inputs.begin(), scan.inputs.begin() + static_cast<ptrdiff_t>(n));
   std::vector<std::vector<Value*>> slices(scans);
+  NodeBuilder slicer(graph, scan);
   for (int64_t t = 0; t < steps; ++t) {
     std::unordered_map<const Value*, Value*> map;
     for (size_t i = 0; i < n; ++i)
@@ -186,13 +163,7 @@ Status unroll_scan(Graph& graph, Node& scan) {
       int64_t axis = at(a.input_axes, j);
       if (axis < 0) axis += static_cast<int64_t>(in->type.shape->size());
       int64_t index = at(a.input_directions, j) ? steps - 1 - t : t;
-      TensorType slice_type = in->type;
-      slice_type.shape->erase(slice_type.shape->begin() + axis);
-      Value* idx =
-          graph.add_constant(graph.unique_name(scan.name + "/index"), Tensor::scalar_i64(index));
-      Value* slice = graph.add_value(graph.unique_name(in->name + "_step"), slice_type);
-      graph.insert_node_before(&scan, new_node(graph, scan.name + "/slice", "Gather",
-                                               AxisAttrs{axis}, {in, idx}, slice));
+      Value* slice = slicer.take(in, index, axis);
       map[body.inputs[n + j]] = slice;
     }
     for (size_t c = 0; c < captured; ++c)
@@ -203,6 +174,7 @@ Status unroll_scan(Graph& graph, Node& scan) {
     for (size_t k = 0; k < scans; ++k)
       slices[k].push_back(outs[n + k]);
   }
+  WEFT_RETURN_IF_ERROR(slicer.status());
   for (size_t i = 0; i < n; ++i) {
     if (scan.outputs[i]) graph.replace_all_uses(scan.outputs[i], state[i]);
   }
@@ -211,7 +183,7 @@ Status unroll_scan(Graph& graph, Node& scan) {
     int64_t axis = at(a.output_axes, k);
     if (axis < 0 && slices[k][0]->type.shape)
       axis += static_cast<int64_t>(slices[k][0]->type.shape->size()) + 1;
-    stack_into(graph, scan, slices[k], axis, scan.outputs[n + k]);
+    WEFT_RETURN_IF_ERROR(stack_into(graph, scan, slices[k], axis, scan.outputs[n + k]));
   }
   return Status();
 }

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "weft/graph/node_builder.h"
 #include "weft/graph/op_table.h"
 #include "weft/graph/shape_functions.h"
 #include "weft/support/check.h"
@@ -33,80 +34,6 @@ bool inputs_static(const Node& node) {
   }
   return true;
 }
-
-// Makes nodes right before "at", at its opset, their outputs typed by the op table's shape
-// functions (the inputs were checked against the recurrent op's shapes, so they cannot fail).
-class Builder {
-public:
-  Builder(Graph& graph, const Node& at) : graph_(graph), at_(at) {}
-
-  // A new node's outputs; "into", when given, becomes its first output.
-  std::vector<Value*> node(std::string_view op_type, std::vector<Value*> inputs, OpAttrs attrs,
-                           size_t num_outputs, Value* into = nullptr) {
-    Node n;
-    n.name = graph_.unique_node_name(fmt::format("{}_{}", at_.name, op_type));
-    n.op_type = std::string(op_type);
-    n.opset = at_.opset;
-    n.def = find_op(op_type, at_.opset);
-    WEFT_CHECK(n.def, "expand_recurrent: the op exists at the node's opset");
-    n.attrs = std::move(attrs);
-    n.inputs = std::move(inputs);
-    n.outputs.assign(num_outputs, nullptr);
-    Result<std::vector<TensorType>> types = n.def->infer(n);
-    WEFT_CHECK(types.ok() && types->size() >= num_outputs,
-               "expand_recurrent: the new node is well typed");
-    for (size_t i = 0; i < num_outputs; ++i) {
-      n.outputs[i] =
-          i == 0 && into ? into : graph_.add_value(graph_.unique_name(n.name), (*types)[i]);
-    }
-    std::vector<Value*> outputs = n.outputs;
-    graph_.insert_node_before(&at_, std::move(n));
-    return outputs;
-  }
-
-  Value* op(std::string_view op_type, std::vector<Value*> inputs, OpAttrs attrs = NoAttrs{},
-            Value* into = nullptr) {
-    return node(op_type, std::move(inputs), std::move(attrs), 1, into)[0];
-  }
-
-  Value* constant(const std::string& what, Tensor t) {
-    return graph_.add_constant(graph_.unique_name(fmt::format("{}_{}", at_.name, what)),
-                               std::move(t));
-  }
-
-  Value* fill(DType dtype, std::vector<int64_t> dims, double value) {
-    Tensor t(dtype, std::move(dims));
-    for (int64_t i = 0; i < t.num_elements(); ++i)
-      t.set_double(i, value);
-    return constant(value == 0 ? "zeros" : "ones", std::move(t));
-  }
-
-  // The slice at "index" of "v" along "axis", without that axis.
-  Value* take(Value* v, int64_t index, int64_t axis) {
-    auto [it, added] = indices_.try_emplace(index, nullptr);
-    if (added) it->second = constant(fmt::format("i{}", index), Tensor::scalar_i64(index));
-    return op("Gather", {v, it->second}, AxisAttrs{axis});
-  }
-
-  std::vector<Value*> split(Value* v, int64_t axis, Ints sizes) {
-    size_t n = sizes.size();
-    return node("Split", {v}, SplitAttrs{axis, std::move(sizes)}, n);
-  }
-
-  // "parts" stacked along a new "axis".
-  Value* stack(const std::vector<Value*>& parts, int64_t axis, Value* into = nullptr) {
-    if (parts.size() == 1) return op("Unsqueeze", {parts[0]}, AxesAttrs{Ints{axis}}, into);
-    std::vector<Value*> expanded;
-    for (Value* p : parts)
-      expanded.push_back(op("Unsqueeze", {p}, AxesAttrs{Ints{axis}}));
-    return op("Concat", expanded, AxisAttrs{axis}, into);
-  }
-
-private:
-  Graph& graph_;
-  const Node& at_;
-  std::map<int64_t, Value*> indices_;
-};
 
 // The unrolled computation of one recurrent node. Shapes are those of layout 0 unless said
 // otherwise; "time_axis" and "batch_axis" place the sequence and batch dims of X and Y.
@@ -140,7 +67,8 @@ public:
   }
 
   // Builds the nodes, the last of which define "outputs" (Y, Y_h, Y_c; null: not wanted).
-  void run(const std::vector<Value*>& outputs) {
+  // The expansion, defining "outputs"; fails only if a new node is mistyped.
+  Status run(const std::vector<Value*>& outputs) {
     want_y_ = outputs[0] != nullptr;
     if (lens_ && lens_->type.dtype != DType::kI64)
       lens64_ = b_.op("Cast", {lens_}, CastAttrs{DType::kI64});
@@ -159,6 +87,7 @@ public:
     if (outputs[0]) b_.stack(ys, a_.layout == 0 ? 1 : 2, outputs[0]);
     if (outputs.size() > 1 && outputs[1]) b_.stack(hs, state_dir_axis, outputs[1]);
     if (outputs.size() > 2 && outputs[2]) b_.stack(cs, state_dir_axis, outputs[2]);
+    return b_.status();
   }
 
 private:
@@ -329,7 +258,7 @@ private:
   const Node& node_;
   const RecurrentAttrs& a_;
   Cell cell_;
-  Builder b_;
+  NodeBuilder b_;
   DType dtype_;
   int64_t time_axis_, batch_axis_;
   int64_t steps_ = 0, batch_ = 0, hidden_ = 0;
@@ -358,7 +287,8 @@ Status expand_recurrent(Graph& graph) {
       if (out) out->producer = nullptr;
       out = nullptr;
     }
-    unroller.run(outputs);
+    WEFT_RETURN_IF_ERROR(unroller.run(outputs).with_location(
+        {graph.source, node->name, node->op_type, node->opset}));
     graph.remove_nodes_if([&](const Node& n) { return &n == node; });
   }
   return Status();
