@@ -74,6 +74,12 @@ CpuCompiler CpuCompiler::from_environment() {
   const char* cxx = std::getenv("CXX");
   c.cxx = cxx && *cxx ? cxx : "c++";
   c.flags = {"-std=c++17", "-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-w"};
+#if defined(__x86_64__)
+  // GCC vectorizes with 256-bit registers even where AVX-512 is there; 512 bits halve the
+  // instructions of compute-heavy loops (exp, erf: softmax and GELU run 2x faster), and this
+  // flag changes nothing on machines without AVX-512.
+  c.flags.push_back("-mprefer-vector-width=512");
+#endif
   const char* dir = std::getenv("WEFT_CACHE_DIR");
   const char* home = std::getenv("HOME");
   c.cache_dir =

@@ -32,24 +32,25 @@ WEFT_D float weft_as_float(uint32_t u) { float f; std::memcpy(&f, &u, 4); return
 WEFT_D uint32_t weft_as_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
 // exp for f32 that vectorizes (libm's expf does not without fast-math): x = n ln2 + r with
 // |r| <= ln2/2 (Cody-Waite), exp(r) by a degree-6 polynomial (Cephes' coefficients), and
-// 2^n applied as two halves so that gradual underflow and overflow to inf stay exact.
-// Written for GCC's vectorizer under -ftrapping-math: selects only between computed values,
-// no std::floor and no float-to-int conversion (either leaves the loop scalar); floor comes
-// from rounding by adding 1.5 * 2^23, whose low mantissa bits then hold the integer.
+// 2^n applied as two halves so that gradual underflow stays exact (within 1 ulp everywhere,
+// denormals included). Written for GCC's vectorizer under -ftrapping-math: no std::floor, no
+// float-to-int conversion and no float min/max (each leaves the loop scalar or masks every
+// later operation); n is rounded by adding 1.5 * 2^23, whose low mantissa bits then hold it,
+// and clamped as an integer. Out-of-range x and NaN are fixed by the two selects at the end.
 WEFT_D float weft_exp(float x) {
-  bool nan = x != x;
-  float lo = x < -104.0f ? -104.0f : x, hi = lo > 89.0f ? 89.0f : lo, c = nan ? 0.0f : hi;
-  float y = c * 1.44269504088896341f + 0.5f, t = (y + 12582912.0f) - 12582912.0f;
-  float fn = t - (t > y ? 1.0f : 0.0f);
-  float r = c - fn * 0.693359375f + fn * 2.12194440e-4f;
+  float y = x * 1.44269504088896341f + 12582912.0f, fn = y - 12582912.0f;
+  float r = x - fn * 0.693359375f + fn * 2.12194440e-4f;
   float z = r * r;
   float p = (((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r + 4.1665795894e-2f) * r +
               1.6666665459e-1f) * r + 5.0000001201e-1f) * z + r + 1.0f;
-  int32_t n = static_cast<int32_t>(weft_as_bits(fn + 12582912.0f) - 0x4B400000u), n1 = n >> 1, n2 = n - n1;
+  int32_t n = static_cast<int32_t>(weft_as_bits(y) - 0x4B400000u);
+  n = n < -150 ? -150 : n;
+  n = n > 128 ? 128 : n;
+  int32_t n1 = n >> 1, n2 = n - n1;
   float s1 = weft_as_float(static_cast<uint32_t>(n1 + 127) << 23);
   float s2 = weft_as_float(static_cast<uint32_t>(n2 + 127) << 23);
-  float e = p * s1 * s2;
-  return nan ? x : e;
+  float e = x > 89.0f ? INFINITY : p * s1 * s2;
+  return x >= -104.0f || x != x ? e : 0.0f;
 }
 // erf for f32 that vectorizes (libm's erff does not), in the same style: x * P(x^2) for
 // |x| <= 1, else 1 - exp(-x^2) * Q(1/|x|) with the sign of x, and 1 from 4 on. P and Q are

@@ -27,6 +27,15 @@ Tensor::Tensor(DType dtype, std::vector<int64_t> dims) : dtype_(dtype), dims_(st
   bytes_.assign(static_cast<size_t>(num_elements_ * dtype_size(dtype_)), std::byte{0});
 }
 
+Tensor Tensor::uninitialized(DType dtype, std::vector<int64_t> dims) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.dims_ = std::move(dims);
+  WEFT_CHECK(dims_are_allocatable(t.dtype_, t.dims_, &t.num_elements_), "tensor dims too large");
+  t.bytes_.resize(static_cast<size_t>(t.num_elements_ * dtype_size(t.dtype_)));
+  return t;
+}
+
 Tensor Tensor::scalar_i64(int64_t v) {
   Tensor t(DType::kI64, {});
   t.set_int64(0, v);

@@ -8,7 +8,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "weft/graph/dtype.h"
@@ -16,11 +18,28 @@
 
 namespace weft {
 
+// An allocator whose value-less construct leaves the element uninitialized, so that a vector
+// can be sized without being written (std::allocator zero-fills bytes).
+template <typename T> struct UninitializedAllocator : std::allocator<T> {
+  template <typename U> struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  UninitializedAllocator() = default;
+  template <typename U> UninitializedAllocator(const UninitializedAllocator<U>&) noexcept {}
+  template <typename U> void construct(U* p) noexcept { ::new (static_cast<void*>(p)) U; }
+  template <typename U, typename... A> void construct(U* p, A&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<A>(args)...);
+  }
+};
+
 class Tensor {
 public:
   Tensor() = default;
   // A zero-filled tensor. Requires non-negative dims whose product fits in memory.
   Tensor(DType dtype, std::vector<int64_t> dims);
+  // The same, but its bytes are not written: for buffers that are filled whole next (run
+  // outputs), where zero-filling would cost a pass over memory.
+  static Tensor uninitialized(DType dtype, std::vector<int64_t> dims);
 
   template <typename T>
   static Tensor from_vector(DType dtype, std::vector<int64_t> dims, const std::vector<T>& values) {
@@ -61,7 +80,8 @@ private:
   DType dtype_ = DType::kF32;
   std::vector<int64_t> dims_;
   int64_t num_elements_ = 1;
-  std::vector<std::byte> bytes_ = std::vector<std::byte>(4);
+  std::vector<std::byte, UninitializedAllocator<std::byte>> bytes_ =
+      std::vector<std::byte, UninitializedAllocator<std::byte>>(4, std::byte{0});
 };
 
 // Largest tensor Weft will allocate while importing a model or folding constants.
