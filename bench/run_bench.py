@@ -1,10 +1,10 @@
 """Weft beside its CPU peers on the same models, in one run, with the machine's memory
-bandwidth measured in the same run: ONNX Runtime (in this virtual environment), PyTorch eager
-(bench/torch_peer.py under Debian's /usr/bin/python3) and oneDNN primitives for the
-memory-bound cases (bench/dnnl_peer.cc, built by run.sh). Writes bench/results.json and
-docs/benchmarks.md.
+bandwidth measured in the same run: ONNX Runtime and PyTorch, eager and torch.compile (both
+from PyPI, in this virtual environment; PyTorch through bench/torch_peer.py), and oneDNN
+primitives for the memory-bound cases (bench/dnnl_peer.cc, built by run.sh). Writes
+bench/results.json and docs/benchmarks.md.
 
-Run through bench/run.sh (it makes the virtual environment with the onnxruntime wheel).
+Run through bench/run.sh (it makes the virtual environment with the PyPI wheels).
 Usage: run_bench.py WEFT MODEL_DIR BANDWIDTH_JSON [DNNL_PEER]
            [--cases A,B,...] [--iters N] [--print-only]
        run_bench.py --markdown-only     (docs/benchmarks.md again from bench/results.json)
@@ -28,8 +28,11 @@ import onnxruntime as ort
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-TORCH_PYTHON = "/usr/bin/python3"  # Debian's python3-torch; this venv has no torch
+TORCH_PYTHON = sys.executable  # run.sh runs this file with bench/.venv's Python, which has torch
 PEER_TIMEOUT_S = 1800
+# torch.compile builds C++ on its first call: 20-40 s per case, cold, on a loaded 2-core machine
+# (resnet18 the longest); the limit leaves room for a slower or busier one without hanging.
+TORCH_COMPILE_TIMEOUT_S = 600
 
 # (model, kind, iterations): kind says how bytes moved are counted.
 CASES = [
@@ -90,11 +93,13 @@ def dnnl_spec(case):
     return None
 
 
-def peer_json(argv):
+def peer_json(argv, timeout=PEER_TIMEOUT_S):
     """Runs a peer program that prints one JSON line; (result, None) or (None, reason)."""
     try:
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=PEER_TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired) as e:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, f"timed out after {timeout} s"
+    except OSError as e:
         return None, str(e)
     lines = r.stdout.strip().splitlines()
     try:
@@ -106,8 +111,11 @@ def peer_json(argv):
     return out, None
 
 
-def torch_median(case, iters):
-    return peer_json([TORCH_PYTHON, os.path.join(HERE, "torch_peer.py"), case, str(iters)])
+def torch_median(case, iters, mode):
+    """mode: eager or compile (torch_peer.py's MODE); threads: all cores, torch_peer's default."""
+    return peer_json([TORCH_PYTHON, os.path.join(HERE, "torch_peer.py"), case, str(iters),
+                      str(os.cpu_count()), mode],
+                     TORCH_COMPILE_TIMEOUT_S if mode == "compile" else PEER_TIMEOUT_S)
 
 
 def dnnl_median(dnnl_peer, case, iters):
@@ -161,19 +169,27 @@ def main():
             parser.error(f"unknown cases: {', '.join(sorted(unknown))}")
         cases = [c for c in CASES if c[0] in wanted]
     rows = []
-    peers = {"pytorch": None, "pytorch_threads": None, "pytorch_blas": None, "onednn": None}
+    python = TORCH_PYTHON[len(ROOT) + 1:] if TORCH_PYTHON.startswith(ROOT + os.sep) else TORCH_PYTHON
+    peers = {"pytorch": None, "pytorch_python": python, "pytorch_threads": None, "pytorch_blas": None,
+             "pytorch_compile": None, "onednn": None}
     for name, kind, iters in cases:
         iters = args.iters or iters
         path = os.path.join(args.model_dir, name + ".onnx")
         w, err = weft_bench(args.weft, path, iters)
         o_ms, (in_bytes, out_bytes) = ort_median(path, iters)
         row = {"case": name, "kind": kind, "ort_median_ms": o_ms, "error": err}
-        t, t_err = torch_median(name, iters)
+        t, t_err = torch_median(name, iters, "eager")
         if t:
             row["torch_median_ms"] = t["median_ms"]
             peers.update(pytorch=t["torch"], pytorch_threads=t["threads"], pytorch_blas=t.get("blas"))
         else:
             row["torch_error"] = t_err
+        t, t_err = torch_median(name, iters, "compile")
+        if t:
+            row.update(torch_compile_median_ms=t["median_ms"], torch_compile_s=t["compile_s"])
+            peers["pytorch_compile"] = t["torch"]
+        else:
+            row["torch_compile_error"] = t_err
         d, d_err = dnnl_median(args.dnnl_peer, name, iters)
         if d:
             row.update(onednn_median_ms=d["median_ms"], onednn_impl=d["impl"], onednn_iters=d["iters"])
@@ -220,11 +236,24 @@ def peer_notes(r):
     PyTorch and oneDNN fields: those columns then say n/a)."""
     notes = [f"Peers, in the same run: ONNX Runtime {r['onnxruntime']} (the PyPI wheel, CPU execution "
              "provider, default options)"]
-    if r.get("pytorch"):
-        notes.append(f"PyTorch {r['pytorch']} eager (`bench/torch_peer.py` under `/usr/bin/python3`, "
-                     f"`torch.inference_mode()`, {r.get('pytorch_threads')} threads)")
+    # Results files from before torch.compile was measured lack pytorch_python: they ran
+    # Debian's PyTorch under /usr/bin/python3.
+    python = r.get("pytorch_python", "/usr/bin/python3")
+    source = " from PyPI" if ".venv" in python else ""
+    compile_s = [row["torch_compile_s"] for row in r["rows"] if row.get("torch_compile_s") is not None]
+    took = f"{min(compile_s):.0f}" + (f"-{max(compile_s):.0f}" if len(compile_s) > 1 else "") + " s"
+    if r.get("pytorch") and r.get("pytorch_compile"):
+        notes.append(f"PyTorch {r['pytorch']}{source}, eager and `torch.compile` (`bench/torch_peer.py` under "
+                     f"`{python}`, `torch.inference_mode()`, {r.get('pytorch_threads')} threads; torch.compile "
+                     f"in its default mode, Inductor, whose CPU backend generates C++: compiling took {took} "
+                     "per case, on a first untimed call, less where Inductor's on-disk cache held an earlier "
+                     "run's code)")
+    elif r.get("pytorch"):
+        notes.append(f"PyTorch {r['pytorch']}{source} eager (`bench/torch_peer.py` under `{python}`, "
+                     f"`torch.inference_mode()`, {r.get('pytorch_threads')} threads; `torch.compile`: n/a, "
+                     "not measured in this run)")
     else:
-        notes.append("PyTorch eager (`bench/torch_peer.py`; n/a: not measured in this run)")
+        notes.append("PyTorch eager and `torch.compile` (`bench/torch_peer.py`; n/a: not measured in this run)")
     if r.get("onednn"):
         notes.append(f"oneDNN {r['onednn']} primitives called directly (`bench/dnnl_peer.cc`: reduction, "
                      "softmax, layer normalization; Debian's `libdnnl-dev`)")
@@ -233,18 +262,13 @@ def peer_notes(r):
     text = "; ".join(notes) + (". Medians of steady-state runs; compile time is not included. "
                                "Each ratio = peer time / Weft time (above 1: Weft is faster).")
     caveats = []
-    version = r.get("pytorch") or ""
-    if version.startswith("1."):
-        caveats.append(f"`torch.compile` does not exist in PyTorch {version} (Debian's `python3-torch`), "
-                       "so there is no torch.compile column (DESIGN.md asks for PyTorch 2.x from PyPI, eager and torch.compile; it is not "
-                       "installed here).")
     blas = r.get("pytorch_blas")
-    if blas and "/blas/libblas" in blas:
-        caveats.append(f"This PyTorch links the reference (netlib) BLAS (`{blas}`), so its MatMuls, most of "
-                       "encoder_layer, are much slower than a PyPI PyTorch's; its convolutions go through "
-                       "oneDNN, and its eval-mode TransformerEncoderLayer takes PyTorch's fused fast path.")
-    elif blas:
-        caveats.append(f"This PyTorch's MatMuls go to `{blas}`.")
+    if blas:
+        caveats.append(f"PyTorch's MatMuls go to its BLAS (`{blas}`); its convolutions go through oneDNN.")
+    if r.get("pytorch_compile") and any(row["case"] == "encoder_layer" for row in r["rows"]):
+        caveats.append("The eval-mode TransformerEncoderLayer (encoder_layer) takes PyTorch's fused fast "
+                       "path (`torch._transformer_encoder_layer_fwd`), which `torch.compile` keeps as one "
+                       "external call, so there eager and torch.compile run the same kernels.")
     if r.get("onednn"):
         caveats.append("oneDNN is timed one primitive at a time, so the model rows say n/a in its columns; "
                        "there ONNX Runtime's own optimized CPU kernels and PyTorch (whose convolutions "
@@ -276,13 +300,15 @@ def markdown(r):
         "can exceed the DRAM bandwidth; DESIGN.md's bandwidth goal is for inputs of 64 MB and "
         "more (here reduce_col_12544x2048).",
         "",
-        "| Case | Bytes moved | Weft median | ORT median | ORT / Weft | PyTorch median | PyTorch / Weft "
+        "| Case | Bytes moved | Weft median | ORT median | ORT / Weft | PyTorch eager median "
+        "| PyTorch eager / Weft | torch.compile median | torch.compile / Weft "
         "| oneDNN median | oneDNN / Weft | Weft GB/s | % of read BW |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for row in r["rows"]:
         weft = None if row.get("error") else row.get("weft_median_ms")
         torch_ms, dnnl_ms = row.get("torch_median_ms"), row.get("onednn_median_ms")
+        compiled_ms = row.get("torch_compile_median_ms")  # absent from older results: n/a
         dnnl_cell = ms(dnnl_ms) + (" (ref)" if is_ref(row) else "")
         weft_cell = f"failed: {row['error'][:80]}" if row.get("error") else ms(weft)
         moved = f"{row['bytes'] / 1e6:.1f} MB" if "bytes" in row and weft else ""
@@ -290,11 +316,12 @@ def markdown(r):
         pct = f"{100 * row['weft_gbs'] / bw['read_gbs']:.0f}%" if "bytes" in row and weft else ""
         lines.append(f"| {row['case']} | {moved} | {weft_cell} | {ms(row['ort_median_ms'])} | "
                      f"{ratio(row['ort_median_ms'], weft)} | {ms(torch_ms)} | {ratio(torch_ms, weft)} | "
+                     f"{ms(compiled_ms)} | {ratio(compiled_ms, weft)} | "
                      f"{dnnl_cell} | {ratio(dnnl_ms, weft)} | {gbs} | {pct} |")
     kernels = [row for row in r["rows"] if "bytes" in row and not row.get("error")]
     summary = []
-    for key, peer in (("ort_median_ms", "ONNX Runtime"), ("torch_median_ms", "PyTorch"),
-                      ("onednn_median_ms", "oneDNN")):
+    for key, peer in (("ort_median_ms", "ONNX Runtime"), ("torch_median_ms", "PyTorch eager"),
+                      ("torch_compile_median_ms", "torch.compile"), ("onednn_median_ms", "oneDNN")):
         ratios = [row[key] / row["weft_median_ms"] for row in kernels if row.get(key) is not None]
         if ratios:
             some = "" if len(ratios) == len(kernels) else f" ({len(ratios)} of {len(kernels)} rows)"

@@ -1,15 +1,22 @@
-"""PyTorch eager as a peer: runs the same computation as the benchmark model of that name
-(bench/make_models.py) under torch.inference_mode() and prints the median time as JSON.
+"""PyTorch as a peer, eager or torch.compile: runs the same computation as the benchmark model
+of that name (bench/make_models.py) and prints the median time as JSON.
 
-Run with Debian's Python (python3-torch 1.13, which has no torch.compile):
-    /usr/bin/python3 bench/torch_peer.py CASE ITERS [THREADS]
-THREADS defaults to os.cpu_count(). Prints one line of JSON: {"case", "median_ms", "iters",
-"threads", "torch", "blas"}, or {"case", "error"} with exit status 1 when torch is missing or the case
-is unknown. Inputs are standard normal; 2 warm-up runs precede the timed ones, as for Weft and
-ONNX Runtime in run_bench.py.
+Run with the benchmark virtual environment's Python (PyTorch 2.x and torchvision from PyPI):
+    bench/.venv/bin/python bench/torch_peer.py CASE ITERS [THREADS] [MODE]
+THREADS defaults to os.cpu_count(); MODE is eager (the default) or compile (torch.compile with
+its defaults, i.e. Inductor, whose CPU backend generates and builds C++); both run under
+torch.inference_mode(). Prints one line of JSON: {"case", "mode", "median_ms", "iters",
+"threads", "torch", "blas", "compile_s"}, or {"case", "mode", "error"} with exit status 1 when
+torch is missing, the case is unknown or torch.compile fails. Inputs are standard normal; 2
+warm-up runs precede the timed ones, as for Weft and ONNX Runtime in run_bench.py. In compile
+mode the first warm-up run compiles: compile_s is its wall time (compilation plus one run; an
+Inductor cache left by an earlier run, under /tmp/torchinductor_$USER, shortens it), null in
+eager mode.
 """
+import ast
 import json
 import os
+import re
 import statistics
 import sys
 import time
@@ -22,6 +29,17 @@ def dims(case):
     return [int(d) for d in case.rsplit("_", 1)[1].split("x")]
 
 
+def reductions():
+    """make_models.py's REDUCTIONS, the single source of the reduction shapes and axes, read
+    without importing it: it imports onnx, which the virtual environment does not have."""
+    with open(os.path.join(HERE, "make_models.py")) as f:
+        tree = ast.parse(f.read())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "REDUCTIONS" for t in node.targets):
+            return ast.literal_eval(node.value)
+    return []
+
+
 def build(torch, case):
     """(function, inputs) computing what make_models.py's model CASE computes."""
     gen = torch.Generator().manual_seed(0)
@@ -29,9 +47,7 @@ def build(torch, case):
     def randn(*shape):
         return torch.randn(*shape, generator=gen)
 
-    sys.path.insert(0, HERE)
-    from make_models import REDUCTIONS  # the single source of the reduction shapes and axes
-    for name, shape, axes in REDUCTIONS:
+    for name, shape, axes in reductions():
         if name == case:  # ReduceSum, keepdims=0
             return (lambda x: torch.sum(x, dim=axes)), [randn(*shape)]
     if case.startswith("softmax_"):  # Softmax, axis=-1
@@ -55,45 +71,56 @@ def build(torch, case):
     raise KeyError(f"unknown case {case}")
 
 
-def blas_library():
-    """The BLAS shared library this process loaded (torch's MatMuls go to it), resolved through
-    Debian's alternatives: e.g. .../blas/libblas.so.3.x is the reference (netlib) BLAS."""
-    try:
-        with open("/proc/self/maps") as f:
-            for line in f:
-                path = line.split()[-1]
-                if "blas" in os.path.basename(path):
-                    return os.path.realpath(path)
-    except OSError:
-        pass
-    return None
+def blas_library(torch):
+    """The BLAS torch's MatMuls go to, from its build configuration (PyPI wheels link MKL
+    statically, so no BLAS shows among the loaded libraries), e.g. "mkl 2024.2"."""
+    config = torch.__config__.show()
+    found = re.search(r"BLAS_INFO=(\w+)", config)
+    if not found:
+        return None
+    version = re.search(r"Math Kernel Library Version ([\d.]+)", config)
+    return found.group(1) + (f" {version.group(1)}" if found.group(1) == "mkl" and version else "")
 
 
 def main():
     case, iters = sys.argv[1], int(sys.argv[2])
+    mode = sys.argv[4] if len(sys.argv) > 4 else "eager"
+    if mode not in ("eager", "compile"):
+        print(json.dumps({"case": case, "mode": mode, "error": f"unknown mode {mode}"}))
+        return 1
     try:
         import torch
     except ImportError as e:
-        print(json.dumps({"case": case, "error": f"no torch: {e}"}))
+        print(json.dumps({"case": case, "mode": mode, "error": f"no torch: {e}"}))
         return 1
     threads = int(sys.argv[3]) if len(sys.argv) > 3 else os.cpu_count()
     torch.set_num_threads(threads)
     try:
         fn, inputs = build(torch, case)
     except KeyError as e:
-        print(json.dumps({"case": case, "error": str(e)}))
+        print(json.dumps({"case": case, "mode": mode, "error": str(e)}))
         return 1
+    compile_s = None
+    if mode == "compile":
+        fn = torch.compile(fn)  # lazy: the first call below traces and compiles
     times = []
     with torch.inference_mode():
-        for _ in range(2):
+        try:
+            t0 = time.perf_counter()
             fn(*inputs)
+            if mode == "compile":
+                compile_s = time.perf_counter() - t0
+            fn(*inputs)
+        except Exception as e:  # a torch.compile failure: the table says n/a
+            print(json.dumps({"case": case, "mode": mode, "error": f"{type(e).__name__}: {e}"[:500]}))
+            return 1
         for _ in range(iters):
             t0 = time.perf_counter()
             fn(*inputs)
             times.append((time.perf_counter() - t0) * 1e3)
-    print(json.dumps({"case": case, "median_ms": statistics.median(times), "iters": iters,
+    print(json.dumps({"case": case, "mode": mode, "median_ms": statistics.median(times), "iters": iters,
                       "threads": torch.get_num_threads(), "torch": torch.__version__,
-                      "blas": blas_library()}))
+                      "blas": blas_library(torch), "compile_s": compile_s}))
     return 0
 
 
