@@ -301,6 +301,57 @@ class CliTest(unittest.TestCase):
         self.assertIn("is unusable", r.stderr)
         self.assertEqual(run().stderr.count("is unusable"), 0)  # the rebuilt entry is good
 
+    def test_tune_records_schedules_that_later_compiles_use(self):
+        import numpy as np
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 4096])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 4096])
+        graph = helper.make_graph([helper.make_node("Softmax", ["x"], ["y"], axis=-1)], "g", [x], [y])
+        path = save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), self.dir)
+        np.save(os.path.join(self.dir, "x.npy"),
+                np.random.default_rng(0).standard_normal((64, 4096)).astype(np.float32))
+        tuned_cache, plain_cache = os.path.join(self.dir, "tuned"), os.path.join(self.dir, "plain")
+
+        def cli(cache, *args):
+            return subprocess.run([WEFT, *args], capture_output=True, text=True, timeout=300,
+                                  env=dict(os.environ, WEFT_CACHE_DIR=cache))
+
+        r = cli(tuned_cache, "tune", path, "--seconds-per-candidate", "0.01")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # One progress line per task: "[task 1/1] best 0.820 ms (37.1 GB/s) | 6/6 candidates".
+        self.assertRegex(r.stdout, r"\[task 1/1\] best \d+\.\d+ ms \(\d+\.\d GB/s\) \| (\d+)/\1 candidates")
+        records = os.listdir(os.path.join(tuned_cache, "tuning"))
+        self.assertEqual(len(records), 1)
+        with open(os.path.join(tuned_cache, "tuning", records[0])) as f:
+            record = json.load(f)
+        self.assertIn("lanes=", record["schedule"])
+        self.assertGreater(record["candidates"], 1)
+
+        def kernels_txt(cache):
+            dump = os.path.join(self.dir, "dump-" + os.path.basename(cache))
+            self.assertEqual(cli(cache, "inspect", path, "--dump-dir", dump).returncode, 0)
+            with open(os.path.join(dump, "kernels.txt")) as f:
+                return f.read()
+
+        self.assertIn("(tuned)", kernels_txt(tuned_cache))
+        self.assertNotIn("(tuned)", kernels_txt(plain_cache))
+        outputs = {}
+        for cache in (tuned_cache, plain_cache):
+            out = os.path.join(self.dir, "out-" + os.path.basename(cache))
+            r = cli(cache, "run", path, "--input", f"x={os.path.join(self.dir, 'x.npy')}", "--output-dir", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            outputs[cache] = np.load(os.path.join(out, "y.npy"))
+        np.testing.assert_allclose(outputs[tuned_cache], outputs[plain_cache], rtol=1e-5, atol=1e-7)
+        # A damaged record is ignored: the cost model's schedule applies.
+        with open(os.path.join(tuned_cache, "tuning", records[0]), "w") as f:
+            f.write('{"schedule": "lanes=7"')
+        self.assertNotIn("(tuned)", kernels_txt(tuned_cache))
+
+    def test_tune_refuses_cuda_with_one_line(self):
+        path = save(small_model(), self.dir)
+        r = weft("tune", path, "--device", "cuda")
+        self.assertIn(r.returncode, (1, 2))
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
     def test_inspect_dump_dir_writes_kernels_for_static_shapes(self):
         path = self.softmax_sum_model()
         dump = os.path.join(self.dir, "dump")

@@ -191,6 +191,9 @@ int bench(const BenchOptions& o) {
       return 1;
     }
   }
+  size_t tuned = 0;
+  for (const KernelSummary& k : compiled->kernels)
+    tuned += k.tuned ? 1 : 0;
   nlohmann::json phases = nlohmann::json::object();
   std::string phase_text;
   for (const PhaseTime& p : compiled->phases) {
@@ -208,6 +211,7 @@ int bench(const BenchOptions& o) {
                         {"p90_ms", p90},
                         {"iters", o.iters},
                         {"kernels", exe.launches().size()},
+                        {"tuned_kernels", tuned},
                         {"arena_bytes", exe.arena_bytes()}};
     if (profiling) {
       nlohmann::json kernels = nlohmann::json::array();
@@ -229,9 +233,10 @@ int bench(const BenchOptions& o) {
     std::cout << fmt::format(
         "model: {}\ncompile: {:.1f} ms{} ({})\nfirst run: {:.3f} ms\n"
         "steady state over {} runs: median {:.3f} ms, min {:.3f} ms, p90 {:.3f} ms\n"
-        "kernels: {}, working memory: {} bytes\n",
+        "kernels: {}{}, working memory: {} bytes\n",
         model, compile_ms, compiled->cache_hit ? ", kernels from the cache" : "", phase_text,
-        *first, o.iters, median, times.front(), p90, exe.launches().size(), exe.arena_bytes());
+        *first, o.iters, median, times.front(), p90, exe.launches().size(),
+        tuned ? fmt::format(" ({} with tuned schedules)", tuned) : "", exe.arena_bytes());
     if (profiling) std::cout << "\n" << kernel_table(exe, profile);
     if (!o.profile.empty()) std::cout << fmt::format("trace: {}\n", o.profile);
   }

@@ -48,11 +48,21 @@ struct BenchOptions {
   bool kernels = false; // per-kernel table
 };
 
+struct TuneOptions {
+  std::string model;
+  std::vector<std::string> inputs; // NAME=FILE
+  std::string fill = "random";
+  std::string device = "cpu";
+  bool fusion = true;
+  double seconds_per_candidate = 0.2;
+};
+
 // Each returns the process exit status.
 int inspect(const InspectOptions& options);
 int run(const RunOptions& options);
 int test_onnx(const TestOnnxOptions& options);
 int bench(const BenchOptions& options);
+int tune(const TuneOptions& options);
 
 // Applies --threads / WEFT_NUM_THREADS to the generated kernels' OpenMP runtime; must run
 // before the first kernel library is loaded.

@@ -112,6 +112,21 @@ int run_cli(int argc, char** argv) {
   bench_cmd->add_flag("--kernels", bench.kernels,
                       "Print the per-kernel table: time, % of total, bytes moved, GB/s");
 
+  weft::cli::TuneOptions tune;
+  CLI::App* tune_cmd = app.add_subcommand(
+      "tune", "Measure CPU schedules per kernel; store the fastest in the tuning cache");
+  tune_cmd->add_option("model", tune.model, "The .onnx model")->required();
+  tune_cmd->add_option("--input", tune.inputs, "NAME=FILE (.npy or .pb), once per input");
+  tune_cmd->add_option("--fill", tune.fill, "Fill inputs not given")
+      ->check(CLI::IsMember({"random", "zeros", "ones"}));
+  tune_cmd->add_option("--device", tune.device, "Target device")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  tune_cmd->add_option("--threads", threads, "Threads for kernels")->check(CLI::PositiveNumber);
+  tune_cmd
+      ->add_option("--seconds-per-candidate", tune.seconds_per_candidate,
+                   "Timing budget of one candidate (at least 3 runs)")
+      ->check(CLI::PositiveNumber);
+
   cmd->add_flag("--fusion", inspect.fusion_report,
                 "Print the kernels (with bytes moved) and every fusion decision with its reason");
   // --no-fusion: one kernel per node's lowering, for comparisons (docs/fusion.md).
@@ -137,6 +152,7 @@ int run_cli(int argc, char** argv) {
     return weft::cli::test_onnx(test);
   }
   if (bench_cmd->parsed()) return weft::cli::bench(bench);
+  if (tune_cmd->parsed()) return weft::cli::tune(tune);
   return ops_cmd->parsed() ? 0 : kUsageError;
 }
 

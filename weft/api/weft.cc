@@ -160,7 +160,11 @@ struct Model::Impl {
     return true;
   }
 
-  runtime::RunOptions run_options() const { return {threads_from(options), nullptr}; }
+  runtime::RunOptions run_options() const {
+    runtime::RunOptions run;
+    run.threads = threads_from(options);
+    return run;
+  }
 };
 
 namespace {

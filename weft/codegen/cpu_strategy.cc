@@ -1,6 +1,8 @@
 #include "weft/codegen/cpu_strategy.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -100,10 +102,11 @@ std::optional<int64_t> trip_bound(const kernel::Kernel& k, const AstNode& loop,
   return std::nullopt;
 }
 
-bool lanes_apply(const kernel::Kernel& k, const AstNode& loop, const AstNode& call) {
+bool lanes_apply(const kernel::Kernel& k, const AstNode& loop, const AstNode& call,
+                 const CpuSchedule& schedule) {
   if (!loop_range(loop) || !has_private_target(k, call)) return false;
   std::optional<int64_t> bound = trip_bound(k, loop, call);
-  return !bound || *bound >= kMinLaneExtent;
+  return !bound || *bound >= schedule.min_lane_extent();
 }
 
 const AstNode* column_nest(const kernel::Kernel& k, const AstNode& loop) {
@@ -125,15 +128,55 @@ const AstNode* column_nest(const kernel::Kernel& k, const AstNode& loop) {
   return &inner;
 }
 
-bool may_split(std::optional<int64_t> extent) { return !extent || *extent >= 2 * kMinPerThread; }
+std::string CpuSchedule::to_string() const {
+  return fmt::format("lanes={} column_width={} column_rows={} min_per_thread={} "
+                     "min_parallel_work={}",
+                     lanes, column_width, column_rows, min_per_thread, min_parallel_work);
+}
+
+std::optional<CpuSchedule> CpuSchedule::parse(const std::string& text) {
+  CpuSchedule s;
+  std::istringstream in(text);
+  std::string word;
+  while (in >> word) {
+    size_t eq = word.find('=');
+    if (eq == std::string::npos) return std::nullopt;
+    std::string key = word.substr(0, eq);
+    char* end = nullptr;
+    long long v = std::strtoll(word.c_str() + eq + 1, &end, 10);
+    if (*end != '\0' || v < 0) return std::nullopt;
+    if (key == "lanes")
+      s.lanes = v;
+    else if (key == "column_width")
+      s.column_width = v;
+    else if (key == "column_rows")
+      s.column_rows = v;
+    else if (key == "min_per_thread")
+      s.min_per_thread = v;
+    else if (key == "min_parallel_work")
+      s.min_parallel_work = v;
+    else
+      return std::nullopt;
+  }
+  bool pow2 = s.lanes >= 8 && s.lanes <= 128 && (s.lanes & (s.lanes - 1)) == 0;
+  if (!pow2 || kBlock % s.lanes != 0 || s.column_width < 16 || s.column_width > 8192 ||
+      s.column_rows < 1 || s.min_per_thread < 1)
+    return std::nullopt;
+  return s;
+}
+
+bool may_split(std::optional<int64_t> extent, const CpuSchedule& schedule) {
+  return !extent || *extent >= 2 * schedule.min_per_thread;
+}
 
 std::string extent_text(const RangeText& r) {
   return r.lo == "0" ? r.hi : fmt::format("({} - {})", r.hi, r.lo);
 }
 
-std::string few_rows_condition(const RangeText& outer, const std::string& inner_work) {
+std::string few_rows_condition(const RangeText& outer, const std::string& inner_work,
+                               const CpuSchedule& schedule) {
   return fmt::format("{} < omp_get_max_threads() && {} >= {}", extent_text(outer), inner_work,
-                     2 * kMinPerThread);
+                     2 * schedule.min_per_thread);
 }
 
 namespace {
@@ -160,7 +203,7 @@ std::string CpuReductionWriter::combine(const std::string& a, const std::string&
 }
 
 // Lanes accumulate a block each; the block's lanes combine by a pairwise tree into "acc".
-// Lane l takes elements l, l + kLanes, ...: the SIMD loop over lanes keeps kLanes / width
+// Lane l takes elements l, l + s_.lanes, ...: the SIMD loop over lanes keeps s_.lanes / width
 // vector accumulators, and the tail fills the first lanes.
 void CpuReductionWriter::lanes(const std::string& iterator, const std::string& lo,
                                const std::string& hi, const std::string& acc, int depth) {
@@ -168,13 +211,13 @@ void CpuReductionWriter::lanes(const std::string& iterator, const std::string& l
   l("for (int64_t weft_b = {0}; weft_b < {1}; weft_b += {2}) {{  // cascade: blocks of {2}", lo, hi,
     kBlock);
   l1("const int64_t weft_e = weft_imin(weft_b + {}, {});", kBlock, hi);
-  l1("{} weft_lane[{}];", r_.type, kLanes);
-  l1("for (int64_t weft_l = 0; weft_l < {}; weft_l += 1) weft_lane[weft_l] = {};", kLanes,
+  l1("{} weft_lane[{}];", r_.type, s_.lanes);
+  l1("for (int64_t weft_l = 0; weft_l < {}; weft_l += 1) weft_lane[weft_l] = {};", s_.lanes,
      r_.identity);
   l1("int64_t weft_i = weft_b;");
-  l1("for (; weft_i + {0} <= weft_e; weft_i += {0}) {{", kLanes);
+  l1("for (; weft_i + {0} <= weft_e; weft_i += {0}) {{", s_.lanes);
   l2("#pragma omp simd");
-  l2("for (int64_t weft_l = 0; weft_l < {}; weft_l += 1) {{", kLanes);
+  l2("for (int64_t weft_l = 0; weft_l < {}; weft_l += 1) {{", s_.lanes);
   l3("const int64_t {} = weft_i + weft_l;", iterator);
   r_.update("weft_lane[weft_l]", depth + 3, out_);
   l2("}}");
@@ -197,7 +240,7 @@ void CpuReductionWriter::tree(const std::string& acc, int depth) {
                    : r_.combine == kernel::Combine::kProd ? "*"
                                                           : nullptr;
   l("// pairwise tree over the lanes");
-  for (int64_t w = kLanes / 2; w >= (op ? kTreeTail : 1); w /= 2) {
+  for (int64_t w = s_.lanes / 2; w >= (op ? kTreeTail : 1); w /= 2) {
     l("for (int64_t weft_l = 0; weft_l < {0}; weft_l += 1) weft_lane[weft_l] = {1};", w,
       combine("weft_lane[weft_l]", fmt::format("weft_lane[weft_l + {}]", w)));
   }
@@ -216,7 +259,7 @@ void CpuReductionWriter::tree(const std::string& acc, int depth) {
 
 void CpuReductionWriter::row(const std::string& iterator, const RangeText& range, int depth) {
   Lines l(out_, depth), l1(out_, depth + 1);
-  l("{{  // ROW: {} lanes", kLanes);
+  l("{{  // ROW: {} lanes", s_.lanes);
   l1("const int64_t weft_lo = {}, weft_hi = {};", range.lo, range.hi);
   l1("{} weft_acc = {};", r_.total_type, r_.target);
   lanes(iterator, "weft_lo", "weft_hi", "weft_acc", depth + 1);
@@ -232,7 +275,7 @@ void CpuReductionWriter::split(const std::string& iterator, const RangeText& ran
   l1("const int64_t weft_lo = {0}, weft_hi = weft_imax({1}, {0});", range.lo, range.hi);
   l1("const int64_t weft_nt = weft_imax(1, weft_imin(weft_imin(omp_get_max_threads(), {}), "
      "(weft_hi - weft_lo) / {}));",
-     kMaxThreads, kMinPerThread);
+     kMaxThreads, s_.min_per_thread);
   l1("{} weft_part[{}];", r_.total_type, kMaxThreads);
   l1("int64_t weft_team = 1;");
   l1("#pragma omp parallel num_threads(weft_nt) if (weft_nt > 1)");
@@ -240,7 +283,7 @@ void CpuReductionWriter::split(const std::string& iterator, const RangeText& ran
   l2("const int64_t weft_t = omp_get_thread_num(), weft_n = omp_get_num_threads();");
   l2("if (weft_t == 0) weft_team = weft_n;");
   l2("const int64_t weft_chunk = ((weft_hi - weft_lo + weft_n - 1) / weft_n + {0}) / {1} * {1};",
-     kLanes - 1, kLanes);
+     s_.lanes - 1, s_.lanes);
   l2("const int64_t weft_from = weft_imin(weft_lo + weft_t * weft_chunk, weft_hi);");
   l2("const int64_t weft_to = weft_imin(weft_from + weft_chunk, weft_hi);");
   l2("{} weft_acc = {};", r_.total_type, r_.identity);
@@ -254,8 +297,8 @@ void CpuReductionWriter::split(const std::string& iterator, const RangeText& ran
   l("}}");
 }
 
-// Rows [from, to) of the columns [weft_kb, weft_ke) (at most kColumnWidth): blocks of
-// kColumnRows rows accumulate in weft_col, blocks join weft_sum, and weft_sum finally
+// Rows [from, to) of the columns [weft_kb, weft_ke) (at most s_.column_width): blocks of
+// s_.column_rows rows accumulate in weft_col, blocks join weft_sum, and weft_sum finally
 // combines into "dest" (an lvalue indexed by the K iterator), or into the statement's
 // target when "dest" is empty.
 void CpuReductionWriter::column_block(const std::string& r_iterator, const std::string& from,
@@ -267,12 +310,12 @@ void CpuReductionWriter::column_block(const std::string& r_iterator, const std::
   std::string each_column =
       fmt::format("for (int64_t {0} = weft_kb; {0} < weft_ke; {0} += 1)", k_iterator);
   l("{{");
-  l1("{} weft_sum[{}];", r_.total_type, kColumnWidth);
+  l1("{} weft_sum[{}];", r_.total_type, s_.column_width);
   l1("{} {} = {};", each_column, sum, r_.identity);
   l1("for (int64_t weft_rb = {0}; weft_rb < {1}; weft_rb += {2}) {{  // cascade: blocks of {2}",
-     from, to, kColumnRows);
-  l2("const int64_t weft_re = weft_imin(weft_rb + {}, {});", kColumnRows, to);
-  l2("{} weft_col[{}];", r_.type, kColumnWidth);
+     from, to, s_.column_rows);
+  l2("const int64_t weft_re = weft_imin(weft_rb + {}, {});", s_.column_rows, to);
+  l2("{} weft_col[{}];", r_.type, s_.column_width);
   l2("{} {} = {};", each_column, col, r_.identity);
   l2("for (int64_t {0} = weft_rb; {0} < weft_re; {0} += 1) {{", r_iterator);
   l3("#pragma omp simd");
@@ -291,19 +334,19 @@ void CpuReductionWriter::column_block(const std::string& r_iterator, const std::
 }
 
 // Rows [from, to) of the columns [k.lo, k.hi), which name variables: in chunks of
-// kColumnWidth, unless "k" is statically narrower (then its bounds stay constants that let
+// s_.column_width, unless "k" is statically narrower (then its bounds stay constants that let
 // the compiler unroll the vector loop).
 void CpuReductionWriter::column_chunks(const std::string& r_iterator, const std::string& from,
                                        const std::string& to, const std::string& k_iterator,
                                        const RangeText& k, const std::string& dest, int depth) {
   Lines l(out_, depth), l1(out_, depth + 1);
-  if (k.extent && *k.extent <= kColumnWidth) {
+  if (k.extent && *k.extent <= s_.column_width) {
     l("{{");
     l1("const int64_t weft_kb = {}, weft_ke = {};", k.lo, k.hi);
   } else {
     l("for (int64_t weft_kb = {0}; weft_kb < {1}; weft_kb += {2}) {{  // chunks of {2} columns",
-      k.lo, k.hi, kColumnWidth);
-    l1("const int64_t weft_ke = weft_imin(weft_kb + {}, {});", kColumnWidth, k.hi);
+      k.lo, k.hi, s_.column_width);
+    l1("const int64_t weft_ke = weft_imin(weft_kb + {}, {});", s_.column_width, k.hi);
   }
   column_block(r_iterator, from, to, k_iterator, dest, depth + 1);
   l("}}");
@@ -326,22 +369,23 @@ void CpuReductionWriter::column(const std::string& r_iterator, const RangeText& 
   }
   l1("const int64_t weft_r = weft_rhi - weft_rlo, weft_k = weft_khi - weft_klo;");
   l1("const int64_t weft_nt = weft_r * weft_k < {} ? 1 : weft_imin(omp_get_max_threads(), {});",
-     2 * kMinPerThread, kMaxThreads);
+     2 * s_.min_per_thread, kMaxThreads);
   l1("// Threads read whole rows, each into its partial row (padded to 64 bytes, so that no");
-  l1("// cache line is shared), unless K gives every thread a chunk of {} columns.", kColumnWidth);
+  l1("// cache line is shared), unless K gives every thread a chunk of {} columns.",
+     s_.column_width);
   l1("const int64_t weft_kp = (weft_k + 15) / 16 * 16;");
   l1("{}* weft_parts = nullptr;", r_.total_type);
-  l1("if (weft_nt > 1 && weft_k < {} * weft_nt)", kColumnWidth);
+  l1("if (weft_nt > 1 && weft_k < {} * weft_nt)", s_.column_width);
   l1("  weft_parts = static_cast<{0}*>(std::malloc(sizeof({0}) * weft_nt * weft_kp));",
      r_.total_type);
-  if (k.extent && *k.extent <= kColumnWidth) { // one chunk: K is never split
+  if (k.extent && *k.extent <= s_.column_width) { // one chunk: K is never split
     l1("if (weft_parts == nullptr) {{  // one thread");
     column_chunks(r_iterator, "weft_rlo", "weft_rhi", k_iterator, ks, "", depth + 2);
   } else {
     l1("if (weft_parts == nullptr) {{  // K split");
     l2("#pragma omp parallel for schedule(static) num_threads(weft_nt) if (weft_nt > 1)");
-    l2("for (int64_t weft_kb = weft_klo; weft_kb < weft_khi; weft_kb += {}) {{", kColumnWidth);
-    l3("const int64_t weft_ke = weft_imin(weft_kb + {}, weft_khi);", kColumnWidth);
+    l2("for (int64_t weft_kb = weft_klo; weft_kb < weft_khi; weft_kb += {}) {{", s_.column_width);
+    l3("const int64_t weft_ke = weft_imin(weft_kb + {}, weft_khi);", s_.column_width);
     column_block(r_iterator, "weft_rlo", "weft_rhi", k_iterator, "", depth + 3);
     l2("}}");
   }

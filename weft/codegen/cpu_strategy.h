@@ -4,17 +4,18 @@
 // The emitter (emit_c.cc) recognizes the nests below with these predicates and prints
 // statements; the writer owns the shape of the generated code:
 // - ROW: a register reduction (its target does not move with the loop) runs in blocks of
-//   kBlock elements, each over kLanes independent lanes that a pairwise tree combines; the
+//   kBlock elements, each over the schedule's lanes, which a pairwise tree combines; the
 //   block's partial then joins the running total (cascade summation).
 // - ALL: a register reduction at the top of its nest splits its range over the threads,
 //   each running ROW on a contiguous chunk; partials combine in thread order.
 // - COLUMN ([R, K]): R split over the threads, each reading whole rows into a partial row,
 //   partials combined in thread order; K split instead when it gives every thread a chunk
-//   of kColumnWidth columns. The K loop is the vector loop; column blocks of kColumnRows
+//   of column_width columns. The K loop is the vector loop; column blocks of column_rows
 //   rows join the totals (cascade).
 // - Few rows: a parallel loop around a ROW or COLUMN nest (ROW, MIDDLE) that has fewer
 //   iterations than threads runs serially, each inner reduction split as ALL or COLUMN.
-// For a fixed thread count every skeleton is deterministic: nothing depends on timing.
+// For a fixed thread count and schedule every skeleton is deterministic: nothing depends on
+// timing. The knobs are a CpuSchedule, chosen per kernel by the cost model or `weft tune`.
 #pragma once
 
 #include <cstdint>
@@ -27,16 +28,29 @@
 
 namespace weft::codegen {
 
-inline constexpr int64_t kLanes = 32;   // independent accumulators of a ROW reduction
-inline constexpr int64_t kBlock = 4096; // elements per cascade block (kLanes divides it)
-inline constexpr int64_t kTreeTail = 8; // lanes a sum's tree leaves to the compiler
-// Shorter rows keep one scalar accumulator (vectorized by the compiler): there, measured,
-// the lanes' tree and tail cost more than the independent accumulators gain.
-inline constexpr int64_t kMinLaneExtent = 8 * kLanes;
-inline constexpr int64_t kColumnWidth = 2048;   // K columns of one chunk (partials on the stack)
-inline constexpr int64_t kColumnRows = 128;     // rows of a column cascade block
-inline constexpr int64_t kMinPerThread = 16384; // fewer elements per thread: fewer threads
-inline constexpr int64_t kMaxThreads = 256;     // size of the per-thread partial array (ALL)
+inline constexpr int64_t kBlock = 4096;     // elements per cascade block (a multiple of the lanes)
+inline constexpr int64_t kTreeTail = 8;     // lanes a sum's tree leaves to the compiler
+inline constexpr int64_t kMaxThreads = 256; // size of the per-thread partial array (ALL)
+
+// The knobs of the skeletons, per kernel. The defaults are the cost model's choice (docs/
+// cpu-strategies.md); `weft tune` measures others and records the winner (weft/driver/tune.h).
+struct CpuSchedule {
+  int64_t lanes = 32; // independent accumulators of a ROW reduction: 8 to 128, a power of 2
+  int64_t column_width = 2048;    // K columns of one chunk (partials on the stack)
+  int64_t column_rows = 128;      // rows of a column cascade block
+  int64_t min_per_thread = 16384; // fewer elements per thread: fewer threads
+  // An outermost parallel loop whose kernel does less work than this (elements of its
+  // largest statement, when static) runs on one thread: no parallel region to open.
+  int64_t min_parallel_work = 0;
+
+  // Shorter rows keep one scalar accumulator (vectorized by the compiler): there, measured,
+  // the lanes' tree and tail cost more than the independent accumulators gain.
+  int64_t min_lane_extent() const { return 8 * lanes; }
+  // "lanes=32 column_width=2048 ..."; parse() reads it back (unknown keys are errors).
+  std::string to_string() const;
+  static std::optional<CpuSchedule> parse(const std::string& text);
+  bool operator==(const CpuSchedule& o) const { return to_string() == o.to_string(); }
+};
 
 // [lo, hi) of a loop: its init, and the bound of a condition "it <= E" or "it < E".
 struct LoopRange {
@@ -66,8 +80,9 @@ std::optional<int64_t> trip_bound(const kernel::Kernel& k, const poly::AstNode& 
                                   const poly::AstNode& call);
 
 // Does register reduction "loop" get lanes? It has a range and is not statically shorter
-// than kMinLaneExtent.
-bool lanes_apply(const kernel::Kernel& k, const poly::AstNode& loop, const poly::AstNode& call);
+// than the schedule's min_lane_extent().
+bool lanes_apply(const kernel::Kernel& k, const poly::AstNode& loop, const poly::AstNode& call,
+                 const CpuSchedule& schedule);
 
 // The K loop of a COLUMN nest "loop": a reduction loop whose body is a parallel loop
 // running one combining statement with a private target, both with ranges, the inner one
@@ -76,7 +91,7 @@ const poly::AstNode* column_nest(const kernel::Kernel& k, const poly::AstNode& l
 
 // Could work over a range of at most "extent" elements (none: unknown) use more than one
 // thread?
-bool may_split(std::optional<int64_t> extent);
+bool may_split(std::optional<int64_t> extent, const CpuSchedule& schedule);
 
 // A loop range as C text, and an upper bound of hi - lo when one is known.
 struct RangeText {
@@ -104,7 +119,8 @@ enum class Threads : uint8_t { kOne, kSplit };
 // Prints the skeletons of one reduction statement into "out".
 class CpuReductionWriter {
 public:
-  CpuReductionWriter(const ReductionText& r, std::string& out) : r_(r), out_(out) {}
+  CpuReductionWriter(const ReductionText& r, const CpuSchedule& schedule, std::string& out)
+      : r_(r), s_(schedule), out_(out) {}
 
   // ROW: "iterator" over "range" in lanes and cascade blocks; one thread.
   void row(const std::string& iterator, const RangeText& range, int depth);
@@ -127,6 +143,7 @@ private:
                      int depth);
 
   const ReductionText& r_;
+  const CpuSchedule& s_;
   std::string& out_;
 };
 
@@ -135,6 +152,7 @@ std::string extent_text(const RangeText& r);
 
 // The condition under which a parallel loop over "outer" runs serially with its inner
 // reduction (of "inner_work" elements) split over the threads instead.
-std::string few_rows_condition(const RangeText& outer, const std::string& inner_work);
+std::string few_rows_condition(const RangeText& outer, const std::string& inner_work,
+                               const CpuSchedule& schedule);
 
 } // namespace weft::codegen

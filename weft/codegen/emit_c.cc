@@ -44,7 +44,21 @@ std::string identity_literal(kernel::Combine c, DType t) {
 
 class Emitter {
 public:
-  Emitter(const Kernel& k, const DialectTable& d) : k_(k), d_(d) {
+  Emitter(const Kernel& k, const DialectTable& d, const CpuSchedule& schedule)
+      : k_(k), d_(d), schedule_(schedule) {
+    int64_t work = 0;
+    bool known = true;
+    for (const Statement& s : k.statements) {
+      int64_t n = 1;
+      for (const Dim& dim : s.domain) {
+        if (dim.is_static())
+          n *= dim.value();
+        else
+          known = false;
+      }
+      work = std::max(work, n);
+    }
+    small_ = known && work < schedule.min_parallel_work;
     std::vector<std::string> symbols = kernel_symbols(k);
     for (size_t i = 0; i < symbols.size(); ++i)
       symbol_names_[symbols[i]] = fmt::format("s{}", i);
@@ -289,7 +303,7 @@ private:
   void emit_reduction_nest(const AstNode& n, Threads threads, int depth, std::string& out) const {
     if (const AstNode* call = register_reduction(k_, n)) {
       ReductionText r = reduction_text(*call);
-      CpuReductionWriter w(r, out);
+      CpuReductionWriter w(r, schedule_, out);
       if (threads == Threads::kSplit) {
         w.split(n.iterator, range_text(n, *call), depth);
       } else {
@@ -300,8 +314,9 @@ private:
     const AstNode& inner = *column_nest(k_, n);
     ReductionText r = reduction_text(inner.children[0]);
     const AstNode& call = inner.children[0];
-    CpuReductionWriter(r, out).column(n.iterator, range_text(n, call), inner.iterator,
-                                      range_text(inner, call), threads, depth);
+    CpuReductionWriter(r, schedule_, out)
+        .column(n.iterator, range_text(n, call), inner.iterator, range_text(inner, call), threads,
+                depth);
   }
 
   // The number of elements reduction nest "n" combines, as C text and, when known, an
@@ -311,7 +326,7 @@ private:
   reduction_work(const AstNode& n, const std::string& outer) const {
     std::vector<const AstNode*> loops;
     const AstNode* call = register_reduction(k_, n);
-    if (call && lanes_apply(k_, n, *call)) {
+    if (call && lanes_apply(k_, n, *call, schedule_)) {
       loops = {&n};
     } else if (const AstNode* inner = column_nest(k_, n)) {
       loops = {&n, inner};
@@ -355,7 +370,8 @@ private:
       if (w && !work) work = w;
     }
     std::optional<int64_t> rows = outer->static_extent();
-    if (!work || (rows && *rows >= kMaxThreads) || !may_split(work->second)) return false;
+    if (!work || (rows && *rows >= kMaxThreads) || !may_split(work->second, schedule_))
+      return false;
     std::string pad(static_cast<size_t>(2 * depth), ' ');
     std::string loop = fmt::format("for (int64_t {0} = {1}; {2}; {0} += 1) {{\n", n.iterator,
                                    ast_expr(n.init), ast_expr(n.cond));
@@ -367,9 +383,10 @@ private:
           emit_node(*parts[i], depth + 2, true, out);
       }
     };
-    out += fmt::format(
-        "{}if ({}) {{  // few rows: split each row's reduction across threads\n", pad,
-        few_rows_condition({ast_expr(outer->lo), ast_expr(outer->hi), rows}, work->first));
+    out +=
+        fmt::format("{}if ({}) {{  // few rows: split each row's reduction across threads\n", pad,
+                    few_rows_condition({ast_expr(outer->lo), ast_expr(outer->hi), rows},
+                                       work->first, schedule_));
     out += pad + "  " + loop;
     emit_parts(Threads::kSplit);
     out += fmt::format("{0}  }}\n{0}}} else {{\n{0}  {1}\n{0}  {2}", pad, d_.parallel_for, loop);
@@ -382,18 +399,19 @@ private:
   bool emit_cpu_strategy(const AstNode& n, int depth, bool in_loop, std::string& out) const {
     if (!d_.cpu_reduction_strategies) return false;
     if (const AstNode* call = register_reduction(k_, n)) {
-      if (!lanes_apply(k_, n, *call)) return false;
-      bool split = !in_loop && may_split(trip_bound(k_, n, *call));
+      if (!lanes_apply(k_, n, *call, schedule_)) return false;
+      bool split = !in_loop && may_split(trip_bound(k_, n, *call), schedule_);
       emit_reduction_nest(n, split ? Threads::kSplit : Threads::kOne, depth, out);
       return true;
     }
     if (column_nest(k_, n)) {
       std::optional<int64_t> work = reduction_work(n, "")->second;
-      bool split = !in_loop && may_split(work);
+      bool split = !in_loop && may_split(work, schedule_);
       emit_reduction_nest(n, split ? Threads::kSplit : Threads::kOne, depth, out);
       return true;
     }
-    return !in_loop && n.mark == AstNode::Mark::kParallel && emit_few_rows(n, depth, out);
+    return !in_loop && !small_ && n.mark == AstNode::Mark::kParallel &&
+           emit_few_rows(n, depth, out);
   }
 
   // "e" with the identifier "id" replaced by "by".
@@ -460,14 +478,13 @@ private:
           emit_register_reduction(n, *call, depth, out);
           break;
         }
-        bool parallel = n.mark == AstNode::Mark::kParallel && !in_loop;
+        bool parallel = n.mark == AstNode::Mark::kParallel && !in_loop && !small_;
         if (parallel && !d_.parallel_for.empty())
           out += fmt::format("{}{}\n", pad, d_.parallel_for);
         // An innermost loop that carries no dependence (isl proved it) may run in SIMD lanes.
         bool simd = n.mark == AstNode::Mark::kParallel && in_loop && !has_loop(n.children[0]) &&
                     !d_.simd_for.empty();
-        if (simd && n.children[0].kind == AstNode::Kind::kCall &&
-            emit_hoisted_loop(n, depth, out))
+        if (simd && n.children[0].kind == AstNode::Kind::kCall && emit_hoisted_loop(n, depth, out))
           break;
         if (simd) out += fmt::format("{}{}\n", pad, d_.simd_for);
         out += fmt::format("{0}for (int64_t {1} = {2}; {3}; {1} += {4}) {{{5}\n", pad, n.iterator,
@@ -492,8 +509,11 @@ private:
 
   const Kernel& k_;
   const DialectTable& d_;
+  const CpuSchedule& schedule_;
+  // Statically less work than the schedule's min_parallel_work: no parallel regions.
+  bool small_ = false;
   std::map<std::string, std::string> symbol_names_; // symbol -> C name
-  mutable std::map<int, std::string> hoisted_;       // expression node -> hoisted load
+  mutable std::map<int, std::string> hoisted_;      // expression node -> hoisted load
 };
 
 } // namespace
@@ -523,14 +543,16 @@ const DialectTable& table_of(Dialect dialect) {
 
 std::string emit_prelude(Dialect dialect) { return std::string(table_of(dialect).prelude); }
 
-Result<std::string> emit_function(const Kernel& k, const poly::AstNode& loops, Dialect dialect) {
+Result<std::string> emit_function(const Kernel& k, const poly::AstNode& loops, Dialect dialect,
+                                  const CpuSchedule& schedule) {
   WEFT_RETURN_IF_ERROR(kernel::verify_kernel(k));
-  Emitter emitter(k, table_of(dialect));
+  Emitter emitter(k, table_of(dialect), schedule);
   return dialect == Dialect::kCuda ? emitter.cuda_function(loops) : emitter.function(loops);
 }
 
-Result<std::string> emit_kernel(const Kernel& k, const poly::AstNode& loops, Dialect dialect) {
-  WEFT_ASSIGN_OR_RETURN(std::string function, emit_function(k, loops, dialect));
+Result<std::string> emit_kernel(const Kernel& k, const poly::AstNode& loops, Dialect dialect,
+                                const CpuSchedule& schedule) {
+  WEFT_ASSIGN_OR_RETURN(std::string function, emit_function(k, loops, dialect, schedule));
   return emit_prelude(dialect) + "\n" + function;
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "weft/codegen/cpu_strategy.h"
 #include "weft/kernel/kernel.h"
 #include "weft/poly/loop_ast.h"
 #include "weft/support/status.h"
@@ -27,11 +28,11 @@ std::vector<std::string> kernel_symbols(const kernel::Kernel& kernel);
 
 // The helpers every kernel of "dialect" may use; a translation unit starts with it once.
 std::string emit_prelude(Dialect dialect);
-// The function of one kernel.
+// The function of one kernel; "schedule" sets the CPU skeletons' knobs (unused for CUDA).
 Result<std::string> emit_function(const kernel::Kernel& kernel, const poly::AstNode& loops,
-                                  Dialect dialect);
+                                  Dialect dialect, const CpuSchedule& schedule = {});
 // A translation unit holding one kernel: the prelude, then its function.
 Result<std::string> emit_kernel(const kernel::Kernel& kernel, const poly::AstNode& loops,
-                                Dialect dialect);
+                                Dialect dialect, const CpuSchedule& schedule = {});
 
 } // namespace weft::codegen

@@ -323,5 +323,54 @@ TEST(EmitC, KernelSymbolsAreSorted) {
   EXPECT_EQ(kernel_symbols(k), (std::vector<std::string>{"cols", "rows"}));
 }
 
+TEST(CpuSchedule, RoundTripsAndRejectsBadValues) {
+  CpuSchedule s{16, 1024, 256, 4096, 1 << 20};
+  std::optional<CpuSchedule> back = CpuSchedule::parse(s.to_string());
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->to_string(), s.to_string());
+  EXPECT_FALSE(CpuSchedule::parse("lanes=24").has_value()); // not a power of 2
+  EXPECT_FALSE(CpuSchedule::parse("lanes=256").has_value());
+  EXPECT_FALSE(CpuSchedule::parse("warp=4").has_value());
+  EXPECT_FALSE(CpuSchedule::parse("lanes=").has_value());
+  EXPECT_FALSE(CpuSchedule::parse("min_per_thread=-1").has_value());
+  EXPECT_TRUE(CpuSchedule::parse("").has_value()); // all defaults
+}
+
+// The schedule reaches the code: lanes of a ROW reduction, and small kernels on one thread.
+TEST(CpuSchedule, SetsLanesAndSerialSmallKernels) {
+  kernel::Kernel k = testing::row_sum_kernel(Dim(64), Dim(1024));
+  Result<poly::ScheduledKernel> s = poly::schedule_kernel(k);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  auto emit = [&](const CpuSchedule& schedule) {
+    Result<std::string> src = emit_function(k, s->loops, Dialect::kCpu, schedule);
+    EXPECT_TRUE(src.ok()) << src.status().to_string();
+    return *src;
+  };
+  std::string base = emit(CpuSchedule{});
+  EXPECT_NE(base.find("ROW: 32 lanes"), std::string::npos) << base;
+  EXPECT_NE(base.find("#pragma omp parallel for"), std::string::npos) << base;
+  CpuSchedule sixteen;
+  sixteen.lanes = 16;
+  EXPECT_NE(emit(sixteen).find("float weft_lane[16];"), std::string::npos);
+  CpuSchedule serial;
+  serial.min_parallel_work = 64 * 1024 + 1; // the kernel does 64 x 1024
+  EXPECT_EQ(emit(serial).find("omp parallel"), std::string::npos);
+  serial.min_parallel_work = 64 * 1024;
+  EXPECT_NE(emit(serial).find("omp parallel"), std::string::npos);
+  // Rows shorter than 8 x lanes keep one accumulator.
+  kernel::Kernel short_rows = testing::row_sum_kernel(Dim(64), Dim(1000));
+  Result<poly::ScheduledKernel> t = poly::schedule_kernel(short_rows);
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  CpuSchedule wide;
+  wide.lanes = 128;
+  Result<std::string> src = emit_function(short_rows, t->loops, Dialect::kCpu, wide);
+  ASSERT_TRUE(src.ok()) << src.status().to_string();
+  EXPECT_EQ(src->find("lanes"), std::string::npos) << *src;
+  wide.lanes = 64;
+  src = emit_function(short_rows, t->loops, Dialect::kCpu, wide);
+  ASSERT_TRUE(src.ok()) << src.status().to_string();
+  EXPECT_NE(src->find("ROW: 64 lanes"), std::string::npos) << *src;
+}
+
 } // namespace
 } // namespace weft::codegen

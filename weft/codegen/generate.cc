@@ -35,9 +35,10 @@ const std::string& build_fingerprint() {
   return fingerprint;
 }
 
-Result<std::string> schedule_and_emit(const kernel::Kernel& k, Dialect dialect) {
+Result<std::string> schedule_and_emit(const kernel::Kernel& k, Dialect dialect,
+                                      const CpuSchedule& schedule) {
   WEFT_ASSIGN_OR_RETURN(poly::ScheduledKernel scheduled, poly::schedule_kernel(k));
-  return emit_function(k, scheduled.loops, dialect);
+  return emit_function(k, scheduled.loops, dialect, schedule);
 }
 
 std::string read_all(const fs::path& path) {
@@ -50,20 +51,22 @@ std::string read_all(const fs::path& path) {
 } // namespace
 
 Result<GeneratedFunction> generate_function(const kernel::Kernel& k, Dialect dialect,
-                                            const std::string& cache_dir) {
+                                            const std::string& cache_dir,
+                                            const CpuSchedule& schedule) {
   const std::string& fingerprint = build_fingerprint();
   if (cache_dir.empty() || fingerprint.empty()) {
-    WEFT_ASSIGN_OR_RETURN(std::string source, schedule_and_emit(k, dialect));
+    WEFT_ASSIGN_OR_RETURN(std::string source, schedule_and_emit(k, dialect, schedule));
     return GeneratedFunction{std::move(source), false};
   }
   fs::path dir = fs::path(cache_dir) / "functions";
-  std::string key = hash_hex(
-      fmt::format("{}\n{}\n{}", fingerprint, static_cast<int>(dialect), kernel::print_kernel(k)));
+  std::string key = hash_hex(fmt::format("{}\n{}\n{}\n{}", fingerprint, static_cast<int>(dialect),
+                                         dialect == Dialect::kCpu ? schedule.to_string() : "",
+                                         kernel::print_kernel(k)));
   fs::path entry = dir / (key + ".txt");
   std::string cached = read_all(entry);
   if (!cached.empty()) return GeneratedFunction{std::move(cached), true};
 
-  WEFT_ASSIGN_OR_RETURN(std::string source, schedule_and_emit(k, dialect));
+  WEFT_ASSIGN_OR_RETURN(std::string source, schedule_and_emit(k, dialect, schedule));
   // A cache that cannot be written only costs time; the function is returned regardless.
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -75,6 +78,21 @@ Result<GeneratedFunction> generate_function(const kernel::Kernel& k, Dialect dia
   fs::rename(tmp, entry, ec);
   if (ec) fs::remove(tmp, ec);
   return GeneratedFunction{std::move(source), false};
+}
+
+Result<std::vector<std::string>> generate_variants(const kernel::Kernel& k,
+                                                   const std::vector<CpuSchedule>& schedules,
+                                                   const std::vector<std::string>& names) {
+  WEFT_ASSIGN_OR_RETURN(poly::ScheduledKernel scheduled, poly::schedule_kernel(k));
+  std::vector<std::string> functions;
+  kernel::Kernel named = k;
+  for (size_t i = 0; i < schedules.size(); ++i) {
+    named.name = names[i];
+    WEFT_ASSIGN_OR_RETURN(std::string f,
+                          emit_function(named, scheduled.loops, Dialect::kCpu, schedules[i]));
+    functions.push_back(std::move(f));
+  }
+  return functions;
 }
 
 } // namespace weft::codegen

@@ -2,8 +2,8 @@
 // the function cache when this build of Weft generated the same kernel before.
 //
 // The cache lives in "$WEFT_CACHE_DIR/functions", one file per kernel, keyed by a hash of the
-// kernel IR's text, the dialect, and the fingerprint (path, size, mtime) of the binary that
-// holds the scheduler and emitter, so that a rebuilt Weft never reads its predecessor's
+// kernel IR's text, the dialect, the CPU schedule, and the fingerprint (path, size, mtime) of the
+// binary that holds the scheduler and emitter, so that a rebuilt Weft never reads its predecessor's
 // output. Entries are written under a private name and renamed into place. Warm compiles
 // then skip isl, which is most of a compile's time.
 #pragma once
@@ -21,8 +21,15 @@ struct GeneratedFunction {
   bool cache_hit = false;
 };
 
-// "cache_dir" empty: no cache.
+// "cache_dir" empty: no cache. "schedule" (CPU) is part of the cache key.
 Result<GeneratedFunction> generate_function(const kernel::Kernel& kernel, Dialect dialect,
-                                            const std::string& cache_dir);
+                                            const std::string& cache_dir,
+                                            const CpuSchedule& schedule = {});
+
+// The CPU function of "kernel" under each schedule, scheduled on isl once; no cache (for
+// `weft tune`, which names each variant: "names" are the kernel names to emit them under).
+Result<std::vector<std::string>> generate_variants(const kernel::Kernel& kernel,
+                                                   const std::vector<CpuSchedule>& schedules,
+                                                   const std::vector<std::string>& names);
 
 } // namespace weft::codegen

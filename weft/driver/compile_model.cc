@@ -19,6 +19,7 @@
 #include "weft/codegen/emit_c.h"
 #include "weft/codegen/generate.h"
 #include "weft/driver/pipeline.h"
+#include "weft/driver/tuning_cache.h"
 #include "weft/fusion/fuse.h"
 #include "weft/graph/control_flow.h"
 #include "weft/graph/data_dependent.h"
@@ -316,16 +317,17 @@ Location location_of(const Graph& graph, const Node& node) {
 
 // Each kernel's function, from the function cache or scheduled on isl and emitted; kernels
 // are independent (one isl context each), so they are generated on all cores.
-Status generate_all(const std::vector<kernel::Kernel>& kernels, const std::vector<Location>& sites,
-                    codegen::Dialect dialect, const std::string& cache_dir,
-                    std::vector<std::string>* functions, int* hits) {
+Status generate_all(const std::vector<kernel::Kernel>& kernels,
+                    const std::vector<codegen::CpuSchedule>& schedules,
+                    const std::vector<Location>& sites, codegen::Dialect dialect,
+                    const std::string& cache_dir, std::vector<std::string>* functions, int* hits) {
   std::vector<Status> failures(kernels.size());
   std::atomic<size_t> next = 0;
   std::atomic<int> cached = 0;
   auto work = [&] {
     for (size_t k = next++; k < kernels.size(); k = next++) {
       Result<codegen::GeneratedFunction> f =
-          codegen::generate_function(kernels[k], dialect, cache_dir);
+          codegen::generate_function(kernels[k], dialect, cache_dir, schedules[k]);
       if (!f.ok()) {
         failures[k] = f.status().with_location(sites[k]);
         continue;
@@ -671,14 +673,30 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
   }
   std::vector<int> output_slots = plan.output_slots();
   size_t arena = plan.place();
+  codegen::CpuCompiler compiler = codegen::CpuCompiler::from_environment();
+  std::optional<TuningCache> tuning;
+  if (settings.tuning && !cuda) tuning.emplace(compiler, kernel_threads());
+  std::vector<codegen::CpuSchedule> schedules(kernels.size());
   std::string kernels_text;
   for (size_t l = 0, k = 0; l < launches.size(); ++l) {
     const runtime::LaunchInfo& info = launches[l].info;
-    std::string ir =
-        launches[l].library ? "(a library call)\n" : kernel::print_kernel(kernels[k++]);
-    kernels_text +=
-        fmt::format("# node '{}' ({}): {}\n{}\n", info.node, info.op_type, info.strategy, ir);
-    out.kernels.push_back({launches[l].name, info, std::move(ir), launches[l].library != nullptr});
+    KernelSummary summary;
+    summary.name = launches[l].name;
+    summary.info = info;
+    summary.ir = "(a library call)\n";
+    summary.library = launches[l].library != nullptr;
+    if (!summary.library) {
+      summary.ir = kernel::print_kernel(kernels[k]);
+      summary.kernel = std::make_shared<const kernel::Kernel>(kernels[k]);
+      if (std::optional<TuningRecord> record = tuning ? tuning->lookup(summary.ir) : std::nullopt) {
+        summary.schedule = schedules[k] = record->schedule;
+        summary.tuned = true;
+      }
+      ++k;
+    }
+    kernels_text += fmt::format("# node '{}' ({}): {}{}\n{}\n", info.node, info.op_type,
+                                info.strategy, summary.tuned ? " (tuned)" : "", summary.ir);
+    out.kernels.push_back(std::move(summary));
   }
   timer.end("plan");
   if (!settings.generate) {
@@ -688,11 +706,10 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
   }
 
   codegen::Dialect dialect = cuda ? codegen::Dialect::kCuda : codegen::Dialect::kCpu;
-  codegen::CpuCompiler compiler = codegen::CpuCompiler::from_environment();
   std::vector<std::string> functions(kernels.size());
   int hits = 0;
   WEFT_RETURN_IF_ERROR(
-      generate_all(kernels, sites, dialect, compiler.cache_dir, &functions, &hits));
+      generate_all(kernels, schedules, sites, dialect, compiler.cache_dir, &functions, &hits));
   timer.end("generate");
   std::string source = codegen::emit_prelude(dialect);
   for (size_t k = 0; k < kernels.size(); ++k)

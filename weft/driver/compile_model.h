@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "weft/codegen/cpu_strategy.h"
 #include "weft/driver/pipeline.h"
 #include "weft/fusion/fuse.h"
 #include "weft/graph/graph.h"
@@ -35,6 +36,9 @@ struct CompileSettings {
   // MatMul, Gemm and Conv through oneDNN where it takes them (library/dnnl.h); off, they
   // are generated code. $WEFT_ONEDNN=0 turns it off too.
   bool library = true;
+  // Read the tuning cache (driver/tuning_cache.h) for each kernel's CPU schedule; off, or
+  // without a record, the cost model's schedule applies.
+  bool tuning = true;
 };
 
 // How long one phase of compile_model took.
@@ -47,8 +51,11 @@ struct PhaseTime {
 struct KernelSummary {
   std::string name;
   runtime::LaunchInfo info;
-  std::string ir;       // kernel::print_kernel
-  bool library = false; // a library call (oneDNN), not a generated kernel
+  std::string ir;                               // kernel::print_kernel
+  bool library = false;                         // a library call (oneDNN), not a generated kernel
+  std::shared_ptr<const kernel::Kernel> kernel; // the generated kernel; null for a library call
+  codegen::CpuSchedule schedule;                // its CPU schedule
+  bool tuned = false;                           // from the tuning cache, not the cost model
 };
 
 class Stages;

@@ -23,10 +23,6 @@ int64_t now_ns() {
       .count();
 }
 
-struct AlignedFree {
-  void operator()(void* p) const { std::free(p); }
-};
-
 } // namespace
 
 size_t plan_arena(const std::vector<Lifetime>& buffers, std::vector<size_t>* offsets) {
@@ -64,6 +60,28 @@ Executable::Executable(std::vector<TensorInfo> inputs, std::vector<TensorInfo> o
     : inputs_(std::move(inputs)), outputs_(std::move(outputs)), slots_(std::move(slots)),
       launches_(std::move(launches)), output_slots_(std::move(output_slots)),
       arena_bytes_(arena_bytes), libraries_(std::move(libraries)) {}
+
+Executable::~Executable() {
+  for (void* arena : idle_arenas_)
+    std::free(arena);
+}
+
+void* Executable::take_arena() const {
+  {
+    std::lock_guard<std::mutex> lock(arena_mutex_);
+    if (!idle_arenas_.empty()) {
+      void* arena = idle_arenas_.back();
+      idle_arenas_.pop_back();
+      return arena;
+    }
+  }
+  return std::aligned_alloc(kAlignment, align_up(arena_bytes_));
+}
+
+void Executable::return_arena(void* arena) const {
+  std::lock_guard<std::mutex> lock(arena_mutex_);
+  idle_arenas_.push_back(arena);
+}
 
 size_t TensorView::num_bytes() const {
   size_t n = static_cast<size_t>(dtype_size(dtype));
@@ -108,8 +126,9 @@ Status Executable::run(const std::vector<TensorView>& inputs,
                                        outputs[o].type().to_string()));
     }
   }
-  std::unique_ptr<void, AlignedFree> arena(
-      arena_bytes_ ? std::aligned_alloc(kAlignment, align_up(arena_bytes_)) : nullptr);
+  auto give_back = [this](void* p) { return_arena(p); };
+  std::unique_ptr<void, decltype(give_back)> arena(arena_bytes_ ? take_arena() : nullptr,
+                                                   give_back);
   if (arena_bytes_ && !arena)
     return Status::error(fmt::format("cannot allocate {} bytes of working memory", arena_bytes_));
   // The address of each slot for this run.
@@ -140,11 +159,13 @@ Status Executable::run(const std::vector<TensorView>& inputs,
     args.clear();
     for (int s : launch.slots)
       args.push_back(address[static_cast<size_t>(s)]);
+    if (options.before_launch) options.before_launch(l, args.data());
     if (options.timings) (*options.timings)[l].start_ns = now_ns();
     if (launch.library) {
       Status s = launch.library->run(args.data());
-      if (!s.ok()) return Status::error(fmt::format("node '{}' ({}): {}", launch.info.node,
-                                                    launch.info.op_type, s.message()));
+      if (!s.ok())
+        return Status::error(
+            fmt::format("node '{}' ({}): {}", launch.info.node, launch.info.op_type, s.message()));
     } else {
       launch.fn(args.data(), nullptr);
     }
@@ -167,7 +188,7 @@ Result<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs,
   std::vector<Tensor> outputs;
   std::vector<TensorView> out;
   for (const TensorInfo& o : outputs_)
-    outputs.emplace_back(o.type.dtype, shape_static_dims(*o.type.shape));
+    outputs.push_back(Tensor::uninitialized(o.type.dtype, shape_static_dims(*o.type.shape)));
   for (const Tensor& t : outputs)
     out.push_back(TensorView::of(t));
   WEFT_RETURN_IF_ERROR(run(in, out, options));

@@ -3,12 +3,15 @@
 // Every graph value is a slot: a graph input (the caller's tensor), a constant (owned
 // here), a graph output (allocated per run), an arena range (intermediates and kernel
 // temporaries, placed by liveness so that ranges are reused), or an alias of another slot
-// (Reshape and friends). Runs are independent: the arena is allocated per run, so one
-// Executable may run on several threads at once.
+// (Reshape and friends). Runs are independent: each takes an arena of its own, so one
+// Executable may run on several threads at once. Arenas are kept for later runs (fresh
+// memory would cost a page fault per 4 KiB on every run).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -76,6 +79,8 @@ struct LaunchTiming {
 struct RunOptions {
   int threads = 0; // OpenMP threads for this run's kernels; 0 leaves the current setting
   std::vector<LaunchTiming>* timings = nullptr; // when set, one entry per launch
+  // Called before each launch with its arguments (its buffers' addresses), for `weft tune`.
+  std::function<void(size_t launch, void* const* args)> before_launch;
 };
 
 struct TensorInfo {
@@ -88,6 +93,9 @@ public:
   Executable(std::vector<TensorInfo> inputs, std::vector<TensorInfo> outputs,
              std::vector<Slot> slots, std::vector<Launch> launches, std::vector<int> output_slots,
              size_t arena_bytes, std::vector<std::shared_ptr<KernelLibrary>> libraries);
+  ~Executable();
+  Executable(const Executable&) = delete;
+  Executable& operator=(const Executable&) = delete;
 
   const std::vector<TensorInfo>& inputs() const { return inputs_; }
   const std::vector<TensorInfo>& outputs() const { return outputs_; }
@@ -118,6 +126,11 @@ private:
   size_t arena_bytes_;
   std::vector<std::shared_ptr<KernelLibrary>> libraries_;
   std::vector<std::pair<int, Tensor>> frozen_;
+  // Arenas of finished runs, for the next ones.
+  mutable std::mutex arena_mutex_;
+  mutable std::vector<void*> idle_arenas_;
+  void* take_arena() const;
+  void return_arena(void* arena) const;
 };
 
 // Byte offsets for buffers alive over [first, last] launch indices, reusing space between

@@ -1,0 +1,317 @@
+#include "weft/driver/tune.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "weft/codegen/compile_cpu.h"
+#include "weft/codegen/emit_c.h"
+#include "weft/codegen/generate.h"
+#include "weft/driver/tuning_cache.h"
+#include "weft/runtime/cpu/kernel_library.h"
+#include "weft/support/float16.h"
+#include "weft/support/log.h"
+
+namespace weft {
+
+using codegen::CpuSchedule;
+
+std::vector<CpuSchedule> candidate_schedules() {
+  const CpuSchedule base;
+  std::vector<CpuSchedule> grid{base};
+  for (int64_t lanes : {16, 32, 64}) {
+    for (int64_t per_thread : {int64_t{4096}, int64_t{16384}, int64_t{65536}}) {
+      for (auto [width, rows] : {std::pair<int64_t, int64_t>{2048, 128}, {1024, 256}, {4096, 64}}) {
+        for (int64_t serial_below : {int64_t{0}, int64_t{1} << 40}) {
+          CpuSchedule s{lanes, width, rows, per_thread, serial_below};
+          if (!(s == base)) grid.push_back(s);
+        }
+      }
+    }
+  }
+  return grid;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One task: a kernel and its distinct candidates, built into one library.
+struct Task {
+  size_t summary = 0;                 // index into CompiledModel::kernels (= launch index)
+  std::vector<CpuSchedule> schedules; // distinct candidates; [0] is the cost model's
+  std::vector<std::string> sources;
+  std::shared_ptr<runtime::KernelLibrary> library;
+  std::vector<runtime::KernelFn> fns;
+  std::vector<size_t> sizes;   // bytes of each buffer
+  std::vector<bool> written;   // buffers a run writes (all but inputs)
+  std::vector<double> medians; // per candidate; negative: rejected
+  bool measured = false;
+};
+
+// The code of "source" with the variant's name taken out, to find schedules that generate
+// the same code.
+std::string anonymous(const std::string& source, const std::string& name) {
+  std::string out;
+  size_t from = 0;
+  for (size_t at = source.find(name); at != std::string::npos; at = source.find(name, from)) {
+    out.append(source, from, at - from);
+    out += '@';
+    from = at + name.size();
+  }
+  out.append(source, from, std::string::npos);
+  return out;
+}
+
+Result<Task> prepare(const KernelSummary& summary, size_t index) {
+  const kernel::Kernel& k = *summary.kernel;
+  Task task;
+  task.summary = index;
+  bool aliased = false;
+  for (const kernel::Buffer& b : k.buffers) {
+    std::optional<int64_t> n = shape_num_elements(b.shape);
+    if (!n) return Status::error(fmt::format("kernel {} has a dynamic shape", k.name));
+    task.sizes.push_back(static_cast<size_t>(*n) * static_cast<size_t>(dtype_size(b.dtype)));
+    task.written.push_back(b.role != kernel::BufferRole::kInput);
+    aliased = aliased || b.aliased;
+  }
+  if (aliased) task.written.assign(task.written.size(), true);
+  std::vector<CpuSchedule> grid = candidate_schedules();
+  std::vector<std::string> names;
+  for (size_t i = 0; i < grid.size(); ++i)
+    names.push_back(fmt::format("{}_v{}", k.name, i));
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> variants,
+                        codegen::generate_variants(k, grid, names));
+  std::map<std::string, size_t> seen;
+  for (size_t i = 0; i < grid.size(); ++i) {
+    if (!seen.emplace(anonymous(variants[i], names[i]), i).second) continue;
+    task.schedules.push_back(grid[i]);
+    task.sources.push_back(std::move(variants[i]));
+    task.fns.push_back(nullptr);
+  }
+  return task;
+}
+
+Status build(Task& task, const std::string& kernel_name, const codegen::CpuCompiler& compiler) {
+  std::string source = codegen::emit_prelude(codegen::Dialect::kCpu);
+  for (const std::string& f : task.sources)
+    source += "\n" + f;
+  WEFT_ASSIGN_OR_RETURN(codegen::CompiledLibrary built, codegen::compile_cpu(source, compiler));
+  WEFT_ASSIGN_OR_RETURN(task.library, runtime::KernelLibrary::load(built.path));
+  std::vector<CpuSchedule> grid = candidate_schedules();
+  for (size_t c = 0; c < task.schedules.size(); ++c) {
+    size_t i =
+        static_cast<size_t>(std::find(grid.begin(), grid.end(), task.schedules[c]) - grid.begin());
+    WEFT_ASSIGN_OR_RETURN(task.fns[c],
+                          task.library->function(fmt::format("{}_v{}", kernel_name, i)));
+  }
+  return Status();
+}
+
+bool close_enough(DType dtype, const std::byte* a, const std::byte* b, size_t bytes) {
+  auto near = [](double x, double y) {
+    if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
+    if (x == y) return true;
+    return std::fabs(x - y) <= 1e-5 + 1e-4 * std::max(std::fabs(x), std::fabs(y));
+  };
+  if (dtype == DType::kF32) {
+    for (size_t i = 0; i < bytes / 4; ++i) {
+      float x, y;
+      std::memcpy(&x, a + 4 * i, 4);
+      std::memcpy(&y, b + 4 * i, 4);
+      if (!near(x, y)) return false;
+    }
+    return true;
+  }
+  if (dtype == DType::kF64) {
+    for (size_t i = 0; i < bytes / 8; ++i) {
+      double x, y;
+      std::memcpy(&x, a + 8 * i, 8);
+      std::memcpy(&y, b + 8 * i, 8);
+      if (!near(x, y)) return false;
+    }
+    return true;
+  }
+  if (dtype == DType::kF16 || dtype == DType::kBF16) {
+    for (size_t i = 0; i < bytes / 2; ++i) {
+      uint16_t x, y;
+      std::memcpy(&x, a + 2 * i, 2);
+      std::memcpy(&y, b + 2 * i, 2);
+      float fx = dtype == DType::kF16 ? half_to_float(x) : bf16_to_float(x);
+      float fy = dtype == DType::kF16 ? half_to_float(y) : bf16_to_float(y);
+      if (std::fabs(fx - fy) > 1e-2 * std::max(1.0f, std::max(std::fabs(fx), std::fabs(fy))) &&
+          !(std::isnan(fx) && std::isnan(fy)))
+        return false;
+    }
+    return true;
+  }
+  return std::memcmp(a, b, bytes) == 0;
+}
+
+// Runs and times every candidate of "task" on the buffers "args", leaving them as found.
+void measure(Task& task, const kernel::Kernel& k, void* const* args, const TuneOptions& options,
+             TuneResult& result, TuneProgress progress) {
+  size_t n = task.sizes.size();
+  std::vector<std::vector<std::byte>> saved(n), reference(n);
+  for (size_t b = 0; b < n; ++b) {
+    if (!task.written[b]) continue;
+    const std::byte* p = static_cast<const std::byte*>(args[b]);
+    saved[b].assign(p, p + task.sizes[b]);
+  }
+  auto restore = [&] {
+    for (size_t b = 0; b < n; ++b) {
+      if (task.written[b]) std::memcpy(args[b], saved[b].data(), task.sizes[b]);
+    }
+  };
+  task.medians.assign(task.fns.size(), -1);
+  for (size_t c = 0; c < task.fns.size(); ++c) {
+    restore();
+    task.fns[c](args, nullptr);
+    auto matches = [&] {
+      bool same = true;
+      for (size_t b = 0; b < n && same; ++b) {
+        const std::byte* p = static_cast<const std::byte*>(args[b]);
+        if (task.written[b])
+          same = close_enough(k.buffers[b].dtype, p, reference[b].data(), task.sizes[b]);
+      }
+      return same;
+    };
+    if (c == 0) {
+      for (size_t b = 0; b < n; ++b) {
+        const std::byte* p = static_cast<const std::byte*>(args[b]);
+        if (task.written[b]) reference[b].assign(p, p + task.sizes[b]);
+      }
+    }
+    bool same = c == 0 || matches();
+    // A kernel that computes the same again from its own results (it does not read what it
+    // writes before writing it) is timed back to back, as it runs in the model; otherwise
+    // each timed run starts from the saved state.
+    bool again = false;
+    if (same) {
+      task.fns[c](args, nullptr);
+      again = matches();
+    }
+    if (!same) {
+      ++result.rejected;
+      log_info("tune: {} candidate '{}' computes other values; dropped", k.name,
+               task.schedules[c].to_string());
+    } else {
+      std::vector<double> times;
+      double spent = 0;
+      while (static_cast<int>(times.size()) < options.max_runs &&
+             (times.size() < 3 || spent < options.seconds_per_candidate)) {
+        if (!again) restore();
+        auto t0 = Clock::now();
+        task.fns[c](args, nullptr);
+        double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        times.push_back(s * 1e3);
+        spent += s;
+      }
+      std::sort(times.begin(), times.end());
+      task.medians[c] = times[times.size() / 2];
+      if (c == 0) result.default_ms = task.medians[c];
+      if (c == 0 || task.medians[c] < result.best_ms) {
+        result.best_ms = task.medians[c];
+        result.best = task.schedules[c];
+      }
+    }
+    progress.measured = static_cast<int>(c + 1);
+    progress.result = &result;
+    if (options.progress) options.progress(progress);
+  }
+  restore();
+  task.measured = true;
+}
+
+} // namespace
+
+Result<std::vector<TuneResult>> tune_model(const CompiledModel& model,
+                                           const std::vector<Tensor>& inputs,
+                                           const TuneOptions& options) {
+  if (!model.executable)
+    return Status::error(fmt::format("{}: tuning needs a CPU build", model.graph.source));
+  if (model.staged()) {
+    return Status::error(
+        fmt::format("{}: tuning models with data-dependent shapes ({}) is not supported yet",
+                    model.graph.source, fmt::join(model.host_ops, ", ")));
+  }
+  std::vector<TuneResult> results;
+  std::vector<Task> tasks;
+  std::map<size_t, size_t> task_of_launch;
+  for (size_t i = 0; i < model.kernels.size(); ++i) {
+    const KernelSummary& s = model.kernels[i];
+    if (!s.kernel) continue;
+    TuneResult r;
+    r.kernel = s.name;
+    r.node = s.info.node;
+    r.op_type = s.info.op_type;
+    r.strategy = s.info.strategy;
+    r.bytes = s.info.bytes;
+    Result<Task> task = prepare(s, i);
+    if (!task.ok()) {
+      log_info("tune: {} is not tuned: {}", s.name, task.status().message());
+      results.push_back(std::move(r));
+      continue;
+    }
+    r.candidates = static_cast<int>(task->schedules.size());
+    results.push_back(std::move(r));
+    if (task->schedules.size() > 1) {
+      task_of_launch[i] = tasks.size();
+      tasks.push_back(std::move(*task));
+    }
+  }
+  // Candidates build on all cores, one library per task.
+  codegen::CpuCompiler compiler = codegen::CpuCompiler::from_environment();
+  std::vector<Status> failures(tasks.size());
+  std::atomic<size_t> next = 0;
+  auto work = [&] {
+    for (size_t t = next++; t < tasks.size(); t = next++)
+      failures[t] = build(tasks[t], model.kernels[tasks[t].summary].kernel->name, compiler);
+  };
+  std::vector<std::thread> threads;
+  size_t workers =
+      std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), tasks.size());
+  for (size_t w = 1; w < workers; ++w)
+    threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads)
+    t.join();
+  for (const Status& s : failures)
+    WEFT_RETURN_IF_ERROR(s);
+
+  std::map<size_t, size_t> result_of_launch;
+  for (size_t i = 0, r = 0; i < model.kernels.size(); ++i) {
+    if (model.kernels[i].kernel) result_of_launch[i] = r++;
+  }
+  int done = 0;
+  runtime::RunOptions run;
+  run.before_launch = [&](size_t launch, void* const* args) {
+    auto t = task_of_launch.find(launch);
+    if (t == task_of_launch.end() || tasks[t->second].measured) return;
+    Task& task = tasks[t->second];
+    TuneProgress progress{++done, static_cast<int>(tasks.size()), 0,
+                          static_cast<int>(task.fns.size()), nullptr};
+    measure(task, *model.kernels[launch].kernel, args, options, results[result_of_launch[launch]],
+            progress);
+  };
+  WEFT_RETURN_IF_ERROR(model.run(inputs, run).status());
+
+  TuningCache cache(compiler, kernel_threads());
+  for (const Task& task : tasks) {
+    const KernelSummary& s = model.kernels[task.summary];
+    const TuneResult& r = results[result_of_launch[task.summary]];
+    if (!task.measured || r.best_ms <= 0) continue;
+    TuningRecord record{r.best, r.best_ms, r.default_ms, r.candidates,
+                        fmt::format("{} ({}, node '{}')", s.name, s.info.op_type, s.info.node)};
+    WEFT_RETURN_IF_ERROR(cache.store(s.ir, record));
+  }
+  return results;
+}
+
+} // namespace weft

@@ -1,0 +1,51 @@
+// tune_model: `weft tune`. Each generated kernel of a compiled model is a task; its
+// candidates are the CPU schedules (codegen::CpuSchedule) of a fixed grid that generate
+// distinct code, the cost model's schedule among them. All candidates of a task are built
+// into one library; the model then runs once on the caller's inputs, and before each task's
+// launch its buffers are saved, every candidate runs on them (its results must match the
+// cost model's schedule's within float tolerance, else it is dropped), and each is timed
+// from the saved state. The fastest is stored in the tuning cache (tuning_cache.h), which
+// later compiles read.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "weft/driver/compile_model.h"
+#include "weft/support/status.h"
+
+namespace weft {
+
+struct TuneResult {
+  std::string kernel; // name, node and op, for the report
+  std::string node, op_type, strategy;
+  size_t bytes = 0;
+  int candidates = 0; // distinct ones; 1: nothing to tune (the schedule changes no code)
+  int rejected = 0;   // candidates whose results differed
+  double default_ms = 0, best_ms = 0;
+  codegen::CpuSchedule best;
+};
+
+struct TuneProgress {
+  int task = 0, tasks = 0; // 1-based task, of all tasks
+  int measured = 0, candidates = 0;
+  const TuneResult* result = nullptr; // best so far
+};
+
+struct TuneOptions {
+  double seconds_per_candidate = 0.2; // timing budget of one candidate (at least 3 runs)
+  int max_runs = 50;
+  std::function<void(const TuneProgress&)> progress; // after each candidate
+};
+
+// Tunes the kernels of "model" (compiled for "inputs", CPU, not staged) and stores the
+// winners in the tuning cache. Returns one result per generated kernel, in launch order.
+Result<std::vector<TuneResult>> tune_model(const CompiledModel& model,
+                                           const std::vector<Tensor>& inputs,
+                                           const TuneOptions& options = {});
+
+// The grid of schedules a task's candidates come from; the cost model's is first.
+std::vector<codegen::CpuSchedule> candidate_schedules();
+
+} // namespace weft

@@ -1,0 +1,90 @@
+#include "weft/driver/tuning_cache.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <omp.h>
+#include <unistd.h>
+
+#include "weft/support/hash.h"
+
+namespace weft {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 1);
+  }
+  return "unknown cpu";
+}
+
+} // namespace
+
+int kernel_threads() { return omp_get_max_threads(); }
+
+TuningCache::TuningCache(const codegen::CpuCompiler& compiler, int threads)
+    : dir_((fs::path(compiler.cache_dir) / "tuning").string()),
+      machine_(fmt::format("{}\n{} threads\n{} {}", cpu_model(), threads, compiler.cxx,
+                           fmt::join(compiler.flags, " "))) {}
+
+std::string TuningCache::path_of(const std::string& kernel_ir) const {
+  // The first line names the kernel ("kernel k3_Softmax"): the same kernel in another
+  // model, or at another place, shares the record.
+  size_t body = kernel_ir.find('\n');
+  std::string_view key = body == std::string::npos ? std::string_view(kernel_ir)
+                                                   : std::string_view(kernel_ir).substr(body);
+  return (fs::path(dir_) / (hash_hex(machine_ + std::string(key)) + ".json")).string();
+}
+
+std::optional<TuningRecord> TuningCache::lookup(const std::string& kernel_ir) const {
+  std::ifstream in(path_of(kernel_ir));
+  if (!in) return std::nullopt;
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("schedule") || !j["schedule"].is_string())
+    return std::nullopt; // unreadable: the cost model applies, and a new tune rewrites it
+  std::optional<codegen::CpuSchedule> schedule =
+      codegen::CpuSchedule::parse(j["schedule"].get<std::string>());
+  if (!schedule) return std::nullopt;
+  TuningRecord r;
+  r.schedule = *schedule;
+  r.best_ms = j.value("best_ms", 0.0);
+  r.default_ms = j.value("default_ms", 0.0);
+  r.candidates = j.value("candidates", 0);
+  r.kernel = j.value("kernel", "");
+  return r;
+}
+
+Status TuningCache::store(const std::string& kernel_ir, const TuningRecord& r) const {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec)
+    return Status::error(fmt::format("cannot create the tuning cache {}: {}", dir_, ec.message()));
+  nlohmann::json j = {{"schedule", r.schedule.to_string()},
+                      {"best_ms", r.best_ms},
+                      {"default_ms", r.default_ms},
+                      {"candidates", r.candidates},
+                      {"kernel", r.kernel}};
+  std::string path = path_of(kernel_ir);
+  std::string tmp = fmt::format("{}.{}.tmp", path, ::getpid());
+  {
+    std::ofstream out(tmp);
+    out << j.dump(1) << "\n";
+    if (!out) return Status::error(fmt::format("cannot write the tuning record {}", tmp));
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return Status::error(fmt::format("cannot write the tuning record {}", path));
+  }
+  return Status();
+}
+
+} // namespace weft
