@@ -1,5 +1,5 @@
 // oneDNN as the vendor baseline for the memory-bound benchmark cases: times one oneDNN
-// primitive (reduction, softmax or layer normalization) on f32 data of the given shape, called
+// primitive (reduction, softmax, layer or batch normalization) on f32 data of the given shape, called
 // directly through the C++ API (Debian's libdnnl-dev), on all OpenMP threads.
 //
 // Usage: dnnl_peer OP DIMS AXES ITERS
@@ -9,12 +9,16 @@
 //         softmax          dnnl::softmax_v2_forward (softmax_accurate) along AXES (one axis)
 //         layernorm        dnnl::layer_normalization_forward over the last axis (AXES must name
 //                          it), epsilon 1e-5, with scale and shift (the ONNX model's g and b)
+//         batchnorm        dnnl::batch_normalization_forward in training (forward_training:
+//                          statistics of this batch over every axis but 1, biased variance),
+//                          epsilon 1e-5, with scale and shift; AXES must be 0,2,3,... (those axes)
 //   DIMS  e.g. 64x30000;  AXES e.g. 1 or 0,1,2;  ITERS timed runs after 2 warm-up runs (fewer
 //   when the timed runs pass 10 s, but at least 3).
 // Prints one JSON object: {"op", "dims", "axes", "median_ms", "iters" (timed runs made),
 // "threads", "impl", "onednn"}; impl is the implementation oneDNN picked (e.g. jit:avx512_core,
 // or ref:any, its unoptimized reference code). The data are standard normal, the scale and shift
-// ones and zeros. Run time excludes creating the primitive.
+// ones and zeros. Run time excludes creating the primitive. Batch normalization also writes
+// the batch mean and variance (per channel, small) as oneDNN's training forward pass does.
 #include <omp.h>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -67,7 +71,7 @@ dnnl::memory::desc dense(const dnnl::memory::dims& dims) {
 }
 
 int usage() {
-  std::fprintf(stderr, "usage: dnnl_peer sum|max|softmax|layernorm DIMS AXES ITERS\n");
+  std::fprintf(stderr, "usage: dnnl_peer sum|max|softmax|layernorm|batchnorm DIMS AXES ITERS\n");
   return 2;
 }
 
@@ -134,6 +138,28 @@ int main(int argc, char** argv) {
       if (pd.mean_desc().get_size() > 0) args[DNNL_ARG_MEAN] = dnnl::memory(pd.mean_desc(), eng);
       if (pd.variance_desc().get_size() > 0)
         args[DNNL_ARG_VARIANCE] = dnnl::memory(pd.variance_desc(), eng);
+    } else if (op == "batchnorm") {
+      std::vector<long> stat_axes{0};  // every axis but the channel axis, 1
+      for (long a = 2; a < rank; ++a) stat_axes.push_back(a);
+      if (rank < 2 || axes != stat_axes) return usage();
+      auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+      dnnl::batch_normalization_forward::primitive_desc pd(
+          dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, md, 1e-5f,
+                                                  flags),
+          eng);
+      impl = pd.impl_info_str();
+      prim = dnnl::batch_normalization_forward(pd);
+      args[DNNL_ARG_DST] = dnnl::memory(md, eng);
+      auto wmd = dense({dims[1]});
+      dnnl::memory scale(wmd, eng), shift(wmd, eng);
+      fill_const(scale, 1.f);
+      fill_const(shift, 0.f);
+      args[DNNL_ARG_SCALE] = scale;
+      args[DNNL_ARG_SHIFT] = shift;
+      args[DNNL_ARG_MEAN] = dnnl::memory(pd.mean_desc(), eng);  // outputs in training
+      args[DNNL_ARG_VARIANCE] = dnnl::memory(pd.variance_desc(), eng);
+      if (pd.workspace_desc().get_size() > 0)
+        args[DNNL_ARG_WORKSPACE] = dnnl::memory(pd.workspace_desc(), eng);
     } else {
       return usage();
     }

@@ -1,4 +1,5 @@
-"""Writes the benchmark models into DIR (run with Debian's Python, which has onnx and torch).
+"""Writes the benchmark models into DIR (run with Debian's Python, which has onnx and torch), then
+DIR/.made, the marker run.sh compares with this file's time to know the models are current.
 Usage: make_models.py DIR"""
 import os
 import sys
@@ -6,6 +7,8 @@ import sys
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+import bench_cases as bc  # the parameters torch_peer.py draws the same way
 
 
 def save(directory, name, nodes, inputs, outputs, inits=()):
@@ -28,7 +31,73 @@ REDUCTIONS = [
     ("reduce_col_131072x32", [131072, 32], [0]),
     ("reduce_all_9x1024x1024", [9, 1024, 1024], [0, 1, 2]),
     ("reduce_row_9x1024x1024", [9, 1024, 1024], [2]),
+    ("reduce_middle_64x1024x64", [64, 1024, 64], [1]),
+    ("reduce_middle_512x16x512", [512, 16, 512], [1]),
 ]
+
+
+def node(op, ins, outs, **attrs):
+    return helper.make_node(op, ins, outs, **attrs)
+
+
+def init(name, array):
+    return numpy_helper.from_array(np.asarray(array), name)
+
+
+def subgraphs(d):
+    """The fused-subgraph cases, in ONNX primitives where opset 17 has no single op."""
+    rows, cols = 4096, 1024
+    x2d = [tensor("x", [rows, cols])]
+    # attention softmax: Softmax(x * scale + causal mask), the mask an initializer.
+    shape = [8, 8, 256, 256]
+    save(d, "attention_softmax_8x8x256x256",
+         [node("Mul", ["x", "scale"], ["xs"]), node("Add", ["xs", "mask"], ["xm"]),
+          node("Softmax", ["xm"], ["y"], axis=-1)],
+         [tensor("x", shape)], [tensor("y", shape)],
+         [init("scale", np.float32(bc.ATTENTION_SCALE)), init("mask", bc.causal_mask(shape[-1]))])
+    # RMSNorm: x / sqrt(mean(x^2) + eps) * g.
+    save(d, "rmsnorm_4096x1024",
+         [node("Mul", ["x", "x"], ["x2"]), node("ReduceMean", ["x2"], ["ms"], axes=[-1], keepdims=1),
+          node("Add", ["ms", "eps"], ["mse"]), node("Sqrt", ["mse"], ["rms"]),
+          node("Reciprocal", ["rms"], ["inv"]), node("Mul", ["x", "inv"], ["n"]),
+          node("Mul", ["n", "g"], ["y"])],
+         x2d, [tensor("y", [rows, cols])],
+         [init("eps", np.float32(bc.EPS_RMS)), init("g", bc.param(1, [cols]))])
+    # bias + exact GELU: h = x + b; 0.5 * h * (1 + erf(h / sqrt(2))).
+    save(d, "bias_gelu_4096x1024",
+         [node("Add", ["x", "b"], ["h"]), node("Div", ["h", "sqrt2"], ["hs"]), node("Erf", ["hs"], ["e"]),
+          node("Add", ["e", "one"], ["e1"]), node("Mul", ["h", "e1"], ["he"]),
+          node("Mul", ["he", "half"], ["y"])],
+         x2d, [tensor("y", [rows, cols])],
+         [init("b", bc.param(2, [cols])), init("sqrt2", np.float32(np.sqrt(2))),
+          init("one", np.float32(1)), init("half", np.float32(0.5))])
+    # logsumexp over the last axis (the ONNX op).
+    save(d, "logsumexp_4096x1024",
+         [node("ReduceLogSumExp", ["x"], ["y"], axes=[-1], keepdims=0)], x2d, [tensor("y", [rows])])
+    # Batch norm in training: statistics over N, H, W (biased variance), then normalize.
+    shape = [32, 64, 56, 56]
+    channel = [1, shape[1], 1, 1]
+    save(d, "bn_train_32x64x56x56",
+         [node("ReduceMean", ["x"], ["mean"], axes=[0, 2, 3], keepdims=1), node("Sub", ["x", "mean"], ["dev"]),
+          node("Mul", ["dev", "dev"], ["dev2"]), node("ReduceMean", ["dev2"], ["var"], axes=[0, 2, 3], keepdims=1),
+          node("Add", ["var", "eps"], ["ve"]), node("Sqrt", ["ve"], ["sd"]), node("Div", ["dev", "sd"], ["n"]),
+          node("Mul", ["n", "gamma"], ["ng"]), node("Add", ["ng", "beta"], ["y"])],
+         [tensor("x", shape)], [tensor("y", shape)],
+         [init("eps", np.float32(bc.EPS_NORM)), init("gamma", bc.param(3, channel)),
+          init("beta", bc.param(4, channel))])
+    # GroupNorm, 8 groups: statistics per (sample, group) over [32, 8, 8*56*56], then per-channel
+    # scale and shift.
+    save(d, "groupnorm_32x64x56x56_g8",
+         [node("Reshape", ["x", "grouped"], ["xg"]),
+          node("ReduceMean", ["xg"], ["mean"], axes=[-1], keepdims=1), node("Sub", ["xg", "mean"], ["dev"]),
+          node("Mul", ["dev", "dev"], ["dev2"]), node("ReduceMean", ["dev2"], ["var"], axes=[-1], keepdims=1),
+          node("Add", ["var", "eps"], ["ve"]), node("Sqrt", ["ve"], ["sd"]), node("Div", ["dev", "sd"], ["ng"]),
+          node("Reshape", ["ng", "full"], ["n"]), node("Mul", ["n", "gamma"], ["ns"]),
+          node("Add", ["ns", "beta"], ["y"])],
+         [tensor("x", shape)], [tensor("y", shape)],
+         [init("grouped", np.array([shape[0], bc.GROUPS, -1], np.int64)), init("full", np.array(shape, np.int64)),
+          init("eps", np.float32(bc.EPS_NORM)), init("gamma", bc.param(5, channel)),
+          init("beta", bc.param(6, channel))])
 
 
 def main():
@@ -47,6 +116,7 @@ def main():
          [tensor("x", [rows, cols])], [tensor("y", [rows, cols])],
          [numpy_helper.from_array(np.ones(cols, np.float32), "g"),
           numpy_helper.from_array(np.zeros(cols, np.float32), "b")])
+    subgraphs(d)
     import torch
     import torchvision
     torch.manual_seed(0)
@@ -56,6 +126,10 @@ def main():
                                                batch_first=True, activation="gelu").eval()
     torch.onnx.export(encoder, torch.randn(4, 128, 256), os.path.join(d, "encoder_layer.onnx"),
                       opset_version=14, input_names=["x"])
+    x = torch.randn(bc.GPT_BATCH, bc.GPT_SEQ, bc.GPT_DIM)
+    torch.onnx.export(bc.gpt_block(torch), x, os.path.join(d, "gpt_block.onnx"), opset_version=17,
+                      input_names=["x"], output_names=["y"])
+    open(os.path.join(d, ".made"), "w").close()
 
 
 if __name__ == "__main__":

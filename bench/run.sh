@@ -18,7 +18,11 @@ cat build/bench/bandwidth.json
 # The oneDNN peer (Debian's libdnnl-dev); if it does not build, its column says n/a.
 c++ -O3 -march=native -fopenmp -o build/bench/dnnl_peer bench/dnnl_peer.cc -ldnnl ||
   { echo "bench/run.sh: bench/dnnl_peer.cc did not build; no oneDNN column" >&2; rm -f build/bench/dnnl_peer; }
-[[ -f build/bench/models/resnet18.onnx ]] || /usr/bin/python3 bench/make_models.py build/bench/models
+# Models again when make_models.py or bench_cases.py changed since they were made (or none were):
+# make_models.py writes the marker .made last.
+made=build/bench/models/.made
+[[ -f $made && $made -nt bench/make_models.py && $made -nt bench/bench_cases.py ]] ||
+  /usr/bin/python3 bench/make_models.py build/bench/models
 /usr/bin/python3 bench/fusion_bench.py build/tools/weft/weft build/bench/fusion_models
 /usr/bin/python3 bench/plan_bench.py build/tools/weft/weft --keep build/bench/plan_models --write
 # PyTorch (eager and torch.compile) runs through bench/torch_peer.py under bench/.venv's Python.

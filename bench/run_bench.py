@@ -34,7 +34,9 @@ PEER_TIMEOUT_S = 1800
 # (resnet18 the longest); the limit leaves room for a slower or busier one without hanging.
 TORCH_COMPILE_TIMEOUT_S = 600
 
-# (model, kind, iterations): kind says how bytes moved are counted.
+# (model, kind, iterations): kind says how bytes moved are counted: reduction, the inputs and
+# outputs once each; read_write (an output the size of the input), twice the inputs (constant
+# parameters, initializers, are not counted); model, none (no GB/s).
 CASES = [
     ("reduce_row_65536x3", "reduction", 50),
     ("reduce_row_64x30000", "reduction", 50),
@@ -43,9 +45,18 @@ CASES = [
     ("reduce_col_131072x32", "reduction", 20),
     ("reduce_all_9x1024x1024", "reduction", 20),
     ("reduce_row_9x1024x1024", "reduction", 20),
+    ("reduce_middle_64x1024x64", "reduction", 20),
+    ("reduce_middle_512x16x512", "reduction", 20),
+    ("logsumexp_4096x1024", "reduction", 20),
     ("softmax_4096x1024", "read_write", 20),
+    ("attention_softmax_8x8x256x256", "read_write", 20),
     ("layernorm_4096x1024", "read_write", 20),
+    ("rmsnorm_4096x1024", "read_write", 20),
+    ("bias_gelu_4096x1024", "read_write", 20),
+    ("bn_train_32x64x56x56", "read_write", 20),
+    ("groupnorm_32x64x56x56_g8", "read_write", 20),
     ("encoder_layer", "model", 10),
+    ("gpt_block", "model", 10),
     ("resnet18", "model", 3),
 ]
 
@@ -79,9 +90,10 @@ def reductions():
 
 
 def dnnl_spec(case):
-    """dnnl_peer's OP DIMS AXES for a case, or None where oneDNN has no single primitive for it
-    (the model rows). Softmax and layernorm cases are named by their shape and work on the last
-    axis (make_models.py)."""
+    """dnnl_peer's OP DIMS AXES for a case, or None where oneDNN has no single primitive computing
+    the same (the model rows; attention softmax with its scale and mask, RMSNorm, bias+GELU,
+    GroupNorm and logsumexp in oneDNN 2.6). Softmax and layernorm cases are named by their shape
+    and work on the last axis, bn_train cases by their NCHW shape (make_models.py)."""
     red = reductions()
     if case in red:  # ReduceSum
         shape, axes = red[case]
@@ -90,6 +102,9 @@ def dnnl_spec(case):
         if case.startswith(prefix):
             dims = case[len(prefix):].split("x")
             return op, "x".join(dims), str(len(dims) - 1)
+    if case.startswith("bn_train_"):  # statistics over every axis but the channels, 1
+        dims = case[len("bn_train_"):].split("x")
+        return "batchnorm", "x".join(dims), ",".join(map(str, [0, *range(2, len(dims))]))
     return None
 
 
@@ -256,7 +271,7 @@ def peer_notes(r):
         notes.append("PyTorch eager and `torch.compile` (`bench/torch_peer.py`; n/a: not measured in this run)")
     if r.get("onednn"):
         notes.append(f"oneDNN {r['onednn']} primitives called directly (`bench/dnnl_peer.cc`: reduction, "
-                     "softmax, layer normalization; Debian's `libdnnl-dev`)")
+                     "softmax, layer normalization, batch normalization in training; Debian's `libdnnl-dev`)")
     else:
         notes.append("oneDNN primitives (`bench/dnnl_peer.cc`; n/a: not measured in this run)")
     text = "; ".join(notes) + (". Medians of steady-state runs; compile time is not included. "

@@ -41,11 +41,18 @@ def reductions():
 
 
 def build(torch, case):
-    """(function, inputs) computing what make_models.py's model CASE computes."""
+    """(function, inputs) computing what make_models.py's model CASE computes; the constant
+    parameters come from bench_cases.py, as make_models.py's do."""
+    import bench_cases as bc
     gen = torch.Generator().manual_seed(0)
 
     def randn(*shape):
         return torch.randn(*shape, generator=gen)
+
+    def param(seed, shape):
+        return torch.from_numpy(bc.param(seed, shape))
+
+    F = torch.nn.functional
 
     for name, shape, axes in reductions():
         if name == case:  # ReduceSum, keepdims=0
@@ -56,6 +63,31 @@ def build(torch, case):
         shape = dims(case)
         g, b = torch.ones(shape[-1]), torch.zeros(shape[-1])
         return (lambda x: torch.nn.functional.layer_norm(x, shape[-1:], g, b, 1e-5)), [randn(*shape)]
+    if case.startswith("attention_softmax_"):  # Softmax(x * 0.125 + causal mask), axis=-1
+        shape = dims(case)
+        mask = torch.from_numpy(bc.causal_mask(shape[-1]))
+        return (lambda x: torch.softmax(x * bc.ATTENTION_SCALE + mask, dim=-1)), [randn(*shape)]
+    if case.startswith("rmsnorm_"):  # x / sqrt(mean(x^2, -1) + 1e-6) * g
+        shape = dims(case)
+        g = param(1, [shape[-1]])
+        return (lambda x: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + bc.EPS_RMS) * g), [randn(*shape)]
+    if case.startswith("bias_gelu_"):  # exact (erf) GELU of x + b
+        shape = dims(case)
+        b = param(2, [shape[-1]])
+        return (lambda x: F.gelu(x + b)), [randn(*shape)]
+    if case.startswith("logsumexp_"):  # ReduceLogSumExp, last axis, keepdims=0
+        return (lambda x: torch.logsumexp(x, dim=-1)), [randn(*dims(case))]
+    if case.startswith("bn_train_"):  # batch statistics over N, H, W (biased variance), then normalize
+        shape = dims(case)
+        gamma, beta = param(3, [shape[1]]), param(4, [shape[1]])
+        return (lambda x: F.batch_norm(x, None, None, gamma, beta, training=True, eps=bc.EPS_NORM)), [randn(*shape)]
+    if case.startswith("groupnorm_"):  # groupnorm_NxCxHxW_gG
+        shape = [int(d) for d in case.split("_")[1].split("x")]
+        groups = int(case.rsplit("_g", 1)[1])
+        gamma, beta = param(5, [shape[1]]), param(6, [shape[1]])
+        return (lambda x: F.group_norm(x, groups, gamma, beta, bc.EPS_NORM)), [randn(*shape)]
+    if case == "gpt_block":  # bench_cases.gpt_block: the same module and weights as the ONNX export
+        return bc.gpt_block(torch), [randn(bc.GPT_BATCH, bc.GPT_SEQ, bc.GPT_DIM)]
     if case in ("resnet18", "encoder_layer"):
         import torchvision
         # Same seed and the same draws from it as make_models.py (the resnet, the input it
