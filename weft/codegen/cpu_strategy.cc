@@ -159,8 +159,8 @@ std::optional<CpuSchedule> CpuSchedule::parse(const std::string& text) {
       return std::nullopt;
   }
   bool pow2 = s.lanes >= 8 && s.lanes <= 128 && (s.lanes & (s.lanes - 1)) == 0;
-  if (!pow2 || kBlock % s.lanes != 0 || s.column_width < 16 || s.column_width > 8192 ||
-      s.column_rows < 1 || s.min_per_thread < 1)
+  if (!pow2 || s.column_width < 16 || s.column_width > 8192 || s.column_rows < 1 ||
+      s.min_per_thread < 1)
     return std::nullopt;
   return s;
 }
@@ -209,8 +209,8 @@ void CpuReductionWriter::lanes(const std::string& iterator, const std::string& l
                                const std::string& hi, const std::string& acc, int depth) {
   Lines l(out_, depth), l1(out_, depth + 1), l2(out_, depth + 2), l3(out_, depth + 3);
   l("for (int64_t weft_b = {0}; weft_b < {1}; weft_b += {2}) {{  // cascade: blocks of {2}", lo, hi,
-    kBlock);
-  l1("const int64_t weft_e = weft_imin(weft_b + {}, {});", kBlock, hi);
+    s_.block());
+  l1("const int64_t weft_e = weft_imin(weft_b + {}, {});", s_.block(), hi);
   l1("{} weft_lane[{}];", r_.type, s_.lanes);
   l1("for (int64_t weft_l = 0; weft_l < {}; weft_l += 1) weft_lane[weft_l] = {};", s_.lanes,
      r_.identity);

@@ -27,6 +27,20 @@ struct StepView {
   // The row-major position of all iterators in "in", for reading a flat accumulator.
   std::vector<AffineExpr> in_index() const { return {linear(true)}; }
   Shape flat_out() const { return {num_elements(out)}; }
+  // Statements over the results (inits, finishing touches) run over "out" itself, so that
+  // loop fusion can line their loops up with the reduction's kept loops; their accumulator
+  // index is the row-major position of those iterators.
+  Shape result_domain() const { return out.size() > 1 ? out : flat_out(); }
+  std::vector<AffineExpr> result_index() const {
+    if (out.size() <= 1) return {AffineExpr::iterator(0)};
+    AffineExpr e;
+    int64_t stride = 1;
+    for (size_t i = out.size(); i-- > 0;) {
+      if (out[i].value() != 1) e.terms.insert(e.terms.begin(), {static_cast<int>(i), stride});
+      stride *= out[i].value();
+    }
+    return {e};
+  }
 
 private:
   AffineExpr linear(bool all) const {
@@ -88,8 +102,8 @@ int apply_pre(StatementBuilder& b, ExprOp pre, int x, DType t) {
 // accumulator "acc": init, then update.
 void add_reduction(KernelBuilder& k, const StepView& v, int in, bool in_flat, DType in_type,
                    int acc, DType t, Combine c, ExprOp pre) {
-  StatementBuilder init("init", v.flat_out());
-  k.add(init.store(init.constant(combine_identity(c), t), acc, iterators(1)));
+  StatementBuilder init("init", v.result_domain());
+  k.add(init.store(init.constant(combine_identity(c), t), acc, v.result_index()));
   StatementBuilder update("update", v.in);
   int x = apply_pre(
       update, pre, load_as(update, in, in_flat ? v.in_index() : iterators(v.in.size()), in_type, t),
@@ -106,6 +120,32 @@ Result<std::optional<StepView>> single_step(const Value* x, const Ints& axes) {
   if (steps.size() > 1)
     return Status::error("reduces non-adjacent axes, which is not lowered for this op yet");
   return std::optional<StepView>(view_of(steps[0]));
+}
+
+// A ROW view over "shape" itself: its leading dims kept as they are instead of merged into
+// one row dim, when "axis" is the only reduced axis, every dim after it is 1, and all are
+// static. Producers of the input index it that way (a scaled and masked attention score, a
+// GroupNorm's reshaped activations), so that loop fusion can run them in the same rows:
+// with a merged view between, the two would index one buffer through two shapes. None
+// otherwise.
+std::optional<StepView> own_row_view(const Shape& shape, int64_t axis) {
+  int64_t rank = static_cast<int64_t>(shape.size());
+  if (axis <= 0 || axis >= rank) return std::nullopt;
+  for (const Dim& d : shape) {
+    if (!d.is_static()) return std::nullopt;
+  }
+  for (int64_t i = axis + 1; i < rank; ++i) {
+    if (shape[static_cast<size_t>(i)].value() != 1) return std::nullopt;
+  }
+  if (shape[static_cast<size_t>(axis)].value() == 1) return std::nullopt;
+  StepView v;
+  for (int64_t i = 0; i < rank; ++i) {
+    v.in.push_back(shape[static_cast<size_t>(i)]);
+    v.reduced.push_back(i == axis);
+    if (i != axis) v.out.push_back(shape[static_cast<size_t>(i)]);
+  }
+  v.count = shape[static_cast<size_t>(axis)];
+  return v;
 }
 
 Ints axes_from(int64_t first, int64_t rank) {
@@ -125,7 +165,11 @@ Result<StepView> softmax_view(const Node& n) {
   Ints axes = n.opset >= 13 ? Ints{axis} : axes_from(axis, rank);
   WEFT_ASSIGN_OR_RETURN(std::optional<StepView> v, single_step(x, axes));
   Dim total = num_elements(*x->type.shape);
-  return v ? *v : StepView{{total, 1}, {false, true}, {total}, 1};
+  if (!v) return StepView{{total, 1}, {false, true}, {total}, 1};
+  if (n.opset >= 13 && v->reduced == std::vector<bool>{false, true}) {
+    if (std::optional<StepView> own = own_row_view(*x->type.shape, axis)) return *own;
+  }
+  return *v;
 }
 
 // idx[k] = the first (or last) r where x[k, r] equals the max (or min) m[k]; a NaN matches
@@ -235,6 +279,40 @@ Result<LoweredNode> lower_reduce(const Node& n, const std::string& name) {
                         coalesce_reduction(*x->type.shape, *a.axes));
   DType t = accumulator_type(y->type.dtype);
   KernelBuilder k(name);
+  // The result as the recipe finishes it, from the reduced value "r" of "count" elements.
+  auto finish = [&](StatementBuilder& fin, int r, Dim count) {
+    if (rec.post == ExprOp::kDiv) {
+      r = fin.op(ExprOp::kDiv, t, {r, fin.constant(static_cast<double>(count.value()), t)});
+    } else if (rec.post != ExprOp::kCast) {
+      r = fin.op(rec.post, t, {r});
+    }
+    return t != y->type.dtype ? fin.op(ExprOp::kCast, y->type.dtype, {r}) : r;
+  };
+  int64_t rank = static_cast<int64_t>(x->type.shape->size());
+  std::optional<StepView> own;
+  if (steps.size() == 1 && view_of(steps[0]).reduced == std::vector<bool>{false, true} &&
+      a.axes->size() == 1) {
+    int64_t axis = (*a.axes)[0] < 0 ? (*a.axes)[0] + rank : (*a.axes)[0];
+    own = own_row_view(*x->type.shape, axis);
+  }
+  if (own) { // one ROW over the input's own dims; the result is written in y's own shape
+    int in = k.buffer(x, BufferRole::kInput, own->in);
+    int acc = k.temp(t, own->flat_out());
+    add_reduction(k, *own, in, false, x->type.dtype, acc, t, rec.combine, rec.pre);
+    StatementBuilder fin("finish", own->result_domain());
+    std::vector<AffineExpr> at;
+    bool keepdims = static_cast<int64_t>(y->type.shape->size()) == rank;
+    for (int64_t i = 0, j = 0; i < rank; ++i) {
+      if (!own->reduced[static_cast<size_t>(i)]) {
+        at.push_back(AffineExpr::iterator(static_cast<int>(j++)));
+      } else if (keepdims) {
+        at.push_back(AffineExpr::constant_of(0));
+      }
+    }
+    int out = k.buffer(y, BufferRole::kOutput, *y->type.shape);
+    k.add(fin.store(finish(fin, fin.load(acc, own->result_index(), t), own->count), out, at));
+    return k.lowered();
+  }
   Shape flat = {num_elements(*y->type.shape)};
   int out = k.buffer(y, BufferRole::kOutput, flat);
   // Step by step, into accumulators; the last one is finished into the output.
@@ -260,13 +338,7 @@ Result<LoweredNode> lower_reduce(const Node& n, const std::string& name) {
   } else {
     r = fin.load(current, iterators(1), t);
   }
-  if (rec.post == ExprOp::kDiv) {
-    r = fin.op(ExprOp::kDiv, t, {r, fin.constant(static_cast<double>(count.value()), t)});
-  } else if (rec.post != ExprOp::kCast) {
-    r = fin.op(rec.post, t, {r});
-  }
-  if (t != y->type.dtype) r = fin.op(ExprOp::kCast, y->type.dtype, {r});
-  k.add(fin.store(r, out, iterators(1)));
+  k.add(fin.store(finish(fin, r, count), out, iterators(1)));
   return k.lowered();
 }
 
@@ -282,8 +354,8 @@ Result<LoweredNode> lower_softmax(const Node& n, const std::string& name) {
   int m = k.temp(t, view.flat_out());
   int s = k.temp(t, view.flat_out());
   add_reduction(k, view, in, false, x->type.dtype, m, t, Combine::kMax, ExprOp::kCast);
-  StatementBuilder init("init_sum", view.flat_out());
-  k.add(init.store(init.constant(0, t), s, iterators(1)));
+  StatementBuilder init("init_sum", view.result_domain());
+  k.add(init.store(init.constant(0, t), s, view.result_index()));
   auto shifted = [&](StatementBuilder& b) {
     return b.op(ExprOp::kSub, t,
                 {load_as(b, in, iterators(view.in.size()), x->type.dtype, t),
@@ -295,15 +367,17 @@ Result<LoweredNode> lower_softmax(const Node& n, const std::string& name) {
     StatementBuilder e("exp", view.in);
     k.add(e.store(e.op(ExprOp::kExp, t, {shifted(e)}), out, iterators(view.in.size())));
     StatementBuilder sum("sum_exp", view.in);
-    k.add(sum.store(sum.load(out, iterators(view.in.size()), t), s, view.out_index(),
-                    Combine::kSum));
+    k.add(
+        sum.store(sum.load(out, iterators(view.in.size()), t), s, view.out_index(), Combine::kSum));
     // One division per row, then a multiplication per element (within an ulp of dividing).
-    StatementBuilder inv("reciprocal", view.flat_out());
-    k.add(inv.store(inv.op(ExprOp::kDiv, t, {inv.constant(1, t), inv.load(s, iterators(1), t)}), s,
-                    iterators(1)));
+    StatementBuilder inv("reciprocal", view.result_domain());
+    k.add(inv.store(
+        inv.op(ExprOp::kDiv, t, {inv.constant(1, t), inv.load(s, view.result_index(), t)}), s,
+        view.result_index()));
     StatementBuilder norm("normalize", view.in);
-    int q = norm.op(ExprOp::kMul, t,
-                    {norm.load(out, iterators(view.in.size()), t), norm.load(s, view.out_index(), t)});
+    int q =
+        norm.op(ExprOp::kMul, t,
+                {norm.load(out, iterators(view.in.size()), t), norm.load(s, view.out_index(), t)});
     k.add(norm.store(q, out, iterators(view.in.size())));
     return k.lowered();
   }

@@ -153,37 +153,55 @@ public:
     return !deps.deltas().intersect(carried).is_empty();
   }
 
-  // Can all statements share their outermost loop as one parallel loop (loop fusion)? Each
-  // needs an iterator of one common extent first, and every dependence must stay within
-  // one iteration of it; then, per iteration, the statements run in order. Stitched kernels
-  // (softmax, LayerNorm) so finish a row before the next, which keeps the row in cache
-  // between their passes. (A dependence across iterations would leave the fused loop
-  // serial, which costs more than the locality gains: then each statement keeps its nest.)
-  bool shares_outer_loop(const isl::union_map& deps) const {
+  // How many outer loops can all statements share (loop fusion)? Loop d is shared when each
+  // statement's iterator d has one common extent, is reduced by none of them, and every
+  // dependence stays within one iteration of the loops up to d; then, per iteration, the
+  // statements run in order. Stitched kernels (softmax, LayerNorm) so finish a row before
+  // the next, which keeps the row in cache between their passes; a softmax over [B, H, S, S]
+  // shares B, H and S. (A dependence across iterations would leave a fused loop serial,
+  // which costs more than the locality gains: then each statement keeps its nest.) Reduced
+  // loops stay unshared, so that each reduction keeps a nest of its own for the CPU
+  // strategies.
+  size_t shared_depth(const isl::union_map& deps) const {
     const std::vector<Statement>& st = kernel_.statements;
-    if (st.size() < 2) return false;
-    std::vector<std::string> parts;
-    for (size_t s = 0; s < st.size(); ++s) {
-      if (st[s].domain.empty() || !(st[s].domain[0] == st[0].domain[0])) return false;
-      parts.push_back(fmt::format("{} -> [i0]", tuple(s)));
+    if (st.size() < 2) return 0;
+    size_t depth = 0;
+    for (;; ++depth) {
+      for (const Statement& s : st) {
+        if (s.domain.size() <= depth || !(s.domain[depth] == st[0].domain[depth]) ||
+            (s.combine != kernel::Combine::kNone && s.is_reduced(static_cast<int>(depth))))
+          return depth;
+      }
+      std::vector<std::string> parts, deltas;
+      for (size_t s = 0; s < st.size(); ++s) {
+        std::vector<std::string> its;
+        for (size_t i = 0; i <= depth; ++i)
+          its.push_back(fmt::format("i{}", i));
+        parts.push_back(fmt::format("{} -> [{}]", tuple(s), fmt::join(its, ", ")));
+      }
+      for (size_t i = 0; i <= depth; ++i)
+        deltas.push_back(fmt::format("d{}", i));
+      isl::union_map outer(deps.ctx(), union_of(parts));
+      isl::union_set along = deps.apply_domain(outer).apply_range(outer).deltas();
+      std::vector<std::string> nonzero;
+      for (const std::string& d : deltas)
+        nonzero.push_back(fmt::format("{0} < 0 or {0} > 0", d));
+      isl::union_set across(deps.ctx(),
+                            fmt::format("{}{{ [{}] : {} }}", param_list(), fmt::join(deltas, ", "),
+                                        fmt::join(nonzero, " or ")));
+      if (!along.intersect(across).is_empty()) return depth;
     }
-    isl::union_map outer(deps.ctx(), union_of(parts));
-    isl::union_set along = deps.apply_domain(outer).apply_range(outer).deltas();
-    isl::union_set across(deps.ctx(), fmt::format("{}{{ [d] : d < 0 or d > 0 }}", param_list()));
-    return along.intersect(across).is_empty();
   }
 
   // The schedule tree in isl's text form: a sequence of statements, one marked band per
-  // iterator; or, when they share their outermost loop, that band over the sequence.
+  // iterator; or, when they share outer loops, those bands over the sequence.
   std::string schedule_tree(const isl::union_map& deps) const {
-    bool shared = shares_outer_loop(deps);
-    size_t first = shared ? 1 : 0;
-    std::vector<std::string> filters, outer;
+    size_t shared = shared_depth(deps);
+    std::vector<std::string> filters;
     for (size_t s = 0; s < kernel_.statements.size(); ++s) {
       const Statement& st = kernel_.statements[s];
-      outer.push_back(fmt::format("{} -> [(i0)]", tuple(s)));
       std::string child;
-      for (size_t d = st.domain.size(); d-- > first;) {
+      for (size_t d = st.domain.size(); d-- > shared;) {
         std::string band =
             fmt::format("schedule: \"{}[{{ {} -> [(i{})] }}]\"", param_list(), tuple(s), d);
         if (!child.empty()) band += ", child: { " + child + " }";
@@ -200,13 +218,17 @@ public:
       filters.push_back(child.empty() ? "{ " + filter + " }"
                                       : fmt::format("{{ {}, child: {{ {} }} }}", filter, child));
     }
-    std::string sequence = fmt::format("sequence: [ {} ]", fmt::join(filters, ", "));
-    if (shared) {
-      sequence = fmt::format("mark: \"parallel c0\", child: {{ schedule: \"{}[{{ {} }}]\", child: "
-                             "{{ {} }} }}",
-                             param_list(), fmt::join(outer, "; "), sequence);
+    std::string tree = fmt::format("sequence: [ {} ]", fmt::join(filters, ", "));
+    // The shared loops, innermost first; only the outermost is marked (a parallel region).
+    for (size_t d = shared; d-- > 0;) {
+      std::vector<std::string> maps;
+      for (size_t s = 0; s < kernel_.statements.size(); ++s)
+        maps.push_back(fmt::format("{} -> [(i{})]", tuple(s), d));
+      tree = fmt::format("schedule: \"{}[{{ {} }}]\", child: {{ {} }}", param_list(),
+                         fmt::join(maps, "; "), tree);
+      if (d == 0) tree = fmt::format("mark: \"parallel c0\", child: {{ {} }}", tree);
     }
-    return fmt::format("{{ domain: \"{}\", child: {{ {} }} }}", all_domains(), sequence);
+    return fmt::format("{{ domain: \"{}\", child: {{ {} }} }}", all_domains(), tree);
   }
 
 private:
