@@ -170,6 +170,12 @@ Result<LoweredNode> lower_elementwise(const Node& n, const std::string& name) {
   int value;
   if (auto it = unary_ops().find(op); it != unary_ops().end()) {
     value = b.op(it->second, op == "Not" ? DType::kBool : t, {x[0]});
+  } else if (op == "Pow" && dtype_is_float(t) && n.inputs[1]->is_constant() &&
+             n.inputs[1]->constant->num_elements() == 1 &&
+             n.inputs[1]->constant->get_double(0) == 2.0) {
+    // x ** 2 (expanded LayerNorms' variance): one multiplication, exactly as pow rounds it,
+    // and vectorized, where pow is a libm call per element.
+    value = b.op(ExprOp::kMul, t, {x[0], x[0]});
   } else if (auto bi = binary_ops().find(op); bi != binary_ops().end()) {
     int rhs = b.dtype_of(x[1]) == t ? x[1] : b.op(ExprOp::kCast, t, {x[1]}); // Pow's exponent
     value = b.op(bi->second, t, {x[0], rhs});
