@@ -353,6 +353,11 @@ def markdown(r):
         import fusion_bench
         with open(fusion_results) as f:
             lines += fusion_bench.markdown(json.load(f))
+    tune_results = os.path.join(HERE, "tune_results.json")
+    if os.path.exists(tune_results):
+        import tune_bench
+        with open(tune_results) as f:
+            lines += tune_bench.markdown(json.load(f))
     plan_results = os.path.join(HERE, "plan_results.json")
     if os.path.exists(plan_results):
         import plan_bench
