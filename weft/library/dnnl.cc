@@ -60,8 +60,9 @@ public:
         continue;
       }
       bool out = a.dnnl_arg == DNNL_ARG_DST;
-      reorders_.emplace_back(out ? dnnl::reorder::primitive_desc(engine(), a.internal, engine(), a.md)
-                                 : dnnl::reorder::primitive_desc(engine(), a.md, engine(), a.internal));
+      reorders_.emplace_back(
+          out ? dnnl::reorder::primitive_desc(engine(), a.internal, engine(), a.md)
+              : dnnl::reorder::primitive_desc(engine(), a.md, engine(), a.internal));
       offsets_.push_back(scratch_bytes_);
       scratch_bytes_ += (a.internal.get_size() + 63) / 64 * 64;
     }
@@ -169,7 +170,7 @@ std::optional<PostOp> post_op(const Node& e, const Value* from) {
     if (e.inputs.size() != 2 || e.inputs[0] == e.inputs[1]) return std::nullopt;
     if ((op == "Sub" || op == "Div") && e.inputs[0] != from) return std::nullopt;
     p.binary = true;
-    p.algorithm = op == "Add" ? A::binary_add
+    p.algorithm = op == "Add"   ? A::binary_add
                   : op == "Mul" ? A::binary_mul
                   : op == "Sub" ? A::binary_sub
                                 : A::binary_div;
@@ -280,8 +281,8 @@ LibraryCall make_matmul(const Node& n, const MatMulOperands& m, const Value* bia
   if (bias) args.push_back({DNNL_ARG_BIAS, position(call.values, bias), m.bias});
   dnnl::primitive_attr attr = post_op_attr(ops, call, args, m.y.dims());
   if (m.alpha != 1.0f) attr.set_output_scales(0, {m.alpha});
-  dnnl::matmul::desc d = bias ? dnnl::matmul::desc(m.a, m.b, m.bias, m.y)
-                              : dnnl::matmul::desc(m.a, m.b, m.y);
+  dnnl::matmul::desc d =
+      bias ? dnnl::matmul::desc(m.a, m.b, m.bias, m.y) : dnnl::matmul::desc(m.a, m.b, m.y);
   dnnl::matmul::primitive_desc pd(d, attr, engine());
   args.push_back(
       {DNNL_ARG_DST, position(call.values, m.y_value ? m.y_value : final_output(n, ops)), m.y});
@@ -296,8 +297,8 @@ std::optional<LibraryCall> matmul_call(const Node& n, const Absorbed& absorbed,
                                        std::string* why_not) {
   const std::vector<PostOp>& ops = absorbed.epilogue;
   Dims da = dims_of(n.inputs[0]), db = dims_of(n.inputs[1]);
-  bool transposes = absorbed.input_transposes[0] || absorbed.input_transposes[1] ||
-                    absorbed.output_transpose;
+  bool transposes =
+      absorbed.input_transposes[0] || absorbed.input_transposes[1] || absorbed.output_transpose;
   if ((da.size() == 1 || db.size() == 1) && (!ops.empty() || transposes)) {
     *why_not = "a 1-D operand (the epilogue's shapes would not match)";
     return std::nullopt;
@@ -343,8 +344,7 @@ std::optional<LibraryCall> gemm_call(const Node& n, const Absorbed& absorbed,
   int64_t nn = at.trans_b ? sb[0] : sb[1];
   MatMulOperands operands;
   operands.a = memory::desc({m, k}, memory::data_type::f32, at.trans_a ? Dims{1, m} : Dims{k, 1});
-  operands.b =
-      memory::desc({k, nn}, memory::data_type::f32, at.trans_b ? Dims{1, k} : Dims{nn, 1});
+  operands.b = memory::desc({k, nn}, memory::data_type::f32, at.trans_b ? Dims{1, k} : Dims{nn, 1});
   operands.y = plain({m, nn});
   operands.alpha = at.alpha;
   const Value* c = n.input(2);
@@ -416,9 +416,9 @@ std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
     wdims.insert(wdims.begin(), at.group);
   }
   bool constant_weights = w->is_constant();
-  memory::desc wmd = constant_weights ? memory::desc(wdims, memory::data_type::f32,
-                                                     memory::format_tag::any)
-                                      : plain(wdims);
+  memory::desc wmd = constant_weights
+                         ? memory::desc(wdims, memory::data_type::f32, memory::format_tag::any)
+                         : plain(wdims);
   memory::desc bmd = b ? plain({dw[0]}) : memory::desc();
   auto build = [&](const Layout& layout) {
     dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
@@ -469,8 +469,8 @@ std::optional<LibraryCall> pool_call(const Node& n, const Absorbed& absorbed,
   bool max = n.op_type == "MaxPool";
   const Value *x = n.inputs[0], *y = n.outputs[0];
   Dims dx = dims_of(x), dy = dims_of(y);
-  if (!ops.empty() || (n.outputs.size() > 1 && n.outputs[1]) || dx.size() < 3 ||
-      dx.size() > 5 || (!max && at.ceil_mode && at.count_include_pad)) {
+  if (!ops.empty() || (n.outputs.size() > 1 && n.outputs[1]) || dx.size() < 3 || dx.size() > 5 ||
+      (!max && at.ceil_mode && at.count_include_pad)) {
     *why_not = "a pooling form oneDNN does not take here";
     return std::nullopt;
   }
@@ -495,9 +495,9 @@ std::optional<LibraryCall> pool_call(const Node& n, const Absorbed& absorbed,
   LibraryCall call;
   std::vector<DnnlKernel::Arg> args = {{DNNL_ARG_SRC, position(call.values, x), plain(dx)},
                                        {DNNL_ARG_DST, position(call.values, y), plain(dy)}};
-  call.kernel = std::make_shared<DnnlKernel>(dnnl::pooling_v2_forward(pd), std::move(args),
-                                             std::unordered_map<int, memory>{},
-                                             fmt::format("oneDNN pooling ({})", pd.impl_info_str()));
+  call.kernel = std::make_shared<DnnlKernel>(
+      dnnl::pooling_v2_forward(pd), std::move(args), std::unordered_map<int, memory>{},
+      fmt::format("oneDNN pooling ({})", pd.impl_info_str()));
   return call;
 }
 
@@ -507,9 +507,11 @@ std::optional<LibraryCall> dnnl_call(const Node& node, const SoleReader& sole_re
                                      const std::function<bool(const Node*)>& free,
                                      std::string* why_not) {
   using Builder = std::optional<LibraryCall> (*)(const Node&, const Absorbed&, std::string*);
-  static const std::unordered_map<std::string, Builder> kBuilders = {
-      {"MatMul", matmul_call}, {"Gemm", gemm_call},      {"Conv", conv_call},
-      {"MaxPool", pool_call},  {"AveragePool", pool_call}};
+  static const std::unordered_map<std::string, Builder> kBuilders = {{"MatMul", matmul_call},
+                                                                     {"Gemm", gemm_call},
+                                                                     {"Conv", conv_call},
+                                                                     {"MaxPool", pool_call},
+                                                                     {"AveragePool", pool_call}};
   auto it = kBuilders.find(node.op_type);
   if (it == kBuilders.end()) return std::nullopt;
   std::vector<const Value*> values(node.inputs.begin(), node.inputs.end());
@@ -531,8 +533,21 @@ std::optional<LibraryCall> dnnl_call(const Node& node, const SoleReader& sole_re
       return t && t->op_type == "Transpose" && free(t) && t->inputs[0] &&
              t->inputs[0]->type.dtype == DType::kF32 && t->inputs[0]->type.shape->size() >= 2;
     };
+    // An A that a Transpose moves across batch dims, against 2-D weights, is not absorbed:
+    // its rows would not be one strided matrix, and oneDNN then takes its slow batched gemm
+    // (an encoder's input projection after Transpose(x, [1, 0, 2]): 3.6 ms) where a plain
+    // copy and its brgemm take 2.2 ms.
+    auto batch_moving = [&](const Node* t) {
+      Ints perm = perm_of(*t);
+      for (size_t d = 0; d + 2 < perm.size(); ++d) {
+        if (perm[d] != static_cast<int64_t>(d)) return true;
+      }
+      return false;
+    };
+    bool weights_2d = node.inputs[1]->type.shape->size() == 2;
     for (size_t i = 0; i < 2; ++i) {
       const Node* t = node.inputs[i]->producer;
+      if (i == 0 && weights_2d && is_transpose(t) && batch_moving(t)) continue;
       if (is_transpose(t) && sole_reader(t->outputs[0]) == &node) all.input_transposes[i] = t;
     }
     if (const Node* t = sole_reader(v); is_transpose(t)) all.output_transpose = t;
