@@ -306,7 +306,8 @@ def markdown(r):
         *peer_notes(r),
         "",
         "Weft's CPU strategies and library calls are described in docs/cpu-strategies.md and "
-        "docs/library.md; no goal is claimed here. The machine is shared, so the numbers are noisy. "
+        "docs/library.md; the Goals section below checks the issue's goals against this run. The machine "
+        "is shared, so the numbers are noisy. "
         "The fusion section below compares Weft with itself (`--no-fusion`); the rows above were "
         "measured when its results file was written (see the date), fusion's when "
         "`fusion_results.json` was.",
@@ -348,6 +349,7 @@ def markdown(r):
     if summary:
         lines += ["", "Geomean over the reduction and subgraph rows: " + ", ".join(summary) + "."]
     lines += ["", "Raw results: `bench/results.json`.", ""]
+    lines += goals(r)
     fusion_results = os.path.join(HERE, "fusion_results.json")
     if os.path.exists(fusion_results):
         import fusion_bench
@@ -364,6 +366,87 @@ def markdown(r):
         with open(plan_results) as f:
             lines += plan_bench.markdown(json.load(f))
     return "\n".join(lines)
+
+
+# Why a goal is not met, for the rows that miss it; mechanisms, measured with `weft bench
+# --kernels`, perf and dumped kernels (docs/cpu-strategies.md, docs/fusion.md).
+WHY = {
+    "attention_softmax": "as softmax, with four times as many rows (256 wide), so the per-row costs "
+                         "(lane trees, loop setup) weigh more",
+    "rmsnorm": "the output's read for ownership, as for softmax (1.5x the single-read + single-write traffic)",
+    "softmax": "four passes over each row in cache, but the output is written with ordinary stores, so "
+               "DRAM sees x read, y read for ownership and y written back (1.5x the single-read + "
+               "single-write traffic), and exp costs about 0.6 ns per element per thread, not hidden "
+               "behind the memory stream; non-temporal stores to a row scratch would remove the read",
+    "layernorm": "the same read-for-ownership of the output; two statistics passes over the row in cache",
+    "groupnorm": "the per-channel scale and bias follow a Reshape from groups to channels, which loop "
+                 "fusion cannot line up with the groups' rows (the channel is a quotient of the group's "
+                 "position): a second kernel re-reads and re-writes the output",
+    "bn_train": "the per-channel statistics reduce over N, H and W (a ROW then a COLUMN step on merged "
+                "views), so the squared deviation is stored at full size between them instead of being "
+                "recomputed: five passes over the data",
+    "bias_gelu": "erf is compute-bound (about 1.4 ns per element per thread, exp included)",
+    "reduce_middle_512x16x512": "not analysed yet (a MIDDLE reduction with a short R of 16; Inductor "
+                                "is 1.9x faster here)",
+    "reduce_row_65536x3": "tiny rows are not packed: each row of 3 is a scalar loop",
+    "encoder_layer": "the MatMuls (oneDNN 2.6 brgemm, about 60-95 GFLOP/s on 2 threads) are 90% of the time; "
+                     "the memory-bound kernels are under 1 ms together",
+    "gpt_block": "the same: MatMuls are most of the time; Inductor's MKL-backed GEMMs are faster here",
+}
+
+
+def why(case):
+    for key, text in WHY.items():
+        if case.startswith(key) or case == key:
+            return text
+    return ""
+
+
+def goals(r):
+    """The issue's goals, each met or missed, with by how much and why."""
+    bw = r["bandwidth"]
+    rows = {row["case"]: row for row in r["rows"] if not row.get("error") and row.get("weft_median_ms")}
+    lines = ["## Goals", "",
+             "Computed from the table above by `bench/run_bench.py`.", ""]
+    big = [row for row in rows.values() if row["kind"] == "reduction" and row.get("bytes", 0) >= 64e6]
+    for row in big:
+        pct = 100 * row["weft_gbs"] / bw["read_gbs"]
+        lines.append(f"- **Reductions of 64 MB and more at 90% of read bandwidth**: {row['case']} "
+                     f"{pct:.0f}% ({'met' if pct >= 90 else 'not met'}). Only this case is that large; "
+                     "the smaller ones partly stay in cache.")
+    for case in ("softmax_4096x1024", "attention_softmax_8x8x256x256", "layernorm_4096x1024", "rmsnorm_4096x1024"):
+        row = rows.get(case)
+        if not row or "bytes" not in row:
+            continue
+        bound = row["bytes"] / (bw["copy_gbs"] * 1e6)  # ms: one read and one write at copy bandwidth
+        x = row["weft_median_ms"] / bound
+        met = x <= 1.25
+        lines.append(f"- **{case} within 1.25x of its read + write traffic bound** ({bound:.2f} ms at "
+                     f"the copy bandwidth): {x:.2f}x ({'met' if met else 'not met'})"
+                     + ("" if met or not why(case) else f"; why: {why(case)}") + ".")
+    kernels = [row for row in rows.values() if "bytes" in row]
+    for key, peer in (("ort_median_ms", "ONNX Runtime"), ("torch_median_ms", "PyTorch eager"),
+                      ("torch_compile_median_ms", "torch.compile")):
+        ratios = {row["case"]: row[key] / row["weft_median_ms"] for row in kernels if row.get(key)}
+        if not ratios:
+            continue
+        g = geomean(list(ratios.values()))
+        slower = sorted((v, c) for c, v in ratios.items() if v < 1)
+        lines.append(f"- **Geomean at least 1.5x over {peer}, no case slower**: {g:.2f}x "
+                     f"({'met' if g >= 1.5 else 'not met'}); "
+                     + (f"slower on {len(slower)}: " + ", ".join(f"{c} ({v:.2f})" for v, c in slower)
+                        if slower else "no case slower") + ".")
+    for case in ("encoder_layer", "gpt_block"):
+        row = rows.get(case)
+        if row and row.get("ort_median_ms"):
+            x = row["ort_median_ms"] / row["weft_median_ms"]
+            lines.append(f"- **{case} faster than ONNX Runtime**: {x:.2f}x ({'met' if x > 1 else 'not met'})"
+                         + ("" if x > 1 else f"; why: {why(case)}") + ".")
+    missed = sorted({c for c in rows if why(c)} & {row["case"] for row in kernels})
+    if missed:
+        lines += ["", "Why, case by case (the rows that miss a goal or are slower than a peer):", ""]
+        lines += [f"- {c}: {why(c)}." for c in missed]
+    return lines + [""]
 
 
 def write_markdown(r):
