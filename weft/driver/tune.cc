@@ -114,44 +114,50 @@ Status build(Task& task, const std::string& kernel_name, const codegen::CpuCompi
   return Status();
 }
 
-bool close_enough(DType dtype, const std::byte* a, const std::byte* b, size_t bytes) {
-  auto near = [](double x, double y) {
-    if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
-    if (x == y) return true;
-    return std::fabs(x - y) <= 1e-5 + 1e-4 * std::max(std::fabs(x), std::fabs(y));
+// Float buffers within rtol 1e-4 plus an absolute 1e-5 of the buffer's largest magnitude:
+// reassociated sums of many terms differ by a few ulp of the terms, not of a result that
+// cancels to near 0. Other types bit for bit. Returns the largest difference seen too.
+bool close_enough(DType dtype, const std::byte* a, const std::byte* b, size_t bytes,
+                  double* worst) {
+  auto at = [&](const std::byte* p, size_t i) -> double {
+    if (dtype == DType::kF32) {
+      float v;
+      std::memcpy(&v, p + 4 * i, 4);
+      return v;
+    }
+    if (dtype == DType::kF64) {
+      double v;
+      std::memcpy(&v, p + 8 * i, 8);
+      return v;
+    }
+    uint16_t h;
+    std::memcpy(&h, p + 2 * i, 2);
+    return dtype == DType::kF16 ? half_to_float(h) : bf16_to_float(h);
   };
-  if (dtype == DType::kF32) {
-    for (size_t i = 0; i < bytes / 4; ++i) {
-      float x, y;
-      std::memcpy(&x, a + 4 * i, 4);
-      std::memcpy(&y, b + 4 * i, 4);
-      if (!near(x, y)) return false;
-    }
-    return true;
+  bool is_float =
+      dtype == DType::kF32 || dtype == DType::kF64 || dtype == DType::kF16 || dtype == DType::kBF16;
+  if (!is_float) return std::memcmp(a, b, bytes) == 0;
+  size_t n = bytes / static_cast<size_t>(dtype_size(dtype));
+  double scale = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double y = at(b, i);
+    if (std::isfinite(y)) scale = std::max(scale, std::fabs(y));
   }
-  if (dtype == DType::kF64) {
-    for (size_t i = 0; i < bytes / 8; ++i) {
-      double x, y;
-      std::memcpy(&x, a + 8 * i, 8);
-      std::memcpy(&y, b + 8 * i, 8);
-      if (!near(x, y)) return false;
+  bool wide = dtype == DType::kF16 || dtype == DType::kBF16;
+  double rtol = wide ? 1e-2 : 1e-4, atol = (wide ? 1e-2 : 1e-5) * std::max(scale, 1.0);
+  bool ok = true;
+  for (size_t i = 0; i < n; ++i) {
+    double x = at(a, i), y = at(b, i);
+    if (std::isnan(x) || std::isnan(y)) {
+      ok = ok && std::isnan(x) && std::isnan(y);
+      continue;
     }
-    return true;
+    if (x == y) continue;
+    double d = std::fabs(x - y);
+    *worst = std::max(*worst, d);
+    ok = ok && d <= atol + rtol * std::max(std::fabs(x), std::fabs(y));
   }
-  if (dtype == DType::kF16 || dtype == DType::kBF16) {
-    for (size_t i = 0; i < bytes / 2; ++i) {
-      uint16_t x, y;
-      std::memcpy(&x, a + 2 * i, 2);
-      std::memcpy(&y, b + 2 * i, 2);
-      float fx = dtype == DType::kF16 ? half_to_float(x) : bf16_to_float(x);
-      float fy = dtype == DType::kF16 ? half_to_float(y) : bf16_to_float(y);
-      if (std::fabs(fx - fy) > 1e-2 * std::max(1.0f, std::max(std::fabs(fx), std::fabs(fy))) &&
-          !(std::isnan(fx) && std::isnan(fy)))
-        return false;
-    }
-    return true;
-  }
-  return std::memcmp(a, b, bytes) == 0;
+  return ok;
 }
 
 // Runs and times every candidate of "task" on the buffers "args", leaving them as found.
@@ -173,12 +179,13 @@ void measure(Task& task, const kernel::Kernel& k, void* const* args, const TuneO
   for (size_t c = 0; c < task.fns.size(); ++c) {
     restore();
     task.fns[c](args, nullptr);
+    double worst = 0;
     auto matches = [&] {
       bool same = true;
       for (size_t b = 0; b < n && same; ++b) {
         const std::byte* p = static_cast<const std::byte*>(args[b]);
         if (task.written[b])
-          same = close_enough(k.buffers[b].dtype, p, reference[b].data(), task.sizes[b]);
+          same = close_enough(k.buffers[b].dtype, p, reference[b].data(), task.sizes[b], &worst);
       }
       return same;
     };
@@ -199,8 +206,9 @@ void measure(Task& task, const kernel::Kernel& k, void* const* args, const TuneO
     }
     if (!same) {
       ++result.rejected;
-      log_info("tune: {} candidate '{}' computes other values; dropped", k.name,
-               task.schedules[c].to_string());
+      log_info("tune: {} candidate '{}' computes other values (largest difference {:g}); "
+               "dropped",
+               k.name, task.schedules[c].to_string(), worst);
     } else {
       std::vector<double> times;
       double spent = 0;
