@@ -388,10 +388,12 @@ WHY = {
     "bias_gelu": "erf is compute-bound (about 1.4 ns per element per thread, exp included)",
     "reduce_middle_512x16x512": "not analysed yet (a MIDDLE reduction with a short R of 16; Inductor "
                                 "is 1.9x faster here)",
+    "reduce_middle_64x1024x64": "not analysed yet; its median moves between runs on this shared machine "
+                                "(0.6-0.9 ms on the same day)",
     "reduce_row_65536x3": "tiny rows are not packed: each row of 3 is a scalar loop",
     "encoder_layer": "the MatMuls (oneDNN 2.6 brgemm, about 60-95 GFLOP/s on 2 threads) are 90% of the time; "
                      "the memory-bound kernels are under 1 ms together",
-    "gpt_block": "the same: MatMuls are most of the time; Inductor's MKL-backed GEMMs are faster here",
+    "gpt_block": "the same: its MatMuls (oneDNN) are most of the time",
 }
 
 
