@@ -10,7 +10,6 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <thread>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -39,6 +38,7 @@
 #include "weft/support/grouped_list.h"
 #include "weft/support/hash.h"
 #include "weft/support/log.h"
+#include "weft/support/parallel.h"
 
 namespace weft {
 
@@ -322,28 +322,17 @@ Status generate_all(const std::vector<kernel::Kernel>& kernels,
                     const std::vector<Location>& sites, codegen::Dialect dialect,
                     const std::string& cache_dir, std::vector<std::string>* functions, int* hits) {
   std::vector<Status> failures(kernels.size());
-  std::atomic<size_t> next = 0;
   std::atomic<int> cached = 0;
-  auto work = [&] {
-    for (size_t k = next++; k < kernels.size(); k = next++) {
-      Result<codegen::GeneratedFunction> f =
-          codegen::generate_function(kernels[k], dialect, cache_dir, schedules[k]);
-      if (!f.ok()) {
-        failures[k] = f.status().with_location(sites[k]);
-        continue;
-      }
-      (*functions)[k] = std::move(f->source);
-      cached += f->cache_hit ? 1 : 0;
+  parallel_for(kernels.size(), [&](size_t k) {
+    Result<codegen::GeneratedFunction> f =
+        codegen::generate_function(kernels[k], dialect, cache_dir, schedules[k]);
+    if (!f.ok()) {
+      failures[k] = f.status().with_location(sites[k]);
+      return;
     }
-  };
-  size_t workers =
-      std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), kernels.size());
-  std::vector<std::thread> threads;
-  for (size_t t = 1; t < workers; ++t)
-    threads.emplace_back(work);
-  work();
-  for (std::thread& t : threads)
-    t.join();
+    (*functions)[k] = std::move(f->source);
+    cached += f->cache_hit ? 1 : 0;
+  });
   *hits = cached;
   for (const Status& s : failures)
     WEFT_RETURN_IF_ERROR(s);

@@ -1,12 +1,10 @@
 #include "weft/driver/tune.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -17,6 +15,7 @@
 #include "weft/runtime/cpu/kernel_library.h"
 #include "weft/support/float16.h"
 #include "weft/support/log.h"
+#include "weft/support/parallel.h"
 
 namespace weft {
 
@@ -277,19 +276,9 @@ Result<std::vector<TuneResult>> tune_model(const CompiledModel& model,
   // Candidates build on all cores, one library per task.
   codegen::CpuCompiler compiler = codegen::CpuCompiler::from_environment();
   std::vector<Status> failures(tasks.size());
-  std::atomic<size_t> next = 0;
-  auto work = [&] {
-    for (size_t t = next++; t < tasks.size(); t = next++)
-      failures[t] = build(tasks[t], model.kernels[tasks[t].summary].kernel->name, compiler);
-  };
-  std::vector<std::thread> threads;
-  size_t workers =
-      std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), tasks.size());
-  for (size_t w = 1; w < workers; ++w)
-    threads.emplace_back(work);
-  work();
-  for (std::thread& t : threads)
-    t.join();
+  parallel_for(tasks.size(), [&](size_t t) {
+    failures[t] = build(tasks[t], model.kernels[tasks[t].summary].kernel->name, compiler);
+  });
   for (const Status& s : failures)
     WEFT_RETURN_IF_ERROR(s);
 
