@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "weft/driver/compile_model.h"
 #include "weft/onnx/tensor_file.h"
 
 namespace weft::cli {
@@ -80,6 +81,13 @@ Result<std::vector<Tensor>> gather_inputs(const std::string& model,
     tensors.push_back(as_bf16_if_wanted(std::move(t), d.type.dtype));
   }
   return tensors;
+}
+
+Result<std::vector<Tensor>> gather_model_inputs(const std::string& model,
+                                                const std::vector<std::string>& specs,
+                                                const std::string& fill) {
+  WEFT_ASSIGN_OR_RETURN(std::vector<runtime::TensorInfo> declared, model_inputs(model));
+  return gather_inputs(model, specs, fill, declared);
 }
 
 bool device_available(const std::string& device) {

@@ -20,6 +20,11 @@ Result<std::vector<Tensor>> gather_inputs(const std::string& model,
                                           const std::string& fill,
                                           const std::vector<runtime::TensorInfo>& declared);
 
+// The same for the inputs "model" declares (read from the model first).
+Result<std::vector<Tensor>> gather_model_inputs(const std::string& model,
+                                                const std::vector<std::string>& specs,
+                                                const std::string& fill);
+
 // PREFIX_0.pb, PREFIX_1.pb, ... in "dir", in numeric order.
 std::vector<std::string> numbered_files(const std::string& dir, const std::string& prefix);
 

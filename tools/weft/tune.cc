@@ -38,12 +38,7 @@ int tune(const TuneOptions& o) {
                              o.model);
     return 1;
   }
-  Result<std::vector<runtime::TensorInfo>> declared = model_inputs(o.model);
-  if (!declared.ok()) {
-    std::cerr << declared.status().to_string() << "\n";
-    return 1;
-  }
-  Result<std::vector<Tensor>> inputs = gather_inputs(o.model, o.inputs, o.fill, *declared);
+  Result<std::vector<Tensor>> inputs = gather_model_inputs(o.model, o.inputs, o.fill);
   if (!inputs.ok()) {
     std::cerr << inputs.status().to_string() << "\n";
     return 1;
