@@ -143,6 +143,8 @@ int bench(const BenchOptions& o) {
   auto start = std::chrono::steady_clock::now();
   CompileSettings settings;
   settings.fusion = o.fusion;
+  settings.device = o.device;
+  settings.deterministic = o.deterministic;
   Result<CompiledModel> compiled = compile_model(model, inputs, settings);
   double compile_ms = ms_since(start);
   if (!compiled.ok()) {

@@ -22,6 +22,7 @@ struct RunOptions {
   std::string fill;                // random, zeros, ones, or empty
   std::string output_dir = ".";
   std::string device = "cpu";
+  bool deterministic = false; // --device cuda: no atomics
   bool fusion = true;
 };
 
@@ -30,6 +31,7 @@ struct TestOnnxOptions {
   double rtol = 1e-3;
   double atol = 1e-7;
   std::string device = "cpu";
+  bool deterministic = false; // --device cuda: no atomics
   bool fusion = true;
   bool compile_only = false;      // build the kernels, do not run them
   std::vector<std::string> archs; // --device cuda --compile-only: NVRTC targets
@@ -40,6 +42,7 @@ struct BenchOptions {
   std::vector<std::string> inputs; // NAME=FILE
   std::string fill = "random";
   std::string device = "cpu";
+  bool deterministic = false; // --device cuda: no atomics
   int iters = 20;
   int warmup = 3;
   bool json = false;

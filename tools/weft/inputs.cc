@@ -11,6 +11,7 @@
 
 #include "weft/driver/compile_model.h"
 #include "weft/onnx/tensor_file.h"
+#include "weft/runtime/cuda/device.h"
 
 namespace weft::cli {
 
@@ -92,8 +93,9 @@ Result<std::vector<Tensor>> gather_model_inputs(const std::string& model,
 
 bool device_available(const std::string& device) {
   if (device == "cpu") return true;
-  std::cerr << "error: --device " << device
-            << ": the CUDA backend has not landed yet; use --device cpu\n";
+  Result<std::shared_ptr<runtime::cuda::Device>> opened = runtime::cuda::open_device();
+  if (opened.ok()) return true;
+  std::cerr << "error: --device " << device << ": " << opened.status().message() << "\n";
   return false;
 }
 

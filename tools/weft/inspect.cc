@@ -45,6 +45,7 @@ Result<CompiledModel> plan(const InspectOptions& options, const Graph& graph, bo
   settings.build = false;
   settings.generate = !dump_dir.empty(); // the dump has the source; the report needs none
   settings.fusion = fusion;
+  settings.device = options.device;
   return compile_model(options.model, zeros, settings);
 }
 

@@ -36,6 +36,8 @@ int run(const RunOptions& o) {
   }
   CompileSettings settings;
   settings.fusion = o.fusion;
+  settings.device = o.device;
+  settings.deterministic = o.deterministic;
   Result<CompiledModel> model = compile_model(o.model, *inputs, settings);
   if (!model.ok()) {
     std::cerr << model.status().to_string() << "\n";

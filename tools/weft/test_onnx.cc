@@ -56,7 +56,8 @@ std::optional<std::string> run_data_set(const fs::path& model, const fs::path& d
   std::vector<Tensor> inputs = std::move(read).value();
   CompileSettings settings;
   settings.device = o.device;
-  settings.cuda_archs = o.archs;
+  settings.deterministic = o.deterministic;
+  if (o.compile_only) settings.cuda_archs = o.archs;
   settings.fusion = o.fusion;
   Result<CompiledModel> compiled = compile_model(model.string(), inputs, settings);
   if (!compiled.ok()) return compiled.status().message();

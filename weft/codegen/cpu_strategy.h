@@ -115,6 +115,8 @@ struct ReductionText {
   std::string total_type;
   std::string identity; // the combine's identity, in that type
   std::string target;   // the value at the write location
+  std::string address;  // the write location's address, "&b1[c0]" (CUDA atomics)
+  std::string storage;  // the C type the target is stored as
   std::function<std::string(const std::string& value)> store; // "b1[c0] = value;"
   // Prints the statement at "depth", combining into the lvalue "accumulator".
   std::function<void(const std::string& accumulator, int depth, std::string& out)> update;

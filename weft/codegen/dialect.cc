@@ -88,7 +88,8 @@ constexpr std::string_view kCpuTail = "}  // namespace\n";
 
 // CUDA C++ for NVRTC: no standard headers, so the fixed-width types and the float bit casts
 // come from CUDA's builtins. Math functions are CUDA's overloads.
-constexpr std::string_view kCudaHead = R"(typedef signed char int8_t;
+constexpr std::string_view kCudaHead = R"(#ifndef WEFT_CUDA_EMULATION  // (runtime/cuda/emulator.h brings its own)
+typedef signed char int8_t;
 typedef short int16_t;
 typedef int int32_t;
 typedef long long int64_t;
@@ -98,12 +99,78 @@ typedef unsigned int uint32_t;
 typedef unsigned long long uint64_t;
 #define INFINITY __int_as_float(0x7f800000)
 #define NAN __int_as_float(0x7fffffff)
+#endif
 #define WEFT_D __device__ __forceinline__
 WEFT_D float weft_as_float(uint32_t u) { return __uint_as_float(u); }
 WEFT_D uint32_t weft_as_bits(float f) { return __float_as_uint(f); }
 WEFT_D float weft_exp(float x) { return expf(x); }
 WEFT_D float weft_erf(float x) { return erff(x); }
 WEFT_D float weft_tanh(float x) { return tanhf(x); }
+)";
+
+// The CUDA strategies' helpers (cuda_strategy.h): combine functors, group reductions over
+// warp shuffles and shared memory, and atomics.
+constexpr std::string_view kCudaTail = R"(struct weft_op_add { template <typename T> WEFT_D T operator()(T a, T b) const { return a + b; } };
+struct weft_op_mul { template <typename T> WEFT_D T operator()(T a, T b) const { return a * b; } };
+struct weft_op_max { template <typename T> WEFT_D T operator()(T a, T b) const { return weft_max(a, b); } };
+struct weft_op_min { template <typename T> WEFT_D T operator()(T a, T b) const { return weft_min(a, b); } };
+template <typename T> WEFT_D T weft_shfl_xor(T v, int lanes, int width, unsigned int mask) {
+  if constexpr (sizeof(T) < 4) return static_cast<T>(__shfl_xor_sync(mask, static_cast<int>(v), lanes, width));
+  else return __shfl_xor_sync(mask, v, lanes, width);
+}
+// "v" combined over a group of G threads: G <= 32 aligned lanes of one warp ("mask"), or a
+// whole block of G threads. Every thread gets the result; the order is fixed.
+template <int G, typename T, typename Op> WEFT_D T weft_group_reduce(T v, Op op, unsigned int mask) {
+  constexpr int kWidth = G < 32 ? G : 32;
+  for (int lanes = kWidth / 2; lanes > 0; lanes /= 2) v = op(v, weft_shfl_xor(v, lanes, kWidth, mask));
+  if constexpr (G > 32) {
+    __shared__ T weft_warps[G / 32];
+    __syncthreads();  // the previous reduction has read weft_warps
+    if (threadIdx.x % 32 == 0) weft_warps[threadIdx.x / 32] = v;
+    __syncthreads();
+    v = weft_warps[0];
+    for (int w = 1; w < G / 32; ++w) v = op(v, weft_warps[w]);
+  }
+  return v;
+}
+WEFT_D void weft_atomic_add(float* p, float v) { atomicAdd(p, v); }
+WEFT_D void weft_atomic_add(double* p, double v) { atomicAdd(p, v); }
+WEFT_D void weft_atomic_add(int32_t* p, int32_t v) { atomicAdd(p, v); }
+WEFT_D void weft_atomic_add(uint32_t* p, uint32_t v) { atomicAdd(p, v); }
+WEFT_D void weft_atomic_add(int64_t* p, int64_t v) { atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v)); }
+WEFT_D void weft_atomic_add(uint64_t* p, uint64_t v) { atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v)); }
+// Float max and min with integer atomics, no CAS loop: non-negative floats order as signed
+// integers, negative ones in reverse as unsigned. A NaN is stored as the pattern that wins.
+WEFT_D void weft_atomic_max(float* p, float v) {
+  if (v != v) { atomicMax(reinterpret_cast<int*>(p), 0x7fffffff); return; }
+  if (__float_as_int(v) >= 0) atomicMax(reinterpret_cast<int*>(p), __float_as_int(v));
+  else atomicMin(reinterpret_cast<unsigned int*>(p), __float_as_uint(v));
+}
+WEFT_D void weft_atomic_min(float* p, float v) {
+  if (v != v) { atomicMax(reinterpret_cast<unsigned int*>(p), 0xffffffffu); return; }
+  if (__float_as_int(v) >= 0) atomicMin(reinterpret_cast<int*>(p), __float_as_int(v));
+  else atomicMax(reinterpret_cast<unsigned int*>(p), __float_as_uint(v));
+}
+WEFT_D void weft_atomic_max(double* p, double v) {
+  if (v != v) { atomicMax(reinterpret_cast<long long*>(p), 0x7fffffffffffffffll); return; }
+  long long bits = __double_as_longlong(v);
+  if (bits >= 0) atomicMax(reinterpret_cast<long long*>(p), bits);
+  else atomicMin(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(bits));
+}
+WEFT_D void weft_atomic_min(double* p, double v) {
+  if (v != v) { atomicMax(reinterpret_cast<unsigned long long*>(p), 0xffffffffffffffffull); return; }
+  long long bits = __double_as_longlong(v);
+  if (bits >= 0) atomicMin(reinterpret_cast<long long*>(p), bits);
+  else atomicMax(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(bits));
+}
+WEFT_D void weft_atomic_max(int32_t* p, int32_t v) { atomicMax(p, v); }
+WEFT_D void weft_atomic_min(int32_t* p, int32_t v) { atomicMin(p, v); }
+WEFT_D void weft_atomic_max(uint32_t* p, uint32_t v) { atomicMax(p, v); }
+WEFT_D void weft_atomic_min(uint32_t* p, uint32_t v) { atomicMin(p, v); }
+WEFT_D void weft_atomic_max(int64_t* p, int64_t v) { atomicMax(reinterpret_cast<long long*>(p), static_cast<long long>(v)); }
+WEFT_D void weft_atomic_min(int64_t* p, int64_t v) { atomicMin(reinterpret_cast<long long*>(p), static_cast<long long>(v)); }
+WEFT_D void weft_atomic_max(uint64_t* p, uint64_t v) { atomicMax(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v)); }
+WEFT_D void weft_atomic_min(uint64_t* p, uint64_t v) { atomicMin(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v)); }
 )";
 
 // The helpers of both dialects.
@@ -184,7 +251,8 @@ const DialectTable& cpu_dialect() {
 
 const DialectTable& cuda_dialect() {
   static const DialectTable table{
-      fmt::format("{}{}", kCudaHead, kCommon), "extern \"C\" __global__ ", "", "", "", false};
+      fmt::format("{}{}{}", kCudaHead, kCommon, kCudaTail), "extern \"C\" __global__ ", "", "", "",
+      false};
   return table;
 }
 

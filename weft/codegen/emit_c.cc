@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "weft/codegen/cpu_strategy.h"
+#include "weft/codegen/cuda_strategy.h"
 #include "weft/codegen/dialect.h"
 
 namespace weft::codegen {
@@ -38,8 +39,16 @@ std::string identity_literal(kernel::Combine c, DType t) {
   std::string_view type = compute_type(t);
   if (dtype_is_float(t) || c == kernel::Combine::kSum || c == kernel::Combine::kProd)
     return literal(kernel::combine_identity(c), t);
-  return fmt::format("std::numeric_limits<{}>::{}()", type,
-                     c == kernel::Combine::kMax ? "lowest" : "max");
+  // Spelled as numbers: CUDA has no <limits>.
+  bool lowest = c == kernel::Combine::kMax;
+  if (t == DType::kBool) return lowest ? "false" : "true";
+  if (dtype_is_unsigned_int(t))
+    return lowest ? fmt::format("static_cast<{}>(0)", type)
+                  : fmt::format("static_cast<{}>(~0ull)", type);
+  int bits = 8 * dtype_size(t);
+  uint64_t max = (uint64_t{1} << (bits - 1)) - 1;
+  return lowest ? fmt::format("static_cast<{}>(-{}ll - 1)", type, max)
+                : fmt::format("static_cast<{}>({}ll)", type, max);
 }
 
 class Emitter {
@@ -71,9 +80,10 @@ public:
   }
 
   // One __global__ function per top-level nest, launched in order on one stream (the order
-  // is the barrier between nests): "weft_NAME_pI". A parallel outermost loop is spread over
-  // the grid as a grid-stride loop; any other nest runs on one thread.
-  std::string cuda_function(const AstNode& loops) {
+  // is the barrier between nests): "weft_NAME_pI", each after a line "// launch FUNCTION
+  // block=B grid=G" (G: 1, or "device", a persistent grid). The strategies are those of
+  // cuda_strategy.h; a nest they do not cover runs on one thread.
+  std::string cuda_function(const AstNode& loops, const CudaOptions& options) {
     std::vector<const AstNode*> parts;
     if (loops.kind == AstNode::Kind::kBlock) {
       for (const AstNode& c : loops.children)
@@ -81,25 +91,19 @@ public:
     } else {
       parts.push_back(&loops);
     }
-    std::string out = fmt::format("// kernel {}: {} part(s)\n", k_.name, parts.size());
+    std::string out;
+    int functions = 0;
     for (size_t p = 0; p < parts.size(); ++p) {
-      const AstNode& n = *parts[p];
-      out += header(fmt::format("weft_{}_p{}", k_.name, p));
-      if (n.kind == AstNode::Kind::kFor && n.mark == AstNode::Mark::kParallel &&
-          !register_reduction(k_, n)) {
-        out += fmt::format("  const int64_t weft_stride = (int64_t)gridDim.x * blockDim.x;\n"
-                           "  for (int64_t {0} = {1} + ((int64_t)blockIdx.x * blockDim.x + "
-                           "threadIdx.x) * {2}; {3}; {0} += weft_stride * {2}) {{\n",
-                           n.iterator, ast_expr(n.init), n.step, ast_expr(n.cond));
-        emit_node(n.children[0], 2, true, out);
-        out += "  }\n";
+      if (p + 1 < parts.size() && folds_into(*parts[p], *parts[p + 1])) {
+        out += cuda_part(*parts[p + 1], fmt::format("weft_{}_p{}", k_.name, p + 1), parts[p],
+                         options);
+        ++p;
       } else {
-        out += "  if (blockIdx.x != 0 || threadIdx.x != 0) return;  // one thread\n";
-        emit_node(n, 1, true, out);
+        out += cuda_part(*parts[p], fmt::format("weft_{}_p{}", k_.name, p), nullptr, options);
       }
-      out += "}\n";
+      ++functions;
     }
-    return out;
+    return fmt::format("// kernel {}: {} part(s)\n{}", k_.name, functions, out);
   }
 
 private:
@@ -283,6 +287,8 @@ private:
     r.total_type = s.combine == kernel::Combine::kSum && r.type == "float" ? "double" : r.type;
     r.identity = identity_literal(s.combine, t);
     r.target = load(s.write, iters);
+    r.address = fmt::format("&b{}[{}]", s.write.buffer, offset(s.write, iters));
+    r.storage = storage_type(t);
     r.store = [this, location, t](const std::string& value) {
       return fmt::format("{} = {};", location, store_value(t, value));
     };
@@ -507,6 +513,268 @@ private:
     }
   }
 
+  // ---- CUDA (cuda_strategy.h) ----
+
+  // Is "init" a statement that the ALL nest "next" may run in its last block, before
+  // combining into the same location? Then the two are one launch.
+  bool folds_into(const AstNode& init, const AstNode& next) const {
+    const AstNode* call = next.kind == AstNode::Kind::kFor ? register_reduction(k_, next) : nullptr;
+    if (init.kind != AstNode::Kind::kCall || !call) return false;
+    const Statement& a = k_.statements[static_cast<size_t>(init.statement)];
+    const Statement& b = k_.statements[static_cast<size_t>(call->statement)];
+    if (a.combine != kernel::Combine::kNone || a.write.buffer != b.write.buffer ||
+        k_.buffers[static_cast<size_t>(b.write.buffer)].aliased || !a.write.indirect.empty())
+      return false;
+    for (const kernel::Access& r : b.reads) {
+      if (r.buffer == b.write.buffer) return false;
+    }
+    auto iters = [&](const AstNode& c) {
+      std::vector<std::string> out;
+      for (const AstExpr& e : c.args)
+        out.push_back(ast_expr(e));
+      return out;
+    };
+    return offset(a.write, iters(init)) == offset(b.write, iters(*call));
+  }
+
+  static bool contains_reduction(const AstNode& n) {
+    if (n.kind == AstNode::Kind::kFor && n.mark == AstNode::Mark::kReduction) return true;
+    return std::any_of(n.children.begin(), n.children.end(),
+                       [](const AstNode& c) { return contains_reduction(c); });
+  }
+
+  static std::vector<const AstNode*> items_of(const AstNode& n) {
+    std::vector<const AstNode*> items;
+    if (n.kind == AstNode::Kind::kBlock) {
+      for (const AstNode& c : n.children)
+        items.push_back(&c);
+    } else {
+      items.push_back(&n);
+    }
+    return items;
+  }
+
+  // The perfectly nested parallel loops at the top of "n", with their ranges, as long as
+  // those are free of the loops' own iterators.
+  std::vector<std::pair<const AstNode*, LoopRange>> parallel_chain(const AstNode& n) const {
+    std::vector<std::pair<const AstNode*, LoopRange>> chain;
+    const AstNode* loop = &n;
+    while (loop->kind == AstNode::Kind::kFor && loop->mark == AstNode::Mark::kParallel) {
+      std::optional<LoopRange> r = loop_range(*loop);
+      if (!r) break;
+      bool free = std::none_of(chain.begin(), chain.end(),
+                               [&](const auto& c) { return range_mentions(*r, c.first->iterator); });
+      if (!free) break;
+      chain.emplace_back(loop, *r);
+      loop = &loop->children[0];
+    }
+    return chain;
+  }
+
+  // Threads per point of a group body: the largest of its items' wants (cuda_group_size of
+  // a reduction's or loop's extent; a COLUMN nest wants a lane per column).
+  int64_t group_size(const AstNode& body) const {
+    std::optional<int64_t> want;
+    auto take = [&](std::optional<int64_t> g) {
+      if (g) want = std::max(want.value_or(1), *g);
+    };
+    for (const AstNode* item : items_of(body)) {
+      if (item->kind != AstNode::Kind::kFor) continue;
+      if (const AstNode* call = register_reduction(k_, *item)) {
+        take(cuda_group_size(trip_bound(k_, *item, *call)));
+      } else if (const AstNode* inner = column_nest(k_, *item)) {
+        std::optional<int64_t> k = range_text(*inner, inner->children[0]).extent;
+        int64_t g = 1;
+        while (k && g < 1024 && g * 2 <= *k)
+          g *= 2;
+        take(k ? std::optional<int64_t>(g) : std::nullopt);
+      } else if (std::optional<LoopRange> r = loop_range(*item)) {
+        std::optional<int64_t> e = r->static_extent();
+        if (e) take(cuda_group_size(e));
+      }
+    }
+    return want.value_or(32);
+  }
+
+  // The items of a point's body, for a group of "group" threads: see cuda_strategy.h (ROW).
+  void emit_group_body(const AstNode& body, int64_t group, int depth, std::string& out) const {
+    std::string pad(static_cast<size_t>(2 * depth), ' ');
+    std::string sync = group > 32 ? "__syncthreads();" : "__syncwarp(weft_mask);";
+    for (const AstNode* item : items_of(body)) {
+      const AstNode& n = *item;
+      if (n.kind == AstNode::Kind::kFor) {
+        if (const AstNode* call = register_reduction(k_, n)) {
+          CudaReductionWriter(reduction_text(*call), out)
+              .group(n.iterator, ast_expr(n.init), ast_expr(n.cond), n.step, group, depth);
+        } else if (const AstNode* inner = column_nest(k_, n)) {
+          const AstNode& c = inner->children[0];
+          ReductionText r = reduction_text(c);
+          RangeText rows = range_text(n, c), cols = range_text(*inner, c);
+          out += fmt::format("{0}for (int64_t {1} = {2} + weft_lane; {1} < {3}; {1} += {4}) {{  "
+                             "// a lane per column\n{0}  {5} acc = {6};\n"
+                             "{0}  for (int64_t {7} = {8}; {7} < {9}; ++{7}) {{\n",
+                             pad, inner->iterator, cols.lo, cols.hi, group, r.type, r.target,
+                             n.iterator, rows.lo, rows.hi);
+          r.update("acc", depth + 2, out);
+          out += fmt::format("{0}  }}\n{0}  {1}\n{0}}}\n", pad, r.store("acc"));
+        } else if (n.mark == AstNode::Mark::kParallel) {
+          out += fmt::format("{0}for (int64_t {1} = {2} + weft_lane * {3}; {4}; {1} += {5} * {3}) "
+                             "{{\n",
+                             pad, n.iterator, ast_expr(n.init), n.step, ast_expr(n.cond), group);
+          emit_node(n.children[0], depth + 1, true, out);
+          out += pad + "}\n";
+        } else {
+          out += fmt::format("{}if (weft_lane == 0) {{\n", pad);
+          emit_node(n, depth + 1, true, out);
+          out += pad + "}\n";
+        }
+      } else if (n.kind == AstNode::Kind::kIf) {
+        out += fmt::format("{}if ({}) {{\n", pad, ast_expr(n.cond));
+        emit_group_body(n.children[0], group, depth + 1, out);
+        if (n.children.size() > 1) {
+          out += pad + "} else {\n";
+          emit_group_body(n.children[1], group, depth + 1, out);
+        }
+        out += pad + "}\n";
+      } else if (n.kind == AstNode::Kind::kBlock) {
+        emit_group_body(n, group, depth, out);
+      } else {
+        out += fmt::format("{}if (weft_lane == 0) {{\n", pad);
+        emit_node(n, depth + 1, true, out);
+        out += pad + "}\n";
+      }
+      out += pad + sync + "\n";
+    }
+  }
+
+  // A loop over the points of "chain", flattened, from "weft_first" by "weft_groups"; the
+  // innermost loop varies fastest. 32-bit index arithmetic when the count is static and fits.
+  void emit_points(const std::vector<std::pair<const AstNode*, LoopRange>>& chain, int depth,
+                   std::string& out) const {
+    std::string pad(static_cast<size_t>(2 * depth), ' ');
+    std::vector<std::string> extents;
+    std::optional<int64_t> total = 1;
+    for (size_t i = 0; i < chain.size(); ++i) {
+      const LoopRange& r = chain[i].second;
+      std::optional<int64_t> e = r.static_extent();
+      if (e) {
+        extents.push_back(std::to_string(*e));
+      } else {
+        extents.push_back(fmt::format("weft_e{}", i));
+        out += fmt::format("{}const int64_t weft_e{} = weft_imax({} - {}, 0);\n", pad, i,
+                           ast_expr(r.hi), ast_expr(r.lo));
+      }
+      total = total && e ? std::optional<int64_t>(*total * *e) : std::nullopt;
+    }
+    bool narrow = total && *total < (int64_t{1} << 31);
+    std::string index = narrow ? "uint32_t" : "int64_t", suffix = narrow ? "u" : "";
+    out += fmt::format("{0}for (int64_t weft_p = weft_first; weft_p < {1}; weft_p += weft_groups) "
+                       "{{\n",
+                       pad, fmt::join(extents, " * "));
+    if (chain.size() > 1) out += fmt::format("{}  {} weft_q = weft_p;\n", pad, index);
+    for (size_t i = chain.size(); i-- > 0;) {
+      std::string lo = ast_expr(chain[i].second.lo);
+      const std::string& it = chain[i].first->iterator;
+      if (chain.size() == 1) {
+        out += fmt::format("{}  const int64_t {} = {} + weft_p;\n", pad, it, lo);
+      } else if (i == 0) {
+        out += fmt::format("{}  const int64_t {} = {} + weft_q;\n", pad, it, lo);
+      } else {
+        out += fmt::format("{0}  const int64_t {1} = {2} + weft_q % {3}{4};\n"
+                           "{0}  weft_q /= {3}{4};\n",
+                           pad, it, lo, extents[i], extents[i].starts_with("weft_") ? "" : suffix);
+      }
+    }
+  }
+
+  // "// launch ...", the signature (buffers and extents by value), and the body's opening.
+  std::string cuda_header(const std::string& function, int64_t block, bool one_block) const {
+    std::vector<std::string> params, names;
+    for (size_t i = 0; i < k_.buffers.size(); ++i) {
+      const kernel::Buffer& b = k_.buffers[i];
+      params.push_back(fmt::format("{}{}* {}b{}", b.role == kernel::BufferRole::kInput ? "const " : "",
+                                   storage_type(b.dtype), b.aliased ? "" : "__restrict__ ", i));
+      names.push_back(fmt::format("b{} {}", i, b.name));
+    }
+    for (const auto& [symbol, name] : symbol_names_) {
+      params.push_back("const int64_t " + name);
+      names.push_back(fmt::format("{} {}", name, symbol));
+    }
+    return fmt::format("// launch {} block={} grid={}\n// {}\n{}void __launch_bounds__({}) "
+                       "{}({}) {{\n",
+                       function, block, one_block ? "1" : "device", fmt::join(names, ", "),
+                       d_.function_prefix, block, function, fmt::join(params, ", "));
+  }
+
+  // One top-level nest "n" as a __global__ function; "first": an init folded into it.
+  std::string cuda_part(const AstNode& n, const std::string& function, const AstNode* first,
+                        const CudaOptions& options) const {
+    std::string globals, body;
+    int64_t block = kCudaBlock;
+    bool one_block = false;
+    const AstNode* call = n.kind == AstNode::Kind::kFor ? register_reduction(k_, n) : nullptr;
+    const AstNode* inner = n.kind == AstNode::Kind::kFor ? column_nest(k_, n) : nullptr;
+    std::vector<std::pair<const AstNode*, LoopRange>> chain = parallel_chain(n);
+    if (call) {
+      ReductionText r = reduction_text(*call);
+      std::string first_text;
+      if (first) emit_statement(*first, 3, first_text);
+      bool atomic = !options.deterministic && cuda_atomic_applies(r.combine, r.type);
+      CudaReductionWriter(r, body).all(n.iterator, ast_expr(n.init), ast_expr(n.cond), n.step,
+                                       function, atomic, first_text, 1, globals);
+    } else if (inner) {
+      const AstNode& c = inner->children[0];
+      ReductionText r = reduction_text(c);
+      bool split = !options.deterministic && cuda_atomic_applies(r.combine, r.type) &&
+                   r.storage == r.type;
+      block = 32 * kCudaColumnRows;
+      CudaReductionWriter(r, body).column(n.iterator, range_text(n, c), inner->iterator,
+                                          range_text(*inner, c), split, 1);
+    } else if (!chain.empty()) {
+      const AstNode& point = chain.back().first->children[0];
+      int64_t group = contains_reduction(point) ? group_size(point) : 1;
+      if (group == 1) {
+        body += "  const int64_t weft_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;\n"
+                "  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x;\n";
+      } else if (group > 32) {
+        block = group;
+        body += "  const int64_t weft_lane = threadIdx.x;\n"
+                "  const unsigned int weft_mask = 0xffffffffu;\n"
+                "  const int64_t weft_first = blockIdx.x, weft_groups = gridDim.x;\n";
+      } else {
+        body += fmt::format(
+            "  const int64_t weft_lane = threadIdx.x % {0};\n"
+            "  const unsigned int weft_mask = {1};\n"
+            "  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / {0};\n"
+            "  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / {0};\n",
+            group,
+            group == 32 ? "0xffffffffu"
+                        : fmt::format("((1u << {0}) - 1u) << (threadIdx.x % 32 / {0} * {0})", group));
+      }
+      emit_points(chain, 1, body);
+      if (group == 1) {
+        emit_node(point, 2, true, body);
+      } else {
+        body += fmt::format("    // a group of {} threads per point\n", group);
+        emit_group_body(point, group, 2, body);
+      }
+      body += "  }\n";
+    } else if (n.kind == AstNode::Kind::kFor && n.mark == AstNode::Mark::kParallel) {
+      body += fmt::format("  const int64_t weft_stride = (int64_t)gridDim.x * blockDim.x;\n"
+                          "  for (int64_t {0} = {1} + ((int64_t)blockIdx.x * blockDim.x + "
+                          "threadIdx.x) * {2}; {3}; {0} += weft_stride * {2}) {{\n",
+                          n.iterator, ast_expr(n.init), n.step, ast_expr(n.cond));
+      emit_node(n.children[0], 2, true, body);
+      body += "  }\n";
+    } else {
+      block = 1;
+      one_block = true;
+      body += "  // one thread\n";
+      emit_node(n, 1, true, body);
+    }
+    return globals + cuda_header(function, block, one_block) + body + "}\n";
+  }
+
   const Kernel& k_;
   const DialectTable& d_;
   const CpuSchedule& schedule_;
@@ -544,15 +812,15 @@ const DialectTable& table_of(Dialect dialect) {
 std::string emit_prelude(Dialect dialect) { return std::string(table_of(dialect).prelude); }
 
 Result<std::string> emit_function(const Kernel& k, const poly::AstNode& loops, Dialect dialect,
-                                  const CpuSchedule& schedule) {
+                                  const CpuSchedule& schedule, const CudaOptions& cuda) {
   WEFT_RETURN_IF_ERROR(kernel::verify_kernel(k));
   Emitter emitter(k, table_of(dialect), schedule);
-  return dialect == Dialect::kCuda ? emitter.cuda_function(loops) : emitter.function(loops);
+  return dialect == Dialect::kCuda ? emitter.cuda_function(loops, cuda) : emitter.function(loops);
 }
 
 Result<std::string> emit_kernel(const Kernel& k, const poly::AstNode& loops, Dialect dialect,
-                                const CpuSchedule& schedule) {
-  WEFT_ASSIGN_OR_RETURN(std::string function, emit_function(k, loops, dialect, schedule));
+                                const CpuSchedule& schedule, const CudaOptions& cuda) {
+  WEFT_ASSIGN_OR_RETURN(std::string function, emit_function(k, loops, dialect, schedule, cuda));
   return emit_prelude(dialect) + "\n" + function;
 }
 

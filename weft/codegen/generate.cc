@@ -36,9 +36,9 @@ const std::string& build_fingerprint() {
 }
 
 Result<std::string> schedule_and_emit(const kernel::Kernel& k, Dialect dialect,
-                                      const CpuSchedule& schedule) {
+                                      const CpuSchedule& schedule, const CudaOptions& cuda) {
   WEFT_ASSIGN_OR_RETURN(poly::ScheduledKernel scheduled, poly::schedule_kernel(k));
-  return emit_function(k, scheduled.loops, dialect, schedule);
+  return emit_function(k, scheduled.loops, dialect, schedule, cuda);
 }
 
 std::string read_all(const fs::path& path) {
@@ -52,21 +52,23 @@ std::string read_all(const fs::path& path) {
 
 Result<GeneratedFunction> generate_function(const kernel::Kernel& k, Dialect dialect,
                                             const std::string& cache_dir,
-                                            const CpuSchedule& schedule) {
+                                            const CpuSchedule& schedule, const CudaOptions& cuda) {
   const std::string& fingerprint = build_fingerprint();
   if (cache_dir.empty() || fingerprint.empty()) {
-    WEFT_ASSIGN_OR_RETURN(std::string source, schedule_and_emit(k, dialect, schedule));
+    WEFT_ASSIGN_OR_RETURN(std::string source, schedule_and_emit(k, dialect, schedule, cuda));
     return GeneratedFunction{std::move(source), false};
   }
   fs::path dir = fs::path(cache_dir) / "functions";
   std::string key = hash_hex(fmt::format("{}\n{}\n{}\n{}", fingerprint, static_cast<int>(dialect),
-                                         dialect == Dialect::kCpu ? schedule.to_string() : "",
+                                         dialect == Dialect::kCpu ? schedule.to_string()
+                                         : cuda.deterministic     ? "deterministic"
+                                                                  : "",
                                          kernel::print_kernel(k)));
   fs::path entry = dir / (key + ".txt");
   std::string cached = read_all(entry);
   if (!cached.empty()) return GeneratedFunction{std::move(cached), true};
 
-  WEFT_ASSIGN_OR_RETURN(std::string source, schedule_and_emit(k, dialect, schedule));
+  WEFT_ASSIGN_OR_RETURN(std::string source, schedule_and_emit(k, dialect, schedule, cuda));
   // A cache that cannot be written only costs time; the function is returned regardless.
   std::error_code ec;
   fs::create_directories(dir, ec);

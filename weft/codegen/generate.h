@@ -2,7 +2,7 @@
 // the function cache when this build of Weft generated the same kernel before.
 //
 // The cache lives in "$WEFT_CACHE_DIR/functions", one file per kernel, keyed by a hash of the
-// kernel IR's text, the dialect, the CPU schedule, and the fingerprint (path, size, mtime) of the
+// kernel IR's text, the dialect, the CPU schedule or CUDA options, and the fingerprint (path, size, mtime) of the
 // binary that holds the scheduler and emitter, so that a rebuilt Weft never reads its predecessor's
 // output. Entries are written under a private name and renamed into place. Warm compiles
 // then skip isl, which is most of a compile's time.
@@ -21,10 +21,11 @@ struct GeneratedFunction {
   bool cache_hit = false;
 };
 
-// "cache_dir" empty: no cache. "schedule" (CPU) is part of the cache key.
+// "cache_dir" empty: no cache. "schedule" (CPU) and "cuda" (CUDA) are part of the cache key.
 Result<GeneratedFunction> generate_function(const kernel::Kernel& kernel, Dialect dialect,
                                             const std::string& cache_dir,
-                                            const CpuSchedule& schedule = {});
+                                            const CpuSchedule& schedule = {},
+                                            const CudaOptions& cuda = {});
 
 // The CPU function of "kernel" under each schedule, scheduled on isl once; no cache (for
 // `weft tune`, which names each variant: "names" are the kernel names to emit them under).

@@ -34,6 +34,8 @@
 #include "weft/kernel/lower_node.h"
 #include "weft/kernel/strategy.h"
 #include "weft/library/dnnl.h"
+#include "weft/runtime/cuda/cuda_kernel.h"
+#include "weft/runtime/cuda/device.h"
 #include "weft/runtime/cuda/nvrtc.h"
 #include "weft/support/grouped_list.h"
 #include "weft/support/hash.h"
@@ -320,12 +322,13 @@ Location location_of(const Graph& graph, const Node& node) {
 Status generate_all(const std::vector<kernel::Kernel>& kernels,
                     const std::vector<codegen::CpuSchedule>& schedules,
                     const std::vector<Location>& sites, codegen::Dialect dialect,
-                    const std::string& cache_dir, std::vector<std::string>* functions, int* hits) {
+                    const codegen::CudaOptions& cuda, const std::string& cache_dir,
+                    std::vector<std::string>* functions, int* hits) {
   std::vector<Status> failures(kernels.size());
   std::atomic<int> cached = 0;
   parallel_for(kernels.size(), [&](size_t k) {
     Result<codegen::GeneratedFunction> f =
-        codegen::generate_function(kernels[k], dialect, cache_dir, schedules[k]);
+        codegen::generate_function(kernels[k], dialect, cache_dir, schedules[k], cuda);
     if (!f.ok()) {
       failures[k] = f.status().with_location(sites[k]);
       return;
@@ -362,6 +365,20 @@ void log_phases(const std::string& model, const std::vector<PhaseTime>& phases) 
   for (const PhaseTime& p : phases)
     times += fmt::format(" {} {:.1f} ms,", p.phase, p.ms);
   log_info("compiled {}:{}", model, times.substr(0, times.size() - 1));
+}
+
+std::unique_ptr<runtime::Executable>
+make_executable(const Graph& graph, const PlanBuilder& plan, std::vector<runtime::Launch> launches,
+                std::vector<int> output_slots, size_t arena,
+                std::vector<std::shared_ptr<runtime::KernelLibrary>> libraries) {
+  std::vector<runtime::TensorInfo> inputs, outputs;
+  for (const Value* v : graph.inputs)
+    inputs.push_back({v->name, v->type});
+  for (const Value* v : graph.outputs)
+    outputs.push_back({v->name, v->type});
+  return std::make_unique<runtime::Executable>(std::move(inputs), std::move(outputs), plan.slots(),
+                                               std::move(launches), std::move(output_slots), arena,
+                                               std::move(libraries));
 }
 
 // Loads the library at "path" and looks up every launch's function.
@@ -698,7 +715,8 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
   std::vector<std::string> functions(kernels.size());
   int hits = 0;
   WEFT_RETURN_IF_ERROR(
-      generate_all(kernels, schedules, sites, dialect, compiler.cache_dir, &functions, &hits));
+      generate_all(kernels, schedules, sites, dialect, {settings.deterministic},
+                   compiler.cache_dir, &functions, &hits));
   timer.end("generate");
   std::string source = codegen::emit_prelude(dialect);
   for (size_t k = 0; k < kernels.size(); ++k)
@@ -711,10 +729,28 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
     dump.write("kernels.cu", source);
     WEFT_RETURN_IF_ERROR(dump.status());
     out.dump_dir = dump.dir();
-    if (settings.build) {
+    if (settings.build && !settings.cuda_archs.empty()) {
       WEFT_RETURN_IF_ERROR(build_ptx(graph.source, source, settings.cuda_archs, &out.ptx));
       timer.end("build");
+    } else if (settings.build) {
+      WEFT_ASSIGN_OR_RETURN(std::shared_ptr<runtime::cuda::Device> device,
+                            runtime::cuda::open_device());
+      WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::cuda::Module> module,
+                            device->load(source, graph.source));
+      timer.end("build");
+      for (size_t k = 0; k < kernels.size(); ++k) {
+        launches[kernel_launch[k]].library = std::make_shared<runtime::cuda::CudaKernel>(
+            device, module, runtime::cuda::parse_launch_lines(functions[k]),
+            kernels[k].buffers.size());
+      }
+      out.executable = make_executable(graph, plan, std::move(launches), std::move(output_slots),
+                                       arena, {});
+      out.executable->place_on(device);
+      for (const auto& [i, value] : frozen)
+        out.executable->freeze_input(i, value);
+      timer.end("load");
     }
+    log_phases(graph.source, out.phases);
     out.graph = std::move(graph);
     out.source = std::move(source);
     return Status();
@@ -742,15 +778,8 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
       library = load_kernels(built.path, launches);
     }
     if (!library.ok()) return library.status();
-    std::vector<runtime::TensorInfo> inputs, outputs;
-    for (const Value* v : graph.inputs)
-      inputs.push_back({v->name, v->type});
-    for (const Value* v : graph.outputs)
-      outputs.push_back({v->name, v->type});
-    out.executable = std::make_unique<runtime::Executable>(
-        std::move(inputs), std::move(outputs), plan.slots(), std::move(launches),
-        std::move(output_slots), arena,
-        std::vector<std::shared_ptr<runtime::KernelLibrary>>{*library});
+    out.executable = make_executable(graph, plan, std::move(launches), std::move(output_slots),
+                                     arena, {*library});
     for (const auto& [i, value] : frozen)
       out.executable->freeze_input(i, value);
     out.cache_hit = built.cache_hit;

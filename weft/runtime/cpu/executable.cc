@@ -62,8 +62,27 @@ Executable::Executable(std::vector<TensorInfo> inputs, std::vector<TensorInfo> o
       arena_bytes_(arena_bytes), libraries_(std::move(libraries)) {}
 
 Executable::~Executable() {
-  for (void* arena : idle_arenas_)
-    std::free(arena);
+  for (void* arena : idle_arenas_) {
+    if (device_)
+      device_->release(arena);
+    else
+      std::free(arena);
+  }
+  for (void* constant : device_constants_) {
+    if (constant) device_->release(constant);
+  }
+}
+
+size_t Executable::arena_size() const {
+  size_t bytes = align_up(arena_bytes_);
+  if (!device_) return bytes;
+  for (const std::vector<TensorInfo>* list : {&inputs_, &outputs_}) {
+    for (const TensorInfo& t : *list) {
+      TensorView view{t.type.dtype, shape_static_dims(*t.type.shape), nullptr};
+      bytes += align_up(view.num_bytes());
+    }
+  }
+  return bytes;
 }
 
 void* Executable::take_arena() const {
@@ -75,12 +94,41 @@ void* Executable::take_arena() const {
       return arena;
     }
   }
-  return std::aligned_alloc(kAlignment, align_up(arena_bytes_));
+  if (!device_) return std::aligned_alloc(kAlignment, arena_size());
+  Result<void*> p = device_->allocate(arena_size());
+  return p.ok() ? *p : nullptr;
 }
 
 void Executable::return_arena(void* arena) const {
   std::lock_guard<std::mutex> lock(arena_mutex_);
   idle_arenas_.push_back(arena);
+}
+
+Status Executable::upload_constants() const {
+  std::lock_guard<std::mutex> lock(arena_mutex_);
+  if (!device_constants_.empty()) return Status();
+  std::vector<void*> uploaded(slots_.size(), nullptr);
+  Status status;
+  for (size_t s = 0; s < slots_.size() && status.ok(); ++s) {
+    if (slots_[s].kind != Slot::Kind::kConstant) continue;
+    const Tensor& t = *slots_[s].constant;
+    Result<void*> p = device_->allocate(t.num_bytes());
+    if (!p.ok()) {
+      status = p.status();
+      break;
+    }
+    uploaded[s] = *p;
+    status = device_->to_device(*p, t.data(), t.num_bytes());
+  }
+  if (status.ok()) status = device_->synchronize();
+  if (!status.ok()) {
+    for (void* p : uploaded) {
+      if (p) device_->release(p);
+    }
+    return status;
+  }
+  device_constants_ = std::move(uploaded);
+  return Status();
 }
 
 size_t TensorView::num_bytes() const {
@@ -126,22 +174,36 @@ Status Executable::run(const std::vector<TensorView>& inputs,
                                        outputs[o].type().to_string()));
     }
   }
+  if (device_) WEFT_RETURN_IF_ERROR(upload_constants());
   auto give_back = [this](void* p) { return_arena(p); };
-  std::unique_ptr<void, decltype(give_back)> arena(arena_bytes_ ? take_arena() : nullptr,
+  std::unique_ptr<void, decltype(give_back)> arena(arena_size() ? take_arena() : nullptr,
                                                    give_back);
-  if (arena_bytes_ && !arena)
-    return Status::error(fmt::format("cannot allocate {} bytes of working memory", arena_bytes_));
+  if (arena_size() && !arena)
+    return Status::error(fmt::format("cannot allocate {} bytes of working memory", arena_size()));
+  std::byte* base = static_cast<std::byte*>(arena.get());
+  // On a device, the run's copies of its inputs and outputs follow the intermediates.
+  std::vector<void*> input_at, output_at;
+  size_t io = align_up(arena_bytes_);
+  for (const TensorView& t : inputs) {
+    input_at.push_back(device_ ? base + io : t.data);
+    if (device_) WEFT_RETURN_IF_ERROR(device_->to_device(base + io, t.data, t.num_bytes()));
+    io += device_ ? align_up(t.num_bytes()) : 0;
+  }
+  for (const TensorView& t : outputs) {
+    output_at.push_back(device_ ? base + io : t.data);
+    io += device_ ? align_up(t.num_bytes()) : 0;
+  }
   // The address of each slot for this run.
   std::vector<void*> address(slots_.size(), nullptr);
   for (size_t s = 0; s < slots_.size(); ++s) {
     const Slot& slot = slots_[s];
     switch (slot.kind) {
-      case Slot::Kind::kInput: address[s] = inputs[static_cast<size_t>(slot.index)].data; break;
-      case Slot::Kind::kConstant: address[s] = const_cast<std::byte*>(slot.constant->data()); break;
-      case Slot::Kind::kOutput: address[s] = outputs[static_cast<size_t>(slot.index)].data; break;
-      case Slot::Kind::kArena:
-        address[s] = static_cast<std::byte*>(arena.get()) + slot.offset;
+      case Slot::Kind::kInput: address[s] = input_at[static_cast<size_t>(slot.index)]; break;
+      case Slot::Kind::kConstant:
+        address[s] = device_ ? device_constants_[s] : const_cast<std::byte*>(slot.constant->data());
         break;
+      case Slot::Kind::kOutput: address[s] = output_at[static_cast<size_t>(slot.index)]; break;
+      case Slot::Kind::kArena: address[s] = base + slot.offset; break;
       case Slot::Kind::kAlias: break;
     }
   }
@@ -151,6 +213,23 @@ Status Executable::run(const std::vector<TensorView>& inputs,
       target = slots_[static_cast<size_t>(target)].index;
     address[s] = address[static_cast<size_t>(target)];
   }
+  WEFT_RETURN_IF_ERROR(run_launches(address, options));
+  // Outputs whose slot is not their own storage (an alias, an input, a constant) are copied.
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    void* src = address[static_cast<size_t>(output_slots_[o])];
+    if (outputs[o].num_bytes() == 0) continue;
+    if (device_) {
+      WEFT_RETURN_IF_ERROR(device_->to_host(outputs[o].data, src, outputs[o].num_bytes()));
+    } else if (src != outputs[o].data) {
+      std::memmove(outputs[o].data, src, outputs[o].num_bytes());
+    }
+  }
+  if (device_) WEFT_RETURN_IF_ERROR(device_->synchronize());
+  return Status();
+}
+
+Status Executable::run_launches(const std::vector<void*>& address,
+                                const RunOptions& options) const {
   if (options.threads > 0) omp_set_num_threads(options.threads);
   if (options.timings) options.timings->assign(launches_.size(), {});
   std::vector<void*> args;
@@ -163,6 +242,8 @@ Status Executable::run(const std::vector<TensorView>& inputs,
     if (options.timings) (*options.timings)[l].start_ns = now_ns();
     if (launch.library) {
       Status s = launch.library->run(args.data());
+      // Device launches are asynchronous: a timing waits for this one.
+      if (s.ok() && device_ && options.timings) s = device_->synchronize();
       if (!s.ok())
         return Status::error(
             fmt::format("node '{}' ({}): {}", launch.info.node, launch.info.op_type, s.message()));
@@ -170,12 +251,6 @@ Status Executable::run(const std::vector<TensorView>& inputs,
       launch.fn(args.data(), nullptr);
     }
     if (options.timings) (*options.timings)[l].end_ns = now_ns();
-  }
-  // Outputs whose slot is not their own storage (an alias, an input, a constant) are copied.
-  for (size_t o = 0; o < outputs.size(); ++o) {
-    void* src = address[static_cast<size_t>(output_slots_[o])];
-    if (src != outputs[o].data && outputs[o].num_bytes() > 0)
-      std::memmove(outputs[o].data, src, outputs[o].num_bytes());
   }
   return Status();
 }

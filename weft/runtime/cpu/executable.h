@@ -83,6 +83,20 @@ struct RunOptions {
   std::function<void(size_t launch, void* const* args)> before_launch;
 };
 
+// Memory that is not the host's, where an executable's buffers live instead (a CUDA device,
+// runtime/cuda/device.h). A run then copies its inputs in and its outputs out, and the
+// constants go in once; the launches are library kernels that run there.
+class DeviceMemory {
+public:
+  virtual ~DeviceMemory() = default;
+  virtual Result<void*> allocate(size_t bytes) = 0;
+  virtual void release(void* pointer) = 0;
+  // Copies are asynchronous: the host side must stay alive until synchronize().
+  virtual Status to_device(void* dst, const void* src, size_t bytes) = 0;
+  virtual Status to_host(void* dst, const void* src, size_t bytes) = 0;
+  virtual Status synchronize() = 0;
+};
+
 struct TensorInfo {
   std::string name;
   TensorType type; // static
@@ -101,6 +115,9 @@ public:
   const std::vector<TensorInfo>& outputs() const { return outputs_; }
   const std::vector<Launch>& launches() const { return launches_; }
   size_t arena_bytes() const { return arena_bytes_; }
+
+  // Buffers live in "device" memory; every launch must be a library kernel that runs there.
+  void place_on(std::shared_ptr<DeviceMemory> device) { device_ = std::move(device); }
 
   // Input "i" was compiled for "value" (it determines shapes); runs must pass that value.
   void freeze_input(int i, Tensor value) { frozen_.emplace_back(i, std::move(value)); }
@@ -126,11 +143,17 @@ private:
   size_t arena_bytes_;
   std::vector<std::shared_ptr<KernelLibrary>> libraries_;
   std::vector<std::pair<int, Tensor>> frozen_;
-  // Arenas of finished runs, for the next ones.
+  std::shared_ptr<DeviceMemory> device_;
+  // Arenas of finished runs, for the next ones. On a device, an arena also holds the run's
+  // inputs and outputs, after the intermediates.
   mutable std::mutex arena_mutex_;
   mutable std::vector<void*> idle_arenas_;
+  mutable std::vector<void*> device_constants_; // per slot, uploaded by the first run
+  size_t arena_size() const;
   void* take_arena() const;
   void return_arena(void* arena) const;
+  Status upload_constants() const;
+  Status run_launches(const std::vector<void*>& address, const RunOptions& options) const;
 };
 
 // Byte offsets for buffers alive over [first, last] launch indices, reusing space between

@@ -1,0 +1,179 @@
+#include "weft/codegen/cuda_strategy.h"
+
+#include <fmt/format.h>
+
+#include "weft/codegen/dialect.h"
+
+namespace weft::codegen {
+
+int64_t cuda_group_size(std::optional<int64_t> extent) {
+  if (!extent) return 32;
+  int64_t g = 1;
+  while (g < 1024 && g * 2 * 8 <= *extent)
+    g *= 2;
+  return g;
+}
+
+bool cuda_atomic_applies(kernel::Combine c, const std::string& type) {
+  bool combine = c == kernel::Combine::kSum || c == kernel::Combine::kMax ||
+                 c == kernel::Combine::kMin;
+  return combine && (type == "float" || type == "double" || type == "int32_t" ||
+                     type == "uint32_t" || type == "int64_t" || type == "uint64_t");
+}
+
+std::string cuda_combine_op(kernel::Combine c) {
+  switch (c) {
+    case kernel::Combine::kProd: return "weft_op_mul{}";
+    case kernel::Combine::kMax: return "weft_op_max{}";
+    case kernel::Combine::kMin: return "weft_op_min{}";
+    default: return "weft_op_add{}";
+  }
+}
+
+std::string identity_bits(kernel::Combine c, const std::string& type) {
+  bool max = c == kernel::Combine::kMax, min = c == kernel::Combine::kMin;
+  if (type == "float") return max ? "0xff800000u" : min ? "0x7f800000u" : "0x0u";
+  if (type == "double")
+    return max ? "0xfff0000000000000ull" : min ? "0x7ff0000000000000ull" : "0x0ull";
+  if (type == "int32_t") return max ? "0x80000000u" : min ? "0x7fffffffu" : "0x0u";
+  if (type == "uint32_t") return min ? "0xffffffffu" : "0x0u";
+  if (type == "int64_t")
+    return max ? "0x8000000000000000ull" : min ? "0x7fffffffffffffffull" : "0x0ull";
+  return min ? "0xffffffffffffffffull" : "0x0ull"; // uint64_t
+}
+
+std::string CudaReductionWriter::combine(const std::string& a, const std::string& b) const {
+  return combine_expr(r_.combine, a, b);
+}
+
+void CudaReductionWriter::strided_loop(const std::string& iterator, const std::string& init,
+                                       const std::string& cond, int64_t step,
+                                       const std::string& lane, const std::string& threads,
+                                       const std::string& acc, int depth) {
+  std::string pad(static_cast<size_t>(2 * depth), ' ');
+  out_ += fmt::format("{0}for (int64_t {1} = {2} + {3} * {4}; {5}; {1} += {6} * {4}) {{\n", pad,
+                      iterator, init, lane, step, cond, threads);
+  r_.update(acc, depth + 1, out_);
+  out_ += pad + "}\n";
+}
+
+void CudaReductionWriter::group(const std::string& iterator, const std::string& init,
+                                const std::string& cond, int64_t step, int64_t group, int depth) {
+  std::string pad(static_cast<size_t>(2 * depth), ' ');
+  out_ += fmt::format("{0}{{  // the group's lanes accumulate; shuffles combine them\n"
+                      "{0}  {1} acc = {2};\n",
+                      pad, r_.type, r_.identity);
+  strided_loop(iterator, init, cond, step, "weft_lane", std::to_string(group), "acc", depth + 1);
+  out_ += fmt::format("{0}  acc = weft_group_reduce<{1}>(acc, {2}, weft_mask);\n"
+                      "{0}  if (weft_lane == 0) {{ {3} }}\n{0}}}\n",
+                      pad, group, cuda_combine_op(r_.combine), r_.store(combine(r_.target, "acc")));
+}
+
+void CudaReductionWriter::all(const std::string& iterator, const std::string& init,
+                              const std::string& cond, int64_t step, const std::string& function,
+                              bool atomic, const std::string& first, int depth,
+                              std::string& globals) {
+  std::string pad(static_cast<size_t>(2 * depth), ' ');
+  const std::string& t = r_.type;
+  std::string bits = identity_bits(r_.combine, t);
+  std::string count = "weft_count_" + function;
+  std::string store_total;
+  if (atomic) {
+    std::string bits_type = (t == "double" || t == "int64_t" || t == "uint64_t") ? "uint64_t"
+                                                                                  : "uint32_t";
+    globals += fmt::format("__device__ {} weft_acc_{} = {};  // the blocks' combined result\n",
+                           bits_type, function, bits);
+  } else {
+    globals += fmt::format("__device__ {} weft_part_{}[{}];  // each block's result\n", t, function,
+                           kCudaMaxGrid);
+  }
+  globals += fmt::format("__device__ unsigned int {};  // blocks done\n", count);
+  out_ += fmt::format("{0}{{  // ALL: the grid's blocks combine their shares; the last one applies "
+                      "the result\n{0}  {1} acc = {2};\n",
+                      pad, t, r_.identity);
+  strided_loop(iterator, init, cond, step, "((int64_t)blockIdx.x * blockDim.x + threadIdx.x)",
+               "(int64_t)gridDim.x * blockDim.x", "acc", depth + 1);
+  out_ += fmt::format("{0}  acc = weft_group_reduce<{1}>(acc, {2}, 0xffffffffu);\n"
+                      "{0}  __shared__ bool weft_last;\n{0}  if (threadIdx.x == 0) {{\n",
+                      pad, kCudaBlock, cuda_combine_op(r_.combine));
+  std::string op = r_.combine == kernel::Combine::kSum   ? "add"
+                   : r_.combine == kernel::Combine::kMax ? "max"
+                                                         : "min";
+  if (atomic) {
+    out_ += fmt::format("{}    weft_atomic_{}(reinterpret_cast<{}*>(&weft_acc_{}), acc);\n", pad, op,
+                        t, function);
+  } else {
+    out_ += fmt::format("{}    weft_part_{}[blockIdx.x] = acc;\n", pad, function);
+  }
+  out_ += fmt::format("{0}    __threadfence();\n"
+                      "{0}    weft_last = atomicAdd(&{1}, 1u) == gridDim.x - 1;\n"
+                      "{0}  }}\n{0}  __syncthreads();\n"
+                      "{0}  if (weft_last && threadIdx.x == 0) {{\n{0}    __threadfence();\n",
+                      pad, count);
+  if (atomic) {
+    out_ += fmt::format("{0}    const {1} total = *reinterpret_cast<volatile {1}*>(&weft_acc_{2});\n"
+                        "{0}    weft_acc_{2} = {3};\n",
+                        pad, t, function, bits);
+  } else {
+    out_ += fmt::format("{0}    const volatile {1}* weft_p = weft_part_{2};\n"
+                        "{0}    {1} total = weft_p[0];\n"
+                        "{0}    for (unsigned int b = 1; b < gridDim.x; ++b) total = {3};\n",
+                        pad, t, function, combine("total", "weft_p[b]"));
+  }
+  out_ += fmt::format("{0}    {1} = 0;\n{2}{0}    {3}\n{0}  }}\n{0}}}\n", pad, count, first,
+                      r_.store(combine(r_.target, "total")));
+}
+
+void CudaReductionWriter::column(const std::string& r_iterator, const RangeText& r,
+                                 const std::string& k_iterator, const RangeText& k, bool split,
+                                 int depth) {
+  std::string pad(static_cast<size_t>(2 * depth), ' ');
+  const std::string& t = r_.type;
+  out_ += fmt::format(
+      "{0}{{  // COLUMN: 32 columns per block on consecutive lanes, {1} row slices combined "
+      "through a padded shared tile\n"
+      "{0}  __shared__ {2} weft_tile[{1}][33];\n"
+      "{0}  const int weft_tx = threadIdx.x % 32, weft_ty = threadIdx.x / 32;\n"
+      "{0}  const int64_t weft_k_lo = {3}, weft_k_hi = {4}, weft_r_lo = {5}, weft_r_hi = {6};\n"
+      "{0}  const int64_t weft_tiles = (weft_k_hi - weft_k_lo + 31) / 32;\n",
+      pad, kCudaColumnRows, t, k.lo, k.hi, r.lo, r.hi);
+  if (split) {
+    out_ += fmt::format("{0}  // R is split across blocks when the column tiles leave some idle\n"
+                        "{0}  const int64_t weft_splits = weft_imax(1, weft_imin((int64_t)gridDim.x "
+                        "/ weft_imax(weft_tiles, 1), (weft_r_hi - weft_r_lo) / {1}));\n",
+                        pad, kCudaMinSplitRows);
+  } else {
+    out_ += fmt::format("{}  const int64_t weft_splits = 1;\n", pad);
+  }
+  std::string op = r_.combine == kernel::Combine::kSum   ? "add"
+                   : r_.combine == kernel::Combine::kMax ? "max"
+                                                         : "min";
+  out_ += fmt::format(
+      "{0}  const int64_t weft_chunk = (weft_r_hi - weft_r_lo + weft_splits - 1) / weft_splits;\n"
+      "{0}  for (int64_t weft_u = blockIdx.x; weft_u < weft_tiles * weft_splits; weft_u += "
+      "gridDim.x) {{\n"
+      "{0}    const int64_t {1} = weft_k_lo + weft_u % weft_tiles * 32 + weft_tx;\n"
+      "{0}    const int64_t weft_from = weft_r_lo + weft_u / weft_tiles * weft_chunk;\n"
+      "{0}    const int64_t weft_to = weft_imin(weft_r_hi, weft_from + weft_chunk);\n"
+      "{0}    {2} acc = {3};\n"
+      "{0}    if ({1} < weft_k_hi) {{\n"
+      "{0}      for (int64_t {4} = weft_from + weft_ty; {4} < weft_to; {4} += {5}) {{\n",
+      pad, k_iterator, t, r_.identity, r_iterator, kCudaColumnRows);
+  r_.update("acc", depth + 4, out_);
+  out_ += fmt::format("{0}      }}\n{0}    }}\n"
+                      "{0}    weft_tile[weft_ty][weft_tx] = acc;\n{0}    __syncthreads();\n"
+                      "{0}    if (weft_ty == 0 && {1} < weft_k_hi) {{\n"
+                      "{0}      {2} total = weft_tile[0][weft_tx];\n"
+                      "{0}      for (int j = 1; j < {3}; ++j) total = {4};\n",
+                      pad, k_iterator, t, kCudaColumnRows, combine("total", "weft_tile[j][weft_tx]"));
+  if (split) {
+    out_ += fmt::format("{0}      if (weft_splits == 1) {{ {1} }} else {{ weft_atomic_{2}({3}, "
+                        "total); }}\n",
+                        pad, r_.store(combine(r_.target, "total")), op, r_.address);
+  } else {
+    out_ += fmt::format("{}      {}\n", pad, r_.store(combine(r_.target, "total")));
+  }
+  out_ += fmt::format("{0}    }}\n{0}    __syncthreads();\n{0}  }}\n{0}}}\n", pad);
+}
+
+} // namespace weft::codegen

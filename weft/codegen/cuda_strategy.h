@@ -1,0 +1,95 @@
+// CUDA strategies for reductions (docs/cuda-strategies.md): how the top-level loop nests of a
+// kernel map onto threads, and the CUDA C++ skeletons that run its reductions.
+//
+// Every part of a kernel (one __global__ function per top-level nest, emit_c.h) runs on a
+// persistent grid: blocks stride over the work, so any grid size is correct and the runtime
+// sizes it to the device (kCudaMaxGrid blocks at most).
+// - Elementwise: the perfectly nested parallel loops at the top of a nest are flattened into
+//   one index space, one thread per point, the innermost loop on consecutive threads.
+// - ROW (and MIDDLE): a group of G threads per point of those loops (G = 1..32 lanes of one
+//   warp, several rows per warp; or a whole block of 64..1024 threads, one row per block).
+//   The group splits the point's inner loops: each register reduction is accumulated per
+//   lane and combined by warp shuffles (then one hop through shared memory for a block);
+//   a COLUMN nest inside gives each lane its own columns; other parallel loops are strided
+//   over the lanes; anything else runs on lane 0. The group synchronizes between items, so
+//   softmax and layernorm run as one kernel with each row read by one group.
+// - ALL: a top-level register reduction is bound to every block of the grid (Panamera). Each
+//   block combines its share; the blocks' results combine with atomics into an accumulator of
+//   the module (atomicAdd for sums; integer atomicMax/atomicMin for floats' max and min, no CAS
+//   loop), and the last block to finish (a counter) applies it to the target, running the
+//   target's init statement first: no separate clean kernel. The accumulator and counter
+//   reset themselves for the next launch. Deterministic: each block writes its partial and
+//   the last block combines them in block order.
+// - COLUMN ([R, K], K contiguous): 32 columns per block on consecutive lanes, 8 row slices per
+//   block combined through a padded shared tile; when the column tiles alone cannot fill the
+//   grid, R is split across blocks too, which combine with atomics into the target (not when
+//   deterministic, nor for types without atomics).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "weft/codegen/cpu_strategy.h"
+
+namespace weft::codegen {
+
+inline constexpr int64_t kCudaMaxGrid = 1024;    // blocks of a persistent grid, at most
+inline constexpr int64_t kCudaBlock = 256;       // threads of a block, unless a row takes one
+inline constexpr int64_t kCudaColumnRows = 8;    // row slices of a COLUMN block
+inline constexpr int64_t kCudaMinSplitRows = 64; // rows a COLUMN split keeps per block, at least
+
+struct CudaOptions {
+  // Bitwise-stable results from run to run: no atomics (--deterministic).
+  bool deterministic = false;
+};
+
+// Threads per row for rows of "extent" elements (none: unknown): a power of two from 1 to
+// 1024, about 8 elements per thread (multi-row-per-warp below 256, a warp at 256, a block
+// above).
+int64_t cuda_group_size(std::optional<int64_t> extent);
+
+// Do atomics combine values of C type "type" with "c"? Sums, max and min of float, double
+// and 32- and 64-bit integers.
+bool cuda_atomic_applies(kernel::Combine c, const std::string& type);
+
+// The functor of the prelude that applies "c" ("weft_op_add{}", ...).
+std::string cuda_combine_op(kernel::Combine c);
+
+// The bits of "c"'s identity in C type "type" (one cuda_atomic_applies takes), as an integer
+// literal of its size: an accumulator of the module starts from it, as no constructor runs on
+// the device.
+std::string identity_bits(kernel::Combine c, const std::string& type);
+
+// Prints the skeletons of one reduction statement into "out". Loops print as
+// "for (it = init + lane * step; cond; it += threads * step)".
+class CudaReductionWriter {
+public:
+  CudaReductionWriter(const ReductionText& r, std::string& out) : r_(r), out_(out) {}
+
+  // In a group of "group" threads (lane "weft_lane", mask "weft_mask"): lanes accumulate every
+  // group-th iteration, the group combines, lane 0 stores.
+  void group(const std::string& iterator, const std::string& init, const std::string& cond,
+             int64_t step, int64_t group, int depth);
+  // ALL over the whole grid. "function": the name that keys the module's accumulator, counter
+  // and partials; "init": a statement the last block runs first (may be empty).
+  // "globals" receives the declarations that go before the function.
+  void all(const std::string& iterator, const std::string& init, const std::string& cond,
+           int64_t step, const std::string& function, bool atomic, const std::string& first,
+           int depth, std::string& globals);
+  // COLUMN: rows "r_iterator" over "r", columns "k_iterator" over "k", over the grid;
+  // "split": R may be split across blocks (atomics into the target).
+  void column(const std::string& r_iterator, const RangeText& r, const std::string& k_iterator,
+              const RangeText& k, bool split, int depth);
+
+private:
+  std::string combine(const std::string& a, const std::string& b) const;
+  void strided_loop(const std::string& iterator, const std::string& init, const std::string& cond,
+                    int64_t step, const std::string& lane, const std::string& threads,
+                    const std::string& acc, int depth);
+
+  const ReductionText& r_;
+  std::string& out_;
+};
+
+} // namespace weft::codegen

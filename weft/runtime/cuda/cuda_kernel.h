@@ -1,0 +1,33 @@
+// A generated kernel on a CUDA device: its parts (emit_c.h), launched in order on the device's
+// stream. It is a LibraryKernel, so that an executable runs it as it runs a library call, on
+// buffers that live on the device.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "weft/runtime/cpu/library_kernel.h"
+#include "weft/runtime/cuda/device.h"
+
+namespace weft::runtime::cuda {
+
+class CudaKernel : public LibraryKernel {
+public:
+  // "buffers": how many the kernel binds (its parameters, in order; no symbolic extents).
+  CudaKernel(std::shared_ptr<Device> device, std::shared_ptr<const Module> module,
+             std::vector<LaunchShape> parts, size_t buffers)
+      : device_(std::move(device)), module_(std::move(module)), parts_(std::move(parts)),
+        buffers_(buffers) {}
+
+  Status run(void* const* buffers) const override;
+  std::string describe() const override;
+
+private:
+  std::shared_ptr<Device> device_;
+  std::shared_ptr<const Module> module_;
+  std::vector<LaunchShape> parts_;
+  size_t buffers_;
+};
+
+} // namespace weft::runtime::cuda

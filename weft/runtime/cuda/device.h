@@ -1,0 +1,65 @@
+// A CUDA device as an executable uses it: memory, copies and launches, in order, on one
+// stream. Two implementations:
+// - the driver API (driver.cc): libcuda.so.1, loaded with dlopen, with kernels built by NVRTC
+//   for the device's architecture. Building Weft needs no CUDA, and Weft runs without it.
+// - the emulator (emulator.cc), selected by WEFT_CUDA_EMULATOR=1: the same CUDA C++ built by
+//   the system compiler against a header that provides CUDA's built-ins, each block's threads
+//   run as fibers on the host. It checks the generated kernels' logic without a GPU (barriers
+//   that not every thread reaches are reported as a deadlock), not their speed.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "weft/runtime/cpu/executable.h"
+#include "weft/support/status.h"
+
+namespace weft::runtime::cuda {
+
+// One function of a module, as emit_c.h's "// launch" line describes it.
+struct LaunchShape {
+  std::string function;
+  int64_t block = 1;
+  bool one_block = false; // grid "1"; otherwise a persistent grid sized to the device
+};
+
+// The launch lines of a CUDA translation unit, in order.
+std::vector<LaunchShape> parse_launch_lines(const std::string& source);
+
+// A loaded translation unit.
+class Module {
+public:
+  virtual ~Module() = default;
+  // Launches "function" on the device's stream with "grid" x "block" threads; "args" are the
+  // function's parameters (device pointers and 64-bit integers), in order.
+  virtual Status launch(const std::string& function, int64_t grid, int64_t block,
+                        const std::vector<uint64_t>& args) const = 0;
+};
+
+// Memory, copies (asynchronous, on the device's one stream) and synchronize() are those of
+// DeviceMemory, which executables use.
+class Device : public DeviceMemory {
+public:
+  virtual std::string describe() const = 0; // e.g. "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)"
+  virtual int sm_count() const = 0;
+  // Builds and loads a translation unit of the CUDA dialect; "name" is for messages.
+  virtual Result<std::shared_ptr<const Module>> load(const std::string& source,
+                                                     const std::string& name) = 0;
+
+  // Blocks of a persistent grid of "block"-thread blocks: enough to fill every SM (2048
+  // resident threads each), at most codegen's kCudaMaxGrid.
+  int64_t persistent_grid(int64_t block) const;
+};
+
+// The process's device 0: the emulator when $WEFT_CUDA_EMULATOR is 1, else the driver API.
+// The error says why there is none ("no CUDA driver: libcuda.so.1 was not found ...").
+Result<std::shared_ptr<Device>> open_device();
+
+// The driver API's device 0 (driver.cc).
+Result<std::shared_ptr<Device>> open_driver_device();
+// The emulator (emulator.cc); "sm_count" sets the size of persistent grids.
+Result<std::shared_ptr<Device>> open_emulator_device(int sm_count = 2);
+
+} // namespace weft::runtime::cuda

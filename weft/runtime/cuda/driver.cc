@@ -1,0 +1,312 @@
+// The CUDA driver API's device 0, with libcuda.so.1 loaded at run time with dlopen: building
+// Weft needs no CUDA, and without a driver open_driver_device() says so instead of failing to
+// start. Kernels are built to PTX by NVRTC for the device's architecture.
+//
+// Only the entry points Weft uses are declared, with the C ABI of cuda.h and the versioned
+// names the driver exports for them (the _v2 ones take 64-bit device pointers and sizes).
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include "weft/runtime/cuda/device.h"
+#include "weft/runtime/cuda/nvrtc.h"
+
+namespace weft::runtime::cuda {
+
+namespace {
+
+// cuda.h's types, as opaque as Weft needs them.
+using CUresult = int;
+using CUdevice = int;
+using CUcontext = struct CUctx_st*;
+using CUmodule = struct CUmod_st*;
+using CUfunction = struct CUfunc_st*;
+using CUstream = struct CUstream_st*;
+using CUdeviceptr = unsigned long long;
+
+constexpr CUresult kCudaSuccess = 0;
+constexpr int kAttributeMultiprocessorCount = 16;
+constexpr int kAttributeComputeCapabilityMajor = 75;
+constexpr int kAttributeComputeCapabilityMinor = 76;
+
+constexpr int64_t kMaxGrid = int64_t{1} << 31; // exclusive
+constexpr int64_t kMaxBlock = 1024;
+
+struct DriverApi {
+  void* handle = nullptr;
+  CUresult (*Init)(unsigned) = nullptr;
+  CUresult (*DeviceGetCount)(int*) = nullptr;
+  CUresult (*DeviceGet)(CUdevice*, int) = nullptr;
+  CUresult (*DeviceGetName)(char*, int, CUdevice) = nullptr;
+  CUresult (*DeviceGetAttribute)(int*, int, CUdevice) = nullptr;
+  CUresult (*DevicePrimaryCtxRetain)(CUcontext*, CUdevice) = nullptr;
+  CUresult (*CtxSetCurrent)(CUcontext) = nullptr;
+  CUresult (*StreamCreate)(CUstream*, unsigned) = nullptr;
+  CUresult (*StreamSynchronize)(CUstream) = nullptr;
+  CUresult (*MemAlloc)(CUdeviceptr*, size_t) = nullptr;
+  CUresult (*MemFree)(CUdeviceptr) = nullptr;
+  CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream) = nullptr;
+  CUresult (*MemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream) = nullptr;
+  CUresult (*ModuleLoadData)(CUmodule*, const void*) = nullptr;
+  CUresult (*ModuleUnload)(CUmodule) = nullptr;
+  CUresult (*ModuleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;
+  CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                           unsigned, CUstream, void**, void**) = nullptr;
+  CUresult (*GetErrorString)(CUresult, const char**) = nullptr;
+};
+
+// Binds "name", remembering the first one missing so that the error can name it.
+class Binder {
+public:
+  explicit Binder(void* handle) : handle_(handle) {}
+
+  template <typename F> void bind(const char* name, F* fn) {
+    *fn = reinterpret_cast<F>(dlsym(handle_, name));
+    if (!*fn && missing_.empty()) missing_ = name;
+  }
+  const std::string& missing() const { return missing_; }
+
+private:
+  void* handle_;
+  std::string missing_;
+};
+
+Result<std::unique_ptr<DriverApi>> load_api() {
+  auto api = std::make_unique<DriverApi>();
+  api->handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!api->handle) {
+    return Status::error("no CUDA driver: libcuda.so.1 was not found (is an NVIDIA driver "
+                         "installed?); run with --device cpu");
+  }
+  Binder b(api->handle);
+  b.bind("cuInit", &api->Init);
+  b.bind("cuDeviceGetCount", &api->DeviceGetCount);
+  b.bind("cuDeviceGet", &api->DeviceGet);
+  b.bind("cuDeviceGetName", &api->DeviceGetName);
+  b.bind("cuDeviceGetAttribute", &api->DeviceGetAttribute);
+  b.bind("cuDevicePrimaryCtxRetain", &api->DevicePrimaryCtxRetain);
+  b.bind("cuCtxSetCurrent", &api->CtxSetCurrent);
+  b.bind("cuStreamCreate", &api->StreamCreate);
+  b.bind("cuStreamSynchronize", &api->StreamSynchronize);
+  b.bind("cuMemAlloc_v2", &api->MemAlloc);
+  b.bind("cuMemFree_v2", &api->MemFree);
+  b.bind("cuMemcpyHtoDAsync_v2", &api->MemcpyHtoDAsync);
+  b.bind("cuMemcpyDtoHAsync_v2", &api->MemcpyDtoHAsync);
+  b.bind("cuModuleLoadData", &api->ModuleLoadData);
+  b.bind("cuModuleUnload", &api->ModuleUnload);
+  b.bind("cuModuleGetFunction", &api->ModuleGetFunction);
+  b.bind("cuLaunchKernel", &api->LaunchKernel);
+  b.bind("cuGetErrorString", &api->GetErrorString);
+  if (!b.missing().empty()) {
+    return Status::error(fmt::format("no CUDA driver: libcuda.so.1 lacks {} (is the NVIDIA "
+                                     "driver too old?); run with --device cpu",
+                                     b.missing()));
+  }
+  return api;
+}
+
+// The process's driver, loaded on first use; the library stays for the life of the process.
+Result<const DriverApi*> driver_api() {
+  static const Result<std::unique_ptr<DriverApi>> api = load_api();
+  if (!api.ok()) return api.status();
+  return api->get();
+}
+
+std::string error_string(const DriverApi& api, CUresult r) {
+  const char* text = nullptr;
+  if (api.GetErrorString(r, &text) != kCudaSuccess || !text) return fmt::format("error {}", r);
+  return text;
+}
+
+CUdeviceptr to_cu(const void* pointer) {
+  return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(pointer));
+}
+
+// What a device and its modules share: a module keeps it, and so the context, alive.
+struct DeviceState {
+  const DriverApi* api = nullptr;
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  CUstream stream = nullptr;
+  std::string name;
+  int sm_count = 0;
+  std::string arch; // "sm_90"
+
+  // "CUDA: <call> failed[ for <subject>]: <error>", or ok.
+  Status check(CUresult r, const std::string& call, const std::string& subject = {}) const {
+    if (r == kCudaSuccess) return Status();
+    std::string what = subject.empty() ? "" : fmt::format(" for {}", subject);
+    return Status::error(fmt::format("CUDA: {} failed{}: {}", call, what, error_string(*api, r)));
+  }
+
+  // The calling thread may not be the one that opened the device, and a context is current per
+  // thread; so every entry point that calls the driver makes it current first.
+  Status make_current() const { return check(api->CtxSetCurrent(context), "cuCtxSetCurrent"); }
+};
+
+class DriverModule final : public Module {
+public:
+  DriverModule(std::shared_ptr<const DeviceState> state, CUmodule module)
+      : state_(std::move(state)), module_(module) {}
+
+  ~DriverModule() override {
+    // Unloading needs the module's context current; at exit the driver may already be gone, and
+    // there is nothing to do about a failure here anyway.
+    if (state_->make_current().ok()) state_->api->ModuleUnload(module_);
+  }
+
+  DriverModule(const DriverModule&) = delete;
+  DriverModule& operator=(const DriverModule&) = delete;
+
+  Status launch(const std::string& function, int64_t grid, int64_t block,
+                const std::vector<uint64_t>& args) const override {
+    if (grid < 1 || grid >= kMaxGrid)
+      return Status::error(fmt::format("CUDA: {}: grid {} is outside [1, 2^31)", function, grid));
+    if (block < 1 || block > kMaxBlock)
+      return Status::error(
+          fmt::format("CUDA: {}: block {} is outside [1, {}]", function, block, kMaxBlock));
+    WEFT_RETURN_IF_ERROR(state_->make_current());
+    WEFT_ASSIGN_OR_RETURN(CUfunction f, lookup(function));
+    // Every parameter is 8 bytes (a device pointer or an int64), so each one points straight
+    // at its value. The driver only reads them, and copies them before cuLaunchKernel returns.
+    std::vector<void*> params;
+    params.reserve(args.size());
+    for (const uint64_t& arg : args)
+      params.push_back(const_cast<uint64_t*>(&arg));
+    return state_->check(state_->api->LaunchKernel(f, static_cast<unsigned>(grid), 1, 1,
+                                                   static_cast<unsigned>(block), 1, 1, 0,
+                                                   state_->stream, params.data(), nullptr),
+                         "cuLaunchKernel", function);
+  }
+
+private:
+  // The function named "name", looked up on first use; launches may come from several threads.
+  Result<CUfunction> lookup(const std::string& name) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = functions_.find(name);
+    if (it != functions_.end()) return it->second;
+    CUfunction f = nullptr;
+    WEFT_RETURN_IF_ERROR(state_->check(state_->api->ModuleGetFunction(&f, module_, name.c_str()),
+                                       "cuModuleGetFunction", name));
+    functions_.emplace(name, f);
+    return f;
+  }
+
+  std::shared_ptr<const DeviceState> state_;
+  CUmodule module_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::string, CUfunction> functions_;
+};
+
+class DriverDevice final : public Device {
+public:
+  explicit DriverDevice(std::shared_ptr<const DeviceState> state) : state_(std::move(state)) {}
+
+  std::string describe() const override {
+    return fmt::format("{} ({}, {} SMs)", state_->name, state_->arch, state_->sm_count);
+  }
+
+  int sm_count() const override { return state_->sm_count; }
+
+  // A 0-byte request gets a 1-byte allocation, so that every allocation is a distinct non-null
+  // pointer that release() takes back, like any other.
+  Result<void*> allocate(size_t bytes) override {
+    WEFT_RETURN_IF_ERROR(state_->make_current());
+    CUdeviceptr pointer = 0;
+    WEFT_RETURN_IF_ERROR(state_->check(state_->api->MemAlloc(&pointer, bytes == 0 ? 1 : bytes),
+                                       "cuMemAlloc", fmt::format("{} bytes", bytes)));
+    return reinterpret_cast<void*>(static_cast<uintptr_t>(pointer));
+  }
+
+  // Errors are ignored: release has no way to report them, and a failed free leaks at worst.
+  void release(void* pointer) override {
+    if (!pointer || !state_->make_current().ok()) return;
+    state_->api->MemFree(to_cu(pointer));
+  }
+
+  Status to_device(void* dst, const void* src, size_t bytes) override {
+    if (bytes == 0) return Status();
+    WEFT_RETURN_IF_ERROR(state_->make_current());
+    return state_->check(state_->api->MemcpyHtoDAsync(to_cu(dst), src, bytes, state_->stream),
+                         "cuMemcpyHtoDAsync");
+  }
+
+  Status to_host(void* dst, const void* src, size_t bytes) override {
+    if (bytes == 0) return Status();
+    WEFT_RETURN_IF_ERROR(state_->make_current());
+    return state_->check(state_->api->MemcpyDtoHAsync(dst, to_cu(src), bytes, state_->stream),
+                         "cuMemcpyDtoHAsync");
+  }
+
+  Status synchronize() override {
+    WEFT_RETURN_IF_ERROR(state_->make_current());
+    return state_->check(state_->api->StreamSynchronize(state_->stream), "cuStreamSynchronize");
+  }
+
+  Result<std::shared_ptr<const Module>> load(const std::string& source,
+                                             const std::string& name) override {
+    WEFT_ASSIGN_OR_RETURN(const Nvrtc* nvrtc, Nvrtc::get());
+    WEFT_ASSIGN_OR_RETURN(std::string ptx, nvrtc->compile_to_ptx(source, name, state_->arch));
+    WEFT_RETURN_IF_ERROR(state_->make_current());
+    CUmodule module = nullptr;
+    // PTX is loaded as text: the image must be NUL-terminated, which c_str() guarantees.
+    WEFT_RETURN_IF_ERROR(
+        state_->check(state_->api->ModuleLoadData(&module, ptx.c_str()), "cuModuleLoadData", name));
+    return std::shared_ptr<const Module>(std::make_shared<DriverModule>(state_, module));
+  }
+
+private:
+  std::shared_ptr<const DeviceState> state_;
+};
+
+Result<std::shared_ptr<Device>> open() {
+  WEFT_ASSIGN_OR_RETURN(const DriverApi* api, driver_api());
+  CUresult r = api->Init(0);
+  if (r != kCudaSuccess)
+    return Status::error(fmt::format("no CUDA device: {}", error_string(*api, r)));
+  int count = 0;
+  r = api->DeviceGetCount(&count);
+  if (r != kCudaSuccess)
+    return Status::error(fmt::format("no CUDA device: {}", error_string(*api, r)));
+  if (count == 0) return Status::error("no CUDA device: the driver reports none");
+
+  auto state = std::make_shared<DeviceState>();
+  state->api = api;
+  WEFT_RETURN_IF_ERROR(state->check(api->DeviceGet(&state->device, 0), "cuDeviceGet"));
+  char name[256] = {};
+  WEFT_RETURN_IF_ERROR(
+      state->check(api->DeviceGetName(name, sizeof(name), state->device), "cuDeviceGetName"));
+  state->name = name;
+  int major = 0, minor = 0;
+  for (auto [attribute, value] : {std::pair{kAttributeMultiprocessorCount, &state->sm_count},
+                                  std::pair{kAttributeComputeCapabilityMajor, &major},
+                                  std::pair{kAttributeComputeCapabilityMinor, &minor}}) {
+    WEFT_RETURN_IF_ERROR(state->check(api->DeviceGetAttribute(value, attribute, state->device),
+                                      "cuDeviceGetAttribute"));
+  }
+  state->arch = fmt::format("sm_{}{}", major, minor);
+  // The primary context is the one the runtime API and other libraries share; it is retained
+  // for the life of the process, as is the stream.
+  WEFT_RETURN_IF_ERROR(state->check(api->DevicePrimaryCtxRetain(&state->context, state->device),
+                                    "cuDevicePrimaryCtxRetain"));
+  WEFT_RETURN_IF_ERROR(state->make_current());
+  WEFT_RETURN_IF_ERROR(state->check(api->StreamCreate(&state->stream, 0), "cuStreamCreate"));
+  return std::shared_ptr<Device>(std::make_shared<DriverDevice>(std::move(state)));
+}
+
+} // namespace
+
+Result<std::shared_ptr<Device>> open_driver_device() {
+  // One device per process: opening it again would retain the context and create a stream again.
+  static const Result<std::shared_ptr<Device>> device = open();
+  return device;
+}
+
+} // namespace weft::runtime::cuda
