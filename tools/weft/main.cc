@@ -70,7 +70,7 @@ int run_cli(int argc, char** argv) {
   run_cmd->add_option("--device", run.device, "Target device")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   run_cmd->add_flag("--deterministic", run.deterministic,
-                 "With --device cuda: results bitwise the same from run to run (no atomics)");
+                    "With --device cuda: results bitwise the same from run to run (no atomics)");
   run_cmd
       ->add_option("--threads", threads,
                    "Threads for kernels (default: WEFT_NUM_THREADS, or all cores)")
@@ -86,7 +86,7 @@ int run_cli(int argc, char** argv) {
   test_cmd->add_option("--device", test.device, "Target device")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   test_cmd->add_flag("--deterministic", test.deterministic,
-                 "With --device cuda: results bitwise the same from run to run (no atomics)");
+                     "With --device cuda: results bitwise the same from run to run (no atomics)");
   test_cmd->add_option("--threads", threads, "Threads for kernels")->check(CLI::PositiveNumber);
   test_cmd->add_flag("--compile-only", test.compile_only,
                      "Generate and build the kernels without running them (PASS: they build)");
@@ -108,7 +108,7 @@ int run_cli(int argc, char** argv) {
   bench_cmd->add_option("--device", bench.device, "Target device")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   bench_cmd->add_flag("--deterministic", bench.deterministic,
-                 "With --device cuda: results bitwise the same from run to run (no atomics)");
+                      "With --device cuda: results bitwise the same from run to run (no atomics)");
   bench_cmd->add_option("--threads", threads, "Threads for kernels")->check(CLI::PositiveNumber);
   bench_cmd->add_flag("--json", bench.json, "Print one JSON object");
   bench_cmd->add_option(

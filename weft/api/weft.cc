@@ -10,6 +10,7 @@
 #include "weft/driver/compile_model.h"
 #include "weft/driver/pipeline.h"
 #include "weft/graph/passes/specialize_shapes.h"
+#include "weft/runtime/cuda/device.h"
 
 namespace weft {
 
@@ -127,6 +128,7 @@ struct Model::Impl {
     CompileSettings settings;
     settings.dump_dir = options.dump_dir;
     settings.fusion = options.fusion;
+    settings.device = options.device;
     auto c = std::make_shared<const CompiledModel>(
         value_or_throw(compile_model(source, samples, settings)));
     std::lock_guard<std::mutex> lock(mutex);
@@ -170,9 +172,15 @@ struct Model::Impl {
 namespace {
 
 std::shared_ptr<Model::Impl> make_impl(ModelSource source, const CompileOptions& options) {
-  if (options.device != "cpu") {
-    throw Error(fmt::format("error: device '{}' is not available: this build of Weft runs on "
-                            "the CPU only (device \"cpu\")",
+  if (options.device == "cuda") {
+    Result<std::shared_ptr<runtime::cuda::Device>> device = runtime::cuda::open_device();
+    if (!device.ok()) {
+      throw Error(
+          fmt::format("error: device 'cuda' is not available: {}", device.status().message()));
+    }
+  } else if (options.device != "cpu") {
+    throw Error(fmt::format("error: device '{}' is not available: devices are \"cpu\" and "
+                            "\"cuda\"",
                             options.device));
   }
   Graph graph = value_or_throw(run_graph_pipeline(source));

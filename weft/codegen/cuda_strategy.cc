@@ -15,8 +15,8 @@ int64_t cuda_group_size(std::optional<int64_t> extent) {
 }
 
 bool cuda_atomic_applies(kernel::Combine c, const std::string& type) {
-  bool combine = c == kernel::Combine::kSum || c == kernel::Combine::kMax ||
-                 c == kernel::Combine::kMin;
+  bool combine =
+      c == kernel::Combine::kSum || c == kernel::Combine::kMax || c == kernel::Combine::kMin;
   return combine && (type == "float" || type == "double" || type == "int32_t" ||
                      type == "uint32_t" || type == "int64_t" || type == "uint64_t");
 }
@@ -79,8 +79,8 @@ void CudaReductionWriter::all(const std::string& iterator, const std::string& in
   std::string count = "weft_count_" + function;
   std::string store_total;
   if (atomic) {
-    std::string bits_type = (t == "double" || t == "int64_t" || t == "uint64_t") ? "uint64_t"
-                                                                                  : "uint32_t";
+    std::string bits_type =
+        (t == "double" || t == "int64_t" || t == "uint64_t") ? "uint64_t" : "uint32_t";
     globals += fmt::format("__device__ {} weft_acc_{} = {};  // the blocks' combined result\n",
                            bits_type, function, bits);
   } else {
@@ -100,8 +100,8 @@ void CudaReductionWriter::all(const std::string& iterator, const std::string& in
                    : r_.combine == kernel::Combine::kMax ? "max"
                                                          : "min";
   if (atomic) {
-    out_ += fmt::format("{}    weft_atomic_{}(reinterpret_cast<{}*>(&weft_acc_{}), acc);\n", pad, op,
-                        t, function);
+    out_ += fmt::format("{}    weft_atomic_{}(reinterpret_cast<{}*>(&weft_acc_{}), acc);\n", pad,
+                        op, t, function);
   } else {
     out_ += fmt::format("{}    weft_part_{}[blockIdx.x] = acc;\n", pad, function);
   }
@@ -111,9 +111,10 @@ void CudaReductionWriter::all(const std::string& iterator, const std::string& in
                       "{0}  if (weft_last && threadIdx.x == 0) {{\n{0}    __threadfence();\n",
                       pad, count);
   if (atomic) {
-    out_ += fmt::format("{0}    const {1} total = *reinterpret_cast<volatile {1}*>(&weft_acc_{2});\n"
-                        "{0}    weft_acc_{2} = {3};\n",
-                        pad, t, function, bits);
+    out_ +=
+        fmt::format("{0}    const {1} total = *reinterpret_cast<volatile {1}*>(&weft_acc_{2});\n"
+                    "{0}    weft_acc_{2} = {3};\n",
+                    pad, t, function, bits);
   } else {
     out_ += fmt::format("{0}    const volatile {1}* weft_p = weft_part_{2};\n"
                         "{0}    {1} total = weft_p[0];\n"
@@ -138,10 +139,11 @@ void CudaReductionWriter::column(const std::string& r_iterator, const RangeText&
       "{0}  const int64_t weft_tiles = (weft_k_hi - weft_k_lo + 31) / 32;\n",
       pad, kCudaColumnRows, t, k.lo, k.hi, r.lo, r.hi);
   if (split) {
-    out_ += fmt::format("{0}  // R is split across blocks when the column tiles leave some idle\n"
-                        "{0}  const int64_t weft_splits = weft_imax(1, weft_imin((int64_t)gridDim.x "
-                        "/ weft_imax(weft_tiles, 1), (weft_r_hi - weft_r_lo) / {1}));\n",
-                        pad, kCudaMinSplitRows);
+    out_ +=
+        fmt::format("{0}  // R is split across blocks when the column tiles leave some idle\n"
+                    "{0}  const int64_t weft_splits = weft_imax(1, weft_imin((int64_t)gridDim.x "
+                    "/ weft_imax(weft_tiles, 1), (weft_r_hi - weft_r_lo) / {1}));\n",
+                    pad, kCudaMinSplitRows);
   } else {
     out_ += fmt::format("{}  const int64_t weft_splits = 1;\n", pad);
   }
@@ -160,12 +162,13 @@ void CudaReductionWriter::column(const std::string& r_iterator, const RangeText&
       "{0}      for (int64_t {4} = weft_from + weft_ty; {4} < weft_to; {4} += {5}) {{\n",
       pad, k_iterator, t, r_.identity, r_iterator, kCudaColumnRows);
   r_.update("acc", depth + 4, out_);
-  out_ += fmt::format("{0}      }}\n{0}    }}\n"
-                      "{0}    weft_tile[weft_ty][weft_tx] = acc;\n{0}    __syncthreads();\n"
-                      "{0}    if (weft_ty == 0 && {1} < weft_k_hi) {{\n"
-                      "{0}      {2} total = weft_tile[0][weft_tx];\n"
-                      "{0}      for (int j = 1; j < {3}; ++j) total = {4};\n",
-                      pad, k_iterator, t, kCudaColumnRows, combine("total", "weft_tile[j][weft_tx]"));
+  out_ +=
+      fmt::format("{0}      }}\n{0}    }}\n"
+                  "{0}    weft_tile[weft_ty][weft_tx] = acc;\n{0}    __syncthreads();\n"
+                  "{0}    if (weft_ty == 0 && {1} < weft_k_hi) {{\n"
+                  "{0}      {2} total = weft_tile[0][weft_tx];\n"
+                  "{0}      for (int j = 1; j < {3}; ++j) total = {4};\n",
+                  pad, k_iterator, t, kCudaColumnRows, combine("total", "weft_tile[j][weft_tx]"));
   if (split) {
     out_ += fmt::format("{0}      if (weft_splits == 1) {{ {1} }} else {{ weft_atomic_{2}({3}, "
                         "total); }}\n",

@@ -88,7 +88,8 @@ constexpr std::string_view kCpuTail = "}  // namespace\n";
 
 // CUDA C++ for NVRTC: no standard headers, so the fixed-width types and the float bit casts
 // come from CUDA's builtins. Math functions are CUDA's overloads.
-constexpr std::string_view kCudaHead = R"(#ifndef WEFT_CUDA_EMULATION  // (runtime/cuda/emulator.h brings its own)
+constexpr std::string_view kCudaHead =
+    R"(#ifndef WEFT_CUDA_EMULATION  // (runtime/cuda/emulator.h brings its own)
 typedef signed char int8_t;
 typedef short int16_t;
 typedef int int32_t;
@@ -110,7 +111,8 @@ WEFT_D float weft_tanh(float x) { return tanhf(x); }
 
 // The CUDA strategies' helpers (cuda_strategy.h): combine functors, group reductions over
 // warp shuffles and shared memory, and atomics.
-constexpr std::string_view kCudaTail = R"(struct weft_op_add { template <typename T> WEFT_D T operator()(T a, T b) const { return a + b; } };
+constexpr std::string_view kCudaTail =
+    R"(struct weft_op_add { template <typename T> WEFT_D T operator()(T a, T b) const { return a + b; } };
 struct weft_op_mul { template <typename T> WEFT_D T operator()(T a, T b) const { return a * b; } };
 struct weft_op_max { template <typename T> WEFT_D T operator()(T a, T b) const { return weft_max(a, b); } };
 struct weft_op_min { template <typename T> WEFT_D T operator()(T a, T b) const { return weft_min(a, b); } };
@@ -250,9 +252,12 @@ const DialectTable& cpu_dialect() {
 }
 
 const DialectTable& cuda_dialect() {
-  static const DialectTable table{
-      fmt::format("{}{}{}", kCudaHead, kCommon, kCudaTail), "extern \"C\" __global__ ", "", "", "",
-      false};
+  static const DialectTable table{fmt::format("{}{}{}", kCudaHead, kCommon, kCudaTail),
+                                  "extern \"C\" __global__ ",
+                                  "",
+                                  "",
+                                  "",
+                                  false};
   return table;
 }
 

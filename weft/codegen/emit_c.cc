@@ -95,8 +95,8 @@ public:
     int functions = 0;
     for (size_t p = 0; p < parts.size(); ++p) {
       if (p + 1 < parts.size() && folds_into(*parts[p], *parts[p + 1])) {
-        out += cuda_part(*parts[p + 1], fmt::format("weft_{}_p{}", k_.name, p + 1), parts[p],
-                         options);
+        out +=
+            cuda_part(*parts[p + 1], fmt::format("weft_{}_p{}", k_.name, p + 1), parts[p], options);
         ++p;
       } else {
         out += cuda_part(*parts[p], fmt::format("weft_{}_p{}", k_.name, p), nullptr, options);
@@ -562,8 +562,9 @@ private:
     while (loop->kind == AstNode::Kind::kFor && loop->mark == AstNode::Mark::kParallel) {
       std::optional<LoopRange> r = loop_range(*loop);
       if (!r) break;
-      bool free = std::none_of(chain.begin(), chain.end(),
-                               [&](const auto& c) { return range_mentions(*r, c.first->iterator); });
+      bool free = std::none_of(chain.begin(), chain.end(), [&](const auto& c) {
+        return range_mentions(*r, c.first->iterator);
+      });
       if (!free) break;
       chain.emplace_back(loop, *r);
       loop = &loop->children[0];
@@ -692,7 +693,8 @@ private:
     std::vector<std::string> params, names;
     for (size_t i = 0; i < k_.buffers.size(); ++i) {
       const kernel::Buffer& b = k_.buffers[i];
-      params.push_back(fmt::format("{}{}* {}b{}", b.role == kernel::BufferRole::kInput ? "const " : "",
+      params.push_back(fmt::format("{}{}* {}b{}",
+                                   b.role == kernel::BufferRole::kInput ? "const " : "",
                                    storage_type(b.dtype), b.aliased ? "" : "__restrict__ ", i));
       names.push_back(fmt::format("b{} {}", i, b.name));
     }
@@ -725,8 +727,8 @@ private:
     } else if (inner) {
       const AstNode& c = inner->children[0];
       ReductionText r = reduction_text(c);
-      bool split = !options.deterministic && cuda_atomic_applies(r.combine, r.type) &&
-                   r.storage == r.type;
+      bool split =
+          !options.deterministic && cuda_atomic_applies(r.combine, r.type) && r.storage == r.type;
       block = 32 * kCudaColumnRows;
       CudaReductionWriter(r, body).column(n.iterator, range_text(n, c), inner->iterator,
                                           range_text(*inner, c), split, 1);
@@ -748,8 +750,9 @@ private:
             "  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / {0};\n"
             "  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / {0};\n",
             group,
-            group == 32 ? "0xffffffffu"
-                        : fmt::format("((1u << {0}) - 1u) << (threadIdx.x % 32 / {0} * {0})", group));
+            group == 32
+                ? "0xffffffffu"
+                : fmt::format("((1u << {0}) - 1u) << (threadIdx.x % 32 / {0} * {0})", group));
       }
       emit_points(chain, 1, body);
       if (group == 1) {

@@ -2,10 +2,10 @@
 // the function cache when this build of Weft generated the same kernel before.
 //
 // The cache lives in "$WEFT_CACHE_DIR/functions", one file per kernel, keyed by a hash of the
-// kernel IR's text, the dialect, the CPU schedule or CUDA options, and the fingerprint (path, size, mtime) of the
-// binary that holds the scheduler and emitter, so that a rebuilt Weft never reads its predecessor's
-// output. Entries are written under a private name and renamed into place. Warm compiles
-// then skip isl, which is most of a compile's time.
+// kernel IR's text, the dialect, the CPU schedule or CUDA options, and the fingerprint (path, size,
+// mtime) of the binary that holds the scheduler and emitter, so that a rebuilt Weft never reads its
+// predecessor's output. Entries are written under a private name and renamed into place. Warm
+// compiles then skip isl, which is most of a compile's time.
 #pragma once
 
 #include <string>

@@ -714,9 +714,8 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
   codegen::Dialect dialect = cuda ? codegen::Dialect::kCuda : codegen::Dialect::kCpu;
   std::vector<std::string> functions(kernels.size());
   int hits = 0;
-  WEFT_RETURN_IF_ERROR(
-      generate_all(kernels, schedules, sites, dialect, {settings.deterministic},
-                   compiler.cache_dir, &functions, &hits));
+  WEFT_RETURN_IF_ERROR(generate_all(kernels, schedules, sites, dialect, {settings.deterministic},
+                                    compiler.cache_dir, &functions, &hits));
   timer.end("generate");
   std::string source = codegen::emit_prelude(dialect);
   for (size_t k = 0; k < kernels.size(); ++k)
@@ -743,8 +742,8 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
             device, module, runtime::cuda::parse_launch_lines(functions[k]),
             kernels[k].buffers.size());
       }
-      out.executable = make_executable(graph, plan, std::move(launches), std::move(output_slots),
-                                       arena, {});
+      out.executable =
+          make_executable(graph, plan, std::move(launches), std::move(output_slots), arena, {});
       out.executable->place_on(device);
       for (const auto& [i, value] : frozen)
         out.executable->freeze_input(i, value);

@@ -34,7 +34,7 @@ struct CompileSettings {
   std::vector<std::string> cuda_archs; // e.g. {"sm_80", "sm_90"}
   // CUDA: strategies whose results are bitwise the same from run to run (no atomics).
   bool deterministic = false;
-  bool fusion = true;                  // fusion/fuse.h; off for comparisons (--no-fusion)
+  bool fusion = true; // fusion/fuse.h; off for comparisons (--no-fusion)
   // MatMul, Gemm and Conv through oneDNN where it takes them (library/dnnl.h); off, they
   // are generated code. $WEFT_ONEDNN=0 turns it off too.
   bool library = true;

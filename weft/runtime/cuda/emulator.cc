@@ -226,8 +226,8 @@ public:
     void* fn = dlsym(handle_, function.c_str());
     if (!fn) return Status::error(fmt::format("{}: no function {}", name_, function));
     if (grid < 1 || block < 1 || block > 1024)
-      return Status::error(fmt::format("{}: bad launch of {}: grid {}, block {}", name_, function,
-                                       grid, block));
+      return Status::error(
+          fmt::format("{}: bad launch of {}: grid {}, block {}", name_, function, grid, block));
     // One launch at a time in the process (the emulator runs on the calling thread).
     static std::mutex mutex;
     std::lock_guard<std::mutex> lock(mutex);
@@ -238,7 +238,8 @@ public:
                                        "shuffle that not every thread it names reaches",
                                        name_, function));
     }
-    if (r != 0) return Status::error(fmt::format("{}: {} has too many parameters", name_, function));
+    if (r != 0)
+      return Status::error(fmt::format("{}: {} has too many parameters", name_, function));
     return Status();
   }
 

@@ -1,0 +1,187 @@
+"""The CUDA backend without a GPU: generated CUDA kernels run in the emulator
+(WEFT_CUDA_EMULATOR=1, docs/cuda-strategies.md) and must match NumPy and the CPU.
+
+1. Reductions big enough to use every strategy's multi-block path (ALL over the grid with
+   atomics and the last-block protocol, COLUMN with R split across blocks, group-per-row at
+   G = 1, 4, 32 and a block), in f32, f64, i32 and f16, with NaN and -inf where they matter,
+   with and without --deterministic.
+2. The ONNX backend cases of the reduction and normalization families (and a sample of
+   elementwise ones), through weft test-onnx --device cuda, as on the CPU.
+3. --deterministic kernels have no atomics; without a driver, --device cuda says so (exit 2).
+
+Usage: cuda_emulator_test.py WEFT_BINARY
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "conformance"))
+import run_conformance as conformance  # noqa: E402
+
+FAILURES = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        FAILURES.append(what)
+
+
+def model(node, x_type, shape, out_shape, path, opset=13):
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", x_type, shape)],
+                              [helper.make_tensor_value_info("y", x_type, out_shape)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), path)
+
+
+def run(weft, path, x, env, *flags):
+    with tempfile.TemporaryDirectory() as out:
+        np.save(os.path.join(out, "x.npy"), x)
+        r = subprocess.run([weft, "run", path, "--input", "x=" + os.path.join(out, "x.npy"),
+                            "--output-dir", out, *flags], capture_output=True, text=True, env=env)
+        if r.returncode != 0:
+            return None, r.stderr.strip()
+        return np.load(os.path.join(out, "y.npy")), ""
+
+
+def reductions(weft, env, tmp):
+    rng = np.random.default_rng(7)
+    # (name, op, dtype, shape, axes, numpy reference, values)
+    cases = [
+        ("all sum f32 (multi-block, atomics)", "ReduceSum", np.float32, (64, 1000), None),
+        ("all max f32 with NaN", "ReduceMax", np.float32, (64, 1000), None),
+        ("all min f32, all negative", "ReduceMin", np.float32, (8, 3000), None),
+        ("all max f32, all -inf", "ReduceMax", np.float32, (4, 2500), None),
+        ("all sum f64", "ReduceSum", np.float64, (50, 999), None),
+        ("all max f64", "ReduceMax", np.float64, (50, 999), None),
+        ("all sum i32", "ReduceSum", np.int32, (70, 1000), None),
+        ("all max i32", "ReduceMax", np.int32, (70, 1000), None),
+        ("all prod f32 (no atomic: partials)", "ReduceProd", np.float32, (40, 100), None),
+        ("column sum f32 (R split)", "ReduceSum", np.float32, (4096, 40), [0]),
+        ("column max f32 (R split)", "ReduceMax", np.float32, (4096, 40), [0]),
+        ("column max f32, all negative (R split)", "ReduceMax", np.float32, (4096, 40), [0]),
+        ("column min f64 (R split)", "ReduceMin", np.float64, (2048, 33), [0]),
+        ("column sum f16 (no split)", "ReduceSum", np.float16, (512, 70), [0]),
+        ("row sum, 3 per row (G=1)", "ReduceSum", np.float32, (5000, 3), [1]),
+        ("row max, 40 per row (G=4)", "ReduceMax", np.float32, (600, 40), [1]),
+        ("row sum, 300 per row (G=32)", "ReduceSum", np.float32, (300, 300), [1]),
+        ("row mean, 3000 per row (block)", "ReduceMean", np.float32, (20, 3000), [1]),
+        ("middle sum", "ReduceSum", np.float32, (6, 500, 40), [1]),
+    ]
+    for name, op, dtype, shape, axes in cases:
+        if dtype in (np.int32,):
+            x = rng.integers(-1000, 1000, size=shape).astype(dtype)
+        elif op == "ReduceProd":
+            x = rng.uniform(0.99, 1.01, size=shape).astype(dtype)
+        else:
+            x = rng.standard_normal(shape).astype(dtype)
+        if "NaN" in name:
+            x.flat[12345] = np.nan
+        if "all negative" in name:
+            x = -np.abs(x) - 1
+        if "-inf" in name:
+            x[:] = -np.inf
+        onnx_type = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE,
+                     np.int32: TensorProto.INT32, np.float16: TensorProto.FLOAT16}[dtype]
+        attrs = {"keepdims": 0}
+        if axes is not None:
+            attrs["axes"] = axes
+        out_shape = [] if axes is None else [d for i, d in enumerate(shape) if i not in axes]
+        node = helper.make_node(op, ["x"], ["y"], **attrs)
+        path = os.path.join(tmp, re.sub(r"\W+", "_", name) + ".onnx")
+        model(node, onnx_type, list(shape), out_shape, path, opset=11)  # axes as an attribute
+        fn = {"ReduceSum": np.sum, "ReduceMax": np.max, "ReduceMin": np.min,
+              "ReduceMean": np.mean, "ReduceProd": np.prod}[op]
+        want = fn(x.astype(np.float64) if dtype != np.int32 else x.astype(np.int64),
+                  axis=None if axes is None else tuple(axes))
+        for flags in ([], ["--deterministic"]):
+            got, err = run(weft, path, x, env, "--device", "cuda", *flags)
+            label = f"{name}{' ' + flags[0] if flags else ''}"
+            if got is None:
+                check(False, f"{label}: {err}")
+                continue
+            if dtype == np.int32:
+                ok = np.array_equal(got.astype(np.int64), want.astype(np.int32).astype(np.int64))
+            else:
+                tol = 2e-2 if dtype == np.float16 else 1e-4
+                ok = np.allclose(got.astype(np.float64), want, rtol=tol, atol=tol * 10,
+                                 equal_nan=True)
+            check(ok, label)
+        if name.startswith(("all sum f32", "column sum f32")):
+            a, _ = run(weft, path, x, env, "--device", "cuda", "--deterministic")
+            b, _ = run(weft, path, x, env, "--device", "cuda", "--deterministic")
+            check(a is not None and b is not None and a.tobytes() == b.tobytes(),
+                  f"{name}: --deterministic is bitwise stable")
+
+
+def backend_cases(weft, env):
+    families = re.compile(r"^test_(reduce|softmax|logsoftmax|layer_norm|argm|mean_variance|"
+                          r"instancenorm|hardmax|batchnorm)")
+    sample = re.compile(r"^test_(add_bcast|transpose_all_permutations_0|sigmoid|where_example|"
+                        r"expand_dim_changed|gather_0|concat_3d_axis_1|slice$|tile$|pow_bcast_array)")
+    expected = conformance.load_expected()
+    cases = [c for c in conformance.cases() if c.startswith("node/")
+             and (families.match(c[5:]) or sample.match(c[5:]))
+             and not any(p.match(c) for p, _ in expected)]
+    results = conformance.run_all(weft, cases, os.cpu_count() or 2, ["--device", "cuda"])
+    failed = {c: why for c, why in results.items() if why}
+    for c, why in sorted(failed.items()):
+        print(f"FAIL {c}: {why[:500]}")
+    check(not failed and len(results) > 100,
+          f"{len(results) - len(failed)} of {len(results)} backend cases pass on the emulated "
+          f"CUDA device")
+
+
+def atomics_by_mode(weft, env, tmp):
+    """ALL combines blocks with atomics by default, and with partials when deterministic."""
+    path = os.path.join(tmp, "all.onnx")
+    model(helper.make_node("ReduceSum", ["x"], ["y"], keepdims=0), TensorProto.FLOAT, [4096, 64],
+          [], path, opset=11)
+    x = np.ones((4096, 64), np.float32)
+    for flags, atomics in (([], True), (["--deterministic"], False)):
+        with tempfile.TemporaryDirectory() as d:
+            got, err = run(weft, path, x, dict(env, WEFT_DUMP_DIR=d), "--device", "cuda", *flags)
+            sources = [open(os.path.join(r, f)).read() for r, _, fs in os.walk(d) for f in fs
+                       if f == "kernels.cu"]
+            # The kernels only, after the prelude (which defines the atomic helpers).
+            body = "".join(s.split("// kernel ", 1)[-1] for s in sources)
+            ok = (got is not None and float(got) == x.size and bool(sources) and
+                  ("weft_atomic_add(" in body) == atomics and ("weft_part_" in body) != atomics)
+            check(ok, f"ALL sum {' '.join(flags) or 'by default'}: "
+                      f"{'atomics' if atomics else 'partials, no atomics'} {err}")
+
+
+def no_driver(weft, tmp):
+    if any(os.path.exists(os.path.join(d, "libcuda.so.1"))
+           for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/lib/x86_64-linux-gnu")):
+        print("skip: a CUDA driver is installed")
+        return
+    env = {k: v for k, v in os.environ.items() if k != "WEFT_CUDA_EMULATOR"}
+    path = os.path.join(tmp, "all.onnx")
+    r = subprocess.run([weft, "run", path, "--fill", "ones", "--device", "cuda",
+                        "--output-dir", tmp], capture_output=True, text=True, env=env)
+    check(r.returncode == 2 and "no CUDA driver: libcuda.so.1 was not found" in r.stderr,
+          f"--device cuda without a driver: exit 2 and a clear message ({r.stderr.strip()})")
+
+
+def main():
+    weft = sys.argv[1]
+    env = dict(os.environ, WEFT_CUDA_EMULATOR="1")
+    os.environ["WEFT_CUDA_EMULATOR"] = "1"  # for run_conformance's subprocesses
+    with tempfile.TemporaryDirectory() as tmp:
+        reductions(weft, env, tmp)
+        atomics_by_mode(weft, env, tmp)
+        no_driver(weft, tmp)
+    if os.path.isdir(conformance.DATA):
+        backend_cases(weft, env)
+    print(f"{len(FAILURES)} failures")
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
