@@ -281,14 +281,31 @@ TEST(EmitC, GuardedShortWindowKeepsOneAccumulator) {
 }
 
 // The CUDA dialect keeps its one accumulator per reduction: the strategies are the CPU's.
-TEST(EmitC, CudaReductionKeepsOneAccumulator) {
+// CUDA (cuda_strategy.h): rows of 64 take a group of 8 lanes that combine by shuffles, on a
+// persistent grid over the N rows; an ALL reduction is bound to the whole grid, its blocks
+// combining with atomics unless the build is deterministic.
+TEST(EmitC, CudaStrategies) {
   kernel::Kernel k = testing::row_sum_kernel(Dim::symbol("N"), 64);
   Result<poly::ScheduledKernel> s = poly::schedule_kernel(k);
   ASSERT_TRUE(s.ok()) << s.status().to_string();
-  Result<std::string> cuda = emit_function(k, s->loops, Dialect::kCuda);
-  ASSERT_TRUE(cuda.ok()) << cuda.status().to_string();
-  EXPECT_NE(cuda->find("float acc = b1[c0];"), std::string::npos) << *cuda;
-  EXPECT_EQ(cuda->find("weft_lane"), std::string::npos) << *cuda;
+  Result<std::string> row = emit_function(k, s->loops, Dialect::kCuda);
+  ASSERT_TRUE(row.ok()) << row.status().to_string();
+  EXPECT_NE(row->find("block=256 grid=device"), std::string::npos) << *row;
+  EXPECT_NE(row->find("const int64_t weft_lane = threadIdx.x % 8;"), std::string::npos) << *row;
+  EXPECT_NE(row->find("acc = weft_group_reduce<8>(acc, weft_op_add{}, weft_mask);"),
+            std::string::npos)
+      << *row;
+
+  kernel::Kernel all = testing::all_max_kernel(100000);
+  Result<poly::ScheduledKernel> a = poly::schedule_kernel(all);
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  Result<std::string> atomic = emit_function(all, a->loops, Dialect::kCuda);
+  Result<std::string> ordered = emit_function(all, a->loops, Dialect::kCuda, {}, {true});
+  ASSERT_TRUE(atomic.ok() && ordered.ok());
+  EXPECT_NE(atomic->find("weft_atomic_max(reinterpret_cast<float*>(&weft_acc_"), std::string::npos)
+      << *atomic;
+  EXPECT_EQ(ordered->find("weft_atomic_"), std::string::npos) << *ordered;
+  EXPECT_NE(ordered->find("weft_part_"), std::string::npos) << *ordered;
 }
 
 TEST(EmitC, BroadcastIndexAndAllReduction) {
