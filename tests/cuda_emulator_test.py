@@ -119,6 +119,49 @@ def reductions(weft, env, tmp):
                   f"{name}: --deterministic is bitwise stable")
 
 
+def gemms(weft, env, tmp):
+    """MatMul and Gemm as library calls (Device::gemm: cuBLAS on a GPU, the emulator's loop
+    here): operand binding, batch strides, transposes, alpha, beta and C's broadcasts."""
+    rng = np.random.default_rng(3)
+    f = TensorProto.FLOAT
+
+    def case(label, node, inputs, want):
+        path = os.path.join(tmp, re.sub(r"\W+", "_", label) + ".onnx")
+        infos = [helper.make_tensor_value_info(n, f, list(v.shape)) for n, v in inputs.items()]
+        graph = helper.make_graph([node], "g", infos,
+                                  [helper.make_tensor_value_info("y", f, list(want.shape))])
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+        with tempfile.TemporaryDirectory() as out:
+            args = []
+            for n, v in inputs.items():
+                np.save(os.path.join(out, n + ".npy"), v)
+                args += ["--input", f"{n}={os.path.join(out, n + '.npy')}"]
+            r = subprocess.run([weft, "run", path, *args, "--device", "cuda", "--output-dir", out],
+                               capture_output=True, text=True, env=dict(env, WEFT_LOG="debug"))
+            called = "library call: node" in r.stderr
+            ok = r.returncode == 0 and called and np.allclose(
+                np.load(os.path.join(out, "y.npy")), want, rtol=1e-4, atol=1e-4)
+            check(ok, f"{label}{'' if r.returncode == 0 else ': ' + r.stderr.strip()[-300:]}")
+
+    x = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    a, b = x(2, 3, 5, 7), x(7, 4)
+    case("MatMul batched x 2-D", helper.make_node("MatMul", ["a", "b"], ["y"]), {"a": a, "b": b},
+         a @ b)
+    a, b = x(3, 5, 7), x(3, 7, 6)
+    case("MatMul batched x batched", helper.make_node("MatMul", ["a", "b"], ["y"]),
+         {"a": a, "b": b}, a @ b)
+    a, b = x(5, 7), x(2, 7, 6)
+    case("MatMul 2-D x batched", helper.make_node("MatMul", ["a", "b"], ["y"]), {"a": a, "b": b},
+         a @ b)
+    a, b = x(7, 5), x(6, 7)
+    for label, c in (("no C", None), ("C [N]", x(6)), ("C [M, 1]", x(5, 1)), ("C [M, N]", x(5, 6))):
+        inputs = {"a": a, "b": b} | ({"c": c} if c is not None else {})
+        node = helper.make_node("Gemm", list(inputs), ["y"], transA=1, transB=1, alpha=0.5,
+                                beta=2.0)
+        want = 0.5 * a.T @ b.T + (2.0 * c if c is not None else 0)
+        case(f"Gemm A^T B^T alpha beta, {label}", node, inputs, want)
+
+
 def backend_cases(weft, env):
     families = re.compile(r"^test_(reduce|softmax|logsoftmax|layer_norm|argm|mean_variance|"
                           r"instancenorm|hardmax|batchnorm)")
@@ -169,6 +212,24 @@ def no_driver(weft, tmp):
           f"--device cuda without a driver: exit 2 and a clear message ({r.stderr.strip()})")
 
 
+def stub_driver(weft, tmp):
+    """The driver API loader against the CUDA toolkit's stub libcuda (every entry point, no
+    device): it binds them all, and cuInit's failure is a clear message and exit 2."""
+    stub = "/usr/local/cuda/lib64/stubs/libcuda.so"
+    if not os.path.exists(stub):
+        print("skip: no CUDA stub library")
+        return
+    lib = os.path.join(tmp, "stub")
+    os.makedirs(lib, exist_ok=True)
+    os.symlink(stub, os.path.join(lib, "libcuda.so.1"))
+    env = {k: v for k, v in os.environ.items() if k != "WEFT_CUDA_EMULATOR"}
+    env["LD_LIBRARY_PATH"] = lib
+    r = subprocess.run([weft, "run", os.path.join(tmp, "all.onnx"), "--fill", "ones", "--device",
+                        "cuda", "--output-dir", tmp], capture_output=True, text=True, env=env)
+    check(r.returncode == 2 and "no CUDA device: CUDA_ERROR_STUB_LIBRARY" in r.stderr,
+          f"the driver loader against the stub: exit 2 and a clear message ({r.stderr.strip()})")
+
+
 def main():
     weft = sys.argv[1]
     env = dict(os.environ, WEFT_CUDA_EMULATOR="1")
@@ -176,7 +237,9 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         reductions(weft, env, tmp)
         atomics_by_mode(weft, env, tmp)
+        gemms(weft, env, tmp)
         no_driver(weft, tmp)
+        stub_driver(weft, tmp)
     if os.path.isdir(conformance.DATA):
         backend_cases(weft, env)
     print(f"{len(FAILURES)} failures")

@@ -33,6 +33,7 @@
 #include "weft/graph/verify_graph.h"
 #include "weft/kernel/lower_node.h"
 #include "weft/kernel/strategy.h"
+#include "weft/library/cuda_blas.h"
 #include "weft/library/dnnl.h"
 #include "weft/runtime/cuda/cuda_kernel.h"
 #include "weft/runtime/cuda/device.h"
@@ -578,8 +579,14 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
   std::set<const Node*> absorbed;            // nodes library calls absorbed
   std::map<const Node*, const Node*> run_at; // last node of a call -> its node
   std::vector<fusion::Decision> epilogue_decisions;
+  // A CUDA build runs on the device, which takes the GEMMs; a compile-only one has none.
+  std::shared_ptr<runtime::cuda::Device> device;
+  if (cuda && settings.generate && settings.build && settings.cuda_archs.empty()) {
+    WEFT_ASSIGN_OR_RETURN(device, runtime::cuda::open_device());
+  }
   const char* onednn = std::getenv("WEFT_ONEDNN");
-  bool use_library = !cuda && settings.library && !(onednn && std::string(onednn) == "0");
+  bool use_library =
+      (!cuda || device) && settings.library && !(onednn && std::string(onednn) == "0");
   std::unordered_map<const Value*, std::vector<const Node*>> readers;
   for (const auto& node : graph.nodes()) {
     for (const Value* v : node->inputs)
@@ -597,12 +604,15 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
   for (const auto& node : graph.nodes()) {
     if (!use_library || absorbed.contains(node.get())) continue;
     std::string why_not;
-    std::optional<library::LibraryCall> call = library::dnnl_call(
-        *node, sole_reader, [&](const Node* n) { return !absorbed.contains(n); }, &why_not);
+    std::optional<library::LibraryCall> call =
+        cuda ? library::cuda_gemm_call(*node, device, &why_not)
+             : library::dnnl_call(
+                   *node, sole_reader, [&](const Node* n) { return !absorbed.contains(n); },
+                   &why_not);
     if (!call) {
       if (!why_not.empty())
-        log_debug("node '{}' ({}): generated code, not oneDNN: {}", node->name, node->op_type,
-                  why_not);
+        log_debug("node '{}' ({}): generated code, not a library call: {}", node->name,
+                  node->op_type, why_not);
       continue;
     }
     for (const Node* n : call->nodes) {
@@ -663,8 +673,9 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
       runtime::LaunchInfo info = library_launch_info(call);
       log_debug("library call: node '{}' ({}), {}, {}", info.node, info.op_type, info.strategy,
                 info.shapes);
-      launches.push_back({fmt::format("dnnl{}_{}", launches.size(), step.library->op_type), nullptr,
-                          plan.bind(call.values), std::move(info), call.kernel});
+      launches.push_back(
+          {fmt::format("{}{}_{}", cuda ? "gemm" : "dnnl", launches.size(), step.library->op_type),
+           nullptr, plan.bind(call.values), std::move(info), call.kernel});
       continue;
     }
     for (fusion::FusedKernel& k : step.kernels) {
@@ -732,8 +743,6 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
       WEFT_RETURN_IF_ERROR(build_ptx(graph.source, source, settings.cuda_archs, &out.ptx));
       timer.end("build");
     } else if (settings.build) {
-      WEFT_ASSIGN_OR_RETURN(std::shared_ptr<runtime::cuda::Device> device,
-                            runtime::cuda::open_device());
       WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::cuda::Module> module,
                             device->load(source, graph.source));
       timer.end("build");

@@ -38,12 +38,26 @@ public:
                         const std::vector<uint64_t>& args) const = 0;
 };
 
+// C = alpha * op(A) op(B) + beta * C0 for "batch" row-major f32 matrices: C is m x n, A is
+// m x k (k x m when trans_a), B is k x n (n x k when trans_b). C0, when given, broadcasts to
+// C: c_rows is 1 or m, c_cols 1 or n.
+struct GemmShape {
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  bool trans_a = false, trans_b = false;
+  int64_t stride_a = 0, stride_b = 0; // elements between batch entries; 0: one matrix for all
+  float alpha = 1, beta = 0;
+  int64_t c_rows = 0, c_cols = 0; // C0's dims; 0: no C0 (beta does not apply)
+};
+
 // Memory, copies (asynchronous, on the device's one stream) and synchronize() are those of
 // DeviceMemory, which executables use.
 class Device : public DeviceMemory {
 public:
   virtual std::string describe() const = 0; // e.g. "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)"
   virtual int sm_count() const = 0;
+  // GEMM on the stream (cuBLAS on a GPU): "c0" may be null when the shape has none.
+  virtual Status gemm(const GemmShape& shape, const float* a, const float* b, const float* c0,
+                      float* c) = 0;
   // Builds and loads a translation unit of the CUDA dialect; "name" is for messages.
   virtual Result<std::shared_ptr<const Module>> load(const std::string& source,
                                                      const std::string& name) = 0;

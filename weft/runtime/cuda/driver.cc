@@ -5,6 +5,7 @@
 // Only the entry points Weft uses are declared, with the C ABI of cuda.h and the versioned
 // names the driver exports for them (the _v2 ones take 64-bit device pointers and sizes).
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -121,9 +122,67 @@ Result<const DriverApi*> driver_api() {
 
 std::string error_string(const DriverApi& api, CUresult r) {
   const char* text = nullptr;
-  if (api.GetErrorString(r, &text) != kCudaSuccess || !text) return fmt::format("error {}", r);
-  return text;
+  if (api.GetErrorString(r, &text) == kCudaSuccess && text) return text;
+  // The stub library (what a machine without a driver may have as libcuda.so.1) has no texts.
+  switch (r) {
+    case 34:
+      return "CUDA_ERROR_STUB_LIBRARY: libcuda.so.1 is the CUDA toolkit's stub, not a driver";
+    case 35: return "CUDA_ERROR_INSUFFICIENT_DRIVER: the driver is older than this CUDA";
+    case 100: return "CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected";
+    default: return fmt::format("CUDA error {}", r);
+  }
 }
+
+// cuBLAS (cublas_api.h's v2 entry points), loaded on the first GEMM.
+using cublasHandle_t = struct cublasContext*;
+using cublasStatus_t = int;
+constexpr int kCublasOpN = 0, kCublasOpT = 1;
+
+struct CublasApi {
+  void* handle = nullptr;
+  cublasStatus_t (*Create)(cublasHandle_t*) = nullptr;
+  cublasStatus_t (*SetStream)(cublasHandle_t, CUstream) = nullptr;
+  cublasStatus_t (*SgemmStridedBatched)(cublasHandle_t, int, int, int, int, int, const float*,
+                                        const float*, int, long long, const float*, int, long long,
+                                        const float*, float*, int, long long, int) = nullptr;
+  const char* (*GetStatusString)(cublasStatus_t) = nullptr;
+};
+
+Result<std::unique_ptr<CublasApi>> load_cublas() {
+  static const char* const kNames[] = {"libcublas.so", "libcublas.so.13", "libcublas.so.12",
+                                       "libcublas.so.11"};
+  auto api = std::make_unique<CublasApi>();
+  for (const char* name : kNames) {
+    api->handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (api->handle) break;
+  }
+  if (!api->handle) {
+    return Status::error("cuBLAS is not available: libcublas.so was not found (install the "
+                         "CUDA toolkit's cuBLAS, or add its lib64 directory to LD_LIBRARY_PATH)");
+  }
+  Binder b(api->handle);
+  b.bind("cublasCreate_v2", &api->Create);
+  b.bind("cublasSetStream_v2", &api->SetStream);
+  b.bind("cublasSgemmStridedBatched", &api->SgemmStridedBatched);
+  b.bind("cublasGetStatusString", &api->GetStatusString);
+  if (!b.missing().empty())
+    return Status::error(fmt::format("cuBLAS is not usable: libcublas.so lacks {}", b.missing()));
+  return api;
+}
+
+// C0 broadcast into C and scaled by beta, before a GEMM that adds to it (beta = 1): cuBLAS
+// wants C0 at C's full size.
+constexpr const char* kBroadcastSource = R"(extern "C" __global__ void weft_broadcast_c0(
+    float* c, const float* c0, long long batch, long long m, long long n, long long rows,
+    long long cols, double beta) {
+  long long total = batch * m * n;
+  for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < total;
+       t += (long long)gridDim.x * blockDim.x) {
+    long long j = t % n, i = t / n % m;
+    c[t] = (float)(beta * c0[(rows == 1 ? 0 : i) * cols + (cols == 1 ? 0 : j)]);
+  }
+}
+)";
 
 CUdeviceptr to_cu(const void* pointer) {
   return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(pointer));
@@ -250,6 +309,46 @@ public:
     return state_->check(state_->api->StreamSynchronize(state_->stream), "cuStreamSynchronize");
   }
 
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS gets B first,
+  // with the dims swapped, and the same transposes.
+  Status gemm(const GemmShape& g, const float* a, const float* b, const float* c0,
+              float* c) override {
+    WEFT_RETURN_IF_ERROR(state_->make_current());
+    WEFT_ASSIGN_OR_RETURN(cublasHandle_t handle, cublas());
+    const CublasApi& api = *cublas_api_;
+    auto check = [&](cublasStatus_t r, const char* call) {
+      return r == 0 ? Status()
+                    : Status::error(
+                          fmt::format("cuBLAS: {} failed: {}", call, api.GetStatusString(r)));
+    };
+    WEFT_RETURN_IF_ERROR(check(api.SetStream(handle, state_->stream), "cublasSetStream"));
+    float beta = 0;
+    if (c0 && g.c_rows > 0) {
+      WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const Module> helper, broadcast_module());
+      auto bits = [](double v) {
+        uint64_t u = 0;
+        std::memcpy(&u, &v, sizeof(u));
+        return u;
+      };
+      std::vector<uint64_t> args = {
+          reinterpret_cast<uint64_t>(c),   reinterpret_cast<uint64_t>(c0),
+          static_cast<uint64_t>(g.batch),  static_cast<uint64_t>(g.m),
+          static_cast<uint64_t>(g.n),      static_cast<uint64_t>(g.c_rows),
+          static_cast<uint64_t>(g.c_cols), bits(g.beta)};
+      WEFT_RETURN_IF_ERROR(helper->launch("weft_broadcast_c0", persistent_grid(256), 256, args));
+      beta = 1;
+    }
+    int lda = static_cast<int>(g.trans_a ? g.m : g.k),
+        ldb = static_cast<int>(g.trans_b ? g.k : g.n);
+    return check(api.SgemmStridedBatched(handle, g.trans_b ? kCublasOpT : kCublasOpN,
+                                         g.trans_a ? kCublasOpT : kCublasOpN, static_cast<int>(g.n),
+                                         static_cast<int>(g.m), static_cast<int>(g.k), &g.alpha, b,
+                                         ldb, g.stride_b, a, lda, g.stride_a, &beta, c,
+                                         static_cast<int>(g.n), g.m * g.n,
+                                         static_cast<int>(g.batch)),
+                 "cublasSgemmStridedBatched");
+  }
+
   Result<std::shared_ptr<const Module>> load(const std::string& source,
                                              const std::string& name) override {
     WEFT_ASSIGN_OR_RETURN(const Nvrtc* nvrtc, Nvrtc::get());
@@ -263,7 +362,35 @@ public:
   }
 
 private:
+  // The cuBLAS handle, created on the first GEMM (with the context current) and kept.
+  Result<cublasHandle_t> cublas() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (cublas_handle_) return cublas_handle_;
+    static const Result<std::unique_ptr<CublasApi>> api = load_cublas();
+    if (!api.ok()) return api.status();
+    cublas_api_ = api->get();
+    cublasStatus_t r = cublas_api_->Create(&cublas_handle_);
+    if (r != 0) {
+      cublas_handle_ = nullptr;
+      return Status::error(
+          fmt::format("cuBLAS: cublasCreate failed: {}", cublas_api_->GetStatusString(r)));
+    }
+    return cublas_handle_;
+  }
+
+  Result<std::shared_ptr<const Module>> broadcast_module() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!broadcast_) {
+      WEFT_ASSIGN_OR_RETURN(broadcast_, load(kBroadcastSource, "weft_broadcast_c0"));
+    }
+    return broadcast_;
+  }
+
   std::shared_ptr<const DeviceState> state_;
+  std::mutex mutex_;
+  const CublasApi* cublas_api_ = nullptr;
+  cublasHandle_t cublas_handle_ = nullptr;
+  std::shared_ptr<const Module> broadcast_;
 };
 
 Result<std::shared_ptr<Device>> open() {

@@ -271,6 +271,31 @@ public:
     return Status();
   }
   Status synchronize() override { return Status(); }
+  // The reference loop, accumulating in double: the emulator checks what the library call
+  // binds (operands, transposes, strides, C0), not cuBLAS.
+  Status gemm(const GemmShape& g, const float* a, const float* b, const float* c0,
+              float* c) override {
+    for (int64_t p = 0; p < g.batch; ++p) {
+      const float* ap = a + p * g.stride_a;
+      const float* bp = b + p * g.stride_b;
+      float* cp = c + p * g.m * g.n;
+      for (int64_t i = 0; i < g.m; ++i) {
+        for (int64_t j = 0; j < g.n; ++j) {
+          double sum = 0;
+          for (int64_t q = 0; q < g.k; ++q) {
+            float x = g.trans_a ? ap[q * g.m + i] : ap[i * g.k + q];
+            float y = g.trans_b ? bp[j * g.k + q] : bp[q * g.n + j];
+            sum += static_cast<double>(x) * y;
+          }
+          double base = 0;
+          if (c0 && g.c_rows > 0)
+            base = g.beta * c0[(g.c_rows == 1 ? 0 : i) * g.c_cols + (g.c_cols == 1 ? 0 : j)];
+          cp[i * g.n + j] = static_cast<float>(g.alpha * sum + base);
+        }
+      }
+    }
+    return Status();
+  }
   Result<std::shared_ptr<const Module>> load(const std::string& source,
                                              const std::string& name) override {
     std::string unit = fmt::format("{}\n{}\n{}", kEmulationHeader, source, kEmulationLaunch);

@@ -1,0 +1,125 @@
+#include "weft/library/cuda_blas.h"
+
+#include <fmt/format.h>
+
+#include "weft/graph/attrs.h"
+
+namespace weft::library {
+
+namespace {
+
+using runtime::cuda::Device;
+using runtime::cuda::GemmShape;
+
+// Binds A, B, [C0,] Y in that order.
+class GemmKernel : public runtime::LibraryKernel {
+public:
+  GemmKernel(std::shared_ptr<Device> device, GemmShape shape)
+      : device_(std::move(device)), shape_(shape) {}
+
+  Status run(void* const* buffers) const override {
+    bool c0 = shape_.c_rows > 0;
+    return device_->gemm(shape_, static_cast<const float*>(buffers[0]),
+                         static_cast<const float*>(buffers[1]),
+                         c0 ? static_cast<const float*>(buffers[2]) : nullptr,
+                         static_cast<float*>(buffers[c0 ? 3 : 2]));
+  }
+  std::string describe() const override {
+    const GemmShape& g = shape_;
+    return fmt::format("GEMM {}x{}x{}{}{}{} on {}", g.m, g.n, g.k,
+                       g.batch > 1 ? fmt::format(" x{} batches", g.batch) : "",
+                       g.trans_a ? " A^T" : "", g.trans_b ? " B^T" : "", device_->describe());
+  }
+
+private:
+  std::shared_ptr<Device> device_;
+  GemmShape shape_;
+};
+
+int64_t product(const std::vector<int64_t>& dims, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < to; ++i)
+    p *= dims[i];
+  return p;
+}
+
+std::optional<GemmShape> matmul_shape(const Node& n, std::string* why_not) {
+  std::vector<int64_t> a = shape_static_dims(*n.inputs[0]->type.shape);
+  std::vector<int64_t> b = shape_static_dims(*n.inputs[1]->type.shape);
+  if (a.size() < 2 || b.size() < 2) {
+    *why_not = "a 1-D operand";
+    return std::nullopt;
+  }
+  GemmShape g;
+  g.k = a.back();
+  g.n = b.back();
+  if (b.size() == 2) { // A's batch folds into M
+    g.m = product(a, 0, a.size() - 1);
+    return g;
+  }
+  std::vector<int64_t> batch_b(b.begin(), b.end() - 2);
+  g.m = a[a.size() - 2];
+  g.batch = product(b, 0, b.size() - 2);
+  g.stride_b = g.k * g.n;
+  if (a.size() == 2) return g; // one A for every batch entry
+  if (std::vector<int64_t>(a.begin(), a.end() - 2) != batch_b) {
+    *why_not = "batch dims that broadcast";
+    return std::nullopt;
+  }
+  g.stride_a = g.m * g.k;
+  return g;
+}
+
+std::optional<GemmShape> gemm_shape(const Node& n, std::string* why_not) {
+  const auto& at = n.attrs_as<GemmAttrs>();
+  std::vector<int64_t> a = shape_static_dims(*n.inputs[0]->type.shape);
+  std::vector<int64_t> b = shape_static_dims(*n.inputs[1]->type.shape);
+  GemmShape g;
+  g.trans_a = at.trans_a;
+  g.trans_b = at.trans_b;
+  g.m = at.trans_a ? a[1] : a[0];
+  g.k = at.trans_a ? a[0] : a[1];
+  g.n = at.trans_b ? b[0] : b[1];
+  g.alpha = at.alpha;
+  g.beta = at.beta;
+  if (const Value* c = n.input(2)) {
+    std::vector<int64_t> dc = shape_static_dims(*c->type.shape);
+    dc.insert(dc.begin(), 2 - std::min<size_t>(dc.size(), 2), 1);
+    if (dc.size() != 2 || (dc[0] != 1 && dc[0] != g.m) || (dc[1] != 1 && dc[1] != g.n)) {
+      *why_not = "C does not broadcast to the output";
+      return std::nullopt;
+    }
+    g.c_rows = dc[0];
+    g.c_cols = dc[1];
+  }
+  return g;
+}
+
+} // namespace
+
+std::optional<LibraryCall> cuda_gemm_call(const Node& node, std::shared_ptr<Device> device,
+                                          std::string* why_not) {
+  if (node.op_type != "MatMul" && node.op_type != "Gemm") return std::nullopt;
+  for (const Value* v : node.inputs) {
+    if (v && (v->type.dtype != DType::kF32 || !v->type.has_static_shape())) {
+      *why_not = "f32 operands of static shape only";
+      return std::nullopt;
+    }
+  }
+  std::optional<GemmShape> shape =
+      node.op_type == "MatMul" ? matmul_shape(node, why_not) : gemm_shape(node, why_not);
+  if (!shape) return std::nullopt;
+  if (shape->m * shape->n * shape->k * shape->batch == 0) {
+    *why_not = "an empty operand";
+    return std::nullopt;
+  }
+  LibraryCall call;
+  call.values = {node.inputs[0], node.inputs[1]};
+  if (shape->c_rows > 0) call.values.push_back(node.inputs[2]);
+  call.values.push_back(node.outputs[0]);
+  call.nodes = {&node};
+  call.kernel = std::make_shared<GemmKernel>(std::move(device), *shape);
+  return call;
+}
+
+} // namespace weft::library
