@@ -119,13 +119,14 @@ def reductions(weft, env, tmp):
                   f"{name}: --deterministic is bitwise stable")
 
 
-def gemms(weft, env, tmp):
-    """MatMul and Gemm as library calls (Device::gemm: cuBLAS on a GPU, the emulator's loop
-    here): operand binding, batch strides, transposes, alpha, beta and C's broadcasts."""
+def library_calls(weft, env, tmp):
+    """MatMul, Gemm and Conv as library calls (Device::gemm and Device::conv: cuBLAS and cuDNN
+    on a GPU, the emulator's loops here): operand binding, batch strides, transposes, alpha,
+    beta, C's broadcasts, and the convolutions' windows, groups and bias."""
     rng = np.random.default_rng(3)
     f = TensorProto.FLOAT
 
-    def case(label, node, inputs, want):
+    def case(label, node, inputs, want, library=True):
         path = os.path.join(tmp, re.sub(r"\W+", "_", label) + ".onnx")
         infos = [helper.make_tensor_value_info(n, f, list(v.shape)) for n, v in inputs.items()]
         graph = helper.make_graph([node], "g", infos,
@@ -139,7 +140,7 @@ def gemms(weft, env, tmp):
             r = subprocess.run([weft, "run", path, *args, "--device", "cuda", "--output-dir", out],
                                capture_output=True, text=True, env=dict(env, WEFT_LOG="debug"))
             called = "library call: node" in r.stderr
-            ok = r.returncode == 0 and called and np.allclose(
+            ok = r.returncode == 0 and called == library and np.allclose(
                 np.load(os.path.join(out, "y.npy")), want, rtol=1e-4, atol=1e-4)
             check(ok, f"{label}{'' if r.returncode == 0 else ': ' + r.stderr.strip()[-300:]}")
 
@@ -160,6 +161,28 @@ def gemms(weft, env, tmp):
                                 beta=2.0)
         want = 0.5 * a.T @ b.T + (2.0 * c if c is not None else 0)
         case(f"Gemm A^T B^T alpha beta, {label}", node, inputs, want)
+
+    import torch  # the reference convolution (python3-torch)
+    conv = lambda x, w, b, **k: torch.nn.functional.conv2d(  # noqa: E731
+        torch.from_numpy(x), torch.from_numpy(w), None if b is None else torch.from_numpy(b),
+        **k).numpy()
+    x_, w_, b_ = x(2, 6, 9, 11), x(4, 3, 3, 2), x(4)
+    case("Conv 2-D, pads, strides, dilations, 2 groups, bias",
+         helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 2, 1, 2], strides=[2, 1],
+                          dilations=[1, 2], group=2),
+         {"x": x_, "w": w_, "b": b_},
+         conv(x_, w_, b_, padding=(1, 2), stride=(2, 1), dilation=(1, 2), groups=2))
+    x_, w_ = x(1, 5, 13), x(7, 5, 3)
+    case("Conv 1-D, no bias", helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1]),
+         {"x": x_, "w": w_}, conv(x_[:, :, None, :], w_[:, :, None, :], None,
+                                  padding=(0, 1))[:, :, 0, :])
+    x_, w_ = x(1, 4, 8, 8), x(4, 1, 3, 3)
+    case("Conv depthwise", helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1], group=4),
+         {"x": x_, "w": w_}, conv(x_, w_, None, padding=1, groups=4))
+    xp = np.pad(x_, ((0, 0), (0, 0), (0, 1), (0, 1)))
+    case("Conv with asymmetric pads: generated code",
+         helper.make_node("Conv", ["x", "w"], ["y"], pads=[0, 0, 1, 1], group=4),
+         {"x": x_, "w": w_}, conv(xp, w_, None, groups=4), library=False)
 
 
 def backend_cases(weft, env):
@@ -237,7 +260,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         reductions(weft, env, tmp)
         atomics_by_mode(weft, env, tmp)
-        gemms(weft, env, tmp)
+        library_calls(weft, env, tmp)
         no_driver(weft, tmp)
         stub_driver(weft, tmp)
     if os.path.isdir(conformance.DATA):

@@ -33,7 +33,7 @@
 #include "weft/graph/verify_graph.h"
 #include "weft/kernel/lower_node.h"
 #include "weft/kernel/strategy.h"
-#include "weft/library/cuda_blas.h"
+#include "weft/library/cuda_library.h"
 #include "weft/library/dnnl.h"
 #include "weft/runtime/cuda/cuda_kernel.h"
 #include "weft/runtime/cuda/device.h"
@@ -605,7 +605,7 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
     if (!use_library || absorbed.contains(node.get())) continue;
     std::string why_not;
     std::optional<library::LibraryCall> call =
-        cuda ? library::cuda_gemm_call(*node, device, &why_not)
+        cuda ? library::cuda_library_call(*node, device, &why_not)
              : library::dnnl_call(
                    *node, sole_reader, [&](const Node* n) { return !absorbed.contains(n); },
                    &why_not);

@@ -49,6 +49,16 @@ struct GemmShape {
   int64_t c_rows = 0, c_cols = 0; // C0's dims; 0: no C0 (beta does not apply)
 };
 
+// Y = conv(X, W) (+ bias per output channel) for NCHW f32 in 2 spatial dims (1-D convs have
+// h = kh = out_h = 1): X is n x c x h x w, W is k x (c / groups) x kh x kw, Y is
+// n x k x out_h x out_w. Pads are symmetric (pad_h on top and bottom).
+struct ConvShape {
+  int64_t n = 1, c = 0, h = 1, w = 0;
+  int64_t k = 0, kh = 1, kw = 1, groups = 1;
+  int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  int64_t out_h = 1, out_w = 0;
+};
+
 // Memory, copies (asynchronous, on the device's one stream) and synchronize() are those of
 // DeviceMemory, which executables use.
 class Device : public DeviceMemory {
@@ -58,6 +68,9 @@ public:
   // GEMM on the stream (cuBLAS on a GPU): "c0" may be null when the shape has none.
   virtual Status gemm(const GemmShape& shape, const float* a, const float* b, const float* c0,
                       float* c) = 0;
+  // Convolution on the stream (cuDNN on a GPU); "bias" may be null.
+  virtual Status conv(const ConvShape& shape, const float* x, const float* w, const float* bias,
+                      float* y) = 0;
   // Builds and loads a translation unit of the CUDA dialect; "name" is for messages.
   virtual Result<std::shared_ptr<const Module>> load(const std::string& source,
                                                      const std::string& name) = 0;

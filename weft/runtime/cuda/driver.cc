@@ -170,6 +170,110 @@ Result<std::unique_ptr<CublasApi>> load_cublas() {
   return api;
 }
 
+// cuDNN (cudnn.h's legacy convolution API, which cuDNN 9's libcudnn.so still exports), loaded
+// on the first convolution.
+using cudnnHandle_t = struct cudnnContext*;
+using cudnnStatus_t = int;
+using cudnnTensorDescriptor_t = struct cudnnTensorStruct*;
+using cudnnFilterDescriptor_t = struct cudnnFilterStruct*;
+using cudnnConvolutionDescriptor_t = struct cudnnConvolutionStruct*;
+constexpr int kCudnnNchw = 0, kCudnnFloat = 0, kCudnnCrossCorrelation = 1;
+
+struct CudnnAlgoPerf { // cudnnConvolutionFwdAlgoPerf_t
+  int algo;
+  cudnnStatus_t status;
+  float time;
+  size_t memory;
+  int determinism;
+  int math_type;
+  int reserved[3];
+};
+
+struct CudnnApi {
+  void* handle = nullptr;
+  cudnnStatus_t (*Create)(cudnnHandle_t*) = nullptr;
+  cudnnStatus_t (*SetStream)(cudnnHandle_t, CUstream) = nullptr;
+  cudnnStatus_t (*CreateTensorDescriptor)(cudnnTensorDescriptor_t*) = nullptr;
+  cudnnStatus_t (*DestroyTensorDescriptor)(cudnnTensorDescriptor_t) = nullptr;
+  cudnnStatus_t (*SetTensor4dDescriptor)(cudnnTensorDescriptor_t, int, int, int, int, int,
+                                         int) = nullptr;
+  cudnnStatus_t (*CreateFilterDescriptor)(cudnnFilterDescriptor_t*) = nullptr;
+  cudnnStatus_t (*DestroyFilterDescriptor)(cudnnFilterDescriptor_t) = nullptr;
+  cudnnStatus_t (*SetFilter4dDescriptor)(cudnnFilterDescriptor_t, int, int, int, int, int,
+                                         int) = nullptr;
+  cudnnStatus_t (*CreateConvolutionDescriptor)(cudnnConvolutionDescriptor_t*) = nullptr;
+  cudnnStatus_t (*DestroyConvolutionDescriptor)(cudnnConvolutionDescriptor_t) = nullptr;
+  cudnnStatus_t (*SetConvolution2dDescriptor)(cudnnConvolutionDescriptor_t, int, int, int, int, int,
+                                              int, int, int) = nullptr;
+  cudnnStatus_t (*SetConvolutionGroupCount)(cudnnConvolutionDescriptor_t, int) = nullptr;
+  cudnnStatus_t (*GetConvolutionForwardAlgorithm)(cudnnHandle_t, cudnnTensorDescriptor_t,
+                                                  cudnnFilterDescriptor_t,
+                                                  cudnnConvolutionDescriptor_t,
+                                                  cudnnTensorDescriptor_t, int, int*,
+                                                  CudnnAlgoPerf*) = nullptr;
+  cudnnStatus_t (*GetConvolutionForwardWorkspaceSize)(cudnnHandle_t, cudnnTensorDescriptor_t,
+                                                      cudnnFilterDescriptor_t,
+                                                      cudnnConvolutionDescriptor_t,
+                                                      cudnnTensorDescriptor_t, int,
+                                                      size_t*) = nullptr;
+  cudnnStatus_t (*ConvolutionForward)(cudnnHandle_t, const void*, cudnnTensorDescriptor_t,
+                                      const void*, cudnnFilterDescriptor_t, const void*,
+                                      cudnnConvolutionDescriptor_t, int, void*, size_t, const void*,
+                                      cudnnTensorDescriptor_t, void*) = nullptr;
+  cudnnStatus_t (*AddTensor)(cudnnHandle_t, const void*, cudnnTensorDescriptor_t, const void*,
+                             const void*, cudnnTensorDescriptor_t, void*) = nullptr;
+  const char* (*GetErrorString)(cudnnStatus_t) = nullptr;
+};
+
+Result<std::unique_ptr<CudnnApi>> load_cudnn() {
+  static const char* const kNames[] = {"libcudnn.so", "libcudnn.so.9", "libcudnn.so.8"};
+  auto api = std::make_unique<CudnnApi>();
+  for (const char* name : kNames) {
+    api->handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (api->handle) break;
+  }
+  if (!api->handle) {
+    return Status::error("cuDNN is not available: libcudnn.so was not found (install cuDNN, or "
+                         "add its directory to LD_LIBRARY_PATH)");
+  }
+  Binder b(api->handle);
+  b.bind("cudnnCreate", &api->Create);
+  b.bind("cudnnSetStream", &api->SetStream);
+  b.bind("cudnnCreateTensorDescriptor", &api->CreateTensorDescriptor);
+  b.bind("cudnnDestroyTensorDescriptor", &api->DestroyTensorDescriptor);
+  b.bind("cudnnSetTensor4dDescriptor", &api->SetTensor4dDescriptor);
+  b.bind("cudnnCreateFilterDescriptor", &api->CreateFilterDescriptor);
+  b.bind("cudnnDestroyFilterDescriptor", &api->DestroyFilterDescriptor);
+  b.bind("cudnnSetFilter4dDescriptor", &api->SetFilter4dDescriptor);
+  b.bind("cudnnCreateConvolutionDescriptor", &api->CreateConvolutionDescriptor);
+  b.bind("cudnnDestroyConvolutionDescriptor", &api->DestroyConvolutionDescriptor);
+  b.bind("cudnnSetConvolution2dDescriptor", &api->SetConvolution2dDescriptor);
+  b.bind("cudnnSetConvolutionGroupCount", &api->SetConvolutionGroupCount);
+  b.bind("cudnnGetConvolutionForwardAlgorithm_v7", &api->GetConvolutionForwardAlgorithm);
+  b.bind("cudnnGetConvolutionForwardWorkspaceSize", &api->GetConvolutionForwardWorkspaceSize);
+  b.bind("cudnnConvolutionForward", &api->ConvolutionForward);
+  b.bind("cudnnAddTensor", &api->AddTensor);
+  b.bind("cudnnGetErrorString", &api->GetErrorString);
+  if (!b.missing().empty())
+    return Status::error(fmt::format("cuDNN is not usable: libcudnn.so lacks {}", b.missing()));
+  return api;
+}
+
+// The descriptors of one convolution, destroyed with it.
+struct ConvDescriptors {
+  const CudnnApi& api;
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  ~ConvDescriptors() {
+    for (cudnnTensorDescriptor_t t : {x, y, bias}) {
+      if (t) api.DestroyTensorDescriptor(t);
+    }
+    if (w) api.DestroyFilterDescriptor(w);
+    if (conv) api.DestroyConvolutionDescriptor(conv);
+  }
+};
+
 // C0 broadcast into C and scaled by beta, before a GEMM that adds to it (beta = 1): cuBLAS
 // wants C0 at C's full size.
 constexpr const char* kBroadcastSource = R"(extern "C" __global__ void weft_broadcast_c0(
@@ -349,6 +453,70 @@ public:
                  "cublasSgemmStridedBatched");
   }
 
+  // cuDNN's heuristics pick the algorithm; its workspace is one buffer of the device, grown
+  // when a convolution needs more.
+  Status conv(const ConvShape& s, const float* x, const float* w, const float* bias,
+              float* y) override {
+    WEFT_RETURN_IF_ERROR(state_->make_current());
+    WEFT_ASSIGN_OR_RETURN(cudnnHandle_t handle, cudnn());
+    const CudnnApi& api = *cudnn_api_;
+    Status status;
+    auto check = [&](cudnnStatus_t r, const char* call) {
+      if (r != 0 && status.ok())
+        status = Status::error(fmt::format("cuDNN: {} failed: {}", call, api.GetErrorString(r)));
+      return status.ok();
+    };
+    auto i = [](int64_t v) { return static_cast<int>(v); };
+    ConvDescriptors d{api};
+    bool ok =
+        check(api.SetStream(handle, state_->stream), "cudnnSetStream") &&
+        check(api.CreateTensorDescriptor(&d.x), "cudnnCreateTensorDescriptor") &&
+        check(
+            api.SetTensor4dDescriptor(d.x, kCudnnNchw, kCudnnFloat, i(s.n), i(s.c), i(s.h), i(s.w)),
+            "cudnnSetTensor4dDescriptor") &&
+        check(api.CreateTensorDescriptor(&d.y), "cudnnCreateTensorDescriptor") &&
+        check(api.SetTensor4dDescriptor(d.y, kCudnnNchw, kCudnnFloat, i(s.n), i(s.k), i(s.out_h),
+                                        i(s.out_w)),
+              "cudnnSetTensor4dDescriptor") &&
+        check(api.CreateFilterDescriptor(&d.w), "cudnnCreateFilterDescriptor") &&
+        check(api.SetFilter4dDescriptor(d.w, kCudnnFloat, kCudnnNchw, i(s.k), i(s.c / s.groups),
+                                        i(s.kh), i(s.kw)),
+              "cudnnSetFilter4dDescriptor") &&
+        check(api.CreateConvolutionDescriptor(&d.conv), "cudnnCreateConvolutionDescriptor") &&
+        check(api.SetConvolution2dDescriptor(d.conv, i(s.pad_h), i(s.pad_w), i(s.stride_h),
+                                             i(s.stride_w), i(s.dilation_h), i(s.dilation_w),
+                                             kCudnnCrossCorrelation, kCudnnFloat),
+              "cudnnSetConvolution2dDescriptor") &&
+        check(api.SetConvolutionGroupCount(d.conv, i(s.groups)), "cudnnSetConvolutionGroupCount");
+    CudnnAlgoPerf perf[8] = {};
+    int returned = 0;
+    ok = ok && check(api.GetConvolutionForwardAlgorithm(handle, d.x, d.w, d.conv, d.y, 8, &returned,
+                                                        perf),
+                     "cudnnGetConvolutionForwardAlgorithm_v7");
+    const CudnnAlgoPerf* pick = nullptr;
+    for (int p = 0; ok && p < returned && !pick; ++p) {
+      if (perf[p].status == 0) pick = &perf[p];
+    }
+    if (ok && !pick) return Status::error("cuDNN has no algorithm for this convolution");
+    size_t bytes = 0;
+    ok = ok && check(api.GetConvolutionForwardWorkspaceSize(handle, d.x, d.w, d.conv, d.y,
+                                                            pick->algo, &bytes),
+                     "cudnnGetConvolutionForwardWorkspaceSize");
+    if (!ok) return status;
+    WEFT_ASSIGN_OR_RETURN(void* workspace, workspace_of(bytes));
+    float one = 1, zero = 0;
+    ok = check(api.ConvolutionForward(handle, &one, d.x, x, d.w, w, d.conv, pick->algo, workspace,
+                                      bytes, &zero, d.y, y),
+               "cudnnConvolutionForward");
+    if (ok && bias) {
+      ok = check(api.CreateTensorDescriptor(&d.bias), "cudnnCreateTensorDescriptor") &&
+           check(api.SetTensor4dDescriptor(d.bias, kCudnnNchw, kCudnnFloat, 1, i(s.k), 1, 1),
+                 "cudnnSetTensor4dDescriptor") &&
+           check(api.AddTensor(handle, &one, d.bias, bias, &one, d.y, y), "cudnnAddTensor");
+    }
+    return status;
+  }
+
   Result<std::shared_ptr<const Module>> load(const std::string& source,
                                              const std::string& name) override {
     WEFT_ASSIGN_OR_RETURN(const Nvrtc* nvrtc, Nvrtc::get());
@@ -378,6 +546,36 @@ private:
     return cublas_handle_;
   }
 
+  // The cuDNN handle, created on the first convolution and kept.
+  Result<cudnnHandle_t> cudnn() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (cudnn_handle_) return cudnn_handle_;
+    static const Result<std::unique_ptr<CudnnApi>> api = load_cudnn();
+    if (!api.ok()) return api.status();
+    cudnn_api_ = api->get();
+    cudnnStatus_t r = cudnn_api_->Create(&cudnn_handle_);
+    if (r != 0) {
+      cudnn_handle_ = nullptr;
+      return Status::error(
+          fmt::format("cuDNN: cudnnCreate failed: {}", cudnn_api_->GetErrorString(r)));
+    }
+    return cudnn_handle_;
+  }
+
+  // At least "bytes" of device memory for cuDNN; the previous buffer is freed once the stream
+  // is done with it.
+  Result<void*> workspace_of(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (bytes <= workspace_bytes_) return workspace_;
+    WEFT_RETURN_IF_ERROR(synchronize());
+    release(workspace_);
+    workspace_ = nullptr;
+    workspace_bytes_ = 0;
+    WEFT_ASSIGN_OR_RETURN(workspace_, allocate(bytes));
+    workspace_bytes_ = bytes;
+    return workspace_;
+  }
+
   Result<std::shared_ptr<const Module>> broadcast_module() {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!broadcast_) {
@@ -390,6 +588,10 @@ private:
   std::mutex mutex_;
   const CublasApi* cublas_api_ = nullptr;
   cublasHandle_t cublas_handle_ = nullptr;
+  const CudnnApi* cudnn_api_ = nullptr;
+  cudnnHandle_t cudnn_handle_ = nullptr;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
   std::shared_ptr<const Module> broadcast_;
 };
 

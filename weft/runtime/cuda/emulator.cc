@@ -296,6 +296,34 @@ public:
     }
     return Status();
   }
+  Status conv(const ConvShape& s, const float* x, const float* w, const float* bias,
+              float* y) override {
+    int64_t cg = s.c / s.groups, kg = s.k / s.groups;
+    for (int64_t b = 0; b < s.n; ++b) {
+      for (int64_t o = 0; o < s.k; ++o) {
+        int64_t g = o / kg;
+        for (int64_t i = 0; i < s.out_h; ++i) {
+          for (int64_t j = 0; j < s.out_w; ++j) {
+            double sum = bias ? bias[o] : 0.0;
+            for (int64_t q = 0; q < cg; ++q) {
+              for (int64_t u = 0; u < s.kh; ++u) {
+                int64_t yi = i * s.stride_h + u * s.dilation_h - s.pad_h;
+                if (yi < 0 || yi >= s.h) continue;
+                for (int64_t v = 0; v < s.kw; ++v) {
+                  int64_t xj = j * s.stride_w + v * s.dilation_w - s.pad_w;
+                  if (xj < 0 || xj >= s.w) continue;
+                  sum += static_cast<double>(x[((b * s.c + g * cg + q) * s.h + yi) * s.w + xj]) *
+                         w[((o * cg + q) * s.kh + u) * s.kw + v];
+                }
+              }
+            }
+            y[((b * s.k + o) * s.out_h + i) * s.out_w + j] = static_cast<float>(sum);
+          }
+        }
+      }
+    }
+    return Status();
+  }
   Result<std::shared_ptr<const Module>> load(const std::string& source,
                                              const std::string& name) override {
     std::string unit = fmt::format("{}\n{}\n{}", kEmulationHeader, source, kEmulationLaunch);

@@ -1,13 +1,15 @@
-#include "weft/library/cuda_blas.h"
+#include "weft/library/cuda_library.h"
 
 #include <fmt/format.h>
 
 #include "weft/graph/attrs.h"
+#include "weft/graph/shape_functions.h"
 
 namespace weft::library {
 
 namespace {
 
+using runtime::cuda::ConvShape;
 using runtime::cuda::Device;
 using runtime::cuda::GemmShape;
 
@@ -34,6 +36,31 @@ public:
 private:
   std::shared_ptr<Device> device_;
   GemmShape shape_;
+};
+
+// Binds X, W, [B,] Y in that order.
+class ConvKernel : public runtime::LibraryKernel {
+public:
+  ConvKernel(std::shared_ptr<Device> device, ConvShape shape, bool bias)
+      : device_(std::move(device)), shape_(shape), bias_(bias) {}
+
+  Status run(void* const* buffers) const override {
+    return device_->conv(shape_, static_cast<const float*>(buffers[0]),
+                         static_cast<const float*>(buffers[1]),
+                         bias_ ? static_cast<const float*>(buffers[2]) : nullptr,
+                         static_cast<float*>(buffers[bias_ ? 3 : 2]));
+  }
+  std::string describe() const override {
+    const ConvShape& s = shape_;
+    return fmt::format("convolution {}x{}x{}x{} * {}x{}x{}{} on {}", s.n, s.c, s.h, s.w, s.k, s.kh,
+                       s.kw, s.groups > 1 ? fmt::format(" ({} groups)", s.groups) : "",
+                       device_->describe());
+  }
+
+private:
+  std::shared_ptr<Device> device_;
+  ConvShape shape_;
+  bool bias_;
 };
 
 int64_t product(const std::vector<int64_t>& dims, size_t from, size_t to) {
@@ -95,16 +122,75 @@ std::optional<GemmShape> gemm_shape(const Node& n, std::string* why_not) {
   return g;
 }
 
+std::optional<ConvShape> conv_shape(const Node& n, std::string* why_not) {
+  const auto& at = n.attrs_as<ConvAttrs>();
+  const Value *x = n.inputs[0], *w = n.inputs[1], *y = n.outputs[0];
+  std::vector<int64_t> dx = shape_static_dims(*x->type.shape);
+  std::vector<int64_t> dw = shape_static_dims(*w->type.shape);
+  std::vector<int64_t> dy = shape_static_dims(*y->type.shape);
+  if (dx.size() != 3 && dx.size() != 4) {
+    *why_not = fmt::format("{} spatial dims (cuDNN is called for 1 or 2)", dx.size() - 2);
+    return std::nullopt;
+  }
+  Ints kernel = at.kernel_shape;
+  if (kernel.empty()) kernel.assign(dw.begin() + 2, dw.end());
+  std::vector<Window> win = window_dims(kernel, at.strides, at.dilations, at.pads, at.auto_pad,
+                                        *x->type.shape, *y->type.shape);
+  for (const Window& d : win) {
+    if (d.pad_begin != d.pad_end) {
+      *why_not = "asymmetric pads";
+      return std::nullopt;
+    }
+  }
+  // A 1-D convolution is a 2-D one of height 1.
+  if (win.size() == 1) win.insert(win.begin(), Window{1, 1, 1, 0, 0, 1, 1});
+  ConvShape s;
+  s.n = dx[0];
+  s.c = dx[1];
+  s.k = dw[0];
+  s.groups = at.group;
+  s.h = win[0].in;
+  s.w = win[1].in;
+  s.kh = win[0].kernel;
+  s.kw = win[1].kernel;
+  s.pad_h = win[0].pad_begin;
+  s.pad_w = win[1].pad_begin;
+  s.stride_h = win[0].stride;
+  s.stride_w = win[1].stride;
+  s.dilation_h = win[0].dilation;
+  s.dilation_w = win[1].dilation;
+  s.out_h = win[0].out;
+  s.out_w = win[1].out;
+  return s;
+}
+
 } // namespace
 
-std::optional<LibraryCall> cuda_gemm_call(const Node& node, std::shared_ptr<Device> device,
-                                          std::string* why_not) {
-  if (node.op_type != "MatMul" && node.op_type != "Gemm") return std::nullopt;
+std::optional<LibraryCall> cuda_library_call(const Node& node, std::shared_ptr<Device> device,
+                                             std::string* why_not) {
+  if (node.op_type != "MatMul" && node.op_type != "Gemm" && node.op_type != "Conv")
+    return std::nullopt;
   for (const Value* v : node.inputs) {
     if (v && (v->type.dtype != DType::kF32 || !v->type.has_static_shape())) {
       *why_not = "f32 operands of static shape only";
       return std::nullopt;
     }
+  }
+  LibraryCall call;
+  call.nodes = {&node};
+  if (node.op_type == "Conv") {
+    std::optional<ConvShape> shape = conv_shape(node, why_not);
+    if (!shape) return std::nullopt;
+    if (shape->n * shape->c * shape->h * shape->w * shape->k * shape->out_h * shape->out_w == 0) {
+      *why_not = "an empty tensor";
+      return std::nullopt;
+    }
+    const Value* bias = node.input(2);
+    call.values = {node.inputs[0], node.inputs[1]};
+    if (bias) call.values.push_back(bias);
+    call.values.push_back(node.outputs[0]);
+    call.kernel = std::make_shared<ConvKernel>(std::move(device), *shape, bias != nullptr);
+    return call;
   }
   std::optional<GemmShape> shape =
       node.op_type == "MatMul" ? matmul_shape(node, why_not) : gemm_shape(node, why_not);
@@ -113,11 +199,9 @@ std::optional<LibraryCall> cuda_gemm_call(const Node& node, std::shared_ptr<Devi
     *why_not = "an empty operand";
     return std::nullopt;
   }
-  LibraryCall call;
   call.values = {node.inputs[0], node.inputs[1]};
   if (shape->c_rows > 0) call.values.push_back(node.inputs[2]);
   call.values.push_back(node.outputs[0]);
-  call.nodes = {&node};
   call.kernel = std::make_shared<GemmKernel>(std::move(device), *shape);
   return call;
 }

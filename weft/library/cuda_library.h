@@ -1,0 +1,26 @@
+// Library calls on a CUDA device, for static shapes (runtime/cuda/device.h): MatMul and Gemm
+// in f32 as Device::gemm (cuBLAS on a GPU), Conv as Device::conv (cuDNN); the emulator runs
+// reference loops instead.
+//
+// Taken: MatMul of ranks >= 2 whose batch dims are equal, or one side 2-D (a 2-D B folds A's
+// batch into M); Gemm with its transposes, alpha, and a C that broadcasts to the output
+// (scaled by beta). Epilogues stay generated kernels, which fusion joins to their neighbours.
+// Conv in f32 with 1 or 2 spatial dims, symmetric pads, groups and a bias. Anything else
+// (1-D MatMul operands, broadcasting batch dims, 3-D convolutions, other dtypes) stays
+// generated code.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "weft/library/dnnl.h"
+#include "weft/runtime/cuda/device.h"
+
+namespace weft::library {
+
+std::optional<LibraryCall> cuda_library_call(const Node& node,
+                                             std::shared_ptr<runtime::cuda::Device> device,
+                                             std::string* why_not);
+
+} // namespace weft::library
