@@ -72,6 +72,12 @@ def reductions(weft, env, tmp):
         ("row sum, 300 per row (G=32)", "ReduceSum", np.float32, (300, 300), [1]),
         ("row mean, 3000 per row (block)", "ReduceMean", np.float32, (20, 3000), [1]),
         ("middle sum", "ReduceSum", np.float32, (6, 500, 40), [1]),
+        ("row sum, 3 rows of 40000 (split across blocks)", "ReduceSum", np.float32, (3, 40000),
+         [1]),
+        ("row max, 2 rows of 20000, all negative (split)", "ReduceMax", np.float32, (2, 20000),
+         [1]),
+        ("row mean, 4 rows of 17000 f64 (split, epilogue)", "ReduceMean", np.float64,
+         (4, 17000), [1]),
     ]
     for name, op, dtype, shape, axes in cases:
         if dtype in (np.int32,):

@@ -1,5 +1,7 @@
 #include "weft/codegen/cuda_strategy.h"
 
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "weft/codegen/dialect.h"
@@ -123,6 +125,47 @@ void CudaReductionWriter::all(const std::string& iterator, const std::string& in
   }
   out_ += fmt::format("{0}    {1} = 0;\n{2}{0}    {3}\n{0}  }}\n{0}}}\n", pad, count, first,
                       r_.store(combine(r_.target, "total")));
+}
+
+void CudaReductionWriter::split_row(const std::string& iterator, const RangeText& r,
+                                    const std::string& function, int64_t rows,
+                                    const std::string& before, const std::string& after, int depth,
+                                    std::string& globals) {
+  std::string pad(static_cast<size_t>(2 * depth), ' ');
+  const std::string& t = r_.type;
+  std::string bits = identity_bits(r_.combine, t);
+  std::string bits_type = bits.ends_with("ull") ? "uint64_t" : "uint32_t";
+  std::string acc = fmt::format("weft_acc_{}[weft_p]", function);
+  std::string count = fmt::format("weft_count_{}[weft_p]", function);
+  std::vector<std::string> identities(static_cast<size_t>(rows), bits);
+  globals +=
+      fmt::format("__device__ {0} weft_acc_{1}[{2}] = {{{3}}};  // each row's result\n"
+                  "__device__ unsigned int weft_count_{1}[{2}];  // each row's blocks done\n",
+                  bits_type, function, rows, fmt::join(identities, ", "));
+  out_ +=
+      fmt::format("{0}const int64_t weft_chunk = ({1} - ({2}) + weft_splits - 1) / weft_splits;\n"
+                  "{0}const int64_t weft_from = {2} + weft_s * weft_chunk;\n"
+                  "{0}const int64_t weft_to = weft_imin({1}, weft_from + weft_chunk);\n"
+                  "{0}{3} acc = {4};\n",
+                  pad, r.hi, r.lo, t, r_.identity);
+  out_ += fmt::format("{0}for (int64_t {1} = weft_from + threadIdx.x; {1} < weft_to; {1} += {2}) "
+                      "{{\n",
+                      pad, iterator, kCudaBlock);
+  r_.update("acc", depth + 1, out_);
+  std::string op = r_.combine == kernel::Combine::kSum   ? "add"
+                   : r_.combine == kernel::Combine::kMax ? "max"
+                                                         : "min";
+  out_ += fmt::format(
+      "{0}}}\n{0}acc = weft_group_reduce<{1}>(acc, {2}, 0xffffffffu);\n"
+      "{0}__shared__ bool weft_last;\n{0}if (threadIdx.x == 0) {{\n"
+      "{0}  weft_atomic_{3}(reinterpret_cast<{4}*>(&{5}), acc);\n{0}  __threadfence();\n"
+      "{0}  weft_last = atomicAdd(&{6}, 1u) == weft_splits - 1;\n{0}}}\n{0}__syncthreads();\n"
+      "{0}if (weft_last && threadIdx.x == 0) {{  // the row's last block\n"
+      "{0}  __threadfence();\n"
+      "{0}  const {4} total = *reinterpret_cast<volatile {4}*>(&{5});\n"
+      "{0}  {5} = {7};\n{0}  {6} = 0;\n{8}{0}  {9}\n{10}{0}}}\n{0}__syncthreads();\n",
+      pad, kCudaBlock, cuda_combine_op(r_.combine), op, t, acc, count, bits, before,
+      r_.store(combine(r_.target, "total")), after);
 }
 
 void CudaReductionWriter::column(const std::string& r_iterator, const RangeText& r,

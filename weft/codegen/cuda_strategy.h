@@ -20,6 +20,10 @@
 //   target's init statement first: no separate clean kernel. The accumulator and counter
 //   reset themselves for the next launch. Deterministic: each block writes its partial and
 //   the last block combines them in block order.
+// - ROW with few long rows (at most kCudaFewRows static rows of at least kCudaLongRow, a point
+//   body of statements around one register reduction): each row is split across blocks,
+//   which combine with atomics into a per-row accumulator of the module; the row's last block
+//   runs the inits, applies the total and runs the epilogue. Not when deterministic.
 // - COLUMN ([R, K], K contiguous): 32 columns per block on consecutive lanes, 8 row slices per
 //   block combined through a padded shared tile; when the column tiles alone cannot fill the
 //   grid, R is split across blocks too, which combine with atomics into the target (not when
@@ -38,6 +42,8 @@ inline constexpr int64_t kCudaMaxGrid = 1024;    // blocks of a persistent grid,
 inline constexpr int64_t kCudaBlock = 256;       // threads of a block, unless a row takes one
 inline constexpr int64_t kCudaColumnRows = 8;    // row slices of a COLUMN block
 inline constexpr int64_t kCudaMinSplitRows = 64; // rows a COLUMN split keeps per block, at least
+inline constexpr int64_t kCudaFewRows = 64;      // ROW: at most this many rows are split...
+inline constexpr int64_t kCudaLongRow = 16384;   // ...when they are at least this long
 
 struct CudaOptions {
   // Bitwise-stable results from run to run: no atomics (--deterministic).
@@ -77,6 +83,13 @@ public:
   void all(const std::string& iterator, const std::string& init, const std::string& cond,
            int64_t step, const std::string& function, bool atomic, const std::string& first,
            int depth, std::string& globals);
+  // ROW with few long rows, inside a loop over units that defines the row "weft_p" (of
+  // "rows", static) and its split "weft_s" (of "weft_splits"): the split's blocks combine with
+  // atomics into a per-row accumulator of the module, and the row's last block runs "before" (the
+  // inits), applies the total to the target, then runs "after" (the epilogue).
+  void split_row(const std::string& iterator, const RangeText& r, const std::string& function,
+                 int64_t rows, const std::string& before, const std::string& after, int depth,
+                 std::string& globals);
   // COLUMN: rows "r_iterator" over "r", columns "k_iterator" over "k", over the grid;
   // "split": R may be split across blocks (atomics into the target).
   void column(const std::string& r_iterator, const RangeText& r, const std::string& k_iterator,

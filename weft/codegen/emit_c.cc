@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -650,8 +651,10 @@ private:
 
   // A loop over the points of "chain", flattened, from "weft_first" by "weft_groups"; the
   // innermost loop varies fastest. 32-bit index arithmetic when the count is static and fits.
+  // "loop" replaces the loop's opening: given the point count, it defines weft_p.
   void emit_points(const std::vector<std::pair<const AstNode*, LoopRange>>& chain, int depth,
-                   std::string& out) const {
+                   std::string& out,
+                   const std::function<std::string(const std::string&)>& loop = nullptr) const {
     std::string pad(static_cast<size_t>(2 * depth), ' ');
     std::vector<std::string> extents;
     std::optional<int64_t> total = 1;
@@ -669,9 +672,11 @@ private:
     }
     bool narrow = total && *total < (int64_t{1} << 31);
     std::string index = narrow ? "uint32_t" : "int64_t", suffix = narrow ? "u" : "";
-    out += fmt::format("{0}for (int64_t weft_p = weft_first; weft_p < {1}; weft_p += weft_groups) "
-                       "{{\n",
-                       pad, fmt::join(extents, " * "));
+    std::string count = fmt::format("{}", fmt::join(extents, " * "));
+    out += loop ? loop(count)
+                : fmt::format("{0}for (int64_t weft_p = weft_first; weft_p < {1}; weft_p += "
+                              "weft_groups) {{\n",
+                              pad, count);
     if (chain.size() > 1) out += fmt::format("{}  {} weft_q = weft_p;\n", pad, index);
     for (size_t i = chain.size(); i-- > 0;) {
       std::string lo = ast_expr(chain[i].second.lo);
@@ -686,6 +691,63 @@ private:
                            pad, it, lo, extents[i], extents[i].starts_with("weft_") ? "" : suffix);
       }
     }
+  }
+
+  // Few long rows: the register reduction of a point body that is otherwise statements
+  // (inits before it, an epilogue after), when the points are few and static and the rows
+  // long, with atomics for its combine. Null otherwise.
+  const AstNode* few_long_rows(const std::vector<std::pair<const AstNode*, LoopRange>>& chain,
+                               const CudaOptions& options) const {
+    if (options.deterministic) return nullptr;
+    int64_t points = 1;
+    for (const auto& [loop, range] : chain) {
+      std::optional<int64_t> e = range.static_extent();
+      if (!e) return nullptr;
+      points *= *e;
+    }
+    if (points > kCudaFewRows) return nullptr;
+    const AstNode* reduction = nullptr;
+    for (const AstNode* item : items_of(chain.back().first->children[0])) {
+      if (item->kind == AstNode::Kind::kCall) continue;
+      const AstNode* call = register_reduction(k_, *item);
+      if (reduction || !call || !loop_range(*item)) return nullptr;
+      std::optional<int64_t> r = trip_bound(k_, *item, *call);
+      ReductionText text = reduction_text(*call);
+      if (!r || *r < kCudaLongRow || !cuda_atomic_applies(text.combine, text.type)) return nullptr;
+      reduction = item;
+    }
+    return reduction;
+  }
+
+  // ROW with few long rows (cuda_strategy.h): each row split across blocks.
+  void emit_few_long_rows(const std::vector<std::pair<const AstNode*, LoopRange>>& chain,
+                          const AstNode& loop, const std::string& function, std::string& out,
+                          std::string& globals) const {
+    std::string before, after;
+    bool seen = false;
+    for (const AstNode* item : items_of(chain.back().first->children[0])) {
+      if (item == &loop) {
+        seen = true;
+        continue;
+      }
+      emit_statement(*item, 4, seen ? after : before);
+    }
+    const AstNode& call = loop.children[0];
+    int64_t rows = 1;
+    for (const auto& c : chain)
+      rows *= *c.second.static_extent();
+    emit_points(chain, 1, out, [&](const std::string& count) {
+      return fmt::format(
+          "  const int64_t weft_splits = weft_imax(1, (int64_t)gridDim.x / ({0}));\n"
+          "  for (int64_t weft_u = blockIdx.x; weft_u < ({0}) * weft_splits; weft_u += "
+          "gridDim.x) {{\n"
+          "    const int64_t weft_p = weft_u / weft_splits, weft_s = weft_u % weft_splits;\n",
+          count);
+    });
+    CudaReductionWriter(reduction_text(call), out)
+        .split_row(loop.iterator, range_text(loop, call), function, rows, before, after, 2,
+                   globals);
+    out += "  }\n";
   }
 
   // "// launch ...", the signature (buffers and extents by value), and the body's opening.
@@ -732,6 +794,8 @@ private:
       block = 32 * kCudaColumnRows;
       CudaReductionWriter(r, body).column(n.iterator, range_text(n, c), inner->iterator,
                                           range_text(*inner, c), split, 1);
+    } else if (const AstNode* loop = chain.empty() ? nullptr : few_long_rows(chain, options)) {
+      emit_few_long_rows(chain, *loop, function, body, globals);
     } else if (!chain.empty()) {
       const AstNode& point = chain.back().first->children[0];
       int64_t group = contains_reduction(point) ? group_size(point) : 1;

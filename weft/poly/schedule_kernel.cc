@@ -219,14 +219,16 @@ public:
                                       : fmt::format("{{ {}, child: {{ {} }} }}", filter, child));
     }
     std::string tree = fmt::format("sequence: [ {} ]", fmt::join(filters, ", "));
-    // The shared loops, innermost first; only the outermost is marked (a parallel region).
+    // The shared loops, innermost first; all are parallel (no statement reduces them, and
+    // dependences stay within an iteration). The CPU opens a parallel region at the outermost
+    // only; CUDA flattens them all into the grid's index space.
     for (size_t d = shared; d-- > 0;) {
       std::vector<std::string> maps;
       for (size_t s = 0; s < kernel_.statements.size(); ++s)
         maps.push_back(fmt::format("{} -> [(i{})]", tuple(s), d));
       tree = fmt::format("schedule: \"{}[{{ {} }}]\", child: {{ {} }}", param_list(),
                          fmt::join(maps, "; "), tree);
-      if (d == 0) tree = fmt::format("mark: \"parallel c0\", child: {{ {} }}", tree);
+      tree = fmt::format("mark: \"parallel c{}\", child: {{ {} }}", d, tree);
     }
     return fmt::format("{{ domain: \"{}\", child: {{ {} }} }}", all_domains(), tree);
   }
