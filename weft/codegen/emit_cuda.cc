@@ -1,0 +1,345 @@
+// The CUDA dialect's part of the emitter (emitter.h): one __global__ function per top-level
+// nest, with the strategies of cuda_strategy.h.
+#include <algorithm>
+#include <functional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "weft/codegen/emitter.h"
+
+namespace weft::codegen {
+
+std::string Emitter::cuda_function(const AstNode& loops, const CudaOptions& options) {
+  std::vector<const AstNode*> parts;
+  if (loops.kind == AstNode::Kind::kBlock) {
+    for (const AstNode& c : loops.children)
+      parts.push_back(&c);
+  } else {
+    parts.push_back(&loops);
+  }
+  std::string out;
+  int functions = 0;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    if (p + 1 < parts.size() && folds_into(*parts[p], *parts[p + 1])) {
+      out +=
+          cuda_part(*parts[p + 1], fmt::format("weft_{}_p{}", k_.name, p + 1), parts[p], options);
+      ++p;
+    } else {
+      out += cuda_part(*parts[p], fmt::format("weft_{}_p{}", k_.name, p), nullptr, options);
+    }
+    ++functions;
+  }
+  return fmt::format("// kernel {}: {} part(s)\n{}", k_.name, functions, out);
+}
+
+bool Emitter::folds_into(const AstNode& init, const AstNode& next) const {
+  const AstNode* call = next.kind == AstNode::Kind::kFor ? register_reduction(k_, next) : nullptr;
+  if (init.kind != AstNode::Kind::kCall || !call) return false;
+  const Statement& a = k_.statements[static_cast<size_t>(init.statement)];
+  const Statement& b = k_.statements[static_cast<size_t>(call->statement)];
+  if (a.combine != kernel::Combine::kNone || a.write.buffer != b.write.buffer ||
+      k_.buffers[static_cast<size_t>(b.write.buffer)].aliased || !a.write.indirect.empty())
+    return false;
+  for (const kernel::Access& r : b.reads) {
+    if (r.buffer == b.write.buffer) return false;
+  }
+  auto iters = [&](const AstNode& c) {
+    std::vector<std::string> out;
+    for (const AstExpr& e : c.args)
+      out.push_back(ast_expr(e));
+    return out;
+  };
+  return offset(a.write, iters(init)) == offset(b.write, iters(*call));
+}
+
+bool Emitter::contains_reduction(const AstNode& n) {
+  if (n.kind == AstNode::Kind::kFor && n.mark == AstNode::Mark::kReduction) return true;
+  return std::any_of(n.children.begin(), n.children.end(),
+                     [](const AstNode& c) { return contains_reduction(c); });
+}
+
+std::vector<const AstNode*> Emitter::items_of(const AstNode& n) {
+  std::vector<const AstNode*> items;
+  if (n.kind == AstNode::Kind::kBlock) {
+    for (const AstNode& c : n.children)
+      items.push_back(&c);
+  } else {
+    items.push_back(&n);
+  }
+  return items;
+}
+
+std::vector<std::pair<const AstNode*, LoopRange>> Emitter::parallel_chain(const AstNode& n) const {
+  std::vector<std::pair<const AstNode*, LoopRange>> chain;
+  const AstNode* loop = &n;
+  while (loop->kind == AstNode::Kind::kFor && loop->mark == AstNode::Mark::kParallel) {
+    std::optional<LoopRange> r = loop_range(*loop);
+    if (!r) break;
+    bool free = std::none_of(chain.begin(), chain.end(),
+                             [&](const auto& c) { return range_mentions(*r, c.first->iterator); });
+    if (!free) break;
+    chain.emplace_back(loop, *r);
+    loop = &loop->children[0];
+  }
+  return chain;
+}
+
+int64_t Emitter::group_size(const AstNode& body) const {
+  std::optional<int64_t> want;
+  auto take = [&](std::optional<int64_t> g) {
+    if (g) want = std::max(want.value_or(1), *g);
+  };
+  for (const AstNode* item : items_of(body)) {
+    if (item->kind != AstNode::Kind::kFor) continue;
+    if (const AstNode* call = register_reduction(k_, *item)) {
+      take(cuda_group_size(trip_bound(k_, *item, *call)));
+    } else if (const AstNode* inner = column_nest(k_, *item)) {
+      std::optional<int64_t> k = range_text(*inner, inner->children[0]).extent;
+      int64_t g = 1;
+      while (k && g < 1024 && g * 2 <= *k)
+        g *= 2;
+      take(k ? std::optional<int64_t>(g) : std::nullopt);
+    } else if (std::optional<LoopRange> r = loop_range(*item)) {
+      std::optional<int64_t> e = r->static_extent();
+      if (e) take(cuda_group_size(e));
+    }
+  }
+  return want.value_or(32);
+}
+
+void Emitter::emit_group_body(const AstNode& body, int64_t group, int depth,
+                              std::string& out) const {
+  std::string pad(static_cast<size_t>(2 * depth), ' ');
+  std::string sync = group > 32 ? "__syncthreads();" : "__syncwarp(weft_mask);";
+  for (const AstNode* item : items_of(body)) {
+    const AstNode& n = *item;
+    if (n.kind == AstNode::Kind::kFor) {
+      if (const AstNode* call = register_reduction(k_, n)) {
+        CudaReductionWriter(reduction_text(*call), out)
+            .group(n.iterator, ast_expr(n.init), ast_expr(n.cond), n.step, group, depth);
+      } else if (const AstNode* inner = column_nest(k_, n)) {
+        const AstNode& c = inner->children[0];
+        ReductionText r = reduction_text(c);
+        RangeText rows = range_text(n, c), cols = range_text(*inner, c);
+        out += fmt::format("{0}for (int64_t {1} = {2} + weft_lane; {1} < {3}; {1} += {4}) {{  "
+                           "// a lane per column\n{0}  {5} acc = {6};\n"
+                           "{0}  for (int64_t {7} = {8}; {7} < {9}; ++{7}) {{\n",
+                           pad, inner->iterator, cols.lo, cols.hi, group, r.type, r.target,
+                           n.iterator, rows.lo, rows.hi);
+        r.update("acc", depth + 2, out);
+        out += fmt::format("{0}  }}\n{0}  {1}\n{0}}}\n", pad, r.store("acc"));
+      } else if (n.mark == AstNode::Mark::kParallel) {
+        out += fmt::format("{0}for (int64_t {1} = {2} + weft_lane * {3}; {4}; {1} += {5} * {3}) "
+                           "{{\n",
+                           pad, n.iterator, ast_expr(n.init), n.step, ast_expr(n.cond), group);
+        emit_node(n.children[0], depth + 1, true, out);
+        out += pad + "}\n";
+      } else {
+        out += fmt::format("{}if (weft_lane == 0) {{\n", pad);
+        emit_node(n, depth + 1, true, out);
+        out += pad + "}\n";
+      }
+    } else if (n.kind == AstNode::Kind::kIf) {
+      out += fmt::format("{}if ({}) {{\n", pad, ast_expr(n.cond));
+      emit_group_body(n.children[0], group, depth + 1, out);
+      if (n.children.size() > 1) {
+        out += pad + "} else {\n";
+        emit_group_body(n.children[1], group, depth + 1, out);
+      }
+      out += pad + "}\n";
+    } else if (n.kind == AstNode::Kind::kBlock) {
+      emit_group_body(n, group, depth, out);
+    } else {
+      out += fmt::format("{}if (weft_lane == 0) {{\n", pad);
+      emit_node(n, depth + 1, true, out);
+      out += pad + "}\n";
+    }
+    out += pad + sync + "\n";
+  }
+}
+
+void Emitter::emit_points(const std::vector<std::pair<const AstNode*, LoopRange>>& chain, int depth,
+                          std::string& out,
+                          const std::function<std::string(const std::string&)>& loop) const {
+  std::string pad(static_cast<size_t>(2 * depth), ' ');
+  std::vector<std::string> extents;
+  std::optional<int64_t> total = 1;
+  for (size_t i = 0; i < chain.size(); ++i) {
+    const LoopRange& r = chain[i].second;
+    std::optional<int64_t> e = r.static_extent();
+    if (e) {
+      extents.push_back(std::to_string(*e));
+    } else {
+      extents.push_back(fmt::format("weft_e{}", i));
+      out += fmt::format("{}const int64_t weft_e{} = weft_imax({} - {}, 0);\n", pad, i,
+                         ast_expr(r.hi), ast_expr(r.lo));
+    }
+    total = total && e ? std::optional<int64_t>(*total * *e) : std::nullopt;
+  }
+  bool narrow = total && *total < (int64_t{1} << 31);
+  std::string index = narrow ? "uint32_t" : "int64_t", suffix = narrow ? "u" : "";
+  std::string count = fmt::format("{}", fmt::join(extents, " * "));
+  out += loop ? loop(count)
+              : fmt::format("{0}for (int64_t weft_p = weft_first; weft_p < {1}; weft_p += "
+                            "weft_groups) {{\n",
+                            pad, count);
+  if (chain.size() > 1) out += fmt::format("{}  {} weft_q = weft_p;\n", pad, index);
+  for (size_t i = chain.size(); i-- > 0;) {
+    std::string lo = ast_expr(chain[i].second.lo);
+    const std::string& it = chain[i].first->iterator;
+    if (chain.size() == 1) {
+      out += fmt::format("{}  const int64_t {} = {} + weft_p;\n", pad, it, lo);
+    } else if (i == 0) {
+      out += fmt::format("{}  const int64_t {} = {} + weft_q;\n", pad, it, lo);
+    } else {
+      out += fmt::format("{0}  const int64_t {1} = {2} + weft_q % {3}{4};\n"
+                         "{0}  weft_q /= {3}{4};\n",
+                         pad, it, lo, extents[i], extents[i].starts_with("weft_") ? "" : suffix);
+    }
+  }
+}
+
+const AstNode*
+Emitter::few_long_rows(const std::vector<std::pair<const AstNode*, LoopRange>>& chain,
+                       const CudaOptions& options) const {
+  if (options.deterministic) return nullptr;
+  int64_t points = 1;
+  for (const auto& [loop, range] : chain) {
+    std::optional<int64_t> e = range.static_extent();
+    if (!e) return nullptr;
+    points *= *e;
+  }
+  if (points > kCudaFewRows) return nullptr;
+  const AstNode* reduction = nullptr;
+  for (const AstNode* item : items_of(chain.back().first->children[0])) {
+    if (item->kind == AstNode::Kind::kCall) continue;
+    const AstNode* call = register_reduction(k_, *item);
+    if (reduction || !call || !loop_range(*item)) return nullptr;
+    std::optional<int64_t> r = trip_bound(k_, *item, *call);
+    ReductionText text = reduction_text(*call);
+    if (!r || *r < kCudaLongRow || !cuda_atomic_applies(text.combine, text.type)) return nullptr;
+    reduction = item;
+  }
+  return reduction;
+}
+
+void Emitter::emit_few_long_rows(const std::vector<std::pair<const AstNode*, LoopRange>>& chain,
+                                 const AstNode& loop, const std::string& function, std::string& out,
+                                 std::string& globals) const {
+  std::string before, after;
+  bool seen = false;
+  for (const AstNode* item : items_of(chain.back().first->children[0])) {
+    if (item == &loop) {
+      seen = true;
+      continue;
+    }
+    emit_statement(*item, 4, seen ? after : before);
+  }
+  const AstNode& call = loop.children[0];
+  int64_t rows = 1;
+  for (const auto& c : chain)
+    rows *= *c.second.static_extent();
+  emit_points(chain, 1, out, [&](const std::string& count) {
+    return fmt::format(
+        "  const int64_t weft_splits = weft_imax(1, (int64_t)gridDim.x / ({0}));\n"
+        "  for (int64_t weft_u = blockIdx.x; weft_u < ({0}) * weft_splits; weft_u += "
+        "gridDim.x) {{\n"
+        "    const int64_t weft_p = weft_u / weft_splits, weft_s = weft_u % weft_splits;\n",
+        count);
+  });
+  CudaReductionWriter(reduction_text(call), out)
+      .split_row(loop.iterator, range_text(loop, call), function, rows, before, after, 2, globals);
+  out += "  }\n";
+}
+
+std::string Emitter::cuda_header(const std::string& function, int64_t block, bool one_block) const {
+  std::vector<std::string> params, names;
+  for (size_t i = 0; i < k_.buffers.size(); ++i) {
+    const kernel::Buffer& b = k_.buffers[i];
+    params.push_back(fmt::format("{}{}* {}b{}",
+                                 b.role == kernel::BufferRole::kInput ? "const " : "",
+                                 storage_type(b.dtype), b.aliased ? "" : "__restrict__ ", i));
+    names.push_back(fmt::format("b{} {}", i, b.name));
+  }
+  for (const auto& [symbol, name] : symbol_names_) {
+    params.push_back("const int64_t " + name);
+    names.push_back(fmt::format("{} {}", name, symbol));
+  }
+  return fmt::format("// launch {} block={} grid={}\n// {}\n{}void __launch_bounds__({}) "
+                     "{}({}) {{\n",
+                     function, block, one_block ? "1" : "device", fmt::join(names, ", "),
+                     d_.function_prefix, block, function, fmt::join(params, ", "));
+}
+
+std::string Emitter::cuda_part(const AstNode& n, const std::string& function, const AstNode* first,
+                               const CudaOptions& options) const {
+  std::string globals, body;
+  int64_t block = kCudaBlock;
+  bool one_block = false;
+  const AstNode* call = n.kind == AstNode::Kind::kFor ? register_reduction(k_, n) : nullptr;
+  const AstNode* inner = n.kind == AstNode::Kind::kFor ? column_nest(k_, n) : nullptr;
+  std::vector<std::pair<const AstNode*, LoopRange>> chain = parallel_chain(n);
+  if (call) {
+    ReductionText r = reduction_text(*call);
+    std::string first_text;
+    if (first) emit_statement(*first, 3, first_text);
+    bool atomic = !options.deterministic && cuda_atomic_applies(r.combine, r.type);
+    CudaReductionWriter(r, body).all(n.iterator, ast_expr(n.init), ast_expr(n.cond), n.step,
+                                     function, atomic, first_text, 1, globals);
+  } else if (inner) {
+    const AstNode& c = inner->children[0];
+    ReductionText r = reduction_text(c);
+    bool split =
+        !options.deterministic && cuda_atomic_applies(r.combine, r.type) && r.storage == r.type;
+    block = 32 * kCudaColumnRows;
+    CudaReductionWriter(r, body).column(n.iterator, range_text(n, c), inner->iterator,
+                                        range_text(*inner, c), split, 1);
+  } else if (const AstNode* loop = chain.empty() ? nullptr : few_long_rows(chain, options)) {
+    emit_few_long_rows(chain, *loop, function, body, globals);
+  } else if (!chain.empty()) {
+    const AstNode& point = chain.back().first->children[0];
+    int64_t group = contains_reduction(point) ? group_size(point) : 1;
+    if (group == 1) {
+      body += "  const int64_t weft_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;\n"
+              "  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x;\n";
+    } else if (group > 32) {
+      block = group;
+      body += "  const int64_t weft_lane = threadIdx.x;\n"
+              "  const unsigned int weft_mask = 0xffffffffu;\n"
+              "  const int64_t weft_first = blockIdx.x, weft_groups = gridDim.x;\n";
+    } else {
+      body += fmt::format(
+          "  const int64_t weft_lane = threadIdx.x % {0};\n"
+          "  const unsigned int weft_mask = {1};\n"
+          "  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / {0};\n"
+          "  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / {0};\n",
+          group,
+          group == 32 ? "0xffffffffu"
+                      : fmt::format("((1u << {0}) - 1u) << (threadIdx.x % 32 / {0} * {0})", group));
+    }
+    emit_points(chain, 1, body);
+    if (group == 1) {
+      emit_node(point, 2, true, body);
+    } else {
+      body += fmt::format("    // a group of {} threads per point\n", group);
+      emit_group_body(point, group, 2, body);
+    }
+    body += "  }\n";
+  } else if (n.kind == AstNode::Kind::kFor && n.mark == AstNode::Mark::kParallel) {
+    body += fmt::format("  const int64_t weft_stride = (int64_t)gridDim.x * blockDim.x;\n"
+                        "  for (int64_t {0} = {1} + ((int64_t)blockIdx.x * blockDim.x + "
+                        "threadIdx.x) * {2}; {3}; {0} += weft_stride * {2}) {{\n",
+                        n.iterator, ast_expr(n.init), n.step, ast_expr(n.cond));
+    emit_node(n.children[0], 2, true, body);
+    body += "  }\n";
+  } else {
+    block = 1;
+    one_block = true;
+    body += "  // one thread\n";
+    emit_node(n, 1, true, body);
+  }
+  return globals + cuda_header(function, block, one_block) + body + "}\n";
+}
+
+} // namespace weft::codegen

@@ -1,0 +1,162 @@
+// The C-family emitter behind emit_c.h, in two files: emit_c.cc (statements, and the CPU
+// dialect's loops and reduction strategies) and emit_cuda.cc (the CUDA dialect's functions
+// and strategies, cuda_strategy.h). Internal to codegen/.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "weft/codegen/cpu_strategy.h"
+#include "weft/codegen/cuda_strategy.h"
+#include "weft/codegen/dialect.h"
+#include "weft/kernel/kernel.h"
+#include "weft/poly/loop_ast.h"
+
+namespace weft::codegen {
+
+using kernel::AffineExpr;
+using kernel::Kernel;
+using kernel::Statement;
+using poly::AstExpr;
+using poly::AstNode;
+
+// One kernel's emission in a dialect.
+class Emitter {
+public:
+  Emitter(const Kernel& k, const DialectTable& d, const CpuSchedule& schedule);
+
+  std::string function(const AstNode& loops);
+
+  // One __global__ function per top-level nest, launched in order on one stream (the order
+  // is the barrier between nests): "weft_NAME_pI", each after a line "// launch FUNCTION
+  // block=B grid=G" (G: 1, or "device", a persistent grid). The strategies are those of
+  // cuda_strategy.h; a nest they do not cover runs on one thread.
+  std::string cuda_function(const AstNode& loops, const CudaOptions& options);
+
+private:
+  // "// kernel ...", the signature, and the buffer and extent locals.
+  std::string header(const std::string& function_name) const;
+
+  std::string ast_expr(const AstExpr& e) const;
+
+  std::string dim_text(const Dim& d) const;
+
+  // Row-major offset of an access, with iterators replaced by "iters"; an indirect index is
+  // the statement's value "t<node>", brought into the buffer by the prelude's helpers.
+  std::string offset(const kernel::Access& a, const std::vector<std::string>& iters) const;
+
+  std::string load(const kernel::Access& a, const std::vector<std::string>& iters) const;
+
+  std::string store_value(DType t, const std::string& v) const;
+
+  // With "accumulator" set, a combining statement combines into that local variable
+  // instead of its write location.
+  void emit_statement(const AstNode& call, int depth, std::string& out,
+                      const std::string& accumulator = "") const;
+
+  static bool has_loop(const AstNode& n);
+
+  // { acc = y[i]; for (...) acc = combine(acc, ...); y[i] = acc; } A sum may be
+  // vectorized (reassociated); max and min stay in order, so that NaN propagates.
+  void emit_register_reduction(const AstNode& n, const AstNode& call, int depth,
+                               std::string& out) const;
+
+  // The combining statement "call" as cpu_strategy.h's skeletons print it.
+  ReductionText reduction_text(const AstNode& call) const;
+
+  // The range of "loop", which runs statement "call".
+  RangeText range_text(const AstNode& loop, const AstNode& call) const;
+
+  // The reduction nest "n" (a register reduction, or a COLUMN nest), with or without
+  // threads.
+  void emit_reduction_nest(const AstNode& n, Threads threads, int depth, std::string& out) const;
+
+  // The number of elements reduction nest "n" combines, as C text and, when known, an
+  // upper bound; none when "n" is no reduction nest with lanes or its ranges mention the
+  // iterator "outer" (empty: no outer loop).
+  std::optional<std::pair<std::string, std::optional<int64_t>>>
+  reduction_work(const AstNode& n, const std::string& outer) const;
+
+  // A parallel loop "n" around a reduction nest (or, after loop fusion, around a block of
+  // reduction nests and other statements, such as their inits): with fewer iterations than
+  // threads, it runs serially and splits each inner reduction across the threads instead.
+  // False when that can never happen (then the ordinary emission applies).
+  bool emit_few_rows(const AstNode& n, int depth, std::string& out) const;
+
+  // Emits "n" with a CPU reduction strategy (cpu_strategy.h) when one applies.
+  bool emit_cpu_strategy(const AstNode& n, int depth, bool in_loop, std::string& out) const;
+
+  // "e" with the identifier "id" replaced by "by".
+  static AstExpr substitute(AstExpr e, const std::string& id, const AstExpr& by);
+
+  // A SIMD loop "n" around one statement whose loads include some that do not move with it
+  // (a row's max or sum in softmax, a per-channel scale): those are loaded once before the
+  // loop, when it runs at all. Inside an OpenMP region GCC cannot prove them invariant and
+  // leaves such a loop scalar. False when there is nothing to hoist.
+  bool emit_hoisted_loop(const AstNode& n, int depth, std::string& out) const;
+
+  // "in_loop": inside another loop. Only a loop at the top of its nest opens a parallel
+  // region: one nested under a serial loop (the K loop of a column reduction) would open a
+  // region per outer iteration.
+  void emit_node(const AstNode& n, int depth, bool in_loop, std::string& out) const;
+
+  // ---- CUDA (emit_cuda.cc) ----
+
+  // Is "init" a statement that the ALL nest "next" may run in its last block, before
+  // combining into the same location? Then the two are one launch.
+  bool folds_into(const AstNode& init, const AstNode& next) const;
+
+  static bool contains_reduction(const AstNode& n);
+
+  static std::vector<const AstNode*> items_of(const AstNode& n);
+
+  // The perfectly nested parallel loops at the top of "n", with their ranges, as long as
+  // those are free of the loops' own iterators.
+  std::vector<std::pair<const AstNode*, LoopRange>> parallel_chain(const AstNode& n) const;
+
+  // Threads per point of a group body: the largest of its items' wants (cuda_group_size of
+  // a reduction's or loop's extent; a COLUMN nest wants a lane per column).
+  int64_t group_size(const AstNode& body) const;
+
+  // The items of a point's body, for a group of "group" threads: see cuda_strategy.h (ROW).
+  void emit_group_body(const AstNode& body, int64_t group, int depth, std::string& out) const;
+
+  // A loop over the points of "chain", flattened, from "weft_first" by "weft_groups"; the
+  // innermost loop varies fastest. 32-bit index arithmetic when the count is static and fits.
+  // "loop" replaces the loop's opening: given the point count, it defines weft_p.
+  void emit_points(const std::vector<std::pair<const AstNode*, LoopRange>>& chain, int depth,
+                   std::string& out,
+                   const std::function<std::string(const std::string&)>& loop = nullptr) const;
+
+  // Few long rows: the register reduction of a point body that is otherwise statements
+  // (inits before it, an epilogue after), when the points are few and static and the rows
+  // long, with atomics for its combine. Null otherwise.
+  const AstNode* few_long_rows(const std::vector<std::pair<const AstNode*, LoopRange>>& chain,
+                               const CudaOptions& options) const;
+
+  // ROW with few long rows (cuda_strategy.h): each row split across blocks.
+  void emit_few_long_rows(const std::vector<std::pair<const AstNode*, LoopRange>>& chain,
+                          const AstNode& loop, const std::string& function, std::string& out,
+                          std::string& globals) const;
+
+  // "// launch ...", the signature (buffers and extents by value), and the body's opening.
+  std::string cuda_header(const std::string& function, int64_t block, bool one_block) const;
+
+  // One top-level nest "n" as a __global__ function; "first": an init folded into it.
+  std::string cuda_part(const AstNode& n, const std::string& function, const AstNode* first,
+                        const CudaOptions& options) const;
+
+  const Kernel& k_;
+  const DialectTable& d_;
+  const CpuSchedule& schedule_;
+  // Statically less work than the schedule's min_parallel_work: no parallel regions.
+  bool small_ = false;
+  std::map<std::string, std::string> symbol_names_; // symbol -> C name
+  mutable std::map<int, std::string> hoisted_;      // expression node -> hoisted load
+};
+
+} // namespace weft::codegen
