@@ -205,3 +205,16 @@ def test_weft_dump_dir_environment(softmax_path, tmp_path):
     assert dump.name.startswith("softmax-")
     assert (dump / "kernels.cc").exists() and (dump / "build.sh").exists()
     assert "[weft] kernel cache" in done.stderr and "[weft] dumped" in done.stderr
+
+
+def test_cuda_device_through_the_emulator(softmax, monkeypatch):
+    """device="cuda" runs the CUDA backend; without a GPU, on its host emulator
+    (WEFT_CUDA_EMULATOR=1): symbolic shapes, several runs, results as on the CPU."""
+    monkeypatch.setenv("WEFT_CUDA_EMULATOR", "1")
+    gpu = weft.compile(softmax_model().SerializeToString(), device="cuda")
+    for n in (3, 70):
+        x = np.random.default_rng(n).standard_normal((n, 16)).astype(np.float32)
+        for _ in range(2):
+            out = gpu.run({"x": x})
+            np.testing.assert_allclose(out["y"], softmax_reference(x), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(out["s"], np.ones(n), rtol=1e-5)
