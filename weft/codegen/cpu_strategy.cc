@@ -310,6 +310,23 @@ void CpuReductionWriter::column_block(const std::string& r_iterator, const std::
   std::string each_column =
       fmt::format("for (int64_t {0} = weft_kb; {0} < weft_ke; {0} += 1)", k_iterator);
   l("{{");
+  if (short_rows_) { // one cascade block: its column sums are the totals
+    l1("{} weft_col[{}];", r_.type, s_.column_width);
+    l1("{} {} = {};", each_column, col, r_.identity);
+    l1("for (int64_t {0} = {1}; {0} < {2}; {0} += 1) {{", r_iterator, from, to);
+    l2("#pragma omp simd");
+    l2("{} {{", each_column);
+    r_.update(col, depth + 3, out_);
+    l2("}}");
+    l1("}}");
+    if (dest.empty()) {
+      l1("{} {}", each_column, r_.store(combine(r_.target, col)));
+    } else {
+      l1("{} {} = {};", each_column, dest, combine(dest, col));
+    }
+    l("}}");
+    return;
+  }
   l1("{} weft_sum[{}];", r_.total_type, s_.column_width);
   l1("{} {} = {};", each_column, sum, r_.identity);
   l1("for (int64_t weft_rb = {0}; weft_rb < {1}; weft_rb += {2}) {{  // cascade: blocks of {2}",
@@ -357,6 +374,7 @@ void CpuReductionWriter::column(const std::string& r_iterator, const RangeText& 
                                 int depth) {
   Lines l(out_, depth), l1(out_, depth + 1), l2(out_, depth + 2), l3(out_, depth + 3);
   RangeText ks{"weft_klo", "weft_khi", k.extent};
+  short_rows_ = r.extent && *r.extent <= s_.column_rows;
   l("{{  // COLUMN{}", threads == Threads::kSplit
                            ? ": R split across threads with a partial row each, or K when wide"
                            : "");

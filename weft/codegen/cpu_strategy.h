@@ -11,7 +11,7 @@
 // - COLUMN ([R, K]): R split over the threads, each reading whole rows into a partial row,
 //   partials combined in thread order; K split instead when it gives every thread a chunk
 //   of column_width columns. The K loop is the vector loop; column blocks of column_rows
-//   rows join the totals (cascade).
+//   rows join the totals (cascade), unless R is statically at most one block.
 // - Few rows: a parallel loop around a ROW or COLUMN nest (ROW, MIDDLE) that has fewer
 //   iterations than threads runs serially, each inner reduction split as ALL or COLUMN.
 // For a fixed thread count and schedule every skeleton is deterministic: nothing depends on
@@ -153,6 +153,8 @@ private:
   const ReductionText& r_;
   const CpuSchedule& s_;
   std::string& out_;
+  // COLUMN: R is statically at most one cascade block, whose sums are then the totals.
+  bool short_rows_ = false;
 };
 
 // hi - lo, or hi when lo is 0.
