@@ -392,7 +392,8 @@ WHY = {
                                 "is 1.9x faster here)",
     "reduce_middle_64x1024x64": "not analysed yet; its median moves between runs on this shared machine "
                                 "(0.6-0.9 ms on the same day)",
-    "reduce_row_65536x3": "tiny rows are not packed: each row of 3 is a scalar loop",
+    "reduce_row_65536x3": "a 1 MB reduction (0.02 ms): the run's fixed costs (the OpenMP region, "
+                          "output allocation) weigh as much as the kernel",
     "encoder_layer": "the MatMuls (oneDNN 2.6 brgemm, about 60-95 GFLOP/s on 2 threads) are 90% of the time; "
                      "the memory-bound kernels are under 1 ms together",
     "gpt_block": "the same: its MatMuls (oneDNN) are most of the time",

@@ -31,6 +31,7 @@ namespace weft::codegen {
 inline constexpr int64_t kPerLane = 128;    // elements each lane adds per cascade block
 inline constexpr int64_t kTreeTail = 8;     // lanes a sum's tree leaves to the compiler
 inline constexpr int64_t kMaxThreads = 256; // size of the per-thread partial array (ALL)
+inline constexpr int64_t kTinyRow = 8;      // rows this short are vectorized across (packed)
 
 // The knobs of the skeletons, per kernel. The defaults are the cost model's choice (docs/
 // cpu-strategies.md); `weft tune` measures others and records the winner (weft/driver/tune.h).

@@ -245,6 +245,7 @@ const DialectTable& cpu_dialect() {
   static const DialectTable table{fmt::format("{}{}{}", kCpuHead, kCommon, kCpuTail),
                                   "extern \"C\" ",
                                   "#pragma omp parallel for schedule(static)",
+                                  "#pragma omp parallel for simd schedule(static)",
                                   "#pragma omp simd",
                                   "#pragma omp simd reduction(+ : acc)",
                                   true};
@@ -254,6 +255,7 @@ const DialectTable& cpu_dialect() {
 const DialectTable& cuda_dialect() {
   static const DialectTable table{fmt::format("{}{}{}", kCudaHead, kCommon, kCudaTail),
                                   "extern \"C\" __global__ ",
+                                  "",
                                   "",
                                   "",
                                   "",

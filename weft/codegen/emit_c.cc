@@ -220,7 +220,7 @@ void Emitter::emit_register_reduction(const AstNode& n, const AstNode& call, int
   std::string pad(static_cast<size_t>(2 * depth), ' ');
   out += fmt::format("{0}{{  // accumulate in a register\n{0}  {1} acc = {2};\n", pad,
                      compute_type(t), load(s.write, iters));
-  if (s.combine == kernel::Combine::kSum && !d_.simd_sum.empty())
+  if (s.combine == kernel::Combine::kSum && !d_.simd_sum.empty() && !packing_)
     out += fmt::format("{}  {}\n", pad, d_.simd_sum);
   out += fmt::format("{0}  for (int64_t {1} = {2}; {3}; {1} += {4}) {{  // reduction\n", pad,
                      n.iterator, ast_expr(n.init), ast_expr(n.cond), n.step);
@@ -405,6 +405,28 @@ bool Emitter::emit_hoisted_loop(const AstNode& n, int depth, std::string& out) c
   return true;
 }
 
+bool Emitter::packs_tiny_rows(const AstNode& n) const {
+  if (!d_.cpu_reduction_strategies) return false;
+  const AstNode& body = n.children[0];
+  std::vector<const AstNode*> items;
+  if (body.kind == AstNode::Kind::kBlock) {
+    for (const AstNode& c : body.children)
+      items.push_back(&c);
+  } else {
+    items.push_back(&body);
+  }
+  bool any = false;
+  for (const AstNode* item : items) {
+    if (item->kind == AstNode::Kind::kCall) continue;
+    const AstNode* call =
+        item->kind == AstNode::Kind::kFor ? register_reduction(k_, *item) : nullptr;
+    std::optional<int64_t> trip = call ? trip_bound(k_, *item, *call) : std::nullopt;
+    if (!trip || *trip > kTinyRow) return false;
+    any = true;
+  }
+  return any;
+}
+
 void Emitter::emit_node(const AstNode& n, int depth, bool in_loop, std::string& out) const {
   std::string pad(static_cast<size_t>(2 * depth), ' ');
   switch (n.kind) {
@@ -419,7 +441,13 @@ void Emitter::emit_node(const AstNode& n, int depth, bool in_loop, std::string& 
         break;
       }
       bool parallel = n.mark == AstNode::Mark::kParallel && !in_loop && !small_;
-      if (parallel && !d_.parallel_for.empty()) out += fmt::format("{}{}\n", pad, d_.parallel_for);
+      bool packed = parallel && packs_tiny_rows(n);
+      if (packed) {
+        out +=
+            fmt::format("{}{}  // tiny rows: vectorized across rows\n", pad, d_.parallel_for_simd);
+      } else if (parallel && !d_.parallel_for.empty()) {
+        out += fmt::format("{}{}\n", pad, d_.parallel_for);
+      }
       // An innermost loop that carries no dependence (isl proved it) may run in SIMD lanes.
       bool simd = n.mark == AstNode::Mark::kParallel && in_loop && !has_loop(n.children[0]) &&
                   !d_.simd_for.empty();
@@ -429,7 +457,9 @@ void Emitter::emit_node(const AstNode& n, int depth, bool in_loop, std::string& 
       out += fmt::format("{0}for (int64_t {1} = {2}; {3}; {1} += {4}) {{{5}\n", pad, n.iterator,
                          ast_expr(n.init), ast_expr(n.cond), n.step,
                          n.mark == AstNode::Mark::kReduction ? "  // reduction" : "");
+      packing_ = packed;
       emit_node(n.children[0], depth + 1, true, out);
+      packing_ = false;
       out += pad + "}\n";
       break;
     }

@@ -99,6 +99,11 @@ private:
   // leaves such a loop scalar. False when there is nothing to hoist.
   bool emit_hoisted_loop(const AstNode& n, int depth, std::string& out) const;
 
+  // Tiny rows (DESIGN.md: "tiny rows are packed"): is "n" a parallel loop whose body is
+  // statements and register reductions of at most kTinyRow iterations? The compiler then
+  // vectorizes across its rows (the short loops unrolled) rather than within each row.
+  bool packs_tiny_rows(const AstNode& n) const;
+
   // "in_loop": inside another loop. Only a loop at the top of its nest opens a parallel
   // region: one nested under a serial loop (the K loop of a column reduction) would open a
   // region per outer iteration.
@@ -157,6 +162,7 @@ private:
   bool small_ = false;
   std::map<std::string, std::string> symbol_names_; // symbol -> C name
   mutable std::map<int, std::string> hoisted_;      // expression node -> hoisted load
+  mutable bool packing_ = false;                    // emitting the body of a loop of tiny rows
 };
 
 } // namespace weft::codegen
