@@ -388,8 +388,12 @@ WHY = {
                 "views), so the squared deviation is stored at full size between them instead of being "
                 "recomputed: five passes over the data",
     "bias_gelu": "erf is compute-bound (about 1.4 ns per element per thread, exp included)",
-    "reduce_middle_512x16x512": "not analysed yet (a MIDDLE reduction with a short R of 16; Inductor "
-                                "is 1.9x faster here)",
+    "reduce_middle_512x16x512": "the lowering reduces into a temporary that one pass zeroes first "
+                                "and another copies to the output (two extra passes over the 1 MB "
+                                "result); since this run's code the short R of 16 skips the cascade "
+                                "(8-10% faster kernel), still short of Inductor",
+    "reduce_row_9x1024x1024": "memory-bound (9 rows over 2 threads); its median moved between 1.7 and "
+                              "2.4 ms on the same day, and the peers' with it",
     "reduce_middle_64x1024x64": "not analysed yet; its median moves between runs on this shared machine "
                                 "(0.6-0.9 ms on the same day)",
     "reduce_row_65536x3": "a 1 MB reduction (0.02 ms): the run's fixed costs (the OpenMP region, "

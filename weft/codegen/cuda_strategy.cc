@@ -32,6 +32,15 @@ std::string cuda_combine_op(kernel::Combine c) {
   }
 }
 
+namespace {
+
+// The weft_atomic_* helper of the prelude for "c" (one cuda_atomic_applies takes).
+std::string atomic_name(kernel::Combine c) {
+  return c == kernel::Combine::kSum ? "add" : c == kernel::Combine::kMax ? "max" : "min";
+}
+
+} // namespace
+
 std::string identity_bits(kernel::Combine c, const std::string& type) {
   bool max = c == kernel::Combine::kMax, min = c == kernel::Combine::kMin;
   if (type == "float") return max ? "0xff800000u" : min ? "0x7f800000u" : "0x0u";
@@ -98,9 +107,7 @@ void CudaReductionWriter::all(const std::string& iterator, const std::string& in
   out_ += fmt::format("{0}  acc = weft_group_reduce<{1}>(acc, {2}, 0xffffffffu);\n"
                       "{0}  __shared__ bool weft_last;\n{0}  if (threadIdx.x == 0) {{\n",
                       pad, kCudaBlock, cuda_combine_op(r_.combine));
-  std::string op = r_.combine == kernel::Combine::kSum   ? "add"
-                   : r_.combine == kernel::Combine::kMax ? "max"
-                                                         : "min";
+  std::string op = atomic_name(r_.combine);
   if (atomic) {
     out_ += fmt::format("{}    weft_atomic_{}(reinterpret_cast<{}*>(&weft_acc_{}), acc);\n", pad,
                         op, t, function);
@@ -152,9 +159,7 @@ void CudaReductionWriter::split_row(const std::string& iterator, const RangeText
                       "{{\n",
                       pad, iterator, kCudaBlock);
   r_.update("acc", depth + 1, out_);
-  std::string op = r_.combine == kernel::Combine::kSum   ? "add"
-                   : r_.combine == kernel::Combine::kMax ? "max"
-                                                         : "min";
+  std::string op = atomic_name(r_.combine);
   out_ += fmt::format(
       "{0}}}\n{0}acc = weft_group_reduce<{1}>(acc, {2}, 0xffffffffu);\n"
       "{0}__shared__ bool weft_last;\n{0}if (threadIdx.x == 0) {{\n"
@@ -190,9 +195,7 @@ void CudaReductionWriter::column(const std::string& r_iterator, const RangeText&
   } else {
     out_ += fmt::format("{}  const int64_t weft_splits = 1;\n", pad);
   }
-  std::string op = r_.combine == kernel::Combine::kSum   ? "add"
-                   : r_.combine == kernel::Combine::kMax ? "max"
-                                                         : "min";
+  std::string op = atomic_name(r_.combine);
   out_ += fmt::format(
       "{0}  const int64_t weft_chunk = (weft_r_hi - weft_r_lo + weft_splits - 1) / weft_splits;\n"
       "{0}  for (int64_t weft_u = blockIdx.x; weft_u < weft_tiles * weft_splits; weft_u += "

@@ -407,16 +407,8 @@ bool Emitter::emit_hoisted_loop(const AstNode& n, int depth, std::string& out) c
 
 bool Emitter::packs_tiny_rows(const AstNode& n) const {
   if (!d_.cpu_reduction_strategies) return false;
-  const AstNode& body = n.children[0];
-  std::vector<const AstNode*> items;
-  if (body.kind == AstNode::Kind::kBlock) {
-    for (const AstNode& c : body.children)
-      items.push_back(&c);
-  } else {
-    items.push_back(&body);
-  }
   bool any = false;
-  for (const AstNode* item : items) {
+  for (const AstNode* item : items_of(n.children[0])) {
     if (item->kind == AstNode::Kind::kCall) continue;
     const AstNode* call =
         item->kind == AstNode::Kind::kFor ? register_reduction(k_, *item) : nullptr;
