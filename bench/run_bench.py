@@ -387,8 +387,9 @@ WHY = {
     "bn_train": "the per-channel statistics reduce over N, H and W (a ROW then a COLUMN step on merged "
                 "views), so the squared deviation is stored at full size between them instead of being "
                 "recomputed: five passes over the data",
-    "bias_gelu": "erf is compute-bound: 2.0-2.5 ms of the 3.6 ms kernel (measured by replacing it "
-                 "with the identity), about 1.4 ns per element per thread, exp included",
+    "bias_gelu": "erf is compute-bound even as two plain polynomials (no exp since this run's code: "
+                 "the kernel went from 4.2 to 2.9 ms); erf took 2.0-2.5 ms of the 3.6-4.2 ms kernel "
+                 "before",
     "reduce_middle_512x16x512": "the lowering reduces into a temporary that one pass zeroes first "
                                 "and another copies to the output (two extra passes over the 1 MB "
                                 "result); since this run's code the short R of 16 skips the cascade "
