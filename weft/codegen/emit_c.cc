@@ -303,17 +303,21 @@ Emitter::reduction_work(const AstNode& n, const std::string& outer) const {
   return std::pair{fmt::format("{}", fmt::join(factors, " * ")), count};
 }
 
+std::vector<const AstNode*> Emitter::items_of(const AstNode& n) {
+  std::vector<const AstNode*> items;
+  if (n.kind == AstNode::Kind::kBlock) {
+    for (const AstNode& c : n.children)
+      items.push_back(&c);
+  } else {
+    items.push_back(&n);
+  }
+  return items;
+}
+
 bool Emitter::emit_few_rows(const AstNode& n, int depth, std::string& out) const {
   std::optional<LoopRange> outer = loop_range(n);
   if (!outer) return false;
-  const AstNode& body = n.children[0];
-  std::vector<const AstNode*> parts;
-  if (body.kind == AstNode::Kind::kBlock) {
-    for (const AstNode& c : body.children)
-      parts.push_back(&c);
-  } else {
-    parts.push_back(&body);
-  }
+  std::vector<const AstNode*> parts = items_of(n.children[0]);
   std::optional<std::pair<std::string, std::optional<int64_t>>> work;
   std::vector<bool> reduces; // per part; the others (inits) run as they are
   for (const AstNode* p : parts) {

@@ -11,13 +11,7 @@
 namespace weft::codegen {
 
 std::string Emitter::cuda_function(const AstNode& loops, const CudaOptions& options) {
-  std::vector<const AstNode*> parts;
-  if (loops.kind == AstNode::Kind::kBlock) {
-    for (const AstNode& c : loops.children)
-      parts.push_back(&c);
-  } else {
-    parts.push_back(&loops);
-  }
+  std::vector<const AstNode*> parts = items_of(loops);
   std::string out;
   int functions = 0;
   for (size_t p = 0; p < parts.size(); ++p) {
@@ -57,17 +51,6 @@ bool Emitter::contains_reduction(const AstNode& n) {
   if (n.kind == AstNode::Kind::kFor && n.mark == AstNode::Mark::kReduction) return true;
   return std::any_of(n.children.begin(), n.children.end(),
                      [](const AstNode& c) { return contains_reduction(c); });
-}
-
-std::vector<const AstNode*> Emitter::items_of(const AstNode& n) {
-  std::vector<const AstNode*> items;
-  if (n.kind == AstNode::Kind::kBlock) {
-    for (const AstNode& c : n.children)
-      items.push_back(&c);
-  } else {
-    items.push_back(&n);
-  }
-  return items;
 }
 
 std::vector<std::pair<const AstNode*, LoopRange>> Emitter::parallel_chain(const AstNode& n) const {

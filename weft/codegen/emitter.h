@@ -60,6 +60,9 @@ private:
 
   static bool has_loop(const AstNode& n);
 
+  // The children of a block, or "n" itself: the items a loop body runs in order.
+  static std::vector<const AstNode*> items_of(const AstNode& n);
+
   // { acc = y[i]; for (...) acc = combine(acc, ...); y[i] = acc; } A sum may be
   // vectorized (reassociated); max and min stay in order, so that NaN propagates.
   void emit_register_reduction(const AstNode& n, const AstNode& call, int depth,
@@ -116,8 +119,6 @@ private:
   bool folds_into(const AstNode& init, const AstNode& next) const;
 
   static bool contains_reduction(const AstNode& n);
-
-  static std::vector<const AstNode*> items_of(const AstNode& n);
 
   // The perfectly nested parallel loops at the top of "n", with their ranges, as long as
   // those are free of the loops' own iterators.

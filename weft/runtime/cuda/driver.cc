@@ -13,10 +13,10 @@
 #include <utility>
 #include <vector>
 
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include "weft/runtime/cuda/device.h"
+#include "weft/runtime/cuda/dynamic_library.h"
 #include "weft/runtime/cuda/nvrtc.h"
 
 namespace weft::runtime::cuda {
@@ -63,25 +63,9 @@ struct DriverApi {
   CUresult (*GetErrorString)(CUresult, const char**) = nullptr;
 };
 
-// Binds "name", remembering the first one missing so that the error can name it.
-class Binder {
-public:
-  explicit Binder(void* handle) : handle_(handle) {}
-
-  template <typename F> void bind(const char* name, F* fn) {
-    *fn = reinterpret_cast<F>(dlsym(handle_, name));
-    if (!*fn && missing_.empty()) missing_ = name;
-  }
-  const std::string& missing() const { return missing_; }
-
-private:
-  void* handle_;
-  std::string missing_;
-};
-
 Result<std::unique_ptr<DriverApi>> load_api() {
   auto api = std::make_unique<DriverApi>();
-  api->handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  api->handle = open_first({"libcuda.so.1"});
   if (!api->handle) {
     return Status::error("no CUDA driver: libcuda.so.1 was not found (is an NVIDIA driver "
                          "installed?); run with --device cpu");
@@ -149,13 +133,9 @@ struct CublasApi {
 };
 
 Result<std::unique_ptr<CublasApi>> load_cublas() {
-  static const char* const kNames[] = {"libcublas.so", "libcublas.so.13", "libcublas.so.12",
-                                       "libcublas.so.11"};
   auto api = std::make_unique<CublasApi>();
-  for (const char* name : kNames) {
-    api->handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (api->handle) break;
-  }
+  api->handle =
+      open_first({"libcublas.so", "libcublas.so.13", "libcublas.so.12", "libcublas.so.11"});
   if (!api->handle) {
     return Status::error("cuBLAS is not available: libcublas.so was not found (install the "
                          "CUDA toolkit's cuBLAS, or add its lib64 directory to LD_LIBRARY_PATH)");
@@ -226,12 +206,8 @@ struct CudnnApi {
 };
 
 Result<std::unique_ptr<CudnnApi>> load_cudnn() {
-  static const char* const kNames[] = {"libcudnn.so", "libcudnn.so.9", "libcudnn.so.8"};
   auto api = std::make_unique<CudnnApi>();
-  for (const char* name : kNames) {
-    api->handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (api->handle) break;
-  }
+  api->handle = open_first({"libcudnn.so", "libcudnn.so.9", "libcudnn.so.8"});
   if (!api->handle) {
     return Status::error("cuDNN is not available: libcudnn.so was not found (install cuDNN, or "
                          "add its directory to LD_LIBRARY_PATH)");

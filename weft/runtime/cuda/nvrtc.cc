@@ -3,8 +3,9 @@
 #include <memory>
 #include <vector>
 
-#include <dlfcn.h>
 #include <fmt/format.h>
+
+#include "weft/runtime/cuda/dynamic_library.h"
 
 namespace weft::runtime::cuda {
 
@@ -34,33 +35,25 @@ struct Nvrtc::Api {
 
 namespace {
 
-template <typename F> bool bind(void* handle, const char* name, F* fn) {
-  *fn = reinterpret_cast<F>(dlsym(handle, name));
-  return *fn != nullptr;
-}
-
 Result<std::unique_ptr<Nvrtc::Api>> load_api() {
-  static const char* const kNames[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
-                                       "libnvrtc.so.11.2"};
   auto api = std::make_unique<Nvrtc::Api>();
-  for (const char* name : kNames) {
-    api->handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (api->handle) break;
-  }
+  api->handle = open_first({"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"});
   if (!api->handle) {
     return Status::error("NVRTC is not available: libnvrtc.so was not found (install the CUDA "
                          "toolkit, or add its lib64 directory to LD_LIBRARY_PATH)");
   }
-  void* h = api->handle;
-  bool ok = bind(h, "nvrtcGetErrorString", &api->GetErrorString) &&
-            bind(h, "nvrtcVersion", &api->Version) &&
-            bind(h, "nvrtcCreateProgram", &api->CreateProgram) &&
-            bind(h, "nvrtcDestroyProgram", &api->DestroyProgram) &&
-            bind(h, "nvrtcCompileProgram", &api->CompileProgram) &&
-            bind(h, "nvrtcGetPTXSize", &api->GetPTXSize) && bind(h, "nvrtcGetPTX", &api->GetPTX) &&
-            bind(h, "nvrtcGetProgramLogSize", &api->GetProgramLogSize) &&
-            bind(h, "nvrtcGetProgramLog", &api->GetProgramLog);
-  if (!ok) return Status::error("NVRTC is not usable: libnvrtc.so lacks an entry point Weft needs");
+  Binder b(api->handle);
+  b.bind("nvrtcGetErrorString", &api->GetErrorString);
+  b.bind("nvrtcVersion", &api->Version);
+  b.bind("nvrtcCreateProgram", &api->CreateProgram);
+  b.bind("nvrtcDestroyProgram", &api->DestroyProgram);
+  b.bind("nvrtcCompileProgram", &api->CompileProgram);
+  b.bind("nvrtcGetPTXSize", &api->GetPTXSize);
+  b.bind("nvrtcGetPTX", &api->GetPTX);
+  b.bind("nvrtcGetProgramLogSize", &api->GetProgramLogSize);
+  b.bind("nvrtcGetProgramLog", &api->GetProgramLog);
+  if (!b.missing().empty())
+    return Status::error(fmt::format("NVRTC is not usable: libnvrtc.so lacks {}", b.missing()));
   return api;
 }
 
