@@ -282,10 +282,14 @@ runtime::LaunchInfo launch_info(const fusion::FusedKernel& fk) {
   runtime::LaunchInfo info{fusion::node_names(fk), fmt::format("{}", fmt::join(ops, "+")),
                            kernel::describe_strategy(k), "", 0};
   std::vector<std::string> ins, outs;
-  for (const kernel::Buffer& b : k.buffers) {
+  std::set<const Value*> counted; // a value viewed with two shapes moves once
+  for (size_t i = 0; i < k.buffers.size(); ++i) {
+    const kernel::Buffer& b = k.buffers[i];
     if (b.role == kernel::BufferRole::kTemp) continue;
     TensorType type{b.dtype, b.shape};
     (b.role == kernel::BufferRole::kInput ? ins : outs).push_back(type.to_string());
+    const Value* v = fk.bound.values[i];
+    if (v && !counted.insert(v).second) continue;
     info.bytes += static_cast<size_t>(shape_num_elements(b.shape).value_or(0)) *
                   static_cast<size_t>(dtype_size(b.dtype));
   }

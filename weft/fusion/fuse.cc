@@ -160,40 +160,153 @@ bool is_identity(const Access& a, size_t rank) {
   return true;
 }
 
-// Producer "p" computed over the row-major view "view" of its output (same element count),
-// when that is a renaming: each read is the identity over the output's shape (it becomes
-// the identity over the view) or a constant index (a scalar operand), and no node uses an
-// iterator. Lowering views values in coalesced shapes ([256, 64] for [2, 128, 64]).
-std::optional<kernel::BoundKernel> reviewed(const kernel::BoundKernel& p, const Shape& view) {
-  const Statement& ps = p.kernel.statements[0];
-  const Shape& shape = p.kernel.buffers[static_cast<size_t>(ps.write.buffer)].shape;
-  if (shape_num_elements(shape) != shape_num_elements(view) || !shape_num_elements(view))
-    return std::nullopt;
+// The common refinement of two static row-major shapes of one element count: the shape
+// whose dims split both (each dim of either is the product of consecutive dims of it), e.g.
+// [32, 8, 8, 56, 56] for [32, 8, 25088] and [32, 64, 56, 56]; none when their dim boundaries
+// cross ([6, 4] and [4, 6]). Its dims are all above 1.
+std::optional<Shape> common_refinement(const Shape& a, const Shape& b) {
+  if (!shape_is_static(a) || !shape_is_static(b)) return std::nullopt;
+  std::optional<int64_t> n = shape_num_elements(a);
+  if (!n || *n == 0 || n != shape_num_elements(b)) return std::nullopt;
+  // The strides at which a dim ends, innermost first, of both shapes together.
+  std::set<int64_t> bounds;
+  for (const Shape* s : {&a, &b}) {
+    int64_t stride = 1;
+    for (auto d = s->rbegin(); d != s->rend(); ++d)
+      bounds.insert(stride *= d->value());
+  }
+  Shape fine;
+  int64_t inner = 1;
+  for (int64_t bound : bounds) {
+    if (bound == 1) continue;
+    if (bound % inner != 0) return std::nullopt;
+    fine.insert(fine.begin(), bound / inner);
+    inner = bound;
+  }
+  return fine;
+}
+
+// The iterators of "shape" in terms of those of "fine", a refinement of it: each dim of
+// "shape" covers consecutive dims of "fine", and its iterator is their row-major
+// combination (a dim of extent 1 is the constant 0).
+std::vector<AffineExpr> split_iterators(const Shape& shape, const Shape& fine) {
+  std::vector<AffineExpr> sub(shape.size());
+  int j = static_cast<int>(fine.size()) - 1;
+  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+    int64_t stride = 1;
+    for (; stride < shape[static_cast<size_t>(d)].value(); --j) {
+      sub[static_cast<size_t>(d)].terms.insert(sub[static_cast<size_t>(d)].terms.begin(),
+                                               {j, stride});
+      stride *= fine[static_cast<size_t>(j)].value();
+    }
+  }
+  return sub;
+}
+
+// Elementwise kernel "p" computed over "domain", a view of its output: a read that is the
+// identity over the output's shape becomes the identity over a "domain" view of its
+// buffer, and every other index goes through "index" (none: not expressible). None when
+// an expression uses an iterator.
+template <typename IndexFn>
+std::optional<kernel::BoundKernel> redomained(const kernel::BoundKernel& p, const Shape& domain,
+                                              IndexFn index) {
   kernel::BoundKernel out = p;
   Statement& s = out.kernel.statements[0];
+  const Shape shape = out.kernel.buffers[static_cast<size_t>(s.write.buffer)].shape;
   for (const ExprNode& e : s.expr) {
     if (e.op == ExprOp::kIterator) return std::nullopt;
   }
   std::vector<AffineExpr> identity;
-  for (size_t d = 0; d < view.size(); ++d)
+  for (size_t d = 0; d < domain.size(); ++d)
     identity.push_back(AffineExpr::iterator(static_cast<int>(d)));
   for (Access& a : s.reads) {
-    kernel::Buffer& buffer = out.kernel.buffers[static_cast<size_t>(a.buffer)];
-    bool constant =
-        a.indirect.empty() && std::all_of(a.index.begin(), a.index.end(),
-                                          [](const AffineExpr& e) { return e.terms.empty(); });
-    if (constant) continue;
-    if (!is_identity(a, shape.size()) || !(buffer.shape == shape)) return std::nullopt;
-    a.buffer = add_buffer(out, {buffer.name, buffer.dtype, view, BufferRole::kInput},
-                          out.values[static_cast<size_t>(a.buffer)]);
-    a.index = identity;
+    const kernel::Buffer& buffer = out.kernel.buffers[static_cast<size_t>(a.buffer)];
+    if (is_identity(a, shape.size()) && buffer.shape == shape) {
+      a.buffer = add_buffer(out, {buffer.name, buffer.dtype, domain, BufferRole::kInput},
+                            out.values[static_cast<size_t>(a.buffer)]);
+      a.index = identity;
+      continue;
+    }
+    for (AffineExpr& ix : a.index) {
+      std::optional<AffineExpr> e = index(ix);
+      if (!e) return std::nullopt;
+      ix = *e;
+    }
   }
-  kernel::Buffer& written = out.kernel.buffers[static_cast<size_t>(s.write.buffer)];
-  written.shape = view;
-  s.domain = view;
+  out.kernel.buffers[static_cast<size_t>(s.write.buffer)].shape = domain;
+  s.domain = domain;
   s.write.index = identity;
   drop_unused_buffers(out);
   return out;
+}
+
+// "shape" without its dims of extent 1.
+Shape without_units(const Shape& shape) {
+  Shape out;
+  for (const Dim& d : shape) {
+    if (!(d == Dim(1))) out.push_back(d);
+  }
+  return out;
+}
+
+// Producer "p" computed over the row-major view "view" of its output (same element count,
+// static): first over the common refinement of the two, where each of its iterators splits
+// into several that index everything affinely, then over "view", which merges some of
+// those: an index survives the merge when it uses each merged group of iterators only
+// through the group's row-major position (an identity read, a per-channel operand kept
+// whole, a constant). Lowering views values in coalesced shapes ([256, 64] for
+// [2, 128, 64]); a Reshape splits and merges dims.
+std::optional<kernel::BoundKernel> reviewed(const kernel::BoundKernel& p, const Shape& view) {
+  const Statement& ps = p.kernel.statements[0];
+  const Shape shape = p.kernel.buffers[static_cast<size_t>(ps.write.buffer)].shape;
+  std::optional<Shape> fine = common_refinement(shape, view);
+  if (!fine) return std::nullopt;
+  std::vector<AffineExpr> sub = split_iterators(shape, *fine);
+  std::optional<kernel::BoundKernel> split =
+      *fine == without_units(shape)
+          ? std::optional<kernel::BoundKernel>(p)
+          : redomained(p, *fine, [&](const AffineExpr& e) { return compose(e, sub); });
+  if (!split) return std::nullopt;
+  // Each dim of "fine" is part of one dim of "view", at a row-major stride within it.
+  std::vector<AffineExpr> group = split_iterators(view, *fine);
+  std::vector<std::pair<int, int64_t>> part(fine->size()); // (view dim, stride)
+  for (size_t g = 0; g < group.size(); ++g) {
+    for (auto [j, stride] : group[g].terms)
+      part[static_cast<size_t>(j)] = {static_cast<int>(g), stride};
+  }
+  const Shape domain =
+      split->kernel.buffers[static_cast<size_t>(split->kernel.statements[0].write.buffer)]
+          .shape;                               // "fine", with unit dims when no split was needed
+  std::vector<int> fine_dim(domain.size(), -1); // the dim of "fine" each iterator is
+  for (size_t d = 0, f = 0; d < domain.size(); ++d) {
+    if (!(domain[d] == Dim(1))) fine_dim[d] = static_cast<int>(f++);
+  }
+  return redomained(*split, view, [&](const AffineExpr& e) -> std::optional<AffineExpr> {
+    std::map<int, int64_t> coefficient; // per view dim
+    std::map<int, int64_t> seen;        // per view dim: the sum of its members' strides seen
+    for (auto [i, c] : e.terms) {
+      int f = fine_dim[static_cast<size_t>(i)];
+      if (f < 0) continue; // a unit iterator is always 0
+      auto [g, stride] = part[static_cast<size_t>(f)];
+      if (stride == 1) coefficient[g] = c;
+      seen[g] += stride;
+    }
+    AffineExpr out = AffineExpr::constant_of(e.constant);
+    for (auto [i, c] : e.terms) {
+      int f = fine_dim[static_cast<size_t>(i)];
+      if (f < 0) continue;
+      auto [g, stride] = part[static_cast<size_t>(f)];
+      if (!coefficient.contains(g) || c != coefficient[g] * stride) return std::nullopt;
+    }
+    for (auto [g, c] : coefficient) {
+      int64_t members = 0; // every member of the group must appear
+      for (auto [j, stride] : group[static_cast<size_t>(g)].terms)
+        members += stride;
+      if (seen[g] != members) return std::nullopt;
+      out.terms.emplace_back(g, c);
+    }
+    return out;
+  });
 }
 
 // Inlines producer "producer" (elementwise, writing "v") into every read of "v" in "c",
@@ -405,6 +518,90 @@ void inline_producers(std::vector<Step>& steps, const std::set<const Value*>& pi
       r.erase(std::unique(r.begin(), r.end()), r.end());
     }
     steps[i].kernels.clear(); // no kernel left; the step is dropped below
+  }
+  std::erase_if(steps, [](const Step& s) { return s.kernels.empty() && !s.alias && !s.library; });
+}
+
+// Elementwise kernel "c", which reads "a", a Reshape of "v", rewritten over the common
+// refinement of its shape and that of "p", the elementwise kernel writing "v", with "p"
+// inlined; or why not.
+std::optional<std::string> inline_through_alias(const kernel::BoundKernel& p,
+                                                kernel::BoundKernel& c, const Value* a,
+                                                const Value* v) {
+  if (auto why = not_elementwise(c.kernel)) return "the consumer is not elementwise: " + *why;
+  const Statement& ps = p.kernel.statements[0];
+  const Statement& cs = c.kernel.statements[0];
+  std::optional<Shape> fine =
+      common_refinement(c.kernel.buffers[static_cast<size_t>(cs.write.buffer)].shape,
+                        p.kernel.buffers[static_cast<size_t>(ps.write.buffer)].shape);
+  if (!fine) return "the Reshape's two shapes have no common refinement";
+  std::optional<kernel::BoundKernel> r = reviewed(c, *fine);
+  if (!r) return "the consumer uses its index";
+  // Its reads of "a" must now be the identity over "fine": then they read "v" there.
+  for (const Access& x : r->kernel.statements[0].reads) {
+    if (r->values[static_cast<size_t>(x.buffer)] != a) continue;
+    if (!is_identity(x, fine->size()) ||
+        !(r->kernel.buffers[static_cast<size_t>(x.buffer)].shape == *fine))
+      return "the consumer reads the Reshape with a broadcast";
+    r->values[static_cast<size_t>(x.buffer)] = v;
+  }
+  if (auto why = inline_into(p, *r, v)) return why;
+  c = std::move(*r);
+  return std::nullopt;
+}
+
+// Producers seen through a Reshape: an elementwise kernel writes "v", a Reshape views it as
+// "a", and elementwise kernels read "a" (GroupNorm's per-channel scale and shift after its
+// per-group normalization). Each reader is rewritten over the common refinement of the two
+// shapes, where both sides index affinely ([32, 8, 25088] and [32, 64, 56, 56] meet in
+// [32, 8, 8, 56, 56]), and the producer is inlined into it; the producer and the alias go.
+// "kept": the values pinned other than by aliases (graph outputs, library nodes).
+void inline_through_aliases(std::vector<Step>& steps, const std::set<const Value*>& kept,
+                            std::vector<Decision>& decisions) {
+  std::map<const Value*, std::vector<size_t>> reads = readers(steps);
+  std::map<const Value*, int> aliases; // how many aliases each value has
+  for (const Step& s : steps) {
+    if (s.alias) ++aliases[s.alias_of];
+  }
+  std::map<const Value*, size_t> writer; // the step of the elementwise kernel writing a value
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].kernels.size() == 1 && !not_elementwise(steps[i].kernels[0].bound.kernel))
+      writer[written_value(steps[i].kernels[0])] = i;
+  }
+  for (Step& step : steps) {
+    const Value *a = step.alias, *v = step.alias_of;
+    auto w = writer.find(v);
+    if (!a || w == writer.end() || kept.contains(a) || kept.contains(v) || !reads[v].empty() ||
+        aliases[v] != 1 || aliases[a] != 0 || reads[a].empty())
+      continue;
+    const FusedKernel& p = steps[w->second].kernels[0];
+    if (p.bound.kernel.statements[0].expr.size() > kMaxInlinedNodes) continue;
+    std::optional<std::string> why;
+    std::vector<FusedKernel> fused;
+    for (size_t c : reads[a]) {
+      if (steps[c].kernels.size() != 1) {
+        why = "the consumer is not one kernel";
+        break;
+      }
+      FusedKernel k = steps[c].kernels[0];
+      if ((why = inline_through_alias(p.bound, k.bound, a, v))) break;
+      k.nodes.insert(k.nodes.begin(), p.nodes.begin(), p.nodes.end());
+      fused.push_back(std::move(k));
+    }
+    for (size_t c : reads[a])
+      decisions.push_back({node_names(p), node_names(steps[c].kernels[0]), !why,
+                           why ? *why : "inlined through the Reshape (common refinement)"});
+    if (why) continue;
+    for (size_t c = 0; c < fused.size(); ++c)
+      steps[reads[a][c]].kernels[0] = std::move(fused[c]);
+    for (size_t b = 0; b < p.bound.values.size(); ++b) { // its readers now read its inputs
+      const Value* u = p.bound.values[b];
+      if (u && p.bound.kernel.buffers[b].role == BufferRole::kInput)
+        reads[u].insert(reads[u].end(), reads[a].begin(), reads[a].end());
+    }
+    steps[w->second].kernels.clear();
+    writer.erase(w);
+    step.alias = step.alias_of = nullptr; // nobody reads the alias now: the step is dropped
   }
   std::erase_if(steps, [](const Step& s) { return s.kernels.empty() && !s.alias && !s.library; });
 }
@@ -664,19 +861,23 @@ std::string node_names(const FusedKernel& k) {
 }
 
 FusionResult fuse(std::vector<Step> steps, const std::set<const Value*>& pinned_values) {
-  std::set<const Value*> pinned = pinned_values;
+  std::set<const Value*> kept = pinned_values; // in memory for a reason other than an alias
+  for (const Step& s : steps) {
+    if (s.library) {
+      kept.insert(s.library->inputs.begin(), s.library->inputs.end());
+      kept.insert(s.library->outputs.begin(), s.library->outputs.end());
+    }
+  }
+  std::set<const Value*> pinned = kept;
   for (const Step& s : steps) {
     if (s.alias) {
       pinned.insert(s.alias);
       pinned.insert(s.alias_of);
     }
-    if (s.library) {
-      pinned.insert(s.library->inputs.begin(), s.library->inputs.end());
-      pinned.insert(s.library->outputs.begin(), s.library->outputs.end());
-    }
   }
   FusionResult result;
   inline_producers(steps, pinned, result.decisions);
+  inline_through_aliases(steps, kept, result.decisions);
   stitch(steps, pinned, result.decisions);
   result.steps = std::move(steps);
   return result;

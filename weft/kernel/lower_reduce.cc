@@ -123,29 +123,36 @@ Result<std::optional<StepView>> single_step(const Value* x, const Ints& axes) {
 }
 
 // A ROW view over "shape" itself: its leading dims kept as they are instead of merged into
-// one row dim, when "axis" is the only reduced axis, every dim after it is 1, and all are
-// static. Producers of the input index it that way (a scaled and masked attention score, a
-// GroupNorm's reshaped activations), so that loop fusion can run them in the same rows:
-// with a merged view between, the two would index one buffer through two shapes. None
-// otherwise.
-std::optional<StepView> own_row_view(const Shape& shape, int64_t axis) {
+// one row dim, and the reduced dims "first" to "last" (every dim after them is 1) merged
+// into one, when all are static. Producers of the input index it that way (a scaled and
+// masked attention score, a GroupNorm's reshaped activations, a BatchNorm's deviation from
+// its per-channel mean), so that loop fusion can run them in the same rows, and fusion can
+// inline them: with a merged row dim between, the two would index one buffer through two
+// shapes, and a per-channel operand would need a quotient. None otherwise.
+std::optional<StepView> own_row_view(const Shape& shape, int64_t first, int64_t last) {
   int64_t rank = static_cast<int64_t>(shape.size());
-  if (axis <= 0 || axis >= rank) return std::nullopt;
-  for (const Dim& d : shape) {
-    if (!d.is_static()) return std::nullopt;
-  }
-  for (int64_t i = axis + 1; i < rank; ++i) {
+  if (first <= 0 || last < first || last >= rank || !shape_is_static(shape)) return std::nullopt;
+  for (int64_t i = last + 1; i < rank; ++i) {
     if (shape[static_cast<size_t>(i)].value() != 1) return std::nullopt;
   }
-  if (shape[static_cast<size_t>(axis)].value() == 1) return std::nullopt;
   StepView v;
-  for (int64_t i = 0; i < rank; ++i) {
-    v.in.push_back(shape[static_cast<size_t>(i)]);
-    v.reduced.push_back(i == axis);
-    if (i != axis) v.out.push_back(shape[static_cast<size_t>(i)]);
-  }
-  v.count = shape[static_cast<size_t>(axis)];
+  v.count = 1;
+  for (int64_t i = first; i <= last; ++i)
+    v.count = v.count.value() * shape[static_cast<size_t>(i)].value();
+  if (v.count.value() == 1) return std::nullopt;
+  v.out.assign(shape.begin(), shape.begin() + first);
+  v.in = v.out;
+  v.in.push_back(v.count);
+  v.reduced.assign(static_cast<size_t>(first), false);
+  v.reduced.push_back(true);
   return v;
+}
+
+// own_row_view for a canonical ROW step of reducing "shape".
+std::optional<StepView> own_row_view(const Shape& shape, const CanonicalReduction& r) {
+  if (r.form != ReductionForm::kRow) return std::nullopt;
+  const std::vector<int>& axes = r.axes[1].axes;
+  return own_row_view(shape, axes.front(), axes.back());
 }
 
 Ints axes_from(int64_t first, int64_t rank) {
@@ -167,7 +174,7 @@ Result<StepView> softmax_view(const Node& n) {
   Dim total = num_elements(*x->type.shape);
   if (!v) return StepView{{total, 1}, {false, true}, {total}, 1};
   if (n.opset >= 13 && v->reduced == std::vector<bool>{false, true}) {
-    if (std::optional<StepView> own = own_row_view(*x->type.shape, axis)) return *own;
+    if (std::optional<StepView> own = own_row_view(*x->type.shape, axis, axis)) return *own;
   }
   return *v;
 }
@@ -288,27 +295,18 @@ Result<LoweredNode> lower_reduce(const Node& n, const std::string& name) {
     }
     return t != y->type.dtype ? fin.op(ExprOp::kCast, y->type.dtype, {r}) : r;
   };
-  int64_t rank = static_cast<int64_t>(x->type.shape->size());
   std::optional<StepView> own;
-  if (steps.size() == 1 && view_of(steps[0]).reduced == std::vector<bool>{false, true} &&
-      a.axes->size() == 1) {
-    int64_t axis = (*a.axes)[0] < 0 ? (*a.axes)[0] + rank : (*a.axes)[0];
-    own = own_row_view(*x->type.shape, axis);
-  }
-  if (own) { // one ROW over the input's own dims; the result is written in y's own shape
+  if (!steps.empty()) own = own_row_view(*x->type.shape, steps[0]);
+  if (own && steps.size() == 1) { // one ROW over the input's own dims, into y's own shape
     int in = k.buffer(x, BufferRole::kInput, own->in);
     int acc = k.temp(t, own->flat_out());
     add_reduction(k, *own, in, false, x->type.dtype, acc, t, rec.combine, rec.pre);
     StatementBuilder fin("finish", own->result_domain());
+    // y's dims are the kept ones, then 1s (kept reduced dims, trailing unit dims).
     std::vector<AffineExpr> at;
-    bool keepdims = static_cast<int64_t>(y->type.shape->size()) == rank;
-    for (int64_t i = 0, j = 0; i < rank; ++i) {
-      if (!own->reduced[static_cast<size_t>(i)]) {
-        at.push_back(AffineExpr::iterator(static_cast<int>(j++)));
-      } else if (keepdims) {
-        at.push_back(AffineExpr::constant_of(0));
-      }
-    }
+    for (size_t i = 0; i < y->type.shape->size(); ++i)
+      at.push_back(i < own->out.size() ? AffineExpr::iterator(static_cast<int>(i))
+                                       : AffineExpr::constant_of(0));
     int out = k.buffer(y, BufferRole::kOutput, *y->type.shape);
     k.add(fin.store(finish(fin, fin.load(acc, own->result_index(), t), own->count), out, at));
     return k.lowered();
@@ -320,7 +318,7 @@ Result<LoweredNode> lower_reduce(const Node& n, const std::string& name) {
   DType current_type = x->type.dtype;
   Dim count = 1;
   for (size_t i = 0; i < steps.size(); ++i) {
-    StepView v = view_of(steps[i]);
+    StepView v = i == 0 && own ? *own : view_of(steps[i]);
     int in = i == 0 ? k.buffer(x, BufferRole::kInput, v.in) : current;
     int acc = k.temp(t, v.flat_out());
     add_reduction(k, v, in, i > 0, current_type, acc, t, rec.combine,
