@@ -317,8 +317,12 @@ Result<LoweredNode> lower_reduce(const Node& n, const std::string& name) {
   int current = -1;
   DType current_type = x->type.dtype;
   Dim count = 1;
+  // The finish runs over the last step's result domain, so that it shares that step's kept
+  // loops (one parallel region for a MIDDLE's init, update and finish).
+  StepView last{flat, {false}, flat, 1};
   for (size_t i = 0; i < steps.size(); ++i) {
     StepView v = i == 0 && own ? *own : view_of(steps[i]);
+    last = v;
     int in = i == 0 ? k.buffer(x, BufferRole::kInput, v.in) : current;
     int acc = k.temp(t, v.flat_out());
     add_reduction(k, v, in, i > 0, current_type, acc, t, rec.combine,
@@ -327,16 +331,16 @@ Result<LoweredNode> lower_reduce(const Node& n, const std::string& name) {
     current_type = t;
     count = count.value() * v.count.value();
   }
-  StatementBuilder fin("finish", flat);
+  StatementBuilder fin("finish", last.result_domain());
   int r;
   if (current < 0) { // only unit axes reduced: each output is one input element
     r = apply_pre(
         fin, rec.pre,
         load_as(fin, k.buffer(x, BufferRole::kInput, flat), iterators(1), x->type.dtype, t), t);
   } else {
-    r = fin.load(current, iterators(1), t);
+    r = fin.load(current, last.result_index(), t);
   }
-  k.add(fin.store(finish(fin, r, count), out, iterators(1)));
+  k.add(fin.store(finish(fin, r, count), out, last.result_index()));
   return k.lowered();
 }
 
