@@ -272,23 +272,41 @@ memory::desc transposed_output(const Dims& dims, const Node& t) {
   return memory::desc(dims, memory::data_type::f32, strides);
 }
 
+// Constant weights take oneDNN's preferred layout, reordered (packed) once here, as ONNX
+// Runtime prepacks them: the brgemm kernels then read B in the blocks they compute on.
 LibraryCall make_matmul(const Node& n, const MatMulOperands& m, const Value* bias,
                         const std::vector<PostOp>& ops) {
   LibraryCall call;
+  const Value* w = m.b_value ? m.b_value : n.inputs[1];
   std::vector<DnnlKernel::Arg> args = {
-      {DNNL_ARG_SRC, position(call.values, m.a_value ? m.a_value : n.inputs[0]), m.a},
-      {DNNL_ARG_WEIGHTS, position(call.values, m.b_value ? m.b_value : n.inputs[1]), m.b}};
+      {DNNL_ARG_SRC, position(call.values, m.a_value ? m.a_value : n.inputs[0]), m.a}};
+  int w_buffer = position(call.values, w); // bound even when packed, for the profile
   if (bias) args.push_back({DNNL_ARG_BIAS, position(call.values, bias), m.bias});
   dnnl::primitive_attr attr = post_op_attr(ops, call, args, m.y.dims());
   if (m.alpha != 1.0f) attr.set_output_scales(0, {m.alpha});
+  memory::desc wmd = w->is_constant()
+                         ? memory::desc(m.b.dims(), memory::data_type::f32, memory::format_tag::any)
+                         : m.b;
   dnnl::matmul::desc d =
-      bias ? dnnl::matmul::desc(m.a, m.b, m.bias, m.y) : dnnl::matmul::desc(m.a, m.b, m.y);
+      bias ? dnnl::matmul::desc(m.a, wmd, m.bias, m.y) : dnnl::matmul::desc(m.a, wmd, m.y);
   dnnl::matmul::primitive_desc pd(d, attr, engine());
+  std::unordered_map<int, memory> owned;
+  if (w->is_constant()) {
+    memory given(m.b, engine(), const_cast<std::byte*>(w->constant->data()));
+    memory packed(pd.weights_desc(), engine());
+    dnnl::stream stream(engine());
+    dnnl::reorder(given, packed).execute(stream, given, packed);
+    stream.wait();
+    owned.emplace(DNNL_ARG_WEIGHTS, packed);
+  } else {
+    args.push_back({DNNL_ARG_WEIGHTS, w_buffer, m.b});
+  }
   args.push_back(
       {DNNL_ARG_DST, position(call.values, m.y_value ? m.y_value : final_output(n, ops)), m.y});
-  call.kernel = std::make_shared<DnnlKernel>(dnnl::matmul(pd), std::move(args),
-                                             std::unordered_map<int, memory>{},
-                                             fmt::format("oneDNN matmul ({})", pd.impl_info_str()));
+  call.kernel =
+      std::make_shared<DnnlKernel>(dnnl::matmul(pd), std::move(args), std::move(owned),
+                                   fmt::format("oneDNN matmul ({}{})", pd.impl_info_str(),
+                                               w->is_constant() ? ", packed weights" : ""));
   return call;
 }
 
