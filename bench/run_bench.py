@@ -371,38 +371,43 @@ def markdown(r):
 # Why a goal is not met, for the rows that miss it; mechanisms, measured with `weft bench
 # --kernels`, perf and dumped kernels (docs/cpu-strategies.md, docs/fusion.md).
 WHY = {
-    "attention_softmax": "as softmax, with four times as many rows (256 wide), so the per-row costs "
-                         "(lane trees, loop setup) weigh more",
+    "attention_softmax": "as softmax, with four times as many rows (256 wide): exp is about 1.3 ms of "
+                         "the kernel here (a harness replacing it with the identity: 4.1 -> 2.7 ms), and "
+                         "the per-row costs (lane trees, loop setup) weigh more",
     "rmsnorm": "one statistics pass over the row in cache, then the normalized write",
     "softmax": "four passes over each row (max, exp, sum, normalize), the first from DRAM and the "
-               "others in cache; the kernel alone takes about 3.0 ms, of which exp is about 0.4 ms "
-               "(measured by replacing it with the identity). The output's read for ownership is not "
-               "the limit on this machine: a non-temporal copy is only about 11% faster than a plain "
-               "one, and a variant that kept each row in a per-thread scratch and streamed it out "
-               "with non-temporal stores measured slower (4.1 ms). The rest is not yet explained",
+               "others in cache. exp is about 1.0 ms of the 3.4-3.8 ms kernel, measured in a harness "
+               "by replacing it with the identity (an earlier note said 0.4 ms: that run was noisy); "
+               "fusing the sum into the exp loop and 4 accumulators for the max changed nothing, nor "
+               "did prefetching the next row. The output's read for ownership is not the limit: a "
+               "non-temporal copy is only about 11% faster than a plain one here, and a variant that "
+               "streamed rows out with non-temporal stores measured slower (4.1 ms). A cheaper exp "
+               "(degree-5 polynomial, one scale) is the next step",
     "layernorm": "two statistics passes over the row in cache, then the normalized write",
-    "groupnorm": "the per-channel scale and bias follow a Reshape from groups to channels, which loop "
-                 "fusion cannot line up with the groups' rows (the channel is a quotient of the group's "
-                 "position): a second kernel re-reads and re-writes the output",
-    "bn_train": "the per-channel statistics reduce over N, H and W (a ROW then a COLUMN step on merged "
-                "views), so the squared deviation is stored at full size between them instead of being "
-                "recomputed: five passes over the data",
-    "bias_gelu": "erf is compute-bound even as two plain polynomials (no exp since this run's code: "
-                 "the kernel went from 4.2 to 2.9 ms); erf took 2.0-2.5 ms of the 3.6-4.2 ms kernel "
-                 "before",
-    "reduce_middle_512x16x512": "the lowering reduces into a temporary that one pass zeroes first "
-                                "and another copies to the output (two extra passes over the 1 MB "
-                                "result); since this run's code the short R of 16 skips the cascade "
-                                "(8-10% faster kernel), still short of Inductor",
+    "groupnorm": "one kernel since this run's code (the per-channel scale is inlined through the "
+                 "Reshape over the common refinement [32, 8, 8, 56, 56]; it was 7.0 ms as two "
+                 "kernels): two statistics passes over each 100 KB group row in L2, then the write",
+    "bn_train": "three passes over the data since this run's code (the squared deviation is inlined "
+                "into its reduction, which keeps N and C apart: it was stored at full size, 8.6 ms): "
+                "the mean, the variance (needing the whole mean first), then the normalized write",
+    "bias_gelu": "erf is compute-bound even as two plain polynomials (no exp: the kernel went from 4.2 "
+                 "to 2.9 ms with them); erf took 2.0-2.5 ms of the 3.6-4.2 ms kernel before",
+    "reduce_middle_512x16x512": "since this run's code the reduction accumulates straight into the "
+                                "output in one parallel region (there were three, and a temporary "
+                                "zeroed and copied out); its 16.8 MB input stays in the 36 MB L3 "
+                                "between runs, so the row's cost is cache bandwidth and loop overhead",
     "reduce_row_9x1024x1024": "memory-bound (9 rows over 2 threads); its median moved between 1.7 and "
                               "2.4 ms on the same day, and the peers' with it",
     "reduce_middle_64x1024x64": "not analysed yet; its median moves between runs on this shared machine "
                                 "(0.6-0.9 ms on the same day)",
     "reduce_row_65536x3": "a 1 MB reduction (0.02 ms): the run's fixed costs (the OpenMP region, "
                           "output allocation) weigh as much as the kernel",
-    "encoder_layer": "the MatMuls (oneDNN 2.6 brgemm, about 60-95 GFLOP/s on 2 threads) are 90% of the time; "
-                     "the memory-bound kernels are under 1 ms together",
-    "gpt_block": "the same: its MatMuls (oneDNN) are most of the time",
+    "reduce_all_9x1024x1024": "memory-bound: one pass over 37.7 MB at the read bandwidth; the "
+                              "medians of all peers move by 20-40% between runs here",
+    "encoder_layer": "the MatMuls (oneDNN 2.6 brgemm, weights packed at compile time since this run's "
+                     "code: 10.2 -> 8.7 ms) are about 85% of the time; the memory-bound kernels are "
+                     "under 1.2 ms together",
+    "gpt_block": "the same: its MatMuls (oneDNN, packed weights) are most of the time",
 }
 
 
