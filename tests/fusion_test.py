@@ -80,6 +80,17 @@ def subgraphs(d):
         [const("s1", [4, 8, -1], dtype=T.INT64), const("s0", [4, 32, 8, 8], dtype=T.INT64),
          const("eps", [1e-5], []), const("g", rng.random(32), [32, 1, 1]),
          const("b", rng.random(32), [32, 1, 1])]), 1))
+    # GroupNorm as torch.onnx exports it: InstanceNormalization over the groups between two
+    # Reshapes, then the per-channel affine. Expanded into primitives, it is one kernel.
+    out.append(("groupnorm (InstanceNormalization)", save(d, "groupnorm_in", [
+        node("Reshape", ["x", "s1"], ["xr"]),
+        node("InstanceNormalization", ["xr", "ones", "zeros"], ["n"], epsilon=1e-5),
+        node("Reshape", ["n", "s0"], ["nr"]), node("Mul", ["nr", "g"], ["ng"]),
+        node("Add", ["ng", "b"], ["y"])],
+        [f32("x", [4, 32, 8, 8])], [f32("y", [4, 32, 8, 8])],
+        [const("s1", [4, 8, -1], dtype=T.INT64), const("s0", [4, 32, 8, 8], dtype=T.INT64),
+         const("ones", np.ones(8)), const("zeros", np.zeros(8)),
+         const("g", rng.random(32), [32, 1, 1]), const("b", rng.random(32), [32, 1, 1])]), 1))
     # Elementwise on both sides of a Reshape: one kernel over the common refinement [4, 2, 3]
     # of [4, 6] and [4, 2, 3]; none exists for [6, 4] and [4, 6], so two kernels there.
     out.append(("elementwise through a reshape", save(d, "through_reshape", [
@@ -133,6 +144,7 @@ def run_outputs(path, directory, *flags):
 
 
 FULL_SIZE = {"bn-train stats + normalize": 8 * 16 * 14 * 14 * 4, "groupnorm": 4 * 32 * 8 * 8 * 4,
+             "groupnorm (InstanceNormalization)": 4 * 32 * 8 * 8 * 4,
              "rmsnorm": 64 * 256 * 4}
 
 

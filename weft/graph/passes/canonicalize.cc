@@ -240,6 +240,77 @@ void canonicalize_reshape(Node& node) {
   }
 }
 
+// A node "op" computing a fresh value of "type" from "inputs", inserted before "at".
+Value* insert_op(Graph& graph, const Node& at, const std::string& op, std::vector<Value*> inputs,
+                 TensorType type, OpAttrs attrs = NoAttrs{}) {
+  Value* out = graph.add_value(graph.unique_name(at.name + "_" + op), std::move(type));
+  Node n;
+  n.name = graph.unique_node_name(at.name + "_" + op);
+  n.op_type = op;
+  n.opset = at.opset;
+  n.def = find_op(op, at.opset);
+  n.attrs = std::move(attrs);
+  n.inputs = std::move(inputs);
+  n.outputs = {out};
+  graph.insert_node_before(&at, std::move(n));
+  return out;
+}
+
+// GroupNorm as PyTorch exports it: a Reshape to [N, G, -1], InstanceNormalization over the
+// groups (constant scale and bias), a Reshape back, then the per-channel Mul and Add. The
+// InstanceNormalization whose output only Reshapes read becomes its primitives (mean,
+// centred square, mean, normalize, scale, shift), so that fusion inlines the normalization
+// through the Reshape into the per-channel affine: the whole GroupNorm is one kernel
+// (docs/fusion.md). Elsewhere InstanceNormalization keeps its own lowering.
+void expand_grouped_instance_norm(Graph& graph, Node& node) {
+  Value *x = node.inputs[0], *scale = node.input(1), *bias = node.input(2), *y = node.outputs[0];
+  if (node.opset < 7 || !x->type.has_static_shape() || x->type.dtype != DType::kF32 || !scale ||
+      !bias || !scale->is_constant() || !bias->is_constant() || graph.is_graph_output(y))
+    return;
+  const Shape& shape = *x->type.shape;
+  if (shape.size() < 3 || shape_num_elements(shape).value_or(0) == 0) return;
+  bool reshaped = false;
+  for (const auto& n : graph.nodes()) {
+    if (std::find(n->inputs.begin(), n->inputs.end(), y) == n->inputs.end()) continue;
+    if (n->op_type != "Reshape" || n->inputs[0] != y) return;
+    reshaped = true;
+  }
+  if (!reshaped) return;
+  Ints axes(shape.size() - 2);
+  std::iota(axes.begin(), axes.end(), 2);
+  Shape stats = shape;
+  std::fill(stats.begin() + 2, stats.end(), Dim(1));
+  TensorType full{DType::kF32, shape}, per_row{DType::kF32, stats};
+  auto per_channel = [&](const Value* v) { // [C] as [C, 1, ..., 1]
+    std::vector<int64_t> dims(shape.size() - 1, 1);
+    dims[0] = shape[1].value();
+    Tensor t(DType::kF32, dims);
+    std::memcpy(t.data(), v->constant->data(), t.num_bytes());
+    return graph.add_constant(graph.unique_name(v->name + "_per_channel"), std::move(t));
+  };
+  if (scale->constant->num_bytes() != static_cast<size_t>(shape[1].value()) * 4 ||
+      bias->constant->num_bytes() != scale->constant->num_bytes())
+    return;
+  Tensor eps(DType::kF32, {});
+  eps.set_double(0, node.attrs_as<EpsilonAttrs>().epsilon);
+  Value* mean = insert_op(graph, node, "ReduceMean", {x}, per_row, ReduceAttrs{axes, true, false});
+  Value* dev = insert_op(graph, node, "Sub", {x, mean}, full);
+  Value* square = insert_op(graph, node, "Mul", {dev, dev}, full);
+  Value* var =
+      insert_op(graph, node, "ReduceMean", {square}, per_row, ReduceAttrs{axes, true, false});
+  Value* shifted = insert_op(
+      graph, node, "Add",
+      {var, graph.add_constant(graph.unique_name(node.name + "_epsilon"), std::move(eps))},
+      per_row);
+  Value* sd = insert_op(graph, node, "Sqrt", {shifted}, per_row);
+  Value* normalized = insert_op(graph, node, "Div", {dev, sd}, full);
+  Value* scaled = insert_op(graph, node, "Mul", {normalized, per_channel(scale)}, full);
+  node.op_type = "Add"; // y = scaled + bias, in place of the InstanceNormalization
+  node.def = find_op("Add", node.opset);
+  node.attrs = NoAttrs{};
+  node.inputs = {scaled, per_channel(bias)};
+}
+
 void canonicalize_node(Graph& graph, Node& node) {
   const std::string& op = node.op_type;
   if (std::holds_alternative<LegacyBroadcastAttrs>(node.attrs)) {
@@ -267,6 +338,8 @@ void canonicalize_node(Graph& graph, Node& node) {
     canonicalize_cum_sum(node);
   } else if (op == "Compress") {
     canonicalize_compress(graph, node);
+  } else if (op == "InstanceNormalization") {
+    expand_grouped_instance_norm(graph, node);
   } else if (auto* arg = std::get_if<ArgReduceAttrs>(&node.attrs)) {
     normalize_axis_in_place(arg->axis, rank_of(node.inputs[0]));
   } else if (auto* sm = std::get_if<SoftmaxAttrs>(&node.attrs)) {
