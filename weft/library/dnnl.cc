@@ -272,6 +272,17 @@ memory::desc transposed_output(const Dims& dims, const Node& t) {
   return memory::desc(dims, memory::data_type::f32, strides);
 }
 
+// Constant "w", laid out as "given", reordered once into memory of layout "wanted" that the
+// kernel owns.
+memory reordered_constant(const Value* w, const memory::desc& given, const memory::desc& wanted) {
+  memory from(given, engine(), const_cast<std::byte*>(w->constant->data()));
+  memory to(wanted, engine());
+  dnnl::stream stream(engine());
+  dnnl::reorder(from, to).execute(stream, from, to);
+  stream.wait();
+  return to;
+}
+
 // Constant weights take oneDNN's preferred layout, reordered (packed) once here, as ONNX
 // Runtime prepacks them: the brgemm kernels then read B in the blocks they compute on.
 LibraryCall make_matmul(const Node& n, const MatMulOperands& m, const Value* bias,
@@ -292,12 +303,7 @@ LibraryCall make_matmul(const Node& n, const MatMulOperands& m, const Value* bia
   dnnl::matmul::primitive_desc pd(d, attr, engine());
   std::unordered_map<int, memory> owned;
   if (w->is_constant()) {
-    memory given(m.b, engine(), const_cast<std::byte*>(w->constant->data()));
-    memory packed(pd.weights_desc(), engine());
-    dnnl::stream stream(engine());
-    dnnl::reorder(given, packed).execute(stream, given, packed);
-    stream.wait();
-    owned.emplace(DNNL_ARG_WEIGHTS, packed);
+    owned.emplace(DNNL_ARG_WEIGHTS, reordered_constant(w, m.b, pd.weights_desc()));
   } else {
     args.push_back({DNNL_ARG_WEIGHTS, w_buffer, m.b});
   }
@@ -452,12 +458,7 @@ std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
     if (impl.starts_with("ref") && layout(dx) != plain(dx)) return LibraryCall{};
     std::unordered_map<int, memory> owned;
     if (constant_weights) {
-      memory given(plain(wdims), engine(), const_cast<std::byte*>(w->constant->data()));
-      memory reordered(pd.weights_desc(), engine());
-      dnnl::stream stream(engine());
-      dnnl::reorder(given, reordered).execute(stream, given, reordered);
-      stream.wait();
-      owned.emplace(DNNL_ARG_WEIGHTS, reordered);
+      owned.emplace(DNNL_ARG_WEIGHTS, reordered_constant(w, plain(wdims), pd.weights_desc()));
     } else {
       args.push_back({DNNL_ARG_WEIGHTS, w_buffer, plain(wdims)});
     }
