@@ -380,9 +380,27 @@ bool Emitter::emit_hoisted_loop(const AstNode& n, int depth, std::string& out) c
   for (const AstExpr& e : call.args)
     iters.push_back(ast_expr(e));
   std::string pad(static_cast<size_t>(2 * depth), ' '), loads;
+  std::vector<std::string> invariant(s.expr.size()); // the value, for nodes that do not move
   for (size_t i = 0; i < s.expr.size(); ++i) {
     const kernel::ExprNode& e = s.expr[i];
-    if (e.op != kernel::ExprOp::kLoad) continue;
+    if (e.op == kernel::ExprOp::kConstant) {
+      invariant[i] = literal(e.value, e.dtype);
+      continue;
+    }
+    if (e.op != kernel::ExprOp::kLoad) {
+      // An op on values that do not move (sqrt(var + eps) in a normalization) is computed
+      // once too.
+      std::vector<std::string> args;
+      for (int o : e.operands)
+        args.push_back(invariant[static_cast<size_t>(o)]);
+      if (e.op == kernel::ExprOp::kIterator || e.operands.empty() ||
+          std::any_of(args.begin(), args.end(), [](const std::string& v) { return v.empty(); }))
+        continue;
+      invariant[i] = hoisted_[static_cast<int>(i)] = fmt::format("weft_h{}", i);
+      loads += fmt::format("{}  const {} weft_h{} = {};\n", pad, compute_type(e.dtype), i,
+                           apply_op(e.op, e.dtype, args));
+      continue;
+    }
     const kernel::Access& a = s.reads[static_cast<size_t>(e.access)];
     bool moves = std::any_of(a.index.begin(), a.index.end(), [&](const AffineExpr& x) {
       return std::any_of(x.terms.begin(), x.terms.end(), [&](const auto& term) {
@@ -394,13 +412,14 @@ bool Emitter::emit_hoisted_loop(const AstNode& n, int depth, std::string& out) c
     if (moves || !a.indirect.empty() || a.buffer == s.write.buffer ||
         k_.buffers[static_cast<size_t>(s.write.buffer)].aliased)
       continue;
-    hoisted_[static_cast<int>(i)] = fmt::format("weft_h{}", i);
+    invariant[i] = hoisted_[static_cast<int>(i)] = fmt::format("weft_h{}", i);
     loads +=
         fmt::format("{}  const {} weft_h{} = {};\n", pad, compute_type(e.dtype), i, load(a, iters));
   }
   if (hoisted_.empty()) return false;
-  out += fmt::format("{}if ({}) {{  // loads that do not move with {} are hoisted\n{}", pad,
-                     ast_expr(substitute(n.cond, n.iterator, n.init)), n.iterator, loads);
+  out += fmt::format(
+      "{}if ({}) {{  // loads (and ops on them) that do not move with {} are hoisted\n{}", pad,
+      ast_expr(substitute(n.cond, n.iterator, n.init)), n.iterator, loads);
   out += fmt::format("{0}  {1}\n{0}  for (int64_t {2} = {3}; {4}; {2} += {5}) {{\n", pad,
                      d_.simd_for, n.iterator, ast_expr(n.init), ast_expr(n.cond), n.step);
   emit_statement(call, depth + 2, out);

@@ -338,6 +338,39 @@ TEST(EmitC, IndirectWriteCombinesInPlace) {
   EXPECT_EQ(scatter.find("acc"), std::string::npos) << scatter;
 }
 
+// y[i, j] = x[i, j] / sqrt(v[i] + 1): the row's sqrt(v[i] + 1) does not move with j, so it is
+// computed once per row, before the vector loop, with the load of v[i].
+TEST(EmitC, InvariantOpsAreHoistedWithTheirLoads) {
+  using kernel::AffineExpr;
+  using kernel::ExprOp;
+  kernel::Kernel k;
+  k.name = "normalize";
+  k.buffers = {{"x", DType::kF32, {8, 64}, kernel::BufferRole::kInput},
+               {"v", DType::kF32, {8}, kernel::BufferRole::kInput},
+               {"y", DType::kF32, {8, 64}, kernel::BufferRole::kOutput}};
+  kernel::Statement st;
+  st.name = "normalize";
+  st.domain = {8, 64};
+  std::vector<AffineExpr> ij = {AffineExpr::iterator(0), AffineExpr::iterator(1)};
+  st.write = kernel::Access(2, ij);
+  st.reads = {kernel::Access(0, ij), kernel::Access(1, {AffineExpr::iterator(0)})};
+  st.expr = {{ExprOp::kLoad, DType::kF32, {}, 0},
+             {ExprOp::kLoad, DType::kF32, {}, 1},
+             {ExprOp::kConstant, DType::kF32, {}, -1, 1.0},
+             {ExprOp::kAdd, DType::kF32, {1, 2}},
+             {ExprOp::kSqrt, DType::kF32, {3}},
+             {ExprOp::kDiv, DType::kF32, {0, 4}}};
+  k.statements = {st};
+  ASSERT_TRUE(kernel::verify_kernel(k).ok());
+  std::string src = function_of(k);
+  size_t loop = src.find("#pragma omp simd");
+  size_t hoisted = src.find("const float weft_h4 = sqrt(weft_h3);");
+  ASSERT_NE(hoisted, std::string::npos) << src;
+  EXPECT_LT(hoisted, loop) << src;
+  EXPECT_NE(src.find("const float weft_h3 = (weft_h1 + 1.0f);"), std::string::npos) << src;
+  EXPECT_NE(src.find("const float t5 = (t0 / t4);"), std::string::npos) << src; // x moves
+}
+
 TEST(EmitC, KernelSymbolsAreSorted) {
   kernel::Kernel k = testing::bias_add_kernel(Dim::symbol("rows"), Dim::symbol("cols"));
   EXPECT_EQ(kernel_symbols(k), (std::vector<std::string>{"cols", "rows"}));

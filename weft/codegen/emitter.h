@@ -98,8 +98,9 @@ private:
 
   // A SIMD loop "n" around one statement whose loads include some that do not move with it
   // (a row's max or sum in softmax, a per-channel scale): those are loaded once before the
-  // loop, when it runs at all. Inside an OpenMP region GCC cannot prove them invariant and
-  // leaves such a loop scalar. False when there is nothing to hoist.
+  // loop, when it runs at all, and so are the ops on them alone (a normalization's
+  // sqrt(var + eps)). Inside an OpenMP region GCC cannot prove them invariant and leaves
+  // such a loop scalar, or computes the ops per vector. False when there is nothing to hoist.
   bool emit_hoisted_loop(const AstNode& n, int depth, std::string& out) const;
 
   // Tiny rows (DESIGN.md: "tiny rows are packed"): is "n" a parallel loop whose body is
