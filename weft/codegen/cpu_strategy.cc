@@ -309,6 +309,13 @@ void CpuReductionWriter::column_block(const std::string& r_iterator, const std::
   std::string sum = fmt::format("weft_sum[{} - weft_kb]", k_iterator);
   std::string each_column =
       fmt::format("for (int64_t {0} = weft_kb; {0} < weft_ke; {0} += 1)", k_iterator);
+  auto join_totals = [&](const std::string& totals) {
+    if (dest.empty()) {
+      l1("{} {}", each_column, r_.store(combine(r_.target, totals)));
+    } else {
+      l1("{} {} = {};", each_column, dest, combine(dest, totals));
+    }
+  };
   l("{{");
   if (short_rows_) { // one cascade block: its column sums are the totals
     l1("{} weft_col[{}];", r_.type, s_.column_width);
@@ -319,11 +326,7 @@ void CpuReductionWriter::column_block(const std::string& r_iterator, const std::
     r_.update(col, depth + 3, out_);
     l2("}}");
     l1("}}");
-    if (dest.empty()) {
-      l1("{} {}", each_column, r_.store(combine(r_.target, col)));
-    } else {
-      l1("{} {} = {};", each_column, dest, combine(dest, col));
-    }
+    join_totals(col);
     l("}}");
     return;
   }
@@ -342,11 +345,7 @@ void CpuReductionWriter::column_block(const std::string& r_iterator, const std::
   l2("}}");
   l2("{} {} = {};", each_column, sum, combine(sum, col));
   l1("}}");
-  if (dest.empty()) {
-    l1("{} {}", each_column, r_.store(combine(r_.target, sum)));
-  } else {
-    l1("{} {} = {};", each_column, dest, combine(dest, sum));
-  }
+  join_totals(sum);
   l("}}");
 }
 

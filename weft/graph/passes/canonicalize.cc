@@ -53,6 +53,27 @@ void turn_into_identity(Node& node) {
   node.inputs.resize(1);
 }
 
+// A node "op" computing a fresh value of "type" from "inputs", inserted before "at"; the
+// value's and the node's names are built from "value_name" and "node_name" (by default the
+// node's name and the op).
+Value* insert_op(Graph& graph, const Node& at, const std::string& op, std::vector<Value*> inputs,
+                 TensorType type, OpAttrs attrs = NoAttrs{}, const std::string& value_name = "",
+                 const std::string& node_name = "") {
+  std::string base = at.name + "_" + op;
+  Value* out =
+      graph.add_value(graph.unique_name(value_name.empty() ? base : value_name), std::move(type));
+  Node n;
+  n.name = graph.unique_node_name(node_name.empty() ? base : node_name);
+  n.op_type = op;
+  n.opset = at.opset;
+  n.def = find_op(op, at.opset);
+  n.attrs = std::move(attrs);
+  n.inputs = std::move(inputs);
+  n.outputs = {out};
+  graph.insert_node_before(&at, std::move(n));
+  return out;
+}
+
 void canonicalize_legacy_broadcast(Graph& graph, Node& node) {
   auto axis = node.attrs_as<LegacyBroadcastAttrs>().axis;
   Value* b = node.inputs[1];
@@ -73,18 +94,8 @@ void canonicalize_legacy_broadcast(Graph& graph, Node& node) {
         node.attrs = NoAttrs{};
         return;
       }
-      Value* aligned =
-          graph.add_value(graph.unique_name(b->name + "_aligned"), {b->type.dtype, shape});
-      Node unsqueeze;
-      unsqueeze.name = graph.unique_node_name(node.name + "_align");
-      unsqueeze.op_type = "Unsqueeze";
-      unsqueeze.opset = node.opset;
-      unsqueeze.def = find_op("Unsqueeze", node.opset);
-      unsqueeze.attrs = AxesAttrs{new_axes};
-      unsqueeze.inputs = {b};
-      unsqueeze.outputs = {aligned};
-      graph.insert_node_before(&node, std::move(unsqueeze));
-      node.inputs[1] = aligned;
+      node.inputs[1] = insert_op(graph, node, "Unsqueeze", {b}, {b->type.dtype, shape},
+                                 AxesAttrs{new_axes}, b->name + "_aligned", node.name + "_align");
     }
   }
   node.attrs = NoAttrs{};
@@ -203,18 +214,8 @@ void canonicalize_compress(Graph& graph, Node& node) {
   if (!kept || (!axis && !x->type.has_static_shape())) return;
   if (!axis) {
     int64_t count = shape_num_elements(*x->type.shape).value_or(0);
-    Value* flat =
-        graph.add_value(graph.unique_name(x->name + "_flat"), {x->type.dtype, Shape{count}});
-    Node reshape;
-    reshape.name = graph.unique_node_name(node.name + "_flatten");
-    reshape.op_type = "Reshape";
-    reshape.opset = node.opset;
-    reshape.def = find_op("Reshape", node.opset);
-    reshape.attrs = ReshapeAttrs{false, Ints{count}};
-    reshape.inputs = {x};
-    reshape.outputs = {flat};
-    graph.insert_node_before(&node, std::move(reshape));
-    x = flat;
+    x = insert_op(graph, node, "Reshape", {x}, {x->type.dtype, Shape{count}},
+                  ReshapeAttrs{false, Ints{count}}, x->name + "_flat", node.name + "_flatten");
   }
   Tensor positions = Tensor::vector_i64(*kept);
   node.op_type = "Gather";
@@ -238,22 +239,6 @@ void canonicalize_reshape(Node& node) {
     // Spelled out, a 0 is an empty dim, not "copy the input's": keep allowzero for it.
     a.allowzero = std::find(a.shape->begin(), a.shape->end(), 0) != a.shape->end();
   }
-}
-
-// A node "op" computing a fresh value of "type" from "inputs", inserted before "at".
-Value* insert_op(Graph& graph, const Node& at, const std::string& op, std::vector<Value*> inputs,
-                 TensorType type, OpAttrs attrs = NoAttrs{}) {
-  Value* out = graph.add_value(graph.unique_name(at.name + "_" + op), std::move(type));
-  Node n;
-  n.name = graph.unique_node_name(at.name + "_" + op);
-  n.op_type = op;
-  n.opset = at.opset;
-  n.def = find_op(op, at.opset);
-  n.attrs = std::move(attrs);
-  n.inputs = std::move(inputs);
-  n.outputs = {out};
-  graph.insert_node_before(&at, std::move(n));
-  return out;
 }
 
 // GroupNorm as PyTorch exports it: a Reshape to [N, G, -1], InstanceNormalization over the
