@@ -31,27 +31,24 @@ using std::sinh; using std::sqrt; using std::tan; using std::tanh;
 WEFT_D float weft_as_float(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
 WEFT_D uint32_t weft_as_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
 // exp for f32 that vectorizes (libm's expf does not without fast-math): x = n ln2 + r with
-// |r| <= ln2/2 (Cody-Waite), exp(r) by a degree-6 polynomial (Cephes' coefficients), and
-// 2^n applied as two halves so that gradual underflow stays exact (within 1 ulp everywhere,
-// denormals included). Written for GCC's vectorizer under -ftrapping-math: no std::floor, no
-// float-to-int conversion and no float min/max (each leaves the loop scalar or masks every
-// later operation); n is rounded by adding 1.5 * 2^23, whose low mantissa bits then hold it,
-// and clamped as an integer. Out-of-range x and NaN are fixed by the selects at the end.
+// |r| <= ln2/2 (Cody-Waite), exp(r) = 1 + r q(r) with q of degree 5 (a relative-error minimax
+// fit made for Weft), and 2^n added to the result's exponent bits; within 1.05 ulp everywhere
+// (checked over every 3rd float), denormal results included: those add 64 more to the
+// exponent and scale by 2^-64 once. Written for GCC's vectorizer under -ftrapping-math: no
+// std::floor, no float-to-int conversion, no float min/max (each leaves the loop scalar or
+// masks every later operation). n is rounded by adding 1.5 * 2^23, whose low mantissa bits
+// then hold it: shifted by 23, that float's bits are n << 23. Overflow (inf), NaN (through
+// x + inf), denormal and zero results are selects at the end.
 WEFT_D float weft_exp(float x) {
-  bool low = !(x >= -104.0f); // the result is 0 (or NaN): compute on 0 instead, since the
-  float xs = low ? 0.0f : x;  // denormals of 2^n there would each cost a microcode assist
-  float y = xs * 1.44269504088896341f + 12582912.0f, fn = y - 12582912.0f;
-  float r = xs - fn * 0.693359375f + fn * 2.12194440e-4f;
-  float z = r * r;
-  float p = (((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r + 4.1665795894e-2f) * r +
-              1.6666665459e-1f) * r + 5.0000001201e-1f) * z + r + 1.0f;
-  int32_t n = static_cast<int32_t>(weft_as_bits(y) - 0x4B400000u);
-  n = n > 128 ? 128 : n;
-  int32_t n1 = n >> 1, n2 = n - n1;
-  float s1 = weft_as_float(static_cast<uint32_t>(n1 + 127) << 23);
-  float s2 = weft_as_float(static_cast<uint32_t>(n2 + 127) << 23);
-  float e = x > 89.0f ? INFINITY : p * s1 * s2;
-  return low ? (x != x ? x : 0.0f) : e;
+  float y = x * 1.44269504088896341f + 12582912.0f, fn = y - 12582912.0f;
+  float r = x - fn * 0.693359375f + fn * 2.12194440e-4f;
+  float q = ((((1.3843654e-3f * r + 8.3741555e-3f) * r + 4.1668002e-2f) * r + 1.6666432e-1f) * r +
+             4.9999994e-1f) * r + 1.0f;
+  uint32_t bits = weft_as_bits(r * q + 1.0f) + (weft_as_bits(y) << 23);
+  float e = x <= 88.72283f ? weft_as_float(bits) : x + INFINITY;
+  float tiny = weft_as_float(bits + (64u << 23)) * 0x1p-64f;
+  e = x < -87.33654f ? tiny : e;
+  return x < -103.97209f ? 0.0f : e;
 }
 // erf for f32 that vectorizes (libm's erff does not), in the same style: x * P(x^2) for
 // |x| <= 1, else 1 - Q(|x| - 2) with the sign of x, and 1 from 3.92 on (where erf rounds to
