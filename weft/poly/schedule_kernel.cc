@@ -153,39 +153,32 @@ public:
     return !deps.deltas().intersect(carried).is_empty();
   }
 
-  // How many outer loops can all statements share (loop fusion)? Loop d is shared when each
-  // statement's iterator d has one common extent, is reduced by none of them, and every
-  // dependence stays within one iteration of the loops up to d; then, per iteration, the
-  // statements run in order. Stitched kernels (softmax, LayerNorm) so finish a row before
-  // the next, which keeps the row in cache between their passes; a softmax over [B, H, S, S]
-  // shares B, H and S. (A dependence across iterations would leave a fused loop serial,
-  // which costs more than the locality gains: then each statement keeps its nest.) Reduced
-  // loops stay unshared, so that each reduction keeps a nest of its own for the CPU
+  // How many outer loops can statements [first, last) share (loop fusion)? Loop d is shared
+  // when each statement's iterator d has one common extent, is reduced by none of them, and
+  // every dependence among them stays within one iteration of the loops up to d; then, per
+  // iteration, the statements run in order. Stitched kernels (softmax, LayerNorm) so finish a
+  // row before the next, which keeps the row in cache between their passes; a softmax over
+  // [B, H, S, S] shares B, H and S. (A dependence across iterations would leave a fused loop
+  // serial, which costs more than the locality gains: then each statement keeps its nest.)
+  // Reduced loops stay unshared, so that each reduction keeps a nest of its own for the CPU
   // strategies.
-  size_t shared_depth(const isl::union_map& deps) const {
+  size_t shared_depth(const isl::union_map& deps, size_t first, size_t last) const {
     const std::vector<Statement>& st = kernel_.statements;
-    if (st.size() < 2) return 0;
+    if (last - first < 2) return 0;
     size_t depth = 0;
     for (;; ++depth) {
-      for (const Statement& s : st) {
-        if (s.domain.size() <= depth || !(s.domain[depth] == st[0].domain[depth]) ||
-            (s.combine != kernel::Combine::kNone && s.is_reduced(static_cast<int>(depth))))
+      for (size_t s = first; s < last; ++s) {
+        if (st[s].domain.size() <= depth || !(st[s].domain[depth] == st[first].domain[depth]) ||
+            (st[s].combine != kernel::Combine::kNone && st[s].is_reduced(static_cast<int>(depth))))
           return depth;
       }
-      std::vector<std::string> parts, deltas;
-      for (size_t s = 0; s < st.size(); ++s) {
-        std::vector<std::string> its;
-        for (size_t i = 0; i <= depth; ++i)
-          its.push_back(fmt::format("i{}", i));
-        parts.push_back(fmt::format("{} -> [{}]", tuple(s), fmt::join(its, ", ")));
-      }
-      for (size_t i = 0; i <= depth; ++i)
+      isl::union_map outer(deps.ctx(), outer_loops(first, last, depth + 1));
+      std::vector<std::string> deltas, nonzero;
+      for (size_t i = 0; i <= depth; ++i) {
         deltas.push_back(fmt::format("d{}", i));
-      isl::union_map outer(deps.ctx(), union_of(parts));
+        nonzero.push_back(fmt::format("d{0} < 0 or d{0} > 0", i));
+      }
       isl::union_set along = deps.apply_domain(outer).apply_range(outer).deltas();
-      std::vector<std::string> nonzero;
-      for (const std::string& d : deltas)
-        nonzero.push_back(fmt::format("{0} < 0 or {0} > 0", d));
       isl::union_set across(deps.ctx(),
                             fmt::format("{}{{ [{}] : {} }}", param_list(), fmt::join(deltas, ", "),
                                         fmt::join(nonzero, " or ")));
@@ -193,12 +186,49 @@ public:
     }
   }
 
-  // The schedule tree in isl's text form: a sequence of statements, one marked band per
-  // iterator; or, when they share outer loops, those bands over the sequence.
+  // Runs of consecutive statements [first, last) that share loops: the whole kernel when it
+  // can; otherwise each run as long as its statements share an outer loop, so that, e.g., a
+  // BN-train's per-row statistics share their rows while its per-channel steps and the
+  // normalized write keep their own nests.
+  std::vector<std::pair<size_t, size_t>> fused_runs(const isl::union_map& deps) const {
+    size_t n = kernel_.statements.size();
+    if (n < 2 || shared_depth(deps, 0, n) > 0) return {{0, n}};
+    std::vector<std::pair<size_t, size_t>> runs;
+    for (size_t first = 0; first < n;) {
+      size_t last = first + 1;
+      while (last < n && shared_depth(deps, first, last + 1) > 0)
+        ++last;
+      runs.emplace_back(first, last);
+      first = last;
+    }
+    return runs;
+  }
+
+  // The schedule tree in isl's text form: a sequence of runs of statements (fused_runs),
+  // each a sequence of statements with one marked band per iterator below the loops the
+  // run shares, and those shared bands over it.
   std::string schedule_tree(const isl::union_map& deps) const {
-    size_t shared = shared_depth(deps);
+    std::vector<std::pair<size_t, size_t>> runs = fused_runs(deps);
+    if (runs.size() == 1)
+      return fmt::format("{{ domain: \"{}\", child: {{ {} }} }}", all_domains(),
+                         run_tree(deps, 0, kernel_.statements.size()));
     std::vector<std::string> filters;
-    for (size_t s = 0; s < kernel_.statements.size(); ++s) {
+    for (auto [first, last] : runs) {
+      std::vector<std::string> tuples;
+      for (size_t s = first; s < last; ++s)
+        tuples.push_back(tuple(s));
+      filters.push_back(fmt::format("{{ filter: \"{}\", child: {{ {} }} }}", union_of(tuples),
+                                    run_tree(deps, first, last)));
+    }
+    return fmt::format("{{ domain: \"{}\", child: {{ sequence: [ {} ] }} }}", all_domains(),
+                       fmt::join(filters, ", "));
+  }
+
+  // Statements [first, last): the loops they share, over a sequence of their own nests.
+  std::string run_tree(const isl::union_map& deps, size_t first, size_t last) const {
+    size_t shared = shared_depth(deps, first, last);
+    std::vector<std::string> filters;
+    for (size_t s = first; s < last; ++s) {
       const Statement& st = kernel_.statements[s];
       std::string child;
       for (size_t d = st.domain.size(); d-- > shared;) {
@@ -223,17 +253,31 @@ public:
     // dependences stay within an iteration). The CPU opens a parallel region at the outermost
     // only; CUDA flattens them all into the grid's index space.
     for (size_t d = shared; d-- > 0;) {
-      std::vector<std::string> maps;
-      for (size_t s = 0; s < kernel_.statements.size(); ++s)
-        maps.push_back(fmt::format("{} -> [(i{})]", tuple(s), d));
-      tree = fmt::format("schedule: \"{}[{{ {} }}]\", child: {{ {} }}", param_list(),
-                         fmt::join(maps, "; "), tree);
+      tree = fmt::format("schedule: \"{}\", child: {{ {} }}", outer_loop(first, last, d), tree);
       tree = fmt::format("mark: \"parallel c{}\", child: {{ {} }}", d, tree);
     }
-    return fmt::format("{{ domain: \"{}\", child: {{ {} }} }}", all_domains(), tree);
+    return tree;
   }
 
 private:
+  // Statements [first, last) mapped to their first "n" iterators.
+  std::string outer_loops(size_t first, size_t last, size_t n) const {
+    std::vector<std::string> parts;
+    for (size_t s = first; s < last; ++s) {
+      std::vector<std::string> its;
+      for (size_t i = 0; i < n; ++i)
+        its.push_back(fmt::format("i{}", i));
+      parts.push_back(fmt::format("{} -> [{}]", tuple(s), fmt::join(its, ", ")));
+    }
+    return union_of(parts);
+  }
+  // The band of loop "d" over statements [first, last), in a schedule tree's notation.
+  std::string outer_loop(size_t first, size_t last, size_t d) const {
+    std::vector<std::string> maps;
+    for (size_t s = first; s < last; ++s)
+      maps.push_back(fmt::format("{} -> [(i{})]", tuple(s), d));
+    return fmt::format("{}[{{ {} }}]", param_list(), fmt::join(maps, "; "));
+  }
   // "{ a; b }" over the parameters; "{ }" when empty.
   std::string union_of(const std::vector<std::string>& parts) const {
     return fmt::format("{}{{ {} }}", param_list(), fmt::join(parts, "; "));

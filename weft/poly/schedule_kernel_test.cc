@@ -102,6 +102,33 @@ TEST(ScheduleKernel, StatementsShareTheOuterLoopOnlyWithinRowDependences) {
             "  S1(c0);\n");
 }
 
+// When not all statements can share a loop, runs of consecutive ones still do: the copy and
+// its use share their row loop, and the statement over another extent keeps its own nest.
+TEST(ScheduleKernel, RunsOfStatementsShareLoopsWhenTheWholeKernelCannot) {
+  using namespace kernel;
+  Kernel k;
+  k.name = "runs";
+  k.buffers = {{"x", DType::kF32, {16}, BufferRole::kInput},
+               {"y", DType::kF32, {16}, BufferRole::kTemp},
+               {"z", DType::kF32, {16}, BufferRole::kOutput},
+               {"w", DType::kF32, {8}, BufferRole::kOutput}};
+  auto copy = [](const char* name, int from, int to, int64_t extent) {
+    Statement s;
+    s.name = name;
+    s.domain = {extent};
+    s.write = {to, {AffineExpr::iterator(0)}};
+    s.reads = {{from, {AffineExpr::iterator(0)}}};
+    s.expr = {{ExprOp::kLoad, DType::kF32, {}, 0, 0}};
+    return s;
+  };
+  k.statements = {copy("copy", 0, 1, 16), copy("use", 1, 2, 16), copy("head", 2, 3, 8)};
+  EXPECT_EQ(loops(k), "for (c0 = 0; (c0 <= 15); c0 += 1)  // parallel\n"
+                      "  S0(c0);\n"
+                      "  S1(c0);\n"
+                      "for (c0 = 0; (c0 <= 7); c0 += 1)  // parallel\n"
+                      "  S2(c0);\n");
+}
+
 // An indirect read touches the whole gathered dim (here of symbolic extent R, which becomes
 // a parameter); it writes nothing, so every loop stays parallel.
 TEST(ScheduleKernel, IndirectLoadIsOverApproximatedByItsDim) {
