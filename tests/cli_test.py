@@ -57,7 +57,7 @@ class CliTest(unittest.TestCase):
         r = weft("inspect", path)
         self.assertEqual(r.returncode, 0, r.stderr)
         for step in ["import", "fold_constants", "infer_shapes", "canonicalize",
-                     "expand_recurrent", "eliminate_identity", "eliminate_dead_code"]:
+                     "expand_recurrent", "eliminate_identity", "split_moments", "eliminate_dead_code"]:
             self.assertIn(f"== {step} ==", r.stdout)
         self.assertIn("node the_node: %y: f32[N,4] = Relu(%x)", r.stdout)
 
@@ -81,7 +81,7 @@ class CliTest(unittest.TestCase):
             self.assertIn(key, out)
         self.assertEqual([op["op_type"] for op in out["ops"]], ["Relu"])
         self.assertEqual(out["ops"][0]["outputs"][0]["shape"], ["N", 4])
-        self.assertEqual(len(out["passes"]), 7)
+        self.assertEqual(len(out["passes"]), 8)
 
     def test_inspect_json_lists_kernels_of_static_graphs(self):
         model = small_model()
@@ -101,7 +101,7 @@ class CliTest(unittest.TestCase):
         r = weft("inspect", path, "--dump-dir", dump, "--after", "import")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(sorted(os.listdir(dump))[0], "00_import.txt")
-        self.assertEqual(len(os.listdir(dump)), 7)
+        self.assertEqual(len(os.listdir(dump)), 8)
 
     def test_missing_file(self):
         self.assert_one_line_error(weft("inspect", os.path.join(self.dir, "nope.onnx")),
@@ -284,7 +284,7 @@ class CliTest(unittest.TestCase):
             self.assertEqual(a.read(), b.read())
         subprocess.run(["sh", os.path.join(d, "build.sh")], check=True, timeout=300)
         self.assertTrue(os.path.exists(os.path.join(d, "kernels.so")))
-        self.assertIn("07_specialize.txt", os.listdir(d))
+        self.assertIn("08_specialize.txt", os.listdir(d))
 
     def test_damaged_cache_entry_is_rebuilt(self):
         path = self.softmax_sum_model()
@@ -357,7 +357,7 @@ class CliTest(unittest.TestCase):
         dump = os.path.join(self.dir, "dump")
         r = weft("inspect", path, "--dump-dir", dump, "--after", "import")
         self.assertEqual(r.returncode, 0, r.stderr)
-        for name in ("00_import.txt", "07_specialize.txt", "kernels.txt", "kernels.cc", "build.sh"):
+        for name in ("00_import.txt", "08_specialize.txt", "kernels.txt", "kernels.cc", "build.sh"):
             self.assertIn(name, os.listdir(dump))
 
     def test_cuda_device_says_the_backend_has_not_landed(self):

@@ -197,11 +197,49 @@ def check_encoder_layer(d):
     return []
 
 
+def check_batch_statistics(d):
+    """BN-train's statistics through split_moments (per-row moments, then combined) against
+    numpy in float64, on data whose mean is far from zero (where a one-pass E[x^2] - E[x]^2
+    would lose the variance)."""
+    path = save(d, "batch_stats", [
+        node("ReduceMean", ["x"], ["mean"], axes=[0, 2, 3]), node("Sub", ["x", "mean"], ["dev"]),
+        node("Mul", ["dev", "dev"], ["dev2"]),
+        node("ReduceMean", ["dev2"], ["var"], axes=[0, 2, 3], keepdims=0)],
+        [f32("x", [8, 16, 14, 14])], [f32("mean", [1, 16, 1, 1]), f32("var", [16])])
+    r = subprocess.run([WEFT, "inspect", path, "--after", "split_moments"], capture_output=True,
+                       text=True, timeout=600)
+    if "ReduceMean(%x) {axes=[2, 3]" not in r.stdout:
+        return [f"batch statistics: split_moments did not split the variance:\n{r.stdout}"]
+    rng = np.random.default_rng(3)
+    spread = 1 + np.arange(8).reshape(8, 1, 1, 1)
+    x = 1000 + np.arange(16).reshape(1, 16, 1, 1) * 10 + rng.standard_normal((8, 16, 14, 14)) * spread
+    x = x.astype(np.float32)
+    np.save(os.path.join(d, "x.npy"), x)
+    out = os.path.join(d, "stats_out")
+    r = subprocess.run([WEFT, "run", path, "--input", "x=" + os.path.join(d, "x.npy"),
+                        "--output-dir", out], capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        return [f"batch statistics: weft run failed: {r.stderr}"]
+    x64 = x.astype(np.float64)
+    want_mean = x64.mean(axis=(0, 2, 3), keepdims=True)
+    want_var = ((x64 - want_mean) ** 2).mean(axis=(0, 2, 3))
+    got_mean = np.load(os.path.join(out, "mean.npy"))
+    got_var = np.load(os.path.join(out, "var.npy"))
+    failures = []
+    if not np.allclose(got_mean, want_mean, rtol=1e-6, atol=0):
+        failures.append(f"batch statistics: mean off by {np.abs(got_mean - want_mean).max()}")
+    if not np.allclose(got_var, want_var, rtol=1e-5, atol=0):
+        failures.append(f"batch statistics: variance off by {np.abs(got_var / want_var - 1).max()} "
+                        "(relative)")
+    print(f"batch statistics: variance within {np.abs(got_var / want_var - 1).max():.2e} of float64")
+    return failures
+
+
 def main():
     global WEFT
     WEFT = os.path.abspath(sys.argv[1])
     with tempfile.TemporaryDirectory() as d:
-        failures = check_subgraphs(d) + check_encoder_layer(d)
+        failures = check_subgraphs(d) + check_batch_statistics(d) + check_encoder_layer(d)
     for f in failures:
         print("FAIL " + f)
     return 1 if failures else 0

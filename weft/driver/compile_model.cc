@@ -29,6 +29,7 @@
 #include "weft/graph/passes/fold_constants.h"
 #include "weft/graph/passes/infer_shapes.h"
 #include "weft/graph/passes/specialize_shapes.h"
+#include "weft/graph/passes/split_moments.h"
 #include "weft/graph/print_graph.h"
 #include "weft/graph/verify_graph.h"
 #include "weft/kernel/lower_node.h"
@@ -63,6 +64,7 @@ Status refold(Graph& graph, std::string_view after) {
   WEFT_RETURN_IF_ERROR(fold_constants(graph));
   WEFT_RETURN_IF_ERROR(canonicalize(graph));
   WEFT_RETURN_IF_ERROR(eliminate_identity(graph));
+  WEFT_RETURN_IF_ERROR(split_moments(graph));
   WEFT_RETURN_IF_ERROR(eliminate_dead_code(graph));
   return verify_graph(graph, after);
 }

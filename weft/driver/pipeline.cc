@@ -6,6 +6,7 @@
 #include "weft/graph/passes/expand_recurrent.h"
 #include "weft/graph/passes/fold_constants.h"
 #include "weft/graph/passes/infer_shapes.h"
+#include "weft/graph/passes/split_moments.h"
 #include "weft/graph/verify_graph.h"
 #include "weft/onnx/import_model.h"
 
@@ -26,7 +27,7 @@ Status run_pass(std::string_view name, Status (*pass)(Graph&), Graph& graph,
 const std::vector<std::string_view>& pipeline_steps() {
   static const std::vector<std::string_view> steps = {
       "import",           "fold_constants",     "infer_shapes",       "canonicalize",
-      "expand_recurrent", "eliminate_identity", "eliminate_dead_code"};
+      "expand_recurrent", "eliminate_identity", "split_moments",      "eliminate_dead_code"};
   return steps;
 }
 
@@ -46,6 +47,8 @@ Result<Graph> run_graph_pipeline(const ModelSource& model, const PassObserver& o
   WEFT_RETURN_IF_ERROR(run_pass("expand_recurrent", expand_recurrent, graph, observe));
   // After canonicalize, which turns empty-axes reductions into Identity.
   WEFT_RETURN_IF_ERROR(run_pass("eliminate_identity", eliminate_identity, graph, observe));
+  // Needs canonical reduction axes; what it leaves unused goes next.
+  WEFT_RETURN_IF_ERROR(run_pass("split_moments", split_moments, graph, observe));
   // Last: removes what the passes above left unused.
   WEFT_RETURN_IF_ERROR(run_pass("eliminate_dead_code", eliminate_dead_code, graph, observe));
   return graph;
