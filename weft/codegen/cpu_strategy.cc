@@ -216,6 +216,7 @@ void CpuReductionWriter::lanes(const std::string& iterator, const std::string& l
      r_.identity);
   l1("int64_t weft_i = weft_b;");
   l1("for (; weft_i + {0} <= weft_e; weft_i += {0}) {{", s_.lanes);
+  if (std::string p = r_.prefetch ? r_.prefetch("weft_i") : ""; !p.empty()) l2("{}", p);
   l2("#pragma omp simd");
   l2("for (int64_t weft_l = 0; weft_l < {}; weft_l += 1) {{", s_.lanes);
   l3("const int64_t {} = weft_i + weft_l;", iterator);

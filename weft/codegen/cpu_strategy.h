@@ -121,6 +121,10 @@ struct ReductionText {
   std::function<std::string(const std::string& value)> store; // "b1[c0] = value;"
   // Prints the statement at "depth", combining into the lvalue "accumulator".
   std::function<void(const std::string& accumulator, int depth, std::string& out)> update;
+  // Lines that prefetch what the next row will read, for the lanes' block that starts at
+  // the C expression "at" (ROW inside a fused row loop, see Emitter::next_row_prefetch);
+  // empty, or unset, for none.
+  std::function<std::string(const std::string& at)> prefetch;
 };
 
 enum class Threads : uint8_t { kOne, kSplit };

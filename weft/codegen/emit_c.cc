@@ -262,6 +262,11 @@ void Emitter::emit_reduction_nest(const AstNode& n, Threads threads, int depth,
                                   std::string& out) const {
   if (const AstNode* call = register_reduction(k_, n)) {
     ReductionText r = reduction_text(*call);
+    if (threads == Threads::kOne) {
+      r.prefetch = [this, call, &n](const std::string& at) {
+        return next_row_prefetch(*call, n.iterator, at);
+      };
+    }
     CpuReductionWriter w(r, schedule_, out);
     if (threads == Threads::kSplit) {
       w.split(n.iterator, range_text(n, *call), depth);
@@ -420,12 +425,73 @@ bool Emitter::emit_hoisted_loop(const AstNode& n, int depth, std::string& out) c
   out += fmt::format(
       "{}if ({}) {{  // loads (and ops on them) that do not move with {} are hoisted\n{}", pad,
       ast_expr(substitute(n.cond, n.iterator, n.init)), n.iterator, loads);
-  out += fmt::format("{0}  {1}\n{0}  for (int64_t {2} = {3}; {4}; {2} += {5}) {{\n", pad,
-                     d_.simd_for, n.iterator, ast_expr(n.init), ast_expr(n.cond), n.step);
+  std::string close = simd_loop_header(n, call, depth + 1, out);
   emit_statement(call, depth + 2, out);
-  out += fmt::format("{0}  }}\n{0}}}\n", pad);
+  out += close + pad + "}\n";
   hoisted_.clear();
   return true;
+}
+
+std::string Emitter::next_row_prefetch(const AstNode& call, const std::string& iterator,
+                                       const std::string& at) const {
+  if (row_iterator_.empty() || row_prefetched_ || !d_.cpu_reduction_strategies) return "";
+  AstExpr row, one, next, start;
+  row.kind = start.kind = AstExpr::Kind::kId;
+  row.id = row_iterator_;
+  start.id = at;
+  one.value = 1;
+  next.kind = AstExpr::Kind::kOp;
+  next.op = AstExpr::Op::kAdd;
+  next.args = {row, one};
+  std::vector<std::string> iters;
+  for (const AstExpr& e : call.args)
+    iters.push_back(ast_expr(substitute(substitute(e, row_iterator_, next), iterator, start)));
+  const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
+  std::set<int> done;
+  std::vector<std::string> lines;
+  for (const kernel::Access& a : s.reads) {
+    bool with_row = false, along = false;
+    for (const AffineExpr& x : a.index) {
+      for (const auto& term : x.terms) {
+        with_row = with_row || mentions(call.args[static_cast<size_t>(term.first)], row_iterator_);
+        along = along || mentions(call.args[static_cast<size_t>(term.first)], iterator);
+      }
+    }
+    if (!with_row || !along || !a.indirect.empty() || !row_reads_.contains(a.buffer) ||
+        !done.insert(a.buffer).second)
+      continue;
+    lines.push_back(fmt::format("__builtin_prefetch(&b{}[{}], 0, 3);", a.buffer, offset(a, iters)));
+  }
+  row_prefetched_ = !lines.empty();
+  return fmt::format("{}", fmt::join(lines, " "));
+}
+
+void Emitter::note_row_reads(const AstNode& n) const {
+  if (n.kind == AstNode::Kind::kCall) {
+    for (const kernel::Access& a : k_.statements[static_cast<size_t>(n.statement)].reads)
+      row_reads_.insert(a.buffer);
+  }
+  for (const AstNode& c : n.children)
+    note_row_reads(c);
+}
+
+std::string Emitter::simd_loop_header(const AstNode& n, const AstNode& call, int depth,
+                                      std::string& out) const {
+  std::string pad(static_cast<size_t>(2 * depth), ' ');
+  std::optional<LoopRange> r = loop_range(n);
+  std::optional<int64_t> extent = r ? r->static_extent() : std::nullopt;
+  std::string prefetch =
+      extent && *extent % 16 == 0 ? next_row_prefetch(call, n.iterator, "weft_p") : "";
+  if (prefetch.empty()) {
+    out += fmt::format("{0}{1}\n{0}for (int64_t {2} = {3}; {4}; {2} += {5}) {{\n", pad, d_.simd_for,
+                       n.iterator, ast_expr(n.init), ast_expr(n.cond), n.step);
+    return pad + "}\n";
+  }
+  out += fmt::format("{0}for (int64_t weft_p = {1}; weft_p < {2}; weft_p += 16) {{  // blocks "
+                     "of 16, each prefetching the next row's\n{0}  {3}\n{0}  {4}\n"
+                     "{0}  for (int64_t {5} = weft_p; {5} < weft_p + 16; {5} += 1) {{\n",
+                     pad, ast_expr(r->lo), ast_expr(r->hi), prefetch, d_.simd_for, n.iterator);
+  return fmt::format("{0}  }}\n{0}}}\n", pad);
 }
 
 bool Emitter::packs_tiny_rows(const AstNode& n) const {
@@ -446,8 +512,10 @@ void Emitter::emit_node(const AstNode& n, int depth, bool in_loop, std::string& 
   std::string pad(static_cast<size_t>(2 * depth), ' ');
   switch (n.kind) {
     case AstNode::Kind::kBlock:
-      for (const AstNode& c : n.children)
+      for (const AstNode& c : n.children) {
         emit_node(c, depth, in_loop, out);
+        if (!row_iterator_.empty()) note_row_reads(c);
+      }
       break;
     case AstNode::Kind::kFor: {
       if (emit_cpu_strategy(n, depth, in_loop, out)) break;
@@ -466,15 +534,36 @@ void Emitter::emit_node(const AstNode& n, int depth, bool in_loop, std::string& 
       // An innermost loop that carries no dependence (isl proved it) may run in SIMD lanes.
       bool simd = n.mark == AstNode::Mark::kParallel && in_loop && !has_loop(n.children[0]) &&
                   !d_.simd_for.empty();
-      if (simd && n.children[0].kind == AstNode::Kind::kCall && emit_hoisted_loop(n, depth, out))
+      if (simd && n.children[0].kind == AstNode::Kind::kCall) {
+        if (emit_hoisted_loop(n, depth, out)) break;
+        std::string close = simd_loop_header(n, n.children[0], depth, out);
+        emit_statement(n.children[0], depth + 1, out);
+        out += close;
         break;
+      }
       if (simd) out += fmt::format("{}{}\n", pad, d_.simd_for);
       out += fmt::format("{0}for (int64_t {1} = {2}; {3}; {1} += {4}) {{{5}\n", pad, n.iterator,
                          ast_expr(n.init), ast_expr(n.cond), n.step,
                          n.mark == AstNode::Mark::kReduction ? "  // reduction" : "");
+      // A parallel loop around a block: a row loop whose passes may prefetch the next row.
+      bool row_loop =
+          n.mark == AstNode::Mark::kParallel && n.children[0].kind == AstNode::Kind::kBlock;
+      std::string outer_row = row_iterator_;
+      std::set<int> outer_reads = row_reads_;
+      bool outer_prefetched = row_prefetched_;
+      if (row_loop) {
+        row_iterator_ = n.iterator;
+        row_reads_.clear();
+        row_prefetched_ = false;
+      }
       packing_ = packed;
       emit_node(n.children[0], depth + 1, true, out);
       packing_ = false;
+      if (row_loop) {
+        row_iterator_ = outer_row;
+        row_reads_ = outer_reads;
+        row_prefetched_ = outer_prefetched;
+      }
       out += pad + "}\n";
       break;
     }

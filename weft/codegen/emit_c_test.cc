@@ -371,6 +371,46 @@ TEST(EmitC, InvariantOpsAreHoistedWithTheirLoads) {
   EXPECT_NE(src.find("const float t5 = (t0 / t4);"), std::string::npos) << src; // x moves
 }
 
+// A row loop with two passes over x (a sum, then y[i, j] = x[i, j] - s[i]): the second finds
+// the row in cache and prefetches the next row's x, a cache line per block of 16. A kernel
+// with one pass over x prefetches nothing.
+TEST(EmitC, SecondPassOverARowPrefetchesTheNextRow) {
+  using kernel::AffineExpr;
+  using kernel::ExprOp;
+  kernel::Kernel k;
+  k.name = "centre";
+  k.buffers = {{"x", DType::kF32, {8, 64}, kernel::BufferRole::kInput},
+               {"s", DType::kF32, {8}, kernel::BufferRole::kTemp},
+               {"y", DType::kF32, {8, 64}, kernel::BufferRole::kOutput}};
+  std::vector<AffineExpr> ij = {AffineExpr::iterator(0), AffineExpr::iterator(1)};
+  kernel::Statement sum;
+  sum.name = "sum";
+  sum.domain = {8, 64};
+  sum.combine = kernel::Combine::kSum;
+  sum.write = kernel::Access(1, {AffineExpr::iterator(0)});
+  sum.reads = {kernel::Access(0, ij)};
+  sum.expr = {{ExprOp::kLoad, DType::kF32, {}, 0}};
+  kernel::Statement centre;
+  centre.name = "centre";
+  centre.domain = {8, 64};
+  centre.write = kernel::Access(2, ij);
+  centre.reads = {kernel::Access(0, ij), kernel::Access(1, {AffineExpr::iterator(0)})};
+  centre.expr = {{ExprOp::kLoad, DType::kF32, {}, 0},
+                 {ExprOp::kLoad, DType::kF32, {}, 1},
+                 {ExprOp::kSub, DType::kF32, {0, 1}}};
+  k.statements = {sum, centre};
+  ASSERT_TRUE(kernel::verify_kernel(k).ok());
+  std::string src = function_of(k);
+  size_t prefetch = src.find("__builtin_prefetch(&b0[(c0 + 1) * 64 + weft_p], 0, 3);");
+  ASSERT_NE(prefetch, std::string::npos) << src;
+  EXPECT_EQ(src.find("__builtin_prefetch", prefetch + 1), std::string::npos) << src;
+  EXPECT_LT(src.find("// sum"), prefetch) << src;
+  EXPECT_NE(src.find("weft_p += 16"), std::string::npos) << src;
+  k.statements = {centre};
+  k.buffers[1].role = kernel::BufferRole::kInput;
+  EXPECT_EQ(function_of(k).find("__builtin_prefetch"), std::string::npos);
+}
+
 TEST(EmitC, KernelSymbolsAreSorted) {
   kernel::Kernel k = testing::bias_add_kernel(Dim::symbol("rows"), Dim::symbol("cols"));
   EXPECT_EQ(kernel_symbols(k), (std::vector<std::string>{"cols", "rows"}));

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -103,6 +104,22 @@ private:
   // such a loop scalar, or computes the ops per vector. False when there is nothing to hoist.
   bool emit_hoisted_loop(const AstNode& n, int depth, std::string& out) const;
 
+  // Prefetching the next row (CPU): inside a row loop that fused several passes over a row
+  // (softmax, LayerNorm: a parallel loop around a block), the first pass reads the row from
+  // memory and the later ones find it in cache, computing (exp) while memory idles. The
+  // first later pass over a buffer an earlier pass read ("call", along "iterator") so
+  // prefetches, block by block, what the next row iteration will read of that buffer:
+  // "at" is the C expression where a block starts. Empty when that does not apply, or after
+  // the row's first such pass.
+  std::string next_row_prefetch(const AstNode& call, const std::string& iterator,
+                                const std::string& at) const;
+  // The buffers the statements under "n" read, into row_reads_.
+  void note_row_reads(const AstNode& n) const;
+  // The loop header of a SIMD loop "n" (one statement, "call"): blocks of 16 iterations,
+  // each after its prefetch, when next_row_prefetch applies and the extent is a static
+  // multiple of 16; the plain loop otherwise. Returns the closing text.
+  std::string simd_loop_header(const AstNode& n, const AstNode& call, int depth,
+                               std::string& out) const;
   // Tiny rows (DESIGN.md: "tiny rows are packed"): is "n" a parallel loop whose body is
   // statements and register reductions of at most kTinyRow iterations? The compiler then
   // vectorizes across its rows (the short loops unrolled) rather than within each row.
@@ -165,6 +182,11 @@ private:
   std::map<std::string, std::string> symbol_names_; // symbol -> C name
   mutable std::map<int, std::string> hoisted_;      // expression node -> hoisted load
   mutable bool packing_ = false;                    // emitting the body of a loop of tiny rows
+  // The innermost loop around a block of row passes (next_row_prefetch), the buffers its
+  // passes read so far in the body, and whether one prefetched already.
+  mutable std::string row_iterator_;
+  mutable std::set<int> row_reads_;
+  mutable bool row_prefetched_ = false;
 };
 
 } // namespace weft::codegen
