@@ -379,14 +379,14 @@ WHY = {
     "rmsnorm": "one statistics pass over the row in cache, then the normalized write, which "
                "prefetches the next row since this run's code (1.85 -> 1.45 ms)",
     "softmax": "four passes over each row (max from DRAM; exp, sum and normalize in cache). Since "
-               "this run's code exp runs at 0.43 ns per element in L1 (0.63 before; exact as before, "
-               "denormal results included: 2^n goes into the exponent bits, and one extra scale serves "
-               "denormals) and the exp pass prefetches the next row, so that memory works while exp "
-               "computes: 3.0 -> 2.2-2.4 ms in alternating runs. What is left is compute that the "
-               "memory stream does not hide: about 0.9 ms of exp over 2 threads. An exp that flushes "
-               "denormal results (as oneDNN's and XNNPACK's do) measured 0.37 ns; fusing the sum into "
-               "the exp loop measured slower; prefetching the output for writing, or the whole next "
-               "row at once, gained nothing",
+               "this run's code exp runs at about 0.4 ns per element in L1 (0.63 before: 2^n goes "
+               "into the exponent bits; a later commit also makes results below FLT_MIN 0, as "
+               "XNNPACK's softmax does, since each exact denormal cost a microcode assist and so did "
+               "-inf and -3.4e38 masks) and the exp pass prefetches the next row, so that memory "
+               "works while exp computes: 3.0 -> 2.2-2.4 ms in alternating runs. What is left is "
+               "compute that the memory stream does not hide: about 0.8 ms of exp over 2 threads. "
+               "Fusing the sum into the exp loop measured slower; prefetching the output for "
+               "writing, or the whole next row at once, gained nothing",
     "layernorm": "two statistics passes over the row in cache, then the normalized write; the "
                  "variance pass prefetches the next row since this run's code (1.85 -> 1.34 ms in "
                  "alternating runs)",
