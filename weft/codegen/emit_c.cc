@@ -434,10 +434,10 @@ bool Emitter::emit_hoisted_loop(const AstNode& n, int depth, std::string& out) c
 
 std::string Emitter::next_row_prefetch(const AstNode& call, const std::string& iterator,
                                        const std::string& at) const {
-  if (row_iterator_.empty() || row_prefetched_ || !d_.cpu_reduction_strategies) return "";
+  if (row_.iterator.empty() || row_.prefetched || !d_.cpu_reduction_strategies) return "";
   AstExpr row, one, next, start;
   row.kind = start.kind = AstExpr::Kind::kId;
-  row.id = row_iterator_;
+  row.id = row_.iterator;
   start.id = at;
   one.value = 1;
   next.kind = AstExpr::Kind::kOp;
@@ -445,7 +445,7 @@ std::string Emitter::next_row_prefetch(const AstNode& call, const std::string& i
   next.args = {row, one};
   std::vector<std::string> iters;
   for (const AstExpr& e : call.args)
-    iters.push_back(ast_expr(substitute(substitute(e, row_iterator_, next), iterator, start)));
+    iters.push_back(ast_expr(substitute(substitute(e, row_.iterator, next), iterator, start)));
   const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
   std::set<int> done;
   std::vector<std::string> lines;
@@ -453,23 +453,23 @@ std::string Emitter::next_row_prefetch(const AstNode& call, const std::string& i
     bool with_row = false, along = false;
     for (const AffineExpr& x : a.index) {
       for (const auto& term : x.terms) {
-        with_row = with_row || mentions(call.args[static_cast<size_t>(term.first)], row_iterator_);
+        with_row = with_row || mentions(call.args[static_cast<size_t>(term.first)], row_.iterator);
         along = along || mentions(call.args[static_cast<size_t>(term.first)], iterator);
       }
     }
-    if (!with_row || !along || !a.indirect.empty() || !row_reads_.contains(a.buffer) ||
+    if (!with_row || !along || !a.indirect.empty() || !row_.reads.contains(a.buffer) ||
         !done.insert(a.buffer).second)
       continue;
     lines.push_back(fmt::format("__builtin_prefetch(&b{}[{}], 0, 3);", a.buffer, offset(a, iters)));
   }
-  row_prefetched_ = !lines.empty();
+  row_.prefetched = !lines.empty();
   return fmt::format("{}", fmt::join(lines, " "));
 }
 
 void Emitter::note_row_reads(const AstNode& n) const {
   if (n.kind == AstNode::Kind::kCall) {
     for (const kernel::Access& a : k_.statements[static_cast<size_t>(n.statement)].reads)
-      row_reads_.insert(a.buffer);
+      row_.reads.insert(a.buffer);
   }
   for (const AstNode& c : n.children)
     note_row_reads(c);
@@ -514,7 +514,7 @@ void Emitter::emit_node(const AstNode& n, int depth, bool in_loop, std::string& 
     case AstNode::Kind::kBlock:
       for (const AstNode& c : n.children) {
         emit_node(c, depth, in_loop, out);
-        if (!row_iterator_.empty()) note_row_reads(c);
+        if (!row_.iterator.empty()) note_row_reads(c);
       }
       break;
     case AstNode::Kind::kFor: {
@@ -546,24 +546,13 @@ void Emitter::emit_node(const AstNode& n, int depth, bool in_loop, std::string& 
                          ast_expr(n.init), ast_expr(n.cond), n.step,
                          n.mark == AstNode::Mark::kReduction ? "  // reduction" : "");
       // A parallel loop around a block: a row loop whose passes may prefetch the next row.
-      bool row_loop =
-          n.mark == AstNode::Mark::kParallel && n.children[0].kind == AstNode::Kind::kBlock;
-      std::string outer_row = row_iterator_;
-      std::set<int> outer_reads = row_reads_;
-      bool outer_prefetched = row_prefetched_;
-      if (row_loop) {
-        row_iterator_ = n.iterator;
-        row_reads_.clear();
-        row_prefetched_ = false;
-      }
+      RowLoop outer = row_;
+      if (n.mark == AstNode::Mark::kParallel && n.children[0].kind == AstNode::Kind::kBlock)
+        row_ = {n.iterator, {}, false};
       packing_ = packed;
       emit_node(n.children[0], depth + 1, true, out);
       packing_ = false;
-      if (row_loop) {
-        row_iterator_ = outer_row;
-        row_reads_ = outer_reads;
-        row_prefetched_ = outer_prefetched;
-      }
+      row_ = outer;
       out += pad + "}\n";
       break;
     }

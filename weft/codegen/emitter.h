@@ -113,7 +113,7 @@ private:
   // the row's first such pass.
   std::string next_row_prefetch(const AstNode& call, const std::string& iterator,
                                 const std::string& at) const;
-  // The buffers the statements under "n" read, into row_reads_.
+  // The buffers the statements under "n" read, into row_.reads.
   void note_row_reads(const AstNode& n) const;
   // The loop header of a SIMD loop "n" (one statement, "call"): blocks of 16 iterations,
   // each after its prefetch, when next_row_prefetch applies and the extent is a static
@@ -184,9 +184,12 @@ private:
   mutable bool packing_ = false;                    // emitting the body of a loop of tiny rows
   // The innermost loop around a block of row passes (next_row_prefetch), the buffers its
   // passes read so far in the body, and whether one prefetched already.
-  mutable std::string row_iterator_;
-  mutable std::set<int> row_reads_;
-  mutable bool row_prefetched_ = false;
+  struct RowLoop {
+    std::string iterator; // empty: not in a row loop
+    std::set<int> reads;
+    bool prefetched = false;
+  };
+  mutable RowLoop row_;
 };
 
 } // namespace weft::codegen
