@@ -425,9 +425,8 @@ bool Emitter::emit_hoisted_loop(const AstNode& n, int depth, std::string& out) c
   out += fmt::format(
       "{}if ({}) {{  // loads (and ops on them) that do not move with {} are hoisted\n{}", pad,
       ast_expr(substitute(n.cond, n.iterator, n.init)), n.iterator, loads);
-  std::string close = simd_loop_header(n, call, depth + 1, out);
-  emit_statement(call, depth + 2, out);
-  out += close + pad + "}\n";
+  emit_simd_loop(n, call, depth + 1, out);
+  out += pad + "}\n";
   hoisted_.clear();
   return true;
 }
@@ -475,23 +474,35 @@ void Emitter::note_row_reads(const AstNode& n) const {
     note_row_reads(c);
 }
 
-std::string Emitter::simd_loop_header(const AstNode& n, const AstNode& call, int depth,
-                                      std::string& out) const {
+void Emitter::emit_simd_loop(const AstNode& n, const AstNode& call, int depth,
+                             std::string& out) const {
   std::string pad(static_cast<size_t>(2 * depth), ' ');
   std::optional<LoopRange> r = loop_range(n);
-  std::optional<int64_t> extent = r ? r->static_extent() : std::nullopt;
-  std::string prefetch =
-      extent && *extent % 16 == 0 ? next_row_prefetch(call, n.iterator, "weft_p") : "";
+  std::string prefetch = r ? next_row_prefetch(call, n.iterator, "weft_p") : "";
   if (prefetch.empty()) {
     out += fmt::format("{0}{1}\n{0}for (int64_t {2} = {3}; {4}; {2} += {5}) {{\n", pad, d_.simd_for,
                        n.iterator, ast_expr(n.init), ast_expr(n.cond), n.step);
-    return pad + "}\n";
+    emit_statement(call, depth + 1, out);
+    out += pad + "}\n";
+    return;
   }
-  out += fmt::format("{0}for (int64_t weft_p = {1}; weft_p < {2}; weft_p += 16) {{  // blocks "
-                     "of 16, each prefetching the next row's\n{0}  {3}\n{0}  {4}\n"
-                     "{0}  for (int64_t {5} = weft_p; {5} < weft_p + 16; {5} += 1) {{\n",
-                     pad, ast_expr(r->lo), ast_expr(r->hi), prefetch, d_.simd_for, n.iterator);
-  return fmt::format("{0}  }}\n{0}}}\n", pad);
+  std::string lo = ast_expr(r->lo), hi = ast_expr(r->hi);
+  out += fmt::format("{0}{{\n{0}  int64_t weft_p = {1};\n"
+                     "{0}  for (; weft_p + 16 <= {2}; weft_p += 16) {{  // blocks of 16, each "
+                     "prefetching the next row's\n{0}    {3}\n{0}    {4}\n"
+                     "{0}    for (int64_t {5} = weft_p; {5} < weft_p + 16; {5} += 1) {{\n",
+                     pad, lo, hi, prefetch, d_.simd_for, n.iterator);
+  emit_statement(call, depth + 3, out);
+  out += fmt::format("{0}    }}\n{0}  }}\n", pad);
+  std::optional<int64_t> extent = r->static_extent();
+  if (!extent || *extent % 16 != 0) {
+    out += fmt::format("{0}  {1}\n{0}  for (int64_t {2} = weft_p; {2} < {3}; {2} += 1) {{  // the "
+                       "tail\n",
+                       pad, d_.simd_for, n.iterator, hi);
+    emit_statement(call, depth + 2, out);
+    out += pad + "  }\n";
+  }
+  out += pad + "}\n";
 }
 
 bool Emitter::packs_tiny_rows(const AstNode& n) const {
@@ -536,9 +547,7 @@ void Emitter::emit_node(const AstNode& n, int depth, bool in_loop, std::string& 
                   !d_.simd_for.empty();
       if (simd && n.children[0].kind == AstNode::Kind::kCall) {
         if (emit_hoisted_loop(n, depth, out)) break;
-        std::string close = simd_loop_header(n, n.children[0], depth, out);
-        emit_statement(n.children[0], depth + 1, out);
-        out += close;
+        emit_simd_loop(n, n.children[0], depth, out);
         break;
       }
       if (simd) out += fmt::format("{}{}\n", pad, d_.simd_for);

@@ -406,6 +406,20 @@ TEST(EmitC, SecondPassOverARowPrefetchesTheNextRow) {
   EXPECT_EQ(src.find("__builtin_prefetch", prefetch + 1), std::string::npos) << src;
   EXPECT_LT(src.find("// sum"), prefetch) << src;
   EXPECT_NE(src.find("weft_p += 16"), std::string::npos) << src;
+  EXPECT_EQ(src.find("// the tail"), std::string::npos) << src; // 64 is a multiple of 16
+  // Rows of 40: two blocks of 16, then a tail of 8 from where the blocks stopped.
+  kernel::Kernel narrow = k;
+  for (kernel::Buffer* b : {&narrow.buffers[0], &narrow.buffers[2]})
+    b->shape = {8, 40};
+  for (kernel::Statement& st : narrow.statements)
+    st.domain = {8, 40};
+  ASSERT_TRUE(kernel::verify_kernel(narrow).ok());
+  std::string tail = function_of(narrow);
+  EXPECT_NE(tail.find("__builtin_prefetch(&b0[(c0 + 1) * 40 + weft_p], 0, 3);"), std::string::npos)
+      << tail;
+  EXPECT_NE(tail.find("for (int64_t c1 = weft_p; c1 < 40; c1 += 1) {  // the tail"),
+            std::string::npos)
+      << tail;
   k.statements = {centre};
   k.buffers[1].role = kernel::BufferRole::kInput;
   EXPECT_EQ(function_of(k).find("__builtin_prefetch"), std::string::npos);

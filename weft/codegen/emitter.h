@@ -115,11 +115,10 @@ private:
                                 const std::string& at) const;
   // The buffers the statements under "n" read, into row_.reads.
   void note_row_reads(const AstNode& n) const;
-  // The loop header of a SIMD loop "n" (one statement, "call"): blocks of 16 iterations,
-  // each after its prefetch, when next_row_prefetch applies and the extent is a static
-  // multiple of 16; the plain loop otherwise. Returns the closing text.
-  std::string simd_loop_header(const AstNode& n, const AstNode& call, int depth,
-                               std::string& out) const;
+  // The SIMD loop "n" around one statement, "call": when next_row_prefetch applies, blocks
+  // of 16 iterations, each after its prefetch, and a tail unless the extent is a static
+  // multiple of 16; the plain loop otherwise.
+  void emit_simd_loop(const AstNode& n, const AstNode& call, int depth, std::string& out) const;
   // Tiny rows (DESIGN.md: "tiny rows are packed"): is "n" a parallel loop whose body is
   // statements and register reductions of at most kTinyRow iterations? The compiler then
   // vectorizes across its rows (the short loops unrolled) rather than within each row.
