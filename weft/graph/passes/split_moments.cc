@@ -25,9 +25,9 @@ bool squares(const Node* n, const Value* d) {
   return e.num_elements() == 1 && e.get_double(0) == 2.0;
 }
 
-// The variance node "v" (ReduceMean of a centred square) with its mean node, when "v"
-// matches the pattern split_moments.h describes and is worth splitting: then its inner and
-// outer axes.
+// What match() finds for a variance node "v" (ReduceMean of a centred square) that fits the
+// pattern split_moments.h describes and is worth splitting: its mean node, and the inner
+// axes (the trailing run of its axes; the others are the outer ones).
 struct Match {
   Node* mean = nullptr;
   Ints inner;
