@@ -203,11 +203,34 @@ std::string CpuReductionWriter::combine(const std::string& a, const std::string&
 }
 
 // Lanes accumulate a block each; the block's lanes combine by a pairwise tree into "acc".
-// Lane l takes elements l, l + s_.lanes, ...: the SIMD loop over lanes keeps s_.lanes / width
-// vector accumulators, and the tail fills the first lanes.
+// Lane l takes elements l, l + s_.lanes, ...: each chain of kChainLanes lanes is its own SIMD
+// loop, so that its vector accumulator is its own dependence chain (one SIMD loop over all
+// the lanes leaves GCC one chain, or the stack). While fewer than s_.lanes elements remain,
+// the first chain alone goes on; the tail fills the first lanes.
 void CpuReductionWriter::lanes(const std::string& iterator, const std::string& lo,
                                const std::string& hi, const std::string& acc, int depth) {
-  Lines l(out_, depth), l1(out_, depth + 1), l2(out_, depth + 2), l3(out_, depth + 3);
+  Lines l(out_, depth), l1(out_, depth + 1), l2(out_, depth + 2);
+  const int64_t chain = std::min(s_.lanes, kChainLanes);
+  std::string prefetch = r_.prefetch ? r_.prefetch("weft_p") : "";
+  // The lanes [from, from + chain) take the elements weft_i + weft_l.
+  auto chain_loop = [&](int64_t from, int d) {
+    Lines c(out_, d), c1(out_, d + 1);
+    c("#pragma omp simd");
+    c("for (int64_t weft_l = {}; weft_l < {}; weft_l += 1) {{", from, from + chain);
+    c1("const int64_t {} = weft_i + weft_l;", iterator);
+    r_.update("weft_lane[weft_l]", d + 1, out_);
+    c("}}");
+  };
+  // Each block of "n" elements at weft_i prefetches the next row's, a line per chain.
+  auto prefetch_block = [&](int64_t n) {
+    if (prefetch.empty()) return;
+    if (n == chain) {
+      l2("{{ const int64_t weft_p = weft_i; {} }}", prefetch);
+    } else {
+      l2("for (int64_t weft_p = weft_i; weft_p < weft_i + {}; weft_p += {}) {{ {} }}", n, chain,
+         prefetch);
+    }
+  };
   l("for (int64_t weft_b = {0}; weft_b < {1}; weft_b += {2}) {{  // cascade: blocks of {2}", lo, hi,
     s_.block());
   l1("const int64_t weft_e = weft_imin(weft_b + {}, {});", s_.block(), hi);
@@ -215,13 +238,17 @@ void CpuReductionWriter::lanes(const std::string& iterator, const std::string& l
   l1("for (int64_t weft_l = 0; weft_l < {}; weft_l += 1) weft_lane[weft_l] = {};", s_.lanes,
      r_.identity);
   l1("int64_t weft_i = weft_b;");
-  l1("for (; weft_i + {0} <= weft_e; weft_i += {0}) {{", s_.lanes);
-  if (std::string p = r_.prefetch ? r_.prefetch("weft_i") : ""; !p.empty()) l2("{}", p);
-  l2("#pragma omp simd");
-  l2("for (int64_t weft_l = 0; weft_l < {}; weft_l += 1) {{", s_.lanes);
-  l3("const int64_t {} = weft_i + weft_l;", iterator);
-  r_.update("weft_lane[weft_l]", depth + 3, out_);
-  l2("}}");
+  if (s_.lanes > chain) {
+    l1("for (; weft_i + {0} <= weft_e; weft_i += {0}) {{  // {1} chains", s_.lanes,
+       s_.lanes / chain);
+    prefetch_block(s_.lanes);
+    for (int64_t from = 0; from < s_.lanes; from += chain)
+      chain_loop(from, depth + 2);
+    l1("}}");
+  }
+  l1("for (; weft_i + {0} <= weft_e; weft_i += {0}) {{", chain);
+  prefetch_block(chain);
+  chain_loop(0, depth + 2);
   l1("}}");
   l1("for (int64_t weft_l = 0; weft_i + weft_l < weft_e; weft_l += 1) {{  // the tail");
   l2("const int64_t {} = weft_i + weft_l;", iterator);
@@ -231,10 +258,12 @@ void CpuReductionWriter::lanes(const std::string& iterator, const std::string& l
   l("}}");
 }
 
-// The lanes combine pairwise into "acc", one loop per level of the tree: constant trip
-// counts keep it in registers (a loop over the levels goes through the stack). A sum or a
-// product leaves its last kTreeTail lanes to an OpenMP reduction, which GCC turns into
-// vector shuffles; its own tree of scalar operations costs 5-10% on rows of 1024 floats.
+// The lanes combine pairwise into "acc", one SIMD loop per level of the tree: constant trip
+// counts keep it in registers (a loop over the levels goes through the stack), and SIMD
+// keeps a max or min free of branches (GCC branches on a scalar one, at random on random
+// data). A sum or a product leaves its last kTreeTail lanes to an OpenMP reduction, which
+// GCC turns into vector shuffles; its own tree of scalar operations costs 5-10% on rows of
+// 1024 floats.
 void CpuReductionWriter::tree(const std::string& acc, int depth) {
   Lines l(out_, depth), l1(out_, depth + 1);
   const char* op = r_.combine == kernel::Combine::kSum    ? "+"
@@ -242,6 +271,7 @@ void CpuReductionWriter::tree(const std::string& acc, int depth) {
                                                           : nullptr;
   l("// pairwise tree over the lanes");
   for (int64_t w = s_.lanes / 2; w >= (op ? kTreeTail : 1); w /= 2) {
+    if (w > 1) l("#pragma omp simd");
     l("for (int64_t weft_l = 0; weft_l < {0}; weft_l += 1) weft_lane[weft_l] = {1};", w,
       combine("weft_lane[weft_l]", fmt::format("weft_lane[weft_l + {}]", w)));
   }

@@ -18,6 +18,7 @@
 // timing. The knobs are a CpuSchedule, chosen per kernel by the cost model or `weft tune`.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -30,16 +31,16 @@ namespace weft::codegen {
 
 inline constexpr int64_t kPerLane = 128;    // elements each lane adds per cascade block
 inline constexpr int64_t kTreeTail = 8;     // lanes a sum's tree leaves to the compiler
+inline constexpr int64_t kChainLanes = 16;  // lanes of one SIMD loop: a 512-bit register of floats
 inline constexpr int64_t kMaxThreads = 256; // size of the per-thread partial array (ALL)
 inline constexpr int64_t kTinyRow = 8;      // rows this short are vectorized across (packed)
 
 // The knobs of the skeletons, per kernel. The defaults are the cost model's choice (docs/
 // cpu-strategies.md); `weft tune` measures others and records the winner (weft/driver/tune.h).
 struct CpuSchedule {
-  // Independent accumulators of a ROW reduction: 8 to 128, a power of 2. 16 is one 512-bit
-  // register of floats; `weft tune` found it faster than 32 on every row reduction of the
-  // benchmark suite (softmax, LayerNorm, RMSNorm, logsumexp, ROW sums: 5-13%).
-  int64_t lanes = 16;
+  // Independent accumulators of a ROW reduction: 8 to 128, a power of 2, in chains of
+  // kChainLanes (one vector register of floats, one dependence chain each).
+  int64_t lanes = 64;
   int64_t column_width = 2048;    // K columns of one chunk (partials on the stack)
   int64_t column_rows = 128;      // rows of a column cascade block
   int64_t min_per_thread = 16384; // fewer elements per thread: fewer threads
@@ -48,8 +49,9 @@ struct CpuSchedule {
   int64_t min_parallel_work = 0;
 
   // Shorter rows keep one scalar accumulator (vectorized by the compiler): there, measured,
-  // the lanes' tree and tail cost more than the independent accumulators gain.
-  int64_t min_lane_extent() const { return 8 * lanes; }
+  // the lanes' tree and tail cost more than the independent accumulators gain. Rows shorter
+  // than the lanes run on the first chain only.
+  int64_t min_lane_extent() const { return 8 * std::min(lanes, kChainLanes); }
   // Elements of a cascade block: each lane adds kPerLane of them, whatever the lanes, so the
   // rounding error of a sum does not grow with fewer lanes.
   int64_t block() const { return kPerLane * lanes; }

@@ -43,9 +43,27 @@ extern "C" void weft_row_sum(void* const* buffers, const int64_t* extents) {
         float weft_lane[32];
         for (int64_t weft_l = 0; weft_l < 32; weft_l += 1) weft_lane[weft_l] = 0.0f;
         int64_t weft_i = weft_b;
-        for (; weft_i + 32 <= weft_e; weft_i += 32) {
+        for (; weft_i + 32 <= weft_e; weft_i += 32) {  // 2 chains
           #pragma omp simd
-          for (int64_t weft_l = 0; weft_l < 32; weft_l += 1) {
+          for (int64_t weft_l = 0; weft_l < 16; weft_l += 1) {
+            const int64_t c1 = weft_i + weft_l;
+            {  // update
+              const float t0 = b0[c0 * 1024 + c1];
+              weft_lane[weft_l] = weft_lane[weft_l] + t0;
+            }
+          }
+          #pragma omp simd
+          for (int64_t weft_l = 16; weft_l < 32; weft_l += 1) {
+            const int64_t c1 = weft_i + weft_l;
+            {  // update
+              const float t0 = b0[c0 * 1024 + c1];
+              weft_lane[weft_l] = weft_lane[weft_l] + t0;
+            }
+          }
+        }
+        for (; weft_i + 16 <= weft_e; weft_i += 16) {
+          #pragma omp simd
+          for (int64_t weft_l = 0; weft_l < 16; weft_l += 1) {
             const int64_t c1 = weft_i + weft_l;
             {  // update
               const float t0 = b0[c0 * 1024 + c1];
@@ -61,7 +79,9 @@ extern "C" void weft_row_sum(void* const* buffers, const int64_t* extents) {
           }
         }
         // pairwise tree over the lanes
+        #pragma omp simd
         for (int64_t weft_l = 0; weft_l < 16; weft_l += 1) weft_lane[weft_l] = weft_lane[weft_l] + weft_lane[weft_l + 16];
+        #pragma omp simd
         for (int64_t weft_l = 0; weft_l < 8; weft_l += 1) weft_lane[weft_l] = weft_lane[weft_l] + weft_lane[weft_l + 8];
         {
           float weft_s = 0.0f;
@@ -208,9 +228,27 @@ extern "C" void weft_all_max(void* const* buffers, const int64_t* extents) {
         float weft_lane[32];
         for (int64_t weft_l = 0; weft_l < 32; weft_l += 1) weft_lane[weft_l] = static_cast<float>(-INFINITY);
         int64_t weft_i = weft_b;
-        for (; weft_i + 32 <= weft_e; weft_i += 32) {
+        for (; weft_i + 32 <= weft_e; weft_i += 32) {  // 2 chains
           #pragma omp simd
-          for (int64_t weft_l = 0; weft_l < 32; weft_l += 1) {
+          for (int64_t weft_l = 0; weft_l < 16; weft_l += 1) {
+            const int64_t c0 = weft_i + weft_l;
+            {  // update
+              const float t0 = b0[c0];
+              weft_lane[weft_l] = weft_max(weft_lane[weft_l], t0);
+            }
+          }
+          #pragma omp simd
+          for (int64_t weft_l = 16; weft_l < 32; weft_l += 1) {
+            const int64_t c0 = weft_i + weft_l;
+            {  // update
+              const float t0 = b0[c0];
+              weft_lane[weft_l] = weft_max(weft_lane[weft_l], t0);
+            }
+          }
+        }
+        for (; weft_i + 16 <= weft_e; weft_i += 16) {
+          #pragma omp simd
+          for (int64_t weft_l = 0; weft_l < 16; weft_l += 1) {
             const int64_t c0 = weft_i + weft_l;
             {  // update
               const float t0 = b0[c0];
@@ -226,9 +264,13 @@ extern "C" void weft_all_max(void* const* buffers, const int64_t* extents) {
           }
         }
         // pairwise tree over the lanes
+        #pragma omp simd
         for (int64_t weft_l = 0; weft_l < 16; weft_l += 1) weft_lane[weft_l] = weft_max(weft_lane[weft_l], weft_lane[weft_l + 16]);
+        #pragma omp simd
         for (int64_t weft_l = 0; weft_l < 8; weft_l += 1) weft_lane[weft_l] = weft_max(weft_lane[weft_l], weft_lane[weft_l + 8]);
+        #pragma omp simd
         for (int64_t weft_l = 0; weft_l < 4; weft_l += 1) weft_lane[weft_l] = weft_max(weft_lane[weft_l], weft_lane[weft_l + 4]);
+        #pragma omp simd
         for (int64_t weft_l = 0; weft_l < 2; weft_l += 1) weft_lane[weft_l] = weft_max(weft_lane[weft_l], weft_lane[weft_l + 2]);
         for (int64_t weft_l = 0; weft_l < 1; weft_l += 1) weft_lane[weft_l] = weft_max(weft_lane[weft_l], weft_lane[weft_l + 1]);
         weft_acc = weft_max(weft_acc, weft_lane[0]);
@@ -454,18 +496,24 @@ TEST(CpuSchedule, SetsLanesAndSerialSmallKernels) {
     return *src;
   };
   std::string base = emit(CpuSchedule{});
-  EXPECT_NE(base.find("ROW: 16 lanes"), std::string::npos) << base;
+  EXPECT_NE(base.find("ROW: 64 lanes"), std::string::npos) << base;
   EXPECT_NE(base.find("#pragma omp parallel for"), std::string::npos) << base;
-  CpuSchedule wider;
-  wider.lanes = 32;
-  EXPECT_NE(emit(wider).find("float weft_lane[32];"), std::string::npos);
+  // 64 lanes are 4 chains of 16, each its own SIMD loop; the first goes on alone.
+  EXPECT_NE(base.find("// 4 chains"), std::string::npos) << base;
+  EXPECT_NE(base.find("for (int64_t weft_l = 48; weft_l < 64; weft_l += 1) {"), std::string::npos);
+  EXPECT_NE(base.find("for (; weft_i + 16 <= weft_e; weft_i += 16) {"), std::string::npos);
+  CpuSchedule narrow;
+  narrow.lanes = 16;
+  std::string one_chain = emit(narrow);
+  EXPECT_NE(one_chain.find("float weft_lane[16];"), std::string::npos);
+  EXPECT_EQ(one_chain.find("chains"), std::string::npos) << one_chain;
   CpuSchedule serial;
   serial.min_parallel_work = 64 * 1024 + 1; // the kernel does 64 x 1024
   EXPECT_EQ(emit(serial).find("omp parallel"), std::string::npos);
   serial.min_parallel_work = 64 * 1024;
   EXPECT_NE(emit(serial).find("omp parallel"), std::string::npos);
-  // Rows shorter than 8 x lanes keep one accumulator.
-  kernel::Kernel short_rows = testing::row_sum_kernel(Dim(64), Dim(1000));
+  // Rows shorter than 8 x 16 lanes keep one accumulator, whatever the lanes.
+  kernel::Kernel short_rows = testing::row_sum_kernel(Dim(64), Dim(100));
   Result<poly::ScheduledKernel> t = poly::schedule_kernel(short_rows);
   ASSERT_TRUE(t.ok()) << t.status().to_string();
   CpuSchedule wide;
@@ -473,10 +521,12 @@ TEST(CpuSchedule, SetsLanesAndSerialSmallKernels) {
   Result<std::string> src = emit_function(short_rows, t->loops, Dialect::kCpu, wide);
   ASSERT_TRUE(src.ok()) << src.status().to_string();
   EXPECT_EQ(src->find("lanes"), std::string::npos) << *src;
-  wide.lanes = 64;
-  src = emit_function(short_rows, t->loops, Dialect::kCpu, wide);
+  kernel::Kernel rows_of_200 = testing::row_sum_kernel(Dim(64), Dim(200));
+  t = poly::schedule_kernel(rows_of_200);
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  src = emit_function(rows_of_200, t->loops, Dialect::kCpu, wide);
   ASSERT_TRUE(src.ok()) << src.status().to_string();
-  EXPECT_NE(src->find("ROW: 64 lanes"), std::string::npos) << *src;
+  EXPECT_NE(src->find("ROW: 128 lanes"), std::string::npos) << *src;
 }
 
 } // namespace

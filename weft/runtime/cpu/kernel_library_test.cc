@@ -381,8 +381,8 @@ protected:
   int default_threads_ = 1;
 };
 
-// Lengths around the lane block (32) and the cascade block (4096), and past the point
-// (2 * 16384 elements) where threads split the work.
+// Short lengths (no lanes: under 128), 1000 (the lanes' chains, then the first chain
+// alone, then the tail), and past the point (2 * 16384 elements) where threads split the work.
 TEST_F(CpuReductions, All) {
   std::vector<std::vector<int64_t>> shapes = {{0},  {1},    {7},      {31},     {32},
                                               {33}, {1000}, {100003}, {1000003}};
@@ -391,11 +391,13 @@ TEST_F(CpuReductions, All) {
   check(kAllForm, kernel::Combine::kProd, {{0}, {1}, {33}, {4097}, {100003}});
 }
 
-// [K, R]; few rows with a long R splits each row across the threads.
+// [K, R]; few rows with a long R splits each row across the threads. Rows of 150 and 1000
+// take the lanes' chains, then the first chain alone, then the tail; 8193 a second cascade
+// block of one element.
 TEST_F(CpuReductions, Row) {
-  std::vector<std::vector<int64_t>> shapes = {{0, 5},      {3, 0},     {1, 1},    {5, 7},
-                                              {3, 31},     {2, 33},    {7, 1000}, {4, 8193},
-                                              {1, 100003}, {3, 70001}, {1000, 37}};
+  std::vector<std::vector<int64_t>> shapes = {{0, 5},    {3, 0},      {1, 1},     {5, 7},
+                                              {3, 31},   {2, 33},     {5, 150},   {7, 1000},
+                                              {4, 8193}, {1, 100003}, {3, 70001}, {1000, 37}};
   check(kRowForm, kernel::Combine::kSum, shapes);
   check(kRowForm, kernel::Combine::kMax, shapes);
   check(kRowForm, kernel::Combine::kMin, shapes);
@@ -479,7 +481,7 @@ TEST_F(CpuReductions, StaticExtents) {
   }
 }
 
-// Long sums are cascaded: each lane sums 128 elements of a block of 4096 (columns: blocks of
+// Long sums are cascaded: each lane sums 128 elements of a block (128 x lanes; columns: blocks of
 // 128 rows), and blocks join a float64 total, so the error does not grow with n (here about
 // 1e-6, the rounding of 128 additions). Sequential float32 summation of 10^7 values of 0.1f
 // gives 1087937 (relative error 8.8e-2: past 2^20 each addition of 0.1f rounds by up to
