@@ -246,6 +246,7 @@ const DialectTable& cpu_dialect() {
                                   "extern \"C\" ",
                                   "#pragma omp parallel for schedule(static)",
                                   "#pragma omp parallel for simd schedule(static)",
+                                  "#pragma omp parallel for collapse(2) schedule(static)",
                                   "#pragma omp simd",
                                   "#pragma omp simd reduction(+ : acc)",
                                   true};
@@ -255,6 +256,7 @@ const DialectTable& cpu_dialect() {
 const DialectTable& cuda_dialect() {
   static const DialectTable table{fmt::format("{}{}{}", kCudaHead, kCommon, kCudaTail),
                                   "extern \"C\" __global__ ",
+                                  "",
                                   "",
                                   "",
                                   "",

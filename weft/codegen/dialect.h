@@ -14,6 +14,7 @@ struct DialectTable {
   std::string_view function_prefix;   // before "void NAME(...)"
   std::string_view parallel_for;      // the line before a parallel outermost loop (CPU)
   std::string_view parallel_for_simd; // the same, vectorized across its iterations (tiny rows)
+  std::string_view parallel_for_2;    // the same, over two perfectly nested loops as one
   std::string_view simd_for;          // the line before an innermost dependence-free loop
   std::string_view simd_sum;          // the line before a loop summing into "acc"
   // Reductions take the CPU strategies of cpu_strategy.h (lanes, thread splits, cascades).

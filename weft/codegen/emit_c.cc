@@ -308,6 +308,15 @@ Emitter::reduction_work(const AstNode& n, const std::string& outer) const {
   return std::pair{fmt::format("{}", fmt::join(factors, " * ")), count};
 }
 
+bool Emitter::collapses(const AstNode& n) {
+  const AstNode& inner = n.children[0];
+  if (!loop_range(n) || inner.kind != AstNode::Kind::kFor ||
+      inner.mark != AstNode::Mark::kParallel || !has_loop(inner.children[0]))
+    return false;
+  std::optional<LoopRange> r = loop_range(inner);
+  return r && !range_mentions(*r, n.iterator);
+}
+
 std::vector<const AstNode*> Emitter::items_of(const AstNode& n) {
   std::vector<const AstNode*> items;
   if (n.kind == AstNode::Kind::kBlock) {
@@ -540,7 +549,7 @@ void Emitter::emit_node(const AstNode& n, int depth, bool in_loop, std::string& 
         out +=
             fmt::format("{}{}  // tiny rows: vectorized across rows\n", pad, d_.parallel_for_simd);
       } else if (parallel && !d_.parallel_for.empty()) {
-        out += fmt::format("{}{}\n", pad, d_.parallel_for);
+        out += fmt::format("{}{}\n", pad, collapses(n) ? d_.parallel_for_2 : d_.parallel_for);
       }
       // An innermost loop that carries no dependence (isl proved it) may run in SIMD lanes.
       bool simd = n.mark == AstNode::Mark::kParallel && in_loop && !has_loop(n.children[0]) &&

@@ -472,6 +472,24 @@ TEST(EmitC, KernelSymbolsAreSorted) {
   EXPECT_EQ(kernel_symbols(k), (std::vector<std::string>{"cols", "rows"}));
 }
 
+// Two parallel loops around a row run as one (collapse): 9 rows of [9, 1024] rows would
+// leave one of 2 threads idle a ninth of the time, and 8 rows 8 of 16 threads idle. A
+// parallel loop around an innermost loop keeps its SIMD loop instead.
+TEST(EmitC, NestedParallelLoopsAroundRowsCollapse) {
+  kernel::Kernel batched = testing::reduce_kernel("batched_rows", {Dim(9), Dim(1024), Dim(512)},
+                                                  {false, false, true}, kernel::Combine::kSum);
+  std::string code = function_of(batched);
+  EXPECT_NE(code.find("#pragma omp parallel for collapse(2) schedule(static)\n"
+                      "  for (int64_t c0 = 0; (c0 <= 8); c0 += 1) {\n"
+                      "    for (int64_t c1 = 0; (c1 <= 1023); c1 += 1) {"),
+            std::string::npos)
+      << code;
+  kernel::Kernel middle = testing::reduce_kernel("middle", {Dim(64), Dim(1024), Dim(64)},
+                                                 {false, true, false}, kernel::Combine::kSum);
+  code = function_of(middle);
+  EXPECT_EQ(code.find("collapse"), std::string::npos) << code;
+}
+
 TEST(CpuSchedule, RoundTripsAndRejectsBadValues) {
   CpuSchedule s{16, 1024, 256, 4096, 1 << 20};
   std::optional<CpuSchedule> back = CpuSchedule::parse(s.to_string());

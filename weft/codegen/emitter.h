@@ -61,6 +61,11 @@ private:
 
   static bool has_loop(const AstNode& n);
 
+  // Does parallel loop "n" run as one with the parallel loop it holds (OpenMP collapse)?
+  // That loop is all of n's body, its range does not depend on n, and it holds loops (an
+  // innermost loop is a SIMD loop instead).
+  static bool collapses(const AstNode& n);
+
   // The children of a block, or "n" itself: the items a loop body runs in order.
   static std::vector<const AstNode*> items_of(const AstNode& n);
 

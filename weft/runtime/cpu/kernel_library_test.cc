@@ -239,6 +239,7 @@ const Form kAllForm{"all", {true}};
 const Form kRowForm{"row", {false, true}};
 const Form kColumnForm{"column", {true, false}};
 const Form kMiddleForm{"middle", {false, true, false}};
+const Form kBatchedRowForm{"batched_row", {false, false, true}};
 
 const char* combine_name(kernel::Combine c) {
   switch (c) {
@@ -401,6 +402,14 @@ TEST_F(CpuReductions, Row) {
   check(kRowForm, kernel::Combine::kSum, shapes);
   check(kRowForm, kernel::Combine::kMax, shapes);
   check(kRowForm, kernel::Combine::kMin, shapes);
+}
+
+// [B, K, R]: the B and K loops run as one parallel loop (collapse), split anywhere.
+TEST_F(CpuReductions, BatchedRow) {
+  std::vector<std::vector<int64_t>> shapes = {{0, 3, 5}, {3, 0, 5},   {3, 5, 0},   {1, 1, 1},
+                                              {3, 5, 7}, {9, 7, 150}, {2, 3, 1000}};
+  check(kBatchedRowForm, kernel::Combine::kSum, shapes);
+  check(kBatchedRowForm, kernel::Combine::kMax, shapes);
 }
 
 // [R, K]: R split with a partial row per thread, K split when wide (over 2048 columns per
