@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,13 +20,16 @@
 namespace weft {
 
 // An allocator whose value-less construct leaves the element uninitialized, so that a vector
-// can be sized without being written (std::allocator zero-fills bytes).
+// can be sized without being written (std::allocator zero-fills bytes), and whose storage
+// starts on a cache line: malloc's large blocks start 16 bytes past a page, and a kernel's
+// 64-byte vectors then each straddle two lines (bias + GELU ran 20-40% slower, measured).
 template <typename T> struct UninitializedAllocator : std::allocator<T> {
-  template <typename U> struct rebind {
-    using other = UninitializedAllocator<U>;
-  };
+  static constexpr std::align_val_t kAlign{64};
+  template <typename U> struct rebind { using other = UninitializedAllocator<U>; };
   UninitializedAllocator() = default;
   template <typename U> UninitializedAllocator(const UninitializedAllocator<U>&) noexcept {}
+  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlign)); }
+  void deallocate(T* p, size_t n) noexcept { ::operator delete(p, n * sizeof(T), kAlign); }
   template <typename U> void construct(U* p) noexcept { ::new (static_cast<void*>(p)) U; }
   template <typename U, typename... A> void construct(U* p, A&&... args) {
     ::new (static_cast<void*>(p)) U(std::forward<A>(args)...);

@@ -16,6 +16,17 @@ TEST(Tensor, EveryDtypeStoresAndLoads) {
   }
 }
 
+// Storage starts on a cache line, large blocks included (malloc's start 16 bytes past a
+// page), so that kernels' 64-byte vectors do not straddle two lines.
+TEST(Tensor, StorageIsCacheLineAligned) {
+  for (int64_t n : {1, 3, 1000, 1 << 20, 4 << 20}) {
+    Tensor t = Tensor::uninitialized(DType::kF32, {n});
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data()) % 64, 0u) << n;
+    Tensor z(DType::kU8, {n});
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(z.data()) % 64, 0u) << n;
+  }
+}
+
 TEST(Tensor, Int64KeepsLargeValuesExact) {
   Tensor x(DType::kI64, {1});
   x.set_int64(0, (int64_t{1} << 62) + 1);
