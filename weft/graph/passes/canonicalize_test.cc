@@ -107,6 +107,39 @@ TEST(Canonicalize, ReshapeTargetIsSpelledOut) {
             "  output %y: f32[2,12]\n");
 }
 
+// A division by a float constant is a multiplication by its reciprocal, unless that is not
+// a normal number; integer division, and division by a computed value, stay.
+TEST(Canonicalize, DivisionByAFloatConstantMultipliesByItsReciprocal) {
+  std::string body = canonical(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[4] x, int64[4] i, float[4] z) => (float[2, 4] y, float[4] d, int64[4] j, float[4] w) {
+      c = Constant <value = float[2, 1] {1.41421356, 4.0}> ()
+      y = Div(x, c)
+      huge = Constant <value = float {1e38}> ()
+      d = Div(x, huge)
+      three = Constant <value = int64 {3}> ()
+      j = Div(i, three)
+      w = Div(x, z)
+    })");
+  EXPECT_NE(body.find("%y: f32[2,4] = Mul(%x, %c_reciprocal)"), std::string::npos) << body;
+  EXPECT_NE(body.find("= Div(%x, %huge)"), std::string::npos) << body; // 1e-38 is denormal
+  EXPECT_NE(body.find("= Div(%i, %three)"), std::string::npos) << body;
+  EXPECT_NE(body.find("= Div(%x, %z)"), std::string::npos) << body;
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[4] x) => (float[2, 4] y) {
+      c = Constant <value = float[2, 1] {1.41421356, 4.0}> ()
+      y = Div(x, c)
+    })");
+  ASSERT_TRUE(fold_constants(g).ok());
+  ASSERT_TRUE(canonicalize(g).ok());
+  const Node& div = *g.nodes().back();
+  ASSERT_EQ(div.op_type, "Mul");
+  const Tensor& r = *div.inputs[1]->constant;
+  EXPECT_EQ(r.get_double(0), static_cast<double>(1.0f / 1.41421356f));
+  EXPECT_EQ(r.get_double(1), 0.25);
+}
+
 TEST(Canonicalize, NothingToDo) {
   const char* model = R"(
     <ir_version: 8, opset_import: ["" : 13]>
