@@ -371,22 +371,22 @@ def markdown(r):
 # Why a goal is not met, for the rows that miss it; mechanisms, measured with `weft bench
 # --kernels`, perf and dumped kernels (docs/cpu-strategies.md, docs/fusion.md).
 WHY = {
-    "attention_softmax": "as softmax, with rows of 256: per row a pass of max and lane trees, the exp "
-                         "pass, a sum and its tree, the normalize, each only 16 vectors long, so the "
-                         "per-row costs weigh four times as much; since this run's code exp is about "
-                         "30% cheaper (4.8 -> 4.1 ms) and the exp pass prefetches the next row (3.6 -> "
-                         "3.0 ms, alternating runs); prefetching 2 or 4 rows ahead gained nothing more",
-    "rmsnorm": "one statistics pass over the row in cache, then the normalized write, which "
-               "prefetches the next row since this run's code (1.85 -> 1.45 ms)",
-    "softmax": "four passes over each row (max from DRAM; exp, sum and normalize in cache). Since "
-               "this run's code exp runs at about 0.4 ns per element in L1 (0.63 before: 2^n goes "
-               "into the exponent bits; a later commit also makes results below FLT_MIN 0, as "
-               "XNNPACK's softmax does, since each exact denormal cost a microcode assist and so did "
-               "-inf and -3.4e38 masks) and the exp pass prefetches the next row, so that memory "
-               "works while exp computes: 3.0 -> 2.2-2.4 ms in alternating runs. What is left is "
-               "compute that the memory stream does not hide: about 0.8 ms of exp over 2 threads. "
-               "Fusing the sum into the exp loop measured slower; prefetching the output for "
-               "writing, or the whole next row at once, gained nothing",
+    "attention_softmax": "as softmax, with rows of 256 (16 vectors per pass), so the per-row costs (lane "
+                         "trees, the reciprocal) weigh four times as much, and the kernel is compute-bound: "
+                         "on one thread, in L2, it takes 0.09-0.13 ms per 512 rows, 1.5-2.0 ms per thread at "
+                         "this size, of which exp is about half (0.46 ns per element), against 1.6 ms of "
+                         "memory traffic. Since this run's code the lanes run as 4 independent chains with a "
+                         "branch-free tree, and tensors are 64-byte aligned (3.0 -> 2.5 ms in alternating "
+                         "runs). Interleaving two rows per pass gained 12% in L2 and nothing at full size",
+    "rmsnorm": "one statistics pass over the row in cache, then the normalized write, which prefetches "
+               "the next row (1.85 -> 1.45 ms); alternating runs on the same day measured 1.45-1.70 ms, "
+               "so a median far above that is the shared machine",
+    "softmax": "four passes over each row (max from DRAM; exp, sum and normalize in cache); compute the "
+               "memory stream does not hide: in L2, on one thread, the kernel takes 0.13 ms per 256 rows "
+               "(0.5 ns per element), about 1.0 ms per thread at this size beside 1.6 ms of traffic. "
+               "Since this run's code the lanes run as 4 independent chains and the max tree is "
+               "branch-free (2.45 -> 2.2 ms), and tensors are 64-byte aligned. Fusing the sum into the exp "
+               "loop measured slower (0.137 vs 0.131 ms in L2)",
     "layernorm": "two statistics passes over the row in cache, then the normalized write; the "
                  "variance pass prefetches the next row since this run's code (1.85 -> 1.34 ms in "
                  "alternating runs)",
@@ -398,13 +398,16 @@ WHY = {
                 "over each row in cache) and combines them across N (Chan's update), so the input is "
                 "read twice instead of three times (4.6 -> 3.9 ms in alternating runs)",
     "bias_gelu": "erf is compute-bound even as two plain polynomials (no exp: the kernel went from 4.2 "
-                 "to 2.9 ms with them); erf took 2.0-2.5 ms of the 3.6-4.2 ms kernel before",
+                 "to 2.9 ms with them); since this run's code x / sqrt(2) is a product with 1/sqrt(2), as "
+                 "in PyTorch's and ONNX Runtime's GELU (2.77 -> 2.50 ms), and tensors are 64-byte aligned "
+                 "(3.5 -> 3.2 ms, alternating runs)",
     "reduce_middle_512x16x512": "the reduction accumulates straight into the output in one parallel "
-                                "region; its 16.8 MB input stays in the 36 MB L3 between runs, so the "
-                                "row's cost is cache bandwidth and loop overhead; ONNX Runtime's median "
-                                "moved between 0.55 and 1.06 ms between runs",
-    "reduce_row_9x1024x1024": "memory-bound (9 rows over 2 threads); its median moved between 1.6 and "
-                              "2.9 ms on the same day, and the peers' with it",
+                                "region; its 16.8 MB input stays partly in the 36 MB L3 between runs, so "
+                                "its time is cache bandwidth; torch.compile's median moved between 0.49 "
+                                "and 0.67 ms between runs, ONNX Runtime's between 0.55 and 1.06 ms",
+    "reduce_row_9x1024x1024": "memory-bound; since this run's code its [9, 1024] rows are one parallel "
+                              "loop (collapse), no longer 5 + 4 outer rows on 2 threads (2.2 -> 1.9 ms in "
+                              "alternating runs); its median moved between 1.6 and 2.9 ms on the same day",
     "reduce_middle_64x1024x64": "not analysed yet; its median moves between runs on this shared machine "
                                 "(0.4-0.9 ms on the same day)",
     "reduce_row_65536x3": "a 1 MB reduction (0.02 ms): the run's fixed costs (the OpenMP region, "
