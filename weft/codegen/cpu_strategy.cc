@@ -261,31 +261,17 @@ void CpuReductionWriter::lanes(const std::string& iterator, const std::string& l
 // The lanes combine pairwise into "acc", one SIMD loop per level of the tree: constant trip
 // counts keep it in registers (a loop over the levels goes through the stack), and SIMD
 // keeps a max or min free of branches (GCC branches on a scalar one, at random on random
-// data). A sum or a product leaves its last kTreeTail lanes to an OpenMP reduction, which
-// GCC turns into vector shuffles; its own tree of scalar operations costs 5-10% on rows of
-// 1024 floats.
+// data) and makes a sum's last levels vector shuffles. The order is fixed by the code, not
+// the compiler.
 void CpuReductionWriter::tree(const std::string& acc, int depth) {
-  Lines l(out_, depth), l1(out_, depth + 1);
-  const char* op = r_.combine == kernel::Combine::kSum    ? "+"
-                   : r_.combine == kernel::Combine::kProd ? "*"
-                                                          : nullptr;
+  Lines l(out_, depth);
   l("// pairwise tree over the lanes");
-  for (int64_t w = s_.lanes / 2; w >= (op ? kTreeTail : 1); w /= 2) {
+  for (int64_t w = s_.lanes / 2; w >= 1; w /= 2) {
     if (w > 1) l("#pragma omp simd");
     l("for (int64_t weft_l = 0; weft_l < {0}; weft_l += 1) weft_lane[weft_l] = {1};", w,
       combine("weft_lane[weft_l]", fmt::format("weft_lane[weft_l + {}]", w)));
   }
-  if (!op) {
-    l("{} = {};", acc, combine(acc, "weft_lane[0]"));
-    return;
-  }
-  l("{{");
-  l1("{} weft_s = {};", r_.type, r_.identity);
-  l1("#pragma omp simd reduction({} : weft_s)", op);
-  l1("for (int64_t weft_l = 0; weft_l < {}; weft_l += 1) weft_s = {};", kTreeTail,
-     combine("weft_s", "weft_lane[weft_l]"));
-  l1("{} = {};", acc, combine(acc, "weft_s"));
-  l("}}");
+  l("{} = {};", acc, combine(acc, "weft_lane[0]"));
 }
 
 void CpuReductionWriter::row(const std::string& iterator, const RangeText& range, int depth) {

@@ -30,7 +30,6 @@
 namespace weft::codegen {
 
 inline constexpr int64_t kPerLane = 128;    // elements each lane adds per cascade block
-inline constexpr int64_t kTreeTail = 8;     // lanes a sum's tree leaves to the compiler
 inline constexpr int64_t kChainLanes = 16;  // lanes of one SIMD loop: a 512-bit register of floats
 inline constexpr int64_t kMaxThreads = 256; // size of the per-thread partial array (ALL)
 inline constexpr int64_t kTinyRow = 8;      // rows this short are vectorized across (packed)

@@ -83,12 +83,12 @@ extern "C" void weft_row_sum(void* const* buffers, const int64_t* extents) {
         for (int64_t weft_l = 0; weft_l < 16; weft_l += 1) weft_lane[weft_l] = weft_lane[weft_l] + weft_lane[weft_l + 16];
         #pragma omp simd
         for (int64_t weft_l = 0; weft_l < 8; weft_l += 1) weft_lane[weft_l] = weft_lane[weft_l] + weft_lane[weft_l + 8];
-        {
-          float weft_s = 0.0f;
-          #pragma omp simd reduction(+ : weft_s)
-          for (int64_t weft_l = 0; weft_l < 8; weft_l += 1) weft_s = weft_s + weft_lane[weft_l];
-          weft_acc = weft_acc + weft_s;
-        }
+        #pragma omp simd
+        for (int64_t weft_l = 0; weft_l < 4; weft_l += 1) weft_lane[weft_l] = weft_lane[weft_l] + weft_lane[weft_l + 4];
+        #pragma omp simd
+        for (int64_t weft_l = 0; weft_l < 2; weft_l += 1) weft_lane[weft_l] = weft_lane[weft_l] + weft_lane[weft_l + 2];
+        for (int64_t weft_l = 0; weft_l < 1; weft_l += 1) weft_lane[weft_l] = weft_lane[weft_l] + weft_lane[weft_l + 1];
+        weft_acc = weft_acc + weft_lane[0];
       }
       b1[c0] = weft_acc;
     }
