@@ -6,11 +6,13 @@ bench/results.json and docs/benchmarks.md.
 
 Run through bench/run.sh (it makes the virtual environment with the PyPI wheels).
 Usage: run_bench.py WEFT MODEL_DIR BANDWIDTH_JSON [DNNL_PEER]
-           [--cases A,B,...] [--iters N] [--print-only]
+           [--cases A,B,...] [--iters N] [--rounds N] [--print-only]
        run_bench.py --markdown-only     (docs/benchmarks.md again from bench/results.json)
 DNNL_PEER defaults to build/bench/dnnl_peer; a peer that is missing or fails shows as "n/a".
 --cases and --iters run a subset with fewer iterations; --print-only prints the rows and the
 markdown instead of writing results.json and docs/benchmarks.md (for trying changes out).
+--rounds N (default 3): each system runs each case N times, interleaved (the machine is shared,
+and its other tenants come and go); a row keeps each system's lowest median, and every round's.
 """
 import argparse
 import ast
@@ -62,6 +64,14 @@ CASES = [
 
 
 def ort_median(path, iters):
+    """({"median_ms", "bytes": (input bytes, output bytes)}, None), or (None, reason)."""
+    try:
+        return ort_run(path, iters), None
+    except Exception as e:  # onnxruntime raises its own classes; the row then says why
+        return None, str(e)[-300:]
+
+
+def ort_run(path, iters):
     options = ort.SessionOptions()
     session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(0)
@@ -75,7 +85,7 @@ def ort_median(path, iters):
         session.run(None, feeds)
         times.append((time.perf_counter() - t0) * 1e3)
     sizes = sum(v.nbytes for v in feeds.values()), sum(o.nbytes for o in session.run(None, feeds))
-    return statistics.median(times), sizes
+    return {"median_ms": statistics.median(times), "bytes": sizes}
 
 
 def reductions():
@@ -150,6 +160,64 @@ def weft_bench(weft, path, iters):
     return json.loads(r.stdout), None
 
 
+def measure_round(args, name, path, iters):
+    """One round: every system once, one after the other; {system: (result, error)}."""
+    return {"weft": weft_bench(args.weft, path, iters),
+            "ort": ort_median(path, iters),
+            "torch": torch_median(name, iters, "eager"),
+            "torch_compile": torch_median(name, iters, "compile"),
+            "onednn": dnnl_median(args.dnnl_peer, name, iters)}
+
+
+def combine_rounds(name, kind, rounds):
+    """A case's row from its rounds: each system's lowest median over the rounds (the run least
+    disturbed by the machine's other tenants), and every round's median beside it; a system
+    that failed in every round keeps its last error. Also returns the peers' versions seen."""
+    def best(system):
+        done = [r[system][0] for r in rounds if r[system][0]]
+        errors = [r[system][1] for r in rounds if r[system][1]]
+        return (min(done, key=lambda d: d["median_ms"]) if done else None,
+                errors[-1] if errors and not done else None,
+                [d["median_ms"] for d in done])
+
+    found = {}
+    w, err, w_all = best("weft")
+    o, o_err, o_all = best("ort")
+    row = {"case": name, "kind": kind, "rounds": len(rounds), "error": err,
+           "ort_median_ms": o["median_ms"] if o else None, "ort_round_ms": o_all}
+    if o_err:
+        row["ort_error"] = o_err
+    t, t_err, t_all = best("torch")
+    if t:
+        row.update(torch_median_ms=t["median_ms"], torch_round_ms=t_all)
+        found.update(pytorch=t["torch"], pytorch_threads=t["threads"], pytorch_blas=t.get("blas"))
+    else:
+        row["torch_error"] = t_err
+    t, t_err, t_all = best("torch_compile")
+    if t:
+        row.update(torch_compile_median_ms=t["median_ms"], torch_compile_s=t["compile_s"],
+                   torch_compile_round_ms=t_all)
+        found["pytorch_compile"] = t["torch"]
+    else:
+        row["torch_compile_error"] = t_err
+    d, d_err, d_all = best("onednn")
+    if d:
+        row.update(onednn_median_ms=d["median_ms"], onednn_impl=d["impl"], onednn_iters=d["iters"],
+                   onednn_round_ms=d_all)
+        found["onednn"] = d["onednn"]
+    elif d_err:
+        row["onednn_error"] = d_err
+    if w:
+        row.update(weft_median_ms=w["median_ms"], weft_compile_ms=w["compile_ms"], weft_round_ms=w_all)
+        if kind != "model" and o:
+            in_bytes, out_bytes = o["bytes"]
+            moved = in_bytes + out_bytes if kind == "reduction" else 2 * in_bytes
+            row.update(bytes=moved, weft_gbs=moved / w["median_ms"] / 1e6,
+                       ort_gbs=moved / o["median_ms"] / 1e6)
+    return row, found
+
+
+
 def machine():
     model = platform.processor()
     try:
@@ -171,6 +239,9 @@ def main():
     parser.add_argument("dnnl_peer", nargs="?", default=os.path.join(ROOT, "build", "bench", "dnnl_peer"))
     parser.add_argument("--cases", help="comma-separated subset of the cases")
     parser.add_argument("--iters", type=int, help="iterations for every case (default: per case)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="times each system runs each case, interleaved; the table shows its "
+                             "lowest median (default: 3)")
     parser.add_argument("--print-only", action="store_true",
                         help="print rows and markdown; write neither results.json nor docs/benchmarks.md")
     args = parser.parse_args()
@@ -190,32 +261,11 @@ def main():
     for name, kind, iters in cases:
         iters = args.iters or iters
         path = os.path.join(args.model_dir, name + ".onnx")
-        w, err = weft_bench(args.weft, path, iters)
-        o_ms, (in_bytes, out_bytes) = ort_median(path, iters)
-        row = {"case": name, "kind": kind, "ort_median_ms": o_ms, "error": err}
-        t, t_err = torch_median(name, iters, "eager")
-        if t:
-            row["torch_median_ms"] = t["median_ms"]
-            peers.update(pytorch=t["torch"], pytorch_threads=t["threads"], pytorch_blas=t.get("blas"))
-        else:
-            row["torch_error"] = t_err
-        t, t_err = torch_median(name, iters, "compile")
-        if t:
-            row.update(torch_compile_median_ms=t["median_ms"], torch_compile_s=t["compile_s"])
-            peers["pytorch_compile"] = t["torch"]
-        else:
-            row["torch_compile_error"] = t_err
-        d, d_err = dnnl_median(args.dnnl_peer, name, iters)
-        if d:
-            row.update(onednn_median_ms=d["median_ms"], onednn_impl=d["impl"], onednn_iters=d["iters"])
-            peers["onednn"] = d["onednn"]
-        elif d_err:
-            row["onednn_error"] = d_err
-        if w:
-            row.update(weft_median_ms=w["median_ms"], weft_compile_ms=w["compile_ms"])
-            if kind != "model":
-                moved = in_bytes + out_bytes if kind == "reduction" else 2 * in_bytes
-                row.update(bytes=moved, weft_gbs=moved / w["median_ms"] / 1e6, ort_gbs=moved / o_ms / 1e6)
+        rounds = [measure_round(args, name, path, iters) for _ in range(args.rounds)]
+        row, found = combine_rounds(name, kind, rounds)
+        for key in ("pytorch", "pytorch_threads", "pytorch_blas", "pytorch_compile", "onednn"):
+            if found.get(key):
+                peers[key] = found[key]
         rows.append(row)
         print(json.dumps(row), flush=True)
     date = datetime.date.today().isoformat()
@@ -256,7 +306,8 @@ def peer_notes(r):
     python = r.get("pytorch_python", "/usr/bin/python3")
     source = " from PyPI" if ".venv" in python else ""
     compile_s = [row["torch_compile_s"] for row in r["rows"] if row.get("torch_compile_s") is not None]
-    took = f"{min(compile_s):.0f}" + (f"-{max(compile_s):.0f}" if len(compile_s) > 1 else "") + " s"
+    low, high = (f"{min(compile_s):.0f}", f"{max(compile_s):.0f}") if compile_s else ("?", "?")
+    took = (low if low == high else f"{low}-{high}") + " s"
     if r.get("pytorch") and r.get("pytorch_compile"):
         notes.append(f"PyTorch {r['pytorch']}{source}, eager and `torch.compile` (`bench/torch_peer.py` under "
                      f"`{python}`, `torch.inference_mode()`, {r.get('pytorch_threads')} threads; torch.compile "
@@ -274,7 +325,13 @@ def peer_notes(r):
                      "softmax, layer normalization, batch normalization in training; Debian's `libdnnl-dev`)")
     else:
         notes.append("oneDNN primitives (`bench/dnnl_peer.cc`; n/a: not measured in this run)")
-    text = "; ".join(notes) + (". Medians of steady-state runs; compile time is not included. "
+    rounds = max((row.get("rounds", 1) for row in r["rows"]), default=1)
+    timing = ("Medians of steady-state runs" if rounds == 1 else
+              f"Each system ran each case {rounds} times, in interleaved rounds (Weft, ONNX Runtime, "
+              "PyTorch eager, torch.compile, oneDNN, then again); the table shows each one's lowest "
+              "median, the run least disturbed by the machine's other tenants (every round's median "
+              "is in the results file)")
+    text = "; ".join(notes) + (f". {timing}; compile time is not included. "
                                "Each ratio = peer time / Weft time (above 1: Weft is faster).")
     caveats = []
     blas = r.get("pytorch_blas")
