@@ -428,13 +428,14 @@ def markdown(r):
 # Why a goal is not met, for the rows that miss it; mechanisms, measured with `weft bench
 # --kernels`, perf and dumped kernels (docs/cpu-strategies.md, docs/fusion.md).
 WHY = {
-    "attention_softmax": "as softmax, with rows of 256 (16 vectors per pass), so the per-row costs (lane "
-                         "trees, the reciprocal) weigh four times as much, and the kernel is compute-bound: "
-                         "on one thread, in L2, it takes 0.09-0.13 ms per 512 rows, 1.5-2.0 ms per thread at "
-                         "this size, of which exp is about half (0.46 ns per element), against 1.6 ms of "
-                         "memory traffic. Since this run's code the lanes run as 4 independent chains with a "
-                         "branch-free tree, and tensors are 64-byte aligned (3.0 -> 2.5 ms in alternating "
-                         "runs). Interleaving two rows per pass gained 12% in L2 and nothing at full size",
+    "attention_softmax": "compute-bound, so it depends on how busy the shared machine's cores are: in "
+                         "L2, on one thread, the kernel takes 0.08 ms per 512 rows of 256 in quiet periods "
+                         "and 0.11 ms in busy ones (an exp-free variant: 0.045 and 0.06 ms), i.e. 1.3-1.8 "
+                         "ms per thread at this size beside 1.5 ms of memory traffic. Quiet, it runs at the "
+                         "bound (1.44 ms in alternating runs, 2026-11-21); busy, 1.4x above it. exp is about "
+                         "half of the compute, and the per-row lane trees and reciprocal weigh four times "
+                         "as much as in softmax's rows of 1024. Interleaving two rows per pass gained 12% "
+                         "in L2 and nothing at full size",
     "rmsnorm": "one statistics pass over the row in cache, then the normalized write, which prefetches "
                "the next row (1.85 -> 1.45 ms); alternating runs on the same day measured 1.45-1.70 ms, "
                "so a median far above that is the shared machine",
