@@ -11,8 +11,9 @@ Usage: run_bench.py WEFT MODEL_DIR BANDWIDTH_JSON [DNNL_PEER]
 DNNL_PEER defaults to build/bench/dnnl_peer; a peer that is missing or fails shows as "n/a".
 --cases and --iters run a subset with fewer iterations; --print-only prints the rows and the
 markdown instead of writing results.json and docs/benchmarks.md (for trying changes out).
---rounds N (default 3): each system runs each case N times, interleaved (the machine is shared,
-and its other tenants come and go); a row keeps each system's lowest median, and every round's.
+--rounds N (default 3): the suite runs N times, every system on every case in each round (the
+machine is shared, and its other tenants come and go); a row keeps each system's lowest median,
+and every round's.
 """
 import argparse
 import ast
@@ -240,8 +241,8 @@ def main():
     parser.add_argument("--cases", help="comma-separated subset of the cases")
     parser.add_argument("--iters", type=int, help="iterations for every case (default: per case)")
     parser.add_argument("--rounds", type=int, default=3,
-                        help="times each system runs each case, interleaved; the table shows its "
-                             "lowest median (default: 3)")
+                        help="times the suite runs, every system on every case each time; the table "
+                             "shows each system's lowest median (default: 3)")
     parser.add_argument("--print-only", action="store_true",
                         help="print rows and markdown; write neither results.json nor docs/benchmarks.md")
     args = parser.parse_args()
@@ -258,11 +259,16 @@ def main():
     python = TORCH_PYTHON[len(ROOT) + 1:] if TORCH_PYTHON.startswith(ROOT + os.sep) else TORCH_PYTHON
     peers = {"pytorch": None, "pytorch_python": python, "pytorch_threads": None, "pytorch_blas": None,
              "pytorch_compile": None, "onednn": None}
-    for name, kind, iters in cases:
-        iters = args.iters or iters
-        path = os.path.join(args.model_dir, name + ".onnx")
-        rounds = [measure_round(args, name, path, iters) for _ in range(args.rounds)]
-        row, found = combine_rounds(name, kind, rounds)
+    # Rounds over the whole suite, so that a case's runs lie minutes apart: a busy spell of the
+    # machine's other tenants then spoils one of them, not all.
+    measured = {name: [] for name, _, _ in cases}
+    for r in range(args.rounds):
+        for name, kind, iters in cases:
+            path = os.path.join(args.model_dir, name + ".onnx")
+            measured[name].append(measure_round(args, name, path, args.iters or iters))
+            print(f"round {r + 1}/{args.rounds}: {name}", flush=True)
+    for name, kind, _ in cases:
+        row, found = combine_rounds(name, kind, measured[name])
         for key in ("pytorch", "pytorch_threads", "pytorch_blas", "pytorch_compile", "onednn"):
             if found.get(key):
                 peers[key] = found[key]
@@ -327,10 +333,10 @@ def peer_notes(r):
         notes.append("oneDNN primitives (`bench/dnnl_peer.cc`; n/a: not measured in this run)")
     rounds = max((row.get("rounds", 1) for row in r["rows"]), default=1)
     timing = ("Medians of steady-state runs" if rounds == 1 else
-              f"Each system ran each case {rounds} times, in interleaved rounds (Weft, ONNX Runtime, "
-              "PyTorch eager, torch.compile, oneDNN, then again); the table shows each one's lowest "
-              "median, the run least disturbed by the machine's other tenants (every round's median "
-              "is in the results file)")
+              f"The suite ran {rounds} times in a row, each time every system on every case (Weft, "
+              "ONNX Runtime, PyTorch eager, torch.compile, oneDNN), so that a case's runs lie minutes "
+              "apart; the table shows each system's lowest median, the run least disturbed by the "
+              "machine's other tenants (every round's median is in the results file)")
     text = "; ".join(notes) + (f". {timing}; compile time is not included. "
                                "Each ratio = peer time / Weft time (above 1: Weft is faster).")
     caveats = []
