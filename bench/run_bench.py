@@ -218,7 +218,6 @@ def combine_rounds(name, kind, rounds):
     return row, found
 
 
-
 def machine():
     model = platform.processor()
     try:
@@ -263,7 +262,7 @@ def main():
     # machine's other tenants then spoils one of them, not all.
     measured = {name: [] for name, _, _ in cases}
     for r in range(args.rounds):
-        for name, kind, iters in cases:
+        for name, _, iters in cases:
             path = os.path.join(args.model_dir, name + ".onnx")
             measured[name].append(measure_round(args, name, path, args.iters or iters))
             print(f"round {r + 1}/{args.rounds}: {name}", flush=True)

@@ -74,8 +74,8 @@ CpuCompiler CpuCompiler::from_environment() {
   const char* cxx = std::getenv("CXX");
   c.cxx = cxx && *cxx ? cxx : "c++";
   c.flags = {"-std=c++17", "-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-w"};
-  // Generated code reads neither the FP exception flags nor errno. Without them, GCC may
-  // compute both sides of a select and vectorize sqrt; results stay IEEE (this is not
+  // Generated code reads neither the FP exception flags nor errno; telling GCC so lets it
+  // compute both sides of a select and vectorize sqrt. Results stay IEEE (this is not
   // fast-math: no reassociation, NaN and inf kept).
   c.flags.insert(c.flags.end(), {"-fno-trapping-math", "-fno-math-errno"});
 #if defined(__x86_64__)

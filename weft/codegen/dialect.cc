@@ -35,12 +35,13 @@ WEFT_D uint32_t weft_as_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); retu
 // fit made for Weft), and 2^n added to the result's exponent bits: within 1.05 ulp of every
 // normal result (checked over every 3rd float). Results below FLT_MIN (x < -87.34) are 0, as
 // in XNNPACK's softmax: a denormal result costs a microcode assist per element (6 ns instead
-// of 0.6 here), and so would the garbage that out-of-range inputs (-inf, -3.4e38 masks) leave
-// in the arithmetic; outside the range it therefore runs on 0, and the selects at the end give
-// inf above it, NaN through (both x + inf) and 0 below. Written for GCC's vectorizer under
-// -ftrapping-math: no std::floor, no float-to-int conversion, no float min/max (each leaves
-// the loop scalar or masks every later operation). n is rounded by adding 1.5 * 2^23, whose
-// low mantissa bits then hold it: shifted by 23, that float's bits are n << 23.
+// of 0.6 here). Out of range the arithmetic runs on 0, or on x itself where GCC drops that
+// select (it may under -fno-trapping-math, which Weft builds with; the NaN and overflow this
+// leaves for -inf, -1e9 or -3.4e38 measured no slower), and the selects at the end give inf
+// above the range, NaN through (both x + inf) and 0 below. Written so that GCC vectorizes it
+// even under -ftrapping-math: no std::floor, no float-to-int conversion, no float min/max
+// (each leaves the loop scalar or masks every later operation). n is rounded by adding
+// 1.5 * 2^23, whose low mantissa bits then hold it: shifted by 23, that float's bits are n << 23.
 WEFT_D float weft_exp(float x) {
   bool in = x >= -87.33654f && x <= 88.72283f;
   float xs = in ? x : 0.0f;
