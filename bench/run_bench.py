@@ -447,28 +447,28 @@ WHY = {
     "softmax": "four passes over each row (max from DRAM; exp, sum and normalize in cache); compute the "
                "memory stream does not hide: in L2, on one thread, the kernel takes 0.13 ms per 256 rows "
                "(0.5 ns per element), about 1.0 ms per thread at this size beside 1.6 ms of traffic. "
-               "Since this run's code the lanes run as 4 independent chains and the max tree is "
+               "The lanes run as 4 independent chains and the max tree is "
                "branch-free (2.45 -> 2.2 ms), and tensors are 64-byte aligned. Fusing the sum into the exp "
                "loop measured slower (0.137 vs 0.131 ms in L2)",
     "layernorm": "two statistics passes over the row in cache, then the normalized write; the "
-                 "variance pass prefetches the next row since this run's code (1.85 -> 1.34 ms in "
+                 "variance pass prefetches the next row (1.85 -> 1.34 ms in "
                  "alternating runs)",
     "groupnorm": "one kernel: two statistics passes over each 100 KB group row in L2, then the "
                  "write; prefetching the next row did not change it (rows that large stream well); "
                  "eager's median moved between 3.5 and 3.8 ms between runs, and Weft's between 3.1 "
                  "and 4.0 ms",
-    "bn_train": "since this run's code split_moments computes per-row moments over H and W (two passes "
+    "bn_train": "split_moments computes per-row moments over H and W (two passes "
                 "over each row in cache) and combines them across N (Chan's update), so the input is "
                 "read twice instead of three times (4.6 -> 3.9 ms in alternating runs)",
     "bias_gelu": "erf is compute-bound even as two plain polynomials (no exp: the kernel went from 4.2 "
-                 "to 2.9 ms with them); since this run's code x / sqrt(2) is a product with 1/sqrt(2), as "
+                 "to 2.9 ms with them); x / sqrt(2) is a product with 1/sqrt(2), as "
                  "in PyTorch's and ONNX Runtime's GELU (2.77 -> 2.50 ms), and tensors are 64-byte aligned "
                  "(3.5 -> 3.2 ms, alternating runs)",
     "reduce_middle_512x16x512": "the reduction accumulates straight into the output in one parallel "
                                 "region; its 16.8 MB input stays partly in the 36 MB L3 between runs, so "
                                 "its time is cache bandwidth; torch.compile's median moved between 0.49 "
                                 "and 0.67 ms between runs, ONNX Runtime's between 0.55 and 1.06 ms",
-    "reduce_row_9x1024x1024": "memory-bound; since this run's code its [9, 1024] rows are one parallel "
+    "reduce_row_9x1024x1024": "memory-bound; its [9, 1024] rows are one parallel "
                               "loop (collapse), no longer 5 + 4 outer rows on 2 threads (2.2 -> 1.9 ms in "
                               "alternating runs); its median moved between 1.6 and 2.9 ms on the same day",
     "reduce_middle_64x1024x64": "not analysed yet; its median moves between runs on this shared machine "
