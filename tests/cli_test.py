@@ -263,6 +263,50 @@ class CliTest(unittest.TestCase):
             self.assertTrue(np.isnan(m[1]))
             self.assertEqual(m[2], 2)
 
+    def test_softmax_family_with_nan_and_infinities(self):
+        """Softmax, LogSoftmax and ReduceLogSumExp subtract a max that ignores NaN
+        (Combine::kShiftMax) and take an exp without the overflow check: the same results
+        as numpy in float64, NaN and infinities included."""
+        import numpy as np
+        rows, cols = 7, 1000
+        x = np.random.default_rng(1).uniform(-30, 30, (rows, cols)).astype(np.float32)
+        x[0, 500] = np.nan  # a NaN amid larger values: the whole row is NaN
+        x[0, 501:] += 100
+        x[1, 3] = np.inf  # NaN (inf - inf), logsumexp too
+        x[2, :] = -np.inf  # a fully masked row: NaN, and -inf for logsumexp
+        x[3, ::2] = -np.inf  # half masked
+        x[4, :] = np.nan
+        x[5, :] += 1e4  # far from 0: the shift keeps exp in range
+        x[6, 999] = -1e30
+        np.save(os.path.join(self.dir, "x.npy"), x)
+        xv = helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, cols])
+        outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s)
+                for n, s in (("sm", [rows, cols]), ("lsm", [rows, cols]), ("lse", [rows]))]
+        nodes = [helper.make_node("Softmax", ["x"], ["sm"], axis=1),
+                 helper.make_node("LogSoftmax", ["x"], ["lsm"], axis=1),
+                 helper.make_node("ReduceLogSumExp", ["x"], ["lse"], axes=[1], keepdims=0)]
+        graph = helper.make_graph(nodes, "g", [xv], outs)
+        path = save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+                    self.dir)
+        x64 = x.astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            m = x64.max(axis=1, keepdims=True)
+            e = np.exp(x64 - m)
+            s = e.sum(axis=1, keepdims=True)
+            want = {"sm": e / s, "lsm": x64 - m - np.log(s)}
+            shift = np.where(m == -np.inf, 0, m)
+            want["lse"] = (np.log(np.exp(x64 - shift).sum(axis=1, keepdims=True)) + shift)[:, 0]
+        self.assertEqual(want["lse"][2], -np.inf)
+        self.assertTrue(np.isnan(want["sm"][0]).all() and np.isnan(want["lse"][4]))
+        for threads in ("1", "2"):
+            out = os.path.join(self.dir, "out" + threads)
+            r = weft("run", path, "--input", f"x={os.path.join(self.dir, 'x.npy')}",
+                     "--output-dir", out, "--threads", threads)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            for name, w in want.items():
+                np.testing.assert_allclose(np.load(os.path.join(out, name + ".npy")), w,
+                                           rtol=1e-5, atol=1e-6, err_msg=f"{name}, {threads} threads")
+
     def test_weft_dump_dir_and_log(self):
         path = self.softmax_sum_model()
         dump, cache = os.path.join(self.dir, "dump"), os.path.join(self.dir, "cache")

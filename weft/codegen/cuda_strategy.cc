@@ -16,7 +16,17 @@ int64_t cuda_group_size(std::optional<int64_t> extent) {
   return g;
 }
 
+namespace {
+
+// CUDA gives kShiftMax kMax's code: NaN-propagating functors, atomics and identities.
+kernel::Combine on_cuda(kernel::Combine c) {
+  return c == kernel::Combine::kShiftMax ? kernel::Combine::kMax : c;
+}
+
+} // namespace
+
 bool cuda_atomic_applies(kernel::Combine c, const std::string& type) {
+  c = on_cuda(c);
   bool combine =
       c == kernel::Combine::kSum || c == kernel::Combine::kMax || c == kernel::Combine::kMin;
   return combine && (type == "float" || type == "double" || type == "int32_t" ||
@@ -24,7 +34,7 @@ bool cuda_atomic_applies(kernel::Combine c, const std::string& type) {
 }
 
 std::string cuda_combine_op(kernel::Combine c) {
-  switch (c) {
+  switch (on_cuda(c)) {
     case kernel::Combine::kProd: return "weft_op_mul{}";
     case kernel::Combine::kMax: return "weft_op_max{}";
     case kernel::Combine::kMin: return "weft_op_min{}";
@@ -36,12 +46,14 @@ namespace {
 
 // The weft_atomic_* helper of the prelude for "c" (one cuda_atomic_applies takes).
 std::string atomic_name(kernel::Combine c) {
+  c = on_cuda(c);
   return c == kernel::Combine::kSum ? "add" : c == kernel::Combine::kMax ? "max" : "min";
 }
 
 } // namespace
 
 std::string identity_bits(kernel::Combine c, const std::string& type) {
+  c = on_cuda(c);
   bool max = c == kernel::Combine::kMax, min = c == kernel::Combine::kMin;
   if (type == "float") return max ? "0xff800000u" : min ? "0x7f800000u" : "0x0u";
   if (type == "double")
@@ -54,7 +66,7 @@ std::string identity_bits(kernel::Combine c, const std::string& type) {
 }
 
 std::string CudaReductionWriter::combine(const std::string& a, const std::string& b) const {
-  return combine_expr(r_.combine, a, b);
+  return combine_expr(on_cuda(r_.combine), a, b);
 }
 
 void CudaReductionWriter::strided_loop(const std::string& iterator, const std::string& init,

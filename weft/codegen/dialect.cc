@@ -42,15 +42,26 @@ WEFT_D uint32_t weft_as_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); retu
 // even under -ftrapping-math: no std::floor, no float-to-int conversion, no float min/max
 // (each leaves the loop scalar or masks every later operation). n is rounded by adding
 // 1.5 * 2^23, whose low mantissa bits then hold it: shifted by 23, that float's bits are n << 23.
-WEFT_D float weft_exp(float x) {
-  bool in = x >= -87.33654f && x <= 88.72283f;
-  float xs = in ? x : 0.0f;
-  float y = xs * 1.44269504088896341f + 12582912.0f, fn = y - 12582912.0f;
-  float r = xs - fn * 0.693359375f + fn * 2.12194440e-4f;
+WEFT_D float weft_exp_in_range(float x) {
+  float y = x * 1.44269504088896341f + 12582912.0f, fn = y - 12582912.0f;
+  float r = x - fn * 0.693359375f + fn * 2.12194440e-4f;
   float q = ((((1.3843654e-3f * r + 8.3741555e-3f) * r + 4.1668002e-2f) * r + 1.6666432e-1f) * r +
              4.9999994e-1f) * r + 1.0f;
-  float e = weft_as_float(weft_as_bits(r * q + 1.0f) + (weft_as_bits(y) << 23));
+  return weft_as_float(weft_as_bits(r * q + 1.0f) + (weft_as_bits(y) << 23));
+}
+WEFT_D float weft_exp(float x) {
+  bool in = x >= -87.33654f && x <= 88.72283f;
+  float e = weft_exp_in_range(in ? x : 0.0f);
   float out = !(x < 0.0f) ? x + INFINITY : 0.0f;
+  return in ? e : out;
+}
+// exp(x) for x <= 88.7 (ExprOp::kShiftedExp: x - max(x) in softmax and its kin), without the
+// upper half of the range check: 2 compares and 2 masked moves per 16 elements instead of
+// 3 and 2. (Spelled "x != x ? x : 0", the NaN case costs GCC 2 compares more.)
+WEFT_D float weft_shifted_exp(float x) {
+  bool in = x >= -87.33654f;
+  float e = weft_exp_in_range(in ? x : 0.0f);
+  float out = x < -87.33654f ? 0.0f : x; // NaN through
   return in ? e : out;
 }
 // erf for f32 that vectorizes (libm's erff does not), in the same style: x * P(x^2) for
@@ -106,6 +117,7 @@ typedef unsigned long long uint64_t;
 WEFT_D float weft_as_float(uint32_t u) { return __uint_as_float(u); }
 WEFT_D uint32_t weft_as_bits(float f) { return __float_as_uint(f); }
 WEFT_D float weft_exp(float x) { return expf(x); }
+WEFT_D float weft_shifted_exp(float x) { return expf(x); }
 WEFT_D float weft_erf(float x) { return erff(x); }
 WEFT_D float weft_tanh(float x) { return tanhf(x); }
 )";
@@ -183,6 +195,8 @@ WEFT_D int64_t weft_imax(int64_t a, int64_t b) { return a > b ? a : b; }
 // max and min propagate NaN from either operand.
 template <typename T> WEFT_D T weft_max(T a, T b) { return (a > b || a != a) ? a : b; }
 template <typename T> WEFT_D T weft_min(T a, T b) { return (a < b || a != a) ? a : b; }
+// Combine::kShiftMax: keeps "old" when "value" is NaN, so a NaN never enters an accumulator.
+template <typename T> WEFT_D T weft_shift_max(T old, T value) { return value > old ? value : old; }
 // Integer modulo with the sign of the divisor (ONNX Mod, fmod = 0).
 template <typename T> WEFT_D T weft_mod(T a, T b) {
   if (b == 0) return 0;
@@ -301,6 +315,7 @@ std::string combine_expr(kernel::Combine c, const std::string& old, const std::s
     case kernel::Combine::kProd: return fmt::format("{} * {}", old, value);
     case kernel::Combine::kMax: return fmt::format("weft_max({}, {})", old, value);
     case kernel::Combine::kMin: return fmt::format("weft_min({}, {})", old, value);
+    case kernel::Combine::kShiftMax: return fmt::format("weft_shift_max({}, {})", old, value);
   }
   return value;
 }
@@ -315,6 +330,7 @@ std::string apply_op(kernel::ExprOp op, DType t, const std::vector<std::string>&
     case ExprOp::kNeg: return fmt::format("(-{})", a[0]);
     case ExprOp::kAbs: return dtype_is_unsigned_int(t) || t == DType::kBool ? a[0] : call("abs", a);
     case ExprOp::kExp: return t == DType::kF64 ? call("exp", a) : call("weft_exp", a);
+    case ExprOp::kShiftedExp: return t == DType::kF64 ? call("exp", a) : call("weft_shifted_exp", a);
     case ExprOp::kLog: return call("log", a);
     case ExprOp::kSqrt: return call("sqrt", a);
     case ExprOp::kRsqrt: return fmt::format("(1 / sqrt({}))", a[0]);

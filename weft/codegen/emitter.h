@@ -112,11 +112,12 @@ private:
   // Prefetching the next row (CPU): inside a row loop that fused several passes over a row
   // (softmax, LayerNorm: a parallel loop around a block), the first pass reads the row from
   // memory and the later ones find it in cache, computing (exp) while memory idles. The
-  // first later pass over a buffer an earlier pass read ("call", along "iterator") so
-  // prefetches, block by block, what the next row iteration will read of that buffer:
-  // "at" is the C expression where a block starts. Empty when that does not apply, or after
-  // the row's first such pass.
-  std::string next_row_prefetch(const AstNode& call, const std::string& iterator,
+  // first later pass over a buffer an earlier pass read ("call", in "loop") so prefetches,
+  // block by block, what a later row iteration will read of that buffer: the next one, or
+  // the first at least kPrefetchAheadBytes ahead when the pass's extent is static. "at" is
+  // the C expression where a block starts. Empty when that does not apply, or after the
+  // row's first such pass.
+  std::string next_row_prefetch(const AstNode& call, const AstNode& loop,
                                 const std::string& at) const;
   // The buffers the statements under "n" read, into row_.reads.
   void note_row_reads(const AstNode& n) const;

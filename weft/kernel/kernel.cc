@@ -32,6 +32,7 @@ constexpr OpInfo kOps[] = {
     {ExprOp::kAsinh, "asinh", 1, ""},      {ExprOp::kAcosh, "acosh", 1, ""},
     {ExprOp::kAtanh, "atanh", 1, ""},      {ExprOp::kNot, "not", 1, ""},
     {ExprOp::kIsNan, "isnan", 1, ""},      {ExprOp::kIsInf, "isinf", 1, ""},
+    {ExprOp::kShiftedExp, "shifted_exp", 1, ""},
     {ExprOp::kAdd, "add", 2, "+"},         {ExprOp::kSub, "sub", 2, "-"},
     {ExprOp::kMul, "mul", 2, "*"},         {ExprOp::kDiv, "div", 2, "/"},
     {ExprOp::kMax, "max", 2, ""},          {ExprOp::kMin, "min", 2, ""},
@@ -58,6 +59,7 @@ std::string combine_text(Combine c) {
     case Combine::kProd: return "*=";
     case Combine::kMax: return "max=";
     case Combine::kMin: return "min=";
+    case Combine::kShiftMax: return "shiftmax=";
   }
   return "?";
 }
@@ -167,7 +169,8 @@ double combine_identity(Combine c) {
   switch (c) {
     case Combine::kSum: return 0.0;
     case Combine::kProd: return 1.0;
-    case Combine::kMax: return -std::numeric_limits<double>::infinity();
+    case Combine::kMax:
+    case Combine::kShiftMax: return -std::numeric_limits<double>::infinity();
     case Combine::kMin: return std::numeric_limits<double>::infinity();
     case Combine::kNone: break;
   }

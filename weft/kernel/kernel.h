@@ -116,6 +116,9 @@ enum class ExprOp : uint8_t {
   kNot,
   kIsNan,
   kIsInf,
+  // exp of softmax's shifted x - max(x): its argument is at most 0 (plus rounding) or NaN, so
+  // the C dialect skips exp's overflow check. Garbage above 88.7, where exp overflows.
+  kShiftedExp,
   // binary
   kAdd,
   kSub,
@@ -149,7 +152,11 @@ struct ExprNode {
   double value = 0.0; // kConstant
 };
 
-enum class Combine : uint8_t { kNone, kSum, kProd, kMax, kMin };
+// kShiftMax is the max that softmax, log-softmax, logsumexp and cross-entropy subtract
+// before exp. It may ignore NaN inputs (the C dialect does: one vmaxps instead of four
+// instructions) or propagate them (CUDA does): a NaN input reaches those outputs through the
+// sum of exps either way.
+enum class Combine : uint8_t { kNone, kSum, kProd, kMax, kMin, kShiftMax };
 
 struct Statement {
   std::string name;

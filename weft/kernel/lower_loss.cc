@@ -134,16 +134,16 @@ Result<LoweredNode> lower_softmax_cross_entropy(const Node& n, const std::string
   std::vector<AffineExpr> row = {AffineExpr::iterator(0), AffineExpr::iterator(2)};
   Shape nd = {view[0], view[2]};
   StatementBuilder init_max("init_max", nd);
-  k.add(init_max.store(init_max.constant(combine_identity(Combine::kMax), t), m, iterators(2)));
+  k.add(init_max.store(init_max.constant(combine_identity(Combine::kShiftMax), t), m, iterators(2)));
   StatementBuilder max("max", view);
-  k.add(max.store(load_as(max, in, all, x->type.dtype, t), m, row, Combine::kMax));
+  k.add(max.store(load_as(max, in, all, x->type.dtype, t), m, row, Combine::kShiftMax));
   auto shifted = [&](StatementBuilder& b) {
     return b.op(ExprOp::kSub, t, {load_as(b, in, all, x->type.dtype, t), b.load(m, row, t)});
   };
   StatementBuilder init_sum("init_sum", nd);
   k.add(init_sum.store(init_sum.constant(0, t), s, iterators(2)));
   StatementBuilder sum("sum_exp", view);
-  k.add(sum.store(sum.op(ExprOp::kExp, t, {shifted(sum)}), s, row, Combine::kSum));
+  k.add(sum.store(sum.op(ExprOp::kShiftedExp, t, {shifted(sum)}), s, row, Combine::kSum));
   StatementBuilder lp("log_prob", view);
   int r = lp.op(ExprOp::kSub, t, {shifted(lp), lp.op(ExprOp::kLog, t, {lp.load(s, row, t)})});
   if (log_prob_type != t) r = lp.op(ExprOp::kCast, log_prob_type, {r});

@@ -254,7 +254,9 @@ Result<LoweredNode> lower_reduce(const Node& n, const std::string& name) {
   const auto& a = n.attrs_as<ReduceAttrs>();
   if (!a.axes) return Status::error("reduction axes known only at run time are not supported yet");
   if (n.op_type == "ReduceLogSumExp") {
-    // log(sum(exp(x - m))) + m, with m the max: one kernel, two passes over x.
+    // log(sum(exp(x - m))) + m, with m the max: one kernel, two passes over x. A row of -inf
+    // (or of NaN, which the shift max ignores) shifts by 0 instead: -inf (or NaN), as in
+    // ONNX's reference and PyTorch, not -inf - -inf = NaN.
     WEFT_ASSIGN_OR_RETURN(std::optional<StepView> v, single_step(x, *a.axes));
     KernelBuilder k(name);
     DType t = accumulator_type(y->type.dtype);
@@ -265,18 +267,24 @@ Result<LoweredNode> lower_reduce(const Node& n, const std::string& name) {
     int m = k.temp(t, view.flat_out());
     int s = k.temp(t, view.flat_out());
     int out = k.buffer(y, BufferRole::kOutput, view.flat_out());
-    add_reduction(k, view, in, false, x->type.dtype, m, t, Combine::kMax, ExprOp::kCast);
+    add_reduction(k, view, in, false, x->type.dtype, m, t, Combine::kShiftMax, ExprOp::kCast);
     StatementBuilder init("init_sum", view.flat_out());
     k.add(init.store(init.constant(0, t), s, iterators(1)));
+    auto shift = [&](StatementBuilder& b, const std::vector<AffineExpr>& at) {
+      int max = b.load(m, at, t);
+      int none = b.op(ExprOp::kEq, DType::kBool,
+                      {max, b.constant(-std::numeric_limits<double>::infinity(), t)});
+      return b.op(ExprOp::kSelect, t, {none, b.constant(0, t), max});
+    };
     StatementBuilder sum("sum_exp", view.in);
     int d = sum.op(ExprOp::kSub, t,
                    {load_as(sum, in, iterators(view.in.size()), x->type.dtype, t),
-                    sum.load(m, view.out_index(), t)});
-    k.add(sum.store(sum.op(ExprOp::kExp, t, {d}), s, view.out_index(), Combine::kSum));
+                    shift(sum, view.out_index())});
+    k.add(sum.store(sum.op(ExprOp::kShiftedExp, t, {d}), s, view.out_index(), Combine::kSum));
     StatementBuilder fin("finish", view.flat_out());
     auto idx = iterators(1);
     int r = fin.op(ExprOp::kAdd, t,
-                   {fin.op(ExprOp::kLog, t, {fin.load(s, idx, t)}), fin.load(m, idx, t)});
+                   {fin.op(ExprOp::kLog, t, {fin.load(s, idx, t)}), shift(fin, idx)});
     if (t != y->type.dtype) r = fin.op(ExprOp::kCast, y->type.dtype, {r});
     k.add(fin.store(r, out, idx));
     return k.lowered();
@@ -355,7 +363,7 @@ Result<LoweredNode> lower_softmax(const Node& n, const std::string& name) {
   int out = k.buffer(y, BufferRole::kOutput, view.in);
   int m = k.temp(t, view.flat_out());
   int s = k.temp(t, view.flat_out());
-  add_reduction(k, view, in, false, x->type.dtype, m, t, Combine::kMax, ExprOp::kCast);
+  add_reduction(k, view, in, false, x->type.dtype, m, t, Combine::kShiftMax, ExprOp::kCast);
   StatementBuilder init("init_sum", view.result_domain());
   k.add(init.store(init.constant(0, t), s, view.result_index()));
   auto shifted = [&](StatementBuilder& b) {
@@ -367,7 +375,7 @@ Result<LoweredNode> lower_softmax(const Node& n, const std::string& name) {
     // exp once per element, into y; then the sum, and y divided in place. Loop fusion
     // keeps each row in cache between the three.
     StatementBuilder e("exp", view.in);
-    k.add(e.store(e.op(ExprOp::kExp, t, {shifted(e)}), out, iterators(view.in.size())));
+    k.add(e.store(e.op(ExprOp::kShiftedExp, t, {shifted(e)}), out, iterators(view.in.size())));
     StatementBuilder sum("sum_exp", view.in);
     k.add(
         sum.store(sum.load(out, iterators(view.in.size()), t), s, view.out_index(), Combine::kSum));
@@ -384,12 +392,12 @@ Result<LoweredNode> lower_softmax(const Node& n, const std::string& name) {
     return k.lowered();
   }
   StatementBuilder sum("sum_exp", view.in);
-  k.add(sum.store(sum.op(ExprOp::kExp, t, {shifted(sum)}), s, view.out_index(), Combine::kSum));
+  k.add(sum.store(sum.op(ExprOp::kShiftedExp, t, {shifted(sum)}), s, view.out_index(), Combine::kSum));
   StatementBuilder norm("normalize", view.in);
   int d = shifted(norm);
   int sv = norm.load(s, view.out_index(), t);
   int r = log ? norm.op(ExprOp::kSub, t, {d, norm.op(ExprOp::kLog, t, {sv})})
-              : norm.op(ExprOp::kDiv, t, {norm.op(ExprOp::kExp, t, {d}), sv});
+              : norm.op(ExprOp::kDiv, t, {norm.op(ExprOp::kShiftedExp, t, {d}), sv});
   if (t != y->type.dtype) r = norm.op(ExprOp::kCast, y->type.dtype, {r});
   k.add(norm.store(r, out, iterators(view.in.size())));
   return k.lowered();

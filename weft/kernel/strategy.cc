@@ -12,7 +12,8 @@ std::string_view combine_name(Combine c) {
   switch (c) {
     case Combine::kSum: return "sum";
     case Combine::kProd: return "prod";
-    case Combine::kMax: return "max";
+    case Combine::kMax:
+    case Combine::kShiftMax: return "max";
     case Combine::kMin: return "min";
     case Combine::kNone: break;
   }

@@ -59,6 +59,33 @@ protected:
   }
 
   // y[i] = op(x[i]) in f32, built and run; empty if the build failed.
+  // "op" (exp or shifted exp) at arguments up to "upper" against float64 exp (the test
+  // ExpMatchesFloat64Reference says what it checks).
+  void check_exp(kernel::ExprOp op, float upper) {
+    std::vector<float> x;
+    const float inf = std::numeric_limits<float>::infinity();
+    for (double v = -110; v <= 95; v += 0.0137)
+      x.push_back(static_cast<float>(v));
+    for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 88.72f, 88.73f, -87.33f, -103.9f, -104.0f,
+                    -1e9f, -3.4e38f, 3.4e38f, inf, -inf, NAN})
+      x.push_back(v);
+    std::erase_if(x, [&](float v) { return v > upper; });
+    std::vector<float> y = apply_unary(op, x);
+    ASSERT_EQ(y.size(), x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      float want = static_cast<float>(std::exp(static_cast<double>(x[i])));
+      if (std::isnan(x[i])) {
+        EXPECT_TRUE(std::isnan(y[i]));
+      } else if (std::isinf(want) || want == 0.0f) {
+        EXPECT_EQ(y[i], want) << "x = " << x[i];
+      } else if (want < std::numeric_limits<float>::min()) { // flushed (dialect.cc)
+        EXPECT_EQ(y[i], 0.0f) << "x = " << x[i];
+      } else {
+        EXPECT_NEAR(y[i], want, 2.5e-7 * want) << "x = " << x[i];
+      }
+    }
+  }
+
   std::vector<float> apply_unary(kernel::ExprOp op, std::vector<float> x) {
     int64_t n = static_cast<int64_t>(x.size());
     kernel::Kernel k;
@@ -173,28 +200,13 @@ TEST_F(CpuKernels, ErfMatchesFloat64Reference) {
 
 // weft_exp (vectorizable, prelude) against float64 exp: within 2 ulp (2.5e-7 relative) of
 // every normal result; results below FLT_MIN are 0; inf above the range, NaN through.
+// weft_shifted_exp the same up to 88.72, the arguments it takes.
 TEST_F(CpuKernels, ExpMatchesFloat64Reference) {
-  std::vector<float> x;
-  for (double v = -110; v <= 95; v += 0.0137)
-    x.push_back(static_cast<float>(v));
-  const float inf = std::numeric_limits<float>::infinity();
-  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 88.72f, 88.73f, -87.33f, -103.9f, -104.0f, -1e9f,
-                  -3.4e38f, 3.4e38f, inf, -inf, NAN})
-    x.push_back(v);
-  std::vector<float> y = apply_unary(kernel::ExprOp::kExp, x);
-  ASSERT_EQ(y.size(), x.size());
-  for (size_t i = 0; i < x.size(); ++i) {
-    float want = static_cast<float>(std::exp(static_cast<double>(x[i])));
-    if (std::isnan(x[i])) {
-      EXPECT_TRUE(std::isnan(y[i]));
-    } else if (std::isinf(want) || want == 0.0f) {
-      EXPECT_EQ(y[i], want) << "x = " << x[i];
-    } else if (want < std::numeric_limits<float>::min()) { // flushed (dialect.cc)
-      EXPECT_EQ(y[i], 0.0f) << "x = " << x[i];
-    } else {
-      EXPECT_NEAR(y[i], want, 2.5e-7 * want) << "x = " << x[i];
-    }
-  }
+  check_exp(kernel::ExprOp::kExp, std::numeric_limits<float>::infinity());
+}
+
+TEST_F(CpuKernels, ShiftedExpMatchesFloat64ReferenceUpTo88) {
+  check_exp(kernel::ExprOp::kShiftedExp, 88.72f);
 }
 
 // weft_tanh (vectorizable, prelude) against float64 tanh: within 2 ulp (2.5e-7 relative),
@@ -247,6 +259,7 @@ const char* combine_name(kernel::Combine c) {
     case kernel::Combine::kProd: return "prod";
     case kernel::Combine::kMax: return "max";
     case kernel::Combine::kMin: return "min";
+    case kernel::Combine::kShiftMax: return "shift_max";
     case kernel::Combine::kNone: break;
   }
   return "none";
@@ -273,7 +286,8 @@ std::vector<size_t> owners(const std::vector<int64_t>& shape, const std::vector<
   return out;
 }
 
-// x reduced in float64; max and min propagate NaN.
+// x reduced in float64; max and min propagate NaN, the shift max ignores it (as the C
+// dialect's does).
 std::vector<double> reference(const std::vector<float>& x, const std::vector<size_t>& owner,
                               size_t outputs, kernel::Combine c) {
   std::vector<double> y(outputs, kernel::combine_identity(c));
@@ -285,6 +299,7 @@ std::vector<double> reference(const std::vector<float>& x, const std::vector<siz
       case kernel::Combine::kProd: a *= v; break;
       case kernel::Combine::kMax: a = std::isnan(a) || std::isnan(v) ? NAN : std::max(a, v); break;
       case kernel::Combine::kMin: a = std::isnan(a) || std::isnan(v) ? NAN : std::min(a, v); break;
+      case kernel::Combine::kShiftMax: a = std::isnan(v) ? a : std::max(a, v); break;
       case kernel::Combine::kNone: break;
     }
   }
@@ -389,6 +404,7 @@ TEST_F(CpuReductions, All) {
                                               {33}, {1000}, {100003}, {1000003}};
   check(kAllForm, kernel::Combine::kSum, shapes);
   check(kAllForm, kernel::Combine::kMax, shapes);
+  check(kAllForm, kernel::Combine::kShiftMax, shapes);
   check(kAllForm, kernel::Combine::kProd, {{0}, {1}, {33}, {4097}, {100003}});
 }
 
@@ -401,6 +417,7 @@ TEST_F(CpuReductions, Row) {
                                               {4, 8193}, {1, 100003}, {3, 70001}, {1000, 37}};
   check(kRowForm, kernel::Combine::kSum, shapes);
   check(kRowForm, kernel::Combine::kMax, shapes);
+  check(kRowForm, kernel::Combine::kShiftMax, shapes);
   check(kRowForm, kernel::Combine::kMin, shapes);
 }
 
@@ -420,6 +437,7 @@ TEST_F(CpuReductions, Column) {
       {513, 300}, {100003, 3}, {70001, 1}, {2049, 65}, {3, 5000}, {20, 4100}};
   check(kColumnForm, kernel::Combine::kSum, shapes);
   check(kColumnForm, kernel::Combine::kMax, shapes);
+  check(kColumnForm, kernel::Combine::kShiftMax, shapes);
   check(kColumnForm, kernel::Combine::kMin, shapes);
 }
 
@@ -430,6 +448,7 @@ TEST_F(CpuReductions, Middle) {
       {5, 31, 33}, {2, 1000, 33}, {2, 50001, 3}, {300, 9, 2}, {2, 20, 4100}};
   check(kMiddleForm, kernel::Combine::kSum, shapes);
   check(kMiddleForm, kernel::Combine::kMax, shapes);
+  check(kMiddleForm, kernel::Combine::kShiftMax, shapes);
   check(kMiddleForm, kernel::Combine::kProd, {{1, 1, 1}, {3, 7, 5}, {2, 50001, 3}});
 }
 
