@@ -415,8 +415,8 @@ TEST(EmitC, InvariantOpsAreHoistedWithTheirLoads) {
 
 // A row loop with two passes over x (a sum, then y[i, j] = x[i, j] - s[i]): the second finds
 // the row in cache and prefetches a later row's x, a cache line per block of 16: the first
-// at least 2 KB ahead (rows of 64 floats: 8 rows; of 40: 13). A kernel with one pass over x
-// prefetches nothing.
+// at least 2 KB ahead (rows of 64 floats: 8 rows; of 40: 13). It is also the first to store
+// into y, which it prefetches for writing. A kernel with one pass over x prefetches nothing.
 TEST(EmitC, SecondPassOverARowPrefetchesTheNextRow) {
   using kernel::AffineExpr;
   using kernel::ExprOp;
@@ -444,9 +444,11 @@ TEST(EmitC, SecondPassOverARowPrefetchesTheNextRow) {
   k.statements = {sum, centre};
   ASSERT_TRUE(kernel::verify_kernel(k).ok());
   std::string src = function_of(k);
-  size_t prefetch = src.find("__builtin_prefetch(&b0[(c0 + 8) * 64 + weft_p], 0, 3);");
+  const std::string x_and_y = "__builtin_prefetch(&b0[(c0 + 8) * 64 + weft_p], 0, 3); "
+                              "__builtin_prefetch(&b2[(c0 + 8) * 64 + weft_p], 1, 3);";
+  size_t prefetch = src.find(x_and_y);
   ASSERT_NE(prefetch, std::string::npos) << src;
-  EXPECT_EQ(src.find("__builtin_prefetch", prefetch + 1), std::string::npos) << src;
+  EXPECT_EQ(src.find("__builtin_prefetch", prefetch + x_and_y.size()), std::string::npos) << src;
   EXPECT_LT(src.find("// sum"), prefetch) << src;
   EXPECT_NE(src.find("weft_p += 16"), std::string::npos) << src;
   EXPECT_EQ(src.find("// the tail"), std::string::npos) << src; // 64 is a multiple of 16

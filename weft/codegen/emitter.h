@@ -113,14 +113,18 @@ private:
   // (softmax, LayerNorm: a parallel loop around a block), the first pass reads the row from
   // memory and the later ones find it in cache, computing (exp) while memory idles. The
   // first later pass over a buffer an earlier pass read ("call", in "loop") so prefetches,
-  // block by block, what a later row iteration will read of that buffer: the next one, or
-  // the first at least kPrefetchAheadBytes ahead when the pass's extent is static. "at" is
-  // the C expression where a block starts. Empty when that does not apply, or after the
-  // row's first such pass.
+  // block by block, what a later row iteration will read of that buffer: the first at least
+  // kPrefetchAheadBytes ahead (row_step_bytes; the next one when that is unknown); the
+  // row's first pass that stores into a buffer prefetches that for writing. "at" is the C
+  // expression where a block starts. Empty when neither applies (reads: after the row's
+  // first such pass).
   std::string next_row_prefetch(const AstNode& call, const AstNode& loop,
                                 const std::string& at) const;
-  // The buffers the statements under "n" read, into row_.reads.
-  void note_row_reads(const AstNode& n) const;
+  // How many bytes "a" of "call" moves by from one row iteration to the next; none unless the
+  // row iterator enters the index plainly and the buffer's shape is static.
+  std::optional<int64_t> row_step_bytes(const kernel::Access& a, const AstNode& call) const;
+  // The buffers the statements under "n" read and write, into row_.reads and row_.writes.
+  void note_row_accesses(const AstNode& n) const;
   // The SIMD loop "n" around one statement, "call": when next_row_prefetch applies, blocks
   // of 16 iterations, each after its prefetch, and a tail unless the extent is a static
   // multiple of 16; the plain loop otherwise.
@@ -188,10 +192,10 @@ private:
   mutable std::map<int, std::string> hoisted_;      // expression node -> hoisted load
   mutable bool packing_ = false;                    // emitting the body of a loop of tiny rows
   // The innermost loop around a block of row passes (next_row_prefetch), the buffers its
-  // passes read so far in the body, and whether one prefetched already.
+  // passes read and wrote so far in the body, and whether one prefetched reads already.
   struct RowLoop {
     std::string iterator; // empty: not in a row loop
-    std::set<int> reads;
+    std::set<int> reads, writes;
     bool prefetched = false;
   };
   mutable RowLoop row_;
