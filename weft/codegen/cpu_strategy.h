@@ -31,6 +31,7 @@ namespace weft::codegen {
 
 inline constexpr int64_t kPerLane = 128;    // elements each lane adds per cascade block
 inline constexpr int64_t kChainLanes = 16;  // lanes of one SIMD loop: a 512-bit register of floats
+inline constexpr int64_t kColumnRegisterLanes = 64; // columns of a short COLUMN's register block
 inline constexpr int64_t kMaxThreads = 256; // size of the per-thread partial array (ALL)
 inline constexpr int64_t kTinyRow = 8;      // rows this short are vectorized across (packed)
 
@@ -155,6 +156,9 @@ private:
   void column_chunks(const std::string& r_iterator, const std::string& from, const std::string& to,
                      const std::string& k_iterator, const RangeText& k, const std::string& dest,
                      int depth);
+  void column_registers(const std::string& r_iterator, const std::string& from,
+                        const std::string& to, const std::string& k_iterator,
+                        const std::function<std::string(std::string)>& join, int depth);
 
   const ReductionText& r_;
   const CpuSchedule& s_;

@@ -330,7 +330,8 @@ std::string apply_op(kernel::ExprOp op, DType t, const std::vector<std::string>&
     case ExprOp::kNeg: return fmt::format("(-{})", a[0]);
     case ExprOp::kAbs: return dtype_is_unsigned_int(t) || t == DType::kBool ? a[0] : call("abs", a);
     case ExprOp::kExp: return t == DType::kF64 ? call("exp", a) : call("weft_exp", a);
-    case ExprOp::kShiftedExp: return t == DType::kF64 ? call("exp", a) : call("weft_shifted_exp", a);
+    case ExprOp::kShiftedExp:
+      return t == DType::kF64 ? call("exp", a) : call("weft_shifted_exp", a);
     case ExprOp::kLog: return call("log", a);
     case ExprOp::kSqrt: return call("sqrt", a);
     case ExprOp::kRsqrt: return fmt::format("(1 / sqrt({}))", a[0]);

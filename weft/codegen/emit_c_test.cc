@@ -417,7 +417,7 @@ TEST(EmitC, InvariantOpsAreHoistedWithTheirLoads) {
 // the row in cache and prefetches a later row's x, a cache line per block of 16: the first
 // at least 2 KB ahead (rows of 64 floats: 8 rows; of 40: 13). It is also the first to store
 // into y, which it prefetches for writing. A kernel with one pass over x prefetches nothing.
-TEST(EmitC, SecondPassOverARowPrefetchesTheNextRow) {
+TEST(EmitC, SecondPassOverARowPrefetchesALaterRow) {
   using kernel::AffineExpr;
   using kernel::ExprOp;
   kernel::Kernel k;

@@ -61,9 +61,10 @@ int op_count(const Statement& s) {
 // the sum and by the normalization).
 bool transcendental(const Statement& s) {
   static const std::set<ExprOp> kCostly = {
-      ExprOp::kExp,  ExprOp::kShiftedExp, ExprOp::kLog,  ExprOp::kErf,   ExprOp::kTanh,  ExprOp::kSigmoid, ExprOp::kPow,
-      ExprOp::kSin,  ExprOp::kCos,  ExprOp::kTan,   ExprOp::kAsin,  ExprOp::kAcos,    ExprOp::kAtan,
-      ExprOp::kSinh, ExprOp::kCosh, ExprOp::kAsinh, ExprOp::kAcosh, ExprOp::kAtanh};
+      ExprOp::kExp,     ExprOp::kShiftedExp, ExprOp::kLog,  ExprOp::kErf,  ExprOp::kTanh,
+      ExprOp::kSigmoid, ExprOp::kPow,        ExprOp::kSin,  ExprOp::kCos,  ExprOp::kTan,
+      ExprOp::kAsin,    ExprOp::kAcos,       ExprOp::kAtan, ExprOp::kSinh, ExprOp::kCosh,
+      ExprOp::kAsinh,   ExprOp::kAcosh,      ExprOp::kAtanh};
   return std::any_of(s.expr.begin(), s.expr.end(),
                      [](const ExprNode& e) { return kCostly.contains(e.op); });
 }

@@ -93,6 +93,9 @@ enum class ExprOp : uint8_t {
   kNeg,
   kAbs,
   kExp,
+  // exp of softmax's shifted x - max(x): its argument is at most 0 (plus rounding) or NaN, so
+  // the C dialect skips exp's overflow check. Garbage above 88.7, where exp overflows.
+  kShiftedExp,
   kLog,
   kSqrt,
   kRsqrt,
@@ -116,9 +119,6 @@ enum class ExprOp : uint8_t {
   kNot,
   kIsNan,
   kIsInf,
-  // exp of softmax's shifted x - max(x): its argument is at most 0 (plus rounding) or NaN, so
-  // the C dialect skips exp's overflow check. Garbage above 88.7, where exp overflows.
-  kShiftedExp,
   // binary
   kAdd,
   kSub,

@@ -134,7 +134,8 @@ Result<LoweredNode> lower_softmax_cross_entropy(const Node& n, const std::string
   std::vector<AffineExpr> row = {AffineExpr::iterator(0), AffineExpr::iterator(2)};
   Shape nd = {view[0], view[2]};
   StatementBuilder init_max("init_max", nd);
-  k.add(init_max.store(init_max.constant(combine_identity(Combine::kShiftMax), t), m, iterators(2)));
+  k.add(
+      init_max.store(init_max.constant(combine_identity(Combine::kShiftMax), t), m, iterators(2)));
   StatementBuilder max("max", view);
   k.add(max.store(load_as(max, in, all, x->type.dtype, t), m, row, Combine::kShiftMax));
   auto shifted = [&](StatementBuilder& b) {

@@ -283,8 +283,8 @@ Result<LoweredNode> lower_reduce(const Node& n, const std::string& name) {
     k.add(sum.store(sum.op(ExprOp::kShiftedExp, t, {d}), s, view.out_index(), Combine::kSum));
     StatementBuilder fin("finish", view.flat_out());
     auto idx = iterators(1);
-    int r = fin.op(ExprOp::kAdd, t,
-                   {fin.op(ExprOp::kLog, t, {fin.load(s, idx, t)}), shift(fin, idx)});
+    int r =
+        fin.op(ExprOp::kAdd, t, {fin.op(ExprOp::kLog, t, {fin.load(s, idx, t)}), shift(fin, idx)});
     if (t != y->type.dtype) r = fin.op(ExprOp::kCast, y->type.dtype, {r});
     k.add(fin.store(r, out, idx));
     return k.lowered();
@@ -392,7 +392,8 @@ Result<LoweredNode> lower_softmax(const Node& n, const std::string& name) {
     return k.lowered();
   }
   StatementBuilder sum("sum_exp", view.in);
-  k.add(sum.store(sum.op(ExprOp::kShiftedExp, t, {shifted(sum)}), s, view.out_index(), Combine::kSum));
+  k.add(sum.store(sum.op(ExprOp::kShiftedExp, t, {shifted(sum)}), s, view.out_index(),
+                  Combine::kSum));
   StatementBuilder norm("normalize", view.in);
   int d = shifted(norm);
   int sv = norm.load(s, view.out_index(), t);

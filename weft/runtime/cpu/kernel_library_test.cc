@@ -66,8 +66,8 @@ protected:
     const float inf = std::numeric_limits<float>::infinity();
     for (double v = -110; v <= 95; v += 0.0137)
       x.push_back(static_cast<float>(v));
-    for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 88.72f, 88.73f, -87.33f, -103.9f, -104.0f,
-                    -1e9f, -3.4e38f, 3.4e38f, inf, -inf, NAN})
+    for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 88.72f, 88.73f, -87.33f, -103.9f, -104.0f, -1e9f,
+                    -3.4e38f, 3.4e38f, inf, -inf, NAN})
       x.push_back(v);
     std::erase_if(x, [&](float v) { return v > upper; });
     std::vector<float> y = apply_unary(op, x);
@@ -473,26 +473,33 @@ TEST_F(CpuReductions, GuardedWriteMovingWithTheReducedLoop) {
 }
 
 // Static extents take the same skeletons without run-time extents; a row shorter than the
-// lanes keeps the scalar accumulator.
+// lanes keeps the scalar accumulator. Columns of at most 128 rows go in register blocks of 64
+// columns, then a tail through the L1 buffer (150 = 2 x 64 + 22).
 TEST_F(CpuReductions, StaticExtents) {
   struct Case {
     Form form;
     std::vector<int64_t> shape;
+    kernel::Combine combine = kernel::Combine::kSum;
   };
   for (const Case& c : std::vector<Case>{{kRowForm, {5, 7}},
                                          {kRowForm, {3, 1000}},
                                          {kColumnForm, {70001, 3}},
                                          {kAllForm, {100003}},
-                                         {kMiddleForm, {2, 40000, 3}}}) {
+                                         {kMiddleForm, {2, 40000, 3}},
+                                         {kColumnForm, {16, 150}},
+                                         {kColumnForm, {100, 64}, kernel::Combine::kMax},
+                                         {kMiddleForm, {5, 16, 130}},
+                                         {kMiddleForm, {3, 7, 70}, kernel::Combine::kShiftMax}}) {
     std::vector<Dim> dims(c.shape.begin(), c.shape.end());
-    std::string name = fmt::format("static_{}_{}", c.form.name, fmt::join(c.shape, "x"));
-    KernelFn fn = build(testing::reduce_kernel(name, dims, c.form.reduced, kernel::Combine::kSum));
+    std::string name = fmt::format("static_{}_{}_{}", c.form.name, fmt::join(c.shape, "x"),
+                                   combine_name(c.combine));
+    KernelFn fn = build(testing::reduce_kernel(name, dims, c.form.reduced, c.combine));
     ASSERT_NE(fn, nullptr);
     std::vector<size_t> owner = owners(c.shape, c.form.reduced);
     size_t outputs = 1 + *std::max_element(owner.begin(), owner.end());
-    std::vector<float> x = exact_inputs(owner.size(), kernel::Combine::kSum, 7);
+    std::vector<float> x = exact_inputs(owner.size(), c.combine, 7);
     add_special_values(x, owner);
-    std::vector<double> want = reference(x, owner, outputs, kernel::Combine::kSum);
+    std::vector<double> want = reference(x, owner, outputs, c.combine);
     for (int threads : {1, 3}) {
       omp_set_num_threads(threads);
       std::vector<float> y(outputs);
