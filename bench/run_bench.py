@@ -433,23 +433,22 @@ def markdown(r):
 # Why a goal is not met, for the rows that miss it; mechanisms, measured with `weft bench
 # --kernels`, perf and dumped kernels (docs/cpu-strategies.md, docs/fusion.md).
 WHY = {
-    "attention_softmax": "compute-bound, so it depends on how busy the shared machine's cores are: in "
-                         "L2, on one thread, the kernel takes 0.08 ms per 512 rows of 256 in quiet periods "
-                         "and 0.11 ms in busy ones (an exp-free variant: 0.045 and 0.06 ms), i.e. 1.3-1.8 "
-                         "ms per thread at this size beside 1.5 ms of memory traffic. Quiet, it runs at the "
-                         "bound (1.44 ms in alternating runs, 2026-11-21); busy, 1.4x above it. exp is about "
-                         "half of the compute, and the per-row lane trees and reciprocal weigh four times "
-                         "as much as in softmax's rows of 1024. Interleaving two rows per pass gained 12% "
-                         "in L2 and nothing at full size",
+    "attention_softmax": "compute-bound when the shared machine's cores are busy: in L2, on one "
+                         "thread, the kernel takes 0.08 ms per 512 rows of 256 in quiet periods and 0.11 ms "
+                         "in busy ones (an exp-free variant: 0.045 and 0.06 ms), i.e. 1.3-1.8 ms per thread "
+                         "at this size beside 1.5 ms of memory traffic. Since the run of 2026-11-21 before "
+                         "this one (1.26x of the bound), the row passes prefetch 2 rows ahead and the output "
+                         "for writing, the max ignores NaN (one vmaxps) and exp skips its overflow check: "
+                         "2.16 -> 1.88 ms in alternating runs on a busy machine",
     "rmsnorm": "one statistics pass over the row in cache, then the normalized write, which prefetches "
-               "the next row (1.85 -> 1.45 ms); alternating runs on the same day measured 1.45-1.70 ms, "
-               "so a median far above that is the shared machine",
+               "the next row's input (1.85 -> 1.45 ms) and output (1.65 -> 1.55 ms on a busy machine; "
+               "alternating runs)",
     "softmax": "four passes over each row (max from DRAM; exp, sum and normalize in cache); compute the "
                "memory stream does not hide: in L2, on one thread, the kernel takes 0.13 ms per 256 rows "
                "(0.5 ns per element), about 1.0 ms per thread at this size beside 1.6 ms of traffic. "
                "The lanes run as 4 independent chains and the max tree is "
-               "branch-free (2.45 -> 2.2 ms), and tensors are 64-byte aligned. Fusing the sum into the exp "
-               "loop measured slower (0.137 vs 0.131 ms in L2)",
+               "branch-free (2.45 -> 2.2 ms), and tensors are 64-byte aligned. The exp pass prefetches "
+               "the next row's output for writing (1.78 -> 1.54 ms on a busy machine, alternating runs)",
     "layernorm": "two statistics passes over the row in cache, then the normalized write; the "
                  "variance pass prefetches the next row (1.85 -> 1.34 ms in "
                  "alternating runs)",
@@ -465,12 +464,16 @@ WHY = {
                  "in PyTorch's and ONNX Runtime's GELU (2.77 -> 2.50 ms), and tensors are 64-byte aligned "
                  "(3.5 -> 3.2 ms, alternating runs)",
     "reduce_middle_512x16x512": "the reduction accumulates straight into the output in one parallel "
-                                "region; its 16.8 MB input stays partly in the 36 MB L3 between runs, so "
-                                "its time is cache bandwidth; torch.compile's median moved between 0.49 "
-                                "and 0.67 ms between runs, ONNX Runtime's between 0.55 and 1.06 ms",
-    "reduce_row_9x1024x1024": "memory-bound; its [9, 1024] rows are one parallel "
-                              "loop (collapse), no longer 5 + 4 outer rows on 2 threads (2.2 -> 1.9 ms in "
-                              "alternating runs); its median moved between 1.6 and 2.9 ms on the same day",
+                                "region, 64 columns at a time in registers over the 16 rows (0.57 -> "
+                                "0.47 ms in alternating runs); its 16.8 MB input stays partly in the 36 MB "
+                                "L3 between runs, so its time is cache bandwidth; torch.compile's median "
+                                "moved between 0.49 and 0.67 ms between runs",
+    "reduce_row_9x1024x1024": "memory-bound, and its 37.8 MB input about the size of the 36 MB L3, "
+                              "so every system's median depends on what the cache holds: PyTorch eager's "
+                              "rounds in this run took 1.29, 2.87 and 2.49 ms, Weft's 1.43, 1.81 and 2.26. "
+                              "Its [9, 1024] rows are one parallel loop (collapse); in alternating runs it "
+                              "took 1.88-2.09 ms, and the ALL reduction of the same input 2.06-2.18 ms "
+                              "(2026-11-21)",
     "reduce_middle_64x1024x64": "not analysed yet; its median moves between runs on this shared machine "
                                 "(0.4-0.9 ms on the same day)",
     "reduce_row_65536x3": "a 1 MB reduction (0.02 ms): the run's fixed costs (the OpenMP region, "
