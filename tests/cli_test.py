@@ -265,14 +265,15 @@ class CliTest(unittest.TestCase):
 
     def test_softmax_family_with_nan_and_infinities(self):
         """Softmax, LogSoftmax and ReduceLogSumExp subtract a max that ignores NaN
-        (Combine::kShiftMax) and take an exp without the overflow check: the same results
-        as numpy in float64, NaN and infinities included."""
+        (Combine::kShiftMax); softmax's exp skips the overflow check, and logsumexp shifts by
+        0 when the max is infinite: the same results as numpy in float64, NaN and
+        infinities included."""
         import numpy as np
         rows, cols = 7, 1000
         x = np.random.default_rng(1).uniform(-30, 30, (rows, cols)).astype(np.float32)
         x[0, 500] = np.nan  # a NaN amid larger values: the whole row is NaN
         x[0, 501:] += 100
-        x[1, 3] = np.inf  # NaN (inf - inf), logsumexp too
+        x[1, 3] = np.inf  # NaN (inf - inf), and inf for logsumexp
         x[2, :] = -np.inf  # a fully masked row: NaN, and -inf for logsumexp
         x[3, ::2] = -np.inf  # half masked
         x[4, :] = np.nan
@@ -294,8 +295,9 @@ class CliTest(unittest.TestCase):
             e = np.exp(x64 - m)
             s = e.sum(axis=1, keepdims=True)
             want = {"sm": e / s, "lsm": x64 - m - np.log(s)}
-            shift = np.where(m == -np.inf, 0, m)
+            shift = np.where(np.isinf(m), 0, m)
             want["lse"] = (np.log(np.exp(x64 - shift).sum(axis=1, keepdims=True)) + shift)[:, 0]
+        self.assertEqual(want["lse"][1], np.inf)
         self.assertEqual(want["lse"][2], -np.inf)
         self.assertTrue(np.isnan(want["sm"][0]).all() and np.isnan(want["lse"][4]))
         for threads in ("1", "2"):

@@ -254,9 +254,10 @@ Result<LoweredNode> lower_reduce(const Node& n, const std::string& name) {
   const auto& a = n.attrs_as<ReduceAttrs>();
   if (!a.axes) return Status::error("reduction axes known only at run time are not supported yet");
   if (n.op_type == "ReduceLogSumExp") {
-    // log(sum(exp(x - m))) + m, with m the max: one kernel, two passes over x. A row of -inf
-    // (or of NaN, which the shift max ignores) shifts by 0 instead: -inf (or NaN), as in
-    // ONNX's reference and PyTorch, not -inf - -inf = NaN.
+    // log(sum(exp(x - m))) + m, with m the max: one kernel, two passes over x. An infinite m
+    // shifts by 0 instead, as in PyTorch: a row of -inf (or of NaN, which the shift max
+    // ignores) gives -inf (or NaN), one holding +inf gives +inf (NaN with a NaN), as in
+    // ONNX's reference, not inf - inf = NaN. x - 0 may then pass 88.7: the full exp.
     WEFT_ASSIGN_OR_RETURN(std::optional<StepView> v, single_step(x, *a.axes));
     KernelBuilder k(name);
     DType t = accumulator_type(y->type.dtype);
@@ -272,15 +273,14 @@ Result<LoweredNode> lower_reduce(const Node& n, const std::string& name) {
     k.add(init.store(init.constant(0, t), s, iterators(1)));
     auto shift = [&](StatementBuilder& b, const std::vector<AffineExpr>& at) {
       int max = b.load(m, at, t);
-      int none = b.op(ExprOp::kEq, DType::kBool,
-                      {max, b.constant(-std::numeric_limits<double>::infinity(), t)});
-      return b.op(ExprOp::kSelect, t, {none, b.constant(0, t), max});
+      int infinite = b.op(ExprOp::kIsInf, DType::kBool, {max});
+      return b.op(ExprOp::kSelect, t, {infinite, b.constant(0, t), max});
     };
     StatementBuilder sum("sum_exp", view.in);
     int d = sum.op(ExprOp::kSub, t,
                    {load_as(sum, in, iterators(view.in.size()), x->type.dtype, t),
                     shift(sum, view.out_index())});
-    k.add(sum.store(sum.op(ExprOp::kShiftedExp, t, {d}), s, view.out_index(), Combine::kSum));
+    k.add(sum.store(sum.op(ExprOp::kExp, t, {d}), s, view.out_index(), Combine::kSum));
     StatementBuilder fin("finish", view.flat_out());
     auto idx = iterators(1);
     int r =
