@@ -496,6 +496,16 @@ def why(case):
     return ""
 
 
+def rounds(row, key, peer):
+    """Weft's and the peer's median in each round, e.g. "Weft 1.43/1.81/2.26 ms, PyTorch eager
+    1.29/2.87/2.49 ms": on a shared machine, whether a miss is the machine shows here."""
+    def each(k):
+        return "/".join(f"{t:.2f}" for t in row.get(k.replace("_median_ms", "_round_ms"), []))
+    if not row.get("weft_round_ms"):
+        return ""
+    return f"rounds: Weft {each('weft_median_ms')} ms, {peer} {each(key)} ms"
+
+
 def goals(r):
     """The issue's goals, each met or missed, with by how much and why."""
     bw = r["bandwidth"]
@@ -528,14 +538,16 @@ def goals(r):
         slower = sorted((v, c) for c, v in ratios.items() if v < 1)
         lines.append(f"- **Geomean at least 1.5x over {peer}, no case slower**: {g:.2f}x "
                      f"({'met' if g >= 1.5 else 'not met'}); "
-                     + (f"slower on {len(slower)}: " + ", ".join(f"{c} ({v:.2f})" for v, c in slower)
+                     + (f"slower on {len(slower)}: " + ", ".join(
+                         f"{c} ({v:.2f}; {rounds(rows[c], key, peer)})" for v, c in slower)
                         if slower else "no case slower") + ".")
     for case in ("encoder_layer", "gpt_block"):
         row = rows.get(case)
         if row and row.get("ort_median_ms"):
             x = row["ort_median_ms"] / row["weft_median_ms"]
             lines.append(f"- **{case} faster than ONNX Runtime**: {x:.2f}x ({'met' if x > 1 else 'not met'})"
-                         + ("" if x > 1 else f"; why: {why(case)}") + ".")
+                         + ("" if x > 1 else f"; {rounds(row, 'ort_median_ms', 'ONNX Runtime')}; "
+                            f"why: {why(case)}") + ".")
     missed = sorted(c for c in rows if why(c))
     if missed:
         lines += ["", "Why, case by case (the rows that miss a goal, are slower than a peer, or "
