@@ -69,6 +69,27 @@ class AddMm(torch.nn.Module):
         return torch.relu(torch.addmm(c, x, self.w))
 
 
+class Linear3d(torch.nn.Module):
+    """A Linear over [batch, tokens, features], then an epilogue: a residual Add and ReLU, whose
+    operand spans the rows (the batches fold into one matmul's rows, the bias becomes the
+    matmul's own); a per-batch scale, which broadcasts over the tokens but not the batches
+    (they stay batches); or a Transpose of the result across the batches (rows not evenly
+    spaced: they stay batches)."""
+
+    def __init__(self, epilogue):
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 24)
+        self.epilogue = epilogue
+
+    def forward(self, x, r):
+        y = self.fc(x)
+        if self.epilogue == "residual":
+            return torch.relu(y + r)
+        if self.epilogue == "per_batch":
+            return y * r
+        return y.transpose(0, 1) + r
+
+
 def run(path, inputs, directory, env_extra):
     args = [WEFT, "run", path, "--output-dir", directory]
     for name, value in inputs.items():
@@ -87,7 +108,7 @@ def kernels(path):
     return json.loads(r.stdout)["kernels"]
 
 
-def check(tmp, name, model, inputs, expect_calls):
+def check(tmp, name, model, inputs, expect_calls, expect_gemm=None):
     path = os.path.join(tmp, name + ".onnx")
     names = list(inputs)
     torch.onnx.export(model, tuple(torch.from_numpy(v) for v in inputs.values()), path,
@@ -104,6 +125,9 @@ def check(tmp, name, model, inputs, expect_calls):
     refs = [k["strategy"] for k in kernels(path) if "(ref" in k["strategy"]]
     assert not refs, f"{name}: oneDNN reference kernels {refs}"
     assert calls == expect_calls, f"{name}: oneDNN calls {calls}, expected {expect_calls}"
+    if expect_gemm:
+        gemms = [k["strategy"] for k in kernels(path) if k["strategy"].startswith("oneDNN matmul")]
+        assert all(expect_gemm in g for g in gemms), f"{name}: {gemms}, expected {expect_gemm}"
     print(f"ok {name}: {calls}, max |weft - torch| = {np.abs(got - want).max():.2e}")
 
 
@@ -122,6 +146,13 @@ def main():
         check(tmp, "head", Head().eval(), {"x": f(2, 8, 10, 10)},
               ["MaxPool", "AveragePool", "Gemm+Clip+Mul"])
         check(tmp, "addmm", AddMm(), {"x": f(16, 32), "c": f(16, 48)}, ["Gemm+Relu"])
+        check(tmp, "linear_residual", Linear3d("residual").eval(),
+              {"x": f(3, 5, 16), "r": f(3, 5, 24)}, ["MatMul+Add+Add+Relu"], "15x16x24 (")
+        check(tmp, "linear_per_batch", Linear3d("per_batch").eval(),
+              {"x": f(3, 5, 16), "r": f(3, 1, 24)}, ["MatMul+Add+Mul"], "3 batches of 5x16x24")
+        check(tmp, "linear_transposed", Linear3d("transposed").eval(),
+              {"x": f(3, 5, 16), "r": f(5, 3, 24)}, ["MatMul+Add+Transpose"],
+              "3 batches of 5x16x24")
     print("all library checks passed")
 
 
