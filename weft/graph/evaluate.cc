@@ -104,6 +104,8 @@ const std::unordered_map<std::string_view, ElementwiseFns>& elementwise_table() 
       {"Floor", {nullptr, [](auto& a) { return std::floor(a[0]); }}},
       {"Ceil", {nullptr, [](auto& a) { return std::ceil(a[0]); }}},
       {"Sqrt", {nullptr, [](auto& a) { return std::sqrt(a[0]); }}},
+      {"Reciprocal", {nullptr, [](auto& a) { return 1.0 / a[0]; }}},
+      {"Pow", {nullptr, [](auto& a) { return std::pow(a[0], a[1]); }}},
       {"Max",
        {[](auto& a) { return *std::max_element(a.begin(), a.end()); },
         [](auto& a) { return *std::max_element(a.begin(), a.end()); }}},

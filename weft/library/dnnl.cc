@@ -642,21 +642,35 @@ std::optional<LibraryCall> dnnl_call(const Node& node, const SoleReader& sole_re
     }
     if (const Node* t = sole_reader(v); is_transpose(t)) all.output_transpose = t;
   }
-  // Everything, then the post-ops alone, then nothing: oneDNN may not implement each form
-  // (a reference implementation does not count; for MatMul and Gemm not even alone, as the
-  // generated kernel is over 10x faster than oneDNN's reference matmul).
+  // The largest form oneDNN implements (a reference implementation does not count; for
+  // MatMul and Gemm not even alone, as the generated kernel is over 10x faster than oneDNN's
+  // reference matmul): the Transposes with the longest prefix of the epilogue that works,
+  // then the prefixes alone, then the node alone. A Transpose left out is a pass over memory
+  // of its own; a post-op left out fuses into the generated kernel after the call (attention's
+  // scale and mask, which oneDNN 2.6 runs only in its reference matmul, into the softmax).
   bool matmul = node.op_type == "MatMul" || node.op_type == "Gemm";
-  Absorbed post_ops_only;
-  post_ops_only.epilogue = all.epilogue;
-  for (const Absorbed* a : std::array<const Absorbed*, 3>{&all, &post_ops_only, nullptr}) {
-    Absorbed none;
-    const Absorbed& attempt = a ? *a : none;
+  bool transposes = all.output_transpose || all.input_transposes[0] || all.input_transposes[1];
+  std::vector<Absorbed> attempts;
+  for (bool with_transposes : {true, false}) {
+    if (with_transposes && !transposes) continue;
+    for (size_t k = all.epilogue.size() + 1; k-- > 0;) {
+      Absorbed a;
+      a.epilogue.assign(all.epilogue.begin(), all.epilogue.begin() + static_cast<ptrdiff_t>(k));
+      if (with_transposes) {
+        a.input_transposes = all.input_transposes;
+        if (k == all.epilogue.size()) a.output_transpose = all.output_transpose;
+      }
+      attempts.push_back(std::move(a));
+    }
+  }
+  for (const Absorbed& attempt : attempts) {
+    bool alone = &attempt == &attempts.back();
     try {
       std::optional<LibraryCall> call = it->second(node, attempt, why_not);
       bool reference = call && call->kernel->describe().find("(ref") != std::string::npos;
-      if (reference && !a && matmul)
+      if (reference && alone && matmul)
         *why_not = "oneDNN has only its reference matmul for this form";
-      if (call && (!reference || (!a && !matmul))) {
+      if (call && (!reference || (alone && !matmul))) {
         for (const Node* t : attempt.input_transposes) {
           if (t) call->nodes.push_back(t);
         }

@@ -59,6 +59,24 @@ TEST(FoldConstants, ConstantOfShapeAndRange) {
             "  output %r: f32[4]\n");
 }
 
+// The attention scale as PyTorch exports 1 / d ** 0.5: the MatMul's epilogue then scales by a
+// constant.
+TEST(FoldConstants, AttentionScaleFromPowAndReciprocal) {
+  EXPECT_EQ(fold(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[2, 2] x) => (float[2, 2] y) {
+      d = Constant <value = float {64}> ()
+      half = Constant <value = float {0.5}> ()
+      root = Pow(d, half)
+      scale = Reciprocal(root)
+      y = Mul(x, scale)
+    })"),
+            "  input %x: f32[2,2]\n"
+            "  const %scale = f32[]{0.125}\n"
+            "  node Mul_4: %y: f32[2,2] = Mul(%x, %scale)\n"
+            "  output %y: f32[2,2]\n");
+}
+
 TEST(FoldConstants, SymbolicShapesStay) {
   std::string body = fold(R"(
     <ir_version: 8, opset_import: ["" : 13]>
