@@ -44,6 +44,16 @@ class Attention(torch.nn.Module):
         return torch.matmul(torch.softmax(s, -1), v.transpose(0, 1)).transpose(0, 1)
 
 
+class MaskedAttention(torch.nn.Module):
+    """Attention with a scale and an additive mask: the call takes the Transposes and the
+    scale, but not the mask (oneDNN 2.6 would run its reference matmul for it), which fuses
+    into the softmax."""
+
+    def forward(self, q, k, v, mask):
+        s = torch.matmul(q.transpose(0, 1), k.permute(1, 2, 0)) * 0.25 + mask
+        return torch.matmul(torch.softmax(s, -1), v.transpose(0, 1)).transpose(0, 1)
+
+
 class Head(torch.nn.Module):
     """Pooling with ceil_mode, a Linear with bias, a Clip (ReLU6) and a scale."""
 
@@ -143,6 +153,9 @@ def main():
         check(tmp, "attention", Attention(), {"q": f(12, 4, 16), "k": f(12, 4, 16),
                                               "v": f(12, 4, 16)},
               ["Transpose+Transpose+MatMul", "Transpose+MatMul+Transpose"])
+        check(tmp, "masked_attention", MaskedAttention(),
+              {"q": f(12, 4, 16), "k": f(12, 4, 16), "v": f(12, 4, 16), "mask": f(12, 12)},
+              ["Transpose+Transpose+MatMul+Mul", "Transpose+MatMul+Transpose"])
         check(tmp, "head", Head().eval(), {"x": f(2, 8, 10, 10)},
               ["MaxPool", "AveragePool", "Gemm+Clip+Mul"])
         check(tmp, "addmm", AddMm(), {"x": f(16, 32), "c": f(16, 48)}, ["Gemm+Relu"])
