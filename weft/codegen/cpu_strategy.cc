@@ -317,53 +317,59 @@ void CpuReductionWriter::split(const std::string& iterator, const RangeText& ran
 // Rows [from, to) of the columns [weft_kb, weft_ke) (at most s_.column_width): blocks of
 // s_.column_rows rows accumulate in weft_col, blocks join weft_sum, and weft_sum finally
 // combines into "dest" (an lvalue indexed by the K iterator), or into the statement's
-// target when "dest" is empty. With short rows (one cascade block), the columns go in
-// register blocks, then the rest through weft_col.
+// target when "dest" is empty. With short rows (one cascade block), the block's sums are the
+// totals. With narrow columns (or short rows), each block's columns go in register blocks
+// first, then the rest through weft_col.
 void CpuReductionWriter::column_block(const std::string& r_iterator, const std::string& from,
                                       const std::string& to, const std::string& k_iterator,
                                       const std::string& dest, int depth) {
   Lines l(out_, depth), l1(out_, depth + 1), l2(out_, depth + 2), l3(out_, depth + 3);
   // The columns from "first" on: weft_kb, or weft_kr after the register blocks.
-  std::string first = short_rows_ ? "weft_kr" : "weft_kb";
+  std::string first = registers_ ? "weft_kr" : "weft_kb";
   std::string col = fmt::format("weft_col[{} - {}]", k_iterator, first);
   std::string sum = fmt::format("weft_sum[{} - weft_kb]", k_iterator);
-  std::string each_column =
-      fmt::format("for (int64_t {0} = {1}; {0} < weft_ke; {0} += 1)", k_iterator, first);
+  auto columns_from = [&](const std::string& lo) {
+    return fmt::format("for (int64_t {0} = {1}; {0} < weft_ke; {0} += 1)", k_iterator, lo);
+  };
+  std::string each_column = columns_from(first), all_columns = columns_from("weft_kb");
   auto join = [&](const std::string& totals) {
     return dest.empty() ? r_.store(combine(r_.target, totals))
                         : fmt::format("{} = {};", dest, combine(dest, totals));
   };
+  // Rows [lo, hi) through weft_col, whose sums "done" then takes.
+  auto through_l1 = [&](const std::string& lo, const std::string& hi,
+                        const std::function<std::string(std::string)>& done, int d) {
+    Lines m(out_, d), m1(out_, d + 1);
+    m("{} weft_col[{}];", r_.type, s_.column_width);
+    m("{} {} = {};", each_column, col, r_.identity);
+    m("for (int64_t {0} = {1}; {0} < {2}; {0} += 1) {{", r_iterator, lo, hi);
+    m1("#pragma omp simd");
+    m1("{} {{", each_column);
+    r_.update(col, d + 2, out_);
+    m1("}}");
+    m("}}");
+    m("{} {}", each_column, done(col));
+  };
   l("{{");
   if (short_rows_) { // one cascade block: its column sums are the totals
     column_registers(r_iterator, from, to, k_iterator, join, depth + 1);
-    l1("{} weft_col[{}];", r_.type, s_.column_width);
-    l1("{} {} = {};", each_column, col, r_.identity);
-    l1("for (int64_t {0} = {1}; {0} < {2}; {0} += 1) {{", r_iterator, from, to);
-    l2("#pragma omp simd");
-    l2("{} {{", each_column);
-    r_.update(col, depth + 3, out_);
-    l2("}}");
-    l1("}}");
-    l1("{} {}", each_column, join(col));
+    through_l1(from, to, join, depth + 1);
     l("}}");
     return;
   }
+  auto join_sum = [&](const std::string& block) {
+    return fmt::format("{} = {};", sum, combine(sum, block));
+  };
   l1("{} weft_sum[{}];", r_.total_type, s_.column_width);
-  l1("{} {} = {};", each_column, sum, r_.identity);
+  l1("{} {} = {};", all_columns, sum, r_.identity);
   l1("for (int64_t weft_rb = {0}; weft_rb < {1}; weft_rb += {2}) {{  // cascade: blocks of {2}",
      from, to, s_.column_rows);
   l2("const int64_t weft_re = weft_imin(weft_rb + {}, {});", s_.column_rows, to);
-  l2("{} weft_col[{}];", r_.type, s_.column_width);
-  l2("{} {} = {};", each_column, col, r_.identity);
-  l2("for (int64_t {0} = weft_rb; {0} < weft_re; {0} += 1) {{", r_iterator);
-  l3("#pragma omp simd");
-  l3("{} {{", each_column);
-  r_.update(col, depth + 4, out_);
-  l3("}}");
-  l2("}}");
-  l2("{} {} = {};", each_column, sum, combine(sum, col));
+  if (registers_)
+    column_registers(r_iterator, "weft_rb", "weft_re", k_iterator, join_sum, depth + 2);
+  through_l1("weft_rb", "weft_re", join_sum, depth + 2);
   l1("}}");
-  l1("{} {}", each_column, join(sum));
+  l1("{} {}", all_columns, join(sum));
   l("}}");
 }
 
@@ -426,6 +432,7 @@ void CpuReductionWriter::column(const std::string& r_iterator, const RangeText& 
   Lines l(out_, depth), l1(out_, depth + 1), l2(out_, depth + 2), l3(out_, depth + 3);
   RangeText ks{"weft_klo", "weft_khi", k.extent};
   short_rows_ = r.extent && *r.extent <= s_.column_rows;
+  registers_ = short_rows_ || (k.extent && *k.extent <= kRegisterColumnsMax);
   l("{{  // COLUMN{}", threads == Threads::kSplit
                            ? ": R split across threads with a partial row each, or K when wide"
                            : "");

@@ -29,9 +29,10 @@
 
 namespace weft::codegen {
 
-inline constexpr int64_t kPerLane = 128;    // elements each lane adds per cascade block
-inline constexpr int64_t kChainLanes = 16;  // lanes of one SIMD loop: a 512-bit register of floats
+inline constexpr int64_t kPerLane = 128;   // elements each lane adds per cascade block
+inline constexpr int64_t kChainLanes = 16; // lanes of one SIMD loop: a 512-bit register of floats
 inline constexpr int64_t kColumnRegisterLanes = 64; // columns of a short COLUMN's register block
+inline constexpr int64_t kRegisterColumnsMax = 4096;
 inline constexpr int64_t kMaxThreads = 256; // size of the per-thread partial array (ALL)
 inline constexpr int64_t kTinyRow = 8;      // rows this short are vectorized across (packed)
 
@@ -165,6 +166,8 @@ private:
   std::string& out_;
   // COLUMN: R is statically at most one cascade block, whose sums are then the totals.
   bool short_rows_ = false;
+  // COLUMN: the columns go in register blocks (short rows, or statically narrow columns).
+  bool registers_ = false;
 };
 
 // hi - lo, or hi when lo is 0.

@@ -473,8 +473,9 @@ TEST_F(CpuReductions, GuardedWriteMovingWithTheReducedLoop) {
 }
 
 // Static extents take the same skeletons without run-time extents; a row shorter than the
-// lanes keeps the scalar accumulator. Columns of at most 128 rows go in register blocks of 64
-// columns, then a tail through the L1 buffer (150 = 2 x 64 + 22).
+// lanes keeps the scalar accumulator. Columns of at most 128 rows, or of at most 256 columns
+// (each cascade block), go in register blocks of 64 columns, then a tail through the L1 buffer
+// (150 = 2 x 64 + 22).
 TEST_F(CpuReductions, StaticExtents) {
   struct Case {
     Form form;
@@ -489,7 +490,10 @@ TEST_F(CpuReductions, StaticExtents) {
                                          {kColumnForm, {16, 150}},
                                          {kColumnForm, {100, 64}, kernel::Combine::kMax},
                                          {kMiddleForm, {5, 16, 130}},
-                                         {kMiddleForm, {3, 7, 70}, kernel::Combine::kShiftMax}}) {
+                                         {kMiddleForm, {3, 7, 70}, kernel::Combine::kShiftMax},
+                                         {kColumnForm, {1000, 150}},
+                                         {kColumnForm, {300, 256}, kernel::Combine::kMax},
+                                         {kMiddleForm, {3, 300, 200}, kernel::Combine::kShiftMax}}) {
     std::vector<Dim> dims(c.shape.begin(), c.shape.end());
     std::string name = fmt::format("static_{}_{}_{}", c.form.name, fmt::join(c.shape, "x"),
                                    combine_name(c.combine));
