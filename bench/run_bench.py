@@ -451,7 +451,8 @@ WHY = {
                "the next row's output for writing (1.78 -> 1.54 ms on a busy machine, alternating runs)",
     "layernorm": "two statistics passes over the row in cache, then the normalized write; the "
                  "variance pass prefetches the next row (1.85 -> 1.34 ms in "
-                 "alternating runs)",
+                 "alternating runs); 0.97 ms (0.94x of the bound) in the run before this one, the same "
+                 "day and code but narrow columns, which LayerNorm does not use",
     "groupnorm": "one kernel: two statistics passes over each 100 KB group row in L2, then the "
                  "write, at the copy bandwidth, as eager's; what would move it: streaming stores for "
                  "the 25.7 MB output (no read for ownership, no L3 pollution) and the write's 56-wide "
@@ -466,15 +467,15 @@ WHY = {
                  "(3.5 -> 3.2 ms, alternating runs)",
     "reduce_middle_512x16x512": "the reduction accumulates straight into the output in one parallel "
                                 "region, 64 columns at a time in registers over the 16 rows (0.57 -> "
-                                "0.47 ms in alternating runs); its 16.8 MB input stays partly in the 36 MB "
+                                "0.47 ms in alternating runs); its 16.8 MB input stays partly in the "
                                 "L3 between runs, so its time is cache bandwidth; torch.compile's median "
                                 "moved between 0.49 and 0.67 ms between runs",
-    "reduce_row_9x1024x1024": "memory-bound, and its 37.8 MB input about the size of the 36 MB L3, "
-                              "so every system's median depends on what the cache holds: PyTorch eager's "
-                              "rounds in this run took 1.29, 2.87 and 2.49 ms, Weft's 1.43, 1.81 and 2.26. "
-                              "Its [9, 1024] rows are one parallel loop (collapse); in alternating runs it "
-                              "took 1.88-2.09 ms, and the ALL reduction of the same input 2.06-2.18 ms "
-                              "(2026-11-21)",
+    "reduce_row_9x1024x1024": "its 37.8 MB input is about the size of the L3 (32 MB here), so every "
+                              "system's median depends on what the cache holds (0.47-0.95 ms for Weft "
+                              "across today's two runs, 0.52-0.87 for PyTorch eager). Its [9, 1024] rows "
+                              "are one parallel loop (collapse). In alternating runs of the kernel alone "
+                              "against a hand-written 4-chain AVX-512 row sum, each took 0.5-1.5 ms "
+                              "(2026-11-22): the machine's noise is larger than any gap between them",
     "reduce_middle_64x1024x64": "not analysed yet; its median moves between runs on this shared machine "
                                 "(0.4-0.9 ms on the same day)",
     "reduce_col_2048x256": "a 2 MB input in cache: each cascade block of 128 rows accumulates in "
@@ -482,8 +483,10 @@ WHY = {
                            "2026-11-22); the run's fixed costs (two OpenMP regions) are a third of it",
     "reduce_row_65536x3": "a 1 MB reduction (0.02 ms): the run's fixed costs (the OpenMP region, "
                           "output allocation) weigh as much as the kernel",
-    "reduce_all_9x1024x1024": "memory-bound: one pass over 37.7 MB at the read bandwidth; the "
-                              "medians of all peers move by 20-40% between runs here",
+    "reduce_all_9x1024x1024": "one pass over 37.7 MB, about the L3's size, as the ROW case: "
+                              "Weft's rounds took 0.37-1.08 ms across today's two runs, PyTorch "
+                              "eager's 0.54-0.81; in alternating runs of `weft bench` and torch.sum, "
+                              "0.42/0.78/0.97 ms against 0.50/0.79/0.97 ms",
     "encoder_layer": "the MatMuls (oneDNN 2.6 brgemm, weights packed at compile time, [4, 128, K] "
                      "activations folded into one 512-row GEMM with its bias) are about 85% of the "
                      "time, at 190-220 GFLOP/s of the 2 cores' ~200-230; the memory-bound kernels are "
@@ -492,7 +495,8 @@ WHY = {
     "gpt_block": "the same: its MatMuls (oneDNN, packed weights, rows folded) are most of the time; "
                  "attention's q and k Transposes and scale run inside the matmul",
     "resnet18": "the convolutions (oneDNN) are nearly all of the time; Weft's and ONNX Runtime's "
-                "medians moved by 30-40% between runs (Weft 20.6-30.5 ms, ORT 17.3-26.3 ms)",
+                "medians move by 30-90% between rounds (in this run Weft 18.7/23.9/35.5 ms, ORT "
+                "18.8/22.5/19.7 ms)",
 }
 
 
