@@ -478,6 +478,11 @@ WHY = {
                               "(2026-11-22): the machine's noise is larger than any gap between them",
     "reduce_middle_64x1024x64": "not analysed yet; its median moves between runs on this shared machine "
                                 "(0.4-0.9 ms on the same day)",
+    "reduce_col_12544x2048": "this run's binary register-blocked columns up to 4096 wide (bad5178 "
+                             "set the limit to 256, as measured: 2048 columns read 64 at a time per "
+                             "1 MB block slowed it); rerun with the fix on the same day "
+                             "(`--cases`, 3 rounds): Weft 4.64/4.82/5.00 ms (108% of the read "
+                             "bandwidth), PyTorch eager 6.46/5.64/5.94, ONNX Runtime 12.4/12.4/13.0",
     "reduce_col_2048x256": "a 2 MB input in cache: each cascade block of 128 rows accumulates in "
                            "registers, 64 columns at a time (0.028 -> 0.018 ms in alternating runs, "
                            "2026-11-22); the run's fixed costs (two OpenMP regions) are a third of it",
