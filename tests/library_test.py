@@ -83,8 +83,8 @@ class Linear3d(torch.nn.Module):
     """A Linear over [batch, tokens, features], then an epilogue: a residual Add and ReLU, whose
     operand spans the rows (the batches fold into one matmul's rows, the bias becomes the
     matmul's own); a per-batch scale, which broadcasts over the tokens but not the batches
-    (they stay batches); or a Transpose of the result across the batches (rows not evenly
-    spaced: they stay batches)."""
+    (they stay batches); a one-element bias; or a Transpose of the result across the batches
+    (rows not evenly spaced: they stay batches)."""
 
     def __init__(self, epilogue):
         super().__init__()
@@ -97,6 +97,8 @@ class Linear3d(torch.nn.Module):
             return torch.relu(y + r)
         if self.epilogue == "per_batch":
             return y * r
+        if self.epilogue == "scalar_bias":  # a one-element bias, as the matmul's own
+            return torch.matmul(x, self.fc.weight.t()) + r
         return y.transpose(0, 1) + r
 
 
@@ -163,6 +165,8 @@ def main():
               {"x": f(3, 5, 16), "r": f(3, 5, 24)}, ["MatMul+Add+Add+Relu"], "15x16x24 (")
         check(tmp, "linear_per_batch", Linear3d("per_batch").eval(),
               {"x": f(3, 5, 16), "r": f(3, 1, 24)}, ["MatMul+Add+Mul"], "3 batches of 5x16x24")
+        check(tmp, "matmul_scalar_bias", Linear3d("scalar_bias").eval(),
+              {"x": f(3, 5, 16), "r": f(1)}, ["MatMul+Add"], "15x16x24 (")
         check(tmp, "linear_transposed", Linear3d("transposed").eval(),
               {"x": f(3, 5, 16), "r": f(5, 3, 24)}, ["MatMul+Add+Transpose"],
               "3 batches of 5x16x24")

@@ -413,11 +413,13 @@ std::optional<LibraryCall> matmul_call(const Node& n, const Absorbed& absorbed,
     m.y_value = t->outputs[0];
   }
   if (!m.y_value) m.y_value = final_output(n, ops);
-  // A first Add of a row vector (a Linear's bias) is the matmul's own bias: added to the
-  // accumulators as the binary post-op would be, and cheaper.
+  // A first Add of a row vector (a Linear's bias; not a broadcast scalar, for which oneDNN
+  // has no bias) is the matmul's own bias: added to the accumulators as the binary post-op
+  // would be, and cheaper.
   std::vector<PostOp> rest = ops;
   const Value* bias = nullptr;
   if (!rest.empty() && rest[0].algorithm == dnnl::algorithm::binary_add &&
+      rest[0].src1_dims.back() == dy.back() &&
       std::all_of(rest[0].src1_dims.begin(), rest[0].src1_dims.end() - 1,
                   [](int64_t d) { return d == 1; })) {
     bias = rest[0].src1;
