@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include "weft/codegen/dialect.h"
 
@@ -128,10 +130,34 @@ const AstNode* column_nest(const kernel::Kernel& k, const AstNode& loop) {
   return &inner;
 }
 
+int64_t machine_stream_min_bytes() {
+  static const int64_t bytes = [] {
+    int64_t llc = 0;
+    for (int index = 0; index < 8; ++index) {
+      std::string dir = fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/", index);
+      std::ifstream level(dir + "level"), size(dir + "size");
+      int l = 0;
+      std::string text;
+      if (!(level >> l) || !(size >> text) || l != 3) continue;
+      char* end = nullptr;
+      int64_t v = std::strtoll(text.c_str(), &end, 10);
+      if (*end == 'K') v *= 1024;
+      if (*end == 'M') v *= 1024 * 1024;
+      llc = std::max(llc, v);
+    }
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    if (llc <= 0) llc = ::sysconf(_SC_LEVEL3_CACHE_SIZE);
+#endif
+    return llc > 0 ? llc / 4 * 3 : kNoStreaming;
+  }();
+  return bytes;
+}
+
 std::string CpuSchedule::to_string() const {
   return fmt::format("lanes={} column_width={} column_rows={} min_per_thread={} "
-                     "min_parallel_work={}",
-                     lanes, column_width, column_rows, min_per_thread, min_parallel_work);
+                     "min_parallel_work={} stream_min_bytes={}",
+                     lanes, column_width, column_rows, min_per_thread, min_parallel_work,
+                     stream_min_bytes);
 }
 
 std::optional<CpuSchedule> CpuSchedule::parse(const std::string& text) {
@@ -155,6 +181,8 @@ std::optional<CpuSchedule> CpuSchedule::parse(const std::string& text) {
       s.min_per_thread = v;
     else if (key == "min_parallel_work")
       s.min_parallel_work = v;
+    else if (key == "stream_min_bytes")
+      s.stream_min_bytes = v;
     else
       return std::nullopt;
   }

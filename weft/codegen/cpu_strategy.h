@@ -39,6 +39,12 @@ inline constexpr int64_t kRegisterColumnsMax = 256;
 inline constexpr int64_t kMaxThreads = 256; // size of the per-thread partial array (ALL)
 inline constexpr int64_t kTinyRow = 8;      // rows this short are vectorized across (packed)
 
+// What CpuSchedule::stream_min_bytes defaults to on this machine: 3/4 of the last-level
+// cache (the L3 of /sys/devices/system/cpu/cpu0/cache, else sysconf's), glibc's threshold
+// for memcpy's non-temporal stores; kNoStreaming when the size is unknown.
+inline constexpr int64_t kNoStreaming = int64_t{1} << 62;
+int64_t machine_stream_min_bytes();
+
 // The knobs of the skeletons, per kernel. The defaults are the cost model's choice (docs/
 // cpu-strategies.md); `weft tune` measures others and records the winner (weft/driver/tune.h).
 struct CpuSchedule {
@@ -51,6 +57,9 @@ struct CpuSchedule {
   // An outermost parallel loop whose kernel does less work than this (elements of its
   // largest statement, when static) runs on one thread: no parallel region to open.
   int64_t min_parallel_work = 0;
+  // A float output of at least this many bytes, written contiguously by a SIMD loop and read
+  // by no statement of the kernel, is written with streaming stores (Emitter::streams_write).
+  int64_t stream_min_bytes = machine_stream_min_bytes();
 
   // Shorter rows keep one scalar accumulator (vectorized by the compiler): there, measured,
   // the lanes' tree and tail cost more than the independent accumulators gain. Rows shorter

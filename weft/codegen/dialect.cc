@@ -19,6 +19,9 @@ constexpr std::string_view kCpuHead = R"(#include <omp.h>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 namespace {
 // Math is called unqualified, so that one spelling serves every dialect.
@@ -96,7 +99,28 @@ WEFT_D float weft_tanh(float x) {
   return a < 0.625f ? (z == 0.0f ? x : p) : tail; // tanh(-0) = -0
 }
 )";
-constexpr std::string_view kCpuTail = "}  // namespace\n";
+// Streaming (non-temporal) stores of 16 floats from "src" to the 64-byte aligned "dst": the
+// line goes to memory without being read first or kept in cache (Emitter::streams_write).
+// weft_stream_fence() orders them before the stores that follow (the end of the region).
+constexpr std::string_view kCpuTail = R"(WEFT_D void weft_stream16(float* dst, const float* src) {
+#if defined(__AVX512F__)
+  _mm512_stream_ps(dst, _mm512_load_ps(src));
+#elif defined(__AVX__)
+  _mm256_stream_ps(dst, _mm256_load_ps(src));
+  _mm256_stream_ps(dst + 8, _mm256_load_ps(src + 8));
+#elif defined(__SSE2__)
+  for (int i = 0; i < 16; i += 4) _mm_stream_ps(dst + i, _mm_load_ps(src + i));
+#else
+  std::memcpy(dst, src, 64);
+#endif
+}
+WEFT_D void weft_stream_fence() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
+}  // namespace
+)";
 
 // CUDA C++ for NVRTC: no standard headers, so the fixed-width types and the float bit casts
 // come from CUDA's builtins. Math functions are CUDA's overloads.

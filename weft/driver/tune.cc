@@ -24,6 +24,10 @@ using codegen::CpuSchedule;
 std::vector<CpuSchedule> candidate_schedules() {
   const CpuSchedule base;
   std::vector<CpuSchedule> grid{base};
+  // The cost model's schedule with plain stores for large outputs.
+  CpuSchedule cached = base;
+  cached.stream_min_bytes = codegen::kNoStreaming;
+  if (!(cached == base)) grid.push_back(cached);
   for (int64_t lanes : {16, 32, 64}) {
     for (int64_t per_thread : {int64_t{4096}, int64_t{16384}, int64_t{65536}}) {
       for (auto [width, rows] : {std::pair<int64_t, int64_t>{2048, 128}, {1024, 256}, {4096, 64}}) {

@@ -32,11 +32,13 @@ protected:
   }
   void TearDown() override { fs::remove_all(compiler_.cache_dir); }
 
-  KernelFn build(const kernel::Kernel& k, bool* cache_hit = nullptr) {
+  KernelFn build(const kernel::Kernel& k, bool* cache_hit = nullptr,
+                 const codegen::CpuSchedule& schedule = {}, std::string* source = nullptr) {
     Result<poly::ScheduledKernel> s = poly::schedule_kernel(k);
     EXPECT_TRUE(s.ok()) << s.status().to_string();
-    Result<std::string> src = codegen::emit_kernel(k, s->loops, codegen::Dialect::kCpu);
+    Result<std::string> src = codegen::emit_kernel(k, s->loops, codegen::Dialect::kCpu, schedule);
     EXPECT_TRUE(src.ok()) << src.status().to_string();
+    if (source && src.ok()) *source = *src;
     Result<codegen::CompiledLibrary> lib = codegen::compile_cpu(*src, compiler_);
     EXPECT_TRUE(lib.ok()) << lib.status().to_string();
     if (!lib.ok()) return nullptr;
@@ -174,6 +176,62 @@ TEST_F(CpuKernels, BiasAddBroadcasts) {
   fn(buffers, extents);
   for (size_t i = 0; i < z.size(); ++i)
     EXPECT_EQ(z[i], x[i] + b[i % 16]);
+}
+
+// y[n, c, h, w] = x[n, c, h, w] * s[c]: h and w run as one loop (coalesced), whose output
+// goes out in streaming stores when the schedule streams every output. The output starts
+// 4 bytes past a cache line, so the plain stores before the first line and the tail both run.
+// With "+ r[h]", a read that moves with h but not along w, h and w stay two loops.
+TEST_F(CpuKernels, ChannelScaleCoalescesAndStreams) {
+  const int64_t n = 2, c = 3, h = 7, w = 9, size = n * c * h * w;
+  for (bool per_row : {false, true}) {
+    kernel::Kernel k;
+    k.name = per_row ? "channel_scale_row_bias" : "channel_scale";
+    k.buffers = {{"x", DType::kF32, {n, c, h, w}, kernel::BufferRole::kInput},
+                 {"s", DType::kF32, {c}, kernel::BufferRole::kInput},
+                 {"y", DType::kF32, {n, c, h, w}, kernel::BufferRole::kOutput},
+                 {"r", DType::kF32, {h}, kernel::BufferRole::kInput}};
+    kernel::Statement st;
+    st.name = "scale";
+    st.domain = {n, c, h, w};
+    std::vector<kernel::AffineExpr> all;
+    for (int i = 0; i < 4; ++i)
+      all.push_back(kernel::AffineExpr::iterator(i));
+    st.write = {2, all};
+    st.reads = {{0, all}, {1, {kernel::AffineExpr::iterator(1)}}};
+    st.expr = {{kernel::ExprOp::kLoad, DType::kF32, {}, 0, 0},
+               {kernel::ExprOp::kLoad, DType::kF32, {}, 1, 0},
+               {kernel::ExprOp::kMul, DType::kF32, {0, 1}, -1, 0}};
+    if (per_row) {
+      st.reads.push_back({3, {kernel::AffineExpr::iterator(2)}});
+      st.expr.push_back({kernel::ExprOp::kLoad, DType::kF32, {}, 2, 0});
+      st.expr.push_back({kernel::ExprOp::kAdd, DType::kF32, {2, 3}, -1, 0});
+    }
+    k.statements = {st};
+    for (int64_t stream_min_bytes : {int64_t{0}, codegen::kNoStreaming}) {
+      codegen::CpuSchedule schedule;
+      schedule.stream_min_bytes = stream_min_bytes;
+      std::string source;
+      KernelFn fn = build(k, nullptr, schedule, &source);
+      ASSERT_NE(fn, nullptr);
+      EXPECT_EQ(!per_row, source.find("c3 as one loop") != std::string::npos) << source;
+      bool streams = stream_min_bytes == 0;
+      EXPECT_EQ(streams, source.find("weft_stream16(&b2[") != std::string::npos) << source;
+      EXPECT_EQ(streams, source.find("weft_stream_fence();\n") != std::string::npos) << source;
+      std::vector<float> x = random(size, 5), scale = random(c, 6), r = random(h, 7);
+      alignas(64) float y[size + 32] = {};
+      float* out = y + 1;
+      void* buffers[] = {x.data(), scale.data(), out, r.data()};
+      fn(buffers, nullptr);
+      for (int64_t i = 0; i < size; ++i) {
+        float want = x[static_cast<size_t>(i)] * scale[static_cast<size_t>(i / (h * w) % c)];
+        if (per_row) want += r[static_cast<size_t>(i / w % h)];
+        EXPECT_NEAR(out[i], want, 1e-6f) << k.name << " element " << i; // a * b + c may fuse
+      }
+      EXPECT_EQ(y[0], 0.0f);
+      EXPECT_EQ(out[size], 0.0f);
+    }
+  }
 }
 
 // The generated f32 exp (a vectorizable polynomial, not libm) against float64 exp: within
@@ -482,18 +540,19 @@ TEST_F(CpuReductions, StaticExtents) {
     std::vector<int64_t> shape;
     kernel::Combine combine = kernel::Combine::kSum;
   };
-  for (const Case& c : std::vector<Case>{{kRowForm, {5, 7}},
-                                         {kRowForm, {3, 1000}},
-                                         {kColumnForm, {70001, 3}},
-                                         {kAllForm, {100003}},
-                                         {kMiddleForm, {2, 40000, 3}},
-                                         {kColumnForm, {16, 150}},
-                                         {kColumnForm, {100, 64}, kernel::Combine::kMax},
-                                         {kMiddleForm, {5, 16, 130}},
-                                         {kMiddleForm, {3, 7, 70}, kernel::Combine::kShiftMax},
-                                         {kColumnForm, {1000, 150}},
-                                         {kColumnForm, {300, 256}, kernel::Combine::kMax},
-                                         {kMiddleForm, {3, 300, 200}, kernel::Combine::kShiftMax}}) {
+  for (const Case& c :
+       std::vector<Case>{{kRowForm, {5, 7}},
+                         {kRowForm, {3, 1000}},
+                         {kColumnForm, {70001, 3}},
+                         {kAllForm, {100003}},
+                         {kMiddleForm, {2, 40000, 3}},
+                         {kColumnForm, {16, 150}},
+                         {kColumnForm, {100, 64}, kernel::Combine::kMax},
+                         {kMiddleForm, {5, 16, 130}},
+                         {kMiddleForm, {3, 7, 70}, kernel::Combine::kShiftMax},
+                         {kColumnForm, {1000, 150}},
+                         {kColumnForm, {300, 256}, kernel::Combine::kMax},
+                         {kMiddleForm, {3, 300, 200}, kernel::Combine::kShiftMax}}) {
     std::vector<Dim> dims(c.shape.begin(), c.shape.end());
     std::string name = fmt::format("static_{}_{}_{}", c.form.name, fmt::join(c.shape, "x"),
                                    combine_name(c.combine));
