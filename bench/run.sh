@@ -26,6 +26,7 @@ made=build/bench/models/.made
 /usr/bin/python3 bench/fusion_bench.py build/tools/weft/weft build/bench/fusion_models
 /usr/bin/python3 bench/plan_bench.py build/tools/weft/weft --keep build/bench/plan_models --write
 /usr/bin/python3 bench/tune_bench.py build/tools/weft/weft build/bench/models --write
+/usr/bin/python3 bench/compile_bench.py build/tools/weft/weft build/bench/models --write
 # PyTorch (eager and torch.compile) runs through bench/torch_peer.py under bench/.venv's Python.
 bench/.venv/bin/python bench/run_bench.py build/tools/weft/weft build/bench/models build/bench/bandwidth.json \
   build/bench/dnnl_peer

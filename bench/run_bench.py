@@ -422,6 +422,11 @@ def markdown(r):
         import tune_bench
         with open(tune_results) as f:
             lines += tune_bench.markdown(json.load(f))
+    compile_results = os.path.join(HERE, "compile_results.json")
+    if os.path.exists(compile_results):
+        import compile_bench
+        with open(compile_results) as f:
+            lines += compile_bench.markdown(json.load(f))
     plan_results = os.path.join(HERE, "plan_results.json")
     if os.path.exists(plan_results):
         import plan_bench
