@@ -448,24 +448,32 @@ WHY = {
     "rmsnorm": "one statistics pass over the row in cache, then the normalized write, which prefetches "
                "the next row's input (1.85 -> 1.45 ms) and output (1.65 -> 1.55 ms on a busy machine; "
                "alternating runs)",
-    "softmax": "four passes over each row (max from DRAM; exp, sum and normalize in cache); compute the "
+    "softmax": "a tie with ONNX Runtime (its rounds 1.51/0.86/1.05 ms, Weft's 0.96/0.94/0.87 on "
+               "2026-11-22); four passes over each row (max from DRAM; exp, sum and normalize in cache); compute the "
                "memory stream does not hide: in L2, on one thread, the kernel takes 0.13 ms per 256 rows "
                "(0.5 ns per element), about 1.0 ms per thread at this size beside 1.6 ms of traffic. "
                "The lanes run as 4 independent chains and the max tree is "
                "branch-free (2.45 -> 2.2 ms), and tensors are 64-byte aligned. The exp pass prefetches "
                "the next row's output for writing (1.78 -> 1.54 ms on a busy machine, alternating runs)",
     "layernorm": "two statistics passes over the row in cache, then the normalized write; the "
-                 "variance pass prefetches the next row (1.85 -> 1.34 ms in "
-                 "alternating runs); 0.97 ms (0.94x of the bound) in the run before this one, the same "
-                 "day and code but narrow columns, which LayerNorm does not use",
+                 "variance pass prefetches the next row (1.85 -> 1.34 ms in alternating runs). Its "
+                 "33.6 MB of input and output are about the L3's size, so its time depends on what the "
+                 "cache holds: 0.97 ms (0.94x of the bound) in a full run earlier the same day, 0.43 ms "
+                 "in a `--cases` run shortly before this one, `weft bench` alone 0.78 and 1.15 ms in two "
+                 "runs a minute apart. With input and output in cache (a kernel harness), it takes "
+                 "0.53-0.64 ms against 0.30 ms for a copy kernel: the two reductions per row of 1024 "
+                 "(64 lanes and their trees) cost compute that the memory stream hides only in part",
     "groupnorm": "one kernel: two statistics passes over each 100 KB group row in L2, then the "
-                 "write, at the copy bandwidth, as eager's; what would move it: streaming stores for "
-                 "the 25.7 MB output (no read for ownership, no L3 pollution) and the write's 56-wide "
-                 "rows coalesced into 3136-element planes (a hand-edited kernel with both: 1.7-2.3 -> "
-                 "0.8-1.4 ms); RMSNorm's 16.8 MB output did not gain from streaming stores",
+                 "write, whose rows of 56 run as planes of 3136 (coalesced) and whose 25.7 MB output, "
+                 "3/4 of the L3 or more, goes out in streaming stores (docs/cpu-strategies.md): no read "
+                 "for ownership, and the input is not evicted, so part of it is still in the L3 at the "
+                 "next run (51 GB/s moved against 33 GB/s of copy bandwidth). Alternating `weft bench` "
+                 "runs: 2.02/2.21/2.38 -> 1.08/1.41/1.99 ms (2026-11-22)",
     "bn_train": "split_moments computes per-row moments over H and W (two passes "
                 "over each row in cache) and combines them across N (Chan's update), so the input is "
-                "read twice instead of three times (4.6 -> 3.9 ms in alternating runs)",
+                "read twice instead of three times (4.6 -> 3.9 ms in alternating runs); its 25.7 MB "
+                "output goes out in streaming stores, as GroupNorm's (within the noise in alternating "
+                "runs: 1.37-2.36 against 1.05-2.00 ms)",
     "bias_gelu": "erf is compute-bound even as two plain polynomials (no exp: the kernel went from 4.2 "
                  "to 2.9 ms with them); x / sqrt(2) is a product with 1/sqrt(2), as "
                  "in PyTorch's and ONNX Runtime's GELU (2.77 -> 2.50 ms), and tensors are 64-byte aligned "
@@ -474,28 +482,28 @@ WHY = {
                                 "region, 64 columns at a time in registers over the 16 rows (0.57 -> "
                                 "0.47 ms in alternating runs); its 16.8 MB input stays partly in the "
                                 "L3 between runs, so its time is cache bandwidth; torch.compile's median "
-                                "moved between 0.49 and 0.67 ms between runs",
+                                "moved between 0.49 and 0.67 ms between runs on 2026-11-22, and its rounds were "
+                                "0.38/0.20/0.14 ms in the one after (Weft 0.23/0.15/0.16)",
     "reduce_row_9x1024x1024": "its 37.8 MB input is about the size of the L3 (32 MB here), so every "
-                              "system's median depends on what the cache holds (0.47-0.95 ms for Weft "
-                              "across today's two runs, 0.52-0.87 for PyTorch eager). Its [9, 1024] rows "
+                              "system's median depends on what the cache holds (0.37-0.95 ms for Weft "
+                              "across the runs of 2026-11-22, 0.49-1.31 for PyTorch eager). Its [9, 1024] rows "
                               "are one parallel loop (collapse). In alternating runs of the kernel alone "
                               "against a hand-written 4-chain AVX-512 row sum, each took 0.5-1.5 ms "
                               "(2026-11-22): the machine's noise is larger than any gap between them",
     "reduce_middle_64x1024x64": "not analysed yet; its median moves between runs on this shared machine "
                                 "(0.4-0.9 ms on the same day)",
-    "reduce_col_12544x2048": "this run's binary register-blocked columns up to 4096 wide (bad5178 "
-                             "set the limit to 256, as measured: 2048 columns read 64 at a time per "
-                             "1 MB block slowed it); rerun with the fix on the same day "
-                             "(`--cases`, 3 rounds): Weft 4.64/4.82/5.00 ms (108% of the read "
-                             "bandwidth), PyTorch eager 6.46/5.64/5.94, ONNX Runtime 12.4/12.4/13.0",
+    "reduce_col_12544x2048": "COLUMN with K split over the threads: each cascade block of 128 rows "
+                             "sums 2048 columns through an L1 buffer; the narrow-column register "
+                             "blocks stop at 256 columns (with 2048 columns read 64 at a time per 1 MB "
+                             "block it slowed from 4.9 to 5.4 ms)",
     "reduce_col_2048x256": "a 2 MB input in cache: each cascade block of 128 rows accumulates in "
                            "registers, 64 columns at a time (0.028 -> 0.018 ms in alternating runs, "
                            "2026-11-22); the run's fixed costs (two OpenMP regions) are a third of it",
     "reduce_row_65536x3": "a 1 MB reduction (0.02 ms): the run's fixed costs (the OpenMP region, "
                           "output allocation) weigh as much as the kernel",
     "reduce_all_9x1024x1024": "one pass over 37.7 MB, about the L3's size, as the ROW case: "
-                              "Weft's rounds took 0.37-1.08 ms across today's two runs, PyTorch "
-                              "eager's 0.54-0.81; in alternating runs of `weft bench` and torch.sum, "
+                              "Weft's rounds took 0.37-1.22 ms across the runs of 2026-11-22, "
+                              "PyTorch eager's 0.54-0.83; in alternating runs of `weft bench` and torch.sum, "
                               "0.42/0.78/0.97 ms against 0.50/0.79/0.97 ms",
     "encoder_layer": "the MatMuls (oneDNN 2.6 brgemm, weights packed at compile time, [4, 128, K] "
                      "activations folded into one 512-row GEMM with its bias) are about 85% of the "
@@ -505,8 +513,9 @@ WHY = {
     "gpt_block": "the same: its MatMuls (oneDNN, packed weights, rows folded) are most of the time; "
                  "attention's q and k Transposes and scale run inside the matmul",
     "resnet18": "the convolutions (oneDNN) are nearly all of the time; Weft's and ONNX Runtime's "
-                "medians move by 30-90% between rounds (in this run Weft 18.7/23.9/35.5 ms, ORT "
-                "18.8/22.5/19.7 ms)",
+                "medians move by 10-90% between rounds (Weft 18.7/23.9/35.5 ms, ORT "
+                "18.8/22.5/19.7 ms in one run of 2026-11-22; 20.1/23.8/20.5 and 18.3/18.7/21.3 in "
+                "the next); not one of the issue's goals",
 }
 
 
