@@ -150,7 +150,7 @@ private:
   // stores apply, blocks of 16 iterations, each after its prefetch, and a tail unless the
   // extent is a static multiple of 16; the plain loop otherwise. With streaming stores, the
   // iterations before the first 64-byte aligned output store plainly, each block computes
-  // into a local line that weft_stream16 writes, and a fence ends the loop.
+  // into a local line that weft_stream16 writes, and a fence follows (StreamFence).
   void emit_simd_loop(const AstNode& n, const AstNode& call, int depth, std::string& out) const;
   // Tiny rows (DESIGN.md: "tiny rows are packed"): is "n" a parallel loop whose body is
   // statements and register reductions of at most kTinyRow iterations? The compiler then
