@@ -33,6 +33,13 @@ REDUCTIONS = [
     ("reduce_row_9x1024x1024", [9, 1024, 1024], [2]),
     ("reduce_middle_64x1024x64", [64, 1024, 64], [1]),
     ("reduce_middle_512x16x512", [512, 16, 512], [1]),
+    # Each canonical form again at 64 MB or more (the bandwidth goal's size: beyond the L3).
+    ("reduce_row_6000000x3", [6000000, 3], [1]),
+    ("reduce_row_64x262144", [64, 262144], [1]),
+    ("reduce_row_16x1024x1024", [16, 1024, 1024], [2]),
+    ("reduce_col_524288x32", [524288, 32], [0]),
+    ("reduce_all_16x1024x1024", [16, 1024, 1024], [0, 1, 2]),
+    ("reduce_middle_256x256x256", [256, 256, 256], [1]),
 ]
 
 

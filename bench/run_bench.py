@@ -50,6 +50,12 @@ CASES = [
     ("reduce_row_9x1024x1024", "reduction", 20),
     ("reduce_middle_64x1024x64", "reduction", 20),
     ("reduce_middle_512x16x512", "reduction", 20),
+    ("reduce_row_6000000x3", "reduction", 10),
+    ("reduce_row_64x262144", "reduction", 10),
+    ("reduce_row_16x1024x1024", "reduction", 10),
+    ("reduce_col_524288x32", "reduction", 10),
+    ("reduce_all_16x1024x1024", "reduction", 10),
+    ("reduce_middle_256x256x256", "reduction", 10),
     ("logsumexp_4096x1024", "reduction", 20),
     ("softmax_4096x1024", "read_write", 20),
     ("attention_softmax_8x8x256x256", "read_write", 20),
@@ -376,7 +382,8 @@ def markdown(r):
         "",
         "Inputs smaller than the last-level cache stay cached from run to run, so their GB/s "
         "can exceed the DRAM bandwidth; DESIGN.md's bandwidth goal is for inputs of 64 MB and "
-        "more (here reduce_col_12544x2048).",
+        "more, which the suite has of every canonical form (ROW with tiny, long and 1024-wide "
+        "rows, COLUMN wide and narrow, MIDDLE, ALL). Even those may partly stay in a 32 MB L3.",
         "",
         "| Case | Bytes moved | Weft median | ORT median | ORT / Weft | PyTorch eager median "
         "| PyTorch eager / Weft | torch.compile median | torch.compile / Weft "
@@ -543,11 +550,15 @@ def goals(r):
     lines = ["## Goals", "",
              "Computed from the table above by `bench/run_bench.py`.", ""]
     big = [row for row in rows.values() if row["kind"] == "reduction" and row.get("bytes", 0) >= 64e6]
-    for row in big:
-        pct = 100 * row["weft_gbs"] / bw["read_gbs"]
-        lines.append(f"- **Reductions of 64 MB and more at 90% of read bandwidth**: {row['case']} "
-                     f"{pct:.0f}% ({'met' if pct >= 90 else 'not met'}). Only this case is that large; "
-                     "the smaller ones partly stay in cache.")
+    if big:
+        each = []
+        for row in big:
+            pct = 100 * row["weft_gbs"] / bw["read_gbs"]
+            miss = "" if pct >= 90 else " (**not met**" + (f"; why: {why(row['case'])}" if why(row["case"]) else "") + ")"
+            each.append(f"{row['case']} {pct:.0f}%{miss}")
+        met = all(100 * row["weft_gbs"] / bw["read_gbs"] >= 90 for row in big)
+        lines.append(f"- **Reductions of 64 MB and more at 90% of read bandwidth** "
+                     f"({'met' if met else 'not met'}): " + ", ".join(each) + ".")
     for case in ("softmax_4096x1024", "attention_softmax_8x8x256x256", "layernorm_4096x1024", "rmsnorm_4096x1024"):
         row = rows.get(case)
         if not row or "bytes" not in row:

@@ -353,7 +353,7 @@ void CpuReductionWriter::column_block(const std::string& r_iterator, const std::
                                       const std::string& dest, int depth) {
   Lines l(out_, depth), l1(out_, depth + 1), l2(out_, depth + 2), l3(out_, depth + 3);
   // The columns from "first" on: weft_kb, or weft_kr after the register blocks.
-  std::string first = registers_ ? "weft_kr" : "weft_kb";
+  std::string first = register_width_ > 0 ? "weft_kr" : "weft_kb";
   std::string col = fmt::format("weft_col[{} - {}]", k_iterator, first);
   std::string sum = fmt::format("weft_sum[{} - weft_kb]", k_iterator);
   auto columns_from = [&](const std::string& lo) {
@@ -380,7 +380,7 @@ void CpuReductionWriter::column_block(const std::string& r_iterator, const std::
   };
   l("{{");
   if (short_rows_) { // one cascade block: its column sums are the totals
-    column_registers(r_iterator, from, to, k_iterator, join, depth + 1);
+    if (register_width_ > 0) column_registers(r_iterator, from, to, k_iterator, join, depth + 1);
     through_l1(from, to, join, depth + 1);
     l("}}");
     return;
@@ -393,7 +393,7 @@ void CpuReductionWriter::column_block(const std::string& r_iterator, const std::
   l1("for (int64_t weft_rb = {0}; weft_rb < {1}; weft_rb += {2}) {{  // cascade: blocks of {2}",
      from, to, s_.column_rows);
   l2("const int64_t weft_re = weft_imin(weft_rb + {}, {});", s_.column_rows, to);
-  if (registers_)
+  if (register_width_ > 0)
     column_registers(r_iterator, "weft_rb", "weft_re", k_iterator, join_sum, depth + 2);
   through_l1("weft_rb", "weft_re", join_sum, depth + 2);
   l1("}}");
@@ -401,7 +401,7 @@ void CpuReductionWriter::column_block(const std::string& r_iterator, const std::
   l("}}");
 }
 
-// Short rows [from, to) of the columns from weft_kb on, kColumnRegisterLanes at a time: each
+// Rows [from, to) of the columns from weft_kb on, register_width_ at a time: each
 // block's columns accumulate over the rows in registers (a chain of kChainLanes per SIMD
 // loop, as in lanes()), then "join" them; weft_kr ends where the blocks stop. Through an L1
 // buffer instead, each element costs a load and a store more: the MIDDLE [512, 16, 512]
@@ -412,7 +412,7 @@ void CpuReductionWriter::column_registers(const std::string& r_iterator, const s
                                           const std::function<std::string(std::string)>& join,
                                           int depth) {
   Lines l(out_, depth), l1(out_, depth + 1), l2(out_, depth + 2), l3(out_, depth + 3);
-  const int64_t width = kColumnRegisterLanes, chain = kChainLanes;
+  const int64_t width = register_width_, chain = kChainLanes;
   l("int64_t weft_kr = weft_kb;");
   l("for (; weft_kr + {0} <= weft_ke; weft_kr += {0}) {{  // {0} columns in {1} register chains",
     width, width / chain);
@@ -460,7 +460,12 @@ void CpuReductionWriter::column(const std::string& r_iterator, const RangeText& 
   Lines l(out_, depth), l1(out_, depth + 1), l2(out_, depth + 2), l3(out_, depth + 3);
   RangeText ks{"weft_klo", "weft_khi", k.extent};
   short_rows_ = r.extent && *r.extent <= s_.column_rows;
-  registers_ = short_rows_ || (k.extent && *k.extent <= kRegisterColumnsMax);
+  register_width_ = 0;
+  if (k.extent && (short_rows_ || *k.extent <= kRegisterColumnsMax)) {
+    register_width_ = std::min(*k.extent, kRegisterColumnsMax) / kChainLanes * kChainLanes;
+  } else if (short_rows_) {
+    register_width_ = kColumnRegisterLanes;
+  }
   l("{{  // COLUMN{}", threads == Threads::kSplit
                            ? ": R split across threads with a partial row each, or K when wide"
                            : "");

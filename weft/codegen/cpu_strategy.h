@@ -31,11 +31,15 @@ namespace weft::codegen {
 
 inline constexpr int64_t kPerLane = 128;   // elements each lane adds per cascade block
 inline constexpr int64_t kChainLanes = 16; // lanes of one SIMD loop: a 512-bit register of floats
-inline constexpr int64_t kColumnRegisterLanes = 64; // columns of a short COLUMN's register block
 // COLUMNs at most this wide (statically) accumulate each cascade block in register blocks:
 // [2048, 256] 0.028 -> 0.018 ms; [12544, 2048] slowed (4.9 -> 5.4 ms), each 1 MB block of 128
-// rows then being read 64 columns at a time (alternating runs, 2026-11-22).
+// rows then being read 64 columns at a time (alternating runs, 2026-11-22). A register block
+// is as wide as the static columns allow, up to this (16 vector registers of floats), so
+// that it reads whole rows: MIDDLE [256, 256, 256] (64 MB) read 64 columns of each 1 KB row
+// at a time took 3.5 ms, whole rows 1.4-2.5 ms (a kernel harness, 2026-11-22). Columns of
+// unknown width take blocks of kColumnRegisterLanes.
 inline constexpr int64_t kRegisterColumnsMax = 256;
+inline constexpr int64_t kColumnRegisterLanes = 64;
 inline constexpr int64_t kMaxThreads = 256; // size of the per-thread partial array (ALL)
 inline constexpr int64_t kTinyRow = 8;      // rows this short are vectorized across (packed)
 
@@ -178,8 +182,9 @@ private:
   std::string& out_;
   // COLUMN: R is statically at most one cascade block, whose sums are then the totals.
   bool short_rows_ = false;
-  // COLUMN: the columns go in register blocks (short rows, or statically narrow columns).
-  bool registers_ = false;
+  // COLUMN: the columns go in register blocks of this many (short rows, or statically
+  // narrow columns); 0: none.
+  int64_t register_width_ = 0;
 };
 
 // hi - lo, or hi when lo is 0.

@@ -540,19 +540,19 @@ TEST_F(CpuReductions, StaticExtents) {
     std::vector<int64_t> shape;
     kernel::Combine combine = kernel::Combine::kSum;
   };
-  for (const Case& c :
-       std::vector<Case>{{kRowForm, {5, 7}},
-                         {kRowForm, {3, 1000}},
-                         {kColumnForm, {70001, 3}},
-                         {kAllForm, {100003}},
-                         {kMiddleForm, {2, 40000, 3}},
-                         {kColumnForm, {16, 150}},
-                         {kColumnForm, {100, 64}, kernel::Combine::kMax},
-                         {kMiddleForm, {5, 16, 130}},
-                         {kMiddleForm, {3, 7, 70}, kernel::Combine::kShiftMax},
-                         {kColumnForm, {1000, 150}},
-                         {kColumnForm, {300, 256}, kernel::Combine::kMax},
-                         {kMiddleForm, {3, 300, 200}, kernel::Combine::kShiftMax}}) {
+  for (const Case& c : std::vector<Case>{{kRowForm, {5, 7}},
+                                         {kRowForm, {3, 1000}},
+                                         {kColumnForm, {70001, 3}},
+                                         {kAllForm, {100003}},
+                                         {kMiddleForm, {2, 40000, 3}},
+                                         {kColumnForm, {16, 150}},
+                                         {kColumnForm, {100, 64}, kernel::Combine::kMax},
+                                         {kMiddleForm, {5, 16, 130}},
+                                         {kMiddleForm, {3, 7, 70}, kernel::Combine::kShiftMax},
+                                         {kColumnForm, {1000, 150}},
+                                         {kColumnForm, {300, 256}, kernel::Combine::kMax},
+                                         {kMiddleForm, {3, 300, 200}, kernel::Combine::kShiftMax},
+                                         {kColumnForm, {50, 5}}}) { // short rows, no register block
     std::vector<Dim> dims(c.shape.begin(), c.shape.end());
     std::string name = fmt::format("static_{}_{}_{}", c.form.name, fmt::join(c.shape, "x"),
                                    combine_name(c.combine));
