@@ -465,17 +465,18 @@ WHY = {
     "layernorm": "two statistics passes over the row in cache, then the normalized write; the "
                  "variance pass prefetches the next row (1.85 -> 1.34 ms in alternating runs). Its "
                  "33.6 MB of input and output are about the L3's size, so its time depends on what the "
-                 "cache holds: 0.97 ms (0.94x of the bound) in a full run earlier the same day, 0.43 ms "
-                 "in a `--cases` run shortly before this one, `weft bench` alone 0.78 and 1.15 ms in two "
-                 "runs a minute apart. With input and output in cache (a kernel harness), it takes "
+                 "cache holds: its median was 0.97, 1.34 and 0.97 ms in the three full runs of "
+                 "2026-11-22 (0.86-1.33x of the bound), 0.43 ms in a `--cases` run, and `weft bench` "
+                 "alone took 0.78 and 1.15 ms in two runs a minute apart. With input and output in cache (a kernel harness), it takes "
                  "0.53-0.64 ms against 0.30 ms for a copy kernel: the two reductions per row of 1024 "
                  "(64 lanes and their trees) cost compute that the memory stream hides only in part",
     "groupnorm": "one kernel: two statistics passes over each 100 KB group row in L2, then the "
                  "write, whose rows of 56 run as planes of 3136 (coalesced) and whose 25.7 MB output, "
                  "3/4 of the L3 or more, goes out in streaming stores (docs/cpu-strategies.md): no read "
                  "for ownership, and the input is not evicted, so part of it is still in the L3 at the "
-                 "next run (51 GB/s moved against 33 GB/s of copy bandwidth). Alternating `weft bench` "
-                 "runs: 2.02/2.21/2.38 -> 1.08/1.41/1.99 ms (2026-11-22)",
+                 "next run (1.02 ms, 51 GB/s moved against 33 GB/s of copy bandwidth, in the first full run "
+                 "with it; 1.50 ms in the next). Alternating `weft bench` runs: 2.02/2.21/2.38 -> "
+                 "1.08/1.41/1.99 ms (2026-11-22)",
     "bn_train": "split_moments computes per-row moments over H and W (two passes "
                 "over each row in cache) and combines them across N (Chan's update), so the input is "
                 "read twice instead of three times (4.6 -> 3.9 ms in alternating runs); its 25.7 MB "
@@ -490,13 +491,26 @@ WHY = {
                                 "0.47 ms in alternating runs); its 16.8 MB input stays partly in the "
                                 "L3 between runs, so its time is cache bandwidth; torch.compile's median "
                                 "moved between 0.49 and 0.67 ms between runs on 2026-11-22, and its rounds were "
-                                "0.38/0.20/0.14 ms in the one after (Weft 0.23/0.15/0.16)",
+                                "0.38/0.20/0.14 and 0.44/0.15/0.30 ms in the two after (Weft 0.23/0.15/0.16 and "
+                                "0.17/0.17/0.25)",
     "reduce_row_9x1024x1024": "its 37.8 MB input is about the size of the L3 (32 MB here), so every "
                               "system's median depends on what the cache holds (0.37-0.95 ms for Weft "
                               "across the runs of 2026-11-22, 0.49-1.31 for PyTorch eager). Its [9, 1024] rows "
                               "are one parallel loop (collapse). In alternating runs of the kernel alone "
                               "against a hand-written 4-chain AVX-512 row sum, each took 0.5-1.5 ms "
                               "(2026-11-22): the machine's noise is larger than any gap between them",
+    "reduce_row_64x262144": "one streaming pass per row (64 lanes in 4 chains of 16, cascade "
+                            "blocks of 8192), rows over the threads; every system runs at about "
+                            "the memory's speed and the rounds overlap: Weft 1.87/2.50/2.40 ms, "
+                            "PyTorch eager 2.38/1.61/1.91, oneDNN 1.70/2.07/1.95, and in a `--cases` "
+                            "run the same day Weft 1.59/2.68/2.67, eager 1.52/1.81/1.81. In "
+                            "alternating runs of the kernel alone against a one-accumulator `omp "
+                            "simd` row sum (2026-11-22), 1.43-2.07 against 1.22-1.89 ms; the inner "
+                            "loops are 4 and 1 `vaddps` from memory per iteration",
+    "reduce_row_16x1024x1024": "reduce_row_9x1024x1024's ROW at 67 MB: rows of 1024, the [16, 1024] "
+                               "rows one parallel loop; the rounds overlap: Weft 2.65/2.14/2.30 ms, "
+                               "PyTorch eager 2.55/1.63/1.87, ONNX Runtime 2.22/1.93/1.85, and in a "
+                               "`--cases` run the same day Weft 2.09/2.57/1.68, eager 1.63/2.42/2.17",
     "reduce_middle_64x1024x64": "not analysed yet; its median moves between runs on this shared machine "
                                 "(0.4-0.9 ms on the same day)",
     "reduce_col_12544x2048": "COLUMN with K split over the threads: each cascade block of 128 rows "
