@@ -1,6 +1,8 @@
-// The C-family emitter behind emit_c.h, in two files: emit_c.cc (statements, and the CPU
-// dialect's loops and reduction strategies) and emit_cuda.cc (the CUDA dialect's functions
-// and strategies, cuda_strategy.h). Internal to codegen/.
+// The C-family emitter behind emit_c.h, in three files: emit_c.cc (statements, and the CPU
+// dialect's loops and reduction strategies), emit_c_memory.cc (the CPU dialect's SIMD loops
+// over one statement: next-row prefetching, loop coalescing, streaming stores) and
+// emit_cuda.cc (the CUDA dialect's functions and strategies, cuda_strategy.h). Internal to
+// codegen/.
 #pragma once
 
 #include <functional>
