@@ -60,6 +60,8 @@ public:
   static HostTensor view(ElementType type, std::vector<int64_t> shape, void* data);
   static HostTensor view(ElementType type, std::vector<int64_t> shape, const void* data);
   static HostTensor allocate(ElementType type, std::vector<int64_t> shape); // zero-filled
+  // Uninitialized (like numpy.empty): for memory that is written whole next, such as outputs.
+  static HostTensor empty(ElementType type, std::vector<int64_t> shape);
 
   ElementType type() const { return type_; }
   const std::vector<int64_t>& shape() const { return shape_; }
@@ -67,7 +69,7 @@ public:
   size_t num_bytes() const { return static_cast<size_t>(num_elements()) * element_size(type_); }
   void* data() const { return data_; }
   template <typename T> T* data_as() const { return static_cast<T*>(data_); }
-  // Does Weft own the memory (allocate(), or an output of run())?
+  // Does Weft own the memory (allocate(), empty(), or an output of run())?
   bool owns_memory() const { return owner_ != nullptr; }
 
 private:

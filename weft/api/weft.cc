@@ -78,12 +78,28 @@ HostTensor HostTensor::view(ElementType type, std::vector<int64_t> shape, const 
   return view(type, std::move(shape), const_cast<void*>(data));
 }
 
-HostTensor HostTensor::allocate(ElementType type, std::vector<int64_t> shape) {
+namespace {
+
+void check_allocatable(ElementType type, const std::vector<int64_t>& shape) {
   int64_t n = 0;
   if (!dims_are_allocatable(to_dtype(type), shape, &n))
     throw Error(
         fmt::format("error: cannot allocate a tensor of shape [{}]", fmt::join(shape, ",")));
+}
+
+} // namespace
+
+HostTensor HostTensor::allocate(ElementType type, std::vector<int64_t> shape) {
+  check_allocatable(type, shape);
   auto storage = std::make_shared<Tensor>(to_dtype(type), shape);
+  HostTensor t = view(type, std::move(shape), static_cast<void*>(storage->data()));
+  t.owner_ = std::move(storage);
+  return t;
+}
+
+HostTensor HostTensor::empty(ElementType type, std::vector<int64_t> shape) {
+  check_allocatable(type, shape);
+  auto storage = std::make_shared<Tensor>(Tensor::uninitialized(to_dtype(type), shape));
   HostTensor t = view(type, std::move(shape), static_cast<void*>(storage->data()));
   t.owner_ = std::move(storage);
   return t;
@@ -282,7 +298,7 @@ std::vector<HostTensor> Model::run_profiled(const std::vector<HostTensor>& input
     throw_if_error(computed.status().with_location({compiled->graph.source, "", "", 0}));
     std::vector<HostTensor> outputs;
     for (const Tensor& t : *computed) {
-      outputs.push_back(HostTensor::allocate(to_element_type(t.dtype()), t.dims()));
+      outputs.push_back(HostTensor::empty(to_element_type(t.dtype()), t.dims()));
       if (t.num_bytes() > 0) std::memcpy(outputs.back().data(), t.data(), t.num_bytes());
     }
     return outputs;
@@ -291,7 +307,7 @@ std::vector<HostTensor> Model::run_profiled(const std::vector<HostTensor>& input
   std::vector<HostTensor> outputs;
   for (const runtime::TensorInfo& o : exe.outputs())
     outputs.push_back(
-        HostTensor::allocate(to_element_type(o.type.dtype), shape_static_dims(*o.type.shape)));
+        HostTensor::empty(to_element_type(o.type.dtype), shape_static_dims(*o.type.shape)));
   std::vector<runtime::LaunchTiming> timings;
   runtime::RunOptions options = impl_->run_options();
   if (profile) options.timings = &timings;

@@ -16,20 +16,26 @@
 
 #include "weft/graph/dtype.h"
 #include "weft/graph/shape.h"
+#include "weft/support/host_memory.h"
 
 namespace weft {
 
 // An allocator whose value-less construct leaves the element uninitialized, so that a vector
 // can be sized without being written (std::allocator zero-fills bytes), and whose storage
-// starts on a cache line: malloc's large blocks start 16 bytes past a page, and a kernel's
-// 64-byte vectors then each straddle two lines (bias + GELU ran 20-40% slower, measured).
+// comes from allocate_host_memory: it starts on a cache line (malloc's large blocks start 16
+// bytes past a page, and a kernel's 64-byte vectors then each straddle two lines: bias + GELU
+// ran 20-40% slower, measured), and large tensors get huge pages.
 template <typename T> struct UninitializedAllocator : std::allocator<T> {
-  static constexpr std::align_val_t kAlign{64};
   template <typename U> struct rebind { using other = UninitializedAllocator<U>; };
   UninitializedAllocator() = default;
   template <typename U> UninitializedAllocator(const UninitializedAllocator<U>&) noexcept {}
-  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlign)); }
-  void deallocate(T* p, size_t n) noexcept { ::operator delete(p, n * sizeof(T), kAlign); }
+  T* allocate(size_t n) {
+    if (n > SIZE_MAX / sizeof(T)) throw std::bad_alloc();
+    void* p = allocate_host_memory(n * sizeof(T));
+    if (!p) throw std::bad_alloc();
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t n) noexcept { free_host_memory(p, n * sizeof(T)); }
   template <typename U> void construct(U* p) noexcept { ::new (static_cast<void*>(p)) U; }
   template <typename U, typename... A> void construct(U* p, A&&... args) {
     ::new (static_cast<void*>(p)) U(std::forward<A>(args)...);

@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include "weft/support/host_memory.h"
+
 namespace weft::runtime {
 
 namespace {
@@ -66,7 +68,7 @@ Executable::~Executable() {
     if (device_)
       device_->release(arena);
     else
-      std::free(arena);
+      free_host_memory(arena, arena_size());
   }
   for (void* constant : device_constants_) {
     if (constant) device_->release(constant);
@@ -94,7 +96,7 @@ void* Executable::take_arena() const {
       return arena;
     }
   }
-  if (!device_) return std::aligned_alloc(kAlignment, arena_size());
+  if (!device_) return allocate_host_memory(arena_size());
   Result<void*> p = device_->allocate(arena_size());
   return p.ok() ? *p : nullptr;
 }

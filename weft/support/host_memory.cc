@@ -1,0 +1,71 @@
+#include "weft/support/host_memory.h"
+
+#include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+namespace weft {
+
+namespace {
+
+constexpr size_t kCacheLine = 64;
+
+size_t alignment_for(size_t bytes) { return bytes >= kHugePageBytes ? kHugePageBytes : kCacheLine; }
+
+// Freed large blocks by rounded size.
+struct BlockCache {
+  std::mutex mutex;
+  std::unordered_multimap<size_t, void*> blocks;
+  size_t bytes = 0;
+};
+
+BlockCache& block_cache() {
+  static auto* cache = new BlockCache; // never destroyed: tensors may be freed after exit starts
+  return *cache;
+}
+
+} // namespace
+
+void* allocate_host_memory(size_t bytes) {
+  size_t align = alignment_for(bytes);
+  size_t rounded = (bytes + align - 1) / align * align;
+  if (rounded < bytes) return nullptr; // overflow
+  if (align == kHugePageBytes) {
+    BlockCache& cache = block_cache();
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    auto it = cache.blocks.find(rounded);
+    if (it != cache.blocks.end()) {
+      void* p = it->second;
+      cache.blocks.erase(it);
+      cache.bytes -= rounded;
+      return p;
+    }
+  }
+  void* p = std::aligned_alloc(align, rounded == 0 ? align : rounded);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  // Advice only: where the kernel has no THP, the pages stay small.
+  if (p && align == kHugePageBytes) madvise(p, rounded, MADV_HUGEPAGE);
+#endif
+  return p;
+}
+
+void free_host_memory(void* p, size_t bytes) {
+  if (!p) return;
+  if (alignment_for(bytes) == kHugePageBytes) {
+    size_t rounded = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+    BlockCache& cache = block_cache();
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    if (cache.bytes + rounded <= kMaxCachedHostBytes) {
+      cache.blocks.emplace(rounded, p);
+      cache.bytes += rounded;
+      return;
+    }
+  }
+  std::free(p);
+}
+
+} // namespace weft

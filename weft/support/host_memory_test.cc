@@ -1,0 +1,86 @@
+#include "weft/support/host_memory.h"
+
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace weft {
+namespace {
+
+// The VmFlags line of the /proc/self/smaps mapping that holds "p"; empty where there is none.
+std::string vm_flags_of(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  auto at = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
+      inside = lo <= at && at < hi;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+
+TEST(HostMemory, SmallBlocksStartOnACacheLine) {
+  for (size_t bytes : {size_t{0}, size_t{1}, size_t{100}, size_t{1} << 20}) {
+    void* p = allocate_host_memory(bytes);
+    ASSERT_NE(p, nullptr) << bytes;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u) << bytes;
+    std::memset(p, 1, bytes);
+    free_host_memory(p, bytes);
+  }
+}
+
+TEST(HostMemory, LargeBlocksStartOnAHugePageAndAskForHugePages) {
+  size_t bytes = 3 * kHugePageBytes + 12345;
+  auto* p = static_cast<unsigned char*>(allocate_host_memory(bytes));
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % kHugePageBytes, 0u);
+  std::memset(p, 7, bytes);
+  EXPECT_EQ(p[bytes - 1], 7);
+#if defined(__linux__)
+  std::string flags = vm_flags_of(p);
+  // "hg": the mapping was advised MADV_HUGEPAGE (proc(5)). No smaps (some sandboxes): skip.
+  if (!flags.empty()) {
+    EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
+  }
+#endif
+  free_host_memory(p, bytes);
+}
+
+TEST(HostMemory, FreedLargeBlocksServeTheNextOfTheirSize) {
+  size_t bytes = 5 * kHugePageBytes;
+  void* a = allocate_host_memory(bytes);
+  ASSERT_NE(a, nullptr);
+  free_host_memory(a, bytes);
+  void* b = allocate_host_memory(bytes - 100); // rounds to the same 5 pages
+  EXPECT_EQ(a, b);
+  void* c = allocate_host_memory(bytes); // the cached one is taken
+  EXPECT_NE(c, b);
+  free_host_memory(b, bytes - 100);
+  free_host_memory(c, bytes);
+  // More than the cache holds goes back to the system, and the blocks still work.
+  size_t huge = kMaxCachedHostBytes / 2 + kHugePageBytes;
+  void* d = allocate_host_memory(huge);
+  void* e = allocate_host_memory(huge);
+  ASSERT_TRUE(d && e);
+  static_cast<char*>(d)[huge - 1] = 1;
+  static_cast<char*>(e)[huge - 1] = 1;
+  free_host_memory(d, huge);
+  free_host_memory(e, huge);
+}
+
+TEST(HostMemory, ImpossibleSizesGiveNull) {
+  EXPECT_EQ(allocate_host_memory(SIZE_MAX - 10), nullptr);
+}
+
+} // namespace
+} // namespace weft
