@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Benchmarks Weft beside its CPU peers (ONNX Runtime, PyTorch eager and torch.compile, oneDNN
-# primitives) and writes docs/benchmarks.md. One command from a fresh clone (after scripts/setup.sh):
-# bench/run.sh
+# primitives) and writes docs/benchmarks.md. One command from a fresh clone: bench/run.sh (it runs
+# scripts/setup.sh and scripts/build.sh first when Weft is not built).
 # Benchmark-only dependencies (the onnxruntime, torch and torchvision wheels from PyPI) live in
 # bench/.venv, never in Weft.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[[ -x build/tools/weft/weft ]] || ./scripts/build.sh
+[[ -x build/tools/weft/weft ]] || { ./scripts/setup.sh && ./scripts/build.sh; }
 [[ -x bench/.venv/bin/python ]] || python3 -m venv bench/.venv
 # Also completes a venv made before the PyTorch peer moved into it (it then had only onnxruntime).
 bench/.venv/bin/python -c 'import onnxruntime, numpy, torch, torchvision' 2>/dev/null ||

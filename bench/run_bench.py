@@ -368,7 +368,7 @@ def markdown(r):
     lines = [
         "# Benchmarks",
         "",
-        f"Measured {r['date']} on {r['machine']}, by `bench/run.sh` (one command from a fresh clone).",
+        f"Measured {r['date']} on {r['machine']}, by `bench/run.sh` (one command from a fresh clone: it installs the dependencies and builds Weft first where that was not done).",
         f"Memory bandwidth measured in the same run (`bench/bandwidth.cc`, {bw['threads']} threads, "
         f"{bw['bytes'] >> 20} MiB): **read {bw['read_gbs']:.1f} GB/s, copy {bw['copy_gbs']:.1f} GB/s**.",
         *peer_notes(r),
@@ -385,7 +385,10 @@ def markdown(r):
         "more, which the suite has of every canonical form (ROW with tiny, long and 1024-wide "
         "rows, COLUMN wide and narrow, MIDDLE, ALL). Even those can run above the measured read "
         "bandwidth: part of each stays in the cache between runs, and the 512 MiB bandwidth "
-        "figure itself moves from run to run on a shared machine.",
+        "figure itself moves from run to run on a shared machine. Weft's tensors of 2 MiB and "
+        "more are on huge pages (docs/architecture.md); ONNX Runtime's and PyTorch's are on "
+        "the 4 KiB pages of their default allocators (PyTorch opts in with "
+        "`THP_MEM_ALLOC_ENABLE=1`), and the inputs each system is timed on are its own.",
         "",
         "| Case | Bytes moved | Weft median | ORT median | ORT / Weft | PyTorch eager median "
         "| PyTorch eager / Weft | torch.compile median | torch.compile / Weft "
@@ -464,7 +467,10 @@ WHY = {
                "The lanes run as 4 independent chains and the max tree is "
                "branch-free (2.45 -> 2.2 ms), and tensors are 64-byte aligned. The exp pass prefetches "
                "the next row's output for writing (1.78 -> 1.54 ms on a busy machine, alternating runs)",
-    "layernorm": "two statistics passes over the row in cache, then the normalized write; the "
+    "layernorm": "a tie with torch.compile, whose rounds overlap Weft's (Weft 1.16/1.26/1.43 ms, "
+                 "torch.compile 1.40/1.53/1.15 here; 1.28/1.11/1.05/1.30/2.08 against "
+                 "1.58/1.40/1.20/1.31/1.53 in a 5-round `--cases` run after it). "
+                 "Two statistics passes over the row in cache, then the normalized write; the "
                  "variance pass prefetches the next row (1.85 -> 1.34 ms in alternating runs). Its "
                  "33.6 MB of input and output are about the L3's size, so its time depends on what the "
                  "cache holds: its median was 0.97, 1.34 and 0.97 ms in the three full runs of "
@@ -500,19 +506,31 @@ WHY = {
                               "across the runs of 2026-11-22, 0.49-1.31 for PyTorch eager). Its [9, 1024] rows "
                               "are one parallel loop (collapse). In alternating runs of the kernel alone "
                               "against a hand-written 4-chain AVX-512 row sum, each took 0.5-1.5 ms "
-                              "(2026-11-22): the machine's noise is larger than any gap between them",
+                              "(2026-11-22): the machine's noise is larger than any gap between them. "
+                              "In a 5-round `--cases` run after this one: Weft 0.63/0.67/0.98/0.85/0.36 ms, "
+                              "ONNX Runtime 0.89/0.81/0.98/0.75/0.68, PyTorch eager 0.75/1.13/1.25/0.95/1.00. "
+                              "Huge pages (docs/architecture.md) were within the noise here: alternating "
+                              "`weft bench` with 4 KiB and 2 MiB pages gave 0.44-0.56 against 0.53-0.92 ms, "
+                              "then 0.65-0.73 against 0.50-0.66 ms",
     "reduce_row_64x262144": "one streaming pass per row (64 lanes in 4 chains of 16, cascade "
-                            "blocks of 8192), rows over the threads; every system runs at about "
-                            "the memory's speed and the rounds overlap: Weft 1.87/2.50/2.40 ms, "
+                            "blocks of 8192), rows over the threads, on huge pages (2 MiB: 1.6-2.4 "
+                            "against 2.2-3.5 ms on 4 KiB pages, alternating `weft bench`); every system "
+                            "runs at about the memory's speed and the rounds overlap. In a 5-round "
+                            "`--cases` run after this one: Weft 2.54/2.17/2.10/2.51/2.12 ms, ONNX Runtime "
+                            "2.58/2.07/2.08/2.48/1.23, PyTorch eager 2.66/1.98/2.03/1.98/1.64; so the "
+                            "table's lowest median picks the peer's one quiet round. In the run of "
+                            "2026-11-22 before huge pages, Weft 1.87/2.50/2.40 ms, "
                             "PyTorch eager 2.38/1.61/1.91, oneDNN 1.70/2.07/1.95, and in a `--cases` "
                             "run the same day Weft 1.59/2.68/2.67, eager 1.52/1.81/1.81. In "
                             "alternating runs of the kernel alone against a one-accumulator `omp "
                             "simd` row sum (2026-11-22), 1.43-2.07 against 1.22-1.89 ms; the inner "
                             "loops are 4 and 1 `vaddps` from memory per iteration",
     "reduce_row_16x1024x1024": "reduce_row_9x1024x1024's ROW at 67 MB: rows of 1024, the [16, 1024] "
-                               "rows one parallel loop; the rounds overlap: Weft 2.65/2.14/2.30 ms, "
-                               "PyTorch eager 2.55/1.63/1.87, ONNX Runtime 2.22/1.93/1.85, and in a "
-                               "`--cases` run the same day Weft 2.09/2.57/1.68, eager 1.63/2.42/2.17",
+                               "rows one parallel loop, on huge pages "
+                               "(alternating `weft bench`: 1.18-2.35 ms against 2.15-3.52 on 4 KiB pages). "
+                               "In the run of 2026-11-22 before huge pages, the rounds overlapped and the lowest medians were slower than "
+                               "PyTorch eager's (Weft 2.65/2.14/2.30 ms, eager 2.55/1.63/1.87); its 0.87 ms "
+                               "round here, 77 GB/s, means much of the input was in the cache",
     "reduce_middle_64x1024x64": "not analysed yet; its median moves between runs on this shared machine "
                                 "(0.4-0.9 ms on the same day)",
     "reduce_col_12544x2048": "COLUMN with K split over the threads: each cascade block of 128 rows "
