@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <string_view>
 #include <unordered_map>
 
 #if defined(__linux__)
@@ -14,7 +15,29 @@ namespace {
 
 constexpr size_t kCacheLine = 64;
 
-size_t alignment_for(size_t bytes) { return bytes >= kHugePageBytes ? kHugePageBytes : kCacheLine; }
+// The knobs are read once: a block's alignment at free must be the one it was allocated with.
+bool huge_pages_on() {
+  static const bool on = [] {
+    const char* env = std::getenv("WEFT_HUGE_PAGES");
+    return !(env && std::string_view(env) == "0");
+  }();
+  return on;
+}
+
+size_t cache_limit() {
+  static const size_t limit = [] {
+    const char* env = std::getenv("WEFT_HOST_CACHE_MB");
+    if (!env || !*env) return kDefaultHostCacheBytes;
+    char* end = nullptr;
+    unsigned long long mb = std::strtoull(env, &end, 10);
+    return *end == '\0' ? static_cast<size_t>(mb) << 20 : kDefaultHostCacheBytes;
+  }();
+  return limit;
+}
+
+size_t alignment_for(size_t bytes) {
+  return bytes >= kHugePageBytes && huge_pages_on() ? kHugePageBytes : kCacheLine;
+}
 
 // Freed large blocks by rounded size.
 struct BlockCache {
@@ -59,13 +82,19 @@ void free_host_memory(void* p, size_t bytes) {
     size_t rounded = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
     BlockCache& cache = block_cache();
     std::lock_guard<std::mutex> lock(cache.mutex);
-    if (cache.bytes + rounded <= kMaxCachedHostBytes) {
+    if (cache.bytes + rounded <= cache_limit()) {
       cache.blocks.emplace(rounded, p);
       cache.bytes += rounded;
       return;
     }
   }
   std::free(p);
+}
+
+size_t cached_host_bytes() {
+  BlockCache& cache = block_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  return cache.bytes;
 }
 
 } // namespace weft

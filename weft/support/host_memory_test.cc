@@ -1,12 +1,14 @@
-#include "weft/support/host_memory.h"
-
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 #include <gtest/gtest.h>
+
+#include "weft/support/host_memory.h"
 
 namespace weft {
 namespace {
@@ -60,7 +62,9 @@ TEST(HostMemory, FreedLargeBlocksServeTheNextOfTheirSize) {
   size_t bytes = 5 * kHugePageBytes;
   void* a = allocate_host_memory(bytes);
   ASSERT_NE(a, nullptr);
+  size_t cached = cached_host_bytes();
   free_host_memory(a, bytes);
+  EXPECT_EQ(cached_host_bytes(), cached + bytes);
   void* b = allocate_host_memory(bytes - 100); // rounds to the same 5 pages
   EXPECT_EQ(a, b);
   void* c = allocate_host_memory(bytes); // the cached one is taken
@@ -68,7 +72,7 @@ TEST(HostMemory, FreedLargeBlocksServeTheNextOfTheirSize) {
   free_host_memory(b, bytes - 100);
   free_host_memory(c, bytes);
   // More than the cache holds goes back to the system, and the blocks still work.
-  size_t huge = kMaxCachedHostBytes / 2 + kHugePageBytes;
+  size_t huge = kDefaultHostCacheBytes / 2 + kHugePageBytes;
   void* d = allocate_host_memory(huge);
   void* e = allocate_host_memory(huge);
   ASSERT_TRUE(d && e);
@@ -76,6 +80,35 @@ TEST(HostMemory, FreedLargeBlocksServeTheNextOfTheirSize) {
   static_cast<char*>(e)[huge - 1] = 1;
   free_host_memory(d, huge);
   free_host_memory(e, huge);
+  EXPECT_LE(cached_host_bytes(), kDefaultHostCacheBytes);
+}
+
+bool env_is(const char* name, std::string_view value) {
+  const char* env = std::getenv(name);
+  return env && value == env;
+}
+
+// Run by ctest with the knob set (tests/CMakeLists.txt); skipped otherwise.
+TEST(HostMemoryKnobs, HugePagesOffLeavesLargeBlocksToMalloc) {
+  if (!env_is("WEFT_HUGE_PAGES", "0")) GTEST_SKIP() << "needs WEFT_HUGE_PAGES=0";
+  size_t bytes = 3 * kHugePageBytes;
+  auto* p = static_cast<unsigned char*>(allocate_host_memory(bytes));
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+  std::memset(p, 7, bytes);
+  EXPECT_EQ(vm_flags_of(p).find(" hg"), std::string::npos) << vm_flags_of(p);
+  free_host_memory(p, bytes);
+  EXPECT_EQ(cached_host_bytes(), 0u);
+}
+
+TEST(HostMemoryKnobs, CacheOffKeepsNothing) {
+  if (!env_is("WEFT_HOST_CACHE_MB", "0")) GTEST_SKIP() << "needs WEFT_HOST_CACHE_MB=0";
+  size_t bytes = 3 * kHugePageBytes;
+  void* p = allocate_host_memory(bytes);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % kHugePageBytes, 0u);
+  free_host_memory(p, bytes);
+  EXPECT_EQ(cached_host_bytes(), 0u);
 }
 
 TEST(HostMemory, ImpossibleSizesGiveNull) {
