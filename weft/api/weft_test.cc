@@ -102,6 +102,30 @@ TEST(Api, RunsWithNewShapesAndWeftOwnedOutputs) {
   }
 }
 
+// Outputs of 2 MiB and more come from freed blocks of earlier runs (host_memory.h), which
+// still hold those runs' values: each run must write them whole.
+TEST(Api, LargeOutputsAreRewrittenOnEveryRun) {
+  Model m = Model::compile_bytes(softmax_model());
+  const int64_t n = int64_t{1} << 17; // y is 4 MiB
+  for (float scale : {0.37f, -0.21f, 0.37f}) {
+    std::vector<float> x = iota(static_cast<size_t>(n) * 8, scale);
+    std::vector<HostTensor> out = m.run({HostTensor::view(ElementType::kF32, {n, 8}, x.data())});
+    ASSERT_EQ(out.size(), 2u);
+    expect_softmax(x, out[0].data_as<float>());
+  }
+}
+
+TEST(Api, EmptyTensorsAreWeftOwnedAndAligned) {
+  for (int64_t n : {int64_t{5}, int64_t{1} << 20}) {
+    HostTensor t = HostTensor::empty(ElementType::kF32, {n, 3});
+    EXPECT_TRUE(t.owns_memory());
+    EXPECT_EQ(t.num_bytes(), static_cast<size_t>(n) * 12);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data()) % 64, 0u);
+    t.data_as<float>()[n * 3 - 1] = 1.0f;
+  }
+  EXPECT_THROW(HostTensor::empty(ElementType::kF32, {-1, 3}), Error);
+}
+
 TEST(Api, WritesIntoCallerOwnedOutputs) {
   Model m = Model::compile_bytes(softmax_model());
   std::vector<float> x = iota(4 * 8, 0.5f), y(4 * 8, -7.0f), s(4, -7.0f);
