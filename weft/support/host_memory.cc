@@ -35,6 +35,12 @@ size_t cache_limit() {
   return limit;
 }
 
+// 0 when it overflows.
+size_t round_up(size_t bytes, size_t align) {
+  size_t rounded = (bytes + align - 1) / align * align;
+  return rounded < bytes ? 0 : rounded;
+}
+
 size_t alignment_for(size_t bytes) {
   return bytes >= kHugePageBytes && huge_pages_on() ? kHugePageBytes : kCacheLine;
 }
@@ -55,8 +61,8 @@ BlockCache& block_cache() {
 
 void* allocate_host_memory(size_t bytes) {
   size_t align = alignment_for(bytes);
-  size_t rounded = (bytes + align - 1) / align * align;
-  if (rounded < bytes) return nullptr; // overflow
+  size_t rounded = round_up(bytes, align);
+  if (rounded == 0 && bytes != 0) return nullptr; // overflow
   if (align == kHugePageBytes) {
     BlockCache& cache = block_cache();
     std::lock_guard<std::mutex> lock(cache.mutex);
@@ -79,7 +85,7 @@ void* allocate_host_memory(size_t bytes) {
 void free_host_memory(void* p, size_t bytes) {
   if (!p) return;
   if (alignment_for(bytes) == kHugePageBytes) {
-    size_t rounded = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+    size_t rounded = round_up(bytes, kHugePageBytes);
     BlockCache& cache = block_cache();
     std::lock_guard<std::mutex> lock(cache.mutex);
     if (cache.bytes + rounded <= cache_limit()) {
