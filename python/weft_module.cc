@@ -208,14 +208,7 @@ PyModel compile(const py::object& model, const std::string& device, int threads,
 
 PYBIND11_MODULE(_weft, m) {
   m.doc() = "Weft: an ONNX tensor compiler for memory-bound work";
-  static py::exception<weft::Error> error(m, "WeftError");
-  py::register_exception_translator([](std::exception_ptr p) {
-    try {
-      if (p) std::rethrow_exception(p);
-    } catch (const weft::Error& e) {
-      error(e.what());
-    }
-  });
+  py::register_exception<weft::Error>(m, "WeftError");
   py::class_<PyModel>(m, "Model")
       .def_property_readonly("inputs",
                              [](const PyModel& self) { return self.specs(self.model().inputs()); })
