@@ -377,7 +377,10 @@ std::string apply_op(kernel::ExprOp op, DType t, const std::vector<std::string>&
     case ExprOp::kAsinh: return call("asinh", a);
     case ExprOp::kAcosh: return call("acosh", a);
     case ExprOp::kAtanh: return call("atanh", a);
-    case ExprOp::kNot: return fmt::format("(!{})", a[0]);
+    // Logical on bool, bitwise on integers (BitwiseNot, BitwiseAnd, ...).
+    case ExprOp::kNot:
+      return t == DType::kBool ? fmt::format("(!{})", a[0])
+                               : fmt::format("static_cast<{}>(~{})", compute_type(t), a[0]);
     case ExprOp::kIsNan: return call("isnan", a);
     case ExprOp::kIsInf: return call("isinf", a);
     case ExprOp::kAdd: return fmt::format("({} + {})", a[0], a[1]);
@@ -396,13 +399,20 @@ std::string apply_op(kernel::ExprOp op, DType t, const std::vector<std::string>&
     case ExprOp::kGt: return fmt::format("({} > {})", a[0], a[1]);
     case ExprOp::kGe: return fmt::format("({} >= {})", a[0], a[1]);
     case ExprOp::kEq: return fmt::format("({} == {})", a[0], a[1]);
-    case ExprOp::kAnd: return fmt::format("({} && {})", a[0], a[1]);
-    case ExprOp::kOr: return fmt::format("({} || {})", a[0], a[1]);
+    case ExprOp::kAnd:
+    case ExprOp::kOr:
+    case ExprOp::kXor: {
+      if (t != DType::kBool) {
+        const char* bitwise = op == ExprOp::kAnd ? "&" : op == ExprOp::kOr ? "|" : "^";
+        return fmt::format("static_cast<{}>({} {} {})", compute_type(t), a[0], bitwise, a[1]);
+      }
+      const char* logical = op == ExprOp::kAnd ? "&&" : op == ExprOp::kOr ? "||" : "!=";
+      return fmt::format("({} {} {})", a[0], logical, a[1]);
+    }
     case ExprOp::kShiftLeft:
     case ExprOp::kShiftRight:
       return fmt::format("static_cast<{0}>({2} >= 8 * sizeof({0}) ? 0 : {1} {3} {2})",
                          compute_type(t), a[0], a[1], op == ExprOp::kShiftLeft ? "<<" : ">>");
-    case ExprOp::kXor: return fmt::format("({} != {})", a[0], a[1]);
     case ExprOp::kSelect: return fmt::format("({} ? {} : {})", a[0], a[1], a[2]);
     case ExprOp::kLoad:
     case ExprOp::kConstant:

@@ -23,6 +23,7 @@
 #include "weft/graph/control_flow.h"
 #include "weft/graph/data_dependent.h"
 #include "weft/graph/passes/canonicalize.h"
+#include "weft/graph/passes/decompose.h"
 #include "weft/graph/passes/eliminate_dead_code.h"
 #include "weft/graph/passes/eliminate_identity.h"
 #include "weft/graph/passes/expand_recurrent.h"
@@ -62,6 +63,7 @@ Status refold(Graph& graph, std::string_view after) {
   // are constant.
   WEFT_RETURN_IF_ERROR(expand_recurrent(graph));
   WEFT_RETURN_IF_ERROR(fold_constants(graph));
+  WEFT_RETURN_IF_ERROR(decompose(graph)); // those whose rank only specialization gave
   WEFT_RETURN_IF_ERROR(canonicalize(graph));
   WEFT_RETURN_IF_ERROR(eliminate_identity(graph));
   WEFT_RETURN_IF_ERROR(split_moments(graph));

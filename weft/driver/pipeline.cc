@@ -1,6 +1,7 @@
 #include "weft/driver/pipeline.h"
 
 #include "weft/graph/passes/canonicalize.h"
+#include "weft/graph/passes/decompose.h"
 #include "weft/graph/passes/eliminate_dead_code.h"
 #include "weft/graph/passes/eliminate_identity.h"
 #include "weft/graph/passes/expand_recurrent.h"
@@ -26,8 +27,9 @@ Status run_pass(std::string_view name, Status (*pass)(Graph&), Graph& graph,
 
 const std::vector<std::string_view>& pipeline_steps() {
   static const std::vector<std::string_view> steps = {
-      "import",           "fold_constants",     "infer_shapes",       "canonicalize",
-      "expand_recurrent", "eliminate_identity", "split_moments",      "eliminate_dead_code"};
+      "import",           "fold_constants",     "infer_shapes",  "decompose",
+      "canonicalize",     "expand_recurrent",   "eliminate_identity", "split_moments",
+      "eliminate_dead_code"};
   return steps;
 }
 
@@ -41,6 +43,8 @@ Result<Graph> run_graph_pipeline(const ModelSource& model, const PassObserver& o
   WEFT_RETURN_IF_ERROR(run_pass("fold_constants", fold_constants, graph, observe));
   // Folded shape targets (Reshape, Expand, ...) now determine more dims.
   WEFT_RETURN_IF_ERROR(run_pass("infer_shapes", infer_shapes, graph, observe));
+  // Fused ops of the newer opsets into primitives, which canonicalize then tidies.
+  WEFT_RETURN_IF_ERROR(run_pass("decompose", decompose, graph, observe));
   // Needs the folded constants to move axes and bounds into attributes.
   WEFT_RETURN_IF_ERROR(run_pass("canonicalize", canonicalize, graph, observe));
   // Recurrent ops whose shapes are static already; the others wait for specialization.

@@ -116,7 +116,7 @@ struct BatchDimsAttrs { // GatherND
 
 // ScatterElements (and Scatter), ScatterND: how updates that meet at one element combine
 // with it.
-enum class ScatterReduction : uint8_t { kNone, kAdd, kMul };
+enum class ScatterReduction : uint8_t { kNone, kAdd, kMul, kMax, kMin }; // max, min: opset 18
 struct ScatterAttrs {
   int64_t axis = 0; // ScatterElements
   ScatterReduction reduction = ScatterReduction::kNone;
@@ -171,7 +171,9 @@ struct AxesAttrs {          // Squeeze, Unsqueeze, MeanVarianceNormalization
 struct SplitAttrs {
   int64_t axis = 0;
   std::optional<Ints> split; // none: equal parts
-  WEFT_FIELDS(f("axis", axis); f("split", split))
+  // Opset 18: parts of ceil(extent / num_outputs), the last one smaller.
+  std::optional<int64_t> num_outputs;
+  WEFT_FIELDS(f("axis", axis); f("split", split); f("num_outputs", num_outputs))
 };
 
 struct TransposeAttrs {
@@ -276,6 +278,20 @@ struct LayerNormAttrs {
   WEFT_FIELDS(f("axis", axis); f("epsilon", epsilon); f("stash_type", stash_type))
 };
 
+// Gelu (opset 20): the exact form with erf, or the tanh approximation.
+struct GeluAttrs {
+  bool tanh = false;
+  WEFT_FIELDS(f("tanh_approximation", tanh))
+};
+
+// GroupNormalization (opsets 18 and 21): statistics over groups of channels.
+struct GroupNormAttrs {
+  int64_t num_groups = 1;
+  float epsilon = 1e-5f;
+  DType stash_type = DType::kF32;
+  WEFT_FIELDS(f("num_groups", num_groups); f("epsilon", epsilon); f("stash_type", stash_type))
+};
+
 struct DropoutAttrs {
   std::optional<float> ratio; // before opset 12; an input after
   bool is_test = false;       // before opset 7
@@ -301,7 +317,8 @@ struct OptimizerAttrs {
 // "axis" when they are vectors.
 struct QuantizeAttrs {
   int64_t axis = 1;
-  WEFT_FIELDS(f("axis", axis))
+  std::optional<DType> output_dtype; // opsets 21 (Quantize) and 23 (Dequantize)
+  WEFT_FIELDS(f("axis", axis); f("output_dtype", output_dtype))
 };
 
 // HannWindow, HammingWindow, BlackmanWindow.
@@ -465,7 +482,8 @@ using OpAttrs =
                  QuantizeAttrs, WindowAttrs, ReverseSequenceAttrs, LrnAttrs, DftAttrs, EinsumAttrs,
                  TopKAttrs, TriluAttrs, EyeLikeAttrs, CumSumAttrs, BlockAttrs, BitShiftAttrs,
                  ShrinkAttrs, ResizeAttrs, GridSampleAttrs, LossAttrs, RecurrentAttrs,
-                 ConstantAttrs, ConstantOfShapeAttrs, OptimizerAttrs, LoopAttrs, ScanAttrs>;
+                 ConstantAttrs, ConstantOfShapeAttrs, OptimizerAttrs, LoopAttrs, ScanAttrs,
+                 GeluAttrs, GroupNormAttrs>;
 
 #undef WEFT_FIELDS
 

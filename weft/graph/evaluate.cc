@@ -124,6 +124,13 @@ const std::unordered_map<std::string_view, ElementwiseFns>& elementwise_table() 
       {"Not", {[](auto& a) { return int64_t{a[0] == 0}; }, nullptr, true}},
       {"And", {[](auto& a) { return int64_t{a[0] != 0 && a[1] != 0}; }, nullptr, true}},
       {"Or", {[](auto& a) { return int64_t{a[0] != 0 || a[1] != 0}; }, nullptr, true}},
+      {"Xor", {[](auto& a) { return int64_t{(a[0] != 0) != (a[1] != 0)}; }, nullptr, true}},
+      {"LessOrEqual",
+       {[](auto& a) { return int64_t{a[0] <= a[1]}; }, [](auto& a) { return double(a[0] <= a[1]); },
+        true}},
+      {"GreaterOrEqual",
+       {[](auto& a) { return int64_t{a[0] >= a[1]}; }, [](auto& a) { return double(a[0] >= a[1]); },
+        true}},
   };
   return table;
 }
@@ -354,7 +361,7 @@ bool can_evaluate(const Node& node) {
       {"Squeeze", true},    {"Unsqueeze", true}, {"Flatten", true},
       {"Slice", true},      {"Transpose", true}, {"Expand", true},
       {"Where", true},      {"Range", true},     {"ConstantOfShape", true},
-      {"ReduceProd", true}, {"ReduceSum", true}};
+      {"ReduceProd", true}, {"ReduceSum", true},  {"Mod", true}};
   return kOps.contains(node.op_type) || (elementwise_table().contains(node.op_type) &&
                                          !std::holds_alternative<LegacyBroadcastAttrs>(node.attrs));
 }
@@ -378,6 +385,19 @@ Result<std::vector<Tensor>> evaluate_node(const Node& node) {
   if (op == "Transpose") return eval_transpose(node);
   if (op == "Expand") return eval_expand(node);
   if (op == "Where") return eval_where(node);
+  if (op == "Mod") { // integer Mod takes the divisor's sign (fmod=0) or the dividend's (fmod=1)
+    if (node.attrs_as<ModAttrs>().fmod) {
+      return elementwise(
+          node, node.outputs[0]->type.dtype,
+          [](auto& a) { return a[1] == 0 ? int64_t{0} : a[0] % a[1]; },
+          [](auto& a) { return std::fmod(a[0], a[1]); });
+    }
+    return elementwise(node, node.outputs[0]->type.dtype, [](auto& a) {
+      if (a[1] == 0) return int64_t{0};
+      int64_t r = a[0] % a[1];
+      return r != 0 && (r < 0) != (a[1] < 0) ? r + a[1] : r;
+    }, nullptr);
+  }
   if (op == "Range") return eval_range(node);
   if (op == "ConstantOfShape") return eval_constant_of_shape(node);
   if (op == "ReduceProd" || op == "ReduceSum")

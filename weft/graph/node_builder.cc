@@ -54,7 +54,7 @@ Value* NodeBuilder::take(Value* v, int64_t index, int64_t axis) {
 
 std::vector<Value*> NodeBuilder::split(Value* v, int64_t axis, Ints sizes) {
   size_t n = sizes.size();
-  return node("Split", {v}, SplitAttrs{axis, std::move(sizes)}, n);
+  return node("Split", {v}, SplitAttrs{axis, std::move(sizes), std::nullopt}, n);
 }
 
 Value* NodeBuilder::stack(const std::vector<Value*>& parts, int64_t axis, Value* into) {

@@ -148,7 +148,7 @@ E enum_attr(AttrParser& p, std::string_view attr, const std::string_view (&names
 
 } // namespace
 
-constexpr std::string_view kScatterReductions[] = {"none", "add", "mul"};
+constexpr std::string_view kScatterReductions[] = {"none", "add", "mul", "max", "min"};
 
 std::string_view scatter_reduction_name(ScatterReduction r) {
   return kScatterReductions[static_cast<size_t>(r)];
@@ -260,8 +260,12 @@ OpAttrs parse_batch_dims(AttrParser& p) {
 }
 
 OpAttrs parse_scatter(AttrParser& p) {
-  return ScatterAttrs{p.int_or("axis", 0),
-                      enum_attr<ScatterReduction>(p, "reduction", kScatterReductions, "none")};
+  ScatterAttrs a{p.int_or("axis", 0),
+                 enum_attr<ScatterReduction>(p, "reduction", kScatterReductions, "none")};
+  if (p.opset() < 18 && (a.reduction == ScatterReduction::kMax ||
+                         a.reduction == ScatterReduction::kMin))
+    p.fail("attribute 'reduction' = max or min needs opset 18");
+  return a;
 }
 
 OpAttrs parse_compress(AttrParser& p) { return CompressAttrs{p.optional_int("axis")}; }
@@ -277,7 +281,9 @@ OpAttrs parse_non_max_suppression(AttrParser& p) {
 OpAttrs parse_axes(AttrParser& p) { return AxesAttrs{p.optional_ints("axes")}; }
 
 OpAttrs parse_split(AttrParser& p) {
-  return SplitAttrs{p.int_or("axis", 0), p.optional_ints("split")};
+  SplitAttrs a{p.int_or("axis", 0), p.optional_ints("split"), p.optional_int("num_outputs")};
+  if (a.num_outputs && *a.num_outputs < 1) p.fail("attribute 'num_outputs' must be positive");
+  return a;
 }
 
 OpAttrs parse_transpose(AttrParser& p) { return TransposeAttrs{p.optional_ints("perm")}; }
@@ -322,7 +328,17 @@ OpAttrs parse_loss(AttrParser& p) {
   return a;
 }
 
-OpAttrs parse_quantize(AttrParser& p) { return QuantizeAttrs{p.int_or("axis", 1)}; }
+// Blocked quantization (opset 21's block_size) and a precision other than the scale's
+// (opset 23) are not implemented; output_dtype (21 for QuantizeLinear, 23 for
+// DequantizeLinear) sets the output type where no zero point does.
+OpAttrs parse_quantize(AttrParser& p) {
+  QuantizeAttrs a{p.int_or("axis", 1), std::nullopt};
+  if (p.int_or("block_size", 0) != 0)
+    p.fail("attribute 'block_size' (blocked quantization) is not supported yet");
+  if (p.int_or("precision", 0) != 0) p.fail("attribute 'precision' is not supported yet");
+  if (p.int_or("output_dtype", 0) != 0) a.output_dtype = p.dtype("output_dtype", DType::kU8);
+  return a;
+}
 
 OpAttrs parse_window(AttrParser& p) {
   return WindowAttrs{p.dtype("output_datatype", DType::kF32), p.bool_or("periodic", true)};
@@ -443,6 +459,11 @@ OpAttrs parse_shrink(AttrParser& p) {
 
 OpAttrs parse_resize(AttrParser& p) {
   ResizeAttrs a;
+  // Opset 18's additions, where they change the result.
+  if (p.bool_or("antialias", false)) p.fail("attribute 'antialias' = 1 is not supported yet");
+  if (p.string_or("keep_aspect_ratio_policy", "stretch") != "stretch")
+    p.fail("attribute 'keep_aspect_ratio_policy' other than 'stretch' is not supported yet");
+  if (p.has("axes")) p.fail("attribute 'axes' is not supported yet");
   a.mode = enum_attr<ResizeMode>(p, "mode", kResizeModes, "nearest");
   a.coordinate_transformation_mode = enum_attr<ResizeCoordinates>(
       p, "coordinate_transformation_mode", kResizeCoordinates, "half_pixel");
@@ -453,10 +474,19 @@ OpAttrs parse_resize(AttrParser& p) {
   return a;
 }
 
+// Opset 20 renamed the modes bilinear and bicubic to linear and cubic (and allows N-D
+// inputs, which the shape function refuses beyond 4-D).
 OpAttrs parse_grid_sample(AttrParser& p) {
-  return GridSampleAttrs{p.bool_or("align_corners", false),
-                         enum_attr<GridSampleMode>(p, "mode", kGridSampleModes, "bilinear"),
-                         enum_attr<GridPadding>(p, "padding_mode", kGridPaddings, "zeros")};
+  GridSampleAttrs a;
+  a.align_corners = p.bool_or("align_corners", false);
+  if (p.opset() >= 20) {
+    constexpr std::string_view kModes[] = {"linear", "nearest", "cubic"};
+    a.mode = enum_attr<GridSampleMode>(p, "mode", kModes, "linear");
+  } else {
+    a.mode = enum_attr<GridSampleMode>(p, "mode", kGridSampleModes, "bilinear");
+  }
+  a.padding_mode = enum_attr<GridPadding>(p, "padding_mode", kGridPaddings, "zeros");
+  return a;
 }
 
 // Upsample (opset 9): nearest or linear, at asymmetric coordinates, nearest rounding down.
@@ -523,6 +553,28 @@ OpAttrs parse_batch_norm(AttrParser& p) {
 }
 
 OpAttrs parse_epsilon(AttrParser& p) { return EpsilonAttrs{p.float_or("epsilon", 1e-5f)}; }
+
+OpAttrs parse_gelu(AttrParser& p) {
+  std::string approximate = p.string_or("approximate", "none");
+  if (approximate != "none" && approximate != "tanh")
+    p.fail(fmt::format("attribute 'approximate' has unknown value '{}'", approximate));
+  return GeluAttrs{approximate == "tanh"};
+}
+
+OpAttrs parse_group_norm(AttrParser& p) {
+  if (!p.has("num_groups")) p.fail("attribute 'num_groups' is required");
+  GroupNormAttrs a{p.int_or("num_groups", 1), p.float_or("epsilon", 1e-5f),
+                   p.dtype("stash_type", DType::kF32)};
+  if (a.num_groups < 1) p.fail("attribute 'num_groups' must be positive");
+  return a;
+}
+
+// SpaceToDepth's mode (opset 28): Weft implements the default, DCR, which it had before.
+OpAttrs parse_space_to_depth(AttrParser& p) {
+  if (p.string_or("mode", "DCR") != "DCR")
+    p.fail("attribute 'mode' other than DCR is not supported yet");
+  return parse_block<false>(p);
+}
 
 OpAttrs parse_layer_norm(AttrParser& p) {
   return LayerNormAttrs{p.int_or("axis", -1), p.float_or("epsilon", 1e-5f),
@@ -602,7 +654,11 @@ OpAttrs parse_constant_of_shape(AttrParser& p) {
 constexpr int kAll = kMaxOpset;
 
 // The table. Ranges start where Weft's reading of the op starts to hold; a model whose
-// opset falls outside every range of an op gets a clear refusal naming the ranges.
+// opset falls outside every range of an op gets a clear refusal naming the ranges. Ranges
+// end at kAll unless a later ONNX version changed the op in a way Weft does not implement;
+// versions that only widened an op's types keep its range, and the parsers refuse new
+// attributes and attribute values they do not implement (docs/onnx-versions.md has the
+// review of every op version past opset 17).
 const std::vector<OpDef>& build_table() {
   static const std::vector<OpDef> table = [] {
     std::vector<OpDef> t;
@@ -618,7 +674,8 @@ const std::vector<OpDef>& build_table() {
           {"Tanh", 1},     {"Softplus", 1},   {"Softsign", 1},  {"Acos", 7},    {"Asin", 7},
           {"Atan", 7},     {"Cos", 7},        {"Sin", 7},       {"Tan", 7},     {"Acosh", 9},
           {"Asinh", 9},    {"Atanh", 9},      {"Cosh", 9},      {"Sinh", 9},    {"Erf", 9},
-          {"Sign", 9},     {"Round", 11},     {"HardSwish", 14}}) {
+          {"Sign", 9},     {"Round", 11},     {"HardSwish", 14}, {"Mish", 18},
+          {"BitwiseNot", 18}}) {
       t.push_back({u.op, u.since, kAll, parse_none, infer_same});
     }
     t.push_back({"Identity", 1, kAll, parse_none, infer_same});
@@ -629,6 +686,10 @@ const std::vector<OpDef>& build_table() {
     for (std::string_view op : {"Add", "Sub", "Mul", "Div", "Pow"}) {
       t.push_back({op, 1, kAll, parse_binary, infer_broadcast});
     }
+    for (std::string_view op : {"BitwiseAnd", "BitwiseOr", "BitwiseXor"})
+      t.push_back({op, 18, kAll, parse_none, infer_broadcast});
+    t.push_back({"Gelu", 20, kAll, parse_gelu, infer_same});
+    t.push_back({"Swish", 24, kAll, parse_alpha<1000>, infer_same});
     for (std::string_view op : {"And", "Or", "Xor", "Equal", "Greater", "Less"}) {
       t.push_back({op, 1, kAll, parse_binary, infer_broadcast_bool});
     }
@@ -659,13 +720,16 @@ const std::vector<OpDef>& build_table() {
       t.push_back({op, 1, kAll, parse_softmax, infer_same});
     }
     t.push_back({"LayerNormalization", 17, kAll, parse_layer_norm, infer_layer_norm});
+    // Decomposed into primitives before lowering (passes/decompose.h).
+    t.push_back({"RMSNormalization", 23, kAll, parse_layer_norm, infer_rms_norm});
+    t.push_back({"GroupNormalization", 18, kAll, parse_group_norm, infer_group_norm});
     t.push_back({"BatchNormalization", 6, kAll, parse_batch_norm, infer_batch_norm});
     t.push_back({"InstanceNormalization", 6, kAll, parse_epsilon, infer_instance_norm});
     t.push_back({"MeanVarianceNormalization", 9, kAll, parse_mvn, infer_mvn});
     t.push_back({"Det", 11, kAll, parse_none, infer_det});
     t.push_back({"TopK", 10, kAll, parse_top_k, infer_top_k});
     t.push_back({"Einsum", 12, kAll, parse_einsum, infer_einsum});
-    t.push_back({"DFT", 17, kAll, parse_dft, infer_dft});
+    t.push_back({"DFT", 17, 19, parse_dft, infer_dft}); // 20: the axis became an input
     t.push_back({"ReverseSequence", 10, kAll, parse_reverse_sequence, infer_reverse_sequence});
     t.push_back({"LRN", 1, kAll, parse_lrn, infer_same});
     t.push_back({"QuantizeLinear", 10, kAll, parse_quantize, infer_quantize_linear});
@@ -679,7 +743,8 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"OneHot", 9, kAll, parse_axis<-1>, infer_one_hot});
     t.push_back({"DepthToSpace", 1, 10, parse_block<false>, infer_depth_to_space});
     t.push_back({"DepthToSpace", 11, kAll, parse_block<true>, infer_depth_to_space});
-    t.push_back({"SpaceToDepth", 1, kAll, parse_block<false>, infer_space_to_depth});
+    t.push_back({"SpaceToDepth", 1, 27, parse_block<false>, infer_space_to_depth});
+    t.push_back({"SpaceToDepth", 28, kAll, parse_space_to_depth, infer_space_to_depth});
     t.push_back({"BitShift", 11, kAll, parse_bit_shift, infer_broadcast});
     t.push_back({"Shrink", 9, kAll, parse_shrink, infer_same});
     t.push_back({"Resize", 11, kAll, parse_resize, infer_resize});

@@ -90,9 +90,14 @@ inline constexpr std::string_view kAdagradOp = "ai.onnx.preview.training.Adagrad
 inline constexpr std::string_view kAdamOp = "ai.onnx.preview.training.Adam";
 inline constexpr std::string_view kMomentumOp = "ai.onnx.preview.training.Momentum";
 
-// The ai.onnx opsets Weft accepts; a model outside this window is refused.
+// The ai.onnx opsets Weft accepts: those of the ONNX release the table follows
+// (docs/onnx-versions.md). A model outside this window is refused; so is a node whose op
+// has an entry at none of its opset's ranges.
+inline constexpr std::string_view kOnnxRelease = "1.23.2";
 inline constexpr int kMinOpset = 1;
-inline constexpr int kMaxOpset = 17;
+inline constexpr int kMaxOpset = 28;
+// The newest ONNX IR version, of the same release.
+inline constexpr int64_t kMaxIrVersion = 14;
 
 // The entry for "op_type" at "opset", or null.
 const OpDef* find_op(std::string_view op_type, int opset);

@@ -184,6 +184,38 @@ TypesOrError infer_layer_norm(const Node& node) {
   return out;
 }
 
+// RMSNormalization: y like x; the axis must be one of x's.
+TypesOrError infer_rms_norm(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  if (x.shape) {
+    WEFT_RETURN_IF_ERROR(
+        normalize_axis(node.attrs_as<LayerNormAttrs>().axis, static_cast<int64_t>(x.shape->size()))
+            .status());
+  }
+  return one(x);
+}
+
+// GroupNormalization: y like x [N, C, ...], C a multiple of num_groups; scale and bias hold
+// one value per group (opset 18) or per channel (opset 21).
+TypesOrError infer_group_norm(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  int64_t groups = node.attrs_as<GroupNormAttrs>().num_groups;
+  if (!x.shape) return one(x);
+  if (x.shape->size() < 2) return fail("the input must have rank 2 or more");
+  const Dim& channels = (*x.shape)[1];
+  if (channels.is_static() && channels.value() % groups != 0)
+    return fail(fmt::format("{} channels do not divide into {} groups", channels.value(), groups));
+  Dim per = node.opset >= 21 ? channels : Dim(groups);
+  for (size_t i = 1; i < 3; ++i) {
+    const Value* v = node.input(i);
+    if (!v) return fail(fmt::format("input {} is required", i));
+    if (v->type.shape && (v->type.shape->size() != 1 || !agree((*v->type.shape)[0], per)))
+      return fail(fmt::format("input {} must hold one value per {}", i,
+                              node.opset >= 21 ? "channel" : "group"));
+  }
+  return one(x);
+}
+
 TypesOrError infer_batch_norm(const Node& node) {
   std::vector<TensorType> out = {in_type(node, 0)};
   // Training outputs: running mean and variance, shaped like the mean and var inputs.
@@ -524,12 +556,17 @@ Status check_quantize_params(const Node& node) {
 TypesOrError infer_quantize_linear(const Node& node) {
   WEFT_RETURN_IF_ERROR(check_quantize_params(node));
   const Value* zp = node.input(2);
-  return one({zp ? zp->type.dtype : DType::kU8, in_type(node, 0).shape});
+  std::optional<DType> out = node.attrs_as<QuantizeAttrs>().output_dtype;
+  if (zp && out && *out != zp->type.dtype)
+    return fail("output_dtype differs from the zero point's type");
+  return one({zp ? zp->type.dtype : out.value_or(DType::kU8), in_type(node, 0).shape});
 }
 
 TypesOrError infer_dequantize_linear(const Node& node) {
   WEFT_RETURN_IF_ERROR(check_quantize_params(node));
-  return one({DType::kF32, in_type(node, 0).shape});
+  // The scale's type from opset 19 on (f32 before), or output_dtype (opset 23).
+  DType out = node.opset >= 19 ? in_type(node, 1).dtype : DType::kF32;
+  return one({node.attrs_as<QuantizeAttrs>().output_dtype.value_or(out), in_type(node, 0).shape});
 }
 
 // y (u8, the input's shape), y_scale (f32 scalar), y_zero_point (u8 scalar).

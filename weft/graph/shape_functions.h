@@ -22,6 +22,8 @@ TypesOrError infer_cast(const Node& node);
 TypesOrError infer_cast_like(const Node& node);
 TypesOrError infer_reduce(const Node& node);
 TypesOrError infer_arg_reduce(const Node& node);
+TypesOrError infer_rms_norm(const Node& node);
+TypesOrError infer_group_norm(const Node& node);
 TypesOrError infer_layer_norm(const Node& node);
 TypesOrError infer_batch_norm(const Node& node);
 TypesOrError infer_top_k(const Node& node);
@@ -62,6 +64,11 @@ TypesOrError infer_flatten(const Node& node);
 TypesOrError infer_squeeze(const Node& node);
 TypesOrError infer_unsqueeze(const Node& node);
 TypesOrError infer_split(const Node& node);
+// Pad's pads from its constant inputs, over every axis (opset 18's axes input spread out);
+// none when they are known only at run time.
+Result<std::optional<Ints>> constant_pads(const Node& node, int64_t rank);
+// Split's parts for opset 18's num_outputs: ceil(extent / parts) each, the last ones smaller.
+Ints split_sizes(int64_t extent, int64_t parts);
 TypesOrError infer_transpose(const Node& node);
 TypesOrError infer_reshape(const Node& node);
 TypesOrError infer_expand(const Node& node);

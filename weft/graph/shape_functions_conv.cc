@@ -172,10 +172,28 @@ Result<std::vector<TransposedWindow>> conv_transpose_windows(const Node& node) {
 }
 
 // Each dim grows by its pads (a negative pad crops), from the attribute or a constant input.
+Result<std::optional<Ints>> constant_pads(const Node& node, int64_t rank) {
+  std::optional<Ints> pads = constant_ints(node.input(1));
+  if (!pads || !node.input(3)) return pads;
+  std::optional<Ints> axes = constant_ints(node.input(3));
+  if (!axes) return std::optional<Ints>();
+  if (pads->size() != 2 * axes->size())
+    return fail(fmt::format("pads has {} values for {} axes", pads->size(), axes->size()));
+  Ints full(static_cast<size_t>(2 * rank), 0);
+  for (size_t i = 0; i < axes->size(); ++i) {
+    WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis((*axes)[i], rank));
+    full[static_cast<size_t>(axis)] = (*pads)[i];
+    full[static_cast<size_t>(axis + rank)] = (*pads)[i + axes->size()];
+  }
+  return std::optional<Ints>(full);
+}
+
 TypesOrError infer_pad(const Node& node) {
   const TensorType& x = in_type(node, 0);
   std::optional<Ints> pads = node.attrs_as<PadAttrs>().pads;
-  if (!pads && !node.input(3)) pads = constant_ints(node.input(1));
+  if (!pads && x.shape) {
+    WEFT_ASSIGN_OR_RETURN(pads, constant_pads(node, static_cast<int64_t>(x.shape->size())));
+  }
   if (!x.shape || !pads) return one({x.dtype, x.shape ? unknown_shape(x.shape->size()) : x.shape});
   size_t rank = x.shape->size();
   if (pads->size() != 2 * rank)

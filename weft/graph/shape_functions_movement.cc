@@ -158,6 +158,14 @@ TypesOrError infer_unsqueeze(const Node& node) {
   return one({x.dtype, out});
 }
 
+Ints split_sizes(int64_t extent, int64_t parts) {
+  int64_t each = (extent + parts - 1) / parts;
+  Ints sizes;
+  for (int64_t i = 0, left = extent; i < parts; ++i, left -= each)
+    sizes.push_back(std::max<int64_t>(std::min(each, left), 0));
+  return sizes;
+}
+
 TypesOrError infer_split(const Node& node) {
   const auto& a = node.attrs_as<SplitAttrs>();
   const TensorType& x = in_type(node, 0);
@@ -168,6 +176,10 @@ TypesOrError infer_split(const Node& node) {
   std::optional<Ints> sizes = attr_or_input_axes(a.split, node, 1);
   bool sizes_unknown = !sizes && node.input(1); // given, but only at run time
   const Dim& extent = (*x.shape)[static_cast<size_t>(axis)];
+  if (a.num_outputs && static_cast<size_t>(*a.num_outputs) != n)
+    return fail(fmt::format("num_outputs is {} but the node has {} outputs", *a.num_outputs, n));
+  if (!sizes && !sizes_unknown && a.num_outputs && extent.is_static())
+    sizes = split_sizes(extent.value(), *a.num_outputs);
   std::vector<TensorType> out(n, x);
   for (size_t i = 0; i < n; ++i) {
     Dim d = Dim::unknown();

@@ -21,7 +21,7 @@ const std::map<std::string_view, ExprOp>& unary_ops() {
       {"Cos", ExprOp::kCos},         {"Tan", ExprOp::kTan},     {"Asin", ExprOp::kAsin},
       {"Acos", ExprOp::kAcos},       {"Atan", ExprOp::kAtan},   {"Sinh", ExprOp::kSinh},
       {"Cosh", ExprOp::kCosh},       {"Asinh", ExprOp::kAsinh}, {"Acosh", ExprOp::kAcosh},
-      {"Atanh", ExprOp::kAtanh},     {"Not", ExprOp::kNot},
+      {"Atanh", ExprOp::kAtanh},     {"Not", ExprOp::kNot},     {"BitwiseNot", ExprOp::kNot},
   };
   return ops;
 }
@@ -30,6 +30,8 @@ const std::map<std::string_view, ExprOp>& binary_ops() {
   static const std::map<std::string_view, ExprOp> ops = {
       {"Add", ExprOp::kAdd}, {"Sub", ExprOp::kSub}, {"Mul", ExprOp::kMul}, {"Div", ExprOp::kDiv},
       {"Pow", ExprOp::kPow}, {"And", ExprOp::kAnd}, {"Or", ExprOp::kOr},   {"Xor", ExprOp::kXor},
+      // On integers kAnd, kOr, kXor and kNot are bitwise (codegen/dialect.cc).
+      {"BitwiseAnd", ExprOp::kAnd}, {"BitwiseOr", ExprOp::kOr}, {"BitwiseXor", ExprOp::kXor},
   };
   return ops;
 }
@@ -55,7 +57,7 @@ bool is_activation(std::string_view op) {
       "Softsign",    "Elu",        "Celu",     "Selu",   "LeakyRelu", "ThresholdedRelu",
       "HardSigmoid", "HardSwish",  "PRelu",    "Clip",   "Cast",      "CastLike",
       "Where",       "Mod",        "Identity", "Expand", "Dropout",   "BitShift",
-      "Shrink"};
+      "Shrink",      "Gelu",       "Mish",     "Swish"};
   return ops.contains(op);
 }
 
@@ -116,6 +118,23 @@ int activation(const Node& n, StatementBuilder& b, const std::vector<int>& x, DT
     int lin = bin(ExprOp::kAdd, bin(ExprOp::kMul, c(1.0 / 6), v), c(0.5));
     return bin(ExprOp::kMul, v, bin(ExprOp::kMax, c(0), bin(ExprOp::kMin, c(1), lin)));
   }
+  if (op == "Gelu") { // 0.5 x (1 + erf(x / sqrt 2)), or with tanh(sqrt(2 / pi) (x + 0.044715 x^3))
+    int inner = n.attrs_as<GeluAttrs>().tanh
+                    ? un(ExprOp::kTanh,
+                         bin(ExprOp::kMul, c(0.7978845608028654),
+                             bin(ExprOp::kAdd, v,
+                                 bin(ExprOp::kMul, c(0.044715),
+                                     bin(ExprOp::kMul, v, bin(ExprOp::kMul, v, v))))))
+                    : un(ExprOp::kErf, bin(ExprOp::kMul, v, c(0.7071067811865476)));
+    return bin(ExprOp::kMul, bin(ExprOp::kMul, c(0.5), v), bin(ExprOp::kAdd, c(1), inner));
+  }
+  if (op == "Mish") { // x tanh(softplus(x))
+    int softplus = un(ExprOp::kLog, bin(ExprOp::kAdd, un(ExprOp::kExp, v), c(1)));
+    return bin(ExprOp::kMul, v, un(ExprOp::kTanh, softplus));
+  }
+  if (op == "Swish") // x sigmoid(alpha x)
+    return bin(ExprOp::kMul, v,
+               un(ExprOp::kSigmoid, bin(ExprOp::kMul, c(n.attrs_as<AlphaAttrs>().alpha), v)));
   if (op == "PRelu") return sel(cmp(ExprOp::kLt, v, c(0)), bin(ExprOp::kMul, x[1], v), v);
   if (op == "Clip") {
     const auto& a = n.attrs_as<ClipAttrs>();
@@ -155,7 +174,9 @@ Result<LoweredNode> lower_elementwise(const Node& n, const std::string& name) {
   const Shape& shape = *out->type.shape;
   StatementBuilder b(n.op_type, shape);
   std::vector<int> x;
-  size_t inputs = n.op_type == "Expand" ? 1 : n.op_type == "Dropout" ? 1 : n.inputs.size();
+  // Expand's shape, Dropout's ratio and CastLike's "like" are not loaded (CastLike's type is).
+  bool first_only = n.op_type == "Expand" || n.op_type == "Dropout" || n.op_type == "CastLike";
+  size_t inputs = first_only ? 1 : n.inputs.size();
   for (size_t i = 0; i < inputs; ++i) {
     const Value* in = n.inputs[i];
     if (!in) {

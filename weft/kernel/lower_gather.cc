@@ -22,6 +22,8 @@ Combine scatter_combine(const Node& n) {
     case ScatterReduction::kNone: return Combine::kNone;
     case ScatterReduction::kAdd: return Combine::kSum;
     case ScatterReduction::kMul: return Combine::kProd;
+    case ScatterReduction::kMax: return Combine::kMax;
+    case ScatterReduction::kMin: return Combine::kMin;
   }
   return Combine::kNone;
 }

@@ -55,7 +55,7 @@ Result<LoweredNode> lower_quantize_linear(const Node& n, const std::string& name
   return k.lowered();
 }
 
-// y = (x - zero_point) * scale, in f32.
+// y = (x - zero_point) * scale, in f32, then in y's type (the scale's from opset 19 on).
 Result<LoweredNode> lower_dequantize_linear(const Node& n, const std::string& name) {
   const Value* x = n.inputs[0];
   const Value* y = n.outputs[0];
@@ -66,6 +66,7 @@ Result<LoweredNode> lower_dequantize_linear(const Node& n, const std::string& na
       load_as(b, k.buffer(x, BufferRole::kInput), iterators(shape.size()), x->type.dtype, kF32);
   if (n.input(2)) xv = b.op(ExprOp::kSub, kF32, {xv, load_param(k, b, n, n.inputs[2], kF32)});
   int v = b.op(ExprOp::kMul, kF32, {xv, load_param(k, b, n, n.inputs[1], kF32)});
+  if (y->type.dtype != kF32) v = b.op(ExprOp::kCast, y->type.dtype, {v});
   k.add(b.store(v, k.buffer(y, BufferRole::kOutput), iterators(shape.size())));
   return k.lowered();
 }

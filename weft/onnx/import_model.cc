@@ -10,14 +10,13 @@
 
 #include <fmt/format.h>
 #include <google/protobuf/stubs/logging.h>
-#include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
-#include <onnx/shape_inference/implementation.h>
 
 #include "weft/graph/op_table.h"
 #include "weft/graph/passes/infer_shapes.h"
 #include "weft/graph/verify_graph.h"
 #include "weft/onnx/attr_reader.h"
+#include "weft/onnx/inline_functions.h"
 #include "weft/onnx/onnx_dtype.h"
 #include "weft/onnx/tensor_proto.h"
 #include "weft/support/grouped_list.h"
@@ -33,19 +32,6 @@ void silence_protobuf_logging() {
     return true;
   }();
   (void)once;
-}
-
-// libonnx messages span lines ("... ==> Context: ..."); a diagnostic is one line.
-std::string one_line(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    bool space = c == '\n' || c == '\r' || c == '\t' || c == ' ';
-    if (space && (out.empty() || out.back() == ' ')) continue;
-    out += space ? ' ' : c;
-  }
-  while (!out.empty() && out.back() == ' ')
-    out.pop_back();
-  return out;
 }
 
 Result<std::string> read_file(const std::string& path) {
@@ -78,6 +64,11 @@ Result<onnx::ModelProto> parse_model(const std::string& bytes, const std::string
     return Status::error(fmt::format("{}: not a valid ONNX model: it has no {}", name,
                                      model.ir_version() <= 0 ? "ir_version" : "graph"));
   }
+  if (model.ir_version() > kMaxIrVersion) {
+    return Status::error(fmt::format(
+        "{}: the model's IR version {} is newer than Weft knows (IR up to {}, onnx {})", name,
+        model.ir_version(), kMaxIrVersion, kOnnxRelease));
+  }
   return model;
 }
 
@@ -107,11 +98,15 @@ Result<int> find_opset(const onnx::ModelProto& model, const std::string& name) {
     opset = kMaxOpset;
   }
   if (!opset) return Status::error(fmt::format("{}: the model imports no ai.onnx opset", name));
-  if (*opset < kMinOpset || *opset > kMaxOpset) {
+  if (*opset > kMaxOpset) {
     return Status::error(fmt::format(
-        "{}: ai.onnx opset {} is outside the opsets Weft supports ({}-{}); convert the model "
-        "with onnx.version_converter",
-        name, *opset, kMinOpset, kMaxOpset));
+        "{}: ai.onnx opset {} is newer than Weft knows (opsets {}-{}, onnx {}); convert the "
+        "model with onnx.version_converter",
+        name, *opset, kMinOpset, kMaxOpset, kOnnxRelease));
+  }
+  if (*opset < kMinOpset) {
+    return Status::error(fmt::format("{}: ai.onnx opset {} is not valid (opsets start at {})",
+                                     name, *opset, kMinOpset));
   }
   return *opset;
 }
@@ -166,14 +161,16 @@ Status check_supported_ops(const onnx::GraphProto& graph, int opset, const std::
   return Status::error(fmt::format("{}: unsupported ops: {}", name, format_grouped(unsupported)));
 }
 
-// libonnx 1.12's shape inference crashes on some inputs that pass its checker (found by
-// tests/fuzz/import_fuzzer.cc): LayerNormalization with an axis out of range reads out of
-// bounds, and the Conv/pool family divides by zero strides and indexes past attributes whose
-// lengths do not match the input's rank. Weft checks the ONNX spec's rules for these first.
-// The ranks known here are the declared ones of graph inputs and initializers.
-class LibonnxHazards {
+// Spec rules checked on the protobuf, before any shape function runs. They were first
+// written against inputs that crashed libonnx 1.12's shape inference (found by
+// tests/fuzz/import_fuzzer.cc: LayerNormalization with an axis out of range, the Conv/pool
+// family with zero strides or attributes whose lengths do not match the input's rank); Weft
+// no longer runs that inference, and keeps the checks for its own shape functions. The
+// ranks known here are the declared ones of graph inputs, outputs, value_info and
+// initializers.
+class DeclaredRankChecks {
 public:
-  LibonnxHazards(const onnx::GraphProto& graph, std::string name) : name_(std::move(name)) {
+  DeclaredRankChecks(const onnx::GraphProto& graph, std::string name) : name_(std::move(name)) {
     for (const auto* infos : {&graph.input(), &graph.output(), &graph.value_info()}) {
       for (const auto& vi : *infos) {
         if (vi.type().has_tensor_type() && vi.type().tensor_type().has_shape()) {
@@ -186,7 +183,7 @@ public:
   }
 
   // A value declared with two ranks (say an output reusing an input's name) is refused:
-  // libonnx's inference would see one rank and these checks the other.
+  // the shape functions would see one rank and these checks the other.
   Status check_declarations() const {
     if (conflict_.empty()) return Status();
     return Status::error(
@@ -258,38 +255,13 @@ private:
   std::string conflict_; // the first value declared with two ranks
 };
 
-Status check_libonnx_hazards(const onnx::GraphProto& graph, const std::string& name) {
-  LibonnxHazards hazards(graph, name);
-  WEFT_RETURN_IF_ERROR(hazards.check_declarations());
+Status check_declared_ranks(const onnx::GraphProto& graph, const std::string& name) {
+  DeclaredRankChecks checks(graph, name);
+  WEFT_RETURN_IF_ERROR(checks.check_declarations());
   for (int i = 0; i < graph.node_size(); ++i) {
-    WEFT_RETURN_IF_ERROR(hazards.check(graph.node(i), i));
+    WEFT_RETURN_IF_ERROR(checks.check(graph.node(i), i));
     for (const onnx::GraphProto* sub : subgraphs(graph.node(i)))
-      WEFT_RETURN_IF_ERROR(check_libonnx_hazards(*sub, name));
-  }
-  return Status();
-}
-
-Status check_and_infer(onnx::ModelProto& model, const std::string& path, const std::string& name) {
-  try {
-    // The path form lets the checker resolve external data against the model's directory.
-    if (!path.empty()) {
-      onnx::checker::check_model(path);
-    } else {
-      onnx::checker::check_model(model);
-    }
-  } catch (const std::exception& e) {
-    return Status::error(fmt::format("{}: invalid model: {}", name, one_line(e.what())));
-  }
-  WEFT_RETURN_IF_ERROR(check_libonnx_hazards(model.graph(), name));
-  try {
-    // Lenient about node-level failures, as ONNX Runtime is: exporters emit models that
-    // break a type constraint of libonnx's schemas but run fine. Weft's own shape functions
-    // then check each supported node (GraphBuilder::add_node).
-    onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0,
-                                        /*enable_data_propagation=*/true);
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
-  } catch (const std::exception& e) {
-    return Status::error(fmt::format("{}: shape inference failed: {}", name, one_line(e.what())));
+      WEFT_RETURN_IF_ERROR(check_declared_ranks(*sub, name));
   }
   return Status();
 }
@@ -632,11 +604,14 @@ private:
   std::vector<std::string> captured_; // outer values a body reads, in order
 };
 
-Result<Graph> import_parsed(onnx::ModelProto& model, const std::string& path,
-                            const std::string& name, const std::string& base_dir) {
+// Weft's own checks and shape functions stand in for libonnx's checker and inference,
+// which stop at IR 8 and opset 17 (docs/onnx-versions.md).
+Result<Graph> import_parsed(onnx::ModelProto& model, const std::string& name,
+                            const std::string& base_dir) {
+  WEFT_RETURN_IF_ERROR(inline_local_functions(model, name));
   WEFT_ASSIGN_OR_RETURN(int opset, find_opset(model, name));
   WEFT_RETURN_IF_ERROR(check_supported_ops(model.graph(), opset, name));
-  WEFT_RETURN_IF_ERROR(check_and_infer(model, path, name));
+  WEFT_RETURN_IF_ERROR(check_declared_ranks(model.graph(), name));
   return GraphBuilder(model, opset, name, base_dir).build();
 }
 
@@ -646,13 +621,13 @@ Result<Graph> import_model(const std::string& path) {
   WEFT_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
   WEFT_ASSIGN_OR_RETURN(onnx::ModelProto model, parse_model(bytes, path));
   std::string base_dir = std::filesystem::path(path).parent_path().string();
-  return import_parsed(model, path, path, base_dir.empty() ? "." : base_dir);
+  return import_parsed(model, path, base_dir.empty() ? "." : base_dir);
 }
 
 Result<Graph> import_model_bytes(const std::string& bytes, const std::string& name,
                                  const std::string& base_dir) {
   WEFT_ASSIGN_OR_RETURN(onnx::ModelProto model, parse_model(bytes, name));
-  return import_parsed(model, "", name, base_dir);
+  return import_parsed(model, name, base_dir);
 }
 
 } // namespace weft

@@ -150,6 +150,12 @@ void canonicalize_split(Node& node) {
   }
   drop_inputs_from(node, 1);
   normalize_axis_in_place(a.axis, rank_of(node.inputs[0]));
+  const Value* x = node.inputs[0];
+  if (!a.split && a.num_outputs && x->type.shape && a.axis >= 0 &&
+      static_cast<size_t>(a.axis) < x->type.shape->size()) {
+    const Dim& extent = (*x->type.shape)[static_cast<size_t>(a.axis)];
+    if (extent.is_static()) a.split = split_sizes(extent.value(), *a.num_outputs);
+  }
 }
 
 void canonicalize_clip(Node& node) {
@@ -184,11 +190,13 @@ void canonicalize_slice(Node& node) {
 
 void canonicalize_pad(Node& node) {
   auto& a = node.attrs_as<PadAttrs>();
-  if (a.pads || node.input(3)) return; // opset 18's axes input: outside Weft's window
-  std::optional<Ints> pads = constant_ints(node.input(1));
-  if (!pads) return;
-  a.pads = pads;
+  std::optional<int64_t> rank = rank_of(node.inputs[0]);
+  if (a.pads || !rank) return;
+  Result<std::optional<Ints>> pads = constant_pads(node, *rank);
+  if (!pads.ok() || !*pads) return;
+  a.pads = *pads;
   node.inputs[1] = nullptr;
+  if (node.inputs.size() > 3) node.inputs[3] = nullptr; // opset 18's axes, now spread out
   // The fill value moves too when it is constant; otherwise it stays an input.
   if (const Value* v = node.input(2); v && v->is_constant()) {
     a.value = static_cast<float>(v->constant->get_double(0));

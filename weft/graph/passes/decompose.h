@@ -1,0 +1,22 @@
+// decompose: fused operators of the newer opsets that Weft runs as the primitives they are
+// defined by, for fusion to stitch back into as few kernels as the data flow allows.
+//
+//   RMSNormalization(x, s)   (23): y = x / sqrt(mean(x^2 over axis..) + eps) * s
+//   GroupNormalization(x, s, b) (18, 21): per group of channels, (x - mean) / sqrt(var + eps),
+//                            then s and b per group (18) or per channel (21)
+//
+// The statistics are taken in stash_type (f32), with casts around them for other inputs,
+// as the ONNX function bodies do.
+//
+// Requires: the input's rank (the nodes stay as they are without it, and lowering refuses them).
+// Guarantees: the output values keep their names and types; the nodes are gone.
+#pragma once
+
+#include "weft/graph/graph.h"
+#include "weft/support/status.h"
+
+namespace weft {
+
+Status decompose(Graph& graph);
+
+} // namespace weft
