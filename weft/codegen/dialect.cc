@@ -227,6 +227,11 @@ template <typename T> WEFT_D T weft_mod(T a, T b) {
   T r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
+// Floating-point modulo with the sign of the divisor (Mod, fmod = 0, as numpy's mod).
+template <typename T> WEFT_D T weft_fmod_floor(T a, T b) {
+  T r = fmod(a, b);
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
 WEFT_D int64_t weft_floord(int64_t a, int64_t b) { return (a >= 0) ? a / b : -((-a + b - 1) / b); }
 // Data-dependent indices: clamped into [0, n) so that no index reads outside its buffer;
 // the wrapping form first counts a negative index from the end, as ONNX's gathers do.
@@ -392,7 +397,7 @@ std::string apply_op(kernel::ExprOp op, DType t, const std::vector<std::string>&
     case ExprOp::kMax: return call("weft_max", a);
     case ExprOp::kMin: return call("weft_min", a);
     case ExprOp::kPow: return is_float ? call("pow", a) : through_double(t, "pow", a);
-    case ExprOp::kMod: return is_float ? call("fmod", a) : call("weft_mod", a);
+    case ExprOp::kMod: return is_float ? call("weft_fmod_floor", a) : call("weft_mod", a);
     case ExprOp::kFmod: return is_float ? call("fmod", a) : through_double(t, "fmod", a);
     case ExprOp::kLt: return fmt::format("({} < {})", a[0], a[1]);
     case ExprOp::kLe: return fmt::format("({} <= {})", a[0], a[1]);
@@ -410,9 +415,16 @@ std::string apply_op(kernel::ExprOp op, DType t, const std::vector<std::string>&
       return fmt::format("({} {} {})", a[0], logical, a[1]);
     }
     case ExprOp::kShiftLeft:
-    case ExprOp::kShiftRight:
-      return fmt::format("static_cast<{0}>({2} >= 8 * sizeof({0}) ? 0 : {1} {3} {2})",
-                         compute_type(t), a[0], a[1], op == ExprOp::kShiftLeft ? "<<" : ">>");
+    case ExprOp::kShiftRight: {
+      // A shift by a negative amount or by the width or more gives 0, or -1 for a negative
+      // value shifted right (an arithmetic shift all the way).
+      bool sign = op == ExprOp::kShiftRight && !dtype_is_unsigned_int(t);
+      std::string out_of_range = sign ? fmt::format("({} < 0 ? -1 : 0)", a[0]) : "0";
+      return fmt::format("static_cast<{0}>(static_cast<uint64_t>({2}) >= 8 * sizeof({0}) ? {4} "
+                         ": {1} {3} {2})",
+                         compute_type(t), a[0], a[1], op == ExprOp::kShiftLeft ? "<<" : ">>",
+                         out_of_range);
+    }
     case ExprOp::kSelect: return fmt::format("({} ? {} : {})", a[0], a[1], a[2]);
     case ExprOp::kLoad:
     case ExprOp::kConstant:

@@ -16,7 +16,13 @@ namespace weft::codegen {
 
 namespace {
 
+std::string identity_literal(kernel::Combine c, DType t);
+
 std::string literal(double v, DType t) {
+  // An infinite constant of an integer or bool type is a max's or min's identity (lowering
+  // writes combine_identity): the type's extremes stand for it.
+  if (!dtype_is_float(t) && std::isinf(v))
+    return identity_literal(v < 0 ? kernel::Combine::kMax : kernel::Combine::kMin, t);
   if (t == DType::kBool) return v != 0 ? "true" : "false";
   if (!dtype_is_float(t))
     return fmt::format("static_cast<{}>({})", compute_type(t), static_cast<int64_t>(v));

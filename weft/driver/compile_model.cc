@@ -424,6 +424,26 @@ std::vector<std::string> output_names_of(const Graph& graph) {
 // Input positions whose values the compile bound (freeze_shape_operands), with the values.
 using Frozen = std::vector<std::pair<int, Tensor>>;
 
+// The nodes of a branch that an If took now run: they are no longer conditional
+// (Node::conditional). The walk back from the branch's outputs stops at nodes outside
+// branches, and at a nested If's branches, which stay conditional on that If.
+void mark_taken(const std::vector<Value*>& outputs) {
+  std::vector<Node*> work;
+  for (Value* v : outputs) {
+    if (v && v->producer) work.push_back(v->producer);
+  }
+  while (!work.empty()) {
+    Node* n = work.back();
+    work.pop_back();
+    if (!n->conditional) continue;
+    n->conditional = false;
+    size_t inputs = n->op_type == "If" ? 1 : n->inputs.size();
+    for (size_t i = 0; i < inputs; ++i) {
+      if (Value* in = n->inputs[i]; in && in->producer) work.push_back(in->producer);
+    }
+  }
+}
+
 // Runs the data-dependent nodes whose inputs are all constant on the host, replacing their
 // outputs with constants, then refolds; repeats while any ran.
 Status run_host_ops(Graph& graph) {
@@ -449,6 +469,7 @@ Status run_host_ops(Graph& graph) {
     } else if (node->op_type == "If") { // the chosen branch's outputs pass through
       Result<std::vector<Value*>> chosen = chosen_branch(*node);
       if (!chosen.ok()) return chosen.status().with_location(location_of(graph, *node));
+      if (!node->conditional) mark_taken(*chosen);
       for (size_t i = 0; i < node->outputs.size(); ++i) {
         if (node->outputs[i]) graph.replace_all_uses(node->outputs[i], (*chosen)[i]);
       }
@@ -474,9 +495,12 @@ std::vector<std::string> host_op_inputs(const Graph& graph, std::vector<std::str
   std::set<const Value*> downstream; // of a data-dependent node
   std::vector<std::string> names;
   for (const auto& node : graph.nodes()) {
-    bool fed = std::any_of(node->inputs.begin(), node->inputs.end(),
+    // An If is fed only through its condition: its branches' values just pass through.
+    size_t inputs = node->op_type == "If" ? 1 : node->inputs.size();
+    bool fed = std::any_of(node->inputs.begin(), node->inputs.begin() + inputs,
                            [&](const Value* v) { return downstream.contains(v); });
-    if (is_data_dependent(*node) && !fed) {
+    // A host op of an If branch waits for its If: the branch may never run.
+    if (is_data_dependent(*node) && !fed && !node->conditional) {
       host_ops->push_back(fmt::format("{} '{}'", node->op_type, node->name));
       for (size_t i = 0; i < node->inputs.size(); ++i) {
         const Value* v = node->inputs[i];
@@ -577,6 +601,7 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
     graph = std::move(first);
   }
   WEFT_RETURN_IF_ERROR(check_lowerable(graph));
+  WEFT_RETURN_IF_ERROR(check_conditional_shapes(graph)); // the branches that stayed
   timer.end("specialize");
 
   bool cuda = settings.device == "cuda";

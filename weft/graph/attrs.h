@@ -292,6 +292,33 @@ struct GroupNormAttrs {
   WEFT_FIELDS(f("num_groups", num_groups); f("epsilon", epsilon); f("stash_type", stash_type))
 };
 
+// Attention (opsets 23-25): scaled dot-product attention with masks, causality, sliding
+// windows (25), grouped KV heads and a KV cache.
+struct AttentionAttrs {
+  bool is_causal = false;
+  std::optional<int64_t> q_num_heads; // 3-D inputs only
+  std::optional<int64_t> kv_num_heads;
+  int64_t qk_matmul_output_mode = 0; // 0, 1: scores (softcapped); 2: + bias; 3: softmax
+  std::optional<float> scale;        // none: 1 / sqrt(head size)
+  float softcap = 0.0f;              // 0: none
+  std::optional<DType> softmax_precision;
+  int64_t left_window = -1; // -1: unbounded
+  int64_t right_window = -1;
+  WEFT_FIELDS(f("is_causal", is_causal); f("q_num_heads", q_num_heads);
+              f("kv_num_heads", kv_num_heads); f("qk_matmul_output_mode", qk_matmul_output_mode);
+              f("scale", scale); f("softcap", softcap); f("softmax_precision", softmax_precision);
+              f("left_window_size", left_window); f("right_window_size", right_window))
+};
+
+// RotaryEmbedding (opset 23).
+struct RotaryAttrs {
+  bool interleaved = false;
+  std::optional<int64_t> num_heads; // 3-D inputs
+  int64_t rotary_dim = 0;           // 0: the whole head
+  WEFT_FIELDS(f("interleaved", interleaved); f("num_heads", num_heads);
+              f("rotary_embedding_dim", rotary_dim))
+};
+
 struct DropoutAttrs {
   std::optional<float> ratio; // before opset 12; an input after
   bool is_test = false;       // before opset 7
@@ -483,7 +510,7 @@ using OpAttrs =
                  TopKAttrs, TriluAttrs, EyeLikeAttrs, CumSumAttrs, BlockAttrs, BitShiftAttrs,
                  ShrinkAttrs, ResizeAttrs, GridSampleAttrs, LossAttrs, RecurrentAttrs,
                  ConstantAttrs, ConstantOfShapeAttrs, OptimizerAttrs, LoopAttrs, ScanAttrs,
-                 GeluAttrs, GroupNormAttrs>;
+                 GeluAttrs, GroupNormAttrs, AttentionAttrs, RotaryAttrs>;
 
 #undef WEFT_FIELDS
 

@@ -43,6 +43,9 @@ struct Node {
   OpAttrs attrs;
   std::vector<Value*> inputs;  // null: omitted optional input
   std::vector<Value*> outputs; // null: omitted optional output
+  // Imported from a branch of an If: it runs only when its branch is taken, so a shape
+  // function that rejects it (a Squeeze of the untaken branch, say) is no error until then.
+  bool conditional = false;
 
   // The input at "i", or null when absent or omitted.
   Value* input(size_t i) const { return i < inputs.size() ? inputs[i] : nullptr; }

@@ -576,6 +576,35 @@ OpAttrs parse_space_to_depth(AttrParser& p) {
   return parse_block<false>(p);
 }
 
+OpAttrs parse_attention(AttrParser& p) {
+  AttentionAttrs a;
+  a.is_causal = p.bool_or("is_causal", false);
+  a.q_num_heads = p.optional_int("q_num_heads");
+  a.kv_num_heads = p.optional_int("kv_num_heads");
+  a.qk_matmul_output_mode = p.int_or("qk_matmul_output_mode", 0);
+  a.scale = p.optional_float("scale");
+  a.softcap = p.float_or("softcap", 0.0f);
+  if (p.has("softmax_precision")) a.softmax_precision = p.dtype("softmax_precision", DType::kF32);
+  a.left_window = p.int_or("left_window_size", -1);
+  a.right_window = p.int_or("right_window_size", -1);
+  if (a.qk_matmul_output_mode < 0 || a.qk_matmul_output_mode > 3)
+    p.fail("attribute 'qk_matmul_output_mode' must be 0, 1, 2 or 3");
+  if (a.left_window < -1 || a.right_window < -1)
+    p.fail("window sizes must be -1 or non-negative");
+  if ((a.q_num_heads && *a.q_num_heads < 1) || (a.kv_num_heads && *a.kv_num_heads < 1))
+    p.fail("head counts must be positive");
+  return a;
+}
+
+OpAttrs parse_rotary(AttrParser& p) {
+  RotaryAttrs a{p.bool_or("interleaved", false), p.optional_int("num_heads"),
+                p.int_or("rotary_embedding_dim", 0)};
+  if (a.rotary_dim < 0 || a.rotary_dim % 2 != 0)
+    p.fail("attribute 'rotary_embedding_dim' must be even and not negative");
+  if (a.num_heads && *a.num_heads < 1) p.fail("attribute 'num_heads' must be positive");
+  return a;
+}
+
 OpAttrs parse_layer_norm(AttrParser& p) {
   return LayerNormAttrs{p.int_or("axis", -1), p.float_or("epsilon", 1e-5f),
                         p.dtype("stash_type", DType::kF32)};
@@ -723,6 +752,8 @@ const std::vector<OpDef>& build_table() {
     // Decomposed into primitives before lowering (passes/decompose.h).
     t.push_back({"RMSNormalization", 23, kAll, parse_layer_norm, infer_rms_norm});
     t.push_back({"GroupNormalization", 18, kAll, parse_group_norm, infer_group_norm});
+    t.push_back({"Attention", 23, kAll, parse_attention, infer_attention});
+    t.push_back({"RotaryEmbedding", 23, kAll, parse_rotary, infer_rotary});
     t.push_back({"BatchNormalization", 6, kAll, parse_batch_norm, infer_batch_norm});
     t.push_back({"InstanceNormalization", 6, kAll, parse_epsilon, infer_instance_norm});
     t.push_back({"MeanVarianceNormalization", 9, kAll, parse_mvn, infer_mvn});

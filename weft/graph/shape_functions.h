@@ -23,6 +23,8 @@ TypesOrError infer_cast_like(const Node& node);
 TypesOrError infer_reduce(const Node& node);
 TypesOrError infer_arg_reduce(const Node& node);
 TypesOrError infer_rms_norm(const Node& node);
+TypesOrError infer_attention(const Node& node);
+TypesOrError infer_rotary(const Node& node);
 TypesOrError infer_group_norm(const Node& node);
 TypesOrError infer_layer_norm(const Node& node);
 TypesOrError infer_batch_norm(const Node& node);

@@ -58,7 +58,9 @@ Status verify_graph(const Graph& graph, std::string_view after_pass) {
         return broken(fmt::format("%{} is not defined once, by node {}", out->name, n->name));
       }
     }
-    if (!n->def->infer) continue;
+    // A node of an If branch may not fit the shapes of a run that does not take its branch
+    // (graph.h); check_conditional_shapes checks those that stay until lowering.
+    if (!n->def->infer || n->conditional) continue;
     Result<std::vector<TensorType>> inferred = n->def->infer(*n);
     if (!inferred.ok()) {
       return broken(fmt::format("{}: shape function failed: {}", print_node(*n),

@@ -507,7 +507,9 @@ private:
     for (const auto& vi : g.output())
       types_[vi.name()] = &vi.type();
     for (const auto& init : g.initializer()) {
-      WEFT_ASSIGN_OR_RETURN(Tensor t, tensor_from_proto(init, base_dir_));
+      Result<Tensor> read = tensor_from_proto(init, base_dir_);
+      if (!read.ok()) return fail(read.status().message());
+      Tensor t = std::move(read).value();
       if (graph_.find_value(init.name()))
         return fail(fmt::format("initializer '{}' is defined twice", init.name()));
       graph_.add_constant(init.name(), std::move(t));
@@ -519,8 +521,15 @@ private:
   Status add_graph_body(const onnx::GraphProto& g) {
     WEFT_RETURN_IF_ERROR(add_types_and_initializers(g));
     if (g.input_size() > 0) return fail(fmt::format("branch '{}' has inputs", g.name()));
-    for (int i = 0; i < g.node_size(); ++i)
-      WEFT_RETURN_IF_ERROR(add_node(g.node(i), i));
+    ++branch_depth_;
+    for (int i = 0; i < g.node_size(); ++i) {
+      Status added = add_node(g.node(i), i);
+      if (!added.ok()) {
+        --branch_depth_;
+        return added;
+      }
+    }
+    --branch_depth_;
     return Status();
   }
 
@@ -556,11 +565,19 @@ private:
     // Output types come from ONNX shape inference; the op's shape function checks the
     // inputs and fills gaps.
     std::vector<TensorType> fallback;
+    node.conditional = branch_depth_ > 0;
     if (node.def->infer) {
       node.outputs.assign(static_cast<size_t>(proto.output_size()), nullptr);
       Result<std::vector<TensorType>> inferred = node.def->infer(node);
-      if (!inferred.ok()) return inferred.status().with_location(where);
-      fallback = std::move(inferred).value();
+      if (inferred.ok()) {
+        fallback = std::move(inferred).value();
+      } else if (node.conditional && !node.inputs.empty() && node.inputs[0]) {
+        // Its branch may never be taken (graph.h): typed by its first input's dtype.
+        fallback.assign(static_cast<size_t>(proto.output_size()),
+                        TensorType{node.inputs[0]->type.dtype, std::nullopt});
+      } else {
+        return inferred.status().with_location(where);
+      }
     }
     node.outputs.clear();
     for (int i = 0; i < proto.output_size(); ++i) {
@@ -601,6 +618,7 @@ private:
   Graph graph_;
   std::unordered_map<std::string, const onnx::TypeProto*> types_;
   GraphBuilder* parent_ = nullptr;    // the enclosing graph's, for a body
+  int branch_depth_ = 0;              // > 0 while importing an If's branch
   std::vector<std::string> captured_; // outer values a body reads, in order
 };
 
@@ -608,8 +626,8 @@ private:
 // which stop at IR 8 and opset 17 (docs/onnx-versions.md).
 Result<Graph> import_parsed(onnx::ModelProto& model, const std::string& name,
                             const std::string& base_dir) {
-  WEFT_RETURN_IF_ERROR(inline_local_functions(model, name));
   WEFT_ASSIGN_OR_RETURN(int opset, find_opset(model, name));
+  WEFT_RETURN_IF_ERROR(inline_local_functions(model, name));
   WEFT_RETURN_IF_ERROR(check_supported_ops(model.graph(), opset, name));
   WEFT_RETURN_IF_ERROR(check_declared_ranks(model.graph(), name));
   return GraphBuilder(model, opset, name, base_dir).build();

@@ -115,22 +115,117 @@ TEST(Import, OpsetsOutsideAnOpsRangeAreNamed) {
       y = Reshape <shape = [4]> (x)
     })");
   ASSERT_FALSE(g.ok());
-  EXPECT_NE(g.status().message().find("Reshape (opset 4; supported at opsets 5-17)"),
+  EXPECT_NE(g.status().message().find("Reshape (opset 4; supported at opsets 5-28)"),
             std::string::npos)
       << g.status().message();
 }
 
 TEST(Import, OpsetWindowIsEnforced) {
-  Result<Graph> g = import_text(R"(
-    <ir_version: 8, opset_import: ["" : 18]>
+  // Opsets up to onnx 1.23.2's 28 import; a newer one is named with Weft's window.
+  Result<Graph> ok = import_text(R"(
+    <ir_version: 8, opset_import: ["" : 28]>
     g (float[4] x) => (float[4] y) {
       y = Relu(x)
     })");
+  EXPECT_TRUE(ok.ok()) << ok.status().message();
+  onnx::ModelProto model;
+  ASSERT_TRUE(model.ParseFromString(model_bytes(kSmallModel)));
+  model.mutable_opset_import(0)->set_version(29);
+  Result<Graph> g = import_model_bytes(model.SerializeAsString(), "new.onnx", ".");
   ASSERT_FALSE(g.ok());
-  EXPECT_NE(
-      g.status().message().find("ai.onnx opset 18 is outside the opsets Weft supports (1-17)"),
-      std::string::npos)
+  EXPECT_NE(g.status().message().find(
+                "new.onnx: ai.onnx opset 29 is newer than Weft knows (opsets 1-28, onnx 1.23.2)"),
+            std::string::npos)
       << g.status().message();
+}
+
+TEST(Import, IrVersionWindowIsEnforced) {
+  onnx::ModelProto model;
+  ASSERT_TRUE(model.ParseFromString(model_bytes(kSmallModel)));
+  model.set_ir_version(14);
+  EXPECT_TRUE(import_model_bytes(model.SerializeAsString(), "m.onnx", ".").ok());
+  model.set_ir_version(15);
+  Result<Graph> g = import_model_bytes(model.SerializeAsString(), "new.onnx", ".");
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().message(),
+            "new.onnx: the model's IR version 15 is newer than Weft knows (IR up to 14, onnx "
+            "1.23.2)");
+}
+
+// A model-local function (IR 10: its attribute default and the node's overload live in fields
+// Debian's libonnx 1.12 does not know) is inlined per call, with its attribute reference
+// resolved from the call or from the default, and its inner values renamed per call.
+TEST(Import, LocalFunctionsAreInlined) {
+  onnx::ModelProto model;
+  model.set_ir_version(10);
+  auto* imp = model.add_opset_import();
+  imp->set_version(18);
+  auto* local = model.add_opset_import();
+  local->set_domain("local");
+  local->set_version(1);
+  onnx::FunctionProto* f = model.add_functions();
+  f->set_name("Scale");
+  f->set_domain("local");
+  f->add_input("x");
+  f->add_output("y");
+  f->add_attribute("alpha");
+  *f->add_opset_import() = *imp;
+  onnx::AttributeProto alpha_default;
+  alpha_default.set_name("alpha");
+  alpha_default.set_type(onnx::AttributeProto::FLOAT);
+  alpha_default.set_f(2.0f);
+  f->mutable_unknown_fields()->AddLengthDelimited(11, alpha_default.SerializeAsString());
+  onnx::NodeProto* c = f->add_node();
+  c->set_op_type("Constant");
+  c->add_output("c");
+  onnx::AttributeProto* ref = c->add_attribute();
+  ref->set_name("value_float");
+  ref->set_type(onnx::AttributeProto::FLOAT);
+  ref->set_ref_attr_name("alpha");
+  onnx::NodeProto* mul = f->add_node();
+  mul->set_op_type("Mul");
+  mul->add_input("x");
+  mul->add_input("c");
+  mul->add_output("y");
+
+  onnx::GraphProto* g = model.mutable_graph();
+  g->set_name("g");
+  for (const char* name : {"x", "y1", "y2"}) {
+    onnx::ValueInfoProto* vi = name[0] == 'x' ? g->add_input() : g->add_output();
+    vi->set_name(name);
+    vi->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    vi->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(3);
+  }
+  for (const char* out : {"y1", "y2"}) {
+    onnx::NodeProto* call = g->add_node();
+    call->set_op_type("Scale");
+    call->set_domain("local");
+    call->set_name(std::string("call_") + out);
+    call->add_input("x");
+    call->add_output(out);
+    if (out[1] == '1') {
+      onnx::AttributeProto* a = call->add_attribute();
+      a->set_name("alpha");
+      a->set_type(onnx::AttributeProto::FLOAT);
+      a->set_f(3.0f);
+    }
+  }
+  Result<Graph> imported = import_model_bytes(model.SerializeAsString(), "f.onnx", ".");
+  ASSERT_TRUE(imported.ok()) << imported.status().message();
+  std::string text = print_graph(*imported);
+  EXPECT_EQ(imported->nodes().size(), 4u) << text;
+  EXPECT_NE(text.find("f32[]{3}"), std::string::npos) << text;
+  EXPECT_NE(text.find("f32[]{2}"), std::string::npos) << text;
+
+  // A function that calls itself is refused, not expanded forever.
+  mul->set_op_type("Scale");
+  mul->set_domain("local");
+  mul->clear_input();
+  mul->add_input("x");
+  Result<Graph> recursive = import_model_bytes(model.SerializeAsString(), "r.onnx", ".");
+  ASSERT_FALSE(recursive.ok());
+  EXPECT_NE(recursive.status().message().find("calls itself"), std::string::npos)
+      << recursive.status().message();
 }
 
 TEST(Import, UnknownDomainsAreRefused) {

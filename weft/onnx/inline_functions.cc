@@ -98,7 +98,9 @@ private:
 
   // The callee's nodes for one call, renamed, with attribute references resolved.
   Result<onnx::GraphProto> expand(const onnx::NodeProto& call, const onnx::FunctionProto& f) {
-    std::string where = fmt::format("{}: node '{}' (function {})", name_, call.name(), f.name());
+    std::string where = call.name().empty()
+                            ? fmt::format("{}: a call of function {}", name_, f.name())
+                            : fmt::format("{}: node '{}' (function {})", name_, call.name(), f.name());
     for (const auto& imp : f.opset_import()) {
       if (is_onnx_domain(imp.domain()) && model_opset_ && imp.version() != *model_opset_) {
         return Status::error(fmt::format(

@@ -4,6 +4,7 @@
 #include "weft/graph/passes/canonicalize.h"
 #include "weft/graph/passes/eliminate_dead_code.h"
 #include "weft/graph/passes/fold_constants.h"
+#include "weft/graph/passes/infer_shapes.h"
 #include "weft/graph/verify_graph.h"
 
 namespace weft {
@@ -12,10 +13,12 @@ namespace {
 using testing::graph_from_text;
 using testing::print_body;
 
-// canonicalize runs after fold_constants in the pipeline; dead constants go afterwards.
+// canonicalize runs after fold_constants and infer_shapes in the pipeline; dead constants go
+// afterwards.
 std::string canonical(const std::string& model) {
   Graph g = graph_from_text(model);
   EXPECT_TRUE(fold_constants(g).ok());
+  EXPECT_TRUE(infer_shapes(g).ok());
   Status s = canonicalize(g);
   EXPECT_TRUE(s.ok()) << s.to_string();
   EXPECT_TRUE(eliminate_dead_code(g).ok());

@@ -1,5 +1,7 @@
 #include "weft/graph/passes/decompose.h"
 
+#include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "weft/graph/node_builder.h"
@@ -86,22 +88,209 @@ Status group_norm(Graph& graph, Node& node, Value* y) {
   return b.status();
 }
 
+Value* constant_shape(NodeBuilder& b, Value* x, const Ints& dims, const std::string& what) {
+  return b.op("Reshape", {x, shape_constant(b, what, dims)}, ReshapeAttrs{});
+}
+
+// "v" into "into" (an output of the decomposed node) when that is wanted.
+void define(NodeBuilder& b, Value* v, Value* into) {
+  if (into) b.op("Identity", {v}, NoAttrs{}, into);
+}
+
+// Attention, as the reference implementation of onnx 1.23.2 computes it: heads split (3-D
+// inputs), the cache concatenated, KV heads repeated for grouped queries, scores scaled and
+// softcapped, the bias of the mask, causality and windows added, softmax (in
+// softmax_precision), rows whose bias is all -inf set to 0, then the weighted sum of V.
+// Needs static shapes; nodes without them wait for specialization.
+Status attention(Graph& graph, Node& node, const std::vector<Value*>& outs) {
+  NodeBuilder b(graph, node);
+  const auto& a = node.attrs_as<AttentionAttrs>();
+  Value* q = node.inputs[0];
+  Value* k = node.inputs[1];
+  Value* v = node.inputs[2];
+  DType t = q->type.dtype;
+  auto dims = [](const Value* x) { return shape_static_dims(*x->type.shape); };
+  std::vector<int64_t> qd = dims(q), kd = dims(k), vd = dims(v);
+  bool three_d = qd.size() == 3;
+  int64_t batch = qd[0];
+  int64_t q_heads = three_d ? *a.q_num_heads : qd[1];
+  int64_t kv_heads = three_d ? *a.kv_num_heads : kd[1];
+  auto split_heads = [&](Value* x, const std::vector<int64_t>& d, int64_t heads) {
+    Value* r = constant_shape(b, x, {d[0], d[1], heads, d[2] / heads}, "heads");
+    return b.op("Transpose", {r}, TransposeAttrs{Ints{0, 2, 1, 3}});
+  };
+  if (three_d) {
+    q = split_heads(q, qd, q_heads);
+    k = split_heads(k, kd, kv_heads);
+    v = split_heads(v, vd, kv_heads);
+  }
+  int64_t q_len = dims(q)[2], head = dims(q)[3];
+  int64_t past = 0;
+  if (Value* past_key = node.input(4)) {
+    past = dims(past_key)[2];
+    k = b.op("Concat", {past_key, k}, AxisAttrs{2});
+  }
+  if (Value* past_value = node.input(5)) v = b.op("Concat", {past_value, v}, AxisAttrs{2});
+  define(b, k, outs.size() > 1 ? outs[1] : nullptr);
+  define(b, v, outs.size() > 2 ? outs[2] : nullptr);
+  int64_t total = dims(k)[2];
+  if (q_heads != kv_heads) { // each KV head serves q_heads / kv_heads query heads in a row
+    int64_t group = q_heads / kv_heads;
+    auto repeat = [&](Value* x) {
+      std::vector<int64_t> d = dims(x);
+      Value* u = b.op("Unsqueeze", {x}, AxesAttrs{Ints{2}});
+      Value* e = b.op("Expand", {u, shape_constant(b, "groups", {d[0], d[1], group, d[2], d[3]})});
+      return constant_shape(b, e, {d[0], q_heads, d[2], d[3]}, "grouped");
+    };
+    k = repeat(k);
+    v = repeat(v);
+  }
+
+  // Q and K each scaled by sqrt(scale), as the reference does (its rounding in f16 and bf16).
+  double scale = a.scale ? *a.scale : 1.0 / std::sqrt(static_cast<double>(head));
+  Value* root = scalar(b, "scale", t, std::sqrt(scale));
+  Value* kt = b.op("Transpose", {k}, TransposeAttrs{Ints{0, 1, 3, 2}});
+  Value* scores = b.op("MatMul", {b.op("Mul", {q, root}), b.op("Mul", {kt, root})});
+  if (a.softcap > 0) {
+    Value* cap = scalar(b, "softcap", t, a.softcap);
+    scores = b.op("Mul", {b.op("Tanh", {b.op("Div", {scores, cap})}), cap});
+  }
+  Value* qk_out = outs.size() > 3 ? outs[3] : nullptr;
+  if (qk_out && a.qk_matmul_output_mode <= 1) define(b, scores, qk_out);
+
+  // The bias: the mask's (bool: 0 or -inf; shorter than the keys: padded with -inf), plus a
+  // constant [q_len, total] of 0 and -inf for causality and windows.
+  double neg_inf = -std::numeric_limits<double>::infinity();
+  Value* bias = nullptr;
+  if (Value* mask = node.input(3)) {
+    if (mask->type.dtype == DType::kBool) {
+      mask = b.op("Where", {mask, scalar(b, "zero", t, 0), scalar(b, "neg_inf", t, neg_inf)});
+    }
+    std::vector<int64_t> md = dims(mask);
+    if (md.back() < total) {
+      Ints pads(2 * md.size(), 0);
+      pads.back() = total - md.back();
+      mask = b.op("Pad", {mask}, PadAttrs{PadMode::kConstant, pads, static_cast<float>(neg_inf)});
+    }
+    bias = mask;
+  }
+  bool windowed = a.left_window >= 0 || a.right_window >= 0;
+  bool all_masked_row = false;
+  if (a.is_causal || windowed) {
+    Tensor allowed(t, {q_len, total});
+    for (int64_t i = 0; i < q_len; ++i) {
+      bool any = false;
+      for (int64_t j = 0; j < total; ++j) {
+        int64_t diff = i + past - j; // the query's position minus the key's
+        bool ok = (!a.is_causal || diff >= 0) && (a.left_window < 0 || diff <= a.left_window) &&
+                  (a.right_window < 0 || -diff <= a.right_window);
+        allowed.set_double(i * total + j, ok ? 0.0 : neg_inf);
+        any |= ok;
+      }
+      all_masked_row |= !any;
+    }
+    Value* c = b.constant("causal", std::move(allowed));
+    bias = bias ? b.op("Add", {bias, c}) : c;
+  }
+  if (bias) scores = b.op("Add", {scores, bias});
+  if (qk_out && a.qk_matmul_output_mode == 2) define(b, scores, qk_out);
+
+  DType precision = a.softmax_precision.value_or(t);
+  Value* probs = b.op("Softmax", {cast_to(b, scores, precision)}, SoftmaxAttrs{-1});
+  if (node.input(3) || all_masked_row) { // rows with nothing to attend to give 0, not NaN
+    Value* row_max = b.op("ReduceMax", {bias}, ReduceAttrs{Ints{-1}, true, false});
+    Value* none = b.op("Equal", {row_max, scalar(b, "neg_inf", t, neg_inf)});
+    probs = b.op("Where", {none, scalar(b, "zero", precision, 0), probs});
+  }
+  probs = cast_to(b, probs, t);
+  if (qk_out && a.qk_matmul_output_mode == 3) define(b, probs, qk_out);
+
+  Value* y = b.op("MatMul", {probs, v});
+  if (three_d) {
+    y = b.op("Transpose", {y}, TransposeAttrs{Ints{0, 2, 1, 3}});
+    y = constant_shape(b, y, {batch, q_len, -1}, "merged");
+  }
+  define(b, y, outs[0]);
+  return b.status();
+}
+
+// RotaryEmbedding, as the reference implementation computes it: x as [B, S, heads, head],
+// the caches gathered at the positions (when given) and broadcast over the heads, the first
+// rotary_embedding_dim dims of each head rotated in halves (or in interleaved pairs).
+Status rotary(Graph& graph, Node& node, Value* into) {
+  NodeBuilder b(graph, node);
+  const auto& a = node.attrs_as<RotaryAttrs>();
+  Value* x = node.inputs[0];
+  std::vector<int64_t> xd = shape_static_dims(*x->type.shape);
+  bool three_d = xd.size() == 3;
+  int64_t heads = three_d ? *a.num_heads : xd[1];
+  int64_t head = three_d ? xd[2] / heads : xd[3];
+  int64_t rd = a.rotary_dim ? a.rotary_dim : head, half = rd / 2;
+  Value* h = three_d ? constant_shape(b, x, {xd[0], xd[1], heads, head}, "heads")
+                     : b.op("Transpose", {x}, TransposeAttrs{Ints{0, 2, 1, 3}});
+  Value* cos = node.inputs[1];
+  Value* sin = node.inputs[2];
+  if (Value* positions = node.input(3)) {
+    cos = b.op("Gather", {cos, positions}, AxisAttrs{0});
+    sin = b.op("Gather", {sin, positions}, AxisAttrs{0});
+  }
+  cos = b.op("Unsqueeze", {cos}, AxesAttrs{Ints{2}});
+  sin = b.op("Unsqueeze", {sin}, AxesAttrs{Ints{2}});
+  auto slice = [&](Value* v, int64_t start, int64_t end, int64_t step) {
+    return b.op("Slice", {v}, SliceAttrs{Ints{start}, Ints{end}, Ints{3}, Ints{step}});
+  };
+  Value* x1 = a.interleaved ? slice(h, 0, rd, 2) : slice(h, 0, half, 1);
+  Value* x2 = a.interleaved ? slice(h, 1, rd, 2) : slice(h, half, rd, 1);
+  Value* real = b.op("Sub", {b.op("Mul", {cos, x1}), b.op("Mul", {sin, x2})});
+  Value* imag = b.op("Add", {b.op("Mul", {sin, x1}), b.op("Mul", {cos, x2})});
+  Value* rotated;
+  if (a.interleaved) {
+    Value* pairs = b.op("Concat", {b.op("Unsqueeze", {real}, AxesAttrs{Ints{4}}),
+                                   b.op("Unsqueeze", {imag}, AxesAttrs{Ints{4}})},
+                        AxisAttrs{4});
+    rotated = constant_shape(b, pairs, {0, 0, 0, rd}, "pairs");
+  } else {
+    rotated = b.op("Concat", {real, imag}, AxisAttrs{3});
+  }
+  if (rd < head) rotated = b.op("Concat", {rotated, slice(h, rd, head, 1)}, AxisAttrs{3});
+  if (three_d) {
+    b.op("Reshape", {rotated, shape_constant(b, "merged", Ints(xd.begin(), xd.end()))},
+         ReshapeAttrs{}, into);
+  } else {
+    b.op("Transpose", {rotated}, TransposeAttrs{Ints{0, 2, 1, 3}}, into);
+  }
+  return b.status();
+}
+
+bool static_inputs(const Node& n) {
+  for (const Value* v : n.inputs) {
+    if (v && (!v->type.shape || !shape_is_static(*v->type.shape))) return false;
+  }
+  return true;
+}
+
 } // namespace
 
 Status decompose(Graph& graph) {
   std::vector<Node*> nodes;
   for (const auto& n : graph.nodes()) {
-    bool fused = n->op_type == "RMSNormalization" || n->op_type == "GroupNormalization";
-    if (fused && n->inputs[0]->type.shape && n->outputs[0]) nodes.push_back(n.get());
+    bool norm = n->op_type == "RMSNormalization" || n->op_type == "GroupNormalization";
+    bool needs_static = n->op_type == "Attention" || n->op_type == "RotaryEmbedding";
+    if ((norm && n->inputs[0]->type.shape) || (needs_static && static_inputs(*n)))
+      nodes.push_back(n.get());
   }
   for (Node* node : nodes) {
     Location where{graph.source, node->name, node->op_type, node->opset};
-    // The new nodes define the node's output value, so that its name stays.
-    Value* y = node->outputs[0];
-    y->producer = nullptr;
-    node->outputs[0] = nullptr;
-    Status done = node->op_type == "RMSNormalization" ? rms_norm(graph, *node, y)
-                                                      : group_norm(graph, *node, y);
+    // The new nodes define the node's output values, so that their names stay.
+    std::vector<Value*> outs = node->outputs;
+    for (Value*& out : node->outputs) {
+      if (out) out->producer = nullptr;
+      out = nullptr;
+    }
+    Status done = node->op_type == "Attention"          ? attention(graph, *node, outs)
+                  : node->op_type == "RotaryEmbedding"  ? rotary(graph, *node, outs[0])
+                  : node->op_type == "RMSNormalization" ? rms_norm(graph, *node, outs[0])
+                                                        : group_norm(graph, *node, outs[0]);
     WEFT_RETURN_IF_ERROR(done.with_location(where));
     graph.remove_nodes_if([&](const Node& n) { return &n == node; });
   }

@@ -4,11 +4,15 @@
 //   RMSNormalization(x, s)   (23): y = x / sqrt(mean(x^2 over axis..) + eps) * s
 //   GroupNormalization(x, s, b) (18, 21): per group of channels, (x - mean) / sqrt(var + eps),
 //                            then s and b per group (18) or per channel (21)
+//   Attention(q, k, v, ...)  (23-25): MatMul, scale, bias, Softmax, MatMul (attention() in
+//                            decompose.cc has the details)
+//   RotaryEmbedding(x, cos, sin, positions) (23): the rotated halves (or pairs) of each head
 //
 // The statistics are taken in stash_type (f32), with casts around them for other inputs,
 // as the ONNX function bodies do.
 //
-// Requires: the input's rank (the nodes stay as they are without it, and lowering refuses them).
+// Requires: the input's rank, and for Attention and RotaryEmbedding static shapes (the nodes stay as they are
+// without them, until specialization gives them; lowering refuses what is left).
 // Guarantees: the output values keep their names and types; the nodes are gone.
 #pragma once
 

@@ -29,12 +29,23 @@ Status infer_shapes(Graph& graph) {
     if (!node.def->infer) continue;
     Result<std::vector<TensorType>> inferred = node.def->infer(node);
     if (!inferred.ok()) {
+      if (node.conditional) continue; // its If may never take its branch (graph.h)
       return inferred.status().with_location({graph.source, node.name, node.op_type, node.opset});
     }
     for (size_t i = 0; i < node.outputs.size() && i < inferred->size(); ++i) {
       if (node.outputs[i])
         node.outputs[i]->type = refine_type(node.outputs[i]->type, (*inferred)[i], graph);
     }
+  }
+  return Status();
+}
+
+Status check_conditional_shapes(const Graph& graph) {
+  for (const auto& n : graph.nodes()) {
+    if (!n->conditional || !n->def->infer) continue;
+    Result<std::vector<TensorType>> inferred = n->def->infer(*n);
+    if (!inferred.ok())
+      return inferred.status().with_location({graph.source, n->name, n->op_type, n->opset});
   }
   return Status();
 }

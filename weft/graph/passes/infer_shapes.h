@@ -8,7 +8,8 @@
 // Guarantees: a dim becomes static wherever a node's shape function determines it; a
 // missing shape is filled in wherever the function determines the rank, with fresh symbols
 // for the dims it does not determine. Fails when a shape function finds the node's inputs
-// contradictory.
+// contradictory, except for nodes of If branches (Node::conditional), which are left as they
+// are.
 #pragma once
 
 #include "weft/graph/graph.h"
@@ -17,6 +18,10 @@
 namespace weft {
 
 Status infer_shapes(Graph& graph);
+
+// The error of the first node imported from an If branch (Node::conditional) whose shape
+// function rejects it; run once the Ifs that can be resolved are, before lowering.
+Status check_conditional_shapes(const Graph& graph);
 
 // "stored" with every dim that "inferred" determines and "stored" does not; when "stored"
 // has no shape, dims "inferred" leaves unknown become fresh symbols of "graph".
