@@ -473,7 +473,7 @@ class CliTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         lines = r.stdout.splitlines()
         self.assertIn("Reshape 5-28", lines)
-        self.assertIn("Softmax 1-17", lines)
+        self.assertIn("Softmax 1-28", lines)
         self.assertNotIn("Bernoulli", r.stdout)
 
     def test_help_and_version_exit_0(self):

@@ -1,0 +1,120 @@
+// Shape functions of the fused operators of opsets 18-25: RMSNormalization, Attention,
+// RotaryEmbedding, GroupNormalization (passes/decompose.h turns them into primitives).
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "weft/graph/op_table.h"
+#include "weft/graph/shape_function_helpers.h"
+#include "weft/graph/shape_functions.h"
+
+namespace weft {
+
+using namespace shape_detail;
+
+// RMSNormalization: y like x; the axis must be one of x's.
+TypesOrError infer_rms_norm(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  if (x.shape) {
+    WEFT_RETURN_IF_ERROR(
+        normalize_axis(node.attrs_as<LayerNormAttrs>().axis, static_cast<int64_t>(x.shape->size()))
+            .status());
+  }
+  return one(x);
+}
+
+// Attention: Y [B, q_heads, S_q, v_head] (4-D) or [B, S_q, q_heads * v_head] (3-D); the
+// present key and value [B, kv_heads, past + S_kv, head]; the scores [B, q_heads, S_q, past +
+// S_kv]. Dims not known here stay unknown.
+TypesOrError infer_attention(const Node& node) {
+  const auto& a = node.attrs_as<AttentionAttrs>();
+  const TensorType& q = in_type(node, 0);
+  const TensorType& k = in_type(node, 1);
+  const TensorType& v = in_type(node, 2);
+  if (node.input(6)) return fail("the input nonpad_kv_seqlen is not supported yet");
+  if (!q.shape || !k.shape || !v.shape) {
+    return std::vector<TensorType>(node.outputs.size(), TensorType{q.dtype, std::nullopt});
+  }
+  size_t rank = q.shape->size();
+  if ((rank != 3 && rank != 4) || k.shape->size() != rank || v.shape->size() != rank)
+    return fail("Q, K and V must all be 3-D or all 4-D");
+  if (rank == 3 && (!a.q_num_heads || !a.kv_num_heads))
+    return fail("3-D inputs need the attributes q_num_heads and kv_num_heads");
+  const Shape &qs = *q.shape, &ks = *k.shape, &vs = *v.shape;
+  auto per_head = [](const Dim& hidden, int64_t heads) {
+    return hidden.is_static() ? Dim(hidden.value() / heads) : Dim::unknown();
+  };
+  Dim batch = qs[0];
+  Dim q_heads = rank == 4 ? qs[1] : Dim(*a.q_num_heads);
+  Dim kv_heads = rank == 4 ? ks[1] : Dim(*a.kv_num_heads);
+  Dim q_len = rank == 4 ? qs[2] : qs[1];
+  Dim kv_len = rank == 4 ? ks[2] : ks[1];
+  Dim k_head = rank == 4 ? ks[3] : per_head(ks[2], *a.kv_num_heads);
+  Dim v_head = rank == 4 ? vs[3] : per_head(vs[2], *a.kv_num_heads);
+  if (q_heads.is_static() && kv_heads.is_static() && q_heads.value() % kv_heads.value() != 0)
+    return fail("q heads must be a multiple of kv heads");
+  Dim total = kv_len;
+  if (const Value* past = node.input(4)) {
+    const TensorType& p = past->type;
+    if (!p.shape || p.shape->size() != 4) return fail("past_key must be 4-D");
+    total = (*p.shape)[2].is_static() && kv_len.is_static()
+                ? Dim((*p.shape)[2].value() + kv_len.value())
+                : Dim::unknown();
+  }
+  Dim y_last = q_heads.is_static() && v_head.is_static() ? Dim(q_heads.value() * v_head.value())
+                                                         : Dim::unknown();
+  std::vector<TensorType> out = {
+      {q.dtype, rank == 4 ? Shape{batch, q_heads, q_len, v_head} : Shape{batch, q_len, y_last}},
+      {k.dtype, Shape{batch, kv_heads, total, k_head}},
+      {v.dtype, Shape{batch, kv_heads, total, v_head}},
+      {q.dtype, Shape{batch, q_heads, q_len, total}}};
+  out.resize(std::min(out.size(), std::max<size_t>(node.outputs.size(), 1)));
+  return out;
+}
+
+// RotaryEmbedding: y like x, [B, heads, S, head] or [B, S, heads * head]; the caches hold
+// half the rotated dims.
+TypesOrError infer_rotary(const Node& node) {
+  const auto& a = node.attrs_as<RotaryAttrs>();
+  const TensorType& x = in_type(node, 0);
+  if (!x.shape) return one(x);
+  size_t rank = x.shape->size();
+  if (rank != 3 && rank != 4) return fail("the input must be 3-D or 4-D");
+  if (rank == 3 && !a.num_heads) return fail("a 3-D input needs the attribute num_heads");
+  const Dim& last = x.shape->back();
+  if (rank == 3 && last.is_static() && last.value() % *a.num_heads != 0)
+    return fail("the hidden size is not a multiple of num_heads");
+  Dim head = rank == 4 ? last : last.is_static() ? Dim(last.value() / *a.num_heads) : Dim::unknown();
+  if (head.is_static() && a.rotary_dim > head.value())
+    return fail("rotary_embedding_dim exceeds the head size");
+  for (size_t i = 1; i < 3; ++i) {
+    const TensorType& c = in_type(node, i);
+    if (c.shape && head.is_static() && c.shape->back().is_static() &&
+        c.shape->back().value() * 2 != (a.rotary_dim ? a.rotary_dim : head.value()))
+      return fail(fmt::format("input {} must hold half the rotated dims in its last axis", i));
+  }
+  return one(x);
+}
+
+// GroupNormalization: y like x [N, C, ...], C a multiple of num_groups; scale and bias hold
+// one value per group (opset 18) or per channel (opset 21).
+TypesOrError infer_group_norm(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  int64_t groups = node.attrs_as<GroupNormAttrs>().num_groups;
+  if (!x.shape) return one(x);
+  if (x.shape->size() < 2) return fail("the input must have rank 2 or more");
+  const Dim& channels = (*x.shape)[1];
+  if (channels.is_static() && channels.value() % groups != 0)
+    return fail(fmt::format("{} channels do not divide into {} groups", channels.value(), groups));
+  Dim per = node.opset >= 21 ? channels : Dim(groups);
+  for (size_t i = 1; i < 3; ++i) {
+    const Value* v = node.input(i);
+    if (!v) return fail(fmt::format("input {} is required", i));
+    if (v->type.shape && (v->type.shape->size() != 1 || !agree((*v->type.shape)[0], per)))
+      return fail(fmt::format("input {} must hold one value per {}", i,
+                              node.opset >= 21 ? "channel" : "group"));
+  }
+  return one(x);
+}
+
+} // namespace weft
