@@ -185,7 +185,7 @@ def main():
     for line in unexpected_failures:
         print("UNEXPECTED FAIL " + line)
     for case in unexpected_passes:
-        print(f"UNEXPECTED PASS {case}: remove it from tests/conformance/expected_failures.txt")
+        print(f"UNEXPECTED PASS {case}: remove it from {os.path.basename(EXPECTED)}")
     return 1 if unexpected_failures or unexpected_passes else 0
 
 

@@ -31,7 +31,8 @@ TypesOrError infer_attention(const Node& node) {
   const TensorType& q = in_type(node, 0);
   const TensorType& k = in_type(node, 1);
   const TensorType& v = in_type(node, 2);
-  if (node.input(6)) return fail("the input nonpad_kv_seqlen is not supported yet");
+  if (node.input(6) && node.input(4))
+    return fail("nonpad_kv_seqlen cannot be combined with past_key and past_value");
   if (!q.shape || !k.shape || !v.shape) {
     return std::vector<TensorType>(node.outputs.size(), TensorType{q.dtype, std::nullopt});
   }

@@ -97,6 +97,40 @@ void define(NodeBuilder& b, Value* v, Value* into) {
   if (into) b.op("Identity", {v}, NoAttrs{}, into);
 }
 
+// Attention's bias [B, 1, q_len, total] for an external cache (nonpad_kv_seqlen, opset 24):
+// keys at or past a batch's nonpad_kv_seqlen are masked, and the causal and window frontiers
+// sit at nonpad_kv_seqlen - q_len, per batch.
+Value* padded_cache_bias(NodeBuilder& b, const AttentionAttrs& a, Value* nonpad, int64_t q_len,
+                         int64_t total, DType t) {
+  auto range = [&](const std::string& what, std::vector<int64_t> dims) {
+    Tensor r(DType::kI64, std::move(dims));
+    for (int64_t i = 0; i < r.num_elements(); ++i)
+      r.set_int64(i, i);
+    return b.constant(what, std::move(r));
+  };
+  Value* query = range("query", {q_len, 1});
+  Value* key = range("key", {1, total});
+  Value* lengths = b.op("Reshape", {nonpad, shape_constant(b, "per_batch", {-1, 1, 1})},
+                        ReshapeAttrs{});
+  Value* allowed = b.op("Less", {key, lengths}); // [B, 1, total]
+  // The query's position minus the key's: [B, q_len, total].
+  Value* offset = b.op("Sub", {lengths, b.constant("q_len", Tensor::scalar_i64(q_len))});
+  Value* diff = b.op("Sub", {b.op("Add", {query, offset}), key});
+  Value* zero = b.constant("zero", Tensor::scalar_i64(0));
+  if (a.is_causal) allowed = b.op("And", {allowed, b.op("GreaterOrEqual", {diff, zero})});
+  if (a.left_window >= 0) {
+    Value* left = b.constant("left", Tensor::scalar_i64(a.left_window));
+    allowed = b.op("And", {allowed, b.op("LessOrEqual", {diff, left})});
+  }
+  if (a.right_window >= 0) {
+    Value* right = b.constant("right", Tensor::scalar_i64(-a.right_window));
+    allowed = b.op("And", {allowed, b.op("GreaterOrEqual", {diff, right})});
+  }
+  allowed = b.op("Unsqueeze", {allowed}, AxesAttrs{Ints{1}}); // [B, 1, q_len or 1, total]
+  return b.op("Where", {allowed, scalar(b, "zero", t, 0),
+                        scalar(b, "neg_inf", t, -std::numeric_limits<double>::infinity())});
+}
+
 // Attention, as the reference implementation of onnx 1.23.2 computes it: heads split (3-D
 // inputs), the cache concatenated, KV heads repeated for grouped queries, scores scaled and
 // softcapped, the bias of the mask, causality and windows added, softmax (in
@@ -176,7 +210,11 @@ Status attention(Graph& graph, Node& node, const std::vector<Value*>& outs) {
   }
   bool windowed = a.left_window >= 0 || a.right_window >= 0;
   bool all_masked_row = false;
-  if (a.is_causal || windowed) {
+  if (Value* nonpad = node.input(6)) {
+    Value* c = padded_cache_bias(b, a, nonpad, q_len, total, t);
+    bias = bias ? b.op("Add", {bias, c}) : c;
+    all_masked_row = true; // known only at run time
+  } else if (a.is_causal || windowed) {
     Tensor allowed(t, {q_len, total});
     for (int64_t i = 0; i < q_len; ++i) {
       bool any = false;
