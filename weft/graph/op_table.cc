@@ -771,6 +771,7 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"Trilu", 14, kAll, parse_trilu, infer_same});
     t.push_back({"EyeLike", 9, kAll, parse_eye_like, infer_eye_like});
     t.push_back({"CumSum", 11, kAll, parse_cum_sum, infer_same});
+    t.push_back({"CumProd", 26, kAll, parse_cum_sum, infer_same});
     t.push_back({"OneHot", 9, kAll, parse_axis<-1>, infer_one_hot});
     t.push_back({"DepthToSpace", 1, 10, parse_block<false>, infer_depth_to_space});
     t.push_back({"DepthToSpace", 11, kAll, parse_block<true>, infer_depth_to_space});

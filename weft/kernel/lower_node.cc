@@ -59,7 +59,8 @@ bool can_lower(const Node& n) {
   if (n.op_type == "MaxUnpool") return n.outputs[0]->type.has_static_shape();
   if (n.op_type == "Pad") return n.attrs_as<PadAttrs>().pads.has_value();
   if (n.op_type == "Resize" || n.op_type == "Upsample") return resize_scales(n).has_value();
-  if (n.op_type == "CumSum") return n.attrs_as<CumSumAttrs>().axis.has_value(); // a constant axis
+  if (n.op_type == "CumSum" || n.op_type == "CumProd") // a constant axis
+    return n.attrs_as<CumSumAttrs>().axis.has_value();
   static const std::set<std::string_view> ops = {"ArgMax",
                                                  "ArgMin",
                                                  "BatchNormalization",
@@ -165,7 +166,7 @@ Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
   if (op == "EyeLike") return lower_eye_like(n, name);
   if (op == "Range") return lower_range(n, name);
   if (op == "OneHot") return lower_one_hot(n, name);
-  if (op == "CumSum") return lower_cum_sum(n, name);
+  if (op == "CumSum" || op == "CumProd") return lower_cum_sum(n, name);
   if (op == "TopK") return lower_top_k(n, name);
   if (op == "Resize" || op == "Upsample") return lower_resize(n, name);
   if (op == "GridSample") return lower_grid_sample(n, name);

@@ -1,5 +1,5 @@
 // Ops whose values depend on element positions: Trilu, EyeLike, Range, OneHot, the scan
-// CumSum (a reduction over a triangular, guarded domain), and TopK (ranks, then a scatter).
+// CumSum and CumProd (a reduction over a triangular, guarded domain), and TopK (ranks, then a scatter).
 #include "weft/kernel/kernel_builder.h"
 #include "weft/kernel/lower_ops.h"
 
@@ -106,8 +106,9 @@ Result<LoweredNode> lower_one_hot(const Node& n, const std::string& name) {
   return k.lowered();
 }
 
-// y[..., j, ...] = sum of x[..., r, ...] over r <= j (r < j exclusive; r >= j, r > j in
-// reverse): a sum over the domain [..., j, r, ...] cut by that guard.
+// y[..., j, ...] = sum (CumSum) or product (CumProd) of x[..., r, ...] over r <= j (r < j
+// exclusive; r >= j, r > j in reverse): a reduction over the domain [..., j, r, ...] cut by
+// that guard.
 Result<LoweredNode> lower_cum_sum(const Node& n, const std::string& name) {
   const auto& a = n.attrs_as<CumSumAttrs>();
   const Value* x = n.inputs[0];
@@ -120,8 +121,10 @@ Result<LoweredNode> lower_cum_sum(const Node& n, const std::string& name) {
   int in = k.buffer(x, BufferRole::kInput);
   int out = k.buffer(y, BufferRole::kOutput);
   int acc = t == y->type.dtype ? out : k.temp(t, shape);
+  Combine combine = n.op_type == "CumProd" ? Combine::kProd : Combine::kSum;
   StatementBuilder init("init", shape);
-  k.add(init.store(init.constant(0, t), acc, iterators(static_cast<size_t>(rank))));
+  k.add(init.store(init.constant(combine_identity(combine), t), acc,
+                   iterators(static_cast<size_t>(rank))));
   // Iterators: the output's, with r inserted after j (= the axis).
   Shape domain = shape;
   domain.insert(domain.begin() + axis + 1, shape[static_cast<size_t>(axis)]);
@@ -133,7 +136,7 @@ Result<LoweredNode> lower_cum_sum(const Node& n, const std::string& name) {
   }
   StatementBuilder update("scan", domain);
   Statement s =
-      update.store(load_as(update, in, x_index, x->type.dtype, t), acc, y_index, Combine::kSum);
+      update.store(load_as(update, in, x_index, x->type.dtype, t), acc, y_index, combine);
   // j - r >= 0 (or r - j >= 0 in reverse), minus 1 when exclusive.
   int64_t sign = a.reverse ? -1 : 1;
   s.guards.push_back({a.exclusive ? -1 : 0, {{axis, sign}, {axis + 1, -sign}}});

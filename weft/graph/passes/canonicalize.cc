@@ -354,7 +354,7 @@ void canonicalize_node(Graph& graph, Node& node) {
     canonicalize_reshape(node);
   } else if (op == "Div") {
     canonicalize_div(graph, node);
-  } else if (op == "CumSum") {
+  } else if (op == "CumSum" || op == "CumProd") {
     canonicalize_cum_sum(node);
   } else if (op == "Compress") {
     canonicalize_compress(graph, node);
