@@ -310,6 +310,13 @@ struct AttentionAttrs {
               f("left_window_size", left_window); f("right_window_size", right_window))
 };
 
+// LpNormalization: x / (the L1 or L2 norm along "axis").
+struct LpNormAttrs {
+  int64_t axis = -1;
+  int64_t p = 2;
+  WEFT_FIELDS(f("axis", axis); f("p", p))
+};
+
 // RotaryEmbedding (opset 23).
 struct RotaryAttrs {
   bool interleaved = false;
@@ -510,7 +517,8 @@ using OpAttrs =
                  TopKAttrs, TriluAttrs, EyeLikeAttrs, CumSumAttrs, BlockAttrs, BitShiftAttrs,
                  ShrinkAttrs, ResizeAttrs, GridSampleAttrs, LossAttrs, RecurrentAttrs,
                  ConstantAttrs, ConstantOfShapeAttrs, OptimizerAttrs, LoopAttrs, ScanAttrs,
-                 GeluAttrs, GroupNormAttrs, AttentionAttrs, RotaryAttrs>;
+                 GeluAttrs, GroupNormAttrs, AttentionAttrs, RotaryAttrs,
+                 LpNormAttrs>;
 
 #undef WEFT_FIELDS
 

@@ -13,6 +13,7 @@ std::vector<Value*> NodeBuilder::node(std::string_view op_type, std::vector<Valu
   n.name = graph_.unique_node_name(fmt::format("{}_{}", at_.name, op_type));
   n.op_type = std::string(op_type);
   n.opset = at_.opset;
+  n.conditional = at_.conditional; // part of the same If branch, if any
   n.def = find_op(op_type, at_.opset);
   WEFT_CHECK(n.def, "NodeBuilder: the op exists at the node's opset");
   n.attrs = std::move(attrs);

@@ -596,6 +596,12 @@ OpAttrs parse_attention(AttrParser& p) {
   return a;
 }
 
+OpAttrs parse_lp_norm(AttrParser& p) {
+  LpNormAttrs a{p.int_or("axis", -1), p.int_or("p", 2)};
+  if (a.p != 1 && a.p != 2) p.fail("attribute 'p' must be 1 or 2");
+  return a;
+}
+
 OpAttrs parse_rotary(AttrParser& p) {
   RotaryAttrs a{p.bool_or("interleaved", false), p.optional_int("num_heads"),
                 p.int_or("rotary_embedding_dim", 0)};
@@ -754,6 +760,8 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"GroupNormalization", 18, kAll, parse_group_norm, infer_group_norm});
     t.push_back({"Attention", 23, kAll, parse_attention, infer_attention});
     t.push_back({"RotaryEmbedding", 23, kAll, parse_rotary, infer_rotary});
+    t.push_back({"LpNormalization", 1, kAll, parse_lp_norm, infer_lp_norm});
+    t.push_back({"CenterCropPad", 18, kAll, parse_axes, infer_center_crop_pad});
     t.push_back({"BatchNormalization", 6, kAll, parse_batch_norm, infer_batch_norm});
     t.push_back({"InstanceNormalization", 6, kAll, parse_epsilon, infer_instance_norm});
     t.push_back({"MeanVarianceNormalization", 9, kAll, parse_mvn, infer_mvn});

@@ -25,6 +25,8 @@ TypesOrError infer_arg_reduce(const Node& node);
 TypesOrError infer_rms_norm(const Node& node);
 TypesOrError infer_attention(const Node& node);
 TypesOrError infer_rotary(const Node& node);
+TypesOrError infer_lp_norm(const Node& node);
+TypesOrError infer_center_crop_pad(const Node& node);
 TypesOrError infer_group_norm(const Node& node);
 TypesOrError infer_layer_norm(const Node& node);
 TypesOrError infer_batch_norm(const Node& node);

@@ -1,6 +1,8 @@
-// Shape functions of the fused operators of opsets 18-25: RMSNormalization, Attention,
-// RotaryEmbedding, GroupNormalization (passes/decompose.h turns them into primitives).
+// Shape functions of the ops that passes/decompose.h turns into primitives:
+// RMSNormalization, Attention, RotaryEmbedding, GroupNormalization, LpNormalization,
+// CenterCropPad.
 #include <algorithm>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -116,6 +118,41 @@ TypesOrError infer_group_norm(const Node& node) {
                               node.opset >= 21 ? "channel" : "group"));
   }
   return one(x);
+}
+
+// LpNormalization: y like x; the axis must be one of x's.
+TypesOrError infer_lp_norm(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  if (x.shape) {
+    WEFT_RETURN_IF_ERROR(
+        normalize_axis(node.attrs_as<LpNormAttrs>().axis, static_cast<int64_t>(x.shape->size()))
+            .status());
+  }
+  return one(x);
+}
+
+// CenterCropPad: x with the dims at "axes" (all by default) set to the constant input shape.
+TypesOrError infer_center_crop_pad(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  std::optional<Ints> sizes = constant_ints(node.input(1));
+  if (!x.shape || !sizes) {
+    return one({x.dtype, x.shape ? unknown_shape(x.shape->size()) : std::optional<Shape>()});
+  }
+  int64_t rank = static_cast<int64_t>(x.shape->size());
+  Ints axes = node.attrs_as<AxesAttrs>().axes.value_or(Ints{});
+  if (axes.empty()) {
+    axes.resize(static_cast<size_t>(rank));
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  if (sizes->size() != axes.size())
+    return fail(fmt::format("shape has {} values for {} axes", sizes->size(), axes.size()));
+  Shape out = *x.shape;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axes[i], rank));
+    if ((*sizes)[i] < 0) return fail("shape values must not be negative");
+    out[static_cast<size_t>(axis)] = (*sizes)[i];
+  }
+  return one({x.dtype, out});
 }
 
 } // namespace weft

@@ -68,6 +68,7 @@ Value* insert_op(Graph& graph, const Node& at, const std::string& op, std::vecto
   n.name = graph.unique_node_name(node_name.empty() ? base : node_name);
   n.op_type = op;
   n.opset = at.opset;
+  n.conditional = at.conditional;
   n.def = find_op(op, at.opset);
   n.attrs = std::move(attrs);
   n.inputs = std::move(inputs);

@@ -300,6 +300,47 @@ Status rotary(Graph& graph, Node& node, Value* into) {
   return b.status();
 }
 
+// LpNormalization: x / ReduceL1 or ReduceL2 along the axis, 0 where the norm is 0.
+Status lp_norm(Graph& graph, Node& node, Value* y) {
+  NodeBuilder b(graph, node);
+  const auto& a = node.attrs_as<LpNormAttrs>();
+  Value* x = node.inputs[0];
+  WEFT_ASSIGN_OR_RETURN(int64_t axis,
+                        normalize_axis(a.axis, static_cast<int64_t>(x->type.shape->size())));
+  Value* norm = b.op(a.p == 1 ? "ReduceL1" : "ReduceL2", {x}, ReduceAttrs{Ints{axis}, true, false});
+  Value* zero = scalar(b, "zero", x->type.dtype, 0);
+  b.op("Where", {b.op("Equal", {norm, zero}), zero, b.op("Div", {x, norm})}, NoAttrs{}, y);
+  return b.status();
+}
+
+// CenterCropPad: per listed axis, the centred slice of the target size, or zeros padded
+// around (the extra one after, as ONNX places it).
+Status center_crop_pad(Graph& graph, Node& node, Value* y) {
+  NodeBuilder b(graph, node);
+  Value* x = node.inputs[0];
+  std::vector<int64_t> in = shape_static_dims(*x->type.shape);
+  std::vector<int64_t> out = shape_static_dims(*y->type.shape);
+  Ints starts, ends, axes, pads(2 * in.size(), 0);
+  bool padded = false;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (out[d] < in[d]) {
+      int64_t start = (in[d] - out[d]) / 2;
+      starts.push_back(start);
+      ends.push_back(start + out[d]);
+      axes.push_back(static_cast<int64_t>(d));
+    } else if (out[d] > in[d]) {
+      pads[d] = (out[d] - in[d]) / 2;
+      pads[d + in.size()] = out[d] - in[d] - pads[d];
+      padded = true;
+    }
+  }
+  Value* v = x;
+  if (!axes.empty()) v = b.op("Slice", {v}, SliceAttrs{starts, ends, axes, std::nullopt});
+  if (padded) v = b.op("Pad", {v}, PadAttrs{PadMode::kConstant, pads, 0.0f});
+  b.op("Identity", {v}, NoAttrs{}, y);
+  return b.status();
+}
+
 bool static_inputs(const Node& n) {
   for (const Value* v : n.inputs) {
     if (v && (!v->type.shape || !shape_is_static(*v->type.shape))) return false;
@@ -312,9 +353,12 @@ bool static_inputs(const Node& n) {
 Status decompose(Graph& graph) {
   std::vector<Node*> nodes;
   for (const auto& n : graph.nodes()) {
-    bool norm = n->op_type == "RMSNormalization" || n->op_type == "GroupNormalization";
-    bool needs_static = n->op_type == "Attention" || n->op_type == "RotaryEmbedding";
-    if ((norm && n->inputs[0]->type.shape) || (needs_static && static_inputs(*n)))
+    const std::string& op = n->op_type;
+    bool norm = op == "RMSNormalization" || op == "GroupNormalization" || op == "LpNormalization";
+    bool needs_static = op == "Attention" || op == "RotaryEmbedding";
+    bool crop = op == "CenterCropPad" && n->outputs[0] && n->outputs[0]->type.has_static_shape() &&
+                static_inputs(*n);
+    if ((norm && n->inputs[0]->type.shape) || (needs_static && static_inputs(*n)) || crop)
       nodes.push_back(n.get());
   }
   for (Node* node : nodes) {
@@ -325,10 +369,13 @@ Status decompose(Graph& graph) {
       if (out) out->producer = nullptr;
       out = nullptr;
     }
-    Status done = node->op_type == "Attention"          ? attention(graph, *node, outs)
-                  : node->op_type == "RotaryEmbedding"  ? rotary(graph, *node, outs[0])
-                  : node->op_type == "RMSNormalization" ? rms_norm(graph, *node, outs[0])
-                                                        : group_norm(graph, *node, outs[0]);
+    const std::string& op = node->op_type;
+    Status done = op == "Attention"          ? attention(graph, *node, outs)
+                  : op == "RotaryEmbedding"  ? rotary(graph, *node, outs[0])
+                  : op == "RMSNormalization" ? rms_norm(graph, *node, outs[0])
+                  : op == "LpNormalization"  ? lp_norm(graph, *node, outs[0])
+                  : op == "CenterCropPad"    ? center_crop_pad(graph, *node, outs[0])
+                                             : group_norm(graph, *node, outs[0]);
     WEFT_RETURN_IF_ERROR(done.with_location(where));
     graph.remove_nodes_if([&](const Node& n) { return &n == node; });
   }

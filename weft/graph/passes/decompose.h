@@ -1,5 +1,5 @@
-// decompose: fused operators of the newer opsets that Weft runs as the primitives they are
-// defined by, for fusion to stitch back into as few kernels as the data flow allows.
+// decompose: composite operators (most of the newer opsets) that Weft runs as the primitives
+// they are defined by, for fusion to stitch back into as few kernels as the data flow allows.
 //
 //   RMSNormalization(x, s)   (23): y = x / sqrt(mean(x^2 over axis..) + eps) * s
 //   GroupNormalization(x, s, b) (18, 21): per group of channels, (x - mean) / sqrt(var + eps),
@@ -7,11 +7,13 @@
 //   Attention(q, k, v, ...)  (23-25): MatMul, scale, bias, Softmax, MatMul (attention() in
 //                            decompose.cc has the details)
 //   RotaryEmbedding(x, cos, sin, positions) (23): the rotated halves (or pairs) of each head
+//   LpNormalization(x)       (1): x / ReduceL1 or ReduceL2, 0 where the norm is 0
+//   CenterCropPad(x, shape)  (18): a centred Slice, then a Pad with zeros
 //
 // The statistics are taken in stash_type (f32), with casts around them for other inputs,
 // as the ONNX function bodies do.
 //
-// Requires: the input's rank, and for Attention and RotaryEmbedding static shapes (the nodes stay as they are
+// Requires: the input's rank, and for Attention, RotaryEmbedding and CenterCropPad static shapes (the nodes stay as they are
 // without them, until specialization gives them; lowering refuses what is left).
 // Guarantees: the output values keep their names and types; the nodes are gone.
 #pragma once
