@@ -452,9 +452,14 @@ struct ResizeAttrs {
   float cubic_coeff_a = -0.75f;
   bool exclude_outside = false;
   float extrapolation_value = 0.0f;
+  std::optional<Ints> axes; // opset 18: the axes that scales or sizes give; the rest keep theirs
+  // Opset 18, with sizes: 0 stretches each axis; 1 (not_larger) and 2 (not_smaller) scale the
+  // listed axes alike, by the smallest or largest of their ratios.
+  int64_t aspect_policy = 0;
   WEFT_FIELDS(f("mode", mode); f("coordinate_transformation_mode", coordinate_transformation_mode);
               f("nearest_mode", nearest_mode); f("cubic_coeff_a", cubic_coeff_a);
-              f("exclude_outside", exclude_outside); f("extrapolation_value", extrapolation_value))
+              f("exclude_outside", exclude_outside); f("extrapolation_value", extrapolation_value);
+              f("axes", axes); f("keep_aspect_ratio_policy", aspect_policy))
 };
 
 // GridSample (4-D): how the grid's normalized coordinates map to the input, how samples

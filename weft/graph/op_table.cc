@@ -459,11 +459,12 @@ OpAttrs parse_shrink(AttrParser& p) {
 
 OpAttrs parse_resize(AttrParser& p) {
   ResizeAttrs a;
-  // Opset 18's additions, where they change the result.
+  // Opset 18's additions.
   if (p.bool_or("antialias", false)) p.fail("attribute 'antialias' = 1 is not supported yet");
-  if (p.string_or("keep_aspect_ratio_policy", "stretch") != "stretch")
-    p.fail("attribute 'keep_aspect_ratio_policy' other than 'stretch' is not supported yet");
-  if (p.has("axes")) p.fail("attribute 'axes' is not supported yet");
+  constexpr std::string_view kPolicies[] = {"stretch", "not_larger", "not_smaller"};
+  a.aspect_policy = static_cast<int64_t>(
+      enum_attr<int>(p, "keep_aspect_ratio_policy", kPolicies, "stretch"));
+  a.axes = p.optional_ints("axes");
   a.mode = enum_attr<ResizeMode>(p, "mode", kResizeModes, "nearest");
   a.coordinate_transformation_mode = enum_attr<ResizeCoordinates>(
       p, "coordinate_transformation_mode", kResizeCoordinates, "half_pixel");
@@ -471,6 +472,8 @@ OpAttrs parse_resize(AttrParser& p) {
   a.cubic_coeff_a = p.float_or("cubic_coeff_a", -0.75f);
   a.exclude_outside = p.bool_or("exclude_outside", false);
   a.extrapolation_value = p.float_or("extrapolation_value", 0.0f);
+  if (a.axes && a.coordinate_transformation_mode == ResizeCoordinates::kTfCropAndResize)
+    p.fail("attribute 'axes' with tf_crop_and_resize is not supported yet");
   return a;
 }
 

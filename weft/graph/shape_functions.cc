@@ -656,37 +656,82 @@ const Value* resize_sizes_operand(const Node& node) {
   return node.op_type == "Upsample" ? nullptr : resize_operand(node, 3);
 }
 
+// The axes that the scales or sizes give (opset 18's axes attribute; all by default), or none
+// when one is out of range.
+std::optional<Ints> resize_axes(const Node& node, size_t rank) {
+  std::optional<Ints> axes = node.attrs_as<ResizeAttrs>().axes;
+  Ints out;
+  for (size_t d = 0; d < rank; ++d)
+    out.push_back(static_cast<int64_t>(d));
+  if (!axes) return out;
+  out.clear();
+  for (int64_t a : *axes) {
+    Result<int64_t> n = normalize_axis(a, static_cast<int64_t>(rank));
+    if (!n.ok()) return std::nullopt;
+    out.push_back(*n);
+  }
+  return out;
+}
+
+// The sizes' common scale under keep_aspect_ratio_policy (over the axes they give), or none
+// when they stretch each axis on its own.
+std::optional<double> resize_aspect_scale(const Node& node, const Value* sizes, const Ints& axes,
+                                          const Shape& shape) {
+  int64_t policy = node.attrs_as<ResizeAttrs>().aspect_policy;
+  if (policy == 0) return std::nullopt;
+  std::optional<double> scale;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    double r = static_cast<double>(sizes->constant->get_int64(static_cast<int64_t>(i))) /
+               static_cast<double>(shape[static_cast<size_t>(axes[i])].value());
+    if (!scale || (policy == 1 ? r < *scale : r > *scale)) scale = r;
+  }
+  return scale;
+}
+
 } // namespace
 
 std::optional<std::vector<double>> resize_scales(const Node& node) {
   const TensorType& x = in_type(node, 0);
-  std::vector<double> scales;
-  if (const Value* sizes = resize_sizes_operand(node)) {
-    if (!x.has_static_shape() ||
-        static_cast<size_t>(sizes->constant->num_elements()) != x.shape->size())
-      return {};
-    for (size_t d = 0; d < x.shape->size(); ++d) {
-      scales.push_back(static_cast<double>(sizes->constant->get_int64(d)) /
-                       static_cast<double>((*x.shape)[d].value()));
-    }
+  const Value* sizes = resize_sizes_operand(node);
+  const Value* given = sizes ? sizes : resize_scales_operand(node);
+  if (!given || !x.shape) return {};
+  std::optional<Ints> axes = resize_axes(node, x.shape->size());
+  if (!axes || static_cast<size_t>(given->constant->num_elements()) != axes->size()) return {};
+  std::vector<double> scales(x.shape->size(), 1.0);
+  if (!sizes) {
+    for (size_t i = 0; i < axes->size(); ++i) // ONNX scales are f32
+      scales[static_cast<size_t>((*axes)[i])] =
+          static_cast<float>(given->constant->get_double(static_cast<int64_t>(i)));
     return scales;
   }
-  const Value* s = resize_scales_operand(node);
-  if (!s) return {};
-  for (size_t d = 0; d < static_cast<size_t>(s->constant->num_elements()); ++d)
-    scales.push_back(static_cast<float>(s->constant->get_double(d))); // ONNX scales are f32
+  if (!x.has_static_shape()) return {};
+  std::optional<double> common = resize_aspect_scale(node, sizes, *axes, *x.shape);
+  for (size_t i = 0; i < axes->size(); ++i) {
+    auto d = static_cast<size_t>((*axes)[i]);
+    scales[d] = common ? *common
+                       : static_cast<double>(sizes->constant->get_int64(static_cast<int64_t>(i))) /
+                             static_cast<double>((*x.shape)[d].value());
+  }
   return scales;
 }
 
 std::optional<Ints> resize_extents(const Node& node) {
-  if (const Value* sizes = resize_sizes_operand(node)) return constant_ints(sizes);
   const TensorType& x = in_type(node, 0);
+  const Value* sizes = resize_sizes_operand(node);
+  const auto& a = node.attrs_as<ResizeAttrs>();
+  if (sizes && a.aspect_policy == 0 && !a.axes) return constant_ints(sizes); // any input shape
   std::optional<std::vector<double>> scales = resize_scales(node);
-  if (!scales || !x.has_static_shape() || scales->size() != x.shape->size()) return {};
-  Ints out;
-  for (size_t d = 0; d < scales->size(); ++d) {
-    out.push_back(static_cast<int64_t>(
-        std::floor(static_cast<double>((*x.shape)[d].value()) * (*scales)[d])));
+  if (!scales || !x.has_static_shape()) return {};
+  std::vector<int64_t> dims = shape_static_dims(*x.shape);
+  Ints out(dims.begin(), dims.end());
+  std::optional<Ints> axes = resize_axes(node, dims.size());
+  bool common = sizes && a.aspect_policy != 0;
+  for (size_t i = 0; i < axes->size(); ++i) {
+    auto d = static_cast<size_t>((*axes)[i]);
+    double scaled = static_cast<double>(dims[d]) * (*scales)[d];
+    out[d] = !sizes   ? static_cast<int64_t>(std::floor(scaled))
+             : common ? static_cast<int64_t>(scaled + 0.5) // rounded half up, as ONNX says
+                      : sizes->constant->get_int64(static_cast<int64_t>(i));
   }
   return out;
 }
@@ -695,10 +740,13 @@ TypesOrError infer_resize(const Node& node) {
   const TensorType& x = in_type(node, 0);
   bool sized = resize_sizes_operand(node) != nullptr;
   const Value* given = sized ? resize_sizes_operand(node) : resize_scales_operand(node);
-  if (given && x.shape && static_cast<size_t>(given->constant->num_elements()) != x.shape->size()) {
-    return fail(fmt::format("{} has {} elements for an input of rank {}",
-                            sized ? "sizes" : "scales", given->constant->num_elements(),
-                            x.shape->size()));
+  if (given && x.shape) {
+    std::optional<Ints> axes = resize_axes(node, x.shape->size());
+    if (!axes) return fail("an axis is out of range");
+    if (static_cast<size_t>(given->constant->num_elements()) != axes->size()) {
+      return fail(fmt::format("{} has {} elements for {} axes", sized ? "sizes" : "scales",
+                              given->constant->num_elements(), axes->size()));
+    }
   }
   if (std::optional<std::vector<double>> scales = resize_scales(node)) {
     for (double s : *scales) {
