@@ -424,26 +424,6 @@ std::vector<std::string> output_names_of(const Graph& graph) {
 // Input positions whose values the compile bound (freeze_shape_operands), with the values.
 using Frozen = std::vector<std::pair<int, Tensor>>;
 
-// The nodes of a branch that an If took now run: they are no longer conditional
-// (Node::conditional). The walk back from the branch's outputs stops at nodes outside
-// branches, and at a nested If's branches, which stay conditional on that If.
-void mark_taken(const std::vector<Value*>& outputs) {
-  std::vector<Node*> work;
-  for (Value* v : outputs) {
-    if (v && v->producer) work.push_back(v->producer);
-  }
-  while (!work.empty()) {
-    Node* n = work.back();
-    work.pop_back();
-    if (!n->conditional) continue;
-    n->conditional = false;
-    size_t inputs = n->op_type == "If" ? 1 : n->inputs.size();
-    for (size_t i = 0; i < inputs; ++i) {
-      if (Value* in = n->inputs[i]; in && in->producer) work.push_back(in->producer);
-    }
-  }
-}
-
 // Runs the data-dependent nodes whose inputs are all constant on the host, replacing their
 // outputs with constants, then refolds; repeats while any ran.
 Status run_host_ops(Graph& graph) {

@@ -68,6 +68,23 @@ Result<std::vector<Value*>> chosen_branch(const Node& node) {
                              node.inputs.begin() + static_cast<std::ptrdiff_t>(first + n));
 }
 
+void mark_taken(const std::vector<Value*>& outputs) {
+  std::vector<Node*> work;
+  for (Value* v : outputs) {
+    if (v && v->producer) work.push_back(v->producer);
+  }
+  while (!work.empty()) {
+    Node* n = work.back();
+    work.pop_back();
+    if (!n->conditional) continue;
+    n->conditional = false;
+    size_t inputs = n->op_type == "If" ? 1 : n->inputs.size();
+    for (size_t i = 0; i < inputs; ++i) {
+      if (Value* in = n->inputs[i]; in && in->producer) work.push_back(in->producer);
+    }
+  }
+}
+
 Status unroll_loop_step(Graph& graph, Node& loop, bool* finished) {
   auto& a = loop.attrs_as<LoopAttrs>();
   const Graph& body = *a.body;

@@ -17,6 +17,10 @@ namespace weft {
 
 // For If with a constant condition: the input each output passes through.
 Result<std::vector<Value*>> chosen_branch(const Node& node);
+// The nodes of a branch that an If took now run: they are no longer conditional
+// (Node::conditional). The walk back from the branch's outputs stops at nodes outside
+// branches, and at a nested If's branches, which stay conditional on that If.
+void mark_taken(const std::vector<Value*>& outputs);
 
 // One step of a Loop whose trip count and condition are constant: either one more
 // iteration of its body goes into the graph before it (its inputs then name that

@@ -14,15 +14,20 @@ namespace weft {
 
 using namespace shape_detail;
 
-// RMSNormalization: y like x; the axis must be one of x's.
-TypesOrError infer_rms_norm(const Node& node) {
+namespace {
+
+// y like x, whose axes include "axis".
+TypesOrError same_along_axis(const Node& node, int64_t axis) {
   const TensorType& x = in_type(node, 0);
-  if (x.shape) {
-    WEFT_RETURN_IF_ERROR(
-        normalize_axis(node.attrs_as<LayerNormAttrs>().axis, static_cast<int64_t>(x.shape->size()))
-            .status());
-  }
+  if (x.shape)
+    WEFT_RETURN_IF_ERROR(normalize_axis(axis, static_cast<int64_t>(x.shape->size())).status());
   return one(x);
+}
+
+} // namespace
+
+TypesOrError infer_rms_norm(const Node& node) {
+  return same_along_axis(node, node.attrs_as<LayerNormAttrs>().axis);
 }
 
 // Attention: Y [B, q_heads, S_q, v_head] (4-D) or [B, S_q, q_heads * v_head] (3-D); the
@@ -120,15 +125,8 @@ TypesOrError infer_group_norm(const Node& node) {
   return one(x);
 }
 
-// LpNormalization: y like x; the axis must be one of x's.
 TypesOrError infer_lp_norm(const Node& node) {
-  const TensorType& x = in_type(node, 0);
-  if (x.shape) {
-    WEFT_RETURN_IF_ERROR(
-        normalize_axis(node.attrs_as<LpNormAttrs>().axis, static_cast<int64_t>(x.shape->size()))
-            .status());
-  }
-  return one(x);
+  return same_along_axis(node, node.attrs_as<LpNormAttrs>().axis);
 }
 
 // CenterCropPad: x with the dims at "axes" (all by default) set to the constant input shape.
