@@ -127,6 +127,36 @@ def reductions(weft, env, tmp):
                   f"{name}: --deterministic is bitwise stable")
 
 
+def attention_softmax(weft, env, tmp):
+    """Softmax(x * scale + causal mask) over rows of 128, and its log: the pattern that gave
+    zeros, inf and NaN on an H100 while the emulator passed (a row's statistics, stored by one
+    lane and loaded by the others, in a buffer marked __restrict__)."""
+    shape = [2, 3, 64, 128]
+    mask = np.triu(np.full((64, 128), -np.inf, np.float32), k=65)
+    for op in ("Softmax", "LogSoftmax"):
+        nodes = [helper.make_node("Mul", ["x", "scale"], ["s"]),
+                 helper.make_node("Add", ["s", "mask"], ["m"]),
+                 helper.make_node(op, ["m"], ["y"], axis=-1)]
+        inits = [helper.make_tensor("scale", TensorProto.FLOAT, [], [0.125]),
+                 helper.make_tensor("mask", TensorProto.FLOAT, mask.shape, mask.ravel())]
+        graph = helper.make_graph(nodes, "g",
+                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+                                  inits)
+        path = os.path.join(tmp, op + "_attention.onnx")
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+        x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+        m = x.astype(np.float64) * 0.125 + mask
+        e = np.exp(m - m.max(axis=-1, keepdims=True))
+        want = e / e.sum(axis=-1, keepdims=True)
+        if op == "LogSoftmax":
+            with np.errstate(divide="ignore"):
+                want = np.log(want)
+        got, err = run(weft, path, x, env, "--device", "cuda")
+        ok = got is not None and np.allclose(got, want, rtol=1e-5, atol=1e-6)
+        check(ok, f"attention {op} {shape} with scale and causal mask {err}")
+
+
 def library_calls(weft, env, tmp):
     """MatMul, Gemm and Conv as library calls (Device::gemm and Device::conv: cuBLAS and cuDNN
     on a GPU, the emulator's loops here): operand binding, batch strides, transposes, alpha,
@@ -270,6 +300,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         reductions(weft, env, tmp)
         atomics_by_mode(weft, env, tmp)
+        attention_softmax(weft, env, tmp)
         library_calls(weft, env, tmp)
         if not on_gpu:
             no_driver(weft, tmp)

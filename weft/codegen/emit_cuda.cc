@@ -2,6 +2,7 @@
 // nest, with the strategies of cuda_strategy.h.
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <set>
 
 #include <fmt/format.h>
@@ -236,13 +237,36 @@ void Emitter::emit_few_long_rows(const std::vector<std::pair<const AstNode*, Loo
   out += "  }\n";
 }
 
-std::string Emitter::cuda_header(const std::string& function, int64_t block, bool one_block) const {
+std::set<int> Emitter::written_and_read(const AstNode& n, const AstNode* first) const {
+  std::set<int> written, read;
+  std::function<void(const AstNode&)> visit = [&](const AstNode& a) {
+    if (a.kind == AstNode::Kind::kCall) {
+      const Statement& s = k_.statements[static_cast<size_t>(a.statement)];
+      written.insert(s.write.buffer);
+      if (s.combine != kernel::Combine::kNone) read.insert(s.write.buffer);
+      for (const kernel::Access& r : s.reads)
+        read.insert(r.buffer);
+    }
+    for (const AstNode& c : a.children)
+      visit(c);
+  };
+  visit(n);
+  if (first) visit(*first);
+  std::set<int> both;
+  std::set_intersection(written.begin(), written.end(), read.begin(), read.end(),
+                        std::inserter(both, both.end()));
+  return both;
+}
+
+std::string Emitter::cuda_header(const std::string& function, int64_t block, bool one_block,
+                                 const std::set<int>& shared) const {
   std::vector<std::string> params, names;
   for (size_t i = 0; i < k_.buffers.size(); ++i) {
     const kernel::Buffer& b = k_.buffers[i];
+    bool restrict = !b.aliased && !shared.count(static_cast<int>(i));
     params.push_back(fmt::format("{}{}* {}b{}",
                                  b.role == kernel::BufferRole::kInput ? "const " : "",
-                                 storage_type(b.dtype), b.aliased ? "" : "__restrict__ ", i));
+                                 storage_type(b.dtype), restrict ? "__restrict__ " : "", i));
     names.push_back(fmt::format("b{} {}", i, b.name));
   }
   for (const auto& [symbol, name] : symbol_names_) {
@@ -322,7 +346,8 @@ std::string Emitter::cuda_part(const AstNode& n, const std::string& function, co
     body += "  // one thread\n";
     emit_node(n, 1, true, body);
   }
-  return globals + cuda_header(function, block, one_block) + body + "}\n";
+  return globals + cuda_header(function, block, one_block, written_and_read(n, first)) + body +
+         "}\n";
 }
 
 } // namespace weft::codegen

@@ -201,8 +201,16 @@ private:
                           const AstNode& loop, const std::string& function, std::string& out,
                           std::string& globals) const;
 
+  // The buffers that part "n" (with "first", an init folded into it) both writes and reads.
+  // Across a barrier, or from block to block, a thread may read what another thread wrote,
+  // so none of them may be __restrict__: NVCC takes restrict as a promise that no other
+  // thread writes the buffer during the launch, and moves loads above the barrier.
+  std::set<int> written_and_read(const AstNode& n, const AstNode* first) const;
+
   // "// launch ...", the signature (buffers and extents by value), and the body's opening.
-  std::string cuda_header(const std::string& function, int64_t block, bool one_block) const;
+  // Buffers in "shared" (or aliased) lose __restrict__.
+  std::string cuda_header(const std::string& function, int64_t block, bool one_block,
+                          const std::set<int>& shared) const;
 
   // One top-level nest "n" as a __global__ function; "first": an init folded into it.
   std::string cuda_part(const AstNode& n, const std::string& function, const AstNode* first,

@@ -39,8 +39,8 @@ struct Buffer {
   Shape shape;
   BufferRole role = BufferRole::kInput;
   // Shares memory with another buffer of the kernel (two views of one value, after
-  // stitching). Statements keep their program order, so only the C emitter cares: it drops
-  // __restrict__ for such buffers.
+  // stitching). Statements keep their program order, so only the emitters care: they drop
+  // __restrict__ for such buffers (the CUDA emitter also for buffers its threads share).
   bool aliased = false;
 };
 

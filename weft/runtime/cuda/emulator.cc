@@ -15,6 +15,7 @@
 
 #include "weft/codegen/compile_cpu.h"
 #include "weft/runtime/cuda/device.h"
+#include "weft/runtime/cuda/restrict_check.h"
 
 namespace weft::runtime::cuda {
 
@@ -326,6 +327,8 @@ public:
   }
   Result<std::shared_ptr<const Module>> load(const std::string& source,
                                              const std::string& name) override {
+    // NVCC's freedom with __restrict__, which the host compiler does not take.
+    WEFT_RETURN_IF_ERROR(check_restrict(source));
     std::string unit = fmt::format("{}\n{}\n{}", kEmulationHeader, source, kEmulationLaunch);
     unit.insert(0, "#include <array>\n");
     WEFT_ASSIGN_OR_RETURN(codegen::CompiledLibrary built,
