@@ -4,9 +4,16 @@
 // dtype is read in place, and each output is a numpy array over the memory Weft allocated
 // for it (kept alive by a capsule, its base). bf16 has no numpy dtype: bf16 inputs take
 // float32 arrays (rounded to nearest even) and bf16 outputs come back as float32 (exact).
+//
+// Other arrays come in through DLPack (__dlpack__) or __cuda_array_interface__: host ones
+// as numpy views (np.from_dlpack), CUDA ones as device pointers. A run whose inputs are all
+// CUDA tensors runs device-resident and returns DeviceArrays, which leave through DLPack
+// (torch.from_dlpack, cupy.from_dlpack) and __cuda_array_interface__, without copies.
 #include <cstring>
+#include <optional>
 #include <string>
 
+#include <dlpack/dlpack.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -55,6 +62,168 @@ float from_bf16(uint16_t b) {
   return f;
 }
 
+// DLPack's type of "t" (bool is DLPack 0.8's kDLBool, code 6).
+DLDataType dl_type(weft::ElementType t) {
+  using weft::ElementType;
+  auto bits = static_cast<uint8_t>(8 * weft::element_size(t));
+  switch (t) {
+    case ElementType::kF32:
+    case ElementType::kF64:
+    case ElementType::kF16: return {kDLFloat, bits, 1};
+    case ElementType::kBF16: return {kDLBfloat, bits, 1};
+    case ElementType::kI8:
+    case ElementType::kI16:
+    case ElementType::kI32:
+    case ElementType::kI64: return {kDLInt, bits, 1};
+    case ElementType::kU8:
+    case ElementType::kU16:
+    case ElementType::kU32:
+    case ElementType::kU64: return {kDLUInt, bits, 1};
+    case ElementType::kBool: return {6, 8, 1};
+  }
+  return {kDLFloat, 32, 1};
+}
+
+// __cuda_array_interface__'s typestr of "t"; empty for bf16, which has none.
+std::string typestr(weft::ElementType t) {
+  if (t == weft::ElementType::kBF16) return "";
+  py::dtype d = numpy_dtype(t);
+  return std::string(1, d.byteorder() == '=' ? '<' : d.byteorder()) + d.kind() +
+         std::to_string(d.itemsize());
+}
+
+// A device-resident output: a weft::DeviceTensor, exported without copies.
+class DeviceArray {
+public:
+  explicit DeviceArray(weft::DeviceTensor t) : t_(std::move(t)) {}
+  const weft::DeviceTensor& tensor() const { return t_; }
+
+  py::tuple shape() const { return py::cast(t_.shape()); }
+  std::string dtype() const { return dtype_name(t_.type()); }
+  uintptr_t data_ptr() const { return reinterpret_cast<uintptr_t>(t_.data()); }
+  py::tuple dlpack_device() const { return py::make_tuple(static_cast<int>(kDLCUDA), 0); }
+
+  // A "dltensor" capsule that keeps the memory alive until its consumer calls the deleter.
+  // The run that wrote it has finished (it synchronizes), so "stream" needs no wait.
+  py::capsule dlpack() const {
+    struct Holder {
+      weft::DeviceTensor tensor;
+      std::vector<int64_t> shape;
+      DLManagedTensor managed;
+    };
+    auto* h = new Holder{t_, t_.shape(), {}};
+    DLTensor& d = h->managed.dl_tensor;
+    d.data = t_.data();
+    d.device = {kDLCUDA, 0};
+    d.ndim = static_cast<int32_t>(h->shape.size());
+    d.dtype = dl_type(t_.type());
+    d.shape = h->shape.data();
+    d.strides = nullptr; // row-major
+    d.byte_offset = 0;
+    h->managed.manager_ctx = h;
+    h->managed.deleter = [](DLManagedTensor* m) { delete static_cast<Holder*>(m->manager_ctx); };
+    // A capsule still named "dltensor" when collected was never consumed: free it then.
+    return py::capsule(&h->managed, "dltensor", [](PyObject* capsule) {
+      if (!PyCapsule_IsValid(capsule, "dltensor")) return;
+      auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+      m->deleter(m);
+    });
+  }
+
+  py::dict cuda_array_interface() const {
+    std::string type = typestr(t_.type());
+    if (type.empty())
+      throw weft::Error("error: bfloat16 has no __cuda_array_interface__ type; use DLPack");
+    py::dict d;
+    d["shape"] = shape();
+    d["typestr"] = type;
+    d["data"] = py::make_tuple(data_ptr(), false);
+    d["strides"] = py::none();
+    d["version"] = 3;
+    return d;
+  }
+
+private:
+  weft::DeviceTensor t_;
+};
+
+// Python's view of a weft type from DLPack's (code, bits), if Weft has it.
+std::optional<weft::ElementType> from_dl_type(DLDataType t) {
+  for (int e = 0; e <= static_cast<int>(weft::ElementType::kBool); ++e) {
+    auto type = static_cast<weft::ElementType>(e);
+    DLDataType d = dl_type(type);
+    if (d.code == t.code && d.bits == t.bits && t.lanes == 1) return type;
+  }
+  return std::nullopt;
+}
+
+// A CUDA tensor from another library, as a view, with what keeps it alive.
+struct DeviceFeed {
+  weft::DeviceTensor tensor;
+  py::object keep;
+};
+
+bool is_contiguous(const std::vector<int64_t>& shape, const int64_t* strides, int64_t unit) {
+  int64_t want = unit;
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] != 1 && strides[i] != want) return false;
+    want *= shape[i];
+  }
+  return true;
+}
+
+// "obj" as a device tensor, when it is a CUDA tensor (__cuda_array_interface__, or DLPack on
+// kDLCUDA); nothing when it is not one.
+std::optional<DeviceFeed> device_feed(const std::string& name, const py::object& obj) {
+  if (py::isinstance<DeviceArray>(obj))
+    return DeviceFeed{obj.cast<const DeviceArray&>().tensor(), obj};
+  if (py::isinstance<py::array>(obj)) return std::nullopt;
+  auto refuse = [&](const std::string& why) {
+    return weft::Error("error: input '" + name + "': " + why);
+  };
+  if (py::hasattr(obj, "__dlpack_device__") && py::hasattr(obj, "__dlpack__")) {
+    py::tuple device = obj.attr("__dlpack_device__")();
+    if (device[0].cast<int>() != kDLCUDA) return std::nullopt;
+    py::capsule capsule = obj.attr("__dlpack__")();
+    auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+    if (!m) throw py::error_already_set();
+    const DLTensor& d = m->dl_tensor;
+    std::vector<int64_t> shape(d.shape, d.shape + d.ndim);
+    std::optional<weft::ElementType> type = from_dl_type(d.dtype);
+    if (!type) throw refuse("a DLPack type Weft does not have");
+    if (d.strides && !is_contiguous(shape, d.strides, 1))
+      throw refuse("a strided tensor; pass a contiguous one (.contiguous())");
+    // The consumer owns it now: renamed, and its deleter called with the last reference.
+    PyCapsule_SetName(capsule.ptr(), "used_dltensor");
+    auto owner = std::shared_ptr<DLManagedTensor>(m, [](DLManagedTensor* p) {
+      if (p->deleter) p->deleter(p);
+    });
+    py::capsule keep(new std::shared_ptr<DLManagedTensor>(owner),
+                     [](void* p) { delete static_cast<std::shared_ptr<DLManagedTensor>*>(p); });
+    void* data = static_cast<char*>(d.data) + d.byte_offset;
+    return DeviceFeed{weft::DeviceTensor::view(*type, shape, data), keep};
+  }
+  if (py::hasattr(obj, "__cuda_array_interface__")) {
+    py::dict cai = obj.attr("__cuda_array_interface__");
+    std::vector<int64_t> shape = cai["shape"].cast<std::vector<int64_t>>();
+    std::string type = cai["typestr"].cast<std::string>();
+    std::optional<weft::ElementType> found;
+    for (int e = 0; e <= static_cast<int>(weft::ElementType::kBool); ++e) {
+      auto t = static_cast<weft::ElementType>(e);
+      if (typestr(t) == type) found = t;
+    }
+    if (!found) throw refuse("the type '" + type + "', which Weft does not have");
+    if (cai.contains("strides") && !cai["strides"].is_none()) {
+      std::vector<int64_t> strides = cai["strides"].cast<std::vector<int64_t>>();
+      if (!is_contiguous(shape, strides.data(), static_cast<int64_t>(weft::element_size(*found))))
+        throw refuse("a strided tensor; pass a contiguous one");
+    }
+    auto data = reinterpret_cast<void*>(cai["data"].cast<py::tuple>()[0].cast<uintptr_t>());
+    return DeviceFeed{weft::DeviceTensor::view(*found, shape, data), obj};
+  }
+  return std::nullopt;
+}
+
 std::vector<int64_t> shape_of(const py::array& a) {
   return std::vector<int64_t>(a.shape(), a.shape() + a.ndim());
 }
@@ -88,8 +257,8 @@ class PyModel {
 public:
   explicit PyModel(weft::Model m) : model_(std::move(m)) {}
 
-  // Feeds in input order, as arrays that stay alive for the run, and views of them.
-  std::vector<weft::HostTensor> views(const py::dict& feeds, std::vector<py::array>* keep) const {
+  // Every feed names an input, and every input has a feed.
+  void check_names(const py::dict& feeds) const {
     const auto& specs = model_.inputs();
     for (auto item : feeds) {
       std::string name = py::str(item.first);
@@ -103,10 +272,46 @@ public:
         throw weft::Error("error: unknown input '" + name + "'; the model's inputs are " + names);
       }
     }
-    std::vector<weft::HostTensor> in;
     for (const weft::TensorSpec& s : specs) {
       if (!feeds.contains(s.name)) throw weft::Error("error: missing input '" + s.name + "'");
-      py::array a = py::array::ensure(feeds[s.name.c_str()]);
+    }
+  }
+
+  // The feeds as device tensors, in input order, when they are all CUDA tensors; none when
+  // none is; an error when some are.
+  std::vector<DeviceFeed> device_feeds(const py::dict& feeds) const {
+    check_names(feeds);
+    std::vector<DeviceFeed> out;
+    std::vector<std::string> host;
+    for (const weft::TensorSpec& s : model_.inputs()) {
+      std::optional<DeviceFeed> f = device_feed(s.name, feeds[s.name.c_str()]);
+      if (!f) {
+        host.push_back(s.name);
+        continue;
+      }
+      if (f->tensor.type() != s.type) {
+        throw weft::Error("error: input '" + s.name + "' must be " + dtype_name(s.type) + ", got " +
+                          dtype_name(f->tensor.type()));
+      }
+      out.push_back(std::move(*f));
+    }
+    if (!out.empty() && !host.empty()) {
+      throw weft::Error("error: input '" + host[0] +
+                        "' is a host array and others are CUDA tensors: pass all inputs on one "
+                        "device");
+    }
+    return out;
+  }
+
+  // Feeds in input order, as arrays that stay alive for the run, and views of them.
+  std::vector<weft::HostTensor> views(const py::dict& feeds, std::vector<py::array>* keep) const {
+    check_names(feeds);
+    std::vector<weft::HostTensor> in;
+    for (const weft::TensorSpec& s : model_.inputs()) {
+      py::object feed = feeds[s.name.c_str()];
+      if (!py::isinstance<py::array>(feed) && py::hasattr(feed, "__dlpack__"))
+        feed = py::module_::import("numpy").attr("from_dlpack")(feed); // a view, on the host
+      py::array a = py::array::ensure(feed);
       if (!a) throw weft::Error("error: input '" + s.name + "' is not an array");
       py::dtype want = numpy_dtype(s.type);
       if (!a.dtype().is(want) && !a.dtype().equal(want)) {
@@ -135,6 +340,20 @@ public:
   }
 
   py::dict run(const py::dict& feeds) const {
+    std::vector<DeviceFeed> device = device_feeds(feeds);
+    if (!device.empty()) {
+      std::vector<weft::DeviceTensor> in, out;
+      for (const DeviceFeed& f : device)
+        in.push_back(f.tensor);
+      {
+        py::gil_scoped_release release;
+        out = model_.run_on_device(in);
+      }
+      py::dict result;
+      for (size_t o = 0; o < out.size(); ++o)
+        result[py::str(model_.outputs()[o].name)] = py::cast(DeviceArray(out[o]));
+      return result;
+    }
     std::vector<py::array> keep;
     std::vector<weft::HostTensor> in = views(feeds, &keep);
     std::vector<weft::HostTensor> out;
@@ -188,8 +407,9 @@ private:
 };
 
 PyModel compile(const py::object& model, const std::string& device, int threads,
-                const py::object& dump_dir, bool fusion) {
+                const py::object& dump_dir, bool fusion, bool allow_tf32) {
   weft::CompileOptions options;
+  options.allow_tf32 = allow_tf32;
   options.device = device;
   options.threads = threads;
   options.fusion = fusion;
@@ -209,6 +429,22 @@ PyModel compile(const py::object& model, const std::string& device, int threads,
 PYBIND11_MODULE(_weft, m) {
   m.doc() = "Weft: an ONNX tensor compiler for memory-bound work";
   py::register_exception<weft::Error>(m, "WeftError");
+  py::class_<DeviceArray>(m, "DeviceArray",
+                          "A device-resident output: take it with torch.from_dlpack or "
+                          "cupy.from_dlpack (no copy), or through __cuda_array_interface__")
+      .def_property_readonly("shape", &DeviceArray::shape)
+      .def_property_readonly("dtype", &DeviceArray::dtype)
+      .def("data_ptr", &DeviceArray::data_ptr)
+      .def("__dlpack_device__", &DeviceArray::dlpack_device)
+      // Newer consumers also pass max_version, dl_device and copy: the legacy capsule
+      // answers them all (the DLPack protocol allows it).
+      .def("__dlpack__",
+           [](const DeviceArray& a, const py::args&, const py::kwargs&) { return a.dlpack(); })
+      .def_property_readonly("__cuda_array_interface__", &DeviceArray::cuda_array_interface)
+      .def("__repr__", [](const DeviceArray& a) {
+        return "weft.DeviceArray(shape=" + std::string(py::str(a.shape())) +
+               ", dtype=" + a.dtype() + ", device='cuda')";
+      });
   py::class_<PyModel>(m, "Model")
       .def_property_readonly("inputs",
                              [](const PyModel& self) { return self.specs(self.model().inputs()); })
@@ -217,5 +453,5 @@ PYBIND11_MODULE(_weft, m) {
       .def("run", &PyModel::run, py::arg("feeds"))
       .def("profile", &PyModel::profile, py::arg("feeds"));
   m.def("compile", &compile, py::arg("model"), py::arg("device") = "cpu", py::arg("threads") = 0,
-        py::arg("dump_dir") = py::none(), py::arg("fusion") = true);
+        py::arg("dump_dir") = py::none(), py::arg("fusion") = true, py::arg("allow_tf32") = false);
 }

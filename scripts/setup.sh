@@ -11,7 +11,7 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   libisl-dev libdnnl-dev libglpk-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libcli11-dev nlohmann-json3-dev libfmt-dev
+  libcli11-dev nlohmann-json3-dev libfmt-dev libdlpack-dev
   python3 python3-dev python3-venv python3-onnx python3-numpy python3-pytest
   libonnx-testdata
 )

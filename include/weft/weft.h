@@ -79,6 +79,30 @@ private:
   std::shared_ptr<void> owner_;
 };
 
+// A dense, row-major tensor in the memory of the CUDA device that "cuda" models run on: a
+// view of a device pointer the caller owns (a CUdeviceptr, torch.Tensor.data_ptr(), CuPy's
+// .data.ptr), or an output of Model::run on device tensors, which Weft owns and frees with
+// its last copy. Under the CUDA emulator (WEFT_CUDA_EMULATOR=1), device memory is host memory.
+class DeviceTensor {
+public:
+  DeviceTensor() = default;
+  static DeviceTensor view(ElementType type, std::vector<int64_t> shape, void* device_data);
+
+  ElementType type() const { return type_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  int64_t num_elements() const;
+  size_t num_bytes() const { return static_cast<size_t>(num_elements()) * element_size(type_); }
+  void* data() const { return data_; }
+  bool owns_memory() const { return owner_ != nullptr; }
+
+private:
+  friend class Model;
+  ElementType type_ = ElementType::kF32;
+  std::vector<int64_t> shape_;
+  void* data_ = nullptr;
+  std::shared_ptr<void> owner_;
+};
+
 // An input or output of a model. A symbolic dim is -1, with its name in dim_names.
 struct TensorSpec {
   std::string name;
@@ -88,10 +112,13 @@ struct TensorSpec {
 };
 
 struct CompileOptions {
-  std::string device = "cpu"; // "cpu" (CUDA is not available yet)
+  std::string device = "cpu"; // "cpu" or "cuda" (NVIDIA GPUs through the driver and NVRTC)
   int threads = 0;            // OpenMP threads per run; 0: $WEFT_NUM_THREADS, else all cores
   std::string dump_dir;       // as `weft inspect --dump-dir` (default: $WEFT_DUMP_DIR)
   bool fusion = true;         // false: one kernel per node (for comparisons)
+  // CUDA: let cuBLAS and cuDNN round f32 operands to TF32 on tensor cores (about 1e-3
+  // relative error, as torch.backends.cuda.matmul.allow_tf32). Off: fp32, as on the CPU.
+  bool allow_tf32 = false;
 };
 
 // Time spent in one kernel during Model::run_profiled.
@@ -124,6 +151,13 @@ public:
   void run(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) const;
   // The output shapes for inputs of these shapes (compiling for them if needed).
   std::vector<std::vector<int64_t>> output_shapes(const std::vector<HostTensor>& inputs) const;
+  // Device-resident runs of a "cuda" model: inputs and outputs in device memory, nothing
+  // copied through the host. They return once the outputs are written. Inputs whose values
+  // determine shapes, and models whose output shapes depend on values, take host tensors.
+  std::vector<DeviceTensor> run_on_device(const std::vector<DeviceTensor>& inputs) const;
+  void run_on_device(const std::vector<DeviceTensor>& inputs,
+                     const std::vector<DeviceTensor>& outputs) const;
+
   // run(), recording each kernel's time into "profile".
   std::vector<HostTensor> run_profiled(const std::vector<HostTensor>& inputs,
                                        std::vector<KernelTime>* profile) const;

@@ -5,17 +5,24 @@
     print(model.inputs)                           # names, dtypes, shapes ("N" for symbolic dims)
     out = model.run({"x": np.ones((4, 128), np.float32)})   # {output name: numpy array}
 
-Options of compile(): device="cpu", threads (OpenMP threads per run; default
+Options of compile(): device ("cpu" or "cuda"), threads (OpenMP threads per run; default
 $WEFT_NUM_THREADS, else all cores), dump_dir (IR after each pass, generated source and a
-build.sh; default $WEFT_DUMP_DIR), fusion (False: one kernel per node, for comparisons).
-Errors raise weft.WeftError with the CLI's message.
+build.sh; default $WEFT_DUMP_DIR), fusion (False: one kernel per node, for comparisons),
+allow_tf32 (CUDA: cuBLAS and cuDNN may use TF32; default fp32). Errors raise
+weft.WeftError with the CLI's message.
+
+Inputs may be any array with __dlpack__ (PyTorch, CuPy, JAX, numpy). When all of them are
+CUDA tensors (DLPack or __cuda_array_interface__) and the model was compiled for "cuda",
+the run is device-resident: outputs are weft.DeviceArray, which torch.from_dlpack and
+cupy.from_dlpack take without a copy. Outputs of host runs are numpy arrays, which
+np.from_dlpack and torch.from_dlpack also take without a copy.
 
 Outputs are numpy arrays over memory Weft allocated (no copy); inputs that are C-contiguous
 and of the declared dtype are read in place. One model may run on many threads at once
 (run() releases the GIL). model.profile(feeds) returns (outputs, per-kernel timings).
 """
 
-from ._weft import Model, WeftError, compile  # noqa: F401
+from ._weft import DeviceArray, Model, WeftError, compile  # noqa: F401
 
-__all__ = ["compile", "Model", "WeftError"]
+__all__ = ["compile", "DeviceArray", "Model", "WeftError"]
 __version__ = "0.1.0"

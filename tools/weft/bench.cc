@@ -145,6 +145,7 @@ int bench(const BenchOptions& o) {
   settings.fusion = o.fusion;
   settings.device = o.device;
   settings.deterministic = o.deterministic;
+  settings.allow_tf32 = o.allow_tf32;
   Result<CompiledModel> compiled = compile_model(model, inputs, settings);
   double compile_ms = ms_since(start);
   if (!compiled.ok()) {

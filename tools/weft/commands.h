@@ -23,6 +23,7 @@ struct RunOptions {
   std::string output_dir = ".";
   std::string device = "cpu";
   bool deterministic = false; // --device cuda: no atomics
+  bool allow_tf32 = false;    // --device cuda: TF32 in cuBLAS and cuDNN
   bool fusion = true;
 };
 
@@ -32,6 +33,7 @@ struct TestOnnxOptions {
   double atol = 1e-7;
   std::string device = "cpu";
   bool deterministic = false; // --device cuda: no atomics
+  bool allow_tf32 = false;    // --device cuda: TF32 in cuBLAS and cuDNN
   bool fusion = true;
   bool compile_only = false;      // build the kernels, do not run them
   std::vector<std::string> archs; // --device cuda --compile-only: NVRTC targets
@@ -43,6 +45,7 @@ struct BenchOptions {
   std::string fill = "random";
   std::string device = "cpu";
   bool deterministic = false; // --device cuda: no atomics
+  bool allow_tf32 = false;    // --device cuda: TF32 in cuBLAS and cuDNN
   int iters = 20;
   int warmup = 3;
   bool json = false;

@@ -71,6 +71,8 @@ int run_cli(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   run_cmd->add_flag("--deterministic", run.deterministic,
                     "With --device cuda: results bitwise the same from run to run (no atomics)");
+  run_cmd->add_flag("--allow-tf32", run.allow_tf32,
+                    "With --device cuda: let cuBLAS and cuDNN use TF32 tensor cores for f32");
   run_cmd
       ->add_option("--threads", threads,
                    "Threads for kernels (default: WEFT_NUM_THREADS, or all cores)")
@@ -87,6 +89,8 @@ int run_cli(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   test_cmd->add_flag("--deterministic", test.deterministic,
                      "With --device cuda: results bitwise the same from run to run (no atomics)");
+  test_cmd->add_flag("--allow-tf32", test.allow_tf32,
+                     "With --device cuda: let cuBLAS and cuDNN use TF32 tensor cores for f32");
   test_cmd->add_option("--threads", threads, "Threads for kernels")->check(CLI::PositiveNumber);
   test_cmd->add_flag("--compile-only", test.compile_only,
                      "Generate and build the kernels without running them (PASS: they build)");
@@ -109,6 +113,8 @@ int run_cli(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   bench_cmd->add_flag("--deterministic", bench.deterministic,
                       "With --device cuda: results bitwise the same from run to run (no atomics)");
+  bench_cmd->add_flag("--allow-tf32", bench.allow_tf32,
+                      "With --device cuda: let cuBLAS and cuDNN use TF32 tensor cores for f32");
   bench_cmd->add_option("--threads", threads, "Threads for kernels")->check(CLI::PositiveNumber);
   bench_cmd->add_flag("--json", bench.json, "Print one JSON object");
   bench_cmd->add_option(

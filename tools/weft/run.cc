@@ -38,6 +38,7 @@ int run(const RunOptions& o) {
   settings.fusion = o.fusion;
   settings.device = o.device;
   settings.deterministic = o.deterministic;
+  settings.allow_tf32 = o.allow_tf32;
   Result<CompiledModel> model = compile_model(o.model, *inputs, settings);
   if (!model.ok()) {
     std::cerr << model.status().to_string() << "\n";

@@ -57,6 +57,7 @@ std::optional<std::string> run_data_set(const fs::path& model, const fs::path& d
   CompileSettings settings;
   settings.device = o.device;
   settings.deterministic = o.deterministic;
+  settings.allow_tf32 = o.allow_tf32;
   if (o.compile_only) settings.cuda_archs = o.archs;
   settings.fusion = o.fusion;
   Result<CompiledModel> compiled = compile_model(model.string(), inputs, settings);

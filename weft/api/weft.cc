@@ -47,11 +47,18 @@ runtime::TensorView view_of(const HostTensor& t) {
   return {to_dtype(t.type()), t.shape(), t.data()};
 }
 
-std::vector<runtime::TensorView> views_of(const std::vector<HostTensor>& tensors) {
+template <typename T> std::vector<runtime::TensorView> views_of(const std::vector<T>& tensors) {
   std::vector<runtime::TensorView> views;
-  for (const HostTensor& t : tensors)
-    views.push_back(view_of(t));
+  for (const T& t : tensors)
+    views.push_back({to_dtype(t.type()), t.shape(), t.data()});
   return views;
+}
+
+int64_t product(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
 }
 
 int threads_from(const CompileOptions& options) {
@@ -105,12 +112,17 @@ HostTensor HostTensor::empty(ElementType type, std::vector<int64_t> shape) {
   return t;
 }
 
-int64_t HostTensor::num_elements() const {
-  int64_t n = 1;
-  for (int64_t d : shape_)
-    n *= d;
-  return n;
+int64_t HostTensor::num_elements() const { return product(shape_); }
+
+DeviceTensor DeviceTensor::view(ElementType type, std::vector<int64_t> shape, void* device_data) {
+  DeviceTensor t;
+  t.type_ = type;
+  t.shape_ = std::move(shape);
+  t.data_ = device_data;
+  return t;
 }
+
+int64_t DeviceTensor::num_elements() const { return product(shape_); }
 
 struct Model::Impl {
   explicit Impl(ModelSource s) : source(std::move(s)) {}
@@ -118,13 +130,16 @@ struct Model::Impl {
   ModelSource source;
   CompileOptions options;
   std::vector<TensorSpec> inputs, outputs;
-  bool has_shape_operands = false; // some input's value determines shapes
-  std::mutex mutex;                // guards "compiled"
+  bool has_shape_operands = false;               // some input's value determines shapes
+  std::shared_ptr<runtime::cuda::Device> device; // "cuda" models
+  std::mutex mutex;                              // guards "compiled"
   std::vector<std::shared_ptr<const CompiledModel>> compiled;
 
   // The compiled form for inputs like "given": an earlier one, or a new compile. Compiles run
   // outside the lock, so runs on known shapes go on meanwhile.
-  std::shared_ptr<const CompiledModel> for_inputs(const std::vector<runtime::TensorView>& given) {
+  // "on_device": the inputs' data are device pointers (the compile then samples zeros).
+  std::shared_ptr<const CompiledModel> for_inputs(const std::vector<runtime::TensorView>& given,
+                                                  bool on_device = false) {
     if (auto c = find(given)) return c;
     if (given.size() != inputs.size()) {
       throw Error(fmt::format("error: {}: the model takes {} inputs, {} were given", source.path,
@@ -138,13 +153,14 @@ struct Model::Impl {
         throw Error(fmt::format("error: {}: an input has the invalid shape {}", source.path,
                                 v.type().to_string()));
       Tensor t(v.dtype, v.dims);
-      if (t.num_bytes() > 0) std::memcpy(t.data(), v.data, t.num_bytes());
+      if (t.num_bytes() > 0 && !on_device) std::memcpy(t.data(), v.data, t.num_bytes());
       samples.push_back(std::move(t));
     }
     CompileSettings settings;
     settings.dump_dir = options.dump_dir;
     settings.fusion = options.fusion;
     settings.device = options.device;
+    settings.allow_tf32 = options.allow_tf32;
     auto c = std::make_shared<const CompiledModel>(
         value_or_throw(compile_model(source, samples, settings)));
     std::lock_guard<std::mutex> lock(mutex);
@@ -178,6 +194,27 @@ struct Model::Impl {
     return true;
   }
 
+  // The compiled form for device tensors "given", with the errors of what they cannot do.
+  std::shared_ptr<const CompiledModel> for_device(const std::vector<runtime::TensorView>& given) {
+    if (!device) {
+      throw Error(fmt::format("error: {}: device tensors need a model compiled for \"cuda\" "
+                              "(this one is for \"{}\")",
+                              source.path, options.device));
+    }
+    if (has_shape_operands) {
+      throw Error(fmt::format("error: {}: some input's values determine shapes: run this model "
+                              "with host tensors",
+                              source.path));
+    }
+    auto c = for_inputs(given, true);
+    if (c->staged()) {
+      throw Error(fmt::format("error: {}: output shapes depend on input values: run this model "
+                              "with host tensors",
+                              c->graph.source));
+    }
+    return c;
+  }
+
   runtime::RunOptions run_options() const {
     runtime::RunOptions run;
     run.threads = threads_from(options);
@@ -188,12 +225,14 @@ struct Model::Impl {
 namespace {
 
 std::shared_ptr<Model::Impl> make_impl(ModelSource source, const CompileOptions& options) {
+  std::shared_ptr<runtime::cuda::Device> cuda;
   if (options.device == "cuda") {
     Result<std::shared_ptr<runtime::cuda::Device>> device = runtime::cuda::open_device();
     if (!device.ok()) {
       throw Error(
           fmt::format("error: device 'cuda' is not available: {}", device.status().message()));
     }
+    cuda = *device;
   } else if (options.device != "cpu") {
     throw Error(fmt::format("error: device '{}' is not available: devices are \"cpu\" and "
                             "\"cuda\"",
@@ -207,6 +246,7 @@ std::shared_ptr<Model::Impl> make_impl(ModelSource source, const CompileOptions&
     impl->outputs.push_back(spec_of(v));
   impl->has_shape_operands = !shape_operand_inputs(graph).empty();
   impl->options = options;
+  impl->device = std::move(cuda);
   return impl;
 }
 
@@ -322,6 +362,33 @@ std::vector<HostTensor> Model::run_profiled(const std::vector<HostTensor>& input
                           info.bytes, timings[l].start_ns, timings[l].end_ns});
     }
   }
+  return outputs;
+}
+
+void Model::run_on_device(const std::vector<DeviceTensor>& inputs,
+                          const std::vector<DeviceTensor>& outputs) const {
+  std::vector<runtime::TensorView> in = views_of(inputs);
+  auto compiled = impl_->for_device(in);
+  runtime::RunOptions options = impl_->run_options();
+  options.io_on_device = true;
+  throw_if_error(compiled->executable->run(in, views_of(outputs), options)
+                     .with_location({compiled->graph.source, "", "", 0}));
+}
+
+std::vector<DeviceTensor> Model::run_on_device(const std::vector<DeviceTensor>& inputs) const {
+  auto compiled = impl_->for_device(views_of(inputs));
+  std::shared_ptr<runtime::cuda::Device> device = impl_->device;
+  std::vector<DeviceTensor> outputs;
+  for (const runtime::TensorInfo& o : compiled->executable->outputs()) {
+    DeviceTensor t = DeviceTensor::view(to_element_type(o.type.dtype),
+                                        shape_static_dims(*o.type.shape), nullptr);
+    check_allocatable(t.type(), t.shape());
+    void* data = value_or_throw(device->allocate(t.num_bytes()));
+    t.data_ = data;
+    t.owner_ = std::shared_ptr<void>(data, [device](void* p) { device->release(p); });
+    outputs.push_back(std::move(t));
+  }
+  run_on_device(inputs, outputs);
   return outputs;
 }
 

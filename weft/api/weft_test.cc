@@ -220,5 +220,77 @@ TEST(Api, ProfileHasOneEntryPerKernel) {
   EXPECT_TRUE(saw_row_sum);
 }
 
+// Device-resident runs on the CUDA emulator, where device memory is host memory: inputs are
+// read where they are, outputs are Weft-owned device memory or the caller's.
+TEST(Api, DeviceResidentRunsTakeAndReturnDevicePointers) {
+  setenv("WEFT_CUDA_EMULATOR", "1", 1);
+  CompileOptions cuda;
+  cuda.device = "cuda";
+  Model m = Model::compile_bytes(softmax_model(), cuda);
+  const int64_t n = 37;
+  std::vector<float> x = iota(static_cast<size_t>(n) * 8, 0.37f);
+  std::vector<DeviceTensor> out =
+      m.run_on_device({DeviceTensor::view(ElementType::kF32, {n, 8}, x.data())});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_TRUE(out[0].owns_memory());
+  EXPECT_EQ(out[1].shape(), (std::vector<int64_t>{n}));
+  expect_softmax(x, static_cast<const float*>(out[0].data()));
+
+  std::vector<float> y(x.size()), s(static_cast<size_t>(n));
+  m.run_on_device({DeviceTensor::view(ElementType::kF32, {n, 8}, x.data())},
+                  {DeviceTensor::view(ElementType::kF32, {n, 8}, y.data()),
+                   DeviceTensor::view(ElementType::kF32, {n}, s.data())});
+  expect_softmax(x, y.data());
+  for (float v : s)
+    EXPECT_NEAR(v, 1.0, 1e-5);
+
+  Model cpu = Model::compile_bytes(softmax_model());
+  std::string error;
+  try {
+    cpu.run_on_device({DeviceTensor::view(ElementType::kF32, {n, 8}, x.data())});
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("device tensors need a model compiled for \"cuda\""), std::string::npos)
+      << error;
+}
+
+// f32 GEMMs are fp32 unless TF32 is allowed; the emulator rounds operands as tensor cores do.
+TEST(Api, Tf32OnlyWhenAllowed) {
+  setenv("WEFT_CUDA_EMULATOR", "1", 1);
+  std::string bytes = testing::model_bytes(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[4,64] a, float[64,4] b) => (float[4,4] c) {
+      c = MatMul(a, b)
+    }
+  )");
+  std::vector<float> a(4 * 64), b(64 * 4);
+  for (size_t i = 0; i < a.size(); ++i) {
+    a[i] = 1.0f + static_cast<float>(i % 7) * 0x1p-13f; // below TF32's 10 mantissa bits
+    b[i] = 1.0f - static_cast<float>(i % 5) * 0x1p-14f;
+  }
+  double worst[2] = {0, 0};
+  for (bool tf32 : {false, true}) {
+    CompileOptions options;
+    options.device = "cuda";
+    options.allow_tf32 = tf32;
+    Model m = Model::compile_bytes(bytes, options);
+    std::vector<HostTensor> c = m.run({HostTensor::view(ElementType::kF32, {4, 64}, a.data()),
+                                       HostTensor::view(ElementType::kF32, {64, 4}, b.data())});
+    for (int i = 0; i < 4; ++i) {
+      for (int j = 0; j < 4; ++j) {
+        double want = 0;
+        for (int k = 0; k < 64; ++k)
+          want += static_cast<double>(a[i * 64 + k]) * b[k * 4 + j];
+        double got = c[0].data_as<float>()[i * 4 + j];
+        worst[tf32] = std::max(worst[tf32], std::abs(got - want) / want);
+      }
+    }
+  }
+  EXPECT_LT(worst[0], 1e-6); // fp32
+  EXPECT_GT(worst[1], 1e-5); // operands rounded to TF32
+  EXPECT_LT(worst[1], 2e-3);
+}
+
 } // namespace
 } // namespace weft

@@ -618,7 +618,7 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
     if (!use_library || absorbed.contains(node.get())) continue;
     std::string why_not;
     std::optional<library::LibraryCall> call =
-        cuda ? library::cuda_library_call(*node, device, &why_not)
+        cuda ? library::cuda_library_call(*node, device, settings.allow_tf32, &why_not)
              : library::dnnl_call(
                    *node, sole_reader, [&](const Node* n) { return !absorbed.contains(n); },
                    &why_not);

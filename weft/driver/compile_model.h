@@ -34,6 +34,9 @@ struct CompileSettings {
   std::vector<std::string> cuda_archs; // e.g. {"sm_80", "sm_90"}
   // CUDA: strategies whose results are bitwise the same from run to run (no atomics).
   bool deterministic = false;
+  // CUDA: cuBLAS and cuDNN may use TF32 tensor cores for f32 (about 1e-3 relative error);
+  // off, they compute in fp32 as the CPU does (docs/cuda.md).
+  bool allow_tf32 = false;
   bool fusion = true; // fusion/fuse.h; off for comparisons (--no-fusion)
   // MatMul, Gemm and Conv through oneDNN where it takes them (library/dnnl.h); off, they
   // are generated code. $WEFT_ONEDNN=0 turns it off too.

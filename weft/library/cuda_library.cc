@@ -28,9 +28,10 @@ public:
   }
   std::string describe() const override {
     const GemmShape& g = shape_;
-    return fmt::format("GEMM {}x{}x{}{}{}{} on {}", g.m, g.n, g.k,
+    return fmt::format("GEMM {}x{}x{}{}{}{}{} on {}", g.m, g.n, g.k,
                        g.batch > 1 ? fmt::format(" x{} batches", g.batch) : "",
-                       g.trans_a ? " A^T" : "", g.trans_b ? " B^T" : "", device_->describe());
+                       g.trans_a ? " A^T" : "", g.trans_b ? " B^T" : "", g.tf32 ? " (TF32)" : "",
+                       device_->describe());
   }
 
 private:
@@ -52,9 +53,9 @@ public:
   }
   std::string describe() const override {
     const ConvShape& s = shape_;
-    return fmt::format("convolution {}x{}x{}x{} * {}x{}x{}{} on {}", s.n, s.c, s.h, s.w, s.k, s.kh,
-                       s.kw, s.groups > 1 ? fmt::format(" ({} groups)", s.groups) : "",
-                       device_->describe());
+    return fmt::format("convolution {}x{}x{}x{} * {}x{}x{}{}{} on {}", s.n, s.c, s.h, s.w, s.k,
+                       s.kh, s.kw, s.groups > 1 ? fmt::format(" ({} groups)", s.groups) : "",
+                       s.tf32 ? " (TF32)" : "", device_->describe());
   }
 
 private:
@@ -167,7 +168,7 @@ std::optional<ConvShape> conv_shape(const Node& n, std::string* why_not) {
 } // namespace
 
 std::optional<LibraryCall> cuda_library_call(const Node& node, std::shared_ptr<Device> device,
-                                             std::string* why_not) {
+                                             bool allow_tf32, std::string* why_not) {
   if (node.op_type != "MatMul" && node.op_type != "Gemm" && node.op_type != "Conv")
     return std::nullopt;
   for (const Value* v : node.inputs) {
@@ -185,6 +186,7 @@ std::optional<LibraryCall> cuda_library_call(const Node& node, std::shared_ptr<D
       *why_not = "an empty tensor";
       return std::nullopt;
     }
+    shape->tf32 = allow_tf32;
     const Value* bias = node.input(2);
     call.values = {node.inputs[0], node.inputs[1]};
     if (bias) call.values.push_back(bias);
@@ -199,6 +201,7 @@ std::optional<LibraryCall> cuda_library_call(const Node& node, std::shared_ptr<D
     *why_not = "an empty operand";
     return std::nullopt;
   }
+  shape->tf32 = allow_tf32;
   call.values = {node.inputs[0], node.inputs[1]};
   if (shape->c_rows > 0) call.values.push_back(node.inputs[2]);
   call.values.push_back(node.outputs[0]);

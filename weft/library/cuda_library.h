@@ -8,6 +8,9 @@
 // Conv in f32 with 1 or 2 spatial dims, symmetric pads, groups and a bias. Anything else
 // (1-D MatMul operands, broadcasting batch dims, 3-D convolutions, other dtypes) stays
 // generated code.
+//
+// Precision: fp32 FMA, as the CPU computes, unless "allow_tf32" (CompileSettings): then the
+// libraries may round operands to TF32 on tensor cores (10 mantissa bits; ~1e-3 relative).
 #pragma once
 
 #include <memory>
@@ -21,6 +24,6 @@ namespace weft::library {
 
 std::optional<LibraryCall> cuda_library_call(const Node& node,
                                              std::shared_ptr<runtime::cuda::Device> device,
-                                             std::string* why_not);
+                                             bool allow_tf32, std::string* why_not);
 
 } // namespace weft::library

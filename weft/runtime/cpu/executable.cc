@@ -163,6 +163,12 @@ Status Executable::run(const std::vector<TensorView>& inputs,
     return Status::error(
         fmt::format("the model takes {} inputs, {} were given", inputs_.size(), inputs.size()));
   }
+  if (options.io_on_device && !device_)
+    return Status::error("device tensors were given to a model compiled for the CPU");
+  if (options.io_on_device && !frozen_.empty()) {
+    return Status::error(fmt::format("input '{}' determines shapes: pass it as a host tensor",
+                                     inputs_[static_cast<size_t>(frozen_[0].first)].name));
+  }
   for (size_t i = 0; i < inputs.size(); ++i)
     WEFT_RETURN_IF_ERROR(check_input(i, inputs[i]));
   if (outputs.size() != outputs_.size()) {
@@ -183,17 +189,19 @@ Status Executable::run(const std::vector<TensorView>& inputs,
   if (arena_size() && !arena)
     return Status::error(fmt::format("cannot allocate {} bytes of working memory", arena_size()));
   std::byte* base = static_cast<std::byte*>(arena.get());
-  // On a device, the run's copies of its inputs and outputs follow the intermediates.
+  // With host tensors on a device, the run's copies of its inputs and outputs follow the
+  // intermediates.
+  bool copy_io = device_ && !options.io_on_device;
   std::vector<void*> input_at, output_at;
   size_t io = align_up(arena_bytes_);
   for (const TensorView& t : inputs) {
-    input_at.push_back(device_ ? base + io : t.data);
-    if (device_) WEFT_RETURN_IF_ERROR(device_->to_device(base + io, t.data, t.num_bytes()));
-    io += device_ ? align_up(t.num_bytes()) : 0;
+    input_at.push_back(copy_io ? base + io : t.data);
+    if (copy_io) WEFT_RETURN_IF_ERROR(device_->to_device(base + io, t.data, t.num_bytes()));
+    io += copy_io ? align_up(t.num_bytes()) : 0;
   }
   for (const TensorView& t : outputs) {
-    output_at.push_back(device_ ? base + io : t.data);
-    io += device_ ? align_up(t.num_bytes()) : 0;
+    output_at.push_back(copy_io ? base + io : t.data);
+    io += copy_io ? align_up(t.num_bytes()) : 0;
   }
   // The address of each slot for this run.
   std::vector<void*> address(slots_.size(), nullptr);
@@ -220,8 +228,10 @@ Status Executable::run(const std::vector<TensorView>& inputs,
   for (size_t o = 0; o < outputs.size(); ++o) {
     void* src = address[static_cast<size_t>(output_slots_[o])];
     if (outputs[o].num_bytes() == 0) continue;
-    if (device_) {
+    if (copy_io) {
       WEFT_RETURN_IF_ERROR(device_->to_host(outputs[o].data, src, outputs[o].num_bytes()));
+    } else if (device_ && src != outputs[o].data) {
+      WEFT_RETURN_IF_ERROR(device_->on_device(outputs[o].data, src, outputs[o].num_bytes()));
     } else if (src != outputs[o].data) {
       std::memmove(outputs[o].data, src, outputs[o].num_bytes());
     }

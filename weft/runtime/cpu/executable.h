@@ -81,6 +81,9 @@ struct RunOptions {
   std::vector<LaunchTiming>* timings = nullptr; // when set, one entry per launch
   // Called before each launch with its arguments (its buffers' addresses), for `weft tune`.
   std::function<void(size_t launch, void* const* args)> before_launch;
+  // The inputs' and outputs' data are in the executable's device memory (place_on): nothing
+  // is copied through the host. An error without a device, or for frozen inputs.
+  bool io_on_device = false;
 };
 
 // Memory that is not the host's, where an executable's buffers live instead (a CUDA device,
@@ -94,6 +97,7 @@ public:
   // Copies are asynchronous: the host side must stay alive until synchronize().
   virtual Status to_device(void* dst, const void* src, size_t bytes) = 0;
   virtual Status to_host(void* dst, const void* src, size_t bytes) = 0;
+  virtual Status on_device(void* dst, const void* src, size_t bytes) = 0; // device to device
   virtual Status synchronize() = 0;
 };
 

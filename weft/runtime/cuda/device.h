@@ -47,6 +47,7 @@ struct GemmShape {
   int64_t stride_a = 0, stride_b = 0; // elements between batch entries; 0: one matrix for all
   float alpha = 1, beta = 0;
   int64_t c_rows = 0, c_cols = 0; // C0's dims; 0: no C0 (beta does not apply)
+  bool tf32 = false; // TF32 tensor cores allowed (CompileSettings::allow_tf32); else fp32 FMA
 };
 
 // Y = conv(X, W) (+ bias per output channel) for NCHW f32 in 2 spatial dims (1-D convs have
@@ -57,6 +58,7 @@ struct ConvShape {
   int64_t k = 0, kh = 1, kw = 1, groups = 1;
   int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
   int64_t out_h = 1, out_w = 0;
+  bool tf32 = false; // as GemmShape's
 };
 
 // Memory, copies (asynchronous, on the device's one stream) and synchronize() are those of

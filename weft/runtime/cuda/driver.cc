@@ -56,6 +56,7 @@ struct DriverApi {
   CUresult (*MemFree)(CUdeviceptr) = nullptr;
   CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream) = nullptr;
   CUresult (*MemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream) = nullptr;
+  CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream) = nullptr;
   CUresult (*ModuleLoadData)(CUmodule*, const void*) = nullptr;
   CUresult (*ModuleUnload)(CUmodule) = nullptr;
   CUresult (*ModuleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;
@@ -85,6 +86,7 @@ Result<std::unique_ptr<DriverApi>> load_api() {
   b.bind("cuMemFree_v2", &api->MemFree);
   b.bind("cuMemcpyHtoDAsync_v2", &api->MemcpyHtoDAsync);
   b.bind("cuMemcpyDtoHAsync_v2", &api->MemcpyDtoHAsync);
+  b.bind("cuMemcpyDtoDAsync_v2", &api->MemcpyDtoDAsync);
   b.bind("cuModuleLoadData", &api->ModuleLoadData);
   b.bind("cuModuleUnload", &api->ModuleUnload);
   b.bind("cuModuleGetFunction", &api->ModuleGetFunction);
@@ -130,6 +132,7 @@ struct CublasApi {
   cublasStatus_t (*SgemmStridedBatched)(cublasHandle_t, int, int, int, int, int, const float*,
                                         const float*, int, long long, const float*, int, long long,
                                         const float*, float*, int, long long, int) = nullptr;
+  cublasStatus_t (*SetMathMode)(cublasHandle_t, int) = nullptr;
   const char* (*GetStatusString)(cublasStatus_t) = nullptr;
 };
 
@@ -145,6 +148,7 @@ Result<std::unique_ptr<CublasApi>> load_cublas() {
   b.bind("cublasCreate_v2", &api->Create);
   b.bind("cublasSetStream_v2", &api->SetStream);
   b.bind("cublasSgemmStridedBatched", &api->SgemmStridedBatched);
+  b.bind("cublasSetMathMode", &api->SetMathMode);
   b.bind("cublasGetStatusString", &api->GetStatusString);
   if (!b.missing().empty())
     return Status::error(fmt::format("cuBLAS is not usable: libcublas.so lacks {}", b.missing()));
@@ -159,6 +163,10 @@ using cudnnTensorDescriptor_t = struct cudnnTensorStruct*;
 using cudnnFilterDescriptor_t = struct cudnnFilterStruct*;
 using cudnnConvolutionDescriptor_t = struct cudnnConvolutionStruct*;
 constexpr int kCudnnNchw = 0, kCudnnFloat = 0, kCudnnCrossCorrelation = 1;
+// cudnnMathType_t: DEFAULT allows TF32 tensor cores for f32 on sm_80 and later, TENSOR_OP and
+// ALLOW_CONVERSION use tensor cores, FMA does not.
+constexpr int kCudnnDefaultMath = 0, kCudnnTensorOpMath = 1, kCudnnAllowConversionMath = 2,
+              kCudnnFmaMath = 3;
 
 struct CudnnAlgoPerf { // cudnnConvolutionFwdAlgoPerf_t
   int algo;
@@ -187,6 +195,7 @@ struct CudnnApi {
   cudnnStatus_t (*SetConvolution2dDescriptor)(cudnnConvolutionDescriptor_t, int, int, int, int, int,
                                               int, int, int) = nullptr;
   cudnnStatus_t (*SetConvolutionGroupCount)(cudnnConvolutionDescriptor_t, int) = nullptr;
+  cudnnStatus_t (*SetConvolutionMathType)(cudnnConvolutionDescriptor_t, int) = nullptr;
   cudnnStatus_t (*GetConvolutionForwardAlgorithm)(cudnnHandle_t, cudnnTensorDescriptor_t,
                                                   cudnnFilterDescriptor_t,
                                                   cudnnConvolutionDescriptor_t,
@@ -226,6 +235,7 @@ Result<std::unique_ptr<CudnnApi>> load_cudnn() {
   b.bind("cudnnDestroyConvolutionDescriptor", &api->DestroyConvolutionDescriptor);
   b.bind("cudnnSetConvolution2dDescriptor", &api->SetConvolution2dDescriptor);
   b.bind("cudnnSetConvolutionGroupCount", &api->SetConvolutionGroupCount);
+  b.bind("cudnnSetConvolutionMathType", &api->SetConvolutionMathType);
   b.bind("cudnnGetConvolutionForwardAlgorithm_v7", &api->GetConvolutionForwardAlgorithm);
   b.bind("cudnnGetConvolutionForwardWorkspaceSize", &api->GetConvolutionForwardWorkspaceSize);
   b.bind("cudnnConvolutionForward", &api->ConvolutionForward);
@@ -385,6 +395,14 @@ public:
                          "cuMemcpyDtoHAsync");
   }
 
+  Status on_device(void* dst, const void* src, size_t bytes) override {
+    if (bytes == 0) return Status();
+    WEFT_RETURN_IF_ERROR(state_->make_current());
+    return state_->check(
+        state_->api->MemcpyDtoDAsync(to_cu(dst), to_cu(src), bytes, state_->stream),
+        "cuMemcpyDtoDAsync");
+  }
+
   Status synchronize() override {
     WEFT_RETURN_IF_ERROR(state_->make_current());
     return state_->check(state_->api->StreamSynchronize(state_->stream), "cuStreamSynchronize");
@@ -403,6 +421,8 @@ public:
                           fmt::format("cuBLAS: {} failed: {}", call, api.GetStatusString(r)));
     };
     WEFT_RETURN_IF_ERROR(check(api.SetStream(handle, state_->stream), "cublasSetStream"));
+    // cublasMath_t: TF32_TENSOR_OP (3) when allowed; DEFAULT (0) keeps f32 GEMMs in fp32.
+    WEFT_RETURN_IF_ERROR(check(api.SetMathMode(handle, g.tf32 ? 3 : 0), "cublasSetMathMode"));
     float beta = 0;
     if (c0 && g.c_rows > 0) {
       WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const Module> helper, broadcast_module());
@@ -464,7 +484,9 @@ public:
                                              i(s.stride_w), i(s.dilation_h), i(s.dilation_w),
                                              kCudnnCrossCorrelation, kCudnnFloat),
               "cudnnSetConvolution2dDescriptor") &&
-        check(api.SetConvolutionGroupCount(d.conv, i(s.groups)), "cudnnSetConvolutionGroupCount");
+        check(api.SetConvolutionGroupCount(d.conv, i(s.groups)), "cudnnSetConvolutionGroupCount") &&
+        check(api.SetConvolutionMathType(d.conv, s.tf32 ? kCudnnDefaultMath : kCudnnFmaMath),
+              "cudnnSetConvolutionMathType");
     CudnnAlgoPerf perf[8] = {};
     int returned = 0;
     ok = ok && check(api.GetConvolutionForwardAlgorithm(handle, d.x, d.w, d.conv, d.y, 8, &returned,
@@ -472,9 +494,16 @@ public:
                      "cudnnGetConvolutionForwardAlgorithm_v7");
     const CudnnAlgoPerf* pick = nullptr;
     for (int p = 0; ok && p < returned && !pick; ++p) {
-      if (perf[p].status == 0) pick = &perf[p];
+      bool tensor_cores =
+          perf[p].math_type == kCudnnTensorOpMath || perf[p].math_type == kCudnnAllowConversionMath;
+      if (perf[p].status == 0 && (s.tf32 || !tensor_cores)) pick = &perf[p];
     }
-    if (ok && !pick) return Status::error("cuDNN has no algorithm for this convolution");
+    if (ok && !pick) {
+      return Status::error(fmt::format("cuDNN has no {}algorithm for this convolution",
+                                       s.tf32 ? "" : "fp32 (FMA) "));
+    }
+    ok = ok && check(api.SetConvolutionMathType(d.conv, s.tf32 ? pick->math_type : kCudnnFmaMath),
+                     "cudnnSetConvolutionMathType");
     size_t bytes = 0;
     ok = ok && check(api.GetConvolutionForwardWorkspaceSize(handle, d.x, d.w, d.conv, d.y,
                                                             pick->algo, &bytes),

@@ -216,6 +216,15 @@ extern "C" int weft_emu_launch(void* fn, int nargs, const uint64_t* args, unsign
 
 using LaunchFn = int (*)(void*, int, const uint64_t*, unsigned int, unsigned int);
 
+// "v" as a tensor core reads it in TF32: 10 mantissa bits, rounded to nearest (ties away).
+float to_tf32(float v) {
+  uint32_t u = 0;
+  std::memcpy(&u, &v, sizeof(u));
+  if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & 0xffffe000u;
+  std::memcpy(&v, &u, sizeof(v));
+  return v;
+}
+
 class EmulatedModule : public Module {
 public:
   EmulatedModule(void* handle, LaunchFn launcher, std::string name)
@@ -271,9 +280,13 @@ public:
     if (bytes) std::memcpy(dst, src, bytes);
     return Status();
   }
+  Status on_device(void* dst, const void* src, size_t bytes) override {
+    if (bytes) std::memmove(dst, src, bytes);
+    return Status();
+  }
   Status synchronize() override { return Status(); }
   // The reference loop, accumulating in double: the emulator checks what the library call
-  // binds (operands, transposes, strides, C0), not cuBLAS.
+  // binds (operands, transposes, strides, C0, TF32 when allowed), not cuBLAS.
   Status gemm(const GemmShape& g, const float* a, const float* b, const float* c0,
               float* c) override {
     for (int64_t p = 0; p < g.batch; ++p) {
@@ -286,6 +299,10 @@ public:
           for (int64_t q = 0; q < g.k; ++q) {
             float x = g.trans_a ? ap[q * g.m + i] : ap[i * g.k + q];
             float y = g.trans_b ? bp[j * g.k + q] : bp[q * g.n + j];
+            if (g.tf32) {
+              x = to_tf32(x);
+              y = to_tf32(y);
+            }
             sum += static_cast<double>(x) * y;
           }
           double base = 0;
@@ -313,8 +330,10 @@ public:
                 for (int64_t v = 0; v < s.kw; ++v) {
                   int64_t xj = j * s.stride_w + v * s.dilation_w - s.pad_w;
                   if (xj < 0 || xj >= s.w) continue;
-                  sum += static_cast<double>(x[((b * s.c + g * cg + q) * s.h + yi) * s.w + xj]) *
-                         w[((o * cg + q) * s.kh + u) * s.kw + v];
+                  float a = x[((b * s.c + g * cg + q) * s.h + yi) * s.w + xj];
+                  float f = w[((o * cg + q) * s.kh + u) * s.kw + v];
+                  sum += s.tf32 ? static_cast<double>(to_tf32(a)) * to_tf32(f)
+                                : static_cast<double>(a) * f;
                 }
               }
             }

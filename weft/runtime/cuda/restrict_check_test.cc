@@ -1,6 +1,6 @@
-#include "weft/runtime/cuda/restrict_check.h"
-
 #include <gtest/gtest.h>
+
+#include "weft/runtime/cuda/restrict_check.h"
 
 namespace weft::runtime::cuda {
 namespace {
