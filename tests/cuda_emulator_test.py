@@ -260,6 +260,17 @@ def atomics_by_mode(weft, env, tmp):
                       f"{'atomics' if atomics else 'partials, no atomics'} {err}")
 
 
+def bench_device_resident(weft, env, tmp):
+    """weft bench --device cuda times device-resident runs apart from the host copies."""
+    import json
+    path = os.path.join(tmp, "all.onnx")
+    r = subprocess.run([weft, "bench", path, "--device", "cuda", "--fill", "ones", "--iters", "3",
+                        "--json"], capture_output=True, text=True, env=env)
+    j = json.loads(r.stdout) if r.returncode == 0 else {}
+    check(j.get("device_resident_median_ms", -1) > 0 and "transfer_ms" in j,
+          f"bench --device cuda reports device-resident latency and transfers {r.stderr.strip()}")
+
+
 def no_driver(weft, tmp):
     if any(os.path.exists(os.path.join(d, "libcuda.so.1"))
            for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/lib/x86_64-linux-gnu")):
@@ -301,6 +312,7 @@ def main():
         reductions(weft, env, tmp)
         atomics_by_mode(weft, env, tmp)
         attention_softmax(weft, env, tmp)
+        bench_device_resident(weft, env, tmp)
         library_calls(weft, env, tmp)
         if not on_gpu:
             no_driver(weft, tmp)

@@ -450,12 +450,60 @@ public:
                  "cublasSgemmStridedBatched");
   }
 
-  // cuDNN's heuristics pick the algorithm; its workspace is one buffer of the device, grown
-  // when a convolution needs more.
+  // cuDNN's heuristics pick the algorithm once per shape (conv_plan); its workspace is one
+  // buffer of the device, grown when a convolution needs more.
   Status conv(const ConvShape& s, const float* x, const float* w, const float* bias,
               float* y) override {
     WEFT_RETURN_IF_ERROR(state_->make_current());
     WEFT_ASSIGN_OR_RETURN(cudnnHandle_t handle, cudnn());
+    const CudnnApi& api = *cudnn_api_;
+    auto check = [&](cudnnStatus_t r, const char* call) {
+      return r == 0
+                 ? Status()
+                 : Status::error(fmt::format("cuDNN: {} failed: {}", call, api.GetErrorString(r)));
+    };
+    WEFT_RETURN_IF_ERROR(check(api.SetStream(handle, state_->stream), "cudnnSetStream"));
+    WEFT_ASSIGN_OR_RETURN(const ConvPlan* plan, conv_plan(s, handle));
+    WEFT_ASSIGN_OR_RETURN(void* workspace, workspace_of(plan->workspace));
+    float one = 1, zero = 0;
+    const ConvDescriptors& d = plan->d;
+    WEFT_RETURN_IF_ERROR(
+        check(api.ConvolutionForward(handle, &one, d.x, x, d.w, w, d.conv, plan->algo, workspace,
+                                     plan->workspace, &zero, d.y, y),
+              "cudnnConvolutionForward"));
+    if (!bias) return Status();
+    return check(api.AddTensor(handle, &one, d.bias, bias, &one, d.y, y), "cudnnAddTensor");
+  }
+
+  Result<std::shared_ptr<const Module>> load(const std::string& source,
+                                             const std::string& name) override {
+    WEFT_RETURN_IF_ERROR(check_restrict(source));
+    WEFT_ASSIGN_OR_RETURN(const Nvrtc* nvrtc, Nvrtc::get());
+    WEFT_ASSIGN_OR_RETURN(std::string ptx, nvrtc->compile_to_ptx(source, name, state_->arch));
+    WEFT_RETURN_IF_ERROR(state_->make_current());
+    CUmodule module = nullptr;
+    // PTX is loaded as text: the image must be NUL-terminated, which c_str() guarantees.
+    WEFT_RETURN_IF_ERROR(
+        state_->check(state_->api->ModuleLoadData(&module, ptx.c_str()), "cuModuleLoadData", name));
+    return std::shared_ptr<const Module>(std::make_shared<DriverModule>(state_, module));
+  }
+
+private:
+  // A convolution's descriptors, algorithm and workspace size, chosen on the first run of its
+  // shape and kept for the device's life: later runs only launch.
+  struct ConvPlan {
+    explicit ConvPlan(const CudnnApi& api) : d{api} {}
+    ConvDescriptors d;
+    int algo = 0;
+    size_t workspace = 0;
+  };
+
+  Result<const ConvPlan*> conv_plan(const ConvShape& s, cudnnHandle_t handle) {
+    std::string key = fmt::format("{} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}", s.n, s.c,
+                                  s.h, s.w, s.k, s.kh, s.kw, s.groups, s.pad_h, s.pad_w, s.stride_h,
+                                  s.stride_w, s.dilation_h, s.dilation_w, s.out_h, s.out_w, s.tf32);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = conv_plans_.find(key); it != conv_plans_.end()) return it->second.get();
     const CudnnApi& api = *cudnn_api_;
     Status status;
     auto check = [&](cudnnStatus_t r, const char* call) {
@@ -464,9 +512,9 @@ public:
       return status.ok();
     };
     auto i = [](int64_t v) { return static_cast<int>(v); };
-    ConvDescriptors d{api};
+    auto plan = std::make_unique<ConvPlan>(api);
+    ConvDescriptors& d = plan->d;
     bool ok =
-        check(api.SetStream(handle, state_->stream), "cudnnSetStream") &&
         check(api.CreateTensorDescriptor(&d.x), "cudnnCreateTensorDescriptor") &&
         check(
             api.SetTensor4dDescriptor(d.x, kCudnnNchw, kCudnnFloat, i(s.n), i(s.c), i(s.h), i(s.w)),
@@ -474,6 +522,9 @@ public:
         check(api.CreateTensorDescriptor(&d.y), "cudnnCreateTensorDescriptor") &&
         check(api.SetTensor4dDescriptor(d.y, kCudnnNchw, kCudnnFloat, i(s.n), i(s.k), i(s.out_h),
                                         i(s.out_w)),
+              "cudnnSetTensor4dDescriptor") &&
+        check(api.CreateTensorDescriptor(&d.bias), "cudnnCreateTensorDescriptor") &&
+        check(api.SetTensor4dDescriptor(d.bias, kCudnnNchw, kCudnnFloat, 1, i(s.k), 1, 1),
               "cudnnSetTensor4dDescriptor") &&
         check(api.CreateFilterDescriptor(&d.w), "cudnnCreateFilterDescriptor") &&
         check(api.SetFilter4dDescriptor(d.w, kCudnnFloat, kCudnnNchw, i(s.k), i(s.c / s.groups),
@@ -492,51 +543,29 @@ public:
     ok = ok && check(api.GetConvolutionForwardAlgorithm(handle, d.x, d.w, d.conv, d.y, 8, &returned,
                                                         perf),
                      "cudnnGetConvolutionForwardAlgorithm_v7");
+    if (!ok) return status;
     const CudnnAlgoPerf* pick = nullptr;
-    for (int p = 0; ok && p < returned && !pick; ++p) {
+    for (int p = 0; p < returned && !pick; ++p) {
       bool tensor_cores =
           perf[p].math_type == kCudnnTensorOpMath || perf[p].math_type == kCudnnAllowConversionMath;
       if (perf[p].status == 0 && (s.tf32 || !tensor_cores)) pick = &perf[p];
     }
-    if (ok && !pick) {
+    if (!pick) {
       return Status::error(fmt::format("cuDNN has no {}algorithm for this convolution",
                                        s.tf32 ? "" : "fp32 (FMA) "));
     }
-    ok = ok && check(api.SetConvolutionMathType(d.conv, s.tf32 ? pick->math_type : kCudnnFmaMath),
-                     "cudnnSetConvolutionMathType");
-    size_t bytes = 0;
-    ok = ok && check(api.GetConvolutionForwardWorkspaceSize(handle, d.x, d.w, d.conv, d.y,
-                                                            pick->algo, &bytes),
-                     "cudnnGetConvolutionForwardWorkspaceSize");
+    plan->algo = pick->algo;
+    ok = check(api.SetConvolutionMathType(d.conv, s.tf32 ? pick->math_type : kCudnnFmaMath),
+               "cudnnSetConvolutionMathType") &&
+         check(api.GetConvolutionForwardWorkspaceSize(handle, d.x, d.w, d.conv, d.y, plan->algo,
+                                                      &plan->workspace),
+               "cudnnGetConvolutionForwardWorkspaceSize");
     if (!ok) return status;
-    WEFT_ASSIGN_OR_RETURN(void* workspace, workspace_of(bytes));
-    float one = 1, zero = 0;
-    ok = check(api.ConvolutionForward(handle, &one, d.x, x, d.w, w, d.conv, pick->algo, workspace,
-                                      bytes, &zero, d.y, y),
-               "cudnnConvolutionForward");
-    if (ok && bias) {
-      ok = check(api.CreateTensorDescriptor(&d.bias), "cudnnCreateTensorDescriptor") &&
-           check(api.SetTensor4dDescriptor(d.bias, kCudnnNchw, kCudnnFloat, 1, i(s.k), 1, 1),
-                 "cudnnSetTensor4dDescriptor") &&
-           check(api.AddTensor(handle, &one, d.bias, bias, &one, d.y, y), "cudnnAddTensor");
-    }
-    return status;
+    const ConvPlan* out = plan.get();
+    conv_plans_.emplace(std::move(key), std::move(plan));
+    return out;
   }
 
-  Result<std::shared_ptr<const Module>> load(const std::string& source,
-                                             const std::string& name) override {
-    WEFT_RETURN_IF_ERROR(check_restrict(source));
-    WEFT_ASSIGN_OR_RETURN(const Nvrtc* nvrtc, Nvrtc::get());
-    WEFT_ASSIGN_OR_RETURN(std::string ptx, nvrtc->compile_to_ptx(source, name, state_->arch));
-    WEFT_RETURN_IF_ERROR(state_->make_current());
-    CUmodule module = nullptr;
-    // PTX is loaded as text: the image must be NUL-terminated, which c_str() guarantees.
-    WEFT_RETURN_IF_ERROR(
-        state_->check(state_->api->ModuleLoadData(&module, ptx.c_str()), "cuModuleLoadData", name));
-    return std::shared_ptr<const Module>(std::make_shared<DriverModule>(state_, module));
-  }
-
-private:
   // The cuBLAS handle, created on the first GEMM (with the context current) and kept.
   Result<cublasHandle_t> cublas() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -557,9 +586,11 @@ private:
   Result<cudnnHandle_t> cudnn() {
     std::lock_guard<std::mutex> lock(mutex_);
     if (cudnn_handle_) return cudnn_handle_;
-    static const Result<std::unique_ptr<CudnnApi>> api = load_cudnn();
-    if (!api.ok()) return api.status();
-    cudnn_api_ = api->get();
+    // Never destroyed: the device, a static too, destroys its convolution plans through it
+    // at exit.
+    static const auto* const api = new Result<std::unique_ptr<CudnnApi>>(load_cudnn());
+    if (!api->ok()) return api->status();
+    cudnn_api_ = (*api)->get();
     cudnnStatus_t r = cudnn_api_->Create(&cudnn_handle_);
     if (r != 0) {
       cudnn_handle_ = nullptr;
@@ -600,6 +631,7 @@ private:
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
   std::shared_ptr<const Module> broadcast_;
+  std::map<std::string, std::unique_ptr<ConvPlan>> conv_plans_; // by shape; see conv_plan
 };
 
 Result<std::shared_ptr<Device>> open() {
