@@ -20,9 +20,16 @@ np.from_dlpack and torch.from_dlpack also take without a copy.
 Outputs are numpy arrays over memory Weft allocated (no copy); inputs that are C-contiguous
 and of the declared dtype are read in place. One model may run on many threads at once
 (run() releases the GIL). model.profile(feeds) returns (outputs, per-kernel timings).
+
+weft.InferenceSession is ONNX Runtime's session API over compile() (session.py): a script
+written for onnxruntime runs on Weft with `import weft as ort`.
 """
 
 from ._weft import DeviceArray, Model, WeftError, compile  # noqa: F401
+from .session import (ExecutionMode, GraphOptimizationLevel, InferenceSession, NodeArg,
+                      RunOptions, SessionOptions, get_available_providers)
 
-__all__ = ["compile", "DeviceArray", "Model", "WeftError"]
+__all__ = ["compile", "DeviceArray", "Model", "WeftError", "InferenceSession", "SessionOptions",
+           "NodeArg", "RunOptions", "GraphOptimizationLevel", "ExecutionMode",
+           "get_available_providers"]
 __version__ = "0.1.0"

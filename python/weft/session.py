@@ -1,0 +1,318 @@
+"""weft.InferenceSession: ONNX Runtime's Python session API over weft.compile, so that a
+script written for onnxruntime runs on Weft when its import is swapped:
+
+    import weft as ort                            # was: import onnxruntime as ort
+    sess = ort.InferenceSession("model.onnx", providers=["CUDAExecutionProvider",
+                                                         "CPUExecutionProvider"])
+    name = sess.get_inputs()[0].name
+    out = sess.run(None, {name: x})[0]            # a list, in the order of output_names
+
+Providers: "CUDAExecutionProvider" compiles for device "cuda", "CPUExecutionProvider" for
+"cpu". The first one that is available wins: when CUDA is not (no driver, no GPU), a warning
+says so and the next one is tried, and CPU is the last resort, as in ONNX Runtime. Other
+providers of ONNX Runtime (names ending in "ExecutionProvider": TensorRT, OpenVINO, ...) are
+passed over with a warning, as ONNX Runtime does with those its build lacks; any other name
+raises ValueError. The CUDA provider's options: "use_tf32" is compile()'s allow_tf32, and
+"device_id" must be 0 (Weft runs on CUDA device 0; choose it with CUDA_VISIBLE_DEVICES).
+
+SessionOptions: intra_op_num_threads is compile()'s threads (0: $WEFT_NUM_THREADS, else all
+cores); graph_optimization_level ORT_DISABLE_ALL compiles with fusion=False (one kernel per
+node) and every other level with fusion; enable_profiling times each kernel of each run
+(model.profile(), host inputs only), and end_profiling() writes the times as a Chrome trace
+(JSON) named from profile_file_prefix and returns its path. The other options ONNX Runtime
+has (inter_op_num_threads, execution_mode, log_severity_level, optimized_model_filepath, ...)
+are accepted and ignored, as are run_options.
+
+Where it differs from ONNX Runtime:
+- bfloat16: numpy has none, so bfloat16 inputs are float32 arrays (rounded to nearest even)
+  and bfloat16 outputs come back as float32 (exact); NodeArg.type still says
+  "tensor(bfloat16)".
+- providers=None means CPU (a GPU build of ONNX Runtime asks for providers to be named).
+- get_available_providers() lists CUDA first whether or not this machine has a GPU, as a GPU
+  build of ONNX Runtime does; a session that asks for CUDA and finds none falls back.
+- use_tf32 is off unless asked for (fp32 matmuls and convolutions), where ONNX Runtime's CUDA
+  provider allows TF32 by default.
+- Errors are weft.WeftError with Weft's message (unknown or missing inputs, wrong dtypes,
+  unknown output names, unsupported models), where ONNX Runtime raises its own classes
+  (InvalidArgument, Fail, ...).
+- Every output is computed whatever output_names asks for; run() returns the asked ones.
+- Shapes are Weft's: dims the model leaves unnamed have Weft's names ("unk0", ...) where
+  ONNX Runtime says None, and output shapes are the ones Weft infers.
+- A run of a CUDA session whose inputs are all CUDA tensors (DLPack or
+  __cuda_array_interface__: PyTorch, CuPy) stays on the device and returns weft.DeviceArray
+  outputs, not numpy arrays (ONNX Runtime's way there is IOBinding and OrtValue).
+- Not here: io_binding, run_with_ort_values, OrtValue, get_modelmeta, custom op libraries.
+"""
+
+import enum
+import json
+import os
+import threading
+import time
+import warnings
+
+from . import _weft
+from ._weft import WeftError
+
+# ONNX's type strings, as ONNX Runtime reports them, by Weft's dtype names.
+_ONNX_TYPES = {
+    "float32": "tensor(float)", "float64": "tensor(double)", "float16": "tensor(float16)",
+    "bfloat16": "tensor(bfloat16)", "int8": "tensor(int8)", "int16": "tensor(int16)",
+    "int32": "tensor(int32)", "int64": "tensor(int64)", "uint8": "tensor(uint8)",
+    "uint16": "tensor(uint16)", "uint32": "tensor(uint32)", "uint64": "tensor(uint64)",
+    "bool": "tensor(bool)",
+}
+
+# Weft's devices, by provider name.
+_DEVICES = {"CUDAExecutionProvider": "cuda", "CPUExecutionProvider": "cpu"}
+
+
+def get_available_providers():
+    """The providers Weft has, CUDA first, as a GPU build of ONNX Runtime lists them. CUDA is
+    listed whether or not this machine has a GPU: a session that asks for it and finds none
+    falls back to the next provider with a warning."""
+    return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+
+
+class GraphOptimizationLevel(enum.IntEnum):
+    """ONNX Runtime's levels (and values). Weft fuses at every level but ORT_DISABLE_ALL."""
+    ORT_DISABLE_ALL = 0
+    ORT_ENABLE_BASIC = 1
+    ORT_ENABLE_EXTENDED = 2
+    ORT_ENABLE_ALL = 99
+
+
+class ExecutionMode(enum.IntEnum):
+    """ONNX Runtime's execution modes; accepted and ignored (Weft runs kernels in order)."""
+    ORT_SEQUENTIAL = 0
+    ORT_PARALLEL = 1
+
+
+class SessionOptions:
+    """ONNX Runtime's session options, with its defaults. Any attribute may be set; the ones
+    Weft reads are intra_op_num_threads, graph_optimization_level, enable_profiling and
+    profile_file_prefix (see the module's docstring)."""
+
+    def __init__(self):
+        self.intra_op_num_threads = 0
+        self.inter_op_num_threads = 0
+        self.graph_optimization_level = GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.execution_mode = ExecutionMode.ORT_SEQUENTIAL
+        self.enable_profiling = False
+        self.profile_file_prefix = "weft_profile"
+        self.log_severity_level = 2
+        self.log_verbosity_level = 0
+        self.logid = ""
+        self.optimized_model_filepath = ""
+        self.enable_cpu_mem_arena = True
+        self.enable_mem_pattern = True
+        self.enable_mem_reuse = True
+        self.use_deterministic_compute = False
+        self._config = {}
+
+    def add_session_config_entry(self, key, value):
+        """Kept, and ignored."""
+        self._config[str(key)] = str(value)
+
+    def get_session_config_entry(self, key):
+        if key not in self._config:
+            raise KeyError(f"SessionOptions has no config entry '{key}'")
+        return self._config[key]
+
+    def add_free_dimension_override_by_name(self, name, value):
+        """Ignored: Weft takes each run's shapes from its inputs."""
+
+    def add_free_dimension_override_by_denotation(self, denotation, value):
+        """Ignored: Weft takes each run's shapes from its inputs."""
+
+
+class RunOptions:
+    """ONNX Runtime's run options; any attribute may be set, and all are ignored."""
+
+    def __init__(self):
+        self.log_severity_level = 2
+        self.log_verbosity_level = 0
+        self.logid = ""
+        self.terminate = False
+
+
+class NodeArg:
+    """An input or output: name, type ("tensor(float)", ...) and shape (ints, and strings
+    for symbolic dims)."""
+
+    def __init__(self, name, type, shape):
+        self.name = name
+        self.type = type
+        self.shape = shape
+
+    def __repr__(self):
+        return f"NodeArg(name={self.name!r}, type={self.type!r}, shape={self.shape!r})"
+
+
+def _node_args(specs):
+    return [NodeArg(s.name, _ONNX_TYPES.get(s.dtype, f"tensor({s.dtype})"), list(s.shape))
+            for s in specs]
+
+
+def _provider_list(providers, provider_options):
+    """[(name, options)] from ONNX Runtime's two ways of giving them: names with a parallel
+    list of option dicts, or (name, options) tuples among the names."""
+    providers = list(providers or [])
+    if provider_options is not None:
+        if len(provider_options) != len(providers):
+            raise ValueError("'providers' and 'provider_options' must have the same length")
+        if any(not isinstance(p, str) for p in providers):
+            raise ValueError("give provider options either in 'providers' or in "
+                             "'provider_options', not both")
+        pairs = list(zip(providers, provider_options))
+    else:
+        pairs = []
+        for p in providers:
+            if isinstance(p, str):
+                pairs.append((p, {}))
+            elif isinstance(p, (tuple, list)) and len(p) == 2 and isinstance(p[0], str):
+                pairs.append((p[0], p[1]))
+            else:
+                raise ValueError(f"a provider is a name or a (name, options) tuple, not {p!r}")
+    out, seen = [], set()
+    for name, options in pairs:
+        if name not in _DEVICES and not name.endswith("ExecutionProvider"):
+            known = ", ".join(f"'{n}'" for n in get_available_providers())
+            raise ValueError(f"unknown provider '{name}'; Weft's providers are {known}")
+        if name in seen:
+            warnings.warn(f"duplicate provider '{name}' ignored")
+            continue
+        seen.add(name)
+        out.append((name, dict(options or {})))
+    return out
+
+
+def _allow_tf32(options):
+    return str(options.get("use_tf32", 0)).strip().lower() in ("1", "true")
+
+
+class InferenceSession:
+    """A compiled model with ONNX Runtime's session API (see the module's docstring)."""
+
+    def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None,
+                 **kwargs):
+        # kwargs: ONNX Runtime's disabled_optimizers and the like, accepted and ignored.
+        if isinstance(path_or_bytes, (bytearray, memoryview)):
+            path_or_bytes = bytes(path_or_bytes)
+        self._source = path_or_bytes
+        self._sess_options = sess_options if sess_options is not None else SessionOptions()
+        self._profiling = bool(getattr(self._sess_options, "enable_profiling", False))
+        self._start_ns = time.time_ns()
+        self._events = []  # kernel times while profiling, as Chrome trace events
+        self._create(providers, provider_options)
+
+    def _create(self, providers, provider_options):
+        """Compiles for the first provider that is available; CPU is the last resort."""
+        wanted = _provider_list(providers, provider_options)
+        if "CPUExecutionProvider" not in [name for name, _ in wanted]:
+            wanted.append(("CPUExecutionProvider", {}))
+        opts = self._sess_options
+        threads = int(getattr(opts, "intra_op_num_threads", 0) or 0)
+        level = getattr(opts, "graph_optimization_level", GraphOptimizationLevel.ORT_ENABLE_ALL)
+        fusion = level != GraphOptimizationLevel.ORT_DISABLE_ALL
+        for i, (name, options) in enumerate(wanted):
+            rest = [n for n, _ in wanted[i + 1:]]
+            device = _DEVICES.get(name)
+            if device is None:
+                warnings.warn(f"Weft has no {name}; falling back to {rest}")
+                continue
+            if device == "cuda" and int(options.get("device_id", 0)) != 0:
+                raise ValueError("Weft runs on CUDA device 0; choose the GPU with "
+                                 "CUDA_VISIBLE_DEVICES instead of device_id")
+            try:
+                model = _weft.compile(self._source, device=device, threads=threads,
+                                      fusion=fusion, allow_tf32=_allow_tf32(options))
+            except WeftError as e:
+                # CUDA without a driver or GPU: the next provider, as ONNX Runtime does.
+                if device == "cpu" or "not available" not in str(e):
+                    raise
+                warnings.warn(f"{name} is not available ({e}); falling back to {rest}")
+                continue
+            self._model = model
+            self._providers = [name] if device == "cpu" else [name, "CPUExecutionProvider"]
+            self._provider_options = {n: {} for n in self._providers}
+            self._provider_options[name] = {k: str(v) for k, v in options.items()}
+            self._inputs = _node_args(model.inputs)
+            self._outputs = _node_args(model.outputs)
+            return
+
+    @property
+    def weft_model(self):
+        """The weft.Model underneath (for profile() and the like)."""
+        return self._model
+
+    def get_inputs(self):
+        return list(self._inputs)
+
+    def get_outputs(self):
+        return list(self._outputs)
+
+    def get_overridable_initializers(self):
+        """None: Weft folds initializers into the compiled model."""
+        return []
+
+    def get_providers(self):
+        """The providers in use: the one that won, then CPU, as ONNX Runtime lists them."""
+        return list(self._providers)
+
+    def get_provider_options(self):
+        """{provider: {option: value as a string}} for the providers in use."""
+        return {n: dict(o) for n, o in self._provider_options.items()}
+
+    def get_session_options(self):
+        return self._sess_options
+
+    def set_providers(self, providers=None, provider_options=None):
+        """Compiles the model again for these providers."""
+        self._create(providers, provider_options)
+
+    def run(self, output_names, input_feed, run_options=None):
+        """The outputs named in output_names (None or []: all of them, in the model's order)
+        as a list of numpy arrays, from input_feed, {input name: array}. On a CUDA session
+        whose inputs are all CUDA tensors the outputs are weft.DeviceArray (no copies)."""
+        names = [o.name for o in self._outputs]
+        wanted = list(output_names) if output_names else names
+        for n in wanted:
+            if n not in names:
+                valid = ", ".join(f"'{v}'" for v in names)
+                raise WeftError(f"error: unknown output '{n}'; the model's outputs are {valid}")
+        feeds = dict(input_feed)
+        if self._profiling:
+            start_us = (time.time_ns() - self._start_ns) / 1e3
+            out, kernels = self._model.profile(feeds)
+            self._record(kernels, start_us)
+        else:
+            out = self._model.run(feeds)
+        return [out[n] for n in wanted]
+
+    def _record(self, kernels, start_us):
+        """Kernel times as Chrome trace events, laid end to end from the run's start."""
+        ts = start_us
+        for k in kernels:
+            self._events.append({
+                "cat": "Node", "ph": "X", "name": k["node"] or k["kernel"], "ts": ts,
+                "dur": k["us"], "pid": os.getpid(), "tid": threading.get_ident(),
+                "args": {"op_name": k["op_type"], "kernel": k["kernel"],
+                         "strategy": k["strategy"], "shapes": k["shapes"],
+                         "bytes": k["bytes"]}})
+            ts += k["us"]
+
+    def end_profiling(self):
+        """Writes the kernel times so far and returns the file's path ("" when profiling is
+        off); profiling stops."""
+        if not self._profiling:
+            return ""
+        self._profiling = False
+        prefix = getattr(self._sess_options, "profile_file_prefix", "weft_profile")
+        path = f"{prefix}_{time.strftime('%Y-%m-%d_%H-%M-%S')}.json"
+        with open(path, "w") as f:
+            json.dump(self._events, f)
+        return path
+
+    def get_profiling_start_time_ns(self):
+        return self._start_ns

@@ -1,0 +1,323 @@
+"""weft.InferenceSession, ONNX Runtime's session API: a script written for onnxruntime runs
+unmodified but for its import, and the API's parts (output selection, metadata, options,
+providers and their fallback, bytes) behave as ONNX Runtime documents them. Outputs are
+compared with the CLI's (WEFT_CLI), with onnx's ReferenceEvaluator where this onnx has it
+(.venv's; Debian's is older), and with onnxruntime where it is installed."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import weft
+from weft import _weft
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CLI = os.environ.get("WEFT_CLI", os.path.join(ROOT, "build", "tools", "weft", "weft"))
+EXAMPLE = os.path.join(ROOT, "examples", "attention_block.onnx")
+
+# A script written for onnxruntime, as users have them. The test swaps only its import.
+ORT_SCRIPT = """\
+import sys
+
+import numpy as np
+import onnxruntime as ort
+
+path, x_path, out_path = sys.argv[1:]
+sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+print([(i.name, i.type, i.shape) for i in sess.get_inputs()])
+name = sess.get_inputs()[0].name
+x = np.load(x_path)
+out = sess.run(None, {name: x})[0]
+np.save(out_path, out)
+"""
+
+
+def make_model(nodes, inputs, outputs, initializers=(), opset=13):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def softmax_model():
+    """y = Softmax(x) over the last axis, s = ReduceSum(y, axis 1); x is f32[N, 16]."""
+    axes = helper.make_tensor("axes", TensorProto.INT64, [1], [1])
+    return make_model(
+        [helper.make_node("Softmax", ["x"], ["y"], axis=-1),
+         helper.make_node("ReduceSum", ["y", "axes"], ["s"], keepdims=0)],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 16]),
+         helper.make_tensor_value_info("s", TensorProto.FLOAT, ["N"])],
+        [axes])
+
+
+@pytest.fixture(scope="module")
+def softmax_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("models") / "softmax.onnx"
+    onnx.save(softmax_model(), path)
+    return path
+
+
+def feeds(n=5):
+    return {"x": np.random.default_rng(n).standard_normal((n, 16)).astype(np.float32)}
+
+
+def run_script(text, model, x, tmp_path, tag):
+    """Runs "text" as a script of its own (this interpreter, weft on its path); its output."""
+    script = tmp_path / f"script_{tag}.py"  # not weft.py, which would shadow weft
+    script.write_text(text)
+    np.save(tmp_path / "x.npy", x)
+    out = tmp_path / f"{tag}_out.npy"
+    env = dict(os.environ)
+    weft_dir = os.path.dirname(os.path.dirname(os.path.abspath(weft.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (weft_dir, env.get("PYTHONPATH")) if p)
+    done = subprocess.run([sys.executable, str(script), model, str(tmp_path / "x.npy"), str(out)],
+                          env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return np.load(out), done.stdout
+
+
+def test_unmodified_ort_script(tmp_path):
+    x = np.random.default_rng(0).standard_normal((2, 128, 64)).astype(np.float32)
+    swapped = ORT_SCRIPT.replace("import onnxruntime as ort", "import weft as ort")
+    assert swapped != ORT_SCRIPT
+    y, stdout = run_script(swapped, EXAMPLE, x, tmp_path, "weft")
+    assert "('x', 'tensor(float)', [2, 128, 64])" in stdout
+    assert y.shape == (2, 128, 64) and y.dtype == np.float32
+    np.testing.assert_array_equal(y, weft.compile(EXAMPLE).run({"x": x})["y"])
+    compared = 0
+    if os.path.exists(CLI):  # the same engine: bit for bit
+        args = [CLI, "run", EXAMPLE, "--input", f"x={tmp_path / 'x.npy'}",
+                "--output-dir", str(tmp_path / "cli")]
+        subprocess.run(args, check=True, capture_output=True)
+        np.testing.assert_array_equal(y, np.load(tmp_path / "cli" / "y.npy"))
+        compared += 1
+    try:
+        from onnx.reference import ReferenceEvaluator
+    except ImportError:
+        ReferenceEvaluator = None
+    if ReferenceEvaluator is not None:
+        (want,) = ReferenceEvaluator(EXAMPLE).run(["y"], {"x": x})
+        np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
+        compared += 1
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        onnxruntime = None
+    if onnxruntime is not None:  # the script as written, on onnxruntime itself
+        want, theirs = run_script(ORT_SCRIPT, EXAMPLE, x, tmp_path, "ort")
+        assert theirs == stdout
+        np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
+        compared += 1
+    assert compared, "no CLI, reference evaluator or onnxruntime to compare with"
+
+
+def test_output_names_select_and_order(softmax_path):
+    sess = weft.InferenceSession(str(softmax_path))
+    want = weft.compile(softmax_path).run(feeds())
+    y, s = sess.run(None, feeds())
+    np.testing.assert_array_equal(y, want["y"])
+    np.testing.assert_array_equal(s, want["s"])
+    assert [a.shape for a in sess.run([], feeds())] == [(5, 16), (5,)]
+    s2, y2 = sess.run(["s", "y"], feeds())
+    np.testing.assert_array_equal(s2, want["s"])
+    np.testing.assert_array_equal(y2, want["y"])
+    (only,) = sess.run(("s",), feeds())
+    np.testing.assert_array_equal(only, want["s"])
+
+
+def test_unknown_output_and_input(softmax_path):
+    sess = weft.InferenceSession(softmax_path)
+    with pytest.raises(weft.WeftError,
+                       match="unknown output 'z'; the model's outputs are 'y', 's'"):
+        sess.run(["y", "z"], feeds())
+    with pytest.raises(weft.WeftError, match="unknown input 'q'"):
+        sess.run(None, {"q": feeds()["x"]})
+
+
+def test_inputs_and_outputs(softmax_path):
+    sess = weft.InferenceSession(softmax_path)
+    (x,) = sess.get_inputs()
+    assert (x.name, x.type, x.shape) == ("x", "tensor(float)", ["N", 16])
+    assert repr(x) == "NodeArg(name='x', type='tensor(float)', shape=['N', 16])"
+    assert [(o.name, o.type, o.shape) for o in sess.get_outputs()] == [
+        ("y", "tensor(float)", ["N", 16]), ("s", "tensor(float)", ["N"])]
+
+
+@pytest.mark.parametrize("elem_type,type_str", [
+    (TensorProto.DOUBLE, "tensor(double)"), (TensorProto.FLOAT16, "tensor(float16)"),
+    (TensorProto.BFLOAT16, "tensor(bfloat16)"), (TensorProto.INT8, "tensor(int8)"),
+    (TensorProto.INT32, "tensor(int32)"), (TensorProto.INT64, "tensor(int64)"),
+    (TensorProto.UINT8, "tensor(uint8)"), (TensorProto.UINT64, "tensor(uint64)"),
+    (TensorProto.BOOL, "tensor(bool)")])
+def test_onnx_type_strings(elem_type, type_str):
+    model = make_model([helper.make_node("Identity", ["a"], ["b"])],
+                       [helper.make_tensor_value_info("a", elem_type, ["B", 3])],
+                       [helper.make_tensor_value_info("b", elem_type, ["B", 3])])
+    sess = weft.InferenceSession(model.SerializeToString())
+    assert [(i.type, i.shape) for i in sess.get_inputs()] == [(type_str, ["B", 3])]
+    assert [(o.type, o.shape) for o in sess.get_outputs()] == [(type_str, ["B", 3])]
+
+
+def test_bfloat16_is_float32_in_numpy():
+    model = make_model([helper.make_node("Relu", ["a"], ["b"])],
+                       [helper.make_tensor_value_info("a", TensorProto.BFLOAT16, [4])],
+                       [helper.make_tensor_value_info("b", TensorProto.BFLOAT16, [4])])
+    sess = weft.InferenceSession(model.SerializeToString())
+    (b,) = sess.run(None, {"a": np.array([-1, 0.5, 2, -3], np.float32)})
+    assert b.dtype == np.float32
+    np.testing.assert_array_equal(b, [0, 0.5, 2, 0])
+
+
+def test_bytes(softmax_path):
+    want = weft.InferenceSession(softmax_path).run(None, feeds())
+    for source in (softmax_path.read_bytes(), bytearray(softmax_path.read_bytes())):
+        got = weft.InferenceSession(source, providers=["CPUExecutionProvider"]).run(None, feeds())
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b)
+
+
+@pytest.fixture
+def compile_calls(monkeypatch):
+    """The keyword arguments of each weft compile the session makes."""
+    calls = []
+    real = _weft.compile
+
+    def spy(model, **kwargs):
+        calls.append(kwargs)
+        return real(model, **kwargs)
+
+    monkeypatch.setattr(_weft, "compile", spy)
+    return calls
+
+
+def test_session_options(softmax_path, compile_calls):
+    so = weft.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1  # accepted, ignored
+    so.graph_optimization_level = weft.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.execution_mode = weft.ExecutionMode.ORT_SEQUENTIAL
+    so.log_severity_level = 3
+    so.optimized_model_filepath = "unused.onnx"
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    sess = weft.InferenceSession(softmax_path, sess_options=so, providers=["CPUExecutionProvider"])
+    assert compile_calls[-1]["threads"] == 1 and compile_calls[-1]["fusion"] is False
+    assert sess.get_session_options() is so
+    assert so.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    want = weft.compile(softmax_path).run(feeds())
+    y, s = sess.run(None, feeds(), weft.RunOptions())
+    np.testing.assert_allclose(y, want["y"], rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(s, want["s"], rtol=1e-6)
+    # The defaults: all threads, fusion.
+    weft.InferenceSession(softmax_path)
+    assert compile_calls[-1]["threads"] == 0 and compile_calls[-1]["fusion"] is True
+    assert weft.SessionOptions().graph_optimization_level == 99  # ORT_ENABLE_ALL
+
+
+def test_profiling(softmax_path, tmp_path):
+    so = weft.SessionOptions()
+    so.enable_profiling = True
+    so.profile_file_prefix = str(tmp_path / "prof")
+    sess = weft.InferenceSession(softmax_path, so)
+    sess.run(None, feeds())
+    path = sess.end_profiling()
+    assert os.path.basename(path).startswith("prof_") and path.endswith(".json")
+    with open(path) as f:
+        events = json.load(f)
+    assert events and all(e["ph"] == "X" and e["dur"] >= 0 for e in events)
+    assert any("Softmax" in e["args"]["op_name"] for e in events)
+    assert sess.end_profiling() == ""  # stopped
+    assert weft.InferenceSession(softmax_path).end_profiling() == ""
+
+
+def test_available_providers():
+    assert weft.get_available_providers() == ["CUDAExecutionProvider", "CPUExecutionProvider"]
+
+
+def cuda_works(model_bytes):
+    try:
+        _weft.compile(model_bytes, device="cuda")
+        return True
+    except weft.WeftError:
+        return False
+
+
+def test_cuda_fallback_without_a_gpu(softmax_path, monkeypatch):
+    monkeypatch.delenv("WEFT_CUDA_EMULATOR", raising=False)
+    if cuda_works(softmax_path.read_bytes()):
+        pytest.skip("this machine has CUDA: no fallback to see")
+    want = weft.compile(softmax_path).run(feeds())
+    for providers in (["CUDAExecutionProvider", "CPUExecutionProvider"],
+                      ["CUDAExecutionProvider"]):  # CPU is the last resort, as in ORT
+        with pytest.warns(UserWarning, match="CUDAExecutionProvider is not available"):
+            sess = weft.InferenceSession(softmax_path, providers=providers)
+        assert sess.get_providers() == ["CPUExecutionProvider"]
+        np.testing.assert_array_equal(sess.run(["y"], feeds())[0], want["y"])
+
+
+def test_cuda_fallback_only_when_not_available(softmax_path, monkeypatch):
+    """Any machine: a CUDA compile that fails for want of a device falls back; one that fails
+    for another reason raises."""
+    real = _weft.compile
+    why = {"message": "error: device 'cuda' is not available: no CUDA driver"}
+
+    def no_cuda(model, device="cpu", **kwargs):
+        if device == "cuda":
+            raise weft.WeftError(why["message"])
+        return real(model, device=device, **kwargs)
+
+    monkeypatch.setattr(_weft, "compile", no_cuda)
+    with pytest.warns(UserWarning, match=r"falling back to \['CPUExecutionProvider'\]"):
+        sess = weft.InferenceSession(softmax_path,
+                                     providers=["CUDAExecutionProvider", "CPUExecutionProvider"])
+    assert sess.get_providers() == ["CPUExecutionProvider"]
+    why["message"] = "error: node 'n': Foo is not supported"
+    with pytest.raises(weft.WeftError, match="not supported"):
+        weft.InferenceSession(softmax_path, providers=["CUDAExecutionProvider"])
+
+
+def test_cuda_provider_on_the_emulator(softmax_path, monkeypatch, compile_calls):
+    monkeypatch.setenv("WEFT_CUDA_EMULATOR", "1")
+    sess = weft.InferenceSession(
+        softmax_path, providers=[("CUDAExecutionProvider", {"device_id": 0, "use_tf32": "1"}),
+                                 "CPUExecutionProvider"])
+    assert compile_calls[-1]["device"] == "cuda" and compile_calls[-1]["allow_tf32"] is True
+    assert sess.get_providers() == ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    assert sess.get_provider_options() == {
+        "CUDAExecutionProvider": {"device_id": "0", "use_tf32": "1"}, "CPUExecutionProvider": {}}
+    want = weft.compile(softmax_path).run(feeds())
+    y, s = sess.run(None, feeds())  # host inputs: numpy outputs
+    assert isinstance(y, np.ndarray)
+    np.testing.assert_allclose(y, want["y"], rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(s, want["s"], rtol=1e-6)
+    # provider_options as a parallel list; TF32 stays off unless asked for.
+    weft.InferenceSession(softmax_path, providers=["CUDAExecutionProvider"],
+                          provider_options=[{}])
+    assert compile_calls[-1]["allow_tf32"] is False
+    with pytest.raises(ValueError, match="CUDA device 0"):
+        weft.InferenceSession(softmax_path, providers=[("CUDAExecutionProvider", {"device_id": 1})])
+
+
+def test_provider_names(softmax_path):
+    with pytest.raises(ValueError, match="unknown provider 'GPU'; Weft's providers are "
+                                         "'CUDAExecutionProvider', 'CPUExecutionProvider'"):
+        weft.InferenceSession(softmax_path, providers=["GPU"])
+    with pytest.raises(ValueError, match="same length"):
+        weft.InferenceSession(softmax_path, providers=["CPUExecutionProvider"],
+                              provider_options=[{}, {}])
+    # ONNX Runtime's other providers are passed over with a warning, as ORT does with those
+    # its build lacks.
+    with pytest.warns(UserWarning, match="Weft has no TensorrtExecutionProvider"):
+        sess = weft.InferenceSession(
+            softmax_path, providers=["TensorrtExecutionProvider", "CPUExecutionProvider"])
+    assert sess.get_providers() == ["CPUExecutionProvider"]
+    assert sess.get_provider_options() == {"CPUExecutionProvider": {}}
+    # providers=None: CPU.
+    assert weft.InferenceSession(softmax_path).get_providers() == ["CPUExecutionProvider"]
