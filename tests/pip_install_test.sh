@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `pip install .` into a fresh virtual environment (PyPI's packages only: no Debian python3-*
 # modules), then, from outside the checkout, the README's Python quickstart, the installed
-# `weft` CLI, and outputs taken by np.from_dlpack without a copy.
+# `weft` CLI, outputs taken by np.from_dlpack without a copy, and the session and DLPack tests
+# (an onnxruntime script with its import swapped among them).
 # Usage: pip_install_test.sh SOURCE_DIR
 set -euo pipefail
 src=$(cd "$1" && pwd)
@@ -22,4 +23,8 @@ model = weft.compile(sys.argv[1])
 y = model.run({"x": np.ones((2, 128, 64), np.float32)})["y"]
 assert np.from_dlpack(y).ctypes.data == y.ctypes.data, "np.from_dlpack copied"
 PY
+# The ONNX Runtime script with its import swapped, and DLPack, against the installed module.
+"$tmp/v/bin/pip" install --quiet --disable-pip-version-check pytest==9.2.0 onnx==1.23.2
+WEFT_CLI="$tmp/v/bin/weft" "$tmp/v/bin/python" -m pytest -q -p no:cacheprovider \
+  "$src/tests/python/test_session.py" "$src/tests/python/test_dlpack.py"
 echo "pip install ok"
