@@ -134,11 +134,13 @@ std::string kernel_table(const runtime::Executable& exe, const KernelProfile& p)
 } // namespace
 
 // On a CUDA device: the median of "iters" runs whose inputs and outputs stay in device
-// memory (uploaded once), without the host copies of an ordinary run. Nothing elsewhere.
+// memory (uploaded once), without the host copies of an ordinary run. Nothing elsewhere, nor
+// for models whose input values determine shapes (those inputs are read on the host).
 Result<std::optional<double>> device_resident_ms(const CompiledModel& compiled,
                                                  const std::vector<Tensor>& inputs, int iters,
                                                  const std::string& device_name) {
-  if (device_name != "cuda" || compiled.staged()) return std::optional<double>();
+  if (device_name != "cuda" || compiled.staged() || compiled.executable->has_frozen_inputs())
+    return std::optional<double>();
   WEFT_ASSIGN_OR_RETURN(std::shared_ptr<runtime::cuda::Device> device,
                         runtime::cuda::open_device());
   const runtime::Executable& exe = *compiled.executable;

@@ -43,14 +43,15 @@ TensorSpec spec_of(const Value* v) {
   return spec;
 }
 
-runtime::TensorView view_of(const HostTensor& t) {
+// A HostTensor's or DeviceTensor's view.
+template <typename T> runtime::TensorView view_of(const T& t) {
   return {to_dtype(t.type()), t.shape(), t.data()};
 }
 
 template <typename T> std::vector<runtime::TensorView> views_of(const std::vector<T>& tensors) {
   std::vector<runtime::TensorView> views;
   for (const T& t : tensors)
-    views.push_back({to_dtype(t.type()), t.shape(), t.data()});
+    views.push_back(view_of(t));
   return views;
 }
 

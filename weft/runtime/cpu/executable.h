@@ -125,6 +125,7 @@ public:
 
   // Input "i" was compiled for "value" (it determines shapes); runs must pass that value.
   void freeze_input(int i, Tensor value) { frozen_.emplace_back(i, std::move(value)); }
+  bool has_frozen_inputs() const { return !frozen_.empty(); }
 
   // Does "input" match input "i"'s type and, if frozen, its value?
   Status check_input(size_t i, const TensorView& input) const;
