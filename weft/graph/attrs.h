@@ -123,6 +123,14 @@ struct ScatterAttrs {
   WEFT_FIELDS(f("axis", axis); f("reduction", reduction))
 };
 
+// TensorScatter (opset 24): where along "axis" the update is written, and whether the write
+// wraps around the cache.
+struct TensorScatterAttrs {
+  int64_t axis = -2;
+  bool circular = false; // mode = "circular"; "linear" otherwise
+  WEFT_FIELDS(f("axis", axis); f("circular", circular))
+};
+
 struct CompressAttrs {
   std::optional<int64_t> axis; // none: the input is flattened first
   WEFT_FIELDS(f("axis", axis))
@@ -249,6 +257,14 @@ struct PoolAttrs { // MaxPool, AveragePool
               f("count_include_pad", count_include_pad); f("dilations", dilations);
               f("kernel_shape", kernel_shape); f("pads", pads); f("storage_order", storage_order);
               f("strides", strides))
+};
+
+// LpPool: the window of the other pools (count_include_pad and storage_order unused), and
+// the order of the norm.
+struct LpPoolAttrs {
+  PoolAttrs window;
+  int64_t p = 2;
+  WEFT_FIELDS(window.fields(f); f("p", p))
 };
 
 struct GemmAttrs {
@@ -466,6 +482,12 @@ struct ResizeAttrs {
 // interpolate, and what a sample outside the input reads.
 enum class GridSampleMode : uint8_t { kBilinear, kNearest, kBicubic };
 enum class GridPadding : uint8_t { kZeros, kBorder, kReflection };
+// AffineGrid (opset 20).
+struct AffineGridAttrs {
+  bool align_corners = false;
+  WEFT_FIELDS(f("align_corners", align_corners))
+};
+
 struct GridSampleAttrs {
   bool align_corners = false;
   GridSampleMode mode = GridSampleMode::kBilinear;
@@ -523,7 +545,7 @@ using OpAttrs =
                  ShrinkAttrs, ResizeAttrs, GridSampleAttrs, LossAttrs, RecurrentAttrs,
                  ConstantAttrs, ConstantOfShapeAttrs, OptimizerAttrs, LoopAttrs, ScanAttrs,
                  GeluAttrs, GroupNormAttrs, AttentionAttrs, RotaryAttrs,
-                 LpNormAttrs>;
+                 LpNormAttrs, LpPoolAttrs, TensorScatterAttrs, AffineGridAttrs>;
 
 #undef WEFT_FIELDS
 

@@ -542,6 +542,31 @@ OpAttrs parse_pool(AttrParser& p) {
   return a;
 }
 
+// LpPool: p was a float before opset 2.
+OpAttrs parse_lp_pool(AttrParser& p) {
+  LpPoolAttrs a{std::get<PoolAttrs>(parse_pool(p)), 2};
+  if (p.opset() < 2) {
+    float given = p.float_or("p", 2.0f);
+    a.p = static_cast<int64_t>(given);
+    if (given != static_cast<float>(a.p)) p.fail("attribute 'p' must be an integer");
+  } else {
+    a.p = p.int_or("p", 2);
+  }
+  if (a.p < 1) p.fail("attribute 'p' must be positive");
+  return a;
+}
+
+OpAttrs parse_tensor_scatter(AttrParser& p) {
+  std::string mode = p.string_or("mode", "linear");
+  if (mode != "linear" && mode != "circular")
+    p.fail(fmt::format("attribute 'mode' has unknown value '{}'", mode));
+  return TensorScatterAttrs{p.int_or("axis", -2), mode == "circular"};
+}
+
+OpAttrs parse_affine_grid(AttrParser& p) {
+  return AffineGridAttrs{p.bool_or("align_corners", false)};
+}
+
 OpAttrs parse_gemm(AttrParser& p) {
   return GemmAttrs{p.float_or("alpha", 1.0f), p.float_or("beta", 1.0f), p.bool_or("transA", false),
                    p.bool_or("transB", false)};
@@ -765,6 +790,10 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"RotaryEmbedding", 23, kAll, parse_rotary, infer_rotary});
     t.push_back({"LpNormalization", 1, kAll, parse_lp_norm, infer_lp_norm});
     t.push_back({"CenterCropPad", 18, kAll, parse_axes, infer_center_crop_pad});
+    t.push_back({"LpPool", 1, kAll, parse_lp_pool, infer_lp_pool});
+    t.push_back({"SwiGLU", 28, kAll, parse_alpha<1000>, infer_swiglu});
+    t.push_back({"AffineGrid", 20, kAll, parse_affine_grid, infer_affine_grid});
+    t.push_back({"TensorScatter", 24, kAll, parse_tensor_scatter, infer_tensor_scatter});
     t.push_back({"BatchNormalization", 6, kAll, parse_batch_norm, infer_batch_norm});
     t.push_back({"InstanceNormalization", 6, kAll, parse_epsilon, infer_instance_norm});
     t.push_back({"MeanVarianceNormalization", 9, kAll, parse_mvn, infer_mvn});

@@ -236,8 +236,9 @@ TypesOrError infer_conv_transpose(const Node& node) {
   return one({x.dtype, out});
 }
 
-TypesOrError infer_pool(const Node& node) {
-  const auto& a = node.attrs_as<PoolAttrs>();
+namespace {
+
+TypesOrError pool_types(const Node& node, const PoolAttrs& a) {
   const TensorType& x = in_type(node, 0);
   if (!x.shape) return one({x.dtype, std::nullopt});
   if (x.shape->size() < 3) return fail("pooling input must have rank >= 3");
@@ -246,6 +247,14 @@ TypesOrError infer_pool(const Node& node) {
   std::vector<TensorType> types = {{x.dtype, out}};
   if (node.outputs.size() > 1) types.push_back({DType::kI64, out}); // MaxPool indices
   return types;
+}
+
+} // namespace
+
+TypesOrError infer_pool(const Node& node) { return pool_types(node, node.attrs_as<PoolAttrs>()); }
+
+TypesOrError infer_lp_pool(const Node& node) {
+  return pool_types(node, node.attrs_as<LpPoolAttrs>().window);
 }
 
 Result<Shape> max_unpool_default_shape(const Node& node) {

@@ -1,6 +1,6 @@
 // Shape functions of the ops that passes/decompose.h turns into primitives:
 // RMSNormalization, Attention, RotaryEmbedding, GroupNormalization, LpNormalization,
-// CenterCropPad.
+// CenterCropPad, SwiGLU, AffineGrid, TensorScatter (LpPool's is with the other pools').
 #include <algorithm>
 #include <numeric>
 
@@ -151,6 +151,69 @@ TypesOrError infer_center_crop_pad(const Node& node) {
     out[static_cast<size_t>(axis)] = (*sizes)[i];
   }
   return one({x.dtype, out});
+}
+
+// SwiGLU: y like the gate A, which B matches (no broadcasting).
+TypesOrError infer_swiglu(const Node& node) {
+  const TensorType& a = in_type(node, 0);
+  const TensorType& b = in_type(node, 1);
+  if (a.dtype != b.dtype) return fail("A and B have different types");
+  if (a.shape && b.shape) {
+    bool same = a.shape->size() == b.shape->size();
+    for (size_t d = 0; same && d < a.shape->size(); ++d)
+      same = agree((*a.shape)[d], (*b.shape)[d]);
+    if (!same) return fail("A and B must have one shape");
+  }
+  return one(a);
+}
+
+// AffineGrid: theta [N, 2, 3] and size [N, C, H, W] give [N, H, W, 2]; theta [N, 3, 4] and
+// size [N, C, D, H, W] give [N, D, H, W, 3]. The spatial dims are known once size is constant.
+TypesOrError infer_affine_grid(const Node& node) {
+  const TensorType& theta = in_type(node, 0);
+  const TensorType& size = in_type(node, 1);
+  if (!size.shape || size.shape->size() != 1 || !(*size.shape)[0].is_static())
+    return one({theta.dtype, std::nullopt});
+  int64_t rank = (*size.shape)[0].value();
+  if (rank != 4 && rank != 5) return fail("size must hold 4 or 5 values");
+  int64_t spatial = rank - 2;
+  if (theta.shape) {
+    const Shape& t = *theta.shape;
+    if (t.size() != 3 || !agree(t[1], Dim(spatial)) || !agree(t[2], Dim(spatial + 1)))
+      return fail(fmt::format("theta must be [N, {}, {}] for size of {} values", spatial,
+                              spatial + 1, rank));
+  }
+  Shape out = unknown_shape(static_cast<size_t>(rank));
+  out.back() = spatial;
+  if (theta.shape) out[0] = (*theta.shape)[0];
+  if (std::optional<Ints> dims = constant_ints(node.input(1))) {
+    for (size_t d = 2; d < dims->size(); ++d) {
+      if ((*dims)[d] < 1) return fail("size values must be positive");
+      out[d - 1] = (*dims)[d];
+    }
+  }
+  return one({theta.dtype, out});
+}
+
+// TensorScatter: the present cache like the past one, which the update matches but along
+// "axis".
+TypesOrError infer_tensor_scatter(const Node& node) {
+  const TensorType& past = in_type(node, 0);
+  const TensorType& update = in_type(node, 1);
+  if (update.dtype != past.dtype) return fail("the update and the cache have different types");
+  if (!past.shape || !update.shape) return one(past);
+  int64_t rank = static_cast<int64_t>(past.shape->size());
+  WEFT_ASSIGN_OR_RETURN(int64_t axis,
+                        normalize_axis(node.attrs_as<TensorScatterAttrs>().axis, rank));
+  if (update.shape->size() != past.shape->size())
+    return fail("the update and the cache must have one rank");
+  for (int64_t d = 0; d < rank; ++d) {
+    const Dim& u = (*update.shape)[static_cast<size_t>(d)];
+    const Dim& p = (*past.shape)[static_cast<size_t>(d)];
+    if (d == axis ? !fits(u, p) : !agree(u, p))
+      return fail(fmt::format("the update's dim {} does not match the cache", d));
+  }
+  return one(past);
 }
 
 } // namespace weft

@@ -1,6 +1,8 @@
 #include "weft/graph/passes/decompose.h"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numeric>
 
@@ -341,6 +343,133 @@ Status center_crop_pad(Graph& graph, Node& node, Value* y) {
   return b.status();
 }
 
+// The pads (begins, then ends) with which floor mode gives the extents "y" that ceil mode
+// gave: each end grows to where the last window reaches.
+Ints ceil_mode_pads(const PoolAttrs& a, const std::vector<int64_t>& x,
+                    const std::vector<int64_t>& y) {
+  size_t spatial = a.kernel_shape.size();
+  Ints pads(2 * spatial, 0);
+  if (a.auto_pad != AutoPad::kValid && !a.pads.empty()) pads = a.pads;
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t stride = a.strides.empty() ? 1 : a.strides[i];
+    int64_t dilation = a.dilations.empty() ? 1 : a.dilations[i];
+    int64_t extent = (a.kernel_shape[i] - 1) * dilation + 1;
+    int64_t reach = (y[i + 2] - 1) * stride + extent - x[i + 2] - pads[i];
+    pads[i + spatial] = std::max(pads[i + spatial], reach);
+  }
+  return pads;
+}
+
+// LpPool: (the sum over the window of |x|^p)^(1/p). The sum is an AveragePool that counts the
+// padding, times the window's size; ceil mode becomes the end padding its last windows reach
+// (zeros add nothing), so that every window counts the whole kernel. p = 1 and 2 keep to Abs,
+// Mul and Sqrt.
+Status lp_pool(Graph& graph, Node& node, Value* y) {
+  NodeBuilder b(graph, node);
+  const auto& a = node.attrs_as<LpPoolAttrs>();
+  Value* x = node.inputs[0];
+  DType t = x->type.dtype;
+  PoolAttrs window = a.window;
+  window.count_include_pad = true;
+  if (window.auto_pad == AutoPad::kSameUpper || window.auto_pad == AutoPad::kSameLower) {
+    window.ceil_mode = false; // SAME's extents do not depend on it
+  } else if (window.ceil_mode) {
+    window.pads = ceil_mode_pads(a.window, shape_static_dims(*x->type.shape),
+                                 shape_static_dims(*y->type.shape));
+    window.auto_pad = AutoPad::kNotSet;
+    window.ceil_mode = false;
+  }
+  Value* powered = a.p == 1   ? b.op("Abs", {x})
+                   : a.p == 2 ? b.op("Mul", {x, x})
+                              : b.op("Pow", {b.op("Abs", {x}), scalar(b, "p", t, a.p)});
+  int64_t count = std::accumulate(window.kernel_shape.begin(), window.kernel_shape.end(),
+                                  int64_t{1}, std::multiplies<>());
+  Value* sum = b.op("Mul", {b.op("AveragePool", {powered}, window), scalar(b, "count", t, count)});
+  if (a.p == 1) b.op("Identity", {sum}, NoAttrs{}, y);
+  if (a.p == 2) b.op("Sqrt", {sum}, NoAttrs{}, y);
+  if (a.p > 2) b.op("Pow", {sum, scalar(b, "inverse_p", t, 1.0 / a.p)}, NoAttrs{}, y);
+  return b.status();
+}
+
+// SwiGLU: Swish(A) * B.
+Status swiglu(Graph& graph, Node& node, Value* y) {
+  NodeBuilder b(graph, node);
+  Value* gate = b.op("Swish", {node.inputs[0]}, node.attrs_as<AlphaAttrs>());
+  b.op("Mul", {gate, node.inputs[1]}, NoAttrs{}, y);
+  return b.status();
+}
+
+// AffineGrid: the base grid (x, y[, z] evenly spaced in [-1, 1], then 1, per position of
+// size's spatial dims) times theta transposed. The base grid is computed from size's values
+// by ops that fold to a constant once size is constant; while size is a graph input, they
+// make it an input whose value specialization freezes (it bounds a Range and an Expand).
+Status affine_grid(Graph& graph, Node& node, Value* y) {
+  NodeBuilder b(graph, node);
+  bool align = node.attrs_as<AffineGridAttrs>().align_corners;
+  Value* theta = node.inputs[0];
+  Value* size = node.inputs[1];
+  DType t = theta->type.dtype;
+  int64_t spatial = (*size->type.shape)[0].value() - 2;
+  auto part = [&](int64_t begin, int64_t end) {
+    return b.op("Slice", {size}, SliceAttrs{Ints{begin}, Ints{end}, Ints{0}, std::nullopt});
+  };
+  Value* extents = part(2, 2 + spatial);
+  Value* one = scalar(b, "one", t, 1);
+  Value* two = scalar(b, "two", t, 2);
+  std::vector<Value*> coords(static_cast<size_t>(spatial + 1));
+  for (int64_t d = 0; d < spatial; ++d) {
+    Value* n = b.take(size, 2 + d, 0);
+    Value* step = b.constant("step", Tensor::scalar_i64(1));
+    Value* i = cast_to(b, b.op("Range", {b.constant("start", Tensor::scalar_i64(0)), n, step}), t);
+    Value* len = cast_to(b, n, t);
+    // Pixel centres: (2i + 1) / len - 1; corners aligned: 2i / (len - 1) - 1, -1 alone for 1.
+    Value* twice = b.op("Mul", {i, two});
+    Value* c = align ? b.op("Div", {twice, b.op("Max", {b.op("Sub", {len, one}), one})})
+                     : b.op("Div", {b.op("Add", {twice, one}), len});
+    Ints along(static_cast<size_t>(spatial), 1);
+    along[static_cast<size_t>(d)] = -1;
+    c = constant_shape(b, b.op("Sub", {c, one}), along, "along");
+    coords[static_cast<size_t>(spatial - 1 - d)] = b.op("Expand", {c, extents}); // x: the last dim
+  }
+  coords.back() = b.op("Expand", {one, extents});
+  Value* base = constant_shape(b, b.stack(coords, spatial), {-1, spatial + 1}, "points");
+  Value* grid = b.op("MatMul", {base, b.op("Transpose", {theta}, TransposeAttrs{Ints{0, 2, 1}})});
+  Value* shape =
+      b.op("Concat", {part(0, 1), extents, shape_constant(b, "coords", {spatial})}, AxisAttrs{0});
+  b.op("Reshape", {grid, shape}, ReshapeAttrs{}, y);
+  return b.status();
+}
+
+// TensorScatter: a ScatterElements along the axis, the update's positions there shifted by
+// each batch's write index (wrapped around the cache in circular mode).
+Status tensor_scatter(Graph& graph, Node& node, Value* y) {
+  NodeBuilder b(graph, node);
+  const auto& a = node.attrs_as<TensorScatterAttrs>();
+  Value* past = node.inputs[0];
+  Value* update = node.inputs[1];
+  std::vector<int64_t> ud = shape_static_dims(*update->type.shape);
+  int64_t rank = static_cast<int64_t>(ud.size());
+  WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(a.axis, rank));
+  std::vector<int64_t> along(ud.size(), 1);
+  along[static_cast<size_t>(axis)] = ud[static_cast<size_t>(axis)];
+  Tensor steps(DType::kI64, along);
+  for (int64_t i = 0; i < steps.num_elements(); ++i)
+    steps.set_int64(i, i);
+  Value* index = b.constant("positions", std::move(steps));
+  if (Value* writes = node.input(2)) {
+    Ints per_batch(ud.size(), 1);
+    per_batch[0] = -1;
+    index = b.op("Add", {constant_shape(b, writes, per_batch, "per_batch"), index});
+  }
+  if (a.circular) {
+    int64_t length = shape_static_dims(*past->type.shape)[static_cast<size_t>(axis)];
+    index = b.op("Mod", {index, b.constant("length", Tensor::scalar_i64(length))}, ModAttrs{});
+  }
+  index = b.op("Expand", {index, shape_constant(b, "update", Ints(ud.begin(), ud.end()))});
+  b.op("ScatterElements", {past, index, update}, ScatterAttrs{axis, ScatterReduction::kNone}, y);
+  return b.status();
+}
+
 bool static_inputs(const Node& n) {
   for (const Value* v : n.inputs) {
     if (v && (!v->type.shape || !shape_is_static(*v->type.shape))) return false;
@@ -348,18 +477,50 @@ bool static_inputs(const Node& n) {
   return true;
 }
 
+// Can "n" be decomposed now? Some need static shapes or constant inputs, which
+// specialization may give later.
+bool ready(const Node& n) {
+  const std::string& op = n.op_type;
+  auto has_rank = [&] { return n.inputs[0]->type.shape.has_value(); };
+  if (op == "RMSNormalization" || op == "GroupNormalization" || op == "LpNormalization")
+    return has_rank();
+  if (op == "Attention" || op == "RotaryEmbedding" || op == "TensorScatter")
+    return static_inputs(n);
+  if (op == "CenterCropPad")
+    return n.outputs[0] && n.outputs[0]->type.has_static_shape() && static_inputs(n);
+  if (op == "LpPool") {
+    const PoolAttrs& w = n.attrs_as<LpPoolAttrs>().window;
+    bool same = w.auto_pad == AutoPad::kSameUpper || w.auto_pad == AutoPad::kSameLower;
+    if (!w.ceil_mode || same) return has_rank();
+    return static_inputs(n) && n.outputs[0] && n.outputs[0]->type.has_static_shape();
+  }
+  if (op == "AffineGrid") {
+    const auto& size = n.inputs[1]->type.shape;
+    return size && size->size() == 1 && (*size)[0].is_static();
+  }
+  return op == "SwiGLU";
+}
+
+Status decompose_node(Graph& graph, Node& node, const std::vector<Value*>& outs) {
+  const std::string& op = node.op_type;
+  if (op == "Attention") return attention(graph, node, outs);
+  if (op == "RotaryEmbedding") return rotary(graph, node, outs[0]);
+  if (op == "RMSNormalization") return rms_norm(graph, node, outs[0]);
+  if (op == "LpNormalization") return lp_norm(graph, node, outs[0]);
+  if (op == "CenterCropPad") return center_crop_pad(graph, node, outs[0]);
+  if (op == "LpPool") return lp_pool(graph, node, outs[0]);
+  if (op == "SwiGLU") return swiglu(graph, node, outs[0]);
+  if (op == "AffineGrid") return affine_grid(graph, node, outs[0]);
+  if (op == "TensorScatter") return tensor_scatter(graph, node, outs[0]);
+  return group_norm(graph, node, outs[0]);
+}
+
 } // namespace
 
 Status decompose(Graph& graph) {
   std::vector<Node*> nodes;
   for (const auto& n : graph.nodes()) {
-    const std::string& op = n->op_type;
-    bool norm = op == "RMSNormalization" || op == "GroupNormalization" || op == "LpNormalization";
-    bool needs_static = op == "Attention" || op == "RotaryEmbedding";
-    bool crop = op == "CenterCropPad" && n->outputs[0] && n->outputs[0]->type.has_static_shape() &&
-                static_inputs(*n);
-    if ((norm && n->inputs[0]->type.shape) || (needs_static && static_inputs(*n)) || crop)
-      nodes.push_back(n.get());
+    if (ready(*n)) nodes.push_back(n.get());
   }
   for (Node* node : nodes) {
     Location where{graph.source, node->name, node->op_type, node->opset};
@@ -369,14 +530,7 @@ Status decompose(Graph& graph) {
       if (out) out->producer = nullptr;
       out = nullptr;
     }
-    const std::string& op = node->op_type;
-    Status done = op == "Attention"          ? attention(graph, *node, outs)
-                  : op == "RotaryEmbedding"  ? rotary(graph, *node, outs[0])
-                  : op == "RMSNormalization" ? rms_norm(graph, *node, outs[0])
-                  : op == "LpNormalization"  ? lp_norm(graph, *node, outs[0])
-                  : op == "CenterCropPad"    ? center_crop_pad(graph, *node, outs[0])
-                                             : group_norm(graph, *node, outs[0]);
-    WEFT_RETURN_IF_ERROR(done.with_location(where));
+    WEFT_RETURN_IF_ERROR(decompose_node(graph, *node, outs).with_location(where));
     graph.remove_nodes_if([&](const Node& n) { return &n == node; });
   }
   return Status();

@@ -9,12 +9,19 @@
 //   RotaryEmbedding(x, cos, sin, positions) (23): the rotated halves (or pairs) of each head
 //   LpNormalization(x)       (1): x / ReduceL1 or ReduceL2, 0 where the norm is 0
 //   CenterCropPad(x, shape)  (18): a centred Slice, then a Pad with zeros
+//   LpPool(x)                (1-22): (AveragePool of |x|^p counting the padding * the window's
+//                            size)^(1/p); ceil mode as explicit end padding
+//   SwiGLU(a, b)             (28): Swish(a) * b
+//   AffineGrid(theta, size)  (20): a base grid computed from size's values (folding to a
+//                            constant once size is) MatMul theta transposed
+//   TensorScatter(cache, update, write_indices) (24): a ScatterElements along the axis
 //
 // The statistics are taken in stash_type (f32), with casts around them for other inputs,
 // as the ONNX function bodies do.
 //
-// Requires: the input's rank, and for Attention, RotaryEmbedding and CenterCropPad static shapes (the nodes stay as they are
-// without them, until specialization gives them; lowering refuses what is left).
+// Requires: the input's rank; static shapes for Attention, RotaryEmbedding, CenterCropPad,
+// TensorScatter and LpPool in ceil mode; for AffineGrid, the length of size (the nodes stay
+// as they are without them, until specialization gives them; lowering refuses what is left).
 // Guarantees: the output values keep their names and types; the nodes are gone.
 #pragma once
 
