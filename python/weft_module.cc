@@ -407,9 +407,10 @@ private:
 };
 
 PyModel compile(const py::object& model, const std::string& device, int threads,
-                const py::object& dump_dir, bool fusion, bool allow_tf32) {
+                const py::object& dump_dir, bool fusion, bool allow_tf32, bool dynamic_shapes) {
   weft::CompileOptions options;
   options.allow_tf32 = allow_tf32;
+  options.dynamic_shapes = dynamic_shapes;
   options.device = device;
   options.threads = threads;
   options.fusion = fusion;
@@ -451,7 +452,10 @@ PYBIND11_MODULE(_weft, m) {
       .def_property_readonly("outputs",
                              [](const PyModel& self) { return self.specs(self.model().outputs()); })
       .def("run", &PyModel::run, py::arg("feeds"))
+      .def_property_readonly("compiled_variants",
+                             [](const PyModel& self) { return self.model().compiled_variants(); })
       .def("profile", &PyModel::profile, py::arg("feeds"));
   m.def("compile", &compile, py::arg("model"), py::arg("device") = "cpu", py::arg("threads") = 0,
-        py::arg("dump_dir") = py::none(), py::arg("fusion") = true, py::arg("allow_tf32") = false);
+        py::arg("dump_dir") = py::none(), py::arg("fusion") = true, py::arg("allow_tf32") = false,
+        py::arg("dynamic_shapes") = false);
 }

@@ -11,7 +11,9 @@
 //
 // Shapes. The model is imported and checked by compile(). Its kernels are generated for
 // concrete input shapes: at compile() when every input dim is static, otherwise at the first
-// run() with new shapes (and again for each new set of shapes, each cached).
+// run() with new shapes (and again for each new set of shapes, each cached). With
+// CompileOptions::dynamic_shapes, the first run() compiles once for every extent of the
+// inputs' symbolic dims instead, where the model allows it (docs/dynamic-shapes.md).
 //
 // Threads. One Model may be run from many threads at once: runs share the compiled kernels
 // and nothing else (each run has its own working memory).
@@ -116,6 +118,11 @@ struct CompileOptions {
   int threads = 0;            // OpenMP threads per run; 0: $WEFT_NUM_THREADS, else all cores
   std::string dump_dir;       // as `weft inspect --dump-dir` (default: $WEFT_DUMP_DIR)
   bool fusion = true;         // false: one kernel per node (for comparisons)
+  // Input dims that are symbolic in the model (TensorSpec::dim_names) stay symbolic: one
+  // compile serves every extent of them. Where the model needs static dims (data-dependent
+  // shapes, "cuda", MatMul or Conv over symbolic dims, ...), it compiles per set of input
+  // shapes, as without it. Off by default for now.
+  bool dynamic_shapes = false;
   // CUDA: let cuBLAS and cuDNN round f32 operands to TF32 on tensor cores (about 1e-3
   // relative error, as torch.backends.cuda.matmul.allow_tf32). Off: fp32, as on the CPU.
   bool allow_tf32 = false;
@@ -157,6 +164,10 @@ public:
   std::vector<DeviceTensor> run_on_device(const std::vector<DeviceTensor>& inputs) const;
   void run_on_device(const std::vector<DeviceTensor>& inputs,
                      const std::vector<DeviceTensor>& outputs) const;
+
+  // How many compiled forms the model holds: one per set of input shapes run so far, or one
+  // for all of them with dynamic_shapes.
+  size_t compiled_variants() const;
 
   // run(), recording each kernel's time into "profile".
   std::vector<HostTensor> run_profiled(const std::vector<HostTensor>& inputs,

@@ -8,7 +8,9 @@
 Options of compile(): device ("cpu" or "cuda"), threads (OpenMP threads per run; default
 $WEFT_NUM_THREADS, else all cores), dump_dir (IR after each pass, generated source and a
 build.sh; default $WEFT_DUMP_DIR), fusion (False: one kernel per node, for comparisons),
-allow_tf32 (CUDA: cuBLAS and cuDNN may use TF32; default fp32). Errors raise
+allow_tf32 (CUDA: cuBLAS and cuDNN may use TF32; default fp32), dynamic_shapes (one compile
+for every extent of the inputs' symbolic dims, where the model allows it:
+docs/dynamic-shapes.md). Errors raise
 weft.WeftError with the CLI's message.
 
 Inputs may be any array with __dlpack__ (PyTorch, CuPy, JAX, numpy). When all of them are

@@ -218,3 +218,21 @@ def test_cuda_device_through_the_emulator(softmax, monkeypatch):
             out = gpu.run({"x": x})
             np.testing.assert_allclose(out["y"], softmax_reference(x), rtol=1e-5, atol=1e-6)
             np.testing.assert_allclose(out["s"], np.ones(n), rtol=1e-5)
+
+
+def test_dynamic_shapes_compile_once():
+    """dynamic_shapes: one compile serves every extent of the symbolic dims."""
+    graph = helper.make_graph(
+        [helper.make_node("Softmax", ["x"], ["y"], axis=-1)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "T", 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", "T", 16])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    rng = np.random.default_rng(5)
+    for n, t in [(1, 1), (3, 7), (2, 50), (5, 3)]:
+        x = rng.standard_normal((n, t, 16)).astype(np.float32)
+        e = np.exp(x.astype(np.float64) - x.max(axis=-1, keepdims=True))
+        y = compiled.run({"x": x})["y"]
+        np.testing.assert_allclose(y, e / e.sum(axis=-1, keepdims=True), rtol=1e-5, atol=1e-7)
+    assert compiled.compiled_variants == 1

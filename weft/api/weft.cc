@@ -1,6 +1,7 @@
 // The public C++ API (include/weft/weft.h) over the driver and the CPU runtime.
 #include "weft/weft.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -11,6 +12,7 @@
 #include "weft/driver/pipeline.h"
 #include "weft/graph/passes/specialize_shapes.h"
 #include "weft/runtime/cuda/device.h"
+#include "weft/support/log.h"
 
 namespace weft {
 
@@ -133,8 +135,9 @@ struct Model::Impl {
   std::vector<TensorSpec> inputs, outputs;
   bool has_shape_operands = false;               // some input's value determines shapes
   std::shared_ptr<runtime::cuda::Device> device; // "cuda" models
-  std::mutex mutex;                              // guards "compiled"
+  std::mutex mutex;                              // guards "compiled" and "dynamic_tried"
   std::vector<std::shared_ptr<const CompiledModel>> compiled;
+  bool dynamic_tried = false; // the compile for symbolic dims ran (dynamic_shapes)
 
   // The compiled form for inputs like "given": an earlier one, or a new compile. Compiles run
   // outside the lock, so runs on known shapes go on meanwhile.
@@ -157,26 +160,54 @@ struct Model::Impl {
       if (t.num_bytes() > 0 && !on_device) std::memcpy(t.data(), v.data, t.num_bytes());
       samples.push_back(std::move(t));
     }
+    if (auto c = compile_dynamic(samples)) return c;
+    auto c = std::make_shared<const CompiledModel>(
+        value_or_throw(compile_model(source, samples, settings())));
+    std::lock_guard<std::mutex> lock(mutex);
+    compiled.push_back(c); // a concurrent compile of the same shapes adds a twin: harmless
+    return c;
+  }
+
+  CompileSettings settings() const {
     CompileSettings settings;
     settings.dump_dir = options.dump_dir;
     settings.fusion = options.fusion;
     settings.device = options.device;
     settings.allow_tf32 = options.allow_tf32;
-    auto c = std::make_shared<const CompiledModel>(
-        value_or_throw(compile_model(source, samples, settings)));
+    return settings;
+  }
+
+  // The compile for every extent of the inputs' symbolic dims, once, when dynamic_shapes
+  // asks for it; null when it does not apply or failed (runs then compile per shape).
+  std::shared_ptr<const CompiledModel> compile_dynamic(const std::vector<Tensor>& samples) {
+    bool symbolic = false;
+    for (const TensorSpec& s : inputs)
+      symbolic |= std::find(s.shape.begin(), s.shape.end(), -1) != s.shape.end();
+    if (!options.dynamic_shapes || !symbolic || has_shape_operands || options.device != "cpu")
+      return nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (dynamic_tried) return nullptr;
+      dynamic_tried = true;
+    }
+    CompileSettings dynamic = settings();
+    dynamic.dynamic_shapes = true;
+    Result<CompiledModel> c = compile_model(source, samples, dynamic);
+    if (!c.ok()) {
+      log_info("{}: compiling per input shapes: {}", source.path, c.status().message());
+      return nullptr;
+    }
+    auto shared = std::make_shared<const CompiledModel>(std::move(*c));
     std::lock_guard<std::mutex> lock(mutex);
-    compiled.push_back(c); // a concurrent compile of the same shapes adds a twin: harmless
-    return c;
+    compiled.push_back(shared);
+    return shared;
   }
 
   std::shared_ptr<const CompiledModel> find(const std::vector<runtime::TensorView>& given) {
     std::lock_guard<std::mutex> lock(mutex);
     for (const auto& c : compiled) {
       const runtime::Executable& exe = *c->executable;
-      bool match = given.size() == exe.inputs().size();
-      for (size_t i = 0; match && i < given.size(); ++i)
-        match = exe.check_input(i, given[i]).ok();
-      if (match) return c;
+      if (exe.bind(given).ok()) return c;
     }
     return nullptr;
   }
@@ -285,10 +316,12 @@ Model::output_shapes(const std::vector<HostTensor>& inputs) const {
       shapes.push_back(t.shape());
     return shapes;
   }
-  std::vector<std::vector<int64_t>> shapes;
-  for (const runtime::TensorInfo& o : compiled->executable->outputs())
-    shapes.push_back(shape_static_dims(*o.type.shape));
-  return shapes;
+  return value_or_throw(compiled->executable->output_shapes(views_of(inputs)));
+}
+
+size_t Model::compiled_variants() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->compiled.size();
 }
 
 void Model::run(const std::vector<HostTensor>& inputs,
@@ -345,10 +378,10 @@ std::vector<HostTensor> Model::run_profiled(const std::vector<HostTensor>& input
     return outputs;
   }
   const runtime::Executable& exe = *compiled->executable;
+  std::vector<std::vector<int64_t>> shapes = value_or_throw(exe.output_shapes(in));
   std::vector<HostTensor> outputs;
-  for (const runtime::TensorInfo& o : exe.outputs())
-    outputs.push_back(
-        HostTensor::empty(to_element_type(o.type.dtype), shape_static_dims(*o.type.shape)));
+  for (size_t o = 0; o < shapes.size(); ++o)
+    outputs.push_back(HostTensor::empty(to_element_type(exe.outputs()[o].type.dtype), shapes[o]));
   std::vector<runtime::LaunchTiming> timings;
   runtime::RunOptions options = impl_->run_options();
   if (profile) options.timings = &timings;

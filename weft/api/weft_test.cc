@@ -292,5 +292,113 @@ TEST(Api, Tf32OnlyWhenAllowed) {
   EXPECT_LT(worst[1], 2e-3);
 }
 
+// x[N,T,64] * scale + shift, softmax over the last axis, then layer normalization. The
+// constants are multiples of 1/64, exact in text and in float.
+constexpr int64_t kWidth = 64;
+
+double scale_at(int64_t c) { return 0.5 + static_cast<double>(c) / 32; }
+double gamma_at(int64_t c) { return 1 - static_cast<double>(c) / 64; }
+double beta_at(int64_t c) { return static_cast<double>(c) / 32 - 1; }
+
+std::string constant_row(const std::string& name, double (*f)(int64_t)) {
+  std::string text = name + " = Constant<value = float[64] {";
+  for (int64_t c = 0; c < kWidth; ++c)
+    text += (c ? ", " : "") + std::to_string(f(c));
+  return text + "}>()\n";
+}
+
+std::string normalize_model() {
+  return testing::model_bytes(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[N,T,64] x) => (float[N,T,64] y) {
+      )" + constant_row("scale", scale_at) +
+                              constant_row("gamma", gamma_at) + constant_row("beta", beta_at) +
+                              R"(
+      shift = Constant<value = float {0.25}>()
+      a = Mul(x, scale)
+      b = Add(a, shift)
+      p = Softmax<axis = -1>(b)
+      y = LayerNormalization<axis = -1, epsilon = 0.00001>(p, gamma, beta)
+    }
+  )");
+}
+
+// The model in float64.
+std::vector<double> normalize_reference(const std::vector<float>& x) {
+  std::vector<double> y(x.size());
+  for (size_t r = 0; r < x.size() / kWidth; ++r) {
+    double* row = &y[r * kWidth];
+    double max = -INFINITY, sum = 0, mean = 0, var = 0;
+    for (int64_t c = 0; c < kWidth; ++c) {
+      row[c] = x[r * kWidth + static_cast<size_t>(c)] * scale_at(c) + 0.25;
+      max = std::max(max, row[c]);
+    }
+    for (int64_t c = 0; c < kWidth; ++c) {
+      row[c] = std::exp(row[c] - max);
+      sum += row[c];
+    }
+    for (int64_t c = 0; c < kWidth; ++c) {
+      row[c] /= sum;
+      mean += row[c] / kWidth;
+    }
+    for (int64_t c = 0; c < kWidth; ++c)
+      var += (row[c] - mean) * (row[c] - mean) / kWidth;
+    for (int64_t c = 0; c < kWidth; ++c)
+      row[c] = (row[c] - mean) / std::sqrt(var + 1e-5) * gamma_at(c) + beta_at(c);
+  }
+  return y;
+}
+
+// One compile serves every (N, T); with fusion and without.
+TEST(Api, DynamicShapesCompileOnceForManyShapes) {
+  std::string bytes = normalize_model();
+  for (bool fusion : {true, false}) {
+    CompileOptions options;
+    options.dynamic_shapes = true;
+    options.fusion = fusion;
+    Model m = Model::compile_bytes(bytes, options);
+    for (int64_t i = 0; i < 50; ++i) {
+      int64_t n = 1 + i % 5, t = 1 + i * 11 % 50; // 50 distinct pairs, (1, 1) first
+      std::vector<float> x = iota(static_cast<size_t>(n * t * kWidth), 0.37f);
+      std::vector<HostTensor> out =
+          m.run({HostTensor::view(ElementType::kF32, {n, t, kWidth}, x.data())});
+      ASSERT_EQ(out[0].shape(), (std::vector<int64_t>{n, t, kWidth}));
+      std::vector<double> want = normalize_reference(x);
+      for (size_t k = 0; k < want.size(); ++k)
+        ASSERT_NEAR(out[0].data_as<float>()[k], want[k], 1e-5)
+            << "N=" << n << " T=" << t << " element " << k << " fusion " << fusion;
+    }
+    EXPECT_EQ(m.compiled_variants(), 1u) << "fusion " << fusion;
+  }
+}
+
+// A MatMul over a symbolic dim needs static shapes: each shape compiles, as without
+// dynamic_shapes.
+TEST(Api, DynamicShapesFallBackPerShape) {
+  CompileOptions options;
+  options.dynamic_shapes = true;
+  Model m = Model::compile_bytes(testing::model_bytes(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[N,8] x) => (float[N,2] y) {
+      w = Constant<value = float[8,2] {1, 0, 1, 0, 1, 0, 1, 0, 0, 1, 0, 1, 0, 1, 0, 1}>()
+      y = MatMul(x, w)
+    }
+  )"),
+                                 options);
+  for (int64_t n : {2, 5}) {
+    std::vector<float> x = iota(static_cast<size_t>(n) * 8, 0.5f);
+    std::vector<HostTensor> out = m.run({HostTensor::view(ElementType::kF32, {n, 8}, x.data())});
+    for (int64_t r = 0; r < n; ++r) {
+      for (int64_t j = 0; j < 2; ++j) {
+        double want = 0;
+        for (int64_t k = 0; k < 8; ++k)
+          want += x[static_cast<size_t>(r * 8 + k)] * ((k < 4) == (j == 0) ? 1.0 : 0.0);
+        EXPECT_NEAR(out[0].data_as<float>()[r * 2 + j], want, 1e-5);
+      }
+    }
+  }
+  EXPECT_EQ(m.compiled_variants(), 2u);
+}
+
 } // namespace
 } // namespace weft

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -71,13 +72,29 @@ Status refold(Graph& graph, std::string_view after) {
   return verify_graph(graph, after);
 }
 
-// Binding input types (and shape-operand values), then folding what they determine.
-Status specialize(Graph& graph, const std::vector<Tensor>& inputs, std::vector<int>* frozen) {
+// "given" with the symbolic dims that "declared" has in their places.
+TensorType keep_symbols(const TensorType& declared, TensorType given) {
+  if (!declared.shape || declared.shape->size() != given.shape->size()) return given;
+  for (size_t d = 0; d < given.shape->size(); ++d) {
+    if (!(*declared.shape)[d].is_static()) (*given.shape)[d] = (*declared.shape)[d];
+  }
+  return given;
+}
+
+// Binding input types (and shape-operand values), then folding what they determine. With
+// "dynamic_shapes", the inputs' symbolic dims stay symbols.
+Status specialize(Graph& graph, const std::vector<Tensor>& inputs, bool dynamic_shapes,
+                  std::vector<int>* frozen) {
   std::vector<TensorType> types;
-  for (const Tensor& t : inputs)
-    types.push_back(t.type());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    types.push_back(inputs[i].type());
+    if (dynamic_shapes && i < graph.inputs.size())
+      types.back() = keep_symbols(graph.inputs[i]->type, types.back());
+  }
   WEFT_RETURN_IF_ERROR(specialize_shapes(graph, types));
   *frozen = freeze_shape_operands(graph, inputs);
+  if (dynamic_shapes && !frozen->empty())
+    return Status::error(fmt::format("{}: input values determine shapes", graph.source));
   return refold(graph, "specialize");
 }
 
@@ -113,8 +130,7 @@ public:
     for (size_t i = 0; i < g.inputs.size(); ++i)
       add(g.inputs[i], Slot::input(static_cast<int>(i)));
     for (const auto& v : g.values()) {
-      if (v->is_constant())
-        add(v.get(), {Slot::Kind::kConstant, 0, 0, v->constant->num_bytes(), v->constant});
+      if (v->is_constant()) add(v.get(), Slot::constant_of(v->constant));
     }
   }
 
@@ -158,12 +174,18 @@ public:
   size_t place() {
     std::vector<runtime::Lifetime> lifetimes;
     std::vector<int> arena_slots;
+    bool symbolic = false;
     for (size_t s = 0; s < slots_.size(); ++s) {
-      if (slots_[s].kind != Slot::Kind::kArena) continue;
+      Slot& slot = slots_[s];
+      if (slot.kind != Slot::Kind::kArena) continue;
+      slot.first = first_[s];
+      slot.last = std::min(last_[s], static_cast<int>(launches_));
+      symbolic |= !slot.bytes.is_static();
+      if (symbolic) continue;
       arena_slots.push_back(static_cast<int>(s));
-      lifetimes.push_back(
-          {slots_[s].bytes, first_[s], std::min(last_[s], static_cast<int>(launches_))});
+      lifetimes.push_back({static_cast<size_t>(slot.bytes.value()), slot.first, slot.last});
     }
+    if (symbolic) return 0; // placed per run (runtime::Executable)
     std::vector<size_t> offsets;
     size_t total = runtime::plan_arena(lifetimes, &offsets);
     for (size_t i = 0; i < arena_slots.size(); ++i)
@@ -174,9 +196,13 @@ public:
   std::vector<Slot> slots() const { return slots_; }
 
 private:
-  static size_t bytes_of(DType t, const Shape& s) {
-    return static_cast<size_t>(shape_num_elements(s).value_or(0)) *
-           static_cast<size_t>(dtype_size(t));
+  static Dim bytes_of(DType t, const Shape& s) {
+    if (shape_is_static(s))
+      return static_cast<int64_t>(shape_num_elements(s).value_or(0)) * dtype_size(t);
+    Dim n = dtype_size(t);
+    for (const Dim& d : s)
+      n = dim_mul(n, d);
+    return n;
   }
   int output_index(const Value* v) const {
     auto it = std::find(graph_.outputs.begin(), graph_.outputs.end(), v);
@@ -190,7 +216,7 @@ private:
     if (v) slot_[v] = id;
     return id;
   }
-  int new_arena(size_t bytes) { return add(nullptr, Slot::arena(bytes)); }
+  int new_arena(Dim bytes) { return add(nullptr, Slot::arena(std::move(bytes))); }
   int slot_for(const Value* v) {
     if (slot_.contains(v)) return slot_of(v);
     return output_index(v) >= 0 ? add(v, Slot::output(output_index(v)))
@@ -498,6 +524,44 @@ std::vector<std::string> host_op_inputs(const Graph& graph, std::vector<std::str
 Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& settings,
                      Dumper& dump, PhaseTimer& timer, CompiledModel& out);
 
+// Do the symbols of the inputs' dims determine every symbolic size: of arena slots, kernel
+// extents and outputs? Runs bind only those (runtime::Executable::bind).
+Status check_symbols(const Graph& graph, const std::vector<Slot>& slots,
+                     const std::vector<runtime::Launch>& launches) {
+  std::map<std::string, int64_t> ones; // each input symbol bound to 1
+  for (const Value* in : graph.inputs) {
+    for (const Dim& d : in->type.shape.value_or(Shape{})) {
+      if (d.is_static()) continue;
+      // Products spell their factors with '*' and constants with digits (dim_mul).
+      const std::string& name = d.symbol_name();
+      if (std::isdigit(static_cast<unsigned char>(name[0])) || name.find('*') != name.npos)
+        return Status::error(fmt::format("{}: input '{}' has the dim '{}', which is not a name",
+                                         graph.source, in->name, name));
+      ones[name] = 1;
+    }
+  }
+  std::vector<Dim> dims;
+  for (const Slot& slot : slots) {
+    if (slot.kind == Slot::Kind::kArena) dims.push_back(slot.bytes);
+  }
+  for (const runtime::Launch& launch : launches)
+    dims.insert(dims.end(), launch.symbols.begin(), launch.symbols.end());
+  for (const Value* out : graph.outputs) {
+    if (!out->type.shape)
+      return Status::error(
+          fmt::format("{}: output '{}' has an unknown rank", graph.source, out->name));
+    dims.insert(dims.end(), out->type.shape->begin(), out->type.shape->end());
+  }
+  for (const Dim& d : dims) {
+    if (!eval_dim(d, ones)) {
+      return Status::error(
+          fmt::format("{}: the dim '{}' is known only at run time and not from the inputs' dims",
+                      graph.source, d.to_string()));
+    }
+  }
+  return Status();
+}
+
 } // namespace
 
 // The stages after the first, in a model with data-dependent ops: the specialized graph,
@@ -569,6 +633,11 @@ namespace {
 Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& settings,
                      Dumper& dump, PhaseTimer& timer, CompiledModel& out) {
   std::vector<std::string> handed_over = host_op_inputs(graph, &out.host_ops);
+  if (settings.dynamic_shapes && (!handed_over.empty() || settings.device != "cpu")) {
+    return Status::error(fmt::format("{}: dims known only at run time need a model without "
+                                     "data-dependent shapes, on the CPU",
+                                     graph.source));
+  }
   if (!handed_over.empty()) {
     Graph first = graph.clone();
     first.outputs.clear();
@@ -696,13 +765,18 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
       log_debug("kernel {}: node '{}' ({}), {}, {}", k.bound.kernel.name, info.node, info.op_type,
                 info.strategy, info.shapes);
       kernel_launch.push_back(launches.size());
-      launches.push_back({k.bound.kernel.name, nullptr, plan.bind(k.bound), std::move(info)});
+      std::vector<Dim> symbols;
+      for (const std::string& symbol : codegen::kernel_symbols(k.bound.kernel))
+        symbols.push_back(Dim::symbol(symbol));
+      launches.push_back({k.bound.kernel.name, nullptr, plan.bind(k.bound), std::move(info),
+                          nullptr, std::move(symbols)});
       kernels.push_back(std::move(k.bound.kernel));
       sites.push_back(location_of(graph, *k.nodes.front()));
     }
   }
   std::vector<int> output_slots = plan.output_slots();
   size_t arena = plan.place();
+  WEFT_RETURN_IF_ERROR(check_symbols(graph, plan.slots(), launches));
   codegen::CpuCompiler compiler = codegen::CpuCompiler::from_environment();
   std::optional<TuningCache> tuning;
   if (settings.tuning && !cuda) tuning.emplace(compiler, kernel_threads());
@@ -827,7 +901,7 @@ Result<CompiledModel> compile_model(const ModelSource& model,
   WEFT_ASSIGN_OR_RETURN(Graph graph, run_graph_pipeline(model, observe));
   timer.end("graph passes");
   std::vector<int> frozen_inputs;
-  WEFT_RETURN_IF_ERROR(specialize(graph, sample_inputs, &frozen_inputs));
+  WEFT_RETURN_IF_ERROR(specialize(graph, sample_inputs, settings.dynamic_shapes, &frozen_inputs));
   WEFT_RETURN_IF_ERROR(run_host_ops(graph));
   observe("specialize", graph);
   out.output_names = output_names_of(graph);

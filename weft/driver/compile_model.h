@@ -38,6 +38,10 @@ struct CompileSettings {
   // off, they compute in fp32 as the CPU does (docs/cuda.md).
   bool allow_tf32 = false;
   bool fusion = true; // fusion/fuse.h; off for comparisons (--no-fusion)
+  // Input dims that are symbolic in the model stay symbols: the executable runs on every
+  // extent of them (docs/dynamic-shapes.md). An error where some part of the model needs a
+  // static dim (the caller then compiles per shape): staged models, CUDA, library calls.
+  bool dynamic_shapes = false;
   // MatMul, Gemm and Conv through oneDNN where it takes them (library/dnnl.h); off, they
   // are generated code. $WEFT_ONEDNN=0 turns it off too.
   bool library = true;

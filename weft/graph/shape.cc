@@ -1,5 +1,8 @@
 #include "weft/graph/shape.h"
 
+#include <algorithm>
+#include <charconv>
+
 #include "weft/support/check.h"
 
 namespace weft {
@@ -46,6 +49,64 @@ std::vector<int64_t> shape_static_dims(const Shape& shape) {
 }
 
 Shape shape_from_dims(const std::vector<int64_t>& dims) { return Shape(dims.begin(), dims.end()); }
+
+namespace {
+
+// The factors of a symbolic product: its constant and its symbols, in order.
+struct Product {
+  int64_t constant = 1;
+  std::vector<std::string> symbols;
+};
+
+// Is "s" all digits (a constant factor)?
+std::optional<int64_t> parse_constant(const std::string& s) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+Product factors_of(const Dim& d) {
+  if (d.is_static()) return {d.value(), {}};
+  Product p;
+  const std::string& name = d.symbol_name();
+  for (size_t begin = 0; begin <= name.size();) {
+    size_t end = std::min(name.find('*', begin), name.size());
+    std::string factor = name.substr(begin, end - begin);
+    if (std::optional<int64_t> c = parse_constant(factor))
+      p.constant *= *c;
+    else
+      p.symbols.push_back(factor);
+    begin = end + 1;
+  }
+  return p;
+}
+
+} // namespace
+
+Dim dim_mul(const Dim& a, const Dim& b) {
+  if (a.is_static() && b.is_static()) return a.value() * b.value();
+  Product pa = factors_of(a), pb = factors_of(b);
+  int64_t constant = pa.constant * pb.constant;
+  if (constant == 0) return 0;
+  std::vector<std::string> symbols = pa.symbols;
+  symbols.insert(symbols.end(), pb.symbols.begin(), pb.symbols.end());
+  std::sort(symbols.begin(), symbols.end());
+  std::string name = constant == 1 ? "" : std::to_string(constant);
+  for (const std::string& s : symbols)
+    name += (name.empty() ? "" : "*") + s;
+  return Dim::symbol(name);
+}
+
+std::optional<int64_t> eval_dim(const Dim& d, const std::map<std::string, int64_t>& symbols) {
+  Product p = factors_of(d);
+  int64_t n = p.constant;
+  for (const std::string& s : p.symbols) {
+    auto it = symbols.find(s);
+    if (it == symbols.end() || __builtin_mul_overflow(n, it->second, &n)) return std::nullopt;
+  }
+  return n;
+}
 
 std::string TensorType::to_string() const {
   return std::string(dtype_name(dtype)) + (shape ? shape_to_string(*shape) : "[?]");

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +43,14 @@ bool shape_is_static(const Shape& shape);
 std::optional<int64_t> shape_num_elements(const Shape& shape);
 std::vector<int64_t> shape_static_dims(const Shape& shape); // requires shape_is_static
 Shape shape_from_dims(const std::vector<int64_t>& dims);
+
+// Products of symbols. A symbolic product is one symbol spelled canonically: the constant
+// factor first (when not 1), then the symbols sorted, joined by '*' ("64*N*T"), so that equal
+// products are equal dims.
+Dim dim_mul(const Dim& a, const Dim& b);
+// The extent of "d" when "symbols" gives each of its factors; nullopt otherwise, or when the
+// product overflows int64.
+std::optional<int64_t> eval_dim(const Dim& d, const std::map<std::string, int64_t>& symbols);
 
 // The type of a value: a dtype and, when known, a shape. An unknown rank is a missing shape.
 struct TensorType {

@@ -13,13 +13,6 @@ struct Group {
   FoldedAxis axis;
 };
 
-Dim multiply(const Dim& a, const Dim& b) {
-  if (a.is_static() && b.is_static()) return a.value() * b.value();
-  if (a.is_static() && a.value() == 1) return b;
-  if (b.is_static() && b.value() == 1) return a;
-  return Dim::symbol(a.to_string() + "*" + b.to_string());
-}
-
 // Alternating groups of the non-unit axes.
 std::vector<Group> fold(const Shape& shape, const std::vector<int64_t>& axes) {
   std::vector<Group> groups;
@@ -32,7 +25,7 @@ std::vector<Group> fold(const Shape& shape, const std::vector<int64_t>& axes) {
     }
     FoldedAxis& f = groups.back().axis;
     f.axes.push_back(static_cast<int>(i));
-    f.extent = multiply(f.extent, d);
+    f.extent = dim_mul(f.extent, d);
   }
   return groups;
 }
@@ -41,7 +34,7 @@ FoldedAxis merge(const FoldedAxis& a, const FoldedAxis& b) {
   FoldedAxis out = a;
   out.axes.insert(out.axes.end(), b.axes.begin(), b.axes.end());
   std::sort(out.axes.begin(), out.axes.end());
-  out.extent = multiply(a.extent, b.extent);
+  out.extent = dim_mul(a.extent, b.extent);
   return out;
 }
 

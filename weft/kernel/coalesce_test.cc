@@ -40,7 +40,7 @@ TEST(CoalesceReduction, Table) {
       {{2, 3, 4, 5}, {0, 2}, "MIDDLE[K1=6 (0,1), R=4 (2), K2=5 (3)] ; COLUMN[R=2 (0), K=15 (1,3)]"},
       // Symbolic extents fold into products.
       {{n, 64}, {1}, "ROW[K=N (0), R=64 (1)]"},
-      {{n, 4, 64}, {0, 1}, "COLUMN[R=N*4 (0,1), K=64 (2)]"},
+      {{n, 4, 64}, {0, 1}, "COLUMN[R=4*N (0,1), K=64 (2)]"},
       // Empty tensors keep their axes: extent 0 is not 1.
       {{0, 5}, {1}, "ROW[K=0 (0), R=5 (1)]"},
       {{3}, {0}, "ALL[R=3 (0)]"},

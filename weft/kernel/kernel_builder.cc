@@ -77,9 +77,9 @@ Statement StatementBuilder::store(int value, int buffer, std::vector<AffineExpr>
 DType accumulator_type(DType t) { return t == DType::kF16 || t == DType::kBF16 ? DType::kF32 : t; }
 
 Dim num_elements(const Shape& s) {
-  int64_t n = 1;
+  Dim n = 1;
   for (const Dim& d : s)
-    n *= d.value();
+    n = dim_mul(n, d);
   return n;
 }
 

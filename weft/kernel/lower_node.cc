@@ -1,5 +1,6 @@
 #include "weft/kernel/lower_node.h"
 
+#include <algorithm>
 #include <set>
 
 #include <fmt/format.h>
@@ -38,6 +39,55 @@ bool has_static_shapes(const Node& n) {
     }
   }
   return true;
+}
+
+// The last symbolic dim of "v", or -1 when every dim is static.
+int64_t last_symbolic_dim(const Value* v) {
+  const Shape& shape = *v->type.shape;
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (!shape[i].is_static()) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+// Do "n"'s lowerings hold for dims known only at run time? Elementwise ops do when each
+// input dim is the output's or a static 1 (equal symbols are equal extents at run time, and
+// a symbol that may be 1 never broadcasts). Reductions and
+// normalizations do over static trailing axes: every symbolic dim then lies in the
+// outermost kept axis of the canonical view, whose strides stay static.
+bool admits_symbolic_shapes(const Node& n) {
+  for (const auto* list : {&n.inputs, &n.outputs}) {
+    for (const Value* v : *list) {
+      if (v && !v->type.shape) return false;
+    }
+  }
+  if (is_alias(n)) return true; // the same bytes
+  const Shape& out = *n.outputs[0]->type.shape;
+  if (is_elementwise(n)) {
+    for (const Value* v : n.inputs) {
+      if (!v) continue;
+      const Shape& in = *v->type.shape;
+      for (size_t d = 0; d < in.size(); ++d) {
+        if (in[d] != out[out.size() - in.size() + d] && in[d] != Dim(1)) return false;
+      }
+    }
+    return true;
+  }
+  int64_t first_axis = 0; // the first reduced or normalized axis
+  if (n.op_type == "Softmax" || n.op_type == "LogSoftmax") {
+    first_axis = n.attrs_as<SoftmaxAttrs>().axis;
+  } else if (n.op_type == "LayerNormalization") {
+    first_axis = n.attrs_as<LayerNormAttrs>().axis;
+    if (n.input(1) && last_symbolic_dim(n.inputs[1]) >= 0) return false;
+    if (n.input(2) && last_symbolic_dim(n.inputs[2]) >= 0) return false;
+  } else if (n.op_type.starts_with("Reduce")) {
+    const auto& axes = n.attrs_as<ReduceAttrs>().axes;
+    if (!axes || axes->empty()) return false;
+    first_axis = *std::min_element(axes->begin(), axes->end());
+  } else {
+    return false;
+  }
+  return first_axis > last_symbolic_dim(n.inputs[0]);
 }
 
 } // namespace
@@ -123,8 +173,9 @@ bool can_lower(const Node& n) {
 }
 
 Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
-  if (!has_static_shapes(n))
-    return Status::error("dims known only at run time are not supported yet");
+  if (!has_static_shapes(n) && !admits_symbolic_shapes(n))
+    return Status::error(
+        fmt::format("dims known only at run time are not supported for {} yet", n.op_type));
   if (is_random_dropout(n)) {
     return Status::error(
         "Dropout in training mode with a nonzero ratio draws random masks, which Weft does not do");

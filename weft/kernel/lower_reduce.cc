@@ -9,6 +9,7 @@
 #include "weft/kernel/coalesce.h"
 #include "weft/kernel/kernel_builder.h"
 #include "weft/kernel/lower_ops.h"
+#include "weft/support/check.h"
 
 namespace weft::kernel {
 
@@ -33,23 +34,28 @@ struct StepView {
   Shape result_domain() const { return out.size() > 1 ? out : flat_out(); }
   std::vector<AffineExpr> result_index() const {
     if (out.size() <= 1) return {AffineExpr::iterator(0)};
-    AffineExpr e;
-    int64_t stride = 1;
-    for (size_t i = out.size(); i-- > 0;) {
-      if (out[i].value() != 1) e.terms.insert(e.terms.begin(), {static_cast<int>(i), stride});
-      stride *= out[i].value();
-    }
-    return {e};
+    return {row_major(out, std::vector<bool>(out.size(), true))};
   }
 
 private:
   AffineExpr linear(bool all) const {
+    std::vector<bool> keep(in.size());
+    for (size_t i = 0; i < in.size(); ++i)
+      keep[i] = all || !reduced[i];
+    return row_major(in, keep);
+  }
+  // The row-major position of the iterators "keep" selects within "shape". Strides are
+  // static: only the outermost dim may be symbolic (lower_node admits no other).
+  static AffineExpr row_major(const Shape& shape, const std::vector<bool>& keep) {
     AffineExpr e;
-    int64_t stride = 1;
-    for (size_t i = in.size(); i-- > 0;) {
-      if (!all && reduced[i]) continue;
-      if (in[i].value() != 1) e.terms.insert(e.terms.begin(), {static_cast<int>(i), stride});
-      stride *= in[i].value();
+    Dim stride = 1;
+    for (size_t i = shape.size(); i-- > 0;) {
+      if (!keep[i]) continue;
+      if (shape[i] != Dim(1)) {
+        WEFT_CHECK(stride.is_static(), "a symbolic dim inside a reduction's view");
+        e.terms.insert(e.terms.begin(), {static_cast<int>(i), stride.value()});
+      }
+      stride = dim_mul(stride, shape[i]);
     }
     return e;
   }
@@ -337,7 +343,7 @@ Result<LoweredNode> lower_reduce(const Node& n, const std::string& name) {
                   i == 0 ? rec.pre : ExprOp::kCast);
     current = acc;
     current_type = t;
-    count = count.value() * v.count.value();
+    count = dim_mul(count, v.count);
   }
   StatementBuilder fin("finish", last.result_domain());
   int r;
@@ -414,7 +420,7 @@ Result<LoweredNode> lower_layer_norm(const Node& n, const std::string& name) {
   Dim rows = 1, cols = 1;
   for (int64_t i = 0; i < rank; ++i) {
     Dim& target = i < a.axis ? rows : cols;
-    target = target.value() * shape[static_cast<size_t>(i)].value();
+    target = dim_mul(target, shape[static_cast<size_t>(i)]);
   }
   StepView v{{rows, cols}, {false, true}, {rows}, cols};
   DType t = accumulator_type(n.outputs[0]->type.dtype);

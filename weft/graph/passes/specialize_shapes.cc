@@ -92,7 +92,12 @@ Status specialize_shapes(Graph& graph, const std::vector<TensorType>& types) {
     if (given.shape->size() != in->type.shape->size()) return mismatch("wrong rank");
     for (size_t d = 0; d < given.shape->size(); ++d) {
       const Dim& declared = (*in->type.shape)[d];
-      int64_t extent = (*given.shape)[d].value();
+      const Dim& dim = (*given.shape)[d];
+      if (!dim.is_static()) { // left symbolic: only as declared
+        if (dim == declared) continue;
+        return mismatch(fmt::format("dim {} must be {} or an extent", d, declared.to_string()));
+      }
+      int64_t extent = dim.value();
       if (declared.is_static() && declared.value() != extent) {
         return mismatch(fmt::format("dim {} must be {}", d, declared.value()));
       }

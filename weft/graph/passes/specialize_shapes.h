@@ -4,9 +4,10 @@
 // symbol names one extent); shape functions then refine the rest. Run fold_constants and
 // canonicalize after it: Shape ops and Reshape targets become constants.
 //
-// Requires: a verified graph; "types" has one entry per graph input, each with a static
-// shape. Fails, naming the input, when a type contradicts the input's declared type
-// (dtype, rank, a static extent, or one symbol bound to two extents).
+// Requires: a verified graph; "types" has one entry per graph input, each with a shape
+// whose dims are static or the declared symbol (which then stays symbolic). Fails, naming
+// the input, when a type contradicts the input's declared type (dtype, rank, a static
+// extent, or one symbol bound to two extents).
 // Guarantees: the graph's inputs have exactly the given types.
 #pragma once
 

@@ -61,22 +61,47 @@ Executable::Executable(std::vector<TensorInfo> inputs, std::vector<TensorInfo> o
                        std::vector<std::shared_ptr<KernelLibrary>> libraries)
     : inputs_(std::move(inputs)), outputs_(std::move(outputs)), slots_(std::move(slots)),
       launches_(std::move(launches)), output_slots_(std::move(output_slots)),
-      arena_bytes_(arena_bytes), libraries_(std::move(libraries)) {}
+      arena_bytes_(arena_bytes), libraries_(std::move(libraries)) {
+  for (const Slot& slot : slots_)
+    symbolic_arena_ |= slot.kind == Slot::Kind::kArena && !slot.bytes.is_static();
+}
 
 Executable::~Executable() {
-  for (void* arena : idle_arenas_) {
-    if (device_)
-      device_->release(arena);
-    else
-      free_host_memory(arena, arena_size());
-  }
+  for (const Arena& arena : idle_arenas_)
+    release(arena);
   for (void* constant : device_constants_) {
     if (constant) device_->release(constant);
   }
 }
 
-size_t Executable::arena_size() const {
-  size_t bytes = align_up(arena_bytes_);
+// The arena's offsets (per slot) for "bound", and the bytes of the intermediates: planned at
+// compile time, or per run when some size is symbolic.
+size_t Executable::place_arena(const Bindings& bound, std::vector<size_t>* offsets) const {
+  offsets->assign(slots_.size(), 0);
+  if (!symbolic_arena_) {
+    for (size_t s = 0; s < slots_.size(); ++s)
+      (*offsets)[s] = slots_[s].offset;
+    return arena_bytes_;
+  }
+  std::vector<Lifetime> lifetimes;
+  std::vector<size_t> arena_slots, placed;
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    const Slot& slot = slots_[s];
+    if (slot.kind != Slot::Kind::kArena) continue;
+    // Compiling checked that the inputs' symbols determine every size.
+    size_t bytes = static_cast<size_t>(eval_dim(slot.bytes, bound).value_or(0));
+    lifetimes.push_back({bytes, slot.first, slot.last});
+    arena_slots.push_back(s);
+  }
+  size_t total = plan_arena(lifetimes, &placed);
+  for (size_t i = 0; i < arena_slots.size(); ++i)
+    (*offsets)[arena_slots[i]] = placed[i];
+  return total;
+}
+
+// The arena's size: the intermediates and, on a device, the inputs and outputs after them.
+size_t Executable::arena_size(size_t intermediates) const {
+  size_t bytes = align_up(intermediates);
   if (!device_) return bytes;
   for (const std::vector<TensorInfo>* list : {&inputs_, &outputs_}) {
     for (const TensorInfo& t : *list) {
@@ -87,23 +112,34 @@ size_t Executable::arena_size() const {
   return bytes;
 }
 
-void* Executable::take_arena() const {
+// An idle arena, or a new one when none is idle or the idle one is too small (which goes:
+// the pool holds at most one arena per concurrent run).
+Executable::Arena Executable::take_arena(size_t bytes) const {
+  Arena arena;
   {
     std::lock_guard<std::mutex> lock(arena_mutex_);
     if (!idle_arenas_.empty()) {
-      void* arena = idle_arenas_.back();
+      arena = idle_arenas_.back();
       idle_arenas_.pop_back();
-      return arena;
     }
   }
-  if (!device_) return allocate_host_memory(arena_size());
-  Result<void*> p = device_->allocate(arena_size());
-  return p.ok() ? *p : nullptr;
+  if (arena.data && arena.bytes >= bytes) return arena;
+  if (arena.data) release(arena);
+  if (!device_) return {allocate_host_memory(bytes), bytes};
+  Result<void*> p = device_->allocate(bytes);
+  return {p.ok() ? *p : nullptr, bytes};
 }
 
-void Executable::return_arena(void* arena) const {
+void Executable::return_arena(Arena arena) const {
   std::lock_guard<std::mutex> lock(arena_mutex_);
   idle_arenas_.push_back(arena);
+}
+
+void Executable::release(Arena arena) const {
+  if (device_)
+    device_->release(arena.data);
+  else
+    free_host_memory(arena.data, arena.bytes);
 }
 
 Status Executable::upload_constants() const {
@@ -140,10 +176,21 @@ size_t TensorView::num_bytes() const {
   return n;
 }
 
-Status Executable::check_input(size_t i, const TensorView& input) const {
-  if (!(input.type() == inputs_[i].type)) {
+Status Executable::check_input(size_t i, const TensorView& input, Bindings* bound) const {
+  const TensorType& type = inputs_[i].type;
+  bool match = input.dtype == type.dtype && type.shape && type.shape->size() == input.dims.size();
+  for (size_t d = 0; match && d < input.dims.size(); ++d) {
+    const Dim& dim = (*type.shape)[d];
+    if (dim.is_static()) {
+      match = dim.value() == input.dims[d];
+    } else {
+      auto [it, inserted] = bound->emplace(dim.symbol_name(), input.dims[d]);
+      match = it->second == input.dims[d];
+    }
+  }
+  if (!match) {
     return Status::error(fmt::format("input '{}' must be {}, got {}", inputs_[i].name,
-                                     inputs_[i].type.to_string(), input.type().to_string()));
+                                     type.to_string(), input.type().to_string()));
   }
   for (const auto& [f, value] : frozen_) {
     if (static_cast<size_t>(f) != i) continue;
@@ -157,43 +204,69 @@ Status Executable::check_input(size_t i, const TensorView& input) const {
   return Status();
 }
 
-Status Executable::run(const std::vector<TensorView>& inputs,
-                       const std::vector<TensorView>& outputs, const RunOptions& options) const {
+Result<Bindings> Executable::bind(const std::vector<TensorView>& inputs) const {
   if (inputs.size() != inputs_.size()) {
     return Status::error(
         fmt::format("the model takes {} inputs, {} were given", inputs_.size(), inputs.size()));
   }
+  Bindings bound;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    WEFT_RETURN_IF_ERROR(check_input(i, inputs[i], &bound));
+  return bound;
+}
+
+std::vector<int64_t> Executable::output_dims(size_t o, const Bindings& bound) const {
+  std::vector<int64_t> dims;
+  // Compiling checked that the inputs' symbols determine every output dim.
+  for (const Dim& d : *outputs_[o].type.shape)
+    dims.push_back(eval_dim(d, bound).value_or(0));
+  return dims;
+}
+
+Result<std::vector<std::vector<int64_t>>>
+Executable::output_shapes(const std::vector<TensorView>& inputs) const {
+  WEFT_ASSIGN_OR_RETURN(Bindings bound, bind(inputs));
+  std::vector<std::vector<int64_t>> shapes;
+  for (size_t o = 0; o < outputs_.size(); ++o)
+    shapes.push_back(output_dims(o, bound));
+  return shapes;
+}
+
+Status Executable::run(const std::vector<TensorView>& inputs,
+                       const std::vector<TensorView>& outputs, const RunOptions& options) const {
   if (options.io_on_device && !device_)
     return Status::error("device tensors were given to a model compiled for the CPU");
   if (options.io_on_device && !frozen_.empty()) {
     return Status::error(fmt::format("input '{}' determines shapes: pass it as a host tensor",
                                      inputs_[static_cast<size_t>(frozen_[0].first)].name));
   }
-  for (size_t i = 0; i < inputs.size(); ++i)
-    WEFT_RETURN_IF_ERROR(check_input(i, inputs[i]));
+  WEFT_ASSIGN_OR_RETURN(Bindings bound, bind(inputs));
   if (outputs.size() != outputs_.size()) {
     return Status::error(
         fmt::format("the model has {} outputs, {} were given", outputs_.size(), outputs.size()));
   }
   for (size_t o = 0; o < outputs.size(); ++o) {
-    if (!(outputs[o].type() == outputs_[o].type)) {
+    TensorView expected{outputs_[o].type.dtype, output_dims(o, bound), nullptr};
+    if (!(outputs[o].type() == expected.type())) {
       return Status::error(fmt::format("output '{}' must be {}, got {}", outputs_[o].name,
-                                       outputs_[o].type.to_string(),
-                                       outputs[o].type().to_string()));
+                                       expected.type().to_string(), outputs[o].type().to_string()));
     }
   }
   if (device_) WEFT_RETURN_IF_ERROR(upload_constants());
-  auto give_back = [this](void* p) { return_arena(p); };
-  std::unique_ptr<void, decltype(give_back)> arena(arena_size() ? take_arena() : nullptr,
-                                                   give_back);
-  if (arena_size() && !arena)
-    return Status::error(fmt::format("cannot allocate {} bytes of working memory", arena_size()));
-  std::byte* base = static_cast<std::byte*>(arena.get());
+  std::vector<size_t> offsets;
+  size_t intermediates = place_arena(bound, &offsets);
+  size_t bytes = arena_size(intermediates);
+  Arena arena = bytes ? take_arena(bytes) : Arena{};
+  auto give_back = [this, &arena](void*) { return_arena(arena); };
+  std::unique_ptr<void, decltype(give_back)> held(arena.data, give_back);
+  if (bytes && !arena.data)
+    return Status::error(fmt::format("cannot allocate {} bytes of working memory", bytes));
+  std::byte* base = static_cast<std::byte*>(arena.data);
   // With host tensors on a device, the run's copies of its inputs and outputs follow the
   // intermediates.
   bool copy_io = device_ && !options.io_on_device;
   std::vector<void*> input_at, output_at;
-  size_t io = align_up(arena_bytes_);
+  size_t io = align_up(intermediates);
   for (const TensorView& t : inputs) {
     input_at.push_back(copy_io ? base + io : t.data);
     if (copy_io) WEFT_RETURN_IF_ERROR(device_->to_device(base + io, t.data, t.num_bytes()));
@@ -213,7 +286,7 @@ Status Executable::run(const std::vector<TensorView>& inputs,
         address[s] = device_ ? device_constants_[s] : const_cast<std::byte*>(slot.constant->data());
         break;
       case Slot::Kind::kOutput: address[s] = output_at[static_cast<size_t>(slot.index)]; break;
-      case Slot::Kind::kArena: address[s] = base + slot.offset; break;
+      case Slot::Kind::kArena: address[s] = base + offsets[s]; break;
       case Slot::Kind::kAlias: break;
     }
   }
@@ -223,7 +296,7 @@ Status Executable::run(const std::vector<TensorView>& inputs,
       target = slots_[static_cast<size_t>(target)].index;
     address[s] = address[static_cast<size_t>(target)];
   }
-  WEFT_RETURN_IF_ERROR(run_launches(address, options));
+  WEFT_RETURN_IF_ERROR(run_launches(address, bound, options));
   // Outputs whose slot is not their own storage (an alias, an input, a constant) are copied.
   for (size_t o = 0; o < outputs.size(); ++o) {
     void* src = address[static_cast<size_t>(output_slots_[o])];
@@ -240,16 +313,20 @@ Status Executable::run(const std::vector<TensorView>& inputs,
   return Status();
 }
 
-Status Executable::run_launches(const std::vector<void*>& address,
+Status Executable::run_launches(const std::vector<void*>& address, const Bindings& bound,
                                 const RunOptions& options) const {
   if (options.threads > 0) omp_set_num_threads(options.threads);
   if (options.timings) options.timings->assign(launches_.size(), {});
   std::vector<void*> args;
+  std::vector<int64_t> extents;
   for (size_t l = 0; l < launches_.size(); ++l) {
     const Launch& launch = launches_[l];
     args.clear();
     for (int s : launch.slots)
       args.push_back(address[static_cast<size_t>(s)]);
+    extents.clear();
+    for (const Dim& d : launch.symbols)
+      extents.push_back(eval_dim(d, bound).value_or(0));
     if (options.before_launch) options.before_launch(l, args.data());
     if (options.timings) (*options.timings)[l].start_ns = now_ns();
     if (launch.library) {
@@ -260,7 +337,7 @@ Status Executable::run_launches(const std::vector<void*>& address,
         return Status::error(
             fmt::format("node '{}' ({}): {}", launch.info.node, launch.info.op_type, s.message()));
     } else {
-      launch.fn(args.data(), nullptr);
+      launch.fn(args.data(), extents.data());
     }
     if (options.timings) (*options.timings)[l].end_ns = now_ns();
   }
@@ -272,10 +349,11 @@ Result<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs,
   std::vector<TensorView> in;
   for (const Tensor& t : inputs)
     in.push_back(TensorView::of(t));
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> shapes, output_shapes(in));
   std::vector<Tensor> outputs;
   std::vector<TensorView> out;
-  for (const TensorInfo& o : outputs_)
-    outputs.push_back(Tensor::uninitialized(o.type.dtype, shape_static_dims(*o.type.shape)));
+  for (size_t o = 0; o < outputs_.size(); ++o)
+    outputs.push_back(Tensor::uninitialized(outputs_[o].type.dtype, shapes[o]));
   for (const Tensor& t : outputs)
     out.push_back(TensorView::of(t));
   WEFT_RETURN_IF_ERROR(run(in, out, options));

@@ -6,10 +6,14 @@
 // (Reshape and friends). Runs are independent: each takes an arena of its own, so one
 // Executable may run on several threads at once. Arenas are kept for later runs (fresh
 // memory would cost a page fault per 4 KiB on every run).
+//
+// Input dims may be symbols (docs/dynamic-shapes.md): each run binds them to the given
+// extents, sizes and places the arena ranges for them, and passes each kernel its extents.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -27,15 +31,16 @@ struct Slot {
   Kind kind = Kind::kArena;
   int index = 0;                          // kInput, kOutput: position; kAlias: the slot aliased
   size_t offset = 0;                      // kArena: byte offset, set by planning
-  size_t bytes = 0;                       // kArena: size
+  Dim bytes = 0;                          // kArena: size; a product of input symbols or static
   std::shared_ptr<const Tensor> constant; // kConstant
+  int first = 0, last = 0;                // kArena: the launches it must live over
 
   static Slot input(int i) { return {Kind::kInput, i, 0, 0, nullptr}; }
   static Slot output(int i) { return {Kind::kOutput, i, 0, 0, nullptr}; }
   static Slot constant_of(std::shared_ptr<const Tensor> t) {
     return {Kind::kConstant, 0, 0, 0, std::move(t)};
   }
-  static Slot arena(size_t bytes) { return {Kind::kArena, 0, 0, bytes, nullptr}; }
+  static Slot arena(Dim bytes) { return {Kind::kArena, 0, 0, std::move(bytes), nullptr}; }
   static Slot alias_of(int slot) { return {Kind::kAlias, slot, 0, 0, nullptr}; }
 };
 
@@ -55,6 +60,7 @@ struct Launch {
   std::vector<int> slots; // one per kernel buffer, or per value the library call binds
   LaunchInfo info;
   std::shared_ptr<const LibraryKernel> library = nullptr;
+  std::vector<Dim> symbols = {}; // the extents "fn" takes, in order (codegen::kernel_symbols)
 };
 
 // A tensor in memory that the caller owns: dense, row-major, "dims" static.
@@ -103,8 +109,11 @@ public:
 
 struct TensorInfo {
   std::string name;
-  TensorType type; // static
+  TensorType type; // static, or with symbols for the dims each run binds
 };
+
+// The extent each symbol of the inputs' dims stands for in one run.
+using Bindings = std::map<std::string, int64_t>;
 
 class Executable {
 public:
@@ -127,11 +136,14 @@ public:
   void freeze_input(int i, Tensor value) { frozen_.emplace_back(i, std::move(value)); }
   bool has_frozen_inputs() const { return !frozen_.empty(); }
 
-  // Does "input" match input "i"'s type and, if frozen, its value?
-  Status check_input(size_t i, const TensorView& input) const;
+  // The symbols' extents for "inputs" (in the order of inputs()), if each input matches.
+  Result<Bindings> bind(const std::vector<TensorView>& inputs) const;
+  // The output shapes for "inputs".
+  Result<std::vector<std::vector<int64_t>>>
+  output_shapes(const std::vector<TensorView>& inputs) const;
 
-  // Runs on "inputs" (in the order of inputs(), with exactly those types), writing into
-  // "outputs" (in the order of outputs(), with exactly those types). Nothing is copied in.
+  // Runs on "inputs" (in the order of inputs(), with those types), writing into "outputs" (in
+  // the order of outputs(), with the shapes output_shapes() gives). Nothing is copied in.
   Status run(const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs,
              const RunOptions& options = {}) const;
 
@@ -149,16 +161,28 @@ private:
   std::vector<std::shared_ptr<KernelLibrary>> libraries_;
   std::vector<std::pair<int, Tensor>> frozen_;
   std::shared_ptr<DeviceMemory> device_;
+  struct Arena {
+    void* data = nullptr;
+    size_t bytes = 0;
+  };
   // Arenas of finished runs, for the next ones. On a device, an arena also holds the run's
   // inputs and outputs, after the intermediates.
   mutable std::mutex arena_mutex_;
-  mutable std::vector<void*> idle_arenas_;
+  mutable std::vector<Arena> idle_arenas_;
   mutable std::vector<void*> device_constants_; // per slot, uploaded by the first run
-  size_t arena_size() const;
-  void* take_arena() const;
-  void return_arena(void* arena) const;
+  bool symbolic_arena_ = false;                 // some arena slot's size is symbolic
+  // Does "input" match input "i"'s type and, if frozen, its value? Symbols of the type are
+  // bound in "bound", or must match what it holds.
+  Status check_input(size_t i, const TensorView& input, Bindings* bound) const;
+  std::vector<int64_t> output_dims(size_t o, const Bindings& bound) const;
+  size_t place_arena(const Bindings& bound, std::vector<size_t>* offsets) const;
+  size_t arena_size(size_t intermediates) const;
+  Arena take_arena(size_t bytes) const;
+  void return_arena(Arena arena) const;
+  void release(Arena arena) const;
   Status upload_constants() const;
-  Status run_launches(const std::vector<void*>& address, const RunOptions& options) const;
+  Status run_launches(const std::vector<void*>& address, const Bindings& bound,
+                      const RunOptions& options) const;
 };
 
 // Byte offsets for buffers alive over [first, last] launch indices, reusing space between
