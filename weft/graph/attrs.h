@@ -267,6 +267,14 @@ struct LpPoolAttrs {
   WEFT_FIELDS(window.fields(f); f("p", p))
 };
 
+// Col2Im (opset 18): the sliding blocks' geometry, per spatial dim (empty: 1s, or 0 pads).
+struct Col2ImAttrs {
+  Ints dilations;
+  Ints pads; // [x1_begin, x2_begin, ..., x1_end, x2_end, ...]
+  Ints strides;
+  WEFT_FIELDS(f("dilations", dilations); f("pads", pads); f("strides", strides))
+};
+
 struct GemmAttrs {
   float alpha = 1.0f;
   float beta = 1.0f;
@@ -545,7 +553,7 @@ using OpAttrs =
                  ShrinkAttrs, ResizeAttrs, GridSampleAttrs, LossAttrs, RecurrentAttrs,
                  ConstantAttrs, ConstantOfShapeAttrs, OptimizerAttrs, LoopAttrs, ScanAttrs,
                  GeluAttrs, GroupNormAttrs, AttentionAttrs, RotaryAttrs,
-                 LpNormAttrs, LpPoolAttrs, TensorScatterAttrs, AffineGridAttrs>;
+                 LpNormAttrs, LpPoolAttrs, TensorScatterAttrs, AffineGridAttrs, Col2ImAttrs>;
 
 #undef WEFT_FIELDS
 

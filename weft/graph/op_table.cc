@@ -528,6 +528,11 @@ OpAttrs parse_conv_transpose(AttrParser& p) {
   return a;
 }
 
+OpAttrs parse_col2im(AttrParser& p) {
+  return Col2ImAttrs{p.ints_or_empty("dilations"), p.ints_or_empty("pads"),
+                     p.ints_or_empty("strides")};
+}
+
 OpAttrs parse_pool(AttrParser& p) {
   PoolAttrs a;
   a.auto_pad = p.auto_pad();
@@ -793,6 +798,7 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"LpPool", 1, kAll, parse_lp_pool, infer_lp_pool});
     t.push_back({"SwiGLU", 28, kAll, parse_alpha<1000>, infer_swiglu});
     t.push_back({"AffineGrid", 20, kAll, parse_affine_grid, infer_affine_grid});
+    t.push_back({"Col2Im", 18, kAll, parse_col2im, infer_col2im});
     t.push_back({"TensorScatter", 24, kAll, parse_tensor_scatter, infer_tensor_scatter});
     t.push_back({"BatchNormalization", 6, kAll, parse_batch_norm, infer_batch_norm});
     t.push_back({"InstanceNormalization", 6, kAll, parse_epsilon, infer_instance_norm});

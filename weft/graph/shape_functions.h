@@ -30,6 +30,7 @@ TypesOrError infer_center_crop_pad(const Node& node);
 TypesOrError infer_lp_pool(const Node& node);
 TypesOrError infer_swiglu(const Node& node);
 TypesOrError infer_affine_grid(const Node& node);
+TypesOrError infer_col2im(const Node& node);
 TypesOrError infer_tensor_scatter(const Node& node);
 TypesOrError infer_group_norm(const Node& node);
 TypesOrError infer_layer_norm(const Node& node);

@@ -1,6 +1,6 @@
 // Shape functions of the ops that passes/decompose.h turns into primitives:
 // RMSNormalization, Attention, RotaryEmbedding, GroupNormalization, LpNormalization,
-// CenterCropPad, SwiGLU, AffineGrid, TensorScatter (LpPool's is with the other pools').
+// CenterCropPad, SwiGLU, AffineGrid, TensorScatter, Col2Im (LpPool's is with the other pools').
 #include <algorithm>
 #include <numeric>
 
@@ -92,7 +92,9 @@ TypesOrError infer_rotary(const Node& node) {
   const Dim& last = x.shape->back();
   if (rank == 3 && last.is_static() && last.value() % *a.num_heads != 0)
     return fail("the hidden size is not a multiple of num_heads");
-  Dim head = rank == 4 ? last : last.is_static() ? Dim(last.value() / *a.num_heads) : Dim::unknown();
+  Dim head = rank == 4          ? last
+             : last.is_static() ? Dim(last.value() / *a.num_heads)
+                                : Dim::unknown();
   if (head.is_static() && a.rotary_dim > head.value())
     return fail("rotary_embedding_dim exceeds the head size");
   for (size_t i = 1; i < 3; ++i) {
@@ -193,6 +195,35 @@ TypesOrError infer_affine_grid(const Node& node) {
     }
   }
   return one({theta.dtype, out});
+}
+
+// Col2Im: input [N, C * prod(block_shape), L] gives [N, C, image_shape...]; the spatial
+// rank is image_shape's length, and C and the extents are known once image_shape and
+// block_shape are constant.
+TypesOrError infer_col2im(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  const TensorType& image = in_type(node, 1);
+  if (!image.shape || image.shape->size() != 1 || !(*image.shape)[0].is_static())
+    return one({x.dtype, std::nullopt});
+  int64_t spatial = (*image.shape)[0].value();
+  if (x.shape && x.shape->size() != 3) return fail("input must be [N, C * block size, L]");
+  Shape out = unknown_shape(static_cast<size_t>(spatial + 2));
+  if (x.shape) out[0] = (*x.shape)[0];
+  std::optional<Ints> block = constant_ints(node.input(2));
+  if (block && x.shape && (*x.shape)[1].is_static()) {
+    int64_t k = 1;
+    for (int64_t b : *block)
+      k *= b;
+    if (k < 1 || (*x.shape)[1].value() % k != 0)
+      return fail("input's dim 1 must be a multiple of the block size");
+    out[1] = (*x.shape)[1].value() / k;
+  }
+  if (std::optional<Ints> dims = constant_ints(node.input(1))) {
+    if (static_cast<int64_t>(dims->size()) != spatial) return fail("image_shape's length");
+    for (size_t d = 0; d < dims->size(); ++d)
+      out[d + 2] = (*dims)[d];
+  }
+  return one({x.dtype, out});
 }
 
 // TensorScatter: the present cache like the past one, which the update matches but along

@@ -6,6 +6,8 @@
 #include <limits>
 #include <numeric>
 
+#include <fmt/format.h>
+
 #include "weft/graph/node_builder.h"
 #include "weft/graph/shape_functions.h"
 
@@ -68,8 +70,8 @@ Status group_norm(Graph& graph, Node& node, Value* y) {
   const auto& a = node.attrs_as<GroupNormAttrs>();
   Value* x = node.inputs[0];
   size_t rank = x->type.shape->size();
-  Value* groups = b.op("Reshape", {x, shape_constant(b, "grouped", {0, a.num_groups, -1})},
-                       ReshapeAttrs{});
+  Value* groups =
+      b.op("Reshape", {x, shape_constant(b, "grouped", {0, a.num_groups, -1})}, ReshapeAttrs{});
   Value* n = standardize(b, cast_to(b, groups, a.stash_type), {2}, a.epsilon);
   n = cast_to(b, n, x->type.dtype);
   Value* scale = node.inputs[1];
@@ -112,8 +114,8 @@ Value* padded_cache_bias(NodeBuilder& b, const AttentionAttrs& a, Value* nonpad,
   };
   Value* query = range("query", {q_len, 1});
   Value* key = range("key", {1, total});
-  Value* lengths = b.op("Reshape", {nonpad, shape_constant(b, "per_batch", {-1, 1, 1})},
-                        ReshapeAttrs{});
+  Value* lengths =
+      b.op("Reshape", {nonpad, shape_constant(b, "per_batch", {-1, 1, 1})}, ReshapeAttrs{});
   Value* allowed = b.op("Less", {key, lengths}); // [B, 1, total]
   // The query's position minus the key's: [B, q_len, total].
   Value* offset = b.op("Sub", {lengths, b.constant("q_len", Tensor::scalar_i64(q_len))});
@@ -285,8 +287,9 @@ Status rotary(Graph& graph, Node& node, Value* into) {
   Value* imag = b.op("Add", {b.op("Mul", {sin, x1}), b.op("Mul", {cos, x2})});
   Value* rotated;
   if (a.interleaved) {
-    Value* pairs = b.op("Concat", {b.op("Unsqueeze", {real}, AxesAttrs{Ints{4}}),
-                                   b.op("Unsqueeze", {imag}, AxesAttrs{Ints{4}})},
+    Value* pairs = b.op("Concat",
+                        {b.op("Unsqueeze", {real}, AxesAttrs{Ints{4}}),
+                         b.op("Unsqueeze", {imag}, AxesAttrs{Ints{4}})},
                         AxisAttrs{4});
     rotated = constant_shape(b, pairs, {0, 0, 0, rd}, "pairs");
   } else {
@@ -470,6 +473,49 @@ Status tensor_scatter(Graph& graph, Node& node, Value* y) {
   return b.status();
 }
 
+// Col2Im: the columns are the taps of a ConvTranspose with one-hot weights, one group per
+// channel: tap p of channel c lands at its place in the block. output_padding makes the
+// extents image_shape's (ConvTranspose's own arithmetic leaves off a last partial stride).
+Status col2im(Graph& graph, Node& node, Value* y) {
+  NodeBuilder b(graph, node);
+  const auto& a = node.attrs_as<Col2ImAttrs>();
+  Value* x = node.inputs[0];
+  Ints image = *constant_ints(node.input(1));
+  Ints block = *constant_ints(node.input(2));
+  std::vector<int64_t> dx = shape_static_dims(*x->type.shape);
+  size_t s = block.size();
+  int64_t taps = std::accumulate(block.begin(), block.end(), int64_t{1}, std::multiplies<>());
+  int64_t channels = dx[1] / taps;
+  ConvTransposeAttrs t;
+  t.group = channels;
+  t.kernel_shape = block;
+  t.dilations = a.dilations.empty() ? Ints(s, 1) : a.dilations;
+  t.strides = a.strides.empty() ? Ints(s, 1) : a.strides;
+  t.pads = a.pads.empty() ? Ints(2 * s, 0) : a.pads;
+  Ints blocks = {dx[0], dx[1]};
+  int64_t count = 1;
+  for (size_t i = 0; i < s; ++i) {
+    int64_t extent = t.dilations[i] * (block[i] - 1) + 1;
+    int64_t padded = image[i] + t.pads[i] + t.pads[i + s];
+    blocks.push_back((padded - extent) / t.strides[i] + 1);
+    count *= blocks.back();
+    int64_t reach = t.strides[i] * (blocks.back() - 1) + extent - t.pads[i] - t.pads[i + s];
+    t.output_padding.push_back(image[i] - reach);
+  }
+  if (count != dx[2]) {
+    return Status::error(
+        fmt::format("input has {} blocks, image_shape and the attributes give {}", dx[2], count));
+  }
+  std::vector<int64_t> wd = {dx[1], 1};
+  wd.insert(wd.end(), block.begin(), block.end());
+  Tensor w(x->type.dtype, wd);
+  for (int64_t c = 0; c < dx[1]; ++c)
+    w.set_double(c * taps + c % taps, 1.0);
+  Value* grid = constant_shape(b, x, blocks, "blocks");
+  b.op("ConvTranspose", {grid, b.constant("one_hot", std::move(w))}, t, y);
+  return b.status();
+}
+
 bool static_inputs(const Node& n) {
   for (const Value* v : n.inputs) {
     if (v && (!v->type.shape || !shape_is_static(*v->type.shape))) return false;
@@ -494,6 +540,8 @@ bool ready(const Node& n) {
     if (!w.ceil_mode || same) return has_rank();
     return static_inputs(n) && n.outputs[0] && n.outputs[0]->type.has_static_shape();
   }
+  if (op == "Col2Im")
+    return static_inputs(n) && constant_ints(n.input(1)) && constant_ints(n.input(2));
   if (op == "AffineGrid") {
     const auto& size = n.inputs[1]->type.shape;
     return size && size->size() == 1 && (*size)[0].is_static();
@@ -512,6 +560,7 @@ Status decompose_node(Graph& graph, Node& node, const std::vector<Value*>& outs)
   if (op == "SwiGLU") return swiglu(graph, node, outs[0]);
   if (op == "AffineGrid") return affine_grid(graph, node, outs[0]);
   if (op == "TensorScatter") return tensor_scatter(graph, node, outs[0]);
+  if (op == "Col2Im") return col2im(graph, node, outs[0]);
   return group_norm(graph, node, outs[0]);
 }
 
