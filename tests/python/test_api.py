@@ -13,26 +13,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import weft
-
-
-def make_model(nodes, inputs, outputs, initializers=(), opset=13):
-    graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    return model
-
-
-def softmax_model():
-    """y = Softmax(x) over the last axis, s = ReduceSum(y, axis 1); x is f32[N, 16]."""
-    axes = helper.make_tensor("axes", TensorProto.INT64, [1], [1])
-    return make_model(
-        [helper.make_node("Softmax", ["x"], ["y"], axis=-1),
-         helper.make_node("ReduceSum", ["y", "axes"], ["s"], keepdims=0)],
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 16])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 16]),
-         helper.make_tensor_value_info("s", TensorProto.FLOAT, ["N"])],
-        [axes])
+from models import make_model, softmax_model
 
 
 def softmax_reference(x):
