@@ -427,6 +427,22 @@ class CliTest(unittest.TestCase):
         r = weft("run", path, "--fill", "ones", "--output-dir", self.dir)
         self.assertEqual(r.returncode, 0, r.stderr)
 
+    def test_run_fill_takes_the_dims_shapes_gives(self):
+        import numpy as np
+        path = save(small_model(), self.dir)
+        r = weft("run", path, "--fill", "ones", "--shapes", "x=7x4", "--output-dir", self.dir)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        np.testing.assert_array_equal(np.load(os.path.join(self.dir, "y.npy")), np.ones((7, 4)))
+        self.assert_one_line_error(weft("run", path, "--fill", "ones", "--shapes", "x=7x5"),
+                                   "--shapes x=7x5", "f32[N,4]")
+        self.assert_one_line_error(weft("run", path, "--fill", "ones", "--shapes", "x=7by4"),
+                                   "1x3x224x224")
+        self.assert_one_line_error(weft("run", path, "--fill", "ones", "--shapes", "z=1x4"),
+                                   "no input 'z'")
+        np.save(os.path.join(self.dir, "x.npy"), np.zeros((2, 4), np.float32))
+        self.assert_one_line_error(weft("run", path, "--input", "x=" + os.path.join(self.dir, "x.npy"),
+                                        "--shapes", "x=7x4"), "--shapes x", "sets its shape")
+
     def test_run_wrong_shape_or_dtype_names_the_input(self):
         import numpy as np
         path = save(small_model(), self.dir)

@@ -47,7 +47,19 @@ enum class ElementType : uint8_t {
   kU16,
   kU32,
   kU64,
-  kBool
+  kBool,
+  // ONNX's narrow types, one element a byte (int4, uint4, int2, uint2 and float4 unpacked,
+  // in the low bits): the layout of numpy's ml_dtypes types.
+  kF8E4M3FN,
+  kF8E4M3FNUZ,
+  kF8E5M2,
+  kF8E5M2FNUZ,
+  kF8E8M0,
+  kF4E2M1,
+  kI4,
+  kU4,
+  kI2,
+  kU2,
 };
 
 // "f32", "bf16", "bool", ... (as the CLI and `weft inspect` print them).
@@ -165,7 +177,8 @@ public:
   void run_on_device(const std::vector<DeviceTensor>& inputs,
                      const std::vector<DeviceTensor>& outputs) const;
 
-  // How many compiled forms the model holds: one per set of input shapes run so far, or one
+  // How many compiled forms the model holds: one per set of input shapes run recently (at
+  // most WEFT_SHAPE_CACHE of them, default 8; the least recently used is dropped), or one
   // for all of them with dynamic_shapes.
   size_t compiled_variants() const;
 

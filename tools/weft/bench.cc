@@ -42,7 +42,7 @@ Result<std::pair<std::string, std::vector<Tensor>>> load(const BenchOptions& o) 
     return std::make_pair(model, std::move(inputs));
   }
   WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> inputs,
-                        gather_inputs(model, o.inputs, o.fill, declared));
+                        gather_inputs(model, o.inputs, o.fill, o.shapes, declared));
   return std::make_pair(model, std::move(inputs));
 }
 

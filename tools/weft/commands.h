@@ -20,6 +20,7 @@ struct RunOptions {
   std::string model;
   std::vector<std::string> inputs; // NAME=FILE
   std::string fill;                // random, zeros, ones, or empty
+  std::vector<std::string> shapes; // NAME=1x3x48x320: the dims of a filled input
   std::string output_dir = ".";
   std::string device = "cpu";
   bool deterministic = false; // --device cuda: no atomics
@@ -43,6 +44,7 @@ struct BenchOptions {
   std::string target;              // a model, or an ONNX test case directory
   std::vector<std::string> inputs; // NAME=FILE
   std::string fill = "random";
+  std::vector<std::string> shapes; // NAME=1x3x48x320: the dims of a filled input
   std::string device = "cpu";
   bool deterministic = false; // --device cuda: no atomics
   bool allow_tf32 = false;    // --device cuda: TF32 in cuBLAS and cuDNN
@@ -58,6 +60,7 @@ struct TuneOptions {
   std::string model;
   std::vector<std::string> inputs; // NAME=FILE
   std::string fill = "random";
+  std::vector<std::string> shapes; // NAME=1x3x48x320: the dims of a filled input
   std::string device = "cpu";
   bool fusion = true;
   double seconds_per_candidate = 0.2;

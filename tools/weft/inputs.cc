@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <random>
 
 #include <fmt/format.h>
@@ -26,17 +27,52 @@ std::string describe_inputs(const std::vector<runtime::TensorInfo>& inputs) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
-// A tensor for an input not given: free (symbolic) dims are 1, as in ONNX Runtime's perf test.
-Tensor filled(const TensorType& type, const std::string& fill, uint32_t seed) {
+// "1x3x48x320" as dims; nullopt when it is not that.
+std::optional<std::vector<int64_t>> parse_dims(const std::string& text) {
   std::vector<int64_t> dims;
-  for (const Dim& d : *type.shape)
-    dims.push_back(d.is_static() ? d.value() : 1);
-  Tensor t(type.dtype, dims);
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t x = text.find('x', start);
+    std::string part = text.substr(start, x == std::string::npos ? x : x - start);
+    if (part.empty() || part.size() > 18 ||
+        part.find_first_not_of("0123456789") != std::string::npos)
+      return std::nullopt;
+    dims.push_back(std::stoll(part));
+    if (x == std::string::npos) break;
+    start = x + 1;
+  }
+  return dims;
+}
+
+// The dims of input "in" from --shapes "text": its rank, and its static dims kept.
+Result<std::vector<int64_t>> shape_for(const std::string& model, const runtime::TensorInfo& in,
+                                       const std::string& text) {
+  std::optional<std::vector<int64_t>> dims = parse_dims(text);
+  if (!dims)
+    return Status::error(
+        fmt::format("--shapes {}={}: the dims must be like 1x3x224x224", in.name, text));
+  const Shape& declared = *in.type.shape;
+  bool fits = dims->size() == declared.size();
+  for (size_t i = 0; fits && i < declared.size(); ++i)
+    fits = !declared[i].is_static() || declared[i].value() == (*dims)[i];
+  if (!fits)
+    return Status::error(fmt::format("{}: --shapes {}={} does not fit the input's type {}", model,
+                                     in.name, text, in.type.to_string()));
+  int64_t count = 0;
+  if (!dims_are_allocatable(in.type.dtype, *dims, &count))
+    return Status::error(fmt::format("--shapes {}={}: too large", in.name, text));
+  return *dims;
+}
+
+// A tensor for an input not given, of "dims", filled with random values, zeros or ones.
+Tensor filled(DType dtype, const std::vector<int64_t>& dims, const std::string& fill,
+              uint32_t seed) {
+  Tensor t(dtype, dims);
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> dist(-1, 1);
   for (int64_t i = 0; i < t.num_elements(); ++i) {
     double v = fill == "ones" ? 1.0 : fill == "zeros" ? 0.0 : dist(rng);
-    if (!dtype_is_float(type.dtype) && fill == "random") v = std::floor(v * 10);
+    if (!dtype_is_float(dtype) && fill == "random") v = std::floor(v * 10);
     t.set_double(i, v);
   }
   return t;
@@ -48,22 +84,29 @@ Tensor filled(const TensorType& type, const std::string& fill, uint32_t seed) {
 Result<std::vector<Tensor>> gather_inputs(const std::string& model,
                                           const std::vector<std::string>& specs,
                                           const std::string& fill,
+                                          const std::vector<std::string>& shapes,
                                           const std::vector<runtime::TensorInfo>& declared) {
-  std::map<std::string, std::string> files;
-  for (const std::string& spec : specs) {
-    size_t eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return Status::error(fmt::format("--input '{}' must be NAME=FILE", spec));
+  // NAME=VALUE pairs of --input or --shapes, by name.
+  auto by_name = [&](const std::vector<std::string>& pairs, std::string_view option,
+                     std::string_view value) -> Result<std::map<std::string, std::string>> {
+    std::map<std::string, std::string> found;
+    for (const std::string& spec : pairs) {
+      size_t eq = spec.find('=');
+      if (eq == std::string::npos || eq == 0)
+        return Status::error(fmt::format("{} '{}' must be NAME={}", option, spec, value));
+      std::string name = spec.substr(0, eq);
+      bool known = std::any_of(declared.begin(), declared.end(),
+                               [&](const auto& d) { return d.name == name; });
+      if (!known) {
+        return Status::error(fmt::format("{}: the model has no input '{}'; its inputs are: {}",
+                                         model, name, describe_inputs(declared)));
+      }
+      found[name] = spec.substr(eq + 1);
     }
-    std::string name = spec.substr(0, eq);
-    bool known = std::any_of(declared.begin(), declared.end(),
-                             [&](const auto& d) { return d.name == name; });
-    if (!known) {
-      return Status::error(fmt::format("{}: the model has no input '{}'; its inputs are: {}", model,
-                                       name, describe_inputs(declared)));
-    }
-    files[name] = spec.substr(eq + 1);
-  }
+    return found;
+  };
+  WEFT_ASSIGN_OR_RETURN(auto files, by_name(specs, "--input", "FILE"));
+  WEFT_ASSIGN_OR_RETURN(auto dims, by_name(shapes, "--shapes", "1x3x224x224"));
   std::vector<Tensor> tensors;
   for (size_t i = 0; i < declared.size(); ++i) {
     const auto& d = declared[i];
@@ -75,8 +118,20 @@ Result<std::vector<Tensor>> gather_inputs(const std::string& model,
             "(.npy or .pb) or --fill random|zeros|ones",
             model, d.name, describe_inputs(declared)));
       }
-      tensors.push_back(filled(d.type, fill, static_cast<uint32_t>(i)));
+      std::vector<int64_t> shape;
+      if (auto given = dims.find(d.name); given != dims.end()) {
+        WEFT_ASSIGN_OR_RETURN(shape, shape_for(model, d, given->second));
+      } else {
+        for (const Dim& dim : *d.type.shape) // free dims are 1, as in ONNX Runtime's perf test
+          shape.push_back(dim.is_static() ? dim.value() : 1);
+      }
+      tensors.push_back(filled(d.type.dtype, shape, fill, static_cast<uint32_t>(i)));
       continue;
+    }
+    if (dims.contains(d.name)) {
+      return Status::error(fmt::format("--shapes {0}: input '{0}' is read from {1}, which sets "
+                                       "its shape",
+                                       d.name, it->second));
     }
     WEFT_ASSIGN_OR_RETURN(Tensor t, read_tensor_file(it->second));
     tensors.push_back(as_bf16_if_wanted(std::move(t), d.type.dtype));
@@ -86,9 +141,10 @@ Result<std::vector<Tensor>> gather_inputs(const std::string& model,
 
 Result<std::vector<Tensor>> gather_model_inputs(const std::string& model,
                                                 const std::vector<std::string>& specs,
-                                                const std::string& fill) {
+                                                const std::string& fill,
+                                                const std::vector<std::string>& shapes) {
   WEFT_ASSIGN_OR_RETURN(std::vector<runtime::TensorInfo> declared, model_inputs(model));
-  return gather_inputs(model, specs, fill, declared);
+  return gather_inputs(model, specs, fill, shapes, declared);
 }
 
 bool device_available(const std::string& device) {

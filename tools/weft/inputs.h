@@ -13,17 +13,20 @@ namespace weft::cli {
 // Whether "device" can run models now; prints the one-line error when not (exit 2).
 bool device_available(const std::string& device);
 
-// One tensor per declared input, from "specs" (NAME=FILE) or "fill" (random, zeros, ones;
-// free dims are 1). One error line names what is missing or wrong.
+// One tensor per declared input, from "specs" (NAME=FILE) or "fill" (random, zeros, ones),
+// with the dims "shapes" gives (NAME=1x3x48x320; free dims are 1 otherwise). One error line
+// names what is missing or wrong.
 Result<std::vector<Tensor>> gather_inputs(const std::string& model,
                                           const std::vector<std::string>& specs,
                                           const std::string& fill,
+                                          const std::vector<std::string>& shapes,
                                           const std::vector<runtime::TensorInfo>& declared);
 
 // The same for the inputs "model" declares (read from the model first).
 Result<std::vector<Tensor>> gather_model_inputs(const std::string& model,
                                                 const std::vector<std::string>& specs,
-                                                const std::string& fill);
+                                                const std::string& fill,
+                                                const std::vector<std::string>& shapes);
 
 // PREFIX_0.pb, PREFIX_1.pb, ... in "dir", in numeric order.
 std::vector<std::string> numbered_files(const std::string& dir, const std::string& prefix);

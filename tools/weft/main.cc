@@ -66,6 +66,8 @@ int run_cli(int argc, char** argv) {
   run_cmd->add_option("--input", run.inputs, "NAME=FILE (.npy or .pb), once per input");
   run_cmd->add_option("--fill", run.fill, "Fill inputs not given")
       ->check(CLI::IsMember({"random", "zeros", "ones"}));
+  run_cmd->add_option("--shapes", run.shapes,
+                      "NAME=1x3x48x320: the dims of a filled input (its free dims are 1 without)");
   run_cmd->add_option("--output-dir", run.output_dir, "Where outputs are written");
   run_cmd->add_option("--device", run.device, "Target device")
       ->check(CLI::IsMember({"cpu", "cuda"}));
@@ -106,6 +108,8 @@ int run_cli(int argc, char** argv) {
   bench_cmd->add_option("--input", bench.inputs, "NAME=FILE (.npy or .pb), once per input");
   bench_cmd->add_option("--fill", bench.fill, "Fill inputs not given")
       ->check(CLI::IsMember({"random", "zeros", "ones"}));
+  bench_cmd->add_option("--shapes", bench.shapes,
+                      "NAME=1x3x48x320: the dims of a filled input (its free dims are 1 without)");
   bench_cmd->add_option("--iters", bench.iters, "Timed runs")->check(CLI::PositiveNumber);
   bench_cmd->add_option("--warmup", bench.warmup, "Untimed runs after the first")
       ->check(CLI::NonNegativeNumber);
@@ -131,6 +135,8 @@ int run_cli(int argc, char** argv) {
   tune_cmd->add_option("--input", tune.inputs, "NAME=FILE (.npy or .pb), once per input");
   tune_cmd->add_option("--fill", tune.fill, "Fill inputs not given")
       ->check(CLI::IsMember({"random", "zeros", "ones"}));
+  tune_cmd->add_option("--shapes", tune.shapes,
+                      "NAME=1x3x48x320: the dims of a filled input (its free dims are 1 without)");
   tune_cmd->add_option("--device", tune.device, "Target device")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   tune_cmd->add_option("--threads", threads, "Threads for kernels")->check(CLI::PositiveNumber);

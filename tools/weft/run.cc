@@ -29,7 +29,7 @@ std::string file_name_for(const std::string& value) {
 
 int run(const RunOptions& o) {
   if (!device_available(o.device)) return 2;
-  Result<std::vector<Tensor>> inputs = gather_model_inputs(o.model, o.inputs, o.fill);
+  Result<std::vector<Tensor>> inputs = gather_model_inputs(o.model, o.inputs, o.fill, o.shapes);
   if (!inputs.ok()) {
     std::cerr << inputs.status().to_string() << "\n";
     return 1;

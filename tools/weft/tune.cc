@@ -38,7 +38,7 @@ int tune(const TuneOptions& o) {
                              o.model);
     return 1;
   }
-  Result<std::vector<Tensor>> inputs = gather_model_inputs(o.model, o.inputs, o.fill);
+  Result<std::vector<Tensor>> inputs = gather_model_inputs(o.model, o.inputs, o.fill, o.shapes);
   if (!inputs.ok()) {
     std::cerr << inputs.status().to_string() << "\n";
     return 1;

@@ -22,6 +22,8 @@ namespace {
 static_assert(static_cast<int>(ElementType::kBool) == static_cast<int>(DType::kBool));
 static_assert(static_cast<int>(ElementType::kBF16) == static_cast<int>(DType::kBF16));
 static_assert(static_cast<int>(ElementType::kU64) == static_cast<int>(DType::kU64));
+static_assert(static_cast<int>(ElementType::kU2) == static_cast<int>(DType::kU2));
+static_assert(static_cast<int>(ElementType::kF8E4M3FN) == static_cast<int>(DType::kF8E4M3FN));
 
 DType to_dtype(ElementType t) { return static_cast<DType>(t); }
 ElementType to_element_type(DType t) { return static_cast<ElementType>(t); }
@@ -68,6 +70,13 @@ int threads_from(const CompileOptions& options) {
   if (options.threads > 0) return options.threads;
   const char* env = std::getenv("WEFT_NUM_THREADS");
   return env && *env ? std::atoi(env) : 0;
+}
+
+// How many compiles for distinct input shapes a Model keeps: WEFT_SHAPE_CACHE, default 8.
+size_t shape_cache_size() {
+  const char* env = std::getenv("WEFT_SHAPE_CACHE");
+  int n = env && *env ? std::atoi(env) : 8;
+  return static_cast<size_t>(std::max(n, 1));
 }
 
 } // namespace
@@ -135,9 +144,18 @@ struct Model::Impl {
   std::vector<TensorSpec> inputs, outputs;
   bool has_shape_operands = false;               // some input's value determines shapes
   std::shared_ptr<runtime::cuda::Device> device; // "cuda" models
-  std::mutex mutex;                              // guards "compiled" and "dynamic_tried"
+  std::mutex mutex; // guards "compiled", "dynamic" and "dynamic_tried"
+  // Compiles for one set of input shapes each, least recently used first; at most
+  // shape_cache_size() of them are kept (a dropped one lives on while a run holds it).
   std::vector<std::shared_ptr<const CompiledModel>> compiled;
+  std::shared_ptr<const CompiledModel> dynamic; // the compile for symbolic dims, if any
   bool dynamic_tried = false; // the compile for symbolic dims ran (dynamic_shapes)
+
+  // Keeps "c" as the most recently used specialized compile. Called with "mutex" held.
+  void remember(std::shared_ptr<const CompiledModel> c) {
+    compiled.push_back(std::move(c));
+    if (compiled.size() > shape_cache_size()) compiled.erase(compiled.begin());
+  }
 
   // The compiled form for inputs like "given": an earlier one, or a new compile. Compiles run
   // outside the lock, so runs on known shapes go on meanwhile.
@@ -164,7 +182,7 @@ struct Model::Impl {
     auto c = std::make_shared<const CompiledModel>(
         value_or_throw(compile_model(source, samples, settings())));
     std::lock_guard<std::mutex> lock(mutex);
-    compiled.push_back(c); // a concurrent compile of the same shapes adds a twin: harmless
+    remember(c); // a concurrent compile of the same shapes adds a twin: harmless
     return c;
   }
 
@@ -190,25 +208,29 @@ struct Model::Impl {
       if (dynamic_tried) return nullptr;
       dynamic_tried = true;
     }
-    CompileSettings dynamic = settings();
-    dynamic.dynamic_shapes = true;
-    Result<CompiledModel> c = compile_model(source, samples, dynamic);
+    CompileSettings symbolic_settings = settings();
+    symbolic_settings.dynamic_shapes = true;
+    Result<CompiledModel> c = compile_model(source, samples, symbolic_settings);
     if (!c.ok()) {
       log_info("{}: compiling per input shapes: {}", source.path, c.status().message());
       return nullptr;
     }
     auto shared = std::make_shared<const CompiledModel>(std::move(*c));
     std::lock_guard<std::mutex> lock(mutex);
-    compiled.push_back(shared);
+    dynamic = shared;
     return shared;
   }
 
   std::shared_ptr<const CompiledModel> find(const std::vector<runtime::TensorView>& given) {
     std::lock_guard<std::mutex> lock(mutex);
-    for (const auto& c : compiled) {
-      const runtime::Executable& exe = *c->executable;
-      if (exe.bind(given).ok()) return c;
+    for (auto it = compiled.rbegin(); it != compiled.rend(); ++it) {
+      if (!(*it)->executable->bind(given).ok()) continue;
+      std::shared_ptr<const CompiledModel> c = *it;
+      compiled.erase(std::next(it).base());
+      compiled.push_back(c);
+      return c;
     }
+    if (dynamic && dynamic->executable->bind(given).ok()) return dynamic;
     return nullptr;
   }
 
@@ -321,7 +343,7 @@ Model::output_shapes(const std::vector<HostTensor>& inputs) const {
 
 size_t Model::compiled_variants() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  return impl_->compiled.size();
+  return impl_->compiled.size() + (impl_->dynamic ? 1 : 0);
 }
 
 void Model::run(const std::vector<HostTensor>& inputs,

@@ -264,6 +264,49 @@ WEFT_D uint16_t weft_f2h(float value) {
   }
   return sign | (uint16_t)((a + 0xfffu + ((a >> 13) & 1u) - 0x38000000u) >> 13);
 }
+// The f8 and f4 formats (support/minifloat.h has the same algorithm for the host): "e" exponent
+// bits, "m" mantissa bits, bias "b"; kind 0 has NaN at all ones, 1 at the sign bit alone
+// (and no -0), 2 is IEEE-like, 3 has no NaN or infinity.
+WEFT_D float weft_mf_decode(uint32_t v, int e, int m, int b, int kind) {
+  uint32_t sign = 1u << (e + m), ex = (v >> m) & ((1u << e) - 1), mt = v & ((1u << m) - 1);
+  if ((kind == 1 && v == sign) || (kind == 0 && ex == (1u << e) - 1 && mt == (1u << m) - 1) ||
+      (kind == 2 && ex == (1u << e) - 1 && mt != 0)) return weft_as_float(0x7fc00000u);
+  float r = kind == 2 && ex == (1u << e) - 1 ? weft_as_float(0x7f800000u)
+            : ex == 0 ? ldexpf((float)mt, 1 - b - m) : ldexpf((float)(mt | (1u << m)), (int)ex - b - m);
+  return (v & sign) ? -r : r;
+}
+WEFT_D float weft_mf_max(int e, int m, int b, int kind) {
+  return ldexpf((float)((2u << m) - (kind == 0 ? 2 : 1)), (int)((1u << e) - 1) - (kind == 2 ? 1 : 0) - b - m);
+}
+WEFT_D uint8_t weft_mf_encode(float x, int e, int m, int b, int kind) {
+  uint32_t signbit = 1u << (e + m), sign = (weft_as_bits(x) >> 31) ? signbit : 0u;
+  uint32_t nan = kind == 1 ? signbit : kind == 2 ? (sign | (((1u << e) - 1) << m) | 1u) : (sign | (signbit - 1));
+  uint32_t over = kind == 2 ? (sign | (((1u << e) - 1) << m)) : kind == 3 ? (sign | (signbit - 1)) : nan;
+  if (x != x) return (uint8_t)(kind == 3 ? 0u : nan);
+  float a = fabsf(x), mx = weft_mf_max(e, m, b, kind);
+  if (a > 2 * mx) return (uint8_t)over;
+  int ex = a == 0 ? 1 - b : ilogbf(a);
+  if (ex < 1 - b) ex = 1 - b;
+  float q = ldexpf(1.0f, ex - m), r = nearbyintf(a / q) * q;
+  if (r > mx) return (uint8_t)over;
+  if (r == 0) return (uint8_t)(kind == 1 ? 0u : sign);
+  ex = ilogbf(r);
+  if (ex < 1 - b) return (uint8_t)(sign | (uint32_t)(r / ldexpf(1.0f, 1 - b - m)));
+  return (uint8_t)(sign | ((uint32_t)(ex + b) << m) | ((uint32_t)(r / ldexpf(1.0f, ex - m)) - (1u << m)));
+}
+// float8 e8m0: 2^(v - 127), 0xff NaN; from f32 rounding up and saturating (Cast's defaults).
+WEFT_D float weft_e8m0_decode(uint8_t v) { return v == 0xff ? weft_as_float(0x7fc00000u) : ldexpf(1.0f, (int)v - 127); }
+WEFT_D uint8_t weft_e8m0_encode(float x) {
+  uint32_t f = weft_as_bits(x), ex = (f >> 23) & 0xffu;
+  if (ex != 0xff && (f & 0x7fffffu) != 0 && ex != 0xfe) ++ex;
+  return (uint8_t)ex;
+}
+// int4, uint4, int2, uint2 are stored in the low "bits" bits of a byte: their value,
+// sign-extended when "s".
+WEFT_D int64_t weft_wrap_bits(int64_t v, int bits, int s) {
+  int64_t w = v & ((1ll << bits) - 1);
+  return s && w >= (1ll << (bits - 1)) ? w - (1ll << bits) : w;
+}
 WEFT_D float weft_bf2f(uint16_t b) { return weft_as_float((uint32_t)b << 16); }
 WEFT_D uint16_t weft_f2bf(float value) {
   uint32_t f = weft_as_bits(value);
@@ -321,7 +364,17 @@ std::string_view storage_type(DType t) {
     case DType::kI32: return "int32_t";
     case DType::kI64: return "int64_t";
     case DType::kU8:
-    case DType::kBool: return "uint8_t";
+    case DType::kBool:
+    case DType::kF8E4M3FN:
+    case DType::kF8E4M3FNUZ:
+    case DType::kF8E5M2:
+    case DType::kF8E5M2FNUZ:
+    case DType::kF8E8M0:
+    case DType::kF4E2M1:
+    case DType::kU4:
+    case DType::kU2:
+    case DType::kI4:
+    case DType::kI2: return "uint8_t";
     case DType::kU32: return "uint32_t";
     case DType::kU64: return "uint64_t";
   }
@@ -333,8 +386,43 @@ std::string_view compute_type(DType t) {
     case DType::kF16:
     case DType::kBF16: return "float";
     case DType::kBool: return "bool";
-    default: return storage_type(t);
+    case DType::kI4:
+    case DType::kI2: return "int8_t";
+    default: return dtype_is_float8_or_4(t) ? "float" : storage_type(t);
   }
+}
+
+namespace {
+// The arguments of weft_mf_decode/encode after the value: "e, m, b, kind".
+std::string minifloat_args(MiniFloat f) {
+  return fmt::format("{}, {}, {}, {}", f.exponent_bits, f.mantissa_bits, f.bias,
+                     static_cast<int>(f.kind));
+}
+} // namespace
+
+std::string from_storage(DType t, const std::string& stored) {
+  if (t == DType::kF16) return "weft_h2f(" + stored + ")";
+  if (t == DType::kBF16) return "weft_bf2f(" + stored + ")";
+  if (t == DType::kBool) return "(" + stored + " != 0)";
+  if (t == DType::kF8E8M0) return "weft_e8m0_decode(" + stored + ")";
+  if (auto f = dtype_minifloat(t))
+    return fmt::format("weft_mf_decode({}, {})", stored, minifloat_args(*f));
+  if (t == DType::kI4 || t == DType::kI2)
+    return fmt::format("static_cast<int8_t>(weft_wrap_bits({}, {}, 1))", stored, dtype_packed_bits(t));
+  return stored;
+}
+
+std::string to_storage(DType t, const std::string& value) {
+  if (t == DType::kF16) return "weft_f2h(" + value + ")";
+  if (t == DType::kBF16) return "weft_f2bf(" + value + ")";
+  if (t == DType::kBool) return "static_cast<uint8_t>(" + value + ")";
+  if (t == DType::kF8E8M0) return "weft_e8m0_encode(" + value + ")";
+  if (auto f = dtype_minifloat(t))
+    return fmt::format("weft_mf_encode({}, {})", value, minifloat_args(*f));
+  if (t == DType::kI4 || t == DType::kU4 || t == DType::kI2 || t == DType::kU2)
+    return fmt::format("static_cast<uint8_t>(weft_wrap_bits(static_cast<int64_t>({}), {}, 0))",
+                       value, dtype_packed_bits(t));
+  return value;
 }
 
 std::string combine_expr(kernel::Combine c, const std::string& old, const std::string& value) {
@@ -354,8 +442,12 @@ std::string apply_op(kernel::ExprOp op, DType t, const std::vector<std::string>&
   bool is_float = dtype_is_float(t);
   switch (op) {
     case ExprOp::kCast:
-      return t == DType::kBool ? fmt::format("({} != 0)", a[0])
-                               : fmt::format("static_cast<{}>({})", compute_type(t), a[0]);
+      if (t == DType::kBool) return fmt::format("({} != 0)", a[0]);
+      // A narrow type rounds (or wraps) here, as its store would: a Cast to f16 and back
+      // is not the identity.
+      if (storage_type(t) != compute_type(t) || dtype_packed_bits(t) < 8)
+        return from_storage(t, to_storage(t, a[0]));
+      return fmt::format("static_cast<{}>({})", compute_type(t), a[0]);
     case ExprOp::kNeg: return fmt::format("(-{})", a[0]);
     case ExprOp::kAbs: return dtype_is_unsigned_int(t) || t == DType::kBool ? a[0] : call("abs", a);
     case ExprOp::kExp: return t == DType::kF64 ? call("exp", a) : call("weft_exp", a);

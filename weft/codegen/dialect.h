@@ -31,6 +31,11 @@ const DialectTable& cuda_dialect();
 std::string_view storage_type(DType t);
 std::string_view compute_type(DType t);
 
+// The conversions between a stored element of "t" and its compute type: "weft_h2f(b0[i])"
+// for f16, identity for f32. The sub-byte integers keep their low bits in storage.
+std::string from_storage(DType t, const std::string& stored);
+std::string to_storage(DType t, const std::string& value);
+
 // "old" combined with "value" ("old + value", "weft_max(old, value)", ...).
 std::string combine_expr(kernel::Combine c, const std::string& old, const std::string& value);
 

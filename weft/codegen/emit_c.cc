@@ -159,17 +159,11 @@ std::string Emitter::offset(const kernel::Access& a, const std::vector<std::stri
 std::string Emitter::load(const kernel::Access& a, const std::vector<std::string>& iters) const {
   std::string ref = fmt::format("b{}[{}]", a.buffer, offset(a, iters));
   DType t = k_.buffers[static_cast<size_t>(a.buffer)].dtype;
-  if (t == DType::kF16) return "weft_h2f(" + ref + ")";
-  if (t == DType::kBF16) return "weft_bf2f(" + ref + ")";
-  if (t == DType::kBool) return "(" + ref + " != 0)";
-  return ref;
+  return from_storage(t, ref);
 }
 
 std::string Emitter::store_value(DType t, const std::string& v) const {
-  if (t == DType::kF16) return "weft_f2h(" + v + ")";
-  if (t == DType::kBF16) return "weft_f2bf(" + v + ")";
-  if (t == DType::kBool) return "static_cast<uint8_t>(" + v + ")";
-  return v;
+  return to_storage(t, v);
 }
 
 void Emitter::emit_statement(const AstNode& call, int depth, std::string& out,

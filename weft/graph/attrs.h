@@ -39,9 +39,13 @@ struct LegacyBroadcastAttrs {
   WEFT_FIELDS(f("legacy_broadcast_axis", axis))
 };
 
+// Cast, CastLike (whose "to" is unused: input 1's type is the target). "saturate" (opset
+// 19) clamps to the largest finite value of a float8 target instead of overflowing to
+// infinity or NaN.
 struct CastAttrs {
   DType to = DType::kF32;
-  WEFT_FIELDS(f("to", to))
+  bool saturate = true;
+  WEFT_FIELDS(f("to", to); f("saturate", saturate))
 };
 
 // Elu, Celu, LeakyRelu, ThresholdedRelu: one coefficient, default set per op.
@@ -371,12 +375,16 @@ struct OptimizerAttrs {
               f("norm_coefficient_post", norm_coefficient_post); f("nesterov", nesterov))
 };
 
-// QuantizeLinear, DequantizeLinear: a scale and zero point per tensor, or per slice along
-// "axis" when they are vectors.
+// QuantizeLinear, DequantizeLinear: a scale and zero point per tensor, per slice along
+// "axis" when they are vectors, or per block of "block_size" elements along "axis" (opset
+// 21) when they have the input's rank.
 struct QuantizeAttrs {
   int64_t axis = 1;
   std::optional<DType> output_dtype; // opsets 21 (Quantize) and 23 (Dequantize)
-  WEFT_FIELDS(f("axis", axis); f("output_dtype", output_dtype))
+  int64_t block_size = 0;
+  bool saturate = true; // float8 outputs clamp to their largest finite value (opset 19)
+  WEFT_FIELDS(f("axis", axis); f("output_dtype", output_dtype); f("block_size", block_size);
+              f("saturate", saturate))
 };
 
 // HannWindow, HammingWindow, BlackmanWindow.

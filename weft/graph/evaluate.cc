@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <string_view>
 #include <unordered_map>
@@ -144,15 +145,22 @@ Outputs eval_shape(const Node& node) {
   return single(Tensor::vector_i64(std::vector<int64_t>(dims.begin() + start, dims.begin() + end)));
 }
 
+// As the kernels' Cast (kernel/lower_elementwise.cc): a saturating cast to float8 clamps
+// to the largest finite value first.
 Outputs eval_cast(const Node& node, DType to) {
   const Tensor& x = arg(node, 0);
   Tensor out(to, x.dims());
   bool as_int = !dtype_is_float(x.dtype()) && !dtype_is_float(to);
+  std::optional<MiniFloat> f = dtype_minifloat(to);
+  double max = f && f->kind != MiniFloatKind::kFinite && node.attrs_as<CastAttrs>().saturate
+                   ? minifloat_max(*f)
+                   : std::numeric_limits<double>::infinity();
   for (int64_t i = 0; i < x.num_elements(); ++i) {
     if (as_int) {
       out.set_int64(i, x.get_int64(i));
     } else {
-      out.set_double(i, x.get_double(i));
+      double v = x.get_double(i);
+      out.set_double(i, std::isnan(v) ? v : std::clamp(v, -max, max));
     }
   }
   return single(std::move(out));

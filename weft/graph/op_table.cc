@@ -199,9 +199,20 @@ OpAttrs parse_prelu(AttrParser& p) {
   return NoAttrs{};
 }
 
+// Cast to float8 e8m0 rounds up (opset 24's round_mode default) and saturates; the other
+// rounding modes are not implemented.
+OpAttrs parse_cast_like(AttrParser& p) {
+  std::string round_mode = p.string_or("round_mode", "up");
+  if (round_mode != "up")
+    p.fail(fmt::format("attribute 'round_mode' = '{}' is not supported yet", round_mode));
+  return CastAttrs{DType::kF32, p.bool_or("saturate", true)};
+}
+
 OpAttrs parse_cast(AttrParser& p) {
   if (!p.has("to")) p.fail("attribute 'to' is required");
-  return CastAttrs{p.dtype("to", DType::kF32)};
+  CastAttrs a = std::get<CastAttrs>(parse_cast_like(p));
+  a.to = p.dtype("to", DType::kF32);
+  return a;
 }
 
 template <int kAlphaMillis> OpAttrs parse_alpha(AttrParser& p) {
@@ -328,13 +339,12 @@ OpAttrs parse_loss(AttrParser& p) {
   return a;
 }
 
-// Blocked quantization (opset 21's block_size) and a precision other than the scale's
-// (opset 23) are not implemented; output_dtype (21 for QuantizeLinear, 23 for
-// DequantizeLinear) sets the output type where no zero point does.
+// A precision other than the scale's (opset 23) is not implemented; output_dtype (21 for
+// QuantizeLinear, 23 for DequantizeLinear) sets the output type where no zero point does.
 OpAttrs parse_quantize(AttrParser& p) {
-  QuantizeAttrs a{p.int_or("axis", 1), std::nullopt};
-  if (p.int_or("block_size", 0) != 0)
-    p.fail("attribute 'block_size' (blocked quantization) is not supported yet");
+  QuantizeAttrs a{p.int_or("axis", 1), std::nullopt, p.int_or("block_size", 0),
+                  p.bool_or("saturate", true)};
+  if (a.block_size < 0) p.fail("attribute 'block_size' must not be negative");
   if (p.int_or("precision", 0) != 0) p.fail("attribute 'precision' is not supported yet");
   if (p.int_or("output_dtype", 0) != 0) a.output_dtype = p.dtype("output_dtype", DType::kU8);
   return a;
@@ -769,7 +779,7 @@ const std::vector<OpDef>& build_table() {
     }
     t.push_back({"Where", 9, kAll, parse_none, infer_where});
     t.push_back({"Cast", 6, kAll, parse_cast, infer_cast});
-    t.push_back({"CastLike", 15, kAll, parse_none, infer_cast_like});
+    t.push_back({"CastLike", 15, kAll, parse_cast_like, infer_cast_like});
     t.push_back({"Clip", 6, kAll, parse_clip, infer_same});
     t.push_back({"Elu", 6, kAll, parse_alpha<1000>, infer_same});
     t.push_back({"Celu", 12, kAll, parse_alpha<1000>, infer_same});

@@ -500,18 +500,37 @@ TypesOrError infer_einsum(const Node& node) {
 
 namespace {
 
-// Are the scale (input 1) and zero point (input 2) of a (de)quantization a scalar each, or
-// vectors as long as the input's axis?
+// Are the scale (input 1) and zero point (input 2) of a (de)quantization a scalar (or one
+// element) each, vectors as long as the input's axis, or (blocked) the input's shape with ceil(D / block)
+// along the axis?
 Status check_quantize_params(const Node& node) {
   const TensorType& x = in_type(node, 0);
+  const auto& a = node.attrs_as<QuantizeAttrs>();
   for (size_t i = 1; i < 3; ++i) {
     const Value* v = node.input(i);
-    if (!v || !v->type.shape || !x.shape || v->type.shape->empty()) continue;
+    // A scalar or a one-element tensor applies to every element (as ONNX's reference reads it).
+    if (!v || !v->type.shape || !x.shape || shape_num_elements(*v->type.shape) == 1) continue;
     int64_t rank = static_cast<int64_t>(x.shape->size());
-    WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node.attrs_as<QuantizeAttrs>().axis, rank));
+    WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(a.axis, rank));
+    const Shape& p = *v->type.shape;
+    if (a.block_size > 0) {
+      bool ok = static_cast<int64_t>(p.size()) == rank;
+      for (int64_t d = 0; ok && d < rank; ++d) {
+        const Dim& want = (*x.shape)[static_cast<size_t>(d)];
+        const Dim& got = p[static_cast<size_t>(d)];
+        if (!want.is_static() || !got.is_static()) continue;
+        int64_t n = d == axis ? (want.value() + a.block_size - 1) / a.block_size : want.value();
+        ok = got.value() == n;
+      }
+      if (!ok)
+        return fail(fmt::format("input {} must have the input's shape with ceil({} / {}) along "
+                                "axis {} (blocked quantization)",
+                                i, (*x.shape)[static_cast<size_t>(axis)].to_string(),
+                                a.block_size, axis));
+      continue;
+    }
     const Dim& along = (*x.shape)[static_cast<size_t>(axis)];
-    if (v->type.shape->size() != 1 ||
-        (along.is_static() && (*v->type.shape)[0].is_static() && along != (*v->type.shape)[0]))
+    if (p.size() != 1 || (along.is_static() && p[0].is_static() && along != p[0]))
       return fail(fmt::format("input {} must be a scalar or a vector of {} elements", i,
                               along.to_string()));
   }

@@ -6,6 +6,7 @@
 
 #include "weft/support/check.h"
 #include "weft/support/float16.h"
+#include "weft/support/minifloat.h"
 
 namespace weft {
 
@@ -65,6 +66,12 @@ template <typename T> T saturate_cast(double v) {
   if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
   return static_cast<T>(v);
 }
+// The low "bits" bits of "v", sign-extended when "is_signed": ONNX's int4, uint4, int2 and
+// uint2 wrap as ml_dtypes (and so ONNX's reference) does.
+int64_t wrap_bits(int64_t v, int bits, bool is_signed) {
+  int64_t w = v & ((int64_t{1} << bits) - 1);
+  return is_signed && w >= (int64_t{1} << (bits - 1)) ? w - (int64_t{1} << bits) : w;
+}
 } // namespace
 
 double Tensor::get_double(int64_t i) const {
@@ -83,6 +90,18 @@ double Tensor::get_double(int64_t i) const {
     case DType::kU32: return load<uint32_t>(p, i);
     case DType::kU64: return static_cast<double>(load<uint64_t>(p, i));
     case DType::kBool: return load<uint8_t>(p, i) != 0 ? 1.0 : 0.0;
+    case DType::kF8E8M0: return e8m0_to_float(load<uint8_t>(p, i));
+    case DType::kF8E4M3FN:
+    case DType::kF8E4M3FNUZ:
+    case DType::kF8E5M2:
+    case DType::kF8E5M2FNUZ:
+    case DType::kF4E2M1: return minifloat_to_float(load<uint8_t>(p, i), *dtype_minifloat(dtype_));
+    case DType::kI4:
+    case DType::kI2:
+    case DType::kU4:
+    case DType::kU2:
+      return static_cast<double>(
+          wrap_bits(load<uint8_t>(p, i), dtype_packed_bits(dtype_), dtype_is_signed_int(dtype_)));
   }
   return 0;
 }
@@ -114,6 +133,22 @@ void Tensor::set_double(int64_t i, double v) {
     case DType::kU32: store<uint32_t>(p, i, saturate_cast<uint32_t>(v)); break;
     case DType::kU64: store<uint64_t>(p, i, saturate_cast<uint64_t>(v)); break;
     case DType::kBool: store<uint8_t>(p, i, v != 0 ? 1 : 0); break;
+    case DType::kF8E8M0: store<uint8_t>(p, i, float_to_e8m0(static_cast<float>(v))); break;
+    case DType::kF8E4M3FN:
+    case DType::kF8E4M3FNUZ:
+    case DType::kF8E5M2:
+    case DType::kF8E5M2FNUZ:
+    case DType::kF4E2M1:
+      store<uint8_t>(p, i, float_to_minifloat(static_cast<float>(v), *dtype_minifloat(dtype_)));
+      break;
+    case DType::kI4:
+    case DType::kI2:
+    case DType::kU4:
+    case DType::kU2:
+      store<uint8_t>(p, i,
+                     static_cast<uint8_t>(wrap_bits(saturate_cast<int64_t>(v),
+                                                    dtype_packed_bits(dtype_), false)));
+      break;
   }
 }
 

@@ -144,8 +144,19 @@ int activation(const Node& n, StatementBuilder& b, const std::vector<int>& x, DT
     if (hi >= 0) v = bin(ExprOp::kMin, v, hi);
     return v;
   }
-  if (op == "Cast") return b.op(ExprOp::kCast, n.attrs_as<CastAttrs>().to, {v});
-  if (op == "CastLike") return b.op(ExprOp::kCast, n.inputs[1]->type.dtype, {v});
+  if (op == "Cast" || op == "CastLike") {
+    DType to = op == "Cast" ? n.attrs_as<CastAttrs>().to : n.inputs[1]->type.dtype;
+    // A saturating cast to float8 clamps to the largest finite value (NaN stays NaN).
+    std::optional<MiniFloat> f = dtype_minifloat(to);
+    if (f && f->kind != MiniFloatKind::kFinite && n.attrs_as<CastAttrs>().saturate) {
+      DType ct = dtype_is_float(t) ? t : DType::kF32;
+      if (ct != t) v = b.op(ExprOp::kCast, ct, {v});
+      double max = minifloat_max(*f);
+      v = b.op(ExprOp::kMin, ct,
+               {b.op(ExprOp::kMax, ct, {v, b.constant(-max, ct)}), b.constant(max, ct)});
+    }
+    return b.op(ExprOp::kCast, to, {v});
+  }
   if (op == "Where") return b.op(ExprOp::kSelect, b.dtype_of(x[1]), {x[0], x[1], x[2]});
   if (op == "Mod") return bin(n.attrs_as<ModAttrs>().fmod ? ExprOp::kFmod : ExprOp::kMod, v, x[1]);
   if (op == "BitShift") {

@@ -1,6 +1,10 @@
 // Linear quantization: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear. Quantizing
 // rounds half to even and saturates to the integer type, as ONNX says.
 #include <limits>
+#include <optional>
+#include <utility>
+
+#include <fmt/format.h>
 
 #include "weft/kernel/kernel_builder.h"
 #include "weft/kernel/lower_ops.h"
@@ -11,28 +15,63 @@ namespace {
 
 constexpr DType kF32 = DType::kF32;
 
-// The index of a scale or zero point: per tensor (a scalar, viewed as [1]) or per slice
-// along the axis (a vector).
-std::vector<AffineExpr> param_index(const Value* param, const Node& n) {
-  if (param->type.shape->empty()) return {AffineExpr::constant_of(0)};
-  int64_t axis = n.attrs_as<QuantizeAttrs>().axis;
-  if (axis < 0) axis += static_cast<int64_t>(n.inputs[0]->type.shape->size());
-  return {AffineExpr::iterator(static_cast<int>(axis))};
-}
-
+// A scale or zero point, loaded as "t" at the domain's point: per tensor (a scalar, viewed
+// as [1]), per slice along the axis (a vector), or per block along the axis (the input's
+// rank; the index there is the iterator over the block size).
 int load_param(KernelBuilder& k, StatementBuilder& b, const Node& n, const Value* param, DType t) {
-  int buf = k.buffer(param, BufferRole::kInput, param->type.shape->empty() ? Shape{1} : Shape{});
-  return load_as(b, buf, param_index(param, n), param->type.dtype, t);
+  const auto& a = n.attrs_as<QuantizeAttrs>();
+  size_t rank = n.inputs[0]->type.shape->size();
+  int64_t axis = a.axis < 0 ? a.axis + static_cast<int64_t>(rank) : a.axis;
+  if (param->type.shape->empty() || num_elements(*param->type.shape) == Dim(1)) {
+    int buf = k.buffer(param, BufferRole::kInput, Shape{1});
+    return load_as(b, buf, {AffineExpr::constant_of(0)}, param->type.dtype, t);
+  }
+  int buf = k.buffer(param, BufferRole::kInput);
+  if (a.block_size == 0)
+    return load_as(b, buf, {AffineExpr::iterator(static_cast<int>(axis))}, param->type.dtype, t);
+  std::vector<AffineExpr> index = iterators(rank);
+  index[static_cast<size_t>(axis)] = AffineExpr::constant_of(0);
+  int block = b.op(ExprOp::kDiv, DType::kI64,
+                   {b.iterator(static_cast<int>(axis)), b.constant(static_cast<double>(a.block_size), DType::kI64)});
+  int v = b.gather(buf, index, {IndirectIndex{static_cast<int>(axis), block}}, param->type.dtype);
+  return param->type.dtype == t ? v : b.op(ExprOp::kCast, t, {v});
 }
 
-// saturate(round_half_even(x / scale) + zero_point), into "to".
-int quantize(StatementBuilder& b, int x, int scale, int zero_point, DType to) {
-  double lo = to == DType::kU8 ? 0 : std::numeric_limits<int8_t>::min();
-  double hi = to == DType::kU8 ? 255 : std::numeric_limits<int8_t>::max();
-  int q = b.op(ExprOp::kRound, kF32, {b.op(ExprOp::kDiv, kF32, {x, scale})});
+// The range of the integer types a quantization can produce.
+std::optional<std::pair<double, double>> integer_range(DType t) {
+  switch (t) {
+    case DType::kU8: return std::pair{0.0, 255.0};
+    case DType::kI8: return std::pair{-128.0, 127.0};
+    case DType::kU16: return std::pair{0.0, 65535.0};
+    case DType::kI16: return std::pair{-32768.0, 32767.0};
+    case DType::kU4: return std::pair{0.0, 15.0};
+    case DType::kI4: return std::pair{-8.0, 7.0};
+    case DType::kU2: return std::pair{0.0, 3.0};
+    case DType::kI2: return std::pair{-2.0, 1.0};
+    default: return std::nullopt;
+  }
+}
+
+bool can_quantize_to(DType t) {
+  return integer_range(t) || (dtype_is_float8_or_4(t) && t != DType::kF8E8M0);
+}
+
+// Into an integer type: saturate(round_half_even(x / scale) + zero_point). Into float8 and
+// float4: x / scale + zero_point, rounded to nearest even by the cast; a saturating float8
+// quantization clamps to its largest finite value first (float4 always saturates).
+int quantize(StatementBuilder& b, int x, int scale, int zero_point, DType to, bool saturate) {
+  int q = b.op(ExprOp::kDiv, kF32, {x, scale});
+  std::optional<std::pair<double, double>> range = integer_range(to);
+  if (range) q = b.op(ExprOp::kRound, kF32, {q});
   q = b.op(ExprOp::kAdd, kF32, {q, zero_point});
-  q = b.op(ExprOp::kMin, kF32,
-           {b.op(ExprOp::kMax, kF32, {q, b.constant(lo, kF32)}), b.constant(hi, kF32)});
+  std::optional<MiniFloat> f = dtype_minifloat(to);
+  if (!range && f && f->kind != MiniFloatKind::kFinite && saturate)
+    range = std::pair{-static_cast<double>(minifloat_max(*f)), static_cast<double>(minifloat_max(*f))};
+  if (range) {
+    q = b.op(ExprOp::kMin, kF32,
+             {b.op(ExprOp::kMax, kF32, {q, b.constant(range->first, kF32)}),
+              b.constant(range->second, kF32)});
+  }
   return b.op(ExprOp::kCast, to, {q});
 }
 
@@ -41,8 +80,9 @@ int quantize(StatementBuilder& b, int x, int scale, int zero_point, DType to) {
 Result<LoweredNode> lower_quantize_linear(const Node& n, const std::string& name) {
   const Value* x = n.inputs[0];
   const Value* y = n.outputs[0];
-  if (y->type.dtype != DType::kU8 && y->type.dtype != DType::kI8)
-    return Status::error("QuantizeLinear to other types than u8 and i8 is not supported");
+  if (!can_quantize_to(y->type.dtype))
+    return Status::error(
+        fmt::format("QuantizeLinear to {} is not supported", dtype_name(y->type.dtype)));
   const Shape& shape = *y->type.shape;
   KernelBuilder k(name);
   StatementBuilder b("quantize", shape);
@@ -50,8 +90,8 @@ Result<LoweredNode> lower_quantize_linear(const Node& n, const std::string& name
       load_as(b, k.buffer(x, BufferRole::kInput), iterators(shape.size()), x->type.dtype, kF32);
   int scale = load_param(k, b, n, n.inputs[1], kF32);
   int zp = n.input(2) ? load_param(k, b, n, n.inputs[2], kF32) : b.constant(0, kF32);
-  k.add(b.store(quantize(b, xv, scale, zp, y->type.dtype), k.buffer(y, BufferRole::kOutput),
-                iterators(shape.size())));
+  k.add(b.store(quantize(b, xv, scale, zp, y->type.dtype, n.attrs_as<QuantizeAttrs>().saturate),
+                k.buffer(y, BufferRole::kOutput), iterators(shape.size())));
   return k.lowered();
 }
 
@@ -99,12 +139,12 @@ Result<LoweredNode> lower_dynamic_quantize_linear(const Node& n, const std::stri
               scale, scalar));
   StatementBuilder z("zero_point", {});
   k.add(z.store(quantize(z, z.op(ExprOp::kNeg, kF32, {z.load(lo, scalar, kF32)}),
-                         z.load(scale, scalar, kF32), z.constant(0, kF32), DType::kU8),
+                         z.load(scale, scalar, kF32), z.constant(0, kF32), DType::kU8, true),
                 zp, scalar));
   StatementBuilder q("quantize", flat);
   int xv = load_as(q, in, iterators(1), x->type.dtype, kF32);
   int zpv = q.op(ExprOp::kCast, kF32, {q.load(zp, scalar, DType::kU8)});
-  k.add(q.store(quantize(q, xv, q.load(scale, scalar, kF32), zpv, DType::kU8),
+  k.add(q.store(quantize(q, xv, q.load(scale, scalar, kF32), zpv, DType::kU8, true),
                 k.buffer(n.outputs[0], BufferRole::kOutput, flat), iterators(1)));
   return k.lowered();
 }

@@ -29,6 +29,33 @@ Status copy_field(const P& proto, const Field& field, Tensor& out, Set set) {
   return Status();
 }
 
+// Bytes of "count" elements of "dtype" in ONNX's packed form (two int4s, four int2s a byte).
+size_t packed_bytes(DType dtype, int64_t count) {
+  return static_cast<size_t>((count * dtype_packed_bits(dtype) + 7) / 8);
+}
+
+// The sub-byte elements of "packed" (lowest bits first), one a byte in "out" (in its low
+// bits, as Weft keeps them).
+void unpack(const uint8_t* packed, Tensor& out) {
+  int bits = dtype_packed_bits(out.dtype());
+  int per_byte = 8 / bits;
+  auto* dst = reinterpret_cast<uint8_t*>(out.data());
+  for (int64_t i = 0; i < out.num_elements(); ++i)
+    dst[i] = (packed[i / per_byte] >> (bits * (i % per_byte))) & ((1u << bits) - 1);
+}
+
+std::string pack(const Tensor& t) {
+  int bits = dtype_packed_bits(t.dtype());
+  int per_byte = 8 / bits;
+  std::string packed(packed_bytes(t.dtype(), t.num_elements()), '\0');
+  const auto* src = reinterpret_cast<const uint8_t*>(t.data());
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    uint8_t v = src[i] & static_cast<uint8_t>((1u << bits) - 1);
+    packed[static_cast<size_t>(i / per_byte)] |= static_cast<char>(v << (bits * (i % per_byte)));
+  }
+  return packed;
+}
+
 // Number of elements in the typed field that holds "dtype" data.
 int64_t typed_field_size(const P& proto, DType dtype) {
   switch (dtype) {
@@ -64,6 +91,15 @@ Status read_typed_fields(const P& proto, Tensor& out) {
       return copy_field(proto, proto.int32_data(), out, [&](int64_t i, int32_t v) {
         uint16_t bits = static_cast<uint16_t>(v);
         std::memcpy(out.data() + i * 2, &bits, 2);
+      });
+    case DType::kF8E4M3FN:
+    case DType::kF8E4M3FNUZ:
+    case DType::kF8E5M2:
+    case DType::kF8E5M2FNUZ:
+    case DType::kF8E8M0:
+      // int32_data holds the 8-bit patterns.
+      return copy_field(proto, proto.int32_data(), out, [&](int64_t i, int32_t v) {
+        out.data()[i] = static_cast<std::byte>(v);
       });
     default: // i8, i16, i32, u8, bool
       return copy_field(proto, proto.int32_data(), out,
@@ -123,7 +159,7 @@ Result<Tensor> tensor_from_proto(const P& proto, const std::string& base_dir) {
     return tensor_error(proto,
                         fmt::format("dims [{}] are negative or too large", fmt::join(dims, ",")));
   }
-  size_t num_bytes = static_cast<size_t>(count) * static_cast<size_t>(dtype_size(*dtype));
+  size_t num_bytes = packed_bytes(*dtype, count);
   // Sizes are checked before anything is allocated: a small file may claim huge dims.
   const std::string* raw = nullptr;
   std::string external;
@@ -137,6 +173,17 @@ Result<Tensor> tensor_from_proto(const P& proto, const std::string& base_dir) {
     return tensor_error(
         proto, fmt::format("has {} bytes of data, its dims need {}", raw->size(), num_bytes));
   }
+  bool sub_byte = dtype_packed_bits(*dtype) < 8;
+  std::string from_int32; // the packed bytes of a sub-byte type's int32_data
+  if (!raw && sub_byte) {
+    if (static_cast<size_t>(proto.int32_data_size()) != num_bytes) {
+      return tensor_error(proto, fmt::format("holds {} packed bytes, its dims need {}",
+                                             proto.int32_data_size(), num_bytes));
+    }
+    for (int32_t v : proto.int32_data())
+      from_int32.push_back(static_cast<char>(v));
+    raw = &from_int32;
+  }
   if (!raw && typed_field_size(proto, *dtype) != count) {
     return tensor_error(proto, fmt::format("holds {} elements, its dims need {}",
                                            typed_field_size(proto, *dtype), count));
@@ -144,6 +191,10 @@ Result<Tensor> tensor_from_proto(const P& proto, const std::string& base_dir) {
   Tensor out(*dtype, dims);
   if (!raw) {
     WEFT_RETURN_IF_ERROR(read_typed_fields(proto, out));
+    return out;
+  }
+  if (sub_byte) {
+    unpack(reinterpret_cast<const uint8_t*>(raw->data()), out);
     return out;
   }
   std::memcpy(out.data(), raw->data(), raw->size());
@@ -156,7 +207,10 @@ P tensor_to_proto(const Tensor& tensor, const std::string& name) {
   proto.set_data_type(dtype_to_onnx(tensor.dtype()));
   for (int64_t d : tensor.dims())
     proto.add_dims(d);
-  proto.set_raw_data(reinterpret_cast<const char*>(tensor.data()), tensor.num_bytes());
+  if (dtype_packed_bits(tensor.dtype()) < 8)
+    proto.set_raw_data(pack(tensor));
+  else
+    proto.set_raw_data(reinterpret_cast<const char*>(tensor.data()), tensor.num_bytes());
   return proto;
 }
 

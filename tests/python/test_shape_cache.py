@@ -1,0 +1,53 @@
+"""Memory stays bounded as input shapes change: a Model keeps at most WEFT_SHAPE_CACHE
+specialized compiles (the least recently used dropped), and with dynamic_shapes 1,000
+different shapes run in the memory the largest of them needs."""
+
+import numpy as np
+
+import weft
+from models import softmax_model
+
+
+def softmax_reference(x):
+    e = np.exp(x.astype(np.float64) - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def rss_bytes():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
+def test_least_recently_used_shapes_are_dropped(monkeypatch):
+    monkeypatch.setenv("WEFT_SHAPE_CACHE", "2")
+    model = weft.compile(softmax_model().SerializeToString())
+    rng = np.random.default_rng(0)
+    inputs = {n: rng.standard_normal((n, 16)).astype(np.float32) for n in (1, 2, 3)}
+    for n in (1, 2, 1, 3):  # 3 drops 2 (1 was used after it)
+        np.testing.assert_allclose(model.run({"x": inputs[n]})["y"], softmax_reference(inputs[n]),
+                                   rtol=1e-5, atol=1e-6)
+    assert model.compiled_variants == 2
+    for n in (1, 3, 2):  # 2 compiles again; every result stays right
+        np.testing.assert_allclose(model.run({"x": inputs[n]})["y"], softmax_reference(inputs[n]),
+                                   rtol=1e-5, atol=1e-6)
+    assert model.compiled_variants == 2
+
+
+def test_a_thousand_dynamic_shapes_stay_within_the_largest_runs_memory():
+    model = weft.compile(softmax_model().SerializeToString(), dynamic_shapes=True)
+    rng = np.random.default_rng(1)
+    largest = rng.standard_normal((4096, 16)).astype(np.float32)
+    for _ in range(3):
+        model.run({"x": largest})
+    before = rss_bytes()
+    for n in rng.permutation(np.arange(1, 4097))[:1000]:
+        x = rng.standard_normal((int(n), 16)).astype(np.float32)
+        out = model.run({"x": x})
+    np.testing.assert_allclose(out["y"], softmax_reference(x), rtol=1e-5, atol=1e-6)
+    assert model.compiled_variants == 1
+    # The largest run's arena and outputs are 0.5 MB; 1,000 shapes may not add more than
+    # allocator noise.
+    assert rss_bytes() - before < 16 * 2**20
