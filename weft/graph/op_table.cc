@@ -205,6 +205,12 @@ OpAttrs parse_cast(AttrParser& p) {
 }
 
 template <int kAlphaMillis> OpAttrs parse_alpha(AttrParser& p) {
+// BitCast (opset 26): "to" is required; CastAttrs carries it.
+OpAttrs parse_bit_cast(AttrParser& p) {
+  if (!p.has("to")) p.fail("attribute 'to' is required");
+  return CastAttrs{p.dtype("to", DType::kF32)};
+}
+
   return AlphaAttrs{p.float_or("alpha", static_cast<float>(kAlphaMillis) / 1000.0f)};
 }
 
@@ -771,6 +777,7 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"Cast", 6, kAll, parse_cast, infer_cast});
     t.push_back({"CastLike", 15, kAll, parse_none, infer_cast_like});
     t.push_back({"Clip", 6, kAll, parse_clip, infer_same});
+    t.push_back({"BitCast", 26, kAll, parse_bit_cast, infer_bit_cast});
     t.push_back({"Elu", 6, kAll, parse_alpha<1000>, infer_same});
     t.push_back({"Celu", 12, kAll, parse_alpha<1000>, infer_same});
     t.push_back({"LeakyRelu", 6, kAll, parse_alpha<10>, infer_same});
