@@ -421,6 +421,26 @@ class CliTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         np.testing.assert_array_equal(np.load(os.path.join(out, "y.npy")), np.maximum(x, 0))
 
+    def test_run_bitcast_of_a_computed_value_reinterprets_its_bytes(self):
+        # Neg's kernel must not be inlined through the BitCast alias into Add (that would
+        # convert the values instead of reading their bytes).
+        import numpy as np
+        nodes = [helper.make_node("Neg", ["x"], ["n"]),
+                 helper.make_node("BitCast", ["n"], ["b"], to=TensorProto.INT32),
+                 helper.make_node("Add", ["b", "one"], ["y"])]
+        one = helper.make_tensor("one", TensorProto.INT32, [1], [1])
+        graph = helper.make_graph(
+            nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+            [helper.make_tensor_value_info("y", TensorProto.INT32, [2, 3])], [one])
+        path = save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 26)]),
+                    self.dir)
+        x = np.array([[1.0, -2.5, 3.0], [0.5, 7.0, -8.0]], np.float32)
+        np.save(os.path.join(self.dir, "x.npy"), x)
+        out = os.path.join(self.dir, "out")
+        r = weft("run", path, "--input", "x=" + os.path.join(self.dir, "x.npy"), "--output-dir", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        np.testing.assert_array_equal(np.load(os.path.join(out, "y.npy")), (-x).view(np.int32) + 1)
+
     def test_run_missing_input_names_the_expected_inputs(self):
         path = save(small_model(), self.dir)
         self.assert_one_line_error(weft("run", path), "missing input 'x'", "f32[N,4]", "--fill")

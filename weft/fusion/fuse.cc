@@ -309,6 +309,7 @@ std::optional<std::string> inline_through_alias(const kernel::BoundKernel& p,
                                                 kernel::BoundKernel& c, const Value* a,
                                                 const Value* v) {
   if (auto why = not_elementwise(c.kernel)) return "the consumer is not elementwise: " + *why;
+  if (a->type.dtype != v->type.dtype) return "a BitCast reads the bytes as another type";
   const Statement& ps = p.kernel.statements[0];
   const Statement& cs = c.kernel.statements[0];
   std::optional<Shape> fine =

@@ -338,6 +338,38 @@ struct AttentionAttrs {
               f("left_window_size", left_window); f("right_window_size", right_window))
 };
 
+// LinearAttention (opset 27): the recurrence's update_rule is "linear" (neither flag),
+// "gated" (the state decays by exp(decay)), "delta" (the write is beta * (v - S^T k)) or
+// "gated_delta" (both).
+struct LinearAttentionAttrs {
+  int64_t q_num_heads = 0;
+  int64_t kv_num_heads = 0;
+  float scale = 0.0f; // 0: 1 / sqrt(d_k)
+  bool gated = true;
+  bool delta = true;
+  WEFT_FIELDS(f("q_num_heads", q_num_heads); f("kv_num_heads", kv_num_heads); f("scale", scale);
+              f("gated", gated); f("delta", delta))
+};
+
+// CausalConvWithState (opset 27): activation "silu" (or its alias "swish"), else none.
+struct CausalConvAttrs {
+  bool silu = false;
+  WEFT_FIELDS(f("silu", silu))
+};
+
+// FlexAttention (ai.onnx.preview, opset 1): inputs [Q, K, V, the outer values score_mod
+// reads..., those prob_mod reads...]. Each modifier is a graph of its own whose inputs are
+// the scores (or probabilities), then the outer values it reads.
+struct FlexAttentionAttrs {
+  std::optional<float> scale; // none: 1 / sqrt(head size)
+  std::optional<DType> softmax_precision;
+  std::shared_ptr<const Graph> score_mod; // null: none
+  std::shared_ptr<const Graph> prob_mod;
+  int64_t score_mod_captured = 0; // how many of the extra inputs score_mod reads
+  WEFT_FIELDS(f("scale", scale); f("softmax_precision", softmax_precision);
+              f("score_mod_captured", score_mod_captured))
+};
+
 // LpNormalization: x / (the L1 or L2 norm along "axis").
 struct LpNormAttrs {
   int64_t axis = -1;
@@ -561,7 +593,8 @@ using OpAttrs =
                  ShrinkAttrs, ResizeAttrs, GridSampleAttrs, LossAttrs, RecurrentAttrs,
                  ConstantAttrs, ConstantOfShapeAttrs, OptimizerAttrs, LoopAttrs, ScanAttrs,
                  GeluAttrs, GroupNormAttrs, AttentionAttrs, RotaryAttrs,
-                 LpNormAttrs, LpPoolAttrs, TensorScatterAttrs, AffineGridAttrs, Col2ImAttrs>;
+                 LpNormAttrs, LpPoolAttrs, TensorScatterAttrs, AffineGridAttrs, Col2ImAttrs,
+                 LinearAttentionAttrs, CausalConvAttrs, FlexAttentionAttrs>;
 
 #undef WEFT_FIELDS
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <numeric>
@@ -163,6 +164,14 @@ Outputs eval_cast(const Node& node, DType to) {
       out.set_double(i, std::isnan(v) ? v : std::clamp(v, -max, max));
     }
   }
+  return single(std::move(out));
+}
+
+// BitCast: the same bytes, read as "to" (as wide as the input's type).
+Outputs eval_bit_cast(const Node& node, DType to) {
+  const Tensor& x = arg(node, 0);
+  Tensor out(to, x.dims());
+  std::memcpy(out.data(), x.data(), x.num_bytes());
   return single(std::move(out));
 }
 
@@ -365,6 +374,7 @@ bool can_evaluate(const Node& node) {
   static const std::unordered_map<std::string_view, bool> kOps = {
       {"Shape", true},      {"Size", true},      {"Constant", true},
       {"Identity", true},   {"Cast", true},      {"CastLike", true},
+      {"BitCast", true},
       {"Gather", true},     {"Concat", true},    {"Reshape", true},
       {"Squeeze", true},    {"Unsqueeze", true}, {"Flatten", true},
       {"Slice", true},      {"Transpose", true}, {"Expand", true},
@@ -383,6 +393,7 @@ Result<std::vector<Tensor>> evaluate_node(const Node& node) {
   if (op == "Constant") return single(*node.attrs_as<ConstantAttrs>().value);
   if (op == "Cast") return eval_cast(node, node.attrs_as<CastAttrs>().to);
   if (op == "CastLike") return eval_cast(node, arg(node, 1).dtype());
+  if (op == "BitCast") return eval_bit_cast(node, node.attrs_as<CastAttrs>().to);
   if (op == "Gather") return eval_gather(node);
   if (op == "Concat") return eval_concat(node);
   if (op == "Identity" || op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" ||

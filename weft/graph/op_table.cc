@@ -8,6 +8,7 @@
 
 #include "weft/graph/control_flow.h"
 #include "weft/graph/data_dependent.h"
+#include "weft/graph/sequence_model_ops.h"
 #include "weft/graph/shape_functions.h"
 
 namespace weft {
@@ -213,6 +214,12 @@ OpAttrs parse_cast(AttrParser& p) {
   CastAttrs a = std::get<CastAttrs>(parse_cast_like(p));
   a.to = p.dtype("to", DType::kF32);
   return a;
+}
+
+// BitCast (opset 26): "to" is required; CastAttrs carries it.
+OpAttrs parse_bit_cast(AttrParser& p) {
+  if (!p.has("to")) p.fail("attribute 'to' is required");
+  return CastAttrs{p.dtype("to", DType::kF32)};
 }
 
 template <int kAlphaMillis> OpAttrs parse_alpha(AttrParser& p) {
@@ -780,6 +787,7 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"Where", 9, kAll, parse_none, infer_where});
     t.push_back({"Cast", 6, kAll, parse_cast, infer_cast});
     t.push_back({"CastLike", 15, kAll, parse_cast_like, infer_cast_like});
+    t.push_back({"BitCast", 26, kAll, parse_bit_cast, infer_bit_cast});
     t.push_back({"Clip", 6, kAll, parse_clip, infer_same});
     t.push_back({"Elu", 6, kAll, parse_alpha<1000>, infer_same});
     t.push_back({"Celu", 12, kAll, parse_alpha<1000>, infer_same});
@@ -810,6 +818,8 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"AffineGrid", 20, kAll, parse_affine_grid, infer_affine_grid});
     t.push_back({"Col2Im", 18, kAll, parse_col2im, infer_col2im});
     t.push_back({"TensorScatter", 24, kAll, parse_tensor_scatter, infer_tensor_scatter});
+    t.push_back({"LinearAttention", 27, kAll, parse_linear_attention, infer_linear_attention});
+    t.push_back({"CausalConvWithState", 27, kAll, parse_causal_conv, infer_causal_conv});
     t.push_back({"BatchNormalization", 6, kAll, parse_batch_norm, infer_batch_norm});
     t.push_back({"InstanceNormalization", 6, kAll, parse_epsilon, infer_instance_norm});
     t.push_back({"MeanVarianceNormalization", 9, kAll, parse_mvn, infer_mvn});
@@ -893,6 +903,8 @@ const std::vector<OpDef>& build_table() {
     t.push_back({kAdagradOp, 1, kAll, parse_adagrad, infer_optimizer});
     t.push_back({kAdamOp, 1, kAll, parse_adam, infer_optimizer});
     t.push_back({kMomentumOp, 1, kAll, parse_momentum, infer_optimizer});
+    // Domain ai.onnx.preview, opset 1; the importer reads the modifier graphs.
+    t.push_back({kFlexAttentionOp, 1, kAll, parse_flex_attention, infer_flex_attention});
     return t;
   }();
   return table;

@@ -89,6 +89,10 @@ inline constexpr int kTrainingOpset = 1;
 inline constexpr std::string_view kAdagradOp = "ai.onnx.preview.training.Adagrad";
 inline constexpr std::string_view kAdamOp = "ai.onnx.preview.training.Adam";
 inline constexpr std::string_view kMomentumOp = "ai.onnx.preview.training.Momentum";
+// And FlexAttention of ai.onnx.preview, opset 1.
+inline constexpr std::string_view kPreviewDomain = "ai.onnx.preview";
+inline constexpr int kPreviewOpset = 1;
+inline constexpr std::string_view kFlexAttentionOp = "ai.onnx.preview.FlexAttention";
 
 // The ai.onnx opsets Weft accepts: those of the ONNX release the table follows
 // (docs/onnx-versions.md). A model outside this window is refused; so is a node whose op

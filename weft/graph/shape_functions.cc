@@ -120,6 +120,16 @@ TypesOrError infer_cast_like(const Node& node) {
   return one({in_type(node, 1).dtype, in_type(node, 0).shape});
 }
 
+// BitCast (opset 26): the input's bytes read as "to", which must be as wide.
+TypesOrError infer_bit_cast(const Node& node) {
+  DType from = in_type(node, 0).dtype, to = node.attrs_as<CastAttrs>().to;
+  if (dtype_packed_bits(from) != dtype_packed_bits(to)) {
+    return Status::error(fmt::format("cannot reinterpret {} as {}: their widths differ",
+                                     dtype_name(from), dtype_name(to)));
+  }
+  return one({to, in_type(node, 0).shape});
+}
+
 namespace {
 // Output shape of reducing "shape" over "axes" (all when empty and not "noop").
 Result<Shape> reduce_shape(const Shape& shape, Ints axes, bool keepdims, bool noop) {

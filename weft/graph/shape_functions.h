@@ -20,6 +20,7 @@ TypesOrError infer_broadcast_bool(const Node& node);
 TypesOrError infer_where(const Node& node);
 TypesOrError infer_cast(const Node& node);
 TypesOrError infer_cast_like(const Node& node);
+TypesOrError infer_bit_cast(const Node& node);
 TypesOrError infer_reduce(const Node& node);
 TypesOrError infer_arg_reduce(const Node& node);
 TypesOrError infer_rms_norm(const Node& node);

@@ -24,9 +24,10 @@ bool is_random_dropout(const Node& n) {
   return !ratio || !ratio->is_constant() || ratio->constant->get_double(0) != 0.0;
 }
 
-// Ops whose output is the input's bytes under another shape.
+// Ops whose output is the input's bytes under another shape (or, BitCast, another type).
 bool is_alias(const Node& n) {
-  static const std::set<std::string_view> ops = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"};
+  static const std::set<std::string_view> ops = {"Reshape", "Flatten", "Squeeze", "Unsqueeze",
+                                                 "BitCast"};
   if (ops.contains(n.op_type)) return true;
   // Dropout at inference with its mask unused.
   return n.op_type == "Dropout" && (n.outputs.size() < 2 || !n.outputs[1]) && !is_random_dropout(n);

@@ -77,7 +77,8 @@ bool is_onnx_domain(const std::string& domain) { return domain.empty() || domain
 // The op type Weft's graph gives a node: ONNX's for ai.onnx, qualified by the domain for
 // the other domains Weft knows (op_table.h).
 std::string graph_op_type(const onnx::NodeProto& node) {
-  if (node.domain() == kTrainingDomain) return fmt::format("{}.{}", node.domain(), node.op_type());
+  if (node.domain() == kTrainingDomain || node.domain() == kPreviewDomain)
+    return fmt::format("{}.{}", node.domain(), node.op_type());
   return node.op_type();
 }
 
@@ -90,6 +91,10 @@ Result<int> find_opset(const onnx::ModelProto& model, const std::string& name) {
     if (imp.domain() == kTrainingDomain && imp.version() != kTrainingOpset) {
       return Status::error(fmt::format("{}: {} opset {} is not supported (only {})", name,
                                        kTrainingDomain, imp.version(), kTrainingOpset));
+    }
+    if (imp.domain() == kPreviewDomain && imp.version() != kPreviewOpset) {
+      return Status::error(fmt::format("{}: {} opset {} is not supported (only {})", name,
+                                       kPreviewDomain, imp.version(), kPreviewOpset));
     }
   }
   const auto& nodes = model.graph().node();
@@ -126,18 +131,20 @@ void find_unsupported(const onnx::GraphProto& graph, int opset,
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto& node = graph.node(i);
     if (graph_op_type(node) == "If" || graph_op_type(node) == "Loop" ||
-        graph_op_type(node) == "Scan") {
+        graph_op_type(node) == "Scan" || graph_op_type(node) == kFlexAttentionOp) {
       for (const onnx::GraphProto* branch : subgraphs(node))
         find_unsupported(*branch, opset, unsupported);
     }
     std::string key;
-    if (!is_onnx_domain(node.domain()) && node.domain() != kTrainingDomain) {
-      key = fmt::format("{} (domain '{}': only ai.onnx and {} are supported)", node.op_type(),
-                        node.domain(), kTrainingDomain);
+    bool known_domain = node.domain() == kTrainingDomain || node.domain() == kPreviewDomain;
+    if (!is_onnx_domain(node.domain()) && !known_domain) {
+      key = fmt::format("{} (domain '{}': only ai.onnx, {} and {} are supported)", node.op_type(),
+                        node.domain(), kTrainingDomain, kPreviewDomain);
     } else if (!is_onnx_domain(node.domain())) {
       if (find_op(graph_op_type(node), opset)) continue;
       key = fmt::format("{} (domain '{}': Weft supports {} there)", node.op_type(), node.domain(),
-                        "Adagrad, Adam and Momentum");
+                        node.domain() == kPreviewDomain ? "FlexAttention"
+                                                        : "Adagrad, Adam and Momentum");
     } else if (!find_op(node.op_type(), opset)) {
       std::vector<std::string> spans;
       for (auto [lo, hi] : supported_opsets(node.op_type())) {
@@ -400,6 +407,41 @@ private:
     return add_node(scan, index, std::move(attrs));
   }
 
+  // FlexAttention (ai.onnx.preview): score_mod and prob_mod become graphs of their own
+  // (inputs: the scores or probabilities, then the outer values they read), and the node
+  // takes those outer values after Q, K and V, score_mod's first.
+  Status add_flex_attention(const onnx::NodeProto& proto, int index) {
+    Location where{name_, node_name(proto, index), "FlexAttention", graph_.opset};
+    if (proto.input_size() != 3) return Status::error(where, "expected the inputs Q, K and V");
+    NodeAttrReader reader(proto, base_dir_);
+    AttrParser parser(reader, graph_.opset);
+    OpAttrs parsed = find_op(kFlexAttentionOp, graph_.opset)->parse(parser);
+    if (!parser.status().ok()) return parser.status().with_location(where);
+    auto attrs = std::get<FlexAttentionAttrs>(std::move(parsed));
+    onnx::NodeProto flex = proto;
+    flex.clear_attribute();
+    for (const char* name : {"score_mod", "prob_mod"}) {
+      const onnx::GraphProto* g = nullptr;
+      for (const auto& a : proto.attribute()) {
+        if (a.name() == name && a.has_g()) g = &a.g();
+      }
+      if (!g) continue;
+      if (g->input_size() != 1 || g->output_size() != 1) {
+        return Status::error(where, fmt::format("'{}' must have one input and one output", name));
+      }
+      int before = flex.input_size();
+      Result<std::shared_ptr<const Graph>> body = build_body(*g, {}, flex);
+      if (!body.ok()) return body.status().with_location(where);
+      if (std::string_view(name) == "score_mod") {
+        attrs.score_mod = *body;
+        attrs.score_mod_captured = flex.input_size() - before;
+      } else {
+        attrs.prob_mod = *body;
+      }
+    }
+    return add_node(flex, index, std::move(attrs));
+  }
+
   // A body graph; "node" gets the outer values it reads as extra inputs.
   Result<std::shared_ptr<const Graph>> build_body(const onnx::GraphProto& g,
                                                   const std::vector<TensorType>& operand_types,
@@ -539,6 +581,7 @@ private:
     if (graph_op_type(proto) == "Loop" && !attrs) return add_loop(proto, index);
     if (graph_op_type(proto) == "Scan" && !attrs && graph_.opset >= 9)
       return add_scan(proto, index);
+    if (graph_op_type(proto) == kFlexAttentionOp && !attrs) return add_flex_attention(proto, index);
     Node node;
     node.op_type = graph_op_type(proto);
     node.opset = graph_.opset;

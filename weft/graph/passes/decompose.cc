@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "weft/graph/node_builder.h"
+#include "weft/graph/passes/decompose_sequence_models.h"
 #include "weft/graph/shape_functions.h"
 
 namespace weft {
@@ -530,7 +531,8 @@ bool ready(const Node& n) {
   auto has_rank = [&] { return n.inputs[0]->type.shape.has_value(); };
   if (op == "RMSNormalization" || op == "GroupNormalization" || op == "LpNormalization")
     return has_rank();
-  if (op == "Attention" || op == "RotaryEmbedding" || op == "TensorScatter")
+  if (op == "Attention" || op == "RotaryEmbedding" || op == "TensorScatter" ||
+      is_sequence_model_op(n))
     return static_inputs(n);
   if (op == "CenterCropPad")
     return n.outputs[0] && n.outputs[0]->type.has_static_shape() && static_inputs(n);
@@ -561,6 +563,7 @@ Status decompose_node(Graph& graph, Node& node, const std::vector<Value*>& outs)
   if (op == "AffineGrid") return affine_grid(graph, node, outs[0]);
   if (op == "TensorScatter") return tensor_scatter(graph, node, outs[0]);
   if (op == "Col2Im") return col2im(graph, node, outs[0]);
+  if (is_sequence_model_op(node)) return decompose_sequence_model(graph, node, outs);
   return group_norm(graph, node, outs[0]);
 }
 

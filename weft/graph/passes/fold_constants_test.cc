@@ -112,6 +112,30 @@ TEST(FoldConstants, OutOfRangeGatherIsAnErrorNamingTheNode) {
       << s.message();
 }
 
+// BitCast keeps the bytes: 1.0f is 0x3f800000, -2.5f is 0xc0200000.
+TEST(FoldConstants, BitCastKeepsTheBytes) {
+  std::string body = fold(R"(
+    <ir_version: 10, opset_import: ["" : 26]>
+    g (int32[2] x) => (int32[2] y) {
+      f = Constant <value = float[2] {1.0, -2.5}> ()
+      b = BitCast <to = 6> (f)
+      y = Add(x, b)
+    })");
+  EXPECT_NE(body.find("i32[2]{1065353216, -1071644672}"), std::string::npos) << body;
+}
+
+TEST(FoldConstants, BitCastBetweenWidthsIsRefusedWithTheNode) {
+  Result<Graph> g = testing::import_text(R"(
+    <ir_version: 10, opset_import: ["" : 26]>
+    g (float[2] x) => (int64[2] y) {
+      y = BitCast <to = 7> (x)
+    })");
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("(BitCast, opset 26): cannot reinterpret f32 as i64"),
+            std::string::npos)
+      << g.status().message();
+}
+
 TEST(FoldConstants, NothingToDo) {
   const char* model = R"(
     <ir_version: 8, opset_import: ["" : 13]>
