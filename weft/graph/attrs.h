@@ -466,7 +466,8 @@ enum class ResizeCoordinates : uint8_t {
   kAlignCorners,
   kAsymmetric,
   kTfHalfPixelForNn,
-  kTfCropAndResize
+  kTfCropAndResize,
+  kHalfPixelSymmetric, // opset 19
 };
 enum class NearestMode : uint8_t { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
 struct ResizeAttrs {
@@ -480,10 +481,14 @@ struct ResizeAttrs {
   // Opset 18, with sizes: 0 stretches each axis; 1 (not_larger) and 2 (not_smaller) scale the
   // listed axes alike, by the smallest or largest of their ratios.
   int64_t aspect_policy = 0;
+  // Opset 18: linear and cubic stretch their filter by 1 / scale when downsampling (nearest
+  // ignores it).
+  bool antialias = false;
   WEFT_FIELDS(f("mode", mode); f("coordinate_transformation_mode", coordinate_transformation_mode);
               f("nearest_mode", nearest_mode); f("cubic_coeff_a", cubic_coeff_a);
               f("exclude_outside", exclude_outside); f("extrapolation_value", extrapolation_value);
-              f("axes", axes); f("keep_aspect_ratio_policy", aspect_policy))
+              f("axes", axes); f("keep_aspect_ratio_policy", aspect_policy);
+              f("antialias", antialias))
 };
 
 // GridSample (4-D): how the grid's normalized coordinates map to the input, how samples

@@ -128,9 +128,9 @@ namespace {
 
 // The ONNX spellings of the Resize enums, in enum order.
 constexpr std::string_view kResizeModes[] = {"nearest", "linear", "cubic"};
-constexpr std::string_view kResizeCoordinates[] = {"half_pixel",           "pytorch_half_pixel",
-                                                   "align_corners",        "asymmetric",
-                                                   "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+constexpr std::string_view kResizeCoordinates[] = {
+    "half_pixel",           "pytorch_half_pixel", "align_corners",       "asymmetric",
+    "tf_half_pixel_for_nn", "tf_crop_and_resize", "half_pixel_symmetric"};
 constexpr std::string_view kNearestModes[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
                                               "ceil"};
 
@@ -460,7 +460,7 @@ OpAttrs parse_shrink(AttrParser& p) {
 OpAttrs parse_resize(AttrParser& p) {
   ResizeAttrs a;
   // Opset 18's additions.
-  if (p.bool_or("antialias", false)) p.fail("attribute 'antialias' = 1 is not supported yet");
+  a.antialias = p.bool_or("antialias", false);
   constexpr std::string_view kPolicies[] = {"stretch", "not_larger", "not_smaller"};
   a.aspect_policy = static_cast<int64_t>(
       enum_attr<int>(p, "keep_aspect_ratio_policy", kPolicies, "stretch"));
@@ -472,8 +472,8 @@ OpAttrs parse_resize(AttrParser& p) {
   a.cubic_coeff_a = p.float_or("cubic_coeff_a", -0.75f);
   a.exclude_outside = p.bool_or("exclude_outside", false);
   a.extrapolation_value = p.float_or("extrapolation_value", 0.0f);
-  if (a.axes && a.coordinate_transformation_mode == ResizeCoordinates::kTfCropAndResize)
-    p.fail("attribute 'axes' with tf_crop_and_resize is not supported yet");
+  if (p.opset() < 19 && a.coordinate_transformation_mode == ResizeCoordinates::kHalfPixelSymmetric)
+    p.fail("attribute 'coordinate_transformation_mode' = half_pixel_symmetric needs opset 19");
   return a;
 }
 

@@ -656,8 +656,8 @@ const Value* resize_sizes_operand(const Node& node) {
   return node.op_type == "Upsample" ? nullptr : resize_operand(node, 3);
 }
 
-// The axes that the scales or sizes give (opset 18's axes attribute; all by default), or none
-// when one is out of range.
+} // namespace
+
 std::optional<Ints> resize_axes(const Node& node, size_t rank) {
   std::optional<Ints> axes = node.attrs_as<ResizeAttrs>().axes;
   Ints out;
@@ -672,6 +672,8 @@ std::optional<Ints> resize_axes(const Node& node, size_t rank) {
   }
   return out;
 }
+
+namespace {
 
 // The sizes' common scale under keep_aspect_ratio_policy (over the axes they give), or none
 // when they stretch each axis on its own.

@@ -94,6 +94,9 @@ TypesOrError infer_mvn(const Node& node);
 TypesOrError infer_det(const Node& node);
 TypesOrError infer_optimizer(const Node& node);
 
+// The axes that a Resize's roi, scales or sizes give (opset 18's axes attribute, normalized;
+// all by default), or none when one is out of range.
+std::optional<Ints> resize_axes(const Node& node, size_t rank);
 // The scale of each axis of a Resize or Upsample: its constant scales, or its constant sizes
 // over the input's static extents; none when neither is known.
 std::optional<std::vector<double>> resize_scales(const Node& node);

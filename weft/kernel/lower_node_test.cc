@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "tests/testing/onnx_text.h"
@@ -118,6 +119,22 @@ TEST(LowerNode, NearestResizeComputesTheSourceIndex) {
             "  out b1: f32[2,6]\n"
             "  resize_nearest[i0 < 2, i1 < 6]: b1[i0, i1] = b0[i0, clamp(i64(((ceil((f64(i1) / 2)) "
             "- 1) + select((((f64(i1) / 2) - (ceil((f64(i1) / 2)) - 1)) > 0.5), 1, 0))))]\n");
+}
+
+// Antialiased linear downsampling by 2 stretches the filter to 4 taps per axis (2 without).
+TEST(LowerNode, AntialiasResizeWidensTheFilterWhenDownsampling) {
+  for (int antialias : {0, 1}) {
+    std::string kernel = lowered(fmt::format(R"(
+      <ir_version: 8, opset_import: ["" : 18]>
+      g (float[1, 8] x) => (float[1, 4] y) {{
+        scales = Constant <value = float[2] {{1.0, 0.5}}> ()
+        y = Resize <mode = "linear", antialias = {}> (x, , scales)
+      }})",
+                                             antialias));
+    std::string domain = antialias ? "resize_taps[i0 < 1, i1 < 4, i2 < 4]"
+                                   : "resize_taps[i0 < 1, i1 < 4, i2 < 2]";
+    EXPECT_NE(kernel.find(domain), std::string::npos) << kernel;
+  }
 }
 
 // A repeated label reads a diagonal; the ellipsis dims broadcast (extent 1 reads index 0).

@@ -7,6 +7,10 @@
 // base + 1 (nearest, linear) or base - 1 ... base + 2 (cubic), clamped into the input, as the
 // reference's edge padding does. Nearest loads the chosen tap; linear and cubic sum
 // coefficient * element over a domain extended by one tap iterator per resized axis, in f64.
+// With antialias, a downsampling axis (scale < 1) stretches the linear or cubic filter by
+// 1 / scale: its taps widen to base + 1 - n / 2 ... base + n / 2 and their coefficients, the
+// filter at (tap - x) * scale, are normalized to sum to 1.
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -26,6 +30,7 @@ struct ResizedAxis {
   int dim = 0;
   double scale = 1;
   int64_t in_extent = 1;
+  int64_t out_extent = 1;
   double roi_start = 0, roi_end = 1; // tf_crop_and_resize only
 };
 
@@ -54,6 +59,12 @@ int source_coordinate(Arith& f, const ResizeAttrs& a, const ResizedAxis& ax, int
       return out_width == 1 ? f.c(0) : f.div(f.mul(o, f.c(in - 1)), f.c(out_width - 1));
     case ResizeCoordinates::kAsymmetric: return f.div(o, f.c(ax.scale));
     case ResizeCoordinates::kTfHalfPixelForNn: return f.div(f.add(o, f.c(0.5)), f.c(ax.scale));
+    case ResizeCoordinates::kHalfPixelSymmetric: {
+      // half_pixel, shifted so that the output's center maps to the input's when the output
+      // extent was rounded down from scale * in.
+      double adjustment = static_cast<double>(ax.out_extent) / out_width;
+      return f.add(f.c(in / 2 * (1 - adjustment)), half_pixel());
+    }
     case ResizeCoordinates::kTfCropAndResize: {
       double extent = ax.roi_end - ax.roi_start;
       int x = out_width == 1 ? f.c(extent * (in - 1) / 2)
@@ -92,6 +103,53 @@ std::vector<int> cubic_coefficients(Arith& f, int r, double a) {
   return {outer(f.add(r, f.c(1))), inner(r), inner(s), outer(f.add(s, f.c(1)))};
 }
 
+// The taps of a linear or cubic filter along one axis: "count" of them, the first at
+// base + "first" (base = ceil(x) - 1). "stretch" (antialias while downsampling: the scale,
+// below 1) widens the filter by 1 / stretch; 1 leaves it.
+struct AxisFilter {
+  int first = 0;
+  int count = 2;
+  double stretch = 1;
+};
+
+AxisFilter axis_filter(const ResizeAttrs& a, const ResizedAxis& ax) {
+  double support = a.mode == ResizeMode::kLinear ? 1 : 2; // the filter's half width
+  double stretch = a.antialias && ax.scale < 1 ? ax.scale : 1;
+  int first = static_cast<int>(std::floor(-support / stretch)) + 1;
+  return {first, 2 - 2 * first, stretch};
+}
+
+// The coefficients of the taps of "filter" at ratio "r": the filter at (tap - x) * stretch,
+// normalized to sum to 1 (the reference's _linear_coeffs_antialias and
+// _cubic_coeffs_antialias).
+std::vector<int> stretched_coefficients(Arith& f, const ResizeAttrs& a, const AxisFilter& filter,
+                                        int r) {
+  double ca = a.cubic_coeff_a;
+  std::vector<int> coeffs;
+  int sum = f.c(0);
+  for (int j = 0; j < filter.count; ++j) {
+    int d =
+        f.b.op(ExprOp::kAbs, kF64, {f.mul(f.sub(f.c(filter.first + j), r), f.c(filter.stretch))});
+    int w;
+    if (a.mode == ResizeMode::kLinear) { // max(0, 1 - |d|)
+      w = f.b.op(ExprOp::kMax, kF64, {f.sub(f.c(1), d), f.c(0)});
+    } else { // the cubic convolution kernel, 0 from |d| = 2 on
+      int d2 = f.mul(d, d), d3 = f.mul(d2, d);
+      int inner = f.add(f.sub(f.mul(f.c(ca + 2), d3), f.mul(f.c(ca + 3), d2)), f.c(1));
+      int outer =
+          f.sub(f.add(f.sub(f.mul(f.c(ca), d3), f.mul(f.c(5 * ca), d2)), f.mul(f.c(8 * ca), d)),
+                f.c(4 * ca));
+      w = f.select(f.cmp(ExprOp::kLe, d, f.c(1)), inner,
+                   f.select(f.cmp(ExprOp::kLt, d, f.c(2)), outer, f.c(0)));
+    }
+    coeffs.push_back(w);
+    sum = f.add(sum, w);
+  }
+  for (int& w : coeffs)
+    w = f.div(w, sum);
+  return coeffs;
+}
+
 // "values"[tap], for an i64 node "tap" in [0, values.size()).
 int pick(Arith& f, int tap, const std::vector<int>& values) {
   int v = values.back();
@@ -108,17 +166,22 @@ Result<std::vector<ResizedAxis>> resized_axes(const Node& n) {
   const Shape& in = *n.inputs[0]->type.shape;
   std::optional<std::vector<double>> scales = resize_scales(n);
   if (!scales) return Status::error("Resize scales or sizes known only at run time");
+  const Shape& out = *n.outputs[0]->type.shape;
   bool crop = a.coordinate_transformation_mode == ResizeCoordinates::kTfCropAndResize;
   const Value* roi = n.op_type == "Resize" ? n.input(1) : nullptr;
-  if (crop && (!roi || !roi->is_constant() ||
-               roi->constant->num_elements() != 2 * static_cast<int64_t>(in.size())))
-    return Status::error("tf_crop_and_resize needs a constant roi of 2 * rank elements");
+  // The roi gives [starts, ends] of the axes that the scales or sizes give.
+  Ints given = n.op_type == "Resize" ? resize_axes(n, in.size()).value_or(Ints{}) : Ints{};
+  auto num_given = static_cast<int64_t>(given.size());
+  if (crop && (!roi || !roi->is_constant() || roi->constant->num_elements() != 2 * num_given))
+    return Status::error("tf_crop_and_resize needs a constant roi of 2 * len(axes) elements");
   std::vector<ResizedAxis> axes;
   for (size_t d = 0; d < in.size(); ++d) {
-    ResizedAxis ax{static_cast<int>(d), (*scales)[d], in[d].value()};
-    if (crop) {
-      ax.roi_start = roi->constant->get_double(static_cast<int64_t>(d));
-      ax.roi_end = roi->constant->get_double(static_cast<int64_t>(d + in.size()));
+    ResizedAxis ax{static_cast<int>(d), (*scales)[d], in[d].value(), out[d].value()};
+    auto at = std::find(given.begin(), given.end(), static_cast<int64_t>(d));
+    if (crop && at != given.end()) {
+      int64_t i = at - given.begin();
+      ax.roi_start = roi->constant->get_double(i);
+      ax.roi_end = roi->constant->get_double(i + num_given);
     }
     if (ax.scale != 1 || ax.roi_start != 0 || ax.roi_end != 1) axes.push_back(ax);
   }
@@ -163,14 +226,15 @@ Result<LoweredNode> lower_resize(const Node& n, const std::string& name) {
     return k.lowered();
   }
   // Linear and cubic: acc[p] = sum over taps of prod(coefficients) * x[taps], in f64.
-  int taps = a.mode == ResizeMode::kLinear ? 2 : 4;
-  int first_tap = a.mode == ResizeMode::kLinear ? 0 : -1; // relative to base
+  std::vector<AxisFilter> filters;
+  for (const ResizedAxis& ax : axes)
+    filters.push_back(axis_filter(a, ax));
   int acc = k.temp(kF64, shape);
   StatementBuilder init("init", shape);
   k.add(init.store(init.constant(0, kF64), acc, iterators(rank)));
   Shape domain = shape;
-  for (size_t i = 0; i < axes.size(); ++i)
-    domain.push_back(taps);
+  for (const AxisFilter& filter : filters)
+    domain.push_back(filter.count);
   StatementBuilder b("resize_taps", domain);
   Arith f{b};
   std::vector<AffineExpr> index = iterators(rank);
@@ -178,20 +242,22 @@ Result<LoweredNode> lower_resize(const Node& n, const std::string& name) {
   int weight = f.c(1);
   for (size_t i = 0; i < axes.size(); ++i) {
     const ResizedAxis& ax = axes[i];
+    const AxisFilter& filter = filters[i];
     int xo = source_coordinate(f, a, ax, ax.dim);
     int base = f.sub(b.op(ExprOp::kCeil, kF64, {xo}), f.c(1));
     int r = f.sub(xo, base);
-    std::vector<int> coeffs = a.mode == ResizeMode::kLinear
+    std::vector<int> coeffs = filter.stretch != 1 ? stretched_coefficients(f, a, filter, r)
+                              : a.mode == ResizeMode::kLinear
                                   ? std::vector<int>{f.sub(f.c(1), r), r}
                                   : cubic_coefficients(f, r, a.cubic_coeff_a);
     int tap = b.iterator(static_cast<int>(rank + i));
     int idx = b.op(ExprOp::kAdd, kI64,
                    {b.op(ExprOp::kCast, kI64, {base}),
-                    b.op(ExprOp::kAdd, kI64, {tap, b.constant(first_tap, kI64)})});
+                    b.op(ExprOp::kAdd, kI64, {tap, b.constant(filter.first, kI64)})});
     if (a.exclude_outside) { // taps outside the input weigh 0; the rest are renormalized
       int sum = f.c(0);
-      for (int j = 0; j < taps; ++j) {
-        int pos = f.add(base, f.c(first_tap + j));
+      for (int j = 0; j < filter.count; ++j) {
+        int pos = f.add(base, f.c(filter.first + j));
         int inside = b.op(ExprOp::kAnd, DType::kBool,
                           {f.cmp(ExprOp::kGe, pos, f.c(0)),
                            f.cmp(ExprOp::kLe, pos, f.c(static_cast<double>(ax.in_extent - 1)))});
