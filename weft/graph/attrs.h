@@ -400,8 +400,10 @@ struct LrnAttrs {
   WEFT_FIELDS(f("alpha", alpha); f("beta", beta); f("bias", bias); f("size", size))
 };
 
+// DFT. From opset 20 the axis is an input (default -2); canonicalize moves a constant one
+// here, and it stays none while unknown.
 struct DftAttrs {
-  int64_t axis = 1;
+  std::optional<int64_t> axis = 1;
   bool inverse = false;
   bool onesided = false;
   WEFT_FIELDS(f("axis", axis); f("inverse", inverse); f("onesided", onesided))

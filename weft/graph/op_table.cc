@@ -358,8 +358,20 @@ OpAttrs parse_lrn(AttrParser& p) {
   return a;
 }
 
+// Opset 20 made the axis an input (canonicalize reads a constant one), defaulting to -2.
 OpAttrs parse_dft(AttrParser& p) {
-  return DftAttrs{p.int_or("axis", 1), p.bool_or("inverse", false), p.bool_or("onesided", false)};
+  std::optional<int64_t> axis = p.opset() >= 20 ? std::nullopt : std::optional(p.int_or("axis", 1));
+  return DftAttrs{axis, p.bool_or("inverse", false), p.bool_or("onesided", false)};
+}
+
+// STFT reads only onesided (default 1).
+OpAttrs parse_stft(AttrParser& p) {
+  return DftAttrs{std::nullopt, false, p.bool_or("onesided", true)};
+}
+
+// MelWeightMatrix: the output type (CastAttrs' "to").
+OpAttrs parse_mel_weight_matrix(AttrParser& p) {
+  return CastAttrs{p.dtype("output_datatype", DType::kF32)};
 }
 
 OpAttrs parse_einsum(AttrParser& p) {
@@ -806,7 +818,9 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"Det", 11, kAll, parse_none, infer_det});
     t.push_back({"TopK", 10, kAll, parse_top_k, infer_top_k});
     t.push_back({"Einsum", 12, kAll, parse_einsum, infer_einsum});
-    t.push_back({"DFT", 17, 19, parse_dft, infer_dft}); // 20: the axis became an input
+    t.push_back({"DFT", 17, kAll, parse_dft, infer_dft});
+    t.push_back({"STFT", 17, kAll, parse_stft, infer_stft}); // decomposed
+    t.push_back({"MelWeightMatrix", 17, kAll, parse_mel_weight_matrix, infer_mel_weight_matrix});
     t.push_back({"ReverseSequence", 10, kAll, parse_reverse_sequence, infer_reverse_sequence});
     t.push_back({"LRN", 1, kAll, parse_lrn, infer_same});
     t.push_back({"QuantizeLinear", 10, kAll, parse_quantize, infer_quantize_linear});

@@ -435,8 +435,34 @@ Result<EinsumLabels> einsum_labels(const std::string& equation, const std::vecto
   return labels;
 }
 
-// The input's shape with complex values (last dim 2); a one-sided transform keeps
-// n / 2 + 1 frequencies along the axis. A dft_length input (constant) sets the length.
+std::optional<int64_t> dft_axis(const Node& node) {
+  if (std::optional<int64_t> axis = node.attrs_as<DftAttrs>().axis) return axis;
+  if (!node.input(2)) return -2; // opset 20's default
+  std::optional<Ints> given = constant_ints(node.input(2));
+  if (!given || given->size() != 1) return std::nullopt;
+  return (*given)[0];
+}
+
+std::optional<int64_t> dft_length(const Node& node) {
+  const auto& a = node.attrs_as<DftAttrs>();
+  std::optional<int64_t> axis = dft_axis(node);
+  if (!axis || !node.inputs[0]->type.shape) return std::nullopt;
+  const Shape& x = *node.inputs[0]->type.shape;
+  Result<int64_t> n = normalize_axis(*axis, static_cast<int64_t>(x.size()));
+  if (!n.ok()) return std::nullopt;
+  if (const Value* l = node.input(1)) {
+    std::optional<Ints> given = constant_ints(l);
+    if (!given || given->size() != 1) return std::nullopt;
+    return (*given)[0];
+  }
+  const Dim& extent = x[static_cast<size_t>(*n)];
+  if (!extent.is_static()) return std::nullopt;
+  return a.inverse && a.onesided ? 2 * (extent.value() - 1) : extent.value();
+}
+
+// The input's shape with complex values (last dim 2), the signal axis holding the
+// transform's length: n / 2 + 1 frequencies for a one-sided forward transform (rfft); n real
+// values (last dim 1) for a one-sided inverse one (irfft), whose input holds n / 2 + 1.
 TypesOrError infer_dft(const Node& node) {
   const auto& a = node.attrs_as<DftAttrs>();
   const TensorType& x = in_type(node, 0);
@@ -444,20 +470,77 @@ TypesOrError infer_dft(const Node& node) {
   int64_t rank = static_cast<int64_t>(x.shape->size());
   if (rank < 3 || (!agree(x.shape->back(), Dim(1)) && !agree(x.shape->back(), Dim(2))))
     return fail("the input must be [batch, ..., 1 or 2] of rank 3 or more");
-  if (a.axis == 0 || a.axis == -rank || a.axis >= rank - 1 || a.axis < -rank)
-    return fail(fmt::format("axis {} is not a signal axis", a.axis));
-  size_t axis = static_cast<size_t>(a.axis < 0 ? a.axis + rank : a.axis);
+  std::optional<int64_t> axis = dft_axis(node);
+  if (!axis) return one({x.dtype, unknown_shape(x.shape->size())});
+  Result<int64_t> normalized = normalize_axis(*axis, rank);
+  if (!normalized.ok() || *normalized == 0 || *normalized == rank - 1)
+    return fail(fmt::format("axis {} is not a signal axis", *axis));
+  bool irfft = a.inverse && a.onesided;
   Shape out = *x.shape;
-  out.back() = 2;
-  Dim length = out[axis];
-  if (const Value* l = node.input(1)) {
-    std::optional<Ints> given = constant_ints(l);
-    length = given && given->size() == 1 ? Dim((*given)[0]) : Dim::unknown();
-  }
-  out[axis] = a.onesided && length.is_static() ? Dim(length.value() / 2 + 1)
-              : a.onesided                     ? Dim::unknown()
-                                               : length;
+  out.back() = irfft ? 1 : 2;
+  std::optional<int64_t> length = dft_length(node);
+  if (length && *length < 1) return fail(fmt::format("dft_length {} is not positive", *length));
+  Dim& extent = out[static_cast<size_t>(*normalized)];
+  extent = !length                    ? Dim::unknown()
+           : a.onesided && !a.inverse ? Dim(*length / 2 + 1)
+                                      : Dim(*length);
   return one({x.dtype, out});
+}
+
+Result<StftFrames> stft_frames(const Node& node) {
+  const Shape& signal = *node.inputs[0]->type.shape;
+  std::optional<Ints> step = constant_ints(node.input(1));
+  if (!step || step->size() != 1 || (*step)[0] < 1)
+    return Status::error("frame_step must be a positive constant");
+  StftFrames f;
+  f.step = (*step)[0];
+  if (const Value* length = node.input(3)) {
+    std::optional<Ints> given = constant_ints(length);
+    if (!given || given->size() != 1) return Status::error("frame_length must be a constant");
+    f.length = (*given)[0];
+  } else if (const Value* window = node.input(2)) {
+    f.length = (*window->type.shape)[0].value();
+  } else {
+    f.length = signal[1].value();
+  }
+  const Value* window = node.input(2);
+  if (window && (*window->type.shape)[0].value() != f.length)
+    return Status::error(fmt::format("the window has {} elements, the frames {}",
+                                     (*window->type.shape)[0].value(), f.length));
+  if (f.length < 1 || f.length > signal[1].value())
+    return Status::error(fmt::format("frame_length {} does not fit the signal's {} samples",
+                                     f.length, signal[1].value()));
+  f.count = (signal[1].value() - f.length) / f.step + 1;
+  return f;
+}
+
+// [batch, frames, bins, 2] from the signal [batch, length, 1 or 2]: n / 2 + 1 bins of each
+// frame of n samples when one-sided, n otherwise.
+TypesOrError infer_stft(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  const Value* window = node.input(2);
+  if (!x.shape) return one({x.dtype, unknown_shape(4)});
+  if (x.shape->size() != 3 || (!agree(x.shape->back(), Dim(1)) && !agree(x.shape->back(), Dim(2))))
+    return fail("the signal must be [batch, length, 1 or 2]");
+  if (window && (!window->type.shape || window->type.shape->size() != 1))
+    return fail("the window must be a vector");
+  bool known = x.has_static_shape() && (!window || window->type.has_static_shape()) &&
+               constant_ints(node.input(1)) && (!node.input(3) || constant_ints(node.input(3)));
+  if (!known) return one({x.dtype, unknown_shape(4)});
+  WEFT_ASSIGN_OR_RETURN(StftFrames f, stft_frames(node));
+  int64_t bins = node.attrs_as<DftAttrs>().onesided ? f.length / 2 + 1 : f.length;
+  return one({x.dtype, Shape{(*x.shape)[0], Dim(f.count), Dim(bins), Dim(2)}});
+}
+
+// [dft_length / 2 + 1, num_mel_bins].
+TypesOrError infer_mel_weight_matrix(const Node& node) {
+  DType t = node.attrs_as<CastAttrs>().to;
+  std::optional<Ints> mels = constant_ints(node.inputs[0]);
+  std::optional<Ints> length = constant_ints(node.inputs[1]);
+  if (!mels || !length) return one({t, unknown_shape(2)});
+  if (mels->size() != 1 || length->size() != 1 || (*mels)[0] < 1 || (*length)[0] < 1)
+    return fail("num_mel_bins and dft_length must be positive scalars");
+  return one({t, Shape{Dim((*length)[0] / 2 + 1), Dim((*mels)[0])}});
 }
 
 TypesOrError infer_einsum(const Node& node) {

@@ -94,7 +94,7 @@ bool admits_symbolic_shapes(const Node& n) {
 
 bool can_lower(const Node& n) {
   if (n.op_type == "ConvInteger") return true;
-  if (n.op_type == "DFT") return !n.input(1);                       // no dft_length yet
+  if (n.op_type == "DFT") return dft_axis(n) && dft_length(n);      // constant operands
   if (n.op_type == "QLinearMatMul" || n.op_type == "QLinearConv") { // per-tensor scales only
     for (size_t i : {1, 4, 6}) {
       const Value* scale = n.input(i);

@@ -137,6 +137,16 @@ TEST(LowerNode, AntialiasResizeWidensTheFilterWhenDownsampling) {
   }
 }
 
+// A one-sided inverse DFT sums the 6 given frequencies into 10 real values.
+TEST(LowerNode, InverseOneSidedDftSumsTheGivenFrequencies) {
+  std::string kernel = lowered(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[1, 6, 2] x) => (float[1, 10, 1] y) {
+      y = DFT <axis = 1, inverse = 1, onesided = 1> (x)
+    })");
+  EXPECT_NE(kernel.find("dft[i0 < 1, i1 < 10, i2 < 1, i3 < 6]"), std::string::npos) << kernel;
+}
+
 // A repeated label reads a diagonal; the ellipsis dims broadcast (extent 1 reads index 0).
 TEST(LowerNode, EinsumReadsDiagonalsAndBroadcastsEllipses) {
   EXPECT_EQ(

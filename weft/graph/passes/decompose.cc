@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "weft/graph/node_builder.h"
+#include "weft/graph/passes/decompose_signal.h"
 #include "weft/graph/shape_functions.h"
 
 namespace weft {
@@ -546,6 +547,8 @@ bool ready(const Node& n) {
     const auto& size = n.inputs[1]->type.shape;
     return size && size->size() == 1 && (*size)[0].is_static();
   }
+  if (op == "STFT") return stft_ready(n);
+  if (op == "MelWeightMatrix") return mel_weight_matrix_ready(n);
   return op == "SwiGLU";
 }
 
@@ -561,6 +564,8 @@ Status decompose_node(Graph& graph, Node& node, const std::vector<Value*>& outs)
   if (op == "AffineGrid") return affine_grid(graph, node, outs[0]);
   if (op == "TensorScatter") return tensor_scatter(graph, node, outs[0]);
   if (op == "Col2Im") return col2im(graph, node, outs[0]);
+  if (op == "STFT") return decompose_stft(graph, node, outs[0]);
+  if (op == "MelWeightMatrix") return decompose_mel_weight_matrix(graph, node, outs[0]);
   return group_norm(graph, node, outs[0]);
 }
 
