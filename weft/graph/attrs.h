@@ -230,6 +230,19 @@ struct ConvAttrs {
               f("kernel_shape", kernel_shape); f("pads", pads); f("strides", strides))
 };
 
+// DeformConv (19): a Conv whose taps move by per-position offsets; the input channels share
+// offsets in offset_group groups.
+struct DeformConvAttrs {
+  Ints dilations; // empty: 1 per spatial dim
+  int64_t group = 1;
+  Ints kernel_shape; // empty: from the weights
+  int64_t offset_group = 1;
+  Ints pads;    // empty: 0; [x1_begin, x2_begin, ..., x1_end, x2_end, ...]
+  Ints strides; // empty: 1 per spatial dim
+  WEFT_FIELDS(f("dilations", dilations); f("group", group); f("kernel_shape", kernel_shape);
+              f("offset_group", offset_group); f("pads", pads); f("strides", strides))
+};
+
 struct ConvTransposeAttrs {
   AutoPad auto_pad = AutoPad::kNotSet;
   Ints dilations; // empty: 1 per spatial dim
@@ -493,7 +506,7 @@ struct ResizeAttrs {
               f("antialias", antialias))
 };
 
-// GridSample (4-D): how the grid's normalized coordinates map to the input, how samples
+// GridSample: how the grid's normalized coordinates map to the input, how samples
 // interpolate, and what a sample outside the input reads.
 enum class GridSampleMode : uint8_t { kBilinear, kNearest, kBicubic };
 enum class GridPadding : uint8_t { kZeros, kBorder, kReflection };
@@ -508,6 +521,20 @@ struct GridSampleAttrs {
   GridSampleMode mode = GridSampleMode::kBilinear;
   GridPadding padding_mode = GridPadding::kZeros;
   WEFT_FIELDS(f("align_corners", align_corners); f("mode", mode); f("padding_mode", padding_mode))
+};
+
+// RoiAlign. output_half_pixel (opset 10's only mode, 16's legacy one) does not shift the rois
+// by half a pixel and stretches them to at least one pixel.
+struct RoiAlignAttrs {
+  bool half_pixel = true;
+  bool max = false; // mode max, else avg
+  int64_t output_height = 1;
+  int64_t output_width = 1;
+  int64_t sampling_ratio = 0; // samples per bin and axis
+  float spatial_scale = 1.0f;
+  WEFT_FIELDS(f("half_pixel", half_pixel); f("max", max); f("output_height", output_height);
+              f("output_width", output_width); f("sampling_ratio", sampling_ratio);
+              f("spatial_scale", spatial_scale))
 };
 
 enum class LossReduction : uint8_t { kNone, kSum, kMean };
@@ -560,7 +587,8 @@ using OpAttrs =
                  ShrinkAttrs, ResizeAttrs, GridSampleAttrs, LossAttrs, RecurrentAttrs,
                  ConstantAttrs, ConstantOfShapeAttrs, OptimizerAttrs, LoopAttrs, ScanAttrs,
                  GeluAttrs, GroupNormAttrs, AttentionAttrs, RotaryAttrs,
-                 LpNormAttrs, LpPoolAttrs, TensorScatterAttrs, AffineGridAttrs, Col2ImAttrs>;
+                 LpNormAttrs, LpPoolAttrs, TensorScatterAttrs, AffineGridAttrs, Col2ImAttrs,
+                 RoiAlignAttrs, DeformConvAttrs>;
 
 #undef WEFT_FIELDS
 

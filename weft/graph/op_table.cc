@@ -490,7 +490,7 @@ OpAttrs parse_resize(AttrParser& p) {
 }
 
 // Opset 20 renamed the modes bilinear and bicubic to linear and cubic (and allows N-D
-// inputs, which the shape function refuses beyond 4-D).
+// inputs).
 OpAttrs parse_grid_sample(AttrParser& p) {
   GridSampleAttrs a;
   a.align_corners = p.bool_or("align_corners", false);
@@ -501,6 +501,28 @@ OpAttrs parse_grid_sample(AttrParser& p) {
     a.mode = enum_attr<GridSampleMode>(p, "mode", kGridSampleModes, "bilinear");
   }
   a.padding_mode = enum_attr<GridPadding>(p, "padding_mode", kGridPaddings, "zeros");
+  return a;
+}
+
+// RoiAlign: opset 16 added coordinate_transformation_mode, defaulting to half_pixel; opset 10
+// behaves as output_half_pixel. An adaptive sample count (sampling_ratio 0: ceil of each
+// roi's bin size, known only from the rois' values) is not implemented.
+OpAttrs parse_roi_align(AttrParser& p) {
+  RoiAlignAttrs a;
+  constexpr std::string_view kCoordinates[] = {"half_pixel", "output_half_pixel"};
+  constexpr std::string_view kModes[] = {"avg", "max"};
+  a.half_pixel = p.opset() >= 16 && enum_attr<int>(p, "coordinate_transformation_mode",
+                                                   kCoordinates, "half_pixel") == 0;
+  a.max = enum_attr<int>(p, "mode", kModes, "avg") == 1;
+  a.output_height = p.int_or("output_height", 1);
+  a.output_width = p.int_or("output_width", 1);
+  a.sampling_ratio = p.int_or("sampling_ratio", 0);
+  a.spatial_scale = p.float_or("spatial_scale", 1.0f);
+  if (a.output_height < 1 || a.output_width < 1)
+    p.fail("attributes 'output_height' and 'output_width' must be positive");
+  if (a.sampling_ratio < 0) p.fail("attribute 'sampling_ratio' must not be negative");
+  if (a.sampling_ratio == 0)
+    p.fail("attribute 'sampling_ratio' = 0 (a sample count per roi) is not supported yet");
   return a;
 }
 
@@ -523,6 +545,19 @@ OpAttrs parse_conv(AttrParser& p) {
   a.pads = p.ints_or_empty("pads");
   a.strides = p.ints_or_empty("strides");
   if (a.group < 1) p.fail("attribute 'group' must be positive");
+  return a;
+}
+
+OpAttrs parse_deform_conv(AttrParser& p) {
+  DeformConvAttrs a;
+  a.dilations = p.ints_or_empty("dilations");
+  a.group = p.int_or("group", 1);
+  a.kernel_shape = p.ints_or_empty("kernel_shape");
+  a.offset_group = p.int_or("offset_group", 1);
+  a.pads = p.ints_or_empty("pads");
+  a.strides = p.ints_or_empty("strides");
+  if (a.group < 1 || a.offset_group < 1)
+    p.fail("attributes 'group' and 'offset_group' must be positive");
   return a;
 }
 
@@ -842,6 +877,8 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"Resize", 11, kAll, parse_resize, infer_resize});
     t.push_back({"Upsample", 9, 9, parse_upsample, infer_resize});
     t.push_back({"GridSample", 16, kAll, parse_grid_sample, infer_grid_sample});
+    t.push_back({"RoiAlign", 10, kAll, parse_roi_align, infer_roi_align});
+    t.push_back({"DeformConv", 19, kAll, parse_deform_conv, infer_deform_conv});
     t.push_back({"NegativeLogLikelihoodLoss", 12, kAll, parse_loss, infer_nll_loss});
     t.push_back({"SoftmaxCrossEntropyLoss", 12, kAll, parse_loss, infer_softmax_cross_entropy});
     t.push_back({"MatMul", 1, kAll, parse_none, infer_matmul});

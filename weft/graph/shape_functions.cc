@@ -844,15 +844,71 @@ TypesOrError infer_resize(const Node& node) {
   return one({x.dtype, Shape(extents->begin(), extents->end())});
 }
 
-// [N, C, H_out, W_out] from X [N, C, H, W] and the grid [N, H_out, W_out, 2].
+// [N, C, H_out, W_out] from X [N, C, H, W] and the grid [N, H_out, W_out, 2]; likewise with
+// r spatial dims, the grid [N, D1_out, ..., Dr_out, r] (opset 20's N-D form).
 TypesOrError infer_grid_sample(const Node& node) {
   const TensorType& x = in_type(node, 0);
   const TensorType& grid = in_type(node, 1);
-  if (!x.shape || !grid.shape) return one({x.dtype, unknown_shape(4)});
-  if (x.shape->size() != 4 || grid.shape->size() != 4 ||
-      ((*grid.shape)[3].is_static() && (*grid.shape)[3].value() != 2))
-    return fail("GridSample takes a 4-D input and a grid [N, H_out, W_out, 2]");
-  return one({x.dtype, Shape{(*x.shape)[0], (*x.shape)[1], (*grid.shape)[1], (*grid.shape)[2]}});
+  if (!x.shape || !grid.shape) {
+    const auto& known = x.shape ? x.shape : grid.shape;
+    return one({x.dtype, known ? std::optional(unknown_shape(known->size())) : std::nullopt});
+  }
+  size_t rank = x.shape->size();
+  if (rank < 3 || grid.shape->size() != rank ||
+      ((*grid.shape)[rank - 1].is_static() &&
+       (*grid.shape)[rank - 1].value() != static_cast<int64_t>(rank - 2)))
+    return fail("GridSample takes an input [N, C, d1..dr] and a grid [N, D1_out..Dr_out, r]");
+  Shape out = {(*x.shape)[0], (*x.shape)[1]};
+  out.insert(out.end(), grid.shape->begin() + 1, grid.shape->end() - 1);
+  return one({x.dtype, out});
+}
+
+// [num_rois, C, output_height, output_width] from X [N, C, H, W], rois [num_rois, 4] and
+// batch_indices [num_rois].
+TypesOrError infer_roi_align(const Node& node) {
+  const auto& a = node.attrs_as<RoiAlignAttrs>();
+  const TensorType& x = in_type(node, 0);
+  const TensorType& rois = in_type(node, 1);
+  if (x.shape && x.shape->size() != 4) return fail("the input must be [N, C, H, W]");
+  if (rois.shape && (rois.shape->size() != 2 || !agree((*rois.shape)[1], Dim(4))))
+    return fail("rois must be [num_rois, 4]");
+  Dim c = x.shape ? (*x.shape)[1] : Dim::unknown();
+  Dim r = rois.shape ? (*rois.shape)[0] : Dim::unknown();
+  return one({x.dtype, Shape{r, c, Dim(a.output_height), Dim(a.output_width)}});
+}
+
+// [N, M, oh, ow] from X [N, C, H, W], W [M, C / group, kh, kw] and the offsets
+// [N, offset_group * kh * kw * 2, oh, ow] (2-D; the offsets give the output's extents, which
+// must be the convolution's).
+TypesOrError infer_deform_conv(const Node& node) {
+  const auto& a = node.attrs_as<DeformConvAttrs>();
+  const TensorType& x = in_type(node, 0);
+  const TensorType& w = in_type(node, 1);
+  const TensorType& offset = in_type(node, 2);
+  if (!x.has_static_shape() || !w.has_static_shape() || !offset.has_static_shape())
+    return one({x.dtype, x.shape ? std::optional(unknown_shape(x.shape->size())) : std::nullopt});
+  std::vector<int64_t> dx = shape_static_dims(*x.shape), dw = shape_static_dims(*w.shape),
+                       doff = shape_static_dims(*offset.shape);
+  if (dx.size() != 4 || dw.size() != 4 || doff.size() != 4)
+    return fail("DeformConv is implemented for 2-D inputs [N, C, H, W]");
+  if (dx[1] != dw[1] * a.group || dw[0] % a.group != 0 || dx[1] % a.offset_group != 0)
+    return fail("the channels do not split into 'group' and 'offset_group' groups");
+  Ints kernel = a.kernel_shape.empty() ? Ints{dw[2], dw[3]} : a.kernel_shape;
+  if (kernel.size() != 2 || kernel[0] != dw[2] || kernel[1] != dw[3])
+    return fail("kernel_shape must be the weights' spatial extents");
+  if (doff[0] != dx[0] || doff[1] != a.offset_group * kernel[0] * kernel[1] * 2)
+    return fail("the offsets must be [N, offset_group * kh * kw * 2, oh, ow]");
+  for (size_t i = 0; i < 2; ++i) {
+    int64_t dilation = a.dilations.empty() ? 1 : a.dilations[i];
+    int64_t stride = a.strides.empty() ? 1 : a.strides[i];
+    int64_t pads = a.pads.empty() ? 0 : a.pads[i] + a.pads[i + 2];
+    int64_t out = (dx[2 + i] + pads - ((kernel[i] - 1) * dilation + 1)) / stride + 1;
+    if (out != doff[2 + i])
+      return fail(fmt::format("the offsets have {} positions along spatial axis {}, the "
+                              "convolution {}",
+                              doff[2 + i], i, out));
+  }
+  return one({x.dtype, Shape{dx[0], dw[0], doff[2], doff[3]}});
 }
 
 namespace {

@@ -50,6 +50,8 @@ TypesOrError infer_depth_to_space(const Node& node);
 TypesOrError infer_space_to_depth(const Node& node);
 TypesOrError infer_resize(const Node& node);
 TypesOrError infer_grid_sample(const Node& node);
+TypesOrError infer_roi_align(const Node& node);
+TypesOrError infer_deform_conv(const Node& node);
 TypesOrError infer_nll_loss(const Node& node);
 TypesOrError infer_softmax_cross_entropy(const Node& node);
 TypesOrError infer_matmul(const Node& node);

@@ -116,6 +116,7 @@ bool can_lower(const Node& n) {
                                                  "BatchNormalization",
                                                  "BlackmanWindow",
                                                  "Concat",
+                                                 "DeformConv",
                                                  "DepthToSpace",
                                                  "Det",
                                                  "DequantizeLinear",
@@ -154,6 +155,7 @@ bool can_lower(const Node& n) {
                                                  "ReduceSum",
                                                  "ReduceSumSquare",
                                                  "ReverseSequence",
+                                                 "RoiAlign",
                                                  "Scatter",
                                                  "ScatterElements",
                                                  "ScatterND",
@@ -221,6 +223,8 @@ Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
   if (op == "TopK") return lower_top_k(n, name);
   if (op == "Resize" || op == "Upsample") return lower_resize(n, name);
   if (op == "GridSample") return lower_grid_sample(n, name);
+  if (op == "RoiAlign") return lower_roi_align(n, name);
+  if (op == "DeformConv") return lower_deform_conv(n, name);
   if (op == "LRN") return lower_lrn(n, name);
   if (op == "MaxUnpool") return lower_max_unpool(n, name);
   if (op == "ReverseSequence") return lower_reverse_sequence(n, name);

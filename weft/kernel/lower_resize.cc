@@ -1,6 +1,6 @@
-// Resize, Upsample and GridSample: each output element reads input elements around its
-// source coordinate, through indirect loads whose indices are computed (from the output
-// position, or from the grid's values).
+// Resize, Upsample, GridSample and RoiAlign: each output element reads input elements around
+// its source coordinate, through indirect loads whose indices are computed (from the output
+// position, or from the grid's or the rois' values).
 //
 // Along each resized axis, the source coordinate x (in f64, as ONNX's reference computes it)
 // splits as x = base + r with base = ceil(x) - 1 and r in (0, 1]; the taps are base,
@@ -12,6 +12,7 @@
 // filter at (tap - x) * scale, are normalized to sum to 1.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -328,7 +329,8 @@ int pad_coordinate(Arith& f, int x, int64_t extent, const GridSampleAttrs& a) {
 
 // y[n, c, h, w] = sum over taps of weight * x[n, c, tap_y, tap_x], the taps around the grid's
 // point (grid[n, h, w] = (x, y)); a tap outside the input reads 0. Over the domain
-// [N, C, H_out, W_out, tap_y, tap_x], accumulated in f64.
+// [N, C, H_out, W_out, tap_y, tap_x], accumulated in f64. A 5-D input reads the same with
+// depth: grid[n, d, h, w] = (x, y, z) and one more tap iterator.
 Result<LoweredNode> lower_grid_sample(const Node& n, const std::string& name) {
   const auto& a = n.attrs_as<GridSampleAttrs>();
   const Value* x = n.inputs[0];
@@ -336,7 +338,11 @@ Result<LoweredNode> lower_grid_sample(const Node& n, const std::string& name) {
   const Value* y = n.outputs[0];
   const Shape& shape = *y->type.shape;
   const Shape& xs = *x->type.shape;
-  std::vector<GridAxis> axes = {{xs[2].value(), 1}, {xs[3].value(), 0}};
+  size_t rank = xs.size();
+  int spatial = static_cast<int>(rank) - 2;
+  std::vector<GridAxis> axes; // the grid's last component addresses the first spatial axis
+  for (int i = 0; i < spatial; ++i)
+    axes.push_back({xs[static_cast<size_t>(2 + i)].value(), spatial - 1 - i});
   int taps = a.mode == GridSampleMode::kNearest ? 1 : a.mode == GridSampleMode::kBilinear ? 2 : 4;
   KernelBuilder k(name);
   int in = k.buffer(x, BufferRole::kInput);
@@ -344,10 +350,10 @@ Result<LoweredNode> lower_grid_sample(const Node& n, const std::string& name) {
   int out = k.buffer(y, BufferRole::kOutput);
   int acc = k.temp(kF64, shape);
   StatementBuilder init("init", shape);
-  k.add(init.store(init.constant(0, kF64), acc, iterators(4)));
+  k.add(init.store(init.constant(0, kF64), acc, iterators(rank)));
   Shape domain = shape;
-  domain.push_back(taps);
-  domain.push_back(taps);
+  for (int i = 0; i < spatial; ++i)
+    domain.push_back(taps);
   StatementBuilder b("grid_sample", domain);
   Arith f{b};
   std::vector<IndirectIndex> indirect;
@@ -355,12 +361,14 @@ Result<LoweredNode> lower_grid_sample(const Node& n, const std::string& name) {
   int inside = b.constant(1, DType::kBool);
   for (size_t i = 0; i < axes.size(); ++i) {
     const GridAxis& ax = axes[i];
-    int g = load_as(b, bg,
-                    {AffineExpr::iterator(0), AffineExpr::iterator(2), AffineExpr::iterator(3),
-                     AffineExpr::constant_of(ax.component)},
-                    grid->type.dtype, kF64);
+    std::vector<AffineExpr> at = {AffineExpr::iterator(0)}; // grid[n, spatial..., component]
+    for (int d = 0; d < spatial; ++d)
+      at.push_back(AffineExpr::iterator(2 + d));
+    at.push_back(AffineExpr::constant_of(ax.component));
+    int g = load_as(b, bg, at, grid->type.dtype, kF64);
+    int tap_iterator = static_cast<int>(rank + i);
     int coord = unnormalize(f, g, ax.extent, a.align_corners);
-    int tap = b.op(ExprOp::kCast, kF64, {b.iterator(static_cast<int>(4 + i))});
+    int tap = b.op(ExprOp::kCast, kF64, {b.iterator(tap_iterator)});
     int pos; // the tap's coordinate, before the bounds check
     if (a.mode == GridSampleMode::kNearest) {
       pos = b.op(ExprOp::kRound, kF64, {pad_coordinate(f, coord, ax.extent, a)});
@@ -369,13 +377,12 @@ Result<LoweredNode> lower_grid_sample(const Node& n, const std::string& name) {
       int base = b.op(ExprOp::kFloor, kF64, {coord});
       int r = f.sub(coord, base);
       pos = f.add(base, tap);
-      weight = f.mul(weight, pick(f, b.iterator(static_cast<int>(4 + i)), {f.sub(f.c(1), r), r}));
+      weight = f.mul(weight, pick(f, b.iterator(tap_iterator), {f.sub(f.c(1), r), r}));
     } else { // bicubic: each tap's coordinate is padded on its own
       int base = b.op(ExprOp::kFloor, kF64, {coord});
       int r = f.sub(coord, base);
       pos = pad_coordinate(f, f.add(f.sub(base, f.c(1)), tap), ax.extent, a);
-      weight = f.mul(weight,
-                     pick(f, b.iterator(static_cast<int>(4 + i)), cubic_coefficients(f, r, -0.75)));
+      weight = f.mul(weight, pick(f, b.iterator(tap_iterator), cubic_coefficients(f, r, -0.75)));
     }
     int idx = b.op(ExprOp::kCast, kI64, {pos});
     int within = b.op(ExprOp::kAnd, DType::kBool,
@@ -384,13 +391,87 @@ Result<LoweredNode> lower_grid_sample(const Node& n, const std::string& name) {
     inside = b.op(ExprOp::kAnd, DType::kBool, {inside, within});
     indirect.push_back({static_cast<int>(2 + i), idx, IndexWrap::kClamp});
   }
+  std::vector<AffineExpr> x_index = {AffineExpr::iterator(0), AffineExpr::iterator(1)};
+  x_index.resize(rank, AffineExpr::constant_of(0)); // the spatial indices are indirect
+  int v = b.gather(in, x_index, indirect, x->type.dtype);
+  if (x->type.dtype != kF64) v = b.op(ExprOp::kCast, kF64, {v});
+  v = f.select(inside, v, f.c(0));
+  k.add(b.store(f.mul(weight, v), acc, iterators(rank), Combine::kSum));
+  StatementBuilder fin("finish", shape);
+  int r = fin.load(acc, iterators(rank), kF64);
+  if (y->type.dtype != kF64) r = fin.op(ExprOp::kCast, y->type.dtype, {r});
+  k.add(fin.store(r, out, iterators(rank)));
+  return k.lowered();
+}
+
+// y[r, c, ph, pw] = the average (max) over a sampling_ratio^2 grid of points in bin (ph, pw) of
+// roi r of the bilinear interpolation at each point (of the largest of its four weighted
+// taps, as the reference computes max mode), reading x[batch_indices[r], c]. Over the domain
+// [R, C, ph, pw, iy, ix, tap_y, tap_x], in f64. A point more than a pixel outside the input
+// weighs 0; one within it reads the clamped border.
+Result<LoweredNode> lower_roi_align(const Node& n, const std::string& name) {
+  const auto& a = n.attrs_as<RoiAlignAttrs>();
+  const Value* x = n.inputs[0];
+  const Value* rois = n.inputs[1];
+  const Value* batch = n.inputs[2];
+  const Value* y = n.outputs[0];
+  const Shape& shape = *y->type.shape;
+  const Shape& xs = *x->type.shape;
+  int64_t samples = a.sampling_ratio;
+  KernelBuilder k(name);
+  int in = k.buffer(x, BufferRole::kInput);
+  int br = k.buffer(rois, BufferRole::kInput);
+  int bb = k.buffer(batch, BufferRole::kInput);
+  int out = k.buffer(y, BufferRole::kOutput);
+  int acc = k.temp(kF64, shape);
+  StatementBuilder init("init", shape);
+  double none = a.max ? -std::numeric_limits<double>::infinity() : 0;
+  k.add(init.store(init.constant(none, kF64), acc, iterators(4)));
+  Shape domain = shape;
+  domain.insert(domain.end(), {samples, samples, 2, 2});
+  StatementBuilder b("roi_align", domain);
+  Arith f{b};
+  auto roi = [&](int i) {
+    return load_as(b, br, {AffineExpr::iterator(0), AffineExpr::constant_of(i)}, rois->type.dtype,
+                   kF64);
+  };
+  auto as_f64 = [&](int it) { return b.op(ExprOp::kCast, kF64, {b.iterator(it)}); };
+  std::vector<IndirectIndex> indirect = {
+      {0, load_as(b, bb, {AffineExpr::iterator(0)}, batch->type.dtype, kI64), IndexWrap::kClamp}};
+  int weight = f.c(1);
+  for (int axis = 0; axis < 2; ++axis) { // y from the rois' entries 1 and 3, x from 0 and 2
+    double extent = static_cast<double>(xs[static_cast<size_t>(2 + axis)].value());
+    double offset = a.half_pixel ? 0.5 : 0;
+    int start = f.sub(f.mul(roi(1 - axis), f.c(a.spatial_scale)), f.c(offset));
+    int size = f.sub(f.sub(f.mul(roi(3 - axis), f.c(a.spatial_scale)), f.c(offset)), start);
+    if (!a.half_pixel) size = b.op(ExprOp::kMax, kF64, {size, f.c(1)});
+    int bin = f.div(size, f.c(static_cast<double>(axis == 0 ? a.output_height : a.output_width)));
+    int pos = f.add(
+        f.add(start, f.mul(as_f64(2 + axis), bin)),
+        f.div(f.mul(f.add(as_f64(4 + axis), f.c(0.5)), bin), f.c(static_cast<double>(samples))));
+    int outside = b.op(ExprOp::kOr, DType::kBool,
+                       {f.cmp(ExprOp::kLt, pos, f.c(-1)), f.cmp(ExprOp::kGt, pos, f.c(extent))});
+    pos = b.op(ExprOp::kMax, kF64, {pos, f.c(0)});
+    int low = b.op(ExprOp::kFloor, kF64, {pos});
+    int at_end = f.cmp(ExprOp::kGe, low, f.c(extent - 1)); // both taps on the last row
+    low = f.select(at_end, f.c(extent - 1), low);
+    pos = f.select(at_end, f.c(extent - 1), pos);
+    int high = f.select(at_end, low, f.add(low, f.c(1)));
+    int r = f.sub(pos, low);
+    int tap = b.iterator(6 + axis);
+    weight = f.mul(weight, f.select(outside, f.c(0), pick(f, tap, {f.sub(f.c(1), r), r})));
+    int first = b.op(ExprOp::kEq, DType::kBool, {tap, b.constant(0, kI64)});
+    indirect.push_back(
+        {2 + axis, b.op(ExprOp::kCast, kI64, {f.select(first, low, high)}), IndexWrap::kClamp});
+  }
   int v = b.gather(in,
-                   {AffineExpr::iterator(0), AffineExpr::iterator(1), AffineExpr::constant_of(0),
+                   {AffineExpr::constant_of(0), AffineExpr::iterator(1), AffineExpr::constant_of(0),
                     AffineExpr::constant_of(0)},
                    indirect, x->type.dtype);
   if (x->type.dtype != kF64) v = b.op(ExprOp::kCast, kF64, {v});
-  v = f.select(inside, v, f.c(0));
-  k.add(b.store(f.mul(weight, v), acc, iterators(4), Combine::kSum));
+  int term = f.mul(weight, v);
+  if (!a.max) term = f.div(term, f.c(static_cast<double>(samples * samples)));
+  k.add(b.store(term, acc, iterators(4), a.max ? Combine::kMax : Combine::kSum));
   StatementBuilder fin("finish", shape);
   int r = fin.load(acc, iterators(4), kF64);
   if (y->type.dtype != kF64) r = fin.op(ExprOp::kCast, y->type.dtype, {r});
