@@ -209,7 +209,7 @@ struct SliceAttrs { // attributes before opset 10; constant inputs after canonic
   WEFT_FIELDS(f("starts", starts); f("ends", ends); f("axes", axes); f("steps", steps))
 };
 
-enum class PadMode : uint8_t { kConstant, kReflect, kEdge };
+enum class PadMode : uint8_t { kConstant, kReflect, kEdge, kWrap }; // wrap: opset 19
 struct PadAttrs {
   PadMode mode = PadMode::kConstant;
   std::optional<Ints> pads; // before opset 11

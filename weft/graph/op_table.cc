@@ -107,6 +107,7 @@ std::string_view pad_mode_name(PadMode m) {
     case PadMode::kConstant: return "constant";
     case PadMode::kReflect: return "reflect";
     case PadMode::kEdge: return "edge";
+    case PadMode::kWrap: return "wrap";
   }
   return "?";
 }
@@ -306,6 +307,8 @@ OpAttrs parse_pad(AttrParser& p) {
     a.mode = PadMode::kReflect;
   } else if (mode == "edge") {
     a.mode = PadMode::kEdge;
+  } else if (mode == "wrap" && p.opset() >= 19) {
+    a.mode = PadMode::kWrap;
   } else if (mode != "constant") {
     p.fail(fmt::format("attribute 'mode' has unknown value '{}'", mode));
   }
@@ -649,13 +652,6 @@ OpAttrs parse_group_norm(AttrParser& p) {
   return a;
 }
 
-// SpaceToDepth's mode (opset 28): Weft implements the default, DCR, which it had before.
-OpAttrs parse_space_to_depth(AttrParser& p) {
-  if (p.string_or("mode", "DCR") != "DCR")
-    p.fail("attribute 'mode' other than DCR is not supported yet");
-  return parse_block<false>(p);
-}
-
 OpAttrs parse_attention(AttrParser& p) {
   AttentionAttrs a;
   a.is_causal = p.bool_or("is_causal", false);
@@ -871,7 +867,7 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"DepthToSpace", 1, 10, parse_block<false>, infer_depth_to_space});
     t.push_back({"DepthToSpace", 11, kAll, parse_block<true>, infer_depth_to_space});
     t.push_back({"SpaceToDepth", 1, 27, parse_block<false>, infer_space_to_depth});
-    t.push_back({"SpaceToDepth", 28, kAll, parse_space_to_depth, infer_space_to_depth});
+    t.push_back({"SpaceToDepth", 28, kAll, parse_block<true>, infer_space_to_depth}); // mode
     t.push_back({"BitShift", 11, kAll, parse_bit_shift, infer_broadcast});
     t.push_back({"Shrink", 9, kAll, parse_shrink, infer_same});
     t.push_back({"Resize", 11, kAll, parse_resize, infer_resize});

@@ -137,6 +137,34 @@ TEST(LowerNode, AntialiasResizeWidensTheFilterWhenDownsampling) {
   }
 }
 
+// Wrap padding reads the input at the position modulo its extent.
+TEST(LowerNode, WrapPadReadsModuloTheExtent) {
+  EXPECT_EQ(lowered(R"(
+    <ir_version: 8, opset_import: ["" : 19]>
+    g (float[2, 3] x) => (float[2, 7] y) {
+      pads = Constant <value = int64[4] {0, 2, 0, 2}> ()
+      y = Pad <mode = "wrap"> (x, pads)
+    })"),
+            "kernel k\n"
+            "  in b0: f32[2,3]\n"
+            "  out b1: f32[2,7]\n"
+            "  wrap[i0 < 2, i1 < 7]: b1[i0, i1] = b0[i0, clamp(mod((i1 - 2), 3))]\n");
+}
+
+// CRD puts each channel's block before the next channel.
+TEST(LowerNode, SpaceToDepthCrdKeepsEachChannelsBlockTogether) {
+  EXPECT_EQ(lowered(R"(
+    <ir_version: 8, opset_import: ["" : 28]>
+    g (float[1, 2, 4, 6] x) => (float[1, 8, 2, 3] y) {
+      y = SpaceToDepth <blocksize = 2, mode = "CRD"> (x)
+    })"),
+            "kernel k\n"
+            "  in b0: f32[1,2,4,6]\n"
+            "  out b1: f32[1,8,2,3]\n"
+            "  space_to_depth[i0 < 1, i1 < 2, i2 < 2, i3 < 2, i4 < 3, i5 < 2]: "
+            "b1[i0, 4*i1 + 2*i3 + i5, i2, i4] = b0[i0, i1, 2*i2 + i3, 2*i4 + i5]\n");
+}
+
 // A one-sided inverse DFT sums the 6 given frequencies into 10 real values.
 TEST(LowerNode, InverseOneSidedDftSumsTheGivenFrequencies) {
   std::string kernel = lowered(R"(

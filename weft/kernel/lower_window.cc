@@ -354,14 +354,15 @@ Result<LoweredNode> lower_pool(const Node& n, const std::string& name) {
 // pads crop, through guards on the copy.
 namespace {
 
-// Edge and reflect padding: each output element reads the input at a position computed from
-// its own (an indirect load with a computed index): the border element's, clamped, for edge;
-// mirrored about the border (without repeating it) for reflect.
+// Edge, reflect and wrap padding: each output element reads the input at a position computed
+// from its own (an indirect load with a computed index): the border element's, clamped, for
+// edge; mirrored about the border (without repeating it) for reflect; modulo the input's
+// extent for wrap (the input repeated periodically).
 void add_mirror_copy(KernelBuilder& k, const Node& n, int bx, int by) {
   const auto& a = n.attrs_as<PadAttrs>();
   const Shape& xs = *n.inputs[0]->type.shape;
   const Shape& ys = *n.outputs[0]->type.shape;
-  StatementBuilder b(a.mode == PadMode::kEdge ? "edge" : "reflect", ys);
+  StatementBuilder b(std::string(pad_mode_name(a.mode)), ys);
   std::vector<AffineExpr> index = iterators(ys.size());
   std::vector<IndirectIndex> indirect;
   auto c = [&](int64_t v) { return b.constant(static_cast<double>(v), DType::kI64); };
@@ -375,6 +376,8 @@ void add_mirror_copy(KernelBuilder& k, const Node& n, int bx, int by) {
       int past = b.op(ExprOp::kGt, DType::kBool, {pos, c(last)});
       pos = b.op(ExprOp::kSelect, DType::kI64,
                  {past, b.op(ExprOp::kSub, DType::kI64, {c(2 * last), pos}), pos});
+    } else if (a.mode == PadMode::kWrap) {
+      pos = b.op(ExprOp::kMod, DType::kI64, {pos, c(last + 1)}); // the divisor's sign
     }
     index[d] = AffineExpr::constant_of(0);
     indirect.push_back({static_cast<int>(d), pos, IndexWrap::kClamp});
