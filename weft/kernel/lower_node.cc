@@ -103,7 +103,11 @@ bool can_lower(const Node& n) {
     DType t = n.outputs[0]->type.dtype;
     return t == DType::kU8 || t == DType::kI8;
   }
-  if (n.op_type == "Conv" || n.op_type == "ConvTranspose")
+  if (n.op_type == "Conv") { // f16 and bf16 accumulate in f32
+    DType t = n.outputs[0]->type.dtype;
+    return t == DType::kF16 || t == DType::kBF16 || t == DType::kF32 || t == DType::kF64;
+  }
+  if (n.op_type == "ConvTranspose")
     return n.outputs[0]->type.dtype == DType::kF32 || n.outputs[0]->type.dtype == DType::kF64;
   if (n.op_type == "AveragePool" || n.op_type == "MaxPool") return true;
   if (n.op_type == "MaxUnpool") return n.outputs[0]->type.has_static_shape();

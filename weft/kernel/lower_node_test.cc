@@ -165,6 +165,23 @@ TEST(LowerNode, SpaceToDepthCrdKeepsEachChannelsBlockTogether) {
             "b1[i0, 4*i1 + 2*i3 + i5, i2, i4] = b0[i0, i1, 2*i2 + i3, 2*i4 + i5]\n");
 }
 
+// A kept axis of extent 0: the accumulator index has no term for the iterators outside it.
+TEST(LowerNode, ReductionWithAnEmptyKeptAxis) {
+  EXPECT_EQ(lowered(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2, 0, 4] x) => (float[2, 0, 1] y) {
+      axes = Constant <value = int64[1] {2}> ()
+      y = ReduceSum (x, axes)
+    })"),
+            "kernel k\n"
+            "  in b0: f32[2,0,4]\n"
+            "  temp t1: f32[0]\n"
+            "  out b2: f32[2,0,1]\n"
+            "  init[i0 < 2, i1 < 0]: t1[i1] = 0\n"
+            "  update[i0 < 2, i1 < 0, i2 < 4]: t1[i1] += b0[i0, i1, i2]\n"
+            "  finish[i0 < 2, i1 < 0]: b2[i0, i1, 0] = t1[i1]\n");
+}
+
 // A one-sided inverse DFT sums the 6 given frequencies into 10 real values.
 TEST(LowerNode, InverseOneSidedDftSumsTheGivenFrequencies) {
   std::string kernel = lowered(R"(

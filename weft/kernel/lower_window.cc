@@ -57,13 +57,14 @@ Result<LoweredNode> lower_conv(const Node& n, const std::string& name) {
   int64_t batch = (*y->type.shape)[0].value(), m_total = ws[0].value(), cg = ws[1].value();
   int64_t mg = m_total / a.group;
   size_t spatial = win.size();
-  DType t = qlinear ? DType::kI32 : y->type.dtype;
+  // QLinearConv sums in i32, f16 and bf16 in f32.
+  DType t = qlinear ? DType::kI32 : accumulator_type(y->type.dtype);
   KernelBuilder k(name);
   int bx = k.buffer(x, BufferRole::kInput);
   int bw = k.buffer(w, BufferRole::kInput);
   int bb = b ? k.buffer(b, BufferRole::kInput) : -1;
   int out = k.buffer(y, BufferRole::kOutput);
-  int by = qlinear ? k.temp(t, *y->type.shape) : out; // QLinearConv sums in i32
+  int by = t != y->type.dtype ? k.temp(t, *y->type.shape) : out;
   // Iterators: n, g, mg, o..., then c, k...
   int io = 3, ic = 3 + static_cast<int>(spatial), ik = ic + 1;
   Shape out_domain = {batch, a.group, mg};
@@ -101,6 +102,10 @@ Result<LoweredNode> lower_conv(const Node& n, const std::string& name) {
   if (qlinear) {
     add_requantize(k, by, n.inputs[1], n.inputs[4], n.inputs[6], n.input(7), out, *y->type.shape,
                    y->type.dtype);
+  } else if (by != out) {
+    StatementBuilder fin("finish", *y->type.shape);
+    std::vector<AffineExpr> all = iterators(y->type.shape->size());
+    k.add(fin.store(fin.op(ExprOp::kCast, y->type.dtype, {fin.load(by, all, t)}), out, all));
   }
   return k.lowered();
 }
