@@ -473,17 +473,17 @@ class CliTest(unittest.TestCase):
             self.assert_one_line_error(weft("run", path, "--input", "x=" + f), "input 'x'", "f32[N,4]")
 
     def test_run_unsupported_op_lists_nodes(self):
-        # Conv parses in f16, but has no f16 lowering yet.
+        # ConvTranspose parses in f16, but has no f16 lowering yet.
         x = helper.make_tensor_value_info("x", TensorProto.FLOAT16, [1, 1, 2, 2])
         y = helper.make_tensor_value_info("y", TensorProto.FLOAT16, [1, 1, 2, 2])
         w = helper.make_tensor("w", TensorProto.FLOAT16, [1, 1, 1, 1], [1.0])
-        nodes = [helper.make_node("Conv", ["x", "w"], ["m"], name="conv"),
+        nodes = [helper.make_node("ConvTranspose", ["x", "w"], ["m"], name="conv"),
                  helper.make_node("Relu", ["m"], ["y"], name="r")]
         model = helper.make_model(helper.make_graph(nodes, "g", [x], [y], [w]),
                                   opset_imports=[helper.make_opsetid("", 13)])
         path = save(model, self.dir)
         r = weft("run", path, "--fill", "ones", "--output-dir", self.dir)
-        self.assert_one_line_error(r, "cannot execute yet", "Conv", "'conv'")
+        self.assert_one_line_error(r, "cannot execute yet", "ConvTranspose", "'conv'")
 
     def test_test_onnx_reports_pass_and_fail(self):
         data = "/usr/share/libonnx-testdata/data/node"

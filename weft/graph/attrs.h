@@ -213,7 +213,7 @@ struct SliceAttrs { // attributes before opset 10; constant inputs after canonic
   WEFT_FIELDS(f("starts", starts); f("ends", ends); f("axes", axes); f("steps", steps))
 };
 
-enum class PadMode : uint8_t { kConstant, kReflect, kEdge };
+enum class PadMode : uint8_t { kConstant, kReflect, kEdge, kWrap }; // wrap: opset 19
 struct PadAttrs {
   PadMode mode = PadMode::kConstant;
   std::optional<Ints> pads; // before opset 11
@@ -232,6 +232,19 @@ struct ConvAttrs {
   Ints strides;      // empty: 1 per spatial dim
   WEFT_FIELDS(f("auto_pad", auto_pad); f("dilations", dilations); f("group", group);
               f("kernel_shape", kernel_shape); f("pads", pads); f("strides", strides))
+};
+
+// DeformConv (19): a Conv whose taps move by per-position offsets; the input channels share
+// offsets in offset_group groups.
+struct DeformConvAttrs {
+  Ints dilations; // empty: 1 per spatial dim
+  int64_t group = 1;
+  Ints kernel_shape; // empty: from the weights
+  int64_t offset_group = 1;
+  Ints pads;    // empty: 0; [x1_begin, x2_begin, ..., x1_end, x2_end, ...]
+  Ints strides; // empty: 1 per spatial dim
+  WEFT_FIELDS(f("dilations", dilations); f("group", group); f("kernel_shape", kernel_shape);
+              f("offset_group", offset_group); f("pads", pads); f("strides", strides))
 };
 
 struct ConvTransposeAttrs {
@@ -440,8 +453,10 @@ struct LrnAttrs {
   WEFT_FIELDS(f("alpha", alpha); f("beta", beta); f("bias", bias); f("size", size))
 };
 
+// DFT. From opset 20 the axis is an input (default -2); canonicalize moves a constant one
+// here, and it stays none while unknown.
 struct DftAttrs {
-  int64_t axis = 1;
+  std::optional<int64_t> axis = 1;
   bool inverse = false;
   bool onesided = false;
   WEFT_FIELDS(f("axis", axis); f("inverse", inverse); f("onesided", onesided))
@@ -506,7 +521,8 @@ enum class ResizeCoordinates : uint8_t {
   kAlignCorners,
   kAsymmetric,
   kTfHalfPixelForNn,
-  kTfCropAndResize
+  kTfCropAndResize,
+  kHalfPixelSymmetric, // opset 19
 };
 enum class NearestMode : uint8_t { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
 struct ResizeAttrs {
@@ -520,13 +536,17 @@ struct ResizeAttrs {
   // Opset 18, with sizes: 0 stretches each axis; 1 (not_larger) and 2 (not_smaller) scale the
   // listed axes alike, by the smallest or largest of their ratios.
   int64_t aspect_policy = 0;
+  // Opset 18: linear and cubic stretch their filter by 1 / scale when downsampling (nearest
+  // ignores it).
+  bool antialias = false;
   WEFT_FIELDS(f("mode", mode); f("coordinate_transformation_mode", coordinate_transformation_mode);
               f("nearest_mode", nearest_mode); f("cubic_coeff_a", cubic_coeff_a);
               f("exclude_outside", exclude_outside); f("extrapolation_value", extrapolation_value);
-              f("axes", axes); f("keep_aspect_ratio_policy", aspect_policy))
+              f("axes", axes); f("keep_aspect_ratio_policy", aspect_policy);
+              f("antialias", antialias))
 };
 
-// GridSample (4-D): how the grid's normalized coordinates map to the input, how samples
+// GridSample: how the grid's normalized coordinates map to the input, how samples
 // interpolate, and what a sample outside the input reads.
 enum class GridSampleMode : uint8_t { kBilinear, kNearest, kBicubic };
 enum class GridPadding : uint8_t { kZeros, kBorder, kReflection };
@@ -541,6 +561,20 @@ struct GridSampleAttrs {
   GridSampleMode mode = GridSampleMode::kBilinear;
   GridPadding padding_mode = GridPadding::kZeros;
   WEFT_FIELDS(f("align_corners", align_corners); f("mode", mode); f("padding_mode", padding_mode))
+};
+
+// RoiAlign. output_half_pixel (opset 10's only mode, 16's legacy one) does not shift the rois
+// by half a pixel and stretches them to at least one pixel.
+struct RoiAlignAttrs {
+  bool half_pixel = true;
+  bool max = false; // mode max, else avg
+  int64_t output_height = 1;
+  int64_t output_width = 1;
+  int64_t sampling_ratio = 0; // samples per bin and axis
+  float spatial_scale = 1.0f;
+  WEFT_FIELDS(f("half_pixel", half_pixel); f("max", max); f("output_height", output_height);
+              f("output_width", output_width); f("sampling_ratio", sampling_ratio);
+              f("spatial_scale", spatial_scale))
 };
 
 enum class LossReduction : uint8_t { kNone, kSum, kMean };
@@ -594,7 +628,8 @@ using OpAttrs =
                  ConstantAttrs, ConstantOfShapeAttrs, OptimizerAttrs, LoopAttrs, ScanAttrs,
                  GeluAttrs, GroupNormAttrs, AttentionAttrs, RotaryAttrs,
                  LpNormAttrs, LpPoolAttrs, TensorScatterAttrs, AffineGridAttrs, Col2ImAttrs,
-                 LinearAttentionAttrs, CausalConvAttrs, FlexAttentionAttrs>;
+                 LinearAttentionAttrs, CausalConvAttrs, FlexAttentionAttrs, RoiAlignAttrs,
+                 DeformConvAttrs>;
 
 #undef WEFT_FIELDS
 

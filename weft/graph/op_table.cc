@@ -108,6 +108,7 @@ std::string_view pad_mode_name(PadMode m) {
     case PadMode::kConstant: return "constant";
     case PadMode::kReflect: return "reflect";
     case PadMode::kEdge: return "edge";
+    case PadMode::kWrap: return "wrap";
   }
   return "?";
 }
@@ -129,9 +130,9 @@ namespace {
 
 // The ONNX spellings of the Resize enums, in enum order.
 constexpr std::string_view kResizeModes[] = {"nearest", "linear", "cubic"};
-constexpr std::string_view kResizeCoordinates[] = {"half_pixel",           "pytorch_half_pixel",
-                                                   "align_corners",        "asymmetric",
-                                                   "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+constexpr std::string_view kResizeCoordinates[] = {
+    "half_pixel",           "pytorch_half_pixel", "align_corners",       "asymmetric",
+    "tf_half_pixel_for_nn", "tf_crop_and_resize", "half_pixel_symmetric"};
 constexpr std::string_view kNearestModes[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
                                               "ceil"};
 
@@ -324,6 +325,8 @@ OpAttrs parse_pad(AttrParser& p) {
     a.mode = PadMode::kReflect;
   } else if (mode == "edge") {
     a.mode = PadMode::kEdge;
+  } else if (mode == "wrap" && p.opset() >= 19) {
+    a.mode = PadMode::kWrap;
   } else if (mode != "constant") {
     p.fail(fmt::format("attribute 'mode' has unknown value '{}'", mode));
   }
@@ -375,8 +378,20 @@ OpAttrs parse_lrn(AttrParser& p) {
   return a;
 }
 
+// Opset 20 made the axis an input (canonicalize reads a constant one), defaulting to -2.
 OpAttrs parse_dft(AttrParser& p) {
-  return DftAttrs{p.int_or("axis", 1), p.bool_or("inverse", false), p.bool_or("onesided", false)};
+  std::optional<int64_t> axis = p.opset() >= 20 ? std::nullopt : std::optional(p.int_or("axis", 1));
+  return DftAttrs{axis, p.bool_or("inverse", false), p.bool_or("onesided", false)};
+}
+
+// STFT reads only onesided (default 1).
+OpAttrs parse_stft(AttrParser& p) {
+  return DftAttrs{std::nullopt, false, p.bool_or("onesided", true)};
+}
+
+// MelWeightMatrix: the output type (CastAttrs' "to").
+OpAttrs parse_mel_weight_matrix(AttrParser& p) {
+  return CastAttrs{p.dtype("output_datatype", DType::kF32)};
 }
 
 OpAttrs parse_einsum(AttrParser& p) {
@@ -477,7 +492,7 @@ OpAttrs parse_shrink(AttrParser& p) {
 OpAttrs parse_resize(AttrParser& p) {
   ResizeAttrs a;
   // Opset 18's additions.
-  if (p.bool_or("antialias", false)) p.fail("attribute 'antialias' = 1 is not supported yet");
+  a.antialias = p.bool_or("antialias", false);
   constexpr std::string_view kPolicies[] = {"stretch", "not_larger", "not_smaller"};
   a.aspect_policy = static_cast<int64_t>(
       enum_attr<int>(p, "keep_aspect_ratio_policy", kPolicies, "stretch"));
@@ -489,13 +504,13 @@ OpAttrs parse_resize(AttrParser& p) {
   a.cubic_coeff_a = p.float_or("cubic_coeff_a", -0.75f);
   a.exclude_outside = p.bool_or("exclude_outside", false);
   a.extrapolation_value = p.float_or("extrapolation_value", 0.0f);
-  if (a.axes && a.coordinate_transformation_mode == ResizeCoordinates::kTfCropAndResize)
-    p.fail("attribute 'axes' with tf_crop_and_resize is not supported yet");
+  if (p.opset() < 19 && a.coordinate_transformation_mode == ResizeCoordinates::kHalfPixelSymmetric)
+    p.fail("attribute 'coordinate_transformation_mode' = half_pixel_symmetric needs opset 19");
   return a;
 }
 
 // Opset 20 renamed the modes bilinear and bicubic to linear and cubic (and allows N-D
-// inputs, which the shape function refuses beyond 4-D).
+// inputs).
 OpAttrs parse_grid_sample(AttrParser& p) {
   GridSampleAttrs a;
   a.align_corners = p.bool_or("align_corners", false);
@@ -506,6 +521,28 @@ OpAttrs parse_grid_sample(AttrParser& p) {
     a.mode = enum_attr<GridSampleMode>(p, "mode", kGridSampleModes, "bilinear");
   }
   a.padding_mode = enum_attr<GridPadding>(p, "padding_mode", kGridPaddings, "zeros");
+  return a;
+}
+
+// RoiAlign: opset 16 added coordinate_transformation_mode, defaulting to half_pixel; opset 10
+// behaves as output_half_pixel. An adaptive sample count (sampling_ratio 0: ceil of each
+// roi's bin size, known only from the rois' values) is not implemented.
+OpAttrs parse_roi_align(AttrParser& p) {
+  RoiAlignAttrs a;
+  constexpr std::string_view kCoordinates[] = {"half_pixel", "output_half_pixel"};
+  constexpr std::string_view kModes[] = {"avg", "max"};
+  a.half_pixel = p.opset() >= 16 && enum_attr<int>(p, "coordinate_transformation_mode",
+                                                   kCoordinates, "half_pixel") == 0;
+  a.max = enum_attr<int>(p, "mode", kModes, "avg") == 1;
+  a.output_height = p.int_or("output_height", 1);
+  a.output_width = p.int_or("output_width", 1);
+  a.sampling_ratio = p.int_or("sampling_ratio", 0);
+  a.spatial_scale = p.float_or("spatial_scale", 1.0f);
+  if (a.output_height < 1 || a.output_width < 1)
+    p.fail("attributes 'output_height' and 'output_width' must be positive");
+  if (a.sampling_ratio < 0) p.fail("attribute 'sampling_ratio' must not be negative");
+  if (a.sampling_ratio == 0)
+    p.fail("attribute 'sampling_ratio' = 0 (a sample count per roi) is not supported yet");
   return a;
 }
 
@@ -528,6 +565,19 @@ OpAttrs parse_conv(AttrParser& p) {
   a.pads = p.ints_or_empty("pads");
   a.strides = p.ints_or_empty("strides");
   if (a.group < 1) p.fail("attribute 'group' must be positive");
+  return a;
+}
+
+OpAttrs parse_deform_conv(AttrParser& p) {
+  DeformConvAttrs a;
+  a.dilations = p.ints_or_empty("dilations");
+  a.group = p.int_or("group", 1);
+  a.kernel_shape = p.ints_or_empty("kernel_shape");
+  a.offset_group = p.int_or("offset_group", 1);
+  a.pads = p.ints_or_empty("pads");
+  a.strides = p.ints_or_empty("strides");
+  if (a.group < 1 || a.offset_group < 1)
+    p.fail("attributes 'group' and 'offset_group' must be positive");
   return a;
 }
 
@@ -617,13 +667,6 @@ OpAttrs parse_group_norm(AttrParser& p) {
                    p.dtype("stash_type", DType::kF32)};
   if (a.num_groups < 1) p.fail("attribute 'num_groups' must be positive");
   return a;
-}
-
-// SpaceToDepth's mode (opset 28): Weft implements the default, DCR, which it had before.
-OpAttrs parse_space_to_depth(AttrParser& p) {
-  if (p.string_or("mode", "DCR") != "DCR")
-    p.fail("attribute 'mode' other than DCR is not supported yet");
-  return parse_block<false>(p);
 }
 
 OpAttrs parse_attention(AttrParser& p) {
@@ -826,7 +869,9 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"Det", 11, kAll, parse_none, infer_det});
     t.push_back({"TopK", 10, kAll, parse_top_k, infer_top_k});
     t.push_back({"Einsum", 12, kAll, parse_einsum, infer_einsum});
-    t.push_back({"DFT", 17, 19, parse_dft, infer_dft}); // 20: the axis became an input
+    t.push_back({"DFT", 17, kAll, parse_dft, infer_dft});
+    t.push_back({"STFT", 17, kAll, parse_stft, infer_stft}); // decomposed
+    t.push_back({"MelWeightMatrix", 17, kAll, parse_mel_weight_matrix, infer_mel_weight_matrix});
     t.push_back({"ReverseSequence", 10, kAll, parse_reverse_sequence, infer_reverse_sequence});
     t.push_back({"LRN", 1, kAll, parse_lrn, infer_same});
     t.push_back({"QuantizeLinear", 10, kAll, parse_quantize, infer_quantize_linear});
@@ -842,12 +887,14 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"DepthToSpace", 1, 10, parse_block<false>, infer_depth_to_space});
     t.push_back({"DepthToSpace", 11, kAll, parse_block<true>, infer_depth_to_space});
     t.push_back({"SpaceToDepth", 1, 27, parse_block<false>, infer_space_to_depth});
-    t.push_back({"SpaceToDepth", 28, kAll, parse_space_to_depth, infer_space_to_depth});
+    t.push_back({"SpaceToDepth", 28, kAll, parse_block<true>, infer_space_to_depth}); // mode
     t.push_back({"BitShift", 11, kAll, parse_bit_shift, infer_broadcast});
     t.push_back({"Shrink", 9, kAll, parse_shrink, infer_same});
     t.push_back({"Resize", 11, kAll, parse_resize, infer_resize});
     t.push_back({"Upsample", 9, 9, parse_upsample, infer_resize});
     t.push_back({"GridSample", 16, kAll, parse_grid_sample, infer_grid_sample});
+    t.push_back({"RoiAlign", 10, kAll, parse_roi_align, infer_roi_align});
+    t.push_back({"DeformConv", 19, kAll, parse_deform_conv, infer_deform_conv});
     t.push_back({"NegativeLogLikelihoodLoss", 12, kAll, parse_loss, infer_nll_loss});
     t.push_back({"SoftmaxCrossEntropyLoss", 12, kAll, parse_loss, infer_softmax_cross_entropy});
     t.push_back({"MatMul", 1, kAll, parse_none, infer_matmul});

@@ -445,8 +445,34 @@ Result<EinsumLabels> einsum_labels(const std::string& equation, const std::vecto
   return labels;
 }
 
-// The input's shape with complex values (last dim 2); a one-sided transform keeps
-// n / 2 + 1 frequencies along the axis. A dft_length input (constant) sets the length.
+std::optional<int64_t> dft_axis(const Node& node) {
+  if (std::optional<int64_t> axis = node.attrs_as<DftAttrs>().axis) return axis;
+  if (!node.input(2)) return -2; // opset 20's default
+  std::optional<Ints> given = constant_ints(node.input(2));
+  if (!given || given->size() != 1) return std::nullopt;
+  return (*given)[0];
+}
+
+std::optional<int64_t> dft_length(const Node& node) {
+  const auto& a = node.attrs_as<DftAttrs>();
+  std::optional<int64_t> axis = dft_axis(node);
+  if (!axis || !node.inputs[0]->type.shape) return std::nullopt;
+  const Shape& x = *node.inputs[0]->type.shape;
+  Result<int64_t> n = normalize_axis(*axis, static_cast<int64_t>(x.size()));
+  if (!n.ok()) return std::nullopt;
+  if (const Value* l = node.input(1)) {
+    std::optional<Ints> given = constant_ints(l);
+    if (!given || given->size() != 1) return std::nullopt;
+    return (*given)[0];
+  }
+  const Dim& extent = x[static_cast<size_t>(*n)];
+  if (!extent.is_static()) return std::nullopt;
+  return a.inverse && a.onesided ? 2 * (extent.value() - 1) : extent.value();
+}
+
+// The input's shape with complex values (last dim 2), the signal axis holding the
+// transform's length: n / 2 + 1 frequencies for a one-sided forward transform (rfft); n real
+// values (last dim 1) for a one-sided inverse one (irfft), whose input holds n / 2 + 1.
 TypesOrError infer_dft(const Node& node) {
   const auto& a = node.attrs_as<DftAttrs>();
   const TensorType& x = in_type(node, 0);
@@ -454,20 +480,77 @@ TypesOrError infer_dft(const Node& node) {
   int64_t rank = static_cast<int64_t>(x.shape->size());
   if (rank < 3 || (!agree(x.shape->back(), Dim(1)) && !agree(x.shape->back(), Dim(2))))
     return fail("the input must be [batch, ..., 1 or 2] of rank 3 or more");
-  if (a.axis == 0 || a.axis == -rank || a.axis >= rank - 1 || a.axis < -rank)
-    return fail(fmt::format("axis {} is not a signal axis", a.axis));
-  size_t axis = static_cast<size_t>(a.axis < 0 ? a.axis + rank : a.axis);
+  std::optional<int64_t> axis = dft_axis(node);
+  if (!axis) return one({x.dtype, unknown_shape(x.shape->size())});
+  Result<int64_t> normalized = normalize_axis(*axis, rank);
+  if (!normalized.ok() || *normalized == 0 || *normalized == rank - 1)
+    return fail(fmt::format("axis {} is not a signal axis", *axis));
+  bool irfft = a.inverse && a.onesided;
   Shape out = *x.shape;
-  out.back() = 2;
-  Dim length = out[axis];
-  if (const Value* l = node.input(1)) {
-    std::optional<Ints> given = constant_ints(l);
-    length = given && given->size() == 1 ? Dim((*given)[0]) : Dim::unknown();
-  }
-  out[axis] = a.onesided && length.is_static() ? Dim(length.value() / 2 + 1)
-              : a.onesided                     ? Dim::unknown()
-                                               : length;
+  out.back() = irfft ? 1 : 2;
+  std::optional<int64_t> length = dft_length(node);
+  if (length && *length < 1) return fail(fmt::format("dft_length {} is not positive", *length));
+  Dim& extent = out[static_cast<size_t>(*normalized)];
+  extent = !length                    ? Dim::unknown()
+           : a.onesided && !a.inverse ? Dim(*length / 2 + 1)
+                                      : Dim(*length);
   return one({x.dtype, out});
+}
+
+Result<StftFrames> stft_frames(const Node& node) {
+  const Shape& signal = *node.inputs[0]->type.shape;
+  std::optional<Ints> step = constant_ints(node.input(1));
+  if (!step || step->size() != 1 || (*step)[0] < 1)
+    return Status::error("frame_step must be a positive constant");
+  StftFrames f;
+  f.step = (*step)[0];
+  if (const Value* length = node.input(3)) {
+    std::optional<Ints> given = constant_ints(length);
+    if (!given || given->size() != 1) return Status::error("frame_length must be a constant");
+    f.length = (*given)[0];
+  } else if (const Value* window = node.input(2)) {
+    f.length = (*window->type.shape)[0].value();
+  } else {
+    f.length = signal[1].value();
+  }
+  const Value* window = node.input(2);
+  if (window && (*window->type.shape)[0].value() != f.length)
+    return Status::error(fmt::format("the window has {} elements, the frames {}",
+                                     (*window->type.shape)[0].value(), f.length));
+  if (f.length < 1 || f.length > signal[1].value())
+    return Status::error(fmt::format("frame_length {} does not fit the signal's {} samples",
+                                     f.length, signal[1].value()));
+  f.count = (signal[1].value() - f.length) / f.step + 1;
+  return f;
+}
+
+// [batch, frames, bins, 2] from the signal [batch, length, 1 or 2]: n / 2 + 1 bins of each
+// frame of n samples when one-sided, n otherwise.
+TypesOrError infer_stft(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  const Value* window = node.input(2);
+  if (!x.shape) return one({x.dtype, unknown_shape(4)});
+  if (x.shape->size() != 3 || (!agree(x.shape->back(), Dim(1)) && !agree(x.shape->back(), Dim(2))))
+    return fail("the signal must be [batch, length, 1 or 2]");
+  if (window && (!window->type.shape || window->type.shape->size() != 1))
+    return fail("the window must be a vector");
+  bool known = x.has_static_shape() && (!window || window->type.has_static_shape()) &&
+               constant_ints(node.input(1)) && (!node.input(3) || constant_ints(node.input(3)));
+  if (!known) return one({x.dtype, unknown_shape(4)});
+  WEFT_ASSIGN_OR_RETURN(StftFrames f, stft_frames(node));
+  int64_t bins = node.attrs_as<DftAttrs>().onesided ? f.length / 2 + 1 : f.length;
+  return one({x.dtype, Shape{(*x.shape)[0], Dim(f.count), Dim(bins), Dim(2)}});
+}
+
+// [dft_length / 2 + 1, num_mel_bins].
+TypesOrError infer_mel_weight_matrix(const Node& node) {
+  DType t = node.attrs_as<CastAttrs>().to;
+  std::optional<Ints> mels = constant_ints(node.inputs[0]);
+  std::optional<Ints> length = constant_ints(node.inputs[1]);
+  if (!mels || !length) return one({t, unknown_shape(2)});
+  if (mels->size() != 1 || length->size() != 1 || (*mels)[0] < 1 || (*length)[0] < 1)
+    return fail("num_mel_bins and dft_length must be positive scalars");
+  return one({t, Shape{Dim((*length)[0] / 2 + 1), Dim((*mels)[0])}});
 }
 
 TypesOrError infer_einsum(const Node& node) {
@@ -685,8 +768,8 @@ const Value* resize_sizes_operand(const Node& node) {
   return node.op_type == "Upsample" ? nullptr : resize_operand(node, 3);
 }
 
-// The axes that the scales or sizes give (opset 18's axes attribute; all by default), or none
-// when one is out of range.
+} // namespace
+
 std::optional<Ints> resize_axes(const Node& node, size_t rank) {
   std::optional<Ints> axes = node.attrs_as<ResizeAttrs>().axes;
   Ints out;
@@ -701,6 +784,8 @@ std::optional<Ints> resize_axes(const Node& node, size_t rank) {
   }
   return out;
 }
+
+namespace {
 
 // The sizes' common scale under keep_aspect_ratio_policy (over the axes they give), or none
 // when they stretch each axis on its own.
@@ -788,15 +873,71 @@ TypesOrError infer_resize(const Node& node) {
   return one({x.dtype, Shape(extents->begin(), extents->end())});
 }
 
-// [N, C, H_out, W_out] from X [N, C, H, W] and the grid [N, H_out, W_out, 2].
+// [N, C, H_out, W_out] from X [N, C, H, W] and the grid [N, H_out, W_out, 2]; likewise with
+// r spatial dims, the grid [N, D1_out, ..., Dr_out, r] (opset 20's N-D form).
 TypesOrError infer_grid_sample(const Node& node) {
   const TensorType& x = in_type(node, 0);
   const TensorType& grid = in_type(node, 1);
-  if (!x.shape || !grid.shape) return one({x.dtype, unknown_shape(4)});
-  if (x.shape->size() != 4 || grid.shape->size() != 4 ||
-      ((*grid.shape)[3].is_static() && (*grid.shape)[3].value() != 2))
-    return fail("GridSample takes a 4-D input and a grid [N, H_out, W_out, 2]");
-  return one({x.dtype, Shape{(*x.shape)[0], (*x.shape)[1], (*grid.shape)[1], (*grid.shape)[2]}});
+  if (!x.shape || !grid.shape) {
+    const auto& known = x.shape ? x.shape : grid.shape;
+    return one({x.dtype, known ? std::optional(unknown_shape(known->size())) : std::nullopt});
+  }
+  size_t rank = x.shape->size();
+  if (rank < 3 || grid.shape->size() != rank ||
+      ((*grid.shape)[rank - 1].is_static() &&
+       (*grid.shape)[rank - 1].value() != static_cast<int64_t>(rank - 2)))
+    return fail("GridSample takes an input [N, C, d1..dr] and a grid [N, D1_out..Dr_out, r]");
+  Shape out = {(*x.shape)[0], (*x.shape)[1]};
+  out.insert(out.end(), grid.shape->begin() + 1, grid.shape->end() - 1);
+  return one({x.dtype, out});
+}
+
+// [num_rois, C, output_height, output_width] from X [N, C, H, W], rois [num_rois, 4] and
+// batch_indices [num_rois].
+TypesOrError infer_roi_align(const Node& node) {
+  const auto& a = node.attrs_as<RoiAlignAttrs>();
+  const TensorType& x = in_type(node, 0);
+  const TensorType& rois = in_type(node, 1);
+  if (x.shape && x.shape->size() != 4) return fail("the input must be [N, C, H, W]");
+  if (rois.shape && (rois.shape->size() != 2 || !agree((*rois.shape)[1], Dim(4))))
+    return fail("rois must be [num_rois, 4]");
+  Dim c = x.shape ? (*x.shape)[1] : Dim::unknown();
+  Dim r = rois.shape ? (*rois.shape)[0] : Dim::unknown();
+  return one({x.dtype, Shape{r, c, Dim(a.output_height), Dim(a.output_width)}});
+}
+
+// [N, M, oh, ow] from X [N, C, H, W], W [M, C / group, kh, kw] and the offsets
+// [N, offset_group * kh * kw * 2, oh, ow] (2-D; the offsets give the output's extents, which
+// must be the convolution's).
+TypesOrError infer_deform_conv(const Node& node) {
+  const auto& a = node.attrs_as<DeformConvAttrs>();
+  const TensorType& x = in_type(node, 0);
+  const TensorType& w = in_type(node, 1);
+  const TensorType& offset = in_type(node, 2);
+  if (!x.has_static_shape() || !w.has_static_shape() || !offset.has_static_shape())
+    return one({x.dtype, x.shape ? std::optional(unknown_shape(x.shape->size())) : std::nullopt});
+  std::vector<int64_t> dx = shape_static_dims(*x.shape), dw = shape_static_dims(*w.shape),
+                       doff = shape_static_dims(*offset.shape);
+  if (dx.size() != 4 || dw.size() != 4 || doff.size() != 4)
+    return fail("DeformConv is implemented for 2-D inputs [N, C, H, W]");
+  if (dx[1] != dw[1] * a.group || dw[0] % a.group != 0 || dx[1] % a.offset_group != 0)
+    return fail("the channels do not split into 'group' and 'offset_group' groups");
+  Ints kernel = a.kernel_shape.empty() ? Ints{dw[2], dw[3]} : a.kernel_shape;
+  if (kernel.size() != 2 || kernel[0] != dw[2] || kernel[1] != dw[3])
+    return fail("kernel_shape must be the weights' spatial extents");
+  if (doff[0] != dx[0] || doff[1] != a.offset_group * kernel[0] * kernel[1] * 2)
+    return fail("the offsets must be [N, offset_group * kh * kw * 2, oh, ow]");
+  for (size_t i = 0; i < 2; ++i) {
+    int64_t dilation = a.dilations.empty() ? 1 : a.dilations[i];
+    int64_t stride = a.strides.empty() ? 1 : a.strides[i];
+    int64_t pads = a.pads.empty() ? 0 : a.pads[i] + a.pads[i + 2];
+    int64_t out = (dx[2 + i] + pads - ((kernel[i] - 1) * dilation + 1)) / stride + 1;
+    if (out != doff[2 + i])
+      return fail(fmt::format("the offsets have {} positions along spatial axis {}, the "
+                              "convolution {}",
+                              doff[2 + i], i, out));
+  }
+  return one({x.dtype, Shape{dx[0], dw[0], doff[2], doff[3]}});
 }
 
 namespace {

@@ -39,6 +39,8 @@ TypesOrError infer_batch_norm(const Node& node);
 TypesOrError infer_top_k(const Node& node);
 TypesOrError infer_einsum(const Node& node);
 TypesOrError infer_dft(const Node& node);
+TypesOrError infer_stft(const Node& node);
+TypesOrError infer_mel_weight_matrix(const Node& node);
 TypesOrError infer_quantize_linear(const Node& node);
 TypesOrError infer_dequantize_linear(const Node& node);
 TypesOrError infer_dynamic_quantize_linear(const Node& node);
@@ -49,6 +51,8 @@ TypesOrError infer_depth_to_space(const Node& node);
 TypesOrError infer_space_to_depth(const Node& node);
 TypesOrError infer_resize(const Node& node);
 TypesOrError infer_grid_sample(const Node& node);
+TypesOrError infer_roi_align(const Node& node);
+TypesOrError infer_deform_conv(const Node& node);
 TypesOrError infer_nll_loss(const Node& node);
 TypesOrError infer_softmax_cross_entropy(const Node& node);
 TypesOrError infer_matmul(const Node& node);
@@ -95,6 +99,22 @@ TypesOrError infer_mvn(const Node& node);
 TypesOrError infer_det(const Node& node);
 TypesOrError infer_optimizer(const Node& node);
 
+// A DFT's signal axis (as given: the attribute, or opset 20's input, -2 when absent), or
+// none when it is an input not known yet.
+std::optional<int64_t> dft_axis(const Node& node);
+// A DFT's transform length n: its dft_length input, else the signal axis's extent (twice the
+// extent less one for a one-sided inverse); none when not known yet.
+std::optional<int64_t> dft_length(const Node& node);
+// The frames of an STFT: "count" of them, "length" samples each, "step" apart.
+struct StftFrames {
+  int64_t count = 0, length = 0, step = 0;
+};
+// Requires the signal's static shape and a constant frame_step (and frame_length, when
+// given); fails when they do not fit.
+Result<StftFrames> stft_frames(const Node& node);
+// The axes that a Resize's roi, scales or sizes give (opset 18's axes attribute, normalized;
+// all by default), or none when one is out of range.
+std::optional<Ints> resize_axes(const Node& node, size_t rank);
 // The scale of each axis of a Resize or Upsample: its constant scales, or its constant sizes
 // over the input's static extents; none when neither is known.
 std::optional<std::vector<double>> resize_scales(const Node& node);

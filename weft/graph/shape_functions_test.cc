@@ -74,6 +74,34 @@ TEST(ShapeFunctions, GathersLossesResizeAndTransposedConvolution) {
     EXPECT_NE(body.find(type), std::string::npos) << type << "\n" << body;
 }
 
+// The signal ops: DFT-20 with the axis an input, forward one-sided (n / 2 + 1 frequencies)
+// and inverse one-sided (n real values from n / 2 + 1); STFT's frames and bins;
+// MelWeightMatrix's [dft_length / 2 + 1, num_mel_bins]; a 5-D GridSample.
+TEST(ShapeFunctions, SignalOpsAndVolumetricGridSample) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 20]>
+    g (float[1, 10, 6, 1] x, float[1, 10, 6, 2] f, float[1, 128, 1] s, float[1, 1, 3, 2, 2] v,
+       float[1, 2, 4, 2, 3] grid, float rate, float low, float high)
+      => (float[1, 10, 4, 2] r, float[1, 10, 10, 1] i, float[1, 15, 9, 2] t, float[9, 8] m,
+          float[1, 1, 2, 4, 2] y) {
+      axis = Constant <value = int64 {2}> ()
+      r = DFT <onesided = 1> (x, , axis)
+      i = DFT <onesided = 1, inverse = 1> (f)
+      step = Constant <value = int64 {8}> ()
+      length = Constant <value = int64 {16}> ()
+      t = STFT (s, step, , length)
+      bins = Constant <value = int32 {8}> ()
+      dft_length = Constant <value = int32 {16}> ()
+      sample_rate = Cast <to = 6> (rate)
+      m = MelWeightMatrix (bins, dft_length, sample_rate, low, high)
+      y = GridSample (v, grid)
+    })");
+  std::string body = testing::print_body(g);
+  for (const char* type : {"%r: f32[1,10,4,2]", "%i: f32[1,10,10,1]", "%t: f32[1,15,9,2]",
+                           "%m: f32[9,8]", "%y: f32[1,1,2,4,2]"})
+    EXPECT_NE(body.find(type), std::string::npos) << type << "\n" << body;
+}
+
 // Shapes that would make an indirect access's affine dims leave a buffer are refused at
 // import, naming the node, instead of reading or writing outside it at run time.
 TEST(ShapeFunctions, IndexedOpsRejectShapesThatWouldLeaveTheData) {

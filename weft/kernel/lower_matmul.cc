@@ -1,5 +1,6 @@
 // MatMul, Gemm and Einsum as generated reductions. Correct, not fast: the design sends
 // contractions to oneDNN (docs/status.md); this keeps models running until that lands.
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
@@ -178,17 +179,25 @@ Result<LoweredNode> lower_einsum(const Node& n, const std::string& name) {
 
 // DFT as a reduction over the signal axis: y[..., k, ..., c] = sum over n of
 // x[..., n, ...] * e^(s 2 pi i k n / N), s = -1 forward and +1 inverse (which also divides by
-// N), c selecting the real or imaginary part; the angle uses k n mod N, in f64.
+// N), c selecting the real or imaginary part; the angle uses k n mod N, in f64. The signal
+// is cut or zero-padded to the transform length N (only n < min(N, extent) contribute). A
+// one-sided inverse (irfft) sums the n / 2 + 1 given frequencies of a Hermitian spectrum:
+// y[t] = (1 / N) sum over k of w_k Re(x[k] e^(2 pi i k t / N)), w_k = 1 for k = 0 and k = N / 2
+// (their conjugates are themselves), 2 for the others (which stand for their conjugates too).
 Result<LoweredNode> lower_dft(const Node& n, const std::string& name) {
   const auto& a = n.attrs_as<DftAttrs>();
-  if (n.input(1)) return Status::error("DFT with a dft_length input is not supported yet");
   const Value* x = n.inputs[0];
   const Value* y = n.outputs[0];
   const Shape& xs = *x->type.shape;
   const Shape& ys = *y->type.shape;
   int rank = static_cast<int>(ys.size());
-  int axis = static_cast<int>(a.axis < 0 ? a.axis + rank : a.axis);
-  int64_t len = xs[static_cast<size_t>(axis)].value();
+  std::optional<int64_t> given_axis = dft_axis(n);
+  std::optional<int64_t> length = dft_length(n);
+  if (!given_axis || !length) return Status::error("DFT axis or dft_length known only at run time");
+  int axis = static_cast<int>(*given_axis < 0 ? *given_axis + rank : *given_axis);
+  bool irfft = a.inverse && a.onesided;
+  int64_t extent = xs[static_cast<size_t>(axis)].value();
+  int64_t terms = std::min(extent, irfft ? *length / 2 + 1 : *length);
   bool complex = xs.back().value() == 2;
   constexpr DType kF64 = DType::kF64, kI64 = DType::kI64;
   KernelBuilder k(name);
@@ -199,7 +208,7 @@ Result<LoweredNode> lower_dft(const Node& n, const std::string& name) {
   StatementBuilder init("init", ys);
   k.add(init.store(init.constant(0, kF64), acc, all));
   Shape domain = ys;
-  domain.push_back(len); // n: iterator "rank"
+  domain.push_back(terms); // n: iterator "rank"
   StatementBuilder b("dft", domain);
   auto c = [&](double v) { return b.constant(v, kF64); };
   auto part = [&](int component) {
@@ -211,11 +220,11 @@ Result<LoweredNode> lower_dft(const Node& n, const std::string& name) {
   int re = part(0), im = complex ? part(1) : c(0);
   int kn = b.op(ExprOp::kMod, kI64,
                 {b.op(ExprOp::kMul, kI64, {b.iterator(axis), b.iterator(rank)}),
-                 b.constant(static_cast<double>(len), kI64)});
+                 b.constant(static_cast<double>(*length), kI64)});
   double sign = a.inverse ? 1 : -1;
-  int angle = b.op(
-      ExprOp::kMul, kF64,
-      {b.op(ExprOp::kCast, kF64, {kn}), c(2 * 3.14159265358979323846 / static_cast<double>(len))});
+  int angle = b.op(ExprOp::kMul, kF64,
+                   {b.op(ExprOp::kCast, kF64, {kn}),
+                    c(2 * 3.14159265358979323846 / static_cast<double>(*length))});
   int cos = b.op(ExprOp::kCos, kF64, {angle});
   int sin = b.op(ExprOp::kMul, kF64, {c(sign), b.op(ExprOp::kSin, kF64, {angle})});
   auto sub = [&](int p, int q) { return b.op(ExprOp::kSub, kF64, {p, q}); };
@@ -223,8 +232,18 @@ Result<LoweredNode> lower_dft(const Node& n, const std::string& name) {
   int real = sub(mul(re, cos), mul(im, sin));
   int imag = b.op(ExprOp::kAdd, kF64, {mul(re, sin), mul(im, cos)});
   int is_real = b.op(ExprOp::kEq, DType::kBool, {b.iterator(rank - 1), b.constant(0, kI64)});
-  int v = b.op(ExprOp::kSelect, kF64, {is_real, real, imag});
-  if (a.inverse) v = b.op(ExprOp::kDiv, kF64, {v, c(static_cast<double>(len))});
+  int v = b.op(ExprOp::kSelect, kF64, {is_real, real, imag}); // irfft: always the real part
+  if (irfft) {
+    int freq = b.iterator(rank);
+    auto eq = [&](int p, int64_t q) {
+      return b.op(ExprOp::kEq, DType::kBool, {p, b.constant(static_cast<double>(q), kI64)});
+    };
+    int self_conjugate =
+        b.op(ExprOp::kOr, DType::kBool,
+             {eq(freq, 0), *length % 2 == 0 ? eq(freq, *length / 2) : b.constant(0, DType::kBool)});
+    v = mul(v, b.op(ExprOp::kSelect, kF64, {self_conjugate, c(1), c(2)}));
+  }
+  if (a.inverse) v = b.op(ExprOp::kDiv, kF64, {v, c(static_cast<double>(*length))});
   k.add(b.store(v, acc, all, Combine::kSum));
   StatementBuilder fin("finish", ys);
   int r = fin.load(acc, all, kF64);

@@ -95,7 +95,7 @@ bool admits_symbolic_shapes(const Node& n) {
 
 bool can_lower(const Node& n) {
   if (n.op_type == "ConvInteger") return true;
-  if (n.op_type == "DFT") return !n.input(1);                       // no dft_length yet
+  if (n.op_type == "DFT") return dft_axis(n) && dft_length(n);      // constant operands
   if (n.op_type == "QLinearMatMul" || n.op_type == "QLinearConv") { // per-tensor scales only
     for (size_t i : {1, 4, 6}) {
       const Value* scale = n.input(i);
@@ -104,7 +104,11 @@ bool can_lower(const Node& n) {
     DType t = n.outputs[0]->type.dtype;
     return t == DType::kU8 || t == DType::kI8;
   }
-  if (n.op_type == "Conv" || n.op_type == "ConvTranspose")
+  if (n.op_type == "Conv") { // f16 and bf16 accumulate in f32
+    DType t = n.outputs[0]->type.dtype;
+    return t == DType::kF16 || t == DType::kBF16 || t == DType::kF32 || t == DType::kF64;
+  }
+  if (n.op_type == "ConvTranspose")
     return n.outputs[0]->type.dtype == DType::kF32 || n.outputs[0]->type.dtype == DType::kF64;
   if (n.op_type == "AveragePool" || n.op_type == "MaxPool") return true;
   if (n.op_type == "MaxUnpool") return n.outputs[0]->type.has_static_shape();
@@ -117,6 +121,7 @@ bool can_lower(const Node& n) {
                                                  "BatchNormalization",
                                                  "BlackmanWindow",
                                                  "Concat",
+                                                 "DeformConv",
                                                  "DepthToSpace",
                                                  "Det",
                                                  "DequantizeLinear",
@@ -155,6 +160,7 @@ bool can_lower(const Node& n) {
                                                  "ReduceSum",
                                                  "ReduceSumSquare",
                                                  "ReverseSequence",
+                                                 "RoiAlign",
                                                  "Scatter",
                                                  "ScatterElements",
                                                  "ScatterND",
@@ -222,6 +228,8 @@ Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
   if (op == "TopK") return lower_top_k(n, name);
   if (op == "Resize" || op == "Upsample") return lower_resize(n, name);
   if (op == "GridSample") return lower_grid_sample(n, name);
+  if (op == "RoiAlign") return lower_roi_align(n, name);
+  if (op == "DeformConv") return lower_deform_conv(n, name);
   if (op == "LRN") return lower_lrn(n, name);
   if (op == "MaxUnpool") return lower_max_unpool(n, name);
   if (op == "ReverseSequence") return lower_reverse_sequence(n, name);

@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "tests/testing/onnx_text.h"
@@ -118,6 +119,77 @@ TEST(LowerNode, NearestResizeComputesTheSourceIndex) {
             "  out b1: f32[2,6]\n"
             "  resize_nearest[i0 < 2, i1 < 6]: b1[i0, i1] = b0[i0, clamp(i64(((ceil((f64(i1) / 2)) "
             "- 1) + select((((f64(i1) / 2) - (ceil((f64(i1) / 2)) - 1)) > 0.5), 1, 0))))]\n");
+}
+
+// Antialiased linear downsampling by 2 stretches the filter to 4 taps per axis (2 without).
+TEST(LowerNode, AntialiasResizeWidensTheFilterWhenDownsampling) {
+  for (int antialias : {0, 1}) {
+    std::string kernel = lowered(fmt::format(R"(
+      <ir_version: 8, opset_import: ["" : 18]>
+      g (float[1, 8] x) => (float[1, 4] y) {{
+        scales = Constant <value = float[2] {{1.0, 0.5}}> ()
+        y = Resize <mode = "linear", antialias = {}> (x, , scales)
+      }})",
+                                             antialias));
+    std::string domain = antialias ? "resize_taps[i0 < 1, i1 < 4, i2 < 4]"
+                                   : "resize_taps[i0 < 1, i1 < 4, i2 < 2]";
+    EXPECT_NE(kernel.find(domain), std::string::npos) << kernel;
+  }
+}
+
+// Wrap padding reads the input at the position modulo its extent.
+TEST(LowerNode, WrapPadReadsModuloTheExtent) {
+  EXPECT_EQ(lowered(R"(
+    <ir_version: 8, opset_import: ["" : 19]>
+    g (float[2, 3] x) => (float[2, 7] y) {
+      pads = Constant <value = int64[4] {0, 2, 0, 2}> ()
+      y = Pad <mode = "wrap"> (x, pads)
+    })"),
+            "kernel k\n"
+            "  in b0: f32[2,3]\n"
+            "  out b1: f32[2,7]\n"
+            "  wrap[i0 < 2, i1 < 7]: b1[i0, i1] = b0[i0, clamp(mod((i1 - 2), 3))]\n");
+}
+
+// CRD puts each channel's block before the next channel.
+TEST(LowerNode, SpaceToDepthCrdKeepsEachChannelsBlockTogether) {
+  EXPECT_EQ(lowered(R"(
+    <ir_version: 8, opset_import: ["" : 28]>
+    g (float[1, 2, 4, 6] x) => (float[1, 8, 2, 3] y) {
+      y = SpaceToDepth <blocksize = 2, mode = "CRD"> (x)
+    })"),
+            "kernel k\n"
+            "  in b0: f32[1,2,4,6]\n"
+            "  out b1: f32[1,8,2,3]\n"
+            "  space_to_depth[i0 < 1, i1 < 2, i2 < 2, i3 < 2, i4 < 3, i5 < 2]: "
+            "b1[i0, 4*i1 + 2*i3 + i5, i2, i4] = b0[i0, i1, 2*i2 + i3, 2*i4 + i5]\n");
+}
+
+// A kept axis of extent 0: the accumulator index has no term for the iterators outside it.
+TEST(LowerNode, ReductionWithAnEmptyKeptAxis) {
+  EXPECT_EQ(lowered(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2, 0, 4] x) => (float[2, 0, 1] y) {
+      axes = Constant <value = int64[1] {2}> ()
+      y = ReduceSum (x, axes)
+    })"),
+            "kernel k\n"
+            "  in b0: f32[2,0,4]\n"
+            "  temp t1: f32[0]\n"
+            "  out b2: f32[2,0,1]\n"
+            "  init[i0 < 2, i1 < 0]: t1[i1] = 0\n"
+            "  update[i0 < 2, i1 < 0, i2 < 4]: t1[i1] += b0[i0, i1, i2]\n"
+            "  finish[i0 < 2, i1 < 0]: b2[i0, i1, 0] = t1[i1]\n");
+}
+
+// A one-sided inverse DFT sums the 6 given frequencies into 10 real values.
+TEST(LowerNode, InverseOneSidedDftSumsTheGivenFrequencies) {
+  std::string kernel = lowered(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[1, 6, 2] x) => (float[1, 10, 1] y) {
+      y = DFT <axis = 1, inverse = 1, onesided = 1> (x)
+    })");
+  EXPECT_NE(kernel.find("dft[i0 < 1, i1 < 10, i2 < 1, i3 < 6]"), std::string::npos) << kernel;
 }
 
 // A repeated label reads a diagonal; the ellipsis dims broadcast (extent 1 reads index 0).

@@ -51,6 +51,8 @@ Result<LoweredNode> lower_cum_sum(const Node& n, const std::string& name);
 Result<LoweredNode> lower_top_k(const Node& n, const std::string& name);
 Result<LoweredNode> lower_resize(const Node& n, const std::string& name);
 Result<LoweredNode> lower_grid_sample(const Node& n, const std::string& name);
+Result<LoweredNode> lower_roi_align(const Node& n, const std::string& name);
+Result<LoweredNode> lower_deform_conv(const Node& n, const std::string& name);
 Result<LoweredNode> lower_quantize_linear(const Node& n, const std::string& name);
 Result<LoweredNode> lower_dequantize_linear(const Node& n, const std::string& name);
 Result<LoweredNode> lower_dynamic_quantize_linear(const Node& n, const std::string& name);

@@ -45,7 +45,8 @@ private:
     return row_major(in, keep);
   }
   // The row-major position of the iterators "keep" selects within "shape". Strides are
-  // static: only the outermost dim may be symbolic (lower_node admits no other).
+  // static: only the outermost dim may be symbolic (lower_node admits no other). Outside an
+  // inner dim of extent 0 the stride is 0: there are no positions, and no term.
   static AffineExpr row_major(const Shape& shape, const std::vector<bool>& keep) {
     AffineExpr e;
     Dim stride = 1;
@@ -53,7 +54,8 @@ private:
       if (!keep[i]) continue;
       if (shape[i] != Dim(1)) {
         WEFT_CHECK(stride.is_static(), "a symbolic dim inside a reduction's view");
-        e.terms.insert(e.terms.begin(), {static_cast<int>(i), stride.value()});
+        if (stride.value() != 0)
+          e.terms.insert(e.terms.begin(), {static_cast<int>(i), stride.value()});
       }
       stride = dim_mul(stride, shape[i]);
     }

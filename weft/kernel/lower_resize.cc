@@ -1,13 +1,18 @@
-// Resize, Upsample and GridSample: each output element reads input elements around its
-// source coordinate, through indirect loads whose indices are computed (from the output
-// position, or from the grid's values).
+// Resize, Upsample, GridSample and RoiAlign: each output element reads input elements around
+// its source coordinate, through indirect loads whose indices are computed (from the output
+// position, or from the grid's or the rois' values).
 //
 // Along each resized axis, the source coordinate x (in f64, as ONNX's reference computes it)
 // splits as x = base + r with base = ceil(x) - 1 and r in (0, 1]; the taps are base,
 // base + 1 (nearest, linear) or base - 1 ... base + 2 (cubic), clamped into the input, as the
 // reference's edge padding does. Nearest loads the chosen tap; linear and cubic sum
 // coefficient * element over a domain extended by one tap iterator per resized axis, in f64.
+// With antialias, a downsampling axis (scale < 1) stretches the linear or cubic filter by
+// 1 / scale: its taps widen to base + 1 - n / 2 ... base + n / 2 and their coefficients, the
+// filter at (tap - x) * scale, are normalized to sum to 1.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -26,6 +31,7 @@ struct ResizedAxis {
   int dim = 0;
   double scale = 1;
   int64_t in_extent = 1;
+  int64_t out_extent = 1;
   double roi_start = 0, roi_end = 1; // tf_crop_and_resize only
 };
 
@@ -54,6 +60,12 @@ int source_coordinate(Arith& f, const ResizeAttrs& a, const ResizedAxis& ax, int
       return out_width == 1 ? f.c(0) : f.div(f.mul(o, f.c(in - 1)), f.c(out_width - 1));
     case ResizeCoordinates::kAsymmetric: return f.div(o, f.c(ax.scale));
     case ResizeCoordinates::kTfHalfPixelForNn: return f.div(f.add(o, f.c(0.5)), f.c(ax.scale));
+    case ResizeCoordinates::kHalfPixelSymmetric: {
+      // half_pixel, shifted so that the output's center maps to the input's when the output
+      // extent was rounded down from scale * in.
+      double adjustment = static_cast<double>(ax.out_extent) / out_width;
+      return f.add(f.c(in / 2 * (1 - adjustment)), half_pixel());
+    }
     case ResizeCoordinates::kTfCropAndResize: {
       double extent = ax.roi_end - ax.roi_start;
       int x = out_width == 1 ? f.c(extent * (in - 1) / 2)
@@ -92,6 +104,53 @@ std::vector<int> cubic_coefficients(Arith& f, int r, double a) {
   return {outer(f.add(r, f.c(1))), inner(r), inner(s), outer(f.add(s, f.c(1)))};
 }
 
+// The taps of a linear or cubic filter along one axis: "count" of them, the first at
+// base + "first" (base = ceil(x) - 1). "stretch" (antialias while downsampling: the scale,
+// below 1) widens the filter by 1 / stretch; 1 leaves it.
+struct AxisFilter {
+  int first = 0;
+  int count = 2;
+  double stretch = 1;
+};
+
+AxisFilter axis_filter(const ResizeAttrs& a, const ResizedAxis& ax) {
+  double support = a.mode == ResizeMode::kLinear ? 1 : 2; // the filter's half width
+  double stretch = a.antialias && ax.scale < 1 ? ax.scale : 1;
+  int first = static_cast<int>(std::floor(-support / stretch)) + 1;
+  return {first, 2 - 2 * first, stretch};
+}
+
+// The coefficients of the taps of "filter" at ratio "r": the filter at (tap - x) * stretch,
+// normalized to sum to 1 (the reference's _linear_coeffs_antialias and
+// _cubic_coeffs_antialias).
+std::vector<int> stretched_coefficients(Arith& f, const ResizeAttrs& a, const AxisFilter& filter,
+                                        int r) {
+  double ca = a.cubic_coeff_a;
+  std::vector<int> coeffs;
+  int sum = f.c(0);
+  for (int j = 0; j < filter.count; ++j) {
+    int d =
+        f.b.op(ExprOp::kAbs, kF64, {f.mul(f.sub(f.c(filter.first + j), r), f.c(filter.stretch))});
+    int w;
+    if (a.mode == ResizeMode::kLinear) { // max(0, 1 - |d|)
+      w = f.b.op(ExprOp::kMax, kF64, {f.sub(f.c(1), d), f.c(0)});
+    } else { // the cubic convolution kernel, 0 from |d| = 2 on
+      int d2 = f.mul(d, d), d3 = f.mul(d2, d);
+      int inner = f.add(f.sub(f.mul(f.c(ca + 2), d3), f.mul(f.c(ca + 3), d2)), f.c(1));
+      int outer =
+          f.sub(f.add(f.sub(f.mul(f.c(ca), d3), f.mul(f.c(5 * ca), d2)), f.mul(f.c(8 * ca), d)),
+                f.c(4 * ca));
+      w = f.select(f.cmp(ExprOp::kLe, d, f.c(1)), inner,
+                   f.select(f.cmp(ExprOp::kLt, d, f.c(2)), outer, f.c(0)));
+    }
+    coeffs.push_back(w);
+    sum = f.add(sum, w);
+  }
+  for (int& w : coeffs)
+    w = f.div(w, sum);
+  return coeffs;
+}
+
 // "values"[tap], for an i64 node "tap" in [0, values.size()).
 int pick(Arith& f, int tap, const std::vector<int>& values) {
   int v = values.back();
@@ -108,17 +167,22 @@ Result<std::vector<ResizedAxis>> resized_axes(const Node& n) {
   const Shape& in = *n.inputs[0]->type.shape;
   std::optional<std::vector<double>> scales = resize_scales(n);
   if (!scales) return Status::error("Resize scales or sizes known only at run time");
+  const Shape& out = *n.outputs[0]->type.shape;
   bool crop = a.coordinate_transformation_mode == ResizeCoordinates::kTfCropAndResize;
   const Value* roi = n.op_type == "Resize" ? n.input(1) : nullptr;
-  if (crop && (!roi || !roi->is_constant() ||
-               roi->constant->num_elements() != 2 * static_cast<int64_t>(in.size())))
-    return Status::error("tf_crop_and_resize needs a constant roi of 2 * rank elements");
+  // The roi gives [starts, ends] of the axes that the scales or sizes give.
+  Ints given = n.op_type == "Resize" ? resize_axes(n, in.size()).value_or(Ints{}) : Ints{};
+  auto num_given = static_cast<int64_t>(given.size());
+  if (crop && (!roi || !roi->is_constant() || roi->constant->num_elements() != 2 * num_given))
+    return Status::error("tf_crop_and_resize needs a constant roi of 2 * len(axes) elements");
   std::vector<ResizedAxis> axes;
   for (size_t d = 0; d < in.size(); ++d) {
-    ResizedAxis ax{static_cast<int>(d), (*scales)[d], in[d].value()};
-    if (crop) {
-      ax.roi_start = roi->constant->get_double(static_cast<int64_t>(d));
-      ax.roi_end = roi->constant->get_double(static_cast<int64_t>(d + in.size()));
+    ResizedAxis ax{static_cast<int>(d), (*scales)[d], in[d].value(), out[d].value()};
+    auto at = std::find(given.begin(), given.end(), static_cast<int64_t>(d));
+    if (crop && at != given.end()) {
+      int64_t i = at - given.begin();
+      ax.roi_start = roi->constant->get_double(i);
+      ax.roi_end = roi->constant->get_double(i + num_given);
     }
     if (ax.scale != 1 || ax.roi_start != 0 || ax.roi_end != 1) axes.push_back(ax);
   }
@@ -163,14 +227,15 @@ Result<LoweredNode> lower_resize(const Node& n, const std::string& name) {
     return k.lowered();
   }
   // Linear and cubic: acc[p] = sum over taps of prod(coefficients) * x[taps], in f64.
-  int taps = a.mode == ResizeMode::kLinear ? 2 : 4;
-  int first_tap = a.mode == ResizeMode::kLinear ? 0 : -1; // relative to base
+  std::vector<AxisFilter> filters;
+  for (const ResizedAxis& ax : axes)
+    filters.push_back(axis_filter(a, ax));
   int acc = k.temp(kF64, shape);
   StatementBuilder init("init", shape);
   k.add(init.store(init.constant(0, kF64), acc, iterators(rank)));
   Shape domain = shape;
-  for (size_t i = 0; i < axes.size(); ++i)
-    domain.push_back(taps);
+  for (const AxisFilter& filter : filters)
+    domain.push_back(filter.count);
   StatementBuilder b("resize_taps", domain);
   Arith f{b};
   std::vector<AffineExpr> index = iterators(rank);
@@ -178,20 +243,22 @@ Result<LoweredNode> lower_resize(const Node& n, const std::string& name) {
   int weight = f.c(1);
   for (size_t i = 0; i < axes.size(); ++i) {
     const ResizedAxis& ax = axes[i];
+    const AxisFilter& filter = filters[i];
     int xo = source_coordinate(f, a, ax, ax.dim);
     int base = f.sub(b.op(ExprOp::kCeil, kF64, {xo}), f.c(1));
     int r = f.sub(xo, base);
-    std::vector<int> coeffs = a.mode == ResizeMode::kLinear
+    std::vector<int> coeffs = filter.stretch != 1 ? stretched_coefficients(f, a, filter, r)
+                              : a.mode == ResizeMode::kLinear
                                   ? std::vector<int>{f.sub(f.c(1), r), r}
                                   : cubic_coefficients(f, r, a.cubic_coeff_a);
     int tap = b.iterator(static_cast<int>(rank + i));
     int idx = b.op(ExprOp::kAdd, kI64,
                    {b.op(ExprOp::kCast, kI64, {base}),
-                    b.op(ExprOp::kAdd, kI64, {tap, b.constant(first_tap, kI64)})});
+                    b.op(ExprOp::kAdd, kI64, {tap, b.constant(filter.first, kI64)})});
     if (a.exclude_outside) { // taps outside the input weigh 0; the rest are renormalized
       int sum = f.c(0);
-      for (int j = 0; j < taps; ++j) {
-        int pos = f.add(base, f.c(first_tap + j));
+      for (int j = 0; j < filter.count; ++j) {
+        int pos = f.add(base, f.c(filter.first + j));
         int inside = b.op(ExprOp::kAnd, DType::kBool,
                           {f.cmp(ExprOp::kGe, pos, f.c(0)),
                            f.cmp(ExprOp::kLe, pos, f.c(static_cast<double>(ax.in_extent - 1)))});
@@ -262,7 +329,8 @@ int pad_coordinate(Arith& f, int x, int64_t extent, const GridSampleAttrs& a) {
 
 // y[n, c, h, w] = sum over taps of weight * x[n, c, tap_y, tap_x], the taps around the grid's
 // point (grid[n, h, w] = (x, y)); a tap outside the input reads 0. Over the domain
-// [N, C, H_out, W_out, tap_y, tap_x], accumulated in f64.
+// [N, C, H_out, W_out, tap_y, tap_x], accumulated in f64. A 5-D input reads the same with
+// depth: grid[n, d, h, w] = (x, y, z) and one more tap iterator.
 Result<LoweredNode> lower_grid_sample(const Node& n, const std::string& name) {
   const auto& a = n.attrs_as<GridSampleAttrs>();
   const Value* x = n.inputs[0];
@@ -270,7 +338,11 @@ Result<LoweredNode> lower_grid_sample(const Node& n, const std::string& name) {
   const Value* y = n.outputs[0];
   const Shape& shape = *y->type.shape;
   const Shape& xs = *x->type.shape;
-  std::vector<GridAxis> axes = {{xs[2].value(), 1}, {xs[3].value(), 0}};
+  size_t rank = xs.size();
+  int spatial = static_cast<int>(rank) - 2;
+  std::vector<GridAxis> axes; // the grid's last component addresses the first spatial axis
+  for (int i = 0; i < spatial; ++i)
+    axes.push_back({xs[static_cast<size_t>(2 + i)].value(), spatial - 1 - i});
   int taps = a.mode == GridSampleMode::kNearest ? 1 : a.mode == GridSampleMode::kBilinear ? 2 : 4;
   KernelBuilder k(name);
   int in = k.buffer(x, BufferRole::kInput);
@@ -278,10 +350,10 @@ Result<LoweredNode> lower_grid_sample(const Node& n, const std::string& name) {
   int out = k.buffer(y, BufferRole::kOutput);
   int acc = k.temp(kF64, shape);
   StatementBuilder init("init", shape);
-  k.add(init.store(init.constant(0, kF64), acc, iterators(4)));
+  k.add(init.store(init.constant(0, kF64), acc, iterators(rank)));
   Shape domain = shape;
-  domain.push_back(taps);
-  domain.push_back(taps);
+  for (int i = 0; i < spatial; ++i)
+    domain.push_back(taps);
   StatementBuilder b("grid_sample", domain);
   Arith f{b};
   std::vector<IndirectIndex> indirect;
@@ -289,12 +361,14 @@ Result<LoweredNode> lower_grid_sample(const Node& n, const std::string& name) {
   int inside = b.constant(1, DType::kBool);
   for (size_t i = 0; i < axes.size(); ++i) {
     const GridAxis& ax = axes[i];
-    int g = load_as(b, bg,
-                    {AffineExpr::iterator(0), AffineExpr::iterator(2), AffineExpr::iterator(3),
-                     AffineExpr::constant_of(ax.component)},
-                    grid->type.dtype, kF64);
+    std::vector<AffineExpr> at = {AffineExpr::iterator(0)}; // grid[n, spatial..., component]
+    for (int d = 0; d < spatial; ++d)
+      at.push_back(AffineExpr::iterator(2 + d));
+    at.push_back(AffineExpr::constant_of(ax.component));
+    int g = load_as(b, bg, at, grid->type.dtype, kF64);
+    int tap_iterator = static_cast<int>(rank + i);
     int coord = unnormalize(f, g, ax.extent, a.align_corners);
-    int tap = b.op(ExprOp::kCast, kF64, {b.iterator(static_cast<int>(4 + i))});
+    int tap = b.op(ExprOp::kCast, kF64, {b.iterator(tap_iterator)});
     int pos; // the tap's coordinate, before the bounds check
     if (a.mode == GridSampleMode::kNearest) {
       pos = b.op(ExprOp::kRound, kF64, {pad_coordinate(f, coord, ax.extent, a)});
@@ -303,13 +377,12 @@ Result<LoweredNode> lower_grid_sample(const Node& n, const std::string& name) {
       int base = b.op(ExprOp::kFloor, kF64, {coord});
       int r = f.sub(coord, base);
       pos = f.add(base, tap);
-      weight = f.mul(weight, pick(f, b.iterator(static_cast<int>(4 + i)), {f.sub(f.c(1), r), r}));
+      weight = f.mul(weight, pick(f, b.iterator(tap_iterator), {f.sub(f.c(1), r), r}));
     } else { // bicubic: each tap's coordinate is padded on its own
       int base = b.op(ExprOp::kFloor, kF64, {coord});
       int r = f.sub(coord, base);
       pos = pad_coordinate(f, f.add(f.sub(base, f.c(1)), tap), ax.extent, a);
-      weight = f.mul(weight,
-                     pick(f, b.iterator(static_cast<int>(4 + i)), cubic_coefficients(f, r, -0.75)));
+      weight = f.mul(weight, pick(f, b.iterator(tap_iterator), cubic_coefficients(f, r, -0.75)));
     }
     int idx = b.op(ExprOp::kCast, kI64, {pos});
     int within = b.op(ExprOp::kAnd, DType::kBool,
@@ -318,13 +391,87 @@ Result<LoweredNode> lower_grid_sample(const Node& n, const std::string& name) {
     inside = b.op(ExprOp::kAnd, DType::kBool, {inside, within});
     indirect.push_back({static_cast<int>(2 + i), idx, IndexWrap::kClamp});
   }
+  std::vector<AffineExpr> x_index = {AffineExpr::iterator(0), AffineExpr::iterator(1)};
+  x_index.resize(rank, AffineExpr::constant_of(0)); // the spatial indices are indirect
+  int v = b.gather(in, x_index, indirect, x->type.dtype);
+  if (x->type.dtype != kF64) v = b.op(ExprOp::kCast, kF64, {v});
+  v = f.select(inside, v, f.c(0));
+  k.add(b.store(f.mul(weight, v), acc, iterators(rank), Combine::kSum));
+  StatementBuilder fin("finish", shape);
+  int r = fin.load(acc, iterators(rank), kF64);
+  if (y->type.dtype != kF64) r = fin.op(ExprOp::kCast, y->type.dtype, {r});
+  k.add(fin.store(r, out, iterators(rank)));
+  return k.lowered();
+}
+
+// y[r, c, ph, pw] = the average (max) over a sampling_ratio^2 grid of points in bin (ph, pw) of
+// roi r of the bilinear interpolation at each point (of the largest of its four weighted
+// taps, as the reference computes max mode), reading x[batch_indices[r], c]. Over the domain
+// [R, C, ph, pw, iy, ix, tap_y, tap_x], in f64. A point more than a pixel outside the input
+// weighs 0; one within it reads the clamped border.
+Result<LoweredNode> lower_roi_align(const Node& n, const std::string& name) {
+  const auto& a = n.attrs_as<RoiAlignAttrs>();
+  const Value* x = n.inputs[0];
+  const Value* rois = n.inputs[1];
+  const Value* batch = n.inputs[2];
+  const Value* y = n.outputs[0];
+  const Shape& shape = *y->type.shape;
+  const Shape& xs = *x->type.shape;
+  int64_t samples = a.sampling_ratio;
+  KernelBuilder k(name);
+  int in = k.buffer(x, BufferRole::kInput);
+  int br = k.buffer(rois, BufferRole::kInput);
+  int bb = k.buffer(batch, BufferRole::kInput);
+  int out = k.buffer(y, BufferRole::kOutput);
+  int acc = k.temp(kF64, shape);
+  StatementBuilder init("init", shape);
+  double none = a.max ? -std::numeric_limits<double>::infinity() : 0;
+  k.add(init.store(init.constant(none, kF64), acc, iterators(4)));
+  Shape domain = shape;
+  domain.insert(domain.end(), {samples, samples, 2, 2});
+  StatementBuilder b("roi_align", domain);
+  Arith f{b};
+  auto roi = [&](int i) {
+    return load_as(b, br, {AffineExpr::iterator(0), AffineExpr::constant_of(i)}, rois->type.dtype,
+                   kF64);
+  };
+  auto as_f64 = [&](int it) { return b.op(ExprOp::kCast, kF64, {b.iterator(it)}); };
+  std::vector<IndirectIndex> indirect = {
+      {0, load_as(b, bb, {AffineExpr::iterator(0)}, batch->type.dtype, kI64), IndexWrap::kClamp}};
+  int weight = f.c(1);
+  for (int axis = 0; axis < 2; ++axis) { // y from the rois' entries 1 and 3, x from 0 and 2
+    double extent = static_cast<double>(xs[static_cast<size_t>(2 + axis)].value());
+    double offset = a.half_pixel ? 0.5 : 0;
+    int start = f.sub(f.mul(roi(1 - axis), f.c(a.spatial_scale)), f.c(offset));
+    int size = f.sub(f.sub(f.mul(roi(3 - axis), f.c(a.spatial_scale)), f.c(offset)), start);
+    if (!a.half_pixel) size = b.op(ExprOp::kMax, kF64, {size, f.c(1)});
+    int bin = f.div(size, f.c(static_cast<double>(axis == 0 ? a.output_height : a.output_width)));
+    int pos = f.add(
+        f.add(start, f.mul(as_f64(2 + axis), bin)),
+        f.div(f.mul(f.add(as_f64(4 + axis), f.c(0.5)), bin), f.c(static_cast<double>(samples))));
+    int outside = b.op(ExprOp::kOr, DType::kBool,
+                       {f.cmp(ExprOp::kLt, pos, f.c(-1)), f.cmp(ExprOp::kGt, pos, f.c(extent))});
+    pos = b.op(ExprOp::kMax, kF64, {pos, f.c(0)});
+    int low = b.op(ExprOp::kFloor, kF64, {pos});
+    int at_end = f.cmp(ExprOp::kGe, low, f.c(extent - 1)); // both taps on the last row
+    low = f.select(at_end, f.c(extent - 1), low);
+    pos = f.select(at_end, f.c(extent - 1), pos);
+    int high = f.select(at_end, low, f.add(low, f.c(1)));
+    int r = f.sub(pos, low);
+    int tap = b.iterator(6 + axis);
+    weight = f.mul(weight, f.select(outside, f.c(0), pick(f, tap, {f.sub(f.c(1), r), r})));
+    int first = b.op(ExprOp::kEq, DType::kBool, {tap, b.constant(0, kI64)});
+    indirect.push_back(
+        {2 + axis, b.op(ExprOp::kCast, kI64, {f.select(first, low, high)}), IndexWrap::kClamp});
+  }
   int v = b.gather(in,
-                   {AffineExpr::iterator(0), AffineExpr::iterator(1), AffineExpr::constant_of(0),
+                   {AffineExpr::constant_of(0), AffineExpr::iterator(1), AffineExpr::constant_of(0),
                     AffineExpr::constant_of(0)},
                    indirect, x->type.dtype);
   if (x->type.dtype != kF64) v = b.op(ExprOp::kCast, kF64, {v});
-  v = f.select(inside, v, f.c(0));
-  k.add(b.store(f.mul(weight, v), acc, iterators(4), Combine::kSum));
+  int term = f.mul(weight, v);
+  if (!a.max) term = f.div(term, f.c(static_cast<double>(samples * samples)));
+  k.add(b.store(term, acc, iterators(4), a.max ? Combine::kMax : Combine::kSum));
   StatementBuilder fin("finish", shape);
   int r = fin.load(acc, iterators(4), kF64);
   if (y->type.dtype != kF64) r = fin.op(ExprOp::kCast, y->type.dtype, {r});

@@ -57,13 +57,14 @@ Result<LoweredNode> lower_conv(const Node& n, const std::string& name) {
   int64_t batch = (*y->type.shape)[0].value(), m_total = ws[0].value(), cg = ws[1].value();
   int64_t mg = m_total / a.group;
   size_t spatial = win.size();
-  DType t = qlinear ? DType::kI32 : y->type.dtype;
+  // QLinearConv sums in i32, f16 and bf16 in f32.
+  DType t = qlinear ? DType::kI32 : accumulator_type(y->type.dtype);
   KernelBuilder k(name);
   int bx = k.buffer(x, BufferRole::kInput);
   int bw = k.buffer(w, BufferRole::kInput);
   int bb = b ? k.buffer(b, BufferRole::kInput) : -1;
   int out = k.buffer(y, BufferRole::kOutput);
-  int by = qlinear ? k.temp(t, *y->type.shape) : out; // QLinearConv sums in i32
+  int by = t != y->type.dtype ? k.temp(t, *y->type.shape) : out;
   // Iterators: n, g, mg, o..., then c, k...
   int io = 3, ic = 3 + static_cast<int>(spatial), ik = ic + 1;
   Shape out_domain = {batch, a.group, mg};
@@ -101,6 +102,10 @@ Result<LoweredNode> lower_conv(const Node& n, const std::string& name) {
   if (qlinear) {
     add_requantize(k, by, n.inputs[1], n.inputs[4], n.inputs[6], n.input(7), out, *y->type.shape,
                    y->type.dtype);
+  } else if (by != out) {
+    StatementBuilder fin("finish", *y->type.shape);
+    std::vector<AffineExpr> all = iterators(y->type.shape->size());
+    k.add(fin.store(fin.op(ExprOp::kCast, y->type.dtype, {fin.load(by, all, t)}), out, all));
   }
   return k.lowered();
 }
@@ -354,14 +359,15 @@ Result<LoweredNode> lower_pool(const Node& n, const std::string& name) {
 // pads crop, through guards on the copy.
 namespace {
 
-// Edge and reflect padding: each output element reads the input at a position computed from
-// its own (an indirect load with a computed index): the border element's, clamped, for edge;
-// mirrored about the border (without repeating it) for reflect.
+// Edge, reflect and wrap padding: each output element reads the input at a position computed
+// from its own (an indirect load with a computed index): the border element's, clamped, for
+// edge; mirrored about the border (without repeating it) for reflect; modulo the input's
+// extent for wrap (the input repeated periodically).
 void add_mirror_copy(KernelBuilder& k, const Node& n, int bx, int by) {
   const auto& a = n.attrs_as<PadAttrs>();
   const Shape& xs = *n.inputs[0]->type.shape;
   const Shape& ys = *n.outputs[0]->type.shape;
-  StatementBuilder b(a.mode == PadMode::kEdge ? "edge" : "reflect", ys);
+  StatementBuilder b(std::string(pad_mode_name(a.mode)), ys);
   std::vector<AffineExpr> index = iterators(ys.size());
   std::vector<IndirectIndex> indirect;
   auto c = [&](int64_t v) { return b.constant(static_cast<double>(v), DType::kI64); };
@@ -375,6 +381,8 @@ void add_mirror_copy(KernelBuilder& k, const Node& n, int bx, int by) {
       int past = b.op(ExprOp::kGt, DType::kBool, {pos, c(last)});
       pos = b.op(ExprOp::kSelect, DType::kI64,
                  {past, b.op(ExprOp::kSub, DType::kI64, {c(2 * last), pos}), pos});
+    } else if (a.mode == PadMode::kWrap) {
+      pos = b.op(ExprOp::kMod, DType::kI64, {pos, c(last + 1)}); // the divisor's sign
     }
     index[d] = AffineExpr::constant_of(0);
     indirect.push_back({static_cast<int>(d), pos, IndexWrap::kClamp});

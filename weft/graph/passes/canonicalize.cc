@@ -207,6 +207,24 @@ void canonicalize_pad(Node& node) {
     node.inputs.pop_back();
 }
 
+// DFT-20's axis input (absent: -2) into the attribute, normalized.
+void canonicalize_dft(Node& node) {
+  auto& a = node.attrs_as<DftAttrs>();
+  if (!a.axis) {
+    if (node.input(2)) {
+      std::optional<Ints> axis = constant_ints(node.input(2));
+      if (!axis || axis->size() != 1) return;
+      a.axis = (*axis)[0];
+    } else {
+      a.axis = -2;
+    }
+    drop_inputs_from(node, 2);
+    while (node.inputs.size() > 1 && !node.inputs.back())
+      node.inputs.pop_back();
+  }
+  normalize_axis_in_place(*a.axis, rank_of(node.inputs[0]));
+}
+
 void canonicalize_cum_sum(Node& node) {
   auto& a = node.attrs_as<CumSumAttrs>();
   std::optional<Ints> axis = constant_ints(node.input(1));
@@ -357,6 +375,8 @@ void canonicalize_node(Graph& graph, Node& node) {
     canonicalize_div(graph, node);
   } else if (op == "CumSum" || op == "CumProd") {
     canonicalize_cum_sum(node);
+  } else if (op == "DFT") {
+    canonicalize_dft(node);
   } else if (op == "Compress") {
     canonicalize_compress(graph, node);
   } else if (op == "InstanceNormalization") {

@@ -10,6 +10,7 @@
 
 #include "weft/graph/node_builder.h"
 #include "weft/graph/passes/decompose_sequence_models.h"
+#include "weft/graph/passes/decompose_signal.h"
 #include "weft/graph/shape_functions.h"
 
 namespace weft {
@@ -548,6 +549,8 @@ bool ready(const Node& n) {
     const auto& size = n.inputs[1]->type.shape;
     return size && size->size() == 1 && (*size)[0].is_static();
   }
+  if (op == "STFT") return stft_ready(n);
+  if (op == "MelWeightMatrix") return mel_weight_matrix_ready(n);
   return op == "SwiGLU";
 }
 
@@ -564,6 +567,8 @@ Status decompose_node(Graph& graph, Node& node, const std::vector<Value*>& outs)
   if (op == "TensorScatter") return tensor_scatter(graph, node, outs[0]);
   if (op == "Col2Im") return col2im(graph, node, outs[0]);
   if (is_sequence_model_op(node)) return decompose_sequence_model(graph, node, outs);
+  if (op == "STFT") return decompose_stft(graph, node, outs[0]);
+  if (op == "MelWeightMatrix") return decompose_mel_weight_matrix(graph, node, outs[0]);
   return group_norm(graph, node, outs[0]);
 }
 

@@ -15,6 +15,10 @@
 //   AffineGrid(theta, size)  (20): a base grid computed from size's values (folding to a
 //                            constant once size is) MatMul theta transposed
 //   TensorScatter(cache, update, write_indices) (24): a ScatterElements along the axis
+//   STFT(signal, frame_step, window, frame_length) (17): gathered frames, windowed, then a DFT
+//                            (decompose_signal.h)
+//   MelWeightMatrix(...)     (17): the filters, elementwise from the band edges
+//                            (decompose_signal.h)
 //
 // The statistics are taken in stash_type (f32), with casts around them for other inputs,
 // as the ONNX function bodies do.
