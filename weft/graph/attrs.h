@@ -319,6 +319,12 @@ struct LayerNormAttrs {
   WEFT_FIELDS(f("axis", axis); f("epsilon", epsilon); f("stash_type", stash_type))
 };
 
+// Binarizer (ai.onnx.ml): 1 where x > threshold, else 0.
+struct BinarizerAttrs {
+  float threshold = 0;
+  WEFT_FIELDS(f("threshold", threshold))
+};
+
 // Gelu (opset 20): the exact form with erf, or the tanh approximation.
 struct GeluAttrs {
   bool tanh = false;
@@ -629,7 +635,7 @@ using OpAttrs =
                  GeluAttrs, GroupNormAttrs, AttentionAttrs, RotaryAttrs,
                  LpNormAttrs, LpPoolAttrs, TensorScatterAttrs, AffineGridAttrs, Col2ImAttrs,
                  LinearAttentionAttrs, CausalConvAttrs, FlexAttentionAttrs, RoiAlignAttrs,
-                 DeformConvAttrs>;
+                 DeformConvAttrs, BinarizerAttrs>;
 
 #undef WEFT_FIELDS
 

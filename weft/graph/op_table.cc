@@ -186,6 +186,8 @@ namespace {
 
 OpAttrs parse_none(AttrParser&) { return NoAttrs{}; }
 
+OpAttrs parse_binarizer(AttrParser& p) { return BinarizerAttrs{p.float_or("threshold", 0.0f)}; }
+
 OpAttrs parse_binary(AttrParser& p) {
   // Before opset 7, broadcasting was opt-in ("broadcast") and aligned at "axis";
   // canonicalize rewrites it into numpy broadcasting.
@@ -952,6 +954,11 @@ const std::vector<OpDef>& build_table() {
     t.push_back({kMomentumOp, 1, kAll, parse_momentum, infer_optimizer});
     // Domain ai.onnx.preview, opset 1; the importer reads the modifier graphs.
     t.push_back({kFlexAttentionOp, 1, kAll, parse_flex_attention, infer_flex_attention});
+    t.push_back({kBinarizerOp, 1, kAll, parse_binarizer, infer_same});
+    t.push_back({kArrayFeatureExtractorOp, 1, kAll, parse_none, infer_array_feature_extractor});
+    // Optional values: only what a tensor input or no input means (decompose.cc).
+    t.push_back({"OptionalHasElement", 15, kAll, parse_none, infer_optional_has_element});
+    t.push_back({"OptionalGetElement", 15, kAll, parse_none, infer_optional_get_element});
     return t;
   }();
   return table;

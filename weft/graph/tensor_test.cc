@@ -12,7 +12,9 @@ TEST(Tensor, EveryDtypeStoresAndLoads) {
     EXPECT_EQ(x.num_bytes(), static_cast<size_t>(6 * dtype_size(t)));
     x.set_double(4, 1.0);
     EXPECT_EQ(x.get_double(4), 1.0) << dtype_name(t);
-    EXPECT_EQ(x.get_double(0), 0.0) << dtype_name(t);
+    if (t != DType::kF8E8M0) { // which has no zero: its byte 0 is 2^-127
+      EXPECT_EQ(x.get_double(0), 0.0) << dtype_name(t);
+    }
   }
 }
 

@@ -77,7 +77,8 @@ bool is_onnx_domain(const std::string& domain) { return domain.empty() || domain
 // The op type Weft's graph gives a node: ONNX's for ai.onnx, qualified by the domain for
 // the other domains Weft knows (op_table.h).
 std::string graph_op_type(const onnx::NodeProto& node) {
-  if (node.domain() == kTrainingDomain || node.domain() == kPreviewDomain)
+  if (node.domain() == kTrainingDomain || node.domain() == kPreviewDomain ||
+      node.domain() == kMlDomain)
     return fmt::format("{}.{}", node.domain(), node.op_type());
   return node.op_type();
 }
@@ -136,14 +137,16 @@ void find_unsupported(const onnx::GraphProto& graph, int opset,
         find_unsupported(*branch, opset, unsupported);
     }
     std::string key;
-    bool known_domain = node.domain() == kTrainingDomain || node.domain() == kPreviewDomain;
+    bool known_domain = node.domain() == kTrainingDomain || node.domain() == kPreviewDomain ||
+                        node.domain() == kMlDomain;
     if (!is_onnx_domain(node.domain()) && !known_domain) {
-      key = fmt::format("{} (domain '{}': only ai.onnx, {} and {} are supported)", node.op_type(),
-                        node.domain(), kTrainingDomain, kPreviewDomain);
+      key = fmt::format("{} (domain '{}': only ai.onnx, {}, {} and {} are supported)",
+                        node.op_type(), node.domain(), kTrainingDomain, kPreviewDomain, kMlDomain);
     } else if (!is_onnx_domain(node.domain())) {
       if (find_op(graph_op_type(node), opset)) continue;
       key = fmt::format("{} (domain '{}': Weft supports {} there)", node.op_type(), node.domain(),
                         node.domain() == kPreviewDomain ? "FlexAttention"
+                        : node.domain() == kMlDomain    ? "Binarizer and ArrayFeatureExtractor"
                                                         : "Adagrad, Adam and Momentum");
     } else if (!find_op(node.op_type(), opset)) {
       std::vector<std::string> spans;

@@ -13,7 +13,8 @@ Result<Tensor> read_tensor_file(const std::string& path);
 Status write_tensor_file(const std::string& path, const Tensor& tensor, const std::string& name);
 
 // "t" read for a value of dtype "wanted": .npy files (and ONNX 1.12's test data) keep bf16
-// as u16 bit patterns, which become bf16 here. Other tensors are returned unchanged.
+// as u16 bit patterns, and .npy files the narrow types (float8, float4, int4, int2) as u8
+// bytes, which become that type here. Other tensors are returned unchanged.
 Tensor as_bf16_if_wanted(Tensor t, DType wanted);
 
 } // namespace weft
