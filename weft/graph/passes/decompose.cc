@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "weft/graph/node_builder.h"
+#include "weft/graph/passes/decompose_builders.h"
 #include "weft/graph/op_table.h"
 #include "weft/graph/passes/decompose_sequence_models.h"
 #include "weft/graph/passes/decompose_signal.h"
@@ -18,20 +19,7 @@ namespace weft {
 
 namespace {
 
-Value* scalar(NodeBuilder& b, const std::string& what, DType dtype, double v) {
-  Tensor t(dtype, {});
-  t.set_double(0, v);
-  return b.constant(what, std::move(t));
-}
-
-Value* shape_constant(NodeBuilder& b, const std::string& what, const Ints& dims) {
-  return b.constant(what, Tensor::vector_i64(dims));
-}
-
-// "x" as "to", or "x" itself when it has that type.
-Value* cast_to(NodeBuilder& b, Value* x, DType to) {
-  return x->type.dtype == to ? x : b.op("Cast", {x}, CastAttrs{to});
-}
+using namespace decompose_builders; // NOLINT(google-build-using-namespace)
 
 // (x - mean) / sqrt(var + eps) over "axes" (x already in the statistics' type).
 Value* standardize(NodeBuilder& b, Value* x, const Ints& axes, float epsilon) {
@@ -93,15 +81,6 @@ Status group_norm(Graph& graph, Node& node, Value* y) {
   n = b.op("Mul", {n, b.op("Reshape", {scale, channels}, ReshapeAttrs{})});
   b.op("Add", {n, b.op("Reshape", {bias, channels}, ReshapeAttrs{})}, NoAttrs{}, y);
   return b.status();
-}
-
-Value* constant_shape(NodeBuilder& b, Value* x, const Ints& dims, const std::string& what) {
-  return b.op("Reshape", {x, shape_constant(b, what, dims)}, ReshapeAttrs{});
-}
-
-// "v" into "into" (an output of the decomposed node) when that is wanted.
-void define(NodeBuilder& b, Value* v, Value* into) {
-  if (into) b.op("Identity", {v}, NoAttrs{}, into);
 }
 
 // Attention's bias [B, 1, q_len, total] for an external cache (nonpad_kv_seqlen, opset 24):

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "weft/graph/node_builder.h"
+#include "weft/graph/passes/decompose_builders.h"
 #include "weft/graph/op_table.h"
 #include "weft/graph/passes/expand_recurrent.h"
 
@@ -15,24 +16,7 @@ namespace {
 
 std::vector<int64_t> dims(const Value* x) { return shape_static_dims(*x->type.shape); }
 
-Value* scalar(NodeBuilder& b, const std::string& what, DType dtype, double v) {
-  Tensor t(dtype, {});
-  t.set_double(0, v);
-  return b.constant(what, std::move(t));
-}
-
-Value* cast_to(NodeBuilder& b, Value* x, DType to) {
-  return x->type.dtype == to ? x : b.op("Cast", {x}, CastAttrs{to});
-}
-
-Value* reshaped(NodeBuilder& b, Value* x, const Ints& shape) {
-  return b.op("Reshape", {x, b.constant("shape", Tensor::vector_i64(shape))}, ReshapeAttrs{});
-}
-
-// "v" into "into" (an output of the decomposed node) when that is used.
-void define(NodeBuilder& b, Value* v, Value* into) {
-  if (into) b.op("Identity", {v}, NoAttrs{}, into);
-}
+using namespace decompose_builders; // NOLINT(google-build-using-namespace)
 
 // The recurrence of linear_attention, one step per token. The inputs are viewed as
 // [B, T, ...] so that one Gather along axis 1 takes a step's slice, shaped for the step's
@@ -65,7 +49,7 @@ Status linear_attention(Graph& graph, Node& node, const std::vector<Value*>& out
   const DType f32 = DType::kF32;
   auto view = [&](Value* x, Ints shape) {
     shape.insert(shape.begin(), {batch, steps});
-    return reshaped(b, cast_to(b, x, f32), shape);
+    return constant_shape(b, cast_to(b, x, f32), shape);
   };
   LinearAttentionSteps in;
   in.query = view(q, {hkv, group, dk});
@@ -91,7 +75,7 @@ Status linear_attention(Graph& graph, Node& node, const std::vector<Value*>& out
   }
   double scale = a.scale != 0.0f ? a.scale : 1.0 / std::sqrt(static_cast<double>(dk));
   Value* y = b.op("Mul", {b.stack(reads, 1), scalar(b, "scale", f32, scale)});
-  y = reshaped(b, y, {batch, steps, a.q_num_heads * dv});
+  y = constant_shape(b, y, {batch, steps, a.q_num_heads * dv});
   define(b, cast_to(b, y, q->type.dtype), outs[0]);
   if (outs.size() > 1 && outs[1]) define(b, cast_to(b, state, outs[1]->type.dtype), outs[1]);
   return b.status();
@@ -183,7 +167,7 @@ Status flex_attention(Graph& graph, Node& node, Value* into) {
       Value* u = b.op("Unsqueeze", {x}, AxesAttrs{Ints{2}});
       Value* e = b.op("Expand", {u, b.constant("groups", Tensor::vector_i64(
                                                              {d[0], d[1], group, d[2], d[3]}))});
-      return reshaped(b, e, {d[0], qd[1], d[2], d[3]});
+      return constant_shape(b, e, {d[0], qd[1], d[2], d[3]});
     };
     k = repeat(k);
     v = repeat(v);

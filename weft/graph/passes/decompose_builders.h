@@ -1,0 +1,38 @@
+// Small node-building steps shared by the decompositions (decompose.cc,
+// decompose_sequence_models.cc).
+#pragma once
+
+#include <string>
+
+#include "weft/graph/node_builder.h"
+
+namespace weft::decompose_builders {
+
+// A scalar constant of "dtype".
+inline Value* scalar(NodeBuilder& b, const std::string& what, DType dtype, double v) {
+  Tensor t(dtype, {});
+  t.set_double(0, v);
+  return b.constant(what, std::move(t));
+}
+
+inline Value* shape_constant(NodeBuilder& b, const std::string& what, const Ints& dims) {
+  return b.constant(what, Tensor::vector_i64(dims));
+}
+
+// "x" as "to", or "x" itself when it has that type.
+inline Value* cast_to(NodeBuilder& b, Value* x, DType to) {
+  return x->type.dtype == to ? x : b.op("Cast", {x}, CastAttrs{to});
+}
+
+// "x" reshaped to the constant "dims".
+inline Value* constant_shape(NodeBuilder& b, Value* x, const Ints& dims,
+                             const std::string& what = "shape") {
+  return b.op("Reshape", {x, shape_constant(b, what, dims)}, ReshapeAttrs{});
+}
+
+// "v" into "into" (an output of the decomposed node) when that is wanted.
+inline void define(NodeBuilder& b, Value* v, Value* into) {
+  if (into) b.op("Identity", {v}, NoAttrs{}, into);
+}
+
+} // namespace weft::decompose_builders
