@@ -44,18 +44,24 @@ py::dtype numpy_dtype(weft::ElementType t) {
   // float8, float4, int4, int2: ml_dtypes' types, which also keep one element a byte.
   std::string name(weft::to_string(t));
   static const std::pair<std::string_view, const char*> kMlDtypes[] = {
-      {"f8e4m3fn", "float8_e4m3fn"}, {"f8e4m3fnuz", "float8_e4m3fnuz"},
-      {"f8e5m2", "float8_e5m2"},     {"f8e5m2fnuz", "float8_e5m2fnuz"},
-      {"f8e8m0", "float8_e8m0fnu"},  {"f4e2m1", "float4_e2m1fn"},
-      {"i4", "int4"},                {"u4", "uint4"},
-      {"i2", "int2"},                {"u2", "uint2"}};
+      {"f8e4m3fn", "float8_e4m3fn"},
+      {"f8e4m3fnuz", "float8_e4m3fnuz"},
+      {"f8e5m2", "float8_e5m2"},
+      {"f8e5m2fnuz", "float8_e5m2fnuz"},
+      {"f8e8m0", "float8_e8m0fnu"},
+      {"f4e2m1", "float4_e2m1fn"},
+      {"i4", "int4"},
+      {"u4", "uint4"},
+      {"i2", "int2"},
+      {"u2", "uint2"}};
   for (auto [weft_name, ml_name] : kMlDtypes) {
     if (weft_name != name) continue;
     py::module_ ml;
     try {
       ml = py::module_::import("ml_dtypes");
     } catch (const py::error_already_set&) {
-      throw weft::Error("error: " + name + " tensors need the ml_dtypes package (pip install "
+      throw weft::Error("error: " + name +
+                        " tensors need the ml_dtypes package (pip install "
                         "ml_dtypes)");
     }
     return py::dtype::from_args(ml.attr(ml_name));

@@ -108,8 +108,9 @@ int run_cli(int argc, char** argv) {
   bench_cmd->add_option("--input", bench.inputs, "NAME=FILE (.npy or .pb), once per input");
   bench_cmd->add_option("--fill", bench.fill, "Fill inputs not given")
       ->check(CLI::IsMember({"random", "zeros", "ones"}));
-  bench_cmd->add_option("--shapes", bench.shapes,
-                      "NAME=1x3x48x320: the dims of a filled input (its free dims are 1 without)");
+  bench_cmd->add_option(
+      "--shapes", bench.shapes,
+      "NAME=1x3x48x320: the dims of a filled input (its free dims are 1 without)");
   bench_cmd->add_option("--iters", bench.iters, "Timed runs")->check(CLI::PositiveNumber);
   bench_cmd->add_option("--warmup", bench.warmup, "Untimed runs after the first")
       ->check(CLI::NonNegativeNumber);
@@ -136,7 +137,7 @@ int run_cli(int argc, char** argv) {
   tune_cmd->add_option("--fill", tune.fill, "Fill inputs not given")
       ->check(CLI::IsMember({"random", "zeros", "ones"}));
   tune_cmd->add_option("--shapes", tune.shapes,
-                      "NAME=1x3x48x320: the dims of a filled input (its free dims are 1 without)");
+                       "NAME=1x3x48x320: the dims of a filled input (its free dims are 1 without)");
   tune_cmd->add_option("--device", tune.device, "Target device")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   tune_cmd->add_option("--threads", threads, "Threads for kernels")->check(CLI::PositiveNumber);

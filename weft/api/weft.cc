@@ -144,7 +144,7 @@ struct Model::Impl {
   std::vector<TensorSpec> inputs, outputs;
   bool has_shape_operands = false;               // some input's value determines shapes
   std::shared_ptr<runtime::cuda::Device> device; // "cuda" models
-  std::mutex mutex; // guards "compiled", "dynamic" and "dynamic_tried"
+  std::mutex mutex;                              // guards "compiled", "dynamic" and "dynamic_tried"
   // Compiles for one set of input shapes each, least recently used first; at most
   // shape_cache_size() of them are kept (a dropped one lives on while a run holds it).
   std::vector<std::shared_ptr<const CompiledModel>> compiled;

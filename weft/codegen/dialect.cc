@@ -408,7 +408,8 @@ std::string from_storage(DType t, const std::string& stored) {
   if (auto f = dtype_minifloat(t))
     return fmt::format("weft_mf_decode({}, {})", stored, minifloat_args(*f));
   if (t == DType::kI4 || t == DType::kI2)
-    return fmt::format("static_cast<int8_t>(weft_wrap_bits({}, {}, 1))", stored, dtype_packed_bits(t));
+    return fmt::format("static_cast<int8_t>(weft_wrap_bits({}, {}, 1))", stored,
+                       dtype_packed_bits(t));
   return stored;
 }
 

@@ -162,9 +162,7 @@ std::string Emitter::load(const kernel::Access& a, const std::vector<std::string
   return from_storage(t, ref);
 }
 
-std::string Emitter::store_value(DType t, const std::string& v) const {
-  return to_storage(t, v);
-}
+std::string Emitter::store_value(DType t, const std::string& v) const { return to_storage(t, v); }
 
 void Emitter::emit_statement(const AstNode& call, int depth, std::string& out,
                              const std::string& accumulator) const {

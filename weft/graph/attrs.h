@@ -621,21 +621,18 @@ struct ConstantOfShapeAttrs {
   WEFT_FIELDS(f("value", value))
 };
 
-using OpAttrs =
-    std::variant<NoAttrs, LegacyBroadcastAttrs, CastAttrs, AlphaAttrs, HardSigmoidAttrs, SeluAttrs,
-                 ClipAttrs, ModAttrs, IsInfAttrs, ReduceAttrs, ArgReduceAttrs, SoftmaxAttrs,
-                 AxisAttrs, BatchDimsAttrs, ScatterAttrs, CompressAttrs, UniqueAttrs,
-                 NonMaxSuppressionAttrs, AxesAttrs, SplitAttrs, TransposeAttrs, ReshapeAttrs,
-                 ShapeAttrs, SliceAttrs, PadAttrs, ConvAttrs, ConvTransposeAttrs, PoolAttrs,
-                 GemmAttrs, BatchNormAttrs, EpsilonAttrs, LayerNormAttrs, DropoutAttrs,
-                 QuantizeAttrs, WindowAttrs, ReverseSequenceAttrs, LrnAttrs, DftAttrs, EinsumAttrs,
-                 TopKAttrs, TriluAttrs, EyeLikeAttrs, CumSumAttrs, BlockAttrs, BitShiftAttrs,
-                 ShrinkAttrs, ResizeAttrs, GridSampleAttrs, LossAttrs, RecurrentAttrs,
-                 ConstantAttrs, ConstantOfShapeAttrs, OptimizerAttrs, LoopAttrs, ScanAttrs,
-                 GeluAttrs, GroupNormAttrs, AttentionAttrs, RotaryAttrs,
-                 LpNormAttrs, LpPoolAttrs, TensorScatterAttrs, AffineGridAttrs, Col2ImAttrs,
-                 LinearAttentionAttrs, CausalConvAttrs, FlexAttentionAttrs, RoiAlignAttrs,
-                 DeformConvAttrs, BinarizerAttrs>;
+using OpAttrs = std::variant<
+    NoAttrs, LegacyBroadcastAttrs, CastAttrs, AlphaAttrs, HardSigmoidAttrs, SeluAttrs, ClipAttrs,
+    ModAttrs, IsInfAttrs, ReduceAttrs, ArgReduceAttrs, SoftmaxAttrs, AxisAttrs, BatchDimsAttrs,
+    ScatterAttrs, CompressAttrs, UniqueAttrs, NonMaxSuppressionAttrs, AxesAttrs, SplitAttrs,
+    TransposeAttrs, ReshapeAttrs, ShapeAttrs, SliceAttrs, PadAttrs, ConvAttrs, ConvTransposeAttrs,
+    PoolAttrs, GemmAttrs, BatchNormAttrs, EpsilonAttrs, LayerNormAttrs, DropoutAttrs, QuantizeAttrs,
+    WindowAttrs, ReverseSequenceAttrs, LrnAttrs, DftAttrs, EinsumAttrs, TopKAttrs, TriluAttrs,
+    EyeLikeAttrs, CumSumAttrs, BlockAttrs, BitShiftAttrs, ShrinkAttrs, ResizeAttrs, GridSampleAttrs,
+    LossAttrs, RecurrentAttrs, ConstantAttrs, ConstantOfShapeAttrs, OptimizerAttrs, LoopAttrs,
+    ScanAttrs, GeluAttrs, GroupNormAttrs, AttentionAttrs, RotaryAttrs, LpNormAttrs, LpPoolAttrs,
+    TensorScatterAttrs, AffineGridAttrs, Col2ImAttrs, LinearAttentionAttrs, CausalConvAttrs,
+    FlexAttentionAttrs, RoiAlignAttrs, DeformConvAttrs, BinarizerAttrs>;
 
 #undef WEFT_FIELDS
 

@@ -9,10 +9,18 @@ struct DTypeInfo {
   int size;
 };
 constexpr DTypeInfo kInfo[] = {
-    {DType::kF32, "f32", 4},   {DType::kF64, "f64", 8}, {DType::kF16, "f16", 2},
-    {DType::kBF16, "bf16", 2}, {DType::kI8, "i8", 1},   {DType::kI16, "i16", 2},
-    {DType::kI32, "i32", 4},   {DType::kI64, "i64", 8}, {DType::kU8, "u8", 1},
-    {DType::kU16, "u16", 2},   {DType::kU32, "u32", 4}, {DType::kU64, "u64", 8},
+    {DType::kF32, "f32", 4},
+    {DType::kF64, "f64", 8},
+    {DType::kF16, "f16", 2},
+    {DType::kBF16, "bf16", 2},
+    {DType::kI8, "i8", 1},
+    {DType::kI16, "i16", 2},
+    {DType::kI32, "i32", 4},
+    {DType::kI64, "i64", 8},
+    {DType::kU8, "u8", 1},
+    {DType::kU16, "u16", 2},
+    {DType::kU32, "u32", 4},
+    {DType::kU64, "u64", 8},
     {DType::kBool, "bool", 1},
     {DType::kF8E4M3FN, "f8e4m3fn", 1},
     {DType::kF8E4M3FNUZ, "f8e4m3fnuz", 1},

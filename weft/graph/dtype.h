@@ -39,10 +39,11 @@ enum class DType : uint8_t {
 };
 
 inline constexpr DType kAllDTypes[] = {
-    DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI8,  DType::kI16, DType::kI32,
-    DType::kI64, DType::kU8,  DType::kU16, DType::kU32,  DType::kU64, DType::kBool,
-    DType::kF8E4M3FN, DType::kF8E4M3FNUZ, DType::kF8E5M2, DType::kF8E5M2FNUZ, DType::kF8E8M0,
-    DType::kF4E2M1, DType::kI4, DType::kU4, DType::kI2, DType::kU2};
+    DType::kF32,    DType::kF64,        DType::kF16,    DType::kBF16,     DType::kI8,
+    DType::kI16,    DType::kI32,        DType::kI64,    DType::kU8,       DType::kU16,
+    DType::kU32,    DType::kU64,        DType::kBool,   DType::kF8E4M3FN, DType::kF8E4M3FNUZ,
+    DType::kF8E5M2, DType::kF8E5M2FNUZ, DType::kF8E8M0, DType::kF4E2M1,   DType::kI4,
+    DType::kU4,     DType::kI2,         DType::kU2};
 
 // "f32", "bf16", "i64", "bool": the spelling used by the printer.
 std::string_view dtype_name(DType t);

@@ -372,14 +372,12 @@ Outputs eval_reduce_prod_or_sum(const Node& node, bool prod) {
 
 bool can_evaluate(const Node& node) {
   static const std::unordered_map<std::string_view, bool> kOps = {
-      {"Shape", true},      {"Size", true},      {"Constant", true},
-      {"Identity", true},   {"Cast", true},      {"CastLike", true},
-      {"BitCast", true},
-      {"Gather", true},     {"Concat", true},    {"Reshape", true},
-      {"Squeeze", true},    {"Unsqueeze", true}, {"Flatten", true},
-      {"Slice", true},      {"Transpose", true}, {"Expand", true},
-      {"Where", true},      {"Range", true},     {"ConstantOfShape", true},
-      {"ReduceProd", true}, {"ReduceSum", true},  {"Mod", true}};
+      {"Shape", true},     {"Size", true},     {"Constant", true},        {"Identity", true},
+      {"Cast", true},      {"CastLike", true}, {"BitCast", true},         {"Gather", true},
+      {"Concat", true},    {"Reshape", true},  {"Squeeze", true},         {"Unsqueeze", true},
+      {"Flatten", true},   {"Slice", true},    {"Transpose", true},       {"Expand", true},
+      {"Where", true},     {"Range", true},    {"ConstantOfShape", true}, {"ReduceProd", true},
+      {"ReduceSum", true}, {"Mod", true}};
   return kOps.contains(node.op_type) || (elementwise_table().contains(node.op_type) &&
                                          !std::holds_alternative<LegacyBroadcastAttrs>(node.attrs));
 }

@@ -48,8 +48,7 @@ OpAttrs parse_flex_attention(AttrParser& p) {
   a.scale = p.optional_float("scale");
   if (p.has("softmax_precision")) {
     DType t = p.dtype("softmax_precision", DType::kF32);
-    if (!dtype_is_float(t))
-      p.fail("attribute 'softmax_precision' must name a floating-point type");
+    if (!dtype_is_float(t)) p.fail("attribute 'softmax_precision' must name a floating-point type");
     a.softmax_precision = t;
   }
   return a;
@@ -61,8 +60,8 @@ namespace {
 Result<Dim> per_head(const Dim& hidden, int64_t heads, const char* what) {
   if (!hidden.is_static()) return Dim::unknown();
   if (hidden.value() % heads != 0)
-    return fail(fmt::format("{}'s last dim {} is not a multiple of {} heads", what,
-                            hidden.value(), heads));
+    return fail(
+        fmt::format("{}'s last dim {} is not a multiple of {} heads", what, hidden.value(), heads));
   return Dim(hidden.value() / heads);
 }
 

@@ -594,8 +594,8 @@ TypesOrError infer_einsum(const Node& node) {
 namespace {
 
 // Are the scale (input 1) and zero point (input 2) of a (de)quantization a scalar (or one
-// element) each, vectors as long as the input's axis, or (blocked) the input's shape with ceil(D / block)
-// along the axis?
+// element) each, vectors as long as the input's axis, or (blocked) the input's shape with ceil(D /
+// block) along the axis?
 Status check_quantize_params(const Node& node) {
   const TensorType& x = in_type(node, 0);
   const auto& a = node.attrs_as<QuantizeAttrs>();
@@ -618,8 +618,8 @@ Status check_quantize_params(const Node& node) {
       if (!ok)
         return fail(fmt::format("input {} must have the input's shape with ceil({} / {}) along "
                                 "axis {} (blocked quantization)",
-                                i, (*x.shape)[static_cast<size_t>(axis)].to_string(),
-                                a.block_size, axis));
+                                i, (*x.shape)[static_cast<size_t>(axis)].to_string(), a.block_size,
+                                axis));
       continue;
     }
     const Dim& along = (*x.shape)[static_cast<size_t>(axis)];

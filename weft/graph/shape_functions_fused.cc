@@ -187,9 +187,7 @@ TypesOrError infer_array_feature_extractor(const Node& node) {
 
 // OptionalHasElement (15, 18): a bool scalar. Only a tensor input (true) or none (false) is
 // supported: Weft has no optional values.
-TypesOrError infer_optional_has_element(const Node&) {
-  return one({DType::kBool, Shape{}});
-}
+TypesOrError infer_optional_has_element(const Node&) { return one({DType::kBool, Shape{}}); }
 
 // OptionalGetElement (15, 18) of a tensor: the tensor.
 TypesOrError infer_optional_get_element(const Node& node) { return one(in_type(node, 0)); }

@@ -146,8 +146,8 @@ void Tensor::set_double(int64_t i, double v) {
     case DType::kU4:
     case DType::kU2:
       store<uint8_t>(p, i,
-                     static_cast<uint8_t>(wrap_bits(saturate_cast<int64_t>(v),
-                                                    dtype_packed_bits(dtype_), false)));
+                     static_cast<uint8_t>(
+                         wrap_bits(saturate_cast<int64_t>(v), dtype_packed_bits(dtype_), false)));
       break;
   }
 }

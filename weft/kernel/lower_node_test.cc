@@ -131,8 +131,8 @@ TEST(LowerNode, AntialiasResizeWidensTheFilterWhenDownsampling) {
         y = Resize <mode = "linear", antialias = {}> (x, , scales)
       }})",
                                              antialias));
-    std::string domain = antialias ? "resize_taps[i0 < 1, i1 < 4, i2 < 4]"
-                                   : "resize_taps[i0 < 1, i1 < 4, i2 < 2]";
+    std::string domain =
+        antialias ? "resize_taps[i0 < 1, i1 < 4, i2 < 4]" : "resize_taps[i0 < 1, i1 < 4, i2 < 2]";
     EXPECT_NE(kernel.find(domain), std::string::npos) << kernel;
   }
 }

@@ -32,7 +32,8 @@ int load_param(KernelBuilder& k, StatementBuilder& b, const Node& n, const Value
   std::vector<AffineExpr> index = iterators(rank);
   index[static_cast<size_t>(axis)] = AffineExpr::constant_of(0);
   int block = b.op(ExprOp::kDiv, DType::kI64,
-                   {b.iterator(static_cast<int>(axis)), b.constant(static_cast<double>(a.block_size), DType::kI64)});
+                   {b.iterator(static_cast<int>(axis)),
+                    b.constant(static_cast<double>(a.block_size), DType::kI64)});
   int v = b.gather(buf, index, {IndirectIndex{static_cast<int>(axis), block}}, param->type.dtype);
   return param->type.dtype == t ? v : b.op(ExprOp::kCast, t, {v});
 }
@@ -66,7 +67,8 @@ int quantize(StatementBuilder& b, int x, int scale, int zero_point, DType to, bo
   q = b.op(ExprOp::kAdd, kF32, {q, zero_point});
   std::optional<MiniFloat> f = dtype_minifloat(to);
   if (!range && f && f->kind != MiniFloatKind::kFinite && saturate)
-    range = std::pair{-static_cast<double>(minifloat_max(*f)), static_cast<double>(minifloat_max(*f))};
+    range =
+        std::pair{-static_cast<double>(minifloat_max(*f)), static_cast<double>(minifloat_max(*f))};
   if (range) {
     q = b.op(ExprOp::kMin, kF32,
              {b.op(ExprOp::kMax, kF32, {q, b.constant(range->first, kF32)}),

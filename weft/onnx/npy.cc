@@ -128,7 +128,7 @@ Result<Tensor> npy_decode(const std::string& bytes) {
 
 std::string npy_encode(const Tensor& tensor) {
   // NumPy has no bf16, float8, float4, int4 or int2: their bytes go as u2 or u1.
-  DType t = tensor.dtype() == DType::kBF16                                   ? DType::kU16
+  DType t = tensor.dtype() == DType::kBF16 ? DType::kU16
             : dtype_is_float8_or_4(tensor.dtype()) || dtype_packed_bits(tensor.dtype()) < 8
                 ? DType::kU8
                 : tensor.dtype();

@@ -64,9 +64,9 @@ Status write_tensor_file(const std::string& path, const Tensor& tensor, const st
 }
 
 Tensor as_bf16_if_wanted(Tensor t, DType wanted) {
-  bool bits_of_wanted = (wanted == DType::kBF16 && t.dtype() == DType::kU16) ||
-                        ((dtype_is_float8_or_4(wanted) || dtype_packed_bits(wanted) < 8) &&
-                         t.dtype() == DType::kU8);
+  bool bits_of_wanted =
+      (wanted == DType::kBF16 && t.dtype() == DType::kU16) ||
+      ((dtype_is_float8_or_4(wanted) || dtype_packed_bits(wanted) < 8) && t.dtype() == DType::kU8);
   if (!bits_of_wanted) return t;
   Tensor bf(wanted, t.dims());
   std::memcpy(bf.data(), t.data(), t.num_bytes());

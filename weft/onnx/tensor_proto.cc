@@ -98,9 +98,8 @@ Status read_typed_fields(const P& proto, Tensor& out) {
     case DType::kF8E5M2FNUZ:
     case DType::kF8E8M0:
       // int32_data holds the 8-bit patterns.
-      return copy_field(proto, proto.int32_data(), out, [&](int64_t i, int32_t v) {
-        out.data()[i] = static_cast<std::byte>(v);
-      });
+      return copy_field(proto, proto.int32_data(), out,
+                        [&](int64_t i, int32_t v) { out.data()[i] = static_cast<std::byte>(v); });
     default: // i8, i16, i32, u8, bool
       return copy_field(proto, proto.int32_data(), out,
                         [&](int64_t i, int32_t v) { out.set_int64(i, v); });

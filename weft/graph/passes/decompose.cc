@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 
 #include "weft/graph/node_builder.h"
-#include "weft/graph/passes/decompose_builders.h"
 #include "weft/graph/op_table.h"
+#include "weft/graph/passes/decompose_builders.h"
 #include "weft/graph/passes/decompose_sequence_models.h"
 #include "weft/graph/passes/decompose_signal.h"
 #include "weft/graph/shape_functions.h"
@@ -564,8 +564,7 @@ bool ready(const Node& n) {
     const auto& size = n.inputs[1]->type.shape;
     return size && size->size() == 1 && (*size)[0].is_static();
   }
-  if (op == "OptionalHasElement" || op == "OptionalGetElement" || op == kBinarizerOp)
-    return true;
+  if (op == "OptionalHasElement" || op == "OptionalGetElement" || op == kBinarizerOp) return true;
   if (op == kArrayFeatureExtractorOp) return has_rank() && n.inputs[1]->type.shape.has_value();
   if (op == "STFT") return stft_ready(n);
   if (op == "MelWeightMatrix") return mel_weight_matrix_ready(n);

@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 
 #include "weft/graph/node_builder.h"
-#include "weft/graph/passes/decompose_builders.h"
 #include "weft/graph/op_table.h"
+#include "weft/graph/passes/decompose_builders.h"
 #include "weft/graph/passes/expand_recurrent.h"
 
 namespace weft {
@@ -22,7 +22,7 @@ using namespace decompose_builders; // NOLINT(google-build-using-namespace)
 // [B, T, ...] so that one Gather along axis 1 takes a step's slice, shaped for the step's
 // broadcasts and MatMuls.
 struct LinearAttentionSteps {
-  Value* query = nullptr; // [B, T, Hkv, group, dk]
+  Value* query = nullptr;      // [B, T, Hkv, group, dk]
   Value* key_column = nullptr; // [B, T, Hkv, dk, 1]
   Value* key_row = nullptr;    // [B, T, Hkv, 1, dk] (delta rules)
   Value* value = nullptr;      // [B, T, Hkv, 1, dv]
@@ -60,8 +60,8 @@ Status linear_attention(Graph& graph, Node& node, const std::vector<Value*>& out
     in.key_row = view(node.inputs[1], {hkv, 1, dk});
     in.beta = view(beta, {dims(beta)[2], 1, 1});
   }
-  Value* state = node.input(3) ? cast_to(b, node.inputs[3], f32)
-                               : b.fill(f32, {batch, hkv, dk, dv}, 0.0);
+  Value* state =
+      node.input(3) ? cast_to(b, node.inputs[3], f32) : b.fill(f32, {batch, hkv, dk, dv}, 0.0);
   std::vector<Value*> reads;
   for (int64_t t = 0; t < steps; ++t) {
     if (in.decay) state = b.op("Mul", {state, b.op("Exp", {b.take(in.decay, t, 1)})});
@@ -137,8 +137,8 @@ Result<Value*> inline_modifier(NodeBuilder& b, const Graph& body, Value* input,
     for (const Value* in : n->inputs) {
       ins.push_back(value(in));
       if (in && !ins.back())
-        return Status::error(fmt::format("modifier node '{}' reads '{}' before it is defined",
-                                         n->name, in->name));
+        return Status::error(
+            fmt::format("modifier node '{}' reads '{}' before it is defined", n->name, in->name));
     }
     std::vector<Value*> made = b.node(n->op_type, ins, n->attrs, n->outputs.size());
     for (size_t i = 0; i < made.size(); ++i) {
@@ -165,8 +165,8 @@ Status flex_attention(Graph& graph, Node& node, Value* into) {
     auto repeat = [&](Value* x) {
       std::vector<int64_t> d = dims(x);
       Value* u = b.op("Unsqueeze", {x}, AxesAttrs{Ints{2}});
-      Value* e = b.op("Expand", {u, b.constant("groups", Tensor::vector_i64(
-                                                             {d[0], d[1], group, d[2], d[3]}))});
+      Value* e = b.op(
+          "Expand", {u, b.constant("groups", Tensor::vector_i64({d[0], d[1], group, d[2], d[3]}))});
       return constant_shape(b, e, {d[0], qd[1], d[2], d[3]});
     };
     k = repeat(k);
@@ -187,8 +187,8 @@ Status flex_attention(Graph& graph, Node& node, Value* into) {
   }
   Value* probs = b.op("Softmax", {scores}, SoftmaxAttrs{-1});
   if (a.prob_mod) {
-    WEFT_ASSIGN_OR_RETURN(probs, inline_modifier(b, *a.prob_mod, probs,
-                                                 std::vector<Value*>(split_at, extra.end())));
+    WEFT_ASSIGN_OR_RETURN(
+        probs, inline_modifier(b, *a.prob_mod, probs, std::vector<Value*>(split_at, extra.end())));
     probs = cast_to(b, probs, precision);
   }
   Value* y = b.op("MatMul", {probs, cast_to(b, v, precision)});

@@ -17,13 +17,19 @@ namespace {
 // flag, whether it is a copy)?
 bool is_shape_operand(const Node& n, size_t i) {
   static const std::map<std::string_view, std::vector<size_t>> operands = {
-      {"Reshape", {1}},      {"Expand", {1}},     {"Tile", {1}},           {"Squeeze", {1}},
-      {"Unsqueeze", {1}},    {"Split", {1}},      {"Slice", {1, 2, 3, 4}}, {"ConstantOfShape", {0}},
-      {"Range", {0, 1, 2}},  {"Pad", {1, 3}},     {"CumSum", {1}}, {"CumProd", {1}},         {"OneHot", {1}},
-      {"Resize", {1, 2, 3}}, {"Upsample", {1}},   {"TopK", {1}},           {"Compress", {1}},
-      {"MaxUnpool", {2}},    {"HannWindow", {0}}, {"HammingWindow", {0}},  {"BlackmanWindow", {0}},
-      {"Dropout", {1, 2}},   {"Col2Im", {1, 2}},      {"DFT", {1, 2}},         {"STFT", {1, 3}},
-      {"MelWeightMatrix", {0, 1}}};
+      {"Reshape", {1}},        {"Expand", {1}},
+      {"Tile", {1}},           {"Squeeze", {1}},
+      {"Unsqueeze", {1}},      {"Split", {1}},
+      {"Slice", {1, 2, 3, 4}}, {"ConstantOfShape", {0}},
+      {"Range", {0, 1, 2}},    {"Pad", {1, 3}},
+      {"CumSum", {1}},         {"CumProd", {1}},
+      {"OneHot", {1}},         {"Resize", {1, 2, 3}},
+      {"Upsample", {1}},       {"TopK", {1}},
+      {"Compress", {1}},       {"MaxUnpool", {2}},
+      {"HannWindow", {0}},     {"HammingWindow", {0}},
+      {"BlackmanWindow", {0}}, {"Dropout", {1, 2}},
+      {"Col2Im", {1, 2}},      {"DFT", {1, 2}},
+      {"STFT", {1, 3}},        {"MelWeightMatrix", {0, 1}}};
   if (n.op_type.starts_with("Reduce")) return i == 1;
   auto it = operands.find(n.op_type);
   return it != operands.end() &&
