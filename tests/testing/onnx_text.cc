@@ -31,4 +31,12 @@ std::string print_body(const Graph& graph) {
   return text.substr(text.find('\n') + 1);
 }
 
+int count_ops(const std::string& body, const std::string& op) {
+  int n = 0;
+  for (size_t at = body.find(" = " + op + "("); at != std::string::npos;
+       at = body.find(" = " + op + "(", at + 1))
+    ++n;
+  return n;
+}
+
 } // namespace weft::testing

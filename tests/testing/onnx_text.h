@@ -22,6 +22,9 @@ Graph graph_from_text(const std::string& text);
 // The printed graph without its header line, for compact expectations.
 std::string print_body(const Graph& graph);
 
+// How many nodes of "op" a print_body text holds.
+int count_ops(const std::string& body, const std::string& op);
+
 } // namespace weft::testing
 
 #define ASSERT_OK(expr)                                                                            \

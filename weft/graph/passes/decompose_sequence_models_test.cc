@@ -7,6 +7,7 @@
 namespace weft {
 namespace {
 
+using testing::count_ops;
 using testing::graph_from_text;
 using testing::import_text;
 using testing::print_body;
@@ -18,14 +19,6 @@ std::string decomposed(const std::string& model) {
   Status v = verify_graph(g, "decompose");
   EXPECT_TRUE(v.ok()) << v.to_string();
   return print_body(g);
-}
-
-int count_ops(const std::string& body, const std::string& op) {
-  int n = 0;
-  for (size_t at = body.find(" = " + op + "("); at != std::string::npos;
-       at = body.find(" = " + op + "(", at + 1))
-    ++n;
-  return n;
 }
 
 // "linear": per step, the write (Mul, Add) and the read (one MatMul of the group of query heads

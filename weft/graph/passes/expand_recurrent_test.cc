@@ -7,6 +7,7 @@
 namespace weft {
 namespace {
 
+using testing::count_ops;
 using testing::graph_from_text;
 using testing::print_body;
 
@@ -17,14 +18,6 @@ std::string expand(const std::string& model) {
   Status v = verify_graph(g, "expand_recurrent");
   EXPECT_TRUE(v.ok()) << v.to_string();
   return print_body(g);
-}
-
-int count_ops(const std::string& body, const std::string& op) {
-  int n = 0;
-  for (size_t at = body.find(" = " + op + "("); at != std::string::npos;
-       at = body.find(" = " + op + "(", at + 1))
-    ++n;
-  return n;
 }
 
 // The projection of X is one MatMul; each step is a MatMul with H, an Add and the activation; the
