@@ -1,0 +1,122 @@
+"""Models as a current PyTorch exports them by default, run with `weft run` and compared with
+PyTorch (rtol 1e-3, atol 1e-4): torchvision ResNet-18, MobileNetV2, EfficientNet-B0 and
+ConvNeXt-Tiny, a torch.nn.TransformerEncoderLayer and a GPT-2-style block (causal
+scaled_dot_product_attention, tanh GELU). `torch.onnx.export(model, args, path)` with nothing
+else set uses the dynamo exporter since PyTorch 2.9: opset 18 or newer, IR 10, weights in an
+external-data file. The encoder is also exported with a dynamic batch and sequence length and
+run at two shapes. Random weights; BatchNorm statistics randomized so every layer does work.
+
+Usage: .venv/bin/python torch_export_test.py WEFT   (exits 77, a skip, without PyTorch 2.9+)
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+
+try:
+    import torch
+    import torchvision
+except ImportError as e:
+    print(f"SKIP: PyTorch is not installed in this environment ({e}); scripts/setup.sh installs it")
+    sys.exit(77)
+if tuple(int(p) for p in torch.__version__.split(".")[:2]) < (2, 9):
+    print(f"SKIP: PyTorch {torch.__version__} predates the dynamo exporter as the default (2.9)")
+    sys.exit(77)
+
+WEFT = sys.argv[1] if len(sys.argv) > 1 else "build/tools/weft/weft"
+failures = []
+
+
+def randomize_batch_norms(model):
+    g = torch.Generator().manual_seed(1)
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.copy_(torch.randn(m.num_features, generator=g) * 0.1)
+            m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+            m.weight.data.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+            m.bias.data.copy_(torch.randn(m.num_features, generator=g) * 0.1)
+    return model.eval()
+
+
+class GPT2Block(torch.nn.Module):
+    def __init__(self, d=64, heads=4):
+        super().__init__()
+        self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+        self.qkv, self.proj = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+        self.fc, self.out = torch.nn.Linear(d, 4 * d), torch.nn.Linear(4 * d, d)
+        self.heads = heads
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+                   for z in self.qkv(self.ln1(x)).split(d, dim=2))
+        a = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, t, d))
+        return x + self.out(torch.nn.functional.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+def run_weft(path, x, tmp):
+    model = onnx.load(path, load_external_data=False)
+    name = model.graph.input[0].name
+    np.save(os.path.join(tmp, "x.npy"), x)
+    out = os.path.join(tmp, "out")
+    r = subprocess.run([WEFT, "run", path, "--input", f"{name}={os.path.join(tmp, 'x.npy')}",
+                        "--output-dir", out], capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        raise RuntimeError(r.stderr.strip())
+    return model, np.load(os.path.join(out, model.graph.output[0].name + ".npy"))
+
+
+def check(name, model, example, runs=None, **export_args):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, name + ".onnx")
+        torch.onnx.export(model, (example,), path, **export_args)
+        for x in runs or [example]:
+            try:
+                onnx_model, got = run_weft(path, x.numpy(), tmp)
+            except RuntimeError as e:
+                failures.append(f"{name}: {e}")
+                print(f"FAIL {name}: {e}")
+                return
+            with torch.no_grad():
+                want = model(x).numpy()
+            opset = next(o.version for o in onnx_model.opset_import if o.domain in ("", "ai.onnx"))
+            assert onnx_model.ir_version >= 10 and opset >= 18, \
+                f"{name}: exported at IR {onnx_model.ir_version}, opset {opset}; expected a current export"
+            assert np.abs(want).max() > 1e-2, f"{name}: outputs too small to compare meaningfully"
+            err = np.abs(got.astype(np.float64) - want).max() if got.shape == want.shape else "shape"
+            if got.shape != want.shape or not np.allclose(got, want, rtol=1e-3, atol=1e-4):
+                failures.append(f"{name} {tuple(x.shape)}: differs from PyTorch (max error {err})")
+                print(f"FAIL {failures[-1]}")
+                return
+            print(f"ok {name} {tuple(x.shape)} (IR {onnx_model.ir_version}, opset {opset}): "
+                  f"max |torch| = {np.abs(want).max():.3g}, max |weft - torch| = {err:.2e}")
+
+
+def main():
+    torch.manual_seed(0)
+    image = torch.randn(1, 3, 224, 224)
+    with torch.no_grad():
+        for name, ctor in [("resnet18", torchvision.models.resnet18),
+                           ("mobilenet_v2", torchvision.models.mobilenet_v2),
+                           ("efficientnet_b0", torchvision.models.efficientnet_b0),
+                           ("convnext_tiny", torchvision.models.convnext_tiny)]:
+            check(name, randomize_batch_norms(ctor()), image)
+        tokens = torch.randn(2, 16, 64)
+        check("gpt2_block", GPT2Block().eval(), tokens)
+        encoder = torch.nn.TransformerEncoderLayer(64, 4, 128, batch_first=True).eval()
+        check("transformer_encoder_layer", encoder, tokens)
+        batch, length = torch.export.Dim("batch", max=64), torch.export.Dim("length", max=512)
+        check("transformer_encoder_layer_dynamic", encoder, tokens,
+              runs=[tokens, torch.randn(3, 40, 64)],
+              dynamic_shapes={"src": {0: batch, 1: length}})
+    if failures:
+        print(f"{len(failures)} failed:\n  " + "\n  ".join(failures))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
