@@ -439,6 +439,11 @@ def markdown(r):
         import compile_bench
         with open(compile_results) as f:
             lines += compile_bench.markdown(json.load(f))
+    onnx_ops_results = os.path.join(HERE, "onnx_ops_results.json")
+    if os.path.exists(onnx_ops_results):
+        import onnx_ops_bench
+        with open(onnx_ops_results) as f:
+            lines += onnx_ops_bench.markdown(json.load(f))
     plan_results = os.path.join(HERE, "plan_results.json")
     if os.path.exists(plan_results):
         import plan_bench

@@ -238,9 +238,11 @@ Status attention(Graph& graph, Node& node, const std::vector<Value*>& outs) {
   return b.status();
 }
 
-// RotaryEmbedding, as the reference implementation computes it: x as [B, S, heads, head],
+// RotaryEmbedding: x as [B, S, heads, head] (3-D input) or as given ([B, heads, S, head]),
 // the caches gathered at the positions (when given) and broadcast over the heads, the first
-// rotary_embedding_dim dims of each head rotated in halves (or in interleaved pairs).
+// rotary_embedding_dim dims of each head rotated in halves (or in interleaved pairs). A 4-D
+// input is not transposed as the reference implementation does: the caches broadcast along
+// axis 1 instead, so the fused kernel reads and writes in x's own order.
 Status rotary(Graph& graph, Node& node, Value* into) {
   NodeBuilder b(graph, node);
   const auto& a = node.attrs_as<RotaryAttrs>();
@@ -250,16 +252,16 @@ Status rotary(Graph& graph, Node& node, Value* into) {
   int64_t heads = three_d ? *a.num_heads : xd[1];
   int64_t head = three_d ? xd[2] / heads : xd[3];
   int64_t rd = a.rotary_dim ? a.rotary_dim : head, half = rd / 2;
-  Value* h = three_d ? constant_shape(b, x, {xd[0], xd[1], heads, head}, "heads")
-                     : b.op("Transpose", {x}, TransposeAttrs{Ints{0, 2, 1, 3}});
+  Value* h = three_d ? constant_shape(b, x, {xd[0], xd[1], heads, head}, "heads") : x;
+  int64_t heads_axis = three_d ? 2 : 1;
   Value* cos = node.inputs[1];
   Value* sin = node.inputs[2];
   if (Value* positions = node.input(3)) {
     cos = b.op("Gather", {cos, positions}, AxisAttrs{0});
     sin = b.op("Gather", {sin, positions}, AxisAttrs{0});
   }
-  cos = b.op("Unsqueeze", {cos}, AxesAttrs{Ints{2}});
-  sin = b.op("Unsqueeze", {sin}, AxesAttrs{Ints{2}});
+  cos = b.op("Unsqueeze", {cos}, AxesAttrs{Ints{heads_axis}});
+  sin = b.op("Unsqueeze", {sin}, AxesAttrs{Ints{heads_axis}});
   auto slice = [&](Value* v, int64_t start, int64_t end, int64_t step) {
     return b.op("Slice", {v}, SliceAttrs{Ints{start}, Ints{end}, Ints{3}, Ints{step}});
   };
@@ -282,7 +284,7 @@ Status rotary(Graph& graph, Node& node, Value* into) {
     b.op("Reshape", {rotated, shape_constant(b, "merged", Ints(xd.begin(), xd.end()))},
          ReshapeAttrs{}, into);
   } else {
-    b.op("Transpose", {rotated}, TransposeAttrs{Ints{0, 2, 1, 3}}, into);
+    b.op("Identity", {rotated}, NoAttrs{}, into);
   }
   return b.status();
 }
