@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 import weft
 from models import make_model, softmax_model
@@ -216,4 +216,35 @@ def test_dynamic_shapes_compile_once():
         e = np.exp(x.astype(np.float64) - x.max(axis=-1, keepdims=True))
         y = compiled.run({"x": x})["y"]
         np.testing.assert_allclose(y, e / e.sum(axis=-1, keepdims=True), rtol=1e-5, atol=1e-7)
+    assert compiled.compiled_variants == 1
+
+
+def test_dynamic_shapes_library_calls():
+    """dynamic_shapes with oneDNN calls (MatMul and Gemm with their bias, activation and
+    residual epilogues) over symbolic rows: 50 shapes on one compile, more than the calls keep
+    built (8), each against float64."""
+    rng = np.random.default_rng(6)
+    w = {"w1": rng.standard_normal((16, 32)) * 0.3, "b1": rng.standard_normal(32),
+         "w2": rng.standard_normal((32, 16)) * 0.3, "b2": rng.standard_normal(16),
+         "w3": rng.standard_normal((8, 16)), "b3": rng.standard_normal(8)}
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["m1"]), helper.make_node("Add", ["m1", "b1"], ["a1"]),
+             helper.make_node("Relu", ["a1"], ["r"]), helper.make_node("MatMul", ["r", "w2"], ["m2"]),
+             helper.make_node("Add", ["m2", "b2"], ["a2"]), helper.make_node("Add", ["a2", "x"], ["y"]),
+             helper.make_node("Gemm", ["z", "w3", "b3"], ["g"], transB=1)]
+    model = make_model(
+        nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "T", 16]),
+                helper.make_tensor_value_info("z", TensorProto.FLOAT, ["N", 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", "T", 16]),
+         helper.make_tensor_value_info("g", TensorProto.FLOAT, ["N", 8])],
+        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in w.items()])
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    w = {k: v.astype(np.float32).astype(np.float64) for k, v in w.items()}
+    for n, t in zip(rng.integers(1, 9, 50), rng.integers(1, 40, 50)):
+        x = rng.standard_normal((n, t, 16)).astype(np.float32)
+        z = rng.standard_normal((n, 16)).astype(np.float32)
+        out = compiled.run({"x": x, "z": z})
+        r = np.maximum(x.astype(np.float64) @ w["w1"] + w["b1"], 0)
+        np.testing.assert_allclose(out["y"], r @ w["w2"] + w["b2"] + x, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(out["g"], z.astype(np.float64) @ w["w3"].T + w["b3"],
+                                   rtol=1e-4, atol=1e-4)
     assert compiled.compiled_variants == 1

@@ -757,7 +757,7 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
                 info.shapes);
       launches.push_back(
           {fmt::format("{}{}_{}", cuda ? "gemm" : "dnnl", launches.size(), step.library->op_type),
-           nullptr, plan.bind(call.values), std::move(info), call.kernel});
+           nullptr, plan.bind(call.values), std::move(info), call.kernel, call.symbols});
       continue;
     }
     for (fusion::FusedKernel& k : step.kernels) {

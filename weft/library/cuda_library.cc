@@ -19,7 +19,7 @@ public:
   GemmKernel(std::shared_ptr<Device> device, GemmShape shape)
       : device_(std::move(device)), shape_(shape) {}
 
-  Status run(void* const* buffers) const override {
+  Status run(void* const* buffers, const int64_t* /*extents*/) const override {
     bool c0 = shape_.c_rows > 0;
     return device_->gemm(shape_, static_cast<const float*>(buffers[0]),
                          static_cast<const float*>(buffers[1]),
@@ -45,7 +45,7 @@ public:
   ConvKernel(std::shared_ptr<Device> device, ConvShape shape, bool bias)
       : device_(std::move(device)), shape_(shape), bias_(bias) {}
 
-  Status run(void* const* buffers) const override {
+  Status run(void* const* buffers, const int64_t* /*extents*/) const override {
     return device_->conv(shape_, static_cast<const float*>(buffers[0]),
                          static_cast<const float*>(buffers[1]),
                          bias_ ? static_cast<const float*>(buffers[2]) : nullptr,

@@ -1,5 +1,6 @@
 // oneDNN for the compute-bound ops on the CPU: MatMul, Gemm and Conv in f32 run as oneDNN
-// primitives (Debian's libdnnl), built once per compiled model for its static shapes.
+// primitives (Debian's libdnnl), built once per compiled model for its static shapes, or, in a
+// dynamic-shape compile, once per set of extents that a run binds (a few kept).
 //
 // oneDNN takes a node only when it can express it exactly; otherwise (another dtype, empty
 // tensors, a Gemm whose alpha and beta do not map onto a bias, a primitive oneDNN does not
@@ -25,6 +26,7 @@ struct LibraryCall {
   std::shared_ptr<const runtime::LibraryKernel> kernel;
   std::vector<const Value*> values;
   std::vector<const Node*> nodes; // in graph order: absorbed producers, the node, its epilogue
+  std::vector<Dim> symbols;       // the kernel's extents (Launch::symbols); none when static
 };
 
 // The one node that reads a value, or null (no reader, several, or a graph output).
@@ -36,6 +38,8 @@ using SoleReader = std::function<const Node*(const Value*)>;
 // post-ops (Relu, LeakyRelu, Sigmoid, Tanh, Clip with constant bounds; Add, Sub, Mul, Div
 // by a tensor that broadcasts to the output: a bias, a scale, a residual), and for MatMul,
 // Transposes of its operands or result whose only reader or producer it is (strides).
+// Over symbolic dims the call is built per set of extents at run time, in the form (the
+// nodes it absorbs) that it takes at stand-in extents when compiled.
 std::optional<LibraryCall> dnnl_call(const Node& node, const SoleReader& sole_reader,
                                      const std::function<bool(const Node*)>& free,
                                      std::string* why_not);

@@ -330,7 +330,7 @@ Status Executable::run_launches(const std::vector<void*>& address, const Binding
     if (options.before_launch) options.before_launch(l, args.data());
     if (options.timings) (*options.timings)[l].start_ns = now_ns();
     if (launch.library) {
-      Status s = launch.library->run(args.data());
+      Status s = launch.library->run(args.data(), extents.data());
       // Device launches are asynchronous: a timing waits for this one.
       if (s.ok() && device_ && options.timings) s = device_->synchronize();
       if (!s.ok())

@@ -4,7 +4,7 @@
 
 namespace weft::runtime::cuda {
 
-Status CudaKernel::run(void* const* buffers) const {
+Status CudaKernel::run(void* const* buffers, const int64_t* /*extents*/) const {
   std::vector<uint64_t> args;
   for (size_t i = 0; i < buffers_; ++i)
     args.push_back(reinterpret_cast<uint64_t>(buffers[i]));

@@ -20,7 +20,7 @@ public:
       : device_(std::move(device)), module_(std::move(module)), parts_(std::move(parts)),
         buffers_(buffers) {}
 
-  Status run(void* const* buffers) const override;
+  Status run(void* const* buffers, const int64_t* extents) const override;
   std::string describe() const override;
 
 private:
