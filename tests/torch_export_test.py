@@ -4,7 +4,8 @@ ConvNeXt-Tiny, a torch.nn.TransformerEncoderLayer and a GPT-2-style block (causa
 scaled_dot_product_attention, tanh GELU). `torch.onnx.export(model, args, path)` with nothing
 else set uses the dynamo exporter since PyTorch 2.9: opset 18 or newer, IR 10, weights in an
 external-data file. The encoder is also exported with a dynamic batch and sequence length and
-run at two shapes. Random weights; BatchNorm statistics randomized so every layer does work.
+run at two shapes, and ResNet-18 with a dynamic batch runs at three batch sizes on one compile
+of the Python module (dynamic_shapes=True). Random weights; BatchNorm statistics randomized so every layer does work.
 
 Usage: .venv/bin/python torch_export_test.py WEFT   (exits 77, a skip, without PyTorch 2.9+)
 """
@@ -96,6 +97,38 @@ def check(name, model, example, runs=None, **export_args):
                   f"max |torch| = {np.abs(want).max():.3g}, max |weft - torch| = {err:.2e}")
 
 
+def check_dynamic_batch(image):
+    """ResNet-18 exported with a dynamic batch, compiled once by the Python module with
+    dynamic_shapes=True (its convolutions are oneDNN calls built per batch size), run at three
+    batch sizes."""
+    try:
+        import weft
+    except ImportError as e:
+        print(f"skipped resnet18_dynamic_batch: the weft module is not importable ({e})")
+        return
+    model = randomize_batch_norms(torchvision.models.resnet18())
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "resnet18_dynamic.onnx")
+        torch.onnx.export(model, (image,), path, external_data=False,
+                          dynamic_shapes={"x": {0: torch.export.Dim("batch", max=64)}})
+        with open(path, "rb") as f:
+            compiled = weft.compile(f.read(), dynamic_shapes=True)
+    for n in (2, 1, 3):
+        x = torch.randn(n, 3, 224, 224)
+        got = next(iter(compiled.run({"x": x.numpy()}).values()))
+        want = model(x).numpy()
+        if not np.allclose(got, want, rtol=1e-3, atol=1e-4):
+            failures.append(f"resnet18_dynamic_batch {n}: differs from PyTorch "
+                            f"(max error {np.abs(got - want).max()})")
+            print(f"FAIL {failures[-1]}")
+            return
+    if compiled.compiled_variants != 1:
+        failures.append(f"resnet18_dynamic_batch: {compiled.compiled_variants} compiles, not 1")
+        print(f"FAIL {failures[-1]}")
+        return
+    print("ok resnet18_dynamic_batch: batch 2, 1 and 3 on one compile (dynamic_shapes)")
+
+
 def main():
     torch.manual_seed(0)
     image = torch.randn(1, 3, 224, 224)
@@ -113,6 +146,7 @@ def main():
         check("transformer_encoder_layer_dynamic", encoder, tokens,
               runs=[tokens, torch.randn(3, 40, 64)],
               dynamic_shapes={"src": {0: batch, 1: length}})
+        check_dynamic_batch(image)
     if failures:
         print(f"{len(failures)} failed:\n  " + "\n  ".join(failures))
         sys.exit(1)
