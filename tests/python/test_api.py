@@ -219,6 +219,41 @@ def test_dynamic_shapes_compile_once():
     assert compiled.compiled_variants == 1
 
 
+@pytest.mark.parametrize("shape,axes", [(["N", 64], [0]), (["N", "T", 16], [1]), (["N", "T"], [0, 1]),
+                                        (["N", "T", "C"], [2]), (["N", "T", 8], [0, 1])])
+def test_dynamic_shapes_reduce_symbolic_axes(shape, axes):
+    """Reductions over symbolic axes (COLUMN, MIDDLE, ALL and ROW forms), a Transpose over
+    symbolic dims and a softmax along a symbolic axis: one compile, extents 1 to 3000,
+    against float64."""
+    ops = {"ReduceSum": lambda a: a.sum(axis=tuple(axes)), "ReduceMax": lambda a: a.max(axis=tuple(axes)),
+           "ReduceL2": lambda a: np.sqrt((a * a).sum(axis=tuple(axes))),
+           "ReduceLogSumExp": lambda a: np.log(np.exp(a).sum(axis=tuple(axes)))}
+    perm = list(range(len(shape)))[::-1]
+    nodes = [helper.make_node(op, ["x"], [op], axes=axes, keepdims=0) for op in ops]
+    nodes += [helper.make_node("Transpose", ["x"], ["t"], perm=perm),
+              helper.make_node("Softmax", ["t"], ["softmax"], axis=-1)]
+    kept = [d for i, d in enumerate(shape) if i not in axes]
+    outputs = [helper.make_tensor_value_info(op, TensorProto.FLOAT, kept) for op in ops]
+    outputs.append(helper.make_tensor_value_info("softmax", TensorProto.FLOAT, shape[::-1]))
+    model = make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)], outputs,
+                       opset=12)
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    rng = np.random.default_rng(7)
+    for extent in (1, 2, 7, 300, 3000):
+        dims = [extent if isinstance(d, str) else d for d in shape]
+        if np.prod(dims) > 2e7:
+            continue
+        x = rng.standard_normal(dims).astype(np.float32)
+        out = compiled.run({"x": x})
+        x64 = x.astype(np.float64)
+        for op, f in ops.items():
+            np.testing.assert_allclose(out[op], f(x64), rtol=2e-5, atol=1e-5, err_msg=f"{op} at {dims}")
+        t = x64.transpose(perm)
+        e = np.exp(t - t.max(axis=-1, keepdims=True))
+        np.testing.assert_allclose(out["softmax"], e / e.sum(axis=-1, keepdims=True), rtol=1e-5,
+                                   atol=1e-7, err_msg=f"softmax at {dims}")
+    assert compiled.compiled_variants == 1
+
 def test_dynamic_shapes_library_calls():
     """dynamic_shapes with oneDNN calls (MatMul and Gemm with their bias, activation and
     residual epilogues) over symbolic rows: 50 shapes on one compile, more than the calls keep

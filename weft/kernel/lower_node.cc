@@ -53,16 +53,17 @@ int64_t last_symbolic_dim(const Value* v) {
 
 // Do "n"'s lowerings hold for dims known only at run time? Elementwise ops do when each
 // input dim is the output's or a static 1 (equal symbols are equal extents at run time, and
-// a symbol that may be 1 never broadcasts). Reductions and
-// normalizations do over static trailing axes: every symbolic dim then lies in the
-// outermost kept axis of the canonical view, whose strides stay static.
+// a symbol that may be 1 never broadcasts); so do Transposes (a copy over symbolic extents).
+// Softmax and the reductions whose result does not divide by the count of reduced elements
+// do over any axes; ReduceMean and LayerNormalization over static trailing axes, since their
+// kernels divide by that count as a constant.
 bool admits_symbolic_shapes(const Node& n) {
   for (const auto* list : {&n.inputs, &n.outputs}) {
     for (const Value* v : *list) {
       if (v && !v->type.shape) return false;
     }
   }
-  if (is_alias(n)) return true; // the same bytes
+  if (is_alias(n) || n.op_type == "Transpose") return true; // the same bytes, or a copy
   const Shape& out = *n.outputs[0]->type.shape;
   if (is_elementwise(n)) {
     for (const Value* v : n.inputs) {
@@ -74,10 +75,13 @@ bool admits_symbolic_shapes(const Node& n) {
     }
     return true;
   }
+  if (n.op_type == "Softmax" || n.op_type == "LogSoftmax") return true;
+  if (n.op_type.starts_with("Reduce") && n.op_type != "ReduceMean") {
+    const auto& axes = n.attrs_as<ReduceAttrs>().axes;
+    return axes && !axes->empty();
+  }
   int64_t first_axis = 0; // the first reduced or normalized axis
-  if (n.op_type == "Softmax" || n.op_type == "LogSoftmax") {
-    first_axis = n.attrs_as<SoftmaxAttrs>().axis;
-  } else if (n.op_type == "LayerNormalization") {
+  if (n.op_type == "LayerNormalization") {
     first_axis = n.attrs_as<LayerNormAttrs>().axis;
     if (n.input(1) && last_symbolic_dim(n.inputs[1]) >= 0) return false;
     if (n.input(2) && last_symbolic_dim(n.inputs[2]) >= 0) return false;
