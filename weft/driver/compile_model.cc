@@ -29,6 +29,7 @@
 #include "weft/graph/passes/eliminate_identity.h"
 #include "weft/graph/passes/expand_recurrent.h"
 #include "weft/graph/passes/fold_constants.h"
+#include "weft/graph/passes/fold_shape_values.h"
 #include "weft/graph/passes/infer_shapes.h"
 #include "weft/graph/passes/specialize_shapes.h"
 #include "weft/graph/passes/split_moments.h"
@@ -95,7 +96,14 @@ Status specialize(Graph& graph, const std::vector<Tensor>& inputs, bool dynamic_
   *frozen = freeze_shape_operands(graph, inputs);
   if (dynamic_shapes && !frozen->empty())
     return Status::error(fmt::format("{}: input values determine shapes", graph.source));
-  return refold(graph, "specialize");
+  WEFT_RETURN_IF_ERROR(refold(graph, "specialize"));
+  // The Reshape targets that shapes computed over symbols give; each round may give more
+  // (a resolved Reshape's shape feeds the next).
+  for (bool resolved = dynamic_shapes; resolved;) {
+    WEFT_ASSIGN_OR_RETURN(resolved, fold_shape_values(graph));
+    if (resolved) WEFT_RETURN_IF_ERROR(refold(graph, "fold_shape_values"));
+  }
+  return Status();
 }
 
 // One message listing every node that cannot run yet, grouped by op.

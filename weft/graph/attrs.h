@@ -196,7 +196,10 @@ struct TransposeAttrs {
 struct ReshapeAttrs {
   bool allowzero = false;
   std::optional<Ints> shape; // set by canonicalize once the target is a known constant
-  WEFT_FIELDS(f("allowzero", allowzero); f("shape", shape))
+  // The target over symbols, from the shapes the graph computes (fold_shape_values, in a
+  // dynamic-shape compile); the shape input is then gone.
+  std::optional<Shape> symbolic_shape;
+  WEFT_FIELDS(f("allowzero", allowzero); f("shape", shape); f("symbolic_shape", symbolic_shape))
 };
 
 struct ShapeAttrs {

@@ -64,6 +64,7 @@ Graph Graph::clone() const {
   copy.names_ = names_;
   copy.node_names_ = node_names_;
   copy.symbols_ = symbols_;
+  copy.fresh_ = fresh_;
   copy.next_symbol_ = next_symbol_;
   std::unordered_map<const Value*, Value*> map;
   for (const auto& v : values_) {
@@ -117,6 +118,7 @@ Dim Graph::fresh_symbol() {
     name = "unk" + std::to_string(next_symbol_++);
   } while (symbols_.contains(name));
   symbols_.insert(name);
+  fresh_.insert(name);
   return Dim::symbol(name);
 }
 

@@ -90,6 +90,8 @@ public:
   // ("unk0", "unk1", ...) never equals a dim it is unrelated to.
   void note_symbol(const std::string& name) { symbols_.insert(name); }
   Dim fresh_symbol();
+  // Is "d" one of fresh_symbol's: a dim no shape function could tell?
+  bool is_fresh(const Dim& d) const { return fresh_.contains(d.symbol_name()); }
 
   const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }
   const std::vector<std::unique_ptr<Value>>& values() const { return values_; }
@@ -125,6 +127,7 @@ private:
   std::unordered_set<std::string> node_names_;
   std::unordered_map<std::string, Value*> value_by_name_;
   std::unordered_set<std::string> symbols_;
+  std::unordered_set<std::string> fresh_; // the symbols fresh_symbol made
   int next_symbol_ = 0;
 };
 

@@ -309,7 +309,7 @@ OpAttrs parse_split(AttrParser& p) {
 
 OpAttrs parse_transpose(AttrParser& p) { return TransposeAttrs{p.optional_ints("perm")}; }
 
-OpAttrs parse_reshape(AttrParser& p) { return ReshapeAttrs{p.bool_or("allowzero", false), {}}; }
+OpAttrs parse_reshape(AttrParser& p) { return ReshapeAttrs{p.bool_or("allowzero", false), {}, {}}; }
 
 OpAttrs parse_shape(AttrParser& p) {
   return ShapeAttrs{p.int_or("start", 0), p.optional_int("end")};

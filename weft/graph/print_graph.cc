@@ -30,6 +30,7 @@ std::string attr_text(const RnnActivations& v) {
 std::string attr_text(const std::string& v) { return fmt::format("\"{}\"", v); }
 std::string attr_text(const Ints& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 std::string attr_text(const TensorRef& v) { return v ? v->to_string() : "none"; }
+std::string attr_text(const Shape& v) { return shape_to_string(v); }
 
 nlohmann::json attr_json(int64_t v) { return v; }
 nlohmann::json attr_json(bool v) { return v; }
@@ -55,6 +56,7 @@ nlohmann::json attr_json(const RnnActivations& v) {
 nlohmann::json attr_json(const std::string& v) { return v; }
 nlohmann::json attr_json(const Ints& v) { return v; }
 nlohmann::json attr_json(const TensorRef& v) { return v ? v->to_string() : "none"; }
+nlohmann::json attr_json(const Shape& v) { return shape_to_string(v); }
 
 std::string attrs_text(const OpAttrs& attrs) {
   std::vector<std::string> parts;

@@ -98,6 +98,21 @@ Dim dim_mul(const Dim& a, const Dim& b) {
   return Dim::symbol(name);
 }
 
+std::optional<Dim> dim_div(const Dim& a, const Dim& b) {
+  Product pa = factors_of(a), pb = factors_of(b);
+  if (pb.constant == 0 || pa.constant % pb.constant != 0) return std::nullopt;
+  Dim out = pa.constant / pb.constant;
+  std::vector<std::string> rest = pa.symbols;
+  for (const std::string& s : pb.symbols) {
+    auto it = std::find(rest.begin(), rest.end(), s);
+    if (it == rest.end()) return std::nullopt;
+    rest.erase(it);
+  }
+  for (const std::string& s : rest)
+    out = dim_mul(out, Dim::symbol(s));
+  return out;
+}
+
 std::optional<int64_t> eval_dim(const Dim& d, const std::map<std::string, int64_t>& symbols) {
   Product p = factors_of(d);
   int64_t n = p.constant;

@@ -48,6 +48,9 @@ Shape shape_from_dims(const std::vector<int64_t>& dims);
 // factor first (when not 1), then the symbols sorted, joined by '*' ("64*N*T"), so that equal
 // products are equal dims.
 Dim dim_mul(const Dim& a, const Dim& b);
+// a / b when b divides a exactly as a product: its constant divides a's and its symbols are
+// among a's (12*N*T / 4*T = 3*N); nullopt otherwise.
+std::optional<Dim> dim_div(const Dim& a, const Dim& b);
 // The extent of "d" when "symbols" gives each of its factors; nullopt otherwise, or when the
 // product overflows int64.
 std::optional<int64_t> eval_dim(const Dim& d, const std::map<std::string, int64_t>& symbols);

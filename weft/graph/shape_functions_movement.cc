@@ -219,6 +219,7 @@ TypesOrError infer_transpose(const Node& node) {
 TypesOrError infer_reshape(const Node& node) {
   const auto& a = node.attrs_as<ReshapeAttrs>();
   const TensorType& x = in_type(node, 0);
+  if (a.symbolic_shape) return one({x.dtype, *a.symbolic_shape});
   std::optional<Ints> target = a.shape ? a.shape : constant_ints(node.input(1));
   if (!target) {
     const Value* s = node.input(1);
@@ -256,7 +257,23 @@ TypesOrError infer_reshape(const Node& node) {
         all_static = false;
       }
     }
-    if (total && all_static && known != 0) out[static_cast<size_t>(infer_at)] = *total / known;
+    if (total && all_static && known != 0) {
+      out[static_cast<size_t>(infer_at)] = *total / known;
+    } else if (!total) { // symbolic: the product of x's dims over the others', when exact
+      Dim all = 1, others = 1;
+      bool unknown = false;
+      for (const Dim& d : *x.shape) {
+        all = dim_mul(all, d);
+        unknown |= d.is_unknown();
+      }
+      for (size_t i = 0; i < out.size(); ++i) {
+        if (static_cast<int>(i) == infer_at) continue;
+        others = dim_mul(others, out[i]);
+        unknown |= out[i].is_unknown();
+      }
+      std::optional<Dim> rest = dim_div(all, others);
+      if (rest && !unknown) out[static_cast<size_t>(infer_at)] = *rest;
+    }
   }
   return one({x.dtype, out});
 }

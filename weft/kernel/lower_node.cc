@@ -53,7 +53,8 @@ int64_t last_symbolic_dim(const Value* v) {
 
 // Do "n"'s lowerings hold for dims known only at run time? Elementwise ops do when each
 // input dim is the output's or a static 1 (equal symbols are equal extents at run time, and
-// a symbol that may be 1 never broadcasts); so do Transposes (a copy over symbolic extents).
+// a symbol that may be 1 never broadcasts); so do Transposes (a copy over symbolic extents)
+// and Gathers of static indices along a static axis.
 // Softmax and the reductions whose result does not divide by the count of reduced elements
 // do over any axes; ReduceMean and LayerNormalization over static trailing axes, since their
 // kernels divide by that count as a constant.
@@ -64,6 +65,13 @@ bool admits_symbolic_shapes(const Node& n) {
     }
   }
   if (is_alias(n) || n.op_type == "Transpose") return true; // the same bytes, or a copy
+  if (n.op_type == "Gather") {                              // static indices into a static axis
+    const Shape& x = *n.inputs[0]->type.shape;
+    int64_t axis = n.attrs_as<AxisAttrs>().axis;
+    if (axis < 0) axis += static_cast<int64_t>(x.size());
+    return n.inputs[1]->type.has_static_shape() && axis >= 0 &&
+           axis < static_cast<int64_t>(x.size()) && x[static_cast<size_t>(axis)].is_static();
+  }
   const Shape& out = *n.outputs[0]->type.shape;
   if (is_elementwise(n)) {
     for (const Value* v : n.inputs) {

@@ -244,7 +244,7 @@ void canonicalize_compress(Graph& graph, Node& node) {
   if (!axis) {
     int64_t count = shape_num_elements(*x->type.shape).value_or(0);
     x = insert_op(graph, node, "Reshape", {x}, {x->type.dtype, Shape{count}},
-                  ReshapeAttrs{false, Ints{count}}, x->name + "_flat", node.name + "_flatten");
+                  ReshapeAttrs{false, Ints{count}, {}}, x->name + "_flat", node.name + "_flatten");
   }
   Tensor positions = Tensor::vector_i64(*kept);
   node.op_type = "Gather";

@@ -16,9 +16,13 @@ TensorType refine_type(const TensorType& stored, const TensorType& inferred, Gra
   if (stored.shape->size() != inferred.shape->size()) return stored;
   TensorType out = stored;
   for (size_t i = 0; i < out.shape->size(); ++i) {
-    if (!(*out.shape)[i].is_static() && (*inferred.shape)[i].is_static()) {
-      (*out.shape)[i] = (*inferred.shape)[i];
-    }
+    Dim& d = (*out.shape)[i];
+    const Dim& given = (*inferred.shape)[i];
+    // A static dim, or any dim where a fresh symbol stood for one nothing could tell (a
+    // Reshape whose target fold_shape_values found since).
+    if ((!d.is_static() && given.is_static()) ||
+        (!d.is_static() && graph.is_fresh(d) && !given.is_unknown()))
+      d = given;
   }
   return out;
 }

@@ -1,0 +1,232 @@
+#include "weft/graph/passes/fold_shape_values.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "weft/graph/shape_functions.h"
+
+namespace weft {
+
+namespace {
+
+// An integer tensor of rank 0 or 1 whose elements are known as dims.
+struct ShapeValue {
+  bool scalar = false;
+  std::vector<Dim> dims;
+};
+
+using Known = std::unordered_map<const Value*, ShapeValue>;
+
+const ShapeValue* known_of(const Known& known, const Value* v) {
+  auto it = v ? known.find(v) : known.end();
+  return it == known.end() ? nullptr : &it->second;
+}
+
+std::optional<ShapeValue> constant_value(const Value* v) {
+  if (!v->is_constant() || (v->type.dtype != DType::kI64 && v->type.dtype != DType::kI32) ||
+      !v->type.shape || v->type.shape->size() > 1)
+    return std::nullopt;
+  std::optional<Ints> ints = constant_ints(v);
+  if (!ints) return std::nullopt;
+  return ShapeValue{v->type.shape->empty(), {ints->begin(), ints->end()}};
+}
+
+// Python's slice of "n" elements: the indices taken, or nullopt for a step of 0.
+std::optional<std::vector<int64_t>> slice_indices(int64_t n, int64_t start, int64_t end,
+                                                  int64_t step) {
+  if (step == 0) return std::nullopt;
+  auto clamp = [&](int64_t i, int64_t lo, int64_t hi) {
+    if (i < 0) i += n;
+    return std::max(lo, std::min(i, hi));
+  };
+  std::vector<int64_t> out;
+  if (step > 0) {
+    for (int64_t i = clamp(start, 0, n); i < clamp(end, 0, n); i += step)
+      out.push_back(i);
+  } else {
+    for (int64_t i = clamp(start, -1, n - 1); i > clamp(end, -1, n - 1); i += step)
+      out.push_back(i);
+  }
+  return out;
+}
+
+// "a op b", element by element with a one-element side broadcast; nullopt where a result is
+// not a product of symbols (a sum with a symbol, an inexact quotient).
+std::optional<ShapeValue> arithmetic(const std::string& op, const ShapeValue& a,
+                                     const ShapeValue& b) {
+  size_t n = std::max(a.dims.size(), b.dims.size());
+  if ((a.dims.size() != n && a.dims.size() != 1) || (b.dims.size() != n && b.dims.size() != 1))
+    return std::nullopt;
+  ShapeValue out{a.scalar && b.scalar, {}};
+  for (size_t i = 0; i < n; ++i) {
+    const Dim& x = a.dims[a.dims.size() == 1 ? 0 : i];
+    const Dim& y = b.dims[b.dims.size() == 1 ? 0 : i];
+    std::optional<Dim> r;
+    if (op == "Mul") {
+      r = dim_mul(x, y);
+    } else if (op == "Div") {
+      r = dim_div(x, y);
+    } else if (x.is_static() && y.is_static()) {
+      r = op == "Add" ? x.value() + y.value() : x.value() - y.value();
+    }
+    if (!r) return std::nullopt;
+    out.dims.push_back(*r);
+  }
+  return out;
+}
+
+// The dims that stand for extents a run knows: static ones, and products of the inputs'
+// symbols ("ones" binds each to 1); not the fresh symbols of a shape inference that could not
+// tell, nor any dim of a value whose type is stale.
+struct Facts {
+  std::map<std::string, int64_t> ones;
+  std::set<const Value*> stale; // downstream of a Reshape resolved in this sweep
+
+  bool fresh(const Value* x) const {
+    if (!x->type.shape || stale.contains(x)) return false;
+    return std::all_of(x->type.shape->begin(), x->type.shape->end(),
+                       [&](const Dim& d) { return eval_dim(d, ones).has_value(); });
+  }
+};
+
+// The value of "n"'s output, if its inputs' values and the op determine it.
+std::optional<ShapeValue> evaluate(const Node& n, const Known& known, const Facts& facts) {
+  const std::string& op = n.op_type;
+  const Value* y = n.outputs[0];
+  std::optional<size_t> out_rank;
+  if (y && y->type.shape) out_rank = y->type.shape->size();
+  if (op == "Shape") {
+    const Value* x = n.inputs[0];
+    if (!facts.fresh(x)) return std::nullopt;
+    const auto& a = n.attrs_as<ShapeAttrs>();
+    auto rank = static_cast<int64_t>(x->type.shape->size());
+    std::vector<int64_t> taken = *slice_indices(rank, a.start, a.end.value_or(rank), 1);
+    ShapeValue out;
+    for (int64_t i : taken)
+      out.dims.push_back((*x->type.shape)[static_cast<size_t>(i)]);
+    return out;
+  }
+  const ShapeValue* in = known_of(known, n.input(0));
+  if (!in || !out_rank || *out_rank > 1) return std::nullopt;
+  if (op == "Identity" || op == "Squeeze" || op == "Unsqueeze" || op == "Reshape" ||
+      (op == "Cast" && (y->type.dtype == DType::kI64 || y->type.dtype == DType::kI32))) {
+    if (*out_rank == 0 && in->dims.size() != 1) return std::nullopt;
+    return ShapeValue{*out_rank == 0, in->dims};
+  }
+  if (op == "Gather") {
+    std::optional<Ints> indices = constant_ints(n.input(1));
+    if (in->scalar || n.attrs_as<AxisAttrs>().axis != 0 || !indices) return std::nullopt;
+    ShapeValue out{*out_rank == 0, {}};
+    auto size = static_cast<int64_t>(in->dims.size());
+    for (int64_t i : *indices) {
+      if (i < -size || i >= size) return std::nullopt;
+      out.dims.push_back(in->dims[static_cast<size_t>(i < 0 ? i + size : i)]);
+    }
+    return out;
+  }
+  if (op == "Slice") {
+    const auto& a = n.attrs_as<SliceAttrs>();
+    if (in->scalar || !a.starts || a.starts->size() != 1 || (a.axes && (*a.axes)[0] != 0))
+      return std::nullopt;
+    std::optional<std::vector<int64_t>> taken =
+        slice_indices(static_cast<int64_t>(in->dims.size()), (*a.starts)[0], (*a.ends)[0],
+                      a.steps ? (*a.steps)[0] : 1);
+    if (!taken) return std::nullopt;
+    ShapeValue out;
+    for (int64_t i : *taken)
+      out.dims.push_back(in->dims[static_cast<size_t>(i)]);
+    return out;
+  }
+  if (op == "Concat") {
+    ShapeValue out;
+    for (const Value* v : n.inputs) {
+      const ShapeValue* part = known_of(known, v);
+      if (!part || part->scalar) return std::nullopt;
+      out.dims.insert(out.dims.end(), part->dims.begin(), part->dims.end());
+    }
+    return out;
+  }
+  if (op == "Mul" || op == "Div" || op == "Add" || op == "Sub") {
+    const ShapeValue* other = known_of(known, n.input(1));
+    if (!other) return std::nullopt;
+    return arithmetic(op, *in, *other);
+  }
+  return std::nullopt;
+}
+
+// The Reshape target that "target" spells for input "x", with 0 and -1 resolved.
+std::optional<Shape> reshape_target(const Shape& x, const ShapeValue& target, bool allowzero) {
+  Shape out;
+  std::optional<size_t> infer_at;
+  for (size_t i = 0; i < target.dims.size(); ++i) {
+    const Dim& d = target.dims[i];
+    if (d == Dim(-1)) {
+      if (infer_at) return std::nullopt;
+      infer_at = i;
+      out.push_back(1);
+    } else if (d == Dim(0) && !allowzero) {
+      if (i >= x.size()) return std::nullopt;
+      out.push_back(x[i]);
+    } else if (d.is_static() && d.value() < 0) {
+      return std::nullopt;
+    } else {
+      out.push_back(d);
+    }
+  }
+  if (infer_at) {
+    Dim total = 1, known = 1;
+    for (const Dim& d : x)
+      total = dim_mul(total, d);
+    for (const Dim& d : out)
+      known = dim_mul(known, d);
+    std::optional<Dim> rest = dim_div(total, known);
+    if (!rest) return std::nullopt;
+    out[*infer_at] = *rest;
+  }
+  return out;
+}
+
+} // namespace
+
+Result<bool> fold_shape_values(Graph& graph) {
+  Facts facts;
+  for (const Value* in : graph.inputs) {
+    for (const Dim& d : in->type.shape.value_or(Shape{})) {
+      if (!d.is_static()) facts.ones[d.symbol_name()] = 1;
+    }
+  }
+  Known known;
+  bool resolved = false;
+  for (const auto& node : graph.nodes()) {
+    for (const Value* v : node->inputs) {
+      if (v && !known.contains(v)) {
+        if (std::optional<ShapeValue> c = constant_value(v)) known.emplace(v, std::move(*c));
+      }
+      if (v && facts.stale.contains(v)) {
+        for (const Value* out : node->outputs)
+          facts.stale.insert(out);
+      }
+    }
+    if (node->outputs.size() == 1 && node->outputs[0]) {
+      if (std::optional<ShapeValue> v = evaluate(*node, known, facts))
+        known.emplace(node->outputs[0], std::move(*v));
+    }
+    if (node->op_type != "Reshape" || node->inputs.size() < 2) continue;
+    const ShapeValue* target = known_of(known, node->inputs[1]);
+    const Value* x = node->inputs[0];
+    if (!target || target->scalar || !facts.fresh(x) || node->inputs[1]->is_constant()) continue;
+    auto& a = node->attrs_as<ReshapeAttrs>();
+    std::optional<Shape> dims = reshape_target(*x->type.shape, *target, a.allowzero);
+    if (!dims) continue;
+    a.symbolic_shape = std::move(*dims);
+    node->inputs.resize(1);
+    // What reads it has its old type until shapes are inferred again: the next round.
+    facts.stale.insert(node->outputs[0]);
+    resolved = true;
+  }
+  return resolved;
+}
+
+} // namespace weft

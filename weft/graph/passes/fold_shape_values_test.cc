@@ -1,0 +1,87 @@
+#include <gtest/gtest.h>
+
+#include "tests/testing/onnx_text.h"
+#include "weft/graph/passes/canonicalize.h"
+#include "weft/graph/passes/fold_constants.h"
+#include "weft/graph/passes/fold_shape_values.h"
+#include "weft/graph/passes/infer_shapes.h"
+
+namespace weft {
+namespace {
+
+// The attributes of the Reshape that writes "output".
+const ReshapeAttrs& reshape_of(const Graph& g, const std::string& output) {
+  return g.find_value(output)->producer->attrs_as<ReshapeAttrs>();
+}
+
+// The views PyTorch's dynamo exporter writes for a dynamic [N, T, 64]: the batch and length
+// read with Shape, heads and head size appended; a -1; a 0 and a length read with Shape.
+TEST(FoldShapeValues, ReshapeTargetsFromShapesOverSymbols) {
+  Graph g = testing::graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[N, T, 64] x) => (float[A, B, C, D] y, float[E, F] z, float[G, H, I] w) {
+      nt = Shape <start = 0, end = 2> (x)
+      split = Constant <value = int64[2] {4, 16}> ()
+      to_heads = Concat <axis = 0> (nt, split)
+      heads = Reshape (x, to_heads)
+      minus = Constant <value = int64[1] {-1}> ()
+      sixteen = Constant <value = int64[1] {16}> ()
+      to_rows = Concat <axis = 0> (minus, sixteen)
+      rows = Reshape (x, to_rows)
+      t = Shape <start = 1, end = 2> (x)
+      zero = Constant <value = int64[1] {0}> ()
+      sixty_four = Constant <value = int64[1] {64}> ()
+      to_back = Concat <axis = 0> (zero, t, sixty_four)
+      back = Reshape (heads, to_back)
+      y = Identity (heads)
+      z = Identity (rows)
+      w = Identity (back)
+    })");
+  ASSERT_TRUE(fold_constants(g).ok());
+  ASSERT_TRUE(infer_shapes(g).ok());
+  ASSERT_TRUE(canonicalize(g).ok());
+  Result<bool> resolved = fold_shape_values(g);
+  ASSERT_TRUE(resolved.ok()) << resolved.status().message();
+  EXPECT_TRUE(*resolved);
+  const auto& heads = reshape_of(g, "heads");
+  ASSERT_TRUE(heads.symbolic_shape);
+  EXPECT_EQ(shape_to_string(*heads.symbolic_shape), "[N,T,4,16]");
+  // A constant target with a -1 needs no evaluation: infer_shapes divides the products.
+  EXPECT_EQ(g.find_value("rows")->type.to_string(), "f32[4*N*T,16]");
+  // "heads" has its new type only after shapes are inferred again: the next round.
+  EXPECT_FALSE(reshape_of(g, "back").symbolic_shape);
+  ASSERT_TRUE(infer_shapes(g).ok());
+  ASSERT_TRUE(fold_shape_values(g).ok());
+  const auto& back = reshape_of(g, "back");
+  ASSERT_TRUE(back.symbolic_shape);
+  EXPECT_EQ(shape_to_string(*back.symbolic_shape), "[N,T,64]");
+  ASSERT_TRUE(infer_shapes(g).ok());
+  EXPECT_EQ(g.find_value("back")->type.to_string(), "f32[N,T,64]");
+}
+
+TEST(FoldShapeValues, SymbolsNoShapeFunctionCouldTellStayUnresolved) {
+  Graph g = testing::graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[N, 64] x, int64[2] s) => (float[A, B] y, float[C, D] z) {
+      y = Reshape (x, s)
+      sy = Shape (y)
+      z = Reshape (x, sy)
+    })");
+  ASSERT_TRUE(infer_shapes(g).ok());
+  ASSERT_TRUE(canonicalize(g).ok());
+  Result<bool> resolved = fold_shape_values(g);
+  ASSERT_TRUE(resolved.ok());
+  EXPECT_FALSE(*resolved);
+}
+
+TEST(DimDiv, ExactProductsOnly) {
+  Dim n = Dim::symbol("N"), t = Dim::symbol("T");
+  EXPECT_EQ(dim_div(dim_mul(dim_mul(12, n), t), dim_mul(4, t)), dim_mul(3, n));
+  EXPECT_EQ(dim_div(dim_mul(n, t), dim_mul(n, t)), Dim(1));
+  EXPECT_EQ(dim_div(Dim(64), Dim(16)), Dim(4));
+  EXPECT_FALSE(dim_div(dim_mul(6, n), Dim(4)));
+  EXPECT_FALSE(dim_div(n, t));
+}
+
+} // namespace
+} // namespace weft
