@@ -4,8 +4,9 @@ ConvNeXt-Tiny, a torch.nn.TransformerEncoderLayer and a GPT-2-style block (causa
 scaled_dot_product_attention, tanh GELU). `torch.onnx.export(model, args, path)` with nothing
 else set uses the dynamo exporter since PyTorch 2.9: opset 18 or newer, IR 10, weights in an
 external-data file. The encoder is also exported with a dynamic batch and sequence length and
-run at two shapes, and ResNet-18 with a dynamic batch runs at three batch sizes on one compile
-of the Python module (dynamic_shapes=True). Random weights; BatchNorm statistics randomized so every layer does work.
+run at two shapes. ResNet-18 exported with a dynamic batch, and the encoder layer and the
+GPT-2 block with a dynamic batch and length, each compile once in the Python module
+(dynamic_shapes=True) and run at several shapes. Random weights; BatchNorm statistics randomized so every layer does work.
 
 Usage: .venv/bin/python torch_export_test.py WEFT   (exits 77, a skip, without PyTorch 2.9+)
 """
@@ -97,36 +98,33 @@ def check(name, model, example, runs=None, **export_args):
                   f"max |torch| = {np.abs(want).max():.3g}, max |weft - torch| = {err:.2e}")
 
 
-def check_dynamic_batch(image):
-    """ResNet-18 exported with a dynamic batch, compiled once by the Python module with
-    dynamic_shapes=True (its convolutions are oneDNN calls built per batch size), run at three
-    batch sizes."""
+def check_one_compile(name, model, example, runs, dynamic_shapes):
+    """"model" exported with dynamic dims, compiled once by the Python module with
+    dynamic_shapes=True, and run at every input in "runs" against PyTorch."""
     try:
         import weft
     except ImportError as e:
-        print(f"skipped resnet18_dynamic_batch: the weft module is not importable ({e})")
+        print(f"skipped {name}: the weft module is not importable ({e})")
         return
-    model = randomize_batch_norms(torchvision.models.resnet18())
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "resnet18_dynamic.onnx")
-        torch.onnx.export(model, (image,), path, external_data=False,
-                          dynamic_shapes={"x": {0: torch.export.Dim("batch", max=64)}})
+        path = os.path.join(tmp, name + ".onnx")
+        torch.onnx.export(model, (example,), path, external_data=False, dynamic_shapes=dynamic_shapes)
+        input_name = onnx.load(path, load_external_data=False).graph.input[0].name
         with open(path, "rb") as f:
             compiled = weft.compile(f.read(), dynamic_shapes=True)
-    for n in (2, 1, 3):
-        x = torch.randn(n, 3, 224, 224)
-        got = next(iter(compiled.run({"x": x.numpy()}).values()))
+    for x in runs:
+        got = next(iter(compiled.run({input_name: x.numpy()}).values()))
         want = model(x).numpy()
-        if not np.allclose(got, want, rtol=1e-3, atol=1e-4):
-            failures.append(f"resnet18_dynamic_batch {n}: differs from PyTorch "
-                            f"(max error {np.abs(got - want).max()})")
+        if got.shape != want.shape or not np.allclose(got, want, rtol=1e-3, atol=1e-4):
+            failures.append(f"{name} {tuple(x.shape)}: differs from PyTorch")
             print(f"FAIL {failures[-1]}")
             return
     if compiled.compiled_variants != 1:
-        failures.append(f"resnet18_dynamic_batch: {compiled.compiled_variants} compiles, not 1")
+        failures.append(f"{name}: {compiled.compiled_variants} compiles, not 1")
         print(f"FAIL {failures[-1]}")
         return
-    print("ok resnet18_dynamic_batch: batch 2, 1 and 3 on one compile (dynamic_shapes)")
+    shapes = ", ".join(str(tuple(x.shape)) for x in runs[:4]) + (f" and {len(runs) - 4} more" if len(runs) > 4 else "")
+    print(f"ok {name}: {shapes} on one compile (dynamic_shapes)")
 
 
 def main():
@@ -146,7 +144,16 @@ def main():
         check("transformer_encoder_layer_dynamic", encoder, tokens,
               runs=[tokens, torch.randn(3, 40, 64)],
               dynamic_shapes={"src": {0: batch, 1: length}})
-        check_dynamic_batch(image)
+        tokens_at = [torch.randn(n, t, 64) for n, t in ((2, 16), (1, 1), (3, 40), (5, 7))]
+        check_one_compile("resnet18_dynamic_batch", randomize_batch_norms(torchvision.models.resnet18()),
+                          torch.randn(2, 3, 224, 224), [torch.randn(n, 3, 224, 224) for n in (2, 1, 3)],
+                          {"x": {0: batch}})
+        check_one_compile("transformer_encoder_layer_one_compile", encoder, tokens, tokens_at,
+                          {"src": {0: batch, 1: length}})
+        rng = np.random.default_rng(3)
+        fifty = [torch.randn(int(n), int(t), 64) for n, t in zip(rng.integers(1, 7, 50), rng.integers(1, 65, 50))]
+        check_one_compile("gpt2_block_one_compile", GPT2Block().eval(), tokens, fifty,
+                          {"x": {0: batch, 1: length}})
     if failures:
         print(f"{len(failures)} failed:\n  " + "\n  ".join(failures))
         sys.exit(1)

@@ -374,7 +374,8 @@ TEST(Api, DynamicShapesCompileOnceForManyShapes) {
 
 // A MatMul over a symbolic dim needs static shapes: each shape compiles, as without
 // dynamic_shapes.
-TEST(Api, DynamicShapesFallBackPerShape) {
+// MatMul over a symbolic row count is a oneDNN call built per extent: one compile.
+TEST(Api, DynamicShapesMatMulCompilesOnce) {
   CompileOptions options;
   options.dynamic_shapes = true;
   Model m = Model::compile_bytes(testing::model_bytes(R"(
@@ -395,6 +396,31 @@ TEST(Api, DynamicShapesFallBackPerShape) {
           want += x[static_cast<size_t>(r * 8 + k)] * ((k < 4) == (j == 0) ? 1.0 : 0.0);
         EXPECT_NEAR(out[0].data_as<float>()[r * 2 + j], want, 1e-5);
       }
+    }
+  }
+  EXPECT_EQ(m.compiled_variants(), 1u);
+}
+
+// A mean over a symbolic axis divides by a count the kernel IR holds only as a constant: the
+// model compiles per shape instead, with right results.
+TEST(Api, DynamicShapesFallBackPerShape) {
+  CompileOptions options;
+  options.dynamic_shapes = true;
+  Model m = Model::compile_bytes(testing::model_bytes(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[N,8] x) => (float[8] y) {
+      y = ReduceMean<axes = [0], keepdims = 0>(x)
+    }
+  )"),
+                                 options);
+  for (int64_t n : {2, 5}) {
+    std::vector<float> x = iota(static_cast<size_t>(n) * 8, 0.5f);
+    std::vector<HostTensor> out = m.run({HostTensor::view(ElementType::kF32, {n, 8}, x.data())});
+    for (int64_t j = 0; j < 8; ++j) {
+      double want = 0;
+      for (int64_t r = 0; r < n; ++r)
+        want += x[static_cast<size_t>(r * 8 + j)];
+      EXPECT_NEAR(out[0].data_as<float>()[j], want / static_cast<double>(n), 1e-5);
     }
   }
   EXPECT_EQ(m.compiled_variants(), 2u);

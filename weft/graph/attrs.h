@@ -619,6 +619,13 @@ struct ConstantAttrs {
   WEFT_FIELDS(f("value", value))
 };
 
+struct ExpandAttrs {
+  // The target over symbols, as ReshapeAttrs::symbolic_shape (fold_shape_values); the shape
+  // input is then gone.
+  std::optional<Shape> symbolic_shape;
+  WEFT_FIELDS(f("symbolic_shape", symbolic_shape))
+};
+
 struct ConstantOfShapeAttrs {
   TensorRef value; // a one-element tensor; f32 0 when absent
   WEFT_FIELDS(f("value", value))
@@ -635,7 +642,7 @@ using OpAttrs = std::variant<
     LossAttrs, RecurrentAttrs, ConstantAttrs, ConstantOfShapeAttrs, OptimizerAttrs, LoopAttrs,
     ScanAttrs, GeluAttrs, GroupNormAttrs, AttentionAttrs, RotaryAttrs, LpNormAttrs, LpPoolAttrs,
     TensorScatterAttrs, AffineGridAttrs, Col2ImAttrs, LinearAttentionAttrs, CausalConvAttrs,
-    FlexAttentionAttrs, RoiAlignAttrs, DeformConvAttrs, BinarizerAttrs>;
+    FlexAttentionAttrs, RoiAlignAttrs, DeformConvAttrs, BinarizerAttrs, ExpandAttrs>;
 
 #undef WEFT_FIELDS
 

@@ -283,8 +283,8 @@ OpAttrs parse_batch_dims(AttrParser& p) {
 OpAttrs parse_scatter(AttrParser& p) {
   ScatterAttrs a{p.int_or("axis", 0),
                  enum_attr<ScatterReduction>(p, "reduction", kScatterReductions, "none")};
-  if (p.opset() < 18 && (a.reduction == ScatterReduction::kMax ||
-                         a.reduction == ScatterReduction::kMin))
+  if (p.opset() < 18 &&
+      (a.reduction == ScatterReduction::kMax || a.reduction == ScatterReduction::kMin))
     p.fail("attribute 'reduction' = max or min needs opset 18");
   return a;
 }
@@ -496,8 +496,8 @@ OpAttrs parse_resize(AttrParser& p) {
   // Opset 18's additions.
   a.antialias = p.bool_or("antialias", false);
   constexpr std::string_view kPolicies[] = {"stretch", "not_larger", "not_smaller"};
-  a.aspect_policy = static_cast<int64_t>(
-      enum_attr<int>(p, "keep_aspect_ratio_policy", kPolicies, "stretch"));
+  a.aspect_policy =
+      static_cast<int64_t>(enum_attr<int>(p, "keep_aspect_ratio_policy", kPolicies, "stretch"));
   a.axes = p.optional_ints("axes");
   a.mode = enum_attr<ResizeMode>(p, "mode", kResizeModes, "nearest");
   a.coordinate_transformation_mode = enum_attr<ResizeCoordinates>(
@@ -684,8 +684,7 @@ OpAttrs parse_attention(AttrParser& p) {
   a.right_window = p.int_or("right_window_size", -1);
   if (a.qk_matmul_output_mode < 0 || a.qk_matmul_output_mode > 3)
     p.fail("attribute 'qk_matmul_output_mode' must be 0, 1, 2 or 3");
-  if (a.left_window < -1 || a.right_window < -1)
-    p.fail("window sizes must be -1 or non-negative");
+  if (a.left_window < -1 || a.right_window < -1) p.fail("window sizes must be -1 or non-negative");
   if ((a.q_num_heads && *a.q_num_heads < 1) || (a.kv_num_heads && *a.kv_num_heads < 1))
     p.fail("head counts must be positive");
   return a;
@@ -798,14 +797,14 @@ const std::vector<OpDef>& build_table() {
       std::string_view op;
       int since;
     };
-    for (Unary u :
-         {Unary{"Abs", 1}, {"Ceil", 1},       {"Exp", 1},       {"Floor", 1},   {"Log", 1},
-          {"Neg", 1},      {"Reciprocal", 1}, {"Relu", 1},      {"Sigmoid", 1}, {"Sqrt", 1},
-          {"Tanh", 1},     {"Softplus", 1},   {"Softsign", 1},  {"Acos", 7},    {"Asin", 7},
-          {"Atan", 7},     {"Cos", 7},        {"Sin", 7},       {"Tan", 7},     {"Acosh", 9},
-          {"Asinh", 9},    {"Atanh", 9},      {"Cosh", 9},      {"Sinh", 9},    {"Erf", 9},
-          {"Sign", 9},     {"Round", 11},     {"HardSwish", 14}, {"Mish", 18},
-          {"BitwiseNot", 18}}) {
+    for (Unary u : {Unary{"Abs", 1}, {"Ceil", 1},       {"Exp", 1},        {"Floor", 1},
+                    {"Log", 1},      {"Neg", 1},        {"Reciprocal", 1}, {"Relu", 1},
+                    {"Sigmoid", 1},  {"Sqrt", 1},       {"Tanh", 1},       {"Softplus", 1},
+                    {"Softsign", 1}, {"Acos", 7},       {"Asin", 7},       {"Atan", 7},
+                    {"Cos", 7},      {"Sin", 7},        {"Tan", 7},        {"Acosh", 9},
+                    {"Asinh", 9},    {"Atanh", 9},      {"Cosh", 9},       {"Sinh", 9},
+                    {"Erf", 9},      {"Sign", 9},       {"Round", 11},     {"HardSwish", 14},
+                    {"Mish", 18},    {"BitwiseNot", 18}}) {
       t.push_back({u.op, u.since, kAll, parse_none, infer_same});
     }
     t.push_back({"Identity", 1, kAll, parse_none, infer_same});
@@ -934,7 +933,8 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"Split", 2, kAll, parse_split, infer_split});
     t.push_back({"Transpose", 1, kAll, parse_transpose, infer_transpose});
     t.push_back({"Reshape", 5, kAll, parse_reshape, infer_reshape});
-    t.push_back({"Expand", 8, kAll, parse_none, infer_expand});
+    t.push_back(
+        {"Expand", 8, kAll, [](AttrParser&) -> OpAttrs { return ExpandAttrs{}; }, infer_expand});
     t.push_back({"Tile", 6, kAll, parse_none, infer_tile});
     t.push_back({"Slice", 1, kAll, parse_slice, infer_slice});
     t.push_back({"Pad", 2, kAll, parse_pad, infer_pad});

@@ -280,9 +280,13 @@ TypesOrError infer_reshape(const Node& node) {
 
 TypesOrError infer_expand(const Node& node) {
   const TensorType& x = in_type(node, 0);
+  // (Expands that decompositions build have no attributes.)
+  const auto* attrs = std::get_if<ExpandAttrs>(&node.attrs);
+  std::optional<Shape> symbolic = attrs ? attrs->symbolic_shape : std::nullopt;
   std::optional<Ints> target = constant_ints(node.input(1));
-  if (!x.shape || !target) return one({x.dtype, std::nullopt});
-  WEFT_ASSIGN_OR_RETURN(Shape out, broadcast_shapes({*x.shape, shape_from_dims(*target)}));
+  if (!x.shape || (!target && !symbolic)) return one({x.dtype, std::nullopt});
+  WEFT_ASSIGN_OR_RETURN(
+      Shape out, broadcast_shapes({*x.shape, symbolic ? *symbolic : shape_from_dims(*target)}));
   return one({x.dtype, out});
 }
 

@@ -54,7 +54,7 @@ int64_t last_symbolic_dim(const Value* v) {
 // Do "n"'s lowerings hold for dims known only at run time? Elementwise ops do when each
 // input dim is the output's or a static 1 (equal symbols are equal extents at run time, and
 // a symbol that may be 1 never broadcasts); so do Transposes (a copy over symbolic extents)
-// and Gathers of static indices along a static axis.
+// Gathers of static indices along a static axis, and Splits and Concats along a static axis.
 // Softmax and the reductions whose result does not divide by the count of reduced elements
 // do over any axes; ReduceMean and LayerNormalization over static trailing axes, since their
 // kernels divide by that count as a constant.
@@ -64,8 +64,20 @@ bool admits_symbolic_shapes(const Node& n) {
       if (v && !v->type.shape) return false;
     }
   }
-  if (is_alias(n) || n.op_type == "Transpose") return true; // the same bytes, or a copy
-  if (n.op_type == "Gather") {                              // static indices into a static axis
+  if (is_alias(n) || n.op_type == "Transpose" || n.op_type == "Trilu")
+    return true; // the same bytes, or a copy (Trilu's by position)
+  if (n.op_type == "Split" || n.op_type == "Concat") { // pieces along a static axis
+    int64_t axis =
+        n.op_type == "Split" ? n.attrs_as<SplitAttrs>().axis : n.attrs_as<AxisAttrs>().axis;
+    const std::vector<Value*>& pieces = n.op_type == "Split" ? n.outputs : n.inputs;
+    return std::all_of(pieces.begin(), pieces.end(), [&](const Value* v) {
+      if (!v) return true;
+      const Shape& s = *v->type.shape;
+      int64_t a = axis < 0 ? axis + static_cast<int64_t>(s.size()) : axis;
+      return a >= 0 && a < static_cast<int64_t>(s.size()) && s[static_cast<size_t>(a)].is_static();
+    });
+  }
+  if (n.op_type == "Gather") { // static indices into a static axis
     const Shape& x = *n.inputs[0]->type.shape;
     int64_t axis = n.attrs_as<AxisAttrs>().axis;
     if (axis < 0) axis += static_cast<int64_t>(x.size());

@@ -213,14 +213,22 @@ Result<bool> fold_shape_values(Graph& graph) {
       if (std::optional<ShapeValue> v = evaluate(*node, known, facts))
         known.emplace(node->outputs[0], std::move(*v));
     }
-    if (node->op_type != "Reshape" || node->inputs.size() < 2) continue;
+    bool reshape = node->op_type == "Reshape";
+    if ((!reshape && node->op_type != "Expand") || node->inputs.size() < 2) continue;
     const ShapeValue* target = known_of(known, node->inputs[1]);
     const Value* x = node->inputs[0];
     if (!target || target->scalar || !facts.fresh(x) || node->inputs[1]->is_constant()) continue;
-    auto& a = node->attrs_as<ReshapeAttrs>();
-    std::optional<Shape> dims = reshape_target(*x->type.shape, *target, a.allowzero);
-    if (!dims) continue;
-    a.symbolic_shape = std::move(*dims);
+    if (reshape) {
+      auto& a = node->attrs_as<ReshapeAttrs>();
+      std::optional<Shape> dims = reshape_target(*x->type.shape, *target, a.allowzero);
+      if (!dims) continue;
+      a.symbolic_shape = std::move(*dims);
+    } else if (std::all_of(target->dims.begin(), target->dims.end(),
+                           [](const Dim& d) { return !d.is_static() || d.value() >= 0; })) {
+      node->attrs = ExpandAttrs{target->dims};
+    } else {
+      continue;
+    }
     node->inputs.resize(1);
     // What reads it has its old type until shapes are inferred again: the next round.
     facts.stale.insert(node->outputs[0]);

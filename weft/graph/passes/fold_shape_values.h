@@ -6,7 +6,8 @@
 // Requires: a verified graph whose shapes are inferred (infer_shapes), Slices canonical.
 // Guarantees: a Reshape whose target the evaluation gives in full takes it as its
 // symbolic_shape (0 and -1 resolved; a -1 divides products of symbols exactly) and loses its
-// shape input; the Shape nodes left unread are dead code. Returns whether any Reshape did.
+// shape input; so does an Expand, with its target. The Shape nodes left unread are dead
+// code. Returns whether any node did.
 #pragma once
 
 #include "weft/graph/graph.h"
