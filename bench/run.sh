@@ -9,8 +9,8 @@ cd "$(dirname "$0")/.."
 [[ -x build/tools/weft/weft ]] || { ./scripts/setup.sh && ./scripts/build.sh; }
 [[ -x bench/.venv/bin/python ]] || python3 -m venv bench/.venv
 # Also completes a venv made before the PyTorch peer moved into it (it then had only onnxruntime).
-bench/.venv/bin/python -c 'import onnxruntime, numpy, torch, torchvision, onnx' 2>/dev/null ||
-  bench/.venv/bin/pip install --quiet onnxruntime numpy torch torchvision onnx==1.23.2
+bench/.venv/bin/python -c 'import onnxruntime, numpy, torch, torchvision, onnx, onnxscript' 2>/dev/null ||
+  bench/.venv/bin/pip install --quiet onnxruntime numpy torch torchvision onnx==1.23.2 onnxscript
 mkdir -p build/bench
 c++ -O3 -march=native -fopenmp -o build/bench/bandwidth bench/bandwidth.cc
 build/bench/bandwidth > build/bench/bandwidth.json
@@ -29,6 +29,8 @@ made=build/bench/models/.made
 /usr/bin/python3 bench/compile_bench.py build/tools/weft/weft build/bench/models --write
 # Gelu-20, RMSNormalization-23, RotaryEmbedding-23, Attention-23 (models written by onnx 1.23.2).
 bench/.venv/bin/python bench/onnx_ops_bench.py build/tools/weft/weft --write
+# One dynamic-shape compile against one per shape, and ONNX Runtime (Weft's Python module).
+PYTHONPATH=build/python bench/.venv/bin/python bench/dynamic_bench.py --write
 # PyTorch (eager and torch.compile) runs through bench/torch_peer.py under bench/.venv's Python.
 bench/.venv/bin/python bench/run_bench.py build/tools/weft/weft build/bench/models build/bench/bandwidth.json \
   build/bench/dnnl_peer

@@ -444,6 +444,11 @@ def markdown(r):
         import onnx_ops_bench
         with open(onnx_ops_results) as f:
             lines += onnx_ops_bench.markdown(json.load(f))
+    dynamic_results = os.path.join(HERE, "dynamic_results.json")
+    if os.path.exists(dynamic_results):
+        import dynamic_bench
+        with open(dynamic_results) as f:
+            lines += dynamic_bench.markdown(json.load(f))
     plan_results = os.path.join(HERE, "plan_results.json")
     if os.path.exists(plan_results):
         import plan_bench
