@@ -222,10 +222,11 @@ def test_dynamic_shapes_compile_once():
 @pytest.mark.parametrize("shape,axes", [(["N", 64], [0]), (["N", "T", 16], [1]), (["N", "T"], [0, 1]),
                                         (["N", "T", "C"], [2]), (["N", "T", 8], [0, 1])])
 def test_dynamic_shapes_reduce_symbolic_axes(shape, axes):
-    """Reductions over symbolic axes (COLUMN, MIDDLE, ALL and ROW forms), a Transpose over
-    symbolic dims and a softmax along a symbolic axis: one compile, extents 1 to 3000,
-    against float64."""
+    """Reductions over symbolic axes (COLUMN, MIDDLE, ALL and ROW forms; a mean divides by the
+    extents that Shape reads at run time), a Transpose over symbolic dims and a softmax along
+    a symbolic axis: one compile, extents 1 to 3000, against float64."""
     ops = {"ReduceSum": lambda a: a.sum(axis=tuple(axes)), "ReduceMax": lambda a: a.max(axis=tuple(axes)),
+           "ReduceMean": lambda a: a.mean(axis=tuple(axes)),
            "ReduceL2": lambda a: np.sqrt((a * a).sum(axis=tuple(axes))),
            "ReduceLogSumExp": lambda a: np.log(np.exp(a).sum(axis=tuple(axes)))}
     perm = list(range(len(shape)))[::-1]

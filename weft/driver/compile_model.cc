@@ -33,12 +33,14 @@
 #include "weft/graph/passes/infer_shapes.h"
 #include "weft/graph/passes/specialize_shapes.h"
 #include "weft/graph/passes/split_moments.h"
+#include "weft/graph/passes/symbolic_means.h"
 #include "weft/graph/print_graph.h"
 #include "weft/graph/verify_graph.h"
 #include "weft/kernel/lower_node.h"
 #include "weft/kernel/strategy.h"
 #include "weft/library/cuda_library.h"
 #include "weft/library/dnnl.h"
+#include "weft/library/shape_call.h"
 #include "weft/runtime/cuda/cuda_kernel.h"
 #include "weft/runtime/cuda/device.h"
 #include "weft/runtime/cuda/nvrtc.h"
@@ -97,9 +99,12 @@ Status specialize(Graph& graph, const std::vector<Tensor>& inputs, bool dynamic_
   if (dynamic_shapes && !frozen->empty())
     return Status::error(fmt::format("{}: input values determine shapes", graph.source));
   WEFT_RETURN_IF_ERROR(refold(graph, "specialize"));
+  if (!dynamic_shapes) return Status();
+  WEFT_ASSIGN_OR_RETURN(bool means, decompose_symbolic_means(graph));
+  if (means) WEFT_RETURN_IF_ERROR(refold(graph, "decompose_symbolic_means"));
   // The Reshape targets that shapes computed over symbols give; each round may give more
   // (a resolved Reshape's shape feeds the next).
-  for (bool resolved = dynamic_shapes; resolved;) {
+  for (bool resolved = true; resolved;) {
     WEFT_ASSIGN_OR_RETURN(resolved, fold_shape_values(graph));
     if (resolved) WEFT_RETURN_IF_ERROR(refold(graph, "fold_shape_values"));
   }
@@ -110,7 +115,10 @@ Status specialize(Graph& graph, const std::vector<Tensor>& inputs, bool dynamic_
 Status check_lowerable(const Graph& graph) {
   std::vector<std::pair<std::string, std::string>> nodes; // (op, node)
   for (const auto& n : graph.nodes()) {
-    if (!kernel::can_lower(*n))
+    // (Shapes over symbols run as calls: library::shape_call.)
+    bool symbolic_shape = (n->op_type == "Shape" || n->op_type == "Size") &&
+                          n->inputs[0]->type.shape && !shape_is_static(*n->inputs[0]->type.shape);
+    if (!kernel::can_lower(*n) && !symbolic_shape)
       nodes.emplace_back(fmt::format("{} (opset {})", n->op_type, n->opset), n->name);
   }
   if (nodes.empty()) return Status();
@@ -692,13 +700,18 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
   };
   // First the library calls, which may absorb nodes before and after them.
   for (const auto& node : graph.nodes()) {
+    std::optional<library::LibraryCall> call = cuda ? std::nullopt : library::shape_call(*node);
+    if (call) {
+      library_calls[node.get()] = std::move(*call);
+      run_at[node.get()] = node.get();
+      continue;
+    }
     if (!use_library || absorbed.contains(node.get())) continue;
     std::string why_not;
-    std::optional<library::LibraryCall> call =
-        cuda ? library::cuda_library_call(*node, device, settings.allow_tf32, &why_not)
-             : library::dnnl_call(
-                   *node, sole_reader, [&](const Node* n) { return !absorbed.contains(n); },
-                   &why_not);
+    call = cuda ? library::cuda_library_call(*node, device, settings.allow_tf32, &why_not)
+                : library::dnnl_call(
+                      *node, sole_reader, [&](const Node* n) { return !absorbed.contains(n); },
+                      &why_not);
     if (!call) {
       if (!why_not.empty())
         log_debug("node '{}' ({}): generated code, not a library call: {}", node->name,
