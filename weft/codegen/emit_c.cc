@@ -219,6 +219,36 @@ void Emitter::emit_register_reduction(const AstNode& n, const AstNode& call, int
   std::string pad(static_cast<size_t>(2 * depth), ' ');
   out += fmt::format("{0}{{  // accumulate in a register\n{0}  {1} acc = {2};\n", pad,
                      compute_type(t), load(s.write, iters));
+  // A max or min is a chain of dependent compares, one per element (a row of 64: 64 times
+  // the latency). 16 lanes, each starting from acc (max and min are idempotent), run as one
+  // SIMD chain per block of 16, then fold into acc; the tail goes to acc directly (a loop of
+  // fewer than 16 stays one chain). Sums take the dialect's simd reduction below instead.
+  using kernel::Combine;
+  std::optional<LoopRange> range = loop_range(n);
+  bool lanes = (s.combine == Combine::kMax || s.combine == Combine::kMin ||
+                s.combine == Combine::kShiftMax) &&
+               range && range->static_extent().value_or(16) >= 16 && d_.cpu_reduction_strategies &&
+               !packing_;
+  if (lanes) {
+    std::string lo = ast_expr(range->lo), hi = ast_expr(range->hi);
+    out += fmt::format("{0}  {1} weft_lanes[16];\n{0}  for (int weft_l = 0; weft_l < 16; ++weft_l) "
+                       "weft_lanes[weft_l] = acc;\n{0}  int64_t weft_p = {2};\n"
+                       "{0}  for (; weft_p + 16 <= {3}; weft_p += 16) {{  // 16 lanes\n"
+                       "{0}    #pragma omp simd\n"
+                       "{0}    for (int64_t {4} = weft_p; {4} < weft_p + 16; {4} += 1) {{\n",
+                       pad, compute_type(t), lo, hi, n.iterator);
+    emit_statement(call, depth + 3, out, fmt::format("weft_lanes[{} - weft_p]", n.iterator));
+    out += fmt::format(
+        "{0}    }}\n{0}  }}\n{0}  for (int64_t {1} = weft_p; {1} < {2}; {1} += 1) {{  // "
+        "the tail\n",
+        pad, n.iterator, hi);
+    emit_statement(call, depth + 2, out, "acc");
+    out += fmt::format("{0}  }}\n{0}  for (int weft_l = 0; weft_l < 16; ++weft_l) acc = {1};\n"
+                       "{0}  b{2}[{3}] = {4};\n{0}}}\n",
+                       pad, combine_expr(s.combine, "acc", "weft_lanes[weft_l]"), s.write.buffer,
+                       offset(s.write, iters), store_value(t, "acc"));
+    return;
+  }
   if (s.combine == kernel::Combine::kSum && !d_.simd_sum.empty() && !packing_)
     out += fmt::format("{}  {}\n", pad, d_.simd_sum);
   out += fmt::format("{0}  for (int64_t {1} = {2}; {3}; {1} += {4}) {{  // reduction\n", pad,

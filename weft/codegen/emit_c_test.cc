@@ -359,6 +359,12 @@ TEST(EmitC, BroadcastIndexAndAllReduction) {
   EXPECT_NE(max.find("static_cast<float>(-INFINITY)"), std::string::npos) << max;
   EXPECT_NE(max.find("acc = weft_max(acc, t0);"), std::string::npos) << max;
   EXPECT_EQ(max.find("omp simd"), std::string::npos) << max;
+  // 64: 16 lanes, each a SIMD chain of 4 steps, folded into acc at the end.
+  std::string lanes = function_of(testing::all_max_kernel(64));
+  EXPECT_NE(lanes.find("weft_lanes[c0 - weft_p] = weft_max(weft_lanes[c0 - weft_p], t0);"),
+            std::string::npos)
+      << lanes;
+  EXPECT_NE(lanes.find("acc = weft_max(acc, weft_lanes[weft_l]);"), std::string::npos) << lanes;
 }
 
 TEST(EmitC, IndirectLoadWrapsAndClampsItsIndex) {
