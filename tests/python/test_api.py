@@ -255,6 +255,29 @@ def test_dynamic_shapes_reduce_symbolic_axes(shape, axes):
                                    atol=1e-7, err_msg=f"softmax at {dims}")
     assert compiled.compiled_variants == 1
 
+def test_dynamic_shapes_on_cuda_through_the_emulator(monkeypatch):
+    """dynamic_shapes on device="cuda": the CUDA kernels take the run's extents as
+    parameters; 50 shapes on one compile, on the host emulator (WEFT_CUDA_EMULATOR=1)."""
+    monkeypatch.setenv("WEFT_CUDA_EMULATOR", "1")
+    nodes = [helper.make_node("Mul", ["x", "x"], ["m"]), helper.make_node("Softmax", ["m"], ["y"], axis=-1),
+             helper.make_node("ReduceSum", ["x"], ["s"], axes=[0], keepdims=0),
+             helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0])]
+    model = make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "T"])],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", "T"]),
+                        helper.make_tensor_value_info("s", TensorProto.FLOAT, ["T"]),
+                        helper.make_tensor_value_info("t", TensorProto.FLOAT, ["T", "N"])], opset=12)
+    compiled = weft.compile(model.SerializeToString(), device="cuda", dynamic_shapes=True)
+    rng = np.random.default_rng(8)
+    for n, t in zip(rng.integers(1, 70, 50), rng.integers(1, 300, 50)):
+        x = rng.standard_normal((n, t)).astype(np.float32)
+        out = compiled.run({"x": x})
+        m = x.astype(np.float64) ** 2
+        e = np.exp(m - m.max(axis=-1, keepdims=True))
+        np.testing.assert_allclose(out["y"], e / e.sum(axis=-1, keepdims=True), rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(out["s"], x.astype(np.float64).sum(axis=0), rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(out["t"], x.T)
+    assert compiled.compiled_variants == 1
+
 def test_dynamic_shapes_library_calls():
     """dynamic_shapes with oneDNN calls (MatMul and Gemm with their bias, activation and
     residual epilogues) over symbolic rows: 50 shapes on one compile, more than the calls keep

@@ -201,8 +201,7 @@ struct Model::Impl {
     bool symbolic = false;
     for (const TensorSpec& s : inputs)
       symbolic |= std::find(s.shape.begin(), s.shape.end(), -1) != s.shape.end();
-    if (!options.dynamic_shapes || !symbolic || has_shape_operands || options.device != "cpu")
-      return nullptr;
+    if (!options.dynamic_shapes || !symbolic || has_shape_operands) return nullptr;
     {
       std::lock_guard<std::mutex> lock(mutex);
       if (dynamic_tried) return nullptr;

@@ -649,9 +649,9 @@ namespace {
 Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& settings,
                      Dumper& dump, PhaseTimer& timer, CompiledModel& out) {
   std::vector<std::string> handed_over = host_op_inputs(graph, &out.host_ops);
-  if (settings.dynamic_shapes && (!handed_over.empty() || settings.device != "cpu")) {
+  if (settings.dynamic_shapes && !handed_over.empty()) {
     return Status::error(fmt::format("{}: dims known only at run time need a model without "
-                                     "data-dependent shapes, on the CPU",
+                                     "data-dependent shapes",
                                      graph.source));
   }
   if (!handed_over.empty()) {
@@ -857,7 +857,7 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
       for (size_t k = 0; k < kernels.size(); ++k) {
         launches[kernel_launch[k]].library = std::make_shared<runtime::cuda::CudaKernel>(
             device, module, runtime::cuda::parse_launch_lines(functions[k]),
-            kernels[k].buffers.size());
+            kernels[k].buffers.size(), launches[kernel_launch[k]].symbols.size());
       }
       out.executable =
           make_executable(graph, plan, std::move(launches), std::move(output_slots), arena, {});

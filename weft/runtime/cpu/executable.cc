@@ -99,15 +99,15 @@ size_t Executable::place_arena(const Bindings& bound, std::vector<size_t>* offse
   return total;
 }
 
-// The arena's size: the intermediates and, on a device, the inputs and outputs after them.
-size_t Executable::arena_size(size_t intermediates) const {
+// The arena's size: the intermediates and, on a device, this run's inputs and outputs after
+// them.
+size_t Executable::arena_size(size_t intermediates, const std::vector<TensorView>& inputs,
+                              const std::vector<TensorView>& outputs) const {
   size_t bytes = align_up(intermediates);
   if (!device_) return bytes;
-  for (const std::vector<TensorInfo>* list : {&inputs_, &outputs_}) {
-    for (const TensorInfo& t : *list) {
-      TensorView view{t.type.dtype, shape_static_dims(*t.type.shape), nullptr};
-      bytes += align_up(view.num_bytes());
-    }
+  for (const std::vector<TensorView>* list : {&inputs, &outputs}) {
+    for (const TensorView& t : *list)
+      bytes += align_up(t.num_bytes());
   }
   return bytes;
 }
@@ -255,7 +255,7 @@ Status Executable::run(const std::vector<TensorView>& inputs,
   if (device_) WEFT_RETURN_IF_ERROR(upload_constants());
   std::vector<size_t> offsets;
   size_t intermediates = place_arena(bound, &offsets);
-  size_t bytes = arena_size(intermediates);
+  size_t bytes = arena_size(intermediates, inputs, outputs);
   Arena arena = bytes ? take_arena(bytes) : Arena{};
   auto give_back = [this, &arena](void*) { return_arena(arena); };
   std::unique_ptr<void, decltype(give_back)> held(arena.data, give_back);

@@ -176,7 +176,8 @@ private:
   Status check_input(size_t i, const TensorView& input, Bindings* bound) const;
   std::vector<int64_t> output_dims(size_t o, const Bindings& bound) const;
   size_t place_arena(const Bindings& bound, std::vector<size_t>* offsets) const;
-  size_t arena_size(size_t intermediates) const;
+  size_t arena_size(size_t intermediates, const std::vector<TensorView>& inputs,
+                    const std::vector<TensorView>& outputs) const;
   Arena take_arena(size_t bytes) const;
   void return_arena(Arena arena) const;
   void release(Arena arena) const;

@@ -14,11 +14,12 @@ namespace weft::runtime::cuda {
 
 class CudaKernel : public LibraryKernel {
 public:
-  // "buffers": how many the kernel binds (its parameters, in order; no symbolic extents).
+  // "buffers": how many the kernel binds (its first parameters, in order); "symbols": how
+  // many extents follow them (codegen::kernel_symbols, in order), which a run passes.
   CudaKernel(std::shared_ptr<Device> device, std::shared_ptr<const Module> module,
-             std::vector<LaunchShape> parts, size_t buffers)
+             std::vector<LaunchShape> parts, size_t buffers, size_t symbols = 0)
       : device_(std::move(device)), module_(std::move(module)), parts_(std::move(parts)),
-        buffers_(buffers) {}
+        buffers_(buffers), symbols_(symbols) {}
 
   Status run(void* const* buffers, const int64_t* extents) const override;
   std::string describe() const override;
@@ -28,6 +29,7 @@ private:
   std::shared_ptr<const Module> module_;
   std::vector<LaunchShape> parts_;
   size_t buffers_;
+  size_t symbols_;
 };
 
 } // namespace weft::runtime::cuda
