@@ -278,10 +278,13 @@ def test_dynamic_shapes_on_cuda_through_the_emulator(monkeypatch):
         np.testing.assert_array_equal(out["t"], x.T)
     assert compiled.compiled_variants == 1
 
-def test_dynamic_shapes_library_calls():
-    """dynamic_shapes with oneDNN calls (MatMul and Gemm with their bias, activation and
-    residual epilogues) over symbolic rows: 50 shapes on one compile, more than the calls keep
-    built (8), each against float64."""
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_dynamic_shapes_library_calls(device, monkeypatch):
+    """dynamic_shapes with library calls over symbolic rows (oneDNN on the CPU: MatMul and Gemm
+    with their bias, activation and residual epilogues; on CUDA, through the emulator, the
+    GEMMs alone): 50 shapes on one compile, more than the calls keep built (8), each against
+    float64."""
+    monkeypatch.setenv("WEFT_CUDA_EMULATOR", "1")
     rng = np.random.default_rng(6)
     w = {"w1": rng.standard_normal((16, 32)) * 0.3, "b1": rng.standard_normal(32),
          "w2": rng.standard_normal((32, 16)) * 0.3, "b2": rng.standard_normal(16),
@@ -296,7 +299,7 @@ def test_dynamic_shapes_library_calls():
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", "T", 16]),
          helper.make_tensor_value_info("g", TensorProto.FLOAT, ["N", 8])],
         [numpy_helper.from_array(v.astype(np.float32), k) for k, v in w.items()])
-    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    compiled = weft.compile(model.SerializeToString(), device=device, dynamic_shapes=True)
     w = {k: v.astype(np.float32).astype(np.float64) for k, v in w.items()}
     for n, t in zip(rng.integers(1, 9, 50), rng.integers(1, 40, 50)):
         x = rng.standard_normal((n, t, 16)).astype(np.float32)

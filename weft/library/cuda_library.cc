@@ -4,6 +4,7 @@
 
 #include "weft/graph/attrs.h"
 #include "weft/graph/shape_functions.h"
+#include "weft/library/dynamic_call.h"
 
 namespace weft::library {
 
@@ -171,6 +172,14 @@ std::optional<LibraryCall> cuda_library_call(const Node& node, std::shared_ptr<D
                                              bool allow_tf32, std::string* why_not) {
   if (node.op_type != "MatMul" && node.op_type != "Gemm" && node.op_type != "Conv")
     return std::nullopt;
+  if (has_symbolic_shapes(node)) { // no epilogues: the node alone, per set of extents
+    return dynamic_call(
+        node, [](const Value*) -> const Node* { return nullptr; },
+        [](const Node* n) { return n->op_type != "Transpose"; }, why_not,
+        [device, allow_tf32](const Node& n, const SoleReader&,
+                             const std::function<bool(const Node*)>&, std::string* why,
+                             bool) { return cuda_library_call(n, device, allow_tf32, why); });
+  }
   for (const Value* v : node.inputs) {
     if (v && (v->type.dtype != DType::kF32 || !v->type.has_static_shape())) {
       *why_not = "f32 operands of static shape only";

@@ -1,4 +1,5 @@
-// Library calls on a CUDA device, for static shapes (runtime/cuda/device.h): MatMul and Gemm
+// Library calls on a CUDA device (runtime/cuda/device.h), for static shapes or, over symbolic
+// dims, per set of extents (dynamic_call.h): MatMul and Gemm
 // in f32 as Device::gemm (cuBLAS on a GPU), Conv as Device::conv (cuDNN); the emulator runs
 // reference loops instead.
 //
