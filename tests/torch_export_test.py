@@ -17,6 +17,7 @@ import tempfile
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 
 try:
     import torch
@@ -98,9 +99,31 @@ def check(name, model, example, runs=None, **export_args):
                   f"max |torch| = {np.abs(want).max():.3g}, max |weft - torch| = {err:.2e}")
 
 
-def check_one_compile(name, model, example, runs, dynamic_shapes):
+def nvrtc_compiles_dynamic(name, path, input_name, x):
+    """The model's CUDA kernels over symbolic extents compile with NVRTC for sm_80 and sm_90
+    (`weft test-onnx --device cuda --compile-only --dynamic-shapes`); none fall back."""
+    case = os.path.join(os.path.dirname(path), name + "_case")
+    os.makedirs(os.path.join(case, "test_data_set_0"))
+    os.symlink(path, os.path.join(case, "model.onnx"))
+    with open(os.path.join(case, "test_data_set_0", "input_0.pb"), "wb") as f:
+        f.write(onnx.numpy_helper.from_array(x, input_name).SerializeToString())
+    r = subprocess.run([WEFT, "test-onnx", "--device", "cuda", "--compile-only", "--dynamic-shapes",
+                        case], capture_output=True, text=True, timeout=900)
+    if "NVRTC is not available" in r.stdout:
+        print(f"skipped the NVRTC compile of {name}: NVRTC is not installed")
+        return True
+    if r.returncode != 0:
+        failures.append(f"{name}: CUDA kernels over symbolic extents: {r.stdout[-2000:]}{r.stderr}")
+        print(f"FAIL {failures[-1]}")
+        return False
+    print(f"ok {name}: its CUDA kernels over symbolic extents compile with NVRTC")
+    return True
+
+
+def check_one_compile(name, model, example, runs, dynamic_shapes, nvrtc=False):
     """"model" exported with dynamic dims, compiled once by the Python module with
-    dynamic_shapes=True, and run at every input in "runs" against PyTorch."""
+    dynamic_shapes=True, and run at every input in "runs" against PyTorch; with "nvrtc", its
+    CUDA kernels are also compiled over symbolic extents."""
     try:
         import weft
     except ImportError as e:
@@ -112,6 +135,8 @@ def check_one_compile(name, model, example, runs, dynamic_shapes):
         input_name = onnx.load(path, load_external_data=False).graph.input[0].name
         with open(path, "rb") as f:
             compiled = weft.compile(f.read(), dynamic_shapes=True)
+        if nvrtc and not nvrtc_compiles_dynamic(name, path, input_name, example.numpy()):
+            return
     for x in runs:
         got = next(iter(compiled.run({input_name: x.numpy()}).values()))
         want = model(x).numpy()
@@ -149,11 +174,11 @@ def main():
                           torch.randn(2, 3, 224, 224), [torch.randn(n, 3, 224, 224) for n in (2, 1, 3)],
                           {"x": {0: batch}})
         check_one_compile("transformer_encoder_layer_one_compile", encoder, tokens, tokens_at,
-                          {"src": {0: batch, 1: length}})
+                          {"src": {0: batch, 1: length}}, nvrtc=True)
         rng = np.random.default_rng(3)
         fifty = [torch.randn(int(n), int(t), 64) for n, t in zip(rng.integers(1, 7, 50), rng.integers(1, 65, 50))]
         check_one_compile("gpt2_block_one_compile", GPT2Block().eval(), tokens, fifty,
-                          {"x": {0: batch, 1: length}})
+                          {"x": {0: batch, 1: length}}, nvrtc=True)
     if failures:
         print(f"{len(failures)} failed:\n  " + "\n  ".join(failures))
         sys.exit(1)

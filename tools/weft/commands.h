@@ -38,6 +38,7 @@ struct TestOnnxOptions {
   bool fusion = true;
   bool compile_only = false;      // build the kernels, do not run them
   std::vector<std::string> archs; // --device cuda --compile-only: NVRTC targets
+  bool dynamic_shapes = false;    // one compile for every extent of the symbolic dims
 };
 
 struct BenchOptions {
@@ -54,6 +55,7 @@ struct BenchOptions {
   bool fusion = true;
   std::string profile;  // Chrome trace file
   bool kernels = false; // per-kernel table
+  bool dynamic_shapes = false;
 };
 
 struct TuneOptions {

@@ -153,6 +153,12 @@ int run_cli(int argc, char** argv) {
        {std::pair{cmd, &inspect.fusion}, std::pair{run_cmd, &run.fusion},
         std::pair{test_cmd, &test.fusion}, std::pair{bench_cmd, &bench.fusion}})
     cmd_ptr->add_flag("!--no-fusion", *flag, "Do not fuse kernels");
+  // --dynamic-shapes: what the API's dynamic_shapes does, but an error where it would fall back.
+  for (auto [cmd_ptr, flag] :
+       {std::pair{test_cmd, &test.dynamic_shapes}, std::pair{bench_cmd, &bench.dynamic_shapes}})
+    cmd_ptr->add_flag("--dynamic-shapes", *flag,
+                      "Compile once for every extent of the inputs' symbolic dims (an error where "
+                      "that cannot be done, instead of compiling per shape)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

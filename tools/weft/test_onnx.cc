@@ -60,6 +60,7 @@ std::optional<std::string> run_data_set(const fs::path& model, const fs::path& d
   settings.allow_tf32 = o.allow_tf32;
   if (o.compile_only) settings.cuda_archs = o.archs;
   settings.fusion = o.fusion;
+  settings.dynamic_shapes = o.dynamic_shapes;
   Result<CompiledModel> compiled = compile_model(model.string(), inputs, settings);
   if (!compiled.ok()) return compiled.status().message();
   if (o.compile_only) return std::nullopt;

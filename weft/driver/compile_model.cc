@@ -677,14 +677,17 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
   std::set<const Node*> absorbed;            // nodes library calls absorbed
   std::map<const Node*, const Node*> run_at; // last node of a call -> its node
   std::vector<fusion::Decision> epilogue_decisions;
-  // A CUDA build runs on the device, which takes the GEMMs; a compile-only one has none.
+  // A CUDA build runs on the device, which takes the GEMMs; a compile-only one has none, and
+  // generates them, except over symbolic dims, where only a library call can run them: it then
+  // selects the calls a device would make, so that the kernels around them compile as they
+  // would run.
   std::shared_ptr<runtime::cuda::Device> device;
   if (cuda && settings.generate && settings.build && settings.cuda_archs.empty()) {
     WEFT_ASSIGN_OR_RETURN(device, runtime::cuda::open_device());
   }
   const char* onednn = std::getenv("WEFT_ONEDNN");
-  bool use_library =
-      (!cuda || device) && settings.library && !(onednn && std::string(onednn) == "0");
+  bool use_library = (!cuda || device || settings.dynamic_shapes) && settings.library &&
+                     !(onednn && std::string(onednn) == "0");
   std::unordered_map<const Value*, std::vector<const Node*>> readers;
   for (const auto& node : graph.nodes()) {
     for (const Value* v : node->inputs)

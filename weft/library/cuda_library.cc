@@ -14,6 +14,11 @@ using runtime::cuda::ConvShape;
 using runtime::cuda::Device;
 using runtime::cuda::GemmShape;
 
+// What a call runs on: the device, or none in a compile-only build.
+std::string on(const std::shared_ptr<Device>& device) {
+  return device ? device->describe() : "no device (compile only)";
+}
+
 // Binds A, B, [C0,] Y in that order.
 class GemmKernel : public runtime::LibraryKernel {
 public:
@@ -21,6 +26,7 @@ public:
       : device_(std::move(device)), shape_(shape) {}
 
   Status run(void* const* buffers, const int64_t* /*extents*/) const override {
+    if (!device_) return Status::error("built without a device (compile only)");
     bool c0 = shape_.c_rows > 0;
     return device_->gemm(shape_, static_cast<const float*>(buffers[0]),
                          static_cast<const float*>(buffers[1]),
@@ -32,7 +38,7 @@ public:
     return fmt::format("GEMM {}x{}x{}{}{}{}{} on {}", g.m, g.n, g.k,
                        g.batch > 1 ? fmt::format(" x{} batches", g.batch) : "",
                        g.trans_a ? " A^T" : "", g.trans_b ? " B^T" : "", g.tf32 ? " (TF32)" : "",
-                       device_->describe());
+                       on(device_));
   }
 
 private:
@@ -47,6 +53,7 @@ public:
       : device_(std::move(device)), shape_(shape), bias_(bias) {}
 
   Status run(void* const* buffers, const int64_t* /*extents*/) const override {
+    if (!device_) return Status::error("built without a device (compile only)");
     return device_->conv(shape_, static_cast<const float*>(buffers[0]),
                          static_cast<const float*>(buffers[1]),
                          bias_ ? static_cast<const float*>(buffers[2]) : nullptr,
@@ -56,7 +63,7 @@ public:
     const ConvShape& s = shape_;
     return fmt::format("convolution {}x{}x{}x{} * {}x{}x{}{}{} on {}", s.n, s.c, s.h, s.w, s.k,
                        s.kh, s.kw, s.groups > 1 ? fmt::format(" ({} groups)", s.groups) : "",
-                       s.tf32 ? " (TF32)" : "", device_->describe());
+                       s.tf32 ? " (TF32)" : "", on(device_));
   }
 
 private:
