@@ -17,12 +17,16 @@ namespace {
 constexpr int64_t kStandInExtent = 32;
 constexpr size_t kKeptShapes = 8;
 
+// The ops a call may absorb after its node (post-ops, a Transpose of the result): a superset
+// of what a library takes, which its builder narrows.
 bool absorbable(const Node& n) {
   static const std::set<std::string> kOps = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip",
                                              "Add",  "Sub",       "Mul",     "Div",  "Transpose"};
   return kOps.contains(n.op_type);
 }
 
+// The node, the Transposes that produce its operands, and the chain of sole readers after it
+// that it may absorb, in graph order.
 std::vector<const Node*> region_of(const Node& node, const SoleReader& sole_reader,
                                    const std::function<bool(const Node*)>& free) {
   std::vector<const Node*> nodes;
