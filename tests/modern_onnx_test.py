@@ -1,6 +1,7 @@
 """Models as today's tools write them, through the CLI: IR 10-14, ai.onnx opsets 18-28,
-model-local functions, and the fused operators of opset 20-24 (Gelu, RMSNormalization,
-GroupNormalization, Attention with a KV cache and grouped heads, RotaryEmbedding, Swish).
+model-local functions, the fused operators of opset 20-24 (Gelu, RMSNormalization,
+GroupNormalization, Attention with a KV cache and grouped heads, RotaryEmbedding, Swish), and
+TfIdfVectorizer and ai.onnx.ml's TreeEnsemble.
 Each is built with the pinned onnx (1.23.2, .venv) and compared with onnx's reference
 implementation (onnx.reference.ReferenceEvaluator) in float64 where it matters.
 
@@ -190,6 +191,87 @@ def branches_that_do_not_fit(opset):
                     [f32("y", ["N"])], opset)
 
 
+def ml_model(node, x_type, x_shape, y_type, y_shape, opset=21):
+    """One node of ai.onnx or ai.onnx.ml (opset 5) on the input X."""
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("X", x_type, x_shape)],
+                              [helper.make_tensor_value_info("Y", y_type, y_shape)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset),
+                                                    helper.make_opsetid("ai.onnx.ml", 5)])
+    onnx.checker.check_model(model)
+    return model
+
+
+def tf_idf(mode, weights=None, skips=1, counts=(0, 3), min_n=1, max_n=2):
+    """Unigrams [2, 3, 7] and bigrams (2, 3), (3, 2), (7, 7); the last two share column 4."""
+    attrs = dict(mode=mode, min_gram_length=min_n, max_gram_length=max_n, max_skip_count=skips,
+                 ngram_counts=list(counts), ngram_indexes=[0, 1, 2, 3, 4, 4],
+                 pool_int64s=[2, 3, 7, 2, 3, 3, 2, 7, 7])
+    if weights:
+        attrs["weights"] = weights
+    return helper.make_node("TfIdfVectorizer", ["X"], ["Y"], **attrs)
+
+
+def tree_ensemble(aggregate, dtype):
+    """Three trees over 3 features and 3 targets with every node mode: tree 0 is LEQ, then LT
+    (NaN to the true branch) or MEMBER {1, 4}; tree 1 is GTE, then GT, EQ or NEQ; tree 2 a
+    stump (NaN to the true branch). Weights are exact in f16."""
+    nodes = [  # mode, feature, split, true (leaf?, id), false (leaf?, id), missing tracks true
+        (0, 0, 0.5, (0, 1), (0, 2), 0), (1, 1, 2.0, (1, 0), (1, 1), 1),
+        (6, 2, np.nan, (1, 2), (1, 3), 0),
+        (2, 1, 1.0, (0, 4), (0, 5), 0), (3, 0, -1.0, (1, 4), (0, 6), 0),
+        (4, 2, 4.0, (1, 5), (1, 6), 0), (5, 0, 2.0, (1, 7), (1, 8), 0),
+        (1, 2, 3.0, (1, 9), (1, 10), 1)]
+    leaves = [(0, 1.5), (1, -2.0), (2, 0.25), (0, 4.0), (1, 8.5), (2, -0.75), (0, 3.0),
+              (1, 6.0), (2, 2.5), (0, -1.25), (2, 5.0)]
+    tensor = lambda values, t: onnx.numpy_helper.from_array(np.array(values, t))  # noqa: E731
+    return helper.make_node(
+        "TreeEnsemble", ["X"], ["Y"], domain="ai.onnx.ml", aggregate_function=aggregate,
+        n_targets=3, tree_roots=[0, 3, 7], nodes_modes=tensor([n[0] for n in nodes], np.uint8),
+        nodes_featureids=[n[1] for n in nodes], nodes_splits=tensor([n[2] for n in nodes], dtype),
+        nodes_trueleafs=[n[3][0] for n in nodes], nodes_truenodeids=[n[3][1] for n in nodes],
+        nodes_falseleafs=[n[4][0] for n in nodes], nodes_falsenodeids=[n[4][1] for n in nodes],
+        nodes_missing_value_tracks_true=[n[5] for n in nodes],
+        membership_values=tensor([1.0, 4.0, np.nan], np.float32),
+        leaf_targetids=[t for t, _ in leaves], leaf_weights=tensor([w for _, w in leaves], dtype))
+
+
+tree_rows = np.array([[0, 1, 4], [0, 3, 2], [1, 1, 4], [-2, 0, 4], [3, 0, 1], [np.nan, np.nan, 1],
+                      [0, np.nan, np.nan], [1, 5, np.nan]])
+onnx_types = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE,
+              np.float16: TensorProto.FLOAT16}
+for aggregate, dtype in ((1, np.float32), (0, np.float64), (2, np.float32), (3, np.float64),
+                         (1, np.float16)):
+    name = ["average", "sum", "min", "max"][aggregate]
+    model = ml_model(tree_ensemble(aggregate, dtype), onnx_types[dtype], [8, 3], onnx_types[dtype],
+                     [8, 3])
+    check(f"tree_ensemble_{name}_{np.dtype(dtype).name}", model, {"X": tree_rows.astype(dtype)})
+
+tokens = np.array([[2, 3, 2, 7, 7, 3], [3, 2, 3, 3, 2, 9]])
+for name, node, feeds in (
+        ("tfidf_idf_weighted_int32", tf_idf("IDF", [0.5, 1, 2, 4, 8]), tokens.astype(np.int32)),
+        ("tfidf_tfidf_skips_beyond_the_row", tf_idf("TFIDF", [0.5, 1, 2, 4, 8], skips=9),
+         tokens),
+        ("tfidf_empty_unigram_level", tf_idf("TF", counts=(0, 0), min_n=2), tokens[0]),
+        ("tfidf_bigrams_only_skip2", tf_idf("TF", skips=2, min_n=2), tokens)):
+    x_type = TensorProto.INT32 if feeds.dtype == np.int32 else TensorProto.INT64
+    y_shape = list(feeds.shape[:-1]) + [5]
+    check(name, ml_model(node, x_type, list(feeds.shape), TensorProto.FLOAT, y_shape, opset=9),
+          {"X": feeds})
+
+# post_transform is refused by name (the reference ignores it).
+with tempfile.TemporaryDirectory() as tmp:
+    model = ml_model(tree_ensemble(1, np.float32), TensorProto.FLOAT, [8, 3], TensorProto.FLOAT,
+                     [8, 3])
+    model.graph.node[0].attribute.append(helper.make_attribute("post_transform", 1))
+    path = os.path.join(tmp, "softmax.onnx")
+    onnx.save(model, path)
+    done = subprocess.run([WEFT, "inspect", path], capture_output=True, text=True)
+    if done.returncode != 1 or "post_transform SOFTMAX is not supported (only NONE)" not in done.stderr:
+        failures.append(f"post_transform: exit {done.returncode}: {done.stderr.strip()}")
+        print("FAIL", failures[-1])
+    else:
+        print("ok post_transform refused:", done.stderr.strip())
+
 for sr, shape in ((8000, (3, 4)), (16000, (3, 1)), (8000, (2, 1))):
     check(f"if_branches_that_do_not_fit_sr{sr}_{shape[0]}x{shape[1]}", branches_that_do_not_fit(18),
           {"x": rand(*shape), "sr": np.array(sr, np.int64)})
@@ -218,5 +300,5 @@ with tempfile.TemporaryDirectory() as tmp:
     else:
         print("ok newer opset refused:", lines[0])
 
-print(f"{9 - len(failures)} passed, {len(failures)} failed")
+print(f"{19 - len(failures)} passed, {len(failures)} failed")
 sys.exit(1 if failures else 0)

@@ -23,6 +23,7 @@
 namespace weft {
 
 using Ints = std::vector<int64_t>;
+using Floats = std::vector<float>;
 using TensorRef = std::shared_ptr<const Tensor>;
 
 #define WEFT_FIELDS(...)                                                                           \
@@ -326,6 +327,57 @@ struct LayerNormAttrs {
 struct BinarizerAttrs {
   float threshold = 0;
   WEFT_FIELDS(f("threshold", threshold))
+};
+
+// TfIdfVectorizer (opset 9): the counts of the pool's n-grams in each row, weighted by
+// "mode". The pool holds the n-grams of length n from ngram_counts[n - 1] on; the i-th
+// n-gram of the pool lands in output column ngram_indexes[i]. Only integer pools
+// (pool_int64s) are supported.
+enum class TfIdfMode : uint8_t { kTf, kIdf, kTfIdf };
+struct TfIdfAttrs {
+  TfIdfMode mode = TfIdfMode::kTf;
+  int64_t min_gram_length = 1;
+  int64_t max_gram_length = 1;
+  int64_t max_skip_count = 0;
+  Ints ngram_counts;
+  Ints ngram_indexes;
+  Ints pool_int64s;
+  Floats weights; // per output column; empty: all ones
+  WEFT_FIELDS(f("mode", mode); f("min_gram_length", min_gram_length);
+              f("max_gram_length", max_gram_length); f("max_skip_count", max_skip_count);
+              f("ngram_counts", ngram_counts); f("ngram_indexes", ngram_indexes);
+              f("pool_int64s", pool_int64s); f("weights", weights))
+};
+
+// TreeEnsemble (ai.onnx.ml 5): interior nodes (the nodes_* lists, one entry per node) and
+// leaves (leaf_*). A node's true and false branches are a node or, where nodes_trueleafs /
+// nodes_falseleafs say so, a leaf. Only post_transform NONE is supported.
+enum class TreeAggregate : uint8_t { kAverage, kSum, kMin, kMax };              // ONNX's codes 0-3
+enum class TreeNodeMode : uint8_t { kLeq, kLt, kGte, kGt, kEq, kNeq, kMember }; // codes 0-6
+struct TreeEnsembleAttrs {
+  TreeAggregate aggregate = TreeAggregate::kSum;
+  int64_t n_targets = 1;
+  Ints tree_roots;
+  Ints nodes_modes; // TreeNodeMode codes
+  Ints nodes_featureids;
+  TensorRef nodes_splits; // in X's type
+  Ints nodes_truenodeids;
+  Ints nodes_falsenodeids;
+  Ints nodes_trueleafs;
+  Ints nodes_falseleafs;
+  Ints nodes_missing_value_tracks_true; // empty: none does
+  TensorRef membership_values;          // the MEMBER nodes' sets in order, each ended by NaN
+  Ints leaf_targetids;
+  TensorRef leaf_weights;
+  WEFT_FIELDS(f("aggregate_function", aggregate); f("n_targets", n_targets);
+              f("tree_roots", tree_roots); f("nodes_modes", nodes_modes);
+              f("nodes_featureids", nodes_featureids); f("nodes_splits", nodes_splits);
+              f("nodes_truenodeids", nodes_truenodeids);
+              f("nodes_falsenodeids", nodes_falsenodeids); f("nodes_trueleafs", nodes_trueleafs);
+              f("nodes_falseleafs", nodes_falseleafs);
+              f("nodes_missing_value_tracks_true", nodes_missing_value_tracks_true);
+              f("membership_values", membership_values); f("leaf_targetids", leaf_targetids);
+              f("leaf_weights", leaf_weights))
 };
 
 // Gelu (opset 20): the exact form with erf, or the tanh approximation.
@@ -642,7 +694,8 @@ using OpAttrs = std::variant<
     LossAttrs, RecurrentAttrs, ConstantAttrs, ConstantOfShapeAttrs, OptimizerAttrs, LoopAttrs,
     ScanAttrs, GeluAttrs, GroupNormAttrs, AttentionAttrs, RotaryAttrs, LpNormAttrs, LpPoolAttrs,
     TensorScatterAttrs, AffineGridAttrs, Col2ImAttrs, LinearAttentionAttrs, CausalConvAttrs,
-    FlexAttentionAttrs, RoiAlignAttrs, DeformConvAttrs, BinarizerAttrs, ExpandAttrs>;
+    FlexAttentionAttrs, RoiAlignAttrs, DeformConvAttrs, BinarizerAttrs, ExpandAttrs, TfIdfAttrs,
+    TreeEnsembleAttrs>;
 
 #undef WEFT_FIELDS
 
@@ -658,5 +711,7 @@ std::string_view grid_sample_mode_name(GridSampleMode m);
 std::string_view grid_padding_name(GridPadding p);
 std::string_view rnn_direction_name(RnnDirection d);
 std::string_view rnn_activation_name(RnnActivation a); // the ONNX op computing it
+std::string_view tf_idf_mode_name(TfIdfMode m);
+std::string_view tree_aggregate_name(TreeAggregate a);
 
 } // namespace weft

@@ -124,6 +124,7 @@ const std::unordered_map<std::string_view, ElementwiseFns>& elementwise_table() 
        {[](auto& a) { return int64_t{a[0] > a[1]}; }, [](auto& a) { return double(a[0] > a[1]); },
         true}},
       {"Not", {[](auto& a) { return int64_t{a[0] == 0}; }, nullptr, true}},
+      {"IsNaN", {nullptr, [](auto& a) { return double(std::isnan(a[0])); }, true}},
       {"And", {[](auto& a) { return int64_t{a[0] != 0 && a[1] != 0}; }, nullptr, true}},
       {"Or", {[](auto& a) { return int64_t{a[0] != 0 || a[1] != 0}; }, nullptr, true}},
       {"Xor", {[](auto& a) { return int64_t{(a[0] != 0) != (a[1] != 0)}; }, nullptr, true}},
@@ -352,19 +353,66 @@ Outputs eval_constant_of_shape(const Node& node) {
   return single(std::move(out));
 }
 
-Outputs eval_reduce_prod_or_sum(const Node& node, bool prod) {
-  // Only the all-axes, integer form that exporters use to count elements.
+// ReduceSum, ReduceProd, ReduceMin and ReduceMax over the attribute's axes (all of them when
+// there are none), in int64 for integers and in double for floats (NaN wins min and max).
+// Axes given as an input are left to canonicalize, and inputs larger than
+// kMaxReducedElements to the kernels.
+constexpr int64_t kMaxReducedElements = int64_t{1} << 22;
+
+Outputs eval_reduce(const Node& node, std::string_view op) {
   const Tensor& x = arg(node, 0);
   const auto& a = node.attrs_as<ReduceAttrs>();
-  if (dtype_is_float(x.dtype()) || (a.axes && !a.axes->empty()) || node.input(1)) {
-    return std::vector<Tensor>{};
+  if (node.input(1) || x.num_elements() > kMaxReducedElements) return std::vector<Tensor>{};
+  bool all = !a.axes || a.axes->empty();
+  if (all && a.noop_with_empty_axes) return single(x);
+  std::vector<int64_t> dims = x.dims();
+  std::vector<bool> reduced(dims.size(), all);
+  for (int64_t axis : a.axes.value_or(Ints{})) {
+    WEFT_ASSIGN_OR_RETURN(int64_t n, normalize_axis(axis, static_cast<int64_t>(dims.size())));
+    reduced[static_cast<size_t>(n)] = true;
   }
-  int64_t acc = prod ? 1 : 0;
-  for (int64_t i = 0; i < x.num_elements(); ++i)
-    acc = prod ? acc * x.get_int64(i) : acc + x.get_int64(i);
-  Tensor out(x.dtype(), a.keepdims ? std::vector<int64_t>(static_cast<size_t>(x.rank()), 1)
-                                   : std::vector<int64_t>{});
-  out.set_int64(0, acc);
+  std::vector<int64_t> kept = dims, out_dims;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (reduced[d]) kept[d] = 1;
+    if (!reduced[d] || a.keepdims) out_dims.push_back(kept[d]);
+  }
+  bool as_int = !dtype_is_float(x.dtype());
+  int64_t count = std::accumulate(kept.begin(), kept.end(), int64_t{1}, std::multiplies<>());
+  double inf = std::numeric_limits<double>::infinity();
+  double start = op == "ReduceSum" ? 0 : op == "ReduceProd" ? 1 : op == "ReduceMin" ? inf : -inf;
+  std::vector<int64_t> ints(static_cast<size_t>(count),
+                            std::isinf(start) ? (start > 0 ? std::numeric_limits<int64_t>::max()
+                                                           : std::numeric_limits<int64_t>::min())
+                                              : static_cast<int64_t>(start));
+  std::vector<double> floats(static_cast<size_t>(count), start);
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    auto o = static_cast<size_t>(broadcast_index(i, dims, kept)); // the kept coordinates
+    if (as_int) {
+      int64_t v = x.get_int64(i);
+      int64_t& acc = ints[o];
+      acc = op == "ReduceSum"    ? acc + v
+            : op == "ReduceProd" ? acc * v
+            : op == "ReduceMin"  ? std::min(acc, v)
+                                 : std::max(acc, v);
+    } else {
+      double v = x.get_double(i);
+      double& acc = floats[o];
+      acc = op == "ReduceSum"                  ? acc + v
+            : op == "ReduceProd"               ? acc * v
+            : std::isnan(acc) || std::isnan(v) ? std::numeric_limits<double>::quiet_NaN()
+            : op == "ReduceMin"                ? std::min(acc, v)
+                                               : std::max(acc, v);
+    }
+  }
+  Tensor out(x.dtype(), out_dims);
+  for (int64_t i = 0; i < count; ++i) {
+    auto u = static_cast<size_t>(i);
+    if (as_int) {
+      out.set_int64(i, ints[u]);
+    } else {
+      out.set_double(i, floats[u]);
+    }
+  }
   return single(std::move(out));
 }
 
@@ -372,12 +420,12 @@ Outputs eval_reduce_prod_or_sum(const Node& node, bool prod) {
 
 bool can_evaluate(const Node& node) {
   static const std::unordered_map<std::string_view, bool> kOps = {
-      {"Shape", true},     {"Size", true},     {"Constant", true},        {"Identity", true},
-      {"Cast", true},      {"CastLike", true}, {"BitCast", true},         {"Gather", true},
-      {"Concat", true},    {"Reshape", true},  {"Squeeze", true},         {"Unsqueeze", true},
-      {"Flatten", true},   {"Slice", true},    {"Transpose", true},       {"Expand", true},
-      {"Where", true},     {"Range", true},    {"ConstantOfShape", true}, {"ReduceProd", true},
-      {"ReduceSum", true}, {"Mod", true}};
+      {"Shape", true},     {"Size", true},      {"Constant", true},        {"Identity", true},
+      {"Cast", true},      {"CastLike", true},  {"BitCast", true},         {"Gather", true},
+      {"Concat", true},    {"Reshape", true},   {"Squeeze", true},         {"Unsqueeze", true},
+      {"Flatten", true},   {"Slice", true},     {"Transpose", true},       {"Expand", true},
+      {"Where", true},     {"Range", true},     {"ConstantOfShape", true}, {"ReduceProd", true},
+      {"ReduceSum", true}, {"ReduceMin", true}, {"ReduceMax", true},       {"Mod", true}};
   return kOps.contains(node.op_type) || (elementwise_table().contains(node.op_type) &&
                                          !std::holds_alternative<LegacyBroadcastAttrs>(node.attrs));
 }
@@ -417,8 +465,7 @@ Result<std::vector<Tensor>> evaluate_node(const Node& node) {
   }
   if (op == "Range") return eval_range(node);
   if (op == "ConstantOfShape") return eval_constant_of_shape(node);
-  if (op == "ReduceProd" || op == "ReduceSum")
-    return eval_reduce_prod_or_sum(node, op == "ReduceProd");
+  if (op.starts_with("Reduce")) return eval_reduce(node, op);
   const ElementwiseFns& fns = elementwise_table().at(op);
   DType out_type = fns.to_bool ? DType::kBool : arg(node, 0).dtype();
   return elementwise(node, out_type, fns.int_fn, fns.float_fn);

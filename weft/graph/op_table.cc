@@ -8,6 +8,7 @@
 
 #include "weft/graph/control_flow.h"
 #include "weft/graph/data_dependent.h"
+#include "weft/graph/ml_ops.h"
 #include "weft/graph/sequence_model_ops.h"
 #include "weft/graph/shape_functions.h"
 
@@ -185,8 +186,6 @@ std::string_view nearest_mode_name(NearestMode m) { return kNearestModes[static_
 namespace {
 
 OpAttrs parse_none(AttrParser&) { return NoAttrs{}; }
-
-OpAttrs parse_binarizer(AttrParser& p) { return BinarizerAttrs{p.float_or("threshold", 0.0f)}; }
 
 OpAttrs parse_binary(AttrParser& p) {
   // Before opset 7, broadcasting was opt-in ("broadcast") and aligned at "axis";
@@ -880,6 +879,7 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"DynamicQuantizeLinear", 11, kAll, parse_none, infer_dynamic_quantize_linear});
     for (std::string_view op : {"HannWindow", "HammingWindow", "BlackmanWindow"})
       t.push_back({op, 17, kAll, parse_window, infer_window});
+    t.push_back({"TfIdfVectorizer", 9, kAll, parse_tf_idf, infer_tf_idf}); // ml_ops.h
     t.push_back({"Trilu", 14, kAll, parse_trilu, infer_same});
     t.push_back({"EyeLike", 9, kAll, parse_eye_like, infer_eye_like});
     t.push_back({"CumSum", 11, kAll, parse_cum_sum, infer_same});
@@ -954,8 +954,10 @@ const std::vector<OpDef>& build_table() {
     t.push_back({kMomentumOp, 1, kAll, parse_momentum, infer_optimizer});
     // Domain ai.onnx.preview, opset 1; the importer reads the modifier graphs.
     t.push_back({kFlexAttentionOp, 1, kAll, parse_flex_attention, infer_flex_attention});
+    // Domain ai.onnx.ml (ml_ops.h), at any ai.onnx opset.
     t.push_back({kBinarizerOp, 1, kAll, parse_binarizer, infer_same});
     t.push_back({kArrayFeatureExtractorOp, 1, kAll, parse_none, infer_array_feature_extractor});
+    t.push_back({kTreeEnsembleOp, 1, kAll, parse_tree_ensemble, infer_tree_ensemble});
     // Optional values: only what a tensor input or no input means (decompose.cc).
     t.push_back({"OptionalHasElement", 15, kAll, parse_none, infer_optional_has_element});
     t.push_back({"OptionalGetElement", 15, kAll, parse_none, infer_optional_get_element});

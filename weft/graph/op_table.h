@@ -93,10 +93,11 @@ inline constexpr std::string_view kMomentumOp = "ai.onnx.preview.training.Moment
 inline constexpr std::string_view kPreviewDomain = "ai.onnx.preview";
 inline constexpr int kPreviewOpset = 1;
 inline constexpr std::string_view kFlexAttentionOp = "ai.onnx.preview.FlexAttention";
-// And two ops of ai.onnx.ml (any of its opsets: they have one version each).
+// And three ops of ai.onnx.ml (any of its opsets: they have one version each).
 inline constexpr std::string_view kMlDomain = "ai.onnx.ml";
 inline constexpr std::string_view kBinarizerOp = "ai.onnx.ml.Binarizer";
 inline constexpr std::string_view kArrayFeatureExtractorOp = "ai.onnx.ml.ArrayFeatureExtractor";
+inline constexpr std::string_view kTreeEnsembleOp = "ai.onnx.ml.TreeEnsemble";
 
 // The ai.onnx opsets Weft accepts: those of the ONNX release the table follows
 // (docs/onnx-versions.md). A model outside this window is refused; so is a node whose op

@@ -27,8 +27,11 @@ std::string attr_text(const RnnActivations& v) {
     names.push_back(rnn_activation_name(a));
   return fmt::format("[{}]", fmt::join(names, ", "));
 }
+std::string attr_text(TfIdfMode v) { return std::string(tf_idf_mode_name(v)); }
+std::string attr_text(TreeAggregate v) { return std::string(tree_aggregate_name(v)); }
 std::string attr_text(const std::string& v) { return fmt::format("\"{}\"", v); }
 std::string attr_text(const Ints& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
+std::string attr_text(const Floats& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 std::string attr_text(const TensorRef& v) { return v ? v->to_string() : "none"; }
 std::string attr_text(const Shape& v) { return shape_to_string(v); }
 
@@ -53,8 +56,11 @@ nlohmann::json attr_json(const RnnActivations& v) {
     out.push_back(std::string(rnn_activation_name(a)));
   return out;
 }
+nlohmann::json attr_json(TfIdfMode v) { return std::string(tf_idf_mode_name(v)); }
+nlohmann::json attr_json(TreeAggregate v) { return std::string(tree_aggregate_name(v)); }
 nlohmann::json attr_json(const std::string& v) { return v; }
 nlohmann::json attr_json(const Ints& v) { return v; }
+nlohmann::json attr_json(const Floats& v) { return v; }
 nlohmann::json attr_json(const TensorRef& v) { return v ? v->to_string() : "none"; }
 nlohmann::json attr_json(const Shape& v) { return shape_to_string(v); }
 

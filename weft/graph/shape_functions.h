@@ -30,7 +30,6 @@ TypesOrError infer_lp_norm(const Node& node);
 TypesOrError infer_center_crop_pad(const Node& node);
 TypesOrError infer_lp_pool(const Node& node);
 TypesOrError infer_swiglu(const Node& node);
-TypesOrError infer_array_feature_extractor(const Node& node);
 TypesOrError infer_optional_has_element(const Node& node);
 TypesOrError infer_optional_get_element(const Node& node);
 TypesOrError infer_affine_grid(const Node& node);

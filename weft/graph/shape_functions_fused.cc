@@ -169,22 +169,6 @@ TypesOrError infer_swiglu(const Node& node) {
   return one(a);
 }
 
-// ArrayFeatureExtractor (ai.onnx.ml): x[..., indices] with the indices flattened; a vector x
-// gives one row ([1, n]), as ONNX Runtime and the reference do.
-TypesOrError infer_array_feature_extractor(const Node& node) {
-  const TensorType& x = in_type(node, 0);
-  const TensorType& indices = in_type(node, 1);
-  if (indices.dtype != DType::kI64) return fail("the indices must be i64");
-  if (!x.shape || !indices.shape) return one({x.dtype, std::nullopt});
-  if (x.shape->empty()) return fail("X must have at least one dim");
-  std::optional<int64_t> n = shape_num_elements(*indices.shape);
-  if (!n) return one({x.dtype, std::nullopt});
-  Shape out(x.shape->begin(), x.shape->end() - 1);
-  if (out.empty()) out.push_back(Dim(1));
-  out.push_back(Dim(*n));
-  return one({x.dtype, out});
-}
-
 // OptionalHasElement (15, 18): a bool scalar. Only a tensor input (true) or none (false) is
 // supported: Weft has no optional values.
 TypesOrError infer_optional_has_element(const Node&) { return one({DType::kBool, Shape{}}); }

@@ -146,8 +146,9 @@ void find_unsupported(const onnx::GraphProto& graph, int opset,
       if (find_op(graph_op_type(node), opset)) continue;
       key = fmt::format("{} (domain '{}': Weft supports {} there)", node.op_type(), node.domain(),
                         node.domain() == kPreviewDomain ? "FlexAttention"
-                        : node.domain() == kMlDomain    ? "Binarizer and ArrayFeatureExtractor"
-                                                        : "Adagrad, Adam and Momentum");
+                        : node.domain() == kMlDomain
+                            ? "Binarizer, ArrayFeatureExtractor and TreeEnsemble"
+                            : "Adagrad, Adam and Momentum");
     } else if (!find_op(node.op_type(), opset)) {
       std::vector<std::string> spans;
       for (auto [lo, hi] : supported_opsets(node.op_type())) {

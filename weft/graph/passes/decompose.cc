@@ -11,6 +11,7 @@
 #include "weft/graph/node_builder.h"
 #include "weft/graph/op_table.h"
 #include "weft/graph/passes/decompose_builders.h"
+#include "weft/graph/passes/decompose_ml.h"
 #include "weft/graph/passes/decompose_sequence_models.h"
 #include "weft/graph/passes/decompose_signal.h"
 #include "weft/graph/shape_functions.h"
@@ -399,28 +400,6 @@ Status optional_element(Graph& graph, Node& node, Value* y) {
   return b.status();
 }
 
-// Binarizer (ai.onnx.ml): x > threshold, as x's type.
-Status binarizer(Graph& graph, Node& node, Value* y) {
-  NodeBuilder b(graph, node);
-  Value* x = node.inputs[0];
-  double threshold = node.attrs_as<BinarizerAttrs>().threshold;
-  Value* above = b.op("Greater", {x, scalar(b, "threshold", x->type.dtype, threshold)});
-  b.op("Cast", {above}, CastAttrs{x->type.dtype}, y);
-  return b.status();
-}
-
-// ArrayFeatureExtractor (ai.onnx.ml): a Gather along the last axis with the flattened
-// indices; a vector X gives one row.
-Status array_feature_extractor(Graph& graph, Node& node, Value* y) {
-  NodeBuilder b(graph, node);
-  Value* x = node.inputs[0];
-  Value* indices = constant_shape(b, node.inputs[1], {-1}, "flat");
-  Value* picked = b.op("Gather", {x, indices}, AxisAttrs{-1});
-  if (x->type.shape->size() == 1) picked = constant_shape(b, picked, {1, -1}, "one_row");
-  define(b, picked, y);
-  return b.status();
-}
-
 // AffineGrid: the base grid (x, y[, z] evenly spaced in [-1, 1], then 1, per position of
 // size's spatial dims) times theta transposed. The base grid is computed from size's values
 // by ops that fold to a constant once size is constant; while size is a graph input, they
@@ -566,8 +545,8 @@ bool ready(const Node& n) {
     const auto& size = n.inputs[1]->type.shape;
     return size && size->size() == 1 && (*size)[0].is_static();
   }
-  if (op == "OptionalHasElement" || op == "OptionalGetElement" || op == kBinarizerOp) return true;
-  if (op == kArrayFeatureExtractorOp) return has_rank() && n.inputs[1]->type.shape.has_value();
+  if (op == "OptionalHasElement" || op == "OptionalGetElement") return true;
+  if (is_ml_op(n)) return ml_op_ready(n);
   if (op == "STFT") return stft_ready(n);
   if (op == "MelWeightMatrix") return mel_weight_matrix_ready(n);
   return op == "SwiGLU";
@@ -590,8 +569,7 @@ Status decompose_node(Graph& graph, Node& node, const std::vector<Value*>& outs)
   if (op == "MelWeightMatrix") return decompose_mel_weight_matrix(graph, node, outs[0]);
   if (op == "OptionalHasElement" || op == "OptionalGetElement")
     return optional_element(graph, node, outs[0]);
-  if (op == kBinarizerOp) return binarizer(graph, node, outs[0]);
-  if (op == kArrayFeatureExtractorOp) return array_feature_extractor(graph, node, outs[0]);
+  if (is_ml_op(node)) return decompose_ml_op(graph, node, outs[0]);
   return group_norm(graph, node, outs[0]);
 }
 

@@ -19,13 +19,17 @@
 //                            (decompose_signal.h)
 //   MelWeightMatrix(...)     (17): the filters, elementwise from the band edges
 //                            (decompose_signal.h)
+//   TfIdfVectorizer(x) (9), and Binarizer, ArrayFeatureExtractor, TreeEnsemble of ai.onnx.ml:
+//                            windows gathered and compared with the pool's n-grams; the trees
+//                            walked one level per step over constant tables (decompose_ml.h)
 //
 // The statistics are taken in stash_type (f32), with casts around them for other inputs,
 // as the ONNX function bodies do.
 //
 // Requires: the input's rank; static shapes for Attention, RotaryEmbedding, CenterCropPad,
-// TensorScatter and LpPool in ceil mode; for AffineGrid, the length of size (the nodes stay
-// as they are without them, until specialization gives them; lowering refuses what is left).
+// TensorScatter, TfIdfVectorizer, TreeEnsemble and LpPool in ceil mode; for AffineGrid, the
+// length of size (the nodes stay as they are without them, until specialization gives them;
+// lowering refuses what is left).
 // Guarantees: the output values keep their names and types; the nodes are gone.
 #pragma once
 
