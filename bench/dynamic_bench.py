@@ -25,8 +25,6 @@ import onnxruntime as ort
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
-import weft
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 from torch_export_test import GPT2Block  # noqa: E402
@@ -100,6 +98,8 @@ def ort_session(data):
 
 
 def measure(rounds):
+    import weft  # only to measure: run_bench.py imports this file for markdown() alone
+
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:
         built = list(models(tmp))
