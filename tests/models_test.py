@@ -21,18 +21,8 @@ except ImportError as e:
     print(f"SKIP: PyTorch or torchvision is not installed ({e}); scripts/setup.sh installs them")
     sys.exit(77)
 
-
-def randomize_batch_norms(model):
-    """torchvision's default BatchNorm state is the identity, which leaves some outputs tiny;
-    random statistics and affine parameters give every layer real work."""
-    g = torch.Generator().manual_seed(1)
-    for m in model.modules():
-        if isinstance(m, torch.nn.BatchNorm2d):
-            m.running_mean.copy_(torch.randn(m.num_features, generator=g) * 0.1)
-            m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
-            m.weight.data.copy_(torch.rand(m.num_features, generator=g) + 0.5)
-            m.bias.data.copy_(torch.randn(m.num_features, generator=g) * 0.1)
-    return model
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "testing"))
+from torch_models import randomize_batch_norms  # noqa: E402
 
 
 def check(weft, tmp, name, model, example, run_input=None, **export_args):

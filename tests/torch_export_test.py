@@ -29,19 +29,11 @@ if tuple(int(p) for p in torch.__version__.split(".")[:2]) < (2, 9):
     print(f"SKIP: PyTorch {torch.__version__} predates the dynamo exporter as the default (2.9)")
     sys.exit(77)
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "testing"))
+from torch_models import randomize_batch_norms  # noqa: E402
+
 WEFT = sys.argv[1] if len(sys.argv) > 1 else "build/tools/weft/weft"
 failures = []
-
-
-def randomize_batch_norms(model):
-    g = torch.Generator().manual_seed(1)
-    for m in model.modules():
-        if isinstance(m, torch.nn.BatchNorm2d):
-            m.running_mean.copy_(torch.randn(m.num_features, generator=g) * 0.1)
-            m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
-            m.weight.data.copy_(torch.rand(m.num_features, generator=g) + 0.5)
-            m.bias.data.copy_(torch.randn(m.num_features, generator=g) * 0.1)
-    return model.eval()
 
 
 class GPT2Block(torch.nn.Module):
