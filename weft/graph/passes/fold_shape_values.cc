@@ -71,7 +71,8 @@ std::optional<ShapeValue> arithmetic(const std::string& op, const ShapeValue& a,
     } else if (x.is_static() && y.is_static()) {
       r = op == "Add" ? x.value() + y.value() : x.value() - y.value();
     }
-    if (!r) return std::nullopt;
+    // (A product of symbols with a negative factor is no extent: a -1 times a dim, say.)
+    if (!r || (!r->is_static() && r->symbol_name().starts_with("-"))) return std::nullopt;
     out.dims.push_back(*r);
   }
   return out;
