@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <limits>
 #include <unordered_map>
 
@@ -19,8 +20,19 @@ namespace {
 using dnnl::memory;
 using Dims = memory::dims;
 
+// oneDNN keeps every primitive it creates in a process-wide cache, 1,024 by default: a
+// dynamic-shape model that meets a new shape with each run built one per shape and kept them
+// all (65 MB over 1,000 shapes of one MatMul). Weft's calls hold their own primitives, so the
+// cache only shares identical ones between compiles; 64 bound it, unless the user sets
+// DNNL_PRIMITIVE_CACHE_CAPACITY.
+constexpr int kPrimitiveCacheCapacity = 64;
+
 const dnnl::engine& engine() {
-  static const dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  static const dnnl::engine e = [] {
+    if (!std::getenv("DNNL_PRIMITIVE_CACHE_CAPACITY"))
+      dnnl::set_primitive_cache_capacity(kPrimitiveCacheCapacity);
+    return dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
   return e;
 }
 
