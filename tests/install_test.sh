@@ -13,8 +13,12 @@ cmake -S "$src/tests/install" -B "$tmp/user" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/
 cmake --build "$tmp/user" >/dev/null
 out=$("$tmp/user/quickstart" "$src/examples/attention_block.onnx")
 grep -q "y: f32\[2,128,64\]" <<<"$out" || { echo "installed C++ quickstart: $out"; exit 1; }
-# The executable found libweft in the prefix, not in the build tree.
-ldd "$tmp/user/quickstart" | grep -q "$tmp/prefix/.*libweft.so" ||
-  { echo "quickstart does not link the installed libweft:"; ldd "$tmp/user/quickstart"; exit 1; }
-"$tmp/prefix/bin/weft" ops | grep -q "^Softmax " || { echo "installed CLI: no ops"; exit 1; }
+# The executable found libweft in the prefix, not in the build tree. (Each output is taken
+# whole before grep -q reads it: grep -q stops at its match, and under pipefail the writer's
+# SIGPIPE would fail the pipe now and then.)
+libs=$(ldd "$tmp/user/quickstart")
+grep -q "$tmp/prefix/.*libweft.so" <<<"$libs" ||
+  { echo "quickstart does not link the installed libweft:"; echo "$libs"; exit 1; }
+ops=$("$tmp/prefix/bin/weft" ops)
+grep -q "^Softmax " <<<"$ops" || { echo "installed CLI: no ops"; exit 1; }
 echo "install ok"

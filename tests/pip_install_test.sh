@@ -13,7 +13,8 @@ trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 out=$(cd "$src" && "$tmp/v/bin/python" examples/quickstart.py)
 grep -q "output y float32 (2, 128, 64)" <<<"$out" || { echo "python quickstart: $out"; exit 1; }
-"$tmp/v/bin/weft" ops | grep -q "^Softmax " || { echo "installed CLI: no ops"; exit 1; }
+ops=$("$tmp/v/bin/weft" ops) # whole, before grep -q (see install_test.sh)
+grep -q "^Softmax " <<<"$ops" || { echo "installed CLI: no ops"; exit 1; }
 "$tmp/v/bin/python" - "$src/examples/attention_block.onnx" <<'PY'
 import sys
 import numpy as np
