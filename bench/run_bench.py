@@ -18,6 +18,7 @@ and every round's.
 import argparse
 import ast
 import datetime
+import importlib
 import json
 import os
 import platform
@@ -424,36 +425,15 @@ def markdown(r):
         lines += ["", "Geomean over the reduction and subgraph rows: " + ", ".join(summary) + "."]
     lines += ["", "Raw results: `bench/results.json`.", ""]
     lines += goals(r)
-    fusion_results = os.path.join(HERE, "fusion_results.json")
-    if os.path.exists(fusion_results):
-        import fusion_bench
-        with open(fusion_results) as f:
-            lines += fusion_bench.markdown(json.load(f))
-    tune_results = os.path.join(HERE, "tune_results.json")
-    if os.path.exists(tune_results):
-        import tune_bench
-        with open(tune_results) as f:
-            lines += tune_bench.markdown(json.load(f))
-    compile_results = os.path.join(HERE, "compile_results.json")
-    if os.path.exists(compile_results):
-        import compile_bench
-        with open(compile_results) as f:
-            lines += compile_bench.markdown(json.load(f))
-    onnx_ops_results = os.path.join(HERE, "onnx_ops_results.json")
-    if os.path.exists(onnx_ops_results):
-        import onnx_ops_bench
-        with open(onnx_ops_results) as f:
-            lines += onnx_ops_bench.markdown(json.load(f))
-    dynamic_results = os.path.join(HERE, "dynamic_results.json")
-    if os.path.exists(dynamic_results):
-        import dynamic_bench
-        with open(dynamic_results) as f:
-            lines += dynamic_bench.markdown(json.load(f))
-    plan_results = os.path.join(HERE, "plan_results.json")
-    if os.path.exists(plan_results):
-        import plan_bench
-        with open(plan_results) as f:
-            lines += plan_bench.markdown(json.load(f))
+    # The other scripts' sections, each from its results file when there is one.
+    for script, results in (("fusion_bench", "fusion_results.json"), ("tune_bench", "tune_results.json"),
+                            ("compile_bench", "compile_results.json"),
+                            ("onnx_ops_bench", "onnx_ops_results.json"),
+                            ("dynamic_bench", "dynamic_results.json"), ("plan_bench", "plan_results.json")):
+        path = os.path.join(HERE, results)
+        if os.path.exists(path):
+            with open(path) as f:
+                lines += importlib.import_module(script).markdown(json.load(f))
     return "\n".join(lines)
 
 
