@@ -50,6 +50,7 @@ Result<std::pair<std::string, std::vector<Tensor>>> load(const BenchOptions& o) 
 struct KernelProfile {
   std::vector<double> median_ms;
   std::vector<runtime::LaunchTiming> last;
+  runtime::Bindings bound; // the runs' extents of symbolic dims
 };
 
 KernelProfile summarize(const std::vector<std::vector<runtime::LaunchTiming>>& runs) {
@@ -91,8 +92,8 @@ nlohmann::json chrome_trace(const std::string& model, const runtime::Executable&
                         {"op_type", launch.info.op_type},
                         {"strategy", launch.info.strategy},
                         {"shapes", launch.info.shapes},
-                        {"bytes", launch.info.bytes},
-                        {"GB/s", gb_per_s(launch.info.bytes, dur_ms)}}}});
+                        {"bytes", launch.info.bytes(p.bound)},
+                        {"GB/s", gb_per_s(launch.info.bytes(p.bound), dur_ms)}}}});
   }
   return {{"traceEvents", events},
           {"displayTimeUnit", "ms"},
@@ -123,8 +124,9 @@ std::string kernel_table(const runtime::Executable& exe, const KernelProfile& p)
     const runtime::Launch& launch = exe.launches()[l];
     out += fmt::format("{:<24} {:<28} {:>10.4f} {:>6.1f}% {:>10} {:>8.2f}  {} ({})\n", launch.name,
                        launch.info.strategy, p.median_ms[l],
-                       total > 0 ? 100 * p.median_ms[l] / total : 0.0, byte_size(launch.info.bytes),
-                       gb_per_s(launch.info.bytes, p.median_ms[l]), launch.info.op_type,
+                       total > 0 ? 100 * p.median_ms[l] / total : 0.0,
+                       byte_size(launch.info.bytes(p.bound)),
+                       gb_per_s(launch.info.bytes(p.bound), p.median_ms[l]), launch.info.op_type,
                        launch.info.node);
   }
   out += fmt::format("{:<53} {:>10.4f} (sum of kernel medians)\n", "total", total);
@@ -238,6 +240,10 @@ int bench(const BenchOptions& o) {
   std::sort(times.begin(), times.end());
   double median = quantile(times, 0.5), p90 = quantile(times, 0.9);
   KernelProfile profile = summarize(runs);
+  std::vector<runtime::TensorView> views;
+  for (const Tensor& t : inputs)
+    views.push_back(runtime::TensorView::of(t));
+  if (Result<runtime::Bindings> bound = exe.bind(views); bound.ok()) profile.bound = *bound;
   Result<std::optional<double>> resident = device_resident_ms(*compiled, inputs, o.iters, o.device);
   if (!resident.ok()) {
     std::cerr << resident.status().with_location({model, "", "", 0}).to_string() << "\n";
@@ -286,9 +292,9 @@ int bench(const BenchOptions& o) {
                            {"op_type", launch.info.op_type},
                            {"strategy", launch.info.strategy},
                            {"shapes", launch.info.shapes},
-                           {"bytes", launch.info.bytes},
+                           {"bytes", launch.info.bytes(profile.bound)},
                            {"median_ms", profile.median_ms[l]},
-                           {"GB/s", gb_per_s(launch.info.bytes, profile.median_ms[l])}});
+                           {"GB/s", gb_per_s(launch.info.bytes(profile.bound), profile.median_ms[l])}});
       }
       j["kernel_profile"] = kernels;
     }

@@ -52,7 +52,7 @@ Result<CompiledModel> plan(const InspectOptions& options, const Graph& graph, bo
 size_t bytes_moved(const CompiledModel& m) {
   size_t bytes = 0;
   for (const KernelSummary& k : m.kernels)
-    bytes += k.info.bytes;
+    bytes += k.info.bytes();
   return bytes;
 }
 
@@ -64,7 +64,7 @@ nlohmann::json kernels_json(const CompiledModel& m) {
                    {"op_type", k.info.op_type},
                    {"strategy", k.info.strategy},
                    {"shapes", k.info.shapes},
-                   {"bytes", k.info.bytes},
+                   {"bytes", k.info.bytes()},
                    {"ir", k.ir}});
   }
   return out;
@@ -91,7 +91,7 @@ std::string fusion_text(const CompiledModel& fused, const CompiledModel& unfused
                                 bytes_moved(unfused));
   for (const KernelSummary& k : fused.kernels) {
     out += fmt::format("  {}: {} ({}): {}, {}, {} bytes\n", k.name, k.info.node, k.info.op_type,
-                       k.info.strategy, k.info.shapes, k.info.bytes);
+                       k.info.strategy, k.info.shapes, k.info.bytes());
   }
   if (fused.staged()) {
     out += fmt::format("  then on the host: {}; the kernels after them are generated when a run "

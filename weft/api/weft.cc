@@ -410,11 +410,12 @@ std::vector<HostTensor> Model::run_profiled(const std::vector<HostTensor>& input
       exe.run(in, views_of(outputs), options).with_location({compiled->graph.source, "", "", 0}));
   if (profile) {
     profile->clear();
+    runtime::Bindings bound = value_or_throw(exe.bind(in));
     for (size_t l = 0; l < timings.size(); ++l) {
       const runtime::Launch& launch = exe.launches()[l];
       const runtime::LaunchInfo& info = launch.info;
       profile->push_back({launch.name, info.node, info.op_type, info.strategy, info.shapes,
-                          info.bytes, timings[l].start_ns, timings[l].end_ns});
+                          info.bytes(bound), timings[l].start_ns, timings[l].end_ns});
     }
   }
   return outputs;

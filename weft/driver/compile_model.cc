@@ -31,6 +31,7 @@
 #include "weft/graph/passes/fold_constants.h"
 #include "weft/graph/passes/fold_shape_values.h"
 #include "weft/graph/passes/infer_shapes.h"
+#include "weft/kernel/kernel_builder.h"
 #include "weft/graph/passes/specialize_shapes.h"
 #include "weft/graph/passes/split_moments.h"
 #include "weft/graph/passes/symbolic_means.h"
@@ -326,7 +327,7 @@ runtime::LaunchInfo launch_info(const fusion::FusedKernel& fk) {
   for (const Node* n : fk.nodes)
     ops.push_back(n->op_type);
   runtime::LaunchInfo info{fusion::node_names(fk), fmt::format("{}", fmt::join(ops, "+")),
-                           kernel::describe_strategy(k), "", 0};
+                           kernel::describe_strategy(k), ""};
   std::vector<std::string> ins, outs;
   std::set<const Value*> counted; // a value viewed with two shapes moves once
   for (size_t i = 0; i < k.buffers.size(); ++i) {
@@ -336,8 +337,7 @@ runtime::LaunchInfo launch_info(const fusion::FusedKernel& fk) {
     (b.role == kernel::BufferRole::kInput ? ins : outs).push_back(type.to_string());
     const Value* v = fk.bound.values[i];
     if (v && !counted.insert(v).second) continue;
-    info.bytes += static_cast<size_t>(shape_num_elements(b.shape).value_or(0)) *
-                  static_cast<size_t>(dtype_size(b.dtype));
+    info.moved.push_back(dim_mul(kernel::num_elements(b.shape), static_cast<int64_t>(dtype_size(b.dtype))));
   }
   info.shapes = fmt::format("{} -> {}", fmt::join(ins, ", "), fmt::join(outs, ", "));
   return info;
@@ -351,14 +351,14 @@ runtime::LaunchInfo library_launch_info(const library::LibraryCall& call) {
     ops.push_back(n->op_type);
   }
   runtime::LaunchInfo info{fmt::format("{}", fmt::join(names, ", ")),
-                           fmt::format("{}", fmt::join(ops, "+")), call.kernel->describe(), "", 0};
+                           fmt::format("{}", fmt::join(ops, "+")), call.kernel->describe(), ""};
   const std::vector<Value*>& written = call.nodes.back()->outputs;
   std::vector<std::string> ins, outs;
   for (const Value* v : call.values) {
     bool output = std::find(written.begin(), written.end(), v) != written.end();
     (output ? outs : ins).push_back(v->type.to_string());
-    info.bytes += static_cast<size_t>(shape_num_elements(*v->type.shape).value_or(0)) *
-                  static_cast<size_t>(dtype_size(v->type.dtype));
+    info.moved.push_back(
+        dim_mul(kernel::num_elements(*v->type.shape), static_cast<int64_t>(dtype_size(v->type.dtype))));
   }
   info.shapes = fmt::format("{} -> {}", fmt::join(ins, ", "), fmt::join(outs, ", "));
   return info;

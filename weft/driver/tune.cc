@@ -293,7 +293,7 @@ Result<std::vector<TuneResult>> tune_model(const CompiledModel& model,
     r.node = s.info.node;
     r.op_type = s.info.op_type;
     r.strategy = s.info.strategy;
-    r.bytes = s.info.bytes;
+    r.bytes = s.info.bytes();
     Result<Task> task = prepare(s, i);
     if (!task.ok()) {
       log_info("tune: {} is not tuned: {}", s.name, task.status().message());

@@ -63,6 +63,57 @@ Shape without_units(const Shape& shape) {
   return out;
 }
 
+// For each dim of "shape" without its unit dims, the dim of "view" it is merged into, when
+// "view" merges consecutive dims of it and nothing else (symbolic products compare as
+// canonical products: [N, T, 64] into [N*T, 64]); none otherwise.
+std::optional<std::vector<int>> merged_into(const Shape& shape, const Shape& view) {
+  Shape dims = without_units(shape), target = without_units(view);
+  std::vector<int> group(dims.size());
+  size_t d = 0;
+  for (size_t g = 0; g < target.size(); ++g) {
+    Dim product = 1;
+    while (d < dims.size() && !(product == target[g])) {
+      product = dim_mul(product, dims[d]);
+      group[d++] = static_cast<int>(g);
+    }
+    if (!(product == target[g])) return std::nullopt;
+  }
+  if (d != dims.size()) return std::nullopt;
+  return group;
+}
+
+// reviewed() for shapes with symbols: "view" may only merge dims (without units). A merged
+// group's iterators have symbolic strides within it, so an index may use only dims that stay
+// alone (a per-channel operand); identity reads become identity reads of a view.
+std::optional<kernel::BoundKernel> merged(const kernel::BoundKernel& p, const Shape& view) {
+  const Shape shape =
+      p.kernel.buffers[static_cast<size_t>(p.kernel.statements[0].write.buffer)].shape;
+  std::optional<std::vector<int>> group = merged_into(shape, view);
+  if (!group) return std::nullopt;
+  // The view dim of each non-unit iterator of "shape" that stays alone; -1 when merged.
+  std::vector<int> alone(shape.size(), -1), members(view.size(), 0);
+  for (int g : *group)
+    ++members[static_cast<size_t>(g)];
+  std::vector<int> view_dim; // without units, the view's own dim indices
+  for (size_t g = 0; g < view.size(); ++g) {
+    if (!(view[g] == Dim(1))) view_dim.push_back(static_cast<int>(g));
+  }
+  for (size_t d = 0, f = 0; d < shape.size(); ++d) {
+    if (shape[d] == Dim(1)) continue;
+    int g = (*group)[f++];
+    if (members[static_cast<size_t>(g)] == 1) alone[d] = view_dim[static_cast<size_t>(g)];
+  }
+  return redomained(p, view, [&](const AffineExpr& e) -> std::optional<AffineExpr> {
+    AffineExpr out = AffineExpr::constant_of(e.constant);
+    for (auto [i, c] : e.terms) {
+      if (shape[static_cast<size_t>(i)] == Dim(1)) continue; // a unit iterator is always 0
+      if (alone[static_cast<size_t>(i)] < 0) return std::nullopt;
+      out.terms.emplace_back(alone[static_cast<size_t>(i)], c);
+    }
+    return out;
+  });
+}
+
 } // namespace
 
 AffineExpr compose(const AffineExpr& e, const std::vector<AffineExpr>& sub) {
@@ -171,6 +222,7 @@ std::vector<AffineExpr> split_iterators(const Shape& shape, const Shape& fine) {
 std::optional<kernel::BoundKernel> reviewed(const kernel::BoundKernel& p, const Shape& view) {
   const Statement& ps = p.kernel.statements[0];
   const Shape shape = p.kernel.buffers[static_cast<size_t>(ps.write.buffer)].shape;
+  if (!shape_is_static(shape) || !shape_is_static(view)) return merged(p, view);
   std::optional<Shape> fine = common_refinement(shape, view);
   if (!fine) return std::nullopt;
   std::vector<AffineExpr> sub = split_iterators(shape, *fine);

@@ -43,7 +43,9 @@ std::vector<kernel::AffineExpr> split_iterators(const Shape& shape, const Shape&
 // it uses each merged group of iterators only through the group's row-major position (an
 // identity read, a per-channel operand kept whole, a constant); a read that is the
 // identity over the output's shape becomes the identity over a view of its buffer. None
-// when an index does not survive, or an expression uses an iterator.
+// when an index does not survive, or an expression uses an iterator. With symbols in
+// either shape, "view" may only merge dims ([N, T, 64] as [N*T, 64]), and an index may use
+// only iterators of dims that stay alone.
 std::optional<kernel::BoundKernel> reviewed(const kernel::BoundKernel& p, const Shape& view);
 
 } // namespace weft::fusion

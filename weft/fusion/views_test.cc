@@ -83,5 +83,50 @@ TEST(Reviewed, SplitsThenMerges) {
   EXPECT_EQ(reviewed(scale_kernel(), {3, 24}), std::nullopt); // boundaries cross
 }
 
+// y[n, t, c] = x[n, t, c] * s[c] + b[0, 0, c] over [N, T, 4].
+kernel::BoundKernel symbolic_scale_kernel() {
+  Shape shape = {Dim::symbol("N"), Dim::symbol("T"), 4};
+  kernel::BoundKernel k;
+  k.kernel.name = "scale";
+  k.kernel.buffers = {{"x", DType::kF32, shape, kernel::BufferRole::kInput},
+                      {"s", DType::kF32, {4}, kernel::BufferRole::kInput},
+                      {"b", DType::kF32, {1, 1, 4}, kernel::BufferRole::kInput},
+                      {"y", DType::kF32, shape, kernel::BufferRole::kOutput}};
+  k.values = {nullptr, nullptr, nullptr, nullptr};
+  kernel::Statement st;
+  st.name = "scale";
+  st.domain = shape;
+  std::vector<AffineExpr> id = {AffineExpr::iterator(0), AffineExpr::iterator(1),
+                                AffineExpr::iterator(2)};
+  st.write = kernel::Access(3, id);
+  st.reads = {kernel::Access(0, id), kernel::Access(1, {AffineExpr::iterator(2)}),
+              kernel::Access(2, {AffineExpr::constant_of(0), AffineExpr::constant_of(0),
+                                 AffineExpr::iterator(2)})};
+  st.expr = {{kernel::ExprOp::kLoad, DType::kF32, {}, 0},
+             {kernel::ExprOp::kLoad, DType::kF32, {}, 1},
+             {kernel::ExprOp::kMul, DType::kF32, {0, 1}},
+             {kernel::ExprOp::kLoad, DType::kF32, {}, 2},
+             {kernel::ExprOp::kAdd, DType::kF32, {2, 3}}};
+  k.kernel.statements = {st};
+  return k;
+}
+
+TEST(Reviewed, MergesSymbolicDims) {
+  Dim nt = dim_mul(Dim::symbol("N"), Dim::symbol("T"));
+  std::optional<kernel::BoundKernel> r = reviewed(symbolic_scale_kernel(), {nt, 4});
+  ASSERT_TRUE(r);
+  const kernel::Statement& s = r->kernel.statements[0];
+  EXPECT_EQ(s.domain, (Shape{nt, 4}));
+  EXPECT_EQ(r->kernel.buffers[static_cast<size_t>(s.reads[0].buffer)].shape, (Shape{nt, 4}));
+  EXPECT_EQ(s.reads[1].index, (std::vector<AffineExpr>{AffineExpr::iterator(1)}));
+  EXPECT_EQ(s.reads[2].index[2], AffineExpr::iterator(1));
+  EXPECT_TRUE(kernel::verify_kernel(r->kernel).ok());
+  // T and the 4 channels merged: the per-channel read would need a remainder.
+  EXPECT_EQ(reviewed(symbolic_scale_kernel(), {Dim::symbol("N"), dim_mul(4, Dim::symbol("T"))}),
+            std::nullopt);
+  // Splits are not symbolic merges.
+  EXPECT_EQ(reviewed(symbolic_scale_kernel(), {nt, 2, 2}), std::nullopt);
+}
+
 } // namespace
 } // namespace weft::fusion

@@ -169,6 +169,13 @@ Status Executable::upload_constants() const {
   return Status();
 }
 
+size_t LaunchInfo::bytes(const Bindings& bound) const {
+  size_t total = 0;
+  for (const Dim& d : moved)
+    total += static_cast<size_t>(eval_dim(d, bound).value_or(0));
+  return total;
+}
+
 size_t TensorView::num_bytes() const {
   size_t n = static_cast<size_t>(dtype_size(dtype));
   for (int64_t d : dims)

@@ -44,13 +44,19 @@ struct Slot {
   static Slot alias_of(int slot) { return {Kind::kAlias, slot, 0, 0, nullptr}; }
 };
 
+// The extent each symbol of the inputs' dims stands for in one run.
+using Bindings = std::map<std::string, int64_t>;
+
 // What a launch does, for profiles and the per-kernel table.
 struct LaunchInfo {
   std::string node;     // the graph node it came from
   std::string op_type;  // that node's op
   std::string strategy; // e.g. "elementwise", "reduce ROW sum" (kernel::describe_strategy)
   std::string shapes;   // its buffers' types, e.g. "f32[64,128] -> f32[64]"
-  size_t bytes = 0;     // bytes of its inputs and outputs, each counted once
+  std::vector<Dim> moved = {}; // bytes of each input and output, counted once
+
+  // The bytes it moves when "bound" gives its symbols (a term it cannot evaluate counts 0).
+  size_t bytes(const Bindings& bound = {}) const;
 };
 
 // A generated kernel ("fn"), or a library call ("library") when that is set.
@@ -111,9 +117,6 @@ struct TensorInfo {
   std::string name;
   TensorType type; // static, or with symbols for the dims each run binds
 };
-
-// The extent each symbol of the inputs' dims stands for in one run.
-using Bindings = std::map<std::string, int64_t>;
 
 class Executable {
 public:
