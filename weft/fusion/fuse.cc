@@ -50,6 +50,14 @@ int64_t points(const std::vector<Dim>& domain) {
   return n;
 }
 
+// The number of points of "domain": a product of symbols when it has some.
+Dim point_count(const std::vector<Dim>& domain) {
+  Dim n = 1;
+  for (const Dim& d : domain)
+    n = dim_mul(n, d);
+  return n;
+}
+
 int op_count(const Statement& s) {
   return static_cast<int>(std::count_if(s.expr.begin(), s.expr.end(), [](const ExprNode& e) {
     return e.op != ExprOp::kLoad && e.op != ExprOp::kConstant;
@@ -264,7 +272,7 @@ void inline_producers(std::vector<Step>& steps, const std::set<const Value*>& pi
             }))
           continue;
         ++reading;
-        if (!cheap && points(s.domain) != points(ps.domain))
+        if (!cheap && !(point_count(s.domain) == point_count(ps.domain)))
           why = "the consumer would recompute it (a broadcast read of a costly producer)";
       }
       if (reading > 1 && transcendental(ps))

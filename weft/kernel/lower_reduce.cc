@@ -22,17 +22,28 @@ struct StepView {
   std::vector<bool> reduced;
   Shape out;
   Dim count = 1; // elements reduced per result
+  // Accumulators shaped as "out", indexed by the kept iterators: for kept dims with symbols
+  // inside, where a row-major position would need a symbolic stride.
+  bool shaped = false;
 
   // Accumulators are flat: the row-major position of the kept iterators in "out".
-  std::vector<AffineExpr> out_index() const { return {linear(false)}; }
+  std::vector<AffineExpr> out_index() const {
+    if (!shaped) return {linear(false)};
+    std::vector<AffineExpr> at;
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (!reduced[i]) at.push_back(AffineExpr::iterator(static_cast<int>(i)));
+    }
+    return at;
+  }
   // The row-major position of all iterators in "in", for reading a flat accumulator.
   std::vector<AffineExpr> in_index() const { return {linear(true)}; }
-  Shape flat_out() const { return {num_elements(out)}; }
+  Shape flat_out() const { return shaped ? out : Shape{num_elements(out)}; }
   // Statements over the results (inits, finishing touches) run over "out" itself, so that
   // loop fusion can line their loops up with the reduction's kept loops; their accumulator
   // index is the row-major position of those iterators.
   Shape result_domain() const { return out.size() > 1 ? out : flat_out(); }
   std::vector<AffineExpr> result_index() const {
+    if (shaped) return iterators(out.size());
     if (out.size() <= 1) return {AffineExpr::iterator(0)};
     return {row_major(out, std::vector<bool>(out.size(), true))};
   }
@@ -132,27 +143,29 @@ Result<std::optional<StepView>> single_step(const Value* x, const Ints& axes) {
 
 // A ROW view over "shape" itself: its leading dims kept as they are instead of merged into
 // one row dim, and the reduced dims "first" to "last" (every dim after them is 1) merged
-// into one, when all are static. Producers of the input index it that way (a scaled and
-// masked attention score, a GroupNorm's reshaped activations, a BatchNorm's deviation from
-// its per-channel mean), so that loop fusion can run them in the same rows, and fusion can
-// inline them: with a merged row dim between, the two would index one buffer through two
-// shapes, and a per-channel operand would need a quotient. None otherwise.
+// into one. Producers of the input index it that way (a scaled and masked attention score,
+// a GroupNorm's reshaped activations, a BatchNorm's deviation from its per-channel mean),
+// so that loop fusion can run them in the same rows, and fusion can inline them: with a
+// merged row dim between, the two would index one buffer through two shapes, and a
+// per-channel operand would need a quotient. With symbols in the shape, the accumulators
+// are shaped. None otherwise.
 std::optional<StepView> own_row_view(const Shape& shape, int64_t first, int64_t last) {
   int64_t rank = static_cast<int64_t>(shape.size());
-  if (first <= 0 || last < first || last >= rank || !shape_is_static(shape)) return std::nullopt;
+  if (first <= 0 || last < first || last >= rank) return std::nullopt;
   for (int64_t i = last + 1; i < rank; ++i) {
-    if (shape[static_cast<size_t>(i)].value() != 1) return std::nullopt;
+    if (!(shape[static_cast<size_t>(i)] == Dim(1))) return std::nullopt;
   }
   StepView v;
   v.count = 1;
   for (int64_t i = first; i <= last; ++i)
-    v.count = v.count.value() * shape[static_cast<size_t>(i)].value();
-  if (v.count.value() == 1) return std::nullopt;
+    v.count = dim_mul(v.count, shape[static_cast<size_t>(i)]);
+  if (v.count == Dim(1)) return std::nullopt;
   v.out.assign(shape.begin(), shape.begin() + first);
   v.in = v.out;
   v.in.push_back(v.count);
   v.reduced.assign(static_cast<size_t>(first), false);
   v.reduced.push_back(true);
+  v.shaped = !shape_is_static(shape);
   return v;
 }
 
@@ -197,8 +210,8 @@ void add_arg_reduction(KernelBuilder& k, const StepView& v, int in, DType x_type
                 ExprOp::kCast);
   // No index yet: -1 below every index, or the extent above every index.
   double none = select_last ? -1.0 : static_cast<double>(v.count.value());
-  StatementBuilder init("init_index", v.flat_out());
-  k.add(init.store(init.constant(none, DType::kI64), idx, iterators(1)));
+  StatementBuilder init("init_index", v.result_domain());
+  k.add(init.store(init.constant(none, DType::kI64), idx, v.result_index()));
   StatementBuilder find("find_index", v.in);
   int x = load_as(find, in, iterators(v.in.size()), x_type, t);
   int mv = find.load(m, v.out_index(), t);
