@@ -255,6 +255,60 @@ def test_dynamic_shapes_reduce_symbolic_axes(shape, axes):
                                    atol=1e-7, err_msg=f"softmax at {dims}")
     assert compiled.compiled_variants == 1
 
+def fused_subgraphs():
+    """[N, T, 16] through Mul and Add into a row sum, a softmax and a LayerNormalization, and
+    scores [N, 2, T, T] with a causal mask built from Shape as PyTorch exports it (Shape,
+    Slice, Expand, Trilu, Equal, Where) added before a softmax."""
+    rng = np.random.default_rng(3)
+    inits = [numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), n)
+             for n in ("scale", "shift", "gamma", "beta")]
+    inits += [numpy_helper.from_array(np.array([-1], np.int64), "axes"),
+              numpy_helper.from_array(np.array([2], np.int64), "two"),
+              numpy_helper.from_array(np.array([4], np.int64), "four"),
+              numpy_helper.from_array(np.array(1.0, np.float32), "one"),
+              numpy_helper.from_array(np.array(0.0, np.float32), "zero"),
+              numpy_helper.from_array(np.array(-np.inf, np.float32), "minus_inf")]
+    nodes = [helper.make_node("Mul", ["x", "scale"], ["m"]), helper.make_node("Add", ["m", "shift"], ["a"]),
+             helper.make_node("ReduceSum", ["a", "axes"], ["row_sum"], keepdims=0),
+             helper.make_node("Softmax", ["a"], ["softmax"], axis=-1),
+             helper.make_node("LayerNormalization", ["a", "gamma", "beta"], ["layernorm"], axis=-1),
+             helper.make_node("Shape", ["scores"], ["shape"]),
+             helper.make_node("Slice", ["shape", "two", "four"], ["tt"]),
+             helper.make_node("Expand", ["one", "tt"], ["ones"]),
+             helper.make_node("Trilu", ["ones"], ["lower"], upper=0),
+             helper.make_node("Equal", ["lower", "zero"], ["above"]),
+             helper.make_node("Where", ["above", "minus_inf", "zero"], ["mask"]),
+             helper.make_node("Add", ["scores", "mask"], ["masked"]),
+             helper.make_node("Softmax", ["masked"], ["attention"], axis=-1)]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "T", 16]),
+              helper.make_tensor_value_info("scores", TensorProto.FLOAT, ["N", 2, "T", "T"])]
+    outputs = [helper.make_tensor_value_info("row_sum", TensorProto.FLOAT, ["N", "T"]),
+               helper.make_tensor_value_info("softmax", TensorProto.FLOAT, ["N", "T", 16]),
+               helper.make_tensor_value_info("layernorm", TensorProto.FLOAT, ["N", "T", 16]),
+               helper.make_tensor_value_info("attention", TensorProto.FLOAT, ["N", 2, "T", "T"])]
+    return make_model(nodes, inputs, outputs, inits, opset=17).SerializeToString()
+
+
+def test_dynamic_shapes_fuse_as_a_static_compile():
+    """A dynamic compile fuses as a specialized one: as many kernels, moving no more bytes at
+    the run's extents (an elementwise producer inlined into a reduction that views [N, T, 16]
+    as [N*T, 16]; the causal mask computed once, not per score), with the same results."""
+    data = fused_subgraphs()
+    dynamic = weft.compile(data, dynamic_shapes=True)
+    rng = np.random.default_rng(4)
+    for n, t in [(2, 5), (3, 40)]:
+        feeds = {"x": rng.standard_normal((n, t, 16)).astype(np.float32),
+                 "scores": rng.standard_normal((n, 2, t, t)).astype(np.float32)}
+        want, static_kernels = weft.compile(data).profile(feeds)
+        got, dynamic_kernels = dynamic.profile(feeds)
+        for name in want:
+            np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-6, err_msg=name)
+        assert len(dynamic_kernels) == len(static_kernels)
+        # Not equal: a static compile may fold the mask's ones into a constant it reads.
+        assert sum(k["bytes"] for k in dynamic_kernels) <= sum(k["bytes"] for k in static_kernels)
+    assert dynamic.compiled_variants == 1
+
+
 def test_dynamic_shapes_on_cuda_through_the_emulator(monkeypatch):
     """dynamic_shapes on device="cuda": the CUDA kernels take the run's extents as
     parameters; 50 shapes on one compile, on the host emulator (WEFT_CUDA_EMULATOR=1)."""
