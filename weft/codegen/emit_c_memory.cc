@@ -25,12 +25,12 @@ std::string Emitter::next_row_prefetch(const AstNode& call, const AstNode& loop,
   if (row_.iterator.empty() || !d_.cpu_reduction_strategies) return "";
   const std::string& iterator = loop.iterator;
   // The call's indices at the block "at" of row iteration "row" + "ahead".
-  auto indices_ahead = [&](int64_t ahead) {
+  auto indices_ahead = [&](const std::string& ahead) {
     AstExpr row, step, next, start;
-    row.kind = start.kind = AstExpr::Kind::kId;
+    row.kind = start.kind = step.kind = AstExpr::Kind::kId;
     row.id = row_.iterator;
     start.id = at;
-    step.value = ahead;
+    step.id = ahead; // C text, printed as it is
     next.kind = AstExpr::Kind::kOp;
     next.op = AstExpr::Op::kAdd;
     next.args = {row, step};
@@ -51,8 +51,12 @@ std::string Emitter::next_row_prefetch(const AstNode& call, const AstNode& loop,
     return with_row && along && a.indirect.empty();
   };
   auto prefetch = [&](const kernel::Access& a, int for_write) {
-    std::optional<int64_t> row_bytes = row_step_bytes(a, call);
-    int64_t ahead = row_bytes ? (kPrefetchAheadBytes + *row_bytes - 1) / *row_bytes : 1;
+    std::string ahead = "1";
+    if (std::optional<int64_t> row_bytes = row_step_bytes(a, call)) {
+      ahead = std::to_string((kPrefetchAheadBytes + *row_bytes - 1) / *row_bytes);
+    } else if (std::optional<std::string> bytes = row_step_text(a, call)) {
+      ahead = fmt::format("({} + {} - 1) / ({})", kPrefetchAheadBytes, *bytes, *bytes);
+    }
     return fmt::format("__builtin_prefetch(&b{}[{}], {}, 3);", a.buffer,
                        offset(a, indices_ahead(ahead)), for_write);
   };
@@ -81,6 +85,25 @@ std::optional<int64_t> Emitter::row_step_bytes(const kernel::Access& a, const As
   std::optional<int64_t> step = flat_coefficient(a, call, row_.iterator);
   if (!step || *step <= 0) return std::nullopt;
   return *step * dtype_size(k_.buffers[static_cast<size_t>(a.buffer)].dtype);
+}
+
+std::optional<std::string> Emitter::row_step_text(const kernel::Access& a,
+                                                  const AstNode& call) const {
+  const kernel::Buffer& b = k_.buffers[static_cast<size_t>(a.buffer)];
+  std::optional<std::string> step;
+  std::vector<std::string> stride; // the extents of the dims after d, innermost first
+  for (size_t d = a.index.size(); d-- > 0;) {
+    for (auto [i, c] : a.index[d].terms) {
+      const AstExpr& arg = call.args[static_cast<size_t>(i)];
+      if (!mentions(arg, row_.iterator)) continue;
+      if (arg.kind != AstExpr::Kind::kId || c <= 0 || step) return std::nullopt;
+      std::vector<std::string> factors = {std::to_string(c * dtype_size(b.dtype))};
+      factors.insert(factors.end(), stride.rbegin(), stride.rend());
+      step = fmt::format("{}", fmt::join(factors, " * "));
+    }
+    if (!(b.shape[d] == Dim(1))) stride.push_back(dim_text(b.shape[d]));
+  }
+  return step;
 }
 
 std::optional<int64_t> Emitter::flat_coefficient(const kernel::Access& a, const AstNode& call,

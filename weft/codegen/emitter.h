@@ -125,6 +125,9 @@ private:
   // How many bytes "a" of "call" moves by from one row iteration to the next; none unless the
   // row iterator enters the index plainly and the buffer's shape is static.
   std::optional<int64_t> row_step_bytes(const kernel::Access& a, const AstNode& call) const;
+  // The same as C text over the kernel's symbols, for a buffer whose strides hold symbols
+  // (rows of T floats: "4 * s1"); none unless the row iterator enters one dim plainly.
+  std::optional<std::string> row_step_text(const kernel::Access& a, const AstNode& call) const;
   // How many elements "a" of "call" moves by in its buffer when "iterator" grows by one; none
   // unless the iterator enters the index only as plain call arguments, in dims whose
   // strides are static.
