@@ -1,6 +1,7 @@
 """Dynamic shapes: one compile for every shape (the Python module's dynamic_shapes=True)
 against one compile per shape (specialized), and against ONNX Runtime, at three shapes per
-model: memory-bound subgraphs over [N, T, 256], and a TransformerEncoderLayer and a GPT-2-style
+model: memory-bound subgraphs over [N, T, 256] and attention scores [N, 4, T, T], and a
+TransformerEncoderLayer and a GPT-2-style
 block exported by PyTorch with a dynamic batch and length. Each round times every system on
 every model and shape; an entry is its lowest median over the rounds. A shape's first run is
 timed apart, in the first round: for the dynamic compile (made once, at a shape not timed) it
@@ -34,26 +35,40 @@ ITERS = 20
 DIM = 256
 
 
+HEADS = 4
+
+
 def subgraph(name):
     """[N, T, 256] f32 through Mul, Add, then Softmax ("softmax") or LayerNormalization
-    ("layernorm") or a sum over the last axis ("row_sum")."""
+    ("layernorm") or a sum over the last axis ("row_sum") or over T ("column_sum"); or
+    attention scores [N, 4, T, T] scaled, then a softmax over the last axis, of extent T
+    ("attention_softmax")."""
     rng = np.random.default_rng(0)
     inits = [numpy_helper.from_array(rng.standard_normal(DIM).astype(np.float32), n)
              for n in ("scale", "shift", "gamma", "beta")]
     nodes = [helper.make_node("Mul", ["x", "scale"], ["m"]), helper.make_node("Add", ["m", "shift"], ["a"])]
-    out = ["N", "T", DIM]
+    shape = ["N", "T", DIM]
+    out = shape
     if name == "softmax":
         nodes.append(helper.make_node("Softmax", ["a"], ["y"], axis=-1))
     elif name == "layernorm":
         nodes.append(helper.make_node("LayerNormalization", ["a", "gamma", "beta"], ["y"], axis=-1))
-    else:
-        axes = numpy_helper.from_array(np.array([-1], np.int64), "axes")
-        inits.append(axes)
+    elif name in ("row_sum", "column_sum"):
+        axis = -1 if name == "row_sum" else 1
+        inits.append(numpy_helper.from_array(np.array([axis], np.int64), "axes"))
         nodes.append(helper.make_node("ReduceSum", ["a", "axes"], ["y"], keepdims=0))
-        out = ["N", "T"]
-    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "T", DIM])],
+        out = ["N", "T"] if name == "row_sum" else ["N", DIM]
+    else:
+        inits = [numpy_helper.from_array(np.array(0.125, np.float32), "scale")]
+        nodes = [helper.make_node("Mul", ["x", "scale"], ["m"]), helper.make_node("Softmax", ["m"], ["y"], axis=-1)]
+        shape = out = ["N", HEADS, "T", "T"]
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, out)], initializer=inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8).SerializeToString()
+
+
+def input_shape(name, n, t):
+    return (n, HEADS, t, t) if name == "attention_softmax" else (n, t, DIM)
 
 
 def exported(module, tmp, name):
@@ -68,7 +83,8 @@ def exported(module, tmp, name):
 
 
 def models(tmp):
-    yield from ((name, subgraph(name)) for name in ("softmax", "layernorm", "row_sum"))
+    yield from ((name, subgraph(name))
+                for name in ("softmax", "layernorm", "row_sum", "column_sum", "attention_softmax"))
     yield "encoder_layer", exported(torch.nn.TransformerEncoderLayer(DIM, 4, 4 * DIM, batch_first=True), tmp,
                                     "encoder_layer")
     yield "gpt_block", exported(GPT2Block(DIM, 4), tmp, "gpt_block")
@@ -107,14 +123,14 @@ def measure(rounds):
     for name, data in built:
         dynamics[name] = weft.compile(data, dynamic_shapes=True)
         name_in = ort_session(data).get_inputs()[0].name
-        dynamics[name].run({name_in: np.zeros((2, 16, DIM), np.float32)})
+        dynamics[name].run({name_in: np.zeros(input_shape(name, 2, 16), np.float32)})
     for r in range(rounds):
         for name, data in built:
             dynamic = dynamics[name]
             session = ort_session(data)
             input_name = session.get_inputs()[0].name
             for n, t in SHAPES:
-                x = {input_name: np.random.default_rng(1).standard_normal((n, t, DIM)).astype(np.float32)}
+                x = {input_name: np.random.default_rng(1).standard_normal(input_shape(name, n, t)).astype(np.float32)}
                 row = rows.setdefault(f"{name} {n}x{t}", {"model": name, "shape": f"{n}x{t}", "rounds": []})
                 specialized = weft.compile(data)
                 got = {"first_specialized_ms": first_ms(lambda: specialized.run(x)),
