@@ -179,7 +179,8 @@ public:
 
   // How many compiled forms the model holds: one per set of input shapes run recently (at
   // most WEFT_SHAPE_CACHE of them, default 8; the least recently used is dropped), or one
-  // for all of them with dynamic_shapes.
+  // for all of them with dynamic_shapes, besides which shapes run often (WEFT_SPECIALIZE_AFTER
+  // times, default 3) get a specialized compile made in the background.
   size_t compiled_variants() const;
 
   // run(), recording each kernel's time into "profile".

@@ -1,6 +1,9 @@
 """Memory stays bounded as input shapes change: a Model keeps at most WEFT_SHAPE_CACHE
 specialized compiles (the least recently used dropped), and with dynamic_shapes 1,000
-different shapes run in the memory the largest of them needs."""
+different shapes run in the memory the largest of them needs; a shape run often gets a
+specialized compile in the background (WEFT_SPECIALIZE_AFTER)."""
+
+import time
 
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
@@ -37,7 +40,8 @@ def test_least_recently_used_shapes_are_dropped(monkeypatch):
     assert model.compiled_variants == 2
 
 
-def test_a_thousand_dynamic_shapes_stay_within_the_largest_runs_memory():
+def test_a_thousand_dynamic_shapes_stay_within_the_largest_runs_memory(monkeypatch):
+    monkeypatch.setenv("WEFT_SPECIALIZE_AFTER", "0")  # only the dynamic compile
     model = weft.compile(softmax_model().SerializeToString(), dynamic_shapes=True)
     rng = np.random.default_rng(1)
     largest = rng.standard_normal((4096, 16)).astype(np.float32)
@@ -54,9 +58,10 @@ def test_a_thousand_dynamic_shapes_stay_within_the_largest_runs_memory():
     assert rss_bytes() - before < 16 * 2**20
 
 
-def test_a_thousand_dynamic_shapes_of_library_calls_stay_bounded():
+def test_a_thousand_dynamic_shapes_of_library_calls_stay_bounded(monkeypatch):
     """The same with a MatMul, a oneDNN call built per shape: Weft keeps 8 per call, and
     oneDNN's own primitive cache is bounded (64) so that it does not keep one per shape."""
+    monkeypatch.setenv("WEFT_SPECIALIZE_AFTER", "0")
     rng = np.random.default_rng(2)
     w = numpy_helper.from_array(rng.standard_normal((64, 64)).astype(np.float32), "w")
     graph = helper.make_graph(
@@ -80,3 +85,25 @@ def test_a_thousand_dynamic_shapes_of_library_calls_stay_bounded():
     # Kept primitives (8 here, at most 64 in oneDNN's cache) and allocator noise: 65 MB before
     # oneDNN's cache was bounded.
     assert rss_bytes() - before < 16 * 2**20
+
+
+def test_a_hot_shape_gets_a_specialized_compile_in_the_background(monkeypatch):
+    """Runs of the dynamic compile go on at once; from the second run at one shape, a compile
+    specialized to it is made in the background, and later runs at that shape take it."""
+    monkeypatch.setenv("WEFT_SPECIALIZE_AFTER", "2")
+    model = weft.compile(softmax_model().SerializeToString(), dynamic_shapes=True)
+    rng = np.random.default_rng(3)
+    hot, cold = (rng.standard_normal((n, 16)).astype(np.float32) for n in (64, 5))
+    for x in (hot, cold, hot):
+        np.testing.assert_allclose(model.run({"x": x})["y"], softmax_reference(x), rtol=1e-5, atol=1e-6)
+    deadline = time.monotonic() + 120
+    while model.compiled_variants < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert model.compiled_variants == 2  # the dynamic compile and the one for [64, 16]
+    out, kernels = model.profile({"x": hot})
+    np.testing.assert_allclose(out["y"], softmax_reference(hot), rtol=1e-5, atol=1e-6)
+    assert all("N" not in k["shapes"] for k in kernels), kernels  # static shapes: specialized
+    out, kernels = model.profile({"x": cold})  # run once only: still the dynamic compile
+    np.testing.assert_allclose(out["y"], softmax_reference(cold), rtol=1e-5, atol=1e-6)
+    assert any("N" in k["shapes"] for k in kernels), kernels
+    assert model.compiled_variants == 2

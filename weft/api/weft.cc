@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -79,6 +81,13 @@ size_t shape_cache_size() {
   return static_cast<size_t>(std::max(n, 1));
 }
 
+// A shape the dynamic compile has run this many times gets a specialized compile in the
+// background (docs/dynamic-shapes.md); 0: never.
+int specialize_after() {
+  const char* env = std::getenv("WEFT_SPECIALIZE_AFTER");
+  return env && *env ? std::max(std::atoi(env), 0) : 3;
+}
+
 } // namespace
 
 std::string_view to_string(ElementType type) { return dtype_name(to_dtype(type)); }
@@ -150,6 +159,15 @@ struct Model::Impl {
   std::vector<std::shared_ptr<const CompiledModel>> compiled;
   std::shared_ptr<const CompiledModel> dynamic; // the compile for symbolic dims, if any
   bool dynamic_tried = false; // the compile for symbolic dims ran (dynamic_shapes)
+  // Hot shapes: runs of "dynamic" per set of input dims (forgotten past 1,024 sets), and the
+  // one specialized compile at a time that runs in the background for a hot one.
+  std::map<std::vector<std::vector<int64_t>>, int> dynamic_runs;
+  std::thread specializing;
+  bool specializing_busy = false;
+
+  ~Impl() {
+    if (specializing.joinable()) specializing.join();
+  }
 
   // Keeps "c" as the most recently used specialized compile. Called with "mutex" held.
   void remember(std::shared_ptr<const CompiledModel> c) {
@@ -178,7 +196,11 @@ struct Model::Impl {
       if (t.num_bytes() > 0 && !on_device) std::memcpy(t.data(), v.data, t.num_bytes());
       samples.push_back(std::move(t));
     }
-    if (auto c = compile_dynamic(samples)) return c;
+    if (auto c = compile_dynamic(samples)) {
+      std::lock_guard<std::mutex> lock(mutex);
+      note_dynamic_run(given);
+      return c;
+    }
     auto c = std::make_shared<const CompiledModel>(
         value_or_throw(compile_model(source, samples, settings())));
     std::lock_guard<std::mutex> lock(mutex);
@@ -229,8 +251,45 @@ struct Model::Impl {
       compiled.push_back(c);
       return c;
     }
-    if (dynamic && dynamic->executable->bind(given).ok()) return dynamic;
+    if (dynamic && dynamic->executable->bind(given).ok()) {
+      note_dynamic_run(given);
+      return dynamic;
+    }
     return nullptr;
+  }
+
+  // Counts a run of the dynamic compile at the shapes of "given"; at specialize_after() runs,
+  // starts a specialized compile for them in the background (one at a time; CPU only), which
+  // later runs at those shapes take once it is kept. Called with "mutex" held.
+  void note_dynamic_run(const std::vector<runtime::TensorView>& given) {
+    int after = specialize_after();
+    if (after == 0 || options.device != "cpu") return;
+    std::vector<std::vector<int64_t>> key;
+    std::vector<DType> dtypes;
+    for (const runtime::TensorView& v : given) {
+      key.push_back(v.dims);
+      dtypes.push_back(v.dtype);
+    }
+    if (dynamic_runs.size() >= 1024 && !dynamic_runs.contains(key)) dynamic_runs.clear();
+    if (++dynamic_runs[key] < after || specializing_busy) return;
+    dynamic_runs.erase(key);
+    if (specializing.joinable()) specializing.join(); // finished: it cleared the flag
+    specializing_busy = true;
+    specializing = std::thread([this, key, dtypes] {
+      std::vector<Tensor> samples; // zeros: no input's value determines a shape here
+      for (size_t i = 0; i < key.size(); ++i)
+        samples.emplace_back(dtypes[i], key[i]);
+      Result<CompiledModel> c = compile_model(source, samples, settings());
+      std::lock_guard<std::mutex> lock(mutex);
+      if (c.ok()) {
+        remember(std::make_shared<const CompiledModel>(std::move(*c)));
+        log_info("{}: specialized for a hot shape in the background", source.path);
+      } else {
+        log_info("{}: no specialized compile for a hot shape: {}", source.path,
+                 c.status().message());
+      }
+      specializing_busy = false;
+    });
   }
 
   // Zero-filled inputs for the declared types, when they alone determine every shape.
