@@ -220,10 +220,12 @@ def test_dynamic_shapes_compile_once():
 
 
 @pytest.mark.parametrize("shape,axes", [(["N", 64], [0]), (["N", "T", 16], [1]), (["N", "T"], [0, 1]),
-                                        (["N", "T", "C"], [2]), (["N", "T", 8], [0, 1])])
+                                        (["N", "T", "C"], [2]), (["N", "T", 8], [0, 1]),
+                                        (["N", "T", "C"], [1]), (["N", 3, "H", "W"], [0, 3])])
 def test_dynamic_shapes_reduce_symbolic_axes(shape, axes):
-    """Reductions over symbolic axes (COLUMN, MIDDLE, ALL and ROW forms; a mean divides by the
-    extents that Shape reads at run time), a Transpose over symbolic dims and a softmax along
+    """Reductions over symbolic axes (COLUMN, MIDDLE, ALL and ROW forms, and non-adjacent axes
+    with symbolic dims between, in one step over the input's own dims; a mean divides by the
+    run's extents), a Transpose over symbolic dims and a softmax along
     a symbolic axis: one compile, extents 1 to 3000, against float64."""
     ops = {"ReduceSum": lambda a: a.sum(axis=tuple(axes)), "ReduceMax": lambda a: a.max(axis=tuple(axes)),
            "ReduceMean": lambda a: a.mean(axis=tuple(axes)),
@@ -254,6 +256,54 @@ def test_dynamic_shapes_reduce_symbolic_axes(shape, axes):
         np.testing.assert_allclose(out["softmax"], e / e.sum(axis=-1, keepdims=True), rtol=1e-5,
                                    atol=1e-7, err_msg=f"softmax at {dims}")
     assert compiled.compiled_variants == 1
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_dynamic_shapes_normalize_over_symbolic_axes(dtype):
+    """Means over symbolic axes divide by the run's extents (ExprOp::kExtent):
+    LayerNormalization over [T, C] of [N, T, C], InstanceNormalization and GlobalAveragePool
+    over [H, W], and a ReduceMean over [N, W]; one compile, against float64."""
+    onnx_type = TensorProto.FLOAT if dtype == np.float32 else TensorProto.FLOAT16
+    nodes = [helper.make_node("LayerNormalization", ["x", "gamma", "beta"], ["layer_norm"], axis=1,
+                              epsilon=1e-5),
+             helper.make_node("InstanceNormalization", ["image", "scale", "bias"], ["instance_norm"],
+                              epsilon=1e-5),
+             helper.make_node("GlobalAveragePool", ["image"], ["pooled"]),
+             helper.make_node("ReduceMean", ["image"], ["mean"], axes=[0, 3], keepdims=0)]
+    inputs = [helper.make_tensor_value_info("x", onnx_type, ["N", "T", "C"]),
+              helper.make_tensor_value_info("gamma", onnx_type, ["T", "C"]),
+              helper.make_tensor_value_info("beta", onnx_type, ["T", "C"]),
+              helper.make_tensor_value_info("image", onnx_type, ["N", 3, "H", "W"]),
+              helper.make_tensor_value_info("scale", onnx_type, [3]),
+              helper.make_tensor_value_info("bias", onnx_type, [3])]
+    outputs = [helper.make_tensor_value_info("layer_norm", onnx_type, ["N", "T", "C"]),
+               helper.make_tensor_value_info("instance_norm", onnx_type, ["N", 3, "H", "W"]),
+               helper.make_tensor_value_info("pooled", onnx_type, ["N", 3, 1, 1]),
+               helper.make_tensor_value_info("mean", onnx_type, [3, "H"])]
+    compiled = weft.compile(make_model(nodes, inputs, outputs, opset=17).SerializeToString(),
+                            dynamic_shapes=True)
+    rng = np.random.default_rng(8)
+    tol = dict(rtol=2e-5, atol=2e-5) if dtype == np.float32 else dict(rtol=2e-3, atol=4e-3)
+    for n, t, c, h, w in [(1, 1, 1, 1, 1), (2, 3, 5, 7, 11), (3, 16, 64, 20, 9)]:
+        feeds = {"x": rng.standard_normal((n, t, c)), "gamma": rng.standard_normal((t, c)),
+                 "beta": rng.standard_normal((t, c)), "image": rng.standard_normal((n, 3, h, w)),
+                 "scale": rng.standard_normal(3), "bias": rng.standard_normal(3)}
+        feeds = {k: v.astype(dtype) for k, v in feeds.items()}
+        out = compiled.run(feeds)
+        f = {k: v.astype(np.float64) for k, v in feeds.items()}
+        x = f["x"]
+        mu, var = x.mean(axis=(1, 2), keepdims=True), x.var(axis=(1, 2), keepdims=True)
+        want = {"layer_norm": (x - mu) / np.sqrt(var + 1e-5) * f["gamma"] + f["beta"]}
+        im = f["image"]
+        mu, var = im.mean(axis=(2, 3), keepdims=True), im.var(axis=(2, 3), keepdims=True)
+        want["instance_norm"] = ((im - mu) / np.sqrt(var + 1e-5) * f["scale"].reshape(1, 3, 1, 1)
+                                 + f["bias"].reshape(1, 3, 1, 1))
+        want["pooled"] = mu
+        want["mean"] = im.mean(axis=(0, 3))
+        for name, value in want.items():
+            np.testing.assert_allclose(out[name].astype(np.float64), value, err_msg=f"{name} at {n, t, c, h, w}",
+                                       **tol)
+    assert compiled.compiled_variants == 1
+
 
 def fused_subgraphs():
     """[N, T, 16] through Mul and Add into a row sum, a softmax and a LayerNormalization, and

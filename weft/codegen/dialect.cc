@@ -521,6 +521,7 @@ std::string apply_op(kernel::ExprOp op, DType t, const std::vector<std::string>&
     case ExprOp::kSelect: return fmt::format("({} ? {} : {})", a[0], a[1], a[2]);
     case ExprOp::kLoad:
     case ExprOp::kConstant:
+    case ExprOp::kExtent:
     case ExprOp::kIterator: break; // handled by the emitter
   }
   return "?";

@@ -127,6 +127,10 @@ std::string Emitter::dim_text(const Dim& d) const {
   return d.is_static() ? std::to_string(d.value()) : symbol_names_.at(d.symbol_name());
 }
 
+std::string Emitter::extent_value(const kernel::ExprNode& e) const {
+  return fmt::format("static_cast<{}>({})", compute_type(e.dtype), dim_text(e.extent));
+}
+
 std::string Emitter::offset(const kernel::Access& a, const std::vector<std::string>& iters) const {
   const Shape& shape = k_.buffers[static_cast<size_t>(a.buffer)].shape;
   std::vector<std::string> terms;
@@ -181,6 +185,8 @@ void Emitter::emit_statement(const AstNode& call, int depth, std::string& out,
       value = load(s.reads[static_cast<size_t>(e.access)], iters);
     } else if (e.op == kernel::ExprOp::kConstant) {
       value = literal(e.value, e.dtype);
+    } else if (e.op == kernel::ExprOp::kExtent) {
+      value = extent_value(e);
     } else if (e.op == kernel::ExprOp::kIterator) {
       value = fmt::format("static_cast<int64_t>({})", iters[static_cast<size_t>(e.access)]);
     } else {
@@ -443,8 +449,9 @@ bool Emitter::emit_hoisted_loop(const AstNode& n, int depth, std::string& out) c
   std::vector<std::string> invariant(s.expr.size()); // the value, for nodes that do not move
   for (size_t i = 0; i < s.expr.size(); ++i) {
     const kernel::ExprNode& e = s.expr[i];
-    if (e.op == kernel::ExprOp::kConstant) {
-      invariant[i] = literal(e.value, e.dtype);
+    if (e.op == kernel::ExprOp::kConstant || e.op == kernel::ExprOp::kExtent) {
+      invariant[i] =
+          e.op == kernel::ExprOp::kConstant ? literal(e.value, e.dtype) : extent_value(e);
       continue;
     }
     if (e.op != kernel::ExprOp::kLoad) {
@@ -585,6 +592,10 @@ std::vector<std::string> kernel_symbols(const Kernel& k) {
   for (const Statement& s : k.statements) {
     for (const Dim& d : s.domain) {
       if (!d.is_static()) symbols.insert(d.symbol_name());
+    }
+    for (const kernel::ExprNode& e : s.expr) {
+      if (e.op == kernel::ExprOp::kExtent && !e.extent.is_static())
+        symbols.insert(e.extent.symbol_name());
     }
   }
   return {symbols.begin(), symbols.end()};

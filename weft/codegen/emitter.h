@@ -47,6 +47,8 @@ private:
   std::string ast_expr(const AstExpr& e) const;
 
   std::string dim_text(const Dim& d) const;
+  // The value of an ExprOp::kExtent node, in its compute type.
+  std::string extent_value(const kernel::ExprNode& e) const;
 
   // Row-major offset of an access, with iterators replaced by "iters"; an indirect index is
   // the statement's value "t<node>", brought into the buffer by the prelude's helpers.

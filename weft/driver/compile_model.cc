@@ -34,7 +34,6 @@
 #include "weft/kernel/kernel_builder.h"
 #include "weft/graph/passes/specialize_shapes.h"
 #include "weft/graph/passes/split_moments.h"
-#include "weft/graph/passes/symbolic_means.h"
 #include "weft/graph/print_graph.h"
 #include "weft/graph/verify_graph.h"
 #include "weft/kernel/lower_node.h"
@@ -101,8 +100,6 @@ Status specialize(Graph& graph, const std::vector<Tensor>& inputs, bool dynamic_
     return Status::error(fmt::format("{}: input values determine shapes", graph.source));
   WEFT_RETURN_IF_ERROR(refold(graph, "specialize"));
   if (!dynamic_shapes) return Status();
-  WEFT_ASSIGN_OR_RETURN(bool means, decompose_symbolic_means(graph));
-  if (means) WEFT_RETURN_IF_ERROR(refold(graph, "decompose_symbolic_means"));
   // The Reshape targets that shapes computed over symbols give; each round may give more
   // (a resolved Reshape's shape feeds the next).
   for (bool resolved = true; resolved;) {

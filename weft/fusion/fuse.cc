@@ -60,7 +60,7 @@ Dim point_count(const std::vector<Dim>& domain) {
 
 int op_count(const Statement& s) {
   return static_cast<int>(std::count_if(s.expr.begin(), s.expr.end(), [](const ExprNode& e) {
-    return e.op != ExprOp::kLoad && e.op != ExprOp::kConstant;
+    return e.op != ExprOp::kLoad && e.op != ExprOp::kConstant && e.op != ExprOp::kExtent;
   }));
 }
 

@@ -18,6 +18,7 @@ struct OpInfo {
 
 constexpr OpInfo kOps[] = {
     {ExprOp::kLoad, "load", 0, ""},       {ExprOp::kConstant, "const", 0, ""},
+    {ExprOp::kExtent, "extent", 0, ""},
     {ExprOp::kCast, "cast", 1, ""},       {ExprOp::kIterator, "iterator", 0, ""},
     {ExprOp::kNeg, "neg", 1, ""},         {ExprOp::kAbs, "abs", 1, ""},
     {ExprOp::kExp, "exp", 1, ""},         {ExprOp::kShiftedExp, "shifted_exp", 1, ""},
@@ -84,6 +85,7 @@ std::string expr_text(const Kernel& k, const Statement& s, int n) {
   switch (e.op) {
     case ExprOp::kLoad: return access_text(k, s, s.reads[static_cast<size_t>(e.access)]);
     case ExprOp::kConstant: return fmt::format("{}", e.value);
+    case ExprOp::kExtent: return fmt::format("extent({})", e.extent.to_string());
     case ExprOp::kCast: return fmt::format("{}({})", dtype_name(e.dtype), arg(0));
     case ExprOp::kIterator: return fmt::format("i{}", e.access);
     default: break;

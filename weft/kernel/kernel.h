@@ -88,6 +88,9 @@ enum class ExprOp : uint8_t {
   kLoad,
   kIterator,
   kConstant,
+  // The extent of a dim (ExprNode::extent), static or a product of symbols known when the
+  // kernel runs, as a value of the node's dtype: a mean over a symbolic axis divides by it.
+  kExtent,
   kCast,
   // unary
   kNeg,
@@ -150,6 +153,7 @@ struct ExprNode {
   std::vector<int> operands;
   int access = -1;    // kLoad: index into Statement::reads
   double value = 0.0; // kConstant
+  Dim extent = 0;     // kExtent
 };
 
 // kShiftMax is the max that softmax, log-softmax, logsumexp and cross-entropy subtract

@@ -56,6 +56,12 @@ int StatementBuilder::constant(double value, DType dtype) {
   return static_cast<int>(s_.expr.size()) - 1;
 }
 
+int StatementBuilder::extent(const Dim& d, DType dtype) {
+  if (d.is_static()) return constant(static_cast<double>(d.value()), dtype);
+  s_.expr.push_back({ExprOp::kExtent, dtype, {}, -1, 0.0, d});
+  return static_cast<int>(s_.expr.size()) - 1;
+}
+
 int StatementBuilder::iterator(int i) {
   s_.expr.push_back({ExprOp::kIterator, DType::kI64, {}, i, 0.0});
   return static_cast<int>(s_.expr.size()) - 1;

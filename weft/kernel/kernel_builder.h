@@ -34,6 +34,8 @@ public:
   int gather(int buffer, std::vector<AffineExpr> index, std::vector<IndirectIndex> indirect,
              DType dtype);
   int constant(double value, DType dtype);
+  // The extent "d" as a value of "dtype": a constant when static, else an ExprOp::kExtent.
+  int extent(const Dim& d, DType dtype);
   // The value of iterator "i", as an i64.
   int iterator(int i);
   int op(ExprOp op, DType dtype, std::vector<int> operands);

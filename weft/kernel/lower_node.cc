@@ -7,6 +7,7 @@
 
 #include "weft/graph/op_table.h"
 #include "weft/graph/shape_functions.h"
+#include "weft/kernel/kernel_builder.h"
 #include "weft/kernel/lower_ops.h"
 
 namespace weft::kernel {
@@ -42,22 +43,13 @@ bool has_static_shapes(const Node& n) {
   return true;
 }
 
-// The last symbolic dim of "v", or -1 when every dim is static.
-int64_t last_symbolic_dim(const Value* v) {
-  const Shape& shape = *v->type.shape;
-  for (size_t i = shape.size(); i-- > 0;) {
-    if (!shape[i].is_static()) return static_cast<int64_t>(i);
-  }
-  return -1;
-}
-
 // Do "n"'s lowerings hold for dims known only at run time? Elementwise ops do when each
 // input dim is the output's or a static 1 (equal symbols are equal extents at run time, and
 // a symbol that may be 1 never broadcasts); so do Transposes (a copy over symbolic extents)
 // Gathers of static indices along a static axis, and Splits and Concats along a static axis.
-// Softmax and the reductions whose result does not divide by the count of reduced elements
-// do over any axes; ReduceMean and LayerNormalization over static trailing axes, since their
-// kernels divide by that count as a constant.
+// Softmax, the reductions, the global poolings and InstanceNormalization do over any axes (a
+// mean divides by the count of reduced elements, an ExprOp::kExtent); so does
+// LayerNormalization, whose scale and bias hold an element per normalized element.
 bool admits_symbolic_shapes(const Node& n) {
   for (const auto* list : {&n.inputs, &n.outputs}) {
     for (const Value* v : *list) {
@@ -95,24 +87,27 @@ bool admits_symbolic_shapes(const Node& n) {
     }
     return true;
   }
-  if (n.op_type == "Softmax" || n.op_type == "LogSoftmax") return true;
-  if (n.op_type.starts_with("Reduce") && n.op_type != "ReduceMean") {
+  if (n.op_type == "Softmax" || n.op_type == "LogSoftmax" || n.op_type == "GlobalAveragePool" ||
+      n.op_type == "GlobalMaxPool" || n.op_type == "InstanceNormalization")
+    return true;
+  if (n.op_type.starts_with("Reduce")) {
     const auto& axes = n.attrs_as<ReduceAttrs>().axes;
     return axes && !axes->empty();
   }
-  int64_t first_axis = 0; // the first reduced or normalized axis
   if (n.op_type == "LayerNormalization") {
-    first_axis = n.attrs_as<LayerNormAttrs>().axis;
-    if (n.input(1) && last_symbolic_dim(n.inputs[1]) >= 0) return false;
-    if (n.input(2) && last_symbolic_dim(n.inputs[2]) >= 0) return false;
-  } else if (n.op_type.starts_with("Reduce")) {
-    const auto& axes = n.attrs_as<ReduceAttrs>().axes;
-    if (!axes || axes->empty()) return false;
-    first_axis = *std::min_element(axes->begin(), axes->end());
-  } else {
-    return false;
+    const Shape& x = *n.inputs[0]->type.shape;
+    Dim normalized = 1;
+    int64_t axis = n.attrs_as<LayerNormAttrs>().axis;
+    if (axis < 0) axis += static_cast<int64_t>(x.size());
+    for (size_t d = static_cast<size_t>(std::max<int64_t>(axis, 0)); d < x.size(); ++d)
+      normalized = dim_mul(normalized, x[d]);
+    for (int i : {1, 2}) {
+      if (n.input(i) && !(num_elements(*n.inputs[static_cast<size_t>(i)]->type.shape) == normalized))
+        return false;
+    }
+    return true;
   }
-  return first_axis > last_symbolic_dim(n.inputs[0]);
+  return false;
 }
 
 } // namespace

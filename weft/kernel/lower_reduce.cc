@@ -47,6 +47,15 @@ struct StepView {
     if (out.size() <= 1) return {AffineExpr::iterator(0)};
     return {row_major(out, std::vector<bool>(out.size(), true))};
   }
+  // Can the flat positions above be written: is every stride they use static?
+  bool flat_positions_static() const {
+    if (shaped) return true;
+    std::vector<bool> kept(in.size());
+    for (size_t i = 0; i < in.size(); ++i)
+      kept[i] = !reduced[i];
+    return strides_static(in, std::vector<bool>(in.size(), true)) && strides_static(in, kept) &&
+           strides_static(out, std::vector<bool>(out.size(), true));
+  }
 
 private:
   AffineExpr linear(bool all) const {
@@ -54,6 +63,16 @@ private:
     for (size_t i = 0; i < in.size(); ++i)
       keep[i] = all || !reduced[i];
     return row_major(in, keep);
+  }
+  // Does row_major(shape, keep) use static strides only?
+  static bool strides_static(const Shape& shape, const std::vector<bool>& keep) {
+    Dim stride = 1;
+    for (size_t i = shape.size(); i-- > 0;) {
+      if (!keep[i]) continue;
+      if (shape[i] != Dim(1) && !stride.is_static()) return false;
+      stride = dim_mul(stride, shape[i]);
+    }
+    return true;
   }
   // The row-major position of the iterators "keep" selects within "shape". Strides are
   // static: only the outermost dim may be symbolic (lower_node admits no other). Outside an
@@ -74,7 +93,9 @@ private:
   }
 };
 
-StepView view_of(const CanonicalReduction& r) {
+// One canonical step; an error where its flat accumulators would need a symbolic stride
+// (a kept or reduced dim with symbols inside another of its kind).
+Result<StepView> view_of(const CanonicalReduction& r) {
   static const bool kReduced[4][3] = {{true}, {false, true}, {true, false}, {false, true, false}};
   StepView v;
   for (size_t i = 0; i < r.axes.size(); ++i) {
@@ -86,6 +107,11 @@ StepView view_of(const CanonicalReduction& r) {
     } else {
       v.out.push_back(r.axes[i].extent);
     }
+  }
+  if (!v.flat_positions_static()) {
+    return Status::error(fmt::format("reducing [{}] in steps over these symbolic dims is not "
+                                     "lowered yet",
+                                     shape_to_string(v.in)));
   }
   return v;
 }
@@ -130,15 +156,37 @@ void add_reduction(KernelBuilder& k, const StepView& v, int in, bool in_flat, DT
   k.add(update.store(x, acc, v.out_index(), c));
 }
 
+// One step over "shape" itself, reducing "axes" (in range) into an accumulator shaped as
+// the kept dims: for symbolic dims that no canonical view can take (view_of).
+StepView own_view(const Shape& shape, const Ints& axes) {
+  StepView v;
+  v.in = shape;
+  v.shaped = true;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    bool red = std::any_of(axes.begin(), axes.end(), [&](int64_t a) {
+      return (a < 0 ? a + static_cast<int64_t>(shape.size()) : a) == static_cast<int64_t>(i);
+    });
+    v.reduced.push_back(red);
+    if (red) {
+      v.count = dim_mul(v.count, shape[i]);
+    } else {
+      v.out.push_back(shape[i]);
+    }
+  }
+  return v;
+}
+
 // The single canonical step of reducing "x" over "axes", or none when only unit axes are
-// reduced.
+// reduced. Non-adjacent axes, and symbolic dims that no canonical view can take, give
+// own_view's one step instead.
 Result<std::optional<StepView>> single_step(const Value* x, const Ints& axes) {
   WEFT_ASSIGN_OR_RETURN(std::vector<CanonicalReduction> steps,
                         coalesce_reduction(*x->type.shape, axes));
   if (steps.empty()) return std::optional<StepView>();
-  if (steps.size() > 1)
-    return Status::error("reduces non-adjacent axes, which is not lowered for this op yet");
-  return std::optional<StepView>(view_of(steps[0]));
+  if (steps.size() > 1) return std::optional<StepView>(own_view(*x->type.shape, axes));
+  Result<StepView> v = view_of(steps[0]);
+  if (!v.ok()) return std::optional<StepView>(own_view(*x->type.shape, axes));
+  return std::optional<StepView>(*v);
 }
 
 // A ROW view over "shape" itself: its leading dims kept as they are instead of merged into
@@ -290,8 +338,8 @@ Result<LoweredNode> lower_reduce(const Node& n, const std::string& name) {
     int s = k.temp(t, view.flat_out());
     int out = k.buffer(y, BufferRole::kOutput, view.flat_out());
     add_reduction(k, view, in, false, x->type.dtype, m, t, Combine::kShiftMax, ExprOp::kCast);
-    StatementBuilder init("init_sum", view.flat_out());
-    k.add(init.store(init.constant(0, t), s, iterators(1)));
+    StatementBuilder init("init_sum", view.result_domain());
+    k.add(init.store(init.constant(0, t), s, view.result_index()));
     auto shift = [&](StatementBuilder& b, const std::vector<AffineExpr>& at) {
       int max = b.load(m, at, t);
       int infinite = b.op(ExprOp::kIsInf, DType::kBool, {max});
@@ -302,8 +350,8 @@ Result<LoweredNode> lower_reduce(const Node& n, const std::string& name) {
                    {load_as(sum, in, iterators(view.in.size()), x->type.dtype, t),
                     shift(sum, view.out_index())});
     k.add(sum.store(sum.op(ExprOp::kExp, t, {d}), s, view.out_index(), Combine::kSum));
-    StatementBuilder fin("finish", view.flat_out());
-    auto idx = iterators(1);
+    StatementBuilder fin("finish", view.result_domain());
+    std::vector<AffineExpr> idx = view.result_index();
     int r =
         fin.op(ExprOp::kAdd, t, {fin.op(ExprOp::kLog, t, {fin.load(s, idx, t)}), shift(fin, idx)});
     if (t != y->type.dtype) r = fin.op(ExprOp::kCast, y->type.dtype, {r});
@@ -318,7 +366,7 @@ Result<LoweredNode> lower_reduce(const Node& n, const std::string& name) {
   // The result as the recipe finishes it, from the reduced value "r" of "count" elements.
   auto finish = [&](StatementBuilder& fin, int r, Dim count) {
     if (rec.post == ExprOp::kDiv) {
-      r = fin.op(ExprOp::kDiv, t, {r, fin.constant(static_cast<double>(count.value()), t)});
+      r = fin.op(ExprOp::kDiv, t, {r, fin.extent(count, t)});
     } else if (rec.post != ExprOp::kCast) {
       r = fin.op(rec.post, t, {r});
     }
@@ -340,6 +388,20 @@ Result<LoweredNode> lower_reduce(const Node& n, const std::string& name) {
     k.add(fin.store(finish(fin, fin.load(acc, own->result_index(), t), own->count), out, at));
     return k.lowered();
   }
+  if (std::any_of(steps.begin(), steps.end(),
+                  [](const CanonicalReduction& r) { return !view_of(r).ok(); })) {
+    // Symbolic dims that canonical steps cannot take: one step over the input's own dims,
+    // into y viewed as the kept dims.
+    StepView v = own_view(*x->type.shape, *a.axes);
+    int in = k.buffer(x, BufferRole::kInput, v.in);
+    int acc = k.temp(t, v.flat_out());
+    add_reduction(k, v, in, false, x->type.dtype, acc, t, rec.combine, rec.pre);
+    StatementBuilder fin("finish", v.result_domain());
+    int out = k.buffer(y, BufferRole::kOutput, v.out);
+    k.add(fin.store(finish(fin, fin.load(acc, v.result_index(), t), v.count), out,
+                    v.result_index()));
+    return k.lowered();
+  }
   Shape flat = {num_elements(*y->type.shape)};
   int out = k.buffer(y, BufferRole::kOutput, flat);
   // Step by step, into accumulators; the last one is finished into the output.
@@ -350,7 +412,12 @@ Result<LoweredNode> lower_reduce(const Node& n, const std::string& name) {
   // loops (one parallel region for a MIDDLE's init, update and finish).
   StepView last{flat, {false}, flat, 1};
   for (size_t i = 0; i < steps.size(); ++i) {
-    StepView v = i == 0 && own ? *own : view_of(steps[i]);
+    StepView v;
+    if (i == 0 && own) {
+      v = *own;
+    } else {
+      WEFT_ASSIGN_OR_RETURN(v, view_of(steps[i]));
+    }
     last = v;
     int in = i == 0 ? k.buffer(x, BufferRole::kInput, v.in) : current;
     int acc = k.temp(t, v.flat_out());
@@ -454,7 +521,7 @@ Result<LoweredNode> lower_layer_norm(const Node& n, const std::string& name) {
   StatementBuilder m("mean", {rows});
   k.add(m.store(
       m.op(ExprOp::kDiv, t,
-           {m.load(mean, iterators(1), t), m.constant(static_cast<double>(cols.value()), t)}),
+           {m.load(mean, iterators(1), t), m.extent(cols, t)}),
       mean, iterators(1)));
   StatementBuilder vi("init_var", {rows});
   k.add(vi.store(vi.constant(0, t), var, iterators(1)));
@@ -464,7 +531,7 @@ Result<LoweredNode> lower_layer_norm(const Node& n, const std::string& name) {
   StatementBuilder rs("inv_std", {rows});
   int var_n =
       rs.op(ExprOp::kDiv, t,
-            {rs.load(var, iterators(1), t), rs.constant(static_cast<double>(cols.value()), t)});
+            {rs.load(var, iterators(1), t), rs.extent(cols, t)});
   k.add(rs.store(
       rs.op(ExprOp::kRsqrt, t, {rs.op(ExprOp::kAdd, t, {var_n, rs.constant(a.epsilon, t)})}), var,
       iterators(1)));
@@ -509,9 +576,9 @@ Result<LoweredNode> lower_instance_norm(const Node& n, const std::string& name) 
   const Value* x = n.inputs[0];
   const Value* y = n.outputs[0];
   const Shape& s = *x->type.shape;
-  int64_t d = 1;
+  Dim d = 1;
   for (size_t i = 2; i < s.size(); ++i)
-    d *= s[i].value();
+    d = dim_mul(d, s[i]);
   Shape view = {s[0], s[1], d};
   Shape rows = {s[0], s[1]};
   DType t = accumulator_type(y->type.dtype);
@@ -530,7 +597,7 @@ Result<LoweredNode> lower_instance_norm(const Node& n, const std::string& name) 
     return b.op(ExprOp::kSub, t, {load_x(b), b.load(mean, row, t)});
   };
   auto divide_by_count = [&](StatementBuilder& b, int v) {
-    return b.op(ExprOp::kDiv, t, {v, b.constant(static_cast<double>(d), t)});
+    return b.op(ExprOp::kDiv, t, {v, b.extent(d, t)});
   };
   StatementBuilder mi("init_mean", rows);
   k.add(mi.store(mi.constant(0, t), mean, row));
@@ -591,7 +658,7 @@ Result<int> add_sum_over(KernelBuilder& k, const Shape& shape, const Ints& axes,
   }
   int current = in;
   for (const CanonicalReduction& step : steps) {
-    StepView v = view_of(step);
+    WEFT_ASSIGN_OR_RETURN(StepView v, view_of(step));
     int acc = k.temp(t, v.flat_out());
     add_reduction(k, v, current, true, current == in ? in_type : t, acc, t, Combine::kSum,
                   ExprOp::kCast);
