@@ -165,6 +165,13 @@ def main():
         check_one_compile("resnet18_dynamic_batch", randomize_batch_norms(torchvision.models.resnet18()),
                           torch.randn(2, 3, 224, 224), [torch.randn(n, 3, 224, 224) for n in (2, 1, 3)],
                           {"x": {0: batch}})
+        # As a text recognizer takes lines of text: [N, 3, 48, W], W dynamic. The window ops'
+        # output widths are quotients of W ((W+1)/2, ...), not the exporter's names for them.
+        width = torch.export.Dim("width", min=32, max=2048)
+        check_one_compile("resnet18_dynamic_width", randomize_batch_norms(torchvision.models.resnet18()),
+                          torch.randn(2, 3, 48, 320),
+                          [torch.randn(n, 3, 48, w) for n, w in ((2, 320), (1, 160), (3, 200), (1, 97))],
+                          {"x": {0: batch, 3: width}})
         check_one_compile("transformer_encoder_layer_one_compile", encoder, tokens, tokens_at,
                           {"src": {0: batch, 1: length}}, nvrtc=True)
         rng = np.random.default_rng(3)

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include <fmt/format.h>
+
 #include "weft/support/check.h"
 
 namespace weft {
@@ -66,21 +68,58 @@ std::optional<int64_t> parse_constant(const std::string& s) {
   return v;
 }
 
+// The factors of "name" split at its '*' outside parentheses (a quotient's own products
+// stay in it).
+std::vector<std::string> split_factors(const std::string& name) {
+  std::vector<std::string> factors;
+  int depth = 0;
+  size_t begin = 0;
+  for (size_t i = 0; i <= name.size(); ++i) {
+    if (i == name.size() || (name[i] == '*' && depth == 0)) {
+      factors.push_back(name.substr(begin, i - begin));
+      begin = i + 1;
+    } else if (name[i] == '(') {
+      ++depth;
+    } else if (name[i] == ')') {
+      --depth;
+    }
+  }
+  return factors;
+}
+
 Product factors_of(const Dim& d) {
   if (d.is_static()) return {d.value(), {}};
   Product p;
-  const std::string& name = d.symbol_name();
-  for (size_t begin = 0; begin <= name.size();) {
-    size_t end = std::min(name.find('*', begin), name.size());
-    std::string factor = name.substr(begin, end - begin);
+  for (const std::string& factor : split_factors(d.symbol_name())) {
     if (std::optional<int64_t> c = parse_constant(factor))
       p.constant *= *c;
     else
       p.symbols.push_back(factor);
-    begin = end + 1;
   }
   return p;
 }
+
+// A quotient factor "(X+a)/b" (dim_floor_div's spelling): X, a and b.
+struct Quotient {
+  Dim x;
+  int64_t offset, divisor;
+};
+
+std::optional<Quotient> parse_quotient(const std::string& f) {
+  size_t slash = f.rfind(")/");
+  if (f.empty() || f[0] != '(' || slash == std::string::npos) return std::nullopt;
+  std::optional<int64_t> divisor = parse_constant(f.substr(slash + 2));
+  size_t sign = f.find_last_of("+-", slash);
+  if (!divisor || *divisor <= 0 || sign == std::string::npos || sign < 2) return std::nullopt;
+  std::optional<int64_t> offset = parse_constant(f.substr(sign + 1, slash - sign - 1));
+  if (!offset) return std::nullopt;
+  std::string x = f.substr(1, sign - 1);
+  Dim xd = parse_constant(x) ? Dim(*parse_constant(x)) : Dim::symbol(x);
+  return Quotient{xd, f[sign] == '-' ? -*offset : *offset, *divisor};
+}
+
+// floor(a / b) for b > 0.
+int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 } // namespace
 
@@ -113,14 +152,52 @@ std::optional<Dim> dim_div(const Dim& a, const Dim& b) {
   return out;
 }
 
+Dim dim_floor_div(const Dim& a, int64_t offset, int64_t divisor) {
+  WEFT_CHECK(divisor > 0, "dim_floor_div by a divisor below 1");
+  if (a.is_static()) return floor_div(a.value() + offset, divisor);
+  if (divisor == 1 && offset == 0) return a;
+  // floor((floor((x + a) / b) + c) / d) = floor((x + a + b c) / (b d)) for integers.
+  Dim x = a;
+  if (std::optional<Quotient> q = parse_quotient(a.symbol_name())) {
+    x = q->x;
+    offset = q->offset + q->divisor * offset;
+    divisor *= q->divisor;
+  }
+  return Dim::symbol(fmt::format("({}{}{})/{}", x.to_string(), offset < 0 ? '-' : '+',
+                                 offset < 0 ? -offset : offset, divisor));
+}
+
 std::optional<int64_t> eval_dim(const Dim& d, const std::map<std::string, int64_t>& symbols) {
   Product p = factors_of(d);
   int64_t n = p.constant;
   for (const std::string& s : p.symbols) {
-    auto it = symbols.find(s);
-    if (it == symbols.end() || __builtin_mul_overflow(n, it->second, &n)) return std::nullopt;
+    int64_t v = 0;
+    if (auto it = symbols.find(s); it != symbols.end()) {
+      v = it->second;
+    } else if (std::optional<Quotient> q = parse_quotient(s)) {
+      std::optional<int64_t> x = eval_dim(q->x, symbols);
+      if (!x || __builtin_add_overflow(*x, q->offset, &v)) return std::nullopt;
+      v = floor_div(v, q->divisor);
+      if (v < 0) return std::nullopt;
+    } else {
+      return std::nullopt;
+    }
+    if (__builtin_mul_overflow(n, v, &n)) return std::nullopt;
   }
   return n;
+}
+
+std::vector<std::string> dim_symbols(const Dim& d) {
+  std::vector<std::string> out;
+  for (const std::string& s : factors_of(d).symbols) {
+    if (std::optional<Quotient> q = parse_quotient(s)) {
+      for (std::string& inner : dim_symbols(q->x))
+        out.push_back(std::move(inner));
+    } else {
+      out.push_back(s);
+    }
+  }
+  return out;
 }
 
 std::string TensorType::to_string() const {

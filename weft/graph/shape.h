@@ -51,9 +51,16 @@ Dim dim_mul(const Dim& a, const Dim& b);
 // a / b when b divides a exactly as a product: its constant divides a's and its symbols are
 // among a's (12*N*T / 4*T = 3*N); nullopt otherwise.
 std::optional<Dim> dim_div(const Dim& a, const Dim& b);
-// The extent of "d" when "symbols" gives each of its factors; nullopt otherwise, or when the
-// product overflows int64.
+// floor((a + offset) / divisor), divisor >= 1: a window's output extent over a symbolic input
+// ((W + 2 pad - dilation (kernel - 1) - 1) / stride + 1). With symbols it is one factor
+// spelled "(X+offset)/divisor" (X a product; a quotient of a quotient is folded into one:
+// "(W+3)/4", not "((W+1)/2+1)/2"), which multiplies with others as a symbol does.
+Dim dim_floor_div(const Dim& a, int64_t offset, int64_t divisor);
+// The extent of "d" when "symbols" gives each of its factors (or those a quotient's X holds);
+// nullopt otherwise, when a quotient is negative, or when the product overflows int64.
 std::optional<int64_t> eval_dim(const Dim& d, const std::map<std::string, int64_t>& symbols);
+// The symbols "d" is made of, quotients looked into, with repeats: "N*(W+1)/2" gives N, W.
+std::vector<std::string> dim_symbols(const Dim& d);
 
 // The type of a value: a dtype and, when known, a shape. An unknown rank is a missing shape.
 struct TensorType {

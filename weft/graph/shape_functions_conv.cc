@@ -46,10 +46,17 @@ TypesOrError infer_gemm(const Node& node) {
 }
 
 namespace {
-// Output extent of one spatial dim of a window op.
+// Output extent of one spatial dim of a window op: over a symbolic input a quotient
+// (dim_floor_div), except with ceil_mode.
 Dim window_output(const Dim& in, int64_t kernel, int64_t stride, int64_t dilation,
                   int64_t pad_total, AutoPad auto_pad, bool ceil_mode) {
-  if (!in.is_static()) return Dim::unknown();
+  if (!in.is_static()) {
+    if (auto_pad == AutoPad::kSameUpper || auto_pad == AutoPad::kSameLower)
+      return dim_floor_div(in, stride - 1, stride);
+    if (ceil_mode) return Dim::unknown();
+    if (auto_pad == AutoPad::kValid) pad_total = 0;
+    return dim_floor_div(in, pad_total - dilation * (kernel - 1) - 1 + stride, stride);
+  }
   int64_t x = in.value();
   if (auto_pad == AutoPad::kSameUpper || auto_pad == AutoPad::kSameLower) {
     return (x + stride - 1) / stride;

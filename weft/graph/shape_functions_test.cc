@@ -26,6 +26,26 @@ TEST(BroadcastShapes, SymbolsBroadcastAgainstOneAndMatchThemselves) {
   EXPECT_EQ(shape_to_string(*d), "[5]");
 }
 
+// A window's output over a symbolic extent is a quotient: it multiplies as a symbol does,
+// nests into one quotient, and evaluates at run time.
+TEST(SymbolicDims, QuotientsOfWindows) {
+  Dim w = Dim::symbol("W");
+  Dim half = dim_floor_div(w, 1, 2); // a 3x3 stride-2 window with padding 1
+  EXPECT_EQ(half.to_string(), "(W+1)/2");
+  EXPECT_EQ(dim_floor_div(half, 1, 2).to_string(), "(W+3)/4"); // nested, folded
+  EXPECT_EQ(dim_floor_div(w, 0, 1), w);
+  EXPECT_EQ(dim_floor_div(Dim(9), 1, 2), Dim(5));
+  Dim area = dim_mul(dim_mul(Dim::symbol("N"), half), 64);
+  EXPECT_EQ(area.to_string(), "64*(W+1)/2*N");
+  EXPECT_EQ(dim_div(area, half), dim_mul(Dim::symbol("N"), 64));
+  std::map<std::string, int64_t> at = {{"N", 3}, {"W", 97}};
+  EXPECT_EQ(eval_dim(area, at), 64 * 49 * 3);
+  EXPECT_EQ(eval_dim(dim_floor_div(dim_mul(w, Dim::symbol("N")), -5, 3), at), (97 * 3 - 5) / 3);
+  EXPECT_EQ(eval_dim(dim_floor_div(w, -100, 2), at), std::nullopt); // negative: no extent
+  EXPECT_EQ(eval_dim(half, {{"N", 3}}), std::nullopt);               // W unbound
+  EXPECT_EQ(dim_symbols(area), (std::vector<std::string>{"W", "N"}));
+}
+
 TEST(NormalizeAxis, Range) {
   EXPECT_EQ(normalize_axis(-1, 3).value(), 2);
   EXPECT_FALSE(normalize_axis(3, 3).ok());

@@ -79,23 +79,32 @@ std::shared_ptr<const Graph> region_graph(const std::vector<const Node*>& nodes,
   return g;
 }
 
+// The symbols the dims of "g" are made of (N and T for a dim 4*N*T, W for (W+1)/2).
 std::vector<std::string> symbols_of(const Graph& g) {
   std::set<std::string> names;
   for (const auto& v : g.values()) {
     for (const Dim& d : v->type.shape.value_or(Shape{})) {
-      if (!d.is_static()) names.insert(d.symbol_name());
+      for (std::string& s : dim_symbols(d))
+        names.insert(std::move(s));
     }
   }
   return {names.begin(), names.end()};
 }
 
-// "region" at these extents: a copy with each symbolic dim replaced by its extent.
-Graph at_extents(const Graph& region, const std::map<std::string, int64_t>& extents) {
+// "region" at these extents of its symbols: a copy with each symbolic dim evaluated; an error
+// where a dim has no extent (a window larger than its input).
+Result<Graph> at_extents(const Graph& region, const std::map<std::string, int64_t>& extents) {
   Graph g = region.clone();
   for (const auto& v : g.values()) {
     if (!v->type.shape) continue;
     for (Dim& d : *v->type.shape) {
-      if (!d.is_static()) d = Dim(extents.at(d.symbol_name()));
+      if (d.is_static()) continue;
+      std::optional<int64_t> e = eval_dim(d, extents);
+      if (!e) {
+        return Status::error(fmt::format("{} has no extent at these input shapes (the dim {})",
+                                         v->name, d.to_string()));
+      }
+      d = *e;
     }
   }
   return g;
@@ -172,7 +181,7 @@ private:
       extents[symbols_[i]] = key[i];
       bound.push_back(fmt::format("{}={}", symbols_[i], key[i]));
     }
-    Graph g = at_extents(*region_, extents);
+    WEFT_ASSIGN_OR_RETURN(Graph g, at_extents(*region_, extents));
     std::string why_not;
     std::optional<LibraryCall> call = call_in(g, node_, &nodes_, build_, &why_not);
     if (!call || names_of(call->nodes) != nodes_ || names_of(call->values) != values_)
@@ -205,7 +214,12 @@ std::optional<LibraryCall> dynamic_call(const Node& node, const SoleReader& sole
   std::map<std::string, int64_t> stand_in;
   for (const std::string& s : symbols)
     stand_in[s] = kStandInExtent;
-  Graph g = at_extents(*region, stand_in);
+  Result<Graph> at_stand_in = at_extents(*region, stand_in);
+  if (!at_stand_in.ok()) {
+    *why_not = at_stand_in.status().message();
+    return std::nullopt;
+  }
+  Graph& g = *at_stand_in;
   std::optional<LibraryCall> form = call_in(g, node.name, nullptr, build, why_not);
   if (!form) return std::nullopt;
   // The same nodes and values in the model's graph.

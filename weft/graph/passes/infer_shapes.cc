@@ -1,10 +1,25 @@
 #include "weft/graph/passes/infer_shapes.h"
 
+#include <algorithm>
+#include <set>
+
 #include "weft/graph/op_table.h"
 
 namespace weft {
 
-TensorType refine_type(const TensorType& stored, const TensorType& inferred, Graph& graph) {
+namespace {
+
+// Are all symbols of "d" (quotients looked into) in "bound"?
+bool over(const Dim& d, const std::set<std::string>& bound) {
+  std::vector<std::string> symbols = dim_symbols(d);
+  return std::all_of(symbols.begin(), symbols.end(),
+                     [&](const std::string& s) { return bound.contains(s); });
+}
+
+} // namespace
+
+TensorType refine_type(const TensorType& stored, const TensorType& inferred, Graph& graph,
+                       const std::set<std::string>* input_symbols) {
   if (!inferred.shape) return stored;
   if (!stored.shape) {
     Shape shape = *inferred.shape;
@@ -23,11 +38,23 @@ TensorType refine_type(const TensorType& stored, const TensorType& inferred, Gra
     if ((!d.is_static() && given.is_static()) ||
         (!d.is_static() && graph.is_fresh(d) && !given.is_unknown()))
       d = given;
+    // A symbol the model declares for an expression (PyTorch's exporter writes
+    // "((width - 1)//2) + 1") gives way to the expression over the inputs' symbols.
+    else if (input_symbols && !d.is_static() && !given.is_static() && !given.is_unknown() &&
+             !over(d, *input_symbols) && over(given, *input_symbols))
+      d = given;
   }
   return out;
 }
 
 Status infer_shapes(Graph& graph) {
+  std::set<std::string> input_symbols;
+  for (const Value* v : graph.inputs) {
+    for (const Dim& d : v->type.shape.value_or(Shape{})) {
+      for (std::string& s : dim_symbols(d))
+        input_symbols.insert(std::move(s));
+    }
+  }
   for (const auto& owned : graph.nodes()) {
     Node& node = *owned;
     if (!node.def->infer) continue;
@@ -38,7 +65,8 @@ Status infer_shapes(Graph& graph) {
     }
     for (size_t i = 0; i < node.outputs.size() && i < inferred->size(); ++i) {
       if (node.outputs[i])
-        node.outputs[i]->type = refine_type(node.outputs[i]->type, (*inferred)[i], graph);
+        node.outputs[i]->type =
+            refine_type(node.outputs[i]->type, (*inferred)[i], graph, &input_symbols);
     }
   }
   return Status();

@@ -12,6 +12,9 @@
 // are.
 #pragma once
 
+#include <set>
+#include <string>
+
 #include "weft/graph/graph.h"
 #include "weft/support/status.h"
 
@@ -24,7 +27,10 @@ Status infer_shapes(Graph& graph);
 Status check_conditional_shapes(const Graph& graph);
 
 // "stored" with every dim that "inferred" determines and "stored" does not; when "stored"
-// has no shape, dims "inferred" leaves unknown become fresh symbols of "graph".
-TensorType refine_type(const TensorType& stored, const TensorType& inferred, Graph& graph);
+// has no shape, dims "inferred" leaves unknown become fresh symbols of "graph". With
+// "input_symbols" (the graph inputs' symbols), a stored symbol made of others gives way to
+// an inferred dim made of those.
+TensorType refine_type(const TensorType& stored, const TensorType& inferred, Graph& graph,
+                       const std::set<std::string>* input_symbols = nullptr);
 
 } // namespace weft

@@ -21,6 +21,18 @@ TEST(RefineType, TakesStaticDimsAndFillsMissingShapesWithFreshSymbols) {
             "f32[2]");
 }
 
+// An exporter's name for an expression gives way to the expression over the inputs' symbols.
+TEST(RefineType, ExpressionsOverInputSymbolsReplaceDeclaredNames) {
+  Graph g;
+  TensorType stored{DType::kF32, Shape{Dim::symbol("N"), Dim::symbol("((W - 1)//2) + 1")}};
+  TensorType inferred{DType::kF32, Shape{Dim::symbol("N"), dim_floor_div(Dim::symbol("W"), 1, 2)}};
+  std::set<std::string> inputs = {"N", "W"};
+  EXPECT_EQ(refine_type(stored, inferred, g, &inputs).to_string(), "f32[N,(W+1)/2]");
+  EXPECT_EQ(refine_type(stored, inferred, g).to_string(), "f32[N,((W - 1)//2) + 1]");
+  std::set<std::string> only_n = {"N"}; // W is no input's: nothing to prefer
+  EXPECT_EQ(refine_type(stored, inferred, g, &only_n).to_string(), "f32[N,((W - 1)//2) + 1]");
+}
+
 // A Slice whose bounds are computed at run time: ONNX does not know its rank, Weft does.
 TEST(InferShapes, RankFlowsThroughRuntimeSlice) {
   Graph g = graph_from_text(R"(
