@@ -1,8 +1,8 @@
 """Dynamic shapes: one compile for every shape (the Python module's dynamic_shapes=True)
 against one compile per shape (specialized), and against ONNX Runtime, at three shapes per
-model: memory-bound subgraphs over [N, T, 256] and attention scores [N, 4, T, T], and a
-TransformerEncoderLayer and a GPT-2-style
-block exported by PyTorch with a dynamic batch and length. Each round times every system on
+model: memory-bound subgraphs over [N, T, 256] and attention scores [N, 4, T, T], a
+TransformerEncoderLayer and a GPT-2-style block exported by PyTorch with a dynamic batch and
+length, and ResNet-18 over lines of text [N, 3, 48, T] (dynamic batch and width). Each round times every system on
 every model and shape; an entry is its lowest median over the rounds. A shape's first run is
 timed apart, in the first round: for the dynamic compile (made once, at a shape not timed) it
 builds no kernel, only its oneDNN calls' primitives.
@@ -24,6 +24,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import torch
+import torchvision
 from onnx import TensorProto, helper, numpy_helper
 
 # The dynamic compile's own kernels are what is measured: no specialized compile for shapes
@@ -32,6 +33,7 @@ os.environ["WEFT_SPECIALIZE_AFTER"] = "0"
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+from testing.torch_models import randomize_batch_norms  # noqa: E402
 from torch_export_test import GPT2Block  # noqa: E402
 
 SHAPES = [(1, 128), (8, 128), (4, 512)]
@@ -72,16 +74,19 @@ def subgraph(name):
 
 
 def input_shape(name, n, t):
+    if name == "resnet18_width":
+        return (n, 3, 48, t)  # T is the width of a line of text
     return (n, HEADS, t, t) if name == "attention_softmax" else (n, t, DIM)
 
 
 def exported(module, tmp, name):
     torch.manual_seed(0)
-    batch, length = torch.export.Dim("batch", max=64), torch.export.Dim("length", max=1024)
+    batch, length = torch.export.Dim("batch", max=64), torch.export.Dim("length", min=32, max=1024)
     path = os.path.join(tmp, name + ".onnx")
     input_name = "src" if name == "encoder_layer" else "x"
-    torch.onnx.export(module.eval(), (torch.randn(2, 16, DIM),), path, external_data=False,
-                      dynamic_shapes={input_name: {0: batch, 1: length}})
+    dynamic = {0: batch, 3 if name == "resnet18_width" else 1: length}
+    torch.onnx.export(module.eval(), (torch.randn(*input_shape(name, 2, 64)),), path, external_data=False,
+                      dynamic_shapes={input_name: dynamic})
     with open(path, "rb") as f:
         return f.read()
 
@@ -92,6 +97,7 @@ def models(tmp):
     yield "encoder_layer", exported(torch.nn.TransformerEncoderLayer(DIM, 4, 4 * DIM, batch_first=True), tmp,
                                     "encoder_layer")
     yield "gpt_block", exported(GPT2Block(DIM, 4), tmp, "gpt_block")
+    yield "resnet18_width", exported(randomize_batch_norms(torchvision.models.resnet18()), tmp, "resnet18_width")
 
 
 def median_ms(run):
