@@ -23,7 +23,9 @@
 #include "weft/fusion/fuse.h"
 #include "weft/graph/control_flow.h"
 #include "weft/graph/data_dependent.h"
+#include "weft/graph/op_table.h"
 #include "weft/graph/passes/canonicalize.h"
+#include "weft/graph/passes/channels_last.h"
 #include "weft/graph/passes/decompose.h"
 #include "weft/graph/passes/eliminate_dead_code.h"
 #include "weft/graph/passes/eliminate_identity.h"
@@ -75,6 +77,17 @@ Status refold(Graph& graph, std::string_view after) {
   return verify_graph(graph, after);
 }
 
+// WEFT_ONEDNN=0: no library calls (docs/knobs.md).
+bool library_off() {
+  const char* onednn = std::getenv("WEFT_ONEDNN");
+  return onednn && std::string(onednn) == "0";
+}
+
+// Will the CPU's library calls (oneDNN) run this compile's convolutions?
+bool onednn_calls(const CompileSettings& settings) {
+  return settings.device == "cpu" && settings.library && !library_off();
+}
+
 // "given" with the symbolic dims that "declared" has in their places.
 TensorType keep_symbols(const TensorType& declared, TensorType given) {
   if (!declared.shape || declared.shape->size() != given.shape->size()) return given;
@@ -116,7 +129,9 @@ Status check_lowerable(const Graph& graph) {
     // (Shapes over symbols run as calls: library::shape_call.)
     bool symbolic_shape = (n->op_type == "Shape" || n->op_type == "Size") &&
                           n->inputs[0]->type.shape && !shape_is_static(*n->inputs[0]->type.shape);
-    if (!kernel::can_lower(*n) && !symbolic_shape)
+    // (channels_last makes these only where oneDNN runs the convolutions.)
+    bool library_only = n->op_type == kConvChannelsLastOp;
+    if (!kernel::can_lower(*n) && !symbolic_shape && !library_only)
       nodes.emplace_back(fmt::format("{} (opset {})", n->op_type, n->opset), n->name);
   }
   if (nodes.empty()) return Status();
@@ -682,9 +697,8 @@ Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& s
   if (cuda && settings.generate && settings.build && settings.cuda_archs.empty()) {
     WEFT_ASSIGN_OR_RETURN(device, runtime::cuda::open_device());
   }
-  const char* onednn = std::getenv("WEFT_ONEDNN");
-  bool use_library = (!cuda || device || settings.dynamic_shapes) && settings.library &&
-                     !(onednn && std::string(onednn) == "0");
+  bool use_library =
+      (!cuda || device || settings.dynamic_shapes) && settings.library && !library_off();
   std::unordered_map<const Value*, std::vector<const Node*>> readers;
   for (const auto& node : graph.nodes()) {
     for (const Value* v : node->inputs)
@@ -925,6 +939,13 @@ Result<CompiledModel> compile_model(const ModelSource& model,
   WEFT_RETURN_IF_ERROR(specialize(graph, sample_inputs, settings.dynamic_shapes, &frozen_inputs));
   WEFT_RETURN_IF_ERROR(run_host_ops(graph));
   observe("specialize", graph);
+  if (onednn_calls(settings)) {
+    WEFT_ASSIGN_OR_RETURN(bool changed, channels_last(graph));
+    if (changed) {
+      WEFT_RETURN_IF_ERROR(refold(graph, "channels_last"));
+      observe("channels_last", graph);
+    }
+  }
   out.output_names = output_names_of(graph);
   Frozen frozen;
   for (int i : frozen_inputs)

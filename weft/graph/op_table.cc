@@ -901,6 +901,7 @@ const std::vector<OpDef>& build_table() {
     t.push_back({"MatMul", 1, kAll, parse_none, infer_matmul});
     t.push_back({"Gemm", 1, kAll, parse_gemm, infer_gemm});
     t.push_back({"Conv", 1, kAll, parse_conv, infer_conv});
+    t.push_back({kConvChannelsLastOp, 1, kAll, parse_conv, infer_conv_channels_last});
     t.push_back({"ConvTranspose", 1, kAll, parse_conv_transpose, infer_conv_transpose});
     t.push_back({"ConvInteger", 10, kAll, parse_conv, infer_conv_integer});
     t.push_back({"MatMulInteger", 10, kAll, parse_none, infer_matmul_integer});

@@ -99,6 +99,10 @@ inline constexpr std::string_view kBinarizerOp = "ai.onnx.ml.Binarizer";
 inline constexpr std::string_view kArrayFeatureExtractorOp = "ai.onnx.ml.ArrayFeatureExtractor";
 inline constexpr std::string_view kTreeEnsembleOp = "ai.onnx.ml.TreeEnsemble";
 
+// Weft's own ops, which passes make (no model can name them): Conv over channels-last
+// activations (passes/channels_last.h), Conv's attributes and weights.
+inline constexpr std::string_view kConvChannelsLastOp = "weft.ConvChannelsLast";
+
 // The ai.onnx opsets Weft accepts: those of the ONNX release the table follows
 // (docs/onnx-versions.md). A model outside this window is refused; so is a node whose op
 // has an entry at none of its opset's ranges.

@@ -90,10 +90,10 @@ Result<Shape> window_shape(const Shape& x, Dim out_channels, const Ints& kernel,
 }
 } // namespace
 
-TypesOrError infer_conv(const Node& node) {
-  const auto& a = node.attrs_as<ConvAttrs>();
-  const TensorType& x = in_type(node, 0);
-  const TensorType& w = in_type(node, 1);
+namespace {
+
+// Conv's output type for input "x" (channels first) and weights "w".
+TypesOrError conv_output(const ConvAttrs& a, const TensorType& x, const TensorType& w) {
   if (!x.shape || !w.shape) return one({x.dtype, std::nullopt});
   if (x.shape->size() < 3 || w.shape->size() != x.shape->size()) {
     return fail("Conv input and weights must have the same rank, at least 3");
@@ -108,6 +108,33 @@ TypesOrError infer_conv(const Node& node) {
   WEFT_ASSIGN_OR_RETURN(Shape out, window_shape(*x.shape, (*w.shape)[0], kernel, a.strides,
                                                 a.dilations, a.pads, a.auto_pad, false));
   return one({x.dtype, out});
+}
+
+// "s" with its last dim moved to 1 (channels last to first), or back ("to_last").
+Shape move_channels(const Shape& s, bool to_last) {
+  Shape out = s;
+  if (s.size() < 3) return out;
+  if (to_last) {
+    std::rotate(out.begin() + 1, out.begin() + 2, out.end());
+  } else {
+    std::rotate(out.begin() + 1, out.end() - 1, out.end());
+  }
+  return out;
+}
+
+} // namespace
+
+TypesOrError infer_conv(const Node& node) {
+  return conv_output(node.attrs_as<ConvAttrs>(), in_type(node, 0), in_type(node, 1));
+}
+
+TypesOrError infer_conv_channels_last(const Node& node) {
+  TensorType x = in_type(node, 0);
+  if (x.shape) x.shape = move_channels(*x.shape, false);
+  WEFT_ASSIGN_OR_RETURN(std::vector<TensorType> out,
+                        conv_output(node.attrs_as<ConvAttrs>(), x, in_type(node, 1)));
+  if (out[0].shape) out[0].shape = move_channels(*out[0].shape, true);
+  return out;
 }
 
 std::vector<Window> window_dims(const Ints& kernel, const Ints& strides, const Ints& dilations,

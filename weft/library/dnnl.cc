@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "weft/graph/op_table.h"
 #include "weft/graph/shape_functions.h"
 #include "weft/library/dynamic_call.h"
 
@@ -208,11 +209,26 @@ std::optional<PostOp> post_op(const Node& e, const Value* from) {
 // is always plain).
 using Layout = std::function<memory::desc(const Dims&)>;
 
+// Dims of a channels-last value ([N, spatial..., C]) in oneDNN's order [N, C, spatial...].
+Dims channels_first(Dims d) {
+  if (d.size() >= 3) std::rotate(d.begin() + 1, d.end() - 1, d.end());
+  return d;
+}
+
+// The memory of a channels-last value of dims "d" (row-major over them), as a
+// descriptor over channels_first(d): a 4-D one is oneDNN's nhwc.
+memory::desc channels_last_view(const Dims& d) {
+  return memory::desc(channels_first(d), memory::data_type::f32,
+                      channels_first(row_major_strides(d)));
+}
+
 // The post-ops' attribute, and their src1 arguments bound into "call". A src1 of the
-// output's full dims takes the primitive's "layout"; a broadcast one stays plain.
+// output's full dims takes the primitive's "layout"; a broadcast one stays as it lies. With
+// "channels_last_values", the values' dims are [N, spatial..., C] (kConvChannelsLastOp's).
 dnnl::primitive_attr post_op_attr(const std::vector<PostOp>& ops, LibraryCall& call,
                                   std::vector<DnnlKernel::Arg>& args, const Dims& out,
-                                  const Layout& layout = plain) {
+                                  const Layout& layout = plain,
+                                  bool channels_last_values = false) {
   dnnl::post_ops po;
   for (size_t i = 0; i < ops.size(); ++i) {
     const PostOp& p = ops[i];
@@ -220,10 +236,13 @@ dnnl::primitive_attr post_op_attr(const std::vector<PostOp>& ops, LibraryCall& c
       po.append_eltwise(1.0f, p.algorithm, p.alpha, p.beta);
       continue;
     }
-    memory::desc internal = p.src1_dims == out ? layout(out) : plain(p.src1_dims);
+    Dims dims = channels_last_values ? channels_first(p.src1_dims) : p.src1_dims;
+    memory::desc user =
+        channels_last_values ? channels_last_view(p.src1_dims) : plain(p.src1_dims);
+    memory::desc internal = dims == out ? layout(out) : user;
     po.append_binary(p.algorithm, internal);
     args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1,
-                    position(call.values, p.src1), plain(p.src1_dims), internal});
+                    position(call.values, p.src1), user, internal});
   }
   dnnl::primitive_attr attr;
   attr.set_post_ops(po);
@@ -498,14 +517,23 @@ memory::desc channels_last(const Dims& dims) {
 
 // Conv in 1-3 spatial dims. oneDNN's fast convolutions want channels-last activations, so
 // the primitive runs on those, reordered from and to the plain buffers around it, unless
-// only a reference implementation exists there; then plain activations. Weights take
-// oneDNN's preferred layout, reordered once here when they are constant.
+// only a reference implementation exists there; then plain activations. A
+// kConvChannelsLastOp's activations lie channels-last already: nothing to reorder. Weights
+// take oneDNN's preferred layout, reordered once here when they are constant.
 std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
                                      std::string* why_not) {
   const std::vector<PostOp>& ops = absorbed.epilogue;
   const auto& at = n.attrs_as<ConvAttrs>();
   const Value *x = n.inputs[0], *w = n.inputs[1], *b = n.input(2), *y = n.outputs[0];
+  bool nhwc = n.op_type == kConvChannelsLastOp;
   Dims dx = dims_of(x), dw = dims_of(w), dy = dims_of(y);
+  // The activations as they lie in memory.
+  memory::desc x_user = nhwc ? channels_last_view(dx) : plain(dx);
+  memory::desc y_user = nhwc ? channels_last_view(dy) : plain(dy);
+  if (nhwc) {
+    dx = channels_first(dx);
+    dy = channels_first(dy);
+  }
   if (dx.size() < 3 || dx.size() > 5) {
     *why_not = fmt::format("{} spatial dims", dx.size() - 2);
     return std::nullopt;
@@ -513,7 +541,7 @@ std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
   Ints kernel = at.kernel_shape;
   if (kernel.empty()) kernel.assign(dw.begin() + 2, dw.end());
   std::vector<Window> win = window_dims(kernel, at.strides, at.dilations, at.pads, at.auto_pad,
-                                        *x->type.shape, *y->type.shape);
+                                        shape_from_dims(dx), shape_from_dims(dy));
   Dims strides, dilates, pad_l, pad_r;
   for (const Window& d : win) {
     strides.push_back(d.stride);
@@ -537,9 +565,9 @@ std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
                                       layout(dy), strides, dilates, pad_l, pad_r);
     LibraryCall call;
     std::vector<DnnlKernel::Arg> args = {
-        {DNNL_ARG_SRC, position(call.values, x), plain(dx), layout(dx)}};
+        {DNNL_ARG_SRC, position(call.values, x), x_user, layout(dx)}};
     int w_buffer = position(call.values, w); // bound even when reordered, for the profile
-    dnnl::primitive_attr attr = post_op_attr(ops, call, args, dy, layout);
+    dnnl::primitive_attr attr = post_op_attr(ops, call, args, dy, layout, nhwc);
     dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
     std::string impl = pd.impl_info_str();
     if (impl.starts_with("ref") && layout(dx) != plain(dx)) return LibraryCall{};
@@ -551,11 +579,13 @@ std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
     }
     if (b) args.push_back({DNNL_ARG_BIAS, position(call.values, b), bmd});
     args.push_back(
-        {DNNL_ARG_DST, position(call.values, final_output(n, ops)), plain(dy), layout(dy)});
+        {DNNL_ARG_DST, position(call.values, final_output(n, ops)), y_user, layout(dy)});
     call.kernel = std::make_shared<DnnlKernel>(
         dnnl::convolution_forward(pd), std::move(args), std::move(owned),
         fmt::format("oneDNN convolution ({}{})", impl,
-                    layout(dx) != plain(dx) ? ", channels-last" : ""));
+                    nhwc                     ? ", channels-last in place"
+                    : layout(dx) != plain(dx) ? ", channels-last"
+                                              : ""));
     return call;
   };
   try {
@@ -616,6 +646,7 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
   static const std::unordered_map<std::string, Builder> kBuilders = {{"MatMul", matmul_call},
                                                                      {"Gemm", gemm_call},
                                                                      {"Conv", conv_call},
+                                                                     {std::string(kConvChannelsLastOp), conv_call},
                                                                      {"MaxPool", pool_call},
                                                                      {"AveragePool", pool_call}};
   auto it = kBuilders.find(node.op_type);

@@ -149,7 +149,8 @@ void find_unsupported(const onnx::GraphProto& graph, int opset,
                         : node.domain() == kMlDomain
                             ? "Binarizer, ArrayFeatureExtractor and TreeEnsemble"
                             : "Adagrad, Adam and Momentum");
-    } else if (!find_op(node.op_type(), opset)) {
+    } else if (!find_op(node.op_type(), opset) ||
+               node.op_type().find('.') != std::string::npos) { // qualified: not ai.onnx's
       std::vector<std::string> spans;
       for (auto [lo, hi] : supported_opsets(node.op_type())) {
         spans.push_back(lo == hi ? std::to_string(lo) : fmt::format("{}-{}", lo, hi));

@@ -1,0 +1,179 @@
+#include "weft/graph/passes/channels_last.h"
+
+#include <set>
+
+#include "weft/graph/node_builder.h"
+#include "weft/graph/op_table.h"
+
+namespace weft {
+
+namespace {
+
+const Ints kToLast = {0, 2, 3, 1};  // [N, C, H, W] -> [N, H, W, C]
+const Ints kToFirst = {0, 3, 1, 2}; // and back
+
+// Ops that compute each element from the elements at the same position (numpy broadcasting
+// aside), so that they commute with a Transpose of all their operands.
+bool is_pointwise(const Node& n) {
+  static const std::set<std::string> kOps = {
+      "Relu", "Clip",  "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "LeakyRelu",
+      "Elu",  "Selu",  "Gelu",    "Erf",  "Exp",         "Abs",       "Neg",
+      "Sqrt", "Mish",  "Softplus", "Add", "Sub",         "Mul",       "Div",
+      "Max",  "Min",   "PRelu",   "Pow",  "Sum",         "Mean",      "Where"};
+  return kOps.contains(n.op_type) && n.outputs.size() == 1 && n.outputs[0];
+}
+
+bool is_transpose(const Node* n, const Ints& perm) {
+  return n && n->op_type == "Transpose" && n->attrs_as<TransposeAttrs>().perm == perm;
+}
+
+bool has_rank(const Value* v, size_t rank) {
+  return v && v->type.shape && v->type.shape->size() == rank;
+}
+
+// Does every dim of "v" have extent 1 (so that a Transpose does not move its elements)?
+bool all_ones(const Value* v) {
+  if (!v->type.shape) return false;
+  for (const Dim& d : *v->type.shape) {
+    if (!(d == Dim(1))) return false;
+  }
+  return true;
+}
+
+// Constant "c" (rank at most 4, broadcast against [N, C, H, W]) laid out for [N, H, W, C].
+Tensor to_channels_last(const Tensor& c) {
+  std::vector<int64_t> dims = c.dims();
+  dims.insert(dims.begin(), 4 - dims.size(), 1);
+  Tensor out(c.dtype(), {dims[0], dims[2], dims[3], dims[1]});
+  for (int64_t n = 0; n < dims[0]; ++n)
+    for (int64_t ch = 0; ch < dims[1]; ++ch)
+      for (int64_t h = 0; h < dims[2]; ++h)
+        for (int64_t w = 0; w < dims[3]; ++w)
+          out.set_double(((n * dims[2] + h) * dims[3] + w) * dims[1] + ch,
+                         c.get_double(((n * dims[1] + ch) * dims[2] + h) * dims[3] + w));
+  return out;
+}
+
+class ChannelsLast {
+public:
+  explicit ChannelsLast(Graph& graph) : graph_(graph) {}
+
+  bool run() {
+    bool changed = false;
+    std::vector<Node*> convs;
+    for (const auto& n : graph_.nodes()) {
+      if (convertible(*n)) convs.push_back(n.get());
+    }
+    for (Node* conv : convs)
+      convert(*conv);
+    changed = !convs.empty();
+    while (changed && step()) {
+    }
+    return changed;
+  }
+
+private:
+  // A 2-D convolution oneDNN runs for the CPU: f32 throughout, rank 4.
+  static bool convertible(const Node& n) {
+    if (n.op_type != "Conv" || n.conditional || !has_rank(n.inputs[0], 4) ||
+        !has_rank(n.outputs[0], 4))
+      return false;
+    for (const auto* list : {&n.inputs, &n.outputs}) {
+      for (const Value* v : *list) {
+        if (v && v->type.dtype != DType::kF32) return false;
+      }
+    }
+    return true;
+  }
+
+  // x -> Transpose(to last) -> ConvChannelsLast -> Transpose(to first) -> y.
+  void convert(Node& conv) {
+    NodeBuilder b(graph_, conv);
+    std::vector<Value*> inputs = conv.inputs;
+    inputs[0] = b.op("Transpose", {inputs[0]}, TransposeAttrs{kToLast});
+    Value* y = b.op(kConvChannelsLastOp, inputs, conv.attrs);
+    Value* out = conv.outputs[0];
+    out->producer = nullptr;
+    conv.outputs[0] = nullptr;
+    b.op("Transpose", {y}, TransposeAttrs{kToFirst}, out);
+    remove(&conv);
+  }
+
+  // One rewrite, if any applies: a cancellation, else a sink. Returns whether one did.
+  bool step() {
+    std::unordered_map<const Value*, std::vector<Node*>> readers;
+    for (const auto& n : graph_.nodes()) {
+      for (const Value* v : n->inputs)
+        readers[v].push_back(n.get());
+    }
+    for (const auto& owned : graph_.nodes()) {
+      Node* t = owned.get();
+      if (!is_transpose(t, kToFirst) && !is_transpose(t, kToLast)) continue;
+      const Ints& undo = is_transpose(t, kToFirst) ? kToLast : kToFirst;
+      Value* v = t->outputs[0];
+      const std::vector<Node*>& rs = readers[v];
+      for (Node* r : rs) {
+        if (is_transpose(r, undo) && !graph_.is_graph_output(r->outputs[0])) {
+          graph_.replace_all_uses(r->outputs[0], t->inputs[0]);
+          remove(r);
+          return true;
+        }
+      }
+      if (is_transpose(t, kToFirst) && rs.size() == 1 && !graph_.is_graph_output(v) &&
+          sink(*t, *rs[0], readers))
+        return true;
+    }
+    return false;
+  }
+
+  // e(..., Transpose(to first)(a), ...) -> Transpose(to first)(e(..., a, ...)), the other
+  // operands taken channels-last. False when one cannot be.
+  bool sink(const Node& t, Node& e,
+            const std::unordered_map<const Value*, std::vector<Node*>>& readers) {
+    if (!is_pointwise(e) || !has_rank(e.outputs[0], 4)) return false;
+    std::vector<Value*> inputs;
+    std::vector<Tensor> transposed; // constants to make, by input position
+    std::vector<int> constant_at;
+    for (size_t i = 0; i < e.inputs.size(); ++i) {
+      Value* in = e.inputs[i];
+      const Node* p = in ? in->producer : nullptr;
+      if (!in || all_ones(in)) {
+        inputs.push_back(in);
+      } else if (is_transpose(p, kToFirst) && readers.at(in).size() == 1 &&
+                 !graph_.is_graph_output(in)) {
+        inputs.push_back(p->inputs[0]);
+      } else if (in->is_constant() && in->type.dtype == DType::kF32 && in->type.shape &&
+                 in->type.shape->size() <= 4) {
+        constant_at.push_back(static_cast<int>(i));
+        transposed.push_back(to_channels_last(*in->constant));
+        inputs.push_back(nullptr);
+      } else {
+        return false;
+      }
+    }
+    NodeBuilder b(graph_, e);
+    for (size_t k = 0; k < constant_at.size(); ++k)
+      inputs[static_cast<size_t>(constant_at[k])] =
+          b.constant("channels_last", std::move(transposed[k]));
+    Value* y = b.op(e.op_type, inputs, e.attrs);
+    Value* out = e.outputs[0];
+    out->producer = nullptr;
+    e.outputs[0] = nullptr;
+    b.op("Transpose", {y}, TransposeAttrs{kToFirst}, out);
+    (void)t;
+    remove(&e);
+    return true;
+  }
+
+  void remove(const Node* n) {
+    graph_.remove_nodes_if([&](const Node& m) { return &m == n; });
+  }
+
+  Graph& graph_;
+};
+
+} // namespace
+
+Result<bool> channels_last(Graph& graph) { return ChannelsLast(graph).run(); }
+
+} // namespace weft

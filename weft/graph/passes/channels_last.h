@@ -1,0 +1,27 @@
+// channels_last: convolutions on channels-last activations, kept so across regions.
+//
+// oneDNN's fast convolutions take channels-last activations; an ONNX Conv's are channels
+// first, so each call used to reorder its input and output (MobileNetV2: two reorders per
+// convolution, more time than the convolutions). This pass, for the CPU's library calls:
+// - turns each 2-D f32 Conv into kConvChannelsLastOp between two Transposes, to [N, H, W, C]
+//   before it and back after it;
+// - sinks each Transpose towards its readers through elementwise ops (the other operands of
+//   a binary op taken channels-last too: another Transpose's input, or a constant
+//   transposed), as long as its output has that one reader;
+// - cancels a Transpose whose reader undoes it.
+// Between two convolutions, activations then stay channels-last, and the Transposes left
+// are at the region's boundaries (before a pooling, a Reshape, the graph's outputs): the
+// reorders that remain, in the graph for `weft inspect` to show.
+//
+// Requires: a verified graph whose shapes are inferred (after specialize).
+// Guarantees: the graph computes the same values; returns whether it changed anything.
+#pragma once
+
+#include "weft/graph/graph.h"
+#include "weft/support/status.h"
+
+namespace weft {
+
+Result<bool> channels_last(Graph& graph);
+
+} // namespace weft
