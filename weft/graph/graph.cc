@@ -57,6 +57,13 @@ void Graph::rename_value(Value* value, const std::string& name) {
   value_by_name_[name] = value;
 }
 
+void Graph::rename_node(Node* node, const std::string& name) {
+  WEFT_CHECK(!node_names_.contains(name), "new node name is unused");
+  node_names_.erase(node->name);
+  node->name = name;
+  node_names_.insert(name);
+}
+
 Graph Graph::clone() const {
   Graph copy;
   copy.source = source;

@@ -79,6 +79,8 @@ public:
   Node* insert_node_before(const Node* position, Node node);
   // Gives "value" the name "name", which must be unused.
   void rename_value(Value* value, const std::string& name);
+  // Gives "node" the name "name", which no node may have.
+  void rename_node(Node* node, const std::string& name);
 
   // Names not yet used by any value (or node), built from "base". Values and nodes have
   // separate namespaces, as in ONNX.

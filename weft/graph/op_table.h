@@ -102,6 +102,10 @@ inline constexpr std::string_view kTreeEnsembleOp = "ai.onnx.ml.TreeEnsemble";
 // Weft's own ops, which passes make (no model can name them): Conv over channels-last
 // activations (passes/channels_last.h), Conv's attributes and weights.
 inline constexpr std::string_view kConvChannelsLastOp = "weft.ConvChannelsLast";
+// The op a profile shows for "op_type": the ONNX op a node of Weft's own computes.
+inline std::string_view shown_op_type(std::string_view op_type) {
+  return op_type == kConvChannelsLastOp ? "Conv" : op_type;
+}
 
 // The ai.onnx opsets Weft accepts: those of the ONNX release the table follows
 // (docs/onnx-versions.md). A model outside this window is refused; so is a node whose op

@@ -96,7 +96,9 @@ private:
     out->producer = nullptr;
     conv.outputs[0] = nullptr;
     b.op("Transpose", {y}, TransposeAttrs{kToFirst}, out);
+    std::string name = conv.name;
     remove(&conv);
+    graph_.rename_node(y->producer, name); // profiles name the model's node
   }
 
   // One rewrite, if any applies: a cancellation, else a sink. Returns whether one did.
@@ -120,16 +122,16 @@ private:
         }
       }
       if (is_transpose(t, kToFirst) && rs.size() == 1 && !graph_.is_graph_output(v) &&
-          sink(*t, *rs[0], readers))
+          sink(*rs[0], readers))
         return true;
     }
     return false;
   }
 
   // e(..., Transpose(to first)(a), ...) -> Transpose(to first)(e(..., a, ...)), the other
-  // operands taken channels-last. False when one cannot be.
-  bool sink(const Node& t, Node& e,
-            const std::unordered_map<const Value*, std::vector<Node*>>& readers) {
+  // operands taken channels-last; the Transpose's output has "e" as its one reader. False
+  // when an operand cannot be taken so.
+  bool sink(Node& e, const std::unordered_map<const Value*, std::vector<Node*>>& readers) {
     if (!is_pointwise(e) || !has_rank(e.outputs[0], 4)) return false;
     std::vector<Value*> inputs;
     std::vector<Tensor> transposed; // constants to make, by input position
@@ -160,8 +162,9 @@ private:
     out->producer = nullptr;
     e.outputs[0] = nullptr;
     b.op("Transpose", {y}, TransposeAttrs{kToFirst}, out);
-    (void)t;
+    std::string name = e.name;
     remove(&e);
+    graph_.rename_node(y->producer, name);
     return true;
   }
 

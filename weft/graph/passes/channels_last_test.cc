@@ -1,0 +1,68 @@
+#include <gtest/gtest.h>
+
+#include "tests/testing/onnx_text.h"
+#include "weft/graph/op_table.h"
+#include "weft/graph/passes/channels_last.h"
+#include "weft/graph/passes/eliminate_dead_code.h"
+#include "weft/graph/verify_graph.h"
+
+namespace weft {
+namespace {
+
+using testing::graph_from_text;
+
+int count(const Graph& g, std::string_view op) {
+  int n = 0;
+  for (const auto& node : g.nodes())
+    n += node->op_type == op;
+  return n;
+}
+
+// Two convolutions, a ReLU, a per-channel scale and a residual Add between them: all run
+// channels-last; Transposes stay only where the region starts and before the pooling.
+TEST(ChannelsLast, ActivationsStayChannelsLastBetweenConvolutions) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1, 4, 8, 8] x, float[4, 4, 3, 3] w1, float[4, 4, 1, 1] w2) => (float[1, 4, 1, 1] y)
+      <float[4, 1, 1] s = {1.0, 2.0, 3.0, 4.0}> {
+      a = Conv <pads = [1, 1, 1, 1]> (x, w1)
+      r = Relu(a)
+      b = Conv(r, w2)
+      m = Mul(b, s)
+      sum = Add(m, r)
+      y = GlobalAveragePool(sum)
+    })");
+  Result<bool> changed = channels_last(g);
+  ASSERT_TRUE(changed.ok()) << changed.status().to_string();
+  EXPECT_TRUE(*changed);
+  ASSERT_TRUE(eliminate_dead_code(g).ok());
+  Status v = verify_graph(g, "channels_last");
+  ASSERT_TRUE(v.ok()) << v.to_string();
+  EXPECT_EQ(count(g, kConvChannelsLastOp), 2);
+  EXPECT_EQ(count(g, "Conv"), 0);
+  EXPECT_EQ(count(g, "Transpose"), 2);
+  for (const auto& n : g.nodes()) {
+    if (n->op_type == "Relu" || n->op_type == "Add") {
+      EXPECT_EQ(shape_to_string(*n->outputs[0]->type.shape), "[1,8,8,4]") << n->name;
+    }
+    if (n->op_type == "Mul") { // the scale, transposed with it
+      EXPECT_EQ(shape_to_string(*n->inputs[1]->type.shape), "[1,1,1,4]");
+    }
+  }
+  EXPECT_EQ(g.outputs[0]->name, "y");
+}
+
+// Nothing to do without a 2-D f32 convolution.
+TEST(ChannelsLast, LeavesOtherGraphsAlone) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1, 4, 8] x, float[4, 4, 3] w) => (float[1, 4, 6] y) {
+      y = Conv(x, w)
+    })");
+  Result<bool> changed = channels_last(g);
+  ASSERT_TRUE(changed.ok());
+  EXPECT_FALSE(*changed);
+}
+
+} // namespace
+} // namespace weft
