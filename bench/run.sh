@@ -31,6 +31,8 @@ made=build/bench/models/.made
 bench/.venv/bin/python bench/onnx_ops_bench.py build/tools/weft/weft --write
 # One dynamic-shape compile against one per shape, and ONNX Runtime (Weft's Python module).
 PYTHONPATH=build/python bench/.venv/bin/python bench/dynamic_bench.py --write
+# Real models (torchvision CNNs, a U-Net, a 1-D CNN, transformer layers) beside ORT and PyTorch.
+PYTHONPATH=build/python bench/.venv/bin/python bench/cnn_bench.py --write
 # PyTorch (eager and torch.compile) runs through bench/torch_peer.py under bench/.venv's Python.
 bench/.venv/bin/python bench/run_bench.py build/tools/weft/weft build/bench/models build/bench/bandwidth.json \
   build/bench/dnnl_peer

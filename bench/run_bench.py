@@ -429,7 +429,8 @@ def markdown(r):
     for script, results in (("fusion_bench", "fusion_results.json"), ("tune_bench", "tune_results.json"),
                             ("compile_bench", "compile_results.json"),
                             ("onnx_ops_bench", "onnx_ops_results.json"),
-                            ("dynamic_bench", "dynamic_results.json"), ("plan_bench", "plan_results.json")):
+                            ("dynamic_bench", "dynamic_results.json"), ("cnn_bench", "cnn_results.json"),
+                            ("plan_bench", "plan_results.json")):
         path = os.path.join(HERE, results)
         if os.path.exists(path):
             with open(path) as f:

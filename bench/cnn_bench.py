@@ -1,0 +1,210 @@
+"""Real models on the CPU, Weft beside ONNX Runtime, PyTorch eager and torch.compile in one run:
+torchvision's MobileNetV2, ShuffleNetV2, SqueezeNet 1.1, EfficientNet-B0, ResNet-18, ResNet-50
+and ConvNeXt-Tiny at batch 1 (224x224), a U-Net-style segmenter (ConvTranspose and Resize
+upsampling), a byte-level 1-D convolutional text classifier, a TransformerEncoderLayer and a
+GPT-2-style block. Random weights (BatchNorm statistics randomized), exported with
+torch.onnx.export's defaults. Weft runs through its Python module (in this process; its output
+checked against PyTorch's first, rtol 1e-3, atol 1e-4 plus 1e-5 of the output's largest magnitude); each round times every system on every
+model, and an entry is the system's lowest median over the rounds.
+
+Usage: PYTHONPATH=build/python bench/.venv/bin/python bench/cnn_bench.py [--rounds 2] [--iters 20] [--write]
+--write stores bench/cnn_results.json, which run_bench.py puts in docs/benchmarks.md.
+"""
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnxruntime as ort
+import torch
+import torchvision
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+from testing.torch_models import randomize_batch_norms  # noqa: E402
+from torch_export_test import GPT2Block  # noqa: E402
+
+
+class UNet(torch.nn.Module):
+    """Two levels down (strided convolutions), back up by ConvTranspose and by Resize."""
+
+    def __init__(self, c=32):
+        super().__init__()
+        block = lambda i, o, s=1: torch.nn.Sequential(torch.nn.Conv2d(i, o, 3, s, 1), torch.nn.BatchNorm2d(o),
+                                                      torch.nn.ReLU())
+        self.enc1, self.enc2, self.enc3 = block(3, c), block(c, 2 * c, 2), block(2 * c, 4 * c, 2)
+        self.up1 = torch.nn.ConvTranspose2d(4 * c, 2 * c, 2, 2)
+        self.dec1 = block(4 * c, 2 * c)
+        self.dec2 = block(3 * c, c)
+        self.head = torch.nn.Conv2d(c, 2, 1)
+
+    def forward(self, x):
+        e1 = self.enc1(x)
+        e2 = self.enc2(e1)
+        e3 = self.enc3(e2)
+        d1 = self.dec1(torch.cat([self.up1(e3), e2], 1))
+        up = torch.nn.functional.interpolate(d1, scale_factor=2.0, mode="bilinear", align_corners=False)
+        return self.head(self.dec2(torch.cat([up, e1], 1)))
+
+
+class ByteClassifier(torch.nn.Module):
+    """Bytes -> embedding -> 1-D convolutions with long kernels -> max over time -> classes."""
+
+    def __init__(self, dim=64, classes=10):
+        super().__init__()
+        self.embed = torch.nn.Embedding(256, dim)
+        self.convs = torch.nn.Sequential(torch.nn.Conv1d(dim, 128, 15, padding=7), torch.nn.ReLU(),
+                                         torch.nn.Conv1d(128, 128, 15, padding=7), torch.nn.ReLU())
+        self.out = torch.nn.Linear(128, classes)
+
+    def forward(self, x):
+        h = self.convs(self.embed(x).transpose(1, 2))
+        return self.out(h.amax(dim=2))
+
+
+def image():
+    return torch.randn(1, 3, 224, 224)
+
+
+MODELS = {
+    "mobilenet_v2": (lambda: torchvision.models.mobilenet_v2(), image),
+    "shufflenet_v2": (lambda: torchvision.models.shufflenet_v2_x1_0(), image),
+    "squeezenet1_1": (lambda: torchvision.models.squeezenet1_1(), image),
+    "efficientnet_b0": (lambda: torchvision.models.efficientnet_b0(), image),
+    "resnet18": (lambda: torchvision.models.resnet18(), image),
+    "resnet50": (lambda: torchvision.models.resnet50(), image),
+    "convnext_tiny": (lambda: torchvision.models.convnext_tiny(), image),
+    "unet": (lambda: UNet(), lambda: torch.randn(1, 3, 256, 256)),
+    "byte_cnn": (lambda: ByteClassifier(), lambda: torch.randint(0, 256, (1, 4096))),
+    "encoder_layer": (lambda: torch.nn.TransformerEncoderLayer(256, 4, 1024, batch_first=True),
+                      lambda: torch.randn(4, 128, 256)),
+    "gpt_block": (lambda: GPT2Block(256, 4), lambda: torch.randn(4, 128, 256)),
+}
+
+
+def timed(fn, iters):
+    for _ in range(2):
+        fn()
+    times = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def measure(rounds, iters):
+    import weft
+
+    systems = {"weft": {}, "ort": {}, "torch": {}, "torch_compile": {}}
+    errors, runners = {}, {}
+    torch.manual_seed(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (make, example) in MODELS.items():
+            model = randomize_batch_norms(make()).eval()
+            x = example()
+            path = os.path.join(tmp, name + ".onnx")
+            torch.onnx.export(model, (x,), path, external_data=False)
+            with open(path, "rb") as f:
+                data = f.read()
+            compiled = weft.compile(data)
+            session = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+            feed = {session.get_inputs()[0].name: x.numpy()}
+            with torch.inference_mode():
+                want = model(x).numpy()
+            got = next(iter(compiled.run(feed).values()))
+            # Deep random networks reach outputs in the hundreds: a tolerance of their scale.
+            np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4 + 1e-5 * np.abs(want).max(),
+                                       err_msg=name)
+            fast = torch.compile(model)
+            runners[name] = {"weft": lambda c=compiled, f=feed: c.run(f),
+                             "ort": lambda s=session, f=feed: s.run(None, f),
+                             "torch": lambda m=model, v=x: m(v), "torch_compile": lambda m=fast, v=x: m(v)}
+            print(f"exported and checked {name}", flush=True)
+        for r in range(rounds):
+            for name, runs in runners.items():
+                for system, run in runs.items():
+                    try:
+                        with torch.inference_mode():
+                            systems[system].setdefault(name, []).append(timed(run, iters))
+                    except Exception as e:  # the row then says why
+                        errors[f"{system}/{name}"] = str(e)[-300:]
+                print(f"round {r + 1}/{rounds}: {name}", flush=True)
+    rows = []
+    for name in MODELS:
+        row = {"model": name}
+        for system, medians in systems.items():
+            if name in medians:
+                row[system + "_median_ms"] = min(medians[name])
+                row[system + "_round_ms"] = medians[name]
+            elif f"{system}/{name}" in errors:
+                row[system + "_error"] = errors[f"{system}/{name}"]
+        rows.append(row)
+    return rows
+
+
+def markdown(r):
+    lines = ["## Real models on the CPU", "",
+             f"`bench/cnn_bench.py`, measured {r['date']} on {r['machine']}, {r['threads']} threads: "
+             "torchvision's models at batch 1 (224x224), a U-Net-style segmenter (256x256, ConvTranspose "
+             "and Resize), a byte-level 1-D convolutional classifier (4,096 bytes), a TransformerEncoderLayer "
+             "and a GPT-2-style block (4x128x256); random weights, exported by PyTorch "
+             f"{r['pytorch']}. Weft's Python module, ONNX Runtime {r['onnxruntime']} (CPU execution "
+             "provider, default options), PyTorch eager and `torch.compile` (compile time not included), "
+             f"all in one process; {r['rounds']} rounds, each entry the system's lowest median of "
+             f"{r['iters']} runs. Weft's output matched PyTorch's (rtol 1e-3, atol 1e-4 plus 1e-5 of the "
+             "output's largest magnitude) before timing. "
+             "Ratios are peer time / Weft time (above 1: Weft is faster).", "",
+             "| Model | Weft | ONNX Runtime | ORT / Weft | PyTorch eager | eager / Weft | torch.compile "
+             "| compile / Weft |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    cell = lambda v: "n/a" if v is None else f"{v:.2f} ms"
+    ratio = lambda p, w: None if p is None or w is None else p / w
+    fmt = lambda v: "n/a" if v is None else f"{v:.2f}"
+    by = {"ort": [], "torch": [], "torch_compile": []}
+    for row in r["rows"]:
+        w = row.get("weft_median_ms")
+        cells = []
+        for system in ("ort", "torch", "torch_compile"):
+            p = row.get(system + "_median_ms")
+            q = ratio(p, w)
+            if q:
+                by[system].append(q)
+            cells += [cell(p), fmt(q)]
+        lines.append(f"| {row['model']} | {cell(w) if w else 'failed'} | " + " | ".join(cells) + " |")
+    geo = lambda v: float(np.exp(np.mean(np.log(v)))) if v else float("nan")
+    slower = [row["model"] for row in r["rows"]
+              if row.get("weft_median_ms") and row.get("ort_median_ms")
+              and row["ort_median_ms"] < row["weft_median_ms"]]
+    lines += ["", f"Geomean: ONNX Runtime / Weft **{geo(by['ort']):.2f}**, eager / Weft "
+              f"**{geo(by['torch']):.2f}**, torch.compile / Weft **{geo(by['torch_compile']):.2f}**. "
+              f"Slower than ONNX Runtime on {len(slower)} of {len(r['rows'])}"
+              + (": " + ", ".join(slower) if slower else "") + ". Every round is in `bench/cnn_results.json`.",
+              ""]
+    return lines
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--write", action="store_true", help="store bench/cnn_results.json")
+    args = ap.parse_args()
+    rows = measure(args.rounds, args.iters)
+    from run_bench import machine
+    result = {"date": datetime.date.today().isoformat(), "machine": machine(),
+              "onnxruntime": ort.__version__, "pytorch": torch.__version__,
+              "threads": torch.get_num_threads(), "rounds": args.rounds, "iters": args.iters, "rows": rows}
+    print("\n".join(markdown(result)))
+    if args.write:
+        with open(os.path.join(HERE, "cnn_results.json"), "w") as f:
+            json.dump(result, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
