@@ -595,6 +595,136 @@ std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
   return build(plain);
 }
 
+// ConvTranspose in 1-3 spatial dims: oneDNN's deconvolution, on channels-last activations
+// reordered from and to the plain buffers around it as for Conv. ONNX's weights are [C_in,
+// C_out / group, k...], which oneDNN reads as (g)iohw; an output_padding is padding taken off
+// the end. A window whose padding would be negative is left to generated code.
+std::optional<LibraryCall> conv_transpose_call(const Node& n, const Absorbed& absorbed,
+                                               std::string* why_not) {
+  const std::vector<PostOp>& ops = absorbed.epilogue;
+  const auto& at = n.attrs_as<ConvTransposeAttrs>();
+  const Value *x = n.inputs[0], *w = n.inputs[1], *b = n.input(2), *y = n.outputs[0];
+  Dims dx = dims_of(x), dw = dims_of(w), dy = dims_of(y);
+  if (dx.size() < 3 || dx.size() > 5 || at.group < 1) {
+    *why_not = fmt::format("{} spatial dims", dx.size() - 2);
+    return std::nullopt;
+  }
+  Result<std::vector<TransposedWindow>> win = conv_transpose_windows(n);
+  if (!win.ok()) {
+    *why_not = win.status().message();
+    return std::nullopt;
+  }
+  Dims strides, dilates, pad_l, pad_r;
+  for (size_t i = 0; i < win->size(); ++i) {
+    const TransposedWindow& d = (*win)[i];
+    int64_t end = (dx[i + 2] - 1) * d.stride + (d.kernel - 1) * d.dilation + 1 - d.out - d.pad_begin;
+    if (d.pad_begin < 0 || end < 0 || d.out != dy[i + 2]) {
+      *why_not = "a window with negative padding";
+      return std::nullopt;
+    }
+    strides.push_back(d.stride);
+    dilates.push_back(d.dilation - 1);
+    pad_l.push_back(d.pad_begin);
+    pad_r.push_back(end);
+  }
+  // Logical weights [(G,) OC/G, IC/G, k...] over ONNX's [IC, OC/G, k...] memory.
+  using T = memory::format_tag;
+  size_t spatial = dx.size() - 2;
+  Dims wdims = {dw[1], dw[0] / at.group};
+  wdims.insert(wdims.end(), dw.begin() + 2, dw.end());
+  T wtag = spatial == 1 ? T::bac : spatial == 2 ? T::bacd : T::bacde; // i, o, k... in memory
+  if (at.group > 1) {
+    wdims.insert(wdims.begin(), at.group);
+    wtag = spatial == 1 ? T::acbd : spatial == 2 ? T::acbde : T::acbdef; // g, i, o, k...
+  }
+  memory::desc w_user(wdims, memory::data_type::f32, wtag);
+  bool constant_weights = w->is_constant();
+  memory::desc wmd = constant_weights
+                         ? memory::desc(wdims, memory::data_type::f32, memory::format_tag::any)
+                         : w_user;
+  memory::desc bmd = b ? plain({dy[1]}) : memory::desc();
+  auto build = [&](const Layout& layout) {
+    dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference,
+                                        dnnl::algorithm::deconvolution_direct, layout(dx), wmd, bmd,
+                                        layout(dy), strides, dilates, pad_l, pad_r);
+    LibraryCall call;
+    std::vector<DnnlKernel::Arg> args = {
+        {DNNL_ARG_SRC, position(call.values, x), plain(dx), layout(dx)}};
+    int w_buffer = position(call.values, w); // bound even when reordered, for the profile
+    dnnl::primitive_attr attr = post_op_attr(ops, call, args, dy, layout);
+    dnnl::deconvolution_forward::primitive_desc pd(d, attr, engine());
+    std::string impl = pd.impl_info_str();
+    if (impl.starts_with("ref") && layout(dx) != plain(dx)) return LibraryCall{};
+    std::unordered_map<int, memory> owned;
+    if (constant_weights) {
+      owned.emplace(DNNL_ARG_WEIGHTS, reordered_constant(w, w_user, pd.weights_desc()));
+    } else {
+      args.push_back({DNNL_ARG_WEIGHTS, w_buffer, w_user});
+    }
+    if (b) args.push_back({DNNL_ARG_BIAS, position(call.values, b), bmd});
+    args.push_back(
+        {DNNL_ARG_DST, position(call.values, final_output(n, ops)), plain(dy), layout(dy)});
+    call.kernel = std::make_shared<DnnlKernel>(
+        dnnl::deconvolution_forward(pd), std::move(args), std::move(owned),
+        fmt::format("oneDNN deconvolution ({}{})", impl,
+                    layout(dx) != plain(dx) ? ", channels-last" : ""));
+    return call;
+  };
+  try {
+    if (LibraryCall call = build(channels_last); call.kernel) return call;
+  } catch (const dnnl::error&) { // not implemented channels-last: plain below
+  }
+  return build(plain);
+}
+
+// Resize, linear, of the spatial dims (N and C kept) with half-pixel coordinates: oneDNN's
+// linear resampling, which computes the source coordinate as (i + 0.5) * in / out - 0.5 and
+// clamps the taps into the input, as ONNX's half_pixel does (pytorch_half_pixel too, where no
+// output dim is 1). The scale must be out / in, which oneDNN takes from the dims. Activations
+// channels-last inside, as for Conv.
+std::optional<LibraryCall> resize_call(const Node& n, const Absorbed& absorbed,
+                                       std::string* why_not) {
+  const auto& at = n.attrs_as<ResizeAttrs>();
+  const Value *x = n.inputs[0], *y = n.outputs[0];
+  Dims dx = dims_of(x), dy = dims_of(y);
+  std::optional<std::vector<double>> scales = resize_scales(n);
+  bool half_pixel = at.coordinate_transformation_mode == ResizeCoordinates::kHalfPixel ||
+                    (at.coordinate_transformation_mode == ResizeCoordinates::kPytorchHalfPixel &&
+                     std::all_of(dy.begin() + 2, dy.end(), [](int64_t d) { return d > 1; }));
+  bool fits = at.mode == ResizeMode::kLinear && half_pixel && !at.antialias && scales &&
+              absorbed.epilogue.empty() && dx.size() >= 3 && dx.size() <= 5 && dx[0] == dy[0] &&
+              dx[1] == dy[1];
+  for (size_t d = 2; fits && d < dx.size(); ++d) {
+    double ratio = static_cast<double>(dy[d]) / static_cast<double>(dx[d]);
+    fits = dx[d] > 0 && std::abs((*scales)[d] - ratio) <= 1e-12 * ratio;
+  }
+  if (!fits) {
+    *why_not = "a Resize form oneDNN's resampling does not compute as ONNX does";
+    return std::nullopt;
+  }
+  auto build = [&](const Layout& layout) {
+    dnnl::resampling_forward::desc d(dnnl::prop_kind::forward_inference,
+                                     dnnl::algorithm::resampling_linear, layout(dx), layout(dy));
+    dnnl::resampling_forward::primitive_desc pd(d, engine());
+    LibraryCall call;
+    std::vector<DnnlKernel::Arg> args = {
+        {DNNL_ARG_SRC, position(call.values, x), plain(dx), layout(dx)},
+        {DNNL_ARG_DST, position(call.values, y), plain(dy), layout(dy)}};
+    std::string impl = pd.impl_info_str();
+    if (impl.starts_with("ref") && layout(dx) != plain(dx)) return LibraryCall{};
+    call.kernel = std::make_shared<DnnlKernel>(
+        dnnl::resampling_forward(pd), std::move(args), std::unordered_map<int, memory>{},
+        fmt::format("oneDNN linear resampling ({}{})", impl,
+                    layout(dx) != plain(dx) ? ", channels-last" : ""));
+    return call;
+  };
+  try {
+    if (LibraryCall call = build(channels_last); call.kernel) return call;
+  } catch (const dnnl::error&) { // not implemented channels-last: plain below
+  }
+  return build(plain);
+}
+
 // MaxPool (without its Indices output) and AveragePool on plain activations. ceil_mode's
 // extra windows become right padding, which oneDNN never reads for max; an average over
 // them is left to generated code when the padding counts.
@@ -646,6 +776,8 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
   static const std::unordered_map<std::string, Builder> kBuilders = {{"MatMul", matmul_call},
                                                                      {"Gemm", gemm_call},
                                                                      {"Conv", conv_call},
+                                                                     {"ConvTranspose", conv_transpose_call},
+                                                                     {"Resize", resize_call},
                                                                      {std::string(kConvChannelsLastOp), conv_call},
                                                                      {"MaxPool", pool_call},
                                                                      {"AveragePool", pool_call}};

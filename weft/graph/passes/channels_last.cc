@@ -132,23 +132,32 @@ private:
   // operands taken channels-last; the Transpose's output has "e" as its one reader. False
   // when an operand cannot be taken so.
   bool sink(Node& e, const std::unordered_map<const Value*, std::vector<Node*>>& readers) {
-    if (!is_pointwise(e) || !has_rank(e.outputs[0], 4)) return false;
+    // A Concat of channels (axis 1) concatenates channels-last along axis 3.
+    OpAttrs attrs = e.attrs;
+    bool concat = e.op_type == "Concat" && has_rank(e.outputs[0], 4) &&
+                  (e.attrs_as<AxisAttrs>().axis == 1 || e.attrs_as<AxisAttrs>().axis == -3);
+    if (concat) attrs = AxisAttrs{3};
+    if ((!is_pointwise(e) && !concat) || !has_rank(e.outputs[0], 4)) return false;
     std::vector<Value*> inputs;
     std::vector<Tensor> transposed; // constants to make, by input position
     std::vector<int> constant_at;
+    std::vector<int> reorder_at; // other 4-D operands: a Transpose of their own
     for (size_t i = 0; i < e.inputs.size(); ++i) {
       Value* in = e.inputs[i];
       const Node* p = in ? in->producer : nullptr;
-      if (!in || all_ones(in)) {
+      if (!in || (!concat && all_ones(in))) {
         inputs.push_back(in);
       } else if (is_transpose(p, kToFirst) && readers.at(in).size() == 1 &&
                  !graph_.is_graph_output(in)) {
         inputs.push_back(p->inputs[0]);
-      } else if (in->is_constant() && in->type.dtype == DType::kF32 && in->type.shape &&
-                 in->type.shape->size() <= 4) {
+      } else if (!concat && in->is_constant() && in->type.dtype == DType::kF32 &&
+                 in->type.shape && in->type.shape->size() <= 4) {
         constant_at.push_back(static_cast<int>(i));
         transposed.push_back(to_channels_last(*in->constant));
         inputs.push_back(nullptr);
+      } else if (has_rank(in, 4)) { // (a per-channel scale [N, C, 1, 1]: cheap)
+        reorder_at.push_back(static_cast<int>(i));
+        inputs.push_back(in);
       } else {
         return false;
       }
@@ -157,7 +166,10 @@ private:
     for (size_t k = 0; k < constant_at.size(); ++k)
       inputs[static_cast<size_t>(constant_at[k])] =
           b.constant("channels_last", std::move(transposed[k]));
-    Value* y = b.op(e.op_type, inputs, e.attrs);
+    for (int i : reorder_at)
+      inputs[static_cast<size_t>(i)] =
+          b.op("Transpose", {inputs[static_cast<size_t>(i)]}, TransposeAttrs{kToLast});
+    Value* y = b.op(e.op_type, inputs, attrs);
     Value* out = e.outputs[0];
     out->producer = nullptr;
     e.outputs[0] = nullptr;
