@@ -102,6 +102,22 @@ class Linear3d(torch.nn.Module):
         return y.transpose(0, 1) + r
 
 
+class Up(torch.nn.Module):
+    """A decoder's upsampling three ways, concatenated: ConvTranspose with padding and
+    output_padding, a grouped one, and bilinear interpolation (Resize, pytorch_half_pixel);
+    then a convolution over the channels of all three."""
+
+    def __init__(self):
+        super().__init__()
+        self.up = torch.nn.ConvTranspose2d(8, 4, 3, stride=2, padding=1, output_padding=1)
+        self.grouped = torch.nn.ConvTranspose2d(8, 8, 2, stride=2, groups=2)
+        self.conv = torch.nn.Conv2d(20, 6, 3, padding=1)
+
+    def forward(self, x):
+        c = torch.nn.functional.interpolate(x, scale_factor=2.0, mode="bilinear", align_corners=False)
+        return self.conv(torch.cat([self.up(x), self.grouped(x), c], 1))
+
+
 def run(path, inputs, directory, env_extra):
     args = [WEFT, "run", path, "--output-dir", directory]
     for name, value in inputs.items():
@@ -170,6 +186,8 @@ def main():
         check(tmp, "linear_transposed", Linear3d("transposed").eval(),
               {"x": f(3, 5, 16), "r": f(5, 3, 24)}, ["MatMul+Add+Transpose"],
               "3 batches of 5x16x24")
+        check(tmp, "upsampling", Up().eval(), {"x": f(2, 8, 7, 7)},
+              ["Resize", "ConvTranspose", "ConvTranspose", "Conv"])
     print("all library checks passed")
 
 
