@@ -118,6 +118,23 @@ class Up(torch.nn.Module):
         return self.conv(torch.cat([self.up(x), self.grouped(x), c], 1))
 
 
+class Stem(torch.nn.Module):
+    """A ResNet stem: convolution, ReLU, max pooling, then a block whose residual is the pooled
+    value; and an average pooling between two convolutions. The poolings run between
+    channels-last regions, reading and writing channels-last through strides."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 7, stride=2, padding=3)
+        self.conv2 = torch.nn.Conv2d(8, 8, 3, padding=1)
+        self.conv3 = torch.nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        p = torch.nn.functional.max_pool2d(torch.relu(self.conv(x)), 3, 2, 1)
+        y = torch.relu(self.conv2(p) + p)
+        return self.conv3(torch.nn.functional.avg_pool2d(y, 2))
+
+
 def run(path, inputs, directory, env_extra):
     args = [WEFT, "run", path, "--output-dir", directory]
     for name, value in inputs.items():
@@ -188,6 +205,9 @@ def main():
               "3 batches of 5x16x24")
         check(tmp, "upsampling", Up().eval(), {"x": f(2, 8, 7, 7)},
               ["Resize", "ConvTranspose", "ConvTranspose", "Conv"])
+        check(tmp, "stem", Stem().eval(), {"x": f(1, 3, 32, 32)},
+              ["Conv+Relu", "Transpose+MaxPool+Transpose", "Conv+Add+Relu",
+               "AveragePool", "Conv"])
     print("all library checks passed")
 
 

@@ -755,12 +755,18 @@ std::optional<LibraryCall> pool_call(const Node& n, const Absorbed& absorbed,
   A algorithm = max                    ? A::pooling_max
                 : at.count_include_pad ? A::pooling_avg_include_padding
                                        : A::pooling_avg_exclude_padding;
-  dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, algorithm, plain(dx),
-                                   plain(dy), strides, kernel, dilation, pad_l, pad_r);
+  // A Transpose into x (from channels-last) is read through its strides, one out of y (to
+  // channels-last) written through them: the pooling between two channels-last regions.
+  const Node *in = absorbed.input_transposes[0], *out = absorbed.output_transpose;
+  memory::desc src = in ? transposed_input(*in, dx.size()) : plain(dx);
+  memory::desc dst = out ? transposed_output(dy, *out) : plain(dy);
+  dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, algorithm, src, dst, strides,
+                                   kernel, dilation, pad_l, pad_r);
   dnnl::pooling_v2_forward::primitive_desc pd(d, engine());
   LibraryCall call;
-  std::vector<DnnlKernel::Arg> args = {{DNNL_ARG_SRC, position(call.values, x), plain(dx)},
-                                       {DNNL_ARG_DST, position(call.values, y), plain(dy)}};
+  std::vector<DnnlKernel::Arg> args = {
+      {DNNL_ARG_SRC, position(call.values, in ? in->inputs[0] : x), src},
+      {DNNL_ARG_DST, position(call.values, out ? out->outputs[0] : y), dst}};
   call.kernel = std::make_shared<DnnlKernel>(
       dnnl::pooling_v2_forward(pd), std::move(args), std::unordered_map<int, memory>{},
       fmt::format("oneDNN pooling ({})", pd.impl_info_str()));
@@ -820,6 +826,15 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
       if (is_transpose(t) && sole_reader(t->outputs[0]) == &node) all.input_transposes[i] = t;
     }
     if (const Node* t = sole_reader(v); is_transpose(t)) all.output_transpose = t;
+  }
+  if (node.op_type == "MaxPool" || node.op_type == "AveragePool") { // channels_last's
+    const Node* t = node.inputs[0]->producer;
+    if (t && t->op_type == "Transpose" && free(t) && perm_of(*t) == Ints{0, 3, 1, 2} &&
+        sole_reader(t->outputs[0]) == &node)
+      all.input_transposes[0] = t;
+    const Node* o = sole_reader(node.outputs[0]);
+    if (o && o->op_type == "Transpose" && free(o) && perm_of(*o) == Ints{0, 2, 3, 1})
+      all.output_transpose = o;
   }
   // The largest form oneDNN implements (a reference implementation does not count; for
   // MatMul and Gemm not even alone, as the generated kernel is over 10x faster than oneDNN's

@@ -166,9 +166,16 @@ private:
     for (size_t k = 0; k < constant_at.size(); ++k)
       inputs[static_cast<size_t>(constant_at[k])] =
           b.constant("channels_last", std::move(transposed[k]));
-    for (int i : reorder_at)
-      inputs[static_cast<size_t>(i)] =
-          b.op("Transpose", {inputs[static_cast<size_t>(i)]}, TransposeAttrs{kToLast});
+    for (int i : reorder_at) {
+      Value*& in = inputs[static_cast<size_t>(i)];
+      // One Transpose per value: the one a convolution reading it has, if any.
+      auto it = readers.find(in);
+      const Node* existing = nullptr;
+      for (const Node* r : it == readers.end() ? std::vector<Node*>{} : it->second) {
+        if (is_transpose(r, kToLast)) existing = r;
+      }
+      in = existing ? existing->outputs[0] : b.op("Transpose", {in}, TransposeAttrs{kToLast});
+    }
     Value* y = b.op(e.op_type, inputs, attrs);
     Value* out = e.outputs[0];
     out->producer = nullptr;
