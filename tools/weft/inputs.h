@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "weft/graph/tensor.h"
-#include "weft/runtime/cpu/executable.h"
+#include "weft/runtime/executable.h"
 #include "weft/support/status.h"
 
 namespace weft::cli {

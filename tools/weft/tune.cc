@@ -88,7 +88,7 @@ int tune(const TuneOptions& o) {
                            tuned, fixed, before, after);
   std::cout << fmt::format(
       "records: {}\n",
-      TuningCache(codegen::CpuCompiler::from_environment(), kernel_threads()).directory());
+      TuningCache(toolchain::CpuCompiler::from_environment(), kernel_threads()).directory());
   return 0;
 }
 

@@ -132,6 +132,12 @@ const AstNode* column_nest(const kernel::Kernel& k, const AstNode& loop) {
 
 int64_t machine_stream_min_bytes() {
   static const int64_t bytes = [] {
+    // $WEFT_LLC_BYTES stands in for the probe: the same code on every machine (goldens).
+    if (const char* env = std::getenv("WEFT_LLC_BYTES")) {
+      char* end = nullptr;
+      int64_t v = std::strtoll(env, &end, 10);
+      if (*end == '\0' && v > 0) return v / 4 * 3;
+    }
     int64_t llc = 0;
     for (int index = 0; index < 8; ++index) {
       std::string dir = fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/", index);

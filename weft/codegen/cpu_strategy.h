@@ -45,7 +45,8 @@ inline constexpr int64_t kTinyRow = 8;      // rows this short are vectorized ac
 
 // What CpuSchedule::stream_min_bytes defaults to on this machine: 3/4 of the last-level
 // cache (the L3 of /sys/devices/system/cpu/cpu0/cache, else sysconf's), glibc's threshold
-// for memcpy's non-temporal stores; kNoStreaming when the size is unknown.
+// for memcpy's non-temporal stores; kNoStreaming when the size is unknown. $WEFT_LLC_BYTES,
+// when set, is the cache size instead of the probe's.
 inline constexpr int64_t kNoStreaming = int64_t{1} << 62;
 int64_t machine_stream_min_bytes();
 

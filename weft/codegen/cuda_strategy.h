@@ -35,10 +35,11 @@
 #include <string>
 
 #include "weft/codegen/cpu_strategy.h"
+#include "weft/runtime/cuda/launch.h"
 
 namespace weft::codegen {
 
-inline constexpr int64_t kCudaMaxGrid = 1024;    // blocks of a persistent grid, at most
+inline constexpr int64_t kCudaMaxGrid = runtime::cuda::kMaxPersistentGrid;
 inline constexpr int64_t kCudaBlock = 256;       // threads of a block, unless a row takes one
 inline constexpr int64_t kCudaColumnRows = 8;    // row slices of a COLUMN block
 inline constexpr int64_t kCudaMinSplitRows = 64; // rows a COLUMN split keeps per block, at least

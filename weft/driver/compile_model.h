@@ -15,7 +15,7 @@
 #include "weft/driver/pipeline.h"
 #include "weft/fusion/fuse.h"
 #include "weft/graph/graph.h"
-#include "weft/runtime/cpu/executable.h"
+#include "weft/runtime/executable.h"
 #include "weft/support/status.h"
 
 namespace weft {

@@ -15,21 +15,54 @@ namespace weft {
 
 namespace {
 
-Status run_pass(std::string_view name, Status (*pass)(Graph&), Graph& graph,
-                const PassObserver& observe) {
-  WEFT_RETURN_IF_ERROR(pass(graph));
-  WEFT_RETURN_IF_ERROR(verify_graph(graph, name));
-  if (observe) observe(name, graph);
+struct GraphPass {
+  std::string_view name;
+  Status (*run)(Graph&);
+};
+
+// The graph passes, in order; each is verified after it runs.
+const std::vector<GraphPass>& graph_passes() {
+  static const std::vector<GraphPass> passes = {
+      // Constant nodes and exporters' shape subgraphs become constants, which the later
+      // passes read.
+      {"fold_constants", fold_constants},
+      // Folded shape targets (Reshape, Expand, ...) now determine more dims.
+      {"infer_shapes", infer_shapes},
+      // Recurrent ops whose shapes are static; the others wait for specialization.
+      {"expand_recurrent", expand_recurrent},
+      // Fused ops of the newer opsets into primitives, which canonicalize then tidies.
+      {"decompose", decompose},
+      // Needs the folded constants to move axes and bounds into attributes.
+      {"canonicalize", canonicalize},
+      // After canonicalize, which turns empty-axes reductions into Identity.
+      {"eliminate_identity", eliminate_identity},
+      // Needs canonical reduction axes; what it leaves unused goes next.
+      {"split_moments", split_moments},
+      // Last: removes what the passes above left unused.
+      {"eliminate_dead_code", eliminate_dead_code},
+  };
+  return passes;
+}
+
+Status run_passes(Graph& graph, size_t first, const PassObserver& observe) {
+  const std::vector<GraphPass>& passes = graph_passes();
+  for (size_t p = first; p < passes.size(); ++p) {
+    WEFT_RETURN_IF_ERROR(passes[p].run(graph));
+    WEFT_RETURN_IF_ERROR(verify_graph(graph, passes[p].name));
+    if (observe) observe(passes[p].name, graph);
+  }
   return Status();
 }
 
 } // namespace
 
 const std::vector<std::string_view>& pipeline_steps() {
-  static const std::vector<std::string_view> steps = {
-      "import",           "fold_constants",     "infer_shapes",  "decompose",
-      "canonicalize",     "expand_recurrent",   "eliminate_identity", "split_moments",
-      "eliminate_dead_code"};
+  static const std::vector<std::string_view> steps = [] {
+    std::vector<std::string_view> names = {"import"};
+    for (const GraphPass& p : graph_passes())
+      names.push_back(p.name);
+    return names;
+  }();
   return steps;
 }
 
@@ -38,24 +71,18 @@ Result<Graph> run_graph_pipeline(const ModelSource& model, const PassObserver& o
                                          ? import_model_bytes(model.bytes, model.path, ".")
                                          : import_model(model.path));
   if (observe) observe("import", graph);
-  // Folding comes first: Constant nodes and exporters' shape subgraphs become constants,
-  // which the later passes read.
-  WEFT_RETURN_IF_ERROR(run_pass("fold_constants", fold_constants, graph, observe));
-  // Folded shape targets (Reshape, Expand, ...) now determine more dims.
-  WEFT_RETURN_IF_ERROR(run_pass("infer_shapes", infer_shapes, graph, observe));
-  // Fused ops of the newer opsets into primitives, which canonicalize then tidies.
-  WEFT_RETURN_IF_ERROR(run_pass("decompose", decompose, graph, observe));
-  // Needs the folded constants to move axes and bounds into attributes.
-  WEFT_RETURN_IF_ERROR(run_pass("canonicalize", canonicalize, graph, observe));
-  // Recurrent ops whose shapes are static already; the others wait for specialization.
-  WEFT_RETURN_IF_ERROR(run_pass("expand_recurrent", expand_recurrent, graph, observe));
-  // After canonicalize, which turns empty-axes reductions into Identity.
-  WEFT_RETURN_IF_ERROR(run_pass("eliminate_identity", eliminate_identity, graph, observe));
-  // Needs canonical reduction axes; what it leaves unused goes next.
-  WEFT_RETURN_IF_ERROR(run_pass("split_moments", split_moments, graph, observe));
-  // Last: removes what the passes above left unused.
-  WEFT_RETURN_IF_ERROR(run_pass("eliminate_dead_code", eliminate_dead_code, graph, observe));
+  WEFT_RETURN_IF_ERROR(run_passes(graph, 0, observe));
   return graph;
+}
+
+Status refold(Graph& graph, std::string_view after) {
+  for (size_t before = 0; before != graph.nodes().size();) {
+    before = graph.nodes().size();
+    WEFT_RETURN_IF_ERROR(fold_constants(graph));
+    WEFT_RETURN_IF_ERROR(infer_shapes(graph));
+  }
+  WEFT_RETURN_IF_ERROR(verify_graph(graph, after));
+  return run_passes(graph, 2, {}); // from expand_recurrent on
 }
 
 } // namespace weft

@@ -37,4 +37,9 @@ Result<Graph> run_graph_pipeline(const ModelSource& model, const PassObserver& o
 // "import" followed by the graph passes, in pipeline order (for `weft inspect --after`).
 const std::vector<std::string_view>& pipeline_steps();
 
+// The pipeline again, after a change that makes more values constant or more dims static
+// (specialization, host ops, a layout pass): constants folded and shapes inferred to a fixed
+// point, verified as "after" left them, then the passes from expand_recurrent on.
+Status refold(Graph& graph, std::string_view after);
+
 } // namespace weft

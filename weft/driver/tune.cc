@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include "weft/codegen/compile_cpu.h"
 #include "weft/codegen/emit_c.h"
 #include "weft/codegen/generate.h"
 #include "weft/driver/tuning_cache.h"
@@ -16,6 +15,7 @@
 #include "weft/support/float16.h"
 #include "weft/support/log.h"
 #include "weft/support/parallel.h"
+#include "weft/toolchain/compile_cpu.h"
 
 namespace weft {
 
@@ -101,11 +101,11 @@ Result<Task> prepare(const KernelSummary& summary, size_t index) {
   return task;
 }
 
-Status build(Task& task, const std::string& kernel_name, const codegen::CpuCompiler& compiler) {
+Status build(Task& task, const std::string& kernel_name, const toolchain::CpuCompiler& compiler) {
   std::string source = codegen::emit_prelude(codegen::Dialect::kCpu);
   for (const std::string& f : task.sources)
     source += "\n" + f;
-  WEFT_ASSIGN_OR_RETURN(codegen::CompiledLibrary built, codegen::compile_cpu(source, compiler));
+  WEFT_ASSIGN_OR_RETURN(toolchain::CompiledLibrary built, toolchain::compile_cpu(source, compiler));
   WEFT_ASSIGN_OR_RETURN(task.library, runtime::KernelLibrary::load(built.path));
   std::vector<CpuSchedule> grid = candidate_schedules();
   for (size_t c = 0; c < task.schedules.size(); ++c) {
@@ -308,7 +308,7 @@ Result<std::vector<TuneResult>> tune_model(const CompiledModel& model,
     }
   }
   // Candidates build on all cores, one library per task.
-  codegen::CpuCompiler compiler = codegen::CpuCompiler::from_environment();
+  toolchain::CpuCompiler compiler = toolchain::CpuCompiler::from_environment();
   std::vector<Status> failures(tasks.size());
   parallel_for(tasks.size(), [&](size_t t) {
     failures[t] = build(tasks[t], model.kernels[tasks[t].summary].kernel->name, compiler);

@@ -30,7 +30,7 @@ std::string cpu_model() {
 
 int kernel_threads() { return omp_get_max_threads(); }
 
-TuningCache::TuningCache(const codegen::CpuCompiler& compiler, int threads)
+TuningCache::TuningCache(const toolchain::CpuCompiler& compiler, int threads)
     : dir_((fs::path(compiler.cache_dir) / "tuning").string()),
       machine_(fmt::format("{}\n{} threads\n{} {}", cpu_model(), threads, compiler.cxx,
                            fmt::join(compiler.flags, " "))) {}

@@ -11,9 +11,9 @@
 #include <optional>
 #include <string>
 
-#include "weft/codegen/compile_cpu.h"
 #include "weft/codegen/cpu_strategy.h"
 #include "weft/support/status.h"
+#include "weft/toolchain/compile_cpu.h"
 
 namespace weft {
 
@@ -28,7 +28,7 @@ struct TuningRecord {
 class TuningCache {
 public:
   // The cache under "compiler.cache_dir", for this machine with "threads" OpenMP threads.
-  TuningCache(const codegen::CpuCompiler& compiler, int threads);
+  TuningCache(const toolchain::CpuCompiler& compiler, int threads);
 
   // The record of the kernel whose IR text is "kernel_ir", if one was stored and reads back.
   std::optional<TuningRecord> lookup(const std::string& kernel_ir) const;

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "weft/graph/graph.h"
-#include "weft/runtime/cpu/library_kernel.h"
+#include "weft/runtime/library_kernel.h"
 #include "weft/support/status.h"
 
 namespace weft::library {

@@ -7,6 +7,7 @@
 
 #include "weft/graph/node_builder.h"
 #include "weft/graph/op_table.h"
+#include "weft/graph/passes/fold_constants.h"
 #include "weft/graph/shape_functions.h"
 #include "weft/support/check.h"
 
@@ -291,7 +292,8 @@ Status expand_recurrent(Graph& graph) {
         {graph.source, node->name, node->op_type, node->opset}));
     graph.remove_nodes_if([&](const Node& n) { return &n == node; });
   }
-  return Status();
+  // The slices of the weights fold when the weights are constant.
+  return nodes.empty() ? Status() : fold_constants(graph);
 }
 
 } // namespace weft

@@ -9,11 +9,12 @@
 // Concat.
 //
 // Requires: a verified graph with inferred shapes.
-// Guarantees: every RNN, GRU and LSTM node whose inputs have static shapes is replaced; the
-// values it defined keep their names and are now defined by the new nodes. Nodes with dims
-// known only at run time are left for after specialization. A node is refused, with an error
-// naming it, when its sequence is longer than kMaxUnrolledSteps, or when it has a
-// sequence_lens input below opset 10 (the masking needs Where and ReverseSequence).
+// Guarantees: every RNN, GRU and LSTM node whose inputs have static shapes is replaced, and
+// the slices it takes of constant weights are folded; the values it defined keep their names
+// and are now defined by the new nodes. Nodes with dims known only at run time are left for
+// after specialization. A node is refused, with an error naming it, when its sequence is
+// longer than kMaxUnrolledSteps, or when it has a sequence_lens input below opset 10 (the
+// masking needs Where and ReverseSequence).
 #pragma once
 
 #include <cstdint>

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "weft/runtime/cpu/library_kernel.h"
 #include "weft/runtime/cuda/device.h"
+#include "weft/runtime/library_kernel.h"
 
 namespace weft::runtime::cuda {
 

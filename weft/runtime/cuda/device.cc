@@ -4,8 +4,6 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "weft/codegen/cuda_strategy.h"
-
 namespace weft::runtime::cuda {
 
 std::vector<LaunchShape> parse_launch_lines(const std::string& source) {
@@ -28,7 +26,7 @@ std::vector<LaunchShape> parse_launch_lines(const std::string& source) {
 
 int64_t Device::persistent_grid(int64_t block) const {
   int64_t per_sm = std::max<int64_t>(1, 2048 / std::max<int64_t>(block, 1));
-  return std::clamp<int64_t>(per_sm * sm_count(), 1, codegen::kCudaMaxGrid);
+  return std::clamp<int64_t>(per_sm * sm_count(), 1, kMaxPersistentGrid);
 }
 
 Result<std::shared_ptr<Device>> open_device() {

@@ -13,20 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "weft/runtime/cpu/executable.h"
+#include "weft/runtime/cuda/launch.h"
+#include "weft/runtime/executable.h"
 #include "weft/support/status.h"
 
 namespace weft::runtime::cuda {
-
-// One function of a module, as emit_c.h's "// launch" line describes it.
-struct LaunchShape {
-  std::string function;
-  int64_t block = 1;
-  bool one_block = false; // grid "1"; otherwise a persistent grid sized to the device
-};
-
-// The launch lines of a CUDA translation unit, in order.
-std::vector<LaunchShape> parse_launch_lines(const std::string& source);
 
 // A loaded translation unit.
 class Module {
@@ -78,7 +69,7 @@ public:
                                                      const std::string& name) = 0;
 
   // Blocks of a persistent grid of "block"-thread blocks: enough to fill every SM (2048
-  // resident threads each), at most codegen's kCudaMaxGrid.
+  // resident threads each), at most kMaxPersistentGrid.
   int64_t persistent_grid(int64_t block) const;
 };
 

@@ -16,9 +16,9 @@
 #include <fmt/format.h>
 
 #include "weft/runtime/cuda/device.h"
-#include "weft/runtime/cuda/dynamic_library.h"
-#include "weft/runtime/cuda/nvrtc.h"
 #include "weft/runtime/cuda/restrict_check.h"
+#include "weft/support/dynamic_library.h"
+#include "weft/toolchain/nvrtc.h"
 
 namespace weft::runtime::cuda {
 
@@ -478,7 +478,7 @@ public:
   Result<std::shared_ptr<const Module>> load(const std::string& source,
                                              const std::string& name) override {
     WEFT_RETURN_IF_ERROR(check_restrict(source));
-    WEFT_ASSIGN_OR_RETURN(const Nvrtc* nvrtc, Nvrtc::get());
+    WEFT_ASSIGN_OR_RETURN(const toolchain::Nvrtc* nvrtc, toolchain::Nvrtc::get());
     WEFT_ASSIGN_OR_RETURN(std::string ptx, nvrtc->compile_to_ptx(source, name, state_->arch));
     WEFT_RETURN_IF_ERROR(state_->make_current());
     CUmodule module = nullptr;

@@ -13,9 +13,9 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
-#include "weft/codegen/compile_cpu.h"
 #include "weft/runtime/cuda/device.h"
 #include "weft/runtime/cuda/restrict_check.h"
+#include "weft/toolchain/compile_cpu.h"
 
 namespace weft::runtime::cuda {
 
@@ -350,8 +350,8 @@ public:
     WEFT_RETURN_IF_ERROR(check_restrict(source));
     std::string unit = fmt::format("{}\n{}\n{}", kEmulationHeader, source, kEmulationLaunch);
     unit.insert(0, "#include <array>\n");
-    WEFT_ASSIGN_OR_RETURN(codegen::CompiledLibrary built,
-                          codegen::compile_cpu(unit, codegen::CpuCompiler::from_environment()));
+    WEFT_ASSIGN_OR_RETURN(toolchain::CompiledLibrary built,
+                          toolchain::compile_cpu(unit, toolchain::CpuCompiler::from_environment()));
     void* handle = dlopen(built.path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle)
       return Status::error(fmt::format("{}: cannot load {}: {}", name, built.path, dlerror()));

@@ -7,7 +7,7 @@
 
 #include <dlfcn.h>
 
-namespace weft::runtime::cuda {
+namespace weft {
 
 // The handle of the first of "names" that loads, or null.
 inline void* open_first(std::initializer_list<const char*> names) {
@@ -33,4 +33,4 @@ private:
   std::string missing_;
 };
 
-} // namespace weft::runtime::cuda
+} // namespace weft

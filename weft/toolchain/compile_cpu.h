@@ -10,7 +10,7 @@
 
 #include "weft/support/status.h"
 
-namespace weft::codegen {
+namespace weft::toolchain {
 
 struct CpuCompiler {
   std::string cxx;                // $CXX, else "c++"; may hold several words ("ccache g++")
@@ -36,4 +36,4 @@ std::string shell_line(const std::vector<std::string>& argv);
 // command and the path of the compiler's log.
 Result<CompiledLibrary> compile_cpu(const std::string& source, const CpuCompiler& compiler);
 
-} // namespace weft::codegen
+} // namespace weft::toolchain

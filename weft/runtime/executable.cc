@@ -1,4 +1,4 @@
-#include "weft/runtime/cpu/executable.h"
+#include "weft/runtime/executable.h"
 
 #include <algorithm>
 #include <chrono>

@@ -21,7 +21,7 @@
 
 #include "weft/graph/tensor.h"
 #include "weft/runtime/cpu/kernel_library.h"
-#include "weft/runtime/cpu/library_kernel.h"
+#include "weft/runtime/library_kernel.h"
 #include "weft/support/status.h"
 
 namespace weft::runtime {
@@ -49,10 +49,10 @@ using Bindings = std::map<std::string, int64_t>;
 
 // What a launch does, for profiles and the per-kernel table.
 struct LaunchInfo {
-  std::string node;     // the graph node it came from
-  std::string op_type;  // that node's op
-  std::string strategy; // e.g. "elementwise", "reduce ROW sum" (kernel::describe_strategy)
-  std::string shapes;   // its buffers' types, e.g. "f32[64,128] -> f32[64]"
+  std::string node;            // the graph node it came from
+  std::string op_type;         // that node's op
+  std::string strategy;        // e.g. "elementwise", "reduce ROW sum" (kernel::describe_strategy)
+  std::string shapes;          // its buffers' types, e.g. "f32[64,128] -> f32[64]"
   std::vector<Dim> moved = {}; // bytes of each input and output, counted once
 
   // The bytes it moves when "bound" gives its symbols (a term it cannot evaluate counts 0).

@@ -1,4 +1,4 @@
-#include "weft/codegen/compile_cpu.h"
+#include "weft/toolchain/compile_cpu.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -16,7 +16,7 @@
 
 extern char** environ;
 
-namespace weft::codegen {
+namespace weft::toolchain {
 
 namespace fs = std::filesystem;
 
@@ -136,4 +136,4 @@ Result<CompiledLibrary> compile_cpu(const std::string& source, const CpuCompiler
   return CompiledLibrary{library.string(), false};
 }
 
-} // namespace weft::codegen
+} // namespace weft::toolchain

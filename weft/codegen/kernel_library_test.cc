@@ -12,11 +12,11 @@
 #include <unistd.h>
 
 #include "tests/testing/kernels.h"
-#include "weft/codegen/compile_cpu.h"
 #include "weft/codegen/emit_c.h"
 #include "weft/kernel/kernel.h"
 #include "weft/poly/schedule_kernel.h"
 #include "weft/runtime/cpu/kernel_library.h"
+#include "weft/toolchain/compile_cpu.h"
 
 namespace weft::runtime {
 namespace {
@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 class CpuKernels : public ::testing::Test {
 protected:
   void SetUp() override {
-    compiler_ = codegen::CpuCompiler::from_environment();
+    compiler_ = toolchain::CpuCompiler::from_environment();
     compiler_.cache_dir =
         (fs::temp_directory_path() / ("weft_cache_test_" + std::to_string(::getpid()))).string();
   }
@@ -39,7 +39,7 @@ protected:
     Result<std::string> src = codegen::emit_kernel(k, s->loops, codegen::Dialect::kCpu, schedule);
     EXPECT_TRUE(src.ok()) << src.status().to_string();
     if (source && src.ok()) *source = *src;
-    Result<codegen::CompiledLibrary> lib = codegen::compile_cpu(*src, compiler_);
+    Result<toolchain::CompiledLibrary> lib = toolchain::compile_cpu(*src, compiler_);
     EXPECT_TRUE(lib.ok()) << lib.status().to_string();
     if (!lib.ok()) return nullptr;
     if (cache_hit) *cache_hit = lib->cache_hit;
@@ -109,7 +109,7 @@ protected:
     return y;
   }
 
-  codegen::CpuCompiler compiler_;
+  toolchain::CpuCompiler compiler_;
   std::vector<std::shared_ptr<KernelLibrary>> libraries_;
 };
 
@@ -290,7 +290,7 @@ TEST_F(CpuKernels, TanhMatchesFloat64Reference) {
 }
 
 TEST_F(CpuKernels, CompilerFailureNamesCommandAndLog) {
-  Result<codegen::CompiledLibrary> lib = codegen::compile_cpu("this is not C++", compiler_);
+  Result<toolchain::CompiledLibrary> lib = toolchain::compile_cpu("this is not C++", compiler_);
   ASSERT_FALSE(lib.ok());
   EXPECT_NE(lib.status().message().find("-fopenmp"), std::string::npos) << lib.status().message();
   EXPECT_NE(lib.status().message().find(".log"), std::string::npos) << lib.status().message();

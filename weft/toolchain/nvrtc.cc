@@ -1,13 +1,13 @@
-#include "weft/runtime/cuda/nvrtc.h"
+#include "weft/toolchain/nvrtc.h"
 
 #include <memory>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "weft/runtime/cuda/dynamic_library.h"
+#include "weft/support/dynamic_library.h"
 
-namespace weft::runtime::cuda {
+namespace weft::toolchain {
 
 namespace {
 
@@ -104,4 +104,4 @@ Result<std::string> Nvrtc::compile_to_ptx(const std::string& source, const std::
   return result;
 }
 
-} // namespace weft::runtime::cuda
+} // namespace weft::toolchain

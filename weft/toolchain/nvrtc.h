@@ -8,7 +8,7 @@
 
 #include "weft/support/status.h"
 
-namespace weft::runtime::cuda {
+namespace weft::toolchain {
 
 class Nvrtc {
 public:
@@ -30,4 +30,4 @@ private:
   const Api* api_;
 };
 
-} // namespace weft::runtime::cuda
+} // namespace weft::toolchain

@@ -1,0 +1,419 @@
+
+// kernel k0_MatMul: 2 part(s)
+// launch weft_k0_MatMul_p0 block=256 grid=device
+// b0 b0, b1 b1, b2 b3
+extern "C" __global__ void __launch_bounds__(256) weft_k0_MatMul_p0(const float* __restrict__ b0, const float* __restrict__ b1, float* __restrict__ b2) {
+  const int64_t weft_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t weft_p = weft_first; weft_p < 49152; weft_p += weft_groups) {
+    const int64_t c0 = 0 + weft_p;
+    {  // init
+      const float t0 = 0.0f;
+      b2[c0] = t0;
+    }
+  }
+}
+// launch weft_k0_MatMul_p1 block=256 grid=device
+// b0 b0, b1 b1, b2 b3
+extern "C" __global__ void __launch_bounds__(256) weft_k0_MatMul_p1(const float* __restrict__ b0, const float* __restrict__ b1, float* b2) {
+  const int64_t weft_lane = threadIdx.x % 8;
+  const unsigned int weft_mask = ((1u << 8) - 1u) << (threadIdx.x % 32 / 8 * 8);
+  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 8;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / 8;
+  for (int64_t weft_p = weft_first; weft_p < 2 * 128 * 192; weft_p += weft_groups) {
+    uint32_t weft_q = weft_p;
+    const int64_t c2 = 0 + weft_q % 192u;
+    weft_q /= 192u;
+    const int64_t c1 = 0 + weft_q % 128u;
+    weft_q /= 128u;
+    const int64_t c0 = 0 + weft_q;
+    // a group of 8 threads per point
+    {  // the group's lanes accumulate; shuffles combine them
+      float acc = 0.0f;
+      for (int64_t c3 = 0 + weft_lane * 1; (c3 <= 63); c3 += 8 * 1) {
+        {  // multiply_add
+          const float t0 = b0[c0 * 128 * 64 + c1 * 64 + c3];
+          const float t1 = b1[c3 * 192 + c2];
+          const float t2 = (t0 * t1);
+          acc = acc + t2;
+        }
+      }
+      acc = weft_group_reduce<8>(acc, weft_op_add{}, weft_mask);
+      if (weft_lane == 0) { b2[(24576 * c0 + 192 * c1 + c2)] = b2[(24576 * c0 + 192 * c1 + c2)] + acc; }
+    }
+    __syncwarp(weft_mask);
+  }
+}
+
+// kernel k1_Split: 1 part(s)
+// launch weft_k1_Split_p0 block=256 grid=device
+// b0 b0, b1 b1, b2 b2, b3 b3
+extern "C" __global__ void __launch_bounds__(256) weft_k1_Split_p0(const float* __restrict__ b0, float* __restrict__ b1, float* __restrict__ b2, float* __restrict__ b3) {
+  const int64_t weft_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t weft_p = weft_first; weft_p < 2 * 128 * 64; weft_p += weft_groups) {
+    uint32_t weft_q = weft_p;
+    const int64_t c2 = 0 + weft_q % 64u;
+    weft_q /= 64u;
+    const int64_t c1 = 0 + weft_q % 128u;
+    weft_q /= 128u;
+    const int64_t c0 = 0 + weft_q;
+    {  // split
+      const float t0 = b0[c0 * 128 * 192 + c1 * 192 + c2];
+      b1[c0 * 128 * 64 + c1 * 64 + c2] = t0;
+    }
+    {  // split
+      const float t0 = b0[c0 * 128 * 192 + c1 * 192 + (c2 + 64)];
+      b2[c0 * 128 * 64 + c1 * 64 + c2] = t0;
+    }
+    {  // split
+      const float t0 = b0[c0 * 128 * 192 + c1 * 192 + (c2 + 128)];
+      b3[c0 * 128 * 64 + c1 * 64 + c2] = t0;
+    }
+  }
+}
+
+// kernel k8_MatMul: 2 part(s)
+// launch weft_k8_MatMul_p0 block=256 grid=device
+// b0 b3, b1 b0_1, b2 b0
+extern "C" __global__ void __launch_bounds__(256) weft_k8_MatMul_p0(float* __restrict__ b0, const float* __restrict__ b1, const float* __restrict__ b2) {
+  const int64_t weft_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t weft_p = weft_first; weft_p < 131072; weft_p += weft_groups) {
+    const int64_t c0 = 0 + weft_p;
+    {  // init
+      const float t0 = 0.0f;
+      b0[c0] = t0;
+    }
+  }
+}
+// launch weft_k8_MatMul_p1 block=256 grid=device
+// b0 b3, b1 b0_1, b2 b0
+extern "C" __global__ void __launch_bounds__(256) weft_k8_MatMul_p1(float* b0, const float* __restrict__ b1, const float* __restrict__ b2) {
+  const int64_t weft_lane = threadIdx.x % 2;
+  const unsigned int weft_mask = ((1u << 2) - 1u) << (threadIdx.x % 32 / 2 * 2);
+  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 2;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / 2;
+  for (int64_t weft_p = weft_first; weft_p < 2 * 4 * 128 * 128; weft_p += weft_groups) {
+    uint32_t weft_q = weft_p;
+    const int64_t c3 = 0 + weft_q % 128u;
+    weft_q /= 128u;
+    const int64_t c2 = 0 + weft_q % 128u;
+    weft_q /= 128u;
+    const int64_t c1 = 0 + weft_q % 4u;
+    weft_q /= 4u;
+    const int64_t c0 = 0 + weft_q;
+    // a group of 2 threads per point
+    {  // the group's lanes accumulate; shuffles combine them
+      float acc = 0.0f;
+      for (int64_t c4 = 0 + weft_lane * 1; (c4 <= 15); c4 += 2 * 1) {
+        {  // multiply_add
+          const float t0 = b1[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + c4];
+          const float t1 = b2[c0 * 128 * 4 * 16 + c3 * 4 * 16 + c1 * 16 + c4];
+          const float t2 = (t0 * t1);
+          acc = acc + t2;
+        }
+      }
+      acc = weft_group_reduce<2>(acc, weft_op_add{}, weft_mask);
+      if (weft_lane == 0) { b0[(65536 * c0 + 16384 * c1 + 128 * c2 + c3)] = b0[(65536 * c0 + 16384 * c1 + 128 * c2 + c3)] + acc; }
+    }
+    __syncwarp(weft_mask);
+  }
+}
+
+// kernel k10_Softmax: 1 part(s)
+// launch weft_k10_Softmax_p0 block=256 grid=device
+// b0 b1, b1 t2, b2 t3, b3 b0_1, b4 b1_1
+extern "C" __global__ void __launch_bounds__(256) weft_k10_Softmax_p0(float* b0, float* b1, float* b2, const float* __restrict__ b3, const float* __restrict__ b4) {
+  const int64_t weft_lane = threadIdx.x % 16;
+  const unsigned int weft_mask = ((1u << 16) - 1u) << (threadIdx.x % 32 / 16 * 16);
+  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 16;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / 16;
+  for (int64_t weft_p = weft_first; weft_p < 2 * 4 * 128; weft_p += weft_groups) {
+    uint32_t weft_q = weft_p;
+    const int64_t c2 = 0 + weft_q % 128u;
+    weft_q /= 128u;
+    const int64_t c1 = 0 + weft_q % 4u;
+    weft_q /= 4u;
+    const int64_t c0 = 0 + weft_q;
+    // a group of 16 threads per point
+    if (weft_lane == 0) {
+      {  // init
+        const float t0 = static_cast<float>(-INFINITY);
+        b1[(512 * c0 + 128 * c1 + c2)] = t0;
+      }
+    }
+    __syncwarp(weft_mask);
+    {  // the group's lanes accumulate; shuffles combine them
+      float acc = static_cast<float>(-INFINITY);
+      for (int64_t c3 = 0 + weft_lane * 1; (c3 <= 127); c3 += 16 * 1) {
+        {  // update
+          const float t0 = b3[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3];
+          const float t1 = b4[0];
+          const float t2 = (t0 * t1);
+          acc = weft_shift_max(acc, t2);
+        }
+      }
+      acc = weft_group_reduce<16>(acc, weft_op_max{}, weft_mask);
+      if (weft_lane == 0) { b1[(512 * c0 + 128 * c1 + c2)] = weft_max(b1[(512 * c0 + 128 * c1 + c2)], acc); }
+    }
+    __syncwarp(weft_mask);
+    if (weft_lane == 0) {
+      {  // init_sum
+        const float t0 = 0.0f;
+        b2[(512 * c0 + 128 * c1 + c2)] = t0;
+      }
+    }
+    __syncwarp(weft_mask);
+    for (int64_t c3 = 0 + weft_lane * 1; (c3 <= 127); c3 += 16 * 1) {
+      {  // exp
+        const float t0 = b3[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3];
+        const float t1 = b4[0];
+        const float t2 = (t0 * t1);
+        const float t3 = b1[(512 * c0 + 128 * c1 + c2)];
+        const float t4 = (t2 - t3);
+        const float t5 = weft_shifted_exp(t4);
+        b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3] = t5;
+      }
+    }
+    __syncwarp(weft_mask);
+    {  // the group's lanes accumulate; shuffles combine them
+      float acc = 0.0f;
+      for (int64_t c3 = 0 + weft_lane * 1; (c3 <= 127); c3 += 16 * 1) {
+        {  // sum_exp
+          const float t0 = b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3];
+          acc = acc + t0;
+        }
+      }
+      acc = weft_group_reduce<16>(acc, weft_op_add{}, weft_mask);
+      if (weft_lane == 0) { b2[(512 * c0 + 128 * c1 + c2)] = b2[(512 * c0 + 128 * c1 + c2)] + acc; }
+    }
+    __syncwarp(weft_mask);
+    if (weft_lane == 0) {
+      {  // reciprocal
+        const float t0 = 1.0f;
+        const float t1 = b2[(512 * c0 + 128 * c1 + c2)];
+        const float t2 = (t0 / t1);
+        b2[(512 * c0 + 128 * c1 + c2)] = t2;
+      }
+    }
+    __syncwarp(weft_mask);
+    for (int64_t c3 = 0 + weft_lane * 1; (c3 <= 127); c3 += 16 * 1) {
+      {  // normalize
+        const float t0 = b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3];
+        const float t1 = b2[(512 * c0 + 128 * c1 + c2)];
+        const float t2 = (t0 * t1);
+        b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3] = t2;
+      }
+    }
+    __syncwarp(weft_mask);
+  }
+}
+
+// kernel k11_MatMul: 2 part(s)
+// launch weft_k11_MatMul_p0 block=256 grid=device
+// b0 b0, b1 b3, b2 b0_1
+extern "C" __global__ void __launch_bounds__(256) weft_k11_MatMul_p0(const float* __restrict__ b0, float* __restrict__ b1, const float* __restrict__ b2) {
+  const int64_t weft_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t weft_p = weft_first; weft_p < 16384; weft_p += weft_groups) {
+    const int64_t c0 = 0 + weft_p;
+    {  // init
+      const float t0 = 0.0f;
+      b1[c0] = t0;
+    }
+  }
+}
+// launch weft_k11_MatMul_p1 block=256 grid=device
+// b0 b0, b1 b3, b2 b0_1
+extern "C" __global__ void __launch_bounds__(256) weft_k11_MatMul_p1(const float* __restrict__ b0, float* b1, const float* __restrict__ b2) {
+  const int64_t weft_lane = threadIdx.x % 16;
+  const unsigned int weft_mask = ((1u << 16) - 1u) << (threadIdx.x % 32 / 16 * 16);
+  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 16;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / 16;
+  for (int64_t weft_p = weft_first; weft_p < 2 * 4 * 128 * 16; weft_p += weft_groups) {
+    uint32_t weft_q = weft_p;
+    const int64_t c3 = 0 + weft_q % 16u;
+    weft_q /= 16u;
+    const int64_t c2 = 0 + weft_q % 128u;
+    weft_q /= 128u;
+    const int64_t c1 = 0 + weft_q % 4u;
+    weft_q /= 4u;
+    const int64_t c0 = 0 + weft_q;
+    // a group of 16 threads per point
+    {  // the group's lanes accumulate; shuffles combine them
+      float acc = 0.0f;
+      for (int64_t c4 = 0 + weft_lane * 1; (c4 <= 127); c4 += 16 * 1) {
+        {  // multiply_add
+          const float t0 = b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c4];
+          const float t1 = b2[c0 * 128 * 4 * 16 + c4 * 4 * 16 + c1 * 16 + c3];
+          const float t2 = (t0 * t1);
+          acc = acc + t2;
+        }
+      }
+      acc = weft_group_reduce<16>(acc, weft_op_add{}, weft_mask);
+      if (weft_lane == 0) { b1[(8192 * c0 + 2048 * c1 + 16 * c2 + c3)] = b1[(8192 * c0 + 2048 * c1 + 16 * c2 + c3)] + acc; }
+    }
+    __syncwarp(weft_mask);
+  }
+}
+
+// kernel k12_Transpose: 1 part(s)
+// launch weft_k12_Transpose_p0 block=256 grid=device
+// b0 b0, b1 b1
+extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p0(const float* __restrict__ b0, float* __restrict__ b1) {
+  const int64_t weft_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t weft_p = weft_first; weft_p < 2 * 128 * 4 * 16; weft_p += weft_groups) {
+    uint32_t weft_q = weft_p;
+    const int64_t c3 = 0 + weft_q % 16u;
+    weft_q /= 16u;
+    const int64_t c2 = 0 + weft_q % 4u;
+    weft_q /= 4u;
+    const int64_t c1 = 0 + weft_q % 128u;
+    weft_q /= 128u;
+    const int64_t c0 = 0 + weft_q;
+    {  // transpose
+      const float t0 = b0[c0 * 4 * 128 * 16 + c2 * 128 * 16 + c1 * 16 + c3];
+      b1[c0 * 128 * 4 * 16 + c1 * 4 * 16 + c2 * 16 + c3] = t0;
+    }
+  }
+}
+
+// kernel k15_LayerNormalization: 2 part(s)
+// launch weft_k15_LayerNormalization_p0 block=256 grid=device
+// b0 b1, b1 b2, b2 b3, b3 t4, b4 t5, b5 b0_1, b6 b1_1, b7 b0, b8 t1, b9 b2_1
+extern "C" __global__ void __launch_bounds__(256) weft_k15_LayerNormalization_p0(const float* __restrict__ b0, const float* __restrict__ b1, float* b2, float* b3, float* b4, const float* __restrict__ b5, const float* __restrict__ b6, const float* b7, float* __restrict__ b8, float* __restrict__ b9) {
+  const int64_t weft_lane = threadIdx.x % 8;
+  const unsigned int weft_mask = ((1u << 8) - 1u) << (threadIdx.x % 32 / 8 * 8);
+  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 8;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / 8;
+  for (int64_t weft_p = weft_first; weft_p < 256; weft_p += weft_groups) {
+    const int64_t c0 = 0 + weft_p;
+    // a group of 8 threads per point
+    if (weft_lane == 0) {
+      {  // init
+        const float t0 = 0.0f;
+        b3[c0] = t0;
+      }
+    }
+    __syncwarp(weft_mask);
+    {  // the group's lanes accumulate; shuffles combine them
+      float acc = 0.0f;
+      for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 63); c1 += 8 * 1) {
+        {  // update
+          const float t0 = b5[c0 * 64 + c1];
+          const float t1 = b6[c0 * 64 + c1];
+          const float t2 = (t0 + t1);
+          acc = acc + t2;
+        }
+      }
+      acc = weft_group_reduce<8>(acc, weft_op_add{}, weft_mask);
+      if (weft_lane == 0) { b3[c0] = b3[c0] + acc; }
+    }
+    __syncwarp(weft_mask);
+    if (weft_lane == 0) {
+      {  // mean
+        const float t0 = b3[c0];
+        const float t1 = 64.0f;
+        const float t2 = (t0 / t1);
+        b3[c0] = t2;
+      }
+    }
+    __syncwarp(weft_mask);
+    if (weft_lane == 0) {
+      {  // init_var
+        const float t0 = 0.0f;
+        b4[c0] = t0;
+      }
+    }
+    __syncwarp(weft_mask);
+    {  // the group's lanes accumulate; shuffles combine them
+      float acc = 0.0f;
+      for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 63); c1 += 8 * 1) {
+        {  // sum_squares
+          const float t0 = b5[c0 * 64 + c1];
+          const float t1 = b6[c0 * 64 + c1];
+          const float t2 = (t0 + t1);
+          const float t3 = b3[c0];
+          const float t4 = (t2 - t3);
+          const float t5 = (t4 * t4);
+          acc = acc + t5;
+        }
+      }
+      acc = weft_group_reduce<8>(acc, weft_op_add{}, weft_mask);
+      if (weft_lane == 0) { b4[c0] = b4[c0] + acc; }
+    }
+    __syncwarp(weft_mask);
+    if (weft_lane == 0) {
+      {  // inv_std
+        const float t0 = b4[c0];
+        const float t1 = 64.0f;
+        const float t2 = (t0 / t1);
+        const float t3 = 1e-05f;
+        const float t4 = (t2 + t3);
+        const float t5 = (1 / sqrt(t4));
+        b4[c0] = t5;
+      }
+    }
+    __syncwarp(weft_mask);
+    for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 63); c1 += 8 * 1) {
+      {  // normalize
+        const float t0 = b5[c0 * 64 + c1];
+        const float t1 = b6[c0 * 64 + c1];
+        const float t2 = (t0 + t1);
+        const float t3 = b3[c0];
+        const float t4 = (t2 - t3);
+        const float t5 = b4[c0];
+        const float t6 = (t4 * t5);
+        const float t7 = b0[c1];
+        const float t8 = (t6 * t7);
+        const float t9 = b1[c1];
+        const float t10 = (t8 + t9);
+        b2[c0 * 64 + c1] = t10;
+      }
+    }
+    __syncwarp(weft_mask);
+  }
+}
+// launch weft_k15_LayerNormalization_p1 block=256 grid=device
+// b0 b1, b1 b2, b2 b3, b3 t4, b4 t5, b5 b0_1, b6 b1_1, b7 b0, b8 t1, b9 b2_1
+extern "C" __global__ void __launch_bounds__(256) weft_k15_LayerNormalization_p1(const float* __restrict__ b0, const float* __restrict__ b1, float* b2, float* __restrict__ b3, float* __restrict__ b4, const float* __restrict__ b5, const float* __restrict__ b6, const float* b7, float* b8, float* __restrict__ b9) {
+  const int64_t weft_lane = threadIdx.x % 8;
+  const unsigned int weft_mask = ((1u << 8) - 1u) << (threadIdx.x % 32 / 8 * 8);
+  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 8;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / 8;
+  for (int64_t weft_p = weft_first; weft_p < 2 * 128; weft_p += weft_groups) {
+    uint32_t weft_q = weft_p;
+    const int64_t c1 = 0 + weft_q % 128u;
+    weft_q /= 128u;
+    const int64_t c0 = 0 + weft_q;
+    // a group of 8 threads per point
+    if (weft_lane == 0) {
+      {  // init
+        const float t0 = 0.0f;
+        b8[(128 * c0 + c1)] = t0;
+      }
+    }
+    __syncwarp(weft_mask);
+    {  // the group's lanes accumulate; shuffles combine them
+      float acc = 0.0f;
+      for (int64_t c2 = 0 + weft_lane * 1; (c2 <= 63); c2 += 8 * 1) {
+        {  // update
+          const float t0 = b7[c0 * 128 * 64 + c1 * 64 + c2];
+          acc = acc + t0;
+        }
+      }
+      acc = weft_group_reduce<8>(acc, weft_op_add{}, weft_mask);
+      if (weft_lane == 0) { b8[(128 * c0 + c1)] = b8[(128 * c0 + c1)] + acc; }
+    }
+    __syncwarp(weft_mask);
+    if (weft_lane == 0) {
+      {  // finish
+        const float t0 = b8[(128 * c0 + c1)];
+        b9[c0 * 128 + c1] = t0;
+      }
+    }
+    __syncwarp(weft_mask);
+  }
+}

@@ -1,0 +1,135 @@
+
+// kernel k0_Conv: 1 part(s)
+// launch weft_k0_Conv_p0 block=256 grid=device
+// b0 b0, b1 b1, b2 b2, b3 b3
+extern "C" __global__ void __launch_bounds__(256) weft_k0_Conv_p0(const float* __restrict__ b0, const float* __restrict__ b1, const float* __restrict__ b2, float* b3) {
+  const int64_t weft_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t weft_p = weft_first; weft_p < 16 * 16 * 16; weft_p += weft_groups) {
+    uint32_t weft_q = weft_p;
+    const int64_t c4 = 0 + weft_q % 16u;
+    weft_q /= 16u;
+    const int64_t c3 = 0 + weft_q % 16u;
+    weft_q /= 16u;
+    const int64_t c2 = 0 + weft_q;
+    {  // init
+      const float t0 = b2[(16 * 0 + c2)];
+      b3[0 * 16 * 16 * 16 + (16 * 0 + c2) * 16 * 16 + c3 * 16 + c4] = t0;
+    }
+    for (int64_t c5 = 0; (c5 <= 7); c5 += 1) {  // reduction
+      for (int64_t c6 = weft_imax(0, ((-c3) + 1)); (c6 <= weft_imin(2, ((-c3) + 16))); c6 += 1) {  // reduction
+        {  // accumulate in a register
+          float acc = b3[0 * 16 * 16 * 16 + (16 * 0 + c2) * 16 * 16 + c3 * 16 + c4];
+          for (int64_t c7 = weft_imax(0, ((-c4) + 1)); (c7 <= weft_imin(2, ((-c4) + 16))); c7 += 1) {  // reduction
+            {  // multiply_add
+              const float t0 = b0[0 * 8 * 16 * 16 + (8 * 0 + c5) * 16 * 16 + (c3 + c6 + -1) * 16 + (c4 + c7 + -1)];
+              const float t1 = b1[(16 * 0 + c2) * 8 * 3 * 3 + c5 * 3 * 3 + c6 * 3 + c7];
+              const float t2 = (t0 * t1);
+              acc = acc + t2;
+            }
+          }
+          b3[0 * 16 * 16 * 16 + (16 * 0 + c2) * 16 * 16 + c3 * 16 + c4] = acc;
+        }
+      }
+    }
+  }
+}
+
+// kernel k3_MaxPool: 1 part(s)
+// launch weft_k3_MaxPool_p0 block=256 grid=device
+// b0 b1, b1 b0_1, b2 b4, b3 b3, b4 b1_1, b5 b2
+extern "C" __global__ void __launch_bounds__(256) weft_k3_MaxPool_p0(float* b0, const float* __restrict__ b1, const float* __restrict__ b2, const float* __restrict__ b3, const float* __restrict__ b4, const float* __restrict__ b5) {
+  const int64_t weft_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t weft_p = weft_first; weft_p < 16 * 8 * 8; weft_p += weft_groups) {
+    uint32_t weft_q = weft_p;
+    const int64_t c3 = 0 + weft_q % 8u;
+    weft_q /= 8u;
+    const int64_t c2 = 0 + weft_q % 8u;
+    weft_q /= 8u;
+    const int64_t c1 = 0 + weft_q;
+    {  // init
+      const float t0 = static_cast<float>(-INFINITY);
+      b0[0 * 16 * 8 * 8 + c1 * 8 * 8 + c2 * 8 + c3] = t0;
+    }
+    for (int64_t c4 = 0; (c4 <= 1); c4 += 1) {  // reduction
+      {  // accumulate in a register
+        float acc = b0[0 * 16 * 8 * 8 + c1 * 8 * 8 + c2 * 8 + c3];
+        for (int64_t c5 = 0; (c5 <= 1); c5 += 1) {  // reduction
+          {  // accumulate
+            const float t0 = b1[0 * 16 * 16 * 16 + c1 * 16 * 16 + (2 * c2 + c4) * 16 + (2 * c3 + c5)];
+            const float t1 = b2[c1];
+            const float t2 = 1e-05f;
+            const float t3 = (t1 + t2);
+            const float t4 = (1 / sqrt(t3));
+            const float t5 = b3[c1];
+            const float t6 = (t0 - t5);
+            const float t7 = b4[c1];
+            const float t8 = (t4 * t7);
+            const float t9 = (t6 * t8);
+            const float t10 = b5[c1];
+            const float t11 = (t9 + t10);
+            const float t12 = 0.0f;
+            const float t13 = weft_max(t11, t12);
+            acc = weft_max(acc, t13);
+          }
+        }
+        b0[0 * 16 * 8 * 8 + c1 * 8 * 8 + c2 * 8 + c3] = acc;
+      }
+    }
+  }
+}
+
+// kernel k4_GlobalAveragePool: 3 part(s)
+// launch weft_k4_GlobalAveragePool_p0 block=256 grid=device
+// b0 b0, b1 t1, b2 b2
+extern "C" __global__ void __launch_bounds__(256) weft_k4_GlobalAveragePool_p0(const float* __restrict__ b0, float* __restrict__ b1, float* __restrict__ b2) {
+  const int64_t weft_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t weft_p = weft_first; weft_p < 16; weft_p += weft_groups) {
+    const int64_t c1 = 0 + weft_p;
+    {  // init
+      const float t0 = 0.0f;
+      b1[c1] = t0;
+    }
+  }
+}
+// launch weft_k4_GlobalAveragePool_p1 block=256 grid=device
+// b0 b0, b1 t1, b2 b2
+extern "C" __global__ void __launch_bounds__(256) weft_k4_GlobalAveragePool_p1(const float* __restrict__ b0, float* b1, float* __restrict__ b2) {
+  const int64_t weft_lane = threadIdx.x % 8;
+  const unsigned int weft_mask = ((1u << 8) - 1u) << (threadIdx.x % 32 / 8 * 8);
+  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 8;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / 8;
+  for (int64_t weft_p = weft_first; weft_p < 16; weft_p += weft_groups) {
+    const int64_t c1 = 0 + weft_p;
+    // a group of 8 threads per point
+    {  // the group's lanes accumulate; shuffles combine them
+      float acc = 0.0f;
+      for (int64_t c2 = 0 + weft_lane * 1; (c2 <= 63); c2 += 8 * 1) {
+        {  // update
+          const float t0 = b0[0 * 16 * 64 + c1 * 64 + c2];
+          acc = acc + t0;
+        }
+      }
+      acc = weft_group_reduce<8>(acc, weft_op_add{}, weft_mask);
+      if (weft_lane == 0) { b1[c1] = b1[c1] + acc; }
+    }
+    __syncwarp(weft_mask);
+  }
+}
+// launch weft_k4_GlobalAveragePool_p2 block=256 grid=device
+// b0 b0, b1 t1, b2 b2
+extern "C" __global__ void __launch_bounds__(256) weft_k4_GlobalAveragePool_p2(const float* __restrict__ b0, float* __restrict__ b1, float* __restrict__ b2) {
+  const int64_t weft_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t weft_p = weft_first; weft_p < 16; weft_p += weft_groups) {
+    const int64_t c1 = 0 + weft_p;
+    {  // finish
+      const float t0 = b1[c1];
+      const float t1 = 64.0f;
+      const float t2 = (t0 / t1);
+      b2[0 * 16 + c1] = t2;
+    }
+  }
+}

@@ -1,0 +1,122 @@
+
+// kernel k0_LayerNormalization: 2 part(s)
+// launch weft_k0_LayerNormalization_p0 block=256 grid=device
+// b0 b0, b1 b1, b2 b2, b3 b3, b4 t4, b5 t5, b6 b0_1, b7 b2_1, s0 N, s1 N*T, s2 T
+extern "C" __global__ void __launch_bounds__(256) weft_k0_LayerNormalization_p0(const float* __restrict__ b0, const float* __restrict__ b1, const float* __restrict__ b2, float* b3, float* b4, float* b5, const float* b6, float* __restrict__ b7, const int64_t s0, const int64_t s1, const int64_t s2) {
+  const int64_t weft_lane = threadIdx.x % 8;
+  const unsigned int weft_mask = ((1u << 8) - 1u) << (threadIdx.x % 32 / 8 * 8);
+  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 8;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / 8;
+  const int64_t weft_e0 = weft_imax(s1 - 0, 0);
+  for (int64_t weft_p = weft_first; weft_p < weft_e0; weft_p += weft_groups) {
+    const int64_t c0 = 0 + weft_p;
+    // a group of 8 threads per point
+    if (weft_lane == 0) {
+      {  // init
+        const float t0 = 0.0f;
+        b4[c0] = t0;
+      }
+    }
+    __syncwarp(weft_mask);
+    {  // the group's lanes accumulate; shuffles combine them
+      float acc = 0.0f;
+      for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 63); c1 += 8 * 1) {
+        {  // update
+          const float t0 = b0[c0 * 64 + c1];
+          acc = acc + t0;
+        }
+      }
+      acc = weft_group_reduce<8>(acc, weft_op_add{}, weft_mask);
+      if (weft_lane == 0) { b4[c0] = b4[c0] + acc; }
+    }
+    __syncwarp(weft_mask);
+    if (weft_lane == 0) {
+      {  // mean
+        const float t0 = b4[c0];
+        const float t1 = 64.0f;
+        const float t2 = (t0 / t1);
+        b4[c0] = t2;
+      }
+    }
+    __syncwarp(weft_mask);
+    if (weft_lane == 0) {
+      {  // init_var
+        const float t0 = 0.0f;
+        b5[c0] = t0;
+      }
+    }
+    __syncwarp(weft_mask);
+    {  // the group's lanes accumulate; shuffles combine them
+      float acc = 0.0f;
+      for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 63); c1 += 8 * 1) {
+        {  // sum_squares
+          const float t0 = b0[c0 * 64 + c1];
+          const float t1 = b4[c0];
+          const float t2 = (t0 - t1);
+          const float t3 = (t2 * t2);
+          acc = acc + t3;
+        }
+      }
+      acc = weft_group_reduce<8>(acc, weft_op_add{}, weft_mask);
+      if (weft_lane == 0) { b5[c0] = b5[c0] + acc; }
+    }
+    __syncwarp(weft_mask);
+    if (weft_lane == 0) {
+      {  // inv_std
+        const float t0 = b5[c0];
+        const float t1 = 64.0f;
+        const float t2 = (t0 / t1);
+        const float t3 = 1e-05f;
+        const float t4 = (t2 + t3);
+        const float t5 = (1 / sqrt(t4));
+        b5[c0] = t5;
+      }
+    }
+    __syncwarp(weft_mask);
+    for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 63); c1 += 8 * 1) {
+      {  // normalize
+        const float t0 = b0[c0 * 64 + c1];
+        const float t1 = b4[c0];
+        const float t2 = (t0 - t1);
+        const float t3 = b5[c0];
+        const float t4 = (t2 * t3);
+        const float t5 = b1[c1];
+        const float t6 = (t4 * t5);
+        const float t7 = b2[c1];
+        const float t8 = (t6 + t7);
+        b3[c0 * 64 + c1] = t8;
+      }
+    }
+    __syncwarp(weft_mask);
+  }
+}
+// launch weft_k0_LayerNormalization_p1 block=64 grid=device
+// b0 b0, b1 b1, b2 b2, b3 b3, b4 t4, b5 t5, b6 b0_1, b7 b2_1, s0 N, s1 N*T, s2 T
+extern "C" __global__ void __launch_bounds__(64) weft_k0_LayerNormalization_p1(const float* __restrict__ b0, const float* __restrict__ b1, const float* __restrict__ b2, float* b3, float* __restrict__ b4, float* __restrict__ b5, const float* b6, float* b7, const int64_t s0, const int64_t s1, const int64_t s2) {
+  const int64_t weft_lane = threadIdx.x;
+  const unsigned int weft_mask = 0xffffffffu;
+  const int64_t weft_first = blockIdx.x, weft_groups = gridDim.x;
+  const int64_t weft_e0 = weft_imax(s0 - 0, 0);
+  for (int64_t weft_p = weft_first; weft_p < weft_e0; weft_p += weft_groups) {
+    const int64_t c0 = 0 + weft_p;
+    // a group of 64 threads per point
+    for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 63); c1 += 64 * 1) {
+      {  // init
+        const float t0 = 0.0f;
+        b7[c0 * 64 + c1] = t0;
+      }
+    }
+    __syncthreads();
+    for (int64_t c2 = 0 + weft_lane; c2 < 64; c2 += 64) {  // a lane per column
+      float acc = b7[c0 * 64 + c2];
+      for (int64_t c1 = 0; c1 < s2; ++c1) {
+        {  // update
+          const float t0 = b6[c0 * s2 * 64 + c1 * 64 + c2];
+          acc = acc + t0;
+        }
+      }
+      b7[c0 * 64 + c2] = acc;
+    }
+    __syncthreads();
+  }
+}

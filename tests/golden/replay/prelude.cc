@@ -1,0 +1,204 @@
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
+namespace {
+// Math is called unqualified, so that one spelling serves every dialect.
+using std::abs; using std::acos; using std::acosh; using std::asin; using std::asinh;
+using std::atan; using std::atanh; using std::ceil; using std::cos; using std::cosh;
+using std::erf; using std::exp; using std::floor; using std::fmod; using std::isinf;
+using std::isnan; using std::log; using std::nearbyint; using std::pow; using std::sin;
+using std::sinh; using std::sqrt; using std::tan; using std::tanh;
+#define WEFT_D inline
+WEFT_D float weft_as_float(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
+WEFT_D uint32_t weft_as_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
+// exp for f32 that vectorizes (libm's expf does not without fast-math): x = n ln2 + r with
+// |r| <= ln2/2 (Cody-Waite), exp(r) = 1 + r q(r) with q of degree 5 (a relative-error minimax
+// fit made for Weft), and 2^n added to the result's exponent bits: within 1.05 ulp of every
+// normal result (checked over every 3rd float). Results below FLT_MIN (x < -87.34) are 0, as
+// in XNNPACK's softmax: a denormal result costs a microcode assist per element (6 ns instead
+// of 0.6 here). Out of range the arithmetic runs on 0, or on x itself where GCC drops that
+// select (it may under -fno-trapping-math, which Weft builds with; the NaN and overflow this
+// leaves for -inf, -1e9 or -3.4e38 measured no slower), and the selects at the end give inf
+// above the range, NaN through (both x + inf) and 0 below. Written so that GCC vectorizes it
+// even under -ftrapping-math: no std::floor, no float-to-int conversion, no float min/max
+// (each leaves the loop scalar or masks every later operation). n is rounded by adding
+// 1.5 * 2^23, whose low mantissa bits then hold it: shifted by 23, that float's bits are n << 23.
+WEFT_D float weft_exp_in_range(float x) {
+  float y = x * 1.44269504088896341f + 12582912.0f, fn = y - 12582912.0f;
+  float r = x - fn * 0.693359375f + fn * 2.12194440e-4f;
+  float q = ((((1.3843654e-3f * r + 8.3741555e-3f) * r + 4.1668002e-2f) * r + 1.6666432e-1f) * r +
+             4.9999994e-1f) * r + 1.0f;
+  return weft_as_float(weft_as_bits(r * q + 1.0f) + (weft_as_bits(y) << 23));
+}
+WEFT_D float weft_exp(float x) {
+  bool in = x >= -87.33654f && x <= 88.72283f;
+  float e = weft_exp_in_range(in ? x : 0.0f);
+  float out = !(x < 0.0f) ? x + INFINITY : 0.0f;
+  return in ? e : out;
+}
+// exp(x) for x <= 88.7 (ExprOp::kShiftedExp: x - max(x) in softmax and its kin), without the
+// upper half of the range check: 2 compares and 2 masked moves per 16 elements instead of
+// 3 and 2. (Spelled "x != x ? x : 0", the NaN case costs GCC 2 compares more.)
+WEFT_D float weft_shifted_exp(float x) {
+  bool in = x >= -87.33654f;
+  float e = weft_exp_in_range(in ? x : 0.0f);
+  float out = x < -87.33654f ? 0.0f : x; // NaN through
+  return in ? e : out;
+}
+// erf for f32 that vectorizes (libm's erff does not), in the same style: x * P(x^2) for
+// |x| <= 1, else 1 - Q(|x| - 2) with the sign of x, and 1 from 3.92 on (where erf rounds to
+// 1). P and Q are weighted least-squares fits made for Weft, Q one of erfc on [1, 3.92] to
+// 3e-8 of erf; relative error below 2e-7 (about 2 ulp) everywhere. Both branches are plain
+// polynomials: no exp, no division (an earlier tail, 1 - exp(-x^2) * R(1/|x|), cost twice as
+// much). NaN passes through.
+WEFT_D float weft_erf(float x) {
+  float a = x < 0.0f ? -x : x, t = x * x, u = a - 2.0f;
+  float p = ((((-5.667873193e-4f * t + 4.927389789e-3f) * t - 2.672086656e-2f) * t + 1.128057763e-1f) * t -
+             3.761239052e-1f) * t + 1.128379107f;
+  float q = (((((((((((9.055497685e-06f * u - 7.543087850e-05f) * u + 2.039686078e-04f) * u +
+                     4.749949585e-05f) * u - 1.520166756e-03f) * u + 3.354370361e-03f) * u -
+                  4.976230557e-04f) * u - 1.307105366e-02f) * u + 3.445466980e-02f) * u -
+               4.822724685e-02f) * u + 4.133299366e-02f) * u - 2.066672407e-02f) * u + 4.677752964e-03f;
+  float tail = a >= 3.92f ? 1.0f : 1.0f - q;
+  float signed_tail = x < 0.0f ? -tail : tail;
+  return a <= 1.0f ? x * p : signed_tail;
+}
+// tanh for f32 that vectorizes (libm's tanhf is a scalar call, ~33 ns per element here):
+// x + x^3 P(x^2) below 0.625 (Cephes' coefficients), else 1 - 2 / (exp(2|x|) + 1) with the
+// sign of x; both computed, then selected. Within 1.4 ulp everywhere (checked over every
+// 7th float); +-inf give +-1, NaN passes through.
+WEFT_D float weft_tanh(float x) {
+  float a = x < 0.0f ? -x : x, z = x * x;
+  float p = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z +
+              1.33314422036e-1f) * z - 3.33332819422e-1f) * z * x + x;
+  float e = weft_exp(2.0f * a);
+  float t = 1.0f - 2.0f / (e + 1.0f);
+  float tail = x < 0.0f ? -t : t;
+  return a < 0.625f ? (z == 0.0f ? x : p) : tail; // tanh(-0) = -0
+}
+WEFT_D int64_t weft_imin(int64_t a, int64_t b) { return a < b ? a : b; }
+WEFT_D int64_t weft_imax(int64_t a, int64_t b) { return a > b ? a : b; }
+// max and min propagate NaN from either operand.
+template <typename T> WEFT_D T weft_max(T a, T b) { return (a > b || a != a) ? a : b; }
+template <typename T> WEFT_D T weft_min(T a, T b) { return (a < b || a != a) ? a : b; }
+// Combine::kShiftMax: keeps "old" when "value" is NaN, so a NaN never enters an accumulator.
+template <typename T> WEFT_D T weft_shift_max(T old, T value) { return value > old ? value : old; }
+// Integer modulo with the sign of the divisor (ONNX Mod, fmod = 0).
+template <typename T> WEFT_D T weft_mod(T a, T b) {
+  if (b == 0) return 0;
+  T r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+// Floating-point modulo with the sign of the divisor (Mod, fmod = 0, as numpy's mod).
+template <typename T> WEFT_D T weft_fmod_floor(T a, T b) {
+  T r = fmod(a, b);
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+WEFT_D int64_t weft_floord(int64_t a, int64_t b) { return (a >= 0) ? a / b : -((-a + b - 1) / b); }
+// Data-dependent indices: clamped into [0, n) so that no index reads outside its buffer;
+// the wrapping form first counts a negative index from the end, as ONNX's gathers do.
+template <typename T> WEFT_D int64_t weft_clamp_index(T i, int64_t n) {
+  int64_t v = static_cast<int64_t>(i);
+  return v < 0 ? 0 : (v >= n ? n - 1 : v);
+}
+template <typename T> WEFT_D int64_t weft_wrap_index(T i, int64_t n) {
+  int64_t v = static_cast<int64_t>(i);
+  return weft_clamp_index(v < 0 ? v + n : v, n);
+}
+WEFT_D float weft_h2f(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu, bits;
+  if (exp == 0x1f) bits = sign | 0x7f800000u | (mant << 13);
+  else if (exp != 0) bits = sign | ((exp + 112) << 23) | (mant << 13);
+  else if (mant == 0) bits = sign;
+  else { int s = 0; while (!(mant & 0x400u)) { mant <<= 1; ++s; } bits = sign | ((uint32_t)(113 - s) << 23) | ((mant & 0x3ffu) << 13); }
+  return weft_as_float(bits);
+}
+WEFT_D uint16_t weft_f2h(float value) {
+  uint32_t f = weft_as_bits(value);
+  uint16_t sign = (uint16_t)((f >> 16) & 0x8000u); uint32_t a = f & 0x7fffffffu;
+  if (a >= 0x7f800000u) return sign | 0x7c00u | (a > 0x7f800000u ? 0x200u : 0u);
+  if (a >= 0x477ff000u) return sign | 0x7c00u;
+  if (a < 0x38800000u) {
+    if (a < 0x33000000u) return sign;
+    uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u, sh = 126 - e, hm = m >> sh, r = m & ((1u << sh) - 1), hw = 1u << (sh - 1);
+    if (r > hw || (r == hw && (hm & 1u))) ++hm;
+    return sign | (uint16_t)hm;
+  }
+  return sign | (uint16_t)((a + 0xfffu + ((a >> 13) & 1u) - 0x38000000u) >> 13);
+}
+// The f8 and f4 formats (support/minifloat.h has the same algorithm for the host): "e" exponent
+// bits, "m" mantissa bits, bias "b"; kind 0 has NaN at all ones, 1 at the sign bit alone
+// (and no -0), 2 is IEEE-like, 3 has no NaN or infinity.
+WEFT_D float weft_mf_decode(uint32_t v, int e, int m, int b, int kind) {
+  uint32_t sign = 1u << (e + m), ex = (v >> m) & ((1u << e) - 1), mt = v & ((1u << m) - 1);
+  if ((kind == 1 && v == sign) || (kind == 0 && ex == (1u << e) - 1 && mt == (1u << m) - 1) ||
+      (kind == 2 && ex == (1u << e) - 1 && mt != 0)) return weft_as_float(0x7fc00000u);
+  float r = kind == 2 && ex == (1u << e) - 1 ? weft_as_float(0x7f800000u)
+            : ex == 0 ? ldexpf((float)mt, 1 - b - m) : ldexpf((float)(mt | (1u << m)), (int)ex - b - m);
+  return (v & sign) ? -r : r;
+}
+WEFT_D float weft_mf_max(int e, int m, int b, int kind) {
+  return ldexpf((float)((2u << m) - (kind == 0 ? 2 : 1)), (int)((1u << e) - 1) - (kind == 2 ? 1 : 0) - b - m);
+}
+WEFT_D uint8_t weft_mf_encode(float x, int e, int m, int b, int kind) {
+  uint32_t signbit = 1u << (e + m), sign = (weft_as_bits(x) >> 31) ? signbit : 0u;
+  uint32_t nan = kind == 1 ? signbit : kind == 2 ? (sign | (((1u << e) - 1) << m) | 1u) : (sign | (signbit - 1));
+  uint32_t over = kind == 2 ? (sign | (((1u << e) - 1) << m)) : kind == 3 ? (sign | (signbit - 1)) : nan;
+  if (x != x) return (uint8_t)(kind == 3 ? 0u : nan);
+  float a = fabsf(x), mx = weft_mf_max(e, m, b, kind);
+  if (a > 2 * mx) return (uint8_t)over;
+  int ex = a == 0 ? 1 - b : ilogbf(a);
+  if (ex < 1 - b) ex = 1 - b;
+  float q = ldexpf(1.0f, ex - m), r = nearbyintf(a / q) * q;
+  if (r > mx) return (uint8_t)over;
+  if (r == 0) return (uint8_t)(kind == 1 ? 0u : sign);
+  ex = ilogbf(r);
+  if (ex < 1 - b) return (uint8_t)(sign | (uint32_t)(r / ldexpf(1.0f, 1 - b - m)));
+  return (uint8_t)(sign | ((uint32_t)(ex + b) << m) | ((uint32_t)(r / ldexpf(1.0f, ex - m)) - (1u << m)));
+}
+// float8 e8m0: 2^(v - 127), 0xff NaN; from f32 rounding up and saturating (Cast's defaults).
+WEFT_D float weft_e8m0_decode(uint8_t v) { return v == 0xff ? weft_as_float(0x7fc00000u) : ldexpf(1.0f, (int)v - 127); }
+WEFT_D uint8_t weft_e8m0_encode(float x) {
+  uint32_t f = weft_as_bits(x), ex = (f >> 23) & 0xffu;
+  if (ex != 0xff && (f & 0x7fffffu) != 0 && ex != 0xfe) ++ex;
+  return (uint8_t)ex;
+}
+// int4, uint4, int2, uint2 are stored in the low "bits" bits of a byte: their value,
+// sign-extended when "s".
+WEFT_D int64_t weft_wrap_bits(int64_t v, int bits, int s) {
+  int64_t w = v & ((1ll << bits) - 1);
+  return s && w >= (1ll << (bits - 1)) ? w - (1ll << bits) : w;
+}
+WEFT_D float weft_bf2f(uint16_t b) { return weft_as_float((uint32_t)b << 16); }
+WEFT_D uint16_t weft_f2bf(float value) {
+  uint32_t f = weft_as_bits(value);
+  if ((f & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((f >> 16) | 0x40u);
+  return (uint16_t)((f + 0x7fffu + ((f >> 16) & 1u)) >> 16);
+}
+WEFT_D void weft_stream16(float* dst, const float* src) {
+#if defined(__AVX512F__)
+  _mm512_stream_ps(dst, _mm512_load_ps(src));
+#elif defined(__AVX__)
+  _mm256_stream_ps(dst, _mm256_load_ps(src));
+  _mm256_stream_ps(dst + 8, _mm256_load_ps(src + 8));
+#elif defined(__SSE2__)
+  for (int i = 0; i < 16; i += 4) _mm_stream_ps(dst + i, _mm_load_ps(src + i));
+#else
+  std::memcpy(dst, src, 64);
+#endif
+}
+WEFT_D void weft_stream_fence() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
+}  // namespace

@@ -1,0 +1,161 @@
+
+// kernel k1_Softmax: 1 part(s)
+// launch weft_k1_Softmax_p0 block=256 grid=device
+// b0 b1, b1 t2, b2 t3, b3 b0_1, b4 b1_1, b5 b1_2, b6 b2, b7 b3, b8 t4, b9 t5
+extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, float* b1, float* b2, const float* __restrict__ b3, const float* __restrict__ b4, const float* __restrict__ b5, const float* __restrict__ b6, float* __restrict__ b7, float* b8, float* b9) {
+  const int64_t weft_lane = threadIdx.x % 32;
+  const unsigned int weft_mask = 0xffffffffu;
+  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / 32;
+  for (int64_t weft_p = weft_first; weft_p < 64; weft_p += weft_groups) {
+    const int64_t c0 = 0 + weft_p;
+    // a group of 32 threads per point
+    if (weft_lane == 0) {
+      {  // init
+        const float t0 = static_cast<float>(-INFINITY);
+        b1[c0] = t0;
+      }
+    }
+    __syncwarp(weft_mask);
+    {  // the group's lanes accumulate; shuffles combine them
+      float acc = static_cast<float>(-INFINITY);
+      for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 255); c1 += 32 * 1) {
+        {  // update
+          const float t0 = b3[c0 * 256 + c1];
+          const float t1 = b4[0];
+          const float t2 = (t0 * t1);
+          acc = weft_shift_max(acc, t2);
+        }
+      }
+      acc = weft_group_reduce<32>(acc, weft_op_max{}, weft_mask);
+      if (weft_lane == 0) { b1[c0] = weft_max(b1[c0], acc); }
+    }
+    __syncwarp(weft_mask);
+    if (weft_lane == 0) {
+      {  // init_sum
+        const float t0 = 0.0f;
+        b2[c0] = t0;
+      }
+    }
+    __syncwarp(weft_mask);
+    for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 255); c1 += 32 * 1) {
+      {  // exp
+        const float t0 = b3[c0 * 256 + c1];
+        const float t1 = b4[0];
+        const float t2 = (t0 * t1);
+        const float t3 = b1[c0];
+        const float t4 = (t2 - t3);
+        const float t5 = weft_shifted_exp(t4);
+        b0[c0 * 256 + c1] = t5;
+      }
+    }
+    __syncwarp(weft_mask);
+    {  // the group's lanes accumulate; shuffles combine them
+      float acc = 0.0f;
+      for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 255); c1 += 32 * 1) {
+        {  // sum_exp
+          const float t0 = b0[c0 * 256 + c1];
+          acc = acc + t0;
+        }
+      }
+      acc = weft_group_reduce<32>(acc, weft_op_add{}, weft_mask);
+      if (weft_lane == 0) { b2[c0] = b2[c0] + acc; }
+    }
+    __syncwarp(weft_mask);
+    if (weft_lane == 0) {
+      {  // reciprocal
+        const float t0 = 1.0f;
+        const float t1 = b2[c0];
+        const float t2 = (t0 / t1);
+        b2[c0] = t2;
+      }
+    }
+    __syncwarp(weft_mask);
+    for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 255); c1 += 32 * 1) {
+      {  // normalize
+        const float t0 = b0[c0 * 256 + c1];
+        const float t1 = b2[c0];
+        const float t2 = (t0 * t1);
+        b0[c0 * 256 + c1] = t2;
+      }
+    }
+    __syncwarp(weft_mask);
+    if (weft_lane == 0) {
+      {  // init
+        const float t0 = 0.0f;
+        b8[c0] = t0;
+      }
+    }
+    __syncwarp(weft_mask);
+    {  // the group's lanes accumulate; shuffles combine them
+      float acc = 0.0f;
+      for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 255); c1 += 32 * 1) {
+        {  // update
+          const float t0 = b0[c0 * 256 + c1];
+          acc = acc + t0;
+        }
+      }
+      acc = weft_group_reduce<32>(acc, weft_op_add{}, weft_mask);
+      if (weft_lane == 0) { b8[c0] = b8[c0] + acc; }
+    }
+    __syncwarp(weft_mask);
+    if (weft_lane == 0) {
+      {  // mean
+        const float t0 = b8[c0];
+        const float t1 = 256.0f;
+        const float t2 = (t0 / t1);
+        b8[c0] = t2;
+      }
+    }
+    __syncwarp(weft_mask);
+    if (weft_lane == 0) {
+      {  // init_var
+        const float t0 = 0.0f;
+        b9[c0] = t0;
+      }
+    }
+    __syncwarp(weft_mask);
+    {  // the group's lanes accumulate; shuffles combine them
+      float acc = 0.0f;
+      for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 255); c1 += 32 * 1) {
+        {  // sum_squares
+          const float t0 = b0[c0 * 256 + c1];
+          const float t1 = b8[c0];
+          const float t2 = (t0 - t1);
+          const float t3 = (t2 * t2);
+          acc = acc + t3;
+        }
+      }
+      acc = weft_group_reduce<32>(acc, weft_op_add{}, weft_mask);
+      if (weft_lane == 0) { b9[c0] = b9[c0] + acc; }
+    }
+    __syncwarp(weft_mask);
+    if (weft_lane == 0) {
+      {  // inv_std
+        const float t0 = b9[c0];
+        const float t1 = 256.0f;
+        const float t2 = (t0 / t1);
+        const float t3 = 1e-05f;
+        const float t4 = (t2 + t3);
+        const float t5 = (1 / sqrt(t4));
+        b9[c0] = t5;
+      }
+    }
+    __syncwarp(weft_mask);
+    for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 255); c1 += 32 * 1) {
+      {  // normalize
+        const float t0 = b0[c0 * 256 + c1];
+        const float t1 = b8[c0];
+        const float t2 = (t0 - t1);
+        const float t3 = b9[c0];
+        const float t4 = (t2 * t3);
+        const float t5 = b5[c1];
+        const float t6 = (t4 * t5);
+        const float t7 = b6[c1];
+        const float t8 = (t6 + t7);
+        b7[c0 * 256 + c1] = t8;
+      }
+    }
+    __syncwarp(weft_mask);
+  }
+}

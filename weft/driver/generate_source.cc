@@ -1,0 +1,42 @@
+#include <atomic>
+
+#include "weft/codegen/emit_c.h"
+#include "weft/codegen/generate.h"
+#include "weft/driver/stages.h"
+#include "weft/support/parallel.h"
+#include "weft/toolchain/compile_cpu.h"
+
+namespace weft::stages {
+
+Result<GeneratedSource> generate_source(const Plan& plan,
+                                        const std::vector<codegen::CpuSchedule>& schedules,
+                                        const CompileSettings& settings) {
+  codegen::Dialect dialect =
+      settings.device == "cuda" ? codegen::Dialect::kCuda : codegen::Dialect::kCpu;
+  std::string cache_dir = toolchain::CpuCompiler::from_environment().cache_dir;
+  const std::vector<kernel::Kernel>& kernels = plan.kernels;
+  GeneratedSource out;
+  out.functions.resize(kernels.size());
+  // Kernels are independent (one isl context each).
+  std::vector<Status> failures(kernels.size());
+  std::atomic<int> cached = 0;
+  parallel_for(kernels.size(), [&](size_t k) {
+    Result<codegen::GeneratedFunction> f = codegen::generate_function(
+        kernels[k], dialect, cache_dir, schedules[k], {settings.deterministic});
+    if (!f.ok()) {
+      failures[k] = f.status().with_location(plan.sites[k]);
+      return;
+    }
+    out.functions[k] = std::move(f->source);
+    cached += f->cache_hit ? 1 : 0;
+  });
+  for (const Status& s : failures)
+    WEFT_RETURN_IF_ERROR(s);
+  out.cache_hits = cached;
+  out.source = codegen::emit_prelude(dialect);
+  for (const std::string& function : out.functions)
+    out.source += "\n" + function;
+  return out;
+}
+
+} // namespace weft::stages

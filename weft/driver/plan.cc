@@ -1,0 +1,265 @@
+#include <algorithm>
+#include <cctype>
+#include <limits>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "weft/codegen/emit_c.h"
+#include "weft/driver/stages.h"
+#include "weft/graph/op_table.h"
+#include "weft/kernel/kernel_builder.h"
+#include "weft/kernel/strategy.h"
+#include "weft/support/log.h"
+
+namespace weft::stages {
+
+namespace {
+
+using runtime::Slot;
+
+// The slots and launches of the plan, built as the kernels are bound.
+class PlanBuilder {
+public:
+  explicit PlanBuilder(const Graph& g) : graph_(g) {
+    for (size_t i = 0; i < g.inputs.size(); ++i)
+      add(g.inputs[i], Slot::input(static_cast<int>(i)));
+    for (const auto& v : g.values()) {
+      if (v->is_constant()) add(v.get(), Slot::constant_of(v->constant));
+    }
+  }
+
+  void alias(const Value* out, const Value* of) { add(out, Slot::alias_of(slot_of(of))); }
+
+  // Slots of a kernel's buffers; node outputs get theirs on first write.
+  std::vector<int> bind(const kernel::BoundKernel& k) {
+    std::vector<int> slots;
+    for (size_t b = 0; b < k.values.size(); ++b) {
+      // A null value is a temporary of this launch only.
+      slots.push_back(
+          k.values[b] ? slot_for(k.values[b])
+                      : new_arena(bytes_of(k.kernel.buffers[b].dtype, k.kernel.buffers[b].shape)));
+      touch(slots.back(), static_cast<int>(launches_));
+    }
+    ++launches_;
+    return slots;
+  }
+
+  // Slots of the values a library call binds.
+  std::vector<int> bind(const std::vector<const Value*>& values) {
+    std::vector<int> slots;
+    for (const Value* v : values) {
+      slots.push_back(slot_for(v));
+      touch(slots.back(), static_cast<int>(launches_));
+    }
+    ++launches_;
+    return slots;
+  }
+
+  std::vector<int> output_slots() {
+    std::vector<int> out;
+    for (const Value* v : graph_.outputs) {
+      out.push_back(slot_of(v));
+      touch(slot_of(v), std::numeric_limits<int>::max()); // alive until the final copy
+    }
+    return out;
+  }
+
+  // Places the arena slots; returns the arena size.
+  size_t place() {
+    std::vector<runtime::Lifetime> lifetimes;
+    std::vector<int> arena_slots;
+    bool symbolic = false;
+    for (size_t s = 0; s < slots_.size(); ++s) {
+      Slot& slot = slots_[s];
+      if (slot.kind != Slot::Kind::kArena) continue;
+      slot.first = first_[s];
+      slot.last = std::min(last_[s], static_cast<int>(launches_));
+      symbolic |= !slot.bytes.is_static();
+      if (symbolic) continue;
+      arena_slots.push_back(static_cast<int>(s));
+      lifetimes.push_back({static_cast<size_t>(slot.bytes.value()), slot.first, slot.last});
+    }
+    if (symbolic) return 0; // placed per run (runtime::Executable)
+    std::vector<size_t> offsets;
+    size_t total = runtime::plan_arena(lifetimes, &offsets);
+    for (size_t i = 0; i < arena_slots.size(); ++i)
+      slots_[static_cast<size_t>(arena_slots[i])].offset = offsets[i];
+    return total;
+  }
+
+  std::vector<Slot> slots() const { return slots_; }
+
+private:
+  static Dim bytes_of(DType t, const Shape& s) {
+    if (shape_is_static(s))
+      return static_cast<int64_t>(shape_num_elements(s).value_or(0)) * dtype_size(t);
+    Dim n = dtype_size(t);
+    for (const Dim& d : s)
+      n = dim_mul(n, d);
+    return n;
+  }
+  int output_index(const Value* v) const {
+    auto it = std::find(graph_.outputs.begin(), graph_.outputs.end(), v);
+    return it == graph_.outputs.end() ? -1 : static_cast<int>(it - graph_.outputs.begin());
+  }
+  int add(const Value* v, Slot s) {
+    slots_.push_back(std::move(s));
+    first_.push_back(std::numeric_limits<int>::max());
+    last_.push_back(-1);
+    int id = static_cast<int>(slots_.size()) - 1;
+    if (v) slot_[v] = id;
+    return id;
+  }
+  int new_arena(Dim bytes) { return add(nullptr, Slot::arena(std::move(bytes))); }
+  int slot_for(const Value* v) {
+    if (slot_.contains(v)) return slot_of(v);
+    return output_index(v) >= 0 ? add(v, Slot::output(output_index(v)))
+                                : add(v, Slot::arena(bytes_of(v->type.dtype, *v->type.shape)));
+  }
+  int slot_of(const Value* v) const { return slot_.at(v); }
+  // Extends the lifetime of the storage behind "slot" to cover "launch".
+  void touch(int slot, int launch) {
+    while (slots_[static_cast<size_t>(slot)].kind == Slot::Kind::kAlias)
+      slot = slots_[static_cast<size_t>(slot)].index;
+    size_t s = static_cast<size_t>(slot);
+    first_[s] = std::min(first_[s], launch);
+    last_[s] = std::max(last_[s], launch);
+  }
+
+  const Graph& graph_;
+  std::vector<Slot> slots_;
+  std::vector<int> first_, last_;
+  std::unordered_map<const Value*, int> slot_;
+  size_t launches_ = 0;
+};
+
+// The profile's view of a kernel: its nodes, strategy, buffer types and bytes moved.
+runtime::LaunchInfo launch_info(const fusion::FusedKernel& fk) {
+  const kernel::Kernel& k = fk.bound.kernel;
+  std::vector<std::string> ops;
+  for (const Node* n : fk.nodes)
+    ops.push_back(std::string(shown_op_type(n->op_type)));
+  runtime::LaunchInfo info{fusion::node_names(fk), fmt::format("{}", fmt::join(ops, "+")),
+                           kernel::describe_strategy(k), ""};
+  std::vector<std::string> ins, outs;
+  std::set<const Value*> counted; // a value viewed with two shapes moves once
+  for (size_t i = 0; i < k.buffers.size(); ++i) {
+    const kernel::Buffer& b = k.buffers[i];
+    if (b.role == kernel::BufferRole::kTemp) continue;
+    TensorType type{b.dtype, b.shape};
+    (b.role == kernel::BufferRole::kInput ? ins : outs).push_back(type.to_string());
+    const Value* v = fk.bound.values[i];
+    if (v && !counted.insert(v).second) continue;
+    info.moved.push_back(
+        dim_mul(kernel::num_elements(b.shape), static_cast<int64_t>(dtype_size(b.dtype))));
+  }
+  info.shapes = fmt::format("{} -> {}", fmt::join(ins, ", "), fmt::join(outs, ", "));
+  return info;
+}
+
+// The same for a library call: the node's own values.
+runtime::LaunchInfo library_launch_info(const library::LibraryCall& call) {
+  std::vector<std::string> names, ops;
+  for (const Node* n : call.nodes) {
+    names.push_back(n->name);
+    ops.push_back(std::string(shown_op_type(n->op_type)));
+  }
+  runtime::LaunchInfo info{fmt::format("{}", fmt::join(names, ", ")),
+                           fmt::format("{}", fmt::join(ops, "+")), call.kernel->describe(), ""};
+  const std::vector<Value*>& written = call.nodes.back()->outputs;
+  std::vector<std::string> ins, outs;
+  for (const Value* v : call.values) {
+    bool output = std::find(written.begin(), written.end(), v) != written.end();
+    (output ? outs : ins).push_back(v->type.to_string());
+    info.moved.push_back(dim_mul(kernel::num_elements(*v->type.shape),
+                                 static_cast<int64_t>(dtype_size(v->type.dtype))));
+  }
+  info.shapes = fmt::format("{} -> {}", fmt::join(ins, ", "), fmt::join(outs, ", "));
+  return info;
+}
+
+// Do the symbols of the inputs' dims determine every symbolic size: of arena slots, kernel
+// extents and outputs? Runs bind only those (runtime::Executable::bind).
+Status check_symbols(const Graph& graph, const std::vector<Slot>& slots,
+                     const std::vector<runtime::Launch>& launches) {
+  std::map<std::string, int64_t> ones; // each input symbol bound to 1
+  for (const Value* in : graph.inputs) {
+    for (const Dim& d : in->type.shape.value_or(Shape{})) {
+      if (d.is_static()) continue;
+      // Products spell their factors with '*' and constants with digits (dim_mul).
+      const std::string& name = d.symbol_name();
+      if (std::isdigit(static_cast<unsigned char>(name[0])) || name.find('*') != name.npos)
+        return Status::error(fmt::format("{}: input '{}' has the dim '{}', which is not a name",
+                                         graph.source, in->name, name));
+      ones[name] = 1;
+    }
+  }
+  std::vector<Dim> dims;
+  for (const Slot& slot : slots) {
+    if (slot.kind == Slot::Kind::kArena) dims.push_back(slot.bytes);
+  }
+  for (const runtime::Launch& launch : launches)
+    dims.insert(dims.end(), launch.symbols.begin(), launch.symbols.end());
+  for (const Value* out : graph.outputs) {
+    if (!out->type.shape)
+      return Status::error(
+          fmt::format("{}: output '{}' has an unknown rank", graph.source, out->name));
+    dims.insert(dims.end(), out->type.shape->begin(), out->type.shape->end());
+  }
+  for (const Dim& d : dims) {
+    if (!eval_dim(d, ones)) {
+      return Status::error(
+          fmt::format("{}: the dim '{}' is known only at run time and not from the inputs' dims",
+                      graph.source, d.to_string()));
+    }
+  }
+  return Status();
+}
+
+} // namespace
+
+Result<Plan> plan_buffers(const Graph& graph, std::vector<fusion::Step> steps,
+                          LibrarySelection& library, bool cuda) {
+  Plan out;
+  PlanBuilder plan(graph);
+  for (fusion::Step& step : steps) {
+    if (step.alias) {
+      plan.alias(step.alias, step.alias_of);
+      continue;
+    }
+    if (step.library) {
+      library::LibraryCall& call = library.calls.at(step.library);
+      runtime::LaunchInfo info = library_launch_info(call);
+      log_debug("library call: node '{}' ({}), {}, {}", info.node, info.op_type, info.strategy,
+                info.shapes);
+      out.launches.push_back({fmt::format("{}{}_{}", cuda ? "gemm" : "dnnl", out.launches.size(),
+                                          shown_op_type(step.library->op_type)),
+                              nullptr, plan.bind(call.values), std::move(info), call.kernel,
+                              call.symbols});
+      continue;
+    }
+    for (fusion::FusedKernel& k : step.kernels) {
+      runtime::LaunchInfo info = launch_info(k);
+      log_debug("kernel {}: node '{}' ({}), {}, {}", k.bound.kernel.name, info.node, info.op_type,
+                info.strategy, info.shapes);
+      out.kernel_launch.push_back(out.launches.size());
+      std::vector<Dim> symbols;
+      for (const std::string& symbol : codegen::kernel_symbols(k.bound.kernel))
+        symbols.push_back(Dim::symbol(symbol));
+      out.launches.push_back({k.bound.kernel.name, nullptr, plan.bind(k.bound), std::move(info),
+                              nullptr, std::move(symbols)});
+      out.kernels.push_back(std::move(k.bound.kernel));
+      out.sites.push_back(location_of(graph, *k.nodes.front()));
+    }
+  }
+  out.output_slots = plan.output_slots();
+  out.arena = plan.place();
+  out.slots = plan.slots();
+  WEFT_RETURN_IF_ERROR(check_symbols(graph, out.slots, out.launches));
+  return out;
+}
+
+} // namespace weft::stages

@@ -1,0 +1,78 @@
+#include <cstdlib>
+#include <unordered_map>
+
+#include "weft/driver/stages.h"
+#include "weft/graph/op_table.h"
+#include "weft/library/cuda_library.h"
+#include "weft/library/shape_call.h"
+#include "weft/support/log.h"
+
+namespace weft::stages {
+
+namespace {
+
+// WEFT_ONEDNN=0: no library calls (docs/knobs.md).
+bool library_off() {
+  const char* onednn = std::getenv("WEFT_ONEDNN");
+  return onednn && std::string(onednn) == "0";
+}
+
+} // namespace
+
+bool onednn_calls(const CompileSettings& settings) {
+  return settings.device == "cpu" && settings.library && !library_off();
+}
+
+LibrarySelection select_library_calls(const Graph& graph, const CompileSettings& settings,
+                                      const std::shared_ptr<runtime::cuda::Device>& device) {
+  bool cuda = settings.device == "cuda";
+  bool use_library =
+      (!cuda || device || settings.dynamic_shapes) && settings.library && !library_off();
+  std::unordered_map<const Value*, std::vector<const Node*>> readers;
+  for (const auto& node : graph.nodes()) {
+    for (const Value* v : node->inputs)
+      readers[v].push_back(node.get());
+  }
+  std::set<const Value*> graph_outputs(graph.outputs.begin(), graph.outputs.end());
+  library::SoleReader sole_reader = [&](const Value* v) -> const Node* {
+    auto it = readers.find(v);
+    if (!settings.fusion || it == readers.end() || it->second.size() != 1 ||
+        graph_outputs.contains(v))
+      return nullptr;
+    return it->second[0];
+  };
+  LibrarySelection s;
+  // The library calls may absorb nodes before and after them.
+  for (const auto& node : graph.nodes()) {
+    std::optional<library::LibraryCall> call = cuda ? std::nullopt : library::shape_call(*node);
+    if (call) {
+      s.calls[node.get()] = std::move(*call);
+      s.run_at[node.get()] = node.get();
+      continue;
+    }
+    if (!use_library || s.absorbed.contains(node.get())) continue;
+    std::string why_not;
+    call = cuda ? library::cuda_library_call(*node, device, settings.allow_tf32, &why_not)
+                : library::dnnl_call(
+                      *node, sole_reader, [&](const Node* n) { return !s.absorbed.contains(n); },
+                      &why_not);
+    if (!call) {
+      if (!why_not.empty())
+        log_debug("node '{}' ({}): generated code, not a library call: {}", node->name,
+                  node->op_type, why_not);
+      continue;
+    }
+    for (const Node* n : call->nodes) {
+      if (n == node.get()) continue;
+      s.absorbed.insert(n);
+      s.decisions.push_back({n->name, node->name, true, "absorbed by the oneDNN call"});
+    }
+    // The call runs where its last node was: an epilogue's other operands (a residual from
+    // a later branch, say) exist only from there on.
+    s.run_at[call->nodes.back()] = node.get();
+    s.calls[node.get()] = std::move(*call);
+  }
+  return s;
+}
+
+} // namespace weft::stages

@@ -1,0 +1,137 @@
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "weft/driver/pipeline.h"
+#include "weft/driver/stages.h"
+#include "weft/graph/control_flow.h"
+#include "weft/graph/data_dependent.h"
+#include "weft/graph/op_table.h"
+#include "weft/graph/passes/fold_shape_values.h"
+#include "weft/graph/passes/specialize_shapes.h"
+#include "weft/kernel/lower_node.h"
+#include "weft/support/grouped_list.h"
+
+namespace weft::stages {
+
+namespace {
+
+// "given" with the symbolic dims that "declared" has in their places.
+TensorType keep_symbols(const TensorType& declared, TensorType given) {
+  if (!declared.shape || declared.shape->size() != given.shape->size()) return given;
+  for (size_t d = 0; d < given.shape->size(); ++d) {
+    if (!(*declared.shape)[d].is_static()) (*given.shape)[d] = (*declared.shape)[d];
+  }
+  return given;
+}
+
+} // namespace
+
+Status specialize(Graph& graph, const std::vector<Tensor>& inputs, bool dynamic_shapes,
+                  std::vector<int>* frozen) {
+  std::vector<TensorType> types;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    types.push_back(inputs[i].type());
+    if (dynamic_shapes && i < graph.inputs.size())
+      types.back() = keep_symbols(graph.inputs[i]->type, types.back());
+  }
+  WEFT_RETURN_IF_ERROR(specialize_shapes(graph, types));
+  *frozen = freeze_shape_operands(graph, inputs);
+  if (dynamic_shapes && !frozen->empty())
+    return Status::error(fmt::format("{}: input values determine shapes", graph.source));
+  WEFT_RETURN_IF_ERROR(refold(graph, "specialize"));
+  if (!dynamic_shapes) return Status();
+  // The Reshape targets that shapes computed over symbols give; each round may give more
+  // (a resolved Reshape's shape feeds the next).
+  for (bool resolved = true; resolved;) {
+    WEFT_ASSIGN_OR_RETURN(resolved, fold_shape_values(graph));
+    if (resolved) WEFT_RETURN_IF_ERROR(refold(graph, "fold_shape_values"));
+  }
+  return Status();
+}
+
+Status check_lowerable(const Graph& graph) {
+  std::vector<std::pair<std::string, std::string>> nodes; // (op, node)
+  for (const auto& n : graph.nodes()) {
+    // (Shapes over symbols run as calls: library::shape_call.)
+    bool symbolic_shape = (n->op_type == "Shape" || n->op_type == "Size") &&
+                          n->inputs[0]->type.shape && !shape_is_static(*n->inputs[0]->type.shape);
+    // (channels_last makes these only where oneDNN runs the convolutions.)
+    bool library_only = n->op_type == kConvChannelsLastOp;
+    if (!kernel::can_lower(*n) && !symbolic_shape && !library_only)
+      nodes.emplace_back(fmt::format("{} (opset {})", n->op_type, n->opset), n->name);
+  }
+  if (nodes.empty()) return Status();
+  return Status::error(
+      fmt::format("{}: ops Weft cannot execute yet: {}", graph.source, format_grouped(nodes)));
+}
+
+Status run_host_ops(Graph& graph) {
+  for (;;) {
+    Node* node = nullptr; // the first host op whose inputs are known
+    for (const auto& n : graph.nodes()) {
+      bool waiting = false;
+      for (size_t i = 0; i < n->inputs.size(); ++i) {
+        const Value* v = n->inputs[i];
+        waiting |= v && !v->is_constant() && needs_value(*n, i);
+      }
+      if (is_data_dependent(*n) && !waiting) {
+        node = n.get();
+        break;
+      }
+    }
+    if (!node) return Status();
+    bool done = true;
+    if (node->op_type == "Loop" || node->op_type == "Scan") {
+      Status s = node->op_type == "Loop" ? unroll_loop_step(graph, *node, &done)
+                                         : unroll_scan(graph, *node);
+      if (!s.ok()) return s.with_location(location_of(graph, *node));
+    } else if (node->op_type == "If") { // the chosen branch's outputs pass through
+      Result<std::vector<Value*>> chosen = chosen_branch(*node);
+      if (!chosen.ok()) return chosen.status().with_location(location_of(graph, *node));
+      if (!node->conditional) mark_taken(*chosen);
+      for (size_t i = 0; i < node->outputs.size(); ++i) {
+        if (node->outputs[i]) graph.replace_all_uses(node->outputs[i], (*chosen)[i]);
+      }
+    } else {
+      Result<std::vector<Tensor>> outputs = evaluate_on_host(*node);
+      if (!outputs.ok()) return outputs.status().with_location(location_of(graph, *node));
+      for (size_t i = 0; i < node->outputs.size(); ++i) {
+        Value* out = node->outputs[i];
+        if (!out) continue;
+        Value* c =
+            graph.add_constant(graph.unique_name(out->name + "_value"), std::move((*outputs)[i]));
+        graph.replace_all_uses(out, c);
+      }
+    }
+    if (done) graph.remove_nodes_if([&](const Node& n) { return &n == node; });
+    WEFT_RETURN_IF_ERROR(refold(graph, "host ops"));
+  }
+}
+
+std::vector<std::string> host_op_inputs(const Graph& graph, std::vector<std::string>* host_ops) {
+  std::set<const Value*> downstream; // of a data-dependent node
+  std::vector<std::string> names;
+  for (const auto& node : graph.nodes()) {
+    // An If is fed only through its condition: its branches' values just pass through.
+    size_t inputs = node->op_type == "If" ? 1 : node->inputs.size();
+    bool fed = std::any_of(node->inputs.begin(), node->inputs.begin() + inputs,
+                           [&](const Value* v) { return downstream.contains(v); });
+    // A host op of an If branch waits for its If: the branch may never run.
+    if (is_data_dependent(*node) && !fed && !node->conditional) {
+      host_ops->push_back(fmt::format("{} '{}'", node->op_type, node->name));
+      for (size_t i = 0; i < node->inputs.size(); ++i) {
+        const Value* v = node->inputs[i];
+        if (v && !v->is_constant() && needs_value(*node, i) &&
+            std::find(names.begin(), names.end(), v->name) == names.end())
+          names.push_back(v->name);
+      }
+    }
+    if (is_data_dependent(*node) || fed)
+      downstream.insert(node->outputs.begin(), node->outputs.end());
+  }
+  return names;
+}
+
+} // namespace weft::stages
