@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -110,92 +112,115 @@ bool admits_symbolic_shapes(const Node& n) {
   return false;
 }
 
+// How an op lowers: its function, and the condition on the node under which it does, if
+// any. The one table for lower_node and can_lower; elementwise ops and aliases are not in it.
+struct Lowering {
+  Result<LoweredNode> (*lower)(const Node&, const std::string&);
+  bool (*accepts)(const Node&) = nullptr; // null: every node of the op
+};
+
+bool conv_accepts(const Node& n) { // f16 and bf16 accumulate in f32
+  DType t = n.outputs[0]->type.dtype;
+  return t == DType::kF16 || t == DType::kBF16 || t == DType::kF32 || t == DType::kF64;
+}
+
+bool conv_transpose_accepts(const Node& n) {
+  DType t = n.outputs[0]->type.dtype;
+  return t == DType::kF32 || t == DType::kF64;
+}
+
+bool qlinear_accepts(const Node& n) { // per-tensor scales only
+  for (size_t i : {1, 4, 6}) {
+    const Value* scale = n.input(i);
+    if (!scale || shape_num_elements(*scale->type.shape).value_or(0) != 1) return false;
+  }
+  DType t = n.outputs[0]->type.dtype;
+  return t == DType::kU8 || t == DType::kI8;
+}
+
+const std::unordered_map<std::string_view, Lowering>& lowerings() {
+  static const std::unordered_map<std::string_view, Lowering> table = [] {
+    std::unordered_map<std::string_view, Lowering> t;
+    auto add = [&](std::initializer_list<std::string_view> ops, Lowering l) {
+      for (std::string_view op : ops)
+        t.emplace(op, l);
+    };
+    add({"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean",
+         "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare"},
+        {lower_reduce});
+    add({"Softmax", "LogSoftmax"}, {lower_softmax});
+    add({"ArgMax", "ArgMin"}, {lower_arg_reduce});
+    add({"Hardmax"}, {lower_hardmax});
+    add({"LayerNormalization"}, {lower_layer_norm});
+    add({"InstanceNormalization"}, {lower_instance_norm});
+    add({"MeanVarianceNormalization"}, {lower_mvn});
+    add({"Det"}, {lower_det});
+    add({kAdagradOp, kAdamOp, kMomentumOp}, {lower_optimizer});
+    add({"Transpose"}, {lower_transpose});
+    add({"Slice"}, {lower_slice});
+    add({"Concat"}, {lower_concat});
+    add({"Split"}, {lower_split});
+    add({"Tile"}, {lower_tile});
+    add({"Conv"}, {lower_conv, conv_accepts});
+    add({"ConvInteger"}, {lower_conv});
+    add({"QLinearConv"}, {lower_conv, qlinear_accepts});
+    add({"ConvTranspose"}, {lower_conv_transpose, conv_transpose_accepts});
+    add({"MaxPool", "AveragePool"}, {lower_pool});
+    add({"Pad"}, {lower_pad, [](const Node& n) { return n.attrs_as<PadAttrs>().pads.has_value(); }});
+    add({"MatMul", "MatMulInteger"}, {lower_matmul});
+    add({"QLinearMatMul"}, {lower_matmul, qlinear_accepts});
+    add({"Gemm"}, {lower_gemm});
+    add({"Einsum"}, {lower_einsum});
+    add({"DFT"}, {lower_dft, [](const Node& n) { // constant operands
+           return dft_axis(n).has_value() && dft_length(n).has_value();
+         }});
+    add({"GlobalAveragePool", "GlobalMaxPool"}, {lower_global_pool});
+    add({"BatchNormalization"}, {lower_batch_norm});
+    add({"Gather"}, {lower_gather});
+    add({"GatherElements"}, {lower_gather_elements});
+    add({"GatherND"}, {lower_gather_nd});
+    add({"Scatter", "ScatterElements"}, {lower_scatter_elements});
+    add({"ScatterND"}, {lower_scatter_nd});
+    add({"DepthToSpace", "SpaceToDepth"}, {lower_depth_space});
+    add({"Trilu"}, {lower_trilu});
+    add({"EyeLike"}, {lower_eye_like});
+    add({"Range"}, {lower_range});
+    add({"OneHot"}, {lower_one_hot});
+    add({"CumSum", "CumProd"}, {lower_cum_sum, [](const Node& n) { // a constant axis
+           return n.attrs_as<CumSumAttrs>().axis.has_value();
+         }});
+    add({"TopK"}, {lower_top_k});
+    add({"Resize", "Upsample"},
+        {lower_resize, [](const Node& n) { return resize_scales(n).has_value(); }});
+    add({"GridSample"}, {lower_grid_sample});
+    add({"RoiAlign"}, {lower_roi_align});
+    add({"DeformConv"}, {lower_deform_conv});
+    add({"LRN"}, {lower_lrn});
+    add({"MaxUnpool"},
+        {lower_max_unpool, [](const Node& n) { return n.outputs[0]->type.has_static_shape(); }});
+    add({"ReverseSequence"}, {lower_reverse_sequence});
+    add({"QuantizeLinear"}, {lower_quantize_linear});
+    add({"DequantizeLinear"}, {lower_dequantize_linear});
+    add({"DynamicQuantizeLinear"}, {lower_dynamic_quantize_linear});
+    add({"BlackmanWindow", "HammingWindow", "HannWindow"}, {lower_window_function});
+    add({"NegativeLogLikelihoodLoss"}, {lower_nll_loss});
+    add({"SoftmaxCrossEntropyLoss"}, {lower_softmax_cross_entropy});
+    return t;
+  }();
+  return table;
+}
+
+const Lowering* lowering_of(const Node& n) {
+  auto it = lowerings().find(n.op_type);
+  return it == lowerings().end() ? nullptr : &it->second;
+}
+
 } // namespace
 
 bool can_lower(const Node& n) {
-  if (n.op_type == "ConvInteger") return true;
-  if (n.op_type == "DFT") return dft_axis(n) && dft_length(n);      // constant operands
-  if (n.op_type == "QLinearMatMul" || n.op_type == "QLinearConv") { // per-tensor scales only
-    for (size_t i : {1, 4, 6}) {
-      const Value* scale = n.input(i);
-      if (!scale || shape_num_elements(*scale->type.shape).value_or(0) != 1) return false;
-    }
-    DType t = n.outputs[0]->type.dtype;
-    return t == DType::kU8 || t == DType::kI8;
-  }
-  if (n.op_type == "Conv") { // f16 and bf16 accumulate in f32
-    DType t = n.outputs[0]->type.dtype;
-    return t == DType::kF16 || t == DType::kBF16 || t == DType::kF32 || t == DType::kF64;
-  }
-  if (n.op_type == "ConvTranspose")
-    return n.outputs[0]->type.dtype == DType::kF32 || n.outputs[0]->type.dtype == DType::kF64;
-  if (n.op_type == "AveragePool" || n.op_type == "MaxPool") return true;
-  if (n.op_type == "MaxUnpool") return n.outputs[0]->type.has_static_shape();
-  if (n.op_type == "Pad") return n.attrs_as<PadAttrs>().pads.has_value();
-  if (n.op_type == "Resize" || n.op_type == "Upsample") return resize_scales(n).has_value();
-  if (n.op_type == "CumSum" || n.op_type == "CumProd") // a constant axis
-    return n.attrs_as<CumSumAttrs>().axis.has_value();
-  static const std::set<std::string_view> ops = {"ArgMax",
-                                                 "ArgMin",
-                                                 "BatchNormalization",
-                                                 "BlackmanWindow",
-                                                 "Concat",
-                                                 "DeformConv",
-                                                 "DepthToSpace",
-                                                 "Det",
-                                                 "DequantizeLinear",
-                                                 "DynamicQuantizeLinear",
-                                                 "Einsum",
-                                                 "EyeLike",
-                                                 "Gather",
-                                                 "GatherElements",
-                                                 "GatherND",
-                                                 "Gemm",
-                                                 "GlobalAveragePool",
-                                                 "GlobalMaxPool",
-                                                 "GridSample",
-                                                 "HammingWindow",
-                                                 "HannWindow",
-                                                 "Hardmax",
-                                                 "InstanceNormalization",
-                                                 "LRN",
-                                                 "LayerNormalization",
-                                                 "LogSoftmax",
-                                                 "MatMul",
-                                                 "MeanVarianceNormalization",
-                                                 "MatMulInteger",
-                                                 "NegativeLogLikelihoodLoss",
-                                                 "OneHot",
-                                                 "QuantizeLinear",
-                                                 "Range",
-                                                 "ReduceL1",
-                                                 "ReduceL2",
-                                                 "ReduceLogSum",
-                                                 "ReduceLogSumExp",
-                                                 "ReduceMax",
-                                                 "ReduceMean",
-                                                 "ReduceMin",
-                                                 "ReduceProd",
-                                                 "ReduceSum",
-                                                 "ReduceSumSquare",
-                                                 "ReverseSequence",
-                                                 "RoiAlign",
-                                                 "Scatter",
-                                                 "ScatterElements",
-                                                 "ScatterND",
-                                                 "Slice",
-                                                 "Softmax",
-                                                 "SoftmaxCrossEntropyLoss",
-                                                 "SpaceToDepth",
-                                                 "Split",
-                                                 "Tile",
-                                                 "TopK",
-                                                 "Transpose",
-                                                 "Trilu",
-                                                 kAdagradOp,
-                                                 kAdamOp,
-                                                 kMomentumOp};
-  return is_alias(n) || is_elementwise(n) || ops.contains(n.op_type);
+  if (is_alias(n)) return true;
+  if (const Lowering* l = lowering_of(n)) return !l->accepts || l->accepts(n);
+  return is_elementwise(n);
 }
 
 Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
@@ -207,59 +232,9 @@ Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
         "Dropout in training mode with a nonzero ratio draws random masks, which Weft does not do");
   }
   if (is_alias(n)) return LoweredNode{{}, n.inputs[0]};
-  const std::string& op = n.op_type;
-  if (op.starts_with("Reduce")) return lower_reduce(n, name);
-  if (op == "Softmax" || op == "LogSoftmax") return lower_softmax(n, name);
-  if (op == "ArgMax" || op == "ArgMin") return lower_arg_reduce(n, name);
-  if (op == "Hardmax") return lower_hardmax(n, name);
-  if (op == "LayerNormalization") return lower_layer_norm(n, name);
-  if (op == "InstanceNormalization") return lower_instance_norm(n, name);
-  if (op == "MeanVarianceNormalization") return lower_mvn(n, name);
-  if (op == "Det") return lower_det(n, name);
-  if (op == kAdagradOp || op == kAdamOp || op == kMomentumOp) return lower_optimizer(n, name);
-  if (op == "Transpose") return lower_transpose(n, name);
-  if (op == "Slice") return lower_slice(n, name);
-  if (op == "Concat") return lower_concat(n, name);
-  if (op == "Split") return lower_split(n, name);
-  if (op == "Tile") return lower_tile(n, name);
-  if (op == "Conv" || op == "ConvInteger" || op == "QLinearConv") return lower_conv(n, name);
-  if (op == "ConvTranspose") return lower_conv_transpose(n, name);
-  if (op == "MaxPool" || op == "AveragePool") return lower_pool(n, name);
-  if (op == "Pad") return lower_pad(n, name);
-  if (op == "MatMul" || op == "MatMulInteger" || op == "QLinearMatMul")
-    return lower_matmul(n, name);
-  if (op == "Gemm") return lower_gemm(n, name);
-  if (op == "Einsum") return lower_einsum(n, name);
-  if (op == "DFT") return lower_dft(n, name);
-  if (op.starts_with("Global")) return lower_global_pool(n, name);
-  if (op == "BatchNormalization") return lower_batch_norm(n, name);
-  if (op == "Gather") return lower_gather(n, name);
-  if (op == "GatherElements") return lower_gather_elements(n, name);
-  if (op == "GatherND") return lower_gather_nd(n, name);
-  if (op == "Scatter" || op == "ScatterElements") return lower_scatter_elements(n, name);
-  if (op == "ScatterND") return lower_scatter_nd(n, name);
-  if (op == "DepthToSpace" || op == "SpaceToDepth") return lower_depth_space(n, name);
-  if (op == "Trilu") return lower_trilu(n, name);
-  if (op == "EyeLike") return lower_eye_like(n, name);
-  if (op == "Range") return lower_range(n, name);
-  if (op == "OneHot") return lower_one_hot(n, name);
-  if (op == "CumSum" || op == "CumProd") return lower_cum_sum(n, name);
-  if (op == "TopK") return lower_top_k(n, name);
-  if (op == "Resize" || op == "Upsample") return lower_resize(n, name);
-  if (op == "GridSample") return lower_grid_sample(n, name);
-  if (op == "RoiAlign") return lower_roi_align(n, name);
-  if (op == "DeformConv") return lower_deform_conv(n, name);
-  if (op == "LRN") return lower_lrn(n, name);
-  if (op == "MaxUnpool") return lower_max_unpool(n, name);
-  if (op == "ReverseSequence") return lower_reverse_sequence(n, name);
-  if (op == "QuantizeLinear") return lower_quantize_linear(n, name);
-  if (op == "DequantizeLinear") return lower_dequantize_linear(n, name);
-  if (op == "DynamicQuantizeLinear") return lower_dynamic_quantize_linear(n, name);
-  if (op.ends_with("Window")) return lower_window_function(n, name);
-  if (op == "NegativeLogLikelihoodLoss") return lower_nll_loss(n, name);
-  if (op == "SoftmaxCrossEntropyLoss") return lower_softmax_cross_entropy(n, name);
+  if (const Lowering* l = lowering_of(n)) return l->lower(n, name);
   if (is_elementwise(n)) return lower_elementwise(n, name);
-  return Status::error(fmt::format("{} has no lowering yet", op));
+  return Status::error(fmt::format("{} has no lowering yet", n.op_type));
 }
 
 } // namespace weft::kernel
