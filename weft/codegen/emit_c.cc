@@ -611,17 +611,20 @@ const DialectTable& table_of(Dialect dialect) {
 
 std::string emit_prelude(Dialect dialect) { return std::string(table_of(dialect).prelude); }
 
-Result<std::string> emit_function(const Kernel& k, const poly::AstNode& loops, Dialect dialect,
-                                  const CpuSchedule& schedule, const CudaOptions& cuda) {
+Result<EmittedFunction> emit_function(const Kernel& k, const poly::AstNode& loops,
+                                      Dialect dialect, const CpuSchedule& schedule,
+                                      const CudaOptions& cuda) {
   WEFT_RETURN_IF_ERROR(kernel::verify_kernel(k));
   Emitter emitter(k, table_of(dialect), schedule);
-  return dialect == Dialect::kCuda ? emitter.cuda_function(loops, cuda) : emitter.function(loops);
+  if (dialect == Dialect::kCpu) return EmittedFunction{emitter.function(loops), {}};
+  std::string source = emitter.cuda_function(loops, cuda);
+  return EmittedFunction{std::move(source), emitter.launches()};
 }
 
 Result<std::string> emit_kernel(const Kernel& k, const poly::AstNode& loops, Dialect dialect,
                                 const CpuSchedule& schedule, const CudaOptions& cuda) {
-  WEFT_ASSIGN_OR_RETURN(std::string function, emit_function(k, loops, dialect, schedule, cuda));
-  return emit_prelude(dialect) + "\n" + function;
+  WEFT_ASSIGN_OR_RETURN(EmittedFunction function, emit_function(k, loops, dialect, schedule, cuda));
+  return emit_prelude(dialect) + "\n" + function.source;
 }
 
 } // namespace weft::codegen

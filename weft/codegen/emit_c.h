@@ -15,6 +15,7 @@
 #include "weft/codegen/cuda_strategy.h"
 #include "weft/kernel/kernel.h"
 #include "weft/poly/loop_ast.h"
+#include "weft/runtime/cuda/launch.h"
 #include "weft/support/status.h"
 
 namespace weft::codegen {
@@ -26,7 +27,8 @@ namespace weft::codegen {
 //   extern "C" __global__ void weft_NAME_pI(float* b0, const float* b1, ..., int64_t s0, ...);
 // Each follows a line "// launch weft_NAME_pI block=B grid=G": B threads per block, and G
 // blocks: "1", or "device" for a persistent grid the runtime sizes to the device (at most
-// kCudaMaxGrid blocks; cuda_strategy.h).
+// kCudaMaxGrid blocks; cuda_strategy.h). The line is for readers: the runtime takes the
+// same as data (EmittedFunction::launches).
 enum class Dialect { kCpu, kCuda };
 
 // The symbolic extents a kernel's code takes as arguments, sorted by name.
@@ -34,9 +36,16 @@ std::vector<std::string> kernel_symbols(const kernel::Kernel& kernel);
 
 // The helpers every kernel of "dialect" may use; a translation unit starts with it once.
 std::string emit_prelude(Dialect dialect);
+struct EmittedFunction {
+  std::string source;
+  // CUDA: how to launch each __global__ function of "source", in order (the "// launch"
+  // lines say the same to a reader); CPU: none.
+  std::vector<runtime::cuda::LaunchShape> launches;
+};
+
 // The function of one kernel; "schedule" sets the CPU skeletons' knobs, "cuda" the CUDA
 // strategies' options.
-Result<std::string> emit_function(const kernel::Kernel& kernel, const poly::AstNode& loops,
+Result<EmittedFunction> emit_function(const kernel::Kernel& kernel, const poly::AstNode& loops,
                                   Dialect dialect, const CpuSchedule& schedule = {},
                                   const CudaOptions& cuda = {});
 // A translation unit holding one kernel: the prelude, then its function.

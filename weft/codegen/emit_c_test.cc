@@ -334,9 +334,15 @@ TEST(EmitC, CudaStrategies) {
   kernel::Kernel k = testing::row_sum_kernel(Dim::symbol("N"), 64);
   Result<poly::ScheduledKernel> s = poly::schedule_kernel(k);
   ASSERT_TRUE(s.ok()) << s.status().to_string();
-  Result<std::string> row = emit_function(k, s->loops, Dialect::kCuda);
-  ASSERT_TRUE(row.ok()) << row.status().to_string();
+  Result<EmittedFunction> emitted = emit_function(k, s->loops, Dialect::kCuda);
+  ASSERT_TRUE(emitted.ok()) << emitted.status().to_string();
+  const std::string* row = &emitted->source;
   EXPECT_NE(row->find("block=256 grid=device"), std::string::npos) << *row;
+  // The launch comes back as data too, as the runtime takes it.
+  ASSERT_EQ(emitted->launches.size(), 1u);
+  EXPECT_EQ(emitted->launches[0].function, "weft_" + k.name + "_p0");
+  EXPECT_EQ(emitted->launches[0].block, 256);
+  EXPECT_FALSE(emitted->launches[0].one_block);
   EXPECT_NE(row->find("const int64_t weft_lane = threadIdx.x % 8;"), std::string::npos) << *row;
   EXPECT_NE(row->find("acc = weft_group_reduce<8>(acc, weft_op_add{}, weft_mask);"),
             std::string::npos)
@@ -345,13 +351,14 @@ TEST(EmitC, CudaStrategies) {
   kernel::Kernel all = testing::all_max_kernel(100000);
   Result<poly::ScheduledKernel> a = poly::schedule_kernel(all);
   ASSERT_TRUE(a.ok()) << a.status().to_string();
-  Result<std::string> atomic = emit_function(all, a->loops, Dialect::kCuda);
-  Result<std::string> ordered = emit_function(all, a->loops, Dialect::kCuda, {}, {true});
+  Result<EmittedFunction> atomic = emit_function(all, a->loops, Dialect::kCuda);
+  Result<EmittedFunction> ordered = emit_function(all, a->loops, Dialect::kCuda, {}, {true});
   ASSERT_TRUE(atomic.ok() && ordered.ok());
-  EXPECT_NE(atomic->find("weft_atomic_max(reinterpret_cast<float*>(&weft_acc_"), std::string::npos)
-      << *atomic;
-  EXPECT_EQ(ordered->find("weft_atomic_"), std::string::npos) << *ordered;
-  EXPECT_NE(ordered->find("weft_part_"), std::string::npos) << *ordered;
+  EXPECT_NE(atomic->source.find("weft_atomic_max(reinterpret_cast<float*>(&weft_acc_"),
+            std::string::npos)
+      << atomic->source;
+  EXPECT_EQ(ordered->source.find("weft_atomic_"), std::string::npos) << ordered->source;
+  EXPECT_NE(ordered->source.find("weft_part_"), std::string::npos) << ordered->source;
 }
 
 TEST(EmitC, BroadcastIndexAndAllReduction) {
@@ -522,9 +529,9 @@ TEST(CpuSchedule, SetsLanesAndSerialSmallKernels) {
   Result<poly::ScheduledKernel> s = poly::schedule_kernel(k);
   ASSERT_TRUE(s.ok()) << s.status().to_string();
   auto emit = [&](const CpuSchedule& schedule) {
-    Result<std::string> src = emit_function(k, s->loops, Dialect::kCpu, schedule);
+    Result<EmittedFunction> src = emit_function(k, s->loops, Dialect::kCpu, schedule);
     EXPECT_TRUE(src.ok()) << src.status().to_string();
-    return *src;
+    return src->source;
   };
   std::string base = emit(CpuSchedule{});
   EXPECT_NE(base.find("ROW: 64 lanes"), std::string::npos) << base;
@@ -549,15 +556,15 @@ TEST(CpuSchedule, SetsLanesAndSerialSmallKernels) {
   ASSERT_TRUE(t.ok()) << t.status().to_string();
   CpuSchedule wide;
   wide.lanes = 128;
-  Result<std::string> src = emit_function(short_rows, t->loops, Dialect::kCpu, wide);
+  Result<EmittedFunction> src = emit_function(short_rows, t->loops, Dialect::kCpu, wide);
   ASSERT_TRUE(src.ok()) << src.status().to_string();
-  EXPECT_EQ(src->find("lanes"), std::string::npos) << *src;
+  EXPECT_EQ(src->source.find("lanes"), std::string::npos) << src->source;
   kernel::Kernel rows_of_200 = testing::row_sum_kernel(Dim(64), Dim(200));
   t = poly::schedule_kernel(rows_of_200);
   ASSERT_TRUE(t.ok()) << t.status().to_string();
   src = emit_function(rows_of_200, t->loops, Dialect::kCpu, wide);
   ASSERT_TRUE(src.ok()) << src.status().to_string();
-  EXPECT_NE(src->find("ROW: 128 lanes"), std::string::npos) << *src;
+  EXPECT_NE(src->source.find("ROW: 128 lanes"), std::string::npos) << src->source;
 }
 
 } // namespace

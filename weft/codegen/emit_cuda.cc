@@ -259,7 +259,8 @@ std::set<int> Emitter::written_and_read(const AstNode& n, const AstNode* first) 
 }
 
 std::string Emitter::cuda_header(const std::string& function, int64_t block, bool one_block,
-                                 const std::set<int>& shared) const {
+                                 const std::set<int>& shared) {
+  launches_.push_back({function, block, one_block});
   std::vector<std::string> params, names;
   for (size_t i = 0; i < k_.buffers.size(); ++i) {
     const kernel::Buffer& b = k_.buffers[i];
@@ -280,7 +281,7 @@ std::string Emitter::cuda_header(const std::string& function, int64_t block, boo
 }
 
 std::string Emitter::cuda_part(const AstNode& n, const std::string& function, const AstNode* first,
-                               const CudaOptions& options) const {
+                               const CudaOptions& options) {
   std::string globals, body;
   int64_t block = kCudaBlock;
   bool one_block = false;

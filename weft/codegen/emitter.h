@@ -39,6 +39,8 @@ public:
   // block=B grid=G" (G: 1, or "device", a persistent grid). The strategies are those of
   // cuda_strategy.h; a nest they do not cover runs on one thread.
   std::string cuda_function(const AstNode& loops, const CudaOptions& options);
+  // The launches of the functions cuda_function emitted, in order.
+  const std::vector<runtime::cuda::LaunchShape>& launches() const { return launches_; }
 
 private:
   // "// kernel ...", the signature, and the buffer and extent locals.
@@ -212,14 +214,14 @@ private:
   // thread writes the buffer during the launch, and moves loads above the barrier.
   std::set<int> written_and_read(const AstNode& n, const AstNode* first) const;
 
-  // "// launch ...", the signature (buffers and extents by value), and the body's opening.
-  // Buffers in "shared" (or aliased) lose __restrict__.
+  // "// launch ...", the signature (buffers and extents by value), and the body's opening;
+  // notes the launch in launches_. Buffers in "shared" (or aliased) lose __restrict__.
   std::string cuda_header(const std::string& function, int64_t block, bool one_block,
-                          const std::set<int>& shared) const;
+                          const std::set<int>& shared);
 
   // One top-level nest "n" as a __global__ function; "first": an init folded into it.
   std::string cuda_part(const AstNode& n, const std::string& function, const AstNode* first,
-                        const CudaOptions& options) const;
+                        const CudaOptions& options);
 
   const Kernel& k_;
   const DialectTable& d_;
@@ -227,6 +229,7 @@ private:
   // Statically less work than the schedule's min_parallel_work: no parallel regions.
   bool small_ = false;
   std::map<std::string, std::string> symbol_names_; // symbol -> C name
+  std::vector<runtime::cuda::LaunchShape> launches_; // CUDA: one per __global__ function
   mutable std::map<int, std::string> hoisted_;      // expression node -> hoisted load
   mutable bool packing_ = false;                    // emitting the body of a loop of tiny rows
   // The innermost loop around a block of row passes (next_row_prefetch), the buffers its

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <dlfcn.h>
@@ -35,17 +36,54 @@ const std::string& build_fingerprint() {
   return fingerprint;
 }
 
-Result<std::string> schedule_and_emit(const kernel::Kernel& k, Dialect dialect,
-                                      const CpuSchedule& schedule, const CudaOptions& cuda) {
+Result<EmittedFunction> schedule_and_emit(const kernel::Kernel& k, Dialect dialect,
+                                          const CpuSchedule& schedule, const CudaOptions& cuda) {
   WEFT_ASSIGN_OR_RETURN(poly::ScheduledKernel scheduled, poly::schedule_kernel(k));
   return emit_function(k, scheduled.loops, dialect, schedule, cuda);
 }
 
-std::string read_all(const fs::path& path) {
+std::optional<std::string> read_all(const fs::path& path) {
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
-  return in ? text.str() : std::string();
+  if (!in) return std::nullopt;
+  return text.str();
+}
+
+// Writes "text" to "path" under a private name, then renames it into place.
+void write_entry(const fs::path& path, const std::string& text) {
+  std::error_code ec;
+  fs::path tmp = path;
+  tmp += fmt::format(".{}.{}.tmp", ::getpid(), ::gettid());
+  {
+    std::ofstream out(tmp);
+    out << text;
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) fs::remove(tmp, ec);
+}
+
+std::string format_launches(const std::vector<runtime::cuda::LaunchShape>& launches) {
+  std::string text;
+  for (const runtime::cuda::LaunchShape& l : launches)
+    text += fmt::format("{} {} {}\n", l.function, l.block, l.one_block ? "1" : "device");
+  return text;
+}
+
+std::optional<std::vector<runtime::cuda::LaunchShape>> parse_launches(const std::string& text) {
+  std::vector<runtime::cuda::LaunchShape> launches;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    runtime::cuda::LaunchShape l;
+    std::string grid;
+    if (!(words >> l.function >> l.block >> grid) || l.block <= 0 ||
+        (grid != "1" && grid != "device"))
+      return std::nullopt;
+    l.one_block = grid == "1";
+    launches.push_back(std::move(l));
+  }
+  return launches;
 }
 
 } // namespace
@@ -55,8 +93,8 @@ Result<GeneratedFunction> generate_function(const kernel::Kernel& k, Dialect dia
                                             const CpuSchedule& schedule, const CudaOptions& cuda) {
   const std::string& fingerprint = build_fingerprint();
   if (cache_dir.empty() || fingerprint.empty()) {
-    WEFT_ASSIGN_OR_RETURN(std::string source, schedule_and_emit(k, dialect, schedule, cuda));
-    return GeneratedFunction{std::move(source), false};
+    WEFT_ASSIGN_OR_RETURN(EmittedFunction f, schedule_and_emit(k, dialect, schedule, cuda));
+    return GeneratedFunction{std::move(f.source), std::move(f.launches), false};
   }
   fs::path dir = fs::path(cache_dir) / "functions";
   std::string key = hash_hex(fmt::format("{}\n{}\n{}\n{}", fingerprint, static_cast<int>(dialect),
@@ -64,22 +102,21 @@ Result<GeneratedFunction> generate_function(const kernel::Kernel& k, Dialect dia
                                          : cuda.deterministic     ? "deterministic"
                                                                   : "",
                                          kernel::print_kernel(k)));
-  fs::path entry = dir / (key + ".txt");
-  std::string cached = read_all(entry);
-  if (!cached.empty()) return GeneratedFunction{std::move(cached), true};
+  fs::path entry = dir / (key + ".txt"), launch_entry = dir / (key + ".launch");
+  if (std::optional<std::string> cached = read_all(entry); cached && !cached->empty()) {
+    if (dialect == Dialect::kCpu) return GeneratedFunction{std::move(*cached), {}, true};
+    std::optional<std::string> text = read_all(launch_entry);
+    if (auto launches = text ? parse_launches(*text) : std::nullopt; launches && !launches->empty())
+      return GeneratedFunction{std::move(*cached), std::move(*launches), true};
+  }
 
-  WEFT_ASSIGN_OR_RETURN(std::string source, schedule_and_emit(k, dialect, schedule, cuda));
+  WEFT_ASSIGN_OR_RETURN(EmittedFunction f, schedule_and_emit(k, dialect, schedule, cuda));
   // A cache that cannot be written only costs time; the function is returned regardless.
   std::error_code ec;
   fs::create_directories(dir, ec);
-  fs::path tmp = dir / fmt::format("{}.{}.{}.tmp", key, ::getpid(), ::gettid());
-  {
-    std::ofstream out(tmp);
-    out << source;
-  }
-  fs::rename(tmp, entry, ec);
-  if (ec) fs::remove(tmp, ec);
-  return GeneratedFunction{std::move(source), false};
+  if (dialect == Dialect::kCuda) write_entry(launch_entry, format_launches(f.launches));
+  write_entry(entry, f.source);
+  return GeneratedFunction{std::move(f.source), std::move(f.launches), false};
 }
 
 Result<std::vector<std::string>> generate_variants(const kernel::Kernel& k,
@@ -90,9 +127,9 @@ Result<std::vector<std::string>> generate_variants(const kernel::Kernel& k,
   kernel::Kernel named = k;
   for (size_t i = 0; i < schedules.size(); ++i) {
     named.name = names[i];
-    WEFT_ASSIGN_OR_RETURN(std::string f,
+    WEFT_ASSIGN_OR_RETURN(EmittedFunction f,
                           emit_function(named, scheduled.loops, Dialect::kCpu, schedules[i]));
-    functions.push_back(std::move(f));
+    functions.push_back(std::move(f.source));
   }
   return functions;
 }

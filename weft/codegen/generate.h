@@ -4,8 +4,9 @@
 // The cache lives in "$WEFT_CACHE_DIR/functions", one file per kernel, keyed by a hash of the
 // kernel IR's text, the dialect, the CPU schedule or CUDA options, and the fingerprint (path, size,
 // mtime) of the binary that holds the scheduler and emitter, so that a rebuilt Weft never reads its
-// predecessor's output. Entries are written under a private name and renamed into place. Warm
-// compiles then skip isl, which is most of a compile's time.
+// predecessor's output. A CUDA function's launches are kept beside it (KEY.launch, one line
+// per function: name, block, grid). Entries are written under a private name and renamed into
+// place, the launches first. Warm compiles then skip isl, which is most of a compile's time.
 #pragma once
 
 #include <string>
@@ -18,6 +19,7 @@ namespace weft::codegen {
 
 struct GeneratedFunction {
   std::string source;
+  std::vector<runtime::cuda::LaunchShape> launches; // CUDA: one per __global__ function
   bool cache_hit = false;
 };
 

@@ -71,7 +71,7 @@ build_cuda(const Graph& graph, Plan plan, const GeneratedSource& generated,
   for (size_t k = 0; k < plan.kernels.size(); ++k) {
     runtime::Launch& launch = plan.launches[plan.kernel_launch[k]];
     launch.library = std::make_shared<runtime::cuda::CudaKernel>(
-        device, module, runtime::cuda::parse_launch_lines(generated.functions[k]),
+        device, module, generated.launches[k],
         plan.kernels[k].buffers.size(), launch.symbols.size());
   }
   std::unique_ptr<runtime::Executable> executable = make_executable(graph, std::move(plan), {}, {});

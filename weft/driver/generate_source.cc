@@ -17,6 +17,7 @@ Result<GeneratedSource> generate_source(const Plan& plan,
   const std::vector<kernel::Kernel>& kernels = plan.kernels;
   GeneratedSource out;
   out.functions.resize(kernels.size());
+  out.launches.resize(kernels.size());
   // Kernels are independent (one isl context each).
   std::vector<Status> failures(kernels.size());
   std::atomic<int> cached = 0;
@@ -28,6 +29,7 @@ Result<GeneratedSource> generate_source(const Plan& plan,
       return;
     }
     out.functions[k] = std::move(f->source);
+    out.launches[k] = std::move(f->launches);
     cached += f->cache_hit ? 1 : 0;
   });
   for (const Status& s : failures)

@@ -18,6 +18,7 @@
 #include "weft/graph/graph.h"
 #include "weft/kernel/kernel.h"
 #include "weft/library/dnnl.h"
+#include "weft/runtime/cuda/launch.h"
 #include "weft/runtime/executable.h"
 #include "weft/support/status.h"
 
@@ -110,6 +111,7 @@ std::vector<codegen::CpuSchedule> schedule_kernels(const Plan& plan,
 struct GeneratedSource {
   std::string source;                 // the prelude, then each kernel's function
   std::vector<std::string> functions; // each kernel's function, as in the source
+  std::vector<std::vector<runtime::cuda::LaunchShape>> launches; // CUDA: each kernel's
   int cache_hits = 0;                 // functions read from the function cache
 };
 

@@ -11,14 +11,13 @@ namespace weft::runtime::cuda {
 // Blocks of a persistent grid, at most (Device::persistent_grid sizes it to the device).
 inline constexpr int64_t kMaxPersistentGrid = 1024;
 
-// One function of a module, as emit_c.h's "// launch" line describes it.
+// One function of a module: its name, threads per block, and whether it runs as one block
+// or as a persistent grid. The emitter returns them with the source (codegen/emit_c.h), and
+// the function cache keeps them beside it.
 struct LaunchShape {
   std::string function;
   int64_t block = 1;
   bool one_block = false; // grid "1"; otherwise a persistent grid sized to the device
 };
-
-// The launch lines of a CUDA translation unit, in order.
-std::vector<LaunchShape> parse_launch_lines(const std::string& source);
 
 } // namespace weft::runtime::cuda
