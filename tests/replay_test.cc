@@ -78,8 +78,8 @@ struct Replayed {
   std::string functions; // the translation unit after the prelude
 };
 
-codegen::Dialect dialect_of(const std::string& device) {
-  return device == "cuda" ? codegen::Dialect::kCuda : codegen::Dialect::kCpu;
+codegen::Dialect dialect_of(DeviceKind device) {
+  return device == DeviceKind::kCuda ? codegen::Dialect::kCuda : codegen::Dialect::kCpu;
 }
 
 // Compares "text" with the golden file, or writes it there when "update".
@@ -94,7 +94,7 @@ void check_golden(const fs::path& golden, const std::string& text, bool update) 
   EXPECT_FALSE(diff) << *diff << "\n(if the change is intended: scripts/update-goldens.sh)";
 }
 
-Result<Replayed> replay(const fs::path& dir, const std::string& device, const fs::path& scratch) {
+Result<Replayed> replay(const fs::path& dir, DeviceKind device, const fs::path& scratch) {
   std::string name = dir.filename().string();
   std::optional<ModelSource> model;
   if (fs::exists(dir / "model.onnxtxt")) {
@@ -121,7 +121,7 @@ Result<Replayed> replay(const fs::path& dir, const std::string& device, const fs
   settings.library = false;
   settings.tuning = false;
   settings.dynamic_shapes = symbolic;
-  settings.dump_dir = (scratch / (name + "-" + device)).string();
+  settings.dump_dir = (scratch / (name + "-" + std::string(device_name(device)))).string();
   WEFT_ASSIGN_OR_RETURN(CompiledModel compiled, compile_model(*model, inputs, settings));
   std::string prelude = codegen::emit_prelude(dialect_of(device));
   if (!compiled.source.starts_with(prelude))
@@ -163,13 +163,13 @@ TEST_F(Replay, GeneratedCodeMatchesGoldens) {
   std::vector<fs::path> dirs = replay_models();
   ASSERT_GE(dirs.size(), 6u) << kReplayDir;
   for (const fs::path& dir : dirs) {
-    for (const std::string device : {"cpu", "cuda"}) {
-      SCOPED_TRACE(fmt::format("{} on {}", dir.filename().string(), device));
+    for (DeviceKind device : {DeviceKind::kCpu, DeviceKind::kCuda}) {
+      SCOPED_TRACE(fmt::format("{} on {}", dir.filename().string(), device_name(device)));
       Result<Replayed> r = replay(dir, device, scratch_);
       ASSERT_TRUE(r.ok()) << r.status().to_string();
       // The kernels are the same for both devices here (no library calls).
-      if (device == "cpu") check_golden(dir / "kernels.txt", r->kernels, update);
-      check_golden(dir / (device == "cpu" ? "cpu.cc" : "cuda.cu"), r->functions, update);
+      if (device == DeviceKind::kCpu) check_golden(dir / "kernels.txt", r->kernels, update);
+      check_golden(dir / (device == DeviceKind::kCpu ? "cpu.cc" : "cuda.cu"), r->functions, update);
     }
   }
 }

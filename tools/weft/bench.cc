@@ -140,8 +140,8 @@ std::string kernel_table(const runtime::Executable& exe, const KernelProfile& p)
 // for models whose input values determine shapes (those inputs are read on the host).
 Result<std::optional<double>> device_resident_ms(const CompiledModel& compiled,
                                                  const std::vector<Tensor>& inputs, int iters,
-                                                 const std::string& device_name) {
-  if (device_name != "cuda" || compiled.staged() || compiled.executable->has_frozen_inputs())
+                                                 DeviceKind device_kind) {
+  if (device_kind != DeviceKind::kCuda || compiled.staged() || compiled.executable->has_frozen_inputs())
     return std::optional<double>();
   WEFT_ASSIGN_OR_RETURN(std::shared_ptr<runtime::cuda::Device> device,
                         runtime::cuda::open_device());

@@ -4,13 +4,15 @@
 #include <string>
 #include <vector>
 
+#include "weft/support/device_kind.h"
+
 namespace weft::cli {
 
 struct InspectOptions {
   std::string model;
   std::string after;    // one pipeline step, or empty for all
   std::string dump_dir; // write each step's graph here
-  std::string device = "cpu";
+  DeviceKind device = DeviceKind::kCpu;
   bool json = false;
   bool fusion = true;
   bool fusion_report = false; // print the kernel plan and fusion decisions
@@ -22,7 +24,7 @@ struct RunOptions {
   std::string fill;                // random, zeros, ones, or empty
   std::vector<std::string> shapes; // NAME=1x3x48x320: the dims of a filled input
   std::string output_dir = ".";
-  std::string device = "cpu";
+  DeviceKind device = DeviceKind::kCpu;
   bool deterministic = false; // --device cuda: no atomics
   bool allow_tf32 = false;    // --device cuda: TF32 in cuBLAS and cuDNN
   bool fusion = true;
@@ -32,7 +34,7 @@ struct TestOnnxOptions {
   std::vector<std::string> cases;
   double rtol = 1e-3;
   double atol = 1e-7;
-  std::string device = "cpu";
+  DeviceKind device = DeviceKind::kCpu;
   bool deterministic = false; // --device cuda: no atomics
   bool allow_tf32 = false;    // --device cuda: TF32 in cuBLAS and cuDNN
   bool fusion = true;
@@ -46,7 +48,7 @@ struct BenchOptions {
   std::vector<std::string> inputs; // NAME=FILE
   std::string fill = "random";
   std::vector<std::string> shapes; // NAME=1x3x48x320: the dims of a filled input
-  std::string device = "cpu";
+  DeviceKind device = DeviceKind::kCpu;
   bool deterministic = false; // --device cuda: no atomics
   bool allow_tf32 = false;    // --device cuda: TF32 in cuBLAS and cuDNN
   int iters = 20;
@@ -63,7 +65,7 @@ struct TuneOptions {
   std::vector<std::string> inputs; // NAME=FILE
   std::string fill = "random";
   std::vector<std::string> shapes; // NAME=1x3x48x320: the dims of a filled input
-  std::string device = "cpu";
+  DeviceKind device = DeviceKind::kCpu;
   bool fusion = true;
   double seconds_per_candidate = 0.2;
 };

@@ -147,11 +147,11 @@ Result<std::vector<Tensor>> gather_model_inputs(const std::string& model,
   return gather_inputs(model, specs, fill, shapes, declared);
 }
 
-bool device_available(const std::string& device) {
-  if (device == "cpu") return true;
+bool device_available(DeviceKind device) {
+  if (device == DeviceKind::kCpu) return true;
   Result<std::shared_ptr<runtime::cuda::Device>> opened = runtime::cuda::open_device();
   if (opened.ok()) return true;
-  std::cerr << "error: --device " << device << ": " << opened.status().message() << "\n";
+  std::cerr << "error: --device " << device_name(device) << ": " << opened.status().message() << "\n";
   return false;
 }
 

@@ -6,12 +6,13 @@
 
 #include "weft/graph/tensor.h"
 #include "weft/runtime/executable.h"
+#include "weft/support/device_kind.h"
 #include "weft/support/status.h"
 
 namespace weft::cli {
 
 // Whether "device" can run models now; prints the one-line error when not (exit 2).
-bool device_available(const std::string& device);
+bool device_available(DeviceKind device);
 
 // One tensor per declared input, from "specs" (NAME=FILE) or "fill" (random, zeros, ones),
 // with the dims "shapes" gives (NAME=1x3x48x320; free dims are 1 otherwise). One error line

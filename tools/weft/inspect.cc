@@ -161,7 +161,7 @@ int inspect(const InspectOptions& options) {
   }
   if (options.json) {
     nlohmann::json out = {{"file", options.model},
-                          {"device", options.device},
+                          {"device", std::string(device_name(options.device))},
                           {"passes", passes},
                           {"ops", last_graph["ops"]},
                           {"library_calls", nlohmann::json::array()},

@@ -35,6 +35,14 @@ void set_threads(int threads) {
 
 namespace {
 
+// --device cpu|cuda, parsed into "device".
+void add_device_option(CLI::App* cmd, weft::DeviceKind* device) {
+  cmd->add_option_function<std::string>(
+         "--device", [device](const std::string& name) { *device = *weft::parse_device_kind(name); },
+         "Target device")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+}
+
 int run_cli(int argc, char** argv) {
   CLI::App app{"Weft: an ONNX tensor compiler for memory-bound work"};
   app.require_subcommand(1);
@@ -47,8 +55,7 @@ int run_cli(int argc, char** argv) {
   cmd->add_option("--after", inspect.after, "Show only the graph after this step")
       ->check(CLI::IsMember(steps));
   cmd->add_option("--dump-dir", inspect.dump_dir, "Write the graph after each step here");
-  cmd->add_option("--device", inspect.device, "Target device")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+  add_device_option(cmd, &inspect.device);
   cmd->add_flag("--json", inspect.json, "Print one JSON object");
 
   CLI::App* ops_cmd = app.add_subcommand("ops", "List the supported ONNX ops and their opsets");
@@ -69,8 +76,7 @@ int run_cli(int argc, char** argv) {
   run_cmd->add_option("--shapes", run.shapes,
                       "NAME=1x3x48x320: the dims of a filled input (its free dims are 1 without)");
   run_cmd->add_option("--output-dir", run.output_dir, "Where outputs are written");
-  run_cmd->add_option("--device", run.device, "Target device")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+  add_device_option(run_cmd, &run.device);
   run_cmd->add_flag("--deterministic", run.deterministic,
                     "With --device cuda: results bitwise the same from run to run (no atomics)");
   run_cmd->add_flag("--allow-tf32", run.allow_tf32,
@@ -87,8 +93,7 @@ int run_cli(int argc, char** argv) {
       ->required();
   test_cmd->add_option("--rtol", test.rtol, "Relative tolerance");
   test_cmd->add_option("--atol", test.atol, "Absolute tolerance");
-  test_cmd->add_option("--device", test.device, "Target device")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+  add_device_option(test_cmd, &test.device);
   test_cmd->add_flag("--deterministic", test.deterministic,
                      "With --device cuda: results bitwise the same from run to run (no atomics)");
   test_cmd->add_flag("--allow-tf32", test.allow_tf32,
@@ -114,8 +119,7 @@ int run_cli(int argc, char** argv) {
   bench_cmd->add_option("--iters", bench.iters, "Timed runs")->check(CLI::PositiveNumber);
   bench_cmd->add_option("--warmup", bench.warmup, "Untimed runs after the first")
       ->check(CLI::NonNegativeNumber);
-  bench_cmd->add_option("--device", bench.device, "Target device")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+  add_device_option(bench_cmd, &bench.device);
   bench_cmd->add_flag("--deterministic", bench.deterministic,
                       "With --device cuda: results bitwise the same from run to run (no atomics)");
   bench_cmd->add_flag("--allow-tf32", bench.allow_tf32,
@@ -138,8 +142,7 @@ int run_cli(int argc, char** argv) {
       ->check(CLI::IsMember({"random", "zeros", "ones"}));
   tune_cmd->add_option("--shapes", tune.shapes,
                        "NAME=1x3x48x320: the dims of a filled input (its free dims are 1 without)");
-  tune_cmd->add_option("--device", tune.device, "Target device")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+  add_device_option(tune_cmd, &tune.device);
   tune_cmd->add_option("--threads", threads, "Threads for kernels")->check(CLI::PositiveNumber);
   tune_cmd
       ->add_option("--seconds-per-candidate", tune.seconds_per_candidate,

@@ -102,7 +102,7 @@ std::optional<std::string> run_case(const fs::path& dir, const TestOnnxOptions& 
 
 int test_onnx(const TestOnnxOptions& o) {
   // Generating and NVRTC-compiling CUDA kernels needs no GPU; running them needs the runtime.
-  if (!(o.compile_only && o.device == "cuda") && !device_available(o.device)) return 2;
+  if (!(o.compile_only && o.device == DeviceKind::kCuda) && !device_available(o.device)) return 2;
   int passed = 0, failed = 0;
   for (const std::string& c : o.cases) {
     fs::path dir = fs::path(c).lexically_normal();

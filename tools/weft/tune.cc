@@ -32,7 +32,7 @@ std::string progress_line(const TuneProgress& p) {
 
 int tune(const TuneOptions& o) {
   if (!device_available(o.device)) return 2;
-  if (o.device != "cpu") {
+  if (o.device != DeviceKind::kCpu) {
     std::cerr << fmt::format("error: {}: weft tune measures CPU schedules only; the CUDA "
                              "strategies are chosen by the cost model\n",
                              o.model);

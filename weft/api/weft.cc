@@ -152,7 +152,8 @@ struct Model::Impl {
   CompileOptions options;
   std::vector<TensorSpec> inputs, outputs;
   bool has_shape_operands = false;               // some input's value determines shapes
-  std::shared_ptr<runtime::cuda::Device> device; // "cuda" models
+  std::shared_ptr<runtime::cuda::Device> device; // CUDA models
+  DeviceKind device_kind = DeviceKind::kCpu;     // options.device, parsed
   std::mutex mutex;                              // guards "compiled", "dynamic" and "dynamic_tried"
   // Compiles for one set of input shapes each, least recently used first; at most
   // shape_cache_size() of them are kept (a dropped one lives on while a run holds it).
@@ -212,7 +213,7 @@ struct Model::Impl {
     CompileSettings settings;
     settings.dump_dir = options.dump_dir;
     settings.fusion = options.fusion;
-    settings.device = options.device;
+    settings.device = device_kind;
     settings.allow_tf32 = options.allow_tf32;
     return settings;
   }
@@ -263,7 +264,7 @@ struct Model::Impl {
   // later runs at those shapes take once it is kept. Called with "mutex" held.
   void note_dynamic_run(const std::vector<runtime::TensorView>& given) {
     int after = specialize_after();
-    if (after == 0 || options.device != "cpu") return;
+    if (after == 0 || device_kind != DeviceKind::kCpu) return;
     std::vector<std::vector<int64_t>> key;
     std::vector<DType> dtypes;
     for (const runtime::TensorView& v : given) {
@@ -337,15 +338,16 @@ struct Model::Impl {
 namespace {
 
 std::shared_ptr<Model::Impl> make_impl(ModelSource source, const CompileOptions& options) {
+  std::optional<DeviceKind> kind = parse_device_kind(options.device);
   std::shared_ptr<runtime::cuda::Device> cuda;
-  if (options.device == "cuda") {
+  if (kind == DeviceKind::kCuda) {
     Result<std::shared_ptr<runtime::cuda::Device>> device = runtime::cuda::open_device();
     if (!device.ok()) {
       throw Error(
           fmt::format("error: device 'cuda' is not available: {}", device.status().message()));
     }
     cuda = *device;
-  } else if (options.device != "cpu") {
+  } else if (!kind) {
     throw Error(fmt::format("error: device '{}' is not available: devices are \"cpu\" and "
                             "\"cuda\"",
                             options.device));
@@ -358,6 +360,7 @@ std::shared_ptr<Model::Impl> make_impl(ModelSource source, const CompileOptions&
     impl->outputs.push_back(spec_of(v));
   impl->has_shape_operands = !shape_operand_inputs(graph).empty();
   impl->options = options;
+  impl->device_kind = *kind;
   impl->device = std::move(cuda);
   return impl;
 }

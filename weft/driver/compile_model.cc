@@ -130,9 +130,7 @@ Status compile_graph(Graph graph, const stages::Frozen& frozen, const CompileSet
   WEFT_RETURN_IF_ERROR(check_conditional_shapes(graph)); // the branches that stayed
   timer.end("specialize");
 
-  bool cuda = settings.device == "cuda";
-  if (!cuda && settings.device != "cpu")
-    return Status::error(fmt::format("unknown device '{}'", settings.device));
+  bool cuda = settings.device == DeviceKind::kCuda;
   // A CUDA build runs on the device, which takes the GEMMs; a compile-only one has none, and
   // generates them, except over symbolic dims, where only a library call can run them: it then
   // selects the calls a device would make, so that the kernels around them compile as they

@@ -16,6 +16,7 @@
 #include "weft/fusion/fuse.h"
 #include "weft/graph/graph.h"
 #include "weft/runtime/executable.h"
+#include "weft/support/device_kind.h"
 #include "weft/support/status.h"
 
 namespace weft {
@@ -28,9 +29,9 @@ struct CompileSettings {
   bool build = true;
   // Stop after planning (kernels, fusion and buffers): no source, no executable.
   bool generate = true;
-  // "cpu", or "cuda": CUDA C++ (codegen/emit_c.h), built by NVRTC into PTX for each of
+  // The CPU, or CUDA: CUDA C++ (codegen/emit_c.h), built by NVRTC into PTX for each of
   // "cuda_archs". The CUDA runtime has not landed, so a CUDA compile has no executable.
-  std::string device = "cpu";
+  DeviceKind device = DeviceKind::kCpu;
   std::vector<std::string> cuda_archs; // e.g. {"sm_80", "sm_90"}
   // CUDA: strategies whose results are bitwise the same from run to run (no atomics).
   bool deterministic = false;
@@ -81,7 +82,7 @@ struct CompiledModel {
   bool cache_hit = false;
   std::vector<PhaseTime> phases;
   std::string dump_dir;                                 // where the dump went, if anywhere
-  std::vector<std::pair<std::string, std::string>> ptx; // device "cuda": (arch, PTX)
+  std::vector<std::pair<std::string, std::string>> ptx; // device CUDA: (arch, PTX)
   std::vector<fusion::Decision> fusion_decisions;
   std::vector<KernelSummary> kernels; // in launch order
 

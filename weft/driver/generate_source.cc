@@ -12,7 +12,7 @@ Result<GeneratedSource> generate_source(const Plan& plan,
                                         const std::vector<codegen::CpuSchedule>& schedules,
                                         const CompileSettings& settings) {
   codegen::Dialect dialect =
-      settings.device == "cuda" ? codegen::Dialect::kCuda : codegen::Dialect::kCpu;
+      settings.device == DeviceKind::kCuda ? codegen::Dialect::kCuda : codegen::Dialect::kCpu;
   std::string cache_dir = toolchain::CpuCompiler::from_environment().cache_dir;
   const std::vector<kernel::Kernel>& kernels = plan.kernels;
   GeneratedSource out;

@@ -14,7 +14,7 @@ std::vector<codegen::CpuSchedule> schedule_kernels(const Plan& plan,
                                                    std::vector<KernelSummary>* summaries,
                                                    std::string* kernels_text) {
   std::optional<TuningCache> tuning;
-  if (settings.tuning && settings.device != "cuda")
+  if (settings.tuning && settings.device == DeviceKind::kCpu)
     tuning.emplace(toolchain::CpuCompiler::from_environment(), kernel_threads());
   std::vector<codegen::CpuSchedule> schedules(plan.kernels.size());
   for (size_t l = 0, k = 0; l < plan.launches.size(); ++l) {

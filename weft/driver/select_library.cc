@@ -20,12 +20,12 @@ bool library_off() {
 } // namespace
 
 bool onednn_calls(const CompileSettings& settings) {
-  return settings.device == "cpu" && settings.library && !library_off();
+  return settings.device == DeviceKind::kCpu && settings.library && !library_off();
 }
 
 LibrarySelection select_library_calls(const Graph& graph, const CompileSettings& settings,
                                       const std::shared_ptr<runtime::cuda::Device>& device) {
-  bool cuda = settings.device == "cuda";
+  bool cuda = settings.device == DeviceKind::kCuda;
   bool use_library =
       (!cuda || device || settings.dynamic_shapes) && settings.library && !library_off();
   std::unordered_map<const Value*, std::vector<const Node*>> readers;
