@@ -15,7 +15,10 @@
 
 #include <fmt/format.h>
 
+#include "weft/runtime/cuda/cublas_api.h"
+#include "weft/runtime/cuda/cudnn_api.h"
 #include "weft/runtime/cuda/device.h"
+#include "weft/runtime/cuda/driver_types.h"
 #include "weft/runtime/cuda/restrict_check.h"
 #include "weft/support/dynamic_library.h"
 #include "weft/toolchain/nvrtc.h"
@@ -23,15 +26,6 @@
 namespace weft::runtime::cuda {
 
 namespace {
-
-// cuda.h's types, as opaque as Weft needs them.
-using CUresult = int;
-using CUdevice = int;
-using CUcontext = struct CUctx_st*;
-using CUmodule = struct CUmod_st*;
-using CUfunction = struct CUfunc_st*;
-using CUstream = struct CUstream_st*;
-using CUdeviceptr = unsigned long long;
 
 constexpr CUresult kCudaSuccess = 0;
 constexpr int kAttributeMultiprocessorCount = 16;
@@ -118,132 +112,6 @@ std::string error_string(const DriverApi& api, CUresult r) {
     case 100: return "CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected";
     default: return fmt::format("CUDA error {}", r);
   }
-}
-
-// cuBLAS (cublas_api.h's v2 entry points), loaded on the first GEMM.
-using cublasHandle_t = struct cublasContext*;
-using cublasStatus_t = int;
-constexpr int kCublasOpN = 0, kCublasOpT = 1;
-
-struct CublasApi {
-  void* handle = nullptr;
-  cublasStatus_t (*Create)(cublasHandle_t*) = nullptr;
-  cublasStatus_t (*SetStream)(cublasHandle_t, CUstream) = nullptr;
-  cublasStatus_t (*SgemmStridedBatched)(cublasHandle_t, int, int, int, int, int, const float*,
-                                        const float*, int, long long, const float*, int, long long,
-                                        const float*, float*, int, long long, int) = nullptr;
-  cublasStatus_t (*SetMathMode)(cublasHandle_t, int) = nullptr;
-  const char* (*GetStatusString)(cublasStatus_t) = nullptr;
-};
-
-Result<std::unique_ptr<CublasApi>> load_cublas() {
-  auto api = std::make_unique<CublasApi>();
-  api->handle =
-      open_first({"libcublas.so", "libcublas.so.13", "libcublas.so.12", "libcublas.so.11"});
-  if (!api->handle) {
-    return Status::error("cuBLAS is not available: libcublas.so was not found (install the "
-                         "CUDA toolkit's cuBLAS, or add its lib64 directory to LD_LIBRARY_PATH)");
-  }
-  Binder b(api->handle);
-  b.bind("cublasCreate_v2", &api->Create);
-  b.bind("cublasSetStream_v2", &api->SetStream);
-  b.bind("cublasSgemmStridedBatched", &api->SgemmStridedBatched);
-  b.bind("cublasSetMathMode", &api->SetMathMode);
-  b.bind("cublasGetStatusString", &api->GetStatusString);
-  if (!b.missing().empty())
-    return Status::error(fmt::format("cuBLAS is not usable: libcublas.so lacks {}", b.missing()));
-  return api;
-}
-
-// cuDNN (cudnn.h's legacy convolution API, which cuDNN 9's libcudnn.so still exports), loaded
-// on the first convolution.
-using cudnnHandle_t = struct cudnnContext*;
-using cudnnStatus_t = int;
-using cudnnTensorDescriptor_t = struct cudnnTensorStruct*;
-using cudnnFilterDescriptor_t = struct cudnnFilterStruct*;
-using cudnnConvolutionDescriptor_t = struct cudnnConvolutionStruct*;
-constexpr int kCudnnNchw = 0, kCudnnFloat = 0, kCudnnCrossCorrelation = 1;
-// cudnnMathType_t: DEFAULT allows TF32 tensor cores for f32 on sm_80 and later, TENSOR_OP and
-// ALLOW_CONVERSION use tensor cores, FMA does not.
-constexpr int kCudnnDefaultMath = 0, kCudnnTensorOpMath = 1, kCudnnAllowConversionMath = 2,
-              kCudnnFmaMath = 3;
-
-struct CudnnAlgoPerf { // cudnnConvolutionFwdAlgoPerf_t
-  int algo;
-  cudnnStatus_t status;
-  float time;
-  size_t memory;
-  int determinism;
-  int math_type;
-  int reserved[3];
-};
-
-struct CudnnApi {
-  void* handle = nullptr;
-  cudnnStatus_t (*Create)(cudnnHandle_t*) = nullptr;
-  cudnnStatus_t (*SetStream)(cudnnHandle_t, CUstream) = nullptr;
-  cudnnStatus_t (*CreateTensorDescriptor)(cudnnTensorDescriptor_t*) = nullptr;
-  cudnnStatus_t (*DestroyTensorDescriptor)(cudnnTensorDescriptor_t) = nullptr;
-  cudnnStatus_t (*SetTensor4dDescriptor)(cudnnTensorDescriptor_t, int, int, int, int, int,
-                                         int) = nullptr;
-  cudnnStatus_t (*CreateFilterDescriptor)(cudnnFilterDescriptor_t*) = nullptr;
-  cudnnStatus_t (*DestroyFilterDescriptor)(cudnnFilterDescriptor_t) = nullptr;
-  cudnnStatus_t (*SetFilter4dDescriptor)(cudnnFilterDescriptor_t, int, int, int, int, int,
-                                         int) = nullptr;
-  cudnnStatus_t (*CreateConvolutionDescriptor)(cudnnConvolutionDescriptor_t*) = nullptr;
-  cudnnStatus_t (*DestroyConvolutionDescriptor)(cudnnConvolutionDescriptor_t) = nullptr;
-  cudnnStatus_t (*SetConvolution2dDescriptor)(cudnnConvolutionDescriptor_t, int, int, int, int, int,
-                                              int, int, int) = nullptr;
-  cudnnStatus_t (*SetConvolutionGroupCount)(cudnnConvolutionDescriptor_t, int) = nullptr;
-  cudnnStatus_t (*SetConvolutionMathType)(cudnnConvolutionDescriptor_t, int) = nullptr;
-  cudnnStatus_t (*GetConvolutionForwardAlgorithm)(cudnnHandle_t, cudnnTensorDescriptor_t,
-                                                  cudnnFilterDescriptor_t,
-                                                  cudnnConvolutionDescriptor_t,
-                                                  cudnnTensorDescriptor_t, int, int*,
-                                                  CudnnAlgoPerf*) = nullptr;
-  cudnnStatus_t (*GetConvolutionForwardWorkspaceSize)(cudnnHandle_t, cudnnTensorDescriptor_t,
-                                                      cudnnFilterDescriptor_t,
-                                                      cudnnConvolutionDescriptor_t,
-                                                      cudnnTensorDescriptor_t, int,
-                                                      size_t*) = nullptr;
-  cudnnStatus_t (*ConvolutionForward)(cudnnHandle_t, const void*, cudnnTensorDescriptor_t,
-                                      const void*, cudnnFilterDescriptor_t, const void*,
-                                      cudnnConvolutionDescriptor_t, int, void*, size_t, const void*,
-                                      cudnnTensorDescriptor_t, void*) = nullptr;
-  cudnnStatus_t (*AddTensor)(cudnnHandle_t, const void*, cudnnTensorDescriptor_t, const void*,
-                             const void*, cudnnTensorDescriptor_t, void*) = nullptr;
-  const char* (*GetErrorString)(cudnnStatus_t) = nullptr;
-};
-
-Result<std::unique_ptr<CudnnApi>> load_cudnn() {
-  auto api = std::make_unique<CudnnApi>();
-  api->handle = open_first({"libcudnn.so", "libcudnn.so.9", "libcudnn.so.8"});
-  if (!api->handle) {
-    return Status::error("cuDNN is not available: libcudnn.so was not found (install cuDNN, or "
-                         "add its directory to LD_LIBRARY_PATH)");
-  }
-  Binder b(api->handle);
-  b.bind("cudnnCreate", &api->Create);
-  b.bind("cudnnSetStream", &api->SetStream);
-  b.bind("cudnnCreateTensorDescriptor", &api->CreateTensorDescriptor);
-  b.bind("cudnnDestroyTensorDescriptor", &api->DestroyTensorDescriptor);
-  b.bind("cudnnSetTensor4dDescriptor", &api->SetTensor4dDescriptor);
-  b.bind("cudnnCreateFilterDescriptor", &api->CreateFilterDescriptor);
-  b.bind("cudnnDestroyFilterDescriptor", &api->DestroyFilterDescriptor);
-  b.bind("cudnnSetFilter4dDescriptor", &api->SetFilter4dDescriptor);
-  b.bind("cudnnCreateConvolutionDescriptor", &api->CreateConvolutionDescriptor);
-  b.bind("cudnnDestroyConvolutionDescriptor", &api->DestroyConvolutionDescriptor);
-  b.bind("cudnnSetConvolution2dDescriptor", &api->SetConvolution2dDescriptor);
-  b.bind("cudnnSetConvolutionGroupCount", &api->SetConvolutionGroupCount);
-  b.bind("cudnnSetConvolutionMathType", &api->SetConvolutionMathType);
-  b.bind("cudnnGetConvolutionForwardAlgorithm_v7", &api->GetConvolutionForwardAlgorithm);
-  b.bind("cudnnGetConvolutionForwardWorkspaceSize", &api->GetConvolutionForwardWorkspaceSize);
-  b.bind("cudnnConvolutionForward", &api->ConvolutionForward);
-  b.bind("cudnnAddTensor", &api->AddTensor);
-  b.bind("cudnnGetErrorString", &api->GetErrorString);
-  if (!b.missing().empty())
-    return Status::error(fmt::format("cuDNN is not usable: libcudnn.so lacks {}", b.missing()));
-  return api;
 }
 
 // The descriptors of one convolution, destroyed with it.
