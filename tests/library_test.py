@@ -185,6 +185,10 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         check(tmp, "block", Block().eval(), {"x": f(2, 8, 15, 15)},
               ["Conv+Relu", "Conv", "Conv+Add+Relu"])
+        # Channels-last in place, the residual is the destination's start (a sum post-op).
+        summed = [k["strategy"] for k in kernels(os.path.join(tmp, "block.onnx"))
+                  if k["op_type"] == "Conv+Add+Relu"]
+        assert len(summed) == 1 and "residual summed" in summed[0], summed
         check(tmp, "attention", Attention(), {"q": f(12, 4, 16), "k": f(12, 4, 16),
                                               "v": f(12, 4, 16)},
               ["Transpose+Transpose+MatMul", "Transpose+MatMul+Transpose"])

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <unordered_map>
 
@@ -93,6 +94,8 @@ public:
       std::vector<std::pair<size_t, memory>> outs; // (arg, user memory) to reorder back
       for (size_t i = 0; i < args_.size(); ++i) {
         const Arg& a = args_[i];
+        if (a.dnnl_arg == DNNL_ARG_DST && sum_from_ >= 0 && buffers[a.buffer] != buffers[sum_from_])
+          std::memcpy(buffers[a.buffer], buffers[sum_from_], sum_bytes_);
         memory user(a.md, engine(), buffers[a.buffer]);
         if (a.internal == memory::desc()) {
           args.emplace(a.dnnl_arg, user);
@@ -117,6 +120,13 @@ public:
 
   std::string describe() const override { return what_; }
 
+  // Before each run, buffer "from" is copied into the destination, which the primitive's
+  // sum post-op then adds to (a residual). The destination must have no internal layout.
+  void copy_into_dst(int from, size_t bytes) {
+    sum_from_ = from;
+    sum_bytes_ = bytes;
+  }
+
 private:
   dnnl::primitive primitive_;
   std::vector<Arg> args_;
@@ -125,7 +135,18 @@ private:
   std::vector<dnnl::reorder> reorders_; // per arg; empty where none is needed
   std::vector<size_t> offsets_;         // of each reordered arg in the scratch memory
   size_t scratch_bytes_ = 0;
+  int sum_from_ = -1;
+  size_t sum_bytes_ = 0;
 };
+
+// $WEFT_DNNL_SUM=0: residuals stay binary post-ops (for comparisons).
+bool sum_residuals() {
+  static const bool on = [] {
+    const char* env = std::getenv("WEFT_DNNL_SUM");
+    return !env || std::string(env) != "0";
+  }();
+  return on;
+}
 
 // The position of "v" in "values", appending it if absent.
 int position(std::vector<const Value*>& values, const Value* v) {
@@ -228,10 +249,21 @@ memory::desc channels_last_view(const Dims& d) {
 dnnl::primitive_attr post_op_attr(const std::vector<PostOp>& ops, LibraryCall& call,
                                   std::vector<DnnlKernel::Arg>& args, const Dims& out,
                                   const Layout& layout = plain,
-                                  bool channels_last_values = false) {
+                                  bool channels_last_values = false, int* summed = nullptr) {
   dnnl::post_ops po;
   for (size_t i = 0; i < ops.size(); ++i) {
     const PostOp& p = ops[i];
+    // With "summed", a first Add of a full-size operand is a sum post-op: the destination
+    // holds that operand before the primitive runs, and the primitive adds to it
+    // (DnnlKernel::copy_into_dst). oneDNN's brgemm convolutions take sums, but not binary
+    // post-ops of full size (they fall back to the older jit kernels).
+    if (summed && i == 0 && p.binary && p.algorithm == dnnl::algorithm::binary_add &&
+        p.src1_dims.size() == out.size() &&
+        (channels_last_values ? channels_first(p.src1_dims) : p.src1_dims) == out) {
+      po.append_sum(1.0f);
+      *summed = position(call.values, p.src1);
+      continue;
+    }
     if (!p.binary) {
       po.append_eltwise(1.0f, p.algorithm, p.alpha, p.beta);
       continue;
@@ -567,7 +599,12 @@ std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
     std::vector<DnnlKernel::Arg> args = {
         {DNNL_ARG_SRC, position(call.values, x), x_user, layout(dx)}};
     int w_buffer = position(call.values, w); // bound even when reordered, for the profile
-    dnnl::primitive_attr attr = post_op_attr(ops, call, args, dy, layout, nhwc);
+    // Written in place (no reorder after), the destination takes a residual as a sum
+    // post-op.
+    int summed = -1;
+    bool in_place = layout(dy) == y_user;
+    dnnl::primitive_attr attr = post_op_attr(ops, call, args, dy, layout, nhwc,
+                                             in_place && sum_residuals() ? &summed : nullptr);
     dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
     std::string impl = pd.impl_info_str();
     if (impl.starts_with("ref") && layout(dx) != plain(dx)) return LibraryCall{};
@@ -580,12 +617,14 @@ std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
     if (b) args.push_back({DNNL_ARG_BIAS, position(call.values, b), bmd});
     args.push_back(
         {DNNL_ARG_DST, position(call.values, final_output(n, ops)), y_user, layout(dy)});
-    call.kernel = std::make_shared<DnnlKernel>(
+    auto conv = std::make_shared<DnnlKernel>(
         dnnl::convolution_forward(pd), std::move(args), std::move(owned),
-        fmt::format("oneDNN convolution ({}{})", impl,
+        fmt::format("oneDNN convolution ({}{}{})", impl, summed >= 0 ? ", residual summed" : "",
                     nhwc                     ? ", channels-last in place"
                     : layout(dx) != plain(dx) ? ", channels-last"
                                               : ""));
+    if (summed >= 0) conv->copy_into_dst(summed, y_user.get_size());
+    call.kernel = std::move(conv);
     return call;
   };
   try {
