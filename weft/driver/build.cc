@@ -47,12 +47,6 @@ load_kernels(const std::string& path, std::vector<runtime::Launch>& launches) {
 Status build_ptx(const std::string& model, const std::string& source,
                  const std::vector<std::string>& archs,
                  std::vector<std::pair<std::string, std::string>>* ptx) {
-  if (archs.empty()) {
-    return Status::error(fmt::format("{}: the CUDA runtime has not landed yet: Weft generates "
-                                     "CUDA kernels and compiles them with NVRTC for named "
-                                     "architectures, but cannot run them",
-                                     model));
-  }
   WEFT_ASSIGN_OR_RETURN(const toolchain::Nvrtc* nvrtc, toolchain::Nvrtc::get());
   for (const std::string& arch : archs) {
     WEFT_ASSIGN_OR_RETURN(std::string code, nvrtc->compile_to_ptx(source, model + ".cu", arch));

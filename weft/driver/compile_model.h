@@ -29,8 +29,9 @@ struct CompileSettings {
   bool build = true;
   // Stop after planning (kernels, fusion and buffers): no source, no executable.
   bool generate = true;
-  // The CPU, or CUDA: CUDA C++ (codegen/emit_c.h), built by NVRTC into PTX for each of
-  // "cuda_archs". The CUDA runtime has not landed, so a CUDA compile has no executable.
+  // The CPU, or CUDA: CUDA C++ (codegen/emit_c.h) loaded on the device (NVRTC for its
+  // architecture, or the emulator), or, with "cuda_archs", built into PTX for each of them
+  // and not run (a compile without a device: no executable).
   DeviceKind device = DeviceKind::kCpu;
   std::vector<std::string> cuda_archs; // e.g. {"sm_80", "sm_90"}
   // CUDA: strategies whose results are bitwise the same from run to run (no atomics).
