@@ -118,6 +118,26 @@ class Up(torch.nn.Module):
         return self.conv(torch.cat([self.up(x), self.grouped(x), c], 1))
 
 
+class Decoder(torch.nn.Module):
+    """A U-Net's way up between convolutions: ConvTranspose, a Concat with the skip
+    connection, bilinear Resize. Both upsamplings read and write channels-last in place
+    (the Transposes around them absorbed)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(4, 8, 3, padding=1)
+        self.c2 = torch.nn.Conv2d(8, 8, 3, stride=2, padding=1)
+        self.up = torch.nn.ConvTranspose2d(8, 8, 2, stride=2)
+        self.c3 = torch.nn.Conv2d(16, 8, 3, padding=1)
+        self.c4 = torch.nn.Conv2d(8, 2, 1)
+
+    def forward(self, x):
+        e1 = torch.relu(self.c1(x))
+        d = torch.relu(self.c3(torch.cat([self.up(torch.relu(self.c2(e1))), e1], 1)))
+        r = torch.nn.functional.interpolate(d, scale_factor=2.0, mode="bilinear", align_corners=False)
+        return self.c4(r)
+
+
 class Stem(torch.nn.Module):
     """A ResNet stem: convolution, ReLU, max pooling, then a block whose residual is the pooled
     value; and an average pooling between two convolutions. The poolings run between
@@ -209,6 +229,9 @@ def main():
               "3 batches of 5x16x24")
         check(tmp, "upsampling", Up().eval(), {"x": f(2, 8, 7, 7)},
               ["Resize", "ConvTranspose", "ConvTranspose", "Conv"])
+        check(tmp, "decoder", Decoder().eval(), {"x": f(1, 4, 16, 16)},
+              ["Conv+Relu", "Conv+Relu", "Transpose+ConvTranspose+Transpose", "Conv+Relu",
+               "Transpose+Resize+Transpose", "Conv"])
         check(tmp, "stem", Stem().eval(), {"x": f(1, 3, 32, 32)},
               ["Conv+Relu", "Transpose+MaxPool+Transpose", "Conv+Add+Relu",
                "AveragePool", "Conv"])

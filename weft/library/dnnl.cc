@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <set>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -634,6 +635,29 @@ std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
   return build(plain);
 }
 
+// The activations of a 4-D call between channels-last regions (channels_last's Transposes
+// around pooling, ConvTranspose and Resize): x read through an absorbed Transpose from
+// channels-last, and the output written through one to channels-last, in place; otherwise
+// plain. "y" is the value the call writes without an output Transpose.
+struct Activations {
+  memory::desc x, y;     // as they lie in memory
+  const Value *in, *out; // the values bound for them
+};
+
+Activations activations(const Absorbed& absorbed, const Value* x, const Value* y) {
+  const Node *in = absorbed.input_transposes[0], *out = absorbed.output_transpose;
+  Dims dx = dims_of(x), dy = dims_of(y);
+  return {in ? transposed_input(*in, dx.size()) : plain(dx),
+          out ? transposed_output(dy, *out) : plain(dy), in ? in->inputs[0] : x,
+          out ? out->outputs[0] : y};
+}
+
+// How a call's activations relate to the primitive's layout, for the profile.
+std::string layout_note(const Activations& act, const memory::desc& x, const memory::desc& y) {
+  if (x == plain(x.dims())) return "";
+  return act.x == x && act.y == y ? ", channels-last in place" : ", channels-last";
+}
+
 // ConvTranspose in 1-3 spatial dims: oneDNN's deconvolution, on channels-last activations
 // reordered from and to the plain buffers around it as for Conv. ONNX's weights are [C_in,
 // C_out / group, k...], which oneDNN reads as (g)iohw; an output_padding is padding taken off
@@ -682,13 +706,14 @@ std::optional<LibraryCall> conv_transpose_call(const Node& n, const Absorbed& ab
                          ? memory::desc(wdims, memory::data_type::f32, memory::format_tag::any)
                          : w_user;
   memory::desc bmd = b ? plain({dy[1]}) : memory::desc();
+  Activations act = activations(absorbed, x, final_output(n, ops));
   auto build = [&](const Layout& layout) {
     dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference,
                                         dnnl::algorithm::deconvolution_direct, layout(dx), wmd, bmd,
                                         layout(dy), strides, dilates, pad_l, pad_r);
     LibraryCall call;
     std::vector<DnnlKernel::Arg> args = {
-        {DNNL_ARG_SRC, position(call.values, x), plain(dx), layout(dx)}};
+        {DNNL_ARG_SRC, position(call.values, act.in), act.x, layout(dx)}};
     int w_buffer = position(call.values, w); // bound even when reordered, for the profile
     dnnl::primitive_attr attr = post_op_attr(ops, call, args, dy, layout);
     dnnl::deconvolution_forward::primitive_desc pd(d, attr, engine());
@@ -701,12 +726,10 @@ std::optional<LibraryCall> conv_transpose_call(const Node& n, const Absorbed& ab
       args.push_back({DNNL_ARG_WEIGHTS, w_buffer, w_user});
     }
     if (b) args.push_back({DNNL_ARG_BIAS, position(call.values, b), bmd});
-    args.push_back(
-        {DNNL_ARG_DST, position(call.values, final_output(n, ops)), plain(dy), layout(dy)});
+    args.push_back({DNNL_ARG_DST, position(call.values, act.out), act.y, layout(dy)});
     call.kernel = std::make_shared<DnnlKernel>(
         dnnl::deconvolution_forward(pd), std::move(args), std::move(owned),
-        fmt::format("oneDNN deconvolution ({}{})", impl,
-                    layout(dx) != plain(dx) ? ", channels-last" : ""));
+        fmt::format("oneDNN deconvolution ({}{})", impl, layout_note(act, layout(dx), layout(dy))));
     return call;
   };
   try {
@@ -741,20 +764,21 @@ std::optional<LibraryCall> resize_call(const Node& n, const Absorbed& absorbed,
     *why_not = "a Resize form oneDNN's resampling does not compute as ONNX does";
     return std::nullopt;
   }
+  Activations act = activations(absorbed, x, y);
   auto build = [&](const Layout& layout) {
     dnnl::resampling_forward::desc d(dnnl::prop_kind::forward_inference,
                                      dnnl::algorithm::resampling_linear, layout(dx), layout(dy));
     dnnl::resampling_forward::primitive_desc pd(d, engine());
     LibraryCall call;
     std::vector<DnnlKernel::Arg> args = {
-        {DNNL_ARG_SRC, position(call.values, x), plain(dx), layout(dx)},
-        {DNNL_ARG_DST, position(call.values, y), plain(dy), layout(dy)}};
+        {DNNL_ARG_SRC, position(call.values, act.in), act.x, layout(dx)},
+        {DNNL_ARG_DST, position(call.values, act.out), act.y, layout(dy)}};
     std::string impl = pd.impl_info_str();
     if (impl.starts_with("ref") && layout(dx) != plain(dx)) return LibraryCall{};
     call.kernel = std::make_shared<DnnlKernel>(
         dnnl::resampling_forward(pd), std::move(args), std::unordered_map<int, memory>{},
         fmt::format("oneDNN linear resampling ({}{})", impl,
-                    layout(dx) != plain(dx) ? ", channels-last" : ""));
+                    layout_note(act, layout(dx), layout(dy))));
     return call;
   };
   try {
@@ -794,18 +818,14 @@ std::optional<LibraryCall> pool_call(const Node& n, const Absorbed& absorbed,
   A algorithm = max                    ? A::pooling_max
                 : at.count_include_pad ? A::pooling_avg_include_padding
                                        : A::pooling_avg_exclude_padding;
-  // A Transpose into x (from channels-last) is read through its strides, one out of y (to
-  // channels-last) written through them: the pooling between two channels-last regions.
-  const Node *in = absorbed.input_transposes[0], *out = absorbed.output_transpose;
-  memory::desc src = in ? transposed_input(*in, dx.size()) : plain(dx);
-  memory::desc dst = out ? transposed_output(dy, *out) : plain(dy);
-  dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, algorithm, src, dst, strides,
-                                   kernel, dilation, pad_l, pad_r);
+  // Pooling runs on the activations as they lie: plain, or channels-last (Activations).
+  Activations act = activations(absorbed, x, y);
+  dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, algorithm, act.x, act.y,
+                                   strides, kernel, dilation, pad_l, pad_r);
   dnnl::pooling_v2_forward::primitive_desc pd(d, engine());
   LibraryCall call;
-  std::vector<DnnlKernel::Arg> args = {
-      {DNNL_ARG_SRC, position(call.values, in ? in->inputs[0] : x), src},
-      {DNNL_ARG_DST, position(call.values, out ? out->outputs[0] : y), dst}};
+  std::vector<DnnlKernel::Arg> args = {{DNNL_ARG_SRC, position(call.values, act.in), act.x},
+                                       {DNNL_ARG_DST, position(call.values, act.out), act.y}};
   call.kernel = std::make_shared<DnnlKernel>(
       dnnl::pooling_v2_forward(pd), std::move(args), std::unordered_map<int, memory>{},
       fmt::format("oneDNN pooling ({})", pd.impl_info_str()));
@@ -866,12 +886,14 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
     }
     if (const Node* t = sole_reader(v); is_transpose(t)) all.output_transpose = t;
   }
-  if (node.op_type == "MaxPool" || node.op_type == "AveragePool") { // channels_last's
+  static const std::set<std::string> kBetweenRegions = {"MaxPool", "AveragePool",
+                                                          "ConvTranspose", "Resize"};
+  if (kBetweenRegions.contains(node.op_type)) { // channels_last's Transposes (Activations)
     const Node* t = node.inputs[0]->producer;
     if (t && t->op_type == "Transpose" && free(t) && perm_of(*t) == Ints{0, 3, 1, 2} &&
         sole_reader(t->outputs[0]) == &node)
       all.input_transposes[0] = t;
-    const Node* o = sole_reader(node.outputs[0]);
+    const Node* o = sole_reader(v);
     if (o && o->op_type == "Transpose" && free(o) && perm_of(*o) == Ints{0, 2, 3, 1})
       all.output_transpose = o;
   }
