@@ -1,5 +1,6 @@
 #include "weft/graph/passes/channels_last.h"
 
+#include <algorithm>
 #include <set>
 
 #include "weft/graph/node_builder.h"
@@ -21,6 +22,17 @@ bool is_pointwise(const Node& n) {
       "Sqrt", "Mish",  "Softplus", "Add", "Sub",         "Mul",       "Div",
       "Max",  "Min",   "PRelu",   "Pow",  "Sum",         "Mean",      "Where"};
   return kOps.contains(n.op_type) && n.outputs.size() == 1 && n.outputs[0];
+}
+
+// A reduction over some of [N, C, H, W]'s axes, keeping them: over channels-last's axes
+// (kToFirst maps them) it gives the same elements, laid out channels-last.
+bool is_reduction(const Node& n) {
+  static const std::set<std::string> kOps = {"ReduceMean", "ReduceSum", "ReduceMax",
+                                             "ReduceMin", "ReduceProd", "ReduceL1",
+                                             "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp"};
+  if (!kOps.contains(n.op_type) || n.inputs.size() != 1) return false;
+  const auto& at = n.attrs_as<ReduceAttrs>();
+  return at.keepdims && at.axes && !at.axes->empty();
 }
 
 bool is_transpose(const Node* n, const Ints& perm) {
@@ -121,8 +133,13 @@ private:
           return true;
         }
       }
-      if (is_transpose(t, kToFirst) && rs.size() == 1 && !graph_.is_graph_output(v) &&
-          sink(*rs[0], readers))
+      // Into its reader; with several, when each could take it (SiLU's Sigmoid and Mul both
+      // read x): the Transpose then stays only if one of them cannot.
+      bool all_sinkable = std::all_of(rs.begin(), rs.end(), [](const Node* r) {
+        return is_pointwise(*r) || is_reduction(*r) || r->op_type == "Concat";
+      });
+      if (is_transpose(t, kToFirst) && !rs.empty() && all_sinkable &&
+          !graph_.is_graph_output(v) && sink(*rs[0], readers))
         return true;
     }
     return false;
@@ -137,7 +154,15 @@ private:
     bool concat = e.op_type == "Concat" && has_rank(e.outputs[0], 4) &&
                   (e.attrs_as<AxisAttrs>().axis == 1 || e.attrs_as<AxisAttrs>().axis == -3);
     if (concat) attrs = AxisAttrs{3};
-    if ((!is_pointwise(e) && !concat) || !has_rank(e.outputs[0], 4)) return false;
+    bool reduction = is_reduction(e);
+    if (reduction) { // its axes, over [N, H, W, C]
+      ReduceAttrs at = e.attrs_as<ReduceAttrs>();
+      for (int64_t& a : *at.axes)
+        a = kToFirst[static_cast<size_t>(a < 0 ? a + 4 : a)];
+      std::sort(at.axes->begin(), at.axes->end());
+      attrs = at;
+    }
+    if ((!is_pointwise(e) && !concat && !reduction) || !has_rank(e.outputs[0], 4)) return false;
     std::vector<Value*> inputs;
     std::vector<Tensor> transposed; // constants to make, by input position
     std::vector<int> constant_at;

@@ -5,14 +5,16 @@
 // convolution, more time than the convolutions). This pass, for the CPU's library calls:
 // - turns each 2-D f32 Conv into kConvChannelsLastOp between two Transposes, to [N, H, W, C]
 //   before it and back after it;
-// - sinks each Transpose towards its readers through elementwise ops and a Concat of
-//   channels, as long as its output has that one reader; their other operands are taken
+// - sinks each Transpose towards its readers through elementwise ops, a Concat of channels
+//   and reductions that keep their dims (over the axes the Transpose maps them to), when
+//   each reader of its output is such an op (SiLU's Sigmoid and Mul both read it); their
+//   other operands are taken
 //   channels-last too: another such Transpose's input, a constant transposed once, or any
 //   other 4-D operand through a Transpose of its own (one operand's reorder instead of the
 //   result's, which may then cancel further on);
 // - cancels a Transpose whose reader undoes it.
 // Between two convolutions, activations then stay channels-last, and the Transposes left
-// are at the region's boundaries (before a pooling, a Reshape, the graph's outputs): the
+// are at the region's boundaries (a Reshape, the graph's outputs, ops that stay plain): the
 // reorders that remain, in the graph for `weft inspect` to show.
 //
 // Requires: a verified graph whose shapes are inferred (after specialize).

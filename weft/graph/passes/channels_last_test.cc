@@ -52,6 +52,39 @@ TEST(ChannelsLast, ActivationsStayChannelsLastBetweenConvolutions) {
   EXPECT_EQ(g.outputs[0]->name, "y");
 }
 
+// EfficientNet's SiLU and squeeze-and-excitation: the Transpose after a convolution sinks
+// into both readers of its output (Sigmoid and Mul), and through the spatial mean, which
+// reduces channels-last's axes 1 and 2; only the region's two ends keep a Transpose.
+TEST(ChannelsLast, SinksIntoSeveralReadersAndThroughReductions) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1, 4, 8, 8] x, float[4, 4, 1, 1] w1, float[2, 4, 1, 1] w2, float[4, 2, 1, 1] w3)
+        => (float[1, 4, 8, 8] y) {
+      a = Conv(x, w1)
+      s = Sigmoid(a)
+      h = Mul(a, s)
+      p = ReduceMean <axes = [2, 3], keepdims = 1> (h)
+      q = Conv(p, w2)
+      r = Relu(q)
+      z = Conv(r, w3)
+      gate = Sigmoid(z)
+      y = Mul(h, gate)
+    })");
+  Result<bool> changed = channels_last(g);
+  ASSERT_TRUE(changed.ok()) << changed.status().to_string();
+  ASSERT_TRUE(eliminate_dead_code(g).ok());
+  Status v = verify_graph(g, "channels_last");
+  ASSERT_TRUE(v.ok()) << v.to_string();
+  EXPECT_EQ(count(g, kConvChannelsLastOp), 3);
+  EXPECT_EQ(count(g, "Transpose"), 2);
+  for (const auto& n : g.nodes()) {
+    if (n->op_type == "ReduceMean") {
+      EXPECT_EQ(n->attrs_as<ReduceAttrs>().axes, (Ints{1, 2}));
+      EXPECT_EQ(shape_to_string(*n->outputs[0]->type.shape), "[1,1,1,4]");
+    }
+  }
+}
+
 // Nothing to do without a 2-D f32 convolution.
 TEST(ChannelsLast, LeavesOtherGraphsAlone) {
   Graph g = graph_from_text(R"(
