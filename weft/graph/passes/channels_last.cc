@@ -26,13 +26,25 @@ bool is_pointwise(const Node& n) {
 
 // A reduction over some of [N, C, H, W]'s axes, keeping them: over channels-last's axes
 // (kToFirst maps them) it gives the same elements, laid out channels-last.
+// Without keepdims, one whose kept axes stay in order channels-last (N and C, say, after a
+// spatial mean): its result is the same either way.
 bool is_reduction(const Node& n) {
   static const std::set<std::string> kOps = {"ReduceMean", "ReduceSum", "ReduceMax",
                                              "ReduceMin", "ReduceProd", "ReduceL1",
                                              "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp"};
   if (!kOps.contains(n.op_type) || n.inputs.size() != 1) return false;
   const auto& at = n.attrs_as<ReduceAttrs>();
-  return at.keepdims && at.axes && !at.axes->empty();
+  if (!at.axes || at.axes->empty()) return false;
+  if (at.keepdims) return true;
+  int64_t last = -1; // the kept axes' positions channels-last, in their order
+  for (int64_t a = 0; a < 4; ++a) {
+    bool reduced = std::find(at.axes->begin(), at.axes->end(), a) != at.axes->end() ||
+                   std::find(at.axes->begin(), at.axes->end(), a - 4) != at.axes->end();
+    if (reduced) continue;
+    if (kToFirst[static_cast<size_t>(a)] < last) return false;
+    last = kToFirst[static_cast<size_t>(a)];
+  }
+  return true;
 }
 
 bool is_transpose(const Node* n, const Ints& perm) {
@@ -99,10 +111,13 @@ private:
   }
 
   // x -> Transpose(to last) -> ConvChannelsLast -> Transpose(to first) -> y.
+  // One Transpose per input value: convolutions reading the same one share it.
   void convert(Node& conv) {
     NodeBuilder b(graph_, conv);
     std::vector<Value*> inputs = conv.inputs;
-    inputs[0] = b.op("Transpose", {inputs[0]}, TransposeAttrs{kToLast});
+    Value*& to_last = to_last_[inputs[0]];
+    if (!to_last) to_last = b.op("Transpose", {inputs[0]}, TransposeAttrs{kToLast});
+    inputs[0] = to_last;
     Value* y = b.op(kConvChannelsLastOp, inputs, conv.attrs);
     Value* out = conv.outputs[0];
     out->producer = nullptr;
@@ -162,7 +177,11 @@ private:
       std::sort(at.axes->begin(), at.axes->end());
       attrs = at;
     }
-    if ((!is_pointwise(e) && !concat && !reduction) || !has_rank(e.outputs[0], 4)) return false;
+    // (A reduction without keepdims leaves the same elements in the same order.)
+    bool same_layout = reduction && !e.attrs_as<ReduceAttrs>().keepdims;
+    if ((!is_pointwise(e) && !concat && !reduction) ||
+        (!same_layout && !has_rank(e.outputs[0], 4)))
+      return false;
     std::vector<Value*> inputs;
     std::vector<Tensor> transposed; // constants to make, by input position
     std::vector<int> constant_at;
@@ -201,11 +220,11 @@ private:
       }
       in = existing ? existing->outputs[0] : b.op("Transpose", {in}, TransposeAttrs{kToLast});
     }
-    Value* y = b.op(e.op_type, inputs, attrs);
     Value* out = e.outputs[0];
     out->producer = nullptr;
     e.outputs[0] = nullptr;
-    b.op("Transpose", {y}, TransposeAttrs{kToFirst}, out);
+    Value* y = same_layout ? b.op(e.op_type, inputs, attrs, out) : b.op(e.op_type, inputs, attrs);
+    if (!same_layout) b.op("Transpose", {y}, TransposeAttrs{kToFirst}, out);
     std::string name = e.name;
     remove(&e);
     graph_.rename_node(y->producer, name);
@@ -217,6 +236,7 @@ private:
   }
 
   Graph& graph_;
+  std::unordered_map<const Value*, Value*> to_last_; // convert's Transposes, by their input
 };
 
 } // namespace

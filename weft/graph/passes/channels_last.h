@@ -4,10 +4,11 @@
 // first, so each call used to reorder its input and output (MobileNetV2: two reorders per
 // convolution, more time than the convolutions). This pass, for the CPU's library calls:
 // - turns each 2-D f32 Conv into kConvChannelsLastOp between two Transposes, to [N, H, W, C]
-//   before it and back after it;
+//   before it (one per input value, shared by the convolutions reading it) and back after it;
 // - sinks each Transpose towards its readers through elementwise ops, a Concat of channels
 //   and reductions that keep their dims (over the axes the Transpose maps them to), when
-//   each reader of its output is such an op (SiLU's Sigmoid and Mul both read it); their
+//   each reader of its output is such an op (SiLU's Sigmoid and Mul both read it); a
+//   reduction without keepdims whose kept axes stay in order needs no Transpose after; their
 //   other operands are taken
 //   channels-last too: another such Transpose's input, a constant transposed once, or any
 //   other 4-D operand through a Transpose of its own (one operand's reorder instead of the

@@ -85,6 +85,31 @@ TEST(ChannelsLast, SinksIntoSeveralReadersAndThroughReductions) {
   }
 }
 
+// Two convolutions reading one value share its Transpose, and a spatial mean without
+// keepdims ([N, C] either way) needs none after it: one Transpose is left, at the input.
+TEST(ChannelsLast, SharesInputTransposesAndEndsAtAFlatMean) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1, 4, 8, 8] x, float[4, 4, 1, 1] w1, float[4, 4, 1, 1] w2, float[4, 4, 3, 3] w3)
+        => (float[1, 4] y) {
+      a = Conv(x, w1)
+      r = Relu(a)
+      b = Conv(r, w2)
+      c = Conv <pads = [1, 1, 1, 1]> (r, w3)
+      d = Add(b, c)
+      y = ReduceMean <axes = [2, 3], keepdims = 0> (d)
+    })");
+  Result<bool> changed = channels_last(g);
+  ASSERT_TRUE(changed.ok()) << changed.status().to_string();
+  ASSERT_TRUE(eliminate_dead_code(g).ok());
+  Status v = verify_graph(g, "channels_last");
+  ASSERT_TRUE(v.ok()) << v.to_string();
+  EXPECT_EQ(count(g, kConvChannelsLastOp), 3);
+  EXPECT_EQ(count(g, "Transpose"), 1);
+  EXPECT_EQ(g.outputs[0]->producer->op_type, "ReduceMean");
+  EXPECT_EQ(g.outputs[0]->producer->attrs_as<ReduceAttrs>().axes, (Ints{1, 2}));
+}
+
 // Nothing to do without a 2-D f32 convolution.
 TEST(ChannelsLast, LeavesOtherGraphsAlone) {
   Graph g = graph_from_text(R"(
