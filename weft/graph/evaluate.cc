@@ -418,55 +418,71 @@ Outputs eval_reduce(const Node& node, std::string_view op) {
 
 } // namespace
 
+namespace {
+
+using Evaluator = Outputs (*)(const Node&);
+
+// Mod on integers takes the divisor's sign (fmod=0) or the dividend's (fmod=1).
+Outputs eval_mod(const Node& node) {
+  if (node.attrs_as<ModAttrs>().fmod) {
+    return elementwise(
+        node, node.outputs[0]->type.dtype,
+        [](auto& a) { return a[1] == 0 ? int64_t{0} : a[0] % a[1]; },
+        [](auto& a) { return std::fmod(a[0], a[1]); });
+  }
+  return elementwise(node, node.outputs[0]->type.dtype, [](auto& a) {
+    if (a[1] == 0) return int64_t{0};
+    int64_t r = a[0] % a[1];
+    return r != 0 && (r < 0) != (a[1] < 0) ? r + a[1] : r;
+  }, nullptr);
+}
+
+// The ops folding evaluates besides the elementwise table's: one entry each.
+const std::unordered_map<std::string_view, Evaluator>& evaluators() {
+  static const std::unordered_map<std::string_view, Evaluator> table = {
+      {"Shape", eval_shape},
+      {"Size",
+       [](const Node& n) {
+         return single(Tensor::scalar_i64(shape_num_elements(*n.inputs[0]->type.shape).value()));
+       }},
+      {"Constant", [](const Node& n) { return single(*n.attrs_as<ConstantAttrs>().value); }},
+      {"Cast", [](const Node& n) { return eval_cast(n, n.attrs_as<CastAttrs>().to); }},
+      {"CastLike", [](const Node& n) { return eval_cast(n, arg(n, 1).dtype()); }},
+      {"BitCast", [](const Node& n) { return eval_bit_cast(n, n.attrs_as<CastAttrs>().to); }},
+      {"Gather", eval_gather},
+      {"Concat", eval_concat},
+      {"Identity", eval_with_type},
+      {"Reshape", eval_with_type},
+      {"Squeeze", eval_with_type},
+      {"Unsqueeze", eval_with_type},
+      {"Flatten", eval_with_type},
+      {"Slice", eval_slice},
+      {"Transpose", eval_transpose},
+      {"Expand", eval_expand},
+      {"Where", eval_where},
+      {"Mod", eval_mod},
+      {"Range", eval_range},
+      {"ConstantOfShape", eval_constant_of_shape},
+      {"ReduceProd", [](const Node& n) { return eval_reduce(n, n.op_type); }},
+      {"ReduceSum", [](const Node& n) { return eval_reduce(n, n.op_type); }},
+      {"ReduceMin", [](const Node& n) { return eval_reduce(n, n.op_type); }},
+      {"ReduceMax", [](const Node& n) { return eval_reduce(n, n.op_type); }},
+  };
+  return table;
+}
+
+} // namespace
+
 bool can_evaluate(const Node& node) {
-  static const std::unordered_map<std::string_view, bool> kOps = {
-      {"Shape", true},     {"Size", true},      {"Constant", true},        {"Identity", true},
-      {"Cast", true},      {"CastLike", true},  {"BitCast", true},         {"Gather", true},
-      {"Concat", true},    {"Reshape", true},   {"Squeeze", true},         {"Unsqueeze", true},
-      {"Flatten", true},   {"Slice", true},     {"Transpose", true},       {"Expand", true},
-      {"Where", true},     {"Range", true},     {"ConstantOfShape", true}, {"ReduceProd", true},
-      {"ReduceSum", true}, {"ReduceMin", true}, {"ReduceMax", true},       {"Mod", true}};
-  return kOps.contains(node.op_type) || (elementwise_table().contains(node.op_type) &&
-                                         !std::holds_alternative<LegacyBroadcastAttrs>(node.attrs));
+  return evaluators().contains(node.op_type) ||
+         (elementwise_table().contains(node.op_type) &&
+          !std::holds_alternative<LegacyBroadcastAttrs>(node.attrs));
 }
 
 Result<std::vector<Tensor>> evaluate_node(const Node& node) {
-  const std::string& op = node.op_type;
-  if (op == "Shape") return eval_shape(node);
-  if (op == "Size") {
-    return single(Tensor::scalar_i64(shape_num_elements(*node.inputs[0]->type.shape).value()));
-  }
-  if (op == "Constant") return single(*node.attrs_as<ConstantAttrs>().value);
-  if (op == "Cast") return eval_cast(node, node.attrs_as<CastAttrs>().to);
-  if (op == "CastLike") return eval_cast(node, arg(node, 1).dtype());
-  if (op == "BitCast") return eval_bit_cast(node, node.attrs_as<CastAttrs>().to);
-  if (op == "Gather") return eval_gather(node);
-  if (op == "Concat") return eval_concat(node);
-  if (op == "Identity" || op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" ||
-      op == "Flatten") {
-    return eval_with_type(node);
-  }
-  if (op == "Slice") return eval_slice(node);
-  if (op == "Transpose") return eval_transpose(node);
-  if (op == "Expand") return eval_expand(node);
-  if (op == "Where") return eval_where(node);
-  if (op == "Mod") { // integer Mod takes the divisor's sign (fmod=0) or the dividend's (fmod=1)
-    if (node.attrs_as<ModAttrs>().fmod) {
-      return elementwise(
-          node, node.outputs[0]->type.dtype,
-          [](auto& a) { return a[1] == 0 ? int64_t{0} : a[0] % a[1]; },
-          [](auto& a) { return std::fmod(a[0], a[1]); });
-    }
-    return elementwise(node, node.outputs[0]->type.dtype, [](auto& a) {
-      if (a[1] == 0) return int64_t{0};
-      int64_t r = a[0] % a[1];
-      return r != 0 && (r < 0) != (a[1] < 0) ? r + a[1] : r;
-    }, nullptr);
-  }
-  if (op == "Range") return eval_range(node);
-  if (op == "ConstantOfShape") return eval_constant_of_shape(node);
-  if (op.starts_with("Reduce")) return eval_reduce(node, op);
-  const ElementwiseFns& fns = elementwise_table().at(op);
+  if (auto it = evaluators().find(node.op_type); it != evaluators().end())
+    return it->second(node);
+  const ElementwiseFns& fns = elementwise_table().at(node.op_type);
   DType out_type = fns.to_bool ? DType::kBool : arg(node, 0).dtype();
   return elementwise(node, out_type, fns.int_fn, fns.float_fn);
 }
