@@ -16,7 +16,10 @@
 //    are not stitched. Where the statement budget forces cuts in a run of kernels, an
 //    exact plan (segments.h: an ILP over bytes moved plus launches) places them.
 //
-// Every pair not fused gets a reason, for `weft inspect`.
+// Every pair not fused gets a reason, for `weft inspect`. Each rewrite has a file of its own
+// (rewrites.h: inline_producers.cc, inline_through_aliases.cc, stitch.cc, and
+// accumulate_in_outputs.cc, which makes reductions accumulate in their outputs), and tests
+// of its own (rewrites_test.cc, each with a case where it has nothing to do).
 #pragma once
 
 #include <set>

@@ -1,0 +1,171 @@
+// Each rewrite of fuse() on its own (rewrites.h): a graph lowered node by node, the rewrite
+// run, the kernels before and after; and a case where it has nothing to do.
+#include <gtest/gtest.h>
+
+#include "tests/testing/onnx_text.h"
+#include "weft/driver/pipeline.h"
+#include "weft/fusion/rewrites.h"
+
+namespace weft::fusion {
+namespace {
+
+// The graph after the graph passes (constants folded, attributes canonical), as lowering
+// sees it.
+Graph graph_from_text(const std::string& text) {
+  Result<Graph> g = run_graph_pipeline(ModelSource::memory(testing::model_bytes(text)));
+  EXPECT_TRUE(g.ok()) << g.status().to_string();
+  return g.ok() ? std::move(g).value() : Graph();
+}
+
+// The graph's nodes lowered into steps, as the compile driver lowers them.
+std::vector<Step> lowered(const Graph& g) {
+  std::vector<Step> steps;
+  size_t index = 0;
+  for (const auto& n : g.nodes()) {
+    Result<kernel::LoweredNode> l =
+        kernel::lower_node(*n, "k" + std::to_string(index++) + "_" + n->op_type);
+    EXPECT_TRUE(l.ok()) << l.status().to_string();
+    if (!l.ok()) return {};
+    if (l->alias_of) {
+      steps.push_back({{}, n->outputs[0], l->alias_of});
+      continue;
+    }
+    for (kernel::BoundKernel& k : l->kernels)
+      steps.push_back({{{std::move(k), {n.get()}}}, nullptr, nullptr});
+  }
+  return steps;
+}
+
+// The kernels of "steps", printed, in order.
+std::vector<std::string> kernels(const std::vector<Step>& steps) {
+  std::vector<std::string> out;
+  for (const Step& s : steps) {
+    for (const FusedKernel& k : s.kernels)
+      out.push_back(kernel::print_kernel(k.bound.kernel));
+  }
+  return out;
+}
+
+std::set<const Value*> outputs(const Graph& g) { return {g.outputs.begin(), g.outputs.end()}; }
+
+const char* kExpThenAdd = R"(
+  <ir_version: 8, opset_import: ["" : 13]>
+  g (float[4, 8] x) => (float[4, 8] y) {
+    one = Constant <value = float {1.0}> ()
+    e = Exp(x)
+    y = Add(e, one)
+  })";
+
+TEST(InlineProducers, ElementwiseProducerJoinsItsReader) {
+  Graph g = graph_from_text(kExpThenAdd);
+  std::vector<Step> steps = lowered(g);
+  ASSERT_EQ(kernels(steps).size(), 2u);
+  std::vector<Decision> decisions;
+  inline_producers(steps, outputs(g), decisions);
+  std::vector<std::string> after = kernels(steps);
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_NE(after[0].find("exp("), std::string::npos) << after[0];
+  ASSERT_FALSE(decisions.empty());
+  EXPECT_TRUE(decisions[0].fused);
+  EXPECT_EQ(decisions[0].how, "inlined");
+}
+
+TEST(InlineProducers, NothingToDoWhenTheProducerIsAnOutput) {
+  Graph g = graph_from_text(kExpThenAdd);
+  std::vector<Step> steps = lowered(g);
+  std::vector<std::string> before = kernels(steps);
+  std::set<const Value*> pinned = outputs(g);
+  pinned.insert(g.find_value("e")); // as if e were a graph output too
+  std::vector<Decision> decisions;
+  inline_producers(steps, pinned, decisions);
+  EXPECT_EQ(kernels(steps), before);
+}
+
+const char* kExpReshapeNeg = R"(
+  <ir_version: 8, opset_import: ["" : 13]>
+  g (float[4, 8] x) => (float[32] y) {
+    shape = Constant <value = int64[1] {32}> ()
+    e = Exp(x)
+    r = Reshape(e, shape)
+    y = Neg(r)
+  })";
+
+TEST(InlineThroughAliases, ProducerJoinsItsReaderThroughAReshape) {
+  Graph g = graph_from_text(kExpReshapeNeg);
+  std::vector<Step> steps = lowered(g);
+  ASSERT_EQ(kernels(steps).size(), 2u);
+  std::vector<Decision> decisions;
+  inline_through_aliases(steps, outputs(g), decisions);
+  std::vector<std::string> after = kernels(steps);
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_NE(after[0].find("exp("), std::string::npos) << after[0];
+}
+
+TEST(InlineThroughAliases, NothingToDoWithoutAnAlias) {
+  Graph g = graph_from_text(kExpThenAdd);
+  std::vector<Step> steps = lowered(g);
+  std::vector<std::string> before = kernels(steps);
+  std::vector<Decision> decisions;
+  inline_through_aliases(steps, outputs(g), decisions);
+  EXPECT_EQ(kernels(steps), before);
+}
+
+TEST(Stitch, AReductionAndItsElementwiseReaderShareAKernel) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[64, 256] x) => (float[64, 256] y) {
+      s = ReduceMax <axes = [1], keepdims = 1> (x)
+      y = Sub(x, s)
+    })");
+  std::vector<Step> steps = lowered(g);
+  ASSERT_EQ(kernels(steps).size(), 2u);
+  std::vector<Decision> decisions;
+  stitch(steps, outputs(g), decisions);
+  std::vector<std::string> after = kernels(steps);
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_NE(after[0].find("temp"), std::string::npos) << after[0]; // s, no longer in memory
+}
+
+TEST(Stitch, NothingToDoForOneKernel) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[64, 256] x) => (float[64, 1] s) {
+      s = ReduceMax <axes = [1], keepdims = 1> (x)
+    })");
+  std::vector<Step> steps = lowered(g);
+  std::vector<std::string> before = kernels(steps);
+  std::vector<Decision> decisions;
+  stitch(steps, outputs(g), decisions);
+  EXPECT_EQ(kernels(steps), before);
+}
+
+TEST(AccumulateInOutputs, AMiddleSumAccumulatesInItsOutput) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[4, 8, 16] x) => (float[4, 16] y) {
+      axes = Constant <value = int64[1] {1}> ()
+      y = ReduceSum <keepdims = 0> (x, axes)
+    })");
+  std::vector<Step> steps = lowered(g);
+  ASSERT_EQ(steps.size(), 1u);
+  kernel::BoundKernel& k = steps[0].kernels.at(0).bound;
+  std::string before = kernel::print_kernel(k.kernel);
+  accumulate_in_outputs(k);
+  std::string after = kernel::print_kernel(k.kernel);
+  EXPECT_NE(after, before);
+  EXPECT_LT(k.kernel.buffers.size(), lowered(g)[0].kernels[0].bound.kernel.buffers.size())
+      << before << "\n"
+      << after;
+}
+
+TEST(AccumulateInOutputs, NothingToDoForAnElementwiseKernel) {
+  Graph g = graph_from_text(kExpThenAdd);
+  std::vector<Step> steps = lowered(g);
+  kernel::BoundKernel& k = steps[0].kernels.at(0).bound;
+  std::string before = kernel::print_kernel(k.kernel);
+  accumulate_in_outputs(k);
+  EXPECT_EQ(kernel::print_kernel(k.kernel), before);
+}
+
+} // namespace
+} // namespace weft::fusion
