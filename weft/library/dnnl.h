@@ -5,7 +5,8 @@
 // oneDNN takes a node only when it can express it exactly; otherwise (another dtype, empty
 // tensors, a Gemm whose alpha and beta do not map onto a bias, a primitive oneDNN does not
 // implement) the node stays generated code, which handles every case. docs/library.md says
-// which cases go where.
+// which cases go where. dnnl.cc builds the primitives per op; dnnl_epilogue.h matches the
+// epilogues they absorb; dnnl_kernel.h runs them.
 #pragma once
 
 #include <functional>

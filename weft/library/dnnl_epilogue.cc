@@ -1,0 +1,133 @@
+#include "weft/library/dnnl_epilogue.h"
+
+#include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "weft/graph/op_table.h"
+
+namespace weft::library {
+
+Dims dims_of(const Value* v) { return shape_static_dims(*v->type.shape); }
+
+// The position of "v" in "values", appending it if absent.
+int position(std::vector<const Value*>& values, const Value* v) {
+  auto it = std::find(values.begin(), values.end(), v);
+  if (it != values.end()) return static_cast<int>(it - values.begin());
+  values.push_back(v);
+  return static_cast<int>(values.size()) - 1;
+}
+
+// Why oneDNN does not take a node whose values are "values", if it does not: f32 only, and
+// no empty tensors (generated code handles both).
+std::optional<std::string> unsupported_values(const std::vector<const Value*>& values) {
+  for (const Value* v : values) {
+    if (!v) continue;
+    if (v->type.dtype != DType::kF32)
+      return fmt::format("'{}' is {}, and oneDNN runs f32 here", v->name,
+                         dtype_name(v->type.dtype));
+    std::optional<int64_t> n = shape_num_elements(*v->type.shape);
+    if (!n) return fmt::format("'{}' has a symbolic shape", v->name);
+    if (*n == 0) return fmt::format("'{}' is empty", v->name);
+  }
+  return std::nullopt;
+}
+
+std::optional<PostOp> post_op(const Node& e, const Value* from) {
+  using A = dnnl::algorithm;
+  const std::string& op = e.op_type;
+  PostOp p;
+  p.node = &e;
+  if (e.outputs.size() != 1 || e.outputs[0]->type.dtype != DType::kF32) return std::nullopt;
+  if (op == "Relu") {
+    p.algorithm = A::eltwise_relu;
+  } else if (op == "LeakyRelu") {
+    p.algorithm = A::eltwise_relu;
+    p.alpha = e.attrs_as<AlphaAttrs>().alpha;
+  } else if (op == "Sigmoid") {
+    p.algorithm = A::eltwise_logistic;
+  } else if (op == "Tanh") {
+    p.algorithm = A::eltwise_tanh;
+  } else if (op == "Clip" && e.inputs.size() == 1) {
+    const auto& a = e.attrs_as<ClipAttrs>();
+    p.algorithm = A::eltwise_clip;
+    p.alpha = a.min.value_or(-std::numeric_limits<float>::max());
+    p.beta = a.max.value_or(std::numeric_limits<float>::max());
+  } else if (op == "Add" || op == "Mul" || (op == "Sub" || op == "Div")) {
+    if (e.inputs.size() != 2 || e.inputs[0] == e.inputs[1]) return std::nullopt;
+    if ((op == "Sub" || op == "Div") && e.inputs[0] != from) return std::nullopt;
+    p.binary = true;
+    p.algorithm = op == "Add"   ? A::binary_add
+                  : op == "Mul" ? A::binary_mul
+                  : op == "Sub" ? A::binary_sub
+                                : A::binary_div;
+    p.src1 = e.inputs[0] == from ? e.inputs[1] : e.inputs[0];
+    Dims out = dims_of(from), other = dims_of(p.src1);
+    if (p.src1->type.dtype != DType::kF32 || other.size() > out.size() ||
+        dims_of(e.outputs[0]) != out)
+      return std::nullopt;
+    other.insert(other.begin(), out.size() - other.size(), 1);
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (other[i] != 1 && other[i] != out[i]) return std::nullopt;
+    }
+    p.src1_dims = other;
+  } else {
+    return std::nullopt;
+  }
+  return p;
+}
+
+Dims channels_first(Dims d) {
+  if (d.size() >= 3) std::rotate(d.begin() + 1, d.end() - 1, d.end());
+  return d;
+}
+
+// The memory of a channels-last value of dims "d" (row-major over them), as a
+// descriptor over channels_first(d): a 4-D one is oneDNN's nhwc.
+memory::desc channels_last_view(const Dims& d) {
+  return memory::desc(channels_first(d), memory::data_type::f32,
+                      channels_first(row_major_strides(d)));
+}
+
+// The post-ops' attribute, and their src1 arguments bound into "call". A src1 of the
+// output's full dims takes the primitive's "layout"; a broadcast one stays as it lies. With
+// "channels_last_values", the values' dims are [N, spatial..., C] (kConvChannelsLastOp's).
+dnnl::primitive_attr post_op_attr(const std::vector<PostOp>& ops, LibraryCall& call,
+                                  std::vector<DnnlKernel::Arg>& args, const Dims& out,
+                                  const Layout& layout, bool channels_last_values, int* summed) {
+  dnnl::post_ops po;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const PostOp& p = ops[i];
+    // With "summed", a first Add of a full-size operand is a sum post-op: the destination
+    // holds that operand before the primitive runs, and the primitive adds to it
+    // (DnnlKernel::copy_into_dst). oneDNN's brgemm convolutions take sums, but not binary
+    // post-ops of full size (they fall back to the older jit kernels).
+    if (summed && i == 0 && p.binary && p.algorithm == dnnl::algorithm::binary_add &&
+        p.src1_dims.size() == out.size() &&
+        (channels_last_values ? channels_first(p.src1_dims) : p.src1_dims) == out) {
+      po.append_sum(1.0f);
+      *summed = position(call.values, p.src1);
+      continue;
+    }
+    if (!p.binary) {
+      po.append_eltwise(1.0f, p.algorithm, p.alpha, p.beta);
+      continue;
+    }
+    Dims dims = channels_last_values ? channels_first(p.src1_dims) : p.src1_dims;
+    memory::desc user = channels_last_values ? channels_last_view(p.src1_dims) : plain(p.src1_dims);
+    memory::desc internal = dims == out ? layout(out) : user;
+    po.append_binary(p.algorithm, internal);
+    args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1,
+                    position(call.values, p.src1), user, internal});
+  }
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(po);
+  return attr;
+}
+
+const Value* final_output(const Node& n, const std::vector<PostOp>& ops) {
+  return ops.empty() ? n.outputs[0] : ops.back().node->outputs[0];
+}
+
+} // namespace weft::library

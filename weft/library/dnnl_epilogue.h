@@ -1,0 +1,74 @@
+// The compile-time half of the oneDNN calls (dnnl.h): which epilogue nodes a call absorbs
+// as oneDNN post-ops, and the values a call binds. Internal to library/.
+#pragma once
+
+#include <array>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "weft/graph/graph.h"
+#include "weft/library/dnnl.h"
+#include "weft/library/dnnl_kernel.h"
+
+namespace weft::library {
+
+// The static dims of "v".
+Dims dims_of(const Value* v);
+
+// The position of "v" in "values", appending it if absent.
+int position(std::vector<const Value*>& values, const Value* v);
+
+// Why oneDNN does not take a node whose values are "values", if it does not: f32 only, and
+// no empty tensors (generated code handles both).
+std::optional<std::string> unsupported_values(const std::vector<const Value*>& values);
+
+// An epilogue node as a oneDNN post-op: an activation, or an arithmetic op with another
+// operand ("src1") that broadcasts to the output without growing it.
+struct PostOp {
+  const Node* node = nullptr;
+  bool binary = false;
+  dnnl::algorithm algorithm = dnnl::algorithm::undef;
+  float alpha = 0.0f, beta = 0.0f; // eltwise parameters
+  const Value* src1 = nullptr;
+  Dims src1_dims; // aligned to the output's rank
+};
+
+// "e", which reads "from", as a post-op, if oneDNN has one for it.
+std::optional<PostOp> post_op(const Node& e, const Value* from);
+
+// How the primitive lays out a full-size activation of these dims (the buffer's own layout
+// is always plain).
+using Layout = std::function<memory::desc(const Dims&)>;
+
+// Dims of a channels-last value ([N, spatial..., C]) in oneDNN's order [N, C, spatial...].
+Dims channels_first(Dims d);
+
+// The memory of a channels-last value of dims "d" (row-major over them), as a
+// descriptor over channels_first(d): a 4-D one is oneDNN's nhwc.
+memory::desc channels_last_view(const Dims& d);
+
+// The post-ops' attribute, and their src1 arguments bound into "call". A src1 of the
+// output's full dims takes the primitive's "layout"; a broadcast one stays as it lies. With
+// "channels_last_values", the values' dims are [N, spatial..., C] (kConvChannelsLastOp's).
+// With "summed", a first Add of a full-size operand is a sum post-op: the destination
+// holds that operand before the primitive runs, and the primitive adds to it
+// (DnnlKernel::copy_into_dst); "summed" gets that operand's position.
+dnnl::primitive_attr post_op_attr(const std::vector<PostOp>& ops, LibraryCall& call,
+                                  std::vector<DnnlKernel::Arg>& args, const Dims& out,
+                                  const Layout& layout = plain, bool channels_last_values = false,
+                                  int* summed = nullptr);
+
+// What a call absorbs beside its node: post-ops, and for MatMul, Transposes of its
+// operands (read through strides) and of its result (written through strides).
+struct Absorbed {
+  std::vector<PostOp> epilogue;
+  std::array<const Node*, 2> input_transposes = {nullptr, nullptr};
+  const Node* output_transpose = nullptr;
+};
+
+// The value the primitive writes: the last epilogue node's output, or the node's own.
+const Value* final_output(const Node& n, const std::vector<PostOp>& ops);
+
+} // namespace weft::library

@@ -1,0 +1,64 @@
+// The runtime half of the oneDNN calls (dnnl.h): the engine, and DnnlKernel, which runs one
+// primitive on a launch's buffers. Internal to library/.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "weft/runtime/library_kernel.h"
+
+namespace weft::library {
+
+using dnnl::memory;
+using Dims = memory::dims;
+
+// oneDNN's CPU engine, created once, with oneDNN's primitive cache bounded (dnnl_kernel.cc).
+const dnnl::engine& engine();
+// Row-major strides of "dims", and the plain (row-major f32) descriptor over them.
+Dims row_major_strides(const Dims& dims);
+memory::desc plain(const Dims& dims);
+
+// One primitive and the memories it executes on: each argument is a buffer of the launch
+// (wrapped per run) or memory the kernel owns (weights reordered at compile time). An
+// argument the primitive wants in another layout ("internal": channels-last, say) is
+// reordered through per-thread scratch memory on each run: in before, out after.
+class DnnlKernel final : public runtime::LibraryKernel {
+public:
+  struct Arg {
+    int dnnl_arg;
+    int buffer;      // index into the launch's buffers
+    memory::desc md; // its layout there
+    memory::desc internal = {};
+  };
+
+  DnnlKernel(dnnl::primitive primitive, std::vector<Arg> args,
+             std::unordered_map<int, memory> owned, std::string what);
+
+  Status run(void* const* buffers, const int64_t* extents) const override;
+
+  std::string describe() const override { return what_; }
+
+  // Before each run, buffer "from" is copied into the destination, which the primitive's
+  // sum post-op then adds to (a residual). The destination must have no internal layout.
+  void copy_into_dst(int from, size_t bytes) {
+    sum_from_ = from;
+    sum_bytes_ = bytes;
+  }
+
+private:
+  dnnl::primitive primitive_;
+  std::vector<Arg> args_;
+  std::unordered_map<int, memory> owned_;
+  std::string what_;
+  std::vector<dnnl::reorder> reorders_; // per arg; empty where none is needed
+  std::vector<size_t> offsets_;         // of each reordered arg in the scratch memory
+  size_t scratch_bytes_ = 0;
+  int sum_from_ = -1;
+  size_t sum_bytes_ = 0;
+};
+
+} // namespace weft::library
