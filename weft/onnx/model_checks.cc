@@ -1,0 +1,277 @@
+#include "weft/onnx/model_checks.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <fmt/format.h>
+#include <google/protobuf/stubs/logging.h>
+
+#include "weft/graph/op_table.h"
+#include "weft/onnx/attr_reader.h"
+#include "weft/support/grouped_list.h"
+
+namespace weft {
+
+namespace {
+
+// libprotobuf logs parse failures to stderr itself; Weft reports them as one line instead.
+void silence_protobuf_logging() {
+  static const bool once = [] {
+    google::protobuf::SetLogHandler(nullptr);
+    return true;
+  }();
+  (void)once;
+}
+
+// One message listing every node Weft cannot import, grouped by op.
+void find_unsupported(const onnx::GraphProto& graph, int opset,
+                      std::vector<std::pair<std::string, std::string>>& unsupported) {
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    if (graph_op_type(node) == "If" || graph_op_type(node) == "Loop" ||
+        graph_op_type(node) == "Scan" || graph_op_type(node) == kFlexAttentionOp) {
+      for (const onnx::GraphProto* branch : subgraphs(node))
+        find_unsupported(*branch, opset, unsupported);
+    }
+    std::string key;
+    bool known_domain = node.domain() == kTrainingDomain || node.domain() == kPreviewDomain ||
+                        node.domain() == kMlDomain;
+    if (!is_onnx_domain(node.domain()) && !known_domain) {
+      key = fmt::format("{} (domain '{}': only ai.onnx, {}, {} and {} are supported)",
+                        node.op_type(), node.domain(), kTrainingDomain, kPreviewDomain, kMlDomain);
+    } else if (!is_onnx_domain(node.domain())) {
+      if (find_op(graph_op_type(node), opset)) continue;
+      key = fmt::format("{} (domain '{}': Weft supports {} there)", node.op_type(), node.domain(),
+                        node.domain() == kPreviewDomain ? "FlexAttention"
+                        : node.domain() == kMlDomain
+                            ? "Binarizer, ArrayFeatureExtractor and TreeEnsemble"
+                            : "Adagrad, Adam and Momentum");
+    } else if (!find_op(node.op_type(), opset) ||
+               node.op_type().find('.') != std::string::npos) { // qualified: not ai.onnx's
+      std::vector<std::string> spans;
+      for (auto [lo, hi] : supported_opsets(node.op_type())) {
+        spans.push_back(lo == hi ? std::to_string(lo) : fmt::format("{}-{}", lo, hi));
+      }
+      key = spans.empty() ? fmt::format("{} (opset {})", node.op_type(), opset)
+                          : fmt::format("{} (opset {}; supported at opsets {})", node.op_type(),
+                                        opset, fmt::join(spans, ", "));
+    } else {
+      continue;
+    }
+    unsupported.emplace_back(key, node.name().empty() ? fmt::format("#{}", i) : node.name());
+  }
+}
+
+// Spec rules checked on the protobuf, before any shape function runs. They were first
+// written against inputs that crashed libonnx 1.12's shape inference (found by
+// tests/fuzz/import_fuzzer.cc: LayerNormalization with an axis out of range, the Conv/pool
+// family with zero strides or attributes whose lengths do not match the input's rank); Weft
+// no longer runs that inference, and keeps the checks for its own shape functions. The
+// ranks known here are the declared ones of graph inputs, outputs, value_info and
+// initializers.
+class DeclaredRankChecks {
+public:
+  DeclaredRankChecks(const onnx::GraphProto& graph, std::string name) : name_(std::move(name)) {
+    for (const auto* infos : {&graph.input(), &graph.output(), &graph.value_info()}) {
+      for (const auto& vi : *infos) {
+        if (vi.type().has_tensor_type() && vi.type().tensor_type().has_shape()) {
+          declare(vi.name(), vi.type().tensor_type().shape().dim_size());
+        }
+      }
+    }
+    for (const auto& init : graph.initializer())
+      declare(init.name(), init.dims_size());
+  }
+
+  // A value declared with two ranks (say an output reusing an input's name) is refused:
+  // the shape functions would see one rank and these checks the other.
+  Status check_declarations() const {
+    if (conflict_.empty()) return Status();
+    return Status::error(
+        fmt::format("{}: value '{}' is declared with different ranks", name_, conflict_));
+  }
+
+  Status check(const onnx::NodeProto& node, int index) const {
+    Location where{name_, node.name().empty() ? fmt::format("#{}", index) : node.name(),
+                   node.op_type(), 0};
+    std::optional<int> rank = rank_of(node, 0);
+    bool window = kWindowOps.contains(node.op_type());
+    if (window && rank && *rank < 3) {
+      return Status::error(where,
+                           fmt::format("input rank {} is below 3 (N, C, spatial...)", *rank));
+    }
+    if (window && rank && node.input_size() > 1 && node.op_type().starts_with("Conv")) {
+      std::optional<int> w_rank = rank_of(node, 1);
+      if (w_rank && *w_rank != *rank) {
+        return Status::error(
+            where, fmt::format("weights have rank {}, input has rank {}", *w_rank, *rank));
+      }
+    }
+    if (node.op_type() == "LayerNormalization" && rank) {
+      int64_t axis = -1; // the default
+      for (const auto& attr : node.attribute()) {
+        if (attr.name() == "axis") axis = attr.i();
+      }
+      if (axis < -*rank || axis >= *rank) {
+        return Status::error(where,
+                             fmt::format("axis {} is out of range for input rank {}", axis, *rank));
+      }
+    }
+    for (const auto& attr : node.attribute()) {
+      const std::string& a = attr.name();
+      bool positive = a == "strides" || a == "dilations" || a == "kernel_shape";
+      if (positive &&
+          std::any_of(attr.ints().begin(), attr.ints().end(), [](int64_t v) { return v <= 0; })) {
+        return Status::error(where, fmt::format("attribute '{}' must be positive", a));
+      }
+      if (window && rank && (positive || a == "pads") && attr.ints_size() > 0) {
+        int expected = (a == "pads" ? 2 : 1) * (*rank - 2);
+        if (attr.ints_size() != expected) {
+          return Status::error(
+              where, fmt::format("attribute '{}' has {} values, the input's spatial rank needs {}",
+                                 a, attr.ints_size(), expected));
+        }
+      }
+    }
+    return Status();
+  }
+
+private:
+  std::optional<int> rank_of(const onnx::NodeProto& node, int input) const {
+    if (node.input_size() <= input) return std::nullopt;
+    auto it = ranks_.find(node.input(input));
+    return it == ranks_.end() ? std::nullopt : std::optional<int>(it->second);
+  }
+
+  void declare(const std::string& value, int rank) {
+    auto [it, inserted] = ranks_.emplace(value, rank);
+    if (!inserted && it->second != rank && conflict_.empty()) conflict_ = value;
+  }
+
+  static inline const std::unordered_set<std::string> kWindowOps = {
+      "Conv",    "ConvTranspose", "ConvInteger", "QLinearConv",
+      "MaxPool", "AveragePool",   "LpPool",      "MaxUnpool"};
+  std::string name_;
+  std::unordered_map<std::string, int> ranks_;
+  std::string conflict_; // the first value declared with two ranks
+};
+
+} // namespace
+
+Result<std::string> read_file(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(st)) {
+    return Status::error(fmt::format("{}: no such file", path));
+  }
+  if (std::filesystem::is_directory(st)) {
+    return Status::error(fmt::format("{}: is a directory, expected an .onnx model file", path));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::error(fmt::format("{}: cannot open the file for reading", path));
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (in.bad()) return Status::error(fmt::format("{}: cannot read the file", path));
+  return bytes.str();
+}
+
+Result<onnx::ModelProto> parse_model(const std::string& bytes, const std::string& name) {
+  if (bytes.empty()) return Status::error(fmt::format("{}: the file is empty", name));
+  silence_protobuf_logging();
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) {
+    return Status::error(fmt::format(
+        "{}: not a valid ONNX model: the protobuf does not parse (truncated or not a model?)",
+        name));
+  }
+  if (model.ir_version() <= 0 || !model.has_graph()) {
+    return Status::error(fmt::format("{}: not a valid ONNX model: it has no {}", name,
+                                     model.ir_version() <= 0 ? "ir_version" : "graph"));
+  }
+  if (model.ir_version() > kMaxIrVersion) {
+    return Status::error(
+        fmt::format("{}: the model's IR version {} is newer than Weft knows (IR up to {}, onnx {})",
+                    name, model.ir_version(), kMaxIrVersion, kOnnxRelease));
+  }
+  return model;
+}
+
+bool is_onnx_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+
+// The op type Weft's graph gives a node: ONNX's for ai.onnx, qualified by the domain for
+// the other domains Weft knows (op_table.h).
+std::string graph_op_type(const onnx::NodeProto& node) {
+  if (node.domain() == kTrainingDomain || node.domain() == kPreviewDomain ||
+      node.domain() == kMlDomain)
+    return fmt::format("{}.{}", node.domain(), node.op_type());
+  return node.op_type();
+}
+
+// The ai.onnx opset. A model that imports none may hold nodes of the other domains only
+// (say, a training step); passes that add ai.onnx nodes to it use the newest opset.
+Result<int> find_opset(const onnx::ModelProto& model, const std::string& name) {
+  std::optional<int> opset;
+  for (const auto& imp : model.opset_import()) {
+    if (is_onnx_domain(imp.domain())) opset = static_cast<int>(imp.version());
+    if (imp.domain() == kTrainingDomain && imp.version() != kTrainingOpset) {
+      return Status::error(fmt::format("{}: {} opset {} is not supported (only {})", name,
+                                       kTrainingDomain, imp.version(), kTrainingOpset));
+    }
+    if (imp.domain() == kPreviewDomain && imp.version() != kPreviewOpset) {
+      return Status::error(fmt::format("{}: {} opset {} is not supported (only {})", name,
+                                       kPreviewDomain, imp.version(), kPreviewOpset));
+    }
+  }
+  const auto& nodes = model.graph().node();
+  if (!opset && std::none_of(nodes.begin(), nodes.end(),
+                             [](const onnx::NodeProto& n) { return is_onnx_domain(n.domain()); })) {
+    opset = kMaxOpset;
+  }
+  if (!opset) return Status::error(fmt::format("{}: the model imports no ai.onnx opset", name));
+  if (*opset > kMaxOpset) {
+    return Status::error(fmt::format(
+        "{}: ai.onnx opset {} is newer than Weft knows (opsets {}-{}, onnx {}); convert the "
+        "model with onnx.version_converter",
+        name, *opset, kMinOpset, kMaxOpset, kOnnxRelease));
+  }
+  if (*opset < kMinOpset) {
+    return Status::error(fmt::format("{}: ai.onnx opset {} is not valid (opsets start at {})", name,
+                                     *opset, kMinOpset));
+  }
+  return *opset;
+}
+
+// The graphs of a node's attributes: If's branches, Loop's and Scan's bodies.
+std::vector<const onnx::GraphProto*> subgraphs(const onnx::NodeProto& node) {
+  std::vector<const onnx::GraphProto*> out;
+  for (const auto& a : node.attribute()) {
+    if (a.has_g()) out.push_back(&a.g());
+  }
+  return out;
+}
+
+// Every op of the model (and of the branches and bodies of If, Loop and Scan) is in the table.
+Status check_supported_ops(const onnx::GraphProto& graph, int opset, const std::string& name) {
+  std::vector<std::pair<std::string, std::string>> unsupported; // (op and why, node)
+  find_unsupported(graph, opset, unsupported);
+  if (unsupported.empty()) return Status();
+  return Status::error(fmt::format("{}: unsupported ops: {}", name, format_grouped(unsupported)));
+}
+
+Status check_declared_ranks(const onnx::GraphProto& graph, const std::string& name) {
+  DeclaredRankChecks checks(graph, name);
+  WEFT_RETURN_IF_ERROR(checks.check_declarations());
+  for (int i = 0; i < graph.node_size(); ++i) {
+    WEFT_RETURN_IF_ERROR(checks.check(graph.node(i), i));
+    for (const onnx::GraphProto* sub : subgraphs(graph.node(i)))
+      WEFT_RETURN_IF_ERROR(check_declared_ranks(*sub, name));
+  }
+  return Status();
+}
+
+} // namespace weft
