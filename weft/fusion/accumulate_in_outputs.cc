@@ -5,14 +5,6 @@
 
 namespace weft::fusion {
 
-using kernel::Access;
-using kernel::AffineExpr;
-using kernel::BufferRole;
-using kernel::ExprNode;
-using kernel::ExprOp;
-using kernel::Kernel;
-using kernel::Statement;
-
 namespace {
 
 // Is "index" over "domain" a one-to-one map onto the elements of "shape": the identity, or

@@ -9,8 +9,6 @@
 
 namespace weft::fusion {
 
-using kernel::BufferRole;
-
 int64_t points(const std::vector<Dim>& domain) {
   int64_t n = 1;
   for (const Dim& d : domain) {
@@ -39,7 +37,6 @@ std::map<const Value*, std::vector<size_t>> readers(const std::vector<Step>& ste
 const Value* written_value(const FusedKernel& k) {
   return k.bound.values[static_cast<size_t>(k.bound.kernel.statements[0].write.buffer)];
 }
-
 
 std::string node_names(const FusedKernel& k) {
   std::vector<std::string> names;

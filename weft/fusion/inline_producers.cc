@@ -7,14 +7,6 @@
 
 namespace weft::fusion {
 
-using kernel::Access;
-using kernel::AffineExpr;
-using kernel::BufferRole;
-using kernel::ExprNode;
-using kernel::ExprOp;
-using kernel::Kernel;
-using kernel::Statement;
-
 namespace {
 
 constexpr int kCheapOps = 2; // a producer this cheap may be recomputed per broadcast element

@@ -7,14 +7,6 @@
 
 namespace weft::fusion {
 
-using kernel::Access;
-using kernel::AffineExpr;
-using kernel::BufferRole;
-using kernel::ExprNode;
-using kernel::ExprOp;
-using kernel::Kernel;
-using kernel::Statement;
-
 namespace {
 
 // Elementwise kernel "c", which reads "a", a Reshape of "v", rewritten over the common

@@ -11,6 +11,15 @@
 
 namespace weft::fusion {
 
+// The kernel IR names the rewrites use.
+using kernel::Access;
+using kernel::AffineExpr;
+using kernel::BufferRole;
+using kernel::ExprNode;
+using kernel::ExprOp;
+using kernel::Kernel;
+using kernel::Statement;
+
 // A producer whose expression is this large is not inlined again: chains are cut into
 // kernels of bounded size (then stitched), which keeps planning linear.
 constexpr size_t kMaxInlinedNodes = 64;

@@ -4,6 +4,7 @@
 
 #include "tests/testing/onnx_text.h"
 #include "weft/driver/pipeline.h"
+#include "weft/driver/stages.h"
 #include "weft/fusion/rewrites.h"
 
 namespace weft::fusion {
@@ -17,23 +18,11 @@ Graph graph_from_text(const std::string& text) {
   return g.ok() ? std::move(g).value() : Graph();
 }
 
-// The graph's nodes lowered into steps, as the compile driver lowers them.
+// The graph's nodes lowered into steps by the compile driver's stage (no library calls).
 std::vector<Step> lowered(const Graph& g) {
-  std::vector<Step> steps;
-  size_t index = 0;
-  for (const auto& n : g.nodes()) {
-    Result<kernel::LoweredNode> l =
-        kernel::lower_node(*n, "k" + std::to_string(index++) + "_" + n->op_type);
-    EXPECT_TRUE(l.ok()) << l.status().to_string();
-    if (!l.ok()) return {};
-    if (l->alias_of) {
-      steps.push_back({{}, n->outputs[0], l->alias_of});
-      continue;
-    }
-    for (kernel::BoundKernel& k : l->kernels)
-      steps.push_back({{{std::move(k), {n.get()}}}, nullptr, nullptr});
-  }
-  return steps;
+  Result<std::vector<Step>> steps = stages::lower_graph(g, {});
+  EXPECT_TRUE(steps.ok()) << steps.status().to_string();
+  return steps.ok() ? std::move(steps).value() : std::vector<Step>{};
 }
 
 // The kernels of "steps", printed, in order.

@@ -8,14 +8,6 @@
 
 namespace weft::fusion {
 
-using kernel::Access;
-using kernel::AffineExpr;
-using kernel::BufferRole;
-using kernel::ExprNode;
-using kernel::ExprOp;
-using kernel::Kernel;
-using kernel::Statement;
-
 namespace {
 
 constexpr size_t kMaxStitchedStatements = 24;
