@@ -411,6 +411,37 @@ class CliTest(unittest.TestCase):
         path = save(small_model(), self.dir)
         self.assert_one_line_error(weft("run", path, "--fill", "ones", "--device", "cuda"), "CUDA", code=2)
 
+    def test_wide_columns_from_memory_read_whole_rows(self):
+        """A COLUMN sum and max over [1024, 3000] read whole rows in blocks of 32 once the
+        input is at least the streaming size (WEFT_LLC_BYTES makes 12 MB that here), and
+        match float64 at 1 and 3 threads; with the machine's cache size they keep chunks."""
+        import numpy as np
+        rows, cols = 1024, 3000
+        x = np.random.default_rng(1).uniform(-1, 1, (rows, cols)).astype(np.float32)
+        x[7, 2999] = 1e6  # in the last columns
+        np.save(os.path.join(self.dir, "x.npy"), x)
+        xv = helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, cols])
+        outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [cols]) for n in ("s", "m")]
+        nodes = [helper.make_node("ReduceSum", ["x"], ["s"], axes=[0], keepdims=0),
+                 helper.make_node("ReduceMax", ["x"], ["m"], axes=[0], keepdims=0)]
+        graph = helper.make_graph(nodes, "g", [xv], outs)
+        path = save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)]),
+                    self.dir)
+        for threads in ("1", "3"):
+            out, dump = (os.path.join(self.dir, name + threads) for name in ("out", "dump"))
+            r = subprocess.run([WEFT, "run", path, "--input", f"x={os.path.join(self.dir, 'x.npy')}",
+                                "--output-dir", out, "--threads", threads],
+                               capture_output=True, text=True, timeout=300,
+                               env={**os.environ, "WEFT_LLC_BYTES": str(4 << 20),
+                                    "WEFT_DUMP_DIR": dump, "WEFT_CACHE_DIR": os.path.join(self.dir, "cache")})
+            self.assertEqual(r.returncode, 0, r.stderr)
+            np.testing.assert_allclose(np.load(os.path.join(out, "s.npy")),
+                                       x.astype(np.float64).sum(0), rtol=1e-6, atol=1e-3)
+            np.testing.assert_array_equal(np.load(os.path.join(out, "m.npy")), x.max(0))
+            [sub] = os.listdir(dump)
+            with open(os.path.join(dump, sub, "kernels.cc")) as f:
+                self.assertTrue("cascade: blocks of 32" in f.read(), "no whole-row blocks")
+
     def test_run_writes_outputs_that_match_numpy(self):
         import numpy as np
         path = save(small_model(), self.dir)

@@ -394,6 +394,13 @@ void CpuReductionWriter::column(const std::string& r_iterator, const RangeText& 
                                 int depth) {
   Lines l(out_, depth), l1(out_, depth + 1), l2(out_, depth + 2), l3(out_, depth + 3);
   RangeText ks{"weft_klo", "weft_khi", k.extent};
+  // The cost model's chunk, widened to whole rows for a COLUMN read from memory (at least
+  // the streaming size, 3/4 of the last-level cache); a cache-resident one keeps its chunks.
+  if (s_ == CpuSchedule{} && k.extent && *k.extent > s_.column_width &&
+      *k.extent <= kWholeRowColumns && r_.points * 4 >= s_.stream_min_bytes) {
+    s_.column_width = *k.extent;
+    s_.column_rows = kWholeRowBlock;
+  }
   short_rows_ = r.extent && *r.extent <= s_.column_rows;
   register_width_ = 0;
   if (k.extent && (short_rows_ || *k.extent <= kRegisterColumnsMax)) {

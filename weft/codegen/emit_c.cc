@@ -279,6 +279,9 @@ ReductionText Emitter::reduction_text(const AstNode& call) const {
   r.target = load(s.write, iters);
   r.address = fmt::format("&b{}[{}]", s.write.buffer, offset(s.write, iters));
   r.storage = storage_type(t);
+  r.points = 1;
+  for (const Dim& d : s.domain)
+    r.points = d.is_static() && r.points >= 0 ? r.points * d.value() : -1;
   r.store = [this, location, t](const std::string& value) {
     return fmt::format("{} = {};", location, store_value(t, value));
   };
