@@ -38,7 +38,8 @@ namespace {
 // --device cpu|cuda, parsed into "device".
 void add_device_option(CLI::App* cmd, weft::DeviceKind* device) {
   cmd->add_option_function<std::string>(
-         "--device", [device](const std::string& name) { *device = *weft::parse_device_kind(name); },
+         "--device",
+         [device](const std::string& name) { *device = *weft::parse_device_kind(name); },
          "Target device")
       ->check(CLI::IsMember({"cpu", "cuda"}));
 }
@@ -61,7 +62,7 @@ int run_cli(int argc, char** argv) {
   CLI::App* ops_cmd = app.add_subcommand("ops", "List the supported ONNX ops and their opsets");
   ops_cmd->callback([] {
     for (const weft::OpDef& def : weft::all_ops()) {
-      std::cout << def.op_type << " " << def.min_opset << "-" << def.max_opset << "\n";
+      std::cout << def.op << " " << def.min_opset << "-" << def.max_opset << "\n";
     }
   });
 

@@ -9,7 +9,7 @@ namespace weft::stages {
 
 namespace {
 
-std::string kernel_name(size_t index, const std::string& op) {
+std::string kernel_name(size_t index, std::string_view op) {
   std::string name = fmt::format("k{}_{}", index, op);
   for (char& c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
@@ -30,7 +30,7 @@ Result<std::vector<fusion::Step>> lower_graph(const Graph& graph, const LibraryS
       continue;
     }
     Result<kernel::LoweredNode> lowered =
-        kernel::lower_node(*node, kernel_name(index++, node->op_type));
+        kernel::lower_node(*node, kernel_name(index++, node->op_type.name()));
     if (!lowered.ok()) return lowered.status().with_location(location_of(graph, *node));
     if (lowered->alias_of) {
       steps.push_back({{}, node->outputs[0], lowered->alias_of});

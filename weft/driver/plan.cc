@@ -141,7 +141,7 @@ runtime::LaunchInfo launch_info(const fusion::FusedKernel& fk) {
   const kernel::Kernel& k = fk.bound.kernel;
   std::vector<std::string> ops;
   for (const Node* n : fk.nodes)
-    ops.push_back(std::string(shown_op_type(n->op_type)));
+    ops.push_back(std::string(op_name(shown_op(n->op_type))));
   runtime::LaunchInfo info{fusion::node_names(fk), fmt::format("{}", fmt::join(ops, "+")),
                            kernel::describe_strategy(k), ""};
   std::vector<std::string> ins, outs;
@@ -165,7 +165,7 @@ runtime::LaunchInfo library_launch_info(const library::LibraryCall& call) {
   std::vector<std::string> names, ops;
   for (const Node* n : call.nodes) {
     names.push_back(n->name);
-    ops.push_back(std::string(shown_op_type(n->op_type)));
+    ops.push_back(std::string(op_name(shown_op(n->op_type))));
   }
   runtime::LaunchInfo info{fmt::format("{}", fmt::join(names, ", ")),
                            fmt::format("{}", fmt::join(ops, "+")), call.kernel->describe(), ""};
@@ -236,7 +236,7 @@ Result<Plan> plan_buffers(const Graph& graph, std::vector<fusion::Step> steps,
       log_debug("library call: node '{}' ({}), {}, {}", info.node, info.op_type, info.strategy,
                 info.shapes);
       out.launches.push_back({fmt::format("{}{}_{}", cuda ? "gemm" : "dnnl", out.launches.size(),
-                                          shown_op_type(step.library->op_type)),
+                                          op_name(shown_op(step.library->op_type))),
                               nullptr, plan.bind(call.values), std::move(info), call.kernel,
                               call.symbols});
       continue;

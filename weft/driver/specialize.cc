@@ -55,10 +55,10 @@ Status check_lowerable(const Graph& graph) {
   std::vector<std::pair<std::string, std::string>> nodes; // (op, node)
   for (const auto& n : graph.nodes()) {
     // (Shapes over symbols run as calls: library::shape_call.)
-    bool symbolic_shape = (n->op_type == "Shape" || n->op_type == "Size") &&
+    bool symbolic_shape = (n->op_type == Op::kShape || n->op_type == Op::kSize) &&
                           n->inputs[0]->type.shape && !shape_is_static(*n->inputs[0]->type.shape);
     // (channels_last makes these only where oneDNN runs the convolutions.)
-    bool library_only = n->op_type == kConvChannelsLastOp;
+    bool library_only = n->op_type == Op::kConvChannelsLast;
     if (!kernel::can_lower(*n) && !symbolic_shape && !library_only)
       nodes.emplace_back(fmt::format("{} (opset {})", n->op_type, n->opset), n->name);
   }
@@ -83,11 +83,11 @@ Status run_host_ops(Graph& graph) {
     }
     if (!node) return Status();
     bool done = true;
-    if (node->op_type == "Loop" || node->op_type == "Scan") {
-      Status s = node->op_type == "Loop" ? unroll_loop_step(graph, *node, &done)
-                                         : unroll_scan(graph, *node);
+    if (node->op_type == Op::kLoop || node->op_type == Op::kScan) {
+      Status s = node->op_type == Op::kLoop ? unroll_loop_step(graph, *node, &done)
+                                            : unroll_scan(graph, *node);
       if (!s.ok()) return s.with_location(location_of(graph, *node));
-    } else if (node->op_type == "If") { // the chosen branch's outputs pass through
+    } else if (node->op_type == Op::kIf) { // the chosen branch's outputs pass through
       Result<std::vector<Value*>> chosen = chosen_branch(*node);
       if (!chosen.ok()) return chosen.status().with_location(location_of(graph, *node));
       if (!node->conditional) mark_taken(*chosen);
@@ -115,7 +115,7 @@ std::vector<std::string> host_op_inputs(const Graph& graph, std::vector<std::str
   std::vector<std::string> names;
   for (const auto& node : graph.nodes()) {
     // An If is fed only through its condition: its branches' values just pass through.
-    size_t inputs = node->op_type == "If" ? 1 : node->inputs.size();
+    size_t inputs = node->op_type == Op::kIf ? 1 : node->inputs.size();
     bool fed = std::any_of(node->inputs.begin(), node->inputs.begin() + inputs,
                            [&](const Value* v) { return downstream.contains(v); });
     // A host op of an If branch waits for its If: the branch may never run.

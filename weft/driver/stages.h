@@ -31,10 +31,6 @@ namespace weft::stages {
 // Input positions whose values the compile bound (freeze_shape_operands), with the values.
 using Frozen = std::vector<std::pair<int, Tensor>>;
 
-inline Location location_of(const Graph& graph, const Node& node) {
-  return {graph.source, node.name, node.op_type, node.opset};
-}
-
 // ---- specialize.cc: the graph for the inputs at hand.
 
 // Binds input types (and shape-operand values; their positions go to "frozen"), then folds
@@ -112,7 +108,7 @@ struct GeneratedSource {
   std::string source;                 // the prelude, then each kernel's function
   std::vector<std::string> functions; // each kernel's function, as in the source
   std::vector<std::vector<runtime::cuda::LaunchShape>> launches; // CUDA: each kernel's
-  int cache_hits = 0;                 // functions read from the function cache
+  int cache_hits = 0; // functions read from the function cache
 };
 
 // Each kernel's function, from the function cache or scheduled on isl and emitted (on all

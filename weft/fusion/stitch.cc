@@ -19,8 +19,9 @@ constexpr size_t kMaxExactKernels = 64;
 constexpr double kLaunchBytes = 64 * 1024;
 
 bool is_library(const FusedKernel& k) {
-  static const std::set<std::string> kLibrary = {
-      "MatMul", "Gemm", "Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool", "Einsum"};
+  static const std::set<Op> kLibrary = {Op::kMatMul,        Op::kGemm,    Op::kConv,
+                                        Op::kConvTranspose, Op::kMaxPool, Op::kAveragePool,
+                                        Op::kLpPool,        Op::kEinsum};
   return std::any_of(k.nodes.begin(), k.nodes.end(),
                      [](const Node* n) { return kLibrary.contains(n->op_type); });
 }

@@ -78,7 +78,7 @@ void mark_taken(const std::vector<Value*>& outputs) {
     work.pop_back();
     if (!n->conditional) continue;
     n->conditional = false;
-    size_t inputs = n->op_type == "If" ? 1 : n->inputs.size();
+    size_t inputs = n->op_type == Op::kIf ? 1 : n->inputs.size();
     for (size_t i = 0; i < inputs; ++i) {
       if (Value* in = n->inputs[i]; in && in->producer) work.push_back(in->producer);
     }

@@ -261,24 +261,24 @@ Outputs eval_compress(const Node& node) {
 } // namespace
 
 bool is_data_dependent(const Node& node) {
-  const std::string& op = node.op_type;
-  if (op == "Compress") return node.input(1) && !node.input(1)->is_constant();
-  if (op == "If" || op == "Loop" || op == "Scan") return true;
-  return op == "NonZero" || op == "Unique" || op == "NonMaxSuppression";
+  Op op = node.op_type.id();
+  if (op == Op::kCompress) return node.input(1) && !node.input(1)->is_constant();
+  if (op == Op::kIf || op == Op::kLoop || op == Op::kScan) return true;
+  return op == Op::kNonZero || op == Op::kUnique || op == Op::kNonMaxSuppression;
 }
 
 bool needs_value(const Node& node, size_t i) {
-  if (node.op_type == "If") return i == 0;
-  if (node.op_type == "Loop") return i < 2;
-  return node.op_type != "Scan"; // Scan needs static shapes only
+  if (node.op_type == Op::kIf) return i == 0;
+  if (node.op_type == Op::kLoop) return i < 2;
+  return node.op_type != Op::kScan; // Scan needs static shapes only
 }
 
 Result<std::vector<Tensor>> evaluate_on_host(const Node& node) {
-  const std::string& op = node.op_type;
-  if (op == "NonZero") return eval_non_zero(node);
-  if (op == "Unique") return eval_unique(node);
-  if (op == "NonMaxSuppression") return eval_non_max_suppression(node);
-  if (op == "Compress") return eval_compress(node);
+  Op op = node.op_type.id();
+  if (op == Op::kNonZero) return eval_non_zero(node);
+  if (op == Op::kUnique) return eval_unique(node);
+  if (op == Op::kNonMaxSuppression) return eval_non_max_suppression(node);
+  if (op == Op::kCompress) return eval_compress(node);
   return Status::error(fmt::format("{} does not run on the host", op));
 }
 

@@ -93,45 +93,45 @@ struct ElementwiseFns {
   bool to_bool = false;
 };
 
-const std::unordered_map<std::string_view, ElementwiseFns>& elementwise_table() {
-  static const std::unordered_map<std::string_view, ElementwiseFns> table = {
-      {"Add", {[](auto& a) { return a[0] + a[1]; }, [](auto& a) { return a[0] + a[1]; }}},
-      {"Sub", {[](auto& a) { return a[0] - a[1]; }, [](auto& a) { return a[0] - a[1]; }}},
-      {"Mul", {[](auto& a) { return a[0] * a[1]; }, [](auto& a) { return a[0] * a[1]; }}},
-      {"Div",
+const std::unordered_map<Op, ElementwiseFns>& elementwise_table() {
+  static const std::unordered_map<Op, ElementwiseFns> table = {
+      {Op::kAdd, {[](auto& a) { return a[0] + a[1]; }, [](auto& a) { return a[0] + a[1]; }}},
+      {Op::kSub, {[](auto& a) { return a[0] - a[1]; }, [](auto& a) { return a[0] - a[1]; }}},
+      {Op::kMul, {[](auto& a) { return a[0] * a[1]; }, [](auto& a) { return a[0] * a[1]; }}},
+      {Op::kDiv,
        {[](auto& a) { return a[1] == 0 ? int64_t{0} : a[0] / a[1]; },
         [](auto& a) { return a[0] / a[1]; }}},
-      {"Neg", {[](auto& a) { return -a[0]; }, [](auto& a) { return -a[0]; }}},
-      {"Abs", {[](auto& a) { return std::abs(a[0]); }, [](auto& a) { return std::fabs(a[0]); }}},
-      {"Floor", {nullptr, [](auto& a) { return std::floor(a[0]); }}},
-      {"Ceil", {nullptr, [](auto& a) { return std::ceil(a[0]); }}},
-      {"Sqrt", {nullptr, [](auto& a) { return std::sqrt(a[0]); }}},
-      {"Reciprocal", {nullptr, [](auto& a) { return 1.0 / a[0]; }}},
-      {"Pow", {nullptr, [](auto& a) { return std::pow(a[0], a[1]); }}},
-      {"Max",
+      {Op::kNeg, {[](auto& a) { return -a[0]; }, [](auto& a) { return -a[0]; }}},
+      {Op::kAbs, {[](auto& a) { return std::abs(a[0]); }, [](auto& a) { return std::fabs(a[0]); }}},
+      {Op::kFloor, {nullptr, [](auto& a) { return std::floor(a[0]); }}},
+      {Op::kCeil, {nullptr, [](auto& a) { return std::ceil(a[0]); }}},
+      {Op::kSqrt, {nullptr, [](auto& a) { return std::sqrt(a[0]); }}},
+      {Op::kReciprocal, {nullptr, [](auto& a) { return 1.0 / a[0]; }}},
+      {Op::kPow, {nullptr, [](auto& a) { return std::pow(a[0], a[1]); }}},
+      {Op::kMax,
        {[](auto& a) { return *std::max_element(a.begin(), a.end()); },
         [](auto& a) { return *std::max_element(a.begin(), a.end()); }}},
-      {"Min",
+      {Op::kMin,
        {[](auto& a) { return *std::min_element(a.begin(), a.end()); },
         [](auto& a) { return *std::min_element(a.begin(), a.end()); }}},
-      {"Equal",
+      {Op::kEqual,
        {[](auto& a) { return int64_t{a[0] == a[1]}; }, [](auto& a) { return double(a[0] == a[1]); },
         true}},
-      {"Less",
+      {Op::kLess,
        {[](auto& a) { return int64_t{a[0] < a[1]}; }, [](auto& a) { return double(a[0] < a[1]); },
         true}},
-      {"Greater",
+      {Op::kGreater,
        {[](auto& a) { return int64_t{a[0] > a[1]}; }, [](auto& a) { return double(a[0] > a[1]); },
         true}},
-      {"Not", {[](auto& a) { return int64_t{a[0] == 0}; }, nullptr, true}},
-      {"IsNaN", {nullptr, [](auto& a) { return double(std::isnan(a[0])); }, true}},
-      {"And", {[](auto& a) { return int64_t{a[0] != 0 && a[1] != 0}; }, nullptr, true}},
-      {"Or", {[](auto& a) { return int64_t{a[0] != 0 || a[1] != 0}; }, nullptr, true}},
-      {"Xor", {[](auto& a) { return int64_t{(a[0] != 0) != (a[1] != 0)}; }, nullptr, true}},
-      {"LessOrEqual",
+      {Op::kNot, {[](auto& a) { return int64_t{a[0] == 0}; }, nullptr, true}},
+      {Op::kIsNaN, {nullptr, [](auto& a) { return double(std::isnan(a[0])); }, true}},
+      {Op::kAnd, {[](auto& a) { return int64_t{a[0] != 0 && a[1] != 0}; }, nullptr, true}},
+      {Op::kOr, {[](auto& a) { return int64_t{a[0] != 0 || a[1] != 0}; }, nullptr, true}},
+      {Op::kXor, {[](auto& a) { return int64_t{(a[0] != 0) != (a[1] != 0)}; }, nullptr, true}},
+      {Op::kLessOrEqual,
        {[](auto& a) { return int64_t{a[0] <= a[1]}; }, [](auto& a) { return double(a[0] <= a[1]); },
         true}},
-      {"GreaterOrEqual",
+      {Op::kGreaterOrEqual,
        {[](auto& a) { return int64_t{a[0] >= a[1]}; }, [](auto& a) { return double(a[0] >= a[1]); },
         true}},
   };
@@ -359,7 +359,7 @@ Outputs eval_constant_of_shape(const Node& node) {
 // kMaxReducedElements to the kernels.
 constexpr int64_t kMaxReducedElements = int64_t{1} << 22;
 
-Outputs eval_reduce(const Node& node, std::string_view op) {
+Outputs eval_reduce(const Node& node, Op op) {
   const Tensor& x = arg(node, 0);
   const auto& a = node.attrs_as<ReduceAttrs>();
   if (node.input(1) || x.num_elements() > kMaxReducedElements) return std::vector<Tensor>{};
@@ -379,7 +379,10 @@ Outputs eval_reduce(const Node& node, std::string_view op) {
   bool as_int = !dtype_is_float(x.dtype());
   int64_t count = std::accumulate(kept.begin(), kept.end(), int64_t{1}, std::multiplies<>());
   double inf = std::numeric_limits<double>::infinity();
-  double start = op == "ReduceSum" ? 0 : op == "ReduceProd" ? 1 : op == "ReduceMin" ? inf : -inf;
+  double start = op == Op::kReduceSum    ? 0
+                 : op == Op::kReduceProd ? 1
+                 : op == Op::kReduceMin  ? inf
+                                         : -inf;
   std::vector<int64_t> ints(static_cast<size_t>(count),
                             std::isinf(start) ? (start > 0 ? std::numeric_limits<int64_t>::max()
                                                            : std::numeric_limits<int64_t>::min())
@@ -390,17 +393,17 @@ Outputs eval_reduce(const Node& node, std::string_view op) {
     if (as_int) {
       int64_t v = x.get_int64(i);
       int64_t& acc = ints[o];
-      acc = op == "ReduceSum"    ? acc + v
-            : op == "ReduceProd" ? acc * v
-            : op == "ReduceMin"  ? std::min(acc, v)
-                                 : std::max(acc, v);
+      acc = op == Op::kReduceSum    ? acc + v
+            : op == Op::kReduceProd ? acc * v
+            : op == Op::kReduceMin  ? std::min(acc, v)
+                                    : std::max(acc, v);
     } else {
       double v = x.get_double(i);
       double& acc = floats[o];
-      acc = op == "ReduceSum"                  ? acc + v
-            : op == "ReduceProd"               ? acc * v
+      acc = op == Op::kReduceSum               ? acc + v
+            : op == Op::kReduceProd            ? acc * v
             : std::isnan(acc) || std::isnan(v) ? std::numeric_limits<double>::quiet_NaN()
-            : op == "ReduceMin"                ? std::min(acc, v)
+            : op == Op::kReduceMin             ? std::min(acc, v)
                                                : std::max(acc, v);
     }
   }
@@ -430,43 +433,46 @@ Outputs eval_mod(const Node& node) {
         [](auto& a) { return a[1] == 0 ? int64_t{0} : a[0] % a[1]; },
         [](auto& a) { return std::fmod(a[0], a[1]); });
   }
-  return elementwise(node, node.outputs[0]->type.dtype, [](auto& a) {
-    if (a[1] == 0) return int64_t{0};
-    int64_t r = a[0] % a[1];
-    return r != 0 && (r < 0) != (a[1] < 0) ? r + a[1] : r;
-  }, nullptr);
+  return elementwise(
+      node, node.outputs[0]->type.dtype,
+      [](auto& a) {
+        if (a[1] == 0) return int64_t{0};
+        int64_t r = a[0] % a[1];
+        return r != 0 && (r < 0) != (a[1] < 0) ? r + a[1] : r;
+      },
+      nullptr);
 }
 
 // The ops folding evaluates besides the elementwise table's: one entry each.
-const std::unordered_map<std::string_view, Evaluator>& evaluators() {
-  static const std::unordered_map<std::string_view, Evaluator> table = {
-      {"Shape", eval_shape},
-      {"Size",
+const std::unordered_map<Op, Evaluator>& evaluators() {
+  static const std::unordered_map<Op, Evaluator> table = {
+      {Op::kShape, eval_shape},
+      {Op::kSize,
        [](const Node& n) {
          return single(Tensor::scalar_i64(shape_num_elements(*n.inputs[0]->type.shape).value()));
        }},
-      {"Constant", [](const Node& n) { return single(*n.attrs_as<ConstantAttrs>().value); }},
-      {"Cast", [](const Node& n) { return eval_cast(n, n.attrs_as<CastAttrs>().to); }},
-      {"CastLike", [](const Node& n) { return eval_cast(n, arg(n, 1).dtype()); }},
-      {"BitCast", [](const Node& n) { return eval_bit_cast(n, n.attrs_as<CastAttrs>().to); }},
-      {"Gather", eval_gather},
-      {"Concat", eval_concat},
-      {"Identity", eval_with_type},
-      {"Reshape", eval_with_type},
-      {"Squeeze", eval_with_type},
-      {"Unsqueeze", eval_with_type},
-      {"Flatten", eval_with_type},
-      {"Slice", eval_slice},
-      {"Transpose", eval_transpose},
-      {"Expand", eval_expand},
-      {"Where", eval_where},
-      {"Mod", eval_mod},
-      {"Range", eval_range},
-      {"ConstantOfShape", eval_constant_of_shape},
-      {"ReduceProd", [](const Node& n) { return eval_reduce(n, n.op_type); }},
-      {"ReduceSum", [](const Node& n) { return eval_reduce(n, n.op_type); }},
-      {"ReduceMin", [](const Node& n) { return eval_reduce(n, n.op_type); }},
-      {"ReduceMax", [](const Node& n) { return eval_reduce(n, n.op_type); }},
+      {Op::kConstant, [](const Node& n) { return single(*n.attrs_as<ConstantAttrs>().value); }},
+      {Op::kCast, [](const Node& n) { return eval_cast(n, n.attrs_as<CastAttrs>().to); }},
+      {Op::kCastLike, [](const Node& n) { return eval_cast(n, arg(n, 1).dtype()); }},
+      {Op::kBitCast, [](const Node& n) { return eval_bit_cast(n, n.attrs_as<CastAttrs>().to); }},
+      {Op::kGather, eval_gather},
+      {Op::kConcat, eval_concat},
+      {Op::kIdentity, eval_with_type},
+      {Op::kReshape, eval_with_type},
+      {Op::kSqueeze, eval_with_type},
+      {Op::kUnsqueeze, eval_with_type},
+      {Op::kFlatten, eval_with_type},
+      {Op::kSlice, eval_slice},
+      {Op::kTranspose, eval_transpose},
+      {Op::kExpand, eval_expand},
+      {Op::kWhere, eval_where},
+      {Op::kMod, eval_mod},
+      {Op::kRange, eval_range},
+      {Op::kConstantOfShape, eval_constant_of_shape},
+      {Op::kReduceProd, [](const Node& n) { return eval_reduce(n, n.op_type); }},
+      {Op::kReduceSum, [](const Node& n) { return eval_reduce(n, n.op_type); }},
+      {Op::kReduceMin, [](const Node& n) { return eval_reduce(n, n.op_type); }},
+      {Op::kReduceMax, [](const Node& n) { return eval_reduce(n, n.op_type); }},
   };
   return table;
 }
@@ -480,8 +486,7 @@ bool can_evaluate(const Node& node) {
 }
 
 Result<std::vector<Tensor>> evaluate_node(const Node& node) {
-  if (auto it = evaluators().find(node.op_type); it != evaluators().end())
-    return it->second(node);
+  if (auto it = evaluators().find(node.op_type); it != evaluators().end()) return it->second(node);
   const ElementwiseFns& fns = elementwise_table().at(node.op_type);
   DType out_type = fns.to_bool ? DType::kBool : arg(node, 0).dtype();
   return elementwise(node, out_type, fns.int_fn, fns.float_fn);

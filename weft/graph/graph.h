@@ -18,8 +18,10 @@
 #include <vector>
 
 #include "weft/graph/attrs.h"
+#include "weft/graph/op.h"
 #include "weft/graph/shape.h"
 #include "weft/graph/tensor.h"
+#include "weft/support/status.h"
 
 namespace weft {
 
@@ -36,9 +38,9 @@ struct Value {
 };
 
 struct Node {
-  std::string name;    // unique within the graph
-  std::string op_type; // ONNX op type, e.g. "Conv"
-  int opset = 0;       // the model's ai.onnx opset
+  std::string name; // unique within the graph
+  OpType op_type;   // e.g. Op::kConv
+  int opset = 0;    // the model's ai.onnx opset
   const OpDef* def = nullptr;
   OpAttrs attrs;
   std::vector<Value*> inputs;  // null: omitted optional input
@@ -132,5 +134,10 @@ private:
   std::unordered_set<std::string> fresh_; // the symbols fresh_symbol made
   int next_symbol_ = 0;
 };
+
+// Where "node" is, for messages: "FILE: node 'conv_3' (Conv, opset 13)".
+inline Location location_of(const Graph& graph, const Node& node) {
+  return {graph.source, node.name, std::string(node.op_type.name()), node.opset};
+}
 
 } // namespace weft

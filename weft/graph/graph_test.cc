@@ -18,9 +18,9 @@ Graph relu_graph() {
   g.inputs = {x};
   Node n;
   n.name = "relu";
-  n.op_type = "Relu";
+  n.op_type = Op::kRelu;
   n.opset = 13;
-  n.def = find_op("Relu", 13);
+  n.def = find_op(Op::kRelu, 13);
   n.inputs = {x};
   n.outputs = {y};
   g.add_node(std::move(n));
@@ -48,7 +48,7 @@ TEST(Graph, ReplaceUsesAndRemoveNodes) {
   Graph g = relu_graph();
   Value* x = g.inputs[0];
   g.replace_all_uses(g.outputs[0], x);
-  g.remove_nodes_if([](const Node& n) { return n.op_type == "Relu"; });
+  g.remove_nodes_if([](const Node& n) { return n.op_type == Op::kRelu; });
   EXPECT_TRUE(g.nodes().empty());
   EXPECT_EQ(g.outputs[0], x);
   EXPECT_EQ(g.find_value("y"), nullptr); // unreferenced values go with their node
@@ -94,14 +94,14 @@ TEST(Verifier, CatchesTypesThatContradictTheShapeFunction) {
 }
 
 TEST(OpTable, RangesAndLookups) {
-  EXPECT_NE(find_op("Softmax", 13), nullptr);
-  EXPECT_EQ(find_op("Reshape", 4), nullptr); // shape as an attribute: not supported
-  EXPECT_EQ(find_op("NoSuchOp", 13), nullptr);
-  EXPECT_TRUE(supported_opsets("NoSuchOp").empty());
-  EXPECT_EQ(supported_opsets("Reshape"), (std::vector<std::pair<int, int>>{{5, kMaxOpset}}));
+  EXPECT_NE(find_op(Op::kSoftmax, 13), nullptr);
+  EXPECT_EQ(find_op(Op::kReshape, 4), nullptr); // shape as an attribute: not supported
+  EXPECT_EQ(find_op(op_from_name("NoSuchOp"), 13), nullptr);
+  EXPECT_TRUE(supported_opsets(op_from_name("NoSuchOp")).empty());
+  EXPECT_EQ(supported_opsets(Op::kReshape), (std::vector<std::pair<int, int>>{{5, kMaxOpset}}));
   for (const OpDef& def : all_ops()) {
-    EXPECT_LE(def.min_opset, def.max_opset) << def.op_type;
-    EXPECT_NE(def.parse, nullptr) << def.op_type;
+    EXPECT_LE(def.min_opset, def.max_opset) << def.op;
+    EXPECT_NE(def.parse, nullptr) << def.op;
   }
 }
 

@@ -7,14 +7,14 @@
 
 namespace weft {
 
-std::vector<Value*> NodeBuilder::node(std::string_view op_type, std::vector<Value*> inputs,
-                                      OpAttrs attrs, size_t num_outputs, Value* into) {
+std::vector<Value*> NodeBuilder::node(Op op, std::vector<Value*> inputs, OpAttrs attrs,
+                                      size_t num_outputs, Value* into) {
   Node n;
-  n.name = graph_.unique_node_name(fmt::format("{}_{}", at_.name, op_type));
-  n.op_type = std::string(op_type);
+  n.name = graph_.unique_node_name(fmt::format("{}_{}", at_.name, op));
+  n.op_type = op;
   n.opset = at_.opset;
   n.conditional = at_.conditional; // part of the same If branch, if any
-  n.def = find_op(op_type, at_.opset);
+  n.def = find_op(op, at_.opset);
   WEFT_CHECK(n.def, "NodeBuilder: the op exists at the node's opset");
   n.attrs = std::move(attrs);
   n.inputs = std::move(inputs);
@@ -22,8 +22,8 @@ std::vector<Value*> NodeBuilder::node(std::string_view op_type, std::vector<Valu
   Result<std::vector<TensorType>> types = n.def->infer(n);
   if (!types.ok() || types->size() < num_outputs) {
     if (status_.ok())
-      status_ = types.ok() ? Status::error(fmt::format("{} has too few outputs", op_type))
-                           : types.status();
+      status_ =
+          types.ok() ? Status::error(fmt::format("{} has too few outputs", op)) : types.status();
     types = std::vector<TensorType>(num_outputs, {n.inputs[0]->type.dtype, std::nullopt});
   }
   for (size_t i = 0; i < num_outputs; ++i) {
@@ -50,20 +50,20 @@ Value* NodeBuilder::fill(DType dtype, std::vector<int64_t> dims, double value) {
 Value* NodeBuilder::take(Value* v, int64_t index, int64_t axis) {
   auto [it, added] = indices_.try_emplace(index, nullptr);
   if (added) it->second = constant(fmt::format("i{}", index), Tensor::scalar_i64(index));
-  return op("Gather", {v, it->second}, AxisAttrs{axis});
+  return op(Op::kGather, {v, it->second}, AxisAttrs{axis});
 }
 
 std::vector<Value*> NodeBuilder::split(Value* v, int64_t axis, Ints sizes) {
   size_t n = sizes.size();
-  return node("Split", {v}, SplitAttrs{axis, std::move(sizes), std::nullopt}, n);
+  return node(Op::kSplit, {v}, SplitAttrs{axis, std::move(sizes), std::nullopt}, n);
 }
 
 Value* NodeBuilder::stack(const std::vector<Value*>& parts, int64_t axis, Value* into) {
-  if (parts.size() == 1) return op("Unsqueeze", {parts[0]}, AxesAttrs{Ints{axis}}, into);
+  if (parts.size() == 1) return op(Op::kUnsqueeze, {parts[0]}, AxesAttrs{Ints{axis}}, into);
   std::vector<Value*> expanded;
   for (Value* p : parts)
-    expanded.push_back(op("Unsqueeze", {p}, AxesAttrs{Ints{axis}}));
-  return op("Concat", expanded, AxisAttrs{axis}, into);
+    expanded.push_back(op(Op::kUnsqueeze, {p}, AxesAttrs{Ints{axis}}));
+  return op(Op::kConcat, expanded, AxisAttrs{axis}, into);
 }
 
 } // namespace weft

@@ -20,11 +20,10 @@ public:
   // A new node's outputs; "into", when given (a value without a producer), becomes its first
   // output. A shape function that rejects the node is noted in status(), and the outputs are
   // then typed by the first input's dtype alone.
-  std::vector<Value*> node(std::string_view op_type, std::vector<Value*> inputs, OpAttrs attrs,
-                           size_t num_outputs, Value* into = nullptr);
-  Value* op(std::string_view op_type, std::vector<Value*> inputs, OpAttrs attrs = NoAttrs{},
-            Value* into = nullptr) {
-    return node(op_type, std::move(inputs), std::move(attrs), 1, into)[0];
+  std::vector<Value*> node(Op op, std::vector<Value*> inputs, OpAttrs attrs, size_t num_outputs,
+                           Value* into = nullptr);
+  Value* op(Op op, std::vector<Value*> inputs, OpAttrs attrs = NoAttrs{}, Value* into = nullptr) {
+    return node(op, std::move(inputs), std::move(attrs), 1, into)[0];
   }
 
   Value* constant(const std::string& what, Tensor t);

@@ -793,175 +793,176 @@ const std::vector<OpDef>& build_table() {
     // Unary ops, from the opset that introduced them. Before opset 6 some carried a legacy
     // "consumed_inputs" attribute, which has no effect and is ignored.
     struct Unary {
-      std::string_view op;
+      Op op;
       int since;
     };
-    for (Unary u : {Unary{"Abs", 1}, {"Ceil", 1},       {"Exp", 1},        {"Floor", 1},
-                    {"Log", 1},      {"Neg", 1},        {"Reciprocal", 1}, {"Relu", 1},
-                    {"Sigmoid", 1},  {"Sqrt", 1},       {"Tanh", 1},       {"Softplus", 1},
-                    {"Softsign", 1}, {"Acos", 7},       {"Asin", 7},       {"Atan", 7},
-                    {"Cos", 7},      {"Sin", 7},        {"Tan", 7},        {"Acosh", 9},
-                    {"Asinh", 9},    {"Atanh", 9},      {"Cosh", 9},       {"Sinh", 9},
-                    {"Erf", 9},      {"Sign", 9},       {"Round", 11},     {"HardSwish", 14},
-                    {"Mish", 18},    {"BitwiseNot", 18}}) {
+    for (Unary u :
+         {Unary{Op::kAbs, 1}, {Op::kCeil, 1},       {Op::kExp, 1},        {Op::kFloor, 1},
+          {Op::kLog, 1},      {Op::kNeg, 1},        {Op::kReciprocal, 1}, {Op::kRelu, 1},
+          {Op::kSigmoid, 1},  {Op::kSqrt, 1},       {Op::kTanh, 1},       {Op::kSoftplus, 1},
+          {Op::kSoftsign, 1}, {Op::kAcos, 7},       {Op::kAsin, 7},       {Op::kAtan, 7},
+          {Op::kCos, 7},      {Op::kSin, 7},        {Op::kTan, 7},        {Op::kAcosh, 9},
+          {Op::kAsinh, 9},    {Op::kAtanh, 9},      {Op::kCosh, 9},       {Op::kSinh, 9},
+          {Op::kErf, 9},      {Op::kSign, 9},       {Op::kRound, 11},     {Op::kHardSwish, 14},
+          {Op::kMish, 18},    {Op::kBitwiseNot, 18}}) {
       t.push_back({u.op, u.since, kAll, parse_none, infer_same});
     }
-    t.push_back({"Identity", 1, kAll, parse_none, infer_same});
-    t.push_back({"Not", 1, kAll, parse_none, infer_same});
-    t.push_back({"IsNaN", 9, kAll, parse_none, infer_same_bool});
-    t.push_back({"IsInf", 10, kAll, parse_is_inf, infer_same_bool});
-    t.push_back({"PRelu", 1, kAll, parse_prelu, infer_broadcast});
-    for (std::string_view op : {"Add", "Sub", "Mul", "Div", "Pow"}) {
+    t.push_back({Op::kIdentity, 1, kAll, parse_none, infer_same});
+    t.push_back({Op::kNot, 1, kAll, parse_none, infer_same});
+    t.push_back({Op::kIsNaN, 9, kAll, parse_none, infer_same_bool});
+    t.push_back({Op::kIsInf, 10, kAll, parse_is_inf, infer_same_bool});
+    t.push_back({Op::kPRelu, 1, kAll, parse_prelu, infer_broadcast});
+    for (Op op : {Op::kAdd, Op::kSub, Op::kMul, Op::kDiv, Op::kPow}) {
       t.push_back({op, 1, kAll, parse_binary, infer_broadcast});
     }
-    for (std::string_view op : {"BitwiseAnd", "BitwiseOr", "BitwiseXor"})
+    for (Op op : {Op::kBitwiseAnd, Op::kBitwiseOr, Op::kBitwiseXor})
       t.push_back({op, 18, kAll, parse_none, infer_broadcast});
-    t.push_back({"Gelu", 20, kAll, parse_gelu, infer_same});
-    t.push_back({"Swish", 24, kAll, parse_alpha<1000>, infer_same});
-    for (std::string_view op : {"And", "Or", "Xor", "Equal", "Greater", "Less"}) {
+    t.push_back({Op::kGelu, 20, kAll, parse_gelu, infer_same});
+    t.push_back({Op::kSwish, 24, kAll, parse_alpha<1000>, infer_same});
+    for (Op op : {Op::kAnd, Op::kOr, Op::kXor, Op::kEqual, Op::kGreater, Op::kLess}) {
       t.push_back({op, 1, kAll, parse_binary, infer_broadcast_bool});
     }
-    t.push_back({"GreaterOrEqual", 12, kAll, parse_none, infer_broadcast_bool});
-    t.push_back({"LessOrEqual", 12, kAll, parse_none, infer_broadcast_bool});
-    t.push_back({"Mod", 10, kAll, parse_mod, infer_broadcast});
-    for (std::string_view op : {"Max", "Min", "Sum", "Mean"}) {
+    t.push_back({Op::kGreaterOrEqual, 12, kAll, parse_none, infer_broadcast_bool});
+    t.push_back({Op::kLessOrEqual, 12, kAll, parse_none, infer_broadcast_bool});
+    t.push_back({Op::kMod, 10, kAll, parse_mod, infer_broadcast});
+    for (Op op : {Op::kMax, Op::kMin, Op::kSum, Op::kMean}) {
       t.push_back({op, 6, kAll, parse_none, infer_broadcast});
     }
-    t.push_back({"Where", 9, kAll, parse_none, infer_where});
-    t.push_back({"Cast", 6, kAll, parse_cast, infer_cast});
-    t.push_back({"CastLike", 15, kAll, parse_cast_like, infer_cast_like});
-    t.push_back({"BitCast", 26, kAll, parse_bit_cast, infer_bit_cast});
-    t.push_back({"Clip", 6, kAll, parse_clip, infer_same});
-    t.push_back({"Elu", 6, kAll, parse_alpha<1000>, infer_same});
-    t.push_back({"Celu", 12, kAll, parse_alpha<1000>, infer_same});
-    t.push_back({"LeakyRelu", 6, kAll, parse_alpha<10>, infer_same});
-    t.push_back({"ThresholdedRelu", 10, kAll, parse_alpha<1000>, infer_same});
-    t.push_back({"HardSigmoid", 6, kAll, parse_hard_sigmoid, infer_same});
-    t.push_back({"Selu", 6, kAll, parse_selu, infer_same});
-    for (std::string_view op :
-         {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-          "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}) {
+    t.push_back({Op::kWhere, 9, kAll, parse_none, infer_where});
+    t.push_back({Op::kCast, 6, kAll, parse_cast, infer_cast});
+    t.push_back({Op::kCastLike, 15, kAll, parse_cast_like, infer_cast_like});
+    t.push_back({Op::kBitCast, 26, kAll, parse_bit_cast, infer_bit_cast});
+    t.push_back({Op::kClip, 6, kAll, parse_clip, infer_same});
+    t.push_back({Op::kElu, 6, kAll, parse_alpha<1000>, infer_same});
+    t.push_back({Op::kCelu, 12, kAll, parse_alpha<1000>, infer_same});
+    t.push_back({Op::kLeakyRelu, 6, kAll, parse_alpha<10>, infer_same});
+    t.push_back({Op::kThresholdedRelu, 10, kAll, parse_alpha<1000>, infer_same});
+    t.push_back({Op::kHardSigmoid, 6, kAll, parse_hard_sigmoid, infer_same});
+    t.push_back({Op::kSelu, 6, kAll, parse_selu, infer_same});
+    for (Op op : {Op::kReduceSum, Op::kReduceMean, Op::kReduceMax, Op::kReduceMin, Op::kReduceProd,
+                  Op::kReduceL1, Op::kReduceL2, Op::kReduceLogSum, Op::kReduceLogSumExp,
+                  Op::kReduceSumSquare}) {
       t.push_back({op, 1, kAll, parse_reduce, infer_reduce});
     }
-    t.push_back({"ArgMax", 1, kAll, parse_arg_reduce, infer_arg_reduce});
-    t.push_back({"ArgMin", 1, kAll, parse_arg_reduce, infer_arg_reduce});
-    for (std::string_view op : {"Softmax", "LogSoftmax", "Hardmax"}) {
+    t.push_back({Op::kArgMax, 1, kAll, parse_arg_reduce, infer_arg_reduce});
+    t.push_back({Op::kArgMin, 1, kAll, parse_arg_reduce, infer_arg_reduce});
+    for (Op op : {Op::kSoftmax, Op::kLogSoftmax, Op::kHardmax}) {
       t.push_back({op, 1, kAll, parse_softmax, infer_same});
     }
-    t.push_back({"LayerNormalization", 17, kAll, parse_layer_norm, infer_layer_norm});
+    t.push_back({Op::kLayerNormalization, 17, kAll, parse_layer_norm, infer_layer_norm});
     // Decomposed into primitives before lowering (passes/decompose.h).
-    t.push_back({"RMSNormalization", 23, kAll, parse_layer_norm, infer_rms_norm});
-    t.push_back({"GroupNormalization", 18, kAll, parse_group_norm, infer_group_norm});
-    t.push_back({"Attention", 23, kAll, parse_attention, infer_attention});
-    t.push_back({"RotaryEmbedding", 23, kAll, parse_rotary, infer_rotary});
-    t.push_back({"LpNormalization", 1, kAll, parse_lp_norm, infer_lp_norm});
-    t.push_back({"CenterCropPad", 18, kAll, parse_axes, infer_center_crop_pad});
-    t.push_back({"LpPool", 1, kAll, parse_lp_pool, infer_lp_pool});
-    t.push_back({"SwiGLU", 28, kAll, parse_alpha<1000>, infer_swiglu});
-    t.push_back({"AffineGrid", 20, kAll, parse_affine_grid, infer_affine_grid});
-    t.push_back({"Col2Im", 18, kAll, parse_col2im, infer_col2im});
-    t.push_back({"TensorScatter", 24, kAll, parse_tensor_scatter, infer_tensor_scatter});
-    t.push_back({"LinearAttention", 27, kAll, parse_linear_attention, infer_linear_attention});
-    t.push_back({"CausalConvWithState", 27, kAll, parse_causal_conv, infer_causal_conv});
-    t.push_back({"BatchNormalization", 6, kAll, parse_batch_norm, infer_batch_norm});
-    t.push_back({"InstanceNormalization", 6, kAll, parse_epsilon, infer_instance_norm});
-    t.push_back({"MeanVarianceNormalization", 9, kAll, parse_mvn, infer_mvn});
-    t.push_back({"Det", 11, kAll, parse_none, infer_det});
-    t.push_back({"TopK", 10, kAll, parse_top_k, infer_top_k});
-    t.push_back({"Einsum", 12, kAll, parse_einsum, infer_einsum});
-    t.push_back({"DFT", 17, kAll, parse_dft, infer_dft});
-    t.push_back({"STFT", 17, kAll, parse_stft, infer_stft}); // decomposed
-    t.push_back({"MelWeightMatrix", 17, kAll, parse_mel_weight_matrix, infer_mel_weight_matrix});
-    t.push_back({"ReverseSequence", 10, kAll, parse_reverse_sequence, infer_reverse_sequence});
-    t.push_back({"LRN", 1, kAll, parse_lrn, infer_same});
-    t.push_back({"QuantizeLinear", 10, kAll, parse_quantize, infer_quantize_linear});
-    t.push_back({"DequantizeLinear", 10, kAll, parse_quantize, infer_dequantize_linear});
-    t.push_back({"DynamicQuantizeLinear", 11, kAll, parse_none, infer_dynamic_quantize_linear});
-    for (std::string_view op : {"HannWindow", "HammingWindow", "BlackmanWindow"})
+    t.push_back({Op::kRMSNormalization, 23, kAll, parse_layer_norm, infer_rms_norm});
+    t.push_back({Op::kGroupNormalization, 18, kAll, parse_group_norm, infer_group_norm});
+    t.push_back({Op::kAttention, 23, kAll, parse_attention, infer_attention});
+    t.push_back({Op::kRotaryEmbedding, 23, kAll, parse_rotary, infer_rotary});
+    t.push_back({Op::kLpNormalization, 1, kAll, parse_lp_norm, infer_lp_norm});
+    t.push_back({Op::kCenterCropPad, 18, kAll, parse_axes, infer_center_crop_pad});
+    t.push_back({Op::kLpPool, 1, kAll, parse_lp_pool, infer_lp_pool});
+    t.push_back({Op::kSwiGLU, 28, kAll, parse_alpha<1000>, infer_swiglu});
+    t.push_back({Op::kAffineGrid, 20, kAll, parse_affine_grid, infer_affine_grid});
+    t.push_back({Op::kCol2Im, 18, kAll, parse_col2im, infer_col2im});
+    t.push_back({Op::kTensorScatter, 24, kAll, parse_tensor_scatter, infer_tensor_scatter});
+    t.push_back({Op::kLinearAttention, 27, kAll, parse_linear_attention, infer_linear_attention});
+    t.push_back({Op::kCausalConvWithState, 27, kAll, parse_causal_conv, infer_causal_conv});
+    t.push_back({Op::kBatchNormalization, 6, kAll, parse_batch_norm, infer_batch_norm});
+    t.push_back({Op::kInstanceNormalization, 6, kAll, parse_epsilon, infer_instance_norm});
+    t.push_back({Op::kMeanVarianceNormalization, 9, kAll, parse_mvn, infer_mvn});
+    t.push_back({Op::kDet, 11, kAll, parse_none, infer_det});
+    t.push_back({Op::kTopK, 10, kAll, parse_top_k, infer_top_k});
+    t.push_back({Op::kEinsum, 12, kAll, parse_einsum, infer_einsum});
+    t.push_back({Op::kDFT, 17, kAll, parse_dft, infer_dft});
+    t.push_back({Op::kSTFT, 17, kAll, parse_stft, infer_stft}); // decomposed
+    t.push_back({Op::kMelWeightMatrix, 17, kAll, parse_mel_weight_matrix, infer_mel_weight_matrix});
+    t.push_back({Op::kReverseSequence, 10, kAll, parse_reverse_sequence, infer_reverse_sequence});
+    t.push_back({Op::kLRN, 1, kAll, parse_lrn, infer_same});
+    t.push_back({Op::kQuantizeLinear, 10, kAll, parse_quantize, infer_quantize_linear});
+    t.push_back({Op::kDequantizeLinear, 10, kAll, parse_quantize, infer_dequantize_linear});
+    t.push_back({Op::kDynamicQuantizeLinear, 11, kAll, parse_none, infer_dynamic_quantize_linear});
+    for (Op op : {Op::kHannWindow, Op::kHammingWindow, Op::kBlackmanWindow})
       t.push_back({op, 17, kAll, parse_window, infer_window});
-    t.push_back({"TfIdfVectorizer", 9, kAll, parse_tf_idf, infer_tf_idf}); // ml_ops.h
-    t.push_back({"Trilu", 14, kAll, parse_trilu, infer_same});
-    t.push_back({"EyeLike", 9, kAll, parse_eye_like, infer_eye_like});
-    t.push_back({"CumSum", 11, kAll, parse_cum_sum, infer_same});
-    t.push_back({"CumProd", 26, kAll, parse_cum_sum, infer_same});
-    t.push_back({"OneHot", 9, kAll, parse_axis<-1>, infer_one_hot});
-    t.push_back({"DepthToSpace", 1, 10, parse_block<false>, infer_depth_to_space});
-    t.push_back({"DepthToSpace", 11, kAll, parse_block<true>, infer_depth_to_space});
-    t.push_back({"SpaceToDepth", 1, 27, parse_block<false>, infer_space_to_depth});
-    t.push_back({"SpaceToDepth", 28, kAll, parse_block<true>, infer_space_to_depth}); // mode
-    t.push_back({"BitShift", 11, kAll, parse_bit_shift, infer_broadcast});
-    t.push_back({"Shrink", 9, kAll, parse_shrink, infer_same});
-    t.push_back({"Resize", 11, kAll, parse_resize, infer_resize});
-    t.push_back({"Upsample", 9, 9, parse_upsample, infer_resize});
-    t.push_back({"GridSample", 16, kAll, parse_grid_sample, infer_grid_sample});
-    t.push_back({"RoiAlign", 10, kAll, parse_roi_align, infer_roi_align});
-    t.push_back({"DeformConv", 19, kAll, parse_deform_conv, infer_deform_conv});
-    t.push_back({"NegativeLogLikelihoodLoss", 12, kAll, parse_loss, infer_nll_loss});
-    t.push_back({"SoftmaxCrossEntropyLoss", 12, kAll, parse_loss, infer_softmax_cross_entropy});
-    t.push_back({"MatMul", 1, kAll, parse_none, infer_matmul});
-    t.push_back({"Gemm", 1, kAll, parse_gemm, infer_gemm});
-    t.push_back({"Conv", 1, kAll, parse_conv, infer_conv});
-    t.push_back({kConvChannelsLastOp, 1, kAll, parse_conv, infer_conv_channels_last});
-    t.push_back({"ConvTranspose", 1, kAll, parse_conv_transpose, infer_conv_transpose});
-    t.push_back({"ConvInteger", 10, kAll, parse_conv, infer_conv_integer});
-    t.push_back({"MatMulInteger", 10, kAll, parse_none, infer_matmul_integer});
-    t.push_back({"QLinearMatMul", 10, kAll, parse_none, infer_qlinear});
-    t.push_back({"QLinearConv", 10, kAll, parse_conv, infer_qlinear});
-    t.push_back({"MaxPool", 1, kAll, parse_pool, infer_pool});
-    t.push_back({"AveragePool", 1, kAll, parse_pool, infer_pool});
-    t.push_back({"MaxUnpool", 9, kAll, parse_pool, infer_max_unpool});
-    t.push_back({"GlobalAveragePool", 1, kAll, parse_none, infer_global_pool});
-    t.push_back({"GlobalMaxPool", 1, kAll, parse_none, infer_global_pool});
-    t.push_back({"Concat", 4, kAll, parse_concat, infer_concat});
-    t.push_back({"Gather", 1, kAll, parse_axis<0>, infer_gather});
-    t.push_back({"GatherElements", 11, kAll, parse_axis<0>, infer_gather_elements});
-    t.push_back({"GatherND", 11, kAll, parse_batch_dims, infer_gather_nd});
-    t.push_back({"Compress", 11, kAll, parse_compress, infer_compress});
+    t.push_back({Op::kTfIdfVectorizer, 9, kAll, parse_tf_idf, infer_tf_idf}); // ml_ops.h
+    t.push_back({Op::kTrilu, 14, kAll, parse_trilu, infer_same});
+    t.push_back({Op::kEyeLike, 9, kAll, parse_eye_like, infer_eye_like});
+    t.push_back({Op::kCumSum, 11, kAll, parse_cum_sum, infer_same});
+    t.push_back({Op::kCumProd, 26, kAll, parse_cum_sum, infer_same});
+    t.push_back({Op::kOneHot, 9, kAll, parse_axis<-1>, infer_one_hot});
+    t.push_back({Op::kDepthToSpace, 1, 10, parse_block<false>, infer_depth_to_space});
+    t.push_back({Op::kDepthToSpace, 11, kAll, parse_block<true>, infer_depth_to_space});
+    t.push_back({Op::kSpaceToDepth, 1, 27, parse_block<false>, infer_space_to_depth});
+    t.push_back({Op::kSpaceToDepth, 28, kAll, parse_block<true>, infer_space_to_depth}); // mode
+    t.push_back({Op::kBitShift, 11, kAll, parse_bit_shift, infer_broadcast});
+    t.push_back({Op::kShrink, 9, kAll, parse_shrink, infer_same});
+    t.push_back({Op::kResize, 11, kAll, parse_resize, infer_resize});
+    t.push_back({Op::kUpsample, 9, 9, parse_upsample, infer_resize});
+    t.push_back({Op::kGridSample, 16, kAll, parse_grid_sample, infer_grid_sample});
+    t.push_back({Op::kRoiAlign, 10, kAll, parse_roi_align, infer_roi_align});
+    t.push_back({Op::kDeformConv, 19, kAll, parse_deform_conv, infer_deform_conv});
+    t.push_back({Op::kNegativeLogLikelihoodLoss, 12, kAll, parse_loss, infer_nll_loss});
+    t.push_back({Op::kSoftmaxCrossEntropyLoss, 12, kAll, parse_loss, infer_softmax_cross_entropy});
+    t.push_back({Op::kMatMul, 1, kAll, parse_none, infer_matmul});
+    t.push_back({Op::kGemm, 1, kAll, parse_gemm, infer_gemm});
+    t.push_back({Op::kConv, 1, kAll, parse_conv, infer_conv});
+    t.push_back({Op::kConvChannelsLast, 1, kAll, parse_conv, infer_conv_channels_last});
+    t.push_back({Op::kConvTranspose, 1, kAll, parse_conv_transpose, infer_conv_transpose});
+    t.push_back({Op::kConvInteger, 10, kAll, parse_conv, infer_conv_integer});
+    t.push_back({Op::kMatMulInteger, 10, kAll, parse_none, infer_matmul_integer});
+    t.push_back({Op::kQLinearMatMul, 10, kAll, parse_none, infer_qlinear});
+    t.push_back({Op::kQLinearConv, 10, kAll, parse_conv, infer_qlinear});
+    t.push_back({Op::kMaxPool, 1, kAll, parse_pool, infer_pool});
+    t.push_back({Op::kAveragePool, 1, kAll, parse_pool, infer_pool});
+    t.push_back({Op::kMaxUnpool, 9, kAll, parse_pool, infer_max_unpool});
+    t.push_back({Op::kGlobalAveragePool, 1, kAll, parse_none, infer_global_pool});
+    t.push_back({Op::kGlobalMaxPool, 1, kAll, parse_none, infer_global_pool});
+    t.push_back({Op::kConcat, 4, kAll, parse_concat, infer_concat});
+    t.push_back({Op::kGather, 1, kAll, parse_axis<0>, infer_gather});
+    t.push_back({Op::kGatherElements, 11, kAll, parse_axis<0>, infer_gather_elements});
+    t.push_back({Op::kGatherND, 11, kAll, parse_batch_dims, infer_gather_nd});
+    t.push_back({Op::kCompress, 11, kAll, parse_compress, infer_compress});
     // Data-dependent output shapes (data_dependent.h): they run on the host between stages.
-    t.push_back({"Loop", 1, kAll, parse_none, infer_loop}); // the importer sets its body
-    t.push_back({"Scan", 9, kAll, parse_none, infer_scan}); // the importer sets its body
-    t.push_back({"If", 1, kAll, parse_none, infer_if});     // branches inlined at import
-    t.push_back({"NonZero", 9, kAll, parse_none, infer_non_zero});
-    t.push_back({"Unique", 11, kAll, parse_unique, infer_unique});
+    t.push_back({Op::kLoop, 1, kAll, parse_none, infer_loop}); // the importer sets its body
+    t.push_back({Op::kScan, 9, kAll, parse_none, infer_scan}); // the importer sets its body
+    t.push_back({Op::kIf, 1, kAll, parse_none, infer_if});     // branches inlined at import
+    t.push_back({Op::kNonZero, 9, kAll, parse_none, infer_non_zero});
+    t.push_back({Op::kUnique, 11, kAll, parse_unique, infer_unique});
     t.push_back(
-        {"NonMaxSuppression", 10, kAll, parse_non_max_suppression, infer_non_max_suppression});
-    t.push_back({"Scatter", 9, 10, parse_scatter, infer_scatter});
-    t.push_back({"ScatterElements", 11, kAll, parse_scatter, infer_scatter});
-    t.push_back({"ScatterND", 11, kAll, parse_scatter, infer_scatter});
-    t.push_back({"Flatten", 1, kAll, parse_axis<1>, infer_flatten});
-    t.push_back({"Squeeze", 1, kAll, parse_axes, infer_squeeze});
-    t.push_back({"Unsqueeze", 1, kAll, parse_axes, infer_unsqueeze});
-    t.push_back({"Split", 2, kAll, parse_split, infer_split});
-    t.push_back({"Transpose", 1, kAll, parse_transpose, infer_transpose});
-    t.push_back({"Reshape", 5, kAll, parse_reshape, infer_reshape});
+        {Op::kNonMaxSuppression, 10, kAll, parse_non_max_suppression, infer_non_max_suppression});
+    t.push_back({Op::kScatter, 9, 10, parse_scatter, infer_scatter});
+    t.push_back({Op::kScatterElements, 11, kAll, parse_scatter, infer_scatter});
+    t.push_back({Op::kScatterND, 11, kAll, parse_scatter, infer_scatter});
+    t.push_back({Op::kFlatten, 1, kAll, parse_axis<1>, infer_flatten});
+    t.push_back({Op::kSqueeze, 1, kAll, parse_axes, infer_squeeze});
+    t.push_back({Op::kUnsqueeze, 1, kAll, parse_axes, infer_unsqueeze});
+    t.push_back({Op::kSplit, 2, kAll, parse_split, infer_split});
+    t.push_back({Op::kTranspose, 1, kAll, parse_transpose, infer_transpose});
+    t.push_back({Op::kReshape, 5, kAll, parse_reshape, infer_reshape});
     t.push_back(
-        {"Expand", 8, kAll, [](AttrParser&) -> OpAttrs { return ExpandAttrs{}; }, infer_expand});
-    t.push_back({"Tile", 6, kAll, parse_none, infer_tile});
-    t.push_back({"Slice", 1, kAll, parse_slice, infer_slice});
-    t.push_back({"Pad", 2, kAll, parse_pad, infer_pad});
-    t.push_back({"Shape", 1, kAll, parse_shape, infer_shape_op});
-    t.push_back({"Size", 1, kAll, parse_none, infer_size});
-    t.push_back({"Range", 11, kAll, parse_none, infer_range});
-    t.push_back({"Constant", 1, kAll, parse_constant, infer_constant});
-    t.push_back({"ConstantOfShape", 9, kAll, parse_constant_of_shape, infer_constant_of_shape});
-    t.push_back({"Dropout", 1, kAll, parse_dropout, infer_dropout});
-    t.push_back({"RNN", 7, kAll, parse_recurrent<1>, infer_recurrent});
-    t.push_back({"GRU", 7, kAll, parse_recurrent<2>, infer_recurrent});
-    t.push_back({"LSTM", 7, kAll, parse_recurrent<3>, infer_recurrent});
+        {Op::kExpand, 8, kAll, [](AttrParser&) -> OpAttrs { return ExpandAttrs{}; }, infer_expand});
+    t.push_back({Op::kTile, 6, kAll, parse_none, infer_tile});
+    t.push_back({Op::kSlice, 1, kAll, parse_slice, infer_slice});
+    t.push_back({Op::kPad, 2, kAll, parse_pad, infer_pad});
+    t.push_back({Op::kShape, 1, kAll, parse_shape, infer_shape_op});
+    t.push_back({Op::kSize, 1, kAll, parse_none, infer_size});
+    t.push_back({Op::kRange, 11, kAll, parse_none, infer_range});
+    t.push_back({Op::kConstant, 1, kAll, parse_constant, infer_constant});
+    t.push_back({Op::kConstantOfShape, 9, kAll, parse_constant_of_shape, infer_constant_of_shape});
+    t.push_back({Op::kDropout, 1, kAll, parse_dropout, infer_dropout});
+    t.push_back({Op::kRNN, 7, kAll, parse_recurrent<1>, infer_recurrent});
+    t.push_back({Op::kGRU, 7, kAll, parse_recurrent<2>, infer_recurrent});
+    t.push_back({Op::kLSTM, 7, kAll, parse_recurrent<3>, infer_recurrent});
     // Domain ai.onnx.preview.training, opset 1, under qualified names (import_model.cc);
     // they do not depend on the ai.onnx opset.
-    t.push_back({kAdagradOp, 1, kAll, parse_adagrad, infer_optimizer});
-    t.push_back({kAdamOp, 1, kAll, parse_adam, infer_optimizer});
-    t.push_back({kMomentumOp, 1, kAll, parse_momentum, infer_optimizer});
+    t.push_back({Op::kAdagrad, 1, kAll, parse_adagrad, infer_optimizer});
+    t.push_back({Op::kAdam, 1, kAll, parse_adam, infer_optimizer});
+    t.push_back({Op::kMomentum, 1, kAll, parse_momentum, infer_optimizer});
     // Domain ai.onnx.preview, opset 1; the importer reads the modifier graphs.
-    t.push_back({kFlexAttentionOp, 1, kAll, parse_flex_attention, infer_flex_attention});
+    t.push_back({Op::kFlexAttention, 1, kAll, parse_flex_attention, infer_flex_attention});
     // Domain ai.onnx.ml (ml_ops.h), at any ai.onnx opset.
-    t.push_back({kBinarizerOp, 1, kAll, parse_binarizer, infer_same});
-    t.push_back({kArrayFeatureExtractorOp, 1, kAll, parse_none, infer_array_feature_extractor});
-    t.push_back({kTreeEnsembleOp, 1, kAll, parse_tree_ensemble, infer_tree_ensemble});
+    t.push_back({Op::kBinarizer, 1, kAll, parse_binarizer, infer_same});
+    t.push_back({Op::kArrayFeatureExtractor, 1, kAll, parse_none, infer_array_feature_extractor});
+    t.push_back({Op::kTreeEnsemble, 1, kAll, parse_tree_ensemble, infer_tree_ensemble});
     // Optional values: only what a tensor input or no input means (decompose.cc).
-    t.push_back({"OptionalHasElement", 15, kAll, parse_none, infer_optional_has_element});
-    t.push_back({"OptionalGetElement", 15, kAll, parse_none, infer_optional_get_element});
+    t.push_back({Op::kOptionalHasElement, 15, kAll, parse_none, infer_optional_has_element});
+    t.push_back({Op::kOptionalGetElement, 15, kAll, parse_none, infer_optional_get_element});
     return t;
   }();
   return table;
@@ -978,17 +979,17 @@ DType AttrParser::dtype(std::string_view name, DType fallback) {
 
 const std::vector<OpDef>& all_ops() { return build_table(); }
 
-const OpDef* find_op(std::string_view op_type, int opset) {
+const OpDef* find_op(Op op, int opset) {
   for (const OpDef& def : build_table()) {
-    if (def.op_type == op_type && def.min_opset <= opset && opset <= def.max_opset) return &def;
+    if (def.op == op && def.min_opset <= opset && opset <= def.max_opset) return &def;
   }
   return nullptr;
 }
 
-std::vector<std::pair<int, int>> supported_opsets(std::string_view op_type) {
+std::vector<std::pair<int, int>> supported_opsets(Op op) {
   std::vector<std::pair<int, int>> ranges;
   for (const OpDef& def : build_table()) {
-    if (def.op_type == op_type) ranges.emplace_back(def.min_opset, def.max_opset);
+    if (def.op == op) ranges.emplace_back(def.min_opset, def.max_opset);
   }
   return ranges;
 }

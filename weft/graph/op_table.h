@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "weft/graph/attrs.h"
+#include "weft/graph/op.h"
 #include "weft/graph/shape.h"
 #include "weft/support/status.h"
 
@@ -75,37 +76,27 @@ private:
 using ShapeFn = Result<std::vector<TensorType>> (*)(const Node& node);
 
 struct OpDef {
-  std::string_view op_type;
+  Op op;
   int min_opset;
   int max_opset;
   OpAttrs (*parse)(AttrParser& parser);
   ShapeFn infer; // null: output types come from ONNX shape inference alone
 };
 
-// Ops of other domains than ai.onnx have qualified op types, "<domain>.<op>". Weft knows
-// the optimizers of ai.onnx.preview.training, opset 1.
+// Ops of other domains than ai.onnx have qualified names, "<domain>.<op>" (ops.inc). Weft
+// knows the optimizers of ai.onnx.preview.training (Op::kAdagrad, kAdam, kMomentum), opset 1;
+// FlexAttention of ai.onnx.preview, opset 1; and three ops of ai.onnx.ml (Binarizer,
+// ArrayFeatureExtractor, TreeEnsemble; any of its opsets: they have one version each).
 inline constexpr std::string_view kTrainingDomain = "ai.onnx.preview.training";
 inline constexpr int kTrainingOpset = 1;
-inline constexpr std::string_view kAdagradOp = "ai.onnx.preview.training.Adagrad";
-inline constexpr std::string_view kAdamOp = "ai.onnx.preview.training.Adam";
-inline constexpr std::string_view kMomentumOp = "ai.onnx.preview.training.Momentum";
-// And FlexAttention of ai.onnx.preview, opset 1.
 inline constexpr std::string_view kPreviewDomain = "ai.onnx.preview";
 inline constexpr int kPreviewOpset = 1;
-inline constexpr std::string_view kFlexAttentionOp = "ai.onnx.preview.FlexAttention";
-// And three ops of ai.onnx.ml (any of its opsets: they have one version each).
 inline constexpr std::string_view kMlDomain = "ai.onnx.ml";
-inline constexpr std::string_view kBinarizerOp = "ai.onnx.ml.Binarizer";
-inline constexpr std::string_view kArrayFeatureExtractorOp = "ai.onnx.ml.ArrayFeatureExtractor";
-inline constexpr std::string_view kTreeEnsembleOp = "ai.onnx.ml.TreeEnsemble";
 
-// Weft's own ops, which passes make (no model can name them): Conv over channels-last
-// activations (passes/channels_last.h), Conv's attributes and weights.
-inline constexpr std::string_view kConvChannelsLastOp = "weft.ConvChannelsLast";
-// The op a profile shows for "op_type": the ONNX op a node of Weft's own computes.
-inline std::string_view shown_op_type(std::string_view op_type) {
-  return op_type == kConvChannelsLastOp ? "Conv" : op_type;
-}
+// Weft's own ops, which passes make (no model can name them): Op::kConvChannelsLast, Conv
+// over channels-last activations (passes/channels_last.h), with Conv's attributes and weights.
+// The op a profile shows for "op": the ONNX op a node of Weft's own computes.
+inline Op shown_op(Op op) { return op == Op::kConvChannelsLast ? Op::kConv : op; }
 
 // The ai.onnx opsets Weft accepts: those of the ONNX release the table follows
 // (docs/onnx-versions.md). A model outside this window is refused; so is a node whose op
@@ -116,11 +107,11 @@ inline constexpr int kMaxOpset = 28;
 // The newest ONNX IR version, of the same release.
 inline constexpr int64_t kMaxIrVersion = 14;
 
-// The entry for "op_type" at "opset", or null.
-const OpDef* find_op(std::string_view op_type, int opset);
-// The opset ranges at which "op_type" is supported, for error messages; empty for an op
-// Weft does not know at all.
-std::vector<std::pair<int, int>> supported_opsets(std::string_view op_type);
+// The entry for "op" at "opset", or null.
+const OpDef* find_op(Op op, int opset);
+// The opset ranges at which "op" is supported, for error messages; empty for an op Weft does
+// not know at all.
+std::vector<std::pair<int, int>> supported_opsets(Op op);
 // Every entry, for documentation and tests.
 const std::vector<OpDef>& all_ops();
 

@@ -157,7 +157,7 @@ nlohmann::json graph_to_json(const Graph& graph) {
   }
   j["ops"] = nlohmann::json::array();
   for (const auto& n : graph.nodes()) {
-    nlohmann::json node = {{"name", n->name}, {"op_type", n->op_type}, {"opset", n->opset}};
+    nlohmann::json node = {{"name", n->name}, {"op_type", n->op_type.name()}, {"opset", n->opset}};
     node["inputs"] = nlohmann::json::array();
     for (const Value* v : n->inputs)
       node["inputs"].push_back(v ? nlohmann::json(v->name) : nullptr);

@@ -277,7 +277,7 @@ TypesOrError infer_reverse_sequence(const Node& node) {
 // layout 1.
 TypesOrError infer_recurrent(const Node& node) {
   const auto& a = node.attrs_as<RecurrentAttrs>();
-  int64_t gates = node.op_type == "GRU" ? 3 : node.op_type == "LSTM" ? 4 : 1;
+  int64_t gates = node.op_type == Op::kGRU ? 3 : node.op_type == Op::kLSTM ? 4 : 1;
   Dim dirs = a.direction == RnnDirection::kBidirectional ? 2 : 1;
   const TensorType& x = in_type(node, 0);
   auto shape_of = [&](size_t i) -> const Shape* {
@@ -357,7 +357,7 @@ TypesOrError infer_qlinear(const Node& node) {
   Node plain = node;
   plain.inputs = {node.inputs[0], node.inputs[3]};
   WEFT_ASSIGN_OR_RETURN(std::vector<TensorType> types,
-                        node.op_type == "QLinearConv" ? infer_conv(plain) : infer_matmul(plain));
+                        node.op_type == Op::kQLinearConv ? infer_conv(plain) : infer_matmul(plain));
   const Value* zero = node.input(7);
   types[0].dtype = zero ? zero->type.dtype : DType::kU8;
   return types;
@@ -761,11 +761,11 @@ const Value* resize_operand(const Node& node, size_t i) {
 }
 
 const Value* resize_scales_operand(const Node& node) {
-  return resize_operand(node, node.op_type == "Upsample" ? 1 : 2);
+  return resize_operand(node, node.op_type == Op::kUpsample ? 1 : 2);
 }
 
 const Value* resize_sizes_operand(const Node& node) {
-  return node.op_type == "Upsample" ? nullptr : resize_operand(node, 3);
+  return node.op_type == Op::kUpsample ? nullptr : resize_operand(node, 3);
 }
 
 } // namespace
@@ -1013,7 +1013,7 @@ TypesOrError infer_det(const Node& node) {
 // H...) -> (X_new..., V_new..., H_new...); Momentum (R, T, X..., G..., V...) -> (X_new...,
 // V_new...). R is a float scalar, T an i64 scalar; each tensor group matches X.
 TypesOrError infer_optimizer(const Node& node) {
-  size_t groups = node.op_type == kAdamOp ? 4 : 3;
+  size_t groups = node.op_type == Op::kAdam ? 4 : 3;
   size_t n = node.inputs.size() < 2 ? 0 : (node.inputs.size() - 2) / groups;
   if (n == 0 || node.inputs.size() != 2 + n * groups)
     return fail(fmt::format("expects R, T and {} groups of as many tensors", groups));

@@ -60,7 +60,7 @@ TypesOrError infer_softmax_cross_entropy(const Node& node);
 TypesOrError infer_matmul(const Node& node);
 TypesOrError infer_gemm(const Node& node);
 TypesOrError infer_conv(const Node& node);
-// kConvChannelsLastOp: Conv over [N, spatial..., C] activations into [N, spatial..., M].
+// Op::kConvChannelsLast: Conv over [N, spatial..., C] activations into [N, spatial..., M].
 TypesOrError infer_conv_channels_last(const Node& node);
 TypesOrError infer_conv_transpose(const Node& node);
 TypesOrError infer_pad(const Node& node);

@@ -21,7 +21,7 @@ TypesOrError infer_scatter(const Node& node) {
   const TensorType& updates = in_type(node, 2);
   if (updates.dtype != data.dtype) return fail("updates and data have different types");
   if (data.shape && idx.shape && updates.shape) {
-    if (node.op_type != "ScatterND") {
+    if (node.op_type != Op::kScatterND) {
       if (idx.shape->size() != data.shape->size() || *idx.shape != *updates.shape)
         return fail("indices and updates must have the data's rank and one shape");
       int64_t axis = node.attrs_as<ScatterAttrs>().axis;
@@ -31,7 +31,7 @@ TypesOrError infer_scatter(const Node& node) {
           return fail(fmt::format("indices dim {} exceeds the data's", d));
       }
     }
-    if (node.op_type == "ScatterND") {
+    if (node.op_type == Op::kScatterND) {
       if (idx.shape->empty() || !idx.shape->back().is_static() ||
           idx.shape->back().value() > static_cast<int64_t>(data.shape->size()))
         return fail("the index tuples are longer than the data's rank");

@@ -12,79 +12,87 @@ namespace weft::kernel {
 
 namespace {
 
-const std::map<std::string_view, ExprOp>& unary_ops() {
-  static const std::map<std::string_view, ExprOp> ops = {
-      {"Abs", ExprOp::kAbs},         {"Neg", ExprOp::kNeg},     {"Exp", ExprOp::kExp},
-      {"Log", ExprOp::kLog},         {"Sqrt", ExprOp::kSqrt},   {"Tanh", ExprOp::kTanh},
-      {"Sigmoid", ExprOp::kSigmoid}, {"Erf", ExprOp::kErf},     {"Floor", ExprOp::kFloor},
-      {"Ceil", ExprOp::kCeil},       {"Round", ExprOp::kRound}, {"Sin", ExprOp::kSin},
-      {"Cos", ExprOp::kCos},         {"Tan", ExprOp::kTan},     {"Asin", ExprOp::kAsin},
-      {"Acos", ExprOp::kAcos},       {"Atan", ExprOp::kAtan},   {"Sinh", ExprOp::kSinh},
-      {"Cosh", ExprOp::kCosh},       {"Asinh", ExprOp::kAsinh}, {"Acosh", ExprOp::kAcosh},
-      {"Atanh", ExprOp::kAtanh},     {"Not", ExprOp::kNot},     {"BitwiseNot", ExprOp::kNot},
+const std::map<Op, ExprOp>& unary_ops() {
+  static const std::map<Op, ExprOp> ops = {
+      {Op::kAbs, ExprOp::kAbs},         {Op::kNeg, ExprOp::kNeg},
+      {Op::kExp, ExprOp::kExp},         {Op::kLog, ExprOp::kLog},
+      {Op::kSqrt, ExprOp::kSqrt},       {Op::kTanh, ExprOp::kTanh},
+      {Op::kSigmoid, ExprOp::kSigmoid}, {Op::kErf, ExprOp::kErf},
+      {Op::kFloor, ExprOp::kFloor},     {Op::kCeil, ExprOp::kCeil},
+      {Op::kRound, ExprOp::kRound},     {Op::kSin, ExprOp::kSin},
+      {Op::kCos, ExprOp::kCos},         {Op::kTan, ExprOp::kTan},
+      {Op::kAsin, ExprOp::kAsin},       {Op::kAcos, ExprOp::kAcos},
+      {Op::kAtan, ExprOp::kAtan},       {Op::kSinh, ExprOp::kSinh},
+      {Op::kCosh, ExprOp::kCosh},       {Op::kAsinh, ExprOp::kAsinh},
+      {Op::kAcosh, ExprOp::kAcosh},     {Op::kAtanh, ExprOp::kAtanh},
+      {Op::kNot, ExprOp::kNot},         {Op::kBitwiseNot, ExprOp::kNot},
   };
   return ops;
 }
 
-const std::map<std::string_view, ExprOp>& binary_ops() {
-  static const std::map<std::string_view, ExprOp> ops = {
-      {"Add", ExprOp::kAdd},
-      {"Sub", ExprOp::kSub},
-      {"Mul", ExprOp::kMul},
-      {"Div", ExprOp::kDiv},
-      {"Pow", ExprOp::kPow},
-      {"And", ExprOp::kAnd},
-      {"Or", ExprOp::kOr},
-      {"Xor", ExprOp::kXor},
+const std::map<Op, ExprOp>& binary_ops() {
+  static const std::map<Op, ExprOp> ops = {
+      {Op::kAdd, ExprOp::kAdd},
+      {Op::kSub, ExprOp::kSub},
+      {Op::kMul, ExprOp::kMul},
+      {Op::kDiv, ExprOp::kDiv},
+      {Op::kPow, ExprOp::kPow},
+      {Op::kAnd, ExprOp::kAnd},
+      {Op::kOr, ExprOp::kOr},
+      {Op::kXor, ExprOp::kXor},
       // On integers kAnd, kOr, kXor and kNot are bitwise (codegen/dialect.cc).
-      {"BitwiseAnd", ExprOp::kAnd},
-      {"BitwiseOr", ExprOp::kOr},
-      {"BitwiseXor", ExprOp::kXor},
+      {Op::kBitwiseAnd, ExprOp::kAnd},
+      {Op::kBitwiseOr, ExprOp::kOr},
+      {Op::kBitwiseXor, ExprOp::kXor},
   };
   return ops;
 }
 
-const std::map<std::string_view, ExprOp>& comparison_ops() {
-  static const std::map<std::string_view, ExprOp> ops = {{"Equal", ExprOp::kEq},
-                                                         {"Less", ExprOp::kLt},
-                                                         {"Greater", ExprOp::kGt},
-                                                         {"LessOrEqual", ExprOp::kLe},
-                                                         {"GreaterOrEqual", ExprOp::kGe}};
+const std::map<Op, ExprOp>& comparison_ops() {
+  static const std::map<Op, ExprOp> ops = {{Op::kEqual, ExprOp::kEq},
+                                           {Op::kLess, ExprOp::kLt},
+                                           {Op::kGreater, ExprOp::kGt},
+                                           {Op::kLessOrEqual, ExprOp::kLe},
+                                           {Op::kGreaterOrEqual, ExprOp::kGe}};
   return ops;
 }
 
-const std::map<std::string_view, ExprOp>& variadic_ops() {
-  static const std::map<std::string_view, ExprOp> ops = {
-      {"Max", ExprOp::kMax}, {"Min", ExprOp::kMin}, {"Sum", ExprOp::kAdd}, {"Mean", ExprOp::kAdd}};
+const std::map<Op, ExprOp>& variadic_ops() {
+  static const std::map<Op, ExprOp> ops = {{Op::kMax, ExprOp::kMax},
+                                           {Op::kMin, ExprOp::kMin},
+                                           {Op::kSum, ExprOp::kAdd},
+                                           {Op::kMean, ExprOp::kAdd}};
   return ops;
 }
 
-bool is_activation(std::string_view op) {
-  static const std::set<std::string_view> ops = {
-      "Relu",        "Reciprocal", "Sign",     "IsNaN",  "IsInf",     "Softplus",
-      "Softsign",    "Elu",        "Celu",     "Selu",   "LeakyRelu", "ThresholdedRelu",
-      "HardSigmoid", "HardSwish",  "PRelu",    "Clip",   "Cast",      "CastLike",
-      "Where",       "Mod",        "Identity", "Expand", "Dropout",   "BitShift",
-      "Shrink",      "Gelu",       "Mish",     "Swish"};
+bool is_activation(Op op) {
+  static const std::set<Op> ops = {
+      Op::kRelu,        Op::kReciprocal, Op::kSign,      Op::kIsNaN,
+      Op::kIsInf,       Op::kSoftplus,   Op::kSoftsign,  Op::kElu,
+      Op::kCelu,        Op::kSelu,       Op::kLeakyRelu, Op::kThresholdedRelu,
+      Op::kHardSigmoid, Op::kHardSwish,  Op::kPRelu,     Op::kClip,
+      Op::kCast,        Op::kCastLike,   Op::kWhere,     Op::kMod,
+      Op::kIdentity,    Op::kExpand,     Op::kDropout,   Op::kBitShift,
+      Op::kShrink,      Op::kGelu,       Op::kMish,      Op::kSwish};
   return ops.contains(op);
 }
 
 // The value of "n" at one point, from its loaded operands "x" (-1 for an absent input);
 // "t" is the dtype of the first operand.
 int activation(const Node& n, StatementBuilder& b, const std::vector<int>& x, DType t) {
-  const std::string& op = n.op_type;
+  Op op = n.op_type.id();
   auto c = [&](double v) { return b.constant(v, t); };
   auto un = [&](ExprOp o, int a) { return b.op(o, t, {a}); };
   auto bin = [&](ExprOp o, int a, int d) { return b.op(o, t, {a, d}); };
   auto cmp = [&](ExprOp o, int a, int d) { return b.op(o, DType::kBool, {a, d}); };
   auto sel = [&](int cond, int a, int d) { return b.op(ExprOp::kSelect, t, {cond, a, d}); };
   int v = x[0];
-  if (op == "Relu") return bin(ExprOp::kMax, v, c(0));
-  if (op == "Reciprocal") return bin(ExprOp::kDiv, c(1), v);
-  if (op == "Sign")
+  if (op == Op::kRelu) return bin(ExprOp::kMax, v, c(0));
+  if (op == Op::kReciprocal) return bin(ExprOp::kDiv, c(1), v);
+  if (op == Op::kSign)
     return sel(cmp(ExprOp::kGt, v, c(0)), c(1), sel(cmp(ExprOp::kLt, v, c(0)), c(-1), c(0)));
-  if (op == "IsNaN") return b.op(ExprOp::kIsNan, DType::kBool, {v});
-  if (op == "IsInf") {
+  if (op == Op::kIsNaN) return b.op(ExprOp::kIsNan, DType::kBool, {v});
+  if (op == Op::kIsInf) {
     const auto& a = n.attrs_as<IsInfAttrs>();
     int inf = b.op(ExprOp::kIsInf, DType::kBool, {v});
     int side = a.detect_positive && a.detect_negative ? -1
@@ -93,40 +101,41 @@ int activation(const Node& n, StatementBuilder& b, const std::vector<int>& x, DT
                                                       : b.constant(0, DType::kBool);
     return side < 0 ? inf : b.op(ExprOp::kAnd, DType::kBool, {inf, side});
   }
-  if (op == "Softplus") return un(ExprOp::kLog, bin(ExprOp::kAdd, un(ExprOp::kExp, v), c(1)));
-  if (op == "Softsign") return bin(ExprOp::kDiv, v, bin(ExprOp::kAdd, c(1), un(ExprOp::kAbs, v)));
-  if (op == "Elu") {
+  if (op == Op::kSoftplus) return un(ExprOp::kLog, bin(ExprOp::kAdd, un(ExprOp::kExp, v), c(1)));
+  if (op == Op::kSoftsign)
+    return bin(ExprOp::kDiv, v, bin(ExprOp::kAdd, c(1), un(ExprOp::kAbs, v)));
+  if (op == Op::kElu) {
     double alpha = n.attrs_as<AlphaAttrs>().alpha;
     return sel(cmp(ExprOp::kLt, v, c(0)),
                bin(ExprOp::kMul, c(alpha), bin(ExprOp::kSub, un(ExprOp::kExp, v), c(1))), v);
   }
-  if (op == "Celu") {
+  if (op == Op::kCelu) {
     double alpha = n.attrs_as<AlphaAttrs>().alpha;
     int neg = bin(ExprOp::kMul, c(alpha),
                   bin(ExprOp::kSub, un(ExprOp::kExp, bin(ExprOp::kDiv, v, c(alpha))), c(1)));
     return bin(ExprOp::kAdd, bin(ExprOp::kMax, c(0), v), bin(ExprOp::kMin, c(0), neg));
   }
-  if (op == "Selu") {
+  if (op == Op::kSelu) {
     const auto& a = n.attrs_as<SeluAttrs>();
     int neg = bin(ExprOp::kSub, bin(ExprOp::kMul, c(a.alpha), un(ExprOp::kExp, v)), c(a.alpha));
     return bin(ExprOp::kMul, c(a.gamma), sel(cmp(ExprOp::kLe, v, c(0)), neg, v));
   }
-  if (op == "LeakyRelu") {
+  if (op == Op::kLeakyRelu) {
     return sel(cmp(ExprOp::kLt, v, c(0)), bin(ExprOp::kMul, c(n.attrs_as<AlphaAttrs>().alpha), v),
                v);
   }
-  if (op == "ThresholdedRelu")
+  if (op == Op::kThresholdedRelu)
     return sel(cmp(ExprOp::kGt, v, c(n.attrs_as<AlphaAttrs>().alpha)), v, c(0));
-  if (op == "HardSigmoid") {
+  if (op == Op::kHardSigmoid) {
     const auto& a = n.attrs_as<HardSigmoidAttrs>();
     int lin = bin(ExprOp::kAdd, bin(ExprOp::kMul, c(a.alpha), v), c(a.beta));
     return bin(ExprOp::kMax, c(0), bin(ExprOp::kMin, c(1), lin));
   }
-  if (op == "HardSwish") {
+  if (op == Op::kHardSwish) {
     int lin = bin(ExprOp::kAdd, bin(ExprOp::kMul, c(1.0 / 6), v), c(0.5));
     return bin(ExprOp::kMul, v, bin(ExprOp::kMax, c(0), bin(ExprOp::kMin, c(1), lin)));
   }
-  if (op == "Gelu") {
+  if (op == Op::kGelu) {
     // With tanh: 0.5 x (1 + tanh(u)), u = sqrt(2 / pi) (x + 0.044715 x^3), computed as the
     // equal x sigmoid(2 u): one exp and one division, where tanh takes a polynomial besides
     // (4096x1024: 1.23 -> 0.64 ms).
@@ -140,15 +149,15 @@ int activation(const Node& n, StatementBuilder& b, const std::vector<int>& x, DT
     int inner = un(ExprOp::kErf, bin(ExprOp::kMul, v, c(0.7071067811865476)));
     return bin(ExprOp::kMul, bin(ExprOp::kMul, c(0.5), v), bin(ExprOp::kAdd, c(1), inner));
   }
-  if (op == "Mish") { // x tanh(softplus(x))
+  if (op == Op::kMish) { // x tanh(softplus(x))
     int softplus = un(ExprOp::kLog, bin(ExprOp::kAdd, un(ExprOp::kExp, v), c(1)));
     return bin(ExprOp::kMul, v, un(ExprOp::kTanh, softplus));
   }
-  if (op == "Swish") // x sigmoid(alpha x)
+  if (op == Op::kSwish) // x sigmoid(alpha x)
     return bin(ExprOp::kMul, v,
                un(ExprOp::kSigmoid, bin(ExprOp::kMul, c(n.attrs_as<AlphaAttrs>().alpha), v)));
-  if (op == "PRelu") return sel(cmp(ExprOp::kLt, v, c(0)), bin(ExprOp::kMul, x[1], v), v);
-  if (op == "Clip") {
+  if (op == Op::kPRelu) return sel(cmp(ExprOp::kLt, v, c(0)), bin(ExprOp::kMul, x[1], v), v);
+  if (op == Op::kClip) {
     const auto& a = n.attrs_as<ClipAttrs>();
     int lo = a.min ? c(*a.min) : x.size() > 1 ? x[1] : -1;
     int hi = a.max ? c(*a.max) : x.size() > 2 ? x[2] : -1;
@@ -156,8 +165,8 @@ int activation(const Node& n, StatementBuilder& b, const std::vector<int>& x, DT
     if (hi >= 0) v = bin(ExprOp::kMin, v, hi);
     return v;
   }
-  if (op == "Cast" || op == "CastLike") {
-    DType to = op == "Cast" ? n.attrs_as<CastAttrs>().to : n.inputs[1]->type.dtype;
+  if (op == Op::kCast || op == Op::kCastLike) {
+    DType to = op == Op::kCast ? n.attrs_as<CastAttrs>().to : n.inputs[1]->type.dtype;
     // A saturating cast to float8 clamps to the largest finite value (NaN stays NaN).
     std::optional<MiniFloat> f = dtype_minifloat(to);
     if (f && f->kind != MiniFloatKind::kFinite && n.attrs_as<CastAttrs>().saturate) {
@@ -169,13 +178,14 @@ int activation(const Node& n, StatementBuilder& b, const std::vector<int>& x, DT
     }
     return b.op(ExprOp::kCast, to, {v});
   }
-  if (op == "Where") return b.op(ExprOp::kSelect, b.dtype_of(x[1]), {x[0], x[1], x[2]});
-  if (op == "Mod") return bin(n.attrs_as<ModAttrs>().fmod ? ExprOp::kFmod : ExprOp::kMod, v, x[1]);
-  if (op == "BitShift") {
+  if (op == Op::kWhere) return b.op(ExprOp::kSelect, b.dtype_of(x[1]), {x[0], x[1], x[2]});
+  if (op == Op::kMod)
+    return bin(n.attrs_as<ModAttrs>().fmod ? ExprOp::kFmod : ExprOp::kMod, v, x[1]);
+  if (op == Op::kBitShift) {
     return bin(n.attrs_as<BitShiftAttrs>().left ? ExprOp::kShiftLeft : ExprOp::kShiftRight, v,
                x[1]);
   }
-  if (op == "Shrink") {
+  if (op == Op::kShrink) {
     const auto& a = n.attrs_as<ShrinkAttrs>();
     return sel(cmp(ExprOp::kLt, v, c(-a.lambd)), bin(ExprOp::kAdd, v, c(a.bias)),
                sel(cmp(ExprOp::kGt, v, c(a.lambd)), bin(ExprOp::kSub, v, c(a.bias)), c(0)));
@@ -186,7 +196,7 @@ int activation(const Node& n, StatementBuilder& b, const std::vector<int>& x, DT
 } // namespace
 
 bool is_elementwise(const Node& n) {
-  const std::string& op = n.op_type;
+  Op op = n.op_type.id();
   return unary_ops().contains(op) || binary_ops().contains(op) || comparison_ops().contains(op) ||
          variadic_ops().contains(op) || is_activation(op);
 }
@@ -195,10 +205,11 @@ Result<LoweredNode> lower_elementwise(const Node& n, const std::string& name) {
   KernelBuilder k(name);
   const Value* out = n.outputs[0];
   const Shape& shape = *out->type.shape;
-  StatementBuilder b(n.op_type, shape);
+  StatementBuilder b(std::string(n.op_type.name()), shape);
   std::vector<int> x;
   // Expand's shape, Dropout's ratio and CastLike's "like" are not loaded (CastLike's type is).
-  bool first_only = n.op_type == "Expand" || n.op_type == "Dropout" || n.op_type == "CastLike";
+  bool first_only =
+      n.op_type == Op::kExpand || n.op_type == Op::kDropout || n.op_type == Op::kCastLike;
   size_t inputs = first_only ? 1 : n.inputs.size();
   for (size_t i = 0; i < inputs; ++i) {
     const Value* in = n.inputs[i];
@@ -210,11 +221,11 @@ Result<LoweredNode> lower_elementwise(const Node& n, const std::string& name) {
     x.push_back(b.load(buf, broadcast_index(*in->type.shape, shape), in->type.dtype));
   }
   DType t = n.inputs[0]->type.dtype;
-  const std::string& op = n.op_type;
+  Op op = n.op_type.id();
   int value;
   if (auto it = unary_ops().find(op); it != unary_ops().end()) {
-    value = b.op(it->second, op == "Not" ? DType::kBool : t, {x[0]});
-  } else if (op == "Pow" && dtype_is_float(t) && n.inputs[1]->is_constant() &&
+    value = b.op(it->second, op == Op::kNot ? DType::kBool : t, {x[0]});
+  } else if (op == Op::kPow && dtype_is_float(t) && n.inputs[1]->is_constant() &&
              n.inputs[1]->constant->num_elements() == 1 &&
              n.inputs[1]->constant->get_double(0) == 2.0) {
     // x ** 2 (expanded LayerNorms' variance): one multiplication, exactly as pow rounds it,
@@ -229,7 +240,7 @@ Result<LoweredNode> lower_elementwise(const Node& n, const std::string& name) {
     value = x[0];
     for (size_t i = 1; i < x.size(); ++i)
       value = b.op(va->second, t, {value, x[i]});
-    if (op == "Mean")
+    if (op == Op::kMean)
       value = b.op(ExprOp::kDiv, t, {value, b.constant(static_cast<double>(x.size()), t)});
   } else {
     value = activation(n, b, x, t);
@@ -237,7 +248,7 @@ Result<LoweredNode> lower_elementwise(const Node& n, const std::string& name) {
   if (b.dtype_of(value) != out->type.dtype) value = b.op(ExprOp::kCast, out->type.dtype, {value});
   int y = k.buffer(out, BufferRole::kOutput);
   k.add(b.store(value, y, iterators(shape.size())));
-  if (op == "Dropout" && n.outputs.size() > 1 &&
+  if (op == Op::kDropout && n.outputs.size() > 1 &&
       n.outputs[1]) { // at inference, the mask is all true
     const Value* mask = n.outputs[1];
     StatementBuilder m("mask", shape);

@@ -18,7 +18,7 @@ namespace weft::kernel {
 Result<LoweredNode> lower_matmul(const Node& n, const std::string& name) {
   // MatMulInteger: a, b, a_zero_point, b_zero_point. QLinearMatMul: a, a_scale, a_zero_point,
   // b, b_scale, b_zero_point, y_scale, y_zero_point.
-  bool integer = n.op_type == "MatMulInteger", qlinear = n.op_type == "QLinearMatMul";
+  bool integer = n.op_type == Op::kMatMulInteger, qlinear = n.op_type == Op::kQLinearMatMul;
   const Value* a = n.inputs[0];
   const Value* b = n.inputs[qlinear ? 3 : 1];
   const Value* a_zero = qlinear || integer ? n.input(2) : nullptr;

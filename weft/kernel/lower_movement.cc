@@ -174,7 +174,7 @@ namespace weft::kernel {
 // (bi * b + bj) * C + c in DCR order, c * b * b + bi * b + bj in CRD order.
 Result<LoweredNode> lower_depth_space(const Node& n, const std::string& name) {
   const auto& a = n.attrs_as<BlockAttrs>();
-  bool to_space = n.op_type == "DepthToSpace";
+  bool to_space = n.op_type == Op::kDepthToSpace;
   const Value* space = to_space ? n.outputs[0] : n.inputs[0];
   const Shape& s = *space->type.shape;
   int64_t b = a.blocksize;

@@ -20,7 +20,7 @@ namespace {
 // is 0 (then it keeps every element, as at inference). Specialization freezes the ratio
 // and the training flag when they are graph inputs.
 bool is_random_dropout(const Node& n) {
-  if (n.op_type != "Dropout") return false;
+  if (n.op_type != Op::kDropout) return false;
   const Value* training = n.input(2);
   if (!training || (training->is_constant() && training->constant->get_int64(0) == 0)) return false;
   const Value* ratio = n.input(1); // absent: 0.5
@@ -29,11 +29,12 @@ bool is_random_dropout(const Node& n) {
 
 // Ops whose output is the input's bytes under another shape (or, BitCast, another type).
 bool is_alias(const Node& n) {
-  static const std::set<std::string_view> ops = {"Reshape", "Flatten", "Squeeze", "Unsqueeze",
-                                                 "BitCast"};
+  static const std::set<Op> ops = {Op::kReshape, Op::kFlatten, Op::kSqueeze, Op::kUnsqueeze,
+                                   Op::kBitCast};
   if (ops.contains(n.op_type)) return true;
   // Dropout at inference with its mask unused.
-  return n.op_type == "Dropout" && (n.outputs.size() < 2 || !n.outputs[1]) && !is_random_dropout(n);
+  return n.op_type == Op::kDropout && (n.outputs.size() < 2 || !n.outputs[1]) &&
+         !is_random_dropout(n);
 }
 
 bool has_static_shapes(const Node& n) {
@@ -58,12 +59,12 @@ bool admits_symbolic_shapes(const Node& n) {
       if (v && !v->type.shape) return false;
     }
   }
-  if (is_alias(n) || n.op_type == "Transpose" || n.op_type == "Trilu")
+  if (is_alias(n) || n.op_type == Op::kTranspose || n.op_type == Op::kTrilu)
     return true; // the same bytes, or a copy (Trilu's by position)
-  if (n.op_type == "Split" || n.op_type == "Concat") { // pieces along a static axis
+  if (n.op_type == Op::kSplit || n.op_type == Op::kConcat) { // pieces along a static axis
     int64_t axis =
-        n.op_type == "Split" ? n.attrs_as<SplitAttrs>().axis : n.attrs_as<AxisAttrs>().axis;
-    const std::vector<Value*>& pieces = n.op_type == "Split" ? n.outputs : n.inputs;
+        n.op_type == Op::kSplit ? n.attrs_as<SplitAttrs>().axis : n.attrs_as<AxisAttrs>().axis;
+    const std::vector<Value*>& pieces = n.op_type == Op::kSplit ? n.outputs : n.inputs;
     return std::all_of(pieces.begin(), pieces.end(), [&](const Value* v) {
       if (!v) return true;
       const Shape& s = *v->type.shape;
@@ -71,7 +72,7 @@ bool admits_symbolic_shapes(const Node& n) {
       return a >= 0 && a < static_cast<int64_t>(s.size()) && s[static_cast<size_t>(a)].is_static();
     });
   }
-  if (n.op_type == "Gather") { // static indices into a static axis
+  if (n.op_type == Op::kGather) { // static indices into a static axis
     const Shape& x = *n.inputs[0]->type.shape;
     int64_t axis = n.attrs_as<AxisAttrs>().axis;
     if (axis < 0) axis += static_cast<int64_t>(x.size());
@@ -89,14 +90,15 @@ bool admits_symbolic_shapes(const Node& n) {
     }
     return true;
   }
-  if (n.op_type == "Softmax" || n.op_type == "LogSoftmax" || n.op_type == "GlobalAveragePool" ||
-      n.op_type == "GlobalMaxPool" || n.op_type == "InstanceNormalization")
+  if (n.op_type == Op::kSoftmax || n.op_type == Op::kLogSoftmax ||
+      n.op_type == Op::kGlobalAveragePool || n.op_type == Op::kGlobalMaxPool ||
+      n.op_type == Op::kInstanceNormalization)
     return true;
-  if (n.op_type.starts_with("Reduce")) {
+  if (is_reduce_op(n.op_type)) {
     const auto& axes = n.attrs_as<ReduceAttrs>().axes;
     return axes && !axes->empty();
   }
-  if (n.op_type == "LayerNormalization") {
+  if (n.op_type == Op::kLayerNormalization) {
     const Shape& x = *n.inputs[0]->type.shape;
     Dim normalized = 1;
     int64_t axis = n.attrs_as<LayerNormAttrs>().axis;
@@ -104,7 +106,8 @@ bool admits_symbolic_shapes(const Node& n) {
     for (size_t d = static_cast<size_t>(std::max<int64_t>(axis, 0)); d < x.size(); ++d)
       normalized = dim_mul(normalized, x[d]);
     for (int i : {1, 2}) {
-      if (n.input(i) && !(num_elements(*n.inputs[static_cast<size_t>(i)]->type.shape) == normalized))
+      if (n.input(i) &&
+          !(num_elements(*n.inputs[static_cast<size_t>(i)]->type.shape) == normalized))
         return false;
     }
     return true;
@@ -138,73 +141,74 @@ bool qlinear_accepts(const Node& n) { // per-tensor scales only
   return t == DType::kU8 || t == DType::kI8;
 }
 
-const std::unordered_map<std::string_view, Lowering>& lowerings() {
-  static const std::unordered_map<std::string_view, Lowering> table = [] {
-    std::unordered_map<std::string_view, Lowering> t;
-    auto add = [&](std::initializer_list<std::string_view> ops, Lowering l) {
-      for (std::string_view op : ops)
+const std::unordered_map<Op, Lowering>& lowerings() {
+  static const std::unordered_map<Op, Lowering> table = [] {
+    std::unordered_map<Op, Lowering> t;
+    auto add = [&](std::initializer_list<Op> ops, Lowering l) {
+      for (Op op : ops)
         t.emplace(op, l);
     };
-    add({"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean",
-         "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare"},
+    add({Op::kReduceL1, Op::kReduceL2, Op::kReduceLogSum, Op::kReduceLogSumExp, Op::kReduceMax,
+         Op::kReduceMean, Op::kReduceMin, Op::kReduceProd, Op::kReduceSum, Op::kReduceSumSquare},
         {lower_reduce});
-    add({"Softmax", "LogSoftmax"}, {lower_softmax});
-    add({"ArgMax", "ArgMin"}, {lower_arg_reduce});
-    add({"Hardmax"}, {lower_hardmax});
-    add({"LayerNormalization"}, {lower_layer_norm});
-    add({"InstanceNormalization"}, {lower_instance_norm});
-    add({"MeanVarianceNormalization"}, {lower_mvn});
-    add({"Det"}, {lower_det});
-    add({kAdagradOp, kAdamOp, kMomentumOp}, {lower_optimizer});
-    add({"Transpose"}, {lower_transpose});
-    add({"Slice"}, {lower_slice});
-    add({"Concat"}, {lower_concat});
-    add({"Split"}, {lower_split});
-    add({"Tile"}, {lower_tile});
-    add({"Conv"}, {lower_conv, conv_accepts});
-    add({"ConvInteger"}, {lower_conv});
-    add({"QLinearConv"}, {lower_conv, qlinear_accepts});
-    add({"ConvTranspose"}, {lower_conv_transpose, conv_transpose_accepts});
-    add({"MaxPool", "AveragePool"}, {lower_pool});
-    add({"Pad"}, {lower_pad, [](const Node& n) { return n.attrs_as<PadAttrs>().pads.has_value(); }});
-    add({"MatMul", "MatMulInteger"}, {lower_matmul});
-    add({"QLinearMatMul"}, {lower_matmul, qlinear_accepts});
-    add({"Gemm"}, {lower_gemm});
-    add({"Einsum"}, {lower_einsum});
-    add({"DFT"}, {lower_dft, [](const Node& n) { // constant operands
-           return dft_axis(n).has_value() && dft_length(n).has_value();
-         }});
-    add({"GlobalAveragePool", "GlobalMaxPool"}, {lower_global_pool});
-    add({"BatchNormalization"}, {lower_batch_norm});
-    add({"Gather"}, {lower_gather});
-    add({"GatherElements"}, {lower_gather_elements});
-    add({"GatherND"}, {lower_gather_nd});
-    add({"Scatter", "ScatterElements"}, {lower_scatter_elements});
-    add({"ScatterND"}, {lower_scatter_nd});
-    add({"DepthToSpace", "SpaceToDepth"}, {lower_depth_space});
-    add({"Trilu"}, {lower_trilu});
-    add({"EyeLike"}, {lower_eye_like});
-    add({"Range"}, {lower_range});
-    add({"OneHot"}, {lower_one_hot});
-    add({"CumSum", "CumProd"}, {lower_cum_sum, [](const Node& n) { // a constant axis
-           return n.attrs_as<CumSumAttrs>().axis.has_value();
-         }});
-    add({"TopK"}, {lower_top_k});
-    add({"Resize", "Upsample"},
+    add({Op::kSoftmax, Op::kLogSoftmax}, {lower_softmax});
+    add({Op::kArgMax, Op::kArgMin}, {lower_arg_reduce});
+    add({Op::kHardmax}, {lower_hardmax});
+    add({Op::kLayerNormalization}, {lower_layer_norm});
+    add({Op::kInstanceNormalization}, {lower_instance_norm});
+    add({Op::kMeanVarianceNormalization}, {lower_mvn});
+    add({Op::kDet}, {lower_det});
+    add({Op::kAdagrad, Op::kAdam, Op::kMomentum}, {lower_optimizer});
+    add({Op::kTranspose}, {lower_transpose});
+    add({Op::kSlice}, {lower_slice});
+    add({Op::kConcat}, {lower_concat});
+    add({Op::kSplit}, {lower_split});
+    add({Op::kTile}, {lower_tile});
+    add({Op::kConv}, {lower_conv, conv_accepts});
+    add({Op::kConvInteger}, {lower_conv});
+    add({Op::kQLinearConv}, {lower_conv, qlinear_accepts});
+    add({Op::kConvTranspose}, {lower_conv_transpose, conv_transpose_accepts});
+    add({Op::kMaxPool, Op::kAveragePool}, {lower_pool});
+    add({Op::kPad},
+        {lower_pad, [](const Node& n) { return n.attrs_as<PadAttrs>().pads.has_value(); }});
+    add({Op::kMatMul, Op::kMatMulInteger}, {lower_matmul});
+    add({Op::kQLinearMatMul}, {lower_matmul, qlinear_accepts});
+    add({Op::kGemm}, {lower_gemm});
+    add({Op::kEinsum}, {lower_einsum});
+    add({Op::kDFT}, {lower_dft, [](const Node& n) { // constant operands
+                       return dft_axis(n).has_value() && dft_length(n).has_value();
+                     }});
+    add({Op::kGlobalAveragePool, Op::kGlobalMaxPool}, {lower_global_pool});
+    add({Op::kBatchNormalization}, {lower_batch_norm});
+    add({Op::kGather}, {lower_gather});
+    add({Op::kGatherElements}, {lower_gather_elements});
+    add({Op::kGatherND}, {lower_gather_nd});
+    add({Op::kScatter, Op::kScatterElements}, {lower_scatter_elements});
+    add({Op::kScatterND}, {lower_scatter_nd});
+    add({Op::kDepthToSpace, Op::kSpaceToDepth}, {lower_depth_space});
+    add({Op::kTrilu}, {lower_trilu});
+    add({Op::kEyeLike}, {lower_eye_like});
+    add({Op::kRange}, {lower_range});
+    add({Op::kOneHot}, {lower_one_hot});
+    add({Op::kCumSum, Op::kCumProd}, {lower_cum_sum, [](const Node& n) { // a constant axis
+                                        return n.attrs_as<CumSumAttrs>().axis.has_value();
+                                      }});
+    add({Op::kTopK}, {lower_top_k});
+    add({Op::kResize, Op::kUpsample},
         {lower_resize, [](const Node& n) { return resize_scales(n).has_value(); }});
-    add({"GridSample"}, {lower_grid_sample});
-    add({"RoiAlign"}, {lower_roi_align});
-    add({"DeformConv"}, {lower_deform_conv});
-    add({"LRN"}, {lower_lrn});
-    add({"MaxUnpool"},
+    add({Op::kGridSample}, {lower_grid_sample});
+    add({Op::kRoiAlign}, {lower_roi_align});
+    add({Op::kDeformConv}, {lower_deform_conv});
+    add({Op::kLRN}, {lower_lrn});
+    add({Op::kMaxUnpool},
         {lower_max_unpool, [](const Node& n) { return n.outputs[0]->type.has_static_shape(); }});
-    add({"ReverseSequence"}, {lower_reverse_sequence});
-    add({"QuantizeLinear"}, {lower_quantize_linear});
-    add({"DequantizeLinear"}, {lower_dequantize_linear});
-    add({"DynamicQuantizeLinear"}, {lower_dynamic_quantize_linear});
-    add({"BlackmanWindow", "HammingWindow", "HannWindow"}, {lower_window_function});
-    add({"NegativeLogLikelihoodLoss"}, {lower_nll_loss});
-    add({"SoftmaxCrossEntropyLoss"}, {lower_softmax_cross_entropy});
+    add({Op::kReverseSequence}, {lower_reverse_sequence});
+    add({Op::kQuantizeLinear}, {lower_quantize_linear});
+    add({Op::kDequantizeLinear}, {lower_dequantize_linear});
+    add({Op::kDynamicQuantizeLinear}, {lower_dynamic_quantize_linear});
+    add({Op::kBlackmanWindow, Op::kHammingWindow, Op::kHannWindow}, {lower_window_function});
+    add({Op::kNegativeLogLikelihoodLoss}, {lower_nll_loss});
+    add({Op::kSoftmaxCrossEntropyLoss}, {lower_softmax_cross_entropy});
     return t;
   }();
   return table;

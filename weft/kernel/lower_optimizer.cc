@@ -32,7 +32,7 @@ private:
 class Update {
 public:
   Update(Buffers& buffers, const Node& n, size_t tensor, const std::string& name)
-      : buffers_(buffers), n_(n), tensor_(tensor), groups_(n.op_type == kAdamOp ? 4 : 3),
+      : buffers_(buffers), n_(n), tensor_(tensor), groups_(n.op_type == Op::kAdam ? 4 : 3),
         count_((n.inputs.size() - 2) / groups_), x_(n.inputs[2 + tensor]),
         t_(accumulator_type(x_->type.dtype)), b_(name, *x_->type.shape) {}
 
@@ -139,14 +139,14 @@ int momentum(Update& u, const OptimizerAttrs& a, size_t output) {
 // Adam); the shape function checked the counts.
 Result<LoweredNode> lower_optimizer(const Node& n, const std::string& name) {
   const auto& a = n.attrs_as<OptimizerAttrs>();
-  size_t groups = n.op_type == kAdamOp ? 4 : 3;
+  size_t groups = n.op_type == Op::kAdam ? 4 : 3;
   size_t count = (n.inputs.size() - 2) / groups;
   static const char* const kAdagradNames[] = {"x_new", "h_new"};
   static const char* const kAdamNames[] = {"x_new", "v_new", "h_new"};
   static const char* const kMomentumNames[] = {"x_new", "v_new"};
-  const char* const* names = n.op_type == kAdagradOp ? kAdagradNames
-                             : n.op_type == kAdamOp  ? kAdamNames
-                                                     : kMomentumNames;
+  const char* const* names = n.op_type == Op::kAdagrad ? kAdagradNames
+                             : n.op_type == Op::kAdam  ? kAdamNames
+                                                       : kMomentumNames;
   KernelBuilder k(name);
   Buffers buffers(k);
   for (size_t output = 0; output < groups - 1; ++output) {
@@ -154,9 +154,9 @@ Result<LoweredNode> lower_optimizer(const Node& n, const std::string& name) {
       const Value* out = n.outputs[output * count + i];
       if (!out) continue;
       Update u(buffers, n, i, names[output]);
-      int value = n.op_type == kAdagradOp ? adagrad(u, a, output)
-                  : n.op_type == kAdamOp  ? adam(u, a, output)
-                                          : momentum(u, a, output);
+      int value = n.op_type == Op::kAdagrad ? adagrad(u, a, output)
+                  : n.op_type == Op::kAdam  ? adam(u, a, output)
+                                            : momentum(u, a, output);
       u.store(value, out);
     }
   }

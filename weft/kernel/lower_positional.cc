@@ -1,5 +1,6 @@
 // Ops whose values depend on element positions: Trilu, EyeLike, Range, OneHot, the scan
-// CumSum and CumProd (a reduction over a triangular, guarded domain), and TopK (ranks, then a scatter).
+// CumSum and CumProd (a reduction over a triangular, guarded domain), and TopK (ranks, then a
+// scatter).
 #include "weft/kernel/kernel_builder.h"
 #include "weft/kernel/lower_ops.h"
 
@@ -121,7 +122,7 @@ Result<LoweredNode> lower_cum_sum(const Node& n, const std::string& name) {
   int in = k.buffer(x, BufferRole::kInput);
   int out = k.buffer(y, BufferRole::kOutput);
   int acc = t == y->type.dtype ? out : k.temp(t, shape);
-  Combine combine = n.op_type == "CumProd" ? Combine::kProd : Combine::kSum;
+  Combine combine = n.op_type == Op::kCumProd ? Combine::kProd : Combine::kSum;
   StatementBuilder init("init", shape);
   k.add(init.store(init.constant(combine_identity(combine), t), acc,
                    iterators(static_cast<size_t>(rank))));
@@ -135,8 +136,7 @@ Result<LoweredNode> lower_cum_sum(const Node& n, const std::string& name) {
     x_index.push_back(AffineExpr::iterator(d == axis ? axis + 1 : it));
   }
   StatementBuilder update("scan", domain);
-  Statement s =
-      update.store(load_as(update, in, x_index, x->type.dtype, t), acc, y_index, combine);
+  Statement s = update.store(load_as(update, in, x_index, x->type.dtype, t), acc, y_index, combine);
   // j - r >= 0 (or r - j >= 0 in reverse), minus 1 when exclusive.
   int64_t sign = a.reverse ? -1 : 1;
   s.guards.push_back({a.exclusive ? -1 : 0, {{axis, sign}, {axis + 1, -sign}}});

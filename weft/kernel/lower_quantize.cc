@@ -159,12 +159,12 @@ Result<LoweredNode> lower_window_function(const Node& n, const std::string& name
   int64_t size = (*y->type.shape)[0].value();
   double len = static_cast<double>(a.periodic ? size : size - 1);
   double a0 = 0.5, a1 = 0.5, a2 = 0;
-  if (n.op_type == "HammingWindow") a0 = 25.0 / 46, a1 = 1 - a0;
-  if (n.op_type == "BlackmanWindow") a0 = 0.42, a1 = 0.5, a2 = 0.08;
+  if (n.op_type == Op::kHammingWindow) a0 = 25.0 / 46, a1 = 1 - a0;
+  if (n.op_type == Op::kBlackmanWindow) a0 = 0.42, a1 = 0.5, a2 = 0.08;
   constexpr DType kF64 = DType::kF64;
   constexpr double kPi = 3.14159265358979323846;
   KernelBuilder k(name);
-  StatementBuilder b(n.op_type, *y->type.shape);
+  StatementBuilder b(std::string(n.op_type.name()), *y->type.shape);
   int i = b.op(ExprOp::kCast, kF64, {b.iterator(0)});
   auto cosine = [&](double times) {
     return b.op(ExprOp::kCos, kF64,

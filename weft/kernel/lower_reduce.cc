@@ -123,16 +123,16 @@ struct ReduceRecipe {
   ExprOp post; // applied to the result (kCast: none); kDiv divides by the count
 };
 
-Result<ReduceRecipe> recipe(const std::string& op) {
-  if (op == "ReduceSum") return ReduceRecipe{Combine::kSum, ExprOp::kCast, ExprOp::kCast};
-  if (op == "ReduceMean") return ReduceRecipe{Combine::kSum, ExprOp::kCast, ExprOp::kDiv};
-  if (op == "ReduceMax") return ReduceRecipe{Combine::kMax, ExprOp::kCast, ExprOp::kCast};
-  if (op == "ReduceMin") return ReduceRecipe{Combine::kMin, ExprOp::kCast, ExprOp::kCast};
-  if (op == "ReduceProd") return ReduceRecipe{Combine::kProd, ExprOp::kCast, ExprOp::kCast};
-  if (op == "ReduceL1") return ReduceRecipe{Combine::kSum, ExprOp::kAbs, ExprOp::kCast};
-  if (op == "ReduceL2") return ReduceRecipe{Combine::kSum, ExprOp::kMul, ExprOp::kSqrt};
-  if (op == "ReduceSumSquare") return ReduceRecipe{Combine::kSum, ExprOp::kMul, ExprOp::kCast};
-  if (op == "ReduceLogSum") return ReduceRecipe{Combine::kSum, ExprOp::kCast, ExprOp::kLog};
+Result<ReduceRecipe> recipe(Op op) {
+  if (op == Op::kReduceSum) return ReduceRecipe{Combine::kSum, ExprOp::kCast, ExprOp::kCast};
+  if (op == Op::kReduceMean) return ReduceRecipe{Combine::kSum, ExprOp::kCast, ExprOp::kDiv};
+  if (op == Op::kReduceMax) return ReduceRecipe{Combine::kMax, ExprOp::kCast, ExprOp::kCast};
+  if (op == Op::kReduceMin) return ReduceRecipe{Combine::kMin, ExprOp::kCast, ExprOp::kCast};
+  if (op == Op::kReduceProd) return ReduceRecipe{Combine::kProd, ExprOp::kCast, ExprOp::kCast};
+  if (op == Op::kReduceL1) return ReduceRecipe{Combine::kSum, ExprOp::kAbs, ExprOp::kCast};
+  if (op == Op::kReduceL2) return ReduceRecipe{Combine::kSum, ExprOp::kMul, ExprOp::kSqrt};
+  if (op == Op::kReduceSumSquare) return ReduceRecipe{Combine::kSum, ExprOp::kMul, ExprOp::kCast};
+  if (op == Op::kReduceLogSum) return ReduceRecipe{Combine::kSum, ExprOp::kCast, ExprOp::kLog};
   return Status::error(fmt::format("{} is not lowered yet", op));
 }
 
@@ -291,7 +291,7 @@ Result<LoweredNode> lower_arg_reduce(const Node& n, const std::string& name) {
     k.add(zero.store(zero.constant(0, DType::kI64), out, iterators(1)));
   } else {
     int in = k.buffer(x, BufferRole::kInput, v->in);
-    add_arg_reduction(k, *v, in, x->type.dtype, out, n.op_type == "ArgMax", a.select_last_index);
+    add_arg_reduction(k, *v, in, x->type.dtype, out, n.op_type == Op::kArgMax, a.select_last_index);
   }
   return k.lowered();
 }
@@ -322,7 +322,7 @@ Result<LoweredNode> lower_reduce(const Node& n, const std::string& name) {
   const Value* y = n.outputs[0];
   const auto& a = n.attrs_as<ReduceAttrs>();
   if (!a.axes) return Status::error("reduction axes known only at run time are not supported yet");
-  if (n.op_type == "ReduceLogSumExp") {
+  if (n.op_type == Op::kReduceLogSumExp) {
     // log(sum(exp(x - m))) + m, with m the max: one kernel, two passes over x. An infinite m
     // shifts by 0 instead, as in PyTorch: a row of -inf (or of NaN, which the shift max
     // ignores) gives -inf (or NaN), one holding +inf gives +inf (NaN with a NaN), as in
@@ -398,8 +398,8 @@ Result<LoweredNode> lower_reduce(const Node& n, const std::string& name) {
     add_reduction(k, v, in, false, x->type.dtype, acc, t, rec.combine, rec.pre);
     StatementBuilder fin("finish", v.result_domain());
     int out = k.buffer(y, BufferRole::kOutput, v.out);
-    k.add(fin.store(finish(fin, fin.load(acc, v.result_index(), t), v.count), out,
-                    v.result_index()));
+    k.add(
+        fin.store(finish(fin, fin.load(acc, v.result_index(), t), v.count), out, v.result_index()));
     return k.lowered();
   }
   Shape flat = {num_elements(*y->type.shape)};
@@ -445,7 +445,7 @@ Result<LoweredNode> lower_softmax(const Node& n, const std::string& name) {
   const Value* y = n.outputs[0];
   WEFT_ASSIGN_OR_RETURN(StepView view, softmax_view(n));
   DType t = accumulator_type(y->type.dtype);
-  bool log = n.op_type == "LogSoftmax";
+  bool log = n.op_type == Op::kLogSoftmax;
   KernelBuilder k(name);
   int in = k.buffer(x, BufferRole::kInput, view.in);
   int out = k.buffer(y, BufferRole::kOutput, view.in);
@@ -519,19 +519,15 @@ Result<LoweredNode> lower_layer_norm(const Node& n, const std::string& name) {
   };
   add_reduction(k, v, in, false, x->type.dtype, mean, t, Combine::kSum, ExprOp::kCast);
   StatementBuilder m("mean", {rows});
-  k.add(m.store(
-      m.op(ExprOp::kDiv, t,
-           {m.load(mean, iterators(1), t), m.extent(cols, t)}),
-      mean, iterators(1)));
+  k.add(m.store(m.op(ExprOp::kDiv, t, {m.load(mean, iterators(1), t), m.extent(cols, t)}), mean,
+                iterators(1)));
   StatementBuilder vi("init_var", {rows});
   k.add(vi.store(vi.constant(0, t), var, iterators(1)));
   StatementBuilder vs("sum_squares", v.in);
   int c = centered(vs);
   k.add(vs.store(vs.op(ExprOp::kMul, t, {c, c}), var, v.out_index(), Combine::kSum));
   StatementBuilder rs("inv_std", {rows});
-  int var_n =
-      rs.op(ExprOp::kDiv, t,
-            {rs.load(var, iterators(1), t), rs.extent(cols, t)});
+  int var_n = rs.op(ExprOp::kDiv, t, {rs.load(var, iterators(1), t), rs.extent(cols, t)});
   k.add(rs.store(
       rs.op(ExprOp::kRsqrt, t, {rs.op(ExprOp::kAdd, t, {var_n, rs.constant(a.epsilon, t)})}), var,
       iterators(1)));
@@ -558,7 +554,7 @@ Result<LoweredNode> lower_layer_norm(const Node& n, const std::string& name) {
 // GlobalAveragePool and GlobalMaxPool: ReduceMean and ReduceMax over the spatial axes.
 Result<LoweredNode> lower_global_pool(const Node& n, const std::string& name) {
   Node reduce = n;
-  reduce.op_type = n.op_type == "GlobalAveragePool" ? "ReduceMean" : "ReduceMax";
+  reduce.op_type = n.op_type == Op::kGlobalAveragePool ? Op::kReduceMean : Op::kReduceMax;
   Ints axes;
   for (size_t i = 2; i < n.inputs[0]->type.shape->size(); ++i)
     axes.push_back(static_cast<int64_t>(i));

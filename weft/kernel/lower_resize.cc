@@ -169,9 +169,9 @@ Result<std::vector<ResizedAxis>> resized_axes(const Node& n) {
   if (!scales) return Status::error("Resize scales or sizes known only at run time");
   const Shape& out = *n.outputs[0]->type.shape;
   bool crop = a.coordinate_transformation_mode == ResizeCoordinates::kTfCropAndResize;
-  const Value* roi = n.op_type == "Resize" ? n.input(1) : nullptr;
+  const Value* roi = n.op_type == Op::kResize ? n.input(1) : nullptr;
   // The roi gives [starts, ends] of the axes that the scales or sizes give.
-  Ints given = n.op_type == "Resize" ? resize_axes(n, in.size()).value_or(Ints{}) : Ints{};
+  Ints given = n.op_type == Op::kResize ? resize_axes(n, in.size()).value_or(Ints{}) : Ints{};
   auto num_given = static_cast<int64_t>(given.size());
   if (crop && (!roi || !roi->is_constant() || roi->constant->num_elements() != 2 * num_given))
     return Status::error("tf_crop_and_resize needs a constant roi of 2 * len(axes) elements");

@@ -39,7 +39,7 @@ Result<LoweredNode> lower_conv(const Node& n, const std::string& name) {
   const auto& a = n.attrs_as<ConvAttrs>();
   // ConvInteger: x, w, x_zero_point, w_zero_point. QLinearConv: x, x_scale, x_zero_point, w,
   // w_scale, w_zero_point, y_scale, y_zero_point, bias.
-  bool integer = n.op_type == "ConvInteger", qlinear = n.op_type == "QLinearConv";
+  bool integer = n.op_type == Op::kConvInteger, qlinear = n.op_type == Op::kQLinearConv;
   const Value* x = n.inputs[0];
   const Value* w = n.inputs[qlinear ? 3 : 1];
   const Value* b = qlinear ? n.input(8) : integer ? nullptr : n.input(2);
@@ -52,8 +52,8 @@ Result<LoweredNode> lower_conv(const Node& n, const std::string& name) {
     for (size_t i = 2; i < ws.size(); ++i)
       kernel.push_back(ws[i].value());
   }
-  std::vector<Window> win =
-      window_dims(kernel, a.strides, a.dilations, a.pads, a.auto_pad, *x->type.shape, *y->type.shape);
+  std::vector<Window> win = window_dims(kernel, a.strides, a.dilations, a.pads, a.auto_pad,
+                                        *x->type.shape, *y->type.shape);
   int64_t batch = (*y->type.shape)[0].value(), m_total = ws[0].value(), cg = ws[1].value();
   int64_t mg = m_total / a.group;
   size_t spatial = win.size();
@@ -307,8 +307,8 @@ Result<LoweredNode> lower_pool(const Node& n, const std::string& name) {
   const Value* x = n.inputs[0];
   const Value* y = n.outputs[0];
   std::vector<Window> win = window_dims(a.kernel_shape, a.strides, a.dilations, a.pads, a.auto_pad,
-                                    *x->type.shape, *y->type.shape);
-  bool max = n.op_type == "MaxPool";
+                                        *x->type.shape, *y->type.shape);
+  bool max = n.op_type == Op::kMaxPool;
   DType t = y->type.dtype;
   size_t spatial = win.size();
   KernelBuilder k(name);

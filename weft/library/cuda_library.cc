@@ -177,12 +177,12 @@ std::optional<ConvShape> conv_shape(const Node& n, std::string* why_not) {
 
 std::optional<LibraryCall> cuda_library_call(const Node& node, std::shared_ptr<Device> device,
                                              bool allow_tf32, std::string* why_not) {
-  if (node.op_type != "MatMul" && node.op_type != "Gemm" && node.op_type != "Conv")
+  if (node.op_type != Op::kMatMul && node.op_type != Op::kGemm && node.op_type != Op::kConv)
     return std::nullopt;
   if (has_symbolic_shapes(node)) { // no epilogues: the node alone, per set of extents
     return dynamic_call(
         node, [](const Value*) -> const Node* { return nullptr; },
-        [](const Node* n) { return n->op_type != "Transpose"; }, why_not,
+        [](const Node* n) { return n->op_type != Op::kTranspose; }, why_not,
         [device, allow_tf32](const Node& n, const SoleReader&,
                              const std::function<bool(const Node*)>&, std::string* why,
                              bool) { return cuda_library_call(n, device, allow_tf32, why); });
@@ -195,7 +195,7 @@ std::optional<LibraryCall> cuda_library_call(const Node& node, std::shared_ptr<D
   }
   LibraryCall call;
   call.nodes = {&node};
-  if (node.op_type == "Conv") {
+  if (node.op_type == Op::kConv) {
     std::optional<ConvShape> shape = conv_shape(node, why_not);
     if (!shape) return std::nullopt;
     if (shape->n * shape->c * shape->h * shape->w * shape->k * shape->out_h * shape->out_w == 0) {
@@ -211,7 +211,7 @@ std::optional<LibraryCall> cuda_library_call(const Node& node, std::shared_ptr<D
     return call;
   }
   std::optional<GemmShape> shape =
-      node.op_type == "MatMul" ? matmul_shape(node, why_not) : gemm_shape(node, why_not);
+      node.op_type == Op::kMatMul ? matmul_shape(node, why_not) : gemm_shape(node, why_not);
   if (!shape) return std::nullopt;
   if (shape->m * shape->n * shape->k * shape->batch == 0) {
     *why_not = "an empty operand";

@@ -287,14 +287,14 @@ memory::desc channels_last(const Dims& dims) {
 // Conv in 1-3 spatial dims. oneDNN's fast convolutions want channels-last activations, so
 // the primitive runs on those, reordered from and to the plain buffers around it, unless
 // only a reference implementation exists there; then plain activations. A
-// kConvChannelsLastOp's activations lie channels-last already: nothing to reorder. Weights
+// Op::kConvChannelsLast's activations lie channels-last already: nothing to reorder. Weights
 // take oneDNN's preferred layout, reordered once here when they are constant.
 std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
                                      std::string* why_not) {
   const std::vector<PostOp>& ops = absorbed.epilogue;
   const auto& at = n.attrs_as<ConvAttrs>();
   const Value *x = n.inputs[0], *w = n.inputs[1], *b = n.input(2), *y = n.outputs[0];
-  bool nhwc = n.op_type == kConvChannelsLastOp;
+  bool nhwc = n.op_type == Op::kConvChannelsLast;
   Dims dx = dims_of(x), dw = dims_of(w), dy = dims_of(y);
   // The activations as they lie in memory.
   memory::desc x_user = nhwc ? channels_last_view(dx) : plain(dx);
@@ -352,12 +352,11 @@ std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
       args.push_back({DNNL_ARG_WEIGHTS, w_buffer, plain(wdims)});
     }
     if (b) args.push_back({DNNL_ARG_BIAS, position(call.values, b), bmd});
-    args.push_back(
-        {DNNL_ARG_DST, position(call.values, final_output(n, ops)), y_user, layout(dy)});
+    args.push_back({DNNL_ARG_DST, position(call.values, final_output(n, ops)), y_user, layout(dy)});
     auto conv = std::make_shared<DnnlKernel>(
         dnnl::convolution_forward(pd), std::move(args), std::move(owned),
         fmt::format("oneDNN convolution ({}{}{})", impl, summed >= 0 ? ", residual summed" : "",
-                    nhwc                     ? ", channels-last in place"
+                    nhwc                      ? ", channels-last in place"
                     : layout(dx) != plain(dx) ? ", channels-last"
                                               : ""));
     if (summed >= 0) conv->copy_into_dst(summed, y_user.get_size());
@@ -416,7 +415,8 @@ std::optional<LibraryCall> conv_transpose_call(const Node& n, const Absorbed& ab
   Dims strides, dilates, pad_l, pad_r;
   for (size_t i = 0; i < win->size(); ++i) {
     const TransposedWindow& d = (*win)[i];
-    int64_t end = (dx[i + 2] - 1) * d.stride + (d.kernel - 1) * d.dilation + 1 - d.out - d.pad_begin;
+    int64_t end =
+        (dx[i + 2] - 1) * d.stride + (d.kernel - 1) * d.dilation + 1 - d.out - d.pad_begin;
     if (d.pad_begin < 0 || end < 0 || d.out != dy[i + 2]) {
       *why_not = "a window with negative padding";
       return std::nullopt;
@@ -531,7 +531,7 @@ std::optional<LibraryCall> pool_call(const Node& n, const Absorbed& absorbed,
                                      std::string* why_not) {
   const std::vector<PostOp>& ops = absorbed.epilogue;
   const auto& at = n.attrs_as<PoolAttrs>();
-  bool max = n.op_type == "MaxPool";
+  bool max = n.op_type == Op::kMaxPool;
   const Value *x = n.inputs[0], *y = n.outputs[0];
   Dims dx = dims_of(x), dy = dims_of(y);
   if (!ops.empty() || (n.outputs.size() > 1 && n.outputs[1]) || dx.size() < 3 || dx.size() > 5 ||
@@ -574,14 +574,11 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
                                        const std::function<bool(const Node*)>& free,
                                        std::string* why_not, bool any_implementation = false) {
   using Builder = std::optional<LibraryCall> (*)(const Node&, const Absorbed&, std::string*);
-  static const std::unordered_map<std::string, Builder> kBuilders = {{"MatMul", matmul_call},
-                                                                     {"Gemm", gemm_call},
-                                                                     {"Conv", conv_call},
-                                                                     {"ConvTranspose", conv_transpose_call},
-                                                                     {"Resize", resize_call},
-                                                                     {std::string(kConvChannelsLastOp), conv_call},
-                                                                     {"MaxPool", pool_call},
-                                                                     {"AveragePool", pool_call}};
+  static const std::unordered_map<Op, Builder> kBuilders = {
+      {Op::kMatMul, matmul_call}, {Op::kGemm, gemm_call},
+      {Op::kConv, conv_call},     {Op::kConvTranspose, conv_transpose_call},
+      {Op::kResize, resize_call}, {Op::kConvChannelsLast, conv_call},
+      {Op::kMaxPool, pool_call},  {Op::kAveragePool, pool_call}};
   auto it = kBuilders.find(node.op_type);
   if (it == kBuilders.end()) return std::nullopt;
   std::vector<const Value*> values(node.inputs.begin(), node.inputs.end());
@@ -598,9 +595,9 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
     all.epilogue.push_back(*p);
     v = e->outputs[0];
   }
-  if (node.op_type == "MatMul") {
+  if (node.op_type == Op::kMatMul) {
     auto is_transpose = [&](const Node* t) {
-      return t && t->op_type == "Transpose" && free(t) && t->inputs[0] &&
+      return t && t->op_type == Op::kTranspose && free(t) && t->inputs[0] &&
              t->inputs[0]->type.dtype == DType::kF32 && t->inputs[0]->type.shape->size() >= 2;
     };
     // An A that a Transpose moves across batch dims, against 2-D weights, is not absorbed:
@@ -622,15 +619,15 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
     }
     if (const Node* t = sole_reader(v); is_transpose(t)) all.output_transpose = t;
   }
-  static const std::set<std::string> kBetweenRegions = {"MaxPool", "AveragePool",
-                                                          "ConvTranspose", "Resize"};
+  static const std::set<Op> kBetweenRegions = {Op::kMaxPool, Op::kAveragePool, Op::kConvTranspose,
+                                               Op::kResize};
   if (kBetweenRegions.contains(node.op_type)) { // channels_last's Transposes (Activations)
     const Node* t = node.inputs[0]->producer;
-    if (t && t->op_type == "Transpose" && free(t) && perm_of(*t) == Ints{0, 3, 1, 2} &&
+    if (t && t->op_type == Op::kTranspose && free(t) && perm_of(*t) == Ints{0, 3, 1, 2} &&
         sole_reader(t->outputs[0]) == &node)
       all.input_transposes[0] = t;
     const Node* o = sole_reader(v);
-    if (o && o->op_type == "Transpose" && free(o) && perm_of(*o) == Ints{0, 2, 3, 1})
+    if (o && o->op_type == Op::kTranspose && free(o) && perm_of(*o) == Ints{0, 2, 3, 1})
       all.output_transpose = o;
   }
   // The largest form oneDNN implements (a reference implementation does not count; for
@@ -639,7 +636,7 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
   // then the prefixes alone, then the node alone. A Transpose left out is a pass over memory
   // of its own; a post-op left out fuses into the generated kernel after the call (attention's
   // scale and mask, which oneDNN 2.6 runs only in its reference matmul, into the softmax).
-  bool matmul = node.op_type == "MatMul" || node.op_type == "Gemm";
+  bool matmul = node.op_type == Op::kMatMul || node.op_type == Op::kGemm;
   bool transposes = all.output_transpose || all.input_transposes[0] || all.input_transposes[1];
   std::vector<Absorbed> attempts;
   for (bool with_transposes : {true, false}) {

@@ -36,32 +36,32 @@ std::optional<std::string> unsupported_values(const std::vector<const Value*>& v
 
 std::optional<PostOp> post_op(const Node& e, const Value* from) {
   using A = dnnl::algorithm;
-  const std::string& op = e.op_type;
+  Op op = e.op_type.id();
   PostOp p;
   p.node = &e;
   if (e.outputs.size() != 1 || e.outputs[0]->type.dtype != DType::kF32) return std::nullopt;
-  if (op == "Relu") {
+  if (op == Op::kRelu) {
     p.algorithm = A::eltwise_relu;
-  } else if (op == "LeakyRelu") {
+  } else if (op == Op::kLeakyRelu) {
     p.algorithm = A::eltwise_relu;
     p.alpha = e.attrs_as<AlphaAttrs>().alpha;
-  } else if (op == "Sigmoid") {
+  } else if (op == Op::kSigmoid) {
     p.algorithm = A::eltwise_logistic;
-  } else if (op == "Tanh") {
+  } else if (op == Op::kTanh) {
     p.algorithm = A::eltwise_tanh;
-  } else if (op == "Clip" && e.inputs.size() == 1) {
+  } else if (op == Op::kClip && e.inputs.size() == 1) {
     const auto& a = e.attrs_as<ClipAttrs>();
     p.algorithm = A::eltwise_clip;
     p.alpha = a.min.value_or(-std::numeric_limits<float>::max());
     p.beta = a.max.value_or(std::numeric_limits<float>::max());
-  } else if (op == "Add" || op == "Mul" || (op == "Sub" || op == "Div")) {
+  } else if (op == Op::kAdd || op == Op::kMul || (op == Op::kSub || op == Op::kDiv)) {
     if (e.inputs.size() != 2 || e.inputs[0] == e.inputs[1]) return std::nullopt;
-    if ((op == "Sub" || op == "Div") && e.inputs[0] != from) return std::nullopt;
+    if ((op == Op::kSub || op == Op::kDiv) && e.inputs[0] != from) return std::nullopt;
     p.binary = true;
-    p.algorithm = op == "Add"   ? A::binary_add
-                  : op == "Mul" ? A::binary_mul
-                  : op == "Sub" ? A::binary_sub
-                                : A::binary_div;
+    p.algorithm = op == Op::kAdd   ? A::binary_add
+                  : op == Op::kMul ? A::binary_mul
+                  : op == Op::kSub ? A::binary_sub
+                                   : A::binary_div;
     p.src1 = e.inputs[0] == from ? e.inputs[1] : e.inputs[0];
     Dims out = dims_of(from), other = dims_of(p.src1);
     if (p.src1->type.dtype != DType::kF32 || other.size() > out.size() ||
@@ -92,7 +92,7 @@ memory::desc channels_last_view(const Dims& d) {
 
 // The post-ops' attribute, and their src1 arguments bound into "call". A src1 of the
 // output's full dims takes the primitive's "layout"; a broadcast one stays as it lies. With
-// "channels_last_values", the values' dims are [N, spatial..., C] (kConvChannelsLastOp's).
+// "channels_last_values", the values' dims are [N, spatial..., C] (Op::kConvChannelsLast's).
 dnnl::primitive_attr post_op_attr(const std::vector<PostOp>& ops, LibraryCall& call,
                                   std::vector<DnnlKernel::Arg>& args, const Dims& out,
                                   const Layout& layout, bool channels_last_values, int* summed) {

@@ -51,7 +51,7 @@ memory::desc channels_last_view(const Dims& d);
 
 // The post-ops' attribute, and their src1 arguments bound into "call". A src1 of the
 // output's full dims takes the primitive's "layout"; a broadcast one stays as it lies. With
-// "channels_last_values", the values' dims are [N, spatial..., C] (kConvChannelsLastOp's).
+// "channels_last_values", the values' dims are [N, spatial..., C] (Op::kConvChannelsLast's).
 // With "summed", a first Add of a full-size operand is a sum post-op: the destination
 // holds that operand before the primitive runs, and the primitive adds to it
 // (DnnlKernel::copy_into_dst); "summed" gets that operand's position.

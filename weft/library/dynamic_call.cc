@@ -20,8 +20,9 @@ constexpr size_t kKeptShapes = 8;
 // The ops a call may absorb after its node (post-ops, a Transpose of the result): a superset
 // of what a library takes, which its builder narrows.
 bool absorbable(const Node& n) {
-  static const std::set<std::string> kOps = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip",
-                                             "Add",  "Sub",       "Mul",     "Div",  "Transpose"};
+  static const std::set<Op> kOps = {Op::kRelu, Op::kLeakyRelu, Op::kSigmoid, Op::kTanh,
+                                    Op::kClip, Op::kAdd,       Op::kSub,     Op::kMul,
+                                    Op::kDiv,  Op::kTranspose};
   return kOps.contains(n.op_type);
 }
 
@@ -32,7 +33,7 @@ std::vector<const Node*> region_of(const Node& node, const SoleReader& sole_read
   std::vector<const Node*> nodes;
   for (const Value* in : node.inputs) {
     const Node* p = in ? in->producer : nullptr;
-    if (p && p->op_type == "Transpose" && free(p) &&
+    if (p && p->op_type == Op::kTranspose && free(p) &&
         std::find(nodes.begin(), nodes.end(), p) == nodes.end())
       nodes.push_back(p);
   }
@@ -41,7 +42,7 @@ std::vector<const Node*> region_of(const Node& node, const SoleReader& sole_read
   for (const Node* e = sole_reader(v); e && free(e) && absorbable(*e); e = sole_reader(v)) {
     nodes.push_back(e);
     v = e->outputs[0];
-    if (e->op_type == "Transpose") break;
+    if (e->op_type == Op::kTranspose) break;
   }
   return nodes;
 }

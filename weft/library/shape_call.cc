@@ -37,14 +37,14 @@ private:
 } // namespace
 
 std::optional<LibraryCall> shape_call(const Node& node) {
-  if (node.op_type != "Shape" && node.op_type != "Size") return std::nullopt;
+  if (node.op_type != Op::kShape && node.op_type != Op::kSize) return std::nullopt;
   const Value* x = node.inputs[0];
   const Value* y = node.outputs[0];
   if (!x->type.shape || shape_is_static(*x->type.shape) || y->type.dtype != DType::kI64)
     return std::nullopt;
   const Shape& dims = *x->type.shape;
   Shape taken;
-  if (node.op_type == "Size") {
+  if (node.op_type == Op::kSize) {
     Dim product = 1;
     for (const Dim& d : dims)
       product = dim_mul(product, d);

@@ -81,7 +81,7 @@ private:
   // those outer values after its own inputs. Unrolled between stages
   // (docs/data-dependent-shapes.md).
   Status add_loop(const onnx::NodeProto& proto, int index) {
-    Location where{name_, node_name(proto, index), "Loop", graph_.opset};
+    Location where{name_, node_name(proto, index), std::string(op_name(Op::kLoop)), graph_.opset};
     const onnx::GraphProto* g = nullptr;
     for (const auto& a : proto.attribute()) {
       if (a.name() == "body" && a.has_g()) g = &a.g();
@@ -109,7 +109,7 @@ private:
   // slice of each scan input, then the outer values it reads). Unrolled once its scan
   // extent is static.
   Status add_scan(const onnx::NodeProto& proto, int index) {
-    Location where{name_, node_name(proto, index), "Scan", graph_.opset};
+    Location where{name_, node_name(proto, index), std::string(op_name(Op::kScan)), graph_.opset};
     const onnx::GraphProto* g = nullptr;
     ScanAttrs attrs;
     for (const auto& a : proto.attribute()) {
@@ -156,11 +156,12 @@ private:
   // (inputs: the scores or probabilities, then the outer values they read), and the node
   // takes those outer values after Q, K and V, score_mod's first.
   Status add_flex_attention(const onnx::NodeProto& proto, int index) {
-    Location where{name_, node_name(proto, index), "FlexAttention", graph_.opset};
+    Location where{name_, node_name(proto, index), std::string(op_name(Op::kFlexAttention)),
+                   graph_.opset};
     if (proto.input_size() != 3) return Status::error(where, "expected the inputs Q, K and V");
     NodeAttrReader reader(proto, base_dir_);
     AttrParser parser(reader, graph_.opset);
-    OpAttrs parsed = find_op(kFlexAttentionOp, graph_.opset)->parse(parser);
+    OpAttrs parsed = find_op(Op::kFlexAttention, graph_.opset)->parse(parser);
     if (!parser.status().ok()) return parser.status().with_location(where);
     auto attrs = std::get<FlexAttentionAttrs>(std::move(parsed));
     onnx::NodeProto flex = proto;
@@ -273,7 +274,7 @@ private:
       for (const auto& a : proto.attribute()) {
         if (a.name() == branch && a.has_g()) g = &a.g();
       }
-      Location where{name_, node_name(proto, index), "If", graph_.opset};
+      Location where{name_, node_name(proto, index), std::string(op_name(Op::kIf)), graph_.opset};
       if (!g) return Status::error(where, fmt::format("the attribute '{}' is missing", branch));
       if (g->output_size() != proto.output_size()) {
         return Status::error(where, fmt::format("'{}' has {} outputs, the node {}", branch,
@@ -322,16 +323,16 @@ private:
 
   Status add_node(const onnx::NodeProto& proto, int index,
                   std::optional<OpAttrs> attrs = std::nullopt) {
-    if (graph_op_type(proto) == "If" && proto.attribute_size() > 0) return add_if(proto, index);
-    if (graph_op_type(proto) == "Loop" && !attrs) return add_loop(proto, index);
-    if (graph_op_type(proto) == "Scan" && !attrs && graph_.opset >= 9)
-      return add_scan(proto, index);
-    if (graph_op_type(proto) == kFlexAttentionOp && !attrs) return add_flex_attention(proto, index);
+    Op op = graph_op(proto);
+    if (op == Op::kIf && proto.attribute_size() > 0) return add_if(proto, index);
+    if (op == Op::kLoop && !attrs) return add_loop(proto, index);
+    if (op == Op::kScan && !attrs && graph_.opset >= 9) return add_scan(proto, index);
+    if (op == Op::kFlexAttention && !attrs) return add_flex_attention(proto, index);
     Node node;
-    node.op_type = graph_op_type(proto);
+    node.op_type = op;
     node.opset = graph_.opset;
     node.name = graph_.unique_node_name(node_name(proto, index));
-    Location where{name_, node.name, node.op_type, node.opset};
+    Location where{name_, node.name, std::string(node.op_type.name()), node.opset};
     node.def = find_op(node.op_type, node.opset); // present: check_supported_ops ran
     if (attrs) {
       node.attrs = std::move(*attrs);

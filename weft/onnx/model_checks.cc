@@ -28,13 +28,26 @@ void silence_protobuf_logging() {
   (void)once;
 }
 
+// The ops of "domain" in the op table, as a list for messages: "Adagrad, Adam and Momentum".
+std::string ops_of_domain(const std::string& domain) {
+  std::vector<std::string_view> names;
+  for (const OpDef& def : all_ops()) {
+    std::string_view name = op_name(def.op);
+    if (!name.starts_with(domain + ".")) continue;
+    name.remove_prefix(domain.size() + 1);
+    if (name.find('.') == std::string_view::npos) names.push_back(name);
+  }
+  if (names.size() < 2) return fmt::format("{}", fmt::join(names, ""));
+  return fmt::format("{} and {}", fmt::join(names.begin(), names.end() - 1, ", "), names.back());
+}
+
 // One message listing every node Weft cannot import, grouped by op.
 void find_unsupported(const onnx::GraphProto& graph, int opset,
                       std::vector<std::pair<std::string, std::string>>& unsupported) {
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto& node = graph.node(i);
-    if (graph_op_type(node) == "If" || graph_op_type(node) == "Loop" ||
-        graph_op_type(node) == "Scan" || graph_op_type(node) == kFlexAttentionOp) {
+    Op op = graph_op(node);
+    if (op == Op::kIf || op == Op::kLoop || op == Op::kScan || op == Op::kFlexAttention) {
       for (const onnx::GraphProto* branch : subgraphs(node))
         find_unsupported(*branch, opset, unsupported);
     }
@@ -45,16 +58,13 @@ void find_unsupported(const onnx::GraphProto& graph, int opset,
       key = fmt::format("{} (domain '{}': only ai.onnx, {}, {} and {} are supported)",
                         node.op_type(), node.domain(), kTrainingDomain, kPreviewDomain, kMlDomain);
     } else if (!is_onnx_domain(node.domain())) {
-      if (find_op(graph_op_type(node), opset)) continue;
+      if (find_op(op, opset)) continue;
       key = fmt::format("{} (domain '{}': Weft supports {} there)", node.op_type(), node.domain(),
-                        node.domain() == kPreviewDomain ? "FlexAttention"
-                        : node.domain() == kMlDomain
-                            ? "Binarizer, ArrayFeatureExtractor and TreeEnsemble"
-                            : "Adagrad, Adam and Momentum");
-    } else if (!find_op(node.op_type(), opset) ||
+                        ops_of_domain(node.domain()));
+    } else if (!find_op(op, opset) ||
                node.op_type().find('.') != std::string::npos) { // qualified: not ai.onnx's
       std::vector<std::string> spans;
-      for (auto [lo, hi] : supported_opsets(node.op_type())) {
+      for (auto [lo, hi] : supported_opsets(op)) {
         spans.push_back(lo == hi ? std::to_string(lo) : fmt::format("{}-{}", lo, hi));
       }
       key = spans.empty() ? fmt::format("{} (opset {})", node.op_type(), opset)
@@ -100,19 +110,21 @@ public:
     Location where{name_, node.name().empty() ? fmt::format("#{}", index) : node.name(),
                    node.op_type(), 0};
     std::optional<int> rank = rank_of(node, 0);
-    bool window = kWindowOps.contains(node.op_type());
+    Op op = graph_op(node);
+    bool window = kWindowOps.contains(op);
     if (window && rank && *rank < 3) {
       return Status::error(where,
                            fmt::format("input rank {} is below 3 (N, C, spatial...)", *rank));
     }
-    if (window && rank && node.input_size() > 1 && node.op_type().starts_with("Conv")) {
+    if (window && rank && node.input_size() > 1 &&
+        (op == Op::kConv || op == Op::kConvTranspose || op == Op::kConvInteger)) {
       std::optional<int> w_rank = rank_of(node, 1);
       if (w_rank && *w_rank != *rank) {
         return Status::error(
             where, fmt::format("weights have rank {}, input has rank {}", *w_rank, *rank));
       }
     }
-    if (node.op_type() == "LayerNormalization" && rank) {
+    if (op == Op::kLayerNormalization && rank) {
       int64_t axis = -1; // the default
       for (const auto& attr : node.attribute()) {
         if (attr.name() == "axis") axis = attr.i();
@@ -153,9 +165,9 @@ private:
     if (!inserted && it->second != rank && conflict_.empty()) conflict_ = value;
   }
 
-  static inline const std::unordered_set<std::string> kWindowOps = {
-      "Conv",    "ConvTranspose", "ConvInteger", "QLinearConv",
-      "MaxPool", "AveragePool",   "LpPool",      "MaxUnpool"};
+  static inline const std::unordered_set<Op> kWindowOps = {
+      Op::kConv,    Op::kConvTranspose, Op::kConvInteger, Op::kQLinearConv,
+      Op::kMaxPool, Op::kAveragePool,   Op::kLpPool,      Op::kMaxUnpool};
   std::string name_;
   std::unordered_map<std::string, int> ranks_;
   std::string conflict_; // the first value declared with two ranks
@@ -205,6 +217,8 @@ bool is_onnx_domain(const std::string& domain) { return domain.empty() || domain
 
 // The op type Weft's graph gives a node: ONNX's for ai.onnx, qualified by the domain for
 // the other domains Weft knows (op_table.h).
+Op graph_op(const onnx::NodeProto& node) { return op_from_name(graph_op_type(node)); }
+
 std::string graph_op_type(const onnx::NodeProto& node) {
   if (node.domain() == kTrainingDomain || node.domain() == kPreviewDomain ||
       node.domain() == kMlDomain)

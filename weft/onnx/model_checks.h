@@ -8,6 +8,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "weft/graph/op.h"
 #include "weft/support/status.h"
 
 namespace weft {
@@ -20,6 +21,8 @@ bool is_onnx_domain(const std::string& domain);
 // The op type Weft's graph gives a node: ONNX's for ai.onnx, qualified by the domain for
 // the others.
 std::string graph_op_type(const onnx::NodeProto& node);
+// Its op, Op::kUnknown when Weft does not know it.
+Op graph_op(const onnx::NodeProto& node);
 // The ai.onnx opset, checked against the versions Weft reads.
 Result<int> find_opset(const onnx::ModelProto& model, const std::string& name);
 // The graphs of a node's attributes: If's branches, Loop's and Scan's bodies.

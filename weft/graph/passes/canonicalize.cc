@@ -49,8 +49,8 @@ void drop_inputs_from(Node& node, size_t first) {
 }
 
 void turn_into_identity(Node& node) {
-  node.op_type = "Identity";
-  node.def = find_op("Identity", node.opset);
+  node.op_type = Op::kIdentity;
+  node.def = find_op(Op::kIdentity, node.opset);
   node.attrs = NoAttrs{};
   node.inputs.resize(1);
 }
@@ -58,10 +58,10 @@ void turn_into_identity(Node& node) {
 // A node "op" computing a fresh value of "type" from "inputs", inserted before "at"; the
 // value's and the node's names are built from "value_name" and "node_name" (by default the
 // node's name and the op).
-Value* insert_op(Graph& graph, const Node& at, const std::string& op, std::vector<Value*> inputs,
-                 TensorType type, OpAttrs attrs = NoAttrs{}, const std::string& value_name = "",
+Value* insert_op(Graph& graph, const Node& at, Op op, std::vector<Value*> inputs, TensorType type,
+                 OpAttrs attrs = NoAttrs{}, const std::string& value_name = "",
                  const std::string& node_name = "") {
-  std::string base = at.name + "_" + op;
+  std::string base = fmt::format("{}_{}", at.name, op);
   Value* out =
       graph.add_value(graph.unique_name(value_name.empty() ? base : value_name), std::move(type));
   Node n;
@@ -97,7 +97,7 @@ void canonicalize_legacy_broadcast(Graph& graph, Node& node) {
         node.attrs = NoAttrs{};
         return;
       }
-      node.inputs[1] = insert_op(graph, node, "Unsqueeze", {b}, {b->type.dtype, shape},
+      node.inputs[1] = insert_op(graph, node, Op::kUnsqueeze, {b}, {b->type.dtype, shape},
                                  AxesAttrs{new_axes}, b->name + "_aligned", node.name + "_align");
     }
   }
@@ -243,12 +243,12 @@ void canonicalize_compress(Graph& graph, Node& node) {
   if (!kept || (!axis && !x->type.has_static_shape())) return;
   if (!axis) {
     int64_t count = shape_num_elements(*x->type.shape).value_or(0);
-    x = insert_op(graph, node, "Reshape", {x}, {x->type.dtype, Shape{count}},
+    x = insert_op(graph, node, Op::kReshape, {x}, {x->type.dtype, Shape{count}},
                   ReshapeAttrs{false, Ints{count}, {}}, x->name + "_flat", node.name + "_flatten");
   }
   Tensor positions = Tensor::vector_i64(*kept);
-  node.op_type = "Gather";
-  node.def = find_op("Gather", node.opset);
+  node.op_type = Op::kGather;
+  node.def = find_op(Op::kGather, node.opset);
   node.attrs = AxisAttrs{axis.value_or(0)};
   normalize_axis_in_place(node.attrs_as<AxisAttrs>().axis, rank_of(x));
   node.inputs = {x,
@@ -274,8 +274,8 @@ void canonicalize_div(Graph& graph, Node& node) {
   }
   node.inputs[1] =
       graph.add_constant(graph.unique_name(c->name + "_reciprocal"), std::move(reciprocal));
-  node.op_type = "Mul";
-  node.def = find_op("Mul", node.opset);
+  node.op_type = Op::kMul;
+  node.def = find_op(Op::kMul, node.opset);
 }
 
 void canonicalize_reshape(Node& node) {
@@ -309,7 +309,7 @@ void expand_grouped_instance_norm(Graph& graph, Node& node) {
   bool reshaped = false;
   for (const auto& n : graph.nodes()) {
     if (std::find(n->inputs.begin(), n->inputs.end(), y) == n->inputs.end()) continue;
-    if (n->op_type != "Reshape" || n->inputs[0] != y) return;
+    if (n->op_type != Op::kReshape || n->inputs[0] != y) return;
     reshaped = true;
   }
   if (!reshaped) return;
@@ -330,56 +330,57 @@ void expand_grouped_instance_norm(Graph& graph, Node& node) {
     return;
   Tensor eps(DType::kF32, {});
   eps.set_double(0, node.attrs_as<EpsilonAttrs>().epsilon);
-  Value* mean = insert_op(graph, node, "ReduceMean", {x}, per_row, ReduceAttrs{axes, true, false});
-  Value* dev = insert_op(graph, node, "Sub", {x, mean}, full);
-  Value* square = insert_op(graph, node, "Mul", {dev, dev}, full);
+  Value* mean =
+      insert_op(graph, node, Op::kReduceMean, {x}, per_row, ReduceAttrs{axes, true, false});
+  Value* dev = insert_op(graph, node, Op::kSub, {x, mean}, full);
+  Value* square = insert_op(graph, node, Op::kMul, {dev, dev}, full);
   Value* var =
-      insert_op(graph, node, "ReduceMean", {square}, per_row, ReduceAttrs{axes, true, false});
+      insert_op(graph, node, Op::kReduceMean, {square}, per_row, ReduceAttrs{axes, true, false});
   Value* shifted = insert_op(
-      graph, node, "Add",
+      graph, node, Op::kAdd,
       {var, graph.add_constant(graph.unique_name(node.name + "_epsilon"), std::move(eps))},
       per_row);
-  Value* sd = insert_op(graph, node, "Sqrt", {shifted}, per_row);
-  Value* normalized = insert_op(graph, node, "Div", {dev, sd}, full);
-  Value* scaled = insert_op(graph, node, "Mul", {normalized, per_channel(scale)}, full);
-  node.op_type = "Add"; // y = scaled + bias, in place of the InstanceNormalization
-  node.def = find_op("Add", node.opset);
+  Value* sd = insert_op(graph, node, Op::kSqrt, {shifted}, per_row);
+  Value* normalized = insert_op(graph, node, Op::kDiv, {dev, sd}, full);
+  Value* scaled = insert_op(graph, node, Op::kMul, {normalized, per_channel(scale)}, full);
+  node.op_type = Op::kAdd; // y = scaled + bias, in place of the InstanceNormalization
+  node.def = find_op(Op::kAdd, node.opset);
   node.attrs = NoAttrs{};
   node.inputs = {scaled, per_channel(bias)};
 }
 
 void canonicalize_node(Graph& graph, Node& node) {
-  const std::string& op = node.op_type;
+  Op op = node.op_type.id();
   if (std::holds_alternative<LegacyBroadcastAttrs>(node.attrs)) {
     canonicalize_legacy_broadcast(graph, node);
   } else if (std::holds_alternative<ReduceAttrs>(node.attrs)) {
     canonicalize_reduce(node);
-  } else if (op == "Squeeze" || op == "Unsqueeze") {
-    canonicalize_squeeze(node, op == "Unsqueeze");
-  } else if (op == "MeanVarianceNormalization") {
+  } else if (op == Op::kSqueeze || op == Op::kUnsqueeze) {
+    canonicalize_squeeze(node, op == Op::kUnsqueeze);
+  } else if (op == Op::kMeanVarianceNormalization) {
     auto& axes = node.attrs_as<AxesAttrs>().axes;
     if (auto rank = rank_of(node.inputs[0])) {
       if (auto n = normalized(*axes, *rank)) axes = n;
     }
-  } else if (op == "Split") {
+  } else if (op == Op::kSplit) {
     canonicalize_split(node);
-  } else if (op == "Clip") {
+  } else if (op == Op::kClip) {
     canonicalize_clip(node);
-  } else if (op == "Slice") {
+  } else if (op == Op::kSlice) {
     canonicalize_slice(node);
-  } else if (op == "Pad") {
+  } else if (op == Op::kPad) {
     canonicalize_pad(node);
-  } else if (op == "Reshape") {
+  } else if (op == Op::kReshape) {
     canonicalize_reshape(node);
-  } else if (op == "Div") {
+  } else if (op == Op::kDiv) {
     canonicalize_div(graph, node);
-  } else if (op == "CumSum" || op == "CumProd") {
+  } else if (op == Op::kCumSum || op == Op::kCumProd) {
     canonicalize_cum_sum(node);
-  } else if (op == "DFT") {
+  } else if (op == Op::kDFT) {
     canonicalize_dft(node);
-  } else if (op == "Compress") {
+  } else if (op == Op::kCompress) {
     canonicalize_compress(graph, node);
-  } else if (op == "InstanceNormalization") {
+  } else if (op == Op::kInstanceNormalization) {
     expand_grouped_instance_norm(graph, node);
   } else if (auto* arg = std::get_if<ArgReduceAttrs>(&node.attrs)) {
     normalize_axis_in_place(arg->axis, rank_of(node.inputs[0]));
@@ -388,7 +389,7 @@ void canonicalize_node(Graph& graph, Node& node) {
   } else if (auto* ln = std::get_if<LayerNormAttrs>(&node.attrs)) {
     normalize_axis_in_place(ln->axis, rank_of(node.inputs[0]));
   } else if (auto* ax = std::get_if<AxisAttrs>(&node.attrs);
-             ax && op != "Flatten" && op != "OneHot") { // their axes count output dims
+             ax && op != Op::kFlatten && op != Op::kOneHot) { // their axes count output dims
     normalize_axis_in_place(ax->axis, rank_of(node.inputs[0]));
   }
 }

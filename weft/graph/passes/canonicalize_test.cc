@@ -137,7 +137,7 @@ TEST(Canonicalize, DivisionByAFloatConstantMultipliesByItsReciprocal) {
   ASSERT_TRUE(fold_constants(g).ok());
   ASSERT_TRUE(canonicalize(g).ok());
   const Node& div = *g.nodes().back();
-  ASSERT_EQ(div.op_type, "Mul");
+  ASSERT_EQ(div.op_type, Op::kMul);
   const Tensor& r = *div.inputs[1]->constant;
   EXPECT_EQ(r.get_double(0), static_cast<double>(1.0f / 1.41421356f));
   EXPECT_EQ(r.get_double(1), 0.25);

@@ -16,11 +16,12 @@ const Ints kToFirst = {0, 3, 1, 2}; // and back
 // Ops that compute each element from the elements at the same position (numpy broadcasting
 // aside), so that they commute with a Transpose of all their operands.
 bool is_pointwise(const Node& n) {
-  static const std::set<std::string> kOps = {
-      "Relu", "Clip",  "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "LeakyRelu",
-      "Elu",  "Selu",  "Gelu",    "Erf",  "Exp",         "Abs",       "Neg",
-      "Sqrt", "Mish",  "Softplus", "Add", "Sub",         "Mul",       "Div",
-      "Max",  "Min",   "PRelu",   "Pow",  "Sum",         "Mean",      "Where"};
+  static const std::set<Op> kOps = {
+      Op::kRelu,      Op::kClip, Op::kSigmoid, Op::kTanh, Op::kHardSigmoid, Op::kHardSwish,
+      Op::kLeakyRelu, Op::kElu,  Op::kSelu,    Op::kGelu, Op::kErf,         Op::kExp,
+      Op::kAbs,       Op::kNeg,  Op::kSqrt,    Op::kMish, Op::kSoftplus,    Op::kAdd,
+      Op::kSub,       Op::kMul,  Op::kDiv,     Op::kMax,  Op::kMin,         Op::kPRelu,
+      Op::kPow,       Op::kSum,  Op::kMean,    Op::kWhere};
   return kOps.contains(n.op_type) && n.outputs.size() == 1 && n.outputs[0];
 }
 
@@ -29,9 +30,9 @@ bool is_pointwise(const Node& n) {
 // Without keepdims, one whose kept axes stay in order channels-last (N and C, say, after a
 // spatial mean): its result is the same either way.
 bool is_reduction(const Node& n) {
-  static const std::set<std::string> kOps = {"ReduceMean", "ReduceSum", "ReduceMax",
-                                             "ReduceMin", "ReduceProd", "ReduceL1",
-                                             "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp"};
+  static const std::set<Op> kOps = {Op::kReduceMean, Op::kReduceSum,       Op::kReduceMax,
+                                    Op::kReduceMin,  Op::kReduceProd,      Op::kReduceL1,
+                                    Op::kReduceL2,   Op::kReduceSumSquare, Op::kReduceLogSumExp};
   if (!kOps.contains(n.op_type) || n.inputs.size() != 1) return false;
   const auto& at = n.attrs_as<ReduceAttrs>();
   if (!at.axes || at.axes->empty()) return false;
@@ -48,7 +49,7 @@ bool is_reduction(const Node& n) {
 }
 
 bool is_transpose(const Node* n, const Ints& perm) {
-  return n && n->op_type == "Transpose" && n->attrs_as<TransposeAttrs>().perm == perm;
+  return n && n->op_type == Op::kTranspose && n->attrs_as<TransposeAttrs>().perm == perm;
 }
 
 bool has_rank(const Value* v, size_t rank) {
@@ -99,7 +100,7 @@ public:
 private:
   // A 2-D convolution oneDNN runs for the CPU: f32 throughout, rank 4.
   static bool convertible(const Node& n) {
-    if (n.op_type != "Conv" || n.conditional || !has_rank(n.inputs[0], 4) ||
+    if (n.op_type != Op::kConv || n.conditional || !has_rank(n.inputs[0], 4) ||
         !has_rank(n.outputs[0], 4))
       return false;
     for (const auto* list : {&n.inputs, &n.outputs}) {
@@ -116,13 +117,13 @@ private:
     NodeBuilder b(graph_, conv);
     std::vector<Value*> inputs = conv.inputs;
     Value*& to_last = to_last_[inputs[0]];
-    if (!to_last) to_last = b.op("Transpose", {inputs[0]}, TransposeAttrs{kToLast});
+    if (!to_last) to_last = b.op(Op::kTranspose, {inputs[0]}, TransposeAttrs{kToLast});
     inputs[0] = to_last;
-    Value* y = b.op(kConvChannelsLastOp, inputs, conv.attrs);
+    Value* y = b.op(Op::kConvChannelsLast, inputs, conv.attrs);
     Value* out = conv.outputs[0];
     out->producer = nullptr;
     conv.outputs[0] = nullptr;
-    b.op("Transpose", {y}, TransposeAttrs{kToFirst}, out);
+    b.op(Op::kTranspose, {y}, TransposeAttrs{kToFirst}, out);
     std::string name = conv.name;
     remove(&conv);
     graph_.rename_node(y->producer, name); // profiles name the model's node
@@ -151,10 +152,10 @@ private:
       // Into its reader; with several, when each could take it (SiLU's Sigmoid and Mul both
       // read x): the Transpose then stays only if one of them cannot.
       bool all_sinkable = std::all_of(rs.begin(), rs.end(), [](const Node* r) {
-        return is_pointwise(*r) || is_reduction(*r) || r->op_type == "Concat";
+        return is_pointwise(*r) || is_reduction(*r) || r->op_type == Op::kConcat;
       });
-      if (is_transpose(t, kToFirst) && !rs.empty() && all_sinkable &&
-          !graph_.is_graph_output(v) && sink(*rs[0], readers))
+      if (is_transpose(t, kToFirst) && !rs.empty() && all_sinkable && !graph_.is_graph_output(v) &&
+          sink(*rs[0], readers))
         return true;
     }
     return false;
@@ -166,7 +167,7 @@ private:
   bool sink(Node& e, const std::unordered_map<const Value*, std::vector<Node*>>& readers) {
     // A Concat of channels (axis 1) concatenates channels-last along axis 3.
     OpAttrs attrs = e.attrs;
-    bool concat = e.op_type == "Concat" && has_rank(e.outputs[0], 4) &&
+    bool concat = e.op_type == Op::kConcat && has_rank(e.outputs[0], 4) &&
                   (e.attrs_as<AxisAttrs>().axis == 1 || e.attrs_as<AxisAttrs>().axis == -3);
     if (concat) attrs = AxisAttrs{3};
     bool reduction = is_reduction(e);
@@ -179,8 +180,7 @@ private:
     }
     // (A reduction without keepdims leaves the same elements in the same order.)
     bool same_layout = reduction && !e.attrs_as<ReduceAttrs>().keepdims;
-    if ((!is_pointwise(e) && !concat && !reduction) ||
-        (!same_layout && !has_rank(e.outputs[0], 4)))
+    if ((!is_pointwise(e) && !concat && !reduction) || (!same_layout && !has_rank(e.outputs[0], 4)))
       return false;
     std::vector<Value*> inputs;
     std::vector<Tensor> transposed; // constants to make, by input position
@@ -194,8 +194,8 @@ private:
       } else if (is_transpose(p, kToFirst) && readers.at(in).size() == 1 &&
                  !graph_.is_graph_output(in)) {
         inputs.push_back(p->inputs[0]);
-      } else if (!concat && in->is_constant() && in->type.dtype == DType::kF32 &&
-                 in->type.shape && in->type.shape->size() <= 4) {
+      } else if (!concat && in->is_constant() && in->type.dtype == DType::kF32 && in->type.shape &&
+                 in->type.shape->size() <= 4) {
         constant_at.push_back(static_cast<int>(i));
         transposed.push_back(to_channels_last(*in->constant));
         inputs.push_back(nullptr);
@@ -218,13 +218,13 @@ private:
       for (const Node* r : it == readers.end() ? std::vector<Node*>{} : it->second) {
         if (is_transpose(r, kToLast)) existing = r;
       }
-      in = existing ? existing->outputs[0] : b.op("Transpose", {in}, TransposeAttrs{kToLast});
+      in = existing ? existing->outputs[0] : b.op(Op::kTranspose, {in}, TransposeAttrs{kToLast});
     }
     Value* out = e.outputs[0];
     out->producer = nullptr;
     e.outputs[0] = nullptr;
     Value* y = same_layout ? b.op(e.op_type, inputs, attrs, out) : b.op(e.op_type, inputs, attrs);
-    if (!same_layout) b.op("Transpose", {y}, TransposeAttrs{kToFirst}, out);
+    if (!same_layout) b.op(Op::kTranspose, {y}, TransposeAttrs{kToFirst}, out);
     std::string name = e.name;
     remove(&e);
     graph_.rename_node(y->producer, name);

@@ -3,7 +3,7 @@
 // oneDNN's fast convolutions take channels-last activations; an ONNX Conv's are channels
 // first, so each call used to reorder its input and output (MobileNetV2: two reorders per
 // convolution, more time than the convolutions). This pass, for the CPU's library calls:
-// - turns each 2-D f32 Conv into kConvChannelsLastOp between two Transposes, to [N, H, W, C]
+// - turns each 2-D f32 Conv into Op::kConvChannelsLast between two Transposes, to [N, H, W, C]
 //   before it (one per input value, shared by the convolutions reading it) and back after it;
 // - sinks each Transpose towards its readers through elementwise ops, a Concat of channels
 //   and reductions that keep their dims (over the axes the Transpose maps them to), when

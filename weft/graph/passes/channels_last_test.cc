@@ -11,7 +11,7 @@ namespace {
 
 using testing::graph_from_text;
 
-int count(const Graph& g, std::string_view op) {
+int count(const Graph& g, Op op) {
   int n = 0;
   for (const auto& node : g.nodes())
     n += node->op_type == op;
@@ -38,14 +38,14 @@ TEST(ChannelsLast, ActivationsStayChannelsLastBetweenConvolutions) {
   ASSERT_TRUE(eliminate_dead_code(g).ok());
   Status v = verify_graph(g, "channels_last");
   ASSERT_TRUE(v.ok()) << v.to_string();
-  EXPECT_EQ(count(g, kConvChannelsLastOp), 2);
-  EXPECT_EQ(count(g, "Conv"), 0);
-  EXPECT_EQ(count(g, "Transpose"), 2);
+  EXPECT_EQ(count(g, Op::kConvChannelsLast), 2);
+  EXPECT_EQ(count(g, Op::kConv), 0);
+  EXPECT_EQ(count(g, Op::kTranspose), 2);
   for (const auto& n : g.nodes()) {
-    if (n->op_type == "Relu" || n->op_type == "Add") {
+    if (n->op_type == Op::kRelu || n->op_type == Op::kAdd) {
       EXPECT_EQ(shape_to_string(*n->outputs[0]->type.shape), "[1,8,8,4]") << n->name;
     }
-    if (n->op_type == "Mul") { // the scale, transposed with it
+    if (n->op_type == Op::kMul) { // the scale, transposed with it
       EXPECT_EQ(shape_to_string(*n->inputs[1]->type.shape), "[1,1,1,4]");
     }
   }
@@ -75,10 +75,10 @@ TEST(ChannelsLast, SinksIntoSeveralReadersAndThroughReductions) {
   ASSERT_TRUE(eliminate_dead_code(g).ok());
   Status v = verify_graph(g, "channels_last");
   ASSERT_TRUE(v.ok()) << v.to_string();
-  EXPECT_EQ(count(g, kConvChannelsLastOp), 3);
-  EXPECT_EQ(count(g, "Transpose"), 2);
+  EXPECT_EQ(count(g, Op::kConvChannelsLast), 3);
+  EXPECT_EQ(count(g, Op::kTranspose), 2);
   for (const auto& n : g.nodes()) {
-    if (n->op_type == "ReduceMean") {
+    if (n->op_type == Op::kReduceMean) {
       EXPECT_EQ(n->attrs_as<ReduceAttrs>().axes, (Ints{1, 2}));
       EXPECT_EQ(shape_to_string(*n->outputs[0]->type.shape), "[1,1,1,4]");
     }
@@ -104,9 +104,9 @@ TEST(ChannelsLast, SharesInputTransposesAndEndsAtAFlatMean) {
   ASSERT_TRUE(eliminate_dead_code(g).ok());
   Status v = verify_graph(g, "channels_last");
   ASSERT_TRUE(v.ok()) << v.to_string();
-  EXPECT_EQ(count(g, kConvChannelsLastOp), 3);
-  EXPECT_EQ(count(g, "Transpose"), 1);
-  EXPECT_EQ(g.outputs[0]->producer->op_type, "ReduceMean");
+  EXPECT_EQ(count(g, Op::kConvChannelsLast), 3);
+  EXPECT_EQ(count(g, Op::kTranspose), 1);
+  EXPECT_EQ(g.outputs[0]->producer->op_type, Op::kReduceMean);
   EXPECT_EQ(g.outputs[0]->producer->attrs_as<ReduceAttrs>().axes, (Ints{1, 2}));
 }
 

@@ -24,11 +24,11 @@ using namespace decompose_builders; // NOLINT(google-build-using-namespace)
 
 // (x - mean) / sqrt(var + eps) over "axes" (x already in the statistics' type).
 Value* standardize(NodeBuilder& b, Value* x, const Ints& axes, float epsilon) {
-  Value* mean = b.op("ReduceMean", {x}, ReduceAttrs{axes, true, false});
-  Value* dev = b.op("Sub", {x, mean});
-  Value* var = b.op("ReduceMean", {b.op("Mul", {dev, dev})}, ReduceAttrs{axes, true, false});
+  Value* mean = b.op(Op::kReduceMean, {x}, ReduceAttrs{axes, true, false});
+  Value* dev = b.op(Op::kSub, {x, mean});
+  Value* var = b.op(Op::kReduceMean, {b.op(Op::kMul, {dev, dev})}, ReduceAttrs{axes, true, false});
   Value* eps = scalar(b, "epsilon", x->type.dtype, epsilon);
-  return b.op("Div", {dev, b.op("Sqrt", {b.op("Add", {var, eps})})});
+  return b.op(Op::kDiv, {dev, b.op(Op::kSqrt, {b.op(Op::kAdd, {var, eps})})});
 }
 
 // x's shape as a value: a constant when static, else a Shape node.
@@ -37,7 +37,7 @@ Value* shape_of(NodeBuilder& b, Value* x) {
     std::vector<int64_t> dims = shape_static_dims(*x->type.shape);
     return shape_constant(b, "shape", Ints(dims.begin(), dims.end()));
   }
-  return b.op("Shape", {x}, ShapeAttrs{0, std::nullopt});
+  return b.op(Op::kShape, {x}, ShapeAttrs{0, std::nullopt});
 }
 
 Status rms_norm(Graph& graph, Node& node, Value* y) {
@@ -49,11 +49,12 @@ Status rms_norm(Graph& graph, Node& node, Value* y) {
   Ints axes(static_cast<size_t>(rank - axis));
   std::iota(axes.begin(), axes.end(), axis);
   Value* xs = cast_to(b, x, a.stash_type);
-  Value* mean_square = b.op("ReduceMean", {b.op("Mul", {xs, xs})}, ReduceAttrs{axes, true, false});
+  Value* mean_square =
+      b.op(Op::kReduceMean, {b.op(Op::kMul, {xs, xs})}, ReduceAttrs{axes, true, false});
   Value* eps = scalar(b, "epsilon", a.stash_type, a.epsilon);
-  Value* normalized = b.op("Div", {xs, b.op("Sqrt", {b.op("Add", {mean_square, eps})})});
+  Value* normalized = b.op(Op::kDiv, {xs, b.op(Op::kSqrt, {b.op(Op::kAdd, {mean_square, eps})})});
   normalized = cast_to(b, normalized, x->type.dtype);
-  b.op("Mul", {normalized, node.inputs[1]}, NoAttrs{}, y);
+  b.op(Op::kMul, {normalized, node.inputs[1]}, NoAttrs{}, y);
   return b.status();
 }
 
@@ -63,24 +64,24 @@ Status group_norm(Graph& graph, Node& node, Value* y) {
   Value* x = node.inputs[0];
   size_t rank = x->type.shape->size();
   Value* groups =
-      b.op("Reshape", {x, shape_constant(b, "grouped", {0, a.num_groups, -1})}, ReshapeAttrs{});
+      b.op(Op::kReshape, {x, shape_constant(b, "grouped", {0, a.num_groups, -1})}, ReshapeAttrs{});
   Value* n = standardize(b, cast_to(b, groups, a.stash_type), {2}, a.epsilon);
   n = cast_to(b, n, x->type.dtype);
   Value* scale = node.inputs[1];
   Value* bias = node.inputs[2];
   if (node.opset < 21) { // per group: [G, 1] against [N, G, C/G * spatial]
     Value* per_group = shape_constant(b, "per_group", {a.num_groups, 1});
-    n = b.op("Mul", {n, b.op("Reshape", {scale, per_group}, ReshapeAttrs{})});
-    n = b.op("Add", {n, b.op("Reshape", {bias, per_group}, ReshapeAttrs{})});
-    b.op("Reshape", {n, shape_of(b, x)}, ReshapeAttrs{}, y);
+    n = b.op(Op::kMul, {n, b.op(Op::kReshape, {scale, per_group}, ReshapeAttrs{})});
+    n = b.op(Op::kAdd, {n, b.op(Op::kReshape, {bias, per_group}, ReshapeAttrs{})});
+    b.op(Op::kReshape, {n, shape_of(b, x)}, ReshapeAttrs{}, y);
     return b.status();
   }
-  n = b.op("Reshape", {n, shape_of(b, x)}, ReshapeAttrs{});
+  n = b.op(Op::kReshape, {n, shape_of(b, x)}, ReshapeAttrs{});
   Ints per_channel(rank - 1, 1); // [C, 1, ..., 1] against [N, C, spatial...]
   per_channel[0] = -1;
   Value* channels = shape_constant(b, "per_channel", per_channel);
-  n = b.op("Mul", {n, b.op("Reshape", {scale, channels}, ReshapeAttrs{})});
-  b.op("Add", {n, b.op("Reshape", {bias, channels}, ReshapeAttrs{})}, NoAttrs{}, y);
+  n = b.op(Op::kMul, {n, b.op(Op::kReshape, {scale, channels}, ReshapeAttrs{})});
+  b.op(Op::kAdd, {n, b.op(Op::kReshape, {bias, channels}, ReshapeAttrs{})}, NoAttrs{}, y);
   return b.status();
 }
 
@@ -98,24 +99,24 @@ Value* padded_cache_bias(NodeBuilder& b, const AttentionAttrs& a, Value* nonpad,
   Value* query = range("query", {q_len, 1});
   Value* key = range("key", {1, total});
   Value* lengths =
-      b.op("Reshape", {nonpad, shape_constant(b, "per_batch", {-1, 1, 1})}, ReshapeAttrs{});
-  Value* allowed = b.op("Less", {key, lengths}); // [B, 1, total]
+      b.op(Op::kReshape, {nonpad, shape_constant(b, "per_batch", {-1, 1, 1})}, ReshapeAttrs{});
+  Value* allowed = b.op(Op::kLess, {key, lengths}); // [B, 1, total]
   // The query's position minus the key's: [B, q_len, total].
-  Value* offset = b.op("Sub", {lengths, b.constant("q_len", Tensor::scalar_i64(q_len))});
-  Value* diff = b.op("Sub", {b.op("Add", {query, offset}), key});
+  Value* offset = b.op(Op::kSub, {lengths, b.constant("q_len", Tensor::scalar_i64(q_len))});
+  Value* diff = b.op(Op::kSub, {b.op(Op::kAdd, {query, offset}), key});
   Value* zero = b.constant("zero", Tensor::scalar_i64(0));
-  if (a.is_causal) allowed = b.op("And", {allowed, b.op("GreaterOrEqual", {diff, zero})});
+  if (a.is_causal) allowed = b.op(Op::kAnd, {allowed, b.op(Op::kGreaterOrEqual, {diff, zero})});
   if (a.left_window >= 0) {
     Value* left = b.constant("left", Tensor::scalar_i64(a.left_window));
-    allowed = b.op("And", {allowed, b.op("LessOrEqual", {diff, left})});
+    allowed = b.op(Op::kAnd, {allowed, b.op(Op::kLessOrEqual, {diff, left})});
   }
   if (a.right_window >= 0) {
     Value* right = b.constant("right", Tensor::scalar_i64(-a.right_window));
-    allowed = b.op("And", {allowed, b.op("GreaterOrEqual", {diff, right})});
+    allowed = b.op(Op::kAnd, {allowed, b.op(Op::kGreaterOrEqual, {diff, right})});
   }
-  allowed = b.op("Unsqueeze", {allowed}, AxesAttrs{Ints{1}}); // [B, 1, q_len or 1, total]
-  return b.op("Where", {allowed, scalar(b, "zero", t, 0),
-                        scalar(b, "neg_inf", t, -std::numeric_limits<double>::infinity())});
+  allowed = b.op(Op::kUnsqueeze, {allowed}, AxesAttrs{Ints{1}}); // [B, 1, q_len or 1, total]
+  return b.op(Op::kWhere, {allowed, scalar(b, "zero", t, 0),
+                           scalar(b, "neg_inf", t, -std::numeric_limits<double>::infinity())});
 }
 
 // Attention, as the reference implementation of onnx 1.23.2 computes it: heads split (3-D
@@ -138,7 +139,7 @@ Status attention(Graph& graph, Node& node, const std::vector<Value*>& outs) {
   int64_t kv_heads = three_d ? *a.kv_num_heads : kd[1];
   auto split_heads = [&](Value* x, const std::vector<int64_t>& d, int64_t heads) {
     Value* r = constant_shape(b, x, {d[0], d[1], heads, d[2] / heads}, "heads");
-    return b.op("Transpose", {r}, TransposeAttrs{Ints{0, 2, 1, 3}});
+    return b.op(Op::kTranspose, {r}, TransposeAttrs{Ints{0, 2, 1, 3}});
   };
   if (three_d) {
     q = split_heads(q, qd, q_heads);
@@ -149,9 +150,9 @@ Status attention(Graph& graph, Node& node, const std::vector<Value*>& outs) {
   int64_t past = 0;
   if (Value* past_key = node.input(4)) {
     past = dims(past_key)[2];
-    k = b.op("Concat", {past_key, k}, AxisAttrs{2});
+    k = b.op(Op::kConcat, {past_key, k}, AxisAttrs{2});
   }
-  if (Value* past_value = node.input(5)) v = b.op("Concat", {past_value, v}, AxisAttrs{2});
+  if (Value* past_value = node.input(5)) v = b.op(Op::kConcat, {past_value, v}, AxisAttrs{2});
   define(b, k, outs.size() > 1 ? outs[1] : nullptr);
   define(b, v, outs.size() > 2 ? outs[2] : nullptr);
   int64_t total = dims(k)[2];
@@ -159,8 +160,9 @@ Status attention(Graph& graph, Node& node, const std::vector<Value*>& outs) {
     int64_t group = q_heads / kv_heads;
     auto repeat = [&](Value* x) {
       std::vector<int64_t> d = dims(x);
-      Value* u = b.op("Unsqueeze", {x}, AxesAttrs{Ints{2}});
-      Value* e = b.op("Expand", {u, shape_constant(b, "groups", {d[0], d[1], group, d[2], d[3]})});
+      Value* u = b.op(Op::kUnsqueeze, {x}, AxesAttrs{Ints{2}});
+      Value* e =
+          b.op(Op::kExpand, {u, shape_constant(b, "groups", {d[0], d[1], group, d[2], d[3]})});
       return constant_shape(b, e, {d[0], q_heads, d[2], d[3]}, "grouped");
     };
     k = repeat(k);
@@ -170,11 +172,11 @@ Status attention(Graph& graph, Node& node, const std::vector<Value*>& outs) {
   // Q and K each scaled by sqrt(scale), as the reference does (its rounding in f16 and bf16).
   double scale = a.scale ? *a.scale : 1.0 / std::sqrt(static_cast<double>(head));
   Value* root = scalar(b, "scale", t, std::sqrt(scale));
-  Value* kt = b.op("Transpose", {k}, TransposeAttrs{Ints{0, 1, 3, 2}});
-  Value* scores = b.op("MatMul", {b.op("Mul", {q, root}), b.op("Mul", {kt, root})});
+  Value* kt = b.op(Op::kTranspose, {k}, TransposeAttrs{Ints{0, 1, 3, 2}});
+  Value* scores = b.op(Op::kMatMul, {b.op(Op::kMul, {q, root}), b.op(Op::kMul, {kt, root})});
   if (a.softcap > 0) {
     Value* cap = scalar(b, "softcap", t, a.softcap);
-    scores = b.op("Mul", {b.op("Tanh", {b.op("Div", {scores, cap})}), cap});
+    scores = b.op(Op::kMul, {b.op(Op::kTanh, {b.op(Op::kDiv, {scores, cap})}), cap});
   }
   Value* qk_out = outs.size() > 3 ? outs[3] : nullptr;
   if (qk_out && a.qk_matmul_output_mode <= 1) define(b, scores, qk_out);
@@ -185,13 +187,14 @@ Status attention(Graph& graph, Node& node, const std::vector<Value*>& outs) {
   Value* bias = nullptr;
   if (Value* mask = node.input(3)) {
     if (mask->type.dtype == DType::kBool) {
-      mask = b.op("Where", {mask, scalar(b, "zero", t, 0), scalar(b, "neg_inf", t, neg_inf)});
+      mask = b.op(Op::kWhere, {mask, scalar(b, "zero", t, 0), scalar(b, "neg_inf", t, neg_inf)});
     }
     std::vector<int64_t> md = dims(mask);
     if (md.back() < total) {
       Ints pads(2 * md.size(), 0);
       pads.back() = total - md.back();
-      mask = b.op("Pad", {mask}, PadAttrs{PadMode::kConstant, pads, static_cast<float>(neg_inf)});
+      mask =
+          b.op(Op::kPad, {mask}, PadAttrs{PadMode::kConstant, pads, static_cast<float>(neg_inf)});
     }
     bias = mask;
   }
@@ -199,7 +202,7 @@ Status attention(Graph& graph, Node& node, const std::vector<Value*>& outs) {
   bool all_masked_row = false;
   if (Value* nonpad = node.input(6)) {
     Value* c = padded_cache_bias(b, a, nonpad, q_len, total, t);
-    bias = bias ? b.op("Add", {bias, c}) : c;
+    bias = bias ? b.op(Op::kAdd, {bias, c}) : c;
     all_masked_row = true; // known only at run time
   } else if (a.is_causal || windowed) {
     Tensor allowed(t, {q_len, total});
@@ -215,24 +218,24 @@ Status attention(Graph& graph, Node& node, const std::vector<Value*>& outs) {
       all_masked_row |= !any;
     }
     Value* c = b.constant("causal", std::move(allowed));
-    bias = bias ? b.op("Add", {bias, c}) : c;
+    bias = bias ? b.op(Op::kAdd, {bias, c}) : c;
   }
-  if (bias) scores = b.op("Add", {scores, bias});
+  if (bias) scores = b.op(Op::kAdd, {scores, bias});
   if (qk_out && a.qk_matmul_output_mode == 2) define(b, scores, qk_out);
 
   DType precision = a.softmax_precision.value_or(t);
-  Value* probs = b.op("Softmax", {cast_to(b, scores, precision)}, SoftmaxAttrs{-1});
+  Value* probs = b.op(Op::kSoftmax, {cast_to(b, scores, precision)}, SoftmaxAttrs{-1});
   if (node.input(3) || all_masked_row) { // rows with nothing to attend to give 0, not NaN
-    Value* row_max = b.op("ReduceMax", {bias}, ReduceAttrs{Ints{-1}, true, false});
-    Value* none = b.op("Equal", {row_max, scalar(b, "neg_inf", t, neg_inf)});
-    probs = b.op("Where", {none, scalar(b, "zero", precision, 0), probs});
+    Value* row_max = b.op(Op::kReduceMax, {bias}, ReduceAttrs{Ints{-1}, true, false});
+    Value* none = b.op(Op::kEqual, {row_max, scalar(b, "neg_inf", t, neg_inf)});
+    probs = b.op(Op::kWhere, {none, scalar(b, "zero", precision, 0), probs});
   }
   probs = cast_to(b, probs, t);
   if (qk_out && a.qk_matmul_output_mode == 3) define(b, probs, qk_out);
 
-  Value* y = b.op("MatMul", {probs, v});
+  Value* y = b.op(Op::kMatMul, {probs, v});
   if (three_d) {
-    y = b.op("Transpose", {y}, TransposeAttrs{Ints{0, 2, 1, 3}});
+    y = b.op(Op::kTranspose, {y}, TransposeAttrs{Ints{0, 2, 1, 3}});
     y = constant_shape(b, y, {batch, q_len, -1}, "merged");
   }
   define(b, y, outs[0]);
@@ -258,34 +261,34 @@ Status rotary(Graph& graph, Node& node, Value* into) {
   Value* cos = node.inputs[1];
   Value* sin = node.inputs[2];
   if (Value* positions = node.input(3)) {
-    cos = b.op("Gather", {cos, positions}, AxisAttrs{0});
-    sin = b.op("Gather", {sin, positions}, AxisAttrs{0});
+    cos = b.op(Op::kGather, {cos, positions}, AxisAttrs{0});
+    sin = b.op(Op::kGather, {sin, positions}, AxisAttrs{0});
   }
-  cos = b.op("Unsqueeze", {cos}, AxesAttrs{Ints{heads_axis}});
-  sin = b.op("Unsqueeze", {sin}, AxesAttrs{Ints{heads_axis}});
+  cos = b.op(Op::kUnsqueeze, {cos}, AxesAttrs{Ints{heads_axis}});
+  sin = b.op(Op::kUnsqueeze, {sin}, AxesAttrs{Ints{heads_axis}});
   auto slice = [&](Value* v, int64_t start, int64_t end, int64_t step) {
-    return b.op("Slice", {v}, SliceAttrs{Ints{start}, Ints{end}, Ints{3}, Ints{step}});
+    return b.op(Op::kSlice, {v}, SliceAttrs{Ints{start}, Ints{end}, Ints{3}, Ints{step}});
   };
   Value* x1 = a.interleaved ? slice(h, 0, rd, 2) : slice(h, 0, half, 1);
   Value* x2 = a.interleaved ? slice(h, 1, rd, 2) : slice(h, half, rd, 1);
-  Value* real = b.op("Sub", {b.op("Mul", {cos, x1}), b.op("Mul", {sin, x2})});
-  Value* imag = b.op("Add", {b.op("Mul", {sin, x1}), b.op("Mul", {cos, x2})});
+  Value* real = b.op(Op::kSub, {b.op(Op::kMul, {cos, x1}), b.op(Op::kMul, {sin, x2})});
+  Value* imag = b.op(Op::kAdd, {b.op(Op::kMul, {sin, x1}), b.op(Op::kMul, {cos, x2})});
   Value* rotated;
   if (a.interleaved) {
-    Value* pairs = b.op("Concat",
-                        {b.op("Unsqueeze", {real}, AxesAttrs{Ints{4}}),
-                         b.op("Unsqueeze", {imag}, AxesAttrs{Ints{4}})},
+    Value* pairs = b.op(Op::kConcat,
+                        {b.op(Op::kUnsqueeze, {real}, AxesAttrs{Ints{4}}),
+                         b.op(Op::kUnsqueeze, {imag}, AxesAttrs{Ints{4}})},
                         AxisAttrs{4});
     rotated = constant_shape(b, pairs, {0, 0, 0, rd}, "pairs");
   } else {
-    rotated = b.op("Concat", {real, imag}, AxisAttrs{3});
+    rotated = b.op(Op::kConcat, {real, imag}, AxisAttrs{3});
   }
-  if (rd < head) rotated = b.op("Concat", {rotated, slice(h, rd, head, 1)}, AxisAttrs{3});
+  if (rd < head) rotated = b.op(Op::kConcat, {rotated, slice(h, rd, head, 1)}, AxisAttrs{3});
   if (three_d) {
-    b.op("Reshape", {rotated, shape_constant(b, "merged", Ints(xd.begin(), xd.end()))},
+    b.op(Op::kReshape, {rotated, shape_constant(b, "merged", Ints(xd.begin(), xd.end()))},
          ReshapeAttrs{}, into);
   } else {
-    b.op("Identity", {rotated}, NoAttrs{}, into);
+    b.op(Op::kIdentity, {rotated}, NoAttrs{}, into);
   }
   return b.status();
 }
@@ -297,9 +300,10 @@ Status lp_norm(Graph& graph, Node& node, Value* y) {
   Value* x = node.inputs[0];
   WEFT_ASSIGN_OR_RETURN(int64_t axis,
                         normalize_axis(a.axis, static_cast<int64_t>(x->type.shape->size())));
-  Value* norm = b.op(a.p == 1 ? "ReduceL1" : "ReduceL2", {x}, ReduceAttrs{Ints{axis}, true, false});
+  Value* norm =
+      b.op(a.p == 1 ? Op::kReduceL1 : Op::kReduceL2, {x}, ReduceAttrs{Ints{axis}, true, false});
   Value* zero = scalar(b, "zero", x->type.dtype, 0);
-  b.op("Where", {b.op("Equal", {norm, zero}), zero, b.op("Div", {x, norm})}, NoAttrs{}, y);
+  b.op(Op::kWhere, {b.op(Op::kEqual, {norm, zero}), zero, b.op(Op::kDiv, {x, norm})}, NoAttrs{}, y);
   return b.status();
 }
 
@@ -325,9 +329,9 @@ Status center_crop_pad(Graph& graph, Node& node, Value* y) {
     }
   }
   Value* v = x;
-  if (!axes.empty()) v = b.op("Slice", {v}, SliceAttrs{starts, ends, axes, std::nullopt});
-  if (padded) v = b.op("Pad", {v}, PadAttrs{PadMode::kConstant, pads, 0.0f});
-  b.op("Identity", {v}, NoAttrs{}, y);
+  if (!axes.empty()) v = b.op(Op::kSlice, {v}, SliceAttrs{starts, ends, axes, std::nullopt});
+  if (padded) v = b.op(Op::kPad, {v}, PadAttrs{PadMode::kConstant, pads, 0.0f});
+  b.op(Op::kIdentity, {v}, NoAttrs{}, y);
   return b.status();
 }
 
@@ -367,23 +371,24 @@ Status lp_pool(Graph& graph, Node& node, Value* y) {
     window.auto_pad = AutoPad::kNotSet;
     window.ceil_mode = false;
   }
-  Value* powered = a.p == 1   ? b.op("Abs", {x})
-                   : a.p == 2 ? b.op("Mul", {x, x})
-                              : b.op("Pow", {b.op("Abs", {x}), scalar(b, "p", t, a.p)});
+  Value* powered = a.p == 1   ? b.op(Op::kAbs, {x})
+                   : a.p == 2 ? b.op(Op::kMul, {x, x})
+                              : b.op(Op::kPow, {b.op(Op::kAbs, {x}), scalar(b, "p", t, a.p)});
   int64_t count = std::accumulate(window.kernel_shape.begin(), window.kernel_shape.end(),
                                   int64_t{1}, std::multiplies<>());
-  Value* sum = b.op("Mul", {b.op("AveragePool", {powered}, window), scalar(b, "count", t, count)});
-  if (a.p == 1) b.op("Identity", {sum}, NoAttrs{}, y);
-  if (a.p == 2) b.op("Sqrt", {sum}, NoAttrs{}, y);
-  if (a.p > 2) b.op("Pow", {sum, scalar(b, "inverse_p", t, 1.0 / a.p)}, NoAttrs{}, y);
+  Value* sum =
+      b.op(Op::kMul, {b.op(Op::kAveragePool, {powered}, window), scalar(b, "count", t, count)});
+  if (a.p == 1) b.op(Op::kIdentity, {sum}, NoAttrs{}, y);
+  if (a.p == 2) b.op(Op::kSqrt, {sum}, NoAttrs{}, y);
+  if (a.p > 2) b.op(Op::kPow, {sum, scalar(b, "inverse_p", t, 1.0 / a.p)}, NoAttrs{}, y);
   return b.status();
 }
 
 // SwiGLU: Swish(A) * B.
 Status swiglu(Graph& graph, Node& node, Value* y) {
   NodeBuilder b(graph, node);
-  Value* gate = b.op("Swish", {node.inputs[0]}, node.attrs_as<AlphaAttrs>());
-  b.op("Mul", {gate, node.inputs[1]}, NoAttrs{}, y);
+  Value* gate = b.op(Op::kSwish, {node.inputs[0]}, node.attrs_as<AlphaAttrs>());
+  b.op(Op::kMul, {gate, node.inputs[1]}, NoAttrs{}, y);
   return b.status();
 }
 
@@ -392,7 +397,7 @@ Status swiglu(Graph& graph, Node& node, Value* y) {
 Status optional_element(Graph& graph, Node& node, Value* y) {
   NodeBuilder b(graph, node);
   Value* x = node.input(0);
-  if (node.op_type == "OptionalGetElement") {
+  if (node.op_type == Op::kOptionalGetElement) {
     define(b, x, y);
   } else {
     define(b, scalar(b, "has_element", DType::kBool, x ? 1 : 0), y);
@@ -412,7 +417,7 @@ Status affine_grid(Graph& graph, Node& node, Value* y) {
   DType t = theta->type.dtype;
   int64_t spatial = (*size->type.shape)[0].value() - 2;
   auto part = [&](int64_t begin, int64_t end) {
-    return b.op("Slice", {size}, SliceAttrs{Ints{begin}, Ints{end}, Ints{0}, std::nullopt});
+    return b.op(Op::kSlice, {size}, SliceAttrs{Ints{begin}, Ints{end}, Ints{0}, std::nullopt});
   };
   Value* extents = part(2, 2 + spatial);
   Value* one = scalar(b, "one", t, 1);
@@ -421,23 +426,26 @@ Status affine_grid(Graph& graph, Node& node, Value* y) {
   for (int64_t d = 0; d < spatial; ++d) {
     Value* n = b.take(size, 2 + d, 0);
     Value* step = b.constant("step", Tensor::scalar_i64(1));
-    Value* i = cast_to(b, b.op("Range", {b.constant("start", Tensor::scalar_i64(0)), n, step}), t);
+    Value* i =
+        cast_to(b, b.op(Op::kRange, {b.constant("start", Tensor::scalar_i64(0)), n, step}), t);
     Value* len = cast_to(b, n, t);
     // Pixel centres: (2i + 1) / len - 1; corners aligned: 2i / (len - 1) - 1, -1 alone for 1.
-    Value* twice = b.op("Mul", {i, two});
-    Value* c = align ? b.op("Div", {twice, b.op("Max", {b.op("Sub", {len, one}), one})})
-                     : b.op("Div", {b.op("Add", {twice, one}), len});
+    Value* twice = b.op(Op::kMul, {i, two});
+    Value* c = align ? b.op(Op::kDiv, {twice, b.op(Op::kMax, {b.op(Op::kSub, {len, one}), one})})
+                     : b.op(Op::kDiv, {b.op(Op::kAdd, {twice, one}), len});
     Ints along(static_cast<size_t>(spatial), 1);
     along[static_cast<size_t>(d)] = -1;
-    c = constant_shape(b, b.op("Sub", {c, one}), along, "along");
-    coords[static_cast<size_t>(spatial - 1 - d)] = b.op("Expand", {c, extents}); // x: the last dim
+    c = constant_shape(b, b.op(Op::kSub, {c, one}), along, "along");
+    coords[static_cast<size_t>(spatial - 1 - d)] =
+        b.op(Op::kExpand, {c, extents}); // x: the last dim
   }
-  coords.back() = b.op("Expand", {one, extents});
+  coords.back() = b.op(Op::kExpand, {one, extents});
   Value* base = constant_shape(b, b.stack(coords, spatial), {-1, spatial + 1}, "points");
-  Value* grid = b.op("MatMul", {base, b.op("Transpose", {theta}, TransposeAttrs{Ints{0, 2, 1}})});
-  Value* shape =
-      b.op("Concat", {part(0, 1), extents, shape_constant(b, "coords", {spatial})}, AxisAttrs{0});
-  b.op("Reshape", {grid, shape}, ReshapeAttrs{}, y);
+  Value* grid =
+      b.op(Op::kMatMul, {base, b.op(Op::kTranspose, {theta}, TransposeAttrs{Ints{0, 2, 1}})});
+  Value* shape = b.op(Op::kConcat, {part(0, 1), extents, shape_constant(b, "coords", {spatial})},
+                      AxisAttrs{0});
+  b.op(Op::kReshape, {grid, shape}, ReshapeAttrs{}, y);
   return b.status();
 }
 
@@ -460,14 +468,14 @@ Status tensor_scatter(Graph& graph, Node& node, Value* y) {
   if (Value* writes = node.input(2)) {
     Ints per_batch(ud.size(), 1);
     per_batch[0] = -1;
-    index = b.op("Add", {constant_shape(b, writes, per_batch, "per_batch"), index});
+    index = b.op(Op::kAdd, {constant_shape(b, writes, per_batch, "per_batch"), index});
   }
   if (a.circular) {
     int64_t length = shape_static_dims(*past->type.shape)[static_cast<size_t>(axis)];
-    index = b.op("Mod", {index, b.constant("length", Tensor::scalar_i64(length))}, ModAttrs{});
+    index = b.op(Op::kMod, {index, b.constant("length", Tensor::scalar_i64(length))}, ModAttrs{});
   }
-  index = b.op("Expand", {index, shape_constant(b, "update", Ints(ud.begin(), ud.end()))});
-  b.op("ScatterElements", {past, index, update}, ScatterAttrs{axis, ScatterReduction::kNone}, y);
+  index = b.op(Op::kExpand, {index, shape_constant(b, "update", Ints(ud.begin(), ud.end()))});
+  b.op(Op::kScatterElements, {past, index, update}, ScatterAttrs{axis, ScatterReduction::kNone}, y);
   return b.status();
 }
 
@@ -510,7 +518,7 @@ Status col2im(Graph& graph, Node& node, Value* y) {
   for (int64_t c = 0; c < dx[1]; ++c)
     w.set_double(c * taps + c % taps, 1.0);
   Value* grid = constant_shape(b, x, blocks, "blocks");
-  b.op("ConvTranspose", {grid, b.constant("one_hot", std::move(w))}, t, y);
+  b.op(Op::kConvTranspose, {grid, b.constant("one_hot", std::move(w))}, t, y);
   return b.status();
 }
 
@@ -524,50 +532,50 @@ bool static_inputs(const Node& n) {
 // Can "n" be decomposed now? Some need static shapes or constant inputs, which
 // specialization may give later.
 bool ready(const Node& n) {
-  const std::string& op = n.op_type;
+  Op op = n.op_type.id();
   auto has_rank = [&] { return n.inputs[0]->type.shape.has_value(); };
-  if (op == "RMSNormalization" || op == "GroupNormalization" || op == "LpNormalization")
+  if (op == Op::kRMSNormalization || op == Op::kGroupNormalization || op == Op::kLpNormalization)
     return has_rank();
-  if (op == "Attention" || op == "RotaryEmbedding" || op == "TensorScatter" ||
+  if (op == Op::kAttention || op == Op::kRotaryEmbedding || op == Op::kTensorScatter ||
       is_sequence_model_op(n))
     return static_inputs(n);
-  if (op == "CenterCropPad")
+  if (op == Op::kCenterCropPad)
     return n.outputs[0] && n.outputs[0]->type.has_static_shape() && static_inputs(n);
-  if (op == "LpPool") {
+  if (op == Op::kLpPool) {
     const PoolAttrs& w = n.attrs_as<LpPoolAttrs>().window;
     bool same = w.auto_pad == AutoPad::kSameUpper || w.auto_pad == AutoPad::kSameLower;
     if (!w.ceil_mode || same) return has_rank();
     return static_inputs(n) && n.outputs[0] && n.outputs[0]->type.has_static_shape();
   }
-  if (op == "Col2Im")
+  if (op == Op::kCol2Im)
     return static_inputs(n) && constant_ints(n.input(1)) && constant_ints(n.input(2));
-  if (op == "AffineGrid") {
+  if (op == Op::kAffineGrid) {
     const auto& size = n.inputs[1]->type.shape;
     return size && size->size() == 1 && (*size)[0].is_static();
   }
-  if (op == "OptionalHasElement" || op == "OptionalGetElement") return true;
+  if (op == Op::kOptionalHasElement || op == Op::kOptionalGetElement) return true;
   if (is_ml_op(n)) return ml_op_ready(n);
-  if (op == "STFT") return stft_ready(n);
-  if (op == "MelWeightMatrix") return mel_weight_matrix_ready(n);
-  return op == "SwiGLU";
+  if (op == Op::kSTFT) return stft_ready(n);
+  if (op == Op::kMelWeightMatrix) return mel_weight_matrix_ready(n);
+  return op == Op::kSwiGLU;
 }
 
 Status decompose_node(Graph& graph, Node& node, const std::vector<Value*>& outs) {
-  const std::string& op = node.op_type;
-  if (op == "Attention") return attention(graph, node, outs);
-  if (op == "RotaryEmbedding") return rotary(graph, node, outs[0]);
-  if (op == "RMSNormalization") return rms_norm(graph, node, outs[0]);
-  if (op == "LpNormalization") return lp_norm(graph, node, outs[0]);
-  if (op == "CenterCropPad") return center_crop_pad(graph, node, outs[0]);
-  if (op == "LpPool") return lp_pool(graph, node, outs[0]);
-  if (op == "SwiGLU") return swiglu(graph, node, outs[0]);
-  if (op == "AffineGrid") return affine_grid(graph, node, outs[0]);
-  if (op == "TensorScatter") return tensor_scatter(graph, node, outs[0]);
-  if (op == "Col2Im") return col2im(graph, node, outs[0]);
+  Op op = node.op_type.id();
+  if (op == Op::kAttention) return attention(graph, node, outs);
+  if (op == Op::kRotaryEmbedding) return rotary(graph, node, outs[0]);
+  if (op == Op::kRMSNormalization) return rms_norm(graph, node, outs[0]);
+  if (op == Op::kLpNormalization) return lp_norm(graph, node, outs[0]);
+  if (op == Op::kCenterCropPad) return center_crop_pad(graph, node, outs[0]);
+  if (op == Op::kLpPool) return lp_pool(graph, node, outs[0]);
+  if (op == Op::kSwiGLU) return swiglu(graph, node, outs[0]);
+  if (op == Op::kAffineGrid) return affine_grid(graph, node, outs[0]);
+  if (op == Op::kTensorScatter) return tensor_scatter(graph, node, outs[0]);
+  if (op == Op::kCol2Im) return col2im(graph, node, outs[0]);
   if (is_sequence_model_op(node)) return decompose_sequence_model(graph, node, outs);
-  if (op == "STFT") return decompose_stft(graph, node, outs[0]);
-  if (op == "MelWeightMatrix") return decompose_mel_weight_matrix(graph, node, outs[0]);
-  if (op == "OptionalHasElement" || op == "OptionalGetElement")
+  if (op == Op::kSTFT) return decompose_stft(graph, node, outs[0]);
+  if (op == Op::kMelWeightMatrix) return decompose_mel_weight_matrix(graph, node, outs[0]);
+  if (op == Op::kOptionalHasElement || op == Op::kOptionalGetElement)
     return optional_element(graph, node, outs[0]);
   if (is_ml_op(node)) return decompose_ml_op(graph, node, outs[0]);
   return group_norm(graph, node, outs[0]);
@@ -581,7 +589,7 @@ Status decompose(Graph& graph) {
     if (ready(*n)) nodes.push_back(n.get());
   }
   for (Node* node : nodes) {
-    Location where{graph.source, node->name, node->op_type, node->opset};
+    Location where = location_of(graph, *node);
     // The new nodes define the node's output values, so that their names stay.
     std::vector<Value*> outs = node->outputs;
     for (Value*& out : node->outputs) {

@@ -21,18 +21,18 @@ inline Value* shape_constant(NodeBuilder& b, const std::string& what, const Ints
 
 // "x" as "to", or "x" itself when it has that type.
 inline Value* cast_to(NodeBuilder& b, Value* x, DType to) {
-  return x->type.dtype == to ? x : b.op("Cast", {x}, CastAttrs{to});
+  return x->type.dtype == to ? x : b.op(Op::kCast, {x}, CastAttrs{to});
 }
 
 // "x" reshaped to the constant "dims".
 inline Value* constant_shape(NodeBuilder& b, Value* x, const Ints& dims,
                              const std::string& what = "shape") {
-  return b.op("Reshape", {x, shape_constant(b, what, dims)}, ReshapeAttrs{});
+  return b.op(Op::kReshape, {x, shape_constant(b, what, dims)}, ReshapeAttrs{});
 }
 
 // "v" into "into" (an output of the decomposed node) when that is wanted.
 inline void define(NodeBuilder& b, Value* v, Value* into) {
-  if (into) b.op("Identity", {v}, NoAttrs{}, into);
+  if (into) b.op(Op::kIdentity, {v}, NoAttrs{}, into);
 }
 
 } // namespace weft::decompose_builders

@@ -30,8 +30,8 @@ Status binarizer(Graph& graph, Node& node, Value* y) {
   NodeBuilder b(graph, node);
   Value* x = node.inputs[0];
   double threshold = node.attrs_as<BinarizerAttrs>().threshold;
-  Value* above = b.op("Greater", {x, scalar(b, "threshold", x->type.dtype, threshold)});
-  b.op("Cast", {above}, CastAttrs{x->type.dtype}, y);
+  Value* above = b.op(Op::kGreater, {x, scalar(b, "threshold", x->type.dtype, threshold)});
+  b.op(Op::kCast, {above}, CastAttrs{x->type.dtype}, y);
   return b.status();
 }
 
@@ -41,7 +41,7 @@ Status array_feature_extractor(Graph& graph, Node& node, Value* y) {
   NodeBuilder b(graph, node);
   Value* x = node.inputs[0];
   Value* indices = constant_shape(b, node.inputs[1], {-1}, "flat");
-  Value* picked = b.op("Gather", {x, indices}, AxisAttrs{-1});
+  Value* picked = b.op(Op::kGather, {x, indices}, AxisAttrs{-1});
   if (x->type.shape->size() == 1) picked = constant_shape(b, picked, {1, -1}, "one_row");
   define(b, picked, y);
   return b.status();
@@ -106,13 +106,13 @@ Value* count_grams(NodeBuilder& b, const TfIdfAttrs& a, const TfIdfGrams& g, Val
       positions.push_back(s + d * k);
     for (const Ints& gram : g.grams)
       items.push_back(gram[static_cast<size_t>(k)]);
-    Value* at = b.op("Gather", {rows, i64_constant(b, "positions", positions, {count})},
+    Value* at = b.op(Op::kGather, {rows, i64_constant(b, "positions", positions, {count})},
                      AxisAttrs{1}); // [rows, windows]
-    at = b.op("Unsqueeze", {at}, AxesAttrs{Ints{2}});
-    Value* same = b.op("Equal", {at, i64_constant(b, "grams", items, {grams})});
-    match = match ? b.op("And", {match, same}) : same; // [rows, windows, grams]
+    at = b.op(Op::kUnsqueeze, {at}, AxesAttrs{Ints{2}});
+    Value* same = b.op(Op::kEqual, {at, i64_constant(b, "grams", items, {grams})});
+    match = match ? b.op(Op::kAnd, {match, same}) : same; // [rows, windows, grams]
   }
-  return b.op("ReduceSum", {cast_to(b, match, DType::kF32)}, ReduceAttrs{Ints{1}, false, false});
+  return b.op(Op::kReduceSum, {cast_to(b, match, DType::kF32)}, ReduceAttrs{Ints{1}, false, false});
 }
 
 // The n-grams' counts [rows, G] gathered into the output columns [rows, columns]; a column
@@ -128,7 +128,7 @@ Value* to_columns(NodeBuilder& b, Value* counts, const Ints& column_of, int64_t 
   bool gaps =
       std::any_of(sources.begin(), sources.end(), [&](const Ints& s) { return s.size() < widest; });
   auto zero = static_cast<int64_t>(column_of.size()); // the index of an appended 0 count
-  if (gaps) counts = b.op("Concat", {counts, b.fill(DType::kF32, {rows, 1}, 0)}, AxisAttrs{1});
+  if (gaps) counts = b.op(Op::kConcat, {counts, b.fill(DType::kF32, {rows, 1}, 0)}, AxisAttrs{1});
   Ints index;
   for (Ints& s : sources) {
     s.resize(widest, zero);
@@ -136,10 +136,10 @@ Value* to_columns(NodeBuilder& b, Value* counts, const Ints& column_of, int64_t 
   }
   auto w = static_cast<int64_t>(widest);
   if (widest == 1)
-    return b.op("Gather", {counts, i64_constant(b, "columns", index, {columns})}, AxisAttrs{1});
+    return b.op(Op::kGather, {counts, i64_constant(b, "columns", index, {columns})}, AxisAttrs{1});
   Value* parts =
-      b.op("Gather", {counts, i64_constant(b, "columns", index, {columns, w})}, AxisAttrs{1});
-  return b.op("ReduceSum", {parts}, ReduceAttrs{Ints{2}, false, false});
+      b.op(Op::kGather, {counts, i64_constant(b, "columns", index, {columns, w})}, AxisAttrs{1});
+  return b.op(Op::kReduceSum, {parts}, ReduceAttrs{Ints{2}, false, false});
 }
 
 // TfIdfVectorizer, as the reference implementation counts: every window of every counted
@@ -166,7 +166,7 @@ Status tf_idf(Graph& graph, Node& node, Value* y) {
     define(b, b.fill(DType::kF32, out_dims, 0), y);
     return b.status();
   }
-  Value* all = counts.size() == 1 ? counts[0] : b.op("Concat", counts, AxisAttrs{1});
+  Value* all = counts.size() == 1 ? counts[0] : b.op(Op::kConcat, counts, AxisAttrs{1});
   Value* v = to_columns(b, all, column_of, columns, rows);
   Value* zero = scalar(b, "zero", DType::kF32, 0);
   Value* weights =
@@ -176,10 +176,10 @@ Status tf_idf(Graph& graph, Node& node, Value* y) {
                                       DType::kF32, {columns},
                                       Floats(a.weights.begin(), a.weights.begin() + columns)));
   if (a.mode == TfIdfMode::kIdf) { // 1 (or the weight) where the count is positive
-    Value* seen = b.op("Greater", {v, zero});
-    v = weights ? b.op("Where", {seen, weights, zero}) : cast_to(b, seen, DType::kF32);
+    Value* seen = b.op(Op::kGreater, {v, zero});
+    v = weights ? b.op(Op::kWhere, {seen, weights, zero}) : cast_to(b, seen, DType::kF32);
   } else if (a.mode == TfIdfMode::kTfIdf && weights) {
-    v = b.op("Mul", {v, weights});
+    v = b.op(Op::kMul, {v, weights});
   }
   if (dims.size() == 1) v = constant_shape(b, v, {columns}, "vector");
   define(b, v, y);
@@ -324,13 +324,13 @@ public:
 
   Value* step(Value* at) {
     Value* feature = gather(feature_, at);
-    Value* xv = b_.op("Gather", {flat_, b_.op("Add", {row_base_, feature})}, AxisAttrs{0});
+    Value* xv = b_.op(Op::kGather, {flat_, b_.op(Op::kAdd, {row_base_, feature})}, AxisAttrs{0});
     Value* go_true = condition(at, xv);
-    return b_.op("Where", {go_true, gather(on_true_, at), gather(on_false_, at)});
+    return b_.op(Op::kWhere, {go_true, gather(on_true_, at), gather(on_false_, at)});
   }
 
 private:
-  Value* gather(Value* table, Value* at) { return b_.op("Gather", {table, at}, AxisAttrs{0}); }
+  Value* gather(Value* table, Value* at) { return b_.op(Op::kGather, {table, at}, AxisAttrs{0}); }
 
   // Does the node at "at" send "xv" to its true branch?
   Value* condition(Value* at, Value* xv) {
@@ -338,28 +338,28 @@ private:
     auto by_mode = [&](TreeNodeMode mode) -> Value* {
       if (mode == TreeNodeMode::kMember) return member(at, xv);
       if (!split) split = gather(split_, at);
-      auto op = [&](std::string_view name) { return b_.op(name, {xv, split}); };
+      auto op = [&](Op name) { return b_.op(name, {xv, split}); };
       switch (mode) {
-        case TreeNodeMode::kLeq: return b_.op("Or", {op("Less"), op("Equal")});
-        case TreeNodeMode::kLt: return op("Less");
-        case TreeNodeMode::kGte: return b_.op("Or", {op("Greater"), op("Equal")});
-        case TreeNodeMode::kGt: return op("Greater");
-        case TreeNodeMode::kEq: return op("Equal");
-        default: return b_.op("Not", {op("Equal")}); // kNeq: true for NaN too
+        case TreeNodeMode::kLeq: return b_.op(Op::kOr, {op(Op::kLess), op(Op::kEqual)});
+        case TreeNodeMode::kLt: return op(Op::kLess);
+        case TreeNodeMode::kGte: return b_.op(Op::kOr, {op(Op::kGreater), op(Op::kEqual)});
+        case TreeNodeMode::kGt: return op(Op::kGreater);
+        case TreeNodeMode::kEq: return op(Op::kEqual);
+        default: return b_.op(Op::kNot, {op(Op::kEqual)}); // kNeq: true for NaN too
       }
     };
     Value* cond = nullptr;
     for (TreeNodeMode mode : tt_.modes) {
       Value* term = by_mode(mode);
-      if (tt_.modes.size() > 1) term = b_.op("And", {term, gather(is_mode(mode), at)});
-      cond = cond ? b_.op("Or", {cond, term}) : term;
+      if (tt_.modes.size() > 1) term = b_.op(Op::kAnd, {term, gather(is_mode(mode), at)});
+      cond = cond ? b_.op(Op::kOr, {cond, term}) : term;
     }
     if (tt_.tracks_missing) {
       if (!tracks_)
         tracks_ = flags("tracks_missing",
                         [&](size_t i) { return a_.nodes_missing_value_tracks_true[i] != 0; });
-      Value* missing = b_.op("And", {b_.op("IsNaN", {xv}), gather(tracks_, at)});
-      cond = b_.op("Or", {cond, missing});
+      Value* missing = b_.op(Op::kAnd, {b_.op(Op::kIsNaN, {xv}), gather(tracks_, at)});
+      cond = b_.op(Op::kOr, {cond, missing});
     }
     return cond;
   }
@@ -368,10 +368,10 @@ private:
   Value* member(Value* at, Value* xv) {
     if (!members_) members_ = b_.constant("members", std::move(tt_.members));
     Value* set = gather(members_, at); // [N, T, widest]
-    Value* hit = b_.op("Equal", {b_.op("Unsqueeze", {xv}, AxesAttrs{Ints{-1}}), set});
+    Value* hit = b_.op(Op::kEqual, {b_.op(Op::kUnsqueeze, {xv}, AxesAttrs{Ints{-1}}), set});
     Value* hits =
-        b_.op("ReduceSum", {cast_to(b_, hit, DType::kF32)}, ReduceAttrs{Ints{-1}, false, false});
-    return b_.op("Greater", {hits, scalar(b_, "zero", DType::kF32, 0)});
+        b_.op(Op::kReduceSum, {cast_to(b_, hit, DType::kF32)}, ReduceAttrs{Ints{-1}, false, false});
+    return b_.op(Op::kGreater, {hits, scalar(b_, "zero", DType::kF32, 0)});
   }
 
   // A bool table over the positions, true for the interior nodes where "pick" says so.
@@ -411,15 +411,15 @@ private:
 Value* aggregate(NodeBuilder& b, const TreeEnsembleAttrs& a, Value* weights, Value* targets,
                  DType t) {
   bool sum = a.aggregate == TreeAggregate::kSum || a.aggregate == TreeAggregate::kAverage;
-  std::string_view reduce = sum                                  ? "ReduceSum"
-                            : a.aggregate == TreeAggregate::kMin ? "ReduceMin"
-                                                                 : "ReduceMax";
+  Op reduce = sum                                  ? Op::kReduceSum
+              : a.aggregate == TreeAggregate::kMin ? Op::kReduceMin
+                                                   : Op::kReduceMax;
   if (a.n_targets == 1) return b.op(reduce, {weights}, ReduceAttrs{Ints{1}, true, false});
   Ints ids(static_cast<size_t>(a.n_targets));
   for (int64_t j = 0; j < a.n_targets; ++j)
     ids[static_cast<size_t>(j)] = j;
-  Value* ours = b.op("Equal", {b.op("Unsqueeze", {targets}, AxesAttrs{Ints{2}}),
-                               i64_constant(b, "targets", ids, {a.n_targets})}); // [N, T, J]
+  Value* ours = b.op(Op::kEqual, {b.op(Op::kUnsqueeze, {targets}, AxesAttrs{Ints{2}}),
+                                  i64_constant(b, "targets", ids, {a.n_targets})}); // [N, T, J]
   double largest = t == DType::kF16   ? 65504.0
                    : t == DType::kF32 ? double(std::numeric_limits<float>::max())
                                       : std::numeric_limits<double>::max();
@@ -427,7 +427,8 @@ Value* aggregate(NodeBuilder& b, const TreeEnsembleAttrs& a, Value* weights, Val
   Tensor bound(t, {});
   bound.set_double(0, none);
   Value* filler = b.constant("none", std::move(bound));
-  Value* spread = b.op("Where", {ours, b.op("Unsqueeze", {weights}, AxesAttrs{Ints{2}}), filler});
+  Value* spread =
+      b.op(Op::kWhere, {ours, b.op(Op::kUnsqueeze, {weights}, AxesAttrs{Ints{2}}), filler});
   return b.op(reduce, {spread}, ReduceAttrs{Ints{1}, false, false});
 }
 
@@ -450,8 +451,8 @@ Status tree_ensemble(Graph& graph, Node& node, Value* y) {
   Value* at = i64_constant(b, "roots", a.tree_roots, {trees});
   for (int64_t level = 0; level < depth; ++level)
     at = walk.step(at); // [N, T] from the first step on
-  Value* weights = b.op("Gather", {weight, at}, AxisAttrs{0});
-  Value* targets = b.op("Gather", {target, at}, AxisAttrs{0});
+  Value* weights = b.op(Op::kGather, {weight, at}, AxisAttrs{0});
+  Value* targets = b.op(Op::kGather, {target, at}, AxisAttrs{0});
   define(b, aggregate(b, a, weights, targets, t), y);
   return b.status();
 }
@@ -464,24 +465,24 @@ bool static_input(const Node& n) {
 } // namespace
 
 bool is_ml_op(const Node& node) {
-  const std::string& op = node.op_type;
-  return op == kBinarizerOp || op == kArrayFeatureExtractorOp || op == kTreeEnsembleOp ||
-         op == "TfIdfVectorizer";
+  Op op = node.op_type.id();
+  return op == Op::kBinarizer || op == Op::kArrayFeatureExtractor || op == Op::kTreeEnsemble ||
+         op == Op::kTfIdfVectorizer;
 }
 
 bool ml_op_ready(const Node& node) {
-  const std::string& op = node.op_type;
-  if (op == kBinarizerOp) return true;
-  if (op == kArrayFeatureExtractorOp)
+  Op op = node.op_type.id();
+  if (op == Op::kBinarizer) return true;
+  if (op == Op::kArrayFeatureExtractor)
     return node.inputs[0]->type.shape.has_value() && node.inputs[1]->type.shape.has_value();
   return static_input(node);
 }
 
 Status decompose_ml_op(Graph& graph, Node& node, Value* y) {
-  const std::string& op = node.op_type;
-  if (op == kBinarizerOp) return binarizer(graph, node, y);
-  if (op == kArrayFeatureExtractorOp) return array_feature_extractor(graph, node, y);
-  if (op == kTreeEnsembleOp) return tree_ensemble(graph, node, y);
+  Op op = node.op_type.id();
+  if (op == Op::kBinarizer) return binarizer(graph, node, y);
+  if (op == Op::kArrayFeatureExtractor) return array_feature_extractor(graph, node, y);
+  if (op == Op::kTreeEnsemble) return tree_ensemble(graph, node, y);
   return tf_idf(graph, node, y);
 }
 

@@ -64,17 +64,17 @@ Status linear_attention(Graph& graph, Node& node, const std::vector<Value*>& out
       node.input(3) ? cast_to(b, node.inputs[3], f32) : b.fill(f32, {batch, hkv, dk, dv}, 0.0);
   std::vector<Value*> reads;
   for (int64_t t = 0; t < steps; ++t) {
-    if (in.decay) state = b.op("Mul", {state, b.op("Exp", {b.take(in.decay, t, 1)})});
+    if (in.decay) state = b.op(Op::kMul, {state, b.op(Op::kExp, {b.take(in.decay, t, 1)})});
     Value* v = b.take(in.value, t, 1); // [B, Hkv, 1, dv]
     if (in.beta) {
-      Value* retrieved = b.op("MatMul", {b.take(in.key_row, t, 1), state});
-      v = b.op("Mul", {b.take(in.beta, t, 1), b.op("Sub", {v, retrieved})});
+      Value* retrieved = b.op(Op::kMatMul, {b.take(in.key_row, t, 1), state});
+      v = b.op(Op::kMul, {b.take(in.beta, t, 1), b.op(Op::kSub, {v, retrieved})});
     }
-    state = b.op("Add", {state, b.op("Mul", {b.take(in.key_column, t, 1), v})});
-    reads.push_back(b.op("MatMul", {b.take(in.query, t, 1), state})); // [B, Hkv, group, dv]
+    state = b.op(Op::kAdd, {state, b.op(Op::kMul, {b.take(in.key_column, t, 1), v})});
+    reads.push_back(b.op(Op::kMatMul, {b.take(in.query, t, 1), state})); // [B, Hkv, group, dv]
   }
   double scale = a.scale != 0.0f ? a.scale : 1.0 / std::sqrt(static_cast<double>(dk));
-  Value* y = b.op("Mul", {b.stack(reads, 1), scalar(b, "scale", f32, scale)});
+  Value* y = b.op(Op::kMul, {b.stack(reads, 1), scalar(b, "scale", f32, scale)});
   y = constant_shape(b, y, {batch, steps, a.q_num_heads * dv});
   define(b, cast_to(b, y, q->type.dtype), outs[0]);
   if (outs.size() > 1 && outs[1]) define(b, cast_to(b, state, outs[1]->type.dtype), outs[1]);
@@ -93,7 +93,7 @@ Status causal_conv(Graph& graph, Node& node, const std::vector<Value*>& outs) {
   Value* padded = x;
   if (taps > 1) {
     Value* past = node.input(3) ? node.inputs[3] : b.fill(t, {xd[0], channels, taps - 1}, 0.0);
-    padded = b.op("Concat", {past, x}, AxisAttrs{2});
+    padded = b.op(Op::kConcat, {past, x}, AxisAttrs{2});
   }
   // Conv runs in f32 or f64 (the CPU has no f16 or bf16 depthwise convolution).
   DType wide = t == DType::kF64 ? DType::kF64 : DType::kF32;
@@ -102,15 +102,16 @@ Status causal_conv(Graph& graph, Node& node, const std::vector<Value*>& outs) {
   ConvAttrs conv;
   conv.group = channels;
   conv.kernel_shape = {taps};
-  Value* y = cast_to(b, b.op("Conv", operands, conv), t);
+  Value* y = cast_to(b, b.op(Op::kConv, operands, conv), t);
   if (node.attrs_as<CausalConvAttrs>().silu) {
     Value* yw = cast_to(b, y, wide);
-    y = cast_to(b, b.op("Mul", {yw, b.op("Sigmoid", {yw})}), t);
+    y = cast_to(b, b.op(Op::kMul, {yw, b.op(Op::kSigmoid, {yw})}), t);
   }
   define(b, y, outs[0]);
   if (outs.size() > 1 && outs[1]) { // the last taps - 1 positions (none for one tap)
     int64_t end = length + taps - 1;
-    define(b, b.op("Slice", {padded}, SliceAttrs{Ints{end - (taps - 1)}, Ints{end}, Ints{2}, {}}),
+    define(b,
+           b.op(Op::kSlice, {padded}, SliceAttrs{Ints{end - (taps - 1)}, Ints{end}, Ints{2}, {}}),
            outs[1]);
   }
   return b.status();
@@ -140,7 +141,7 @@ Result<Value*> inline_modifier(NodeBuilder& b, const Graph& body, Value* input,
         return Status::error(
             fmt::format("modifier node '{}' reads '{}' before it is defined", n->name, in->name));
     }
-    std::vector<Value*> made = b.node(n->op_type, ins, n->attrs, n->outputs.size());
+    std::vector<Value*> made = b.node(n->op_type.id(), ins, n->attrs, n->outputs.size());
     for (size_t i = 0; i < made.size(); ++i) {
       if (n->outputs[i]) map[n->outputs[i]] = made[i];
     }
@@ -164,9 +165,10 @@ Status flex_attention(Graph& graph, Node& node, Value* into) {
     int64_t group = qd[1] / kd[1];
     auto repeat = [&](Value* x) {
       std::vector<int64_t> d = dims(x);
-      Value* u = b.op("Unsqueeze", {x}, AxesAttrs{Ints{2}});
-      Value* e = b.op(
-          "Expand", {u, b.constant("groups", Tensor::vector_i64({d[0], d[1], group, d[2], d[3]}))});
+      Value* u = b.op(Op::kUnsqueeze, {x}, AxesAttrs{Ints{2}});
+      Value* e =
+          b.op(Op::kExpand,
+               {u, b.constant("groups", Tensor::vector_i64({d[0], d[1], group, d[2], d[3]}))});
       return constant_shape(b, e, {d[0], qd[1], d[2], d[3]});
     };
     k = repeat(k);
@@ -174,8 +176,8 @@ Status flex_attention(Graph& graph, Node& node, Value* into) {
   }
   double scale = a.scale ? *a.scale : 1.0 / std::sqrt(static_cast<double>(qd[3]));
   Value* root = scalar(b, "scale", t, std::sqrt(static_cast<float>(scale)));
-  Value* kt = b.op("Transpose", {b.op("Mul", {k, root})}, TransposeAttrs{Ints{0, 1, 3, 2}});
-  Value* scores = b.op("MatMul", {b.op("Mul", {q, root}), kt});
+  Value* kt = b.op(Op::kTranspose, {b.op(Op::kMul, {k, root})}, TransposeAttrs{Ints{0, 1, 3, 2}});
+  Value* scores = b.op(Op::kMatMul, {b.op(Op::kMul, {q, root}), kt});
   DType precision = a.softmax_precision.value_or(t == DType::kF64 ? DType::kF64 : DType::kF32);
   scores = cast_to(b, scores, precision);
   std::vector<Value*> extra(node.inputs.begin() + 3, node.inputs.end());
@@ -185,13 +187,13 @@ Status flex_attention(Graph& graph, Node& node, Value* into) {
                                                   std::vector<Value*>(extra.begin(), split_at)));
     scores = cast_to(b, scores, precision);
   }
-  Value* probs = b.op("Softmax", {scores}, SoftmaxAttrs{-1});
+  Value* probs = b.op(Op::kSoftmax, {scores}, SoftmaxAttrs{-1});
   if (a.prob_mod) {
     WEFT_ASSIGN_OR_RETURN(
         probs, inline_modifier(b, *a.prob_mod, probs, std::vector<Value*>(split_at, extra.end())));
     probs = cast_to(b, probs, precision);
   }
-  Value* y = b.op("MatMul", {probs, cast_to(b, v, precision)});
+  Value* y = b.op(Op::kMatMul, {probs, cast_to(b, v, precision)});
   define(b, cast_to(b, y, t), into);
   return b.status();
 }
@@ -199,13 +201,13 @@ Status flex_attention(Graph& graph, Node& node, Value* into) {
 } // namespace
 
 bool is_sequence_model_op(const Node& node) {
-  return node.op_type == "LinearAttention" || node.op_type == "CausalConvWithState" ||
-         node.op_type == kFlexAttentionOp;
+  return node.op_type == Op::kLinearAttention || node.op_type == Op::kCausalConvWithState ||
+         node.op_type == Op::kFlexAttention;
 }
 
 Status decompose_sequence_model(Graph& graph, Node& node, const std::vector<Value*>& outs) {
-  if (node.op_type == "LinearAttention") return linear_attention(graph, node, outs);
-  if (node.op_type == "CausalConvWithState") return causal_conv(graph, node, outs);
+  if (node.op_type == Op::kLinearAttention) return linear_attention(graph, node, outs);
+  if (node.op_type == Op::kCausalConvWithState) return causal_conv(graph, node, outs);
   return flex_attention(graph, node, outs[0]);
 }
 

@@ -26,15 +26,15 @@ Status decompose_stft(Graph& graph, Node& node, Value* y) {
     for (int64_t n = 0; n < frames.length; ++n)
       positions.set_double(f * frames.length + n, static_cast<double>(f * frames.step + n));
   }
-  Value* framed =
-      b.op("Gather", {signal, b.constant("frame_positions", std::move(positions))}, AxisAttrs{1});
+  Value* framed = b.op(Op::kGather, {signal, b.constant("frame_positions", std::move(positions))},
+                       AxisAttrs{1});
   if (window) {
     Value* column = b.op(
-        "Reshape", {window, b.constant("window_shape", Tensor::vector_i64({frames.length, 1}))},
+        Op::kReshape, {window, b.constant("window_shape", Tensor::vector_i64({frames.length, 1}))},
         ReshapeAttrs{});
-    framed = b.op("Mul", {framed, column});
+    framed = b.op(Op::kMul, {framed, column});
   }
-  b.op("DFT", {framed}, DftAttrs{2, false, node.attrs_as<DftAttrs>().onesided}, y);
+  b.op(Op::kDFT, {framed}, DftAttrs{2, false, node.attrs_as<DftAttrs>().onesided}, y);
   return b.status();
 }
 
@@ -51,10 +51,10 @@ Status decompose_mel_weight_matrix(Graph& graph, Node& node, Value* y) {
   int64_t mels = (*constant_ints(node.inputs[0]))[0];
   int64_t length = (*constant_ints(node.inputs[1]))[0];
   constexpr DType kF64 = DType::kF64;
-  auto f64 = [&](Value* v) { return b.op("Cast", {v}, CastAttrs{kF64}); };
+  auto f64 = [&](Value* v) { return b.op(Op::kCast, {v}, CastAttrs{kF64}); };
   auto c = [&](double v) { return b.constant("c", Tensor::from_vector<double>(kF64, {}, {v})); };
-  auto op = [&](std::string_view name, Value* p, Value* q) { return b.op(name, {p, q}); };
-  auto where = [&](Value* cond, Value* p, Value* q) { return b.op("Where", {cond, p, q}); };
+  auto op = [&](Op name, Value* p, Value* q) { return b.op(name, {p, q}); };
+  auto where = [&](Value* cond, Value* p, Value* q) { return b.op(Op::kWhere, {cond, p, q}); };
   auto range = [&](int64_t n, std::vector<int64_t> dims) {
     std::vector<double> v(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i)
@@ -63,17 +63,21 @@ Status decompose_mel_weight_matrix(Graph& graph, Node& node, Value* y) {
   };
   double ln10 = std::log(10.0);
   auto mel = [&](Value* hz) {
-    return op("Mul", b.op("Log", {op("Add", op("Div", f64(hz), c(700)), c(1))}), c(2595 / ln10));
+    return op(Op::kMul, b.op(Op::kLog, {op(Op::kAdd, op(Op::kDiv, f64(hz), c(700)), c(1))}),
+              c(2595 / ln10));
   };
   Value* low = mel(node.inputs[3]);
-  Value* step = op("Div", op("Sub", mel(node.inputs[4]), low), c(static_cast<double>(mels + 2)));
-  Value* edge_mel = op("Add", op("Mul", range(mels + 2, {mels + 2}), step), low);
+  Value* step =
+      op(Op::kDiv, op(Op::kSub, mel(node.inputs[4]), low), c(static_cast<double>(mels + 2)));
+  Value* edge_mel = op(Op::kAdd, op(Op::kMul, range(mels + 2, {mels + 2}), step), low);
   Value* edge_hz =
-      op("Mul", op("Sub", b.op("Exp", {op("Mul", edge_mel, c(ln10 / 2595))}), c(1)), c(700));
-  Value* edges = b.op("Floor", {op("Div", op("Mul", edge_hz, c(static_cast<double>(length + 1))),
-                                   f64(node.inputs[2]))});
+      op(Op::kMul, op(Op::kSub, b.op(Op::kExp, {op(Op::kMul, edge_mel, c(ln10 / 2595))}), c(1)),
+         c(700));
+  Value* edges =
+      b.op(Op::kFloor, {op(Op::kDiv, op(Op::kMul, edge_hz, c(static_cast<double>(length + 1))),
+                           f64(node.inputs[2]))});
   auto part = [&](int64_t begin) {
-    return b.op("Slice", {edges},
+    return b.op(Op::kSlice, {edges},
                 SliceAttrs{Ints{begin}, Ints{begin + mels}, Ints{0}, std::nullopt});
   };
   Value* left = part(0);
@@ -81,13 +85,15 @@ Status decompose_mel_weight_matrix(Graph& graph, Node& node, Value* y) {
   Value* right = part(2);
   Value* j = range(length / 2 + 1, {length / 2 + 1, 1}); // [bins, 1] against [mels]
   Value* zero = c(0);
-  Value* rising = where(op("And", op("GreaterOrEqual", j, left), op("LessOrEqual", j, center)),
-                        op("Div", op("Sub", j, left), op("Sub", center, left)), zero);
-  rising = where(op("Equal", center, left), f64(op("Equal", j, center)), rising);
-  Value* falls = op("And", op("Greater", right, center),
-                    op("And", op("GreaterOrEqual", j, center), op("Less", j, right)));
-  Value* w = where(falls, op("Div", op("Sub", right, j), op("Sub", right, center)), rising);
-  b.op("Cast", {w}, node.attrs_as<CastAttrs>(), y);
+  Value* rising =
+      where(op(Op::kAnd, op(Op::kGreaterOrEqual, j, left), op(Op::kLessOrEqual, j, center)),
+            op(Op::kDiv, op(Op::kSub, j, left), op(Op::kSub, center, left)), zero);
+  rising = where(op(Op::kEqual, center, left), f64(op(Op::kEqual, j, center)), rising);
+  Value* falls = op(Op::kAnd, op(Op::kGreater, right, center),
+                    op(Op::kAnd, op(Op::kGreaterOrEqual, j, center), op(Op::kLess, j, right)));
+  Value* w =
+      where(falls, op(Op::kDiv, op(Op::kSub, right, j), op(Op::kSub, right, center)), rising);
+  b.op(Op::kCast, {w}, node.attrs_as<CastAttrs>(), y);
   return b.status();
 }
 

@@ -23,15 +23,15 @@ bool same_static_type(const Node& node) {
 } // namespace
 
 bool is_identity(const Node& node) {
-  const std::string& op = node.op_type;
+  Op op = node.op_type.id();
   if (node.inputs.empty() || !node.inputs[0] || node.outputs.empty() || !node.outputs[0]) {
     return false;
   }
-  if (op == "Identity") return true;
-  if (op == "Dropout") return is_inference_dropout(node);
-  if (op == "Cast") return node.attrs_as<CastAttrs>().to == node.inputs[0]->type.dtype;
-  if (op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" || op == "Flatten" ||
-      op == "Expand") {
+  if (op == Op::kIdentity) return true;
+  if (op == Op::kDropout) return is_inference_dropout(node);
+  if (op == Op::kCast) return node.attrs_as<CastAttrs>().to == node.inputs[0]->type.dtype;
+  if (op == Op::kReshape || op == Op::kSqueeze || op == Op::kUnsqueeze || op == Op::kFlatten ||
+      op == Op::kExpand) {
     return same_static_type(node);
   }
   return false;

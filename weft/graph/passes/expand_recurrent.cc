@@ -18,15 +18,15 @@ namespace {
 enum class Cell { kRnn, kGru, kLstm };
 
 Cell cell_of(const Node& node) {
-  if (node.op_type == "GRU") return Cell::kGru;
-  if (node.op_type == "LSTM") return Cell::kLstm;
+  if (node.op_type == Op::kGRU) return Cell::kGru;
+  if (node.op_type == Op::kLSTM) return Cell::kLstm;
   return Cell::kRnn;
 }
 
 int64_t gates_of(Cell cell) { return cell == Cell::kRnn ? 1 : cell == Cell::kGru ? 3 : 4; }
 
 bool is_recurrent(const Node& node) {
-  return node.op_type == "RNN" || node.op_type == "GRU" || node.op_type == "LSTM";
+  return node.op_type == Op::kRNN || node.op_type == Op::kGRU || node.op_type == Op::kLSTM;
 }
 
 bool inputs_static(const Node& node) {
@@ -72,7 +72,7 @@ public:
   Status run(const std::vector<Value*>& outputs) {
     want_y_ = outputs[0] != nullptr;
     if (lens_ && lens_->type.dtype != DType::kI64)
-      lens64_ = b_.op("Cast", {lens_}, CastAttrs{DType::kI64});
+      lens64_ = b_.op(Op::kCast, {lens_}, CastAttrs{DType::kI64});
     else
       lens64_ = lens_;
     int64_t directions = a_.direction == RnnDirection::kBidirectional ? 2 : 1;
@@ -112,15 +112,15 @@ private:
   Weights weights(int64_t d) {
     int64_t gh = gates_of(cell_) * hidden_;
     Weights w{};
-    Value* wt = b_.op("Transpose", {b_.take(node_.inputs[1], d, 0)}, TransposeAttrs{Ints{1, 0}});
-    w.xw = b_.op("MatMul", {node_.inputs[0], wt});
+    Value* wt = b_.op(Op::kTranspose, {b_.take(node_.inputs[1], d, 0)}, TransposeAttrs{Ints{1, 0}});
+    w.xw = b_.op(Op::kMatMul, {node_.inputs[0], wt});
     Value* bias = node_.input(3) ? b_.take(node_.inputs[3], d, 0) : b_.fill(dtype_, {2 * gh}, 0.0);
     std::vector<Value*> wb_rb = b_.split(bias, 0, {gh, gh});
-    w.rt = b_.op("Transpose", {b_.take(node_.inputs[2], d, 0)}, TransposeAttrs{Ints{1, 0}});
+    w.rt = b_.op(Op::kTranspose, {b_.take(node_.inputs[2], d, 0)}, TransposeAttrs{Ints{1, 0}});
     w.f = &a_.activations[static_cast<size_t>(d) * functions_per_direction()];
     if (cell_ == Cell::kGru) {
       // Rb stays in the steps: with linear_before_reset, the reset gate scales Rbh.
-      w.xw = b_.op("Add", {w.xw, wb_rb[0]});
+      w.xw = b_.op(Op::kAdd, {w.xw, wb_rb[0]});
       std::vector<Value*> r = b_.split(w.rt, 1, {2 * hidden_, hidden_});
       std::vector<Value*> rb = b_.split(wb_rb[1], 0, {2 * hidden_, hidden_});
       w.r_zr = r[0];
@@ -128,7 +128,7 @@ private:
       w.rb_zr = rb[0];
       w.rb_h = rb[1];
     } else {
-      w.xw = b_.op("Add", {w.xw, b_.op("Add", {wb_rb[0], wb_rb[1]})});
+      w.xw = b_.op(Op::kAdd, {w.xw, b_.op(Op::kAdd, {wb_rb[0], wb_rb[1]})});
     }
     if (cell_ == Cell::kLstm && node_.input(7)) {
       std::vector<Value*> p =
@@ -158,9 +158,9 @@ private:
       Value* y = next.h;
       if (lens_) {
         Value* valid = mask(k);
-        if (want_y_) y = b_.op("Where", {valid, next.h, scalar(0.0)});
-        next.h = b_.op("Where", {valid, next.h, state.h});
-        if (next.c) next.c = b_.op("Where", {valid, next.c, state.c});
+        if (want_y_) y = b_.op(Op::kWhere, {valid, next.h, scalar(0.0)});
+        next.h = b_.op(Op::kWhere, {valid, next.h, state.h});
+        if (next.c) next.c = b_.op(Op::kWhere, {valid, next.c, state.c});
       }
       ys[static_cast<size_t>(t)] = y;
       state = next;
@@ -188,13 +188,14 @@ private:
   State gru_step(const Weights& w, Value* x_t, State prev) {
     std::vector<Value*> x = b_.split(x_t, 1, {hidden_, hidden_, hidden_});
     std::vector<Value*> hzr = b_.split(times_add(prev.h, w.r_zr, w.rb_zr), 1, {hidden_, hidden_});
-    Value* z = activate(w.f[0], b_.op("Add", {x[0], hzr[0]}));
-    Value* r = activate(w.f[0], b_.op("Add", {x[1], hzr[1]}));
-    Value* pre = a_.linear_before_reset
-                     ? b_.op("Add", {x[2], b_.op("Mul", {r, times_add(prev.h, w.r_h, w.rb_h)})})
-                     : b_.op("Add", {x[2], times_add(b_.op("Mul", {r, prev.h}), w.r_h, w.rb_h)});
+    Value* z = activate(w.f[0], b_.op(Op::kAdd, {x[0], hzr[0]}));
+    Value* r = activate(w.f[0], b_.op(Op::kAdd, {x[1], hzr[1]}));
+    Value* pre =
+        a_.linear_before_reset
+            ? b_.op(Op::kAdd, {x[2], b_.op(Op::kMul, {r, times_add(prev.h, w.r_h, w.rb_h)})})
+            : b_.op(Op::kAdd, {x[2], times_add(b_.op(Op::kMul, {r, prev.h}), w.r_h, w.rb_h)});
     Value* n = activate(w.f[1], pre);
-    Value* h = b_.op("Add", {n, b_.op("Mul", {z, b_.op("Sub", {prev.h, n})})});
+    Value* h = b_.op(Op::kAdd, {n, b_.op(Op::kMul, {z, b_.op(Op::kSub, {prev.h, n})})});
     return {h, nullptr};
   }
 
@@ -204,28 +205,31 @@ private:
     std::vector<Value*> g =
         b_.split(times_add(prev.h, w.rt, x_t), 1, {hidden_, hidden_, hidden_, hidden_});
     auto peephole = [&](Value* gate, Value* p, Value* c) {
-      return p ? b_.op("Add", {gate, b_.op("Mul", {p, c})}) : gate;
+      return p ? b_.op(Op::kAdd, {gate, b_.op(Op::kMul, {p, c})}) : gate;
     };
     Value* i = activate(w.f[0], peephole(g[0], w.p_i, prev.c));
-    Value* f = a_.input_forget ? b_.op("Sub", {scalar(1.0), i})
+    Value* f = a_.input_forget ? b_.op(Op::kSub, {scalar(1.0), i})
                                : activate(w.f[0], peephole(g[2], w.p_f, prev.c));
-    Value* c = b_.op("Add", {b_.op("Mul", {f, prev.c}), b_.op("Mul", {i, activate(w.f[1], g[3])})});
+    Value* c = b_.op(Op::kAdd,
+                     {b_.op(Op::kMul, {f, prev.c}), b_.op(Op::kMul, {i, activate(w.f[1], g[3])})});
     Value* o = activate(w.f[0], peephole(g[1], w.p_o, c));
-    return {b_.op("Mul", {o, apply(w.f[2], c)}), c};
+    return {b_.op(Op::kMul, {o, apply(w.f[2], c)}), c};
   }
 
   // a * b + c: a MatMul whose Add oneDNN takes as a post-op.
   Value* times_add(Value* a, Value* b, Value* c) {
-    return b_.op("Add", {b_.op("MatMul", {a, b}), c});
+    return b_.op(Op::kAdd, {b_.op(Op::kMatMul, {a, b}), c});
   }
 
   // "fn" of a gate's input, clipped first when the node says so.
   Value* activate(RnnActivation fn, Value* v) {
-    if (a_.clip) v = b_.op("Clip", {v}, ClipAttrs{-*a_.clip, *a_.clip});
+    if (a_.clip) v = b_.op(Op::kClip, {v}, ClipAttrs{-*a_.clip, *a_.clip});
     return apply(fn, v);
   }
 
-  Value* apply(RnnActivation fn, Value* v) { return b_.op(rnn_activation_name(fn), {v}); }
+  Value* apply(RnnActivation fn, Value* v) {
+    return b_.op(op_from_name(rnn_activation_name(fn)), {v});
+  }
 
   // [batch, 1]: is step "k" within each entry's sequence? Shared by the directions.
   Value* mask(int64_t k) {
@@ -233,14 +237,14 @@ private:
     if (added) {
       Tensor t(lens_->type.dtype, {});
       t.set_int64(0, k);
-      Value* valid = b_.op("Less", {b_.constant(fmt::format("t{}", k), std::move(t)), lens_});
-      it->second = b_.op("Unsqueeze", {valid}, AxesAttrs{Ints{1}});
+      Value* valid = b_.op(Op::kLess, {b_.constant(fmt::format("t{}", k), std::move(t)), lens_});
+      it->second = b_.op(Op::kUnsqueeze, {valid}, AxesAttrs{Ints{1}});
     }
     return it->second;
   }
 
   Value* reverse_sequence(Value* v) {
-    return b_.op("ReverseSequence", {v, lens64_}, ReverseSequenceAttrs{batch_axis_, time_axis_});
+    return b_.op(Op::kReverseSequence, {v, lens64_}, ReverseSequenceAttrs{batch_axis_, time_axis_});
   }
 
   size_t functions_per_direction() const {
@@ -280,16 +284,14 @@ Status expand_recurrent(Graph& graph) {
   }
   for (Node* node : nodes) {
     Unroller unroller(graph, *node);
-    WEFT_RETURN_IF_ERROR(
-        unroller.check().with_location({graph.source, node->name, node->op_type, node->opset}));
+    WEFT_RETURN_IF_ERROR(unroller.check().with_location(location_of(graph, *node)));
     // The new nodes define the node's output values, so that their names stay.
     std::vector<Value*> outputs = node->outputs;
     for (Value*& out : node->outputs) {
       if (out) out->producer = nullptr;
       out = nullptr;
     }
-    WEFT_RETURN_IF_ERROR(unroller.run(outputs).with_location(
-        {graph.source, node->name, node->op_type, node->opset}));
+    WEFT_RETURN_IF_ERROR(unroller.run(outputs).with_location(location_of(graph, *node)));
     graph.remove_nodes_if([&](const Node& n) { return &n == node; });
   }
   // The slices of the weights fold when the weights are constant.

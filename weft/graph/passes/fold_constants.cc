@@ -12,7 +12,7 @@ namespace {
 
 // Are the inputs of "node" known well enough to evaluate it?
 bool inputs_known(const Node& node) {
-  if (node.op_type == "Shape" || node.op_type == "Size") {
+  if (node.op_type == Op::kShape || node.op_type == Op::kSize) {
     return node.inputs[0]->type.has_static_shape();
   }
   for (const Value* in : node.inputs) {
@@ -24,7 +24,7 @@ bool inputs_known(const Node& node) {
 // Refines the output types of "node" with its shape function, now that more of its inputs
 // are constant; returns whether every output is static and small enough to fold.
 bool outputs_foldable(Node& node) {
-  if (node.op_type == "Constant") return true;
+  if (node.op_type == Op::kConstant) return true;
   if (node.def->infer) {
     Result<std::vector<TensorType>> inferred = node.def->infer(node);
     if (inferred.ok()) {
@@ -54,7 +54,7 @@ Status fold_constants(Graph& graph) {
     if (!can_evaluate(node) || !inputs_known(node) || !outputs_foldable(node)) continue;
     Result<std::vector<Tensor>> outputs = evaluate_node(node);
     if (!outputs.ok()) {
-      return outputs.status().with_location({graph.source, node.name, node.op_type, node.opset});
+      return outputs.status().with_location(location_of(graph, node));
     }
     if (outputs->empty()) continue; // this form of the op is not folded
     for (size_t i = 0; i < node.outputs.size(); ++i) {

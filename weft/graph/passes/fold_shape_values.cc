@@ -54,8 +54,7 @@ std::optional<std::vector<int64_t>> slice_indices(int64_t n, int64_t start, int6
 
 // "a op b", element by element with a one-element side broadcast; nullopt where a result is
 // not a product of symbols (a sum with a symbol, an inexact quotient).
-std::optional<ShapeValue> arithmetic(const std::string& op, const ShapeValue& a,
-                                     const ShapeValue& b) {
+std::optional<ShapeValue> arithmetic(Op op, const ShapeValue& a, const ShapeValue& b) {
   size_t n = std::max(a.dims.size(), b.dims.size());
   if ((a.dims.size() != n && a.dims.size() != 1) || (b.dims.size() != n && b.dims.size() != 1))
     return std::nullopt;
@@ -64,12 +63,12 @@ std::optional<ShapeValue> arithmetic(const std::string& op, const ShapeValue& a,
     const Dim& x = a.dims[a.dims.size() == 1 ? 0 : i];
     const Dim& y = b.dims[b.dims.size() == 1 ? 0 : i];
     std::optional<Dim> r;
-    if (op == "Mul") {
+    if (op == Op::kMul) {
       r = dim_mul(x, y);
-    } else if (op == "Div") {
+    } else if (op == Op::kDiv) {
       r = dim_div(x, y);
     } else if (x.is_static() && y.is_static()) {
-      r = op == "Add" ? x.value() + y.value() : x.value() - y.value();
+      r = op == Op::kAdd ? x.value() + y.value() : x.value() - y.value();
     }
     // (A product of symbols with a negative factor is no extent: a -1 times a dim, say.)
     if (!r || (!r->is_static() && r->symbol_name().starts_with("-"))) return std::nullopt;
@@ -94,11 +93,11 @@ struct Facts {
 
 // The value of "n"'s output, if its inputs' values and the op determine it.
 std::optional<ShapeValue> evaluate(const Node& n, const Known& known, const Facts& facts) {
-  const std::string& op = n.op_type;
+  Op op = n.op_type.id();
   const Value* y = n.outputs[0];
   std::optional<size_t> out_rank;
   if (y && y->type.shape) out_rank = y->type.shape->size();
-  if (op == "Shape") {
+  if (op == Op::kShape) {
     const Value* x = n.inputs[0];
     if (!facts.fresh(x)) return std::nullopt;
     const auto& a = n.attrs_as<ShapeAttrs>();
@@ -111,12 +110,12 @@ std::optional<ShapeValue> evaluate(const Node& n, const Known& known, const Fact
   }
   const ShapeValue* in = known_of(known, n.input(0));
   if (!in || !out_rank || *out_rank > 1) return std::nullopt;
-  if (op == "Identity" || op == "Squeeze" || op == "Unsqueeze" || op == "Reshape" ||
-      (op == "Cast" && (y->type.dtype == DType::kI64 || y->type.dtype == DType::kI32))) {
+  if (op == Op::kIdentity || op == Op::kSqueeze || op == Op::kUnsqueeze || op == Op::kReshape ||
+      (op == Op::kCast && (y->type.dtype == DType::kI64 || y->type.dtype == DType::kI32))) {
     if (*out_rank == 0 && in->dims.size() != 1) return std::nullopt;
     return ShapeValue{*out_rank == 0, in->dims};
   }
-  if (op == "Gather") {
+  if (op == Op::kGather) {
     std::optional<Ints> indices = constant_ints(n.input(1));
     if (in->scalar || n.attrs_as<AxisAttrs>().axis != 0 || !indices) return std::nullopt;
     ShapeValue out{*out_rank == 0, {}};
@@ -127,7 +126,7 @@ std::optional<ShapeValue> evaluate(const Node& n, const Known& known, const Fact
     }
     return out;
   }
-  if (op == "Slice") {
+  if (op == Op::kSlice) {
     const auto& a = n.attrs_as<SliceAttrs>();
     if (in->scalar || !a.starts || a.starts->size() != 1 || (a.axes && (*a.axes)[0] != 0))
       return std::nullopt;
@@ -140,7 +139,7 @@ std::optional<ShapeValue> evaluate(const Node& n, const Known& known, const Fact
       out.dims.push_back(in->dims[static_cast<size_t>(i)]);
     return out;
   }
-  if (op == "Concat") {
+  if (op == Op::kConcat) {
     ShapeValue out;
     for (const Value* v : n.inputs) {
       const ShapeValue* part = known_of(known, v);
@@ -149,7 +148,7 @@ std::optional<ShapeValue> evaluate(const Node& n, const Known& known, const Fact
     }
     return out;
   }
-  if (op == "Mul" || op == "Div" || op == "Add" || op == "Sub") {
+  if (op == Op::kMul || op == Op::kDiv || op == Op::kAdd || op == Op::kSub) {
     const ShapeValue* other = known_of(known, n.input(1));
     if (!other) return std::nullopt;
     return arithmetic(op, *in, *other);
@@ -214,8 +213,8 @@ Result<bool> fold_shape_values(Graph& graph) {
       if (std::optional<ShapeValue> v = evaluate(*node, known, facts))
         known.emplace(node->outputs[0], std::move(*v));
     }
-    bool reshape = node->op_type == "Reshape";
-    if ((!reshape && node->op_type != "Expand") || node->inputs.size() < 2) continue;
+    bool reshape = node->op_type == Op::kReshape;
+    if ((!reshape && node->op_type != Op::kExpand) || node->inputs.size() < 2) continue;
     const ShapeValue* target = known_of(known, node->inputs[1]);
     const Value* x = node->inputs[0];
     if (!target || target->scalar || !facts.fresh(x) || node->inputs[1]->is_constant()) continue;

@@ -61,7 +61,7 @@ Status infer_shapes(Graph& graph) {
     Result<std::vector<TensorType>> inferred = node.def->infer(node);
     if (!inferred.ok()) {
       if (node.conditional) continue; // its If may never take its branch (graph.h)
-      return inferred.status().with_location({graph.source, node.name, node.op_type, node.opset});
+      return inferred.status().with_location(location_of(graph, node));
     }
     for (size_t i = 0; i < node.outputs.size() && i < inferred->size(); ++i) {
       if (node.outputs[i])
@@ -76,8 +76,7 @@ Status check_conditional_shapes(const Graph& graph) {
   for (const auto& n : graph.nodes()) {
     if (!n->conditional || !n->def->infer) continue;
     Result<std::vector<TensorType>> inferred = n->def->infer(*n);
-    if (!inferred.ok())
-      return inferred.status().with_location({graph.source, n->name, n->op_type, n->opset});
+    if (!inferred.ok()) return inferred.status().with_location(location_of(graph, *n));
   }
   return Status();
 }

@@ -16,21 +16,21 @@ namespace {
 // axis and Resize's region of interest, the loop structure; for Dropout's ratio and training
 // flag, whether it is a copy)?
 bool is_shape_operand(const Node& n, size_t i) {
-  static const std::map<std::string_view, std::vector<size_t>> operands = {
-      {"Reshape", {1}},        {"Expand", {1}},
-      {"Tile", {1}},           {"Squeeze", {1}},
-      {"Unsqueeze", {1}},      {"Split", {1}},
-      {"Slice", {1, 2, 3, 4}}, {"ConstantOfShape", {0}},
-      {"Range", {0, 1, 2}},    {"Pad", {1, 3}},
-      {"CumSum", {1}},         {"CumProd", {1}},
-      {"OneHot", {1}},         {"Resize", {1, 2, 3}},
-      {"Upsample", {1}},       {"TopK", {1}},
-      {"Compress", {1}},       {"MaxUnpool", {2}},
-      {"HannWindow", {0}},     {"HammingWindow", {0}},
-      {"BlackmanWindow", {0}}, {"Dropout", {1, 2}},
-      {"Col2Im", {1, 2}},      {"DFT", {1, 2}},
-      {"STFT", {1, 3}},        {"MelWeightMatrix", {0, 1}}};
-  if (n.op_type.starts_with("Reduce")) return i == 1;
+  static const std::map<Op, std::vector<size_t>> operands = {
+      {Op::kReshape, {1}},        {Op::kExpand, {1}},
+      {Op::kTile, {1}},           {Op::kSqueeze, {1}},
+      {Op::kUnsqueeze, {1}},      {Op::kSplit, {1}},
+      {Op::kSlice, {1, 2, 3, 4}}, {Op::kConstantOfShape, {0}},
+      {Op::kRange, {0, 1, 2}},    {Op::kPad, {1, 3}},
+      {Op::kCumSum, {1}},         {Op::kCumProd, {1}},
+      {Op::kOneHot, {1}},         {Op::kResize, {1, 2, 3}},
+      {Op::kUpsample, {1}},       {Op::kTopK, {1}},
+      {Op::kCompress, {1}},       {Op::kMaxUnpool, {2}},
+      {Op::kHannWindow, {0}},     {Op::kHammingWindow, {0}},
+      {Op::kBlackmanWindow, {0}}, {Op::kDropout, {1, 2}},
+      {Op::kCol2Im, {1, 2}},      {Op::kDFT, {1, 2}},
+      {Op::kSTFT, {1, 3}},        {Op::kMelWeightMatrix, {0, 1}}};
+  if (is_reduce_op(n.op_type)) return i == 1;
   auto it = operands.find(n.op_type);
   return it != operands.end() &&
          std::find(it->second.begin(), it->second.end(), i) != it->second.end();
@@ -47,7 +47,7 @@ bool determines_shapes(const Graph& graph, const Value* v, int depth = 0) {
     for (size_t k = 0; k < n->inputs.size(); ++k) {
       if (n->inputs[k] != v) continue;
       if (is_shape_operand(*n, k)) return true;
-      if (n->op_type == "Shape" || n->op_type == "Size" || !can_evaluate(*n)) continue;
+      if (n->op_type == Op::kShape || n->op_type == Op::kSize || !can_evaluate(*n)) continue;
       for (const Value* out : n->outputs) {
         if (out && determines_shapes(graph, out, depth + 1)) return true;
       }

@@ -10,7 +10,7 @@ namespace {
 
 // The axes of a canonical mean reduction "n" that keeps its dims, or none.
 const Ints* mean_axes(const Node* n, bool need_keepdims) {
-  if (!n || n->op_type != "ReduceMean" || n->inputs.size() != 1) return nullptr;
+  if (!n || n->op_type != Op::kReduceMean || n->inputs.size() != 1) return nullptr;
   const auto& a = n->attrs_as<ReduceAttrs>();
   if (!a.axes || (need_keepdims && !a.keepdims)) return nullptr;
   return &*a.axes;
@@ -19,8 +19,8 @@ const Ints* mean_axes(const Node* n, bool need_keepdims) {
 // Is "n" d * d, or d ^ 2 with a constant exponent?
 bool squares(const Node* n, const Value* d) {
   if (!n) return false;
-  if (n->op_type == "Mul") return n->inputs[0] == d && n->inputs[1] == d;
-  if (n->op_type != "Pow" || n->inputs[0] != d || !n->inputs[1]->is_constant()) return false;
+  if (n->op_type == Op::kMul) return n->inputs[0] == d && n->inputs[1] == d;
+  if (n->op_type != Op::kPow || n->inputs[0] != d || !n->inputs[1]->is_constant()) return false;
   const Tensor& e = *n->inputs[1]->constant;
   return e.num_elements() == 1 && e.get_double(0) == 2.0;
 }
@@ -40,7 +40,7 @@ std::optional<Match> match(Node& v) {
   if (!square) return std::nullopt;
   const Value* d = square->inputs[0];
   const Node* sub = d->producer;
-  if (!squares(square, d) || !sub || sub->op_type != "Sub") return std::nullopt;
+  if (!squares(square, d) || !sub || sub->op_type != Op::kSub) return std::nullopt;
   Value *x = sub->inputs[0], *m = sub->inputs[1];
   Node* mean = m->producer;
   const Ints* mean_ax = mean_axes(mean, true);
@@ -76,15 +76,15 @@ Status split_moments(Graph& graph) {
     Value* x = m->mean->inputs[0];
     ReduceAttrs per_row{m->inner, true, false};
     NodeBuilder before_mean(graph, *m->mean);
-    Value* row_mean = before_mean.op("ReduceMean", {x}, per_row);
-    Value* row_dev = before_mean.op("Sub", {x, row_mean});
+    Value* row_mean = before_mean.op(Op::kReduceMean, {x}, per_row);
+    Value* row_dev = before_mean.op(Op::kSub, {x, row_mean});
     Value* row_var =
-        before_mean.op("ReduceMean", {before_mean.op("Mul", {row_dev, row_dev})}, per_row);
+        before_mean.op(Op::kReduceMean, {before_mean.op(Op::kMul, {row_dev, row_dev})}, per_row);
     WEFT_RETURN_IF_ERROR(before_mean.status());
     m->mean->inputs[0] = row_mean; // the mean of the row means
     NodeBuilder before_var(graph, *v);
-    Value* shift = before_var.op("Sub", {row_mean, m->mean->outputs[0]});
-    v->inputs[0] = before_var.op("Add", {row_var, before_var.op("Mul", {shift, shift})});
+    Value* shift = before_var.op(Op::kSub, {row_mean, m->mean->outputs[0]});
+    v->inputs[0] = before_var.op(Op::kAdd, {row_var, before_var.op(Op::kMul, {shift, shift})});
     WEFT_RETURN_IF_ERROR(before_var.status());
   }
   return Status();
