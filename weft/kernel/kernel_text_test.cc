@@ -320,6 +320,25 @@ TEST(KernelText, CommentsAndBlankLinesAreSkipped) {
   EXPECT_EQ(k->statements[1].expr.size(), 2u);
 }
 
+// The example of docs/ir.md.
+TEST(KernelText, DocumentedExampleReadsBack) {
+  std::string text = "kernel example\n"
+                     "  in x: f32[N,8]\n"
+                     "  in idx: i64[3]\n"
+                     "  out y: f32[N,8]\n"
+                     "  temp t: f32[N] (aliased)\n"
+                     "  init[i0 < N]: t[i0] = 0\n"
+                     "  sum[i0 < N, i1 < 8, i1 + -1 >= 0]: t[i0] += x[i0, i1]\n"
+                     "  square[i0 < N, i1 < 8]:\n"
+                     "    let %2 = (x[i0, i1] - t[i0])\n"
+                     "    y[i0, i1] = (%2 * %2)\n"
+                     "  mask[i0 < N, i1 < 8]: y[i0, i1] = f32((x[i0, i1] > 0):u8)\n"
+                     "  scatter[i0 < 3, i1 < 8]: y[wrap(idx[i0]), i1] max= x[i0, i1]\n";
+  Result<Kernel> k = parse_kernel(text);
+  ASSERT_TRUE(k.ok()) << k.status().message();
+  EXPECT_EQ(print_kernel(*k), text);
+}
+
 std::string error_of(std::string_view text) {
   Result<Kernel> k = parse_kernel(text);
   return k.ok() ? "(parsed)" : k.status().message();
