@@ -181,8 +181,14 @@ Result<std::string> lowered_kernels(const OneNode& m) {
   WEFT_ASSIGN_OR_RETURN(std::vector<fusion::Step> steps, stages::lower_graph(g, {}));
   std::string out;
   for (const fusion::Step& s : steps) {
-    for (const fusion::FusedKernel& k : s.kernels)
-      out += (out.empty() ? "" : "\n") + kernel::print_kernel(k.bound.kernel);
+    for (const fusion::FusedKernel& k : s.kernels) {
+      std::string text = kernel::print_kernel(k.bound.kernel);
+      // The text holds the kernel: it reads back to the same fields.
+      WEFT_ASSIGN_OR_RETURN(kernel::Kernel parsed, kernel::parse_kernel(text));
+      if (std::string d = kernel::kernel_difference(k.bound.kernel, parsed); !d.empty())
+        return Status::error(fmt::format("{} does not read back: {}\n{}", m.op, d, text));
+      out += (out.empty() ? "" : "\n") + text;
+    }
   }
   return out;
 }
