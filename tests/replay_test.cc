@@ -10,16 +10,14 @@
 // schedule assumes ($WEFT_LLC_BYTES) and a private function cache.
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <optional>
-#include <regex>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "tests/testing/goldens.h"
 #include "tests/testing/onnx_text.h"
 #include "weft/codegen/emit_c.h"
 #include "weft/driver/compile_model.h"
@@ -31,47 +29,9 @@ namespace fs = std::filesystem;
 
 const fs::path kReplayDir = fs::path(WEFT_SOURCE_DIR) / "tests" / "golden" / "replay";
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    lines.push_back(line);
-  return lines;
-}
-
-// Where "actual" first differs from "golden", with the kernel it is in (the nearest kernel
-// name above it), or nothing when they are equal.
-std::optional<std::string> golden_mismatch(const std::string& file, const std::string& actual,
-                                           const std::string& golden) {
-  if (actual == golden) return std::nullopt;
-  std::vector<std::string> a = lines_of(actual), g = lines_of(golden);
-  size_t n = 0;
-  while (n < a.size() && n < g.size() && a[n] == g[n])
-    ++n;
-  static const std::regex kernel_name(R"((weft_)?(k|gemm|dnnl)[0-9]+_[A-Za-z0-9_]+)");
-  std::string kernel = "(before the first kernel)";
-  for (size_t i = std::min(n + 1, a.size()); i-- > 0;) {
-    std::smatch m;
-    if (std::regex_search(a[i], m, kernel_name)) {
-      kernel = m.str();
-      break;
-    }
-  }
-  return fmt::format("{} line {}, in {}:\n  golden: {}\n  now:    {}", file, n + 1, kernel,
-                     n < g.size() ? g[n] : "(end of file)", n < a.size() ? a[n] : "(end of file)");
-}
+using testing::golden_mismatch;
+using testing::lines_of;
+using testing::read_file;
 
 struct Replayed {
   std::string kernels;   // kernels.txt: each kernel's node, strategy and IR
@@ -80,18 +40,6 @@ struct Replayed {
 
 codegen::Dialect dialect_of(DeviceKind device) {
   return device == DeviceKind::kCuda ? codegen::Dialect::kCuda : codegen::Dialect::kCpu;
-}
-
-// Compares "text" with the golden file, or writes it there when "update".
-void check_golden(const fs::path& golden, const std::string& text, bool update) {
-  if (update) {
-    write_file(golden, text);
-    return;
-  }
-  ASSERT_TRUE(fs::exists(golden)) << golden << " is missing: run scripts/update-goldens.sh";
-  std::optional<std::string> diff = golden_mismatch(
-      (golden.parent_path().filename() / golden.filename()).string(), text, read_file(golden));
-  EXPECT_FALSE(diff) << *diff << "\n(if the change is intended: scripts/update-goldens.sh)";
 }
 
 Result<Replayed> replay(const fs::path& dir, DeviceKind device, const fs::path& scratch) {
@@ -156,10 +104,9 @@ std::vector<fs::path> replay_models() {
 }
 
 TEST_F(Replay, GeneratedCodeMatchesGoldens) {
-  const char* update_env = std::getenv("WEFT_UPDATE_GOLDENS");
-  bool update = update_env && std::string(update_env) == "1";
-  check_golden(kReplayDir / "prelude.cc", codegen::emit_prelude(codegen::Dialect::kCpu), update);
-  check_golden(kReplayDir / "prelude.cu", codegen::emit_prelude(codegen::Dialect::kCuda), update);
+  using testing::check_golden;
+  check_golden(kReplayDir / "prelude.cc", codegen::emit_prelude(codegen::Dialect::kCpu));
+  check_golden(kReplayDir / "prelude.cu", codegen::emit_prelude(codegen::Dialect::kCuda));
   std::vector<fs::path> dirs = replay_models();
   ASSERT_GE(dirs.size(), 6u) << kReplayDir;
   for (const fs::path& dir : dirs) {
@@ -168,9 +115,18 @@ TEST_F(Replay, GeneratedCodeMatchesGoldens) {
       Result<Replayed> r = replay(dir, device, scratch_);
       ASSERT_TRUE(r.ok()) << r.status().to_string();
       // The kernels are the same for both devices here (no library calls).
-      if (device == DeviceKind::kCpu) check_golden(dir / "kernels.txt", r->kernels, update);
-      check_golden(dir / (device == DeviceKind::kCpu ? "cpu.cc" : "cuda.cu"), r->functions, update);
+      if (device == DeviceKind::kCpu) check_golden(dir / "kernels.txt", r->kernels);
+      check_golden(dir / (device == DeviceKind::kCpu ? "cpu.cc" : "cuda.cu"), r->functions);
     }
+  }
+}
+
+// The kernel IR of every model reads back as it is printed (kernel_text.h).
+TEST_F(Replay, KernelsParseBack) {
+  for (const fs::path& dir : replay_models()) {
+    std::string text = read_file(dir / "kernels.txt");
+    ASSERT_FALSE(testing::kernel_texts(text).empty()) << dir;
+    testing::expect_kernels_round_trip((dir.filename() / "kernels.txt").string(), text);
   }
 }
 

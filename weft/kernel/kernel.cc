@@ -13,89 +13,36 @@ struct OpInfo {
   ExprOp op;
   std::string_view name;
   int arity;
-  std::string_view infix; // for binary ops printed infix; empty for calls
 };
 
+// clang-format off
 constexpr OpInfo kOps[] = {
-    {ExprOp::kLoad, "load", 0, ""},       {ExprOp::kConstant, "const", 0, ""},
-    {ExprOp::kExtent, "extent", 0, ""},
-    {ExprOp::kCast, "cast", 1, ""},       {ExprOp::kIterator, "iterator", 0, ""},
-    {ExprOp::kNeg, "neg", 1, ""},         {ExprOp::kAbs, "abs", 1, ""},
-    {ExprOp::kExp, "exp", 1, ""},         {ExprOp::kShiftedExp, "shifted_exp", 1, ""},
-    {ExprOp::kLog, "log", 1, ""},         {ExprOp::kSqrt, "sqrt", 1, ""},
-    {ExprOp::kRsqrt, "rsqrt", 1, ""},     {ExprOp::kTanh, "tanh", 1, ""},
-    {ExprOp::kSigmoid, "sigmoid", 1, ""}, {ExprOp::kErf, "erf", 1, ""},
-    {ExprOp::kFloor, "floor", 1, ""},     {ExprOp::kCeil, "ceil", 1, ""},
-    {ExprOp::kRound, "round", 1, ""},     {ExprOp::kSin, "sin", 1, ""},
-    {ExprOp::kCos, "cos", 1, ""},         {ExprOp::kTan, "tan", 1, ""},
-    {ExprOp::kAsin, "asin", 1, ""},       {ExprOp::kAcos, "acos", 1, ""},
-    {ExprOp::kAtan, "atan", 1, ""},       {ExprOp::kSinh, "sinh", 1, ""},
-    {ExprOp::kCosh, "cosh", 1, ""},       {ExprOp::kAsinh, "asinh", 1, ""},
-    {ExprOp::kAcosh, "acosh", 1, ""},     {ExprOp::kAtanh, "atanh", 1, ""},
-    {ExprOp::kNot, "not", 1, ""},         {ExprOp::kIsNan, "isnan", 1, ""},
-    {ExprOp::kIsInf, "isinf", 1, ""},     {ExprOp::kAdd, "add", 2, "+"},
-    {ExprOp::kSub, "sub", 2, "-"},        {ExprOp::kMul, "mul", 2, "*"},
-    {ExprOp::kDiv, "div", 2, "/"},        {ExprOp::kMax, "max", 2, ""},
-    {ExprOp::kMin, "min", 2, ""},         {ExprOp::kPow, "pow", 2, ""},
-    {ExprOp::kMod, "mod", 2, ""},         {ExprOp::kFmod, "fmod", 2, ""},
-    {ExprOp::kLt, "lt", 2, "<"},          {ExprOp::kLe, "le", 2, "<="},
-    {ExprOp::kGt, "gt", 2, ">"},          {ExprOp::kGe, "ge", 2, ">="},
-    {ExprOp::kEq, "eq", 2, "=="},         {ExprOp::kAnd, "and", 2, "&&"},
-    {ExprOp::kOr, "or", 2, "||"},         {ExprOp::kXor, "xor", 2, "^"},
-    {ExprOp::kShiftLeft, "shl", 2, "<<"}, {ExprOp::kShiftRight, "shr", 2, ">>"},
-    {ExprOp::kSelect, "select", 3, ""},
+    {ExprOp::kLoad, "load", 0}, {ExprOp::kConstant, "const", 0}, {ExprOp::kExtent, "extent", 0},
+    {ExprOp::kCast, "cast", 1}, {ExprOp::kIterator, "iterator", 0}, {ExprOp::kNeg, "neg", 1},
+    {ExprOp::kAbs, "abs", 1}, {ExprOp::kExp, "exp", 1}, {ExprOp::kShiftedExp, "shifted_exp", 1},
+    {ExprOp::kLog, "log", 1}, {ExprOp::kSqrt, "sqrt", 1}, {ExprOp::kRsqrt, "rsqrt", 1},
+    {ExprOp::kTanh, "tanh", 1}, {ExprOp::kSigmoid, "sigmoid", 1}, {ExprOp::kErf, "erf", 1},
+    {ExprOp::kFloor, "floor", 1}, {ExprOp::kCeil, "ceil", 1}, {ExprOp::kRound, "round", 1},
+    {ExprOp::kSin, "sin", 1}, {ExprOp::kCos, "cos", 1}, {ExprOp::kTan, "tan", 1},
+    {ExprOp::kAsin, "asin", 1}, {ExprOp::kAcos, "acos", 1}, {ExprOp::kAtan, "atan", 1},
+    {ExprOp::kSinh, "sinh", 1}, {ExprOp::kCosh, "cosh", 1}, {ExprOp::kAsinh, "asinh", 1},
+    {ExprOp::kAcosh, "acosh", 1}, {ExprOp::kAtanh, "atanh", 1}, {ExprOp::kNot, "not", 1},
+    {ExprOp::kIsNan, "isnan", 1}, {ExprOp::kIsInf, "isinf", 1}, {ExprOp::kAdd, "add", 2},
+    {ExprOp::kSub, "sub", 2}, {ExprOp::kMul, "mul", 2}, {ExprOp::kDiv, "div", 2},
+    {ExprOp::kMax, "max", 2}, {ExprOp::kMin, "min", 2}, {ExprOp::kPow, "pow", 2},
+    {ExprOp::kMod, "mod", 2}, {ExprOp::kFmod, "fmod", 2}, {ExprOp::kLt, "lt", 2},
+    {ExprOp::kLe, "le", 2}, {ExprOp::kGt, "gt", 2}, {ExprOp::kGe, "ge", 2},
+    {ExprOp::kEq, "eq", 2}, {ExprOp::kAnd, "and", 2}, {ExprOp::kOr, "or", 2},
+    {ExprOp::kXor, "xor", 2}, {ExprOp::kShiftLeft, "shl", 2}, {ExprOp::kShiftRight, "shr", 2},
+    {ExprOp::kSelect, "select", 3},
 };
+// clang-format on
 
 const OpInfo& info(ExprOp op) {
   for (const OpInfo& i : kOps) {
     if (i.op == op) return i;
   }
   return kOps[0];
-}
-
-std::string combine_text(Combine c) {
-  switch (c) {
-    case Combine::kNone: return "=";
-    case Combine::kSum: return "+=";
-    case Combine::kProd: return "*=";
-    case Combine::kMax: return "max=";
-    case Combine::kMin: return "min=";
-    case Combine::kShiftMax: return "shiftmax=";
-  }
-  return "?";
-}
-
-std::string expr_text(const Kernel& k, const Statement& s, int n);
-
-// An indirect index prints as the node it comes from, under its wrap: "clamp(b1[i0])".
-std::string access_text(const Kernel& k, const Statement& s, const Access& a) {
-  std::vector<std::string> idx;
-  for (size_t d = 0; d < a.index.size(); ++d) {
-    const IndirectIndex* ind = a.indirect_at(static_cast<int>(d));
-    idx.push_back(!ind ? print_affine(a.index[d])
-                       : fmt::format("{}({})", ind->wrap == IndexWrap::kClamp ? "clamp" : "wrap",
-                                     expr_text(k, s, ind->node)));
-  }
-  return fmt::format("{}[{}]", k.buffers[static_cast<size_t>(a.buffer)].name, fmt::join(idx, ", "));
-}
-
-std::string expr_text(const Kernel& k, const Statement& s, int n) {
-  const ExprNode& e = s.expr[static_cast<size_t>(n)];
-  auto arg = [&](int i) { return expr_text(k, s, e.operands[static_cast<size_t>(i)]); };
-  switch (e.op) {
-    case ExprOp::kLoad: return access_text(k, s, s.reads[static_cast<size_t>(e.access)]);
-    case ExprOp::kConstant: return fmt::format("{}", e.value);
-    case ExprOp::kExtent: return fmt::format("extent({})", e.extent.to_string());
-    case ExprOp::kCast: return fmt::format("{}({})", dtype_name(e.dtype), arg(0));
-    case ExprOp::kIterator: return fmt::format("i{}", e.access);
-    default: break;
-  }
-  const OpInfo& i = info(e.op);
-  if (!i.infix.empty()) return fmt::format("({} {} {})", arg(0), i.infix, arg(1));
-  std::vector<std::string> args;
-  for (int j = 0; j < i.arity; ++j)
-    args.push_back(arg(j));
-  return fmt::format("{}({})", i.name, fmt::join(args, ", "));
 }
 
 Status check_access(const Kernel& k, const Statement& s, const Access& a) {
@@ -239,28 +186,6 @@ Status verify_kernel(const Kernel& k) {
     }
   }
   return Status();
-}
-
-std::string print_kernel(const Kernel& k) {
-  std::string out = fmt::format("kernel {}\n", k.name);
-  for (const Buffer& b : k.buffers) {
-    const char* role = b.role == BufferRole::kInput    ? "in"
-                       : b.role == BufferRole::kOutput ? "out"
-                                                       : "temp";
-    out += fmt::format("  {} {}: {}{}{}\n", role, b.name, dtype_name(b.dtype),
-                       shape_to_string(b.shape), b.aliased ? " (aliased)" : "");
-  }
-  for (const Statement& s : k.statements) {
-    std::vector<std::string> dom;
-    for (size_t i = 0; i < s.domain.size(); ++i)
-      dom.push_back(fmt::format("i{} < {}", i, s.domain[i].to_string()));
-    for (const AffineExpr& g : s.guards)
-      dom.push_back(print_affine(g) + " >= 0");
-    out += fmt::format("  {}[{}]: {} {} {}\n", s.name, fmt::join(dom, ", "),
-                       access_text(k, s, s.write), combine_text(s.combine),
-                       expr_text(k, s, static_cast<int>(s.expr.size()) - 1));
-  }
-  return out;
 }
 
 } // namespace weft::kernel

@@ -189,12 +189,13 @@ struct Kernel {
 // for reads), the last node's dtype is the written buffer's, inputs are never written.
 Status verify_kernel(const Kernel& kernel);
 
-// Stable text form, e.g.
+// The lossless text form (print_kernel.cc; read back by parse_kernel, kernel_text.h), e.g.
 //   kernel reduce_sum
 //     in x: f32[N,64]
 //     out y: f32[N]
 //     S0[i0 < N]: y[i0] = 0
 //     S1[i0 < N, i1 < 64]: y[i0] += x[i0, i1]
+// It has no addresses, so it is stable from run to run.
 std::string print_kernel(const Kernel& kernel);
 std::string print_affine(const AffineExpr& e);
 

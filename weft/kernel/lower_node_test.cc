@@ -78,8 +78,9 @@ TEST(LowerNode, ReflectPadMirrorsThePosition) {
             "kernel k\n"
             "  in b0: f32[2,3]\n"
             "  out b1: f32[2,7]\n"
-            "  reflect[i0 < 2, i1 < 7]: b1[i0, i1] = b0[i0, clamp(select((abs((i1 - 2)) > 2), "
-            "(4 - abs((i1 - 2))), abs((i1 - 2))))]\n");
+            "  reflect[i0 < 2, i1 < 7]:\n"
+            "    let %3 = abs((i1 - 2))\n"
+            "    b1[i0, i1] = b0[i0, clamp(select((%3 > 2), (4 - %3), %3))]\n");
 }
 
 // The loss of each element reads the input at its target class; ignored targets weigh 0.
@@ -97,11 +98,21 @@ TEST(LowerNode, NegativeLogLikelihoodLossMeanDividesByTheCountedWeights) {
             "  temp t4: f32[]\n"
             "  temp t5: f32[]\n"
             "  init_sum[]: t4[] = 0\n"
-            "  sum_loss[i0 < 2, i1 < 1]: t4[] += neg((b0[i0, clamp(b1[i0, i1]), i1] * "
-            "select((b1[i0, i1] == 1), 0, b2[clamp(b1[i0, i1])])))\n"
+            "  sum_loss[i0 < 2, i1 < 1]:\n"
+            "    let %0 = b1[i0, i1]\n"
+            "    let %1 = b0[i0, clamp(%0), i1]\n"
+            "    let %2 = 1:f32\n"
+            "    let %3 = b2[clamp(%0)]\n"
+            "    t4[] += neg((%1 * select((%0 == 1), 0, %3)))\n"
             "  init_weights[]: t5[] = 0\n"
-            "  sum_weights[i0 < 2, i1 < 1]: t5[] += f32(select((b1[i0, i1] == 1), 0, "
-            "b2[clamp(b1[i0, i1])]))\n"
+            "  sum_weights[i0 < 2, i1 < 1]:\n"
+            "    let %0 = b1[i0, i1]\n"
+            "    let %1 = b0[i0, clamp(%0), i1]\n"
+            "    let %2 = 1:f32\n"
+            "    let %3 = b2[clamp(%0)]\n"
+            "    let %7 = select((%0 == 1), 0, %3)\n"
+            "    let %9 = neg((%1 * %7))\n"
+            "    t5[] += f32(%7)\n"
             "  reduce_loss[]: b3[] = (t4[] / t5[])\n");
 }
 
@@ -117,8 +128,13 @@ TEST(LowerNode, NearestResizeComputesTheSourceIndex) {
             "kernel k\n"
             "  in b0: f32[2,3]\n"
             "  out b1: f32[2,6]\n"
-            "  resize_nearest[i0 < 2, i1 < 6]: b1[i0, i1] = b0[i0, clamp(i64(((ceil((f64(i1) / 2)) "
-            "- 1) + select((((f64(i1) / 2) - (ceil((f64(i1) / 2)) - 1)) > 0.5), 1, 0))))]\n");
+            "  resize_nearest[i0 < 2, i1 < 6]:\n"
+            "    let %3 = (f64(i1) / 2)\n"
+            "    let %4 = 1:f64\n"
+            "    let %6 = (ceil(%3) - %4)\n"
+            "    let %9 = ((%3 - %6) > 0.5)\n"
+            "    let %10 = 0:f64\n"
+            "    b1[i0, i1] = b0[i0, clamp(i64((%6 + select(%9, 1, %10))))]\n");
 }
 
 // Antialiased linear downsampling by 2 stretches the filter to 4 taps per axis (2 without).
@@ -211,35 +227,37 @@ TEST(LowerNode, EinsumReadsDiagonalsAndBroadcastsEllipses) {
 // Statistics over non-adjacent axes (N and the spatial dims): each sum is two canonical
 // steps; the deviations are squared into a temporary and summed the same way.
 TEST(LowerNode, MeanVarianceNormalizationSumsInCanonicalSteps) {
-  EXPECT_EQ(
-      lowered(R"(
+  EXPECT_EQ(lowered(R"(
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[2, 3, 4] x) => (float[2, 3, 4] y) {
       y = MeanVarianceNormalization <axes = [0, 2]> (x)
     })"),
-      "kernel k\n"
-      "  in b0: f32[24]\n"
-      "  out b1: f32[24]\n"
-      "  temp t2: f32[6]\n"
-      "  temp t3: f32[3]\n"
-      "  temp t4: f32[24]\n"
-      "  temp t5: f32[6]\n"
-      "  temp t6: f32[3]\n"
-      "  init[i0 < 6]: t2[i0] = 0\n"
-      "  update[i0 < 6, i1 < 4]: t2[i0] += b0[4*i0 + i1]\n"
-      "  init[i0 < 3]: t3[i0] = 0\n"
-      "  update[i0 < 2, i1 < 3]: t3[i1] += t2[3*i0 + i1]\n"
-      "  mean[i0 < 3]: t3[i0] = (t3[i0] / 8)\n"
-      "  square_deviation[i0 < 2, i1 < 3, i2 < 4]: t4[12*i0 + 4*i1 + i2] = ((b0[12*i0 + 4*i1 + "
-      "i2] - t3[i1]) * (b0[12*i0 + 4*i1 + i2] - t3[i1]))\n"
-      "  init[i0 < 6]: t5[i0] = 0\n"
-      "  update[i0 < 6, i1 < 4]: t5[i0] += t4[4*i0 + i1]\n"
-      "  init[i0 < 3]: t6[i0] = 0\n"
-      "  update[i0 < 2, i1 < 3]: t6[i1] += t5[3*i0 + i1]\n"
-      "  variance[i0 < 3]: t6[i0] = (t6[i0] / 8)\n"
-      "  inv_std[i0 < 3]: t6[i0] = (1 / (sqrt(t6[i0]) + 1e-09))\n"
-      "  normalize[i0 < 2, i1 < 3, i2 < 4]: b1[12*i0 + 4*i1 + i2] = ((b0[12*i0 + 4*i1 + i2] - "
-      "t3[i1]) * t6[i1])\n");
+            "kernel k\n"
+            "  in b0: f32[24]\n"
+            "  out b1: f32[24]\n"
+            "  temp t2: f32[6]\n"
+            "  temp t3: f32[3]\n"
+            "  temp t4: f32[24]\n"
+            "  temp t5: f32[6]\n"
+            "  temp t6: f32[3]\n"
+            "  init[i0 < 6]: t2[i0] = 0\n"
+            "  update[i0 < 6, i1 < 4]: t2[i0] += b0[4*i0 + i1]\n"
+            "  init[i0 < 3]: t3[i0] = 0\n"
+            "  update[i0 < 2, i1 < 3]: t3[i1] += t2[3*i0 + i1]\n"
+            "  mean[i0 < 3]: t3[i0] = (t3[i0] / 8)\n"
+            "  square_deviation[i0 < 2, i1 < 3, i2 < 4]:\n"
+            "    let %2 = (b0[12*i0 + 4*i1 + i2] - t3[i1])\n"
+            "    t4[12*i0 + 4*i1 + i2] = (%2 * %2)\n"
+            "  init[i0 < 6]: t5[i0] = 0\n"
+            "  update[i0 < 6, i1 < 4]: t5[i0] += t4[4*i0 + i1]\n"
+            "  init[i0 < 3]: t6[i0] = 0\n"
+            "  update[i0 < 2, i1 < 3]: t6[i1] += t5[3*i0 + i1]\n"
+            "  variance[i0 < 3]: t6[i0] = (t6[i0] / 8)\n"
+            "  inv_std[i0 < 3]:\n"
+            "    let %3 = (sqrt(t6[i0]) + 1e-09)\n"
+            "    t6[i0] = (1 / %3)\n"
+            "  normalize[i0 < 2, i1 < 3, i2 < 4]: b1[12*i0 + 4*i1 + i2] = ((b0[12*i0 + 4*i1 + i2] "
+            "- t3[i1]) * t6[i1])\n");
 }
 
 // Momentum's momentum counts the gradient fully at the first step (T = 0).
@@ -258,10 +276,20 @@ TEST(LowerNode, MomentumIsOneStatementPerOutput) {
             "  in b4: f32[]\n"
             "  out b5: f32[3]\n"
             "  out b6: f32[3]\n"
-            "  x_new[i0 < 3]: b5[i0] = (b0[i0] - (b4[] * (((0 * b0[i0]) + b1[i0]) + (0.5 * ((0.5 * "
-            "b2[i0]) + (select((b3[] > 0), 0.25, 1) * ((0 * b0[i0]) + b1[i0])))))))\n"
-            "  v_new[i0 < 3]: b6[i0] = ((0.5 * b2[i0]) + (select((b3[] > 0), 0.25, 1) * ((0 * "
-            "b0[i0]) + b1[i0])))\n");
+            "  x_new[i0 < 3]:\n"
+            "    let %4 = ((0 * b0[i0]) + b1[i0])\n"
+            "    let %7 = (0.5 * b2[i0])\n"
+            "    let %8 = 1:f32\n"
+            "    let %9 = 0.25:f32\n"
+            "    let %15 = (%7 + (select((b3[] > 0), %9, %8) * %4))\n"
+            "    let %18 = (%4 + (0.5 * %15))\n"
+            "    b5[i0] = (b0[i0] - (b4[] * %18))\n"
+            "  v_new[i0 < 3]:\n"
+            "    let %4 = ((0 * b0[i0]) + b1[i0])\n"
+            "    let %7 = (0.5 * b2[i0])\n"
+            "    let %8 = 1:f32\n"
+            "    let %9 = 0.25:f32\n"
+            "    b6[i0] = (%7 + (select((b3[] > 0), %9, %8) * %4))\n");
 }
 
 // With ratio 0, training-mode Dropout keeps every element: a copy and an all-true mask.
