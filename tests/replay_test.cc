@@ -65,7 +65,7 @@ Result<Replayed> replay(const fs::path& dir, DeviceKind device, const fs::path& 
   }
   CompileSettings settings;
   settings.device = device;
-  settings.build = false;
+  settings.goal = CompileGoal::kSource;
   settings.library = false;
   settings.tuning = false;
   settings.dynamic_shapes = symbolic;

@@ -42,8 +42,8 @@ Result<CompiledModel> plan(const InspectOptions& options, const Graph& graph, bo
   }
   CompileSettings settings;
   settings.dump_dir = dump_dir;
-  settings.build = false;
-  settings.generate = !dump_dir.empty(); // the dump has the source; the report needs none
+  // The dump has the source; the report needs none.
+  settings.goal = dump_dir.empty() ? CompileGoal::kPlan : CompileGoal::kSource;
   settings.fusion = fusion;
   settings.device = options.device;
   return compile_model(options.model, zeros, settings);

@@ -58,7 +58,10 @@ std::optional<std::string> run_data_set(const fs::path& model, const fs::path& d
   settings.device = o.device;
   settings.deterministic = o.deterministic;
   settings.allow_tf32 = o.allow_tf32;
-  if (o.compile_only) settings.cuda_archs = o.archs;
+  if (o.compile_only && o.device == DeviceKind::kCuda) {
+    settings.goal = CompileGoal::kPtx;
+    settings.cuda_archs = o.archs;
+  }
   settings.fusion = o.fusion;
   settings.dynamic_shapes = o.dynamic_shapes;
   Result<CompiledModel> compiled = compile_model(model.string(), inputs, settings);

@@ -136,7 +136,9 @@ Status compile_graph(Graph graph, const stages::Frozen& frozen, const CompileSet
   // selects the calls a device would make, so that the kernels around them compile as they
   // would run.
   std::shared_ptr<runtime::cuda::Device> device;
-  if (cuda && settings.generate && settings.build && settings.cuda_archs.empty()) {
+  if (settings.goal == CompileGoal::kPtx && (!cuda || settings.cuda_archs.empty()))
+    return Status::error("PTX is built for device cuda and at least one architecture");
+  if (cuda && settings.goal == CompileGoal::kExecutable) {
     WEFT_ASSIGN_OR_RETURN(device, runtime::cuda::open_device());
   }
   stages::LibrarySelection library = stages::select_library_calls(graph, settings, device);
@@ -152,7 +154,7 @@ Status compile_graph(Graph graph, const stages::Frozen& frozen, const CompileSet
   std::vector<codegen::CpuSchedule> schedules =
       stages::schedule_kernels(plan, settings, &out.kernels, &kernels_text);
   timer.end("plan");
-  if (!settings.generate) {
+  if (settings.goal == CompileGoal::kPlan) {
     stages::log_phases(graph.source, out.phases);
     out.graph = std::move(graph);
     return Status();
@@ -170,14 +172,14 @@ Status compile_graph(Graph graph, const stages::Frozen& frozen, const CompileSet
   out.dump_dir = dump.dir();
   if (!dump.dir().empty()) log_info("dumped {} to {}", graph.source, dump.dir());
 
-  if (settings.build && cuda && !settings.cuda_archs.empty()) {
+  if (settings.goal == CompileGoal::kPtx) {
     WEFT_RETURN_IF_ERROR(
         stages::build_ptx(graph.source, generated.source, settings.cuda_archs, &out.ptx));
     timer.end("build");
-  } else if (settings.build && cuda) {
+  } else if (settings.goal == CompileGoal::kExecutable && cuda) {
     WEFT_ASSIGN_OR_RETURN(out.executable, stages::build_cuda(graph, std::move(plan), generated,
                                                              device, frozen, timer));
-  } else if (settings.build) {
+  } else if (settings.goal == CompileGoal::kExecutable) {
     WEFT_ASSIGN_OR_RETURN(
         out.executable,
         stages::build_cpu(graph, std::move(plan), generated.source, frozen, timer, &out.cache_hit));

@@ -21,17 +21,22 @@
 
 namespace weft {
 
+// How far a compile goes.
+enum class CompileGoal : uint8_t {
+  kPlan,       // kernels, fusion and buffers: no source, no executable
+  kSource,     // the generated source too: no compiler runs
+  kPtx,        // CUDA: PTX for each of CompileSettings::cuda_archs, not run (no device needed)
+  kExecutable, // an executable, loaded and ready to run
+};
+
 struct CompileSettings {
   // Write the graph after each pass, the kernels, the generated source and a build.sh that
   // rebuilds it here. Empty: $WEFT_DUMP_DIR/<model>-<hash of the input types>, if set.
   std::string dump_dir;
-  // Stop after generating the source: no compiler runs and "executable" stays empty.
-  bool build = true;
-  // Stop after planning (kernels, fusion and buffers): no source, no executable.
-  bool generate = true;
+  // Only an executable (the default) can run; the other goals leave "executable" empty.
+  CompileGoal goal = CompileGoal::kExecutable;
   // The CPU, or CUDA: CUDA C++ (codegen/emit_c.h) loaded on the device (NVRTC for its
-  // architecture, or the emulator), or, with "cuda_archs", built into PTX for each of them
-  // and not run (a compile without a device: no executable).
+  // architecture, or the emulator), or for CompileGoal::kPtx built for "cuda_archs".
   DeviceKind device = DeviceKind::kCpu;
   std::vector<std::string> cuda_archs; // e.g. {"sm_80", "sm_90"}
   // CUDA: strategies whose results are bitwise the same from run to run (no atomics).
