@@ -257,6 +257,30 @@ def test_dynamic_shapes_reduce_symbolic_axes(shape, axes):
                                    atol=1e-7, err_msg=f"softmax at {dims}")
     assert compiled.compiled_variants == 1
 
+def test_dynamic_shapes_row_micro_kernels(tmp_path, monkeypatch):
+    """A softmax over rows of symbolic extent T holds micro-kernels for T = 64, 128, ..., 1024
+    (the extent a constant) beside the generic kernel; each run takes the one for its T.
+    Both kinds, at extents on, next to and between the variants, against float64."""
+    monkeypatch.setenv("WEFT_DUMP_DIR", str(tmp_path))
+    scale = numpy_helper.from_array(np.array(0.125, np.float32), "scale")
+    nodes = [helper.make_node("Mul", ["x", "scale"], ["m"]), helper.make_node("Softmax", ["m"], ["y"], axis=-1)]
+    shape = ["N", 2, "T", "T"]
+    model = make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], [scale])
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    rng = np.random.default_rng(11)
+    for n, t in [(2, 64), (1, 63), (3, 65), (1, 128), (2, 200), (1, 1024), (1, 1)]:
+        x = rng.standard_normal((n, 2, t, t)).astype(np.float32)
+        m = x.astype(np.float64) * 0.125
+        e = np.exp(m - m.max(axis=-1, keepdims=True))
+        np.testing.assert_allclose(compiled.run({"x": x})["y"], e / e.sum(axis=-1, keepdims=True),
+                                   rtol=1e-5, atol=1e-7, err_msg=f"T={t}")
+    assert compiled.compiled_variants == 1
+    (source,) = tmp_path.glob("*/kernels.cc")
+    text = source.read_text()
+    assert "case 128: return" in text and "case 1024: return" in text and "default: return" in text
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_dynamic_shapes_normalize_over_symbolic_axes(dtype):
     """Means over symbolic axes divide by the run's extents (ExprOp::kExtent):

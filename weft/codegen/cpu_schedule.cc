@@ -38,11 +38,28 @@ int64_t machine_stream_min_bytes() {
   return bytes;
 }
 
+int64_t default_max_row_variant() {
+  static const int64_t extent = [] {
+    const char* env = std::getenv("WEFT_MAX_ROW_VARIANT");
+    char* end = nullptr;
+    int64_t v = env ? std::strtoll(env, &end, 10) : -1;
+    return env && *end == '\0' && v >= 0 ? v : int64_t{1024};
+  }();
+  return extent;
+}
+
+std::vector<int64_t> row_variants(int64_t max_row_variant) {
+  std::vector<int64_t> extents;
+  for (int64_t e = 64; e <= max_row_variant; e *= 2)
+    extents.push_back(e);
+  return extents;
+}
+
 std::string CpuSchedule::to_string() const {
   return fmt::format("lanes={} column_width={} column_rows={} min_per_thread={} "
-                     "min_parallel_work={} stream_min_bytes={}",
+                     "min_parallel_work={} stream_min_bytes={} max_row_variant={}",
                      lanes, column_width, column_rows, min_per_thread, min_parallel_work,
-                     stream_min_bytes);
+                     stream_min_bytes, max_row_variant);
 }
 
 std::optional<CpuSchedule> CpuSchedule::parse(const std::string& text) {
@@ -68,6 +85,8 @@ std::optional<CpuSchedule> CpuSchedule::parse(const std::string& text) {
       s.min_parallel_work = v;
     else if (key == "stream_min_bytes")
       s.stream_min_bytes = v;
+    else if (key == "max_row_variant")
+      s.max_row_variant = v;
     else
       return std::nullopt;
   }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace weft::codegen {
 
@@ -18,6 +19,10 @@ inline constexpr int64_t kChainLanes = 16; // lanes of one SIMD loop: a 512-bit 
 // when set, is the cache size instead of the probe's.
 inline constexpr int64_t kNoStreaming = int64_t{1} << 62;
 int64_t machine_stream_min_bytes();
+// 1024, or $WEFT_MAX_ROW_VARIANT (for comparisons).
+int64_t default_max_row_variant();
+// The row extents with micro-kernels under "max_row_variant": 64, 128, ..., at most it.
+std::vector<int64_t> row_variants(int64_t max_row_variant);
 
 // The knobs of the skeletons, per kernel. The defaults are the cost model's choice (docs/
 // cpu-strategies.md); `weft tune` measures others and records the winner (weft/driver/tune.h).
@@ -34,6 +39,11 @@ struct CpuSchedule {
   // A float output of at least this many bytes, written contiguously by a SIMD loop and read
   // by no statement of the kernel, is written with streaming stores (Emitter::streams_write).
   int64_t stream_min_bytes = machine_stream_min_bytes();
+  // Dynamic shapes: a reduction kernel whose rows have a symbolic extent holds micro-kernels
+  // for rows of 64, 128, ... up to this many elements (powers of 2), each the same code with
+  // the extent a constant, and each run takes the one for its extent, or the generic one
+  // (Emitter::function). 0: none. $WEFT_MAX_ROW_VARIANT sets the default.
+  int64_t max_row_variant = default_max_row_variant();
 
   // Shorter rows keep one scalar accumulator (vectorized by the compiler): there, measured,
   // the lanes' tree and tail cost more than the independent accumulators gain. Rows shorter

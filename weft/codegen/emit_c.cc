@@ -72,19 +72,46 @@ Emitter::Emitter(const Kernel& k, const DialectTable& d, const CpuSchedule& sche
   std::vector<std::string> symbols = kernel_symbols(k);
   for (size_t i = 0; i < symbols.size(); ++i)
     symbol_names_[symbols[i]] = fmt::format("s{}", i);
+  // A ROW reduction's rows are its innermost loop: where they have one symbolic extent, loop
+  // overhead that a known trip count removes (full unrolling, no tails) is paid per row.
+  std::set<std::string> rows;
+  for (const Statement& s : k.statements) {
+    int last = static_cast<int>(s.domain.size()) - 1;
+    bool kept = false;
+    for (int i = 0; i < last; ++i)
+      kept |= !s.is_reduced(i);
+    if (s.combine != kernel::Combine::kNone && kept && s.is_reduced(last) &&
+        !s.domain.back().is_static())
+      rows.insert(s.domain.back().symbol_name());
+  }
+  if (d_.cpu_reduction_strategies && rows.size() == 1 &&
+      symbol_names_.contains(*rows.begin()) && !row_variants(schedule.max_row_variant).empty())
+    row_symbol_ = symbol_names_.at(*rows.begin());
 }
 
+// Without a row symbol, one function. With one, a template over its extent (0: read at run
+// time) and the function, which runs the micro-kernel for the run's extent where there is one
+// (DietCode's dispatch, with the extent as the micro-kernel's parameter).
 std::string Emitter::function(const AstNode& loops) {
-  std::string out = header("weft_" + k_.name);
+  std::string name = "weft_" + k_.name, signature = "(void* const* buffers, const int64_t* extents)";
+  std::string out = fmt::format("// kernel {}\n", k_.name);
+  if (row_symbol_.empty()) {
+    out += header(fmt::format("{}void {}{}", d_.function_prefix, name, signature));
+    emit_node(loops, 1, false, out);
+    return out + "}\n";
+  }
+  out += header(fmt::format("template <int64_t kExtent>\nstatic void {}_at{}", name, signature),
+                row_symbol_);
   emit_node(loops, 1, false, out);
-  return out + "}\n";
+  out += fmt::format("}}\n{}void {}{} {{\n  switch (extents[{}]) {{  // micro-kernels\n",
+                     d_.function_prefix, name, signature, row_symbol_.substr(1));
+  for (int64_t e : row_variants(schedule_.max_row_variant))
+    out += fmt::format("    case {0}: return {1}_at<{0}>(buffers, extents);\n", e, name);
+  return out + fmt::format("    default: return {}_at<0>(buffers, extents);\n  }}\n}}\n", name);
 }
 
-std::string Emitter::header(const std::string& function_name) const {
-  std::string out =
-      fmt::format("{}{}void {}(void* const* buffers, const int64_t* extents) {{\n",
-                  function_name == "weft_" + k_.name ? fmt::format("// kernel {}\n", k_.name) : "",
-                  d_.function_prefix, function_name);
+std::string Emitter::header(const std::string& signature, const std::string& fixed) const {
+  std::string out = signature + " {\n";
   for (size_t i = 0; i < k_.buffers.size(); ++i) {
     const kernel::Buffer& b = k_.buffers[i];
     const char* qual = b.role == kernel::BufferRole::kInput ? "const " : "";
@@ -92,7 +119,9 @@ std::string Emitter::header(const std::string& function_name) const {
                        storage_type(b.dtype), i, b.name, b.aliased ? "" : "__restrict__ ");
   }
   for (const auto& [symbol, name] : symbol_names_) {
-    out += fmt::format("  const int64_t {} = extents[{}];  // {}\n", name, name.substr(1), symbol);
+    std::string value = fmt::format("extents[{}]", name.substr(1));
+    if (name == fixed) value = fmt::format("kExtent != 0 ? kExtent : {}", value);
+    out += fmt::format("  const int64_t {} = {};  // {}\n", name, value, symbol);
   }
   out += "  (void)extents;\n";
   return out;

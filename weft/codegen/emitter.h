@@ -43,8 +43,9 @@ public:
   const std::vector<runtime::cuda::LaunchShape>& launches() const { return launches_; }
 
 private:
-  // "// kernel ...", the signature, and the buffer and extent locals.
-  std::string header(const std::string& function_name) const;
+  // The signature, and the buffer and extent locals; the extent "fixed" (a C name, or empty)
+  // is the template parameter kExtent when that is not 0 (a micro-kernel of function()).
+  std::string header(const std::string& signature, const std::string& fixed = "") const;
 
   std::string ast_expr(const AstExpr& e) const;
 
@@ -229,6 +230,8 @@ private:
   // Statically less work than the schedule's min_parallel_work: no parallel regions.
   bool small_ = false;
   std::map<std::string, std::string> symbol_names_; // symbol -> C name
+  // CPU, dynamic shapes: the C name of the symbolic row extent that picks a micro-kernel.
+  std::string row_symbol_;
   std::vector<runtime::cuda::LaunchShape> launches_; // CUDA: one per __global__ function
   mutable std::map<int, std::string> hoisted_;      // expression node -> hoisted load
   mutable bool packing_ = false;                    // emitting the body of a loop of tiny rows
