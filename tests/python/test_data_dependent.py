@@ -2,6 +2,10 @@
 in the middle of a graph, fed by kernels and feeding kernels, run in stages. Each model runs
 on several inputs that give different output shapes, against numpy references."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import onnx
 import pytest
@@ -46,6 +50,49 @@ def test_non_zero_between_kernels():
         r = np.maximum(x, 0)
         np.testing.assert_array_equal(got["coords"], 2 * np.transpose(np.nonzero(r)).astype(np.float32))
         np.testing.assert_allclose(got["e"], np.exp(r), rtol=1e-6)
+
+
+def test_later_stage_compiles_once_over_symbolic_extents(tmp_path):
+    """NonZero and Compress whose outputs feed kernels: the stage after them is compiled once,
+    over symbols for their data-dependent extents, and serves every content (20 inputs with
+    different counts, none kept among them); WEFT_LOG shows two compiles in all. (x has more
+    than 64 elements: smaller inputs that decide shapes are frozen into the compile.)"""
+    script = r'''
+import numpy as np, onnx, weft
+from onnx import TensorProto, helper
+two = helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])
+zero = helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])
+axes = helper.make_tensor("axes", TensorProto.INT64, [1], [1])
+nodes = [helper.make_node("Relu", ["x"], ["r"]),
+         helper.make_node("NonZero", ["r"], ["nz"]),
+         helper.make_node("Transpose", ["nz"], ["t"], perm=[1, 0]),
+         helper.make_node("GatherND", ["x", "t"], ["picked"]),
+         helper.make_node("Mul", ["picked", "two"], ["twice"]),
+         helper.make_node("ReduceSum", ["x", "axes"], ["s"], keepdims=0),
+         helper.make_node("Greater", ["s", "zero"], ["keep"]),
+         helper.make_node("Compress", ["x", "keep"], ["rows"], axis=0),
+         helper.make_node("Tanh", ["rows"], ["y"])]
+f = lambda n, s, e=TensorProto.FLOAT: helper.make_tensor_value_info(n, e, s)
+graph = helper.make_graph(nodes, "g", [f("x", [16, 8])], [f("twice", ["n"]), f("y", ["m", 8])],
+                          initializer=[two, zero, axes])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+model.ir_version = 8
+m = weft.compile(model.SerializeToString())
+rng = np.random.default_rng(3)
+for trial in range(20):
+    x = rng.standard_normal((16, 8)).astype(np.float32)
+    if trial == 7:
+        x[:] = -1  # nothing kept by either
+    got = m.run({"x": x})
+    np.testing.assert_allclose(got["twice"], 2 * x[x > 0], rtol=1e-6)
+    np.testing.assert_allclose(got["y"], np.tanh(x[x.sum(axis=1) > 0]), rtol=1e-5, atol=1e-6)
+print("ok")
+'''
+    env = dict(os.environ, WEFT_LOG="info", WEFT_CACHE_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-3000:]
+    assert "compiled once, over symbolic extents" in done.stderr, done.stderr[-3000:]
+    assert done.stderr.count("generated kernels") == 2, done.stderr[-3000:]
 
 
 def test_compress_with_a_computed_condition():

@@ -48,8 +48,9 @@ bool has_static_shapes(const Node& n) {
 
 // Do "n"'s lowerings hold for dims known only at run time? Elementwise ops do when each
 // input dim is the output's or a static 1 (equal symbols are equal extents at run time, and
-// a symbol that may be 1 never broadcasts); so do Transposes (a copy over symbolic extents)
-// Gathers of static indices along a static axis, and Splits and Concats along a static axis.
+// a symbol that may be 1 never broadcasts); so do Transposes (a copy over symbolic extents),
+// Gathers (any number of indices, into static dims: an index is clamped into their extent),
+// and Splits and Concats along a static axis.
 // Softmax, the reductions, the global poolings and InstanceNormalization do over any axes (a
 // mean divides by the count of reduced elements, an ExprOp::kExtent); so does
 // LayerNormalization, whose scale and bias hold an element per normalized element.
@@ -72,12 +73,23 @@ bool admits_symbolic_shapes(const Node& n) {
       return a >= 0 && a < static_cast<int64_t>(s.size()) && s[static_cast<size_t>(a)].is_static();
     });
   }
-  if (n.op_type == Op::kGather) { // static indices into a static axis
+  if (n.op_type == Op::kGather || n.op_type == Op::kGatherElements) { // into a static axis
     const Shape& x = *n.inputs[0]->type.shape;
     int64_t axis = n.attrs_as<AxisAttrs>().axis;
     if (axis < 0) axis += static_cast<int64_t>(x.size());
-    return n.inputs[1]->type.has_static_shape() && axis >= 0 &&
-           axis < static_cast<int64_t>(x.size()) && x[static_cast<size_t>(axis)].is_static();
+    return axis >= 0 && axis < static_cast<int64_t>(x.size()) &&
+           x[static_cast<size_t>(axis)].is_static();
+  }
+  if (n.op_type == Op::kGatherND) { // tuples of a static length into static dims
+    const Shape& x = *n.inputs[0]->type.shape;
+    const Shape& idx = *n.inputs[1]->type.shape;
+    if (idx.empty() || !idx.back().is_static()) return false;
+    size_t first = static_cast<size_t>(n.attrs_as<BatchDimsAttrs>().batch_dims);
+    size_t last = first + static_cast<size_t>(idx.back().value());
+    for (size_t d = first; d < last && d < x.size(); ++d) {
+      if (!x[d].is_static()) return false;
+    }
+    return last <= x.size();
   }
   const Shape& out = *n.outputs[0]->type.shape;
   if (is_elementwise(n)) {
