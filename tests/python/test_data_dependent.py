@@ -95,6 +95,33 @@ print("ok")
     assert done.stderr.count("generated kernels") == 2, done.stderr[-3000:]
 
 
+def test_unique_with_one_output_compiles_once(tmp_path):
+    """Unique declared with its first output only (the host computes all four) feeds a kernel:
+    one compile of the rest serves every count of distinct values."""
+    script = r'''
+import numpy as np, weft
+from onnx import TensorProto, helper
+three = helper.make_tensor("three", TensorProto.FLOAT, [], [3.0])
+nodes = [helper.make_node("Mul", ["x", "three"], ["x3"]), helper.make_node("Floor", ["x3"], ["q"]),
+         helper.make_node("Unique", ["q"], ["u"], sorted=1), helper.make_node("Neg", ["u"], ["y"])]
+f = lambda n, s: helper.make_tensor_value_info(n, TensorProto.FLOAT, s)
+graph = helper.make_graph(nodes, "g", [f("x", [200])], [f("y", ["n"])], initializer=[three])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+model.ir_version = 8
+m = weft.compile(model.SerializeToString())
+rng = np.random.default_rng(4)
+for scale in (0.5, 1.0, 2.0, 4.0):
+    x = (scale * rng.standard_normal(200)).astype(np.float32)
+    np.testing.assert_array_equal(m.run({"x": x})["y"], -np.unique(np.floor(x * np.float32(3))))
+print("ok")
+'''
+    env = dict(os.environ, WEFT_LOG="info", WEFT_CACHE_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-3000:]
+    assert "compiled once, over symbolic extents" in done.stderr, done.stderr[-3000:]
+    assert done.stderr.count("generated kernels") == 2, done.stderr[-3000:]
+
+
 def test_compress_with_a_computed_condition():
     """Rows whose sum is positive, then a kernel on what is left."""
     axes = helper.make_tensor("axes", TensorProto.INT64, [1], [1])

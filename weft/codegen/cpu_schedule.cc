@@ -50,7 +50,7 @@ int64_t default_max_row_variant() {
 
 std::vector<int64_t> row_variants(int64_t max_row_variant) {
   std::vector<int64_t> extents;
-  for (int64_t e = 64; e <= max_row_variant; e *= 2)
+  for (int64_t e = 64; e <= max_row_variant && e <= (int64_t{1} << 20); e *= 2)
     extents.push_back(e);
   return extents;
 }

@@ -31,6 +31,15 @@ namespace weft::stages {
 // Input positions whose values the compile bound (freeze_shape_operands), with the values.
 using Frozen = std::vector<std::pair<int, Tensor>>;
 
+class Dumper;
+class PhaseTimer;
+
+// ---- compile_model.cc: the stages below, in order, for a specialized graph (the stage
+// list; later_stages.cc compiles the stages after a model's host ops with it too).
+Status compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& settings,
+                     Dumper& dump, PhaseTimer& timer, CompiledModel& out);
+std::vector<std::string> output_names_of(const Graph& graph);
+
 // ---- specialize.cc: the graph for the inputs at hand.
 
 // Binds input types (and shape-operand values; their positions go to "frozen"), then folds

@@ -1,0 +1,62 @@
+// The stages after the first, in a model with data-dependent ops (docs/data-dependent-shapes.md):
+// the specialized graph and the values the first stage hands over to its host ops. Where
+// every host op is NonZero, Unique, NonMaxSuppression or Compress and reads only handed-over
+// values and constants, the rest of the model compiles once, over symbols for their
+// data-dependent extents, and each run computes the host ops on the host and runs it (the
+// dynamic-shape machinery: no compile per content). Otherwise, or where that compile fails,
+// the next stage is compiled for each handed-over content (the most recent few kept).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "weft/driver/compile_model.h"
+#include "weft/driver/stages.h"
+
+namespace weft {
+
+class Stages {
+public:
+  Stages(Graph graph, std::vector<std::string> handed_over, stages::Frozen frozen,
+         CompileSettings settings);
+
+  // Runs "first" (the first stage) on "inputs", then the rest.
+  Result<std::vector<Tensor>> run(const runtime::Executable& first,
+                                  const std::vector<Tensor>& inputs,
+                                  const runtime::RunOptions& options) const;
+
+private:
+  // A host op of the symbolic rest, with where its inputs come from.
+  struct HostOp {
+    const Node* node;        // in graph_
+    std::vector<int> handed; // per input: the handed-over value it is, or -1 (a constant)
+    Result<std::vector<Tensor>> run(const std::vector<Tensor>& handed_values) const;
+  };
+  struct SymbolicRest {
+    std::vector<HostOp> host_ops;
+    std::shared_ptr<const CompiledModel> model; // inputs: the model's, handed, host outputs
+  };
+
+  // The symbolic rest, built at the first run; null when it cannot be.
+  const SymbolicRest* symbolic_rest(const std::vector<Tensor>& inputs,
+                                    const std::vector<Tensor>& handed) const;
+  Result<SymbolicRest> build_symbolic_rest(const std::vector<Tensor>& inputs,
+                                           const std::vector<Tensor>& handed) const;
+  // The next stage for this content of the handed-over values.
+  Result<std::shared_ptr<const CompiledModel>> next_stage(std::vector<Tensor>& handed) const;
+
+  static constexpr size_t kKept = 8;
+  Graph graph_;
+  std::vector<std::string> handed_over_;
+  stages::Frozen frozen_;
+  CompileSettings settings_;
+  mutable std::once_flag symbolic_once_;
+  mutable std::unique_ptr<SymbolicRest> symbolic_; // null: compile per content
+  mutable std::mutex mutex_;
+  mutable std::vector<std::pair<std::string, std::shared_ptr<const CompiledModel>>> kept_;
+};
+
+} // namespace weft
