@@ -11,7 +11,7 @@ import tempfile
 import unittest
 
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 WEFT = None
 
@@ -233,6 +233,30 @@ class CliTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("GB/s", r.stdout)
         self.assertIn("Softmax+ReduceSum (sm, rs)", r.stdout)
+
+    def test_bench_kernels_show_library_calls_flops(self):
+        """A library call's profile entry counts its FLOPs (2 per multiply-add) and the table
+        shows its GFLOP/s: Conv 8->16 channels, 3x3, over 1x8x32x32, then MatMul [64,128]x[128,32]."""
+        import numpy as np
+        rng = np.random.default_rng(0)
+        w = numpy_helper.from_array(rng.standard_normal((16, 8, 3, 3)).astype(np.float32), "w")
+        b = numpy_helper.from_array(rng.standard_normal((128, 32)).astype(np.float32), "b")
+        nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+                 helper.make_node("MatMul", ["a", "b"], ["m"])]
+        graph = helper.make_graph(
+            nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 32, 32]),
+                         helper.make_tensor_value_info("a", TensorProto.FLOAT, [64, 128])],
+            [helper.make_tensor_value_info("c", TensorProto.FLOAT, [1, 16, 32, 32]),
+             helper.make_tensor_value_info("m", TensorProto.FLOAT, [64, 32])], initializer=[w, b])
+        path = save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), self.dir)
+        r = weft("bench", path, "--iters", "3", "--kernels", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        flops = {k["op_type"]: k["flops"] for k in json.loads(r.stdout)["kernel_profile"]}
+        self.assertEqual(flops["Conv"], 2 * 16 * 32 * 32 * 8 * 9)
+        self.assertEqual(flops["MatMul"], 2 * 64 * 32 * 128)
+        r = weft("bench", path, "--iters", "3", "--kernels")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("GFLOP/s", r.stdout)
 
     def test_arg_and_max_reductions_keep_semantics_across_threads(self):
         """Long rows, fewer than the threads, are split across them (cpu_strategy.h): ArgMax

@@ -71,6 +71,13 @@ double gb_per_s(size_t bytes, double ms) {
   return ms > 0 ? static_cast<double>(bytes) / (ms * 1e6) : 0.0;
 }
 
+// A library call's achieved GFLOP/s, as text; empty for kernels without a FLOP count.
+std::string gflops_text(const runtime::LaunchInfo& info, const runtime::Bindings& bound,
+                        double ms) {
+  double flops = info.flop_count(bound);
+  return flops > 0 && ms > 0 ? fmt::format("{:.1f}", flops / (ms * 1e6)) : "";
+}
+
 // A Chrome trace (the JSON object format) of the last timed run: one complete ("X") event
 // per kernel, in microseconds from the run's start.
 nlohmann::json chrome_trace(const std::string& model, const runtime::Executable& exe,
@@ -93,7 +100,8 @@ nlohmann::json chrome_trace(const std::string& model, const runtime::Executable&
                         {"strategy", launch.info.strategy},
                         {"shapes", launch.info.shapes},
                         {"bytes", launch.info.bytes(p.bound)},
-                        {"GB/s", gb_per_s(launch.info.bytes(p.bound), dur_ms)}}}});
+                        {"GB/s", gb_per_s(launch.info.bytes(p.bound), dur_ms)},
+                        {"flops", launch.info.flop_count(p.bound)}}}});
   }
   return {{"traceEvents", events},
           {"displayTimeUnit", "ms"},
@@ -118,16 +126,16 @@ std::string kernel_table(const runtime::Executable& exe, const KernelProfile& p)
     order[i] = i;
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return p.median_ms[a] > p.median_ms[b]; });
-  std::string out = fmt::format("{:<24} {:<28} {:>10} {:>7} {:>10} {:>8}  {}\n", "kernel",
-                                "strategy", "median ms", "%", "bytes", "GB/s", "op (nodes)");
+  std::string out =
+      fmt::format("{:<24} {:<28} {:>10} {:>7} {:>10} {:>8} {:>8}  {}\n", "kernel", "strategy",
+                  "median ms", "%", "bytes", "GB/s", "GFLOP/s", "op (nodes)");
   for (size_t l : order) {
     const runtime::Launch& launch = exe.launches()[l];
-    out += fmt::format("{:<24} {:<28} {:>10.4f} {:>6.1f}% {:>10} {:>8.2f}  {} ({})\n", launch.name,
-                       launch.info.strategy, p.median_ms[l],
-                       total > 0 ? 100 * p.median_ms[l] / total : 0.0,
-                       byte_size(launch.info.bytes(p.bound)),
-                       gb_per_s(launch.info.bytes(p.bound), p.median_ms[l]), launch.info.op_type,
-                       launch.info.node);
+    out += fmt::format(
+        "{:<24} {:<28} {:>10.4f} {:>6.1f}% {:>10} {:>8.2f} {:>8}  {} ({})\n", launch.name,
+        launch.info.strategy, p.median_ms[l], total > 0 ? 100 * p.median_ms[l] / total : 0.0,
+        byte_size(launch.info.bytes(p.bound)), gb_per_s(launch.info.bytes(p.bound), p.median_ms[l]),
+        gflops_text(launch.info, p.bound, p.median_ms[l]), launch.info.op_type, launch.info.node);
   }
   out += fmt::format("{:<53} {:>10.4f} (sum of kernel medians)\n", "total", total);
   return out;
@@ -141,7 +149,8 @@ std::string kernel_table(const runtime::Executable& exe, const KernelProfile& p)
 Result<std::optional<double>> device_resident_ms(const CompiledModel& compiled,
                                                  const std::vector<Tensor>& inputs, int iters,
                                                  DeviceKind device_kind) {
-  if (device_kind != DeviceKind::kCuda || compiled.staged() || compiled.executable->has_frozen_inputs())
+  if (device_kind != DeviceKind::kCuda || compiled.staged() ||
+      compiled.executable->has_frozen_inputs())
     return std::optional<double>();
   WEFT_ASSIGN_OR_RETURN(std::shared_ptr<runtime::cuda::Device> device,
                         runtime::cuda::open_device());
@@ -287,14 +296,16 @@ int bench(const BenchOptions& o) {
       nlohmann::json kernels = nlohmann::json::array();
       for (size_t l = 0; l < profile.median_ms.size(); ++l) {
         const runtime::Launch& launch = exe.launches()[l];
-        kernels.push_back({{"kernel", launch.name},
-                           {"node", launch.info.node},
-                           {"op_type", launch.info.op_type},
-                           {"strategy", launch.info.strategy},
-                           {"shapes", launch.info.shapes},
-                           {"bytes", launch.info.bytes(profile.bound)},
-                           {"median_ms", profile.median_ms[l]},
-                           {"GB/s", gb_per_s(launch.info.bytes(profile.bound), profile.median_ms[l])}});
+        kernels.push_back(
+            {{"kernel", launch.name},
+             {"node", launch.info.node},
+             {"op_type", launch.info.op_type},
+             {"strategy", launch.info.strategy},
+             {"shapes", launch.info.shapes},
+             {"bytes", launch.info.bytes(profile.bound)},
+             {"flops", launch.info.flop_count(profile.bound)},
+             {"median_ms", profile.median_ms[l]},
+             {"GB/s", gb_per_s(launch.info.bytes(profile.bound), profile.median_ms[l])}});
       }
       j["kernel_profile"] = kernels;
     }

@@ -161,6 +161,39 @@ runtime::LaunchInfo launch_info(const fusion::FusedKernel& fk) {
 }
 
 // The same for a library call: the node's own values.
+// The floating-point operations of a library call's convolution or product, 2 per
+// multiply-add (0 for other calls, and where the weights' shape is not static).
+Dim call_flops(const library::LibraryCall& call) {
+  for (const Node* n : call.nodes) {
+    const Value* x = n->input(0);
+    const Value* w = n->input(1);
+    const Value* y = n->outputs.empty() ? nullptr : n->outputs[0];
+    if (!x || !w || !y || !x->type.shape || !w->type.shape || !y->type.shape) continue;
+    const Shape& ws = *w->type.shape;
+    Dim out = kernel::num_elements(*y->type.shape);
+    switch (n->op_type.id()) {
+      case Op::kConv:
+      case Op::kConvChannelsLast: // y elements x the MACs of each: C/group x the window
+      case Op::kConvTranspose: {  // x elements x the MACs of each: M/group x the window
+        if (!w->type.has_static_shape() || ws.empty() || ws[0].value() == 0) return 0;
+        int64_t per = kernel::num_elements(ws).value() / ws[0].value();
+        Dim elements = n->op_type == Op::kConvTranspose ? kernel::num_elements(*x->type.shape) : out;
+        return dim_mul(elements, 2 * per);
+      }
+      case Op::kMatMul:
+      case Op::kGemm: { // y elements x the inner extent
+        const Shape& a = *x->type.shape;
+        if (a.empty()) return 0;
+        bool trans_a = n->op_type == Op::kGemm && n->attrs_as<GemmAttrs>().trans_a;
+        Dim inner = trans_a && a.size() == 2 ? a[0] : a.back();
+        return dim_mul(dim_mul(out, inner), 2);
+      }
+      default: break;
+    }
+  }
+  return 0;
+}
+
 runtime::LaunchInfo library_launch_info(const library::LibraryCall& call) {
   std::vector<std::string> names, ops;
   for (const Node* n : call.nodes) {
@@ -178,6 +211,7 @@ runtime::LaunchInfo library_launch_info(const library::LibraryCall& call) {
                                  static_cast<int64_t>(dtype_size(v->type.dtype))));
   }
   info.shapes = fmt::format("{} -> {}", fmt::join(ins, ", "), fmt::join(outs, ", "));
+  info.flops = call_flops(call);
   return info;
 }
 

@@ -176,6 +176,10 @@ size_t LaunchInfo::bytes(const Bindings& bound) const {
   return total;
 }
 
+double LaunchInfo::flop_count(const Bindings& bound) const {
+  return static_cast<double>(eval_dim(flops, bound).value_or(0));
+}
+
 size_t TensorView::num_bytes() const {
   size_t n = static_cast<size_t>(dtype_size(dtype));
   for (int64_t d : dims)

@@ -54,9 +54,12 @@ struct LaunchInfo {
   std::string strategy;        // e.g. "elementwise", "reduce ROW sum" (kernel::describe_strategy)
   std::string shapes;          // its buffers' types, e.g. "f32[64,128] -> f32[64]"
   std::vector<Dim> moved = {}; // bytes of each input and output, counted once
+  Dim flops = 0;               // floating-point operations of a library call (2 per MAC); else 0
 
   // The bytes it moves when "bound" gives its symbols (a term it cannot evaluate counts 0).
   size_t bytes(const Bindings& bound = {}) const;
+  // Its floating-point operations when "bound" gives its symbols (0 where unknown).
+  double flop_count(const Bindings& bound = {}) const;
 };
 
 // A generated kernel ("fn"), or a library call ("library") when that is set.
