@@ -234,13 +234,49 @@ std::vector<int64_t> Executable::output_dims(size_t o, const Bindings& bound) co
   return dims;
 }
 
+Result<std::shared_ptr<const Executable::RunShape>>
+Executable::run_shape(const std::vector<TensorView>& inputs) const {
+  std::shared_ptr<const RunShape> last;
+  {
+    std::lock_guard<std::mutex> lock(shape_mutex_);
+    last = last_shape_;
+  }
+  bool same = last && last->dims.size() == inputs.size();
+  for (size_t i = 0; same && i < inputs.size(); ++i)
+    same = last->dtypes[i] == inputs[i].dtype && last->dims[i] == inputs[i].dims;
+  if (same) {
+    for (const auto& [f, value] : frozen_) { // values are checked at every run
+      const TensorView& input = inputs[static_cast<size_t>(f)];
+      if (value.num_bytes() > 0 && std::memcmp(value.data(), input.data, value.num_bytes()) != 0) {
+        Bindings unused;
+        return check_input(static_cast<size_t>(f), input, &unused);
+      }
+    }
+    return last;
+  }
+  auto shape = std::make_shared<RunShape>();
+  WEFT_ASSIGN_OR_RETURN(shape->bound, bind(inputs));
+  for (const TensorView& t : inputs) {
+    shape->dtypes.push_back(t.dtype);
+    shape->dims.push_back(t.dims);
+  }
+  for (size_t o = 0; o < outputs_.size(); ++o)
+    shape->output_dims.push_back(output_dims(o, shape->bound));
+  shape->intermediates = place_arena(shape->bound, &shape->offsets);
+  for (const Launch& launch : launches_) {
+    std::vector<int64_t>& extents = shape->extents.emplace_back();
+    for (const Dim& d : launch.symbols)
+      extents.push_back(eval_dim(d, shape->bound).value_or(0));
+  }
+  std::lock_guard<std::mutex> lock(shape_mutex_);
+  last_shape_ = shape;
+  return std::shared_ptr<const RunShape>(shape);
+}
+
 Result<std::vector<std::vector<int64_t>>>
 Executable::output_shapes(const std::vector<TensorView>& inputs) const {
-  WEFT_ASSIGN_OR_RETURN(Bindings bound, bind(inputs));
-  std::vector<std::vector<int64_t>> shapes;
-  for (size_t o = 0; o < outputs_.size(); ++o)
-    shapes.push_back(output_dims(o, bound));
-  return shapes;
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const RunShape> shape, run_shape(inputs));
+  return shape->output_dims;
 }
 
 Status Executable::run(const std::vector<TensorView>& inputs,
@@ -251,21 +287,21 @@ Status Executable::run(const std::vector<TensorView>& inputs,
     return Status::error(fmt::format("input '{}' determines shapes: pass it as a host tensor",
                                      inputs_[static_cast<size_t>(frozen_[0].first)].name));
   }
-  WEFT_ASSIGN_OR_RETURN(Bindings bound, bind(inputs));
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const RunShape> shape, run_shape(inputs));
   if (outputs.size() != outputs_.size()) {
     return Status::error(
         fmt::format("the model has {} outputs, {} were given", outputs_.size(), outputs.size()));
   }
   for (size_t o = 0; o < outputs.size(); ++o) {
-    TensorView expected{outputs_[o].type.dtype, output_dims(o, bound), nullptr};
+    TensorView expected{outputs_[o].type.dtype, shape->output_dims[o], nullptr};
     if (!(outputs[o].type() == expected.type())) {
       return Status::error(fmt::format("output '{}' must be {}, got {}", outputs_[o].name,
                                        expected.type().to_string(), outputs[o].type().to_string()));
     }
   }
   if (device_) WEFT_RETURN_IF_ERROR(upload_constants());
-  std::vector<size_t> offsets;
-  size_t intermediates = place_arena(bound, &offsets);
+  const std::vector<size_t>& offsets = shape->offsets;
+  size_t intermediates = shape->intermediates;
   size_t bytes = arena_size(intermediates, inputs, outputs);
   Arena arena = bytes ? take_arena(bytes) : Arena{};
   auto give_back = [this, &arena](void*) { return_arena(arena); };
@@ -307,7 +343,7 @@ Status Executable::run(const std::vector<TensorView>& inputs,
       target = slots_[static_cast<size_t>(target)].index;
     address[s] = address[static_cast<size_t>(target)];
   }
-  WEFT_RETURN_IF_ERROR(run_launches(address, bound, options));
+  WEFT_RETURN_IF_ERROR(run_launches(address, *shape, options));
   // Outputs whose slot is not their own storage (an alias, an input, a constant) are copied.
   for (size_t o = 0; o < outputs.size(); ++o) {
     void* src = address[static_cast<size_t>(output_slots_[o])];
@@ -324,20 +360,17 @@ Status Executable::run(const std::vector<TensorView>& inputs,
   return Status();
 }
 
-Status Executable::run_launches(const std::vector<void*>& address, const Bindings& bound,
+Status Executable::run_launches(const std::vector<void*>& address, const RunShape& shape,
                                 const RunOptions& options) const {
   if (options.threads > 0) omp_set_num_threads(options.threads);
   if (options.timings) options.timings->assign(launches_.size(), {});
   std::vector<void*> args;
-  std::vector<int64_t> extents;
   for (size_t l = 0; l < launches_.size(); ++l) {
     const Launch& launch = launches_[l];
+    const std::vector<int64_t>& extents = shape.extents[l];
     args.clear();
     for (int s : launch.slots)
       args.push_back(address[static_cast<size_t>(s)]);
-    extents.clear();
-    for (const Dim& d : launch.symbols)
-      extents.push_back(eval_dim(d, bound).value_or(0));
     if (options.before_launch) options.before_launch(l, args.data());
     if (options.timings) (*options.timings)[l].start_ns = now_ns();
     if (launch.library) {

@@ -177,6 +177,21 @@ private:
   mutable std::vector<Arena> idle_arenas_;
   mutable std::vector<void*> device_constants_; // per slot, uploaded by the first run
   bool symbolic_arena_ = false;                 // some arena slot's size is symbolic
+  // What the input types of a run determine: the symbols' extents, the output dims, the
+  // arena's layout and each launch's extents. The last one is kept, so that runs at the same
+  // shapes (the common case) evaluate no dim.
+  struct RunShape {
+    std::vector<DType> dtypes;
+    std::vector<std::vector<int64_t>> dims;
+    Bindings bound;
+    std::vector<std::vector<int64_t>> output_dims;
+    std::vector<size_t> offsets;
+    size_t intermediates = 0;
+    std::vector<std::vector<int64_t>> extents; // per launch
+  };
+  mutable std::mutex shape_mutex_;
+  mutable std::shared_ptr<const RunShape> last_shape_;
+  Result<std::shared_ptr<const RunShape>> run_shape(const std::vector<TensorView>& inputs) const;
   // Does "input" match input "i"'s type and, if frozen, its value? Symbols of the type are
   // bound in "bound", or must match what it holds.
   Status check_input(size_t i, const TensorView& input, Bindings* bound) const;
@@ -188,7 +203,7 @@ private:
   void return_arena(Arena arena) const;
   void release(Arena arena) const;
   Status upload_constants() const;
-  Status run_launches(const std::vector<void*>& address, const Bindings& bound,
+  Status run_launches(const std::vector<void*>& address, const RunShape& shape,
                       const RunOptions& options) const;
 };
 
