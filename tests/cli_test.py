@@ -251,12 +251,15 @@ class CliTest(unittest.TestCase):
         path = save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), self.dir)
         r = weft("bench", path, "--iters", "3", "--kernels", "--json")
         self.assertEqual(r.returncode, 0, r.stderr)
-        flops = {k["op_type"]: k["flops"] for k in json.loads(r.stdout)["kernel_profile"]}
+        out = json.loads(r.stdout)
+        self.assertGreater(out["peak_gflops"], 0)  # measured: oneDNN's matrix product
+        flops = {k["op_type"]: k["flops"] for k in out["kernel_profile"]}
         self.assertEqual(flops["Conv"], 2 * 16 * 32 * 32 * 8 * 9)
         self.assertEqual(flops["MatMul"], 2 * 64 * 32 * 128)
         r = weft("bench", path, "--iters", "3", "--kernels")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("GFLOP/s", r.stdout)
+        self.assertIn("peak:", r.stdout)
 
     def test_arg_and_max_reductions_keep_semantics_across_threads(self):
         """Long rows, fewer than the threads, are split across them (cpu_strategy.h): ArgMax

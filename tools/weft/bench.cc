@@ -11,6 +11,7 @@
 #include "tools/weft/commands.h"
 #include "tools/weft/inputs.h"
 #include "weft/driver/compile_model.h"
+#include "weft/library/peak.h"
 #include "weft/runtime/cuda/device.h"
 
 namespace weft::cli {
@@ -72,10 +73,22 @@ double gb_per_s(size_t bytes, double ms) {
 }
 
 // A library call's achieved GFLOP/s, as text; empty for kernels without a FLOP count.
-std::string gflops_text(const runtime::LaunchInfo& info, const runtime::Bindings& bound,
-                        double ms) {
+std::string gflops_text(const runtime::LaunchInfo& info, const runtime::Bindings& bound, double ms,
+                        double peak) {
   double flops = info.flop_count(bound);
-  return flops > 0 && ms > 0 ? fmt::format("{:.1f}", flops / (ms * 1e6)) : "";
+  if (flops <= 0 || ms <= 0) return "";
+  double gflops = flops / (ms * 1e6);
+  return peak > 0 ? fmt::format("{:.1f} ({:.0f}%)", gflops, 100 * gflops / peak)
+                  : fmt::format("{:.1f}", gflops);
+}
+
+// The measured arithmetic peak when some launch counts FLOPs on the CPU (the profile holds
+// them against it), else 0.
+double peak_for(const runtime::Executable& exe, const runtime::Bindings& bound, bool cpu) {
+  bool counted =
+      std::any_of(exe.launches().begin(), exe.launches().end(),
+                  [&](const runtime::Launch& l) { return l.info.flop_count(bound) > 0; });
+  return cpu && counted ? library::measure_peak_gflops() : 0.0;
 }
 
 // A Chrome trace (the JSON object format) of the last timed run: one complete ("X") event
@@ -117,7 +130,7 @@ std::string byte_size(size_t bytes) {
 }
 
 // The per-kernel table, slowest first, with median times over the timed runs.
-std::string kernel_table(const runtime::Executable& exe, const KernelProfile& p) {
+std::string kernel_table(const runtime::Executable& exe, const KernelProfile& p, double peak) {
   double total = 0;
   for (double ms : p.median_ms)
     total += ms;
@@ -127,15 +140,19 @@ std::string kernel_table(const runtime::Executable& exe, const KernelProfile& p)
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return p.median_ms[a] > p.median_ms[b]; });
   std::string out =
-      fmt::format("{:<24} {:<28} {:>10} {:>7} {:>10} {:>8} {:>8}  {}\n", "kernel", "strategy",
-                  "median ms", "%", "bytes", "GB/s", "GFLOP/s", "op (nodes)");
+      peak > 0
+          ? fmt::format("peak: {:.0f} GFLOP/s (oneDNN's f32 matrix product, measured now)\n", peak)
+          : "";
+  out += fmt::format("{:<24} {:<28} {:>10} {:>7} {:>10} {:>8} {:>14}  {}\n", "kernel", "strategy",
+                     "median ms", "%", "bytes", "GB/s", "GFLOP/s", "op (nodes)");
   for (size_t l : order) {
     const runtime::Launch& launch = exe.launches()[l];
     out += fmt::format(
-        "{:<24} {:<28} {:>10.4f} {:>6.1f}% {:>10} {:>8.2f} {:>8}  {} ({})\n", launch.name,
+        "{:<24} {:<28} {:>10.4f} {:>6.1f}% {:>10} {:>8.2f} {:>14}  {} ({})\n", launch.name,
         launch.info.strategy, p.median_ms[l], total > 0 ? 100 * p.median_ms[l] / total : 0.0,
         byte_size(launch.info.bytes(p.bound)), gb_per_s(launch.info.bytes(p.bound), p.median_ms[l]),
-        gflops_text(launch.info, p.bound, p.median_ms[l]), launch.info.op_type, launch.info.node);
+        gflops_text(launch.info, p.bound, p.median_ms[l], peak), launch.info.op_type,
+        launch.info.node);
   }
   out += fmt::format("{:<53} {:>10.4f} (sum of kernel medians)\n", "total", total);
   return out;
@@ -308,6 +325,7 @@ int bench(const BenchOptions& o) {
              {"GB/s", gb_per_s(launch.info.bytes(profile.bound), profile.median_ms[l])}});
       }
       j["kernel_profile"] = kernels;
+      j["peak_gflops"] = peak_for(exe, profile.bound, o.device == DeviceKind::kCpu);
     }
     std::cout << j.dump() << "\n";
   } else {
@@ -323,7 +341,11 @@ int bench(const BenchOptions& o) {
                                "{:.3f} ms; host copies add {:.3f} ms\n",
                                **resident, median - **resident);
     }
-    if (profiling) std::cout << "\n" << kernel_table(exe, profile);
+    if (profiling) {
+      std::cout << "\n"
+                << kernel_table(exe, profile,
+                                peak_for(exe, profile.bound, o.device == DeviceKind::kCpu));
+    }
     if (!o.profile.empty()) std::cout << fmt::format("trace: {}\n", o.profile);
   }
   return 0;
