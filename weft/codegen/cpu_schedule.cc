@@ -42,8 +42,8 @@ int64_t default_max_row_variant() {
   static const int64_t extent = [] {
     const char* env = std::getenv("WEFT_MAX_ROW_VARIANT");
     char* end = nullptr;
-    int64_t v = env ? std::strtoll(env, &end, 10) : -1;
-    return env && *end == '\0' && v >= 0 ? v : int64_t{1024};
+    int64_t v = env && *env ? std::strtoll(env, &end, 10) : -1;
+    return v >= 0 && *end == '\0' ? v : int64_t{1024}; // unset, empty or not a count: 1024
   }();
   return extent;
 }
