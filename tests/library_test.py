@@ -120,8 +120,9 @@ class Up(torch.nn.Module):
 
 class Decoder(torch.nn.Module):
     """A U-Net's way up between convolutions: ConvTranspose, a Concat with the skip
-    connection, bilinear Resize. Both upsamplings read and write channels-last in place
-    (the Transposes around them absorbed)."""
+    connection, bilinear Resize. The 2x2, stride-2 ConvTranspose is a matrix product and a
+    pixel shuffle (conv_transpose_as_matmul); the Resize reads and writes channels-last in
+    place (the Transposes around it absorbed)."""
 
     def __init__(self):
         super().__init__()
@@ -230,7 +231,7 @@ def main():
         check(tmp, "upsampling", Up().eval(), {"x": f(2, 8, 7, 7)},
               ["Resize", "ConvTranspose", "ConvTranspose", "Conv"])
         check(tmp, "decoder", Decoder().eval(), {"x": f(1, 4, 16, 16)},
-              ["Conv+Relu", "Conv+Relu", "Transpose+ConvTranspose+Transpose", "Conv+Relu",
+              ["Conv+Relu", "Conv+Relu", "MatMul", "Conv+Relu",
                "Transpose+Resize+Transpose", "Conv"])
         check(tmp, "stem", Stem().eval(), {"x": f(1, 3, 32, 32)},
               ["Conv+Relu", "Transpose+MaxPool+Transpose", "Conv+Add+Relu",

@@ -8,6 +8,7 @@
 #include "weft/driver/pipeline.h"
 #include "weft/driver/stages.h"
 #include "weft/graph/passes/channels_last.h"
+#include "weft/graph/passes/conv_transpose_as_matmul.h"
 #include "weft/graph/passes/eliminate_dead_code.h"
 #include "weft/graph/passes/infer_shapes.h"
 #include "weft/graph/print_graph.h"
@@ -137,9 +138,10 @@ Result<CompiledModel> compile_model(const ModelSource& model,
       stages::specialize(graph, sample_inputs, settings.dynamic_shapes, &frozen_inputs));
   WEFT_RETURN_IF_ERROR(stages::run_host_ops(graph));
   observe("specialize", graph);
-  if (stages::onednn_calls(settings)) {
+  if (stages::onednn_calls(settings)) { // the layout of the library calls' regions
+    WEFT_ASSIGN_OR_RETURN(bool products, conv_transpose_as_matmul(graph));
     WEFT_ASSIGN_OR_RETURN(bool changed, channels_last(graph));
-    if (changed) {
+    if (products || changed) {
       WEFT_RETURN_IF_ERROR(refold(graph, "channels_last"));
       observe("channels_last", graph);
     }
