@@ -52,6 +52,16 @@ def test_non_zero_between_kernels():
         np.testing.assert_allclose(got["e"], np.exp(r), rtol=1e-6)
 
 
+def assert_two_compiles(script, cache):
+    """Runs "script" (which prints "ok" when its checks pass) with WEFT_LOG=info and a cache of
+    its own: the rest after the host ops compiled once over symbols, two compiles in all."""
+    env = dict(os.environ, WEFT_LOG="info", WEFT_CACHE_DIR=str(cache))
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-3000:]
+    assert "compiled once, over symbolic extents" in done.stderr, done.stderr[-3000:]
+    assert done.stderr.count("generated kernels") == 2, done.stderr[-3000:]
+
+
 def test_later_stage_compiles_once_over_symbolic_extents(tmp_path):
     """NonZero and Compress whose outputs feed kernels: the stage after them is compiled once,
     over symbols for their data-dependent extents, and serves every content (20 inputs with
@@ -88,11 +98,7 @@ for trial in range(20):
     np.testing.assert_allclose(got["y"], np.tanh(x[x.sum(axis=1) > 0]), rtol=1e-5, atol=1e-6)
 print("ok")
 '''
-    env = dict(os.environ, WEFT_LOG="info", WEFT_CACHE_DIR=str(tmp_path))
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
-    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-3000:]
-    assert "compiled once, over symbolic extents" in done.stderr, done.stderr[-3000:]
-    assert done.stderr.count("generated kernels") == 2, done.stderr[-3000:]
+    assert_two_compiles(script, tmp_path)
 
 
 def test_unique_with_one_output_compiles_once(tmp_path):
@@ -115,11 +121,7 @@ for scale in (0.5, 1.0, 2.0, 4.0):
     np.testing.assert_array_equal(m.run({"x": x})["y"], -np.unique(np.floor(x * np.float32(3))))
 print("ok")
 '''
-    env = dict(os.environ, WEFT_LOG="info", WEFT_CACHE_DIR=str(tmp_path))
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
-    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-3000:]
-    assert "compiled once, over symbolic extents" in done.stderr, done.stderr[-3000:]
-    assert done.stderr.count("generated kernels") == 2, done.stderr[-3000:]
+    assert_two_compiles(script, tmp_path)
 
 
 def test_compress_with_a_computed_condition():

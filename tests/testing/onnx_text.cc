@@ -39,4 +39,11 @@ int count_ops(const std::string& body, const std::string& op) {
   return n;
 }
 
+int count_ops(const Graph& graph, Op op) {
+  int n = 0;
+  for (const auto& node : graph.nodes())
+    n += node->op_type == op;
+  return n;
+}
+
 } // namespace weft::testing

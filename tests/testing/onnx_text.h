@@ -24,6 +24,8 @@ std::string print_body(const Graph& graph);
 
 // How many nodes of "op" a print_body text holds.
 int count_ops(const std::string& body, const std::string& op);
+// How many nodes of "op" "graph" holds.
+int count_ops(const Graph& graph, Op op);
 
 } // namespace weft::testing
 

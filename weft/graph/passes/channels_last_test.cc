@@ -9,14 +9,8 @@
 namespace weft {
 namespace {
 
+using testing::count_ops;
 using testing::graph_from_text;
-
-int count(const Graph& g, Op op) {
-  int n = 0;
-  for (const auto& node : g.nodes())
-    n += node->op_type == op;
-  return n;
-}
 
 // Two convolutions, a ReLU, a per-channel scale and a residual Add between them: all run
 // channels-last; Transposes stay only where the region starts and before the pooling.
@@ -38,9 +32,9 @@ TEST(ChannelsLast, ActivationsStayChannelsLastBetweenConvolutions) {
   ASSERT_TRUE(eliminate_dead_code(g).ok());
   Status v = verify_graph(g, "channels_last");
   ASSERT_TRUE(v.ok()) << v.to_string();
-  EXPECT_EQ(count(g, Op::kConvChannelsLast), 2);
-  EXPECT_EQ(count(g, Op::kConv), 0);
-  EXPECT_EQ(count(g, Op::kTranspose), 2);
+  EXPECT_EQ(count_ops(g, Op::kConvChannelsLast), 2);
+  EXPECT_EQ(count_ops(g, Op::kConv), 0);
+  EXPECT_EQ(count_ops(g, Op::kTranspose), 2);
   for (const auto& n : g.nodes()) {
     if (n->op_type == Op::kRelu || n->op_type == Op::kAdd) {
       EXPECT_EQ(shape_to_string(*n->outputs[0]->type.shape), "[1,8,8,4]") << n->name;
@@ -75,8 +69,8 @@ TEST(ChannelsLast, SinksIntoSeveralReadersAndThroughReductions) {
   ASSERT_TRUE(eliminate_dead_code(g).ok());
   Status v = verify_graph(g, "channels_last");
   ASSERT_TRUE(v.ok()) << v.to_string();
-  EXPECT_EQ(count(g, Op::kConvChannelsLast), 3);
-  EXPECT_EQ(count(g, Op::kTranspose), 2);
+  EXPECT_EQ(count_ops(g, Op::kConvChannelsLast), 3);
+  EXPECT_EQ(count_ops(g, Op::kTranspose), 2);
   for (const auto& n : g.nodes()) {
     if (n->op_type == Op::kReduceMean) {
       EXPECT_EQ(n->attrs_as<ReduceAttrs>().axes, (Ints{1, 2}));
@@ -104,8 +98,8 @@ TEST(ChannelsLast, SharesInputTransposesAndEndsAtAFlatMean) {
   ASSERT_TRUE(eliminate_dead_code(g).ok());
   Status v = verify_graph(g, "channels_last");
   ASSERT_TRUE(v.ok()) << v.to_string();
-  EXPECT_EQ(count(g, Op::kConvChannelsLast), 3);
-  EXPECT_EQ(count(g, Op::kTranspose), 1);
+  EXPECT_EQ(count_ops(g, Op::kConvChannelsLast), 3);
+  EXPECT_EQ(count_ops(g, Op::kTranspose), 1);
   EXPECT_EQ(g.outputs[0]->producer->op_type, Op::kReduceMean);
   EXPECT_EQ(g.outputs[0]->producer->attrs_as<ReduceAttrs>().axes, (Ints{1, 2}));
 }

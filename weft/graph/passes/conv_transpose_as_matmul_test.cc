@@ -8,14 +8,8 @@
 namespace weft {
 namespace {
 
+using testing::count_ops;
 using testing::graph_from_text;
-
-int count(const Graph& g, Op op) {
-  int n = 0;
-  for (const auto& node : g.nodes())
-    n += node->op_type == op;
-  return n;
-}
 
 // A 2x2, stride-2 ConvTranspose from 2 to 1 channels: a product with the weights as
 // [C, kh * kw * M] columns, the pixel shuffle, the bias and the way back to NCHW.
@@ -32,8 +26,8 @@ TEST(ConvTransposeAsMatmul, NonOverlappingWindowsBecomeAProduct) {
   ASSERT_TRUE(eliminate_dead_code(g).ok());
   Status v = verify_graph(g, "conv_transpose_as_matmul");
   ASSERT_TRUE(v.ok()) << v.to_string();
-  EXPECT_EQ(count(g, Op::kConvTranspose), 0);
-  ASSERT_EQ(count(g, Op::kMatMul), 1);
+  EXPECT_EQ(count_ops(g, Op::kConvTranspose), 0);
+  ASSERT_EQ(count_ops(g, Op::kMatMul), 1);
   for (const auto& n : g.nodes()) {
     if (n->op_type != Op::kMatMul) continue;
     const Tensor& columns = *n->inputs[1]->constant;
@@ -65,7 +59,7 @@ TEST(ConvTransposeAsMatmul, NothingToDoForOverlappingOrPaddedWindows) {
   Result<bool> changed = conv_transpose_as_matmul(g);
   ASSERT_TRUE(changed.ok()) << changed.status().to_string();
   EXPECT_FALSE(*changed);
-  EXPECT_EQ(count(g, Op::kConvTranspose), 4);
+  EXPECT_EQ(count_ops(g, Op::kConvTranspose), 4);
 }
 
 } // namespace
