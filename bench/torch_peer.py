@@ -40,17 +40,18 @@ def reductions():
     return []
 
 
-def build(torch, case):
+def build(torch, case, device="cpu"):
     """(function, inputs) computing what make_models.py's model CASE computes; the constant
-    parameters come from bench_cases.py, as make_models.py's do."""
+    parameters come from bench_cases.py, as make_models.py's do. Inputs, parameters and modules
+    are drawn on the CPU, then moved to "device" (bench/gpu_bench.py passes "cuda")."""
     import bench_cases as bc
     gen = torch.Generator().manual_seed(0)
 
     def randn(*shape):
-        return torch.randn(*shape, generator=gen)
+        return torch.randn(*shape, generator=gen).to(device)
 
     def param(seed, shape):
-        return torch.from_numpy(bc.param(seed, shape))
+        return torch.from_numpy(bc.param(seed, shape)).to(device)
 
     F = torch.nn.functional
 
@@ -61,11 +62,11 @@ def build(torch, case):
         return (lambda x: torch.softmax(x, dim=-1)), [randn(*dims(case))]
     if case.startswith("layernorm_"):  # LayerNormalization, axis=-1, epsilon 1e-5, g=1, b=0
         shape = dims(case)
-        g, b = torch.ones(shape[-1]), torch.zeros(shape[-1])
+        g, b = torch.ones(shape[-1], device=device), torch.zeros(shape[-1], device=device)
         return (lambda x: torch.nn.functional.layer_norm(x, shape[-1:], g, b, 1e-5)), [randn(*shape)]
     if case.startswith("attention_softmax_"):  # Softmax(x * 0.125 + causal mask), axis=-1
         shape = dims(case)
-        mask = torch.from_numpy(bc.causal_mask(shape[-1]))
+        mask = torch.from_numpy(bc.causal_mask(shape[-1])).to(device)
         return (lambda x: torch.softmax(x * bc.ATTENTION_SCALE + mask, dim=-1)), [randn(*shape)]
     if case.startswith("rmsnorm_"):  # x / sqrt(mean(x^2, -1) + 1e-6) * g
         shape = dims(case)
@@ -87,7 +88,7 @@ def build(torch, case):
         gamma, beta = param(5, [shape[1]]), param(6, [shape[1]])
         return (lambda x: F.group_norm(x, groups, gamma, beta, bc.EPS_NORM)), [randn(*shape)]
     if case == "gpt_block":  # bench_cases.gpt_block: the same module and weights as the ONNX export
-        return bc.gpt_block(torch), [randn(bc.GPT_BATCH, bc.GPT_SEQ, bc.GPT_DIM)]
+        return bc.gpt_block(torch).to(device), [randn(bc.GPT_BATCH, bc.GPT_SEQ, bc.GPT_DIM)]
     if case in ("resnet18", "encoder_layer"):
         import torchvision
         # Same seed and the same draws from it as make_models.py (the resnet, the input it
@@ -98,8 +99,8 @@ def build(torch, case):
         encoder = torch.nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024,
                                                    batch_first=True, activation="gelu").eval()
         if case == "resnet18":
-            return resnet, [randn(1, 3, 224, 224)]
-        return encoder, [randn(4, 128, 256)]
+            return resnet.to(device), [randn(1, 3, 224, 224)]
+        return encoder.to(device), [randn(4, 128, 256)]
     raise KeyError(f"unknown case {case}")
 
 

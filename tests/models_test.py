@@ -3,7 +3,10 @@
 MobileNetV2, and a torch.nn.TransformerEncoderLayer (also exported with dynamic axes and
 run at another shape).
 
-Usage: models_test.py WEFT_BINARY      (exits 77, a skip, when PyTorch is missing)
+Usage: models_test.py WEFT_BINARY [--device cuda]   (exits 77, a skip, when PyTorch is missing)
+
+With --device cuda, Weft runs the models on the GPU (or the emulator, with WEFT_CUDA_EMULATOR=1)
+and is compared with PyTorch on the CPU, within the same tolerances.
 """
 import os
 import subprocess
@@ -25,24 +28,26 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tes
 from torch_models import randomize_batch_norms  # noqa: E402
 
 
-def check(weft, tmp, name, model, example, run_input=None, **export_args):
+def check(weft, device, tmp, name, model, example, run_input=None, **export_args):
     path = os.path.join(tmp, name + ".onnx")
     torch.onnx.export(model, example, path, opset_version=14, input_names=["x"], output_names=["y"],
                       **export_args)
     x = (run_input if run_input is not None else example).numpy()
     np.save(os.path.join(tmp, name + "_x.npy"), x)
     out = os.path.join(tmp, name + "_out")
-    r = subprocess.run([weft, "run", path, "--input", f"x={os.path.join(tmp, name + '_x.npy')}",
-                        "--output-dir", out], capture_output=True, text=True, timeout=600)
+    r = subprocess.run([weft, "run", path, "--device", device, "--input",
+                        f"x={os.path.join(tmp, name + '_x.npy')}", "--output-dir", out],
+                       capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, f"{name}: {r.stderr}"
     got = np.load(os.path.join(out, "y.npy"))
     with torch.no_grad():
         want = model(torch.from_numpy(x)).numpy()
     assert np.abs(want).max() > 1e-2, f"{name}: outputs too small to compare meaningfully"
     np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4, err_msg=name)
-    print(f"ok {name}: {got.shape}, max |torch| = {np.abs(want).max():.3g}, "
+    print(f"ok {name} ({device}): {got.shape}, max |torch| = {np.abs(want).max():.3g}, "
           f"max |weft - torch| = {np.abs(got - want).max():.2e}")
-    check_cuda_codegen(weft, tmp, name, path, x)
+    if device == "cpu":
+        check_cuda_codegen(weft, tmp, name, path, x)
 
 
 def check_cuda_codegen(weft, tmp, name, path, x):
@@ -63,20 +68,31 @@ def check_cuda_codegen(weft, tmp, name, path, x):
 
 def main():
     weft = sys.argv[1]
+    device = sys.argv[3] if sys.argv[2:3] == ["--device"] else "cpu"
     torch.manual_seed(0)
+    failures = []
+
+    def checked(*args, **kwargs):  # every model is tried; the first failure does not stop them
+        try:
+            check(weft, device, tmp, *args, **kwargs)
+        except AssertionError as e:
+            failures.append(args[0])
+            print(f"FAIL {args[0]} ({device}): {e}")
+
     with tempfile.TemporaryDirectory() as tmp:
         image = torch.randn(1, 3, 224, 224)
         with torch.no_grad():
             resnet = randomize_batch_norms(torchvision.models.resnet18()).eval()
             mobilenet = randomize_batch_norms(torchvision.models.mobilenet_v2()).eval()
-        check(weft, tmp, "resnet18", resnet, image)
-        check(weft, tmp, "mobilenet_v2", mobilenet, image)
+        checked("resnet18", resnet, image)
+        checked("mobilenet_v2", mobilenet, image)
         encoder = torch.nn.TransformerEncoderLayer(d_model=128, nhead=4, dim_feedforward=512,
                                                    batch_first=True, activation="gelu").eval()
-        check(weft, tmp, "encoder_layer", encoder, torch.randn(2, 32, 128))
-        check(weft, tmp, "encoder_layer_dynamic", encoder, torch.randn(2, 32, 128),
-              run_input=torch.randn(3, 17, 128), dynamic_axes={"x": {0: "batch", 1: "seq"}})
+        checked("encoder_layer", encoder, torch.randn(2, 32, 128))
+        checked("encoder_layer_dynamic", encoder, torch.randn(2, 32, 128),
+                run_input=torch.randn(3, 17, 128), dynamic_axes={"x": {0: "batch", 1: "seq"}})
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -10,7 +10,10 @@ Two suites:
                expected_failures_onnx-1.23.2.txt.
 
 Usage:
-  run_conformance.py WEFT [--suite NAME] [--write-expected] [--markdown FILE]
+  run_conformance.py WEFT [--suite NAME] [--device cpu|cuda] [--write-expected] [--markdown FILE]
+
+--device cuda runs the cases on the GPU (or the emulator, with WEFT_CUDA_EMULATOR=1) against
+the same expected-failure list: it passes when the GPU passes exactly what the CPU passes.
 
 --write-expected rewrites expected_failures.txt from this run, with a reason derived from
 each failure's message; entries saying "no reason derived" need one written by hand.
@@ -123,9 +126,12 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("weft")
     parser.add_argument("--suite", choices=sorted(SUITES), default="onnx-1.12")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--write-expected", action="store_true")
     parser.add_argument("--markdown")
     args = parser.parse_args()
+    if args.write_expected and args.device != "cpu":
+        parser.error("--write-expected writes the CPU's list: run it without --device cuda")
     global DATA, CATEGORIES, EXPECTED, DESCRIPTION
     DATA, CATEGORIES, EXPECTED, DESCRIPTION = SUITES[args.suite]
     if not os.path.isdir(DATA):
@@ -133,7 +139,8 @@ def main():
         return 77
     names = cases()
     start = time.time()
-    results = run_all(os.path.abspath(args.weft), names, os.cpu_count() or 2)
+    results = run_all(os.path.abspath(args.weft), names, os.cpu_count() or 2,
+                      ["--device", args.device])
     elapsed = time.time() - start
 
     if args.write_expected:
@@ -165,15 +172,16 @@ def main():
     for case, why in results.items():
         counts[case.split("/")[0]][0 if why is None else 1] += 1
     total_pass = sum(p for p, _ in counts.values())
-    print(f"conformance: {total_pass} of {len(results)} cases pass ({elapsed:.0f} s)")
+    print(f"conformance ({args.device}): {total_pass} of {len(results)} cases pass "
+          f"({elapsed:.0f} s)")
     for category, (passed, failed) in counts.items():
         print(f"  {category}: {passed} passed, {failed} failed")
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write(f"## {args.suite}\n\n"
-                    f"`weft test-onnx` over {DESCRIPTION}, on CPU. Regenerate with "
-                    f"`tests/conformance/run_conformance.py build/tools/weft/weft --suite "
-                    f"{args.suite} --markdown FILE`.\n\n"
+                    f"`weft test-onnx` over {DESCRIPTION}, on {args.device.upper()}. "
+                    "Regenerate with `tests/conformance/run_conformance.py build/tools/weft/weft "
+                    f"--suite {args.suite} --device {args.device} --markdown FILE`.\n\n"
                     "| Category | Passed | Failed | Pass rate |\n| --- | ---: | ---: | ---: |\n")
             for category, (passed, failed) in counts.items():
                 f.write(f"| {category} | {passed} | {failed} | {100 * passed / max(passed + failed, 1):.1f}% |\n")

@@ -114,6 +114,10 @@ public:
   virtual Status to_host(void* dst, const void* src, size_t bytes) = 0;
   virtual Status on_device(void* dst, const void* src, size_t bytes) = 0; // device to device
   virtual Status synchronize() = 0;
+  // Runs "work", which queues device work, and waits for it: the milliseconds the device spent
+  // on it. This default is the host's clock around work() and synchronize(), which includes
+  // the launches' own latency; the CUDA driver times between events on its stream instead.
+  virtual Result<double> time(const std::function<Status()>& work);
 };
 
 struct TensorInfo {

@@ -10,6 +10,7 @@ using CUcontext = struct CUctx_st*;
 using CUmodule = struct CUmod_st*;
 using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
+using CUevent = struct CUevent_st*;
 using CUdeviceptr = unsigned long long;
 
 } // namespace weft::runtime::cuda

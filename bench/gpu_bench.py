@@ -1,0 +1,299 @@
+"""Weft on an NVIDIA GPU against PyTorch eager, torch.compile and CuPy (CUB) on the same device,
+in one run, with the device's copy bandwidth measured in the same run.
+
+On the GPU machine (a python3 with torch, torchvision, onnx and cupy; Weft's CLI from
+../shared/tools/gpu-bundle; scripts/gpu-check.sh runs it there):
+    python3 bench/gpu_bench.py --weft $WEFT [--cases a,b] [--iters 50] [--no-compile] [--out FILE]
+Here, to show a results file as docs/benchmarks.md's section (run_bench.py --markdown-only
+includes bench/gpu_results.json when there is one):
+    python3 bench/gpu_bench.py --show FILE
+
+The cases are make_models.py's (written into a temporary folder by this machine's PyTorch).
+For each:
+- Weft, through its CLI: `weft bench --device cuda --json` gives the latency with inputs and
+  outputs on the device (the wall clock of a run, its synchronize included) and with host
+  inputs and outputs (the difference is the transfer time); a second `weft bench --kernels` run
+  gives each kernel's time on the device (between CUDA events around its launches). "kernels" is
+  their sum.
+- Its output, from `weft run --device cuda` on the case's input, against PyTorch eager's on the
+  GPU: rtol 1e-3, atol 1e-4 plus 1e-5 of the output's largest magnitude.
+- PyTorch eager and torch.compile (default mode; its compile time not included): the wall clock
+  of a call and torch.cuda.synchronize(), and the GPU time between CUDA events around the call.
+  TF32 is off on both sides (Weft's default is fp32-exact; PyTorch's cuDNN allows TF32 unless
+  told not to).
+- CuPy's sum with CUB (CUPY_ACCELERATORS=cub), for the ReduceSum cases.
+Bytes moved are the inputs' and outputs' bytes; "% of copy" is the kernels' rate against the
+copy bandwidth (bytes read and written per second by a 256 MiB device-to-device copy).
+"""
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+MODEL_ROWS = ("encoder_layer", "gpt_block", "resnet18")
+# The rows of the issue's goals: 64 MB and more of a canonical reduction, and the fused subgraphs.
+NORMALIZATIONS = ("softmax_", "layernorm_", "rmsnorm_")
+
+
+def case_names(models):
+    return sorted(f[:-5] for f in os.listdir(models) if f.endswith(".onnx"))
+
+
+def weft_json(weft, model, iters, *flags):
+    r = subprocess.run([weft, "bench", model, "--device", "cuda", "--json", "--iters", str(iters),
+                        "--warmup", "3", *flags], capture_output=True, text=True, timeout=900)
+    if r.returncode != 0:
+        return {"error": (r.stderr.strip() or r.stdout.strip() or f"exit {r.returncode}")[:400]}
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def weft_output(weft, model, names, x, tmp):
+    """Weft's first output on the GPU for input x (the model's one input), or an error text."""
+    x_path, out = os.path.join(tmp, "x.npy"), os.path.join(tmp, "out")
+    np.save(x_path, x)
+    r = subprocess.run([weft, "run", model, "--device", "cuda", "--input", f"{names[0]}={x_path}",
+                        "--output-dir", out], capture_output=True, text=True, timeout=900)
+    if r.returncode != 0:
+        return (r.stderr.strip() or f"exit {r.returncode}")[:400]
+    return np.load(os.path.join(out, names[1] + ".npy"))
+
+
+def io_names(model):
+    import onnx
+    m = onnx.load(model, load_external_data=False)
+    initializers = {t.name for t in m.graph.initializer}
+    inputs = [i.name for i in m.graph.input if i.name not in initializers]
+    return inputs[0], m.graph.output[0].name
+
+
+def compare(got, want):
+    """None when got matches want, else what differs."""
+    if isinstance(got, str):
+        return got
+    if got.shape != want.shape:
+        return f"shape {list(got.shape)}, expected {list(want.shape)}"
+    bad = ~np.isfinite(got)
+    if bad.any():
+        return f"{int(bad.sum())} non-finite values"
+    tol = 1e-4 + 1e-5 * float(np.abs(want).max()) + 1e-3 * np.abs(want)
+    err = np.abs(got - want)
+    if (err > tol).any():
+        return f"max |weft - torch| {err.max():.3g} (largest |torch| {np.abs(want).max():.3g})"
+    return None
+
+
+def timed(torch, fn, iters):
+    """(median wall ms of fn() and a synchronize, median ms between CUDA events around fn())."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    wall, gpu = [], []
+    for _ in range(iters):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        t0 = time.perf_counter()
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        wall.append((time.perf_counter() - t0) * 1e3)
+        gpu.append(start.elapsed_time(end))
+    return statistics.median(wall), statistics.median(gpu)
+
+
+def copy_bandwidth(torch):
+    """GB/s read + written by a 256 MiB device-to-device copy (median of 20)."""
+    n = 64 << 20
+    src, dst = torch.ones(n, device="cuda"), torch.empty(n, device="cuda")
+    _, ms = timed(torch, lambda: dst.copy_(src), 20)
+    return 2 * n * 4 / ms / 1e6
+
+
+def nbytes(values):
+    if isinstance(values, (list, tuple)):
+        return sum(nbytes(v) for v in values)
+    return values.numel() * values.element_size()
+
+
+def measure_case(torch, weft, models, case, iters, with_compile, tmp):
+    import torch_peer
+    from make_models import REDUCTIONS
+    model = os.path.join(models, case + ".onnx")
+    row = {"case": case}
+    plain = weft_json(weft, model, iters)
+    if "error" in plain:
+        row["weft_error"] = plain["error"]
+    else:
+        row["weft_resident_ms"] = plain.get("device_resident_median_ms")
+        row["weft_host_io_ms"] = plain["median_ms"]
+        row["weft_transfer_ms"] = plain.get("transfer_ms")
+        row["weft_compile_ms"] = plain["compile_ms"]
+        profiled = weft_json(weft, model, iters, "--kernels")
+        if "kernel_profile" in profiled:
+            row["weft_kernels_ms"] = sum(k["median_ms"] for k in profiled["kernel_profile"])
+            row["weft_kernel_count"] = len(profiled["kernel_profile"])
+    fn, inputs = torch_peer.build(torch, case, "cuda")
+    with torch.inference_mode():
+        want = fn(*inputs)
+        row["bytes"] = nbytes(inputs) + nbytes(want)
+        names = io_names(model)
+        row["check"] = compare(weft_output(weft, model, names, inputs[0].cpu().numpy(), tmp),
+                               want.float().cpu().numpy()) or "ok"
+        row["eager_ms"], row["eager_gpu_ms"] = timed(torch, lambda: fn(*inputs), iters)
+        if with_compile:
+            try:
+                compiled = torch.compile(fn)
+                t0 = time.perf_counter()
+                compiled(*inputs)
+                torch.cuda.synchronize()
+                row["compile_s"] = time.perf_counter() - t0
+                row["compile_ms"], row["compile_gpu_ms"] = timed(torch, lambda: compiled(*inputs),
+                                                                 iters)
+            except Exception as e:  # a torch.compile failure: the table says n/a
+                row["compile_error"] = f"{type(e).__name__}: {e}"[:400]
+        axes = next((a for name, _, a in REDUCTIONS if name == case), None)
+        if axes is not None:
+            try:
+                os.environ.setdefault("CUPY_ACCELERATORS", "cub")
+                import cupy
+                x = cupy.from_dlpack(inputs[0])
+                row["cub_ms"], row["cub_gpu_ms"] = timed(
+                    torch, lambda: cupy.sum(x, axis=tuple(axes)), iters)
+            except Exception as e:
+                row["cub_error"] = f"{type(e).__name__}: {e}"[:400]
+    return row
+
+
+def measure(weft, cases, iters, with_compile):
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    result = {"date": datetime.date.today().isoformat(), "device": torch.cuda.get_device_name(),
+              "torch": torch.__version__, "cuda": torch.version.cuda, "iters": iters}
+    try:
+        import cupy
+        result["cupy"] = cupy.__version__
+    except ImportError:
+        result["cupy"] = None
+    result["copy_gb_s"] = copy_bandwidth(torch)
+    print(f"copy bandwidth: {result['copy_gb_s']:.0f} GB/s (read + write)", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        models = os.path.join(tmp, "models")
+        subprocess.run([sys.executable, os.path.join(HERE, "make_models.py"), models], check=True,
+                       capture_output=True, text=True)
+        rows = []
+        for case in cases or case_names(models):
+            started = time.time()
+            rows.append(measure_case(torch, weft, models, case, iters, with_compile, tmp))
+            print(json.dumps(rows[-1]), f"({time.time() - started:.0f} s)", flush=True)
+    result["rows"] = rows
+    return result
+
+
+def geomean(values):
+    return float(np.exp(np.mean(np.log(values)))) if values else float("nan")
+
+
+def is_goal_row(row):
+    """The issue's rows: canonical reductions of 64 MB and more, softmax, LayerNorm, RMSNorm."""
+    case = row["case"]
+    return case.startswith(NORMALIZATIONS) or (case.startswith("reduce_") and
+                                               row.get("bytes", 0) >= 64e6)
+
+
+def markdown(r):
+    copy = r["copy_gb_s"]
+    lines = ["## CUDA", "",
+             f"`bench/gpu_bench.py`, measured {r['date']} on {r['device']} (PyTorch {r['torch']}, "
+             f"CUDA {r['cuda']}, CuPy {r['cupy']}); copy bandwidth measured in the same run: "
+             f"**{copy:.0f} GB/s** read + write (256 MiB device-to-device). Medians of {r['iters']} "
+             "runs. Weft through its CLI: *resident* is a run with inputs and outputs on the device "
+             "(wall clock, its synchronize included), *host I/O* the same with host arrays (the "
+             "difference is the transfers), *kernels* the sum of its kernels' device times "
+             "(CUDA events). PyTorch eager, torch.compile and CuPy/CUB: the wall clock of a call and "
+             "a synchronize, on device tensors. Ratios are peer / Weft resident (above 1: Weft is "
+             "faster). TF32 is off on both sides. *Output*: Weft's on the GPU against PyTorch "
+             "eager's (rtol 1e-3, atol 1e-4 plus 1e-5 of the largest magnitude).", "",
+             "| Case | MB | Weft kernels | % of copy | Weft resident | Weft host I/O | eager | "
+             "eager / Weft | torch.compile | compile / Weft | CUB | CUB / Weft | output |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    ms = lambda v: "n/a" if v is None else f"{v:.3f} ms"
+    ratio = lambda p, w: None if p is None or not w else p / w
+    num = lambda v: "n/a" if v is None else f"{v:.2f}"
+    ratios = {"eager": [], "compile": [], "cub": []}
+    kernel_ratios = {"eager": [], "compile": []}
+    for row in r["rows"]:
+        w, k = row.get("weft_resident_ms"), row.get("weft_kernels_ms")
+        share = None
+        if k and row.get("bytes"):
+            share = row["bytes"] / k / 1e6 / copy * 100
+        cells = []
+        for peer in ("eager", "compile", "cub"):
+            q = ratio(row.get(peer + "_ms"), w)
+            if q and row["case"] not in MODEL_ROWS:
+                ratios[peer].append(q)
+            cells += [ms(row.get(peer + "_ms")), num(q)]
+            g = ratio(row.get(peer + "_gpu_ms"), k)
+            if g and peer in kernel_ratios and row["case"] not in MODEL_ROWS:
+                kernel_ratios[peer].append(g)
+        check = row.get("check", "n/a") if "weft_error" not in row else "failed: " + row["weft_error"]
+        lines.append(f"| {row['case']} | {row.get('bytes', 0) / 1e6:.1f} | {ms(k)} | "
+                     f"{'' if share is None else f'{share:.0f}%'} | {ms(w)} | "
+                     f"{ms(row.get('weft_host_io_ms'))} | " + " | ".join(cells) + f" | {check} |")
+    lines += ["", "Geomean over the reduction and subgraph rows, resident end to end: eager / Weft "
+              f"**{geomean(ratios['eager']):.2f}**, torch.compile / Weft "
+              f"**{geomean(ratios['compile']):.2f}**, CUB / Weft **{geomean(ratios['cub']):.2f}** "
+              f"(ReduceSum rows); kernel to kernel (PyTorch's GPU time between CUDA events against "
+              f"Weft's kernels): eager / Weft **{geomean(kernel_ratios['eager']):.2f}**, "
+              f"torch.compile / Weft **{geomean(kernel_ratios['compile']):.2f}**.", ""]
+    goal = [row for row in r["rows"] if is_goal_row(row)]
+    low = [f"{row['case']} ({row['bytes'] / row['weft_kernels_ms'] / 1e6 / copy * 100:.0f}%)"
+           for row in goal if row.get("weft_kernels_ms")
+           and row["bytes"] / row["weft_kernels_ms"] / 1e6 / copy < 0.85]
+    resnet = next((row for row in r["rows"] if row["case"] == "resnet18"), {})
+    if resnet.get("weft_resident_ms") and resnet.get("compile_ms"):
+        lines += [f"ResNet-18 at batch 1, resident: Weft {resnet['weft_resident_ms']:.3f} ms, "
+                  f"torch.compile {resnet['compile_ms']:.3f} ms.", ""]
+    wrong = [row["case"] for row in r["rows"] if row.get("check", "ok") != "ok" or "weft_error" in row]
+    lines += [f"Under 85% of the copy bandwidth (kernels; 64 MB+ reductions, softmax, LayerNorm, "
+              f"RMSNorm): {', '.join(low) if low else 'none'}. Outputs that differ from PyTorch's "
+              f"or failed: {', '.join(wrong) if wrong else 'none'}. Raw results: "
+              "`bench/gpu_results.json`.", ""]
+    return lines
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--weft", help="the weft CLI (on the GPU machine: $WEFT)")
+    ap.add_argument("--cases", help="comma-separated case names (default: all)")
+    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    ap.add_argument("--out", help="write the results as JSON here")
+    ap.add_argument("--show", help="print the markdown of a results file")
+    args = ap.parse_args()
+    if args.show:
+        with open(args.show) as f:
+            print("\n".join(markdown(json.load(f))))
+        return 0
+    if not args.weft:
+        ap.error("--weft is required to measure")
+    result = measure(os.path.abspath(args.weft), args.cases.split(",") if args.cases else None,
+                     args.iters, not args.no_compile)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=2)
+    print("\n".join(markdown(result)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The GPU checks of docs/status.md's CUDA items, as one prepared command for a machine with an
+# NVIDIA GPU and none of Debian's packages. Here, after scripts/build.sh:
+#     ../shared/tools/gpu-bundle --with-testdata      # packs the build into .gpu-bundle/
+# There, from the checkout's root (the bundle carried along):
+#     source .gpu-bundle/env.sh && scripts/gpu-check.sh [STAGE ...]
+# Stages, all by default, each under its own time limit and each logged to $OUT/STAGE.log even
+# when an earlier one failed:
+#   device       nvidia-smi, and the device Weft opens
+#   multiblock   tests/cuda_emulator_test.py on the GPU (WEFT_CUDA_EMULATOR=0)
+#   conformance  the onnx 1.12 backend suite on the GPU against the CPU's expected failures
+#   models       tests/models_test.py --device cuda (ResNet-18, MobileNetV2, encoder) vs PyTorch
+#   bench        bench/gpu_bench.py: Weft vs PyTorch eager, torch.compile, CuPy/CUB; its
+#                results go to $OUT/gpu_results.json (bench/gpu_results.json here)
+# GPU_BENCH_ARGS adds arguments to bench/gpu_bench.py (e.g. "--no-compile --iters 20").
+# Prints one summary line per stage; exits 1 when a stage failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+: "${WEFT:?source .gpu-bundle/env.sh first (it sets WEFT)}"
+OUT=${OUT:-gpu-out}
+PY=${PYTHON:-python3} # on the GPU machines, python3 has torch, onnx and cupy
+mkdir -p "$OUT"
+# 0: the GPU (WEFT_CUDA_EMULATOR=1 tries the script on the emulator, without a GPU; slow).
+export WEFT_CUDA_EMULATOR=${WEFT_CUDA_EMULATOR:-0}
+stages=("$@")
+[[ ${#stages[@]} -gt 0 ]] || stages=(device multiblock conformance models bench)
+failed=0
+summary=()
+
+run_stage() { # NAME LIMIT_S COMMAND...
+  local name=$1 limit=$2 start rc
+  shift 2
+  start=$(date +%s)
+  timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
+  rc=$?
+  local took=$(($(date +%s) - start))
+  local tail_line
+  tail_line=$(grep -E "^(conformance|[0-9]+ failures|FAIL|UNEXPECTED)" "$OUT/$name.log" | head -3 | tr '\n' ' ')
+  summary+=("$name: exit $rc in ${took} s ${tail_line}")
+  [[ $rc -eq 0 ]] || failed=1
+}
+
+for stage in "${stages[@]}"; do
+  case $stage in
+    device)
+      run_stage device 60 bash -c 'nvidia-smi; "$WEFT" bench examples/attention_block.onnx --device cuda --iters 5' ;;
+    multiblock) run_stage multiblock 300 "$PY" tests/cuda_emulator_test.py "$WEFT" ;;
+    conformance)
+      run_stage conformance 400 "$PY" tests/conformance/run_conformance.py "$WEFT" --device cuda \
+        --markdown "$OUT/conformance-cuda.md" ;;
+    models) run_stage models 400 "$PY" tests/models_test.py "$WEFT" --device cuda ;;
+    bench)
+      # shellcheck disable=SC2086
+      run_stage bench 540 "$PY" bench/gpu_bench.py --weft "$WEFT" --out "$OUT/gpu_results.json" \
+        ${GPU_BENCH_ARGS:-} ;;
+    *) echo "unknown stage $stage (device, multiblock, conformance, models, bench)" >&2; exit 2 ;;
+  esac
+done
+printf '%s\n' "${summary[@]}"
+exit $failed
