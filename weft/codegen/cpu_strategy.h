@@ -41,6 +41,7 @@ inline constexpr int64_t kRegisterColumnsMax = 256;
 inline constexpr int64_t kColumnRegisterLanes = 64;
 inline constexpr int64_t kMaxThreads = 256; // size of the per-thread partial array (ALL)
 inline constexpr int64_t kTinyRow = 8;      // rows this short are vectorized across (packed)
+inline constexpr int64_t kTinyInner = 4;    // elementwise loops this short are unrolled
 // A COLUMN read from memory (a static domain of at least the streaming size) whose K is
 // wider than the cost model's chunk but at most kWholeRowColumns reads whole rows, in cascade
 // blocks of kWholeRowBlock rows: a chunk of part of each row reads 8 KB of every row, which

@@ -390,10 +390,24 @@ Emitter::reduction_work(const AstNode& n, const std::string& outer) const {
 bool Emitter::collapses(const AstNode& n) {
   const AstNode& inner = n.children[0];
   if (!loop_range(n) || inner.kind != AstNode::Kind::kFor ||
-      inner.mark != AstNode::Mark::kParallel || !has_loop(inner.children[0]))
+      inner.mark != AstNode::Mark::kParallel || !has_loop(inner.children[0]) ||
+      tiny_inner_loop(inner))
     return false;
   std::optional<LoopRange> r = loop_range(inner);
   return r && !range_mentions(*r, n.iterator);
+}
+
+const AstNode* Emitter::tiny_inner_loop(const AstNode& n) {
+  if (n.kind != AstNode::Kind::kFor || n.mark != AstNode::Mark::kParallel) return nullptr;
+  const AstNode& inner = n.children[0];
+  if (inner.kind != AstNode::Kind::kFor || inner.mark != AstNode::Mark::kParallel ||
+      inner.children[0].kind != AstNode::Kind::kCall)
+    return nullptr;
+  std::optional<LoopRange> outer = loop_range(n), r = loop_range(inner);
+  if (!outer || !r || range_mentions(*r, n.iterator)) return nullptr;
+  std::optional<int64_t> extent = r->static_extent(), outer_extent = outer->static_extent();
+  bool tiny = extent && *extent >= 2 && *extent <= kTinyInner && inner.step == 1;
+  return tiny && (!outer_extent || *outer_extent > kTinyInner) ? &inner : nullptr;
 }
 
 std::vector<const AstNode*> Emitter::items_of(const AstNode& n) {
@@ -570,6 +584,18 @@ void Emitter::emit_node(const AstNode& n, int depth, bool in_loop, std::string& 
       } else if (parallel && !d_.parallel_for.empty()) {
         collapsing_ = collapses(n);
         out += fmt::format("{}{}\n", pad, collapsing_ ? d_.parallel_for_2 : d_.parallel_for);
+      }
+      if (const AstNode* tiny = tiny_inner_loop(n);
+          tiny && in_loop && !collapsed_inner && !d_.simd_for.empty()) {
+        out += fmt::format("{0}{1}  // around a loop of {2}, unrolled\n{0}for (int64_t {3} = {4}; "
+                           "{5}; {3} += {6}) {{\n{0}  #pragma GCC unroll {2}\n{0}  for (int64_t {7} "
+                           "= {8}; {9}; {7} += 1) {{\n",
+                           pad, d_.simd_for, *loop_range(*tiny)->static_extent(), n.iterator,
+                           ast_expr(n.init), ast_expr(n.cond), n.step, tiny->iterator,
+                           ast_expr(tiny->init), ast_expr(tiny->cond));
+        emit_statement(tiny->children[0], depth + 2, out);
+        out += fmt::format("{0}  }}\n{0}}}\n", pad);
+        break;
       }
       // An innermost loop that carries no dependence (isl proved it) may run in SIMD lanes.
       bool simd = n.mark == AstNode::Mark::kParallel && in_loop && !has_loop(n.children[0]) &&

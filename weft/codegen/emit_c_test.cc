@@ -510,6 +510,42 @@ TEST(EmitC, NestedParallelLoopsAroundRowsCollapse) {
   EXPECT_EQ(code.find("collapse"), std::string::npos) << code;
 }
 
+// y[i, j, c] = x[c, i, j]: an image's NCHW -> NHWC Transpose. With 3 channels, the pixel loop
+// runs in SIMD lanes around the channels, unrolled (and the two outer loops do not collapse,
+// since the inner one is the SIMD loop); with 16, the channel loop is the SIMD loop.
+TEST(EmitC, TinyInnermostLoopIsUnrolledInASimdLoop) {
+  using kernel::AffineExpr;
+  auto transpose = [](int64_t channels) {
+    kernel::Kernel k;
+    k.name = "to_channels_last";
+    k.buffers = {{"x", DType::kF32, {channels, 224, 224}, kernel::BufferRole::kInput},
+                 {"y", DType::kF32, {224, 224, channels}, kernel::BufferRole::kOutput}};
+    kernel::Statement st;
+    st.name = "transpose";
+    st.domain = {224, 224, channels};
+    st.write = kernel::Access(
+        1, {AffineExpr::iterator(0), AffineExpr::iterator(1), AffineExpr::iterator(2)});
+    st.reads = {kernel::Access(
+        0, {AffineExpr::iterator(2), AffineExpr::iterator(0), AffineExpr::iterator(1)})};
+    st.expr = {{kernel::ExprOp::kLoad, DType::kF32, {}, 0}};
+    k.statements = {st};
+    EXPECT_TRUE(kernel::verify_kernel(k).ok());
+    return function_of(k);
+  };
+  std::string rgb = transpose(3);
+  EXPECT_NE(rgb.find("  #pragma omp parallel for schedule(static)\n"
+                     "  for (int64_t c0 = 0; (c0 <= 223); c0 += 1) {\n"
+                     "    #pragma omp simd  // around a loop of 3, unrolled\n"
+                     "    for (int64_t c1 = 0; (c1 <= 223); c1 += 1) {\n"
+                     "      #pragma GCC unroll 3\n"
+                     "      for (int64_t c2 = 0; (c2 <= 2); c2 += 1) {\n"),
+            std::string::npos)
+      << rgb;
+  std::string wide = transpose(16);
+  EXPECT_EQ(wide.find("unroll"), std::string::npos) << wide;
+  EXPECT_NE(wide.find("collapse(2)"), std::string::npos) << wide;
+}
+
 TEST(CpuSchedule, RoundTripsAndRejectsBadValues) {
   CpuSchedule s{16, 1024, 256, 4096, 1 << 20};
   std::optional<CpuSchedule> back = CpuSchedule::parse(s.to_string());
