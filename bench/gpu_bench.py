@@ -12,9 +12,10 @@ The cases are make_models.py's (written into a temporary folder by this machine'
 For each:
 - Weft, through its CLI: `weft bench --device cuda --json` gives the latency with inputs and
   outputs on the device (the wall clock of a run, its synchronize included) and with host
-  inputs and outputs (the difference is the transfer time); a second `weft bench --kernels` run
-  gives each kernel's time on the device (between CUDA events around its launches). "kernels" is
-  their sum.
+  inputs and outputs (the difference is the transfer time); a second run, with
+  WEFT_CUDA_GRAPHS=1, the resident latency with the model replayed as a CUDA graph; a third,
+  `weft bench --kernels`, each kernel's time on the device (between CUDA events around its
+  launches). "kernels" is their sum.
 - Its output, from `weft run --device cuda` on the case's input, against PyTorch eager's on the
   GPU: rtol 1e-3, atol 1e-4 plus 1e-5 of the output's largest magnitude.
 - PyTorch eager and torch.compile (default mode; its compile time not included): the wall clock
@@ -49,9 +50,11 @@ def case_names(models):
     return sorted(f[:-5] for f in os.listdir(models) if f.endswith(".onnx"))
 
 
-def weft_json(weft, model, iters, *flags):
+def weft_json(weft, model, iters, *flags, graphs=False):
+    env = dict(os.environ, WEFT_CUDA_GRAPHS="1" if graphs else "0")
     r = subprocess.run([weft, "bench", model, "--device", "cuda", "--json", "--iters", str(iters),
-                        "--warmup", "3", *flags], capture_output=True, text=True, timeout=900)
+                        "--warmup", "3", *flags], capture_output=True, text=True, timeout=900,
+                       env=env)
     if r.returncode != 0:
         return {"error": (r.stderr.strip() or r.stdout.strip() or f"exit {r.returncode}")[:400]}
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -137,6 +140,8 @@ def measure_case(torch, weft, models, case, iters, with_compile, tmp):
         row["weft_host_io_ms"] = plain["median_ms"]
         row["weft_transfer_ms"] = plain.get("transfer_ms")
         row["weft_compile_ms"] = plain["compile_ms"]
+        with_graphs = weft_json(weft, model, iters, graphs=True)
+        row["weft_graphs_resident_ms"] = with_graphs.get("device_resident_median_ms")
         profiled = weft_json(weft, model, iters, "--kernels")
         if "kernel_profile" in profiled:
             row["weft_kernels_ms"] = sum(k["median_ms"] for k in profiled["kernel_profile"])
@@ -218,14 +223,16 @@ def markdown(r):
              f"**{copy:.0f} GB/s** read + write (256 MiB device-to-device). Medians of {r['iters']} "
              "runs. Weft through its CLI: *resident* is a run with inputs and outputs on the device "
              "(wall clock, its synchronize included), *host I/O* the same with host arrays (the "
-             "difference is the transfers), *kernels* the sum of its kernels' device times "
+             "difference is the transfers), *graphs* the resident run replayed as a CUDA graph "
+             "(WEFT_CUDA_GRAPHS=1), *kernels* the sum of its kernels' device times "
              "(CUDA events). PyTorch eager, torch.compile and CuPy/CUB: the wall clock of a call and "
              "a synchronize, on device tensors. Ratios are peer / Weft resident (above 1: Weft is "
              "faster). TF32 is off on both sides. *Output*: Weft's on the GPU against PyTorch "
              "eager's (rtol 1e-3, atol 1e-4 plus 1e-5 of the largest magnitude).", "",
-             "| Case | MB | Weft kernels | % of copy | Weft resident | Weft host I/O | eager | "
-             "eager / Weft | torch.compile | compile / Weft | CUB | CUB / Weft | output |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+             "| Case | MB | Weft kernels | % of copy | Weft resident | graphs | Weft host I/O | "
+             "eager | eager / Weft | torch.compile | compile / Weft | CUB | CUB / Weft | output |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+             "| --- |"]
     ms = lambda v: "n/a" if v is None else f"{v:.3f} ms"
     ratio = lambda p, w: None if p is None or not w else p / w
     num = lambda v: "n/a" if v is None else f"{v:.2f}"
@@ -248,6 +255,7 @@ def markdown(r):
         check = row.get("check", "n/a") if "weft_error" not in row else "failed: " + row["weft_error"]
         lines.append(f"| {row['case']} | {row.get('bytes', 0) / 1e6:.1f} | {ms(k)} | "
                      f"{'' if share is None else f'{share:.0f}%'} | {ms(w)} | "
+                     f"{ms(row.get('weft_graphs_resident_ms'))} | "
                      f"{ms(row.get('weft_host_io_ms'))} | " + " | ".join(cells) + f" | {check} |")
     lines += ["", "Geomean over the reduction and subgraph rows, resident end to end: eager / Weft "
               f"**{geomean(ratios['eager']):.2f}**, torch.compile / Weft "
@@ -261,7 +269,9 @@ def markdown(r):
            and row["bytes"] / row["weft_kernels_ms"] / 1e6 / copy < 0.85]
     resnet = next((row for row in r["rows"] if row["case"] == "resnet18"), {})
     if resnet.get("weft_resident_ms") and resnet.get("compile_ms"):
-        lines += [f"ResNet-18 at batch 1, resident: Weft {resnet['weft_resident_ms']:.3f} ms, "
+        graphs = resnet.get("weft_graphs_resident_ms")
+        lines += [f"ResNet-18 at batch 1, resident: Weft {resnet['weft_resident_ms']:.3f} ms "
+                  f"({'n/a' if graphs is None else f'{graphs:.3f} ms'} as a CUDA graph), "
                   f"torch.compile {resnet['compile_ms']:.3f} ms.", ""]
     wrong = [row["case"] for row in r["rows"] if row.get("check", "ok") != "ok" or "weft_error" in row]
     lines += [f"Under 85% of the copy bandwidth (kernels; 64 MB+ reductions, softmax, LayerNorm, "

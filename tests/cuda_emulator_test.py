@@ -271,6 +271,22 @@ def bench_device_resident(weft, env, tmp):
           f"bench --device cuda reports device-resident latency and transfers {r.stderr.strip()}")
 
 
+def cuda_graphs(weft, env, tmp):
+    """WEFT_CUDA_GRAPHS=1: the second of two runs at the same addresses is captured as a graph,
+    and the runs after it replay it (bench's host runs reuse one arena); without it, none."""
+    path = os.path.join(tmp, "all.onnx")
+    for graphs in ("1", "0"):
+        r = subprocess.run([weft, "bench", path, "--device", "cuda", "--fill", "ones", "--iters",
+                            "4", "--warmup", "0"], capture_output=True, text=True,
+                           env=dict(env, WEFT_CUDA_GRAPHS=graphs, WEFT_LOG="debug"))
+        captured = r.stderr.count("CUDA graphs: captured")
+        replayed = r.stderr.count("CUDA graphs: replayed")
+        expected = captured >= 1 and replayed >= 3 if graphs == "1" else captured == replayed == 0
+        check(r.returncode == 0 and expected,
+              f"WEFT_CUDA_GRAPHS={graphs}: {captured} captures, {replayed} replays "
+              f"{r.stderr.strip()[-300:] if r.returncode else ''}")
+
+
 def no_driver(weft, tmp):
     if any(os.path.exists(os.path.join(d, "libcuda.so.1"))
            for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/lib/x86_64-linux-gnu")):
@@ -313,6 +329,7 @@ def main():
         atomics_by_mode(weft, env, tmp)
         attention_softmax(weft, env, tmp)
         bench_device_resident(weft, env, tmp)
+        cuda_graphs(weft, env, tmp)
         library_calls(weft, env, tmp)
         if not on_gpu:
             no_driver(weft, tmp)

@@ -11,6 +11,7 @@ import ctypes
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 import pytest
 from onnx import TensorProto, helper
 
@@ -148,3 +149,29 @@ def test_allow_tf32_is_an_option(emulator):
     model = weft.compile(softmax_model(), device="cuda", allow_tf32=True)
     x = np.ones((6, 40), np.float32)
     np.testing.assert_allclose(model.run({"x": x})["y"], softmax(x), rtol=1e-6)
+
+
+def test_cuda_graphs_replay_runs_with_new_values(emulator, monkeypatch):
+    """WEFT_CUDA_GRAPHS=1: a run that repeats the last one's shape and addresses is captured,
+    and later ones replay it (tests/cuda_emulator_test.py checks that they do). A replay must
+    read each run's values, and a run whose addresses move must still be right."""
+    monkeypatch.setenv("WEFT_CUDA_GRAPHS", "1")
+    w = np.random.default_rng(3).standard_normal((16, 32)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["h"]),
+         helper.make_node("Softmax", ["h"], ["y"], axis=-1)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 32])],
+        [onnx.numpy_helper.from_array(w, "w")])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    model = weft.compile(m.SerializeToString(), device="cuda")
+    rng = np.random.default_rng(4)
+    for _ in range(4):  # host arrays: copied into the same arena each run
+        x = rng.standard_normal((8, 16)).astype(np.float32)
+        np.testing.assert_allclose(model.run({"x": x})["y"], softmax(x @ w), rtol=1e-5, atol=1e-6)
+    src = FakeCudaArray(np.zeros((8, 16), np.float32))
+    for _ in range(4):  # one device buffer, new values in place
+        src._a[...] = rng.standard_normal((8, 16))
+        out = model.run({"x": src})["y"]
+        np.testing.assert_allclose(read_device(out), softmax(src._a @ w), rtol=1e-5, atol=1e-6)

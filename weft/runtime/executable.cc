@@ -10,6 +10,7 @@
 #include <omp.h>
 
 #include "weft/support/host_memory.h"
+#include "weft/support/log.h"
 
 namespace weft::runtime {
 
@@ -175,6 +176,12 @@ Result<double> DeviceMemory::time(const std::function<Status()>& work) {
   WEFT_RETURN_IF_ERROR(synchronize());
   return static_cast<double>(now_ns() - start) / 1e6;
 }
+
+Result<std::unique_ptr<DeviceMemory::Graph>> DeviceMemory::capture(const std::function<Status()>&) {
+  return std::unique_ptr<Graph>();
+}
+
+Status DeviceMemory::replay(const Graph&) { return Status::error("this device has no graphs"); }
 
 size_t LaunchInfo::bytes(const Bindings& bound) const {
   size_t total = 0;
@@ -350,7 +357,7 @@ Status Executable::run(const std::vector<TensorView>& inputs,
       target = slots_[static_cast<size_t>(target)].index;
     address[s] = address[static_cast<size_t>(target)];
   }
-  WEFT_RETURN_IF_ERROR(run_launches(address, *shape, options));
+  WEFT_RETURN_IF_ERROR(launch(address, shape, options));
   // Outputs whose slot is not their own storage (an alias, an input, a constant) are copied.
   for (size_t o = 0; o < outputs.size(); ++o) {
     void* src = address[static_cast<size_t>(output_slots_[o])];
@@ -365,6 +372,45 @@ Status Executable::run(const std::vector<TensorView>& inputs,
   }
   if (device_) WEFT_RETURN_IF_ERROR(device_->synchronize());
   return Status();
+}
+
+void Executable::place_on(std::shared_ptr<DeviceMemory> device) {
+  device_ = std::move(device);
+  const char* graphs = std::getenv("WEFT_CUDA_GRAPHS");
+  graphs_.enabled = device_ && graphs && std::string(graphs) == "1";
+}
+
+Status Executable::launch(const std::vector<void*>& address,
+                          const std::shared_ptr<const RunShape>& shape,
+                          const RunOptions& options) const {
+  if (!graphs_.enabled || options.timings || options.before_launch)
+    return run_launches(address, *shape, options);
+  std::unique_lock<std::mutex> lock(graphs_.mutex);
+  if (graphs_.graph && graphs_.shape == shape && graphs_.address == address) {
+    log_debug("CUDA graphs: replayed");
+    return device_->replay(*graphs_.graph);
+  }
+  bool again = !graphs_.failed && graphs_.seen_shape == shape && graphs_.seen_address == address;
+  graphs_.seen_shape = shape;
+  graphs_.seen_address = address;
+  if (!again) {
+    lock.unlock();
+    return run_launches(address, *shape, options);
+  }
+  Result<std::unique_ptr<DeviceMemory::Graph>> graph =
+      device_->capture([&] { return run_launches(address, *shape, options); });
+  if (!graph.ok() || !*graph) {
+    graphs_.failed = true;
+    log_info("CUDA graphs: off for this model: {}",
+             graph.ok() ? "the device cannot capture" : graph.status().message());
+    lock.unlock();
+    return run_launches(address, *shape, options);
+  }
+  log_info("CUDA graphs: captured {} launches as one graph", launches_.size());
+  graphs_.graph = std::move(*graph);
+  graphs_.shape = shape;
+  graphs_.address = address;
+  return device_->replay(*graphs_.graph);
 }
 
 Status Executable::run_launches(const std::vector<void*>& address, const RunShape& shape,

@@ -118,6 +118,17 @@ public:
   // on it. This default is the host's clock around work() and synchronize(), which includes
   // the launches' own latency; the CUDA driver times between events on its stream instead.
   virtual Result<double> time(const std::function<Status()>& work);
+
+  // Work captured once and replayed as one launch (a CUDA graph).
+  class Graph {
+  public:
+    virtual ~Graph() = default;
+  };
+  // Captures what "record" queues, without running it, as a graph for replay(); nullptr (not
+  // an error) where the device cannot capture. An error of record() or of the capture ends it.
+  virtual Result<std::unique_ptr<Graph>> capture(const std::function<Status()>& record);
+  // Queues the graph's work, as record() queued it.
+  virtual Status replay(const Graph& graph);
 };
 
 struct TensorInfo {
@@ -140,7 +151,8 @@ public:
   size_t arena_bytes() const { return arena_bytes_; }
 
   // Buffers live in "device" memory; every launch must be a library kernel that runs there.
-  void place_on(std::shared_ptr<DeviceMemory> device) { device_ = std::move(device); }
+  // WEFT_CUDA_GRAPHS=1, read here, turns graphs on for this executable (launch()).
+  void place_on(std::shared_ptr<DeviceMemory> device);
 
   // Input "i" was compiled for "value" (it determines shapes); runs must pass that value.
   void freeze_input(int i, Tensor value) { frozen_.emplace_back(i, std::move(value)); }
@@ -209,6 +221,20 @@ private:
   Status upload_constants() const;
   Status run_launches(const std::vector<void*>& address, const RunShape& shape,
                       const RunOptions& options) const;
+  // run_launches, or on a device with WEFT_CUDA_GRAPHS=1, a graph of them: captured when a
+  // run repeats the last run's shape and addresses (arena, inputs, outputs), and replayed
+  // while runs keep them. Runs that move keep launching one by one; a capture that fails
+  // turns graphs off for the executable.
+  Status launch(const std::vector<void*>& address, const std::shared_ptr<const RunShape>& shape,
+                const RunOptions& options) const;
+  struct GraphState {
+    std::mutex mutex;
+    std::shared_ptr<const RunShape> seen_shape, shape; // of the last run; of the graph
+    std::vector<void*> seen_address, address;
+    std::unique_ptr<DeviceMemory::Graph> graph;
+    bool enabled = false, failed = false;
+  };
+  mutable GraphState graphs_;
 };
 
 // Byte offsets for buffers alive over [first, last] launch indices, reusing space between

@@ -62,6 +62,14 @@ struct DriverApi {
   CUresult (*EventRecord)(CUevent, CUstream) = nullptr;
   CUresult (*EventSynchronize)(CUevent) = nullptr;
   CUresult (*EventElapsedTime)(float*, CUevent, CUevent) = nullptr;
+  // CUDA graphs (stream capture), bound apart: a driver without them runs without graphs.
+  bool graphs = false;
+  CUresult (*StreamBeginCapture)(CUstream, int) = nullptr;
+  CUresult (*StreamEndCapture)(CUstream, CUgraph*) = nullptr;
+  CUresult (*GraphInstantiate)(CUgraphExec*, CUgraph, unsigned long long) = nullptr;
+  CUresult (*GraphLaunch)(CUgraphExec, CUstream) = nullptr;
+  CUresult (*GraphExecDestroy)(CUgraphExec) = nullptr;
+  CUresult (*GraphDestroy)(CUgraph) = nullptr;
 };
 
 Result<std::unique_ptr<DriverApi>> load_api() {
@@ -95,6 +103,14 @@ Result<std::unique_ptr<DriverApi>> load_api() {
   b.bind("cuEventRecord", &api->EventRecord);
   b.bind("cuEventSynchronize", &api->EventSynchronize);
   b.bind("cuEventElapsedTime", &api->EventElapsedTime); // every driver has it; _v2 since 12.8
+  Binder graphs(api->handle);
+  graphs.bind("cuStreamBeginCapture_v2", &api->StreamBeginCapture);
+  graphs.bind("cuStreamEndCapture", &api->StreamEndCapture);
+  graphs.bind("cuGraphInstantiateWithFlags", &api->GraphInstantiate);
+  graphs.bind("cuGraphLaunch", &api->GraphLaunch);
+  graphs.bind("cuGraphExecDestroy", &api->GraphExecDestroy);
+  graphs.bind("cuGraphDestroy", &api->GraphDestroy);
+  api->graphs = graphs.missing().empty();
   if (!b.missing().empty()) {
     return Status::error(fmt::format("no CUDA driver: libcuda.so.1 lacks {} (is the NVIDIA "
                                      "driver too old?); run with --device cpu",
@@ -156,6 +172,10 @@ CUdeviceptr to_cu(const void* pointer) {
   return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(pointer));
 }
 
+// The stream that a capture on this thread records into (DriverDevice::capture); null when
+// none is in progress, and work goes to the device's stream.
+thread_local CUstream t_capture_stream = nullptr;
+
 // What a device and its modules share: a module keeps it, and so the context, alive.
 struct DeviceState {
   const DriverApi* api = nullptr;
@@ -172,6 +192,9 @@ struct DeviceState {
     std::string what = subject.empty() ? "" : fmt::format(" for {}", subject);
     return Status::error(fmt::format("CUDA: {} failed{}: {}", call, what, error_string(*api, r)));
   }
+
+  // Where this thread's work goes: the capture in progress on it, or the device's stream.
+  CUstream queue() const { return t_capture_stream ? t_capture_stream : stream; }
 
   // The calling thread may not be the one that opened the device, and a context is current per
   // thread; so every entry point that calls the driver makes it current first.
@@ -209,7 +232,7 @@ public:
       params.push_back(const_cast<uint64_t*>(&arg));
     return state_->check(state_->api->LaunchKernel(f, static_cast<unsigned>(grid), 1, 1,
                                                    static_cast<unsigned>(block), 1, 1, 0,
-                                                   state_->stream, params.data(), nullptr),
+                                                   state_->queue(), params.data(), nullptr),
                          "cuLaunchKernel", function);
   }
 
@@ -230,6 +253,24 @@ private:
   CUmodule module_;
   mutable std::mutex mutex_;
   mutable std::map<std::string, CUfunction> functions_;
+};
+
+// An instantiated graph; destroying it while a launch of it runs is safe (the driver frees
+// it when that launch ends).
+class DriverGraph final : public DeviceMemory::Graph {
+public:
+  DriverGraph(std::shared_ptr<const DeviceState> state, CUgraphExec exec)
+      : state_(std::move(state)), exec_(exec) {}
+  ~DriverGraph() override {
+    if (state_->make_current().ok()) state_->api->GraphExecDestroy(exec_);
+  }
+  DriverGraph(const DriverGraph&) = delete;
+  DriverGraph& operator=(const DriverGraph&) = delete;
+  CUgraphExec exec() const { return exec_; }
+
+private:
+  std::shared_ptr<const DeviceState> state_;
+  CUgraphExec exec_;
 };
 
 class DriverDevice final : public Device {
@@ -261,14 +302,14 @@ public:
   Status to_device(void* dst, const void* src, size_t bytes) override {
     if (bytes == 0) return Status();
     WEFT_RETURN_IF_ERROR(state_->make_current());
-    return state_->check(state_->api->MemcpyHtoDAsync(to_cu(dst), src, bytes, state_->stream),
+    return state_->check(state_->api->MemcpyHtoDAsync(to_cu(dst), src, bytes, state_->queue()),
                          "cuMemcpyHtoDAsync");
   }
 
   Status to_host(void* dst, const void* src, size_t bytes) override {
     if (bytes == 0) return Status();
     WEFT_RETURN_IF_ERROR(state_->make_current());
-    return state_->check(state_->api->MemcpyDtoHAsync(dst, to_cu(src), bytes, state_->stream),
+    return state_->check(state_->api->MemcpyDtoHAsync(dst, to_cu(src), bytes, state_->queue()),
                          "cuMemcpyDtoHAsync");
   }
 
@@ -276,7 +317,7 @@ public:
     if (bytes == 0) return Status();
     WEFT_RETURN_IF_ERROR(state_->make_current());
     return state_->check(
-        state_->api->MemcpyDtoDAsync(to_cu(dst), to_cu(src), bytes, state_->stream),
+        state_->api->MemcpyDtoDAsync(to_cu(dst), to_cu(src), bytes, state_->queue()),
         "cuMemcpyDtoDAsync");
   }
 
@@ -307,6 +348,45 @@ public:
     return static_cast<double>(ms);
   }
 
+  // Stream capture into a stream of the device's own (non-blocking, so that the legacy default
+  // stream does not join the capture), in relaxed mode: cuBLAS and cuDNN may allocate during it.
+  // Only this thread's work goes there (queue()); other threads keep the device's stream. One
+  // capture at a time per device.
+  Result<std::unique_ptr<Graph>> capture(const std::function<Status()>& record) override {
+    const DriverApi& api = *state_->api;
+    if (!api.graphs) return std::unique_ptr<Graph>();
+    WEFT_RETURN_IF_ERROR(state_->make_current());
+    std::lock_guard<std::mutex> lock(capture_mutex_);
+    constexpr unsigned kNonBlocking = 1;
+    constexpr int kCaptureRelaxed = 2;
+    if (!capture_stream_) {
+      WEFT_RETURN_IF_ERROR(
+          state_->check(api.StreamCreate(&capture_stream_, kNonBlocking), "cuStreamCreate"));
+    }
+    WEFT_RETURN_IF_ERROR(state_->check(api.StreamBeginCapture(capture_stream_, kCaptureRelaxed),
+                                       "cuStreamBeginCapture"));
+    t_capture_stream = capture_stream_;
+    Status recorded = record();
+    t_capture_stream = nullptr;
+    CUgraph graph = nullptr;
+    Status ended = state_->check(api.StreamEndCapture(capture_stream_, &graph), "cuStreamEndCapture");
+    if (recorded.ok()) recorded = ended;
+    CUgraphExec exec = nullptr;
+    if (recorded.ok()) {
+      recorded = state_->check(api.GraphInstantiate(&exec, graph, 0), "cuGraphInstantiate");
+    }
+    if (graph) api.GraphDestroy(graph); // the instance does not need it
+    WEFT_RETURN_IF_ERROR(recorded);
+    return std::unique_ptr<Graph>(std::make_unique<DriverGraph>(state_, exec));
+  }
+
+  Status replay(const Graph& graph) override {
+    WEFT_RETURN_IF_ERROR(state_->make_current());
+    return state_->check(
+        state_->api->GraphLaunch(static_cast<const DriverGraph&>(graph).exec(), state_->stream),
+        "cuGraphLaunch");
+  }
+
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS gets B first,
   // with the dims swapped, and the same transposes.
   Status gemm(const GemmShape& g, const float* a, const float* b, const float* c0,
@@ -319,7 +399,7 @@ public:
                     : Status::error(
                           fmt::format("cuBLAS: {} failed: {}", call, api.GetStatusString(r)));
     };
-    WEFT_RETURN_IF_ERROR(check(api.SetStream(handle, state_->stream), "cublasSetStream"));
+    WEFT_RETURN_IF_ERROR(check(api.SetStream(handle, state_->queue()), "cublasSetStream"));
     // cublasMath_t: TF32_TENSOR_OP (3) when allowed; DEFAULT (0) keeps f32 GEMMs in fp32.
     WEFT_RETURN_IF_ERROR(check(api.SetMathMode(handle, g.tf32 ? 3 : 0), "cublasSetMathMode"));
     float beta = 0;
@@ -361,7 +441,7 @@ public:
                  ? Status()
                  : Status::error(fmt::format("cuDNN: {} failed: {}", call, api.GetErrorString(r)));
     };
-    WEFT_RETURN_IF_ERROR(check(api.SetStream(handle, state_->stream), "cudnnSetStream"));
+    WEFT_RETURN_IF_ERROR(check(api.SetStream(handle, state_->queue()), "cudnnSetStream"));
     WEFT_ASSIGN_OR_RETURN(const ConvPlan* plan, conv_plan(s, handle));
     WEFT_ASSIGN_OR_RETURN(void* workspace, workspace_of(plan->workspace));
     float one = 1, zero = 0;
@@ -499,13 +579,12 @@ private:
     return cudnn_handle_;
   }
 
-  // At least "bytes" of device memory for cuDNN; the previous buffer is freed once the stream
-  // is done with it.
+  // At least "bytes" of device memory for cuDNN. A smaller buffer before it is kept, not
+  // freed: graphs captured with it may still use it.
   Result<void*> workspace_of(size_t bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (bytes <= workspace_bytes_) return workspace_;
-    WEFT_RETURN_IF_ERROR(synchronize());
-    release(workspace_);
+    if (workspace_) retired_workspaces_.push_back(workspace_);
     workspace_ = nullptr;
     workspace_bytes_ = 0;
     WEFT_ASSIGN_OR_RETURN(workspace_, allocate(bytes));
@@ -529,6 +608,9 @@ private:
   cudnnHandle_t cudnn_handle_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
+  std::vector<void*> retired_workspaces_; // see workspace_of
+  std::mutex capture_mutex_;
+  CUstream capture_stream_ = nullptr; // created by the first capture, kept
   std::shared_ptr<const Module> broadcast_;
   std::map<std::string, std::unique_ptr<ConvPlan>> conv_plans_; // by shape; see conv_plan
   std::mutex timing_mutex_;

@@ -8,7 +8,9 @@
 // can open, the launch fails: a barrier that some thread never reaches.
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
+#include <vector>
 
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -225,6 +227,22 @@ float to_tf32(float v) {
   return v;
 }
 
+// The work that a capture on this thread records instead of running (EmulatedDevice::capture),
+// as stream capture does on a GPU; null when none is in progress.
+thread_local std::vector<std::function<Status()>>* t_recording = nullptr;
+
+// Runs "work" now, or records it into the capture in progress.
+Status run_or_record(std::function<Status()> work) {
+  if (!t_recording) return work();
+  t_recording->push_back(std::move(work));
+  return Status();
+}
+
+class EmulatedGraph : public DeviceMemory::Graph {
+public:
+  std::vector<std::function<Status()>> work;
+};
+
 class EmulatedModule : public Module {
 public:
   EmulatedModule(void* handle, LaunchFn launcher, std::string name)
@@ -238,6 +256,13 @@ public:
     if (grid < 1 || block < 1 || block > 1024)
       return Status::error(
           fmt::format("{}: bad launch of {}: grid {}, block {}", name_, function, grid, block));
+    return run_or_record(
+        [this, function, fn, grid, block, args] { return run(function, fn, grid, block, args); });
+  }
+
+private:
+  Status run(const std::string& function, void* fn, int64_t grid, int64_t block,
+             const std::vector<uint64_t>& args) const {
     // One launch at a time in the process (the emulator runs on the calling thread).
     static std::mutex mutex;
     std::lock_guard<std::mutex> lock(mutex);
@@ -253,7 +278,6 @@ public:
     return Status();
   }
 
-private:
   void* handle_;
   LaunchFn launch_;
   std::string name_;
@@ -273,22 +297,50 @@ public:
   }
   void release(void* pointer) override { std::free(pointer); }
   Status to_device(void* dst, const void* src, size_t bytes) override {
-    if (bytes) std::memcpy(dst, src, bytes);
-    return Status();
+    return copy(dst, src, bytes);
   }
   Status to_host(void* dst, const void* src, size_t bytes) override {
-    if (bytes) std::memcpy(dst, src, bytes);
-    return Status();
+    return copy(dst, src, bytes);
   }
   Status on_device(void* dst, const void* src, size_t bytes) override {
-    if (bytes) std::memmove(dst, src, bytes);
-    return Status();
+    return copy(dst, src, bytes);
   }
   Status synchronize() override { return Status(); }
-  // The reference loop, accumulating in double: the emulator checks what the library call
-  // binds (operands, transposes, strides, C0, TF32 when allowed), not cuBLAS.
   Status gemm(const GemmShape& g, const float* a, const float* b, const float* c0,
               float* c) override {
+    return run_or_record([=, this] { return gemm_now(g, a, b, c0, c); });
+  }
+  Status conv(const ConvShape& s, const float* x, const float* w, const float* bias,
+              float* y) override {
+    return run_or_record([=, this] { return conv_now(s, x, w, bias, y); });
+  }
+
+  // A graph is the list of what the capture queued, run in order by replay().
+  Result<std::unique_ptr<Graph>> capture(const std::function<Status()>& record) override {
+    auto graph = std::make_unique<EmulatedGraph>();
+    t_recording = &graph->work;
+    Status recorded = record();
+    t_recording = nullptr;
+    WEFT_RETURN_IF_ERROR(recorded);
+    return std::unique_ptr<Graph>(std::move(graph));
+  }
+  Status replay(const Graph& graph) override {
+    for (const std::function<Status()>& work : static_cast<const EmulatedGraph&>(graph).work)
+      WEFT_RETURN_IF_ERROR(work());
+    return Status();
+  }
+
+private:
+  static Status copy(void* dst, const void* src, size_t bytes) {
+    return run_or_record([=] {
+      if (bytes) std::memmove(dst, src, bytes);
+      return Status();
+    });
+  }
+  // The reference loop, accumulating in double: the emulator checks what the library call
+  // binds (operands, transposes, strides, C0, TF32 when allowed), not cuBLAS.
+  static Status gemm_now(const GemmShape& g, const float* a, const float* b, const float* c0,
+                         float* c) {
     for (int64_t p = 0; p < g.batch; ++p) {
       const float* ap = a + p * g.stride_a;
       const float* bp = b + p * g.stride_b;
@@ -314,8 +366,8 @@ public:
     }
     return Status();
   }
-  Status conv(const ConvShape& s, const float* x, const float* w, const float* bias,
-              float* y) override {
+  static Status conv_now(const ConvShape& s, const float* x, const float* w, const float* bias,
+                         float* y) {
     int64_t cg = s.c / s.groups, kg = s.k / s.groups;
     for (int64_t b = 0; b < s.n; ++b) {
       for (int64_t o = 0; o < s.k; ++o) {
@@ -363,7 +415,6 @@ public:
     return std::shared_ptr<const Module>(std::make_shared<EmulatedModule>(handle, launch, name));
   }
 
-private:
   int sm_count_;
 };
 
