@@ -3,7 +3,7 @@ in one run, with the device's copy bandwidth measured in the same run.
 
 On the GPU machine (a python3 with torch, torchvision, onnx and cupy; Weft's CLI from
 ../shared/tools/gpu-bundle; scripts/gpu-check.sh runs it there):
-    python3 bench/gpu_bench.py --weft $WEFT [--cases a,b] [--iters 50] [--no-compile] [--out FILE]
+    python3 bench/gpu_bench.py --weft $WEFT [--cases a,b] [--iters 30] [--no-compile] [--out FILE]
 Here, to show a results file as docs/benchmarks.md's section (run_bench.py --markdown-only
 includes bench/gpu_results.json when there is one):
     python3 bench/gpu_bench.py --show FILE
@@ -12,10 +12,10 @@ The cases are make_models.py's (written into a temporary folder by this machine'
 For each:
 - Weft, through its CLI: `weft bench --device cuda --json` gives the latency with inputs and
   outputs on the device (the wall clock of a run, its synchronize included) and with host
-  inputs and outputs (the difference is the transfer time); a second run, with
-  WEFT_CUDA_GRAPHS=1, the resident latency with the model replayed as a CUDA graph; a third,
-  `weft bench --kernels`, each kernel's time on the device (between CUDA events around its
-  launches). "kernels" is their sum.
+  inputs and outputs (the difference is the transfer time), and with --kernels each kernel's
+  time on the device (between CUDA events around its launches, in runs apart): "kernels" is
+  their sum. A second run, with WEFT_CUDA_GRAPHS=1, gives the resident latency with the
+  model replayed as a CUDA graph.
 - Its output, from `weft run --device cuda` on the case's input, against PyTorch eager's on the
   GPU: rtol 1e-3, atol 1e-4 plus 1e-5 of the output's largest magnitude.
 - PyTorch eager and torch.compile (default mode; its compile time not included): the wall clock
@@ -132,7 +132,7 @@ def measure_case(torch, weft, models, case, iters, with_compile, tmp):
     from make_models import REDUCTIONS
     model = os.path.join(models, case + ".onnx")
     row = {"case": case}
-    plain = weft_json(weft, model, iters)
+    plain = weft_json(weft, model, iters, "--kernels")
     if "error" in plain:
         row["weft_error"] = plain["error"]
     else:
@@ -140,12 +140,11 @@ def measure_case(torch, weft, models, case, iters, with_compile, tmp):
         row["weft_host_io_ms"] = plain["median_ms"]
         row["weft_transfer_ms"] = plain.get("transfer_ms")
         row["weft_compile_ms"] = plain["compile_ms"]
+        if "kernel_profile" in plain:
+            row["weft_kernels_ms"] = sum(k["median_ms"] for k in plain["kernel_profile"])
+            row["weft_kernel_count"] = len(plain["kernel_profile"])
         with_graphs = weft_json(weft, model, iters, graphs=True)
         row["weft_graphs_resident_ms"] = with_graphs.get("device_resident_median_ms")
-        profiled = weft_json(weft, model, iters, "--kernels")
-        if "kernel_profile" in profiled:
-            row["weft_kernels_ms"] = sum(k["median_ms"] for k in profiled["kernel_profile"])
-            row["weft_kernel_count"] = len(profiled["kernel_profile"])
     fn, inputs = torch_peer.build(torch, case, "cuda")
     with torch.inference_mode():
         want = fn(*inputs)
@@ -178,7 +177,7 @@ def measure_case(torch, weft, models, case, iters, with_compile, tmp):
     return row
 
 
-def measure(weft, cases, iters, with_compile):
+def measure(weft, cases, iters, with_compile, out=None):
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -195,12 +194,14 @@ def measure(weft, cases, iters, with_compile):
         models = os.path.join(tmp, "models")
         subprocess.run([sys.executable, os.path.join(HERE, "make_models.py"), models], check=True,
                        capture_output=True, text=True)
-        rows = []
+        result["rows"] = []
         for case in cases or case_names(models):
             started = time.time()
-            rows.append(measure_case(torch, weft, models, case, iters, with_compile, tmp))
-            print(json.dumps(rows[-1]), f"({time.time() - started:.0f} s)", flush=True)
-    result["rows"] = rows
+            result["rows"].append(measure_case(torch, weft, models, case, iters, with_compile, tmp))
+            print(json.dumps(result["rows"][-1]), f"({time.time() - started:.0f} s)", flush=True)
+            if out:  # after every case, so that a run cut short keeps what it measured
+                with open(out, "w") as f:
+                    json.dump(result, f, indent=2)
     return result
 
 
@@ -285,7 +286,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--weft", help="the weft CLI (on the GPU machine: $WEFT)")
     ap.add_argument("--cases", help="comma-separated case names (default: all)")
-    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     ap.add_argument("--out", help="write the results as JSON here")
     ap.add_argument("--show", help="print the markdown of a results file")
@@ -297,10 +298,7 @@ def main():
     if not args.weft:
         ap.error("--weft is required to measure")
     result = measure(os.path.abspath(args.weft), args.cases.split(",") if args.cases else None,
-                     args.iters, not args.no_compile)
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=2)
+                     args.iters, not args.no_compile, args.out)
     print("\n".join(markdown(result)))
     return 0
 
