@@ -186,6 +186,15 @@ Outputs eval_non_max_suppression(const Node& node) {
                                      "[batch, boxes, 4] and [batch, classes, boxes]",
                                      boxes.type().to_string(), scores.type().to_string()));
   }
+  // max_output_boxes_per_class, iou_threshold and score_threshold hold one value each.
+  for (int i = 2; i <= 4; ++i) {
+    if (node.input(i) && arg(node, i).num_elements() != 1) {
+      static constexpr const char* kNames[] = {"max_output_boxes_per_class", "iou_threshold",
+                                               "score_threshold"};
+      return Status::error(fmt::format("{} must hold one value, got {}", kNames[i - 2],
+                                       arg(node, i).type().to_string()));
+    }
+  }
   int64_t max_out = node.input(2) ? arg(node, 2).get_int64(0) : 0;
   double iou = node.input(3) ? arg(node, 3).get_double(0) : 0;
   std::optional<double> min_score;
