@@ -51,7 +51,13 @@ Result<std::vector<int64_t>> shape_for(const std::string& model, const runtime::
   if (!dims)
     return Status::error(
         fmt::format("--shapes {}={}: the dims must be like 1x3x224x224", in.name, text));
-  const Shape& declared = *in.type.shape;
+  Shape declared;
+  if (in.type.shape) {
+    declared = *in.type.shape;
+  } else { // no declared shape: any rank
+    for (size_t i = 0; i < dims->size(); ++i)
+      declared.push_back(Dim::symbol(fmt::format("d{}", i)));
+  }
   bool fits = dims->size() == declared.size();
   for (size_t i = 0; fits && i < declared.size(); ++i)
     fits = !declared[i].is_static() || declared[i].value() == (*dims)[i];
@@ -121,6 +127,10 @@ Result<std::vector<Tensor>> gather_inputs(const std::string& model,
       std::vector<int64_t> shape;
       if (auto given = dims.find(d.name); given != dims.end()) {
         WEFT_ASSIGN_OR_RETURN(shape, shape_for(model, d, given->second));
+      } else if (!d.type.shape) {
+        return Status::error(fmt::format("{}: input '{}' declares no shape, so --fill cannot "
+                                         "make it; pass --shapes {}=DIMS or --input {}=FILE",
+                                         model, d.name, d.name, d.name));
       } else {
         for (const Dim& dim : *d.type.shape) // free dims are 1, as in ONNX Runtime's perf test
           shape.push_back(dim.is_static() ? dim.value() : 1);

@@ -347,7 +347,13 @@ Outputs eval_range(const Node& node) {
 
 Outputs eval_constant_of_shape(const Node& node) {
   const Tensor& value = *node.attrs_as<ConstantOfShapeAttrs>().value;
-  Tensor out(value.dtype(), arg(node, 0).to_int64_vector());
+  std::vector<int64_t> dims = arg(node, 0).to_int64_vector();
+  int64_t count = 0;
+  if (!dims_are_allocatable(value.dtype(), dims, &count)) {
+    return Status::error(fmt::format("the shape [{}] has a negative dim or is too large",
+                                     fmt::join(dims, ", ")));
+  }
+  Tensor out(value.dtype(), dims);
   for (int64_t i = 0; i < out.num_elements(); ++i)
     copy_element(value, 0, out, i);
   return single(std::move(out));
@@ -486,6 +492,16 @@ bool can_evaluate(const Node& node) {
 }
 
 Result<std::vector<Tensor>> evaluate_node(const Node& node) {
+  // Outputs whose inferred dims (from data: Expand's shape, Range's limits) cannot be held
+  // are an error here, not a failed check when the evaluator allocates them.
+  for (const Value* out : node.outputs) {
+    int64_t count = 0;
+    if (out && out->type.has_static_shape() &&
+        !dims_are_allocatable(out->type.dtype, shape_static_dims(*out->type.shape), &count)) {
+      return Status::error(fmt::format("output '{}' would be {}: too large", out->name,
+                                       out->type.to_string()));
+    }
+  }
   if (auto it = evaluators().find(node.op_type); it != evaluators().end()) return it->second(node);
   const ElementwiseFns& fns = elementwise_table().at(node.op_type);
   DType out_type = fns.to_bool ? DType::kBool : arg(node, 0).dtype();

@@ -116,6 +116,10 @@ Result<LoweredNode> lower_cum_sum(const Node& n, const std::string& name) {
   const Value* y = n.outputs[0];
   const Shape& shape = *y->type.shape;
   int rank = rank_of(y);
+  if (*a.axis < 0 || *a.axis >= rank) { // canonicalize normalized those in range
+    return Status::error(
+        fmt::format("axis {} is out of range for input rank {}", *a.axis, rank));
+  }
   int axis = static_cast<int>(*a.axis);
   DType t = accumulator_type(y->type.dtype);
   KernelBuilder k(name);

@@ -2,6 +2,7 @@
 #include <fstream>
 #include <random>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
@@ -276,6 +277,32 @@ TEST(Import, LayerNormAxisOutOfRangeIsAnErrorNotACrash) {
   EXPECT_NE(g.status().message().find("axis -2 is out of range for input rank 1"),
             std::string::npos)
       << g.status().message();
+}
+
+// Inputs against the op's schema (op_inputs.inc): a required input left empty, too many or
+// too few inputs, and an empty variadic one are errors; absent optional inputs are not.
+TEST(Import, NodeInputsFollowTheSchema) {
+  auto error_of = [](const std::string& body, int opset = 13) {
+    Result<Graph> g = import_text(fmt::format(R"(
+      <ir_version: 8, opset_import: ["" : {}]>
+      g (float[1, 1, 4, 4] x, float[1, 1, 1, 1] w) => (float[1, 1, 4, 4] y) {{ {} }})",
+                                              opset, body));
+    return g.ok() ? std::string("ok") : g.status().message();
+  };
+  std::string message = error_of("y = Gemm(x, , w)");
+  EXPECT_NE(message.find("(Gemm, opset 13): input 1 ('B') is required"), std::string::npos)
+      << message;
+  message = error_of("y = Conv(x, w, w, w)");
+  EXPECT_NE(message.find("takes 2 to 3 inputs, 4 given"), std::string::npos) << message;
+  message = error_of("y = Conv(x)");
+  EXPECT_NE(message.find("takes 2 to 3 inputs, 1 given"), std::string::npos) << message;
+  message = error_of("y = Concat <axis = 1> (x, , x)");
+  EXPECT_NE(message.find("is required"), std::string::npos) << message;
+  EXPECT_EQ(error_of("y = Conv(x, w, )"), "ok");
+  EXPECT_EQ(error_of("s = Constant <value = int64[4] {1, 1, 4, 4}> ()\n"
+                     "y = Resize <mode = \"nearest\"> (x, , , s)",
+                     18),
+            "ok");
 }
 
 TEST(Import, AttributeErrorsNameTheNode) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <unordered_map>
@@ -173,6 +174,70 @@ private:
   std::string conflict_; // the first value declared with two ranks
 };
 
+// The inputs of one version of an op (op_inputs.inc, from onnx's schemas).
+struct OpInputs {
+  std::string_view op;
+  int since;
+  int min_inputs, max_inputs;
+  uint64_t required; // bit i: input i must be given (a single or variadic one)
+  std::string_view names;
+};
+
+constexpr OpInputs kOpInputs[] = {
+#define WEFT_OP_INPUTS(op, since, lo, hi, required, names) {op, since, lo, hi, required, names},
+#include "weft/onnx/op_inputs.inc"
+#undef WEFT_OP_INPUTS
+};
+
+// The newest version of "op" at "opset" or before; for other domains than ai.onnx, whose
+// opsets Weft does not track per op, the newest.
+const OpInputs* op_inputs(std::string_view op, int opset, bool onnx_domain) {
+  const OpInputs* found = nullptr;
+  for (const OpInputs& e : kOpInputs) {
+    if (e.op == op && (!onnx_domain || e.since <= opset) && (!found || e.since > found->since))
+      found = &e;
+  }
+  return found;
+}
+
+// The name of input "i" in "names" ("X,W,B"), or its index.
+std::string input_name(std::string_view names, int i) {
+  for (int at = 0; at < i; ++at) {
+    size_t comma = names.find(',');
+    if (comma == std::string_view::npos) return std::to_string(i);
+    names.remove_prefix(comma + 1);
+  }
+  return fmt::format("{} ('{}')", i, names.substr(0, names.find(',')));
+}
+
+// The node's inputs against its op's schema: how many (trailing empty names of optional
+// inputs dropped, as absent), and every input that is not optional given a name.
+Status check_inputs(const onnx::NodeProto& node, int index, int opset, const std::string& name) {
+  const OpInputs* spec = op_inputs(graph_op_type(node), opset, is_onnx_domain(node.domain()));
+  if (!spec) return Status(); // an op of Weft's table without a schema: its shape function checks
+  int given = node.input_size();
+  auto required = [&](int i) { return i < 64 && (spec->required >> i & 1); };
+  while (given > 0 && node.input(given - 1).empty() && !required(given - 1))
+    --given;
+  Location where{name, node.name().empty() ? fmt::format("#{}", index) : node.name(),
+                 node.op_type(), opset};
+  if (given < spec->min_inputs || given > spec->max_inputs) {
+    std::string range = spec->min_inputs == spec->max_inputs
+                            ? std::to_string(spec->min_inputs)
+                            : fmt::format("{} to {}", spec->min_inputs, spec->max_inputs);
+    if (spec->max_inputs == std::numeric_limits<int32_t>::max())
+      range = fmt::format("at least {}", spec->min_inputs);
+    return Status::error(where, fmt::format("takes {} inputs, {} given", range, given));
+  }
+  for (int i = 0; i < given; ++i) {
+    if (required(i) && node.input(i).empty()) {
+      return Status::error(where, fmt::format("input {} is required, but its name is empty",
+                                              input_name(spec->names, i)));
+    }
+  }
+  return Status();
+}
+
 } // namespace
 
 Result<std::string> read_file(const std::string& path) {
@@ -277,13 +342,14 @@ Status check_supported_ops(const onnx::GraphProto& graph, int opset, const std::
   return Status::error(fmt::format("{}: unsupported ops: {}", name, format_grouped(unsupported)));
 }
 
-Status check_declared_ranks(const onnx::GraphProto& graph, const std::string& name) {
+Status check_declared_ranks(const onnx::GraphProto& graph, int opset, const std::string& name) {
   DeclaredRankChecks checks(graph, name);
   WEFT_RETURN_IF_ERROR(checks.check_declarations());
   for (int i = 0; i < graph.node_size(); ++i) {
     WEFT_RETURN_IF_ERROR(checks.check(graph.node(i), i));
+    WEFT_RETURN_IF_ERROR(check_inputs(graph.node(i), i, opset, name));
     for (const onnx::GraphProto* sub : subgraphs(graph.node(i)))
-      WEFT_RETURN_IF_ERROR(check_declared_ranks(*sub, name));
+      WEFT_RETURN_IF_ERROR(check_declared_ranks(*sub, opset, name));
   }
   return Status();
 }
