@@ -24,8 +24,11 @@ TypesOrError infer_scatter(const Node& node) {
     if (node.op_type != Op::kScatterND) {
       if (idx.shape->size() != data.shape->size() || *idx.shape != *updates.shape)
         return fail("indices and updates must have the data's rank and one shape");
+      int64_t rank = static_cast<int64_t>(data.shape->size());
       int64_t axis = node.attrs_as<ScatterAttrs>().axis;
-      if (axis < 0) axis += static_cast<int64_t>(data.shape->size());
+      if (axis < -rank || axis >= rank)
+        return fail(fmt::format("axis {} is out of range for rank {}", axis, rank));
+      if (axis < 0) axis += rank;
       for (size_t d = 0; d < data.shape->size(); ++d) {
         if (static_cast<int64_t>(d) != axis && !fits((*idx.shape)[d], (*data.shape)[d]))
           return fail(fmt::format("indices dim {} exceeds the data's", d));
