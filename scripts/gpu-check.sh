@@ -12,6 +12,7 @@
 #   models       tests/models_test.py --device cuda (ResNet-18, MobileNetV2, encoder) vs PyTorch
 #   bench        bench/gpu_bench.py: Weft vs PyTorch eager, torch.compile, CuPy/CUB; its
 #                results go to $OUT/gpu_results.json (bench/gpu_results.json here)
+#   fuzz         (not by default) 500 mutated node-test models run on the GPU: none may crash
 # GPU_BENCH_ARGS adds arguments to bench/gpu_bench.py (e.g. "--no-compile --iters 20").
 # Prints one summary line per stage; exits 1 when a stage failed.
 set -uo pipefail
@@ -35,7 +36,8 @@ run_stage() { # NAME LIMIT_S COMMAND...
   rc=$?
   local took=$(($(date +%s) - start))
   local tail_line
-  tail_line=$(grep -E "^(conformance|[0-9]+ failures|FAIL|UNEXPECTED)" "$OUT/$name.log" | head -3 | tr '\n' ' ')
+  tail_line=$(grep -E "^(conformance|[0-9]+ failures|[0-9]+ mutations|FAIL|UNEXPECTED|CRASH)" \
+    "$OUT/$name.log" | head -3 | tr '\n' ' ')
   summary+=("$name: exit $rc in ${took} s ${tail_line}")
   [[ $rc -eq 0 ]] || failed=1
 }
@@ -53,7 +55,10 @@ for stage in "${stages[@]}"; do
       # shellcheck disable=SC2086
       run_stage bench 540 "$PY" bench/gpu_bench.py --weft "$WEFT" --out "$OUT/gpu_results.json" \
         ${GPU_BENCH_ARGS:-} ;;
-    *) echo "unknown stage $stage (device, multiblock, conformance, models, bench)" >&2; exit 2 ;;
+    fuzz)
+      run_stage fuzz 300 "$PY" tests/fuzz/mutate_node_tests.py "$WEFT" --device cuda --count 500 \
+        --out "$OUT" ;;
+    *) echo "unknown stage $stage (device, multiblock, conformance, models, bench, fuzz)" >&2; exit 2 ;;
   esac
 done
 printf '%s\n' "${summary[@]}"

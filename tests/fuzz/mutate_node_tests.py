@@ -4,7 +4,7 @@ crash (a signal), hang (60 s) or exit otherwise. Mutations: an attribute's value
 huge, negative, NaN, another type), an input's dtype, rank or dims, an input name left empty,
 an extra input. Models that crash are kept in OUT for a regression (tests/fuzz/regressions/run).
 
-Usage: mutate_node_tests.py WEFT [--count N] [--seed S] [--out DIR] [--data DIR]
+Usage: mutate_node_tests.py WEFT [--count N] [--seed S] [--out DIR] [--data DIR] [--device D]
 (exit 1 on a crash)
 CI runs 300 mutations of seed 1; longer runs with other seeds find more.
 """
@@ -81,6 +81,8 @@ def main():
     ap.add_argument("--count", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--device", default="cpu", help="cuda: on a GPU, or the emulator with "
+                    "WEFT_CUDA_EMULATOR=1")
     ap.add_argument("--data", default=DATA,
                     help="a folder of node tests (e.g. .cache/onnx-1.23.2/node for today's ops)")
     args = ap.parse_args()
@@ -108,9 +110,9 @@ def main():
             except Exception:  # a mutation protobuf cannot hold
                 continue
             try:
-                r = subprocess.run([args.weft, "run", path, "--fill", "random", "--output-dir",
-                                    os.path.join(tmp, "out")], capture_output=True, text=True,
-                                   timeout=60)
+                r = subprocess.run([args.weft, "run", path, "--fill", "random", "--device",
+                                    args.device, "--output-dir", os.path.join(tmp, "out")],
+                                   capture_output=True, text=True, timeout=60)
                 crashed = r.returncode < 0 or r.returncode > 2
                 what = f"exit {r.returncode}: {r.stderr.strip()[-200:]}"
             except subprocess.TimeoutExpired:
