@@ -156,6 +156,30 @@ class Stem(torch.nn.Module):
         return self.conv3(torch.nn.functional.avg_pool2d(y, 2))
 
 
+class Bottleneck(torch.nn.Module):
+    """A residual block whose residual (a, an intermediate) is read last by the convolution
+    that sums it: that convolution's output takes a's memory (no copy of a first)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(4, 8, 3, padding=1)
+        self.conv2 = torch.nn.Conv2d(8, 8, 3, padding=1)
+        self.conv3 = torch.nn.Conv2d(8, 8, 1)
+
+    def forward(self, x):
+        a = torch.relu(self.conv1(x))
+        return torch.relu(self.conv3(torch.relu(self.conv2(a))) + a)
+
+
+def in_place_sums(path):
+    """How many library calls' outputs took the memory of the residual they sum."""
+    r = subprocess.run([WEFT, "run", path, "--fill", "random", "--output-dir",
+                        os.path.dirname(path)], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "WEFT_LOG": "debug"})
+    assert r.returncode == 0, r.stderr
+    return r.stderr.count("its output takes the memory of the input it sums into it")
+
+
 def run(path, inputs, directory, env_extra):
     args = [WEFT, "run", path, "--output-dir", directory]
     for name, value in inputs.items():
@@ -210,6 +234,12 @@ def main():
         summed = [k["strategy"] for k in kernels(os.path.join(tmp, "block.onnx"))
                   if k["op_type"] == "Conv+Add+Relu"]
         assert len(summed) == 1 and "residual summed" in summed[0], summed
+        # The residual (the downsampling convolution's output) dies there: the sum's output
+        # takes its memory, as in a bottleneck (an intermediate residual).
+        assert in_place_sums(os.path.join(tmp, "block.onnx")) == 1
+        check(tmp, "bottleneck", Bottleneck().eval(), {"x": f(2, 4, 9, 9)},
+              ["Conv+Relu", "Conv+Relu", "Conv+Add+Relu"])
+        assert in_place_sums(os.path.join(tmp, "bottleneck.onnx")) == 1
         check(tmp, "attention", Attention(), {"q": f(12, 4, 16), "k": f(12, 4, 16),
                                               "v": f(12, 4, 16)},
               ["Transpose+Transpose+MatMul", "Transpose+MatMul+Transpose"])
@@ -236,6 +266,8 @@ def main():
         check(tmp, "stem", Stem().eval(), {"x": f(1, 3, 32, 32)},
               ["Conv+Relu", "Transpose+MaxPool+Transpose", "Conv+Add+Relu",
                "AveragePool", "Conv"])
+        # There the residual is also the convolution's source: the output needs its own memory.
+        assert in_place_sums(os.path.join(tmp, "stem.onnx")) == 0
     print("all library checks passed")
 
 

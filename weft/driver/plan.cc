@@ -67,8 +67,35 @@ public:
     return out;
   }
 
+  // Of the slots "slots" that launch "launch" binds, "out" may be "in"
+  // (library::LibraryCall::output_in_place_of) when the arena storage behind "in" dies there,
+  // is bound by it once (not also as its source), and "out" is an arena slot of its size born
+  // there: then "out" becomes an alias of that storage, which lives on in its place. Decided once every launch is bound
+  // (and so every lifetime known), by place().
+  void share(int launch, const std::vector<int>& slots, int in, int out) {
+    int once = 0;
+    for (int s : slots)
+      once += storage(s) == storage(slots[static_cast<size_t>(in)]) ? 1 : 0;
+    if (once == 1) {
+      shares_.push_back(
+          {launch, storage(slots[static_cast<size_t>(in)]), slots[static_cast<size_t>(out)]});
+    }
+  }
+
   // Places the arena slots; returns the arena size.
   size_t place() {
+    for (auto [launch, input, out] : shares_) {
+      auto u = [](int s) { return static_cast<size_t>(s); };
+      int in = storage(input); // an earlier share may have made it an alias
+      Slot& a = slots_[u(in)];
+      Slot& b = slots_[u(out)];
+      if (a.kind != Slot::Kind::kArena || b.kind != Slot::Kind::kArena || last_[u(in)] != launch ||
+          first_[u(out)] != launch || !a.bytes.is_static() || !(a.bytes == b.bytes))
+        continue;
+      b = Slot::alias_of(in);
+      last_[u(in)] = std::max(last_[u(in)], last_[u(out)]);
+      log_debug("launch {}: its output takes the memory of the input it sums into it", launch);
+    }
     std::vector<runtime::Lifetime> lifetimes;
     std::vector<int> arena_slots;
     bool symbolic = false;
@@ -91,6 +118,7 @@ public:
   }
 
   std::vector<Slot> slots() const { return slots_; }
+  int launches() const { return static_cast<int>(launches_); }
 
 private:
   static Dim bytes_of(DType t, const Shape& s) {
@@ -120,11 +148,15 @@ private:
                                 : add(v, Slot::arena(bytes_of(v->type.dtype, *v->type.shape)));
   }
   int slot_of(const Value* v) const { return slot_.at(v); }
-  // Extends the lifetime of the storage behind "slot" to cover "launch".
-  void touch(int slot, int launch) {
+  // The slot that holds the storage behind "slot" (through aliases).
+  int storage(int slot) const {
     while (slots_[static_cast<size_t>(slot)].kind == Slot::Kind::kAlias)
       slot = slots_[static_cast<size_t>(slot)].index;
-    size_t s = static_cast<size_t>(slot);
+    return slot;
+  }
+  // Extends the lifetime of the storage behind "slot" to cover "launch".
+  void touch(int slot, int launch) {
+    size_t s = static_cast<size_t>(storage(slot));
     first_[s] = std::min(first_[s], launch);
     last_[s] = std::max(last_[s], launch);
   }
@@ -134,6 +166,10 @@ private:
   std::vector<int> first_, last_;
   std::unordered_map<const Value*, int> slot_;
   size_t launches_ = 0;
+  struct Share {
+    int launch, in, out;
+  };
+  std::vector<Share> shares_; // see share()
 };
 
 // The profile's view of a kernel: its nodes, strategy, buffer types and bytes moved.
@@ -269,9 +305,15 @@ Result<Plan> plan_buffers(const Graph& graph, std::vector<fusion::Step> steps,
       runtime::LaunchInfo info = library_launch_info(call);
       log_debug("library call: node '{}' ({}), {}, {}", info.node, info.op_type, info.strategy,
                 info.shapes);
+      int launch = plan.launches();
+      std::vector<int> slots = plan.bind(call.values);
+      if (call.output_in_place_of) {
+        auto [in, dst] = *call.output_in_place_of;
+        plan.share(launch, slots, in, dst);
+      }
       out.launches.push_back({fmt::format("{}{}_{}", cuda ? "gemm" : "dnnl", out.launches.size(),
                                           op_name(shown_op(step.library->op_type))),
-                              nullptr, plan.bind(call.values), std::move(info), call.kernel,
+                              nullptr, std::move(slots), std::move(info), call.kernel,
                               call.symbols});
       continue;
     }

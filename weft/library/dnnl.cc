@@ -352,6 +352,12 @@ std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
       args.push_back({DNNL_ARG_WEIGHTS, w_buffer, plain(wdims)});
     }
     if (b) args.push_back({DNNL_ARG_BIAS, position(call.values, b), bmd});
+    // The residual may lend its memory to the output only if the primitive reads it nowhere
+    // else (a block whose residual is also its source: y = conv(p) + p).
+    bool residual_only = summed >= 0 && w_buffer != summed &&
+                         std::none_of(args.begin(), args.end(), [&](const DnnlKernel::Arg& a) {
+                           return a.buffer == summed;
+                         });
     args.push_back({DNNL_ARG_DST, position(call.values, final_output(n, ops)), y_user, layout(dy)});
     auto conv = std::make_shared<DnnlKernel>(
         dnnl::convolution_forward(pd), std::move(args), std::move(owned),
@@ -360,6 +366,8 @@ std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
                     : layout(dx) != plain(dx) ? ", channels-last"
                                               : ""));
     if (summed >= 0) conv->copy_into_dst(summed, y_user.get_size());
+    if (residual_only)
+      call.output_in_place_of = {summed, position(call.values, final_output(n, ops))};
     call.kernel = std::move(conv);
     return call;
   };

@@ -28,6 +28,10 @@ struct LibraryCall {
   std::vector<const Value*> values;
   std::vector<const Node*> nodes; // in graph order: absorbed producers, the node, its epilogue
   std::vector<Dim> symbols;       // the kernel's extents (Launch::symbols); none when static
+  // (input, output) positions in "values": the output may take the input's memory when the
+  // call is the input's last reader (a convolution's residual, summed into its destination,
+  // which then needs no copy of it first).
+  std::optional<std::pair<int, int>> output_in_place_of;
 };
 
 // The one node that reads a value, or null (no reader, several, or a graph output).
