@@ -67,26 +67,18 @@ public:
     return out;
   }
 
-  // Of the slots "slots" that launch "launch" binds, "out" may be "in"
-  // (library::LibraryCall::output_in_place_of) when the arena storage behind "in" dies there,
-  // is bound by it once (not also as its source), and "out" is an arena slot of its size born
-  // there: then "out" becomes an alias of that storage, which lives on in its place. Decided once every launch is bound
-  // (and so every lifetime known), by place().
-  void share(int launch, const std::vector<int>& slots, int in, int out) {
-    int once = 0;
-    for (int s : slots)
-      once += storage(s) == storage(slots[static_cast<size_t>(in)]) ? 1 : 0;
-    if (once == 1) {
-      shares_.push_back(
-          {launch, storage(slots[static_cast<size_t>(in)]), slots[static_cast<size_t>(out)]});
-    }
-  }
+  // Launch "launch"'s output slot "out" may take the storage of its input slot "in"
+  // (library::LibraryCall::output_in_place_of: the call reads that input nowhere else). It
+  // does when that storage is arena memory that dies there and "out" an arena slot of its
+  // size born there: "out" becomes an alias of it, which lives on in its place. Decided by
+  // place(), once every launch is bound and so every lifetime known.
+  void share(int launch, int in, int out) { shares_.push_back({launch, in, out}); }
 
   // Places the arena slots; returns the arena size.
   size_t place() {
     for (auto [launch, input, out] : shares_) {
       auto u = [](int s) { return static_cast<size_t>(s); };
-      int in = storage(input); // an earlier share may have made it an alias
+      int in = storage(input); // an alias, or made one by an earlier share
       Slot& a = slots_[u(in)];
       Slot& b = slots_[u(out)];
       if (a.kind != Slot::Kind::kArena || b.kind != Slot::Kind::kArena || last_[u(in)] != launch ||
@@ -309,7 +301,7 @@ Result<Plan> plan_buffers(const Graph& graph, std::vector<fusion::Step> steps,
       std::vector<int> slots = plan.bind(call.values);
       if (call.output_in_place_of) {
         auto [in, dst] = *call.output_in_place_of;
-        plan.share(launch, slots, in, dst);
+        plan.share(launch, slots[static_cast<size_t>(in)], slots[static_cast<size_t>(dst)]);
       }
       out.launches.push_back({fmt::format("{}{}_{}", cuda ? "gemm" : "dnnl", out.launches.size(),
                                           op_name(shown_op(step.library->op_type))),

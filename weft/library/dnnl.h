@@ -30,7 +30,8 @@ struct LibraryCall {
   std::vector<Dim> symbols;       // the kernel's extents (Launch::symbols); none when static
   // (input, output) positions in "values": the output may take the input's memory when the
   // call is the input's last reader (a convolution's residual, summed into its destination,
-  // which then needs no copy of it first).
+  // which then needs no copy of it first). Set only where the call reads that input nowhere
+  // else.
   std::optional<std::pair<int, int>> output_in_place_of;
 };
 
