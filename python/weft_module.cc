@@ -202,12 +202,13 @@ bool is_contiguous(const std::vector<int64_t>& shape, const int64_t* strides, in
 
 // "obj" as a device tensor, when it is a CUDA tensor (__cuda_array_interface__, or DLPack on
 // kDLCUDA); nothing when it is not one.
-std::optional<DeviceFeed> device_feed(const std::string& name, const py::object& obj) {
+std::optional<DeviceFeed> device_feed(const std::string& name, const py::object& obj,
+                                      const std::string& role = "input") {
   if (py::isinstance<DeviceArray>(obj))
     return DeviceFeed{obj.cast<const DeviceArray&>().tensor(), obj};
   if (py::isinstance<py::array>(obj)) return std::nullopt;
   auto refuse = [&](const std::string& why) {
-    return weft::Error("error: input '" + name + "': " + why);
+    return weft::Error("error: " + role + " '" + name + "': " + why);
   };
   if (py::hasattr(obj, "__dlpack_device__") && py::hasattr(obj, "__dlpack__")) {
     py::tuple device = obj.attr("__dlpack_device__")();
@@ -367,7 +368,71 @@ public:
     return result;
   }
 
-  py::dict run(const py::dict& feeds) const {
+  // Caller-owned outputs, every one named: CUDA tensors when the feeds are (so that a
+  // device-resident run keeps its addresses from run to run, as CUDA graphs need), else
+  // writable C-contiguous numpy arrays. Returns them, by name.
+  py::dict run_into(const py::dict& feeds, const py::dict& outputs) const {
+    for (auto item : outputs) {
+      std::string name = py::str(item.first);
+      bool known = false;
+      for (const auto& s : model_.outputs())
+        known |= s.name == name;
+      if (!known) throw weft::Error("error: outputs= names '" + name + "', not an output");
+    }
+    for (const auto& s : model_.outputs()) {
+      if (!outputs.contains(s.name))
+        throw weft::Error("error: outputs= must give every output; it lacks '" + s.name + "'");
+    }
+    std::vector<DeviceFeed> device = device_feeds(feeds);
+    py::dict result;
+    if (!device.empty()) {
+      std::vector<weft::DeviceTensor> in, out;
+      std::vector<DeviceFeed> kept;
+      for (const DeviceFeed& f : device)
+        in.push_back(f.tensor);
+      for (const weft::TensorSpec& s : model_.outputs()) {
+        py::object obj = outputs[s.name.c_str()];
+        std::optional<DeviceFeed> f = device_feed(s.name, obj, "output");
+        if (!f)
+          throw weft::Error("error: output '" + s.name + "' must be a CUDA tensor, as the inputs are");
+        out.push_back(f->tensor);
+        kept.push_back(std::move(*f));
+        result[py::str(s.name)] = obj;
+      }
+      {
+        py::gil_scoped_release release;
+        model_.run_on_device(in, out);
+      }
+      return result;
+    }
+    std::vector<py::array> keep;
+    std::vector<weft::HostTensor> in = views(feeds, &keep), out;
+    for (const weft::TensorSpec& s : model_.outputs()) {
+      py::object obj = outputs[s.name.c_str()];
+      auto refuse = [&](const std::string& why) {
+        return weft::Error("error: output '" + s.name + "' " + why);
+      };
+      if (!py::isinstance<py::array>(obj)) throw refuse("must be a numpy array, as the inputs are");
+      py::array a = obj.cast<py::array>();
+      if (s.type == weft::ElementType::kBF16)
+        throw refuse("is bfloat16, which numpy cannot hold: leave outputs= out");
+      if (!a.writeable() || !(a.flags() & py::array::c_style))
+        throw refuse("must be a writable C-contiguous array");
+      py::dtype want = numpy_dtype(s.type);
+      if (!a.dtype().is(want) && !a.dtype().equal(want))
+        throw refuse("must be " + dtype_name(s.type) + ", got " + std::string(py::str(a.dtype())));
+      out.push_back(weft::HostTensor::view(s.type, shape_of(a), a.mutable_data()));
+      result[py::str(s.name)] = obj;
+    }
+    {
+      py::gil_scoped_release release;
+      model_.run(in, out);
+    }
+    return result;
+  }
+
+  py::dict run(const py::dict& feeds, const py::object& outputs) const {
+    if (!outputs.is_none()) return run_into(feeds, outputs.cast<py::dict>());
     std::vector<DeviceFeed> device = device_feeds(feeds);
     if (!device.empty()) {
       std::vector<weft::DeviceTensor> in, out;
@@ -479,7 +544,7 @@ PYBIND11_MODULE(_weft, m) {
                              [](const PyModel& self) { return self.specs(self.model().inputs()); })
       .def_property_readonly("outputs",
                              [](const PyModel& self) { return self.specs(self.model().outputs()); })
-      .def("run", &PyModel::run, py::arg("feeds"))
+      .def("run", &PyModel::run, py::arg("feeds"), py::arg("outputs") = py::none())
       .def_property_readonly("compiled_variants",
                              [](const PyModel& self) { return self.model().compiled_variants(); })
       .def("profile", &PyModel::profile, py::arg("feeds"));

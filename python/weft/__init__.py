@@ -4,6 +4,7 @@
     model = weft.compile("model.onnx")            # a path, or the model's bytes
     print(model.inputs)                           # names, dtypes, shapes ("N" for symbolic dims)
     out = model.run({"x": np.ones((4, 128), np.float32)})   # {output name: numpy array}
+    model.run(feeds, outputs={"y": y})            # into the caller's arrays (or CUDA tensors)
 
 Options of compile(): device ("cpu" or "cuda"), threads (OpenMP threads per run; default
 $WEFT_NUM_THREADS, else all cores), dump_dir (IR after each pass, generated source and a

@@ -175,3 +175,32 @@ def test_cuda_graphs_replay_runs_with_new_values(emulator, monkeypatch):
         src._a[...] = rng.standard_normal((8, 16))
         out = model.run({"x": src})["y"]
         np.testing.assert_allclose(read_device(out), softmax(src._a @ w), rtol=1e-5, atol=1e-6)
+
+
+def test_outputs_given_by_the_caller(emulator, monkeypatch):
+    """run(feeds, outputs=...) writes into the caller's arrays: numpy arrays for host feeds,
+    CUDA tensors for device feeds. With both buffers kept, a device-resident run keeps its
+    addresses, which CUDA graphs need (WEFT_CUDA_GRAPHS=1): each run must still see new
+    values."""
+    monkeypatch.setenv("WEFT_CUDA_GRAPHS", "1")
+    host = weft.compile(softmax_model())
+    x = np.random.default_rng(5).standard_normal((6, 40)).astype(np.float32)
+    y = np.zeros((6, 40), np.float32)
+    assert host.run({"x": x}, outputs={"y": y})["y"] is y
+    np.testing.assert_allclose(y, softmax(x), rtol=1e-6, atol=1e-7)
+    model = weft.compile(softmax_model(), device="cuda")
+    src, dst = FakeCudaArray(np.zeros((6, 40), np.float32)), FakeCudaArray(np.zeros((6, 40), np.float32))
+    for seed in range(4):
+        src._a[...] = np.random.default_rng(seed).standard_normal((6, 40))
+        assert model.run({"x": src}, outputs={"y": dst})["y"] is dst
+        np.testing.assert_allclose(dst._a, softmax(src._a), rtol=1e-6, atol=1e-7)
+    with pytest.raises(weft.WeftError, match="outputs= must give every output"):
+        model.run({"x": src}, outputs={})
+    with pytest.raises(weft.WeftError, match="names 'z', not an output"):
+        model.run({"x": src}, outputs={"y": dst, "z": dst})
+    with pytest.raises(weft.WeftError, match="output 'y' must be a CUDA tensor"):
+        model.run({"x": src}, outputs={"y": np.zeros((6, 40), np.float32)})
+    with pytest.raises(weft.WeftError, match="output 'y' must be float32"):
+        host.run({"x": x}, outputs={"y": np.zeros((6, 40))})
+    with pytest.raises(weft.WeftError, match="must be"):
+        host.run({"x": x}, outputs={"y": np.zeros((6, 41), np.float32)})
