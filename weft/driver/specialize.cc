@@ -54,6 +54,16 @@ Status specialize(Graph& graph, const std::vector<Tensor>& inputs, bool dynamic_
 Status check_lowerable(const Graph& graph) {
   std::vector<std::pair<std::string, std::string>> nodes; // (op, node)
   for (const auto& n : graph.nodes()) {
+    // Dims that values gave (Range's limits, Expand's shape) may exceed what memory holds.
+    for (const Value* out : n->outputs) {
+      int64_t count = 0;
+      if (out && out->type.has_static_shape() &&
+          !dims_are_allocatable(out->type.dtype, shape_static_dims(*out->type.shape), &count)) {
+        return Status::error(location_of(graph, *n),
+                             fmt::format("output '{}' would be {}: too large to hold", out->name,
+                                         out->type.to_string()));
+      }
+    }
     // (Shapes over symbols run as calls: library::shape_call.)
     bool symbolic_shape = (n->op_type == Op::kShape || n->op_type == Op::kSize) &&
                           n->inputs[0]->type.shape && !shape_is_static(*n->inputs[0]->type.shape);

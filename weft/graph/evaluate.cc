@@ -492,16 +492,6 @@ bool can_evaluate(const Node& node) {
 }
 
 Result<std::vector<Tensor>> evaluate_node(const Node& node) {
-  // Outputs whose inferred dims (from data: Expand's shape, Range's limits) cannot be held
-  // are an error here, not a failed check when the evaluator allocates them.
-  for (const Value* out : node.outputs) {
-    int64_t count = 0;
-    if (out && out->type.has_static_shape() &&
-        !dims_are_allocatable(out->type.dtype, shape_static_dims(*out->type.shape), &count)) {
-      return Status::error(fmt::format("output '{}' would be {}: too large", out->name,
-                                       out->type.to_string()));
-    }
-  }
   if (auto it = evaluators().find(node.op_type); it != evaluators().end()) return it->second(node);
   const ElementwiseFns& fns = elementwise_table().at(node.op_type);
   DType out_type = fns.to_bool ? DType::kBool : arg(node, 0).dtype();

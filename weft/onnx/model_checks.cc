@@ -342,14 +342,22 @@ Status check_supported_ops(const onnx::GraphProto& graph, int opset, const std::
   return Status::error(fmt::format("{}: unsupported ops: {}", name, format_grouped(unsupported)));
 }
 
-Status check_declared_ranks(const onnx::GraphProto& graph, int opset, const std::string& name) {
+Status check_declared_ranks(const onnx::GraphProto& graph, const std::string& name) {
   DeclaredRankChecks checks(graph, name);
   WEFT_RETURN_IF_ERROR(checks.check_declarations());
   for (int i = 0; i < graph.node_size(); ++i) {
     WEFT_RETURN_IF_ERROR(checks.check(graph.node(i), i));
+    for (const onnx::GraphProto* sub : subgraphs(graph.node(i)))
+      WEFT_RETURN_IF_ERROR(check_declared_ranks(*sub, name));
+  }
+  return Status();
+}
+
+Status check_node_inputs(const onnx::GraphProto& graph, int opset, const std::string& name) {
+  for (int i = 0; i < graph.node_size(); ++i) {
     WEFT_RETURN_IF_ERROR(check_inputs(graph.node(i), i, opset, name));
     for (const onnx::GraphProto* sub : subgraphs(graph.node(i)))
-      WEFT_RETURN_IF_ERROR(check_declared_ranks(*sub, opset, name));
+      WEFT_RETURN_IF_ERROR(check_node_inputs(*sub, opset, name));
   }
   return Status();
 }

@@ -29,9 +29,10 @@ Result<int> find_opset(const onnx::ModelProto& model, const std::string& name);
 std::vector<const onnx::GraphProto*> subgraphs(const onnx::NodeProto& node);
 // Every op of "graph" (and of its branches and bodies) is in the op table at "opset".
 Status check_supported_ops(const onnx::GraphProto& graph, int opset, const std::string& name);
-// The spec's rank rules on declared types and attributes, before any shape function runs,
-// and each node's inputs against its op's schema (how many, and none that is required left
-// empty; op_inputs.inc).
-Status check_declared_ranks(const onnx::GraphProto& graph, int opset, const std::string& name);
+// The spec's rank rules on declared types and attributes, before any shape function runs.
+Status check_declared_ranks(const onnx::GraphProto& graph, const std::string& name);
+// Each node's inputs against its op's schema (op_inputs.inc): how many, and none that is
+// required (a single or variadic input) left empty.
+Status check_node_inputs(const onnx::GraphProto& graph, int opset, const std::string& name);
 
 } // namespace weft
