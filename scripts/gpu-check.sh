@@ -14,6 +14,7 @@
 #                results go to $OUT/gpu_results.json (bench/gpu_results.json here)
 #   fuzz         (not by default) 500 mutated node-test models run on the GPU: none may crash
 # GPU_BENCH_ARGS adds arguments to bench/gpu_bench.py (e.g. "--no-compile --iters 20").
+# STAGE_LIMIT_S replaces every stage's time limit (seconds), to fit a session's device time.
 # Prints one summary line per stage; exits 1 when a stage failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +30,7 @@ failed=0
 summary=()
 
 run_stage() { # NAME LIMIT_S COMMAND...
-  local name=$1 limit=$2 start rc
+  local name=$1 limit=${STAGE_LIMIT_S:-$2} start rc
   shift 2
   start=$(date +%s)
   timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
