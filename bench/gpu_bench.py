@@ -192,7 +192,7 @@ def measure(weft, cases, iters, with_compile, out=None):
     print(f"copy bandwidth: {result['copy_gb_s']:.0f} GB/s (read + write)", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         models = os.path.join(tmp, "models")
-        subprocess.run([sys.executable, os.path.join(HERE, "make_models.py"), models], check=True,
+        subprocess.run([sys.executable, os.path.join(HERE, "make_models.py"), models, "--gpu"], check=True,
                        capture_output=True, text=True)
         result["rows"] = []
         for case in cases or case_names(models):

@@ -1,6 +1,6 @@
 """Writes the benchmark models into DIR (run with Debian's Python, which has onnx and torch), then
 DIR/.made, the marker run.sh compares with this file's time to know the models are current.
-Usage: make_models.py DIR"""
+Usage: make_models.py DIR [--gpu]  (--gpu: also the 8192x4096 norms bench/gpu_bench.py runs)"""
 import os
 import sys
 
@@ -62,14 +62,6 @@ def subgraphs(d):
           node("Softmax", ["xm"], ["y"], axis=-1)],
          [tensor("x", shape)], [tensor("y", shape)],
          [init("scale", np.float32(bc.ATTENTION_SCALE)), init("mask", bc.causal_mask(shape[-1]))])
-    # RMSNorm: x / sqrt(mean(x^2) + eps) * g.
-    save(d, "rmsnorm_4096x1024",
-         [node("Mul", ["x", "x"], ["x2"]), node("ReduceMean", ["x2"], ["ms"], axes=[-1], keepdims=1),
-          node("Add", ["ms", "eps"], ["mse"]), node("Sqrt", ["mse"], ["rms"]),
-          node("Reciprocal", ["rms"], ["inv"]), node("Mul", ["x", "inv"], ["n"]),
-          node("Mul", ["n", "g"], ["y"])],
-         x2d, [tensor("y", [rows, cols])],
-         [init("eps", np.float32(bc.EPS_RMS)), init("g", bc.param(1, [cols]))])
     # bias + exact GELU: h = x + b; 0.5 * h * (1 + erf(h / sqrt(2))).
     save(d, "bias_gelu_4096x1024",
          [node("Add", ["x", "b"], ["h"]), node("Div", ["h", "sqrt2"], ["hs"]), node("Erf", ["hs"], ["e"]),
@@ -107,6 +99,26 @@ def subgraphs(d):
           init("beta", bc.param(6, channel))])
 
 
+def norms(d, rows, cols):
+    """Softmax, LayerNormalization and RMSNorm over the last axis of [rows, cols]."""
+    shape = f"{rows}x{cols}"
+    save(d, "softmax_" + shape, [helper.make_node("Softmax", ["x"], ["y"], axis=-1)],
+         [tensor("x", [rows, cols])], [tensor("y", [rows, cols])])
+    save(d, "layernorm_" + shape,
+         [helper.make_node("LayerNormalization", ["x", "g", "b"], ["y"], axis=-1)],
+         [tensor("x", [rows, cols])], [tensor("y", [rows, cols])],
+         [numpy_helper.from_array(np.ones(cols, np.float32), "g"),
+          numpy_helper.from_array(np.zeros(cols, np.float32), "b")])
+    # RMSNorm: x / sqrt(mean(x^2) + eps) * g.
+    save(d, "rmsnorm_" + shape,
+         [node("Mul", ["x", "x"], ["x2"]), node("ReduceMean", ["x2"], ["ms"], axes=[-1], keepdims=1),
+          node("Add", ["ms", "eps"], ["mse"]), node("Sqrt", ["mse"], ["rms"]),
+          node("Reciprocal", ["rms"], ["inv"]), node("Mul", ["x", "inv"], ["n"]),
+          node("Mul", ["n", "g"], ["y"])],
+         [tensor("x", [rows, cols])], [tensor("y", [rows, cols])],
+         [init("eps", np.float32(bc.EPS_RMS)), init("g", bc.param(1, [cols]))])
+
+
 def main():
     d = sys.argv[1]
     os.makedirs(d, exist_ok=True)
@@ -115,14 +127,9 @@ def main():
         save(d, name, [helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)],
              [tensor("x", shape)], [tensor("y", out)],
              [numpy_helper.from_array(np.array(axes, np.int64), "axes")])
-    rows, cols = 4096, 1024
-    save(d, "softmax_4096x1024", [helper.make_node("Softmax", ["x"], ["y"], axis=-1)],
-         [tensor("x", [rows, cols])], [tensor("y", [rows, cols])])
-    save(d, "layernorm_4096x1024",
-         [helper.make_node("LayerNormalization", ["x", "g", "b"], ["y"], axis=-1)],
-         [tensor("x", [rows, cols])], [tensor("y", [rows, cols])],
-         [numpy_helper.from_array(np.ones(cols, np.float32), "g"),
-          numpy_helper.from_array(np.zeros(cols, np.float32), "b")])
+    norms(d, 4096, 1024)
+    if "--gpu" in sys.argv[2:]:  # issue-sized rows for a GPU's bandwidth: 134 MB in, 134 MB out
+        norms(d, 8192, 4096)
     subgraphs(d)
     import torch
     import torchvision

@@ -84,6 +84,14 @@ int64_t Emitter::group_size(const AstNode& body) const {
       while (k && g < 1024 && g * 2 <= *k)
         g *= 2;
       take(k ? std::optional<int64_t>(g) : std::nullopt);
+    } else if (std::vector<std::pair<const AstNode*, LoopRange>> nest = parallel_chain(*item);
+               nest.size() > 1) {
+      std::optional<int64_t> points = 1; // emit_group_body flattens the nest
+      for (const auto& loop : nest) {
+        std::optional<int64_t> e = loop.second.static_extent();
+        points = points && e ? std::optional<int64_t>(*points * *e) : std::nullopt;
+      }
+      if (points) take(cuda_group_size(points));
     } else if (std::optional<LoopRange> r = loop_range(*item)) {
       std::optional<int64_t> e = r->static_extent();
       if (e) take(cuda_group_size(e));
@@ -113,6 +121,21 @@ void Emitter::emit_group_body(const AstNode& body, int64_t group, int depth,
                            n.iterator, rows.lo, rows.hi);
         r.update("acc", depth + 2, out);
         out += fmt::format("{0}  }}\n{0}  {1}\n{0}}}\n", pad, r.store("acc"));
+      } else if (std::vector<std::pair<const AstNode*, LoopRange>> nest = parallel_chain(n);
+                 nest.size() > 1) {
+        // The lanes take the points of the whole nest, flattened: the innermost loop is the
+        // fastest, so neighbouring lanes touch neighbouring elements (an epilogue over
+        // [8, 56, 56] otherwise gives 8 lanes 3136 elements each).
+        emit_points(
+            nest, depth, out,
+            [&](const std::string& count) {
+              return fmt::format("{0}for (int64_t weft_l = weft_lane; weft_l < {1}; weft_l += {2}) "
+                                 "{{\n",
+                                 pad, count, group);
+            },
+            "weft_l", "weft_lq");
+        emit_node(nest.back().first->children[0], depth + 1, true, out);
+        out += pad + "}\n";
       } else if (n.mark == AstNode::Mark::kParallel) {
         out += fmt::format("{0}for (int64_t {1} = {2} + weft_lane * {3}; {4}; {1} += {5} * {3}) "
                            "{{\n",
@@ -145,7 +168,8 @@ void Emitter::emit_group_body(const AstNode& body, int64_t group, int depth,
 
 void Emitter::emit_points(const std::vector<std::pair<const AstNode*, LoopRange>>& chain, int depth,
                           std::string& out,
-                          const std::function<std::string(const std::string&)>& loop) const {
+                          const std::function<std::string(const std::string&)>& loop,
+                          const std::string& point, const std::string& quotient) const {
   std::string pad(static_cast<size_t>(2 * depth), ' ');
   std::vector<std::string> extents;
   std::optional<int64_t> total = 1;
@@ -168,18 +192,19 @@ void Emitter::emit_points(const std::vector<std::pair<const AstNode*, LoopRange>
               : fmt::format("{0}for (int64_t weft_p = weft_first; weft_p < {1}; weft_p += "
                             "weft_groups) {{\n",
                             pad, count);
-  if (chain.size() > 1) out += fmt::format("{}  {} weft_q = weft_p;\n", pad, index);
+  if (chain.size() > 1) out += fmt::format("{}  {} {} = {};\n", pad, index, quotient, point);
   for (size_t i = chain.size(); i-- > 0;) {
     std::string lo = ast_expr(chain[i].second.lo);
     const std::string& it = chain[i].first->iterator;
     if (chain.size() == 1) {
-      out += fmt::format("{}  const int64_t {} = {} + weft_p;\n", pad, it, lo);
+      out += fmt::format("{}  const int64_t {} = {} + {};\n", pad, it, lo, point);
     } else if (i == 0) {
-      out += fmt::format("{}  const int64_t {} = {} + weft_q;\n", pad, it, lo);
+      out += fmt::format("{}  const int64_t {} = {} + {};\n", pad, it, lo, quotient);
     } else {
-      out += fmt::format("{0}  const int64_t {1} = {2} + weft_q % {3}{4};\n"
-                         "{0}  weft_q /= {3}{4};\n",
-                         pad, it, lo, extents[i], extents[i].starts_with("weft_") ? "" : suffix);
+      out += fmt::format("{0}  const int64_t {1} = {2} + {5} % {3}{4};\n"
+                         "{0}  {5} /= {3}{4};\n",
+                         pad, it, lo, extents[i], extents[i].starts_with("weft_") ? "" : suffix,
+                         quotient);
     }
   }
 }

@@ -200,10 +200,14 @@ private:
 
   // A loop over the points of "chain", flattened, from "weft_first" by "weft_groups"; the
   // innermost loop varies fastest. 32-bit index arithmetic when the count is static and fits.
-  // "loop" replaces the loop's opening: given the point count, it defines weft_p.
+  // "loop" replaces the loop's opening: given the point count, it defines the point variable
+  // ("point", weft_p unless named; "quotient" holds what is left of it while the iterators are
+  // taken off).
   void emit_points(const std::vector<std::pair<const AstNode*, LoopRange>>& chain, int depth,
                    std::string& out,
-                   const std::function<std::string(const std::string&)>& loop = nullptr) const;
+                   const std::function<std::string(const std::string&)>& loop = nullptr,
+                   const std::string& point = "weft_p",
+                   const std::string& quotient = "weft_q") const;
 
   // Few long rows: the register reduction of a point body that is otherwise statements
   // (inits before it, an epilogue after), when the points are few and static and the rows

@@ -11,7 +11,9 @@ Status CudaKernel::run(void* const* buffers, const int64_t* extents) const {
   for (size_t i = 0; i < symbols_; ++i)
     args.push_back(static_cast<uint64_t>(extents[i]));
   for (const LaunchShape& part : parts_) {
-    int64_t grid = part.one_block ? 1 : device_->persistent_grid(part.block);
+    int64_t grid = part.one_block ? 1
+                                  : device_->persistent_grid(
+                                        part.block, module_->resident_blocks(part.function, part.block));
     WEFT_RETURN_IF_ERROR(module_->launch(part.function, grid, part.block, args));
   }
   return Status();

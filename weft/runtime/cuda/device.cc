@@ -6,8 +6,8 @@
 
 namespace weft::runtime::cuda {
 
-int64_t Device::persistent_grid(int64_t block) const {
-  int64_t per_sm = std::max<int64_t>(1, 2048 / std::max<int64_t>(block, 1));
+int64_t Device::persistent_grid(int64_t block, int64_t per_sm) const {
+  if (per_sm < 1) per_sm = std::max<int64_t>(1, 2048 / std::max<int64_t>(block, 1));
   return std::clamp<int64_t>(per_sm * sm_count(), 1, kMaxPersistentGrid);
 }
 

@@ -27,6 +27,13 @@ public:
   // function's parameters (device pointers and 64-bit integers), in order.
   virtual Status launch(const std::string& function, int64_t grid, int64_t block,
                         const std::vector<uint64_t>& args) const = 0;
+  // Blocks of "function" at "block" threads that one SM holds at once, its registers and
+  // shared memory counted (the driver's occupancy calculator); 0 where that is unknown.
+  virtual int64_t resident_blocks(const std::string& function, int64_t block) const {
+    (void)function;
+    (void)block;
+    return 0;
+  }
 };
 
 // C = alpha * op(A) op(B) + beta * C0 for "batch" row-major f32 matrices: C is m x n, A is
@@ -68,9 +75,11 @@ public:
   virtual Result<std::shared_ptr<const Module>> load(const std::string& source,
                                                      const std::string& name) = 0;
 
-  // Blocks of a persistent grid of "block"-thread blocks: enough to fill every SM (2048
-  // resident threads each), at most kMaxPersistentGrid.
-  int64_t persistent_grid(int64_t block) const;
+  // Blocks of a persistent grid of "block"-thread blocks: enough to fill every SM, with
+  // "per_sm" blocks each (Module::resident_blocks; when 0, as many as 2048 threads make), at
+  // most kMaxPersistentGrid. More would wait for a second wave and, striding over the work
+  // from their first point, finish last.
+  int64_t persistent_grid(int64_t block, int64_t per_sm = 0) const;
 };
 
 // The process's device 0: the emulator when $WEFT_CUDA_EMULATOR is 1, else the driver API.

@@ -62,6 +62,7 @@ struct DriverApi {
   CUresult (*EventRecord)(CUevent, CUstream) = nullptr;
   CUresult (*EventSynchronize)(CUevent) = nullptr;
   CUresult (*EventElapsedTime)(float*, CUevent, CUevent) = nullptr;
+  CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int*, CUfunction, int, size_t) = nullptr;
   // CUDA graphs (stream capture), bound apart: a driver without them runs without graphs.
   bool graphs = false;
   CUresult (*StreamBeginCapture)(CUstream, int) = nullptr;
@@ -103,6 +104,8 @@ Result<std::unique_ptr<DriverApi>> load_api() {
   b.bind("cuEventRecord", &api->EventRecord);
   b.bind("cuEventSynchronize", &api->EventSynchronize);
   b.bind("cuEventElapsedTime", &api->EventElapsedTime); // every driver has it; _v2 since 12.8
+  b.bind("cuOccupancyMaxActiveBlocksPerMultiprocessor",
+         &api->OccupancyMaxActiveBlocksPerMultiprocessor);
   Binder graphs(api->handle);
   graphs.bind("cuStreamBeginCapture_v2", &api->StreamBeginCapture);
   graphs.bind("cuStreamEndCapture", &api->StreamEndCapture);
@@ -236,6 +239,25 @@ public:
                          "cuLaunchKernel", function);
   }
 
+  // Asked once per function and block size: launches come often, the answer does not change.
+  int64_t resident_blocks(const std::string& function, int64_t block) const override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = resident_.find({function, block});
+      if (it != resident_.end()) return it->second;
+    }
+    if (!state_->make_current().ok()) return 0;
+    Result<CUfunction> f = lookup(function);
+    int blocks = 0;
+    if (!f.ok() || state_->api->OccupancyMaxActiveBlocksPerMultiprocessor(
+                       &blocks, *f, static_cast<int>(block), 0) != kCudaSuccess) {
+      blocks = 0;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    resident_[{function, block}] = blocks;
+    return blocks;
+  }
+
 private:
   // The function named "name", looked up on first use; launches may come from several threads.
   Result<CUfunction> lookup(const std::string& name) const {
@@ -253,6 +275,7 @@ private:
   CUmodule module_;
   mutable std::mutex mutex_;
   mutable std::map<std::string, CUfunction> functions_;
+  mutable std::map<std::pair<std::string, int64_t>, int64_t> resident_;
 };
 
 // An instantiated graph; destroying it while a launch of it runs is safe (the driver frees

@@ -9,7 +9,7 @@
 namespace weft::runtime::cuda {
 
 // Blocks of a persistent grid, at most (Device::persistent_grid sizes it to the device).
-inline constexpr int64_t kMaxPersistentGrid = 1024;
+inline constexpr int64_t kMaxPersistentGrid = 8192;
 
 // One function of a module: its name, threads per block, and whether it runs as one block
 // or as a persistent grid. The emitter returns them with the source (codegen/emit_c.h), and
