@@ -272,16 +272,21 @@ def bench_device_resident(weft, env, tmp):
 
 
 def cuda_graphs(weft, env, tmp):
-    """WEFT_CUDA_GRAPHS=1: the second of two runs at the same addresses is captured as a graph,
-    and the runs after it replay it (bench's host runs reuse one arena); without it, none."""
+    """CUDA graphs, on by default (WEFT_CUDA_GRAPHS unset or 1): the second of two runs at the
+    same addresses is captured as a graph, and the runs after it replay it (bench's host runs
+    reuse one arena; its device-resident runs check that the last run's outputs are the
+    first's); WEFT_CUDA_GRAPHS=0: none."""
     path = os.path.join(tmp, "all.onnx")
-    for graphs in ("1", "0"):
+    for graphs in ("1", "0", None):
+        run_env = dict(env, WEFT_LOG="debug")
+        run_env.pop("WEFT_CUDA_GRAPHS", None)
+        if graphs is not None:
+            run_env["WEFT_CUDA_GRAPHS"] = graphs
         r = subprocess.run([weft, "bench", path, "--device", "cuda", "--fill", "ones", "--iters",
-                            "4", "--warmup", "0"], capture_output=True, text=True,
-                           env=dict(env, WEFT_CUDA_GRAPHS=graphs, WEFT_LOG="debug"))
+                            "4", "--warmup", "0"], capture_output=True, text=True, env=run_env)
         captured = r.stderr.count("CUDA graphs: captured")
         replayed = r.stderr.count("CUDA graphs: replayed")
-        expected = captured >= 1 and replayed >= 3 if graphs == "1" else captured == replayed == 0
+        expected = captured >= 1 and replayed >= 3 if graphs != "0" else captured == replayed == 0
         check(r.returncode == 0 and expected,
               f"WEFT_CUDA_GRAPHS={graphs}: {captured} captures, {replayed} replays "
               f"{r.stderr.strip()[-300:] if r.returncode else ''}")

@@ -1,6 +1,8 @@
 // weft bench: compile time, first run, then steady-state latency (compile excluded).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -158,11 +160,67 @@ std::string kernel_table(const runtime::Executable& exe, const KernelProfile& p,
   return out;
 }
 
+// The outputs in device memory, copied to the host.
+Result<std::vector<std::vector<char>>> outputs_on_host(runtime::cuda::Device& device,
+                                                       const std::vector<runtime::TensorView>& out) {
+  std::vector<std::vector<char>> host;
+  for (const runtime::TensorView& v : out) {
+    host.emplace_back(v.num_bytes());
+    WEFT_RETURN_IF_ERROR(device.to_host(host.back().data(), v.data, v.num_bytes()));
+  }
+  WEFT_RETURN_IF_ERROR(device.synchronize());
+  return host;
+}
+
+// Does the last of a model's runs on the same inputs give the first one's outputs? f32 and
+// f64 within a tolerance (atomics combine in any order: rtol 1e-3, atol 1e-5 of the largest
+// magnitude), f16 and bf16 not compared, others bit for bit. A replayed CUDA graph that
+// missed a kernel, or read a stale address, fails this.
+Status same_outputs(const std::vector<runtime::TensorView>& out,
+                    const std::vector<std::vector<char>>& first,
+                    const std::vector<std::vector<char>>& last,
+                    const std::vector<runtime::TensorInfo>& info) {
+  auto close = [](const auto* a, const auto* b, size_t n) -> std::optional<size_t> {
+    double largest = 0;
+    for (size_t i = 0; i < n; ++i)
+      largest = std::max(largest, std::abs(static_cast<double>(a[i])));
+    for (size_t i = 0; i < n; ++i) {
+      double x = static_cast<double>(a[i]), y = static_cast<double>(b[i]);
+      bool both_nan = x != x && y != y;
+      if (!both_nan && !(std::abs(x - y) <= 1e-5 * largest + 1e-3 * std::abs(x))) return i;
+    }
+    return std::nullopt;
+  };
+  for (size_t o = 0; o < out.size(); ++o) {
+    std::optional<size_t> bad;
+    size_t n = out[o].num_bytes();
+    if (out[o].dtype == DType::kF32) {
+      bad = close(reinterpret_cast<const float*>(first[o].data()),
+                  reinterpret_cast<const float*>(last[o].data()), n / 4);
+    } else if (out[o].dtype == DType::kF64) {
+      bad = close(reinterpret_cast<const double*>(first[o].data()),
+                  reinterpret_cast<const double*>(last[o].data()), n / 8);
+    } else if (out[o].dtype != DType::kF16 && out[o].dtype != DType::kBF16 &&
+               std::memcmp(first[o].data(), last[o].data(), n) != 0) {
+      bad = 0;
+    }
+    if (bad) {
+      return Status::error(fmt::format(
+          "output '{}': the last device-resident run differs from the first one (element {}; "
+          "WEFT_CUDA_GRAPHS={})",
+          info[o].name, *bad, std::getenv("WEFT_CUDA_GRAPHS") ? std::getenv("WEFT_CUDA_GRAPHS") : ""));
+    }
+  }
+  return Status();
+}
+
 } // namespace
 
 // On a CUDA device: the median of "iters" runs whose inputs and outputs stay in device
-// memory (uploaded once), without the host copies of an ordinary run. Nothing elsewhere, nor
-// for models whose input values determine shapes (those inputs are read on the host).
+// memory (uploaded once), without the host copies of an ordinary run. The last run's outputs
+// must be the first one's (same_outputs): a check of the runs a CUDA graph replays. Nothing
+// elsewhere, nor for models whose input values determine shapes (those inputs are read on the
+// host).
 Result<std::optional<double>> device_resident_ms(const CompiledModel& compiled,
                                                  const std::vector<Tensor>& inputs, int iters,
                                                  DeviceKind device_kind) {
@@ -200,10 +258,20 @@ Result<std::optional<double>> device_resident_ms(const CompiledModel& compiled,
   runtime::RunOptions options;
   options.io_on_device = true;
   std::vector<double> times;
+  std::vector<std::vector<char>> first;
   for (int i = 0; status.ok() && i <= iters; ++i) { // the first is a warm-up
     auto t0 = std::chrono::steady_clock::now();
     status = exe.run(in, out, options);
     if (i > 0) times.push_back(ms_since(t0));
+    if (i == 0 && status.ok()) {
+      Result<std::vector<std::vector<char>>> host = outputs_on_host(*device, out);
+      status = host.status();
+      if (host.ok()) first = std::move(*host);
+    }
+  }
+  if (status.ok()) {
+    Result<std::vector<std::vector<char>>> last = outputs_on_host(*device, out);
+    status = last.ok() ? same_outputs(out, first, *last, exe.outputs()) : last.status();
   }
   release();
   if (!status.ok()) return status;

@@ -87,6 +87,24 @@ void CudaReductionWriter::group(const std::string& iterator, const std::string& 
                       "{0}  {1} acc = {2};\n",
                       pad, r_.type, r_.identity);
   strided_loop(iterator, init, cond, step, "weft_lane", std::to_string(group), "acc", depth + 1);
+  group_combine(group, depth);
+}
+
+void CudaReductionWriter::group_unrolled(const std::string& iterator, const std::string& lo,
+                                         int64_t per_lane, int64_t group, int depth) {
+  std::string pad(static_cast<size_t>(2 * depth), ' ');
+  out_ += fmt::format("{0}{{  // the group's lanes accumulate their registers; shuffles combine "
+                      "them\n{0}  {1} acc = {2};\n{0}  #pragma unroll\n"
+                      "{0}  for (int weft_k = 0; weft_k < {3}; ++weft_k) {{\n"
+                      "{0}    const int64_t {4} = {5} + weft_lane + weft_k * {6};\n",
+                      pad, r_.type, r_.identity, per_lane, iterator, lo, group);
+  r_.update("acc", depth + 2, out_);
+  out_ += pad + "  }\n";
+  group_combine(group, depth);
+}
+
+void CudaReductionWriter::group_combine(int64_t group, int depth) {
+  std::string pad(static_cast<size_t>(2 * depth), ' ');
   out_ += fmt::format("{0}  acc = weft_group_reduce<{1}>(acc, {2}, weft_mask);\n"
                       "{0}  if (weft_lane == 0) {{ {3} }}\n{0}}}\n",
                       pad, group, cuda_combine_op(r_.combine), r_.store(combine(r_.target, "acc")));

@@ -192,6 +192,10 @@ std::string Emitter::offset(const kernel::Access& a, const std::vector<std::stri
 std::string Emitter::load(const kernel::Access& a, const std::vector<std::string>& iters) const {
   std::string ref = fmt::format("b{}[{}]", a.buffer, offset(a, iters));
   DType t = k_.buffers[static_cast<size_t>(a.buffer)].dtype;
+  if (auto r = registers_.find(ref); r != registers_.end()) { // a row in registers (CUDA)
+    if (filled_.insert(ref).second) return fmt::format("({} = {})", r->second, ref);
+    return r->second;
+  }
   return from_storage(t, ref);
 }
 
@@ -234,8 +238,18 @@ void Emitter::emit_statement(const AstNode& call, int depth, std::string& out,
     out += fmt::format("{}  {} = {};\n{}}}\n", pad, accumulator, result, pad);
     return;
   }
-  out += fmt::format("{}  b{}[{}] = {};\n{}}}\n", pad, s.write.buffer, offset(s.write, iters),
-                     store_value(t, result), pad);
+  std::string ref = fmt::format("b{}[{}]", s.write.buffer, offset(s.write, iters));
+  if (auto r = registers_.find(ref); r != registers_.end()) { // a row in registers (CUDA)
+    filled_.insert(ref);
+    out += fmt::format("{}  {} = {};\n", pad, r->second, result);
+    auto last = last_store_.find(ref);
+    if (last == last_store_.end() || last->second != call.statement) {
+      out += pad + "}\n"; // a later statement stores the row's final value
+      return;
+    }
+    result = r->second;
+  }
+  out += fmt::format("{}  {} = {};\n{}}}\n", pad, ref, store_value(t, result), pad);
 }
 
 bool Emitter::has_loop(const AstNode& n) {

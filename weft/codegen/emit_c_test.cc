@@ -390,6 +390,45 @@ TEST(EmitC, CudaGroupTakesAWholeEpilogueNest) {
   EXPECT_EQ(src.find("+= 1024 * 1) {\n      for"), std::string::npos) << src;
 }
 
+// A row's passes over [64, 1024] (the shape of LayerNorm): 128 lanes, 8 elements each, held
+// in registers. x is read from memory once, by the first pass; y's first value stays in
+// registers and only its last is stored. A buffer of one pass is not held.
+TEST(EmitC, CudaRowInRegisters) {
+  Result<kernel::Kernel> k = kernel::parse_kernel(
+      "kernel rows\n"
+      "  in x: f32[64,1024]\n"
+      "  in g: f32[1024]\n"
+      "  temp t: f32[64]\n"
+      "  temp u: f32[64]\n"
+      "  out y: f32[64,1024]\n"
+      "  init[i0 < 64]: t[i0] = 0\n"
+      "  sum[i0 < 64, i1 < 1024]: t[i0] += x[i0, i1]\n"
+      "  init2[i0 < 64]: u[i0] = 0\n"
+      "  sq[i0 < 64, i1 < 1024]: u[i0] += ((x[i0, i1] - t[i0]) * (x[i0, i1] - t[i0]))\n"
+      "  center[i0 < 64, i1 < 1024]: y[i0, i1] = ((x[i0, i1] - t[i0]) * g[i1])\n"
+      "  scale[i0 < 64, i1 < 1024]: y[i0, i1] = (y[i0, i1] * u[i0])\n");
+  ASSERT_TRUE(k.ok()) << k.status().message();
+  Result<poly::ScheduledKernel> s = poly::schedule_kernel(*k);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  Result<EmittedFunction> emitted = emit_function(*k, s->loops, Dialect::kCuda);
+  ASSERT_TRUE(emitted.ok()) << emitted.status().to_string();
+  const std::string& src = emitted->source;
+  auto count = [&](const std::string& text) {
+    size_t n = 0;
+    for (size_t at = src.find(text); at != std::string::npos; at = src.find(text, at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_NE(src.find("float weft_r0[8];"), std::string::npos) << src;
+  EXPECT_NE(src.find("float weft_r4[8];"), std::string::npos) << src;
+  EXPECT_EQ(src.find("float weft_r1["), std::string::npos) << src; // g: one pass
+  EXPECT_EQ(count("#pragma unroll"), 4u) << src;
+  EXPECT_EQ(count("const int64_t c1 = 0 + weft_lane + weft_k * 128;"), 4u) << src;
+  EXPECT_EQ(count("= b0[c0 * 1024 + c1]"), 1u) << src; // x: one read from memory
+  EXPECT_EQ(count("b4[c0 * 1024 + c1] ="), 1u) << src; // y: one store
+  EXPECT_EQ(count("= b4[c0 * 1024 + c1]"), 0u) << src; // and no load
+}
+
 TEST(EmitC, BroadcastIndexAndAllReduction) {
   std::string bias = function_of(testing::bias_add_kernel(Dim::symbol("B"), 16));
   EXPECT_NE(bias.find("const float t1 = b1[c1];"), std::string::npos) << bias;

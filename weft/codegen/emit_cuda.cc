@@ -100,13 +100,114 @@ int64_t Emitter::group_size(const AstNode& body) const {
   return want.value_or(32);
 }
 
+std::optional<Emitter::RowRegisters> Emitter::row_registers(const AstNode& body,
+                                                            int64_t group) const {
+  RowRegisters row;
+  std::string hi;
+  // Each buffer's accesses in the row's loops (one offset, contiguous) and elsewhere.
+  std::map<int, std::set<std::string>> offsets;
+  std::map<int, int> last_writer;    // buffer -> statement
+  std::map<int, std::set<int>> passes; // buffer -> the row loops that access it
+  std::set<int> scattered, outside;
+  int pass = 0;
+  auto note = [&](const AstNode& call, bool in_row) {
+    const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
+    std::vector<std::string> iters;
+    for (const AstExpr& e : call.args)
+      iters.push_back(ast_expr(e));
+    std::vector<const kernel::Access*> accesses{&s.write};
+    for (const kernel::Access& r : s.reads)
+      accesses.push_back(&r);
+    for (const kernel::Access* a : accesses) {
+      if (!in_row) {
+        outside.insert(a->buffer);
+      } else if (!a->indirect.empty() || flat_coefficient(*a, call, row.iterator) != 1) {
+        scattered.insert(a->buffer);
+      } else {
+        offsets[a->buffer].insert(offset(*a, iters));
+        passes[a->buffer].insert(pass);
+        if (a == &s.write) last_writer[a->buffer] = call.statement;
+      }
+    }
+  };
+  std::function<void(const AstNode&, bool)> visit = [&](const AstNode& n, bool in_row) {
+    if (n.kind == AstNode::Kind::kCall) note(n, in_row);
+    for (const AstNode& c : n.children)
+      visit(c, in_row);
+  };
+  for (const AstNode* item : items_of(body)) {
+    if (item->kind != AstNode::Kind::kFor) {
+      if (has_loop(*item)) return std::nullopt;
+      visit(*item, false);
+      continue;
+    }
+    const AstNode* call = register_reduction(k_, *item);
+    bool statements =
+        !call && item->mark == AstNode::Mark::kParallel && !column_nest(k_, *item) &&
+        !has_loop(item->children[0]);
+    std::optional<LoopRange> range = loop_range(*item);
+    std::optional<int64_t> extent = range ? range->static_extent() : std::nullopt;
+    if ((!call && !statements) || !extent || *extent % group != 0) return std::nullopt;
+    if (row.iterator.empty()) {
+      row.iterator = item->iterator;
+      row.lo = ast_expr(range->lo);
+      hi = ast_expr(range->hi);
+      row.per_lane = *extent / group;
+    } else if (item->iterator != row.iterator || ast_expr(range->lo) != row.lo ||
+               ast_expr(range->hi) != hi) {
+      return std::nullopt;
+    }
+    if (call) note(*call, true);
+    else visit(item->children[0], true);
+    ++pass;
+  }
+  if (row.per_lane < 2 || row.per_lane > kCudaRowRegisters) return std::nullopt;
+  int64_t registers = 0;
+  for (const auto& [buffer, at] : offsets) {
+    DType t = k_.buffers[static_cast<size_t>(buffer)].dtype;
+    // Held when a second pass reads it (or a later one writes it again), not for one access.
+    if (at.size() != 1 || passes[buffer].size() < 2 || scattered.count(buffer) ||
+        outside.count(buffer) ||
+        storage_type(t) != "float" || compute_type(t) != "float" ||
+        registers + row.per_lane > kCudaRowRegisterSum) {
+      continue;
+    }
+    registers += row.per_lane;
+    std::string location = fmt::format("b{}[{}]", buffer, *at.begin());
+    row.buffers[location] = fmt::format("weft_r{}", buffer);
+    if (last_writer.count(buffer)) row.last_store[location] = last_writer[buffer];
+  }
+  if (row.buffers.empty()) return std::nullopt;
+  return row;
+}
+
 void Emitter::emit_group_body(const AstNode& body, int64_t group, int depth,
                               std::string& out) const {
   std::string pad(static_cast<size_t>(2 * depth), ' ');
   std::string sync = group > 32 ? "__syncthreads();" : "__syncwarp(weft_mask);";
+  std::optional<RowRegisters> row = registers_.empty() ? row_registers(body, group) : std::nullopt;
+  if (row) {
+    for (const auto& [location, reg] : row->buffers) {
+      out += fmt::format("{}float {}[{}];  // {}, by weft_k\n", pad, reg, row->per_lane,
+                         location);
+      registers_[location] = reg + "[weft_k]";
+    }
+    last_store_ = row->last_store;
+  }
   for (const AstNode* item : items_of(body)) {
     const AstNode& n = *item;
-    if (n.kind == AstNode::Kind::kFor) {
+    if (n.kind == AstNode::Kind::kFor && row) {
+      if (const AstNode* call = register_reduction(k_, n)) {
+        CudaReductionWriter(reduction_text(*call), out)
+            .group_unrolled(n.iterator, row->lo, row->per_lane, group, depth);
+      } else {
+        out += fmt::format("{0}#pragma unroll\n{0}for (int weft_k = 0; weft_k < {1}; ++weft_k) {{\n"
+                           "{0}  const int64_t {2} = {3} + weft_lane + weft_k * {4};\n",
+                           pad, row->per_lane, n.iterator, row->lo, group);
+        emit_node(n.children[0], depth + 1, true, out);
+        out += pad + "}\n";
+      }
+    } else if (n.kind == AstNode::Kind::kFor) {
       if (const AstNode* call = register_reduction(k_, n)) {
         CudaReductionWriter(reduction_text(*call), out)
             .group(n.iterator, ast_expr(n.init), ast_expr(n.cond), n.step, group, depth);
@@ -163,6 +264,11 @@ void Emitter::emit_group_body(const AstNode& body, int64_t group, int depth,
       out += pad + "}\n";
     }
     out += pad + sync + "\n";
+  }
+  if (row) {
+    registers_.clear();
+    filled_.clear();
+    last_store_.clear();
   }
 }
 

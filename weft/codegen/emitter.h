@@ -198,6 +198,23 @@ private:
   // The items of a point's body, for a group of "group" threads: see cuda_strategy.h (ROW).
   void emit_group_body(const AstNode& body, int64_t group, int depth, std::string& out) const;
 
+  // A row in registers (cuda_strategy.h, ROW): the loops of a group body over the row, when
+  // each is a register reduction or a parallel loop around statements, all with the same
+  // iterator and static range, of "per_lane" * group iterations (2 <= per_lane <=
+  // kCudaRowRegisters), and no other item of the body holds a loop. "buffers": the float
+  // buffers two or more of those loops access, all at one offset, contiguous along the row,
+  // that no other item accesses, as "b{i}[offset]" -> the register "weft_r{i}[weft_k]" (kCudaRowRegisterSum
+  // registers a lane at most), and the statement that writes each last ("last_store"; only
+  // that one stores to memory: no one else reads the earlier values). None when any of that
+  // fails or no buffer qualifies.
+  struct RowRegisters {
+    std::string iterator, lo;
+    int64_t per_lane = 0;
+    std::map<std::string, std::string> buffers;
+    std::map<std::string, int> last_store;
+  };
+  std::optional<RowRegisters> row_registers(const AstNode& body, int64_t group) const;
+
   // A loop over the points of "chain", flattened, from "weft_first" by "weft_groups"; the
   // innermost loop varies fastest. 32-bit index arithmetic when the count is static and fits.
   // "loop" replaces the loop's opening: given the point count, it defines the point variable
@@ -263,6 +280,11 @@ private:
   };
   mutable StreamFence fence_;
   mutable bool collapsing_ = false; // the next loop is the inner one of a collapse(2)
+  // CUDA, a row in registers (row_registers): location -> register, while its body is
+  // emitted; and the locations whose register holds the value (read or written once).
+  mutable std::map<std::string, std::string> registers_;
+  mutable std::set<std::string> filled_;
+  mutable std::map<std::string, int> last_store_; // location -> the statement that stores it
 };
 
 } // namespace weft::codegen

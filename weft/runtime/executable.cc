@@ -376,8 +376,8 @@ Status Executable::run(const std::vector<TensorView>& inputs,
 
 void Executable::place_on(std::shared_ptr<DeviceMemory> device) {
   device_ = std::move(device);
-  const char* graphs = std::getenv("WEFT_CUDA_GRAPHS");
-  graphs_.enabled = device_ && graphs && std::string(graphs) == "1";
+  const char* graphs = std::getenv("WEFT_CUDA_GRAPHS"); // on unless "0" (docs/knobs.md)
+  graphs_.enabled = device_ && !(graphs && std::string(graphs) == "0");
 }
 
 Status Executable::launch(const std::vector<void*>& address,
