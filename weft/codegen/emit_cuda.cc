@@ -165,8 +165,10 @@ std::optional<Emitter::RowRegisters> Emitter::row_registers(const AstNode& body,
   int64_t registers = 0;
   for (const auto& [buffer, at] : offsets) {
     DType t = k_.buffers[static_cast<size_t>(buffer)].dtype;
-    // Held when a second pass reads it (or a later one writes it again), not for one access.
+    // Held when a second pass reads it (or a later one writes it again), not for one access;
+    // never a buffer that shares memory with another (its stores must reach the other view).
     if (at.size() != 1 || passes[buffer].size() < 2 || scattered.count(buffer) ||
+        k_.buffers[static_cast<size_t>(buffer)].aliased ||
         outside.count(buffer) ||
         storage_type(t) != "float" || compute_type(t) != "float" ||
         registers + row.per_lane > kCudaRowRegisterSum) {

@@ -203,7 +203,7 @@ private:
   // iterator and static range, of "per_lane" * group iterations (2 <= per_lane <=
   // kCudaRowRegisters), and no other item of the body holds a loop. "buffers": the float
   // buffers two or more of those loops access, all at one offset, contiguous along the row,
-  // that no other item accesses, as "b{i}[offset]" -> the register "weft_r{i}[weft_k]" (kCudaRowRegisterSum
+  // that no other item accesses and that share memory with no other buffer, as "b{i}[offset]" -> the register "weft_r{i}[weft_k]" (kCudaRowRegisterSum
   // registers a lane at most), and the statement that writes each last ("last_store"; only
   // that one stores to memory: no one else reads the earlier values). None when any of that
   // fails or no buffer qualifies.

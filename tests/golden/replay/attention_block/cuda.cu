@@ -137,6 +137,8 @@ extern "C" __global__ void __launch_bounds__(256) weft_k10_Softmax_p0(float* b0,
     weft_q /= 4u;
     const int64_t c0 = 0 + weft_q;
     // a group of 16 threads per point
+    float weft_r0[8];  // b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3], by weft_k
+    float weft_r3[8];  // b3[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3], by weft_k
     if (weft_lane == 0) {
       {  // init
         const float t0 = static_cast<float>(-INFINITY);
@@ -144,11 +146,13 @@ extern "C" __global__ void __launch_bounds__(256) weft_k10_Softmax_p0(float* b0,
       }
     }
     __syncwarp(weft_mask);
-    {  // the group's lanes accumulate; shuffles combine them
+    {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = static_cast<float>(-INFINITY);
-      for (int64_t c3 = 0 + weft_lane * 1; (c3 <= 127); c3 += 16 * 1) {
+      #pragma unroll
+      for (int weft_k = 0; weft_k < 8; ++weft_k) {
+        const int64_t c3 = 0 + weft_lane + weft_k * 16;
         {  // update
-          const float t0 = b3[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3];
+          const float t0 = (weft_r3[weft_k] = b3[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3]);
           const float t1 = b4[0];
           const float t2 = (t0 * t1);
           acc = weft_shift_max(acc, t2);
@@ -165,23 +169,27 @@ extern "C" __global__ void __launch_bounds__(256) weft_k10_Softmax_p0(float* b0,
       }
     }
     __syncwarp(weft_mask);
-    for (int64_t c3 = 0 + weft_lane * 1; (c3 <= 127); c3 += 16 * 1) {
+    #pragma unroll
+    for (int weft_k = 0; weft_k < 8; ++weft_k) {
+      const int64_t c3 = 0 + weft_lane + weft_k * 16;
       {  // exp
-        const float t0 = b3[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3];
+        const float t0 = weft_r3[weft_k];
         const float t1 = b4[0];
         const float t2 = (t0 * t1);
         const float t3 = b1[(512 * c0 + 128 * c1 + c2)];
         const float t4 = (t2 - t3);
         const float t5 = weft_shifted_exp(t4);
-        b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3] = t5;
+        weft_r0[weft_k] = t5;
       }
     }
     __syncwarp(weft_mask);
-    {  // the group's lanes accumulate; shuffles combine them
+    {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
-      for (int64_t c3 = 0 + weft_lane * 1; (c3 <= 127); c3 += 16 * 1) {
+      #pragma unroll
+      for (int weft_k = 0; weft_k < 8; ++weft_k) {
+        const int64_t c3 = 0 + weft_lane + weft_k * 16;
         {  // sum_exp
-          const float t0 = b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3];
+          const float t0 = weft_r0[weft_k];
           acc = acc + t0;
         }
       }
@@ -198,12 +206,15 @@ extern "C" __global__ void __launch_bounds__(256) weft_k10_Softmax_p0(float* b0,
       }
     }
     __syncwarp(weft_mask);
-    for (int64_t c3 = 0 + weft_lane * 1; (c3 <= 127); c3 += 16 * 1) {
+    #pragma unroll
+    for (int weft_k = 0; weft_k < 8; ++weft_k) {
+      const int64_t c3 = 0 + weft_lane + weft_k * 16;
       {  // normalize
-        const float t0 = b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3];
+        const float t0 = weft_r0[weft_k];
         const float t1 = b2[(512 * c0 + 128 * c1 + c2)];
         const float t2 = (t0 * t1);
-        b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3] = t2;
+        weft_r0[weft_k] = t2;
+        b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3] = weft_r0[weft_k];
       }
     }
     __syncwarp(weft_mask);
@@ -291,6 +302,8 @@ extern "C" __global__ void __launch_bounds__(256) weft_k15_LayerNormalization_p0
   for (int64_t weft_p = weft_first; weft_p < 256; weft_p += weft_groups) {
     const int64_t c0 = 0 + weft_p;
     // a group of 8 threads per point
+    float weft_r5[8];  // b5[c0 * 64 + c1], by weft_k
+    float weft_r6[8];  // b6[c0 * 64 + c1], by weft_k
     if (weft_lane == 0) {
       {  // init
         const float t0 = 0.0f;
@@ -298,12 +311,14 @@ extern "C" __global__ void __launch_bounds__(256) weft_k15_LayerNormalization_p0
       }
     }
     __syncwarp(weft_mask);
-    {  // the group's lanes accumulate; shuffles combine them
+    {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
-      for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 63); c1 += 8 * 1) {
+      #pragma unroll
+      for (int weft_k = 0; weft_k < 8; ++weft_k) {
+        const int64_t c1 = 0 + weft_lane + weft_k * 8;
         {  // update
-          const float t0 = b5[c0 * 64 + c1];
-          const float t1 = b6[c0 * 64 + c1];
+          const float t0 = (weft_r5[weft_k] = b5[c0 * 64 + c1]);
+          const float t1 = (weft_r6[weft_k] = b6[c0 * 64 + c1]);
           const float t2 = (t0 + t1);
           acc = acc + t2;
         }
@@ -328,12 +343,14 @@ extern "C" __global__ void __launch_bounds__(256) weft_k15_LayerNormalization_p0
       }
     }
     __syncwarp(weft_mask);
-    {  // the group's lanes accumulate; shuffles combine them
+    {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
-      for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 63); c1 += 8 * 1) {
+      #pragma unroll
+      for (int weft_k = 0; weft_k < 8; ++weft_k) {
+        const int64_t c1 = 0 + weft_lane + weft_k * 8;
         {  // sum_squares
-          const float t0 = b5[c0 * 64 + c1];
-          const float t1 = b6[c0 * 64 + c1];
+          const float t0 = weft_r5[weft_k];
+          const float t1 = weft_r6[weft_k];
           const float t2 = (t0 + t1);
           const float t3 = b3[c0];
           const float t4 = (t2 - t3);
@@ -357,10 +374,12 @@ extern "C" __global__ void __launch_bounds__(256) weft_k15_LayerNormalization_p0
       }
     }
     __syncwarp(weft_mask);
-    for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 63); c1 += 8 * 1) {
+    #pragma unroll
+    for (int weft_k = 0; weft_k < 8; ++weft_k) {
+      const int64_t c1 = 0 + weft_lane + weft_k * 8;
       {  // normalize
-        const float t0 = b5[c0 * 64 + c1];
-        const float t1 = b6[c0 * 64 + c1];
+        const float t0 = weft_r5[weft_k];
+        const float t1 = weft_r6[weft_k];
         const float t2 = (t0 + t1);
         const float t3 = b3[c0];
         const float t4 = (t2 - t3);

@@ -11,6 +11,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_LayerNormalization_p0(
   for (int64_t weft_p = weft_first; weft_p < weft_e0; weft_p += weft_groups) {
     const int64_t c0 = 0 + weft_p;
     // a group of 8 threads per point
+    float weft_r0[8];  // b0[c0 * 64 + c1], by weft_k
     if (weft_lane == 0) {
       {  // init
         const float t0 = 0.0f;
@@ -18,11 +19,13 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_LayerNormalization_p0(
       }
     }
     __syncwarp(weft_mask);
-    {  // the group's lanes accumulate; shuffles combine them
+    {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
-      for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 63); c1 += 8 * 1) {
+      #pragma unroll
+      for (int weft_k = 0; weft_k < 8; ++weft_k) {
+        const int64_t c1 = 0 + weft_lane + weft_k * 8;
         {  // update
-          const float t0 = b0[c0 * 64 + c1];
+          const float t0 = (weft_r0[weft_k] = b0[c0 * 64 + c1]);
           acc = acc + t0;
         }
       }
@@ -46,11 +49,13 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_LayerNormalization_p0(
       }
     }
     __syncwarp(weft_mask);
-    {  // the group's lanes accumulate; shuffles combine them
+    {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
-      for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 63); c1 += 8 * 1) {
+      #pragma unroll
+      for (int weft_k = 0; weft_k < 8; ++weft_k) {
+        const int64_t c1 = 0 + weft_lane + weft_k * 8;
         {  // sum_squares
-          const float t0 = b0[c0 * 64 + c1];
+          const float t0 = weft_r0[weft_k];
           const float t1 = b4[c0];
           const float t2 = (t0 - t1);
           const float t3 = (t2 * t2);
@@ -73,9 +78,11 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_LayerNormalization_p0(
       }
     }
     __syncwarp(weft_mask);
-    for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 63); c1 += 8 * 1) {
+    #pragma unroll
+    for (int weft_k = 0; weft_k < 8; ++weft_k) {
+      const int64_t c1 = 0 + weft_lane + weft_k * 8;
       {  // normalize
-        const float t0 = b0[c0 * 64 + c1];
+        const float t0 = weft_r0[weft_k];
         const float t1 = b4[c0];
         const float t2 = (t0 - t1);
         const float t3 = b5[c0];

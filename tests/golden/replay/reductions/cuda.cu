@@ -160,6 +160,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p6(float* __
   for (int64_t weft_p = weft_first; weft_p < 8192; weft_p += weft_groups) {
     const int64_t c0 = 0 + weft_p;
     // a group of 4 threads per point
+    float weft_r9[8];  // b9[c0 * 32 + c1], by weft_k
     if (weft_lane == 0) {
       {  // init
         const float t0 = static_cast<float>(-INFINITY);
@@ -167,11 +168,13 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p6(float* __
       }
     }
     __syncwarp(weft_mask);
-    {  // the group's lanes accumulate; shuffles combine them
+    {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = static_cast<float>(-INFINITY);
-      for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 31); c1 += 4 * 1) {
+      #pragma unroll
+      for (int weft_k = 0; weft_k < 8; ++weft_k) {
+        const int64_t c1 = 0 + weft_lane + weft_k * 4;
         {  // update
-          const float t0 = b9[c0 * 32 + c1];
+          const float t0 = (weft_r9[weft_k] = b9[c0 * 32 + c1]);
           acc = weft_shift_max(acc, t0);
         }
       }
@@ -186,11 +189,13 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p6(float* __
       }
     }
     __syncwarp(weft_mask);
-    {  // the group's lanes accumulate; shuffles combine them
+    {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
-      for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 31); c1 += 4 * 1) {
+      #pragma unroll
+      for (int weft_k = 0; weft_k < 8; ++weft_k) {
+        const int64_t c1 = 0 + weft_lane + weft_k * 4;
         {  // sum_exp
-          const float t0 = b9[c0 * 32 + c1];
+          const float t0 = weft_r9[weft_k];
           const float t1 = b10[c0];
           const bool t2 = isinf(t1);
           const float t3 = 0.0f;

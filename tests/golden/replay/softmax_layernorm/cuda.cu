@@ -10,6 +10,8 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
   for (int64_t weft_p = weft_first; weft_p < 64; weft_p += weft_groups) {
     const int64_t c0 = 0 + weft_p;
     // a group of 32 threads per point
+    float weft_r0[8];  // b0[c0 * 256 + c1], by weft_k
+    float weft_r3[8];  // b3[c0 * 256 + c1], by weft_k
     if (weft_lane == 0) {
       {  // init
         const float t0 = static_cast<float>(-INFINITY);
@@ -17,11 +19,13 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
       }
     }
     __syncwarp(weft_mask);
-    {  // the group's lanes accumulate; shuffles combine them
+    {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = static_cast<float>(-INFINITY);
-      for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 255); c1 += 32 * 1) {
+      #pragma unroll
+      for (int weft_k = 0; weft_k < 8; ++weft_k) {
+        const int64_t c1 = 0 + weft_lane + weft_k * 32;
         {  // update
-          const float t0 = b3[c0 * 256 + c1];
+          const float t0 = (weft_r3[weft_k] = b3[c0 * 256 + c1]);
           const float t1 = b4[0];
           const float t2 = (t0 * t1);
           acc = weft_shift_max(acc, t2);
@@ -38,23 +42,27 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
       }
     }
     __syncwarp(weft_mask);
-    for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 255); c1 += 32 * 1) {
+    #pragma unroll
+    for (int weft_k = 0; weft_k < 8; ++weft_k) {
+      const int64_t c1 = 0 + weft_lane + weft_k * 32;
       {  // exp
-        const float t0 = b3[c0 * 256 + c1];
+        const float t0 = weft_r3[weft_k];
         const float t1 = b4[0];
         const float t2 = (t0 * t1);
         const float t3 = b1[c0];
         const float t4 = (t2 - t3);
         const float t5 = weft_shifted_exp(t4);
-        b0[c0 * 256 + c1] = t5;
+        weft_r0[weft_k] = t5;
       }
     }
     __syncwarp(weft_mask);
-    {  // the group's lanes accumulate; shuffles combine them
+    {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
-      for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 255); c1 += 32 * 1) {
+      #pragma unroll
+      for (int weft_k = 0; weft_k < 8; ++weft_k) {
+        const int64_t c1 = 0 + weft_lane + weft_k * 32;
         {  // sum_exp
-          const float t0 = b0[c0 * 256 + c1];
+          const float t0 = weft_r0[weft_k];
           acc = acc + t0;
         }
       }
@@ -71,12 +79,15 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
       }
     }
     __syncwarp(weft_mask);
-    for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 255); c1 += 32 * 1) {
+    #pragma unroll
+    for (int weft_k = 0; weft_k < 8; ++weft_k) {
+      const int64_t c1 = 0 + weft_lane + weft_k * 32;
       {  // normalize
-        const float t0 = b0[c0 * 256 + c1];
+        const float t0 = weft_r0[weft_k];
         const float t1 = b2[c0];
         const float t2 = (t0 * t1);
-        b0[c0 * 256 + c1] = t2;
+        weft_r0[weft_k] = t2;
+        b0[c0 * 256 + c1] = weft_r0[weft_k];
       }
     }
     __syncwarp(weft_mask);
@@ -87,11 +98,13 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
       }
     }
     __syncwarp(weft_mask);
-    {  // the group's lanes accumulate; shuffles combine them
+    {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
-      for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 255); c1 += 32 * 1) {
+      #pragma unroll
+      for (int weft_k = 0; weft_k < 8; ++weft_k) {
+        const int64_t c1 = 0 + weft_lane + weft_k * 32;
         {  // update
-          const float t0 = b0[c0 * 256 + c1];
+          const float t0 = weft_r0[weft_k];
           acc = acc + t0;
         }
       }
@@ -115,11 +128,13 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
       }
     }
     __syncwarp(weft_mask);
-    {  // the group's lanes accumulate; shuffles combine them
+    {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
-      for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 255); c1 += 32 * 1) {
+      #pragma unroll
+      for (int weft_k = 0; weft_k < 8; ++weft_k) {
+        const int64_t c1 = 0 + weft_lane + weft_k * 32;
         {  // sum_squares
-          const float t0 = b0[c0 * 256 + c1];
+          const float t0 = weft_r0[weft_k];
           const float t1 = b8[c0];
           const float t2 = (t0 - t1);
           const float t3 = (t2 * t2);
@@ -142,9 +157,11 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
       }
     }
     __syncwarp(weft_mask);
-    for (int64_t c1 = 0 + weft_lane * 1; (c1 <= 255); c1 += 32 * 1) {
+    #pragma unroll
+    for (int weft_k = 0; weft_k < 8; ++weft_k) {
+      const int64_t c1 = 0 + weft_lane + weft_k * 32;
       {  // normalize
-        const float t0 = b0[c0 * 256 + c1];
+        const float t0 = weft_r0[weft_k];
         const float t1 = b8[c0];
         const float t2 = (t0 - t1);
         const float t3 = b9[c0];
