@@ -159,7 +159,14 @@ struct ConvDescriptors {
 
 // C0 broadcast into C and scaled by beta, before a GEMM that adds to it (beta = 1): cuBLAS
 // wants C0 at C's full size.
-constexpr const char* kBroadcastSource = R"(extern "C" __global__ void weft_broadcast_c0(
+// The runtime's own kernels: GEMM's C0 broadcast, and a wait that keeps the stream busy
+// while time() queues its start event and the work (see there).
+constexpr const char* kHelperSource = R"(extern "C" __global__ void weft_busy(long long cycles) {
+  long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+extern "C" __global__ void weft_broadcast_c0(
     float* c, const float* c0, long long batch, long long m, long long n, long long rows,
     long long cols, double beta) {
   long long total = batch * m * n;
@@ -350,15 +357,21 @@ public:
   }
 
   // The time between two events on the stream, around what "work" queues: the device's time,
-  // without the host's launch latency (resolution about 0.5 us). The two events are created on
-  // the first timing and kept, as the stream is.
+  // without the host's launch latency (resolution about 0.5 us). An idle stream would run the
+  // start event at once and then wait for the work's launch to arrive, timing that latency
+  // too (a 0.027 ms kernel of an H200 took 0.057 ms so); a one-thread wait of about 25 us
+  // (weft_busy) queued first keeps it busy until the work is queued behind the event. The two
+  // events are created on the first timing and kept, as the stream is.
   Result<double> time(const std::function<Status()>& work) override {
     WEFT_RETURN_IF_ERROR(state_->make_current());
     const DriverApi& api = *state_->api;
+    WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const Module> helper, helper_module());
     std::lock_guard<std::mutex> lock(timing_mutex_);
     for (CUevent& event : events_) {
       if (!event) WEFT_RETURN_IF_ERROR(state_->check(api.EventCreate(&event, 0), "cuEventCreate"));
     }
+    constexpr uint64_t kBusyCycles = 50000; // about 25 us at 2 GHz
+    WEFT_RETURN_IF_ERROR(helper->launch("weft_busy", 1, 1, {kBusyCycles}));
     WEFT_RETURN_IF_ERROR(
         state_->check(api.EventRecord(events_[0], state_->stream), "cuEventRecord"));
     WEFT_RETURN_IF_ERROR(work());
@@ -427,7 +440,7 @@ public:
     WEFT_RETURN_IF_ERROR(check(api.SetMathMode(handle, g.tf32 ? 3 : 0), "cublasSetMathMode"));
     float beta = 0;
     if (c0 && g.c_rows > 0) {
-      WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const Module> helper, broadcast_module());
+      WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const Module> helper, helper_module());
       auto bits = [](double v) {
         uint64_t u = 0;
         std::memcpy(&u, &v, sizeof(u));
@@ -615,12 +628,12 @@ private:
     return workspace_;
   }
 
-  Result<std::shared_ptr<const Module>> broadcast_module() {
+  Result<std::shared_ptr<const Module>> helper_module() {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!broadcast_) {
-      WEFT_ASSIGN_OR_RETURN(broadcast_, load(kBroadcastSource, "weft_broadcast_c0"));
+    if (!helper_) {
+      WEFT_ASSIGN_OR_RETURN(helper_, load(kHelperSource, "weft runtime helpers"));
     }
-    return broadcast_;
+    return helper_;
   }
 
   std::shared_ptr<const DeviceState> state_;
@@ -634,7 +647,7 @@ private:
   std::vector<void*> retired_workspaces_; // see workspace_of
   std::mutex capture_mutex_;
   CUstream capture_stream_ = nullptr; // created by the first capture, kept
-  std::shared_ptr<const Module> broadcast_;
+  std::shared_ptr<const Module> helper_; // kHelperSource, loaded on first use
   std::map<std::string, std::unique_ptr<ConvPlan>> conv_plans_; // by shape; see conv_plan
   std::mutex timing_mutex_;
   CUevent events_[2] = {nullptr, nullptr}; // start and end of time()
