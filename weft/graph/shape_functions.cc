@@ -217,6 +217,17 @@ TypesOrError infer_concat(const Node& node) {
     if (static_cast<int64_t>(in->type.shape->size()) != rank) {
       return fail("Concat inputs must have the same rank");
     }
+    // Off the axis every input has the first one's extents (a mismatch read or wrote past
+    // an input's end: heap corruption on the CPU, found by the mutation fuzzer).
+    for (int64_t k = 0; k < rank; ++k) {
+      const Dim& a = (*first.shape)[static_cast<size_t>(k)];
+      const Dim& b = (*in->type.shape)[static_cast<size_t>(k)];
+      if (k != axis && a.is_static() && b.is_static() && a.value() != b.value()) {
+        return fail(fmt::format("Concat inputs must match off axis {}: dim {} is {} in '{}' "
+                                "and {} in '{}'",
+                                axis, k, a.value(), node.inputs[0]->name, b.value(), in->name));
+      }
+    }
     const Dim& d = (*in->type.shape)[static_cast<size_t>(axis)];
     if (d.is_static()) {
       total += d.value();
