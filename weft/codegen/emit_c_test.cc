@@ -20,6 +20,26 @@ std::string function_of(const kernel::Kernel& k) {
   return src->substr(src->find("// kernel"));
 }
 
+// The CUDA source of the kernel "text" spells (kernel_text.h), or an empty string.
+std::string cuda_source_of(std::string_view text) {
+  Result<kernel::Kernel> k = kernel::parse_kernel(text);
+  EXPECT_TRUE(k.ok()) << k.status().message();
+  if (!k.ok()) return "";
+  Result<poly::ScheduledKernel> s = poly::schedule_kernel(*k);
+  EXPECT_TRUE(s.ok()) << s.status().to_string();
+  if (!s.ok()) return "";
+  Result<EmittedFunction> emitted = emit_function(*k, s->loops, Dialect::kCuda);
+  EXPECT_TRUE(emitted.ok()) << emitted.status().to_string();
+  return emitted.ok() ? emitted->source : "";
+}
+
+size_t occurrences(const std::string& src, const std::string& text) {
+  size_t n = 0;
+  for (size_t at = src.find(text); at != std::string::npos; at = src.find(text, at + 1))
+    ++n;
+  return n;
+}
+
 // ROW: rows over the threads; each row in 32 lanes (a pairwise tree combines them) over
 // cascade blocks of 4096, joining a float64 total.
 TEST(EmitC, RowSumGolden) {
@@ -367,22 +387,15 @@ TEST(EmitC, CudaStrategies) {
 // row, flattened; giving them only its outer loop of 8 left 1016 of 1024 lanes idle and the
 // rest writing 3136 elements each, one after another (0.4 ms on an H200, 3% of its bandwidth).
 TEST(EmitC, CudaGroupTakesAWholeEpilogueNest) {
-  Result<kernel::Kernel> k =
-      kernel::parse_kernel("kernel gn\n"
-                           "  in x: f32[32,8,25088]\n"
-                           "  in x5: f32[32,8,8,56,56]\n"
-                           "  temp t: f32[32,8]\n"
-                           "  out y: f32[32,8,8,56,56]\n"
-                           "  init[i0 < 32, i1 < 8]: t[i0, i1] = 0\n"
-                           "  sum[i0 < 32, i1 < 8, i2 < 25088]: t[i0, i1] += x[i0, i1, i2]\n"
-                           "  sub[i0 < 32, i1 < 8, i2 < 8, i3 < 56, i4 < 56]: "
-                           "y[i0, i1, i2, i3, i4] = (x5[i0, i1, i2, i3, i4] - t[i0, i1])\n");
-  ASSERT_TRUE(k.ok()) << k.status().message();
-  Result<poly::ScheduledKernel> s = poly::schedule_kernel(*k);
-  ASSERT_TRUE(s.ok()) << s.status().to_string();
-  Result<EmittedFunction> emitted = emit_function(*k, s->loops, Dialect::kCuda);
-  ASSERT_TRUE(emitted.ok()) << emitted.status().to_string();
-  const std::string& src = emitted->source;
+  std::string src = cuda_source_of("kernel gn\n"
+                                   "  in x: f32[32,8,25088]\n"
+                                   "  in x5: f32[32,8,8,56,56]\n"
+                                   "  temp t: f32[32,8]\n"
+                                   "  out y: f32[32,8,8,56,56]\n"
+                                   "  init[i0 < 32, i1 < 8]: t[i0, i1] = 0\n"
+                                   "  sum[i0 < 32, i1 < 8, i2 < 25088]: t[i0, i1] += x[i0, i1, i2]\n"
+                                   "  sub[i0 < 32, i1 < 8, i2 < 8, i3 < 56, i4 < 56]: "
+                                   "y[i0, i1, i2, i3, i4] = (x5[i0, i1, i2, i3, i4] - t[i0, i1])\n");
   EXPECT_NE(src.find("// a group of 1024 threads per point"), std::string::npos) << src;
   EXPECT_NE(src.find("for (int64_t weft_l = weft_lane; weft_l < 8 * 56 * 56; weft_l += 1024)"),
             std::string::npos)
@@ -394,7 +407,7 @@ TEST(EmitC, CudaGroupTakesAWholeEpilogueNest) {
 // in registers. x is read from memory once, by the first pass; y's first value stays in
 // registers and only its last is stored. A buffer of one pass is not held.
 TEST(EmitC, CudaRowInRegisters) {
-  Result<kernel::Kernel> k = kernel::parse_kernel(
+  std::string src = cuda_source_of(
       "kernel rows\n"
       "  in x: f32[64,1024]\n"
       "  in g: f32[1024]\n"
@@ -407,18 +420,7 @@ TEST(EmitC, CudaRowInRegisters) {
       "  sq[i0 < 64, i1 < 1024]: u[i0] += ((x[i0, i1] - t[i0]) * (x[i0, i1] - t[i0]))\n"
       "  center[i0 < 64, i1 < 1024]: y[i0, i1] = ((x[i0, i1] - t[i0]) * g[i1])\n"
       "  scale[i0 < 64, i1 < 1024]: y[i0, i1] = (y[i0, i1] * u[i0])\n");
-  ASSERT_TRUE(k.ok()) << k.status().message();
-  Result<poly::ScheduledKernel> s = poly::schedule_kernel(*k);
-  ASSERT_TRUE(s.ok()) << s.status().to_string();
-  Result<EmittedFunction> emitted = emit_function(*k, s->loops, Dialect::kCuda);
-  ASSERT_TRUE(emitted.ok()) << emitted.status().to_string();
-  const std::string& src = emitted->source;
-  auto count = [&](const std::string& text) {
-    size_t n = 0;
-    for (size_t at = src.find(text); at != std::string::npos; at = src.find(text, at + 1))
-      ++n;
-    return n;
-  };
+  auto count = [&](const std::string& text) { return occurrences(src, text); };
   EXPECT_NE(src.find("float weft_r0[8];"), std::string::npos) << src;
   EXPECT_NE(src.find("float weft_r4[8];"), std::string::npos) << src;
   EXPECT_EQ(src.find("float weft_r1["), std::string::npos) << src; // g: one pass
