@@ -189,6 +189,23 @@ TypesOrError infer_layer_norm(const Node& node) {
     stat_shape = *x.shape;
     for (size_t i = static_cast<size_t>(axis); i < stat_shape->size(); ++i)
       (*stat_shape)[i] = 1;
+    // Scale and bias broadcast to the normalized dims x[axis:] (each dim equal, or 1).
+    Shape normalized(x.shape->begin() + axis, x.shape->end());
+    for (size_t i = 1; i < 3; ++i) {
+      const Value* v = node.input(i);
+      if (!v || !v->type.shape) continue;
+      const Shape& s = *v->type.shape;
+      bool fits = s.size() <= normalized.size();
+      for (size_t d = 0; fits && d < s.size(); ++d) {
+        const Dim& want = normalized[normalized.size() - s.size() + d];
+        fits = (s[d].is_static() && s[d].value() == 1) || agree(s[d], want);
+      }
+      if (!fits) {
+        return fail(fmt::format("input {} is {}, which does not broadcast to the normalized "
+                                "dims {}",
+                                i, shape_to_string(s), shape_to_string(normalized)));
+      }
+    }
   }
   out.resize(node.outputs.size(), TensorType{a.stash_type, stat_shape});
   return out;
@@ -196,6 +213,16 @@ TypesOrError infer_layer_norm(const Node& node) {
 
 TypesOrError infer_batch_norm(const Node& node) {
   std::vector<TensorType> out = {in_type(node, 0)};
+  // Scale, bias, mean and variance: one value per channel (fewer read past their end).
+  const TensorType& x = in_type(node, 0);
+  if (x.shape && x.shape->size() >= 2) {
+    for (size_t i = 1; i < 5; ++i) {
+      const Value* v = node.input(i);
+      if (v && v->type.shape &&
+          (v->type.shape->size() != 1 || !agree((*v->type.shape)[0], (*x.shape)[1])))
+        return fail(fmt::format("input {} must hold one value per channel", i));
+    }
+  }
   // Training outputs: running mean and variance, shaped like the mean and var inputs.
   for (size_t i = 1; i < node.outputs.size(); ++i) {
     out.push_back(node.input(2 + std::min<size_t>(i, 2)) ? in_type(node, 2 + std::min<size_t>(i, 2))

@@ -42,6 +42,13 @@ TypesOrError infer_gemm(const Node& node) {
   if (a.shape->size() != 2 || b.shape->size() != 2) return fail("Gemm inputs must have rank 2");
   Dim m = (*a.shape)[g.trans_a ? 1 : 0];
   Dim n = (*b.shape)[g.trans_b ? 0 : 1];
+  const Dim& ka = (*a.shape)[g.trans_a ? 0 : 1];
+  const Dim& kb = (*b.shape)[g.trans_b ? 1 : 0];
+  if (!agree(ka, kb)) {
+    return fail(fmt::format("Gemm inner dims differ: A is {} and B is {} (transA {}, transB {})",
+                            shape_to_string(*a.shape), shape_to_string(*b.shape), g.trans_a,
+                            g.trans_b));
+  }
   return one({a.dtype, Shape{m, n}});
 }
 
@@ -97,6 +104,14 @@ TypesOrError conv_output(const ConvAttrs& a, const TensorType& x, const TensorTy
   if (!x.shape || !w.shape) return one({x.dtype, std::nullopt});
   if (x.shape->size() < 3 || w.shape->size() != x.shape->size()) {
     return fail("Conv input and weights must have the same rank, at least 3");
+  }
+  // Each group's weights read C / group input channels (a mismatch read past the input).
+  const Dim& c = (*x.shape)[1];
+  const Dim& per_group = (*w.shape)[1];
+  if (a.group < 1) return fail(fmt::format("group must be positive, got {}", a.group));
+  if (c.is_static() && per_group.is_static() && c.value() != per_group.value() * a.group) {
+    return fail(fmt::format("the input has {} channels, the weights {} per group in {} group(s)",
+                            c.value(), per_group.value(), a.group));
   }
   Ints kernel = a.kernel_shape;
   if (kernel.empty()) {

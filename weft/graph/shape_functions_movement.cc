@@ -183,6 +183,19 @@ TypesOrError infer_split(const Node& node) {
     return fail(fmt::format("num_outputs is {} but the node has {} outputs", *a.num_outputs, n));
   if (!sizes && !sizes_unknown && a.num_outputs && extent.is_static())
     sizes = split_sizes(extent.value(), *a.num_outputs);
+  if (sizes) { // the parts must cover the axis exactly (more read past the input's end)
+    if (sizes->size() != n)
+      return fail(fmt::format("split has {} sizes for {} outputs", sizes->size(), n));
+    int64_t total = 0;
+    for (int64_t s : *sizes) {
+      if (s < 0) return fail(fmt::format("split sizes must not be negative, got {}", s));
+      total += s;
+    }
+    if (extent.is_static() && total != extent.value()) {
+      return fail(fmt::format("split sizes add up to {}, but the axis has {}", total,
+                              extent.value()));
+    }
+  }
   std::vector<TensorType> out(n, x);
   for (size_t i = 0; i < n; ++i) {
     Dim d = Dim::unknown();
