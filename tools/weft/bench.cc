@@ -181,13 +181,15 @@ Status same_outputs(const std::vector<runtime::TensorView>& out,
                     const std::vector<std::vector<char>>& last,
                     const std::vector<runtime::TensorInfo>& info) {
   auto close = [](const auto* a, const auto* b, size_t n) -> std::optional<size_t> {
-    double largest = 0;
-    for (size_t i = 0; i < n; ++i)
-      largest = std::max(largest, std::abs(static_cast<double>(a[i])));
+    double largest = 0; // of the finite values
+    for (size_t i = 0; i < n; ++i) {
+      double x = std::abs(static_cast<double>(a[i]));
+      if (std::isfinite(x)) largest = std::max(largest, x);
+    }
     for (size_t i = 0; i < n; ++i) {
       double x = static_cast<double>(a[i]), y = static_cast<double>(b[i]);
-      bool both_nan = x != x && y != y;
-      if (!both_nan && !(std::abs(x - y) <= 1e-5 * largest + 1e-3 * std::abs(x))) return i;
+      if (x == y || (x != x && y != y)) continue; // equal, infinities too, or both NaN
+      if (!(std::abs(x - y) <= 1e-5 * largest + 1e-3 * std::abs(x))) return i;
     }
     return std::nullopt;
   };
