@@ -211,18 +211,25 @@ TypesOrError infer_layer_norm(const Node& node) {
   return out;
 }
 
+namespace {
+// Inputs [first, last) of a normalization hold one value per channel of input 0 (dim 1):
+// fewer would be read past their end.
+Status check_channel_inputs(const Node& node, size_t first, size_t last) {
+  const TensorType& x = in_type(node, 0);
+  if (!x.shape || x.shape->size() < 2) return Status();
+  for (size_t i = first; i < last; ++i) {
+    const Value* v = node.input(i);
+    if (v && v->type.shape &&
+        (v->type.shape->size() != 1 || !agree((*v->type.shape)[0], (*x.shape)[1])))
+      return fail(fmt::format("input {} must hold one value per channel", i));
+  }
+  return Status();
+}
+} // namespace
+
 TypesOrError infer_batch_norm(const Node& node) {
   std::vector<TensorType> out = {in_type(node, 0)};
-  // Scale, bias, mean and variance: one value per channel (fewer read past their end).
-  const TensorType& x = in_type(node, 0);
-  if (x.shape && x.shape->size() >= 2) {
-    for (size_t i = 1; i < 5; ++i) {
-      const Value* v = node.input(i);
-      if (v && v->type.shape &&
-          (v->type.shape->size() != 1 || !agree((*v->type.shape)[0], (*x.shape)[1])))
-        return fail(fmt::format("input {} must hold one value per channel", i));
-    }
-  }
+  WEFT_RETURN_IF_ERROR(check_channel_inputs(node, 1, 5)); // scale, bias, mean, variance
   // Training outputs: running mean and variance, shaped like the mean and var inputs.
   for (size_t i = 1; i < node.outputs.size(); ++i) {
     out.push_back(node.input(2 + std::min<size_t>(i, 2)) ? in_type(node, 2 + std::min<size_t>(i, 2))
@@ -367,14 +374,7 @@ TypesOrError infer_recurrent(const Node& node) {
 TypesOrError infer_instance_norm(const Node& node) {
   const TensorType& x = in_type(node, 0);
   if (x.shape && x.shape->size() < 3) return fail("the input must have rank 3 or more");
-  if (x.shape) {
-    for (size_t i = 1; i < 3; ++i) {
-      const Value* v = node.input(i);
-      if (v && v->type.shape &&
-          (v->type.shape->size() != 1 || !agree((*v->type.shape)[0], (*x.shape)[1])))
-        return fail(fmt::format("input {} must hold one value per channel", i));
-    }
-  }
+  WEFT_RETURN_IF_ERROR(check_channel_inputs(node, 1, 3)); // scale, bias
   return one(x);
 }
 
