@@ -36,6 +36,19 @@ class Block(torch.nn.Module):
         return torch.relu(y + self.down(x))
 
 
+class WinogradBlock(torch.nn.Module):
+    """A ResNet basic block of 3x3 convolutions with 32 channels: oneDNN's Winograd kernels,
+    the residual summed into a destination in their blocked layout."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(32, 32, 3, padding=1)
+        self.conv2 = torch.nn.Conv2d(32, 32, 3, padding=1)
+
+    def forward(self, x):
+        return torch.relu(self.conv2(torch.relu(self.conv1(x))) + x)
+
+
 class Attention(torch.nn.Module):
     """Transposes around batched MatMuls, as multi-head attention exports them."""
 
@@ -191,9 +204,9 @@ def run(path, inputs, directory, env_extra):
     return np.load(os.path.join(directory, "y.npy"))
 
 
-def kernels(path):
+def kernels(path, env_extra={}):
     r = subprocess.run([WEFT, "inspect", path, "--json"], capture_output=True, text=True,
-                       timeout=300)
+                       timeout=300, env={**os.environ, **env_extra})
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)["kernels"]
 
@@ -237,6 +250,15 @@ def main():
         # The residual (the downsampling convolution's output) dies there: the sum's output
         # takes its memory, as in a bottleneck (an intermediate residual).
         assert in_place_sums(os.path.join(tmp, "block.onnx")) == 1
+        check(tmp, "winograd", WinogradBlock().eval(), {"x": f(2, 32, 14, 14)},
+              ["Conv+Relu", "Conv+Add+Relu"])
+        wino = [k["strategy"] for k in kernels(os.path.join(tmp, "winograd.onnx"))
+                if k["op_type"].startswith("Conv")]
+        assert all("wino" in w for w in wino) and "residual summed" in wino[1], wino
+        off = {"WEFT_WINOGRAD": "0"}
+        direct = [k["strategy"] for k in kernels(os.path.join(tmp, "winograd.onnx"), off)
+                  if k["op_type"].startswith("Conv")]
+        assert not any("wino" in d for d in direct), direct
         check(tmp, "bottleneck", Bottleneck().eval(), {"x": f(2, 4, 9, 9)},
               ["Conv+Relu", "Conv+Relu", "Conv+Add+Relu"])
         assert in_place_sums(os.path.join(tmp, "bottleneck.onnx")) == 1

@@ -284,11 +284,43 @@ memory::desc channels_last(const Dims& dims) {
   return memory::desc(dims, memory::data_type::f32, tag);
 }
 
+// $WEFT_WINOGRAD=0: 3x3 convolutions stay direct (for comparisons).
+bool winograd_allowed() {
+  static const bool on = [] {
+    const char* env = std::getenv("WEFT_WINOGRAD");
+    return !env || std::string(env) != "0";
+  }();
+  return on;
+}
+
+// Both sides of a Winograd convolution carry at least this many channels: below it the
+// transforms cost more than the multiplications they save (16 in, 16 out at 112x112: 0.14 ms
+// against 0.12 direct; 3 in: 10x slower; 32 and up: 1.2-2.4x faster, AMD EPYC, 2 threads).
+constexpr int64_t kWinogradMinChannels = 32;
+
+// Whether a 2-D convolution takes oneDNN's Winograd kernels (F(2x2, 3x3) or F(4x4, 3x3)):
+// 3x3, stride 1, no dilation, one group, enough channels. Their fp32 results lie as close to
+// an fp64 reference as the direct kernel's (docs/library.md).
+bool winograd_fits(const Dims& dx, const Dims& dw, int64_t group, const std::vector<Window>& win) {
+  if (!winograd_allowed() || dx.size() != 4 || group != 1) return false;
+  if (std::min(dx[1], dw[0]) < kWinogradMinChannels) return false;
+  return std::all_of(win.begin(), win.end(), [](const Window& d) {
+    return d.kernel == 3 && d.stride == 1 && d.dilation == 1;
+  });
+}
+
+// The blocked layout of oneDNN's Winograd kernels: channels in blocks of 16 innermost.
+memory::desc blocked16(const Dims& dims) {
+  return memory::desc(dims, memory::data_type::f32, memory::format_tag::nChw16c);
+}
+
 // Conv in 1-3 spatial dims. oneDNN's fast convolutions want channels-last activations, so
 // the primitive runs on those, reordered from and to the plain buffers around it, unless
 // only a reference implementation exists there; then plain activations. A
-// Op::kConvChannelsLast's activations lie channels-last already: nothing to reorder. Weights
-// take oneDNN's preferred layout, reordered once here when they are constant.
+// Op::kConvChannelsLast's activations lie channels-last already: nothing to reorder. A 3x3
+// convolution that fits oneDNN's Winograd kernels takes them instead, on activations
+// reordered to their blocked layout. Weights take oneDNN's preferred layout, reordered once
+// here when they are constant.
 std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
                                      std::string* why_not) {
   const std::vector<PostOp>& ops = absorbed.epilogue;
@@ -328,20 +360,18 @@ std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
                          ? memory::desc(wdims, memory::data_type::f32, memory::format_tag::any)
                          : plain(wdims);
   memory::desc bmd = b ? plain({dw[0]}) : memory::desc();
-  auto build = [&](const Layout& layout) {
-    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
-                                      dnnl::algorithm::convolution_direct, layout(dx), wmd, bmd,
-                                      layout(dy), strides, dilates, pad_l, pad_r);
+  auto build = [&](const Layout& layout, dnnl::algorithm algorithm) {
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, algorithm, layout(dx),
+                                      wmd, bmd, layout(dy), strides, dilates, pad_l, pad_r);
     LibraryCall call;
     std::vector<DnnlKernel::Arg> args = {
         {DNNL_ARG_SRC, position(call.values, x), x_user, layout(dx)}};
     int w_buffer = position(call.values, w); // bound even when reordered, for the profile
-    // Written in place (no reorder after), the destination takes a residual as a sum
-    // post-op.
+    // The destination takes a residual as a sum post-op (oneDNN's brgemm kernels take no
+    // full-size binary post-ops): written in place, or reordered into its internal layout.
     int summed = -1;
-    bool in_place = layout(dy) == y_user;
-    dnnl::primitive_attr attr = post_op_attr(ops, call, args, dy, layout, nhwc,
-                                             in_place && sum_residuals() ? &summed : nullptr);
+    dnnl::primitive_attr attr =
+        post_op_attr(ops, call, args, dy, layout, nhwc, sum_residuals() ? &summed : nullptr);
     dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
     std::string impl = pd.impl_info_str();
     if (impl.starts_with("ref") && layout(dx) != plain(dx)) return LibraryCall{};
@@ -359,23 +389,31 @@ std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
                            return a.buffer == summed;
                          });
     args.push_back({DNNL_ARG_DST, position(call.values, final_output(n, ops)), y_user, layout(dy)});
+    std::string where = layout(dx) == x_user          ? (nhwc ? ", channels-last in place" : "")
+                        : layout(dx) == blocked16(dx) ? ", reordered to nChw16c"
+                                                      : ", channels-last";
     auto conv = std::make_shared<DnnlKernel>(
         dnnl::convolution_forward(pd), std::move(args), std::move(owned),
         fmt::format("oneDNN convolution ({}{}{})", impl, summed >= 0 ? ", residual summed" : "",
-                    nhwc                      ? ", channels-last in place"
-                    : layout(dx) != plain(dx) ? ", channels-last"
-                                              : ""));
+                    where));
     if (summed >= 0) conv->copy_into_dst(summed, y_user.get_size());
     if (residual_only)
       call.output_in_place_of = {summed, position(call.values, final_output(n, ops))};
     call.kernel = std::move(conv);
     return call;
   };
+  using A = dnnl::algorithm;
+  if (winograd_fits(dx, dw, at.group, win)) {
+    try {
+      if (LibraryCall call = build(blocked16, A::convolution_winograd); call.kernel) return call;
+    } catch (const dnnl::error&) { // no Winograd kernel here (ISA, post-ops): direct below
+    }
+  }
   try {
-    if (LibraryCall call = build(channels_last); call.kernel) return call;
+    if (LibraryCall call = build(channels_last, A::convolution_direct); call.kernel) return call;
   } catch (const dnnl::error&) { // not implemented channels-last: plain below
   }
-  return build(plain);
+  return build(plain, A::convolution_direct);
 }
 
 // The activations of a 4-D call between channels-last regions (channels_last's Transposes

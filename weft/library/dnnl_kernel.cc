@@ -59,6 +59,16 @@ DnnlKernel::DnnlKernel(dnnl::primitive primitive, std::vector<Arg> args,
   }
 }
 
+void DnnlKernel::copy_into_dst(int from, size_t bytes) {
+  sum_from_ = from;
+  sum_bytes_ = bytes;
+  for (const Arg& a : args_) {
+    if (a.dnnl_arg == DNNL_ARG_DST && a.internal != memory::desc())
+      sum_reorder_ =
+          dnnl::reorder(dnnl::reorder::primitive_desc(engine(), a.md, engine(), a.internal));
+  }
+}
+
 Status DnnlKernel::run(void* const* buffers, const int64_t* /*extents*/) const {
   thread_local std::vector<std::byte> scratch;
   if (scratch.size() < scratch_bytes_ + 64) scratch.resize(scratch_bytes_ + 64);
@@ -69,7 +79,9 @@ Status DnnlKernel::run(void* const* buffers, const int64_t* /*extents*/) const {
     std::vector<std::pair<size_t, memory>> outs; // (arg, user memory) to reorder back
     for (size_t i = 0; i < args_.size(); ++i) {
       const Arg& a = args_[i];
-      if (a.dnnl_arg == DNNL_ARG_DST && sum_from_ >= 0 && buffers[a.buffer] != buffers[sum_from_])
+      bool dst = a.dnnl_arg == DNNL_ARG_DST;
+      if (dst && sum_from_ >= 0 && a.internal == memory::desc() &&
+          buffers[a.buffer] != buffers[sum_from_])
         std::memcpy(buffers[a.buffer], buffers[sum_from_], sum_bytes_);
       memory user(a.md, engine(), buffers[a.buffer]);
       if (a.internal == memory::desc()) {
@@ -77,7 +89,11 @@ Status DnnlKernel::run(void* const* buffers, const int64_t* /*extents*/) const {
         continue;
       }
       memory internal(a.internal, engine(), base + offsets_[i]);
-      if (a.dnnl_arg == DNNL_ARG_DST)
+      if (dst && sum_from_ >= 0) {
+        memory residual(a.md, engine(), buffers[sum_from_]);
+        sum_reorder_.execute(stream, residual, internal);
+      }
+      if (dst)
         outs.emplace_back(i, user);
       else
         reorders_[i].execute(stream, user, internal);

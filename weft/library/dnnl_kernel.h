@@ -42,12 +42,10 @@ public:
 
   std::string describe() const override { return what_; }
 
-  // Before each run, buffer "from" is copied into the destination, which the primitive's
-  // sum post-op then adds to (a residual). The destination must have no internal layout.
-  void copy_into_dst(int from, size_t bytes) {
-    sum_from_ = from;
-    sum_bytes_ = bytes;
-  }
+  // Before each run, buffer "from" (laid out as the destination's buffer) is copied into the
+  // destination, which the primitive's sum post-op then adds to (a residual); into its
+  // internal memory, reordered, when the destination has an internal layout.
+  void copy_into_dst(int from, size_t bytes);
 
 private:
   dnnl::primitive primitive_;
@@ -59,6 +57,7 @@ private:
   size_t scratch_bytes_ = 0;
   int sum_from_ = -1;
   size_t sum_bytes_ = 0;
+  dnnl::reorder sum_reorder_; // into an internal destination; empty where none is needed
 };
 
 } // namespace weft::library
