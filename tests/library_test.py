@@ -49,6 +49,18 @@ class WinogradBlock(torch.nn.Module):
         return torch.relu(self.conv2(torch.relu(self.conv1(x))) + x)
 
 
+class Conv1d(torch.nn.Module):
+    """A 1-D convolution (which the channels_last pass leaves): the call reorders its
+    activations to channels-last and back around oneDNN's brgemm kernel."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv1d(16, 32, 5, padding=2)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+
+
 class Attention(torch.nn.Module):
     """Transposes around batched MatMuls, as multi-head attention exports them."""
 
@@ -259,6 +271,9 @@ def main():
         direct = [k["strategy"] for k in kernels(os.path.join(tmp, "winograd.onnx"), off)
                   if k["op_type"].startswith("Conv")]
         assert not any("wino" in d for d in direct), direct
+        check(tmp, "conv1d", Conv1d().eval(), {"x": f(1, 16, 64)}, ["Conv+Relu"])
+        conv1d = [k["strategy"] for k in kernels(os.path.join(tmp, "conv1d.onnx"))]
+        assert "channels-last" in conv1d[0] and "gemm" not in conv1d[0], conv1d
         check(tmp, "bottleneck", Bottleneck().eval(), {"x": f(2, 4, 9, 9)},
               ["Conv+Relu", "Conv+Relu", "Conv+Add+Relu"])
         assert in_place_sums(os.path.join(tmp, "bottleneck.onnx")) == 1

@@ -389,9 +389,10 @@ std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
                            return a.buffer == summed;
                          });
     args.push_back({DNNL_ARG_DST, position(call.values, final_output(n, ops)), y_user, layout(dy)});
-    std::string where = layout(dx) == x_user          ? (nhwc ? ", channels-last in place" : "")
-                        : layout(dx) == blocked16(dx) ? ", reordered to nChw16c"
-                                                      : ", channels-last";
+    std::string where = layout(dx) == x_user ? (nhwc ? ", channels-last in place" : "")
+                        : algorithm == dnnl::algorithm::convolution_winograd
+                            ? ", reordered to nChw16c"
+                            : ", channels-last";
     auto conv = std::make_shared<DnnlKernel>(
         dnnl::convolution_forward(pd), std::move(args), std::move(owned),
         fmt::format("oneDNN convolution ({}{}{})", impl, summed >= 0 ? ", residual summed" : "",
