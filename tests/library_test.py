@@ -49,6 +49,18 @@ class WinogradBlock(torch.nn.Module):
         return torch.relu(self.conv2(torch.relu(self.conv1(x))) + x)
 
 
+class WinogradChain(torch.nn.Module):
+    """Two Winograd blocks, then a mean: the values between the convolutions lie in nChw16c,
+    the last one, which a generated kernel reads, channels-last."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = WinogradBlock(), WinogradBlock()
+
+    def forward(self, x):
+        return self.b(self.a(x)).mean(dim=(2, 3))
+
+
 class Conv1d(torch.nn.Module):
     """A 1-D convolution (which the channels_last pass leaves): the call reorders its
     activations to channels-last and back around oneDNN's brgemm kernel."""
@@ -271,6 +283,15 @@ def main():
         direct = [k["strategy"] for k in kernels(os.path.join(tmp, "winograd.onnx"), off)
                   if k["op_type"].startswith("Conv")]
         assert not any("wino" in d for d in direct), direct
+        check(tmp, "winograd_chain", WinogradChain().eval(), {"x": f(1, 32, 12, 12)},
+              ["Conv+Relu", "Conv+Add+Relu", "Conv+Relu", "Conv+Add+Relu"])
+        chain = [k["strategy"] for k in kernels(os.path.join(tmp, "winograd_chain.onnx"))
+                 if k["op_type"].startswith("Conv")]
+        # x is channels-last (a graph input) and the result is read by the mean: the first
+        # convolution reads and sums x reordered; the last reorders out; between them, none.
+        assert "reordered in, nChw16c out" in chain[0], chain
+        assert all("nChw16c in place" in c for c in chain[1:3]), chain
+        assert "nChw16c in, reordered out" in chain[3], chain
         check(tmp, "conv1d", Conv1d().eval(), {"x": f(1, 16, 64)}, ["Conv+Relu"])
         conv1d = [k["strategy"] for k in kernels(os.path.join(tmp, "conv1d.onnx"))]
         assert "channels-last" in conv1d[0] and "gemm" not in conv1d[0], conv1d

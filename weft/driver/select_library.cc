@@ -4,6 +4,7 @@
 #include "weft/driver/stages.h"
 #include "weft/graph/op_table.h"
 #include "weft/library/cuda_library.h"
+#include "weft/library/dnnl.h"
 #include "weft/library/shape_call.h"
 #include "weft/support/log.h"
 
@@ -71,6 +72,16 @@ LibrarySelection select_library_calls(const Graph& graph, const CompileSettings&
     // a later branch, say) exist only from there on.
     s.run_at[call->nodes.back()] = node.get();
     s.calls[node.get()] = std::move(*call);
+  }
+  if (use_library && !cuda) {
+    static const std::vector<const Node*> kNone;
+    library::keep_blocked_layouts(
+        s.calls,
+        [&](const Value* v) -> const std::vector<const Node*>& {
+          auto it = readers.find(v);
+          return it == readers.end() ? kNone : it->second;
+        },
+        graph_outputs);
   }
   return s;
 }

@@ -321,8 +321,10 @@ memory::desc blocked16(const Dims& dims) {
 // convolution that fits oneDNN's Winograd kernels takes them instead, on activations
 // reordered to their blocked layout. Weights take oneDNN's preferred layout, reordered once
 // here when they are constant.
-std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
-                                     std::string* why_not) {
+// "blocked": values that lie in nChw16c between convolutions (keep_blocked_layouts).
+std::optional<LibraryCall> conv_call_in(const Node& n, const Absorbed& absorbed,
+                                        const std::set<const Value*>& blocked,
+                                        std::string* why_not) {
   const std::vector<PostOp>& ops = absorbed.epilogue;
   const auto& at = n.attrs_as<ConvAttrs>();
   const Value *x = n.inputs[0], *w = n.inputs[1], *b = n.input(2), *y = n.outputs[0];
@@ -331,6 +333,7 @@ std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
   // The activations as they lie in memory.
   memory::desc x_user = nhwc ? channels_last_view(dx) : plain(dx);
   memory::desc y_user = nhwc ? channels_last_view(dy) : plain(dy);
+  memory::desc residual_user = y_user;
   if (nhwc) {
     dx = channels_first(dx);
     dy = channels_first(dy);
@@ -339,6 +342,9 @@ std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
     *why_not = fmt::format("{} spatial dims", dx.size() - 2);
     return std::nullopt;
   }
+  bool src_blocked = blocked.contains(x), dst_blocked = blocked.contains(final_output(n, ops));
+  if (src_blocked) x_user = blocked16(dx);
+  if (dst_blocked) y_user = blocked16(dy);
   Ints kernel = at.kernel_shape;
   if (kernel.empty()) kernel.assign(dw.begin() + 2, dw.end());
   std::vector<Window> win = window_dims(kernel, at.strides, at.dilations, at.pads, at.auto_pad,
@@ -389,16 +395,26 @@ std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
                            return a.buffer == summed;
                          });
     args.push_back({DNNL_ARG_DST, position(call.values, final_output(n, ops)), y_user, layout(dy)});
-    std::string where = layout(dx) == x_user ? (nhwc ? ", channels-last in place" : "")
-                        : algorithm == dnnl::algorithm::convolution_winograd
-                            ? ", reordered to nChw16c"
-                            : ", channels-last";
+    bool in_blocks = dx.size() == 4 && layout(dx) == blocked16(dx); // (5-D: no nChw16c)
+    std::string where = in_blocks              ? (src_blocked && dst_blocked ? ", nChw16c in place"
+                                                  : src_blocked              ? ", nChw16c in, reordered out"
+                                                  : dst_blocked              ? ", reordered in, nChw16c out"
+                                                                             : ", reordered to nChw16c")
+                        : layout(dx) == x_user ? (nhwc ? ", channels-last in place" : "")
+                                               : ", channels-last";
     auto conv = std::make_shared<DnnlKernel>(
         dnnl::convolution_forward(pd), std::move(args), std::move(owned),
         fmt::format("oneDNN convolution ({}{}{})", impl, summed >= 0 ? ", residual summed" : "",
                     where));
-    if (summed >= 0) conv->copy_into_dst(summed, y_user.get_size());
-    if (residual_only)
+    memory::desc residual_md;
+    if (summed >= 0) {
+      residual_md = blocked.contains(call.values[static_cast<size_t>(summed)]) ? blocked16(dy)
+                                                                               : residual_user;
+      conv->copy_into_dst(summed, residual_md);
+    }
+    // Written in the residual's memory without an internal layout, the destination must lie
+    // as the residual does: a reorder does not run in place.
+    if (residual_only && (layout(dy) != y_user || residual_md == y_user))
       call.output_in_place_of = {summed, position(call.values, final_output(n, ops))};
     call.kernel = std::move(conv);
     return call;
@@ -415,6 +431,11 @@ std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
   } catch (const dnnl::error&) { // not implemented channels-last: plain below
   }
   return build(plain, A::convolution_direct);
+}
+
+std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
+                                     std::string* why_not) {
+  return conv_call_in(n, absorbed, {}, why_not);
 }
 
 // The activations of a 4-D call between channels-last regions (channels_last's Transposes
@@ -725,6 +746,84 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
 }
 
 } // namespace
+
+void keep_blocked_layouts(std::map<const Node*, LibraryCall>& calls, const Readers& readers,
+                          const std::set<const Value*>& outputs) {
+  struct Conv {
+    const Node* head;
+    LibraryCall* call;
+    const Value *src, *out, *residual;
+    bool winograd;
+  };
+  std::vector<Conv> convs;
+  for (auto& [head, call] : calls) {
+    auto kernel = std::dynamic_pointer_cast<const DnnlKernel>(call.kernel);
+    if ((head->op_type != Op::kConv && head->op_type != Op::kConvChannelsLast) || !kernel ||
+        !call.symbols.empty() || dims_of(head->inputs[0]).size() != 4)
+      continue;
+    int summed = kernel->summed();
+    convs.push_back({head, &call, head->inputs[0], call.nodes.back()->outputs[0],
+                     summed >= 0 ? call.values[static_cast<size_t>(summed)] : nullptr,
+                     kernel->describe().find("wino") != std::string::npos});
+  }
+  std::map<const Node*, const Conv*> conv_of; // every node of a convolution's call
+  for (const Conv& c : convs) {
+    for (const Node* n : c.call->nodes)
+      conv_of[n] = &c;
+  }
+  // A value may go blocked when a convolution writes it and convolutions read it, as their
+  // source or summed residual only, and its channels are a multiple of 16 (so that nChw16c
+  // takes the memory of channels-last). It does when more of those ends are Winograd than
+  // direct: each end not in the value's layout reorders it. (oneDNN's direct kernels on
+  // nChw16c ran up to 1.5x slower than its brgemm kernels on channels-last, ResNet-18's
+  // strided 3x3 convolutions: they keep channels-last and reorder.)
+  std::set<const Value*> blocked;
+  for (const Conv& c : convs) {
+    Dims d = dims_of(c.out);
+    int64_t channels = c.head->op_type == Op::kConvChannelsLast ? d[3] : d[1];
+    const std::vector<const Node*>& read_by = readers(c.out);
+    if (outputs.contains(c.out) || channels % 16 != 0 || read_by.empty()) continue;
+    int winograd = c.winograd ? 1 : -1; // Winograd ends less direct ones
+    bool fits = true;
+    for (const Node* r : read_by) {
+      auto it = conv_of.find(r);
+      const Conv* q = it == conv_of.end() ? nullptr : it->second;
+      fits = q && q->head->op_type == c.head->op_type &&
+             (r == q->head ? std::count(r->inputs.begin(), r->inputs.end(), c.out) == 1 &&
+                                 r->inputs[0] == c.out
+                           : q->residual == c.out);
+      if (!fits) break;
+      winograd += q->winograd ? 1 : -1;
+    }
+    if (fits && winograd > 0) blocked.insert(c.out);
+  }
+  if (blocked.empty()) return;
+  // Every convolution that touches one is built again, or none is.
+  std::map<const Node*, LibraryCall> rebuilt;
+  for (const Conv& c : convs) {
+    if (!blocked.contains(c.src) && !blocked.contains(c.out) && !blocked.contains(c.residual))
+      continue;
+    Absorbed absorbed;
+    const Value* v = c.head->outputs[0];
+    for (size_t i = 1; i < c.call->nodes.size(); ++i) {
+      std::optional<PostOp> p = post_op(*c.call->nodes[i], v);
+      if (!p) return;
+      absorbed.epilogue.push_back(*p);
+      v = c.call->nodes[i]->outputs[0];
+    }
+    std::string why_not;
+    std::optional<LibraryCall> call;
+    try {
+      call = conv_call_in(*c.head, absorbed, blocked, &why_not);
+    } catch (const dnnl::error&) {
+    }
+    if (!call || !call->kernel) return;
+    call->nodes = c.call->nodes;
+    rebuilt.emplace(c.head, std::move(*call));
+  }
+  for (auto& [head, call] : rebuilt)
+    calls.at(head) = std::move(call);
+}
 
 std::optional<LibraryCall> dnnl_call(const Node& node, const SoleReader& sole_reader,
                                      const std::function<bool(const Node*)>& free,

@@ -10,8 +10,10 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -49,5 +51,17 @@ using SoleReader = std::function<const Node*(const Value*)>;
 std::optional<LibraryCall> dnnl_call(const Node& node, const SoleReader& sole_reader,
                                      const std::function<bool(const Node*)>& free,
                                      std::string* why_not);
+
+// The nodes that read a value.
+using Readers = std::function<const std::vector<const Node*>&(const Value*)>;
+
+// Between oneDNN convolutions, values lie channels-last (or plain), and a Winograd
+// convolution reorders them to and from its blocked layout, nChw16c. A value that only
+// convolutions write and read (as their source, or a residual they sum), one of them
+// Winograd, lies in nChw16c instead, and those reorders go: the calls of "calls" (by head
+// node) that write or read such values are built again to take them so. None changes
+// when one of them cannot be. "outputs": the graph's outputs, which stay as they are.
+void keep_blocked_layouts(std::map<const Node*, LibraryCall>& calls, const Readers& readers,
+                          const std::set<const Value*>& outputs);
 
 } // namespace weft::library

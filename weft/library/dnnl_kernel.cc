@@ -59,14 +59,23 @@ DnnlKernel::DnnlKernel(dnnl::primitive primitive, std::vector<Arg> args,
   }
 }
 
-void DnnlKernel::copy_into_dst(int from, size_t bytes) {
+void DnnlKernel::copy_into_dst(int from, const memory::desc& from_md) {
   sum_from_ = from;
-  sum_bytes_ = bytes;
+  sum_md_ = from_md;
   for (const Arg& a : args_) {
-    if (a.dnnl_arg == DNNL_ARG_DST && a.internal != memory::desc())
+    if (a.dnnl_arg != DNNL_ARG_DST) continue;
+    const memory::desc& written = a.internal == memory::desc() ? a.md : a.internal;
+    if (written != from_md)
       sum_reorder_ =
-          dnnl::reorder(dnnl::reorder::primitive_desc(engine(), a.md, engine(), a.internal));
+          dnnl::reorder(dnnl::reorder::primitive_desc(engine(), from_md, engine(), written));
   }
+}
+
+int DnnlKernel::buffer_of(int dnnl_arg) const {
+  for (const Arg& a : args_) {
+    if (a.dnnl_arg == dnnl_arg) return a.buffer;
+  }
+  return -1;
 }
 
 Status DnnlKernel::run(void* const* buffers, const int64_t* /*extents*/) const {
@@ -80,18 +89,20 @@ Status DnnlKernel::run(void* const* buffers, const int64_t* /*extents*/) const {
     for (size_t i = 0; i < args_.size(); ++i) {
       const Arg& a = args_[i];
       bool dst = a.dnnl_arg == DNNL_ARG_DST;
-      if (dst && sum_from_ >= 0 && a.internal == memory::desc() &&
-          buffers[a.buffer] != buffers[sum_from_])
-        std::memcpy(buffers[a.buffer], buffers[sum_from_], sum_bytes_);
       memory user(a.md, engine(), buffers[a.buffer]);
+      memory internal =
+          a.internal == memory::desc() ? user : memory(a.internal, engine(), base + offsets_[i]);
+      if (dst && sum_from_ >= 0) { // the residual, into the memory the primitive writes
+        if (sum_reorder_) {
+          memory residual(sum_md_, engine(), buffers[sum_from_]);
+          sum_reorder_.execute(stream, residual, internal);
+        } else if (internal.get_data_handle() != buffers[sum_from_]) {
+          std::memcpy(internal.get_data_handle(), buffers[sum_from_], sum_md_.get_size());
+        }
+      }
       if (a.internal == memory::desc()) {
         args.emplace(a.dnnl_arg, user);
         continue;
-      }
-      memory internal(a.internal, engine(), base + offsets_[i]);
-      if (dst && sum_from_ >= 0) {
-        memory residual(a.md, engine(), buffers[sum_from_]);
-        sum_reorder_.execute(stream, residual, internal);
       }
       if (dst)
         outs.emplace_back(i, user);

@@ -42,10 +42,16 @@ public:
 
   std::string describe() const override { return what_; }
 
-  // Before each run, buffer "from" (laid out as the destination's buffer) is copied into the
-  // destination, which the primitive's sum post-op then adds to (a residual); into its
-  // internal memory, reordered, when the destination has an internal layout.
-  void copy_into_dst(int from, size_t bytes);
+  // Before each run, buffer "from", laid out as "from_md", is copied into the destination,
+  // which the primitive's sum post-op then adds to (a residual): into the memory the
+  // primitive writes (the destination's buffer, or its internal memory when it has an
+  // internal layout), reordered where the layouts differ.
+  void copy_into_dst(int from, const memory::desc& from_md);
+
+  // The launch buffer bound to a primitive argument (DNNL_ARG_SRC, ...), or -1; the buffer
+  // summed into the destination, or -1.
+  int buffer_of(int dnnl_arg) const;
+  int summed() const { return sum_from_; }
 
 private:
   dnnl::primitive primitive_;
@@ -56,8 +62,8 @@ private:
   std::vector<size_t> offsets_;         // of each reordered arg in the scratch memory
   size_t scratch_bytes_ = 0;
   int sum_from_ = -1;
-  size_t sum_bytes_ = 0;
-  dnnl::reorder sum_reorder_; // into an internal destination; empty where none is needed
+  memory::desc sum_md_;
+  dnnl::reorder sum_reorder_; // where the residual's layout is not the primitive's destination's
 };
 
 } // namespace weft::library
