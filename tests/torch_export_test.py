@@ -53,6 +53,19 @@ class GPT2Block(torch.nn.Module):
         return x + self.out(torch.nn.functional.gelu(self.fc(self.ln2(x)), approximate="tanh"))
 
 
+class RelativePositionAttention(torch.nn.Module):
+    """Attention scores with terms added to a slice of them in place, as MViT-v2 adds its
+    relative positions to all but the class token's row and column; the exporter writes
+    the slice assignment as ScatterND between Transposes."""
+
+    def forward(self, x):
+        b, n, c = x.shape
+        attn = x @ x.transpose(1, 2) / c
+        rel = (x[:, 1:, :8] @ x[:, 1:, 8:16].transpose(1, 2)).sigmoid()
+        attn[:, 1:, 1:] = attn[:, 1:, 1:] + rel
+        return attn.softmax(dim=-1) @ x
+
+
 def run_weft(path, x, tmp):
     model = onnx.load(path, load_external_data=False)
     name = model.graph.input[0].name
@@ -155,6 +168,7 @@ def main():
             check(name, randomize_batch_norms(ctor()), image)
         tokens = torch.randn(2, 16, 64)
         check("gpt2_block", GPT2Block().eval(), tokens)
+        check("relative_position_attention", RelativePositionAttention(), tokens)
         encoder = torch.nn.TransformerEncoderLayer(64, 4, 128, batch_first=True).eval()
         check("transformer_encoder_layer", encoder, tokens)
         batch, length = torch.export.Dim("batch", max=64), torch.export.Dim("length", max=512)

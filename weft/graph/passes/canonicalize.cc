@@ -255,6 +255,131 @@ void canonicalize_compress(Graph& graph, Node& node) {
                  graph.add_constant(graph.unique_name(node.name + "_kept"), std::move(positions))};
 }
 
+// The permutation of a Transpose node (none: the dims reversed), if its input's rank is known.
+std::optional<Ints> perm_of(const Node& t) {
+  const std::optional<Ints>& perm = t.attrs_as<TransposeAttrs>().perm;
+  if (perm) return perm;
+  std::optional<int64_t> rank = rank_of(t.inputs[0]);
+  if (!rank) return std::nullopt;
+  Ints reversed(static_cast<size_t>(*rank));
+  std::iota(reversed.rbegin(), reversed.rend(), 0);
+  return reversed;
+}
+
+bool is_identity_perm(const Ints& perm) {
+  for (size_t i = 0; i < perm.size(); ++i) {
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  }
+  return true;
+}
+
+// Transpose(Transpose(x, p), q) is Transpose(x, r) with r[i] = p[q[i]]; an identity
+// permutation makes it an Identity. (torch.onnx's exports of slice assignments leave such
+// pairs, and the ScatterND rewrite below more.)
+void compose_transposes(Node& node) {
+  const Node* inner = node.inputs[0]->producer;
+  if (!inner || inner->op_type != Op::kTranspose) return;
+  std::optional<Ints> p = perm_of(*inner), q = perm_of(node);
+  if (!p || !q || p->size() != q->size()) return;
+  Ints r;
+  for (int64_t i : *q)
+    r.push_back((*p)[static_cast<size_t>(i)]);
+  node.inputs[0] = inner->inputs[0];
+  node.attrs = TransposeAttrs{r};
+  if (is_identity_perm(r)) turn_into_identity(node);
+}
+
+// "x" transposed by "perm", inserted before "at": x itself for the identity, and a Transpose
+// of a Transpose composed into one.
+Value* transposed(Graph& graph, const Node& at, Value* x, const Ints& perm) {
+  if (is_identity_perm(perm)) return x;
+  Ints dims = shape_static_dims(*x->type.shape), out;
+  for (int64_t p : perm)
+    out.push_back(dims[static_cast<size_t>(p)]);
+  const Node* inner = x->producer;
+  Ints composed = perm;
+  if (inner && inner->op_type == Op::kTranspose) {
+    if (std::optional<Ints> p = perm_of(*inner); p && p->size() == perm.size()) {
+      for (size_t i = 0; i < perm.size(); ++i)
+        composed[i] = (*p)[static_cast<size_t>(perm[i])];
+      x = inner->inputs[0];
+      if (is_identity_perm(composed)) return x;
+    }
+  }
+  return insert_op(graph, at, Op::kTranspose, {x}, {x->type.dtype, shape_from_dims(out)},
+                   TransposeAttrs{composed});
+}
+
+Ints inverse(const Ints& perm) {
+  Ints inv(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i)
+    inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  return inv;
+}
+
+// ScatterND writing whole slices along the first axis at a constant run of consecutive
+// indices is a Concat of the updates between the slices of the data before and after the
+// run. torch.onnx's dynamo exporter writes a slice assignment (x[:, a:b] = u) so, between
+// Transposes that bring the sliced axis first: when the data is such a Transpose's output,
+// the Concat runs in the frame before it, along the sliced axis, and a Transpose of the
+// result takes its place (which the Transpose after it then composes with). As a Concat it
+// is elementwise code that fusion inlines, where the scatter stored through its indices
+// (MViT-v2's attention with relative positions ran at 1 GB/s).
+void canonicalize_scatter_nd(Graph& graph, Node& node) {
+  if (node.attrs_as<ScatterAttrs>().reduction != ScatterReduction::kNone) return;
+  Value *data = node.inputs[0], *updates = node.inputs[2];
+  const Value* indices = node.inputs[1];
+  std::optional<Ints> at = constant_ints(indices);
+  if (!at || at->empty() || !data->type.has_static_shape() || !updates->type.has_static_shape() ||
+      indices->constant->dims() != Ints{static_cast<int64_t>(at->size()), 1})
+    return;
+  Ints dims = shape_static_dims(*data->type.shape);
+  int64_t first = (*at)[0], count = static_cast<int64_t>(at->size());
+  Ints slices = dims;
+  slices[0] = count;
+  if (dims.empty() || first < 0 || first + count > dims[0] ||
+      shape_static_dims(*updates->type.shape) != slices)
+    return;
+  for (int64_t i = 0; i < count; ++i) {
+    if ((*at)[static_cast<size_t>(i)] != first + i) return;
+  }
+  // The frame: before the data's Transpose, if there is one.
+  Ints perm(dims.size());
+  std::iota(perm.begin(), perm.end(), 0);
+  if (const Node* t = data->producer; t && t->op_type == Op::kTranspose) {
+    if (std::optional<Ints> p = perm_of(*t)) {
+      perm = *p;
+      data = t->inputs[0];
+      updates = transposed(graph, node, updates, inverse(perm));
+    }
+  }
+  int64_t axis = perm[0];
+  Ints frame = shape_static_dims(*data->type.shape);
+  auto slice = [&](int64_t from, int64_t to) {
+    Ints part = frame;
+    part[static_cast<size_t>(axis)] = to - from;
+    return insert_op(graph, node, Op::kSlice, {data}, {data->type.dtype, shape_from_dims(part)},
+                     SliceAttrs{Ints{from}, Ints{to}, Ints{axis}, Ints{1}});
+  };
+  std::vector<Value*> parts;
+  if (first > 0) parts.push_back(slice(0, first));
+  parts.push_back(updates);
+  if (first + count < dims[0]) parts.push_back(slice(first + count, dims[0]));
+  if (is_identity_perm(perm)) {
+    node.op_type = Op::kConcat;
+    node.def = find_op(Op::kConcat, node.opset);
+    node.attrs = AxisAttrs{axis};
+    node.inputs = std::move(parts);
+    return;
+  }
+  Value* joined = insert_op(graph, node, Op::kConcat, std::move(parts),
+                            {data->type.dtype, shape_from_dims(frame)}, AxisAttrs{axis});
+  node.op_type = Op::kTranspose;
+  node.def = find_op(Op::kTranspose, node.opset);
+  node.attrs = TransposeAttrs{perm};
+  node.inputs = {joined};
+}
+
 // Div(x, c) with c a float constant is Mul(x, 1 / c), as PyTorch's and ONNX Runtime's GELU
 // multiply by 1/sqrt(2): a vector divide costs about 8 multiplies' throughput (bias + GELU
 // 7% faster). The product is within 1.5 ulp of the quotient; c stays a divisor where 1 / c
@@ -378,6 +503,10 @@ void canonicalize_node(Graph& graph, Node& node) {
     canonicalize_cum_sum(node);
   } else if (op == Op::kDFT) {
     canonicalize_dft(node);
+  } else if (op == Op::kScatterND) {
+    canonicalize_scatter_nd(graph, node);
+  } else if (op == Op::kTranspose) {
+    compose_transposes(node);
   } else if (op == Op::kCompress) {
     canonicalize_compress(graph, node);
   } else if (op == Op::kInstanceNormalization) {

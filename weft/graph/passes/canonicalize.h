@@ -8,6 +8,12 @@
 //   CumSum's axis.
 // - Compress with a constant condition becomes a Gather of the kept positions (after a
 //   Reshape that flattens the input, when it has no axis).
+// - ScatterND of whole slices at a constant run of consecutive indices (a slice
+//   assignment, as torch.onnx's dynamo exporter writes it) becomes a Concat of the updates
+//   between slices of the data; when the data is a Transpose's output, in the frame before
+//   that Transpose, followed by one Transpose of the result.
+// - A Transpose of a Transpose becomes one Transpose of the first one's input (an Identity
+//   when the permutations cancel).
 // - Axes become non-negative and sorted where the rank is known. A reduction always lists
 //   its axes; one with noop_with_empty_axes and no axes becomes an Identity.
 //

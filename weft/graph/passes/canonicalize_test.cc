@@ -167,5 +167,56 @@ TEST(Canonicalize, CompressWithConstantConditionIsAGather) {
             "  output %y: f32[2]\n");
 }
 
+// x[1:3] = u, as torch.onnx's dynamo exporter writes it for the first axis.
+TEST(Canonicalize, SliceAssignmentScatterIsAConcat) {
+  std::string body = canonical(R"(
+    <ir_version: 8, opset_import: ["" : 18]>
+    g (float[5, 3] x, float[2, 3] u) => (float[5, 3] y, float[5, 3] z) {
+      i = Constant <value = int64[2, 1] {1, 2}> ()
+      y = ScatterND(x, i, u)
+      gaps = Constant <value = int64[2, 1] {1, 3}> ()
+      z = ScatterND(x, gaps, u)
+    })");
+  EXPECT_NE(body.find("= Slice(%x) {starts=[0], ends=[1], axes=[0], steps=[1]}"), std::string::npos)
+      << body;
+  EXPECT_NE(body.find("= Slice(%x) {starts=[3], ends=[5], axes=[0], steps=[1]}"), std::string::npos)
+      << body;
+  EXPECT_NE(body.find("%y: f32[5,3] = Concat("), std::string::npos) << body;
+  // Indices that are not a run of consecutive rows stay a scatter.
+  EXPECT_NE(body.find("%z: f32[5,3] = ScatterND(%x, %gaps, %u)"), std::string::npos) << body;
+}
+
+// x[:, 1:3] = u as the exporter writes it: the sliced axis moved first and back by
+// Transposes. The Concat runs along that axis of x itself, and the Transposes compose away.
+TEST(Canonicalize, TransposedSliceAssignmentConcatsAlongTheAxis) {
+  std::string body = canonical(R"(
+    <ir_version: 8, opset_import: ["" : 18]>
+    g (float[3, 5] x, float[3, 2] u) => (float[3, 5] y) {
+      d = Transpose <perm = [1, 0]> (x)
+      v = Transpose <perm = [1, 0]> (u)
+      i = Constant <value = int64[2, 1] {1, 2}> ()
+      s = ScatterND(d, i, v)
+      y = Transpose <perm = [1, 0]> (s)
+    })");
+  EXPECT_NE(body.find("= Slice(%x) {starts=[0], ends=[1], axes=[1], steps=[1]}"), std::string::npos)
+      << body;
+  EXPECT_NE(body.find("f32[3,5] = Concat(%"), std::string::npos) << body;
+  EXPECT_NE(body.find(", %u, "), std::string::npos) << body; // the updates untransposed
+  EXPECT_NE(body.find("%y: f32[3,5] = Identity("), std::string::npos) << body;
+  EXPECT_EQ(body.find("= ScatterND("), std::string::npos) << body;
+  EXPECT_EQ(body.find("= Transpose("), std::string::npos) << body;
+}
+
+TEST(Canonicalize, TransposesCompose) {
+  std::string body = canonical(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2, 3, 4] x) => (float[4, 2, 3] y) {
+      t = Transpose <perm = [1, 2, 0]> (x)
+      y = Transpose <perm = [1, 2, 0]> (t)
+    })");
+  EXPECT_NE(body.find("%y: f32[4,2,3] = Transpose(%x) {perm=[2, 0, 1]}"), std::string::npos)
+      << body;
+}
+
 } // namespace
 } // namespace weft
