@@ -61,6 +61,20 @@ class WinogradChain(torch.nn.Module):
         return self.b(self.a(x)).mean(dim=(2, 3))
 
 
+class SegmentationHead(torch.nn.Module):
+    """A convolution with HardSwish (a oneDNN post-op), then bilinear upsampling to a given
+    size, as torchvision's LR-ASPP ends: its Resize has an int64 sizes input."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        y = torch.nn.functional.hardswish(self.conv(x))
+        return torch.nn.functional.interpolate(y, size=(24, 20), mode="bilinear",
+                                               align_corners=False)
+
+
 class Conv1d(torch.nn.Module):
     """A 1-D convolution (which the channels_last pass leaves): the call reorders its
     activations to channels-last and back around oneDNN's brgemm kernel."""
@@ -292,6 +306,8 @@ def main():
         assert "reordered in, nChw16c out" in chain[0], chain
         assert all("nChw16c in place" in c for c in chain[1:3]), chain
         assert "nChw16c in, reordered out" in chain[3], chain
+        check(tmp, "segmentation_head", SegmentationHead().eval(), {"x": f(1, 8, 6, 5)},
+              ["Conv+HardSwish", "Transpose+Resize"])
         check(tmp, "conv1d", Conv1d().eval(), {"x": f(1, 16, 64)}, ["Conv+Relu"])
         conv1d = [k["strategy"] for k in kernels(os.path.join(tmp, "conv1d.onnx"))]
         assert "channels-last" in conv1d[0] and "gemm" not in conv1d[0], conv1d

@@ -666,6 +666,7 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
   auto it = kBuilders.find(node.op_type);
   if (it == kBuilders.end()) return std::nullopt;
   std::vector<const Value*> values(node.inputs.begin(), node.inputs.end());
+  if (node.op_type == Op::kResize) values.resize(1); // roi, scales and sizes: parameters
   values.insert(values.end(), node.outputs.begin(), node.outputs.end());
   if (std::optional<std::string> why = unsupported_values(values)) { // (Indices are i64)
     *why_not = *why;

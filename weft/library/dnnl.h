@@ -43,8 +43,8 @@ using SoleReader = std::function<const Node*(const Value*)>;
 // oneDNN's kernel for "node", or none when generated code should run it: "why_not" says why
 // for the ops oneDNN could take, and stays empty for the others. The call absorbs nodes
 // that "free" allows: the chain of sole readers after "node" that map onto oneDNN
-// post-ops (Relu, LeakyRelu, Sigmoid, Tanh, Clip with constant bounds; Add, Sub, Mul, Div
-// by a tensor that broadcasts to the output: a bias, a scale, a residual), and for MatMul,
+// post-ops (Relu, LeakyRelu, Sigmoid, Tanh, HardSwish, Clip with constant bounds; Add, Sub, Mul,
+// Div by a tensor that broadcasts to the output: a bias, a scale, a residual), and for MatMul,
 // Transposes of its operands or result whose only reader or producer it is (strides).
 // Over symbolic dims the call is built per set of extents at run time, in the form (the
 // nodes it absorbs) that it takes at stand-in extents when compiled.
