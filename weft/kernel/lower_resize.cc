@@ -27,6 +27,10 @@ namespace {
 constexpr DType kF64 = DType::kF64;
 constexpr DType kI64 = DType::kI64;
 
+// Linear and cubic Resize spell out up to this many taps (over all resized axes) in one
+// statement; more (trilinear cubic, antialias's wide filters) sum over tap iterators.
+constexpr int64_t kMaxUnrolledTaps = 16;
+
 struct ResizedAxis {
   int dim = 0;
   double scale = 1;
@@ -162,6 +166,43 @@ int pick(Arith& f, int tap, const std::vector<int>& values) {
   return v;
 }
 
+// The taps of one resized axis: each one's coefficient (f64) and input position (i64,
+// clamped where it is read).
+struct Tap {
+  int base; // f64: ceil(x) - 1
+  std::vector<int> weights, positions;
+};
+
+Tap axis_taps(Arith& f, const ResizeAttrs& a, const ResizedAxis& ax, const AxisFilter& filter) {
+  StatementBuilder& b = f.b;
+  int xo = source_coordinate(f, a, ax, ax.dim);
+  int base = f.sub(b.op(ExprOp::kCeil, kF64, {xo}), f.c(1));
+  int r = f.sub(xo, base);
+  Tap tap;
+  tap.base = base;
+  tap.weights = filter.stretch != 1             ? stretched_coefficients(f, a, filter, r)
+                : a.mode == ResizeMode::kLinear ? std::vector<int>{f.sub(f.c(1), r), r}
+                                                : cubic_coefficients(f, r, a.cubic_coeff_a);
+  int sum = f.c(0);
+  for (int j = 0; j < filter.count; ++j) {
+    int pos = f.add(base, f.c(filter.first + j));
+    tap.positions.push_back(b.op(ExprOp::kCast, kI64, {pos}));
+    if (a.exclude_outside) { // taps outside the input weigh 0; the rest are renormalized
+      int inside = b.op(ExprOp::kAnd, DType::kBool,
+                        {f.cmp(ExprOp::kGe, pos, f.c(0)),
+                         f.cmp(ExprOp::kLe, pos, f.c(static_cast<double>(ax.in_extent - 1)))});
+      int& w = tap.weights[static_cast<size_t>(j)];
+      w = f.select(inside, w, f.c(0));
+      sum = f.add(sum, w);
+    }
+  }
+  if (a.exclude_outside) {
+    for (int& w : tap.weights)
+      w = f.div(w, sum);
+  }
+  return tap;
+}
+
 Result<std::vector<ResizedAxis>> resized_axes(const Node& n) {
   const auto& a = n.attrs_as<ResizeAttrs>();
   const Shape& in = *n.inputs[0]->type.shape;
@@ -226,10 +267,52 @@ Result<LoweredNode> lower_resize(const Node& n, const std::string& name) {
     k.add(b.store(v, out, iterators(rank)));
     return k.lowered();
   }
-  // Linear and cubic: acc[p] = sum over taps of prod(coefficients) * x[taps], in f64.
+  // Linear and cubic: y[p] = sum over taps of prod(coefficients) * x[taps], in f64.
   std::vector<AxisFilter> filters;
-  for (const ResizedAxis& ax : axes)
+  int64_t taps = 1;
+  for (const ResizedAxis& ax : axes) {
     filters.push_back(axis_filter(a, ax));
+    taps *= filters.back().count;
+  }
+  if (taps <= kMaxUnrolledTaps) {
+    // The taps spelled out in one elementwise statement: its vector loop runs along the
+    // output's last axis, where a reduction over tap iterators ran innermost, two taps wide,
+    // through an f64 buffer of the output's size (bilinear [21, 32, 32] -> [21, 256, 256]:
+    // 3.1 ms, against ONNX Runtime's 0.8).
+    StatementBuilder b("resize_taps", shape);
+    Arith f{b};
+    std::vector<std::vector<int>> weights, positions; // per axis, per tap
+    for (size_t i = 0; i < axes.size(); ++i) {
+      Tap tap = axis_taps(f, a, axes[i], filters[i]);
+      weights.push_back(std::move(tap.weights));
+      positions.push_back(std::move(tap.positions));
+    }
+    int sum = f.c(0);
+    std::vector<int> j(axes.size(), 0); // the tap of each axis, as an odometer
+    for (int64_t combination = 0; combination < taps; ++combination) {
+      int weight = f.c(1);
+      std::vector<AffineExpr> index = iterators(rank);
+      std::vector<IndirectIndex> indirect;
+      for (size_t i = 0; i < axes.size(); ++i) {
+        weight = f.mul(weight, weights[i][static_cast<size_t>(j[i])]);
+        index[static_cast<size_t>(axes[i].dim)] = AffineExpr::constant_of(0);
+        indirect.push_back(
+            {axes[i].dim, positions[i][static_cast<size_t>(j[i])], IndexWrap::kClamp});
+      }
+      int v = b.gather(in, index, indirect, x->type.dtype);
+      if (x->type.dtype != kF64) v = b.op(ExprOp::kCast, kF64, {v});
+      sum = f.add(sum, f.mul(weight, v));
+      for (size_t i = axes.size(); i-- > 0;) {
+        if (++j[i] < filters[i].count) break;
+        j[i] = 0;
+      }
+    }
+    int outside = outside_input(f, a, axes);
+    if (outside >= 0) sum = f.select(outside, f.c(a.extrapolation_value), sum);
+    if (t != kF64) sum = b.op(ExprOp::kCast, t, {sum});
+    k.add(b.store(sum, out, iterators(rank)));
+    return k.lowered();
+  }
   int acc = k.temp(kF64, shape);
   StatementBuilder init("init", shape);
   k.add(init.store(init.constant(0, kF64), acc, iterators(rank)));
@@ -243,32 +326,12 @@ Result<LoweredNode> lower_resize(const Node& n, const std::string& name) {
   int weight = f.c(1);
   for (size_t i = 0; i < axes.size(); ++i) {
     const ResizedAxis& ax = axes[i];
-    const AxisFilter& filter = filters[i];
-    int xo = source_coordinate(f, a, ax, ax.dim);
-    int base = f.sub(b.op(ExprOp::kCeil, kF64, {xo}), f.c(1));
-    int r = f.sub(xo, base);
-    std::vector<int> coeffs = filter.stretch != 1 ? stretched_coefficients(f, a, filter, r)
-                              : a.mode == ResizeMode::kLinear
-                                  ? std::vector<int>{f.sub(f.c(1), r), r}
-                                  : cubic_coefficients(f, r, a.cubic_coeff_a);
+    Tap taps_of_axis = axis_taps(f, a, ax, filters[i]);
     int tap = b.iterator(static_cast<int>(rank + i));
+    weight = f.mul(weight, pick(f, tap, taps_of_axis.weights));
     int idx = b.op(ExprOp::kAdd, kI64,
-                   {b.op(ExprOp::kCast, kI64, {base}),
-                    b.op(ExprOp::kAdd, kI64, {tap, b.constant(filter.first, kI64)})});
-    if (a.exclude_outside) { // taps outside the input weigh 0; the rest are renormalized
-      int sum = f.c(0);
-      for (int j = 0; j < filter.count; ++j) {
-        int pos = f.add(base, f.c(filter.first + j));
-        int inside = b.op(ExprOp::kAnd, DType::kBool,
-                          {f.cmp(ExprOp::kGe, pos, f.c(0)),
-                           f.cmp(ExprOp::kLe, pos, f.c(static_cast<double>(ax.in_extent - 1)))});
-        coeffs[static_cast<size_t>(j)] = f.select(inside, coeffs[static_cast<size_t>(j)], f.c(0));
-        sum = f.add(sum, coeffs[static_cast<size_t>(j)]);
-      }
-      weight = f.mul(weight, f.div(pick(f, tap, coeffs), sum));
-    } else {
-      weight = f.mul(weight, pick(f, tap, coeffs));
-    }
+                   {b.op(ExprOp::kCast, kI64, {taps_of_axis.base}),
+                    b.op(ExprOp::kAdd, kI64, {tap, b.constant(filters[i].first, kI64)})});
     index[static_cast<size_t>(ax.dim)] = AffineExpr::constant_of(0);
     indirect.push_back({ax.dim, idx, IndexWrap::kClamp});
   }
