@@ -61,13 +61,30 @@ TypesOrError infer_attention(const Node& node) {
   Dim v_head = rank == 4 ? vs[3] : per_head(vs[2], *a.kv_num_heads);
   if (q_heads.is_static() && kv_heads.is_static() && q_heads.value() % kv_heads.value() != 0)
     return fail("q heads must be a multiple of kv heads");
+  // Extents that must agree, where both are known.
+  auto differ = [](const Dim& x, const Dim& y) {
+    return x.is_static() && y.is_static() && x.value() != y.value();
+  };
+  Dim v_heads = rank == 4 ? vs[1] : Dim(*a.kv_num_heads), v_len = rank == 4 ? vs[2] : vs[1];
+  if (differ(ks[0], batch) || differ(vs[0], batch) || differ(v_heads, kv_heads) ||
+      differ(v_len, kv_len))
+    return fail("K and V must have Q's batch, and the same heads and sequence length");
   Dim total = kv_len;
-  if (const Value* past = node.input(4)) {
+  for (int i : {4, 5}) { // past_key [B, kv_heads, past, k_head], past_value [..., v_head]
+    const Value* past = node.input(static_cast<size_t>(i));
+    if (!past) continue;
     const TensorType& p = past->type;
-    if (!p.shape || p.shape->size() != 4) return fail("past_key must be 4-D");
-    total = (*p.shape)[2].is_static() && kv_len.is_static()
-                ? Dim((*p.shape)[2].value() + kv_len.value())
-                : Dim::unknown();
+    const char* name = i == 4 ? "past_key" : "past_value";
+    if (!p.shape || p.shape->size() != 4) return fail(fmt::format("{} must be 4-D", name));
+    const Shape& ps = *p.shape;
+    if (differ(ps[0], batch) || differ(ps[1], kv_heads) || differ(ps[3], i == 4 ? k_head : v_head))
+      return fail(fmt::format("{} {} must be [batch, kv heads, past length, head size] of K and V",
+                              name, shape_to_string(ps)));
+    if (i == 5 && node.input(4) && differ(ps[2], (*node.input(4)->type.shape)[2]))
+      return fail("past_key and past_value must have the same past length");
+    if (i == 4)
+      total = ps[2].is_static() && kv_len.is_static() ? Dim(ps[2].value() + kv_len.value())
+                                                      : Dim::unknown();
   }
   Dim y_last = q_heads.is_static() && v_head.is_static() ? Dim(q_heads.value() * v_head.value())
                                                          : Dim::unknown();

@@ -153,6 +153,7 @@ Status attention(Graph& graph, Node& node, const std::vector<Value*>& outs) {
     k = b.op(Op::kConcat, {past_key, k}, AxisAttrs{2});
   }
   if (Value* past_value = node.input(5)) v = b.op(Op::kConcat, {past_value, v}, AxisAttrs{2});
+  WEFT_RETURN_IF_ERROR(b.status()); // the shapes below are read from these values
   define(b, k, outs.size() > 1 ? outs[1] : nullptr);
   define(b, v, outs.size() > 2 ? outs[2] : nullptr);
   int64_t total = dims(k)[2];
