@@ -86,6 +86,11 @@ TypesOrError infer_attention(const Node& node) {
       total = ps[2].is_static() && kv_len.is_static() ? Dim(ps[2].value() + kv_len.value())
                                                       : Dim::unknown();
   }
+  if (const Value* mask = node.input(3); mask && mask->type.shape && !mask->type.shape->empty() &&
+                                         differ(mask->type.shape->back(), total) &&
+                                         mask->type.shape->back().value() > total.value())
+    return fail(fmt::format("attn_mask's last dim {} exceeds the total sequence length {}",
+                            mask->type.shape->back().value(), total.value()));
   Dim y_last = q_heads.is_static() && v_head.is_static() ? Dim(q_heads.value() * v_head.value())
                                                          : Dim::unknown();
   std::vector<TensorType> out = {

@@ -191,7 +191,7 @@ Status attention(Graph& graph, Node& node, const std::vector<Value*>& outs) {
       mask = b.op(Op::kWhere, {mask, scalar(b, "zero", t, 0), scalar(b, "neg_inf", t, neg_inf)});
     }
     std::vector<int64_t> md = dims(mask);
-    if (md.back() < total) {
+    if (!md.empty() && md.back() < total) { // (a scalar mask broadcasts as it is)
       Ints pads(2 * md.size(), 0);
       pads.back() = total - md.back();
       mask =
