@@ -530,8 +530,22 @@ Status canonicalize(Graph& graph) {
   std::vector<Node*> nodes;
   for (const auto& n : graph.nodes())
     nodes.push_back(n.get());
-  for (Node* node : nodes)
+  for (Node* node : nodes) {
     canonicalize_node(graph, *node);
+    // A Reshape's spelled-out target comes from its output's type, which the model may have
+    // declared wrongly: the element counts must agree.
+    if (node->op_type == Op::kReshape && node->inputs[0]->type.has_static_shape() &&
+        node->outputs[0]->type.has_static_shape()) {
+      int64_t in = shape_num_elements(*node->inputs[0]->type.shape).value_or(0);
+      int64_t out = shape_num_elements(*node->outputs[0]->type.shape).value_or(0);
+      if (in != out)
+        return Status::error(fmt::format("Reshape of {} elements into '{}', declared {} ({} "
+                                         "elements)",
+                                         in, node->outputs[0]->name,
+                                         node->outputs[0]->type.to_string(), out))
+            .with_location(location_of(graph, *node));
+    }
+  }
   // Inputs dropped above may leave constants unused; they go with the next dead-code pass.
   return Status();
 }

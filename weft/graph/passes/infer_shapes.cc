@@ -1,7 +1,10 @@
 #include "weft/graph/passes/infer_shapes.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
+
+#include <fmt/format.h>
 
 #include "weft/graph/op_table.h"
 
@@ -14,6 +17,17 @@ bool over(const Dim& d, const std::set<std::string>& bound) {
   std::vector<std::string> symbols = dim_symbols(d);
   return std::all_of(symbols.begin(), symbols.end(),
                      [&](const std::string& s) { return bound.contains(s); });
+}
+
+// The first dim that "stored" and "inferred" both fix, to different extents.
+std::optional<size_t> conflicting_dim(const TensorType& stored, const TensorType& inferred) {
+  if (!stored.shape || !inferred.shape || stored.shape->size() != inferred.shape->size())
+    return std::nullopt;
+  for (size_t i = 0; i < stored.shape->size(); ++i) {
+    const Dim &a = (*stored.shape)[i], &b = (*inferred.shape)[i];
+    if (a.is_static() && b.is_static() && a.value() != b.value()) return i;
+  }
+  return std::nullopt;
 }
 
 } // namespace
@@ -64,9 +78,18 @@ Status infer_shapes(Graph& graph) {
       return inferred.status().with_location(location_of(graph, node));
     }
     for (size_t i = 0; i < node.outputs.size() && i < inferred->size(); ++i) {
-      if (node.outputs[i])
-        node.outputs[i]->type =
-            refine_type(node.outputs[i]->type, (*inferred)[i], graph, &input_symbols);
+      Value* out = node.outputs[i];
+      if (!out) continue;
+      if (std::optional<size_t> d = conflicting_dim(out->type, (*inferred)[i]);
+          d && !node.conditional) {
+        // A type the model declares that the node cannot compute (ONNX Runtime refuses such
+        // a model too): trusting it would size buffers for data that is not there.
+        return Status::error(
+                   fmt::format("'{}' is declared {}, but the node computes {} (dim {} differs)",
+                               out->name, out->type.to_string(), (*inferred)[i].to_string(), *d))
+            .with_location(location_of(graph, node));
+      }
+      out->type = refine_type(out->type, (*inferred)[i], graph, &input_symbols);
     }
   }
   return Status();
