@@ -3,6 +3,7 @@
 // CenterCropPad, SwiGLU, AffineGrid, TensorScatter, Col2Im (LpPool's is with the other pools').
 #include <algorithm>
 #include <numeric>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -49,6 +50,15 @@ TypesOrError infer_attention(const Node& node) {
   if (rank == 3 && (!a.q_num_heads || !a.kv_num_heads))
     return fail("3-D inputs need the attributes q_num_heads and kv_num_heads");
   const Shape &qs = *q.shape, &ks = *k.shape, &vs = *v.shape;
+  if (rank == 3) { // hidden sizes split into heads of at least one element
+    for (auto [hidden, heads, name] :
+         {std::tuple{qs[2], *a.q_num_heads, "Q"}, std::tuple{ks[2], *a.kv_num_heads, "K"},
+          std::tuple{vs[2], *a.kv_num_heads, "V"}}) {
+      if (heads <= 0 || (hidden.is_static() && (hidden.value() <= 0 || hidden.value() % heads)))
+        return fail(fmt::format("{}'s hidden size {} is not a positive multiple of its {} heads",
+                                name, hidden.to_string(), heads));
+    }
+  }
   auto per_head = [](const Dim& hidden, int64_t heads) {
     return hidden.is_static() ? Dim(hidden.value() / heads) : Dim::unknown();
   };
