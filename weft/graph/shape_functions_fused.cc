@@ -69,7 +69,8 @@ TypesOrError infer_attention(const Node& node) {
   Dim kv_len = rank == 4 ? ks[2] : ks[1];
   Dim k_head = rank == 4 ? ks[3] : per_head(ks[2], *a.kv_num_heads);
   Dim v_head = rank == 4 ? vs[3] : per_head(vs[2], *a.kv_num_heads);
-  if (q_heads.is_static() && kv_heads.is_static() && q_heads.value() % kv_heads.value() != 0)
+  if (q_heads.is_static() && kv_heads.is_static() &&
+      (kv_heads.value() <= 0 || q_heads.value() % kv_heads.value() != 0))
     return fail("q heads must be a multiple of kv heads");
   // Extents that must agree, where both are known.
   auto differ = [](const Dim& x, const Dim& y) {
