@@ -15,10 +15,8 @@ import argparse
 import datetime
 import json
 import os
-import statistics
 import sys
 import tempfile
-import time
 
 import numpy as np
 import onnxruntime as ort
@@ -28,6 +26,7 @@ import torchvision
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 from testing.torch_models import randomize_batch_norms  # noqa: E402
+from cnn_bench import timed  # noqa: E402
 
 M = torchvision.models
 IMAGE, SEGMENT, CLIP = (1, 3, 224, 224), (1, 3, 256, 256), (1, 3, 8, 112, 112)
@@ -63,16 +62,6 @@ MODELS = {
     "swin3d_t": (M.video.swin3d_t, CLIP),
     "mvit_v2_s": (M.video.mvit_v2_s, (1, 3, 16, 224, 224)),
 }
-
-
-def median_ms(fn, runs):
-    fn()
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
 
 
 def measure(names, rounds):
@@ -113,11 +102,11 @@ def measure(names, rounds):
             row["max_diff"] = float(np.abs(got - want).max())
             row["max_abs"] = scale
             row["matches"] = bool(np.allclose(got, want, rtol=1e-3, atol=1e-4 + 1e-5 * scale))
-            first = median_ms(lambda: compiled.run(feed), 3)
+            first = timed(lambda: compiled.run(feed), 3)
             runs = max(3, min(20, int(2000 / first)))
             for _ in range(rounds):
-                row.setdefault("weft_round_ms", []).append(median_ms(lambda: compiled.run(feed), runs))
-                row.setdefault("ort_round_ms", []).append(median_ms(lambda: session.run(None, feed), runs))
+                row.setdefault("weft_round_ms", []).append(timed(lambda: compiled.run(feed), runs))
+                row.setdefault("ort_round_ms", []).append(timed(lambda: session.run(None, feed), runs))
             row["weft_median_ms"] = min(row["weft_round_ms"])
             row["ort_median_ms"] = min(row["ort_round_ms"])
             print(f"{name}: {'matches' if row['matches'] else 'DIFFERS'} (max diff {row['max_diff']:.2e} "

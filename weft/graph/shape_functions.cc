@@ -22,6 +22,17 @@ std::optional<Ints> constant_ints(const Value* v) {
   return v->constant->to_int64_vector();
 }
 
+std::optional<Ints> transpose_perm(const Node& transpose) {
+  const std::optional<Ints>& perm = transpose.attrs_as<TransposeAttrs>().perm;
+  if (perm) return perm;
+  const Value* x = transpose.inputs[0];
+  if (!x || !x->type.shape) return std::nullopt;
+  Ints reversed(x->type.shape->size());
+  for (size_t i = 0; i < reversed.size(); ++i)
+    reversed[i] = static_cast<int64_t>(reversed.size() - 1 - i);
+  return reversed;
+}
+
 Result<int64_t> normalize_axis(int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank) {
     return fail(fmt::format("axis {} is out of range for rank {}", axis, rank));

@@ -168,4 +168,8 @@ Result<int64_t> normalize_axis(int64_t axis, int64_t rank);
 // The elements of a constant integer input, or none when "v" is absent or not constant.
 std::optional<Ints> constant_ints(const Value* v);
 
+// The permutation of a Transpose node: its perm, or the input's dims reversed without one;
+// none when that needs the input's rank and it is not known.
+std::optional<Ints> transpose_perm(const Node& transpose);
+
 } // namespace weft

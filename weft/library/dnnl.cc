@@ -40,14 +40,8 @@ struct MatMulOperands {
   const Value *a_value = nullptr, *b_value = nullptr, *y_value = nullptr;
 };
 
-Ints perm_of(const Node& transpose) {
-  const std::optional<Ints>& perm = transpose.attrs_as<TransposeAttrs>().perm;
-  if (perm) return *perm;
-  Ints reversed(transpose.inputs[0]->type.shape->size());
-  for (size_t i = 0; i < reversed.size(); ++i)
-    reversed[i] = static_cast<int64_t>(reversed.size() - 1 - i);
-  return reversed;
-}
+// (The library takes Transposes of values whose rank is known.)
+Ints perm_of(const Node& transpose) { return transpose_perm(transpose).value(); }
 
 // Transpose(x, perm) read in place: x's plain strides, permuted; "rank" pads leading dims.
 memory::desc transposed_input(const Node& t, size_t rank) {

@@ -255,17 +255,6 @@ void canonicalize_compress(Graph& graph, Node& node) {
                  graph.add_constant(graph.unique_name(node.name + "_kept"), std::move(positions))};
 }
 
-// The permutation of a Transpose node (none: the dims reversed), if its input's rank is known.
-std::optional<Ints> perm_of(const Node& t) {
-  const std::optional<Ints>& perm = t.attrs_as<TransposeAttrs>().perm;
-  if (perm) return perm;
-  std::optional<int64_t> rank = rank_of(t.inputs[0]);
-  if (!rank) return std::nullopt;
-  Ints reversed(static_cast<size_t>(*rank));
-  std::iota(reversed.rbegin(), reversed.rend(), 0);
-  return reversed;
-}
-
 bool is_identity_perm(const Ints& perm) {
   for (size_t i = 0; i < perm.size(); ++i) {
     if (perm[i] != static_cast<int64_t>(i)) return false;
@@ -279,7 +268,7 @@ bool is_identity_perm(const Ints& perm) {
 void compose_transposes(Node& node) {
   const Node* inner = node.inputs[0]->producer;
   if (!inner || inner->op_type != Op::kTranspose) return;
-  std::optional<Ints> p = perm_of(*inner), q = perm_of(node);
+  std::optional<Ints> p = transpose_perm(*inner), q = transpose_perm(node);
   if (!p || !q || p->size() != q->size()) return;
   Ints r;
   for (int64_t i : *q)
@@ -299,7 +288,7 @@ Value* transposed(Graph& graph, const Node& at, Value* x, const Ints& perm) {
   const Node* inner = x->producer;
   Ints composed = perm;
   if (inner && inner->op_type == Op::kTranspose) {
-    if (std::optional<Ints> p = perm_of(*inner); p && p->size() == perm.size()) {
+    if (std::optional<Ints> p = transpose_perm(*inner); p && p->size() == perm.size()) {
       for (size_t i = 0; i < perm.size(); ++i)
         composed[i] = (*p)[static_cast<size_t>(perm[i])];
       x = inner->inputs[0];
@@ -347,7 +336,7 @@ void canonicalize_scatter_nd(Graph& graph, Node& node) {
   Ints perm(dims.size());
   std::iota(perm.begin(), perm.end(), 0);
   if (const Node* t = data->producer; t && t->op_type == Op::kTranspose) {
-    if (std::optional<Ints> p = perm_of(*t)) {
+    if (std::optional<Ints> p = transpose_perm(*t)) {
       perm = *p;
       data = t->inputs[0];
       updates = transposed(graph, node, updates, inverse(perm));
