@@ -222,6 +222,28 @@ class Bottleneck(torch.nn.Module):
         return torch.relu(self.conv3(torch.relu(self.conv2(a))) + a)
 
 
+class ShuffleUnit(torch.nn.Module):
+    """Two ShuffleNetV2 units: a channel split, a branch of convolutions, a Concat and a
+    channel shuffle (Reshape, Transpose, Reshape). The split and the shuffle run
+    channels-last between the convolutions: channels_last sinks the Transposes through them."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(8, 8, 1)
+        self.branch = torch.nn.Sequential(
+            torch.nn.Conv2d(4, 4, 1), torch.nn.ReLU(), torch.nn.Conv2d(4, 4, 3, padding=1, groups=4),
+            torch.nn.Conv2d(4, 4, 1), torch.nn.ReLU())
+
+    def forward(self, x):
+        x = torch.relu(self.conv(x))
+        for _ in range(2):
+            a, b = x.chunk(2, dim=1)
+            x = torch.cat((a, self.branch(b)), 1)
+            n, c, h, w = x.shape
+            x = x.view(n, 2, c // 2, h, w).transpose(1, 2).reshape(n, c, h, w)
+        return x
+
+
 def in_place_sums(path):
     """How many library calls' outputs took the memory of the residual they sum."""
     r = subprocess.run([WEFT, "run", path, "--fill", "random", "--output-dir",
@@ -311,6 +333,15 @@ def main():
         check(tmp, "conv1d", Conv1d().eval(), {"x": f(1, 16, 64)}, ["Conv+Relu"])
         conv1d = [k["strategy"] for k in kernels(os.path.join(tmp, "conv1d.onnx"))]
         assert "channels-last" in conv1d[0] and "gemm" not in conv1d[0], conv1d
+        check(tmp, "shuffle_unit", ShuffleUnit().eval(), {"x": f(1, 8, 6, 6)},
+              ["Conv+Relu"] + ["Conv+Relu", "Conv", "Conv+Relu"] * 2)
+        moves = [k["op_type"] for k in kernels(os.path.join(tmp, "shuffle_unit.onnx"))
+                 if not k["strategy"].startswith("oneDNN")]
+        # The input's reorder; the first split (a Split, or Slices from the TorchScript
+        # exporter); each Concat with its shuffle (one Transpose, of the channel factors)
+        # and the next split, stitched through the shuffle's Reshapes; the output's reorder,
+        # joined with the last shuffle. No other Transpose: the units run channels-last.
+        assert len(moves) == 4 and [m.count("Transpose") for m in moves] == [1, 0, 1, 2], moves
         check(tmp, "bottleneck", Bottleneck().eval(), {"x": f(2, 4, 9, 9)},
               ["Conv+Relu", "Conv+Relu", "Conv+Add+Relu"])
         assert in_place_sums(os.path.join(tmp, "bottleneck.onnx")) == 1

@@ -193,8 +193,9 @@ void stitch(std::vector<Step>& steps, const std::set<const Value*>& pinned,
   std::map<size_t, std::string> cuts = exact_cuts(steps, pinned);
   size_t index = 0; // of "step" in "steps"
   std::vector<Step> out;
-  int open = -1;                // the step of "out" that may take the next kernel
-  std::set<const Value*> after; // aliases of its outputs, bound after it
+  int open = -1; // the step of "out" that may take the next kernel
+  // Aliases of its outputs, bound after it, each with the output it views.
+  std::map<const Value*, const Value*> after;
   for (Step& step : steps) {
     size_t here = index++;
     if (step.library) { // a barrier: nothing stitches across a library call
@@ -204,27 +205,37 @@ void stitch(std::vector<Step>& steps, const std::set<const Value*>& pinned,
       continue;
     }
     if (step.kernels.empty()) {
-      // An alias of a value the open kernel writes stays after it, and a kernel that reads
-      // the alias cannot join it. Any other alias moves before the open kernel.
-      if (open >= 0 && !writes(out[static_cast<size_t>(open)].kernels[0], step.alias_of) &&
-          !after.contains(step.alias_of)) { // (an alias of such an alias stays after too)
+      // An alias of a value the open kernel writes stays after it (its slot is bound
+      // then); a kernel that reads the alias joins it reading the value itself, in the
+      // alias's shape. Any other alias moves before the open kernel.
+      bool written = open >= 0 && writes(out[static_cast<size_t>(open)].kernels[0], step.alias_of);
+      auto viewed = after.find(step.alias_of); // (an alias of such an alias stays after too)
+      if (open >= 0 && !written && viewed == after.end()) {
         out.insert(out.begin() + open, std::move(step));
         ++open;
       } else {
-        if (open >= 0) after.insert(step.alias);
+        if (open >= 0) after[step.alias] = written ? step.alias_of : viewed->second;
         out.push_back(std::move(step));
       }
       continue;
     }
     FusedKernel& k = step.kernels[0];
+    FusedKernel joining = k;  // with the open kernel's outputs in place of their aliases
+    bool reads_after = false; // an alias of another dtype (a bitcast): not the value itself
+    for (const Value*& v : joining.bound.values) {
+      auto it = after.find(v);
+      if (it == after.end()) continue;
+      if (v->type.dtype == it->second->type.dtype)
+        v = it->second;
+      else
+        reads_after = true;
+    }
     bool depends = false, sibling = false, horizontal = false;
-    bool reads_after = std::any_of(k.bound.values.begin(), k.bound.values.end(),
-                                   [&](const Value* v) { return after.contains(v); });
     if (open >= 0 && !reads_after) {
       const FusedKernel& g = out[static_cast<size_t>(open)].kernels[0];
       for (size_t b = 0; b < k.bound.values.size(); ++b)
-        depends |=
-            k.bound.kernel.buffers[b].role == BufferRole::kInput && writes(g, k.bound.values[b]);
+        depends |= k.bound.kernel.buffers[b].role == BufferRole::kInput &&
+                   writes(g, joining.bound.values[b]);
       sibling = !depends && shares_input(g, k);
       // Independent kernels that move less than a launch costs share one launch.
       horizontal = !depends && !sibling && !is_library(g) && !is_library(k) &&
@@ -245,7 +256,7 @@ void stitch(std::vector<Step>& steps, const std::set<const Value*>& pinned,
                                   : "stitched (horizontal: small and independent)";
       decisions.push_back({node_names(g), node_names(k), why.empty(), why.empty() ? how : why});
       if (why.empty()) {
-        stitch_into(g, std::move(k));
+        stitch_into(g, std::move(joining));
         continue;
       }
     }

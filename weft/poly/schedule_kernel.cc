@@ -58,10 +58,10 @@ public:
     return it == symbols_.end() ? id : it->second;
   }
 
-  std::string tuple(size_t s) const {
+  std::string tuple(size_t s, const char* iterator = "i") const {
     std::vector<std::string> its;
     for (size_t i = 0; i < kernel_.statements[s].domain.size(); ++i)
-      its.push_back(fmt::format("i{}", i));
+      its.push_back(fmt::format("{}{}", iterator, i));
     return fmt::format("S{}[{}]", s, fmt::join(its, ", "));
   }
 
@@ -84,8 +84,14 @@ public:
 
   // An indirect index may touch any element along its dim: the relation over-approximates
   // it by the whole extent there.
+  // Buffers that share memory (views of one value with two shapes, after stitching) must
+  // be seen as one array. With static shapes they are: "BA", indexed by each element's
+  // row-major position (conservatively one array for all aliased buffers), so dependences
+  // between the views are exact. With a symbolic extent the position is not affine; each
+  // view keeps its own name and view_dependences() orders the statements instead.
   std::string access(size_t s, const kernel::Access& a) const {
-    const Shape& shape = kernel_.buffers[static_cast<size_t>(a.buffer)].shape;
+    const kernel::Buffer& buffer = kernel_.buffers[static_cast<size_t>(a.buffer)];
+    const Shape& shape = buffer.shape;
     std::vector<std::string> idx, bounds;
     for (size_t d = 0; d < a.index.size(); ++d) {
       if (!a.indirect_at(static_cast<int>(d))) {
@@ -95,11 +101,44 @@ public:
       idx.push_back(fmt::format("o{}", d));
       bounds.push_back(fmt::format("0 <= o{} < {}", d, extent(shape[d])));
     }
-    std::string relation = fmt::format("{} -> B{}[{}]", tuple(s), a.buffer, fmt::join(idx, ", "));
+    std::string relation;
+    if (!buffer.aliased || !linear_views()) {
+      relation = fmt::format("{} -> B{}[{}]", tuple(s), a.buffer, fmt::join(idx, ", "));
+    } else if (!bounds.empty()) { // an indirect index: any element
+      return fmt::format("{} -> BA[o] : o >= 0", tuple(s));
+    } else {
+      std::string position = "0";
+      for (size_t d = 0; d < idx.size(); ++d)
+        position = fmt::format("({}) * {} + ({})", position, shape[d].value(), idx[d]);
+      relation = fmt::format("{} -> BA[{}]", tuple(s), position);
+    }
     return bounds.empty() ? relation : fmt::format("{} : {}", relation, fmt::join(bounds, " and "));
   }
 
-  // The read accesses, including a combining statement's read of its own accumulator.
+  // Are all aliased buffers of static shape (one array "BA")?
+  bool linear_views() const {
+    return std::all_of(kernel_.buffers.begin(), kernel_.buffers.end(), [](const kernel::Buffer& b) {
+      return !b.aliased || shape_is_static(b.shape);
+    });
+  }
+
+  // Without linear_views(): every instance of a statement that accesses one aliased buffer
+  // comes before every instance of a later statement that accesses another, when either
+  // writes it (a barrier between them).
+  std::string view_dependences() const {
+    if (linear_views()) return "{ }";
+    std::vector<std::string> parts;
+    for (size_t s1 = 0; s1 < kernel_.statements.size(); ++s1) {
+      for (size_t s2 = s1 + 1; s2 < kernel_.statements.size(); ++s2) {
+        if (views_conflict(kernel_.statements[s1], kernel_.statements[s2]))
+          parts.push_back(fmt::format("{} -> {}", tuple(s1), tuple(s2, "j")));
+      }
+    }
+    return union_of(parts);
+  }
+
+  // The read accesses, including  // The read accesses, including a combining statement's read of
+  // its own accumulator.
   std::string reads() const {
     std::vector<std::string> parts;
     for (size_t s = 0; s < kernel_.statements.size(); ++s) {
@@ -279,6 +318,29 @@ private:
     return fmt::format("{}[{{ {} }}]", param_list(), fmt::join(maps, "; "));
   }
   // "{ a; b }" over the parameters; "{ }" when empty.
+  // Does one statement write an aliased buffer that the other accesses through another
+  // view, or access one that the other writes so?
+  bool views_conflict(const Statement& a, const Statement& b) const {
+    auto aliased = [&](int buffer) { return kernel_.buffers[static_cast<size_t>(buffer)].aliased; };
+    auto touches_other = [&](const Statement& s, int buffer) {
+      if (s.write.buffer != buffer && aliased(s.write.buffer)) return true;
+      return std::any_of(s.reads.begin(), s.reads.end(), [&](const kernel::Access& r) {
+        return r.buffer != buffer && aliased(r.buffer);
+      });
+    };
+    auto writes_other = [&](const Statement& s, int buffer) {
+      return s.write.buffer != buffer && aliased(s.write.buffer);
+    };
+    for (const Statement* s : {&a, &b}) {
+      const Statement& other = s == &a ? b : a;
+      if (aliased(s->write.buffer) && touches_other(other, s->write.buffer)) return true;
+      for (const kernel::Access& r : s->reads) {
+        if (aliased(r.buffer) && writes_other(other, r.buffer)) return true;
+      }
+    }
+    return false;
+  }
+
   std::string union_of(const std::vector<std::string>& parts) const {
     return fmt::format("{}{{ {} }}", param_list(), fmt::join(parts, "; "));
   }
@@ -438,7 +500,8 @@ Result<ScheduledKernel> schedule_in(const isl::ctx& ctx, const Kernel& k) {
                             .set_schedule_map(order)
                             .compute_flow()
                             .may_dependence();
-  isl::union_map deps = flow.unite(output).unite(anti);
+  isl::union_map views = relation(model.view_dependences()).intersect_range(domain);
+  isl::union_map deps = flow.unite(output).unite(anti).unite(views);
   isl::schedule schedule(ctx, model.schedule_tree(deps));
   isl::ast_node ast = isl::ast_build(ctx).node_from(schedule);
   ScheduledKernel out;

@@ -102,6 +102,60 @@ TEST(ScheduleKernel, StatementsShareTheOuterLoopOnlyWithinRowDependences) {
             "  S1(c0);\n");
 }
 
+// Two buffers that view one value (stitching through a Reshape) are one array: the use
+// reads back elements written at later iterations, so it keeps its own loop nest. Read as
+// buffers of their own, the use would share the loop and read unwritten elements. With a
+// symbolic extent, the statements are ordered as wholes and each loop stays parallel.
+kernel::Kernel transpose_then_view(Dim rows) {
+  using namespace kernel;
+  Kernel k;
+  k.name = "views";
+  k.buffers = {{"x", DType::kF32, {4, rows}, BufferRole::kInput},
+               {"y", DType::kF32, {rows, 4}, BufferRole::kOutput, true},
+               {"y_1", DType::kF32, {Dim::symbol("M")}, BufferRole::kInput, true},
+               {"z", DType::kF32, {rows, 4}, BufferRole::kOutput}};
+  if (rows.is_static()) k.buffers[2].shape = {rows.value() * 4};
+  Statement copy;
+  copy.name = "copy";
+  copy.domain = {rows, 4};
+  copy.write = {1, {AffineExpr::iterator(0), AffineExpr::iterator(1)}};
+  copy.reads = {{0, {AffineExpr::iterator(1), AffineExpr::iterator(0)}}};
+  copy.expr = {{ExprOp::kLoad, DType::kF32, {}, 0, 0}};
+  Statement use = copy;
+  use.name = "use";
+  use.write = {3, {AffineExpr::iterator(0), AffineExpr::iterator(1)}};
+  use.reads = {{2, {{3, {{0, -4}, {1, 1}}}}}}; // y_1[3 - 4 * i0 + i1]: row -i0 of y
+  k.statements = {copy, use};
+  return k;
+}
+
+TEST(ScheduleKernel, AliasedBuffersAreOneArray) {
+  const std::string separate = "for (c0 = 0; (c0 <= 3); c0 += 1)  // parallel\n"
+                               "  for (c1 = 0; (c1 <= 3); c1 += 1)  // parallel\n"
+                               "    S0(c0, c1);\n"
+                               "for (c0 = 0; (c0 <= 3); c0 += 1)  // parallel\n"
+                               "  for (c1 = 0; (c1 <= 3); c1 += 1)  // parallel\n"
+                               "    S1(c0, c1);\n";
+  kernel::Kernel k = transpose_then_view(4);
+  k.statements[1].reads[0].index = {{12, {{0, -4}, {1, 1}}}}; // row 3 - i0 of y
+  EXPECT_EQ(loops(k), separate);
+  k.buffers[1].aliased = k.buffers[2].aliased = false;
+  EXPECT_EQ(loops(k), "for (c0 = 0; (c0 <= 3); c0 += 1)  // parallel\n"
+                      "  for (c1 = 0; (c1 <= 3); c1 += 1)  // parallel\n"
+                      "    S0(c0, c1);\n"
+                      "    S1(c0, c1);\n");
+}
+
+TEST(ScheduleKernel, AliasedBuffersOfSymbolicShapeAreOrderedAsWholes) {
+  kernel::Kernel k = transpose_then_view(Dim::symbol("R"));
+  Result<ScheduledKernel> r = schedule_kernel(k);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_NE(r->dependences.find("S0[i0, i1] -> S1[j0, j1]"), std::string::npos) << r->dependences;
+  std::string ast = print_loop_ast(r->loops);
+  EXPECT_EQ(std::count(ast.begin(), ast.end(), '\n'), 6) << ast; // two nests of two loops
+  EXPECT_EQ(ast.find("S0(c0, c1);\n    S1"), std::string::npos) << ast;
+}
+
 // When not all statements can share a loop, runs of consecutive ones still do: the copy and
 // its use share their row loop, and the statement over another extent keeps its own nest.
 TEST(ScheduleKernel, RunsOfStatementsShareLoopsWhenTheWholeKernelCannot) {

@@ -1,6 +1,7 @@
 #include "weft/graph/passes/channels_last.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "weft/graph/node_builder.h"
@@ -23,6 +24,16 @@ bool is_pointwise(const Node& n) {
       Op::kSub,       Op::kMul,  Op::kDiv,     Op::kMax,  Op::kMin,         Op::kPRelu,
       Op::kPow,       Op::kSum,  Op::kMean,    Op::kWhere};
   return kOps.contains(n.op_type) && n.outputs.size() == 1 && n.outputs[0];
+}
+
+bool has_rank(const Value* v, size_t rank) {
+  return v && v->type.shape && v->type.shape->size() == rank;
+}
+
+// A Slice of [N, C, H, W] whose parameters canonicalize made attributes (axes normalized).
+bool is_slice(const Node& n) {
+  return n.op_type == Op::kSlice && n.inputs.size() == 1 && has_rank(n.inputs[0], 4) &&
+         n.attrs_as<SliceAttrs>().starts && n.attrs_as<SliceAttrs>().axes;
 }
 
 // A reduction over some of [N, C, H, W]'s axes, keeping them: over channels-last's axes
@@ -52,10 +63,6 @@ bool is_transpose(const Node* n, const Ints& perm) {
   return n && n->op_type == Op::kTranspose && n->attrs_as<TransposeAttrs>().perm == perm;
 }
 
-bool has_rank(const Value* v, size_t rank) {
-  return v && v->type.shape && v->type.shape->size() == rank;
-}
-
 // Does every dim of "v" have extent 1 (so that a Transpose does not move its elements)?
 bool all_ones(const Value* v) {
   if (!v->type.shape) return false;
@@ -77,6 +84,59 @@ Tensor to_channels_last(const Tensor& c) {
           out.set_double(((n * dims[2] + h) * dims[3] + w) * dims[1] + ch,
                          c.get_double(((n * dims[1] + ch) * dims[2] + h) * dims[3] + w));
   return out;
+}
+
+// The static dims of "v", if it has them.
+std::optional<Ints> static_dims(const Value* v) {
+  if (!v || !v->type.shape || !shape_is_static(*v->type.shape)) return std::nullopt;
+  return shape_static_dims(*v->type.shape);
+}
+
+// A channel shuffle of [N, C, H, W] (ShuffleNet's): a Reshape splitting the channels into
+// factors [N, f1, ..., fk, H, W], a Transpose of the factors alone and a Reshape merging them
+// back, each the one reader of the one before.
+struct ChannelShuffle {
+  Node *split, *permute, *merge;
+  Ints factors, perm; // perm: of the factors, 0-based
+};
+
+std::optional<ChannelShuffle>
+channel_shuffle(Node& split, const std::unordered_map<const Value*, std::vector<Node*>>& readers,
+                const Graph& graph) {
+  auto only_reader = [&](const Node* n, Op op) -> Node* {
+    const Value* out = n->outputs[0];
+    auto it = readers.find(out);
+    if (graph.is_graph_output(out) || it == readers.end() || it->second.size() != 1 ||
+        it->second[0]->op_type != op)
+      return nullptr;
+    return it->second[0];
+  };
+  if (split.op_type != Op::kReshape) return std::nullopt;
+  std::optional<Ints> x = static_dims(split.inputs[0]);
+  std::optional<Ints> parts = static_dims(split.outputs[0]);
+  if (!x || x->size() != 4 || !parts || parts->size() < 5) return std::nullopt;
+  size_t k = parts->size() - 3;
+  Ints factors(parts->begin() + 1, parts->end() - 2);
+  int64_t channels = 1;
+  for (int64_t f : factors)
+    channels *= f;
+  if ((*parts)[0] != (*x)[0] || parts->end()[-2] != (*x)[2] || parts->end()[-1] != (*x)[3] ||
+      channels != (*x)[1])
+    return std::nullopt;
+  Node* permute = only_reader(&split, Op::kTranspose);
+  if (!permute) return std::nullopt;
+  const std::optional<Ints>& p = permute->attrs_as<TransposeAttrs>().perm;
+  if (!p || p->size() != k + 3 || (*p)[0] != 0 || (*p)[k + 1] != int64_t(k) + 1 ||
+      (*p)[k + 2] != int64_t(k) + 2)
+    return std::nullopt;
+  Ints perm;
+  for (size_t i = 1; i <= k; ++i) {
+    if ((*p)[i] < 1 || (*p)[i] > int64_t(k)) return std::nullopt;
+    perm.push_back((*p)[i] - 1);
+  }
+  Node* merge = only_reader(permute, Op::kReshape);
+  if (!merge || static_dims(merge->outputs[0]) != x) return std::nullopt;
+  return ChannelShuffle{&split, permute, merge, factors, perm};
 }
 
 class ChannelsLast {
@@ -151,12 +211,15 @@ private:
       }
       // Into its reader; with several, when each could take it (SiLU's Sigmoid and Mul both
       // read x): the Transpose then stays only if one of them cannot.
-      bool all_sinkable = std::all_of(rs.begin(), rs.end(), [](const Node* r) {
-        return is_pointwise(*r) || is_reduction(*r) || r->op_type == Op::kConcat;
+      bool all_sinkable = std::all_of(rs.begin(), rs.end(), [&](Node* r) {
+        return is_pointwise(*r) || is_reduction(*r) || is_slice(*r) || r->op_type == Op::kConcat ||
+               is_channel_split(*r) || channel_shuffle(*r, readers, graph_);
       });
-      if (is_transpose(t, kToFirst) && !rs.empty() && all_sinkable && !graph_.is_graph_output(v) &&
-          sink(*rs[0], readers))
-        return true;
+      if (!is_transpose(t, kToFirst) || rs.empty() || !all_sinkable || graph_.is_graph_output(v))
+        continue;
+      if (is_channel_split(*rs[0])) return sink_split(*rs[0]);
+      if (auto shuffle = channel_shuffle(*rs[0], readers, graph_)) return sink_shuffle(*shuffle);
+      if (sink(*rs[0], readers)) return true;
     }
     return false;
   }
@@ -178,9 +241,17 @@ private:
       std::sort(at.axes->begin(), at.axes->end());
       attrs = at;
     }
+    bool slice = is_slice(e);
+    if (slice) { // its axes, over [N, H, W, C]
+      SliceAttrs at = e.attrs_as<SliceAttrs>();
+      for (int64_t& a : *at.axes)
+        a = kToFirst[static_cast<size_t>(a)];
+      attrs = at;
+    }
     // (A reduction without keepdims leaves the same elements in the same order.)
     bool same_layout = reduction && !e.attrs_as<ReduceAttrs>().keepdims;
-    if ((!is_pointwise(e) && !concat && !reduction) || (!same_layout && !has_rank(e.outputs[0], 4)))
+    if ((!is_pointwise(e) && !concat && !reduction && !slice) ||
+        (!same_layout && !has_rank(e.outputs[0], 4)))
       return false;
     std::vector<Value*> inputs;
     std::vector<Tensor> transposed; // constants to make, by input position
@@ -228,6 +299,59 @@ private:
     std::string name = e.name;
     remove(&e);
     graph_.rename_node(y->producer, name);
+    return true;
+  }
+
+  // A Split of [N, C, H, W]'s channels.
+  static bool is_channel_split(const Node& n) {
+    if (n.op_type != Op::kSplit || !has_rank(n.inputs[0], 4) || n.inputs.size() > 2) return false;
+    int64_t axis = n.attrs_as<SplitAttrs>().axis;
+    return (axis == 1 || axis == -3) && (n.inputs.size() == 1 || n.inputs[1]->is_constant());
+  }
+
+  // Split(Transpose(to first)(a), channels) -> Transpose(to first) of each part of
+  // Split(a, axis 3).
+  bool sink_split(Node& split) {
+    NodeBuilder b(graph_, split);
+    SplitAttrs attrs = split.attrs_as<SplitAttrs>();
+    attrs.axis = 3;
+    std::vector<Value*> inputs = split.inputs;
+    inputs[0] = inputs[0]->producer->inputs[0];
+    std::vector<Value*> outs = split.outputs;
+    for (Value* out : outs) {
+      if (out) out->producer = nullptr;
+    }
+    split.outputs.assign(outs.size(), nullptr);
+    std::vector<Value*> parts = b.node(Op::kSplit, inputs, attrs, outs.size());
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (outs[i]) b.op(Op::kTranspose, {parts[i]}, TransposeAttrs{kToFirst}, outs[i]);
+    }
+    std::string name = split.name;
+    remove(&split);
+    graph_.rename_node(parts[0]->producer, name);
+    return true;
+  }
+
+  // The channel shuffle of Transpose(to first)(a) -> Transpose(to first) of the same shuffle
+  // of a's last axis: [N, H, W, f1, ..., fk], the factors permuted, merged back.
+  bool sink_shuffle(const ChannelShuffle& s) {
+    NodeBuilder b(graph_, *s.split);
+    Value* a = s.split->inputs[0]->producer->inputs[0];
+    Ints dims = *static_dims(a), parts = {dims[0], dims[1], dims[2]}, perm = {0, 1, 2};
+    parts.insert(parts.end(), s.factors.begin(), s.factors.end());
+    for (int64_t p : s.perm)
+      perm.push_back(p + 3);
+    Value* split = b.op(Op::kReshape, {a}, ReshapeAttrs{false, parts, {}});
+    Value* permuted = b.op(Op::kTranspose, {split}, TransposeAttrs{perm});
+    Value* merged = b.op(Op::kReshape, {permuted}, ReshapeAttrs{false, dims, {}});
+    Value* out = s.merge->outputs[0];
+    out->producer = nullptr;
+    s.merge->outputs[0] = nullptr;
+    b.op(Op::kTranspose, {merged}, TransposeAttrs{kToFirst}, out);
+    std::string name = s.merge->name;
+    graph_.remove_nodes_if(
+        [&](const Node& m) { return &m == s.split || &m == s.permute || &m == s.merge; });
+    graph_.rename_node(merged->producer, name);
     return true;
   }
 

@@ -104,6 +104,68 @@ TEST(ChannelsLast, SharesInputTransposesAndEndsAtAFlatMean) {
   EXPECT_EQ(g.outputs[0]->producer->attrs_as<ReduceAttrs>().axes, (Ints{1, 2}));
 }
 
+// ShuffleNetV2's unit: a channel split, a convolution on one part, a Concat and a channel
+// shuffle (Reshape, Transpose of the channel factors, Reshape). The Transposes sink through
+// the shuffle, which permutes channels-last's last axis instead, and through the Split: only
+// the input's and the output's reorders stay.
+TEST(ChannelsLast, SinksThroughChannelShufflesAndSplits) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1, 4, 8, 8] x, float[4, 4, 1, 1] w1, float[2, 2, 1, 1] w2) => (float[1, 4, 8, 8] y)
+      <int64[5] parts = {1, 2, 2, 8, 8}, int64[4] whole = {1, 4, 8, 8}, int64[2] halves = {2, 2}> {
+      a = Conv(x, w1)
+      r = Relu(a)
+      v = Reshape(r, parts)
+      t = Transpose <perm = [0, 2, 1, 3, 4]> (v)
+      m = Reshape(t, whole)
+      p0, p1 = Split <axis = 1> (m, halves)
+      c = Conv(p1, w2)
+      y = Concat <axis = 1> (p0, c)
+    })");
+  Result<bool> changed = channels_last(g);
+  ASSERT_TRUE(changed.ok()) << changed.status().to_string();
+  ASSERT_TRUE(eliminate_dead_code(g).ok());
+  Status v = verify_graph(g, "channels_last");
+  ASSERT_TRUE(v.ok()) << v.to_string();
+  EXPECT_EQ(count_ops(g, Op::kConvChannelsLast), 2);
+  int reorders = 0;
+  for (const auto& n : g.nodes()) {
+    if (n->op_type == Op::kTranspose) {
+      const Ints& perm = *n->attrs_as<TransposeAttrs>().perm;
+      if (perm.size() == 4) {
+        ++reorders;
+      } else {
+        EXPECT_EQ(perm, (Ints{0, 1, 2, 4, 3})) << n->name; // the shuffle, channels-last
+      }
+    }
+    if (n->op_type == Op::kSplit) {
+      EXPECT_EQ(n->attrs_as<SplitAttrs>().axis, 3);
+    }
+    if (n->op_type == Op::kReshape && n->outputs[0]->type.shape->size() == 5) {
+      EXPECT_EQ(shape_to_string(*n->outputs[0]->type.shape), "[1,8,8,2,2]");
+    }
+  }
+  EXPECT_EQ(reorders, 2);
+  EXPECT_EQ(count_ops(g, Op::kReshape), 2);
+}
+
+// A Reshape that moves elements across channels and pixels is no shuffle: the Transpose
+// stays before it.
+TEST(ChannelsLast, StopsAtOtherReshapes) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1, 4, 8, 8] x, float[4, 4, 1, 1] w) => (float[1, 8, 4, 8] y)
+      <int64[4] shape = {1, 8, 4, 8}> {
+      a = Conv(x, w)
+      y = Reshape(a, shape)
+    })");
+  Result<bool> changed = channels_last(g);
+  ASSERT_TRUE(changed.ok()) << changed.status().to_string();
+  ASSERT_TRUE(eliminate_dead_code(g).ok());
+  EXPECT_EQ(count_ops(g, Op::kTranspose), 2);
+  EXPECT_EQ(g.outputs[0]->producer->inputs[0]->producer->op_type, Op::kTranspose);
+}
+
 // Nothing to do without a 2-D f32 convolution.
 TEST(ChannelsLast, LeavesOtherGraphsAlone) {
   Graph g = graph_from_text(R"(

@@ -441,7 +441,17 @@ extern "C" void weft_k11_MatMul(void* const* buffers, const int64_t* extents) {
 // kernel k12_Transpose
 extern "C" void weft_k12_Transpose(void* const* buffers, const int64_t* extents) {
   const float* __restrict__ b0 = static_cast<const float*>(buffers[0]);  // b0
-  float* __restrict__ b1 = static_cast<float*>(buffers[1]);  // b1
+  float* b1 = static_cast<float*>(buffers[1]);  // b1
+  const float* __restrict__ b2 = static_cast<const float*>(buffers[2]);  // b1_1
+  const float* __restrict__ b3 = static_cast<const float*>(buffers[3]);  // b2
+  float* b4 = static_cast<float*>(buffers[4]);  // b3
+  float* __restrict__ b5 = static_cast<float*>(buffers[5]);  // t4
+  float* __restrict__ b6 = static_cast<float*>(buffers[6]);  // t5
+  const float* b7 = static_cast<const float*>(buffers[7]);  // b0_1
+  const float* __restrict__ b8 = static_cast<const float*>(buffers[8]);  // b1_1_1
+  const float* b9 = static_cast<const float*>(buffers[9]);  // b0_2
+  float* __restrict__ b10 = static_cast<float*>(buffers[10]);  // t1
+  float* __restrict__ b11 = static_cast<float*>(buffers[11]);  // b2_1
   (void)extents;
   #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t c0 = 0; (c0 <= 1); c0 += 1) {
@@ -457,94 +467,79 @@ extern "C" void weft_k12_Transpose(void* const* buffers, const int64_t* extents)
       }
     }
   }
-}
-
-// kernel k15_LayerNormalization
-extern "C" void weft_k15_LayerNormalization(void* const* buffers, const int64_t* extents) {
-  const float* __restrict__ b0 = static_cast<const float*>(buffers[0]);  // b1
-  const float* __restrict__ b1 = static_cast<const float*>(buffers[1]);  // b2
-  float* b2 = static_cast<float*>(buffers[2]);  // b3
-  float* __restrict__ b3 = static_cast<float*>(buffers[3]);  // t4
-  float* __restrict__ b4 = static_cast<float*>(buffers[4]);  // t5
-  const float* __restrict__ b5 = static_cast<const float*>(buffers[5]);  // b0_1
-  const float* __restrict__ b6 = static_cast<const float*>(buffers[6]);  // b1_1
-  const float* b7 = static_cast<const float*>(buffers[7]);  // b0
-  float* __restrict__ b8 = static_cast<float*>(buffers[8]);  // t1
-  float* __restrict__ b9 = static_cast<float*>(buffers[9]);  // b2_1
-  (void)extents;
   #pragma omp parallel for schedule(static)
   for (int64_t c0 = 0; (c0 <= 255); c0 += 1) {
     {  // init
       const float t0 = 0.0f;
-      b3[c0] = t0;
+      b5[c0] = t0;
     }
     {  // accumulate in a register
-      float acc = b3[c0];
+      float acc = b5[c0];
       #pragma omp simd reduction(+ : acc)
       for (int64_t c1 = 0; (c1 <= 63); c1 += 1) {  // reduction
         {  // update
-          const float t0 = b5[c0 * 64 + c1];
-          const float t1 = b6[c0 * 64 + c1];
+          const float t0 = b7[c0 * 64 + c1];
+          const float t1 = b8[c0 * 64 + c1];
           const float t2 = (t0 + t1);
           acc = acc + t2;
         }
       }
-      b3[c0] = acc;
+      b5[c0] = acc;
     }
     {  // mean
-      const float t0 = b3[c0];
+      const float t0 = b5[c0];
       const float t1 = 64.0f;
       const float t2 = (t0 / t1);
-      b3[c0] = t2;
+      b5[c0] = t2;
     }
     {  // init_var
       const float t0 = 0.0f;
-      b4[c0] = t0;
+      b6[c0] = t0;
     }
     {  // accumulate in a register
-      float acc = b4[c0];
+      float acc = b6[c0];
       #pragma omp simd reduction(+ : acc)
       for (int64_t c1 = 0; (c1 <= 63); c1 += 1) {  // reduction
         {  // sum_squares
-          const float t0 = b5[c0 * 64 + c1];
-          const float t1 = b6[c0 * 64 + c1];
+          const float t0 = b7[c0 * 64 + c1];
+          const float t1 = b8[c0 * 64 + c1];
           const float t2 = (t0 + t1);
-          const float t3 = b3[c0];
+          const float t3 = b5[c0];
           const float t4 = (t2 - t3);
           const float t5 = (t4 * t4);
           acc = acc + t5;
         }
       }
-      b4[c0] = acc;
+      b6[c0] = acc;
     }
     {  // inv_std
-      const float t0 = b4[c0];
+      const float t0 = b6[c0];
       const float t1 = 64.0f;
       const float t2 = (t0 / t1);
       const float t3 = 1e-05f;
       const float t4 = (t2 + t3);
       const float t5 = (1 / sqrt(t4));
-      b4[c0] = t5;
+      b6[c0] = t5;
     }
     {
       int64_t weft_p = 0;
       for (; weft_p + 16 <= 64; weft_p += 16) {  // blocks of 16, each prefetching the next row's
-        __builtin_prefetch(&b5[(c0 + 8) * 64 + weft_p], 0, 3); __builtin_prefetch(&b6[(c0 + 8) * 64 + weft_p], 0, 3); __builtin_prefetch(&b2[(c0 + 8) * 64 + weft_p], 1, 3);
+        __builtin_prefetch(&b7[(c0 + 8) * 64 + weft_p], 0, 3); __builtin_prefetch(&b8[(c0 + 8) * 64 + weft_p], 0, 3); __builtin_prefetch(&b4[(c0 + 8) * 64 + weft_p], 1, 3);
         #pragma omp simd
         for (int64_t c1 = weft_p; c1 < weft_p + 16; c1 += 1) {
           {  // normalize
-            const float t0 = b5[c0 * 64 + c1];
-            const float t1 = b6[c0 * 64 + c1];
+            const float t0 = b7[c0 * 64 + c1];
+            const float t1 = b8[c0 * 64 + c1];
             const float t2 = (t0 + t1);
-            const float t3 = b3[c0];
+            const float t3 = b5[c0];
             const float t4 = (t2 - t3);
-            const float t5 = b4[c0];
+            const float t5 = b6[c0];
             const float t6 = (t4 * t5);
-            const float t7 = b0[c1];
+            const float t7 = b2[c1];
             const float t8 = (t6 * t7);
-            const float t9 = b1[c1];
+            const float t9 = b3[c1];
             const float t10 = (t8 + t9);
-            b2[c0 * 64 + c1] = t10;
+            b4[c0 * 64 + c1] = t10;
           }
         }
       }
@@ -555,22 +550,22 @@ extern "C" void weft_k15_LayerNormalization(void* const* buffers, const int64_t*
     for (int64_t c1 = 0; (c1 <= 127); c1 += 1) {
       {  // init
         const float t0 = 0.0f;
-        b8[(128 * c0 + c1)] = t0;
+        b10[(128 * c0 + c1)] = t0;
       }
       {  // accumulate in a register
-        float acc = b8[(128 * c0 + c1)];
+        float acc = b10[(128 * c0 + c1)];
         #pragma omp simd reduction(+ : acc)
         for (int64_t c2 = 0; (c2 <= 63); c2 += 1) {  // reduction
           {  // update
-            const float t0 = b7[c0 * 128 * 64 + c1 * 64 + c2];
+            const float t0 = b9[c0 * 128 * 64 + c1 * 64 + c2];
             acc = acc + t0;
           }
         }
-        b8[(128 * c0 + c1)] = acc;
+        b10[(128 * c0 + c1)] = acc;
       }
       {  // finish
-        const float t0 = b8[(128 * c0 + c1)];
-        b9[c0 * 128 + c1] = t0;
+        const float t0 = b10[(128 * c0 + c1)];
+        b11[c0 * 128 + c1] = t0;
       }
     }
   }

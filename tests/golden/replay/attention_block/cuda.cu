@@ -269,10 +269,10 @@ extern "C" __global__ void __launch_bounds__(256) weft_k11_MatMul_p1(const float
   }
 }
 
-// kernel k12_Transpose: 1 part(s)
+// kernel k12_Transpose: 3 part(s)
 // launch weft_k12_Transpose_p0 block=256 grid=device
-// b0 b0, b1 b1
-extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p0(const float* __restrict__ b0, float* __restrict__ b1) {
+// b0 b0, b1 b1, b2 b1_1, b3 b2, b4 b3, b5 t4, b6 t5, b7 b0_1, b8 b1_1_1, b9 b0_2, b10 t1, b11 b2_1
+extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p0(const float* __restrict__ b0, float* b1, const float* __restrict__ b2, const float* __restrict__ b3, float* b4, float* __restrict__ b5, float* __restrict__ b6, const float* b7, const float* __restrict__ b8, const float* b9, float* __restrict__ b10, float* __restrict__ b11) {
   const int64_t weft_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x;
   for (int64_t weft_p = weft_first; weft_p < 2 * 128 * 4 * 16; weft_p += weft_groups) {
@@ -290,11 +290,9 @@ extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p0(const fl
     }
   }
 }
-
-// kernel k15_LayerNormalization: 2 part(s)
-// launch weft_k15_LayerNormalization_p0 block=256 grid=device
-// b0 b1, b1 b2, b2 b3, b3 t4, b4 t5, b5 b0_1, b6 b1_1, b7 b0, b8 t1, b9 b2_1
-extern "C" __global__ void __launch_bounds__(256) weft_k15_LayerNormalization_p0(const float* __restrict__ b0, const float* __restrict__ b1, float* b2, float* b3, float* b4, const float* __restrict__ b5, const float* __restrict__ b6, const float* b7, float* __restrict__ b8, float* __restrict__ b9) {
+// launch weft_k12_Transpose_p1 block=256 grid=device
+// b0 b0, b1 b1, b2 b1_1, b3 b2, b4 b3, b5 t4, b6 t5, b7 b0_1, b8 b1_1_1, b9 b0_2, b10 t1, b11 b2_1
+extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p1(const float* __restrict__ b0, float* b1, const float* __restrict__ b2, const float* __restrict__ b3, float* b4, float* b5, float* b6, const float* b7, const float* __restrict__ b8, const float* b9, float* __restrict__ b10, float* __restrict__ b11) {
   const int64_t weft_lane = threadIdx.x % 8;
   const unsigned int weft_mask = ((1u << 8) - 1u) << (threadIdx.x % 32 / 8 * 8);
   const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 8;
@@ -302,12 +300,11 @@ extern "C" __global__ void __launch_bounds__(256) weft_k15_LayerNormalization_p0
   for (int64_t weft_p = weft_first; weft_p < 256; weft_p += weft_groups) {
     const int64_t c0 = 0 + weft_p;
     // a group of 8 threads per point
-    float weft_r5[8];  // b5[c0 * 64 + c1], by weft_k
-    float weft_r6[8];  // b6[c0 * 64 + c1], by weft_k
+    float weft_r8[8];  // b8[c0 * 64 + c1], by weft_k
     if (weft_lane == 0) {
       {  // init
         const float t0 = 0.0f;
-        b3[c0] = t0;
+        b5[c0] = t0;
       }
     }
     __syncwarp(weft_mask);
@@ -317,29 +314,29 @@ extern "C" __global__ void __launch_bounds__(256) weft_k15_LayerNormalization_p0
       for (int weft_k = 0; weft_k < 8; ++weft_k) {
         const int64_t c1 = 0 + weft_lane + weft_k * 8;
         {  // update
-          const float t0 = (weft_r5[weft_k] = b5[c0 * 64 + c1]);
-          const float t1 = (weft_r6[weft_k] = b6[c0 * 64 + c1]);
+          const float t0 = b7[c0 * 64 + c1];
+          const float t1 = (weft_r8[weft_k] = b8[c0 * 64 + c1]);
           const float t2 = (t0 + t1);
           acc = acc + t2;
         }
       }
       acc = weft_group_reduce<8>(acc, weft_op_add{}, weft_mask);
-      if (weft_lane == 0) { b3[c0] = b3[c0] + acc; }
+      if (weft_lane == 0) { b5[c0] = b5[c0] + acc; }
     }
     __syncwarp(weft_mask);
     if (weft_lane == 0) {
       {  // mean
-        const float t0 = b3[c0];
+        const float t0 = b5[c0];
         const float t1 = 64.0f;
         const float t2 = (t0 / t1);
-        b3[c0] = t2;
+        b5[c0] = t2;
       }
     }
     __syncwarp(weft_mask);
     if (weft_lane == 0) {
       {  // init_var
         const float t0 = 0.0f;
-        b4[c0] = t0;
+        b6[c0] = t0;
       }
     }
     __syncwarp(weft_mask);
@@ -349,28 +346,28 @@ extern "C" __global__ void __launch_bounds__(256) weft_k15_LayerNormalization_p0
       for (int weft_k = 0; weft_k < 8; ++weft_k) {
         const int64_t c1 = 0 + weft_lane + weft_k * 8;
         {  // sum_squares
-          const float t0 = weft_r5[weft_k];
-          const float t1 = weft_r6[weft_k];
+          const float t0 = b7[c0 * 64 + c1];
+          const float t1 = weft_r8[weft_k];
           const float t2 = (t0 + t1);
-          const float t3 = b3[c0];
+          const float t3 = b5[c0];
           const float t4 = (t2 - t3);
           const float t5 = (t4 * t4);
           acc = acc + t5;
         }
       }
       acc = weft_group_reduce<8>(acc, weft_op_add{}, weft_mask);
-      if (weft_lane == 0) { b4[c0] = b4[c0] + acc; }
+      if (weft_lane == 0) { b6[c0] = b6[c0] + acc; }
     }
     __syncwarp(weft_mask);
     if (weft_lane == 0) {
       {  // inv_std
-        const float t0 = b4[c0];
+        const float t0 = b6[c0];
         const float t1 = 64.0f;
         const float t2 = (t0 / t1);
         const float t3 = 1e-05f;
         const float t4 = (t2 + t3);
         const float t5 = (1 / sqrt(t4));
-        b4[c0] = t5;
+        b6[c0] = t5;
       }
     }
     __syncwarp(weft_mask);
@@ -378,26 +375,26 @@ extern "C" __global__ void __launch_bounds__(256) weft_k15_LayerNormalization_p0
     for (int weft_k = 0; weft_k < 8; ++weft_k) {
       const int64_t c1 = 0 + weft_lane + weft_k * 8;
       {  // normalize
-        const float t0 = weft_r5[weft_k];
-        const float t1 = weft_r6[weft_k];
+        const float t0 = b7[c0 * 64 + c1];
+        const float t1 = weft_r8[weft_k];
         const float t2 = (t0 + t1);
-        const float t3 = b3[c0];
+        const float t3 = b5[c0];
         const float t4 = (t2 - t3);
-        const float t5 = b4[c0];
+        const float t5 = b6[c0];
         const float t6 = (t4 * t5);
-        const float t7 = b0[c1];
+        const float t7 = b2[c1];
         const float t8 = (t6 * t7);
-        const float t9 = b1[c1];
+        const float t9 = b3[c1];
         const float t10 = (t8 + t9);
-        b2[c0 * 64 + c1] = t10;
+        b4[c0 * 64 + c1] = t10;
       }
     }
     __syncwarp(weft_mask);
   }
 }
-// launch weft_k15_LayerNormalization_p1 block=256 grid=device
-// b0 b1, b1 b2, b2 b3, b3 t4, b4 t5, b5 b0_1, b6 b1_1, b7 b0, b8 t1, b9 b2_1
-extern "C" __global__ void __launch_bounds__(256) weft_k15_LayerNormalization_p1(const float* __restrict__ b0, const float* __restrict__ b1, float* b2, float* __restrict__ b3, float* __restrict__ b4, const float* __restrict__ b5, const float* __restrict__ b6, const float* b7, float* b8, float* __restrict__ b9) {
+// launch weft_k12_Transpose_p2 block=256 grid=device
+// b0 b0, b1 b1, b2 b1_1, b3 b2, b4 b3, b5 t4, b6 t5, b7 b0_1, b8 b1_1_1, b9 b0_2, b10 t1, b11 b2_1
+extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p2(const float* __restrict__ b0, float* b1, const float* __restrict__ b2, const float* __restrict__ b3, float* b4, float* __restrict__ b5, float* __restrict__ b6, const float* b7, const float* __restrict__ b8, const float* b9, float* b10, float* __restrict__ b11) {
   const int64_t weft_lane = threadIdx.x % 8;
   const unsigned int weft_mask = ((1u << 8) - 1u) << (threadIdx.x % 32 / 8 * 8);
   const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 8;
@@ -411,7 +408,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k15_LayerNormalization_p1
     if (weft_lane == 0) {
       {  // init
         const float t0 = 0.0f;
-        b8[(128 * c0 + c1)] = t0;
+        b10[(128 * c0 + c1)] = t0;
       }
     }
     __syncwarp(weft_mask);
@@ -419,18 +416,18 @@ extern "C" __global__ void __launch_bounds__(256) weft_k15_LayerNormalization_p1
       float acc = 0.0f;
       for (int64_t c2 = 0 + weft_lane * 1; (c2 <= 63); c2 += 8 * 1) {
         {  // update
-          const float t0 = b7[c0 * 128 * 64 + c1 * 64 + c2];
+          const float t0 = b9[c0 * 128 * 64 + c1 * 64 + c2];
           acc = acc + t0;
         }
       }
       acc = weft_group_reduce<8>(acc, weft_op_add{}, weft_mask);
-      if (weft_lane == 0) { b8[(128 * c0 + c1)] = b8[(128 * c0 + c1)] + acc; }
+      if (weft_lane == 0) { b10[(128 * c0 + c1)] = b10[(128 * c0 + c1)] + acc; }
     }
     __syncwarp(weft_mask);
     if (weft_lane == 0) {
       {  // finish
-        const float t0 = b8[(128 * c0 + c1)];
-        b9[c0 * 128 + c1] = t0;
+        const float t0 = b10[(128 * c0 + c1)];
+        b11[c0 * 128 + c1] = t0;
       }
     }
     __syncwarp(weft_mask);
