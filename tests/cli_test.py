@@ -420,6 +420,47 @@ class CliTest(unittest.TestCase):
             f.write('{"schedule": "lanes=7"')
         self.assertNotIn("(tuned)", kernels_txt(tuned_cache))
 
+    def test_tune_times_both_convolution_algorithms_and_later_compiles_take_the_record(self):
+        import numpy as np
+        rng = np.random.default_rng(0)
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 8, 8])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, 8, 8])
+        w = numpy_helper.from_array(rng.standard_normal((32, 32, 3, 3)).astype(np.float32), "w")
+        conv = helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])
+        graph = helper.make_graph([conv], "g", [x], [y], initializer=[w])
+        path = save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), self.dir)
+        cache = os.path.join(self.dir, "cache")
+
+        def cli(*args):
+            return subprocess.run([WEFT, *args], capture_output=True, text=True, timeout=300,
+                                  env=dict(os.environ, WEFT_CACHE_DIR=cache))
+
+        def algorithm():
+            r = cli("inspect", path, "--json")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            (strategy,) = [k["strategy"] for k in json.loads(r.stdout)["kernels"]
+                           if k["op_type"] == "Conv"]
+            return "winograd" if "wino" in strategy else "direct"
+
+        self.assertEqual(algorithm(), "winograd")  # 32 channels each side: Winograd by default
+        r = cli("tune", path, "--seconds-per-candidate", "0.01")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"\(x \[1,32,8,8\] w \[32,32,3,3\] pads \[1,1,1,1\]\): (direct|winograd)")
+        (name,) = [f for f in os.listdir(os.path.join(cache, "tuning")) if f.startswith("conv-")]
+        record_path = os.path.join(cache, "tuning", name)
+        with open(record_path) as f:
+            record = json.load(f)
+        faster = "winograd" if record["winograd_ms"] < record["direct_ms"] else "direct"
+        self.assertEqual(record["algorithm"], faster)
+        self.assertEqual(algorithm(), faster)
+        for forced in ("direct", "winograd"):
+            with open(record_path, "w") as f:
+                json.dump(dict(record, algorithm=forced), f)
+            self.assertEqual(algorithm(), forced)
+        with open(record_path, "w") as f:  # a damaged record is ignored: the default applies
+            f.write('{"algorithm": "fast"}')
+        self.assertEqual(algorithm(), "winograd")
+
     def test_tune_refuses_cuda_with_one_line(self):
         path = save(small_model(), self.dir)
         r = weft("tune", path, "--device", "cuda")

@@ -68,8 +68,16 @@ int tune(const TuneOptions& o) {
     return 1;
   }
   double before = 0, after = 0;
-  int tuned = 0, fixed = 0;
+  int tuned = 0, fixed = 0, calls = 0, changed = 0;
   for (const TuneResult& r : *results) {
+    if (!r.algorithm.empty()) { // a library call's algorithms
+      ++calls;
+      bool other = r.best_ms < r.default_ms;
+      changed += other ? 1 : 0;
+      std::cout << fmt::format("{}: {} ({:.3f} ms{})\n", r.kernel, r.algorithm, r.best_ms,
+                               other ? fmt::format(", {:.3f} ms by default", r.default_ms) : "");
+      continue;
+    }
     if (r.candidates < 2) {
       ++fixed;
       continue;
@@ -86,6 +94,10 @@ int tune(const TuneOptions& o) {
   std::cout << fmt::format("{} kernels tuned ({} have one candidate: their code does not depend "
                            "on the schedule); sum of their medians {:.3f} -> {:.3f} ms\n",
                            tuned, fixed, before, after);
+  if (calls > 0)
+    std::cout << fmt::format("{} convolution shapes timed with oneDNN's direct and Winograd "
+                             "kernels; {} take the other than by default\n",
+                             calls, changed);
   std::cout << fmt::format(
       "records: {}\n",
       TuningCache(toolchain::CpuCompiler::from_environment(), kernel_threads()).directory());

@@ -5,12 +5,14 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "weft/codegen/emit_c.h"
 #include "weft/codegen/generate.h"
 #include "weft/driver/tuning_cache.h"
+#include "weft/library/dnnl.h"
 #include "weft/runtime/cpu/kernel_library.h"
 #include "weft/support/float16.h"
 #include "weft/support/log.h"
@@ -271,6 +273,52 @@ void measure(Task& task, const kernel::Kernel& k, void* const* args, const TuneO
   task.measured = true;
 }
 
+// The node names of a launch, from its "a, b, c".
+std::vector<std::string> split_names(const std::string& list) {
+  std::vector<std::string> names;
+  for (size_t from = 0; from <= list.size();) {
+    size_t comma = std::min(list.find(", ", from), list.size());
+    names.push_back(list.substr(from, comma - from));
+    from = comma + 2;
+  }
+  return names;
+}
+
+// The oneDNN convolutions that can run either algorithm, each geometry timed both ways and
+// its faster recorded (library::record_conv_algorithm).
+Status tune_library_calls(const CompiledModel& model, const TuneOptions& options,
+                          std::vector<TuneResult>& results) {
+  std::map<std::string, const KernelSummary*> call_of; // by the nodes of convolution calls
+  for (const KernelSummary& s : model.kernels) {
+    if (!s.library || !s.info.strategy.starts_with("oneDNN convolution")) continue;
+    for (const std::string& node : split_names(s.info.node))
+      call_of[node] = &s;
+  }
+  std::set<std::string> timed; // geometries
+  for (const auto& node : model.graph.nodes()) {
+    auto call = call_of.find(node->name);
+    if (call == call_of.end()) continue;
+    std::optional<library::ConvAlgorithmTiming> t =
+        library::time_conv_algorithms(*node, 2 * options.seconds_per_candidate);
+    if (!t || !timed.insert(t->geometry).second) continue;
+    WEFT_RETURN_IF_ERROR(library::record_conv_algorithm(*t));
+    TuneResult r;
+    r.kernel = fmt::format("{} ({})", call->second->name, t->geometry);
+    r.node = node->name;
+    r.op_type = call->second->info.op_type;
+    r.strategy = call->second->info.strategy;
+    r.bytes = call->second->info.bytes();
+    r.candidates = 2;
+    r.default_ms = t->winograd_by_default ? t->winograd_ms : t->direct_ms;
+    r.best_ms = std::min(t->winograd_ms, t->direct_ms);
+    r.algorithm = t->winograd_ms < t->direct_ms ? "winograd" : "direct";
+    log_info("tune: {} ({}): direct {:.3f} ms, Winograd {:.3f} ms", node->name, t->geometry,
+             t->direct_ms, t->winograd_ms);
+    results.push_back(std::move(r));
+  }
+  return Status();
+}
+
 } // namespace
 
 Result<std::vector<TuneResult>> tune_model(const CompiledModel& model,
@@ -343,6 +391,7 @@ Result<std::vector<TuneResult>> tune_model(const CompiledModel& model,
                         fmt::format("{} ({}, node '{}')", s.name, s.info.op_type, s.info.node)};
     WEFT_RETURN_IF_ERROR(cache.store(s.ir, record));
   }
+  WEFT_RETURN_IF_ERROR(tune_library_calls(model, options, results));
   return results;
 }
 

@@ -25,6 +25,10 @@ struct TuneResult {
   int rejected = 0;   // candidates whose results differed
   double default_ms = 0, best_ms = 0;
   codegen::CpuSchedule best;
+  // A library call timed with each of its algorithms (a oneDNN convolution: "direct" or
+  // "winograd"): the faster; empty for a generated kernel. default_ms is then the time of
+  // the algorithm compiles take without a record.
+  std::string algorithm;
 };
 
 struct TuneProgress {
@@ -40,7 +44,9 @@ struct TuneOptions {
 };
 
 // Tunes the kernels of "model" (compiled for "inputs", CPU, not staged) and stores the
-// winners in the tuning cache. Returns one result per generated kernel, in launch order.
+// winners in the tuning cache. Returns one result per generated kernel, in launch order,
+// then one per oneDNN convolution geometry with two algorithms
+// (library::time_conv_algorithms), whose faster is recorded too.
 Result<std::vector<TuneResult>> tune_model(const CompiledModel& model,
                                            const std::vector<Tensor>& inputs,
                                            const TuneOptions& options = {});

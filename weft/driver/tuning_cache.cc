@@ -2,7 +2,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -10,29 +9,17 @@
 #include <unistd.h>
 
 #include "weft/support/hash.h"
+#include "weft/support/machine.h"
 
 namespace weft {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 1);
-  }
-  return "unknown cpu";
-}
-
-} // namespace
-
 int kernel_threads() { return omp_get_max_threads(); }
 
 TuningCache::TuningCache(const toolchain::CpuCompiler& compiler, int threads)
     : dir_((fs::path(compiler.cache_dir) / "tuning").string()),
-      machine_(fmt::format("{}\n{} threads\n{} {}", cpu_model(), threads, compiler.cxx,
+      machine_(fmt::format("{}\n{} threads\n{} {}", cpu_model_name(), threads, compiler.cxx,
                            fmt::join(compiler.flags, " "))) {}
 
 std::string TuningCache::path_of(const std::string& kernel_ir) const {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -21,15 +20,6 @@
 namespace weft::library {
 
 namespace {
-
-// $WEFT_DNNL_SUM=0: residuals stay binary post-ops (for comparisons).
-bool sum_residuals() {
-  static const bool on = [] {
-    const char* env = std::getenv("WEFT_DNNL_SUM");
-    return !env || std::string(env) != "0";
-  }();
-  return on;
-}
 
 // dst = src x weights (+ bias) over plain row-major operands, numpy batch broadcasting.
 // An operand or the output may be another value read or written through strides (the
@@ -66,17 +56,6 @@ memory::desc transposed_output(const Dims& dims, const Node& t) {
   for (size_t k = 0; k < perm.size(); ++k)
     strides[static_cast<size_t>(perm[k])] = out_strides[k];
   return memory::desc(dims, memory::data_type::f32, strides);
-}
-
-// Constant "w", laid out as "given", reordered once into memory of layout "wanted" that the
-// kernel owns.
-memory reordered_constant(const Value* w, const memory::desc& given, const memory::desc& wanted) {
-  memory from(given, engine(), const_cast<std::byte*>(w->constant->data()));
-  memory to(wanted, engine());
-  dnnl::stream stream(engine());
-  dnnl::reorder(from, to).execute(stream, from, to);
-  stream.wait();
-  return to;
 }
 
 // Constant weights take oneDNN's preferred layout, reordered (packed) once here, as ONNX
@@ -270,166 +249,6 @@ std::optional<LibraryCall> gemm_call(const Node& n, const Absorbed& absorbed,
     c = nullptr;
   }
   return make_matmul(n, operands, c, ops);
-}
-
-memory::desc channels_last(const Dims& dims) {
-  using T = memory::format_tag;
-  T tag = dims.size() == 3 ? T::nwc : dims.size() == 4 ? T::nhwc : T::ndhwc;
-  return memory::desc(dims, memory::data_type::f32, tag);
-}
-
-// $WEFT_WINOGRAD=0: 3x3 convolutions stay direct (for comparisons).
-bool winograd_allowed() {
-  static const bool on = [] {
-    const char* env = std::getenv("WEFT_WINOGRAD");
-    return !env || std::string(env) != "0";
-  }();
-  return on;
-}
-
-// Both sides of a Winograd convolution carry at least this many channels: below it the
-// transforms cost more than the multiplications they save (16 in, 16 out at 112x112: 0.14 ms
-// against 0.12 direct; 3 in: 10x slower; 32 and up: 1.2-2.4x faster, AMD EPYC, 2 threads).
-constexpr int64_t kWinogradMinChannels = 32;
-
-// Whether a 2-D convolution takes oneDNN's Winograd kernels (F(2x2, 3x3) or F(4x4, 3x3)):
-// 3x3, stride 1, no dilation, one group, enough channels. Their fp32 results lie as close to
-// an fp64 reference as the direct kernel's (docs/library.md).
-bool winograd_fits(const Dims& dx, const Dims& dw, int64_t group, const std::vector<Window>& win) {
-  if (!winograd_allowed() || dx.size() != 4 || group != 1) return false;
-  if (std::min(dx[1], dw[0]) < kWinogradMinChannels) return false;
-  return std::all_of(win.begin(), win.end(), [](const Window& d) {
-    return d.kernel == 3 && d.stride == 1 && d.dilation == 1;
-  });
-}
-
-// The blocked layout of oneDNN's Winograd kernels: channels in blocks of 16 innermost.
-memory::desc blocked16(const Dims& dims) {
-  return memory::desc(dims, memory::data_type::f32, memory::format_tag::nChw16c);
-}
-
-// Conv in 1-3 spatial dims. oneDNN's fast convolutions want channels-last activations, so
-// the primitive runs on those, reordered from and to the plain buffers around it, unless
-// only a reference implementation exists there; then plain activations. A
-// Op::kConvChannelsLast's activations lie channels-last already: nothing to reorder. A 3x3
-// convolution that fits oneDNN's Winograd kernels takes them instead, on activations
-// reordered to their blocked layout. Weights take oneDNN's preferred layout, reordered once
-// here when they are constant.
-// "blocked": values that lie in nChw16c between convolutions (keep_blocked_layouts).
-std::optional<LibraryCall> conv_call_in(const Node& n, const Absorbed& absorbed,
-                                        const std::set<const Value*>& blocked,
-                                        std::string* why_not) {
-  const std::vector<PostOp>& ops = absorbed.epilogue;
-  const auto& at = n.attrs_as<ConvAttrs>();
-  const Value *x = n.inputs[0], *w = n.inputs[1], *b = n.input(2), *y = n.outputs[0];
-  bool nhwc = n.op_type == Op::kConvChannelsLast;
-  Dims dx = dims_of(x), dw = dims_of(w), dy = dims_of(y);
-  // The activations as they lie in memory.
-  memory::desc x_user = nhwc ? channels_last_view(dx) : plain(dx);
-  memory::desc y_user = nhwc ? channels_last_view(dy) : plain(dy);
-  memory::desc residual_user = y_user;
-  if (nhwc) {
-    dx = channels_first(dx);
-    dy = channels_first(dy);
-  }
-  if (dx.size() < 3 || dx.size() > 5) {
-    *why_not = fmt::format("{} spatial dims", dx.size() - 2);
-    return std::nullopt;
-  }
-  bool src_blocked = blocked.contains(x), dst_blocked = blocked.contains(final_output(n, ops));
-  if (src_blocked) x_user = blocked16(dx);
-  if (dst_blocked) y_user = blocked16(dy);
-  Ints kernel = at.kernel_shape;
-  if (kernel.empty()) kernel.assign(dw.begin() + 2, dw.end());
-  std::vector<Window> win = window_dims(kernel, at.strides, at.dilations, at.pads, at.auto_pad,
-                                        shape_from_dims(dx), shape_from_dims(dy));
-  Dims strides, dilates, pad_l, pad_r;
-  for (const Window& d : win) {
-    strides.push_back(d.stride);
-    dilates.push_back(d.dilation - 1); // oneDNN counts the gaps
-    pad_l.push_back(d.pad_begin);
-    pad_r.push_back(d.pad_end);
-  }
-  Dims wdims = dw;
-  if (at.group > 1) {
-    wdims[0] /= at.group;
-    wdims.insert(wdims.begin(), at.group);
-  }
-  bool constant_weights = w->is_constant();
-  memory::desc wmd = constant_weights
-                         ? memory::desc(wdims, memory::data_type::f32, memory::format_tag::any)
-                         : plain(wdims);
-  memory::desc bmd = b ? plain({dw[0]}) : memory::desc();
-  auto build = [&](const Layout& layout, dnnl::algorithm algorithm) {
-    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, algorithm, layout(dx),
-                                      wmd, bmd, layout(dy), strides, dilates, pad_l, pad_r);
-    LibraryCall call;
-    std::vector<DnnlKernel::Arg> args = {
-        {DNNL_ARG_SRC, position(call.values, x), x_user, layout(dx)}};
-    int w_buffer = position(call.values, w); // bound even when reordered, for the profile
-    // The destination takes a residual as a sum post-op (oneDNN's brgemm kernels take no
-    // full-size binary post-ops): written in place, or reordered into its internal layout.
-    int summed = -1;
-    dnnl::primitive_attr attr =
-        post_op_attr(ops, call, args, dy, layout, nhwc, sum_residuals() ? &summed : nullptr);
-    dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
-    std::string impl = pd.impl_info_str();
-    if (impl.starts_with("ref") && layout(dx) != plain(dx)) return LibraryCall{};
-    std::unordered_map<int, memory> owned;
-    if (constant_weights) {
-      owned.emplace(DNNL_ARG_WEIGHTS, reordered_constant(w, plain(wdims), pd.weights_desc()));
-    } else {
-      args.push_back({DNNL_ARG_WEIGHTS, w_buffer, plain(wdims)});
-    }
-    if (b) args.push_back({DNNL_ARG_BIAS, position(call.values, b), bmd});
-    // The residual may lend its memory to the output only if the primitive reads it nowhere
-    // else (a block whose residual is also its source: y = conv(p) + p).
-    bool residual_only = summed >= 0 && w_buffer != summed &&
-                         std::none_of(args.begin(), args.end(), [&](const DnnlKernel::Arg& a) {
-                           return a.buffer == summed;
-                         });
-    args.push_back({DNNL_ARG_DST, position(call.values, final_output(n, ops)), y_user, layout(dy)});
-    bool in_blocks = dx.size() == 4 && layout(dx) == blocked16(dx); // (5-D: no nChw16c)
-    std::string where = in_blocks              ? (src_blocked && dst_blocked ? ", nChw16c in place"
-                                                  : src_blocked              ? ", nChw16c in, reordered out"
-                                                  : dst_blocked              ? ", reordered in, nChw16c out"
-                                                                             : ", reordered to nChw16c")
-                        : layout(dx) == x_user ? (nhwc ? ", channels-last in place" : "")
-                                               : ", channels-last";
-    auto conv = std::make_shared<DnnlKernel>(
-        dnnl::convolution_forward(pd), std::move(args), std::move(owned),
-        fmt::format("oneDNN convolution ({}{}{})", impl, summed >= 0 ? ", residual summed" : "",
-                    where));
-    memory::desc residual_md;
-    if (summed >= 0) {
-      residual_md = blocked.contains(call.values[static_cast<size_t>(summed)]) ? blocked16(dy)
-                                                                               : residual_user;
-      conv->copy_into_dst(summed, residual_md);
-    }
-    // Written in the residual's memory without an internal layout, the destination must lie
-    // as the residual does: a reorder does not run in place.
-    if (residual_only && (layout(dy) != y_user || residual_md == y_user))
-      call.output_in_place_of = {summed, position(call.values, final_output(n, ops))};
-    call.kernel = std::move(conv);
-    return call;
-  };
-  using A = dnnl::algorithm;
-  if (winograd_fits(dx, dw, at.group, win)) {
-    try {
-      if (LibraryCall call = build(blocked16, A::convolution_winograd); call.kernel) return call;
-    } catch (const dnnl::error&) { // no Winograd kernel here (ISA, post-ops): direct below
-    }
-  }
-  try {
-    if (LibraryCall call = build(channels_last, A::convolution_direct); call.kernel) return call;
-  } catch (const dnnl::error&) { // not implemented channels-last: plain below
-  }
-  return build(plain, A::convolution_direct);
-}
-
-std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
-                                     std::string* why_not) {
-  return conv_call_in(n, absorbed, {}, why_not);
 }
 
 // The activations of a 4-D call between channels-last regions (channels_last's Transposes
@@ -757,84 +576,6 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
 }
 
 } // namespace
-
-void keep_blocked_layouts(std::map<const Node*, LibraryCall>& calls, const Readers& readers,
-                          const std::set<const Value*>& outputs) {
-  struct Conv {
-    const Node* head;
-    LibraryCall* call;
-    const Value *src, *out, *residual;
-    bool winograd;
-  };
-  std::vector<Conv> convs;
-  for (auto& [head, call] : calls) {
-    auto kernel = std::dynamic_pointer_cast<const DnnlKernel>(call.kernel);
-    if ((head->op_type != Op::kConv && head->op_type != Op::kConvChannelsLast) || !kernel ||
-        !call.symbols.empty() || dims_of(head->inputs[0]).size() != 4)
-      continue;
-    int summed = kernel->summed();
-    convs.push_back({head, &call, head->inputs[0], call.nodes.back()->outputs[0],
-                     summed >= 0 ? call.values[static_cast<size_t>(summed)] : nullptr,
-                     kernel->describe().find("wino") != std::string::npos});
-  }
-  std::map<const Node*, const Conv*> conv_of; // every node of a convolution's call
-  for (const Conv& c : convs) {
-    for (const Node* n : c.call->nodes)
-      conv_of[n] = &c;
-  }
-  // A value may go blocked when a convolution writes it and convolutions read it, as their
-  // source or summed residual only, and its channels are a multiple of 16 (so that nChw16c
-  // takes the memory of channels-last). It does when more of those ends are Winograd than
-  // direct: each end not in the value's layout reorders it. (oneDNN's direct kernels on
-  // nChw16c ran up to 1.5x slower than its brgemm kernels on channels-last, ResNet-18's
-  // strided 3x3 convolutions: they keep channels-last and reorder.)
-  std::set<const Value*> blocked;
-  for (const Conv& c : convs) {
-    Dims d = dims_of(c.out);
-    int64_t channels = c.head->op_type == Op::kConvChannelsLast ? d[3] : d[1];
-    const std::vector<const Node*>& read_by = readers(c.out);
-    if (outputs.contains(c.out) || channels % 16 != 0 || read_by.empty()) continue;
-    int winograd = c.winograd ? 1 : -1; // Winograd ends less direct ones
-    bool fits = true;
-    for (const Node* r : read_by) {
-      auto it = conv_of.find(r);
-      const Conv* q = it == conv_of.end() ? nullptr : it->second;
-      fits = q && q->head->op_type == c.head->op_type &&
-             (r == q->head ? std::count(r->inputs.begin(), r->inputs.end(), c.out) == 1 &&
-                                 r->inputs[0] == c.out
-                           : q->residual == c.out);
-      if (!fits) break;
-      winograd += q->winograd ? 1 : -1;
-    }
-    if (fits && winograd > 0) blocked.insert(c.out);
-  }
-  if (blocked.empty()) return;
-  // Every convolution that touches one is built again, or none is.
-  std::map<const Node*, LibraryCall> rebuilt;
-  for (const Conv& c : convs) {
-    if (!blocked.contains(c.src) && !blocked.contains(c.out) && !blocked.contains(c.residual))
-      continue;
-    Absorbed absorbed;
-    const Value* v = c.head->outputs[0];
-    for (size_t i = 1; i < c.call->nodes.size(); ++i) {
-      std::optional<PostOp> p = post_op(*c.call->nodes[i], v);
-      if (!p) return;
-      absorbed.epilogue.push_back(*p);
-      v = c.call->nodes[i]->outputs[0];
-    }
-    std::string why_not;
-    std::optional<LibraryCall> call;
-    try {
-      call = conv_call_in(*c.head, absorbed, blocked, &why_not);
-    } catch (const dnnl::error&) {
-    }
-    if (!call || !call->kernel) return;
-    call->nodes = c.call->nodes;
-    rebuilt.emplace(c.head, std::move(*call));
-  }
-  for (auto& [head, call] : rebuilt)
-    calls.at(head) = std::move(call);
-}
 
 std::optional<LibraryCall> dnnl_call(const Node& node, const SoleReader& sole_reader,
                                      const std::function<bool(const Node*)>& free,

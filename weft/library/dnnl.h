@@ -64,4 +64,24 @@ using Readers = std::function<const std::vector<const Node*>&(const Value*)>;
 void keep_blocked_layouts(std::map<const Node*, LibraryCall>& calls, const Readers& readers,
                           const std::set<const Value*>& outputs);
 
+// 2-D 3x3 convolutions with stride 1, no dilation and one group run on oneDNN's direct
+// kernels or its Winograd ones. By default those with at least 32 channels on each side take
+// Winograd; `weft tune` times both algorithms per convolution geometry (time_conv_algorithms)
+// and records the faster (record_conv_algorithm), in "$WEFT_CACHE_DIR/tuning/conv-*.json",
+// keyed by the geometry, the CPU's model and the OpenMP thread count. Later compiles on that
+// machine take the recorded algorithm.
+struct ConvAlgorithmTiming {
+  std::string geometry; // "x [1,128,28,28] w [32,128,3,3] pads [1,1,1,1]"
+  double direct_ms = 0, winograd_ms = 0;
+  bool winograd_by_default = false; // the algorithm compiles take without a record
+};
+
+// Both algorithms of "conv" (Conv or weft.ConvChannelsLast, without its epilogue) on
+// pseudo-random activations, in alternating rounds of about "seconds" in all; none for a
+// node without both.
+std::optional<ConvAlgorithmTiming> time_conv_algorithms(const Node& conv, double seconds);
+
+// Records the faster algorithm of "timing" for later compiles.
+Status record_conv_algorithm(const ConvAlgorithmTiming& timing);
+
 } // namespace weft::library

@@ -92,6 +92,21 @@ memory::desc channels_last_view(const Dims& d) {
                       channels_first(row_major_strides(d)));
 }
 
+memory::desc channels_last(const Dims& dims) {
+  using T = memory::format_tag;
+  T tag = dims.size() == 3 ? T::nwc : dims.size() == 4 ? T::nhwc : T::ndhwc;
+  return memory::desc(dims, memory::data_type::f32, tag);
+}
+
+memory reordered_constant(const Value* w, const memory::desc& given, const memory::desc& wanted) {
+  memory from(given, engine(), const_cast<std::byte*>(w->constant->data()));
+  memory to(wanted, engine());
+  dnnl::stream stream(engine());
+  dnnl::reorder(from, to).execute(stream, from, to);
+  stream.wait();
+  return to;
+}
+
 // The post-ops' attribute, and their src1 arguments bound into "call". A src1 of the
 // output's full dims takes the primitive's "layout"; a broadcast one stays as it lies. With
 // "channels_last_values", the values' dims are [N, spatial..., C] (Op::kConvChannelsLast's).

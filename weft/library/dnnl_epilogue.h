@@ -1,5 +1,6 @@
 // The compile-time half of the oneDNN calls (dnnl.h): which epilogue nodes a call absorbs
-// as oneDNN post-ops, and the values a call binds. Internal to library/.
+// as oneDNN post-ops, the values a call binds, and helpers the calls share. Internal to
+// library/.
 #pragma once
 
 #include <array>
@@ -49,6 +50,13 @@ Dims channels_first(Dims d);
 // descriptor over channels_first(d): a 4-D one is oneDNN's nhwc.
 memory::desc channels_last_view(const Dims& d);
 
+// oneDNN's channels-last layout of dims [N, C, spatial...] (nwc, nhwc, ndhwc).
+memory::desc channels_last(const Dims& dims);
+
+// Constant "w", laid out as "given", reordered once into memory of layout "wanted" that the
+// kernel owns.
+memory reordered_constant(const Value* w, const memory::desc& given, const memory::desc& wanted);
+
 // The post-ops' attribute, and their src1 arguments bound into "call". A src1 of the
 // output's full dims takes the primitive's "layout"; a broadcast one stays as it lies. With
 // "channels_last_values", the values' dims are [N, spatial..., C] (Op::kConvChannelsLast's).
@@ -70,5 +78,8 @@ struct Absorbed {
 
 // The value the primitive writes: the last epilogue node's output, or the node's own.
 const Value* final_output(const Node& n, const std::vector<PostOp>& ops);
+
+// Conv and weft.ConvChannelsLast as a oneDNN convolution (dnnl_conv.cc).
+std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed, std::string* why_not);
 
 } // namespace weft::library

@@ -13,6 +13,7 @@
 
 #include "weft/support/hash.h"
 #include "weft/support/log.h"
+#include "weft/support/machine.h"
 
 extern char** environ;
 
@@ -84,10 +85,7 @@ CpuCompiler CpuCompiler::from_environment() {
   // flag changes nothing on machines without AVX-512.
   c.flags.push_back("-mprefer-vector-width=512");
 #endif
-  const char* dir = std::getenv("WEFT_CACHE_DIR");
-  const char* home = std::getenv("HOME");
-  c.cache_dir =
-      dir && *dir ? dir : (fs::path(home && *home ? home : "/tmp") / ".cache" / "weft").string();
+  c.cache_dir = weft_cache_dir();
   return c;
 }
 

@@ -1,0 +1,427 @@
+// oneDNN's convolutions (dnnl.h): direct or Winograd kernels, on channels-last or blocked
+// activations; the blocked layouts kept between Winograd convolutions; `weft tune`'s timing
+// of the two algorithms.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <numeric>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <unistd.h>
+
+#include "weft/graph/op_table.h"
+#include "weft/graph/shape_functions.h"
+#include "weft/library/dnnl.h"
+#include "weft/library/dnnl_epilogue.h"
+#include "weft/library/dnnl_kernel.h"
+#include "weft/library/dynamic_call.h"
+#include "weft/support/hash.h"
+#include "weft/support/machine.h"
+
+namespace weft::library {
+
+namespace {
+
+// $WEFT_DNNL_SUM=0: residuals stay binary post-ops (for comparisons).
+bool sum_residuals() {
+  static const bool on = [] {
+    const char* env = std::getenv("WEFT_DNNL_SUM");
+    return !env || std::string(env) != "0";
+  }();
+  return on;
+}
+
+// $WEFT_WINOGRAD=0: 3x3 convolutions stay direct (for comparisons).
+bool winograd_allowed() {
+  static const bool on = [] {
+    const char* env = std::getenv("WEFT_WINOGRAD");
+    return !env || std::string(env) != "0";
+  }();
+  return on;
+}
+
+// Both sides of a Winograd convolution carry at least this many channels: below it the
+// transforms cost more than the multiplications they save (16 in, 16 out at 112x112: 0.14 ms
+// against 0.12 direct; 3 in: 10x slower; 32 and up: 1.2-2.4x faster, AMD EPYC, 2 threads).
+constexpr int64_t kWinogradMinChannels = 32;
+
+// Whether oneDNN's Winograd kernels (F(2x2, 3x3) or F(4x4, 3x3)) can run a convolution: 2-D,
+// 3x3, stride 1, no dilation, one group. Their fp32 results lie as close to an fp64
+// reference as the direct kernel's (docs/library.md).
+bool winograd_shaped(const Dims& dx, int64_t group, const std::vector<Window>& win) {
+  return dx.size() == 4 && group == 1 && std::all_of(win.begin(), win.end(), [](const Window& d) {
+           return d.kernel == 3 && d.stride == 1 && d.dilation == 1;
+         });
+}
+
+// A convolution's shape, as its tuning record's key says it: dims [N, C, H, W] and the pads.
+std::string geometry(const Dims& dx, const Dims& dw, const std::vector<Window>& win) {
+  std::vector<int64_t> pads;
+  for (const Window& d : win)
+    pads.insert(pads.end(), {d.pad_begin, d.pad_end});
+  return fmt::format("x [{}] w [{}] pads [{}]", fmt::join(dx, ","), fmt::join(dw, ","),
+                     fmt::join(pads, ","));
+}
+
+// The tuning record of a convolution geometry on this machine, at this thread count.
+std::string record_path(const std::string& geometry) {
+  std::string machine = fmt::format("{}\n{} threads\n", cpu_model_name(), omp_get_max_threads());
+  return (std::filesystem::path(weft_cache_dir()) / "tuning" /
+          fmt::format("conv-{}.json", hash_hex(machine + geometry)))
+      .string();
+}
+
+// What `weft tune` measured for a geometry: Winograd or not; none without a readable record.
+std::optional<bool> tuned_winograd(const std::string& geometry) {
+  std::ifstream in(record_path(geometry));
+  if (!in) return std::nullopt;
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("algorithm") || !j["algorithm"].is_string())
+    return std::nullopt;
+  std::string algorithm = j["algorithm"].get<std::string>();
+  if (algorithm != "winograd" && algorithm != "direct") return std::nullopt;
+  return algorithm == "winograd";
+}
+
+// Whether a convolution takes the Winograd kernels when nothing forces a choice: as tuned,
+// or by its channels.
+bool winograd_fits(const Dims& dx, const Dims& dw, int64_t group, const std::vector<Window>& win) {
+  if (!winograd_allowed() || !winograd_shaped(dx, group, win)) return false;
+  if (std::optional<bool> tuned = tuned_winograd(geometry(dx, dw, win))) return *tuned;
+  return std::min(dx[1], dw[0]) >= kWinogradMinChannels;
+}
+
+// The algorithm a call is built with: the chosen one (winograd_fits), or one forced for
+// timing both.
+enum class Algorithm : uint8_t { kChosen, kDirect, kWinograd };
+
+// A convolution's activation dims [N, C, spatial...] and its windows.
+struct ConvShape {
+  Dims dx, dw, dy;
+  std::vector<Window> win;
+};
+
+ConvShape conv_shape(const Node& n) {
+  const auto& at = n.attrs_as<ConvAttrs>();
+  ConvShape s{dims_of(n.inputs[0]), dims_of(n.inputs[1]), dims_of(n.outputs[0]), {}};
+  if (n.op_type == Op::kConvChannelsLast) {
+    s.dx = channels_first(s.dx);
+    s.dy = channels_first(s.dy);
+  }
+  Ints kernel = at.kernel_shape;
+  if (kernel.empty()) kernel.assign(s.dw.begin() + 2, s.dw.end());
+  s.win = window_dims(kernel, at.strides, at.dilations, at.pads, at.auto_pad, shape_from_dims(s.dx),
+                      shape_from_dims(s.dy));
+  return s;
+}
+
+// The blocked layout of oneDNN's Winograd kernels: channels in blocks of 16 innermost.
+memory::desc blocked16(const Dims& dims) {
+  return memory::desc(dims, memory::data_type::f32, memory::format_tag::nChw16c);
+}
+
+// Conv in 1-3 spatial dims. oneDNN's fast convolutions want channels-last activations, so
+// the primitive runs on those, reordered from and to the plain buffers around it, unless
+// only a reference implementation exists there; then plain activations. A
+// Op::kConvChannelsLast's activations lie channels-last already: nothing to reorder. A 3x3
+// convolution that fits oneDNN's Winograd kernels takes them instead, on activations
+// reordered to their blocked layout. Weights take oneDNN's preferred layout, reordered once
+// here when they are constant.
+// "blocked": values that lie in nChw16c between convolutions (keep_blocked_layouts).
+std::optional<LibraryCall> conv_call_in(const Node& n, const Absorbed& absorbed,
+                                        const std::set<const Value*>& blocked, std::string* why_not,
+                                        Algorithm forced = Algorithm::kChosen) {
+  const std::vector<PostOp>& ops = absorbed.epilogue;
+  const auto& at = n.attrs_as<ConvAttrs>();
+  const Value *x = n.inputs[0], *w = n.inputs[1], *b = n.input(2), *y = n.outputs[0];
+  bool nhwc = n.op_type == Op::kConvChannelsLast;
+  if (dims_of(x).size() < 3 || dims_of(x).size() > 5) {
+    *why_not = fmt::format("{} spatial dims", dims_of(x).size() - 2);
+    return std::nullopt;
+  }
+  auto [dx, dw, dy, win] = conv_shape(n);
+  // The activations as they lie in memory.
+  memory::desc x_user = nhwc ? channels_last_view(dims_of(x)) : plain(dx);
+  memory::desc y_user = nhwc ? channels_last_view(dims_of(y)) : plain(dy);
+  memory::desc residual_user = y_user;
+  bool src_blocked = blocked.contains(x), dst_blocked = blocked.contains(final_output(n, ops));
+  if (src_blocked) x_user = blocked16(dx);
+  if (dst_blocked) y_user = blocked16(dy);
+  Dims strides, dilates, pad_l, pad_r;
+  for (const Window& d : win) {
+    strides.push_back(d.stride);
+    dilates.push_back(d.dilation - 1); // oneDNN counts the gaps
+    pad_l.push_back(d.pad_begin);
+    pad_r.push_back(d.pad_end);
+  }
+  Dims wdims = dw;
+  if (at.group > 1) {
+    wdims[0] /= at.group;
+    wdims.insert(wdims.begin(), at.group);
+  }
+  bool constant_weights = w->is_constant();
+  memory::desc wmd = constant_weights
+                         ? memory::desc(wdims, memory::data_type::f32, memory::format_tag::any)
+                         : plain(wdims);
+  memory::desc bmd = b ? plain({dw[0]}) : memory::desc();
+  auto build = [&](const Layout& layout, dnnl::algorithm algorithm) {
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, algorithm, layout(dx),
+                                      wmd, bmd, layout(dy), strides, dilates, pad_l, pad_r);
+    LibraryCall call;
+    std::vector<DnnlKernel::Arg> args = {
+        {DNNL_ARG_SRC, position(call.values, x), x_user, layout(dx)}};
+    int w_buffer = position(call.values, w); // bound even when reordered, for the profile
+    // The destination takes a residual as a sum post-op (oneDNN's brgemm kernels take no
+    // full-size binary post-ops): written in place, or reordered into its internal layout.
+    int summed = -1;
+    dnnl::primitive_attr attr =
+        post_op_attr(ops, call, args, dy, layout, nhwc, sum_residuals() ? &summed : nullptr);
+    dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
+    std::string impl = pd.impl_info_str();
+    if (impl.starts_with("ref") && layout(dx) != plain(dx)) return LibraryCall{};
+    std::unordered_map<int, memory> owned;
+    if (constant_weights) {
+      owned.emplace(DNNL_ARG_WEIGHTS, reordered_constant(w, plain(wdims), pd.weights_desc()));
+    } else {
+      args.push_back({DNNL_ARG_WEIGHTS, w_buffer, plain(wdims)});
+    }
+    if (b) args.push_back({DNNL_ARG_BIAS, position(call.values, b), bmd});
+    // The residual may lend its memory to the output only if the primitive reads it nowhere
+    // else (a block whose residual is also its source: y = conv(p) + p).
+    bool residual_only = summed >= 0 && w_buffer != summed &&
+                         std::none_of(args.begin(), args.end(),
+                                      [&](const DnnlKernel::Arg& a) { return a.buffer == summed; });
+    args.push_back({DNNL_ARG_DST, position(call.values, final_output(n, ops)), y_user, layout(dy)});
+    bool in_blocks = dx.size() == 4 && layout(dx) == blocked16(dx); // (5-D: no nChw16c)
+    std::string where = in_blocks              ? (src_blocked && dst_blocked ? ", nChw16c in place"
+                                                  : src_blocked              ? ", nChw16c in, reordered out"
+                                                  : dst_blocked              ? ", reordered in, nChw16c out"
+                                                                             : ", reordered to nChw16c")
+                        : layout(dx) == x_user ? (nhwc ? ", channels-last in place" : "")
+                                               : ", channels-last";
+    auto conv = std::make_shared<DnnlKernel>(
+        dnnl::convolution_forward(pd), std::move(args), std::move(owned),
+        fmt::format("oneDNN convolution ({}{}{})", impl, summed >= 0 ? ", residual summed" : "",
+                    where));
+    memory::desc residual_md;
+    if (summed >= 0) {
+      residual_md = blocked.contains(call.values[static_cast<size_t>(summed)]) ? blocked16(dy)
+                                                                               : residual_user;
+      conv->copy_into_dst(summed, residual_md);
+    }
+    // Written in the residual's memory without an internal layout, the destination must lie
+    // as the residual does: a reorder does not run in place.
+    if (residual_only && (layout(dy) != y_user || residual_md == y_user))
+      call.output_in_place_of = {summed, position(call.values, final_output(n, ops))};
+    call.kernel = std::move(conv);
+    return call;
+  };
+  using A = dnnl::algorithm;
+  bool winograd = forced == Algorithm::kWinograd
+                      ? winograd_shaped(dx, at.group, win)
+                      : forced == Algorithm::kChosen && winograd_fits(dx, dw, at.group, win);
+  if (winograd) {
+    try {
+      if (LibraryCall call = build(blocked16, A::convolution_winograd); call.kernel) return call;
+    } catch (const dnnl::error&) { // no Winograd kernel here (ISA, post-ops): direct below
+    }
+  }
+  if (forced == Algorithm::kWinograd) return std::nullopt;
+  try {
+    if (LibraryCall call = build(channels_last, A::convolution_direct); call.kernel) return call;
+  } catch (const dnnl::error&) { // not implemented channels-last: plain below
+  }
+  return build(plain, A::convolution_direct);
+}
+
+// A buffer per value of "call": a constant's data, else values in [-1, 1).
+std::vector<std::vector<float>> test_buffers(const LibraryCall& call) {
+  std::vector<std::vector<float>> buffers;
+  uint32_t state = 12345;
+  for (const Value* v : call.values) {
+    Dims d = dims_of(v);
+    size_t n =
+        static_cast<size_t>(std::accumulate(d.begin(), d.end(), int64_t{1}, std::multiplies<>()));
+    std::vector<float>& b = buffers.emplace_back(n);
+    if (v->is_constant()) {
+      std::memcpy(b.data(), v->constant->data(), n * sizeof(float));
+      continue;
+    }
+    for (float& f : b) {
+      state = state * 1664525u + 1013904223u;
+      f = static_cast<float>(state >> 8) / static_cast<float>(1 << 23) - 1.0f;
+    }
+  }
+  return buffers;
+}
+
+// The median time of runs of "call" on "buffers" over about "seconds" (at least 3 runs).
+double median_ms(const LibraryCall& call, std::vector<std::vector<float>>& buffers,
+                 double seconds) {
+  std::vector<void*> args;
+  for (std::vector<float>& b : buffers)
+    args.push_back(b.data());
+  std::vector<double> times;
+  double spent = 0;
+  while (times.size() < 3 || (spent < seconds && times.size() < 200)) {
+    auto t0 = std::chrono::steady_clock::now();
+    Status s = call.kernel->run(args.data(), nullptr);
+    double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!s.ok()) return -1;
+    times.push_back(t * 1e3);
+    spent += t;
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+} // namespace
+
+std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
+                                     std::string* why_not) {
+  return conv_call_in(n, absorbed, {}, why_not);
+}
+
+void keep_blocked_layouts(std::map<const Node*, LibraryCall>& calls, const Readers& readers,
+                          const std::set<const Value*>& outputs) {
+  struct Conv {
+    const Node* head;
+    LibraryCall* call;
+    const Value *src, *out, *residual;
+    bool winograd;
+  };
+  std::vector<Conv> convs;
+  for (auto& [head, call] : calls) {
+    auto kernel = std::dynamic_pointer_cast<const DnnlKernel>(call.kernel);
+    if ((head->op_type != Op::kConv && head->op_type != Op::kConvChannelsLast) || !kernel ||
+        !call.symbols.empty() || dims_of(head->inputs[0]).size() != 4)
+      continue;
+    int summed = kernel->summed();
+    convs.push_back({head, &call, head->inputs[0], call.nodes.back()->outputs[0],
+                     summed >= 0 ? call.values[static_cast<size_t>(summed)] : nullptr,
+                     kernel->describe().find("wino") != std::string::npos});
+  }
+  std::map<const Node*, const Conv*> conv_of; // every node of a convolution's call
+  for (const Conv& c : convs) {
+    for (const Node* n : c.call->nodes)
+      conv_of[n] = &c;
+  }
+  // A value may go blocked when a convolution writes it and convolutions read it, as their
+  // source or summed residual only, and its channels are a multiple of 16 (so that nChw16c
+  // takes the memory of channels-last). It does when more of those ends are Winograd than
+  // direct: each end not in the value's layout reorders it. (oneDNN's direct kernels on
+  // nChw16c ran up to 1.5x slower than its brgemm kernels on channels-last, ResNet-18's
+  // strided 3x3 convolutions: they keep channels-last and reorder.)
+  std::set<const Value*> blocked;
+  for (const Conv& c : convs) {
+    Dims d = dims_of(c.out);
+    int64_t channels = c.head->op_type == Op::kConvChannelsLast ? d[3] : d[1];
+    const std::vector<const Node*>& read_by = readers(c.out);
+    if (outputs.contains(c.out) || channels % 16 != 0 || read_by.empty()) continue;
+    int winograd = c.winograd ? 1 : -1; // Winograd ends less direct ones
+    bool fits = true;
+    for (const Node* r : read_by) {
+      auto it = conv_of.find(r);
+      const Conv* q = it == conv_of.end() ? nullptr : it->second;
+      fits = q && q->head->op_type == c.head->op_type &&
+             (r == q->head ? std::count(r->inputs.begin(), r->inputs.end(), c.out) == 1 &&
+                                 r->inputs[0] == c.out
+                           : q->residual == c.out);
+      if (!fits) break;
+      winograd += q->winograd ? 1 : -1;
+    }
+    if (fits && winograd > 0) blocked.insert(c.out);
+  }
+  if (blocked.empty()) return;
+  // Every convolution that touches one is built again, or none is.
+  std::map<const Node*, LibraryCall> rebuilt;
+  for (const Conv& c : convs) {
+    if (!blocked.contains(c.src) && !blocked.contains(c.out) && !blocked.contains(c.residual))
+      continue;
+    Absorbed absorbed;
+    const Value* v = c.head->outputs[0];
+    for (size_t i = 1; i < c.call->nodes.size(); ++i) {
+      std::optional<PostOp> p = post_op(*c.call->nodes[i], v);
+      if (!p) return;
+      absorbed.epilogue.push_back(*p);
+      v = c.call->nodes[i]->outputs[0];
+    }
+    std::string why_not;
+    std::optional<LibraryCall> call;
+    try {
+      call = conv_call_in(*c.head, absorbed, blocked, &why_not);
+    } catch (const dnnl::error&) {
+    }
+    if (!call || !call->kernel) return;
+    call->nodes = c.call->nodes;
+    rebuilt.emplace(c.head, std::move(*call));
+  }
+  for (auto& [head, call] : rebuilt)
+    calls.at(head) = std::move(call);
+}
+
+std::optional<ConvAlgorithmTiming> time_conv_algorithms(const Node& conv, double seconds) {
+  if (conv.op_type != Op::kConv && conv.op_type != Op::kConvChannelsLast) return std::nullopt;
+  std::vector<const Value*> values(conv.inputs.begin(), conv.inputs.end());
+  values.insert(values.end(), conv.outputs.begin(), conv.outputs.end());
+  if (unsupported_values(values) || dims_of(conv.inputs[0]).size() != 4) return std::nullopt;
+  auto [dx, dw, dy, win] = conv_shape(conv);
+  if (!winograd_shaped(dx, conv.attrs_as<ConvAttrs>().group, win)) return std::nullopt;
+  std::string why_not;
+  std::optional<LibraryCall> direct, winograd;
+  try {
+    direct = conv_call_in(conv, {}, {}, &why_not, Algorithm::kDirect);
+    winograd = conv_call_in(conv, {}, {}, &why_not, Algorithm::kWinograd);
+  } catch (const dnnl::error&) {
+    return std::nullopt;
+  }
+  if (!direct || !direct->kernel || !winograd || !winograd->kernel) return std::nullopt;
+  std::vector<std::vector<float>> a = test_buffers(*direct), b = test_buffers(*winograd);
+  // Alternating rounds, so that a burst of load on a shared machine does not decide.
+  std::vector<double> direct_ms, winograd_ms;
+  for (int round = 0; round < 5; ++round) {
+    direct_ms.push_back(median_ms(*direct, a, seconds / 5));
+    winograd_ms.push_back(median_ms(*winograd, b, seconds / 5));
+  }
+  std::sort(direct_ms.begin(), direct_ms.end());
+  std::sort(winograd_ms.begin(), winograd_ms.end());
+  if (direct_ms[0] < 0 || winograd_ms[0] < 0) return std::nullopt;
+  ConvAlgorithmTiming t;
+  t.geometry = geometry(dx, dw, win);
+  t.direct_ms = direct_ms[2];
+  t.winograd_ms = winograd_ms[2];
+  t.winograd_by_default = std::min(dx[1], dw[0]) >= kWinogradMinChannels;
+  return t;
+}
+
+Status record_conv_algorithm(const ConvAlgorithmTiming& t) {
+  std::string path = record_path(t.geometry);
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  if (ec) return Status::error(fmt::format("cannot create {}: {}", path, ec.message()));
+  nlohmann::json j = {{"algorithm", t.winograd_ms < t.direct_ms ? "winograd" : "direct"},
+                      {"direct_ms", t.direct_ms},
+                      {"winograd_ms", t.winograd_ms},
+                      {"geometry", t.geometry}};
+  std::string tmp = fmt::format("{}.{}.tmp", path, ::getpid());
+  {
+    std::ofstream out(tmp);
+    out << j.dump(1) << "\n";
+    if (!out) return Status::error(fmt::format("cannot write the tuning record {}", tmp));
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    return Status::error(fmt::format("cannot write the tuning record {}", path));
+  }
+  return Status();
+}
+
+} // namespace weft::library

@@ -1,0 +1,15 @@
+// Facts about this machine that caches key their records on.
+#pragma once
+
+#include <string>
+
+namespace weft {
+
+// The CPU's model name, from /proc/cpuinfo ("unknown cpu" where it says none).
+std::string cpu_model_name();
+
+// Where Weft keeps its caches: $WEFT_CACHE_DIR, else ~/.cache/weft (/tmp/.cache/weft
+// without $HOME).
+std::string weft_cache_dir();
+
+} // namespace weft
