@@ -244,6 +244,24 @@ class ShuffleUnit(torch.nn.Module):
         return x
 
 
+class Inception(torch.nn.Module):
+    """GoogLeNet's pattern: a stride-2 ceil-mode max pooling that the next block's
+    convolutions read and so does its pooling branch. Both poolings run channels-last in
+    place (pools_between_regions): no reorder around either."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 16, 3, padding=1)
+        self.a = torch.nn.Conv2d(16, 8, 1)
+        self.b = torch.nn.Conv2d(16, 8, 3, padding=1)
+        self.c = torch.nn.Conv2d(16, 8, 1)
+
+    def forward(self, x):
+        p = torch.nn.functional.max_pool2d(torch.relu(self.stem(x)), 3, 2, ceil_mode=True)
+        q = torch.nn.functional.max_pool2d(p, 3, 1, 1, ceil_mode=True)
+        return torch.cat((self.a(p), self.b(p), self.c(q)), 1)
+
+
 def in_place_sums(path):
     """How many library calls' outputs took the memory of the residual they sum."""
     r = subprocess.run([WEFT, "run", path, "--fill", "random", "--output-dir",
@@ -342,6 +360,13 @@ def main():
         # and the next split, stitched through the shuffle's Reshapes; the output's reorder,
         # joined with the last shuffle. No other Transpose: the units run channels-last.
         assert len(moves) == 4 and [m.count("Transpose") for m in moves] == [1, 0, 1, 2], moves
+        check(tmp, "inception", Inception().eval(), {"x": f(1, 3, 15, 15)},
+              ["Conv+Relu", "Transpose+MaxPool+Transpose", "Conv", "Conv",
+               "Transpose+MaxPool+Transpose", "Conv"])
+        moves = [k["op_type"] for k in kernels(os.path.join(tmp, "inception.onnx"))
+                 if not k["strategy"].startswith("oneDNN")]
+        # The input's reorder and the output's (with the Concat): none around the poolings.
+        assert moves == ["Transpose", "Concat+Transpose"], moves
         check(tmp, "bottleneck", Bottleneck().eval(), {"x": f(2, 4, 9, 9)},
               ["Conv+Relu", "Conv+Relu", "Conv+Add+Relu"])
         assert in_place_sums(os.path.join(tmp, "bottleneck.onnx")) == 1

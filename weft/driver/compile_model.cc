@@ -143,6 +143,7 @@ Result<CompiledModel> compile_model(const ModelSource& model,
     WEFT_ASSIGN_OR_RETURN(bool changed, channels_last(graph));
     if (products || changed) {
       WEFT_RETURN_IF_ERROR(refold(graph, "channels_last"));
+      WEFT_RETURN_IF_ERROR(pools_between_regions(graph).status());
       observe("channels_last", graph);
     }
   }

@@ -363,8 +363,70 @@ private:
   std::unordered_map<const Value*, Value*> to_last_; // convert's Transposes, by their input
 };
 
+bool is_pool(const Node* n) {
+  return n && (n->op_type == Op::kMaxPool || n->op_type == Op::kAveragePool) &&
+         n->outputs.size() == 1 && has_rank(n->outputs[0], 4);
+}
+
 } // namespace
 
 Result<bool> channels_last(Graph& graph) { return ChannelsLast(graph).run(); }
+
+Result<bool> pools_between_regions(Graph& graph) {
+  std::unordered_map<const Value*, std::vector<Node*>> readers;
+  for (const auto& n : graph.nodes()) {
+    for (const Value* v : n->inputs)
+      readers[v].push_back(n.get());
+  }
+  auto only_reader = [&](const Value* v) -> Node* {
+    auto it = readers.find(v);
+    return it == readers.end() || it->second.size() != 1 || graph.is_graph_output(v)
+               ? nullptr
+               : it->second[0];
+  };
+  bool changed = false;
+  std::vector<Node*> pools;
+  for (const auto& n : graph.nodes()) {
+    if (is_pool(n.get())) pools.push_back(n.get());
+  }
+  for (size_t i = 0; i < pools.size(); ++i) {
+    Node* p = pools[i];
+    Value* y = p->outputs[0];
+    const Node* in = p->inputs[0]->producer;
+    if (!is_transpose(in, kToFirst) || only_reader(p->inputs[0]) != p || graph.is_graph_output(y))
+      continue;
+    Node* to_last = nullptr;
+    std::vector<Node*> branches; // the other poolings
+    bool fits = true;
+    for (Node* r : readers[y]) {
+      if (is_transpose(r, kToLast) && !to_last) {
+        to_last = r;
+      } else if (is_pool(r) && r->inputs[0] == y &&
+                 is_transpose(only_reader(r->outputs[0]), kToLast)) {
+        branches.push_back(r);
+      } else {
+        fits = false;
+      }
+    }
+    if (!fits || !to_last || branches.empty()) continue;
+    // Right after the pooling: its Transpose to channels-last and the one back.
+    const Node* next = nullptr;
+    for (size_t k = 0; k + 1 < graph.nodes().size() && !next; ++k) {
+      if (graph.nodes()[k].get() == p) next = graph.nodes()[k + 1].get();
+    }
+    NodeBuilder b(graph, *next);
+    Value* last = b.op(Op::kTranspose, {y}, TransposeAttrs{kToLast});
+    Value* back = b.op(Op::kTranspose, {last}, TransposeAttrs{kToFirst});
+    graph.replace_all_uses(to_last->outputs[0], last);
+    graph.remove_nodes_if([&](const Node& m) { return &m == to_last; });
+    for (Node* r : branches)
+      r->inputs[0] = back;
+    readers[y] = {last->producer};
+    readers[last] = {back->producer};
+    readers[back] = branches;
+    changed = true;
+  }
+  return changed;
+}
 
 } // namespace weft

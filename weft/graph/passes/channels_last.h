@@ -29,4 +29,15 @@ namespace weft {
 
 Result<bool> channels_last(Graph& graph);
 
+// pools_between_regions: a pooling between two channels-last regions (a Transpose to
+// channels-first before it, one to channels-last after it) runs channels-last in place, its
+// library call absorbing both. So may one whose output other poolings read too, each before
+// a region of its own (Inception's stride-2 pooling, read by the next block's convolutions
+// and by its pooling branch): the Transpose after it becomes its only reader, and those
+// poolings read the value through a Transpose back, which their own calls absorb. Without
+// this, the pooling ran on plain activations with a reorder on each side.
+// Runs after channels_last and the passes after it: canonicalize composes the Transposes
+// it adds (to channels-last and back) into nothing.
+Result<bool> pools_between_regions(Graph& graph);
+
 } // namespace weft

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "tests/testing/onnx_text.h"
@@ -164,6 +166,47 @@ TEST(ChannelsLast, StopsAtOtherReshapes) {
   ASSERT_TRUE(eliminate_dead_code(g).ok());
   EXPECT_EQ(count_ops(g, Op::kTranspose), 2);
   EXPECT_EQ(g.outputs[0]->producer->inputs[0]->producer->op_type, Op::kTranspose);
+}
+
+// Inception: a stride-2 pooling that convolutions read, and so does a pooling branch. After
+// channels_last, the first pooling's output has two readers, so neither pooling sits
+// between two Transposes; pools_between_regions gives each one a Transpose on either side.
+TEST(ChannelsLast, PoolingsBetweenRegionsGetATransposeOnEachSide) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1, 4, 8, 8] x, float[4, 4, 1, 1] w1, float[4, 4, 1, 1] w2, float[4, 4, 1, 1] w3)
+        => (float[1, 8, 4, 4] y) {
+      a = Conv(x, w1)
+      p = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (a)
+      b = Conv(p, w2)
+      q = MaxPool <kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (p)
+      c = Conv(q, w3)
+      y = Concat <axis = 1> (b, c)
+    })");
+  ASSERT_TRUE(channels_last(g).ok());
+  ASSERT_TRUE(eliminate_dead_code(g).ok());
+  auto between = [&](const std::string& pool) {
+    const Node* n = g.find_value(pool)->producer;
+    const Node* before = n->inputs[0]->producer;
+    int readers = 0, after = 0;
+    for (const auto& m : g.nodes()) {
+      if (std::count(m->inputs.begin(), m->inputs.end(), n->outputs[0]) == 0) continue;
+      ++readers;
+      if (m->op_type == Op::kTranspose) ++after;
+    }
+    return before && before->op_type == Op::kTranspose && readers == 1 && after == 1;
+  };
+  EXPECT_FALSE(between("p"));
+  Result<bool> changed = pools_between_regions(g);
+  ASSERT_TRUE(changed.ok()) << changed.status().to_string();
+  EXPECT_TRUE(*changed);
+  Status v = verify_graph(g, "pools_between_regions");
+  ASSERT_TRUE(v.ok()) << v.to_string();
+  EXPECT_TRUE(between("p"));
+  EXPECT_TRUE(between("q"));
+  changed = pools_between_regions(g);
+  ASSERT_TRUE(changed.ok());
+  EXPECT_FALSE(*changed);
 }
 
 // Nothing to do without a 2-D f32 convolution.
