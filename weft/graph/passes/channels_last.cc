@@ -1,6 +1,7 @@
 #include "weft/graph/passes/channels_last.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <set>
 
@@ -139,6 +140,11 @@ channel_shuffle(Node& split, const std::unordered_map<const Value*, std::vector<
   return ChannelShuffle{&split, permute, merge, factors, perm};
 }
 
+bool is_pool(const Node* n) {
+  return n && (n->op_type == Op::kMaxPool || n->op_type == Op::kAveragePool) &&
+         n->outputs.size() == 1 && has_rank(n->outputs[0], 4);
+}
+
 class ChannelsLast {
 public:
   explicit ChannelsLast(Graph& graph) : graph_(graph) {}
@@ -203,7 +209,8 @@ private:
       Value* v = t->outputs[0];
       const std::vector<Node*>& rs = readers[v];
       for (Node* r : rs) {
-        if (is_transpose(r, undo) && !graph_.is_graph_output(r->outputs[0])) {
+        if (is_transpose(r, undo) && !graph_.is_graph_output(r->outputs[0]) &&
+            !after_pools_.contains(t)) {
           graph_.replace_all_uses(r->outputs[0], t->inputs[0]);
           remove(r);
           return true;
@@ -213,10 +220,16 @@ private:
       // read x): the Transpose then stays only if one of them cannot.
       bool all_sinkable = std::all_of(rs.begin(), rs.end(), [&](Node* r) {
         return is_pointwise(*r) || is_reduction(*r) || is_slice(*r) || r->op_type == Op::kConcat ||
-               is_channel_split(*r) || channel_shuffle(*r, readers, graph_);
+               is_channel_split(*r) || channel_shuffle(*r, readers, graph_) || is_batch_norm(*r);
       });
-      if (!is_transpose(t, kToFirst) || rs.empty() || !all_sinkable || graph_.is_graph_output(v))
-        continue;
+      if (!is_transpose(t, kToFirst) || rs.empty() || graph_.is_graph_output(v)) continue;
+      if (rs.size() == 1 && is_pool(rs[0]) && rs[0]->inputs[0] == v &&
+          !graph_.is_graph_output(rs[0]->outputs[0])) {
+        const std::vector<Node*>& after = readers[rs[0]->outputs[0]];
+        if (after.size() != 1 || !is_transpose(after[0], kToLast)) return sink_pool(*rs[0]);
+      }
+      if (!all_sinkable) continue;
+      if (is_batch_norm(*rs[0])) return expand_batch_norm(*rs[0]);
       if (is_channel_split(*rs[0])) return sink_split(*rs[0]);
       if (auto shuffle = channel_shuffle(*rs[0], readers, graph_)) return sink_shuffle(*shuffle);
       if (sink(*rs[0], readers)) return true;
@@ -302,6 +315,65 @@ private:
     return true;
   }
 
+  // A pooling of Transpose(to first)(a), whose output has readers other than one Transpose
+  // to channels-last: that Transpose becomes its only reader, and the others read a
+  // Transpose back, which sinks on. The pooling then lies between two Transposes, which its
+  // library call absorbs (channels-last in place); the pair after it is never cancelled.
+  bool sink_pool(Node& pool) {
+    Value* y = pool.outputs[0];
+    NodeBuilder b(graph_, *node_after(pool));
+    Value* last = b.op(Op::kTranspose, {y}, TransposeAttrs{kToLast});
+    Value* back = b.op(Op::kTranspose, {last}, TransposeAttrs{kToFirst});
+    graph_.replace_all_uses(y, back);
+    last->producer->inputs[0] = y;
+    after_pools_.insert(last->producer);
+    return true;
+  }
+
+  const Node* node_after(const Node& n) const {
+    const auto& nodes = graph_.nodes();
+    for (size_t k = 0; k + 1 < nodes.size(); ++k) {
+      if (nodes[k].get() == &n) return nodes[k + 1].get();
+    }
+    return nullptr;
+  }
+
+  // BatchNormalization for inference over [N, C, H, W], its parameters constant.
+  static bool is_batch_norm(const Node& n) {
+    if (n.op_type != Op::kBatchNormalization || n.attrs_as<BatchNormAttrs>().training_mode ||
+        n.inputs.size() != 5 || !has_rank(n.inputs[0], 4) ||
+        std::any_of(n.outputs.begin() + 1, n.outputs.end(), [](const Value* v) { return v; }))
+      return false;
+    return std::all_of(n.inputs.begin() + 1, n.inputs.end(), [](const Value* v) {
+      return v && v->is_constant() && v->type.dtype == DType::kF32 && has_rank(v, 1);
+    });
+  }
+
+  // BatchNormalization as x * scale + shift, per channel ([1, C, 1, 1] constants), which
+  // sink as any scale does.
+  bool expand_batch_norm(Node& bn) {
+    const Tensor &gamma = *bn.inputs[1]->constant, &beta = *bn.inputs[2]->constant,
+                 &mean = *bn.inputs[3]->constant, &var = *bn.inputs[4]->constant;
+    int64_t c = gamma.dims()[0];
+    Tensor scale(DType::kF32, {1, c, 1, 1}), shift(DType::kF32, {1, c, 1, 1});
+    double eps = bn.attrs_as<BatchNormAttrs>().epsilon;
+    for (int64_t i = 0; i < c; ++i) {
+      double s = gamma.get_double(i) / std::sqrt(var.get_double(i) + eps);
+      scale.set_double(i, s);
+      shift.set_double(i, beta.get_double(i) - mean.get_double(i) * s);
+    }
+    NodeBuilder b(graph_, bn);
+    Value* scaled = b.op(Op::kMul, {bn.inputs[0], b.constant("scale", std::move(scale))});
+    Value* out = bn.outputs[0];
+    out->producer = nullptr;
+    bn.outputs[0] = nullptr;
+    b.op(Op::kAdd, {scaled, b.constant("shift", std::move(shift))}, NoAttrs{}, out);
+    std::string name = bn.name;
+    remove(&bn);
+    graph_.rename_node(out->producer, name);
+    return true;
+  }
+
   // A Split of [N, C, H, W]'s channels.
   static bool is_channel_split(const Node& n) {
     if (n.op_type != Op::kSplit || !has_rank(n.inputs[0], 4) || n.inputs.size() > 2) return false;
@@ -361,12 +433,8 @@ private:
 
   Graph& graph_;
   std::unordered_map<const Value*, Value*> to_last_; // convert's Transposes, by their input
+  std::set<const Node*> after_pools_;                // sink_pool's Transposes to channels-last
 };
-
-bool is_pool(const Node* n) {
-  return n && (n->op_type == Op::kMaxPool || n->op_type == Op::kAveragePool) &&
-         n->outputs.size() == 1 && has_rank(n->outputs[0], 4);
-}
 
 } // namespace
 

@@ -1,11 +1,14 @@
 #include <algorithm>
+#include <cmath>
 
 #include <gtest/gtest.h>
 
 #include "tests/testing/onnx_text.h"
 #include "weft/graph/op_table.h"
+#include "weft/graph/passes/canonicalize.h"
 #include "weft/graph/passes/channels_last.h"
 #include "weft/graph/passes/eliminate_dead_code.h"
+#include "weft/graph/passes/eliminate_identity.h"
 #include "weft/graph/verify_graph.h"
 
 namespace weft {
@@ -168,9 +171,56 @@ TEST(ChannelsLast, StopsAtOtherReshapes) {
   EXPECT_EQ(g.outputs[0]->producer->inputs[0]->producer->op_type, Op::kTranspose);
 }
 
-// Inception: a stride-2 pooling that convolutions read, and so does a pooling branch. After
-// channels_last, the first pooling's output has two readers, so neither pooling sits
-// between two Transposes; pools_between_regions gives each one a Transpose on either side.
+// DenseNet: a pooling whose output a Concat and a BatchNormalization read (the features and
+// the next layer's pre-activation). The pooling gets a Transpose to channels-last as its
+// only reader, and the Transpose back sinks through both; BatchNormalization becomes a
+// per-channel scale and shift, which sink as any scale does. Only the input's and the
+// output's reorders stay.
+TEST(ChannelsLast, SinksThroughPoolingsAndBatchNorms) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 15]>
+    g (float[1, 4, 8, 8] x, float[4, 4, 1, 1] w1, float[4, 4, 1, 1] w2) => (float[1, 8, 4, 4] y)
+      <float[4] gamma = {1.0, 2.0, 3.0, 4.0}, float[4] beta = {0.5, 0.0, -0.5, 1.0},
+       float[4] mean = {0.1, 0.2, 0.3, 0.4}, float[4] var = {1.0, 0.5, 2.0, 4.0}> {
+      a = Conv(x, w1)
+      p = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (a)
+      n = BatchNormalization(p, gamma, beta, mean, var)
+      r = Relu(n)
+      b = Conv(r, w2)
+      y = Concat <axis = 1> (p, b)
+    })");
+  Result<bool> changed = channels_last(g);
+  ASSERT_TRUE(changed.ok()) << changed.status().to_string();
+  ASSERT_TRUE(eliminate_dead_code(g).ok());
+  Status v = verify_graph(g, "channels_last");
+  ASSERT_TRUE(v.ok()) << v.to_string();
+  EXPECT_EQ(count_ops(g, Op::kBatchNormalization), 0);
+  const Node* pool = g.find_value("p")->producer;
+  int readers = 0;
+  for (const auto& n : g.nodes()) {
+    if (std::count(n->inputs.begin(), n->inputs.end(), pool->outputs[0]) == 0) continue;
+    ++readers;
+    EXPECT_EQ(n->op_type, Op::kTranspose);
+  }
+  EXPECT_EQ(readers, 1);
+  EXPECT_EQ(pool->inputs[0]->producer->op_type, Op::kTranspose);
+  // x's reorder, the pair around the pooling, y's reorder.
+  EXPECT_EQ(count_ops(g, Op::kTranspose), 4);
+  EXPECT_EQ(g.outputs[0]->producer->op_type, Op::kTranspose);
+  for (const auto& n : g.nodes()) {
+    if (n->op_type == Op::kMul) { // the scale: gamma / sqrt(var + eps), channels-last
+      const Tensor& scale = *n->inputs[1]->constant;
+      EXPECT_EQ(scale.dims(), (std::vector<int64_t>{1, 1, 1, 4}));
+      EXPECT_NEAR(scale.get_double(1), 2.0 / std::sqrt(0.5 + 1e-5), 1e-6);
+    }
+  }
+}
+
+// Inception: a stride-2 pooling that convolutions read, and so does a pooling branch.
+// channels_last leaves the branch reading the pooling's output through a Transpose to
+// channels-last and one back, which canonicalize composes away: the first pooling then has
+// two readers, and neither sits between two Transposes. pools_between_regions, which runs
+// after canonicalize, gives each one a Transpose on either side.
 TEST(ChannelsLast, PoolingsBetweenRegionsGetATransposeOnEachSide) {
   Graph g = graph_from_text(R"(
     <ir_version: 8, opset_import: ["" : 13]>
@@ -184,6 +234,8 @@ TEST(ChannelsLast, PoolingsBetweenRegionsGetATransposeOnEachSide) {
       y = Concat <axis = 1> (b, c)
     })");
   ASSERT_TRUE(channels_last(g).ok());
+  ASSERT_TRUE(canonicalize(g).ok());
+  ASSERT_TRUE(eliminate_identity(g).ok());
   ASSERT_TRUE(eliminate_dead_code(g).ok());
   auto between = [&](const std::string& pool) {
     const Node* n = g.find_value(pool)->producer;
