@@ -140,6 +140,15 @@ channel_shuffle(Node& split, const std::unordered_map<const Value*, std::vector<
   return ChannelShuffle{&split, permute, merge, factors, perm};
 }
 
+// The node after "n" (one that has readers) in the graph's order.
+const Node* node_after(const Graph& graph, const Node& n) {
+  const auto& nodes = graph.nodes();
+  for (size_t k = 0; k + 1 < nodes.size(); ++k) {
+    if (nodes[k].get() == &n) return nodes[k + 1].get();
+  }
+  return nullptr;
+}
+
 bool is_pool(const Node* n) {
   return n && (n->op_type == Op::kMaxPool || n->op_type == Op::kAveragePool) &&
          n->outputs.size() == 1 && has_rank(n->outputs[0], 4);
@@ -226,7 +235,8 @@ private:
       if (rs.size() == 1 && is_pool(rs[0]) && rs[0]->inputs[0] == v &&
           !graph_.is_graph_output(rs[0]->outputs[0])) {
         const std::vector<Node*>& after = readers[rs[0]->outputs[0]];
-        if (after.size() != 1 || !is_transpose(after[0], kToLast)) return sink_pool(*rs[0]);
+        if (!after.empty() && (after.size() != 1 || !is_transpose(after[0], kToLast)))
+          return sink_pool(*rs[0]);
       }
       if (!all_sinkable) continue;
       if (is_batch_norm(*rs[0])) return expand_batch_norm(*rs[0]);
@@ -321,21 +331,13 @@ private:
   // library call absorbs (channels-last in place); the pair after it is never cancelled.
   bool sink_pool(Node& pool) {
     Value* y = pool.outputs[0];
-    NodeBuilder b(graph_, *node_after(pool));
+    NodeBuilder b(graph_, *node_after(graph_, pool));
     Value* last = b.op(Op::kTranspose, {y}, TransposeAttrs{kToLast});
     Value* back = b.op(Op::kTranspose, {last}, TransposeAttrs{kToFirst});
     graph_.replace_all_uses(y, back);
     last->producer->inputs[0] = y;
     after_pools_.insert(last->producer);
     return true;
-  }
-
-  const Node* node_after(const Node& n) const {
-    const auto& nodes = graph_.nodes();
-    for (size_t k = 0; k + 1 < nodes.size(); ++k) {
-      if (nodes[k].get() == &n) return nodes[k + 1].get();
-    }
-    return nullptr;
   }
 
   // BatchNormalization for inference over [N, C, H, W], its parameters constant.
@@ -457,8 +459,7 @@ Result<bool> pools_between_regions(Graph& graph) {
   for (const auto& n : graph.nodes()) {
     if (is_pool(n.get())) pools.push_back(n.get());
   }
-  for (size_t i = 0; i < pools.size(); ++i) {
-    Node* p = pools[i];
+  for (Node* p : pools) {
     Value* y = p->outputs[0];
     const Node* in = p->inputs[0]->producer;
     if (!is_transpose(in, kToFirst) || only_reader(p->inputs[0]) != p || graph.is_graph_output(y))
@@ -478,11 +479,7 @@ Result<bool> pools_between_regions(Graph& graph) {
     }
     if (!fits || !to_last || branches.empty()) continue;
     // Right after the pooling: its Transpose to channels-last and the one back.
-    const Node* next = nullptr;
-    for (size_t k = 0; k + 1 < graph.nodes().size() && !next; ++k) {
-      if (graph.nodes()[k].get() == p) next = graph.nodes()[k + 1].get();
-    }
-    NodeBuilder b(graph, *next);
+    NodeBuilder b(graph, *node_after(graph, *p));
     Value* last = b.op(Op::kTranspose, {y}, TransposeAttrs{kToLast});
     Value* back = b.op(Op::kTranspose, {last}, TransposeAttrs{kToFirst});
     graph.replace_all_uses(to_last->outputs[0], last);

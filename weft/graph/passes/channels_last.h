@@ -6,13 +6,19 @@
 // - turns each 2-D f32 Conv into Op::kConvChannelsLast between two Transposes, to [N, H, W, C]
 //   before it (one per input value, shared by the convolutions reading it) and back after it;
 // - sinks each Transpose towards its readers through elementwise ops, a Concat of channels
-//   and reductions that keep their dims (over the axes the Transpose maps them to), when
-//   each reader of its output is such an op (SiLU's Sigmoid and Mul both read it); a
+//   and reductions that keep their dims (over the axes the Transpose maps them to), Slices
+//   and Splits, and channel shuffles (a Reshape splitting the channels, a Transpose of the
+//   factors, a Reshape merging them: the same permutation of channels-last's last axis),
+//   when each reader of its output is such an op (SiLU's Sigmoid and Mul both read it); a
 //   reduction without keepdims whose kept axes stay in order needs no Transpose after; their
-//   other operands are taken
-//   channels-last too: another such Transpose's input, a constant transposed once, or any
-//   other 4-D operand through a Transpose of its own (one operand's reorder instead of the
-//   result's, which may then cancel further on);
+//   other operands are taken channels-last too: another such Transpose's input, a constant
+//   transposed once, or any other 4-D operand through a Transpose of its own (one operand's
+//   reorder instead of the result's, which may then cancel further on);
+// - turns an inference BatchNormalization that a Transpose feeds into a per-channel scale
+//   and shift (constants), which sink as above;
+// - gives a pooling that a Transpose feeds one to channels-last as its only reader (its
+//   other readers read a Transpose back, which sinks on): the library call absorbs both
+//   (channels-last in place), and that pair is never cancelled;
 // - cancels a Transpose whose reader undoes it.
 // Between two convolutions, activations then stay channels-last, and the Transposes left
 // are at the region's boundaries (a Reshape, the graph's outputs, ops that stay plain): the
