@@ -262,6 +262,19 @@ class Inception(torch.nn.Module):
         return torch.cat((self.a(p), self.b(p), self.c(q)), 1)
 
 
+class Video(torch.nn.Module):
+    """An R(2+1)D block: 3-D convolutions (1x3x3, then 3x1x1) with a residual. They run on
+    channels-last activations in place, [N, D, H, W, C] between them."""
+
+    def __init__(self):
+        super().__init__()
+        self.spatial = torch.nn.Conv3d(8, 8, (1, 3, 3), padding=(0, 1, 1))
+        self.temporal = torch.nn.Conv3d(8, 8, (3, 1, 1), padding=(1, 0, 0))
+
+    def forward(self, x):
+        return torch.relu(self.temporal(torch.relu(self.spatial(x))) + x)
+
+
 def in_place_sums(path):
     """How many library calls' outputs took the memory of the residual they sum."""
     r = subprocess.run([WEFT, "run", path, "--fill", "random", "--output-dir",
@@ -367,6 +380,11 @@ def main():
                  if not k["strategy"].startswith("oneDNN")]
         # The input's reorder and the output's (with the Concat): none around the poolings.
         assert moves == ["Transpose", "Concat+Transpose"], moves
+        check(tmp, "video", Video().eval(), {"x": f(1, 8, 4, 6, 6)},
+              ["Conv+Relu", "Conv+Add+Relu"])
+        video = [k["strategy"] for k in kernels(os.path.join(tmp, "video.onnx"))
+                 if k["op_type"].startswith("Conv")]
+        assert all("channels-last in place" in v for v in video), video
         check(tmp, "bottleneck", Bottleneck().eval(), {"x": f(2, 4, 9, 9)},
               ["Conv+Relu", "Conv+Relu", "Conv+Add+Relu"])
         assert in_place_sums(os.path.join(tmp, "bottleneck.onnx")) == 1

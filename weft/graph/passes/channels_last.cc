@@ -12,8 +12,31 @@ namespace weft {
 
 namespace {
 
-const Ints kToLast = {0, 2, 3, 1};  // [N, C, H, W] -> [N, H, W, C]
-const Ints kToFirst = {0, 3, 1, 2}; // and back
+// [N, C, spatial...] -> [N, spatial..., C] and back, for 2-D (rank 4) and 3-D (rank 5)
+// convolutions' activations.
+Ints to_last(size_t rank) {
+  Ints p = {0};
+  for (size_t d = 2; d < rank; ++d)
+    p.push_back(static_cast<int64_t>(d));
+  p.push_back(1);
+  return p;
+}
+
+Ints to_first(size_t rank) {
+  Ints p = {0, static_cast<int64_t>(rank) - 1};
+  for (size_t d = 1; d + 1 < rank; ++d)
+    p.push_back(static_cast<int64_t>(d));
+  return p;
+}
+
+const Ints kToLast = to_last(4); // [N, C, H, W] -> [N, H, W, C]
+const Ints kToFirst = to_first(4);
+
+// The rank of "v" when it is one that channels-last regions cover (4 or 5), else 0.
+size_t region_rank(const Value* v) {
+  size_t rank = v && v->type.shape ? v->type.shape->size() : 0;
+  return rank == 4 || rank == 5 ? rank : 0;
+}
 
 // Ops that compute each element from the elements at the same position (numpy broadcasting
 // aside), so that they commute with a Transpose of all their operands.
@@ -31,37 +54,56 @@ bool has_rank(const Value* v, size_t rank) {
   return v && v->type.shape && v->type.shape->size() == rank;
 }
 
-// A Slice of [N, C, H, W] whose parameters canonicalize made attributes (axes normalized).
+// A Slice of [N, C, spatial...] whose parameters canonicalize made attributes (axes
+// normalized).
 bool is_slice(const Node& n) {
-  return n.op_type == Op::kSlice && n.inputs.size() == 1 && has_rank(n.inputs[0], 4) &&
+  return n.op_type == Op::kSlice && n.inputs.size() == 1 && region_rank(n.inputs[0]) &&
          n.attrs_as<SliceAttrs>().starts && n.attrs_as<SliceAttrs>().axes;
 }
 
-// A reduction over some of [N, C, H, W]'s axes, keeping them: over channels-last's axes
-// (kToFirst maps them) it gives the same elements, laid out channels-last.
+// A reduction over some of [N, C, spatial...]'s axes, keeping them: over channels-last's
+// axes (to_first maps them) it gives the same elements, laid out channels-last.
 // Without keepdims, one whose kept axes stay in order channels-last (N and C, say, after a
 // spatial mean): its result is the same either way.
 bool is_reduction(const Node& n) {
   static const std::set<Op> kOps = {Op::kReduceMean, Op::kReduceSum,       Op::kReduceMax,
                                     Op::kReduceMin,  Op::kReduceProd,      Op::kReduceL1,
                                     Op::kReduceL2,   Op::kReduceSumSquare, Op::kReduceLogSumExp};
-  if (!kOps.contains(n.op_type) || n.inputs.size() != 1) return false;
+  size_t rank = region_rank(n.inputs.empty() ? nullptr : n.inputs[0]);
+  if (!kOps.contains(n.op_type) || n.inputs.size() != 1 || !rank) return false;
   const auto& at = n.attrs_as<ReduceAttrs>();
   if (!at.axes || at.axes->empty()) return false;
   if (at.keepdims) return true;
   int64_t last = -1; // the kept axes' positions channels-last, in their order
-  for (int64_t a = 0; a < 4; ++a) {
+  const Ints first = to_first(rank);
+  for (int64_t a = 0; a < static_cast<int64_t>(rank); ++a) {
     bool reduced = std::find(at.axes->begin(), at.axes->end(), a) != at.axes->end() ||
-                   std::find(at.axes->begin(), at.axes->end(), a - 4) != at.axes->end();
+                   std::find(at.axes->begin(), at.axes->end(), a - static_cast<int64_t>(rank)) !=
+                       at.axes->end();
     if (reduced) continue;
-    if (kToFirst[static_cast<size_t>(a)] < last) return false;
-    last = kToFirst[static_cast<size_t>(a)];
+    if (first[static_cast<size_t>(a)] < last) return false;
+    last = first[static_cast<size_t>(a)];
   }
   return true;
 }
 
 bool is_transpose(const Node* n, const Ints& perm) {
   return n && n->op_type == Op::kTranspose && n->attrs_as<TransposeAttrs>().perm == perm;
+}
+
+// A Transpose to channels-first or to channels-last of rank 4 or 5: its rank, else 0.
+size_t to_first_rank(const Node* n) {
+  for (size_t rank : {4, 5}) {
+    if (is_transpose(n, to_first(rank))) return rank;
+  }
+  return 0;
+}
+
+size_t to_last_rank(const Node* n) {
+  for (size_t rank : {4, 5}) {
+    if (is_transpose(n, to_last(rank))) return rank;
+  }
+  return 0;
 }
 
 // Does every dim of "v" have extent 1 (so that a Transpose does not move its elements)?
@@ -73,17 +115,31 @@ bool all_ones(const Value* v) {
   return true;
 }
 
-// Constant "c" (rank at most 4, broadcast against [N, C, H, W]) laid out for [N, H, W, C].
-Tensor to_channels_last(const Tensor& c) {
+// Constant "c" (rank at most "rank", broadcast against [N, C, spatial...]) laid out for
+// [N, spatial..., C].
+Tensor to_channels_last(const Tensor& c, size_t rank) {
   std::vector<int64_t> dims = c.dims();
-  dims.insert(dims.begin(), 4 - dims.size(), 1);
-  Tensor out(c.dtype(), {dims[0], dims[2], dims[3], dims[1]});
-  for (int64_t n = 0; n < dims[0]; ++n)
-    for (int64_t ch = 0; ch < dims[1]; ++ch)
-      for (int64_t h = 0; h < dims[2]; ++h)
-        for (int64_t w = 0; w < dims[3]; ++w)
-          out.set_double(((n * dims[2] + h) * dims[3] + w) * dims[1] + ch,
-                         c.get_double(((n * dims[1] + ch) * dims[2] + h) * dims[3] + w));
+  dims.insert(dims.begin(), rank - dims.size(), 1);
+  const Ints perm = to_last(rank);
+  std::vector<int64_t> out_dims;
+  for (int64_t p : perm)
+    out_dims.push_back(dims[static_cast<size_t>(p)]);
+  Tensor out(c.dtype(), out_dims);
+  // Each output element, by its index over out_dims, from the input's row-major position.
+  std::vector<int64_t> strides(rank, 1), index(rank, 0);
+  for (size_t d = rank - 1; d > 0; --d)
+    strides[d - 1] = strides[d] * dims[d];
+  int64_t count = out.num_elements();
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t from = 0;
+    for (size_t d = 0; d < rank; ++d)
+      from += index[d] * strides[static_cast<size_t>(perm[d])];
+    out.set_double(i, c.get_double(from));
+    for (size_t d = rank; d-- > 0;) { // the next index, row-major
+      if (++index[d] < out_dims[d]) break;
+      index[d] = 0;
+    }
+  }
   return out;
 }
 
@@ -173,10 +229,10 @@ public:
   }
 
 private:
-  // A 2-D convolution oneDNN runs for the CPU: f32 throughout, rank 4.
+  // A 2-D or 3-D convolution oneDNN runs for the CPU: f32 throughout, rank 4 or 5.
   static bool convertible(const Node& n) {
-    if (n.op_type != Op::kConv || n.conditional || !has_rank(n.inputs[0], 4) ||
-        !has_rank(n.outputs[0], 4))
+    if (n.op_type != Op::kConv || n.conditional || !region_rank(n.inputs[0]) ||
+        region_rank(n.outputs[0]) != region_rank(n.inputs[0]))
       return false;
     for (const auto* list : {&n.inputs, &n.outputs}) {
       for (const Value* v : *list) {
@@ -190,15 +246,16 @@ private:
   // One Transpose per input value: convolutions reading the same one share it.
   void convert(Node& conv) {
     NodeBuilder b(graph_, conv);
+    size_t rank = region_rank(conv.inputs[0]);
     std::vector<Value*> inputs = conv.inputs;
-    Value*& to_last = to_last_[inputs[0]];
-    if (!to_last) to_last = b.op(Op::kTranspose, {inputs[0]}, TransposeAttrs{kToLast});
-    inputs[0] = to_last;
+    Value*& last = to_last_[inputs[0]];
+    if (!last) last = b.op(Op::kTranspose, {inputs[0]}, TransposeAttrs{to_last(rank)});
+    inputs[0] = last;
     Value* y = b.op(Op::kConvChannelsLast, inputs, conv.attrs);
     Value* out = conv.outputs[0];
     out->producer = nullptr;
     conv.outputs[0] = nullptr;
-    b.op(Op::kTranspose, {y}, TransposeAttrs{kToFirst}, out);
+    b.op(Op::kTranspose, {y}, TransposeAttrs{to_first(rank)}, out);
     std::string name = conv.name;
     remove(&conv);
     graph_.rename_node(y->producer, name); // profiles name the model's node
@@ -213,8 +270,9 @@ private:
     }
     for (const auto& owned : graph_.nodes()) {
       Node* t = owned.get();
-      if (!is_transpose(t, kToFirst) && !is_transpose(t, kToLast)) continue;
-      const Ints& undo = is_transpose(t, kToFirst) ? kToLast : kToFirst;
+      size_t rank = to_first_rank(t);
+      if (!rank && !to_last_rank(t)) continue;
+      const Ints undo = rank ? to_last(rank) : to_first(to_last_rank(t));
       Value* v = t->outputs[0];
       const std::vector<Node*>& rs = readers[v];
       for (Node* r : rs) {
@@ -231,8 +289,8 @@ private:
         return is_pointwise(*r) || is_reduction(*r) || is_slice(*r) || r->op_type == Op::kConcat ||
                is_channel_split(*r) || channel_shuffle(*r, readers, graph_) || is_batch_norm(*r);
       });
-      if (!is_transpose(t, kToFirst) || rs.empty() || graph_.is_graph_output(v)) continue;
-      if (rs.size() == 1 && is_pool(rs[0]) && rs[0]->inputs[0] == v &&
+      if (!rank || rs.empty() || graph_.is_graph_output(v)) continue;
+      if (rank == 4 && rs.size() == 1 && is_pool(rs[0]) && rs[0]->inputs[0] == v &&
           !graph_.is_graph_output(rs[0]->outputs[0])) {
         const std::vector<Node*>& after = readers[rs[0]->outputs[0]];
         if (!after.empty() && (after.size() != 1 || !is_transpose(after[0], kToLast)))
@@ -240,9 +298,9 @@ private:
       }
       if (!all_sinkable) continue;
       if (is_batch_norm(*rs[0])) return expand_batch_norm(*rs[0]);
-      if (is_channel_split(*rs[0])) return sink_split(*rs[0]);
+      if (is_channel_split(*rs[0])) return sink_split(*rs[0], rank);
       if (auto shuffle = channel_shuffle(*rs[0], readers, graph_)) return sink_shuffle(*shuffle);
-      if (sink(*rs[0], readers)) return true;
+      if (sink(*rs[0], rank, readers)) return true;
     }
     return false;
   }
@@ -250,31 +308,34 @@ private:
   // e(..., Transpose(to first)(a), ...) -> Transpose(to first)(e(..., a, ...)), the other
   // operands taken channels-last; the Transpose's output has "e" as its one reader. False
   // when an operand cannot be taken so.
-  bool sink(Node& e, const std::unordered_map<const Value*, std::vector<Node*>>& readers) {
-    // A Concat of channels (axis 1) concatenates channels-last along axis 3.
+  bool sink(Node& e, size_t rank,
+            const std::unordered_map<const Value*, std::vector<Node*>>& readers) {
+    const Ints first = to_first(rank), last = to_last(rank);
+    const int64_t dims = static_cast<int64_t>(rank);
+    // A Concat of channels (axis 1) concatenates channels-last along the last axis.
     OpAttrs attrs = e.attrs;
-    bool concat = e.op_type == Op::kConcat && has_rank(e.outputs[0], 4) &&
-                  (e.attrs_as<AxisAttrs>().axis == 1 || e.attrs_as<AxisAttrs>().axis == -3);
-    if (concat) attrs = AxisAttrs{3};
-    bool reduction = is_reduction(e);
-    if (reduction) { // its axes, over [N, H, W, C]
+    bool concat = e.op_type == Op::kConcat && has_rank(e.outputs[0], rank) &&
+                  (e.attrs_as<AxisAttrs>().axis == 1 || e.attrs_as<AxisAttrs>().axis == 1 - dims);
+    if (concat) attrs = AxisAttrs{dims - 1};
+    bool reduction = is_reduction(e) && has_rank(e.inputs[0], rank);
+    if (reduction) { // its axes, over [N, spatial..., C]
       ReduceAttrs at = e.attrs_as<ReduceAttrs>();
       for (int64_t& a : *at.axes)
-        a = kToFirst[static_cast<size_t>(a < 0 ? a + 4 : a)];
+        a = first[static_cast<size_t>(a < 0 ? a + dims : a)];
       std::sort(at.axes->begin(), at.axes->end());
       attrs = at;
     }
-    bool slice = is_slice(e);
-    if (slice) { // its axes, over [N, H, W, C]
+    bool slice = is_slice(e) && has_rank(e.inputs[0], rank);
+    if (slice) { // its axes, over [N, spatial..., C]
       SliceAttrs at = e.attrs_as<SliceAttrs>();
       for (int64_t& a : *at.axes)
-        a = kToFirst[static_cast<size_t>(a)];
+        a = first[static_cast<size_t>(a)];
       attrs = at;
     }
     // (A reduction without keepdims leaves the same elements in the same order.)
     bool same_layout = reduction && !e.attrs_as<ReduceAttrs>().keepdims;
     if ((!is_pointwise(e) && !concat && !reduction && !slice) ||
-        (!same_layout && !has_rank(e.outputs[0], 4)))
+        (!same_layout && !has_rank(e.outputs[0], rank)))
       return false;
     std::vector<Value*> inputs;
     std::vector<Tensor> transposed; // constants to make, by input position
@@ -285,15 +346,15 @@ private:
       const Node* p = in ? in->producer : nullptr;
       if (!in || (!concat && all_ones(in))) {
         inputs.push_back(in);
-      } else if (is_transpose(p, kToFirst) && readers.at(in).size() == 1 &&
+      } else if (is_transpose(p, first) && readers.at(in).size() == 1 &&
                  !graph_.is_graph_output(in)) {
         inputs.push_back(p->inputs[0]);
       } else if (!concat && in->is_constant() && in->type.dtype == DType::kF32 && in->type.shape &&
-                 in->type.shape->size() <= 4) {
+                 in->type.shape->size() <= rank) {
         constant_at.push_back(static_cast<int>(i));
-        transposed.push_back(to_channels_last(*in->constant));
+        transposed.push_back(to_channels_last(*in->constant, rank));
         inputs.push_back(nullptr);
-      } else if (has_rank(in, 4)) { // (a per-channel scale [N, C, 1, 1]: cheap)
+      } else if (has_rank(in, rank)) { // (a per-channel scale [N, C, 1, 1]: cheap)
         reorder_at.push_back(static_cast<int>(i));
         inputs.push_back(in);
       } else {
@@ -310,15 +371,15 @@ private:
       auto it = readers.find(in);
       const Node* existing = nullptr;
       for (const Node* r : it == readers.end() ? std::vector<Node*>{} : it->second) {
-        if (is_transpose(r, kToLast)) existing = r;
+        if (is_transpose(r, last)) existing = r;
       }
-      in = existing ? existing->outputs[0] : b.op(Op::kTranspose, {in}, TransposeAttrs{kToLast});
+      in = existing ? existing->outputs[0] : b.op(Op::kTranspose, {in}, TransposeAttrs{last});
     }
     Value* out = e.outputs[0];
     out->producer = nullptr;
     e.outputs[0] = nullptr;
     Value* y = same_layout ? b.op(e.op_type, inputs, attrs, out) : b.op(e.op_type, inputs, attrs);
-    if (!same_layout) b.op(Op::kTranspose, {y}, TransposeAttrs{kToFirst}, out);
+    if (!same_layout) b.op(Op::kTranspose, {y}, TransposeAttrs{first}, out);
     std::string name = e.name;
     remove(&e);
     graph_.rename_node(y->producer, name);
@@ -340,10 +401,10 @@ private:
     return true;
   }
 
-  // BatchNormalization for inference over [N, C, H, W], its parameters constant.
+  // BatchNormalization for inference over [N, C, spatial...], its parameters constant.
   static bool is_batch_norm(const Node& n) {
     if (n.op_type != Op::kBatchNormalization || n.attrs_as<BatchNormAttrs>().training_mode ||
-        n.inputs.size() != 5 || !has_rank(n.inputs[0], 4) ||
+        n.inputs.size() != 5 || !region_rank(n.inputs[0]) ||
         std::any_of(n.outputs.begin() + 1, n.outputs.end(), [](const Value* v) { return v; }))
       return false;
     return std::all_of(n.inputs.begin() + 1, n.inputs.end(), [](const Value* v) {
@@ -351,13 +412,15 @@ private:
     });
   }
 
-  // BatchNormalization as x * scale + shift, per channel ([1, C, 1, 1] constants), which
+  // BatchNormalization as x * scale + shift, per channel ([1, C, 1, ...] constants), which
   // sink as any scale does.
   bool expand_batch_norm(Node& bn) {
     const Tensor &gamma = *bn.inputs[1]->constant, &beta = *bn.inputs[2]->constant,
                  &mean = *bn.inputs[3]->constant, &var = *bn.inputs[4]->constant;
     int64_t c = gamma.dims()[0];
-    Tensor scale(DType::kF32, {1, c, 1, 1}), shift(DType::kF32, {1, c, 1, 1});
+    std::vector<int64_t> dims(region_rank(bn.inputs[0]), 1);
+    dims[1] = c;
+    Tensor scale(DType::kF32, dims), shift(DType::kF32, dims);
     double eps = bn.attrs_as<BatchNormAttrs>().epsilon;
     for (int64_t i = 0; i < c; ++i) {
       double s = gamma.get_double(i) / std::sqrt(var.get_double(i) + eps);
@@ -376,19 +439,21 @@ private:
     return true;
   }
 
-  // A Split of [N, C, H, W]'s channels.
+  // A Split of [N, C, spatial...]'s channels.
   static bool is_channel_split(const Node& n) {
-    if (n.op_type != Op::kSplit || !has_rank(n.inputs[0], 4) || n.inputs.size() > 2) return false;
+    size_t rank = n.inputs.empty() ? 0 : region_rank(n.inputs[0]);
+    if (n.op_type != Op::kSplit || !rank || n.inputs.size() > 2) return false;
     int64_t axis = n.attrs_as<SplitAttrs>().axis;
-    return (axis == 1 || axis == -3) && (n.inputs.size() == 1 || n.inputs[1]->is_constant());
+    return (axis == 1 || axis == 1 - static_cast<int64_t>(rank)) &&
+           (n.inputs.size() == 1 || n.inputs[1]->is_constant());
   }
 
   // Split(Transpose(to first)(a), channels) -> Transpose(to first) of each part of
-  // Split(a, axis 3).
-  bool sink_split(Node& split) {
+  // Split(a, its last axis).
+  bool sink_split(Node& split, size_t rank) {
     NodeBuilder b(graph_, split);
     SplitAttrs attrs = split.attrs_as<SplitAttrs>();
-    attrs.axis = 3;
+    attrs.axis = static_cast<int64_t>(rank) - 1;
     std::vector<Value*> inputs = split.inputs;
     inputs[0] = inputs[0]->producer->inputs[0];
     std::vector<Value*> outs = split.outputs;
@@ -398,7 +463,7 @@ private:
     split.outputs.assign(outs.size(), nullptr);
     std::vector<Value*> parts = b.node(Op::kSplit, inputs, attrs, outs.size());
     for (size_t i = 0; i < outs.size(); ++i) {
-      if (outs[i]) b.op(Op::kTranspose, {parts[i]}, TransposeAttrs{kToFirst}, outs[i]);
+      if (outs[i]) b.op(Op::kTranspose, {parts[i]}, TransposeAttrs{to_first(rank)}, outs[i]);
     }
     std::string name = split.name;
     remove(&split);
@@ -464,12 +529,12 @@ Result<bool> pools_between_regions(Graph& graph) {
     const Node* in = p->inputs[0]->producer;
     if (!is_transpose(in, kToFirst) || only_reader(p->inputs[0]) != p || graph.is_graph_output(y))
       continue;
-    Node* to_last = nullptr;
+    Node* reorder = nullptr;     // the Transpose to channels-last
     std::vector<Node*> branches; // the other poolings
     bool fits = true;
     for (Node* r : readers[y]) {
-      if (is_transpose(r, kToLast) && !to_last) {
-        to_last = r;
+      if (is_transpose(r, kToLast) && !reorder) {
+        reorder = r;
       } else if (is_pool(r) && r->inputs[0] == y &&
                  is_transpose(only_reader(r->outputs[0]), kToLast)) {
         branches.push_back(r);
@@ -477,13 +542,13 @@ Result<bool> pools_between_regions(Graph& graph) {
         fits = false;
       }
     }
-    if (!fits || !to_last || branches.empty()) continue;
+    if (!fits || !reorder || branches.empty()) continue;
     // Right after the pooling: its Transpose to channels-last and the one back.
     NodeBuilder b(graph, *node_after(graph, *p));
     Value* last = b.op(Op::kTranspose, {y}, TransposeAttrs{kToLast});
     Value* back = b.op(Op::kTranspose, {last}, TransposeAttrs{kToFirst});
-    graph.replace_all_uses(to_last->outputs[0], last);
-    graph.remove_nodes_if([&](const Node& m) { return &m == to_last; });
+    graph.replace_all_uses(reorder->outputs[0], last);
+    graph.remove_nodes_if([&](const Node& m) { return &m == reorder; });
     for (Node* r : branches)
       r->inputs[0] = back;
     readers[y] = {last->producer};

@@ -3,8 +3,9 @@
 // oneDNN's fast convolutions take channels-last activations; an ONNX Conv's are channels
 // first, so each call used to reorder its input and output (MobileNetV2: two reorders per
 // convolution, more time than the convolutions). This pass, for the CPU's library calls:
-// - turns each 2-D f32 Conv into Op::kConvChannelsLast between two Transposes, to [N, H, W, C]
-//   before it (one per input value, shared by the convolutions reading it) and back after it;
+// - turns each 2-D or 3-D f32 Conv into Op::kConvChannelsLast between two Transposes, to
+//   [N, spatial..., C] before it (one per input value, shared by the convolutions reading it)
+//   and back after it;
 // - sinks each Transpose towards its readers through elementwise ops, a Concat of channels
 //   and reductions that keep their dims (over the axes the Transpose maps them to), Slices
 //   and Splits, and channel shuffles (a Reshape splitting the channels, a Transpose of the

@@ -261,7 +261,43 @@ TEST(ChannelsLast, PoolingsBetweenRegionsGetATransposeOnEachSide) {
   EXPECT_FALSE(*changed);
 }
 
-// Nothing to do without a 2-D f32 convolution.
+// 3-D convolutions (video models) run channels-last too: [N, D, H, W, C] between them, with
+// the activation, a residual Add and a per-channel scale.
+TEST(ChannelsLast, ThreeDimensionalConvolutionsStayChannelsLast) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1, 4, 3, 6, 6] x, float[4, 4, 3, 3, 3] w1, float[4, 4, 1, 1, 1] w2)
+        => (float[1, 4, 3, 6, 6] y) <float[4, 1, 1, 1] s = {1.0, 2.0, 3.0, 4.0}> {
+      a = Conv <pads = [1, 1, 1, 1, 1, 1]> (x, w1)
+      r = Relu(a)
+      b = Conv(r, w2)
+      m = Mul(b, s)
+      y = Add(m, r)
+    })");
+  Result<bool> changed = channels_last(g);
+  ASSERT_TRUE(changed.ok()) << changed.status().to_string();
+  EXPECT_TRUE(*changed);
+  ASSERT_TRUE(eliminate_dead_code(g).ok());
+  Status v = verify_graph(g, "channels_last");
+  ASSERT_TRUE(v.ok()) << v.to_string();
+  EXPECT_EQ(count_ops(g, Op::kConvChannelsLast), 2);
+  EXPECT_EQ(count_ops(g, Op::kTranspose), 2); // x's and y's
+  for (const auto& n : g.nodes()) {
+    if (n->op_type == Op::kTranspose) {
+      const Ints& perm = *n->attrs_as<TransposeAttrs>().perm;
+      EXPECT_TRUE(perm == (Ints{0, 2, 3, 4, 1}) || perm == (Ints{0, 4, 1, 2, 3})) << n->name;
+    }
+    if (n->op_type == Op::kRelu || n->op_type == Op::kAdd) {
+      EXPECT_EQ(shape_to_string(*n->outputs[0]->type.shape), "[1,3,6,6,4]") << n->name;
+    }
+    if (n->op_type == Op::kMul) {
+      EXPECT_EQ(shape_to_string(*n->inputs[1]->type.shape), "[1,1,1,1,4]");
+      EXPECT_EQ(n->inputs[1]->constant->get_double(3), 4.0);
+    }
+  }
+}
+
+// Nothing to do without a 2-D or 3-D f32 convolution.
 TEST(ChannelsLast, LeavesOtherGraphsAlone) {
   Graph g = graph_from_text(R"(
     <ir_version: 8, opset_import: ["" : 13]>
