@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "tests/testing/onnx_text.h"
@@ -216,6 +217,33 @@ TEST(Canonicalize, TransposesCompose) {
     })");
   EXPECT_NE(body.find("%y: f32[4,2,3] = Transpose(%x) {perm=[2, 0, 1]}"), std::string::npos)
       << body;
+}
+
+// A batched matrix product written as Einsum becomes a MatMul, the operand whose last two
+// labels are swapped read through a Transpose; other Einsums stay.
+TEST(Canonicalize, BatchedProductEinsumIsAMatMul) {
+  std::string body = canonical(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2, 3, 5, 4] q, float[2, 3, 6, 4] k) => (float[2, 3, 5, 6] y) {
+      y = Einsum <equation = "b h i d, b h j d -> b h i j"> (q, k)
+    })");
+  EXPECT_NE(body.find("Transpose(%k) {perm=[0, 1, 3, 2]}"), std::string::npos) << body;
+  EXPECT_NE(body.find("%y: f32[2,3,5,6] = MatMul(%q, "), std::string::npos) << body;
+  std::string plain = canonical(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2, 5, 4] a, float[2, 4, 6] b) => (float[2, 5, 6] y) {
+      y = Einsum <equation = "bik,bkj->bij"> (a, b)
+    })");
+  EXPECT_NE(plain.find("%y: f32[2,5,6] = MatMul(%a, %b)"), std::string::npos) << plain;
+  for (const char* equation : {"bij,bjk->bkj", "bii,bij->bij", "bik,bkj->bji"}) {
+    std::string other = canonical(fmt::format(R"(
+      <ir_version: 8, opset_import: ["" : 13]>
+      g (float[2, 4, 4] a, float[2, 4, 4] b) => (float[2, 4, 4] y) {{
+        y = Einsum <equation = "{}"> (a, b)
+      }})",
+                                              equation));
+    EXPECT_NE(other.find("Einsum"), std::string::npos) << equation << "\n" << other;
+  }
 }
 
 } // namespace

@@ -42,11 +42,11 @@ size_t region_rank(const Value* v) {
 // aside), so that they commute with a Transpose of all their operands.
 bool is_pointwise(const Node& n) {
   static const std::set<Op> kOps = {
-      Op::kRelu,      Op::kClip, Op::kSigmoid, Op::kTanh, Op::kHardSigmoid, Op::kHardSwish,
-      Op::kLeakyRelu, Op::kElu,  Op::kSelu,    Op::kGelu, Op::kErf,         Op::kExp,
-      Op::kAbs,       Op::kNeg,  Op::kSqrt,    Op::kMish, Op::kSoftplus,    Op::kAdd,
-      Op::kSub,       Op::kMul,  Op::kDiv,     Op::kMax,  Op::kMin,         Op::kPRelu,
-      Op::kPow,       Op::kSum,  Op::kMean,    Op::kWhere};
+      Op::kRelu,      Op::kClip, Op::kSigmoid, Op::kTanh,  Op::kHardSigmoid, Op::kHardSwish,
+      Op::kLeakyRelu, Op::kElu,  Op::kSelu,    Op::kGelu,  Op::kErf,         Op::kExp,
+      Op::kAbs,       Op::kNeg,  Op::kSqrt,    Op::kMish,  Op::kSoftplus,    Op::kAdd,
+      Op::kSub,       Op::kMul,  Op::kDiv,     Op::kMax,   Op::kMin,         Op::kPRelu,
+      Op::kPow,       Op::kSum,  Op::kMean,    Op::kWhere, Op::kSwish};
   return kOps.contains(n.op_type) && n.outputs.size() == 1 && n.outputs[0];
 }
 
