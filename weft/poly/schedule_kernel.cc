@@ -83,10 +83,9 @@ public:
   }
 
   // An indirect index may touch any element along its dim: the relation over-approximates
-  // it by the whole extent there.
-  // Buffers that share memory (views of one value with two shapes, after stitching) must
-  // be seen as one array. With static shapes they are: "BA", indexed by each element's
-  // row-major position (conservatively one array for all aliased buffers), so dependences
+  // it by the whole extent there. Buffers that share memory (views of one value with two shapes,
+  // after stitching) must be seen as one array. With static shapes they are: "BA", indexed by each
+  // element's row-major position (conservatively one array for all aliased buffers), so dependences
   // between the views are exact. With a symbolic extent the position is not affine; each
   // view keeps its own name and view_dependences() orders the statements instead.
   std::string access(size_t s, const kernel::Access& a) const {
@@ -137,8 +136,7 @@ public:
     return union_of(parts);
   }
 
-  // The read accesses, including  // The read accesses, including a combining statement's read of
-  // its own accumulator.
+  // The read accesses, including a combining statement's read of its own accumulator.
   std::string reads() const {
     std::vector<std::string> parts;
     for (size_t s = 0; s < kernel_.statements.size(); ++s) {
@@ -317,7 +315,6 @@ private:
       maps.push_back(fmt::format("{} -> [(i{})]", tuple(s), d));
     return fmt::format("{}[{{ {} }}]", param_list(), fmt::join(maps, "; "));
   }
-  // "{ a; b }" over the parameters; "{ }" when empty.
   // Does one statement write an aliased buffer that the other accesses through another
   // view, or access one that the other writes so?
   bool views_conflict(const Statement& a, const Statement& b) const {
@@ -341,6 +338,7 @@ private:
     return false;
   }
 
+  // "{ a; b }" over the parameters; "{ }" when empty.
   std::string union_of(const std::vector<std::string>& parts) const {
     return fmt::format("{}{{ {} }}", param_list(), fmt::join(parts, "; "));
   }
