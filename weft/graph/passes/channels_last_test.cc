@@ -17,6 +17,17 @@ namespace {
 using testing::count_ops;
 using testing::graph_from_text;
 
+// channels_last on "g", then its dead code removed and the graph verified: whether all that
+// went well and the pass changed something.
+bool run_pass(Graph& g) {
+  Result<bool> changed = channels_last(g);
+  EXPECT_TRUE(changed.ok()) << changed.status().to_string();
+  EXPECT_TRUE(eliminate_dead_code(g).ok());
+  Status v = verify_graph(g, "channels_last");
+  EXPECT_TRUE(v.ok()) << v.to_string();
+  return changed.ok() && *changed && v.ok();
+}
+
 // Two convolutions, a ReLU, a per-channel scale and a residual Add between them: all run
 // channels-last; Transposes stay only where the region starts and before the pooling.
 TEST(ChannelsLast, ActivationsStayChannelsLastBetweenConvolutions) {
@@ -31,12 +42,7 @@ TEST(ChannelsLast, ActivationsStayChannelsLastBetweenConvolutions) {
       sum = Add(m, r)
       y = GlobalAveragePool(sum)
     })");
-  Result<bool> changed = channels_last(g);
-  ASSERT_TRUE(changed.ok()) << changed.status().to_string();
-  EXPECT_TRUE(*changed);
-  ASSERT_TRUE(eliminate_dead_code(g).ok());
-  Status v = verify_graph(g, "channels_last");
-  ASSERT_TRUE(v.ok()) << v.to_string();
+  ASSERT_TRUE(run_pass(g));
   EXPECT_EQ(count_ops(g, Op::kConvChannelsLast), 2);
   EXPECT_EQ(count_ops(g, Op::kConv), 0);
   EXPECT_EQ(count_ops(g, Op::kTranspose), 2);
@@ -69,11 +75,7 @@ TEST(ChannelsLast, SinksIntoSeveralReadersAndThroughReductions) {
       gate = Sigmoid(z)
       y = Mul(h, gate)
     })");
-  Result<bool> changed = channels_last(g);
-  ASSERT_TRUE(changed.ok()) << changed.status().to_string();
-  ASSERT_TRUE(eliminate_dead_code(g).ok());
-  Status v = verify_graph(g, "channels_last");
-  ASSERT_TRUE(v.ok()) << v.to_string();
+  ASSERT_TRUE(run_pass(g));
   EXPECT_EQ(count_ops(g, Op::kConvChannelsLast), 3);
   EXPECT_EQ(count_ops(g, Op::kTranspose), 2);
   for (const auto& n : g.nodes()) {
@@ -98,11 +100,7 @@ TEST(ChannelsLast, SharesInputTransposesAndEndsAtAFlatMean) {
       d = Add(b, c)
       y = ReduceMean <axes = [2, 3], keepdims = 0> (d)
     })");
-  Result<bool> changed = channels_last(g);
-  ASSERT_TRUE(changed.ok()) << changed.status().to_string();
-  ASSERT_TRUE(eliminate_dead_code(g).ok());
-  Status v = verify_graph(g, "channels_last");
-  ASSERT_TRUE(v.ok()) << v.to_string();
+  ASSERT_TRUE(run_pass(g));
   EXPECT_EQ(count_ops(g, Op::kConvChannelsLast), 3);
   EXPECT_EQ(count_ops(g, Op::kTranspose), 1);
   EXPECT_EQ(g.outputs[0]->producer->op_type, Op::kReduceMean);
@@ -127,11 +125,7 @@ TEST(ChannelsLast, SinksThroughChannelShufflesAndSplits) {
       c = Conv(p1, w2)
       y = Concat <axis = 1> (p0, c)
     })");
-  Result<bool> changed = channels_last(g);
-  ASSERT_TRUE(changed.ok()) << changed.status().to_string();
-  ASSERT_TRUE(eliminate_dead_code(g).ok());
-  Status v = verify_graph(g, "channels_last");
-  ASSERT_TRUE(v.ok()) << v.to_string();
+  ASSERT_TRUE(run_pass(g));
   EXPECT_EQ(count_ops(g, Op::kConvChannelsLast), 2);
   int reorders = 0;
   for (const auto& n : g.nodes()) {
@@ -164,9 +158,7 @@ TEST(ChannelsLast, StopsAtOtherReshapes) {
       a = Conv(x, w)
       y = Reshape(a, shape)
     })");
-  Result<bool> changed = channels_last(g);
-  ASSERT_TRUE(changed.ok()) << changed.status().to_string();
-  ASSERT_TRUE(eliminate_dead_code(g).ok());
+  ASSERT_TRUE(run_pass(g));
   EXPECT_EQ(count_ops(g, Op::kTranspose), 2);
   EXPECT_EQ(g.outputs[0]->producer->inputs[0]->producer->op_type, Op::kTranspose);
 }
@@ -189,11 +181,7 @@ TEST(ChannelsLast, SinksThroughPoolingsAndBatchNorms) {
       b = Conv(r, w2)
       y = Concat <axis = 1> (p, b)
     })");
-  Result<bool> changed = channels_last(g);
-  ASSERT_TRUE(changed.ok()) << changed.status().to_string();
-  ASSERT_TRUE(eliminate_dead_code(g).ok());
-  Status v = verify_graph(g, "channels_last");
-  ASSERT_TRUE(v.ok()) << v.to_string();
+  ASSERT_TRUE(run_pass(g));
   EXPECT_EQ(count_ops(g, Op::kBatchNormalization), 0);
   const Node* pool = g.find_value("p")->producer;
   int readers = 0;
@@ -274,12 +262,7 @@ TEST(ChannelsLast, ThreeDimensionalConvolutionsStayChannelsLast) {
       m = Mul(b, s)
       y = Add(m, r)
     })");
-  Result<bool> changed = channels_last(g);
-  ASSERT_TRUE(changed.ok()) << changed.status().to_string();
-  EXPECT_TRUE(*changed);
-  ASSERT_TRUE(eliminate_dead_code(g).ok());
-  Status v = verify_graph(g, "channels_last");
-  ASSERT_TRUE(v.ok()) << v.to_string();
+  ASSERT_TRUE(run_pass(g));
   EXPECT_EQ(count_ops(g, Op::kConvChannelsLast), 2);
   EXPECT_EQ(count_ops(g, Op::kTranspose), 2); // x's and y's
   for (const auto& n : g.nodes()) {
