@@ -210,6 +210,38 @@ Outputs eval_gather(const Node& node) {
   return single(std::move(out));
 }
 
+// GatherND with batch_dims 0: each index row [i0, ..., ik] picks data[i0, ..., ik, ...].
+// With batch dims: not folded (no outputs).
+Outputs eval_gather_nd(const Node& node) {
+  const Tensor& data = arg(node, 0);
+  const Tensor& idx = arg(node, 1);
+  if (node.attrs_as<BatchDimsAttrs>().batch_dims != 0 || idx.rank() < 1)
+    return std::vector<Tensor>{};
+  const std::vector<int64_t>& dd = data.dims();
+  int64_t k = idx.dims().back();
+  if (k < 1 || k > data.rank()) return std::vector<Tensor>{};
+  std::vector<int64_t> out_dims(idx.dims().begin(), idx.dims().end() - 1);
+  out_dims.insert(out_dims.end(), dd.begin() + k, dd.end());
+  int64_t inner = std::accumulate(dd.begin() + k, dd.end(), int64_t{1}, std::multiplies<>());
+  Tensor out(data.dtype(), out_dims);
+  int64_t rows = idx.num_elements() / k, n = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t at = 0;
+    for (int64_t d = 0; d < k; ++d) {
+      int64_t extent = dd[static_cast<size_t>(d)], i = idx.get_int64(r * k + d);
+      if (i < 0) i += extent;
+      if (i < 0 || i >= extent) {
+        return Status::error(fmt::format("GatherND index {} is out of range for extent {}",
+                                         idx.get_int64(r * k + d), extent));
+      }
+      at = at * extent + i;
+    }
+    for (int64_t in = 0; in < inner; ++in)
+      copy_element(data, at * inner + in, out, n++);
+  }
+  return single(std::move(out));
+}
+
 Outputs eval_concat(const Node& node) {
   const Tensor& first = arg(node, 0);
   WEFT_ASSIGN_OR_RETURN(int64_t axis,
@@ -462,6 +494,7 @@ const std::unordered_map<Op, Evaluator>& evaluators() {
       {Op::kCastLike, [](const Node& n) { return eval_cast(n, arg(n, 1).dtype()); }},
       {Op::kBitCast, [](const Node& n) { return eval_bit_cast(n, n.attrs_as<CastAttrs>().to); }},
       {Op::kGather, eval_gather},
+      {Op::kGatherND, eval_gather_nd},
       {Op::kConcat, eval_concat},
       {Op::kIdentity, eval_with_type},
       {Op::kReshape, eval_with_type},

@@ -1,5 +1,6 @@
 #include "weft/graph/passes/fold_constants.h"
 
+#include <set>
 #include <unordered_set>
 
 #include "weft/graph/evaluate.h"
@@ -36,11 +37,14 @@ bool outputs_foldable(Node& node) {
       }
     }
   }
+  static const std::set<Op> kMoved = {Op::kGather,  Op::kGatherND, Op::kTranspose, Op::kSlice,
+                                      Op::kReshape, Op::kSqueeze,  Op::kUnsqueeze, Op::kFlatten};
+  bool moved = kMoved.contains(node.op_type);
   for (const Value* out : node.outputs) {
     if (!out) continue;
     if (!out->type.has_static_shape()) return false;
     std::optional<int64_t> n = shape_num_elements(*out->type.shape);
-    if (!n || *n > kMaxFoldedElements) return false;
+    if (!n || *n > (moved ? kMaxFoldedMovedElements : kMaxFoldedElements)) return false;
   }
   return true;
 }

@@ -4,7 +4,12 @@
 // Guarantees: no Constant node remains; Shape and Size of values with static shapes are
 // constants; every other node that evaluate.h can fold and whose inputs are constant is
 // replaced by its outputs as constants, unless an output would exceed kMaxFoldedElements
-// (large constants are left to the generated kernels). Exporters' shape subgraphs
+// (large constants are left to the generated kernels: a fill or a mask computed in the
+// kernel that reads it costs no memory traffic). Gathers from constant tables, and Slices,
+// Transposes and reshapes of constants, fold up to kMaxFoldedMovedElements: computed at run
+// time they move as many bytes as the constant they make (Swin3D's relative-position bias,
+// a GatherND of 115K elements from a 7.6K table by a slice of a 154K index, ran every
+// inference). Exporters' shape subgraphs
 // (Shape -> Gather -> Concat -> Reshape, ConstantOfShape, Range) fold completely when the
 // shapes they read are static.
 #pragma once
@@ -15,6 +20,7 @@
 namespace weft {
 
 inline constexpr int64_t kMaxFoldedElements = int64_t{1} << 16;
+inline constexpr int64_t kMaxFoldedMovedElements = int64_t{1} << 22;
 
 Status fold_constants(Graph& graph);
 

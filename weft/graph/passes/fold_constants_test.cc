@@ -97,6 +97,41 @@ TEST(FoldConstants, LargeResultsAreLeftToKernels) {
   EXPECT_NE(body.find("= ConstantOfShape(%shape)"), std::string::npos) << body;
 }
 
+// A GatherND from a constant table folds, beyond kMaxFoldedElements too (Swin3D's
+// relative-position bias): rows [1, 0] and [0, 2] of a 2x3 table, then its Transpose.
+TEST(FoldConstants, TableLookupsFold) {
+  EXPECT_EQ(fold(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2] x) => (float[2] y)
+      <float[2, 3] table = {0.0, 1.0, 2.0, 10.0, 11.0, 12.0}, int64[2, 2] idx = {1, 0, 0, 2}> {
+      picked = GatherND(table, idx)
+      y = Add(x, picked)
+    })"),
+            "  input %x: f32[2]\n"
+            "  const %picked = f32[2]{10, 2}\n"
+            "  node Add_1: %y: f32[2] = Add(%x, %picked)\n"
+            "  output %y: f32[2]\n");
+  // 90,000 elements gathered from a [2, 300] table, then transposed: both fold.
+  std::string big = fold(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1] x) => (float[300, 300] y) {
+      shape = Constant <value = int64[2] {2, 300}> ()
+      table = ConstantOfShape <value = float[1] {1.5}> (shape)
+      start = Constant <value = int64 {0}> ()
+      limit = Constant <value = int64 {300}> ()
+      delta = Constant <value = int64 {1}> ()
+      r = Range(start, limit, delta)
+      two = Constant <value = int64 {2}> ()
+      idx = Mod(r, two)
+      picked = Gather <axis = 0> (table, idx)
+      t = Transpose(picked)
+      y = Add(x, t)
+    })");
+  EXPECT_EQ(big.find("Gather"), std::string::npos) << big;
+  EXPECT_EQ(big.find("Transpose"), std::string::npos) << big;
+  EXPECT_NE(big.find("const %t = f32[300,300]"), std::string::npos) << big;
+}
+
 TEST(FoldConstants, OutOfRangeGatherIsAnErrorNamingTheNode) {
   Graph g = graph_from_text(R"(
     <ir_version: 8, opset_import: ["" : 13]>
