@@ -39,6 +39,15 @@ bool transcendental(const Statement& s) {
                      [](const ExprNode& e) { return kCostly.contains(e.op); });
 }
 
+// The reads of "s" that stream an array as large as its domain (not a broadcast operand,
+// which stays in cache): what each statement it is inlined into reads again.
+int streamed_reads(const kernel::BoundKernel& k, const Statement& s) {
+  Dim points = point_count(s.domain);
+  return static_cast<int>(std::count_if(s.reads.begin(), s.reads.end(), [&](const Access& a) {
+    return point_count(k.kernel.buffers[static_cast<size_t>(a.buffer)].shape) == points;
+  }));
+}
+
 } // namespace
 
 // The one statement of a kernel that writes each element of its one output once, from its
@@ -205,6 +214,7 @@ void inline_producers(std::vector<Step>& steps, const std::set<const Value*>& pi
     }
     const Statement& ps = p.bound.kernel.statements[0];
     bool cheap = op_count(ps) <= kCheapOps;
+    int streamed = streamed_reads(p.bound, ps);
     int reading = 0;
     std::optional<std::string> why;
     std::vector<FusedKernel> fused;
@@ -222,6 +232,14 @@ void inline_producers(std::vector<Step>& steps, const std::set<const Value*>& pi
       if (reading > 1 && transcendental(ps))
         why = "several statements read it and it has transcendental ops (computed once, "
               "through memory)";
+      // Inlined, each reading statement streams the producer's inputs; materialized, the
+      // producer streams them once and writes its output, which each statement reads. A
+      // residual stream (x + a, then + b, ...) that every layer's normalization reads
+      // would otherwise be recomputed from all its terms in every layer.
+      if ((reading - 1) * streamed > reading + 1)
+        why = fmt::format("{} statements read it and it streams {} inputs (computed once, "
+                          "through memory)",
+                          reading, streamed);
       if (reading > kMaxReadingStatements)
         why = fmt::format("more than {} statements read it", kMaxReadingStatements);
       if (!why) why = inline_into(p.bound, k.bound, v);

@@ -70,6 +70,34 @@ TEST(InlineProducers, NothingToDoWhenTheProducerIsAnOutput) {
   EXPECT_EQ(kernels(steps), before);
 }
 
+// A residual stream that each layer's normalization reads (GPT-2): h1 = x + a, h2 = h1 + b,
+// each read by a LayerNormalization (several statements) and by the next Add.
+const char* kResidualStream = R"(
+  <ir_version: 8, opset_import: ["" : 17]>
+  g (float[4, 8] x, float[4, 8] a, float[4, 8] b, float[4, 8] c, float[8] s)
+      => (float[4, 8] n1, float[4, 8] n2, float[4, 8] n3) {
+    h1 = Add(x, a)
+    n1 = LayerNormalization <axis = -1> (h1, s)
+    h2 = Add(h1, b)
+    n2 = LayerNormalization <axis = -1> (h2, s)
+    h3 = Add(h2, c)
+    n3 = LayerNormalization <axis = -1> (h3, s)
+  })";
+
+// Inlined into every reader, the stream would be recomputed from all its terms in each
+// layer: the last normalization would read x, a, b and c.
+TEST(InlineProducers, AStreamReadManyTimesIsComputedOnce) {
+  Graph g = graph_from_text(kResidualStream);
+  std::vector<Step> steps = lowered(g);
+  std::vector<Decision> decisions;
+  inline_producers(steps, outputs(g), decisions);
+  for (const std::string& k : kernels(steps))
+    EXPECT_FALSE(k.find("%x") != std::string::npos && k.find("%c") != std::string::npos) << k;
+  EXPECT_TRUE(std::any_of(decisions.begin(), decisions.end(), [](const Decision& d) {
+    return !d.fused && d.how.find("streams 2 inputs") != std::string::npos;
+  }));
+}
+
 const char* kExpReshapeNeg = R"(
   <ir_version: 8, opset_import: ["" : 13]>
   g (float[4, 8] x) => (float[32] y) {

@@ -144,6 +144,32 @@ TEST(Canonicalize, DivisionByAFloatConstantMultipliesByItsReciprocal) {
   EXPECT_EQ(r.get_double(1), 0.25);
 }
 
+TEST(Canonicalize, SmallIntegerPowersAreProducts) {
+  std::string body = canonical(R"(
+    <ir_version: 8, opset_import: ["" : 15]>
+    g (float[4] x, int32[4] i) => (float[4] a, float[4] b, float[4] c, float[4] d, int32[4] e,
+                                   float[1, 4] f) {
+      two = Constant <value = float {2.0}> ()
+      three = Constant <value = int64 {3}> ()
+      four = Constant <value = float[1] {4.0}> ()
+      half = Constant <value = float {0.5}> ()
+      wide = Constant <value = float[1, 1] {3.0}> ()
+      a = Pow(x, two)
+      b = Pow(x, three)
+      c = Pow(x, four)
+      d = Pow(x, half)
+      e = Pow(i, three)
+      f = Pow(x, wide)
+    })");
+  EXPECT_NE(body.find("%a: f32[4] = Mul(%x, %x)"), std::string::npos) << body;
+  EXPECT_NE(body.find("%Pow_6_Mul: f32[4] = Mul(%x, %x)"), std::string::npos) << body;
+  EXPECT_NE(body.find("%b: f32[4] = Mul(%Pow_6_Mul, %x)"), std::string::npos) << body;
+  EXPECT_NE(body.find("%c: f32[4] = Mul(%Pow_7_Mul, %Pow_7_Mul)"), std::string::npos) << body;
+  EXPECT_NE(body.find("%d: f32[4] = Pow(%x, %half)"), std::string::npos) << body;
+  EXPECT_NE(body.find("%e: i32[4] = Pow(%i, %three)"), std::string::npos) << body;
+  EXPECT_NE(body.find("%f: f32[1,4] = Pow(%x, %wide)"), std::string::npos) << body;
+}
+
 TEST(Canonicalize, NothingToDo) {
   const char* model = R"(
     <ir_version: 8, opset_import: ["" : 13]>
