@@ -205,8 +205,11 @@ public:
     size_t depth = 0;
     for (;; ++depth) {
       for (size_t s = first; s < last; ++s) {
+        // A dim of extent 1 that a write leaves out reduces nothing (softmax over
+        // [1, H, S, S]: without it sharing, each pass read the whole input from memory).
         if (st[s].domain.size() <= depth || !(st[s].domain[depth] == st[first].domain[depth]) ||
-            (st[s].combine != kernel::Combine::kNone && st[s].is_reduced(static_cast<int>(depth))))
+            (st[s].combine != kernel::Combine::kNone && !(st[s].domain[depth] == Dim(1)) &&
+             st[s].is_reduced(static_cast<int>(depth))))
           return depth;
       }
       isl::union_map outer(deps.ctx(), outer_loops(first, last, depth + 1));

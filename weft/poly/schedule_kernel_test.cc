@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/testing/kernels.h"
+#include "weft/kernel/kernel_text.h"
 #include "weft/poly/schedule_kernel.h"
 
 namespace weft::poly {
@@ -242,6 +243,35 @@ TEST(ScheduleKernel, MarkOfALooplessBandStaysThere) {
                       "for (c1 = 0; (c1 <= 2); c1 += 1)\n"
                       "  for (c2 = 0; (c2 <= 7); c2 += 1)  // parallel\n"
                       "    S1(0, c1, c2);\n");
+}
+
+// A leading dim of extent 1, which the row statistics' writes leave out, is no reduction:
+// softmax over [1, H, S] still finishes a row before the next.
+TEST(ScheduleKernel, UnitDimOutsideTheWriteIsShared) {
+  Result<kernel::Kernel> k = kernel::parse_kernel(R"(kernel softmax
+  in x: f32[1,2,8]
+  out y: f32[1,2,8]
+  temp m: f32[2]
+  temp s: f32[2]
+  init[i0 < 1, i1 < 2]: m[i1] = -inf
+  update[i0 < 1, i1 < 2, i2 < 8]: m[i1] max= x[i0, i1, i2]
+  init_sum[i0 < 1, i1 < 2]: s[i1] = 0
+  exp[i0 < 1, i1 < 2, i2 < 8]: y[i0, i1, i2] = exp((x[i0, i1, i2] - m[i1]))
+  sum_exp[i0 < 1, i1 < 2, i2 < 8]: s[i1] += y[i0, i1, i2]
+  normalize[i0 < 1, i1 < 2, i2 < 8]: y[i0, i1, i2] = (y[i0, i1, i2] / s[i1])
+)");
+  ASSERT_TRUE(k.ok()) << k.status().to_string();
+  EXPECT_EQ(loops(*k), "for (c1 = 0; (c1 <= 1); c1 += 1)  // parallel\n"
+                       "  S0(0, c1);\n"
+                       "  for (c2 = 0; (c2 <= 7); c2 += 1)  // reduction\n"
+                       "    S1(0, c1, c2);\n"
+                       "  S2(0, c1);\n"
+                       "  for (c2 = 0; (c2 <= 7); c2 += 1)  // parallel\n"
+                       "    S3(0, c1, c2);\n"
+                       "  for (c2 = 0; (c2 <= 7); c2 += 1)  // reduction\n"
+                       "    S4(0, c1, c2);\n"
+                       "  for (c2 = 0; (c2 <= 7); c2 += 1)  // parallel\n"
+                       "    S5(0, c1, c2);\n");
 }
 
 TEST(ScheduleKernel, ScheduleTreeCarriesMarks) {

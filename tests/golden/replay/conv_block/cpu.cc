@@ -95,9 +95,6 @@ extern "C" void weft_k4_GlobalAveragePool(void* const* buffers, const int64_t* e
       const float t0 = 0.0f;
       b1[c1] = t0;
     }
-  }
-  #pragma omp parallel for schedule(static)
-  for (int64_t c1 = 0; (c1 <= 15); c1 += 1) {
     {  // accumulate in a register
       float acc = b1[c1];
       #pragma omp simd reduction(+ : acc)
@@ -109,9 +106,6 @@ extern "C" void weft_k4_GlobalAveragePool(void* const* buffers, const int64_t* e
       }
       b1[c1] = acc;
     }
-  }
-  #pragma omp parallel for schedule(static)
-  for (int64_t c1 = 0; (c1 <= 15); c1 += 1) {
     {  // finish
       const float t0 = b1[c1];
       const float t1 = 64.0f;

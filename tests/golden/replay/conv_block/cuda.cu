@@ -80,23 +80,10 @@ extern "C" __global__ void __launch_bounds__(256) weft_k3_MaxPool_p0(float* b0, 
   }
 }
 
-// kernel k4_GlobalAveragePool: 3 part(s)
+// kernel k4_GlobalAveragePool: 1 part(s)
 // launch weft_k4_GlobalAveragePool_p0 block=256 grid=device
 // b0 b0, b1 t1, b2 b2
-extern "C" __global__ void __launch_bounds__(256) weft_k4_GlobalAveragePool_p0(const float* __restrict__ b0, float* __restrict__ b1, float* __restrict__ b2) {
-  const int64_t weft_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t weft_p = weft_first; weft_p < 16; weft_p += weft_groups) {
-    const int64_t c1 = 0 + weft_p;
-    {  // init
-      const float t0 = 0.0f;
-      b1[c1] = t0;
-    }
-  }
-}
-// launch weft_k4_GlobalAveragePool_p1 block=256 grid=device
-// b0 b0, b1 t1, b2 b2
-extern "C" __global__ void __launch_bounds__(256) weft_k4_GlobalAveragePool_p1(const float* __restrict__ b0, float* b1, float* __restrict__ b2) {
+extern "C" __global__ void __launch_bounds__(256) weft_k4_GlobalAveragePool_p0(const float* __restrict__ b0, float* b1, float* __restrict__ b2) {
   const int64_t weft_lane = threadIdx.x % 8;
   const unsigned int weft_mask = ((1u << 8) - 1u) << (threadIdx.x % 32 / 8 * 8);
   const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 8;
@@ -104,6 +91,13 @@ extern "C" __global__ void __launch_bounds__(256) weft_k4_GlobalAveragePool_p1(c
   for (int64_t weft_p = weft_first; weft_p < 16; weft_p += weft_groups) {
     const int64_t c1 = 0 + weft_p;
     // a group of 8 threads per point
+    if (weft_lane == 0) {
+      {  // init
+        const float t0 = 0.0f;
+        b1[c1] = t0;
+      }
+    }
+    __syncwarp(weft_mask);
     {  // the group's lanes accumulate; shuffles combine them
       float acc = 0.0f;
       for (int64_t c2 = 0 + weft_lane * 1; (c2 <= 63); c2 += 8 * 1) {
@@ -116,20 +110,14 @@ extern "C" __global__ void __launch_bounds__(256) weft_k4_GlobalAveragePool_p1(c
       if (weft_lane == 0) { b1[c1] = b1[c1] + acc; }
     }
     __syncwarp(weft_mask);
-  }
-}
-// launch weft_k4_GlobalAveragePool_p2 block=256 grid=device
-// b0 b0, b1 t1, b2 b2
-extern "C" __global__ void __launch_bounds__(256) weft_k4_GlobalAveragePool_p2(const float* __restrict__ b0, float* __restrict__ b1, float* __restrict__ b2) {
-  const int64_t weft_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t weft_p = weft_first; weft_p < 16; weft_p += weft_groups) {
-    const int64_t c1 = 0 + weft_p;
-    {  // finish
-      const float t0 = b1[c1];
-      const float t1 = 64.0f;
-      const float t2 = (t0 / t1);
-      b2[0 * 16 + c1] = t2;
+    if (weft_lane == 0) {
+      {  // finish
+        const float t0 = b1[c1];
+        const float t1 = 64.0f;
+        const float t2 = (t0 / t1);
+        b2[0 * 16 + c1] = t2;
+      }
     }
+    __syncwarp(weft_mask);
   }
 }
