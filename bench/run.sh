@@ -9,8 +9,8 @@ cd "$(dirname "$0")/.."
 [[ -x build/tools/weft/weft ]] || { ./scripts/setup.sh && ./scripts/build.sh; }
 [[ -x bench/.venv/bin/python ]] || python3 -m venv bench/.venv
 # Also completes a venv made before the PyTorch peer moved into it (it then had only onnxruntime).
-bench/.venv/bin/python -c 'import onnxruntime, numpy, torch, torchvision, onnx, onnxscript' 2>/dev/null ||
-  bench/.venv/bin/pip install --quiet onnxruntime numpy torch torchvision onnx==1.23.2 onnxscript
+bench/.venv/bin/python -c 'import onnxruntime, numpy, torch, torchvision, onnx, onnxscript, transformers' 2>/dev/null ||
+  bench/.venv/bin/pip install --quiet onnxruntime numpy torch torchvision onnx==1.23.2 onnxscript transformers
 mkdir -p build/bench
 c++ -O3 -march=native -fopenmp -o build/bench/bandwidth bench/bandwidth.cc
 build/bench/bandwidth > build/bench/bandwidth.json
@@ -33,6 +33,8 @@ bench/.venv/bin/python bench/onnx_ops_bench.py build/tools/weft/weft --write
 PYTHONPATH=build/python bench/.venv/bin/python bench/dynamic_bench.py --write
 # Real models (torchvision CNNs, a U-Net, a 1-D CNN, transformer layers) beside ORT and PyTorch.
 PYTHONPATH=build/python bench/.venv/bin/python bench/cnn_bench.py --write
+# Not run here (about 10 minutes each): bench/zoo_bench.py (torchvision's zoo) and
+# bench/hf_bench.py (Hugging Face transformers), whose --write results run_bench.py includes.
 # PyTorch (eager and torch.compile) runs through bench/torch_peer.py under bench/.venv's Python.
 bench/.venv/bin/python bench/run_bench.py build/tools/weft/weft build/bench/models build/bench/bandwidth.json \
   build/bench/dnnl_peer

@@ -234,6 +234,24 @@ class CliTest(unittest.TestCase):
         self.assertIn("GB/s", r.stdout)
         self.assertIn("Softmax+ReduceSum (sm, rs)", r.stdout)
 
+    def test_bench_counts_the_rows_a_gather_reads(self):
+        """An embedding lookup moves the rows it reads, not its whole table: 16 indices into a
+        [1000, 64] table move 16 rows, the indices and the output."""
+        import numpy as np
+        ids = helper.make_tensor_value_info("ids", TensorProto.INT64, [16])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [16, 64])
+        table = numpy_helper.from_array(np.ones((1000, 64), np.float32), "table")
+        graph = helper.make_graph([helper.make_node("Gather", ["table", "ids"], ["y"], name="emb")],
+                                  "g", [ids], [y], initializer=[table])
+        path = save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), self.dir)
+        trace = os.path.join(self.dir, "trace.json")
+        r = weft("bench", path, "--iters", "1", "--fill", "zeros", "--profile", trace, "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(trace) as f:
+            events = json.load(f)["traceEvents"]
+        gather = next(e for e in events if e["args"]["op_type"] == "Gather")
+        self.assertEqual(gather["args"]["bytes"], 16 * 64 * 4 + 16 * 8 + 16 * 64 * 4)
+
     def test_bench_kernels_show_library_calls_flops(self):
         """A library call's profile entry counts its FLOPs (2 per multiply-add) and the table
         shows its GFLOP/s: Conv 8->16 channels, 3x3, over 1x8x32x32, then MatMul [64,128]x[128,32]."""

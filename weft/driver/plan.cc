@@ -164,6 +164,22 @@ private:
   std::vector<Share> shares_; // see share()
 };
 
+// The elements of buffer "b" that kernel "k" moves: all of them, but for a table that it reads
+// only at data-dependent indices (an embedding's Gather), at most one per point read.
+Dim moved_elements(const kernel::Kernel& k, int b) {
+  Dim all = kernel::num_elements(k.buffers[static_cast<size_t>(b)].shape);
+  int64_t points = 0;
+  for (const kernel::Statement& s : k.statements) {
+    for (const kernel::Access& a : s.reads) {
+      if (a.buffer != b) continue;
+      Dim n = kernel::num_elements(s.domain);
+      if (a.indirect.empty() || !n.is_static()) return all;
+      points += n.value();
+    }
+  }
+  return all.is_static() && points > 0 && points < all.value() ? Dim(points) : all;
+}
+
 // The profile's view of a kernel: its nodes, strategy, buffer types and bytes moved.
 runtime::LaunchInfo launch_info(const fusion::FusedKernel& fk) {
   const kernel::Kernel& k = fk.bound.kernel;
@@ -182,7 +198,7 @@ runtime::LaunchInfo launch_info(const fusion::FusedKernel& fk) {
     const Value* v = fk.bound.values[i];
     if (v && !counted.insert(v).second) continue;
     info.moved.push_back(
-        dim_mul(kernel::num_elements(b.shape), static_cast<int64_t>(dtype_size(b.dtype))));
+        dim_mul(moved_elements(k, static_cast<int>(i)), static_cast<int64_t>(dtype_size(b.dtype))));
   }
   info.shapes = fmt::format("{} -> {}", fmt::join(ins, ", "), fmt::join(outs, ", "));
   return info;
