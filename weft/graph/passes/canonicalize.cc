@@ -279,6 +279,62 @@ void compose_transposes(Node& node) {
   if (is_identity_perm(r)) turn_into_identity(node);
 }
 
+// Transpose(Reshape(Transpose(x, p)), q) that leaves x's elements in their row-major order is
+// Reshape(x). SegFormer's and PVT's tokens [B, N, C] go to [B, C, H, W] for a convolution and
+// back (transpose, view, conv, flatten, transpose); with the convolution channels-last that
+// is the same bytes, which the three nodes had copied through strided loops at 4-8 GB/s.
+// The shapes must be static and the reshape must split and merge whole dims: the dims
+// between the Transposes are then groups of common "atoms", each a piece of one dim of x.
+void transpose_reshape_transpose(Node& node) {
+  const Node* reshape = node.inputs[0]->producer;
+  if (!reshape || reshape->op_type != Op::kReshape) return;
+  const Node* inner = reshape->inputs[0]->producer;
+  if (!inner || inner->op_type != Op::kTranspose) return;
+  Value* x = inner->inputs[0];
+  std::optional<Ints> p = transpose_perm(*inner), q = transpose_perm(node);
+  for (const Value* v : {x, reshape->inputs[0], node.inputs[0], node.outputs[0]}) {
+    if (!v->type.has_static_shape()) return;
+  }
+  Ints s1 = shape_static_dims(*reshape->inputs[0]->type.shape);
+  Ints s2 = shape_static_dims(*node.inputs[0]->type.shape);
+  if (!p || !q || p->size() != s1.size() || q->size() != s2.size()) return;
+  // Each atom as (the dim of x it is a piece of, which piece), and the atoms of each dim of s2.
+  std::vector<std::pair<int64_t, int>> atoms;
+  std::vector<std::vector<size_t>> of_s2(s2.size());
+  size_t i = 0, j = 0;          // the next dims of s1 and s2 to take
+  int64_t left1 = 1, left2 = 1; // what remains of the dims taken (1: nothing)
+  int piece = 0;
+  for (;;) {
+    if (left1 == 1) {
+      piece = 0;
+      while (left1 == 1 && i < s1.size())
+        left1 = s1[i++];
+    }
+    while (left2 == 1 && j < s2.size())
+      left2 = s2[j++];
+    if (left1 == 1 || left2 == 1) break;
+    int64_t atom = std::min(left1, left2);
+    if (atom == 0 || std::max(left1, left2) % atom != 0) return; // cuts across a dim
+    atoms.push_back({(*p)[i - 1], piece++});
+    of_s2[j - 1].push_back(atoms.size() - 1);
+    left1 /= atom;
+    left2 /= atom;
+  }
+  if (left1 != 1 || left2 != 1) return;
+  // In q's order, the atoms must come in x's row-major order.
+  std::pair<int64_t, int> last = {-1, 0};
+  for (int64_t d : *q) {
+    for (size_t a : of_s2[static_cast<size_t>(d)]) {
+      if (!(last < atoms[a])) return;
+      last = atoms[a];
+    }
+  }
+  node.op_type = Op::kReshape;
+  node.def = find_op(Op::kReshape, node.opset);
+  node.attrs = ReshapeAttrs{false, shape_static_dims(*node.outputs[0]->type.shape), {}};
+  node.inputs = {x};
+}
+
 // "x" transposed by "perm", inserted before "at": x itself for the identity, and a Transpose
 // of a Transpose composed into one.
 Value* transposed(Graph& graph, const Node& at, Value* x, const Ints& perm) {
@@ -560,6 +616,7 @@ void canonicalize_node(Graph& graph, Node& node) {
     canonicalize_scatter_nd(graph, node);
   } else if (op == Op::kTranspose) {
     compose_transposes(node);
+    if (node.op_type == Op::kTranspose) transpose_reshape_transpose(node);
   } else if (op == Op::kEinsum) {
     einsum_as_matmul(graph, node);
   } else if (op == Op::kCompress) {

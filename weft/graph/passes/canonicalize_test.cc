@@ -170,6 +170,35 @@ TEST(Canonicalize, SmallIntegerPowersAreProducts) {
   EXPECT_NE(body.find("%f: f32[1,4] = Pow(%x, %wide)"), std::string::npos) << body;
 }
 
+// Tokens to an image and back around a channels-last convolution (SegFormer's Mix-FFN): each
+// round trip is the same bytes, a Reshape. A pair that really moves elements stays.
+TEST(Canonicalize, TransposesAroundAReshapeThatKeepTheOrderAreAReshape) {
+  std::string body = canonical(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1, 12, 8] x, float[1, 3, 4, 8] c, float[1, 12, 8] z) => (float[1, 3, 4, 8] y,
+                                                                      float[1, 12, 8] t,
+                                                                      float[1, 4, 3, 8] w) {
+      image = Constant <value = int64[4] {1, 8, 3, 4}> ()
+      a = Transpose <perm = [0, 2, 1]> (x)
+      b = Reshape(a, image)
+      y = Transpose <perm = [0, 2, 3, 1]> (b)
+      flat = Constant <value = int64[3] {1, 8, 12}> ()
+      d = Transpose <perm = [0, 3, 1, 2]> (c)
+      e = Reshape(d, flat)
+      t = Transpose <perm = [0, 2, 1]> (e)
+      f = Transpose <perm = [0, 2, 1]> (z)
+      g = Reshape(f, image)
+      w = Transpose <perm = [0, 3, 2, 1]> (g)
+    })");
+  EXPECT_NE(body.find("%y: f32[1,3,4,8] = Reshape(%x) {allowzero=0, shape=[1, 3, 4, 8]"),
+            std::string::npos)
+      << body;
+  EXPECT_NE(body.find("%t: f32[1,12,8] = Reshape(%c) {allowzero=0, shape=[1, 12, 8]"),
+            std::string::npos)
+      << body;
+  EXPECT_NE(body.find("%w: f32[1,4,3,8] = Transpose(%g)"), std::string::npos) << body;
+}
+
 TEST(Canonicalize, NothingToDo) {
   const char* model = R"(
     <ir_version: 8, opset_import: ["" : 13]>
