@@ -284,6 +284,28 @@ def in_place_sums(path):
     return r.stderr.count("its output takes the memory of the input it sums into it")
 
 
+class SharedWeight(torch.nn.Module):
+    """One weight multiplied in 6 times, as ALBERT's layers share theirs."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(64, 64) / 8)
+
+    def forward(self, x):
+        for _ in range(6):
+            x = x @ self.w
+        return x
+
+
+def shared_packings(path):
+    """How many library calls took the packed copy of a weight an earlier call packed."""
+    r = subprocess.run([WEFT, "run", path, "--fill", "random", "--output-dir",
+                        os.path.dirname(path)], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "WEFT_LOG": "debug"})
+    assert r.returncode == 0, r.stderr
+    return r.stderr.count("shares the packed copy of an earlier call")
+
+
 def run(path, inputs, directory, env_extra):
     args = [WEFT, "run", path, "--output-dir", directory]
     for name, value in inputs.items():
@@ -421,6 +443,8 @@ def main():
         assert "jit" in pools[0] and "reordered to channels-last" in pools[0], pools
         # There the residual is also the convolution's source: the output needs its own memory.
         assert in_place_sums(os.path.join(tmp, "stem.onnx")) == 0
+        check(tmp, "shared_weight", SharedWeight(), {"x": f(4, 64)}, ["MatMul"] * 6)
+        assert shared_packings(os.path.join(tmp, "shared_weight.onnx")) == 5
     print("all library checks passed")
 
 

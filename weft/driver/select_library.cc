@@ -43,6 +43,7 @@ LibrarySelection select_library_calls(const Graph& graph, const CompileSettings&
     return it->second[0];
   };
   LibrarySelection s;
+  library::SharedPackedWeights shared_weights;
   // The library calls may absorb nodes before and after them.
   for (const auto& node : graph.nodes()) {
     std::optional<library::LibraryCall> call = cuda ? std::nullopt : library::shape_call(*node);

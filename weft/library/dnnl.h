@@ -52,6 +52,23 @@ std::optional<LibraryCall> dnnl_call(const Node& node, const SoleReader& sole_re
                                      const std::function<bool(const Node*)>& free,
                                      std::string* why_not);
 
+// While one lives (select_library_calls holds one per compile), calls that read one
+// constant in one layout share its reordered copy, as the layers of a model that shares its
+// weights do: ALBERT's 12 layers held 12 packed copies of each weight, 11 GB in all.
+class SharedPackedWeights {
+public:
+  SharedPackedWeights();
+  ~SharedPackedWeights();
+  SharedPackedWeights(const SharedPackedWeights&) = delete;
+  SharedPackedWeights& operator=(const SharedPackedWeights&) = delete;
+
+  struct Entry;
+
+private:
+  std::vector<Entry>* previous_;
+  std::unique_ptr<std::vector<Entry>> entries_;
+};
+
 // The nodes that read a value.
 using Readers = std::function<const std::vector<const Node*>&(const Value*)>;
 

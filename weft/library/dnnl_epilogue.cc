@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "weft/graph/op_table.h"
+#include "weft/support/log.h"
 
 namespace weft::library {
 
@@ -98,12 +99,39 @@ memory::desc channels_last(const Dims& dims) {
   return memory::desc(dims, memory::data_type::f32, tag);
 }
 
+struct SharedPackedWeights::Entry {
+  const std::byte* data;
+  memory::desc given, wanted;
+  memory packed;
+};
+
+namespace {
+thread_local std::vector<SharedPackedWeights::Entry>* shared_packed = nullptr;
+} // namespace
+
+SharedPackedWeights::SharedPackedWeights()
+    : previous_(shared_packed), entries_(std::make_unique<std::vector<Entry>>()) {
+  shared_packed = entries_.get();
+}
+
+SharedPackedWeights::~SharedPackedWeights() { shared_packed = previous_; }
+
 memory reordered_constant(const Value* w, const memory::desc& given, const memory::desc& wanted) {
-  memory from(given, engine(), const_cast<std::byte*>(w->constant->data()));
+  const std::byte* data = w->constant->data();
+  if (shared_packed) {
+    for (const SharedPackedWeights::Entry& e : *shared_packed) {
+      if (e.data == data && e.given == given && e.wanted == wanted) {
+        log_debug("constant '{}': shares the packed copy of an earlier call", w->name);
+        return e.packed;
+      }
+    }
+  }
+  memory from(given, engine(), const_cast<std::byte*>(data));
   memory to(wanted, engine());
   dnnl::stream stream(engine());
   dnnl::reorder(from, to).execute(stream, from, to);
   stream.wait();
+  if (shared_packed) shared_packed->push_back({data, given, wanted, to});
   return to;
 }
 

@@ -1,5 +1,6 @@
 #include "weft/graph/passes/fold_constants.h"
 
+#include <limits>
 #include <set>
 #include <unordered_set>
 
@@ -37,14 +38,19 @@ bool outputs_foldable(Node& node) {
       }
     }
   }
-  static const std::set<Op> kMoved = {Op::kGather,  Op::kGatherND, Op::kTranspose, Op::kSlice,
-                                      Op::kReshape, Op::kSqueeze,  Op::kUnsqueeze, Op::kFlatten};
-  bool moved = kMoved.contains(node.op_type);
+  // Ops whose output is some of their input's elements, moved: at most as large as the
+  // constant they read, so they fold at any size.
+  static const std::set<Op> kSubset = {Op::kTranspose, Op::kSlice,     Op::kReshape,
+                                       Op::kSqueeze,   Op::kUnsqueeze, Op::kFlatten};
+  static const std::set<Op> kMoved = {Op::kGather, Op::kGatherND};
+  int64_t limit = kSubset.contains(node.op_type)  ? std::numeric_limits<int64_t>::max()
+                  : kMoved.contains(node.op_type) ? kMaxFoldedMovedElements
+                                                  : kMaxFoldedElements;
   for (const Value* out : node.outputs) {
     if (!out) continue;
     if (!out->type.has_static_shape()) return false;
     std::optional<int64_t> n = shape_num_elements(*out->type.shape);
-    if (!n || *n > (moved ? kMaxFoldedMovedElements : kMaxFoldedElements)) return false;
+    if (!n || *n > limit) return false;
   }
   return true;
 }

@@ -5,11 +5,13 @@
 // constants; every other node that evaluate.h can fold and whose inputs are constant is
 // replaced by its outputs as constants, unless an output would exceed kMaxFoldedElements
 // (large constants are left to the generated kernels: a fill or a mask computed in the
-// kernel that reads it costs no memory traffic). Gathers from constant tables, and Slices,
-// Transposes and reshapes of constants, fold up to kMaxFoldedMovedElements: computed at run
-// time they move as many bytes as the constant they make (Swin3D's relative-position bias,
-// a GatherND of 115K elements from a 7.6K table by a slice of a 154K index, ran every
-// inference). Exporters' shape subgraphs
+// kernel that reads it costs no memory traffic). Gathers from constant tables fold up to
+// kMaxFoldedMovedElements: computed at run time they move as many bytes as the constant they
+// make (Swin3D's relative-position bias, a GatherND of 115K elements from a 7.6K table by a
+// slice of a 154K index, ran every inference). Slices, Transposes and reshapes of constants,
+// which make no more elements than they read, fold at any size (ALBERT's shared weights,
+// each transposed for 12 MatMuls, were transposed every inference: 0.5 GB a run). Exporters'
+// shape subgraphs
 // (Shape -> Gather -> Concat -> Reshape, ConstantOfShape, Range) fold completely when the
 // shapes they read are static.
 #pragma once

@@ -132,6 +132,27 @@ TEST(FoldConstants, TableLookupsFold) {
   EXPECT_NE(big.find("const %t = f32[300,300]"), std::string::npos) << big;
 }
 
+// A Transpose of a weight larger than any folding limit folds: it makes no more elements
+// than it reads, and left in the graph it would move the whole weight every run (ALBERT).
+TEST(FoldConstants, TransposedWeightsFoldAtAnySize) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[4, 2100] x) => (float[4, 2100] y) {
+      shape = Constant <value = int64[2] {2100, 2100}> ()
+      w = ConstantOfShape <value = float[1] {0.5}> (shape)
+      t = Transpose(w)
+      y = MatMul(x, t)
+    })");
+  // The fill is too large to fold; made a constant here, as an initializer would be.
+  Node* fill = g.find_value("w")->producer;
+  g.make_constant(g.find_value("w"), Tensor(DType::kF32, {2100, 2100}));
+  g.remove_nodes_if([&](const Node& n) { return &n == fill; });
+  ASSERT_TRUE(fold_constants(g).ok());
+  std::string body = print_body(g);
+  EXPECT_EQ(body.find("Transpose"), std::string::npos) << body;
+  EXPECT_NE(body.find("const %t = f32[2100,2100]"), std::string::npos) << body;
+}
+
 TEST(FoldConstants, OutOfRangeGatherIsAnErrorNamingTheNode) {
   Graph g = graph_from_text(R"(
     <ir_version: 8, opset_import: ["" : 13]>
