@@ -1,12 +1,13 @@
 """Hugging Face transformers on the CPU: does each model that PyTorch's default exporter writes
-load, match PyTorch, and run at least as fast as ONNX Runtime? Encoders, decoders and vision
-models built from their configs (random weights, no download), at batch 1, exported by
-torch.onnx.export's defaults (the dynamo exporter) without a KV cache. Each model: Weft's
+load, match PyTorch, and run at least as fast as ONNX Runtime? Encoders, decoders,
+encoder-decoders, speech, state-space and vision models built from their configs (random
+weights, no download), at batch 1, exported by torch.onnx.export's defaults (the dynamo
+exporter) without a KV cache. Each model: Weft's
 outputs against PyTorch's (rtol 1e-3, atol 1e-4 plus 1e-5 of the output's largest magnitude),
 then Weft's Python module, ONNX Runtime (CPU execution provider, 2 intra-op threads) and
 PyTorch eager timed in alternating rounds in this process; an entry is the system's lowest
-median over the rounds. Not in CI: exporting and compiling the models takes about 10 minutes on
-2 cores.
+median over the rounds. Not in CI: exporting, compiling and timing the 24 models takes
+about 25 minutes on 2 cores.
 
 Usage: PYTHONPATH=build/python bench/.venv/bin/python bench/hf_bench.py [--rounds 2] [--write]
        [MODEL...]
@@ -42,6 +43,8 @@ def models():
     mask = torch.ones(1, SEQ, dtype=torch.long)
     small_lm = dict(hidden_size=512, intermediate_size=1408, num_hidden_layers=4,
                     num_attention_heads=8, num_key_value_heads=2, vocab_size=32000, use_cache=False)
+    seq2seq = lambda c: (tokens(c.vocab_size), mask, tokens(c.vocab_size, 32))
+    image = lambda c: (torch.randn(1, 3, 224, 224),)
     return {
         "bert": (lambda: tf.BertModel(tf.BertConfig()),
                  lambda c: (tokens(c.vocab_size), mask), f"BERT-base, {SEQ} tokens"),
@@ -62,12 +65,38 @@ def models():
                       lambda c: (tokens(c.vocab_size, 77),), "CLIP's text encoder, 77 tokens"),
         "whisper_encoder": (lambda: tf.WhisperModel(tf.WhisperConfig()).encoder,
                             lambda c: (torch.randn(1, 80, 3000),), "Whisper's encoder, 30 s of audio"),
-        "vit": (lambda: tf.ViTModel(tf.ViTConfig()),
-                lambda c: (torch.randn(1, 3, 224, 224),), "ViT-base/16, 224x224"),
-        "swin": (lambda: tf.SwinModel(tf.SwinConfig()),
-                 lambda c: (torch.randn(1, 3, 224, 224),), "Swin-T, 224x224"),
-        "convnext": (lambda: tf.ConvNextModel(tf.ConvNextConfig()),
-                     lambda c: (torch.randn(1, 3, 224, 224),), "ConvNeXt-T, 224x224"),
+        "vit": (lambda: tf.ViTModel(tf.ViTConfig()), image, "ViT-base/16, 224x224"),
+        "swin": (lambda: tf.SwinModel(tf.SwinConfig()), image, "Swin-T, 224x224"),
+        "convnext": (lambda: tf.ConvNextModel(tf.ConvNextConfig()), image, "ConvNeXt-T, 224x224"),
+        "albert": (lambda: tf.AlbertModel(tf.AlbertConfig()), lambda c: (tokens(c.vocab_size), mask),
+                   f"ALBERT's default (xxlarge, shared layers), {SEQ} tokens"),
+        "deberta_v2": (lambda: tf.DebertaV2Model(tf.DebertaV2Config(num_hidden_layers=4)),
+                       lambda c: (tokens(c.vocab_size), mask), f"DeBERTa-v2, 4 layers, {SEQ} tokens"),
+        "bart": (lambda: tf.BartModel(tf.BartConfig(encoder_layers=3, decoder_layers=3,
+                                                    use_cache=False)),
+                 seq2seq, f"BART, 3+3 layers, {SEQ} + 32 tokens"),
+        "t5": (lambda: tf.T5Model(tf.T5Config(num_layers=3, num_decoder_layers=3, d_model=512,
+                                              d_ff=2048, num_heads=8, use_cache=False)),
+               seq2seq, f"T5, 3+3 layers, {SEQ} + 32 tokens"),
+        "opt": (lambda: tf.OPTModel(tf.OPTConfig(num_hidden_layers=4, use_cache=False)),
+                lambda c: (tokens(c.vocab_size),), f"OPT, 4 layers of 768, {SEQ} tokens"),
+        "phi": (lambda: tf.PhiModel(tf.PhiConfig(num_hidden_layers=2, hidden_size=512,
+                                                 intermediate_size=2048, num_attention_heads=8,
+                                                 use_cache=False)),
+                lambda c: (tokens(c.vocab_size),), f"Phi, 2 layers of 512, {SEQ} tokens"),
+        "mistral": (lambda: tf.MistralModel(tf.MistralConfig(**small_lm)),
+                    lambda c: (tokens(c.vocab_size),), f"Mistral, 4 layers of 512, {SEQ} tokens"),
+        "falcon": (lambda: tf.FalconModel(tf.FalconConfig(num_hidden_layers=2, hidden_size=512,
+                                                          num_attention_heads=8, use_cache=False)),
+                   lambda c: (tokens(c.vocab_size),), f"Falcon, 2 layers of 512, {SEQ} tokens"),
+        "mamba": (lambda: tf.MambaModel(tf.MambaConfig(num_hidden_layers=2, hidden_size=256,
+                                                       use_cache=False)),
+                  lambda c: (tokens(c.vocab_size),), f"Mamba, 2 layers of 256, {SEQ} tokens"),
+        "wav2vec2": (lambda: tf.Wav2Vec2Model(tf.Wav2Vec2Config(num_hidden_layers=4)),
+                     lambda c: (torch.randn(1, 16000),), "wav2vec 2.0, 4 layers, 1 s of audio"),
+        "segformer": (lambda: tf.SegformerModel(tf.SegformerConfig()),
+                      lambda c: (torch.randn(1, 3, 256, 256),), "SegFormer-B0, 256x256"),
+        "dinov2": (lambda: tf.Dinov2Model(tf.Dinov2Config()), image, "DINOv2-base, 224x224"),
     }
 
 
