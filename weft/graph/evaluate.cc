@@ -391,11 +391,12 @@ Outputs eval_constant_of_shape(const Node& node) {
   return single(std::move(out));
 }
 
-// ReduceSum, ReduceProd, ReduceMin and ReduceMax over the attribute's axes (all of them when
-// there are none), in int64 for integers and in double for floats (NaN wins min and max).
+// ReduceSum, ReduceProd, ReduceMin, ReduceMax, ReduceSumSquare, ReduceL1 and ReduceL2 over
+// the attribute's axes (all of them when there are none), in int64 for integers and in
+// double for floats (NaN wins min and max).
 // Axes given as an input are left to canonicalize, and inputs larger than
 // kMaxReducedElements to the kernels.
-constexpr int64_t kMaxReducedElements = int64_t{1} << 22;
+constexpr int64_t kMaxReducedElements = int64_t{1} << 24;
 
 Outputs eval_reduce(const Node& node, Op op) {
   const Tensor& x = arg(node, 0);
@@ -417,10 +418,10 @@ Outputs eval_reduce(const Node& node, Op op) {
   bool as_int = !dtype_is_float(x.dtype());
   int64_t count = std::accumulate(kept.begin(), kept.end(), int64_t{1}, std::multiplies<>());
   double inf = std::numeric_limits<double>::infinity();
-  double start = op == Op::kReduceSum    ? 0
-                 : op == Op::kReduceProd ? 1
-                 : op == Op::kReduceMin  ? inf
-                                         : -inf;
+  // ReduceSumSquare, ReduceL1 and ReduceL2 sum squares or magnitudes (L2 takes the root last).
+  bool squares = op == Op::kReduceSumSquare || op == Op::kReduceL2;
+  bool sums = op == Op::kReduceSum || squares || op == Op::kReduceL1;
+  double start = sums ? 0 : op == Op::kReduceProd ? 1 : op == Op::kReduceMin ? inf : -inf;
   std::vector<int64_t> ints(static_cast<size_t>(count),
                             std::isinf(start) ? (start > 0 ? std::numeric_limits<int64_t>::max()
                                                            : std::numeric_limits<int64_t>::min())
@@ -430,15 +431,19 @@ Outputs eval_reduce(const Node& node, Op op) {
     auto o = static_cast<size_t>(broadcast_index(i, dims, kept)); // the kept coordinates
     if (as_int) {
       int64_t v = x.get_int64(i);
+      if (squares) v *= v;
+      if (op == Op::kReduceL1) v = v < 0 ? -v : v;
       int64_t& acc = ints[o];
-      acc = op == Op::kReduceSum    ? acc + v
+      acc = sums                    ? acc + v
             : op == Op::kReduceProd ? acc * v
             : op == Op::kReduceMin  ? std::min(acc, v)
                                     : std::max(acc, v);
     } else {
       double v = x.get_double(i);
+      if (squares) v *= v;
+      if (op == Op::kReduceL1) v = std::fabs(v);
       double& acc = floats[o];
-      acc = op == Op::kReduceSum               ? acc + v
+      acc = sums                               ? acc + v
             : op == Op::kReduceProd            ? acc * v
             : std::isnan(acc) || std::isnan(v) ? std::numeric_limits<double>::quiet_NaN()
             : op == Op::kReduceMin             ? std::min(acc, v)
@@ -449,9 +454,11 @@ Outputs eval_reduce(const Node& node, Op op) {
   for (int64_t i = 0; i < count; ++i) {
     auto u = static_cast<size_t>(i);
     if (as_int) {
-      out.set_int64(i, ints[u]);
+      out.set_int64(i, op == Op::kReduceL2
+                           ? static_cast<int64_t>(std::sqrt(static_cast<double>(ints[u])))
+                           : ints[u]);
     } else {
-      out.set_double(i, floats[u]);
+      out.set_double(i, op == Op::kReduceL2 ? std::sqrt(floats[u]) : floats[u]);
     }
   }
   return single(std::move(out));
@@ -512,6 +519,9 @@ const std::unordered_map<Op, Evaluator>& evaluators() {
       {Op::kReduceSum, [](const Node& n) { return eval_reduce(n, n.op_type); }},
       {Op::kReduceMin, [](const Node& n) { return eval_reduce(n, n.op_type); }},
       {Op::kReduceMax, [](const Node& n) { return eval_reduce(n, n.op_type); }},
+      {Op::kReduceSumSquare, [](const Node& n) { return eval_reduce(n, n.op_type); }},
+      {Op::kReduceL1, [](const Node& n) { return eval_reduce(n, n.op_type); }},
+      {Op::kReduceL2, [](const Node& n) { return eval_reduce(n, n.op_type); }},
   };
   return table;
 }

@@ -1,5 +1,6 @@
 #include "weft/graph/passes/fold_constants.h"
 
+#include <algorithm>
 #include <limits>
 #include <set>
 #include <unordered_set>
@@ -46,6 +47,12 @@ bool outputs_foldable(Node& node) {
   int64_t limit = kSubset.contains(node.op_type)  ? std::numeric_limits<int64_t>::max()
                   : kMoved.contains(node.op_type) ? kMaxFoldedMovedElements
                                                   : kMaxFoldedElements;
+  // Nor does a result inflate the model when it is no larger than a constant it reads (a
+  // weight normalized at every run, as weight_norm exports: wav2vec 2.0's positional
+  // convolution).
+  for (const Value* in : node.inputs) {
+    if (in && in->is_constant()) limit = std::max(limit, in->constant->num_elements());
+  }
   for (const Value* out : node.outputs) {
     if (!out) continue;
     if (!out->type.has_static_shape()) return false;

@@ -10,10 +10,10 @@
 // make (Swin3D's relative-position bias, a GatherND of 115K elements from a 7.6K table by a
 // slice of a 154K index, ran every inference). Slices, Transposes and reshapes of constants,
 // which make no more elements than they read, fold at any size (ALBERT's shared weights,
-// each transposed for 12 MatMuls, were transposed every inference: 0.5 GB a run). Exporters'
-// shape subgraphs
-// (Shape -> Gather -> Concat -> Reshape, ConstantOfShape, Range) fold completely when the
-// shapes they read are static.
+// each transposed for 12 MatMuls, were transposed every inference: 0.5 GB a run), and so
+// does any result no larger than a constant it reads (a weight normalized by weight_norm).
+// Exporters' shape subgraphs (Shape -> Gather -> Concat -> Reshape, ConstantOfShape, Range)
+// fold completely when the shapes they read are static.
 #pragma once
 
 #include "weft/graph/graph.h"

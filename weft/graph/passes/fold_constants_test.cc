@@ -153,6 +153,51 @@ TEST(FoldConstants, TransposedWeightsFoldAtAnySize) {
   EXPECT_NE(body.find("const %t = f32[2100,2100]"), std::string::npos) << body;
 }
 
+// weight_norm's g * v / ||v|| folds, though the weight is past kMaxFoldedElements: the result
+// is no larger than v. The norms themselves: ReduceL2, ReduceSumSquare and ReduceL1.
+TEST(FoldConstants, NormalizedWeightsFold) {
+  EXPECT_EQ(fold(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1] x) => (float[1] a, float[1] b, float[1] c) {
+      v = Constant <value = float[2] {3.0, -4.0}> ()
+      l2 = ReduceL2 <keepdims = 0> (v)
+      a = Add(x, l2)
+      sq = ReduceSumSquare <keepdims = 0> (v)
+      b = Add(x, sq)
+      l1 = ReduceL1 <keepdims = 0> (v)
+      c = Add(x, l1)
+    })"),
+            "  input %x: f32[1]\n"
+            "  const %l2 = f32[]{5}\n"
+            "  const %sq = f32[]{25}\n"
+            "  const %l1 = f32[]{7}\n"
+            "  node Add_2: %a: f32[1] = Add(%x, %l2)\n"
+            "  node Add_4: %b: f32[1] = Add(%x, %sq)\n"
+            "  node Add_6: %c: f32[1] = Add(%x, %l1)\n"
+            "  output %a: f32[1]\n"
+            "  output %b: f32[1]\n"
+            "  output %c: f32[1]\n");
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1, 300, 300] x) => (float[1, 300, 300] y) {
+      shape = Constant <value = int64[2] {300, 300}> ()
+      v = ConstantOfShape <value = float[1] {0.5}> (shape)
+      gshape = Constant <value = int64[2] {1, 300}> ()
+      gain = ConstantOfShape <value = float[1] {2.0}> (gshape)
+      norm = ReduceL2 <axes = [0], keepdims = 1> (v)
+      scale = Div(gain, norm)
+      w = Mul(v, scale)
+      y = Mul(x, w)
+    })");
+  Node* fill = g.find_value("v")->producer; // as an initializer would be: a constant
+  g.make_constant(g.find_value("v"), Tensor(DType::kF32, {300, 300}));
+  g.remove_nodes_if([&](const Node& n) { return &n == fill; });
+  ASSERT_TRUE(fold_constants(g).ok());
+  std::string body = print_body(g);
+  EXPECT_NE(body.find("const %w = f32[300,300]"), std::string::npos) << body;
+  EXPECT_EQ(body.find("ReduceL2"), std::string::npos) << body;
+}
+
 TEST(FoldConstants, OutOfRangeGatherIsAnErrorNamingTheNode) {
   Graph g = graph_from_text(R"(
     <ir_version: 8, opset_import: ["" : 13]>
