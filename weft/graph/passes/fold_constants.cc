@@ -47,17 +47,20 @@ bool outputs_foldable(Node& node) {
   int64_t limit = kSubset.contains(node.op_type)  ? std::numeric_limits<int64_t>::max()
                   : kMoved.contains(node.op_type) ? kMaxFoldedMovedElements
                                                   : kMaxFoldedElements;
-  // Nor does a result inflate the model when it is no larger than a constant it reads (a
-  // weight normalized at every run, as weight_norm exports: wav2vec 2.0's positional
-  // convolution).
+  // Nor does a result inflate the model when it has no more bytes than a constant it reads
+  // (a weight normalized at every run, as weight_norm exports: wav2vec 2.0's positional
+  // convolution; not a Cast of int8 weights to f32).
+  size_t largest_input = 0;
   for (const Value* in : node.inputs) {
-    if (in && in->is_constant()) limit = std::max(limit, in->constant->num_elements());
+    if (in && in->is_constant()) largest_input = std::max(largest_input, in->constant->num_bytes());
   }
   for (const Value* out : node.outputs) {
     if (!out) continue;
     if (!out->type.has_static_shape()) return false;
     std::optional<int64_t> n = shape_num_elements(*out->type.shape);
-    if (!n || *n > limit) return false;
+    if (!n) return false;
+    size_t bytes = static_cast<size_t>(*n) * static_cast<size_t>(dtype_size(out->type.dtype));
+    if (*n > limit && bytes > largest_input) return false;
   }
   return true;
 }

@@ -11,7 +11,8 @@
 // slice of a 154K index, ran every inference). Slices, Transposes and reshapes of constants,
 // which make no more elements than they read, fold at any size (ALBERT's shared weights,
 // each transposed for 12 MatMuls, were transposed every inference: 0.5 GB a run), and so
-// does any result no larger than a constant it reads (a weight normalized by weight_norm).
+// does any result of no more bytes than a constant it reads (a weight normalized by
+// weight_norm).
 // Exporters' shape subgraphs (Shape -> Gather -> Concat -> Reshape, ConstantOfShape, Range)
 // fold completely when the shapes they read are static.
 #pragma once

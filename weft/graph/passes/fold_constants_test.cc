@@ -196,6 +196,21 @@ TEST(FoldConstants, NormalizedWeightsFold) {
   std::string body = print_body(g);
   EXPECT_NE(body.find("const %w = f32[300,300]"), std::string::npos) << body;
   EXPECT_EQ(body.find("ReduceL2"), std::string::npos) << body;
+  // A Cast of int8 weights to f32 would make the model 4x their size: it stays.
+  Graph q = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[300, 300] x) => (float[300, 300] y) {
+      shape = Constant <value = int64[2] {300, 300}> ()
+      v = ConstantOfShape <value = int8[1] {3}> (shape)
+      w = Cast <to = 1> (v)
+      y = Mul(x, w)
+    })");
+  Node* int8_fill = q.find_value("v")->producer;
+  q.make_constant(q.find_value("v"), Tensor(DType::kI8, {300, 300}));
+  q.remove_nodes_if([&](const Node& n) { return &n == int8_fill; });
+  ASSERT_TRUE(fold_constants(q).ok());
+  std::string cast = print_body(q);
+  EXPECT_NE(cast.find("= Cast(%v)"), std::string::npos) << cast;
 }
 
 TEST(FoldConstants, OutOfRangeGatherIsAnErrorNamingTheNode) {
