@@ -275,13 +275,18 @@ class Video(torch.nn.Module):
         return torch.relu(self.temporal(torch.relu(self.spatial(x))) + x)
 
 
-def in_place_sums(path):
-    """How many library calls' outputs took the memory of the residual they sum."""
+def debug_lines(path, text):
+    """How many lines of a run's debug log say "text"."""
     r = subprocess.run([WEFT, "run", path, "--fill", "random", "--output-dir",
                         os.path.dirname(path)], capture_output=True, text=True, timeout=300,
                        env={**os.environ, "WEFT_LOG": "debug"})
     assert r.returncode == 0, r.stderr
-    return r.stderr.count("its output takes the memory of the input it sums into it")
+    return r.stderr.count(text)
+
+
+def in_place_sums(path):
+    """How many library calls' outputs took the memory of the residual they sum."""
+    return debug_lines(path, "its output takes the memory of the input it sums into it")
 
 
 class SharedWeight(torch.nn.Module):
@@ -299,11 +304,7 @@ class SharedWeight(torch.nn.Module):
 
 def shared_packings(path):
     """How many library calls took the packed copy of a weight an earlier call packed."""
-    r = subprocess.run([WEFT, "run", path, "--fill", "random", "--output-dir",
-                        os.path.dirname(path)], capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "WEFT_LOG": "debug"})
-    assert r.returncode == 0, r.stderr
-    return r.stderr.count("shares the packed copy of an earlier call")
+    return debug_lines(path, "shares the packed copy of an earlier call")
 
 
 def run(path, inputs, directory, env_extra):

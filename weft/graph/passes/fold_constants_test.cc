@@ -10,6 +10,14 @@ namespace {
 using testing::graph_from_text;
 using testing::print_body;
 
+// Value "name", computed by a fill in the test's text, made a constant of "dims" as an
+// initializer would be (the fill itself is too large to fold).
+void make_initializer(Graph& g, const std::string& name, DType dtype, std::vector<int64_t> dims) {
+  Node* fill = g.find_value(name)->producer;
+  g.make_constant(g.find_value(name), Tensor(dtype, std::move(dims)));
+  g.remove_nodes_if([&](const Node& n) { return &n == fill; });
+}
+
 std::string fold(const std::string& model) {
   Graph g = graph_from_text(model);
   Status s = fold_constants(g);
@@ -143,10 +151,7 @@ TEST(FoldConstants, TransposedWeightsFoldAtAnySize) {
       t = Transpose(w)
       y = MatMul(x, t)
     })");
-  // The fill is too large to fold; made a constant here, as an initializer would be.
-  Node* fill = g.find_value("w")->producer;
-  g.make_constant(g.find_value("w"), Tensor(DType::kF32, {2100, 2100}));
-  g.remove_nodes_if([&](const Node& n) { return &n == fill; });
+  make_initializer(g, "w", DType::kF32, {2100, 2100});
   ASSERT_TRUE(fold_constants(g).ok());
   std::string body = print_body(g);
   EXPECT_EQ(body.find("Transpose"), std::string::npos) << body;
@@ -189,9 +194,7 @@ TEST(FoldConstants, NormalizedWeightsFold) {
       w = Mul(v, scale)
       y = Mul(x, w)
     })");
-  Node* fill = g.find_value("v")->producer; // as an initializer would be: a constant
-  g.make_constant(g.find_value("v"), Tensor(DType::kF32, {300, 300}));
-  g.remove_nodes_if([&](const Node& n) { return &n == fill; });
+  make_initializer(g, "v", DType::kF32, {300, 300});
   ASSERT_TRUE(fold_constants(g).ok());
   std::string body = print_body(g);
   EXPECT_NE(body.find("const %w = f32[300,300]"), std::string::npos) << body;
@@ -205,9 +208,7 @@ TEST(FoldConstants, NormalizedWeightsFold) {
       w = Cast <to = 1> (v)
       y = Mul(x, w)
     })");
-  Node* int8_fill = q.find_value("v")->producer;
-  q.make_constant(q.find_value("v"), Tensor(DType::kI8, {300, 300}));
-  q.remove_nodes_if([&](const Node& n) { return &n == int8_fill; });
+  make_initializer(q, "v", DType::kI8, {300, 300});
   ASSERT_TRUE(fold_constants(q).ok());
   std::string cast = print_body(q);
   EXPECT_NE(cast.find("= Cast(%v)"), std::string::npos) << cast;
