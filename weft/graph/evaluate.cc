@@ -106,6 +106,8 @@ const std::unordered_map<Op, ElementwiseFns>& elementwise_table() {
       {Op::kFloor, {nullptr, [](auto& a) { return std::floor(a[0]); }}},
       {Op::kCeil, {nullptr, [](auto& a) { return std::ceil(a[0]); }}},
       {Op::kSqrt, {nullptr, [](auto& a) { return std::sqrt(a[0]); }}},
+      {Op::kExp, {nullptr, [](auto& a) { return std::exp(a[0]); }}},
+      {Op::kLog, {nullptr, [](auto& a) { return std::log(a[0]); }}},
       {Op::kReciprocal, {nullptr, [](auto& a) { return 1.0 / a[0]; }}},
       {Op::kPow, {nullptr, [](auto& a) { return std::pow(a[0], a[1]); }}},
       {Op::kMax,

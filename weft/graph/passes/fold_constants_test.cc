@@ -214,6 +214,22 @@ TEST(FoldConstants, NormalizedWeightsFold) {
   EXPECT_NE(cast.find("= Cast(%v)"), std::string::npos) << cast;
 }
 
+// T5's relative-position buckets take the log of constant distances: Log and Exp fold.
+TEST(FoldConstants, LogAndExpFold) {
+  EXPECT_EQ(fold(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2] x) => (float[2] y) {
+      c = Constant <value = float[2] {1.0, 0.0}> ()
+      l = Log(c)
+      e = Exp(l)
+      y = Add(x, e)
+    })"),
+            "  input %x: f32[2]\n"
+            "  const %e = f32[2]{1, 0}\n"
+            "  node Add_3: %y: f32[2] = Add(%x, %e)\n"
+            "  output %y: f32[2]\n");
+}
+
 TEST(FoldConstants, OutOfRangeGatherIsAnErrorNamingTheNode) {
   Graph g = graph_from_text(R"(
     <ir_version: 8, opset_import: ["" : 13]>
