@@ -7,7 +7,7 @@ outputs against PyTorch's (rtol 1e-3, atol 1e-4 plus 1e-5 of the output's larges
 then Weft's Python module, ONNX Runtime (CPU execution provider, 2 intra-op threads) and
 PyTorch eager timed in alternating rounds in this process; an entry is the system's lowest
 median over the rounds. Not in CI: exporting, compiling and timing the 24 models takes
-about 25 minutes on 2 cores.
+about 10 minutes on 2 cores.
 
 Usage: PYTHONPATH=build/python bench/.venv/bin/python bench/hf_bench.py [--rounds 2] [--write]
        [MODEL...]
