@@ -6,7 +6,9 @@ else set uses the dynamo exporter since PyTorch 2.9: opset 18 or newer, IR 10, w
 external-data file. The encoder is also exported with a dynamic batch and sequence length and
 run at two shapes. ResNet-18 exported with a dynamic batch, and the encoder layer and the
 GPT-2 block with a dynamic batch and length, each compile once in the Python module
-(dynamic_shapes=True) and run at several shapes. Random weights; BatchNorm statistics randomized so every layer does work.
+(dynamic_shapes=True) and run at several shapes, as do small Hugging Face transformers models
+(BERT, GPT-2, Llama: their attention-mask subgraphs) exported with a dynamic batch and length.
+Random weights; BatchNorm statistics randomized so every layer does work.
 
 Usage: .venv/bin/python torch_export_test.py WEFT   (exits 77, a skip, without PyTorch 2.9+)
 """
@@ -157,6 +159,55 @@ def check_one_compile(name, model, example, runs, dynamic_shapes, nvrtc=False):
     print(f"ok {name}: {shapes} on one compile (dynamic_shapes)")
 
 
+def check_transformers_one_compile():
+    """Hugging Face transformers models as current exports write them, with a dynamic batch
+    and length: the attention masks' subgraphs (Range over the length, Slices to it, CumSum
+    and GatherND over it) compile once, and every length runs on that compile."""
+    try:
+        import transformers as tf
+        import weft
+    except ImportError as e:
+        print(f"skipped transformers: {e}")
+        return
+    ids = lambda n, t: torch.randint(5, 1000, (n, t))  # noqa: E731
+    models = {
+        "bert": (tf.BertModel(tf.BertConfig(num_hidden_layers=2, hidden_size=128, intermediate_size=256,
+                                            num_attention_heads=4)),
+                 lambda n, t: (ids(n, t), torch.ones(n, t, dtype=torch.long))),
+        "gpt2": (tf.GPT2Model(tf.GPT2Config(n_layer=2, n_embd=128, n_head=4, use_cache=False)),
+                 lambda n, t: (ids(n, t),)),
+        "llama": (tf.LlamaModel(tf.LlamaConfig(hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+                                               num_attention_heads=4, num_key_value_heads=2, vocab_size=1000,
+                                               use_cache=False)),
+                  lambda n, t: (ids(n, t),)),
+    }
+    batch, length = torch.export.Dim("batch", max=64), torch.export.Dim("length", min=2, max=512)
+    for name, (model, make) in models.items():
+        model.eval()
+        example = make(2, 16)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, name + ".onnx")
+            torch.onnx.export(model, example, path, external_data=False,
+                              dynamic_shapes=tuple({0: batch, 1: length} for _ in example))
+            names = [i.name for i in onnx.load(path, load_external_data=False).graph.input]
+            with open(path, "rb") as f:
+                compiled = weft.compile(f.read(), dynamic_shapes=True)
+        for n, t in ((2, 16), (1, 7), (3, 100)):
+            args = make(n, t)
+            got = next(iter(compiled.run({k: a.numpy() for k, a in zip(names, args)}).values()))
+            want = model(*args)[0].numpy()
+            if got.shape != want.shape or not np.allclose(got, want, rtol=1e-3, atol=1e-4):
+                failures.append(f"transformers {name} {n}x{t}: differs from PyTorch")
+                print(f"FAIL {failures[-1]}")
+                break
+        else:
+            if compiled.compiled_variants != 1:
+                failures.append(f"transformers {name}: {compiled.compiled_variants} compiles, not 1")
+                print(f"FAIL {failures[-1]}")
+            else:
+                print(f"ok transformers {name}: 2x16, 1x7 and 3x100 on one compile (dynamic_shapes)")
+
+
 def main():
     torch.manual_seed(0)
     image = torch.randn(1, 3, 224, 224)
@@ -192,6 +243,7 @@ def main():
         fifty = [torch.randn(int(n), int(t), 64) for n, t in zip(rng.integers(1, 7, 50), rng.integers(1, 65, 50))]
         check_one_compile("gpt2_block_one_compile", GPT2Block().eval(), tokens, fifty,
                           {"x": {0: batch, 1: length}}, nvrtc=True)
+        check_transformers_one_compile()
     if failures:
         print(f"{len(failures)} failed:\n  " + "\n  ".join(failures))
         sys.exit(1)

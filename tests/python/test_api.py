@@ -219,6 +219,59 @@ def test_dynamic_shapes_compile_once():
     assert compiled.compiled_variants == 1
 
 
+def test_dynamic_shapes_positions_and_masks_over_the_length():
+    """The subgraphs transformers' exports build from the length T of [N, T] token ids compile
+    once: a Range to T, a position table's first T rows, Slices and a Concat along T, a CumSum
+    over T and a GatherND of (n, t) tuples. A length past the table compiles for its shape."""
+    nodes = [
+        helper.make_node("Shape", ["ids"], ["t"], start=1, end=2),
+        helper.make_node("Squeeze", ["t"], ["ts"]),
+        helper.make_node("Range", ["zero", "ts", "one"], ["pos"]),
+        helper.make_node("Slice", ["table", "zero1", "t", "one1"], ["prefix"]),
+        helper.make_node("Cast", ["pos"], ["pos_f"], to=TensorProto.FLOAT),
+        helper.make_node("Add", ["prefix", "pos_f"], ["positions"]),
+        helper.make_node("Slice", ["ids", "zero1", "one1", "one1"], ["first"]),
+        helper.make_node("Concat", ["first", "ids"], ["cat"], axis=1),
+        helper.make_node("Add", ["one1", "t"], ["t1"]),
+        helper.make_node("Slice", ["cat", "one1", "t1", "one1"], ["shifted"]),
+        helper.make_node("Slice", ["cat", "zero1", "t", "one1"], ["previous"]),
+        helper.make_node("Sub", ["shifted", "previous"], ["step"]),
+        helper.make_node("CumSum", ["step", "one"], ["runs"]),
+        helper.make_node("Unsqueeze", ["ids", "minus1"], ["tuple_t"]),
+        helper.make_node("Mod", ["tuple_t", "two"], ["tuple_m"]),
+        helper.make_node("Concat", ["tuple_m", "tuple_m"], ["tuples"], axis=-1),
+        helper.make_node("GatherND", ["runs", "tuples"], ["picked"]),
+    ]
+    table = np.arange(8, dtype=np.float32).reshape(1, 8) * 10
+    inits = [numpy_helper.from_array(np.array(v, np.int64), name) for name, v in
+             (("zero", 0), ("one", 1), ("zero1", [0]), ("one1", [1]), ("minus1", [-1]), ("two", 2))]
+    inits.append(numpy_helper.from_array(table, "table"))
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("ids", TensorProto.INT64, ["N", "T"])],
+        [helper.make_tensor_value_info(v, t, None) for v, t in
+         (("positions", TensorProto.FLOAT), ("runs", TensorProto.INT64), ("picked", TensorProto.INT64))],
+        inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    rng = np.random.default_rng(2)
+    for n, t in [(1, 1), (2, 5), (3, 8), (1, 2)]:
+        ids = rng.integers(0, 5, (n, t)).astype(np.int64)
+        out = compiled.run({"ids": ids})
+        np.testing.assert_array_equal(out["positions"], table[:, :t] + np.arange(t, dtype=np.float32))
+        cat = np.concatenate([ids[:, :1], ids], axis=1)
+        runs = np.cumsum(cat[:, 1:] - cat[:, :-1], axis=1)
+        np.testing.assert_array_equal(out["runs"], runs)
+        m = ids % 2  # rows and columns < 2 (T >= 2 where a tuple names column 1)
+        if t >= 2 and n >= 2:
+            np.testing.assert_array_equal(out["picked"], runs[m, m])
+    assert compiled.compiled_variants == 1
+    # Past the table, the dynamic compile's limit does not hold: the run compiles for its shape,
+    # where ONNX clamps the Slice to 8 positions, which the Add cannot take with 9.
+    with pytest.raises(weft.WeftError, match=r"\(Add, opset 17\): shapes \[1,8\]\[9\] cannot be broadcast"):
+        compiled.run({"ids": np.zeros((1, 9), np.int64)})
+
+
 @pytest.mark.parametrize("shape,axes", [(["N", 64], [0]), (["N", "T", 16], [1]), (["N", "T"], [0, 1]),
                                         (["N", "T", "C"], [2]), (["N", "T", 8], [0, 1]),
                                         (["N", "T", "C"], [1]), (["N", 3, "H", "W"], [0, 3])])

@@ -27,6 +27,7 @@ make_executable(const Graph& graph, Plan plan,
       std::move(plan.output_slots), plan.arena, std::move(libraries));
   for (const auto& [i, value] : frozen)
     executable->freeze_input(i, value);
+  executable->limit_dims(graph.dim_limits);
   return executable;
 }
 

@@ -214,7 +214,12 @@ struct SliceAttrs { // attributes before opset 10; constant inputs after canonic
   std::optional<Ints> ends;
   std::optional<Ints> axes;
   std::optional<Ints> steps;
-  WEFT_FIELDS(f("starts", starts); f("ends", ends); f("axes", axes); f("steps", steps))
+  // Ends over symbols, one per axis, in place of "ends": from the shapes the graph computes
+  // (fold_shape_values, in a dynamic-shape compile; `position_ids[:, :T]`); the bounds
+  // inputs are then gone.
+  std::optional<Shape> symbolic_ends = std::nullopt;
+  WEFT_FIELDS(f("starts", starts); f("ends", ends); f("axes", axes); f("steps", steps);
+              f("symbolic_ends", symbolic_ends))
 };
 
 enum class PadMode : uint8_t { kConstant, kReflect, kEdge, kWrap }; // wrap: opset 19
@@ -678,6 +683,13 @@ struct ExpandAttrs {
   WEFT_FIELDS(f("symbolic_shape", symbolic_shape))
 };
 
+struct RangeAttrs {
+  // The output's extent over symbols (fold_shape_values: `arange(T)` for a dynamic T); the
+  // limit input then only orders the node after it.
+  std::optional<Shape> symbolic_shape;
+  WEFT_FIELDS(f("symbolic_shape", symbolic_shape))
+};
+
 struct ConstantOfShapeAttrs {
   TensorRef value; // a one-element tensor; f32 0 when absent
   WEFT_FIELDS(f("value", value))
@@ -695,7 +707,7 @@ using OpAttrs = std::variant<
     ScanAttrs, GeluAttrs, GroupNormAttrs, AttentionAttrs, RotaryAttrs, LpNormAttrs, LpPoolAttrs,
     TensorScatterAttrs, AffineGridAttrs, Col2ImAttrs, LinearAttentionAttrs, CausalConvAttrs,
     FlexAttentionAttrs, RoiAlignAttrs, DeformConvAttrs, BinarizerAttrs, ExpandAttrs, TfIdfAttrs,
-    TreeEnsembleAttrs>;
+    TreeEnsembleAttrs, RangeAttrs>;
 
 #undef WEFT_FIELDS
 

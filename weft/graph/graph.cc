@@ -68,6 +68,7 @@ Graph Graph::clone() const {
   Graph copy;
   copy.source = source;
   copy.opset = opset;
+  copy.dim_limits = dim_limits;
   copy.names_ = names_;
   copy.node_names_ = node_names_;
   copy.symbols_ = symbols_;

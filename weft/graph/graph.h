@@ -71,6 +71,7 @@ public:
   int opset = 0;      // ai.onnx opset of the model
   std::vector<Value*> inputs;
   std::vector<Value*> outputs;
+  std::vector<DimLimit> dim_limits;
 
   // Factories. Names must be unique (use unique_name for fresh ones).
   Value* add_value(std::string name, TensorType type);

@@ -942,7 +942,8 @@ const std::vector<OpDef>& build_table() {
     t.push_back({Op::kPad, 2, kAll, parse_pad, infer_pad});
     t.push_back({Op::kShape, 1, kAll, parse_shape, infer_shape_op});
     t.push_back({Op::kSize, 1, kAll, parse_none, infer_size});
-    t.push_back({Op::kRange, 11, kAll, parse_none, infer_range});
+    t.push_back(
+        {Op::kRange, 11, kAll, [](AttrParser&) -> OpAttrs { return RangeAttrs{}; }, infer_range});
     t.push_back({Op::kConstant, 1, kAll, parse_constant, infer_constant});
     t.push_back({Op::kConstantOfShape, 9, kAll, parse_constant_of_shape, infer_constant_of_shape});
     t.push_back({Op::kDropout, 1, kAll, parse_dropout, infer_dropout});

@@ -162,6 +162,7 @@ Dim dim_floor_div(const Dim& a, int64_t offset, int64_t divisor) {
     x = q->x;
     offset = q->offset + q->divisor * offset;
     divisor *= q->divisor;
+    if (offset == 0 && divisor == 1) return x; // (T+1)/1 - 1 is T
   }
   return Dim::symbol(fmt::format("({}{}{})/{}", x.to_string(), offset < 0 ? '-' : '+',
                                  offset < 0 ? -offset : offset, divisor));

@@ -62,6 +62,14 @@ std::optional<int64_t> eval_dim(const Dim& d, const std::map<std::string, int64_
 // The symbols "d" is made of, quotients looked into, with repeats: "N*(W+1)/2" gives N, W.
 std::vector<std::string> dim_symbols(const Dim& d);
 
+// A dim that a dynamic-shape compile takes to be at most another (a Slice's symbolic end
+// within its axis), as node "node" needs; each run checks it (Executable::bind).
+struct DimLimit {
+  Dim dim;
+  Dim most;
+  std::string node;
+};
+
 // The type of a value: a dtype and, when known, a shape. An unknown rank is a missing shape.
 struct TensorType {
   DType dtype = DType::kF32;

@@ -256,7 +256,7 @@ TypesOrError infer_concat(const Node& node) {
   WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node.attrs_as<AxisAttrs>().axis, rank));
   Shape out = *first.shape;
   int64_t total = 0;
-  bool total_known = true;
+  std::vector<Dim> symbolic; // the pieces' symbolic extents along the axis
   for (const Value* in : node.inputs) {
     if (!in->type.shape) return one({first.dtype, unknown_shape(first.shape->size())});
     if (static_cast<int64_t>(in->type.shape->size()) != rank) {
@@ -277,10 +277,18 @@ TypesOrError infer_concat(const Node& node) {
     if (d.is_static()) {
       total += d.value();
     } else {
-      total_known = false;
+      symbolic.push_back(d);
     }
   }
-  out[static_cast<size_t>(axis)] = total_known ? Dim(total) : Dim::unknown();
+  // One symbolic piece X makes (X+total)/1, a sum that the dims can spell.
+  Dim& extent = out[static_cast<size_t>(axis)];
+  if (symbolic.empty()) {
+    extent = total;
+  } else if (symbolic.size() == 1 && !symbolic[0].is_unknown()) {
+    extent = dim_floor_div(symbolic[0], total, 1);
+  } else {
+    extent = Dim::unknown();
+  }
   return one({first.dtype, out});
 }
 

@@ -320,6 +320,26 @@ TypesOrError infer_tile(const Node& node) {
   return one({x.dtype, out});
 }
 
+// A Slice whose bounds are dims over symbols (fold_shape_values): each end E, with step 1
+// and a start S >= 0, gives E - S elements; that E is within the axis is the compile's
+// assumption, which each run checks (Graph::dim_limits).
+TypesOrError slice_to_symbolic_ends(const TensorType& x, const SliceAttrs& a) {
+  const Ints& starts = *a.starts;
+  const Shape& ends = *a.symbolic_ends;
+  if (!a.axes || !a.steps || ends.size() != starts.size() || a.axes->size() != starts.size() ||
+      a.steps->size() != starts.size())
+    return fail("Slice starts, ends, axes and steps must have the same length");
+  Shape out = *x.shape;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    WEFT_ASSIGN_OR_RETURN(int64_t axis,
+                          normalize_axis((*a.axes)[i], static_cast<int64_t>(x.shape->size())));
+    if (starts[i] < 0 || (*a.steps)[i] != 1)
+      return fail("a Slice over symbols takes steps of 1 and starts >= 0");
+    out[static_cast<size_t>(axis)] = dim_floor_div(ends[i], -starts[i], 1);
+  }
+  return one({x.dtype, out});
+}
+
 TypesOrError infer_slice(const Node& node) {
   const auto& a = node.attrs_as<SliceAttrs>();
   const TensorType& x = in_type(node, 0);
@@ -330,6 +350,7 @@ TypesOrError infer_slice(const Node& node) {
   std::optional<Ints> ends = from_inputs ? constant_ints(node.input(2)) : a.ends;
   std::optional<Ints> axes = from_inputs ? constant_ints(node.input(3)) : a.axes;
   std::optional<Ints> steps = from_inputs ? constant_ints(node.input(4)) : a.steps;
+  if (a.symbolic_ends) return slice_to_symbolic_ends(x, a);
   if ((from_inputs && node.input(3) && !axes) || (from_inputs && node.input(4) && !steps) ||
       !starts || !ends) {
     // Bounds known only at run time: the sliced axes are unknown, the others unchanged.
@@ -390,6 +411,9 @@ TypesOrError infer_size(const Node&) { return one({DType::kI64, Shape{}}); }
 
 TypesOrError infer_range(const Node& node) {
   DType t = in_type(node, 0).dtype;
+  // (Ranges that decompositions build have no attributes.)
+  if (const auto* attrs = std::get_if<RangeAttrs>(&node.attrs); attrs && attrs->symbolic_shape)
+    return one({t, *attrs->symbolic_shape});
   const Value* start = node.input(0);
   const Value* limit = node.input(1);
   const Value* delta = node.input(2);

@@ -44,18 +44,22 @@ Result<LoweredNode> lower_transpose(const Node& n, const std::string& name) {
 
 Result<LoweredNode> lower_slice(const Node& n, const std::string& name) {
   const auto& a = n.attrs_as<SliceAttrs>();
-  if (!a.starts || !a.ends || !a.axes || !a.steps)
+  if (!a.starts || (!a.ends && !a.symbolic_ends) || !a.axes || !a.steps)
     return Status::error("Slice bounds known only at run time are not supported yet");
   const Value* x = n.inputs[0];
   const Value* y = n.outputs[0];
   std::vector<AffineExpr> in_index = iterators(x->type.shape->size());
   for (size_t i = 0; i < a.starts->size(); ++i) {
     int64_t axis = (*a.axes)[i];
-    int64_t extent = (*x->type.shape)[static_cast<size_t>(axis)].value();
+    const Dim& d = (*x->type.shape)[static_cast<size_t>(axis)];
     int64_t step = (*a.steps)[i];
-    int64_t start = (*a.starts)[i] < 0 ? (*a.starts)[i] + extent : (*a.starts)[i];
-    start = step > 0 ? std::clamp<int64_t>(start, 0, extent)
-                     : std::clamp<int64_t>(start, -1, extent - 1);
+    int64_t start = (*a.starts)[i]; // >= 0 on a symbolic axis (admits_symbolic_shapes)
+    if (d.is_static()) {
+      int64_t extent = d.value();
+      if (start < 0) start += extent;
+      start = step > 0 ? std::clamp<int64_t>(start, 0, extent)
+                       : std::clamp<int64_t>(start, -1, extent - 1);
+    }
     in_index[static_cast<size_t>(axis)] = {start, {{static_cast<int>(axis), step}}};
   }
   KernelBuilder k(name);
@@ -72,12 +76,14 @@ Result<LoweredNode> lower_concat(const Node& n, const std::string& name) {
   KernelBuilder k(name);
   int out = k.buffer(y, BufferRole::kOutput);
   int64_t offset = 0;
-  for (const Value* x : n.inputs) {
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const Value* x = n.inputs[i];
     int in = k.buffer(x, BufferRole::kInput);
     std::vector<AffineExpr> out_index = iterators(x->type.shape->size());
     out_index[static_cast<size_t>(axis)].constant = offset;
     add_copy(k, "concat", *x->type.shape, in, iterators(x->type.shape->size()), out, out_index);
-    offset += (*x->type.shape)[static_cast<size_t>(axis)].value();
+    // (Only the last piece may be symbolic along the axis: admits_symbolic_shapes.)
+    if (i + 1 < n.inputs.size()) offset += (*x->type.shape)[static_cast<size_t>(axis)].value();
   }
   return k.lowered();
 }

@@ -60,36 +60,45 @@ bool admits_symbolic_shapes(const Node& n) {
       if (v && !v->type.shape) return false;
     }
   }
-  if (is_alias(n) || n.op_type == Op::kTranspose || n.op_type == Op::kTrilu)
-    return true; // the same bytes, or a copy (Trilu's by position)
-  if (n.op_type == Op::kSplit || n.op_type == Op::kConcat) { // pieces along a static axis
+  if (is_alias(n) || n.op_type == Op::kTranspose || n.op_type == Op::kTrilu ||
+      n.op_type == Op::kRange || n.op_type == Op::kCumSum || n.op_type == Op::kCumProd)
+    return true; // the same bytes, or a copy (by position), or a scan along the axis
+  if (n.op_type == Op::kSlice) { // known bounds, from the start of a symbolic axis
+    const auto& a = n.attrs_as<SliceAttrs>();
+    if (!a.starts || !a.axes || !a.steps) return false;
+    const Shape& x = *n.inputs[0]->type.shape;
+    for (size_t i = 0; i < a.starts->size(); ++i) {
+      auto axis = static_cast<size_t>((*a.axes)[i]);
+      if (axis >= x.size()) return false;
+      if (!x[axis].is_static() && ((*a.starts)[i] < 0 || (*a.steps)[i] != 1)) return false;
+    }
+    return true;
+  }
+  if (n.op_type == Op::kSplit || n.op_type == Op::kConcat) {
+    // Pieces at static offsets along the axis: a Concat's last may be symbolic.
     int64_t axis =
         n.op_type == Op::kSplit ? n.attrs_as<SplitAttrs>().axis : n.attrs_as<AxisAttrs>().axis;
     const std::vector<Value*>& pieces = n.op_type == Op::kSplit ? n.outputs : n.inputs;
-    return std::all_of(pieces.begin(), pieces.end(), [&](const Value* v) {
+    size_t static_pieces = pieces.size() - (n.op_type == Op::kConcat ? 1 : 0);
+    return std::all_of(pieces.begin(), pieces.begin() + static_pieces, [&](const Value* v) {
       if (!v) return true;
       const Shape& s = *v->type.shape;
       int64_t a = axis < 0 ? axis + static_cast<int64_t>(s.size()) : axis;
       return a >= 0 && a < static_cast<int64_t>(s.size()) && s[static_cast<size_t>(a)].is_static();
     });
   }
-  if (n.op_type == Op::kGather || n.op_type == Op::kGatherElements) { // into a static axis
-    const Shape& x = *n.inputs[0]->type.shape;
+  if (n.op_type == Op::kGather || n.op_type == Op::kGatherElements) {
+    // (An index wraps and clamps by the axis's extent, symbolic or not: Emitter::offset.)
+    auto rank = static_cast<int64_t>(n.inputs[0]->type.shape->size());
     int64_t axis = n.attrs_as<AxisAttrs>().axis;
-    if (axis < 0) axis += static_cast<int64_t>(x.size());
-    return axis >= 0 && axis < static_cast<int64_t>(x.size()) &&
-           x[static_cast<size_t>(axis)].is_static();
+    return axis >= -rank && axis < rank;
   }
-  if (n.op_type == Op::kGatherND) { // tuples of a static length into static dims
+  if (n.op_type == Op::kGatherND) { // tuples of a static length
     const Shape& x = *n.inputs[0]->type.shape;
     const Shape& idx = *n.inputs[1]->type.shape;
     if (idx.empty() || !idx.back().is_static()) return false;
     size_t first = static_cast<size_t>(n.attrs_as<BatchDimsAttrs>().batch_dims);
-    size_t last = first + static_cast<size_t>(idx.back().value());
-    for (size_t d = first; d < last && d < x.size(); ++d) {
-      if (!x[d].is_static()) return false;
-    }
-    return last <= x.size();
+    return first + static_cast<size_t>(idx.back().value()) <= x.size();
   }
   const Shape& out = *n.outputs[0]->type.shape;
   if (is_elementwise(n)) {

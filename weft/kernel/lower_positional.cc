@@ -116,11 +116,13 @@ Result<LoweredNode> lower_cum_sum(const Node& n, const std::string& name) {
   const Value* y = n.outputs[0];
   const Shape& shape = *y->type.shape;
   int rank = rank_of(y);
-  if (*a.axis < 0 || *a.axis >= rank) { // canonicalize normalized those in range
+  // (Canonicalize normalizes the axis where it knows the rank; over symbols it may not yet.)
+  int64_t given = *a.axis < 0 ? *a.axis + rank : *a.axis;
+  if (given < 0 || given >= rank) {
     return Status::error(
         fmt::format("axis {} is out of range for input rank {}", *a.axis, rank));
   }
-  int axis = static_cast<int>(*a.axis);
+  int axis = static_cast<int>(given);
   DType t = accumulator_type(y->type.dtype);
   KernelBuilder k(name);
   int in = k.buffer(x, BufferRole::kInput);

@@ -237,6 +237,14 @@ Result<Bindings> Executable::bind(const std::vector<TensorView>& inputs) const {
   Bindings bound;
   for (size_t i = 0; i < inputs.size(); ++i)
     WEFT_RETURN_IF_ERROR(check_input(i, inputs[i], &bound));
+  for (const DimLimit& limit : dim_limits_) {
+    std::optional<int64_t> dim = eval_dim(limit.dim, bound), most = eval_dim(limit.most, bound);
+    if (dim && most && *dim > *most) {
+      return Status::error(fmt::format("the inputs give {} = {}, but node '{}' slices that many "
+                                       "elements from an axis of {}",
+                                       limit.dim.to_string(), *dim, limit.node, *most));
+    }
+  }
   return bound;
 }
 

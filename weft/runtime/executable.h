@@ -157,6 +157,8 @@ public:
   // Input "i" was compiled for "value" (it determines shapes); runs must pass that value.
   void freeze_input(int i, Tensor value) { frozen_.emplace_back(i, std::move(value)); }
   bool has_frozen_inputs() const { return !frozen_.empty(); }
+  // The compile took each limit's dim to be at most its "most": runs check it.
+  void limit_dims(std::vector<DimLimit> limits) { dim_limits_ = std::move(limits); }
 
   // The symbols' extents for "inputs" (in the order of inputs()), if each input matches.
   Result<Bindings> bind(const std::vector<TensorView>& inputs) const;
@@ -182,6 +184,7 @@ private:
   size_t arena_bytes_;
   std::vector<std::shared_ptr<KernelLibrary>> libraries_;
   std::vector<std::pair<int, Tensor>> frozen_;
+  std::vector<DimLimit> dim_limits_;
   std::shared_ptr<DeviceMemory> device_;
   struct Arena {
     void* data = nullptr;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <set>
 #include <unordered_map>
 
@@ -69,6 +70,10 @@ std::optional<ShapeValue> arithmetic(Op op, const ShapeValue& a, const ShapeValu
       r = dim_div(x, y);
     } else if (x.is_static() && y.is_static()) {
       r = op == Op::kAdd ? x.value() + y.value() : x.value() - y.value();
+    } else if (y.is_static()) { // X + c, spelled (X+c)/1
+      r = dim_floor_div(x, op == Op::kAdd ? y.value() : -y.value(), 1);
+    } else if (x.is_static() && op == Op::kAdd) {
+      r = dim_floor_div(y, x.value(), 1);
     }
     // (A product of symbols with a negative factor is no extent: a -1 times a dim, say.)
     if (!r || (!r->is_static() && r->symbol_name().starts_with("-"))) return std::nullopt;
@@ -188,6 +193,80 @@ std::optional<Shape> reshape_target(const Shape& x, const ShapeValue& target, bo
   return out;
 }
 
+// The extent of Range(start, limit, delta) with constant start and delta > 0 and a limit
+// over symbols: ceil((limit - start) / delta).
+std::optional<Dim> range_extent(const Node& n, const Known& known) {
+  if (n.inputs.size() != 3) return std::nullopt;
+  std::optional<ShapeValue> start = constant_value(n.inputs[0]);
+  std::optional<ShapeValue> delta = constant_value(n.inputs[2]);
+  const ShapeValue* limit = known_of(known, n.inputs[1]);
+  if (!start || !delta || !limit || start->dims.size() != 1 || delta->dims.size() != 1 ||
+      limit->dims.size() != 1 || limit->dims[0].is_static())
+    return std::nullopt;
+  int64_t s = start->dims[0].value(), d = delta->dims[0].value();
+  if (d <= 0) return std::nullopt;
+  return dim_floor_div(limit->dims[0], d - 1 - s, d);
+}
+
+// Gives Slice "n" its bounds as dims (SliceAttrs::symbolic_ends) when an end is a dim over
+// symbols (`position_ids[:, :T]`) or an axis is symbolic (`x[:, 0:1]` over T), with constant
+// starts >= 0 and steps of 1. Each end that is not its axis's extent is taken to be within
+// it, a limit each run checks (Graph::dim_limits): past it ONNX would clamp the end, and the
+// model would fail where the slice meets T-long values.
+bool resolve_slice(Graph& graph, Node& n, const Known& known, const Facts& facts) {
+  constexpr int64_t kToTheEnd = int64_t{1} << 31; // PyTorch's `x[1:]` ends at INT64_MAX
+  auto& a = n.attrs_as<SliceAttrs>();
+  if (a.symbolic_ends || !facts.fresh(n.inputs[0])) return false;
+  std::optional<Ints> starts = a.starts, axes = a.axes, steps = a.steps;
+  std::vector<Dim> ends;
+  if (a.starts) { // constant bounds (canonicalize)
+    if (!a.ends || !axes || !steps) return false;
+    ends.assign(a.ends->begin(), a.ends->end());
+  } else {
+    const ShapeValue* given = n.inputs.size() >= 3 ? known_of(known, n.inputs[2]) : nullptr;
+    if (!given || given->scalar) return false;
+    ends = given->dims;
+    starts = constant_ints(n.input(1));
+    axes = n.input(3) ? constant_ints(n.input(3)) : Ints(ends.size());
+    if (!n.input(3) && axes) std::iota(axes->begin(), axes->end(), 0);
+    steps = n.input(4) ? constant_ints(n.input(4)) : Ints(ends.size(), 1);
+  }
+  size_t count = ends.size();
+  if (!starts || !axes || !steps || starts->size() != count || axes->size() != count ||
+      steps->size() != count)
+    return false;
+  const Shape& x = *n.inputs[0]->type.shape;
+  auto rank = static_cast<int64_t>(x.size());
+  bool symbolic = false;
+  std::vector<DimLimit> limits;
+  for (size_t i = 0; i < count; ++i) {
+    int64_t& axis = (*axes)[i];
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank || (*steps)[i] != 1 || (*starts)[i] < 0) return false;
+    const Dim& extent = x[static_cast<size_t>(axis)];
+    Dim& end = ends[i];
+    if (end.is_static() && end.value() >= kToTheEnd) end = extent;
+    if (end.is_static() && extent.is_static()) { // Python's clamping
+      end = std::clamp(end.value() < 0 ? end.value() + extent.value() : end.value(), int64_t{0},
+                       extent.value());
+    } else {
+      symbolic = true;
+      if (end.is_static() && end.value() < (*starts)[i]) return false; // counts from the end
+      if (end != extent) limits.push_back({end, extent, n.name});
+    }
+    if (end.is_static() && end.value() < (*starts)[i]) end = (*starts)[i]; // empty
+  }
+  if (!symbolic) return false;
+  graph.dim_limits.insert(graph.dim_limits.end(), limits.begin(), limits.end());
+  a.starts = std::move(starts);
+  a.axes = std::move(axes);
+  a.steps = std::move(steps);
+  a.ends.reset();
+  a.symbolic_ends = std::move(ends);
+  n.inputs.resize(1);
+  return true;
+}
+
 } // namespace
 
 Result<bool> fold_shape_values(Graph& graph) {
@@ -212,6 +291,19 @@ Result<bool> fold_shape_values(Graph& graph) {
     if (node->outputs.size() == 1 && node->outputs[0]) {
       if (std::optional<ShapeValue> v = evaluate(*node, known, facts))
         known.emplace(node->outputs[0], std::move(*v));
+    }
+    bool sized = false; // a Range or Slice whose output's size is now known over symbols
+    if (auto* range = std::get_if<RangeAttrs>(&node->attrs); range && !range->symbolic_shape) {
+      if (std::optional<Dim> extent = range_extent(*node, known)) {
+        range->symbolic_shape = Shape{*extent};
+        sized = true;
+      }
+    }
+    if (node->op_type == Op::kSlice) sized = resolve_slice(graph, *node, known, facts);
+    if (sized) {
+      facts.stale.insert(node->outputs[0]);
+      resolved = true;
+      continue;
     }
     bool reshape = node->op_type == Op::kReshape;
     if ((!reshape && node->op_type != Op::kExpand) || node->inputs.size() < 2) continue;

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "tests/testing/onnx_text.h"
@@ -72,6 +74,61 @@ TEST(FoldShapeValues, SymbolsNoShapeFunctionCouldTellStayUnresolved) {
   Result<bool> resolved = fold_shape_values(g);
   ASSERT_TRUE(resolved.ok());
   EXPECT_FALSE(*resolved);
+}
+
+// What transformers' attention masks compute from the length T of [N, T] token ids: a Range
+// to T, a table's first T entries, Slices of T over constant and computed bounds, and a
+// Concat one longer than T. Each gets its size over symbols; each end that is not its axis's
+// extent is a limit runs check.
+TEST(FoldShapeValues, RangesAndSlicesOverSymbols) {
+  Graph g = testing::graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (int64[N, T] ids) => (int64[A] pos, float[B, C] prefix, int64[D, E] first,
+                            int64[F, G] rest, int64[H, I] shifted) {
+      t = Shape <start = 1, end = 2> (ids)
+      ts = Squeeze (t)
+      zero = Constant <value = int64 {0}> ()
+      one = Constant <value = int64 {1}> ()
+      pos = Range (zero, ts, one)
+      table = Constant <value = float[1, 8] {0, 1, 2, 3, 4, 5, 6, 7}> ()
+      zero1 = Constant <value = int64[1] {0}> ()
+      one1 = Constant <value = int64[1] {1}> ()
+      all = Constant <value = int64[1] {9223372036854775807}> ()
+      prefix = Slice (table, zero1, t, one1)
+      first = Slice (ids, zero1, one1, one1)
+      rest = Slice (ids, one1, all, one1)
+      cat = Concat <axis = 1> (first, ids)
+      t1 = Add (one1, t)
+      shifted = Slice (cat, one1, t1, one1)
+    })");
+  ASSERT_TRUE(fold_constants(g).ok());
+  ASSERT_TRUE(infer_shapes(g).ok());
+  ASSERT_TRUE(canonicalize(g).ok());
+  for (int round = 0; round < 4; ++round) {
+    Result<bool> resolved = fold_shape_values(g);
+    ASSERT_TRUE(resolved.ok()) << resolved.status().message();
+    ASSERT_TRUE(infer_shapes(g).ok());
+    if (!*resolved) break;
+  }
+  EXPECT_EQ(g.find_value("pos")->type.to_string(), "i64[T]");
+  EXPECT_EQ(g.find_value("prefix")->type.to_string(), "f32[1,T]");
+  EXPECT_EQ(g.find_value("first")->type.to_string(), "i64[N,1]");
+  EXPECT_EQ(g.find_value("rest")->type.to_string(), "i64[N,(T-1)/1]");
+  EXPECT_EQ(g.find_value("cat")->type.to_string(), "i64[N,(T+1)/1]");
+  EXPECT_EQ(g.find_value("shifted")->type.to_string(), "i64[N,T]");
+  std::vector<std::string> limits;
+  for (const DimLimit& l : g.dim_limits)
+    limits.push_back(l.dim.to_string() + " <= " + l.most.to_string());
+  std::sort(limits.begin(), limits.end());
+  EXPECT_EQ(limits, (std::vector<std::string>{"1 <= T", "T <= 8"})); // (T+1)/1 is its own axis
+}
+
+TEST(DimFloorDiv, SumsWithConstantsFold) {
+  Dim t = Dim::symbol("T");
+  Dim plus_one = dim_floor_div(t, 1, 1);
+  EXPECT_EQ(plus_one.to_string(), "(T+1)/1");
+  EXPECT_EQ(dim_floor_div(plus_one, -1, 1), t);
+  EXPECT_EQ(eval_dim(dim_floor_div(plus_one, 2, 1), {{"T", 5}}), 8);
 }
 
 TEST(DimDiv, ExactProductsOnly) {
