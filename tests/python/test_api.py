@@ -272,6 +272,34 @@ def test_dynamic_shapes_positions_and_masks_over_the_length():
         compiled.run({"ids": np.zeros((1, 9), np.int64)})
 
 
+@pytest.mark.parametrize("shape,axis,last", [(["N", "T"], 1, 0), (["N", "T"], 0, 1), (["N", "T", 8], 1, 0),
+                                             (["N", 4, "T"], 2, 1), (["N", "T", 8], 2, 0)])
+def test_dynamic_shapes_arg_max_and_pad_over_symbols(shape, axis, last):
+    """ArgMax along any axis (CLIP's pooled token) and a constant Pad (Swin's windows; here of
+    the last dim, symbolic or not) compile once over symbolic dims."""
+    graph = helper.make_graph(
+        [helper.make_node("ArgMax", ["x"], ["i"], axis=axis, keepdims=0, select_last_index=last),
+         helper.make_node("Pad", ["x", "pads"], ["p"], mode="constant")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("i", TensorProto.INT64, None),
+         helper.make_tensor_value_info("p", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([0] * len(shape) + [0] * (len(shape) - 1) + [2], np.int64), "pads")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    rng = np.random.default_rng(4)
+    for extents in [(1, 1), (3, 5), (2, 70)]:
+        dims = [extents[0] if d == "N" else extents[1] if d == "T" else d for d in shape]
+        x = rng.integers(0, 3, dims).astype(np.float32)  # ties: the first (or last) index wins
+        out = compiled.run({"x": x})
+        want = np.argmax(np.flip(x, axis), axis=axis) if last else np.argmax(x, axis=axis)
+        if last:
+            want = x.shape[axis] - 1 - want
+        np.testing.assert_array_equal(out["i"], want)
+        np.testing.assert_array_equal(out["p"], np.pad(x, [(0, 0)] * (len(shape) - 1) + [(0, 2)]))
+    assert compiled.compiled_variants == 1
+
+
 @pytest.mark.parametrize("shape,axes", [(["N", 64], [0]), (["N", "T", 16], [1]), (["N", "T"], [0, 1]),
                                         (["N", "T", "C"], [2]), (["N", "T", 8], [0, 1]),
                                         (["N", "T", "C"], [1]), (["N", 3, "H", "W"], [0, 3])])

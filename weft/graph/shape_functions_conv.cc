@@ -252,7 +252,7 @@ TypesOrError infer_pad(const Node& node) {
     const Dim& in = (*x.shape)[d];
     int64_t grow = (*pads)[d] + (*pads)[d + rank];
     if (!in.is_static()) {
-      out.push_back(grow == 0 ? in : Dim::unknown());
+      out.push_back(grow >= 0 ? dim_floor_div(in, grow, 1) : Dim::unknown()); // (X+grow)/1
     } else if (in.value() + grow < 0) {
       return fail(fmt::format("pads crop dim {} of extent {} below 0", d, in.value()));
     } else {

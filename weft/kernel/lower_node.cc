@@ -103,7 +103,7 @@ bool admits_symbolic_shapes(const Node& n) {
   const Shape& out = *n.outputs[0]->type.shape;
   if (is_elementwise(n)) {
     for (const Value* v : n.inputs) {
-      if (!v) continue;
+      if (!v || (n.op_type == Op::kExpand && v != n.inputs[0])) continue; // (a target shape)
       const Shape& in = *v->type.shape;
       for (size_t d = 0; d < in.size(); ++d) {
         if (in[d] != out[out.size() - in.size() + d] && in[d] != Dim(1)) return false;
@@ -118,6 +118,16 @@ bool admits_symbolic_shapes(const Node& n) {
   if (is_reduce_op(n.op_type)) {
     const auto& axes = n.attrs_as<ReduceAttrs>().axes;
     return axes && !axes->empty();
+  }
+  if (n.op_type == Op::kArgMax || n.op_type == Op::kArgMin) return true;
+  if (n.op_type == Op::kPad) { // constant padding, growing the symbolic dims if any
+    const auto& a = n.attrs_as<PadAttrs>();
+    const Shape& x = *n.inputs[0]->type.shape;
+    if (a.mode != PadMode::kConstant || !a.pads || a.pads->size() != 2 * x.size()) return false;
+    for (size_t d = 0; d < x.size(); ++d) {
+      if (!x[d].is_static() && ((*a.pads)[d] < 0 || (*a.pads)[d + x.size()] < 0)) return false;
+    }
+    return true;
   }
   if (n.op_type == Op::kLayerNormalization) {
     const Shape& x = *n.inputs[0]->type.shape;

@@ -256,10 +256,12 @@ void add_arg_reduction(KernelBuilder& k, const StepView& v, int in, DType x_type
   int m = k.temp(t, v.flat_out());
   add_reduction(k, v, in, false, x_type, m, t, is_max ? Combine::kMax : Combine::kMin,
                 ExprOp::kCast);
-  // No index yet: -1 below every index, or the extent above every index.
-  double none = select_last ? -1.0 : static_cast<double>(v.count.value());
+  // No index yet: -1 below every index, or the extent (symbolic or not) above every index.
+  auto none = [&](StatementBuilder& b) {
+    return select_last ? b.constant(-1, DType::kI64) : b.extent(v.count, DType::kI64);
+  };
   StatementBuilder init("init_index", v.result_domain());
-  k.add(init.store(init.constant(none, DType::kI64), idx, v.result_index()));
+  k.add(init.store(none(init), idx, v.result_index()));
   StatementBuilder find("find_index", v.in);
   int x = load_as(find, in, iterators(v.in.size()), x_type, t);
   int mv = find.load(m, v.out_index(), t);
@@ -271,8 +273,7 @@ void add_arg_reduction(KernelBuilder& k, const StepView& v, int in, DType x_type
     hit = find.op(ExprOp::kOr, DType::kBool, {hit, both_nan});
   }
   int r = static_cast<int>(std::find(v.reduced.begin(), v.reduced.end(), true) - v.reduced.begin());
-  int candidate = find.op(ExprOp::kSelect, DType::kI64,
-                          {hit, find.iterator(r), find.constant(none, DType::kI64)});
+  int candidate = find.op(ExprOp::kSelect, DType::kI64, {hit, find.iterator(r), none(find)});
   k.add(find.store(candidate, idx, v.out_index(), select_last ? Combine::kMax : Combine::kMin));
 }
 
@@ -284,12 +285,14 @@ Result<LoweredNode> lower_arg_reduce(const Node& n, const std::string& name) {
   const Value* y = n.outputs[0];
   WEFT_ASSIGN_OR_RETURN(std::optional<StepView> v, single_step(x, {a.axis}));
   KernelBuilder k(name);
-  Shape flat = {num_elements(*y->type.shape)};
-  int out = k.buffer(y, BufferRole::kOutput, flat);
   if (!v) { // the axis has extent 1: every index is 0
+    Shape flat = {num_elements(*y->type.shape)};
+    int out = k.buffer(y, BufferRole::kOutput, flat);
     StatementBuilder zero("zero", flat);
     k.add(zero.store(zero.constant(0, DType::kI64), out, iterators(1)));
   } else {
+    // (The view's kept dims: shaped, not flat, where symbols keep them apart.)
+    int out = k.buffer(y, BufferRole::kOutput, v->flat_out());
     int in = k.buffer(x, BufferRole::kInput, v->in);
     add_arg_reduction(k, *v, in, x->type.dtype, out, n.op_type == Op::kArgMax, a.select_last_index);
   }

@@ -418,7 +418,8 @@ Result<LoweredNode> lower_pad(const Node& n, const std::string& name) {
   for (size_t d = 0; d < rank; ++d) {
     AffineExpr pos = {(*a.pads)[d], {{static_cast<int>(d), 1}}};
     y_index.push_back(pos);
-    add_bounds(guards, pos, 0, ys[d].value());
+    // Only a negative pad (a crop) takes positions out of y; such a dim is static.
+    if ((*a.pads)[d] < 0 || (*a.pads)[d + rank] < 0) add_bounds(guards, pos, 0, ys[d].value());
   }
   Statement s = copy.store(copy.load(bx, iterators(rank), x->type.dtype), by, y_index);
   s.guards = guards;
