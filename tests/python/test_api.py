@@ -272,6 +272,35 @@ def test_dynamic_shapes_positions_and_masks_over_the_length():
         compiled.run({"ids": np.zeros((1, 9), np.int64)})
 
 
+def test_dynamic_shapes_tile_by_a_computed_batch():
+    """BLOOM's ALiBi bias: a [4, 1, T] tensor tiled by the batch that Shape reads, [4N, 1, T],
+    compiles once."""
+    nodes = [
+        helper.make_node("Shape", ["ids"], ["n"], start=0, end=1),
+        helper.make_node("Concat", ["n", "ones"], ["repeats"], axis=0),
+        helper.make_node("Gather", ["ids", "zero"], ["row"], axis=0),
+        helper.make_node("Cast", ["row"], ["f"], to=TensorProto.FLOAT),
+        helper.make_node("Unsqueeze", ["f", "axes"], ["u"]),
+        helper.make_node("Mul", ["slopes", "u"], ["x"]),
+        helper.make_node("Tile", ["x", "repeats"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("ids", TensorProto.INT64, ["N", "T"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([1, 1], np.int64), "ones"),
+         numpy_helper.from_array(np.array([0, 1], np.int64), "axes"),
+         numpy_helper.from_array(np.array(0, np.int64), "zero"),
+         numpy_helper.from_array(np.array([0.5, 0.25, 0.125, 2], np.float32).reshape(4, 1, 1), "slopes")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    for n, t in [(1, 3), (4, 1), (2, 9)]:
+        ids = np.arange(n * t, dtype=np.int64).reshape(n, t)
+        x = np.array([0.5, 0.25, 0.125, 2], np.float32).reshape(4, 1, 1) * ids[0].astype(np.float32)
+        np.testing.assert_array_equal(compiled.run({"ids": ids})["y"], np.tile(x, (n, 1, 1)))
+    assert compiled.compiled_variants == 1
+
+
 @pytest.mark.parametrize("shape,axis,last", [(["N", "T"], 1, 0), (["N", "T"], 0, 1), (["N", "T", 8], 1, 0),
                                              (["N", 4, "T"], 2, 1), (["N", "T", 8], 2, 0)])
 def test_dynamic_shapes_arg_max_and_pad_over_symbols(shape, axis, last):

@@ -683,6 +683,13 @@ struct ExpandAttrs {
   WEFT_FIELDS(f("symbolic_shape", symbolic_shape))
 };
 
+struct TileAttrs {
+  // The repeats over symbols (fold_shape_values: BLOOM's bias tiled by the batch); the
+  // repeats input is then gone.
+  std::optional<Shape> symbolic_repeats;
+  WEFT_FIELDS(f("symbolic_repeats", symbolic_repeats))
+};
+
 struct RangeAttrs {
   // The output's extent over symbols (fold_shape_values: `arange(T)` for a dynamic T); the
   // limit input then only orders the node after it.
@@ -707,7 +714,7 @@ using OpAttrs = std::variant<
     ScanAttrs, GeluAttrs, GroupNormAttrs, AttentionAttrs, RotaryAttrs, LpNormAttrs, LpPoolAttrs,
     TensorScatterAttrs, AffineGridAttrs, Col2ImAttrs, LinearAttentionAttrs, CausalConvAttrs,
     FlexAttentionAttrs, RoiAlignAttrs, DeformConvAttrs, BinarizerAttrs, ExpandAttrs, TfIdfAttrs,
-    TreeEnsembleAttrs, RangeAttrs>;
+    TreeEnsembleAttrs, RangeAttrs, TileAttrs>;
 
 #undef WEFT_FIELDS
 

@@ -937,7 +937,8 @@ const std::vector<OpDef>& build_table() {
     t.push_back({Op::kReshape, 5, kAll, parse_reshape, infer_reshape});
     t.push_back(
         {Op::kExpand, 8, kAll, [](AttrParser&) -> OpAttrs { return ExpandAttrs{}; }, infer_expand});
-    t.push_back({Op::kTile, 6, kAll, parse_none, infer_tile});
+    t.push_back(
+        {Op::kTile, 6, kAll, [](AttrParser&) -> OpAttrs { return TileAttrs{}; }, infer_tile});
     t.push_back({Op::kSlice, 1, kAll, parse_slice, infer_slice});
     t.push_back({Op::kPad, 2, kAll, parse_pad, infer_pad});
     t.push_back({Op::kShape, 1, kAll, parse_shape, infer_shape_op});

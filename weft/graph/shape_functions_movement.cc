@@ -310,6 +310,15 @@ TypesOrError infer_tile(const Node& node) {
   const TensorType& x = in_type(node, 0);
   std::optional<Ints> repeats = constant_ints(node.input(1));
   if (!x.shape) return one(x);
+  const auto* attrs = std::get_if<TileAttrs>(&node.attrs); // (decompositions' have none)
+  if (attrs && attrs->symbolic_repeats) {
+    const Shape& r = *attrs->symbolic_repeats;
+    if (r.size() != x.shape->size()) return fail("Tile repeats must match the input rank");
+    Shape out;
+    for (size_t i = 0; i < r.size(); ++i)
+      out.push_back(dim_mul((*x.shape)[i], r[i]));
+    return one({x.dtype, out});
+  }
   if (!repeats) return one({x.dtype, unknown_shape(x.shape->size())});
   if (repeats->size() != x.shape->size()) return fail("Tile repeats must match the input rank");
   Shape out;

@@ -155,8 +155,16 @@ Result<LoweredNode> lower_tile(const Node& n, const std::string& name) {
   Shape domain;
   std::vector<AffineExpr> in_index, out_index;
   for (size_t d = 0; d < in_shape.size(); ++d) {
-    int64_t extent = in_shape[d].value();
-    int64_t repeats = (*y->type.shape)[d].value() / std::max<int64_t>(extent, 1);
+    const Dim& out_extent = (*y->type.shape)[d];
+    if (out_extent == in_shape[d] && !in_shape[d].is_static()) { // not repeated
+      in_index.push_back(AffineExpr::iterator(static_cast<int>(domain.size())));
+      out_index.push_back(in_index.back());
+      domain.push_back(out_extent);
+      continue;
+    }
+    int64_t extent = in_shape[d].value(); // static where repeated (admits_symbolic_shapes)
+    Dim repeats = out_extent.is_static() ? Dim(out_extent.value() / std::max<int64_t>(extent, 1))
+                                         : *dim_div(out_extent, extent);
     int r = static_cast<int>(domain.size());
     domain.push_back(repeats);
     domain.push_back(extent);

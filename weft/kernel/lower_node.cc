@@ -101,6 +101,16 @@ bool admits_symbolic_shapes(const Node& n) {
     return first + static_cast<size_t>(idx.back().value()) <= x.size();
   }
   const Shape& out = *n.outputs[0]->type.shape;
+  if (n.op_type == Op::kTile) { // a symbolic dim is not repeated; a repeated one is static
+    const Shape& x = *n.inputs[0]->type.shape;
+    for (size_t d = 0; d < x.size(); ++d) {
+      const Dim& y = out[d];
+      if (!x[d].is_static() && y != x[d]) return false;
+      if (x[d].is_static() && !y.is_static() && (x[d].value() == 0 || !dim_div(y, x[d])))
+        return false;
+    }
+    return true;
+  }
   if (is_elementwise(n)) {
     for (const Value* v : n.inputs) {
       if (!v || (n.op_type == Op::kExpand && v != n.inputs[0])) continue; // (a target shape)

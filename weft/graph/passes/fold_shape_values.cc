@@ -300,6 +300,16 @@ Result<bool> fold_shape_values(Graph& graph) {
       }
     }
     if (node->op_type == Op::kSlice) sized = resolve_slice(graph, *node, known, facts);
+    if (auto* tile = std::get_if<TileAttrs>(&node->attrs); tile && node->inputs.size() == 2) {
+      const ShapeValue* repeats = known_of(known, node->inputs[1]);
+      if (repeats && !repeats->scalar && !node->inputs[1]->is_constant() &&
+          std::all_of(repeats->dims.begin(), repeats->dims.end(),
+                      [](const Dim& d) { return !d.is_static() || d.value() >= 0; })) {
+        tile->symbolic_repeats = repeats->dims;
+        node->inputs.resize(1);
+        sized = true;
+      }
+    }
     if (sized) {
       facts.stale.insert(node->outputs[0]);
       resolved = true;
