@@ -7,7 +7,8 @@ external-data file. The encoder is also exported with a dynamic batch and sequen
 run at two shapes. ResNet-18 exported with a dynamic batch, and the encoder layer and the
 GPT-2 block with a dynamic batch and length, each compile once in the Python module
 (dynamic_shapes=True) and run at several shapes, as do small Hugging Face transformers models
-(BERT, GPT-2, Llama: their attention-mask subgraphs) exported with a dynamic batch and length.
+(BERT, GPT-2, Llama: their attention-mask subgraphs) exported with a dynamic batch and length,
+and a decoding step of GPT-2 and Llama with a KV cache of dynamic length.
 Random weights; BatchNorm statistics randomized so every layer does work.
 
 Usage: .venv/bin/python torch_export_test.py WEFT   (exits 77, a skip, without PyTorch 2.9+)
@@ -208,6 +209,74 @@ def check_transformers_one_compile():
                 print(f"ok transformers {name}: 2x16, 1x7 and 3x100 on one compile (dynamic_shapes)")
 
 
+def check_transformers_kv_cache():
+    """One decoding step of GPT-2 and Llama with a KV cache (new tokens, the mask over past and
+    new, each layer's past keys and values in; logits and the grown cache out), exported with
+    dynamic batch, new length and past length: every step runs on one compile."""
+    try:
+        import transformers as tf
+        import weft
+    except ImportError as e:
+        print(f"skipped transformers KV cache: {e}")
+        return
+    small = dict(vocab_size=1000, attn_implementation="eager")  # SDPA's is_causal is data-dependent
+    models = {
+        "gpt2": tf.GPT2LMHeadModel(tf.GPT2Config(n_layer=2, n_embd=128, n_head=4, **small)),
+        "llama": tf.LlamaForCausalLM(tf.LlamaConfig(hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+                                                    num_attention_heads=4, num_key_value_heads=2, **small)),
+    }
+
+    class Step(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, ids, mask, *past):
+            cache = tf.DynamicCache()
+            for i in range(len(past) // 2):
+                cache.update(past[2 * i], past[2 * i + 1], i)
+            out = self.model(input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=True)
+            return (out.logits,) + tuple(t for layer in out.past_key_values.layers for t in (layer.keys, layer.values))
+
+    batch, new, past = (torch.export.Dim("batch", max=64), torch.export.Dim("new", max=512),
+                        torch.export.Dim("past", min=1, max=2048))
+    total = torch.export.Dim("total", max=4096)
+    for name, model in models.items():
+        step = Step(model.eval()).eval()
+        c = model.config
+        heads = getattr(c, "num_key_value_heads", None) or c.num_attention_heads
+        layers = c.num_hidden_layers
+
+        def make(n, t, p):
+            return ((torch.randint(5, 995, (n, t)), torch.ones(n, p + t, dtype=torch.long)) +
+                    tuple(torch.randn(n, heads, p, c.hidden_size // c.num_attention_heads) for _ in range(2 * layers)))
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, name + "_step.onnx")
+            torch.onnx.export(step, make(2, 3, 5), path, external_data=False,
+                              dynamic_shapes=({0: batch, 1: new}, {0: batch, 1: total},
+                                              tuple({0: batch, 2: past} for _ in range(2 * layers))))
+            names = [i.name for i in onnx.load(path, load_external_data=False).graph.input]
+            with open(path, "rb") as f:
+                compiled = weft.compile(f.read(), dynamic_shapes=True)
+        steps = ((1, 1, 5), (1, 1, 6), (2, 1, 30), (1, 4, 9))
+        for n, t, p in steps:
+            args = make(n, t, p)
+            got = list(compiled.run({k: a.numpy() for k, a in zip(names, args)}).values())
+            with torch.no_grad():
+                want = [w.numpy() for w in step(*args)]
+            if any(g.shape != w.shape or not np.allclose(g, w, rtol=1e-3, atol=1e-4) for g, w in zip(got, want)):
+                failures.append(f"transformers {name} KV cache {n}x{t} after {p}: differs from PyTorch")
+                print(f"FAIL {failures[-1]}")
+                break
+        else:
+            if compiled.compiled_variants != 1:
+                failures.append(f"transformers {name} KV cache: {compiled.compiled_variants} compiles, not 1")
+                print(f"FAIL {failures[-1]}")
+            else:
+                print(f"ok transformers {name} KV cache: {len(steps)} steps (past 5 to 30) on one compile")
+
+
 def main():
     torch.manual_seed(0)
     image = torch.randn(1, 3, 224, 224)
@@ -244,6 +313,7 @@ def main():
         check_one_compile("gpt2_block_one_compile", GPT2Block().eval(), tokens, fifty,
                           {"x": {0: batch, 1: length}}, nvrtc=True)
         check_transformers_one_compile()
+        check_transformers_kv_cache()
     if failures:
         print(f"{len(failures)} failed:\n  " + "\n  ".join(failures))
         sys.exit(1)

@@ -272,6 +272,33 @@ def test_dynamic_shapes_positions_and_masks_over_the_length():
         compiled.run({"ids": np.zeros((1, 9), np.int64)})
 
 
+def test_dynamic_shapes_kv_cache_concat():
+    """A decoder's KV cache: past keys [N, P, 4] and new ones [N, T, 4] concatenated along the
+    length, [N, P+T, 4], then reduced over it, compile once for every P and T."""
+    graph = helper.make_graph(
+        [helper.make_node("Concat", ["past", "new"], ["cache"], axis=1),
+         helper.make_node("ReduceMax", ["cache", "one"], ["m"], keepdims=0),
+         helper.make_node("Shape", ["cache"], ["s"])], "g",
+        [helper.make_tensor_value_info("past", TensorProto.FLOAT, ["N", "P", 4]),
+         helper.make_tensor_value_info("new", TensorProto.FLOAT, ["N", "T", 4])],
+        [helper.make_tensor_value_info(v, t, None) for v, t in
+         (("cache", TensorProto.FLOAT), ("m", TensorProto.FLOAT), ("s", TensorProto.INT64))],
+        [numpy_helper.from_array(np.array([1], np.int64), "one")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    rng = np.random.default_rng(6)
+    for n, p, t in [(1, 5, 1), (1, 6, 1), (2, 1, 3), (3, 40, 2)]:
+        past = rng.standard_normal((n, p, 4)).astype(np.float32)
+        new = rng.standard_normal((n, t, 4)).astype(np.float32)
+        out = compiled.run({"past": past, "new": new})
+        cache = np.concatenate([past, new], axis=1)
+        np.testing.assert_array_equal(out["cache"], cache)
+        np.testing.assert_array_equal(out["m"], cache.max(axis=1))
+        np.testing.assert_array_equal(out["s"], [n, p + t, 4])
+    assert compiled.compiled_variants == 1
+
+
 def test_dynamic_shapes_tile_by_a_computed_batch():
     """BLOOM's ALiBi bias: a [4, 1, T] tensor tiled by the batch that Shape reads, [4N, 1, T],
     compiles once."""

@@ -99,10 +99,12 @@ Product factors_of(const Dim& d) {
   return p;
 }
 
-// A quotient factor "(X+a)/b" (dim_floor_div's spelling): X, a and b.
+// A quotient factor "(X+a)/b" (dim_floor_div's spelling): X, a and b; or a sum "(X+Y)/1"
+// (dim_add's), whose offset Y is a product of symbols.
 struct Quotient {
   Dim x;
-  int64_t offset, divisor;
+  Dim offset;
+  int64_t divisor;
 };
 
 std::optional<Quotient> parse_quotient(const std::string& f) {
@@ -111,11 +113,13 @@ std::optional<Quotient> parse_quotient(const std::string& f) {
   std::optional<int64_t> divisor = parse_constant(f.substr(slash + 2));
   size_t sign = f.find_last_of("+-", slash);
   if (!divisor || *divisor <= 0 || sign == std::string::npos || sign < 2) return std::nullopt;
-  std::optional<int64_t> offset = parse_constant(f.substr(sign + 1, slash - sign - 1));
-  if (!offset) return std::nullopt;
+  std::string term = f.substr(sign + 1, slash - sign - 1);
+  std::optional<int64_t> constant = parse_constant(term);
+  if (!constant && (f[sign] == '-' || term.empty())) return std::nullopt;
+  Dim offset = constant ? Dim(f[sign] == '-' ? -*constant : *constant) : Dim::symbol(term);
   std::string x = f.substr(1, sign - 1);
   Dim xd = parse_constant(x) ? Dim(*parse_constant(x)) : Dim::symbol(x);
-  return Quotient{xd, f[sign] == '-' ? -*offset : *offset, *divisor};
+  return Quotient{xd, offset, *divisor};
 }
 
 // floor(a / b) for b > 0.
@@ -158,14 +162,28 @@ Dim dim_floor_div(const Dim& a, int64_t offset, int64_t divisor) {
   if (divisor == 1 && offset == 0) return a;
   // floor((floor((x + a) / b) + c) / d) = floor((x + a + b c) / (b d)) for integers.
   Dim x = a;
-  if (std::optional<Quotient> q = parse_quotient(a.symbol_name())) {
+  if (std::optional<Quotient> q = parse_quotient(a.symbol_name()); q && q->offset.is_static()) {
     x = q->x;
-    offset = q->offset + q->divisor * offset;
+    offset = q->offset.value() + q->divisor * offset;
     divisor *= q->divisor;
     if (offset == 0 && divisor == 1) return x; // (T+1)/1 - 1 is T
   }
   return Dim::symbol(fmt::format("({}{}{})/{}", x.to_string(), offset < 0 ? '-' : '+',
                                  offset < 0 ? -offset : offset, divisor));
+}
+
+std::optional<Dim> dim_add(const Dim& a, const Dim& b) {
+  if (a.is_static() && b.is_static()) return a.value() + b.value();
+  if (b.is_static())
+    return b.value() >= 0 ? std::optional(dim_floor_div(a, b.value(), 1)) : std::nullopt;
+  if (a.is_static()) return dim_add(b, a);
+  // Two products of plain symbols, sorted: P + T and T + P are one dim.
+  auto plain = [](const Dim& d) {
+    return d.symbol_name().find_first_of("()+-/") == std::string::npos;
+  };
+  if (!plain(a) || !plain(b)) return std::nullopt;
+  auto [first, second] = std::minmax(a.symbol_name(), b.symbol_name());
+  return Dim::symbol(fmt::format("({}+{})/1", first, second));
 }
 
 std::optional<int64_t> eval_dim(const Dim& d, const std::map<std::string, int64_t>& symbols) {
@@ -177,7 +195,8 @@ std::optional<int64_t> eval_dim(const Dim& d, const std::map<std::string, int64_
       v = it->second;
     } else if (std::optional<Quotient> q = parse_quotient(s)) {
       std::optional<int64_t> x = eval_dim(q->x, symbols);
-      if (!x || __builtin_add_overflow(*x, q->offset, &v)) return std::nullopt;
+      std::optional<int64_t> offset = eval_dim(q->offset, symbols);
+      if (!x || !offset || __builtin_add_overflow(*x, *offset, &v)) return std::nullopt;
       v = floor_div(v, q->divisor);
       if (v < 0) return std::nullopt;
     } else {
@@ -192,8 +211,10 @@ std::vector<std::string> dim_symbols(const Dim& d) {
   std::vector<std::string> out;
   for (const std::string& s : factors_of(d).symbols) {
     if (std::optional<Quotient> q = parse_quotient(s)) {
-      for (std::string& inner : dim_symbols(q->x))
-        out.push_back(std::move(inner));
+      for (const Dim* part : {&q->x, &q->offset}) {
+        for (std::string& inner : dim_symbols(*part))
+          out.push_back(std::move(inner));
+      }
     } else {
       out.push_back(s);
     }

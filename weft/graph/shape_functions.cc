@@ -280,15 +280,12 @@ TypesOrError infer_concat(const Node& node) {
       symbolic.push_back(d);
     }
   }
-  // One symbolic piece X makes (X+total)/1, a sum that the dims can spell.
-  Dim& extent = out[static_cast<size_t>(axis)];
-  if (symbolic.empty()) {
-    extent = total;
-  } else if (symbolic.size() == 1 && !symbolic[0].is_unknown()) {
-    extent = dim_floor_div(symbolic[0], total, 1);
-  } else {
-    extent = Dim::unknown();
+  // Symbolic pieces make a sum where the dims can spell it (dim_add: X + total, P + T).
+  std::optional<Dim> extent = total;
+  for (const Dim& d : symbolic) {
+    if (extent) extent = d.is_unknown() ? std::nullopt : dim_add(*extent, d);
   }
+  out[static_cast<size_t>(axis)] = extent.value_or(Dim::unknown());
   return one({first.dtype, out});
 }
 

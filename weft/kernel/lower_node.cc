@@ -74,13 +74,10 @@ bool admits_symbolic_shapes(const Node& n) {
     }
     return true;
   }
-  if (n.op_type == Op::kSplit || n.op_type == Op::kConcat) {
-    // Pieces at static offsets along the axis: a Concat's last may be symbolic.
-    int64_t axis =
-        n.op_type == Op::kSplit ? n.attrs_as<SplitAttrs>().axis : n.attrs_as<AxisAttrs>().axis;
-    const std::vector<Value*>& pieces = n.op_type == Op::kSplit ? n.outputs : n.inputs;
-    size_t static_pieces = pieces.size() - (n.op_type == Op::kConcat ? 1 : 0);
-    return std::all_of(pieces.begin(), pieces.begin() + static_pieces, [&](const Value* v) {
+  if (n.op_type == Op::kConcat) return true; // offsets symbolic or not (lower_concat)
+  if (n.op_type == Op::kSplit) {             // pieces at static offsets along the axis
+    int64_t axis = n.attrs_as<SplitAttrs>().axis;
+    return std::all_of(n.outputs.begin(), n.outputs.end(), [&](const Value* v) {
       if (!v) return true;
       const Shape& s = *v->type.shape;
       int64_t a = axis < 0 ? axis + static_cast<int64_t>(s.size()) : axis;

@@ -70,10 +70,10 @@ std::optional<ShapeValue> arithmetic(Op op, const ShapeValue& a, const ShapeValu
       r = dim_div(x, y);
     } else if (x.is_static() && y.is_static()) {
       r = op == Op::kAdd ? x.value() + y.value() : x.value() - y.value();
-    } else if (y.is_static()) { // X + c, spelled (X+c)/1
-      r = dim_floor_div(x, op == Op::kAdd ? y.value() : -y.value(), 1);
-    } else if (x.is_static() && op == Op::kAdd) {
-      r = dim_floor_div(y, x.value(), 1);
+    } else if (y.is_static() && op == Op::kSub) { // X - c, spelled (X-c)/1
+      r = dim_floor_div(x, -y.value(), 1);
+    } else if (op == Op::kAdd) { // X + c or P + T (dim_add)
+      r = dim_add(x, y);
     }
     // (A product of symbols with a negative factor is no extent: a -1 times a dim, say.)
     if (!r || (!r->is_static() && r->symbol_name().starts_with("-"))) return std::nullopt;

@@ -131,6 +131,19 @@ TEST(DimFloorDiv, SumsWithConstantsFold) {
   EXPECT_EQ(eval_dim(dim_floor_div(plus_one, 2, 1), {{"T", 5}}), 8);
 }
 
+TEST(DimAdd, SumsOfSymbolsAreOneDimEitherWay) {
+  Dim p = Dim::symbol("past"), t = Dim::symbol("seq");
+  std::optional<Dim> total = dim_add(p, t);
+  ASSERT_TRUE(total);
+  EXPECT_EQ(total->to_string(), "(past+seq)/1");
+  EXPECT_EQ(dim_add(t, p), total);
+  EXPECT_EQ(eval_dim(dim_mul(4, *total), {{"past", 5}, {"seq", 2}}), 28);
+  EXPECT_EQ(dim_symbols(*total), (std::vector<std::string>{"past", "seq"}));
+  EXPECT_EQ(dim_add(t, 0), t);
+  EXPECT_EQ(dim_add(Dim(3), Dim(4)), Dim(7));
+  EXPECT_FALSE(dim_add(*total, t)); // three terms: not spelled
+}
+
 TEST(DimDiv, ExactProductsOnly) {
   Dim n = Dim::symbol("N"), t = Dim::symbol("T");
   EXPECT_EQ(dim_div(dim_mul(dim_mul(12, n), t), dim_mul(4, t)), dim_mul(3, n));
