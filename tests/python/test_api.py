@@ -274,7 +274,8 @@ def test_dynamic_shapes_positions_and_masks_over_the_length():
 
 def test_dynamic_shapes_kv_cache_concat():
     """A decoder's KV cache: past keys [N, P, 4] and new ones [N, T, 4] concatenated along the
-    length, [N, P+T, 4], then reduced over it, compile once for every P and T."""
+    length, [N, P+T, 4], then reduced over it, compile once for every P and T, an empty past
+    (the first step) included."""
     graph = helper.make_graph(
         [helper.make_node("Concat", ["past", "new"], ["cache"], axis=1),
          helper.make_node("ReduceMax", ["cache", "one"], ["m"], keepdims=0),
@@ -288,7 +289,7 @@ def test_dynamic_shapes_kv_cache_concat():
     model.ir_version = 8
     compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
     rng = np.random.default_rng(6)
-    for n, p, t in [(1, 5, 1), (1, 6, 1), (2, 1, 3), (3, 40, 2)]:
+    for n, p, t in [(1, 5, 1), (1, 6, 1), (2, 1, 3), (3, 40, 2), (1, 0, 2), (2, 3, 0)]:  # empty pieces too
         past = rng.standard_normal((n, p, 4)).astype(np.float32)
         new = rng.standard_normal((n, t, 4)).astype(np.float32)
         out = compiled.run({"past": past, "new": new})

@@ -105,7 +105,8 @@ size_t Executable::place_arena(const Bindings& bound, std::vector<size_t>* offse
 size_t Executable::arena_size(size_t intermediates, const std::vector<TensorView>& inputs,
                               const std::vector<TensorView>& outputs) const {
   size_t bytes = align_up(intermediates);
-  if (!device_) return bytes;
+  // (On the host, 64 bytes more: an empty slot at the end may be read at index 0.)
+  if (!device_) return bytes ? bytes + 64 : 0;
   for (const std::vector<TensorView>* list : {&inputs, &outputs}) {
     for (const TensorView& t : *list)
       bytes += align_up(t.num_bytes());
@@ -336,7 +337,14 @@ Status Executable::run(const std::vector<TensorView>& inputs,
   bool copy_io = device_ && !options.io_on_device;
   std::vector<void*> input_at, output_at;
   size_t io = align_up(intermediates);
+  // An empty tensor may be read at index 0 (weft_clamp_index), so it gets an element of zeros
+  // to read; its own data pointer may be null (DLPack's empty tensors).
+  alignas(64) static const std::byte kEmpty[64] = {};
   for (const TensorView& t : inputs) {
+    if (t.num_bytes() == 0 && !copy_io && !options.io_on_device) {
+      input_at.push_back(const_cast<std::byte*>(kEmpty));
+      continue;
+    }
     input_at.push_back(copy_io ? base + io : t.data);
     if (copy_io) WEFT_RETURN_IF_ERROR(device_->to_device(base + io, t.data, t.num_bytes()));
     io += copy_io ? align_up(t.num_bytes()) : 0;
@@ -355,7 +363,9 @@ Status Executable::run(const std::vector<TensorView>& inputs,
         address[s] = device_ ? device_constants_[s] : const_cast<std::byte*>(slot.constant->data());
         break;
       case Slot::Kind::kOutput: address[s] = output_at[static_cast<size_t>(slot.index)]; break;
-      case Slot::Kind::kArena: address[s] = base + offsets[s]; break;
+      case Slot::Kind::kArena: // (an arena of 0 bytes is none: its empty slots read kEmpty)
+        address[s] = base ? base + offsets[s] : const_cast<std::byte*>(kEmpty);
+        break;
       case Slot::Kind::kAlias: break;
     }
   }

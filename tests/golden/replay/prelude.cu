@@ -37,10 +37,12 @@ template <typename T> WEFT_D T weft_fmod_floor(T a, T b) {
 }
 WEFT_D int64_t weft_floord(int64_t a, int64_t b) { return (a >= 0) ? a / b : -((-a + b - 1) / b); }
 // Data-dependent indices: clamped into [0, n) so that no index reads outside its buffer;
-// the wrapping form first counts a negative index from the end, as ONNX's gathers do.
+// the wrapping form first counts a negative index from the end, as ONNX's gathers do. An
+// empty axis gives 0: a read there is never used (a Concat's empty piece, which its select
+// passes over), and the run gives empty tensors a readable element (Executable::run).
 template <typename T> WEFT_D int64_t weft_clamp_index(T i, int64_t n) {
   int64_t v = static_cast<int64_t>(i);
-  return v < 0 ? 0 : (v >= n ? n - 1 : v);
+  return v <= 0 ? 0 : (v >= n ? (n > 0 ? n - 1 : 0) : v);
 }
 template <typename T> WEFT_D int64_t weft_wrap_index(T i, int64_t n) {
   int64_t v = static_cast<int64_t>(i);
