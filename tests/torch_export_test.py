@@ -160,6 +160,24 @@ def check_one_compile(name, model, example, runs, dynamic_shapes, nvrtc=False):
     print(f"ok {name}: {shapes} on one compile (dynamic_shapes)")
 
 
+def check_runs(label, compiled, names, runs, reference):
+    """Runs "compiled" (inputs "names") at each (shape text, PyTorch args) of "runs" against
+    reference(args), PyTorch's outputs as arrays, and checks that it compiled once."""
+    for shape, args in runs:
+        got = list(compiled.run({k: a.numpy() for k, a in zip(names, args)}).values())
+        want = reference(args)
+        if len(got) != len(want) or any(g.shape != w.shape or not np.allclose(g, w, rtol=1e-3, atol=1e-4)
+                                        for g, w in zip(got, want)):
+            failures.append(f"{label} {shape}: differs from PyTorch")
+            print(f"FAIL {failures[-1]}")
+            return
+    if compiled.compiled_variants != 1:
+        failures.append(f"{label}: {compiled.compiled_variants} compiles, not 1")
+        print(f"FAIL {failures[-1]}")
+        return
+    print(f"ok {label}: {', '.join(shape for shape, _ in runs)} on one compile (dynamic_shapes)")
+
+
 def check_transformers_one_compile():
     """Hugging Face transformers models as current exports write them, with a dynamic batch
     and length: the attention masks' subgraphs (Range over the length, Slices to it, CumSum
@@ -193,20 +211,9 @@ def check_transformers_one_compile():
             names = [i.name for i in onnx.load(path, load_external_data=False).graph.input]
             with open(path, "rb") as f:
                 compiled = weft.compile(f.read(), dynamic_shapes=True)
-        for n, t in ((2, 16), (1, 7), (3, 100)):
-            args = make(n, t)
-            got = next(iter(compiled.run({k: a.numpy() for k, a in zip(names, args)}).values()))
-            want = model(*args)[0].numpy()
-            if got.shape != want.shape or not np.allclose(got, want, rtol=1e-3, atol=1e-4):
-                failures.append(f"transformers {name} {n}x{t}: differs from PyTorch")
-                print(f"FAIL {failures[-1]}")
-                break
-        else:
-            if compiled.compiled_variants != 1:
-                failures.append(f"transformers {name}: {compiled.compiled_variants} compiles, not 1")
-                print(f"FAIL {failures[-1]}")
-            else:
-                print(f"ok transformers {name}: 2x16, 1x7 and 3x100 on one compile (dynamic_shapes)")
+        runs = [(f"{n}x{t}", make(n, t)) for n, t in ((2, 16), (1, 7), (3, 100))]
+        check_runs(f"transformers {name}", compiled, names, runs,
+                   lambda args: [t.numpy() for t in model(*args).to_tuple()])
 
 
 def check_transformers_kv_cache():
@@ -259,22 +266,9 @@ def check_transformers_kv_cache():
             names = [i.name for i in onnx.load(path, load_external_data=False).graph.input]
             with open(path, "rb") as f:
                 compiled = weft.compile(f.read(), dynamic_shapes=True)
-        steps = ((1, 1, 5), (1, 1, 6), (2, 1, 30), (1, 4, 9))
-        for n, t, p in steps:
-            args = make(n, t, p)
-            got = list(compiled.run({k: a.numpy() for k, a in zip(names, args)}).values())
-            with torch.no_grad():
-                want = [w.numpy() for w in step(*args)]
-            if any(g.shape != w.shape or not np.allclose(g, w, rtol=1e-3, atol=1e-4) for g, w in zip(got, want)):
-                failures.append(f"transformers {name} KV cache {n}x{t} after {p}: differs from PyTorch")
-                print(f"FAIL {failures[-1]}")
-                break
-        else:
-            if compiled.compiled_variants != 1:
-                failures.append(f"transformers {name} KV cache: {compiled.compiled_variants} compiles, not 1")
-                print(f"FAIL {failures[-1]}")
-            else:
-                print(f"ok transformers {name} KV cache: {len(steps)} steps (past 5 to 30) on one compile")
+        runs = [(f"{n}x{t} after {p}", make(n, t, p)) for n, t, p in ((1, 1, 5), (1, 1, 6), (2, 1, 30), (1, 4, 9))]
+        check_runs(f"transformers {name} KV cache", compiled, names, runs,
+                   lambda args: [w.numpy() for w in step(*args)])
 
 
 def main():
