@@ -120,7 +120,7 @@ Result<LoweredNode> lower_concat(const Node& n, const std::string& name) {
     std::vector<AffineExpr> out_index = iterators(x->type.shape->size());
     out_index[static_cast<size_t>(axis)].constant = offset;
     add_copy(k, "concat", *x->type.shape, in, iterators(x->type.shape->size()), out, out_index);
-    // (Only the last piece may be symbolic along the axis: admits_symbolic_shapes.)
+    // (Only the last piece may be symbolic along the axis here; see above.)
     if (i + 1 < n.inputs.size()) offset += (*x->type.shape)[static_cast<size_t>(axis)].value();
   }
   return k.lowered();
