@@ -2,7 +2,9 @@
 against one compile per shape (specialized), and against ONNX Runtime, at three shapes per
 model: memory-bound subgraphs over [N, T, 256] and attention scores [N, 4, T, T], a
 TransformerEncoderLayer and a GPT-2-style block exported by PyTorch with a dynamic batch and
-length, and ResNet-18 over lines of text [N, 3, 48, T] (dynamic batch and width). Each round times every system on
+length, ResNet-18 over lines of text [N, 3, 48, T] (dynamic batch and width), and Hugging
+Face transformers' BERT, GPT-2 and Llama (token ids [N, T]; their attention masks computed
+from T). Each round times every system on
 every model and shape; an entry is its lowest median over the rounds. A shape's first run is
 timed apart, in the first round: for the dynamic compile (made once, at a shape not timed) it
 builds no kernel, only its oneDNN calls' primitives.
@@ -91,6 +93,41 @@ def exported(module, tmp, name):
         return f.read()
 
 
+def transformers_models(tmp):
+    """Hugging Face transformers models from their configs (4-layer BERT and GPT-2, a 2-layer
+    Llama of width 256), exported with a dynamic batch and length: (name, model bytes)."""
+    import transformers as tf
+    torch.manual_seed(0)
+    configs = {
+        "bert": (tf.BertModel(tf.BertConfig(num_hidden_layers=4)), 2),
+        "gpt2": (tf.GPT2Model(tf.GPT2Config(n_layer=4, use_cache=False)), 1),
+        "llama": (tf.LlamaModel(tf.LlamaConfig(hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                                               num_attention_heads=8, num_key_value_heads=2, vocab_size=1000,
+                                               use_cache=False)), 1),
+    }
+    batch, length = torch.export.Dim("batch", max=64), torch.export.Dim("length", min=2, max=512)
+    for name, (model, inputs) in configs.items():
+        path = os.path.join(tmp, name + ".onnx")
+        example = (torch.randint(5, 1000, (2, 16)), torch.ones(2, 16, dtype=torch.long))[:inputs]
+        torch.onnx.export(model.eval(), example, path, external_data=False,
+                          dynamic_shapes=tuple({0: batch, 1: length} for _ in example))
+        with open(path, "rb") as f:
+            yield name, f.read()
+
+
+def feed(session, name, n, t):
+    """The inputs of model "name" at N x T: token ids (and a mask of ones) for the
+    transformers models, standard normal floats for the others."""
+    rng = np.random.default_rng(1)
+    if name in TRANSFORMERS:
+        return {i.name: (rng.integers(5, 1000, (n, t)) if k == 0 else np.ones((n, t))).astype(np.int64)
+                for k, i in enumerate(session.get_inputs())}
+    return {session.get_inputs()[0].name: rng.standard_normal(input_shape(name, n, t)).astype(np.float32)}
+
+
+TRANSFORMERS = ("bert", "gpt2", "llama")
+
+
 def models(tmp):
     yield from ((name, subgraph(name))
                 for name in ("softmax", "layernorm", "row_sum", "column_sum", "attention_softmax"))
@@ -98,6 +135,7 @@ def models(tmp):
                                     "encoder_layer")
     yield "gpt_block", exported(GPT2Block(DIM, 4), tmp, "gpt_block")
     yield "resnet18_width", exported(randomize_batch_norms(torchvision.models.resnet18()), tmp, "resnet18_width")
+    yield from transformers_models(tmp)
 
 
 def median_ms(run):
@@ -132,15 +170,13 @@ def measure(rounds):
     dynamics = {}  # one compile per model for every round, made at a shape not timed
     for name, data in built:
         dynamics[name] = weft.compile(data, dynamic_shapes=True)
-        name_in = ort_session(data).get_inputs()[0].name
-        dynamics[name].run({name_in: np.zeros(input_shape(name, 2, 16), np.float32)})
+        dynamics[name].run(feed(ort_session(data), name, 2, 16))
     for r in range(rounds):
         for name, data in built:
             dynamic = dynamics[name]
             session = ort_session(data)
-            input_name = session.get_inputs()[0].name
             for n, t in SHAPES:
-                x = {input_name: np.random.default_rng(1).standard_normal(input_shape(name, n, t)).astype(np.float32)}
+                x = feed(session, name, n, t)
                 row = rows.setdefault(f"{name} {n}x{t}", {"model": name, "shape": f"{n}x{t}", "rounds": []})
                 specialized = weft.compile(data)
                 got = {"first_specialized_ms": first_ms(lambda: specialized.run(x)),

@@ -51,6 +51,12 @@ bool winograd_allowed() {
 // transforms cost more than the multiplications they save (16 in, 16 out at 112x112: 0.14 ms
 // against 0.12 direct; 3 in: 10x slower; 32 and up: 1.2-2.4x faster, AMD EPYC, 2 threads).
 constexpr int64_t kWinogradMinChannels = 32;
+// And each side of the image plane is at least 7: a plane a few points high fills few of the
+// output tiles (2x2 or 4x4), whose transforms then cost more than the products save.
+// ResNet-18 over lines of text [8, 3, 48, 128], whose later planes are 6x16, 3x8 and 2x4:
+// 12.1-12.7 -> 8.0-8.3 ms ([1, 3, 48, 512]: 4.5 -> 3.7 ms); at 224x224 (7x7 and up) it stays
+// as it was, 6.2-6.5 ms (alternating runs, AMD EPYC, 2 threads, 2026-11-28).
+constexpr int64_t kWinogradMinSide = 7;
 
 // Whether oneDNN's Winograd kernels (F(2x2, 3x3) or F(4x4, 3x3)) can run a convolution: 2-D,
 // 3x3, stride 1, no dilation, one group. Their fp32 results lie as close to an fp64
@@ -91,11 +97,12 @@ std::optional<bool> tuned_winograd(const std::string& geometry) {
 }
 
 // Whether a convolution takes the Winograd kernels when nothing forces a choice: as tuned,
-// or by its channels.
+// or by its channels and plane.
 bool winograd_fits(const Dims& dx, const Dims& dw, int64_t group, const std::vector<Window>& win) {
   if (!winograd_allowed() || !winograd_shaped(dx, group, win)) return false;
   if (std::optional<bool> tuned = tuned_winograd(geometry(dx, dw, win))) return *tuned;
-  return std::min(dx[1], dw[0]) >= kWinogradMinChannels;
+  return std::min(dx[1], dw[0]) >= kWinogradMinChannels &&
+         std::min(dx[2], dx[3]) >= kWinogradMinSide;
 }
 
 // The algorithm a call is built with: the chosen one (winograd_fits), or one forced for
