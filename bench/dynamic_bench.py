@@ -228,7 +228,9 @@ def markdown(r):
               + f". Slower than ONNX Runtime on {len(slower)} of {len(ratios)}"
               + (": " + ", ".join(f"{w['model']} {w['shape']}" for w in slower) if slower else "")
               + ". Every dynamic output matched ONNX Runtime's within "
-              f"{max(row['max_error_vs_ort'] for row in r['rows']):.1e}.", ""]
+              f"{max(row['max_error_vs_ort'] for row in r['rows']):.1e}.", "",
+              "A decoding loop with a KV cache (a new past length at each step) is measured in "
+              "[dynamic-shapes.md](dynamic-shapes.md#transformers-exports).", ""]
     return lines
 
 
