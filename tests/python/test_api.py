@@ -544,6 +544,50 @@ def test_dynamic_shapes_on_cuda_through_the_emulator(monkeypatch):
         np.testing.assert_array_equal(out["t"], x.T)
     assert compiled.compiled_variants == 1
 
+def test_dynamic_shapes_matmul_of_two_activations():
+    """MatMuls of two activations over symbolic dims (attention's Q x K^T and P x V, as a
+    KV cache's past grows) run on oneDNN's sgemm, which takes its dims per run: operands read
+    through absorbed Transposes by rows and by columns, a result written through one, batch
+    dims broadcast, and empty extents (K = 0 gives zeros), each against float64."""
+    nodes = [helper.make_node("Transpose", ["q"], ["qt"], perm=[0, 2, 1, 3]),
+             helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 3, 1]),
+             helper.make_node("MatMul", ["qt", "kt"], ["s"]),
+             helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+             helper.make_node("MatMul", ["p", "v"], ["o"]),
+             helper.make_node("Transpose", ["o"], ["y"], perm=[0, 2, 1, 3]),
+             helper.make_node("Transpose", ["a"], ["at"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["at", "b"], ["z"])]
+    f = TensorProto.FLOAT
+    model = make_model(
+        nodes, [helper.make_tensor_value_info("q", f, ["N", "T", 3, "D"]),
+                helper.make_tensor_value_info("k", f, ["N", "P", 3, "D"]),
+                helper.make_tensor_value_info("v", f, ["N", 3, "P", 5]),
+                helper.make_tensor_value_info("a", f, ["N", "K", "M"]),
+                helper.make_tensor_value_info("b", f, ["K", 4])],
+        [helper.make_tensor_value_info("y", f, ["N", "T", 3, 5]),
+         helper.make_tensor_value_info("z", f, ["N", "M", 4])])
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    rng = np.random.default_rng(8)
+    dims = [(2, 1, 7, 16, 9, 3), (1, 4, 30, 8, 0, 2), (3, 2, 1, 1, 5, 0), (2, 0, 4, 2, 3, 1)]
+    for n, t, p, d, k, m in dims:
+        x = {"q": rng.standard_normal((n, t, 3, d)), "k": rng.standard_normal((n, p, 3, d)),
+             "v": rng.standard_normal((n, 3, p, 5)), "a": rng.standard_normal((n, k, m)),
+             "b": rng.standard_normal((k, 4))}
+        x = {name: a.astype(np.float32) for name, a in x.items()}
+        out, kernels = compiled.profile(x)
+        r = {name: a.astype(np.float64) for name, a in x.items()}
+        s = r["q"].transpose(0, 2, 1, 3) @ r["k"].transpose(0, 2, 3, 1)
+        e = np.exp(s - s.max(axis=-1, keepdims=True))
+        want = ((e / e.sum(axis=-1, keepdims=True)) @ r["v"]).transpose(0, 2, 1, 3)
+        np.testing.assert_allclose(out["y"], want, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(out["z"], r["a"].transpose(0, 2, 1) @ r["b"], rtol=1e-5, atol=1e-5)
+    sgemm = [k["strategy"] for k in kernels if "sgemm" in k["strategy"]]
+    assert sorted(sgemm) == ["oneDNN sgemm per matrix, dims at run time",
+                             "oneDNN sgemm per matrix, dims at run time, A transposed",
+                             "oneDNN sgemm per matrix, dims at run time, B transposed"], sgemm
+    assert compiled.compiled_variants == 1
+
+
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
 def test_dynamic_shapes_library_calls(device, monkeypatch):
     """dynamic_shapes with library calls over symbolic rows (oneDNN on the CPU: MatMul and Gemm

@@ -15,6 +15,7 @@
 #include "weft/graph/shape_functions.h"
 #include "weft/library/dnnl_epilogue.h"
 #include "weft/library/dnnl_kernel.h"
+#include "weft/library/dnnl_sgemm.h"
 #include "weft/library/dynamic_call.h"
 
 namespace weft::library {
@@ -580,7 +581,10 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
 std::optional<LibraryCall> dnnl_call(const Node& node, const SoleReader& sole_reader,
                                      const std::function<bool(const Node*)>& free,
                                      std::string* why_not) {
-  if (has_symbolic_shapes(node)) return dynamic_call(node, sole_reader, free, why_not, static_call);
+  if (has_symbolic_shapes(node)) {
+    if (std::optional<LibraryCall> call = sgemm_call(node, sole_reader, free)) return call;
+    return dynamic_call(node, sole_reader, free, why_not, static_call);
+  }
   return static_call(node, sole_reader, free, why_not);
 }
 
