@@ -45,6 +45,18 @@ size_t alignment_for(size_t bytes) {
   return bytes >= kHugePageBytes && huge_pages_on() ? kHugePageBytes : kCacheLine;
 }
 
+// Freed blocks of this size and more are kept for reuse.
+bool kept(size_t bytes) { return bytes >= kKeptBlockBytes && huge_pages_on(); }
+
+// The size a block of "bytes" is allocated and kept at: a whole number of huge pages, or of
+// 64 KiB below them (a tensor that grows by a little each run, a KV cache's, then takes the
+// same block again for a while); 0 on overflow.
+size_t block_size(size_t bytes) {
+  size_t align = alignment_for(bytes);
+  if (align == kCacheLine && kept(bytes)) align = size_t{64} << 10;
+  return round_up(bytes, align);
+}
+
 // Freed large blocks by rounded size.
 struct BlockCache {
   std::mutex mutex;
@@ -61,9 +73,9 @@ BlockCache& block_cache() {
 
 void* allocate_host_memory(size_t bytes) {
   size_t align = alignment_for(bytes);
-  size_t rounded = round_up(bytes, align);
+  size_t rounded = block_size(bytes);
   if (rounded == 0 && bytes != 0) return nullptr; // overflow
-  if (align == kHugePageBytes) {
+  if (kept(bytes)) {
     BlockCache& cache = block_cache();
     std::lock_guard<std::mutex> lock(cache.mutex);
     auto it = cache.blocks.find(rounded);
@@ -84,8 +96,8 @@ void* allocate_host_memory(size_t bytes) {
 
 void free_host_memory(void* p, size_t bytes) {
   if (!p) return;
-  if (alignment_for(bytes) == kHugePageBytes) {
-    size_t rounded = round_up(bytes, kHugePageBytes);
+  if (kept(bytes)) {
+    size_t rounded = block_size(bytes);
     BlockCache& cache = block_cache();
     std::lock_guard<std::mutex> lock(cache.mutex);
     if (cache.bytes + rounded <= cache_limit()) {

@@ -6,10 +6,12 @@
 // crosses 32 pages instead of 16384, with fewer TLB misses and fewer page boundaries, where
 // hardware prefetchers stop (ROW, COLUMN, ALL and MIDDLE sums at 64 MB ran 25-40% faster).
 //
-// Freed large blocks are kept, up to 512 MiB in all by default, for the next allocation of
-// the same size: a run allocates its outputs anew each time, and a block fresh from the
-// kernel costs a page fault and the zeroing of each page on first touch (softmax's 16 MB
-// output took 0.9 of its 1.8 ms that way).
+// Freed blocks of 128 KiB and more are kept, up to 512 MiB in all by default, for the next
+// allocation of the same rounded size (whole huge pages, or 64 KiB below them): a run
+// allocates its outputs anew each time, and a block fresh from the kernel costs a page fault
+// and the zeroing of each page on first touch (softmax's 16 MB output took 0.9 of its 1.8 ms
+// that way; malloc maps blocks of 128 KiB and more afresh once their size grows, as a KV
+// cache's outputs do at every decoding step: a small Llama's step 2.9 -> 1.9 ms).
 #pragma once
 
 #include <cstddef>
@@ -19,6 +21,7 @@ namespace weft {
 // Knobs (docs/knobs.md), read once: WEFT_HUGE_PAGES=0 makes every block plain malloc memory
 // on a cache line, never kept; WEFT_HOST_CACHE_MB is how much freed memory is kept (0: none).
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
+inline constexpr size_t kKeptBlockBytes = size_t{128} << 10;
 inline constexpr size_t kDefaultHostCacheBytes = size_t{512} << 20;
 
 // Uninitialized; nullptr when the memory is not there. Thread-safe.

@@ -83,6 +83,28 @@ TEST(HostMemory, FreedLargeBlocksServeTheNextOfTheirSize) {
   EXPECT_LE(cached_host_bytes(), kDefaultHostCacheBytes);
 }
 
+TEST(HostMemory, FreedMidSizeBlocksServeTheNextOfTheirRoundedSize) {
+  // A KV cache's output grows by a row each decoding step: within 64 KiB it takes the block
+  // its last step freed.
+  size_t bytes = 200 << 10;
+  void* a = allocate_host_memory(bytes);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
+  size_t cached = cached_host_bytes();
+  free_host_memory(a, bytes);
+  EXPECT_EQ(cached_host_bytes(), cached + (256 << 10));
+  void* b = allocate_host_memory(bytes + 512);
+  EXPECT_EQ(a, b);
+  std::memset(b, 3, bytes + 512);
+  free_host_memory(b, bytes + 512);
+  // Below 128 KiB, malloc's own heap serves; nothing is kept.
+  cached = cached_host_bytes();
+  void* c = allocate_host_memory(100 << 10);
+  ASSERT_NE(c, nullptr);
+  free_host_memory(c, 100 << 10);
+  EXPECT_EQ(cached_host_bytes(), cached);
+}
+
 bool env_is(const char* name, std::string_view value) {
   const char* env = std::getenv(name);
   return env && value == env;
