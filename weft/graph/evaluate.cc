@@ -316,6 +316,37 @@ Outputs eval_slice(const Node& node) {
   return single(std::move(out));
 }
 
+// out[b, i, j] = in[base(b) + i * row_step + j * column_step] for "outer" blocks b of
+// rows x columns elements of type T: the rows and columns in 32 x 32 tiles, so that reading
+// down a large weight's columns (x @ W.T, folded at compile time) stays in cache.
+template <typename T>
+void copy_tiles(const T* in, T* out, const std::vector<int64_t>& dims,
+                const std::vector<int64_t>& steps) {
+  constexpr int64_t kTile = 32;
+  size_t r = dims.size();
+  int64_t rows = dims[r - 2], columns = dims[r - 1], row_step = steps[r - 2],
+          column_step = steps[r - 1];
+  int64_t outer = std::accumulate(dims.begin(), dims.end() - 2, int64_t{1}, std::multiplies<>());
+  std::vector<int64_t> index(r - 2, 0);
+  int64_t base = 0;
+  for (int64_t b = 0; b < outer; ++b, out += rows * columns) {
+    for (int64_t i0 = 0; i0 < rows; i0 += kTile) {
+      for (int64_t j0 = 0; j0 < columns; j0 += kTile) {
+        for (int64_t i = i0; i < std::min(i0 + kTile, rows); ++i) {
+          for (int64_t j = j0; j < std::min(j0 + kTile, columns); ++j)
+            out[i * columns + j] = in[base + i * row_step + j * column_step];
+        }
+      }
+    }
+    for (size_t d = r - 2; d-- > 0;) { // the next block's first element
+      base += steps[d];
+      if (++index[d] < dims[d]) break;
+      base -= steps[d] * dims[d];
+      index[d] = 0;
+    }
+  }
+}
+
 Outputs eval_transpose(const Node& node) {
   const Tensor& x = arg(node, 0);
   if (!node.outputs[0]->type.has_static_shape()) return std::vector<Tensor>{};
@@ -326,14 +357,32 @@ Outputs eval_transpose(const Node& node) {
   }
   std::vector<int64_t> out_dims = shape_static_dims(*node.outputs[0]->type.shape);
   std::vector<int64_t> in_strides = strides_of(x.dims());
-  Tensor out(x.dtype(), out_dims);
-  for (int64_t i = 0; i < out.num_elements(); ++i) {
-    int64_t rem = i, src = 0;
-    for (size_t d = out_dims.size(); d-- > 0;) {
-      src += (rem % out_dims[d]) * in_strides[static_cast<size_t>(perm[d])];
-      rem /= out_dims[d];
-    }
-    copy_element(x, src, out, i);
+  Tensor out = Tensor::uninitialized(x.dtype(), out_dims); // every element is written
+  if (out.num_elements() == 0) return single(std::move(out));
+  std::vector<int64_t> dims = out_dims, steps; // of the input, per output dim
+  for (int64_t p : perm)
+    steps.push_back(in_strides[static_cast<size_t>(p)]);
+  while (dims.size() < 2) {
+    dims.insert(dims.begin(), 1);
+    steps.insert(steps.begin(), 0);
+  }
+  switch (dtype_size(x.dtype())) {
+    case 1:
+      copy_tiles(reinterpret_cast<const uint8_t*>(x.data()), reinterpret_cast<uint8_t*>(out.data()),
+                 dims, steps);
+      break;
+    case 2:
+      copy_tiles(reinterpret_cast<const uint16_t*>(x.data()),
+                 reinterpret_cast<uint16_t*>(out.data()), dims, steps);
+      break;
+    case 4:
+      copy_tiles(reinterpret_cast<const uint32_t*>(x.data()),
+                 reinterpret_cast<uint32_t*>(out.data()), dims, steps);
+      break;
+    default:
+      copy_tiles(reinterpret_cast<const uint64_t*>(x.data()),
+                 reinterpret_cast<uint64_t*>(out.data()), dims, steps);
+      break;
   }
   return single(std::move(out));
 }

@@ -2,7 +2,8 @@
 //
 // Covers the ops that exporters use to compute shapes and small constants (Shape, Gather,
 // Concat, Reshape, Unsqueeze, Slice, Cast, Range, ConstantOfShape, integer arithmetic, ...).
-// It is written for clarity, not speed: folding only runs it on small tensors.
+// It is written for clarity, not speed: folding only runs it on small tensors, except for
+// Transpose, which folds weights of any size (x @ W.T) and copies in cache-sized tiles.
 #pragma once
 
 #include <vector>

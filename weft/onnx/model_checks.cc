@@ -251,10 +251,21 @@ Result<std::string> read_file(const std::string& path) {
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::error(fmt::format("{}: cannot open the file for reading", path));
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
+  // Read at its size in one piece (a stream copy grows a string by doubling: a 271 MB model
+  // was copied and faulted in several times over).
+  std::uintmax_t size = std::filesystem::file_size(path, ec);
+  std::string bytes;
+  if (!ec) {
+    bytes.resize(static_cast<size_t>(size));
+    in.read(bytes.data(), static_cast<std::streamsize>(size));
+    bytes.resize(static_cast<size_t>(in.gcount()));
+    in.clear();
+  }
+  std::ostringstream rest; // what a growing (or special) file holds beyond its size
+  rest << in.rdbuf();
   if (in.bad()) return Status::error(fmt::format("{}: cannot read the file", path));
-  return bytes.str();
+  bytes += rest.str();
+  return bytes;
 }
 
 Result<onnx::ModelProto> parse_model(const std::string& bytes, const std::string& name) {

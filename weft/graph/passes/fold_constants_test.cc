@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "tests/testing/onnx_text.h"
@@ -156,6 +157,44 @@ TEST(FoldConstants, TransposedWeightsFoldAtAnySize) {
   std::string body = print_body(g);
   EXPECT_EQ(body.find("Transpose"), std::string::npos) << body;
   EXPECT_NE(body.find("const %t = f32[2100,2100]"), std::string::npos) << body;
+}
+
+// Folding transposes in tiles (graph/evaluate.cc): every element lands where the definition
+// puts it, at each element width, across tile edges (33 and 70), with leading dims moved.
+TEST(FoldConstants, TransposesMatchTheirDefinition) {
+  for (auto [name, dtype] : {std::pair{"float", DType::kF32},
+                             {"int64", DType::kI64},
+                             {"int16", DType::kI16},
+                             {"uint8", DType::kU8}}) {
+    Graph g = graph_from_text(fmt::format(R"(
+      <ir_version: 8, opset_import: ["" : 13]>
+      g ({0}[1] x) => ({0}[70, 3, 33] y) {{
+        shape = Constant <value = int64[3] {{3, 33, 70}}> ()
+        w = ConstantOfShape <value = {0}[1] {{0}}> (shape)
+        t = Transpose <perm = [2, 0, 1]> (w)
+        y = Add(t, x)
+      }})",
+                                          name));
+    Tensor w(dtype, {3, 33, 70});
+    for (int64_t i = 0; i < w.num_elements(); ++i)
+      w.set_int64(i, i % 251);
+    Node* fill = g.find_value("w")->producer;
+    g.make_constant(g.find_value("w"), w);
+    g.remove_nodes_if([&](const Node& n) { return &n == fill; });
+    ASSERT_TRUE(fold_constants(g).ok()) << name;
+    const Value* t = g.find_value("t");
+    ASSERT_TRUE(t && t->is_constant()) << name;
+    const Tensor& got = *t->constant;
+    ASSERT_EQ(got.dims(), (std::vector<int64_t>{70, 3, 33})) << name;
+    for (int64_t k = 0; k < 70; ++k) {
+      for (int64_t a = 0; a < 3; ++a) {
+        for (int64_t b = 0; b < 33; ++b) {
+          ASSERT_EQ(got.get_int64((k * 3 + a) * 33 + b), ((a * 33 + b) * 70 + k) % 251)
+              << name << " at " << k << ", " << a << ", " << b;
+        }
+      }
+    }
+  }
 }
 
 // weight_norm's g * v / ||v|| folds, though the weight is past kMaxFoldedElements: the result
