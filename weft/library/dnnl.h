@@ -57,16 +57,21 @@ std::optional<LibraryCall> dnnl_call(const Node& node, const SoleReader& sole_re
 // weights do: ALBERT's 12 layers held 12 packed copies of each weight, 11 GB in all.
 class SharedPackedWeights {
 public:
-  SharedPackedWeights();
+  struct Copies;         // the packed copies, which a scope opens
+  SharedPackedWeights(); // opens a set of its own
+  // Opens "copies" again (a dynamic-shape call builds per shape, and its weight's packed
+  // layout is often the same for every shape).
+  explicit SharedPackedWeights(std::shared_ptr<Copies> copies);
   ~SharedPackedWeights();
   SharedPackedWeights(const SharedPackedWeights&) = delete;
   SharedPackedWeights& operator=(const SharedPackedWeights&) = delete;
 
-  struct Entry;
+  // A set that keeps its last "most" copies.
+  static std::shared_ptr<Copies> bounded_copies(size_t most);
 
 private:
-  std::vector<Entry>* previous_;
-  std::unique_ptr<std::vector<Entry>> entries_;
+  Copies* previous_;
+  std::shared_ptr<Copies> copies_;
 };
 
 // The nodes that read a value.

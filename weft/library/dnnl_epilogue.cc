@@ -99,27 +99,39 @@ memory::desc channels_last(const Dims& dims) {
   return memory::desc(dims, memory::data_type::f32, tag);
 }
 
-struct SharedPackedWeights::Entry {
-  const std::byte* data;
-  memory::desc given, wanted;
-  memory packed;
+struct SharedPackedWeights::Copies {
+  struct Entry {
+    const std::byte* data;
+    memory::desc given, wanted;
+    memory packed;
+  };
+  std::vector<Entry> entries; // oldest first
+  size_t most = SIZE_MAX;
 };
 
 namespace {
-thread_local std::vector<SharedPackedWeights::Entry>* shared_packed = nullptr;
+thread_local SharedPackedWeights::Copies* shared_packed = nullptr;
 } // namespace
 
-SharedPackedWeights::SharedPackedWeights()
-    : previous_(shared_packed), entries_(std::make_unique<std::vector<Entry>>()) {
-  shared_packed = entries_.get();
+SharedPackedWeights::SharedPackedWeights() : SharedPackedWeights(std::make_shared<Copies>()) {}
+
+SharedPackedWeights::SharedPackedWeights(std::shared_ptr<Copies> copies)
+    : previous_(shared_packed), copies_(std::move(copies)) {
+  shared_packed = copies_.get();
 }
 
 SharedPackedWeights::~SharedPackedWeights() { shared_packed = previous_; }
 
+std::shared_ptr<SharedPackedWeights::Copies> SharedPackedWeights::bounded_copies(size_t most) {
+  auto copies = std::make_shared<Copies>();
+  copies->most = most;
+  return copies;
+}
+
 memory reordered_constant(const Value* w, const memory::desc& given, const memory::desc& wanted) {
   const std::byte* data = w->constant->data();
   if (shared_packed) {
-    for (const SharedPackedWeights::Entry& e : *shared_packed) {
+    for (const SharedPackedWeights::Copies::Entry& e : shared_packed->entries) {
       if (e.data == data && e.given == given && e.wanted == wanted) {
         log_debug("constant '{}': shares the packed copy of an earlier call", w->name);
         return e.packed;
@@ -131,7 +143,11 @@ memory reordered_constant(const Value* w, const memory::desc& given, const memor
   dnnl::stream stream(engine());
   dnnl::reorder(from, to).execute(stream, from, to);
   stream.wait();
-  if (shared_packed) shared_packed->push_back({data, given, wanted, to});
+  if (shared_packed) {
+    std::vector<SharedPackedWeights::Copies::Entry>& entries = shared_packed->entries;
+    entries.push_back({data, given, wanted, to});
+    if (entries.size() > shared_packed->most) entries.erase(entries.begin());
+  }
   return to;
 }
 
