@@ -252,9 +252,13 @@ struct Model::Impl {
       compiled.push_back(c);
       return c;
     }
-    if (dynamic && dynamic->executable->bind(given).ok()) {
-      note_dynamic_run(given);
-      return dynamic;
+    if (dynamic) {
+      Result<runtime::Bindings> bound = dynamic->executable->bind(given);
+      if (bound.ok()) {
+        note_dynamic_run(given);
+        return dynamic;
+      }
+      log_info("{}: compiling for these input shapes: {}", source.path, bound.status().message());
     }
     return nullptr;
   }
