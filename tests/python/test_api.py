@@ -544,6 +544,41 @@ def test_dynamic_shapes_on_cuda_through_the_emulator(monkeypatch):
         np.testing.assert_array_equal(out["t"], x.T)
     assert compiled.compiled_variants == 1
 
+def test_dynamic_shapes_unify_a_mask_length_with_the_keys():
+    """A KV-cache step's additive mask [N, M] has a symbol of its own where the scores are
+    over the past and new keys (P + T): one compile takes M to be P + T and checks it per
+    run; a mask broadcast from length 1 (still valid ONNX) compiles for its own shapes."""
+    f = TensorProto.FLOAT
+    nodes = [helper.make_node("Concat", ["past", "new"], ["keys"], axis=2),
+             helper.make_node("Transpose", ["keys"], ["kt"], perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["q", "kt"], ["s"]),
+             helper.make_node("Constant", [], ["axes"],
+                              value=numpy_helper.from_array(np.array([1, 2], np.int64))),
+             helper.make_node("Unsqueeze", ["mask", "axes"], ["m4"]),
+             helper.make_node("Add", ["s", "m4"], ["sm"]),
+             helper.make_node("Softmax", ["sm"], ["y"], axis=-1)]
+    model = make_model(
+        nodes, [helper.make_tensor_value_info("past", f, ["N", 2, "P", 8]),
+                helper.make_tensor_value_info("new", f, ["N", 2, "T", 8]),
+                helper.make_tensor_value_info("q", f, ["N", 2, "T", 8]),
+                helper.make_tensor_value_info("mask", f, ["N", "M"])],
+        [helper.make_tensor_value_info("y", f, ["N", 2, "T", "K"])])
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    rng = np.random.default_rng(9)
+    for n, t, p, m in ((1, 1, 5, 6), (2, 3, 9, 12), (1, 1, 0, 1), (2, 4, 7, 1)):
+        x = {"past": rng.standard_normal((n, 2, p, 8)), "new": rng.standard_normal((n, 2, t, 8)),
+             "q": rng.standard_normal((n, 2, t, 8)), "mask": rng.standard_normal((n, m))}
+        x = {k: v.astype(np.float32) for k, v in x.items()}
+        r = {k: v.astype(np.float64) for k, v in x.items()}
+        keys = np.concatenate([r["past"], r["new"]], axis=2)
+        s = r["q"] @ keys.transpose(0, 1, 3, 2) + r["mask"][:, None, None, :]
+        e = np.exp(s - s.max(axis=-1, keepdims=True))
+        np.testing.assert_allclose(compiled.run(x)["y"], e / e.sum(axis=-1, keepdims=True),
+                                   rtol=1e-5, atol=1e-6)
+        # The first three runs share the one compile; the broadcast mask gets its own.
+        assert compiled.compiled_variants == (1 if m == p + t else 2)
+
+
 def test_dynamic_shapes_matmul_of_two_activations():
     """MatMuls of two activations over symbolic dims (attention's Q x K^T and P x V, as a
     KV cache's past grows) run on oneDNN's sgemm, which takes its dims per run: operands read

@@ -10,6 +10,7 @@
 #include "weft/graph/op_table.h"
 #include "weft/graph/passes/fold_shape_values.h"
 #include "weft/graph/passes/specialize_shapes.h"
+#include "weft/graph/passes/unify_dims.h"
 #include "weft/kernel/lower_node.h"
 #include "weft/support/grouped_list.h"
 
@@ -43,9 +44,12 @@ Status specialize(Graph& graph, const std::vector<Tensor>& inputs, bool dynamic_
   WEFT_RETURN_IF_ERROR(refold(graph, "specialize"));
   if (!dynamic_shapes) return Status();
   // The Reshape targets that shapes computed over symbols give; each round may give more
-  // (a resolved Reshape's shape feeds the next).
+  // (a resolved Reshape's shape feeds the next). Then dims that broadcasts equate.
   for (bool resolved = true; resolved;) {
     WEFT_ASSIGN_OR_RETURN(resolved, fold_shape_values(graph));
+    if (!resolved) {
+      WEFT_ASSIGN_OR_RETURN(resolved, unify_dims(graph));
+    }
     if (resolved) WEFT_RETURN_IF_ERROR(refold(graph, "fold_shape_values"));
   }
   return Status();

@@ -207,16 +207,22 @@ size_t TensorView::num_bytes() const {
   return n;
 }
 
-Status Executable::check_input(size_t i, const TensorView& input, Bindings* bound) const {
+Status Executable::check_input(size_t i, const TensorView& input, Bindings* bound,
+                               std::vector<std::pair<size_t, size_t>>* later) const {
   const TensorType& type = inputs_[i].type;
   bool match = input.dtype == type.dtype && type.shape && type.shape->size() == input.dims.size();
   for (size_t d = 0; match && d < input.dims.size(); ++d) {
     const Dim& dim = (*type.shape)[d];
+    std::vector<std::string> symbols = dim_symbols(dim);
     if (dim.is_static()) {
       match = dim.value() == input.dims[d];
-    } else {
+    } else if (symbols.size() == 1 && symbols[0] == dim.symbol_name()) {
       auto [it, inserted] = bound->emplace(dim.symbol_name(), input.dims[d]);
       match = it->second == input.dims[d];
+    } else if (later) { // a dim over other inputs' symbols (unify_dims): once they are bound
+      later->emplace_back(i, d);
+    } else {
+      match = eval_dim(dim, *bound) == input.dims[d];
     }
   }
   if (!match) {
@@ -241,8 +247,19 @@ Result<Bindings> Executable::bind(const std::vector<TensorView>& inputs) const {
         fmt::format("the model takes {} inputs, {} were given", inputs_.size(), inputs.size()));
   }
   Bindings bound;
+  std::vector<std::pair<size_t, size_t>> later; // (input, axis)
   for (size_t i = 0; i < inputs.size(); ++i)
-    WEFT_RETURN_IF_ERROR(check_input(i, inputs[i], &bound));
+    WEFT_RETURN_IF_ERROR(check_input(i, inputs[i], &bound, &later));
+  for (auto [i, d] : later) {
+    const Dim& dim = (*inputs_[i].type.shape)[d];
+    std::optional<int64_t> want = eval_dim(dim, bound);
+    if (want != inputs[i].dims[d]) {
+      return Status::error(fmt::format(
+          "input '{}' must be {}, where {} {}, got {}", inputs_[i].name,
+          inputs_[i].type.to_string(), dim.to_string(),
+          want ? fmt::format("= {}", *want) : "has no extent", inputs[i].type().to_string()));
+    }
+  }
   for (const DimLimit& limit : dim_limits_) {
     std::optional<int64_t> dim = eval_dim(limit.dim, bound), most = eval_dim(limit.most, bound);
     if (dim && most && *dim > *most) {

@@ -213,7 +213,10 @@ private:
   Result<std::shared_ptr<const RunShape>> run_shape(const std::vector<TensorView>& inputs) const;
   // Does "input" match input "i"'s type and, if frozen, its value? Symbols of the type are
   // bound in "bound", or must match what it holds.
-  Status check_input(size_t i, const TensorView& input, Bindings* bound) const;
+  // Binds the symbols of input i's dims; "later" gets the (input, axis) of dims over other
+  // inputs' symbols, to check once those are bound (without it they are checked now).
+  Status check_input(size_t i, const TensorView& input, Bindings* bound,
+                     std::vector<std::pair<size_t, size_t>>* later = nullptr) const;
   std::vector<int64_t> output_dims(size_t o, const Bindings& bound) const;
   size_t place_arena(const Bindings& bound, std::vector<size_t>* offsets) const;
   size_t arena_size(size_t intermediates, const std::vector<TensorView>& inputs,

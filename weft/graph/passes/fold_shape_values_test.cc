@@ -7,6 +7,7 @@
 #include "weft/graph/passes/fold_constants.h"
 #include "weft/graph/passes/fold_shape_values.h"
 #include "weft/graph/passes/infer_shapes.h"
+#include "weft/graph/passes/unify_dims.h"
 
 namespace weft {
 namespace {
@@ -121,6 +122,44 @@ TEST(FoldShapeValues, RangesAndSlicesOverSymbols) {
     limits.push_back(l.dim.to_string() + " <= " + l.most.to_string());
   std::sort(limits.begin(), limits.end());
   EXPECT_EQ(limits, (std::vector<std::string>{"1 <= T", "T <= 8"})); // (T+1)/1 is its own axis
+}
+
+// A KV-cache step's mask [N, M] (a symbol of its own) added to scores over the past and new
+// keys [N, (P+T)/1]: M is taken to be (P+T)/1 everywhere, the mask input's type included.
+TEST(UnifyDims, AnInputSymbolTakesTheDimItIsBroadcastWith) {
+  Graph g = testing::graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[N, P] past, float[N, T] new, float[N, M] mask) => (float[N, Q] y, float[N, R] z) {
+      keys = Concat <axis = 1> (past, new)
+      y = Add (keys, mask)
+      z = Mul (mask, mask)
+    })");
+  ASSERT_TRUE(infer_shapes(g).ok());
+  Result<bool> unified = unify_dims(g);
+  ASSERT_TRUE(unified.ok()) << unified.status().message();
+  EXPECT_TRUE(*unified);
+  ASSERT_TRUE(infer_shapes(g).ok());
+  EXPECT_EQ(g.find_value("mask")->type.to_string(), "f32[N,(P+T)/1]");
+  EXPECT_EQ(g.find_value("y")->type.to_string(), "f32[N,(P+T)/1]");
+  EXPECT_EQ(g.find_value("z")->type.to_string(), "f32[N,(P+T)/1]");
+  unified = unify_dims(g); // nothing left to unify
+  ASSERT_TRUE(unified.ok());
+  EXPECT_FALSE(*unified);
+}
+
+// Dims that are not an input's symbol on one side stay as they are.
+TEST(UnifyDims, ComputedDimsOnBothSidesStay) {
+  Graph g = testing::graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[N, P] a, float[N, T] b) => (float[N, Q] y) {
+      ab = Concat <axis = 1> (a, b)
+      aa = Concat <axis = 1> (a, a)
+      y = Add (ab, aa)
+    })");
+  ASSERT_TRUE(infer_shapes(g).ok());
+  Result<bool> unified = unify_dims(g);
+  ASSERT_TRUE(unified.ok());
+  EXPECT_FALSE(*unified);
 }
 
 TEST(DimFloorDiv, SumsWithConstantsFold) {

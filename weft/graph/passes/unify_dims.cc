@@ -1,0 +1,139 @@
+#include "weft/graph/passes/unify_dims.h"
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <variant>
+
+#include "weft/graph/attrs.h"
+#include "weft/support/log.h"
+
+namespace weft {
+
+namespace {
+
+bool is_plain_symbol(const Dim& d) {
+  std::vector<std::string> s = dim_symbols(d);
+  return !d.is_static() && s.size() == 1 && s[0] == d.symbol_name();
+}
+
+bool contains(const Dim& d, const std::string& symbol) {
+  for (const std::string& s : dim_symbols(d)) {
+    if (s == symbol) return true;
+  }
+  return false;
+}
+
+// "d" with "symbol" taken to be "by": the same dim, "by" itself, or a product with "by" for
+// the symbol; nullopt where the symbol sits inside a quotient ((S+1)/2).
+std::optional<Dim> substituted(const Dim& d, const std::string& symbol, const Dim& by) {
+  if (!contains(d, symbol)) return d;
+  if (d == Dim::symbol(symbol)) return by;
+  std::optional<Dim> rest = dim_div(d, Dim::symbol(symbol));
+  if (!rest || contains(*rest, symbol)) return std::nullopt;
+  return dim_mul(*rest, by);
+}
+
+// Every dim the graph holds, for "visit" to read or replace.
+template <typename F> bool for_each_dim(Graph& graph, F&& visit) {
+  auto shape = [&](std::optional<Shape>& s) {
+    if (!s) return true;
+    for (Dim& d : *s) {
+      if (!visit(d)) return false;
+    }
+    return true;
+  };
+  for (const auto& v : graph.values()) {
+    if (!shape(v->type.shape)) return false;
+  }
+  for (const auto& n : graph.nodes()) {
+    bool ok = std::visit(
+        [&](auto& a) {
+          using A = std::decay_t<decltype(a)>;
+          if constexpr (std::is_same_v<A, ReshapeAttrs> || std::is_same_v<A, ExpandAttrs> ||
+                        std::is_same_v<A, RangeAttrs>)
+            return shape(a.symbolic_shape);
+          else if constexpr (std::is_same_v<A, SliceAttrs>)
+            return shape(a.symbolic_ends);
+          else if constexpr (std::is_same_v<A, TileAttrs>)
+            return shape(a.symbolic_repeats);
+          else
+            return true;
+        },
+        n->attrs);
+    if (!ok) return false;
+  }
+  for (DimLimit& l : graph.dim_limits) {
+    if (!visit(l.dim) || !visit(l.most)) return false;
+  }
+  return true;
+}
+
+// Ops whose inputs broadcast to their output (numpy's rules).
+bool is_broadcasting(Op op) {
+  static const std::set<Op> kOps = {
+      Op::kAdd,   Op::kSub,  Op::kMul,     Op::kDiv,         Op::kPow,
+      Op::kWhere, Op::kMax,  Op::kMin,     Op::kMean,        Op::kSum,
+      Op::kEqual, Op::kLess, Op::kGreater, Op::kLessOrEqual, Op::kGreaterOrEqual,
+      Op::kAnd,   Op::kOr,   Op::kXor,     Op::kMod,         Op::kPRelu};
+  return kOps.contains(op);
+}
+
+// The (symbol, dim) to unify at a broadcasting node whose inputs meet with two different
+// dims on one axis, one of them an input's symbol that the other does not contain.
+std::optional<std::pair<std::string, Dim>> candidate(const Node& n,
+                                                     const std::set<std::string>& input_symbols) {
+  if (!is_broadcasting(n.op_type) || n.outputs.empty() || !n.outputs[0] ||
+      !n.outputs[0]->type.shape)
+    return std::nullopt;
+  size_t rank = n.outputs[0]->type.shape->size();
+  for (size_t i = 0; i < rank; ++i) {
+    std::vector<Dim> met;
+    for (const Value* in : n.inputs) {
+      if (!in || !in->type.shape || in->type.shape->size() > rank) continue;
+      const Shape& s = *in->type.shape;
+      if (i + s.size() < rank) continue;
+      const Dim& d = s[i + s.size() - rank];
+      if (d.is_static() && d.value() == 1) continue;
+      if (std::find(met.begin(), met.end(), d) == met.end()) met.push_back(d);
+    }
+    if (met.size() != 2 || met[0].is_static() || met[1].is_static()) continue;
+    for (int k = 0; k < 2; ++k) {
+      const Dim& s = met[k];
+      const Dim& other = met[1 - k];
+      if (is_plain_symbol(s) && input_symbols.contains(s.symbol_name()) &&
+          !contains(other, s.symbol_name()) && !other.is_unknown())
+        return std::pair{s.symbol_name(), other};
+    }
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+Result<bool> unify_dims(Graph& graph) {
+  std::set<std::string> input_symbols;
+  for (const Value* in : graph.inputs) {
+    for (const Dim& d : in->type.shape.value_or(Shape{})) {
+      if (is_plain_symbol(d)) input_symbols.insert(d.symbol_name());
+    }
+  }
+  for (const auto& n : graph.nodes()) {
+    std::optional<std::pair<std::string, Dim>> c = candidate(*n, input_symbols);
+    if (!c) continue;
+    const auto& [symbol, by] = *c;
+    // Every dim must take the substitution, or none does.
+    bool all = for_each_dim(graph, [&](Dim& d) { return substituted(d, symbol, by).has_value(); });
+    if (!all) continue;
+    for_each_dim(graph, [&](Dim& d) {
+      d = *substituted(d, symbol, by);
+      return true;
+    });
+    log_debug("node '{}' ({}): {} is taken to be {} (each run checks it)", n->name, n->op_type,
+              symbol, by.to_string());
+    return true;
+  }
+  return false;
+}
+
+} // namespace weft

@@ -1,0 +1,23 @@
+// unify_dims: in a dynamic-shape compile, two different dims that meet in a broadcast are
+// taken to be equal. A KV-cache decoder's step gets its attention mask as [N, total], a
+// symbol of its own, and its scores are [N, heads, T, P + T] (BLOOM's ALiBi bias, built
+// from the mask, is added to them): the exporter cannot say that total is P + T.
+//
+// Where one of two dims meeting on a broadcast axis is a symbol of a graph input that the
+// other does not contain, the graph takes the other dim for it everywhere: values' shapes,
+// the graph inputs' types, the symbolic shapes of attributes and the dim limits. Each run
+// then checks that the input's extent equals the dim it took (Executable::bind); a run
+// where it does not (the mask's axis broadcast from 1, say) compiles for its own shapes.
+//
+// Requires: inferred shapes (a broadcast of two different symbols gives an unknown dim).
+// Returns whether it unified any symbol; shapes must then be inferred again.
+#pragma once
+
+#include "weft/graph/graph.h"
+#include "weft/support/status.h"
+
+namespace weft {
+
+Result<bool> unify_dims(Graph& graph);
+
+} // namespace weft
