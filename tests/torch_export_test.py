@@ -207,7 +207,7 @@ def check_transformers_one_compile():
 
 
 def check_transformers_kv_cache():
-    """One decoding step of GPT-2 and Llama with a KV cache (new tokens, the mask over past and
+    """One decoding step of GPT-2, Llama and BLOOM with a KV cache (new tokens, the mask over past and
     new, each layer's past keys and values in; logits and the grown cache out), exported with
     dynamic batch, new length and past length: every step runs on one compile."""
     try:
@@ -221,6 +221,8 @@ def check_transformers_kv_cache():
         "gpt2": tf.GPT2LMHeadModel(tf.GPT2Config(n_layer=2, n_embd=128, n_head=4, **small)),
         "llama": tf.LlamaForCausalLM(tf.LlamaConfig(hidden_size=128, intermediate_size=256, num_hidden_layers=2,
                                                     num_attention_heads=4, num_key_value_heads=2, **small)),
+        # ALiBi: a bias built from the mask [N, total] is added to scores over P + T (unify_dims)
+        "bloom": tf.BloomForCausalLM(tf.BloomConfig(hidden_size=128, n_layer=2, n_head=4, **small)),
     }
 
     class Step(torch.nn.Module):
