@@ -7,7 +7,6 @@
 #include <set>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 

@@ -252,12 +252,13 @@ Result<Bindings> Executable::bind(const std::vector<TensorView>& inputs) const {
     WEFT_RETURN_IF_ERROR(check_input(i, inputs[i], &bound, &later));
   for (auto [i, d] : later) {
     const Dim& dim = (*inputs_[i].type.shape)[d];
+    int64_t given = inputs[i].dims[d];
     std::optional<int64_t> want = eval_dim(dim, bound);
-    if (want != inputs[i].dims[d]) {
-      return Status::error(fmt::format(
-          "input '{}' must be {}, where {} {}, got {}", inputs_[i].name,
-          inputs_[i].type.to_string(), dim.to_string(),
-          want ? fmt::format("= {}", *want) : "has no extent", inputs[i].type().to_string()));
+    if (!want) want = bound.emplace(dim.symbol_name(), given).first->second; // a name alone
+    if (*want != given) {
+      return Status::error(fmt::format("input '{}' must be {}, where {} = {}, got {}",
+                                       inputs_[i].name, inputs_[i].type.to_string(),
+                                       dim.to_string(), *want, inputs[i].type().to_string()));
     }
   }
   for (const DimLimit& limit : dim_limits_) {
