@@ -28,6 +28,8 @@ import transformers as tf
 
 # The dynamic compile's own kernels are measured: no specialized compile in the background.
 os.environ["WEFT_SPECIALIZE_AFTER"] = "0"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+from torch_export_test import DecoderStep  # noqa: E402
 THREADS = 2
 
 
@@ -38,23 +40,6 @@ def decoder(name):
     return tf.LlamaForCausalLM(tf.LlamaConfig(
         hidden_size=512, intermediate_size=1408, num_hidden_layers=4, num_attention_heads=8,
         num_key_value_heads=2, vocab_size=32000, attn_implementation="eager")).eval()
-
-
-class Step(torch.nn.Module):
-    """One decoding step: new token ids, the mask over past + new, each layer's past keys and
-    values in; logits and the present keys and values out."""
-
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, ids, mask, *past):
-        cache = tf.DynamicCache()
-        for i in range(len(past) // 2):
-            cache.update(past[2 * i], past[2 * i + 1], i)
-        out = self.model(input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=True)
-        return (out.logits,) + tuple(t for layer in out.past_key_values.layers
-                                     for t in (layer.keys, layer.values))
 
 
 def export(name, tmp):
@@ -68,7 +53,7 @@ def export(name, tmp):
     batch, new, past = dim("batch", max=64), dim("new", max=512), dim("past", min=1, max=2048)
     path = os.path.join(tmp, name + ".onnx")
     with torch.no_grad(), contextlib.redirect_stdout(io.StringIO()):
-        torch.onnx.export(Step(model), example, path, dynamo=True, external_data=False,
+        torch.onnx.export(DecoderStep(model), example, path, dynamo=True, external_data=False,
                           dynamic_shapes=({0: batch, 1: new}, {0: batch, 1: dim("total", max=4096)},
                                           tuple({0: batch, 2: past} for _ in range(2 * layers))))
     with open(path, "rb") as f:

@@ -20,6 +20,8 @@ import torch
 import transformers as tf
 
 os.environ["WEFT_SPECIALIZE_AFTER"] = "0"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+from torch_export_test import DecoderStep  # noqa: E402
 SMALL = dict(vocab_size=1000, attn_implementation="eager", pad_token_id=0, bos_token_id=1, eos_token_id=2)
 LLAMA_LIKE = dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
                   num_key_value_heads=2, **SMALL)
@@ -44,19 +46,6 @@ def configs():
             n_embd=128, n_layer=2, n_head=4, rotary_dim=16, n_positions=512, **SMALL)
 
 
-class Step(torch.nn.Module):
-    def __init__(self, model, layers):
-        super().__init__()
-        self.model, self.layers = model, layers
-
-    def forward(self, ids, mask, *past):
-        cache = tf.DynamicCache()
-        for i in range(self.layers):
-            cache.update(past[2 * i], past[2 * i + 1], i)
-        out = self.model(input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=True)
-        return (out.logits,) + tuple(t for layer in out.past_key_values.layers for t in (layer.keys, layer.values))
-
-
 def check(model_class, config):
     """(largest difference from ONNX Runtime, largest magnitude, compiles)."""
     import weft
@@ -77,7 +66,7 @@ def check(model_class, config):
     with tempfile.TemporaryDirectory() as tmp, torch.no_grad(), contextlib.redirect_stdout(io.StringIO()), \
             contextlib.redirect_stderr(io.StringIO()):
         path = os.path.join(tmp, "step.onnx")
-        torch.onnx.export(Step(model, layers), make(2, 3, 5), path, dynamo=True, external_data=False,
+        torch.onnx.export(DecoderStep(model), make(2, 3, 5), path, dynamo=True, external_data=False,
                           dynamic_shapes=({0: batch, 1: dim("new", max=512)}, {0: batch, 1: dim("total", max=4096)},
                                           tuple({0: batch, 2: dim("past", min=1, max=2048)}
                                                 for _ in range(2 * layers))))

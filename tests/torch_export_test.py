@@ -39,6 +39,25 @@ WEFT = sys.argv[1] if len(sys.argv) > 1 else "build/tools/weft/weft"
 failures = []
 
 
+class DecoderStep(torch.nn.Module):
+    """One decoding step of a transformers causal LM with a KV cache: new token ids, the mask
+    over past and new, each layer's past keys and values in; the logits and each layer's
+    present keys and values out (decode_bench.py and kv_sweep.py export it too)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids, mask, *past):
+        import transformers as tf
+
+        cache = tf.DynamicCache()
+        for i in range(len(past) // 2):
+            cache.update(past[2 * i], past[2 * i + 1], i)
+        out = self.model(input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=True)
+        return (out.logits,) + tuple(t for layer in out.past_key_values.layers for t in (layer.keys, layer.values))
+
+
 class GPT2Block(torch.nn.Module):
     def __init__(self, d=64, heads=4):
         super().__init__()
@@ -225,23 +244,11 @@ def check_transformers_kv_cache():
         "bloom": tf.BloomForCausalLM(tf.BloomConfig(hidden_size=128, n_layer=2, n_head=4, **small)),
     }
 
-    class Step(torch.nn.Module):
-        def __init__(self, model):
-            super().__init__()
-            self.model = model
-
-        def forward(self, ids, mask, *past):
-            cache = tf.DynamicCache()
-            for i in range(len(past) // 2):
-                cache.update(past[2 * i], past[2 * i + 1], i)
-            out = self.model(input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=True)
-            return (out.logits,) + tuple(t for layer in out.past_key_values.layers for t in (layer.keys, layer.values))
-
     batch, new, past = (torch.export.Dim("batch", max=64), torch.export.Dim("new", max=512),
                         torch.export.Dim("past", min=1, max=2048))
     total = torch.export.Dim("total", max=4096)
     for name, model in models.items():
-        step = Step(model.eval()).eval()
+        step = DecoderStep(model.eval()).eval()
         c = model.config
         heads = getattr(c, "num_key_value_heads", None) or c.num_attention_heads
         layers = c.num_hidden_layers
