@@ -207,6 +207,12 @@ std::optional<int64_t> eval_dim(const Dim& d, const std::map<std::string, int64_
   return n;
 }
 
+bool dim_is_symbol(const Dim& d) {
+  if (d.is_static()) return false;
+  std::vector<std::string> s = dim_symbols(d);
+  return s.size() == 1 && s[0] == d.symbol_name();
+}
+
 std::vector<std::string> dim_symbols(const Dim& d) {
   std::vector<std::string> out;
   for (const std::string& s : factors_of(d).symbols) {

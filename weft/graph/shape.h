@@ -65,6 +65,8 @@ std::optional<Dim> dim_add(const Dim& a, const Dim& b);
 std::optional<int64_t> eval_dim(const Dim& d, const std::map<std::string, int64_t>& symbols);
 // The symbols "d" is made of, quotients looked into, with repeats: "N*(W+1)/2" gives N, W.
 std::vector<std::string> dim_symbols(const Dim& d);
+// Is "d" one symbol alone ("T"; not "2*T" or "(P+T)/1"), as an input's dim binds?
+bool dim_is_symbol(const Dim& d);
 
 // A dim that a dynamic-shape compile takes to be at most another (a Slice's symbolic end
 // within its axis), as node "node" needs; each run checks it (Executable::bind).

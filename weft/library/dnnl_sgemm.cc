@@ -41,9 +41,7 @@ std::optional<Strided> at(const Operand& o, const std::map<std::string, int64_t>
     if (!e) return std::nullopt;
     dims.push_back(*e);
   }
-  std::vector<int64_t> strides(dims.size(), 1);
-  for (size_t i = dims.size(); i-- > 1;)
-    strides[i - 1] = strides[i] * dims[i];
+  std::vector<int64_t> strides = row_major_strides(dims);
   Strided s;
   s.dims.assign(rank - o.view.size(), 1);
   s.strides.assign(rank - o.view.size(), 0);

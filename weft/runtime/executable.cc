@@ -213,10 +213,9 @@ Status Executable::check_input(size_t i, const TensorView& input, Bindings* boun
   bool match = input.dtype == type.dtype && type.shape && type.shape->size() == input.dims.size();
   for (size_t d = 0; match && d < input.dims.size(); ++d) {
     const Dim& dim = (*type.shape)[d];
-    std::vector<std::string> symbols = dim_symbols(dim);
     if (dim.is_static()) {
       match = dim.value() == input.dims[d];
-    } else if (symbols.size() == 1 && symbols[0] == dim.symbol_name()) {
+    } else if (dim_is_symbol(dim)) {
       auto [it, inserted] = bound->emplace(dim.symbol_name(), input.dims[d]);
       match = it->second == input.dims[d];
     } else if (later) { // a dim over other inputs' symbols (unify_dims): once they are bound

@@ -12,11 +12,6 @@ namespace weft {
 
 namespace {
 
-bool is_plain_symbol(const Dim& d) {
-  std::vector<std::string> s = dim_symbols(d);
-  return !d.is_static() && s.size() == 1 && s[0] == d.symbol_name();
-}
-
 bool contains(const Dim& d, const std::string& symbol) {
   for (const std::string& s : dim_symbols(d)) {
     if (s == symbol) return true;
@@ -101,7 +96,7 @@ std::optional<std::pair<std::string, Dim>> candidate(const Node& n,
     for (int k = 0; k < 2; ++k) {
       const Dim& s = met[k];
       const Dim& other = met[1 - k];
-      if (is_plain_symbol(s) && input_symbols.contains(s.symbol_name()) &&
+      if (dim_is_symbol(s) && input_symbols.contains(s.symbol_name()) &&
           !contains(other, s.symbol_name()) && !other.is_unknown())
         return std::pair{s.symbol_name(), other};
     }
@@ -115,7 +110,7 @@ Result<bool> unify_dims(Graph& graph) {
   std::set<std::string> input_symbols;
   for (const Value* in : graph.inputs) {
     for (const Dim& d : in->type.shape.value_or(Shape{})) {
-      if (is_plain_symbol(d)) input_symbols.insert(d.symbol_name());
+      if (dim_is_symbol(d)) input_symbols.insert(d.symbol_name());
     }
   }
   for (const auto& n : graph.nodes()) {
