@@ -655,3 +655,30 @@ def test_dynamic_shapes_library_calls(device, monkeypatch):
         np.testing.assert_allclose(out["g"], z.astype(np.float64) @ w["w3"].T + w["b3"],
                                    rtol=1e-4, atol=1e-4)
     assert compiled.compiled_variants == 1
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_constant_of_shape_too_large_to_fold(dynamic):
+    """ConstantOfShape of a million elements (beyond what folding makes a constant: a
+    detection head's zeros of [rois, 256, 7, 7]) is a fill kernel, for f32, i64 and bool
+    values, over the input's shape (symbolic with dynamic_shapes) or a constant one."""
+    shape = helper.make_tensor("shape", TensorProto.INT64, [2], [1000, 1000])
+    fill = lambda name, elem, v: helper.make_tensor(name, elem, [1], [v])
+    nodes = [helper.make_node("Shape", ["x"], ["xs"]),
+             helper.make_node("ConstantOfShape", ["xs"], ["z"], value=fill("a", TensorProto.FLOAT, 2.5)),
+             helper.make_node("Add", ["x", "z"], ["y"]),
+             helper.make_node("ConstantOfShape", ["shape"], ["big"],
+                              value=fill("b", TensorProto.INT64, -(2 ** 40))),
+             helper.make_node("ConstantOfShape", ["xs"], ["yes"], value=fill("c", TensorProto.BOOL, 1))]
+    model = make_model(
+        nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1000])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1000]),
+         helper.make_tensor_value_info("big", TensorProto.INT64, [1000, 1000]),
+         helper.make_tensor_value_info("yes", TensorProto.BOOL, ["N", 1000])], [shape])
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=dynamic)
+    for n in (1000, 3):
+        x = np.random.default_rng(n).standard_normal((n, 1000)).astype(np.float32)
+        out = compiled.run({"x": x})
+        np.testing.assert_array_equal(out["y"], x + np.float32(2.5))
+        np.testing.assert_array_equal(out["big"], np.full((1000, 1000), -(2 ** 40), np.int64))
+        np.testing.assert_array_equal(out["yes"], np.ones((n, 1000), bool))

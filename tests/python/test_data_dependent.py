@@ -277,3 +277,156 @@ def test_scan_reversed_along_axis_one():
     suffix = init[:, None] + np.cumsum(x[:, ::-1], axis=1)[:, ::-1]
     np.testing.assert_allclose(got["total"], suffix[:, 0], rtol=1e-5)
     np.testing.assert_allclose(got["running"], 0.5 * suffix, rtol=1e-5)
+
+
+# Detection postprocessing (torchvision's SSD, RetinaNet and Faster R-CNN exports): TopK over
+# long and data-dependent axes, and NonMaxSuppression over thousands of boxes.
+
+def top_k_reference(x, k, axis, largest):
+    """Sorted values and indices of the k first along axis: larger (or smaller) first, NaN
+    above every number, equal values by lower index."""
+    moved = np.moveaxis(x, axis, -1)
+    rows = moved.reshape(-1, moved.shape[-1])
+    order = []
+    for row in rows:
+        nan = np.isnan(row) if row.dtype.kind == "f" else np.zeros(row.shape, bool)
+        key = np.where(nan, 0, row).astype(np.float64)
+        # np.lexsort sorts by the last key first, each ascending and stable.
+        rank = np.lexsort((np.arange(row.size), -key if largest else key, ~nan if largest else nan))
+        order.append(rank[:k])
+    idx = np.array(order, np.int64).reshape(moved.shape[:-1] + (k,))
+    values = np.take_along_axis(moved, idx, axis=-1)
+    return np.moveaxis(values, -1, axis), np.moveaxis(idx, -1, axis)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_top_k_over_a_long_axis(dtype):
+    """Axes longer than 64 select with a partial sort (the generated kernel is quadratic in the
+    axis): largest and smallest, ties (integers in a small range), NaN, K of 0, 1, 37 and all,
+    along a middle axis, against numpy."""
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    rng = np.random.default_rng(5)
+    x = rng.integers(-20, 20, size=(3, 500, 2)).astype(dtype)
+    if dtype == np.float32:
+        x[0, [3, 99, 400], 1] = np.nan
+    for k in (0, 1, 37, 500):
+        for largest in (1, 0):
+            kt = helper.make_tensor("k", TensorProto.INT64, [1], [k])
+            m = make_model([helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=1, largest=largest)],
+                           [helper.make_tensor_value_info("x", elem, [3, 500, 2])],
+                           [out("v", [3, k, 2], elem), out("i", [3, k, 2], TensorProto.INT64)], [kt])
+            got, kernels = m.profile({"x": x})
+            assert [k["strategy"] for k in kernels] == ["partial sort per row"], kernels
+            want_v, want_i = top_k_reference(x, k, 1, largest)
+            np.testing.assert_array_equal(got["i"], want_i, err_msg=f"k={k} largest={largest}")
+            np.testing.assert_array_equal(got["v"], want_v)
+
+
+def test_top_k_of_a_data_dependent_count_like_torchvision():
+    """torchvision's detection heads: the scores above a threshold (NonZero), then TopK with
+    K = min(count, 50) computed from the count's shape, as its exporter writes it; counts of
+    0, under 50, and over 64 (a partial sort), against numpy."""
+    c = lambda n, v, e=TensorProto.INT64: helper.make_tensor(n, e, [len(v)], v)
+    m = make_model(
+        [helper.make_node("Greater", ["x", "t"], ["above"]),
+         helper.make_node("NonZero", ["above"], ["nz"]),
+         helper.make_node("Squeeze", ["nz", "zero"], ["where"]),
+         helper.make_node("Gather", ["x", "where"], ["s"]),
+         helper.make_node("Shape", ["s"], ["n"]),
+         helper.make_node("Concat", ["n", "fifty"], ["both"], axis=0),
+         helper.make_node("ReduceMin", ["both"], ["k"], keepdims=1),
+         helper.make_node("TopK", ["s", "k"], ["v", "i"], axis=0),
+         helper.make_node("Gather", ["where", "i"], ["picked"])],
+        [f32("x", [3000])], [out("v", ["k"]), out("picked", ["k"], TensorProto.INT64)],
+        [c("t", [0.0], TensorProto.FLOAT), c("zero", [0]), c("fifty", [50])])
+    rng = np.random.default_rng(6)
+    for shift in (0.0, -2.0, -3.2, -10.0, 1.0):
+        x = (rng.standard_normal(3000) + shift).astype(np.float32)
+        got = m.run({"x": x})
+        where = np.nonzero(x > 0)[0]
+        order = where[np.lexsort((where, -x[where]))][:50]
+        np.testing.assert_array_equal(got["picked"], order)
+        np.testing.assert_array_equal(got["v"], x[order])
+
+
+def test_top_k_over_a_symbolic_axis_compiles_once():
+    """dynamic_shapes: TopK over an axis whose length is a symbol runs as the partial-sort
+    call, which reads the extents each run binds: one compile for every length."""
+    kt = helper.make_tensor("k", TensorProto.INT64, [1], [3])
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=-1, largest=0)], "g",
+        [f32("x", ["N", "L"])], [out("v", ["N", 3]), out("i", ["N", 3], TensorProto.INT64)],
+        initializer=[kt]), opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    m = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    rng = np.random.default_rng(9)
+    for n, length in ((2, 3), (5, 1000), (1, 64), (3, 65), (0, 10)):
+        x = rng.standard_normal((n, length)).astype(np.float32)
+        got, kernels = m.profile({"x": x})
+        want_v, want_i = top_k_reference(x, 3, 1, False)
+        np.testing.assert_array_equal(got["i"], want_i)
+        np.testing.assert_array_equal(got["v"], want_v)
+        assert [k["strategy"] for k in kernels] == ["partial sort per row"], kernels
+    assert m.compiled_variants == 1
+
+
+def nms_reference(boxes, scores, max_out, iou, min_score):
+    """ONNX NonMaxSuppression (corner boxes), one box at a time, every kept box tested."""
+    rows = []
+    for b in range(boxes.shape[0]):
+        y1 = np.minimum(boxes[b, :, 0], boxes[b, :, 2]).astype(np.float64)
+        x1 = np.minimum(boxes[b, :, 1], boxes[b, :, 3]).astype(np.float64)
+        y2 = np.maximum(boxes[b, :, 0], boxes[b, :, 2]).astype(np.float64)
+        x2 = np.maximum(boxes[b, :, 1], boxes[b, :, 3]).astype(np.float64)
+        area = (y2 - y1) * (x2 - x1)
+        for c in range(scores.shape[1]):
+            s = scores[b, c].astype(np.float64)
+            cand = [i for i in np.argsort(-s, kind="stable") if s[i] > min_score]
+            kept = []
+            for i in cand:
+                if len(kept) >= max_out:
+                    break
+                k = np.array(kept, np.int64)
+                h = np.minimum(y2[k], y2[i]) - np.maximum(y1[k], y1[i])
+                w = np.minimum(x2[k], x2[i]) - np.maximum(x1[k], x1[i])
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    over = (h > 0) & (w > 0) & (area[k] > 0) & (area[i] > 0) & \
+                        (h * w / (area[k] + area[i] - h * w) > iou)
+                if not over.any():
+                    kept.append(i)
+                    rows.append((b, c, i))
+    return np.array(rows, np.int64).reshape(-1, 3)
+
+
+def test_non_max_suppression_of_thousands_of_boxes():
+    """NonMaxSuppression over 4,000 boxes per batch in 2 batches and 3 classes: a batched
+    NMS's layout (each group of boxes offset apart, so few meet), crowded overlapping boxes,
+    boxes of no area and with NaN coordinates, corners given in either order, against a
+    reference that tests every kept box."""
+    rng = np.random.default_rng(7)
+    n = 4000
+    group = rng.integers(0, 40, size=(2, n))
+    y = rng.uniform(0, 100, size=(2, n, 1)) + 130.0 * group[..., None]
+    x = rng.uniform(0, 100, size=(2, n, 1))
+    size = rng.uniform(1, 40, size=(2, n, 2))
+    boxes = np.concatenate([y, x, y + size[..., :1], x + size[..., 1:]], axis=-1)
+    boxes[0, :500] = boxes[0, :500, [2, 3, 0, 1]].transpose(1, 0)  # corners swapped
+    boxes[1, :100, 2] = boxes[1, :100, 0]                          # no area
+    boxes[1, 100:110, 1] = np.nan
+    boxes = boxes.astype(np.float32)
+    scores = rng.uniform(0, 1, size=(2, 3, n)).astype(np.float32)
+    scores[:, :, 200:260] = 0.5  # ties keep the lower index first
+    consts = [helper.make_tensor("max_out", TensorProto.INT64, [1], [3400]),
+              helper.make_tensor("iou", TensorProto.FLOAT, [1], [0.45]),
+              helper.make_tensor("min_score", TensorProto.FLOAT, [1], [0.05])]
+    m = make_model(
+        [helper.make_node("NonMaxSuppression", ["boxes", "scores", "max_out", "iou", "min_score"],
+                          ["sel"])],
+        [f32("boxes", [2, n, 4]), f32("scores", [2, 3, n])],
+        [out("sel", ["k", 3], TensorProto.INT64)], consts)
+    got = m.run({"boxes": boxes, "scores": scores})["sel"]
+    want = nms_reference(boxes, scores, 3400, np.float32(0.45), np.float32(0.05))
+    kept = np.bincount(want[:, 0] * 3 + want[:, 1], minlength=6)
+    assert kept.min() < 3400 and kept.max() == 3400, kept  # suppressed boxes, and the cap
+    assert len(want) < (scores > 0.05).sum(), len(want)
+    np.testing.assert_array_equal(got, want)

@@ -6,6 +6,7 @@
 #include "weft/library/cuda_library.h"
 #include "weft/library/dnnl.h"
 #include "weft/library/shape_call.h"
+#include "weft/library/top_k_call.h"
 #include "weft/support/log.h"
 
 namespace weft::stages {
@@ -46,7 +47,10 @@ LibrarySelection select_library_calls(const Graph& graph, const CompileSettings&
   library::SharedPackedWeights shared_weights;
   // The library calls may absorb nodes before and after them.
   for (const auto& node : graph.nodes()) {
-    std::optional<library::LibraryCall> call = cuda ? std::nullopt : library::shape_call(*node);
+    // Calls of Weft's own, not a vendor's: taken whatever the library settings.
+    std::optional<library::LibraryCall> call;
+    if (!cuda) call = library::shape_call(*node);
+    if (!cuda && !call) call = library::top_k_call(*node);
     if (call) {
       s.calls[node.get()] = std::move(*call);
       s.run_at[node.get()] = node.get();

@@ -165,14 +165,44 @@ Box box_at(const Tensor& boxes, int64_t index, bool center_point) {
   return {std::min(c[0], c[2]), std::min(c[1], c[3]), std::max(c[0], c[2]), std::max(c[1], c[3])};
 }
 
-// Does "a" overlap "b" by more than "threshold" (intersection over union)?
-bool suppresses(const Box& a, const Box& b, double threshold) {
-  double h = std::min(a.y2, b.y2) - std::max(a.y1, b.y1);
-  double w = std::min(a.x2, b.x2) - std::max(a.x1, b.x1);
-  if (h <= 0 || w <= 0 || a.area() <= 0 || b.area() <= 0) return false;
-  double overlap = h * w;
-  return overlap / (a.area() + b.area() - overlap) > threshold;
-}
+// The boxes kept so far that can suppress others (those of positive area), by their left
+// edge: a new box meets only those whose left edge lies within the widest kept box's width
+// to its left, and left of its right edge. A batched NMS (torchvision's) offsets each class's
+// boxes apart, and SSDLite's tests up to 27,000 candidates against the thousands kept before
+// them: testing each against every kept box took ~40 ms of a 110 ms run.
+class KeptBoxes {
+public:
+  size_t size() const { return count_; }
+  void add(const Box& b) {
+    ++count_;
+    double area = b.area();
+    if (!(area > 0)) return; // overlaps nothing (NaN coordinates included)
+    by_left_.emplace(b.x1, std::make_pair(b, area));
+    widest_ = std::max(widest_, b.x2 - b.x1);
+  }
+  // Does a kept box overlap "b" by more than "threshold" (intersection over union)?
+  bool suppress(const Box& b, double threshold) const {
+    double b_area = b.area();
+    if (!(b_area > 0)) return false;
+    // A box meets b only if its right edge is right of b's left edge; its left edge is then
+    // within its width of that (with a margin for the rounding of the widths).
+    double from = b.x1 - widest_ - (std::abs(b.x1) + widest_) * 1e-9;
+    for (auto it = by_left_.lower_bound(from); it != by_left_.end() && it->first < b.x2; ++it) {
+      const auto& [k, k_area] = it->second;
+      double h = std::min(k.y2, b.y2) - std::max(k.y1, b.y1);
+      double w = std::min(k.x2, b.x2) - std::max(k.x1, b.x1);
+      if (h <= 0 || w <= 0) continue;
+      double overlap = h * w;
+      if (overlap / (k_area + b_area - overlap) > threshold) return true;
+    }
+    return false;
+  }
+
+private:
+  std::multimap<double, std::pair<Box, double>> by_left_; // left edge -> (box, area)
+  double widest_ = 0;
+  size_t count_ = 0;
+};
 
 // Per batch and class: boxes by descending score (lower index first on ties), each kept
 // unless a kept box overlaps it too much, up to max_output_boxes_per_class. Rows of
@@ -204,21 +234,21 @@ Outputs eval_non_max_suppression(const Node& node) {
   std::vector<int64_t> rows;
   for (int64_t b = 0; b < batches; ++b) {
     for (int64_t c = 0; c < classes; ++c) {
-      auto score = [&](int64_t i) { return scores.get_double((b * classes + c) * n + i); };
+      std::vector<double> score(static_cast<size_t>(n));
       std::vector<int64_t> candidates;
       for (int64_t i = 0; i < n; ++i) {
-        if (!min_score || score(i) > *min_score) candidates.push_back(i);
+        score[static_cast<size_t>(i)] = scores.get_double((b * classes + c) * n + i);
+        if (!min_score || score[static_cast<size_t>(i)] > *min_score) candidates.push_back(i);
       }
-      std::stable_sort(candidates.begin(), candidates.end(),
-                       [&](int64_t p, int64_t q) { return score(p) > score(q); });
-      std::vector<Box> kept;
+      std::stable_sort(candidates.begin(), candidates.end(), [&](int64_t p, int64_t q) {
+        return score[static_cast<size_t>(p)] > score[static_cast<size_t>(q)];
+      });
+      KeptBoxes kept;
       for (int64_t i : candidates) {
         if (static_cast<int64_t>(kept.size()) >= max_out) break;
         Box box = box_at(boxes, b * n + i, center);
-        if (std::any_of(kept.begin(), kept.end(),
-                        [&](const Box& k) { return suppresses(k, box, iou); }))
-          continue;
-        kept.push_back(box);
+        if (kept.suppress(box, iou)) continue;
+        kept.add(box);
         rows.insert(rows.end(), {b, c, i});
       }
     }

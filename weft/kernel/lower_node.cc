@@ -1,6 +1,7 @@
 #include "weft/kernel/lower_node.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -61,7 +62,8 @@ bool admits_symbolic_shapes(const Node& n) {
     }
   }
   if (is_alias(n) || n.op_type == Op::kTranspose || n.op_type == Op::kTrilu ||
-      n.op_type == Op::kRange || n.op_type == Op::kCumSum || n.op_type == Op::kCumProd)
+      n.op_type == Op::kRange || n.op_type == Op::kConstantOfShape || n.op_type == Op::kCumSum ||
+      n.op_type == Op::kCumProd)
     return true; // the same bytes, or a copy (by position), or a scan along the axis
   if (n.op_type == Op::kSlice) { // known bounds, from the start of a symbolic axis
     const auto& a = n.attrs_as<SliceAttrs>();
@@ -179,6 +181,16 @@ bool qlinear_accepts(const Node& n) { // per-tensor scales only
   return t == DType::kU8 || t == DType::kI8;
 }
 
+// Kernel constants are doubles: an integer value they do not hold exactly (beyond 2^53) has
+// no lowering.
+bool constant_of_shape_accepts(const Node& n) {
+  const Tensor& v = *n.attrs_as<ConstantOfShapeAttrs>().value;
+  if (!n.outputs[0]->type.shape || v.num_elements() != 1) return false;
+  if (dtype_is_float(v.dtype())) return true;
+  double d = v.get_double(0);
+  return std::abs(d) < 0x1p53 && static_cast<int64_t>(d) == v.get_int64(0);
+}
+
 const std::unordered_map<Op, Lowering>& lowerings() {
   static const std::unordered_map<Op, Lowering> table = [] {
     std::unordered_map<Op, Lowering> t;
@@ -227,6 +239,7 @@ const std::unordered_map<Op, Lowering>& lowerings() {
     add({Op::kTrilu}, {lower_trilu});
     add({Op::kEyeLike}, {lower_eye_like});
     add({Op::kRange}, {lower_range});
+    add({Op::kConstantOfShape}, {lower_constant_of_shape, constant_of_shape_accepts});
     add({Op::kOneHot}, {lower_one_hot});
     add({Op::kCumSum, Op::kCumProd}, {lower_cum_sum, [](const Node& n) { // a constant axis
                                         return n.attrs_as<CumSumAttrs>().axis.has_value();

@@ -46,6 +46,7 @@ Result<LoweredNode> lower_depth_space(const Node& n, const std::string& name);
 Result<LoweredNode> lower_trilu(const Node& n, const std::string& name);
 Result<LoweredNode> lower_eye_like(const Node& n, const std::string& name);
 Result<LoweredNode> lower_range(const Node& n, const std::string& name);
+Result<LoweredNode> lower_constant_of_shape(const Node& n, const std::string& name);
 Result<LoweredNode> lower_one_hot(const Node& n, const std::string& name);
 Result<LoweredNode> lower_cum_sum(const Node& n, const std::string& name);
 Result<LoweredNode> lower_top_k(const Node& n, const std::string& name);

@@ -58,6 +58,19 @@ Result<LoweredNode> lower_eye_like(const Node& n, const std::string& name) {
   return k.lowered();
 }
 
+// y = the attribute's value everywhere: a ConstantOfShape too large to fold (a detection
+// head's zeros of [rois, 256, 7, 7], torch.zeros of a computed shape), over static or
+// symbolic dims.
+Result<LoweredNode> lower_constant_of_shape(const Node& n, const std::string& name) {
+  const Value* y = n.outputs[0];
+  const Shape& shape = *y->type.shape;
+  KernelBuilder k(name);
+  StatementBuilder b("fill", shape);
+  int v = b.constant(n.attrs_as<ConstantOfShapeAttrs>().value->get_double(0), y->type.dtype);
+  k.add(b.store(v, k.buffer(y, BufferRole::kOutput), iterators(shape.size())));
+  return k.lowered();
+}
+
 // y[i] = start + i * delta, with start and delta read at run time (the length was fixed
 // when the shapes were specialized).
 Result<LoweredNode> lower_range(const Node& n, const std::string& name) {

@@ -1,0 +1,168 @@
+#include "weft/library/top_k_call.h"
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace weft::library {
+
+namespace {
+
+// A static extent, or the extent of one of the launch's symbols.
+struct Extent {
+  int64_t value = 0;
+  int symbol = -1; // index into the launch's extents, or -1 for "value"
+  int64_t at(const int64_t* extents) const { return symbol < 0 ? value : extents[symbol]; }
+};
+
+Extent extent_of(const Dim& d, std::vector<Dim>& symbols) {
+  if (d.is_static()) return {d.value(), -1};
+  auto it = std::find(symbols.begin(), symbols.end(), d);
+  if (it == symbols.end()) it = symbols.insert(it, d);
+  return {0, static_cast<int>(it - symbols.begin())};
+}
+
+// Does u come before v? Larger first ("largest") or smaller first, NaN above every number;
+// equal values are left to the caller (the lower index first).
+template <typename T> bool ahead(T u, T v, bool largest) {
+  if constexpr (std::is_floating_point_v<T>) {
+    bool nu = std::isnan(u), nv = std::isnan(v);
+    if (nu || nv) return largest ? nu && !nv : nv && !nu;
+  }
+  return largest ? u > v : u < v;
+}
+
+// The input viewed as [A, N, B] with N the axis; outputs [A, K, B].
+template <typename T>
+void top_k_rows(const T* x, T* values, int64_t* indices, int64_t a, int64_t n, int64_t b, int64_t k,
+                bool largest) {
+  int64_t rows = a * b;
+  auto before = [largest](const std::pair<T, int64_t>& p, const std::pair<T, int64_t>& q) {
+    if (ahead(p.first, q.first, largest)) return true;
+    if (ahead(q.first, p.first, largest)) return false;
+    return p.second < q.second;
+  };
+#pragma omp parallel if (rows > 1 && rows * n >= 16384)
+  {
+    std::vector<std::pair<T, int64_t>> row(static_cast<size_t>(n));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t i = r / b, j = r % b;
+      const T* in = x + i * n * b + j;
+      for (int64_t e = 0; e < n; ++e)
+        row[static_cast<size_t>(e)] = {in[e * b], e};
+      // The order is total (ties by index), so selecting then sorting the K first gives
+      // what a full sort would.
+      auto first = row.begin(), kth = row.begin() + k;
+      if (k < n) std::nth_element(first, kth, row.end(), before);
+      std::sort(first, kth, before);
+      int64_t out = i * k * b + j;
+      for (int64_t e = 0; e < k; ++e) {
+        const auto& [value, index] = row[static_cast<size_t>(e)];
+        if (values) values[out + e * b] = value;
+        if (indices) indices[out + e * b] = index;
+      }
+    }
+  }
+}
+
+class TopKKernel final : public runtime::LibraryKernel {
+public:
+  TopKKernel(DType dtype, Extent a, Extent n, Extent b, Extent k, bool largest, bool values,
+             bool indices)
+      : dtype_(dtype), a_(a), n_(n), b_(b), k_(k), largest_(largest), values_(values),
+        indices_(indices) {}
+
+  Status run(void* const* buffers, const int64_t* extents) const override {
+    int64_t a = a_.at(extents), n = n_.at(extents), b = b_.at(extents), k = k_.at(extents);
+    if (k > n)
+      return Status::error(
+          fmt::format("TopK: K = {} is larger than the axis, of {} elements", k, n));
+    int next = 1;
+    void* values = values_ ? buffers[next++] : nullptr;
+    auto* indices = indices_ ? static_cast<int64_t*>(buffers[next]) : nullptr;
+    auto go = [&]<typename T>(T*) {
+      top_k_rows(static_cast<const T*>(buffers[0]), static_cast<T*>(values), indices, a, n, b, k,
+                 largest_);
+    };
+    switch (dtype_) {
+      case DType::kF32: go(static_cast<float*>(nullptr)); break;
+      case DType::kF64: go(static_cast<double*>(nullptr)); break;
+      case DType::kI8: go(static_cast<int8_t*>(nullptr)); break;
+      case DType::kI16: go(static_cast<int16_t*>(nullptr)); break;
+      case DType::kI32: go(static_cast<int32_t*>(nullptr)); break;
+      case DType::kI64: go(static_cast<int64_t*>(nullptr)); break;
+      case DType::kU8: go(static_cast<uint8_t*>(nullptr)); break;
+      case DType::kU16: go(static_cast<uint16_t*>(nullptr)); break;
+      case DType::kU32: go(static_cast<uint32_t*>(nullptr)); break;
+      case DType::kU64: go(static_cast<uint64_t*>(nullptr)); break;
+      default: return Status::error("TopK: no selection for this element type");
+    }
+    return Status();
+  }
+
+  std::string describe() const override { return "partial sort per row"; }
+
+private:
+  DType dtype_;
+  Extent a_, n_, b_, k_;
+  bool largest_, values_, indices_;
+};
+
+bool selectable(DType t) {
+  switch (t) {
+    case DType::kF32:
+    case DType::kF64:
+    case DType::kI8:
+    case DType::kI16:
+    case DType::kI32:
+    case DType::kI64:
+    case DType::kU8:
+    case DType::kU16:
+    case DType::kU32:
+    case DType::kU64: return true;
+    default: return false;
+  }
+}
+
+} // namespace
+
+std::optional<LibraryCall> top_k_call(const Node& node) {
+  if (node.op_type != Op::kTopK) return std::nullopt;
+  const Value* x = node.inputs[0];
+  const Value* values = node.outputs.empty() ? nullptr : node.outputs[0];
+  const Value* indices = node.outputs.size() > 1 ? node.outputs[1] : nullptr;
+  if (!values || !x->type.shape || !values->type.shape || !selectable(x->type.dtype))
+    return std::nullopt;
+  const Shape& xs = *x->type.shape;
+  auto rank = static_cast<int64_t>(xs.size());
+  int64_t axis = node.attrs_as<TopKAttrs>().axis;
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return std::nullopt;
+  const Dim& len = xs[static_cast<size_t>(axis)];
+  const Dim& k = (*values->type.shape)[static_cast<size_t>(axis)];
+  if (k.is_unknown() || (len.is_static() && len.value() <= kGeneratedTopKMaxAxis))
+    return std::nullopt;
+  for (const Dim& d : xs)
+    if (d.is_unknown()) return std::nullopt;
+  Dim a = 1, b = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d < axis) a = dim_mul(a, xs[static_cast<size_t>(d)]);
+    if (d > axis) b = dim_mul(b, xs[static_cast<size_t>(d)]);
+  }
+  LibraryCall call;
+  Extent ea = extent_of(a, call.symbols), en = extent_of(len, call.symbols),
+         eb = extent_of(b, call.symbols), ek = extent_of(k, call.symbols);
+  call.kernel = std::make_shared<TopKKernel>(
+      x->type.dtype, ea, en, eb, ek, node.attrs_as<TopKAttrs>().largest, true, indices != nullptr);
+  call.values = {x, values};
+  if (indices) call.values.push_back(indices);
+  call.nodes = {&node};
+  return call;
+}
+
+} // namespace weft::library

@@ -1,0 +1,24 @@
+// TopK on the CPU over a long or symbolic axis runs as a call that selects the K first
+// elements of each row with a partial sort, O(N log K) per row of N. The generated kernel
+// (kernel/lower_positional.cc) ranks every element against every other, N^2 per row: fine
+// for the short axes of attention or beam search, but SSDLite's postprocessing takes the top
+// 300 of ~3,000 candidates for each of 90 classes, and those 90 TopKs took ~360 ms of a
+// 450 ms run. docs/library.md.
+#pragma once
+
+#include <optional>
+
+#include "weft/library/dnnl.h"
+
+namespace weft::library {
+
+// Axes this long or shorter run as generated code when their length is static.
+inline constexpr int64_t kGeneratedTopKMaxAxis = 64;
+
+// The call for a TopK whose input is a plain number type (not f16, bf16 or narrower) and
+// whose axis is symbolic or longer than kGeneratedTopKMaxAxis; none otherwise. Results are
+// sorted; equal elements keep their order (the lower index first, as ONNX asks); NaN counts as
+// larger than every number, as in PyTorch.
+std::optional<LibraryCall> top_k_call(const Node& node);
+
+} // namespace weft::library
