@@ -430,7 +430,8 @@ def markdown(r):
                             ("compile_bench", "compile_results.json"),
                             ("onnx_ops_bench", "onnx_ops_results.json"),
                             ("dynamic_bench", "dynamic_results.json"), ("cnn_bench", "cnn_results.json"),
-                            ("zoo_bench", "zoo_results.json"), ("hf_bench", "hf_results.json"),
+                            ("zoo_bench", "zoo_results.json"), ("det_bench", "det_results.json"),
+                            ("hf_bench", "hf_results.json"),
                             ("plan_bench", "plan_results.json"), ("gpu_bench", "gpu_results.json")):
         path = os.path.join(HERE, results)
         if os.path.exists(path):

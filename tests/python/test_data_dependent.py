@@ -304,7 +304,7 @@ def test_top_k_over_a_long_axis(dtype):
     """Axes longer than 64 select with a partial sort (the generated kernel is quadratic in the
     axis): largest and smallest, ties (integers in a small range), NaN, K of 0, 1, 37 and all,
     along a middle axis, against numpy."""
-    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    elem = {np.float32: TensorProto.FLOAT, np.int32: TensorProto.INT32}[dtype]
     rng = np.random.default_rng(5)
     x = rng.integers(-20, 20, size=(3, 500, 2)).astype(dtype)
     if dtype == np.float32:
@@ -430,3 +430,44 @@ def test_non_max_suppression_of_thousands_of_boxes():
     assert kept.min() < 3400 and kept.max() == 3400, kept  # suppressed boxes, and the cap
     assert len(want) < (scores > 0.05).sum(), len(want)
     np.testing.assert_array_equal(got, want)
+
+
+def test_the_rest_starts_from_what_the_first_stage_computed(tmp_path):
+    """A MatMul feeds both NonZero (through a comparison) and the kernels after it (a Gather of
+    its rows): the first stage hands the product over, so the rest (compiled once) reads it
+    and makes no library call of its own; RetinaNet's postprocessing had run its backbone a
+    second time that way."""
+    script = r'''
+import numpy as np, weft
+from onnx import TensorProto, helper
+rng = np.random.default_rng(10)
+w = rng.standard_normal((64, 32)).astype(np.float32)
+nodes = [helper.make_node("MatMul", ["x", "w"], ["y"]),
+         helper.make_node("ReduceMax", ["y"], ["best"], axes=[1], keepdims=0),
+         helper.make_node("Greater", ["best", "t"], ["good"]),
+         helper.make_node("NonZero", ["good"], ["nz"]),
+         helper.make_node("Squeeze", ["nz", "zero"], ["rows"]),
+         helper.make_node("Gather", ["y", "rows"], ["picked"], axis=0),
+         helper.make_node("Tanh", ["picked"], ["out"])]
+init = [helper.make_tensor("w", TensorProto.FLOAT, w.shape, w.flatten()),
+        helper.make_tensor("zero", TensorProto.INT64, [1], [0]),
+        helper.make_tensor("t", TensorProto.FLOAT, [], [9.0])]
+graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [100, 64])],
+                          [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["n", 32])],
+                          initializer=init)
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+model.ir_version = 8
+m = weft.compile(model.SerializeToString())
+for trial in range(5):
+    x = rng.standard_normal((100, 64)).astype(np.float32)
+    y = x.astype(np.float64) @ w
+    want = np.tanh(y[y.max(axis=1) > 9.0])
+    np.testing.assert_allclose(m.run({"x": x})["out"], want, rtol=1e-4, atol=1e-5)
+print("ok")
+'''
+    env = dict(os.environ, WEFT_LOG="info", WEFT_CACHE_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-3000:]
+    compiles = [line for line in done.stderr.splitlines() if "generated kernels" in line]
+    assert len(compiles) == 2, done.stderr[-3000:]
+    assert compiles[0].endswith("1 library calls") and compiles[1].endswith("0 library calls"), compiles

@@ -1,6 +1,8 @@
 #include "weft/driver/compile_model.h"
 
+#include <algorithm>
 #include <memory>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -38,6 +40,39 @@ std::vector<std::string> stages::output_names_of(const Graph& graph) {
   return names;
 }
 
+namespace {
+
+// Adds to "handed_over" (and to the first stage's outputs) every value the first stage
+// computes that the rest of "graph" reads or outputs, so that the rest starts from them rather
+// than computing them again from the inputs: RetinaNet's postprocessing reads the heads'
+// outputs, and ran the whole backbone a second time (1.5 s per run, 0.44 s of it once).
+void hand_over_what_the_rest_reads(const Graph& graph, Graph& first,
+                                   std::vector<std::string>& handed_over) {
+  std::set<std::string> computed; // by the first stage
+  for (const auto& n : first.nodes()) {
+    for (const Value* v : n->outputs)
+      if (v) computed.insert(v->name);
+  }
+  auto hand_over = [&](const Value* v) {
+    if (!v || !computed.contains(v->name) ||
+        std::find(handed_over.begin(), handed_over.end(), v->name) != handed_over.end())
+      return;
+    handed_over.push_back(v->name);
+    first.outputs.push_back(first.find_value(v->name));
+  };
+  for (const auto& n : graph.nodes()) {
+    bool in_first = std::any_of(n->outputs.begin(), n->outputs.end(),
+                                [&](const Value* v) { return v && computed.contains(v->name); });
+    if (in_first) continue;
+    for (const Value* v : n->inputs)
+      hand_over(v);
+  }
+  for (const Value* v : graph.outputs)
+    hand_over(v);
+}
+
+} // namespace
+
 // The stages of stages.h from library selection to the executable. A graph with
 // data-dependent ops compiles the stage that computes their inputs, and hands the rest to
 // Stages (later_stages.h).
@@ -55,6 +90,7 @@ Status stages::compile_graph(Graph graph, const Frozen& frozen, const CompileSet
     for (const std::string& name : handed_over)
       first.outputs.push_back(first.find_value(name));
     WEFT_RETURN_IF_ERROR(eliminate_dead_code(first));
+    hand_over_what_the_rest_reads(graph, first, handed_over);
     WEFT_RETURN_IF_ERROR(verify_graph(first, "first stage"));
     out.rest =
         std::make_shared<const Stages>(std::move(graph), std::move(handed_over), frozen, settings);
