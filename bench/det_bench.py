@@ -5,11 +5,13 @@ these models' data-dependent control flow). Random weights, score thresholds at 
 image keeps its full quota of detections; 320x320 images (the models resize them: the
 ResNet-50 ones to 800x800 inside the graph).
 
-Each model runs on 4 images (one random image and 3 noisy copies), cycled, so that every run
-has new data-dependent counts, as in deployment. "Equal to ORT": images on which Weft's outputs
-equal ONNX Runtime's (rtol 1e-4, atol 1e-4 of the largest magnitude); "Same scores": images on
-which the sorted score lists agree within 1e-5 (detections of scores closer than the two
-systems' rounding may swap places, and the last of a quota may differ). Weft's Python module
+The outputs are checked on 4 images (one random image and 3 noisy copies). "Equal to ORT":
+images on which Weft's outputs equal ONNX Runtime's (rtol 1e-4, atol 1e-4 of the largest
+magnitude); "Same scores": images on which the sorted score lists agree within 1e-3 (random
+weights make the class scores nearly uniform, ~1/91 each, so detections whose scores differ
+by less than the two systems' rounding swap places, and the last of a quota may differ).
+Every timed run is on an image no run has seen, as in deployment: stages compiled per
+content then compile on every run. Weft's Python module
 (its ONNX Runtime-compatible InferenceSession) and ONNX Runtime (CPU execution provider, 2
 intra-op threads) alternate over rounds; an entry is the system's lowest median. Not in CI.
 
@@ -46,15 +48,18 @@ MODELS = {
 }
 
 
-def cycled_median(run, feeds, iters):
-    for feed in feeds:
-        run(feed)
+def fresh_median(run, images, name, iters, seed):
+    """The median over "iters" runs, each on an image no run has seen (a noisy copy of one of
+    "images"), as in deployment: a stage compiled per content cannot come from a cache."""
+    rng = np.random.default_rng(seed)
     times = []
-    for i in range(iters):
+    for i in range(iters + 1):  # the first is a warm-up
+        x = np.clip(images[i % len(images)] + rng.normal(0, 0.01, images[0].shape), 0, 1)
+        feed = {name: x.astype(np.float32)}
         t0 = time.perf_counter()
-        run(feeds[i % len(feeds)])
+        run(feed)
         times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
+    return statistics.median(times[1:])
 
 
 def agree(a, b):
@@ -64,7 +69,7 @@ def agree(a, b):
     equal = all(np.allclose(x, y, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(x).max(initial=0))))
                 for x, y in zip(a, b))
     scores = [i for i, x in enumerate(a) if x.ndim == 1 and x.dtype.kind == "f"]
-    same = bool(scores) and all(np.allclose(np.sort(a[i]), np.sort(b[i]), rtol=1e-5, atol=1e-7)
+    same = bool(scores) and all(np.allclose(np.sort(a[i]), np.sort(b[i]), rtol=1e-3, atol=1e-7)
                                 for i in scores)
     return equal, same or equal
 
@@ -107,13 +112,14 @@ def measure(names, rounds):
             row["equal"] = sum(e for e, _ in checks)
             row["same_scores"] = sum(s for _, s in checks)
             row["detections"] = int(want[0][0].shape[0])
-            first = cycled_median(lambda f: session.run(None, f), feeds, 4)
+            name_in = session.get_inputs()[0].name
+            first = fresh_median(lambda f: session.run(None, f), images, name_in, 2, 99)
             iters = max(4, min(20, int(4000 / first)))
-            for _ in range(rounds):
+            for r in range(rounds):  # both systems see the same new images in a round
                 row.setdefault("weft_round_ms", []).append(
-                    cycled_median(lambda f: compiled.run(None, f), feeds, iters))
+                    fresh_median(lambda f: compiled.run(None, f), images, name_in, iters, r))
                 row.setdefault("ort_round_ms", []).append(
-                    cycled_median(lambda f: session.run(None, f), feeds, iters))
+                    fresh_median(lambda f: session.run(None, f), images, name_in, iters, r))
             row["weft_median_ms"] = min(row["weft_round_ms"])
             row["ort_median_ms"] = min(row["ort_round_ms"])
             print(f"{name}: equal {row['equal']}/{len(images)}, same scores {row['same_scores']}/"
@@ -128,10 +134,12 @@ def markdown(r):
              "detection models with their postprocessing (TopK, NonMaxSuppression, RoiAlign and the "
              "data-dependent counts between them), random weights and score thresholds of 0, exported "
              f"by PyTorch {r['pytorch']}'s TorchScript exporter (opset 18) for a 320x320 image (the "
-             "ResNet-50 models resize it to 800x800 in the graph). Each system runs 4 images in turn "
-             "(new detection counts every run). \"Equal\": images on which Weft's outputs equal ONNX "
-             "Runtime's; \"same scores\": images whose sorted scores agree within 1e-5 (detections "
-             "whose scores differ by less than the rounding may swap places). Weft's "
+             "ResNet-50 models resize it to 800x800 in the graph). Every timed run is on an image no run "
+             "has seen (new detection counts every run, and no stage compiled per content comes from "
+             "a cache). \"Equal\": of 4 images, those on which Weft's outputs equal ONNX Runtime's; "
+             "\"same scores\": those whose sorted scores agree within 1e-3 (random weights make the "
+             "class scores nearly uniform, so detections whose scores differ by less than the "
+             "rounding swap places, and the last of a quota may differ). Weft's "
              f"`InferenceSession` and ONNX Runtime {r['onnxruntime']} (CPU execution provider, 2 "
              f"intra-op threads) alternate over {r['rounds']} rounds; each entry is the system's lowest "
              "median. \"First runs\": Weft's compile and its first run of each image (the stages after "

@@ -83,43 +83,51 @@ Status check_lowerable(const Graph& graph) {
 
 Status run_host_ops(Graph& graph) {
   for (;;) {
-    Node* node = nullptr; // the first host op whose inputs are known
+    std::vector<Node*> ready; // the host ops whose inputs are known
     for (const auto& n : graph.nodes()) {
       bool waiting = false;
       for (size_t i = 0; i < n->inputs.size(); ++i) {
         const Value* v = n->inputs[i];
         waiting |= v && !v->is_constant() && needs_value(*n, i);
       }
-      if (is_data_dependent(*n) && !waiting) {
-        node = n.get();
-        break;
-      }
+      if (is_data_dependent(*n) && !waiting) ready.push_back(n.get());
     }
-    if (!node) return Status();
-    bool done = true;
-    if (node->op_type == Op::kLoop || node->op_type == Op::kScan) {
-      Status s = node->op_type == Op::kLoop ? unroll_loop_step(graph, *node, &done)
-                                            : unroll_scan(graph, *node);
-      if (!s.ok()) return s.with_location(location_of(graph, *node));
-    } else if (node->op_type == Op::kIf) { // the chosen branch's outputs pass through
-      Result<std::vector<Value*>> chosen = chosen_branch(*node);
-      if (!chosen.ok()) return chosen.status().with_location(location_of(graph, *node));
-      if (!node->conditional) mark_taken(*chosen);
-      for (size_t i = 0; i < node->outputs.size(); ++i) {
-        if (node->outputs[i]) graph.replace_all_uses(node->outputs[i], (*chosen)[i]);
+    if (ready.empty()) return Status();
+    // Control flow rewrites the graph, one node at a time. The other host ops all run, then
+    // the graph refolds once: SSDLite's 180 NonZeros had refolded its 3,500 nodes after
+    // each, 0.9 s of every new image.
+    auto control = std::find_if(ready.begin(), ready.end(), [](const Node* n) {
+      return n->op_type == Op::kLoop || n->op_type == Op::kScan || n->op_type == Op::kIf;
+    });
+    if (control != ready.end()) ready = {*control};
+    std::set<const Node*> done;
+    for (Node* node : ready) {
+      bool finished = true;
+      if (node->op_type == Op::kLoop || node->op_type == Op::kScan) {
+        Status s = node->op_type == Op::kLoop ? unroll_loop_step(graph, *node, &finished)
+                                              : unroll_scan(graph, *node);
+        if (!s.ok()) return s.with_location(location_of(graph, *node));
+      } else if (node->op_type == Op::kIf) { // the chosen branch's outputs pass through
+        Result<std::vector<Value*>> chosen = chosen_branch(*node);
+        if (!chosen.ok()) return chosen.status().with_location(location_of(graph, *node));
+        if (!node->conditional) mark_taken(*chosen);
+        for (size_t i = 0; i < node->outputs.size(); ++i) {
+          if (node->outputs[i]) graph.replace_all_uses(node->outputs[i], (*chosen)[i]);
+        }
+      } else {
+        Result<std::vector<Tensor>> outputs = evaluate_on_host(*node);
+        if (!outputs.ok()) return outputs.status().with_location(location_of(graph, *node));
+        for (size_t i = 0; i < node->outputs.size(); ++i) {
+          Value* out = node->outputs[i];
+          if (!out) continue;
+          Value* c =
+              graph.add_constant(graph.unique_name(out->name + "_value"), std::move((*outputs)[i]));
+          graph.replace_all_uses(out, c);
+        }
       }
-    } else {
-      Result<std::vector<Tensor>> outputs = evaluate_on_host(*node);
-      if (!outputs.ok()) return outputs.status().with_location(location_of(graph, *node));
-      for (size_t i = 0; i < node->outputs.size(); ++i) {
-        Value* out = node->outputs[i];
-        if (!out) continue;
-        Value* c =
-            graph.add_constant(graph.unique_name(out->name + "_value"), std::move((*outputs)[i]));
-        graph.replace_all_uses(out, c);
-      }
+      if (finished) done.insert(node);
     }
-    if (done) graph.remove_nodes_if([&](const Node& n) { return &n == node; });
+    graph.remove_nodes_if([&](const Node& n) { return done.contains(&n); });
     WEFT_RETURN_IF_ERROR(refold(graph, "host ops"));
   }
 }
