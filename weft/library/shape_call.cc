@@ -12,29 +12,29 @@ namespace {
 // Writes each element: a static extent, or the extent of one of the launch's symbols.
 class ShapeKernel final : public runtime::LibraryKernel {
 public:
-  struct Element {
-    int64_t value = 0;
-    int symbol = -1; // index into the launch's extents, or -1 for "value"
-  };
-
-  explicit ShapeKernel(std::vector<Element> elements) : elements_(std::move(elements)) {}
+  explicit ShapeKernel(std::vector<CallExtent> elements) : elements_(std::move(elements)) {}
 
   Status run(void* const* buffers, const int64_t* extents) const override {
     auto* out = static_cast<int64_t*>(buffers[0]);
-    for (size_t i = 0; i < elements_.size(); ++i) {
-      const Element& e = elements_[i];
-      out[i] = e.symbol < 0 ? e.value : extents[e.symbol];
-    }
+    for (size_t i = 0; i < elements_.size(); ++i)
+      out[i] = elements_[i].at(extents);
     return Status();
   }
 
   std::string describe() const override { return "extents bound at run time"; }
 
 private:
-  std::vector<Element> elements_;
+  std::vector<CallExtent> elements_;
 };
 
 } // namespace
+
+CallExtent call_extent(const Dim& d, std::vector<Dim>& symbols) {
+  if (d.is_static()) return {d.value(), -1};
+  auto it = std::find(symbols.begin(), symbols.end(), d);
+  if (it == symbols.end()) it = symbols.insert(it, d);
+  return {0, static_cast<int>(it - symbols.begin())};
+}
 
 std::optional<LibraryCall> shape_call(const Node& node) {
   if (node.op_type != Op::kShape && node.op_type != Op::kSize) return std::nullopt;
@@ -57,16 +57,9 @@ std::optional<LibraryCall> shape_call(const Node& node) {
       taken.push_back(dims[static_cast<size_t>(i)]);
   }
   LibraryCall call;
-  std::vector<ShapeKernel::Element> elements;
-  for (const Dim& d : taken) {
-    if (d.is_static()) {
-      elements.push_back({d.value(), -1});
-      continue;
-    }
-    auto it = std::find(call.symbols.begin(), call.symbols.end(), d);
-    if (it == call.symbols.end()) it = call.symbols.insert(it, d);
-    elements.push_back({0, static_cast<int>(it - call.symbols.begin())});
-  }
+  std::vector<CallExtent> elements;
+  for (const Dim& d : taken)
+    elements.push_back(call_extent(d, call.symbols));
   call.kernel = std::make_shared<ShapeKernel>(std::move(elements));
   call.values = {y};
   call.nodes = {&node};

@@ -8,23 +8,11 @@
 
 #include <fmt/format.h>
 
+#include "weft/library/shape_call.h"
+
 namespace weft::library {
 
 namespace {
-
-// A static extent, or the extent of one of the launch's symbols.
-struct Extent {
-  int64_t value = 0;
-  int symbol = -1; // index into the launch's extents, or -1 for "value"
-  int64_t at(const int64_t* extents) const { return symbol < 0 ? value : extents[symbol]; }
-};
-
-Extent extent_of(const Dim& d, std::vector<Dim>& symbols) {
-  if (d.is_static()) return {d.value(), -1};
-  auto it = std::find(symbols.begin(), symbols.end(), d);
-  if (it == symbols.end()) it = symbols.insert(it, d);
-  return {0, static_cast<int>(it - symbols.begin())};
-}
 
 // Does u come before v? Larger first ("largest") or smaller first, NaN above every number;
 // equal values are left to the caller (the lower index first).
@@ -72,8 +60,8 @@ void top_k_rows(const T* x, T* values, int64_t* indices, int64_t a, int64_t n, i
 
 class TopKKernel final : public runtime::LibraryKernel {
 public:
-  TopKKernel(DType dtype, Extent a, Extent n, Extent b, Extent k, bool largest, bool values,
-             bool indices)
+  TopKKernel(DType dtype, CallExtent a, CallExtent n, CallExtent b, CallExtent k, bool largest,
+             bool values, bool indices)
       : dtype_(dtype), a_(a), n_(n), b_(b), k_(k), largest_(largest), values_(values),
         indices_(indices) {}
 
@@ -109,7 +97,7 @@ public:
 
 private:
   DType dtype_;
-  Extent a_, n_, b_, k_;
+  CallExtent a_, n_, b_, k_;
   bool largest_, values_, indices_;
 };
 
@@ -155,8 +143,8 @@ std::optional<LibraryCall> top_k_call(const Node& node) {
     if (d > axis) b = dim_mul(b, xs[static_cast<size_t>(d)]);
   }
   LibraryCall call;
-  Extent ea = extent_of(a, call.symbols), en = extent_of(len, call.symbols),
-         eb = extent_of(b, call.symbols), ek = extent_of(k, call.symbols);
+  CallExtent ea = call_extent(a, call.symbols), en = call_extent(len, call.symbols),
+             eb = call_extent(b, call.symbols), ek = call_extent(k, call.symbols);
   call.kernel = std::make_shared<TopKKernel>(
       x->type.dtype, ea, en, eb, ek, node.attrs_as<TopKAttrs>().largest, true, indices != nullptr);
   call.values = {x, values};
