@@ -471,3 +471,37 @@ print("ok")
     compiles = [line for line in done.stderr.splitlines() if "generated kernels" in line]
     assert len(compiles) == 2, done.stderr[-3000:]
     assert compiles[0].endswith("1 library calls") and compiles[1].endswith("0 library calls"), compiles
+
+
+def test_shapes_computed_from_data_are_a_stage_boundary():
+    """Mask R-CNN resizes each mask to its box's size, then slices and pads it into the image:
+    a Resize, a Slice and a ConstantOfShape whose shape operands come from an input's values.
+    The stage before them computes those operands, and the next is compiled for the shapes
+    they give (per content), against numpy."""
+    i64 = TensorProto.INT64
+    m = make_model(
+        [helper.make_node("Gather", ["boxes", "first"], ["b"], axis=0),
+         helper.make_node("Cast", ["b"], ["bi"], to=i64),
+         helper.make_node("Mul", ["bi", "two"], ["hw"]),
+         helper.make_node("Concat", ["ones", "hw"], ["sizes"], axis=0),
+         helper.make_node("Resize", ["x", "", "", "sizes"], ["big"], mode="nearest",
+                          coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+         helper.make_node("Slice", ["big", "starts", "hw", "axes"], ["cut"]),
+         helper.make_node("ConstantOfShape", ["hw"], ["pad"],
+                          value=helper.make_tensor("v", TensorProto.FLOAT, [1], [0.5]))],
+        [f32("x", [1, 1, 8, 8]), f32("boxes", [100])],
+        [out("big", [1, 1, "h", "w"]), out("cut", [1, 1, "h2", "w2"]), out("pad", ["h3", "w3"])],
+        [helper.make_tensor("two", i64, [], [2]), helper.make_tensor("ones", i64, [2], [1, 1]),
+         helper.make_tensor("axes", i64, [2], [2, 3]), helper.make_tensor("starts", i64, [2], [1, 2]),
+         helper.make_tensor("first", i64, [2], [0, 1])])
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((1, 1, 8, 8)).astype(np.float32)
+    for b in ((8, 8), (4, 8), (8, 4), (8, 8)):
+        boxes = rng.uniform(1, 8, 100).astype(np.float32)  # (100 values: not frozen into
+        boxes[:2] = b                                        # the compile, as small inputs are)
+        got = m.run({"x": x, "boxes": boxes})
+        sy, sx = 2 * b[0] // 8, 2 * b[1] // 8
+        big = np.repeat(np.repeat(x, sy, axis=2), sx, axis=3)
+        np.testing.assert_array_equal(got["big"], big)
+        np.testing.assert_array_equal(got["cut"], big[:, :, 1:2 * b[0], 2:2 * b[1]])
+        np.testing.assert_array_equal(got["pad"], np.full((2 * b[0], 2 * b[1]), 0.5, np.float32))

@@ -78,7 +78,8 @@ void hand_over_what_the_rest_reads(const Graph& graph, Graph& first,
 // Stages (later_stages.h).
 Status stages::compile_graph(Graph graph, const Frozen& frozen, const CompileSettings& settings,
                              Dumper& dump, PhaseTimer& timer, CompiledModel& out) {
-  std::vector<std::string> handed_over = stages::host_op_inputs(graph, &out.host_ops);
+  std::vector<std::string> handed_over =
+      stages::host_op_inputs(graph, !settings.dynamic_shapes, &out.host_ops);
   if (settings.dynamic_shapes && !handed_over.empty()) {
     return Status::error(fmt::format("{}: dims known only at run time need a model without "
                                      "data-dependent shapes",

@@ -132,7 +132,28 @@ Status run_host_ops(Graph& graph) {
   }
 }
 
-std::vector<std::string> host_op_inputs(const Graph& graph, std::vector<std::string>* host_ops) {
+namespace {
+
+// Does "n" wait for the value of a shape operand computed from data (Mask R-CNN resizes each
+// mask to its box's size, then slices and pads it into the image)? Its output dims are
+// unknown until then (not static: in a compile for static shapes, a dim no shape function
+// could tell); once the operands are constants, folding gives them.
+bool waits_for_shape_values(const Node& n) {
+  bool unknown = std::any_of(n.outputs.begin(), n.outputs.end(), [](const Value* v) {
+    return v && (!v->type.shape || std::any_of(v->type.shape->begin(), v->type.shape->end(),
+                                               [](const Dim& d) { return !d.is_static(); }));
+  });
+  if (!unknown) return false;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (n.inputs[i] && !n.inputs[i]->is_constant() && is_shape_operand(n, i)) return true;
+  }
+  return false;
+}
+
+} // namespace
+
+std::vector<std::string> host_op_inputs(const Graph& graph, bool shape_values,
+                                        std::vector<std::string>* host_ops) {
   std::set<const Value*> downstream; // of a data-dependent node
   std::vector<std::string> names;
   for (const auto& node : graph.nodes()) {
@@ -140,18 +161,20 @@ std::vector<std::string> host_op_inputs(const Graph& graph, std::vector<std::str
     size_t inputs = node->op_type == Op::kIf ? 1 : node->inputs.size();
     bool fed = std::any_of(node->inputs.begin(), node->inputs.begin() + inputs,
                            [&](const Value* v) { return downstream.contains(v); });
+    bool waits = shape_values && !is_data_dependent(*node) && waits_for_shape_values(*node);
+    bool host = is_data_dependent(*node) || waits;
     // A host op of an If branch waits for its If: the branch may never run.
-    if (is_data_dependent(*node) && !fed && !node->conditional) {
+    if (host && !fed && !node->conditional) {
       host_ops->push_back(fmt::format("{} '{}'", node->op_type, node->name));
       for (size_t i = 0; i < node->inputs.size(); ++i) {
         const Value* v = node->inputs[i];
-        if (v && !v->is_constant() && needs_value(*node, i) &&
+        bool needed = waits ? is_shape_operand(*node, i) : needs_value(*node, i);
+        if (v && !v->is_constant() && needed &&
             std::find(names.begin(), names.end(), v->name) == names.end())
           names.push_back(v->name);
       }
     }
-    if (is_data_dependent(*node) || fed)
-      downstream.insert(node->outputs.begin(), node->outputs.end());
+    if (host || fed) downstream.insert(node->outputs.begin(), node->outputs.end());
   }
   return names;
 }

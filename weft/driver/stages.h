@@ -50,8 +50,11 @@ Status specialize(Graph& graph, const std::vector<Tensor>& inputs, bool dynamic_
 // outputs with constants, then refolds; repeats while any ran.
 Status run_host_ops(Graph& graph);
 // The values the host ops of "graph" need from a first stage: the non-constant inputs of
-// the data-dependent nodes that no other data-dependent node feeds. Notes those nodes.
-std::vector<std::string> host_op_inputs(const Graph& graph, std::vector<std::string>* host_ops);
+// the data-dependent nodes that no other data-dependent node feeds. Notes those nodes. With
+// "shape_values" (compiles for static shapes), a node whose output dims wait for a shape
+// operand computed from data is such a node too, needing that operand.
+std::vector<std::string> host_op_inputs(const Graph& graph, bool shape_values,
+                                        std::vector<std::string>* host_ops);
 // One message listing every node that cannot run yet, grouped by op.
 Status check_lowerable(const Graph& graph);
 

@@ -10,11 +10,6 @@
 
 namespace weft {
 
-namespace {
-
-// Is input "i" of "n" an operand whose value determines output shapes (or, for CumSum's
-// axis and Resize's region of interest, the loop structure; for Dropout's ratio and training
-// flag, whether it is a copy)?
 bool is_shape_operand(const Node& n, size_t i) {
   static const std::map<Op, std::vector<size_t>> operands = {
       {Op::kReshape, {1}},        {Op::kExpand, {1}},
@@ -35,6 +30,8 @@ bool is_shape_operand(const Node& n, size_t i) {
   return it != operands.end() &&
          std::find(it->second.begin(), it->second.end(), i) != it->second.end();
 }
+
+namespace {
 
 constexpr int64_t kMaxFrozenElements = 64;
 

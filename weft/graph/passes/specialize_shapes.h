@@ -20,6 +20,11 @@ namespace weft {
 
 Status specialize_shapes(Graph& graph, const std::vector<TensorType>& types);
 
+// Is input "i" of "n" an operand whose value determines output shapes (or, for CumSum's
+// axis and Resize's region of interest, the loop structure; for Dropout's ratio and training
+// flag, whether it is a copy)?
+bool is_shape_operand(const Node& n, size_t i);
+
 // The positions of graph inputs whose values determine shapes (Reduce axes, Slice bounds,
 // Reshape/Expand/Tile targets, Range bounds, ..., directly or through foldable arithmetic).
 std::vector<int> shape_operand_inputs(const Graph& graph);
