@@ -15,10 +15,10 @@
 
 namespace weft {
 
-Stages::Stages(Graph graph, std::vector<std::string> handed_over, stages::Frozen frozen,
-               CompileSettings settings)
-    : graph_(std::move(graph)), handed_over_(std::move(handed_over)), frozen_(std::move(frozen)),
-      settings_(std::move(settings)) {
+Stages::Stages(Graph graph, std::vector<std::string> handed_over, size_t needed,
+               stages::Frozen frozen, CompileSettings settings)
+    : graph_(std::move(graph)), handed_over_(std::move(handed_over)), needed_(needed),
+      frozen_(std::move(frozen)), settings_(std::move(settings)) {
   settings_.dump_dir.clear();
 }
 
@@ -42,7 +42,10 @@ Result<std::vector<Tensor>> Stages::run(const runtime::Executable& first,
              graph_.source, outputs.status().message());
   }
   WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledModel> next, next_stage(handed));
-  return next->run(inputs, options);
+  std::vector<Tensor> all = inputs; // then the values the rest reads as data
+  std::move(handed.begin() + static_cast<std::ptrdiff_t>(needed_), handed.end(),
+            std::back_inserter(all));
+  return next->run(all, options);
 }
 
 Result<std::vector<Tensor>> Stages::HostOp::run(const std::vector<Tensor>& values) const {
@@ -156,21 +159,29 @@ Result<Stages::SymbolicRest> Stages::build_symbolic_rest(const std::vector<Tenso
 
 Result<std::shared_ptr<const CompiledModel>> Stages::next_stage(std::vector<Tensor>& handed) const {
   std::string key;
-  for (const Tensor& t : handed) {
-    key += t.type().to_string();
-    key += std::string_view(reinterpret_cast<const char*>(t.data()), t.num_bytes());
+  for (size_t i = 0; i < needed_; ++i) {
+    key += handed[i].type().to_string();
+    key += std::string_view(reinterpret_cast<const char*>(handed[i].data()), handed[i].num_bytes());
   }
   key = hash_hex(key);
   std::lock_guard<std::mutex> lock(mutex_); // later stages compile one at a time
   for (const auto& [k, stage] : kept_) {
     if (k == key) return stage;
   }
-  // The handed-over values become constants; the host ops run on them.
+  // The needed values become constants, and the host ops run on them; the others are inputs
+  // after the model's (kept as constants, a detector's feature maps had made each of the 8
+  // stages kept hold hundreds of megabytes).
   Graph graph = graph_.clone();
   for (size_t i = 0; i < handed.size(); ++i) {
     Value* v = graph.find_value(handed_over_[i]);
-    graph.replace_all_uses(
-        v, graph.add_constant(graph.unique_name(v->name + "_value"), std::move(handed[i])));
+    if (i < needed_) {
+      graph.replace_all_uses(
+          v, graph.add_constant(graph.unique_name(v->name + "_value"), std::move(handed[i])));
+      continue;
+    }
+    Value* in = graph.add_value(graph.unique_name(v->name + "_handed"), v->type);
+    graph.replace_all_uses(v, in);
+    graph.inputs.push_back(in);
   }
   WEFT_RETURN_IF_ERROR(refold(graph, "handed over"));
   WEFT_RETURN_IF_ERROR(stages::run_host_ops(graph));

@@ -20,7 +20,10 @@ namespace weft {
 
 class Stages {
 public:
-  Stages(Graph graph, std::vector<std::string> handed_over, stages::Frozen frozen,
+  // "handed_over": the values the first stage computes for the rest; the first "needed" are
+  // the host ops' inputs, whose values the next stage needs, the others values the rest
+  // reads as data (a per-content stage takes them as inputs, not as constants).
+  Stages(Graph graph, std::vector<std::string> handed_over, size_t needed, stages::Frozen frozen,
          CompileSettings settings);
 
   // Runs "first" (the first stage) on "inputs", then the rest.
@@ -45,12 +48,13 @@ private:
                                     const std::vector<Tensor>& handed) const;
   Result<SymbolicRest> build_symbolic_rest(const std::vector<Tensor>& inputs,
                                            const std::vector<Tensor>& handed) const;
-  // The next stage for this content of the handed-over values.
+  // The next stage for this content of the needed handed-over values (moved from "handed").
   Result<std::shared_ptr<const CompiledModel>> next_stage(std::vector<Tensor>& handed) const;
 
   static constexpr size_t kKept = 8;
   Graph graph_;
   std::vector<std::string> handed_over_;
+  size_t needed_;
   stages::Frozen frozen_;
   CompileSettings settings_;
   mutable std::once_flag symbolic_once_;

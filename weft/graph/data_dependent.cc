@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <numeric>
 
@@ -187,6 +188,7 @@ public:
     // A box meets b only if its right edge is right of b's left edge; its left edge is then
     // within its width of that (with a margin for the rounding of the widths).
     double from = b.x1 - widest_ - (std::abs(b.x1) + widest_) * 1e-9;
+    if (std::isnan(from)) from = -std::numeric_limits<double>::infinity(); // infinite edges
     for (auto it = by_left_.lower_bound(from); it != by_left_.end() && it->first < b.x2; ++it) {
       const auto& [k, k_area] = it->second;
       double h = std::min(k.y2, b.y2) - std::max(k.y1, b.y1);

@@ -51,7 +51,7 @@ void top_k_rows(const T* x, T* values, int64_t* indices, int64_t a, int64_t n, i
       int64_t out = i * k * b + j;
       for (int64_t e = 0; e < k; ++e) {
         const auto& [value, index] = row[static_cast<size_t>(e)];
-        if (values) values[out + e * b] = value;
+        values[out + e * b] = value;
         if (indices) indices[out + e * b] = index;
       }
     }
@@ -61,18 +61,16 @@ void top_k_rows(const T* x, T* values, int64_t* indices, int64_t a, int64_t n, i
 class TopKKernel final : public runtime::LibraryKernel {
 public:
   TopKKernel(DType dtype, CallExtent a, CallExtent n, CallExtent b, CallExtent k, bool largest,
-             bool values, bool indices)
-      : dtype_(dtype), a_(a), n_(n), b_(b), k_(k), largest_(largest), values_(values),
-        indices_(indices) {}
+             bool indices)
+      : dtype_(dtype), a_(a), n_(n), b_(b), k_(k), largest_(largest), indices_(indices) {}
 
   Status run(void* const* buffers, const int64_t* extents) const override {
     int64_t a = a_.at(extents), n = n_.at(extents), b = b_.at(extents), k = k_.at(extents);
     if (k > n)
       return Status::error(
           fmt::format("TopK: K = {} is larger than the axis, of {} elements", k, n));
-    int next = 1;
-    void* values = values_ ? buffers[next++] : nullptr;
-    auto* indices = indices_ ? static_cast<int64_t*>(buffers[next]) : nullptr;
+    void* values = buffers[1];
+    auto* indices = indices_ ? static_cast<int64_t*>(buffers[2]) : nullptr;
     auto go = [&]<typename T>(T*) {
       top_k_rows(static_cast<const T*>(buffers[0]), static_cast<T*>(values), indices, a, n, b, k,
                  largest_);
@@ -98,7 +96,7 @@ public:
 private:
   DType dtype_;
   CallExtent a_, n_, b_, k_;
-  bool largest_, values_, indices_;
+  bool largest_, indices_;
 };
 
 bool selectable(DType t) {
@@ -146,7 +144,7 @@ std::optional<LibraryCall> top_k_call(const Node& node) {
   CallExtent ea = call_extent(a, call.symbols), en = call_extent(len, call.symbols),
              eb = call_extent(b, call.symbols), ek = call_extent(k, call.symbols);
   call.kernel = std::make_shared<TopKKernel>(
-      x->type.dtype, ea, en, eb, ek, node.attrs_as<TopKAttrs>().largest, true, indices != nullptr);
+      x->type.dtype, ea, en, eb, ek, node.attrs_as<TopKAttrs>().largest, indices != nullptr);
   call.values = {x, values};
   if (indices) call.values.push_back(indices);
   call.nodes = {&node};
