@@ -10,6 +10,7 @@
 #include "weft/graph/data_dependent.h"
 #include "weft/graph/op_table.h"
 #include "weft/graph/passes/eliminate_dead_code.h"
+#include "weft/graph/passes/fold_constants.h"
 #include "weft/support/hash.h"
 #include "weft/support/log.h"
 
@@ -41,10 +42,14 @@ Result<std::vector<Tensor>> Stages::run(const runtime::Executable& first,
     log_info("{}: the stage after the host ops did not run ({}); compiling it for this content",
              graph_.source, outputs.status().message());
   }
+  std::vector<bool> input(handed.size());
+  for (size_t i = 0; i < handed.size(); ++i)
+    input[i] = is_input(i, handed[i]);
   WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledModel> next, next_stage(handed));
-  std::vector<Tensor> all = inputs; // then the values the rest reads as data
-  std::move(handed.begin() + static_cast<std::ptrdiff_t>(needed_), handed.end(),
-            std::back_inserter(all));
+  std::vector<Tensor> all = inputs; // then the handed-over values it takes as inputs
+  for (size_t i = 0; i < handed.size(); ++i) {
+    if (input[i]) all.push_back(std::move(handed[i]));
+  }
   return next->run(all, options);
 }
 
@@ -157,9 +162,14 @@ Result<Stages::SymbolicRest> Stages::build_symbolic_rest(const std::vector<Tenso
   return rest;
 }
 
+bool Stages::is_input(size_t i, const Tensor& value) const {
+  return i >= needed_ && value.num_elements() > kMaxFoldedElements;
+}
+
 Result<std::shared_ptr<const CompiledModel>> Stages::next_stage(std::vector<Tensor>& handed) const {
   std::string key;
-  for (size_t i = 0; i < needed_; ++i) {
+  for (size_t i = 0; i < handed.size(); ++i) {
+    if (is_input(i, handed[i])) continue;
     key += handed[i].type().to_string();
     key += std::string_view(reinterpret_cast<const char*>(handed[i].data()), handed[i].num_bytes());
   }
@@ -168,13 +178,12 @@ Result<std::shared_ptr<const CompiledModel>> Stages::next_stage(std::vector<Tens
   for (const auto& [k, stage] : kept_) {
     if (k == key) return stage;
   }
-  // The needed values become constants, and the host ops run on them; the others are inputs
-  // after the model's (kept as constants, a detector's feature maps had made each of the 8
-  // stages kept hold hundreds of megabytes).
+  // The constants: the host ops run on them (as constants, a detector's feature maps had made
+  // each of the 8 stages kept hold hundreds of megabytes).
   Graph graph = graph_.clone();
   for (size_t i = 0; i < handed.size(); ++i) {
     Value* v = graph.find_value(handed_over_[i]);
-    if (i < needed_) {
+    if (!is_input(i, handed[i])) {
       graph.replace_all_uses(
           v, graph.add_constant(graph.unique_name(v->name + "_value"), std::move(handed[i])));
       continue;

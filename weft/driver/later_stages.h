@@ -22,7 +22,7 @@ class Stages {
 public:
   // "handed_over": the values the first stage computes for the rest; the first "needed" are
   // the host ops' inputs, whose values the next stage needs, the others values the rest
-  // reads as data (a per-content stage takes them as inputs, not as constants).
+  // reads as data.
   Stages(Graph graph, std::vector<std::string> handed_over, size_t needed, stages::Frozen frozen,
          CompileSettings settings);
 
@@ -48,7 +48,11 @@ private:
                                     const std::vector<Tensor>& handed) const;
   Result<SymbolicRest> build_symbolic_rest(const std::vector<Tensor>& inputs,
                                            const std::vector<Tensor>& handed) const;
-  // The next stage for this content of the needed handed-over values (moved from "handed").
+  // Does a per-content stage take handed-over value "i" as an input? The host ops' inputs,
+  // and the other values small enough to fold (a box's size that a later Resize takes), are
+  // its constants and key it; larger ones (feature maps) are inputs after the model's.
+  bool is_input(size_t i, const Tensor& value) const;
+  // The next stage for this content of its constants (moved from "handed").
   Result<std::shared_ptr<const CompiledModel>> next_stage(std::vector<Tensor>& handed) const;
 
   static constexpr size_t kKept = 8;
