@@ -10,11 +10,9 @@ images on which Weft's outputs equal ONNX Runtime's (rtol 1e-4, atol 1e-4 of the
 magnitude); "Same scores": images on which the sorted score lists agree within 1e-3 (random
 weights make the class scores nearly uniform, ~1/91 each, so detections whose scores differ
 by less than the two systems' rounding swap places, and the last of a quota may differ).
-Every timed run is on an image no run has seen. A stage compiled per content is kept by the
-values its host ops read (the last 8): with score thresholds of 0 every candidate passes, so
-the NonZero masks, and the stages after them, repeat from image to image, where a trained
-model's would vary. So the table is a best case for those stages; what one costs is measured
-separately (docs/data-dependent-shapes.md). Weft's Python module
+Every timed run is on an image no run has seen, as in deployment: a stage compiled per
+content (kept by the values it folds: the host ops' inputs, the boxes) compiles again on
+every run, from the kernel caches. Weft's Python module
 (its ONNX Runtime-compatible InferenceSession) and ONNX Runtime (CPU execution provider, 2
 intra-op threads) alternate over rounds; an entry is the system's lowest median. Not in CI.
 
@@ -138,10 +136,8 @@ def markdown(r):
              "data-dependent counts between them), random weights and score thresholds of 0, exported "
              f"by PyTorch {r['pytorch']}'s TorchScript exporter (opset 18) for a 320x320 image (the "
              "ResNet-50 models resize it to 800x800 in the graph). Every timed run is on an image no run "
-             "has seen; with thresholds of 0 every candidate passes, so the values that key the stages "
-             "compiled per content (the NonZero masks) repeat from image to image, where a trained "
-             "model's would vary: a best case for those stages ([data-dependent-shapes.md]"
-             "(data-dependent-shapes.md#detection-models) says what one costs). \"Equal\": of 4 images, those on which Weft's outputs equal ONNX Runtime's; "
+             "has seen, as in deployment: the stages compiled per content compile again on every run, "
+             "from the kernel caches ([data-dependent-shapes.md](data-dependent-shapes.md#detection-models)). \"Equal\": of 4 images, those on which Weft's outputs equal ONNX Runtime's; "
              "\"same scores\": those whose sorted scores agree within 1e-3 (random weights make the "
              "class scores nearly uniform, so detections whose scores differ by less than the "
              "rounding swap places, and the last of a quota may differ). Weft's "
