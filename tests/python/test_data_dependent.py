@@ -505,3 +505,79 @@ def test_shapes_computed_from_data_are_a_stage_boundary():
         np.testing.assert_array_equal(got["big"], big)
         np.testing.assert_array_equal(got["cut"], big[:, :, 1:2 * b[0], 2:2 * b[1]])
         np.testing.assert_array_equal(got["pad"], np.full((2 * b[0], 2 * b[1]), 0.5, np.float32))
+
+
+def test_chained_stages_and_an_if_on_a_count_compile_once(tmp_path):
+    """torchvision's postprocessing: the scores above a threshold (NonZero), the best
+    min(count, 50) of them (TopK), then `batched_nms`, which tests `boxes.numel() == 0` in an
+    If and runs NonMaxSuppression in its else-branch on boxes computed after the first host
+    op. Every stage compiles over symbols: one compile per stage and per branch taken, not per
+    content (WEFT_LOG), over 12 inputs with different counts, none of them among them;
+    against numpy."""
+    script = r'''
+import sys, numpy as np, weft
+from onnx import TensorProto, helper
+i64 = TensorProto.INT64
+c = lambda n, v, e=i64: helper.make_tensor(n, e, [len(v)], v)
+empty = helper.make_tensor("none", i64, [0], [])
+then_branch = helper.make_graph([helper.make_node("Identity", ["none"], ["kept_then"])], "then",
+                                [], [helper.make_tensor_value_info("kept_then", i64, [0])],
+                                initializer=[empty])
+else_branch = helper.make_graph(
+    [helper.make_node("Unsqueeze", ["kb", "zero"], ["b3"]),
+     helper.make_node("Unsqueeze", ["v", "zero_one"], ["s3"]),
+     helper.make_node("NonMaxSuppression", ["b3", "s3", "max_out", "iou"], ["sel"]),
+     helper.make_node("Gather", ["sel", "two"], ["kept_else"], axis=1)],
+    "else", [], [helper.make_tensor_value_info("kept_else", i64, ["m"])])
+nodes = [helper.make_node("Greater", ["x", "t"], ["above"]),
+         helper.make_node("NonZero", ["above"], ["nz"]),
+         helper.make_node("Squeeze", ["nz", "zero"], ["where"]),
+         helper.make_node("Gather", ["x", "where"], ["s"]),
+         helper.make_node("Gather", ["boxes", "where"], ["b"], axis=0),
+         helper.make_node("Shape", ["s"], ["n"]),
+         helper.make_node("Concat", ["n", "fifty"], ["both"], axis=0),
+         helper.make_node("ReduceMin", ["both"], ["k"], keepdims=1),
+         helper.make_node("TopK", ["s", "k"], ["v", "i"], axis=0),
+         helper.make_node("Gather", ["b", "i"], ["kb"], axis=0),
+         helper.make_node("Size", ["kb"], ["numel"]),
+         helper.make_node("Equal", ["numel", "zero_scalar"], ["is_empty"]),
+         helper.make_node("If", ["is_empty"], ["kept"], then_branch=then_branch,
+                          else_branch=else_branch),
+         helper.make_node("Gather", ["kb", "kept"], ["final_boxes"], axis=0),
+         helper.make_node("Gather", ["v", "kept"], ["final_scores"], axis=0)]
+f = lambda n, s, e=TensorProto.FLOAT: helper.make_tensor_value_info(n, e, s)
+init = [c("t", [0.0], TensorProto.FLOAT), c("zero", [0]), c("zero_one", [0, 1]), c("fifty", [50]),
+        c("max_out", [20]), c("iou", [0.3], TensorProto.FLOAT), helper.make_tensor("two", i64, [], [2]),
+        helper.make_tensor("zero_scalar", i64, [], [0])]
+graph = helper.make_graph(nodes, "g", [f("x", [2000]), f("boxes", [2000, 4])],
+                          [f("final_boxes", ["m", 4]), f("final_scores", ["m"])], initializer=init)
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+model.ir_version = 8
+m = weft.compile(model.SerializeToString())
+rng = np.random.default_rng(12)
+for trial in range(12):
+    x = (rng.standard_normal(2000) + (-10.0 if trial in (3, 8) else -2.0 - trial / 6)).astype(np.float32)
+    corner = rng.uniform(0, 10, (2000, 2)).astype(np.float32)
+    boxes = np.concatenate([corner, corner + rng.uniform(1, 3, (2000, 2)).astype(np.float32)], 1)
+    got = m.run({"x": x, "boxes": boxes})
+    np.savez(f"{sys.argv[1]}/{trial}.npz", x=x, boxes=boxes, **got)
+print("ok")
+'''
+    env = dict(os.environ, WEFT_LOG="info", WEFT_CACHE_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-3000:]
+    assert "per content" not in done.stderr, done.stderr[-3000:]
+    compiles = done.stderr.count("generated kernels")
+    assert compiles <= 7, done.stderr[-3000:]  # stages and branches, not 12 contents
+    counts = set()
+    for trial in range(12):
+        r = np.load(tmp_path / f"{trial}.npz")
+        x, boxes = r["x"], r["boxes"]
+        where = np.nonzero(x > 0)[0]
+        best = where[np.lexsort((where, -x[where]))][:50]
+        counts.add(len(where))
+        sel = nms_reference(boxes[best][None], x[best][None, None], 20, 0.3, -np.inf)[:, 2]
+        np.testing.assert_array_equal(r["final_boxes"], boxes[best][sel])
+        np.testing.assert_array_equal(r["final_scores"], x[best][sel])
+    assert 0 in counts and len(counts) >= 8, counts

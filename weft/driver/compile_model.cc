@@ -80,11 +80,6 @@ Status stages::compile_graph(Graph graph, const Frozen& frozen, const CompileSet
                              Dumper& dump, PhaseTimer& timer, CompiledModel& out) {
   std::vector<std::string> handed_over =
       stages::host_op_inputs(graph, !settings.dynamic_shapes, &out.host_ops);
-  if (settings.dynamic_shapes && !handed_over.empty()) {
-    return Status::error(fmt::format("{}: dims known only at run time need a model without "
-                                     "data-dependent shapes",
-                                     graph.source));
-  }
   if (!handed_over.empty()) {
     Graph first = graph.clone();
     first.outputs.clear();

@@ -11,30 +11,65 @@
 #include "weft/graph/op_table.h"
 #include "weft/graph/passes/eliminate_dead_code.h"
 #include "weft/graph/passes/fold_constants.h"
+#include "weft/graph/passes/specialize_shapes.h"
 #include "weft/support/hash.h"
 #include "weft/support/log.h"
 
 namespace weft {
 
+namespace {
+
+// A key of the handed-over values for which "keyed[i]" holds: their types and contents.
+std::string key_of(const std::vector<Tensor>& handed, const std::vector<bool>& keyed) {
+  std::string key;
+  for (size_t i = 0; i < handed.size(); ++i) {
+    if (!keyed[i]) continue;
+    key += handed[i].type().to_string();
+    key += std::string_view(reinterpret_cast<const char*>(handed[i].data()), handed[i].num_bytes());
+  }
+  return hash_hex(key);
+}
+
+bool is_control_flow(const Node& n) {
+  return n.op_type == Op::kIf || n.op_type == Op::kLoop || n.op_type == Op::kScan;
+}
+
+} // namespace
+
 Stages::Stages(Graph graph, std::vector<std::string> handed_over, size_t needed,
                stages::Frozen frozen, CompileSettings settings)
     : graph_(std::move(graph)), handed_over_(std::move(handed_over)), needed_(needed),
-      frozen_(std::move(frozen)), settings_(std::move(settings)) {
+      frozen_(std::move(frozen)), settings_(std::move(settings)),
+      keyed_(handed_over_.size(), false) {
   settings_.dump_dir.clear();
+  for (const auto& n : graph_.nodes()) {
+    for (size_t i = 0; i < n->inputs.size(); ++i) {
+      const Value* v = n->inputs[i];
+      auto it = v ? std::find(handed_over_.begin(), handed_over_.begin() + needed_, v->name)
+                  : handed_over_.end();
+      if (it == handed_over_.begin() + needed_) continue;
+      bool control = is_control_flow(*n) && needs_value(*n, i);
+      bool shape = !is_data_dependent(*n) && is_shape_operand(*n, i) && !settings_.dynamic_shapes &&
+                   stages::waits_for_shape_values(*n);
+      if (control || shape) keyed_[static_cast<size_t>(it - handed_over_.begin())] = true;
+    }
+  }
 }
 
 Result<std::vector<Tensor>> Stages::run(const runtime::Executable& first,
                                         const std::vector<Tensor>& inputs,
                                         const runtime::RunOptions& options) const {
   WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> handed, first.run(inputs, options));
-  if (const SymbolicRest* rest = symbolic_rest(inputs, handed)) {
+  if (std::shared_ptr<const SymbolicRest> rest = symbolic_rest(inputs, handed)) {
     std::vector<Tensor> host_outputs;
     for (const HostOp& op : rest->host_ops) {
       WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> outs, op.run(handed));
       std::move(outs.begin(), outs.end(), std::back_inserter(host_outputs));
     }
-    std::vector<Tensor> all = inputs;
-    all.insert(all.end(), handed.begin(), handed.end());
+    std::vector<Tensor> all = inputs; // then the handed-over values it does not fold
+    for (size_t i = 0; i < handed.size(); ++i) {
+      if (!keyed_[i]) all.push_back(handed[i]);
+    }
     std::move(host_outputs.begin(), host_outputs.end(), std::back_inserter(all));
     Result<std::vector<Tensor>> outputs = rest->model->run(all, options);
     if (outputs.ok()) return outputs;
@@ -54,33 +89,47 @@ Result<std::vector<Tensor>> Stages::run(const runtime::Executable& first,
 }
 
 Result<std::vector<Tensor>> Stages::HostOp::run(const std::vector<Tensor>& values) const {
-  std::vector<Value> ins(node->inputs.size());
-  Node n = *node;
+  Node n = node;
+  std::vector<Value> ins(n.inputs.size()), outs(n.outputs.size());
   for (size_t i = 0; i < n.inputs.size(); ++i) {
-    if (!n.inputs[i] || handed[i] < 0) continue;
-    ins[i].type = values[static_cast<size_t>(handed[i])].type();
-    ins[i].constant = std::make_shared<const Tensor>(values[static_cast<size_t>(handed[i])]);
+    if (!n.inputs[i]) continue;
+    ins[i].constant = handed[i] < 0
+                          ? known[i]
+                          : std::make_shared<const Tensor>(values[static_cast<size_t>(handed[i])]);
+    ins[i].type = ins[i].constant->type();
     n.inputs[i] = &ins[i];
   }
-  WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> outs, evaluate_on_host(n));
-  outs.resize(std::min(outs.size(), n.outputs.size())); // Unique's trailing outputs may be absent
-  return outs;
+  for (size_t o = 0; o < n.outputs.size(); ++o) {
+    if (n.outputs[o]) n.outputs[o] = &outs[o];
+  }
+  WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> results, evaluate_on_host(n));
+  // Unique's trailing outputs may be absent
+  results.resize(std::min(results.size(), n.outputs.size()));
+  return results;
 }
 
-const Stages::SymbolicRest* Stages::symbolic_rest(const std::vector<Tensor>& inputs,
-                                                  const std::vector<Tensor>& handed) const {
-  std::call_once(symbolic_once_, [&] {
-    Result<SymbolicRest> built = build_symbolic_rest(inputs, handed);
-    if (built.ok()) {
-      symbolic_ = std::make_unique<SymbolicRest>(std::move(built).value());
-      log_info("{}: the stage after the host ops compiled once, over symbolic extents",
-               graph_.source);
-    } else {
-      log_info("{}: the stage after the host ops compiles per content: {}", graph_.source,
-               built.status().message());
-    }
-  });
-  return symbolic_.get();
+std::shared_ptr<const Stages::SymbolicRest>
+Stages::symbolic_rest(const std::vector<Tensor>& inputs, const std::vector<Tensor>& handed) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (symbolic_failed_) return nullptr;
+  std::string key = key_of(handed, keyed_);
+  for (const auto& [k, rest] : symbolic_) {
+    if (k == key) return rest;
+  }
+  Result<SymbolicRest> built = build_symbolic_rest(inputs, handed);
+  if (!built.ok()) {
+    log_info("{}: the stage after the host ops compiles per content: {}", graph_.source,
+             built.status().message());
+    symbolic_failed_ = true;
+    return nullptr;
+  }
+  bool keyed = std::find(keyed_.begin(), keyed_.end(), true) != keyed_.end();
+  log_info("{}: the stage after the host ops compiled {}, over symbolic extents", graph_.source,
+           keyed ? "for these values of the handed-over ones that decide control flow or shapes"
+                 : "once");
+  if (symbolic_.size() == kKept) symbolic_.erase(symbolic_.begin());
+  symbolic_.emplace_back(key, std::make_shared<const SymbolicRest>(std::move(built).value()));
+  return symbolic_.back().second;
 }
 
 Result<Stages::SymbolicRest> Stages::build_symbolic_rest(const std::vector<Tensor>& inputs,
@@ -88,32 +137,40 @@ Result<Stages::SymbolicRest> Stages::build_symbolic_rest(const std::vector<Tenso
   SymbolicRest rest;
   Graph g = graph_.clone();
   std::vector<Tensor> samples = inputs;
-  std::vector<const Value*> handed_inputs;
+  std::vector<const Value*> handed_inputs(handed_over_.size(), nullptr);
   for (size_t h = 0; h < handed_over_.size(); ++h) {
     Value* v = g.find_value(handed_over_[h]);
+    if (keyed_[h]) {
+      g.replace_all_uses(v, g.add_constant(g.unique_name(v->name + "_value"), handed[h]));
+      continue;
+    }
     Value* in = g.add_value(g.unique_name(v->name + "_handed"), v->type);
     g.replace_all_uses(v, in);
     g.inputs.push_back(in);
-    handed_inputs.push_back(in);
+    handed_inputs[h] = in;
     samples.push_back(handed[h]);
   }
+  // The keyed values choose the Ifs' branches, unroll Loops and fold shapes.
+  if (std::find(keyed_.begin(), keyed_.end(), true) != keyed_.end()) {
+    WEFT_RETURN_IF_ERROR(refold(g, "handed over"));
+    WEFT_RETURN_IF_ERROR(stages::run_host_ops(g));
+  }
+  // The host ops: the data-dependent nodes that read only handed-over values and constants.
+  // Those further on stay, and stage the compile of the rest again.
   std::vector<const Node*> host;
-  for (size_t i = 0; i < g.nodes().size(); ++i) {
-    const Node& n = *g.nodes()[i];
-    if (!is_data_dependent(n)) continue;
-    if (n.op_type == Op::kIf || n.op_type == Op::kLoop || n.op_type == Op::kScan)
-      return Status::error(fmt::format("{} '{}' rewrites the graph", n.op_type, n.name));
-    if (n.conditional)
-      return Status::error(fmt::format("{} '{}' is in a branch of an If", n.op_type, n.name));
-    HostOp op{graph_.nodes()[i].get(), {}};
+  for (const auto& node : g.nodes()) {
+    const Node& n = *node;
+    if (!is_data_dependent(n) || is_control_flow(n) || n.conditional) continue;
+    HostOp op{n, {}, {}};
+    bool reads_handed = true;
     for (const Value* v : n.inputs) {
       auto it = std::find(handed_inputs.begin(), handed_inputs.end(), v);
-      if (v && !v->is_constant() && it == handed_inputs.end())
-        return Status::error(
-            fmt::format("{} '{}' reads a value computed after the first stage", n.op_type, n.name));
-      op.handed.push_back(it == handed_inputs.end() ? -1
-                                                    : static_cast<int>(it - handed_inputs.begin()));
+      reads_handed &= !v || v->is_constant() || it != handed_inputs.end();
+      op.known.push_back(v && v->is_constant() ? v->constant : nullptr);
+      op.handed.push_back(
+          !v || it == handed_inputs.end() ? -1 : static_cast<int>(it - handed_inputs.begin()));
     }
+    if (!reads_handed) continue;
     WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> outs, op.run(handed));
     // The output types by the op's shape function, whatever the model declares: a
     // data-dependent extent is a symbol of its own (one per count: Unique's outputs share it).
@@ -123,18 +180,17 @@ Result<Stages::SymbolicRest> Stages::build_symbolic_rest(const std::vector<Tenso
     std::map<std::string, Dim> counts;
     for (size_t o = 0; o < n.outputs.size(); ++o) {
       Value* v = n.outputs[o];
-      if (!v || o >= types.size() || !types[o].shape)
+      if (!v) continue;
+      if (o >= types.size() || !types[o].shape)
         return Status::error(
             fmt::format("{} '{}' has an output of unknown rank", n.op_type, n.name));
       TensorType type = types[o];
       for (Dim& d : *type.shape) {
         if (d.is_static()) continue;
         auto [it, added] = counts.try_emplace(d.symbol_name(), 0);
-        if (added) {
-          std::string symbol = fmt::format("host{}_count{}", rest.host_ops.size(), counts.size());
-          g.note_symbol(symbol);
-          it->second = Dim::symbol(symbol);
-        }
+        if (added)
+          it->second =
+              g.unique_symbol(fmt::format("host{}_count{}", rest.host_ops.size(), counts.size()));
         d = it->second;
       }
       Value* in = g.add_value(g.unique_name(v->name + "_host"), type);
@@ -167,14 +223,11 @@ bool Stages::is_input(size_t i, const Tensor& value) const {
 }
 
 Result<std::shared_ptr<const CompiledModel>> Stages::next_stage(std::vector<Tensor>& handed) const {
-  std::string key;
-  for (size_t i = 0; i < handed.size(); ++i) {
-    if (is_input(i, handed[i])) continue;
-    key += handed[i].type().to_string();
-    key += std::string_view(reinterpret_cast<const char*>(handed[i].data()), handed[i].num_bytes());
-  }
-  key = hash_hex(key);
-  std::lock_guard<std::mutex> lock(mutex_); // later stages compile one at a time
+  std::vector<bool> constant(handed.size());
+  for (size_t i = 0; i < handed.size(); ++i)
+    constant[i] = !is_input(i, handed[i]);
+  std::string key = key_of(handed, constant);
+  std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& [k, stage] : kept_) {
     if (k == key) return stage;
   }

@@ -1,10 +1,12 @@
 // The stages after the first, in a model with data-dependent ops (docs/data-dependent-shapes.md):
-// the specialized graph and the values the first stage hands over to its host ops. Where
-// every host op is NonZero, Unique, NonMaxSuppression or Compress and reads only handed-over
-// values and constants, the rest of the model compiles once, over symbols for their
-// data-dependent extents, and each run computes the host ops on the host and runs it (the
-// dynamic-shape machinery: no compile per content). Otherwise, or where that compile fails,
-// the next stage is compiled for each handed-over content (the most recent few kept).
+// the specialized graph and the values the first stage hands over to its host ops. The rest
+// of the model compiles over symbols for the data-dependent extents of the host ops that read
+// handed-over values (NonZero, Unique, NonMaxSuppression, Compress), and each run computes
+// them on the host and runs it (the dynamic-shape machinery: no compile per content). Ifs,
+// Loops and shapes that handed-over values decide are folded: that rest is compiled for each
+// of their values. Data-dependent ops further on stage that compile again, over symbols.
+// Where it fails, the next stage is compiled for each handed-over content (the most recent
+// few kept).
 #pragma once
 
 #include <memory>
@@ -32,10 +34,11 @@ public:
                                   const runtime::RunOptions& options) const;
 
 private:
-  // A host op of the symbolic rest, with where its inputs come from.
+  // A host op of the symbolic rest, with its constant inputs and where the others come from.
   struct HostOp {
-    const Node* node;        // in graph_
-    std::vector<int> handed; // per input: the handed-over value it is, or -1 (a constant)
+    Node node;                    // its inputs and outputs are set per run
+    std::vector<TensorRef> known; // per input: its value when constant
+    std::vector<int> handed;      // per input: the handed-over value it is, or -1
     Result<std::vector<Tensor>> run(const std::vector<Tensor>& handed_values) const;
   };
   struct SymbolicRest {
@@ -43,9 +46,10 @@ private:
     std::shared_ptr<const CompiledModel> model; // inputs: the model's, handed, host outputs
   };
 
-  // The symbolic rest, built at the first run; null when it cannot be.
-  const SymbolicRest* symbolic_rest(const std::vector<Tensor>& inputs,
-                                    const std::vector<Tensor>& handed) const;
+  // The symbolic rest for the values "handed" gives the keyed handed-over values (none: one
+  // rest for every run), built at the first run with them; null when it cannot be.
+  std::shared_ptr<const SymbolicRest> symbolic_rest(const std::vector<Tensor>& inputs,
+                                                    const std::vector<Tensor>& handed) const;
   Result<SymbolicRest> build_symbolic_rest(const std::vector<Tensor>& inputs,
                                            const std::vector<Tensor>& handed) const;
   // Does a per-content stage take handed-over value "i" as an input? The host ops' inputs,
@@ -61,9 +65,13 @@ private:
   size_t needed_;
   stages::Frozen frozen_;
   CompileSettings settings_;
-  mutable std::once_flag symbolic_once_;
-  mutable std::unique_ptr<SymbolicRest> symbolic_; // null: compile per content
-  mutable std::mutex mutex_;
+  // Per handed-over value: does the symbolic rest fold it? An If's condition, a Loop's trip
+  // count and condition, a shape operand of a node whose dims wait for it: each of their
+  // values has a symbolic rest of its own.
+  std::vector<bool> keyed_;
+  mutable std::mutex mutex_;             // later stages compile one at a time
+  mutable bool symbolic_failed_ = false; // then every stage compiles per content
+  mutable std::vector<std::pair<std::string, std::shared_ptr<const SymbolicRest>>> symbolic_;
   mutable std::vector<std::pair<std::string, std::shared_ptr<const CompiledModel>>> kept_;
 };
 

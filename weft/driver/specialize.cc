@@ -132,12 +132,6 @@ Status run_host_ops(Graph& graph) {
   }
 }
 
-namespace {
-
-// Does "n" wait for the value of a shape operand computed from data (Mask R-CNN resizes each
-// mask to its box's size, then slices and pads it into the image)? Its output dims are
-// unknown until then (not static: in a compile for static shapes, a dim no shape function
-// could tell); once the operands are constants, folding gives them.
 bool waits_for_shape_values(const Node& n) {
   bool unknown = std::any_of(n.outputs.begin(), n.outputs.end(), [](const Value* v) {
     return v && (!v->type.shape || std::any_of(v->type.shape->begin(), v->type.shape->end(),
@@ -149,8 +143,6 @@ bool waits_for_shape_values(const Node& n) {
   }
   return false;
 }
-
-} // namespace
 
 std::vector<std::string> host_op_inputs(const Graph& graph, bool shape_values,
                                         std::vector<std::string>* host_ops) {

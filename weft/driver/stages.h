@@ -55,6 +55,11 @@ Status run_host_ops(Graph& graph);
 // operand computed from data is such a node too, needing that operand.
 std::vector<std::string> host_op_inputs(const Graph& graph, bool shape_values,
                                         std::vector<std::string>* host_ops);
+// Does "n" wait for the value of a shape operand computed from data (Mask R-CNN resizes each
+// mask to its box's size, then slices and pads it into the image)? Its output dims are
+// unknown until then (not static: in a compile for static shapes, a dim no shape function
+// could tell); once the operands are constants, folding gives them.
+bool waits_for_shape_values(const Node& n);
 // One message listing every node that cannot run yet, grouped by op.
 Status check_lowerable(const Graph& graph);
 

@@ -537,7 +537,11 @@ struct TopKAttrs {
   int64_t axis = -1;
   bool largest = true;
   bool sorted = true; // Weft always returns sorted results
-  WEFT_FIELDS(f("axis", axis); f("largest", largest); f("sorted", sorted))
+  // K over symbols (torchvision's min(300, N)), from the shapes the graph computes
+  // (fold_shape_values, in a dynamic-shape compile); the K input is then gone.
+  std::optional<Dim> symbolic_k = std::nullopt;
+  WEFT_FIELDS(f("axis", axis); f("largest", largest); f("sorted", sorted);
+              f("symbolic_k", symbolic_k))
 };
 
 struct TriluAttrs {
@@ -699,7 +703,10 @@ struct RangeAttrs {
 
 struct ConstantOfShapeAttrs {
   TensorRef value; // a one-element tensor; f32 0 when absent
-  WEFT_FIELDS(f("value", value))
+  // The shape over symbols, as ReshapeAttrs::symbolic_shape (fold_shape_values); the shape
+  // input is then gone.
+  std::optional<Shape> symbolic_shape = std::nullopt;
+  WEFT_FIELDS(f("value", value); f("symbolic_shape", symbolic_shape))
 };
 
 using OpAttrs = std::variant<

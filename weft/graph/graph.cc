@@ -120,6 +120,12 @@ Value* Graph::find_value(const std::string& name) const {
   return it == value_by_name_.end() ? nullptr : it->second;
 }
 
+Dim Graph::unique_symbol(const std::string& base) {
+  std::string name = unique_in(symbols_, base);
+  symbols_.insert(name);
+  return Dim::symbol(name);
+}
+
 Dim Graph::fresh_symbol() {
   std::string name;
   do {

@@ -94,6 +94,8 @@ public:
   // Symbolic dims. Every symbol of the model is noted at import, so that a fresh one
   // ("unk0", "unk1", ...) never equals a dim it is unrelated to.
   void note_symbol(const std::string& name) { symbols_.insert(name); }
+  // A new symbol named from "base" (noted), unequal to every symbol of the graph.
+  Dim unique_symbol(const std::string& base);
   Dim fresh_symbol();
   // Is "d" one of fresh_symbol's: a dim no shape function could tell?
   bool is_fresh(const Dim& d) const { return fresh_.contains(d.symbol_name()); }

@@ -34,6 +34,7 @@ std::string attr_text(const Ints& v) { return fmt::format("[{}]", fmt::join(v, "
 std::string attr_text(const Floats& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 std::string attr_text(const TensorRef& v) { return v ? v->to_string() : "none"; }
 std::string attr_text(const Shape& v) { return shape_to_string(v); }
+std::string attr_text(const Dim& v) { return v.to_string(); }
 
 nlohmann::json attr_json(int64_t v) { return v; }
 nlohmann::json attr_json(bool v) { return v; }
@@ -63,6 +64,7 @@ nlohmann::json attr_json(const Ints& v) { return v; }
 nlohmann::json attr_json(const Floats& v) { return v; }
 nlohmann::json attr_json(const TensorRef& v) { return v ? v->to_string() : "none"; }
 nlohmann::json attr_json(const Shape& v) { return shape_to_string(v); }
+nlohmann::json attr_json(const Dim& v) { return v.to_string(); }
 
 std::string attrs_text(const OpAttrs& attrs) {
   std::vector<std::string> parts;

@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "weft/support/check.h"
 
@@ -99,8 +100,37 @@ Product factors_of(const Dim& d) {
   return p;
 }
 
+// The positions in "s" outside parentheses (depth 0) of the characters "chars".
+std::vector<size_t> top_level(const std::string& s, std::string_view chars) {
+  std::vector<size_t> at;
+  int depth = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '(') ++depth;
+    if (s[i] == ')') --depth;
+    if (depth == 0 && chars.find(s[i]) != std::string_view::npos) at.push_back(i);
+  }
+  return at;
+}
+
+// Does the '(' at s[0] close at s[close]?
+bool closes_at(const std::string& s, size_t close) {
+  int depth = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    depth += s[i] == '(' ? 1 : s[i] == ')' ? -1 : 0;
+    if (depth == 0) return i == close;
+  }
+  return false;
+}
+
+// A dim from its spelling: a constant or a symbolic one.
+Dim dim_of(const std::string& s) {
+  std::optional<int64_t> c = parse_constant(s);
+  return c ? Dim(*c) : Dim::symbol(s);
+}
+
 // A quotient factor "(X+a)/b" (dim_floor_div's spelling): X, a and b; or a sum "(X+Y)/1"
-// (dim_add's), whose offset Y is a product of symbols.
+// (dim_add's), whose offset Y is a product and whose X may be a sum itself ("(A+B+C)/1": X
+// is "(A+B)/1").
 struct Quotient {
   Dim x;
   Dim offset;
@@ -109,17 +139,54 @@ struct Quotient {
 
 std::optional<Quotient> parse_quotient(const std::string& f) {
   size_t slash = f.rfind(")/");
-  if (f.empty() || f[0] != '(' || slash == std::string::npos) return std::nullopt;
+  if (f.empty() || f[0] != '(' || slash == std::string::npos || !closes_at(f, slash))
+    return std::nullopt;
   std::optional<int64_t> divisor = parse_constant(f.substr(slash + 2));
-  size_t sign = f.find_last_of("+-", slash);
-  if (!divisor || *divisor <= 0 || sign == std::string::npos || sign < 2) return std::nullopt;
-  std::string term = f.substr(sign + 1, slash - sign - 1);
+  std::string body = f.substr(1, slash - 1);
+  std::vector<size_t> signs = top_level(body, "+-");
+  if (!divisor || *divisor <= 0 || signs.empty() || signs.back() == 0) return std::nullopt;
+  size_t sign = signs.back();
+  std::string term = body.substr(sign + 1);
   std::optional<int64_t> constant = parse_constant(term);
-  if (!constant && (f[sign] == '-' || term.empty())) return std::nullopt;
-  Dim offset = constant ? Dim(f[sign] == '-' ? -*constant : *constant) : Dim::symbol(term);
-  std::string x = f.substr(1, sign - 1);
-  Dim xd = parse_constant(x) ? Dim(*parse_constant(x)) : Dim::symbol(x);
-  return Quotient{xd, offset, *divisor};
+  if (!constant && (body[sign] == '-' || term.empty())) return std::nullopt;
+  Dim offset = constant ? Dim(body[sign] == '-' ? -*constant : *constant) : Dim::symbol(term);
+  std::string x = body.substr(0, sign);
+  bool sum = !top_level(x, "+-").empty();
+  return Quotient{sum ? Dim::symbol("(" + x + ")/1") : dim_of(x), offset, *divisor};
+}
+
+// The operands of a minimum factor "min(A,B)" (dim_min's spelling).
+std::optional<std::pair<Dim, Dim>> parse_min(const std::string& f) {
+  if (!f.starts_with("min(") || f.back() != ')') return std::nullopt;
+  std::string args = f.substr(4, f.size() - 5);
+  std::vector<size_t> commas = top_level(args, ",");
+  if (commas.size() != 1 || !closes_at(f.substr(3), f.size() - 4)) return std::nullopt;
+  return std::pair{dim_of(args.substr(0, commas[0])), dim_of(args.substr(commas[0] + 1))};
+}
+
+// The terms of a sum of products: a product alone, or the terms of dim_add's "(A+B+C)/1"
+// (sorted); nullopt for other dims. A term is no constant: "(X+c)/1" is X plus a constant,
+// one factor.
+std::optional<std::vector<std::string>> sum_terms(const Dim& d) {
+  if (d.is_static()) return std::nullopt;
+  const std::string& s = d.symbol_name();
+  if (s.starts_with("(") && s.ends_with(")/1") && closes_at(s, s.size() - 3)) {
+    std::string inner = s.substr(1, s.size() - 4);
+    std::vector<std::string> terms;
+    size_t begin = 0;
+    for (size_t plus : top_level(inner, "+")) {
+      terms.push_back(inner.substr(begin, plus - begin));
+      begin = plus + 1;
+    }
+    terms.push_back(inner.substr(begin));
+    bool all_products = top_level(inner, "-").empty() &&
+                        std::none_of(terms.begin(), terms.end(), [](const std::string& t) {
+                          return t.empty() || parse_constant(t);
+                        });
+    if (terms.size() > 1 && all_products) return terms;
+  }
+  if (!top_level(s, "+-").empty()) return std::nullopt;
+  return std::vector<std::string>{s};
 }
 
 // floor(a / b) for b > 0.
@@ -177,13 +244,20 @@ std::optional<Dim> dim_add(const Dim& a, const Dim& b) {
   if (b.is_static())
     return b.value() >= 0 ? std::optional(dim_floor_div(a, b.value(), 1)) : std::nullopt;
   if (a.is_static()) return dim_add(b, a);
-  // Two products of plain symbols, sorted: P + T and T + P are one dim.
-  auto plain = [](const Dim& d) {
-    return d.symbol_name().find_first_of("()+-/") == std::string::npos;
-  };
-  if (!plain(a) || !plain(b)) return std::nullopt;
-  auto [first, second] = std::minmax(a.symbol_name(), b.symbol_name());
-  return Dim::symbol(fmt::format("({}+{})/1", first, second));
+  // Sums of products of plain symbols, their terms sorted: P + T and T + P are one dim, and so
+  // are (A + B) + C and A + (B + C) (a Concat of many data-dependent counts).
+  std::optional<std::vector<std::string>> ta = sum_terms(a), tb = sum_terms(b);
+  if (!ta || !tb) return std::nullopt;
+  ta->insert(ta->end(), tb->begin(), tb->end());
+  std::sort(ta->begin(), ta->end());
+  return Dim::symbol(fmt::format("({})/1", fmt::join(*ta, "+")));
+}
+
+Dim dim_min(const Dim& a, const Dim& b) {
+  if (a.is_static() && b.is_static()) return std::min(a.value(), b.value());
+  if (a == b) return a;
+  std::string x = a.to_string(), y = b.to_string();
+  return Dim::symbol(fmt::format("min({},{})", std::min(x, y), std::max(x, y)));
 }
 
 std::optional<int64_t> eval_dim(const Dim& d, const std::map<std::string, int64_t>& symbols) {
@@ -199,6 +273,10 @@ std::optional<int64_t> eval_dim(const Dim& d, const std::map<std::string, int64_
       if (!x || !offset || __builtin_add_overflow(*x, *offset, &v)) return std::nullopt;
       v = floor_div(v, q->divisor);
       if (v < 0) return std::nullopt;
+    } else if (std::optional<std::pair<Dim, Dim>> m = parse_min(s)) {
+      std::optional<int64_t> x = eval_dim(m->first, symbols), y = eval_dim(m->second, symbols);
+      if (!x || !y) return std::nullopt;
+      v = std::min(*x, *y);
     } else {
       return std::nullopt;
     }
@@ -218,6 +296,11 @@ std::vector<std::string> dim_symbols(const Dim& d) {
   for (const std::string& s : factors_of(d).symbols) {
     if (std::optional<Quotient> q = parse_quotient(s)) {
       for (const Dim* part : {&q->x, &q->offset}) {
+        for (std::string& inner : dim_symbols(*part))
+          out.push_back(std::move(inner));
+      }
+    } else if (std::optional<std::pair<Dim, Dim>> m = parse_min(s)) {
+      for (const Dim* part : {&m->first, &m->second}) {
         for (std::string& inner : dim_symbols(*part))
           out.push_back(std::move(inner));
       }

@@ -57,9 +57,12 @@ std::optional<Dim> dim_div(const Dim& a, const Dim& b);
 // "(W+3)/4", not "((W+1)/2+1)/2"), which multiplies with others as a symbol does.
 Dim dim_floor_div(const Dim& a, int64_t offset, int64_t divisor);
 // a + b, where dims can spell it: both static; a symbolic one plus a constant c >= 0
-// ("(X+c)/1", as dim_floor_div); or two products of plain symbols ("(P+T)/1", sorted: a KV
-// cache's past and new lengths). nullopt otherwise.
+// ("(X+c)/1", as dim_floor_div); or sums of products ("(P+T)/1", the terms sorted: a KV
+// cache's past and new lengths; a Concat of many data-dependent counts). nullopt otherwise.
 std::optional<Dim> dim_add(const Dim& a, const Dim& b);
+// min(a, b): one factor "min(A,B)" (the two sorted) when symbolic, which multiplies with
+// others as a symbol does (TopK's K of min(300, N), as torchvision computes it).
+Dim dim_min(const Dim& a, const Dim& b);
 // The extent of "d" when "symbols" gives each of its factors (or those a quotient's X holds);
 // nullopt otherwise, when a quotient is negative, or when the product overflows int64.
 std::optional<int64_t> eval_dim(const Dim& d, const std::map<std::string, int64_t>& symbols);

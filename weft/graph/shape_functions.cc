@@ -728,7 +728,9 @@ TypesOrError infer_top_k(const Node& node) {
   Shape out = *x.shape;
   Dim& d = out[static_cast<size_t>(axis)];
   std::optional<Ints> k = constant_ints(node.input(1));
-  if (!k) {
+  if (const std::optional<Dim>& symbolic = node.attrs_as<TopKAttrs>().symbolic_k) {
+    d = *symbolic;
+  } else if (!k) {
     d = Dim::unknown();
   } else if (k->size() != 1 || (*k)[0] < 0 || (d.is_static() && (*k)[0] > d.value())) {
     return fail(fmt::format("K must be one value in [0, {}]", d.to_string()));

@@ -444,6 +444,7 @@ TypesOrError infer_constant(const Node& node) {
 
 TypesOrError infer_constant_of_shape(const Node& node) {
   const auto& a = node.attrs_as<ConstantOfShapeAttrs>();
+  if (a.symbolic_shape) return one({a.value->dtype(), *a.symbolic_shape});
   std::optional<Ints> dims = constant_ints(node.input(0));
   if (!dims) {
     const Value* s = node.input(0);

@@ -64,7 +64,11 @@ std::optional<ShapeValue> arithmetic(Op op, const ShapeValue& a, const ShapeValu
     const Dim& x = a.dims[a.dims.size() == 1 ? 0 : i];
     const Dim& y = b.dims[b.dims.size() == 1 ? 0 : i];
     std::optional<Dim> r;
-    if (op == Op::kMul) {
+    if (op == Op::kMin) {
+      r = dim_min(x, y);
+    } else if (op == Op::kMax && x.is_static() && y.is_static()) {
+      r = std::max(x.value(), y.value());
+    } else if (op == Op::kMul) {
       r = dim_mul(x, y);
     } else if (op == Op::kDiv) {
       r = dim_div(x, y);
@@ -153,10 +157,21 @@ std::optional<ShapeValue> evaluate(const Node& n, const Known& known, const Fact
     }
     return out;
   }
-  if (op == Op::kMul || op == Op::kDiv || op == Op::kAdd || op == Op::kSub) {
+  if (op == Op::kMul || op == Op::kDiv || op == Op::kAdd || op == Op::kSub ||
+      ((op == Op::kMin || op == Op::kMax) && n.inputs.size() == 2)) {
     const ShapeValue* other = known_of(known, n.input(1));
     if (!other) return std::nullopt;
     return arithmetic(op, *in, *other);
+  }
+  if (op == Op::kReduceMin && !in->dims.empty()) { // of a 1-D value: torch.min(torch.cat(...))
+    const auto& a = n.attrs_as<ReduceAttrs>();
+    bool whole = (!a.axes || a.axes->empty() || *a.axes == Ints{0} || *a.axes == Ints{-1}) &&
+                 n.inputs.size() == 1;
+    if (in->scalar || !whole) return std::nullopt;
+    Dim least = in->dims[0];
+    for (const Dim& d : in->dims)
+      least = dim_min(least, d);
+    return ShapeValue{*out_rank == 0, {least}};
   }
   return std::nullopt;
 }
@@ -300,6 +315,32 @@ Result<bool> fold_shape_values(Graph& graph) {
       }
     }
     if (node->op_type == Op::kSlice) sized = resolve_slice(graph, *node, known, facts);
+    // TopK's K and ConstantOfShape's shape as dims (the input is then gone), where a symbol is
+    // among them (all static, they fold).
+    auto symbolic = [](const ShapeValue* v) {
+      return v && !v->dims.empty() &&
+             std::any_of(v->dims.begin(), v->dims.end(),
+                         [](const Dim& d) { return !d.is_static(); }) &&
+             std::none_of(v->dims.begin(), v->dims.end(),
+                          [](const Dim& d) { return d.is_static() && d.value() < 0; });
+    };
+    if (auto* top = std::get_if<TopKAttrs>(&node->attrs); top && node->inputs.size() == 2) {
+      const ShapeValue* k = known_of(known, node->inputs[1]);
+      if (symbolic(k) && k->dims.size() == 1 && facts.fresh(node->inputs[0])) {
+        top->symbolic_k = k->dims[0];
+        node->inputs.resize(1);
+        sized = true;
+      }
+    }
+    if (auto* fill = std::get_if<ConstantOfShapeAttrs>(&node->attrs);
+        fill && node->inputs.size() == 1) {
+      const ShapeValue* shape = known_of(known, node->inputs[0]);
+      if (symbolic(shape) && !shape->scalar) {
+        fill->symbolic_shape = Shape(shape->dims.begin(), shape->dims.end());
+        node->inputs.clear();
+        sized = true;
+      }
+    }
     if (auto* tile = std::get_if<TileAttrs>(&node->attrs); tile && node->inputs.size() == 2) {
       const ShapeValue* repeats = known_of(known, node->inputs[1]);
       if (repeats && !repeats->scalar && !node->inputs[1]->is_constant() &&
@@ -311,7 +352,7 @@ Result<bool> fold_shape_values(Graph& graph) {
       }
     }
     if (sized) {
-      facts.stale.insert(node->outputs[0]);
+      facts.stale.insert(node->outputs.begin(), node->outputs.end());
       resolved = true;
       continue;
     }

@@ -180,7 +180,44 @@ TEST(DimAdd, SumsOfSymbolsAreOneDimEitherWay) {
   EXPECT_EQ(dim_symbols(*total), (std::vector<std::string>{"past", "seq"}));
   EXPECT_EQ(dim_add(t, 0), t);
   EXPECT_EQ(dim_add(Dim(3), Dim(4)), Dim(7));
-  EXPECT_FALSE(dim_add(*total, t)); // three terms: not spelled
+  std::optional<Dim> more = dim_add(*total, dim_floor_div(t, 1, 1)); // (seq+1)/1 is one term
+  ASSERT_TRUE(more);
+  EXPECT_EQ(eval_dim(*more, {{"past", 5}, {"seq", 2}}), 10);
+}
+
+TEST(DimAdd, SumsOfManyTermsAreOneDimInAnyOrder) {
+  Dim a = Dim::symbol("a"), b = Dim::symbol("b"), c = dim_mul(2, Dim::symbol("c"));
+  std::optional<Dim> ab = dim_add(a, b), bc = dim_add(b, c);
+  ASSERT_TRUE(ab && bc);
+  std::optional<Dim> left = dim_add(*ab, c), right = dim_add(a, *bc);
+  ASSERT_TRUE(left && right);
+  EXPECT_EQ(left->to_string(), "(2*c+a+b)/1");
+  EXPECT_EQ(*left, *right);
+  std::map<std::string, int64_t> values{{"a", 5}, {"b", 7}, {"c", 3}};
+  EXPECT_EQ(eval_dim(*left, values), 18);
+  EXPECT_EQ(eval_dim(dim_mul(4, *left), values), 72);
+  EXPECT_EQ(eval_dim(dim_floor_div(*left, 2, 4), values), 5);
+  EXPECT_EQ(dim_symbols(*left), (std::vector<std::string>{"c", "a", "b"}));
+}
+
+TEST(DimMin, OneFactorThatEvaluatesAndSums) {
+  Dim n = Dim::symbol("N"), m = Dim::symbol("M");
+  Dim k = dim_min(Dim(300), n);
+  EXPECT_EQ(k.to_string(), "min(300,N)");
+  EXPECT_EQ(dim_min(n, Dim(300)), k);
+  EXPECT_EQ(dim_min(n, n), n);
+  EXPECT_EQ(dim_min(Dim(3), Dim(5)), Dim(3));
+  EXPECT_EQ(eval_dim(k, {{"N", 5}}), 5);
+  EXPECT_EQ(eval_dim(dim_mul(4, k), {{"N", 1000}}), 1200);
+  EXPECT_FALSE(eval_dim(k, {{"M", 5}}));
+  std::optional<Dim> total = dim_add(k, dim_min(Dim(300), m));
+  ASSERT_TRUE(total);
+  EXPECT_EQ(eval_dim(*total, {{"N", 5}, {"M", 400}}), 305);
+  std::optional<Dim> more = dim_add(*total, dim_floor_div(n, 1, 2));
+  ASSERT_TRUE(more);
+  EXPECT_EQ(eval_dim(*more, {{"N", 5}, {"M", 400}}), 308);
+  EXPECT_EQ(dim_symbols(*more).size(), 3u);
+  EXPECT_FALSE(dim_is_symbol(k));
 }
 
 TEST(DimDiv, ExactProductsOnly) {
