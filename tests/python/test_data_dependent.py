@@ -581,3 +581,59 @@ print("ok")
         np.testing.assert_array_equal(r["final_boxes"], boxes[best][sel])
         np.testing.assert_array_equal(r["final_scores"], x[best][sel])
     assert 0 in counts and len(counts) >= 8, counts
+
+
+@pytest.mark.parametrize("mode", ["avg", "max"])
+def test_roi_align_over_a_data_dependent_count(mode):
+    """torchvision's box pooling: RoiAlign over the boxes a NonZero keeps (a count known only
+    at run time), with the batch index of each; against onnx's reference implementation. A
+    static RoiAlign runs as the call that computes each region's taps once for all channels."""
+    ReferenceEvaluator = pytest.importorskip("onnx.reference").ReferenceEvaluator  # onnx 1.13+
+    i64 = TensorProto.INT64
+    nodes = [helper.make_node("Greater", ["scores", "t"], ["keep"]),
+             helper.make_node("NonZero", ["keep"], ["nz"]),
+             helper.make_node("Squeeze", ["nz", "zero"], ["where"]),
+             helper.make_node("Gather", ["boxes", "where"], ["kept"], axis=0),
+             helper.make_node("Gather", ["images", "where"], ["batch"], axis=0),
+             helper.make_node("RoiAlign", ["x", "kept", "batch"], ["y"], mode=mode,
+                              output_height=7, output_width=5, sampling_ratio=2,
+                              spatial_scale=0.5, coordinate_transformation_mode="half_pixel")]
+    graph = helper.make_graph(
+        nodes, "g", [f32("x", [2, 6, 20, 24]), f32("boxes", [80, 4]), f32("scores", [80]),
+                     helper.make_tensor_value_info("images", i64, [80])],
+        [out("y", ["n", 6, 7, 5])],
+        [helper.make_tensor("t", TensorProto.FLOAT, [], [0.0]),
+         helper.make_tensor("zero", i64, [1], [0])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
+    model.ir_version = 8
+    m = weft.compile(model.SerializeToString())
+    reference = ReferenceEvaluator(model)
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((2, 6, 20, 24)).astype(np.float32)
+    for shift in (0.0, -1.0, -10.0):
+        corner = rng.uniform(-4, 44, (80, 2)).astype(np.float32)  # some past the edges
+        boxes = np.concatenate([corner, corner + rng.uniform(0, 20, (80, 2)).astype(np.float32)], 1)
+        feeds = {"x": x, "boxes": boxes, "scores": (rng.standard_normal(80) + shift).astype(np.float32),
+                 "images": rng.integers(0, 2, 80)}
+        want = reference.run(None, feeds)[0]
+        got = m.run(feeds)["y"]
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    static = weft.compile(helper.make_model(
+        helper.make_graph([nodes[-1]], "g", [f32("x", [2, 6, 20, 24]), f32("kept", [9, 4]),
+                                             helper.make_tensor_value_info("batch", i64, [9])],
+                          [out("y", [9, 6, 7, 5])]),
+        opset_imports=[helper.make_opsetid("", 16)], ir_version=8).SerializeToString())
+    feeds = {"x": x, "kept": boxes[:9], "batch": rng.integers(0, 2, 9)}
+    got, kernels = static.profile(feeds)
+    np.testing.assert_allclose(got["y"], reference_roi(nodes[-1], feeds), rtol=1e-5, atol=1e-5)
+    assert [k["strategy"] for k in kernels] == ["taps per region, then channels"], kernels
+
+
+def reference_roi(node, feeds):
+    from onnx.reference import ReferenceEvaluator
+    graph = helper.make_graph([node], "g", [f32("x", [2, 6, 20, 24]), f32("kept", [9, 4]),
+                                            helper.make_tensor_value_info("batch", TensorProto.INT64, [9])],
+                              [out("y", [9, 6, 7, 5])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)], ir_version=8)
+    return ReferenceEvaluator(model).run(None, feeds)[0]

@@ -5,6 +5,7 @@
 #include "weft/graph/op_table.h"
 #include "weft/library/cuda_library.h"
 #include "weft/library/dnnl.h"
+#include "weft/library/roi_align_call.h"
 #include "weft/library/shape_call.h"
 #include "weft/library/top_k_call.h"
 #include "weft/support/log.h"
@@ -51,6 +52,7 @@ LibrarySelection select_library_calls(const Graph& graph, const CompileSettings&
     std::optional<library::LibraryCall> call;
     if (!cuda) call = library::shape_call(*node);
     if (!cuda && !call) call = library::top_k_call(*node);
+    if (!cuda && !call) call = library::roi_align_call(*node);
     if (call) {
       s.calls[node.get()] = std::move(*call);
       s.run_at[node.get()] = node.get();

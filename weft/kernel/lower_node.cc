@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "weft/graph/op_table.h"
 #include "weft/graph/shape_functions.h"
@@ -129,6 +130,22 @@ bool admits_symbolic_shapes(const Node& n) {
     return axes && !axes->empty();
   }
   if (n.op_type == Op::kArgMax || n.op_type == Op::kArgMin) return true;
+  if (n.op_type == Op::kRoiAlign) // a symbolic count of rois over a static input and grid
+    return n.inputs[0]->type.has_static_shape() && n.attrs_as<RoiAlignAttrs>().sampling_ratio > 0;
+  if (n.op_type == Op::kScatterElements || n.op_type == Op::kScatter) {
+    // Updates as long as the data off the axis, any count along it (torchvision's
+    // `result[idx_in_level] = ...` of a data-dependent count of rois): an index is wrapped
+    // into the axis's extent.
+    const Shape& x = *n.inputs[0]->type.shape;
+    const Shape& updates = *n.inputs[2]->type.shape;
+    int64_t axis = n.attrs_as<ScatterAttrs>().axis;
+    if (axis < 0) axis += static_cast<int64_t>(x.size());
+    if (updates.size() != x.size() || *n.inputs[1]->type.shape != updates) return false;
+    for (size_t d = 0; d < x.size(); ++d) {
+      if (static_cast<int64_t>(d) != axis && updates[d] != x[d]) return false;
+    }
+    return true;
+  }
   if (n.op_type == Op::kPad) { // constant padding, growing the symbolic dims if any
     const auto& a = n.attrs_as<PadAttrs>();
     const Shape& x = *n.inputs[0]->type.shape;
@@ -279,9 +296,16 @@ bool can_lower(const Node& n) {
 }
 
 Result<LoweredNode> lower_node(const Node& n, const std::string& name) {
-  if (!has_static_shapes(n) && !admits_symbolic_shapes(n))
-    return Status::error(
-        fmt::format("dims known only at run time are not supported for {} yet", n.op_type));
+  if (!has_static_shapes(n) && !admits_symbolic_shapes(n)) {
+    std::vector<std::string> ins, outs;
+    for (const Value* v : n.inputs)
+      ins.push_back(v ? v->type.to_string() : "-");
+    for (const Value* v : n.outputs)
+      outs.push_back(v ? v->type.to_string() : "-");
+    return Status::error(fmt::format("dims known only at run time are not supported for {} "
+                                     "yet ({} -> {})",
+                                     n.op_type, fmt::join(ins, ", "), fmt::join(outs, ", ")));
+  }
   if (is_random_dropout(n)) {
     return Status::error(
         "Dropout in training mode with a nonzero ratio draws random masks, which Weft does not do");

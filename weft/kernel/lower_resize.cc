@@ -470,8 +470,11 @@ Result<LoweredNode> lower_grid_sample(const Node& n, const std::string& name) {
 // y[r, c, ph, pw] = the average (max) over a sampling_ratio^2 grid of points in bin (ph, pw) of
 // roi r of the bilinear interpolation at each point (of the largest of its four weighted
 // taps, as the reference computes max mode), reading x[batch_indices[r], c]. Over the domain
-// [R, C, ph, pw, iy, ix, tap_y, tap_x], in f64. A point more than a pixel outside the input
-// weighs 0; one within it reads the clamped border.
+// [R, ph, pw, iy, ix, tap_y, tap_x, C], in f64: the channels innermost, so that each point's
+// position and weights are computed once for all channels (hoisted out of the channel loop),
+// as ONNX Runtime's pre-computed taps are (with C second, a Faster R-CNN's box pooling took
+// two thirds of its run). A point more than a pixel outside the input weighs 0; one within it
+// reads the clamped border.
 Result<LoweredNode> lower_roi_align(const Node& n, const std::string& name) {
   const auto& a = n.attrs_as<RoiAlignAttrs>();
   const Value* x = n.inputs[0];
@@ -490,8 +493,10 @@ Result<LoweredNode> lower_roi_align(const Node& n, const std::string& name) {
   StatementBuilder init("init", shape);
   double none = a.max ? -std::numeric_limits<double>::infinity() : 0;
   k.add(init.store(init.constant(none, kF64), acc, iterators(4)));
-  Shape domain = shape;
-  domain.insert(domain.end(), {samples, samples, 2, 2});
+  Shape domain = {shape[0], shape[2], shape[3], samples, samples, 2, 2, shape[1]};
+  const int channel = 7;
+  std::vector<AffineExpr> at_acc = {AffineExpr::iterator(0), AffineExpr::iterator(channel),
+                                    AffineExpr::iterator(1), AffineExpr::iterator(2)};
   StatementBuilder b("roi_align", domain);
   Arith f{b};
   auto roi = [&](int i) {
@@ -510,8 +515,8 @@ Result<LoweredNode> lower_roi_align(const Node& n, const std::string& name) {
     if (!a.half_pixel) size = b.op(ExprOp::kMax, kF64, {size, f.c(1)});
     int bin = f.div(size, f.c(static_cast<double>(axis == 0 ? a.output_height : a.output_width)));
     int pos = f.add(
-        f.add(start, f.mul(as_f64(2 + axis), bin)),
-        f.div(f.mul(f.add(as_f64(4 + axis), f.c(0.5)), bin), f.c(static_cast<double>(samples))));
+        f.add(start, f.mul(as_f64(1 + axis), bin)),
+        f.div(f.mul(f.add(as_f64(3 + axis), f.c(0.5)), bin), f.c(static_cast<double>(samples))));
     int outside = b.op(ExprOp::kOr, DType::kBool,
                        {f.cmp(ExprOp::kLt, pos, f.c(-1)), f.cmp(ExprOp::kGt, pos, f.c(extent))});
     pos = b.op(ExprOp::kMax, kF64, {pos, f.c(0)});
@@ -521,20 +526,20 @@ Result<LoweredNode> lower_roi_align(const Node& n, const std::string& name) {
     pos = f.select(at_end, f.c(extent - 1), pos);
     int high = f.select(at_end, low, f.add(low, f.c(1)));
     int r = f.sub(pos, low);
-    int tap = b.iterator(6 + axis);
+    int tap = b.iterator(5 + axis);
     weight = f.mul(weight, f.select(outside, f.c(0), pick(f, tap, {f.sub(f.c(1), r), r})));
     int first = b.op(ExprOp::kEq, DType::kBool, {tap, b.constant(0, kI64)});
     indirect.push_back(
         {2 + axis, b.op(ExprOp::kCast, kI64, {f.select(first, low, high)}), IndexWrap::kClamp});
   }
   int v = b.gather(in,
-                   {AffineExpr::constant_of(0), AffineExpr::iterator(1), AffineExpr::constant_of(0),
-                    AffineExpr::constant_of(0)},
+                   {AffineExpr::constant_of(0), AffineExpr::iterator(channel),
+                    AffineExpr::constant_of(0), AffineExpr::constant_of(0)},
                    indirect, x->type.dtype);
   if (x->type.dtype != kF64) v = b.op(ExprOp::kCast, kF64, {v});
   int term = f.mul(weight, v);
   if (!a.max) term = f.div(term, f.c(static_cast<double>(samples * samples)));
-  k.add(b.store(term, acc, iterators(4), a.max ? Combine::kMax : Combine::kSum));
+  k.add(b.store(term, acc, at_acc, a.max ? Combine::kMax : Combine::kSum));
   StatementBuilder fin("finish", shape);
   int r = fin.load(acc, iterators(4), kF64);
   if (y->type.dtype != kF64) r = fin.op(ExprOp::kCast, y->type.dtype, {r});

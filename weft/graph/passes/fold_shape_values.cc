@@ -86,6 +86,52 @@ std::optional<ShapeValue> arithmetic(Op op, const ShapeValue& a, const ShapeValu
   return out;
 }
 
+// The n elements of "a" and "b", a one-element side broadcast; nullopt when they do not match.
+std::optional<size_t> broadcast_size(const ShapeValue& a, const ShapeValue& b) {
+  size_t n = std::max(a.dims.size(), b.dims.size());
+  if ((a.dims.size() != n && a.dims.size() != 1) || (b.dims.size() != n && b.dims.size() != 1))
+    return std::nullopt;
+  return n;
+}
+const Dim& element(const ShapeValue& v, size_t i) { return v.dims[v.dims.size() == 1 ? 0 : i]; }
+
+// a == b element by element (1 or 0), where the dims tell: static ones, a dim and itself, and
+// an extent (>= 0) against a negative constant.
+std::optional<ShapeValue> compare_equal(const ShapeValue& a, const ShapeValue& b) {
+  std::optional<size_t> n = broadcast_size(a, b);
+  if (!n) return std::nullopt;
+  ShapeValue out{a.scalar && b.scalar, {}};
+  for (size_t i = 0; i < *n; ++i) {
+    const Dim &x = element(a, i), &y = element(b, i);
+    bool negative = (x.is_static() && x.value() < 0) || (y.is_static() && y.value() < 0);
+    if (x == y) {
+      out.dims.push_back(1);
+    } else if ((x.is_static() && y.is_static()) || negative) {
+      out.dims.push_back(0);
+    } else {
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+// Where(condition, a, b) element by element, for a known condition.
+std::optional<ShapeValue> select(const ShapeValue& condition, const ShapeValue& a,
+                                 const ShapeValue& b) {
+  std::optional<size_t> ab = broadcast_size(a, b);
+  if (!ab) return std::nullopt;
+  ShapeValue both{a.scalar && b.scalar, std::vector<Dim>(*ab, 0)};
+  std::optional<size_t> n = broadcast_size(condition, both);
+  if (!n) return std::nullopt;
+  ShapeValue out{both.scalar && condition.scalar, {}};
+  for (size_t i = 0; i < *n; ++i) {
+    const Dim& c = element(condition, i);
+    if (!c.is_static()) return std::nullopt;
+    out.dims.push_back(c.value() != 0 ? element(a, i) : element(b, i));
+  }
+  return out;
+}
+
 // The dims that stand for extents a run knows: static ones, and products of the inputs'
 // symbols ("ones" binds each to 1); not the fresh symbols of a shape inference that could not
 // tell, nor any dim of a value whose type is stale.
@@ -162,6 +208,17 @@ std::optional<ShapeValue> evaluate(const Node& n, const Known& known, const Fact
     const ShapeValue* other = known_of(known, n.input(1));
     if (!other) return std::nullopt;
     return arithmetic(op, *in, *other);
+  }
+  if (op == Op::kEqual) { // exporters replace a shape's -1s: Where(Equal(s, -1), 1, s)
+    const ShapeValue* other = known_of(known, n.input(1));
+    if (!other) return std::nullopt;
+    return compare_equal(*in, *other);
+  }
+  if (op == Op::kWhere) {
+    const ShapeValue* a = known_of(known, n.input(1));
+    const ShapeValue* b = known_of(known, n.input(2));
+    if (!a || !b) return std::nullopt;
+    return select(*in, *a, *b);
   }
   if (op == Op::kReduceMin && !in->dims.empty()) { // of a 1-D value: torch.min(torch.cat(...))
     const auto& a = n.attrs_as<ReduceAttrs>();
@@ -304,8 +361,25 @@ Result<bool> fold_shape_values(Graph& graph) {
       }
     }
     if (node->outputs.size() == 1 && node->outputs[0]) {
-      if (std::optional<ShapeValue> v = evaluate(*node, known, facts))
-        known.emplace(node->outputs[0], std::move(*v));
+      if (std::optional<ShapeValue> v = evaluate(*node, known, facts)) {
+        // Static throughout (a channel count read from the shape of a value with a symbolic
+        // batch): a constant, which folding takes further.
+        Value* y = node->outputs[0];
+        bool integers = y->type.dtype == DType::kI64 || y->type.dtype == DType::kI32;
+        if (integers && std::all_of(v->dims.begin(), v->dims.end(),
+                                    [](const Dim& d) { return d.is_static(); })) {
+          Tensor t(y->type.dtype, v->scalar
+                                      ? std::vector<int64_t>{}
+                                      : std::vector<int64_t>{static_cast<int64_t>(v->dims.size())});
+          for (size_t i = 0; i < v->dims.size(); ++i)
+            t.set_int64(static_cast<int64_t>(i), v->dims[i].value());
+          graph.replace_all_uses(
+              y, graph.add_constant(graph.unique_name(y->name + "_value"), std::move(t)));
+          resolved = true;
+          continue;
+        }
+        known.emplace(y, std::move(*v));
+      }
     }
     bool sized = false; // a Range or Slice whose output's size is now known over symbols
     if (auto* range = std::get_if<RangeAttrs>(&node->attrs); range && !range->symbolic_shape) {
