@@ -201,4 +201,11 @@ Result<std::vector<Tensor>> CompiledModel::run(const std::vector<Tensor>& inputs
   return rest->run(*executable, inputs, options);
 }
 
+Result<std::vector<Tensor>> CompiledModel::run(std::vector<Tensor>&& inputs,
+                                               const runtime::RunOptions& options) const {
+  if (!executable) return Status::error(fmt::format("{}: the model was not built", graph.source));
+  if (!rest) return executable->run(inputs, options);
+  return rest->run(*executable, std::move(inputs), options);
+}
+
 } // namespace weft

@@ -97,6 +97,9 @@ struct CompiledModel {
   // stages, compiled on first sight of what the host ops produce.
   Result<std::vector<Tensor>> run(const std::vector<Tensor>& inputs,
                                   const runtime::RunOptions& options = {}) const;
+  // The same, taking the inputs: a staged model's later stages take them over, not copies.
+  Result<std::vector<Tensor>> run(std::vector<Tensor>&& inputs,
+                                  const runtime::RunOptions& options = {}) const;
 };
 
 // The declared inputs of a model: names and types, symbolic dims included.

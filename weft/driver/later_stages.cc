@@ -57,45 +57,48 @@ Stages::Stages(Graph graph, std::vector<std::string> handed_over, size_t needed,
 }
 
 Result<std::vector<Tensor>> Stages::run(const runtime::Executable& first,
-                                        const std::vector<Tensor>& inputs,
+                                        std::vector<Tensor> inputs,
                                         const runtime::RunOptions& options) const {
   WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> handed, first.run(inputs, options));
   if (std::shared_ptr<const SymbolicRest> rest = symbolic_rest(inputs, handed)) {
+    // The handed-over values move (a detector's heads hand over tens of megabytes): to the
+    // host ops, shared, then into the rest's inputs.
+    std::vector<std::shared_ptr<Tensor>> owned;
+    std::vector<TensorRef> shared;
+    for (Tensor& t : handed) {
+      owned.push_back(std::make_shared<Tensor>(std::move(t)));
+      shared.push_back(owned.back());
+    }
     std::vector<Tensor> host_outputs;
     for (const HostOp& op : rest->host_ops) {
-      WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> outs, op.run(handed));
+      WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> outs, op.run(shared));
       std::move(outs.begin(), outs.end(), std::back_inserter(host_outputs));
     }
-    std::vector<Tensor> all = inputs; // then the handed-over values it does not fold
-    for (size_t i = 0; i < handed.size(); ++i) {
-      if (!keyed_[i]) all.push_back(handed[i]);
+    shared.clear();
+    std::vector<Tensor> all = std::move(inputs); // then the handed-over values it does not fold
+    for (size_t i = 0; i < owned.size(); ++i) {
+      if (!keyed_[i]) all.push_back(std::move(*owned[i]));
     }
     std::move(host_outputs.begin(), host_outputs.end(), std::back_inserter(all));
-    Result<std::vector<Tensor>> outputs = rest->model->run(all, options);
-    if (outputs.ok()) return outputs;
-    // Not expected (the rest takes every extent); the per-content stage is the fallback.
-    log_info("{}: the stage after the host ops did not run ({}); compiling it for this content",
-             graph_.source, outputs.status().message());
+    return rest->model->run(std::move(all), options);
   }
   std::vector<bool> input(handed.size());
   for (size_t i = 0; i < handed.size(); ++i)
     input[i] = is_input(i, handed[i]);
   WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledModel> next, next_stage(handed));
-  std::vector<Tensor> all = inputs; // then the handed-over values it takes as inputs
+  std::vector<Tensor> all = std::move(inputs); // then the handed-over values it takes as inputs
   for (size_t i = 0; i < handed.size(); ++i) {
     if (input[i]) all.push_back(std::move(handed[i]));
   }
-  return next->run(all, options);
+  return next->run(std::move(all), options);
 }
 
-Result<std::vector<Tensor>> Stages::HostOp::run(const std::vector<Tensor>& values) const {
+Result<std::vector<Tensor>> Stages::HostOp::run(const std::vector<TensorRef>& values) const {
   Node n = node;
   std::vector<Value> ins(n.inputs.size()), outs(n.outputs.size());
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     if (!n.inputs[i]) continue;
-    ins[i].constant = handed[i] < 0
-                          ? known[i]
-                          : std::make_shared<const Tensor>(values[static_cast<size_t>(handed[i])]);
+    ins[i].constant = handed[i] < 0 ? known[i] : values[static_cast<size_t>(handed[i])];
     ins[i].type = ins[i].constant->type();
     n.inputs[i] = &ins[i];
   }
@@ -138,6 +141,9 @@ Result<Stages::SymbolicRest> Stages::build_symbolic_rest(const std::vector<Tenso
   Graph g = graph_.clone();
   std::vector<Tensor> samples = inputs;
   std::vector<const Value*> handed_inputs(handed_over_.size(), nullptr);
+  std::vector<TensorRef> shared; // for the host ops' first run
+  for (const Tensor& t : handed)
+    shared.push_back(std::make_shared<const Tensor>(t));
   for (size_t h = 0; h < handed_over_.size(); ++h) {
     Value* v = g.find_value(handed_over_[h]);
     if (keyed_[h]) {
@@ -171,7 +177,7 @@ Result<Stages::SymbolicRest> Stages::build_symbolic_rest(const std::vector<Tenso
           !v || it == handed_inputs.end() ? -1 : static_cast<int>(it - handed_inputs.begin()));
     }
     if (!reads_handed) continue;
-    WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> outs, op.run(handed));
+    WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> outs, op.run(shared));
     // The output types by the op's shape function, whatever the model declares: a
     // data-dependent extent is a symbol of its own (one per count: Unique's outputs share it).
     if (!n.def->infer)

@@ -29,8 +29,7 @@ public:
          CompileSettings settings);
 
   // Runs "first" (the first stage) on "inputs", then the rest.
-  Result<std::vector<Tensor>> run(const runtime::Executable& first,
-                                  const std::vector<Tensor>& inputs,
+  Result<std::vector<Tensor>> run(const runtime::Executable& first, std::vector<Tensor> inputs,
                                   const runtime::RunOptions& options) const;
 
 private:
@@ -39,7 +38,7 @@ private:
     Node node;                    // its inputs and outputs are set per run
     std::vector<TensorRef> known; // per input: its value when constant
     std::vector<int> handed;      // per input: the handed-over value it is, or -1
-    Result<std::vector<Tensor>> run(const std::vector<Tensor>& handed_values) const;
+    Result<std::vector<Tensor>> run(const std::vector<TensorRef>& handed_values) const;
   };
   struct SymbolicRest {
     std::vector<HostOp> host_ops;

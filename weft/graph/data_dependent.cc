@@ -26,20 +26,45 @@ Tensor vector_of(DType dtype, const std::vector<int64_t>& v) {
   return t;
 }
 
+// The flat indices of the non-zero elements of "x": a typed scan for the common types (a
+// detector's scores above a threshold of 0 are millions of elements), get_double otherwise.
+std::vector<int64_t> non_zero_indices(const Tensor& x) {
+  std::vector<int64_t> hits;
+  int64_t n = x.num_elements();
+  auto scan = [&]<typename T>(const T* p) {
+    for (int64_t i = 0; i < n; ++i) {
+      if (p[i] != T(0)) hits.push_back(i);
+    }
+  };
+  const std::byte* data = x.data();
+  switch (x.dtype()) {
+    case DType::kF32: scan(reinterpret_cast<const float*>(data)); break;
+    case DType::kF64: scan(reinterpret_cast<const double*>(data)); break;
+    case DType::kI32: scan(reinterpret_cast<const int32_t*>(data)); break;
+    case DType::kI64: scan(reinterpret_cast<const int64_t*>(data)); break;
+    case DType::kBool:
+    case DType::kU8:
+    case DType::kI8: scan(reinterpret_cast<const uint8_t*>(data)); break;
+    default:
+      for (int64_t i = 0; i < n; ++i) {
+        if (x.get_double(i) != 0) hits.push_back(i);
+      }
+  }
+  return hits;
+}
+
 // Row-major coordinates of every non-zero element: [rank, count] (a scalar counts as rank 1).
 Outputs eval_non_zero(const Node& node) {
   const Tensor& x = arg(node, 0);
   std::vector<int64_t> dims = x.rank() == 0 ? std::vector<int64_t>{1} : x.dims();
-  std::vector<int64_t> hits;
-  for (int64_t i = 0; i < x.num_elements(); ++i) {
-    if (x.get_double(i) != 0) hits.push_back(i);
-  }
+  std::vector<int64_t> hits = non_zero_indices(x);
   int64_t rank = static_cast<int64_t>(dims.size()), count = static_cast<int64_t>(hits.size());
-  Tensor out(DType::kI64, {rank, count});
+  Tensor out = Tensor::uninitialized(DType::kI64, {rank, count});
+  auto* coords = reinterpret_cast<int64_t*>(out.data());
   for (int64_t h = 0; h < count; ++h) {
     int64_t rest = hits[static_cast<size_t>(h)];
     for (int64_t d = rank; d-- > 0;) {
-      out.set_int64(d * count + h, rest % dims[static_cast<size_t>(d)]);
+      coords[d * count + h] = rest % dims[static_cast<size_t>(d)];
       rest /= dims[static_cast<size_t>(d)];
     }
   }

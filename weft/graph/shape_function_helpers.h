@@ -43,10 +43,10 @@ inline Status check_per_channel(const Value* v, const Dim& n, const char* what) 
 
 // Product of dims, or unknown when any dim is not static.
 inline Dim product(const Shape& shape, size_t begin, size_t end) {
-  int64_t n = 1;
+  Dim n = 1;
   for (size_t i = begin; i < end; ++i) {
-    if (!shape[i].is_static()) return Dim::unknown();
-    n *= shape[i].value();
+    if (shape[i].is_unknown()) return Dim::unknown();
+    n = dim_mul(n, shape[i]);
   }
   return n;
 }

@@ -36,10 +36,14 @@ public:
     for (const Statement& s : k.statements) {
       for (const Dim& d : s.domain)
         add_param(d);
-      // An indirect access is bounded by its buffer's extent.
-      for (const kernel::Access& a : s.reads) {
-        for (const kernel::IndirectIndex& ind : a.indirect)
-          add_param(k.buffers[static_cast<size_t>(a.buffer)].shape[static_cast<size_t>(ind.dim)]);
+      // An indirect access (a read, or a write: a Concat's piece at a symbolic offset) is
+      // bounded by its buffer's extent.
+      std::vector<const kernel::Access*> accesses = {&s.write};
+      for (const kernel::Access& a : s.reads)
+        accesses.push_back(&a);
+      for (const kernel::Access* a : accesses) {
+        for (const kernel::IndirectIndex& ind : a->indirect)
+          add_param(k.buffers[static_cast<size_t>(a->buffer)].shape[static_cast<size_t>(ind.dim)]);
       }
     }
   }
