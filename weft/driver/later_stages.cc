@@ -85,7 +85,7 @@ Result<std::vector<Tensor>> Stages::run(const runtime::Executable& first,
   std::vector<bool> input(handed.size());
   for (size_t i = 0; i < handed.size(); ++i)
     input[i] = is_input(i, handed[i]);
-  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledModel> next, next_stage(handed));
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledModel> next, next_stage(inputs, handed));
   std::vector<Tensor> all = std::move(inputs); // then the handed-over values it takes as inputs
   for (size_t i = 0; i < handed.size(); ++i) {
     if (input[i]) all.push_back(std::move(handed[i]));
@@ -212,6 +212,7 @@ Result<Stages::SymbolicRest> Stages::build_symbolic_rest(const std::vector<Tenso
   WEFT_RETURN_IF_ERROR(eliminate_dead_code(g));
   std::vector<int> frozen_inputs;
   WEFT_RETURN_IF_ERROR(stages::specialize(g, samples, true, &frozen_inputs));
+  WEFT_RETURN_IF_ERROR(stages::run_host_ops(g)); // a Loop whose trip count folded unrolls
   CompileSettings settings = settings_;
   settings.dynamic_shapes = true;
   auto model = std::make_shared<CompiledModel>();
@@ -228,11 +229,19 @@ bool Stages::is_input(size_t i, const Tensor& value) const {
   return i >= needed_ && value.num_elements() > kMaxFoldedElements;
 }
 
-Result<std::shared_ptr<const CompiledModel>> Stages::next_stage(std::vector<Tensor>& handed) const {
+Result<std::shared_ptr<const CompiledModel>> Stages::next_stage(const std::vector<Tensor>& inputs,
+                                                                std::vector<Tensor>& handed) const {
   std::vector<bool> constant(handed.size());
-  for (size_t i = 0; i < handed.size(); ++i)
+  std::vector<TensorType> types; // of its inputs
+  for (const Tensor& t : inputs)
+    types.push_back(t.type());
+  for (size_t i = 0; i < handed.size(); ++i) {
     constant[i] = !is_input(i, handed[i]);
+    if (!constant[i]) types.push_back(handed[i].type());
+  }
   std::string key = key_of(handed, constant);
+  for (const TensorType& t : types)
+    key += t.to_string();
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& [k, stage] : kept_) {
     if (k == key) return stage;
@@ -251,6 +260,13 @@ Result<std::shared_ptr<const CompiledModel>> Stages::next_stage(std::vector<Tens
     graph.replace_all_uses(v, in);
     graph.inputs.push_back(in);
   }
+  // A stage of a compile over symbols compiles for this content's static shapes, as the
+  // stages of a static compile do: it may wait for shape values, as Mask R-CNN's pasting does.
+  CompileSettings settings = settings_;
+  if (settings.dynamic_shapes) {
+    WEFT_RETURN_IF_ERROR(specialize_shapes(graph, types));
+    settings.dynamic_shapes = false;
+  }
   WEFT_RETURN_IF_ERROR(refold(graph, "handed over"));
   WEFT_RETURN_IF_ERROR(stages::run_host_ops(graph));
   auto next = std::make_shared<CompiledModel>();
@@ -258,7 +274,7 @@ Result<std::shared_ptr<const CompiledModel>> Stages::next_stage(std::vector<Tens
   stages::Dumper no_dump("");
   next->output_names = stages::output_names_of(graph);
   WEFT_RETURN_IF_ERROR(
-      stages::compile_graph(std::move(graph), frozen_, settings_, no_dump, timer, *next));
+      stages::compile_graph(std::move(graph), frozen_, settings, no_dump, timer, *next));
   if (kept_.size() == kKept) kept_.erase(kept_.begin());
   kept_.emplace_back(key, next);
   return std::shared_ptr<const CompiledModel>(next);

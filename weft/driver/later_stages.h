@@ -55,8 +55,10 @@ private:
   // and the other values small enough to fold (a box's size that a later Resize takes), are
   // its constants and key it; larger ones (feature maps) are inputs after the model's.
   bool is_input(size_t i, const Tensor& value) const;
-  // The next stage for this content of its constants (moved from "handed").
-  Result<std::shared_ptr<const CompiledModel>> next_stage(std::vector<Tensor>& handed) const;
+  // The next stage for this content of its constants (moved from "handed"), and for the
+  // types of its inputs ("inputs", then the handed-over values it takes as inputs).
+  Result<std::shared_ptr<const CompiledModel>> next_stage(const std::vector<Tensor>& inputs,
+                                                          std::vector<Tensor>& handed) const;
 
   static constexpr size_t kKept = 8;
   Graph graph_;
