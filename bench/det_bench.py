@@ -10,9 +10,10 @@ images on which Weft's outputs equal ONNX Runtime's (rtol 1e-4, atol 1e-4 of the
 magnitude); "Same scores": images on which the sorted score lists agree within 1e-3 (random
 weights make the class scores nearly uniform, ~1/91 each, so detections whose scores differ
 by less than the two systems' rounding swap places, and the last of a quota may differ).
-Every timed run is on an image no run has seen, as in deployment: a stage compiled per
-content (kept by the values it folds: the host ops' inputs, the boxes) compiles again on
-every run, from the kernel caches. Weft's Python module
+Every timed run is on an image no run has seen, as in deployment: the stages after the
+data-dependent ops compile once, over symbols, but a stage compiled per content (Mask and
+Keypoint R-CNN's pasting, whose shapes the boxes decide) compiles again on every run.
+Weft's Python module
 (its ONNX Runtime-compatible InferenceSession) and ONNX Runtime (CPU execution provider, 2
 intra-op threads) alternate over rounds; an entry is the system's lowest median. Not in CI.
 
@@ -136,8 +137,10 @@ def markdown(r):
              "data-dependent counts between them), random weights and score thresholds of 0, exported "
              f"by PyTorch {r['pytorch']}'s TorchScript exporter (opset 18) for a 320x320 image (the "
              "ResNet-50 models resize it to 800x800 in the graph). Every timed run is on an image no run "
-             "has seen, as in deployment: the stages compiled per content compile again on every run, "
-             "from the kernel caches ([data-dependent-shapes.md](data-dependent-shapes.md#detection-models)). \"Equal\": of 4 images, those on which Weft's outputs equal ONNX Runtime's; "
+             "has seen, as in deployment: the stages after the data-dependent ops compile once, over "
+             "symbols, but those compiled per content (Mask and Keypoint R-CNN's pasting, whose shapes "
+             "the boxes decide) compile again on every run "
+             "([data-dependent-shapes.md](data-dependent-shapes.md#detection-models)). \"Equal\": of 4 images, those on which Weft's outputs equal ONNX Runtime's; "
              "\"same scores\": those whose sorted scores agree within 1e-3 (random weights make the "
              "class scores nearly uniform, so detections whose scores differ by less than the "
              "rounding swap places, and the last of a quota may differ). Weft's "

@@ -637,3 +637,42 @@ def reference_roi(node, feeds):
                               [out("y", [9, 6, 7, 5])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)], ir_version=8)
     return ReferenceEvaluator(model).run(None, feeds)[0]
+
+
+def test_dynamic_shapes_with_data_dependent_ops_compile_once():
+    """dynamic_shapes: a model with a NonZero compiles over its input's symbolic dims and
+    stages at the NonZero, the stage after it over the count: one compile for every batch
+    (before, such a model fell back to a compile per input shape)."""
+    m = weft.compile(helper.make_model(helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("NonZero", ["r"], ["nz"]),
+         helper.make_node("Transpose", ["nz"], ["t"], perm=[1, 0]),
+         helper.make_node("GatherND", ["x", "t"], ["p"]), helper.make_node("Neg", ["p"], ["y"])],
+        "g", [f32("x", ["N", 8])], [out("y", ["m"])]),
+        opset_imports=[helper.make_opsetid("", 13)], ir_version=8).SerializeToString(),
+        dynamic_shapes=True)
+    rng = np.random.default_rng(14)
+    for n in (3, 17, 100, 0, 5):
+        x = rng.standard_normal((n, 8)).astype(np.float32)
+        np.testing.assert_array_equal(m.run({"x": x})["y"], -x[x > 0])
+    assert m.compiled_variants == 1
+
+
+def test_slice_of_a_data_dependent_count_clamps():
+    """torchvision's RPN keeps the first 1000 anchors of each level, fewer when fewer are
+    left: a Slice with a static end over a count known only at run time clamps to it, as
+    ONNX says (the rest compiles over symbols; before, counts under the end failed a run)."""
+    m = make_model(
+        [helper.make_node("Greater", ["x", "t"], ["keep"]),
+         helper.make_node("NonZero", ["keep"], ["nz"]),
+         helper.make_node("Squeeze", ["nz", "zero"], ["where"]),
+         helper.make_node("Gather", ["x", "where"], ["kept"]),
+         helper.make_node("Slice", ["kept", "zero", "five"], ["first"]),
+         helper.make_node("Neg", ["first"], ["y"])],
+        [f32("x", [100])], [out("y", ["n"])],
+        [helper.make_tensor("t", TensorProto.FLOAT, [], [0.0]),
+         helper.make_tensor("zero", TensorProto.INT64, [1], [0]),
+         helper.make_tensor("five", TensorProto.INT64, [1], [5])])
+    rng = np.random.default_rng(15)
+    for shift in (0.0, -2.5, -3.0, -10.0, 1.0):
+        x = (rng.standard_normal(100) + shift).astype(np.float32)
+        np.testing.assert_array_equal(m.run({"x": x})["y"], -x[x > 0][:5])

@@ -45,8 +45,8 @@ Stages::Stages(Graph graph, std::vector<std::string> handed_over, size_t needed,
   for (const auto& n : graph_.nodes()) {
     for (size_t i = 0; i < n->inputs.size(); ++i) {
       const Value* v = n->inputs[i];
-      auto it = v ? std::find(handed_over_.begin(), handed_over_.begin() + needed_, v->name)
-                  : handed_over_.end();
+      if (!v) continue;
+      auto it = std::find(handed_over_.begin(), handed_over_.begin() + needed_, v->name);
       if (it == handed_over_.begin() + needed_) continue;
       bool control = is_control_flow(*n) && needs_value(*n, i);
       bool shape = !is_data_dependent(*n) && is_shape_operand(*n, i) && !settings_.dynamic_shapes &&

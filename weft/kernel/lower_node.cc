@@ -55,7 +55,8 @@ bool has_static_shapes(const Node& n) {
 // and Splits and Concats along a static axis.
 // Softmax, the reductions, the global poolings and InstanceNormalization do over any axes (a
 // mean divides by the count of reduced elements, an ExprOp::kExtent); so does
-// LayerNormalization, whose scale and bias hold an element per normalized element.
+// LayerNormalization, whose scale and bias hold an element per normalized element. RoiAlign
+// does over a symbolic count of regions, ScatterElements over symbolic updates along its axis.
 bool admits_symbolic_shapes(const Node& n) {
   for (const auto* list : {&n.inputs, &n.outputs}) {
     for (const Value* v : *list) {

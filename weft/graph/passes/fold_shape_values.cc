@@ -282,9 +282,10 @@ std::optional<Dim> range_extent(const Node& n, const Known& known) {
 
 // Gives Slice "n" its bounds as dims (SliceAttrs::symbolic_ends) when an end is a dim over
 // symbols (`position_ids[:, :T]`) or an axis is symbolic (`x[:, 0:1]` over T), with constant
-// starts >= 0 and steps of 1. Each end that is not its axis's extent is taken to be within
-// it, a limit each run checks (Graph::dim_limits): past it ONNX would clamp the end, and the
-// model would fail where the slice meets T-long values.
+// starts >= 0 and steps of 1. A static end above 1 over a symbolic axis is clamped to it
+// (dim_min). Each other end that is not its axis's extent is taken to be within it, a limit
+// each run checks (Graph::dim_limits): past it ONNX would clamp the end, and the model would
+// fail where the slice meets T-long values.
 bool resolve_slice(Graph& graph, Node& n, const Known& known, const Facts& facts) {
   constexpr int64_t kToTheEnd = int64_t{1} << 31; // PyTorch's `x[1:]` ends at INT64_MAX
   auto& a = n.attrs_as<SliceAttrs>();
@@ -324,7 +325,14 @@ bool resolve_slice(Graph& graph, Node& n, const Known& known, const Facts& facts
     } else {
       symbolic = true;
       if (end.is_static() && end.value() < (*starts)[i]) return false; // counts from the end
-      if (end != extent) limits.push_back({end, extent, n.name});
+      if (end.is_static() && end.value() > 1 && !extent.is_static()) {
+        // ONNX's clamping: torchvision's RPN takes the first 1000 of each level's anchors,
+        // fewer when fewer are left (a data-dependent count). (An end of 1, the first
+        // position of a sequence, stays static, within the axis by the limit below.)
+        end = dim_min(end, extent);
+      } else if (end != extent) {
+        limits.push_back({end, extent, n.name});
+      }
     }
     if (end.is_static() && end.value() < (*starts)[i]) end = (*starts)[i]; // empty
   }
