@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iterator>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -28,6 +29,31 @@ std::string key_of(const std::vector<Tensor>& handed, const std::vector<bool>& k
     key += std::string_view(reinterpret_cast<const char*>(handed[i].data()), handed[i].num_bytes());
   }
   return hash_hex(key);
+}
+
+// Gives each input dim over symbols that no input binds alone (90*min(1000,N), handed over
+// from a stage where N was a host op's count) a symbol of its own, one per such dim: a run
+// binds inputs' symbols from their extents.
+void name_input_dims(Graph& g) {
+  std::set<std::string> bound;
+  for (const Value* v : g.inputs) {
+    for (const Dim& d : v->type.shape.value_or(Shape{}))
+      if (dim_is_symbol(d)) bound.insert(d.symbol_name());
+  }
+  std::map<std::string, Dim> named;
+  for (Value* v : g.inputs) {
+    if (!v->type.shape) continue;
+    for (Dim& d : *v->type.shape) {
+      if (d.is_static() || dim_is_symbol(d)) continue;
+      std::vector<std::string> symbols = dim_symbols(d);
+      if (std::all_of(symbols.begin(), symbols.end(),
+                      [&](const std::string& s) { return bound.contains(s); }))
+        continue;
+      auto [it, added] = named.try_emplace(d.symbol_name(), 0);
+      if (added) it->second = g.unique_symbol("handed_dim");
+      d = it->second;
+    }
+  }
 }
 
 bool is_control_flow(const Node& n) {
@@ -210,6 +236,7 @@ Result<Stages::SymbolicRest> Stages::build_symbolic_rest(const std::vector<Tenso
   g.remove_nodes_if(
       [&](const Node& n) { return std::find(host.begin(), host.end(), &n) != host.end(); });
   WEFT_RETURN_IF_ERROR(eliminate_dead_code(g));
+  name_input_dims(g);
   std::vector<int> frozen_inputs;
   WEFT_RETURN_IF_ERROR(stages::specialize(g, samples, true, &frozen_inputs));
   WEFT_RETURN_IF_ERROR(stages::run_host_ops(g)); // a Loop whose trip count folded unrolls

@@ -266,13 +266,16 @@ Status check_symbols(const Graph& graph, const std::vector<Slot>& slots,
   std::map<std::string, int64_t> ones; // each input symbol bound to 1
   for (const Value* in : graph.inputs) {
     for (const Dim& d : in->type.shape.value_or(Shape{})) {
-      if (d.is_static()) continue;
-      // Products spell their factors with '*' and constants with digits (dim_mul).
-      const std::string& name = d.symbol_name();
-      if (std::isdigit(static_cast<unsigned char>(name[0])) || name.find('*') != name.npos)
+      if (dim_is_symbol(d)) ones[d.symbol_name()] = 1;
+    }
+  }
+  // A dim over symbols (unify_dims's, a handed-over value's 90*min(1000,N)) is checked once
+  // other inputs bind them (Executable::bind).
+  for (const Value* in : graph.inputs) {
+    for (const Dim& d : in->type.shape.value_or(Shape{})) {
+      if (!d.is_static() && !eval_dim(d, ones))
         return Status::error(fmt::format("{}: input '{}' has the dim '{}', which is not a name",
-                                         graph.source, in->name, name));
-      ones[name] = 1;
+                                         graph.source, in->name, d.to_string()));
     }
   }
   std::vector<Dim> dims;

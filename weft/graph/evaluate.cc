@@ -430,8 +430,12 @@ Outputs eval_range(const Node& node) {
 }
 
 Outputs eval_constant_of_shape(const Node& node) {
-  const Tensor& value = *node.attrs_as<ConstantOfShapeAttrs>().value;
-  std::vector<int64_t> dims = arg(node, 0).to_int64_vector();
+  const auto& a = node.attrs_as<ConstantOfShapeAttrs>();
+  const Tensor& value = *a.value;
+  const TensorType& t = node.outputs[0]->type;
+  if (a.symbolic_shape && !t.has_static_shape()) return std::vector<Tensor>{}; // bound per run
+  std::vector<int64_t> dims =
+      a.symbolic_shape ? shape_static_dims(*t.shape) : arg(node, 0).to_int64_vector();
   int64_t count = 0;
   if (!dims_are_allocatable(value.dtype(), dims, &count)) {
     return Status::error(fmt::format("the shape [{}] has a negative dim or is too large",
