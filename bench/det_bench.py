@@ -164,6 +164,8 @@ def markdown(r):
                      f"{row['same_scores']} of {row['images']} | {row['weft_median_ms']:.1f} ms | "
                      f"{row['ort_median_ms']:.1f} ms | {q:.2f} | {row['weft_first_s']:.1f} s |")
     geo = float(np.exp(np.mean(np.log(ratios)))) if ratios else float("nan")
+    if r.get("note"):
+        lines += ["", r["note"][0].upper() + r["note"][1:] + "."]
     lines += ["", f"Geomean ONNX Runtime / Weft **{geo:.2f}**; slower than ONNX Runtime on {len(slower)}"
               + (": " + ", ".join(slower) if slower else "") + ". Every round is in "
               "`bench/det_results.json`.", ""]

@@ -70,30 +70,36 @@ Result<LoweredNode> lower_slice(const Node& n, const std::string& name) {
 }
 
 // A Concat whose pieces start at offsets known only at run time (a KV cache's past and new
-// keys along the length; the data-dependent counts of a detector's classes): each piece is
-// copied to its place, its position along the axis offset by the sum of the extents before
-// it (an indirect index into the output, within it by construction).
+// keys along the length): each output element reads the piece its position falls in, at the
+// position less that piece's offset, one select per boundary. Every piece is read at every
+// position, clamped into it (IndexWrap::kClamp), so that no read leaves a piece.
 Result<LoweredNode> lower_concat_at_symbolic_offsets(const Node& n, const std::string& name,
                                                      int axis) {
   const Value* y = n.outputs[0];
+  const Shape& ys = *y->type.shape;
   KernelBuilder k(name);
-  int out = k.buffer(y, BufferRole::kOutput);
+  StatementBuilder b("concat", ys);
+  std::vector<AffineExpr> index = iterators(ys.size());
+  index[static_cast<size_t>(axis)] = AffineExpr::constant_of(0);
   DType t = y->type.dtype;
+  int position = b.iterator(axis);
+  int value = -1;
   Dim offset = 0;
   for (const Value* x : n.inputs) {
-    const Shape& xs = *x->type.shape;
-    StatementBuilder b("concat", xs);
-    int v = b.load(k.buffer(x, BufferRole::kInput), iterators(xs.size()), t);
-    int at = b.op(ExprOp::kAdd, DType::kI64, {b.iterator(axis), b.extent(offset, DType::kI64)});
-    std::vector<AffineExpr> index = iterators(xs.size());
-    index[static_cast<size_t>(axis)] = AffineExpr::constant_of(0);
-    Statement s = b.store(v, out, index);
-    s.write.indirect = {{axis, at, IndexWrap::kClamp}};
-    k.add(std::move(s));
-    std::optional<Dim> next = dim_add(offset, xs[static_cast<size_t>(axis)]);
+    int start = b.extent(offset, DType::kI64);
+    int at = b.op(ExprOp::kSub, DType::kI64, {position, start});
+    int v = b.gather(k.buffer(x, BufferRole::kInput), index, {{axis, at, IndexWrap::kClamp}}, t);
+    if (value < 0) {
+      value = v;
+    } else {
+      int past = b.op(ExprOp::kGe, DType::kBool, {position, start});
+      value = b.op(ExprOp::kSelect, t, {past, v, value});
+    }
+    std::optional<Dim> next = dim_add(offset, (*x->type.shape)[static_cast<size_t>(axis)]);
     if (!next) return Status::error("Concat offsets that are not sums the dims can spell");
     offset = *next;
   }
+  k.add(b.store(value, k.buffer(y, BufferRole::kOutput), iterators(ys.size())));
   return k.lowered();
 }
 
