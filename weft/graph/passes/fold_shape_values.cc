@@ -53,16 +53,23 @@ std::optional<std::vector<int64_t>> slice_indices(int64_t n, int64_t start, int6
   return out;
 }
 
-// "a op b", element by element with a one-element side broadcast; nullopt where a result is
-// not a product of symbols (a sum with a symbol, an inexact quotient).
-std::optional<ShapeValue> arithmetic(Op op, const ShapeValue& a, const ShapeValue& b) {
+// The n elements of "a" and "b", a one-element side broadcast; nullopt when they do not match.
+std::optional<size_t> broadcast_size(const ShapeValue& a, const ShapeValue& b) {
   size_t n = std::max(a.dims.size(), b.dims.size());
   if ((a.dims.size() != n && a.dims.size() != 1) || (b.dims.size() != n && b.dims.size() != 1))
     return std::nullopt;
+  return n;
+}
+const Dim& element(const ShapeValue& v, size_t i) { return v.dims[v.dims.size() == 1 ? 0 : i]; }
+
+// "a op b", element by element with a one-element side broadcast; nullopt where a result is
+// not a product of symbols (a sum with a symbol, an inexact quotient).
+std::optional<ShapeValue> arithmetic(Op op, const ShapeValue& a, const ShapeValue& b) {
+  std::optional<size_t> n = broadcast_size(a, b);
+  if (!n) return std::nullopt;
   ShapeValue out{a.scalar && b.scalar, {}};
-  for (size_t i = 0; i < n; ++i) {
-    const Dim& x = a.dims[a.dims.size() == 1 ? 0 : i];
-    const Dim& y = b.dims[b.dims.size() == 1 ? 0 : i];
+  for (size_t i = 0; i < *n; ++i) {
+    const Dim &x = element(a, i), &y = element(b, i);
     std::optional<Dim> r;
     if (op == Op::kMin) {
       r = dim_min(x, y);
@@ -85,15 +92,6 @@ std::optional<ShapeValue> arithmetic(Op op, const ShapeValue& a, const ShapeValu
   }
   return out;
 }
-
-// The n elements of "a" and "b", a one-element side broadcast; nullopt when they do not match.
-std::optional<size_t> broadcast_size(const ShapeValue& a, const ShapeValue& b) {
-  size_t n = std::max(a.dims.size(), b.dims.size());
-  if ((a.dims.size() != n && a.dims.size() != 1) || (b.dims.size() != n && b.dims.size() != 1))
-    return std::nullopt;
-  return n;
-}
-const Dim& element(const ShapeValue& v, size_t i) { return v.dims[v.dims.size() == 1 ? 0 : i]; }
 
 // a == b element by element (1 or 0), where the dims tell: static ones, a dim and itself, and
 // an extent (>= 0) against a negative constant.
