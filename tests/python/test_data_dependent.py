@@ -676,3 +676,31 @@ def test_slice_of_a_data_dependent_count_clamps():
     for shift in (0.0, -2.5, -3.0, -10.0, 1.0):
         x = (rng.standard_normal(100) + shift).astype(np.float32)
         np.testing.assert_array_equal(m.run({"x": x})["y"], -x[x > 0][:5])
+
+
+def test_per_content_stage_of_a_dynamic_compile_folds_a_symbolic_fill():
+    """dynamic_shapes: ConstantOfShape(Shape(x)) takes x's symbolic shape (its input gone);
+    the stage after the NonZero cannot compile over symbols (LRN needs static dims), so it
+    compiles per content, for static shapes, where the fill folds (it had crashed Weft)."""
+    i64 = TensorProto.INT64
+    m = weft.compile(helper.make_model(helper.make_graph(
+        [helper.make_node("Shape", ["x"], ["s"]),
+         helper.make_node("ConstantOfShape", ["s"], ["c"],
+                          value=helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])),
+         helper.make_node("Relu", ["x"], ["r"]), helper.make_node("NonZero", ["r"], ["nz"]),
+         helper.make_node("Squeeze", ["nz", "zero"], ["idx"]),
+         helper.make_node("Gather", ["c", "idx"], ["g"]),
+         helper.make_node("Unsqueeze", ["g", "axes"], ["g4"]),
+         helper.make_node("LRN", ["g4"], ["y"], size=3)],
+        "g", [f32("x", ["N"])], [out("y", [1, "m", 1, 1])],
+        [helper.make_tensor("zero", i64, [1], [0]), helper.make_tensor("axes", i64, [3], [0, 2, 3])]),
+        opset_imports=[helper.make_opsetid("", 13)], ir_version=8).SerializeToString(),
+        dynamic_shapes=True)
+    rng = np.random.default_rng(16)
+    for n in (7, 20):
+        x = rng.standard_normal(n).astype(np.float32)
+        k = int((x > 0).sum())
+        ones = np.ones((1, k, 1, 1), np.float64)
+        square_sums = np.array([min(i + 2, k) - max(i - 1, 0) for i in range(k)], np.float64)
+        want = ones / (1 + 1e-4 / 3 * square_sums.reshape(1, k, 1, 1)) ** 0.75
+        np.testing.assert_allclose(m.run({"x": x})["y"], want, rtol=1e-5)
