@@ -41,7 +41,7 @@ inline Status check_per_channel(const Value* v, const Dim& n, const char* what) 
   return Status();
 }
 
-// Product of dims, or unknown when any dim is not static.
+// Product of dims (dim_mul: symbolic ones multiply), or unknown when any dim is unknown.
 inline Dim product(const Shape& shape, size_t begin, size_t end) {
   Dim n = 1;
   for (size_t i = begin; i < end; ++i) {
