@@ -15,6 +15,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <variant>
 #include <vector>
 
 #include "weft/graph/attrs.h"
@@ -137,6 +138,45 @@ private:
   std::unordered_set<std::string> fresh_; // the symbols fresh_symbol made
   int next_symbol_ = 0;
 };
+
+// Every dim "graph" holds, for "visit" to read or replace: the values' types, the dims over
+// symbols that fold_shape_values puts in attributes, and the dim limits. A visit that returns
+// false stops the walk, which then returns false.
+template <typename F> bool for_each_dim(Graph& graph, F&& visit) {
+  auto shape = [&](std::optional<Shape>& s) {
+    if (!s) return true;
+    for (Dim& d : *s) {
+      if (!visit(d)) return false;
+    }
+    return true;
+  };
+  for (const auto& v : graph.values()) {
+    if (!shape(v->type.shape)) return false;
+  }
+  for (const auto& n : graph.nodes()) {
+    bool ok = std::visit(
+        [&](auto& a) {
+          using A = std::decay_t<decltype(a)>;
+          if constexpr (std::is_same_v<A, ReshapeAttrs> || std::is_same_v<A, ExpandAttrs> ||
+                        std::is_same_v<A, RangeAttrs> || std::is_same_v<A, ConstantOfShapeAttrs>)
+            return shape(a.symbolic_shape);
+          else if constexpr (std::is_same_v<A, SliceAttrs>)
+            return shape(a.symbolic_ends);
+          else if constexpr (std::is_same_v<A, TileAttrs>)
+            return shape(a.symbolic_repeats);
+          else if constexpr (std::is_same_v<A, TopKAttrs>)
+            return !a.symbolic_k || visit(*a.symbolic_k);
+          else
+            return true;
+        },
+        n->attrs);
+    if (!ok) return false;
+  }
+  for (DimLimit& l : graph.dim_limits) {
+    if (!visit(l.dim) || !visit(l.most)) return false;
+  }
+  return true;
+}
 
 // Where "node" is, for messages: "FILE: node 'conv_3' (Conv, opset 13)".
 inline Location location_of(const Graph& graph, const Node& node) {

@@ -114,15 +114,13 @@ Status specialize_shapes(Graph& graph, const std::vector<TensorType>& types) {
       }
     }
   }
-  for (const auto& value : graph.values()) {
-    if (!value->type.shape) continue;
-    for (Dim& d : *value->type.shape) {
-      if (!d.is_static()) {
-        auto it = bound.find(d.symbol_name());
-        if (it != bound.end()) d = it->second;
-      }
-    }
-  }
+  // Dims over the bound ones become static too, in attributes as well: a handed-over input of
+  // min(100,N) boxes, bound to 100, gives their 20*min(100,N) coordinates.
+  for_each_dim(graph, [&](Dim& d) {
+    if (std::optional<int64_t> extent = d.is_static() ? std::nullopt : eval_dim(d, bound))
+      d = *extent;
+    return true;
+  });
   for (size_t i = 0; i < types.size(); ++i)
     graph.inputs[i]->type = types[i];
   return infer_shapes(graph);

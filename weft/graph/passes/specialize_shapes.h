@@ -1,7 +1,8 @@
 // specialize_shapes: binds the graph's inputs to concrete types and propagates them.
 //
 // Every symbolic dim of an input becomes the given extent, everywhere in the graph (a
-// symbol names one extent); shape functions then refine the rest. Run fold_constants and
+// symbol names one extent), and so does every dim over those (in value types and in the
+// attributes of fold_shape_values); shape functions then refine the rest. Run fold_constants and
 // canonicalize after it: Shape ops and Reshape targets become constants.
 //
 // Requires: a verified graph; "types" has one entry per graph input, each with a shape

@@ -29,41 +29,6 @@ std::optional<Dim> substituted(const Dim& d, const std::string& symbol, const Di
   return dim_mul(*rest, by);
 }
 
-// Every dim the graph holds, for "visit" to read or replace.
-template <typename F> bool for_each_dim(Graph& graph, F&& visit) {
-  auto shape = [&](std::optional<Shape>& s) {
-    if (!s) return true;
-    for (Dim& d : *s) {
-      if (!visit(d)) return false;
-    }
-    return true;
-  };
-  for (const auto& v : graph.values()) {
-    if (!shape(v->type.shape)) return false;
-  }
-  for (const auto& n : graph.nodes()) {
-    bool ok = std::visit(
-        [&](auto& a) {
-          using A = std::decay_t<decltype(a)>;
-          if constexpr (std::is_same_v<A, ReshapeAttrs> || std::is_same_v<A, ExpandAttrs> ||
-                        std::is_same_v<A, RangeAttrs>)
-            return shape(a.symbolic_shape);
-          else if constexpr (std::is_same_v<A, SliceAttrs>)
-            return shape(a.symbolic_ends);
-          else if constexpr (std::is_same_v<A, TileAttrs>)
-            return shape(a.symbolic_repeats);
-          else
-            return true;
-        },
-        n->attrs);
-    if (!ok) return false;
-  }
-  for (DimLimit& l : graph.dim_limits) {
-    if (!visit(l.dim) || !visit(l.most)) return false;
-  }
-  return true;
-}
-
 // Ops whose inputs broadcast to their output (numpy's rules).
 bool is_broadcasting(Op op) {
   static const std::set<Op> kOps = {
