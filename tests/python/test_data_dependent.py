@@ -704,3 +704,99 @@ def test_per_content_stage_of_a_dynamic_compile_folds_a_symbolic_fill():
         square_sums = np.array([min(i + 2, k) - max(i - 1, 0) for i in range(k)], np.float64)
         want = ones / (1 + 1e-4 / 3 * square_sums.reshape(1, k, 1, 1)) ** 0.75
         np.testing.assert_allclose(m.run({"x": x})["y"], want, rtol=1e-5)
+
+
+PASTE_SCRIPT = r'''
+import sys, numpy as np, onnx, weft
+from onnx import TensorProto, helper
+i64, f = TensorProto.INT64, TensorProto.FLOAT
+mode, transform = sys.argv[2], sys.argv[3]
+H = W = 24
+const = lambda name, v: helper.make_node("Constant", [], [name], value=helper.make_tensor(
+    name + "_t", i64, [len(v)], v))
+body_nodes = [
+    const("zero_axis", [0]), const("axes01", [0, 1]), const("ones", [1, 1]), const("height", [H]),
+    const("width", [W]), const("flat", [-1]),
+    *[const(f"at{k}", [k]) for k in range(5)],
+    helper.make_node("Gather", ["masks", "i"], ["m"], axis=0),
+    helper.make_node("Unsqueeze", ["m", "zero_axis"], ["m4"]),
+    helper.make_node("Gather", ["boxes", "i"], ["box"], axis=0),
+    *[helper.make_node("Slice", ["box", f"at{k}", f"at{k + 1}"], [name])
+      for k, name in enumerate(["x0", "y0", "x1", "y1"])],
+    helper.make_node("Sub", ["x1", "x0"], ["w"]), helper.make_node("Sub", ["y1", "y0"], ["h"]),
+    helper.make_node("Concat", ["ones", "h", "w"], ["sizes"], axis=0),
+    helper.make_node("Resize", ["m4", "", "", "sizes"], ["r"], mode=mode,
+                     coordinate_transformation_mode=transform),
+    helper.make_node("Squeeze", ["r", "axes01"], ["r2"]),
+    helper.make_node("Concat", ["y0", "w"], ["top_shape"], axis=0),
+    helper.make_node("ConstantOfShape", ["top_shape"], ["top"]),
+    helper.make_node("Sub", ["height", "y1"], ["below"]),
+    helper.make_node("Concat", ["below", "w"], ["bottom_shape"], axis=0),
+    helper.make_node("ConstantOfShape", ["bottom_shape"], ["bottom"]),
+    helper.make_node("Concat", ["top", "r2", "bottom"], ["column"], axis=0),
+    helper.make_node("Concat", ["height", "x0"], ["left_shape"], axis=0),
+    helper.make_node("ConstantOfShape", ["left_shape"], ["left"]),
+    helper.make_node("Sub", ["width", "x1"], ["after"]),
+    helper.make_node("Concat", ["height", "after"], ["right_shape"], axis=0),
+    helper.make_node("ConstantOfShape", ["right_shape"], ["right"]),
+    helper.make_node("Concat", ["left", "column", "right"], ["image"], axis=1),
+    helper.make_node("Unsqueeze", ["image", "zero_axis"], ["piece"]),
+    helper.make_node("Concat", ["acc", "piece"], ["acc_out"], axis=0),
+    helper.make_node("Reshape", ["r2", "flat"], ["values"]),
+    helper.make_node("ArgMax", ["values"], ["best"], axis=0, keepdims=0),
+    helper.make_node("Identity", ["cond"], ["cond_out"])]
+body = helper.make_graph(
+    body_nodes, "paste",
+    [helper.make_tensor_value_info("i", i64, []), helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+     helper.make_tensor_value_info("acc", f, None)],
+    [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+     helper.make_tensor_value_info("acc_out", f, None), helper.make_tensor_value_info("best", i64, [])])
+graph = helper.make_graph(
+    [helper.make_node("Shape", ["masks"], ["shape"]),
+     helper.make_node("Gather", ["shape", "zero"], ["trips"], axis=0),
+     helper.make_node("Loop", ["trips", "yes", "empty"], ["pasted", "argmax"], body=body)],
+    "g", [helper.make_tensor_value_info("masks", f, [5, 1, 8, 8]),
+          helper.make_tensor_value_info("boxes", i64, [5, 4])],
+    [helper.make_tensor_value_info("pasted", f, [5, H, W]),
+     helper.make_tensor_value_info("argmax", i64, [5])],
+    initializer=[helper.make_tensor("zero", i64, [], [0]), helper.make_tensor("empty", f, [0, H, W], []),
+                 helper.make_tensor("yes", TensorProto.BOOL, [], [True])])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+model.ir_version = 8
+onnx.checker.check_model(model)
+onnx.save(model, f"{sys.argv[1]}/paste.onnx")
+m = weft.compile(model.SerializeToString())
+rng = np.random.default_rng(5)
+for trial in range(4):
+    corner = rng.integers(0, 12, (5, 2))
+    boxes = np.concatenate([corner, corner + rng.integers(1, 13, (5, 2))], 1).astype(np.int64)
+    masks = rng.standard_normal((5, 1, 8, 8)).astype(np.float32)
+    got = m.run({"masks": masks, "boxes": boxes})
+    np.savez(f"{sys.argv[1]}/{trial}.npz", masks=masks, boxes=boxes, **got)
+print("ok")
+'''
+
+
+@pytest.mark.parametrize("mode,transform", [("linear", "pytorch_half_pixel"),
+                                            ("cubic", "half_pixel"), ("nearest", "asymmetric")])
+def test_a_loop_whose_shapes_come_from_data_runs_on_the_host(tmp_path, mode, transform):
+    """Mask R-CNN's pasting: a Loop resizes each mask to its box's size (Resize's sizes from
+    the boxes' values), pads it into the image with zeros of computed extents and appends it
+    to the result, which grows by one image per iteration; Keypoint R-CNN's takes the argmax
+    of each resized map. Unrolled, each iteration's shapes would be known only per run (a
+    compile per content); on the host the loop runs on the values of each run, and the rest
+    compiles once. Four runs with different boxes, against onnx's reference implementation."""
+    ReferenceEvaluator = pytest.importorskip("onnx.reference").ReferenceEvaluator  # onnx 1.13+
+    env = dict(os.environ, WEFT_LOG="info", WEFT_CACHE_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", PASTE_SCRIPT, str(tmp_path), mode, transform],
+                          env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-3000:]
+    assert "per content" not in done.stderr, done.stderr[-3000:]
+    assert done.stderr.count("compiled once") == 1, done.stderr[-3000:]
+    reference = ReferenceEvaluator(str(tmp_path / "paste.onnx"))
+    for trial in range(4):
+        r = np.load(tmp_path / f"{trial}.npz")
+        want_pasted, want_argmax = reference.run(None, {"masks": r["masks"], "boxes": r["boxes"]})
+        np.testing.assert_allclose(r["pasted"], want_pasted, rtol=1e-5, atol=1e-6)
+        # (the reference stacks the scalar scan values as [5, 1]; ONNX says a new axis: [5])
+        np.testing.assert_array_equal(r["argmax"], want_argmax.reshape(-1))

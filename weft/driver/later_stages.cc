@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "weft/driver/pipeline.h"
+#include "weft/graph/control_flow.h"
 #include "weft/graph/data_dependent.h"
 #include "weft/graph/op_table.h"
 #include "weft/graph/passes/eliminate_dead_code.h"
@@ -56,8 +57,10 @@ void name_input_dims(Graph& g) {
   }
 }
 
-bool is_control_flow(const Node& n) {
-  return n.op_type == Op::kIf || n.op_type == Op::kLoop || n.op_type == Op::kScan;
+// Control flow that rewrites the graph (control_flow.h): If, Scan, and a Loop that unrolls.
+bool rewrites_graph(const Node& n) {
+  return n.op_type == Op::kIf || n.op_type == Op::kScan ||
+         (n.op_type == Op::kLoop && !loop_runs_on_host(n));
 }
 
 } // namespace
@@ -74,7 +77,7 @@ Stages::Stages(Graph graph, std::vector<std::string> handed_over, size_t needed,
       if (!v) continue;
       auto it = std::find(handed_over_.begin(), handed_over_.begin() + needed_, v->name);
       if (it == handed_over_.begin() + needed_) continue;
-      bool control = is_control_flow(*n) && needs_value(*n, i);
+      bool control = rewrites_graph(*n) && needs_value(*n, i);
       bool shape = !is_data_dependent(*n) && is_shape_operand(*n, i) && !settings_.dynamic_shapes &&
                    stages::waits_for_shape_values(*n);
       if (control || shape) keyed_[static_cast<size_t>(it - handed_over_.begin())] = true;
@@ -86,7 +89,8 @@ Result<std::vector<Tensor>> Stages::run(const runtime::Executable& first,
                                         std::vector<Tensor> inputs,
                                         const runtime::RunOptions& options) const {
   WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> handed, first.run(inputs, options));
-  if (std::shared_ptr<const SymbolicRest> rest = symbolic_rest(inputs, handed)) {
+  std::optional<std::vector<Tensor>> host_outputs; // when building the rest ran the host ops
+  if (std::shared_ptr<const SymbolicRest> rest = symbolic_rest(inputs, handed, &host_outputs)) {
     // The handed-over values move (a detector's heads hand over tens of megabytes): to the
     // host ops, shared, then into the rest's inputs.
     std::vector<std::shared_ptr<Tensor>> owned;
@@ -95,17 +99,21 @@ Result<std::vector<Tensor>> Stages::run(const runtime::Executable& first,
       owned.push_back(std::make_shared<Tensor>(std::move(t)));
       shared.push_back(owned.back());
     }
-    std::vector<Tensor> host_outputs;
-    for (const HostOp& op : rest->host_ops) {
-      WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> outs, op.run(shared));
-      std::move(outs.begin(), outs.end(), std::back_inserter(host_outputs));
+    if (!host_outputs) {
+      host_outputs.emplace();
+      for (const HostOp& op : rest->host_ops) {
+        WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> outs, op.run(shared));
+        for (size_t o = 0; o < outs.size(); ++o) {
+          if (op.node.outputs[o]) host_outputs->push_back(std::move(outs[o]));
+        }
+      }
     }
     shared.clear();
     std::vector<Tensor> all = std::move(inputs); // then the handed-over values it does not fold
     for (size_t i = 0; i < owned.size(); ++i) {
       if (!keyed_[i]) all.push_back(std::move(*owned[i]));
     }
-    std::move(host_outputs.begin(), host_outputs.end(), std::back_inserter(all));
+    std::move(host_outputs->begin(), host_outputs->end(), std::back_inserter(all));
     return rest->model->run(std::move(all), options);
   }
   std::vector<bool> input(handed.size());
@@ -138,14 +146,15 @@ Result<std::vector<Tensor>> Stages::HostOp::run(const std::vector<TensorRef>& va
 }
 
 std::shared_ptr<const Stages::SymbolicRest>
-Stages::symbolic_rest(const std::vector<Tensor>& inputs, const std::vector<Tensor>& handed) const {
+Stages::symbolic_rest(const std::vector<Tensor>& inputs, const std::vector<Tensor>& handed,
+                      std::optional<std::vector<Tensor>>* host_outputs) const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (symbolic_failed_) return nullptr;
   std::string key = key_of(handed, keyed_);
   for (const auto& [k, rest] : symbolic_) {
     if (k == key) return rest;
   }
-  Result<SymbolicRest> built = build_symbolic_rest(inputs, handed);
+  Result<SymbolicRest> built = build_symbolic_rest(inputs, handed, host_outputs);
   if (!built.ok()) {
     log_info("{}: the stage after the host ops compiles per content: {}", graph_.source,
              built.status().message());
@@ -161,8 +170,9 @@ Stages::symbolic_rest(const std::vector<Tensor>& inputs, const std::vector<Tenso
   return symbolic_.back().second;
 }
 
-Result<Stages::SymbolicRest> Stages::build_symbolic_rest(const std::vector<Tensor>& inputs,
-                                                         const std::vector<Tensor>& handed) const {
+Result<Stages::SymbolicRest>
+Stages::build_symbolic_rest(const std::vector<Tensor>& inputs, const std::vector<Tensor>& handed,
+                            std::optional<std::vector<Tensor>>* host_outputs) const {
   SymbolicRest rest;
   Graph g = graph_.clone();
   std::vector<Tensor> samples = inputs;
@@ -190,9 +200,10 @@ Result<Stages::SymbolicRest> Stages::build_symbolic_rest(const std::vector<Tenso
   // The host ops: the data-dependent nodes that read only handed-over values and constants.
   // Those further on stay, and stage the compile of the rest again.
   std::vector<const Node*> host;
+  size_t first_host_sample = 0; // their outputs' place in "samples"
   for (const auto& node : g.nodes()) {
     const Node& n = *node;
-    if (!is_data_dependent(n) || is_control_flow(n) || n.conditional) continue;
+    if (!is_data_dependent(n) || rewrites_graph(n) || n.conditional) continue;
     HostOp op{n, {}, {}};
     bool reads_handed = true;
     for (const Value* v : n.inputs) {
@@ -203,6 +214,7 @@ Result<Stages::SymbolicRest> Stages::build_symbolic_rest(const std::vector<Tenso
           !v || it == handed_inputs.end() ? -1 : static_cast<int>(it - handed_inputs.begin()));
     }
     if (!reads_handed) continue;
+    if (host.empty()) first_host_sample = samples.size();
     WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> outs, op.run(shared));
     // The output types by the op's shape function, whatever the model declares: a
     // data-dependent extent is a symbol of its own (one per count: Unique's outputs share it).
@@ -213,13 +225,19 @@ Result<Stages::SymbolicRest> Stages::build_symbolic_rest(const std::vector<Tenso
     for (size_t o = 0; o < n.outputs.size(); ++o) {
       Value* v = n.outputs[o];
       if (!v) continue;
-      if (o >= types.size() || !types[o].shape)
+      if (o >= types.size())
         return Status::error(
-            fmt::format("{} '{}' has an output of unknown rank", n.op_type, n.name));
+            fmt::format("{} '{}' has no type for output {}", n.op_type, n.name, o));
       TensorType type = types[o];
-      for (Dim& d : *type.shape) {
+      if (!type.shape) // its rank as computed (a Loop's carried values may change rank)
+        type.shape = Shape(static_cast<size_t>(outs[o].rank()), Dim::unknown());
+      for (size_t axis = 0; axis < type.shape->size(); ++axis) {
+        Dim& d = (*type.shape)[axis];
         if (d.is_static()) continue;
-        auto [it, added] = counts.try_emplace(d.symbol_name(), 0);
+        // (A Loop's unknown extents are unrelated: its carried values grow as its body says.)
+        std::string name = n.op_type == Op::kLoop && d.is_unknown() ? fmt::format("{}:{}", o, axis)
+                                                                    : d.symbol_name();
+        auto [it, added] = counts.try_emplace(name, 0);
         if (added)
           it->second =
               g.unique_symbol(fmt::format("host{}_count{}", rest.host_ops.size(), counts.size()));
@@ -249,6 +267,13 @@ Result<Stages::SymbolicRest> Stages::build_symbolic_rest(const std::vector<Tenso
   WEFT_RETURN_IF_ERROR(
       stages::compile_graph(std::move(g), frozen_, settings, no_dump, timer, *model));
   rest.model = std::move(model);
+  // This run's host outputs, computed above: a Loop on the host pastes 100 masks.
+  if (!host.empty())
+    *host_outputs = std::vector<Tensor>(
+        std::make_move_iterator(samples.begin() + static_cast<std::ptrdiff_t>(first_host_sample)),
+        std::make_move_iterator(samples.end()));
+  else
+    host_outputs->emplace();
   return rest;
 }
 

@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,10 +48,13 @@ private:
 
   // The symbolic rest for the values "handed" gives the keyed handed-over values (none: one
   // rest for every run), built at the first run with them; null when it cannot be.
-  std::shared_ptr<const SymbolicRest> symbolic_rest(const std::vector<Tensor>& inputs,
-                                                    const std::vector<Tensor>& handed) const;
+  // Building it runs the host ops on "handed": then their outputs go to "host_outputs".
+  std::shared_ptr<const SymbolicRest>
+  symbolic_rest(const std::vector<Tensor>& inputs, const std::vector<Tensor>& handed,
+                std::optional<std::vector<Tensor>>* host_outputs) const;
   Result<SymbolicRest> build_symbolic_rest(const std::vector<Tensor>& inputs,
-                                           const std::vector<Tensor>& handed) const;
+                                           const std::vector<Tensor>& handed,
+                                           std::optional<std::vector<Tensor>>* host_outputs) const;
   // Does a per-content stage take handed-over value "i" as an input? The host ops' inputs,
   // and the other values small enough to fold (a box's size that a later Resize takes), are
   // its constants and key it; larger ones (feature maps) are inputs after the model's.

@@ -96,14 +96,17 @@ Status run_host_ops(Graph& graph) {
     // Control flow rewrites the graph, one node at a time. The other host ops all run, then
     // the graph refolds once: SSDLite's 180 NonZeros had refolded its 3,500 nodes after
     // each, 0.9 s of every new image.
-    auto control = std::find_if(ready.begin(), ready.end(), [](const Node* n) {
-      return n->op_type == Op::kLoop || n->op_type == Op::kScan || n->op_type == Op::kIf;
-    });
+    // (A Loop that runs on the host computes its outputs, as the others do.)
+    auto unrolls = [](const Node* n) {
+      return (n->op_type == Op::kLoop && !loop_runs_on_host(*n)) || n->op_type == Op::kScan;
+    };
+    auto control = std::find_if(ready.begin(), ready.end(),
+                                [&](const Node* n) { return unrolls(n) || n->op_type == Op::kIf; });
     if (control != ready.end()) ready = {*control};
     std::set<const Node*> done;
     for (Node* node : ready) {
       bool finished = true;
-      if (node->op_type == Op::kLoop || node->op_type == Op::kScan) {
+      if (unrolls(node)) {
         Status s = node->op_type == Op::kLoop ? unroll_loop_step(graph, *node, &finished)
                                               : unroll_scan(graph, *node);
         if (!s.ok()) return s.with_location(location_of(graph, *node));

@@ -1,11 +1,18 @@
 #include "weft/graph/control_flow.h"
 
 #include <algorithm>
+#include <cstring>
+#include <limits>
+#include <set>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
+#include "weft/graph/data_dependent.h"
+#include "weft/graph/evaluate.h"
 #include "weft/graph/node_builder.h"
+#include "weft/graph/op_table.h"
+#include "weft/graph/passes/specialize_shapes.h"
 
 namespace weft {
 
@@ -83,6 +90,236 @@ void mark_taken(const std::vector<Value*>& outputs) {
       if (Value* in = n->inputs[i]; in && in->producer) work.push_back(in->producer);
     }
   }
+}
+
+namespace {
+
+constexpr int64_t kMaxHostIterations = int64_t{1} << 20;
+
+bool is_control_flow(const Node& n) {
+  return n.op_type == Op::kIf || n.op_type == Op::kLoop || n.op_type == Op::kScan;
+}
+
+// The outputs of body node "n", its inputs' values given by "value".
+template <typename F> Result<std::vector<Tensor>> evaluate_body_node(const Node& n, F&& value) {
+  Node copy = n;
+  std::vector<Value> ins(n.inputs.size()), outs(n.outputs.size());
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (!n.inputs[i]) continue;
+    WEFT_ASSIGN_OR_RETURN(ins[i].constant, value(n.inputs[i]));
+    ins[i].type = ins[i].constant->type();
+    copy.inputs[i] = &ins[i];
+  }
+  for (size_t o = 0; o < n.outputs.size(); ++o) {
+    if (n.outputs[o]) copy.outputs[o] = &outs[o];
+  }
+  if (!n.def->infer) return Status::error("no shape function");
+  WEFT_ASSIGN_OR_RETURN(std::vector<TensorType> types, n.def->infer(copy));
+  for (size_t o = 0; o < outs.size() && o < types.size(); ++o)
+    outs[o].type = types[o];
+  Result<std::vector<Tensor>> results =
+      is_data_dependent(copy) ? evaluate_on_host(copy) : evaluate_node(copy);
+  if (results.ok() && results->size() < n.outputs.size() &&
+      std::any_of(n.outputs.begin() + static_cast<std::ptrdiff_t>(results->size()), n.outputs.end(),
+                  [](const Value* v) { return v != nullptr; }))
+    return Status::error("not evaluated on the host for these inputs");
+  return results;
+}
+
+// A carried value that the body only appends to: the next is Concat(this one, pieces...)
+// along axis 0, this one read by nothing else and the next by nothing but the next iteration.
+// torchvision's pasting loops grow their results so; a copy of the whole per iteration would
+// be quadratic (2 GB a run for Mask R-CNN's 100 masks of 320 x 320), appending is not.
+struct Appended {
+  const Node* concat = nullptr; // null: not appended to
+  DType dtype = DType::kF32;
+  std::vector<int64_t> dims;
+  std::vector<std::byte> bytes;
+
+  Status append(const Tensor& piece) {
+    if (piece.dtype() != dtype || piece.rank() != static_cast<int64_t>(dims.size()) ||
+        !std::equal(dims.begin() + 1, dims.end(), piece.dims().begin() + 1))
+      return Status::error(fmt::format("Concat of {} to {}", piece.type().to_string(),
+                                       TensorType{dtype, shape_from_dims(dims)}.to_string()));
+    bytes.insert(bytes.end(), piece.data(), piece.data() + piece.num_bytes());
+    dims[0] += piece.dims()[0];
+    return Status();
+  }
+  Tensor tensor() const {
+    Tensor t = Tensor::uninitialized(dtype, dims);
+    std::memcpy(t.data(), bytes.data(), bytes.size());
+    return t;
+  }
+};
+
+std::vector<Appended> appended_values(const Node& loop) {
+  const Graph& body = *loop.attrs_as<LoopAttrs>().body;
+  auto n = static_cast<size_t>(loop.attrs_as<LoopAttrs>().carried);
+  std::unordered_map<const Value*, int> uses = body.use_counts();
+  std::vector<Appended> appended(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Value *in = body.inputs[2 + i], *out = body.outputs[1 + i];
+    const Value* initial = loop.input(2 + i);
+    const Node* concat = out->producer;
+    if (!initial || initial->constant->rank() == 0 || !concat || concat->op_type != Op::kConcat ||
+        concat->attrs_as<AxisAttrs>().axis != 0 || concat->inputs[0] != in || uses[in] != 1 ||
+        uses[out] != 1)
+      continue;
+    const Tensor& t = *initial->constant;
+    appended[i] = {concat, t.dtype(), t.dims(),
+                   std::vector<std::byte>(t.data(), t.data() + t.num_bytes())};
+  }
+  return appended;
+}
+
+} // namespace
+
+bool loop_runs_on_host(const Node& loop) {
+  const auto& a = loop.attrs_as<LoopAttrs>();
+  if (!a.body || a.iteration != 0) return false;
+  const Graph& body = *a.body;
+  auto n = static_cast<size_t>(a.carried);
+  if (body.inputs.size() < 2 + n || body.outputs.size() < 1 + n) return false;
+  for (const auto& node : body.nodes()) {
+    if (is_control_flow(*node) || (!can_evaluate(*node) && !is_data_dependent(*node))) return false;
+  }
+  // The body's values computed from data: from the carried and outer values that are not
+  // constant, or carried values the body computes from data (until that settles).
+  std::set<const Value*> data;
+  for (size_t i = 2; i < body.inputs.size(); ++i) {
+    const Value* outer = loop.input(i);
+    if (outer && !outer->is_constant()) data.insert(body.inputs[i]);
+  }
+  for (size_t before = SIZE_MAX; before != data.size();) {
+    before = data.size();
+    bool from_data = false;
+    for (const auto& node : body.nodes()) {
+      bool reads = false;
+      for (size_t k = 0; k < node->inputs.size(); ++k) {
+        if (!data.contains(node->inputs[k])) continue;
+        from_data |= is_shape_operand(*node, k);
+        reads = true;
+      }
+      // Shape and Size read only the type: a shape that data decides shows where it is decided
+      if (reads && node->op_type != Op::kShape && node->op_type != Op::kSize)
+        data.insert(node->outputs.begin(), node->outputs.end());
+    }
+    if (from_data) return true;
+    for (size_t i = 0; i < n; ++i) {
+      if (data.contains(body.outputs[1 + i])) data.insert(body.inputs[2 + i]);
+    }
+  }
+  return false;
+}
+
+Result<std::vector<Tensor>> run_loop_on_host(const Node& loop) {
+  const auto& a = loop.attrs_as<LoopAttrs>();
+  const Graph& body = *a.body;
+  auto n = static_cast<size_t>(a.carried);
+  size_t scans = body.outputs.size() - 1 - n;
+  for (const Value* v : {loop.input(0), loop.input(1)}) {
+    if (v && v->constant->num_elements() != 1)
+      return Status::error(
+          fmt::format("'{}' has {} elements, not one", v->name, v->constant->num_elements()));
+  }
+  if (!loop.input(0) && !loop.input(1))
+    return Status::error("a Loop without a trip count or a condition");
+  int64_t trips =
+      loop.input(0) ? loop.input(0)->constant->get_int64(0) : std::numeric_limits<int64_t>::max();
+  TensorRef cond = loop.input(1) ? loop.input(1)->constant : nullptr;
+  if (!cond) {
+    Tensor t(DType::kBool, {});
+    t.set_int64(0, 1);
+    cond = std::make_shared<const Tensor>(std::move(t));
+  }
+  std::unordered_map<const Value*, TensorRef> values; // of the body's inputs and nodes
+  for (size_t i = 2; i < body.inputs.size(); ++i) {
+    if (const Value* outer = loop.input(i)) values[body.inputs[i]] = outer->constant;
+  }
+  auto value = [&](const Value* v) -> Result<TensorRef> {
+    if (v->is_constant()) return v->constant;
+    auto it = values.find(v);
+    if (it == values.end()) return Status::error(fmt::format("'{}' has no value", v->name));
+    return it->second;
+  };
+  std::vector<Appended> appended = appended_values(loop);
+  std::vector<std::vector<TensorRef>> scanned(scans);
+  int64_t iteration = 0;
+  for (; iteration < trips && cond->get_int64(0) != 0; ++iteration) {
+    if (iteration == kMaxHostIterations)
+      return Status::error(
+          fmt::format("the loop runs more than {} iterations", kMaxHostIterations));
+    values[body.inputs[0]] = std::make_shared<const Tensor>(Tensor::scalar_i64(iteration));
+    values[body.inputs[1]] = cond;
+    for (const auto& node : body.nodes()) {
+      auto error = [&](const Status& s) {
+        return Status::error(fmt::format("iteration {}: {} '{}' of the body: {}", iteration,
+                                         node->op_type, node->name, s.message()));
+      };
+      auto grown = std::find_if(appended.begin(), appended.end(),
+                                [&](const Appended& x) { return x.concat == node.get(); });
+      if (grown != appended.end()) {
+        for (size_t k = 1; k < node->inputs.size(); ++k) {
+          WEFT_ASSIGN_OR_RETURN(TensorRef piece, value(node->inputs[k]));
+          if (Status s = grown->append(*piece); !s.ok()) return error(s);
+        }
+        continue;
+      }
+      Result<std::vector<Tensor>> outs = evaluate_body_node(*node, value);
+      if (!outs.ok()) return error(outs.status());
+      for (size_t o = 0; o < node->outputs.size(); ++o) {
+        if (node->outputs[o])
+          values[node->outputs[o]] = std::make_shared<const Tensor>(std::move((*outs)[o]));
+      }
+    }
+    WEFT_ASSIGN_OR_RETURN(cond, value(body.outputs[0]));
+    std::vector<TensorRef> carried(n);
+    for (size_t i = 0; i < n; ++i) {
+      if (!appended[i].concat) {
+        WEFT_ASSIGN_OR_RETURN(carried[i], value(body.outputs[1 + i]));
+      }
+    }
+    for (size_t i = 0; i < n; ++i) { // the next iteration reads them
+      if (!appended[i].concat) values[body.inputs[2 + i]] = std::move(carried[i]);
+    }
+    for (size_t k = 0; k < scans; ++k) {
+      WEFT_ASSIGN_OR_RETURN(TensorRef t, value(body.outputs[1 + n + k]));
+      scanned[k].push_back(std::move(t));
+    }
+    if (cond->num_elements() != 1)
+      return Status::error(
+          fmt::format("the body's condition has {} elements, not one", cond->num_elements()));
+  }
+  std::vector<Tensor> outputs;
+  for (size_t i = 0; i < n; ++i) {
+    if (appended[i].concat) {
+      outputs.push_back(appended[i].tensor());
+      continue;
+    }
+    auto it = values.find(body.inputs[2 + i]);
+    if (it == values.end() || !it->second)
+      return Status::error(fmt::format("carried value {} has no value", i));
+    outputs.push_back(*it->second);
+  }
+  for (size_t k = 0; k < scans; ++k) { // stacked along a new first axis
+    if (scanned[k].empty())
+      return Status::error("a Loop with scan outputs that runs no iteration (their shape is "
+                           "unknown) is not supported");
+    const Tensor& first = *scanned[k][0];
+    std::vector<int64_t> dims = first.dims();
+    dims.insert(dims.begin(), static_cast<int64_t>(scanned[k].size()));
+    Tensor stacked = Tensor::uninitialized(first.dtype(), dims);
+    std::byte* to = stacked.data();
+    for (const TensorRef& t : scanned[k]) {
+      if (t->dims() != first.dims() || t->dtype() != first.dtype())
+        return Status::error(fmt::format("scan output {} is {} in one iteration and {} in another",
+                                         k, first.type().to_string(), t->type().to_string()));
+      std::memcpy(to, t->data(), t->num_bytes());
+      to += t->num_bytes();
+    }
+    outputs.push_back(std::move(stacked));
+  }
+  return outputs;
 }
 
 Status unroll_loop_step(Graph& graph, Node& loop, bool* finished) {

@@ -28,6 +28,19 @@ void mark_taken(const std::vector<Value*>& outputs);
 // values and the concatenated scan values ("finished"; the node is then unused).
 Status unroll_loop_step(Graph& graph, Node& loop, bool* finished);
 
+// Does "loop" run on the host, one iteration at a time (run_loop_on_host), rather than unroll?
+// It does when its body computes a shape operand from data (a value it carries or reads from
+// outside, not only that value's shape: Mask R-CNN resizes each mask to its box's size), so
+// that unrolled, each iteration's shapes would be known only at run time, and every node of
+// its body evaluates on the host (evaluate.h, data_dependent.h; no control flow). Such a loop
+// needs every input's value.
+bool loop_runs_on_host(const Node& loop);
+
+// The outputs of a Loop that runs on the host, every present input of which is constant: each
+// iteration evaluates the body's nodes in order. Fails, naming the body's node, where one
+// cannot be evaluated or rejects its inputs, and after 2^20 iterations.
+Result<std::vector<Tensor>> run_loop_on_host(const Node& loop);
+
 // Scan, once the extent of its scan axis is static: every iteration of the body goes into the
 // graph before it, and its outputs are replaced by the last states and the stacked scan
 // values (the node is then unused).

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "weft/graph/control_flow.h"
 #include "weft/graph/shape_functions.h"
 
 namespace weft {
@@ -335,7 +336,7 @@ bool is_data_dependent(const Node& node) {
 
 bool needs_value(const Node& node, size_t i) {
   if (node.op_type == Op::kIf) return i == 0;
-  if (node.op_type == Op::kLoop) return i < 2;
+  if (node.op_type == Op::kLoop) return i < 2 || loop_runs_on_host(node);
   return node.op_type != Op::kScan; // Scan needs static shapes only
 }
 
@@ -345,6 +346,7 @@ Result<std::vector<Tensor>> evaluate_on_host(const Node& node) {
   if (op == Op::kUnique) return eval_unique(node);
   if (op == Op::kNonMaxSuppression) return eval_non_max_suppression(node);
   if (op == Op::kCompress) return eval_compress(node);
+  if (op == Op::kLoop) return run_loop_on_host(node); // one that loop_runs_on_host chose
   return Status::error(fmt::format("{} does not run on the host", op));
 }
 

@@ -18,11 +18,14 @@ namespace weft {
 bool is_data_dependent(const Node& node);
 
 // Does the host op "node" need the value of input "i"? If needs only its condition, Loop
-// its trip count and condition, Scan none (only static shapes).
+// its trip count and condition (every input, when it runs on the host: control_flow.h), Scan
+// none (only static shapes).
 bool needs_value(const Node& node, size_t i);
 
-// The outputs of "node" (is_data_dependent, not If, Loop or Scan), every present input of
-// which is constant. Fails on inputs the op rejects, naming them.
+// The outputs of "node" (is_data_dependent, not If or Scan; a Loop only where
+// loop_runs_on_host chose the host, since with every input constant the body's shapes no
+// longer come from data), every present input of which is constant. Fails on inputs the op
+// rejects, naming them.
 Result<std::vector<Tensor>> evaluate_on_host(const Node& node);
 
 // Shape functions (see shape_functions.h): the data-dependent extents are unknown.

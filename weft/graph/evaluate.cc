@@ -254,14 +254,15 @@ Outputs eval_concat(const Node& node) {
     dims[static_cast<size_t>(axis)] += v->constant->dims()[static_cast<size_t>(axis)];
   int64_t outer =
       std::accumulate(dims.begin(), dims.begin() + axis, int64_t{1}, std::multiplies<>());
-  Tensor out(first.dtype(), dims);
-  int64_t k = 0;
+  Tensor out = Tensor::uninitialized(first.dtype(), dims); // every element is written
+  std::byte* to = out.data();
   for (int64_t o = 0; o < outer; ++o) {
-    for (const Value* v : node.inputs) {
+    for (const Value* v : node.inputs) { // each input's o-th block is contiguous
       const Tensor& t = *v->constant;
-      int64_t chunk = t.num_elements() / std::max<int64_t>(outer, 1);
-      for (int64_t j = 0; j < chunk; ++j)
-        copy_element(t, o * chunk + j, out, k++);
+      size_t chunk = t.num_bytes() / static_cast<size_t>(std::max<int64_t>(outer, 1));
+      if (t.num_elements() == 0) continue;
+      std::memcpy(to, t.data() + static_cast<size_t>(o) * chunk, chunk);
+      to += chunk;
     }
   }
   return single(std::move(out));
@@ -304,14 +305,25 @@ Outputs eval_slice(const Node& node) {
   }
   Tensor out(x.dtype(), out_dims);
   std::vector<int64_t> in_strides = strides_of(x.dims());
-  for (int64_t i = 0; i < out.num_elements(); ++i) {
+  // Row by row along the last axis, which is one copy where its step is 1 (a host Loop slices
+  // Mask R-CNN's masks of up to the image's size).
+  int64_t row = out_dims.empty() ? 1 : out_dims.back();
+  size_t size = static_cast<size_t>(dtype_size(x.dtype()));
+  bool contiguous = out_dims.empty() || step.back() == 1;
+  for (int64_t i = 0; i < out.num_elements(); i += std::max<int64_t>(row, 1)) {
     int64_t rem = i, src = 0;
     for (size_t d = out_dims.size(); d-- > 0;) {
       int64_t coord = rem % out_dims[d];
       rem /= out_dims[d];
       src += (begin[d] + coord * step[d]) * in_strides[d];
     }
-    copy_element(x, src, out, i);
+    if (contiguous) {
+      std::memcpy(out.data() + static_cast<size_t>(i) * size,
+                  x.data() + static_cast<size_t>(src) * size, static_cast<size_t>(row) * size);
+      continue;
+    }
+    for (int64_t j = 0; j < row; ++j)
+      copy_element(x, src + j * step.back(), out, i + j);
   }
   return single(std::move(out));
 }
@@ -441,8 +453,10 @@ Outputs eval_constant_of_shape(const Node& node) {
     return Status::error(fmt::format("the shape [{}] has a negative dim or is too large",
                                      fmt::join(dims, ", ")));
   }
-  Tensor out(value.dtype(), dims);
-  for (int64_t i = 0; i < out.num_elements(); ++i)
+  Tensor out(value.dtype(), dims); // zero-filled
+  bool zero = std::all_of(value.data(), value.data() + value.num_bytes(),
+                          [](std::byte b) { return b == std::byte{0}; });
+  for (int64_t i = 0; i < out.num_elements() && !zero; ++i)
     copy_element(value, 0, out, i);
   return single(std::move(out));
 }
@@ -450,19 +464,20 @@ Outputs eval_constant_of_shape(const Node& node) {
 // ReduceSum, ReduceProd, ReduceMin, ReduceMax, ReduceSumSquare, ReduceL1 and ReduceL2 over
 // the attribute's axes (all of them when there are none), in int64 for integers and in
 // double for floats (NaN wins min and max).
-// Axes given as an input are left to canonicalize, and inputs larger than
-// kMaxReducedElements to the kernels.
+// The axes are the attribute's or (opset 18) the input's. Inputs larger than
+// kMaxReducedElements are left to the kernels.
 constexpr int64_t kMaxReducedElements = int64_t{1} << 24;
 
 Outputs eval_reduce(const Node& node, Op op) {
   const Tensor& x = arg(node, 0);
   const auto& a = node.attrs_as<ReduceAttrs>();
-  if (node.input(1) || x.num_elements() > kMaxReducedElements) return std::vector<Tensor>{};
-  bool all = !a.axes || a.axes->empty();
+  if (x.num_elements() > kMaxReducedElements) return std::vector<Tensor>{};
+  std::optional<Ints> axes = node.input(1) ? arg(node, 1).to_int64_vector() : a.axes;
+  bool all = !axes || axes->empty();
   if (all && a.noop_with_empty_axes) return single(x);
   std::vector<int64_t> dims = x.dims();
   std::vector<bool> reduced(dims.size(), all);
-  for (int64_t axis : a.axes.value_or(Ints{})) {
+  for (int64_t axis : axes.value_or(Ints{})) {
     WEFT_ASSIGN_OR_RETURN(int64_t n, normalize_axis(axis, static_cast<int64_t>(dims.size())));
     reduced[static_cast<size_t>(n)] = true;
   }
@@ -517,6 +532,150 @@ Outputs eval_reduce(const Node& node, Op op) {
       out.set_double(i, op == Op::kReduceL2 ? std::sqrt(floats[u]) : floats[u]);
     }
   }
+  return single(std::move(out));
+}
+
+// ArgMax and ArgMin: the first (or last) position of the largest (smallest) element along the
+// axis; a NaN wins, as numpy's does.
+Outputs eval_arg_reduce(const Node& node) {
+  const Tensor& x = arg(node, 0);
+  const auto& a = node.attrs_as<ArgReduceAttrs>();
+  WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(a.axis, x.rank()));
+  std::vector<int64_t> dims = x.dims();
+  int64_t extent = dims[static_cast<size_t>(axis)];
+  if (extent == 0) return Status::error("ArgMax or ArgMin over an empty axis");
+  int64_t outer =
+      std::accumulate(dims.begin(), dims.begin() + axis, int64_t{1}, std::multiplies<>());
+  int64_t inner = x.num_elements() / (outer * extent);
+  std::vector<int64_t> out_dims = dims;
+  if (a.keepdims) {
+    out_dims[static_cast<size_t>(axis)] = 1;
+  } else {
+    out_dims.erase(out_dims.begin() + axis);
+  }
+  Tensor out(DType::kI64, out_dims);
+  bool max = node.op_type == Op::kArgMax, floats = dtype_is_float(x.dtype());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      int64_t at = o * extent * inner + i, best = 0;
+      for (int64_t k = 1; k < extent; ++k) {
+        int64_t p = at + k * inner, q = at + best * inner;
+        bool better = false, tie = false;
+        if (floats) {
+          double v = x.get_double(p), b = x.get_double(q);
+          if (std::isnan(b)) continue;
+          better = std::isnan(v) || (max ? v > b : v < b);
+          tie = v == b;
+        } else {
+          int64_t v = x.get_int64(p), b = x.get_int64(q);
+          better = max ? v > b : v < b;
+          tie = v == b;
+        }
+        if (better || (tie && a.select_last_index)) best = k;
+      }
+      out.set_int64(o * inner + i, best);
+    }
+  }
+  return single(std::move(out));
+}
+
+// The taps of one resized axis: for each output position, the input positions it reads and
+// their weights, as the kernels' (kernel/lower_resize.cc) and ONNX's reference compute them.
+using AxisTaps = std::vector<std::vector<std::pair<int64_t, double>>>;
+
+AxisTaps resize_taps(const ResizeAttrs& a, int64_t in, int64_t out, double scale) {
+  double extent = static_cast<double>(in), out_width = scale * extent;
+  AxisTaps taps(static_cast<size_t>(out));
+  for (int64_t j = 0; j < out; ++j) {
+    double o = static_cast<double>(j), half_pixel = (o + 0.5) / scale - 0.5, x = 0;
+    switch (a.coordinate_transformation_mode) {
+      case ResizeCoordinates::kHalfPixel: x = half_pixel; break;
+      case ResizeCoordinates::kPytorchHalfPixel: x = out_width == 1 ? -0.5 : half_pixel; break;
+      case ResizeCoordinates::kAlignCorners:
+        x = out_width == 1 ? 0 : o * (extent - 1) / (out_width - 1);
+        break;
+      case ResizeCoordinates::kAsymmetric: x = o / scale; break;
+      case ResizeCoordinates::kTfHalfPixelForNn: x = (o + 0.5) / scale; break;
+      case ResizeCoordinates::kHalfPixelSymmetric:
+        x = extent / 2 * (1 - static_cast<double>(out) / out_width) + half_pixel;
+        break;
+      case ResizeCoordinates::kTfCropAndResize: break; // not evaluated (eval_resize)
+    }
+    double base = std::ceil(x) - 1, r = x - base;
+    auto clamp = [&](double p) { return std::clamp<int64_t>(static_cast<int64_t>(p), 0, in - 1); };
+    auto& t = taps[static_cast<size_t>(j)];
+    if (a.mode == ResizeMode::kNearest) {
+      bool up = a.nearest_mode == NearestMode::kRoundPreferFloor  ? r > 0.5
+                : a.nearest_mode == NearestMode::kRoundPreferCeil ? r >= 0.5
+                : a.nearest_mode == NearestMode::kFloor           ? r == 1
+                                                                  : true;
+      t.emplace_back(clamp(base + (up ? 1 : 0)), 1.0);
+      continue;
+    }
+    std::vector<double> weights;
+    double first = a.mode == ResizeMode::kLinear ? 0 : -1;
+    if (a.mode == ResizeMode::kLinear) {
+      weights = {1 - r, r};
+    } else { // the cubic convolution kernel at distances r + 1, r, 1 - r and 2 - r
+      double c = a.cubic_coeff_a;
+      auto outer = [&](double d) { return ((c * d - 5 * c) * d + 8 * c) * d - 4 * c; };
+      auto inner = [&](double d) { return ((c + 2) * d - (c + 3)) * d * d + 1; };
+      weights = {outer(r + 1), inner(r), inner(1 - r), outer(2 - r)};
+    }
+    double sum = 0;
+    for (size_t k = 0; k < weights.size(); ++k) {
+      double p = base + first + static_cast<double>(k);
+      if (a.exclude_outside && (p < 0 || p > extent - 1)) weights[k] = 0;
+      sum += weights[k];
+      t.emplace_back(clamp(p), weights[k]);
+    }
+    if (a.exclude_outside && sum != 0) {
+      for (auto& tap : t)
+        tap.second /= sum;
+    }
+  }
+  return taps;
+}
+
+// Resize, one axis at a time in f64 (nearest, linear and cubic are separable). Not evaluated:
+// antialias and tf_crop_and_resize (left to the kernels).
+Outputs eval_resize(const Node& node) {
+  const auto& a = node.attrs_as<ResizeAttrs>();
+  const Tensor& x = arg(node, 0);
+  std::optional<std::vector<double>> scales = resize_scales(node);
+  if (a.antialias || a.coordinate_transformation_mode == ResizeCoordinates::kTfCropAndResize ||
+      !scales || !node.outputs[0]->type.has_static_shape())
+    return std::vector<Tensor>{};
+  std::vector<int64_t> out_dims = shape_static_dims(*node.outputs[0]->type.shape);
+  std::vector<int64_t> dims = x.dims();
+  std::vector<double> values(static_cast<size_t>(x.num_elements()));
+  for (int64_t i = 0; i < x.num_elements(); ++i)
+    values[static_cast<size_t>(i)] = x.get_double(i);
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] == out_dims[d] && (*scales)[d] == 1) continue;
+    if (dims[d] == 0) return Status::error("Resize of an empty axis");
+    AxisTaps taps = resize_taps(a, dims[d], out_dims[d], (*scales)[d]);
+    int64_t outer = std::accumulate(dims.begin(), dims.begin() + static_cast<std::ptrdiff_t>(d),
+                                    int64_t{1}, std::multiplies<>());
+    int64_t inner = std::accumulate(dims.begin() + static_cast<std::ptrdiff_t>(d) + 1, dims.end(),
+                                    int64_t{1}, std::multiplies<>());
+    std::vector<double> next(static_cast<size_t>(outer * out_dims[d] * inner), 0.0);
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t j = 0; j < out_dims[d]; ++j) {
+        double* to = &next[static_cast<size_t>((o * out_dims[d] + j) * inner)];
+        for (const auto& [p, w] : taps[static_cast<size_t>(j)]) {
+          const double* from = &values[static_cast<size_t>((o * dims[d] + p) * inner)];
+          for (int64_t i = 0; i < inner; ++i)
+            to[i] += w * from[i];
+        }
+      }
+    }
+    values = std::move(next);
+    dims[d] = out_dims[d];
+  }
+  Tensor out = Tensor::uninitialized(x.dtype(), out_dims); // every element is written
+  for (int64_t i = 0; i < out.num_elements(); ++i)
+    out.set_double(i, values[static_cast<size_t>(i)]);
   return single(std::move(out));
 }
 
@@ -578,6 +737,9 @@ const std::unordered_map<Op, Evaluator>& evaluators() {
       {Op::kReduceSumSquare, [](const Node& n) { return eval_reduce(n, n.op_type); }},
       {Op::kReduceL1, [](const Node& n) { return eval_reduce(n, n.op_type); }},
       {Op::kReduceL2, [](const Node& n) { return eval_reduce(n, n.op_type); }},
+      {Op::kArgMax, eval_arg_reduce},
+      {Op::kArgMin, eval_arg_reduce},
+      {Op::kResize, eval_resize},
   };
   return table;
 }
