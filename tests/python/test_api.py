@@ -219,6 +219,33 @@ def test_dynamic_shapes_compile_once():
     assert compiled.compiled_variants == 1
 
 
+def test_dynamic_shapes_conv_transpose_over_a_symbolic_batch():
+    """A ConvTranspose whose batch is a symbol (the R-CNN mask and keypoint heads, over the
+    count of detections) knows its spatial dims: one compile, a oneDNN deconvolution built
+    per batch, against onnx's reference implementation."""
+    ReferenceEvaluator = pytest.importorskip("onnx.reference").ReferenceEvaluator  # onnx 1.13+
+    rng = np.random.default_rng(8)
+    weights = helper.make_tensor("w", TensorProto.FLOAT, [8, 4, 2, 2],
+                                 rng.standard_normal(128).astype(np.float32))
+    bias = helper.make_tensor("b", TensorProto.FLOAT, [4], rng.standard_normal(4).astype(np.float32))
+    graph = helper.make_graph(
+        [helper.make_node("ConvTranspose", ["x", "w", "b"], ["t"], strides=[2, 2],
+                          kernel_shape=[2, 2]),
+         helper.make_node("Relu", ["t"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8, 14, 14])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4, 28, 28])],
+        initializer=[weights, bias])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    reference = ReferenceEvaluator(model)
+    for n in (3, 1, 6):
+        x = rng.standard_normal((n, 8, 14, 14)).astype(np.float32)
+        np.testing.assert_allclose(compiled.run({"x": x})["y"], reference.run(None, {"x": x})[0],
+                                   rtol=1e-4, atol=1e-5)
+    assert compiled.compiled_variants == 1
+
+
 def test_dynamic_shapes_positions_and_masks_over_the_length():
     """The subgraphs transformers' exports build from the length T of [N, T] token ids compile
     once: a Range to T, a position table's first T rows, Slices and a Concat along T, a CumSum

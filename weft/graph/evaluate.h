@@ -1,9 +1,12 @@
-// Reference evaluation of one node on constant inputs, for constant folding.
+// Reference evaluation of one node on constant inputs, for constant folding and for the
+// bodies of Loops that run on the host (control_flow.h).
 //
 // Covers the ops that exporters use to compute shapes and small constants (Shape, Gather,
-// Concat, Reshape, Unsqueeze, Slice, Cast, Range, ConstantOfShape, integer arithmetic, ...).
-// It is written for clarity, not speed: folding only runs it on small tensors, except for
-// Transpose, which folds weights of any size (x @ W.T) and copies in cache-sized tiles.
+// Concat, Reshape, Unsqueeze, Slice, Cast, Range, ConstantOfShape, integer arithmetic, ...),
+// and Resize and ArgMax/ArgMin (torchvision's pasting loops). It is written for clarity, not
+// speed: folding only runs it on small tensors. Transpose, which folds weights of any size
+// (x @ W.T), copies in cache-sized tiles; Concat, Slice and Resize, which host Loops run on
+// images, copy or sum in rows.
 #pragma once
 
 #include <vector>

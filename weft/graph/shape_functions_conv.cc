@@ -275,7 +275,10 @@ TypesOrError infer_conv_transpose(const Node& node) {
     return fail("the weights' first dim must be the input's channels, a multiple of group");
   Dim channels = (*w.shape)[1].is_static() ? Dim((*w.shape)[1].value() * a.group) : Dim::unknown();
   Shape out = {(*x.shape)[0], channels};
-  if (!x.has_static_shape() || !w.has_static_shape()) {
+  // (The windows need the spatial dims only: a batch over symbols keeps them.)
+  bool spatial =
+      std::all_of(x.shape->begin() + 2, x.shape->end(), [](const Dim& d) { return d.is_static(); });
+  if (!spatial || !w.has_static_shape()) {
     out.resize(x.shape->size(), Dim::unknown());
     return one({x.dtype, out});
   }
