@@ -219,10 +219,11 @@ def test_dynamic_shapes_compile_once():
     assert compiled.compiled_variants == 1
 
 
-def test_dynamic_shapes_conv_transpose_over_a_symbolic_batch():
-    """A ConvTranspose whose batch is a symbol (the R-CNN mask and keypoint heads, over the
-    count of detections) knows its spatial dims: one compile, a oneDNN deconvolution built
-    per batch, against onnx's reference implementation."""
+def test_dynamic_shapes_conv_transpose_and_resize_over_a_symbolic_batch():
+    """The R-CNN keypoint head over a count of detections: a ConvTranspose whose batch is a
+    symbol knows its spatial dims (a oneDNN deconvolution built per batch), and a Resize that
+    doubles the static spatial dims is a kernel over the symbolic batch. One compile, against
+    onnx's reference implementation."""
     ReferenceEvaluator = pytest.importorskip("onnx.reference").ReferenceEvaluator  # onnx 1.13+
     rng = np.random.default_rng(8)
     weights = helper.make_tensor("w", TensorProto.FLOAT, [8, 4, 2, 2],
@@ -231,10 +232,13 @@ def test_dynamic_shapes_conv_transpose_over_a_symbolic_batch():
     graph = helper.make_graph(
         [helper.make_node("ConvTranspose", ["x", "w", "b"], ["t"], strides=[2, 2],
                           kernel_shape=[2, 2]),
-         helper.make_node("Relu", ["t"], ["y"])], "g",
+         helper.make_node("Relu", ["t"], ["r"]),
+         helper.make_node("Resize", ["r", "", "scales"], ["y"], mode="linear",
+                          coordinate_transformation_mode="half_pixel")], "g",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8, 14, 14])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4, 28, 28])],
-        initializer=[weights, bias])
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4, "H", "W"])],
+        initializer=[weights, bias,
+                     helper.make_tensor("scales", TensorProto.FLOAT, [4], [1, 1, 2, 2])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     model.ir_version = 8
     compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)

@@ -885,20 +885,25 @@ std::optional<std::vector<double>> resize_scales(const Node& node) {
   return scales;
 }
 
-std::optional<Ints> resize_extents(const Node& node) {
+std::optional<Shape> resize_extents(const Node& node) {
   const TensorType& x = in_type(node, 0);
   const Value* sizes = resize_sizes_operand(node);
   const auto& a = node.attrs_as<ResizeAttrs>();
-  if (sizes && a.aspect_policy == 0 && !a.axes) return constant_ints(sizes); // any input shape
+  if (sizes && a.aspect_policy == 0 && !a.axes) { // any input shape
+    std::optional<Ints> given = constant_ints(sizes);
+    if (!given) return {};
+    return Shape(given->begin(), given->end());
+  }
   std::optional<std::vector<double>> scales = resize_scales(node);
-  if (!scales || !x.has_static_shape()) return {};
-  std::vector<int64_t> dims = shape_static_dims(*x.shape);
-  Ints out(dims.begin(), dims.end());
-  std::optional<Ints> axes = resize_axes(node, dims.size());
+  if (!scales || !x.shape) return {};
+  Shape out = *x.shape;
+  std::optional<Ints> axes = resize_axes(node, out.size());
   bool common = sizes && a.aspect_policy != 0;
   for (size_t i = 0; i < axes->size(); ++i) {
     auto d = static_cast<size_t>((*axes)[i]);
-    double scaled = static_cast<double>(dims[d]) * (*scales)[d];
+    if (!sizes && (*scales)[d] == 1) continue; // the extent, symbolic or not (a batch)
+    if (!out[d].is_static()) return {};
+    double scaled = static_cast<double>(out[d].value()) * (*scales)[d];
     out[d] = !sizes   ? static_cast<int64_t>(std::floor(scaled))
              : common ? static_cast<int64_t>(scaled + 0.5) // rounded half up, as ONNX says
                       : sizes->constant->get_int64(static_cast<int64_t>(i));
@@ -923,10 +928,10 @@ TypesOrError infer_resize(const Node& node) {
       if (!(s > 0)) return fail(fmt::format("scale {} is not positive", s));
     }
   }
-  std::optional<Ints> extents = resize_extents(node);
+  std::optional<Shape> extents = resize_extents(node);
   if (!extents)
     return one({x.dtype, x.shape ? unknown_shape(x.shape->size()) : std::optional<Shape>()});
-  return one({x.dtype, Shape(extents->begin(), extents->end())});
+  return one({x.dtype, *extents});
 }
 
 // [N, C, H_out, W_out] from X [N, C, H, W] and the grid [N, H_out, W_out, 2]; likewise with

@@ -122,8 +122,9 @@ std::optional<Ints> resize_axes(const Node& node, size_t rank);
 // The scale of each axis of a Resize or Upsample: its constant scales, or its constant sizes
 // over the input's static extents; none when neither is known.
 std::optional<std::vector<double>> resize_scales(const Node& node);
-// The output extents of a Resize or Upsample: its sizes, or floor(extent * scale).
-std::optional<Ints> resize_extents(const Node& node);
+// The output extents of a Resize or Upsample: its sizes, or floor(extent * scale); an axis
+// whose scale is 1 keeps its extent, symbolic or not.
+std::optional<Shape> resize_extents(const Node& node);
 
 // One spatial dim of a Conv or pool with static shapes: output position o reads input
 // positions o * stride + k * dilation - pad_begin for taps k in [0, kernel).

@@ -131,6 +131,20 @@ bool admits_symbolic_shapes(const Node& n) {
     return axes && !axes->empty();
   }
   if (n.op_type == Op::kArgMax || n.op_type == Op::kArgMin) return true;
+  if (n.op_type == Op::kResize || n.op_type == Op::kUpsample) {
+    // Symbolic axes that keep their extent (the R-CNN keypoint head's count of boxes), the
+    // resized ones static.
+    std::optional<std::vector<double>> scales = resize_scales(n);
+    const Shape& x = *n.inputs[0]->type.shape;
+    if (!scales || n.attrs_as<ResizeAttrs>().coordinate_transformation_mode ==
+                       ResizeCoordinates::kTfCropAndResize)
+      return false;
+    for (size_t d = 0; d < x.size(); ++d) {
+      bool resized = (*scales)[d] != 1 || out[d] != x[d];
+      if (resized && (!x[d].is_static() || !out[d].is_static())) return false;
+    }
+    return true;
+  }
   if (n.op_type == Op::kRoiAlign) // a symbolic count of rois over a static input and grid
     return n.inputs[0]->type.has_static_shape() && n.attrs_as<RoiAlignAttrs>().sampling_ratio > 0;
   if (n.op_type == Op::kScatterElements || n.op_type == Op::kScatter) {

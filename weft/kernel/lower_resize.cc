@@ -218,6 +218,7 @@ Result<std::vector<ResizedAxis>> resized_axes(const Node& n) {
     return Status::error("tf_crop_and_resize needs a constant roi of 2 * len(axes) elements");
   std::vector<ResizedAxis> axes;
   for (size_t d = 0; d < in.size(); ++d) {
+    if ((*scales)[d] == 1 && in[d] == out[d] && !in[d].is_static()) continue; // (a batch)
     ResizedAxis ax{static_cast<int>(d), (*scales)[d], in[d].value(), out[d].value()};
     auto at = std::find(given.begin(), given.end(), static_cast<int64_t>(d));
     if (crop && at != given.end()) {
