@@ -11,8 +11,8 @@ magnitude); "Same scores": images on which the sorted score lists agree within 1
 weights make the class scores nearly uniform, ~1/91 each, so detections whose scores differ
 by less than the two systems' rounding swap places, and the last of a quota may differ).
 Every timed run is on an image no run has seen, as in deployment: the stages after the
-data-dependent ops compile once, over symbols, but a stage compiled per content (Mask and
-Keypoint R-CNN's pasting, whose shapes the boxes decide) compiles again on every run.
+data-dependent ops compile once, over symbols, and Mask and Keypoint R-CNN's pasting loops
+(whose shapes the boxes decide) run on the host.
 Weft's Python module
 (its ONNX Runtime-compatible InferenceSession) and ONNX Runtime (CPU execution provider, 2
 intra-op threads) alternate over rounds; an entry is the system's lowest median. Not in CI.
@@ -138,9 +138,9 @@ def markdown(r):
              f"by PyTorch {r['pytorch']}'s TorchScript exporter (opset 18) for a 320x320 image (the "
              "ResNet-50 models resize it to 800x800 in the graph). Every timed run is on an image no run "
              "has seen, as in deployment: the stages after the data-dependent ops compile once, over "
-             "symbols, but those compiled per content (Mask and Keypoint R-CNN's pasting, whose shapes "
-             "the boxes decide) compile again on every run "
-             "([data-dependent-shapes.md](data-dependent-shapes.md#detection-models)). \"Equal\": of 4 images, those on which Weft's outputs equal ONNX Runtime's; "
+             "symbols, and Mask and Keypoint R-CNN's pasting loops (whose shapes the boxes decide) run "
+             "on the host ([data-dependent-shapes.md](data-dependent-shapes.md#detection-models)). "
+             "\"Equal\": of 4 images, those on which Weft's outputs equal ONNX Runtime's; "
              "\"same scores\": those whose sorted scores agree within 1e-3 (random weights make the "
              "class scores nearly uniform, so detections whose scores differ by less than the "
              "rounding swap places, and the last of a quota may differ). Weft's "
