@@ -773,6 +773,13 @@ for trial in range(4):
     masks = rng.standard_normal((5, 1, 8, 8)).astype(np.float32)
     got = m.run({"masks": masks, "boxes": boxes})
     np.savez(f"{sys.argv[1]}/{trial}.npz", masks=masks, boxes=boxes, **got)
+# A box too large to paste: one clear error, naming the body's node (no crash, no hang).
+boxes[2, 2:] = 2**40
+try:
+    m.run({"masks": masks, "boxes": boxes})
+    print("no error")
+except weft.WeftError as e:
+    print("error:", e)
 print("ok")
 '''
 
@@ -793,6 +800,7 @@ def test_a_loop_whose_shapes_come_from_data_runs_on_the_host(tmp_path, mode, tra
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-3000:]
     assert "per content" not in done.stderr, done.stderr[-3000:]
     assert done.stderr.count("compiled once") == 1, done.stderr[-3000:]
+    assert "error: " in done.stdout and "iteration 2: Resize" in done.stdout, done.stdout
     reference = ReferenceEvaluator(str(tmp_path / "paste.onnx"))
     for trial in range(4):
         r = np.load(tmp_path / f"{trial}.npz")

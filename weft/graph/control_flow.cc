@@ -115,8 +115,14 @@ template <typename F> Result<std::vector<Tensor>> evaluate_body_node(const Node&
   }
   if (!n.def->infer) return Status::error("no shape function");
   WEFT_ASSIGN_OR_RETURN(std::vector<TensorType> types, n.def->infer(copy));
-  for (size_t o = 0; o < outs.size() && o < types.size(); ++o)
+  for (size_t o = 0; o < outs.size() && o < types.size(); ++o) {
     outs[o].type = types[o];
+    int64_t count = 0; // (sizes that data decides may be anything)
+    if (types[o].has_static_shape() &&
+        !dims_are_allocatable(types[o].dtype, shape_static_dims(*types[o].shape), &count))
+      return Status::error(
+          fmt::format("output {} would be {}: too large to hold", o, types[o].to_string()));
+  }
   Result<std::vector<Tensor>> results =
       is_data_dependent(copy) ? evaluate_on_host(copy) : evaluate_node(copy);
   if (results.ok() && results->size() < n.outputs.size() &&
