@@ -128,20 +128,14 @@ Result<std::vector<Tensor>> Stages::run(const runtime::Executable& first,
 }
 
 Result<std::vector<Tensor>> Stages::HostOp::run(const std::vector<TensorRef>& values) const {
-  Node n = node;
-  std::vector<Value> ins(n.inputs.size()), outs(n.outputs.size());
-  for (size_t i = 0; i < n.inputs.size(); ++i) {
-    if (!n.inputs[i]) continue;
-    ins[i].constant = handed[i] < 0 ? known[i] : values[static_cast<size_t>(handed[i])];
-    ins[i].type = ins[i].constant->type();
-    n.inputs[i] = &ins[i];
+  std::vector<TensorRef> inputs(node.inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (node.inputs[i])
+      inputs[i] = handed[i] < 0 ? known[i] : values[static_cast<size_t>(handed[i])];
   }
-  for (size_t o = 0; o < n.outputs.size(); ++o) {
-    if (n.outputs[o]) n.outputs[o] = &outs[o];
-  }
-  WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> results, evaluate_on_host(n));
+  WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> results, evaluate_with_values(node, inputs));
   // Unique's trailing outputs may be absent
-  results.resize(std::min(results.size(), n.outputs.size()));
+  results.resize(std::min(results.size(), node.outputs.size()));
   return results;
 }
 

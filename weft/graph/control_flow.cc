@@ -11,7 +11,6 @@
 #include "weft/graph/data_dependent.h"
 #include "weft/graph/evaluate.h"
 #include "weft/graph/node_builder.h"
-#include "weft/graph/op_table.h"
 #include "weft/graph/passes/specialize_shapes.h"
 
 namespace weft {
@@ -98,38 +97,6 @@ constexpr int64_t kMaxHostIterations = int64_t{1} << 20;
 
 bool is_control_flow(const Node& n) {
   return n.op_type == Op::kIf || n.op_type == Op::kLoop || n.op_type == Op::kScan;
-}
-
-// The outputs of body node "n", its inputs' values given by "value".
-template <typename F> Result<std::vector<Tensor>> evaluate_body_node(const Node& n, F&& value) {
-  Node copy = n;
-  std::vector<Value> ins(n.inputs.size()), outs(n.outputs.size());
-  for (size_t i = 0; i < n.inputs.size(); ++i) {
-    if (!n.inputs[i]) continue;
-    WEFT_ASSIGN_OR_RETURN(ins[i].constant, value(n.inputs[i]));
-    ins[i].type = ins[i].constant->type();
-    copy.inputs[i] = &ins[i];
-  }
-  for (size_t o = 0; o < n.outputs.size(); ++o) {
-    if (n.outputs[o]) copy.outputs[o] = &outs[o];
-  }
-  if (!n.def->infer) return Status::error("no shape function");
-  WEFT_ASSIGN_OR_RETURN(std::vector<TensorType> types, n.def->infer(copy));
-  for (size_t o = 0; o < outs.size() && o < types.size(); ++o) {
-    outs[o].type = types[o];
-    int64_t count = 0; // (sizes that data decides may be anything)
-    if (types[o].has_static_shape() &&
-        !dims_are_allocatable(types[o].dtype, shape_static_dims(*types[o].shape), &count))
-      return Status::error(
-          fmt::format("output {} would be {}: too large to hold", o, types[o].to_string()));
-  }
-  Result<std::vector<Tensor>> results =
-      is_data_dependent(copy) ? evaluate_on_host(copy) : evaluate_node(copy);
-  if (results.ok() && results->size() < n.outputs.size() &&
-      std::any_of(n.outputs.begin() + static_cast<std::ptrdiff_t>(results->size()), n.outputs.end(),
-                  [](const Value* v) { return v != nullptr; }))
-    return Status::error("not evaluated on the host for these inputs");
-  return results;
 }
 
 // A carried value that the body only appends to: the next is Concat(this one, pieces...)
@@ -271,7 +238,13 @@ Result<std::vector<Tensor>> run_loop_on_host(const Node& loop) {
         }
         continue;
       }
-      Result<std::vector<Tensor>> outs = evaluate_body_node(*node, value);
+      std::vector<TensorRef> inputs(node->inputs.size());
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        if (node->inputs[i]) {
+          WEFT_ASSIGN_OR_RETURN(inputs[i], value(node->inputs[i]));
+        }
+      }
+      Result<std::vector<Tensor>> outs = evaluate_with_values(*node, inputs);
       if (!outs.ok()) return error(outs.status());
       for (size_t o = 0; o < node->outputs.size(); ++o) {
         if (node->outputs[o])

@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 
 #include "weft/graph/control_flow.h"
+#include "weft/graph/evaluate.h"
+#include "weft/graph/op_table.h"
 #include "weft/graph/shape_functions.h"
 
 namespace weft {
@@ -348,6 +350,38 @@ Result<std::vector<Tensor>> evaluate_on_host(const Node& node) {
   if (op == Op::kCompress) return eval_compress(node);
   if (op == Op::kLoop) return run_loop_on_host(node); // one that loop_runs_on_host chose
   return Status::error(fmt::format("{} does not run on the host", op));
+}
+
+Result<std::vector<Tensor>> evaluate_with_values(const Node& node,
+                                                 const std::vector<TensorRef>& values) {
+  Node copy = node;
+  std::vector<Value> ins(node.inputs.size()), outs(node.outputs.size());
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (!node.inputs[i]) continue;
+    ins[i].constant = values[i];
+    ins[i].type = values[i]->type();
+    copy.inputs[i] = &ins[i];
+  }
+  for (size_t o = 0; o < node.outputs.size(); ++o) {
+    if (node.outputs[o]) copy.outputs[o] = &outs[o];
+  }
+  if (!node.def->infer) return Status::error("no shape function");
+  WEFT_ASSIGN_OR_RETURN(std::vector<TensorType> types, node.def->infer(copy));
+  for (size_t o = 0; o < outs.size() && o < types.size(); ++o) {
+    outs[o].type = types[o];
+    int64_t count = 0;
+    if (types[o].has_static_shape() &&
+        !dims_are_allocatable(types[o].dtype, shape_static_dims(*types[o].shape), &count))
+      return Status::error(
+          fmt::format("output {} would be {}: too large to hold", o, types[o].to_string()));
+  }
+  WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> results,
+                        can_evaluate(copy) ? evaluate_node(copy) : evaluate_on_host(copy));
+  if (std::any_of(node.outputs.begin() +
+                      static_cast<std::ptrdiff_t>(std::min(results.size(), node.outputs.size())),
+                  node.outputs.end(), [](const Value* v) { return v != nullptr; }))
+    return Status::error("not evaluated on the host for these inputs");
+  return results;
 }
 
 Result<std::vector<TensorType>> infer_non_zero(const Node& node) {

@@ -28,6 +28,14 @@ bool needs_value(const Node& node, size_t i);
 // rejects, naming them.
 Result<std::vector<Tensor>> evaluate_on_host(const Node& node);
 
+// The outputs of a copy of "node" whose inputs hold "values" (one per input, null where
+// absent): its output types inferred from them, then evaluate_node (evaluate.h) where it
+// can, evaluate_on_host for the rest. Fails where an output would be too large to
+// hold (sizes that data decides may be anything) and where the node does not evaluate for
+// these inputs. The stages' host ops and the bodies of Loops on the host run this way.
+Result<std::vector<Tensor>> evaluate_with_values(const Node& node,
+                                                 const std::vector<TensorRef>& values);
+
 // Shape functions (see shape_functions.h): the data-dependent extents are unknown.
 Result<std::vector<TensorType>> infer_non_zero(const Node& node);
 Result<std::vector<TensorType>> infer_unique(const Node& node);
