@@ -5,7 +5,8 @@
 // - Loop takes [M, cond, carried..., captured..., the scan values of the iterations unrolled
 //   so far]; its body is a graph of its own (LoopAttrs).
 // - Scan takes [states..., scan inputs..., captured...] (ScanAttrs).
-// They are host ops (data_dependent.h) that rewrite the graph rather than compute values.
+// They are host ops (data_dependent.h) that rewrite the graph rather than compute values,
+// except a Loop that runs on the host (loop_runs_on_host), which computes its outputs.
 #pragma once
 
 #include <vector>
