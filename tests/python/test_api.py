@@ -610,6 +610,43 @@ def test_dynamic_shapes_unify_a_mask_length_with_the_keys():
         assert compiled.compiled_variants == (1 if m == p + t else 2)
 
 
+def test_dynamic_shapes_positions_sliced_from_the_past_length():
+    """OPT's decoding step: positions are cumsum(mask) * mask - 1 over the mask's [N, M],
+    sliced from the past length P (read from the cache's shape) and looked up in a table,
+    then added to the new tokens' [N, T, D]. One compile takes M to be P + T (the Slice's
+    M - P meets T) and checks it per run; a slice of length 1 (M = P + 1, broadcast against
+    T > 1: still valid ONNX) compiles for its own shapes."""
+    i64, f = TensorProto.INT64, TensorProto.FLOAT
+    const = lambda name, a: helper.make_node("Constant", [], [name], value=numpy_helper.from_array(a))  # noqa: E731
+    nodes = [const("axis", np.array(1, np.int64)), const("one", np.array(1, np.int64)),
+             const("end", np.array([2**63 - 1], np.int64)), const("axes", np.array([1], np.int64)),
+             helper.make_node("CumSum", ["mask", "axis"], ["c"]),
+             helper.make_node("Mul", ["c", "mask"], ["cm"]),
+             helper.make_node("Sub", ["cm", "one"], ["pos"]),
+             helper.make_node("Shape", ["past"], ["p"], start=2, end=3),
+             helper.make_node("Slice", ["pos", "p", "end", "axes"], ["sliced"]),
+             helper.make_node("Gather", ["table", "sliced"], ["emb"]),
+             helper.make_node("Add", ["x", "emb"], ["y"])]
+    table = np.random.default_rng(1).standard_normal((64, 8)).astype(np.float32)
+    model = make_model(
+        nodes, [helper.make_tensor_value_info("x", f, ["N", "T", 8]),
+                helper.make_tensor_value_info("mask", i64, ["N", "M"]),
+                helper.make_tensor_value_info("past", f, ["N", 2, "P", 4])],
+        [helper.make_tensor_value_info("y", f, ["N", "T", 8])],
+        initializers=[numpy_helper.from_array(table, "table")], opset=15)
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    rng = np.random.default_rng(10)
+    for n, t, p, m in ((1, 1, 5, 6), (2, 3, 9, 12), (3, 4, 0, 4), (1, 2, 20, 22), (2, 3, 6, 7)):
+        mask = (rng.uniform(size=(n, m)) < 0.8).astype(np.int64)
+        feed = {"x": rng.standard_normal((n, t, 8)).astype(np.float32), "mask": mask,
+                "past": np.zeros((n, 2, p, 4), np.float32)}
+        positions = (np.cumsum(mask, axis=1) * mask - 1)[:, p:]
+        want = feed["x"] + table[np.where(positions < 0, positions + 64, positions)]
+        np.testing.assert_allclose(compiled.run(feed)["y"], want, rtol=1e-6)
+        # The first four runs share the one compile; the broadcast positions get their own.
+        assert compiled.compiled_variants == (1 if m == p + t else 2)
+
+
 def test_dynamic_shapes_matmul_of_two_activations():
     """MatMuls of two activations over symbolic dims (attention's Q x K^T and P x V, as a
     KV cache's past grows) run on oneDNN's sgemm, which takes its dims per run: operands read

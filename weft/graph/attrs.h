@@ -218,8 +218,11 @@ struct SliceAttrs { // attributes before opset 10; constant inputs after canonic
   // (fold_shape_values, in a dynamic-shape compile; `position_ids[:, :T]`); the bounds
   // inputs are then gone.
   std::optional<Shape> symbolic_ends = std::nullopt;
+  // Starts over symbols, in place of "starts", with "symbolic_ends" (OPT's positions
+  // `cumsum(mask)[:, P:]` from the past length P).
+  std::optional<Shape> symbolic_starts = std::nullopt;
   WEFT_FIELDS(f("starts", starts); f("ends", ends); f("axes", axes); f("steps", steps);
-              f("symbolic_ends", symbolic_ends))
+              f("symbolic_ends", symbolic_ends); f("symbolic_starts", symbolic_starts))
 };
 
 enum class PadMode : uint8_t { kConstant, kReflect, kEdge, kWrap }; // wrap: opset 19

@@ -161,7 +161,7 @@ template <typename F> bool for_each_dim(Graph& graph, F&& visit) {
                         std::is_same_v<A, RangeAttrs> || std::is_same_v<A, ConstantOfShapeAttrs>)
             return shape(a.symbolic_shape);
           else if constexpr (std::is_same_v<A, SliceAttrs>)
-            return shape(a.symbolic_ends);
+            return shape(a.symbolic_ends) && shape(a.symbolic_starts);
           else if constexpr (std::is_same_v<A, TileAttrs>)
             return shape(a.symbolic_repeats);
           else if constexpr (std::is_same_v<A, TopKAttrs>)

@@ -128,13 +128,14 @@ Dim dim_of(const std::string& s) {
   return c ? Dim(*c) : Dim::symbol(s);
 }
 
-// A quotient factor "(X+a)/b" (dim_floor_div's spelling): X, a and b; or a sum "(X+Y)/1"
+// A quotient factor "(X+a)/b" (dim_floor_div's spelling): X, a and b; a sum "(X+Y)/1"
 // (dim_add's), whose offset Y is a product and whose X may be a sum itself ("(A+B+C)/1": X
-// is "(A+B)/1").
+// is "(A+B)/1"); or a difference "(X-Y)/1" (dim_sub's), Y a product, taken away.
 struct Quotient {
   Dim x;
   Dim offset;
   int64_t divisor;
+  bool subtract = false; // a symbolic offset taken away
 };
 
 std::optional<Quotient> parse_quotient(const std::string& f) {
@@ -148,11 +149,13 @@ std::optional<Quotient> parse_quotient(const std::string& f) {
   size_t sign = signs.back();
   std::string term = body.substr(sign + 1);
   std::optional<int64_t> constant = parse_constant(term);
-  if (!constant && (body[sign] == '-' || term.empty())) return std::nullopt;
-  Dim offset = constant ? Dim(body[sign] == '-' ? -*constant : *constant) : Dim::symbol(term);
+  bool minus = body[sign] == '-';
+  if (term.empty() || (!constant && minus && *divisor != 1)) return std::nullopt;
+  Dim offset = constant ? Dim(minus ? -*constant : *constant) : Dim::symbol(term);
   std::string x = body.substr(0, sign);
   bool sum = !top_level(x, "+-").empty();
-  return Quotient{sum ? Dim::symbol("(" + x + ")/1") : dim_of(x), offset, *divisor};
+  return Quotient{sum ? Dim::symbol("(" + x + ")/1") : dim_of(x), offset, *divisor,
+                  !constant && minus};
 }
 
 // The operands of a minimum factor "min(A,B)" (dim_min's spelling).
@@ -253,6 +256,24 @@ std::optional<Dim> dim_add(const Dim& a, const Dim& b) {
   return Dim::symbol(fmt::format("({})/1", fmt::join(*ta, "+")));
 }
 
+std::optional<Dim> dim_sub(const Dim& a, const Dim& b) {
+  if (a == b) return 0;
+  if (a.is_static() && b.is_static()) return a.value() - b.value();
+  if (b.is_static()) return dim_floor_div(a, -b.value(), 1);
+  std::optional<std::vector<std::string>> ta = sum_terms(a), tb = sum_terms(b);
+  if (!tb || tb->size() != 1) return std::nullopt;
+  if (ta) {
+    auto it = std::find(ta->begin(), ta->end(), tb->front());
+    if (it != ta->end()) { // (A+B)/1 - B is A
+      ta->erase(it);
+      if (ta->size() == 1) return Dim::symbol(ta->front());
+      return Dim::symbol(fmt::format("({})/1", fmt::join(*ta, "+")));
+    }
+  }
+  if (!ta) return std::nullopt;
+  return Dim::symbol(fmt::format("({}-{})/1", a.to_string(), b.to_string()));
+}
+
 Dim dim_min(const Dim& a, const Dim& b) {
   if (a.is_static() && b.is_static()) return std::min(a.value(), b.value());
   if (a == b) return a;
@@ -270,7 +291,8 @@ std::optional<int64_t> eval_dim(const Dim& d, const std::map<std::string, int64_
     } else if (std::optional<Quotient> q = parse_quotient(s)) {
       std::optional<int64_t> x = eval_dim(q->x, symbols);
       std::optional<int64_t> offset = eval_dim(q->offset, symbols);
-      if (!x || !offset || __builtin_add_overflow(*x, *offset, &v)) return std::nullopt;
+      if (!x || !offset || __builtin_add_overflow(*x, q->subtract ? -*offset : *offset, &v))
+        return std::nullopt;
       v = floor_div(v, q->divisor);
       if (v < 0) return std::nullopt;
     } else if (std::optional<std::pair<Dim, Dim>> m = parse_min(s)) {
@@ -283,6 +305,45 @@ std::optional<int64_t> eval_dim(const Dim& d, const std::map<std::string, int64_
     if (__builtin_mul_overflow(n, v, &n)) return std::nullopt;
   }
   return n;
+}
+
+std::optional<Dim> dim_substitute(const Dim& d, const std::string& symbol, const Dim& by) {
+  if (d.is_static()) return d;
+  Product p = factors_of(d);
+  Dim out = p.constant;
+  for (const std::string& f : p.symbols) {
+    std::optional<Dim> factor = Dim::symbol(f);
+    if (f == symbol) {
+      factor = by;
+    } else if (std::optional<Quotient> q = parse_quotient(f)) {
+      std::optional<Dim> x = dim_substitute(q->x, symbol, by);
+      std::optional<Dim> offset = dim_substitute(q->offset, symbol, by);
+      if (!x || !offset) return std::nullopt;
+      if (q->subtract)
+        factor = dim_sub(*x, *offset);
+      else if (offset->is_static())
+        factor = dim_floor_div(*x, offset->value(), q->divisor);
+      else if (q->divisor == 1)
+        factor = dim_add(*x, *offset);
+      else
+        return std::nullopt;
+    } else if (std::optional<std::pair<Dim, Dim>> m = parse_min(f)) {
+      std::optional<Dim> x = dim_substitute(m->first, symbol, by);
+      std::optional<Dim> y = dim_substitute(m->second, symbol, by);
+      if (!x || !y) return std::nullopt;
+      factor = dim_min(*x, *y);
+    }
+    if (!factor) return std::nullopt;
+    out = dim_mul(out, *factor);
+  }
+  return out;
+}
+
+std::optional<std::pair<Dim, Dim>> dim_difference(const Dim& d) {
+  if (d.is_static()) return std::nullopt;
+  std::optional<Quotient> q = parse_quotient(d.symbol_name());
+  if (!q || !q->subtract) return std::nullopt;
+  return std::pair{q->x, q->offset};
 }
 
 bool dim_is_symbol(const Dim& d) {

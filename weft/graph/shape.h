@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "weft/graph/dtype.h"
@@ -60,6 +61,12 @@ Dim dim_floor_div(const Dim& a, int64_t offset, int64_t divisor);
 // ("(X+c)/1", as dim_floor_div); or sums of products ("(P+T)/1", the terms sorted: a KV
 // cache's past and new lengths; a Concat of many data-dependent counts). nullopt otherwise.
 std::optional<Dim> dim_add(const Dim& a, const Dim& b);
+// a - b, taken to be >= 0 (a Slice from a symbolic start to its end): both static; a constant
+// b (dim_floor_div); terms of a sum taken away ((P+T)/1 - P is T); or a difference of a
+// product b from a sum or product a, one factor "(A-B)/1" (OPT's positions from the past
+// length P of a mask of length M: M - P, until unify_dims finds M to be P + T). nullopt
+// otherwise.
+std::optional<Dim> dim_sub(const Dim& a, const Dim& b);
 // min(a, b): one factor "min(A,B)" (the two sorted) when symbolic, which multiplies with
 // others as a symbol does (TopK's K of min(300, N), as torchvision computes it).
 Dim dim_min(const Dim& a, const Dim& b);
@@ -68,6 +75,11 @@ Dim dim_min(const Dim& a, const Dim& b);
 std::optional<int64_t> eval_dim(const Dim& d, const std::map<std::string, int64_t>& symbols);
 // The symbols "d" is made of, quotients looked into, with repeats: "N*(W+1)/2" gives N, W.
 std::vector<std::string> dim_symbols(const Dim& d);
+// "d" with the symbol "symbol" taken to be "by", inside quotients, sums, differences and
+// minimums too ((M-P)/1 with M := (P+T)/1 is T); nullopt where the result cannot be spelled.
+std::optional<Dim> dim_substitute(const Dim& d, const std::string& symbol, const Dim& by);
+// X and Y when "d" is a difference "(X-Y)/1" (dim_sub's).
+std::optional<std::pair<Dim, Dim>> dim_difference(const Dim& d);
 // Is "d" one symbol alone ("T"; not "2*T" or "(P+T)/1"), as an input's dim binds?
 bool dim_is_symbol(const Dim& d);
 

@@ -330,11 +330,12 @@ TypesOrError infer_tile(const Node& node) {
 }
 
 // A Slice whose bounds are dims over symbols (fold_shape_values): each end E, with step 1
-// and a start S >= 0, gives E - S elements; that E is within the axis is the compile's
+// and a start S >= 0, gives E - S elements; that S <= E <= the axis's extent is the compile's
 // assumption, which each run checks (Graph::dim_limits).
 TypesOrError slice_to_symbolic_ends(const TensorType& x, const SliceAttrs& a) {
-  const Ints& starts = *a.starts;
   const Shape& ends = *a.symbolic_ends;
+  Shape starts = a.symbolic_starts.value_or(Shape{});
+  if (!a.symbolic_starts && a.starts) starts.assign(a.starts->begin(), a.starts->end());
   if (!a.axes || !a.steps || ends.size() != starts.size() || a.axes->size() != starts.size() ||
       a.steps->size() != starts.size())
     return fail("Slice starts, ends, axes and steps must have the same length");
@@ -342,9 +343,14 @@ TypesOrError slice_to_symbolic_ends(const TensorType& x, const SliceAttrs& a) {
   for (size_t i = 0; i < starts.size(); ++i) {
     WEFT_ASSIGN_OR_RETURN(int64_t axis,
                           normalize_axis((*a.axes)[i], static_cast<int64_t>(x.shape->size())));
-    if (starts[i] < 0 || (*a.steps)[i] != 1)
+    if ((starts[i].is_static() && starts[i].value() < 0) || (*a.steps)[i] != 1)
       return fail("a Slice over symbols takes steps of 1 and starts >= 0");
-    out[static_cast<size_t>(axis)] = dim_floor_div(ends[i], -starts[i], 1);
+    std::optional<Dim> extent = dim_sub(ends[i], starts[i]);
+    if (!extent) {
+      return fail(fmt::format("a Slice from {} to {}: a difference dims cannot spell",
+                              starts[i].to_string(), ends[i].to_string()));
+    }
+    out[static_cast<size_t>(axis)] = *extent;
   }
   return one({x.dtype, out});
 }

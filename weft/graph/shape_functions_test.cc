@@ -46,6 +46,24 @@ TEST(SymbolicDims, QuotientsOfWindows) {
   EXPECT_EQ(dim_symbols(area), (std::vector<std::string>{"W", "N"}));
 }
 
+// A Slice from a symbolic start to its end: sums lose a term, other dims spell a difference,
+// which evaluates at run time (nothing when negative) and multiplies as a symbol does.
+TEST(SymbolicDims, Differences) {
+  Dim p = Dim::symbol("P"), t = Dim::symbol("T"), m = Dim::symbol("M");
+  EXPECT_EQ(dim_sub(*dim_add(p, t), p), t);
+  EXPECT_EQ(dim_sub(*dim_add(*dim_add(p, t), m), t)->to_string(), "(M+P)/1");
+  EXPECT_EQ(dim_sub(p, p), Dim(0));
+  EXPECT_EQ(dim_sub(Dim(7), Dim(3)), Dim(4));
+  EXPECT_EQ(dim_sub(m, 2)->to_string(), "(M-2)/1");
+  Dim rest = *dim_sub(m, p);
+  EXPECT_EQ(rest.to_string(), "(M-P)/1");
+  EXPECT_EQ(eval_dim(dim_mul(rest, 4), {{"M", 9}, {"P", 5}}), 16);
+  EXPECT_EQ(eval_dim(rest, {{"M", 4}, {"P", 5}}), std::nullopt);
+  EXPECT_EQ(dim_symbols(rest), (std::vector<std::string>{"M", "P"}));
+  EXPECT_EQ(dim_sub(Dim(7), p), std::nullopt);
+  EXPECT_EQ(dim_sub(m, *dim_add(p, t)), std::nullopt); // only a product is taken away
+}
+
 TEST(NormalizeAxis, Range) {
   EXPECT_EQ(normalize_axis(-1, 3).value(), 2);
   EXPECT_FALSE(normalize_axis(3, 3).ok());

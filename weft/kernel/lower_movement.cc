@@ -42,8 +42,40 @@ Result<LoweredNode> lower_transpose(const Node& n, const std::string& name) {
   return k.lowered();
 }
 
+namespace {
+
+// A Slice whose starts are dims over symbols (steps of 1, each start within its end:
+// fold_shape_values): a symbolic start is an indirect index, the position plus the run's
+// start (`positions[:, P:]` from the past length P).
+Result<LoweredNode> lower_slice_from_symbolic_starts(const Node& n, const std::string& name) {
+  const auto& a = n.attrs_as<SliceAttrs>();
+  const Value* y = n.outputs[0];
+  const Shape& ys = *y->type.shape;
+  KernelBuilder k(name);
+  StatementBuilder b("slice", ys);
+  std::vector<AffineExpr> index = iterators(ys.size());
+  std::vector<IndirectIndex> indirect;
+  for (size_t i = 0; i < a.symbolic_starts->size(); ++i) {
+    auto axis = static_cast<int>((*a.axes)[i]);
+    const Dim& start = (*a.symbolic_starts)[i];
+    if (start.is_static()) { // bound by specialize_shapes
+      index[static_cast<size_t>(axis)].constant = start.value();
+      continue;
+    }
+    index[static_cast<size_t>(axis)] = AffineExpr::constant_of(0);
+    int at = b.op(ExprOp::kAdd, DType::kI64, {b.iterator(axis), b.extent(start, DType::kI64)});
+    indirect.push_back({axis, at, IndexWrap::kClamp});
+  }
+  int v = b.gather(k.buffer(n.inputs[0], BufferRole::kInput), index, indirect, y->type.dtype);
+  k.add(b.store(v, k.buffer(y, BufferRole::kOutput), iterators(ys.size())));
+  return k.lowered();
+}
+
+} // namespace
+
 Result<LoweredNode> lower_slice(const Node& n, const std::string& name) {
   const auto& a = n.attrs_as<SliceAttrs>();
+  if (a.symbolic_starts) return lower_slice_from_symbolic_starts(n, name);
   if (!a.starts || (!a.ends && !a.symbolic_ends) || !a.axes || !a.steps)
     return Status::error("Slice bounds known only at run time are not supported yet");
   const Value* x = n.inputs[0];

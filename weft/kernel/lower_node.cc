@@ -69,6 +69,7 @@ bool admits_symbolic_shapes(const Node& n) {
     return true; // the same bytes, or a copy (by position), or a scan along the axis
   if (n.op_type == Op::kSlice) { // known bounds, from the start of a symbolic axis
     const auto& a = n.attrs_as<SliceAttrs>();
+    if (a.symbolic_starts) return true; // steps of 1 from starts >= 0 (fold_shape_values)
     if (!a.starts || !a.axes || !a.steps) return false;
     const Shape& x = *n.inputs[0]->type.shape;
     for (size_t i = 0; i < a.starts->size(); ++i) {

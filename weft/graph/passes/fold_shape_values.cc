@@ -279,50 +279,59 @@ std::optional<Dim> range_extent(const Node& n, const Known& known) {
 }
 
 // Gives Slice "n" its bounds as dims (SliceAttrs::symbolic_ends) when an end is a dim over
-// symbols (`position_ids[:, :T]`) or an axis is symbolic (`x[:, 0:1]` over T), with constant
-// starts >= 0 and steps of 1. A static end above 1 over a symbolic axis is clamped to it
-// (dim_min). Each other end that is not its axis's extent is taken to be within it, a limit
-// each run checks (Graph::dim_limits): past it ONNX would clamp the end, and the model would
-// fail where the slice meets T-long values.
+// symbols (`position_ids[:, :T]`) or an axis is symbolic (`x[:, 0:1]` over T), with starts
+// >= 0 and steps of 1. A static end above 1 over a symbolic axis is clamped to it (dim_min).
+// Each other end that is not its axis's extent is taken to be within it, a limit each run
+// checks (Graph::dim_limits): past it ONNX would clamp the end, and the model would fail
+// where the slice meets T-long values. A start may be a dim over symbols too
+// (SliceAttrs::symbolic_starts; OPT's `positions[:, P:]`), taken to be within its end.
 bool resolve_slice(Graph& graph, Node& n, const Known& known, const Facts& facts) {
   constexpr int64_t kToTheEnd = int64_t{1} << 31; // PyTorch's `x[1:]` ends at INT64_MAX
   auto& a = n.attrs_as<SliceAttrs>();
   if (a.symbolic_ends || !facts.fresh(n.inputs[0])) return false;
-  std::optional<Ints> starts = a.starts, axes = a.axes, steps = a.steps;
-  std::vector<Dim> ends;
+  std::optional<Ints> axes = a.axes, steps = a.steps;
+  std::vector<Dim> starts, ends;
   if (a.starts) { // constant bounds (canonicalize)
     if (!a.ends || !axes || !steps) return false;
+    starts.assign(a.starts->begin(), a.starts->end());
     ends.assign(a.ends->begin(), a.ends->end());
   } else {
     const ShapeValue* given = n.inputs.size() >= 3 ? known_of(known, n.inputs[2]) : nullptr;
-    if (!given || given->scalar) return false;
+    const ShapeValue* from = n.inputs.size() >= 2 ? known_of(known, n.inputs[1]) : nullptr;
+    if (!given || given->scalar || !from || from->scalar) return false;
     ends = given->dims;
-    starts = constant_ints(n.input(1));
+    starts = from->dims;
     axes = n.input(3) ? constant_ints(n.input(3)) : Ints(ends.size());
     if (!n.input(3) && axes) std::iota(axes->begin(), axes->end(), 0);
     steps = n.input(4) ? constant_ints(n.input(4)) : Ints(ends.size(), 1);
   }
   size_t count = ends.size();
-  if (!starts || !axes || !steps || starts->size() != count || axes->size() != count ||
-      steps->size() != count)
+  if (!axes || !steps || starts.size() != count || axes->size() != count || steps->size() != count)
     return false;
   const Shape& x = *n.inputs[0]->type.shape;
   auto rank = static_cast<int64_t>(x.size());
-  bool symbolic = false;
+  bool symbolic = false, symbolic_start = false;
   std::vector<DimLimit> limits;
   for (size_t i = 0; i < count; ++i) {
     int64_t& axis = (*axes)[i];
     if (axis < 0) axis += rank;
-    if (axis < 0 || axis >= rank || (*steps)[i] != 1 || (*starts)[i] < 0) return false;
+    const Dim& start = starts[i];
+    if (axis < 0 || axis >= rank || (*steps)[i] != 1 || (start.is_static() && start.value() < 0))
+      return false;
     const Dim& extent = x[static_cast<size_t>(axis)];
     Dim& end = ends[i];
     if (end.is_static() && end.value() >= kToTheEnd) end = extent;
+    if (!start.is_static()) {
+      if (!eval_dim(start, facts.ones)) return false; // not a dim a run knows
+      symbolic = symbolic_start = true;
+    }
     if (end.is_static() && extent.is_static()) { // Python's clamping
       end = std::clamp(end.value() < 0 ? end.value() + extent.value() : end.value(), int64_t{0},
                        extent.value());
     } else {
       symbolic = true;
-      if (end.is_static() && end.value() < (*starts)[i]) return false; // counts from the end
+      if (end.is_static() && start.is_static() && end.value() < start.value())
+        return false; // counts from the end
       if (end.is_static() && end.value() > 1 && !extent.is_static()) {
         // ONNX's clamping: torchvision's RPN takes the first 1000 of each level's anchors,
         // fewer when fewer are left (a data-dependent count). (An end of 1, the first
@@ -332,15 +341,27 @@ bool resolve_slice(Graph& graph, Node& n, const Known& known, const Facts& facts
         limits.push_back({end, extent, n.name});
       }
     }
-    if (end.is_static() && end.value() < (*starts)[i]) end = (*starts)[i]; // empty
+    if (start.is_static()) {
+      if (end.is_static() && end.value() < start.value()) end = start; // empty
+    } else {
+      if (!dim_sub(end, start)) return false;
+      limits.push_back({start, end, n.name});
+    }
   }
   if (!symbolic) return false;
   graph.dim_limits.insert(graph.dim_limits.end(), limits.begin(), limits.end());
-  a.starts = std::move(starts);
   a.axes = std::move(axes);
   a.steps = std::move(steps);
   a.ends.reset();
   a.symbolic_ends = std::move(ends);
+  if (symbolic_start) {
+    a.starts.reset();
+    a.symbolic_starts = std::move(starts);
+  } else {
+    a.starts = Ints();
+    for (const Dim& d : starts)
+      a.starts->push_back(d.value());
+  }
   n.inputs.resize(1);
   return true;
 }

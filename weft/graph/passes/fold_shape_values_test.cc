@@ -162,6 +162,39 @@ TEST(UnifyDims, ComputedDimsOnBothSidesStay) {
   EXPECT_FALSE(*unified);
 }
 
+// OPT's decoding step: positions from the mask [N, M] (its length, past and new), sliced
+// from the past length P and added to the new tokens' [N, T]: the Slice's extent is M - P,
+// which the Add finds to be T, so M is P + T.
+TEST(UnifyDims, AMaskSlicedFromThePastLengthMeetsTheNewTokens) {
+  Graph g = testing::graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[N, P] past, float[N, M] mask, float[N, T] x) => (float[N, Q] y) {
+      p = Shape <start = 1, end = 2> (past)
+      all = Constant <value = int64[1] {9223372036854775807}> ()
+      one1 = Constant <value = int64[1] {1}> ()
+      pos = Slice (mask, p, all, one1)
+      y = Add (x, pos)
+    })");
+  ASSERT_TRUE(fold_constants(g).ok());
+  ASSERT_TRUE(infer_shapes(g).ok());
+  ASSERT_TRUE(canonicalize(g).ok());
+  Result<bool> resolved = fold_shape_values(g);
+  ASSERT_TRUE(resolved.ok()) << resolved.status().message();
+  EXPECT_TRUE(*resolved);
+  ASSERT_TRUE(infer_shapes(g).ok());
+  EXPECT_EQ(g.find_value("pos")->type.to_string(), "f32[N,(M-P)/1]");
+  Result<bool> unified = unify_dims(g);
+  ASSERT_TRUE(unified.ok()) << unified.status().message();
+  EXPECT_TRUE(*unified);
+  ASSERT_TRUE(infer_shapes(g).ok());
+  EXPECT_EQ(g.find_value("mask")->type.to_string(), "f32[N,(P+T)/1]");
+  EXPECT_EQ(g.find_value("pos")->type.to_string(), "f32[N,T]");
+  EXPECT_EQ(g.find_value("y")->type.to_string(), "f32[N,T]");
+  ASSERT_EQ(g.dim_limits.size(), 1u); // the start within the end
+  EXPECT_EQ(g.dim_limits[0].dim.to_string() + " <= " + g.dim_limits[0].most.to_string(),
+            "P <= (P+T)/1");
+}
+
 TEST(DimFloorDiv, SumsWithConstantsFold) {
   Dim t = Dim::symbol("T");
   Dim plus_one = dim_floor_div(t, 1, 1);

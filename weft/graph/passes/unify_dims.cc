@@ -19,16 +19,6 @@ bool contains(const Dim& d, const std::string& symbol) {
   return false;
 }
 
-// "d" with "symbol" taken to be "by": the same dim, "by" itself, or a product with "by" for
-// the symbol; nullopt where the symbol sits inside a quotient ((S+1)/2).
-std::optional<Dim> substituted(const Dim& d, const std::string& symbol, const Dim& by) {
-  if (!contains(d, symbol)) return d;
-  if (d == Dim::symbol(symbol)) return by;
-  std::optional<Dim> rest = dim_div(d, Dim::symbol(symbol));
-  if (!rest || contains(*rest, symbol)) return std::nullopt;
-  return dim_mul(*rest, by);
-}
-
 // Ops whose inputs broadcast to their output (numpy's rules).
 bool is_broadcasting(Op op) {
   static const std::set<Op> kOps = {
@@ -58,12 +48,24 @@ std::optional<std::pair<std::string, Dim>> candidate(const Node& n,
       if (std::find(met.begin(), met.end(), d) == met.end()) met.push_back(d);
     }
     if (met.size() != 2 || met[0].is_static() || met[1].is_static()) continue;
+    if (met[0].is_unknown() || met[1].is_unknown()) continue;
+    // M - P meeting T: M is T + P (OPT's positions past P of a mask of M), rather than T
+    // being M - P, a dim that fewer ops take.
+    for (int k = 0; k < 2; ++k) {
+      std::optional<std::pair<Dim, Dim>> difference = dim_difference(met[k]);
+      if (!difference) continue;
+      const auto& [x, y] = *difference;
+      const Dim& other = met[1 - k];
+      if (!dim_is_symbol(x) || !input_symbols.contains(x.symbol_name()) ||
+          contains(other, x.symbol_name()) || contains(y, x.symbol_name()))
+        continue;
+      if (std::optional<Dim> sum = dim_add(other, y)) return std::pair{x.symbol_name(), *sum};
+    }
     for (int k = 0; k < 2; ++k) {
       const Dim& s = met[k];
-      const Dim& other = met[1 - k];
       if (dim_is_symbol(s) && input_symbols.contains(s.symbol_name()) &&
-          !contains(other, s.symbol_name()) && !other.is_unknown())
-        return std::pair{s.symbol_name(), other};
+          !contains(met[1 - k], s.symbol_name()))
+        return std::pair{s.symbol_name(), met[1 - k]};
     }
   }
   return std::nullopt;
@@ -83,10 +85,11 @@ Result<bool> unify_dims(Graph& graph) {
     if (!c) continue;
     const auto& [symbol, by] = *c;
     // Every dim must take the substitution, or none does.
-    bool all = for_each_dim(graph, [&](Dim& d) { return substituted(d, symbol, by).has_value(); });
+    bool all =
+        for_each_dim(graph, [&](Dim& d) { return dim_substitute(d, symbol, by).has_value(); });
     if (!all) continue;
     for_each_dim(graph, [&](Dim& d) {
-      d = *substituted(d, symbol, by);
+      d = *dim_substitute(d, symbol, by);
       return true;
     });
     log_debug("node '{}' ({}): {} is taken to be {} (each run checks it)", n->name, n->op_type,

@@ -8,6 +8,9 @@
 // the graph inputs' types, the symbolic shapes of attributes and the dim limits. Each run
 // then checks that the input's extent equals the dim it took (Executable::bind); a run
 // where it does not (the mask's axis broadcast from 1, say) compiles for its own shapes.
+// Where one of them is a difference M - P of such a symbol M (a Slice from a symbolic start
+// to M: OPT's positions past the past length P of its mask of length M) and the other is T,
+// M is taken to be T + P.
 //
 // Requires: inferred shapes (a broadcast of two different symbols gives an unknown dim).
 // Returns whether it unified any symbol; shapes must then be inferred again.
