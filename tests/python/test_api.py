@@ -750,3 +750,33 @@ def test_constant_of_shape_too_large_to_fold(dynamic):
         np.testing.assert_array_equal(out["y"], x + np.float32(2.5))
         np.testing.assert_array_equal(out["big"], np.full((1000, 1000), -(2 ** 40), np.int64))
         np.testing.assert_array_equal(out["yes"], np.ones((n, 1000), bool))
+
+
+@pytest.mark.parametrize("op", ["Conv", "ConvTranspose"])
+def test_half_precision_convolutions_sum_in_float32(op):
+    """f16 Conv and ConvTranspose (generated code: oneDNN takes f32) read f16 and sum in f32,
+    against a float64 reference within f16's rounding of the result."""
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((1, 4, 7, 6)).astype(np.float16)
+    w = rng.standard_normal((4, 5, 3, 3) if op == "ConvTranspose" else (5, 4, 3, 3)).astype(np.float16)
+    b = rng.standard_normal(5).astype(np.float16)
+    xd, wd = x.astype(np.float64), w.astype(np.float64)
+    if op == "ConvTranspose":  # stride 2: y[n, m, 2i + k] += x[n, c, i] w[c, m, k]
+        want = np.zeros((1, 5, 15, 13))
+        for i in range(3):
+            for j in range(3):
+                want[:, :, i:i + 13:2, j:j + 11:2] += np.einsum("nchw,cm->nmhw", xd, wd[:, :, i, j])
+        attrs = {"strides": [2, 2]}
+    else:  # pads 1: y[n, m, i, j] = sum x[n, c, i + k - 1, j + l - 1] w[m, c, k, l]
+        padded = np.pad(xd, [(0, 0), (0, 0), (1, 1), (1, 1)])
+        want = sum(np.einsum("nchw,mc->nmhw", padded[:, :, i:i + 7, j:j + 6], wd[:, :, i, j])
+                   for i in range(3) for j in range(3))
+        attrs = {"pads": [1, 1, 1, 1]}
+    want += b.astype(np.float64).reshape(1, -1, 1, 1)
+    model = make_model([helper.make_node(op, ["x", "w", "b"], ["y"], **attrs)],
+                       [helper.make_tensor_value_info("x", TensorProto.FLOAT16, list(x.shape))],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT16, list(want.shape))],
+                       [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    got = weft.compile(model.SerializeToString()).run({"x": x})["y"]
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=2e-3, atol=2e-3)

@@ -406,12 +406,31 @@ TypesOrError infer_conv_integer(const Node& node) {
 }
 
 // QLinearMatMul and QLinearConv: the float op's shapes on (A, B) or (X, W), with the type
-// of the output zero point.
+// of the output zero point. Scales and zero points are per tensor, but for QLinearConv's
+// weights' per output channel and QLinearMatMul's A's per row and B's per column.
 TypesOrError infer_qlinear(const Node& node) {
   Node plain = node;
   plain.inputs = {node.inputs[0], node.inputs[3]};
+  bool conv = node.op_type == Op::kQLinearConv;
   WEFT_ASSIGN_OR_RETURN(std::vector<TensorType> types,
-                        node.op_type == Op::kQLinearConv ? infer_conv(plain) : infer_matmul(plain));
+                        conv ? infer_conv(plain) : infer_matmul(plain));
+  const TensorType& a = in_type(node, 0);
+  const TensorType& b = in_type(node, 3);
+  if (a.shape && b.shape && a.shape->size() >= 2 && b.shape->size() >= 2) {
+    Dim rows = conv ? Dim(1) : (*a.shape)[a.shape->size() - 2];
+    Dim columns = conv ? (*b.shape)[0] : b.shape->back();
+    const char* names[] = {"a_scale", "a_zero_point", "b_scale", "b_zero_point"};
+    if (conv) {
+      names[0] = "x_scale", names[1] = "x_zero_point", names[2] = "w_scale";
+      names[3] = "w_zero_point";
+    }
+    for (size_t i : {1, 2})
+      WEFT_RETURN_IF_ERROR(check_per_channel(node.input(i), rows, names[i - 1]));
+    for (size_t i : {4, 5})
+      WEFT_RETURN_IF_ERROR(check_per_channel(node.input(i), columns, names[i - 2]));
+  }
+  for (auto [i, what] : {std::pair{6, "y_scale"}, {7, "y_zero_point"}})
+    WEFT_RETURN_IF_ERROR(check_per_channel(node.input(i), Dim(1), what));
   const Value* zero = node.input(7);
   types[0].dtype = zero ? zero->type.dtype : DType::kU8;
   return types;

@@ -104,25 +104,26 @@ int subtract_zero_point(KernelBuilder& k, StatementBuilder& b, const Value* zp, 
   return b.op(ExprOp::kSub, t, {v, z});
 }
 
-void add_requantize(KernelBuilder& k, int acc, const Value* a_scale, const Value* b_scale,
+void add_requantize(KernelBuilder& k, int acc, const QuantScale& a_scale, const QuantScale& b_scale,
                     const Value* y_scale, const Value* y_zero, int out, const Shape& shape,
-                    DType to) {
+                    const std::vector<AffineExpr>& index, DType to) {
   constexpr DType kF32 = DType::kF32;
   StatementBuilder b("requantize", shape);
-  auto scalar = [&](const Value* v) {
-    return load_as(b, k.buffer(v, BufferRole::kInput, {1}), {AffineExpr::constant_of(0)},
-                   v->type.dtype, kF32);
+  auto load = [&](const QuantScale& s) {
+    Dim count = num_elements(*s.value->type.shape);
+    bool single = count.value() == 1;
+    return load_as(b, k.buffer(s.value, BufferRole::kInput, {count}),
+                   {single ? AffineExpr::constant_of(0) : s.index}, s.value->type.dtype, kF32);
   };
-  std::vector<AffineExpr> all = iterators(shape.size());
-  int v = b.op(ExprOp::kCast, kF32, {b.load(acc, all, k.buffer_at(acc).dtype)});
+  int v = b.op(ExprOp::kCast, kF32, {b.load(acc, index, k.buffer_at(acc).dtype)});
   int scale = b.op(ExprOp::kDiv, kF32,
-                   {b.op(ExprOp::kMul, kF32, {scalar(a_scale), scalar(b_scale)}), scalar(y_scale)});
+                   {b.op(ExprOp::kMul, kF32, {load(a_scale), load(b_scale)}), load({y_scale, {}})});
   int q = b.op(ExprOp::kRound, kF32, {b.op(ExprOp::kMul, kF32, {v, scale})});
-  if (y_zero) q = b.op(ExprOp::kAdd, kF32, {q, scalar(y_zero)});
+  if (y_zero) q = b.op(ExprOp::kAdd, kF32, {q, load({y_zero, {}})});
   double lo = to == DType::kU8 ? 0 : -128, hi = to == DType::kU8 ? 255 : 127;
   q = b.op(ExprOp::kMin, kF32,
            {b.op(ExprOp::kMax, kF32, {q, b.constant(lo, kF32)}), b.constant(hi, kF32)});
-  k.add(b.store(b.op(ExprOp::kCast, to, {q}), out, all));
+  k.add(b.store(b.op(ExprOp::kCast, to, {q}), out, index));
 }
 
 std::vector<AffineExpr> iterators(size_t n) {

@@ -59,12 +59,19 @@ int load_as(StatementBuilder& b, int buffer, std::vector<AffineExpr> index, DTyp
 int subtract_zero_point(KernelBuilder& k, StatementBuilder& b, const Value* zp, int v,
                         const AffineExpr& index, DType t);
 
+// A scale of a quantized product: one element, or a vector read at "index" (QLinearConv's
+// per output channel weight scales, QLinearMatMul's per row and per column ones).
+struct QuantScale {
+  const Value* value = nullptr;
+  AffineExpr index;
+};
+
 // out = saturate(round_half_even(acc * a_scale * b_scale / y_scale) + y_zero), elementwise
-// over "shape" (of both buffers): the end of a quantized product (QLinearMatMul,
-// QLinearConv), with per-tensor scales and zero point; "to" is u8 or i8.
-void add_requantize(KernelBuilder& k, int acc, const Value* a_scale, const Value* b_scale,
+// over "shape", both buffers read at "index": the end of a quantized product (QLinearMatMul,
+// QLinearConv); y_scale and y_zero (absent: 0) are per tensor; "to" is u8 or i8.
+void add_requantize(KernelBuilder& k, int acc, const QuantScale& a_scale, const QuantScale& b_scale,
                     const Value* y_scale, const Value* y_zero, int out, const Shape& shape,
-                    DType to);
+                    const std::vector<AffineExpr>& index, DType to);
 
 // Iterators 0..n-1 as index expressions.
 std::vector<AffineExpr> iterators(size_t n);

@@ -69,8 +69,10 @@ Result<LoweredNode> lower_matmul(const Node& n, const std::string& name) {
   w = subtract_zero_point(kb, mac, b_zero, w, AffineExpr::iterator(in), t);
   kb.add(mac.store(mac.op(ExprOp::kMul, t, {x, w}), acc, {flat}, Combine::kSum));
   if (qlinear) {
-    add_requantize(kb, acc, n.inputs[1], n.inputs[4], n.inputs[6], n.input(7), by,
-                   {num_elements(out)}, y->type.dtype);
+    // Scales per tensor, or per row of A and per column of B.
+    add_requantize(kb, acc, {n.inputs[1], AffineExpr::iterator(im)},
+                   {n.inputs[4], AffineExpr::iterator(in)}, n.inputs[6], n.input(7), by, out,
+                   {flat}, y->type.dtype);
     return kb.lowered();
   }
   StatementBuilder fin("finish", {num_elements(out)});

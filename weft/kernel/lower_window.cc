@@ -100,7 +100,9 @@ Result<LoweredNode> lower_conv(const Node& n, const std::string& name) {
   s.guards = guards;
   k.add(std::move(s));
   if (qlinear) {
-    add_requantize(k, by, n.inputs[1], n.inputs[4], n.inputs[6], n.input(7), out, *y->type.shape,
+    // x_scale per tensor, w_scale per tensor or output channel.
+    add_requantize(k, by, {n.inputs[1], {}}, {n.inputs[4], AffineExpr::iterator(1)}, n.inputs[6],
+                   n.input(7), out, *y->type.shape, iterators(y->type.shape->size()),
                    y->type.dtype);
   } else if (by != out) {
     StatementBuilder fin("finish", *y->type.shape);
@@ -124,11 +126,12 @@ Result<LoweredNode> lower_conv_transpose(const Node& n, const std::string& name)
   const Shape& xs = *x->type.shape;
   int64_t cg = xs[1].value() / a.group, mg = (*w->type.shape)[1].value();
   int spatial = static_cast<int>(win.size());
-  DType t = y->type.dtype;
+  DType t = accumulator_type(y->type.dtype); // f16 and bf16 sum in f32
   KernelBuilder k(name);
   int bx = k.buffer(x, BufferRole::kInput);
   int bw = k.buffer(w, BufferRole::kInput);
-  int by = k.buffer(y, BufferRole::kOutput);
+  int out = k.buffer(y, BufferRole::kOutput);
+  int by = t != y->type.dtype ? k.temp(t, *y->type.shape) : out;
   // The output, as [N, G, Mg, out...], starts as the bias.
   Shape out_domain = {xs[0], a.group, mg};
   for (const TransposedWindow& d : win)
@@ -138,7 +141,8 @@ Result<LoweredNode> lower_conv_transpose(const Node& n, const std::string& name)
   for (int i = 0; i < spatial; ++i)
     out_index.push_back(AffineExpr::iterator(3 + i));
   StatementBuilder init("init", out_domain);
-  int bias = b ? init.load(k.buffer(b, BufferRole::kInput), {m_index}, t) : init.constant(0, t);
+  int bias = b ? load_as(init, k.buffer(b, BufferRole::kInput), {m_index}, b->type.dtype, t)
+               : init.constant(0, t);
   k.add(init.store(bias, by, out_index));
   // Iterators: n, g, m, c, the input positions, the taps.
   Shape domain = {xs[0], a.group, mg, cg};
@@ -161,10 +165,17 @@ Result<LoweredNode> lower_conv_transpose(const Node& n, const std::string& name)
     add_bounds(guards, pos, 0, d.out);
   }
   StatementBuilder mac("multiply_add", domain);
-  int product = mac.op(ExprOp::kMul, t, {mac.load(bx, x_index, t), mac.load(bw, w_index, t)});
+  int product = mac.op(
+      ExprOp::kMul, t,
+      {load_as(mac, bx, x_index, x->type.dtype, t), load_as(mac, bw, w_index, w->type.dtype, t)});
   Statement st = mac.store(product, by, y_index, Combine::kSum);
   st.guards = guards;
   k.add(std::move(st));
+  if (by != out) {
+    StatementBuilder fin("finish", *y->type.shape);
+    std::vector<AffineExpr> all = iterators(y->type.shape->size());
+    k.add(fin.store(fin.op(ExprOp::kCast, y->type.dtype, {fin.load(by, all, t)}), out, all));
+  }
   return k.lowered();
 }
 
