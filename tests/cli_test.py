@@ -590,17 +590,19 @@ class CliTest(unittest.TestCase):
             self.assert_one_line_error(weft("run", path, "--input", "x=" + f), "input 'x'", "f32[N,4]")
 
     def test_run_unsupported_op_lists_nodes(self):
-        # ConvTranspose parses in f16, but has no f16 lowering yet.
-        x = helper.make_tensor_value_info("x", TensorProto.FLOAT16, [1, 1, 2, 2])
-        y = helper.make_tensor_value_info("y", TensorProto.FLOAT16, [1, 1, 2, 2])
-        w = helper.make_tensor("w", TensorProto.FLOAT16, [1, 1, 1, 1], [1.0])
-        nodes = [helper.make_node("ConvTranspose", ["x", "w"], ["m"], name="conv"),
-                 helper.make_node("Relu", ["m"], ["y"], name="r")]
-        model = helper.make_model(helper.make_graph(nodes, "g", [x], [y], [w]),
+        # ConstantOfShape parses with an int64 value past 2^53, which kernel constants (doubles)
+        # cannot hold (too large a fill to fold at compile time).
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 300, 300])
+        y = helper.make_tensor_value_info("y", TensorProto.INT64, [1, 1, 300, 300])
+        value = helper.make_tensor("v", TensorProto.INT64, [1], [2**60 + 1])
+        nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+                 helper.make_node("ConstantOfShape", ["s"], ["m"], value=value, name="fill"),
+                 helper.make_node("Neg", ["m"], ["y"], name="r")]
+        model = helper.make_model(helper.make_graph(nodes, "g", [x], [y]),
                                   opset_imports=[helper.make_opsetid("", 13)])
         path = save(model, self.dir)
         r = weft("run", path, "--fill", "ones", "--output-dir", self.dir)
-        self.assert_one_line_error(r, "cannot execute yet", "ConvTranspose", "'conv'")
+        self.assert_one_line_error(r, "cannot execute yet", "ConstantOfShape", "'fill'")
 
     def test_test_onnx_reports_pass_and_fail(self):
         data = "/usr/share/libonnx-testdata/data/node"

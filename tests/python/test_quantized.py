@@ -101,3 +101,73 @@ def test_qlinear_scales_of_other_lengths_are_one_clear_error():
                        [helper.make_tensor_value_info("y", TensorProto.UINT8, [1, 8, 3, 3])], inits)
     with pytest.raises(weft.WeftError, match=r"conv_7.*QLinearConv.*w_scale must have one element or 8"):
         weft.compile(model.SerializeToString())
+
+
+def fake_quant(x, scale, zero, dtype):
+    info = np.iinfo(dtype)
+    return (np.clip(np.rint(x / scale) + zero, info.min, info.max) - zero) * scale
+
+
+def test_qdq_model_runs_its_convolutions_on_float_weights_channels_last():
+    """ONNX Runtime's default quantized format (QDQ): int8 weights per output channel behind
+    DequantizeLinear, activations through QuantizeLinear -> DequantizeLinear per tensor. The
+    weights fold to f32 at compile time (packed once by oneDNN), and the Q/DQ pairs, in float
+    (x / s rounded, clipped, times s), stay in the channels-last region between the
+    convolutions, which take them as post-ops: no reorder between them. Against a float64
+    reference of the same arithmetic, within one quantum of the output's scale (a rounding tie
+    may fall the other way in f32)."""
+    rng = np.random.default_rng(6)
+    c1, c2 = 16, 8
+    w1 = rng.integers(-127, 128, (c1, 3, 3, 3)).astype(np.int8)
+    w2 = rng.integers(-127, 128, (c2, c1, 3, 3)).astype(np.int8)
+    s1 = rng.uniform(0.002, 0.005, c1).astype(np.float32)
+    s2 = rng.uniform(0.002, 0.005, c2).astype(np.float32)
+    b1 = rng.uniform(-0.5, 0.5, c1).astype(np.float32)
+    xs, hs, ys = np.float32(0.02), np.float32(0.01), np.float32(0.02)
+    arr = numpy_helper.from_array
+    inits = [arr(w1, "w1q"), arr(s1, "s1"), arr(np.zeros(c1, np.int8), "z1"),
+             arr(w2, "w2q"), arr(s2, "s2"), arr(np.zeros(c2, np.int8), "z2"),
+             arr(np.array(xs), "xs"), arr(np.array(hs), "hs"), arr(np.array(ys), "ys"),
+             arr(np.array(128, np.uint8), "az"), arr(np.array(0, np.uint8), "rz"),
+             arr(b1, "b1")]
+    dq = lambda i, o, s, z, **a: helper.make_node("DequantizeLinear", [i, s, z], [o], **a)  # noqa: E731
+    q = lambda i, o, s, z: helper.make_node("QuantizeLinear", [i, s, z], [o])  # noqa: E731
+    nodes = [dq("w1q", "w1", "s1", "z1", axis=0), dq("w2q", "w2", "s2", "z2", axis=0),
+             q("x", "xq", "xs", "az"), dq("xq", "xd", "xs", "az"),
+             helper.make_node("Conv", ["xd", "w1", "b1"], ["h"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["h"], ["hr"]),
+             q("hr", "hq", "hs", "rz"), dq("hq", "hd", "hs", "rz"),
+             helper.make_node("MaxPool", ["hd"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Conv", ["p", "w2"], ["g"], pads=[1, 1, 1, 1]),
+             q("g", "gq", "ys", "az"), dq("gq", "y", "ys", "az")]
+    model = make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 12, 12])],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c2, 6, 6])], inits)
+    compiled = weft.compile(model.SerializeToString())
+    x = rng.standard_normal((1, 3, 12, 12)).astype(np.float32)
+    out, profile = compiled.profile({"x": x})
+
+    def conv(v, w, b=None):
+        v = np.pad(v, [(0, 0), (0, 0), (1, 1), (1, 1)])
+        h, w_ = v.shape[2] - 2, v.shape[3] - 2
+        r = sum(np.einsum("nchw,mc->nmhw", v[:, :, i:i + h, j:j + w_], w[:, :, i, j])
+                for i in range(3) for j in range(3))
+        return r if b is None else r + b.reshape(1, -1, 1, 1)
+
+    f64 = lambda a: a.astype(np.float64)  # noqa: E731
+    xq = fake_quant(f64(x), xs, 128, np.uint8)
+    h = fake_quant(np.maximum(conv(xq, f64(w1) * f64(s1)[:, None, None, None], f64(b1)), 0), hs, 0, np.uint8)
+    p = h.reshape(1, c1, 6, 2, 6, 2).max(axis=(3, 5))
+    want = fake_quant(conv(p, f64(w2) * f64(s2)[:, None, None, None]), ys, 128, np.uint8)
+    np.testing.assert_allclose(out["y"], want, rtol=0, atol=float(ys) * 1.01)
+    assert np.mean(out["y"] == want.astype(np.float32)) > 0.99
+    calls = [k["strategy"] for k in profile if k["op_type"].startswith("Conv")]
+    assert len(calls) == 2 and all("channels-last in place" in c for c in calls), calls
+    # Each convolution takes its output's quantize-dequantize pair as post-ops (the first
+    # its Relu too).
+    fused = [k["op_type"] for k in profile if k["op_type"].startswith("Conv")]
+    assert fused == ["Conv+Relu+Mul+Round+Clip+Mul", "Conv+Mul+Round+Clip+Mul"], fused
+    # The input's reorder (with its Q/DQ) and the output's; none between the convolutions,
+    # and no DequantizeLinear of the weights at run time.
+    moves = [k["op_type"] for k in profile if "Transpose" in k["op_type"] and "MaxPool" not in k["op_type"]]
+    assert len(moves) == 2, moves
+    assert not [k for k in profile if "f32[16,3,3,3]" in k["shapes"].split("->")[-1]], profile

@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <set>
 #include <string_view>
 #include <unordered_map>
 
@@ -686,6 +687,38 @@ namespace {
 using Evaluator = Outputs (*)(const Node&);
 
 // Mod on integers takes the divisor's sign (fmod=0) or the dividend's (fmod=1).
+// DequantizeLinear of integers, per tensor or per axis (a 1-D scale), in the output's type:
+// (x - zero_point) * scale, rounded once, as the kernels compute it (an integer difference
+// times an f32 is exact in f64). Blocked scales and other inputs are not folded.
+Outputs eval_dequantize_linear(const Node& node) {
+  const Tensor& x = arg(node, 0);
+  const Tensor& scale = arg(node, 1);
+  const Tensor* zero = node.input(2) ? &arg(node, 2) : nullptr;
+  const auto& a = node.attrs_as<QuantizeAttrs>();
+  static const std::set<DType> kInts = {DType::kI8, DType::kU8, DType::kI16, DType::kU16,
+                                        DType::kI32};
+  DType to = node.outputs[0]->type.dtype;
+  if (!kInts.contains(x.dtype()) || (zero && zero->dtype() != x.dtype()) || a.block_size != 0 ||
+      !dtype_is_float(to) || scale.rank() > 1 || (zero && zero->rank() != scale.rank()))
+    return std::vector<Tensor>{};
+  int64_t inner = 1, extent = 1;
+  if (scale.num_elements() != 1 || scale.rank() == 1) {
+    WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(a.axis, x.rank()));
+    extent = x.dims()[static_cast<size_t>(axis)];
+    for (size_t d = static_cast<size_t>(axis) + 1; d < x.dims().size(); ++d)
+      inner *= x.dims()[d];
+    if (scale.num_elements() != extent || (zero && zero->num_elements() != extent))
+      return std::vector<Tensor>{};
+  }
+  Tensor out(to, x.dims());
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    int64_t c = extent == 1 ? 0 : (i / inner) % extent;
+    int64_t q = x.get_int64(i) - (zero ? zero->get_int64(c) : 0);
+    out.set_double(i, static_cast<double>(q) * scale.get_double(c));
+  }
+  return single(std::move(out));
+}
+
 Outputs eval_mod(const Node& node) {
   if (node.attrs_as<ModAttrs>().fmod) {
     return elementwise(
@@ -740,6 +773,7 @@ const std::unordered_map<Op, Evaluator>& evaluators() {
       {Op::kArgMax, eval_arg_reduce},
       {Op::kArgMin, eval_arg_reduce},
       {Op::kResize, eval_resize},
+      {Op::kDequantizeLinear, eval_dequantize_linear},
   };
   return table;
 }

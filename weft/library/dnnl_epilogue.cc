@@ -50,6 +50,8 @@ std::optional<PostOp> post_op(const Node& e, const Value* from) {
     p.algorithm = A::eltwise_logistic;
   } else if (op == Op::kTanh) {
     p.algorithm = A::eltwise_tanh;
+  } else if (op == Op::kRound) { // half to even
+    p.algorithm = A::eltwise_round;
   } else if (op == Op::kHardSwish) { // x * min(max(x / 6 + 1 / 2, 0), 1), as ONNX's
     p.algorithm = A::eltwise_hardswish;
   } else if (op == Op::kClip && e.inputs.size() == 1) {

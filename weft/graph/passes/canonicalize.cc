@@ -581,6 +581,58 @@ void expand_grouped_instance_norm(Graph& graph, Node& node) {
   node.inputs = {scaled, per_channel(bias)};
 }
 
+// The one value of a constant with one element, or nullopt.
+std::optional<double> scalar_constant(const Value* v) {
+  if (!v || !v->is_constant() || v->constant->num_elements() != 1) return std::nullopt;
+  return v->constant->get_double(0);
+}
+
+// DequantizeLinear(QuantizeLinear(x, s, z), s, z), per tensor, the QuantizeLinear read only
+// there (a QDQ model's activations between its operators): in float, x * (1 / s) rounded
+// half to even, clipped to the integer type's range less z, times s. The same values (the
+// reciprocal as canonicalize_div's), as ops that sink through channels-last regions and
+// that library calls absorb as post-ops, where the pair was two kernels of its own.
+void expand_quantize_dequantize(Graph& graph, Node& dq,
+                                const std::unordered_map<const Value*, int>& uses) {
+  Node* q = dq.inputs[0]->producer;
+  if (!q || q->op_type != Op::kQuantizeLinear || dq.opset < 11 || dq.inputs.size() != 3 ||
+      q->inputs.size() != 3 || q->inputs[0]->type.dtype != DType::kF32 ||
+      dq.outputs[0]->type.dtype != DType::kF32 || graph.is_graph_output(dq.inputs[0]) ||
+      uses.at(dq.inputs[0]) != 1)
+    return;
+  std::optional<double> s = scalar_constant(q->inputs[1]), z = scalar_constant(q->inputs[2]);
+  if (!s || !z || s != scalar_constant(dq.inputs[1]) || z != scalar_constant(dq.inputs[2]) ||
+      q->inputs[1]->type.dtype != DType::kF32)
+    return;
+  double lo = 0, hi = 0;
+  switch (q->outputs[0]->type.dtype) {
+    case DType::kU8: hi = 255; break;
+    case DType::kI8: lo = -128, hi = 127; break;
+    case DType::kU16: hi = 65535; break;
+    case DType::kI16: lo = -32768, hi = 32767; break;
+    default: return;
+  }
+  auto inverse = static_cast<float>(1.0 / *s);
+  if (!std::isfinite(inverse) || std::abs(inverse) < std::numeric_limits<float>::min()) return;
+  Tensor r(DType::kF32, {});
+  r.set_double(0, inverse);
+  TensorType t = dq.outputs[0]->type;
+  Value* x = q->inputs[0];
+  Value* scaled = insert_op(
+      graph, dq, Op::kMul,
+      {x, graph.add_constant(graph.unique_name(dq.name + "_inverse_scale"), std::move(r))}, t);
+  Value* rounded = insert_op(graph, dq, Op::kRound, {scaled}, t);
+  Value* clipped = insert_op(graph, dq, Op::kClip, {rounded}, t,
+                             ClipAttrs{static_cast<float>(lo - *z), static_cast<float>(hi - *z)});
+  Tensor scale(DType::kF32, {});
+  scale.set_double(0, *s);
+  dq.op_type = Op::kMul;
+  dq.def = find_op(Op::kMul, dq.opset);
+  dq.attrs = NoAttrs{};
+  dq.inputs = {clipped,
+               graph.add_constant(graph.unique_name(dq.name + "_scale"), std::move(scale))};
+}
+
 void canonicalize_node(Graph& graph, Node& node) {
   Op op = node.op_type.id();
   if (std::holds_alternative<LegacyBroadcastAttrs>(node.attrs)) {
@@ -658,7 +710,12 @@ Status canonicalize(Graph& graph) {
             .with_location(location_of(graph, *node));
     }
   }
-  // Inputs dropped above may leave constants unused; they go with the next dead-code pass.
+  std::unordered_map<const Value*, int> uses = graph.use_counts();
+  for (Node* node : nodes) {
+    if (node->op_type == Op::kDequantizeLinear) expand_quantize_dequantize(graph, *node, uses);
+  }
+  // Inputs dropped above may leave constants and nodes unused; they go with the next
+  // dead-code pass.
   return Status();
 }
 

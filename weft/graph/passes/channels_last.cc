@@ -46,8 +46,15 @@ bool is_pointwise(const Node& n) {
       Op::kLeakyRelu, Op::kElu,  Op::kSelu,    Op::kGelu,  Op::kErf,         Op::kExp,
       Op::kAbs,       Op::kNeg,  Op::kSqrt,    Op::kMish,  Op::kSoftplus,    Op::kAdd,
       Op::kSub,       Op::kMul,  Op::kDiv,     Op::kMax,   Op::kMin,         Op::kPRelu,
-      Op::kPow,       Op::kSum,  Op::kMean,    Op::kWhere, Op::kSwish};
-  return kOps.contains(n.op_type) && n.outputs.size() == 1 && n.outputs[0];
+      Op::kPow,       Op::kSum,  Op::kMean,    Op::kWhere, Op::kSwish,       Op::kRound};
+  if (n.outputs.size() != 1 || !n.outputs[0]) return false;
+  if (n.op_type == Op::kQuantizeLinear || n.op_type == Op::kDequantizeLinear) {
+    // Per tensor (a QDQ model's activations): its scale and zero point are one element each.
+    return n.inputs.size() >= 2 && std::all_of(n.inputs.begin() + 1, n.inputs.end(), [](auto* v) {
+             return !v || (v->type.shape && shape_num_elements(*v->type.shape) == 1);
+           });
+  }
+  return kOps.contains(n.op_type);
 }
 
 bool has_rank(const Value* v, size_t rank) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <set>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "weft/graph/evaluate.h"
@@ -24,10 +25,30 @@ bool inputs_known(const Node& node) {
   return true;
 }
 
+// The values read only as the weights of convolutions and matrix products (input 1),
+// which the library packs at compile time when they are constant.
+std::unordered_set<const Value*> weights_only(const Graph& graph) {
+  std::unordered_map<const Value*, int> weight_uses;
+  for (const auto& n : graph.nodes()) {
+    static const std::set<Op> kWeighted = {Op::kConv, Op::kConvTranspose, Op::kGemm, Op::kMatMul};
+    if (kWeighted.contains(n->op_type) && n->input(1)) ++weight_uses[n->input(1)];
+  }
+  std::unordered_set<const Value*> out;
+  std::unordered_map<const Value*, int> uses = graph.use_counts();
+  for (const auto& [v, count] : weight_uses) {
+    if (uses[v] == count) out.insert(v);
+  }
+  return out;
+}
+
 // Refines the output types of "node" with its shape function, now that more of its inputs
-// are constant; returns whether every output is static and small enough to fold.
-bool outputs_foldable(Node& node) {
+// are constant; returns whether every output is static and small enough to fold. A
+// quantized model's weights (DequantizeLinear of int8 constants, ONNX Runtime's QDQ format)
+// fold at any size where only convolutions and matrix products read them: they run on f32
+// weights, which the library packs once, instead of dequantizing every run.
+bool outputs_foldable(Node& node, const std::unordered_set<const Value*>& weights) {
   if (node.op_type == Op::kConstant) return true;
+  if (node.op_type == Op::kDequantizeLinear && weights.contains(node.outputs[0])) return true;
   if (node.def->infer) {
     Result<std::vector<TensorType>> inferred = node.def->infer(node);
     if (inferred.ok()) {
@@ -69,9 +90,10 @@ bool outputs_foldable(Node& node) {
 
 Status fold_constants(Graph& graph) {
   std::unordered_set<const Node*> folded;
+  std::unordered_set<const Value*> weights = weights_only(graph);
   for (const auto& owned : graph.nodes()) {
     Node& node = *owned;
-    if (!can_evaluate(node) || !inputs_known(node) || !outputs_foldable(node)) continue;
+    if (!can_evaluate(node) || !inputs_known(node) || !outputs_foldable(node, weights)) continue;
     Result<std::vector<Tensor>> outputs = evaluate_node(node);
     if (!outputs.ok()) {
       return outputs.status().with_location(location_of(graph, node));

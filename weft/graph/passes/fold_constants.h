@@ -12,7 +12,8 @@
 // which make no more elements than they read, fold at any size (ALBERT's shared weights,
 // each transposed for 12 MatMuls, were transposed every inference: 0.5 GB a run), and so
 // does any result of no more bytes than a constant it reads (a weight normalized by
-// weight_norm).
+// weight_norm), and a DequantizeLinear that only convolutions and matrix products read as
+// their weights (a QDQ model's int8 weights: the library packs f32 weights once).
 // Exporters' shape subgraphs (Shape -> Gather -> Concat -> Reshape, ConstantOfShape, Range)
 // fold completely when the shapes they read are static.
 #pragma once

@@ -1,0 +1,165 @@
+"""Quantized models on the CPU: torchvision CNNs quantized by ONNX Runtime's own tool
+(quantize_static, its default QDQ format, int8 weights per output channel, uint8 activations
+calibrated on random images), run by Weft and by ONNX Runtime, which fuses each
+DequantizeLinear -> Conv -> QuantizeLinear into an int8 convolution. Weft runs the
+convolutions in f32 on weights dequantized at compile time, with the activations' Q/DQ pairs
+as generated kernels inside the channels-last regions (docs/library.md).
+
+"Agrees": Weft's output against ONNX Runtime's with its graph optimizations off (the QDQ
+arithmetic as written, in float), and against ONNX Runtime's int8 run, as the largest
+difference in quanta of the output's scale (a rounding tie in one activation may fall the
+other way and propagate: ONNX Runtime's two runs differ as much from each other). Both
+systems alternate over the rounds; each entry is the system's lowest median.
+
+Usage: PYTHONPATH=build/python bench/.venv/bin/python bench/qdq_bench.py [--rounds 2] [--iters 20] [--write]
+--write stores bench/qdq_results.json, which run_bench.py puts in docs/benchmarks.md.
+"""
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import torch
+import torchvision
+from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+from testing.torch_models import randomize_batch_norms  # noqa: E402
+
+MODELS = {
+    "mobilenet_v2": torchvision.models.mobilenet_v2,
+    "squeezenet1_1": torchvision.models.squeezenet1_1,
+    "resnet18": torchvision.models.resnet18,
+    "resnet50": torchvision.models.resnet50,
+    "efficientnet_b0": torchvision.models.efficientnet_b0,
+}
+
+
+class Images(CalibrationDataReader):
+    def __init__(self, name, count=4):
+        rng = np.random.default_rng(0)
+        self.feeds = iter([{name: rng.standard_normal((1, 3, 224, 224)).astype(np.float32)}
+                           for _ in range(count)])
+
+    def get_next(self):
+        return next(self.feeds, None)
+
+
+def timed(fn, iters):
+    for _ in range(2):
+        fn()
+    times = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def output_scale(model):
+    """The scale of the DequantizeLinear that writes the graph's output."""
+    consts = {i.name: onnx.numpy_helper.to_array(i) for i in model.graph.initializer}
+    out = model.graph.output[0].name
+    for n in model.graph.node:
+        if n.output[0] == out and n.op_type == "DequantizeLinear":
+            return float(consts[n.input[1]])
+    return None
+
+
+def measure(rounds, iters):
+    import weft
+
+    torch.manual_seed(0)
+    rows, runners = [], {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, make in MODELS.items():
+            float_path, path = os.path.join(tmp, name + ".onnx"), os.path.join(tmp, name + "_qdq.onnx")
+            torch.onnx.export(randomize_batch_norms(make()).eval(), (torch.randn(1, 3, 224, 224),),
+                              float_path, external_data=False)
+            input_name = onnx.load(float_path).graph.input[0].name
+            quantize_static(float_path, path, Images(input_name), quant_format=QuantFormat.QDQ,
+                            per_channel=True)
+            with open(path, "rb") as f:
+                data = f.read()
+            feed = {input_name: np.random.default_rng(1).standard_normal((1, 3, 224, 224)).astype(np.float32)}
+            plain = ort.SessionOptions()
+            plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            as_written = ort.InferenceSession(data, plain, providers=["CPUExecutionProvider"]).run(None, feed)[0]
+            session = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+            int8 = session.run(None, feed)[0]
+            compiled = weft.compile(data)
+            got = next(iter(compiled.run(feed).values()))
+            scale = output_scale(onnx.load(path))
+            rows.append({"model": name, "output_scale": scale,
+                         "weft_vs_float_quanta": float(np.abs(got - as_written).max() / scale),
+                         "weft_vs_int8_quanta": float(np.abs(got - int8).max() / scale),
+                         "int8_vs_float_quanta": float(np.abs(int8 - as_written).max() / scale)})
+            runners[name] = {"weft": lambda c=compiled, f=feed: c.run(f),
+                             "ort": lambda s=session, f=feed: s.run(None, f)}
+            print(f"quantized and checked {name}", flush=True)
+        for r in range(rounds):
+            for row in rows:
+                for system, run in runners[row["model"]].items():
+                    row.setdefault(system + "_round_ms", []).append(timed(run, iters))
+            print(f"round {r + 1}/{rounds}", flush=True)
+    for row in rows:
+        for system in ("weft", "ort"):
+            row[system + "_median_ms"] = min(row[system + "_round_ms"])
+    return rows
+
+
+def markdown(r):
+    lines = ["## Quantized models on the CPU", "",
+             f"`bench/qdq_bench.py`, measured {r['date']} on {r['machine']}, {r['threads']} threads: "
+             "torchvision's models at batch 1 (224x224, random weights), quantized by ONNX Runtime "
+             f"{r['onnxruntime']}'s `quantize_static` (QDQ format, int8 weights per output channel, uint8 "
+             "activations calibrated on 4 random images). ONNX Runtime fuses each DequantizeLinear -> "
+             "Conv -> QuantizeLinear into an int8 convolution; Weft runs f32 convolutions on weights "
+             "dequantized at compile time, the activations' Q/DQ pairs generated kernels between them. "
+             "Differences are the largest over the output, in quanta of its scale, against ONNX Runtime "
+             "with its optimizations off (the QDQ arithmetic as written) and against its int8 run; ONNX "
+             "Runtime's two runs differ from each other as much (a rounding tie falls either way). "
+             f"The two systems alternate over {r['rounds']} rounds; each entry is the lowest median of "
+             f"{r['iters']} runs. ORT / Weft above 1: Weft is faster.", "",
+             "| Model | Weft vs ORT as written | Weft vs ORT int8 | ORT int8 vs as written | Weft | ONNX Runtime | ORT / Weft |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    ratios = []
+    for row in r["rows"]:
+        q = row["ort_median_ms"] / row["weft_median_ms"]
+        ratios.append(q)
+        lines.append(f"| {row['model']} | {row['weft_vs_float_quanta']:.0f} | {row['weft_vs_int8_quanta']:.0f} | "
+                     f"{row['int8_vs_float_quanta']:.0f} | {row['weft_median_ms']:.2f} ms | "
+                     f"{row['ort_median_ms']:.2f} ms | {q:.2f} |")
+    geo = float(np.exp(np.mean(np.log(ratios))))
+    slower = [row["model"] for row, q in zip(r["rows"], ratios) if q < 1]
+    lines += ["", f"Geomean ONNX Runtime / Weft **{geo:.2f}**; slower than ONNX Runtime on {len(slower)}"
+              + (": " + ", ".join(slower) if slower else "") + ". Every round is in `bench/qdq_results.json`.", ""]
+    return lines
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--write", action="store_true", help="store bench/qdq_results.json")
+    args = ap.parse_args()
+    from run_bench import machine
+    r = {"date": datetime.date.today().isoformat(), "machine": machine(), "threads": torch.get_num_threads(),
+         "onnxruntime": ort.__version__, "rounds": args.rounds, "iters": args.iters,
+         "rows": measure(args.rounds, args.iters)}
+    print("\n".join(markdown(r)))
+    if args.write:
+        with open(os.path.join(HERE, "qdq_results.json"), "w") as f:
+            json.dump(r, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
