@@ -65,13 +65,15 @@ def timed(fn, iters):
 
 
 def output_scale(model):
-    """The scale of the DequantizeLinear that writes the graph's output."""
+    """The scale of the DequantizeLinear that writes the graph's output, through reshapes and
+    means (SqueezeNet's output is the spatial mean of quantized values)."""
     consts = {i.name: onnx.numpy_helper.to_array(i) for i in model.graph.initializer}
-    out = model.graph.output[0].name
-    for n in model.graph.node:
-        if n.output[0] == out and n.op_type == "DequantizeLinear":
-            return float(consts[n.input[1]])
-    return None
+    producer = {o: n for n in model.graph.node for o in n.output}
+    n = producer.get(model.graph.output[0].name)
+    while n is not None and n.op_type in ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity",
+                                             "ReduceMean", "GlobalAveragePool"):
+        n = producer.get(n.input[0])
+    return float(consts[n.input[1]]) if n is not None and n.op_type == "DequantizeLinear" else None
 
 
 def measure(rounds, iters):

@@ -590,8 +590,8 @@ std::optional<double> scalar_constant(const Value* v) {
 // DequantizeLinear(QuantizeLinear(x, s, z), s, z), per tensor, the QuantizeLinear read only
 // there (a QDQ model's activations between its operators): in float, x * (1 / s) rounded
 // half to even, clipped to the integer type's range less z, times s. The same values (the
-// reciprocal as canonicalize_div's), as ops that sink through channels-last regions and
-// that library calls absorb as post-ops, where the pair was two kernels of its own.
+// reciprocal as canonicalize_div's), as ops that sink through channels-last regions (and
+// whose first step library calls absorb), where the pair was two kernels of its own.
 void expand_quantize_dequantize(Graph& graph, Node& dq,
                                 const std::unordered_map<const Value*, int>& uses) {
   Node* q = dq.inputs[0]->producer;

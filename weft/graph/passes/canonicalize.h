@@ -16,7 +16,7 @@
 //   when the permutations cancel).
 // - A QuantizeLinear -> DequantizeLinear pair per tensor (a QDQ model's activations)
 //   becomes Mul, Round, Clip and Mul in float: the same values, in ops that sink through
-//   channels-last regions and that library calls absorb.
+//   channels-last regions.
 // - Axes become non-negative and sorted where the rank is known. A reduction always lists
 //   its axes; one with noop_with_empty_axes and no axes becomes an Identity.
 //
