@@ -261,17 +261,12 @@ std::optional<Dim> dim_sub(const Dim& a, const Dim& b) {
   if (a.is_static() && b.is_static()) return a.value() - b.value();
   if (b.is_static()) return dim_floor_div(a, -b.value(), 1);
   std::optional<std::vector<std::string>> ta = sum_terms(a), tb = sum_terms(b);
-  if (!tb || tb->size() != 1) return std::nullopt;
-  if (ta) {
-    auto it = std::find(ta->begin(), ta->end(), tb->front());
-    if (it != ta->end()) { // (A+B)/1 - B is A
-      ta->erase(it);
-      if (ta->size() == 1) return Dim::symbol(ta->front());
-      return Dim::symbol(fmt::format("({})/1", fmt::join(*ta, "+")));
-    }
-  }
-  if (!ta) return std::nullopt;
-  return Dim::symbol(fmt::format("({}-{})/1", a.to_string(), b.to_string()));
+  if (!ta || !tb || tb->size() != 1) return std::nullopt;
+  auto it = std::find(ta->begin(), ta->end(), tb->front());
+  if (it == ta->end()) return Dim::symbol(fmt::format("({}-{})/1", a.to_string(), b.to_string()));
+  ta->erase(it); // (A+B)/1 - B is A
+  if (ta->size() == 1) return Dim::symbol(ta->front());
+  return Dim::symbol(fmt::format("({})/1", fmt::join(*ta, "+")));
 }
 
 Dim dim_min(const Dim& a, const Dim& b) {
