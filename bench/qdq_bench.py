@@ -18,10 +18,8 @@ import argparse
 import datetime
 import json
 import os
-import statistics
 import sys
 import tempfile
-import time
 
 import numpy as np
 import onnx
@@ -33,6 +31,7 @@ from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantiz
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 from testing.torch_models import randomize_batch_norms  # noqa: E402
+from cnn_bench import timed  # noqa: E402
 
 MODELS = {
     "mobilenet_v2": torchvision.models.mobilenet_v2,
@@ -51,17 +50,6 @@ class Images(CalibrationDataReader):
 
     def get_next(self):
         return next(self.feeds, None)
-
-
-def timed(fn, iters):
-    for _ in range(2):
-        fn()
-    times = []
-    for _ in range(iters):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
 
 
 def output_scale(model):

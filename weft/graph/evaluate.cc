@@ -686,7 +686,6 @@ namespace {
 
 using Evaluator = Outputs (*)(const Node&);
 
-// Mod on integers takes the divisor's sign (fmod=0) or the dividend's (fmod=1).
 // DequantizeLinear of integers, per tensor or per axis (a 1-D scale), in the output's type:
 // (x - zero_point) * scale, rounded once, as the kernels compute it (an integer difference
 // times an f32 is exact in f64). Blocked scales and other inputs are not folded.
@@ -719,6 +718,7 @@ Outputs eval_dequantize_linear(const Node& node) {
   return single(std::move(out));
 }
 
+// Mod on integers takes the divisor's sign (fmod=0) or the dividend's (fmod=1).
 Outputs eval_mod(const Node& node) {
   if (node.attrs_as<ModAttrs>().fmod) {
     return elementwise(

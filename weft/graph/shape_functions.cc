@@ -416,9 +416,9 @@ TypesOrError infer_qlinear(const Node& node) {
                         conv ? infer_conv(plain) : infer_matmul(plain));
   const TensorType& a = in_type(node, 0);
   const TensorType& b = in_type(node, 3);
-  if (a.shape && b.shape && a.shape->size() >= 2 && b.shape->size() >= 2) {
-    Dim rows = conv ? Dim(1) : (*a.shape)[a.shape->size() - 2];
-    Dim columns = conv ? (*b.shape)[0] : b.shape->back();
+  if (a.shape && b.shape && !b.shape->empty()) { // (1-D operands: one row, one column)
+    Dim rows = conv || a.shape->size() < 2 ? Dim(1) : (*a.shape)[a.shape->size() - 2];
+    Dim columns = conv ? (*b.shape)[0] : b.shape->size() < 2 ? Dim(1) : b.shape->back();
     const char* names[] = {"a_scale", "a_zero_point", "b_scale", "b_zero_point"};
     if (conv) {
       names[0] = "x_scale", names[1] = "x_zero_point", names[2] = "w_scale";

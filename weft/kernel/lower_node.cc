@@ -200,23 +200,9 @@ bool conv_accepts(const Node& n) { // f16 and bf16 accumulate in f32
   return t == DType::kF16 || t == DType::kBF16 || t == DType::kF32 || t == DType::kF64;
 }
 
-// Scales and zero points per tensor, but for QLinearConv's weight scale per output channel
-// and QLinearMatMul's A scale per row and B scale per column.
+// (The scales' and zero points' lengths are infer_qlinear's: per tensor, per output channel
+// of QLinearConv's weights, per row of QLinearMatMul's A and column of its B.)
 bool qlinear_accepts(const Node& n) {
-  auto count = [&](size_t i) {
-    const Value* v = n.input(i);
-    return v && v->type.shape ? shape_num_elements(*v->type.shape) : std::nullopt;
-  };
-  const Shape& a = *n.inputs[0]->type.shape;
-  const Shape& b = *n.inputs[3]->type.shape;
-  auto extent = [](const Dim& d) { return d.is_static() ? d.value() : int64_t{-1}; };
-  bool conv = n.op_type == Op::kQLinearConv;
-  std::optional<int64_t> a_scale = count(1), b_scale = count(4), y_scale = count(6);
-  if (!a_scale || !b_scale || y_scale != 1 || (n.input(7) && count(7) != 1)) return false;
-  int64_t rows = conv || a.size() < 2 ? 1 : extent(a[a.size() - 2]);
-  int64_t columns = conv ? extent(b[0]) : b.size() < 2 ? 1 : extent(b.back());
-  if ((*a_scale != 1 && (conv || *a_scale != rows)) || (*b_scale != 1 && *b_scale != columns))
-    return false;
   DType t = n.outputs[0]->type.dtype;
   return t == DType::kU8 || t == DType::kI8;
 }
