@@ -14,6 +14,7 @@
 
 #include "weft/graph/op_table.h"
 #include "weft/onnx/attr_reader.h"
+#include "weft/onnx/contrib_ops.h"
 #include "weft/support/grouped_list.h"
 
 namespace weft {
@@ -55,7 +56,10 @@ void find_unsupported(const onnx::GraphProto& graph, int opset,
     std::string key;
     bool known_domain = node.domain() == kTrainingDomain || node.domain() == kPreviewDomain ||
                         node.domain() == kMlDomain;
-    if (!is_onnx_domain(node.domain()) && !known_domain) {
+    if (node.domain() == kMicrosoftDomain) {
+      key = fmt::format("{} (domain '{}': Weft expands {} from it)", node.op_type(), node.domain(),
+                        contrib_ops_list());
+    } else if (!is_onnx_domain(node.domain()) && !known_domain) {
       key = fmt::format("{} (domain '{}': only ai.onnx, {}, {} and {} are supported)",
                         node.op_type(), node.domain(), kTrainingDomain, kPreviewDomain, kMlDomain);
     } else if (!is_onnx_domain(node.domain())) {

@@ -587,6 +587,42 @@ std::optional<double> scalar_constant(const Value* v) {
   return v->constant->get_double(0);
 }
 
+// A per-tensor DequantizeLinear moves above the ops that only move or pick its input's
+// elements, and above max pooling (dequantizing is increasing for a positive scale), until
+// it meets what they read; returns it there. ONNX Runtime's QOperator format runs MaxPool,
+// Reshape and Transpose on the quantized values between a QuantizeLinear and its
+// DequantizeLinear, which then form the pair below. Each op moved now runs in float.
+Node* sink_dequantize(Graph& graph, Node* dq, std::unordered_map<const Value*, int>& uses) {
+  static const std::set<Op> kOrderPreserving = {Op::kMaxPool,      Op::kGlobalMaxPool, Op::kReshape,
+                                                Op::kTranspose,    Op::kFlatten,       Op::kSqueeze,
+                                                Op::kUnsqueeze,    Op::kIdentity,      Op::kSlice,
+                                                Op::kDepthToSpace, Op::kSpaceToDepth};
+  std::optional<double> s = scalar_constant(dq->inputs[1]);
+  if (!s || *s <= 0 || (dq->inputs.size() > 2 && !scalar_constant(dq->inputs[2]))) return dq;
+  for (;;) {
+    Value* moved = dq->inputs[0];
+    Node* m = moved->producer;
+    if (!m || !kOrderPreserving.contains(m->op_type) || uses[moved] != 1 ||
+        graph.is_graph_output(moved) || m->outputs.size() != 1)
+      return dq;
+    // The op now reads the new DequantizeLinear and writes floats, which the old one,
+    // now an Identity, passes on (eliminate_identity removes it).
+    TensorType t = m->inputs[0]->type;
+    t.dtype = dq->outputs[0]->type.dtype;
+    std::vector<Value*> inputs = dq->inputs;
+    inputs[0] = m->inputs[0];
+    Value* dequantized = insert_op(graph, *m, Op::kDequantizeLinear, inputs, t, dq->attrs);
+    m->inputs[0] = dequantized;
+    moved->type.dtype = t.dtype;
+    dq->op_type = Op::kIdentity;
+    dq->def = find_op(Op::kIdentity, dq->opset);
+    dq->attrs = NoAttrs{};
+    dq->inputs = {moved};
+    uses[dequantized] = 1;
+    dq = dequantized->producer;
+  }
+}
+
 // DequantizeLinear(QuantizeLinear(x, s, z), s, z), per tensor, the QuantizeLinear read only
 // there (a QDQ model's activations between its operators): in float, x * (1 / s) rounded
 // half to even, clipped to the integer type's range less z, times s. The same values (the
@@ -631,6 +667,55 @@ void expand_quantize_dequantize(Graph& graph, Node& dq,
   dq.attrs = NoAttrs{};
   dq.inputs = {clipped,
                graph.add_constant(graph.unique_name(dq.name + "_scale"), std::move(scale))};
+}
+
+// Mul(Conv(x, W, B), s), s a constant per tensor or per output channel, W and B constant,
+// the Conv read only there: Conv(x, W * s, B * s); through a Relu between them too when s is
+// positive. A quantized model's activations leave each convolution as x * (1 / scale)
+// (expand_quantize_dequantize); folded, the call has no binary post-op left, which oneDNN's
+// Winograd kernels require.
+void fold_scale_into_convolution(Graph& graph, Node& mul,
+                                 const std::unordered_map<const Value*, int>& uses) {
+  if (mul.op_type != Op::kMul || mul.inputs.size() != 2 || mul.inputs[0] == mul.inputs[1]) return;
+  int from = mul.inputs[0]->producer ? 0 : 1;
+  Value *y = mul.inputs[from], *s = mul.inputs[1 - from];
+  auto single_use = [&](const Value* v) { return uses.at(v) == 1 && !graph.is_graph_output(v); };
+  Node* conv = y->producer;
+  Node* relu = conv && conv->op_type == Op::kRelu ? conv : nullptr;
+  if (relu && single_use(relu->outputs[0])) conv = relu->inputs[0]->producer;
+  if (!conv || conv->op_type != Op::kConv || !single_use(conv->outputs[0]) || !s->is_constant() ||
+      s->type.dtype != DType::kF32 || y->type.dtype != DType::kF32 ||
+      !conv->inputs[1]->is_constant() || (conv->input(2) && !conv->input(2)->is_constant()) ||
+      !y->type.has_static_shape() || mul.outputs[0]->type.shape != y->type.shape)
+    return;
+  // The scale of each output channel: s is one element, or M along y's axis 1.
+  const Tensor &w = *conv->inputs[1]->constant, &scale = *s->constant;
+  int64_t m = w.dims()[0], rank = rank_of(y).value_or(0);
+  std::vector<int64_t> dims = scale.dims();
+  dims.insert(dims.begin(), std::max<int64_t>(0, rank - scale.rank()), 1);
+  for (int64_t i = 0; i < static_cast<int64_t>(dims.size()); ++i) {
+    if (dims[i] != 1 && (i != 1 || dims[i] != m)) return;
+  }
+  if (static_cast<int64_t>(dims.size()) != rank || w.dtype() != DType::kF32) return;
+  auto channel_scale = [&](int64_t c) {
+    return static_cast<float>(scale.get_double(scale.num_elements() == 1 ? 0 : c));
+  };
+  for (int64_t c = 0; relu && c < m; ++c) {
+    if (!(channel_scale(c) > 0)) return;
+  }
+  auto scaled = [&](const Value* v, int64_t per_channel) {
+    const Tensor& t = *v->constant;
+    Tensor out(DType::kF32, t.dims());
+    for (int64_t i = 0; i < t.num_elements(); ++i)
+      out.set_double(i, static_cast<float>(t.get_double(i)) * channel_scale(i / per_channel));
+    return graph.add_constant(graph.unique_name(v->name + "_scaled"), std::move(out));
+  };
+  conv->inputs[1] = scaled(conv->inputs[1], w.num_elements() / m);
+  if (conv->input(2)) conv->inputs[2] = scaled(conv->inputs[2], 1);
+  mul.op_type = Op::kIdentity; // eliminate_identity removes it
+  mul.def = find_op(Op::kIdentity, mul.opset);
+  mul.attrs = NoAttrs{};
+  mul.inputs = {y};
 }
 
 void canonicalize_node(Graph& graph, Node& node) {
@@ -712,8 +797,12 @@ Status canonicalize(Graph& graph) {
   }
   std::unordered_map<const Value*, int> uses = graph.use_counts();
   for (Node* node : nodes) {
-    if (node->op_type == Op::kDequantizeLinear) expand_quantize_dequantize(graph, *node, uses);
+    if (node->op_type == Op::kDequantizeLinear)
+      expand_quantize_dequantize(graph, *sink_dequantize(graph, node, uses), uses);
   }
+  uses = graph.use_counts();
+  for (const auto& node : graph.nodes())
+    fold_scale_into_convolution(graph, *node, uses);
   // Inputs dropped above may leave constants and nodes unused; they go with the next
   // dead-code pass.
   return Status();

@@ -1,0 +1,28 @@
+// ONNX Runtime's own ops (domain com.microsoft) that its tools write into models: the
+// quantizer's QOperator format (QLinearAdd, QLinearConcat, QGemm, ...) next to ai.onnx's
+// QLinearConv and QLinearMatMul. Each becomes ai.onnx nodes at import, at the model's opset:
+// a quantized op is DequantizeLinear -> the float op -> QuantizeLinear, exactly what the
+// contrib op computes (docs/library.md, "Quantized models"). Weft then runs it as a QDQ
+// model. A com.microsoft op not listed by contrib_ops_list() stays and the op check names it.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "weft/support/status.h"
+
+namespace onnx {
+class ModelProto;
+}
+
+namespace weft {
+
+inline constexpr std::string_view kMicrosoftDomain = "com.microsoft";
+
+// Expands every com.microsoft op Weft knows in the model's graph and in its nested graphs.
+Status expand_contrib_ops(onnx::ModelProto& model, int opset, const std::string& name);
+
+// The com.microsoft ops expand_contrib_ops() expands, for messages: "QGemm, ... and QLinearWhere".
+std::string contrib_ops_list();
+
+} // namespace weft
