@@ -1,9 +1,10 @@
 """Quantized models on the CPU: torchvision CNNs quantized by ONNX Runtime's own tool
-(quantize_static, its default QDQ format, int8 weights per output channel, uint8 activations
-calibrated on random images), run by Weft and by ONNX Runtime, which fuses each
-DequantizeLinear -> Conv -> QuantizeLinear into an int8 convolution. Weft runs the
-convolutions in f32 on weights dequantized at compile time, with the activations' Q/DQ pairs
-as generated kernels inside the channels-last regions (docs/library.md).
+(quantize_static, int8 weights per output channel, activations calibrated on random images),
+in both of its formats: QDQ (its default, uint8 activations), which ONNX Runtime fuses into
+int8 convolutions, and QOperator (QLinearConv and its com.microsoft ops, its default int8
+activations), which it runs as written. Weft runs the convolutions of both in f32 on weights
+dequantized at compile time, with the activations' Q/DQ pairs as generated kernels inside the
+channels-last regions (docs/library.md).
 
 "Agrees": Weft's output against ONNX Runtime's with its graph optimizations off (the QDQ
 arithmetic as written, in float), and against ONNX Runtime's int8 run, as the largest
@@ -39,7 +40,9 @@ MODELS = {
     "resnet18": torchvision.models.resnet18,
     "resnet50": torchvision.models.resnet50,
     "efficientnet_b0": torchvision.models.efficientnet_b0,
+    "shufflenet_v2": torchvision.models.shufflenet_v2_x1_0,
 }
+FORMATS = {"QDQ": QuantFormat.QDQ, "QOperator": QuantFormat.QOperator}
 
 
 class Images(CalibrationDataReader):
@@ -71,33 +74,35 @@ def measure(rounds, iters):
     rows, runners = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, make in MODELS.items():
-            float_path, path = os.path.join(tmp, name + ".onnx"), os.path.join(tmp, name + "_qdq.onnx")
+            float_path = os.path.join(tmp, name + ".onnx")
             torch.onnx.export(randomize_batch_norms(make()).eval(), (torch.randn(1, 3, 224, 224),),
                               float_path, external_data=False)
             input_name = onnx.load(float_path).graph.input[0].name
-            quantize_static(float_path, path, Images(input_name), quant_format=QuantFormat.QDQ,
-                            per_channel=True)
-            with open(path, "rb") as f:
-                data = f.read()
-            feed = {input_name: np.random.default_rng(1).standard_normal((1, 3, 224, 224)).astype(np.float32)}
-            plain = ort.SessionOptions()
-            plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-            as_written = ort.InferenceSession(data, plain, providers=["CPUExecutionProvider"]).run(None, feed)[0]
-            session = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
-            int8 = session.run(None, feed)[0]
-            compiled = weft.compile(data)
-            got = next(iter(compiled.run(feed).values()))
-            scale = output_scale(onnx.load(path))
-            rows.append({"model": name, "output_scale": scale,
-                         "weft_vs_float_quanta": float(np.abs(got - as_written).max() / scale),
-                         "weft_vs_int8_quanta": float(np.abs(got - int8).max() / scale),
-                         "int8_vs_float_quanta": float(np.abs(int8 - as_written).max() / scale)})
-            runners[name] = {"weft": lambda c=compiled, f=feed: c.run(f),
-                             "ort": lambda s=session, f=feed: s.run(None, f)}
-            print(f"quantized and checked {name}", flush=True)
+            for fmt, quant_format in FORMATS.items():
+                path = os.path.join(tmp, f"{name}_{fmt}.onnx")
+                quantize_static(float_path, path, Images(input_name), quant_format=quant_format,
+                                per_channel=True)
+                with open(path, "rb") as f:
+                    data = f.read()
+                feed = {input_name: np.random.default_rng(1).standard_normal((1, 3, 224, 224)).astype(np.float32)}
+                plain = ort.SessionOptions()
+                plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+                as_written = ort.InferenceSession(data, plain, providers=["CPUExecutionProvider"]).run(None, feed)[0]
+                session = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+                int8 = session.run(None, feed)[0]
+                compiled = weft.compile(data)
+                got = next(iter(compiled.run(feed).values()))
+                scale = output_scale(onnx.load(path))
+                rows.append({"model": name, "format": fmt, "output_scale": scale,
+                             "weft_vs_float_quanta": float(np.abs(got - as_written).max() / scale),
+                             "weft_vs_int8_quanta": float(np.abs(got - int8).max() / scale),
+                             "int8_vs_float_quanta": float(np.abs(int8 - as_written).max() / scale)})
+                runners[name, fmt] = {"weft": lambda c=compiled, f=feed: c.run(f),
+                                      "ort": lambda s=session, f=feed: s.run(None, f)}
+                print(f"quantized ({fmt}) and checked {name}", flush=True)
         for r in range(rounds):
             for row in rows:
-                for system, run in runners[row["model"]].items():
+                for system, run in runners[row["model"], row["format"]].items():
                     row.setdefault(system + "_round_ms", []).append(timed(run, iters))
             print(f"round {r + 1}/{rounds}", flush=True)
     for row in rows:
@@ -110,27 +115,35 @@ def markdown(r):
     lines = ["## Quantized models on the CPU", "",
              f"`bench/qdq_bench.py`, measured {r['date']} on {r['machine']}, {r['threads']} threads: "
              "torchvision's models at batch 1 (224x224, random weights), quantized by ONNX Runtime "
-             f"{r['onnxruntime']}'s `quantize_static` (QDQ format, int8 weights per output channel, uint8 "
-             "activations calibrated on 4 random images). ONNX Runtime fuses each DequantizeLinear -> "
-             "Conv -> QuantizeLinear into an int8 convolution; Weft runs f32 convolutions on weights "
-             "dequantized at compile time, the activations' Q/DQ pairs generated kernels between them. "
+             f"{r['onnxruntime']}'s `quantize_static` (int8 weights per output channel, activations "
+             "calibrated on 4 random images), in its two formats: QDQ (its default; uint8 activations), "
+             "where ONNX Runtime fuses each DequantizeLinear -> Conv -> QuantizeLinear into an int8 "
+             "convolution, and QOperator (QLinearConv and ONNX Runtime's com.microsoft ops; int8 "
+             "activations), which ONNX Runtime runs as written and warns is slow on x64. Weft runs "
+             "both as f32 convolutions on weights dequantized at compile time, the activations' Q/DQ "
+             "pairs generated kernels between them. "
              "Differences are the largest over the output, in quanta of its scale, against ONNX Runtime "
              "with its optimizations off (the QDQ arithmetic as written) and against its int8 run; ONNX "
              "Runtime's two runs differ from each other as much (a rounding tie falls either way). "
              f"The two systems alternate over {r['rounds']} rounds; each entry is the lowest median of "
              f"{r['iters']} runs. ORT / Weft above 1: Weft is faster.", "",
-             "| Model | Weft vs ORT as written | Weft vs ORT int8 | ORT int8 vs as written | Weft | ONNX Runtime | ORT / Weft |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| Model | Format | Weft vs ORT as written | Weft vs ORT int8 | ORT int8 vs as written | Weft | ONNX Runtime | ORT / Weft |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     ratios = []
     for row in r["rows"]:
         q = row["ort_median_ms"] / row["weft_median_ms"]
         ratios.append(q)
-        lines.append(f"| {row['model']} | {row['weft_vs_float_quanta']:.0f} | {row['weft_vs_int8_quanta']:.0f} | "
+        lines.append(f"| {row['model']} | {row.get('format', 'QDQ')} | {row['weft_vs_float_quanta']:.0f} | "
+                     f"{row['weft_vs_int8_quanta']:.0f} | "
                      f"{row['int8_vs_float_quanta']:.0f} | {row['weft_median_ms']:.2f} ms | "
                      f"{row['ort_median_ms']:.2f} ms | {q:.2f} |")
-    geo = float(np.exp(np.mean(np.log(ratios))))
-    slower = [row["model"] for row, q in zip(r["rows"], ratios) if q < 1]
-    lines += ["", f"Geomean ONNX Runtime / Weft **{geo:.2f}**; slower than ONNX Runtime on {len(slower)}"
+    geo = []
+    for fmt in FORMATS:
+        of = [q for row, q in zip(r["rows"], ratios) if row.get("format", "QDQ") == fmt]
+        if of:
+            geo.append(f"{fmt} **{float(np.exp(np.mean(np.log(of)))):.2f}**")
+    slower = [f"{row['model']} ({row.get('format', 'QDQ')})" for row, q in zip(r["rows"], ratios) if q < 1]
+    lines += ["", f"Geomean ONNX Runtime / Weft: {', '.join(geo)}; slower than ONNX Runtime on {len(slower)}"
               + (": " + ", ".join(slower) if slower else "") + ". Every round is in `bench/qdq_results.json`.", ""]
     return lines
 

@@ -289,13 +289,3 @@ def test_qoperator_model_with_onnx_runtime_ops_runs_as_qdq():
     # above them to meet its QuantizeLinear (canonicalize's sink_dequantize).
     assert not [k for k in profile if "u8[" in k["shapes"]], profile
 
-
-def test_unknown_onnx_runtime_op_names_the_ones_weft_expands():
-    node = helper.make_node("QAttention", ["x"], ["y"], domain="com.microsoft", name="attn_0")
-    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, [2, 4])],
-                              [helper.make_tensor_value_info("y", TensorProto.UINT8, [2, 4])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
-                                                    helper.make_opsetid("com.microsoft", 1)])
-    with pytest.raises(weft.WeftError, match=r"QAttention \(domain 'com.microsoft': Weft expands QGemm, "
-                                             r"QLinearAdd, .* and QLinearWhere from it\)"):
-        weft.compile(model.SerializeToString())

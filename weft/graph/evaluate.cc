@@ -746,7 +746,8 @@ const std::unordered_map<Op, Evaluator>& evaluators() {
        }},
       {Op::kConstant, [](const Node& n) { return single(*n.attrs_as<ConstantAttrs>().value); }},
       {Op::kCast, [](const Node& n) { return eval_cast(n, n.attrs_as<CastAttrs>().to); }},
-      {Op::kCastLike, [](const Node& n) { return eval_cast(n, arg(n, 1).dtype()); }},
+      // Only the second input's dtype: it need not be constant.
+      {Op::kCastLike, [](const Node& n) { return eval_cast(n, n.inputs[1]->type.dtype); }},
       {Op::kBitCast, [](const Node& n) { return eval_bit_cast(n, n.attrs_as<CastAttrs>().to); }},
       {Op::kGather, eval_gather},
       {Op::kGatherND, eval_gather_nd},

@@ -1,5 +1,6 @@
 #include "weft/onnx/contrib_ops.h"
 
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <map>
@@ -13,6 +14,8 @@
 
 #include "weft/graph/op_table.h"
 #include "weft/onnx/model_checks.h"
+#include "weft/onnx/onnx_dtype.h"
+#include "weft/onnx/tensor_proto.h"
 
 namespace weft {
 
@@ -144,6 +147,33 @@ public:
       zero = op(Op::kCastLike, {op(Op::kConstant, {}, {a}), like});
     }
     op(Op::kQuantizeLinear, {y, scale, zero}, {}, out(index));
+  }
+
+  // A scalar "v" of the element type of "like": that of a constant when "like" is one, else
+  // CastLike to it (opset 15 on; folded at compile time), else f32.
+  std::string scalar(double v, const std::string& like) {
+    const onnx::TensorProto* t = constant(like);
+    std::optional<DType> dtype = t ? dtype_from_onnx(t->data_type()) : std::nullopt;
+    Tensor value(dtype && dtype_is_float(*dtype) ? *dtype : DType::kF32, {});
+    value.set_double(0, v);
+    onnx::AttributeProto a;
+    a.set_name("value");
+    a.set_type(onnx::AttributeProto::TENSOR);
+    *a.mutable_t() = tensor_to_proto(value, "");
+    std::string c = op(Op::kConstant, {}, {a});
+    return t || opset_ < 15 ? c : op(Op::kCastLike, {c, like});
+  }
+
+  // The mean of "x" over its last axis, kept.
+  std::string mean_of_last_axis(const std::string& x) {
+    onnx::AttributeProto keep = int_attr("keepdims", 1);
+    if (opset_ >= 18) return op(Op::kReduceMean, {x, ints({-1})}, {keep});
+    return op(Op::kReduceMean, {x}, {keep, ints_attr("axes", {-1})});
+  }
+
+  float float_attr_or(const std::string& name, float fallback) const {
+    const onnx::AttributeProto* a = find_attr(node_, name);
+    return a ? a->f() : fallback;
   }
 
   // The same attributes without "skip".
@@ -345,15 +375,135 @@ bool weights_constant(const Expansion& e) {
   return true;
 }
 
+// Gelu as erf: x / 2 * (1 + erf(x / sqrt(2))), written to output 0 when "last".
+std::string gelu(Expansion& e, const std::string& x) {
+  std::string erf = e.op(Op::kErf, {e.op(Op::kMul, {x, e.scalar(M_SQRT1_2, x)})});
+  std::string half = e.op(Op::kMul, {x, e.scalar(0.5, x)});
+  return e.op(Op::kMul, {half, e.op(Op::kAdd, {erf, e.scalar(1.0, x)})}, {}, e.out(0));
+}
+
+// FastGelu(X, bias): Gelu's tanh form of X + bias,
+// x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))).
+Status expand_fast_gelu(Expansion& e) {
+  std::string x = e.in(1).empty() ? e.in(0) : e.op(Op::kAdd, {e.in(0), e.in(1)});
+  std::string cube = e.op(Op::kMul, {x, e.op(Op::kMul, {x, x})});
+  std::string inner = e.op(Op::kAdd, {x, e.op(Op::kMul, {cube, e.scalar(0.044715, x)})});
+  std::string t = e.op(Op::kTanh, {e.op(Op::kMul, {inner, e.scalar(std::sqrt(2 / M_PI), x)})});
+  std::string half = e.op(Op::kMul, {x, e.scalar(0.5, x)});
+  e.op(Op::kMul, {half, e.op(Op::kAdd, {t, e.scalar(1.0, x)})}, {}, e.out(0));
+  return Status();
+}
+
+// FusedMatMul(A, B): alpha * A' B', A' and B' A and B with their last two axes swapped
+// where transA and transB say.
+Status expand_fused_matmul(Expansion& e) {
+  if (e.int_attr_or("transBatchA", 0) || e.int_attr_or("transBatchB", 0))
+    return Status::error("transBatchA and transBatchB are not supported");
+  auto operand = [&](int i, const char* trans) {
+    if (!e.int_attr_or(trans, 0)) return e.in(i);
+    // The rank is not known here: swap the last two axes by a MatMul-free route, Einsum.
+    onnx::AttributeProto eq;
+    eq.set_name("equation");
+    eq.set_type(onnx::AttributeProto::STRING);
+    eq.set_s("...ij->...ji");
+    return e.op(Op::kEinsum, {e.in(i)}, {eq});
+  };
+  std::string a = operand(0, "transA"), b = operand(1, "transB");
+  float alpha = e.float_attr_or("alpha", 1.0f);
+  if (alpha == 1.0f) {
+    e.op(Op::kMatMul, {a, b}, {}, e.out(0));
+  } else {
+    e.op(Op::kMul, {e.op(Op::kMatMul, {a, b}), e.scalar(alpha, e.in(0))}, {}, e.out(0));
+  }
+  return Status();
+}
+
+// Normalizes "x" over its last axis: (x - mean) / sqrt(var + epsilon), or, for RMSNorm
+// ("rms"), x / sqrt(mean(x^2) + epsilon); times gamma, plus beta when given, into output 0.
+void normalize(Expansion& e, std::string x, float epsilon, bool rms, const std::string& gamma,
+               const std::string& beta) {
+  if (!rms) x = e.op(Op::kSub, {x, e.mean_of_last_axis(x)});
+  std::string var = e.mean_of_last_axis(e.op(Op::kMul, {x, x}));
+  std::string sd = e.op(Op::kSqrt, {e.op(Op::kAdd, {var, e.scalar(epsilon, gamma)})});
+  std::string scaled =
+      e.op(Op::kMul, {e.op(Op::kDiv, {x, sd}), gamma}, {}, beta.empty() ? e.out(0) : std::string());
+  if (!beta.empty()) e.op(Op::kAdd, {scaled, beta}, {}, e.out(0));
+}
+
+// SkipLayerNormalization(input, skip, gamma, beta, bias) and
+// SkipSimplifiedLayerNormalization(input, skip, gamma, bias): LayerNorm (RMSNorm) over the
+// last axis of input + skip + bias; that sum is output 3. Outputs 1 and 2 (the mean and the
+// inverse standard deviation) are refused.
+Status expand_skip_norm(Expansion& e, bool rms) {
+  if (!e.out(1).empty() || !e.out(2).empty())
+    return Status::error("outputs 1 and 2 (mean, inv_std_var) are not supported");
+  std::string bias = e.in(rms ? 3 : 4);
+  std::string sum = e.op(Op::kAdd, {e.in(0), e.in(1)}, {}, bias.empty() ? e.out(3) : "");
+  if (!bias.empty()) sum = e.op(Op::kAdd, {sum, bias}, {}, e.out(3));
+  normalize(e, sum, e.float_attr_or("epsilon", 1e-12f), rms, e.in(2), rms ? "" : e.in(3));
+  return Status();
+}
+
+// SimplifiedLayerNormalization(X, scale), ONNX Runtime's RMSNorm: over the last axis only,
+// without its output 1 (the inverse standard deviation).
+Status expand_simplified_layer_norm(Expansion& e) {
+  if (e.in(0).empty() || e.in(1).empty()) return Status::error("inputs X and scale are required");
+  if (e.int_attr_or("axis", -1) != -1) return Status::error("only axis -1 is supported");
+  if (!e.out(1).empty()) return Status::error("output 1 (inv_std_var) is not supported");
+  normalize(e, e.in(0), e.float_attr_or("epsilon", 1e-5f), true, e.in(1), "");
+  return Status();
+}
+
+// By qualified name: "com.microsoft.QGemm".
 const std::map<std::string, ContribOp>& contrib_ops() {
   static const std::map<std::string, ContribOp> ops = {
-      {"QGemm",
+      {"com.microsoft.QGemm",
        {{"A", "a_scale", "a_zero_point", "B", "b_scale", "b_zero_point", "C", "y_scale",
          "y_zero_point"},
         5,
         expand_qgemm}},
-      {"QLinearAdd", binary(Op::kAdd)},
-      {"QLinearAveragePool",
+      {"com.microsoft.BiasAdd",
+       {{"X", "bias", "skip"},
+        3,
+        [](Expansion& e) {
+          e.op(Op::kAdd, {e.op(Op::kAdd, {e.in(0), e.in(1)}), e.in(2)}, {}, e.out(0));
+          return Status();
+        }}},
+      {"com.microsoft.BiasGelu",
+       {{"A", "B"},
+        2,
+        [](Expansion& e) {
+          gelu(e, e.op(Op::kAdd, {e.in(0), e.in(1)}));
+          return Status();
+        }}},
+      {"com.microsoft.FastGelu", {{"X", "bias"}, 1, expand_fast_gelu}},
+      {"com.microsoft.FusedMatMul", {{"A", "B"}, 2, expand_fused_matmul}},
+      {"com.microsoft.Gelu",
+       {{"X"},
+        1,
+        [](Expansion& e) {
+          gelu(e, e.in(0));
+          return Status();
+        }}},
+      {"com.microsoft.QuickGelu",
+       {{"X"},
+        1,
+        [](Expansion& e) {
+          std::string x = e.in(0);
+          std::string alpha = e.scalar(e.float_attr_or("alpha", 1.702f), x);
+          e.op(Op::kMul, {x, e.op(Op::kSigmoid, {e.op(Op::kMul, {x, alpha})})}, {}, e.out(0));
+          return Status();
+        }}},
+      {"com.microsoft.SkipLayerNormalization",
+       {{"input", "skip", "gamma", "beta", "bias"},
+        3,
+        [](Expansion& e) { return expand_skip_norm(e, false); }}},
+      {"com.microsoft.SkipSimplifiedLayerNormalization",
+       {{"input", "skip", "gamma", "bias"},
+        3,
+        [](Expansion& e) { return expand_skip_norm(e, true); }}},
+      {"com.microsoft.QLinearAdd", binary(Op::kAdd)},
+      {"com.microsoft.QLinearAveragePool",
        {{"X", "x_scale", "x_zero_point", "y_scale", "y_zero_point"},
         4,
         [](Expansion& e) {
@@ -363,8 +513,8 @@ const std::map<std::string, ContribOp>& contrib_ops() {
                      e.in(0));
           return Status();
         }}},
-      {"QLinearConcat", {{}, 0, expand_concat}},
-      {"QLinearGlobalAveragePool",
+      {"com.microsoft.QLinearConcat", {{}, 0, expand_concat}},
+      {"com.microsoft.QLinearGlobalAveragePool",
        {{"X", "x_scale", "x_zero_point", "y_scale", "y_zero_point"},
         5,
         [](Expansion& e) {
@@ -373,16 +523,16 @@ const std::map<std::string, ContribOp>& contrib_ops() {
           e.quantize(e.op(Op::kGlobalAveragePool, {x}), e.in(3), e.in(4), e.in(0));
           return Status();
         }}},
-      {"QLinearLeakyRelu", unary(Op::kLeakyRelu, leaky_relu_attrs)},
-      {"QLinearMul", binary(Op::kMul)},
-      {"QLinearReduceMean",
+      {"com.microsoft.QLinearLeakyRelu", unary(Op::kLeakyRelu, leaky_relu_attrs)},
+      {"com.microsoft.QLinearMul", binary(Op::kMul)},
+      {"com.microsoft.QLinearReduceMean",
        {{"data", "data_scale", "data_zero_point", "reduced_scale", "reduced_zero_point"},
         4,
         expand_reduce_mean}},
-      {"QLinearSigmoid", unary(Op::kSigmoid, no_attrs)},
-      {"QLinearSoftmax",
+      {"com.microsoft.QLinearSigmoid", unary(Op::kSigmoid, no_attrs)},
+      {"com.microsoft.QLinearSoftmax",
        {{"X", "X_scale", "x_zero_point", "y_scale", "y_zero_point"}, 4, expand_softmax}},
-      {"QLinearWhere",
+      {"com.microsoft.QLinearWhere",
        {{"condition", "X", "x_scale", "x_zero_point", "Y", "y_scale", "y_zero_point", "z_scale",
          "z_zero_point"},
         9,
@@ -438,8 +588,12 @@ public:
                                                                 : expand_qlinear_matmul(e));
         continue;
       }
-      auto it = contrib_ops().find(node.op_type());
-      if (node.domain() != kMicrosoftDomain || it == contrib_ops().end()) {
+      // ONNX Runtime registers its RMSNorm in the ai.onnx domain: not an ONNX op.
+      bool rms_norm =
+          is_onnx_domain(node.domain()) && node.op_type() == "SimplifiedLayerNormalization";
+      auto it = contrib_ops().find(rms_norm ? "com.microsoft.SkipSimplifiedLayerNormalization"
+                                            : fmt::format("{}.{}", node.domain(), node.op_type()));
+      if ((node.domain() != kMicrosoftDomain && !rms_norm) || it == contrib_ops().end()) {
         onnx::NodeProto* kept = out.Add();
         *kept = std::move(node);
         const onnx::AttributeProto* value = find_attr(*kept, "value");
@@ -448,11 +602,12 @@ public:
         continue;
       }
       ++count_;
-      Status s = check_inputs(node, it->second);
-      if (s.ok()) s = it->second.expand(e);
+      Status s = rms_norm ? expand_simplified_layer_norm(e) : check_inputs(node, it->second);
+      if (s.ok() && !rms_norm) s = it->second.expand(e);
       if (!s.ok()) {
-        return Status::error(fmt::format("{}: node '{}' ({}.{}): {}", name_, base, kMicrosoftDomain,
-                                         node.op_type(), s.message()));
+        return Status::error(fmt::format("{}: node '{}' ({}.{}): {}", name_, base,
+                                         rms_norm ? "ai.onnx" : kMicrosoftDomain, node.op_type(),
+                                         s.message()));
       }
     }
     graph.mutable_node()->Swap(&out);
@@ -474,7 +629,7 @@ Status expand_contrib_ops(onnx::ModelProto& model, int opset, const std::string&
 std::string contrib_ops_list() {
   std::vector<std::string> names;
   for (const auto& [name, op] : contrib_ops())
-    names.push_back(name);
+    names.push_back(name.substr(kMicrosoftDomain.size() + 1));
   return fmt::format("{} and {}", fmt::join(names.begin(), names.end() - 1, ", "), names.back());
 }
 

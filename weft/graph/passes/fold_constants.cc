@@ -19,6 +19,7 @@ bool inputs_known(const Node& node) {
   if (node.op_type == Op::kShape || node.op_type == Op::kSize) {
     return node.inputs[0]->type.has_static_shape();
   }
+  if (node.op_type == Op::kCastLike) return node.inputs[0]->is_constant(); // a dtype from input 1
   for (const Value* in : node.inputs) {
     if (in && !in->is_constant()) return false;
   }
