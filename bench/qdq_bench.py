@@ -12,6 +12,8 @@ difference in quanta of the output's scale (a rounding tie in one activation may
 other way and propagate: ONNX Runtime's two runs differ as much from each other). Both
 systems alternate over the rounds; each entry is the system's lowest median.
 
+Then transformers quantized by quantize_dynamic (int8 weights, activations at run time).
+
 Usage: PYTHONPATH=build/python bench/.venv/bin/python bench/qdq_bench.py [--rounds 2] [--iters 20] [--write]
 --write stores bench/qdq_results.json, which run_bench.py puts in docs/benchmarks.md.
 """
@@ -111,6 +113,54 @@ def measure(rounds, iters):
     return rows
 
 
+DYNAMIC = ("bert", "distilbert", "gpt2")
+
+
+def measure_dynamic(rounds, iters):
+    """Hugging Face transformers (hf_bench.py's configurations, random weights) quantized by
+    ONNX Runtime's quantize_dynamic (int8 weights; activations quantized at run time by
+    DynamicQuantizeLinear, MatMulInteger); the largest difference from ONNX Runtime's run
+    of the same quantized model, relative to the output's largest magnitude."""
+    import weft
+    from hf_bench import models, tensors
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    catalog, rows = models(), []
+    torch.manual_seed(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in DYNAMIC:
+            make, inputs, what = catalog[name]
+            model = make().eval()
+            args = inputs(model.config)
+            float_path, path = os.path.join(tmp, name + ".onnx"), os.path.join(tmp, name + "_int8.onnx")
+            with torch.no_grad():
+                torch.onnx.export(model, args, float_path, external_data=False)
+            quantize_dynamic(float_path, path, weight_type=QuantType.QInt8)
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = 2
+            session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+            feed = {i.name: a.numpy() for i, a in zip(session.get_inputs(), args)}
+            want = session.run(None, feed)[0]
+            plain = ort.SessionOptions()
+            plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            as_written = ort.InferenceSession(path, plain, providers=["CPUExecutionProvider"]).run(None, feed)[0]
+            compiled = weft.compile(path, threads=2)
+            got = next(iter(compiled.run(feed).values()))
+            row = {"model": name, "what": what, "max_diff": float(np.abs(got - want).max()),
+                   "max_diff_as_written": float(np.abs(got - as_written).max()),
+                   "ort_vs_as_written": float(np.abs(want - as_written).max()),
+                   "max_abs": float(np.abs(want).max())}
+            rows.append(row)
+            for _ in range(rounds):
+                row.setdefault("weft_round_ms", []).append(timed(lambda: compiled.run(feed), iters))
+                row.setdefault("ort_round_ms", []).append(timed(lambda: session.run(None, feed), iters))
+            for system in ("weft", "ort"):
+                row[system + "_median_ms"] = min(row[system + "_round_ms"])
+            print(f"{name}: max diff {row['max_diff']:.2e} of {row['max_abs']:.3g}; Weft "
+                  f"{row['weft_median_ms']:.2f} ms, ONNX Runtime {row['ort_median_ms']:.2f} ms", flush=True)
+    return rows
+
+
 def markdown(r):
     lines = ["## Quantized models on the CPU", "",
              f"`bench/qdq_bench.py`, measured {r['date']} on {r['machine']}, {r['threads']} threads: "
@@ -145,6 +195,23 @@ def markdown(r):
     slower = [f"{row['model']} ({row.get('format', 'QDQ')})" for row, q in zip(r["rows"], ratios) if q < 1]
     lines += ["", f"Geomean ONNX Runtime / Weft: {', '.join(geo)}; slower than ONNX Runtime on {len(slower)}"
               + (": " + ", ".join(slower) if slower else "") + ". Every round is in `bench/qdq_results.json`.", ""]
+    if r.get("dynamic"):
+        lines += ["Transformers quantized by `quantize_dynamic` (int8 weights, activations quantized at run "
+                  "time: DynamicQuantizeLinear, MatMulInteger), hf_bench.py's configurations with random "
+                  "weights. Weft runs each MatMulInteger on constant weights as an f32 oneDNN matmul on the "
+                  "weights less their zero points (docs/library.md). Differences are the largest over the "
+                  "output, relative to its largest magnitude, against ONNX Runtime's run and its run with "
+                  "optimizations off (the graph as written); its two runs differ as much: an activation's "
+                  "rounding falls either way, and the next quantization amplifies it.", "",
+                  "| Model | What | Weft vs ORT | Weft vs ORT as written | ORT vs as written | Weft | ONNX Runtime | ORT / Weft |",
+                  "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for row in r["dynamic"]:
+            rel = lambda k: row[k] / row["max_abs"]  # noqa: E731
+            lines.append(f"| {row['model']} | {row['what']} | {rel('max_diff'):.1e} | "
+                         f"{rel('max_diff_as_written'):.1e} | {rel('ort_vs_as_written'):.1e} | "
+                         f"{row['weft_median_ms']:.2f} ms | {row['ort_median_ms']:.2f} ms | "
+                         f"{row['ort_median_ms'] / row['weft_median_ms']:.2f} |")
+        lines.append("")
     return lines
 
 
@@ -157,7 +224,7 @@ def main():
     from run_bench import machine
     r = {"date": datetime.date.today().isoformat(), "machine": machine(), "threads": torch.get_num_threads(),
          "onnxruntime": ort.__version__, "rounds": args.rounds, "iters": args.iters,
-         "rows": measure(args.rounds, args.iters)}
+         "rows": measure(args.rounds, args.iters), "dynamic": measure_dynamic(args.rounds, args.iters)}
     print("\n".join(markdown(r)))
     if args.write:
         with open(os.path.join(HERE, "qdq_results.json"), "w") as f:

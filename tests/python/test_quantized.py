@@ -289,3 +289,37 @@ def test_qoperator_model_with_onnx_runtime_ops_runs_as_qdq():
     # above them to meet its QuantizeLinear (canonicalize's sink_dequantize).
     assert not [k for k in profile if "u8[" in k["shapes"]], profile
 
+
+
+def test_dynamically_quantized_matmul_runs_as_a_float_library_call():
+    """ONNX Runtime's quantize_dynamic (its usual way to quantize transformers): each weight's
+    MatMul becomes DynamicQuantizeLinear of the activations, MatMulInteger on int8 weights
+    (here with a zero point per column), Cast to float and a Mul by the two scales. The
+    MatMulInteger of constant weights runs as an f32 oneDNN matmul on the weights less their
+    zero points (exact integers), the activations less theirs: the same sums, against an
+    integer reference."""
+    rng = np.random.default_rng(9)
+    m, k, n = 24, 64, 48
+    w = rng.integers(-127, 128, (k, n)).astype(np.int8)
+    w_zero = rng.integers(-3, 4, n).astype(np.int8)
+    w_scale = np.float32(0.01)
+    arr = numpy_helper.from_array
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+             helper.make_node("MatMulInteger", ["xq", "w", "xz", "wz"], ["acc"]),
+             helper.make_node("Cast", ["acc"], ["accf"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["xs", "ws"], ["s"]),
+             helper.make_node("Mul", ["accf", "s"], ["y"])]
+    model = make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [m, k])],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [m, n])],
+                       [arr(w, "w"), arr(w_zero, "wz"), arr(np.array(w_scale), "ws")])
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    got, profile = weft.compile(model.SerializeToString()).profile({"x": x})
+    lo, hi = min(0.0, float(x.min())), max(0.0, float(x.max()))
+    scale = np.float32((hi - lo) / 255)
+    zero = np.clip(np.rint(-lo / scale), 0, 255)
+    xq = np.clip(np.rint(x / scale) + zero, 0, 255).astype(np.int64)
+    acc = (xq - int(zero)) @ (w.astype(np.int64) - w_zero.astype(np.int64))
+    want = acc.astype(np.float32) * (scale * w_scale)
+    np.testing.assert_allclose(got["y"], want, rtol=1e-6, atol=1e-6 * np.abs(want).max())
+    assert [k for k in profile if "oneDNN matmul" in k["strategy"]], profile
+    assert not [k for k in profile if "MatMulInteger" in k["op_type"]], profile

@@ -133,11 +133,11 @@ public:
   // "axis" where "scale" is a constant of more than one element (per axis), else none.
   std::optional<int64_t> axis_of(const std::string& scale, int64_t axis) const;
 
-  // "y" quantized into the node's output "index". The contrib ops' output zero point
-  // defaults to 0 of the input's type; QuantizeLinear's to uint8's, so an absent one is
-  // made like "like" where CastLike exists (opset 15).
+  // "y" quantized into the node's output. The contrib ops' output zero point defaults to 0
+  // of the input's type; QuantizeLinear's to uint8's, so an absent one is made like "like"
+  // where CastLike exists (opset 15).
   void quantize(const std::string& y, const std::string& scale, std::string zero,
-                const std::string& like, int index = 0) {
+                const std::string& like) {
     if (zero.empty() && opset_ >= 15) {
       onnx::AttributeProto a;
       a.set_name("value");
@@ -146,7 +146,7 @@ public:
       a.mutable_t()->add_int32_data(0);
       zero = op(Op::kCastLike, {op(Op::kConstant, {}, {a}), like});
     }
-    op(Op::kQuantizeLinear, {y, scale, zero}, {}, out(index));
+    op(Op::kQuantizeLinear, {y, scale, zero}, {}, out(0));
   }
 
   // A scalar "v" of the element type of "like": that of a constant when "like" is one, else
@@ -164,11 +164,11 @@ public:
     return t || opset_ < 15 ? c : op(Op::kCastLike, {c, like});
   }
 
-  // The mean of "x" over its last axis, kept.
-  std::string mean_of_last_axis(const std::string& x) {
-    onnx::AttributeProto keep = int_attr("keepdims", 1);
-    if (opset_ >= 18) return op(Op::kReduceMean, {x, ints({-1})}, {keep});
-    return op(Op::kReduceMean, {x}, {keep, ints_attr("axes", {-1})});
+  // The mean of "x" over "axes" (an input from opset 18, an attribute before).
+  std::string mean(const std::string& x, const std::vector<int64_t>& axes, int64_t keepdims = 1) {
+    onnx::AttributeProto keep = int_attr("keepdims", keepdims);
+    if (opset_ >= 18) return op(Op::kReduceMean, {x, ints(axes)}, {keep});
+    return op(Op::kReduceMean, {x}, {keep, ints_attr("axes", axes)});
   }
 
   float float_attr_or(const std::string& name, float fallback) const {
@@ -243,8 +243,7 @@ ContribOp unary(Op op, std::vector<onnx::AttributeProto> (*attrs)(const Expansio
 std::vector<onnx::AttributeProto> no_attrs(const Expansion&) { return {}; }
 
 std::vector<onnx::AttributeProto> leaky_relu_attrs(const Expansion& e) {
-  const onnx::AttributeProto* alpha = find_attr(e.node(), "alpha");
-  return {float_attr("alpha", alpha ? alpha->f() : 0.01f)};
+  return {float_attr("alpha", e.float_attr_or("alpha", 0.01f))};
 }
 
 // Pools whose quantized form may also take NHWC input (channels_last), which Weft refuses.
@@ -280,8 +279,7 @@ Status expand_qgemm(Expansion& e) {
   std::string c;
   if (!e.in(6).empty())
     c = e.dequantize(e.in(6), e.op(Op::kMul, {e.in(1), e.in(4)}), "", e.axis_of(e.in(4), 0));
-  const onnx::AttributeProto* alpha = find_attr(e.node(), "alpha");
-  std::vector<onnx::AttributeProto> attrs = {float_attr("alpha", alpha ? alpha->f() : 1.0f),
+  std::vector<onnx::AttributeProto> attrs = {float_attr("alpha", e.float_attr_or("alpha", 1.0f)),
                                              int_attr("transA", e.int_attr_or("transA", 0)),
                                              int_attr("transB", trans_b)};
   if (e.in(7).empty()) {
@@ -319,14 +317,8 @@ Status expand_reduce_mean(Expansion& e) {
   const onnx::AttributeProto* axes = find_attr(e.node(), "axes");
   if (!axes) return Status::error("attribute 'axes' is required");
   std::vector<int64_t> list(axes->ints().begin(), axes->ints().end());
-  std::string x = e.dequantize(e.in(0), e.in(1), e.in(2)), y;
-  onnx::AttributeProto keep = int_attr("keepdims", e.int_attr_or("keepdims", 1));
-  if (e.opset() >= 18) {
-    y = e.op(Op::kReduceMean, {x, e.ints(list)}, {keep});
-  } else {
-    y = e.op(Op::kReduceMean, {x}, {keep, ints_attr("axes", list)});
-  }
-  e.quantize(y, e.in(3), e.in(4), e.in(0));
+  std::string x = e.dequantize(e.in(0), e.in(1), e.in(2));
+  e.quantize(e.mean(x, list, e.int_attr_or("keepdims", 1)), e.in(3), e.in(4), e.in(0));
   return Status();
 }
 
@@ -339,7 +331,7 @@ Status expand_qlinear_conv(Expansion& e) {
   std::string b;
   if (!e.in(8).empty())
     b = e.dequantize(e.in(8), e.op(Op::kMul, {e.in(1), e.in(4)}), "", e.axis_of(e.in(4), 0));
-  e.quantize(e.op(Op::kConv, {x, w, b}, e.attrs_except("")), e.in(6), e.in(7), e.in(0));
+  e.quantize(e.op(Op::kConv, {x, w, b}, e.attrs_except("")), e.in(6), e.in(7), e.in(0)); // all
   return Status();
 }
 
@@ -375,7 +367,7 @@ bool weights_constant(const Expansion& e) {
   return true;
 }
 
-// Gelu as erf: x / 2 * (1 + erf(x / sqrt(2))), written to output 0 when "last".
+// Gelu as erf: x / 2 * (1 + erf(x / sqrt(2))), into output 0.
 std::string gelu(Expansion& e, const std::string& x) {
   std::string erf = e.op(Op::kErf, {e.op(Op::kMul, {x, e.scalar(M_SQRT1_2, x)})});
   std::string half = e.op(Op::kMul, {x, e.scalar(0.5, x)});
@@ -399,9 +391,11 @@ Status expand_fast_gelu(Expansion& e) {
 Status expand_fused_matmul(Expansion& e) {
   if (e.int_attr_or("transBatchA", 0) || e.int_attr_or("transBatchB", 0))
     return Status::error("transBatchA and transBatchB are not supported");
+  if (e.opset() < 12 && (e.int_attr_or("transA", 0) || e.int_attr_or("transB", 0)))
+    return Status::error("transA and transB need ai.onnx opset 12 or later (Einsum)");
   auto operand = [&](int i, const char* trans) {
     if (!e.int_attr_or(trans, 0)) return e.in(i);
-    // The rank is not known here: swap the last two axes by a MatMul-free route, Einsum.
+    // The rank is not known here, which a Transpose's permutation needs; Einsum's is not.
     onnx::AttributeProto eq;
     eq.set_name("equation");
     eq.set_type(onnx::AttributeProto::STRING);
@@ -422,8 +416,8 @@ Status expand_fused_matmul(Expansion& e) {
 // ("rms"), x / sqrt(mean(x^2) + epsilon); times gamma, plus beta when given, into output 0.
 void normalize(Expansion& e, std::string x, float epsilon, bool rms, const std::string& gamma,
                const std::string& beta) {
-  if (!rms) x = e.op(Op::kSub, {x, e.mean_of_last_axis(x)});
-  std::string var = e.mean_of_last_axis(e.op(Op::kMul, {x, x}));
+  if (!rms) x = e.op(Op::kSub, {x, e.mean(x, {-1})});
+  std::string var = e.mean(e.op(Op::kMul, {x, x}), {-1});
   std::string sd = e.op(Op::kSqrt, {e.op(Op::kAdd, {var, e.scalar(epsilon, gamma)})});
   std::string scaled =
       e.op(Op::kMul, {e.op(Op::kDiv, {x, sd}), gamma}, {}, beta.empty() ? e.out(0) : std::string());

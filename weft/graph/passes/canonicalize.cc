@@ -718,6 +718,52 @@ void fold_scale_into_convolution(Graph& graph, Node& mul,
   mul.inputs = {y};
 }
 
+// Cast(MatMulInteger(A, B, a_zero_point, b_zero_point), f32), B and b_zero_point constant
+// (ONNX Runtime's quantize_dynamic writes it for every weight, after a DynamicQuantizeLinear
+// of the activations): MatMul(Cast(A, f32) - a_zero_point, B - b_zero_point), the weights
+// an f32 constant that the library packs once. The sums are the same integers up to f32's
+// rounding past 2^24, which the Cast to f32 rounds anyway.
+void matmul_integer_in_float(Graph& graph, Node& cast,
+                             const std::unordered_map<const Value*, int>& uses) {
+  if (cast.op_type != Op::kCast || cast.attrs_as<CastAttrs>().to != DType::kF32) return;
+  Node* mm = cast.inputs[0]->producer;
+  if (!mm || mm->op_type != Op::kMatMulInteger || uses.at(cast.inputs[0]) != 1 ||
+      graph.is_graph_output(cast.inputs[0]) || !mm->inputs[1]->is_constant())
+    return;
+  const Tensor& b = *mm->inputs[1]->constant;
+  const Value *a_zero = mm->input(2), *b_zero = mm->input(3);
+  if (b.rank() != 2 || (b_zero && !b_zero->is_constant()) ||
+      (a_zero &&
+       (!a_zero->type.has_static_shape() || shape_num_elements(*a_zero->type.shape) != 1)))
+    return;
+  int64_t columns = b.dims()[1];
+  if (b_zero && b_zero->constant->num_elements() != 1 &&
+      b_zero->constant->num_elements() != columns)
+    return;
+  Tensor weights(DType::kF32, b.dims());
+  for (int64_t i = 0; i < b.num_elements(); ++i) {
+    int64_t zero = 0;
+    if (b_zero)
+      zero = b_zero->constant->get_int64(b_zero->constant->num_elements() == 1 ? 0 : i % columns);
+    weights.set_double(i, static_cast<double>(b.get_int64(i) - zero));
+  }
+  TensorType t = mm->inputs[0]->type;
+  t.dtype = DType::kF32;
+  Value* a = insert_op(graph, cast, Op::kCast, {mm->inputs[0]}, t, CastAttrs{DType::kF32, true});
+  if (a_zero) {
+    TensorType z = a_zero->type;
+    z.dtype = DType::kF32;
+    Value* zero =
+        insert_op(graph, cast, Op::kCast, {mm->inputs[2]}, z, CastAttrs{DType::kF32, true});
+    a = insert_op(graph, cast, Op::kSub, {a, zero}, t);
+  }
+  cast.op_type = Op::kMatMul; // the MatMulInteger goes with the next dead-code pass
+  cast.def = find_op(Op::kMatMul, cast.opset);
+  cast.attrs = NoAttrs{};
+  cast.inputs = {
+      a, graph.add_constant(graph.unique_name(mm->inputs[1]->name + "_f32"), std::move(weights))};
+}
+
 void canonicalize_node(Graph& graph, Node& node) {
   Op op = node.op_type.id();
   if (std::holds_alternative<LegacyBroadcastAttrs>(node.attrs)) {
@@ -801,8 +847,13 @@ Status canonicalize(Graph& graph) {
       expand_quantize_dequantize(graph, *sink_dequantize(graph, node, uses), uses);
   }
   uses = graph.use_counts();
-  for (const auto& node : graph.nodes())
+  nodes.clear();
+  for (const auto& n : graph.nodes())
+    nodes.push_back(n.get());
+  for (Node* node : nodes) {
     fold_scale_into_convolution(graph, *node, uses);
+    matmul_integer_in_float(graph, *node, uses);
+  }
   // Inputs dropped above may leave constants and nodes unused; they go with the next
   // dead-code pass.
   return Status();
