@@ -490,7 +490,7 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
   const Value* v = node.outputs[0];
   for (const Node* e = sole_reader(v); e && free(e); e = sole_reader(v)) {
     std::optional<PostOp> p = post_op(*e, v);
-    if (!p || !may_follow(all.epilogue, *p)) break;
+    if (!p) break;
     all.epilogue.push_back(*p);
     v = e->outputs[0];
   }

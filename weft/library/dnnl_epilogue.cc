@@ -84,19 +84,6 @@ std::optional<PostOp> post_op(const Node& e, const Value* from) {
   return p;
 }
 
-bool may_follow(const std::vector<PostOp>& chain, const PostOp& p) {
-  auto round = [](const PostOp& o) {
-    return !o.binary && o.algorithm == dnnl::algorithm::eltwise_round;
-  };
-  auto tensor = [](const PostOp& o) {
-    return o.binary &&
-           std::any_of(o.src1_dims.begin(), o.src1_dims.end(), [](int64_t d) { return d != 1; });
-  };
-  bool rounds = std::any_of(chain.begin(), chain.end(), round);
-  bool tensors = std::any_of(chain.begin(), chain.end(), tensor);
-  return !(round(p) && tensors) && !(tensor(p) && rounds);
-}
-
 Dims channels_first(Dims d) {
   if (d.size() >= 3) std::rotate(d.begin() + 1, d.end() - 1, d.end());
   return d;

@@ -39,13 +39,6 @@ struct PostOp {
 // "e", which reads "from", as a post-op, if oneDNN has one for it.
 std::optional<PostOp> post_op(const Node& e, const Value* from);
 
-// Whether "p" may follow "chain": not a Round with a binary post-op of more than one element
-// (a residual, a per-channel scale), before or after it. oneDNN 2.6's convolutions computed
-// such chains wrongly (a quantized ResNet-18's residual blocks, Conv, its output's
-// quantize-dequantize pair, the Add and the sum's pair: outputs off by 100 quanta, where
-// each alone was right).
-bool may_follow(const std::vector<PostOp>& chain, const PostOp& p);
-
 // How the primitive lays out a full-size activation of these dims (the buffer's own layout
 // is always plain).
 using Layout = std::function<memory::desc(const Dims&)>;
