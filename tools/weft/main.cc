@@ -11,6 +11,7 @@
 #include "tools/weft/commands.h"
 #include "weft/driver/pipeline.h"
 #include "weft/graph/op_table.h"
+#include "weft/onnx/contrib_ops.h"
 
 namespace {
 
@@ -64,6 +65,9 @@ int run_cli(int argc, char** argv) {
     for (const weft::OpDef& def : weft::all_ops()) {
       std::cout << def.op << " " << def.min_opset << "-" << def.max_opset << "\n";
     }
+    // ONNX Runtime's ops, expanded at import (contrib_ops.h); its domain has version 1.
+    for (const std::string& name : weft::contrib_op_names())
+      std::cout << weft::kMicrosoftDomain << "." << name << " 1-1\n";
   });
 
   int threads = 0;

@@ -620,10 +620,15 @@ Status expand_contrib_ops(onnx::ModelProto& model, int opset, const std::string&
   return Expander(opset, name).expand_graph(*model.mutable_graph(), Scope{});
 }
 
-std::string contrib_ops_list() {
+std::vector<std::string> contrib_op_names() {
   std::vector<std::string> names;
   for (const auto& [name, op] : contrib_ops())
     names.push_back(name.substr(kMicrosoftDomain.size() + 1));
+  return names;
+}
+
+std::string contrib_ops_list() {
+  std::vector<std::string> names = contrib_op_names();
   return fmt::format("{} and {}", fmt::join(names.begin(), names.end() - 1, ", "), names.back());
 }
 

@@ -8,6 +8,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "weft/support/status.h"
 
@@ -22,7 +23,9 @@ inline constexpr std::string_view kMicrosoftDomain = "com.microsoft";
 // Expands every com.microsoft op Weft knows in the model's graph and in its nested graphs.
 Status expand_contrib_ops(onnx::ModelProto& model, int opset, const std::string& name);
 
-// The com.microsoft ops expand_contrib_ops() expands, for messages: "QGemm, ... and QLinearWhere".
+// The com.microsoft ops expand_contrib_ops() expands ("QGemm", ...), and the same as a list
+// for messages: "BiasAdd, ... and SkipSimplifiedLayerNormalization".
+std::vector<std::string> contrib_op_names();
 std::string contrib_ops_list();
 
 } // namespace weft
