@@ -8,6 +8,7 @@
 #include <set>
 
 #include "weft/graph/op_table.h"
+#include "weft/graph/passes/quantized_in_float.h"
 #include "weft/graph/shape_functions.h"
 
 namespace weft {
@@ -581,189 +582,6 @@ void expand_grouped_instance_norm(Graph& graph, Node& node) {
   node.inputs = {scaled, per_channel(bias)};
 }
 
-// The one value of a constant with one element, or nullopt.
-std::optional<double> scalar_constant(const Value* v) {
-  if (!v || !v->is_constant() || v->constant->num_elements() != 1) return std::nullopt;
-  return v->constant->get_double(0);
-}
-
-// A per-tensor DequantizeLinear moves above the ops that only move or pick its input's
-// elements, and above max pooling (dequantizing is increasing for a positive scale), until
-// it meets what they read; returns it there. ONNX Runtime's QOperator format runs MaxPool,
-// Reshape and Transpose on the quantized values between a QuantizeLinear and its
-// DequantizeLinear, which then form the pair below. Each op moved now runs in float.
-Node* sink_dequantize(Graph& graph, Node* dq, std::unordered_map<const Value*, int>& uses) {
-  static const std::set<Op> kOrderPreserving = {Op::kMaxPool,      Op::kGlobalMaxPool, Op::kReshape,
-                                                Op::kTranspose,    Op::kFlatten,       Op::kSqueeze,
-                                                Op::kUnsqueeze,    Op::kIdentity,      Op::kSlice,
-                                                Op::kDepthToSpace, Op::kSpaceToDepth};
-  std::optional<double> s = scalar_constant(dq->inputs[1]);
-  if (!s || *s <= 0 || (dq->inputs.size() > 2 && !scalar_constant(dq->inputs[2]))) return dq;
-  for (;;) {
-    Value* moved = dq->inputs[0];
-    Node* m = moved->producer;
-    if (!m || !kOrderPreserving.contains(m->op_type) || uses[moved] != 1 ||
-        graph.is_graph_output(moved) || m->outputs.size() != 1)
-      return dq;
-    // The op now reads the new DequantizeLinear and writes floats, which the old one,
-    // now an Identity, passes on (eliminate_identity removes it).
-    TensorType t = m->inputs[0]->type;
-    t.dtype = dq->outputs[0]->type.dtype;
-    std::vector<Value*> inputs = dq->inputs;
-    inputs[0] = m->inputs[0];
-    Value* dequantized = insert_op(graph, *m, Op::kDequantizeLinear, inputs, t, dq->attrs);
-    m->inputs[0] = dequantized;
-    moved->type.dtype = t.dtype;
-    dq->op_type = Op::kIdentity;
-    dq->def = find_op(Op::kIdentity, dq->opset);
-    dq->attrs = NoAttrs{};
-    dq->inputs = {moved};
-    uses[dequantized] = 1;
-    dq = dequantized->producer;
-  }
-}
-
-// DequantizeLinear(QuantizeLinear(x, s, z), s, z), per tensor, the QuantizeLinear read only
-// there (a QDQ model's activations between its operators): in float, x * (1 / s) rounded
-// half to even, clipped to the integer type's range less z, times s. The same values (the
-// reciprocal as canonicalize_div's), as ops that sink through channels-last regions (and
-// whose first step library calls absorb), where the pair was two kernels of its own.
-void expand_quantize_dequantize(Graph& graph, Node& dq,
-                                const std::unordered_map<const Value*, int>& uses) {
-  Node* q = dq.inputs[0]->producer;
-  if (!q || q->op_type != Op::kQuantizeLinear || dq.opset < 11 || dq.inputs.size() != 3 ||
-      q->inputs.size() != 3 || q->inputs[0]->type.dtype != DType::kF32 ||
-      dq.outputs[0]->type.dtype != DType::kF32 || graph.is_graph_output(dq.inputs[0]) ||
-      uses.at(dq.inputs[0]) != 1)
-    return;
-  std::optional<double> s = scalar_constant(q->inputs[1]), z = scalar_constant(q->inputs[2]);
-  if (!s || !z || s != scalar_constant(dq.inputs[1]) || z != scalar_constant(dq.inputs[2]) ||
-      q->inputs[1]->type.dtype != DType::kF32)
-    return;
-  double lo = 0, hi = 0;
-  switch (q->outputs[0]->type.dtype) {
-    case DType::kU8: hi = 255; break;
-    case DType::kI8: lo = -128, hi = 127; break;
-    case DType::kU16: hi = 65535; break;
-    case DType::kI16: lo = -32768, hi = 32767; break;
-    default: return;
-  }
-  auto inverse = static_cast<float>(1.0 / *s);
-  if (!std::isfinite(inverse) || std::abs(inverse) < std::numeric_limits<float>::min()) return;
-  Tensor r(DType::kF32, {});
-  r.set_double(0, inverse);
-  TensorType t = dq.outputs[0]->type;
-  Value* x = q->inputs[0];
-  Value* scaled = insert_op(
-      graph, dq, Op::kMul,
-      {x, graph.add_constant(graph.unique_name(dq.name + "_inverse_scale"), std::move(r))}, t);
-  Value* rounded = insert_op(graph, dq, Op::kRound, {scaled}, t);
-  Value* clipped = insert_op(graph, dq, Op::kClip, {rounded}, t,
-                             ClipAttrs{static_cast<float>(lo - *z), static_cast<float>(hi - *z)});
-  Tensor scale(DType::kF32, {});
-  scale.set_double(0, *s);
-  dq.op_type = Op::kMul;
-  dq.def = find_op(Op::kMul, dq.opset);
-  dq.attrs = NoAttrs{};
-  dq.inputs = {clipped,
-               graph.add_constant(graph.unique_name(dq.name + "_scale"), std::move(scale))};
-}
-
-// Mul(Conv(x, W, B), s), s a constant per tensor or per output channel, W and B constant,
-// the Conv read only there: Conv(x, W * s, B * s); through a Relu between them too when s is
-// positive. A quantized model's activations leave each convolution as x * (1 / scale)
-// (expand_quantize_dequantize); folded, the call has no binary post-op left, which oneDNN's
-// Winograd kernels require.
-void fold_scale_into_convolution(Graph& graph, Node& mul,
-                                 const std::unordered_map<const Value*, int>& uses) {
-  if (mul.op_type != Op::kMul || mul.inputs.size() != 2 || mul.inputs[0] == mul.inputs[1]) return;
-  int from = mul.inputs[0]->producer ? 0 : 1;
-  Value *y = mul.inputs[from], *s = mul.inputs[1 - from];
-  auto single_use = [&](const Value* v) { return uses.at(v) == 1 && !graph.is_graph_output(v); };
-  Node* conv = y->producer;
-  Node* relu = conv && conv->op_type == Op::kRelu ? conv : nullptr;
-  if (relu && single_use(relu->outputs[0])) conv = relu->inputs[0]->producer;
-  if (!conv || conv->op_type != Op::kConv || !single_use(conv->outputs[0]) || !s->is_constant() ||
-      s->type.dtype != DType::kF32 || y->type.dtype != DType::kF32 ||
-      !conv->inputs[1]->is_constant() || (conv->input(2) && !conv->input(2)->is_constant()) ||
-      !y->type.has_static_shape() || mul.outputs[0]->type.shape != y->type.shape)
-    return;
-  // The scale of each output channel: s is one element, or M along y's axis 1.
-  const Tensor &w = *conv->inputs[1]->constant, &scale = *s->constant;
-  int64_t m = w.dims()[0], rank = rank_of(y).value_or(0);
-  std::vector<int64_t> dims = scale.dims();
-  dims.insert(dims.begin(), std::max<int64_t>(0, rank - scale.rank()), 1);
-  for (int64_t i = 0; i < static_cast<int64_t>(dims.size()); ++i) {
-    if (dims[i] != 1 && (i != 1 || dims[i] != m)) return;
-  }
-  if (static_cast<int64_t>(dims.size()) != rank || w.dtype() != DType::kF32) return;
-  auto channel_scale = [&](int64_t c) {
-    return static_cast<float>(scale.get_double(scale.num_elements() == 1 ? 0 : c));
-  };
-  for (int64_t c = 0; relu && c < m; ++c) {
-    if (!(channel_scale(c) > 0)) return;
-  }
-  auto scaled = [&](const Value* v, int64_t per_channel) {
-    const Tensor& t = *v->constant;
-    Tensor out(DType::kF32, t.dims());
-    for (int64_t i = 0; i < t.num_elements(); ++i)
-      out.set_double(i, static_cast<float>(t.get_double(i)) * channel_scale(i / per_channel));
-    return graph.add_constant(graph.unique_name(v->name + "_scaled"), std::move(out));
-  };
-  conv->inputs[1] = scaled(conv->inputs[1], w.num_elements() / m);
-  if (conv->input(2)) conv->inputs[2] = scaled(conv->inputs[2], 1);
-  mul.op_type = Op::kIdentity; // eliminate_identity removes it
-  mul.def = find_op(Op::kIdentity, mul.opset);
-  mul.attrs = NoAttrs{};
-  mul.inputs = {y};
-}
-
-// Cast(MatMulInteger(A, B, a_zero_point, b_zero_point), f32), B and b_zero_point constant
-// (ONNX Runtime's quantize_dynamic writes it for every weight, after a DynamicQuantizeLinear
-// of the activations): MatMul(Cast(A, f32) - a_zero_point, B - b_zero_point), the weights
-// an f32 constant that the library packs once. The sums are the same integers up to f32's
-// rounding past 2^24, which the Cast to f32 rounds anyway.
-void matmul_integer_in_float(Graph& graph, Node& cast,
-                             const std::unordered_map<const Value*, int>& uses) {
-  if (cast.op_type != Op::kCast || cast.attrs_as<CastAttrs>().to != DType::kF32) return;
-  Node* mm = cast.inputs[0]->producer;
-  if (!mm || mm->op_type != Op::kMatMulInteger || uses.at(cast.inputs[0]) != 1 ||
-      graph.is_graph_output(cast.inputs[0]) || !mm->inputs[1]->is_constant())
-    return;
-  const Tensor& b = *mm->inputs[1]->constant;
-  const Value *a_zero = mm->input(2), *b_zero = mm->input(3);
-  if (b.rank() != 2 || (b_zero && !b_zero->is_constant()) ||
-      (a_zero &&
-       (!a_zero->type.has_static_shape() || shape_num_elements(*a_zero->type.shape) != 1)))
-    return;
-  int64_t columns = b.dims()[1];
-  if (b_zero && b_zero->constant->num_elements() != 1 &&
-      b_zero->constant->num_elements() != columns)
-    return;
-  Tensor weights(DType::kF32, b.dims());
-  for (int64_t i = 0; i < b.num_elements(); ++i) {
-    int64_t zero = 0;
-    if (b_zero)
-      zero = b_zero->constant->get_int64(b_zero->constant->num_elements() == 1 ? 0 : i % columns);
-    weights.set_double(i, static_cast<double>(b.get_int64(i) - zero));
-  }
-  TensorType t = mm->inputs[0]->type;
-  t.dtype = DType::kF32;
-  Value* a = insert_op(graph, cast, Op::kCast, {mm->inputs[0]}, t, CastAttrs{DType::kF32, true});
-  if (a_zero) {
-    TensorType z = a_zero->type;
-    z.dtype = DType::kF32;
-    Value* zero =
-        insert_op(graph, cast, Op::kCast, {mm->inputs[2]}, z, CastAttrs{DType::kF32, true});
-    a = insert_op(graph, cast, Op::kSub, {a, zero}, t);
-  }
-  cast.op_type = Op::kMatMul; // the MatMulInteger goes with the next dead-code pass
-  cast.def = find_op(Op::kMatMul, cast.opset);
-  cast.attrs = NoAttrs{};
-  cast.inputs = {
-      a, graph.add_constant(graph.unique_name(mm->inputs[1]->name + "_f32"), std::move(weights))};
-}
-
 void canonicalize_node(Graph& graph, Node& node) {
   Op op = node.op_type.id();
   if (std::holds_alternative<LegacyBroadcastAttrs>(node.attrs)) {
@@ -841,22 +659,9 @@ Status canonicalize(Graph& graph) {
             .with_location(location_of(graph, *node));
     }
   }
-  std::unordered_map<const Value*, int> uses = graph.use_counts();
-  for (Node* node : nodes) {
-    if (node->op_type == Op::kDequantizeLinear)
-      expand_quantize_dequantize(graph, *sink_dequantize(graph, node, uses), uses);
-  }
-  uses = graph.use_counts();
-  nodes.clear();
-  for (const auto& n : graph.nodes())
-    nodes.push_back(n.get());
-  for (Node* node : nodes) {
-    fold_scale_into_convolution(graph, *node, uses);
-    matmul_integer_in_float(graph, *node, uses);
-  }
   // Inputs dropped above may leave constants and nodes unused; they go with the next
   // dead-code pass.
-  return Status();
+  return quantized_in_float(graph);
 }
 
 } // namespace weft

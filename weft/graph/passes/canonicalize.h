@@ -14,9 +14,8 @@
 //   that Transpose, followed by one Transpose of the result.
 // - A Transpose of a Transpose becomes one Transpose of the first one's input (an Identity
 //   when the permutations cancel).
-// - A QuantizeLinear -> DequantizeLinear pair per tensor (a QDQ model's activations)
-//   becomes Mul, Round, Clip and Mul in float: the same values, in ops that sink through
-//   channels-last regions.
+// - Quantized forms become the float arithmetic they stand for (quantized_in_float.h, which
+//   canonicalize runs last).
 // - Axes become non-negative and sorted where the rank is known. A reduction always lists
 //   its axes; one with noop_with_empty_axes and no axes becomes an Identity.
 //

@@ -1,0 +1,27 @@
+// quantized_in_float: the quantized forms that ONNX Runtime's tools write, as the float
+// arithmetic they stand for, which library calls and generated kernels run at f32 speed
+// (docs/library.md, "Quantized models").
+//
+// - A per-tensor DequantizeLinear (positive scale) moves above MaxPool, GlobalMaxPool and the
+//   ops that only move elements (Reshape, Transpose, Flatten, ...), toward its QuantizeLinear.
+// - A QuantizeLinear -> DequantizeLinear pair per tensor (a QDQ model's activations) becomes
+//   Mul, Round, Clip and Mul in float: the same values, in ops that sink through
+//   channels-last regions.
+// - Mul(Conv(x, W, B), s), s constant per tensor or per output channel (through a Relu when
+//   s > 0), becomes Conv(x, W * s, B * s) on constant W and B.
+// - Cast(MatMulInteger(A, B, a_zero, b_zero), f32) on a constant B becomes an f32 MatMul of
+//   A - a_zero and B - b_zero (quantize_dynamic's transformers).
+//
+// Runs at the end of canonicalize (its forms: Clip bounds as attributes), after
+// fold_constants (the weights a DequantizeLinear of constants). Guarantees: values unchanged
+// up to f32 rounding; nodes left unused and Identities go with the passes after it.
+#pragma once
+
+#include "weft/graph/graph.h"
+#include "weft/support/status.h"
+
+namespace weft {
+
+Status quantized_in_float(Graph& graph);
+
+} // namespace weft
