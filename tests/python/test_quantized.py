@@ -323,3 +323,33 @@ def test_dynamically_quantized_matmul_runs_as_a_float_library_call():
     np.testing.assert_allclose(got["y"], want, rtol=1e-6, atol=1e-6 * np.abs(want).max())
     assert [k for k in profile if "oneDNN matmul" in k["strategy"]], profile
     assert not [k for k in profile if "MatMulInteger" in k["op_type"]], profile
+
+
+def test_dynamically_quantized_convolution_runs_as_a_float_library_call():
+    """quantize_dynamic on a CNN: ConvInteger on int8 weights (a zero point per output
+    channel), padded with the input's zero point as the spec says, then Cast and Mul. It runs
+    as an f32 oneDNN convolution of the activations less their zero point (zero padding
+    there) and of the weights less theirs; against an integer reference."""
+    rng = np.random.default_rng(10)
+    w = rng.integers(-127, 128, (6, 4, 3, 3)).astype(np.int8)
+    w_zero = rng.integers(-3, 4, 6).astype(np.int8)
+    arr = numpy_helper.from_array
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+             helper.make_node("ConvInteger", ["xq", "w", "xz", "wz"], ["acc"], pads=[1, 1, 1, 1]),
+             helper.make_node("Cast", ["acc"], ["accf"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["xs", "ws"], ["s"]),
+             helper.make_node("Mul", ["accf", "s"], ["y"])]
+    model = make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 7, 5])],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 6, 7, 5])],
+                       [arr(w, "w"), arr(w_zero, "wz"), arr(np.array(np.float32(0.01)), "ws")])
+    x = (rng.standard_normal((2, 4, 7, 5)) + 0.5).astype(np.float32)
+    got, profile = weft.compile(model.SerializeToString()).profile({"x": x})
+    lo, hi = min(0.0, float(x.min())), max(0.0, float(x.max()))
+    scale = np.float32((hi - lo) / 255)
+    zero = np.clip(np.rint(-lo / scale), 0, 255)
+    xq = np.clip(np.rint(x / scale) + zero, 0, 255).astype(np.uint8)
+    acc = conv_reference(xq, np.uint8(zero), w, w_zero, np.zeros(6, np.int64), 1)
+    want = acc.astype(np.float32) * (scale * np.float32(0.01))
+    np.testing.assert_allclose(got["y"], want, rtol=1e-6, atol=1e-6 * np.abs(want).max())
+    assert [k for k in profile if "oneDNN convolution" in k["strategy"]], profile
+    assert not [k for k in profile if "ConvInteger" in k["op_type"]], profile

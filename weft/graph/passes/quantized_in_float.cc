@@ -143,38 +143,41 @@ void fold_scale_into_convolution(Graph& graph, Node& mul,
 // Cast(MatMulInteger(A, B, a_zero_point, b_zero_point), f32), B and b_zero_point constant
 // (ONNX Runtime's quantize_dynamic writes it for every weight, after a DynamicQuantizeLinear
 // of the activations): MatMul(Cast(A, f32) - a_zero_point, B - b_zero_point), the weights
-// an f32 constant that the library packs once. The sums are the same integers up to f32's
-// rounding past 2^24, which the Cast to f32 rounds anyway.
-void matmul_integer_in_float(Graph& graph, Node& cast,
-                             const std::unordered_map<const Value*, int>& uses) {
+// an f32 constant that the library packs once. ConvInteger (its CNNs) likewise becomes a Conv,
+// whose zero padding is the spec's padding with x_zero_point. The sums are the same integers
+// up to f32's rounding past 2^24, which the Cast to f32 rounds anyway.
+void integer_product_in_float(Graph& graph, Node& cast,
+                              const std::unordered_map<const Value*, int>& uses) {
   if (cast.op_type != Op::kCast || cast.attrs_as<CastAttrs>().to != DType::kF32) return;
-  Node* mm = cast.inputs[0]->producer;
-  if (!mm || mm->op_type != Op::kMatMulInteger || uses.at(cast.inputs[0]) != 1 ||
-      graph.is_graph_output(cast.inputs[0]) || !mm->inputs[1]->is_constant())
+  Node* p = cast.inputs[0]->producer;
+  if (!p || (p->op_type != Op::kMatMulInteger && p->op_type != Op::kConvInteger) ||
+      uses.at(cast.inputs[0]) != 1 || graph.is_graph_output(cast.inputs[0]) ||
+      !p->inputs[1]->is_constant())
     return;
-  const Tensor& b = *mm->inputs[1]->constant;
-  const Value *a_zero = mm->input(2), *b_zero = mm->input(3);
-  if (b.rank() != 2 || (b_zero && !b_zero->is_constant()) ||
+  bool conv = p->op_type == Op::kConvInteger;
+  const Tensor& b = *p->inputs[1]->constant;
+  const Value *a_zero = p->input(2), *b_zero = p->input(3);
+  if ((!conv && b.rank() != 2) || (b_zero && !b_zero->is_constant()) ||
       (a_zero &&
        (!a_zero->type.has_static_shape() || shape_num_elements(*a_zero->type.shape) != 1)))
     return;
-  int64_t columns = b.dims()[1];
-  if (b_zero && b_zero->constant->num_elements() != 1 &&
-      b_zero->constant->num_elements() != columns)
-    return;
+  // The weights' zero point: one, or one per column of B (per output channel of W).
+  int64_t channels = conv ? b.dims()[0] : b.dims()[1];
+  int64_t zeros = b_zero ? b_zero->constant->num_elements() : 1;
+  if (zeros != 1 && zeros != channels) return;
   Tensor weights(DType::kF32, b.dims());
   for (int64_t i = 0; i < b.num_elements(); ++i) {
-    int64_t zero = 0;
-    if (b_zero)
-      zero = b_zero->constant->get_int64(b_zero->constant->num_elements() == 1 ? 0 : i % columns);
+    int64_t channel = conv ? i / (b.num_elements() / channels) : i % channels;
+    int64_t zero = b_zero ? b_zero->constant->get_int64(zeros == 1 ? 0 : channel) : 0;
     weights.set_double(i, static_cast<double>(b.get_int64(i) - zero));
   }
   NodeBuilder build(graph, cast);
-  Value* a = build.op(Op::kCast, {mm->inputs[0]}, CastAttrs{DType::kF32, true});
+  Value* a = build.op(Op::kCast, {p->inputs[0]}, CastAttrs{DType::kF32, true});
   if (a_zero)
-    a = build.op(Op::kSub, {a, build.op(Op::kCast, {mm->inputs[2]}, CastAttrs{DType::kF32, true})});
-  // The MatMulInteger goes with the next dead-code pass.
-  become(cast, Op::kMatMul, {a, build.constant("weights", std::move(weights))});
+    a = build.op(Op::kSub, {a, build.op(Op::kCast, {p->inputs[2]}, CastAttrs{DType::kF32, true})});
+  // The integer op goes with the next dead-code pass.
+  become(cast, conv ? Op::kConv : Op::kMatMul, {a, build.constant("weights", std::move(weights))},
+         conv ? p->attrs : OpAttrs{NoAttrs{}});
 }
 
 } // namespace
@@ -195,7 +198,7 @@ Status quantized_in_float(Graph& graph) {
   uses = graph.use_counts();
   for (Node* node : collect()) {
     fold_scale_into_convolution(graph, *node, uses);
-    matmul_integer_in_float(graph, *node, uses);
+    integer_product_in_float(graph, *node, uses);
   }
   // What the rewrites leave unused goes with the next dead-code pass.
   return Status();

@@ -10,7 +10,7 @@
 // - Mul(Conv(x, W, B), s), s constant per tensor or per output channel (through a Relu when
 //   s > 0), becomes Conv(x, W * s, B * s) on constant W and B.
 // - Cast(MatMulInteger(A, B, a_zero, b_zero), f32) on a constant B becomes an f32 MatMul of
-//   A - a_zero and B - b_zero (quantize_dynamic's transformers).
+//   A - a_zero and B - b_zero (quantize_dynamic's transformers); ConvInteger a Conv alike.
 //
 // Runs at the end of canonicalize (its forms: Clip bounds as attributes), after
 // fold_constants (the weights a DequantizeLinear of constants). Guarantees: values unchanged
