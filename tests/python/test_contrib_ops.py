@@ -107,3 +107,28 @@ def test_simplified_layer_normalization_of_the_onnx_domain():
     x64 = x.astype(np.float64)
     np.testing.assert_allclose(got, x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True) + 1e-6) * scale,
                                rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("node, message", [
+    (helper.make_node("QLinearAdd", ["x", "s"], ["y"], domain=MS), "input 'A_zero_point'|input 'B'"),
+    (helper.make_node("QLinearConcat", ["s", "z", "x"], ["y"], axis=0, domain=MS), "has 3 inputs"),
+    (helper.make_node("QLinearConcat", ["s", "z", "x", "s", "z"], ["y"], domain=MS), "attribute 'axis' is required"),
+    (helper.make_node("QLinearSoftmax", ["x", "s", "z", "s", "z"], ["y"], domain=MS), "attribute 'opset' is required"),
+    (helper.make_node("QLinearGlobalAveragePool", ["x", "s", "z", "s", "z"], ["y"], channels_last=1,
+                      domain=MS), "channels_last=1"),
+    (helper.make_node("SkipLayerNormalization", ["x", "x"], ["y"], domain=MS), "input 'gamma' is required"),
+    (helper.make_node("SkipLayerNormalization", ["x", "x", "g"], ["y", "mean"], domain=MS), "outputs 1 and 2"),
+    (helper.make_node("FusedMatMul", ["x", "x"], ["y"], transBatchA=1, domain=MS), "transBatchA"),
+    (helper.make_node("Gelu", ["x", "x", "x"], ["y"], domain=MS), "has 3 inputs, at most 1"),
+])
+def test_malformed_onnx_runtime_ops_are_one_clear_error(node, message):
+    """Each names the file, the node and its op, and why; none crashes."""
+    node.name = "bad"
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, [2, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
+                              [numpy_helper.from_array(np.array(0.1, np.float32), "s"),
+                               numpy_helper.from_array(np.array(3, np.uint8), "z"),
+                               numpy_helper.from_array(np.ones(4, np.float32), "g")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+    with pytest.raises(weft.WeftError, match=rf"node 'bad' \(com.microsoft.{node.op_type}\): ({message})"):
+        weft.compile(model.SerializeToString())
