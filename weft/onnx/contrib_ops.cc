@@ -100,17 +100,16 @@ public:
     return output;
   }
 
-  std::string ints(const std::vector<int64_t>& v) {
+  // A Constant node of "t".
+  std::string constant_of(const Tensor& t) {
     onnx::AttributeProto a;
     a.set_name("value");
     a.set_type(onnx::AttributeProto::TENSOR);
-    onnx::TensorProto* t = a.mutable_t();
-    t->set_data_type(onnx::TensorProto::INT64);
-    t->add_dims(static_cast<int64_t>(v.size()));
-    for (int64_t x : v)
-      t->add_int64_data(x);
+    *a.mutable_t() = tensor_to_proto(t, "");
     return op(Op::kConstant, {}, {a});
   }
+
+  std::string ints(const std::vector<int64_t>& v) { return constant_of(Tensor::vector_i64(v)); }
 
   // The float values of quantized input "x" (DequantizeLinear), per tensor or along "axis".
   std::string dequantize(const std::string& x, const std::string& scale, const std::string& zero,
@@ -138,14 +137,8 @@ public:
   // where CastLike exists (opset 15).
   void quantize(const std::string& y, const std::string& scale, std::string zero,
                 const std::string& like) {
-    if (zero.empty() && opset_ >= 15) {
-      onnx::AttributeProto a;
-      a.set_name("value");
-      a.set_type(onnx::AttributeProto::TENSOR);
-      a.mutable_t()->set_data_type(onnx::TensorProto::INT32);
-      a.mutable_t()->add_int32_data(0);
-      zero = op(Op::kCastLike, {op(Op::kConstant, {}, {a}), like});
-    }
+    if (zero.empty() && opset_ >= 15)
+      zero = op(Op::kCastLike, {constant_of(Tensor(DType::kI32, {})), like});
     op(Op::kQuantizeLinear, {y, scale, zero}, {}, out(0));
   }
 
@@ -156,11 +149,7 @@ public:
     std::optional<DType> dtype = t ? dtype_from_onnx(t->data_type()) : std::nullopt;
     Tensor value(dtype && dtype_is_float(*dtype) ? *dtype : DType::kF32, {});
     value.set_double(0, v);
-    onnx::AttributeProto a;
-    a.set_name("value");
-    a.set_type(onnx::AttributeProto::TENSOR);
-    *a.mutable_t() = tensor_to_proto(value, "");
-    std::string c = op(Op::kConstant, {}, {a});
+    std::string c = constant_of(value);
     return t || opset_ < 15 ? c : op(Op::kCastLike, {c, like});
   }
 
