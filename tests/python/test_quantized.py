@@ -325,6 +325,85 @@ def test_dynamically_quantized_matmul_runs_as_a_float_library_call():
     assert not [k for k in profile if "MatMulInteger" in k["op_type"]], profile
 
 
+def cpu_has_vnni():
+    """Whether the CPU's int8 dot products add into int32 without saturating (what Weft needs
+    before it runs MatMulInteger as oneDNN's int8 matmul)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = f.read().split()
+    except OSError:
+        return False
+    return "avx512_vnni" in flags or "avx_vnni" in flags
+
+
+def test_dynamically_quantized_linear_runs_as_an_int8_library_call():
+    """quantize_dynamic's Linear with symmetric weights (zero point 0, its default): on a CPU
+    with VNNI, the MatMulInteger of [2, 12, 64] activations runs as one oneDNN int8 matmul
+    (u8 by s8, adding in int32) that absorbs the Cast, the scale, the bias and a residual;
+    elsewhere, and with WEFT_ONEDNN_INT8=0, as the f32 matmul. Both against an integer
+    reference, and the same outputs."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    rng = np.random.default_rng(11)
+    k, n = 64, 48
+    w = rng.integers(-127, 128, (k, n)).astype(np.int8)
+    bias = rng.standard_normal(n).astype(np.float32)
+    arr = numpy_helper.from_array
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+             helper.make_node("MatMulInteger", ["xq", "w", "xz", "wz"], ["acc"]),
+             helper.make_node("Cast", ["acc"], ["accf"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["xs", "ws"], ["s"]),
+             helper.make_node("Mul", ["accf", "s"], ["scaled"]),
+             helper.make_node("Add", ["scaled", "b"], ["biased"]),
+             helper.make_node("Add", ["biased", "r"], ["y"])]
+    f32 = TensorProto.FLOAT
+    model = make_model(nodes, [helper.make_tensor_value_info("x", f32, [2, 12, k]),
+                               helper.make_tensor_value_info("r", f32, [2, 12, n])],
+                       [helper.make_tensor_value_info("y", f32, [2, 12, n])],
+                       [arr(w, "w"), arr(np.zeros(1, np.int8), "wz"),
+                        arr(np.array(np.float32(0.02)), "ws"), arr(bias, "b")])
+    x = rng.standard_normal((2, 12, k)).astype(np.float32)
+    r = rng.standard_normal((2, 12, n)).astype(np.float32)
+    lo, hi = min(0.0, float(x.min())), max(0.0, float(x.max()))
+    scale = np.float32((hi - lo) / 255)
+    zero = np.clip(np.rint(-lo / scale), 0, 255)
+    xq = np.clip(np.rint(x / scale) + zero, 0, 255).astype(np.int64)
+    acc = (xq - int(zero)) @ w.astype(np.int64)
+    want = acc.astype(np.float32) * (scale * np.float32(0.02)) + bias + r
+
+    got, profile = weft.compile(model.SerializeToString()).profile({"x": x, "r": r})
+    np.testing.assert_allclose(got["y"], want, rtol=1e-6, atol=1e-6 * np.abs(want).max())
+    int8 = [p for p in profile if "oneDNN int8 matmul" in p["strategy"]]
+    if cpu_has_vnni():
+        assert [p["op_type"] for p in int8] == ["MatMulInteger+Cast+Mul+Add+Add"], profile
+    else:
+        assert not int8 and [p for p in profile if "oneDNN matmul" in p["strategy"]], profile
+
+    with tempfile.TemporaryDirectory() as tmp:  # the f32 product, asked for
+        path = os.path.join(tmp, "linear.onnx")
+        with open(path, "wb") as f:
+            f.write(model.SerializeToString())
+        np.save(os.path.join(tmp, "x.npy"), x)
+        np.save(os.path.join(tmp, "r.npy"), r)
+        script = ("import json, sys, numpy as np, weft\n"
+                  "d = sys.argv[1]\n"
+                  "out, prof = weft.compile(d + '/linear.onnx').profile("
+                  "{'x': np.load(d + '/x.npy'), 'r': np.load(d + '/r.npy')})\n"
+                  "np.save(d + '/y.npy', out['y'])\n"
+                  "print(json.dumps([p['strategy'] for p in prof]))\n")
+        env = dict(os.environ, WEFT_ONEDNN_INT8="0")
+        done = subprocess.run([sys.executable, "-c", script, tmp], env=env, capture_output=True,
+                              text=True, check=True)
+        strategies = json.loads(done.stdout.splitlines()[-1])
+        assert not [s for s in strategies if "int8" in s], strategies
+        assert [s for s in strategies if "oneDNN matmul" in s], strategies
+        np.testing.assert_array_equal(np.load(os.path.join(tmp, "y.npy")), got["y"])
+
+
 def test_dynamically_quantized_convolution_runs_as_a_float_library_call():
     """quantize_dynamic on a CNN: ConvInteger on int8 weights (a zero point per output
     channel), padded with the input's zero point as the spec says, then Cast and Mul. It runs

@@ -225,7 +225,8 @@ Dim call_flops(const library::LibraryCall& call) {
         return dim_mul(elements, 2 * per);
       }
       case Op::kMatMul:
-      case Op::kGemm: { // y elements x the inner extent
+      case Op::kMatMulInteger: // (integer operations)
+      case Op::kGemm: {        // y elements x the inner extent
         const Shape& a = *x->type.shape;
         if (a.empty()) return 0;
         bool trans_a = n->op_type == Op::kGemm && n->attrs_as<GemmAttrs>().trans_a;

@@ -3,6 +3,7 @@
 
 #include "weft/driver/stages.h"
 #include "weft/graph/op_table.h"
+#include "weft/graph/passes/quantized_in_float.h"
 #include "weft/library/cuda_library.h"
 #include "weft/library/dnnl.h"
 #include "weft/library/roi_align_call.h"
@@ -24,6 +25,12 @@ bool library_off() {
 
 bool onednn_calls(const CompileSettings& settings) {
   return settings.device == DeviceKind::kCpu && settings.library && !library_off();
+}
+
+Result<bool> integer_products(Graph& graph, const CompileSettings& settings) {
+  bool onednn = onednn_calls(settings);
+  return integer_products_in_float(
+      graph, [&](const Node& n) { return onednn && !library::int8_matmul_unfit(n); });
 }
 
 LibrarySelection select_library_calls(const Graph& graph, const CompileSettings& settings,

@@ -1,8 +1,8 @@
 // The compile pipeline's stages after the graph passes (pipeline.h), in the order that
 // compile_model.cc runs them. Each is implemented in the file its heading names.
 //
-//   graph passes -> specialize -> layout -> library selection -> lowering -> fusion
-//     -> buffer planning -> scheduling -> generation -> build -> executable
+//   graph passes -> specialize -> integer products -> layout -> library selection -> lowering
+//     -> fusion -> buffer planning -> scheduling -> generation -> build -> executable
 #pragma once
 
 #include <map>
@@ -68,6 +68,11 @@ Status check_lowerable(const Graph& graph);
 // Will the CPU's library calls (oneDNN) run this compile's convolutions? (The layout stage,
 // graph/passes/channels_last, runs only then.)
 bool onednn_calls(const CompileSettings& settings);
+
+// The integer products of quantized models (MatMulInteger, ConvInteger) in f32
+// (graph/passes/quantized_in_float.h), except the MatMulIntegers that oneDNN runs as int8
+// products (library::int8_matmul_unfit); whether the graph changed.
+Result<bool> integer_products(Graph& graph, const CompileSettings& settings);
 
 struct LibrarySelection {
   std::map<const Node*, library::LibraryCall> calls; // by the node that heads each call

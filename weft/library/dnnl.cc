@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -29,6 +30,7 @@ struct MatMulOperands {
   memory::desc a, b, bias, y;
   float alpha = 1.0f;
   const Value *a_value = nullptr, *b_value = nullptr, *y_value = nullptr;
+  const Value* a_zero_point = nullptr; // MatMulInteger's, one element
 };
 
 // (The library takes Transposes of values whose rank is known.)
@@ -71,9 +73,14 @@ LibraryCall make_matmul(const Node& n, const MatMulOperands& m, const Value* bia
   if (bias) args.push_back({DNNL_ARG_BIAS, position(call.values, bias), m.bias});
   dnnl::primitive_attr attr = post_op_attr(ops, call, args, m.y.dims());
   if (m.alpha != 1.0f) attr.set_output_scales(0, {m.alpha});
-  memory::desc wmd = w->is_constant()
-                         ? memory::desc(m.b.dims(), memory::data_type::f32, memory::format_tag::any)
-                         : m.b;
+  if (const Value* z = m.a_zero_point) { // oneDNN reads it as s32: converted at each run
+    attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    args.push_back({DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, position(call.values, z),
+                    memory::desc({1}, m.a.data_type(), memory::format_tag::x),
+                    memory::desc({1}, memory::data_type::s32, memory::format_tag::x)});
+  }
+  memory::desc wmd =
+      w->is_constant() ? memory::desc(m.b.dims(), m.b.data_type(), memory::format_tag::any) : m.b;
   dnnl::matmul::desc d =
       bias ? dnnl::matmul::desc(m.a, wmd, m.bias, m.y) : dnnl::matmul::desc(m.a, wmd, m.y);
   dnnl::matmul::primitive_desc pd(d, attr, engine());
@@ -92,10 +99,11 @@ LibraryCall make_matmul(const Node& n, const MatMulOperands& m, const Value* bia
   std::string gemm = fmt::format("{}x{}x{}", dy.size() < 2 ? 1 : dy[dy.size() - 2],
                                  m.a.dims().back(), dy.back()); // M x K x N
   if (batches != 1) gemm = fmt::format("{} batches of {}", batches, gemm);
-  call.kernel =
-      std::make_shared<DnnlKernel>(dnnl::matmul(pd), std::move(args), std::move(owned),
-                                   fmt::format("oneDNN matmul {} ({}{})", gemm, pd.impl_info_str(),
-                                               w->is_constant() ? ", packed weights" : ""));
+  bool integer = m.a.data_type() != memory::data_type::f32;
+  call.kernel = std::make_shared<DnnlKernel>(
+      dnnl::matmul(pd), std::move(args), std::move(owned),
+      fmt::format("oneDNN {}matmul {} ({}{})", integer ? "int8 " : "", gemm, pd.impl_info_str(),
+                  w->is_constant() ? ", packed weights" : ""));
   return call;
 }
 
@@ -137,23 +145,75 @@ void fold_rows(MatMulOperands& m, std::vector<PostOp>& ops) {
   int64_t rows = 1;
   for (int64_t d : rows_of_y)
     rows *= d;
-  auto matrix = [](int64_t r, int64_t c, int64_t row_step, int64_t column_step) {
-    return memory::desc({r, c}, memory::data_type::f32, Dims{row_step, column_step});
+  auto matrix = [](const memory::desc& of, int64_t r, int64_t c, int64_t row_step,
+                   int64_t column_step) {
+    return memory::desc({r, c}, of.data_type(), Dims{row_step, column_step});
   };
   Dims sb = strides_of(m.b);
-  m.a = matrix(rows, da.back(), *a_step, strides_of(m.a).back());
-  m.b = matrix(db[rank - 2], db.back(), sb[rank - 2], sb.back());
-  m.y = matrix(rows, dy.back(), *y_step, strides_of(m.y).back());
+  m.a = matrix(m.a, rows, da.back(), *a_step, strides_of(m.a).back());
+  m.b = matrix(m.b, db[rank - 2], db.back(), sb[rank - 2], sb.back());
+  m.y = matrix(m.y, rows, dy.back(), *y_step, strides_of(m.y).back());
   if (m.bias != memory::desc()) m.bias = plain({1, dy.back()});
   for (PostOp& p : ops) {
     if (p.binary) p.src1_dims = {leading(p.src1_dims) == ones ? 1 : rows, p.src1_dims.back()};
   }
 }
 
-// MatMul: 1-D operands promoted as numpy does, ranks aligned with leading unit dims.
+// Whether int8 products are exact here (int8_matmul_unfit).
+bool int8_matmuls() {
+  static const bool exact = [] {
+    const char* env = std::getenv("WEFT_ONEDNN_INT8");
+    if (env && std::string(env) == "0") return false;
+    // The ISAs are bit sets: each includes the bits of those it extends.
+    auto has = [](dnnl::cpu_isa isa) {
+      auto bits = static_cast<unsigned>(isa);
+      return (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & bits) == bits;
+    };
+    return has(dnnl::cpu_isa::avx512_core_vnni) || has(dnnl::cpu_isa::avx2_vnni);
+  }();
+  return exact;
+}
+
+} // namespace
+
+std::optional<std::string> int8_matmul_unfit(const Node& n) {
+  const Value *a = n.inputs[0], *b = n.inputs[1], *a_zero = n.input(2), *b_zero = n.input(3);
+  if (!int8_matmuls())
+    return "int8 products are not exact on this CPU (no VNNI), or WEFT_ONEDNN_INT8=0";
+  if ((a->type.dtype != DType::kU8 && a->type.dtype != DType::kI8) || b->type.dtype != DType::kI8 ||
+      !b->is_constant() || b->constant->rank() != 2 || !a->type.shape || a->type.shape->size() < 2)
+    return "not u8 or s8 activations by constant 2-D s8 weights";
+  if (a_zero && shape_num_elements(*a_zero->type.shape) != 1) return "a zero point per row of A";
+  if (b_zero) {
+    std::vector<int64_t> zeros =
+        b_zero->is_constant() ? b_zero->constant->to_int64_vector() : std::vector<int64_t>{1};
+    if (std::any_of(zeros.begin(), zeros.end(), [](int64_t z) { return z != 0; }))
+      return "the weights' zero point is not 0";
+  }
+  for (const Value* v : {a, static_cast<const Value*>(n.outputs[0])}) {
+    std::optional<int64_t> elements = shape_num_elements(*v->type.shape);
+    if (!elements || *elements == 0) return fmt::format("'{}' is empty or symbolic", v->name);
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// MatMul, and MatMulInteger as oneDNN's int8 matmul (int8_matmul_unfit): 1-D operands
+// promoted as numpy does, ranks aligned with leading unit dims. The int8 matmul adds in s32
+// and writes s32, or f32 when it absorbs the Cast to f32 after it (the post-ops follow the
+// Cast); its activations' zero point is converted to s32 at each run.
 std::optional<LibraryCall> matmul_call(const Node& n, const Absorbed& absorbed,
                                        std::string* why_not) {
+  using T = memory::data_type;
   const std::vector<PostOp>& ops = absorbed.epilogue;
+  bool integer = n.op_type == Op::kMatMulInteger;
+  if (std::optional<std::string> unfit = integer ? int8_matmul_unfit(n) : std::nullopt) {
+    *why_not = *unfit;
+    return std::nullopt;
+  }
+  T a_type = !integer ? T::f32 : n.inputs[0]->type.dtype == DType::kU8 ? T::u8 : T::s8;
+  T b_type = integer ? T::s8 : T::f32, y_type = integer && !absorbed.output_cast ? T::s32 : T::f32;
   Dims da = dims_of(n.inputs[0]), db = dims_of(n.inputs[1]);
   bool transposes =
       absorbed.input_transposes[0] || absorbed.input_transposes[1] || absorbed.output_transpose;
@@ -175,7 +235,8 @@ std::optional<LibraryCall> matmul_call(const Node& n, const Absorbed& absorbed,
     dy[i] = std::max(da[i], db[i]);
   dy[rank - 2] = da[rank - 2];
   dy[rank - 1] = db[rank - 1];
-  MatMulOperands m{plain(da), plain(db), {}, plain(dy)};
+  MatMulOperands m{row_major(da, a_type), row_major(db, b_type), {}, row_major(dy, y_type)};
+  if (integer) m.a_zero_point = n.input(2);
   if (const Node* t = absorbed.input_transposes[0]) {
     m.a = transposed_input(*t, rank);
     m.a_value = t->inputs[0];
@@ -188,7 +249,7 @@ std::optional<LibraryCall> matmul_call(const Node& n, const Absorbed& absorbed,
     m.y = transposed_output(dy, *t);
     m.y_value = t->outputs[0];
   }
-  if (!m.y_value) m.y_value = final_output(n, ops);
+  if (!m.y_value) m.y_value = final_output(absorbed.output_cast ? *absorbed.output_cast : n, ops);
   // A first Add of a row vector (a Linear's bias; not a broadcast scalar, for which oneDNN
   // has no bias) is the matmul's own bias: added to the accumulators as the binary post-op
   // would be, and cheaper.
@@ -473,22 +534,35 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
                                        std::string* why_not, bool any_implementation = false) {
   using Builder = std::optional<LibraryCall> (*)(const Node&, const Absorbed&, std::string*);
   static const std::unordered_map<Op, Builder> kBuilders = {
-      {Op::kMatMul, matmul_call}, {Op::kGemm, gemm_call},
-      {Op::kConv, conv_call},     {Op::kConvTranspose, conv_transpose_call},
-      {Op::kResize, resize_call}, {Op::kConvChannelsLast, conv_call},
-      {Op::kMaxPool, pool_call},  {Op::kAveragePool, pool_call}};
+      {Op::kMatMul, matmul_call},
+      {Op::kMatMulInteger, matmul_call},
+      {Op::kGemm, gemm_call},
+      {Op::kConv, conv_call},
+      {Op::kConvTranspose, conv_transpose_call},
+      {Op::kResize, resize_call},
+      {Op::kConvChannelsLast, conv_call},
+      {Op::kMaxPool, pool_call},
+      {Op::kAveragePool, pool_call}};
   auto it = kBuilders.find(node.op_type);
   if (it == kBuilders.end()) return std::nullopt;
   std::vector<const Value*> values(node.inputs.begin(), node.inputs.end());
   if (node.op_type == Op::kResize) values.resize(1); // roi, scales and sizes: parameters
   values.insert(values.end(), node.outputs.begin(), node.outputs.end());
-  if (std::optional<std::string> why = unsupported_values(values)) { // (Indices are i64)
-    *why_not = *why;
+  bool integer = node.op_type == Op::kMatMulInteger; // (matmul_call checks its values)
+  if (std::optional<std::string> why = integer ? std::nullopt : unsupported_values(values)) {
+    *why_not = *why; // (Indices are i64)
     return std::nullopt;
   }
   Absorbed all;
   const Value* v = node.outputs[0];
-  for (const Node* e = sole_reader(v); e && free(e); e = sole_reader(v)) {
+  if (integer) { // post-ops only after a Cast to f32, which the call then absorbs
+    const Node* cast = sole_reader(v);
+    bool to_f32 = cast && free(cast) && cast->op_type == Op::kCast &&
+                  cast->outputs[0]->type.dtype == DType::kF32;
+    all.output_cast = to_f32 ? cast : nullptr;
+    v = to_f32 ? cast->outputs[0] : nullptr;
+  }
+  for (const Node* e = v ? sole_reader(v) : nullptr; e && free(e); e = sole_reader(v)) {
     std::optional<PostOp> p = post_op(*e, v);
     if (!p) break;
     all.epilogue.push_back(*p);
@@ -535,13 +609,14 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
   // then the prefixes alone, then the node alone. A Transpose left out is a pass over memory
   // of its own; a post-op left out fuses into the generated kernel after the call (attention's
   // scale and mask, which oneDNN 2.6 runs only in its reference matmul, into the softmax).
-  bool matmul = node.op_type == Op::kMatMul || node.op_type == Op::kGemm;
+  bool matmul = node.op_type == Op::kMatMul || node.op_type == Op::kGemm || integer;
   bool transposes = all.output_transpose || all.input_transposes[0] || all.input_transposes[1];
   std::vector<Absorbed> attempts;
   for (bool with_transposes : {true, false}) {
     if (with_transposes && !transposes) continue;
     for (size_t k = all.epilogue.size() + 1; k-- > 0;) {
       Absorbed a;
+      a.output_cast = all.output_cast;
       a.epilogue.assign(all.epilogue.begin(), all.epilogue.begin() + static_cast<ptrdiff_t>(k));
       if (with_transposes) {
         a.input_transposes = all.input_transposes;
@@ -563,6 +638,7 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
           if (t) call->nodes.push_back(t);
         }
         call->nodes.push_back(&node);
+        if (attempt.output_cast) call->nodes.push_back(attempt.output_cast);
         for (const PostOp& p : attempt.epilogue)
           call->nodes.push_back(p.node);
         if (attempt.output_transpose) call->nodes.push_back(attempt.output_transpose);

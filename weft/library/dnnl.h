@@ -52,6 +52,15 @@ std::optional<LibraryCall> dnnl_call(const Node& node, const SoleReader& sole_re
                                      const std::function<bool(const Node*)>& free,
                                      std::string* why_not);
 
+// Why a MatMulInteger does not run as oneDNN's int8 matmul (u8 or s8 by s8, adding in s32),
+// if it does not. That takes u8 or s8 activations of rank 2 or more with one zero point, and
+// constant s8 weights [K, N] whose zero point is 0 (absent or all zeros: quantize_dynamic's
+// symmetric weights), over static shapes; and only on CPUs whose int8 dot products add into
+// s32 without saturating (VNNI; without it oneDNN adds pairs of products in s16 first), and
+// not with WEFT_ONEDNN_INT8=0. Elsewhere the graph computes it as an f32 product
+// (graph/passes/quantized_in_float.h), exact up to f32's rounding.
+std::optional<std::string> int8_matmul_unfit(const Node& n);
+
 // While one lives (select_library_calls holds one per compile), calls that read one
 // constant in one layout share its reordered copy, as the layers of a model that shares its
 // weights do: ALBERT's 12 layers held 12 packed copies of each weight, 11 GB in all.

@@ -68,12 +68,15 @@ dnnl::primitive_attr post_op_attr(const std::vector<PostOp>& ops, LibraryCall& c
                                   const Layout& layout = plain, bool channels_last_values = false,
                                   int* summed = nullptr);
 
-// What a call absorbs beside its node: post-ops, and for MatMul, Transposes of its
-// operands (read through strides) and of its result (written through strides).
+// What a call absorbs beside its node: post-ops, for MatMul, Transposes of its operands
+// (read through strides) and of its result (written through strides), and for
+// MatMulInteger, the Cast of its result to f32 before the post-ops (the primitive then
+// writes f32).
 struct Absorbed {
   std::vector<PostOp> epilogue;
   std::array<const Node*, 2> input_transposes = {nullptr, nullptr};
   const Node* output_transpose = nullptr;
+  const Node* output_cast = nullptr;
 };
 
 // The value the primitive writes: the last epilogue node's output, or the node's own.

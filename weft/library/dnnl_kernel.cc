@@ -35,9 +35,11 @@ Dims row_major_strides(const Dims& dims) {
   return s;
 }
 
-memory::desc plain(const Dims& dims) {
-  return memory::desc(dims, memory::data_type::f32, row_major_strides(dims));
+memory::desc row_major(const Dims& dims, memory::data_type type) {
+  return memory::desc(dims, type, row_major_strides(dims));
 }
+
+memory::desc plain(const Dims& dims) { return row_major(dims, memory::data_type::f32); }
 
 DnnlKernel::DnnlKernel(dnnl::primitive primitive, std::vector<Arg> args,
                        std::unordered_map<int, memory> owned, std::string what)

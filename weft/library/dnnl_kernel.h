@@ -18,8 +18,10 @@ using Dims = memory::dims;
 
 // oneDNN's CPU engine, created once, with oneDNN's primitive cache bounded (dnnl_kernel.cc).
 const dnnl::engine& engine();
-// Row-major strides of "dims", and the plain (row-major f32) descriptor over them.
+// Row-major strides of "dims"; the row-major descriptor over them, and the plain (row-major
+// f32) one.
 Dims row_major_strides(const Dims& dims);
+memory::desc row_major(const Dims& dims, memory::data_type type);
 memory::desc plain(const Dims& dims);
 
 // One primitive and the memories it executes on: each argument is a buffer of the launch

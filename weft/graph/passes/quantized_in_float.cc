@@ -146,25 +146,26 @@ void fold_scale_into_convolution(Graph& graph, Node& mul,
 // an f32 constant that the library packs once. ConvInteger (its CNNs) likewise becomes a Conv,
 // whose zero padding is the spec's padding with x_zero_point. The sums are the same integers
 // up to f32's rounding past 2^24, which the Cast to f32 rounds anyway.
-void integer_product_in_float(Graph& graph, Node& cast,
-                              const std::unordered_map<const Value*, int>& uses) {
-  if (cast.op_type != Op::kCast || cast.attrs_as<CastAttrs>().to != DType::kF32) return;
+bool integer_product_in_float(Graph& graph, Node& cast,
+                              const std::unordered_map<const Value*, int>& uses,
+                              const std::function<bool(const Node&)>& stays_integer) {
+  if (cast.op_type != Op::kCast || cast.attrs_as<CastAttrs>().to != DType::kF32) return false;
   Node* p = cast.inputs[0]->producer;
   if (!p || (p->op_type != Op::kMatMulInteger && p->op_type != Op::kConvInteger) ||
       uses.at(cast.inputs[0]) != 1 || graph.is_graph_output(cast.inputs[0]) ||
-      !p->inputs[1]->is_constant())
-    return;
+      !p->inputs[1]->is_constant() || stays_integer(*p))
+    return false;
   bool conv = p->op_type == Op::kConvInteger;
   const Tensor& b = *p->inputs[1]->constant;
   const Value *a_zero = p->input(2), *b_zero = p->input(3);
   if ((!conv && b.rank() != 2) || (b_zero && !b_zero->is_constant()) ||
       (a_zero &&
        (!a_zero->type.has_static_shape() || shape_num_elements(*a_zero->type.shape) != 1)))
-    return;
+    return false;
   // The weights' zero point: one, or one per column of B (per output channel of W).
   int64_t channels = conv ? b.dims()[0] : b.dims()[1];
   int64_t zeros = b_zero ? b_zero->constant->num_elements() : 1;
-  if (zeros != 1 && zeros != channels) return;
+  if (zeros != 1 && zeros != channels) return false;
   Tensor weights(DType::kF32, b.dims());
   for (int64_t i = 0; i < b.num_elements(); ++i) {
     int64_t channel = conv ? i / (b.num_elements() / channels) : i % channels;
@@ -178,6 +179,7 @@ void integer_product_in_float(Graph& graph, Node& cast,
   // The integer op goes with the next dead-code pass.
   become(cast, conv ? Op::kConv : Op::kMatMul, {a, build.constant("weights", std::move(weights))},
          conv ? p->attrs : OpAttrs{NoAttrs{}});
+  return true;
 }
 
 } // namespace
@@ -196,12 +198,22 @@ Status quantized_in_float(Graph& graph) {
       expand_quantize_dequantize(graph, *sink_dequantize(graph, node, uses), uses);
   }
   uses = graph.use_counts();
-  for (Node* node : collect()) {
+  for (Node* node : collect())
     fold_scale_into_convolution(graph, *node, uses);
-    integer_product_in_float(graph, *node, uses);
-  }
   // What the rewrites leave unused goes with the next dead-code pass.
   return Status();
+}
+
+Result<bool> integer_products_in_float(Graph& graph,
+                                       const std::function<bool(const Node&)>& stays_integer) {
+  std::vector<Node*> nodes;
+  for (const auto& n : graph.nodes())
+    nodes.push_back(n.get());
+  std::unordered_map<const Value*, int> uses = graph.use_counts();
+  bool changed = false;
+  for (Node* node : nodes)
+    changed |= integer_product_in_float(graph, *node, uses, stays_integer);
+  return changed;
 }
 
 } // namespace weft

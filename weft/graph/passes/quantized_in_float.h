@@ -9,13 +9,20 @@
 //   channels-last regions.
 // - Mul(Conv(x, W, B), s), s constant per tensor or per output channel (through a Relu when
 //   s > 0), becomes Conv(x, W * s, B * s) on constant W and B.
-// - Cast(MatMulInteger(A, B, a_zero, b_zero), f32) on a constant B becomes an f32 MatMul of
-//   A - a_zero and B - b_zero (quantize_dynamic's transformers); ConvInteger a Conv alike.
 //
 // Runs at the end of canonicalize (its forms: Clip bounds as attributes), after
 // fold_constants (the weights a DequantizeLinear of constants). Guarantees: values unchanged
 // up to f32 rounding; nodes left unused and Identities go with the passes after it.
+//
+// integer_products_in_float, run once the device is known (after specialization): each
+// Cast(MatMulInteger(A, B, a_zero, b_zero), f32) on a constant B becomes an f32 MatMul of
+// A - a_zero and B - b_zero (quantize_dynamic's transformers), unless "stays_integer" says
+// a library runs that MatMulInteger as an int8 product; ConvInteger becomes a Conv alike.
+// Values unchanged up to f32 rounding (which the Cast to f32 does anyway); the integer nodes
+// are left for dead-code elimination. Returns whether it changed the graph.
 #pragma once
+
+#include <functional>
 
 #include "weft/graph/graph.h"
 #include "weft/support/status.h"
@@ -23,5 +30,8 @@
 namespace weft {
 
 Status quantized_in_float(Graph& graph);
+
+Result<bool> integer_products_in_float(Graph& graph,
+                                       const std::function<bool(const Node&)>& stays_integer);
 
 } // namespace weft
