@@ -145,11 +145,14 @@ def measure_dynamic(rounds, iters):
             plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
             as_written = ort.InferenceSession(path, plain, providers=["CPUExecutionProvider"]).run(None, feed)[0]
             compiled = weft.compile(path, threads=2)
-            got = next(iter(compiled.run(feed).values()))
+            got, profile = compiled.profile(feed)
+            got = next(iter(got.values()))
             row = {"model": name, "what": what, "max_diff": float(np.abs(got - want).max()),
                    "max_diff_as_written": float(np.abs(got - as_written).max()),
                    "ort_vs_as_written": float(np.abs(want - as_written).max()),
-                   "max_abs": float(np.abs(want).max())}
+                   "max_abs": float(np.abs(want).max()),
+                   "int8_matmuls": sum("int8 matmul" in k["strategy"] for k in profile),
+                   "matmuls": sum(n.op_type == "MatMulInteger" for n in onnx.load(path).graph.node)}
             rows.append(row)
             for _ in range(rounds):
                 row.setdefault("weft_round_ms", []).append(timed(lambda: compiled.run(feed), iters))
@@ -198,16 +201,19 @@ def markdown(r):
     if r.get("dynamic"):
         lines += ["Transformers quantized by `quantize_dynamic` (int8 weights, activations quantized at run "
                   "time: DynamicQuantizeLinear, MatMulInteger), hf_bench.py's configurations with random "
-                  "weights. Weft runs each MatMulInteger on constant weights as an f32 oneDNN matmul on the "
-                  "weights less their zero points (docs/library.md). Differences are the largest over the "
+                  "weights. Weft runs each MatMulInteger on constant weights as oneDNN's int8 matmul on CPUs "
+                  "with VNNI, as an f32 oneDNN matmul on the weights less their zero points elsewhere "
+                  "(docs/library.md); the int8 column counts the MatMulIntegers of the first kind, of all of "
+                  "them. Differences are the largest over the "
                   "output, relative to its largest magnitude, against ONNX Runtime's run and its run with "
                   "optimizations off (the graph as written); its two runs differ as much: an activation's "
                   "rounding falls either way, and the next quantization amplifies it.", "",
-                  "| Model | What | Weft vs ORT | Weft vs ORT as written | ORT vs as written | Weft | ONNX Runtime | ORT / Weft |",
-                  "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+                  "| Model | What | int8 | Weft vs ORT | Weft vs ORT as written | ORT vs as written | Weft | ONNX Runtime | ORT / Weft |",
+                  "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for row in r["dynamic"]:
             rel = lambda k: row[k] / row["max_abs"]  # noqa: E731
-            lines.append(f"| {row['model']} | {row['what']} | {rel('max_diff'):.1e} | "
+            int8 = f"{row['int8_matmuls']} of {row['matmuls']}" if "matmuls" in row else "n/a"
+            lines.append(f"| {row['model']} | {row['what']} | {int8} | {rel('max_diff'):.1e} | "
                          f"{rel('max_diff_as_written'):.1e} | {rel('ort_vs_as_written'):.1e} | "
                          f"{row['weft_median_ms']:.2f} ms | {row['ort_median_ms']:.2f} ms | "
                          f"{row['ort_median_ms'] / row['weft_median_ms']:.2f} |")
