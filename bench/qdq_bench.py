@@ -93,9 +93,13 @@ def measure(rounds, iters):
                 session = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
                 int8 = session.run(None, feed)[0]
                 compiled = weft.compile(data)
-                got = next(iter(compiled.run(feed).values()))
+                got, profile = compiled.profile(feed)
+                got = next(iter(got.values()))
                 scale = output_scale(onnx.load(path))
+                convolutions = sum(n.op_type in ("Conv", "QLinearConv") for n in onnx.load(path).graph.node)
                 rows.append({"model": name, "format": fmt, "output_scale": scale,
+                             "int8_convolutions": sum("int8 convolution" in k["strategy"] for k in profile),
+                             "convolutions": convolutions,
                              "weft_vs_float_quanta": float(np.abs(got - as_written).max() / scale),
                              "weft_vs_int8_quanta": float(np.abs(got - int8).max() / scale),
                              "int8_vs_float_quanta": float(np.abs(int8 - as_written).max() / scale)})
@@ -173,20 +177,23 @@ def markdown(r):
              "where ONNX Runtime fuses each DequantizeLinear -> Conv -> QuantizeLinear into an int8 "
              "convolution, and QOperator (QLinearConv and ONNX Runtime's com.microsoft ops; int8 "
              "activations), which ONNX Runtime runs as written and warns is slow on x64. Weft runs "
-             "both as f32 convolutions on weights dequantized at compile time, the activations' Q/DQ "
-             "pairs generated kernels between them. "
+             "both the same way: on CPUs with VNNI each convolution between a DequantizeLinear and a "
+             "QuantizeLinear as a oneDNN int8 convolution (the int8 column counts them, of all the "
+             "model's convolutions), the others in f32 on weights dequantized at compile time, the "
+             "activations' Q/DQ pairs generated kernels between them (docs/library.md). "
              "Differences are the largest over the output, in quanta of its scale, against ONNX Runtime "
              "with its optimizations off (the QDQ arithmetic as written) and against its int8 run; ONNX "
              "Runtime's two runs differ from each other as much (a rounding tie falls either way). "
              f"The two systems alternate over {r['rounds']} rounds; each entry is the lowest median of "
              f"{r['iters']} runs. ORT / Weft above 1: Weft is faster.", "",
-             "| Model | Format | Weft vs ORT as written | Weft vs ORT int8 | ORT int8 vs as written | Weft | ONNX Runtime | ORT / Weft |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| Model | Format | int8 | Weft vs ORT as written | Weft vs ORT int8 | ORT int8 vs as written | Weft | ONNX Runtime | ORT / Weft |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     ratios = []
     for row in r["rows"]:
         q = row["ort_median_ms"] / row["weft_median_ms"]
         ratios.append(q)
-        lines.append(f"| {row['model']} | {row.get('format', 'QDQ')} | {row['weft_vs_float_quanta']:.0f} | "
+        int8 = f"{row['int8_convolutions']} of {row['convolutions']}" if "convolutions" in row else "n/a"
+        lines.append(f"| {row['model']} | {row.get('format', 'QDQ')} | {int8} | {row['weft_vs_float_quanta']:.0f} | "
                      f"{row['weft_vs_int8_quanta']:.0f} | "
                      f"{row['int8_vs_float_quanta']:.0f} | {row['weft_median_ms']:.2f} ms | "
                      f"{row['ort_median_ms']:.2f} ms | {q:.2f} |")

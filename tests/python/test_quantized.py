@@ -14,6 +14,17 @@ import weft
 from models import make_model
 
 
+def cpu_has_vnni():
+    """Whether the CPU's int8 dot products add into int32 without saturating (what Weft needs
+    before it runs MatMulInteger as oneDNN's int8 matmul)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = f.read().split()
+    except OSError:
+        return False
+    return "avx512_vnni" in flags or "avx_vnni" in flags
+
+
 def requantize(acc, a_scale, b_scale, y_scale, y_zero, dtype):
     scale = (np.float32(a_scale) * np.float32(b_scale)).astype(np.float32) / np.float32(y_scale)
     q = np.rint(acc.astype(np.float32) * scale.astype(np.float32)) + np.float32(y_zero)
@@ -282,11 +293,15 @@ def test_qoperator_model_with_onnx_runtime_ops_runs_as_qdq():
     want = dq(q(dq(pool, "ps", "pz") @ (f64(w3) * f64(s3)[:, None]).T + bias3, "ys", "yz"), "ys", "yz")
     assert 0.1 < np.mean((want > dq(0, "ys", "yz")) & (want < dq(255, "ys", "yz")))  # not saturated
     np.testing.assert_allclose(got["y"], want, rtol=0, atol=scales["ys"] * 1.01)
+    assert [k for k in profile if k["op_type"].startswith("Gemm")], profile
+    if cpu_has_vnni():  # the convolutions in int8 (test_qdq_convolutions_run_as_int8_library_calls)
+        calls = [k["strategy"] for k in profile if k["op_type"].startswith("QLinearConv")]
+        assert len(calls) == 2 and all("oneDNN int8 convolution" in c for c in calls), calls
+        return
     calls = [k["strategy"] for k in profile if k["op_type"].startswith("Conv")]
     assert len(calls) == 2 and all("oneDNN" in c for c in calls), calls
-    assert [k for k in profile if k["op_type"].startswith("Gemm")], profile
     # The MaxPool and Flatten on quantized values run in float: each DequantizeLinear moved
-    # above them to meet its QuantizeLinear (canonicalize's sink_dequantize).
+    # above them to meet its QuantizeLinear (quantized_in_float's sink_dequantize).
     assert not [k for k in profile if "u8[" in k["shapes"]], profile
 
 
@@ -323,17 +338,6 @@ def test_dynamically_quantized_matmul_runs_as_a_float_library_call():
     np.testing.assert_allclose(got["y"], want, rtol=1e-6, atol=1e-6 * np.abs(want).max())
     assert [k for k in profile if "oneDNN matmul" in k["strategy"]], profile
     assert not [k for k in profile if "MatMulInteger" in k["op_type"]], profile
-
-
-def cpu_has_vnni():
-    """Whether the CPU's int8 dot products add into int32 without saturating (what Weft needs
-    before it runs MatMulInteger as oneDNN's int8 matmul)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = f.read().split()
-    except OSError:
-        return False
-    return "avx512_vnni" in flags or "avx_vnni" in flags
 
 
 def test_dynamically_quantized_linear_runs_as_an_int8_library_call():
@@ -432,3 +436,77 @@ def test_dynamically_quantized_convolution_runs_as_a_float_library_call():
     np.testing.assert_allclose(got["y"], want, rtol=1e-6, atol=1e-6 * np.abs(want).max())
     assert [k for k in profile if "oneDNN convolution" in k["strategy"]], profile
     assert not [k for k in profile if "ConvInteger" in k["op_type"]], profile
+
+
+@pytest.mark.parametrize("activations", [np.uint8, np.int8])
+def test_qdq_convolutions_run_as_int8_library_calls(activations):
+    """A QDQ chain as ONNX Runtime's quantize_static writes it (its default format): each
+    DequantizeLinear -> Conv -> QuantizeLinear, weights int8 per output channel, the bias
+    int32 in units of x_scale * w_scale. On a CPU with VNNI each becomes a QLinearConv that
+    oneDNN runs as an int8 convolution (u8 or s8 activations with a zero point, requantized
+    to u8 or s8); elsewhere, and with WEFT_ONEDNN_INT8=0, f32 convolutions. Against a float64
+    reference of the QDQ arithmetic: within one quantum, nearly all exact. The second
+    convolution is depthwise with stride 2."""
+    rng = np.random.default_rng(12)
+    info = np.iinfo(activations)
+    zero = lambda z: np.array(z, activations)  # noqa: E731
+    c0, c1 = 8, 16
+    w1 = rng.integers(-127, 128, (c1, c0, 3, 3)).astype(np.int8)
+    w2 = rng.integers(-127, 128, (c1, 1, 3, 3)).astype(np.int8)
+    s1 = rng.uniform(0.002, 0.005, c1).astype(np.float32)
+    s2 = rng.uniform(0.01, 0.02, c1).astype(np.float32)
+    xs, hs, ys = np.float32(0.02), np.float32(0.05), np.float32(0.04)
+    b1 = rng.integers(-2000, 2000, c1).astype(np.int32)
+    arr = numpy_helper.from_array
+    inits = [arr(w1, "w1q"), arr(s1, "s1"), arr(np.zeros(c1, np.int8), "wz1"),
+             arr(w2, "w2q"), arr(s2, "s2"), arr(np.zeros(c1, np.int8), "wz2"),
+             arr(b1, "b1q"), arr((xs * s1).astype(np.float32), "bs1"), arr(np.zeros(c1, np.int32), "bz1"),
+             arr(np.array(xs), "xs"), arr(np.array(hs), "hs"), arr(np.array(ys), "ys"),
+             arr(zero(info.min + 100), "xz"), arr(zero(info.min + 60), "hz"), arr(zero(info.min + 128), "yz")]
+    dq = lambda i, o, s, z, **a: helper.make_node("DequantizeLinear", [i, s, z], [o], **a)  # noqa: E731
+    q = lambda i, o, s, z: helper.make_node("QuantizeLinear", [i, s, z], [o])  # noqa: E731
+    nodes = [dq("w1q", "w1", "s1", "wz1", axis=0), dq("w2q", "w2", "s2", "wz2", axis=0),
+             dq("b1q", "b1", "bs1", "bz1", axis=0),
+             q("x", "xq", "xs", "xz"), dq("xq", "xd", "xs", "xz"),
+             helper.make_node("Conv", ["xd", "w1", "b1"], ["h"], pads=[1, 1, 1, 1]),
+             q("h", "hq", "hs", "hz"), dq("hq", "hd", "hs", "hz"),
+             helper.make_node("Conv", ["hd", "w2"], ["g"], pads=[1, 1, 1, 1], strides=[2, 2], group=c1),
+             q("g", "gq", "ys", "yz"), dq("gq", "y", "ys", "yz")]
+    f32 = TensorProto.FLOAT
+    model = make_model(nodes, [helper.make_tensor_value_info("x", f32, [2, c0, 14, 14])],
+                       [helper.make_tensor_value_info("y", f32, [2, c1, 7, 7])], inits)
+    x = (rng.standard_normal((2, c0, 14, 14)) * 1.5).astype(np.float32)
+
+    def fake_quant_to(v, s, z):  # QuantizeLinear then DequantizeLinear, in float64
+        return (np.clip(np.rint(v / np.float64(s)) + z, info.min, info.max) - z) * np.float64(s)
+
+    def conv(v, w, stride=1, groups=1):
+        v = np.pad(v, [(0, 0), (0, 0), (1, 1), (1, 1)])
+        n, c, hh, ww = v.shape
+        oh, ow = (hh - 3) // stride + 1, (ww - 3) // stride + 1
+        out = np.zeros((n, w.shape[0], oh, ow))
+        per = w.shape[0] // groups
+        for g in range(groups):
+            vg = v[:, g * (c // groups):(g + 1) * (c // groups)]
+            for i in range(3):
+                for j in range(3):
+                    patch = vg[:, :, i:i + stride * oh:stride, j:j + stride * ow:stride]
+                    out[:, g * per:(g + 1) * per] += np.einsum(
+                        "nchw,mc->nmhw", patch, w[g * per:(g + 1) * per, :, i, j])
+        return out
+
+    f64 = lambda a: a.astype(np.float64)  # noqa: E731
+    xq = fake_quant_to(f64(x), xs, info.min + 100)
+    h = conv(xq, f64(w1) * f64(s1)[:, None, None, None]) + (f64(b1) * f64(xs * s1)).reshape(1, -1, 1, 1)
+    hq = fake_quant_to(h, hs, info.min + 60)
+    want = fake_quant_to(conv(hq, f64(w2) * f64(s2)[:, None, None, None], 2, c1), ys, info.min + 128)
+
+    out, profile = weft.compile(model.SerializeToString()).profile({"x": x})
+    np.testing.assert_allclose(out["y"], want, rtol=0, atol=float(ys) * 1.01)
+    assert np.mean(out["y"] == want.astype(np.float32)) > 0.97
+    int8 = [p["strategy"] for p in profile if "int8 convolution" in p["strategy"]]
+    if cpu_has_vnni():
+        assert len(int8) == 2, profile
+        assert not [p for p in profile if p["op_type"].startswith("Conv")], profile
+    else:
+        assert not int8, profile

@@ -175,8 +175,8 @@ Result<CompiledModel> compile_model(const ModelSource& model,
   WEFT_RETURN_IF_ERROR(
       stages::specialize(graph, sample_inputs, settings.dynamic_shapes, &frozen_inputs));
   WEFT_RETURN_IF_ERROR(stages::run_host_ops(graph));
-  WEFT_ASSIGN_OR_RETURN(bool floated, stages::integer_products(graph, settings));
-  if (floated) WEFT_RETURN_IF_ERROR(refold(graph, "integer products in f32"));
+  WEFT_ASSIGN_OR_RETURN(bool quantized, stages::quantized_forms(graph, settings));
+  if (quantized) WEFT_RETURN_IF_ERROR(refold(graph, "quantized forms"));
   observe("specialize", graph);
   if (stages::onednn_calls(settings)) { // the layout of the library calls' regions
     WEFT_ASSIGN_OR_RETURN(bool products, conv_transpose_as_matmul(graph));

@@ -3,6 +3,7 @@
 
 #include "weft/driver/stages.h"
 #include "weft/graph/op_table.h"
+#include "weft/graph/passes/quantized_convolutions.h"
 #include "weft/graph/passes/quantized_in_float.h"
 #include "weft/library/cuda_library.h"
 #include "weft/library/dnnl.h"
@@ -27,10 +28,15 @@ bool onednn_calls(const CompileSettings& settings) {
   return settings.device == DeviceKind::kCpu && settings.library && !library_off();
 }
 
-Result<bool> integer_products(Graph& graph, const CompileSettings& settings) {
+Result<bool> quantized_forms(Graph& graph, const CompileSettings& settings) {
   bool onednn = onednn_calls(settings);
-  return integer_products_in_float(
-      graph, [&](const Node& n) { return onednn && !library::int8_matmul_unfit(n); });
+  WEFT_ASSIGN_OR_RETURN(bool int8, quantized_convolutions(graph, [&](const Node& n) {
+                          return onednn && !library::int8_conv_unfit(n);
+                        }));
+  WEFT_ASSIGN_OR_RETURN(bool floated, quantized_in_float(graph, [&](const Node& n) {
+                          return onednn && !library::int8_matmul_unfit(n);
+                        }));
+  return int8 || floated;
 }
 
 LibrarySelection select_library_calls(const Graph& graph, const CompileSettings& settings,

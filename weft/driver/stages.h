@@ -1,7 +1,7 @@
 // The compile pipeline's stages after the graph passes (pipeline.h), in the order that
 // compile_model.cc runs them. Each is implemented in the file its heading names.
 //
-//   graph passes -> specialize -> integer products -> layout -> library selection -> lowering
+//   graph passes -> specialize -> quantized forms -> layout -> library selection -> lowering
 //     -> fusion -> buffer planning -> scheduling -> generation -> build -> executable
 #pragma once
 
@@ -69,10 +69,11 @@ Status check_lowerable(const Graph& graph);
 // graph/passes/channels_last, runs only then.)
 bool onednn_calls(const CompileSettings& settings);
 
-// The integer products of quantized models (MatMulInteger, ConvInteger) in f32
-// (graph/passes/quantized_in_float.h), except the MatMulIntegers that oneDNN runs as int8
-// products (library::int8_matmul_unfit); whether the graph changed.
-Result<bool> integer_products(Graph& graph, const CompileSettings& settings);
+// Quantized models' forms for the device: the convolutions and products that oneDNN runs
+// in int8 (graph/passes/quantized_convolutions.h, library::int8_conv_unfit and
+// int8_matmul_unfit), the rest of the quantized arithmetic in f32
+// (graph/passes/quantized_in_float.h); whether the graph changed.
+Result<bool> quantized_forms(Graph& graph, const CompileSettings& settings);
 
 struct LibrarySelection {
   std::map<const Node*, library::LibraryCall> calls; // by the node that heads each call

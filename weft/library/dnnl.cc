@@ -159,8 +159,9 @@ void fold_rows(MatMulOperands& m, std::vector<PostOp>& ops) {
   }
 }
 
-// Whether int8 products are exact here (int8_matmul_unfit).
-bool int8_matmuls() {
+} // namespace
+
+bool int8_products_exact() {
   static const bool exact = [] {
     const char* env = std::getenv("WEFT_ONEDNN_INT8");
     if (env && std::string(env) == "0") return false;
@@ -174,11 +175,9 @@ bool int8_matmuls() {
   return exact;
 }
 
-} // namespace
-
 std::optional<std::string> int8_matmul_unfit(const Node& n) {
   const Value *a = n.inputs[0], *b = n.inputs[1], *a_zero = n.input(2), *b_zero = n.input(3);
-  if (!int8_matmuls())
+  if (!int8_products_exact())
     return "int8 products are not exact on this CPU (no VNNI), or WEFT_ONEDNN_INT8=0";
   if ((a->type.dtype != DType::kU8 && a->type.dtype != DType::kI8) || b->type.dtype != DType::kI8 ||
       !b->is_constant() || b->constant->rank() != 2 || !a->type.shape || a->type.shape->size() < 2)
@@ -534,29 +533,26 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
                                        std::string* why_not, bool any_implementation = false) {
   using Builder = std::optional<LibraryCall> (*)(const Node&, const Absorbed&, std::string*);
   static const std::unordered_map<Op, Builder> kBuilders = {
-      {Op::kMatMul, matmul_call},
-      {Op::kMatMulInteger, matmul_call},
-      {Op::kGemm, gemm_call},
-      {Op::kConv, conv_call},
-      {Op::kConvTranspose, conv_transpose_call},
-      {Op::kResize, resize_call},
-      {Op::kConvChannelsLast, conv_call},
-      {Op::kMaxPool, pool_call},
-      {Op::kAveragePool, pool_call}};
+      {Op::kMatMul, matmul_call}, {Op::kMatMulInteger, matmul_call},
+      {Op::kGemm, gemm_call},     {Op::kQLinearConv, qlinear_conv_call},
+      {Op::kConv, conv_call},     {Op::kConvTranspose, conv_transpose_call},
+      {Op::kResize, resize_call}, {Op::kConvChannelsLast, conv_call},
+      {Op::kMaxPool, pool_call},  {Op::kAveragePool, pool_call}};
   auto it = kBuilders.find(node.op_type);
   if (it == kBuilders.end()) return std::nullopt;
   std::vector<const Value*> values(node.inputs.begin(), node.inputs.end());
   if (node.op_type == Op::kResize) values.resize(1); // roi, scales and sizes: parameters
   values.insert(values.end(), node.outputs.begin(), node.outputs.end());
-  bool integer = node.op_type == Op::kMatMulInteger; // (matmul_call checks its values)
+  // (The int8 calls check their values.)
+  bool integer = node.op_type == Op::kMatMulInteger || node.op_type == Op::kQLinearConv;
   if (std::optional<std::string> why = integer ? std::nullopt : unsupported_values(values)) {
     *why_not = *why; // (Indices are i64)
     return std::nullopt;
   }
   Absorbed all;
   const Value* v = node.outputs[0];
-  if (integer) { // post-ops only after a Cast to f32, which the call then absorbs
-    const Node* cast = sole_reader(v);
+  if (integer) { // MatMulInteger's post-ops only after a Cast to f32, which it absorbs
+    const Node* cast = node.op_type == Op::kMatMulInteger ? sole_reader(v) : nullptr;
     bool to_f32 = cast && free(cast) && cast->op_type == Op::kCast &&
                   cast->outputs[0]->type.dtype == DType::kF32;
     all.output_cast = to_f32 ? cast : nullptr;

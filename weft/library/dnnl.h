@@ -61,6 +61,13 @@ std::optional<LibraryCall> dnnl_call(const Node& node, const SoleReader& sole_re
 // (graph/passes/quantized_in_float.h), exact up to f32's rounding.
 std::optional<std::string> int8_matmul_unfit(const Node& n);
 
+// Why a QLinearConv does not run as oneDNN's int8 convolution, if it does not: that takes
+// u8 or s8 activations whose scale and zero point are constants per tensor, constant s8
+// weights (1-3 spatial dims) with scales per tensor or per output channel and a zero point
+// of 0, a constant int32 bias, over static shapes, on CPUs where int8_matmul_unfit's
+// products are exact, and where oneDNN has a JIT kernel for it.
+std::optional<std::string> int8_conv_unfit(const Node& n);
+
 // While one lives (select_library_calls holds one per compile), calls that read one
 // constant in one layout share its reordered copy, as the layers of a model that shares its
 // weights do: ALBERT's 12 layers held 12 packed copies of each weight, 11 GB in all.

@@ -84,5 +84,12 @@ const Value* final_output(const Node& n, const std::vector<PostOp>& ops);
 
 // Conv and weft.ConvChannelsLast as a oneDNN convolution (dnnl_conv.cc).
 std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed, std::string* why_not);
+// QLinearConv as oneDNN's int8 convolution (dnnl_conv.cc; int8_conv_unfit says when).
+std::optional<LibraryCall> qlinear_conv_call(const Node& n, const Absorbed& absorbed,
+                                             std::string* why_not);
+
+// Whether int8 products are exact on this CPU (VNNI; not with WEFT_ONEDNN_INT8=0), which
+// oneDNN's int8 calls require.
+bool int8_products_exact();
 
 } // namespace weft::library

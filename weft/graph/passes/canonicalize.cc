@@ -8,7 +8,6 @@
 #include <set>
 
 #include "weft/graph/op_table.h"
-#include "weft/graph/passes/quantized_in_float.h"
 #include "weft/graph/shape_functions.h"
 
 namespace weft {
@@ -661,7 +660,7 @@ Status canonicalize(Graph& graph) {
   }
   // Inputs dropped above may leave constants and nodes unused; they go with the next
   // dead-code pass.
-  return quantized_in_float(graph);
+  return Status();
 }
 
 } // namespace weft

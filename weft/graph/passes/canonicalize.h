@@ -14,8 +14,6 @@
 //   that Transpose, followed by one Transpose of the result.
 // - A Transpose of a Transpose becomes one Transpose of the first one's input (an Identity
 //   when the permutations cancel).
-// - Quantized forms become the float arithmetic they stand for (quantized_in_float.h, which
-//   canonicalize runs last).
 // - Axes become non-negative and sorted where the rank is known. A reduction always lists
 //   its axes; one with noop_with_empty_axes and no axes becomes an Identity.
 //

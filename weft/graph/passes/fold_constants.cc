@@ -26,13 +26,12 @@ bool inputs_known(const Node& node) {
   return true;
 }
 
-// The values read only as the weights of convolutions and matrix products (input 1),
-// which the library packs at compile time when they are constant.
-std::unordered_set<const Value*> weights_only(const Graph& graph) {
+// The values read only as the weights (input 1) of "ops": convolutions and matrix products,
+// whose weights the library packs at compile time when they are constant.
+std::unordered_set<const Value*> weights_only(const Graph& graph, const std::set<Op>& ops) {
   std::unordered_map<const Value*, int> weight_uses;
   for (const auto& n : graph.nodes()) {
-    static const std::set<Op> kWeighted = {Op::kConv, Op::kConvTranspose, Op::kGemm, Op::kMatMul};
-    if (kWeighted.contains(n->op_type) && n->input(1)) ++weight_uses[n->input(1)];
+    if (ops.contains(n->op_type) && n->input(1)) ++weight_uses[n->input(1)];
   }
   std::unordered_set<const Value*> out;
   std::unordered_map<const Value*, int> uses = graph.use_counts();
@@ -42,14 +41,25 @@ std::unordered_set<const Value*> weights_only(const Graph& graph) {
   return out;
 }
 
+// The weights the compile decides about once it knows the device: DequantizeLinear of
+// constants read only as a Conv's weights, which a library may run as int8 convolutions
+// (graph/passes/quantized_convolutions.h) and which quantized_in_float folds otherwise.
+struct Weights {
+  std::unordered_set<const Value*> of_products, of_convolutions;
+};
+
 // Refines the output types of "node" with its shape function, now that more of its inputs
 // are constant; returns whether every output is static and small enough to fold. A
 // quantized model's weights (DequantizeLinear of int8 constants, ONNX Runtime's QDQ format)
 // fold at any size where only convolutions and matrix products read them: they run on f32
-// weights, which the library packs once, instead of dequantizing every run.
-bool outputs_foldable(Node& node, const std::unordered_set<const Value*>& weights) {
+// weights, which the library packs once, instead of dequantizing every run. Those of
+// convolutions alone wait (Weights).
+bool outputs_foldable(Node& node, const Weights& weights) {
   if (node.op_type == Op::kConstant) return true;
-  if (node.op_type == Op::kDequantizeLinear && weights.contains(node.outputs[0])) return true;
+  if (node.op_type == Op::kDequantizeLinear) {
+    if (weights.of_convolutions.contains(node.outputs[0])) return false;
+    if (weights.of_products.contains(node.outputs[0])) return true;
+  }
   if (node.def->infer) {
     Result<std::vector<TensorType>> inferred = node.def->infer(node);
     if (inferred.ok()) {
@@ -91,7 +101,8 @@ bool outputs_foldable(Node& node, const std::unordered_set<const Value*>& weight
 
 Status fold_constants(Graph& graph) {
   std::unordered_set<const Node*> folded;
-  std::unordered_set<const Value*> weights = weights_only(graph);
+  Weights weights{weights_only(graph, {Op::kConv, Op::kConvTranspose, Op::kGemm, Op::kMatMul}),
+                  weights_only(graph, {Op::kConv})};
   for (const auto& owned : graph.nodes()) {
     Node& node = *owned;
     if (!can_evaluate(node) || !inputs_known(node) || !outputs_foldable(node, weights)) continue;

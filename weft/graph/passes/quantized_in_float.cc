@@ -7,8 +7,10 @@
 #include <set>
 #include <unordered_map>
 
+#include "weft/graph/evaluate.h"
 #include "weft/graph/node_builder.h"
 #include "weft/graph/op_table.h"
+#include "weft/graph/passes/eliminate_dead_code.h"
 
 namespace weft {
 
@@ -64,34 +66,36 @@ Node* sink_dequantize(Graph& graph, Node* dq, std::unordered_map<const Value*, i
 // half to even, clipped to the integer type's range less z, times s. The same values (the
 // reciprocal as canonicalize_div's), as ops that sink through channels-last regions (and
 // whose first step library calls absorb), where the pair was two kernels of its own.
-void expand_quantize_dequantize(Graph& graph, Node& dq,
+bool expand_quantize_dequantize(Graph& graph, Node& dq,
                                 const std::unordered_map<const Value*, int>& uses) {
   Node* q = dq.inputs[0]->producer;
   if (!q || q->op_type != Op::kQuantizeLinear || dq.opset < 11 || dq.inputs.size() != 3 ||
       q->inputs.size() != 3 || q->inputs[0]->type.dtype != DType::kF32 ||
       dq.outputs[0]->type.dtype != DType::kF32 || graph.is_graph_output(dq.inputs[0]) ||
       uses.at(dq.inputs[0]) != 1)
-    return;
+    return false;
   std::optional<double> s = scalar_constant(q->inputs[1]), z = scalar_constant(q->inputs[2]);
   if (!s || !z || s != scalar_constant(dq.inputs[1]) || z != scalar_constant(dq.inputs[2]) ||
       q->inputs[1]->type.dtype != DType::kF32)
-    return;
+    return false;
   double lo = 0, hi = 0;
   switch (q->outputs[0]->type.dtype) {
     case DType::kU8: hi = 255; break;
     case DType::kI8: lo = -128, hi = 127; break;
     case DType::kU16: hi = 65535; break;
     case DType::kI16: lo = -32768, hi = 32767; break;
-    default: return;
+    default: return false;
   }
   auto inverse = static_cast<float>(1.0 / *s);
-  if (!std::isfinite(inverse) || std::abs(inverse) < std::numeric_limits<float>::min()) return;
+  if (!std::isfinite(inverse) || std::abs(inverse) < std::numeric_limits<float>::min())
+    return false;
   NodeBuilder b(graph, dq);
   Value* scaled = b.op(Op::kMul, {q->inputs[0], b.fill(DType::kF32, {}, inverse)});
   Value* rounded = b.op(Op::kRound, {scaled});
   Value* clipped = b.op(Op::kClip, {rounded},
                         ClipAttrs{static_cast<float>(lo - *z), static_cast<float>(hi - *z)});
   become(dq, Op::kMul, {clipped, b.fill(DType::kF32, {}, *s)});
+  return true;
 }
 
 // Mul(Conv(x, W, B), s), s a constant per tensor or per output channel, W and B constant,
@@ -99,9 +103,10 @@ void expand_quantize_dequantize(Graph& graph, Node& dq,
 // positive. A quantized model's activations leave each convolution as x * (1 / scale)
 // (expand_quantize_dequantize); folded, the call has no binary post-op left, which oneDNN's
 // Winograd kernels require.
-void fold_scale_into_convolution(Graph& graph, Node& mul,
+bool fold_scale_into_convolution(Graph& graph, Node& mul,
                                  const std::unordered_map<const Value*, int>& uses) {
-  if (mul.op_type != Op::kMul || mul.inputs.size() != 2 || mul.inputs[0] == mul.inputs[1]) return;
+  if (mul.op_type != Op::kMul || mul.inputs.size() != 2 || mul.inputs[0] == mul.inputs[1])
+    return false;
   int from = mul.inputs[0]->producer ? 0 : 1;
   Value *y = mul.inputs[from], *s = mul.inputs[1 - from];
   auto single_use = [&](const Value* v) { return uses.at(v) == 1 && !graph.is_graph_output(v); };
@@ -112,21 +117,21 @@ void fold_scale_into_convolution(Graph& graph, Node& mul,
       s->type.dtype != DType::kF32 || y->type.dtype != DType::kF32 ||
       !conv->inputs[1]->is_constant() || (conv->input(2) && !conv->input(2)->is_constant()) ||
       !y->type.has_static_shape() || mul.outputs[0]->type.shape != y->type.shape)
-    return;
+    return false;
   // The scale of each output channel: s is one element, or M along y's axis 1.
   const Tensor &w = *conv->inputs[1]->constant, &scale = *s->constant;
   int64_t m = w.dims()[0], rank = static_cast<int64_t>(y->type.shape->size());
   std::vector<int64_t> dims = scale.dims();
   dims.insert(dims.begin(), std::max<int64_t>(0, rank - scale.rank()), 1);
   for (int64_t i = 0; i < static_cast<int64_t>(dims.size()); ++i) {
-    if (dims[i] != 1 && (i != 1 || dims[i] != m)) return;
+    if (dims[i] != 1 && (i != 1 || dims[i] != m)) return false;
   }
-  if (static_cast<int64_t>(dims.size()) != rank || w.dtype() != DType::kF32) return;
+  if (static_cast<int64_t>(dims.size()) != rank || w.dtype() != DType::kF32) return false;
   auto channel_scale = [&](int64_t c) {
     return static_cast<float>(scale.get_double(scale.num_elements() == 1 ? 0 : c));
   };
   for (int64_t c = 0; relu && c < m; ++c) {
-    if (!(channel_scale(c) > 0)) return;
+    if (!(channel_scale(c) > 0)) return false;
   }
   auto scaled = [&](const Value* v, int64_t per_channel) {
     const Tensor& t = *v->constant;
@@ -138,6 +143,7 @@ void fold_scale_into_convolution(Graph& graph, Node& mul,
   conv->inputs[1] = scaled(conv->inputs[1], w.num_elements() / m);
   if (conv->input(2)) conv->inputs[2] = scaled(conv->inputs[2], 1);
   become(mul, Op::kIdentity, {y}); // eliminate_identity removes it
+  return true;
 }
 
 // Cast(MatMulInteger(A, B, a_zero_point, b_zero_point), f32), B and b_zero_point constant
@@ -182,9 +188,36 @@ bool integer_product_in_float(Graph& graph, Node& cast,
   return true;
 }
 
+// DequantizeLinear of constants read only as a Conv's weights, which fold_constants leaves
+// for quantized_convolutions.h, folds here.
+bool fold_dequantized_weights(Graph& graph) {
+  std::unordered_map<const Value*, int> uses = graph.use_counts(), weight_uses;
+  for (const auto& n : graph.nodes()) {
+    if (n->op_type == Op::kConv && n->input(1)) ++weight_uses[n->input(1)];
+  }
+  std::vector<Node*> folded;
+  for (const auto& n : graph.nodes()) {
+    if (n->op_type != Op::kDequantizeLinear) continue;
+    const Value* out = n->outputs[0];
+    if (uses[out] != weight_uses[out] || graph.is_graph_output(out) ||
+        !std::all_of(n->inputs.begin(), n->inputs.end(),
+                     [](const Value* v) { return !v || v->is_constant(); }))
+      continue;
+    Result<std::vector<Tensor>> value = evaluate_node(*n);
+    if (!value.ok() || value->size() != 1) continue; // left as a node
+    graph.make_constant(n->outputs[0], std::move((*value)[0]));
+    folded.push_back(n.get());
+  }
+  graph.remove_nodes_if(
+      [&](const Node& n) { return std::find(folded.begin(), folded.end(), &n) != folded.end(); });
+  return !folded.empty();
+}
+
 } // namespace
 
-Status quantized_in_float(Graph& graph) {
+Result<bool> quantized_in_float(Graph& graph,
+                                const std::function<bool(const Node&)>& stays_integer) {
+  bool changed = fold_dequantized_weights(graph);
   // Collect first: the rewrites insert nodes.
   auto collect = [&] {
     std::vector<Node*> nodes;
@@ -194,25 +227,19 @@ Status quantized_in_float(Graph& graph) {
   };
   std::unordered_map<const Value*, int> uses = graph.use_counts();
   for (Node* node : collect()) {
-    if (node->op_type == Op::kDequantizeLinear)
-      expand_quantize_dequantize(graph, *sink_dequantize(graph, node, uses), uses);
+    if (node->op_type != Op::kDequantizeLinear) continue;
+    Node* dq = sink_dequantize(graph, node, uses);
+    changed |= dq != node;
+    changed |= expand_quantize_dequantize(graph, *dq, uses);
   }
+  // The QuantizeLinears that the pairs leave unread would count as readers below.
+  WEFT_RETURN_IF_ERROR(eliminate_dead_code(graph));
   uses = graph.use_counts();
-  for (Node* node : collect())
-    fold_scale_into_convolution(graph, *node, uses);
-  // What the rewrites leave unused goes with the next dead-code pass.
-  return Status();
-}
-
-Result<bool> integer_products_in_float(Graph& graph,
-                                       const std::function<bool(const Node&)>& stays_integer) {
-  std::vector<Node*> nodes;
-  for (const auto& n : graph.nodes())
-    nodes.push_back(n.get());
-  std::unordered_map<const Value*, int> uses = graph.use_counts();
-  bool changed = false;
-  for (Node* node : nodes)
+  for (Node* node : collect()) {
+    changed |= fold_scale_into_convolution(graph, *node, uses);
     changed |= integer_product_in_float(graph, *node, uses, stays_integer);
+  }
+  // What the rewrites leave unused goes with the next dead-code pass.
   return changed;
 }
 

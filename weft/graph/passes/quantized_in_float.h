@@ -9,17 +9,17 @@
 //   channels-last regions.
 // - Mul(Conv(x, W, B), s), s constant per tensor or per output channel (through a Relu when
 //   s > 0), becomes Conv(x, W * s, B * s) on constant W and B.
+// - Cast(MatMulInteger(A, B, a_zero, b_zero), f32) on a constant B becomes an f32 MatMul of
+//   A - a_zero and B - b_zero (quantize_dynamic's transformers), unless "stays_integer"
+//   says a library runs that MatMulInteger as an int8 product; ConvInteger becomes a Conv
+//   alike.
 //
-// Runs at the end of canonicalize (its forms: Clip bounds as attributes), after
-// fold_constants (the weights a DequantizeLinear of constants). Guarantees: values unchanged
-// up to f32 rounding; nodes left unused and Identities go with the passes after it.
-//
-// integer_products_in_float, run once the device is known (after specialization): each
-// Cast(MatMulInteger(A, B, a_zero, b_zero), f32) on a constant B becomes an f32 MatMul of
-// A - a_zero and B - b_zero (quantize_dynamic's transformers), unless "stays_integer" says
-// a library runs that MatMulInteger as an int8 product; ConvInteger becomes a Conv alike.
-// Values unchanged up to f32 rounding (which the Cast to f32 does anyway); the integer nodes
-// are left for dead-code elimination. Returns whether it changed the graph.
+// Runs once the device is known, after specialization (stages::quantized_forms), when the
+// products a library runs in int8 have been chosen (quantized_convolutions.h): first it
+// folds the DequantizeLinear of constant weights that fold_constants left for that choice.
+// Guarantees: values unchanged up to f32 rounding (which a Cast to f32 does anyway); nodes
+// left unused and Identities go with the passes after it (refold). Returns whether it
+// changed the graph.
 #pragma once
 
 #include <functional>
@@ -29,9 +29,7 @@
 
 namespace weft {
 
-Status quantized_in_float(Graph& graph);
-
-Result<bool> integer_products_in_float(Graph& graph,
-                                       const std::function<bool(const Node&)>& stays_integer);
+Result<bool> quantized_in_float(Graph& graph,
+                                const std::function<bool(const Node&)>& stays_integer);
 
 } // namespace weft

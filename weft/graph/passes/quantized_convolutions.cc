@@ -1,0 +1,122 @@
+#include "weft/graph/passes/quantized_convolutions.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <unordered_map>
+
+#include "weft/graph/node_builder.h"
+#include "weft/graph/op_table.h"
+
+namespace weft {
+
+namespace {
+
+// A constant with one element.
+bool scalar(const Value* v) { return v && v->is_constant() && v->constant->num_elements() == 1; }
+
+// The DequantizeLinear or QuantizeLinear "n" quantizes per tensor, or per output channel
+// along axis 0 of a value of rank "rank" with "channels" of them, with no blocks.
+bool per_tensor_or_channel(const Node& n, int64_t rank, int64_t channels) {
+  const auto& at = n.attrs_as<QuantizeAttrs>();
+  const Value* scale = n.input(1);
+  if (at.block_size != 0 || !scale || !scale->is_constant() || scale->type.dtype != DType::kF32)
+    return false;
+  int64_t axis = at.axis < 0 ? at.axis + rank : at.axis;
+  int64_t elements = scale->constant->num_elements();
+  return elements == 1 || (elements == channels && axis == 0 && scale->constant->rank() == 1);
+}
+
+// The bias in units of xs * ws[c], when each element is such a whole multiple.
+std::optional<Tensor> integer_bias(const Tensor& bias, double xs, const Tensor& ws) {
+  Tensor out(DType::kI32, bias.dims());
+  for (int64_t c = 0; c < bias.num_elements(); ++c) {
+    float unit =
+        static_cast<float>(xs) * static_cast<float>(ws.get_double(ws.num_elements() == 1 ? 0 : c));
+    double v = bias.get_double(c) / static_cast<double>(unit), r = std::nearbyint(v);
+    if (!std::isfinite(v) || std::abs(v - r) > 1e-3 + 1e-6 * std::abs(v) || std::abs(r) > 2e9)
+      return std::nullopt;
+    out.set_int64(c, static_cast<int64_t>(r));
+  }
+  return out;
+}
+
+// A constant whose every element is 0.
+bool all_zero(const Value* v) {
+  if (!v->is_constant()) return false;
+  std::vector<int64_t> values = v->constant->to_int64_vector();
+  return std::all_of(values.begin(), values.end(), [](int64_t z) { return z == 0; });
+}
+
+// The QuantizeLinear that alone reads "v", or null.
+Node* sole_quantize(const Graph& graph, const Value* v,
+                    const std::unordered_map<const Value*, std::vector<Node*>>& readers) {
+  auto it = readers.find(v);
+  if (graph.is_graph_output(v) || it == readers.end() || it->second.size() != 1) return nullptr;
+  Node* q = it->second[0];
+  return q->op_type == Op::kQuantizeLinear && q->inputs[0] == v ? q : nullptr;
+}
+
+} // namespace
+
+Result<bool> quantized_convolutions(Graph& graph,
+                                    const std::function<bool(const Node&)>& library_takes) {
+  std::unordered_map<const Value*, std::vector<Node*>> readers;
+  std::vector<Node*> convolutions;
+  for (const auto& n : graph.nodes()) {
+    for (const Value* in : n->inputs)
+      if (in) readers[in].push_back(n.get());
+    if (n->op_type == Op::kConv) convolutions.push_back(n.get());
+  }
+  bool changed = false;
+  for (Node* conv : convolutions) {
+    Node *dx = conv->inputs[0]->producer, *dw = conv->inputs[1]->producer;
+    Node* q = sole_quantize(graph, conv->outputs[0], readers);
+    if (!dx || !dw || !q || dx->op_type != Op::kDequantizeLinear ||
+        dw->op_type != Op::kDequantizeLinear)
+      continue;
+    const Value *x = dx->inputs[0], *w = dw->inputs[0], *b = conv->input(2);
+    if ((x->type.dtype != DType::kU8 && x->type.dtype != DType::kI8) || !w->is_constant() ||
+        w->type.dtype != DType::kI8 || w->constant->rank() < 3)
+      continue;
+    int64_t channels = w->constant->dims()[0], rank = w->constant->rank();
+    const Value *xz = dx->input(2), *wz = dw->input(2), *yz = q->input(2);
+    DType y_dtype = q->outputs[0]->type.dtype;
+    bool fits = per_tensor_or_channel(*dx, 1, 1) && scalar(dx->input(1)) && (!xz || scalar(xz)) &&
+                per_tensor_or_channel(*dw, rank, channels) && (!wz || all_zero(wz)) &&
+                per_tensor_or_channel(*q, 1, 1) && scalar(q->input(1)) && (!yz || scalar(yz)) &&
+                (y_dtype == DType::kU8 || y_dtype == DType::kI8) &&
+                (yz ? yz->type.dtype == y_dtype : y_dtype == DType::kU8) &&
+                (!b || (b->is_constant() && b->constant->num_elements() == channels));
+    if (!fits) continue;
+    std::optional<Tensor> bias;
+    if (b) {
+      bias = integer_bias(*b->constant, dx->inputs[1]->constant->get_double(0),
+                          *dw->inputs[1]->constant);
+      if (!bias) continue;
+    }
+    NodeBuilder build(graph, *q);
+    auto zero = [&](const Value* given, DType dtype) {
+      return given ? const_cast<Value*>(given) : build.fill(dtype, {}, 0);
+    };
+    std::vector<Value*> inputs = {dx->inputs[0], dx->inputs[1],    zero(xz, x->type.dtype),
+                                  dw->inputs[0], dw->inputs[1],    zero(wz, DType::kI8),
+                                  q->inputs[1],  zero(yz, y_dtype)};
+    if (bias) inputs.push_back(build.constant(conv->name + "_bias", std::move(*bias)));
+    Value* y = build.op(Op::kQLinearConv, inputs, conv->attrs);
+    Node* qlinear = y->producer;
+    if (!build.status().ok() || !library_takes(*qlinear)) {
+      graph.remove_nodes_if([&](const Node& n) { return &n == qlinear; });
+      continue; // (the constants built go with dead-code elimination)
+    }
+    // The QuantizeLinear passes the QLinearConv's result on; eliminate_identity removes it.
+    q->op_type = Op::kIdentity;
+    q->def = find_op(Op::kIdentity, q->opset);
+    q->attrs = NoAttrs{};
+    q->inputs = {y};
+    changed = true;
+  }
+  return changed;
+}
+
+} // namespace weft
