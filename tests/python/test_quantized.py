@@ -446,7 +446,8 @@ def test_qdq_convolutions_run_as_int8_library_calls(activations):
     oneDNN runs as an int8 convolution (u8 or s8 activations with a zero point, requantized
     to u8 or s8); elsewhere, and with WEFT_ONEDNN_INT8=0, f32 convolutions. Against a float64
     reference of the QDQ arithmetic: within one quantum, nearly all exact. The second
-    convolution is depthwise with stride 2."""
+    convolution is depthwise with stride 2; the 8-bit activations between the two lie
+    channels-last."""
     rng = np.random.default_rng(12)
     info = np.iinfo(activations)
     zero = lambda z: np.array(z, activations)  # noqa: E731
@@ -506,7 +507,8 @@ def test_qdq_convolutions_run_as_int8_library_calls(activations):
     assert np.mean(out["y"] == want.astype(np.float32)) > 0.97
     int8 = [p["strategy"] for p in profile if "int8 convolution" in p["strategy"]]
     if cpu_has_vnni():
-        assert len(int8) == 2, profile
+        # Between the two, the 8-bit activations stay channels-last (channels_last.h).
+        assert len(int8) == 2 and all("channels-last in place" in s for s in int8), int8
         assert not [p for p in profile if p["op_type"].startswith("Conv")], profile
     else:
         assert not int8, profile

@@ -15,6 +15,7 @@
 #include "weft/graph/passes/infer_shapes.h"
 #include "weft/graph/print_graph.h"
 #include "weft/graph/verify_graph.h"
+#include "weft/library/dnnl.h"
 #include "weft/onnx/import_model.h"
 #include "weft/runtime/cuda/device.h"
 #include "weft/support/log.h"
@@ -180,7 +181,9 @@ Result<CompiledModel> compile_model(const ModelSource& model,
   observe("specialize", graph);
   if (stages::onednn_calls(settings)) { // the layout of the library calls' regions
     WEFT_ASSIGN_OR_RETURN(bool products, conv_transpose_as_matmul(graph));
-    WEFT_ASSIGN_OR_RETURN(bool changed, channels_last(graph));
+    WEFT_ASSIGN_OR_RETURN(bool changed, channels_last(graph, [](const Node& n) {
+                            return !library::int8_conv_unfit(n);
+                          }));
     if (products || changed) {
       WEFT_RETURN_IF_ERROR(refold(graph, "channels_last"));
       WEFT_RETURN_IF_ERROR(pools_between_regions(graph).status());

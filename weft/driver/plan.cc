@@ -210,14 +210,16 @@ runtime::LaunchInfo launch_info(const fusion::FusedKernel& fk) {
 Dim call_flops(const library::LibraryCall& call) {
   for (const Node* n : call.nodes) {
     const Value* x = n->input(0);
-    const Value* w = n->input(n->op_type == Op::kQLinearConv ? 3 : 1);
+    bool quantized = n->op_type == Op::kQLinearConv || n->op_type == Op::kQLinearConvChannelsLast;
+    const Value* w = n->input(quantized ? 3 : 1);
     const Value* y = n->outputs.empty() ? nullptr : n->outputs[0];
     if (!x || !w || !y || !x->type.shape || !w->type.shape || !y->type.shape) continue;
     const Shape& ws = *w->type.shape;
     Dim out = kernel::num_elements(*y->type.shape);
     switch (n->op_type.id()) {
       case Op::kConv:
-      case Op::kQLinearConv:      // (integer operations)
+      case Op::kQLinearConv: // (integer operations)
+      case Op::kQLinearConvChannelsLast:
       case Op::kConvChannelsLast: // y elements x the MACs of each: C/group x the window
       case Op::kConvTranspose: {  // x elements x the MACs of each: M/group x the window
         if (!w->type.has_static_shape() || ws.empty() || ws[0].value() == 0) return 0;

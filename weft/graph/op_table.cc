@@ -903,6 +903,7 @@ const std::vector<OpDef>& build_table() {
     t.push_back({Op::kGemm, 1, kAll, parse_gemm, infer_gemm});
     t.push_back({Op::kConv, 1, kAll, parse_conv, infer_conv});
     t.push_back({Op::kConvChannelsLast, 1, kAll, parse_conv, infer_conv_channels_last});
+    t.push_back({Op::kQLinearConvChannelsLast, 1, kAll, parse_conv, infer_conv_channels_last});
     t.push_back({Op::kConvTranspose, 1, kAll, parse_conv_transpose, infer_conv_transpose});
     t.push_back({Op::kConvInteger, 10, kAll, parse_conv, infer_conv_integer});
     t.push_back({Op::kMatMulInteger, 10, kAll, parse_none, infer_matmul_integer});

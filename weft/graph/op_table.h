@@ -94,9 +94,14 @@ inline constexpr int kPreviewOpset = 1;
 inline constexpr std::string_view kMlDomain = "ai.onnx.ml";
 
 // Weft's own ops, which passes make (no model can name them): Op::kConvChannelsLast, Conv
-// over channels-last activations (passes/channels_last.h), with Conv's attributes and weights.
+// over channels-last activations (passes/channels_last.h), with Conv's attributes and weights;
+// Op::kQLinearConvChannelsLast, QLinearConv over them, with QLinearConv's inputs.
 // The op a profile shows for "op": the ONNX op a node of Weft's own computes.
-inline Op shown_op(Op op) { return op == Op::kConvChannelsLast ? Op::kConv : op; }
+inline Op shown_op(Op op) {
+  return op == Op::kConvChannelsLast          ? Op::kConv
+         : op == Op::kQLinearConvChannelsLast ? Op::kQLinearConv
+                                              : op;
+}
 
 // The ai.onnx opsets Weft accepts: those of the ONNX release the table follows
 // (docs/onnx-versions.md). A model outside this window is refused; so is a node whose op

@@ -60,7 +60,8 @@ TypesOrError infer_softmax_cross_entropy(const Node& node);
 TypesOrError infer_matmul(const Node& node);
 TypesOrError infer_gemm(const Node& node);
 TypesOrError infer_conv(const Node& node);
-// Op::kConvChannelsLast: Conv over [N, spatial..., C] activations into [N, spatial..., M].
+// Op::kConvChannelsLast: Conv over [N, spatial..., C] activations into [N, spatial..., M];
+// Op::kQLinearConvChannelsLast too (weights input 3, the dtype y_zero_point's).
 TypesOrError infer_conv_channels_last(const Node& node);
 TypesOrError infer_conv_transpose(const Node& node);
 TypesOrError infer_pad(const Node& node);

@@ -144,11 +144,13 @@ TypesOrError infer_conv(const Node& node) {
 }
 
 TypesOrError infer_conv_channels_last(const Node& node) {
+  bool quantized = node.op_type == Op::kQLinearConvChannelsLast;
   TensorType x = in_type(node, 0);
   if (x.shape) x.shape = move_channels(*x.shape, false);
-  WEFT_ASSIGN_OR_RETURN(std::vector<TensorType> out,
-                        conv_output(node.attrs_as<ConvAttrs>(), x, in_type(node, 1)));
+  WEFT_ASSIGN_OR_RETURN(std::vector<TensorType> out, conv_output(node.attrs_as<ConvAttrs>(), x,
+                                                                 in_type(node, quantized ? 3 : 1)));
   if (out[0].shape) out[0].shape = move_channels(*out[0].shape, true);
+  if (quantized) out[0].dtype = node.input(7) ? node.input(7)->type.dtype : DType::kU8;
   return out;
 }
 

@@ -533,18 +533,25 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
                                        std::string* why_not, bool any_implementation = false) {
   using Builder = std::optional<LibraryCall> (*)(const Node&, const Absorbed&, std::string*);
   static const std::unordered_map<Op, Builder> kBuilders = {
-      {Op::kMatMul, matmul_call}, {Op::kMatMulInteger, matmul_call},
-      {Op::kGemm, gemm_call},     {Op::kQLinearConv, qlinear_conv_call},
-      {Op::kConv, conv_call},     {Op::kConvTranspose, conv_transpose_call},
-      {Op::kResize, resize_call}, {Op::kConvChannelsLast, conv_call},
-      {Op::kMaxPool, pool_call},  {Op::kAveragePool, pool_call}};
+      {Op::kMatMul, matmul_call},
+      {Op::kMatMulInteger, matmul_call},
+      {Op::kGemm, gemm_call},
+      {Op::kQLinearConv, qlinear_conv_call},
+      {Op::kQLinearConvChannelsLast, qlinear_conv_call},
+      {Op::kConv, conv_call},
+      {Op::kConvTranspose, conv_transpose_call},
+      {Op::kResize, resize_call},
+      {Op::kConvChannelsLast, conv_call},
+      {Op::kMaxPool, pool_call},
+      {Op::kAveragePool, pool_call}};
   auto it = kBuilders.find(node.op_type);
   if (it == kBuilders.end()) return std::nullopt;
   std::vector<const Value*> values(node.inputs.begin(), node.inputs.end());
   if (node.op_type == Op::kResize) values.resize(1); // roi, scales and sizes: parameters
   values.insert(values.end(), node.outputs.begin(), node.outputs.end());
   // (The int8 calls check their values.)
-  bool integer = node.op_type == Op::kMatMulInteger || node.op_type == Op::kQLinearConv;
+  bool integer = node.op_type == Op::kMatMulInteger || node.op_type == Op::kQLinearConv ||
+                 node.op_type == Op::kQLinearConvChannelsLast;
   if (std::optional<std::string> why = integer ? std::nullopt : unsupported_values(values)) {
     *why_not = *why; // (Indices are i64)
     return std::nullopt;

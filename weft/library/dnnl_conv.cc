@@ -117,9 +117,10 @@ struct ConvShape {
 
 ConvShape conv_shape(const Node& n) {
   const auto& at = n.attrs_as<ConvAttrs>();
-  const Value* w = n.op_type == Op::kQLinearConv ? n.inputs[3] : n.inputs[1];
-  ConvShape s{dims_of(n.inputs[0]), dims_of(w), dims_of(n.outputs[0]), {}};
-  if (n.op_type == Op::kConvChannelsLast) {
+  bool quantized = n.op_type == Op::kQLinearConv || n.op_type == Op::kQLinearConvChannelsLast;
+  ConvShape s{
+      dims_of(n.inputs[0]), dims_of(n.inputs[quantized ? 3 : 1]), dims_of(n.outputs[0]), {}};
+  if (n.op_type == Op::kConvChannelsLast || n.op_type == Op::kQLinearConvChannelsLast) {
     s.dx = channels_first(s.dx);
     s.dy = channels_first(s.dy);
   }
@@ -303,8 +304,9 @@ namespace {
 // with a zero point, s8 weights without one, an int32 bias, and the requantization as
 // output scales (x_scale * w_scale / y_scale, per output channel where w_scale is) and a
 // destination zero point. The zero points are run-time arguments, which oneDNN's JIT
-// kernels take; the activations are reordered to channels-last and back (they lie plain),
-// as oneDNN has only its reference kernel on plain int8 activations.
+// kernels take. The activations are channels-last inside, as oneDNN has only its reference
+// kernel on plain int8 activations: a weft.QLinearConvChannelsLast's lie so already, a
+// QLinearConv's are reordered from and to plain memory.
 struct QLinearConv {
   dnnl::convolution_forward::primitive_desc pd;
   memory::desc x_user, y_user, x_inside, y_inside, wmd_user, bias;
@@ -328,7 +330,9 @@ memory::desc channels_last_of(const Dims& dims, memory::data_type type) {
 
 // Why QLinearConv's form is not oneDNN's int8 convolution, if it is not.
 std::optional<std::string> qlinear_conv_form_unfit(const Node& n) {
-  if (n.op_type != Op::kQLinearConv || n.inputs.size() < 8) return "not a QLinearConv";
+  if ((n.op_type != Op::kQLinearConv && n.op_type != Op::kQLinearConvChannelsLast) ||
+      n.inputs.size() < 8)
+    return "not a QLinearConv";
   if (!int8_products_exact()) return "int8 products are not exact on this CPU (no VNNI)";
   const Value *x = n.inputs[0], *w = n.inputs[3], *y = n.outputs[0], *b = n.input(8);
   auto int8 = [](const Value* v) {
@@ -388,9 +392,10 @@ QLinearConv qlinear_conv(const Node& n) {
     scales.push_back(xs * static_cast<float>(ws.get_double(c)) / ys);
   dnnl::primitive_attr attr;
   attr.set_output_scales(scales.size() == 1 ? 0 : 1 << 1, scales);
+  bool in_place = n.op_type == Op::kQLinearConvChannelsLast;
   QLinearConv q{{},
-                row_major(dx, xt),
-                row_major(dy, yt),
+                in_place ? channels_last_of(dx, xt) : row_major(dx, xt),
+                in_place ? channels_last_of(dy, yt) : row_major(dy, yt),
                 channels_last_of(dx, xt),
                 channels_last_of(dy, yt),
                 row_major(wdims, T::s8),
@@ -445,7 +450,8 @@ std::optional<LibraryCall> qlinear_conv_call(const Node& n, const Absorbed& /*ab
   args.push_back({DNNL_ARG_DST, position(call.values, n.outputs[0]), q.y_user, q.y_inside});
   call.kernel = std::make_shared<DnnlKernel>(
       dnnl::convolution_forward(q.pd), std::move(args), std::move(owned),
-      fmt::format("oneDNN int8 convolution ({}, channels-last)", q.pd.impl_info_str()));
+      fmt::format("oneDNN int8 convolution ({}, channels-last{})", q.pd.impl_info_str(),
+                  n.op_type == Op::kQLinearConvChannelsLast ? " in place" : ""));
   return call;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <set>
 
@@ -219,7 +220,8 @@ bool is_pool(const Node* n) {
 
 class ChannelsLast {
 public:
-  explicit ChannelsLast(Graph& graph) : graph_(graph) {}
+  ChannelsLast(Graph& graph, const std::function<bool(const Node&)>& int8_call)
+      : graph_(graph), int8_call_(int8_call) {}
 
   bool run() {
     bool changed = false;
@@ -236,11 +238,14 @@ public:
   }
 
 private:
-  // A 2-D or 3-D convolution oneDNN runs for the CPU: f32 throughout, rank 4 or 5.
-  static bool convertible(const Node& n) {
-    if (n.op_type != Op::kConv || n.conditional || !region_rank(n.inputs[0]) ||
+  // A 2-D or 3-D convolution oneDNN runs for the CPU: f32 throughout, rank 4 or 5; or a
+  // QLinearConv that it runs in int8.
+  bool convertible(const Node& n) const {
+    if (n.conditional || !region_rank(n.inputs[0]) ||
         region_rank(n.outputs[0]) != region_rank(n.inputs[0]))
       return false;
+    if (n.op_type == Op::kQLinearConv) return int8_call_ && int8_call_(n);
+    if (n.op_type != Op::kConv) return false;
     for (const auto* list : {&n.inputs, &n.outputs}) {
       for (const Value* v : *list) {
         if (v && v->type.dtype != DType::kF32) return false;
@@ -258,7 +263,8 @@ private:
     Value*& last = to_last_[inputs[0]];
     if (!last) last = b.op(Op::kTranspose, {inputs[0]}, TransposeAttrs{to_last(rank)});
     inputs[0] = last;
-    Value* y = b.op(Op::kConvChannelsLast, inputs, conv.attrs);
+    Op op = conv.op_type == Op::kQLinearConv ? Op::kQLinearConvChannelsLast : Op::kConvChannelsLast;
+    Value* y = b.op(op, inputs, conv.attrs);
     Value* out = conv.outputs[0];
     out->producer = nullptr;
     conv.outputs[0] = nullptr;
@@ -506,13 +512,16 @@ private:
   }
 
   Graph& graph_;
+  std::function<bool(const Node&)> int8_call_;
   std::unordered_map<const Value*, Value*> to_last_; // convert's Transposes, by their input
   std::set<const Node*> after_pools_;                // sink_pool's Transposes to channels-last
 };
 
 } // namespace
 
-Result<bool> channels_last(Graph& graph) { return ChannelsLast(graph).run(); }
+Result<bool> channels_last(Graph& graph, const std::function<bool(const Node&)>& int8_call) {
+  return ChannelsLast(graph, int8_call).run();
+}
 
 Result<bool> pools_between_regions(Graph& graph) {
   std::unordered_map<const Value*, std::vector<Node*>> readers;

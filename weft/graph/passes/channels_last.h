@@ -5,7 +5,9 @@
 // convolution, more time than the convolutions). This pass, for the CPU's library calls:
 // - turns each 2-D or 3-D f32 Conv into Op::kConvChannelsLast between two Transposes, to
 //   [N, spatial..., C] before it (one per input value, shared by the convolutions reading it)
-//   and back after it;
+//   and back after it; so each QLinearConv that "int8_call" says oneDNN runs in int8, into
+//   Op::kQLinearConvChannelsLast (its 8-bit activations then stay channels-last between
+//   convolutions, through the per-tensor QuantizeLinear and DequantizeLinear around them);
 // - sinks each Transpose towards its readers through elementwise ops, a Concat of channels
 //   and reductions that keep their dims (over the axes the Transpose maps them to), Slices
 //   and Splits, and channel shuffles (a Reshape splitting the channels, a Transpose of the
@@ -29,12 +31,14 @@
 // Guarantees: the graph computes the same values; returns whether it changed anything.
 #pragma once
 
+#include <functional>
+
 #include "weft/graph/graph.h"
 #include "weft/support/status.h"
 
 namespace weft {
 
-Result<bool> channels_last(Graph& graph);
+Result<bool> channels_last(Graph& graph, const std::function<bool(const Node&)>& int8_call = {});
 
 // pools_between_regions: a pooling between two channels-last regions (a Transpose to
 // channels-first before it, one to channels-last after it) runs channels-last in place, its

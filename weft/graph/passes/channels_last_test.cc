@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include <gtest/gtest.h>
 
@@ -18,9 +19,9 @@ using testing::count_ops;
 using testing::graph_from_text;
 
 // channels_last on "g", then its dead code removed and the graph verified: whether all that
-// went well and the pass changed something.
-bool run_pass(Graph& g) {
-  Result<bool> changed = channels_last(g);
+// went well and the pass changed something. "int8_call": the QLinearConvs a library runs.
+bool run_pass(Graph& g, const std::function<bool(const Node&)>& int8_call = {}) {
+  Result<bool> changed = channels_last(g, int8_call);
   EXPECT_TRUE(changed.ok()) << changed.status().to_string();
   EXPECT_TRUE(eliminate_dead_code(g).ok());
   Status v = verify_graph(g, "channels_last");
@@ -290,6 +291,39 @@ TEST(ChannelsLast, LeavesOtherGraphsAlone) {
   Result<bool> changed = channels_last(g);
   ASSERT_TRUE(changed.ok());
   EXPECT_FALSE(*changed);
+}
+
+// A QDQ model's int8 convolutions (QLinearConv, where the library runs them): the 8-bit
+// activations stay channels-last between them, through the per-tensor QuantizeLinear and
+// DequantizeLinear and the residual Add; Transposes only at the region's two ends. Where
+// the library does not run them, the QLinearConvs stay.
+TEST(ChannelsLast, Int8ConvolutionsKeepTheirActivationsChannelsLast) {
+  const char* text = R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1, 4, 8, 8] x, int8[4, 4, 3, 3] w) => (float[1, 4, 8, 8] y)
+      <float s = {0.1}, uint8 z = {128}, float ws = {0.01}, int8 wz = {0}> {
+      xq = QuantizeLinear(x, s, z)
+      a = QLinearConv <pads = [1, 1, 1, 1]> (xq, s, z, w, ws, wz, s, z)
+      b = QLinearConv <pads = [1, 1, 1, 1]> (a, s, z, w, ws, wz, s, z)
+      ad = DequantizeLinear(a, s, z)
+      bd = DequantizeLinear(b, s, z)
+      y = Add(ad, bd)
+    })";
+  Graph g = graph_from_text(text);
+  ASSERT_TRUE(run_pass(g, [](const Node&) { return true; }));
+  EXPECT_EQ(count_ops(g, Op::kQLinearConvChannelsLast), 2);
+  EXPECT_EQ(count_ops(g, Op::kQLinearConv), 0);
+  EXPECT_EQ(count_ops(g, Op::kTranspose), 2);
+  for (const auto& n : g.nodes()) {
+    if (n->op_type == Op::kQLinearConvChannelsLast) {
+      EXPECT_EQ(n->outputs[0]->type.to_string(), "u8[1,8,8,4]") << n->name;
+    }
+  }
+  Graph plain = graph_from_text(text);
+  Result<bool> changed = channels_last(plain, [](const Node&) { return false; });
+  ASSERT_TRUE(changed.ok());
+  EXPECT_FALSE(*changed);
+  EXPECT_EQ(count_ops(plain, Op::kQLinearConv), 2);
 }
 
 } // namespace
