@@ -199,7 +199,7 @@ bool fold_dequantized_weights(Graph& graph) {
   for (const auto& n : graph.nodes()) {
     if (n->op_type != Op::kDequantizeLinear) continue;
     const Value* out = n->outputs[0];
-    if (uses[out] != weight_uses[out] || graph.is_graph_output(out) ||
+    if (uses[out] != weight_uses[out] ||
         !std::all_of(n->inputs.begin(), n->inputs.end(),
                      [](const Value* v) { return !v || v->is_constant(); }))
       continue;
@@ -217,6 +217,8 @@ bool fold_dequantized_weights(Graph& graph) {
 
 Result<bool> quantized_in_float(Graph& graph,
                                 const std::function<bool(const Node&)>& stays_integer) {
+  // (What quantized_convolutions replaced goes first: its weights need no folding.)
+  WEFT_RETURN_IF_ERROR(eliminate_dead_code(graph));
   bool changed = fold_dequantized_weights(graph);
   // Collect first: the rewrites insert nodes.
   auto collect = [&] {
