@@ -512,3 +512,41 @@ def test_qdq_convolutions_run_as_int8_library_calls(activations):
         assert not [p for p in profile if p["op_type"].startswith("Conv")], profile
     else:
         assert not int8, profile
+
+
+def test_dynamically_quantized_linear_compiles_once_for_dynamic_shapes():
+    """quantize_dynamic's transformers over symbolic batch and sequence dims (dynamic_shapes):
+    DynamicQuantizeLinear, the per-tensor DequantizeLinear after it and the QuantizeLinear
+    lower over symbolic dims; one compile serves two shapes, against an integer reference."""
+    rng = np.random.default_rng(13)
+    k, n = 32, 24
+    w = rng.integers(-127, 128, (k, n)).astype(np.int8)
+    arr = numpy_helper.from_array
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+             helper.make_node("MatMulInteger", ["xq", "w", "xz", "wz"], ["acc"]),
+             helper.make_node("Cast", ["acc"], ["accf"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["xs", "ws"], ["s"]),
+             helper.make_node("Mul", ["accf", "s"], ["y0"]),
+             helper.make_node("QuantizeLinear", ["y0", "ys", "yz"], ["yq"]),
+             helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])]
+    f32 = TensorProto.FLOAT
+    model = make_model(nodes, [helper.make_tensor_value_info("x", f32, ["b", "t", k])],
+                       [helper.make_tensor_value_info("y", f32, ["b", "t", n]),  # yq too: Q and DQ stay
+                        helper.make_tensor_value_info("yq", TensorProto.UINT8, ["b", "t", n])],
+                       [arr(w, "w"), arr(np.zeros(1, np.int8), "wz"), arr(np.array(np.float32(0.02)), "ws"),
+                        arr(np.array(np.float32(0.5)), "ys"), arr(np.array(np.uint8(128)), "yz")])
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    for shape in [(1, 5, k), (3, 17, k)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        lo, hi = min(0.0, float(x.min())), max(0.0, float(x.max()))
+        scale = np.float32((hi - lo) / 255)
+        zero = np.clip(np.rint(-lo / scale), 0, 255)
+        xq = np.clip(np.rint(x / scale) + zero, 0, 255).astype(np.int64)
+        y0 = ((xq - int(zero)) @ w.astype(np.int64)).astype(np.float32) * (scale * np.float32(0.02))
+        want = (np.clip(np.rint(y0 / np.float32(0.5)) + 128, 0, 255) - 128) * np.float32(0.5)
+        out = compiled.run({"x": x})
+        got = out["y"]
+        assert got.shape == want.shape and out["yq"].dtype == np.uint8
+        np.testing.assert_array_equal(out["yq"].astype(np.float32) - 128, got / np.float32(0.5))
+        np.testing.assert_allclose(got, want, rtol=0, atol=0.5 * 1.01)
+        assert np.mean(got == want) > 0.97

@@ -80,6 +80,13 @@ bool admits_symbolic_shapes(const Node& n) {
     return true;
   }
   if (n.op_type == Op::kConcat) return true; // offsets symbolic or not (lower_concat)
+  if (n.op_type == Op::kQuantizeLinear || n.op_type == Op::kDequantizeLinear) {
+    // Per tensor: elementwise, its scale and zero point one element each.
+    return std::all_of(n.inputs.begin() + 1, n.inputs.end(), [](const Value* v) {
+      return !v || (v->type.has_static_shape() && shape_num_elements(*v->type.shape) == 1);
+    });
+  }
+  if (n.op_type == Op::kDynamicQuantizeLinear) return true; // a flat pass, over any count
   if (n.op_type == Op::kSplit) {             // pieces at static offsets along the axis
     int64_t axis = n.attrs_as<SplitAttrs>().axis;
     return std::all_of(n.outputs.begin(), n.outputs.end(), [&](const Value* v) {
