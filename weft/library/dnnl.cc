@@ -193,6 +193,25 @@ std::optional<std::string> int8_matmul_unfit(const Node& n) {
     std::optional<int64_t> elements = shape_num_elements(*v->type.shape);
     if (!elements || *elements == 0) return fmt::format("'{}' is empty or symbolic", v->name);
   }
+  // A JIT kernel for the product alone (the call may absorb less than it hopes, never this).
+  try {
+    using T = memory::data_type;
+    Dims da = dims_of(a), db = dims_of(b);
+    int64_t rows = 1;
+    for (size_t i = 0; i + 1 < da.size(); ++i)
+      rows *= da[i];
+    memory::desc am({rows, da.back()}, a->type.dtype == DType::kU8 ? T::u8 : T::s8,
+                    memory::format_tag::ab);
+    memory::desc bm(db, T::s8, memory::format_tag::any),
+        ym({rows, db[1]}, T::s32, memory::format_tag::ab);
+    dnnl::primitive_attr attr;
+    if (a_zero) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(am, bm, ym), attr, engine());
+    if (std::string(pd.impl_info_str()).starts_with("ref"))
+      return "oneDNN has only its reference int8 matmul for it";
+  } catch (const dnnl::error& e) {
+    return fmt::format("oneDNN: {}", e.what());
+  }
   return std::nullopt;
 }
 
