@@ -131,6 +131,28 @@ ConvShape conv_shape(const Node& n) {
   return s;
 }
 
+// A convolution's windows and weights as oneDNN's primitives take them: it counts the gaps
+// of a dilation, and grouped weights are [G, M / G, C / G, k...].
+struct PrimitiveWindows {
+  Dims strides, dilates, pad_l, pad_r, wdims;
+};
+
+PrimitiveWindows primitive_windows(const std::vector<Window>& win, const Dims& dw, int64_t group) {
+  PrimitiveWindows p;
+  for (const Window& d : win) {
+    p.strides.push_back(d.stride);
+    p.dilates.push_back(d.dilation - 1);
+    p.pad_l.push_back(d.pad_begin);
+    p.pad_r.push_back(d.pad_end);
+  }
+  p.wdims = dw;
+  if (group > 1) {
+    p.wdims[0] /= group;
+    p.wdims.insert(p.wdims.begin(), group);
+  }
+  return p;
+}
+
 // The blocked layout of oneDNN's Winograd kernels: channels in blocks of 16 innermost.
 memory::desc blocked16(const Dims& dims) {
   return memory::desc(dims, memory::data_type::f32, memory::format_tag::nChw16c);
@@ -163,18 +185,7 @@ std::optional<LibraryCall> conv_call_in(const Node& n, const Absorbed& absorbed,
   bool src_blocked = blocked.contains(x), dst_blocked = blocked.contains(final_output(n, ops));
   if (src_blocked) x_user = blocked16(dx);
   if (dst_blocked) y_user = blocked16(dy);
-  Dims strides, dilates, pad_l, pad_r;
-  for (const Window& d : win) {
-    strides.push_back(d.stride);
-    dilates.push_back(d.dilation - 1); // oneDNN counts the gaps
-    pad_l.push_back(d.pad_begin);
-    pad_r.push_back(d.pad_end);
-  }
-  Dims wdims = dw;
-  if (at.group > 1) {
-    wdims[0] /= at.group;
-    wdims.insert(wdims.begin(), at.group);
-  }
+  auto [strides, dilates, pad_l, pad_r, wdims] = primitive_windows(win, dw, at.group);
   bool constant_weights = w->is_constant();
   memory::desc wmd = constant_weights
                          ? memory::desc(wdims, memory::data_type::f32, memory::format_tag::any)
@@ -366,18 +377,7 @@ std::optional<std::string> qlinear_conv_form_unfit(const Node& n) {
 QLinearConv qlinear_conv(const Node& n) {
   const auto& at = n.attrs_as<ConvAttrs>();
   auto [dx, dw, dy, win] = conv_shape(n);
-  Dims strides, dilates, pad_l, pad_r;
-  for (const Window& d : win) {
-    strides.push_back(d.stride);
-    dilates.push_back(d.dilation - 1); // oneDNN counts the gaps
-    pad_l.push_back(d.pad_begin);
-    pad_r.push_back(d.pad_end);
-  }
-  Dims wdims = dw;
-  if (at.group > 1) {
-    wdims[0] /= at.group;
-    wdims.insert(wdims.begin(), at.group);
-  }
+  auto [strides, dilates, pad_l, pad_r, wdims] = primitive_windows(win, dw, at.group);
   using T = memory::data_type;
   T xt = int8_type(n.inputs[0]), yt = int8_type(n.outputs[0]);
   memory::desc wmd(wdims, T::s8, memory::format_tag::any);
