@@ -550,3 +550,37 @@ def test_dynamically_quantized_linear_compiles_once_for_dynamic_shapes():
         np.testing.assert_array_equal(out["yq"].astype(np.float32) - 128, got / np.float32(0.5))
         np.testing.assert_allclose(got, want, rtol=0, atol=0.5 * 1.01)
         assert np.mean(got == want) > 0.97
+
+
+def test_qdq_matmul_runs_as_an_int8_library_call():
+    """quantize_static's QDQ transformers: DequantizeLinear -> MatMul (int8 weights per column,
+    axis 1) -> QuantizeLinear. On a CPU with VNNI it becomes a QLinearMatMul that oneDNN runs
+    as an int8 matmul writing u8 with the requantization's scales and zero point; elsewhere an
+    f32 matmul. Against a float64 reference of the QDQ arithmetic, within one quantum."""
+    rng = np.random.default_rng(14)
+    k, n = 64, 40
+    w = rng.integers(-127, 128, (k, n)).astype(np.int8)
+    ws = rng.uniform(0.002, 0.005, n).astype(np.float32)
+    xs, ys = np.float32(0.03), np.float32(0.06)
+    arr = numpy_helper.from_array
+    dq = lambda i, o, s, z, **a: helper.make_node("DequantizeLinear", [i, s, z], [o], **a)  # noqa: E731
+    q = lambda i, o, s, z: helper.make_node("QuantizeLinear", [i, s, z], [o])  # noqa: E731
+    nodes = [dq("wq", "w", "ws", "wz", axis=1), q("x", "xq", "xs", "xz"), dq("xq", "xd", "xs", "xz"),
+             helper.make_node("MatMul", ["xd", "w"], ["h"]), q("h", "hq", "ys", "yz"), dq("hq", "y", "ys", "yz")]
+    f32 = TensorProto.FLOAT
+    model = make_model(nodes, [helper.make_tensor_value_info("x", f32, [2, 12, k])],
+                       [helper.make_tensor_value_info("y", f32, [2, 12, n])],
+                       [arr(w, "wq"), arr(ws, "ws"), arr(np.zeros(n, np.int8), "wz"),
+                        arr(np.array(xs), "xs"), arr(np.array(np.uint8(120)), "xz"),
+                        arr(np.array(ys), "ys"), arr(np.array(np.uint8(130)), "yz")], opset=13)
+    x = rng.standard_normal((2, 12, k)).astype(np.float32)
+
+    def fake_quant(v, s, z):
+        return (np.clip(np.rint(v / np.float64(s)) + z, 0, 255) - z) * np.float64(s)
+
+    want = fake_quant(fake_quant(x.astype(np.float64), xs, 120) @ (w * ws.astype(np.float64)), ys, 130)
+    out, profile = weft.compile(model.SerializeToString()).profile({"x": x})
+    np.testing.assert_allclose(out["y"], want, rtol=0, atol=float(ys) * 1.01)
+    assert np.mean(out["y"] == want.astype(np.float32)) > 0.97
+    int8 = [p["op_type"] for p in profile if "int8 matmul" in p["strategy"]]
+    assert int8 == (["QLinearMatMul"] if cpu_has_vnni() else []), profile

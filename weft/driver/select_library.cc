@@ -3,8 +3,8 @@
 
 #include "weft/driver/stages.h"
 #include "weft/graph/op_table.h"
-#include "weft/graph/passes/quantized_convolutions.h"
 #include "weft/graph/passes/quantized_in_float.h"
+#include "weft/graph/passes/quantized_products.h"
 #include "weft/library/cuda_library.h"
 #include "weft/library/dnnl.h"
 #include "weft/library/roi_align_call.h"
@@ -30,8 +30,10 @@ bool onednn_calls(const CompileSettings& settings) {
 
 Result<bool> quantized_forms(Graph& graph, const CompileSettings& settings) {
   bool onednn = onednn_calls(settings);
-  WEFT_ASSIGN_OR_RETURN(bool int8, quantized_convolutions(graph, [&](const Node& n) {
-                          return onednn && !library::int8_conv_unfit(n);
+  WEFT_ASSIGN_OR_RETURN(bool int8, quantized_products(graph, [&](const Node& n) {
+                          return onednn &&
+                                 !(n.op_type == Op::kQLinearConv ? library::int8_conv_unfit(n)
+                                                                 : library::int8_matmul_unfit(n));
                         }));
   WEFT_ASSIGN_OR_RETURN(bool floated, quantized_in_float(graph, [&](const Node& n) {
                           return onednn && !library::int8_matmul_unfit(n);

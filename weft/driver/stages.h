@@ -70,7 +70,7 @@ Status check_lowerable(const Graph& graph);
 bool onednn_calls(const CompileSettings& settings);
 
 // Quantized models' forms for the device: the convolutions and products that oneDNN runs
-// in int8 (graph/passes/quantized_convolutions.h, library::int8_conv_unfit and
+// in int8 (graph/passes/quantized_products.h, library::int8_conv_unfit and
 // int8_matmul_unfit), the rest of the quantized arithmetic in f32
 // (graph/passes/quantized_in_float.h); whether the graph changed.
 Result<bool> quantized_forms(Graph& graph, const CompileSettings& settings);

@@ -30,7 +30,10 @@ struct MatMulOperands {
   memory::desc a, b, bias, y;
   float alpha = 1.0f;
   const Value *a_value = nullptr, *b_value = nullptr, *y_value = nullptr;
-  const Value* a_zero_point = nullptr; // MatMulInteger's, one element
+  const Value* a_zero_point = nullptr; // MatMulInteger's and QLinearMatMul's, one element
+  // QLinearMatMul's requantization: output scales (one, or one per column) and zero point.
+  std::vector<float> scales;
+  int32_t y_zero_point = 0;
 };
 
 // (The library takes Transposes of values whose rank is known.)
@@ -73,6 +76,15 @@ LibraryCall make_matmul(const Node& n, const MatMulOperands& m, const Value* bia
   if (bias) args.push_back({DNNL_ARG_BIAS, position(call.values, bias), m.bias});
   dnnl::primitive_attr attr = post_op_attr(ops, call, args, m.y.dims());
   if (m.alpha != 1.0f) attr.set_output_scales(0, {m.alpha});
+  if (!m.scales.empty()) {
+    int columns = static_cast<int>(m.y.dims().size()) - 1;
+    attr.set_output_scales(m.scales.size() == 1 ? 0 : 1 << columns, m.scales);
+  }
+  std::unordered_map<int, memory> owned;
+  if (m.y_zero_point != 0) {
+    attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
+    owned.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, s32_scalar(m.y_zero_point));
+  }
   if (const Value* z = m.a_zero_point) { // oneDNN reads it as s32: converted at each run
     attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
     args.push_back({DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, position(call.values, z),
@@ -84,7 +96,6 @@ LibraryCall make_matmul(const Node& n, const MatMulOperands& m, const Value* bia
   dnnl::matmul::desc d =
       bias ? dnnl::matmul::desc(m.a, wmd, m.bias, m.y) : dnnl::matmul::desc(m.a, wmd, m.y);
   dnnl::matmul::primitive_desc pd(d, attr, engine());
-  std::unordered_map<int, memory> owned;
   if (w->is_constant()) {
     owned.emplace(DNNL_ARG_WEIGHTS, reordered_constant(w, m.b, pd.weights_desc()));
   } else {
@@ -176,9 +187,21 @@ bool int8_products_exact() {
 }
 
 std::optional<std::string> int8_matmul_unfit(const Node& n) {
-  const Value *a = n.inputs[0], *b = n.inputs[1], *a_zero = n.input(2), *b_zero = n.input(3);
+  bool qlinear = n.op_type == Op::kQLinearMatMul;
+  if (!qlinear && n.op_type != Op::kMatMulInteger) return "not MatMulInteger or QLinearMatMul";
+  const Value *a = n.inputs[0], *b = n.inputs[qlinear ? 3 : 1], *a_zero = n.input(2),
+              *b_zero = n.input(qlinear ? 5 : 3), *y = n.outputs[0];
   if (!int8_products_exact())
     return "int8 products are not exact on this CPU (no VNNI), or WEFT_ONEDNN_INT8=0";
+  if (qlinear) { // scales constant: per tensor, the weights' also per column
+    auto one = [](const Value* v) { return v->is_constant() && v->constant->num_elements() == 1; };
+    const Value* b_scale = n.inputs[4];
+    if (!one(n.inputs[1]) || !one(n.inputs[6]) || !one(n.inputs[7]) || !a_zero || !one(a_zero) ||
+        !b_scale->is_constant() ||
+        (b_scale->constant->num_elements() != 1 && b_scale->type.shape->size() != 1) ||
+        (y->type.dtype != DType::kU8 && y->type.dtype != DType::kI8))
+      return "scales or zero points that are not constants per tensor (or per column)";
+  }
   if ((a->type.dtype != DType::kU8 && a->type.dtype != DType::kI8) || b->type.dtype != DType::kI8 ||
       !b->is_constant() || b->constant->rank() != 2 || !a->type.shape || a->type.shape->size() < 2)
     return "not u8 or s8 activations by constant 2-D s8 weights";
@@ -189,7 +212,7 @@ std::optional<std::string> int8_matmul_unfit(const Node& n) {
     if (std::any_of(zeros.begin(), zeros.end(), [](int64_t z) { return z != 0; }))
       return "the weights' zero point is not 0";
   }
-  for (const Value* v : {a, static_cast<const Value*>(n.outputs[0])}) {
+  for (const Value* v : {a, y}) {
     std::optional<int64_t> elements = shape_num_elements(*v->type.shape);
     if (!elements || *elements == 0) return fmt::format("'{}' is empty or symbolic", v->name);
   }
@@ -203,7 +226,7 @@ std::optional<std::string> int8_matmul_unfit(const Node& n) {
     memory::desc am({rows, da.back()}, a->type.dtype == DType::kU8 ? T::u8 : T::s8,
                     memory::format_tag::ab);
     memory::desc bm(db, T::s8, memory::format_tag::any),
-        ym({rows, db[1]}, T::s32, memory::format_tag::ab);
+        ym({rows, db[1]}, qlinear ? T::f32 : T::s32, memory::format_tag::ab);
     dnnl::primitive_attr attr;
     if (a_zero) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(am, bm, ym), attr, engine());
@@ -225,14 +248,17 @@ std::optional<LibraryCall> matmul_call(const Node& n, const Absorbed& absorbed,
                                        std::string* why_not) {
   using T = memory::data_type;
   const std::vector<PostOp>& ops = absorbed.epilogue;
-  bool integer = n.op_type == Op::kMatMulInteger;
+  bool qlinear = n.op_type == Op::kQLinearMatMul;
+  bool integer = n.op_type == Op::kMatMulInteger || qlinear;
   if (std::optional<std::string> unfit = integer ? int8_matmul_unfit(n) : std::nullopt) {
     *why_not = *unfit;
     return std::nullopt;
   }
-  T a_type = !integer ? T::f32 : n.inputs[0]->type.dtype == DType::kU8 ? T::u8 : T::s8;
-  T b_type = integer ? T::s8 : T::f32, y_type = integer && !absorbed.output_cast ? T::s32 : T::f32;
-  Dims da = dims_of(n.inputs[0]), db = dims_of(n.inputs[1]);
+  auto int8 = [](const Value* v) { return v->type.dtype == DType::kU8 ? T::u8 : T::s8; };
+  const Value* weights = n.inputs[qlinear ? 3 : 1];
+  T a_type = integer ? int8(n.inputs[0]) : T::f32, b_type = integer ? T::s8 : T::f32;
+  T y_type = qlinear ? int8(n.outputs[0]) : integer && !absorbed.output_cast ? T::s32 : T::f32;
+  Dims da = dims_of(n.inputs[0]), db = dims_of(weights);
   bool transposes =
       absorbed.input_transposes[0] || absorbed.input_transposes[1] || absorbed.output_transpose;
   if ((da.size() == 1 || db.size() == 1) && (!ops.empty() || transposes)) {
@@ -253,8 +279,18 @@ std::optional<LibraryCall> matmul_call(const Node& n, const Absorbed& absorbed,
     dy[i] = std::max(da[i], db[i]);
   dy[rank - 2] = da[rank - 2];
   dy[rank - 1] = db[rank - 1];
-  MatMulOperands m{row_major(da, a_type), row_major(db, b_type), {}, row_major(dy, y_type)};
+  MatMulOperands m;
+  m.a = row_major(da, a_type), m.b = row_major(db, b_type), m.y = row_major(dy, y_type);
   if (integer) m.a_zero_point = n.input(2);
+  if (qlinear) { // requantized as QLinearMatMul's reference does: a_scale * b_scale / y_scale
+    m.b_value = weights;
+    const Tensor& bs = *n.inputs[4]->constant;
+    auto as = static_cast<float>(n.inputs[1]->constant->get_double(0));
+    auto ys = static_cast<float>(n.inputs[6]->constant->get_double(0));
+    for (int64_t c = 0; c < bs.num_elements(); ++c)
+      m.scales.push_back(as * static_cast<float>(bs.get_double(c)) / ys);
+    m.y_zero_point = static_cast<int32_t>(n.inputs[7]->constant->get_int64(0));
+  }
   if (const Node* t = absorbed.input_transposes[0]) {
     m.a = transposed_input(*t, rank);
     m.a_value = t->inputs[0];
@@ -554,6 +590,7 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
   static const std::unordered_map<Op, Builder> kBuilders = {
       {Op::kMatMul, matmul_call},
       {Op::kMatMulInteger, matmul_call},
+      {Op::kQLinearMatMul, matmul_call},
       {Op::kGemm, gemm_call},
       {Op::kQLinearConv, qlinear_conv_call},
       {Op::kQLinearConvChannelsLast, qlinear_conv_call},
@@ -569,8 +606,8 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
   if (node.op_type == Op::kResize) values.resize(1); // roi, scales and sizes: parameters
   values.insert(values.end(), node.outputs.begin(), node.outputs.end());
   // (The int8 calls check their values.)
-  bool integer = node.op_type == Op::kMatMulInteger || node.op_type == Op::kQLinearConv ||
-                 node.op_type == Op::kQLinearConvChannelsLast;
+  bool integer = node.op_type == Op::kMatMulInteger || node.op_type == Op::kQLinearMatMul ||
+                 node.op_type == Op::kQLinearConv || node.op_type == Op::kQLinearConvChannelsLast;
   if (std::optional<std::string> why = integer ? std::nullopt : unsupported_values(values)) {
     *why_not = *why; // (Indices are i64)
     return std::nullopt;

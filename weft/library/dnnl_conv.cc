@@ -411,12 +411,6 @@ QLinearConv qlinear_conv(const Node& n) {
   return q;
 }
 
-memory s32_scalar(int32_t value) {
-  memory m(memory::desc({1}, memory::data_type::s32, memory::format_tag::x), engine());
-  *static_cast<int32_t*>(m.get_data_handle()) = value;
-  return m;
-}
-
 } // namespace
 
 std::optional<std::string> int8_conv_unfit(const Node& n) {

@@ -190,6 +190,12 @@ dnnl::primitive_attr post_op_attr(const std::vector<PostOp>& ops, LibraryCall& c
   return attr;
 }
 
+memory s32_scalar(int32_t value) {
+  memory m(memory::desc({1}, memory::data_type::s32, memory::format_tag::x), engine());
+  *static_cast<int32_t*>(m.get_data_handle()) = value;
+  return m;
+}
+
 const Value* final_output(const Node& n, const std::vector<PostOp>& ops) {
   return ops.empty() ? n.outputs[0] : ops.back().node->outputs[0];
 }

@@ -88,6 +88,9 @@ std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed, st
 std::optional<LibraryCall> qlinear_conv_call(const Node& n, const Absorbed& absorbed,
                                              std::string* why_not);
 
+// A one-element s32 memory holding "value" (an int8 call's zero point, a run-time argument).
+memory s32_scalar(int32_t value);
+
 // Whether int8 products are exact on this CPU (VNNI; not with WEFT_ONEDNN_INT8=0), which
 // oneDNN's int8 calls require.
 bool int8_products_exact();

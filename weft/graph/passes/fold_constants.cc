@@ -41,11 +41,12 @@ std::unordered_set<const Value*> weights_only(const Graph& graph, const std::set
   return out;
 }
 
-// The weights the compile decides about once it knows the device: DequantizeLinear of
-// constants read only as a Conv's weights, which a library may run as int8 convolutions
-// (graph/passes/quantized_convolutions.h) and which quantized_in_float folds otherwise.
+// The weights the compile decides about once it knows the device (of_int8_candidates):
+// DequantizeLinear of constants read only as the weights of Conv or MatMul, which a library
+// may run in int8 (graph/passes/quantized_products.h) and which quantized_in_float folds
+// otherwise.
 struct Weights {
-  std::unordered_set<const Value*> of_products, of_convolutions;
+  std::unordered_set<const Value*> of_products, of_int8_candidates;
 };
 
 // Refines the output types of "node" with its shape function, now that more of its inputs
@@ -53,11 +54,11 @@ struct Weights {
 // quantized model's weights (DequantizeLinear of int8 constants, ONNX Runtime's QDQ format)
 // fold at any size where only convolutions and matrix products read them: they run on f32
 // weights, which the library packs once, instead of dequantizing every run. Those of
-// convolutions alone wait (Weights).
+// convolutions and MatMuls alone wait (Weights).
 bool outputs_foldable(Node& node, const Weights& weights) {
   if (node.op_type == Op::kConstant) return true;
   if (node.op_type == Op::kDequantizeLinear) {
-    if (weights.of_convolutions.contains(node.outputs[0])) return false;
+    if (weights.of_int8_candidates.contains(node.outputs[0])) return false;
     if (weights.of_products.contains(node.outputs[0])) return true;
   }
   if (node.def->infer) {
@@ -102,7 +103,7 @@ bool outputs_foldable(Node& node, const Weights& weights) {
 Status fold_constants(Graph& graph) {
   std::unordered_set<const Node*> folded;
   Weights weights{weights_only(graph, {Op::kConv, Op::kConvTranspose, Op::kGemm, Op::kMatMul}),
-                  weights_only(graph, {Op::kConv})};
+                  weights_only(graph, {Op::kConv, Op::kMatMul})};
   for (const auto& owned : graph.nodes()) {
     Node& node = *owned;
     if (!can_evaluate(node) || !inputs_known(node) || !outputs_foldable(node, weights)) continue;

@@ -188,12 +188,13 @@ bool integer_product_in_float(Graph& graph, Node& cast,
   return true;
 }
 
-// DequantizeLinear of constants read only as a Conv's weights, which fold_constants leaves
-// for quantized_convolutions.h, folds here.
+// DequantizeLinear of constants read only as the weights of Conv or MatMul, which
+// fold_constants leaves for quantized_products.h, folds here.
 bool fold_dequantized_weights(Graph& graph) {
   std::unordered_map<const Value*, int> uses = graph.use_counts(), weight_uses;
   for (const auto& n : graph.nodes()) {
-    if (n->op_type == Op::kConv && n->input(1)) ++weight_uses[n->input(1)];
+    if ((n->op_type == Op::kConv || n->op_type == Op::kMatMul) && n->input(1))
+      ++weight_uses[n->input(1)];
   }
   std::vector<Node*> folded;
   for (const auto& n : graph.nodes()) {
@@ -217,7 +218,7 @@ bool fold_dequantized_weights(Graph& graph) {
 
 Result<bool> quantized_in_float(Graph& graph,
                                 const std::function<bool(const Node&)>& stays_integer) {
-  // (What quantized_convolutions replaced goes first: its weights need no folding.)
+  // (What quantized_products replaced goes first: its weights need no folding.)
   WEFT_RETURN_IF_ERROR(eliminate_dead_code(graph));
   bool changed = fold_dequantized_weights(graph);
   // Collect first: the rewrites insert nodes.

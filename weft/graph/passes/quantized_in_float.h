@@ -15,7 +15,7 @@
 //   alike.
 //
 // Runs once the device is known, after specialization (stages::quantized_forms), when the
-// products a library runs in int8 have been chosen (quantized_convolutions.h): first it
+// products a library runs in int8 have been chosen (quantized_products.h): first it
 // folds the DequantizeLinear of constant weights that fold_constants left for that choice.
 // Guarantees: values unchanged up to f32 rounding (which a Cast to f32 does anyway); nodes
 // left unused and Identities go with the passes after it (refold). Returns whether it

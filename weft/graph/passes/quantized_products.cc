@@ -1,4 +1,4 @@
-#include "weft/graph/passes/quantized_convolutions.h"
+#include "weft/graph/passes/quantized_products.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,15 +16,16 @@ namespace {
 bool scalar(const Value* v) { return v && v->is_constant() && v->constant->num_elements() == 1; }
 
 // The DequantizeLinear or QuantizeLinear "n" quantizes per tensor, or per output channel
-// along axis 0 of a value of rank "rank" with "channels" of them, with no blocks.
-bool per_tensor_or_channel(const Node& n, int64_t rank, int64_t channels) {
+// along axis "channel_axis" of a value of rank "rank" with "channels" of them, with no blocks.
+bool per_tensor_or_channel(const Node& n, int64_t rank, int64_t channels, int64_t channel_axis) {
   const auto& at = n.attrs_as<QuantizeAttrs>();
   const Value* scale = n.input(1);
   if (at.block_size != 0 || !scale || !scale->is_constant() || scale->type.dtype != DType::kF32)
     return false;
   int64_t axis = at.axis < 0 ? at.axis + rank : at.axis;
   int64_t elements = scale->constant->num_elements();
-  return elements == 1 || (elements == channels && axis == 0 && scale->constant->rank() == 1);
+  return elements == 1 ||
+         (elements == channels && axis == channel_axis && scale->constant->rank() == 1);
 }
 
 // The bias in units of xs * ws[c], when each element is such a whole multiple.
@@ -59,32 +60,36 @@ Node* sole_quantize(const Graph& graph, const Value* v,
 
 } // namespace
 
-Result<bool> quantized_convolutions(Graph& graph,
-                                    const std::function<bool(const Node&)>& library_takes) {
+Result<bool> quantized_products(Graph& graph,
+                                const std::function<bool(const Node&)>& library_takes) {
   std::unordered_map<const Value*, std::vector<Node*>> readers;
-  std::vector<Node*> convolutions;
+  std::vector<Node*> products;
   for (const auto& n : graph.nodes()) {
     for (const Value* in : n->inputs)
       if (in) readers[in].push_back(n.get());
-    if (n->op_type == Op::kConv) convolutions.push_back(n.get());
+    if (n->op_type == Op::kConv || n->op_type == Op::kMatMul) products.push_back(n.get());
   }
   bool changed = false;
-  for (Node* conv : convolutions) {
-    Node *dx = conv->inputs[0]->producer, *dw = conv->inputs[1]->producer;
-    Node* q = sole_quantize(graph, conv->outputs[0], readers);
+  for (Node* p : products) {
+    bool conv = p->op_type == Op::kConv;
+    Node *dx = p->inputs[0]->producer, *dw = p->inputs[1]->producer;
+    Node* q = sole_quantize(graph, p->outputs[0], readers);
     if (!dx || !dw || !q || dx->op_type != Op::kDequantizeLinear ||
         dw->op_type != Op::kDequantizeLinear)
       continue;
-    const Value *x = dx->inputs[0], *w = dw->inputs[0], *b = conv->input(2);
+    const Value *x = dx->inputs[0], *w = dw->inputs[0], *b = p->input(2);
     if ((x->type.dtype != DType::kU8 && x->type.dtype != DType::kI8) || !w->is_constant() ||
-        w->type.dtype != DType::kI8 || w->constant->rank() < 3)
+        w->type.dtype != DType::kI8 || (conv ? w->constant->rank() < 3 : w->constant->rank() != 2))
       continue;
-    int64_t channels = w->constant->dims()[0], rank = w->constant->rank();
+    // Output channels: a convolution's weights' axis 0, a product's axis 1 ([K, N]).
+    int64_t rank = w->constant->rank(), axis = conv ? 0 : 1;
+    int64_t channels = w->constant->dims()[static_cast<size_t>(axis)];
     const Value *xz = dx->input(2), *wz = dw->input(2), *yz = q->input(2);
     DType y_dtype = q->outputs[0]->type.dtype;
-    bool fits = per_tensor_or_channel(*dx, 1, 1) && scalar(dx->input(1)) && (!xz || scalar(xz)) &&
-                per_tensor_or_channel(*dw, rank, channels) && (!wz || all_zero(wz)) &&
-                per_tensor_or_channel(*q, 1, 1) && scalar(q->input(1)) && (!yz || scalar(yz)) &&
+    bool fits = per_tensor_or_channel(*dx, 1, 1, 0) && scalar(dx->input(1)) &&
+                (!xz || scalar(xz)) && per_tensor_or_channel(*dw, rank, channels, axis) &&
+                (!wz || all_zero(wz)) && per_tensor_or_channel(*q, 1, 1, 0) &&
+                scalar(q->input(1)) && (!yz || scalar(yz)) &&
                 (y_dtype == DType::kU8 || y_dtype == DType::kI8) &&
                 (yz ? yz->type.dtype == y_dtype : y_dtype == DType::kU8) &&
                 (!b || (b->is_constant() && b->constant->num_elements() == channels));
@@ -102,14 +107,15 @@ Result<bool> quantized_convolutions(Graph& graph,
     std::vector<Value*> inputs = {dx->inputs[0], dx->inputs[1],    zero(xz, x->type.dtype),
                                   dw->inputs[0], dw->inputs[1],    zero(wz, DType::kI8),
                                   q->inputs[1],  zero(yz, y_dtype)};
-    if (bias) inputs.push_back(build.constant(conv->name + "_bias", std::move(*bias)));
-    Value* y = build.op(Op::kQLinearConv, inputs, conv->attrs);
+    if (bias) inputs.push_back(build.constant(p->name + "_bias", std::move(*bias)));
+    Value* y = build.op(conv ? Op::kQLinearConv : Op::kQLinearMatMul, inputs,
+                        conv ? p->attrs : OpAttrs{NoAttrs{}});
     Node* qlinear = y->producer;
     if (!build.status().ok() || !library_takes(*qlinear)) {
       graph.remove_nodes_if([&](const Node& n) { return &n == qlinear; });
       continue; // (the constants built go with dead-code elimination)
     }
-    // The QuantizeLinear passes the QLinearConv's result on; eliminate_identity removes it.
+    // The QuantizeLinear passes the QLinear op's result on; eliminate_identity removes it.
     q->op_type = Op::kIdentity;
     q->def = find_op(Op::kIdentity, q->opset);
     q->attrs = NoAttrs{};

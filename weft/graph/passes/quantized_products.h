@@ -1,0 +1,33 @@
+// quantized_products: a QDQ model's convolutions and matrix products (ONNX Runtime's
+// quantize_static, its default format), DequantizeLinear -> Conv or MatMul ->
+// QuantizeLinear, as one QLinearConv or QLinearMatMul on the quantized activations and
+// weights, where "library_takes" says a library runs that node in int8 (oneDNN on CPUs with
+// VNNI: docs/library.md).
+//
+// Matched: Conv(DequantizeLinear(x, xs, xz), DequantizeLinear(W, ws, wz), B) or
+// MatMul(DequantizeLinear(x, xs, xz), DequantizeLinear(W, ws, wz)), read only by
+// QuantizeLinear(., ys, yz), where x is u8 or s8; xs, xz, ys and yz are constants per
+// tensor; W is a constant s8 with ws per tensor or per output channel (a convolution's axis
+// 0, a product's [K, N] axis 1) and wz zero; and B is absent or a constant whose elements
+// lie within 1e-3 of whole multiples of xs * ws (ONNX Runtime's quantizer writes it in those
+// units; it becomes QLinearConv's int32 bias). The QLinear op then computes the same sums in
+// int32 and requantizes them with xs * ws / ys, where the QDQ form multiplies in f32 and
+// rounds once at the QuantizeLinear: the outputs agree up to f32's rounding of the scale (a
+// tie may fall the other way).
+//
+// Runs in stages::quantized_forms, before quantized_in_float (which folds and rewrites what
+// is left). The replaced nodes are left for dead-code elimination, the QuantizeLinear as an
+// Identity. Returns whether it changed the graph.
+#pragma once
+
+#include <functional>
+
+#include "weft/graph/graph.h"
+#include "weft/support/status.h"
+
+namespace weft {
+
+Result<bool> quantized_products(Graph& graph,
+                                const std::function<bool(const Node&)>& library_takes);
+
+} // namespace weft
