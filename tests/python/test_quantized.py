@@ -584,3 +584,22 @@ def test_qdq_matmul_runs_as_an_int8_library_call():
     assert np.mean(out["y"] == want.astype(np.float32)) > 0.97
     int8 = [p["op_type"] for p in profile if "int8 matmul" in p["strategy"]]
     assert int8 == (["QLinearMatMul"] if cpu_has_vnni() else []), profile
+
+
+def test_quantized_embedding_dequantizes_only_the_rows_gathered():
+    """quantize_static's embedding table: Gather(DequantizeLinear(table)), the table too large
+    to fold at compile time. Weft gathers the u8 rows first and dequantizes those, instead of
+    the whole table at every run; the same values."""
+    rng = np.random.default_rng(15)
+    table = rng.integers(0, 256, (6000, 64)).astype(np.uint8)  # 384,000 elements: not folded
+    arr = numpy_helper.from_array
+    nodes = [helper.make_node("DequantizeLinear", ["tq", "s", "z"], ["t"]),
+             helper.make_node("Gather", ["t", "ids"], ["y"])]
+    model = make_model(nodes, [helper.make_tensor_value_info("ids", TensorProto.INT64, [2, 5])],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5, 64])],
+                       [arr(table, "tq"), arr(np.array(np.float32(0.05)), "s"), arr(np.array(np.uint8(100)), "z")])
+    ids = rng.integers(0, 6000, (2, 5)).astype(np.int64)
+    out, profile = weft.compile(model.SerializeToString()).profile({"ids": ids})
+    want = (table[ids].astype(np.float32) - 100) * np.float32(0.05)
+    np.testing.assert_array_equal(out["y"], want)
+    assert all(p["bytes"] < table.size for p in profile), profile  # no pass over the table

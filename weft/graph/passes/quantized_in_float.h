@@ -7,6 +7,8 @@
 // - A QuantizeLinear -> DequantizeLinear pair per tensor (a QDQ model's activations) becomes
 //   Mul, Round, Clip and Mul in float: the same values, in ops that sink through
 //   channels-last regions.
+// - Gather(DequantizeLinear(t), indices), per tensor, becomes DequantizeLinear(Gather(t,
+//   indices)): only the gathered elements are dequantized (an embedding table).
 // - Mul(Conv(x, W, B), s), s constant per tensor or per output channel (through a Relu when
 //   s > 0), becomes Conv(x, W * s, B * s) on constant W and B.
 // - Cast(MatMulInteger(A, B, a_zero, b_zero), f32) on a constant B becomes an f32 MatMul of
