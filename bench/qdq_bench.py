@@ -140,32 +140,51 @@ def measure_dynamic(rounds, iters):
             with torch.no_grad():
                 torch.onnx.export(model, args, float_path, external_data=False)
             quantize_dynamic(float_path, path, weight_type=QuantType.QInt8)
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = 2
-            session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-            feed = {i.name: a.numpy() for i, a in zip(session.get_inputs(), args)}
-            want = session.run(None, feed)[0]
-            plain = ort.SessionOptions()
-            plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-            as_written = ort.InferenceSession(path, plain, providers=["CPUExecutionProvider"]).run(None, feed)[0]
-            compiled = weft.compile(path, threads=2)
-            got, profile = compiled.profile(feed)
-            got = next(iter(got.values()))
-            row = {"model": name, "what": what, "max_diff": float(np.abs(got - want).max()),
-                   "max_diff_as_written": float(np.abs(got - as_written).max()),
-                   "ort_vs_as_written": float(np.abs(want - as_written).max()),
-                   "max_abs": float(np.abs(want).max()),
-                   "int8_matmuls": sum("int8 matmul" in k["strategy"] for k in profile),
-                   "matmuls": sum(n.op_type == "MatMulInteger" for n in onnx.load(path).graph.node)}
-            rows.append(row)
-            for _ in range(rounds):
-                row.setdefault("weft_round_ms", []).append(timed(lambda: compiled.run(feed), iters))
-                row.setdefault("ort_round_ms", []).append(timed(lambda: session.run(None, feed), iters))
-            for system in ("weft", "ort"):
-                row[system + "_median_ms"] = min(row[system + "_round_ms"])
-            print(f"{name}: max diff {row['max_diff']:.2e} of {row['max_abs']:.3g}; Weft "
-                  f"{row['weft_median_ms']:.2f} ms, ONNX Runtime {row['ort_median_ms']:.2f} ms", flush=True)
+            names = [i.name for i in onnx.load(float_path).graph.input]
+            feed = {n: a.numpy() for n, a in zip(names, args)}
+            static_path = os.path.join(tmp, name + "_qdq.onnx")
+            calibration = [feed] + [{n: (np.random.default_rng(s).integers(0, 1000, v.shape).astype(v.dtype)
+                                         if n == "input_ids" else v) for n, v in feed.items()} for s in range(3)]
+            quantize_static(float_path, static_path, Feeds(calibration), quant_format=QuantFormat.QDQ,
+                            per_channel=True)
+            for quantizer, qpath in (("quantize_dynamic", path), ("quantize_static (QDQ)", static_path)):
+                options = ort.SessionOptions()
+                options.intra_op_num_threads = 2
+                session = ort.InferenceSession(qpath, options, providers=["CPUExecutionProvider"])
+                want = session.run(None, feed)[0]
+                plain = ort.SessionOptions()
+                plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+                as_written = ort.InferenceSession(qpath, plain, providers=["CPUExecutionProvider"]).run(None, feed)[0]
+                compiled = weft.compile(qpath, threads=2)
+                got, profile = compiled.profile(feed)
+                got = next(iter(got.values()))
+                row = {"model": name, "what": what, "quantizer": quantizer,
+                       "max_diff": float(np.abs(got - want).max()),
+                       "max_diff_as_written": float(np.abs(got - as_written).max()),
+                       "ort_vs_as_written": float(np.abs(want - as_written).max()),
+                       "max_abs": float(np.abs(want).max()),
+                       "int8_matmuls": sum("int8 matmul" in k["strategy"] for k in profile),
+                       "matmuls": sum(n.op_type in ("MatMulInteger", "MatMul", "Gemm")
+                                      for n in onnx.load(qpath).graph.node)}
+                rows.append(row)
+                for _ in range(rounds):
+                    row.setdefault("weft_round_ms", []).append(timed(lambda: compiled.run(feed), iters))
+                    row.setdefault("ort_round_ms", []).append(timed(lambda: session.run(None, feed), iters))
+                for system in ("weft", "ort"):
+                    row[system + "_median_ms"] = min(row[system + "_round_ms"])
+                print(f"{name} ({quantizer}): max diff {row['max_diff']:.2e} of {row['max_abs']:.3g}; Weft "
+                      f"{row['weft_median_ms']:.2f} ms, ONNX Runtime {row['ort_median_ms']:.2f} ms", flush=True)
     return rows
+
+
+class Feeds(CalibrationDataReader):
+    """Calibration inputs for quantize_static: the given feeds, once each."""
+
+    def __init__(self, feeds):
+        self.it = iter(feeds)
+
+    def get_next(self):
+        return next(self.it, None)
 
 
 def markdown(r):
@@ -206,21 +225,26 @@ def markdown(r):
     lines += ["", f"Geomean ONNX Runtime / Weft: {', '.join(geo)}; slower than ONNX Runtime on {len(slower)}"
               + (": " + ", ".join(slower) if slower else "") + ". Every round is in `bench/qdq_results.json`.", ""]
     if r.get("dynamic"):
-        lines += ["Transformers quantized by `quantize_dynamic` (int8 weights, activations quantized at run "
-                  "time: DynamicQuantizeLinear, MatMulInteger), hf_bench.py's configurations with random "
-                  "weights. Weft runs each MatMulInteger on constant weights as oneDNN's int8 matmul on CPUs "
-                  "with VNNI, as an f32 oneDNN matmul on the weights less their zero points elsewhere "
-                  "(docs/library.md); the int8 column counts the MatMulIntegers of the first kind, of all of "
-                  "them. Differences are the largest over the "
-                  "output, relative to its largest magnitude, against ONNX Runtime's run and its run with "
-                  "optimizations off (the graph as written); its two runs differ as much: an activation's "
-                  "rounding falls either way, and the next quantization amplifies it.", "",
-                  "| Model | What | int8 | Weft vs ORT | Weft vs ORT as written | ORT vs as written | Weft | ONNX Runtime | ORT / Weft |",
-                  "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        lines += ["Transformers quantized by ONNX Runtime's `quantize_dynamic` (int8 weights, activations "
+                  "quantized at run time: DynamicQuantizeLinear, MatMulInteger) and by its `quantize_static` "
+                  "(QDQ, int8 weights per channel, activations calibrated on 4 random inputs), hf_bench.py's "
+                  "configurations with random weights. On CPUs with VNNI Weft runs each MatMulInteger on "
+                  "constant weights, and each DequantizeLinear -> MatMul -> QuantizeLinear on constant "
+                  "weights, as oneDNN's int8 matmul; elsewhere as an f32 oneDNN matmul (docs/library.md). "
+                  "The int8 column counts the products that ran as int8 calls, of all the model's "
+                  "products (MatMul, MatMulInteger, Gemm): attention's products of two activations stay "
+                  "f32, and so do QDQ Gemms (GPT-2's layers), which ONNX Runtime fuses into int8 GEMMs. "
+                  "Differences are the "
+                  "largest over the output, relative to its largest magnitude, against ONNX Runtime's run "
+                  "and its run with optimizations off (the graph as written); its two runs differ as much: "
+                  "an activation's rounding falls either way, and the next quantization amplifies it.", "",
+                  "| Model | What | Quantizer | int8 | Weft vs ORT | Weft vs ORT as written | ORT vs as written | Weft | ONNX Runtime | ORT / Weft |",
+                  "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for row in r["dynamic"]:
             rel = lambda k: row[k] / row["max_abs"]  # noqa: E731
             int8 = f"{row['int8_matmuls']} of {row['matmuls']}" if "matmuls" in row else "n/a"
-            lines.append(f"| {row['model']} | {row['what']} | {int8} | {rel('max_diff'):.1e} | "
+            lines.append(f"| {row['model']} | {row['what']} | {row.get('quantizer', 'quantize_dynamic')} | "
+                         f"{int8} | {rel('max_diff'):.1e} | "
                          f"{rel('max_diff_as_written'):.1e} | {rel('ort_vs_as_written'):.1e} | "
                          f"{row['weft_median_ms']:.2f} ms | {row['ort_median_ms']:.2f} ms | "
                          f"{row['ort_median_ms'] / row['weft_median_ms']:.2f} |")
