@@ -306,6 +306,24 @@ def test_qoperator_model_with_onnx_runtime_ops_runs_as_qdq():
 
 
 
+def dynamically_quantized(product, y):
+    """ONNX Runtime's quantize_dynamic around "product" (a MatMulInteger or ConvInteger of
+    "xq" by "w", zero points "xz" and "wz", into "acc"): DynamicQuantizeLinear of "x", the
+    product, a Cast to float and a Mul by the two scales (the weights' is "ws") into "y"."""
+    return [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]), product,
+            helper.make_node("Cast", ["acc"], ["accf"], to=TensorProto.FLOAT),
+            helper.make_node("Mul", ["xs", "ws"], ["s"]),
+            helper.make_node("Mul", ["accf", "s"], [y])]
+
+
+def dynamic_quantize(x):
+    """DynamicQuantizeLinear's reference: the u8 values (as int64), their zero point and scale."""
+    lo, hi = min(0.0, float(x.min())), max(0.0, float(x.max()))
+    scale = np.float32((hi - lo) / 255)
+    zero = np.clip(np.rint(-lo / scale), 0, 255)
+    return np.clip(np.rint(x / scale) + zero, 0, 255).astype(np.int64), int(zero), scale
+
+
 def test_dynamically_quantized_matmul_runs_as_a_float_library_call():
     """ONNX Runtime's quantize_dynamic (its usual way to quantize transformers): each weight's
     MatMul becomes DynamicQuantizeLinear of the activations, MatMulInteger on int8 weights
@@ -319,21 +337,14 @@ def test_dynamically_quantized_matmul_runs_as_a_float_library_call():
     w_zero = rng.integers(-3, 4, n).astype(np.int8)
     w_scale = np.float32(0.01)
     arr = numpy_helper.from_array
-    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
-             helper.make_node("MatMulInteger", ["xq", "w", "xz", "wz"], ["acc"]),
-             helper.make_node("Cast", ["acc"], ["accf"], to=TensorProto.FLOAT),
-             helper.make_node("Mul", ["xs", "ws"], ["s"]),
-             helper.make_node("Mul", ["accf", "s"], ["y"])]
+    nodes = dynamically_quantized(helper.make_node("MatMulInteger", ["xq", "w", "xz", "wz"], ["acc"]), "y")
     model = make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [m, k])],
                        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [m, n])],
                        [arr(w, "w"), arr(w_zero, "wz"), arr(np.array(w_scale), "ws")])
     x = rng.standard_normal((m, k)).astype(np.float32)
     got, profile = weft.compile(model.SerializeToString()).profile({"x": x})
-    lo, hi = min(0.0, float(x.min())), max(0.0, float(x.max()))
-    scale = np.float32((hi - lo) / 255)
-    zero = np.clip(np.rint(-lo / scale), 0, 255)
-    xq = np.clip(np.rint(x / scale) + zero, 0, 255).astype(np.int64)
-    acc = (xq - int(zero)) @ (w.astype(np.int64) - w_zero.astype(np.int64))
+    xq, zero, scale = dynamic_quantize(x)
+    acc = (xq - zero) @ (w.astype(np.int64) - w_zero.astype(np.int64))
     want = acc.astype(np.float32) * (scale * w_scale)
     np.testing.assert_allclose(got["y"], want, rtol=1e-6, atol=1e-6 * np.abs(want).max())
     assert [k for k in profile if "oneDNN matmul" in k["strategy"]], profile
@@ -357,11 +368,7 @@ def test_dynamically_quantized_linear_runs_as_an_int8_library_call():
     w = rng.integers(-127, 128, (k, n)).astype(np.int8)
     bias = rng.standard_normal(n).astype(np.float32)
     arr = numpy_helper.from_array
-    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
-             helper.make_node("MatMulInteger", ["xq", "w", "xz", "wz"], ["acc"]),
-             helper.make_node("Cast", ["acc"], ["accf"], to=TensorProto.FLOAT),
-             helper.make_node("Mul", ["xs", "ws"], ["s"]),
-             helper.make_node("Mul", ["accf", "s"], ["scaled"]),
+    nodes = dynamically_quantized(helper.make_node("MatMulInteger", ["xq", "w", "xz", "wz"], ["acc"]), "scaled") + [
              helper.make_node("Add", ["scaled", "b"], ["biased"]),
              helper.make_node("Add", ["biased", "r"], ["y"])]
     f32 = TensorProto.FLOAT
@@ -372,11 +379,8 @@ def test_dynamically_quantized_linear_runs_as_an_int8_library_call():
                         arr(np.array(np.float32(0.02)), "ws"), arr(bias, "b")])
     x = rng.standard_normal((2, 12, k)).astype(np.float32)
     r = rng.standard_normal((2, 12, n)).astype(np.float32)
-    lo, hi = min(0.0, float(x.min())), max(0.0, float(x.max()))
-    scale = np.float32((hi - lo) / 255)
-    zero = np.clip(np.rint(-lo / scale), 0, 255)
-    xq = np.clip(np.rint(x / scale) + zero, 0, 255).astype(np.int64)
-    acc = (xq - int(zero)) @ w.astype(np.int64)
+    xq, zero, scale = dynamic_quantize(x)
+    acc = (xq - zero) @ w.astype(np.int64)
     want = acc.astype(np.float32) * (scale * np.float32(0.02)) + bias + r
 
     got, profile = weft.compile(model.SerializeToString()).profile({"x": x, "r": r})
@@ -417,21 +421,15 @@ def test_dynamically_quantized_convolution_runs_as_a_float_library_call():
     w = rng.integers(-127, 128, (6, 4, 3, 3)).astype(np.int8)
     w_zero = rng.integers(-3, 4, 6).astype(np.int8)
     arr = numpy_helper.from_array
-    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
-             helper.make_node("ConvInteger", ["xq", "w", "xz", "wz"], ["acc"], pads=[1, 1, 1, 1]),
-             helper.make_node("Cast", ["acc"], ["accf"], to=TensorProto.FLOAT),
-             helper.make_node("Mul", ["xs", "ws"], ["s"]),
-             helper.make_node("Mul", ["accf", "s"], ["y"])]
+    nodes = dynamically_quantized(
+        helper.make_node("ConvInteger", ["xq", "w", "xz", "wz"], ["acc"], pads=[1, 1, 1, 1]), "y")
     model = make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 7, 5])],
                        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 6, 7, 5])],
                        [arr(w, "w"), arr(w_zero, "wz"), arr(np.array(np.float32(0.01)), "ws")])
     x = (rng.standard_normal((2, 4, 7, 5)) + 0.5).astype(np.float32)
     got, profile = weft.compile(model.SerializeToString()).profile({"x": x})
-    lo, hi = min(0.0, float(x.min())), max(0.0, float(x.max()))
-    scale = np.float32((hi - lo) / 255)
-    zero = np.clip(np.rint(-lo / scale), 0, 255)
-    xq = np.clip(np.rint(x / scale) + zero, 0, 255).astype(np.uint8)
-    acc = conv_reference(xq, np.uint8(zero), w, w_zero, np.zeros(6, np.int64), 1)
+    xq, zero, scale = dynamic_quantize(x)
+    acc = conv_reference(xq, zero, w, w_zero, np.zeros(6, np.int64), 1)
     want = acc.astype(np.float32) * (scale * np.float32(0.01))
     np.testing.assert_allclose(got["y"], want, rtol=1e-6, atol=1e-6 * np.abs(want).max())
     assert [k for k in profile if "oneDNN convolution" in k["strategy"]], profile
@@ -522,11 +520,7 @@ def test_dynamically_quantized_linear_compiles_once_for_dynamic_shapes():
     k, n = 32, 24
     w = rng.integers(-127, 128, (k, n)).astype(np.int8)
     arr = numpy_helper.from_array
-    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
-             helper.make_node("MatMulInteger", ["xq", "w", "xz", "wz"], ["acc"]),
-             helper.make_node("Cast", ["acc"], ["accf"], to=TensorProto.FLOAT),
-             helper.make_node("Mul", ["xs", "ws"], ["s"]),
-             helper.make_node("Mul", ["accf", "s"], ["y0"]),
+    nodes = dynamically_quantized(helper.make_node("MatMulInteger", ["xq", "w", "xz", "wz"], ["acc"]), "y0") + [
              helper.make_node("QuantizeLinear", ["y0", "ys", "yz"], ["yq"]),
              helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])]
     f32 = TensorProto.FLOAT
@@ -538,11 +532,8 @@ def test_dynamically_quantized_linear_compiles_once_for_dynamic_shapes():
     compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
     for shape in [(1, 5, k), (3, 17, k)]:
         x = rng.standard_normal(shape).astype(np.float32)
-        lo, hi = min(0.0, float(x.min())), max(0.0, float(x.max()))
-        scale = np.float32((hi - lo) / 255)
-        zero = np.clip(np.rint(-lo / scale), 0, 255)
-        xq = np.clip(np.rint(x / scale) + zero, 0, 255).astype(np.int64)
-        y0 = ((xq - int(zero)) @ w.astype(np.int64)).astype(np.float32) * (scale * np.float32(0.02))
+        xq, zero, scale = dynamic_quantize(x)
+        y0 = ((xq - zero) @ w.astype(np.int64)).astype(np.float32) * (scale * np.float32(0.02))
         want = (np.clip(np.rint(y0 / np.float32(0.5)) + 128, 0, 255) - 128) * np.float32(0.5)
         out = compiled.run({"x": x})
         got = out["y"]
