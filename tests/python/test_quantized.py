@@ -293,11 +293,12 @@ def test_qoperator_model_with_onnx_runtime_ops_runs_as_qdq():
     want = dq(q(dq(pool, "ps", "pz") @ (f64(w3) * f64(s3)[:, None]).T + bias3, "ys", "yz"), "ys", "yz")
     assert 0.1 < np.mean((want > dq(0, "ys", "yz")) & (want < dq(255, "ys", "yz")))  # not saturated
     np.testing.assert_allclose(got["y"], want, rtol=0, atol=scales["ys"] * 1.01)
-    assert [k for k in profile if k["op_type"].startswith("Gemm")], profile
-    if cpu_has_vnni():  # the convolutions in int8 (test_qdq_convolutions_run_as_int8_library_calls)
+    if cpu_has_vnni():  # the convolutions and QGemm in int8 (test_qdq_*_as_int8_library_call*)
         calls = [k["strategy"] for k in profile if k["op_type"].startswith("QLinearConv")]
         assert len(calls) == 2 and all("oneDNN int8 convolution" in c for c in calls), calls
+        assert [k for k in profile if "oneDNN int8 matmul" in k["strategy"]], profile
         return
+    assert [k for k in profile if k["op_type"].startswith("Gemm")], profile
     calls = [k["strategy"] for k in profile if k["op_type"].startswith("Conv")]
     assert len(calls) == 2 and all("oneDNN" in c for c in calls), calls
     # The MaxPool and Flatten on quantized values run in float: each DequantizeLinear moved
@@ -570,6 +571,51 @@ def test_qdq_matmul_runs_as_an_int8_library_call():
         return (np.clip(np.rint(v / np.float64(s)) + z, 0, 255) - z) * np.float64(s)
 
     want = fake_quant(fake_quant(x.astype(np.float64), xs, 120) @ (w * ws.astype(np.float64)), ys, 130)
+    out, profile = weft.compile(model.SerializeToString()).profile({"x": x})
+    np.testing.assert_allclose(out["y"], want, rtol=0, atol=float(ys) * 1.01)
+    assert np.mean(out["y"] == want.astype(np.float32)) > 0.97
+    int8 = [p["op_type"] for p in profile if "int8 matmul" in p["strategy"]]
+    assert int8 == (["QLinearMatMul"] if cpu_has_vnni() else []), profile
+
+
+@pytest.mark.parametrize("trans_b,bias", [(0, False), (1, True), (0, True)])
+def test_qdq_gemm_runs_as_an_int8_library_call(trans_b, bias):
+    """A QDQ Linear exported as Gemm (GPT-2's layers; ORT's quantizer writes the bias as int32
+    in units of xs * ws, dequantized per column). On a CPU with VNNI it becomes one int8 matmul,
+    the bias added to the sums before requantization, B transposed at compile time where transB
+    is set; elsewhere an f32 Gemm. Against a float64 reference of the QDQ arithmetic, within
+    one quantum."""
+    rng = np.random.default_rng(16)
+    k, n = 96, 48
+    w = rng.integers(-127, 128, (k, n)).astype(np.int8)
+    ws = rng.uniform(0.002, 0.005, n).astype(np.float32)
+    xs, ys = np.float32(0.03), np.float32(0.08)
+    b = rng.integers(-3000, 3000, n).astype(np.int32)
+    arr = numpy_helper.from_array
+    dq = lambda i, o, s, z, **a: helper.make_node("DequantizeLinear", [i, s, z], [o], **a)  # noqa: E731
+    q = lambda i, o, s, z: helper.make_node("QuantizeLinear", [i, s, z], [o])  # noqa: E731
+    inputs = ["xd", "w"] + (["b"] if bias else [])
+    nodes = [dq("wq", "w", "ws", "wz", axis=0 if trans_b else 1), q("x", "xq", "xs", "xz"),
+             dq("xq", "xd", "xs", "xz"), helper.make_node("Gemm", inputs, ["h"], transB=trans_b),
+             q("h", "hq", "ys", "yz"), dq("hq", "y", "ys", "yz")]
+    initializers = [arr(w.T.copy() if trans_b else w, "wq"), arr(ws, "ws"), arr(np.zeros(n, np.int8), "wz"),
+                    arr(np.array(xs), "xs"), arr(np.array(np.uint8(120)), "xz"),
+                    arr(np.array(ys), "ys"), arr(np.array(np.uint8(130)), "yz")]
+    if bias:
+        nodes.insert(0, dq("bq", "b", "bs", "bz", axis=0))
+        initializers += [arr(b, "bq"), arr((xs * ws).astype(np.float32), "bs"), arr(np.zeros(n, np.int32), "bz")]
+    f32 = TensorProto.FLOAT
+    model = make_model(nodes, [helper.make_tensor_value_info("x", f32, [20, k])],
+                       [helper.make_tensor_value_info("y", f32, [20, n])], initializers, opset=13)
+    x = rng.standard_normal((20, k)).astype(np.float32)
+
+    def fake_quant(v, s, z):
+        return (np.clip(np.rint(v / np.float64(s)) + z, 0, 255) - z) * np.float64(s)
+
+    h = fake_quant(x.astype(np.float64), xs, 120) @ (w * ws.astype(np.float64))
+    if bias:
+        h += b * (xs * ws).astype(np.float32).astype(np.float64)
+    want = fake_quant(h, ys, 130)
     out, profile = weft.compile(model.SerializeToString()).profile({"x": x})
     np.testing.assert_allclose(out["y"], want, rtol=0, atol=float(ys) * 1.01)
     assert np.mean(out["y"] == want.astype(np.float32)) > 0.97

@@ -211,7 +211,7 @@ Dim call_flops(const library::LibraryCall& call) {
   for (const Node* n : call.nodes) {
     const Value* x = n->input(0);
     bool quantized = n->op_type == Op::kQLinearConv || n->op_type == Op::kQLinearConvChannelsLast ||
-                     n->op_type == Op::kQLinearMatMul;
+                     n->op_type == Op::kQLinearMatMul || n->op_type == Op::kQLinearMatMulBias;
     const Value* w = n->input(quantized ? 3 : 1);
     const Value* y = n->outputs.empty() ? nullptr : n->outputs[0];
     if (!x || !w || !y || !x->type.shape || !w->type.shape || !y->type.shape) continue;
@@ -231,6 +231,7 @@ Dim call_flops(const library::LibraryCall& call) {
       case Op::kMatMul:
       case Op::kMatMulInteger: // (integer operations)
       case Op::kQLinearMatMul:
+      case Op::kQLinearMatMulBias:
       case Op::kGemm: {        // y elements x the inner extent
         const Shape& a = *x->type.shape;
         if (a.empty()) return 0;

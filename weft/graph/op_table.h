@@ -95,11 +95,14 @@ inline constexpr std::string_view kMlDomain = "ai.onnx.ml";
 
 // Weft's own ops, which passes make (no model can name them): Op::kConvChannelsLast, Conv
 // over channels-last activations (passes/channels_last.h), with Conv's attributes and weights;
-// Op::kQLinearConvChannelsLast, QLinearConv over them, with QLinearConv's inputs.
+// Op::kQLinearConvChannelsLast, QLinearConv over them, with QLinearConv's inputs;
+// Op::kQLinearMatMulBias, QLinearMatMul's eight inputs and a ninth, an int32 bias [N] added to
+// the sums before requantization, as QLinearConv's B (passes/quantized_products.h).
 // The op a profile shows for "op": the ONNX op a node of Weft's own computes.
 inline Op shown_op(Op op) {
   return op == Op::kConvChannelsLast          ? Op::kConv
          : op == Op::kQLinearConvChannelsLast ? Op::kQLinearConv
+         : op == Op::kQLinearMatMulBias       ? Op::kQLinearMatMul
                                               : op;
 }
 

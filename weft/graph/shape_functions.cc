@@ -405,7 +405,8 @@ TypesOrError infer_conv_integer(const Node& node) {
   return types;
 }
 
-// QLinearMatMul and QLinearConv: the float op's shapes on (A, B) or (X, W), with the type
+// QLinearMatMul (and Weft's QLinearMatMulBias, whose bias the library checks) and
+// QLinearConv: the float op's shapes on (A, B) or (X, W), with the type
 // of the output zero point. Scales and zero points are per tensor, but for QLinearConv's
 // weights' per output channel and QLinearMatMul's A's per row and B's per column.
 TypesOrError infer_qlinear(const Node& node) {

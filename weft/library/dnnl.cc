@@ -164,7 +164,7 @@ void fold_rows(MatMulOperands& m, std::vector<PostOp>& ops) {
   m.a = matrix(m.a, rows, da.back(), *a_step, strides_of(m.a).back());
   m.b = matrix(m.b, db[rank - 2], db.back(), sb[rank - 2], sb.back());
   m.y = matrix(m.y, rows, dy.back(), *y_step, strides_of(m.y).back());
-  if (m.bias != memory::desc()) m.bias = plain({1, dy.back()});
+  if (m.bias != memory::desc()) m.bias = row_major({1, dy.back()}, m.bias.data_type());
   for (PostOp& p : ops) {
     if (p.binary) p.src1_dims = {leading(p.src1_dims) == ones ? 1 : rows, p.src1_dims.back()};
   }
@@ -187,7 +187,7 @@ bool int8_products_exact() {
 }
 
 std::optional<std::string> int8_matmul_unfit(const Node& n) {
-  bool qlinear = n.op_type == Op::kQLinearMatMul;
+  bool qlinear = n.op_type == Op::kQLinearMatMul || n.op_type == Op::kQLinearMatMulBias;
   if (!qlinear && n.op_type != Op::kMatMulInteger) return "not MatMulInteger or QLinearMatMul";
   const Value *a = n.inputs[0], *b = n.inputs[qlinear ? 3 : 1], *a_zero = n.input(2),
               *b_zero = n.input(qlinear ? 5 : 3), *y = n.outputs[0];
@@ -205,6 +205,11 @@ std::optional<std::string> int8_matmul_unfit(const Node& n) {
   if ((a->type.dtype != DType::kU8 && a->type.dtype != DType::kI8) || b->type.dtype != DType::kI8 ||
       !b->is_constant() || b->constant->rank() != 2 || !a->type.shape || a->type.shape->size() < 2)
     return "not u8 or s8 activations by constant 2-D s8 weights";
+  if (const Value* bias = n.op_type == Op::kQLinearMatMulBias ? n.input(8) : nullptr;
+      bias &&
+      (!bias->is_constant() || bias->type.dtype != DType::kI32 || bias->constant->rank() != 1 ||
+       bias->constant->num_elements() != b->constant->dims()[1]))
+    return "a bias that is not a constant int32 [N]";
   if (a_zero && shape_num_elements(*a_zero->type.shape) != 1) return "a zero point per row of A";
   if (b_zero) {
     std::vector<int64_t> zeros =
@@ -248,7 +253,7 @@ std::optional<LibraryCall> matmul_call(const Node& n, const Absorbed& absorbed,
                                        std::string* why_not) {
   using T = memory::data_type;
   const std::vector<PostOp>& ops = absorbed.epilogue;
-  bool qlinear = n.op_type == Op::kQLinearMatMul;
+  bool qlinear = n.op_type == Op::kQLinearMatMul || n.op_type == Op::kQLinearMatMulBias;
   bool integer = n.op_type == Op::kMatMulInteger || qlinear;
   if (std::optional<std::string> unfit = integer ? int8_matmul_unfit(n) : std::nullopt) {
     *why_not = *unfit;
@@ -309,10 +314,15 @@ std::optional<LibraryCall> matmul_call(const Node& n, const Absorbed& absorbed,
   // would be, and cheaper.
   std::vector<PostOp> rest = ops;
   const Value* bias = nullptr;
-  if (!rest.empty() && rest[0].algorithm == dnnl::algorithm::binary_add &&
-      rest[0].src1_dims.back() == dy.back() &&
-      std::all_of(rest[0].src1_dims.begin(), rest[0].src1_dims.end() - 1,
-                  [](int64_t d) { return d == 1; })) {
+  if (n.op_type == Op::kQLinearMatMulBias) { // int32, added to the sums before requantization
+    bias = n.inputs[8];
+    Dims row(rank, 1);
+    row.back() = dy.back();
+    m.bias = row_major(row, T::s32);
+  } else if (!rest.empty() && rest[0].algorithm == dnnl::algorithm::binary_add &&
+             rest[0].src1_dims.back() == dy.back() &&
+             std::all_of(rest[0].src1_dims.begin(), rest[0].src1_dims.end() - 1,
+                         [](int64_t d) { return d == 1; })) {
     bias = rest[0].src1;
     m.bias = plain(rest[0].src1_dims);
     rest.erase(rest.begin());
@@ -591,6 +601,7 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
       {Op::kMatMul, matmul_call},
       {Op::kMatMulInteger, matmul_call},
       {Op::kQLinearMatMul, matmul_call},
+      {Op::kQLinearMatMulBias, matmul_call},
       {Op::kGemm, gemm_call},
       {Op::kQLinearConv, qlinear_conv_call},
       {Op::kQLinearConvChannelsLast, qlinear_conv_call},
@@ -607,7 +618,8 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
   values.insert(values.end(), node.outputs.begin(), node.outputs.end());
   // (The int8 calls check their values.)
   bool integer = node.op_type == Op::kMatMulInteger || node.op_type == Op::kQLinearMatMul ||
-                 node.op_type == Op::kQLinearConv || node.op_type == Op::kQLinearConvChannelsLast;
+                 node.op_type == Op::kQLinearMatMulBias || node.op_type == Op::kQLinearConv ||
+                 node.op_type == Op::kQLinearConvChannelsLast;
   if (std::optional<std::string> why = integer ? std::nullopt : unsupported_values(values)) {
     *why_not = *why; // (Indices are i64)
     return std::nullopt;

@@ -52,13 +52,14 @@ std::optional<LibraryCall> dnnl_call(const Node& node, const SoleReader& sole_re
                                      const std::function<bool(const Node*)>& free,
                                      std::string* why_not);
 
-// Why a MatMulInteger does not run as oneDNN's int8 matmul (u8 or s8 by s8, adding in s32),
-// if it does not. That takes u8 or s8 activations of rank 2 or more with one zero point, and
-// constant s8 weights [K, N] whose zero point is 0 (absent or all zeros: quantize_dynamic's
-// symmetric weights), over static shapes; and only on CPUs whose int8 dot products add into
-// s32 without saturating (VNNI; without it oneDNN adds pairs of products in s16 first), and
-// not with WEFT_ONEDNN_INT8=0. Elsewhere the graph computes it as an f32 product
-// (graph/passes/quantized_in_float.h), exact up to f32's rounding.
+// Why a MatMulInteger, QLinearMatMul or weft.QLinearMatMulBias (its bias a constant int32
+// [N]) does not run as oneDNN's int8 matmul (u8 or s8 by s8, adding in s32), if it does not.
+// That takes u8 or s8 activations of rank 2 or more with one zero point, and constant s8 weights
+// [K, N] whose zero point is 0 (absent or all zeros: quantize_dynamic's symmetric weights), over
+// static shapes; and only on CPUs whose int8 dot products add into s32 without saturating (VNNI;
+// without it oneDNN adds pairs of products in s16 first), and not with WEFT_ONEDNN_INT8=0.
+// Elsewhere the graph computes it as an f32 product (graph/passes/quantized_in_float.h), exact up
+// to f32's rounding.
 std::optional<std::string> int8_matmul_unfit(const Node& n);
 
 // Why a QLinearConv does not run as oneDNN's int8 convolution, if it does not: that takes

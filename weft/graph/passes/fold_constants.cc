@@ -42,7 +42,7 @@ std::unordered_set<const Value*> weights_only(const Graph& graph, const std::set
 }
 
 // The weights the compile decides about once it knows the device (of_int8_candidates):
-// DequantizeLinear of constants read only as the weights of Conv or MatMul, which a library
+// DequantizeLinear of constants read only as the weights of Conv, MatMul or Gemm, which a library
 // may run in int8 (graph/passes/quantized_products.h) and which quantized_in_float folds
 // otherwise.
 struct Weights {
@@ -54,7 +54,7 @@ struct Weights {
 // quantized model's weights (DequantizeLinear of int8 constants, ONNX Runtime's QDQ format)
 // fold at any size where only convolutions and matrix products read them: they run on f32
 // weights, which the library packs once, instead of dequantizing every run. Those of
-// convolutions and MatMuls alone wait (Weights).
+// convolutions, MatMuls and Gemms alone wait (Weights).
 bool outputs_foldable(Node& node, const Weights& weights) {
   if (node.op_type == Op::kConstant) return true;
   if (node.op_type == Op::kDequantizeLinear) {
@@ -103,7 +103,7 @@ bool outputs_foldable(Node& node, const Weights& weights) {
 Status fold_constants(Graph& graph) {
   std::unordered_set<const Node*> folded;
   Weights weights{weights_only(graph, {Op::kConv, Op::kConvTranspose, Op::kGemm, Op::kMatMul}),
-                  weights_only(graph, {Op::kConv, Op::kMatMul})};
+                  weights_only(graph, {Op::kConv, Op::kMatMul, Op::kGemm})};
   for (const auto& owned : graph.nodes()) {
     Node& node = *owned;
     if (!can_evaluate(node) || !inputs_known(node) || !outputs_foldable(node, weights)) continue;

@@ -209,12 +209,13 @@ bool integer_product_in_float(Graph& graph, Node& cast,
   return true;
 }
 
-// DequantizeLinear of constants read only as the weights of Conv or MatMul, which
+// DequantizeLinear of constants read only as the weights of Conv, MatMul or Gemm, which
 // fold_constants leaves for quantized_products.h, folds here.
 bool fold_dequantized_weights(Graph& graph) {
   std::unordered_map<const Value*, int> uses = graph.use_counts(), weight_uses;
   for (const auto& n : graph.nodes()) {
-    if ((n->op_type == Op::kConv || n->op_type == Op::kMatMul) && n->input(1))
+    if ((n->op_type == Op::kConv || n->op_type == Op::kMatMul || n->op_type == Op::kGemm) &&
+        n->input(1))
       ++weight_uses[n->input(1)];
   }
   std::vector<Node*> folded;

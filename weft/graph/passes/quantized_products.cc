@@ -49,6 +49,30 @@ bool all_zero(const Value* v) {
   return std::all_of(values.begin(), values.end(), [](int64_t z) { return z == 0; });
 }
 
+// The [K, N] s8 transpose of the [N, K] s8 "w".
+Tensor transposed(const Tensor& w) {
+  int64_t n = w.dims()[0], k = w.dims()[1];
+  Tensor out(DType::kI8, {k, n});
+  const auto* from = reinterpret_cast<const int8_t*>(w.data());
+  auto* to = reinterpret_cast<int8_t*>(out.data());
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < k; ++c)
+      to[c * n + r] = from[r * k + c];
+  return out;
+}
+
+// A Gemm that is a product of A by B (or by B transposed) plus, if "c" is set, the
+// constant row "c" (as ORT's quantizer writes a Linear): alpha 1, A not transposed, beta 1.
+bool plain_gemm(const Node& gemm, const Value** c) {
+  const auto& at = gemm.attrs_as<GemmAttrs>();
+  *c = at.beta == 0.0f ? nullptr : gemm.input(2);
+  if (at.alpha != 1.0f || at.trans_a || (*c && at.beta != 1.0f)) return false;
+  if (!*c) return true;
+  if (!(*c)->is_constant()) return false;
+  const std::vector<int64_t>& dims = (*c)->constant->dims();
+  return dims.size() == 1 || (dims.size() == 2 && dims[0] == 1);
+}
+
 // The QuantizeLinear that alone reads "v", or null.
 Node* sole_quantize(const Graph& graph, const Value* v,
                     const std::unordered_map<const Value*, std::vector<Node*>>& readers) {
@@ -67,7 +91,8 @@ Result<bool> quantized_products(Graph& graph,
   for (const auto& n : graph.nodes()) {
     for (const Value* in : n->inputs)
       if (in) readers[in].push_back(n.get());
-    if (n->op_type == Op::kConv || n->op_type == Op::kMatMul) products.push_back(n.get());
+    if (n->op_type == Op::kConv || n->op_type == Op::kMatMul || n->op_type == Op::kGemm)
+      products.push_back(n.get());
   }
   bool changed = false;
   for (Node* p : products) {
@@ -78,11 +103,14 @@ Result<bool> quantized_products(Graph& graph,
         dw->op_type != Op::kDequantizeLinear)
       continue;
     const Value *x = dx->inputs[0], *w = dw->inputs[0], *b = p->input(2);
-    if ((x->type.dtype != DType::kU8 && x->type.dtype != DType::kI8) || !w->is_constant() ||
+    bool gemm = p->op_type == Op::kGemm, trans_b = gemm && p->attrs_as<GemmAttrs>().trans_b;
+    if ((gemm && !plain_gemm(*p, &b)) ||
+        (x->type.dtype != DType::kU8 && x->type.dtype != DType::kI8) || !w->is_constant() ||
         w->type.dtype != DType::kI8 || (conv ? w->constant->rank() < 3 : w->constant->rank() != 2))
       continue;
-    // Output channels: a convolution's weights' axis 0, a product's axis 1 ([K, N]).
-    int64_t rank = w->constant->rank(), axis = conv ? 0 : 1;
+    // Output channels: a convolution's weights' axis 0, a product's axis 1 ([K, N]; [N, K]
+    // for a Gemm's transposed B).
+    int64_t rank = w->constant->rank(), axis = conv || trans_b ? 0 : 1;
     int64_t channels = w->constant->dims()[static_cast<size_t>(axis)];
     const Value *xz = dx->input(2), *wz = dw->input(2), *yz = q->input(2);
     DType y_dtype = q->outputs[0]->type.dtype;
@@ -104,12 +132,14 @@ Result<bool> quantized_products(Graph& graph,
     auto zero = [&](const Value* given, DType dtype) {
       return given ? const_cast<Value*>(given) : build.fill(dtype, {}, 0);
     };
+    Value* weights =
+        trans_b ? build.constant(p->name + "_weights", transposed(*w->constant)) : dw->inputs[0];
     std::vector<Value*> inputs = {dx->inputs[0], dx->inputs[1],    zero(xz, x->type.dtype),
-                                  dw->inputs[0], dw->inputs[1],    zero(wz, DType::kI8),
+                                  weights,       dw->inputs[1],    zero(wz, DType::kI8),
                                   q->inputs[1],  zero(yz, y_dtype)};
     if (bias) inputs.push_back(build.constant(p->name + "_bias", std::move(*bias)));
-    Value* y = build.op(conv ? Op::kQLinearConv : Op::kQLinearMatMul, inputs,
-                        conv ? p->attrs : OpAttrs{NoAttrs{}});
+    Op op = conv ? Op::kQLinearConv : bias ? Op::kQLinearMatMulBias : Op::kQLinearMatMul;
+    Value* y = build.op(op, inputs, conv ? p->attrs : OpAttrs{NoAttrs{}});
     Node* qlinear = y->producer;
     if (!build.status().ok() || !library_takes(*qlinear)) {
       graph.remove_nodes_if([&](const Node& n) { return &n == qlinear; });
