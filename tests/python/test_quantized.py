@@ -446,7 +446,8 @@ def test_qdq_convolutions_run_as_int8_library_calls(activations):
     to u8 or s8); elsewhere, and with WEFT_ONEDNN_INT8=0, f32 convolutions. Against a float64
     reference of the QDQ arithmetic: within one quantum, nearly all exact. The second
     convolution is depthwise with stride 2; the 8-bit activations between the two lie
-    channels-last."""
+    channels-last. Between them, a MaxPool with the same scale and zero point on both sides
+    (a ResNet's stem) runs on the 8-bit values where the convolutions do."""
     rng = np.random.default_rng(12)
     info = np.iinfo(activations)
     zero = lambda z: np.array(z, activations)  # noqa: E731
@@ -470,7 +471,9 @@ def test_qdq_convolutions_run_as_int8_library_calls(activations):
              q("x", "xq", "xs", "xz"), dq("xq", "xd", "xs", "xz"),
              helper.make_node("Conv", ["xd", "w1", "b1"], ["h"], pads=[1, 1, 1, 1]),
              q("h", "hq", "hs", "hz"), dq("hq", "hd", "hs", "hz"),
-             helper.make_node("Conv", ["hd", "w2"], ["g"], pads=[1, 1, 1, 1], strides=[2, 2], group=c1),
+             helper.make_node("MaxPool", ["hd"], ["p"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             q("p", "pq", "hs", "hz"), dq("pq", "pd", "hs", "hz"),
+             helper.make_node("Conv", ["pd", "w2"], ["g"], pads=[1, 1, 1, 1], strides=[2, 2], group=c1),
              q("g", "gq", "ys", "yz"), dq("gq", "y", "ys", "yz")]
     f32 = TensorProto.FLOAT
     model = make_model(nodes, [helper.make_tensor_value_info("x", f32, [2, c0, 14, 14])],
@@ -499,6 +502,8 @@ def test_qdq_convolutions_run_as_int8_library_calls(activations):
     xq = fake_quant_to(f64(x), xs, info.min + 100)
     h = conv(xq, f64(w1) * f64(s1)[:, None, None, None]) + (f64(b1) * f64(xs * s1)).reshape(1, -1, 1, 1)
     hq = fake_quant_to(h, hs, info.min + 60)
+    padded = np.pad(hq, [(0, 0), (0, 0), (1, 1), (1, 1)], constant_values=-np.inf)
+    hq = np.max([padded[:, :, i:i + 14, j:j + 14] for i in range(3) for j in range(3)], axis=0)
     want = fake_quant_to(conv(hq, f64(w2) * f64(s2)[:, None, None, None], 2, c1), ys, info.min + 128)
 
     out, profile = weft.compile(model.SerializeToString()).profile({"x": x})
@@ -509,6 +514,8 @@ def test_qdq_convolutions_run_as_int8_library_calls(activations):
         # Between the two, the 8-bit activations stay channels-last (channels_last.h).
         assert len(int8) == 2 and all("channels-last in place" in s for s in int8), int8
         assert not [p for p in profile if p["op_type"].startswith("Conv")], profile
+        pools = [p for p in profile if "MaxPool" in p["op_type"]]
+        assert len(pools) == 1 and "8[" in pools[0]["shapes"] and "oneDNN" in pools[0]["strategy"], pools
     else:
         assert not int8, profile
 

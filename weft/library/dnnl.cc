@@ -531,9 +531,10 @@ std::optional<LibraryCall> resize_call(const Node& n, const Absorbed& absorbed,
   return build(plain);
 }
 
-// MaxPool (without its Indices output) and AveragePool on plain activations. ceil_mode's
-// extra windows become right padding, which oneDNN never reads for max; an average over
-// them is left to generated code when the padding counts.
+// MaxPool (without its Indices output) and AveragePool on plain activations, f32; MaxPool
+// also on u8 or s8 ones (a quantized model's, quantized_products.h). ceil_mode's extra
+// windows become right padding, which oneDNN never reads for max; an average over them is
+// left to generated code when the padding counts.
 std::optional<LibraryCall> pool_call(const Node& n, const Absorbed& absorbed,
                                      std::string* why_not) {
   const std::vector<PostOp>& ops = absorbed.epilogue;
@@ -565,6 +566,14 @@ std::optional<LibraryCall> pool_call(const Node& n, const Absorbed& absorbed,
   // plain ones reordered to channels-last when oneDNN has only a slow kernel for them (3-D
   // windows over ncdhw: "simple_nchw", 26 ms for a 24 MB MaxPool in MViT-v2, 1 GB/s).
   Activations act = activations(absorbed, x, y);
+  if (x->type.dtype != DType::kF32) { // (static_call takes only max pooling of u8 or s8)
+    auto type = x->type.dtype == DType::kU8 ? memory::data_type::u8 : memory::data_type::s8;
+    auto retyped = [&](const memory::desc& md) {
+      return memory::desc(md.dims(), type, strides_of(md));
+    };
+    act.x = retyped(act.x);
+    act.y = retyped(act.y);
+  }
   auto build = [&](const memory::desc& x_in, const memory::desc& y_in) {
     dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, algorithm, x_in, y_in,
                                      strides, kernel, dilation, pad_l, pad_r);
@@ -581,9 +590,12 @@ std::optional<LibraryCall> pool_call(const Node& n, const Absorbed& absorbed,
   };
   LibraryCall call = build(act.x, act.y);
   std::string impl = call.kernel->describe();
-  if (act.x == plain(dx) && impl.find("(jit") == std::string::npos) {
+  if (act.x == row_major(dx, act.x.data_type()) && impl.find("(jit") == std::string::npos) {
     try {
-      LibraryCall reordered = build(channels_last(dx), channels_last(dy));
+      auto nhwc = [&](const Dims& d) {
+        return memory::desc(d, act.x.data_type(), strides_of(channels_last(d)));
+      };
+      LibraryCall reordered = build(nhwc(dx), nhwc(dy));
       if (reordered.kernel->describe().find("(jit") != std::string::npos) return reordered;
     } catch (const dnnl::error&) { // keep the plain call
     }
@@ -620,7 +632,11 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
   bool integer = node.op_type == Op::kMatMulInteger || node.op_type == Op::kQLinearMatMul ||
                  node.op_type == Op::kQLinearMatMulBias || node.op_type == Op::kQLinearConv ||
                  node.op_type == Op::kQLinearConvChannelsLast;
-  if (std::optional<std::string> why = integer ? std::nullopt : unsupported_values(values)) {
+  // Max pooling of u8 or s8 values, whose order dequantizing keeps (quantized_products.h).
+  DType x_type = node.inputs[0]->type.dtype;
+  bool int8_pool = node.op_type == Op::kMaxPool && (x_type == DType::kU8 || x_type == DType::kI8);
+  if (std::optional<std::string> why =
+          integer || int8_pool ? std::nullopt : unsupported_values(values)) {
     *why_not = *why; // (Indices are i64)
     return std::nullopt;
   }
@@ -633,7 +649,8 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
     all.output_cast = to_f32 ? cast : nullptr;
     v = to_f32 ? cast->outputs[0] : nullptr;
   }
-  for (const Node* e = v ? sole_reader(v) : nullptr; e && free(e); e = sole_reader(v)) {
+  for (const Node* e = v && !int8_pool ? sole_reader(v) : nullptr; e && free(e);
+       e = sole_reader(v)) {
     std::optional<PostOp> p = post_op(*e, v);
     if (!p) break;
     all.epilogue.push_back(*p);

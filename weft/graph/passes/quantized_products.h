@@ -17,6 +17,11 @@
 // rounds once at the QuantizeLinear: the outputs agree up to f32's rounding of the scale (a
 // tie may fall the other way).
 //
+// Then, unconditionally: QuantizeLinear(m(DequantizeLinear(x, s, z)), s, z) per tensor, m a
+// MaxPool or an op that only moves elements (Reshape, Transpose, Slice, ...), becomes m(x)
+// on the 8-bit values, exactly (ONNX Runtime drops such pairs too). Where the values go on in
+// float, quantized_in_float moves the DequantizeLinear back above m.
+//
 // Runs in stages::quantized_forms, before quantized_in_float (which folds and rewrites what
 // is left). The replaced nodes are left for dead-code elimination, the QuantizeLinear as an
 // Identity. Returns whether it changed the graph.
