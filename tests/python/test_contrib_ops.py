@@ -1,6 +1,6 @@
 """ONNX Runtime's own ops (domain com.microsoft) that its transformer optimizer writes:
-Gelu, BiasGelu, FastGelu, QuickGelu, BiasAdd, FusedMatMul, SkipLayerNormalization and
-SkipSimplifiedLayerNormalization. Each expands at import into ai.onnx ops (weft/onnx/
+Attention, Gelu, BiasGelu, FastGelu, QuickGelu, BiasAdd, FusedMatMul, SkipLayerNormalization
+and SkipSimplifiedLayerNormalization. Each expands at import into ai.onnx ops (weft/onnx/
 contrib_ops.cc); against float64 numpy references of ONNX Runtime's definitions. The
 quantized ones are in test_quantized.py."""
 
@@ -86,13 +86,83 @@ def test_skip_layer_normalizations(opset):
     np.testing.assert_allclose(got["rms"], want_rms, rtol=1e-4, atol=1e-5)
 
 
+def attention_reference(x, w, b, heads, mask, unidirectional, attention_bias, mask_filter=-10000.0):
+    """ONNX Runtime's Attention in float64 (checked against ONNX Runtime 1.32 for each mask form,
+    with and without unidirectional and attention_bias, and where the mask masks a query's
+    every key): masked scores get mask_filter added; unidirectional leaves the keys after
+    each query out of its softmax."""
+    batch, seq, _ = x.shape
+    q, k, v = np.split(x @ w + b, 3, axis=-1)
+    d = q.shape[-1] // heads
+    q, k, v = (t.reshape(batch, seq, heads, d).transpose(0, 2, 1, 3) for t in (q, k, v))
+    s = q @ k.transpose(0, 1, 3, 2) / np.sqrt(d)
+    if attention_bias is not None:
+        s = s + attention_bias
+    masked = np.zeros((batch, 1, seq, seq), bool)
+    if mask is not None and mask.ndim == 1:  # keys from mask[b] on, and before mask[B + b]
+        starts = mask[batch:] if len(mask) == 2 * batch else np.zeros(batch)
+        keys = np.arange(seq)[None, :]
+        masked |= ((keys >= mask[:batch, None]) | (keys < starts[:, None]))[:, None, None, :]
+    elif mask is not None:  # [B, T] or [B, S, T]: 0 or less masks a key
+        masked |= (mask <= 0).reshape(batch, 1, -1, seq)
+    s = s + masked * mask_filter
+    if unidirectional:  # the keys after each query are left out
+        s = np.where(np.triu(np.ones((seq, seq), bool), 1), -np.inf, s)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    return (p @ v).transpose(0, 2, 1, 3).reshape(batch, seq, -1)
+
+
+@pytest.mark.parametrize("mask_form, unidirectional, with_bias",
+                         [("none", 0, False), ("none", 1, True), ("B", 0, True), ("B", 1, False),
+                          ("2B", 0, False), ("2B", 1, True), ("B,T", 0, False), ("B,T", 1, True), ("B,S,T", 0, True),
+                          ("B,S,T", 1, False)])
+def test_attention(mask_form, unidirectional, with_bias):
+    """ONNX Runtime's fused self-attention (its transformer optimizer's, on BERT-style
+    exports), in each of its mask forms: none, [B] (the keys from that position on masked),
+    [2B] (also those before the second B positions), [B, T] and [B, S, T] (0 masks a key),
+    with and without unidirectional and an attention bias. The mask's rank is the graph
+    input's."""
+    rng = np.random.default_rng(5)
+    batch, seq, hidden, heads = 2, 5, 8, 2
+    x = rng.standard_normal((batch, seq, hidden)).astype(np.float32)
+    w = (rng.standard_normal((hidden, 3 * hidden)) * 0.5).astype(np.float32)
+    b = (rng.standard_normal(3 * hidden) * 0.1).astype(np.float32)
+    mask = {"none": None, "B": np.array([seq, 3], np.int32), "2B": np.array([4, 3, 1, 0], np.int32),
+            "B,T": np.array([[1] * seq, [1, 1, 1, 0, 0]], np.int32),
+            "B,S,T": (rng.random((batch, seq, seq)) > 0.3).astype(np.int32)}[mask_form]
+    if mask_form == "B,S,T":
+        mask[0, 1] = 0  # (batch 0's second query: every key masked)
+    bias = rng.standard_normal((1, heads, seq, seq)).astype(np.float32) if with_bias else None
+    names = ["x", "w", "b", "m" if mask is not None else "", "", "ab" if with_bias else ""]
+    node = helper.make_node("Attention", names, ["y"], domain=MS, num_heads=heads, unidirectional=unidirectional)
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, seq, hidden])]
+    feeds = {"x": x}
+    if mask is not None:
+        inputs.append(helper.make_tensor_value_info("m", TensorProto.INT32, list(mask.shape)))
+        feeds["m"] = mask
+    if with_bias:
+        inputs.append(helper.make_tensor_value_info("ab", TensorProto.FLOAT, list(bias.shape)))
+        feeds["ab"] = bias
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+    model.ir_version = 8
+    got = weft.compile(model.SerializeToString()).run(feeds)["y"]
+    want = attention_reference(x.astype(np.float64), w, b, heads, mask, unidirectional,
+                               None if bias is None else bias.astype(np.float64))
+    # Where the mask masks a query's every key ([2B]: batch 0's first query; [B, S, T]: its
+    # second), its scores less 10000 keep about 1e-3 of their f32 precision, in ONNX Runtime too.
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-3 if mask_form in ("2B", "B,S,T") else 1e-5)
+
+
 def test_unknown_onnx_runtime_op_names_the_ones_weft_expands():
     node = helper.make_node("QAttention", ["x"], ["y"], domain=MS, name="attn_0")
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, [2, 4])],
                               [helper.make_tensor_value_info("y", TensorProto.UINT8, [2, 4])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid(MS, 1)])
-    with pytest.raises(weft.WeftError, match=r"QAttention \(domain 'com.microsoft': Weft expands BiasAdd, "
-                                             r"BiasGelu, .* and SkipSimplifiedLayerNormalization from it\)"):
+    with pytest.raises(weft.WeftError, match=r"QAttention \(domain 'com.microsoft': Weft expands Attention, "
+                                             r"BiasAdd, BiasGelu, .* and SkipSimplifiedLayerNormalization from it\)"):
         weft.compile(model.SerializeToString())
 
 
@@ -120,6 +190,11 @@ def test_simplified_layer_normalization_of_the_onnx_domain():
     (helper.make_node("SkipLayerNormalization", ["x", "x", "g"], ["y", "mean"], domain=MS), "outputs 1 and 2"),
     (helper.make_node("FusedMatMul", ["x", "x"], ["y"], transBatchA=1, domain=MS), "transBatchA"),
     (helper.make_node("Gelu", ["x", "x", "x"], ["y"], domain=MS), "has 3 inputs, at most 1"),
+    (helper.make_node("Attention", ["x", "g", "", "", "x"], ["y"], num_heads=2, domain=MS), "past, present and past_seq"),
+    (helper.make_node("Attention", ["x", "g"], ["y"], domain=MS), "attribute 'num_heads' is required"),
+    (helper.make_node("Attention", ["x", "g"], ["y"], num_heads=2, domain=MS), "weights that are not a 2-D constant"),
+    (helper.make_node("Attention", ["x", "g", "", "z"], ["y"], num_heads=2, qkv_hidden_sizes=[4, 4, 4],
+                      domain=MS), r"mask_index of rank 0 is not supported \(only \[B\]"),
 ])
 def test_malformed_onnx_runtime_ops_are_one_clear_error(node, message):
     """Each names the file, the node and its op, and why; none crashes."""

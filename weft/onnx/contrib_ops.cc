@@ -48,6 +48,14 @@ onnx::AttributeProto ints_attr(const std::string& name, const std::vector<int64_
   return a;
 }
 
+onnx::AttributeProto tensor_attr(const std::string& name, const Tensor& t) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::TENSOR);
+  *a.mutable_t() = tensor_to_proto(t, "");
+  return a;
+}
+
 const onnx::AttributeProto* find_attr(const onnx::NodeProto& node, const std::string& name) {
   for (const auto& a : node.attribute()) {
     if (a.name() == name) return &a;
@@ -58,9 +66,12 @@ const onnx::AttributeProto* find_attr(const onnx::NodeProto& node, const std::st
 // What the expansions of one graph share: its constants (initializers and Constant nodes
 // so far), and the dequantized form of each quantized value, made once for all its readers
 // so that each QuantizeLinear meets one DequantizeLinear (canonicalize's QDQ pair).
+// And the ranks known so far: of the graph's inputs, initializers and value_info, and through
+// the Casts and Identities after them (an attention mask's rank says what it means).
 struct Scope {
   std::map<std::string, const onnx::TensorProto*> constants;
   std::map<std::tuple<std::string, std::string, std::string, int64_t>, std::string> dequantized;
+  std::map<std::string, int> ranks;
 };
 
 // One node's expansion: new nodes, at the model's opset, appended to "out". Values it makes
@@ -102,14 +113,11 @@ public:
 
   // A Constant node of "t".
   std::string constant_of(const Tensor& t) {
-    onnx::AttributeProto a;
-    a.set_name("value");
-    a.set_type(onnx::AttributeProto::TENSOR);
-    *a.mutable_t() = tensor_to_proto(t, "");
-    return op(Op::kConstant, {}, {a});
+    return op(Op::kConstant, {}, {tensor_attr("value", t)});
   }
 
   std::string ints(const std::vector<int64_t>& v) { return constant_of(Tensor::vector_i64(v)); }
+  std::string ints_scalar(int64_t v) { return constant_of(Tensor::scalar_i64(v)); }
 
   // The float values of quantized input "x" (DequantizeLinear), per tensor or along "axis".
   std::string dequantize(const std::string& x, const std::string& scale, const std::string& zero,
@@ -127,6 +135,12 @@ public:
   const onnx::TensorProto* constant(const std::string& name) const {
     auto it = scope_.constants.find(name);
     return it == scope_.constants.end() ? nullptr : it->second;
+  }
+
+  // The rank of "name", where the graph says it (Scope::ranks).
+  std::optional<int> rank(const std::string& name) const {
+    auto it = scope_.ranks.find(name);
+    return it == scope_.ranks.end() ? std::nullopt : std::optional(it->second);
   }
 
   // "axis" where "scale" is a constant of more than one element (per axis), else none.
@@ -437,9 +451,122 @@ Status expand_simplified_layer_norm(Expansion& e) {
   return Status();
 }
 
+// Attention(input, weights, bias, mask_index, past, attention_bias, past_sequence_length),
+// ONNX Runtime's fused self-attention (its transformer optimizer on BERT-style exports):
+// input x weights + bias, split into Q, K and V by qkv_hidden_sizes (three equal parts by
+// default), each of num_heads heads; softmax(Q K^T * scale + attention_bias + mask) V, the
+// heads merged. scale defaults to 1 / sqrt(Q's head size). Masked scores get
+// mask_filter_value (-10000 by default) added, as ONNX Runtime does: mask_index [B] (each
+// batch's keys from that position on), [2B] (those and the keys before the second B
+// positions), [B, T] or [B, S, T] (0 or less masks a key), its rank from the graph;
+// unidirectional leaves the keys after each query out. Refused: past, present and
+// past_sequence_length (a KV cache), do_rotary, and the 4-D mask form.
+Status expand_attention(Expansion& e) {
+  if (!e.in(4).empty() || !e.out(1).empty() || !e.in(6).empty())
+    return Status::error("past, present and past_sequence_length (a KV cache) are not supported");
+  if (e.int_attr_or("do_rotary", 0)) return Status::error("do_rotary is not supported");
+  if (e.opset() < 13) return Status::error("needs ai.onnx opset 13 or later");
+  int64_t heads = e.int_attr_or("num_heads", 0);
+  if (heads <= 0) return Status::error("attribute 'num_heads' is required and must be positive");
+  std::vector<int64_t> sizes;
+  if (const onnx::AttributeProto* a = find_attr(e.node(), "qkv_hidden_sizes")) {
+    sizes.assign(a->ints().begin(), a->ints().end());
+  } else if (const onnx::TensorProto* w = e.constant(e.in(1)); w && w->dims_size() == 2) {
+    sizes.assign(3, w->dims(1) / 3);
+    if (w->dims(1) % 3 != 0) return Status::error("the weights' last dim is not divisible by 3");
+  } else {
+    return Status::error("weights that are not a 2-D constant need 'qkv_hidden_sizes'");
+  }
+  if (sizes.size() != 3 || sizes[0] != sizes[1] || sizes[0] <= 0 || sizes[2] <= 0 ||
+      sizes[0] % heads != 0 || sizes[2] % heads != 0)
+    return Status::error(fmt::format("qkv_hidden_sizes {} do not split into {} heads with Q's "
+                                     "and K's equal",
+                                     sizes, heads));
+  std::string x = e.op(Op::kMatMul, {e.in(0), e.in(1)});
+  if (!e.in(2).empty()) x = e.op(Op::kAdd, {x, e.in(2)});
+  // One of Q, K, V as [B, heads, S, size / heads], or K as [B, heads, size / heads, S].
+  auto part = [&, start = int64_t{0}](int64_t size, const std::vector<int64_t>& perm) mutable {
+    std::string p = e.op(Op::kSlice, {x, e.ints({start}), e.ints({start + size}), e.ints({-1})});
+    start += size;
+    std::string split = e.op(Op::kReshape, {p, e.ints({0, 0, heads, size / heads})});
+    return e.op(Op::kTranspose, {split}, {ints_attr("perm", perm)});
+  };
+  std::string q = part(sizes[0], {0, 2, 1, 3}), k = part(sizes[1], {0, 2, 3, 1}),
+              v = part(sizes[2], {0, 2, 1, 3});
+  float scale = e.float_attr_or("scale", 1.0f / std::sqrt(static_cast<float>(sizes[0] / heads)));
+  std::string scores = e.op(Op::kMul, {e.op(Op::kMatMul, {q, k}), e.scalar(scale, e.in(1))});
+  if (!e.in(5).empty()) scores = e.op(Op::kAdd, {scores, e.in(5)});
+  // Positions 0 .. n - 1 of dim "d" of "t", as int64.
+  auto positions = [&](const std::string& t, int64_t d) {
+    std::string n =
+        e.op(Op::kSqueeze, {e.op(Op::kSlice, {e.op(Op::kShape, {t}), e.ints({d}), e.ints({d + 1})}),
+                            e.ints({0})});
+    return e.op(Op::kRange, {e.ints_scalar(0), n, e.ints_scalar(1)});
+  };
+  // The keys the mask masks for each query, as bools broadcasting to [B, heads, S, T]: their
+  // scores get the filter value added.
+  std::string masked;
+  if (std::string mask = e.in(3); !mask.empty()) {
+    std::optional<int> rank = e.rank(mask);
+    if (!rank) {
+      return Status::error(fmt::format("mask_index '{}' has no rank in the graph (a graph input, "
+                                       "an initializer or a value_info says it)",
+                                       mask));
+    }
+    if (*rank == 1) { // [B] ends, or [2B] ends then starts: keys outside [start, end) masked
+      std::string b = e.op(Op::kSlice, {e.op(Op::kShape, {e.in(0)}), e.ints({0}), e.ints({1})});
+      std::string zeros =
+          e.op(Op::kConstantOfShape, {b}, {tensor_attr("value", Tensor(DType::kI32, {1}))});
+      std::string both = e.op(Op::kConcat, {mask, zeros}, {int_attr("axis", 0)}); // starts 0
+      auto column = [&](const std::string& from, const std::string& to) {
+        std::string piece = e.op(Op::kSlice, {both, from, to, e.ints({0})});
+        return e.op(
+            Op::kUnsqueeze,
+            {e.op(Op::kCast, {piece}, {int_attr("to", onnx::TensorProto::INT64)}), e.ints({1})});
+      };
+      std::string keys = positions(e.in(0), 1);
+      std::string outside =
+          e.op(Op::kOr, {e.op(Op::kGreaterOrEqual, {keys, column(e.ints({0}), b)}),
+                         e.op(Op::kLess, {keys, column(b, e.op(Op::kAdd, {b, b}))})});
+      masked = e.op(Op::kUnsqueeze, {outside, e.ints({1, 2})});
+    } else if (*rank == 2 || *rank == 3) {                       // 0 or less masks a key
+      std::string zero = e.constant_of(Tensor(DType::kI32, {})); // (mask_index is int32)
+      masked = e.op(Op::kUnsqueeze,
+                    {e.op(Op::kNot, {e.op(Op::kGreater, {mask, zero})}),
+                     e.ints(*rank == 2 ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{1})});
+    } else {
+      return Status::error(fmt::format("mask_index of rank {} is not supported (only [B], [2B], "
+                                       "[B, T] and [B, S, T])",
+                                       *rank));
+    }
+  }
+  auto add_where = [&](const std::string& where, double value) {
+    std::string added = e.op(Op::kWhere, {where, e.scalar(value, e.in(1)), e.scalar(0.0, e.in(1))});
+    scores = e.op(Op::kAdd, {scores, added});
+  };
+  if (!masked.empty()) add_where(masked, e.float_attr_or("mask_filter_value", -10000.0f));
+  // unidirectional: the keys after each query are left out of its softmax (ONNX Runtime's
+  // CPU kernel stops there; a query masked whole by the mask still attends to them not at all).
+  if (e.int_attr_or("unidirectional", 0)) {
+    std::string rows = positions(e.in(0), 1);
+    add_where(e.op(Op::kGreater, {rows, e.op(Op::kUnsqueeze, {rows, e.ints({1})})}),
+              -std::numeric_limits<double>::infinity());
+  }
+  std::string probs = e.op(Op::kSoftmax, {scores}, {int_attr("axis", -1)});
+  std::string merged =
+      e.op(Op::kTranspose, {e.op(Op::kMatMul, {probs, v})}, {ints_attr("perm", {0, 2, 1, 3})});
+  e.op(Op::kReshape, {merged, e.ints({0, 0, sizes[2]})}, {}, e.out(0));
+  return Status();
+}
+
 // By qualified name: "com.microsoft.QGemm".
 const std::map<std::string, ContribOp>& contrib_ops() {
   static const std::map<std::string, ContribOp> ops = {
+      {"com.microsoft.Attention",
+       {{"input", "weights", "bias", "mask_index", "past", "attention_bias",
+         "past_sequence_length"},
+        2,
+        expand_attention}},
       {"com.microsoft.QGemm",
        {{"A", "a_scale", "a_zero_point", "B", "b_scale", "b_zero_point", "C", "y_scale",
          "y_zero_point"},
@@ -553,9 +680,17 @@ public:
   // "outer": the constants of the graphs around this one.
   Status expand_graph(onnx::GraphProto& graph, const Scope& outer) {
     Nodes out;
-    Scope scope{outer.constants, {}};
-    for (const onnx::TensorProto& t : graph.initializer())
+    Scope scope{outer.constants, {}, outer.ranks};
+    for (const onnx::TensorProto& t : graph.initializer()) {
       scope.constants[t.name()] = &t;
+      scope.ranks[t.name()] = t.dims_size();
+    }
+    for (const auto* infos : {&graph.input(), &graph.value_info()}) {
+      for (const onnx::ValueInfoProto& v : *infos) {
+        if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
+          scope.ranks[v.name()] = v.type().tensor_type().shape().dim_size();
+      }
+    }
     for (onnx::NodeProto& node : *graph.mutable_node()) {
       for (onnx::AttributeProto& a : *node.mutable_attribute()) {
         if (a.has_g()) WEFT_RETURN_IF_ERROR(expand_graph(*a.mutable_g(), scope));
@@ -579,6 +714,10 @@ public:
       if ((node.domain() != kMicrosoftDomain && !rms_norm) || it == contrib_ops().end()) {
         onnx::NodeProto* kept = out.Add();
         *kept = std::move(node);
+        Op kept_op = graph_op(*kept);
+        if ((kept_op == Op::kCast || kept_op == Op::kIdentity) && kept->input_size() == 1 &&
+            kept->output_size() == 1 && scope.ranks.contains(kept->input(0)))
+          scope.ranks[kept->output(0)] = scope.ranks[kept->input(0)];
         const onnx::AttributeProto* value = find_attr(*kept, "value");
         if (graph_op(*kept) == Op::kConstant && kept->output_size() == 1 && value && value->has_t())
           scope.constants[kept->output(0)] = &value->t();
