@@ -1,6 +1,6 @@
 """ONNX Runtime's own ops (domain com.microsoft) that its transformer optimizer writes:
-Attention, Gelu, BiasGelu, FastGelu, QuickGelu, BiasAdd, FusedMatMul, SkipLayerNormalization
-and SkipSimplifiedLayerNormalization. Each expands at import into ai.onnx ops (weft/onnx/
+Attention, EmbedLayerNormalization, Gelu, BiasGelu, FastGelu, QuickGelu, BiasAdd, FusedMatMul,
+SkipLayerNormalization and SkipSimplifiedLayerNormalization. Each expands at import into ai.onnx ops (weft/onnx/
 contrib_ops.cc); against float64 numpy references of ONNX Runtime's definitions. The
 quantized ones are in test_quantized.py."""
 
@@ -154,6 +154,55 @@ def test_attention(mask_form, unidirectional, with_bias):
     # Where the mask masks a query's every key ([2B]: batch 0's first query; [B, S, T]: its
     # second), its scores less 10000 keep about 1e-3 of their f32 precision, in ONNX Runtime too.
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-3 if mask_form in ("2B", "B,S,T") else 1e-5)
+
+
+@pytest.mark.parametrize("with_segments, with_mask, with_positions",
+                         [(True, True, False), (False, False, False), (True, False, True)])
+def test_embed_layer_normalization_feeds_attention(with_segments, with_mask, with_positions):
+    """ONNX Runtime's fused BERT embedding (its optimizer's default for BERT): the word,
+    position and segment embeddings summed (output 2) and layer-normalized (output 0), and
+    mask_index (output 1), each batch's count of mask's ones (zeros without a mask), which an
+    Attention reads as its [B] mask form."""
+    rng = np.random.default_rng(6)
+    batch, seq, hidden, vocab = 2, 5, 8, 20
+    word, pos = rng.standard_normal((vocab, hidden)), rng.standard_normal((16, hidden))
+    seg, gamma, beta = rng.standard_normal((2, hidden)), rng.standard_normal(hidden), rng.standard_normal(hidden)
+    w = (rng.standard_normal((hidden, 3 * hidden)) * 0.5)
+    feeds = {"ids": rng.integers(0, vocab, (batch, seq)).astype(np.int32)}
+    if with_segments:
+        feeds["seg"] = rng.integers(0, 2, (batch, seq)).astype(np.int32)
+    if with_mask:
+        feeds["mask"] = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], np.int32)
+    if with_positions:
+        feeds["pos"] = rng.integers(0, 16, (batch, seq)).astype(np.int32)
+    names = ["ids", "seg" if with_segments else "", "word", "pos_table", "seg_table" if with_segments else "",
+             "gamma", "beta", "mask" if with_mask else "", "pos" if with_positions else ""]
+    nodes = [helper.make_node("EmbedLayerNormalization", names, ["e", "mask_index", "sum"], domain=MS,
+                              epsilon=1e-12),
+             helper.make_node("Attention", ["e", "w", "", "mask_index"], ["y"], domain=MS, num_heads=2)]
+    inputs = [helper.make_tensor_value_info(k, TensorProto.INT32, list(v.shape)) for k, v in feeds.items()]
+    tables = [("word", word), ("pos_table", pos), ("seg_table", seg), ("gamma", gamma), ("beta", beta), ("w", w)]
+    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info(o, TensorProto.FLOAT, None)
+                                                   for o in ("e", "sum", "y")] +
+                              [helper.make_tensor_value_info("mask_index", TensorProto.INT32, None)],
+                              [numpy_helper.from_array(v.astype(np.float32), k) for k, v in tables
+                               if with_segments or k != "seg_table"])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+    model.ir_version = 8
+    got = weft.compile(model.SerializeToString()).run(feeds)
+    f32 = lambda a: a.astype(np.float32).astype(np.float64)  # noqa: E731  (the tables as stored)
+    s = f32(word)[feeds["ids"]] + f32(pos)[feeds.get("pos", np.arange(seq)[None])]
+    if with_segments:
+        s = s + f32(seg)[feeds["seg"]]
+    e = (s - s.mean(-1, keepdims=True)) / np.sqrt(s.var(-1, keepdims=True) + 1e-12) * f32(gamma) + f32(beta)
+    mask_index = feeds["mask"].sum(1) if with_mask else np.zeros(batch)
+    np.testing.assert_allclose(got["sum"], s, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got["e"], e, rtol=1e-4, atol=1e-4)
+    assert got["mask_index"].dtype == np.int32
+    np.testing.assert_array_equal(got["mask_index"], mask_index)
+    want = attention_reference(e, f32(w), np.zeros(3 * hidden), 2, mask_index.astype(np.int32), 0, None)
+    # (Without a mask, mask_index 0 masks every key, as in ONNX Runtime: scores less 10000.)
+    np.testing.assert_allclose(got["y"], want, rtol=1e-4, atol=1e-4 if with_mask else 2e-3)
 
 
 def test_unknown_onnx_runtime_op_names_the_ones_weft_expands():

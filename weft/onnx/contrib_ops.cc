@@ -142,6 +142,7 @@ public:
     auto it = scope_.ranks.find(name);
     return it == scope_.ranks.end() ? std::nullopt : std::optional(it->second);
   }
+  void set_rank(const std::string& name, int rank) { scope_.ranks[name] = rank; }
 
   // "axis" where "scale" is a constant of more than one element (per axis), else none.
   std::optional<int64_t> axis_of(const std::string& scale, int64_t axis) const;
@@ -559,6 +560,46 @@ Status expand_attention(Expansion& e) {
   return Status();
 }
 
+// EmbedLayerNormalization(input_ids, segment_ids, word_embedding, position_embedding,
+// segment_embedding, gamma, beta, mask, position_ids): LayerNorm over the last axis
+// (epsilon, 1e-12 by default) of the word, position (at position_ids, or 0 .. S - 1) and
+// segment embeddings gathered and summed; that sum is output 2. Output 1, mask_index, is
+// each batch's sum of mask (its count of ones; zeros without a mask), int32 [B]: the [B] form
+// of Attention's mask_index, as ONNX Runtime computes it.
+Status expand_embed_layer_norm(Expansion& e) {
+  if (e.opset() < 13) return Status::error("needs ai.onnx opset 13 or later");
+  for (int i : {2, 3, 5, 6}) {
+    if (e.in(i).empty())
+      return Status::error(
+          "inputs word_embedding, position_embedding, gamma and beta are required");
+  }
+  if (e.in(1).empty() != e.in(4).empty())
+    return Status::error("segment_ids and segment_embedding go together");
+  std::string ids = e.in(0), positions = e.in(8);
+  if (positions.empty()) {
+    std::string s =
+        e.op(Op::kSqueeze,
+             {e.op(Op::kSlice, {e.op(Op::kShape, {ids}), e.ints({1}), e.ints({2})}), e.ints({0})});
+    positions = e.op(Op::kRange, {e.ints_scalar(0), s, e.ints_scalar(1)});
+  }
+  std::string sum =
+      e.op(Op::kAdd, {e.op(Op::kGather, {e.in(2), ids}), e.op(Op::kGather, {e.in(3), positions})},
+           {}, e.in(1).empty() ? e.out(2) : "");
+  if (!e.in(1).empty())
+    sum = e.op(Op::kAdd, {sum, e.op(Op::kGather, {e.in(4), e.in(1)})}, {}, e.out(2));
+  normalize(e, sum, e.float_attr_or("epsilon", 1e-12f), false, e.in(5), e.in(6));
+  if (e.out(1).empty()) return Status();
+  e.set_rank(e.out(1), 1);
+  if (e.in(7).empty()) {
+    std::string b = e.op(Op::kSlice, {e.op(Op::kShape, {ids}), e.ints({0}), e.ints({1})});
+    e.op(Op::kConstantOfShape, {b}, {tensor_attr("value", Tensor(DType::kI32, {1}))}, e.out(1));
+  } else {
+    std::string mask = e.op(Op::kCast, {e.in(7)}, {int_attr("to", onnx::TensorProto::INT32)});
+    e.op(Op::kReduceSum, {mask, e.ints({1})}, {int_attr("keepdims", 0)}, e.out(1));
+  }
+  return Status();
+}
+
 // By qualified name: "com.microsoft.QGemm".
 const std::map<std::string, ContribOp>& contrib_ops() {
   static const std::map<std::string, ContribOp> ops = {
@@ -586,6 +627,11 @@ const std::map<std::string, ContribOp>& contrib_ops() {
           gelu(e, e.op(Op::kAdd, {e.in(0), e.in(1)}));
           return Status();
         }}},
+      {"com.microsoft.EmbedLayerNormalization",
+       {{"input_ids", "segment_ids", "word_embedding", "position_embedding", "segment_embedding",
+         "gamma", "beta", "mask", "position_ids"},
+        1,
+        expand_embed_layer_norm}},
       {"com.microsoft.FastGelu", {{"X", "bias"}, 1, expand_fast_gelu}},
       {"com.microsoft.FusedMatMul", {{"A", "B"}, 2, expand_fused_matmul}},
       {"com.microsoft.Gelu",
@@ -673,6 +719,23 @@ Status check_inputs(const onnx::NodeProto& node, const ContribOp& op) {
   return Status();
 }
 
+// The rank of a Cast's, an Identity's or a ReduceSum's output, where its input's is known
+// (ONNX Runtime's optimizer makes an attention's [B] mask_index as ReduceSum(Cast(mask), 1)).
+std::optional<int> output_rank(const onnx::NodeProto& n, const Scope& scope) {
+  Op op = graph_op(n);
+  auto in = n.input_size() > 0 ? scope.ranks.find(n.input(0)) : scope.ranks.end();
+  if (n.output_size() != 1 || in == scope.ranks.end()) return std::nullopt;
+  if (op == Op::kCast || op == Op::kIdentity) return in->second;
+  if (op != Op::kReduceSum) return std::nullopt;
+  const onnx::AttributeProto* keepdims = find_attr(n, "keepdims");
+  if (!keepdims || keepdims->i() != 0) return in->second;
+  if (const onnx::AttributeProto* axes = find_attr(n, "axes")) // (before opset 13)
+    return in->second - axes->ints_size();
+  auto axes = n.input_size() > 1 ? scope.constants.find(n.input(1)) : scope.constants.end();
+  if (axes == scope.constants.end() || axes->second->dims_size() != 1) return std::nullopt;
+  return in->second - static_cast<int>(axes->second->dims(0));
+}
+
 class Expander {
 public:
   Expander(int opset, std::string name) : opset_(opset), name_(std::move(name)) {}
@@ -714,10 +777,8 @@ public:
       if ((node.domain() != kMicrosoftDomain && !rms_norm) || it == contrib_ops().end()) {
         onnx::NodeProto* kept = out.Add();
         *kept = std::move(node);
-        Op kept_op = graph_op(*kept);
-        if ((kept_op == Op::kCast || kept_op == Op::kIdentity) && kept->input_size() == 1 &&
-            kept->output_size() == 1 && scope.ranks.contains(kept->input(0)))
-          scope.ranks[kept->output(0)] = scope.ranks[kept->input(0)];
+        if (std::optional<int> rank = output_rank(*kept, scope))
+          scope.ranks[kept->output(0)] = *rank;
         const onnx::AttributeProto* value = find_attr(*kept, "value");
         if (graph_op(*kept) == Op::kConstant && kept->output_size() == 1 && value && value->has_t())
           scope.constants[kept->output(0)] = &value->t();
