@@ -1,5 +1,5 @@
 """ONNX Runtime's own ops (domain com.microsoft) that its transformer optimizer writes:
-Attention, EmbedLayerNormalization, Gelu, BiasGelu, FastGelu, QuickGelu, BiasAdd, FusedMatMul,
+Attention, MultiHeadAttention, EmbedLayerNormalization, Gelu, BiasGelu, FastGelu, QuickGelu, BiasAdd, FusedMatMul,
 SkipLayerNormalization and SkipSimplifiedLayerNormalization. Each expands at import into ai.onnx ops (weft/onnx/
 contrib_ops.cc); against float64 numpy references of ONNX Runtime's definitions. The
 quantized ones are in test_quantized.py."""
@@ -86,31 +86,38 @@ def test_skip_layer_normalizations(opset):
     np.testing.assert_allclose(got["rms"], want_rms, rtol=1e-4, atol=1e-5)
 
 
-def attention_reference(x, w, b, heads, mask, unidirectional, attention_bias, mask_filter=-10000.0):
-    """ONNX Runtime's Attention in float64 (checked against ONNX Runtime 1.32 for each mask form,
-    with and without unidirectional and attention_bias, and where the mask masks a query's
-    every key): masked scores get mask_filter added; unidirectional leaves the keys after
-    each query out of its softmax."""
-    batch, seq, _ = x.shape
-    q, k, v = np.split(x @ w + b, 3, axis=-1)
-    d = q.shape[-1] // heads
-    q, k, v = (t.reshape(batch, seq, heads, d).transpose(0, 2, 1, 3) for t in (q, k, v))
-    s = q @ k.transpose(0, 1, 3, 2) / np.sqrt(d)
+def attend_reference(q, k, v, heads, mask, unidirectional, attention_bias, mask_filter=-10000.0):
+    """ONNX Runtime's attention of q [B, S, D], k [B, L, D] and v [B, L, Dv] in float64, as its
+    CPU Attention and MultiHeadAttention compute it (checked against ONNX Runtime 1.32 for each
+    mask form, with and without unidirectional and attention_bias, where the mask masks a
+    query's every key, and where L > S): masked scores get mask_filter added; unidirectional
+    leaves the keys after each query but the last out of its softmax."""
+    (batch, seq, _), length = q.shape, k.shape[1]
+    split = lambda t: t.reshape(batch, t.shape[1], heads, -1).transpose(0, 2, 1, 3)  # noqa: E731
+    q, k, v = split(q), split(k), split(v)
+    s = q @ k.transpose(0, 1, 3, 2) / np.sqrt(q.shape[-1])
     if attention_bias is not None:
         s = s + attention_bias
-    masked = np.zeros((batch, 1, seq, seq), bool)
+    masked = np.zeros((batch, 1, 1, length), bool)
     if mask is not None and mask.ndim == 1:  # keys from mask[b] on, and before mask[B + b]
         starts = mask[batch:] if len(mask) == 2 * batch else np.zeros(batch)
-        keys = np.arange(seq)[None, :]
-        masked |= ((keys >= mask[:batch, None]) | (keys < starts[:, None]))[:, None, None, :]
-    elif mask is not None:  # [B, T] or [B, S, T]: 0 or less masks a key
-        masked |= (mask <= 0).reshape(batch, 1, -1, seq)
+        keys = np.arange(length)[None, :]
+        masked = masked | ((keys >= mask[:batch, None]) | (keys < starts[:, None]))[:, None, None, :]
+    elif mask is not None:  # [B, L] or [B, S, L]: 0 or less masks a key
+        masked = masked | (mask <= 0).reshape(batch, 1, -1, length)
     s = s + masked * mask_filter
-    if unidirectional:  # the keys after each query are left out
-        s = np.where(np.triu(np.ones((seq, seq), bool), 1), -np.inf, s)
+    if unidirectional:  # the keys after each query but the last are left out
+        rows, keys = np.arange(seq)[:, None], np.arange(length)[None, :]
+        s = np.where((keys > rows) & (rows < seq - 1), -np.inf, s)
     p = np.exp(s - s.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
     return (p @ v).transpose(0, 2, 1, 3).reshape(batch, seq, -1)
+
+
+def attention_reference(x, w, b, heads, mask, unidirectional, attention_bias):
+    """ONNX Runtime's Attention: attend_reference of x @ w + b split in three."""
+    q, k, v = np.split(x @ w + b, 3, axis=-1)
+    return attend_reference(q, k, v, heads, mask, unidirectional, attention_bias)
 
 
 @pytest.mark.parametrize("mask_form, unidirectional, with_bias",
@@ -205,6 +212,46 @@ def test_embed_layer_normalization_feeds_attention(with_segments, with_mask, wit
     np.testing.assert_allclose(got["y"], want, rtol=1e-4, atol=1e-4 if with_mask else 2e-3)
 
 
+@pytest.mark.parametrize("length, value_size, mask_form, unidirectional, with_bias",
+                         [(4, 8, "none", 0, True), (6, 4, "B,L", 0, True), (6, 8, "B", 0, False),
+                          (4, 8, "B,S,L", 1, True), (6, 8, "B,L", 1, False)])
+def test_multi_head_attention(length, value_size, mask_form, unidirectional, with_bias):
+    """ONNX Runtime's MultiHeadAttention on separate query [B, S, D], key [B, L, D] and value
+    [B, L, Dv] with their bias [D + D + Dv], self- (L = S) and cross-attention (L > S, where
+    unidirectional leaves the last query every key, as ONNX Runtime computes it), the mask
+    forms Attention takes and an attention bias."""
+    rng = np.random.default_rng(7)
+    batch, seq, d, heads = 2, 4, 8, 2
+    feeds = {"q": rng.standard_normal((batch, seq, d)), "k": rng.standard_normal((batch, length, d)),
+             "v": rng.standard_normal((batch, length, value_size))}
+    feeds = {k: v.astype(np.float32) for k, v in feeds.items()}
+    bias = rng.standard_normal(2 * d + value_size).astype(np.float32)
+    mask = {"none": None, "B": np.array([length, length - 2], np.int32),
+            "B,L": np.array([[1] * length, [1] * (length - 2) + [0, 0]], np.int32),
+            "B,S,L": (rng.random((batch, seq, length)) > 0.3).astype(np.int32)}[mask_form]
+    if mask is not None:
+        feeds["m"] = mask
+    attention_bias = rng.standard_normal((1, heads, seq, length)).astype(np.float32)
+    if with_bias:
+        feeds["ab"] = attention_bias
+    names = ["q", "k", "v", "b", "m" if mask is not None else "", "ab" if with_bias else ""]
+    node = helper.make_node("MultiHeadAttention", names, ["y"], domain=MS, num_heads=heads,
+                            unidirectional=unidirectional)
+    inputs = [helper.make_tensor_value_info(k, TensorProto.INT32 if k == "m" else TensorProto.FLOAT,
+                                            list(v.shape)) for k, v in feeds.items()]
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(bias, "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+    model.ir_version = 8
+    got = weft.compile(model.SerializeToString()).run(feeds)["y"]
+    f64 = {k: v.astype(np.float64) for k, v in feeds.items() if k != "m"}
+    b = bias.astype(np.float64)
+    want = attend_reference(f64["q"] + b[:d], f64["k"] + b[d:2 * d], f64["v"] + b[2 * d:], heads, mask,
+                            unidirectional, f64.get("ab"))
+    # ([B, S, L] masks some query's every key: its scores less 10000 keep about 1e-3 of f32.)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-3 if mask_form == "B,S,L" else 1e-5)
+
+
 def test_unknown_onnx_runtime_op_names_the_ones_weft_expands():
     node = helper.make_node("QAttention", ["x"], ["y"], domain=MS, name="attn_0")
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, [2, 4])],
@@ -242,8 +289,11 @@ def test_simplified_layer_normalization_of_the_onnx_domain():
     (helper.make_node("Attention", ["x", "g", "", "", "x"], ["y"], num_heads=2, domain=MS), "past, present and past_seq"),
     (helper.make_node("Attention", ["x", "g"], ["y"], domain=MS), "attribute 'num_heads' is required"),
     (helper.make_node("Attention", ["x", "g"], ["y"], num_heads=2, domain=MS), "weights that are not a 2-D constant"),
+    (helper.make_node("MultiHeadAttention", ["x"], ["y"], num_heads=2, domain=MS), "packed Q, K and V"),
+    (helper.make_node("MultiHeadAttention", ["x", "x", "x", "", "", "", "x"], ["y"], num_heads=2, domain=MS),
+     "past_key, past_value"),
     (helper.make_node("Attention", ["x", "g", "", "z"], ["y"], num_heads=2, qkv_hidden_sizes=[4, 4, 4],
-                      domain=MS), r"mask_index of rank 0 is not supported \(only \[B\]"),
+                      domain=MS), r"a mask of rank 0 is not supported \(only \[B\]"),
 ])
 def test_malformed_onnx_runtime_ops_are_one_clear_error(node, message):
     """Each names the file, the node and its op, and why; none crashes."""

@@ -452,23 +452,121 @@ Status expand_simplified_layer_norm(Expansion& e) {
   return Status();
 }
 
+// Positions 0 .. n - 1 of dim "d" of "t", as int64.
+std::string positions(Expansion& e, const std::string& t, int64_t d) {
+  std::string n =
+      e.op(Op::kSqueeze,
+           {e.op(Op::kSlice, {e.op(Op::kShape, {t}), e.ints({d}), e.ints({d + 1})}), e.ints({0})});
+  return e.op(Op::kRange, {e.ints_scalar(0), n, e.ints_scalar(1)});
+}
+
+// What ONNX Runtime's Attention and MultiHeadAttention share (its CPU kernels' attention):
+// softmax(Q K^T * scale + attention_bias + mask) V of q [B, S, D], k [B, L, D] and v [B, L,
+// Dv], each split into "heads" heads, the heads merged into output 0, [B, S, Dv]. "scale"
+// defaults to 1 / sqrt(D / heads). Masked scores get mask_filter_value (-10000 by default)
+// added: the mask (input "mask_input") [B] (each batch's keys from that position on), [2B]
+// (those and the keys before the second B positions), [B, L] or [B, S, L] (0 or less masks
+// a key), its rank from the graph; unidirectional leaves the keys after each query but the
+// last out of its softmax (ONNX Runtime's kernel stops there, even for a query the mask masks
+// whole).
+Status attend(Expansion& e, const std::string& q, const std::string& k, const std::string& v,
+              int64_t heads, int mask_input, int bias_input) {
+  // As [B, heads, S, D / heads], K as [B, heads, D / heads, L].
+  auto split = [&](const std::string& t, const std::vector<int64_t>& perm) {
+    std::string parts = e.op(Op::kReshape, {t, e.ints({0, 0, heads, -1})});
+    return e.op(Op::kTranspose, {parts}, {ints_attr("perm", perm)});
+  };
+  std::string qh = split(q, {0, 2, 1, 3}), kh = split(k, {0, 2, 3, 1}), vh = split(v, {0, 2, 1, 3});
+  std::string scale;
+  if (find_attr(e.node(), "scale")) {
+    scale = e.scalar(e.float_attr_or("scale", 1.0f), q);
+  } else { // 1 / sqrt(head size), from Q's shape
+    std::string size =
+        e.op(Op::kCast, {e.op(Op::kSlice, {e.op(Op::kShape, {qh}), e.ints({3}), e.ints({4})})},
+             {int_attr("to", onnx::TensorProto::FLOAT)});
+    scale = e.op(Op::kReciprocal, {e.op(Op::kSqrt, {size})});
+    if (e.opset() >= 15) scale = e.op(Op::kCastLike, {scale, q});
+  }
+  std::string scores = e.op(Op::kMul, {e.op(Op::kMatMul, {qh, kh}), scale});
+  if (!e.in(bias_input).empty()) scores = e.op(Op::kAdd, {scores, e.in(bias_input)});
+  // The keys the mask masks for each query, as bools broadcasting to [B, heads, S, L].
+  std::string masked;
+  if (std::string mask = e.in(mask_input); !mask.empty()) {
+    std::optional<int> rank = e.rank(mask);
+    if (!rank) {
+      return Status::error(fmt::format("mask '{}' has no rank in the graph (a graph input, an "
+                                       "initializer or a value_info says it)",
+                                       mask));
+    }
+    if (*rank == 1) { // [B] ends, or [2B] ends then starts: keys outside [start, end) masked
+      std::string b = e.op(Op::kSlice, {e.op(Op::kShape, {q}), e.ints({0}), e.ints({1})});
+      std::string zeros =
+          e.op(Op::kConstantOfShape, {b}, {tensor_attr("value", Tensor(DType::kI32, {1}))});
+      std::string both = e.op(Op::kConcat, {mask, zeros}, {int_attr("axis", 0)}); // starts 0
+      auto column = [&](const std::string& from, const std::string& to) {
+        std::string piece = e.op(Op::kSlice, {both, from, to, e.ints({0})});
+        return e.op(
+            Op::kUnsqueeze,
+            {e.op(Op::kCast, {piece}, {int_attr("to", onnx::TensorProto::INT64)}), e.ints({1})});
+      };
+      std::string keys = positions(e, k, 1);
+      std::string outside =
+          e.op(Op::kOr, {e.op(Op::kGreaterOrEqual, {keys, column(e.ints({0}), b)}),
+                         e.op(Op::kLess, {keys, column(b, e.op(Op::kAdd, {b, b}))})});
+      masked = e.op(Op::kUnsqueeze, {outside, e.ints({1, 2})});
+    } else if (*rank == 2 || *rank == 3) {                       // 0 or less masks a key
+      std::string zero = e.constant_of(Tensor(DType::kI32, {})); // (the masks are int32)
+      masked = e.op(Op::kUnsqueeze,
+                    {e.op(Op::kNot, {e.op(Op::kGreater, {mask, zero})}),
+                     e.ints(*rank == 2 ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{1})});
+    } else {
+      return Status::error(fmt::format("a mask of rank {} is not supported (only [B], [2B], [B, "
+                                       "L] and [B, S, L])",
+                                       *rank));
+    }
+  }
+  auto add_where = [&](const std::string& where, double value) {
+    std::string added = e.op(Op::kWhere, {where, e.scalar(value, q), e.scalar(0.0, q)});
+    scores = e.op(Op::kAdd, {scores, added});
+  };
+  if (!masked.empty()) add_where(masked, e.float_attr_or("mask_filter_value", -10000.0f));
+  // unidirectional: query s < S - 1 sees keys 0 .. s, the last query every key (as ONNX
+  // Runtime's CPU kernel computes it, also where L > S).
+  if (e.int_attr_or("unidirectional", 0)) {
+    std::string rows = e.op(Op::kUnsqueeze, {positions(e, q, 1), e.ints({1})});
+    std::string s =
+        e.op(Op::kSqueeze,
+             {e.op(Op::kSlice, {e.op(Op::kShape, {q}), e.ints({1}), e.ints({2})}), e.ints({0})});
+    std::string last = e.op(Op::kSub, {s, e.ints_scalar(1)});
+    add_where(e.op(Op::kAnd,
+                   {e.op(Op::kGreater, {positions(e, k, 1), rows}), e.op(Op::kLess, {rows, last})}),
+              -std::numeric_limits<double>::infinity());
+  }
+  std::string probs = e.op(Op::kSoftmax, {scores}, {int_attr("axis", -1)});
+  std::string merged =
+      e.op(Op::kTranspose, {e.op(Op::kMatMul, {probs, vh})}, {ints_attr("perm", {0, 2, 1, 3})});
+  e.op(Op::kReshape, {merged, e.ints({0, 0, -1})}, {}, e.out(0));
+  return Status();
+}
+
+// The num_heads attribute, which must be positive.
+Result<int64_t> num_heads(const Expansion& e) {
+  int64_t heads = e.int_attr_or("num_heads", 0);
+  if (heads <= 0) return Status::error("attribute 'num_heads' is required and must be positive");
+  return heads;
+}
+
 // Attention(input, weights, bias, mask_index, past, attention_bias, past_sequence_length),
 // ONNX Runtime's fused self-attention (its transformer optimizer on BERT-style exports):
 // input x weights + bias, split into Q, K and V by qkv_hidden_sizes (three equal parts by
-// default), each of num_heads heads; softmax(Q K^T * scale + attention_bias + mask) V, the
-// heads merged. scale defaults to 1 / sqrt(Q's head size). Masked scores get
-// mask_filter_value (-10000 by default) added, as ONNX Runtime does: mask_index [B] (each
-// batch's keys from that position on), [2B] (those and the keys before the second B
-// positions), [B, T] or [B, S, T] (0 or less masks a key), its rank from the graph;
-// unidirectional leaves the keys after each query out. Refused: past, present and
-// past_sequence_length (a KV cache), do_rotary, and the 4-D mask form.
+// default), then attend(). Refused: past, present and past_sequence_length (a KV cache),
+// do_rotary, and the 4-D mask form.
 Status expand_attention(Expansion& e) {
   if (!e.in(4).empty() || !e.out(1).empty() || !e.in(6).empty())
     return Status::error("past, present and past_sequence_length (a KV cache) are not supported");
   if (e.int_attr_or("do_rotary", 0)) return Status::error("do_rotary is not supported");
   if (e.opset() < 13) return Status::error("needs ai.onnx opset 13 or later");
-  int64_t heads = e.int_attr_or("num_heads", 0);
-  if (heads <= 0) return Status::error("attribute 'num_heads' is required and must be positive");
+  WEFT_ASSIGN_OR_RETURN(int64_t heads, num_heads(e));
   std::vector<int64_t> sizes;
   if (const onnx::AttributeProto* a = find_attr(e.node(), "qkv_hidden_sizes")) {
     sizes.assign(a->ints().begin(), a->ints().end());
@@ -485,79 +583,49 @@ Status expand_attention(Expansion& e) {
                                      sizes, heads));
   std::string x = e.op(Op::kMatMul, {e.in(0), e.in(1)});
   if (!e.in(2).empty()) x = e.op(Op::kAdd, {x, e.in(2)});
-  // One of Q, K, V as [B, heads, S, size / heads], or K as [B, heads, size / heads, S].
-  auto part = [&, start = int64_t{0}](int64_t size, const std::vector<int64_t>& perm) mutable {
-    std::string p = e.op(Op::kSlice, {x, e.ints({start}), e.ints({start + size}), e.ints({-1})});
-    start += size;
-    std::string split = e.op(Op::kReshape, {p, e.ints({0, 0, heads, size / heads})});
-    return e.op(Op::kTranspose, {split}, {ints_attr("perm", perm)});
+  auto part = [&](int64_t start, int64_t size) {
+    return e.op(Op::kSlice, {x, e.ints({start}), e.ints({start + size}), e.ints({-1})});
   };
-  std::string q = part(sizes[0], {0, 2, 1, 3}), k = part(sizes[1], {0, 2, 3, 1}),
-              v = part(sizes[2], {0, 2, 1, 3});
-  float scale = e.float_attr_or("scale", 1.0f / std::sqrt(static_cast<float>(sizes[0] / heads)));
-  std::string scores = e.op(Op::kMul, {e.op(Op::kMatMul, {q, k}), e.scalar(scale, e.in(1))});
-  if (!e.in(5).empty()) scores = e.op(Op::kAdd, {scores, e.in(5)});
-  // Positions 0 .. n - 1 of dim "d" of "t", as int64.
-  auto positions = [&](const std::string& t, int64_t d) {
-    std::string n =
-        e.op(Op::kSqueeze, {e.op(Op::kSlice, {e.op(Op::kShape, {t}), e.ints({d}), e.ints({d + 1})}),
-                            e.ints({0})});
-    return e.op(Op::kRange, {e.ints_scalar(0), n, e.ints_scalar(1)});
-  };
-  // The keys the mask masks for each query, as bools broadcasting to [B, heads, S, T]: their
-  // scores get the filter value added.
-  std::string masked;
-  if (std::string mask = e.in(3); !mask.empty()) {
-    std::optional<int> rank = e.rank(mask);
-    if (!rank) {
-      return Status::error(fmt::format("mask_index '{}' has no rank in the graph (a graph input, "
-                                       "an initializer or a value_info says it)",
-                                       mask));
-    }
-    if (*rank == 1) { // [B] ends, or [2B] ends then starts: keys outside [start, end) masked
-      std::string b = e.op(Op::kSlice, {e.op(Op::kShape, {e.in(0)}), e.ints({0}), e.ints({1})});
-      std::string zeros =
-          e.op(Op::kConstantOfShape, {b}, {tensor_attr("value", Tensor(DType::kI32, {1}))});
-      std::string both = e.op(Op::kConcat, {mask, zeros}, {int_attr("axis", 0)}); // starts 0
-      auto column = [&](const std::string& from, const std::string& to) {
-        std::string piece = e.op(Op::kSlice, {both, from, to, e.ints({0})});
-        return e.op(
-            Op::kUnsqueeze,
-            {e.op(Op::kCast, {piece}, {int_attr("to", onnx::TensorProto::INT64)}), e.ints({1})});
-      };
-      std::string keys = positions(e.in(0), 1);
-      std::string outside =
-          e.op(Op::kOr, {e.op(Op::kGreaterOrEqual, {keys, column(e.ints({0}), b)}),
-                         e.op(Op::kLess, {keys, column(b, e.op(Op::kAdd, {b, b}))})});
-      masked = e.op(Op::kUnsqueeze, {outside, e.ints({1, 2})});
-    } else if (*rank == 2 || *rank == 3) {                       // 0 or less masks a key
-      std::string zero = e.constant_of(Tensor(DType::kI32, {})); // (mask_index is int32)
-      masked = e.op(Op::kUnsqueeze,
-                    {e.op(Op::kNot, {e.op(Op::kGreater, {mask, zero})}),
-                     e.ints(*rank == 2 ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{1})});
-    } else {
-      return Status::error(fmt::format("mask_index of rank {} is not supported (only [B], [2B], "
-                                       "[B, T] and [B, S, T])",
-                                       *rank));
-    }
+  return attend(e, part(0, sizes[0]), part(sizes[0], sizes[1]), part(sizes[0] + sizes[1], sizes[2]),
+                heads, 3, 5);
+}
+
+// MultiHeadAttention(query, key, value, bias, key_padding_mask, attention_bias, past_key,
+// past_value, ...), ONNX Runtime's attention on separate Q, K and V (its optimizer's on
+// CLIP, ViT and encoder-decoder models): query [B, S, D], key [B, L, D] and value [B, L, Dv],
+// plus bias [D + D + Dv] split among them, then attend(). Refused: packed QKV or KV (key or
+// value absent), key and value as [B, heads, L, D / heads], past_key and past_value, and
+// outputs 1 and 2 (a KV cache).
+Status expand_multi_head_attention(Expansion& e) {
+  if (e.in(1).empty() || e.in(2).empty())
+    return Status::error("packed Q, K and V (key or value absent) are not supported");
+  for (int i = 6; i < e.node().input_size(); ++i) {
+    if (!e.in(i).empty())
+      return Status::error("past_key, past_value and the inputs after them (a KV cache) are not "
+                           "supported");
   }
-  auto add_where = [&](const std::string& where, double value) {
-    std::string added = e.op(Op::kWhere, {where, e.scalar(value, e.in(1)), e.scalar(0.0, e.in(1))});
-    scores = e.op(Op::kAdd, {scores, added});
-  };
-  if (!masked.empty()) add_where(masked, e.float_attr_or("mask_filter_value", -10000.0f));
-  // unidirectional: the keys after each query are left out of its softmax (ONNX Runtime's
-  // CPU kernel stops there; a query masked whole by the mask still attends to them not at all).
-  if (e.int_attr_or("unidirectional", 0)) {
-    std::string rows = positions(e.in(0), 1);
-    add_where(e.op(Op::kGreater, {rows, e.op(Op::kUnsqueeze, {rows, e.ints({1})})}),
-              -std::numeric_limits<double>::infinity());
+  if (!e.out(1).empty() || !e.out(2).empty())
+    return Status::error("present_key and present_value (a KV cache) are not supported");
+  if (e.opset() < 13) return Status::error("needs ai.onnx opset 13 or later");
+  for (int i : {0, 1, 2}) {
+    if (std::optional<int> rank = e.rank(e.in(i)); rank && *rank != 3)
+      return Status::error(fmt::format("input {} has rank {}; only [B, S, D] query, key and "
+                                       "value are supported",
+                                       i, *rank));
   }
-  std::string probs = e.op(Op::kSoftmax, {scores}, {int_attr("axis", -1)});
-  std::string merged =
-      e.op(Op::kTranspose, {e.op(Op::kMatMul, {probs, v})}, {ints_attr("perm", {0, 2, 1, 3})});
-  e.op(Op::kReshape, {merged, e.ints({0, 0, sizes[2]})}, {}, e.out(0));
-  return Status();
+  WEFT_ASSIGN_OR_RETURN(int64_t heads, num_heads(e));
+  std::string q = e.in(0), k = e.in(1), v = e.in(2);
+  if (std::string bias = e.in(3); !bias.empty()) { // [D, D, Dv], D from the query
+    std::string d = e.op(Op::kSlice, {e.op(Op::kShape, {q}), e.ints({2}), e.ints({3})});
+    std::string twice = e.op(Op::kAdd, {d, d});
+    auto piece = [&](const std::string& from, const std::string& to) {
+      return e.op(Op::kSlice, {bias, from, to, e.ints({0})});
+    };
+    q = e.op(Op::kAdd, {q, piece(e.ints({0}), d)});
+    k = e.op(Op::kAdd, {k, piece(d, twice)});
+    v = e.op(Op::kAdd, {v, piece(twice, e.ints({std::numeric_limits<int64_t>::max()}))});
+  }
+  return attend(e, q, k, v, heads, 4, 5);
 }
 
 // EmbedLayerNormalization(input_ids, segment_ids, word_embedding, position_embedding,
@@ -633,6 +701,11 @@ const std::map<std::string, ContribOp>& contrib_ops() {
         1,
         expand_embed_layer_norm}},
       {"com.microsoft.FastGelu", {{"X", "bias"}, 1, expand_fast_gelu}},
+      {"com.microsoft.MultiHeadAttention",
+       {{"query", "key", "value", "bias", "key_padding_mask", "attention_bias", "past_key",
+         "past_value", "past_sequence_length", "cache_indirection"},
+        1,
+        expand_multi_head_attention}},
       {"com.microsoft.FusedMatMul", {{"A", "B"}, 2, expand_fused_matmul}},
       {"com.microsoft.Gelu",
        {{"X"},
