@@ -452,11 +452,14 @@ Status expand_simplified_layer_norm(Expansion& e) {
   return Status();
 }
 
+// Dim "d" of "t", as an int64 tensor [1].
+std::string dim_of(Expansion& e, const std::string& t, int64_t d) {
+  return e.op(Op::kSlice, {e.op(Op::kShape, {t}), e.ints({d}), e.ints({d + 1})});
+}
+
 // Positions 0 .. n - 1 of dim "d" of "t", as int64.
 std::string positions(Expansion& e, const std::string& t, int64_t d) {
-  std::string n =
-      e.op(Op::kSqueeze,
-           {e.op(Op::kSlice, {e.op(Op::kShape, {t}), e.ints({d}), e.ints({d + 1})}), e.ints({0})});
+  std::string n = e.op(Op::kSqueeze, {dim_of(e, t, d), e.ints({0})});
   return e.op(Op::kRange, {e.ints_scalar(0), n, e.ints_scalar(1)});
 }
 
@@ -482,8 +485,7 @@ Status attend(Expansion& e, const std::string& q, const std::string& k, const st
     scale = e.scalar(e.float_attr_or("scale", 1.0f), q);
   } else { // 1 / sqrt(head size), from Q's shape
     std::string size =
-        e.op(Op::kCast, {e.op(Op::kSlice, {e.op(Op::kShape, {qh}), e.ints({3}), e.ints({4})})},
-             {int_attr("to", onnx::TensorProto::FLOAT)});
+        e.op(Op::kCast, {dim_of(e, qh, 3)}, {int_attr("to", onnx::TensorProto::FLOAT)});
     scale = e.op(Op::kReciprocal, {e.op(Op::kSqrt, {size})});
     if (e.opset() >= 15) scale = e.op(Op::kCastLike, {scale, q});
   }
@@ -499,7 +501,7 @@ Status attend(Expansion& e, const std::string& q, const std::string& k, const st
                                        mask));
     }
     if (*rank == 1) { // [B] ends, or [2B] ends then starts: keys outside [start, end) masked
-      std::string b = e.op(Op::kSlice, {e.op(Op::kShape, {q}), e.ints({0}), e.ints({1})});
+      std::string b = dim_of(e, q, 0);
       std::string zeros =
           e.op(Op::kConstantOfShape, {b}, {tensor_attr("value", Tensor(DType::kI32, {1}))});
       std::string both = e.op(Op::kConcat, {mask, zeros}, {int_attr("axis", 0)}); // starts 0
@@ -534,10 +536,7 @@ Status attend(Expansion& e, const std::string& q, const std::string& k, const st
   // Runtime's CPU kernel computes it, also where L > S).
   if (e.int_attr_or("unidirectional", 0)) {
     std::string rows = e.op(Op::kUnsqueeze, {positions(e, q, 1), e.ints({1})});
-    std::string s =
-        e.op(Op::kSqueeze,
-             {e.op(Op::kSlice, {e.op(Op::kShape, {q}), e.ints({1}), e.ints({2})}), e.ints({0})});
-    std::string last = e.op(Op::kSub, {s, e.ints_scalar(1)});
+    std::string last = e.op(Op::kSub, {dim_of(e, q, 1), e.ints({1})});
     add_where(e.op(Op::kAnd,
                    {e.op(Op::kGreater, {positions(e, k, 1), rows}), e.op(Op::kLess, {rows, last})}),
               -std::numeric_limits<double>::infinity());
@@ -616,7 +615,7 @@ Status expand_multi_head_attention(Expansion& e) {
   WEFT_ASSIGN_OR_RETURN(int64_t heads, num_heads(e));
   std::string q = e.in(0), k = e.in(1), v = e.in(2);
   if (std::string bias = e.in(3); !bias.empty()) { // [D, D, Dv], D from the query
-    std::string d = e.op(Op::kSlice, {e.op(Op::kShape, {q}), e.ints({2}), e.ints({3})});
+    std::string d = dim_of(e, q, 2);
     std::string twice = e.op(Op::kAdd, {d, d});
     auto piece = [&](const std::string& from, const std::string& to) {
       return e.op(Op::kSlice, {bias, from, to, e.ints({0})});
@@ -643,24 +642,18 @@ Status expand_embed_layer_norm(Expansion& e) {
   }
   if (e.in(1).empty() != e.in(4).empty())
     return Status::error("segment_ids and segment_embedding go together");
-  std::string ids = e.in(0), positions = e.in(8);
-  if (positions.empty()) {
-    std::string s =
-        e.op(Op::kSqueeze,
-             {e.op(Op::kSlice, {e.op(Op::kShape, {ids}), e.ints({1}), e.ints({2})}), e.ints({0})});
-    positions = e.op(Op::kRange, {e.ints_scalar(0), s, e.ints_scalar(1)});
-  }
+  std::string ids = e.in(0), at = e.in(8).empty() ? positions(e, ids, 1) : e.in(8);
   std::string sum =
-      e.op(Op::kAdd, {e.op(Op::kGather, {e.in(2), ids}), e.op(Op::kGather, {e.in(3), positions})},
-           {}, e.in(1).empty() ? e.out(2) : "");
+      e.op(Op::kAdd, {e.op(Op::kGather, {e.in(2), ids}), e.op(Op::kGather, {e.in(3), at})}, {},
+           e.in(1).empty() ? e.out(2) : "");
   if (!e.in(1).empty())
     sum = e.op(Op::kAdd, {sum, e.op(Op::kGather, {e.in(4), e.in(1)})}, {}, e.out(2));
   normalize(e, sum, e.float_attr_or("epsilon", 1e-12f), false, e.in(5), e.in(6));
   if (e.out(1).empty()) return Status();
   e.set_rank(e.out(1), 1);
   if (e.in(7).empty()) {
-    std::string b = e.op(Op::kSlice, {e.op(Op::kShape, {ids}), e.ints({0}), e.ints({1})});
-    e.op(Op::kConstantOfShape, {b}, {tensor_attr("value", Tensor(DType::kI32, {1}))}, e.out(1));
+    e.op(Op::kConstantOfShape, {dim_of(e, ids, 0)},
+         {tensor_attr("value", Tensor(DType::kI32, {1}))}, e.out(1));
   } else {
     std::string mask = e.op(Op::kCast, {e.in(7)}, {int_attr("to", onnx::TensorProto::INT32)});
     e.op(Op::kReduceSum, {mask, e.ints({1})}, {int_attr("keepdims", 0)}, e.out(1));
