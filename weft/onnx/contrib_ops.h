@@ -1,9 +1,11 @@
 // ONNX Runtime's own ops (domain com.microsoft) that its tools write into models: the
 // quantizer's QOperator format (QLinearAdd, QLinearConcat, QGemm, ...) next to ai.onnx's
-// QLinearConv and QLinearMatMul. Each becomes ai.onnx nodes at import, at the model's opset:
-// a quantized op is DequantizeLinear -> the float op -> QuantizeLinear, exactly what the
-// contrib op computes (docs/library.md, "Quantized models"). Weft then runs it as a QDQ
-// model. A com.microsoft op not listed by contrib_ops_list() stays and the op check names it.
+// QLinearConv and QLinearMatMul, and the transformer optimizer's fused ops (Attention,
+// SkipLayerNormalization, ...: contrib_transformer_ops.h). Each becomes ai.onnx nodes at
+// import, at the model's opset (contrib_expansion.h): a quantized op is DequantizeLinear ->
+// the float op -> QuantizeLinear, exactly what the contrib op computes (docs/library.md,
+// "Quantized models"), and Weft then runs it as a QDQ model. A com.microsoft op not listed by
+// contrib_ops_list() stays and the op check names it.
 #pragma once
 
 #include <string>

@@ -1,0 +1,225 @@
+// How a com.microsoft op becomes ai.onnx nodes (contrib_ops.h): the Expansion its rule
+// writes into, the attribute helpers, and the table entry (ContribOp) of each op.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
+#include <onnx/onnx_pb.h>
+
+#include "weft/graph/op_table.h"
+#include "weft/graph/tensor.h"
+#include "weft/onnx/onnx_dtype.h"
+#include "weft/onnx/tensor_proto.h"
+#include "weft/support/status.h"
+
+namespace weft::contrib {
+
+using Nodes = google::protobuf::RepeatedPtrField<onnx::NodeProto>;
+
+inline onnx::AttributeProto int_attr(const std::string& name, int64_t v) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::INT);
+  a.set_i(v);
+  return a;
+}
+
+inline onnx::AttributeProto float_attr(const std::string& name, float v) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::FLOAT);
+  a.set_f(v);
+  return a;
+}
+
+inline onnx::AttributeProto ints_attr(const std::string& name, const std::vector<int64_t>& v) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v)
+    a.add_ints(x);
+  return a;
+}
+
+inline onnx::AttributeProto tensor_attr(const std::string& name, const Tensor& t) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::TENSOR);
+  *a.mutable_t() = tensor_to_proto(t, "");
+  return a;
+}
+
+inline const onnx::AttributeProto* find_attr(const onnx::NodeProto& node, const std::string& name) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == name) return &a;
+  }
+  return nullptr;
+}
+
+// What the expansions of one graph share: its constants (initializers and Constant nodes
+// so far), and the dequantized form of each quantized value, made once for all its readers
+// so that each QuantizeLinear meets one DequantizeLinear (canonicalize's QDQ pair).
+// And the ranks known so far: of the graph's inputs, initializers and value_info, and through
+// the Casts and Identities after them (an attention mask's rank says what it means).
+struct Scope {
+  std::map<std::string, const onnx::TensorProto*> constants;
+  std::map<std::tuple<std::string, std::string, std::string, int64_t>, std::string> dequantized;
+  std::map<std::string, int> ranks;
+};
+
+// One node's expansion: new nodes, at the model's opset, appended to "out". Values it makes
+// are named after the node with a prefix of their own.
+class Expansion {
+public:
+  Expansion(const onnx::NodeProto& node, Nodes& out, Scope& scope, int opset, std::string prefix)
+      : node_(node), out_(out), scope_(scope), opset_(opset), prefix_(std::move(prefix)) {}
+
+  int opset() const { return opset_; }
+  const onnx::NodeProto& node() const { return node_; }
+
+  // The node's input "i", empty when absent.
+  std::string in(int i) const { return i < node_.input_size() ? node_.input(i) : std::string(); }
+  std::string out(int i) const { return i < node_.output_size() ? node_.output(i) : std::string(); }
+  int64_t int_attr_or(const std::string& name, int64_t fallback) const {
+    const onnx::AttributeProto* a = find_attr(node_, name);
+    return a ? a->i() : fallback;
+  }
+
+  // A node of "type" writing "output" (a new value when empty); trailing absent inputs
+  // are dropped.
+  std::string op(Op type, std::vector<std::string> inputs,
+                 std::vector<onnx::AttributeProto> attrs = {}, std::string output = "") {
+    while (!inputs.empty() && inputs.back().empty())
+      inputs.pop_back();
+    std::string name = fmt::format("{}{}_{}", prefix_, type, count_++);
+    if (output.empty()) output = name;
+    onnx::NodeProto* n = out_.Add();
+    n->set_op_type(std::string(op_name(type)));
+    n->set_name(name);
+    for (const std::string& i : inputs)
+      n->add_input(i);
+    n->add_output(output);
+    for (onnx::AttributeProto& a : attrs)
+      *n->add_attribute() = std::move(a);
+    return output;
+  }
+
+  // A Constant node of "t".
+  std::string constant_of(const Tensor& t) {
+    return op(Op::kConstant, {}, {tensor_attr("value", t)});
+  }
+
+  std::string ints(const std::vector<int64_t>& v) { return constant_of(Tensor::vector_i64(v)); }
+  std::string ints_scalar(int64_t v) { return constant_of(Tensor::scalar_i64(v)); }
+
+  // The float values of quantized input "x" (DequantizeLinear), per tensor or along "axis".
+  std::string dequantize(const std::string& x, const std::string& scale, const std::string& zero,
+                         std::optional<int64_t> axis = std::nullopt) {
+    if (opset_ < 13) axis.reset();
+    auto key = std::make_tuple(x, scale, zero, axis.value_or(kPerTensor));
+    auto it = scope_.dequantized.find(key);
+    if (it != scope_.dequantized.end()) return it->second;
+    std::vector<onnx::AttributeProto> attrs;
+    if (axis) attrs.push_back(int_attr("axis", *axis));
+    return scope_.dequantized[key] = op(Op::kDequantizeLinear, {x, scale, zero}, attrs);
+  }
+
+  // The constant "name" holds, if it is one.
+  const onnx::TensorProto* constant(const std::string& name) const {
+    auto it = scope_.constants.find(name);
+    return it == scope_.constants.end() ? nullptr : it->second;
+  }
+
+  // The rank of "name", where the graph says it (Scope::ranks).
+  std::optional<int> rank(const std::string& name) const {
+    auto it = scope_.ranks.find(name);
+    return it == scope_.ranks.end() ? std::nullopt : std::optional(it->second);
+  }
+  void set_rank(const std::string& name, int rank) { scope_.ranks[name] = rank; }
+
+  // "axis" where "scale" is a constant of more than one element (per axis), else none.
+  std::optional<int64_t> axis_of(const std::string& scale, int64_t axis) const;
+
+  // "y" quantized into the node's output. The contrib ops' output zero point defaults to 0
+  // of the input's type; QuantizeLinear's to uint8's, so an absent one is made like "like"
+  // where CastLike exists (opset 15).
+  void quantize(const std::string& y, const std::string& scale, std::string zero,
+                const std::string& like) {
+    if (zero.empty() && opset_ >= 15)
+      zero = op(Op::kCastLike, {constant_of(Tensor(DType::kI32, {})), like});
+    op(Op::kQuantizeLinear, {y, scale, zero}, {}, out(0));
+  }
+
+  // A scalar "v" of the element type of "like": that of a constant when "like" is one, else
+  // CastLike to it (opset 15 on; folded at compile time), else f32.
+  std::string scalar(double v, const std::string& like) {
+    const onnx::TensorProto* t = constant(like);
+    std::optional<DType> dtype = t ? dtype_from_onnx(t->data_type()) : std::nullopt;
+    Tensor value(dtype && dtype_is_float(*dtype) ? *dtype : DType::kF32, {});
+    value.set_double(0, v);
+    std::string c = constant_of(value);
+    return t || opset_ < 15 ? c : op(Op::kCastLike, {c, like});
+  }
+
+  // The mean of "x" over "axes" (an input from opset 18, an attribute before).
+  std::string mean(const std::string& x, const std::vector<int64_t>& axes, int64_t keepdims = 1) {
+    onnx::AttributeProto keep = int_attr("keepdims", keepdims);
+    if (opset_ >= 18) return op(Op::kReduceMean, {x, ints(axes)}, {keep});
+    return op(Op::kReduceMean, {x}, {keep, ints_attr("axes", axes)});
+  }
+
+  float float_attr_or(const std::string& name, float fallback) const {
+    const onnx::AttributeProto* a = find_attr(node_, name);
+    return a ? a->f() : fallback;
+  }
+
+  // The same attributes without "skip".
+  std::vector<onnx::AttributeProto> attrs_except(const std::string& skip) const {
+    std::vector<onnx::AttributeProto> out;
+    for (const auto& a : node_.attribute()) {
+      if (a.name() != skip) out.push_back(a);
+    }
+    return out;
+  }
+
+private:
+  static constexpr int64_t kPerTensor = std::numeric_limits<int64_t>::min();
+
+  const onnx::NodeProto& node_;
+  Nodes& out_;
+  Scope& scope_;
+  int opset_;
+  std::string prefix_;
+  int count_ = 0;
+};
+
+// The number of elements of "t".
+inline int64_t num_elements(const onnx::TensorProto& t) {
+  int64_t n = 1;
+  for (int64_t d : t.dims())
+    n *= d;
+  return n;
+}
+
+inline std::optional<int64_t> Expansion::axis_of(const std::string& scale, int64_t axis) const {
+  const onnx::TensorProto* t = constant(scale);
+  return t && num_elements(*t) > 1 ? std::optional(axis) : std::nullopt;
+}
+
+using Expand = std::function<Status(Expansion&)>;
+
+struct ContribOp {
+  std::vector<const char*> inputs; // names, for messages; none: the expansion checks its own
+  size_t required;                 // how many of them must be given (zero points are optional)
+  Expand expand;
+};
+
+} // namespace weft::contrib
