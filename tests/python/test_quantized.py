@@ -630,6 +630,50 @@ def test_qdq_gemm_runs_as_an_int8_library_call(trans_b, bias):
     assert int8 == (["QLinearMatMul"] if cpu_has_vnni() else []), profile
 
 
+def pack_bits(values, bits):
+    """Unsigned "bits"-bit integers packed along the last axis, low bits first (MatMulNBits)."""
+    per = 8 // bits
+    padded = np.zeros(values.shape[:-1] + (-(-values.shape[-1] // per) * per,), np.uint8)
+    padded[..., :values.shape[-1]] = values
+    grouped = padded.reshape(values.shape[:-1] + (-1, per)).astype(np.uint8)
+    return sum((grouped[..., i] << (bits * i)).astype(np.uint8) for i in range(per)).astype(np.uint8)
+
+
+@pytest.mark.parametrize("bits, zero_points, bias", [(4, True, True), (4, False, False), (8, True, False)])
+def test_matmul_nbits_runs_on_weights_dequantized_at_import(bits, zero_points, bias):
+    """ONNX Runtime's weight-only quantization (MatMulNBitsQuantizer, int4 language models):
+    MatMulNBits with B [N, blocks, block_size * bits / 8] packed low bits first, scales per
+    block, zero points packed per row of N or 2^(bits - 1), K not a multiple of the block.
+    Weft dequantizes the weights at import; against a float64 reference (ONNX Runtime 1.32
+    gives Weft's outputs bit for bit on its quantizer's models)."""
+    rng = np.random.default_rng(17)
+    k, n, block = 80, 24, 32 if bits == 4 else 16
+    blocks = -(-k // block)
+    q = rng.integers(0, 2 ** bits, (n, blocks * block)).astype(np.uint8)
+    scales = rng.uniform(0.01, 0.05, (n, blocks)).astype(np.float32)
+    zeros = rng.integers(0, 2 ** bits, (n, blocks)).astype(np.uint8) if zero_points else None
+    b = rng.standard_normal(n).astype(np.float32)
+    arr = numpy_helper.from_array
+    inits = [arr(pack_bits(q, bits).reshape(n, blocks, block * bits // 8), "bq"), arr(scales, "scales")]
+    names = ["a", "bq", "scales", "zp" if zero_points else "", "", "bias" if bias else ""]
+    if zero_points:
+        inits.append(arr(pack_bits(zeros, bits), "zp"))
+    if bias:
+        inits.append(arr(b, "bias"))
+    node = helper.make_node("MatMulNBits", names, ["y"], domain="com.microsoft", K=k, N=n, bits=bits,
+                            block_size=block)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [3, k])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, n])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 8
+    a = rng.standard_normal((3, k)).astype(np.float32)
+    got = weft.compile(model.SerializeToString()).run({"a": a})["y"]
+    zero = np.repeat(zeros, block, axis=1) if zero_points else 2 ** (bits - 1)
+    w = ((q.astype(np.float64) - zero) * np.repeat(scales.astype(np.float64), block, axis=1))[:, :k]
+    want = a.astype(np.float64) @ w.T + (b if bias else 0)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
 def test_quantized_embedding_dequantizes_only_the_rows_gathered():
     """quantize_static's embedding table: Gather(DequantizeLinear(table)), the table too large
     to fold at compile time. Weft gathers the u8 rows first and dequantizes those, instead of

@@ -70,6 +70,7 @@ inline const onnx::AttributeProto* find_attr(const onnx::NodeProto& node, const 
 // And the ranks known so far: of the graph's inputs, initializers and value_info, and through
 // the Casts and Identities after them (an attention mask's rank says what it means).
 struct Scope {
+  std::string base_dir; // where the model's external data lies
   std::map<std::string, const onnx::TensorProto*> constants;
   std::map<std::tuple<std::string, std::string, std::string, int64_t>, std::string> dequantized;
   std::map<std::string, int> ranks;
@@ -136,6 +137,11 @@ public:
   const onnx::TensorProto* constant(const std::string& name) const {
     auto it = scope_.constants.find(name);
     return it == scope_.constants.end() ? nullptr : it->second;
+  }
+
+  // The contents of constant "t" (its external data read from the model's directory).
+  Result<Tensor> tensor(const onnx::TensorProto& t) const {
+    return tensor_from_proto(t, scope_.base_dir);
   }
 
   // The rank of "name", where the graph says it (Scope::ranks).

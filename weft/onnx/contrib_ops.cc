@@ -147,6 +147,65 @@ Status expand_qlinear_matmul(Expansion& e) {
   return Status();
 }
 
+// The "bits"-bit unsigned integer "j" of the bytes from "data" on, packed low bits first.
+int64_t unpacked(const std::byte* data, int64_t j, int64_t bits) {
+  auto byte = static_cast<unsigned>(data[j * bits / 8]);
+  return static_cast<int64_t>((byte >> (j * bits % 8)) & ((1u << bits) - 1));
+}
+
+// MatMulNBits(A, B, scales, zero_points, g_idx, bias): A times weights quantized to "bits"
+// (2, 4 or 8) bits in blocks of block_size along K, ONNX Runtime's weight-only quantization
+// (its MatMulNBitsQuantizer; int4 language models): B [N, blocks, block_size * bits / 8],
+// packed low bits first; scales [N, blocks] (or flat); zero_points uint8, packed the same way
+// per row of N (2^(bits - 1) when absent). Weft dequantizes the constant weights to [K, N] in
+// the scales' type here, at import, and the MatMul runs on them (8 times the 4-bit weights'
+// memory in f32). Refused: weights, scales or zero points given at run time, zero points in
+// the scales' type, and g_idx.
+Status expand_matmul_nbits(Expansion& e) {
+  int64_t k = e.int_attr_or("K", 0), n = e.int_attr_or("N", 0), bits = e.int_attr_or("bits", 4),
+          block = e.int_attr_or("block_size", 0);
+  if (k <= 0 || n <= 0 || block < 16 || (block & (block - 1)) != 0)
+    return Status::error("attributes K and N must be positive and block_size a power of 2 from 16");
+  if (bits != 2 && bits != 4 && bits != 8)
+    return Status::error(fmt::format("bits={} is not supported (2, 4 or 8)", bits));
+  if (!e.in(4).empty()) return Status::error("g_idx is not supported");
+  const onnx::TensorProto *bp = e.constant(e.in(1)), *sp = e.constant(e.in(2)),
+                          *zp = e.in(3).empty() ? nullptr : e.constant(e.in(3));
+  if (!bp || !sp || (!e.in(3).empty() && !zp))
+    return Status::error("B, scales and zero_points given at run time are not supported");
+  WEFT_ASSIGN_OR_RETURN(Tensor b, e.tensor(*bp));
+  WEFT_ASSIGN_OR_RETURN(Tensor scales, e.tensor(*sp));
+  std::optional<Tensor> zeros;
+  if (zp) {
+    WEFT_ASSIGN_OR_RETURN(zeros, e.tensor(*zp));
+  }
+  int64_t blocks = (k + block - 1) / block, blob = block * bits / 8;
+  int64_t zero_row = (blocks * bits + 7) / 8; // zero points' bytes per row of N
+  if (b.dtype() != DType::kU8 || b.num_elements() != n * blocks * blob)
+    return Status::error(fmt::format("B must be uint8 [{}, {}, {}]", n, blocks, blob));
+  if (!dtype_is_float(scales.dtype()) || scales.num_elements() != n * blocks)
+    return Status::error(fmt::format("scales must hold {} x {} floats", n, blocks));
+  if (zeros && (zeros->dtype() != DType::kU8 || zeros->num_elements() != n * zero_row))
+    return Status::error(fmt::format("zero_points must be uint8 packed as {} x {} bytes (zero "
+                                     "points in the scales' type are not supported)",
+                                     n, zero_row));
+  Tensor w(scales.dtype(), {k, n});
+  for (int64_t c = 0; c < n; ++c) {
+    for (int64_t i = 0; i < blocks; ++i) {
+      double scale = scales.get_double(c * blocks + i);
+      int64_t zero = zeros ? unpacked(zeros->data() + c * zero_row, i, bits) : 1 << (bits - 1);
+      const std::byte* blob_data = b.data() + (c * blocks + i) * blob;
+      for (int64_t j = 0; j < block && i * block + j < k; ++j)
+        w.set_double((i * block + j) * n + c,
+                     static_cast<double>(unpacked(blob_data, j, bits) - zero) * scale);
+    }
+  }
+  std::string bias = e.in(5);
+  std::string y = e.op(Op::kMatMul, {e.in(0), e.constant_of(w)}, {}, bias.empty() ? e.out(0) : "");
+  if (!bias.empty()) e.op(Op::kAdd, {y, bias}, {}, e.out(0));
+  return Status();
+}
+
 // Does the QLinearConv or QLinearMatMul "e" take the float path: constant weights (input 3)
 // of rank 2 or more, with a scale and zero point of one element or one per output channel
 // (other lengths stay for infer_qlinear's error), and before opset 13 (no DequantizeLinear
@@ -179,6 +238,8 @@ const std::map<std::string, ContribOp>& contrib_ops() {
            "y_zero_point"},
           5,
           expand_qgemm}},
+        {"com.microsoft.MatMulNBits",
+         {{"A", "B", "scales", "zero_points", "g_idx", "bias"}, 3, expand_matmul_nbits}},
         {"com.microsoft.QLinearAdd", binary(Op::kAdd)},
         {"com.microsoft.QLinearAveragePool",
          {{"X", "x_scale", "x_zero_point", "y_scale", "y_zero_point"},
@@ -267,7 +328,7 @@ public:
   // "outer": the constants of the graphs around this one.
   Status expand_graph(onnx::GraphProto& graph, const Scope& outer) {
     Nodes out;
-    Scope scope{outer.constants, {}, outer.ranks};
+    Scope scope{outer.base_dir, outer.constants, {}, outer.ranks};
     for (const onnx::TensorProto& t : graph.initializer()) {
       scope.constants[t.name()] = &t;
       scope.ranks[t.name()] = t.dims_size();
@@ -330,8 +391,10 @@ private:
 } // namespace
 } // namespace contrib
 
-Status expand_contrib_ops(onnx::ModelProto& model, int opset, const std::string& name) {
-  return contrib::Expander(opset, name).expand_graph(*model.mutable_graph(), contrib::Scope{});
+Status expand_contrib_ops(onnx::ModelProto& model, int opset, const std::string& name,
+                          const std::string& base_dir) {
+  return contrib::Expander(opset, name)
+      .expand_graph(*model.mutable_graph(), contrib::Scope{base_dir, {}, {}, {}});
 }
 
 std::vector<std::string> contrib_op_names() {

@@ -23,7 +23,9 @@ namespace weft {
 inline constexpr std::string_view kMicrosoftDomain = "com.microsoft";
 
 // Expands every com.microsoft op Weft knows in the model's graph and in its nested graphs.
-Status expand_contrib_ops(onnx::ModelProto& model, int opset, const std::string& name);
+// "base_dir": where the model's external data lies (MatMulNBits reads its weights here).
+Status expand_contrib_ops(onnx::ModelProto& model, int opset, const std::string& name,
+                          const std::string& base_dir);
 
 // The com.microsoft ops expand_contrib_ops() expands ("QGemm", ...), and the same as a list
 // for messages: "BiasAdd, ... and SkipSimplifiedLayerNormalization".
