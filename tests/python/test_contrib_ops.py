@@ -294,6 +294,8 @@ def test_simplified_layer_normalization_of_the_onnx_domain():
      "B, scales and zero_points given at run time"),
     (helper.make_node("MatMulNBits", ["x", "z", "s"], ["y"], K=4, N=2, bits=3, block_size=16, domain=MS),
      "bits=3 is not supported"),
+    (helper.make_node("MatMulNBits", ["x", "z", "s"], ["y"], K=1 << 40, N=1 << 40, block_size=16, domain=MS),
+     "attributes K and N must be positive, K x N weights allocatable"),
     (helper.make_node("MultiHeadAttention", ["x", "x", "x", "", "", "", "x"], ["y"], num_heads=2, domain=MS),
      "past_key, past_value"),
     (helper.make_node("Attention", ["x", "g", "", "z"], ["y"], num_heads=2, qkv_hidden_sizes=[4, 4, 4],

@@ -164,8 +164,11 @@ int64_t unpacked(const std::byte* data, int64_t j, int64_t bits) {
 Status expand_matmul_nbits(Expansion& e) {
   int64_t k = e.int_attr_or("K", 0), n = e.int_attr_or("N", 0), bits = e.int_attr_or("bits", 4),
           block = e.int_attr_or("block_size", 0);
-  if (k <= 0 || n <= 0 || block < 16 || (block & (block - 1)) != 0)
-    return Status::error("attributes K and N must be positive and block_size a power of 2 from 16");
+  int64_t elements = 0;
+  if (k <= 0 || n <= 0 || block < 16 || block > 65536 || (block & (block - 1)) != 0 ||
+      !dims_are_allocatable(DType::kF64, {k, n}, &elements))
+    return Status::error("attributes K and N must be positive, K x N weights allocatable, and "
+                         "block_size a power of 2 from 16 to 65536");
   if (bits != 2 && bits != 4 && bits != 8)
     return Status::error(fmt::format("bits={} is not supported (2, 4 or 8)", bits));
   if (!e.in(4).empty()) return Status::error("g_idx is not supported");
