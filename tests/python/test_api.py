@@ -780,3 +780,34 @@ def test_half_precision_convolutions_sum_in_float32(op):
     got = weft.compile(model.SerializeToString()).run({"x": x})["y"]
     assert got.dtype == np.float16
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=2e-3, atol=2e-3)
+
+
+def test_an_input_without_a_shape_runs_at_the_rank_given():
+    """An input whose type has no shape has an unknown rank, not rank 0: compile waits for the
+    run's inputs (Shape, Slice and Squeeze of a rank-0 input would fail)."""
+    graph = helper.make_graph([helper.make_node("Shape", ["x"], ["s"]),
+                               helper.make_node("Slice", ["s", "one", "two"], ["d"]),
+                               helper.make_node("Squeeze", ["d"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+                              [helper.make_tensor_value_info("y", TensorProto.INT64, None)],
+                              [numpy_helper.from_array(np.array([1], np.int64), "one"),
+                               numpy_helper.from_array(np.array([2], np.int64), "two")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    compiled = weft.compile(model.SerializeToString())
+    assert compiled.run({"x": np.ones((2, 7), np.float32)})["y"] == 7
+
+
+def test_a_wrong_value_info_gives_way_to_the_op():
+    """A value_info that disagrees with its node (ONNX Runtime GenAI's builder declares its [1]
+    constants as scalars) is the op's type, as in ONNX Runtime; a graph output's stays an error."""
+    nodes = [helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(np.array([2.0], np.float32))),
+             helper.make_node("Mul", ["x", "c"], ["y"])]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])]
+    model = make_model(nodes, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])])
+    model.graph.value_info.append(helper.make_tensor_value_info("c", TensorProto.FLOAT, []))
+    y = weft.compile(model.SerializeToString()).run({"x": np.arange(3, dtype=np.float32)})["y"]
+    np.testing.assert_array_equal(y, [0, 2, 4])
+    model = make_model(nodes, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    with pytest.raises(weft.WeftError, match=r"output 'y' is declared f32\[4\] but the op gives f32\[3\]"):
+        weft.compile(model.SerializeToString())

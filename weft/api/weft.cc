@@ -152,6 +152,7 @@ struct Model::Impl {
   CompileOptions options;
   std::vector<TensorSpec> inputs, outputs;
   bool has_shape_operands = false;               // some input's value determines shapes
+  bool has_unknown_ranks = false;                // some input's rank is not in the model
   std::shared_ptr<runtime::cuda::Device> device; // CUDA models
   DeviceKind device_kind = DeviceKind::kCpu;     // options.device, parsed
   std::mutex mutex;                              // guards "compiled", "dynamic" and "dynamic_tried"
@@ -299,9 +300,8 @@ struct Model::Impl {
 
   // Zero-filled inputs for the declared types, when they alone determine every shape.
   bool static_inputs(std::vector<HostTensor>* out) const {
-    if (has_shape_operands) return false;
+    if (has_shape_operands || has_unknown_ranks) return false;
     for (const TensorSpec& s : inputs) {
-      if (s.shape.size() != s.dim_names.size()) return false; // unknown rank
       for (int64_t d : s.shape) {
         if (d < 0) return false;
       }
@@ -358,8 +358,10 @@ std::shared_ptr<Model::Impl> make_impl(ModelSource source, const CompileOptions&
   }
   Graph graph = value_or_throw(run_graph_pipeline(source));
   auto impl = std::make_shared<Model::Impl>(std::move(source));
-  for (const Value* v : graph.inputs)
+  for (const Value* v : graph.inputs) {
     impl->inputs.push_back(spec_of(v));
+    impl->has_unknown_ranks |= !v->type.shape.has_value();
+  }
   for (const Value* v : graph.outputs)
     impl->outputs.push_back(spec_of(v));
   impl->has_shape_operands = !shape_operand_inputs(graph).empty();

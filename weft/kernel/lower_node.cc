@@ -102,11 +102,13 @@ bool admits_symbolic_shapes(const Node& n) {
     int64_t axis = n.attrs_as<AxisAttrs>().axis;
     return axis >= -rank && axis < rank;
   }
-  if (n.op_type == Op::kGatherND) { // tuples of a static length
+  if (n.op_type == Op::kGatherND || n.op_type == Op::kScatterND) { // tuples of a static length
     const Shape& x = *n.inputs[0]->type.shape;
     const Shape& idx = *n.inputs[1]->type.shape;
     if (idx.empty() || !idx.back().is_static()) return false;
-    size_t first = static_cast<size_t>(n.attrs_as<BatchDimsAttrs>().batch_dims);
+    size_t first = n.op_type == Op::kGatherND
+                       ? static_cast<size_t>(n.attrs_as<BatchDimsAttrs>().batch_dims)
+                       : 0;
     return first + static_cast<size_t>(idx.back().value()) <= x.size();
   }
   const Shape& out = *n.outputs[0]->type.shape;

@@ -121,6 +121,17 @@ public:
   std::string ints(const std::vector<int64_t>& v) { return constant_of(Tensor::vector_i64(v)); }
   std::string ints_scalar(int64_t v) { return constant_of(Tensor::scalar_i64(v)); }
 
+  // Dim "d" of "t", as an int64 tensor [1].
+  std::string dim(const std::string& t, int64_t d) {
+    return op(Op::kSlice, {op(Op::kShape, {t}), ints({d}), ints({d + 1})});
+  }
+
+  // Positions 0 .. n - 1 of dim "d" of "t", as int64.
+  std::string positions(const std::string& t, int64_t d) {
+    std::string n = op(Op::kSqueeze, {dim(t, d), ints({0})});
+    return op(Op::kRange, {ints_scalar(0), n, ints_scalar(1)});
+  }
+
   // The float values of quantized input "x" (DequantizeLinear), per tensor or along "axis".
   std::string dequantize(const std::string& x, const std::string& scale, const std::string& zero,
                          std::optional<int64_t> axis = std::nullopt) {

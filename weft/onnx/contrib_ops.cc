@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 #include <onnx/onnx_pb.h>
 
+#include "weft/onnx/contrib_decoder_ops.h"
 #include "weft/onnx/contrib_expansion.h"
 #include "weft/onnx/contrib_transformer_ops.h"
 #include "weft/onnx/model_checks.h"
@@ -285,6 +286,7 @@ const std::map<std::string, ContribOp>& contrib_ops() {
           }}},
     };
     quantized.merge(transformer_ops());
+    quantized.merge(decoder_ops());
     return quantized;
   }();
   return ops;

@@ -81,17 +81,6 @@ Status expand_skip_norm(Expansion& e, bool rms) {
   return Status();
 }
 
-// Dim "d" of "t", as an int64 tensor [1].
-std::string dim_of(Expansion& e, const std::string& t, int64_t d) {
-  return e.op(Op::kSlice, {e.op(Op::kShape, {t}), e.ints({d}), e.ints({d + 1})});
-}
-
-// Positions 0 .. n - 1 of dim "d" of "t", as int64.
-std::string positions(Expansion& e, const std::string& t, int64_t d) {
-  std::string n = e.op(Op::kSqueeze, {dim_of(e, t, d), e.ints({0})});
-  return e.op(Op::kRange, {e.ints_scalar(0), n, e.ints_scalar(1)});
-}
-
 // What ONNX Runtime's Attention and MultiHeadAttention share (its CPU kernels' attention):
 // softmax(Q K^T * scale + attention_bias + mask) V of q [B, S, D], k [B, L, D] and v [B, L,
 // Dv], each split into "heads" heads, the heads merged into output 0, [B, S, Dv]. "scale"
@@ -113,8 +102,7 @@ Status attend(Expansion& e, const std::string& q, const std::string& k, const st
   if (find_attr(e.node(), "scale")) {
     scale = e.scalar(e.float_attr_or("scale", 1.0f), q);
   } else { // 1 / sqrt(head size), from Q's shape
-    std::string size =
-        e.op(Op::kCast, {dim_of(e, qh, 3)}, {int_attr("to", onnx::TensorProto::FLOAT)});
+    std::string size = e.op(Op::kCast, {e.dim(qh, 3)}, {int_attr("to", onnx::TensorProto::FLOAT)});
     scale = e.op(Op::kReciprocal, {e.op(Op::kSqrt, {size})});
     if (e.opset() >= 15) scale = e.op(Op::kCastLike, {scale, q});
   }
@@ -130,7 +118,7 @@ Status attend(Expansion& e, const std::string& q, const std::string& k, const st
                                        mask));
     }
     if (*rank == 1) { // [B] ends, or [2B] ends then starts: keys outside [start, end) masked
-      std::string b = dim_of(e, q, 0);
+      std::string b = e.dim(q, 0);
       std::string zeros =
           e.op(Op::kConstantOfShape, {b}, {tensor_attr("value", Tensor(DType::kI32, {1}))});
       std::string both = e.op(Op::kConcat, {mask, zeros}, {int_attr("axis", 0)}); // starts 0
@@ -140,7 +128,7 @@ Status attend(Expansion& e, const std::string& q, const std::string& k, const st
             Op::kUnsqueeze,
             {e.op(Op::kCast, {piece}, {int_attr("to", onnx::TensorProto::INT64)}), e.ints({1})});
       };
-      std::string keys = positions(e, k, 1);
+      std::string keys = e.positions(k, 1);
       std::string outside =
           e.op(Op::kOr, {e.op(Op::kGreaterOrEqual, {keys, column(e.ints({0}), b)}),
                          e.op(Op::kLess, {keys, column(b, e.op(Op::kAdd, {b, b}))})});
@@ -164,10 +152,10 @@ Status attend(Expansion& e, const std::string& q, const std::string& k, const st
   // unidirectional: query s < S - 1 sees keys 0 .. s, the last query every key (as ONNX
   // Runtime's CPU kernel computes it, also where L > S).
   if (e.int_attr_or("unidirectional", 0)) {
-    std::string rows = e.op(Op::kUnsqueeze, {positions(e, q, 1), e.ints({1})});
-    std::string last = e.op(Op::kSub, {dim_of(e, q, 1), e.ints({1})});
+    std::string rows = e.op(Op::kUnsqueeze, {e.positions(q, 1), e.ints({1})});
+    std::string last = e.op(Op::kSub, {e.dim(q, 1), e.ints({1})});
     add_where(e.op(Op::kAnd,
-                   {e.op(Op::kGreater, {positions(e, k, 1), rows}), e.op(Op::kLess, {rows, last})}),
+                   {e.op(Op::kGreater, {e.positions(k, 1), rows}), e.op(Op::kLess, {rows, last})}),
               -std::numeric_limits<double>::infinity());
   }
   std::string probs = e.op(Op::kSoftmax, {scores}, {int_attr("axis", -1)});
@@ -244,7 +232,7 @@ Status expand_multi_head_attention(Expansion& e) {
   WEFT_ASSIGN_OR_RETURN(int64_t heads, num_heads(e));
   std::string q = e.in(0), k = e.in(1), v = e.in(2);
   if (std::string bias = e.in(3); !bias.empty()) { // [D, D, Dv], D from the query
-    std::string d = dim_of(e, q, 2);
+    std::string d = e.dim(q, 2);
     std::string twice = e.op(Op::kAdd, {d, d});
     auto piece = [&](const std::string& from, const std::string& to) {
       return e.op(Op::kSlice, {bias, from, to, e.ints({0})});
@@ -271,7 +259,7 @@ Status expand_embed_layer_norm(Expansion& e) {
   }
   if (e.in(1).empty() != e.in(4).empty())
     return Status::error("segment_ids and segment_embedding go together");
-  std::string ids = e.in(0), at = e.in(8).empty() ? positions(e, ids, 1) : e.in(8);
+  std::string ids = e.in(0), at = e.in(8).empty() ? e.positions(ids, 1) : e.in(8);
   std::string sum =
       e.op(Op::kAdd, {e.op(Op::kGather, {e.in(2), ids}), e.op(Op::kGather, {e.in(3), at})}, {},
            e.in(1).empty() ? e.out(2) : "");
@@ -281,8 +269,8 @@ Status expand_embed_layer_norm(Expansion& e) {
   if (e.out(1).empty()) return Status();
   e.set_rank(e.out(1), 1);
   if (e.in(7).empty()) {
-    e.op(Op::kConstantOfShape, {dim_of(e, ids, 0)},
-         {tensor_attr("value", Tensor(DType::kI32, {1}))}, e.out(1));
+    e.op(Op::kConstantOfShape, {e.dim(ids, 0)}, {tensor_attr("value", Tensor(DType::kI32, {1}))},
+         e.out(1));
   } else {
     std::string mask = e.op(Op::kCast, {e.in(7)}, {int_attr("to", onnx::TensorProto::INT32)});
     e.op(Op::kReduceSum, {mask, e.ints({1})}, {int_attr("keepdims", 0)}, e.out(1));

@@ -14,6 +14,7 @@
 #include "weft/onnx/model_checks.h"
 #include "weft/onnx/onnx_dtype.h"
 #include "weft/onnx/tensor_proto.h"
+#include "weft/support/log.h"
 
 namespace weft {
 
@@ -292,8 +293,10 @@ private:
     note_symbols(g);
     for (const auto& vi : g.value_info())
       types_[vi.name()] = &vi.type();
-    for (const auto& vi : g.output())
+    for (const auto& vi : g.output()) {
       types_[vi.name()] = &vi.type();
+      graph_outputs_.insert(vi.name());
+    }
     for (const auto& init : g.initializer()) {
       Result<Tensor> read = tensor_from_proto(init, base_dir_);
       if (!read.ok()) return fail(read.status().message());
@@ -385,10 +388,19 @@ private:
         const TensorType* inferred =
             static_cast<size_t>(i) < fallback.size() ? &fallback[static_cast<size_t>(i)] : nullptr;
         if (inferred && !types_agree(type, *inferred)) {
-          return Status::error(where, fmt::format("output '{}' is declared {} but the op gives {}",
-                                                  out, type.to_string(), inferred->to_string()));
+          if (graph_outputs_.contains(out)) {
+            return Status::error(where,
+                                 fmt::format("output '{}' is declared {} but the op gives {}", out,
+                                             type.to_string(), inferred->to_string()));
+          }
+          // A wrong value_info (ONNX Runtime GenAI's builder declares its [1] constants as
+          // scalars): the op decides, as in ONNX Runtime.
+          log_info("{}: value '{}' is declared {} but the op gives {}: taking the op's",
+                   where.to_string(), out, type.to_string(), inferred->to_string());
+          type = refine_type({inferred->dtype, std::nullopt}, *inferred, graph_);
+        } else {
+          type = with_fresh_symbols(std::move(type), inferred);
         }
-        type = with_fresh_symbols(std::move(type), inferred);
       } else if (static_cast<size_t>(i) < fallback.size()) {
         const TensorType& inferred = fallback[static_cast<size_t>(i)];
         type = refine_type({inferred.dtype, std::nullopt}, inferred, graph_);
@@ -406,6 +418,7 @@ private:
   std::string base_dir_;
   Graph graph_;
   std::unordered_map<std::string, const onnx::TypeProto*> types_;
+  std::unordered_set<std::string> graph_outputs_; // of this graph
   GraphBuilder* parent_ = nullptr;    // the enclosing graph's, for a body
   int branch_depth_ = 0;              // > 0 while importing an If's branch
   std::vector<std::string> captured_; // outer values a body reads, in order

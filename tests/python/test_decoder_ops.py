@@ -1,0 +1,257 @@
+"""ONNX Runtime's decoder-LLM ops (domain com.microsoft), as its GenAI model builder writes
+Llama, Mistral, Phi, Qwen and Gemma: GroupQueryAttention (a KV cache, rotary embedding, local
+windows, softcap, sinks) and RotaryEmbedding. Each expands at import into ai.onnx ops
+(weft/onnx/contrib_decoder_ops.cc); against float64 numpy references of ONNX Runtime's
+definitions, which matched ONNX Runtime 1.32's CPU kernels on these same cases."""
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+import weft
+
+MS = "com.microsoft"
+F = TensorProto.FLOAT
+
+
+def rotate(x, cos, sin, interleaved):
+    """x [B, N, S, H] with its first R channels rotated by cos, sin [B, S, R / 2]."""
+    half = cos.shape[-1]
+    c, s = cos[:, None], sin[:, None]
+    out = x.copy()
+    if interleaved:
+        a, b = x[..., 0:2 * half:2], x[..., 1:2 * half:2]
+        out[..., 0:2 * half:2], out[..., 1:2 * half:2] = a * c - b * s, b * c + a * s
+    else:
+        a, b = x[..., :half], x[..., half:2 * half]
+        out[..., :half], out[..., half:2 * half] = a * c - b * s, b * c + a * s
+    return out
+
+
+def gqa_reference(q, k, v, past_k, past_v, seqlens, heads, kv_heads, cos=None, sin=None, scale=None,
+                  window=-1, softcap=0.0, interleaved=False, smooth=False, sink=None, bias=None,
+                  positions=None):
+    """Output, present key and present value (the past, then the new ones, which batch b also
+    has at its positions past_b = seqlens[b] + 1 - S on)."""
+    q = q.astype(np.float64)
+    batch, length, _ = q.shape
+    if k is None:  # packed
+        size = q.shape[2] // (heads + 2 * kv_heads)
+        x = q.reshape(batch, length, heads + 2 * kv_heads, size).transpose(0, 2, 1, 3)
+        qh, kh, vh = x[:, :heads], x[:, heads:heads + kv_heads], x[:, heads + kv_heads:]
+    else:
+        size = q.shape[2] // heads
+        qh = q.reshape(batch, length, heads, size).transpose(0, 2, 1, 3)
+        kh = k.astype(np.float64).reshape(batch, length, kv_heads, size).transpose(0, 2, 1, 3)
+        vh = v.astype(np.float64).reshape(batch, length, kv_heads, size).transpose(0, 2, 1, 3)
+    total = seqlens.astype(np.int64) + 1
+    past = np.maximum(total - length, 0)
+    own = past[:, None] + np.arange(length)[None]
+    if cos is not None:
+        at = own if positions is None else positions
+        c, s = cos.astype(np.float64)[at], sin.astype(np.float64)[at]
+        qh, kh = rotate(qh, c, s, interleaved), rotate(kh, c, s, interleaved)
+    keys = np.concatenate([past_k, kh], 2) if past_k is not None else kh.copy()
+    values = np.concatenate([past_v, vh], 2) if past_v is not None else vh.copy()
+    for b in range(batch):
+        keys[b, :, past[b]:past[b] + length] = kh[b]
+        values[b, :, past[b]:past[b] + length] = vh[b]
+    group = heads // kv_heads
+    scores = qh @ np.repeat(keys, group, axis=1).transpose(0, 1, 3, 2)
+    scores *= 1 / np.sqrt(size) if scale is None else scale
+    if softcap > 0:
+        scores = softcap * np.tanh(scores / softcap)
+    if bias is not None:
+        scores = scores + bias
+    j = np.arange(keys.shape[2])[None, None]
+    seen = (j <= own[:, :, None]) & (j < total[:, None, None])
+    if window > 0:
+        seen &= j > own[:, :, None] - window
+    scores = np.where(seen[:, None], scores, -np.inf)
+    extra = None if sink is None and not smooth else (
+        np.zeros((1, heads, 1, 1)) if sink is None else sink.reshape(1, -1, 1, 1).astype(np.float64))
+    top = scores.max(-1, keepdims=True) if extra is None else np.maximum(scores.max(-1, keepdims=True), extra)
+    e = np.exp(scores - top)
+    probs = e / (e.sum(-1, keepdims=True) + (0 if extra is None else np.exp(extra - top)))
+    out = (probs @ np.repeat(values, group, axis=1)).transpose(0, 2, 1, 3).reshape(batch, length, heads * size)
+    return out, keys, values
+
+
+def gqa_model(heads, kv_heads, packed, with_past, rotary, extra_inputs=(), opset=22, shapes=None, **attrs):
+    names = ["q", "" if packed else "k", "" if packed else "v", "pk" if with_past else "",
+             "pv" if with_past else "", "seqlens", "total", "cos" if rotary else "", "sin" if rotary else ""]
+    names += list(extra_inputs)
+    node = helper.make_node("GroupQueryAttention", names, ["y", "present_k", "present_v"], domain=MS,
+                            num_heads=heads, kv_num_heads=kv_heads, do_rotary=int(rotary), **attrs)
+    shapes = shapes or {}
+    types = {"seqlens": TensorProto.INT32, "total": TensorProto.INT32, "pos": TensorProto.INT64}
+    inputs = [helper.make_tensor_value_info(n, types.get(n, F), [] if n == "total" else shapes.get(n))
+              for n in names if n]
+    graph = helper.make_graph([node], "g", inputs,
+                              [helper.make_tensor_value_info(n, F, None) for n in ["y", "present_k", "present_v"]])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid(MS, 1)])
+    model.ir_version = 8
+    return model
+
+
+# (batch, new tokens, past length or None, seqlens_k, options)
+FORMS = {
+    "prompt": (1, 5, None, [4], {}),
+    "prompt_after_an_empty_past": (1, 5, 0, [4], {}),
+    "right_padded_prompt": (2, 5, None, [4, 2], {"packed": False}),
+    "decode_lengths_differ": (2, 1, 5, [5, 3], {}),
+    "decode_into_a_longer_buffer": (2, 1, 16, [5, 3], {}),
+    "second_chunk_of_a_prompt": (1, 3, 4, [6], {}),
+    "unpacked_without_rotary": (2, 1, 4, [4, 2], {"packed": False, "rotary": False}),
+    "interleaved_partial_rotary": (1, 4, 3, [6], {"rotary_interleaved": 1, "half": 4}),
+    "local_window": (1, 6, 2, [7], {"local_window_size": 3}),
+    "softcap_and_scale": (1, 4, 3, [6], {"softcap": 2.0, "scale": 0.3}),
+    "smooth_softmax": (1, 4, 3, [6], {"smooth_softmax": 1}),
+    "head_sink": (1, 4, 3, [6], {"sink": True}),
+    "attention_bias": (1, 4, 3, [6], {"bias": True}),
+    "position_ids": (1, 4, 3, [6], {"positions": True}),
+}
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_group_query_attention(form):
+    batch, length, past, seqlens, options = FORMS[form]
+    options = dict(options)
+    packed, rotary = options.pop("packed", True), options.pop("rotary", True)
+    half = options.pop("half", 8)
+    heads, kv_heads, size = 4, 2, 16
+    rng = np.random.default_rng(len(form))
+    width = (heads + 2 * kv_heads) * size if packed else heads * size
+    feeds = {"q": rng.standard_normal((batch, length, width)).astype(np.float32),
+             "seqlens": np.array(seqlens, np.int32),
+             "total": np.array(max(seqlens) + 1, np.int32)}
+    if not packed:
+        for name in "kv":
+            feeds[name] = rng.standard_normal((batch, length, kv_heads * size)).astype(np.float32)
+    if past is not None:
+        for name in ["pk", "pv"]:
+            feeds[name] = rng.standard_normal((batch, kv_heads, past, size)).astype(np.float32)
+    if rotary:
+        for name in ["cos", "sin"]:
+            feeds[name] = rng.standard_normal((32, half)).astype(np.float32)
+    # position_ids, attention_bias and head_sink: inputs 9, 10 and 11
+    optional = {"positions": ("pos", rng.integers(0, 32, (batch, length)).astype(np.int64)),
+                "bias": ("bias", rng.standard_normal((1, heads, length, (past or 0) + length)).astype(np.float32)),
+                "sink": ("sink", rng.standard_normal(heads).astype(np.float32))}
+    slots, reference = [], {}
+    for key, (name, value) in optional.items():
+        given = options.pop(key, False)
+        slots.append(name if given else "")
+        if given:
+            feeds[name] = reference[key] = value
+    while slots and not slots[-1]:
+        slots.pop()
+    model = gqa_model(heads, kv_heads, packed, past is not None, rotary, slots, **options)
+    got = weft.compile(model.SerializeToString()).run(feeds)
+    want = gqa_reference(feeds["q"], feeds.get("k"), feeds.get("v"), feeds.get("pk"), feeds.get("pv"),
+                         feeds["seqlens"], heads, kv_heads, feeds.get("cos"), feeds.get("sin"),
+                         scale=options.get("scale"), window=options.get("local_window_size", -1),
+                         softcap=options.get("softcap", 0.0),
+                         interleaved=bool(options.get("rotary_interleaved", 0)),
+                         smooth=bool(options.get("smooth_softmax", 0)), **reference)
+    np.testing.assert_allclose(got["y"], want[0], rtol=1e-4, atol=1e-5)
+    for name, expected in zip(["present_k", "present_v"], want[1:]):
+        assert got[name].shape == expected.shape
+        for b, n in enumerate(seqlens):  # past the batch's tokens a buffer holds anything
+            np.testing.assert_allclose(got[name][b, :, :n + 1], expected[b, :, :n + 1], rtol=1e-5, atol=1e-6)
+
+
+def test_group_query_attention_decode_loop_compiles_once():
+    """A greedy decode loop whose past grows by one token a step: with dynamic_shapes, one
+    compile serves every past length (the cache update is a Concat and a ScatterND over the
+    symbolic length)."""
+    heads, kv_heads, size = 4, 2, 16
+    shapes = {"q": ["batch", "seq", (heads + 2 * kv_heads) * size],
+              "pk": ["batch", kv_heads, "past", size], "pv": ["batch", kv_heads, "past", size],
+              "seqlens": ["batch"], "cos": [64, 8], "sin": [64, 8]}
+    model = gqa_model(heads, kv_heads, True, True, True, shapes=shapes)
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    rng = np.random.default_rng(3)
+    cos, sin = (rng.standard_normal((64, 8)).astype(np.float32) for _ in range(2))
+    pk = pv = np.zeros((2, kv_heads, 0, size), np.float32)
+    length = 6
+    for step in range(4):
+        q = rng.standard_normal((2, length if step == 0 else 1, (heads + 2 * kv_heads) * size)).astype(np.float32)
+        total = length + step
+        feeds = {"q": q, "pk": pk, "pv": pv, "seqlens": np.full(2, total - 1, np.int32),
+                 "total": np.array(total, np.int32), "cos": cos, "sin": sin}
+        got = compiled.run(feeds)
+        want = gqa_reference(q, None, None, pk, pv, feeds["seqlens"], heads, kv_heads, cos, sin)
+        np.testing.assert_allclose(got["y"], want[0], rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(got["present_k"], want[1], rtol=1e-5, atol=1e-6)
+        pk, pv = got["present_k"], got["present_v"]
+    assert pk.shape == (2, kv_heads, length + 3, size)
+    assert compiled.compiled_variants == 1
+
+
+# (input shape, position_ids shape, R, attributes)
+ROTARY_FORMS = {
+    "3d_one_head_per_cache_width": ((2, 5, 64), (2, 5), 16, {}),
+    "3d_partial_of_each_head": ((2, 5, 64), (2, 5), 8, {"num_heads": 4, "rotary_embedding_dim": 8}),
+    "3d_interleaved": ((2, 5, 64), (2, 5), 16, {"interleaved": 1}),
+    "4d": ((2, 4, 5, 16), (2, 5), 16, {}),
+    "4d_offset_interleaved": ((2, 4, 5, 16), (1,), 16, {"interleaved": 1}),
+    "3d_offset": ((2, 5, 64), (1,), 16, {}),
+}
+
+
+@pytest.mark.parametrize("form", ROTARY_FORMS)
+def test_rotary_embedding(form):
+    shape, pos_shape, width, attrs = ROTARY_FORMS[form]
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(shape).astype(np.float32)
+    pos = rng.integers(0, 20, pos_shape).astype(np.int64) if len(pos_shape) == 2 else np.array([5], np.int64)
+    cos, sin = (rng.standard_normal((40, width // 2)).astype(np.float32) for _ in range(2))
+    node = helper.make_node("RotaryEmbedding", ["x", "pos", "cos", "sin"], ["y"], domain=MS, **attrs)
+    graph = helper.make_graph([node], "g", [
+        helper.make_tensor_value_info("x", F, list(shape)),
+        helper.make_tensor_value_info("pos", TensorProto.INT64, list(pos_shape)),
+        helper.make_tensor_value_info("cos", F, [40, width // 2]),
+        helper.make_tensor_value_info("sin", F, [40, width // 2])], [helper.make_tensor_value_info("y", F, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+    model.ir_version = 8
+    got = weft.compile(model.SerializeToString()).run({"x": x, "pos": pos, "cos": cos, "sin": sin})["y"]
+    batch, length = shape[0], shape[1] if len(shape) == 3 else shape[2]
+    x4 = x.astype(np.float64)
+    if len(shape) == 3:
+        size = shape[2] // attrs["num_heads"] if "num_heads" in attrs else width
+        x4 = x4.reshape(batch, length, -1, size).transpose(0, 2, 1, 3)
+    at = pos if len(pos_shape) == 2 else pos[0] + np.arange(length)[None].repeat(batch, 0)
+    want = rotate(x4, cos.astype(np.float64)[at], sin.astype(np.float64)[at], attrs.get("interleaved", 0))
+    if len(shape) == 3:
+        want = want.transpose(0, 2, 1, 3).reshape(shape)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("node, message", [
+    (helper.make_node("GroupQueryAttention", ["x", "", "", "", "", "s", "t"], ["y"], num_heads=4, domain=MS),
+     "attributes 'num_heads' and 'kv_num_heads' are required"),
+    (helper.make_node("GroupQueryAttention", ["x", "", "", "", "", "s", "t"], ["y"], num_heads=4, kv_num_heads=3,
+                      domain=MS), "attributes .* num_heads a multiple of kv_num_heads"),
+    (helper.make_node("GroupQueryAttention", ["x"], ["y"], num_heads=4, kv_num_heads=2, domain=MS),
+     "inputs 'seqlens_k' and 'total_sequence_length' are required"),
+    (helper.make_node("GroupQueryAttention", ["x", "x", "", "", "", "s", "t"], ["y"], num_heads=4, kv_num_heads=2,
+                      domain=MS), "key and value, past_key and past_value"),
+    (helper.make_node("GroupQueryAttention", ["x", "", "", "", "", "s", "t"], ["y"], num_heads=4, kv_num_heads=2,
+                      do_rotary=1, domain=MS), "do_rotary needs cos_cache and sin_cache"),
+    (helper.make_node("GroupQueryAttention", ["x", "", "", "", "", "s", "t"], ["y", "k", "v", "qk"], num_heads=4,
+                      kv_num_heads=2, domain=MS), "output_qk is not supported"),
+    (helper.make_node("RotaryEmbedding", ["x", "s", "x", "x"], ["y"], is_packed_batching=1, domain=MS),
+     "is_packed_batching"),
+    (helper.make_node("RotaryEmbedding", ["x", "u", "x", "x"], ["y"], domain=MS), "needs the ranks of input"),
+])
+def test_malformed_decoder_ops_are_one_clear_error(node, message):
+    node.name = "bad"
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", F, [2, 4]),
+                                            helper.make_tensor_value_info("s", TensorProto.INT32, [2]),
+                                            helper.make_tensor_value_info("t", TensorProto.INT32, []),
+                                            helper.make_tensor_value_info("u", TensorProto.INT64, None)],
+                              [helper.make_tensor_value_info("y", F, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+    with pytest.raises(weft.WeftError, match=rf"node 'bad' \(com.microsoft.{node.op_type}\): ({message})"):
+        weft.compile(model.SerializeToString())

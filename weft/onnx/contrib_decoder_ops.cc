@@ -1,0 +1,245 @@
+#include "weft/onnx/contrib_decoder_ops.h"
+
+#include <limits>
+#include <numeric>
+
+#include <fmt/format.h>
+
+namespace weft::contrib {
+
+namespace {
+
+constexpr int64_t kToEnd = std::numeric_limits<int64_t>::max();
+
+// "x" [B, heads, S, head] rotated at positions "pos" [B, S] (or [1, S]) by cos_cache and
+// sin_cache [max positions, R / 2]: its first R channels of each head, as halves (x1, x2) ->
+// (x1 cos - x2 sin, x2 cos + x1 sin), or, "interleaved", as pairs of neighbours; the rest
+// unchanged.
+std::string rotate(Expansion& e, const std::string& x, const std::string& pos,
+                   const std::string& cos_cache, const std::string& sin_cache, bool interleaved) {
+  std::string half = e.dim(cos_cache, 1), width = e.op(Op::kAdd, {half, half});
+  auto at_positions = [&](const std::string& cache, int64_t axis) { // [B, 1, S, R / 2 (, 1)]
+    std::string c = e.op(Op::kUnsqueeze, {e.op(Op::kGather, {cache, pos}), e.ints({1})});
+    return axis == 3 ? c : e.op(Op::kUnsqueeze, {c, e.ints({4})});
+  };
+  auto slice = [&](const std::string& t, const std::string& from, const std::string& to,
+                   int64_t axis) {
+    return e.op(Op::kSlice, {t, from, to, e.ints({axis})});
+  };
+  // The two rotated parts a and b of "axis", concatenated.
+  auto rotated = [&](const std::string& a, const std::string& b, int64_t axis) {
+    std::string c = at_positions(cos_cache, axis), s = at_positions(sin_cache, axis);
+    std::string ra = e.op(Op::kSub, {e.op(Op::kMul, {a, c}), e.op(Op::kMul, {b, s})});
+    std::string rb = e.op(Op::kAdd, {e.op(Op::kMul, {b, c}), e.op(Op::kMul, {a, s})});
+    return e.op(Op::kConcat, {ra, rb}, {int_attr("axis", axis)});
+  };
+  std::string turned;
+  if (interleaved) { // pairs along a new last axis: [B, heads, S, R / 2, 2]
+    std::string pairs =
+        e.op(Op::kReshape, {slice(x, e.ints({0}), width, 3), e.ints({0, 0, 0, -1, 2})});
+    turned = rotated(slice(pairs, e.ints({0}), e.ints({1}), 4),
+                     slice(pairs, e.ints({1}), e.ints({2}), 4), 4);
+    turned = e.op(Op::kReshape, {turned, e.ints({0, 0, 0, -1})});
+  } else {
+    turned = rotated(slice(x, e.ints({0}), half, 3), slice(x, half, width, 3), 3);
+  }
+  std::string rest = slice(x, width, e.ints({kToEnd}), 3);
+  return e.op(Op::kConcat, {turned, rest}, {int_attr("axis", 3)});
+}
+
+// "t" [B, S, n * head] as [B, n, S, head].
+std::string heads_of(Expansion& e, const std::string& t, int64_t n) {
+  std::string parts = e.op(Op::kReshape, {t, e.ints({0, 0, n, -1})});
+  return e.op(Op::kTranspose, {parts}, {ints_attr("perm", {0, 2, 1, 3})});
+}
+
+// A shape [B, middle..., S, last] with B and S those of "q" [B, S, ...].
+std::string shape_like(Expansion& e, const std::string& q, const std::vector<int64_t>& middle,
+                       int64_t last) {
+  return e.op(Op::kConcat, {e.dim(q, 0), e.ints(middle), e.dim(q, 1), e.ints({last})},
+              {int_attr("axis", 0)});
+}
+
+// GroupQueryAttention(query, key, value, past_key, past_value, seqlens_k,
+// total_sequence_length, cos_cache, sin_cache, position_ids, attention_bias, head_sink):
+// causal attention of num_heads query heads over kv_num_heads key and value heads (query head h
+// reads kv head h / (num_heads / kv_num_heads)), with a KV cache. Batch b holds seqlens_k[b] + 1
+// tokens after this step; its S new ones (query [B, S, num_heads * head], or Q, K and V packed
+// in query, key and value absent) are at positions past_b = max(seqlens_k[b] + 1 - S, 0) on.
+// Present key and value [B, kv_num_heads, past length + S, head] are the past ones, then the new
+// ones, which are also written at those positions: ONNX Runtime's growing cache, and its buffer
+// of a maximum length works too (ONNX Runtime's present keeps the buffer's length; here it
+// grows by S, the tokens past each batch's count masked). total_sequence_length is not read.
+// Query s of batch b sees the keys at positions past_b + s and before it, under
+// seqlens_k[b] + 1, and with local_window_size w > 0 the last w of those only. The scores:
+// (Q K^T) * scale (1 / sqrt(head) by default), softcap * tanh(x / softcap) where softcap > 0,
+// plus attention_bias; softmax with one more logit of head_sink[h] (or 0 with smooth_softmax).
+// do_rotary rotates the new Q and K at position_ids, or at their positions. Checked against
+// ONNX Runtime 1.32's CPU kernel, which it matches also on padded queries (docs/onnx-versions.md).
+Status expand_group_query_attention(Expansion& e) {
+  int64_t heads = e.int_attr_or("num_heads", 0), kv = e.int_attr_or("kv_num_heads", 0);
+  if (heads <= 0 || kv <= 0 || heads % kv != 0)
+    return Status::error("attributes 'num_heads' and 'kv_num_heads' are required, positive, "
+                         "and num_heads a multiple of kv_num_heads");
+  if (e.opset() < 13) return Status::error("needs ai.onnx opset 13 or later");
+  if (e.in(5).empty() || e.in(6).empty())
+    return Status::error("inputs 'seqlens_k' and 'total_sequence_length' are required");
+  if (e.in(1).empty() != e.in(2).empty() || e.in(3).empty() != e.in(4).empty() ||
+      e.in(7).empty() != e.in(8).empty())
+    return Status::error("key and value, past_key and past_value, cos_cache and sin_cache each "
+                         "go together");
+  bool do_rotary = e.int_attr_or("do_rotary", 0) != 0;
+  if (do_rotary && e.in(7).empty()) return Status::error("do_rotary needs cos_cache and sin_cache");
+  if (!e.out(3).empty() || e.int_attr_or("qk_output", 0) != 0)
+    return Status::error("output_qk is not supported");
+  std::string q = e.in(0), qh, kh, vh;
+  if (e.in(1).empty()) { // packed: [B, S, (heads + 2 kv) * head]
+    std::string all = heads_of(e, q, heads + 2 * kv);
+    auto part = [&](int64_t from, int64_t to) {
+      return e.op(Op::kSlice, {all, e.ints({from}), e.ints({to}), e.ints({1})});
+    };
+    qh = part(0, heads), kh = part(heads, heads + kv), vh = part(heads + kv, heads + 2 * kv);
+  } else {
+    qh = heads_of(e, q, heads), kh = heads_of(e, e.in(1), kv), vh = heads_of(e, e.in(2), kv);
+  }
+  // Each batch's token count, its first new position, and each query's own position [B, S].
+  std::string total =
+      e.op(Op::kAdd,
+           {e.op(Op::kCast, {e.in(5)}, {int_attr("to", onnx::TensorProto::INT64)}), e.ints({1})});
+  std::string past = e.op(Op::kMax, {e.op(Op::kSub, {total, e.dim(q, 1)}), e.ints({0})});
+  std::string own = e.op(Op::kAdd, {e.op(Op::kUnsqueeze, {past, e.ints({1})}),
+                                    e.op(Op::kUnsqueeze, {e.positions(q, 1), e.ints({0})})});
+  if (do_rotary) {
+    std::string at = e.in(9).empty() ? own : e.in(9);
+    bool interleaved = e.int_attr_or("rotary_interleaved", 0) != 0;
+    qh = rotate(e, qh, at, e.in(7), e.in(8), interleaved);
+    kh = rotate(e, kh, at, e.in(7), e.in(8), interleaved);
+  }
+  // The present cache: the past one and the new keys (values) after it, which are also
+  // scattered to [b, head, past_b + s] for a batch whose past is shorter.
+  auto present = [&](const std::string& past_cache, const std::string& fresh, int out) {
+    if (past_cache.empty()) {
+      return e.out(out).empty() ? fresh : e.op(Op::kIdentity, {fresh}, {}, e.out(out));
+    }
+    std::string base = e.op(Op::kConcat, {past_cache, fresh}, {int_attr("axis", 2)});
+    std::string shape = shape_like(e, q, {kv}, 1); // [B, kv, S, 1]
+    std::string batch = e.op(Op::kReshape, {e.positions(q, 0), e.ints({-1, 1, 1, 1})});
+    std::vector<int64_t> kv_heads(kv);
+    std::iota(kv_heads.begin(), kv_heads.end(), 0);
+    std::string head = e.constant_of(Tensor::from_vector(DType::kI64, {1, kv, 1, 1}, kv_heads));
+    std::string at = e.op(Op::kReshape, {own, e.ints({0, 1, -1, 1})});
+    std::string index = e.op(Op::kConcat,
+                             {e.op(Op::kExpand, {batch, shape}), e.op(Op::kExpand, {head, shape}),
+                              e.op(Op::kExpand, {at, shape})},
+                             {int_attr("axis", 3)});
+    return e.op(Op::kScatterND, {base, index, fresh}, {}, e.out(out));
+  };
+  std::string keys = present(e.in(3), kh, 1), values = present(e.in(4), vh, 2);
+  // Query heads grouped by their kv head: Q [B, kv, G, S, head] against K [B, kv, 1, L, head].
+  int64_t group = heads / kv;
+  std::string grouped = e.op(Op::kReshape, {qh, shape_like(e, q, {kv, group}, -1)});
+  std::string kt = e.op(Op::kTranspose, {e.op(Op::kUnsqueeze, {keys, e.ints({2})})},
+                        {ints_attr("perm", {0, 1, 2, 4, 3})});
+  std::string scores =
+      e.op(Op::kReshape, {e.op(Op::kMatMul, {grouped, kt}), shape_like(e, q, {heads}, -1)});
+  std::string scale;
+  if (float s = e.float_attr_or("scale", 0.0f); s != 0.0f) {
+    scale = e.scalar(s, q);
+  } else { // 1 / sqrt(head size)
+    std::string size = e.op(Op::kCast, {e.dim(qh, 3)}, {int_attr("to", onnx::TensorProto::FLOAT)});
+    scale = e.op(Op::kCastLike, {e.op(Op::kReciprocal, {e.op(Op::kSqrt, {size})}), q});
+  }
+  scores = e.op(Op::kMul, {scores, scale});
+  if (float cap = e.float_attr_or("softcap", 0.0f); cap > 0.0f) {
+    std::string c = e.scalar(cap, q);
+    scores = e.op(Op::kMul, {e.op(Op::kTanh, {e.op(Op::kDiv, {scores, c})}), c});
+  }
+  if (!e.in(10).empty()) scores = e.op(Op::kAdd, {scores, e.in(10)});
+  // Keys after the query's own position, or from the batch's token count on, or (a local
+  // window of w) w or more before it, are left out.
+  std::string key_at = e.positions(keys, 2);
+  std::string own_at = e.op(Op::kUnsqueeze, {own, e.ints({2})});
+  std::string hidden =
+      e.op(Op::kOr,
+           {e.op(Op::kGreater, {key_at, own_at}),
+            e.op(Op::kGreaterOrEqual, {key_at, e.op(Op::kReshape, {total, e.ints({-1, 1, 1})})})});
+  if (int64_t window = e.int_attr_or("local_window_size", -1); window > 0) {
+    std::string first = e.op(Op::kSub, {own_at, e.ints({window})});
+    hidden = e.op(Op::kOr, {hidden, e.op(Op::kLessOrEqual, {key_at, first})});
+  }
+  scores = e.op(Op::kWhere, {e.op(Op::kUnsqueeze, {hidden, e.ints({1})}),
+                             e.scalar(-std::numeric_limits<double>::infinity(), q), scores});
+  std::string probs;
+  bool smooth = e.int_attr_or("smooth_softmax", 0) != 0;
+  if (!e.in(11).empty() || smooth) { // one more logit per row, dropped after the softmax
+    std::string sink = e.in(11).empty()
+                           ? e.op(Op::kReshape, {e.scalar(0.0, q), e.ints({1, 1, 1, 1})})
+                           : e.op(Op::kReshape, {e.in(11), e.ints({1, -1, 1, 1})});
+    std::string column = e.op(Op::kExpand, {sink, shape_like(e, q, {heads}, 1)});
+    std::string widened = e.op(Op::kConcat, {scores, column}, {int_attr("axis", -1)});
+    probs = e.op(Op::kSlice, {e.op(Op::kSoftmax, {widened}, {int_attr("axis", -1)}), e.ints({0}),
+                              e.ints({-1}), e.ints({-1})});
+  } else {
+    probs = e.op(Op::kSoftmax, {scores}, {int_attr("axis", -1)});
+  }
+  std::string mixed =
+      e.op(Op::kMatMul, {e.op(Op::kReshape, {probs, shape_like(e, q, {kv, group}, -1)}),
+                         e.op(Op::kUnsqueeze, {values, e.ints({2})})});
+  std::string merged =
+      e.op(Op::kTranspose, {e.op(Op::kReshape, {mixed, shape_like(e, q, {heads}, -1)})},
+           {ints_attr("perm", {0, 2, 1, 3})});
+  e.op(Op::kReshape, {merged, e.ints({0, 0, -1})}, {}, e.out(0));
+  return Status();
+}
+
+// RotaryEmbedding(input, position_ids, cos_cache, sin_cache): input [B, S, num_heads * head]
+// or [B, num_heads, S, head] rotated (rotate()) at position_ids [B, S], or at position_ids[0] + s
+// where position_ids is [1]. Without num_heads, the head is 2 * cos_cache's dim 1 wide.
+// Refused: is_packed_batching.
+Status expand_rotary_embedding(Expansion& e) {
+  if (e.int_attr_or("is_packed_batching", 0) != 0)
+    return Status::error("is_packed_batching is not supported");
+  if (e.opset() < 13) return Status::error("needs ai.onnx opset 13 or later");
+  std::optional<int> rank = e.rank(e.in(0)), pos_rank = e.rank(e.in(1));
+  if (!rank || (*rank != 3 && *rank != 4) || !pos_rank || (*pos_rank != 1 && *pos_rank != 2))
+    return Status::error("needs the ranks of input (3 or 4) and position_ids (1 or 2) in the "
+                         "graph (a graph input, an initializer or a value_info says them)");
+  int64_t heads = e.int_attr_or("num_heads", 0);
+  std::string x = e.in(0);
+  if (*rank == 3) {
+    std::string head = e.op(Op::kAdd, {e.dim(e.in(2), 1), e.dim(e.in(2), 1)});
+    std::string shape = heads > 0
+                            ? e.ints({0, 0, heads, -1})
+                            : e.op(Op::kConcat, {e.ints({0, 0, -1}), head}, {int_attr("axis", 0)});
+    x = e.op(Op::kTranspose, {e.op(Op::kReshape, {x, shape})}, {ints_attr("perm", {0, 2, 1, 3})});
+  }
+  std::string pos = e.in(1);
+  if (*pos_rank == 1) {
+    std::string steps = e.op(Op::kUnsqueeze, {e.positions(x, 2), e.ints({0})});
+    pos = e.op(Op::kAdd, {pos, steps});
+  }
+  std::string y = rotate(e, x, pos, e.in(2), e.in(3), e.int_attr_or("interleaved", 0) != 0);
+  if (*rank == 4) {
+    e.op(Op::kIdentity, {y}, {}, e.out(0));
+  } else {
+    std::string back = e.op(Op::kTranspose, {y}, {ints_attr("perm", {0, 2, 1, 3})});
+    e.op(Op::kReshape, {back, e.ints({0, 0, -1})}, {}, e.out(0));
+  }
+  return Status();
+}
+
+} // namespace
+
+std::map<std::string, ContribOp> decoder_ops() {
+  return {
+      {"com.microsoft.GroupQueryAttention",
+       {{"query", "key", "value", "past_key", "past_value", "seqlens_k", "total_sequence_length",
+         "cos_cache", "sin_cache", "position_ids", "attention_bias", "head_sink"},
+        1,
+        expand_group_query_attention}},
+      {"com.microsoft.RotaryEmbedding",
+       {{"input", "position_ids", "cos_cache", "sin_cache"}, 4, expand_rotary_embedding}},
+  };
+}
+
+} // namespace weft::contrib

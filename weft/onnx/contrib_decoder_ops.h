@@ -1,0 +1,17 @@
+// ONNX Runtime's decoder-LLM com.microsoft ops (contrib_ops.h): GroupQueryAttention, with its
+// KV cache and rotary embedding, and RotaryEmbedding, as its GenAI model builder and its
+// transformer optimizer write them for Llama, Mistral, Phi, Qwen and Gemma
+// (docs/onnx-versions.md).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "weft/onnx/contrib_expansion.h"
+
+namespace weft::contrib {
+
+// By qualified name: "com.microsoft.GroupQueryAttention".
+std::map<std::string, ContribOp> decoder_ops();
+
+} // namespace weft::contrib
