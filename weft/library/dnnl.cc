@@ -18,6 +18,7 @@
 #include "weft/library/dnnl_kernel.h"
 #include "weft/library/dnnl_sgemm.h"
 #include "weft/library/dynamic_call.h"
+#include "weft/library/gemv.h"
 
 namespace weft::library {
 
@@ -326,6 +327,10 @@ std::optional<LibraryCall> matmul_call(const Node& n, const Absorbed& absorbed,
     bias = rest[0].src1;
     m.bias = plain(rest[0].src1_dims);
     rest.erase(rest.begin());
+  }
+  if (!integer && !transposes && gemv_enabled()) { // a row by constant weights: Weft's own
+    if (std::optional<LibraryCall> call = gemv_call(n.inputs[0], weights, bias, m.y_value, rest))
+      return call;
   }
   fold_rows(m, rest);
   return make_matmul(n, m, bias, rest);
