@@ -811,3 +811,16 @@ def test_a_wrong_value_info_gives_way_to_the_op():
     model = make_model(nodes, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
     with pytest.raises(weft.WeftError, match=r"output 'y' is declared f32\[4\] but the op gives f32\[3\]"):
         weft.compile(model.SerializeToString())
+
+
+@pytest.mark.parametrize("op", ["MatMul", "Add", "Gemm"])
+def test_inputs_bound_to_one_type_must_agree(op):
+    """ONNX's schema binds MatMul's, Add's and Gemm's inputs to one type T: f32 by f64 is an
+    invalid model (ONNX Runtime refuses it), one clear error, not a silent conversion."""
+    model = make_model([helper.make_node(op, ["x", "w"], ["y"])],
+                       [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 3])],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 3])],
+                       [numpy_helper.from_array(np.ones((3, 3)), "w")])
+    with pytest.raises(weft.WeftError, match=rf"node '{op}_0' \({op}, opset 13\): inputs 'x' \(f32\) and "
+                                             r"'w' \(f64\) are both of type T, which must be one type"):
+        weft.compile(model.SerializeToString())

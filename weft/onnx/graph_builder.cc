@@ -354,6 +354,11 @@ private:
       if (!v) return Status::error(where, fmt::format("input '{}' is not defined", in));
       node.inputs.push_back(v);
     }
+    std::vector<std::optional<DType>> dtypes;
+    for (const Value* v : node.inputs)
+      dtypes.push_back(v ? std::optional(v->type.dtype) : std::nullopt);
+    if (std::optional<std::string> mixed = mixed_input_types(proto, graph_.opset, dtypes))
+      return Status::error(where, *mixed);
     // Output types come from ONNX shape inference; the op's shape function checks the
     // inputs and fills gaps.
     std::vector<TensorType> fallback;

@@ -5,12 +5,14 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
 #include <fmt/format.h>
 #include <google/protobuf/stubs/logging.h>
+#include <onnx/defs/schema.h>
 
 #include "weft/graph/op_table.h"
 #include "weft/onnx/attr_reader.h"
@@ -375,6 +377,35 @@ Status check_node_inputs(const onnx::GraphProto& graph, int opset, const std::st
       WEFT_RETURN_IF_ERROR(check_node_inputs(*sub, opset, name));
   }
   return Status();
+}
+
+std::optional<std::string> mixed_input_types(const onnx::NodeProto& node, int opset,
+                                             const std::vector<std::optional<DType>>& dtypes) {
+  if (!is_onnx_domain(node.domain())) return std::nullopt;
+  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), opset, "");
+  if (!schema || schema->inputs().empty()) return std::nullopt;
+  const auto& formals = schema->inputs();
+  std::set<std::string> parameters; // "T", "T1": not a fixed type like tensor(int64)
+  for (const auto& c : schema->typeConstraintParams())
+    parameters.insert(c.type_param_str);
+  std::map<std::string, size_t> first; // type parameter -> the first input bound to it
+  for (size_t i = 0; i < dtypes.size() && i < static_cast<size_t>(node.input_size()); ++i) {
+    const onnx::OpSchema::FormalParameter& formal = formals[std::min(i, formals.size() - 1)];
+    bool variadic = formal.GetOption() == onnx::OpSchema::Variadic;
+    if (i >= formals.size() && !variadic) break;
+    if (!dtypes[i] || (variadic && !formal.GetIsHomogeneous()) ||
+        !parameters.contains(formal.GetTypeStr()))
+      continue;
+    auto [it, fresh] = first.emplace(formal.GetTypeStr(), i);
+    if (!fresh && *dtypes[it->second] != *dtypes[i]) {
+      return fmt::format("inputs '{}' ({}) and '{}' ({}) are both of type {}, which must be one "
+                         "type",
+                         node.input(static_cast<int>(it->second)), dtype_name(*dtypes[it->second]),
+                         node.input(static_cast<int>(i)), dtype_name(*dtypes[i]),
+                         formal.GetTypeStr());
+    }
+  }
+  return std::nullopt;
 }
 
 } // namespace weft

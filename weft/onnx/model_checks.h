@@ -3,11 +3,13 @@
 // and the spec's declared-rank rules that libonnx's checker missed). Internal to onnx/.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <onnx/onnx_pb.h>
 
+#include "weft/graph/dtype.h"
 #include "weft/graph/op.h"
 #include "weft/support/status.h"
 
@@ -34,5 +36,12 @@ Status check_declared_ranks(const onnx::GraphProto& graph, const std::string& na
 // Each node's inputs against its op's schema (op_inputs.inc): how many, and none that is
 // required (a single or variadic input) left empty.
 Status check_node_inputs(const onnx::GraphProto& graph, int opset, const std::string& name);
+
+// Where ONNX's schema of "node" (ai.onnx, at "opset") binds inputs to one type parameter
+// (Add's A and B, MatMul's, Gemm's A, B and C: its "T") and their types, "dtypes" (one per
+// input, none for an absent one), differ, the message saying which; ONNX Runtime refuses such
+// a model too. The schemas are libonnx's: an op newer than it is not checked.
+std::optional<std::string> mixed_input_types(const onnx::NodeProto& node, int opset,
+                                             const std::vector<std::optional<DType>>& dtypes);
 
 } // namespace weft
