@@ -639,15 +639,9 @@ def pack_bits(values, bits):
     return sum((grouped[..., i] << (bits * i)).astype(np.uint8) for i in range(per)).astype(np.uint8)
 
 
-@pytest.mark.parametrize("bits, zero_points, bias", [(4, True, True), (4, False, False), (8, True, False)])
-def test_matmul_nbits_runs_on_weights_dequantized_at_import(bits, zero_points, bias):
-    """ONNX Runtime's weight-only quantization (MatMulNBitsQuantizer, int4 language models):
-    MatMulNBits with B [N, blocks, block_size * bits / 8] packed low bits first, scales per
-    block, zero points packed per row of N or 2^(bits - 1), K not a multiple of the block.
-    Weft dequantizes the weights at import; against a float64 reference (ONNX Runtime 1.32
-    gives Weft's outputs bit for bit on its quantizer's models)."""
-    rng = np.random.default_rng(17)
-    k, n, block = 80, 24, 32 if bits == 4 else 16
+def matmul_nbits_case(bits, zero_points, bias, k, n, block, rows_shape, opset, seed=17):
+    """A MatMulNBits model, its input and the float64 reference of its output."""
+    rng = np.random.default_rng(seed)
     blocks = -(-k // block)
     q = rng.integers(0, 2 ** bits, (n, blocks * block)).astype(np.uint8)
     scales = rng.uniform(0.01, 0.05, (n, blocks)).astype(np.float32)
@@ -662,16 +656,48 @@ def test_matmul_nbits_runs_on_weights_dequantized_at_import(bits, zero_points, b
         inits.append(arr(b, "bias"))
     node = helper.make_node("MatMulNBits", names, ["y"], domain="com.microsoft", K=k, N=n, bits=bits,
                             block_size=block)
-    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [3, k])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, n])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
-    model.ir_version = 8
-    a = rng.standard_normal((3, k)).astype(np.float32)
-    got = weft.compile(model.SerializeToString()).run({"a": a})["y"]
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("a", TensorProto.FLOAT, rows_shape + [k])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, rows_shape + [n])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 8 if opset < 21 else 10
+    a = rng.standard_normal(rows_shape + [k]).astype(np.float32)
     zero = np.repeat(zeros, block, axis=1) if zero_points else 2 ** (bits - 1)
     w = ((q.astype(np.float64) - zero) * np.repeat(scales.astype(np.float64), block, axis=1))[:, :k]
-    want = a.astype(np.float64) @ w.T + (b if bias else 0)
+    return model, a, a.astype(np.float64) @ w.T + (b if bias else 0)
+
+
+@pytest.mark.parametrize("bits, zero_points, bias", [(4, True, True), (4, False, False), (8, True, False)])
+def test_matmul_nbits_runs_on_weights_dequantized_at_import(bits, zero_points, bias):
+    """ONNX Runtime's weight-only quantization (MatMulNBitsQuantizer, int4 language models):
+    MatMulNBits with B [N, blocks, block_size * bits / 8] packed low bits first, scales per
+    block, zero points packed per row of N or 2^(bits - 1), K not a multiple of the block.
+    Before opset 21 (no blocked DequantizeLinear) Weft dequantizes the weights at import;
+    against a float64 reference (ONNX Runtime 1.32 gives Weft's outputs bit for bit on its
+    quantizer's models)."""
+    model, a, want = matmul_nbits_case(bits, zero_points, bias, 80, 24, 32 if bits == 4 else 16, [3], 17)
+    got = weft.compile(model.SerializeToString()).run({"a": a})["y"]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("bits, zero_points, k, block, rows_shape", [
+    (4, True, 80, 32, [1]),          # K not a multiple of the block: one byte a weight
+    (4, False, 256, 32, [1]),        # a decoding step: two weights a byte (on AVX-512)
+    (4, True, 256, 64, [1, 1]),
+    (4, False, 256, 32, [3]),        # rows 2-4: each weight read once for all of them
+    (4, True, 96, 32, [2, 5]),       # more rows: groups of 4
+    (8, True, 80, 16, [1]),
+    (8, False, 128, 32, [6]),
+])
+def test_matmul_nbits_keeps_its_weights_quantized(bits, zero_points, k, block, rows_shape):
+    """From opset 21, MatMulNBits imports as MatMul(A, Transpose(DequantizeLinear(q, scales,
+    zero points, blocks along K))) and runs as Weft's weight-only call on the quantized weights
+    (weft/library/weight_only_matmul.h), whatever the number of rows."""
+    model, a, want = matmul_nbits_case(bits, zero_points, True, k, 40, block, rows_shape, 21)
+    got, profile = weft.compile(model.SerializeToString()).profile({"a": a})
+    assert [p["strategy"].split(" matrix")[0] for p in profile if p["op_type"] != "Add"] == \
+        [f"Weft {bits}-bit weights"], profile
+    np.testing.assert_allclose(got["y"], want, rtol=1e-5, atol=1e-4)
 
 
 def test_quantized_embedding_dequantizes_only_the_rows_gathered():

@@ -10,6 +10,7 @@
 #include "weft/library/roi_align_call.h"
 #include "weft/library/shape_call.h"
 #include "weft/library/top_k_call.h"
+#include "weft/library/weight_only_matmul.h"
 #include "weft/support/log.h"
 
 namespace weft::stages {
@@ -75,10 +76,12 @@ LibrarySelection select_library_calls(const Graph& graph, const CompileSettings&
     }
     if (!use_library || s.absorbed.contains(node.get())) continue;
     std::string why_not;
-    call = cuda ? library::cuda_library_call(*node, device, settings.allow_tf32, &why_not)
-                : library::dnnl_call(
-                      *node, sole_reader, [&](const Node* n) { return !s.absorbed.contains(n); },
-                      &why_not);
+    if (!cuda) call = library::weight_only_matmul_call(*node, sole_reader);
+    if (!call)
+      call = cuda ? library::cuda_library_call(*node, device, settings.allow_tf32, &why_not)
+                  : library::dnnl_call(
+                        *node, sole_reader, [&](const Node* n) { return !s.absorbed.contains(n); },
+                        &why_not);
     if (!call) {
       if (!why_not.empty())
         log_debug("node '{}' ({}): generated code, not a library call: {}", node->name,

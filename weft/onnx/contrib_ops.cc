@@ -1,5 +1,6 @@
 #include "weft/onnx/contrib_ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -193,6 +194,30 @@ Status expand_matmul_nbits(Expansion& e) {
     return Status::error(fmt::format("zero_points must be uint8 packed as {} x {} bytes (zero "
                                      "points in the scales' type are not supported)",
                                      n, zero_row));
+  std::string bias = e.in(5), y;
+  if ((bits == 4 || bits == 8) && e.opset() >= 21) {
+    // Kept quantized: DequantizeLinear of q [N, K] in blocks along K (zero points 2^(bits - 1)
+    // where absent), transposed, as the weight-only call takes it (weight_only_matmul.h).
+    DType type = bits == 4 ? DType::kU4 : DType::kU8;
+    Tensor q(type, {n, k}), s(scales.dtype(), {n, blocks}), z(type, {n, blocks});
+    std::copy_n(scales.data(), s.num_bytes(), s.data());
+    for (int64_t c = 0; c < n; ++c) {
+      for (int64_t i = 0; i < blocks; ++i) {
+        z.set_int64(c * blocks + i,
+                    zeros ? unpacked(zeros->data() + c * zero_row, i, bits) : 1 << (bits - 1));
+        const std::byte* blob_data = b.data() + (c * blocks + i) * blob;
+        for (int64_t j = 0; j < block && i * block + j < k; ++j)
+          q.set_int64(c * k + i * block + j, unpacked(blob_data, j, bits));
+      }
+    }
+    std::string wt =
+        e.op(Op::kDequantizeLinear, {e.constant_of(q), e.constant_of(s), e.constant_of(z)},
+             {int_attr("axis", 1), int_attr("block_size", block)});
+    std::string w = e.op(Op::kTranspose, {wt}, {ints_attr("perm", {1, 0})});
+    y = e.op(Op::kMatMul, {e.in(0), w}, {}, bias.empty() ? e.out(0) : "");
+    if (!bias.empty()) e.op(Op::kAdd, {y, bias}, {}, e.out(0));
+    return Status();
+  }
   Tensor w(scales.dtype(), {k, n});
   for (int64_t c = 0; c < n; ++c) {
     for (int64_t i = 0; i < blocks; ++i) {
@@ -204,8 +229,7 @@ Status expand_matmul_nbits(Expansion& e) {
                      static_cast<double>(unpacked(blob_data, j, bits) - zero) * scale);
     }
   }
-  std::string bias = e.in(5);
-  std::string y = e.op(Op::kMatMul, {e.in(0), e.constant_of(w)}, {}, bias.empty() ? e.out(0) : "");
+  y = e.op(Op::kMatMul, {e.in(0), e.constant_of(w)}, {}, bias.empty() ? e.out(0) : "");
   if (!bias.empty()) e.op(Op::kAdd, {y, bias}, {}, e.out(0));
   return Status();
 }

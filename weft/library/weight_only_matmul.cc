@@ -1,0 +1,310 @@
+#include "weft/library/weight_only_matmul.h"
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include <fmt/format.h>
+#include <immintrin.h>
+#include <omp.h>
+
+#include "weft/graph/shape_functions.h"
+#include "weft/library/shape_call.h"
+
+namespace weft::library {
+
+namespace {
+
+// The most rows that read the quantized weights directly.
+constexpr int kDirectRows = 4;
+
+// Columns whose weights (K bytes each) stay in cache while every group of rows reads them.
+constexpr int64_t kColumns = 16;
+
+// Sixteen lanes: one AVX-512 register, two AVX2 ones.
+constexpr int kLanes = 16;
+
+// y[r, c] for rows r < ROWS of a (each K long, "a_step" apart) and columns c in [first, last):
+// the dot product of row r with row c of the weights, (q[c, k] - zero[c, k / block]) *
+// scale[c, k / block] over k. Within a block the lanes add the products; a row's sum is
+// taken once, at its end.
+template <int ROWS>
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+quantized_rows(const float* __restrict a, int64_t a_step, const uint8_t* __restrict q,
+               const float* __restrict scale, const uint8_t* __restrict zero, float* __restrict y,
+               int64_t y_step, int64_t k, int64_t block, int64_t first, int64_t last) {
+  int64_t blocks = (k + block - 1) / block;
+  for (int64_t c = first; c < last; ++c) {
+    const uint8_t* row = q + c * k;
+    float lanes[ROWS][kLanes] = {};
+    float tail[ROWS] = {};
+    for (int64_t b = 0; b < blocks; ++b) {
+      float s = scale[c * blocks + b], z = zero[c * blocks + b];
+      int64_t start = b * block, end = std::min(start + block, k), i = start;
+      for (; i + kLanes <= end; i += kLanes) {
+        float w[kLanes];
+#pragma omp simd
+        for (int j = 0; j < kLanes; ++j)
+          w[j] = (static_cast<float>(row[i + j]) - z) * s;
+        for (int r = 0; r < ROWS; ++r) {
+#pragma omp simd
+          for (int j = 0; j < kLanes; ++j)
+            lanes[r][j] += a[r * a_step + i + j] * w[j];
+        }
+      }
+      for (; i < end; ++i) {
+        float w = (static_cast<float>(row[i]) - z) * s;
+        for (int r = 0; r < ROWS; ++r)
+          tail[r] += a[r * a_step + i] * w;
+      }
+    }
+    for (int r = 0; r < ROWS; ++r) {
+      float sum = tail[r];
+      for (int j = 0; j < kLanes; ++j)
+        sum += lanes[r][j];
+      y[r * y_step + c] = sum;
+    }
+  }
+}
+
+// COLS columns c, c + 1, ... of quantized_rows with AVX-512 intrinsics: 16 weights of each
+// column widened, converted and dequantized in one register (w = q s - z s) at a time, and
+// ROWS x COLS independent sums (one chain of dependent adds had left the decoding step waiting
+// on the adder's latency; GCC's vectorization of the portable form went through 128-bit pieces).
+template <int ROWS, int COLS>
+__attribute__((target("avx512f"))) inline void
+quantized_tile_avx512(const float* __restrict a, int64_t a_step, const uint8_t* __restrict q,
+                      const float* __restrict scale, const uint8_t* __restrict zero,
+                      float* __restrict y, int64_t y_step, int64_t k, int64_t block, int64_t c) {
+  int64_t blocks = (k + block - 1) / block;
+  __m512 acc[ROWS][COLS];
+  float tail[ROWS][COLS] = {};
+#pragma GCC unroll 4
+  for (int r = 0; r < ROWS; ++r) {
+#pragma GCC unroll 4
+    for (int j = 0; j < COLS; ++j)
+      acc[r][j] = _mm512_setzero_ps();
+  }
+  for (int64_t b = 0; b < blocks; ++b) {
+    __m512 vs[COLS], vzs[COLS];
+    float s[COLS], zs[COLS];
+#pragma GCC unroll 4
+    for (int j = 0; j < COLS; ++j) {
+      int64_t at = (c + j) * blocks + b;
+      s[j] = scale[at], zs[j] = static_cast<float>(zero[at]) * s[j];
+      vs[j] = _mm512_set1_ps(s[j]), vzs[j] = _mm512_set1_ps(zs[j]);
+    }
+    int64_t start = b * block, end = std::min(start + block, k), i = start;
+    for (; i + kLanes <= end; i += kLanes) {
+      __m512 w[COLS];
+#pragma GCC unroll 4
+      for (int j = 0; j < COLS; ++j) {
+        __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + (c + j) * k + i));
+        w[j] = _mm512_fmsub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes)), vs[j], vzs[j]);
+      }
+#pragma GCC unroll 4
+      for (int r = 0; r < ROWS; ++r) {
+        __m512 x = _mm512_loadu_ps(a + r * a_step + i);
+#pragma GCC unroll 4
+        for (int j = 0; j < COLS; ++j)
+          acc[r][j] = _mm512_fmadd_ps(x, w[j], acc[r][j]);
+      }
+    }
+    for (; i < end; ++i) {
+#pragma GCC unroll 4
+      for (int j = 0; j < COLS; ++j) {
+        float w = static_cast<float>(q[(c + j) * k + i]) * s[j] - zs[j];
+#pragma GCC unroll 4
+        for (int r = 0; r < ROWS; ++r)
+          tail[r][j] += a[r * a_step + i] * w;
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < ROWS; ++r) {
+#pragma GCC unroll 4
+    for (int j = 0; j < COLS; ++j) {
+      alignas(64) float lanes[kLanes]; // (GCC 12 warns falsely inside _mm512_reduce_add_ps)
+      _mm512_store_ps(lanes, acc[r][j]);
+      float sum = tail[r][j];
+      for (float v : lanes)
+        sum += v;
+      y[r * y_step + c + j] = sum;
+    }
+  }
+}
+
+// Columns [first, last) of one row of a against 4-bit weights packed two to a byte: in each
+// group of 32 weights along K, byte i holds weight i in its low half and weight i + 16 in its
+// high half (WeightOnlyMatMul::pack), so that 16 bytes widen into two registers of weights in
+// order. Half the bytes of quantized_rows' decoding step, and two independent sums.
+__attribute__((target("avx512f"))) void
+packed_row_avx512(const float* __restrict a, const uint8_t* __restrict packed,
+                  const float* __restrict scale, const uint8_t* __restrict zero,
+                  float* __restrict y, int64_t k, int64_t block, int64_t first, int64_t last) {
+  int64_t blocks = k / block;
+  const __m128i low = _mm_set1_epi8(0x0F);
+  for (int64_t c = first; c < last; ++c) {
+    const uint8_t* row = packed + c * (k / 2);
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    for (int64_t b = 0; b < blocks; ++b) {
+      float s = scale[c * blocks + b];
+      __m512 vs = _mm512_set1_ps(s),
+             vzs = _mm512_set1_ps(static_cast<float>(zero[c * blocks + b]) * s);
+      for (int64_t i = b * block; i < (b + 1) * block; i += 2 * kLanes) {
+        __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + i / 2));
+        __m128i lo = _mm_and_si128(bytes, low), hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), low);
+        __m512 w0 = _mm512_fmsub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(lo)), vs, vzs);
+        __m512 w1 = _mm512_fmsub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(hi)), vs, vzs);
+        acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), w0, acc0);
+        acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + kLanes), w1, acc1);
+      }
+    }
+    alignas(64) float lanes[kLanes];
+    _mm512_store_ps(lanes, _mm512_add_ps(acc0, acc1));
+    float sum = 0;
+    for (float v : lanes)
+      sum += v;
+    y[c] = sum;
+  }
+}
+
+// quantized_rows with AVX-512 intrinsics, four columns at a time.
+template <int ROWS>
+__attribute__((target("avx512f"))) void
+quantized_rows_avx512(const float* __restrict a, int64_t a_step, const uint8_t* __restrict q,
+                      const float* __restrict scale, const uint8_t* __restrict zero,
+                      float* __restrict y, int64_t y_step, int64_t k, int64_t block, int64_t first,
+                      int64_t last) {
+  constexpr int kCols = ROWS == 1 ? 1 : 4;
+  int64_t c = first;
+  for (; c + kCols <= last; c += kCols)
+    quantized_tile_avx512<ROWS, kCols>(a, a_step, q, scale, zero, y, y_step, k, block, c);
+  for (; c < last; ++c)
+    quantized_tile_avx512<ROWS, 1>(a, a_step, q, scale, zero, y, y_step, k, block, c);
+}
+
+class WeightOnlyMatMul final : public runtime::LibraryKernel {
+public:
+  WeightOnlyMatMul(CallExtent rows, int64_t k, int64_t n, int64_t block, int bits, const Tensor& q)
+      : rows_(rows), k_(k), n_(n), block_(block), bits_(bits) {
+    if (bits == 4 && k % 32 == 0 && block % 32 == 0 && __builtin_cpu_supports("avx512f"))
+      pack(reinterpret_cast<const uint8_t*>(q.data()));
+  }
+
+  // Two 4-bit weights a byte, each group of 32 along K as packed_row_avx512 reads it.
+  void pack(const uint8_t* q) {
+    packed_.resize(static_cast<size_t>(n_ * k_ / 2));
+    for (int64_t c = 0; c < n_; ++c) {
+      for (int64_t g = 0; g < k_; g += 2 * kLanes) {
+        const uint8_t* from = q + c * k_ + g;
+        uint8_t* to = packed_.data() + (c * k_ + g) / 2;
+        for (int i = 0; i < kLanes; ++i)
+          to[i] = static_cast<uint8_t>(from[i] | from[i + kLanes] << 4);
+      }
+    }
+  }
+
+  // buffers: a, q, scale, zero, y.
+  Status run(void* const* buffers, const int64_t* extents) const override {
+    const auto* a = static_cast<const float*>(buffers[0]);
+    const auto* q = static_cast<const uint8_t*>(buffers[1]);
+    const auto* scale = static_cast<const float*>(buffers[2]);
+    const auto* zero = static_cast<const uint8_t*>(buffers[3]);
+    auto* y = static_cast<float*>(buffers[4]);
+    int64_t rows = rows_.at(extents);
+    if (rows == 1 && !packed_.empty()) {
+#pragma omp parallel
+      {
+        int64_t t = omp_get_thread_num(), count = omp_get_num_threads();
+        packed_row_avx512(a, packed_.data(), scale, zero, y, k_, block_, n_ * t / count,
+                          n_ * (t + 1) / count);
+      }
+      return Status();
+    }
+    static const bool avx512 = __builtin_cpu_supports("avx512f");
+    // Each thread takes a range of the columns, kColumns at a time, and for each such chunk
+    // (its weights then in cache) every group of up to kDirectRows rows.
+#pragma omp parallel
+    {
+      int64_t t = omp_get_thread_num(), count = omp_get_num_threads();
+      int64_t first = n_ * t / count, last = n_ * (t + 1) / count;
+      for (int64_t c = first; c < last; c += kColumns) {
+        int64_t end = std::min(c + kColumns, last);
+        for (int64_t r = 0; r < rows; r += kDirectRows) {
+          auto go = [&]<int R>() {
+            (avx512 ? quantized_rows_avx512<R> : quantized_rows<R>)(a + r * k_, k_, q, scale, zero,
+                                                                    y + r * n_, n_, k_, block_, c,
+                                                                    end);
+          };
+          switch (std::min<int64_t>(rows - r, kDirectRows)) {
+            case 1: go.template operator()<1>(); break;
+            case 2: go.template operator()<2>(); break;
+            case 3: go.template operator()<3>(); break;
+            default: go.template operator()<4>(); break;
+          }
+        }
+      }
+    }
+    return Status();
+  }
+
+  std::string describe() const override {
+    return fmt::format("Weft {}-bit weights matrix product xKxN = x{}x{} (blocks of {}{})", bits_,
+                       k_, n_, block_, packed_.empty() ? "" : "; packed for one row");
+  }
+
+private:
+  CallExtent rows_;
+  int64_t k_, n_, block_;
+  int bits_;
+  std::vector<uint8_t> packed_; // for one row, where the form allows (4 bits, K and blocks of 32)
+};
+
+// The constant tensor of "v", when it is one of "dtype".
+const Tensor* constant_of(const Value* v, DType dtype) {
+  return v && v->is_constant() && v->type.dtype == dtype ? v->constant.get() : nullptr;
+}
+
+} // namespace
+
+std::optional<LibraryCall> weight_only_matmul_call(const Node& matmul,
+                                                   const SoleReader& sole_reader) {
+  if (matmul.op_type != Op::kMatMul || matmul.inputs.size() != 2) return std::nullopt;
+  const Value *a = matmul.inputs[0], *y = matmul.outputs[0];
+  const Node* transpose = matmul.inputs[1]->producer;
+  if (a->type.dtype != DType::kF32 || !a->type.shape || a->type.shape->size() < 2 || !transpose ||
+      transpose->op_type != Op::kTranspose || sole_reader(transpose->outputs[0]) != &matmul ||
+      transpose_perm(*transpose) != Ints{1, 0})
+    return std::nullopt;
+  const Node* dq = transpose->inputs[0]->producer;
+  if (!dq || dq->op_type != Op::kDequantizeLinear || sole_reader(dq->outputs[0]) != transpose ||
+      dq->inputs.size() != 3 || !dq->inputs[2])
+    return std::nullopt;
+  const auto& attrs = dq->attrs_as<QuantizeAttrs>();
+  DType qt = dq->inputs[0]->type.dtype;
+  int bits = qt == DType::kU4 ? 4 : 8;
+  const Tensor* q = constant_of(dq->inputs[0], qt);
+  const Tensor* scale = constant_of(dq->inputs[1], DType::kF32);
+  const Tensor* zero = constant_of(dq->inputs[2], qt);
+  if ((qt != DType::kU4 && qt != DType::kU8) || !q || !scale || !zero || q->dims().size() != 2 ||
+      attrs.axis != 1 || attrs.block_size <= 0 || dq->outputs[0]->type.dtype != DType::kF32)
+    return std::nullopt;
+  int64_t n = q->dims()[0], k = q->dims()[1], block = attrs.block_size;
+  int64_t blocks = (k + block - 1) / block;
+  if (scale->dims() != std::vector<int64_t>{n, blocks} || zero->dims() != scale->dims() ||
+      a->type.shape->back() != Dim(k))
+    return std::nullopt;
+  LibraryCall call;
+  Dim rows = 1;
+  for (size_t d = 0; d + 1 < a->type.shape->size(); ++d)
+    rows = dim_mul(rows, (*a->type.shape)[d]);
+  if (rows.is_unknown()) return std::nullopt;
+  CallExtent extent = call_extent(rows, call.symbols);
+  call.kernel = std::make_shared<WeightOnlyMatMul>(extent, k, n, block, bits, *q);
+  call.values = {a, dq->inputs[0], dq->inputs[1], dq->inputs[2], y};
+  call.nodes = {dq, transpose, &matmul};
+  return call;
+}
+
+} // namespace weft::library

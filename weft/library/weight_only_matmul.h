@@ -1,0 +1,25 @@
+// Weight-only quantized matmuls (ONNX Runtime's MatMulNBits: int4 language models) as Weft's own
+// call: MatMul(A, Transpose(DequantizeLinear(q, scales, zero points, axis 1, block_size))) with
+// q a constant u4 or u8 [N, K] (a byte per weight in Weft's memory), f32 scales and zero points
+// per block of K, which MatMulNBits expands into at import (contrib_ops.cc). The f32 weights are
+// never made: each thread takes a range of the N output columns, each a contiguous row of q,
+// and dequantizes in registers. One row (a decoding step) reads the 4-bit weights packed two to
+// a byte (a copy the call makes); up to 4 rows read each weight once for all of them; more rows
+// (a prompt) take groups of 4 over chunks of columns whose weights stay in cache. Without the
+// call (no oneDNN, CUDA), the DequantizeLinear runs as a generated kernel at every run.
+// docs/library.md.
+#pragma once
+
+#include <optional>
+
+#include "weft/library/dnnl.h"
+
+namespace weft::library {
+
+// The call for "matmul" (f32 A of rank 2 or more, static or symbolic rows) when its weights are
+// that pattern, the DequantizeLinear and Transpose read by nothing else; none otherwise. It
+// absorbs both.
+std::optional<LibraryCall> weight_only_matmul_call(const Node& matmul,
+                                                   const SoleReader& sole_reader);
+
+} // namespace weft::library
