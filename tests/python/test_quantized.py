@@ -700,6 +700,34 @@ def test_matmul_nbits_keeps_its_weights_quantized(bits, zero_points, k, block, r
     np.testing.assert_allclose(got["y"], want, rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("zero_points, block, ids_shape", [(False, 32, (2, 3)), (True, 16, (4,)), (True, 32, (1, 5))])
+def test_gather_block_quantized_dequantizes_the_rows_gathered(zero_points, block, ids_shape):
+    """ONNX Runtime GenAI's int4 embeddings (often the head's weights, shared): GatherBlockQuantized
+    of a uint8 table two 4-bit values a byte, low half first, scales per block along the row,
+    zero points packed the same way or 8; against a float64 reference (ONNX Runtime 1.32 gives
+    the same bits)."""
+    rng = np.random.default_rng(19)
+    v, h = 40, 96
+    blocks = h // block
+    data = rng.integers(0, 256, (v, h // 2)).astype(np.uint8)
+    scales = rng.random((v, blocks)).astype(np.float32)
+    zeros = rng.integers(0, 256, (v, -(-blocks // 2))).astype(np.uint8)
+    arr = numpy_helper.from_array
+    inits = [arr(data, "d"), arr(scales, "s")] + ([arr(zeros, "z")] if zero_points else [])
+    node = helper.make_node("GatherBlockQuantized", ["d", "ids", "s"] + (["z"] if zero_points else []), ["y"],
+                            domain="com.microsoft", bits=4, block_size=block)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("ids", TensorProto.INT64, list(ids_shape))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 10
+    ids = rng.integers(0, v, ids_shape).astype(np.int64)
+    got = weft.compile(model.SerializeToString()).run({"ids": ids})["y"]
+    unpack = lambda t: np.stack([t & 15, t >> 4], -1).reshape(t.shape[0], -1).astype(np.float64)  # noqa: E731
+    zero = unpack(zeros)[:, :blocks] if zero_points else np.full((v, blocks), 8.0)
+    want = ((unpack(data) - np.repeat(zero, block, 1)) * np.repeat(scales.astype(np.float64), block, 1))[ids]
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
 def test_quantized_embedding_dequantizes_only_the_rows_gathered():
     """quantize_static's embedding table: Gather(DequantizeLinear(table)), the table too large
     to fold at compile time. Weft gathers the u8 rows first and dequantizes those, instead of

@@ -234,6 +234,67 @@ Status expand_matmul_nbits(Expansion& e) {
   return Status();
 }
 
+// GatherBlockQuantized(data, indices, scales, zero_points): rows of a 4-bit table (ONNX Runtime
+// GenAI's int4 embeddings, often the language model head's weights shared): data uint8 [V, H / 2],
+// two values a byte, low half first; scales [V, H / block_size]; zero_points uint8 packed the
+// same way, 8 when absent. Only the gathered rows are unpacked (BitwiseAnd and BitShift) and
+// dequantized. Refused: another gather_axis or quantize_axis than the first and the last of 2-D
+// data, bits other than 4.
+Status expand_gather_block_quantized(Expansion& e) {
+  if (e.opset() < 18) return Status::error("needs ai.onnx opset 18 or later (BitwiseAnd)");
+  if (e.int_attr_or("bits", 4) != 4) return Status::error("only bits=4 is supported");
+  if (e.int_attr_or("gather_axis", 0) != 0 || e.int_attr_or("quantize_axis", 1) != 1)
+    return Status::error("only gather_axis 0 and quantize_axis 1 (2-D data) are supported");
+  int64_t block = e.int_attr_or("block_size", 128);
+  if (block < 16 || (block & (block - 1)) != 0)
+    return Status::error("block_size must be a power of 2, 16 or more");
+  // The 4-bit values of the rows of "packed" at the indices, [..., 2 x bytes] (low half first).
+  auto unpacked_rows = [&](const std::string& packed) {
+    std::string bytes = e.op(Op::kGather, {packed, e.in(1)}, {int_attr("axis", 0)});
+    std::string low =
+        e.op(Op::kBitwiseAnd,
+             {bytes, e.constant_of(Tensor::from_vector<uint8_t>(DType::kU8, {}, {15}))});
+    onnx::AttributeProto right;
+    right.set_name("direction");
+    right.set_type(onnx::AttributeProto::STRING);
+    right.set_s("RIGHT");
+    std::string high =
+        e.op(Op::kBitShift,
+             {bytes, e.constant_of(Tensor::from_vector<uint8_t>(DType::kU8, {}, {4}))}, {right});
+    std::string pairs = e.op(
+        Op::kConcat,
+        {e.op(Op::kUnsqueeze, {low, e.ints({-1})}), e.op(Op::kUnsqueeze, {high, e.ints({-1})})},
+        {int_attr("axis", -1)});
+    std::string shape =
+        e.op(Op::kConcat, {e.op(Op::kShape, {bytes}, {int_attr("end", -1)}), e.ints({-1})},
+             {int_attr("axis", 0)});
+    return e.op(Op::kReshape, {pairs, shape});
+  };
+  std::string values =
+      e.op(Op::kCast, {unpacked_rows(e.in(0))}, {int_attr("to", onnx::TensorProto::FLOAT)});
+  std::string scales =
+      e.op(Op::kGather, {e.in(2), e.in(1)}, {int_attr("axis", 0)}); // [..., blocks]
+  std::string zeros = e.in(3).empty() ? e.scalar(8.0, scales)
+                                      : e.op(Op::kCastLike, {unpacked_rows(e.in(3)), scales});
+  if (!e.in(3).empty()) // as many as the blocks (a byte's spare half dropped)
+    zeros = e.op(Op::kSlice, {zeros, e.ints({0}),
+                              e.op(Op::kShape, {scales}, {int_attr("start", -1)}), e.ints({-1})});
+  // [..., blocks, block_size] per block, then the rows again.
+  std::string blocked = e.op(
+      Op::kReshape,
+      {e.op(Op::kCastLike, {values, scales}),
+       e.op(Op::kConcat, {e.op(Op::kShape, {scales}), e.ints({block})}, {int_attr("axis", 0)})});
+  auto per_block = [&](const std::string& t) { return e.op(Op::kUnsqueeze, {t, e.ints({-1})}); };
+  std::string scaled =
+      e.op(Op::kMul, {e.op(Op::kSub, {blocked, e.in(3).empty() ? zeros : per_block(zeros)}),
+                      per_block(scales)});
+  std::string rows =
+      e.op(Op::kConcat, {e.op(Op::kShape, {scales}, {int_attr("end", -1)}), e.ints({-1})},
+           {int_attr("axis", 0)});
+  e.op(Op::kReshape, {scaled, rows}, {}, e.out(0));
+  return Status();
+}
+
 // Does the QLinearConv or QLinearMatMul "e" take the float path: constant weights (input 3)
 // of rank 2 or more, with a scale and zero point of one element or one per output channel
 // (other lengths stay for infer_qlinear's error), and before opset 13 (no DequantizeLinear
@@ -266,6 +327,8 @@ const std::map<std::string, ContribOp>& contrib_ops() {
            "y_zero_point"},
           5,
           expand_qgemm}},
+        {"com.microsoft.GatherBlockQuantized",
+         {{"data", "indices", "scales", "zero_points"}, 3, expand_gather_block_quantized}},
         {"com.microsoft.MatMulNBits",
          {{"A", "B", "scales", "zero_points", "g_idx", "bias"}, 3, expand_matmul_nbits}},
         {"com.microsoft.QLinearAdd", binary(Op::kAdd)},
