@@ -164,6 +164,7 @@ struct Model::Impl {
   // Hot shapes: runs of "dynamic" per set of input dims (forgotten past 1,024 sets), and the
   // one specialized compile at a time that runs in the background for a hot one.
   std::map<std::vector<std::vector<int64_t>>, int> dynamic_runs;
+  size_t hot_shapes = 0; // of dynamic_runs, those run specialize_after() times
   std::thread specializing;
   bool specializing_busy = false;
 
@@ -276,8 +277,15 @@ struct Model::Impl {
       key.push_back(v.dims);
       dtypes.push_back(v.dtype);
     }
-    if (dynamic_runs.size() >= 1024 && !dynamic_runs.contains(key)) dynamic_runs.clear();
-    if (++dynamic_runs[key] < after || specializing_busy) return;
+    if (dynamic_runs.size() >= 1024 && !dynamic_runs.contains(key)) {
+      dynamic_runs.clear();
+      hot_shapes = 0;
+    }
+    int& runs = ++dynamic_runs[key];
+    if (runs == after) ++hot_shapes;
+    // More hot shapes than compiles kept (a decoding loop's every past length, from its third
+    // generation on): each would be dropped before it paid for its compile, which takes a core.
+    if (runs < after || specializing_busy || hot_shapes > shape_cache_size()) return;
     dynamic_runs.erase(key);
     if (specializing.joinable()) specializing.join(); // finished: it cleared the flag
     specializing_busy = true;
