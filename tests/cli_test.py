@@ -579,6 +579,14 @@ class CliTest(unittest.TestCase):
         np.save(os.path.join(self.dir, "x.npy"), np.zeros((2, 4), np.float32))
         self.assert_one_line_error(weft("run", path, "--input", "x=" + os.path.join(self.dir, "x.npy"),
                                         "--shapes", "x=7x4"), "--shapes x", "sets its shape")
+        # A symbolic dim by name, wherever it appears (a language model's past length).
+        r = weft("run", path, "--fill", "ones", "--shapes", "N=5", "--output-dir", self.dir)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        np.testing.assert_array_equal(np.load(os.path.join(self.dir, "y.npy")), np.ones((5, 4)))
+        self.assert_one_line_error(weft("run", path, "--fill", "ones", "--shapes", "N=5x2"),
+                                   "dim 'N' must be one number")
+        self.assert_one_line_error(weft("run", path, "--fill", "ones", "--shapes", "M=5"),
+                                   "no input 'M' nor a dim of that name")
 
     def test_run_wrong_shape_or_dtype_names_the_input(self):
         import numpy as np

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -92,7 +93,16 @@ Result<std::vector<Tensor>> gather_inputs(const std::string& model,
                                           const std::string& fill,
                                           const std::vector<std::string>& shapes,
                                           const std::vector<runtime::TensorInfo>& declared) {
-  // NAME=VALUE pairs of --input or --shapes, by name.
+  // The names of the inputs' symbolic dims ("batch_size", "past_sequence_length").
+  std::set<std::string> symbols;
+  for (const auto& d : declared) {
+    for (const Dim& dim : d.type.shape.value_or(Shape{})) {
+      if (!dim.is_static()) symbols.insert(dim.symbol_name());
+    }
+  }
+  // NAME=VALUE pairs of --input or --shapes, by name; --shapes also takes SYMBOL=N, the extent
+  // of a symbolic dim wherever it appears (ONNX Runtime's perf test's free dimension override).
+  std::map<std::string, int64_t> extents;
   auto by_name = [&](const std::vector<std::string>& pairs, std::string_view option,
                      std::string_view value) -> Result<std::map<std::string, std::string>> {
     std::map<std::string, std::string> found;
@@ -103,16 +113,26 @@ Result<std::vector<Tensor>> gather_inputs(const std::string& model,
       std::string name = spec.substr(0, eq);
       bool known = std::any_of(declared.begin(), declared.end(),
                                [&](const auto& d) { return d.name == name; });
+      if (!known && option == "--shapes" && symbols.contains(name)) {
+        std::optional<std::vector<int64_t>> n = parse_dims(spec.substr(eq + 1));
+        if (!n || n->size() != 1)
+          return Status::error(fmt::format("--shapes {}: the extent of dim '{}' must be one "
+                                           "number",
+                                           spec, name));
+        extents[name] = n->front();
+        continue;
+      }
       if (!known) {
-        return Status::error(fmt::format("{}: the model has no input '{}'; its inputs are: {}",
-                                         model, name, describe_inputs(declared)));
+        return Status::error(fmt::format(
+            "{}: the model has no input '{}'{}; its inputs are: {}", model, name,
+            option == "--shapes" ? " nor a dim of that name" : "", describe_inputs(declared)));
       }
       found[name] = spec.substr(eq + 1);
     }
     return found;
   };
   WEFT_ASSIGN_OR_RETURN(auto files, by_name(specs, "--input", "FILE"));
-  WEFT_ASSIGN_OR_RETURN(auto dims, by_name(shapes, "--shapes", "1x3x224x224"));
+  WEFT_ASSIGN_OR_RETURN(auto dims, by_name(shapes, "--shapes", "1x3x224x224 or SYMBOL=N"));
   std::vector<Tensor> tensors;
   for (size_t i = 0; i < declared.size(); ++i) {
     const auto& d = declared[i];
@@ -132,8 +152,15 @@ Result<std::vector<Tensor>> gather_inputs(const std::string& model,
                                          "make it; pass --shapes {}=DIMS or --input {}=FILE",
                                          model, d.name, d.name, d.name));
       } else {
-        for (const Dim& dim : *d.type.shape) // free dims are 1, as in ONNX Runtime's perf test
-          shape.push_back(dim.is_static() ? dim.value() : 1);
+        for (const Dim& dim : *d.type.shape) {          // free dims are 1 unless named, as in ONNX
+          auto named = extents.find(dim.symbol_name()); // Runtime's perf test
+          shape.push_back(dim.is_static()          ? dim.value()
+                          : named == extents.end() ? 1
+                                                   : named->second);
+        }
+        int64_t count = 0;
+        if (!dims_are_allocatable(d.type.dtype, shape, &count))
+          return Status::error(fmt::format("--shapes: input '{}' would be too large", d.name));
       }
       tensors.push_back(filled(d.type.dtype, shape, fill, static_cast<uint32_t>(i)));
       continue;

@@ -79,7 +79,8 @@ int run_cli(int argc, char** argv) {
   run_cmd->add_option("--fill", run.fill, "Fill inputs not given")
       ->check(CLI::IsMember({"random", "zeros", "ones"}));
   run_cmd->add_option("--shapes", run.shapes,
-                      "NAME=1x3x48x320: the dims of a filled input (its free dims are 1 without)");
+                      "NAME=1x3x48x320: the dims of a filled input; SYMBOL=N: a free dim's extent "
+                      "(free dims are 1 without)");
   run_cmd->add_option("--output-dir", run.output_dir, "Where outputs are written");
   add_device_option(run_cmd, &run.device);
   run_cmd->add_flag("--deterministic", run.deterministic,
@@ -120,7 +121,8 @@ int run_cli(int argc, char** argv) {
       ->check(CLI::IsMember({"random", "zeros", "ones"}));
   bench_cmd->add_option(
       "--shapes", bench.shapes,
-      "NAME=1x3x48x320: the dims of a filled input (its free dims are 1 without)");
+      "NAME=1x3x48x320: the dims of a filled input; SYMBOL=N: a free dim's extent "
+      "(free dims are 1 without)");
   bench_cmd->add_option("--iters", bench.iters, "Timed runs")->check(CLI::PositiveNumber);
   bench_cmd->add_option("--warmup", bench.warmup, "Untimed runs after the first")
       ->check(CLI::NonNegativeNumber);
@@ -146,7 +148,8 @@ int run_cli(int argc, char** argv) {
   tune_cmd->add_option("--fill", tune.fill, "Fill inputs not given")
       ->check(CLI::IsMember({"random", "zeros", "ones"}));
   tune_cmd->add_option("--shapes", tune.shapes,
-                       "NAME=1x3x48x320: the dims of a filled input (its free dims are 1 without)");
+                       "NAME=1x3x48x320: the dims of a filled input; SYMBOL=N: a free dim's extent "
+                       "(free dims are 1 without)");
   add_device_option(tune_cmd, &tune.device);
   tune_cmd->add_option("--threads", threads, "Threads for kernels")->check(CLI::PositiveNumber);
   tune_cmd
