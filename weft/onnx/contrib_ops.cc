@@ -199,20 +199,39 @@ Status expand_matmul_nbits(Expansion& e) {
     // Kept quantized: DequantizeLinear of q [N, K] in blocks along K (zero points 2^(bits - 1)
     // where absent), transposed, as the weight-only call takes it (weight_only_matmul.h).
     DType type = bits == 4 ? DType::kU4 : DType::kU8;
-    Tensor q(type, {n, k}), s(scales.dtype(), {n, blocks}), z(type, {n, blocks});
+    Tensor s(scales.dtype(), {n, blocks}), z(type, {n, blocks});
     std::copy_n(scales.data(), s.num_bytes(), s.data());
     for (int64_t c = 0; c < n; ++c) {
-      for (int64_t i = 0; i < blocks; ++i) {
+      for (int64_t i = 0; i < blocks; ++i)
         z.set_int64(c * blocks + i,
                     zeros ? unpacked(zeros->data() + c * zero_row, i, bits) : 1 << (bits - 1));
-        const std::byte* blob_data = b.data() + (c * blocks + i) * blob;
-        for (int64_t j = 0; j < block && i * block + j < k; ++j)
-          q.set_int64(c * k + i * block + j, unpacked(blob_data, j, bits));
-      }
     }
-    std::string wt =
-        e.op(Op::kDequantizeLinear, {e.constant_of(q), e.constant_of(s), e.constant_of(z)},
-             {int_attr("axis", 1), int_attr("block_size", block)});
+    std::string weights;
+    if (k % block == 0) { // B's bytes are q's ONNX packing, [N, K] low bits first: as they are
+      onnx::TensorProto t;
+      t.set_data_type(dtype_to_onnx(type));
+      t.add_dims(n);
+      t.add_dims(k);
+      t.set_raw_data(std::string(reinterpret_cast<const char*>(b.data()), b.num_bytes()));
+      onnx::AttributeProto value;
+      value.set_name("value");
+      value.set_type(onnx::AttributeProto::TENSOR);
+      *value.mutable_t() = std::move(t);
+      weights = e.op(Op::kConstant, {}, {std::move(value)});
+    } else { // each block's bytes padded: unpacked one value at a time
+      Tensor q(type, {n, k});
+      auto* to = reinterpret_cast<uint8_t*>(q.data()); // (u4 and u8 hold a byte each)
+      for (int64_t c = 0; c < n; ++c) {
+        for (int64_t i = 0; i < blocks; ++i) {
+          const std::byte* blob_data = b.data() + (c * blocks + i) * blob;
+          for (int64_t j = 0; j < block && i * block + j < k; ++j)
+            to[c * k + i * block + j] = static_cast<uint8_t>(unpacked(blob_data, j, bits));
+        }
+      }
+      weights = e.constant_of(q);
+    }
+    std::string wt = e.op(Op::kDequantizeLinear, {weights, e.constant_of(s), e.constant_of(z)},
+                          {int_attr("axis", 1), int_attr("block_size", block)});
     std::string w = e.op(Op::kTranspose, {wt}, {ints_attr("perm", {1, 0})});
     y = e.op(Op::kMatMul, {e.in(0), w}, {}, bias.empty() ? e.out(0) : "");
     if (!bias.empty()) e.op(Op::kAdd, {y, bias}, {}, e.out(0));
