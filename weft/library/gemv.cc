@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <memory>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <omp.h>
@@ -93,8 +93,11 @@ public:
     const float* bias = bias_ < 0 ? nullptr : static_cast<const float*>(buffers[bias_]);
     auto* y = static_cast<float*>(buffers[y_]);
     int threads = std::max(1, omp_get_max_threads());
-    auto partials = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(threads * n_));
-    float* all = partials.get();
+    // Kept from call to call (per calling thread): a vocabulary-sized row, 150,000 floats
+    // per thread, would be fresh pages every call.
+    thread_local std::vector<float> partials;
+    partials.resize(std::max(partials.size(), static_cast<size_t>(threads * n_)));
+    float* all = partials.data();
 #pragma omp parallel num_threads(threads)
     {
       int64_t t = omp_get_thread_num(), count = omp_get_num_threads();

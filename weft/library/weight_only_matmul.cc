@@ -1,7 +1,6 @@
 #include "weft/library/weight_only_matmul.h"
 
 #include <algorithm>
-#include <memory>
 #include <vector>
 
 #include <fmt/format.h>
@@ -250,8 +249,8 @@ public:
   }
 
   std::string describe() const override {
-    return fmt::format("Weft {}-bit weights matrix product xKxN = x{}x{} (blocks of {}{})", bits_,
-                       k_, n_, block_, packed_.empty() ? "" : "; packed for one row");
+    return fmt::format("Weft {}-bit weights matrix product, K {} N {} (blocks of {}{})", bits_, k_,
+                       n_, block_, packed_.empty() ? "" : "; packed for one row");
   }
 
 private:
