@@ -345,12 +345,19 @@ std::optional<LibraryCall> gemm_call(const Node& n, const Absorbed& absorbed,
   Dims sa = dims_of(n.inputs[0]), sb = dims_of(n.inputs[1]);
   int64_t m = at.trans_a ? sa[1] : sa[0], k = at.trans_a ? sa[0] : sa[1];
   int64_t nn = at.trans_b ? sb[0] : sb[1];
+  const Value* c = n.input(2);
+  if (!at.trans_a && m == 1 && at.alpha == 1.0f && gemv_enabled() &&
+      (!c || at.beta == 0.0f || at.beta == 1.0f)) { // a row by constant weights: Weft's own
+    const Value* bias = c && at.beta != 0.0f ? c : nullptr;
+    if (std::optional<LibraryCall> call =
+            gemv_call(n.inputs[0], n.inputs[1], bias, final_output(n, ops), ops, at.trans_b))
+      return call;
+  }
   MatMulOperands operands;
   operands.a = memory::desc({m, k}, memory::data_type::f32, at.trans_a ? Dims{1, m} : Dims{k, 1});
   operands.b = memory::desc({k, nn}, memory::data_type::f32, at.trans_b ? Dims{1, k} : Dims{nn, 1});
   operands.y = plain({m, nn});
   operands.alpha = at.alpha;
-  const Value* c = n.input(2);
   if (c && at.beta != 0.0f) {
     if (at.alpha != 1.0f || at.beta != 1.0f) {
       *why_not = "alpha and beta other than 1 with C";

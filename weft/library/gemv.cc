@@ -41,6 +41,16 @@ accumulate_rows(float* __restrict acc, const float* __restrict w, int64_t stride
   }
 }
 
+// The dot product of x and w, k long (a row of transposed weights).
+__attribute__((target_clones("avx512f", "avx2", "default"))) float
+dot(const float* __restrict x, const float* __restrict w, int64_t k) {
+  float sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < k; ++i)
+    sum += x[i] * w[i];
+  return sum;
+}
+
 // One post-op on "v"; "s" is its src1 element where it has one.
 float apply(const PostOp& p, float v, float s) {
   using A = dnnl::algorithm;
@@ -84,14 +94,32 @@ public:
     bool spans = false; // src1 has N elements (else one)
   };
 
-  GemvKernel(int64_t k, int64_t n, int x, int w, int bias, int y, std::vector<Op> ops)
-      : k_(k), n_(n), x_(x), w_(w), bias_(bias), y_(y), ops_(std::move(ops)) {}
+  GemvKernel(int64_t k, int64_t n, bool transposed, int x, int w, int bias, int y,
+             std::vector<Op> ops)
+      : k_(k), n_(n), transposed_(transposed), x_(x), w_(w), bias_(bias), y_(y),
+        ops_(std::move(ops)) {}
+
+  // y[j] from its sum: plus the bias, then the post-ops.
+  float finish(void* const* buffers, const float* bias, int64_t j, float v) const {
+    if (bias) v += bias[j];
+    for (const Op& o : ops_) {
+      const float* s = o.src1 < 0 ? nullptr : static_cast<const float*>(buffers[o.src1]);
+      v = apply(o.op, v, s ? s[o.spans ? j : 0] : 0.0f);
+    }
+    return v;
+  }
 
   Status run(void* const* buffers, const int64_t*) const override {
     const auto* x = static_cast<const float*>(buffers[x_]);
     const auto* w = static_cast<const float*>(buffers[w_]);
     const float* bias = bias_ < 0 ? nullptr : static_cast<const float*>(buffers[bias_]);
     auto* y = static_cast<float*>(buffers[y_]);
+    if (transposed_) { // w [N, K]: each output a dot product with a contiguous row
+#pragma omp parallel for schedule(static)
+      for (int64_t j = 0; j < n_; ++j)
+        y[j] = finish(buffers, bias, j, dot(x, w + j * k_, k_));
+      return Status();
+    }
     int threads = std::max(1, omp_get_max_threads());
     // Kept from call to call (per calling thread): a vocabulary-sized row, 150,000 floats
     // per thread, would be fresh pages every call.
@@ -111,23 +139,20 @@ public:
         float v = all[j];
         for (int64_t u = 1; u < count; ++u)
           v += all[u * n_ + j];
-        if (bias) v += bias[j];
-        for (const Op& o : ops_) {
-          const float* s = o.src1 < 0 ? nullptr : static_cast<const float*>(buffers[o.src1]);
-          v = apply(o.op, v, s ? s[o.spans ? j : 0] : 0.0f);
-        }
-        y[j] = v;
+        y[j] = finish(buffers, bias, j, v);
       }
     }
     return Status();
   }
 
   std::string describe() const override {
-    return fmt::format("Weft matrix-vector product 1x{}x{} (constant weights)", k_, n_);
+    return fmt::format("Weft matrix-vector product 1x{}x{} (constant weights{})", k_, n_,
+                       transposed_ ? ", transposed" : "");
   }
 
 private:
   int64_t k_, n_;
+  bool transposed_;
   int x_, w_, bias_, y_;
   std::vector<Op> ops_;
 };
@@ -143,15 +168,18 @@ bool gemv_enabled() {
 }
 
 std::optional<LibraryCall> gemv_call(const Value* x, const Value* w, const Value* bias,
-                                     const Value* y, const std::vector<PostOp>& ops) {
+                                     const Value* y, const std::vector<PostOp>& ops,
+                                     bool transposed) {
   for (const Value* v : {x, w, y}) {
     if (v->type.dtype != DType::kF32 || !v->type.has_static_shape()) return std::nullopt;
   }
   if (!w->is_constant() || w->type.shape->size() < 2) return std::nullopt;
   auto [x_rows, k] = rows_and_columns(x);
-  auto [w_rows, n] = rows_and_columns(w);
-  auto [y_rows, y_columns] = rows_and_columns(y);
-  if (x_rows != 1 || y_rows != 1 || w_rows != k || y_columns != n || k * n < kGemvMinWeights)
+  auto [w_rows, w_columns] = rows_and_columns(w);
+  auto [y_rows, n] = rows_and_columns(y);
+  if (x_rows != 1 || y_rows != 1 ||
+      (transposed ? w_rows != n || w_columns != k : w_rows != k || w_columns != n) ||
+      k * n < kGemvMinWeights)
     return std::nullopt;
   if (bias && (bias->type.dtype != DType::kF32 || rows_and_columns(bias) != std::pair{1L, n}))
     return std::nullopt;
@@ -172,7 +200,8 @@ std::optional<LibraryCall> gemv_call(const Value* x, const Value* w, const Value
     kernel_ops.push_back(o);
   }
   int yi = position(call.values, y);
-  call.kernel = std::make_shared<GemvKernel>(k, n, xi, wi, bi, yi, std::move(kernel_ops));
+  call.kernel =
+      std::make_shared<GemvKernel>(k, n, transposed, xi, wi, bi, yi, std::move(kernel_ops));
   return call;
 }
 
