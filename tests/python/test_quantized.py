@@ -685,7 +685,8 @@ def test_matmul_nbits_runs_on_weights_dequantized_at_import(bits, zero_points, b
     (4, False, 256, 32, [1]),        # a decoding step: two weights a byte (on AVX-512)
     (4, True, 256, 64, [1, 1]),
     (4, False, 256, 32, [3]),        # rows 2-4: each weight read once for all of them
-    (4, True, 96, 32, [2, 5]),       # more rows: groups of 4
+    (4, True, 96, 32, [2, 5]),       # more rows: the weights dequantized once per chunk
+    (4, True, 88, 32, [7]),          # and K not a multiple of 16 (the vectors' tails)
     (8, True, 80, 16, [1]),
     (8, False, 128, 32, [6]),
 ])

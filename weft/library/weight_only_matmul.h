@@ -5,7 +5,8 @@
 // never made: each thread takes a range of the N output columns, each a contiguous row of q,
 // and dequantizes in registers. One row (a decoding step) reads the 4-bit weights packed two to
 // a byte (a copy the call makes); up to 4 rows read each weight once for all of them; more rows
-// (a prompt) take groups of 4 over chunks of columns whose weights stay in cache. Without the
+// (a prompt) dequantize chunks of 16 columns into f32 in cache, each once, and multiply every row
+// by them in tiles of 4 x 4. Without the
 // call (no oneDNN, CUDA), the DequantizeLinear runs as a generated kernel at every run.
 // docs/library.md.
 #pragma once
