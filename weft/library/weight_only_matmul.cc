@@ -168,6 +168,17 @@ packed_row_avx512(const float* __restrict a, const uint8_t* __restrict packed,
   }
 }
 
+// f.template operator()<R>() with R = min(rows, kDirectRows): the kernels' row counts.
+template <typename F> void with_rows(int64_t rows, F&& f) {
+  static_assert(kDirectRows == 4, "a case for each row count");
+  switch (std::min<int64_t>(rows, kDirectRows)) {
+    case 1: f.template operator()<1>(); break;
+    case 2: f.template operator()<2>(); break;
+    case 3: f.template operator()<3>(); break;
+    default: f.template operator()<4>(); break;
+  }
+}
+
 // Columns [first, last) of the weights dequantized into w [last - first, K], 16 at a time.
 __attribute__((target("avx512f"))) void
 dequantize_avx512(const uint8_t* __restrict q, const float* __restrict scale,
@@ -246,12 +257,7 @@ __attribute__((target("avx512f"))) void float_rows_avx512(const float* a, const 
       for (; j < count; ++j)
         float_tile_avx512<R, 1>(a + r * k, k, w + j * k, y + r * y_step + j, y_step, k);
     };
-    switch (std::min<int64_t>(rows - r, 4)) {
-      case 1: tiles.template operator()<1>(); break;
-      case 2: tiles.template operator()<2>(); break;
-      case 3: tiles.template operator()<3>(); break;
-      default: tiles.template operator()<4>(); break;
-    }
+    with_rows(rows - r, tiles);
   }
 }
 
@@ -341,12 +347,7 @@ public:
                                                                     y + r * n_, n_, k_, block_, c,
                                                                     end);
           };
-          switch (std::min<int64_t>(rows - r, kDirectRows)) {
-            case 1: go.template operator()<1>(); break;
-            case 2: go.template operator()<2>(); break;
-            case 3: go.template operator()<3>(); break;
-            default: go.template operator()<4>(); break;
-          }
+          with_rows(rows - r, go);
         }
       }
     }
