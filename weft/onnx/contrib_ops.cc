@@ -289,20 +289,18 @@ Status expand_gather_block_quantized(Expansion& e) {
              {int_attr("axis", 0)});
     return e.op(Op::kReshape, {pairs, shape});
   };
-  std::string values =
-      e.op(Op::kCast, {unpacked_rows(e.in(0))}, {int_attr("to", onnx::TensorProto::FLOAT)});
   std::string scales =
       e.op(Op::kGather, {e.in(2), e.in(1)}, {int_attr("axis", 0)}); // [..., blocks]
+  std::string values = e.op(Op::kCastLike, {unpacked_rows(e.in(0)), scales});
   std::string zeros = e.in(3).empty() ? e.scalar(8.0, scales)
                                       : e.op(Op::kCastLike, {unpacked_rows(e.in(3)), scales});
   if (!e.in(3).empty()) // as many as the blocks (a byte's spare half dropped)
     zeros = e.op(Op::kSlice, {zeros, e.ints({0}),
                               e.op(Op::kShape, {scales}, {int_attr("start", -1)}), e.ints({-1})});
   // [..., blocks, block_size] per block, then the rows again.
-  std::string blocked = e.op(
-      Op::kReshape,
-      {e.op(Op::kCastLike, {values, scales}),
-       e.op(Op::kConcat, {e.op(Op::kShape, {scales}), e.ints({block})}, {int_attr("axis", 0)})});
+  std::string blocked =
+      e.op(Op::kReshape, {values, e.op(Op::kConcat, {e.op(Op::kShape, {scales}), e.ints({block})},
+                                       {int_attr("axis", 0)})});
   auto per_block = [&](const std::string& t) { return e.op(Op::kUnsqueeze, {t, e.ints({-1})}); };
   std::string scaled =
       e.op(Op::kMul, {e.op(Op::kSub, {blocked, e.in(3).empty() ? zeros : per_block(zeros)}),
