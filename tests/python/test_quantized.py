@@ -639,8 +639,10 @@ def pack_bits(values, bits):
     return sum((grouped[..., i] << (bits * i)).astype(np.uint8) for i in range(per)).astype(np.uint8)
 
 
-def matmul_nbits_case(bits, zero_points, bias, k, n, block, rows_shape, opset, seed=17):
-    """A MatMulNBits model, its input and the float64 reference of its output."""
+def matmul_nbits_case(bits, zero_points, bias, k, n, block, rows_shape, opset, seed=17, accuracy_level=0,
+                      int8_reference=False):
+    """A MatMulNBits model, its input and the float64 reference of its output (with
+    "int8_reference", of ONNX Runtime's accuracy level 4: A quantized to int8 per block)."""
     rng = np.random.default_rng(seed)
     blocks = -(-k // block)
     q = rng.integers(0, 2 ** bits, (n, blocks * block)).astype(np.uint8)
@@ -655,7 +657,7 @@ def matmul_nbits_case(bits, zero_points, bias, k, n, block, rows_shape, opset, s
     if bias:
         inits.append(arr(b, "bias"))
     node = helper.make_node("MatMulNBits", names, ["y"], domain="com.microsoft", K=k, N=n, bits=bits,
-                            block_size=block)
+                            block_size=block, accuracy_level=accuracy_level)
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("a", TensorProto.FLOAT, rows_shape + [k])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, rows_shape + [n])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset),
@@ -664,6 +666,13 @@ def matmul_nbits_case(bits, zero_points, bias, k, n, block, rows_shape, opset, s
     a = rng.standard_normal(rows_shape + [k]).astype(np.float32)
     zero = np.repeat(zeros, block, axis=1) if zero_points else 2 ** (bits - 1)
     w = ((q.astype(np.float64) - zero) * np.repeat(scales.astype(np.float64), block, axis=1))[:, :k]
+    if int8_reference:  # symmetric per block, scale max|a| / 127, rounded to nearest even (in f32)
+        blocked = a.reshape(-1, k // block, block)
+        amax = np.abs(blocked).max(-1, keepdims=True)
+        inverse = np.where(amax > 0, np.float32(127) / np.where(amax > 0, amax, 1), np.float32(0))
+        qa = np.rint(blocked * inverse).reshape(rows_shape + [k]).astype(np.float64)
+        sa = np.repeat((amax / np.float32(127)).astype(np.float64), block, -1).reshape(rows_shape + [k])
+        return model, a, (qa * sa) @ w.T + (b if bias else 0)
     return model, a, a.astype(np.float64) @ w.T + (b if bias else 0)
 
 
@@ -698,6 +707,36 @@ def test_matmul_nbits_keeps_its_weights_quantized(bits, zero_points, k, block, r
     got, profile = weft.compile(model.SerializeToString()).profile({"a": a})
     assert [p["strategy"].split(" matrix")[0] for p in profile if p["op_type"] != "Add"] == \
         [f"Weft {bits}-bit weights"], profile
+    np.testing.assert_allclose(got["y"], want, rtol=1e-5, atol=1e-4)
+
+
+def has_vnni():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return "avx512_vnni" in f.read()
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("zero_points, k, block, rows_shape", [
+    (False, 256, 32, [1]),           # zero points 8 everywhere (GenAI's symmetric int4)
+    (True, 384, 64, [1]),            # zero points per block; blocks of 64 (two groups of 32)
+    (True, 640, 32, [3]),            # 5 chunks of 128 (the last run of 4 short); 3 rows
+    (False, 1024, 128, [2, 2]),      # 4 rows
+    (True, 256, 32, [6]),            # a prompt: groups of 4 rows and 2
+])
+def test_matmul_nbits_accuracy_level_4_quantizes_the_activations_to_int8(zero_points, k, block, rows_shape):
+    """MatMulNBits' accuracy_level 4 (what ONNX Runtime GenAI's builder writes for the CPU):
+    with VNNI, the rows of A are quantized to int8 per block, as ONNX Runtime does, and the
+    products of 4-bit weights and int8 activations are integer sums (vpdpbusd), scaled once per
+    group of 32. Against a float64 reference of that arithmetic: within 1e-5 where the f32 path
+    would differ by the activations' rounding (about 1e-3 of the output)."""
+    int8 = has_vnni()
+    model, a, want = matmul_nbits_case(4, zero_points, True, k, 40, block, rows_shape, 21, accuracy_level=4,
+                                       int8_reference=int8)
+    got, profile = weft.compile(model.SerializeToString()).profile({"a": a})
+    strategy = [p["strategy"] for p in profile if p["op_type"] != "Add"]
+    assert len(strategy) == 1 and ("int8 activations" in strategy[0]) == int8, strategy
     np.testing.assert_allclose(got["y"], want, rtol=1e-5, atol=1e-4)
 
 

@@ -497,8 +497,12 @@ struct QuantizeAttrs {
   std::optional<DType> output_dtype; // opsets 21 (Quantize) and 23 (Dequantize)
   int64_t block_size = 0;
   bool saturate = true; // float8 outputs clamp to their largest finite value (opset 19)
+  // Not ONNX's: the accuracy_level of the com.microsoft MatMulNBits whose weights this
+  // DequantizeLinear holds (contrib_ops.cc); 4 lets the weight-only call quantize the
+  // activations to int8, as ONNX Runtime does (weight_only_matmul.h).
+  int64_t accuracy_level = 0;
   WEFT_FIELDS(f("axis", axis); f("output_dtype", output_dtype); f("block_size", block_size);
-              f("saturate", saturate))
+              f("saturate", saturate); f("accuracy_level", accuracy_level))
 };
 
 // HannWindow, HammingWindow, BlackmanWindow.

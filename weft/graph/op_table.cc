@@ -354,7 +354,7 @@ OpAttrs parse_loss(AttrParser& p) {
 // QuantizeLinear, 23 for DequantizeLinear) sets the output type where no zero point does.
 OpAttrs parse_quantize(AttrParser& p) {
   QuantizeAttrs a{p.int_or("axis", 1), std::nullopt, p.int_or("block_size", 0),
-                  p.bool_or("saturate", true)};
+                  p.bool_or("saturate", true), p.int_or("accuracy_level", 0)};
   if (a.block_size < 0) p.fail("attribute 'block_size' must not be negative");
   if (p.int_or("precision", 0) != 0) p.fail("attribute 'precision' is not supported yet");
   if (p.int_or("output_dtype", 0) != 0) a.output_dtype = p.dtype("output_dtype", DType::kU8);

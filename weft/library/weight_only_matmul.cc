@@ -1,6 +1,7 @@
 #include "weft/library/weight_only_matmul.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include <fmt/format.h>
@@ -276,12 +277,163 @@ quantized_rows_avx512(const float* __restrict a, int64_t a_step, const uint8_t* 
     quantized_tile_avx512<ROWS, 1>(a, a_step, q, scale, zero, y, y_step, k, block, c);
 }
 
+// The int8 path (MatMulNBits' accuracy level 4, as ONNX Runtime runs it): the rows of A are
+// quantized to int8 per block of K (symmetric, scale max |a| / 127), and each group of 32
+// weights times its 32 activations is an integer sum of vpdpbusd's byte products, scaled once
+// per group by both scales. A chunk is 128 weights along K: its 64 packed bytes (pack()'s
+// layout) are one register, whose low halves hold the first 16 weights of each group and high
+// halves the last 16.
+constexpr int64_t kGroup = 32, kChunk = 128;
+
+// Where group g's scales lie: int8_rows_avx512 adds the groups of 4 chunks up in one register,
+// chunk j's group b in lane 4 b + j, so each run of 16 groups is stored in that order (and the
+// last run padded with zeros).
+int64_t group_slot(int64_t g) { return g / 16 * 16 + g % 4 * 4 + g % 16 / 4; }
+
+// Slots for K (whole runs of 16 groups).
+int64_t group_slots(int64_t k) { return (k / kChunk + 3) / 4 * 16; }
+
+// Rows of A quantized for int8_rows_avx512: q [rows, K] with each chunk's values in the packed
+// weights' order (the 64 low halves, then the 64 high ones); per group (slot order) the
+// activations' scale and zero_term = "zero" x scale x the sum of the group's q, the term that
+// the weights' zero points take off.
+struct Int8Rows {
+  std::vector<int8_t> q;
+  std::vector<float> scale, zero_term;
+};
+
+void quantize_rows(const float* a, int64_t rows, int64_t k, int64_t block, float zero,
+                   Int8Rows& out) {
+  int64_t slots = group_slots(k);
+  out.q.resize(static_cast<size_t>(rows * k));
+  out.scale.assign(static_cast<size_t>(rows * slots), 0.0f);
+  out.zero_term.assign(out.scale.size(), 0.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* x = a + r * k;
+    int8_t* q = out.q.data() + r * k;
+    for (int64_t start = 0; start < k; start += block) {
+      int64_t end = std::min(start + block, k);
+      float amax = 0.0f;
+      for (int64_t i = start; i < end; ++i)
+        amax = std::max(amax, std::fabs(x[i]));
+      float scale = amax / 127.0f, inverse = amax > 0.0f ? 127.0f / amax : 0.0f;
+      for (int64_t g = start; g < end; g += kGroup) {
+        int sum = 0;
+        for (int64_t i = g; i < g + kGroup; ++i) {
+          float t = x[i] * inverse;
+          int v = t == t ? static_cast<int>(std::nearbyint(std::clamp(t, -127.0f, 127.0f))) : 0;
+          sum += v;
+          int64_t in_chunk = i % kChunk, at = in_chunk % kGroup;
+          q[i - in_chunk + (at < 16 ? 0 : 64) + in_chunk / kGroup * 16 + at % 16] =
+              static_cast<int8_t>(v);
+        }
+        int64_t slot = r * slots + group_slot(g / kGroup);
+        out.scale[slot] = scale;
+        out.zero_term[slot] = zero * scale * static_cast<float>(sum);
+      }
+    }
+  }
+}
+
+// Columns [first, last) of ROWS quantized rows against the packed 4-bit weights: scale and
+// zero_scale [N, slots] hold each group's weight scale and scale x zero point in slot order.
+// With UNIFORM_ZERO every zero point is the same, folded into the rows' zero_term, and
+// zero_scale is not read.
+template <int ROWS, bool UNIFORM_ZERO>
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void
+int8_rows_avx512(const Int8Rows& a, int64_t row, int64_t k, const uint8_t* __restrict packed,
+                 const float* __restrict scale, const float* __restrict zero_scale,
+                 float* __restrict y, int64_t y_step, int64_t first, int64_t last) {
+  int64_t chunks = k / kChunk, slots = group_slots(k);
+  const __m512i low = _mm512_set1_epi8(0x0F), none = _mm512_setzero_si512();
+  for (int64_t c = first; c < last; ++c) {
+    const uint8_t* w = packed + c * (k / 2);
+    __m512 acc[ROWS];
+#pragma GCC unroll 4
+    for (int r = 0; r < ROWS; ++r)
+      acc[r] = _mm512_setzero_ps();
+    for (int64_t ch = 0; ch < chunks; ch += 4) {
+      __m512i sum[ROWS][4];
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {
+        if (ch + j >= chunks) {
+#pragma GCC unroll 4
+          for (int r = 0; r < ROWS; ++r)
+            sum[r][j] = none;
+          continue;
+        }
+        __m512i bytes = _mm512_loadu_si512(w + (ch + j) * (kChunk / 2));
+        __m512i lo = _mm512_and_si512(bytes, low),
+                hi = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low);
+#pragma GCC unroll 4
+        for (int r = 0; r < ROWS; ++r) {
+          const int8_t* x = a.q.data() + (row + r) * k + (ch + j) * kChunk;
+          sum[r][j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(none, lo, _mm512_loadu_si512(x)), hi,
+                                          _mm512_loadu_si512(x + kChunk / 2));
+        }
+      }
+      int64_t at = ch * 4; // the slots of these 4 chunks' 16 groups
+      __m512 ws = _mm512_loadu_ps(scale + c * slots + at);
+#pragma GCC unroll 4
+      for (int r = 0; r < ROWS; ++r) {
+        // Each 128-bit lane b of sum[r][j] holds group b's four partial sums: a 4 x 4
+        // transpose-and-add leaves group b of chunk j in lane 4 b + j.
+        __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(sum[r][0], sum[r][1]),
+                                       _mm512_unpackhi_epi32(sum[r][0], sum[r][1]));
+        __m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(sum[r][2], sum[r][3]),
+                                       _mm512_unpackhi_epi32(sum[r][2], sum[r][3]));
+        __m512 dots = _mm512_cvtepi32_ps(
+            _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23)));
+        __m512 as = _mm512_loadu_ps(a.scale.data() + (row + r) * slots + at),
+               term = _mm512_loadu_ps(a.zero_term.data() + (row + r) * slots + at);
+        if constexpr (UNIFORM_ZERO) {
+          acc[r] = _mm512_fmadd_ps(ws, _mm512_fmsub_ps(dots, as, term), acc[r]);
+        } else {
+          acc[r] = _mm512_fmadd_ps(ws, _mm512_mul_ps(dots, as), acc[r]);
+          acc[r] = _mm512_fnmadd_ps(_mm512_loadu_ps(zero_scale + c * slots + at), term, acc[r]);
+        }
+      }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < ROWS; ++r) {
+      alignas(64) float lanes[kLanes];
+      _mm512_store_ps(lanes, acc[r]);
+      float total = 0;
+      for (float v : lanes)
+        total += v;
+      y[r * y_step + c] = total;
+    }
+  }
+}
+
 class WeightOnlyMatMul final : public runtime::LibraryKernel {
 public:
-  WeightOnlyMatMul(CallExtent rows, int64_t k, int64_t n, int64_t block, int bits, const Tensor& q)
+  WeightOnlyMatMul(CallExtent rows, int64_t k, int64_t n, int64_t block, int bits, const Tensor& q,
+                   const Tensor& scale, const Tensor& zero, bool int8)
       : rows_(rows), k_(k), n_(n), block_(block), bits_(bits) {
     if (bits == 4 && k % 32 == 0 && block % 32 == 0 && __builtin_cpu_supports("avx512f"))
       pack(reinterpret_cast<const uint8_t*>(q.data()));
+    if (int8 && !packed_.empty() && k % kChunk == 0 && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vnni"))
+      group_scales(static_cast<const float*>(static_cast<const void*>(scale.data())),
+                   reinterpret_cast<const uint8_t*>(zero.data()));
+  }
+
+  // The int8 path's weight scales (and scale x zero point, unless every zero point is the
+  // same) per group of 32, in slot order.
+  void group_scales(const float* scale, const uint8_t* zero) {
+    int64_t blocks = k_ / block_, slots = group_slots(k_);
+    if (std::all_of(zero, zero + n_ * blocks, [&](uint8_t z) { return z == zero[0]; }))
+      uniform_zero_ = zero[0];
+    group_scale_.assign(static_cast<size_t>(n_ * slots), 0.0f);
+    if (!uniform_zero_) group_zero_scale_.assign(group_scale_.size(), 0.0f);
+    for (int64_t c = 0; c < n_; ++c) {
+      for (int64_t g = 0; g < k_ / kGroup; ++g) {
+        int64_t from = c * blocks + g * kGroup / block_, to = c * slots + group_slot(g);
+        group_scale_[to] = scale[from];
+        if (!uniform_zero_) group_zero_scale_[to] = scale[from] * static_cast<float>(zero[from]);
+      }
+    }
   }
 
   // Two 4-bit weights a byte, each group of 32 along K as packed_row_avx512 reads it.
@@ -305,6 +457,29 @@ public:
     const auto* zero = static_cast<const uint8_t*>(buffers[3]);
     auto* y = static_cast<float*>(buffers[4]);
     int64_t rows = rows_.at(extents);
+    if (!group_scale_.empty()) {
+      thread_local Int8Rows quantized;
+      quantize_rows(a, rows, k_, block_, uniform_zero_ ? *uniform_zero_ : 1.0f, quantized);
+      const Int8Rows& rows_q = quantized;
+#pragma omp parallel
+      {
+        int64_t t = omp_get_thread_num(), count = omp_get_num_threads();
+        int64_t first = n_ * t / count, last = n_ * (t + 1) / count;
+        for (int64_t c = first; c < last; c += kColumns) {
+          int64_t end = std::min(c + kColumns, last);
+          for (int64_t r = 0; r < rows; r += kDirectRows) {
+            auto go = [&]<int R>() {
+              (uniform_zero_
+                   ? int8_rows_avx512<R, true>
+                   : int8_rows_avx512<R, false>)(rows_q, r, k_, packed_.data(), group_scale_.data(),
+                                                 group_zero_scale_.data(), y + r * n_, n_, c, end);
+            };
+            with_rows(rows - r, go);
+          }
+        }
+      }
+      return Status();
+    }
     if (rows == 1 && !packed_.empty()) {
 #pragma omp parallel
       {
@@ -355,8 +530,9 @@ public:
   }
 
   std::string describe() const override {
-    return fmt::format("Weft {}-bit weights matrix product, K {} N {} (blocks of {}{})", bits_, k_,
-                       n_, block_, packed_.empty() ? "" : "; packed for one row");
+    return fmt::format("Weft {}-bit weights matrix product, K {} N {} (blocks of {}{}{})", bits_,
+                       k_, n_, block_, packed_.empty() ? "" : "; packed for one row",
+                       group_scale_.empty() ? "" : "; int8 activations");
   }
 
 private:
@@ -364,6 +540,10 @@ private:
   int64_t k_, n_, block_;
   int bits_;
   std::vector<uint8_t> packed_; // for one row, where the form allows (4 bits, K and blocks of 32)
+  // The int8 path's, where accuracy level 4 asks for it, the form allows (K a multiple of 128)
+  // and the CPU has VNNI.
+  std::vector<float> group_scale_, group_zero_scale_;
+  std::optional<uint8_t> uniform_zero_;
 };
 
 // The constant tensor of "v", when it is one of "dtype".
@@ -406,7 +586,8 @@ std::optional<LibraryCall> weight_only_matmul_call(const Node& matmul,
     rows = dim_mul(rows, (*a->type.shape)[d]);
   if (rows.is_unknown()) return std::nullopt;
   CallExtent extent = call_extent(rows, call.symbols);
-  call.kernel = std::make_shared<WeightOnlyMatMul>(extent, k, n, block, bits, *q);
+  call.kernel = std::make_shared<WeightOnlyMatMul>(extent, k, n, block, bits, *q, *scale, *zero,
+                                                   attrs.accuracy_level == 4);
   call.values = {a, dq->inputs[0], dq->inputs[1], dq->inputs[2], y};
   call.nodes = {dq, transpose, &matmul};
   return call;

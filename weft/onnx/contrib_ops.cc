@@ -231,7 +231,8 @@ Status expand_matmul_nbits(Expansion& e) {
       weights = e.constant_of(q);
     }
     std::string wt = e.op(Op::kDequantizeLinear, {weights, e.constant_of(s), e.constant_of(z)},
-                          {int_attr("axis", 1), int_attr("block_size", block)});
+                          {int_attr("axis", 1), int_attr("block_size", block),
+                           int_attr("accuracy_level", e.int_attr_or("accuracy_level", 0))});
     std::string w = e.op(Op::kTranspose, {wt}, {ints_attr("perm", {1, 0})});
     y = e.op(Op::kMatMul, {e.in(0), w}, {}, bias.empty() ? e.out(0) : "");
     if (!bias.empty()) e.op(Op::kAdd, {y, bias}, {}, e.out(0));
