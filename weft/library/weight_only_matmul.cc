@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include <fmt/format.h>
@@ -280,23 +281,17 @@ quantized_rows_avx512(const float* __restrict a, int64_t a_step, const uint8_t* 
 // The int8 path (MatMulNBits' accuracy level 4, as ONNX Runtime runs it): the rows of A are
 // quantized to int8 per block of K (symmetric, scale max |a| / 127), and each group of 32
 // weights times its 32 activations is an integer sum of vpdpbusd's byte products, scaled once
-// per group by both scales. A chunk is 128 weights along K: its 64 packed bytes (pack()'s
-// layout) are one register, whose low halves hold the first 16 weights of each group and high
-// halves the last 16.
-constexpr int64_t kGroup = 32, kChunk = 128;
+// per group by both scales. The weights are laid out for it in tiles of 32 columns
+// (WeightOnlyMatMul::tile): a lane per column, so that a group's scaling is one multiply-add per
+// 16 columns and row.
+constexpr int64_t kGroup = 32, kTile = 32;
 
-// Where group g's scales lie: int8_rows_avx512 adds the groups of 4 chunks up in one register,
-// chunk j's group b in lane 4 b + j, so each run of 16 groups is stored in that order (and the
-// last run padded with zeros).
-int64_t group_slot(int64_t g) { return g / 16 * 16 + g % 4 * 4 + g % 16 / 4; }
+// A tile's bytes per group: 32 columns x 32 weights, two a byte.
+constexpr int64_t kTileGroup = kTile * kGroup / 2;
 
-// Slots for K (whole runs of 16 groups).
-int64_t group_slots(int64_t k) { return (k / kChunk + 3) / 4 * 16; }
-
-// Rows of A quantized for int8_rows_avx512: q [rows, K] with each chunk's values in the packed
-// weights' order (the 64 low halves, then the 64 high ones); per group (slot order) the
-// activations' scale and zero_term = "zero" x scale x the sum of the group's q, the term that
-// the weights' zero points take off.
+// Rows of A quantized for int8_tile_avx512: q [rows, K]; per row and group of 32 the scale and
+// zero_term = "zero" x scale x the sum of the group's q, the term the weights' zero points take
+// off.
 struct Int8Rows {
   std::vector<int8_t> q;
   std::vector<float> scale, zero_term;
@@ -304,10 +299,10 @@ struct Int8Rows {
 
 void quantize_rows(const float* a, int64_t rows, int64_t k, int64_t block, float zero,
                    Int8Rows& out) {
-  int64_t slots = group_slots(k);
+  int64_t groups = k / kGroup;
   out.q.resize(static_cast<size_t>(rows * k));
-  out.scale.assign(static_cast<size_t>(rows * slots), 0.0f);
-  out.zero_term.assign(out.scale.size(), 0.0f);
+  out.scale.resize(static_cast<size_t>(rows * groups));
+  out.zero_term.resize(out.scale.size());
   for (int64_t r = 0; r < rows; ++r) {
     const float* x = a + r * k;
     int8_t* q = out.q.data() + r * k;
@@ -322,86 +317,89 @@ void quantize_rows(const float* a, int64_t rows, int64_t k, int64_t block, float
         for (int64_t i = g; i < g + kGroup; ++i) {
           float t = x[i] * inverse;
           int v = t == t ? static_cast<int>(std::nearbyint(std::clamp(t, -127.0f, 127.0f))) : 0;
+          q[i] = static_cast<int8_t>(v);
           sum += v;
-          int64_t in_chunk = i % kChunk, at = in_chunk % kGroup;
-          q[i - in_chunk + (at < 16 ? 0 : 64) + in_chunk / kGroup * 16 + at % 16] =
-              static_cast<int8_t>(v);
         }
-        int64_t slot = r * slots + group_slot(g / kGroup);
-        out.scale[slot] = scale;
-        out.zero_term[slot] = zero * scale * static_cast<float>(sum);
+        out.scale[r * groups + g / kGroup] = scale;
+        out.zero_term[r * groups + g / kGroup] = zero * scale * static_cast<float>(sum);
       }
     }
   }
 }
 
-// Columns [first, last) of ROWS quantized rows against the packed 4-bit weights: scale and
-// zero_scale [N, slots] hold each group's weight scale and scale x zero point in slot order.
-// With UNIFORM_ZERO every zero point is the same, folded into the rows' zero_term, and
-// zero_scale is not read.
+// Four int8 values of a row, broadcast to every lane.
+__attribute__((target("avx512f"))) inline __m512i broadcast4(const int8_t* x) {
+  int32_t v;
+  std::memcpy(&v, x, sizeof v);
+  return _mm512_set1_epi32(v);
+}
+
+// y[r, c] for ROWS quantized rows from "row" on and the "columns" (up to 32) of one tile:
+// "tile" its packed weights, "scale" and "zero_scale" its weights' scale and scale x zero point
+// per group and column ([groups, 32]). With UNIFORM_ZERO every zero point is the same, folded
+// into the rows' zero_term, and zero_scale is not read. Each group: 8 vpdpbusd per row and 16
+// columns (4 weights of a column per lane each), the two 16-column halves of the tile as
+// independent sums.
 template <int ROWS, bool UNIFORM_ZERO>
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void
-int8_rows_avx512(const Int8Rows& a, int64_t row, int64_t k, const uint8_t* __restrict packed,
+int8_tile_avx512(const Int8Rows& a, int64_t row, int64_t k, const uint8_t* __restrict tile,
                  const float* __restrict scale, const float* __restrict zero_scale,
-                 float* __restrict y, int64_t y_step, int64_t first, int64_t last) {
-  int64_t chunks = k / kChunk, slots = group_slots(k);
-  const __m512i low = _mm512_set1_epi8(0x0F), none = _mm512_setzero_si512();
-  for (int64_t c = first; c < last; ++c) {
-    const uint8_t* w = packed + c * (k / 2);
-    __m512 acc[ROWS];
+                 float* __restrict y, int64_t y_step, int64_t columns) {
+  int64_t groups = k / kGroup;
+  const __m512i low = _mm512_set1_epi8(0x0F);
+  __m512 acc[ROWS][2];
+#pragma GCC unroll 4
+  for (int r = 0; r < ROWS; ++r)
+    acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int64_t g = 0; g < groups; ++g) {
+    const uint8_t* w = tile + g * kTileGroup;
+    __m512i sum[ROWS][2];
 #pragma GCC unroll 4
     for (int r = 0; r < ROWS; ++r)
-      acc[r] = _mm512_setzero_ps();
-    for (int64_t ch = 0; ch < chunks; ch += 4) {
-      __m512i sum[ROWS][4];
+      sum[r][0] = sum[r][1] = _mm512_setzero_si512();
 #pragma GCC unroll 4
-      for (int j = 0; j < 4; ++j) {
-        if (ch + j >= chunks) {
-#pragma GCC unroll 4
-          for (int r = 0; r < ROWS; ++r)
-            sum[r][j] = none;
-          continue;
-        }
-        __m512i bytes = _mm512_loadu_si512(w + (ch + j) * (kChunk / 2));
-        __m512i lo = _mm512_and_si512(bytes, low),
-                hi = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low);
-#pragma GCC unroll 4
-        for (int r = 0; r < ROWS; ++r) {
-          const int8_t* x = a.q.data() + (row + r) * k + (ch + j) * kChunk;
-          sum[r][j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(none, lo, _mm512_loadu_si512(x)), hi,
-                                          _mm512_loadu_si512(x + kChunk / 2));
-        }
+    for (int m = 0; m < 4; ++m) { // weights 8 m .. 8 m + 7 of the group
+      __m512i lo[2], hi[2];
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        __m512i bytes = _mm512_loadu_si512(w + (2 * m + h) * 64);
+        lo[h] = _mm512_and_si512(bytes, low);
+        hi[h] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low);
       }
-      int64_t at = ch * 4; // the slots of these 4 chunks' 16 groups
-      __m512 ws = _mm512_loadu_ps(scale + c * slots + at);
 #pragma GCC unroll 4
       for (int r = 0; r < ROWS; ++r) {
-        // Each 128-bit lane b of sum[r][j] holds group b's four partial sums: a 4 x 4
-        // transpose-and-add leaves group b of chunk j in lane 4 b + j.
-        __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(sum[r][0], sum[r][1]),
-                                       _mm512_unpackhi_epi32(sum[r][0], sum[r][1]));
-        __m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(sum[r][2], sum[r][3]),
-                                       _mm512_unpackhi_epi32(sum[r][2], sum[r][3]));
-        __m512 dots = _mm512_cvtepi32_ps(
-            _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23)));
-        __m512 as = _mm512_loadu_ps(a.scale.data() + (row + r) * slots + at),
-               term = _mm512_loadu_ps(a.zero_term.data() + (row + r) * slots + at);
+        const int8_t* x = a.q.data() + (row + r) * k + g * kGroup + 8 * m;
+        __m512i x0 = broadcast4(x), x1 = broadcast4(x + 4);
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h)
+          sum[r][h] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(sum[r][h], lo[h], x0), hi[h], x1);
+      }
+    }
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      __m512 ws = _mm512_loadu_ps(scale + g * kTile + 16 * h);
+#pragma GCC unroll 4
+      for (int r = 0; r < ROWS; ++r) {
+        int64_t at = (row + r) * groups + g;
+        __m512 dots = _mm512_cvtepi32_ps(sum[r][h]), as = _mm512_set1_ps(a.scale[at]),
+               term = _mm512_set1_ps(a.zero_term[at]);
         if constexpr (UNIFORM_ZERO) {
-          acc[r] = _mm512_fmadd_ps(ws, _mm512_fmsub_ps(dots, as, term), acc[r]);
+          acc[r][h] = _mm512_fmadd_ps(ws, _mm512_fmsub_ps(dots, as, term), acc[r][h]);
         } else {
-          acc[r] = _mm512_fmadd_ps(ws, _mm512_mul_ps(dots, as), acc[r]);
-          acc[r] = _mm512_fnmadd_ps(_mm512_loadu_ps(zero_scale + c * slots + at), term, acc[r]);
+          acc[r][h] = _mm512_fmadd_ps(ws, _mm512_mul_ps(dots, as), acc[r][h]);
+          acc[r][h] =
+              _mm512_fnmadd_ps(_mm512_loadu_ps(zero_scale + g * kTile + 16 * h), term, acc[r][h]);
         }
       }
     }
+  }
 #pragma GCC unroll 4
-    for (int r = 0; r < ROWS; ++r) {
-      alignas(64) float lanes[kLanes];
-      _mm512_store_ps(lanes, acc[r]);
-      float total = 0;
-      for (float v : lanes)
-        total += v;
-      y[r * y_step + c] = total;
+  for (int r = 0; r < ROWS; ++r) {
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      int64_t n = std::clamp<int64_t>(columns - 16 * h, 0, 16);
+      _mm512_mask_storeu_ps(y + r * y_step + 16 * h, static_cast<__mmask16>((1u << n) - 1),
+                            acc[r][h]);
     }
   }
 }
@@ -411,27 +409,42 @@ public:
   WeightOnlyMatMul(CallExtent rows, int64_t k, int64_t n, int64_t block, int bits, const Tensor& q,
                    const Tensor& scale, const Tensor& zero, bool int8)
       : rows_(rows), k_(k), n_(n), block_(block), bits_(bits) {
-    if (bits == 4 && k % 32 == 0 && block % 32 == 0 && __builtin_cpu_supports("avx512f"))
-      pack(reinterpret_cast<const uint8_t*>(q.data()));
-    if (int8 && !packed_.empty() && k % kChunk == 0 && __builtin_cpu_supports("avx512bw") &&
+    const auto* bytes = reinterpret_cast<const uint8_t*>(q.data());
+    bool avx512 =
+        bits == 4 && k % kGroup == 0 && block % kGroup == 0 && __builtin_cpu_supports("avx512f");
+    if (avx512 && int8 && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vnni"))
-      group_scales(static_cast<const float*>(static_cast<const void*>(scale.data())),
-                   reinterpret_cast<const uint8_t*>(zero.data()));
+      tile(bytes, static_cast<const float*>(static_cast<const void*>(scale.data())),
+           reinterpret_cast<const uint8_t*>(zero.data()));
+    else if (avx512)
+      pack(bytes);
   }
 
-  // The int8 path's weight scales (and scale x zero point, unless every zero point is the
-  // same) per group of 32, in slot order.
-  void group_scales(const float* scale, const uint8_t* zero) {
-    int64_t blocks = k_ / block_, slots = group_slots(k_);
+  // The int8 path's tiles: for each 32 columns (the last padded with zeros) and group of 32
+  // along K, 8 vectors of 64 bytes; in vector 2 m + h, byte 4 l + i holds, in its low half,
+  // weight 8 m + i and in its high half weight 8 m + 4 + i of column 16 h + l: vpdpbusd's
+  // four bytes per lane. With them, each group's weight scales and scale x zero point
+  // ([groups, 32] per tile; the latter unless every zero point is the same).
+  void tile(const uint8_t* q, const float* scale, const uint8_t* zero) {
+    int64_t blocks = k_ / block_, groups = k_ / kGroup, tiles = (n_ + kTile - 1) / kTile;
     if (std::all_of(zero, zero + n_ * blocks, [&](uint8_t z) { return z == zero[0]; }))
       uniform_zero_ = zero[0];
-    group_scale_.assign(static_cast<size_t>(n_ * slots), 0.0f);
-    if (!uniform_zero_) group_zero_scale_.assign(group_scale_.size(), 0.0f);
+    tiles_.assign(static_cast<size_t>(tiles * groups * kTileGroup), 0);
+    tile_scale_.assign(static_cast<size_t>(tiles * groups * kTile), 0.0f);
+    if (!uniform_zero_) tile_zero_scale_.assign(tile_scale_.size(), 0.0f);
     for (int64_t c = 0; c < n_; ++c) {
-      for (int64_t g = 0; g < k_ / kGroup; ++g) {
-        int64_t from = c * blocks + g * kGroup / block_, to = c * slots + group_slot(g);
-        group_scale_[to] = scale[from];
-        if (!uniform_zero_) group_zero_scale_[to] = scale[from] * static_cast<float>(zero[from]);
+      int64_t t = c / kTile, h = c % kTile / 16, l = c % 16;
+      for (int64_t g = 0; g < groups; ++g) {
+        uint8_t* to = tiles_.data() + (t * groups + g) * kTileGroup;
+        const uint8_t* from = q + c * k_ + g * kGroup;
+        for (int m = 0; m < 4; ++m) {
+          for (int i = 0; i < 4; ++i)
+            to[(2 * m + h) * 64 + 4 * l + i] =
+                static_cast<uint8_t>(from[8 * m + i] | from[8 * m + 4 + i] << 4);
+        }
+        int64_t s = c * blocks + g * kGroup / block_, at = (t * groups + g) * kTile + c % kTile;
+        tile_scale_[at] = scale[s];
+        if (!uniform_zero_) tile_zero_scale_[at] = scale[s] * static_cast<float>(zero[s]);
       }
     }
   }
@@ -457,22 +470,29 @@ public:
     const auto* zero = static_cast<const uint8_t*>(buffers[3]);
     auto* y = static_cast<float*>(buffers[4]);
     int64_t rows = rows_.at(extents);
-    if (!group_scale_.empty()) {
+    if (!tiles_.empty()) {
       thread_local Int8Rows quantized;
       quantize_rows(a, rows, k_, block_, uniform_zero_ ? *uniform_zero_ : 1.0f, quantized);
       const Int8Rows& rows_q = quantized;
+      int64_t groups = k_ / kGroup, tiles = (n_ + kTile - 1) / kTile;
+      // Each thread takes a range of the tiles, and each tile (in cache after the first) every
+      // group of up to kDirectRows rows.
 #pragma omp parallel
       {
         int64_t t = omp_get_thread_num(), count = omp_get_num_threads();
-        int64_t first = n_ * t / count, last = n_ * (t + 1) / count;
-        for (int64_t c = first; c < last; c += kColumns) {
-          int64_t end = std::min(c + kColumns, last);
+        for (int64_t i = tiles * t / count; i < tiles * (t + 1) / count; ++i) {
           for (int64_t r = 0; r < rows; r += kDirectRows) {
             auto go = [&]<int R>() {
               (uniform_zero_
-                   ? int8_rows_avx512<R, true>
-                   : int8_rows_avx512<R, false>)(rows_q, r, k_, packed_.data(), group_scale_.data(),
-                                                 group_zero_scale_.data(), y + r * n_, n_, c, end);
+                   ? int8_tile_avx512<R, true>
+                   : int8_tile_avx512<R, false>)(rows_q, r, k_,
+                                                 tiles_.data() + i * groups * kTileGroup,
+                                                 tile_scale_.data() + i * groups * kTile,
+                                                 tile_zero_scale_.empty()
+                                                     ? nullptr
+                                                     : tile_zero_scale_.data() + i * groups * kTile,
+                                                 y + r * n_ + i * kTile, n_,
+                                                 std::min(kTile, n_ - i * kTile));
             };
             with_rows(rows - r, go);
           }
@@ -532,7 +552,7 @@ public:
   std::string describe() const override {
     return fmt::format("Weft {}-bit weights matrix product, K {} N {} (blocks of {}{}{})", bits_,
                        k_, n_, block_, packed_.empty() ? "" : "; packed for one row",
-                       group_scale_.empty() ? "" : "; int8 activations");
+                       tiles_.empty() ? "" : "; int8 activations");
   }
 
 private:
@@ -540,9 +560,10 @@ private:
   int64_t k_, n_, block_;
   int bits_;
   std::vector<uint8_t> packed_; // for one row, where the form allows (4 bits, K and blocks of 32)
-  // The int8 path's, where accuracy level 4 asks for it, the form allows (K a multiple of 128)
-  // and the CPU has VNNI.
-  std::vector<float> group_scale_, group_zero_scale_;
+  // The int8 path's (tile()), where accuracy level 4 asks for it and the CPU has VNNI; then
+  // there is no packed_.
+  std::vector<uint8_t> tiles_;
+  std::vector<float> tile_scale_, tile_zero_scale_;
   std::optional<uint8_t> uniform_zero_;
 };
 
