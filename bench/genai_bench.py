@@ -1,8 +1,8 @@
 """Language models as ONNX Runtime GenAI's model builder writes them: does the model that
 `onnxruntime_genai.models.builder` makes for the CPU (GroupQueryAttention with its KV cache and
-rotary embedding, SkipSimplifiedLayerNormalization, and in int4 MatMulNBits) load in Weft,
+rotary embedding, SkipSimplifiedLayerNormalization, and in int4 and int8 MatMulNBits) load in Weft,
 generate ONNX Runtime's tokens, and decode as fast? Each model is built from its
-transformers config with random weights (no download), in f32 and int4. A greedy loop feeds
+transformers config with random weights (no download), in f32, int4 and int8. A greedy loop feeds
 each step's present key and value back as the next past (the growing cache an
 InferenceSession user runs): a prompt of PROMPT tokens, then STEPS tokens one at a time, at
 batch 1. Weft compiles once with dynamic_shapes (every past length), ONNX Runtime (CPU execution
@@ -96,7 +96,7 @@ def measure(rounds):
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, (config, what) in configs().items():
-            for precision in ("fp32", "int4"):
+            for precision in ("fp32", "int4", "int8"):
                 row = {"model": name, "precision": precision, "what": what}
                 rows.append(row)
                 try:
@@ -159,7 +159,7 @@ def markdown(r):
     lines = ["## Language models as ONNX Runtime GenAI's builder writes them", "",
              f"`bench/genai_bench.py`, measured {r['date']} on {r['machine']}, 2 threads: models built from their "
              f"transformers configs (random weights) by onnxruntime-genai {r['genai']}'s model builder for the CPU "
-             "(`-e cpu`), in f32 and int4 (its MatMulNBits, which Weft runs on the quantized weights: "
+             "(`-e cpu`), in f32, int4 and int8 (its MatMulNBits, which Weft runs on the quantized weights: "
              "docs/library.md); Weft expands their com.microsoft ops at import (docs/onnx-versions.md). A greedy loop at batch 1 with "
              f"the growing KV cache: a prompt of {PROMPT} tokens, then {STEPS} tokens one at a time. Weft "
              "compiles once with `dynamic_shapes` (compiles: how many it made for every past length; its first "
@@ -168,7 +168,7 @@ def markdown(r):
              f"runs in the background during the rounds); ONNX Runtime {r['onnxruntime']} (CPU execution provider) "
              f"runs the same model; alternating over {r['rounds']} rounds in one process, each entry the lowest median. "
              "Same tokens: Weft's greedy tokens equal ONNX Runtime's; the difference is of the last position's "
-             "logits over all steps, relative to their largest magnitude. In int4 both quantize the activations "
+             "logits over all steps, relative to their largest magnitude. In int4 and int8 both quantize the activations "
              "to int8 (the builder's accuracy level 4; docs/library.md), which turns the f32 rounding differences "
              "before each matmul (1e-6) into whole quanta where a value lies near a rounding boundary: with f32 "
              "activations (accuracy level 0) the two differ by 7e-6 on the prompt, with int8 by 4e-2 (1.3%) on "

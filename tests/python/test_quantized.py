@@ -718,21 +718,23 @@ def has_vnni():
         return False
 
 
-@pytest.mark.parametrize("zero_points, k, block, rows_shape", [
-    (False, 256, 32, [1]),           # zero points 8 everywhere (GenAI's symmetric int4)
-    (True, 384, 64, [1]),            # zero points per block; blocks of 64 (two groups of 32)
-    (True, 640, 32, [3]),            # 5 chunks of 128 (the last run of 4 short); 3 rows
-    (False, 1024, 128, [2, 2]),      # 4 rows
-    (True, 256, 32, [6]),            # a prompt: groups of 4 rows and 2
+@pytest.mark.parametrize("bits, zero_points, k, block, rows_shape", [
+    (4, False, 256, 32, [1]),        # zero points 8 everywhere (GenAI's symmetric int4)
+    (4, True, 384, 64, [1]),         # zero points per block; blocks of 64 (two groups of 32)
+    (4, True, 640, 32, [3]),         # 3 rows
+    (4, False, 1024, 128, [2, 2]),   # 4 rows
+    (4, True, 256, 32, [6]),         # a prompt: groups of 4 rows and 2
+    (8, False, 256, 32, [1]),        # 8 bits (GenAI's int8): zero points 128
+    (8, True, 320, 32, [5]),
 ])
-def test_matmul_nbits_accuracy_level_4_quantizes_the_activations_to_int8(zero_points, k, block, rows_shape):
+def test_matmul_nbits_accuracy_level_4_quantizes_the_activations_to_int8(bits, zero_points, k, block, rows_shape):
     """MatMulNBits' accuracy_level 4 (what ONNX Runtime GenAI's builder writes for the CPU):
     with VNNI, the rows of A are quantized to int8 per block, as ONNX Runtime does, and the
-    products of 4-bit weights and int8 activations are integer sums (vpdpbusd), scaled once per
+    products of 4- or 8-bit weights and int8 activations are integer sums (vpdpbusd), scaled once per
     group of 32. Against a float64 reference of that arithmetic: within 1e-5 where the f32 path
     would differ by the activations' rounding (about 1e-3 of the output)."""
     int8 = has_vnni()
-    model, a, want = matmul_nbits_case(4, zero_points, True, k, 40, block, rows_shape, 21, accuracy_level=4,
+    model, a, want = matmul_nbits_case(bits, zero_points, True, k, 40, block, rows_shape, 21, accuracy_level=4,
                                        int8_reference=int8)
     got, profile = weft.compile(model.SerializeToString()).profile({"a": a})
     strategy = [p["strategy"] for p in profile if p["op_type"] != "Add"]

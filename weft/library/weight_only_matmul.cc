@@ -281,13 +281,13 @@ quantized_rows_avx512(const float* __restrict a, int64_t a_step, const uint8_t* 
 // The int8 path (MatMulNBits' accuracy level 4, as ONNX Runtime runs it): the rows of A are
 // quantized to int8 per block of K (symmetric, scale max |a| / 127), and each group of 32
 // weights times its 32 activations is an integer sum of vpdpbusd's byte products, scaled once
-// per group by both scales. The weights are laid out for it in tiles of 32 columns
-// (WeightOnlyMatMul::tile): a lane per column, so that a group's scaling is one multiply-add per
-// 16 columns and row.
+// per group by both scales. The weights (4 or 8 bits) are laid out for it in tiles of 32
+// columns (WeightOnlyMatMul::tile): a lane per column, so that a group's scaling is one
+// multiply-add per 16 columns and row.
 constexpr int64_t kGroup = 32, kTile = 32;
 
-// A tile's bytes per group: 32 columns x 32 weights, two a byte.
-constexpr int64_t kTileGroup = kTile * kGroup / 2;
+// A tile's bytes per group: 32 columns x 32 weights of "bits" bits.
+constexpr int64_t tile_group_bytes(int bits) { return kTile * kGroup * bits / 8; }
 
 // Rows of A quantized for int8_tile_avx512: q [rows, K]; per row and group of 32 the scale and
 // zero_term = "zero" x scale x the sum of the group's q, the term the weights' zero points take
@@ -335,12 +335,12 @@ __attribute__((target("avx512f"))) inline __m512i broadcast4(const int8_t* x) {
 }
 
 // y[r, c] for ROWS quantized rows from "row" on and the "columns" (up to 32) of one tile:
-// "tile" its packed weights, "scale" and "zero_scale" its weights' scale and scale x zero point
+// "tile" its BITS-bit weights, "scale" and "zero_scale" its weights' scale and scale x zero point
 // per group and column ([groups, 32]). With UNIFORM_ZERO every zero point is the same, folded
 // into the rows' zero_term, and zero_scale is not read. Each group: 8 vpdpbusd per row and 16
 // columns (4 weights of a column per lane each), the two 16-column halves of the tile as
 // independent sums.
-template <int ROWS, bool UNIFORM_ZERO>
+template <int ROWS, int BITS, bool UNIFORM_ZERO>
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void
 int8_tile_avx512(const Int8Rows& a, int64_t row, int64_t k, const uint8_t* __restrict tile,
                  const float* __restrict scale, const float* __restrict zero_scale,
@@ -352,7 +352,7 @@ int8_tile_avx512(const Int8Rows& a, int64_t row, int64_t k, const uint8_t* __res
   for (int r = 0; r < ROWS; ++r)
     acc[r][0] = acc[r][1] = _mm512_setzero_ps();
   for (int64_t g = 0; g < groups; ++g) {
-    const uint8_t* w = tile + g * kTileGroup;
+    const uint8_t* w = tile + g * tile_group_bytes(BITS);
     __m512i sum[ROWS][2];
 #pragma GCC unroll 4
     for (int r = 0; r < ROWS; ++r)
@@ -362,9 +362,14 @@ int8_tile_avx512(const Int8Rows& a, int64_t row, int64_t k, const uint8_t* __res
       __m512i lo[2], hi[2];
 #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) {
-        __m512i bytes = _mm512_loadu_si512(w + (2 * m + h) * 64);
-        lo[h] = _mm512_and_si512(bytes, low);
-        hi[h] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low);
+        if constexpr (BITS == 4) {
+          __m512i bytes = _mm512_loadu_si512(w + (2 * m + h) * 64);
+          lo[h] = _mm512_and_si512(bytes, low);
+          hi[h] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low);
+        } else {
+          lo[h] = _mm512_loadu_si512(w + (4 * m + h) * 64);
+          hi[h] = _mm512_loadu_si512(w + (4 * m + 2 + h) * 64);
+        }
       }
 #pragma GCC unroll 4
       for (int r = 0; r < ROWS; ++r) {
@@ -410,37 +415,44 @@ public:
                    const Tensor& scale, const Tensor& zero, bool int8)
       : rows_(rows), k_(k), n_(n), block_(block), bits_(bits) {
     const auto* bytes = reinterpret_cast<const uint8_t*>(q.data());
-    bool avx512 =
-        bits == 4 && k % kGroup == 0 && block % kGroup == 0 && __builtin_cpu_supports("avx512f");
-    if (avx512 && int8 && __builtin_cpu_supports("avx512bw") &&
+    bool groups = k % kGroup == 0 && block % kGroup == 0;
+    if (groups && int8 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vnni"))
       tile(bytes, static_cast<const float*>(static_cast<const void*>(scale.data())),
            reinterpret_cast<const uint8_t*>(zero.data()));
-    else if (avx512)
+    else if (groups && bits == 4 && __builtin_cpu_supports("avx512f"))
       pack(bytes);
   }
 
   // The int8 path's tiles: for each 32 columns (the last padded with zeros) and group of 32
-  // along K, 8 vectors of 64 bytes; in vector 2 m + h, byte 4 l + i holds, in its low half,
-  // weight 8 m + i and in its high half weight 8 m + 4 + i of column 16 h + l: vpdpbusd's
-  // four bytes per lane. With them, each group's weight scales and scale x zero point
+  // along K, vectors of 64 bytes whose byte 4 l + i holds weight 8 m + i or 8 m + 4 + i of
+  // column 16 h + l (vpdpbusd's four bytes per lane): with 4 bits, 8 vectors, vector 2 m + h
+  // holding the first in its low half and the second in its high half; with 8 bits, 16
+  // vectors, the first in vector 4 m + h and the second in 4 m + 2 + h. With them, each group's
+  // weight scales and scale x zero point
   // ([groups, 32] per tile; the latter unless every zero point is the same).
   void tile(const uint8_t* q, const float* scale, const uint8_t* zero) {
     int64_t blocks = k_ / block_, groups = k_ / kGroup, tiles = (n_ + kTile - 1) / kTile;
     if (std::all_of(zero, zero + n_ * blocks, [&](uint8_t z) { return z == zero[0]; }))
       uniform_zero_ = zero[0];
-    tiles_.assign(static_cast<size_t>(tiles * groups * kTileGroup), 0);
+    tiles_.assign(static_cast<size_t>(tiles * groups * tile_group_bytes(bits_)), 0);
     tile_scale_.assign(static_cast<size_t>(tiles * groups * kTile), 0.0f);
     if (!uniform_zero_) tile_zero_scale_.assign(tile_scale_.size(), 0.0f);
     for (int64_t c = 0; c < n_; ++c) {
       int64_t t = c / kTile, h = c % kTile / 16, l = c % 16;
       for (int64_t g = 0; g < groups; ++g) {
-        uint8_t* to = tiles_.data() + (t * groups + g) * kTileGroup;
+        uint8_t* to = tiles_.data() + (t * groups + g) * tile_group_bytes(bits_) + 4 * l;
         const uint8_t* from = q + c * k_ + g * kGroup;
         for (int m = 0; m < 4; ++m) {
-          for (int i = 0; i < 4; ++i)
-            to[(2 * m + h) * 64 + 4 * l + i] =
-                static_cast<uint8_t>(from[8 * m + i] | from[8 * m + 4 + i] << 4);
+          for (int i = 0; i < 4; ++i) {
+            uint8_t first = from[8 * m + i], second = from[8 * m + 4 + i];
+            if (bits_ == 4) {
+              to[(2 * m + h) * 64 + i] = static_cast<uint8_t>(first | second << 4);
+            } else {
+              to[(4 * m + h) * 64 + i] = first;
+              to[(4 * m + 2 + h) * 64 + i] = second;
+            }
+          }
         }
         int64_t s = c * blocks + g * kGroup / block_, at = (t * groups + g) * kTile + c % kTile;
         tile_scale_[at] = scale[s];
@@ -483,16 +495,15 @@ public:
         for (int64_t i = tiles * t / count; i < tiles * (t + 1) / count; ++i) {
           for (int64_t r = 0; r < rows; r += kDirectRows) {
             auto go = [&]<int R>() {
-              (uniform_zero_
-                   ? int8_tile_avx512<R, true>
-                   : int8_tile_avx512<R, false>)(rows_q, r, k_,
-                                                 tiles_.data() + i * groups * kTileGroup,
-                                                 tile_scale_.data() + i * groups * kTile,
-                                                 tile_zero_scale_.empty()
-                                                     ? nullptr
-                                                     : tile_zero_scale_.data() + i * groups * kTile,
-                                                 y + r * n_ + i * kTile, n_,
-                                                 std::min(kTile, n_ - i * kTile));
+              auto* kernel = bits_ == 4 ? (uniform_zero_ ? int8_tile_avx512<R, 4, true>
+                                                         : int8_tile_avx512<R, 4, false>)
+                                        : (uniform_zero_ ? int8_tile_avx512<R, 8, true>
+                                                         : int8_tile_avx512<R, 8, false>);
+              kernel(rows_q, r, k_, tiles_.data() + i * groups * tile_group_bytes(bits_),
+                     tile_scale_.data() + i * groups * kTile,
+                     tile_zero_scale_.empty() ? nullptr
+                                              : tile_zero_scale_.data() + i * groups * kTile,
+                     y + r * n_ + i * kTile, n_, std::min(kTile, n_ - i * kTile));
             };
             with_rows(rows - r, go);
           }
