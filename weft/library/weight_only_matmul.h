@@ -8,8 +8,8 @@
 // (a prompt) dequantize chunks of 16 columns into f32 in cache, each once, and multiply every row
 // by them in tiles of 4 x 4. MatMulNBits' accuracy level 4 (the DequantizeLinear's
 // accuracy_level) on a CPU with VNNI quantizes the rows to int8 per block instead, as ONNX
-// Runtime does, and multiplies them by the 4-bit weights as integers (vpdpbusd), the weights
-// laid out for it in tiles of 32 columns. Without the call (no oneDNN, CUDA), the
+// Runtime does, and multiplies them by the 4- or 8-bit weights as integers (vpdpbusd), the
+// weights laid out for it in tiles of 32 columns. Without the call (no oneDNN, CUDA), the
 // DequantizeLinear runs as a generated kernel at every run.
 // docs/library.md.
 #pragma once
