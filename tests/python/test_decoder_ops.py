@@ -189,6 +189,44 @@ def test_group_query_attention_decode_loop_compiles_once():
     assert compiled.compiled_variants == 1
 
 
+@pytest.mark.parametrize("batch, lengths", [(1, [3, 1, 1, 1, 1, 1, 3, 1, 2]), (2, [5, 1, 1, 1, 1, 1])])
+def test_group_query_attention_sliding_window_cache(batch, lengths):
+    """sliding_window_cache (Gemma 3's and GPT-OSS's local layers, as GenAI's builder writes
+    them): past and present are buffers of the window's length w, holding the last min(tokens,
+    w) tokens from their start and zeros after; attention sees the last w tokens. Against the
+    reference of the growing cache (the whole sequence), whose last w tokens the buffer must
+    hold; each step is fed Weft's own present (ONNX Runtime 1.32 gave the same presents and
+    outputs on these steps)."""
+    heads, kv_heads, size, window = 4, 2, 16, 4
+    shapes = {"q": ["batch", "seq", (heads + 2 * kv_heads) * size],
+              "pk": ["batch", kv_heads, "past", size], "pv": ["batch", kv_heads, "past", size],
+              "seqlens": ["batch"], "cos": [64, 8], "sin": [64, 8]}
+    model = gqa_model(heads, kv_heads, True, True, True, shapes=shapes, local_window_size=window,
+                      sliding_window_cache=1)
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    rng = np.random.default_rng(5)
+    cos, sin = (rng.standard_normal((64, 8)).astype(np.float32) for _ in range(2))
+    pk = pv = np.zeros((batch, kv_heads, window, size), np.float32)
+    whole_k = whole_v = np.zeros((batch, kv_heads, 0, size))
+    total = 0
+    for length in lengths:
+        q = rng.standard_normal((batch, length, (heads + 2 * kv_heads) * size)).astype(np.float32)
+        total += length
+        seqlens = np.full(batch, total - 1, np.int32)
+        got = compiled.run({"q": q, "pk": pk, "pv": pv, "seqlens": seqlens, "total": np.array(total, np.int32),
+                            "cos": cos, "sin": sin})
+        out, whole_k, whole_v = gqa_reference(q, None, None, whole_k, whole_v, seqlens, heads, kv_heads, cos,
+                                              sin, window=window)
+        np.testing.assert_allclose(got["y"], out, rtol=1e-4, atol=1e-5)
+        kept = min(total, window)
+        for name, whole in (("present_k", whole_k), ("present_v", whole_v)):
+            want = np.zeros((batch, kv_heads, window, size))
+            want[:, :, :kept] = whole[:, :, total - kept:total]
+            np.testing.assert_allclose(got[name], want, rtol=1e-5, atol=1e-6)
+        pk, pv = got["present_k"], got["present_v"]
+    assert compiled.compiled_variants == 1
+
+
 # (input shape, position_ids shape, R, attributes)
 ROTARY_FORMS = {
     "3d_one_head_per_cache_width": ((2, 5, 64), (2, 5), 16, {}),

@@ -74,7 +74,11 @@ std::string shape_like(Expansion& e, const std::string& q, const std::vector<int
 // seqlens_k[b] + 1, and with local_window_size w > 0 the last w of those only. The scores:
 // (Q K^T) * scale (1 / sqrt(head) by default), softcap * tanh(x / softcap) where softcap > 0,
 // plus attention_bias; softmax with one more logit of head_sink[h] (or 0 with smooth_softmax).
-// do_rotary rotates the new Q and K at position_ids, or at their positions. Checked against
+// do_rotary rotates the new Q and K at position_ids, or at their positions. With
+// sliding_window_cache (Gemma 3's and GPT-OSS's local layers) the past is a buffer of a local
+// window's length w holding the last min(past_b, w) tokens from its start; the new ones are
+// written after those, the keys' positions shift by what the buffer dropped, and present keeps
+// the buffer's length, the last min(total, w) tokens from its start, zeros after. Checked against
 // ONNX Runtime 1.32's CPU kernel, which it matches also on padded queries (docs/onnx-versions.md).
 Status expand_group_query_attention(Expansion& e) {
   int64_t heads = e.int_attr_or("num_heads", 0), kv = e.int_attr_or("kv_num_heads", 0);
@@ -92,6 +96,10 @@ Status expand_group_query_attention(Expansion& e) {
   if (do_rotary && e.in(7).empty()) return Status::error("do_rotary needs cos_cache and sin_cache");
   if (!e.out(3).empty() || e.int_attr_or("qk_output", 0) != 0)
     return Status::error("output_qk is not supported");
+  int64_t window = e.int_attr_or("local_window_size", -1);
+  bool sliding = e.int_attr_or("sliding_window_cache", 0) != 0;
+  if (sliding && (window <= 0 || e.in(3).empty()))
+    return Status::error("sliding_window_cache needs local_window_size > 0 and past_key");
   std::string q = e.in(0), qh, kh, vh;
   if (e.in(1).empty()) { // packed: [B, S, (heads + 2 kv) * head]
     std::string all = heads_of(e, q, heads + 2 * kv);
@@ -107,16 +115,22 @@ Status expand_group_query_attention(Expansion& e) {
       e.op(Op::kAdd,
            {e.op(Op::kCast, {e.in(5)}, {int_attr("to", onnx::TensorProto::INT64)}), e.ints({1})});
   std::string past = e.op(Op::kMax, {e.op(Op::kSub, {total, e.dim(q, 1)}), e.ints({0})});
-  std::string own = e.op(Op::kAdd, {e.op(Op::kUnsqueeze, {past, e.ints({1})}),
-                                    e.op(Op::kUnsqueeze, {e.positions(q, 1), e.ints({0})})});
+  std::string news = e.op(Op::kUnsqueeze, {e.positions(q, 1), e.ints({0})});
+  std::string own = e.op(Op::kAdd, {e.op(Op::kUnsqueeze, {past, e.ints({1})}), news});
+  // Where the past's tokens end in the cache and the new ones go: past_b, or in a sliding
+  // window's buffer min(past_b, w).
+  std::string slot = sliding ? e.op(Op::kMin, {past, e.ints({window})}) : past;
+  std::string slot_own =
+      sliding ? e.op(Op::kAdd, {e.op(Op::kUnsqueeze, {slot, e.ints({1})}), news}) : own;
   if (do_rotary) {
     std::string at = e.in(9).empty() ? own : e.in(9);
     bool interleaved = e.int_attr_or("rotary_interleaved", 0) != 0;
     qh = rotate(e, qh, at, e.in(7), e.in(8), interleaved);
     kh = rotate(e, kh, at, e.in(7), e.in(8), interleaved);
   }
-  // The present cache: the past one and the new keys (values) after it, which are also
-  // scattered to [b, head, past_b + s] for a batch whose past is shorter.
+  // The cache attention reads: the past one and the new keys (values) after it, which are also
+  // scattered to [b, head, slot_b + s] for a batch whose past is shorter; it is the present
+  // one but for a sliding window's.
   auto present = [&](const std::string& past_cache, const std::string& fresh, int out) {
     if (past_cache.empty()) {
       return e.out(out).empty() ? fresh : e.op(Op::kIdentity, {fresh}, {}, e.out(out));
@@ -127,14 +141,27 @@ Status expand_group_query_attention(Expansion& e) {
     std::vector<int64_t> kv_heads(kv);
     std::iota(kv_heads.begin(), kv_heads.end(), 0);
     std::string head = e.constant_of(Tensor::from_vector(DType::kI64, {1, kv, 1, 1}, kv_heads));
-    std::string at = e.op(Op::kReshape, {own, e.ints({0, 1, -1, 1})});
+    std::string at = e.op(Op::kReshape, {slot_own, e.ints({0, 1, -1, 1})});
     std::string index = e.op(Op::kConcat,
                              {e.op(Op::kExpand, {batch, shape}), e.op(Op::kExpand, {head, shape}),
                               e.op(Op::kExpand, {at, shape})},
                              {int_attr("axis", 3)});
-    return e.op(Op::kScatterND, {base, index, fresh}, {}, e.out(out));
+    return e.op(Op::kScatterND, {base, index, fresh}, {}, sliding ? "" : e.out(out));
   };
   std::string keys = present(e.in(3), kh, 1), values = present(e.in(4), vh, 2);
+  if (sliding) { // present[b, :, j] = cache[b, :, end_b - kept_b + j] for j < kept_b, else 0
+    std::string kept = e.op(Op::kMin, {total, e.ints({window})});
+    std::string end = e.op(Op::kSub, {e.op(Op::kAdd, {slot, total}), past});
+    std::string first = e.op(Op::kReshape, {e.op(Op::kSub, {end, kept}), e.ints({-1, 1, 1, 1})});
+    std::string j = e.op(Op::kReshape, {e.positions(e.in(3), 2), e.ints({1, 1, -1, 1})});
+    std::string index =
+        e.op(Op::kExpand, {e.op(Op::kAdd, {first, j}), e.op(Op::kShape, {e.in(3)})});
+    std::string keep = e.op(Op::kLess, {j, e.op(Op::kReshape, {kept, e.ints({-1, 1, 1, 1})})});
+    for (auto [cache, out] : {std::pair{keys, 1}, std::pair{values, 2}}) {
+      std::string window_of = e.op(Op::kGatherElements, {cache, index}, {int_attr("axis", 2)});
+      e.op(Op::kWhere, {keep, window_of, e.scalar(0.0, q)}, {}, e.out(out));
+    }
+  }
   // Query heads grouped by their kv head: Q [B, kv, G, S, head] against K [B, kv, 1, L, head].
   int64_t group = heads / kv;
   std::string grouped = e.op(Op::kReshape, {qh, shape_like(e, q, {kv, group}, -1)});
@@ -158,12 +185,16 @@ Status expand_group_query_attention(Expansion& e) {
   // Keys after the query's own position, or from the batch's token count on, or (a local
   // window of w) w or more before it, are left out.
   std::string key_at = e.positions(keys, 2);
+  if (sliding) { // the buffer dropped past_b - slot_b tokens before its first
+    key_at = e.op(Op::kAdd,
+                  {key_at, e.op(Op::kReshape, {e.op(Op::kSub, {past, slot}), e.ints({-1, 1, 1})})});
+  }
   std::string own_at = e.op(Op::kUnsqueeze, {own, e.ints({2})});
   std::string hidden =
       e.op(Op::kOr,
            {e.op(Op::kGreater, {key_at, own_at}),
             e.op(Op::kGreaterOrEqual, {key_at, e.op(Op::kReshape, {total, e.ints({-1, 1, 1})})})});
-  if (int64_t window = e.int_attr_or("local_window_size", -1); window > 0) {
+  if (window > 0) {
     std::string first = e.op(Op::kSub, {own_at, e.ints({window})});
     hidden = e.op(Op::kOr, {hidden, e.op(Op::kLessOrEqual, {key_at, first})});
   }
