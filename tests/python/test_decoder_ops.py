@@ -227,6 +227,42 @@ def test_group_query_attention_sliding_window_cache(batch, lengths):
     assert compiled.compiled_variants == 1
 
 
+@pytest.mark.parametrize("length, kernel, activation, bias, past", [
+    (5, 3, "none", False, True),     # LFM2's: a prompt after a state
+    (1, 3, "silu", True, True),      # Qwen 3.5's: a decoding step
+    (4, 4, "silu", True, False),     # no state: zeros before the input
+    (3, 1, "none", False, True),     # K = 1: an empty state
+])
+def test_causal_conv_with_state(length, kernel, activation, bias, past):
+    """CausalConvWithState (LFM2's and Qwen 3.5's short convolutions, GenAI's builder): input
+    [B, C, S] convolved per channel over the past state [B, C, K - 1] then the input, plus bias,
+    then silu or nothing; the present state is the last K - 1 columns. Against a float64
+    reference (ONNX Runtime 1.32 gave the same within 5e-7)."""
+    rng = np.random.default_rng(kernel + length)
+    batch, channels = 2, 6
+    x = rng.standard_normal((batch, channels, length)).astype(np.float32)
+    w = rng.standard_normal((channels, 1, kernel)).astype(np.float32)
+    b = rng.standard_normal(channels).astype(np.float32)
+    state = rng.standard_normal((batch, channels, kernel - 1)).astype(np.float32)
+    names = ["x", "w", "b" if bias else "", "p" if past else ""]
+    node = helper.make_node("CausalConvWithState", names, ["y", "present"], domain=MS, ndim=1, activation=activation)
+    inits = [helper.make_tensor("w", F, w.shape, w.ravel())] + ([helper.make_tensor("b", F, b.shape, b)] if bias else [])
+    inputs = [helper.make_tensor_value_info("x", F, ["B", channels, "S"])]
+    if past:
+        inputs.append(helper.make_tensor_value_info("p", F, ["B", channels, kernel - 1]))
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info(n, F, None) for n in ("y", "present")],
+                              inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid(MS, 1)])
+    feeds = {"x": x, **({"p": state} if past else {})}
+    got = weft.compile(model.SerializeToString()).run(feeds)
+    joined = np.concatenate([state if past else np.zeros_like(state), x], 2).astype(np.float64)
+    want = sum(w[None, :, 0, j, None] * joined[:, :, j:j + length] for j in range(kernel)) + (b[:, None] if bias else 0)
+    if activation == "silu":
+        want = want / (1 + np.exp(-want))
+    np.testing.assert_allclose(got["y"], want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(got["present"], joined[:, :, joined.shape[2] - (kernel - 1):].astype(np.float32))
+
+
 # (input shape, position_ids shape, R, attributes)
 ROTARY_FORMS = {
     "3d_one_head_per_cache_width": ((2, 5, 64), (2, 5), 16, {}),
@@ -282,6 +318,13 @@ def test_rotary_embedding(form):
     (helper.make_node("RotaryEmbedding", ["x", "s", "x", "x"], ["y"], is_packed_batching=1, domain=MS),
      "is_packed_batching"),
     (helper.make_node("RotaryEmbedding", ["x", "u", "x", "x"], ["y"], domain=MS), "needs the ranks of input"),
+    (helper.make_node("GroupQueryAttention", ["x", "", "", "x", "x", "s", "t"], ["y"], num_heads=4, kv_num_heads=2,
+                      sliding_window_cache=1, domain=MS), "sliding_window_cache needs local_window_size"),
+    (helper.make_node("CausalConvWithState", ["x", "x"], ["y"], activation="relu", domain=MS),
+     "activation 'relu' is not supported"),
+    (helper.make_node("CausalConvWithState", ["x", "x"], ["y"], state_window=4, domain=MS),
+     "state_window is not supported"),
+    (helper.make_node("CausalConvWithState", ["x", "x"], ["y"], domain=MS), r"weight must be a constant \[C, 1, K\]"),
 ])
 def test_malformed_decoder_ops_are_one_clear_error(node, message):
     node.name = "bad"

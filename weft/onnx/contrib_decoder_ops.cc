@@ -259,6 +259,39 @@ Status expand_rotary_embedding(Expansion& e) {
   return Status();
 }
 
+// CausalConvWithState(input, weight, bias, past_state): LFM2's and Qwen 3.5's short
+// convolutions with their state. input [B, C, S] convolved per channel (weight [C, 1, K]) over
+// past_state [B, C, K - 1] (zeros when absent) then the input, no padding; plus bias [C], then
+// activation "none" or "silu". present_state: the last K - 1 columns of past_state and input.
+// Refused: ndim other than 1, state_window (ONNX Runtime's CPU refuses it too), other
+// activations.
+Status expand_causal_conv_with_state(Expansion& e) {
+  if (e.opset() < 13) return Status::error("needs ai.onnx opset 13 or later");
+  if (e.int_attr_or("ndim", 1) != 1) return Status::error("only ndim=1 is supported");
+  if (e.int_attr_or("state_window", 0) != 0) return Status::error("state_window is not supported");
+  std::string activation = e.string_attr_or("activation", "none");
+  if (activation != "none" && activation != "silu")
+    return Status::error(
+        fmt::format("activation '{}' is not supported (none or silu)", activation));
+  std::string x = e.in(0), w = e.in(1);
+  // Conv's group is an attribute: the channels and K are the weight's dims, a constant here.
+  const onnx::TensorProto* weight = e.constant(w);
+  if (!weight || weight->dims_size() != 3 || weight->dims(1) != 1 || weight->dims(2) < 1)
+    return Status::error("weight must be a constant [C, 1, K]");
+  int64_t channels = weight->dims(0), state = weight->dims(2) - 1;
+  std::string joined = e.in(3).empty() // K - 1 zeros before the input
+                           ? e.op(Op::kPad, {x, e.ints({0, 0, state, 0, 0, 0})})
+                           : e.op(Op::kConcat, {e.in(3), x}, {int_attr("axis", 2)});
+  std::string y = e.op(Op::kConv, {joined, w, e.in(2)}, {int_attr("group", channels)});
+  if (activation == "silu") y = e.op(Op::kMul, {y, e.op(Op::kSigmoid, {y})});
+  e.op(Op::kIdentity, {y}, {}, e.out(0));
+  if (!e.out(1).empty()) {
+    std::string from = e.op(Op::kSub, {e.dim(joined, 2), e.ints({state})});
+    e.op(Op::kSlice, {joined, from, e.dim(joined, 2), e.ints({2})}, {}, e.out(1));
+  }
+  return Status();
+}
+
 } // namespace
 
 std::map<std::string, ContribOp> decoder_ops() {
@@ -270,6 +303,8 @@ std::map<std::string, ContribOp> decoder_ops() {
         expand_group_query_attention}},
       {"com.microsoft.RotaryEmbedding",
        {{"input", "position_ids", "cos_cache", "sin_cache"}, 4, expand_rotary_embedding}},
+      {"com.microsoft.CausalConvWithState",
+       {{"input", "weight", "bias", "past_state"}, 2, expand_causal_conv_with_state}},
   };
 }
 

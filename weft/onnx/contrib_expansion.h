@@ -93,6 +93,10 @@ public:
     const onnx::AttributeProto* a = find_attr(node_, name);
     return a ? a->i() : fallback;
   }
+  std::string string_attr_or(const std::string& name, const std::string& fallback) const {
+    const onnx::AttributeProto* a = find_attr(node_, name);
+    return a ? a->s() : fallback;
+  }
 
   // A node of "type" writing "output" (a new value when empty); trailing absent inputs
   // are dropped.
