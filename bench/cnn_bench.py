@@ -7,6 +7,11 @@ torch.onnx.export's defaults. Weft runs through its Python module (in this proce
 checked against PyTorch's first, rtol 1e-3, atol 1e-4 plus 1e-5 of the output's largest magnitude); each round times every system on every
 model, and an entry is the system's lowest median over the rounds.
 
+Each model's arithmetic floor: the FLOPs of its convolutions and matrix products (2 per
+multiply-add, as direct convolutions) at the machine's measured f32 peak, both from
+`weft bench --kernels --json` (the CLI next to the Python module, or $WEFT_CLI): how close the
+fastest possible run of those FLOPs is to each system's time.
+
 Usage: PYTHONPATH=build/python bench/.venv/bin/python bench/cnn_bench.py [--rounds 2] [--iters 20] [--write]
 --write stores bench/cnn_results.json, which run_bench.py puts in docs/benchmarks.md.
 """
@@ -14,8 +19,10 @@ import argparse
 import datetime
 import json
 import os
+import shutil
 import statistics
 import sys
+import subprocess
 import tempfile
 import time
 
@@ -87,6 +94,20 @@ MODELS = {
 }
 
 
+def arithmetic(path):
+    """(FLOPs of the library calls, the machine's f32 peak in GFLOP/s) from Weft's CLI: $WEFT_CLI,
+    the build's (beside build/python), or weft on the PATH; (None, None) without one."""
+    import weft
+    build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(weft.__file__))))
+    for cli in (os.environ.get("WEFT_CLI"), os.path.join(build, "tools", "weft", "weft"), shutil.which("weft")):
+        if cli and os.path.isfile(cli):
+            out = subprocess.run([cli, "bench", path, "--json", "--kernels", "--iters", "3"], capture_output=True,
+                                 text=True, check=True).stdout
+            r = json.loads(out)
+            return sum(k.get("flops", 0) for k in r["kernel_profile"]), r["peak_gflops"]
+    return None, None
+
+
 def timed(fn, iters):
     for _ in range(2):
         fn()
@@ -102,7 +123,7 @@ def measure(rounds, iters):
     import weft
 
     systems = {"weft": {}, "ort": {}, "torch": {}, "torch_compile": {}}
-    errors, runners = {}, {}
+    errors, runners, flops, peaks = {}, {}, {}, []
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as tmp:
         for name, (make, example) in MODELS.items():
@@ -121,6 +142,9 @@ def measure(rounds, iters):
             # Deep random networks reach outputs in the hundreds: a tolerance of their scale.
             np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4 + 1e-5 * np.abs(want).max(),
                                        err_msg=name)
+            flops[name], peak = arithmetic(path)
+            if peak:
+                peaks.append(peak)
             fast = torch.compile(model)
             runners[name] = {"weft": lambda c=compiled, f=feed: c.run(f),
                              "ort": lambda s=session, f=feed: s.run(None, f),
@@ -138,6 +162,8 @@ def measure(rounds, iters):
     rows = []
     for name in MODELS:
         row = {"model": name}
+        if flops[name] is not None:
+            row["gflop"] = flops[name] / 1e9
         for system, medians in systems.items():
             if name in medians:
                 row[system + "_median_ms"] = min(medians[name])
@@ -145,7 +171,7 @@ def measure(rounds, iters):
             elif f"{system}/{name}" in errors:
                 row[system + "_error"] = errors[f"{system}/{name}"]
         rows.append(row)
-    return rows
+    return rows, max(peaks, default=None)
 
 
 def markdown(r):
@@ -159,28 +185,45 @@ def markdown(r):
              f"all in one process; {r['rounds']} rounds, each entry the system's lowest median of "
              f"{r['iters']} runs. Weft's output matched PyTorch's (rtol 1e-3, atol 1e-4 plus 1e-5 of the "
              "output's largest magnitude) before timing. "
-             "Ratios are peer time / Weft time (above 1: Weft is faster).", "",
-             "| Model | Weft | ONNX Runtime | ORT / Weft | PyTorch eager | eager / Weft | torch.compile "
-             "| compile / Weft |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "Ratios are peer time / Weft time (above 1: Weft is faster). Floor: the model's convolution "
+             "and matrix-product FLOPs (2 per multiply-add, counted as direct convolutions) at the machine's "
+             + (f"f32 peak, {r['peak_gflops']:.0f} GFLOP/s (the highest of Weft's measurements during the "
+                "run: oneDNN's matrix product); floor / ORT and floor / Weft: the share of that peak each "
+                "reaches over the whole model (Winograd convolutions do fewer FLOPs, and can exceed 100%). "
+                "A system at x% of the floor can be beaten by at most 100/x, without Winograd."
+                if r.get("peak_gflops") else "f32 peak (not measured in this run).") + "", "",
+             "| Model | GFLOP | Floor | Weft | floor / Weft | ONNX Runtime | floor / ORT | ORT / Weft "
+             "| PyTorch eager | eager / Weft | torch.compile | compile / Weft |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     cell = lambda v: "n/a" if v is None else f"{v:.2f} ms"
     ratio = lambda p, w: None if p is None or w is None else p / w
     fmt = lambda v: "n/a" if v is None else f"{v:.2f}"
     by = {"ort": [], "torch": [], "torch_compile": []}
+    pct = lambda f, t: "n/a" if f is None or not t else f"{100 * f / t:.0f}%"
     for row in r["rows"]:
         w = row.get("weft_median_ms")
+        floor = row["gflop"] / r["peak_gflops"] * 1e3 if r.get("peak_gflops") and "gflop" in row else None
         cells = []
         for system in ("ort", "torch", "torch_compile"):
             p = row.get(system + "_median_ms")
             q = ratio(p, w)
             if q:
                 by[system].append(q)
-            cells += [cell(p), fmt(q)]
-        lines.append(f"| {row['model']} | {cell(w) if w else 'failed'} | " + " | ".join(cells) + " |")
+            cells += [cell(p)] + ([pct(floor, p)] if system == "ort" else []) + [fmt(q)]
+        gflop = f"{row['gflop']:.2f}" if "gflop" in row else "n/a"
+        lines.append(f"| {row['model']} | {gflop} | {cell(floor)} | {cell(w) if w else 'failed'} | "
+                     f"{pct(floor, w)} | " + " | ".join(cells) + " |")
     geo = lambda v: float(np.exp(np.mean(np.log(v)))) if v else float("nan")
     slower = [row["model"] for row in r["rows"]
               if row.get("weft_median_ms") and row.get("ort_median_ms")
               and row["ort_median_ms"] < row["weft_median_ms"]]
+    beyond = [f"{row['model']} ({150 * row['gflop'] / r['peak_gflops'] * 1e3 / row['ort_median_ms']:.0f}%)"
+              for row in r["rows"] if r.get("peak_gflops") and "gflop" in row and row.get("ort_median_ms")
+              and 1.5 * row["gflop"] / r["peak_gflops"] * 1e3 > row["ort_median_ms"]]
+    if beyond:
+        lines += ["", "Being 1.5x faster than ONNX Runtime takes more than the machine's peak (the share of "
+                  "it such a run would reach) on " + ", ".join(beyond) + ": only doing fewer FLOPs gets "
+                  "there (Winograd's 3x3 convolutions, which Weft runs with 32 channels or more)."]
     lines += ["", f"Geomean: ONNX Runtime / Weft **{geo(by['ort']):.2f}**, eager / Weft "
               f"**{geo(by['torch']):.2f}**, torch.compile / Weft **{geo(by['torch_compile']):.2f}**. "
               f"Slower than ONNX Runtime on {len(slower)} of {len(r['rows'])}"
@@ -195,11 +238,12 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--write", action="store_true", help="store bench/cnn_results.json")
     args = ap.parse_args()
-    rows = measure(args.rounds, args.iters)
+    rows, peak = measure(args.rounds, args.iters)
     from run_bench import machine
     result = {"date": datetime.date.today().isoformat(), "machine": machine(),
               "onnxruntime": ort.__version__, "pytorch": torch.__version__,
-              "threads": torch.get_num_threads(), "rounds": args.rounds, "iters": args.iters, "rows": rows}
+              "threads": torch.get_num_threads(), "rounds": args.rounds, "iters": args.iters,
+              "peak_gflops": peak, "rows": rows}
     print("\n".join(markdown(result)))
     if args.write:
         with open(os.path.join(HERE, "cnn_results.json"), "w") as f:

@@ -197,7 +197,8 @@ Status expand_matmul_nbits(Expansion& e) {
   std::string bias = e.in(5), y;
   if ((bits == 4 || bits == 8) && e.opset() >= 21) {
     // Kept quantized: DequantizeLinear of q [N, K] in blocks along K (zero points 2^(bits - 1)
-    // where absent), transposed, as the weight-only call takes it (weight_only_matmul.h).
+    // where absent; accuracy_level carried), transposed, as the weight-only call takes it
+    // (weight_only_matmul.h).
     DType type = bits == 4 ? DType::kU4 : DType::kU8;
     Tensor s(scales.dtype(), {n, blocks}), z(type, {n, blocks});
     std::copy_n(scales.data(), s.num_bytes(), s.data());
