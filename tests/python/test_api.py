@@ -824,3 +824,28 @@ def test_inputs_bound_to_one_type_must_agree(op):
     with pytest.raises(weft.WeftError, match=rf"node '{op}_0' \({op}, opset 13\): inputs 'x' \(f32\) and "
                                              r"'w' \(f64\) are both of type T, which must be one type"):
         weft.compile(model.SerializeToString())
+
+
+def test_top_k_from_a_constant_node_then_scattered():
+    """A mixture of experts' routing as exporters write it: TopK with K from a Constant node,
+    a Softmax of the values, and a ScatterElements of them at the indices into zeros shaped
+    like the logits. At import K is not yet a constant, so the values and indices got different
+    fresh symbols for it, and once the zeros folded the ScatterElements saw them as
+    contradicting (an internal error); shapes are now refined before the graph is verified."""
+    nodes = [helper.make_node("Constant", [], ["k"], value=numpy_helper.from_array(np.array([2], np.int64))),
+             helper.make_node("TopK", ["r", "k"], ["v", "i"], axis=-1),
+             helper.make_node("Softmax", ["v"], ["w"], axis=-1),
+             helper.make_node("Shape", ["r"], ["s"]),
+             helper.make_node("ConstantOfShape", ["s"], ["zeros"]),
+             helper.make_node("ScatterElements", ["zeros", "i", "w"], ["y"], axis=1)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("r", TensorProto.FLOAT, [5, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    model.ir_version = 10
+    r = np.random.default_rng(4).standard_normal((5, 4)).astype(np.float32)
+    got = weft.compile(model.SerializeToString()).run({"r": r})["y"]
+    top = np.argsort(-r, axis=1, kind="stable")[:, :2]
+    values = np.take_along_axis(r, top, 1).astype(np.float64)
+    want = np.zeros((5, 4))
+    np.put_along_axis(want, top, np.exp(values) / np.exp(values).sum(1, keepdims=True), 1)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)

@@ -265,6 +265,71 @@ def test_causal_conv_with_state(length, kernel, activation, bias, past):
     np.testing.assert_array_equal(got["present"], joined[:, :, joined.shape[2] - (kernel - 1):].astype(np.float32))
 
 
+def moe_reference(x, logits, w1, b1, w2, b2, k, activation, normalize, limit=None, alpha=1.0, beta=0.0):
+    """Each token through its top k experts (float64), mixed by the softmax of their k logits
+    (normalize) or of all; SwiGLU's gate and linear halves interleaved in fc1's output."""
+    out = np.zeros(x.shape)
+    for t in range(x.shape[0]):
+        row = logits[t].astype(np.float64)
+        top = np.argsort(-row, kind="stable")[:k]
+        p = np.exp(row - row.max())
+        weights = p[top] / p[top].sum() if normalize else (p / p.sum())[top]
+        for e, weight in zip(top, weights):
+            h = w1[e].astype(np.float64) @ x[t] + (0 if b1 is None else b1[e])
+            if activation == "swiglu":
+                gate, linear = h[0::2], h[1::2]
+                if limit is not None:
+                    gate, linear = np.minimum(gate, limit), np.clip(linear, -limit, limit)
+                a = gate / (1 + np.exp(-alpha * gate)) * (linear + beta)
+            elif activation == "relu":
+                a = np.maximum(h, 0)
+            elif activation == "silu":
+                a = h / (1 + np.exp(-h))
+            else:  # gelu, tanh's approximation
+                a = 0.5 * h * (1 + np.tanh(np.sqrt(2 / np.pi) * (h + 0.044715 * h ** 3)))
+            out[t] += weight * (w2[e].astype(np.float64) @ a + (0 if b2 is None else b2[e]))
+    return out
+
+
+@pytest.mark.parametrize("activation, k, normalize, bias, attrs, shape", [
+    ("swiglu", 2, 1, True, {"swiglu_limit": 7.0, "activation_alpha": 1.702, "activation_beta": 1.0}, [5]),  # GPT-OSS
+    ("swiglu", 2, 0, True, {"swiglu_limit": 0.5, "activation_alpha": 1.702, "activation_beta": 1.0}, [1, 5]),
+    ("swiglu", 4, 1, False, {}, [5]),     # every expert; alpha 1, beta 0 and no limit by default
+    ("relu", 1, 1, True, {}, [2, 3]),
+    ("gelu", 2, 0, True, {}, [5]),
+    ("silu", 3, 1, False, {}, [5]),
+])
+def test_mixture_of_experts(activation, k, normalize, bias, attrs, shape):
+    """MoE (com.microsoft; GPT-OSS from GenAI's builder): each token through its top k of 4
+    experts, against a float64 reference (ONNX Runtime 1.32's CPU kernel gave the same within
+    4e-6 on these forms; its GELU is tanh's approximation)."""
+    rng = np.random.default_rng(k + len(activation))
+    tokens, hidden, inner, experts = int(np.prod(shape)), 16, 8, 4
+    fused = 2 * inner if activation == "swiglu" else inner
+    x = (2 * rng.standard_normal(shape + [hidden])).astype(np.float32)
+    logits = rng.standard_normal((tokens, experts)).astype(np.float32)
+    w1 = (0.5 * rng.standard_normal((experts, fused, hidden))).astype(np.float32)
+    w2 = (0.5 * rng.standard_normal((experts, hidden, inner))).astype(np.float32)
+    b1, b2 = (rng.standard_normal(s).astype(np.float32) for s in ((experts, fused), (experts, hidden)))
+    extra = {"swiglu_fusion": 1} if activation == "swiglu" else {}
+    node = helper.make_node("MoE", ["x", "r", "w1", "b1" if bias else "", "w2", "b2" if bias else ""], ["y"],
+                            domain=MS, k=k, activation_type=activation, normalize_routing_weights=normalize,
+                            **extra, **attrs)
+    inits = [helper.make_tensor(n, F, v.shape, v.ravel()) for n, v in (("w1", w1), ("w2", w2))]
+    if bias:
+        inits += [helper.make_tensor(n, F, v.shape, v.ravel()) for n, v in (("b1", b1), ("b2", b2))]
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", F, shape + [hidden]),
+                                            helper.make_tensor_value_info("r", F, [tokens, experts])],
+                              [helper.make_tensor_value_info("y", F, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid(MS, 1)])
+    got = weft.compile(model.SerializeToString()).run({"x": x, "r": logits})["y"]
+    want = moe_reference(x.reshape(tokens, hidden), logits, w1, b1 if bias else None, w2, b2 if bias else None, k,
+                         activation, normalize, attrs.get("swiglu_limit"), attrs.get("activation_alpha", 1.0),
+                         attrs.get("activation_beta", 0.0))
+    assert got.shape == x.shape
+    np.testing.assert_allclose(got.reshape(tokens, hidden), want, rtol=1e-5, atol=1e-5)
+
+
 # (input shape, position_ids shape, R, attributes)
 ROTARY_FORMS = {
     "3d_one_head_per_cache_width": ((2, 5, 64), (2, 5), 16, {}),
@@ -327,6 +392,12 @@ def test_rotary_embedding(form):
     (helper.make_node("CausalConvWithState", ["x", "x"], ["y"], state_window=4, domain=MS),
      "state_window is not supported"),
     (helper.make_node("CausalConvWithState", ["x", "x"], ["y"], domain=MS), r"weight must be a constant \[C, 1, K\]"),
+    (helper.make_node("MoE", ["x", "x", "x", "", "x"], ["y"], activation_type="swiglu", swiglu_fusion=2, domain=MS),
+     "only swiglu_fusion=1"),
+    (helper.make_node("MoE", ["x", "x", "x", "", "x", "", "x"], ["y"], domain=MS), "fc3 is not supported"),
+    (helper.make_node("MoE", ["x", "x", "x"], ["y"], domain=MS), "input 'fc2_experts_weights' is required"),
+    (helper.make_node("MoE", ["x", "x", "x", "", "x"], ["y"], activation_type="tanh", domain=MS),
+     "activation_type 'tanh' is not supported"),
 ])
 def test_malformed_decoder_ops_are_one_clear_error(node, message):
     node.name = "bad"

@@ -1,5 +1,6 @@
 #include "weft/onnx/contrib_decoder_ops.h"
 
+#include <cmath>
 #include <limits>
 #include <numeric>
 
@@ -292,6 +293,92 @@ Status expand_causal_conv_with_state(Expansion& e) {
   return Status();
 }
 
+// MoE(input, router_probs, fc1_experts_weights, fc1_experts_bias, fc2_experts_weights,
+// fc2_experts_bias): a mixture of experts (GPT-OSS from GenAI's builder). input [T, H] or
+// [B, S, H]; router_probs the logits [T, E]; each token goes to its top k experts, weighted by the
+// softmax of those k logits (normalize_routing_weights) or of all E. Expert e: fc1 [E, F, H]
+// (F = 2 I for SwiGLU, its gate and linear halves interleaved), the activation, fc2 [E, H, I],
+// biases [E, F] and [E, H]. Activations: relu, gelu (tanh's approximation, as ONNX Runtime's),
+// silu, and swiglu: min(gate, limit) * sigmoid(alpha * min(gate, limit)) *
+// (clip(linear, -limit, limit) + beta), limit swiglu_limit (none by default), alpha and beta
+// activation_alpha (1) and activation_beta (0). Every expert runs on every token and the routing
+// weights, zero for the experts not chosen, mix them: E / k times the arithmetic of routing
+// only the chosen ones. Refused: fc3 (ONNX Runtime's CPU refuses it too), swiglu_fusion other
+// than 1, use_sparse_mixer.
+Status expand_moe(Expansion& e) {
+  if (e.opset() < 13) return Status::error("needs ai.onnx opset 13 or later");
+  int64_t k = e.int_attr_or("k", 1);
+  std::string activation = e.string_attr_or("activation_type", "relu");
+  bool swiglu = activation == "swiglu";
+  if (activation != "relu" && activation != "gelu" && activation != "silu" && !swiglu)
+    return Status::error(fmt::format("activation_type '{}' is not supported", activation));
+  if (swiglu && e.int_attr_or("swiglu_fusion", 0) != 1)
+    return Status::error("only swiglu_fusion=1 (gate and linear interleaved) is supported");
+  if (e.int_attr_or("use_sparse_mixer", 0) != 0)
+    return Status::error("use_sparse_mixer is not supported");
+  if (!e.in(6).empty() || !e.in(7).empty()) return Status::error("fc3 is not supported");
+  if (k < 1) return Status::error("attribute 'k' must be positive");
+  if (e.in(4).empty()) return Status::error("input 'fc2_experts_weights' is required");
+  std::string hidden = e.op(Op::kSlice, {e.op(Op::kShape, {e.in(0)}), e.ints({-1}),
+                                         e.ints({std::numeric_limits<int64_t>::max()})});
+  std::string x = e.op(Op::kReshape,
+                       {e.in(0), e.op(Op::kConcat, {e.ints({-1}), hidden}, {int_attr("axis", 0)})});
+  // Routing weights [T, E]: those of each token's top k experts, zeros elsewhere.
+  std::string logits = e.in(1);
+  std::vector<std::string> top =
+      e.op_outputs(Op::kTopK, {logits, e.ints({k})}, {int_attr("axis", -1)}, {"", ""});
+  std::string weights = e.int_attr_or("normalize_routing_weights", 0) != 0
+                            ? e.op(Op::kSoftmax, {top[0]}, {int_attr("axis", -1)})
+                            : e.op(Op::kGatherElements,
+                                   {e.op(Op::kSoftmax, {logits}, {int_attr("axis", -1)}), top[1]},
+                                   {int_attr("axis", 1)});
+  std::string zeros = e.op(Op::kExpand, {e.scalar(0.0, logits), e.op(Op::kShape, {logits})});
+  std::string routing = e.op(Op::kScatterElements, {zeros, top[1], weights}, {int_attr("axis", 1)});
+  // Every expert on every token: [E, T, F], then [E, T, H].
+  auto linear = [&](const std::string& in, const std::string& w, const std::string& b) {
+    std::string y =
+        e.op(Op::kMatMul, {in, e.op(Op::kTranspose, {w}, {ints_attr("perm", {0, 2, 1})})});
+    return b.empty() ? y : e.op(Op::kAdd, {y, e.op(Op::kUnsqueeze, {b, e.ints({1})})});
+  };
+  std::string h = linear(e.op(Op::kUnsqueeze, {x, e.ints({0})}), e.in(2), e.in(3));
+  std::string act;
+  if (swiglu) {
+    auto every_other = [&](int64_t from) {
+      return e.op(Op::kSlice, {h, e.ints({from}), e.ints({std::numeric_limits<int64_t>::max()}),
+                               e.ints({-1}), e.ints({2})});
+    };
+    std::string gate = every_other(0), lin = every_other(1);
+    if (const onnx::AttributeProto* limit = find_attr(e.node(), "swiglu_limit")) {
+      std::string l = e.scalar(limit->f(), x), minus = e.scalar(-limit->f(), x);
+      gate = e.op(Op::kMin, {gate, l});
+      lin = e.op(Op::kMax, {e.op(Op::kMin, {lin, l}), minus});
+    }
+    std::string alpha = e.scalar(e.float_attr_or("activation_alpha", 1.0f), x);
+    std::string beta = e.scalar(e.float_attr_or("activation_beta", 0.0f), x);
+    std::string glu = e.op(Op::kMul, {gate, e.op(Op::kSigmoid, {e.op(Op::kMul, {gate, alpha})})});
+    act = e.op(Op::kMul, {glu, e.op(Op::kAdd, {lin, beta})});
+  } else if (activation == "relu") {
+    act = e.op(Op::kRelu, {h});
+  } else if (activation == "silu") {
+    act = e.op(Op::kMul, {h, e.op(Op::kSigmoid, {h})});
+  } else { // gelu, tanh's approximation: h (1 + tanh(sqrt(2 / pi) (h + 0.044715 h^3))) / 2
+    std::string cube = e.op(Op::kMul, {e.op(Op::kMul, {h, h}), h});
+    std::string inner =
+        e.op(Op::kMul, {e.op(Op::kAdd, {h, e.op(Op::kMul, {cube, e.scalar(0.044715, x)})}),
+                        e.scalar(std::sqrt(2.0 / M_PI), x)});
+    act = e.op(Op::kMul, {e.op(Op::kMul, {h, e.scalar(0.5, x)}),
+                          e.op(Op::kAdd, {e.op(Op::kTanh, {inner}), e.scalar(1.0, x)})});
+  }
+  std::string experts = linear(act, e.in(4), e.in(5));
+  // y[t] = sum over e of routing[t, e] experts[e, t].
+  std::string mix = e.op(
+      Op::kUnsqueeze, {e.op(Op::kTranspose, {routing}, {ints_attr("perm", {1, 0})}), e.ints({2})});
+  std::string y = e.op(Op::kReduceSum, {e.op(Op::kMul, {experts, mix}), e.ints({0})},
+                       {int_attr("keepdims", 0)});
+  e.op(Op::kReshape, {y, e.op(Op::kShape, {e.in(0)})}, {}, e.out(0));
+  return Status();
+}
+
 } // namespace
 
 std::map<std::string, ContribOp> decoder_ops() {
@@ -305,6 +392,11 @@ std::map<std::string, ContribOp> decoder_ops() {
        {{"input", "position_ids", "cos_cache", "sin_cache"}, 4, expand_rotary_embedding}},
       {"com.microsoft.CausalConvWithState",
        {{"input", "weight", "bias", "past_state"}, 2, expand_causal_conv_with_state}},
+      {"com.microsoft.MoE",
+       {{"input", "router_probs", "fc1_experts_weights", "fc1_experts_bias", "fc2_experts_weights",
+         "fc2_experts_bias", "fc3_experts_weights", "fc3_experts_bias"},
+        3,
+        expand_moe}},
   };
 }
 

@@ -1,7 +1,7 @@
 // ONNX Runtime's decoder-LLM com.microsoft ops (contrib_ops.h): GroupQueryAttention, with its
 // KV cache (growing, or a sliding window's buffer) and rotary embedding, RotaryEmbedding, and
-// CausalConvWithState, as its GenAI model builder and its transformer optimizer write them for
-// Llama, Mistral, Phi, Qwen, Gemma, LFM2 and others (docs/onnx-versions.md).
+// CausalConvWithState and MoE, as its GenAI model builder and its transformer optimizer write
+// them for Llama, Mistral, Phi, Qwen, Gemma, LFM2, GPT-OSS and others (docs/onnx-versions.md).
 #pragma once
 
 #include <map>

@@ -102,19 +102,28 @@ public:
   // are dropped.
   std::string op(Op type, std::vector<std::string> inputs,
                  std::vector<onnx::AttributeProto> attrs = {}, std::string output = "") {
+    return op_outputs(type, std::move(inputs), std::move(attrs), {std::move(output)})[0];
+  }
+
+  // The same with several outputs (TopK's values and indices), each new where empty.
+  std::vector<std::string> op_outputs(Op type, std::vector<std::string> inputs,
+                                      std::vector<onnx::AttributeProto> attrs,
+                                      std::vector<std::string> outputs) {
     while (!inputs.empty() && inputs.back().empty())
       inputs.pop_back();
     std::string name = fmt::format("{}{}_{}", prefix_, type, count_++);
-    if (output.empty()) output = name;
     onnx::NodeProto* n = out_.Add();
     n->set_op_type(std::string(op_name(type)));
     n->set_name(name);
     for (const std::string& i : inputs)
       n->add_input(i);
-    n->add_output(output);
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      if (outputs[o].empty()) outputs[o] = o == 0 ? name : fmt::format("{}_{}", name, o);
+      n->add_output(outputs[o]);
+    }
     for (onnx::AttributeProto& a : attrs)
       *n->add_attribute() = std::move(a);
-    return output;
+    return outputs;
   }
 
   // A Constant node of "t".

@@ -414,6 +414,13 @@ private:
       }
       node.outputs.push_back(graph_.add_value(out, type));
     }
+    // TopK's values and indices have one shape: where K is not yet a constant (a Constant
+    // node's), its unknown extent is one symbol for both, not a fresh one each (a Softmax of
+    // the values scattered at the indices, a mixture of experts' routing, checks they agree).
+    if (node.op_type == Op::kTopK && node.outputs.size() == 2 && node.outputs[0] &&
+        node.outputs[1] && node.outputs[0]->type.shape && node.outputs[1]->type.shape &&
+        node.outputs[0]->type.shape->size() == node.outputs[1]->type.shape->size())
+      node.outputs[1]->type.shape = node.outputs[0]->type.shape;
     graph_.add_node(std::move(node));
     return Status();
   }
