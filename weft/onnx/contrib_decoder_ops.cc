@@ -305,7 +305,12 @@ Status expand_causal_conv_with_state(Expansion& e) {
 // weights, zero for the experts not chosen, mix them: E / k times the arithmetic of routing
 // only the chosen ones. Refused: fc3 (ONNX Runtime's CPU refuses it too), swiglu_fusion other
 // than 1, use_sparse_mixer.
-Status expand_moe(Expansion& e) {
+// The experts' weights: fc1, its bias, fc2, its bias (names; biases may be empty).
+struct Experts {
+  std::string fc1, fc1_bias, fc2, fc2_bias;
+};
+
+Status mixture_of_experts(Expansion& e, const Experts& experts) {
   if (e.opset() < 13) return Status::error("needs ai.onnx opset 13 or later");
   int64_t k = e.int_attr_or("k", 1);
   std::string activation = e.string_attr_or("activation_type", "relu");
@@ -316,9 +321,7 @@ Status expand_moe(Expansion& e) {
     return Status::error("only swiglu_fusion=1 (gate and linear interleaved) is supported");
   if (e.int_attr_or("use_sparse_mixer", 0) != 0)
     return Status::error("use_sparse_mixer is not supported");
-  if (!e.in(6).empty() || !e.in(7).empty()) return Status::error("fc3 is not supported");
   if (k < 1) return Status::error("attribute 'k' must be positive");
-  if (e.in(4).empty()) return Status::error("input 'fc2_experts_weights' is required");
   std::string hidden = e.op(Op::kSlice, {e.op(Op::kShape, {e.in(0)}), e.ints({-1}),
                                          e.ints({std::numeric_limits<int64_t>::max()})});
   std::string x = e.op(Op::kReshape,
@@ -340,7 +343,7 @@ Status expand_moe(Expansion& e) {
         e.op(Op::kMatMul, {in, e.op(Op::kTranspose, {w}, {ints_attr("perm", {0, 2, 1})})});
     return b.empty() ? y : e.op(Op::kAdd, {y, e.op(Op::kUnsqueeze, {b, e.ints({1})})});
   };
-  std::string h = linear(e.op(Op::kUnsqueeze, {x, e.ints({0})}), e.in(2), e.in(3));
+  std::string h = linear(e.op(Op::kUnsqueeze, {x, e.ints({0})}), experts.fc1, experts.fc1_bias);
   std::string act;
   if (swiglu) {
     auto every_other = [&](int64_t from) {
@@ -369,14 +372,69 @@ Status expand_moe(Expansion& e) {
     act = e.op(Op::kMul, {e.op(Op::kMul, {h, e.scalar(0.5, x)}),
                           e.op(Op::kAdd, {e.op(Op::kTanh, {inner}), e.scalar(1.0, x)})});
   }
-  std::string experts = linear(act, e.in(4), e.in(5));
+  std::string each = linear(act, experts.fc2, experts.fc2_bias);
   // y[t] = sum over e of routing[t, e] experts[e, t].
   std::string mix = e.op(
       Op::kUnsqueeze, {e.op(Op::kTranspose, {routing}, {ints_attr("perm", {1, 0})}), e.ints({2})});
-  std::string y = e.op(Op::kReduceSum, {e.op(Op::kMul, {experts, mix}), e.ints({0})},
-                       {int_attr("keepdims", 0)});
+  std::string y =
+      e.op(Op::kReduceSum, {e.op(Op::kMul, {each, mix}), e.ints({0})}, {int_attr("keepdims", 0)});
   e.op(Op::kReshape, {y, e.op(Op::kShape, {e.in(0)})}, {}, e.out(0));
   return Status();
+}
+
+Status expand_moe(Expansion& e) {
+  if (!e.in(6).empty() || !e.in(7).empty()) return Status::error("fc3 is not supported");
+  if (e.in(4).empty()) return Status::error("input 'fc2_experts_weights' is required");
+  return mixture_of_experts(e, {e.in(2), e.in(3), e.in(4), e.in(5)});
+}
+
+// QMoE(input, router_probs, fc1_experts_weights, fc1_scales, fc1_experts_bias,
+// fc2_experts_weights, fc2_scales, fc2_experts_bias, ...): MoE with weights of
+// expert_weight_bits 4 or 8, symmetric (zero 8 or 128), packed low bits first along K, scales
+// per block of block_size along K ([E, N, K / block_size]) or per row ([E, N]). Weft
+// dequantizes the constant weights at import, into the scales' type (4 bytes a weight in f32,
+// 8 times 4 bits), and runs MoE on them. ONNX Runtime's CPU kernels multiply 8-bit weights by
+// activations quantized to int8 per block (about 0.4% off the dequantized product; its 4-bit
+// ones agree with it). Refused: fc3, zero points, weights or scales given at run time.
+Status expand_qmoe(Expansion& e) {
+  for (int i = 8; i < 15; ++i) {
+    if (!e.in(i).empty())
+      return Status::error("fc3, zero points and router weights are not supported");
+  }
+  if (e.in(5).empty() || e.in(6).empty())
+    return Status::error("inputs 'fc2_experts_weights' and 'fc2_scales' are required");
+  int64_t bits = e.int_attr_or("expert_weight_bits", 4), block = e.int_attr_or("block_size", 0);
+  if (bits != 4 && bits != 8) return Status::error("expert_weight_bits must be 4 or 8");
+  auto dequantized = [&](int weights, int scales) -> Result<std::string> {
+    const onnx::TensorProto *qp = e.constant(e.in(weights)), *sp = e.constant(e.in(scales));
+    if (!qp || !sp)
+      return Status::error("expert weights and scales given at run time are not supported");
+    WEFT_ASSIGN_OR_RETURN(Tensor q, e.tensor(*qp));
+    WEFT_ASSIGN_OR_RETURN(Tensor scale, e.tensor(*sp));
+    const std::vector<int64_t>& qd = q.dims();
+    if (q.dtype() != DType::kU8 || qd.size() != 3 || !dtype_is_float(scale.dtype()))
+      return Status::error("expert weights must be uint8 [E, N, K * bits / 8] with float scales");
+    int64_t experts = qd[0], n = qd[1], k = qd[2] * 8 / bits;
+    int64_t blocks = block > 0 ? (k + block - 1) / block : 1;
+    int64_t elements = 0;
+    if (scale.num_elements() != experts * n * blocks ||
+        !dims_are_allocatable(DType::kF32, {experts, n, k}, &elements))
+      return Status::error(fmt::format("scales must hold {} x {} x {} values", experts, n, blocks));
+    Tensor w(scale.dtype(), {experts, n, k});
+    const auto* bytes = reinterpret_cast<const uint8_t*>(q.data());
+    for (int64_t row = 0; row < experts * n; ++row) {
+      for (int64_t j = 0; j < k; ++j) {
+        int64_t at = row * qd[2] + j * bits / 8;
+        int64_t v = bits == 8 ? bytes[at] : (bytes[at] >> (j % 2 * 4)) & 15;
+        double s = scale.get_double(row * blocks + (block > 0 ? j / block : 0));
+        w.set_double(row * k + j, static_cast<double>(v - (1 << (bits - 1))) * s);
+      }
+    }
+    return e.constant_of(w);
+  };
+  WEFT_ASSIGN_OR_RETURN(std::string fc1, dequantized(2, 3));
+  WEFT_ASSIGN_OR_RETURN(std::string fc2, dequantized(5, 6));
+  return mixture_of_experts(e, {fc1, e.in(4), fc2, e.in(7)});
 }
 
 } // namespace
@@ -397,6 +455,13 @@ std::map<std::string, ContribOp> decoder_ops() {
          "fc2_experts_bias", "fc3_experts_weights", "fc3_experts_bias"},
         3,
         expand_moe}},
+      {"com.microsoft.QMoE",
+       {{"input", "router_probs", "fc1_experts_weights", "fc1_scales", "fc1_experts_bias",
+         "fc2_experts_weights", "fc2_scales", "fc2_experts_bias", "fc3_experts_weights",
+         "fc3_scales", "fc3_experts_bias", "fc1_zero_points", "fc2_zero_points", "fc3_zero_points",
+         "router_weights"},
+        4,
+        expand_qmoe}},
   };
 }
 

@@ -1,6 +1,6 @@
 // ONNX Runtime's decoder-LLM com.microsoft ops (contrib_ops.h): GroupQueryAttention, with its
 // KV cache (growing, or a sliding window's buffer) and rotary embedding, RotaryEmbedding, and
-// CausalConvWithState and MoE, as its GenAI model builder and its transformer optimizer write
+// CausalConvWithState, MoE and QMoE, as its GenAI model builder and its transformer optimizer write
 // them for Llama, Mistral, Phi, Qwen, Gemma, LFM2, GPT-OSS and others (docs/onnx-versions.md).
 #pragma once
 
