@@ -770,6 +770,20 @@ def test_gather_block_quantized_dequantizes_the_rows_gathered(zero_points, block
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
+def test_gather_block_quantized_with_a_short_last_block_is_one_clear_error():
+    """Rows whose length is not a multiple of block_size (ONNX Runtime's last block is shorter)
+    are refused by name, where they had failed in a Reshape of the expansion."""
+    node = helper.make_node("GatherBlockQuantized", ["d", "ids", "s"], ["y"], domain="com.microsoft", bits=4,
+                            block_size=32, name="embed")
+    inits = [numpy_helper.from_array(np.zeros((10, 40), np.uint8), "d"),
+             numpy_helper.from_array(np.ones((10, 3), np.float32), "s")]
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("ids", TensorProto.INT64, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)])
+    with pytest.raises(weft.WeftError, match=r"node 'embed' .*rows of 80 values in 3 scales' blocks of 32"):
+        weft.compile(model.SerializeToString())
+
+
 def test_quantized_embedding_dequantizes_only_the_rows_gathered():
     """quantize_static's embedding table: Gather(DequantizeLinear(table)), the table too large
     to fold at compile time. Weft gathers the u8 rows first and dequantizes those, instead of

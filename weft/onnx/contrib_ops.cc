@@ -269,6 +269,12 @@ Status expand_gather_block_quantized(Expansion& e) {
   int64_t block = e.int_attr_or("block_size", 128);
   if (block < 16 || (block & (block - 1)) != 0)
     return Status::error("block_size must be a power of 2, 16 or more");
+  const onnx::TensorProto *data = e.constant(e.in(0)), *scale = e.constant(e.in(2));
+  if (data && scale && data->dims_size() == 2 && scale->dims_size() == 2 &&
+      2 * data->dims(1) != scale->dims(1) * block)
+    return Status::error(fmt::format("rows of {} values in {} scales' blocks of {} are not "
+                                     "supported (a last block shorter than block_size)",
+                                     2 * data->dims(1), scale->dims(1), block));
   // The 4-bit values of the rows of "packed" at the indices, [..., 2 x bytes] (low half first).
   auto unpacked_rows = [&](const std::string& packed) {
     std::string bytes = e.op(Op::kGather, {packed, e.in(1)}, {int_attr("axis", 0)});
