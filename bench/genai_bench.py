@@ -172,7 +172,10 @@ def markdown(r):
              "to int8 (the builder's accuracy level 4; docs/library.md), which turns the f32 rounding differences "
              "before each matmul (1e-6) into whole quanta where a value lies near a rounding boundary: with f32 "
              "activations (accuracy level 0) the two differ by 7e-6 on the prompt, with int8 by 4e-2 (1.3%) on "
-             "this model. Each system's "
+             "the int4 Llama. Those differences grow layer by layer, as each flips more roundings, and on these "
+             "random-weight models, whose logits lie close together, greedy decoding can then pick another "
+             "token: the int8 models' tokens part ways (each MatMulNBits alone, given one input, agrees with "
+             "ONNX Runtime's within 3e-6 of 4). Each system's "
              "loop starts 0.2 s after the other's ends: ONNX Runtime's threads spin a while after a run, and had "
              "made the Weft prompt after them 2x slower. ORT / Weft above 1: Weft is faster.", "",
              "| Model | Weights | com.microsoft ops | Same tokens | Difference | Prompt: ORT | Weft | ORT / Weft "
