@@ -175,7 +175,8 @@ def markdown(r):
              "the int4 Llama. Those differences grow layer by layer, as each flips more roundings, and on these "
              "random-weight models, whose logits lie close together, greedy decoding can then pick another "
              "token: the int8 models' tokens part ways (each MatMulNBits alone, given one input, agrees with "
-             "ONNX Runtime's within 3e-6 of 4). Each system's "
+             "ONNX Runtime's within 3e-6 of 4; ONNX Runtime against itself with the int8 Llama's embedding "
+             "table scaled by 1 + 1e-6 parts ways too, at step 8, its logits 1.7 apart). Each system's "
              "loop starts 0.2 s after the other's ends: ONNX Runtime's threads spin a while after a run, and had "
              "made the Weft prompt after them 2x slower. ORT / Weft above 1: Weft is faster.", "",
              "| Model | Weights | com.microsoft ops | Same tokens | Difference | Prompt: ORT | Weft | ORT / Weft "
