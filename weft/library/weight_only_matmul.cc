@@ -25,6 +25,17 @@ constexpr int64_t kColumns = 16;
 // Sixteen lanes: one AVX-512 register, two AVX2 ones.
 constexpr int kLanes = 16;
 
+// The sum of a register's lanes, through memory (GCC 12 warns falsely inside
+// _mm512_reduce_add_ps).
+__attribute__((target("avx512f"))) inline float lane_sum(__m512 v) {
+  alignas(64) float lanes[kLanes];
+  _mm512_store_ps(lanes, v);
+  float sum = 0;
+  for (float x : lanes)
+    sum += x;
+  return sum;
+}
+
 // y[r, c] for rows r < ROWS of a (each K long, "a_step" apart) and columns c in [first, last):
 // the dot product of row r with row c of the weights, (q[c, k] - zero[c, k / block]) *
 // scale[c, k / block] over k. Within a block the lanes add the products; a row's sum is
@@ -125,12 +136,7 @@ quantized_tile_avx512(const float* __restrict a, int64_t a_step, const uint8_t* 
   for (int r = 0; r < ROWS; ++r) {
 #pragma GCC unroll 4
     for (int j = 0; j < COLS; ++j) {
-      alignas(64) float lanes[kLanes]; // (GCC 12 warns falsely inside _mm512_reduce_add_ps)
-      _mm512_store_ps(lanes, acc[r][j]);
-      float sum = tail[r][j];
-      for (float v : lanes)
-        sum += v;
-      y[r * y_step + c + j] = sum;
+      y[r * y_step + c + j] = tail[r][j] + lane_sum(acc[r][j]);
     }
   }
 }
@@ -161,12 +167,7 @@ packed_row_avx512(const float* __restrict a, const uint8_t* __restrict packed,
         acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + kLanes), w1, acc1);
       }
     }
-    alignas(64) float lanes[kLanes];
-    _mm512_store_ps(lanes, _mm512_add_ps(acc0, acc1));
-    float sum = 0;
-    for (float v : lanes)
-      sum += v;
-    y[c] = sum;
+    y[c] = lane_sum(_mm512_add_ps(acc0, acc1));
   }
 }
 
@@ -235,11 +236,7 @@ float_tile_avx512(const float* __restrict a, int64_t a_step, const float* __rest
   for (int r = 0; r < ROWS; ++r) {
 #pragma GCC unroll 4
     for (int j = 0; j < COLS; ++j) {
-      alignas(64) float lanes[kLanes];
-      _mm512_store_ps(lanes, acc[r][j]);
-      float sum = 0;
-      for (float v : lanes)
-        sum += v;
+      float sum = lane_sum(acc[r][j]);
       for (int64_t t = i; t < k; ++t)
         sum += a[r * a_step + t] * w[j * k + t];
       y[r * y_step + j] = sum;
