@@ -770,6 +770,30 @@ def test_gather_block_quantized_dequantizes_the_rows_gathered(zero_points, block
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
+def test_gather_block_quantized_compiles_once_for_every_length():
+    """GenAI's int4 embeddings in a decoding loop: ids [batch, length] of symbolic dims compile
+    once with dynamic_shapes. The expansion's CastLike to the scales' type had made it compile
+    per shape (its "like" input, read for its type only, was checked as a broadcast operand)."""
+    rng = np.random.default_rng(23)
+    v, h, block = 40, 96, 32
+    data = rng.integers(0, 256, (v, h // 2)).astype(np.uint8)
+    scales = rng.random((v, h // block)).astype(np.float32)
+    node = helper.make_node("GatherBlockQuantized", ["d", "ids", "s"], ["y"], domain="com.microsoft", bits=4,
+                            block_size=block)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("ids", TensorProto.INT64, ["b", "n"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(data, "d"), numpy_helper.from_array(scales, "s")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 10
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    unpack = lambda t: np.stack([t & 15, t >> 4], -1).reshape(t.shape[0], -1).astype(np.float64)  # noqa: E731
+    table = (unpack(data) - 8) * np.repeat(scales.astype(np.float64), block, 1)
+    for shape in [(1, 7), (1, 1), (2, 3)]:
+        ids = rng.integers(0, v, shape).astype(np.int64)
+        np.testing.assert_allclose(compiled.run({"ids": ids})["y"], table[ids], rtol=1e-6, atol=1e-6)
+    assert compiled.compiled_variants == 1
+
+
 def test_gather_block_quantized_with_a_short_last_block_is_one_clear_error():
     """Rows whose length is not a multiple of block_size (ONNX Runtime's last block is shorter)
     are refused by name, where they had failed in a Reshape of the expansion."""

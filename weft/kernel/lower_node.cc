@@ -124,7 +124,9 @@ bool admits_symbolic_shapes(const Node& n) {
   }
   if (is_elementwise(n)) {
     for (const Value* v : n.inputs) {
-      if (!v || (n.op_type == Op::kExpand && v != n.inputs[0])) continue; // (a target shape)
+      // Expand's target shape and CastLike's "like" (only its type is read) are not loaded.
+      if (!v || ((n.op_type == Op::kExpand || n.op_type == Op::kCastLike) && v != n.inputs[0]))
+        continue;
       const Shape& in = *v->type.shape;
       for (size_t d = 0; d < in.size(); ++d) {
         if (in[d] != out[out.size() - in.size() + d] && in[d] != Dim(1)) return false;
