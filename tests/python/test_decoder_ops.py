@@ -452,3 +452,67 @@ def test_malformed_decoder_ops_are_one_clear_error(node, message):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
     with pytest.raises(weft.WeftError, match=rf"node 'bad' \(com.microsoft.{node.op_type}\): ({message})"):
         weft.compile(model.SerializeToString())
+
+
+def tiny_language_model(vocabulary=50, hidden=32, heads=4, kv_heads=2):
+    """A one-layer decoder shaped as GenAI's builder writes it: input_ids and attention_mask,
+    past_key_values.0.key/value in, logits and present.0.key/value out, GroupQueryAttention
+    with packed QKV and rotary embedding, seqlens_k and total_sequence_length from the mask."""
+    from onnx import numpy_helper
+    rng = np.random.default_rng(11)
+    size = hidden // heads
+    arr = lambda v, n: numpy_helper.from_array(v.astype(np.float32), n)  # noqa: E731
+    positions = np.arange(64)[:, None] / 10000 ** (np.arange(size // 2) / (size // 2))
+    inits = [arr(rng.standard_normal((vocabulary, hidden)), "embed"),
+             arr(0.3 * rng.standard_normal((hidden, (heads + 2 * kv_heads) * size)), "wqkv"),
+             arr(0.3 * rng.standard_normal((hidden, vocabulary)), "head"),
+             arr(np.cos(positions), "cos"), arr(np.sin(positions), "sin"),
+             numpy_helper.from_array(np.array([1], np.int64), "axis1"),
+             numpy_helper.from_array(np.array(1, np.int64), "one")]
+    nodes = [helper.make_node("Gather", ["embed", "input_ids"], ["x"]),
+             helper.make_node("MatMul", ["x", "wqkv"], ["qkv"]),
+             helper.make_node("ReduceSum", ["attention_mask", "axis1"], ["count"], keepdims=0),
+             helper.make_node("Sub", ["count", "one"], ["seqlens64"]),
+             helper.make_node("Cast", ["seqlens64"], ["seqlens"], to=TensorProto.INT32),
+             helper.make_node("Shape", ["attention_mask"], ["mask_shape"], start=1, end=2),
+             helper.make_node("Squeeze", ["mask_shape"], ["total64"]),
+             helper.make_node("Cast", ["total64"], ["total"], to=TensorProto.INT32),
+             helper.make_node("GroupQueryAttention", ["qkv", "", "", "past_key_values.0.key",
+                                                      "past_key_values.0.value", "seqlens", "total", "cos", "sin"],
+                              ["attended", "present.0.key", "present.0.value"], domain=MS, num_heads=heads,
+                              kv_num_heads=kv_heads, do_rotary=1),
+             helper.make_node("MatMul", ["attended", "head"], ["logits"])]
+    past = ["batch_size", kv_heads, "past_sequence_length", size]
+    graph = helper.make_graph(
+        nodes, "decoder",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch_size", "sequence_length"]),
+         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch_size", "total_sequence_length"]),
+         helper.make_tensor_value_info("past_key_values.0.key", F, past),
+         helper.make_tensor_value_info("past_key_values.0.value", F, past)],
+        [helper.make_tensor_value_info(n, F, None) for n in ("logits", "present.0.key", "present.0.value")], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid(MS, 1)])
+    model.ir_version = 10
+    config = {"model": {"decoder": {"head_size": size}, "vocab_size": vocabulary}}
+    return model.SerializeToString(), config
+
+
+def test_the_generation_example_matches_recomputing_without_a_cache():
+    """examples/generate.py's greedy loop (docs/language-models.md) on a tiny decoder of the
+    builder's form: one dynamic compile serves every step, and each token equals the argmax of
+    the whole sequence run again from an empty cache (so the loop carries the state right)."""
+    import importlib.util
+    import os
+    spec = importlib.util.spec_from_file_location(
+        "generate", os.path.join(os.path.dirname(__file__), "..", "..", "examples", "generate.py"))
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    data, config = tiny_language_model()
+    model = weft.compile(data, dynamic_shapes=True)
+    prompt = np.array([[3, 14, 15, 9, 2, 6]], np.int64)
+    tokens = example.generate(model.run, model.inputs, config, prompt, 5)
+    assert model.compiled_variants == 1
+    sequence = prompt
+    for token in tokens[0]:
+        fresh = example.generate(model.run, model.inputs, config, sequence, 1)
+        assert fresh[0, 0] == token
+        sequence = np.concatenate([sequence, fresh], 1)
