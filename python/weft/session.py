@@ -15,6 +15,10 @@ passed over with a warning, as ONNX Runtime does with those its build lacks; any
 raises ValueError. The CUDA provider's options: "use_tf32" is compile()'s allow_tf32, and
 "device_id" must be 0 (Weft runs on CUDA device 0; choose it with CUDA_VISIBLE_DEVICES).
 
+A session compiles with dynamic_shapes (once for every extent of the inputs' symbolic dims, as
+ONNX Runtime runs any shape; where a model cannot, per set of input shapes, as compile() does by
+default); the session config entry "weft.dynamic_shapes" set to "0" compiles per set of shapes.
+
 SessionOptions: intra_op_num_threads is compile()'s threads (0: $WEFT_NUM_THREADS, else all
 cores); graph_optimization_level ORT_DISABLE_ALL compiles with fusion=False (one kernel per
 node) and every other level with fusion; enable_profiling times each kernel of each run
@@ -88,6 +92,13 @@ class ExecutionMode(enum.IntEnum):
     ORT_PARALLEL = 1
 
 
+def _dynamic_shapes(opts):
+    """Whether to compile once for every extent of the inputs' symbolic dims, as ONNX Runtime
+    runs any shape: yes unless the session config entry "weft.dynamic_shapes" is "0"."""
+    config = getattr(opts, "_config", {})
+    return config.get("weft.dynamic_shapes", "1") != "0"
+
+
 class SessionOptions:
     """ONNX Runtime's session options, with its defaults. Any attribute may be set; the ones
     Weft reads are intra_op_num_threads, graph_optimization_level, enable_profiling and
@@ -111,7 +122,8 @@ class SessionOptions:
         self._config = {}
 
     def add_session_config_entry(self, key, value):
-        """Kept, and ignored."""
+        """Kept; Weft reads "weft.dynamic_shapes" ("0": a compile per set of input shapes)
+        and ignores the others."""
         self._config[str(key)] = str(value)
 
     def get_session_config_entry(self, key):
@@ -226,7 +238,8 @@ class InferenceSession:
                                  "CUDA_VISIBLE_DEVICES instead of device_id")
             try:
                 model = _weft.compile(self._source, device=device, threads=threads,
-                                      fusion=fusion, allow_tf32=_allow_tf32(options))
+                                      fusion=fusion, allow_tf32=_allow_tf32(options),
+                                      dynamic_shapes=_dynamic_shapes(opts))
             except WeftError as e:
                 # CUDA without a driver or GPU: the next provider, as ONNX Runtime does.
                 if device == "cpu" or "not available" not in str(e):

@@ -202,6 +202,24 @@ def test_session_options(softmax_path, compile_calls):
     assert weft.SessionOptions().graph_optimization_level == 99  # ORT_ENABLE_ALL
 
 
+def test_symbolic_dims_compile_once(softmax_path, monkeypatch):
+    """As ONNX Runtime runs any extent of a model's symbolic dims, a session compiles once for
+    all of them (dynamic_shapes; a language model's past grows every step, and a compile per
+    length took seconds a step); the config entry "weft.dynamic_shapes" "0" compiles per shape."""
+    monkeypatch.setenv("WEFT_SPECIALIZE_AFTER", "0")
+    sess = weft.InferenceSession(softmax_path)
+    for n in (3, 5, 9):
+        y, _ = sess.run(None, feeds(n))
+        np.testing.assert_allclose(y, weft.compile(softmax_path).run(feeds(n))["y"], rtol=1e-6, atol=1e-7)
+    assert sess.weft_model.compiled_variants == 1
+    so = weft.SessionOptions()
+    so.add_session_config_entry("weft.dynamic_shapes", "0")
+    per_shape = weft.InferenceSession(softmax_path, sess_options=so)
+    for n in (3, 5, 9):
+        per_shape.run(None, feeds(n))
+    assert per_shape.weft_model.compiled_variants == 3
+
+
 def test_profiling(softmax_path, tmp_path):
     so = weft.SessionOptions()
     so.enable_profiling = True
