@@ -666,13 +666,13 @@ def matmul_nbits_case(bits, zero_points, bias, k, n, block, rows_shape, opset, s
     a = rng.standard_normal(rows_shape + [k]).astype(np.float32)
     zero = np.repeat(zeros, block, axis=1) if zero_points else 2 ** (bits - 1)
     w = ((q.astype(np.float64) - zero) * np.repeat(scales.astype(np.float64), block, axis=1))[:, :k]
-    if int8_reference:  # symmetric per block, scale max|a| / 127, rounded to nearest even (in f32)
-        blocked = a.reshape(-1, k // block, block)
-        amax = np.abs(blocked).max(-1, keepdims=True)
-        inverse = np.where(amax > 0, np.float32(127) / np.where(amax > 0, amax, 1), np.float32(0))
-        qa = np.rint(blocked * inverse).reshape(rows_shape + [k]).astype(np.float64)
-        sa = np.repeat((amax / np.float32(127)).astype(np.float64), block, -1).reshape(rows_shape + [k])
-        return model, a, (qa * sa) @ w.T + (b if bias else 0)
+    if int8_reference:  # symmetric per block (the last may be short), scale max|a| / 127, rounded to even
+        dequantized = []
+        for part in np.split(a, range(block, k, block), axis=-1):
+            amax = np.abs(part).max(-1, keepdims=True)
+            inverse = np.where(amax > 0, np.float32(127) / np.where(amax > 0, amax, 1), np.float32(0))
+            dequantized.append(np.rint(part * inverse).astype(np.float64) * (amax / np.float32(127)))
+        return model, a, np.concatenate(dequantized, -1) @ w.T + (b if bias else 0)
     return model, a, a.astype(np.float64) @ w.T + (b if bias else 0)
 
 
@@ -693,6 +693,8 @@ def test_matmul_nbits_runs_on_weights_dequantized_at_import(bits, zero_points, b
     (4, True, 80, 32, [1]),          # K not a multiple of the block: one byte a weight
     (4, False, 256, 32, [1]),        # a decoding step: two weights a byte (on AVX-512)
     (4, True, 256, 64, [1, 1]),
+    (4, True, 96, 64, [1]),          # K a multiple of 32 but not of the block: a short last block
+    (4, False, 32, 64, [1]),         # K shorter than one block
     (4, False, 256, 32, [3]),        # rows 2-4: each weight read once for all of them
     (4, True, 96, 32, [2, 5]),       # more rows: the weights dequantized once per chunk
     (4, True, 88, 32, [7]),          # and K not a multiple of 16 (the vectors' tails)
@@ -726,6 +728,8 @@ def has_vnni():
     (4, True, 256, 32, [6]),         # a prompt: groups of 4 rows and 2
     (8, False, 256, 32, [1]),        # 8 bits (GenAI's int8): zero points 128
     (8, True, 320, 32, [5]),
+    (4, True, 96, 64, [1]),          # a short last block (blocks of 64 over K = 96)
+    (8, False, 160, 64, [3]),
 ])
 def test_matmul_nbits_accuracy_level_4_quantizes_the_activations_to_int8(bits, zero_points, k, block, rows_shape):
     """MatMulNBits' accuracy_level 4 (what ONNX Runtime GenAI's builder writes for the CPU):

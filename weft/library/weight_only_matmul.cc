@@ -149,7 +149,7 @@ __attribute__((target("avx512f"))) void
 packed_row_avx512(const float* __restrict a, const uint8_t* __restrict packed,
                   const float* __restrict scale, const uint8_t* __restrict zero,
                   float* __restrict y, int64_t k, int64_t block, int64_t first, int64_t last) {
-  int64_t blocks = k / block;
+  int64_t blocks = (k + block - 1) / block; // the last one shorter where block does not divide K
   const __m128i low = _mm_set1_epi8(0x0F);
   for (int64_t c = first; c < last; ++c) {
     const uint8_t* row = packed + c * (k / 2);
@@ -158,7 +158,7 @@ packed_row_avx512(const float* __restrict a, const uint8_t* __restrict packed,
       float s = scale[c * blocks + b];
       __m512 vs = _mm512_set1_ps(s),
              vzs = _mm512_set1_ps(static_cast<float>(zero[c * blocks + b]) * s);
-      for (int64_t i = b * block; i < (b + 1) * block; i += 2 * kLanes) {
+      for (int64_t i = b * block; i < std::min((b + 1) * block, k); i += 2 * kLanes) {
         __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + i / 2));
         __m128i lo = _mm_and_si128(bytes, low), hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), low);
         __m512 w0 = _mm512_fmsub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(lo)), vs, vzs);
@@ -429,7 +429,8 @@ public:
   // weight scales and scale x zero point
   // ([groups, 32] per tile; the latter unless every zero point is the same).
   void tile(const uint8_t* q, const float* scale, const uint8_t* zero) {
-    int64_t blocks = k_ / block_, groups = k_ / kGroup, tiles = (n_ + kTile - 1) / kTile;
+    int64_t blocks = (k_ + block_ - 1) / block_, groups = k_ / kGroup;
+    int64_t tiles = (n_ + kTile - 1) / kTile;
     if (std::all_of(zero, zero + n_ * blocks, [&](uint8_t z) { return z == zero[0]; }))
       uniform_zero_ = zero[0];
     tiles_.assign(static_cast<size_t>(tiles * groups * tile_group_bytes(bits_)), 0);
