@@ -426,8 +426,8 @@ public:
   // column 16 h + l (vpdpbusd's four bytes per lane): with 4 bits, 8 vectors, vector 2 m + h
   // holding the first in its low half and the second in its high half; with 8 bits, 16
   // vectors, the first in vector 4 m + h and the second in 4 m + 2 + h. With them, each group's
-  // weight scales and scale x zero point
-  // ([groups, 32] per tile; the latter unless every zero point is the same).
+  // weight scales and scale x zero point ([groups, 32] per tile; the latter unless every zero
+  // point is the same).
   void tile(const uint8_t* q, const float* scale, const uint8_t* zero) {
     int64_t blocks = (k_ + block_ - 1) / block_, groups = k_ / kGroup;
     int64_t tiles = (n_ + kTile - 1) / kTile;
