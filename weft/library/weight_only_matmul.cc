@@ -406,20 +406,27 @@ int8_tile_avx512(const Int8Rows& a, int64_t row, int64_t k, const uint8_t* __res
   }
 }
 
-class WeightOnlyMatMul final : public runtime::LibraryKernel {
-public:
-  WeightOnlyMatMul(CallExtent rows, int64_t k, int64_t n, int64_t block, int bits, const Tensor& q,
-                   const Tensor& scale, const Tensor& zero, bool int8)
-      : rows_(rows), k_(k), n_(n), block_(block), bits_(bits) {
-    const auto* bytes = reinterpret_cast<const uint8_t*>(q.data());
-    bool groups = k % kGroup == 0 && block % kGroup == 0;
-    if (groups && int8 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vnni"))
-      tile(bytes, static_cast<const float*>(static_cast<const void*>(scale.data())),
-           reinterpret_cast<const uint8_t*>(zero.data()));
-    else if (groups && bits == 4 && __builtin_cpu_supports("avx512f"))
-      pack(bytes);
-  }
+// The constant tensor of "v", when it is one of "dtype".
+const Tensor* constant_of(const Value* v, DType dtype) {
+  return v && v->is_constant() && v->type.dtype == dtype ? v->constant.get() : nullptr;
+}
+
+const uint8_t* bytes(const Tensor& t) { return reinterpret_cast<const uint8_t*>(t.data()); }
+
+const float* floats(const Tensor& t) { return reinterpret_cast<const float*>(t.data()); }
+
+} // namespace
+
+QuantizedMatrix::QuantizedMatrix(int64_t k, int64_t n, int64_t block, int bits, const uint8_t* q,
+                                 const float* scale, const uint8_t* zero, bool int8)
+    : k_(k), n_(n), block_(block), bits_(bits) {
+  bool groups = k % kGroup == 0 && block % kGroup == 0;
+  if (groups && int8 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vnni"))
+    tile(q, scale, zero);
+  else if (groups && bits == 4 && __builtin_cpu_supports("avx512f"))
+    pack(q);
+}
 
   // The int8 path's tiles: for each 32 columns (the last padded with zeros) and group of 32
   // along K, vectors of 64 bytes whose byte 4 l + i holds weight 8 m + i or 8 m + 4 + i of
@@ -428,65 +435,59 @@ public:
   // vectors, the first in vector 4 m + h and the second in 4 m + 2 + h. With them, each group's
   // weight scales and scale x zero point ([groups, 32] per tile; the latter unless every zero
   // point is the same).
-  void tile(const uint8_t* q, const float* scale, const uint8_t* zero) {
-    int64_t blocks = (k_ + block_ - 1) / block_, groups = k_ / kGroup;
-    int64_t tiles = (n_ + kTile - 1) / kTile;
-    if (std::all_of(zero, zero + n_ * blocks, [&](uint8_t z) { return z == zero[0]; }))
-      uniform_zero_ = zero[0];
-    tiles_.assign(static_cast<size_t>(tiles * groups * tile_group_bytes(bits_)), 0);
-    tile_scale_.assign(static_cast<size_t>(tiles * groups * kTile), 0.0f);
-    if (!uniform_zero_) tile_zero_scale_.assign(tile_scale_.size(), 0.0f);
-    for (int64_t c = 0; c < n_; ++c) {
-      int64_t t = c / kTile, h = c % kTile / 16, l = c % 16;
-      for (int64_t g = 0; g < groups; ++g) {
-        uint8_t* to = tiles_.data() + (t * groups + g) * tile_group_bytes(bits_) + 4 * l;
-        const uint8_t* from = q + c * k_ + g * kGroup;
-        for (int m = 0; m < 4; ++m) {
-          for (int i = 0; i < 4; ++i) {
-            uint8_t first = from[8 * m + i], second = from[8 * m + 4 + i];
-            if (bits_ == 4) {
-              to[(2 * m + h) * 64 + i] = static_cast<uint8_t>(first | second << 4);
-            } else {
-              to[(4 * m + h) * 64 + i] = first;
-              to[(4 * m + 2 + h) * 64 + i] = second;
-            }
+void QuantizedMatrix::tile(const uint8_t* q, const float* scale, const uint8_t* zero) {
+  int64_t blocks = (k_ + block_ - 1) / block_, groups = k_ / kGroup;
+  int64_t tiles = (n_ + kTile - 1) / kTile;
+  if (std::all_of(zero, zero + n_ * blocks, [&](uint8_t z) { return z == zero[0]; }))
+    uniform_zero_ = zero[0];
+  tiles_.assign(static_cast<size_t>(tiles * groups * tile_group_bytes(bits_)), 0);
+  tile_scale_.assign(static_cast<size_t>(tiles * groups * kTile), 0.0f);
+  if (!uniform_zero_) tile_zero_scale_.assign(tile_scale_.size(), 0.0f);
+  for (int64_t c = 0; c < n_; ++c) {
+    int64_t t = c / kTile, h = c % kTile / 16, l = c % 16;
+    for (int64_t g = 0; g < groups; ++g) {
+      uint8_t* to = tiles_.data() + (t * groups + g) * tile_group_bytes(bits_) + 4 * l;
+      const uint8_t* from = q + c * k_ + g * kGroup;
+      for (int m = 0; m < 4; ++m) {
+        for (int i = 0; i < 4; ++i) {
+          uint8_t first = from[8 * m + i], second = from[8 * m + 4 + i];
+          if (bits_ == 4) {
+            to[(2 * m + h) * 64 + i] = static_cast<uint8_t>(first | second << 4);
+          } else {
+            to[(4 * m + h) * 64 + i] = first;
+            to[(4 * m + 2 + h) * 64 + i] = second;
           }
         }
-        int64_t s = c * blocks + g * kGroup / block_, at = (t * groups + g) * kTile + c % kTile;
-        tile_scale_[at] = scale[s];
-        if (!uniform_zero_) tile_zero_scale_[at] = scale[s] * static_cast<float>(zero[s]);
       }
+      int64_t s = c * blocks + g * kGroup / block_, at = (t * groups + g) * kTile + c % kTile;
+      tile_scale_[at] = scale[s];
+      if (!uniform_zero_) tile_zero_scale_[at] = scale[s] * static_cast<float>(zero[s]);
     }
   }
+}
 
   // Two 4-bit weights a byte, each group of 32 along K as packed_row_avx512 reads it.
-  void pack(const uint8_t* q) {
-    packed_.resize(static_cast<size_t>(n_ * k_ / 2));
-    for (int64_t c = 0; c < n_; ++c) {
-      for (int64_t g = 0; g < k_; g += 2 * kLanes) {
-        const uint8_t* from = q + c * k_ + g;
-        uint8_t* to = packed_.data() + (c * k_ + g) / 2;
-        for (int i = 0; i < kLanes; ++i)
-          to[i] = static_cast<uint8_t>(from[i] | from[i + kLanes] << 4);
-      }
+void QuantizedMatrix::pack(const uint8_t* q) {
+  packed_.resize(static_cast<size_t>(n_ * k_ / 2));
+  for (int64_t c = 0; c < n_; ++c) {
+    for (int64_t g = 0; g < k_; g += 2 * kLanes) {
+      const uint8_t* from = q + c * k_ + g;
+      uint8_t* to = packed_.data() + (c * k_ + g) / 2;
+      for (int i = 0; i < kLanes; ++i)
+        to[i] = static_cast<uint8_t>(from[i] | from[i + kLanes] << 4);
     }
   }
+}
 
-  // buffers: a, q, scale, zero, y.
-  Status run(void* const* buffers, const int64_t* extents) const override {
-    const auto* a = static_cast<const float*>(buffers[0]);
-    const auto* q = static_cast<const uint8_t*>(buffers[1]);
-    const auto* scale = static_cast<const float*>(buffers[2]);
-    const auto* zero = static_cast<const uint8_t*>(buffers[3]);
-    auto* y = static_cast<float*>(buffers[4]);
-    int64_t rows = rows_.at(extents);
-    if (!tiles_.empty()) {
-      thread_local Int8Rows quantized;
-      quantize_rows(a, rows, k_, block_, uniform_zero_ ? *uniform_zero_ : 1.0f, quantized);
-      const Int8Rows& rows_q = quantized;
-      int64_t groups = k_ / kGroup, tiles = (n_ + kTile - 1) / kTile;
-      // Each thread takes a range of the tiles, and each tile (in cache after the first) every
-      // group of up to kDirectRows rows.
+void QuantizedMatrix::multiply(const float* a, int64_t rows, const uint8_t* q, const float* scale,
+                               const uint8_t* zero, float* y) const {
+  if (!tiles_.empty()) {
+    thread_local Int8Rows quantized;
+    quantize_rows(a, rows, k_, block_, uniform_zero_ ? *uniform_zero_ : 1.0f, quantized);
+    const Int8Rows& rows_q = quantized;
+    int64_t groups = k_ / kGroup, tiles = (n_ + kTile - 1) / kTile;
+    // Each thread takes a range of the tiles, and each tile (in cache after the first) every
+    // group of up to kDirectRows rows.
 #pragma omp parallel
       {
         int64_t t = omp_get_thread_num(), count = omp_get_num_threads();
@@ -507,8 +508,8 @@ public:
           }
         }
       }
-      return Status();
-    }
+      return;
+  }
     if (rows == 1 && !packed_.empty()) {
 #pragma omp parallel
       {
@@ -516,7 +517,7 @@ public:
         packed_row_avx512(a, packed_.data(), scale, zero, y, k_, block_, n_ * t / count,
                           n_ * (t + 1) / count);
       }
-      return Status();
+      return;
     }
     static const bool avx512 = __builtin_cpu_supports("avx512f");
     if (avx512 && rows > kDirectRows) {
@@ -535,7 +536,7 @@ public:
           float_rows_avx512(a, w.data(), y + c, n_, rows, k_, end - c);
         }
       }
-      return Status();
+      return;
     }
     // Each thread takes a range of the columns, kColumns at a time, and for each such chunk
     // (its weights then in cache) every group of up to kDirectRows rows.
@@ -555,31 +556,59 @@ public:
         }
       }
     }
+}
+
+std::string QuantizedMatrix::describe() const {
+  return fmt::format("K {} N {} (blocks of {}{}{})", k_, n_, block_,
+                     packed_.empty() ? "" : "; packed for one row",
+                     tiles_.empty() ? "" : "; int8 activations");
+}
+
+std::optional<BlockQuantized> block_quantized(const Node& dq) {
+  if (dq.op_type != Op::kDequantizeLinear || dq.inputs.size() != 3 || !dq.inputs[2])
+    return std::nullopt;
+  const auto& attrs = dq.attrs_as<QuantizeAttrs>();
+  DType qt = dq.inputs[0]->type.dtype;
+  const Tensor* q = constant_of(dq.inputs[0], qt);
+  const Tensor* scale = constant_of(dq.inputs[1], DType::kF32);
+  const Tensor* zero = constant_of(dq.inputs[2], qt);
+  if ((qt != DType::kU4 && qt != DType::kU8) || !q || !scale || !zero || q->dims().size() < 2 ||
+      attrs.axis != static_cast<int64_t>(q->dims().size()) - 1 || attrs.block_size <= 0 ||
+      dq.outputs[0]->type.dtype != DType::kF32)
+    return std::nullopt;
+  std::vector<int64_t> blocks = q->dims();
+  blocks.back() = (blocks.back() + attrs.block_size - 1) / attrs.block_size;
+  if (scale->dims() != blocks || zero->dims() != blocks) return std::nullopt;
+  return BlockQuantized{
+      q, scale, zero, qt == DType::kU4 ? 4 : 8, attrs.block_size, attrs.accuracy_level == 4};
+}
+
+namespace {
+
+class WeightOnlyMatMul final : public runtime::LibraryKernel {
+public:
+  WeightOnlyMatMul(CallExtent rows, const BlockQuantized& w)
+      : rows_(rows), n_(w.q->dims()[0]), matrix_(w.q->dims()[1], n_, w.block, w.bits, bytes(*w.q),
+                                                 floats(*w.scale), bytes(*w.zero), w.int8) {}
+
+  // buffers: a, q, scale, zero, y.
+  Status run(void* const* buffers, const int64_t* extents) const override {
+    matrix_.multiply(static_cast<const float*>(buffers[0]), rows_.at(extents),
+                     static_cast<const uint8_t*>(buffers[1]), static_cast<const float*>(buffers[2]),
+                     static_cast<const uint8_t*>(buffers[3]), static_cast<float*>(buffers[4]));
     return Status();
   }
 
   std::string describe() const override {
-    return fmt::format("Weft {}-bit weights matrix product, K {} N {} (blocks of {}{}{})", bits_,
-                       k_, n_, block_, packed_.empty() ? "" : "; packed for one row",
-                       tiles_.empty() ? "" : "; int8 activations");
+    return fmt::format("Weft {}-bit weights matrix product, {}", matrix_.bits(),
+                       matrix_.describe());
   }
 
 private:
   CallExtent rows_;
-  int64_t k_, n_, block_;
-  int bits_;
-  std::vector<uint8_t> packed_; // for one row, where the form allows (4 bits, K and blocks of 32)
-  // The int8 path's (tile()), where accuracy level 4 asks for it and the CPU has VNNI; then
-  // there is no packed_.
-  std::vector<uint8_t> tiles_;
-  std::vector<float> tile_scale_, tile_zero_scale_;
-  std::optional<uint8_t> uniform_zero_;
+  int64_t n_;
+  QuantizedMatrix matrix_;
 };
-
-// The constant tensor of "v", when it is one of "dtype".
-const Tensor* constant_of(const Value* v, DType dtype) {
-  return v && v->is_constant() && v->type.dtype == dtype ? v->constant.get() : nullptr;
-}
 
 } // namespace
 
@@ -593,22 +622,9 @@ std::optional<LibraryCall> weight_only_matmul_call(const Node& matmul,
       transpose_perm(*transpose) != Ints{1, 0})
     return std::nullopt;
   const Node* dq = transpose->inputs[0]->producer;
-  if (!dq || dq->op_type != Op::kDequantizeLinear || sole_reader(dq->outputs[0]) != transpose ||
-      dq->inputs.size() != 3 || !dq->inputs[2])
-    return std::nullopt;
-  const auto& attrs = dq->attrs_as<QuantizeAttrs>();
-  DType qt = dq->inputs[0]->type.dtype;
-  int bits = qt == DType::kU4 ? 4 : 8;
-  const Tensor* q = constant_of(dq->inputs[0], qt);
-  const Tensor* scale = constant_of(dq->inputs[1], DType::kF32);
-  const Tensor* zero = constant_of(dq->inputs[2], qt);
-  if ((qt != DType::kU4 && qt != DType::kU8) || !q || !scale || !zero || q->dims().size() != 2 ||
-      attrs.axis != 1 || attrs.block_size <= 0 || dq->outputs[0]->type.dtype != DType::kF32)
-    return std::nullopt;
-  int64_t n = q->dims()[0], k = q->dims()[1], block = attrs.block_size;
-  int64_t blocks = (k + block - 1) / block;
-  if (scale->dims() != std::vector<int64_t>{n, blocks} || zero->dims() != scale->dims() ||
-      a->type.shape->back() != Dim(k))
+  std::optional<BlockQuantized> w = dq ? block_quantized(*dq) : std::nullopt;
+  if (!w || sole_reader(dq->outputs[0]) != transpose || w->q->dims().size() != 2 ||
+      a->type.shape->back() != Dim(w->q->dims()[1]))
     return std::nullopt;
   LibraryCall call;
   Dim rows = 1;
@@ -616,8 +632,7 @@ std::optional<LibraryCall> weight_only_matmul_call(const Node& matmul,
     rows = dim_mul(rows, (*a->type.shape)[d]);
   if (rows.is_unknown()) return std::nullopt;
   CallExtent extent = call_extent(rows, call.symbols);
-  call.kernel = std::make_shared<WeightOnlyMatMul>(extent, k, n, block, bits, *q, *scale, *zero,
-                                                   attrs.accuracy_level == 4);
+  call.kernel = std::make_shared<WeightOnlyMatMul>(extent, *w);
   call.values = {a, dq->inputs[0], dq->inputs[1], dq->inputs[2], y};
   call.nodes = {dq, transpose, &matmul};
   return call;

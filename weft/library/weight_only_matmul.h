@@ -14,11 +14,58 @@
 // docs/library.md.
 #pragma once
 
+#include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "weft/library/dnnl.h"
 
 namespace weft::library {
+
+// The constants of a DequantizeLinear of weights quantized in blocks along their last axis: q
+// u4 or u8 [..., N, K] (a byte per weight), f32 scales and zero points of q's type
+// [..., N, ceil(K / block)]; int8: the DequantizeLinear's accuracy_level is 4.
+struct BlockQuantized {
+  const Tensor *q, *scale, *zero;
+  int bits;
+  int64_t block;
+  bool int8;
+};
+
+// "dq" in that form, if it is.
+std::optional<BlockQuantized> block_quantized(const Node& dq);
+
+// One such matrix [N, K], laid out at construction for the kernels that read it: packed two
+// 4-bit weights a byte for one row, or with "int8" on a CPU with VNNI in tiles for int8
+// activations; otherwise its kernels read q as given.
+class QuantizedMatrix {
+public:
+  QuantizedMatrix(int64_t k, int64_t n, int64_t block, int bits, const uint8_t* q,
+                  const float* scale, const uint8_t* zero, bool int8);
+
+  // y [rows, N] = a [rows, K] times the weights transposed, on every thread (OpenMP); q, scale
+  // and zero are the matrix's constants as given (read unless the matrix holds its own layout).
+  void multiply(const float* a, int64_t rows, const uint8_t* q, const float* scale,
+                const uint8_t* zero, float* y) const;
+
+  int bits() const { return bits_; }
+  // "K .. N .. (blocks of ..)", and the layout it holds.
+  std::string describe() const;
+
+private:
+  void tile(const uint8_t* q, const float* scale, const uint8_t* zero);
+  void pack(const uint8_t* q);
+
+  int64_t k_, n_, block_;
+  int bits_;
+  std::vector<uint8_t> packed_; // for one row, where the form allows (4 bits, K and blocks of 32)
+  // The int8 path's (tile()), where accuracy level 4 asks for it and the CPU has VNNI; then
+  // there is no packed_.
+  std::vector<uint8_t> tiles_;
+  std::vector<float> tile_scale_, tile_zero_scale_;
+  std::optional<uint8_t> uniform_zero_;
+};
 
 // The call for "matmul" (f32 A of rank 2 or more, static or symbolic rows) when its weights are
 // that pattern, the DequantizeLinear and Transpose read by nothing else; none otherwise. It
