@@ -291,6 +291,12 @@ def moe_reference(x, logits, w1, b1, w2, b2, k, activation, normalize, limit=Non
     return out
 
 
+def moe_strategies(profile):
+    """The strategies of a profile's kernels for MoE: Weft's call, or none (the dense form)."""
+    return [p["strategy"] for p in profile if p["strategy"].startswith("Weft mixture of experts")]
+
+
+@pytest.mark.parametrize("library", [True, False], ids=["call", "expanded"])
 @pytest.mark.parametrize("activation, k, normalize, bias, attrs, shape", [
     ("swiglu", 2, 1, True, {"swiglu_limit": 7.0, "activation_alpha": 1.702, "activation_beta": 1.0}, [5]),  # GPT-OSS
     ("swiglu", 2, 0, True, {"swiglu_limit": 0.5, "activation_alpha": 1.702, "activation_beta": 1.0}, [1, 5]),
@@ -299,10 +305,13 @@ def moe_reference(x, logits, w1, b1, w2, b2, k, activation, normalize, limit=Non
     ("gelu", 2, 0, True, {}, [5]),
     ("silu", 3, 1, False, {}, [5]),
 ])
-def test_mixture_of_experts(activation, k, normalize, bias, attrs, shape):
+def test_mixture_of_experts(activation, k, normalize, bias, attrs, shape, library, monkeypatch):
     """MoE (com.microsoft; GPT-OSS from GenAI's builder): each token through its top k of 4
     experts, against a float64 reference (ONNX Runtime 1.32's CPU kernel gave the same within
-    4e-6 on these forms; its GELU is tanh's approximation)."""
+    4e-6 on these forms; its GELU is tanh's approximation). On the CPU Weft's call runs only the
+    chosen experts; without library calls (WEFT_ONEDNN=0, as on CUDA) the dense form runs."""
+    if not library:
+        monkeypatch.setenv("WEFT_ONEDNN", "0")
     rng = np.random.default_rng(k + len(activation))
     tokens, hidden, inner, experts = int(np.prod(shape)), 16, 8, 4
     fused = 2 * inner if activation == "swiglu" else inner
@@ -322,7 +331,10 @@ def test_mixture_of_experts(activation, k, normalize, bias, attrs, shape):
                                             helper.make_tensor_value_info("r", F, [tokens, experts])],
                               [helper.make_tensor_value_info("y", F, None)], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid(MS, 1)])
-    got = weft.compile(model.SerializeToString()).run({"x": x, "r": logits})["y"]
+    got, profile = weft.compile(model.SerializeToString()).profile({"x": x, "r": logits})
+    got = got["y"]
+    assert moe_strategies(profile) == (["Weft mixture of experts, 4 experts, top {}, {} (f32 weights)".format(
+        k, activation)] if library else [])
     want = moe_reference(x.reshape(tokens, hidden), logits, w1, b1 if bias else None, w2, b2 if bias else None, k,
                          activation, normalize, attrs.get("swiglu_limit"), attrs.get("activation_alpha", 1.0),
                          attrs.get("activation_beta", 0.0))
@@ -330,13 +342,18 @@ def test_mixture_of_experts(activation, k, normalize, bias, attrs, shape):
     np.testing.assert_allclose(got.reshape(tokens, hidden), want, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("bits, block", [(4, 32), (4, 16), (4, 0), (8, 32)])
-def test_quantized_mixture_of_experts(bits, block):
+@pytest.mark.parametrize("library", [True, False], ids=["call", "expanded"])
+@pytest.mark.parametrize("bits, block, opset", [(4, 32, 21), (4, 16, 21), (4, 0, 21), (8, 32, 21), (4, 32, 17)])
+def test_quantized_mixture_of_experts(bits, block, opset, library, monkeypatch):
     """QMoE (GPT-OSS in int4 from GenAI's builder): MoE with symmetric 4- or 8-bit weights
-    packed low bits first along K, scales per block (or per row with block_size 0), which Weft
-    dequantizes at import. Against the float64 reference on the dequantized weights (ONNX
-    Runtime's 4-bit kernels matched it within 1e-6; its 8-bit ones quantize the activations to
-    int8, about 0.4% off)."""
+    packed low bits first along K, scales per block (or per row with block_size 0). From opset
+    21 the weights stay quantized (DequantizeLinear in blocks), and on the CPU Weft's call
+    multiplies them so; before it they are dequantized at import. Against the float64 reference
+    on the dequantized weights (ONNX Runtime's 4-bit kernels matched it within 1e-6; its 8-bit
+    ones quantize the activations to int8, about 0.4% off). Without library calls, the dense
+    form."""
+    if not library:
+        monkeypatch.setenv("WEFT_ONEDNN", "0")
     rng = np.random.default_rng(bits + block)
     tokens, hidden, inner, experts, k = 5, 64, 32, 4, 2
     attrs = {"swiglu_limit": 7.0, "activation_alpha": 1.702, "activation_beta": 1.0}
@@ -359,12 +376,68 @@ def test_quantized_mixture_of_experts(bits, block):
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", F, [tokens, hidden]),
                                             helper.make_tensor_value_info("r", F, [tokens, experts])],
                               [helper.make_tensor_value_info("y", F, None)], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid(MS, 1)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid(MS, 1)])
     x = rng.standard_normal((tokens, hidden)).astype(np.float32)
     logits = rng.standard_normal((tokens, experts)).astype(np.float32)
-    got = weft.compile(model.SerializeToString()).run({"x": x, "r": logits})["y"]
+    got, profile = weft.compile(model.SerializeToString()).profile({"x": x, "r": logits})
+    got = got["y"]
+    weights = "{}-bit".format(bits) if opset >= 21 else "f32"
+    assert moe_strategies(profile) == (["Weft mixture of experts, 4 experts, top 2, swiglu ({} weights)".format(
+        weights)] if library else [])
     want = moe_reference(x, logits, w1, b1, w2, b2, k, "swiglu", True, 7.0, 1.702, 1.0)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("library", [True, False], ids=["call", "expanded"])
+def test_mixture_of_experts_over_symbolic_tokens(library, monkeypatch):
+    """One dynamic compile of QMoE (its router a MatMul of the hidden states, as in GPT-OSS)
+    serves a prompt and decoding steps (tokens from 1 to 40, 16 experts, top 4: some experts get
+    no token, some many), each against the float64 reference. (The dense form's TopK over
+    symbolic rows compiles per shape.)"""
+    if not library:
+        monkeypatch.setenv("WEFT_ONEDNN", "0")
+    rng = np.random.default_rng(5)
+    hidden, inner, experts, k = 64, 32, 16, 4
+
+    def quantized(n, width):
+        q = rng.integers(0, 16, (experts, n, width)).astype(np.uint8)
+        scales = rng.uniform(0.01, 0.05, (experts, n, width // 32)).astype(np.float32)
+        w = (q.astype(np.float64) - 8) * np.repeat(scales, 32, -1)
+        return (q[..., 0::2] | (q[..., 1::2] << 4)).astype(np.uint8), scales, w
+
+    q1, s1, w1 = quantized(2 * inner, hidden)
+    q2, s2, w2 = quantized(hidden, inner)
+    router = rng.standard_normal((hidden, experts)).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "router"], ["r"])]
+    nodes += [helper.make_node("QMoE", ["x", "r", "q1", "s1", "", "q2", "s2"], ["y"], domain=MS, k=k,
+                            activation_type="swiglu", swiglu_fusion=1, normalize_routing_weights=1,
+                            expert_weight_bits=4, block_size=32, swiglu_limit=7.0, activation_alpha=1.702,
+                            activation_beta=1.0)]
+    inits = [helper.make_tensor(n, TensorProto.UINT8 if n[0] == "q" else F, v.shape, v.ravel().tobytes(), raw=True)
+             for n, v in (("q1", q1), ("s1", s1), ("q2", q2), ("s2", s2), ("router", router))]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, ["batch", "tokens", hidden])],
+                              [helper.make_tensor_value_info("y", F, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid(MS, 1)])
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    for tokens in (40, 1, 1, 3):
+        x = rng.standard_normal((1, tokens, hidden)).astype(np.float32)
+        got = compiled.run({"x": x})["y"]
+        logits = x[0].astype(np.float64) @ router
+        want = moe_reference(x[0], logits, w1, None, w2, None, k, "swiglu", True, 7.0, 1.702, 1.0)
+        assert got.shape == x.shape
+        np.testing.assert_allclose(got[0], want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    assert compiled.compiled_variants == (1 if library else 3)
+
+
+def test_a_models_own_nodes_of_wefts_domain_are_refused():
+    """weft.MoE is what the import of MoE and QMoE makes (domain "weft"); a model may not name
+    that domain itself."""
+    node = helper.make_node("MoE", ["x", "x", "x", "", "x"], ["y"], domain="weft", name="mine")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", F, [2, 4])],
+                              [helper.make_tensor_value_info("y", F, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("weft", 1)])
+    with pytest.raises(weft.WeftError, match="node 'mine': domain 'weft' is Weft's own"):
+        weft.compile(model.SerializeToString())
 
 
 # (input shape, position_ids shape, R, attributes)

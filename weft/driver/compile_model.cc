@@ -178,6 +178,8 @@ Result<CompiledModel> compile_model(const ModelSource& model,
   WEFT_RETURN_IF_ERROR(stages::run_host_ops(graph));
   WEFT_ASSIGN_OR_RETURN(bool quantized, stages::quantized_forms(graph, settings));
   if (quantized) WEFT_RETURN_IF_ERROR(refold(graph, "quantized forms"));
+  WEFT_ASSIGN_OR_RETURN(bool experts, stages::moe_forms(graph, settings));
+  if (experts) WEFT_RETURN_IF_ERROR(refold(graph, "moe forms"));
   observe("specialize", graph);
   if (stages::onednn_calls(settings)) { // the layout of the library calls' regions
     WEFT_ASSIGN_OR_RETURN(bool products, conv_transpose_as_matmul(graph));

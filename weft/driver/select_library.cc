@@ -3,10 +3,12 @@
 
 #include "weft/driver/stages.h"
 #include "weft/graph/op_table.h"
+#include "weft/graph/passes/expand_moe.h"
 #include "weft/graph/passes/quantized_in_float.h"
 #include "weft/graph/passes/quantized_products.h"
 #include "weft/library/cuda_library.h"
 #include "weft/library/dnnl.h"
+#include "weft/library/moe_call.h"
 #include "weft/library/roi_align_call.h"
 #include "weft/library/shape_call.h"
 #include "weft/library/top_k_call.h"
@@ -40,6 +42,26 @@ Result<bool> quantized_forms(Graph& graph, const CompileSettings& settings) {
                           return onednn && !library::int8_matmul_unfit(n);
                         }));
   return int8 || floated;
+}
+
+Result<bool> moe_forms(Graph& graph, const CompileSettings& settings) {
+  bool cpu_call = onednn_calls(settings) && settings.fusion;
+  std::unordered_map<const Value*, int> readers;
+  for (const auto& node : graph.nodes()) {
+    for (const Value* v : node->inputs)
+      ++readers[v];
+  }
+  library::SoleReader sole_reader = [&](const Value* v) -> const Node* {
+    if (readers[v] != 1 || graph.is_graph_output(v)) return nullptr;
+    for (const auto& node : graph.nodes()) {
+      if (std::find(node->inputs.begin(), node->inputs.end(), v) != node->inputs.end())
+        return node.get();
+    }
+    return nullptr;
+  };
+  return expand_moe(graph, [&](const Node& moe) {
+    return cpu_call && library::moe_call_takes(moe, sole_reader);
+  });
 }
 
 LibrarySelection select_library_calls(const Graph& graph, const CompileSettings& settings,
@@ -77,6 +99,7 @@ LibrarySelection select_library_calls(const Graph& graph, const CompileSettings&
     if (!use_library || s.absorbed.contains(node.get())) continue;
     std::string why_not;
     if (!cuda) call = library::weight_only_matmul_call(*node, sole_reader);
+    if (!cuda && !call) call = library::moe_call(*node, sole_reader);
     if (!call)
       call = cuda ? library::cuda_library_call(*node, device, settings.allow_tf32, &why_not)
                   : library::dnnl_call(

@@ -71,10 +71,11 @@ Status check_lowerable(const Graph& graph) {
     // (Shapes over symbols run as calls: library::shape_call.)
     bool symbolic_shape = (n->op_type == Op::kShape || n->op_type == Op::kSize) &&
                           n->inputs[0]->type.shape && !shape_is_static(*n->inputs[0]->type.shape);
-    // (channels_last makes these only where oneDNN runs the convolutions.)
+    // (channels_last makes these only where oneDNN runs the convolutions; moe_forms keeps
+    // MoE only for its CPU call.)
     bool library_only = n->op_type == Op::kConvChannelsLast ||
                         n->op_type == Op::kQLinearConvChannelsLast ||
-                        n->op_type == Op::kQLinearMatMulBias;
+                        n->op_type == Op::kQLinearMatMulBias || n->op_type == Op::kMoE;
     if (!kernel::can_lower(*n) && !symbolic_shape && !library_only)
       nodes.emplace_back(fmt::format("{} (opset {})", n->op_type, n->opset), n->name);
   }

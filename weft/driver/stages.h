@@ -75,6 +75,11 @@ bool onednn_calls(const CompileSettings& settings);
 // (graph/passes/quantized_in_float.h); whether the graph changed.
 Result<bool> quantized_forms(Graph& graph, const CompileSettings& settings);
 
+// weft.MoE in the form for the device: kept for the CPU's call where it takes the node
+// (library/moe_call.h), expanded into primitives elsewhere (graph/passes/expand_moe.h);
+// whether the graph changed.
+Result<bool> moe_forms(Graph& graph, const CompileSettings& settings);
+
 struct LibrarySelection {
   std::map<const Node*, library::LibraryCall> calls; // by the node that heads each call
   std::set<const Node*> absorbed;                    // nodes the calls took besides their own

@@ -716,6 +716,25 @@ struct ConstantOfShapeAttrs {
   WEFT_FIELDS(f("value", value); f("symbolic_shape", symbolic_shape))
 };
 
+// weft.MoE(x [T, H], router logits [T, E], fc1 [E, F, H], fc1 bias [E, F], fc2 [E, H, I],
+// fc2 bias [E, H]) -> [T, H]: com.microsoft's MoE and QMoE, as contrib_decoder_ops.cc imports
+// them (the attributes keep their names). Each token goes to the k experts of its largest
+// logits (the lower index first among equal ones), weighted by the softmax of those k logits
+// ("normalize_routing_weights") or of all E; an expert is fc2(activation(fc1(x))).
+// Activations: relu, gelu (tanh's approximation), silu, and swiglu over F = 2 I interleaved
+// gate and linear halves: min(g, limit) sigmoid(alpha min(g, limit)) (clip(l, -limit, limit)
+// + beta), without the bounds when there is no limit.
+struct MoEAttrs {
+  int64_t k = 1;
+  std::string activation = "relu";
+  bool normalize = false;
+  std::optional<float> limit;
+  float alpha = 1.0f, beta = 0.0f;
+  WEFT_FIELDS(f("k", k); f("activation_type", activation);
+              f("normalize_routing_weights", normalize); f("swiglu_limit", limit);
+              f("activation_alpha", alpha); f("activation_beta", beta))
+};
+
 using OpAttrs = std::variant<
     NoAttrs, LegacyBroadcastAttrs, CastAttrs, AlphaAttrs, HardSigmoidAttrs, SeluAttrs, ClipAttrs,
     ModAttrs, IsInfAttrs, ReduceAttrs, ArgReduceAttrs, SoftmaxAttrs, AxisAttrs, BatchDimsAttrs,
@@ -728,7 +747,7 @@ using OpAttrs = std::variant<
     ScanAttrs, GeluAttrs, GroupNormAttrs, AttentionAttrs, RotaryAttrs, LpNormAttrs, LpPoolAttrs,
     TensorScatterAttrs, AffineGridAttrs, Col2ImAttrs, LinearAttentionAttrs, CausalConvAttrs,
     FlexAttentionAttrs, RoiAlignAttrs, DeformConvAttrs, BinarizerAttrs, ExpandAttrs, TfIdfAttrs,
-    TreeEnsembleAttrs, RangeAttrs, TileAttrs>;
+    TreeEnsembleAttrs, RangeAttrs, TileAttrs, MoEAttrs>;
 
 #undef WEFT_FIELDS
 

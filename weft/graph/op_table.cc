@@ -244,6 +244,15 @@ OpAttrs parse_clip(AttrParser& p) {
   return ClipAttrs{p.optional_float("min"), p.optional_float("max")};
 }
 
+OpAttrs parse_moe(AttrParser& p) {
+  return MoEAttrs{p.int_or("k", 1),
+                  p.string_or("activation_type", "relu"),
+                  p.bool_or("normalize_routing_weights", false),
+                  p.optional_float("swiglu_limit"),
+                  p.float_or("activation_alpha", 1.0f),
+                  p.float_or("activation_beta", 0.0f)};
+}
+
 OpAttrs parse_mod(AttrParser& p) { return ModAttrs{p.bool_or("fmod", false)}; }
 
 OpAttrs parse_is_inf(AttrParser& p) {
@@ -909,6 +918,7 @@ const std::vector<OpDef>& build_table() {
     t.push_back({Op::kMatMulInteger, 10, kAll, parse_none, infer_matmul_integer});
     t.push_back({Op::kQLinearMatMul, 10, kAll, parse_none, infer_qlinear});
     t.push_back({Op::kQLinearMatMulBias, 1, kAll, parse_none, infer_qlinear});
+    t.push_back({Op::kMoE, 1, kAll, parse_moe, infer_same});
     t.push_back({Op::kQLinearConv, 10, kAll, parse_conv, infer_qlinear});
     t.push_back({Op::kMaxPool, 1, kAll, parse_pool, infer_pool});
     t.push_back({Op::kAveragePool, 1, kAll, parse_pool, infer_pool});

@@ -97,7 +97,10 @@ inline constexpr std::string_view kMlDomain = "ai.onnx.ml";
 // over channels-last activations (passes/channels_last.h), with Conv's attributes and weights;
 // Op::kQLinearConvChannelsLast, QLinearConv over them, with QLinearConv's inputs;
 // Op::kQLinearMatMulBias, QLinearMatMul's eight inputs and a ninth, an int32 bias [N] added to
-// the sums before requantization, as QLinearConv's B (passes/quantized_products.h).
+// the sums before requantization, as QLinearConv's B (passes/quantized_products.h). And
+// Op::kMoE, a mixture of experts (attrs.h, MoEAttrs), which the import of com.microsoft's MoE
+// and QMoE makes in domain kWeftDomain; a model's own nodes of that domain are refused there.
+inline constexpr std::string_view kWeftDomain = "weft";
 // The op a profile shows for "op": the ONNX op a node of Weft's own computes.
 inline Op shown_op(Op op) {
   return op == Op::kConvChannelsLast          ? Op::kConv

@@ -295,16 +295,12 @@ Status expand_causal_conv_with_state(Expansion& e) {
 
 // MoE(input, router_probs, fc1_experts_weights, fc1_experts_bias, fc2_experts_weights,
 // fc2_experts_bias): a mixture of experts (GPT-OSS from GenAI's builder). input [T, H] or
-// [B, S, H]; router_probs the logits [T, E]; each token goes to its top k experts, weighted by the
-// softmax of those k logits (normalize_routing_weights) or of all E. Expert e: fc1 [E, F, H]
-// (F = 2 I for SwiGLU, its gate and linear halves interleaved), the activation, fc2 [E, H, I],
-// biases [E, F] and [E, H]. Activations: relu, gelu (tanh's approximation, as ONNX Runtime's),
-// silu, and swiglu: min(gate, limit) * sigmoid(alpha * min(gate, limit)) *
-// (clip(linear, -limit, limit) + beta), limit swiglu_limit (none by default), alpha and beta
-// activation_alpha (1) and activation_beta (0). Every expert runs on every token and the routing
-// weights, zero for the experts not chosen, mix them: E / k times the arithmetic of routing
-// only the chosen ones. Refused: fc3 (ONNX Runtime's CPU refuses it too), swiglu_fusion other
-// than 1, use_sparse_mixer.
+// [B, S, H]; router_probs the logits [T, E]; fc1 [E, F, H] (F = 2 I for SwiGLU, its gate and
+// linear halves interleaved), fc2 [E, H, I], biases [E, F] and [E, H]. It becomes Weft's
+// weft.MoE over the rows of the input (attrs.h, MoEAttrs, has the semantics): on the CPU a
+// library call that runs each expert on its tokens only (library/moe_call.h), elsewhere the
+// dense form of graph/passes/expand_moe.h. Refused: fc3 (ONNX Runtime's CPU refuses it too),
+// swiglu_fusion other than 1, use_sparse_mixer.
 // The experts' weights: fc1, its bias, fc2, its bias (names; biases may be empty).
 struct Experts {
   std::string fc1, fc1_bias, fc2, fc2_bias;
@@ -322,62 +318,20 @@ Status mixture_of_experts(Expansion& e, const Experts& experts) {
   if (e.int_attr_or("use_sparse_mixer", 0) != 0)
     return Status::error("use_sparse_mixer is not supported");
   if (k < 1) return Status::error("attribute 'k' must be positive");
-  std::string hidden = e.op(Op::kSlice, {e.op(Op::kShape, {e.in(0)}), e.ints({-1}),
+  auto rows_of = [&](const std::string& v) { // v as [rows, its last dim]
+    std::string last = e.op(Op::kSlice, {e.op(Op::kShape, {v}), e.ints({-1}),
                                          e.ints({std::numeric_limits<int64_t>::max()})});
-  std::string x = e.op(Op::kReshape,
-                       {e.in(0), e.op(Op::kConcat, {e.ints({-1}), hidden}, {int_attr("axis", 0)})});
-  // Routing weights [T, E]: those of each token's top k experts, zeros elsewhere.
-  std::string logits = e.in(1);
-  std::vector<std::string> top =
-      e.op_outputs(Op::kTopK, {logits, e.ints({k})}, {int_attr("axis", -1)}, {"", ""});
-  std::string weights = e.int_attr_or("normalize_routing_weights", 0) != 0
-                            ? e.op(Op::kSoftmax, {top[0]}, {int_attr("axis", -1)})
-                            : e.op(Op::kGatherElements,
-                                   {e.op(Op::kSoftmax, {logits}, {int_attr("axis", -1)}), top[1]},
-                                   {int_attr("axis", 1)});
-  std::string zeros = e.op(Op::kExpand, {e.scalar(0.0, logits), e.op(Op::kShape, {logits})});
-  std::string routing = e.op(Op::kScatterElements, {zeros, top[1], weights}, {int_attr("axis", 1)});
-  // Every expert on every token: [E, T, F], then [E, T, H].
-  auto linear = [&](const std::string& in, const std::string& w, const std::string& b) {
-    std::string y =
-        e.op(Op::kMatMul, {in, e.op(Op::kTranspose, {w}, {ints_attr("perm", {0, 2, 1})})});
-    return b.empty() ? y : e.op(Op::kAdd, {y, e.op(Op::kUnsqueeze, {b, e.ints({1})})});
+    return e.op(Op::kReshape, {v, e.op(Op::kConcat, {e.ints({-1}), last}, {int_attr("axis", 0)})});
   };
-  std::string h = linear(e.op(Op::kUnsqueeze, {x, e.ints({0})}), experts.fc1, experts.fc1_bias);
-  std::string act;
-  if (swiglu) {
-    auto every_other = [&](int64_t from) {
-      return e.op(Op::kSlice, {h, e.ints({from}), e.ints({std::numeric_limits<int64_t>::max()}),
-                               e.ints({-1}), e.ints({2})});
-    };
-    std::string gate = every_other(0), lin = every_other(1);
-    if (const onnx::AttributeProto* limit = find_attr(e.node(), "swiglu_limit")) {
-      std::string l = e.scalar(limit->f(), x), minus = e.scalar(-limit->f(), x);
-      gate = e.op(Op::kMin, {gate, l});
-      lin = e.op(Op::kMax, {e.op(Op::kMin, {lin, l}), minus});
-    }
-    std::string alpha = e.scalar(e.float_attr_or("activation_alpha", 1.0f), x);
-    std::string beta = e.scalar(e.float_attr_or("activation_beta", 0.0f), x);
-    std::string glu = e.op(Op::kMul, {gate, e.op(Op::kSigmoid, {e.op(Op::kMul, {gate, alpha})})});
-    act = e.op(Op::kMul, {glu, e.op(Op::kAdd, {lin, beta})});
-  } else if (activation == "relu") {
-    act = e.op(Op::kRelu, {h});
-  } else if (activation == "silu") {
-    act = e.op(Op::kMul, {h, e.op(Op::kSigmoid, {h})});
-  } else { // gelu, tanh's approximation: h (1 + tanh(sqrt(2 / pi) (h + 0.044715 h^3))) / 2
-    std::string cube = e.op(Op::kMul, {e.op(Op::kMul, {h, h}), h});
-    std::string inner =
-        e.op(Op::kMul, {e.op(Op::kAdd, {h, e.op(Op::kMul, {cube, e.scalar(0.044715, x)})}),
-                        e.scalar(std::sqrt(2.0 / M_PI), x)});
-    act = e.op(Op::kMul, {e.op(Op::kMul, {h, e.scalar(0.5, x)}),
-                          e.op(Op::kAdd, {e.op(Op::kTanh, {inner}), e.scalar(1.0, x)})});
+  std::vector<onnx::AttributeProto> attrs;
+  for (const char* name : {"k", "activation_type", "normalize_routing_weights", "swiglu_limit",
+                           "activation_alpha", "activation_beta"}) {
+    if (const onnx::AttributeProto* a = find_attr(e.node(), name)) attrs.push_back(*a);
   }
-  std::string each = linear(act, experts.fc2, experts.fc2_bias);
-  // y[t] = sum over e of routing[t, e] experts[e, t].
-  std::string mix = e.op(
-      Op::kUnsqueeze, {e.op(Op::kTranspose, {routing}, {ints_attr("perm", {1, 0})}), e.ints({2})});
-  std::string y =
-      e.op(Op::kReduceSum, {e.op(Op::kMul, {each, mix}), e.ints({0})}, {int_attr("keepdims", 0)});
+  std::string y = e.op(Op::kMoE,
+                       {rows_of(e.in(0)), rows_of(e.in(1)), experts.fc1, experts.fc1_bias,
+                        experts.fc2, experts.fc2_bias},
+                       std::move(attrs));
   e.op(Op::kReshape, {y, e.op(Op::kShape, {e.in(0)})}, {}, e.out(0));
   return Status();
 }
@@ -391,11 +345,14 @@ Status expand_moe(Expansion& e) {
 // QMoE(input, router_probs, fc1_experts_weights, fc1_scales, fc1_experts_bias,
 // fc2_experts_weights, fc2_scales, fc2_experts_bias, ...): MoE with weights of
 // expert_weight_bits 4 or 8, symmetric (zero 8 or 128), packed low bits first along K, scales
-// per block of block_size along K ([E, N, K / block_size]) or per row ([E, N]). Weft
-// dequantizes the constant weights at import, into the scales' type (4 bytes a weight in f32,
-// 8 times 4 bits), and runs MoE on them. ONNX Runtime's CPU kernels multiply 8-bit weights by
-// activations quantized to int8 per block (about 0.4% off the dequantized product; its 4-bit
-// ones agree with it). Refused: fc3, zero points, weights or scales given at run time.
+// per block of block_size along K ([E, N, K / block_size]) or per row ([E, N]). From opset 21
+// the weights stay quantized: DequantizeLinear of q [E, N, K] (u4 or u8, a byte per weight in
+// Weft's memory) in blocks along K (a row's length without block_size), which the CPU's call
+// multiplies as weight_only_matmul.h does; before it, they are dequantized here into the
+// scales' type (4 bytes a weight in f32). Weft computes the dequantized product; ONNX
+// Runtime's CPU kernels multiply 8-bit weights by activations quantized to int8 per block
+// (about 0.4% off it; its 4-bit ones agree with it). Refused: fc3, zero points, weights or
+// scales given at run time.
 Status expand_qmoe(Expansion& e) {
   for (int i = 8; i < 15; ++i) {
     if (!e.in(i).empty())
@@ -420,6 +377,26 @@ Status expand_qmoe(Expansion& e) {
     if (scale.num_elements() != experts * n * blocks ||
         !dims_are_allocatable(DType::kF32, {experts, n, k}, &elements))
       return Status::error(fmt::format("scales must hold {} x {} x {} values", experts, n, blocks));
+    if (e.opset() >= 21) {
+      DType type = bits == 4 ? DType::kU4 : DType::kU8;
+      onnx::TensorProto packed; // qd[2] bytes a row: ONNX's packing of u4 (low bits first) or u8
+      packed.set_data_type(dtype_to_onnx(type));
+      for (int64_t d : {experts, n, k})
+        packed.add_dims(d);
+      packed.set_raw_data(std::string(reinterpret_cast<const char*>(q.data()), q.num_bytes()));
+      onnx::AttributeProto value;
+      value.set_name("value");
+      value.set_type(onnx::AttributeProto::TENSOR);
+      *value.mutable_t() = std::move(packed);
+      Tensor s(scale.dtype(), {experts, n, blocks}), zero(type, {experts, n, blocks});
+      std::copy_n(scale.data(), s.num_bytes(), s.data());
+      for (int64_t i = 0; i < zero.num_elements(); ++i)
+        zero.set_int64(i, 1 << (bits - 1));
+      return e.op(
+          Op::kDequantizeLinear,
+          {e.op(Op::kConstant, {}, {std::move(value)}), e.constant_of(s), e.constant_of(zero)},
+          {int_attr("axis", 2), int_attr("block_size", block > 0 ? block : k)});
+    }
     Tensor w(scale.dtype(), {experts, n, k});
     const auto* bytes = reinterpret_cast<const uint8_t*>(q.data());
     for (int64_t row = 0; row < experts * n; ++row) {

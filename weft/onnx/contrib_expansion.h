@@ -113,7 +113,12 @@ public:
       inputs.pop_back();
     std::string name = fmt::format("{}{}_{}", prefix_, type, count_++);
     onnx::NodeProto* n = out_.Add();
-    n->set_op_type(std::string(op_name(type)));
+    std::string_view op_type = op_name(type);
+    if (op_type.starts_with(fmt::format("{}.", kWeftDomain))) { // Weft's own (op_table.h)
+      n->set_domain(std::string(kWeftDomain));
+      op_type.remove_prefix(kWeftDomain.size() + 1);
+    }
+    n->set_op_type(std::string(op_type));
     n->set_name(name);
     for (const std::string& i : inputs)
       n->add_input(i);

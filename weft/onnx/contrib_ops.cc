@@ -476,6 +476,10 @@ public:
           is_onnx_domain(node.domain()) && node.op_type() == "SimplifiedLayerNormalization";
       auto it = contrib_ops().find(rms_norm ? "com.microsoft.SkipSimplifiedLayerNormalization"
                                             : fmt::format("{}.{}", node.domain(), node.op_type()));
+      if (node.domain() == kWeftDomain)
+        return Status::error(fmt::format("{}: node '{}': domain '{}' is Weft's own (no model can "
+                                         "use it)",
+                                         name_, base, kWeftDomain));
       if ((node.domain() != kMicrosoftDomain && !rms_norm) || it == contrib_ops().end()) {
         onnx::NodeProto* kept = out.Add();
         *kept = std::move(node);

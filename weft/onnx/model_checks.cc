@@ -57,7 +57,7 @@ void find_unsupported(const onnx::GraphProto& graph, int opset,
     }
     std::string key;
     bool known_domain = node.domain() == kTrainingDomain || node.domain() == kPreviewDomain ||
-                        node.domain() == kMlDomain;
+                        node.domain() == kMlDomain || node.domain() == kWeftDomain;
     if (node.domain() == kMicrosoftDomain) {
       key = fmt::format("{} (domain '{}': Weft expands {} from it)", node.op_type(), node.domain(),
                         contrib_ops_list());
@@ -303,7 +303,7 @@ Op graph_op(const onnx::NodeProto& node) { return op_from_name(graph_op_type(nod
 
 std::string graph_op_type(const onnx::NodeProto& node) {
   if (node.domain() == kTrainingDomain || node.domain() == kPreviewDomain ||
-      node.domain() == kMlDomain)
+      node.domain() == kMlDomain || node.domain() == kWeftDomain)
     return fmt::format("{}.{}", node.domain(), node.op_type());
   return node.op_type();
 }
