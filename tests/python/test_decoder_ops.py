@@ -265,9 +265,31 @@ def test_causal_conv_with_state(length, kernel, activation, bias, past):
     np.testing.assert_array_equal(got["present"], joined[:, :, joined.shape[2] - (kernel - 1):].astype(np.float32))
 
 
-def moe_reference(x, logits, w1, b1, w2, b2, k, activation, normalize, limit=None, alpha=1.0, beta=0.0):
+def int8_blocks(a, block):
+    """"a" as ONNX Runtime's int8 activations see it: quantized per block of "block" (symmetric,
+    scale max|a| / 127, rounded to even), in float64."""
+    parts = []
+    for part in np.split(a.astype(np.float32), range(block, a.shape[-1], block)):
+        amax = np.abs(part).max()
+        parts.append(np.rint(part * (np.float32(127) / amax)).astype(np.float64) * (amax / np.float32(127))
+                     if amax > 0 else np.zeros(part.shape))
+    return np.concatenate(parts)
+
+
+def cpu_has_vnni():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return "avx512_vnni" in f.read()
+    except OSError:
+        return False
+
+
+def moe_reference(x, logits, w1, b1, w2, b2, k, activation, normalize, limit=None, alpha=1.0, beta=0.0,
+                  int8_block=None):
     """Each token through its top k experts (float64), mixed by the softmax of their k logits
-    (normalize) or of all; SwiGLU's gate and linear halves interleaved in fc1's output."""
+    (normalize) or of all; SwiGLU's gate and linear halves interleaved in fc1's output. With
+    "int8_block", each expert's fc1 and fc2 see their inputs as int8 per block (int8_blocks)."""
+    seen = (lambda a: int8_blocks(a, int8_block)) if int8_block else (lambda a: a)
     out = np.zeros(x.shape)
     for t in range(x.shape[0]):
         row = logits[t].astype(np.float64)
@@ -275,7 +297,7 @@ def moe_reference(x, logits, w1, b1, w2, b2, k, activation, normalize, limit=Non
         p = np.exp(row - row.max())
         weights = p[top] / p[top].sum() if normalize else (p / p.sum())[top]
         for e, weight in zip(top, weights):
-            h = w1[e].astype(np.float64) @ x[t] + (0 if b1 is None else b1[e])
+            h = w1[e].astype(np.float64) @ seen(x[t]) + (0 if b1 is None else b1[e])
             if activation == "swiglu":
                 gate, linear = h[0::2], h[1::2]
                 if limit is not None:
@@ -287,7 +309,7 @@ def moe_reference(x, logits, w1, b1, w2, b2, k, activation, normalize, limit=Non
                 a = h / (1 + np.exp(-h))
             else:  # gelu, tanh's approximation
                 a = 0.5 * h * (1 + np.tanh(np.sqrt(2 / np.pi) * (h + 0.044715 * h ** 3)))
-            out[t] += weight * (w2[e].astype(np.float64) @ a + (0 if b2 is None else b2[e]))
+            out[t] += weight * (w2[e].astype(np.float64) @ seen(a) + (0 if b2 is None else b2[e]))
     return out
 
 
@@ -349,9 +371,10 @@ def test_quantized_mixture_of_experts(bits, block, opset, library, monkeypatch):
     packed low bits first along K, scales per block (or per row with block_size 0). From opset
     21 the weights stay quantized (DequantizeLinear in blocks), and on the CPU Weft's call
     multiplies them so; before it they are dequantized at import. Against the float64 reference
-    on the dequantized weights (ONNX Runtime's 4-bit kernels matched it within 1e-6; its 8-bit
-    ones quantize the activations to int8, about 0.4% off). Without library calls, the dense
-    form."""
+    on the dequantized weights (ONNX Runtime's 4-bit kernels matched it within 1e-6). ONNX
+    Runtime's 8-bit kernels quantize the activations to int8 per block (about 0.4% off it), and
+    so does Weft's call where the CPU has VNNI: against the float64 reference of that arithmetic.
+    Without library calls, the dense form."""
     if not library:
         monkeypatch.setenv("WEFT_ONEDNN", "0")
     rng = np.random.default_rng(bits + block)
@@ -381,10 +404,12 @@ def test_quantized_mixture_of_experts(bits, block, opset, library, monkeypatch):
     logits = rng.standard_normal((tokens, experts)).astype(np.float32)
     got, profile = weft.compile(model.SerializeToString()).profile({"x": x, "r": logits})
     got = got["y"]
-    weights = "{}-bit".format(bits) if opset >= 21 else "f32"
-    assert moe_strategies(profile) == (["Weft mixture of experts, 4 experts, top 2, swiglu ({} weights)".format(
+    weights = "{}-bit weights".format(bits) if opset >= 21 else "f32 weights"
+    weights += ", int8 activations" if bits == 8 and opset >= 21 and cpu_has_vnni() else ""
+    assert moe_strategies(profile) == (["Weft mixture of experts, 4 experts, top 2, swiglu ({})".format(
         weights)] if library else [])
-    want = moe_reference(x, logits, w1, b1, w2, b2, k, "swiglu", True, 7.0, 1.702, 1.0)
+    int8 = bits == 8 and opset >= 21 and library and cpu_has_vnni()
+    want = moe_reference(x, logits, w1, b1, w2, b2, k, "swiglu", True, 7.0, 1.702, 1.0, block if int8 else None)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 

@@ -154,10 +154,14 @@ public:
   }
 
   std::string describe() const override {
-    return fmt::format(
-        "Weft mixture of experts, {} experts, top {}, {}{}", experts_, attrs_.k, attrs_.activation,
-        fc1_.matrices.empty() ? " (f32 weights)"
-                              : fmt::format(" ({}-bit weights)", fc1_.matrices[0].bits()));
+    std::string weights = "f32 weights";
+    if (!fc1_.matrices.empty()) {
+      const QuantizedMatrix& m = fc1_.matrices[0];
+      weights = fmt::format("{}-bit weights{}", m.bits(),
+                            m.int8_activations() ? ", int8 activations" : "");
+    }
+    return fmt::format("Weft mixture of experts, {} experts, top {}, {} ({})", experts_, attrs_.k,
+                       attrs_.activation, weights);
   }
 
   void set_last(int last) { last_ = last; }

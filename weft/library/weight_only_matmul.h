@@ -50,6 +50,7 @@ public:
                 const uint8_t* zero, float* y) const;
 
   int bits() const { return bits_; }
+  bool int8_activations() const { return !tiles_.empty(); }
   // "K .. N .. (blocks of ..)", and the layout it holds.
   std::string describe() const;
 

@@ -348,11 +348,12 @@ Status expand_moe(Expansion& e) {
 // per block of block_size along K ([E, N, K / block_size]) or per row ([E, N]). From opset 21
 // the weights stay quantized: DequantizeLinear of q [E, N, K] (u4 or u8, a byte per weight in
 // Weft's memory) in blocks along K (a row's length without block_size), which the CPU's call
-// multiplies as weight_only_matmul.h does; before it, they are dequantized here into the
-// scales' type (4 bytes a weight in f32). Weft computes the dequantized product; ONNX
-// Runtime's CPU kernels multiply 8-bit weights by activations quantized to int8 per block
-// (about 0.4% off it; its 4-bit ones agree with it). Refused: fc3, zero points, weights or
-// scales given at run time.
+// multiplies as weight_only_matmul.h does, with ONNX Runtime's arithmetic: its CPU kernels
+// multiply 8-bit weights by activations quantized to int8 per block, as MatMulNBits' accuracy
+// level 4 (the DequantizeLinear carries that level; Weft's outputs then agree with its within
+// 6e-7 where the CPU has VNNI; about 0.3% from the dequantized product), and 4-bit ones in f32.
+// Before opset 21 the weights are dequantized here into the scales' type (4 bytes a weight in
+// f32). Refused: fc3, zero points, weights or scales given at run time.
 Status expand_qmoe(Expansion& e) {
   for (int i = 8; i < 15; ++i) {
     if (!e.in(i).empty())
@@ -395,7 +396,8 @@ Status expand_qmoe(Expansion& e) {
       return e.op(
           Op::kDequantizeLinear,
           {e.op(Op::kConstant, {}, {std::move(value)}), e.constant_of(s), e.constant_of(zero)},
-          {int_attr("axis", 2), int_attr("block_size", block > 0 ? block : k)});
+          {int_attr("axis", 2), int_attr("block_size", block > 0 ? block : k),
+           int_attr("accuracy_level", bits == 8 ? 4 : 0)});
     }
     Tensor w(scale.dtype(), {experts, n, k});
     const auto* bytes = reinterpret_cast<const uint8_t*>(q.data());
