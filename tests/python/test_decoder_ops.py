@@ -161,27 +161,31 @@ def test_group_query_attention(form):
             np.testing.assert_allclose(got[name][b, :, :n + 1], expected[b, :, :n + 1], rtol=1e-5, atol=1e-6)
 
 
-def test_group_query_attention_decode_loop_compiles_once():
+@pytest.mark.parametrize("sink", [False, True], ids=["plain", "head_sink"])
+def test_group_query_attention_decode_loop_compiles_once(sink):
     """A greedy decode loop whose past grows by one token a step: with dynamic_shapes, one
     compile serves every past length (the cache update is a Concat and a ScatterND over the
-    symbolic length)."""
+    symbolic length). With GPT-OSS's head_sink too (its softmax's extra column was sliced off
+    to a length unknown over symbols: a compile at every step)."""
     heads, kv_heads, size = 4, 2, 16
     shapes = {"q": ["batch", "seq", (heads + 2 * kv_heads) * size],
               "pk": ["batch", kv_heads, "past", size], "pv": ["batch", kv_heads, "past", size],
-              "seqlens": ["batch"], "cos": [64, 8], "sin": [64, 8]}
-    model = gqa_model(heads, kv_heads, True, True, True, shapes=shapes)
+              "seqlens": ["batch"], "cos": [64, 8], "sin": [64, 8], "sink": [heads]}
+    model = gqa_model(heads, kv_heads, True, True, True, ("", "", "sink") if sink else (), shapes=shapes)
     compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
     rng = np.random.default_rng(3)
     cos, sin = (rng.standard_normal((64, 8)).astype(np.float32) for _ in range(2))
+    sinks = rng.standard_normal(heads).astype(np.float32)
     pk = pv = np.zeros((2, kv_heads, 0, size), np.float32)
     length = 6
     for step in range(4):
         q = rng.standard_normal((2, length if step == 0 else 1, (heads + 2 * kv_heads) * size)).astype(np.float32)
         total = length + step
         feeds = {"q": q, "pk": pk, "pv": pv, "seqlens": np.full(2, total - 1, np.int32),
-                 "total": np.array(total, np.int32), "cos": cos, "sin": sin}
+                 "total": np.array(total, np.int32), "cos": cos, "sin": sin, **({"sink": sinks} if sink else {})}
         got = compiled.run(feeds)
-        want = gqa_reference(q, None, None, pk, pv, feeds["seqlens"], heads, kv_heads, cos, sin)
+        want = gqa_reference(q, None, None, pk, pv, feeds["seqlens"], heads, kv_heads, cos, sin,
+                             sink=sinks if sink else None)
         np.testing.assert_allclose(got["y"], want[0], rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(got["present_k"], want[1], rtol=1e-5, atol=1e-6)
         pk, pv = got["present_k"], got["present_v"]

@@ -209,8 +209,9 @@ Status expand_group_query_attention(Expansion& e) {
                            : e.op(Op::kReshape, {e.in(11), e.ints({1, -1, 1, 1})});
     std::string column = e.op(Op::kExpand, {sink, shape_like(e, q, {heads}, 1)});
     std::string widened = e.op(Op::kConcat, {scores, column}, {int_attr("axis", -1)});
+    // (Ending at the scores' length, not at -1, which leaves the length unknown over symbols.)
     probs = e.op(Op::kSlice, {e.op(Op::kSoftmax, {widened}, {int_attr("axis", -1)}), e.ints({0}),
-                              e.ints({-1}), e.ints({-1})});
+                              e.dim(scores, 3), e.ints({-1})});
   } else {
     probs = e.op(Op::kSoftmax, {scores}, {int_attr("axis", -1)});
   }
