@@ -103,3 +103,20 @@ def test_a_row_through_gemm_runs_as_weft_gemv(trans_b, with_c):
     assert [k["strategy"].split(" (")[0] for k in kernels] == ["Weft matrix-vector product 1x640x512"], kernels
     h = x.astype(np.float64) @ (w.T if trans_b else w).astype(np.float64) + (c if with_c else 0)
     np.testing.assert_allclose(got["y"], np.maximum(h, 0), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("batch, rows", [(1, 1), (2, 1), (1, 2)])
+def test_one_row_written_transposed(batch, rows):
+    """MatMul then Transpose(perm 0, 2, 1), as LFM2's convolution input projection: oneDNN's matmul
+    writes through the transpose's strides. One row of one batch (a decoding step at batch 1)
+    had its row step equal to its column stride (both 1), which oneDNN refused at execution."""
+    rng = np.random.default_rng(rows)
+    w = rng.standard_normal((K, N)).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Transpose", ["h"], ["y"], perm=[0, 2, 1])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, rows, K])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    x = rng.standard_normal((batch, rows, K)).astype(np.float32)
+    got = weft.compile(model.SerializeToString()).run({"x": x})["y"]
+    np.testing.assert_allclose(got, np.transpose(x.astype(np.float64) @ w, (0, 2, 1)), rtol=1e-4, atol=1e-4)

@@ -136,7 +136,9 @@ std::optional<int64_t> even_rows(const memory::desc& md) {
     if (!row_step) row_step = s[i];
     next = s[i] * d[i];
   }
-  return row_step.value_or(s[d.size() - 2]); // a single row: its own step
+  // A single row: any step will do; that of a dense row (its own stride may equal the columns'
+  // stride, 1 x N written through a transpose's strides, which oneDNN refuses at execution).
+  return row_step.value_or(d.back() * s.back());
 }
 
 // [batch..., M, K] x [1..., K, N] as one [batch x M, K] x [K, N] matmul, when A's and the
