@@ -370,6 +370,27 @@ def test_top_k_over_a_symbolic_axis_compiles_once():
     assert m.compiled_variants == 1
 
 
+def test_top_k_over_a_short_axis_of_symbolic_rows_compiles_once():
+    """dynamic_shapes: a router's top 2 of 4 experts for each of a symbolic count of tokens
+    (LFM2-MoE as GenAI's builder writes it) runs as the partial-sort call too; the generated
+    kernel takes a short axis over static shapes only (every decoding step compiled again)."""
+    kt = helper.make_tensor("k", TensorProto.INT64, [1], [2])
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=-1)], "g",
+        [f32("x", ["T", 4])], [out("v", ["T", 2]), out("i", ["T", 2], TensorProto.INT64)],
+        initializer=[kt]), opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    m = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    rng = np.random.default_rng(10)
+    for tokens in (7, 1, 2):
+        x = rng.standard_normal((tokens, 4)).astype(np.float32)
+        got = m.run({"x": x})
+        want_v, want_i = top_k_reference(x, 2, 1, True)
+        np.testing.assert_array_equal(got["i"], want_i)
+        np.testing.assert_array_equal(got["v"], want_v)
+    assert m.compiled_variants == 1
+
+
 def nms_reference(boxes, scores, max_out, iou, min_score):
     """ONNX NonMaxSuppression (corner boxes), one box at a time, every kept box tested."""
     rows = []

@@ -131,7 +131,9 @@ std::optional<LibraryCall> top_k_call(const Node& node) {
   if (axis < 0 || axis >= rank) return std::nullopt;
   const Dim& len = xs[static_cast<size_t>(axis)];
   const Dim& k = (*values->type.shape)[static_cast<size_t>(axis)];
-  if (k.is_unknown() || (len.is_static() && len.value() <= kGeneratedTopKMaxAxis))
+  // (Generated code takes a short axis over static shapes only.)
+  if (k.is_unknown() || (len.is_static() && len.value() <= kGeneratedTopKMaxAxis &&
+                         shape_is_static(xs) && shape_is_static(*values->type.shape)))
     return std::nullopt;
   for (const Dim& d : xs)
     if (d.is_unknown()) return std::nullopt;

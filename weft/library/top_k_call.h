@@ -16,7 +16,8 @@ namespace weft::library {
 inline constexpr int64_t kGeneratedTopKMaxAxis = 64;
 
 // The call for a TopK whose input is a plain number type (not f16, bf16 or narrower) and
-// whose axis is symbolic or longer than kGeneratedTopKMaxAxis; none otherwise. Results are
+// whose axis is symbolic or longer than kGeneratedTopKMaxAxis, or with other dims symbolic (a
+// router's top experts of each token in a dynamic compile); none otherwise. Results are
 // sorted; equal elements keep their order (the lower index first, as ONNX asks); NaN counts as
 // larger than every number, as in PyTorch.
 std::optional<LibraryCall> top_k_call(const Node& node);
