@@ -113,7 +113,10 @@ public:
     for (int64_t t = 0; t < tokens; ++t) {
       const float* l = logits + t * experts_;
       std::iota(order.begin(), order.end(), 0);
+      // Larger first, the lower index among equals; NaN above every number (as TopK's call).
       std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t i, int64_t j) {
+        bool ni = std::isnan(l[i]), nj = std::isnan(l[j]);
+        if (ni || nj) return ni && (!nj || i < j);
         return l[i] > l[j] || (l[i] == l[j] && i < j);
       });
       // Softmax over the k chosen, or over all E.
