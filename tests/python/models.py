@@ -4,6 +4,16 @@ import onnx
 from onnx import TensorProto, helper
 
 
+def has_avx512_vnni():
+    """Whether the CPU has AVX-512 VNNI, which Weft's int8-activation kernels for 4- and 8-bit
+    weights (MatMulNBits' accuracy level 4, QMoE's 8 bits) need."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return "avx512_vnni" in f.read().split()
+    except OSError:
+        return False
+
+
 def make_model(nodes, inputs, outputs, initializers=(), opset=13):
     graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])

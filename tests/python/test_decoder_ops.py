@@ -9,6 +9,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import weft
+from models import has_avx512_vnni
 
 MS = "com.microsoft"
 F = TensorProto.FLOAT
@@ -280,14 +281,6 @@ def int8_blocks(a, block):
     return np.concatenate(parts)
 
 
-def cpu_has_vnni():
-    try:
-        with open("/proc/cpuinfo") as f:
-            return "avx512_vnni" in f.read()
-    except OSError:
-        return False
-
-
 def moe_reference(x, logits, w1, b1, w2, b2, k, activation, normalize, limit=None, alpha=1.0, beta=0.0,
                   int8_block=None):
     """Each token through its top k experts (float64), mixed by the softmax of their k logits
@@ -409,10 +402,10 @@ def test_quantized_mixture_of_experts(bits, block, opset, library, monkeypatch):
     got, profile = weft.compile(model.SerializeToString()).profile({"x": x, "r": logits})
     got = got["y"]
     weights = "{}-bit weights".format(bits) if opset >= 21 else "f32 weights"
-    weights += ", int8 activations" if bits == 8 and opset >= 21 and cpu_has_vnni() else ""
+    weights += ", int8 activations" if bits == 8 and opset >= 21 and has_avx512_vnni() else ""
     assert moe_strategies(profile) == (["Weft mixture of experts, 4 experts, top 2, swiglu ({})".format(
         weights)] if library else [])
-    int8 = bits == 8 and opset >= 21 and library and cpu_has_vnni()
+    int8 = bits == 8 and opset >= 21 and library and has_avx512_vnni()
     want = moe_reference(x, logits, w1, b1, w2, b2, k, "swiglu", True, 7.0, 1.702, 1.0, block if int8 else None)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 

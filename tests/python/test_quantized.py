@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import weft
-from models import make_model
+from models import has_avx512_vnni, make_model
 
 
 def cpu_has_vnni():
@@ -712,14 +712,6 @@ def test_matmul_nbits_keeps_its_weights_quantized(bits, zero_points, k, block, r
     np.testing.assert_allclose(got["y"], want, rtol=1e-5, atol=1e-4)
 
 
-def has_vnni():
-    try:
-        with open("/proc/cpuinfo") as f:
-            return "avx512_vnni" in f.read()
-    except OSError:
-        return False
-
-
 @pytest.mark.parametrize("bits, zero_points, k, block, rows_shape", [
     (4, False, 256, 32, [1]),        # zero points 8 everywhere (GenAI's symmetric int4)
     (4, True, 384, 64, [1]),         # zero points per block; blocks of 64 (two groups of 32)
@@ -737,7 +729,7 @@ def test_matmul_nbits_accuracy_level_4_quantizes_the_activations_to_int8(bits, z
     products of 4- or 8-bit weights and int8 activations are integer sums (vpdpbusd), scaled once per
     group of 32. Against a float64 reference of that arithmetic: within 1e-5 where the f32 path
     would differ by the activations' rounding (about 1e-3 of the output)."""
-    int8 = has_vnni()
+    int8 = has_avx512_vnni()
     model, a, want = matmul_nbits_case(bits, zero_points, True, k, 40, block, rows_shape, 21, accuracy_level=4,
                                        int8_reference=int8)
     got, profile = weft.compile(model.SerializeToString()).profile({"a": a})
