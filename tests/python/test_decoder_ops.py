@@ -451,6 +451,32 @@ def test_mixture_of_experts_over_symbolic_tokens(library, monkeypatch):
     assert compiled.compiled_variants == (1 if library else 3)
 
 
+@pytest.mark.parametrize("w1, w2, attrs, logits, message", [
+    ((4, 6, 8), (4, 8, 4), {}, 4, r"fc1's F must be twice fc2's I \(SwiGLU's two halves\)"),
+    ((4, 6, 8), (4, 8, 4), {"activation_type": "relu"}, 4, "fc1's F must be fc2's I"),
+    ((4, 8, 5), (4, 8, 4), {}, 4, r"fc1 \[E, F, H\] and fc2 \[E, H, I\] must read and write the rows' H"),
+    ((4, 8, 8), (4, 8, 4), {"k": 5}, 4, "k=5 of 4 experts"),
+    ((4, 8, 8), (4, 8, 4), {}, 3, "the router's logits and the experts' weights differ in their count of experts"),
+    ((8, 8), (4, 8, 4), {}, 4, r"needs the rows \[T, H\], the router's logits \[T, E\]"),
+])
+def test_moe_of_inconsistent_shapes_is_one_clear_error(w1, w2, attrs, logits, message):
+    """Experts' weights that do not fit the rows, the router or each other: one message naming
+    what, at compile time (not an inner MatMul's)."""
+    rng = np.random.default_rng(0)
+    weights = {n: rng.standard_normal(s).astype(np.float32) for n, s in (("w1", w1), ("w2", w2))}
+    attrs = {"k": 2, "activation_type": "swiglu", **attrs}
+    if attrs["activation_type"] == "swiglu":
+        attrs["swiglu_fusion"] = 1
+    node = helper.make_node("MoE", ["x", "r", "w1", "", "w2"], ["y"], domain=MS, **attrs)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", F, [3, 8]),
+                                            helper.make_tensor_value_info("r", F, [3, logits])],
+                              [helper.make_tensor_value_info("y", F, None)],
+                              [helper.make_tensor(n, F, v.shape, v.ravel()) for n, v in weights.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid(MS, 1)])
+    with pytest.raises(weft.WeftError, match=message):
+        weft.compile(model.SerializeToString())
+
+
 def test_a_models_own_nodes_of_wefts_domain_are_refused():
     """weft.MoE is what the import of MoE and QMoE makes (domain "weft"); a model may not name
     that domain itself."""

@@ -918,7 +918,7 @@ const std::vector<OpDef>& build_table() {
     t.push_back({Op::kMatMulInteger, 10, kAll, parse_none, infer_matmul_integer});
     t.push_back({Op::kQLinearMatMul, 10, kAll, parse_none, infer_qlinear});
     t.push_back({Op::kQLinearMatMulBias, 1, kAll, parse_none, infer_qlinear});
-    t.push_back({Op::kMoE, 1, kAll, parse_moe, infer_same});
+    t.push_back({Op::kMoE, 1, kAll, parse_moe, infer_moe});
     t.push_back({Op::kQLinearConv, 10, kAll, parse_conv, infer_qlinear});
     t.push_back({Op::kMaxPool, 1, kAll, parse_pool, infer_pool});
     t.push_back({Op::kAveragePool, 1, kAll, parse_pool, infer_pool});

@@ -30,6 +30,7 @@ TypesOrError infer_lp_norm(const Node& node);
 TypesOrError infer_center_crop_pad(const Node& node);
 TypesOrError infer_lp_pool(const Node& node);
 TypesOrError infer_swiglu(const Node& node);
+TypesOrError infer_moe(const Node& node);
 TypesOrError infer_optional_has_element(const Node& node);
 TypesOrError infer_optional_get_element(const Node& node);
 TypesOrError infer_affine_grid(const Node& node);

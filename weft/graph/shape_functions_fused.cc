@@ -202,6 +202,43 @@ TypesOrError infer_swiglu(const Node& node) {
   return one(a);
 }
 
+// weft.MoE (attrs.h, MoEAttrs): y like x [T, H]; logits [T, E], fc1 [E, F, H], fc2 [E, H, I],
+// F = 2 I for swiglu and I otherwise, biases [E, F] and [E, H], k at most E; each checked where
+// the dims are known.
+TypesOrError infer_moe(const Node& node) {
+  const auto& a = node.attrs_as<MoEAttrs>();
+  const TensorType &x = in_type(node, 0), &logits = in_type(node, 1);
+  const TensorType &fc1 = in_type(node, 2), &fc2 = in_type(node, 4);
+  auto wrong_rank = [](const TensorType& t, size_t rank) {
+    return t.shape && t.shape->size() != rank;
+  };
+  if (wrong_rank(x, 2) || wrong_rank(logits, 2) || wrong_rank(fc1, 3) || wrong_rank(fc2, 3))
+    return fail("needs the rows [T, H], the router's logits [T, E] and the experts' weights "
+                "[E, F, H] and [E, H, I]");
+  if (!x.shape || !logits.shape || !fc1.shape || !fc2.shape) return one(x);
+  const Shape &xs = *x.shape, &ls = *logits.shape, &w1 = *fc1.shape, &w2 = *fc2.shape;
+  Dim inner = w2[2], fused = a.activation == "swiglu" && inner.is_static() ? Dim(2 * inner.value())
+                             : a.activation == "swiglu"                    ? Dim::unknown()
+                                                                           : inner;
+  if (!agree(xs[0], ls[0])) return fail("the rows and the router's logits differ in their count");
+  if (!agree(ls[1], w1[0]) || !agree(ls[1], w2[0]))
+    return fail("the router's logits and the experts' weights differ in their count of experts");
+  if (!agree(xs[1], w1[2]) || !agree(xs[1], w2[1]))
+    return fail("fc1 [E, F, H] and fc2 [E, H, I] must read and write the rows' H");
+  if (!agree(w1[1], fused))
+    return fail(a.activation == "swiglu" ? "fc1's F must be twice fc2's I (SwiGLU's two halves)"
+                                         : "fc1's F must be fc2's I");
+  if (ls[1].is_static() && a.k > ls[1].value())
+    return fail(fmt::format("k={} of {} experts", a.k, ls[1].value()));
+  for (auto [i, n] : {std::pair{3, w1[1]}, std::pair{5, w2[1]}}) {
+    const TensorType& bias = in_type(node, static_cast<size_t>(i));
+    if (node.input(static_cast<size_t>(i)) && bias.shape &&
+        (bias.shape->size() != 2 || !agree((*bias.shape)[0], w1[0]) || !agree((*bias.shape)[1], n)))
+      return fail(fmt::format("input {} must be a bias [E, {}]", i, i == 3 ? "F" : "H"));
+  }
+  return one(x);
+}
+
 // OptionalHasElement (15, 18): a bool scalar. Only a tensor input (true) or none (false) is
 // supported: Weft has no optional values.
 TypesOrError infer_optional_has_element(const Node&) { return one({DType::kBool, Shape{}}); }
