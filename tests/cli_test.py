@@ -638,6 +638,9 @@ class CliTest(unittest.TestCase):
         self.assertIn("Reshape 5-28", lines)
         self.assertIn("Softmax 1-28", lines)
         self.assertNotIn("Bernoulli", r.stdout)
+        # Weft's own ops (weft.MoE, ...) are made by passes and the import, never read from a model.
+        self.assertNotIn("weft.", r.stdout)
+        self.assertIn("com.microsoft.MoE 1-1", lines)
 
     def test_help_and_version_exit_0(self):
         self.assertEqual(weft("--help").returncode, 0)

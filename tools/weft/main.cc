@@ -7,6 +7,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "tools/weft/commands.h"
 #include "weft/driver/pipeline.h"
@@ -63,7 +64,10 @@ int run_cli(int argc, char** argv) {
   CLI::App* ops_cmd = app.add_subcommand("ops", "List the supported ONNX ops and their opsets");
   ops_cmd->callback([] {
     for (const weft::OpDef& def : weft::all_ops()) {
-      std::cout << def.op << " " << def.min_opset << "-" << def.max_opset << "\n";
+      // Weft's own ops (op_table.h) are what passes make, not what a model may hold.
+      std::string name = fmt::format("{}", def.op);
+      if (name.starts_with(fmt::format("{}.", weft::kWeftDomain))) continue;
+      std::cout << name << " " << def.min_opset << "-" << def.max_opset << "\n";
     }
     // ONNX Runtime's ops, expanded at import (contrib_ops.h); its domain has version 1.
     for (const std::string& name : weft::contrib_op_names())
