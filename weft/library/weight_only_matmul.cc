@@ -143,7 +143,7 @@ quantized_tile_avx512(const float* __restrict a, int64_t a_step, const uint8_t* 
 
 // Columns [first, last) of one row of a against 4-bit weights packed two to a byte: in each
 // group of 32 weights along K, byte i holds weight i in its low half and weight i + 16 in its
-// high half (WeightOnlyMatMul::pack), so that 16 bytes widen into two registers of weights in
+// high half (QuantizedMatrix::pack), so that 16 bytes widen into two registers of weights in
 // order. Half the bytes of quantized_rows' decoding step, and two independent sums.
 __attribute__((target("avx512f"))) void
 packed_row_avx512(const float* __restrict a, const uint8_t* __restrict packed,
@@ -279,7 +279,7 @@ quantized_rows_avx512(const float* __restrict a, int64_t a_step, const uint8_t* 
 // quantized to int8 per block of K (symmetric, scale max |a| / 127), and each group of 32
 // weights times its 32 activations is an integer sum of vpdpbusd's byte products, scaled once
 // per group by both scales. The weights (4 or 8 bits) are laid out for it in tiles of 32
-// columns (WeightOnlyMatMul::tile): a lane per column, so that a group's scaling is one
+// columns (QuantizedMatrix::tile): a lane per column, so that a group's scaling is one
 // multiply-add per 16 columns and row.
 constexpr int64_t kGroup = 32, kTile = 32;
 
