@@ -365,9 +365,9 @@ def test_mixture_of_experts(activation, k, normalize, bias, attrs, shape, librar
 @pytest.mark.parametrize("bits, block, opset", [(4, 32, 21), (4, 16, 21), (4, 0, 21), (8, 32, 21), (4, 32, 17)])
 def test_quantized_mixture_of_experts(bits, block, opset, library, monkeypatch):
     """QMoE (GPT-OSS in int4 from GenAI's builder): MoE with symmetric 4- or 8-bit weights
-    packed low bits first along K, scales per block (or per row with block_size 0). From opset
-    21 the weights stay quantized (DequantizeLinear in blocks), and on the CPU Weft's call
-    multiplies them so; before it they are dequantized at import. Against the float64 reference
+    packed low bits first along K, scales per block (or per row with block_size 0). The weights
+    stay quantized at any opset (DequantizeLinear in blocks), and on the CPU Weft's call
+    multiplies them so. Against the float64 reference
     on the dequantized weights (ONNX Runtime's 4-bit kernels matched it within 1e-6). ONNX
     Runtime's 8-bit kernels quantize the activations to int8 per block (about 0.4% off it), and
     so does Weft's call where the CPU has VNNI: against the float64 reference of that arithmetic.
@@ -401,11 +401,10 @@ def test_quantized_mixture_of_experts(bits, block, opset, library, monkeypatch):
     logits = rng.standard_normal((tokens, experts)).astype(np.float32)
     got, profile = weft.compile(model.SerializeToString()).profile({"x": x, "r": logits})
     got = got["y"]
-    weights = "{}-bit weights".format(bits) if opset >= 21 else "f32 weights"
-    weights += ", int8 activations" if bits == 8 and opset >= 21 and has_avx512_vnni() else ""
+    weights = "{}-bit weights".format(bits) + (", int8 activations" if bits == 8 and has_avx512_vnni() else "")
     assert moe_strategies(profile) == (["Weft mixture of experts, 4 experts, top 2, swiglu ({})".format(
         weights)] if library else [])
-    int8 = bits == 8 and opset >= 21 and library and has_avx512_vnni()
+    int8 = bits == 8 and library and has_avx512_vnni()
     want = moe_reference(x, logits, w1, b1, w2, b2, k, "swiglu", True, 7.0, 1.702, 1.0, block if int8 else None)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 

@@ -676,17 +676,23 @@ def matmul_nbits_case(bits, zero_points, bias, k, n, block, rows_shape, opset, s
     return model, a, a.astype(np.float64) @ w.T + (b if bias else 0)
 
 
-@pytest.mark.parametrize("bits, zero_points, bias", [(4, True, True), (4, False, False), (8, True, False)])
-def test_matmul_nbits_runs_on_weights_dequantized_at_import(bits, zero_points, bias):
+@pytest.mark.parametrize("bits, zero_points, bias, opset", [
+    (4, True, True, 17), (4, False, False, 18), (8, True, False, 17),  # quantized before opset 21 too
+    (2, True, True, 17), (2, False, False, 21),                          # dequantized at import
+])
+def test_matmul_nbits_at_any_opset(bits, zero_points, bias, opset):
     """ONNX Runtime's weight-only quantization (MatMulNBitsQuantizer, int4 language models):
     MatMulNBits with B [N, blocks, block_size * bits / 8] packed low bits first, scales per
     block, zero points packed per row of N or 2^(bits - 1), K not a multiple of the block.
-    Before opset 21 (no blocked DequantizeLinear) Weft dequantizes the weights at import;
-    against a float64 reference (ONNX Runtime 1.32 gives Weft's outputs bit for bit on its
-    quantizer's models)."""
-    model, a, want = matmul_nbits_case(bits, zero_points, bias, 80, 24, 32 if bits == 4 else 16, [3], 17)
-    got = weft.compile(model.SerializeToString()).run({"a": a})["y"]
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    MatMulNBitsQuantizer keeps the model's opset (17 or 18 for PyTorch's exports): 4- and 8-bit
+    weights stay quantized there too (Weft's graph takes a blocked DequantizeLinear of u4 at
+    any opset); 2-bit ones are dequantized at import. Against a float64 reference (ONNX Runtime
+    1.32 gives Weft's outputs bit for bit on its quantizer's models)."""
+    model, a, want = matmul_nbits_case(bits, zero_points, bias, 80, 24, 32 if bits == 4 else 16, [3], opset)
+    got, profile = weft.compile(model.SerializeToString()).profile({"a": a})
+    quantized = [p["strategy"].split(" matrix")[0] for p in profile if "bit weights" in p["strategy"]]
+    assert quantized == ([f"Weft {bits}-bit weights"] if bits != 2 else []), profile
+    np.testing.assert_allclose(got["y"], want, rtol=1e-5, atol=1e-4)
 
 
 @pytest.mark.parametrize("bits, zero_points, k, block, rows_shape", [
@@ -702,7 +708,7 @@ def test_matmul_nbits_runs_on_weights_dequantized_at_import(bits, zero_points, b
     (8, False, 128, 32, [6]),
 ])
 def test_matmul_nbits_keeps_its_weights_quantized(bits, zero_points, k, block, rows_shape):
-    """From opset 21, MatMulNBits imports as MatMul(A, Transpose(DequantizeLinear(q, scales,
+    """MatMulNBits imports as MatMul(A, Transpose(DequantizeLinear(q, scales,
     zero points, blocks along K))) and runs as Weft's weight-only call on the quantized weights
     (weft/library/weight_only_matmul.h), whatever the number of rows."""
     model, a, want = matmul_nbits_case(bits, zero_points, True, k, 40, block, rows_shape, 21)

@@ -346,15 +346,15 @@ Status expand_moe(Expansion& e) {
 // QMoE(input, router_probs, fc1_experts_weights, fc1_scales, fc1_experts_bias,
 // fc2_experts_weights, fc2_scales, fc2_experts_bias, ...): MoE with weights of
 // expert_weight_bits 4 or 8, symmetric (zero 8 or 128), packed low bits first along K, scales
-// per block of block_size along K ([E, N, K / block_size]) or per row ([E, N]). From opset 21
-// the weights stay quantized: DequantizeLinear of q [E, N, K] (u4 or u8, a byte per weight in
-// Weft's memory) in blocks along K (a row's length without block_size), which the CPU's call
+// per block of block_size along K ([E, N, K / block_size]) or per row ([E, N]). The weights
+// stay quantized: DequantizeLinear of q [E, N, K] (u4 or u8, a byte per weight in Weft's
+// memory) in blocks along K (a row's length without block_size), at any opset (Weft's graph
+// takes a blocked DequantizeLinear and u4 whatever the model's opset), which the CPU's call
 // multiplies as weight_only_matmul.h does, with ONNX Runtime's arithmetic: its CPU kernels
 // multiply 8-bit weights by activations quantized to int8 per block, as MatMulNBits' accuracy
 // level 4 (the DequantizeLinear carries that level; Weft's outputs then agree with its within
 // 6e-7 where the CPU has VNNI; about 0.3% from the dequantized product), and 4-bit ones in f32.
-// Before opset 21 the weights are dequantized here into the scales' type (4 bytes a weight in
-// f32). Refused: fc3, zero points, weights or scales given at run time.
+// Refused: fc3, zero points, weights or scales given at run time.
 Status expand_qmoe(Expansion& e) {
   for (int i = 8; i < 15; ++i) {
     if (!e.in(i).empty())
@@ -379,38 +379,25 @@ Status expand_qmoe(Expansion& e) {
     if (scale.num_elements() != experts * n * blocks ||
         !dims_are_allocatable(DType::kF32, {experts, n, k}, &elements))
       return Status::error(fmt::format("scales must hold {} x {} x {} values", experts, n, blocks));
-    if (e.opset() >= 21) {
-      DType type = bits == 4 ? DType::kU4 : DType::kU8;
-      onnx::TensorProto packed; // qd[2] bytes a row: ONNX's packing of u4 (low bits first) or u8
-      packed.set_data_type(dtype_to_onnx(type));
-      for (int64_t d : {experts, n, k})
-        packed.add_dims(d);
-      packed.set_raw_data(std::string(reinterpret_cast<const char*>(q.data()), q.num_bytes()));
-      onnx::AttributeProto value;
-      value.set_name("value");
-      value.set_type(onnx::AttributeProto::TENSOR);
-      *value.mutable_t() = std::move(packed);
-      Tensor s(scale.dtype(), {experts, n, blocks}), zero(type, {experts, n, blocks});
-      std::copy_n(scale.data(), s.num_bytes(), s.data());
-      for (int64_t i = 0; i < zero.num_elements(); ++i)
-        zero.set_int64(i, 1 << (bits - 1));
-      return e.op(
-          Op::kDequantizeLinear,
-          {e.op(Op::kConstant, {}, {std::move(value)}), e.constant_of(s), e.constant_of(zero)},
-          {int_attr("axis", 2), int_attr("block_size", block > 0 ? block : k),
-           int_attr("accuracy_level", bits == 8 ? 4 : 0)});
-    }
-    Tensor w(scale.dtype(), {experts, n, k});
-    const auto* bytes = reinterpret_cast<const uint8_t*>(q.data());
-    for (int64_t row = 0; row < experts * n; ++row) {
-      for (int64_t j = 0; j < k; ++j) {
-        int64_t at = row * qd[2] + j * bits / 8;
-        int64_t v = bits == 8 ? bytes[at] : (bytes[at] >> (j % 2 * 4)) & 15;
-        double s = scale.get_double(row * blocks + (block > 0 ? j / block : 0));
-        w.set_double(row * k + j, static_cast<double>(v - (1 << (bits - 1))) * s);
-      }
-    }
-    return e.constant_of(w);
+    DType type = bits == 4 ? DType::kU4 : DType::kU8;
+    onnx::TensorProto packed; // qd[2] bytes a row: ONNX's packing of u4 (low bits first) or u8
+    packed.set_data_type(dtype_to_onnx(type));
+    for (int64_t d : {experts, n, k})
+      packed.add_dims(d);
+    packed.set_raw_data(std::string(reinterpret_cast<const char*>(q.data()), q.num_bytes()));
+    onnx::AttributeProto value;
+    value.set_name("value");
+    value.set_type(onnx::AttributeProto::TENSOR);
+    *value.mutable_t() = std::move(packed);
+    Tensor s(scale.dtype(), {experts, n, blocks}), zero(type, {experts, n, blocks});
+    std::copy_n(scale.data(), s.num_bytes(), s.data());
+    for (int64_t i = 0; i < zero.num_elements(); ++i)
+      zero.set_int64(i, 1 << (bits - 1));
+    return e.op(
+        Op::kDequantizeLinear,
+        {e.op(Op::kConstant, {}, {std::move(value)}), e.constant_of(s), e.constant_of(zero)},
+        {int_attr("axis", 2), int_attr("block_size", block > 0 ? block : k),
+         int_attr("accuracy_level", bits == 8 ? 4 : 0)});
   };
   WEFT_ASSIGN_OR_RETURN(std::string fc1, dequantized(2, 3));
   WEFT_ASSIGN_OR_RETURN(std::string fc2, dequantized(5, 6));

@@ -159,10 +159,11 @@ int64_t unpacked(const std::byte* data, int64_t j, int64_t bits) {
 // (2, 4 or 8) bits in blocks of block_size along K, ONNX Runtime's weight-only quantization
 // (its MatMulNBitsQuantizer; int4 language models): B [N, blocks, block_size * bits / 8],
 // packed low bits first; scales [N, blocks] (or flat); zero_points uint8, packed the same way
-// per row of N (2^(bits - 1) when absent). Weft dequantizes the constant weights to [K, N] in
-// the scales' type here, at import, and the MatMul runs on them (8 times the 4-bit weights'
-// memory in f32). Refused: weights, scales or zero points given at run time, zero points in
-// the scales' type, and g_idx.
+// per row of N (2^(bits - 1) when absent). 4- and 8-bit weights stay quantized at any opset
+// (Weft's graph takes a blocked DequantizeLinear of u4 whatever the model's opset); 2-bit ones
+// are dequantized to [K, N] in the scales' type here, at import, and the MatMul runs on them.
+// Refused: weights, scales or zero points given at run time, zero points in the scales' type,
+// and g_idx.
 Status expand_matmul_nbits(Expansion& e) {
   int64_t k = e.int_attr_or("K", 0), n = e.int_attr_or("N", 0), bits = e.int_attr_or("bits", 4),
           block = e.int_attr_or("block_size", 0);
@@ -195,7 +196,7 @@ Status expand_matmul_nbits(Expansion& e) {
                                      "points in the scales' type are not supported)",
                                      n, zero_row));
   std::string bias = e.in(5), y;
-  if ((bits == 4 || bits == 8) && e.opset() >= 21) {
+  if (bits == 4 || bits == 8) {
     // Kept quantized: DequantizeLinear of q [N, K] in blocks along K (zero points 2^(bits - 1)
     // where absent; accuracy_level carried), transposed, as the weight-only call takes it
     // (weight_only_matmul.h).
