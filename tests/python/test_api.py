@@ -34,6 +34,22 @@ def softmax(softmax_path):
     return weft.compile(softmax_path)
 
 
+def test_new_shapes_compile_from_the_first_import(tmp_path):
+    """Each new input shape compiles again, from a clone of the graph that weft.compile's
+    import and graph passes made, not from the model again: the file may go once
+    weft.compile returns (an in-memory model's bytes are not kept either)."""
+    path = tmp_path / "softmax.onnx"
+    onnx.save(softmax_model(), path)
+    models = [weft.compile(path), weft.compile(softmax_model().SerializeToString())]
+    path.unlink()
+    rng = np.random.default_rng(1)
+    for m in models:
+        for n in (3, 5, 9):
+            x = rng.standard_normal((n, 16)).astype(np.float32)
+            np.testing.assert_allclose(m.run({"x": x})["y"], softmax_reference(x), rtol=1e-5, atol=1e-7)
+        assert m.compiled_variants == 3
+
+
 def test_compile_from_path_str_and_bytes(softmax_path):
     x = np.random.default_rng(0).standard_normal((5, 16)).astype(np.float32)
     for source in (softmax_path, str(softmax_path), softmax_path.read_bytes()):

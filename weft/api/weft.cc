@@ -148,7 +148,11 @@ int64_t DeviceTensor::num_elements() const { return product(shape_); }
 struct Model::Impl {
   explicit Impl(ModelSource s) : source(std::move(s)) {}
 
-  ModelSource source;
+  ModelSource source; // an in-memory model's bytes only where a dump may run the passes again
+  // The graph passes' result, once: each compile clones it (its constants shared), where
+  // each imported the model again (a language model's seconds, and its weights twice in
+  // memory while the first graph's blocks waited in the host cache).
+  std::shared_ptr<const Graph> pipeline;
   CompileOptions options;
   std::vector<TensorSpec> inputs, outputs;
   bool has_shape_operands = false;               // some input's value determines shapes
@@ -205,7 +209,7 @@ struct Model::Impl {
       return c;
     }
     auto c = std::make_shared<const CompiledModel>(
-        value_or_throw(compile_model(source, samples, settings())));
+        value_or_throw(compile_model(source, *pipeline, samples, settings())));
     std::lock_guard<std::mutex> lock(mutex);
     remember(c); // a concurrent compile of the same shapes adds a twin: harmless
     return c;
@@ -234,7 +238,7 @@ struct Model::Impl {
     }
     CompileSettings symbolic_settings = settings();
     symbolic_settings.dynamic_shapes = true;
-    Result<CompiledModel> c = compile_model(source, samples, symbolic_settings);
+    Result<CompiledModel> c = compile_model(source, *pipeline, samples, symbolic_settings);
     if (!c.ok()) {
       log_info("{}: compiling per input shapes: {}", source.path, c.status().message());
       return nullptr;
@@ -293,7 +297,7 @@ struct Model::Impl {
       std::vector<Tensor> samples; // zeros: no input's value determines a shape here
       for (size_t i = 0; i < key.size(); ++i)
         samples.emplace_back(dtypes[i], key[i]);
-      Result<CompiledModel> c = compile_model(source, samples, settings());
+      Result<CompiledModel> c = compile_model(source, *pipeline, samples, settings());
       std::lock_guard<std::mutex> lock(mutex);
       if (c.ok()) {
         remember(std::make_shared<const CompiledModel>(std::move(*c)));
@@ -373,6 +377,10 @@ std::shared_ptr<Model::Impl> make_impl(ModelSource source, const CompileOptions&
   for (const Value* v : graph.outputs)
     impl->outputs.push_back(spec_of(v));
   impl->has_shape_operands = !shape_operand_inputs(graph).empty();
+  impl->pipeline = std::make_shared<const Graph>(std::move(graph));
+  const char* dump_root = std::getenv("WEFT_DUMP_DIR");
+  if (options.dump_dir.empty() && (!dump_root || !*dump_root))
+    std::string().swap(impl->source.bytes);
   impl->options = options;
   impl->device_kind = *kind;
   impl->device = std::move(cuda);

@@ -18,6 +18,7 @@
 #include "weft/library/dnnl.h"
 #include "weft/onnx/import_model.h"
 #include "weft/runtime/cuda/device.h"
+#include "weft/support/host_memory.h"
 #include "weft/support/log.h"
 
 namespace weft {
@@ -158,19 +159,30 @@ Status stages::compile_graph(Graph graph, const Frozen& frozen, const CompileSet
   return Status();
 }
 
+namespace {
 
-// The pipeline: graph passes, specialization, the layout pass, then compile_graph's stages.
-Result<CompiledModel> compile_model(const ModelSource& model,
-                                    const std::vector<Tensor>& sample_inputs,
-                                    const CompileSettings& settings) {
+// The pipeline: graph passes (or a clone of "pipeline", their graph), specialization, the
+// layout pass, then compile_graph's stages.
+Result<CompiledModel> compile(const ModelSource& model, const Graph* pipeline,
+                              const std::vector<Tensor>& sample_inputs,
+                              const CompileSettings& settings) {
   CompiledModel out;
   stages::PhaseTimer timer(&out.phases);
   stages::Dumper dump(stages::dump_dir_for(model, sample_inputs, settings));
   int pass_index = 0;
   auto observe = [&](std::string_view pass, const Graph& g) {
+    if (dump.dir().empty()) return; // printing a language model's graph takes milliseconds
     dump.write(fmt::format("{:02}_{}.txt", pass_index++, pass), print_graph(g));
   };
-  WEFT_ASSIGN_OR_RETURN(Graph graph, run_graph_pipeline(model, observe));
+  // A dump shows the graph after each pass: those run again where the model can be read.
+  bool readable = !model.in_memory || !model.bytes.empty();
+  Graph graph;
+  if (pipeline && !(!dump.dir().empty() && readable)) {
+    graph = pipeline->clone();
+    observe("graph_passes", graph);
+  } else {
+    WEFT_ASSIGN_OR_RETURN(graph, run_graph_pipeline(model, observe));
+  }
   timer.end("graph passes");
   std::vector<int> frozen_inputs;
   WEFT_RETURN_IF_ERROR(
@@ -198,7 +210,22 @@ Result<CompiledModel> compile_model(const ModelSource& model,
     frozen.emplace_back(i, sample_inputs[static_cast<size_t>(i)]);
   WEFT_RETURN_IF_ERROR(
       stages::compile_graph(std::move(graph), frozen, settings, dump, timer, out));
+  release_cached_host_memory(); // what the stages replaced (host_memory.h)
   return out;
+}
+
+} // namespace
+
+Result<CompiledModel> compile_model(const ModelSource& model,
+                                    const std::vector<Tensor>& sample_inputs,
+                                    const CompileSettings& settings) {
+  return compile(model, nullptr, sample_inputs, settings);
+}
+
+Result<CompiledModel> compile_model(const ModelSource& model, const Graph& pipeline,
+                                    const std::vector<Tensor>& sample_inputs,
+                                    const CompileSettings& settings) {
+  return compile(model, &pipeline, sample_inputs, settings);
 }
 
 Result<std::vector<Tensor>> CompiledModel::run(const std::vector<Tensor>& inputs,

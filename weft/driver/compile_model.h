@@ -110,4 +110,12 @@ Result<std::vector<runtime::TensorInfo>> model_inputs(const ModelSource& model);
 Result<CompiledModel> compile_model(const ModelSource& model, const std::vector<Tensor>& inputs,
                                     const CompileSettings& settings = {});
 
+// The same from "pipeline", the graph run_graph_pipeline made of "model", which each compile
+// clones (its constants shared) instead of importing the model and running the graph passes
+// again. With a dump, the passes do run again where "model" can still be read (its bytes kept,
+// for one in memory), so that the dump shows each of them.
+Result<CompiledModel> compile_model(const ModelSource& model, const Graph& pipeline,
+                                    const std::vector<Tensor>& inputs,
+                                    const CompileSettings& settings = {});
+
 } // namespace weft

@@ -10,6 +10,7 @@
 #include "weft/graph/passes/split_moments.h"
 #include "weft/graph/verify_graph.h"
 #include "weft/onnx/import_model.h"
+#include "weft/support/host_memory.h"
 
 namespace weft {
 
@@ -72,6 +73,7 @@ Result<Graph> run_graph_pipeline(const ModelSource& model, const PassObserver& o
                                          : import_model(model.path));
   if (observe) observe("import", graph);
   WEFT_RETURN_IF_ERROR(run_passes(graph, 0, observe));
+  release_cached_host_memory(); // the model's bytes and constants the passes replaced
   return graph;
 }
 

@@ -144,8 +144,12 @@ void Graph::replace_all_uses(Value* from, Value* to) {
 }
 
 void Graph::make_constant(Value* value, Tensor tensor) {
-  value->type = tensor.type();
-  value->constant = std::make_shared<const Tensor>(std::move(tensor));
+  make_constant(value, std::make_shared<const Tensor>(std::move(tensor)));
+}
+
+void Graph::make_constant(Value* value, TensorRef tensor) {
+  value->type = tensor->type();
+  value->constant = std::move(tensor);
   value->producer = nullptr;
 }
 

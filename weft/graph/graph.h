@@ -108,6 +108,7 @@ public:
   void replace_all_uses(Value* from, Value* to);
   // Turns "value" into a constant holding "tensor" and detaches it from its producer.
   void make_constant(Value* value, Tensor tensor);
+  void make_constant(Value* value, TensorRef tensor); // shared, not copied
   // Removes the nodes for which "dead" is true, then values that nothing defines or uses.
   template <typename Pred> void remove_nodes_if(Pred dead) {
     std::erase_if(nodes_, [&](const std::unique_ptr<Node>& n) {

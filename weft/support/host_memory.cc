@@ -8,6 +8,9 @@
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 namespace weft {
 
@@ -107,6 +110,23 @@ void free_host_memory(void* p, size_t bytes) {
     }
   }
   std::free(p);
+}
+
+void release_cached_host_memory() {
+  BlockCache& cache = block_cache();
+  std::unordered_multimap<size_t, void*> blocks;
+  {
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    blocks.swap(cache.blocks);
+    cache.bytes = 0;
+  }
+  for (const auto& [size, p] : blocks)
+    std::free(p);
+#if defined(__GLIBC__)
+  // Blocks under glibc's mmap threshold (up to 32 MiB once it has risen) went back to its
+  // heap, which keeps them from the system until trimmed: 160 MB of a language model's.
+  malloc_trim(0);
+#endif
 }
 
 size_t cached_host_bytes() {

@@ -30,5 +30,10 @@ void* allocate_host_memory(size_t bytes);
 void free_host_memory(void* p, size_t bytes);
 // Bytes of freed blocks kept for reuse now.
 size_t cached_host_bytes();
+// Returns the kept blocks, and the C library's free memory, to the system. A compile calls it
+// when done: the blocks it freed
+// (an imported graph's constants, folded ones) are not what runs reuse, and a language
+// model's came to the whole cache, 512 MiB kept besides its weights.
+void release_cached_host_memory();
 
 } // namespace weft

@@ -107,6 +107,11 @@ Status fold_constants(Graph& graph) {
   for (const auto& owned : graph.nodes()) {
     Node& node = *owned;
     if (!can_evaluate(node) || !inputs_known(node) || !outputs_foldable(node, weights)) continue;
+    if (node.op_type == Op::kConstant && node.outputs[0]) { // its value shared, not copied
+      graph.make_constant(node.outputs[0], node.attrs_as<ConstantAttrs>().value);
+      folded.insert(&node);
+      continue;
+    }
     Result<std::vector<Tensor>> outputs = evaluate_node(node);
     if (!outputs.ok()) {
       return outputs.status().with_location(location_of(graph, node));

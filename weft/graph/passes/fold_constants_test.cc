@@ -308,6 +308,23 @@ TEST(FoldConstants, BitCastBetweenWidthsIsRefusedWithTheNode) {
       << g.status().message();
 }
 
+TEST(FoldConstants, AConstantNodesValueIsSharedNotCopied) {
+  // Import makes MatMulNBits' 4-bit weights a Constant node: a copy here held a language
+  // model's weights twice while the pipeline ran.
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[3] x) => (float[3] y) {
+      c = Constant <value = float[3] {1, 2, 3}> ()
+      y = Add(x, c)
+    })");
+  Value* c = g.find_value("c");
+  TensorRef value = c->producer->attrs_as<ConstantAttrs>().value;
+  ASSERT_TRUE(fold_constants(g).ok());
+  ASSERT_TRUE(c->is_constant());
+  EXPECT_EQ(c->constant.get(), value.get());
+  EXPECT_EQ(c->type.to_string(), "f32[3]");
+}
+
 TEST(FoldConstants, NothingToDo) {
   const char* model = R"(
     <ir_version: 8, opset_import: ["" : 13]>
