@@ -50,6 +50,29 @@ def test_new_shapes_compile_from_the_first_import(tmp_path):
         assert m.compiled_variants == 3
 
 
+def test_compiles_for_new_shapes_share_packed_weights(tmp_path):
+    """oneDNN's packed copy of a weight is made once for all the compiles of a model (each
+    held its own: a model run at 8 shapes held 8 copies of its weights besides the graph's)."""
+    w = np.random.default_rng(2).standard_normal((256, 256)).astype(np.float32)
+    model = make_model([helper.make_node("MatMul", ["x", "w"], ["y"])],
+                       [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 256])],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 256])],
+                       [numpy_helper.from_array(w, "w")])
+    path = tmp_path / "matmul.onnx"
+    onnx.save(model, path)
+    script = ("import weft, numpy as np; m = weft.compile(%r)\n"
+              "for n in (4, 8, 16):\n"
+              "    x = np.ones((n, 256), np.float32); y = m.run({'x': x})['y']\n"
+              "    assert np.allclose(y, x @ np.load(%r), rtol=1e-4, atol=1e-3)\n"
+              "assert m.compiled_variants == 3") % (str(path), str(tmp_path / "w.npy"))
+    np.save(tmp_path / "w.npy", w)
+    done = subprocess.run([sys.executable, "-c", script], env=dict(os.environ, WEFT_LOG="debug"),
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("oneDNN") >= 3, done.stderr
+    assert done.stderr.count("shares the packed copy of an earlier call") == 2, done.stderr
+
+
 def test_compile_from_path_str_and_bytes(softmax_path):
     x = np.random.default_rng(0).standard_normal((5, 16)).astype(np.float32)
     for source in (softmax_path, str(softmax_path), softmax_path.read_bytes()):

@@ -83,7 +83,6 @@ LibrarySelection select_library_calls(const Graph& graph, const CompileSettings&
     return it->second[0];
   };
   LibrarySelection s;
-  library::SharedPackedWeights shared_weights;
   // The library calls may absorb nodes before and after them.
   for (const auto& node : graph.nodes()) {
     // Calls of Weft's own, not a vendor's: taken whatever the library settings.

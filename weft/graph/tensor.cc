@@ -1,6 +1,8 @@
 #include "weft/graph/tensor.h"
 
 #include <cmath>
+#include <map>
+#include <mutex>
 
 #include <fmt/format.h>
 
@@ -168,6 +170,29 @@ std::vector<int64_t> Tensor::to_int64_vector() const {
   for (int64_t i = 0; i < num_elements_; ++i)
     out[static_cast<size_t>(i)] = get_int64(i);
   return out;
+}
+
+struct Tensor::Forms {
+  std::mutex mutex; // held while a form is made: others wait for it rather than make it twice
+  std::map<std::string, std::shared_ptr<const void>> made;
+};
+
+std::shared_ptr<const void>
+Tensor::derived(const std::string& form,
+                const std::function<std::shared_ptr<const void>()>& make) const {
+  static std::mutex forms_created;
+  std::shared_ptr<Forms> forms;
+  {
+    std::lock_guard<std::mutex> lock(forms_created);
+    if (!forms_.forms) forms_.forms = std::make_shared<Forms>();
+    forms = forms_.forms;
+  }
+  std::lock_guard<std::mutex> lock(forms->mutex);
+  auto it = forms->made.find(form);
+  if (it != forms->made.end()) return it->second;
+  std::shared_ptr<const void> made = make();
+  if (made) forms->made.emplace(form, made);
+  return made;
 }
 
 bool Tensor::equals(const Tensor& other) const {

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <new>
 #include <string>
@@ -86,12 +87,40 @@ public:
   // "i64[3]{1, 2, 3}"; elements are listed only for tensors of at most "max_elements".
   std::string to_string(int64_t max_elements = 8) const;
 
+  // A form of this tensor that a kernel lays out for itself (oneDNN's blocked weights, Weft's
+  // quantized tiles), made by "make" the first time "form" is asked for and kept while the
+  // tensor lives (a null result is not kept). The compiles of one model clone one graph and
+  // share its constants, and so these forms: one packed copy of a weight for all of them,
+  // where each compile for a new shape held one more. Copies of the tensor start without
+  // any. Thread-safe; for constants, which nothing writes.
+  std::shared_ptr<const void>
+  derived(const std::string& form, const std::function<std::shared_ptr<const void>()>& make) const;
+  template <typename T, typename F>
+  std::shared_ptr<const T> derived_as(const std::string& form, const F& make) const {
+    return std::static_pointer_cast<const T>(
+        derived(form, [&] { return std::shared_ptr<const void>(make()); }));
+  }
+
 private:
   DType dtype_ = DType::kF32;
   std::vector<int64_t> dims_;
   int64_t num_elements_ = 1;
   std::vector<std::byte, UninitializedAllocator<std::byte>> bytes_ =
       std::vector<std::byte, UninitializedAllocator<std::byte>>(4, std::byte{0});
+  // derived()'s forms; a copy of the tensor starts without them.
+  struct Forms;
+  struct FormsRef {
+    std::shared_ptr<Forms> forms;
+    FormsRef() = default;
+    FormsRef(const FormsRef&) {}
+    FormsRef(FormsRef&&) = default;
+    FormsRef& operator=(const FormsRef&) {
+      forms.reset();
+      return *this;
+    }
+    FormsRef& operator=(FormsRef&&) = default;
+  };
+  mutable FormsRef forms_;
 };
 
 // Largest tensor Weft will allocate while importing a model or folding constants.

@@ -49,6 +49,35 @@ TEST(Tensor, PrintsSmallTensorsWithElements) {
   EXPECT_EQ(Tensor::from_vector<float>(DType::kF32, {}, {0.1f}).to_string(), "f32[]{0.1}");
 }
 
+TEST(Tensor, DerivedFormsAreMadeOncePerFormAndNotCopied) {
+  Tensor t = Tensor::vector_i64({1, 2, 3});
+  int made = 0;
+  auto sum = [&] {
+    ++made;
+    return std::make_shared<int64_t>(t.get_int64(0) + t.get_int64(1) + t.get_int64(2));
+  };
+  std::shared_ptr<const int64_t> a = t.derived_as<int64_t>("sum", sum);
+  std::shared_ptr<const int64_t> b = t.derived_as<int64_t>("sum", sum);
+  EXPECT_EQ(*a, 6);
+  EXPECT_EQ(a.get(), b.get());
+  EXPECT_EQ(made, 1);
+  EXPECT_NE(t.derived_as<int64_t>("another", sum).get(), a.get());
+  EXPECT_EQ(made, 2);
+  // A copy may be written: it makes its own.
+  Tensor copy = t;
+  copy.set_int64(0, 10);
+  EXPECT_EQ(*copy.derived_as<int64_t>("sum",
+                                      [&] {
+                                        ++made;
+                                        return std::make_shared<int64_t>(copy.get_int64(0));
+                                      }),
+            10);
+  EXPECT_EQ(made, 3);
+  // A failed make is not kept.
+  EXPECT_EQ(t.derived_as<int64_t>("none", [] { return std::shared_ptr<int64_t>(); }), nullptr);
+  EXPECT_EQ(*t.derived_as<int64_t>("none", sum), 6);
+}
+
 TEST(Tensor, RefusesNegativeOrHugeDims) {
   int64_t n = 0;
   EXPECT_FALSE(dims_are_allocatable(DType::kF32, {-1}, &n));

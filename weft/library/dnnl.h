@@ -69,28 +69,6 @@ std::optional<std::string> int8_matmul_unfit(const Node& n);
 // products are exact, and where oneDNN has a JIT kernel for it.
 std::optional<std::string> int8_conv_unfit(const Node& n);
 
-// While one lives (select_library_calls holds one per compile), calls that read one
-// constant in one layout share its reordered copy, as the layers of a model that shares its
-// weights do: ALBERT's 12 layers held 12 packed copies of each weight, 11 GB in all.
-class SharedPackedWeights {
-public:
-  struct Copies;         // the packed copies, which a scope opens
-  SharedPackedWeights(); // opens a set of its own
-  // Opens "copies" again (a dynamic-shape call builds per shape, and its weight's packed
-  // layout is often the same for every shape).
-  explicit SharedPackedWeights(std::shared_ptr<Copies> copies);
-  ~SharedPackedWeights();
-  SharedPackedWeights(const SharedPackedWeights&) = delete;
-  SharedPackedWeights& operator=(const SharedPackedWeights&) = delete;
-
-  // A set that keeps its last "most" copies.
-  static std::shared_ptr<Copies> bounded_copies(size_t most);
-
-private:
-  Copies* previous_;
-  std::shared_ptr<Copies> copies_;
-};
-
 // The nodes that read a value.
 using Readers = std::function<const std::vector<const Node*>&(const Value*)>;
 

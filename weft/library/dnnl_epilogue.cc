@@ -102,56 +102,31 @@ memory::desc channels_last(const Dims& dims) {
   return memory::desc(dims, memory::data_type::f32, tag);
 }
 
-struct SharedPackedWeights::Copies {
-  struct Entry {
-    const std::byte* data;
-    memory::desc given, wanted;
-    memory packed;
-  };
-  std::vector<Entry> entries; // oldest first
-  size_t most = SIZE_MAX;
-};
-
 namespace {
-thread_local SharedPackedWeights::Copies* shared_packed = nullptr;
+
+// The bytes of a layout, a key among the forms of a constant (Tensor::derived). oneDNN's
+// descriptors start zeroed, so equal layouts have equal bytes; were two not to, the cost is
+// one more packed copy, never a wrong one.
+std::string layout_key(const memory::desc& md) {
+  return std::string(reinterpret_cast<const char*>(&md.data), sizeof(md.data));
+}
+
 } // namespace
 
-SharedPackedWeights::SharedPackedWeights() : SharedPackedWeights(std::make_shared<Copies>()) {}
-
-SharedPackedWeights::SharedPackedWeights(std::shared_ptr<Copies> copies)
-    : previous_(shared_packed), copies_(std::move(copies)) {
-  shared_packed = copies_.get();
-}
-
-SharedPackedWeights::~SharedPackedWeights() { shared_packed = previous_; }
-
-std::shared_ptr<SharedPackedWeights::Copies> SharedPackedWeights::bounded_copies(size_t most) {
-  auto copies = std::make_shared<Copies>();
-  copies->most = most;
-  return copies;
-}
-
 memory reordered_constant(const Value* w, const memory::desc& given, const memory::desc& wanted) {
-  const std::byte* data = w->constant->data();
-  if (shared_packed) {
-    for (const SharedPackedWeights::Copies::Entry& e : shared_packed->entries) {
-      if (e.data == data && e.given == given && e.wanted == wanted) {
-        log_debug("constant '{}': shares the packed copy of an earlier call", w->name);
-        return e.packed;
-      }
-    }
-  }
-  memory from(given, engine(), const_cast<std::byte*>(data));
-  memory to(wanted, engine());
-  dnnl::stream stream(engine());
-  dnnl::reorder(from, to).execute(stream, from, to);
-  stream.wait();
-  if (shared_packed) {
-    std::vector<SharedPackedWeights::Copies::Entry>& entries = shared_packed->entries;
-    entries.push_back({data, given, wanted, to});
-    if (entries.size() > shared_packed->most) entries.erase(entries.begin());
-  }
-  return to;
+  bool made = false;
+  std::shared_ptr<const memory> packed =
+      w->constant->derived_as<memory>("oneDNN " + layout_key(given) + layout_key(wanted), [&] {
+        memory from(given, engine(), const_cast<std::byte*>(w->constant->data()));
+        auto to = std::make_shared<memory>(wanted, engine());
+        dnnl::stream stream(engine());
+        dnnl::reorder(from, *to).execute(stream, from, *to);
+        stream.wait();
+        made = true;
+        return to;
+      });
+  if (!made) log_debug("constant '{}': shares the packed copy of an earlier call", w->name);
+  return *packed;
 }
 
 // The post-ops' attribute, and their src1 arguments bound into "call". A src1 of the

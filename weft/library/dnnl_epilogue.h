@@ -53,8 +53,10 @@ memory::desc channels_last_view(const Dims& d);
 // oneDNN's channels-last layout of dims [N, C, spatial...] (nwc, nhwc, ndhwc).
 memory::desc channels_last(const Dims& dims);
 
-// Constant "w", laid out as "given", reordered once into memory of layout "wanted" that the
-// kernel owns.
+// Constant "w", laid out as "given", reordered into memory of layout "wanted", once for every
+// call that reads it so while it lives (Tensor::derived): the layers of a model that shares
+// its weights (ALBERT's 12 held 12 packed copies of each, 11 GB in all), a dynamic call's
+// builds per shape, and every compile of one model (each for a new shape held one more).
 memory reordered_constant(const Value* w, const memory::desc& given, const memory::desc& wanted);
 
 // The post-ops' attribute, and their src1 arguments bound into "call". A src1 of the

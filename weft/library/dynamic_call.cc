@@ -147,7 +147,7 @@ public:
                 std::vector<std::string> values, StaticCallBuilder build, std::string stand_in)
       : region_(std::move(region)), node_(std::move(node)), symbols_(std::move(symbols)),
         nodes_(std::move(nodes)), values_(std::move(values)), build_(std::move(build)),
-        stand_in_(std::move(stand_in)), packed_(SharedPackedWeights::bounded_copies(kKeptShapes)) {}
+        stand_in_(std::move(stand_in)) {}
 
   Status run(void* const* buffers, const int64_t* extents) const override {
     std::vector<int64_t> key(extents, extents + symbols_.size());
@@ -184,9 +184,9 @@ private:
     }
     WEFT_ASSIGN_OR_RETURN(Graph g, at_extents(*region_, extents));
     std::string why_not;
-    // Constant weights packed for an earlier shape in the same layout are taken again: BERT's
-    // first run at a new length re-packed each weight, ~2 ms a MatMul.
-    SharedPackedWeights reuse(packed_);
+    // Constant weights packed for an earlier shape in the same layout are taken again
+    // (Tensor::derived): BERT's first run at a new length re-packed each weight, ~2 ms a
+    // MatMul.
     std::optional<LibraryCall> call = call_in(g, node_, &nodes_, build_, &why_not);
     if (!call || names_of(call->nodes) != nodes_ || names_of(call->values) != values_)
       return Status::error(fmt::format("the library cannot run this call at {}{}",
@@ -202,7 +202,6 @@ private:
   std::vector<std::string> values_; // and the values it binds, in order
   StaticCallBuilder build_;
   std::string stand_in_; // what the call was at the stand-in extents
-  std::shared_ptr<SharedPackedWeights::Copies> packed_; // across builds (under mutex_)
   mutable std::mutex mutex_;
   mutable std::list<std::pair<std::vector<int64_t>, std::shared_ptr<const runtime::LibraryKernel>>>
       kept_;

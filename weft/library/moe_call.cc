@@ -89,7 +89,7 @@ struct Weights {
   int64_t n = 0, k = 0;
   int weights = -1, scale = -1, zero = -1, bias = -1;
   int64_t blocks = 0;                    // per row of N, quantized
-  std::vector<QuantizedMatrix> matrices; // per expert, quantized; none for f32
+  std::shared_ptr<const std::vector<QuantizedMatrix>> matrices; // per expert; null for f32
 };
 
 float sigmoid(float v) { return 1.0f / (1.0f + std::exp(-v)); }
@@ -158,8 +158,8 @@ public:
 
   std::string describe() const override {
     std::string weights = "f32 weights";
-    if (!fc1_.matrices.empty()) {
-      const QuantizedMatrix& m = fc1_.matrices[0];
+    if (fc1_.matrices) {
+      const QuantizedMatrix& m = fc1_.matrices->front();
       weights = fmt::format("{}-bit weights{}", m.bits(),
                             m.int8_activations() ? ", int8 activations" : "");
     }
@@ -173,12 +173,12 @@ private:
   // out [rows, N] = a [rows, K] times expert e's weights transposed, plus its bias.
   static void apply(const Weights& w, void* const* buffers, int64_t e, const float* a, int64_t rows,
                     float* out) {
-    if (w.matrices.empty()) {
+    if (!w.matrices) {
       const float* we = static_cast<const float*>(buffers[w.weights]) + e * w.n * w.k;
       dnnl_sgemm('N', 'T', rows, w.n, w.k, 1.0f, a, w.k, we, w.k, 0.0f, out, w.n);
     } else {
       int64_t at = e * w.n * w.blocks;
-      w.matrices[static_cast<size_t>(e)].multiply(
+      (*w.matrices)[static_cast<size_t>(e)].multiply(
           a, rows, static_cast<const uint8_t*>(buffers[w.weights]) + e * w.n * w.k,
           static_cast<const float*>(buffers[w.scale]) + at,
           static_cast<const uint8_t*>(buffers[w.zero]) + at, out);
@@ -241,15 +241,7 @@ Weights weights_of(const Linear& l, std::vector<const Value*>& values) {
     w.weights = static_cast<int>(values.size());
     values.insert(values.end(), {dq.inputs[0], dq.inputs[1], dq.inputs[2]});
     w.scale = w.weights + 1, w.zero = w.weights + 2;
-    const auto* q = reinterpret_cast<const uint8_t*>(b.q->data());
-    const auto* scale = reinterpret_cast<const float*>(b.scale->data());
-    const auto* zero = reinterpret_cast<const uint8_t*>(b.zero->data());
-    w.matrices.reserve(static_cast<size_t>(l.experts));
-    for (int64_t e = 0; e < l.experts; ++e) {
-      int64_t at = e * l.n * w.blocks;
-      w.matrices.emplace_back(l.k, l.n, b.block, b.bits, q + e * l.n * l.k, scale + at, zero + at,
-                              b.int8);
-    }
+    w.matrices = quantized_matrices(b);
   } else {
     w.weights = static_cast<int>(values.size());
     values.push_back(l.weights);

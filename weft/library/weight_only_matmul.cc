@@ -579,8 +579,36 @@ std::optional<BlockQuantized> block_quantized(const Node& dq) {
   std::vector<int64_t> blocks = q->dims();
   blocks.back() = (blocks.back() + attrs.block_size - 1) / attrs.block_size;
   if (scale->dims() != blocks || zero->dims() != blocks) return std::nullopt;
-  return BlockQuantized{
-      q, scale, zero, qt == DType::kU4 ? 4 : 8, attrs.block_size, attrs.accuracy_level == 4};
+  return BlockQuantized{dq.inputs[0]->constant, dq.inputs[1]->constant,
+                        dq.inputs[2]->constant, qt == DType::kU4 ? 4 : 8,
+                        attrs.block_size,       attrs.accuracy_level == 4};
+}
+
+std::shared_ptr<const std::vector<QuantizedMatrix>> quantized_matrices(const BlockQuantized& w) {
+  // The form keeps the scales and zero points it was made from, so that their addresses,
+  // part of its name, are no other tensor's while it lives.
+  struct Made {
+    std::vector<QuantizedMatrix> matrices;
+    TensorRef scale, zero;
+  };
+  std::string form =
+      fmt::format("QuantizedMatrix {} {} {} {} {}", w.bits, w.block, w.int8,
+                  static_cast<const void*>(w.scale.get()), static_cast<const void*>(w.zero.get()));
+  std::shared_ptr<const Made> made = w.q->derived_as<Made>(form, [&] {
+    auto m = std::make_shared<Made>();
+    m->scale = w.scale, m->zero = w.zero;
+    const std::vector<int64_t>& d = w.q->dims();
+    int64_t n = d[d.size() - 2], k = d.back(), blocks = (k + w.block - 1) / w.block;
+    int64_t count = w.q->num_elements() / (n * k);
+    m->matrices.reserve(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i) {
+      m->matrices.emplace_back(k, n, w.block, w.bits, bytes(*w.q) + i * n * k,
+                               floats(*w.scale) + i * n * blocks, bytes(*w.zero) + i * n * blocks,
+                               w.int8);
+    }
+    return m;
+  });
+  return {made, &made->matrices};
 }
 
 namespace {
@@ -588,8 +616,8 @@ namespace {
 class WeightOnlyMatMul final : public runtime::LibraryKernel {
 public:
   WeightOnlyMatMul(CallExtent rows, const BlockQuantized& w)
-      : rows_(rows), n_(w.q->dims()[0]), matrix_(w.q->dims()[1], n_, w.block, w.bits, bytes(*w.q),
-                                                 floats(*w.scale), bytes(*w.zero), w.int8) {}
+      : rows_(rows), n_(w.q->dims()[0]), matrices_(quantized_matrices(w)),
+        matrix_(matrices_->front()) {}
 
   // buffers: a, q, scale, zero, y.
   Status run(void* const* buffers, const int64_t* extents) const override {
@@ -607,7 +635,8 @@ public:
 private:
   CallExtent rows_;
   int64_t n_;
-  QuantizedMatrix matrix_;
+  std::shared_ptr<const std::vector<QuantizedMatrix>> matrices_; // one
+  const QuantizedMatrix& matrix_;
 };
 
 } // namespace

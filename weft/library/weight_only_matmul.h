@@ -27,7 +27,7 @@ namespace weft::library {
 // u4 or u8 [..., N, K] (a byte per weight), f32 scales and zero points of q's type
 // [..., N, ceil(K / block)]; int8: the DequantizeLinear's accuracy_level is 4.
 struct BlockQuantized {
-  const Tensor *q, *scale, *zero;
+  TensorRef q, scale, zero;
   int bits;
   int64_t block;
   bool int8;
@@ -67,6 +67,12 @@ private:
   std::vector<float> tile_scale_, tile_zero_scale_;
   std::optional<uint8_t> uniform_zero_;
 };
+
+// The QuantizedMatrix of each [N, K] matrix of "w" (q [..., N, K], a mixture of experts' one
+// per expert), made once while its constants live (Tensor::derived): one copy for every call
+// and every compile of the model that reads them, where each compile for a new shape held
+// one more.
+std::shared_ptr<const std::vector<QuantizedMatrix>> quantized_matrices(const BlockQuantized& w);
 
 // The call for "matmul" (f32 A of rank 2 or more, static or symbolic rows) when its weights are
 // that pattern, the DequantizeLinear and Transpose read by nothing else; none otherwise. It
