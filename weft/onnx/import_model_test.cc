@@ -93,6 +93,26 @@ TEST_F(ImportFiles, TruncatedModelAtEveryLength) {
   expect_clear_error(write("t.onnx", bytes.substr(0, bytes.size() / 2)), "not a valid ONNX model");
 }
 
+TEST(Import, InitializersNothingReadsAreNotReadIn) {
+  // MatMulNBits' expansion replaces its packed weights: reading them in as well cost a
+  // language model's import time and memory. An If's branch reads the enclosing graph's by
+  // name; one that is an output stays.
+  Result<Graph> g = import_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[3] x, bool c) => (float[3] y, float[2] kept)
+        <float[3] used = {1, 2, 3}, float[3] in_branch = {4, 5, 6}, float[4] unused = {0, 0, 0, 0},
+         float[2] kept = {7, 8}> {
+      a = Add(x, used)
+      y = If(c) <then_branch = t () => (float[3] r) { r = Add(a, in_branch) },
+                 else_branch = e () => (float[3] s) { s = Identity(a) }>
+    })");
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  EXPECT_NE(g->find_value("used"), nullptr);
+  EXPECT_NE(g->find_value("in_branch"), nullptr);
+  EXPECT_NE(g->find_value("kept"), nullptr);
+  EXPECT_EQ(g->find_value("unused"), nullptr);
+}
+
 TEST(Import, EveryUnsupportedOpIsListedAtOnceWithNodeNames) {
   Result<Graph> g = import_text(R"(
     <ir_version: 8, opset_import: ["" : 13]>
