@@ -112,3 +112,31 @@ def test_blocked_int4_quantize_dequantize_round_trip():
     s = np.repeat(scale, block, axis=1)
     want = np.clip(np.rint(x / s), -8, 7) * s
     np.testing.assert_allclose(run(model, x=x, s=scale, z=zero), want, rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("external", [False, True], ids=["inline", "external"])
+def test_sub_byte_initializers_read_back(external, tmp_path):
+    """int4, uint4, int2 and uint2 initializers of odd lengths (a last byte half used), inline
+    (int32_data) or in an external file (packed bytes, unpacked at import), read back through
+    a Cast to int32."""
+    import onnx
+    cases = [(TensorProto.INT4, [-8, 7, -1, 0, 3, -5, 6]), (TensorProto.UINT4, [0, 15, 7, 8, 1, 9, 14]),
+             (TensorProto.INT2, [-2, 1, -1, 0, 1]), (TensorProto.UINT2, [0, 3, 2, 1, 3])]
+    nodes, outputs, inits = [], [], []
+    for i, (dtype, values) in enumerate(cases):
+        inits.append(helper.make_tensor(f"c{i}", dtype, [len(values)], values))
+        nodes.append(helper.make_node("Cast", [f"c{i}"], [f"y{i}"], to=TensorProto.INT32))
+        outputs.append(helper.make_tensor_value_info(f"y{i}", TensorProto.INT32, [len(values)]))
+    nodes.append(helper.make_node("Identity", ["x"], ["x_out"]))
+    model = make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                       outputs + [helper.make_tensor_value_info("x_out", TensorProto.FLOAT, [1])], inits,
+                       opset=OPSET)
+    path = tmp_path / "m.onnx"
+    if external:
+        onnx.save(model, path, save_as_external_data=True, all_tensors_to_one_file=True,
+                  location="m.data", size_threshold=0)
+    else:
+        onnx.save(model, path)
+    out = weft.compile(path).run({"x": np.ones(1, np.float32)})
+    for i, (dtype, values) in enumerate(cases):
+        np.testing.assert_array_equal(out[f"y{i}"], np.array(values, np.int32), err_msg=str(dtype))

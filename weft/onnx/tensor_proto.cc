@@ -36,12 +36,26 @@ size_t packed_bytes(DType dtype, int64_t count) {
 
 // The sub-byte elements of "packed" (lowest bits first), one a byte in "out" (in its low
 // bits, as Weft keeps them).
+template <int kBits> void unpack_bits(const uint8_t* packed, int64_t n, uint8_t* dst) {
+  constexpr int kPerByte = 8 / kBits;
+  constexpr unsigned kMask = (1u << kBits) - 1;
+  int64_t whole = n / kPerByte;
+  for (int64_t b = 0; b < whole; ++b) {
+    unsigned byte = packed[b];
+    for (int j = 0; j < kPerByte; ++j)
+      dst[b * kPerByte + j] = static_cast<uint8_t>((byte >> (kBits * j)) & kMask);
+  }
+  for (int64_t i = whole * kPerByte; i < n; ++i)
+    dst[i] = static_cast<uint8_t>((packed[whole] >> (kBits * (i - whole * kPerByte))) & kMask);
+}
+
+// Every element of "out" written (a byte each), from "packed", low bits first.
 void unpack(const uint8_t* packed, Tensor& out) {
-  int bits = dtype_packed_bits(out.dtype());
-  int per_byte = 8 / bits;
   auto* dst = reinterpret_cast<uint8_t*>(out.data());
-  for (int64_t i = 0; i < out.num_elements(); ++i)
-    dst[i] = (packed[i / per_byte] >> (bits * (i % per_byte))) & ((1u << bits) - 1);
+  switch (dtype_packed_bits(out.dtype())) {
+    case 2: return unpack_bits<2>(packed, out.num_elements(), dst);
+    default: return unpack_bits<4>(packed, out.num_elements(), dst);
+  }
 }
 
 std::string pack(const Tensor& t) {
@@ -106,7 +120,9 @@ Status read_typed_fields(const P& proto, Tensor& out) {
   }
 }
 
-Result<std::string> read_external(const P& proto, const std::string& base_dir, size_t expected) {
+// Reads the tensor's "expected" bytes of external data into "into".
+Status read_external(const P& proto, const std::string& base_dir, size_t expected,
+                     std::byte* into) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& entry : proto.external_data()) {
@@ -136,11 +152,14 @@ Result<std::string> read_external(const P& proto, const std::string& base_dir, s
     return tensor_error(proto, fmt::format("external data [{}, +{}) lies outside {} ({} bytes)",
                                            offset, length, path.string(), size));
   }
-  std::string bytes(static_cast<size_t>(length), '\0');
+  if (static_cast<size_t>(length) != expected) {
+    return tensor_error(proto,
+                        fmt::format("has {} bytes of data, its dims need {}", length, expected));
+  }
   in.seekg(offset);
-  in.read(bytes.data(), length);
+  in.read(reinterpret_cast<char*>(into), length);
   if (!in) return tensor_error(proto, "cannot read external data from " + path.string());
-  return bytes;
+  return Status();
 }
 
 } // namespace
@@ -160,10 +179,18 @@ Result<Tensor> tensor_from_proto(const P& proto, const std::string& base_dir) {
   }
   size_t num_bytes = packed_bytes(*dtype, count);
   // Sizes are checked before anything is allocated: a small file may claim huge dims.
+  bool sub_byte = dtype_packed_bits(*dtype) < 8;
   const std::string* raw = nullptr;
   std::string external;
+  if (proto.data_location() == P::EXTERNAL && !sub_byte) { // read where it stays
+    Tensor out = Tensor::uninitialized(*dtype, dims);
+    WEFT_RETURN_IF_ERROR(read_external(proto, base_dir, num_bytes, out.data()));
+    return out;
+  }
   if (proto.data_location() == P::EXTERNAL) {
-    WEFT_ASSIGN_OR_RETURN(external, read_external(proto, base_dir, num_bytes));
+    external.resize(num_bytes);
+    WEFT_RETURN_IF_ERROR(
+        read_external(proto, base_dir, num_bytes, reinterpret_cast<std::byte*>(external.data())));
     raw = &external;
   } else if (proto.has_raw_data()) {
     raw = &proto.raw_data();
@@ -172,7 +199,6 @@ Result<Tensor> tensor_from_proto(const P& proto, const std::string& base_dir) {
     return tensor_error(
         proto, fmt::format("has {} bytes of data, its dims need {}", raw->size(), num_bytes));
   }
-  bool sub_byte = dtype_packed_bits(*dtype) < 8;
   std::string from_int32; // the packed bytes of a sub-byte type's int32_data
   if (!raw && sub_byte) {
     if (static_cast<size_t>(proto.int32_data_size()) != num_bytes) {
@@ -192,11 +218,12 @@ Result<Tensor> tensor_from_proto(const P& proto, const std::string& base_dir) {
     std::memcpy(out.data(), raw->data(), raw->size());
     return out;
   }
-  Tensor out(*dtype, dims);
   if (!raw) {
+    Tensor out(*dtype, dims);
     WEFT_RETURN_IF_ERROR(read_typed_fields(proto, out));
     return out;
   }
+  Tensor out = Tensor::uninitialized(*dtype, dims); // unpack writes every element
   unpack(reinterpret_cast<const uint8_t*>(raw->data()), out);
   return out;
 }
