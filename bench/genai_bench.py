@@ -90,6 +90,47 @@ def generate(run, layers, kv_heads, head):
     return tokens, times[0], times[1:], np.concatenate(logits)
 
 
+def memory_mb():
+    """This process's resident memory and its peak so far, in MB."""
+    fields = {line.split(":")[0]: int(line.split()[1]) / 1024 for line in open("/proc/self/status")
+              if line.startswith(("VmRSS", "VmHWM"))}
+    return fields["VmRSS"], fields["VmHWM"]
+
+
+def memory_child(path, system, layers, kv_heads, head):
+    """In a fresh process: the memory that loading the model and one loop added, as JSON."""
+    import weft
+    base, _ = memory_mb()
+    if system == "ort":
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 2
+        session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+        names = [o.name for o in session.get_outputs()]
+
+        def run(feed):
+            out = dict(zip(names, session.run(None, feed)))
+            return out["logits"], [out[f"present.{i // 2}.{'key' if i % 2 == 0 else 'value'}"]
+                                   for i in range(2 * layers)]
+    else:
+        compiled = weft.compile(path, threads=2, dynamic_shapes=True)
+
+        def run(feed):
+            out = compiled.run(feed)
+            return out["logits"], [out[f"present.{i // 2}.{'key' if i % 2 == 0 else 'value'}"]
+                                   for i in range(2 * layers)]
+    loaded, _ = memory_mb()
+    generate(run, layers, kv_heads, head)
+    now, peak = memory_mb()
+    print(json.dumps({"load_mb": loaded - base, "loop_mb": now - base, "peak_mb": peak - base}))
+
+
+def memory(path, system, layers, kv_heads, head):
+    """memory_child's measure, in a process of its own (each system's alone)."""
+    done = subprocess.run([sys.executable, __file__, "--memory", path, system, str(layers), str(kv_heads),
+                           str(head)], check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def measure(rounds):
     import onnx
     import weft
@@ -148,10 +189,14 @@ def measure(rounds):
                 for system in ("ort", "weft"):
                     for part in ("prompt", "step"):
                         row[f"{system}_{part}_ms"] = min(row[f"{system}_{part}_round_ms"])
+                    row[f"{system}_memory"] = memory(path, system, layers, kv_heads, head)
+                row["model_mb"] = sum(os.path.getsize(os.path.join(os.path.dirname(path), f)) / 2**20
+                                      for f in os.listdir(os.path.dirname(path)) if f.startswith("model.onnx"))
                 print(f"{name} {precision}: same tokens {row['same_tokens']}, max diff {row['max_diff']:.1e}; "
                       f"prompt ORT {row['ort_prompt_ms']:.1f} ms, Weft {row['weft_prompt_ms']:.1f} ms; per token "
                       f"ORT {row['ort_step_ms']:.2f} ms, Weft {row['weft_step_ms']:.2f} ms; "
-                      f"{row['variants']} compile(s)", flush=True)
+                      f"{row['variants']} compile(s); memory after the loop ORT "
+                      f"{row['ort_memory']['loop_mb']:.0f} MB, Weft {row['weft_memory']['loop_mb']:.0f} MB", flush=True)
     return rows
 
 
@@ -178,24 +223,36 @@ def markdown(r):
              "ONNX Runtime's within 3e-6 of 4; ONNX Runtime against itself with the int8 Llama's embedding "
              "table scaled by 1 + 1e-6 parts ways too, at step 8, its logits 1.7 apart). Each system's "
              "loop starts 0.2 s after the other's ends: ONNX Runtime's threads spin a while after a run, and had "
-             "made the Weft prompt after them 2x slower. ORT / Weft above 1: Weft is faster.", "",
+             "made the Weft prompt after them 2x slower. ORT / Weft above 1: Weft is faster. Memory: what the "
+             "process's resident memory grew by from loading the model to the end of one loop (and its peak over "
+             "that), each system alone in a fresh process; the model's files for scale.", "",
              "| Model | Weights | com.microsoft ops | Same tokens | Difference | Prompt: ORT | Weft | ORT / Weft "
-             "| Per token: ORT | Weft | ORT / Weft | Compiles | Weft's first loop |",
-             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| Per token: ORT | Weft | ORT / Weft | Compiles | Weft's first loop | Files | Memory (peak): ORT | Weft |",
+             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for row in r["rows"]:
         label = f"| {row['model']} | {row['precision']} | {', '.join(row.get('ops', []))} |"
         if "error" in row:
-            lines.append(f"{label} error: {row['error']} | | | | | | | | | |")
+            lines.append(f"{label} error: {row['error']} | | | | | | | | | | | | |")
             continue
         lines.append(f"{label} {'yes' if row['same_tokens'] else 'no'} | {row['max_diff'] / row['max_abs']:.1e} | "
                      f"{row['ort_prompt_ms']:.1f} ms | {row['weft_prompt_ms']:.1f} ms | "
                      f"{row['ort_prompt_ms'] / row['weft_prompt_ms']:.2f} | {row['ort_step_ms']:.2f} ms | "
                      f"{row['weft_step_ms']:.2f} ms | {row['ort_step_ms'] / row['weft_step_ms']:.2f} | "
-                     f"{row['variants']} | {row['weft_first_loop_s']:.1f} s |")
+                     f"{row['variants']} | {row['weft_first_loop_s']:.1f} s | " + memory_cells(row))
     return lines + [""]
 
 
+def memory_cells(row):
+    if "weft_memory" not in row:
+        return "| | |"
+    cell = lambda m: f"{m['loop_mb']:.0f} MB ({m['peak_mb']:.0f})"
+    return f"{row['model_mb']:.0f} MB | {cell(row['ort_memory'])} | {cell(row['weft_memory'])} |"
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--memory":
+        memory_child(sys.argv[2], sys.argv[3], *(int(v) for v in sys.argv[4:7]))
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--write", action="store_true", help="store bench/genai_results.json")
