@@ -177,11 +177,11 @@ Result<CompiledModel> compile(const ModelSource& model, const Graph* pipeline,
   // A dump shows the graph after each pass: those run again where the model can be read.
   bool readable = !model.in_memory || !model.bytes.empty();
   Graph graph;
-  if (pipeline && !(!dump.dir().empty() && readable)) {
+  if (!pipeline || (!dump.dir().empty() && readable)) {
+    WEFT_ASSIGN_OR_RETURN(graph, run_graph_pipeline(model, observe));
+  } else {
     graph = pipeline->clone();
     observe("graph_passes", graph);
-  } else {
-    WEFT_ASSIGN_OR_RETURN(graph, run_graph_pipeline(model, observe));
   }
   timer.end("graph passes");
   std::vector<int> frozen_inputs;
