@@ -377,27 +377,18 @@ Status expand_qmoe(Expansion& e) {
     int64_t blocks = block > 0 ? (k + block - 1) / block : 1;
     int64_t elements = 0;
     if (scale.num_elements() != experts * n * blocks ||
-        !dims_are_allocatable(DType::kF32, {experts, n, k}, &elements))
+        !dims_are_allocatable(DType::kU8, {experts, n, k}, &elements)) // a byte a weight
       return Status::error(fmt::format("scales must hold {} x {} x {} values", experts, n, blocks));
     DType type = bits == 4 ? DType::kU4 : DType::kU8;
-    onnx::TensorProto packed; // qd[2] bytes a row: ONNX's packing of u4 (low bits first) or u8
-    packed.set_data_type(dtype_to_onnx(type));
-    for (int64_t d : {experts, n, k})
-      packed.add_dims(d);
-    packed.set_raw_data(std::string(reinterpret_cast<const char*>(q.data()), q.num_bytes()));
-    onnx::AttributeProto value;
-    value.set_name("value");
-    value.set_type(onnx::AttributeProto::TENSOR);
-    *value.mutable_t() = std::move(packed);
+    // qd[2] bytes a row: ONNX's packing of u4 (low bits first) or u8.
+    std::string packed = e.packed_constant(type, {experts, n, k}, q.data(), q.num_bytes());
     Tensor s(scale.dtype(), {experts, n, blocks}), zero(type, {experts, n, blocks});
     std::copy_n(scale.data(), s.num_bytes(), s.data());
     for (int64_t i = 0; i < zero.num_elements(); ++i)
       zero.set_int64(i, 1 << (bits - 1));
-    return e.op(
-        Op::kDequantizeLinear,
-        {e.op(Op::kConstant, {}, {std::move(value)}), e.constant_of(s), e.constant_of(zero)},
-        {int_attr("axis", 2), int_attr("block_size", block > 0 ? block : k),
-         int_attr("accuracy_level", bits == 8 ? 4 : 0)});
+    return e.op(Op::kDequantizeLinear, {packed, e.constant_of(s), e.constant_of(zero)},
+                {int_attr("axis", 2), int_attr("block_size", block > 0 ? block : k),
+                 int_attr("accuracy_level", bits == 8 ? 4 : 0)});
   };
   WEFT_ASSIGN_OR_RETURN(std::string fc1, dequantized(2, 3));
   WEFT_ASSIGN_OR_RETURN(std::string fc2, dequantized(5, 6));

@@ -136,6 +136,22 @@ public:
     return op(Op::kConstant, {}, {tensor_attr("value", t)});
   }
 
+  // A Constant of "type" and "dims" whose value is "bytes" as ONNX packs them (u4 two to a
+  // byte, low bits first): packed weights go in without unpacking here.
+  std::string packed_constant(DType type, const std::vector<int64_t>& dims, const std::byte* bytes,
+                              size_t size) {
+    onnx::TensorProto t;
+    t.set_data_type(dtype_to_onnx(type));
+    for (int64_t d : dims)
+      t.add_dims(d);
+    t.set_raw_data(std::string(reinterpret_cast<const char*>(bytes), size));
+    onnx::AttributeProto value;
+    value.set_name("value");
+    value.set_type(onnx::AttributeProto::TENSOR);
+    *value.mutable_t() = std::move(t);
+    return op(Op::kConstant, {}, {std::move(value)});
+  }
+
   std::string ints(const std::vector<int64_t>& v) { return constant_of(Tensor::vector_i64(v)); }
   std::string ints_scalar(int64_t v) { return constant_of(Tensor::scalar_i64(v)); }
 

@@ -210,16 +210,7 @@ Status expand_matmul_nbits(Expansion& e) {
     }
     std::string weights;
     if (k % block == 0) { // B's bytes are q's ONNX packing, [N, K] low bits first: as they are
-      onnx::TensorProto t;
-      t.set_data_type(dtype_to_onnx(type));
-      t.add_dims(n);
-      t.add_dims(k);
-      t.set_raw_data(std::string(reinterpret_cast<const char*>(b.data()), b.num_bytes()));
-      onnx::AttributeProto value;
-      value.set_name("value");
-      value.set_type(onnx::AttributeProto::TENSOR);
-      *value.mutable_t() = std::move(t);
-      weights = e.op(Op::kConstant, {}, {std::move(value)});
+      weights = e.packed_constant(type, {n, k}, b.data(), b.num_bytes());
     } else { // each block's bytes padded: unpacked one value at a time
       Tensor q(type, {n, k});
       auto* to = reinterpret_cast<uint8_t*>(q.data()); // (u4 and u8 hold a byte each)
