@@ -97,31 +97,36 @@ def memory_mb():
     return fields["VmRSS"], fields["VmHWM"]
 
 
-def memory_child(path, system, layers, kv_heads, head):
-    """In a fresh process: the memory that loading the model and one loop added, as JSON."""
-    import weft
-    base, _ = memory_mb()
+def loaded(path, system, layers):
+    """The model loaded by "system" ("ort": an InferenceSession, 2 threads; "weft": one
+    dynamic-shape compile), and a step that runs it: feed -> logits, presents."""
     if system == "ort":
         options = ort.SessionOptions()
         options.intra_op_num_threads = 2
-        session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-        names = [o.name for o in session.get_outputs()]
-
-        def run(feed):
-            out = dict(zip(names, session.run(None, feed)))
-            return out["logits"], [out[f"present.{i // 2}.{'key' if i % 2 == 0 else 'value'}"]
-                                   for i in range(2 * layers)]
+        model = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+        names = [o.name for o in model.get_outputs()]
+        outputs = lambda feed: dict(zip(names, model.run(None, feed)))
     else:
-        compiled = weft.compile(path, threads=2, dynamic_shapes=True)
+        import weft
+        model = weft.compile(path, threads=2, dynamic_shapes=True)
+        outputs = model.run
 
-        def run(feed):
-            out = compiled.run(feed)
-            return out["logits"], [out[f"present.{i // 2}.{'key' if i % 2 == 0 else 'value'}"]
-                                   for i in range(2 * layers)]
-    loaded, _ = memory_mb()
+    def run(feed):
+        out = outputs(feed)
+        return out["logits"], [out[f"present.{i // 2}.{'key' if i % 2 == 0 else 'value'}"]
+                               for i in range(2 * layers)]
+    return model, run
+
+
+def memory_child(path, system, layers, kv_heads, head):
+    """In a fresh process: the memory that loading the model and one loop added, as JSON."""
+    import weft  # noqa: F401 (both systems' libraries in the baseline)
+    base, _ = memory_mb()
+    _, run = loaded(path, system, layers)
+    loaded_mb, _ = memory_mb()
     generate(run, layers, kv_heads, head)
     now, peak = memory_mb()
-    print(json.dumps({"load_mb": loaded - base, "loop_mb": now - base, "peak_mb": peak - base}))
+    print(json.dumps({"load_mb": loaded_mb - base, "loop_mb": now - base, "peak_mb": peak - base}))
 
 
 def memory(path, system, layers, kv_heads, head):
@@ -133,7 +138,6 @@ def memory(path, system, layers, kv_heads, head):
 
 def measure(rounds):
     import onnx
-    import weft
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, (config, what) in configs().items():
@@ -150,24 +154,11 @@ def measure(rounds):
                 row["ops"] = sorted({n.op_type for n in graph.node if n.domain == "com.microsoft"})
                 layers = config.num_hidden_layers
                 kv_heads, head = config.num_key_value_heads, config.hidden_size // config.num_attention_heads
-                options = ort.SessionOptions()
-                options.intra_op_num_threads = 2
-                session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-                names = [o.name for o in session.get_outputs()]
-
-                def ort_run(feed):
-                    out = session.run(None, feed)
-                    return out[0], [out[names.index(f"present.{i // 2}.{'key' if i % 2 == 0 else 'value'}")]
-                                    for i in range(2 * layers)]
+                _, ort_run = loaded(path, "ort", layers)
                 start = time.perf_counter()
                 try:
-                    compiled = weft.compile(path, threads=2, dynamic_shapes=True)
+                    compiled, weft_run = loaded(path, "weft", layers)
                     row["weft_compile_s"] = time.perf_counter() - start
-
-                    def weft_run(feed):
-                        out = compiled.run(feed)
-                        return out["logits"], [out[f"present.{i // 2}.{'key' if i % 2 == 0 else 'value'}"]
-                                               for i in range(2 * layers)]
                     first = time.perf_counter()
                     generate(weft_run, layers, kv_heads, head)
                     row["weft_first_loop_s"] = time.perf_counter() - first
