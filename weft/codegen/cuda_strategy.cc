@@ -1,5 +1,6 @@
 #include "weft/codegen/cuda_strategy.h"
 
+#include <cstdlib>
 #include <vector>
 
 #include <fmt/format.h>
@@ -8,10 +9,38 @@
 
 namespace weft::codegen {
 
-int64_t cuda_group_size(std::optional<int64_t> extent) {
+namespace {
+
+// $name as a whole number from "lo" to "hi" (a power of two when "power"), else "fallback".
+int64_t knob(const char* name, int64_t lo, int64_t hi, bool power, int64_t fallback) {
+  const char* text = std::getenv(name);
+  if (!text) return fallback;
+  char* end = nullptr;
+  long long v = std::strtoll(text, &end, 10);
+  bool valid = end != text && *end == '\0' && v >= lo && v <= hi && (!power || (v & (v - 1)) == 0);
+  return valid ? v : fallback;
+}
+
+} // namespace
+
+CudaOptions CudaOptions::from_environment(bool deterministic) {
+  CudaOptions o;
+  o.deterministic = deterministic;
+  o.unroll = knob("WEFT_CUDA_UNROLL", 1, 64, true, kCudaUnroll);
+  o.lane_elements = knob("WEFT_CUDA_LANE_ELEMENTS", 1, 64, true, kCudaLaneElements);
+  o.resident_threads = knob("WEFT_CUDA_RESIDENT_THREADS", 0, 2048, false, kCudaResidentThreads);
+  return o;
+}
+
+std::string CudaOptions::key() const {
+  return fmt::format("{}unroll {} lane {} resident {}", deterministic ? "deterministic " : "",
+                     unroll, lane_elements, resident_threads);
+}
+
+int64_t cuda_group_size(std::optional<int64_t> extent, int64_t lane_elements) {
   if (!extent) return 32;
   int64_t g = 1;
-  while (g < 1024 && g * 2 * 8 <= *extent)
+  while (g < 1024 && g * 2 * lane_elements <= *extent)
     g *= 2;
   return g;
 }
@@ -69,24 +98,51 @@ std::string CudaReductionWriter::combine(const std::string& a, const std::string
   return combine_expr(on_cuda(r_.combine), a, b);
 }
 
-void CudaReductionWriter::strided_loop(const std::string& iterator, const std::string& init,
-                                       const std::string& cond, int64_t step,
-                                       const std::string& lane, const std::string& threads,
-                                       const std::string& acc, int depth) {
+void CudaReductionWriter::strided_loop(const LoopText& loop, const std::string& lane,
+                                       const std::string& threads, const std::string& acc,
+                                       int depth) {
+  if (unroll_ > 1 && !loop.hi.empty() && loop.step == 1) {
+    unrolled_loop(loop.iterator, fmt::format("{} + {}", loop.init, lane), loop.hi, threads, acc,
+                  depth);
+    return;
+  }
   std::string pad(static_cast<size_t>(2 * depth), ' ');
   out_ += fmt::format("{0}for (int64_t {1} = {2} + {3} * {4}; {5}; {1} += {6} * {4}) {{\n", pad,
-                      iterator, init, lane, step, cond, threads);
+                      loop.iterator, loop.init, lane, loop.step, loop.cond, threads);
   r_.update(acc, depth + 1, out_);
   out_ += pad + "}\n";
 }
 
-void CudaReductionWriter::group(const std::string& iterator, const std::string& init,
-                                const std::string& cond, int64_t step, int64_t group, int depth) {
+void CudaReductionWriter::unrolled_loop(const std::string& iterator, const std::string& first,
+                                        const std::string& hi, const std::string& threads,
+                                        const std::string& acc, int depth) {
+  std::string pad(static_cast<size_t>(2 * depth), ' ');
+  out_ +=
+      fmt::format("{0}{{  // {1} accumulators a thread: {1} loads in flight\n"
+                  "{0}  {2} weft_a[{1}];\n"
+                  "{0}  #pragma unroll\n{0}  for (int weft_j = 0; weft_j < {1}; ++weft_j) "
+                  "weft_a[weft_j] = {3};\n"
+                  "{0}  int64_t weft_b = {4};\n"
+                  "{0}  for (; weft_b + {5} * ({6}) < {7}; weft_b += {1} * ({6})) {{\n"
+                  "{0}    #pragma unroll\n{0}    for (int weft_j = 0; weft_j < {1}; ++weft_j) {{\n"
+                  "{0}      const int64_t {8} = weft_b + weft_j * ({6});\n",
+                  pad, unroll_, r_.type, r_.identity, first, unroll_ - 1, threads, hi, iterator);
+  r_.update("weft_a[weft_j]", depth + 3, out_);
+  out_ += fmt::format("{0}    }}\n{0}  }}\n"
+                      "{0}  for (int64_t {1} = weft_b; {1} < {2}; {1} += {3}) {{\n",
+                      pad, iterator, hi, threads);
+  r_.update("weft_a[0]", depth + 2, out_);
+  out_ += fmt::format("{0}  }}\n{0}  #pragma unroll\n"
+                      "{0}  for (int weft_j = 0; weft_j < {1}; ++weft_j) {2} = {3};\n{0}}}\n",
+                      pad, unroll_, acc, combine(acc, "weft_a[weft_j]"));
+}
+
+void CudaReductionWriter::group(const LoopText& loop, int64_t group, int depth) {
   std::string pad(static_cast<size_t>(2 * depth), ' ');
   out_ += fmt::format("{0}{{  // the group's lanes accumulate; shuffles combine them\n"
                       "{0}  {1} acc = {2};\n",
                       pad, r_.type, r_.identity);
-  strided_loop(iterator, init, cond, step, "weft_lane", std::to_string(group), "acc", depth + 1);
+  strided_loop(loop, "weft_lane", std::to_string(group), "acc", depth + 1);
   group_combine(group, depth);
 }
 
@@ -110,10 +166,8 @@ void CudaReductionWriter::group_combine(int64_t group, int depth) {
                       pad, group, cuda_combine_op(r_.combine), r_.store(combine(r_.target, "acc")));
 }
 
-void CudaReductionWriter::all(const std::string& iterator, const std::string& init,
-                              const std::string& cond, int64_t step, const std::string& function,
-                              bool atomic, const std::string& first, int depth,
-                              std::string& globals) {
+void CudaReductionWriter::all(const LoopText& loop, const std::string& function, bool atomic,
+                              const std::string& first, int depth, std::string& globals) {
   std::string pad(static_cast<size_t>(2 * depth), ' ');
   const std::string& t = r_.type;
   std::string bits = identity_bits(r_.combine, t);
@@ -132,7 +186,7 @@ void CudaReductionWriter::all(const std::string& iterator, const std::string& in
   out_ += fmt::format("{0}{{  // ALL: the grid's blocks combine their shares; the last one applies "
                       "the result\n{0}  {1} acc = {2};\n",
                       pad, t, r_.identity);
-  strided_loop(iterator, init, cond, step, "((int64_t)blockIdx.x * blockDim.x + threadIdx.x)",
+  strided_loop(loop, "((int64_t)blockIdx.x * blockDim.x + threadIdx.x)",
                "(int64_t)gridDim.x * blockDim.x", "acc", depth + 1);
   out_ += fmt::format("{0}  acc = weft_group_reduce<{1}>(acc, {2}, 0xffffffffu);\n"
                       "{0}  __shared__ bool weft_last;\n{0}  if (threadIdx.x == 0) {{\n",
@@ -185,13 +239,11 @@ void CudaReductionWriter::split_row(const std::string& iterator, const RangeText
                   "{0}const int64_t weft_to = weft_imin({1}, weft_from + weft_chunk);\n"
                   "{0}{3} acc = {4};\n",
                   pad, r.hi, r.lo, t, r_.identity);
-  out_ += fmt::format("{0}for (int64_t {1} = weft_from + threadIdx.x; {1} < weft_to; {1} += {2}) "
-                      "{{\n",
-                      pad, iterator, kCudaBlock);
-  r_.update("acc", depth + 1, out_);
+  strided_loop({iterator, "weft_from", iterator + " < weft_to", 1, "weft_to"}, "threadIdx.x",
+               std::to_string(kCudaBlock), "acc", depth);
   std::string op = atomic_name(r_.combine);
   out_ += fmt::format(
-      "{0}}}\n{0}acc = weft_group_reduce<{1}>(acc, {2}, 0xffffffffu);\n"
+      "{0}acc = weft_group_reduce<{1}>(acc, {2}, 0xffffffffu);\n"
       "{0}__shared__ bool weft_last;\n{0}if (threadIdx.x == 0) {{\n"
       "{0}  weft_atomic_{3}(reinterpret_cast<{4}*>(&{5}), acc);\n{0}  __threadfence();\n"
       "{0}  weft_last = atomicAdd(&{6}, 1u) == weft_splits - 1;\n{0}}}\n{0}__syncthreads();\n"

@@ -53,15 +53,43 @@ inline constexpr int64_t kCudaLongRow = 16384;   // ...when they are at least th
 inline constexpr int64_t kCudaRowRegisters = 16; // ROW: row elements a lane holds, at most...
 inline constexpr int64_t kCudaRowRegisterSum = 32; // ...and over all the row's buffers
 
+inline constexpr int64_t kCudaUnroll = 4;          // accumulators a thread keeps in strided loops
+inline constexpr int64_t kCudaLaneElements = 8;    // row elements a lane takes when G is chosen
+inline constexpr int64_t kCudaResidentThreads = 0; // see CudaOptions::resident_threads
+
 struct CudaOptions {
   // Bitwise-stable results from run to run: no atomics (--deterministic).
   bool deterministic = false;
+  // Independent accumulators a thread keeps in the strided loops of ALL, of few long rows and
+  // of rows not held in registers, so that as many of its loads are in flight (1: one chain
+  // of dependent combines).
+  int64_t unroll = kCudaUnroll;
+  // Row elements a lane takes when a row's group size is chosen (cuda_group_size).
+  int64_t lane_elements = kCudaLaneElements;
+  // Threads an SM should hold of each function (its launch bounds ask for blocks enough, so
+  // that the compiler keeps registers few enough); 0 asks for nothing beyond the block size.
+  int64_t resident_threads = kCudaResidentThreads;
+
+  // The defaults with $WEFT_CUDA_UNROLL, $WEFT_CUDA_LANE_ELEMENTS (powers of two from 1 to
+  // 64) and $WEFT_CUDA_RESIDENT_THREADS (0 to 2048) applied, for comparisons on a GPU
+  // (docs/knobs.md); a value out of range means the default.
+  static CudaOptions from_environment(bool deterministic);
+  // What the generated code depends on: part of the function cache's key.
+  std::string key() const;
 };
 
 // Threads per row for rows of "extent" elements (none: unknown): a power of two from 1 to
-// 1024, about 8 elements per thread (multi-row-per-warp below 256, a warp at 256, a block
-// above).
-int64_t cuda_group_size(std::optional<int64_t> extent);
+// 1024, about "lane_elements" elements per thread (with 8: multi-row-per-warp below 256, a
+// warp at 256, a block above).
+int64_t cuda_group_size(std::optional<int64_t> extent, int64_t lane_elements = kCudaLaneElements);
+
+// A loop of the nest as the skeletons print it: "for (iterator = init; cond; iterator +=
+// step)", and its bound "hi" (iterator < hi) when it is a step-1 loop with one (else empty).
+struct LoopText {
+  std::string iterator, init, cond;
+  int64_t step = 1;
+  std::string hi;
+};
 
 // Do atomics combine values of C type "type" with "c"? Sums, max and min of float, double
 // and 32- and 64-bit integers.
@@ -79,12 +107,14 @@ std::string identity_bits(kernel::Combine c, const std::string& type);
 // "for (it = init + lane * step; cond; it += threads * step)".
 class CudaReductionWriter {
 public:
-  CudaReductionWriter(const ReductionText& r, std::string& out) : r_(r), out_(out) {}
+  // "unroll": accumulators a thread keeps in strided loops over a bounded range
+  // (CudaOptions::unroll).
+  CudaReductionWriter(const ReductionText& r, std::string& out, int64_t unroll = 1)
+      : r_(r), out_(out), unroll_(unroll) {}
 
   // In a group of "group" threads (lane "weft_lane", mask "weft_mask"): lanes accumulate every
   // group-th iteration, the group combines, lane 0 stores.
-  void group(const std::string& iterator, const std::string& init, const std::string& cond,
-             int64_t step, int64_t group, int depth);
+  void group(const LoopText& loop, int64_t group, int depth);
   // The same over a row in registers: "per_lane" iterations a lane, unrolled; lane l takes
   // iterator = lo + l + k * group in its k-th ("weft_k").
   void group_unrolled(const std::string& iterator, const std::string& lo, int64_t per_lane,
@@ -92,8 +122,7 @@ public:
   // ALL over the whole grid. "function": the name that keys the module's accumulator, counter
   // and partials; "init": a statement the last block runs first (may be empty).
   // "globals" receives the declarations that go before the function.
-  void all(const std::string& iterator, const std::string& init, const std::string& cond,
-           int64_t step, const std::string& function, bool atomic, const std::string& first,
+  void all(const LoopText& loop, const std::string& function, bool atomic, const std::string& first,
            int depth, std::string& globals);
   // ROW with few long rows, inside a loop over units that defines the row "weft_p" (of
   // "rows", static) and its split "weft_s" (of "weft_splits"): the split's blocks combine with
@@ -111,12 +140,18 @@ private:
   std::string combine(const std::string& a, const std::string& b) const;
   // The group's combine of "acc" and lane 0's store, closing group()'s block.
   void group_combine(int64_t group, int depth);
-  void strided_loop(const std::string& iterator, const std::string& init, const std::string& cond,
-                    int64_t step, const std::string& lane, const std::string& threads,
+  // "loop" with lane "lane" of "threads" taking every threads-th iteration, combining into
+  // "acc": unrolled into unroll_ accumulators when the loop has a bound.
+  void strided_loop(const LoopText& loop, const std::string& lane, const std::string& threads,
                     const std::string& acc, int depth);
+  // Iterations "first", first + threads, ... below "hi" of "iterator" (step 1), combined
+  // into "acc" through unroll_ independent accumulators.
+  void unrolled_loop(const std::string& iterator, const std::string& first, const std::string& hi,
+                     const std::string& threads, const std::string& acc, int depth);
 
   const ReductionText& r_;
   std::string& out_;
+  int64_t unroll_;
 };
 
 } // namespace weft::codegen

@@ -380,6 +380,29 @@ TEST(EmitC, CudaStrategies) {
       << atomic->source;
   EXPECT_EQ(ordered->source.find("weft_atomic_"), std::string::npos) << ordered->source;
   EXPECT_NE(ordered->source.find("weft_part_"), std::string::npos) << ordered->source;
+
+  // The grid-strided loop keeps CudaOptions::unroll accumulators (loads in flight a thread),
+  // with a remainder loop for the last iterations; 1 keeps one chain of combines.
+  EXPECT_NE(atomic->source.find("float weft_a[4];"), std::string::npos) << atomic->source;
+  EXPECT_NE(atomic->source.find("weft_b + 3 * ((int64_t)gridDim.x * blockDim.x) < 100000"),
+            std::string::npos)
+      << atomic->source;
+  EXPECT_NE(atomic->source.find("acc = weft_max(acc, weft_a[weft_j]);"), std::string::npos)
+      << atomic->source;
+  CudaOptions one;
+  one.unroll = 1;
+  Result<EmittedFunction> chain = emit_function(all, a->loops, Dialect::kCuda, {}, one);
+  ASSERT_TRUE(chain.ok());
+  EXPECT_EQ(chain->source.find("weft_a["), std::string::npos) << chain->source;
+
+  // CudaOptions::lane_elements sets G: 16 elements a lane gives rows of 64 four lanes.
+  CudaOptions wide;
+  wide.lane_elements = 16;
+  Result<EmittedFunction> fewer = emit_function(k, s->loops, Dialect::kCuda, {}, wide);
+  ASSERT_TRUE(fewer.ok());
+  EXPECT_NE(fewer->source.find("const int64_t weft_lane = threadIdx.x % 4;"), std::string::npos)
+      << fewer->source;
+  EXPECT_NE(CudaOptions().key(), wide.key());
 }
 
 // GroupNorm's shape: a row statistic over [32, 8, 25088], then an epilogue over the same

@@ -12,6 +12,7 @@
 namespace weft::codegen {
 
 std::string Emitter::cuda_function(const AstNode& loops, const CudaOptions& options) {
+  cuda_ = options;
   std::vector<const AstNode*> parts = items_of(loops);
   std::string out;
   int functions = 0;
@@ -48,6 +49,12 @@ bool Emitter::folds_into(const AstNode& init, const AstNode& next) const {
   return offset(a.write, iters(init)) == offset(b.write, iters(*call));
 }
 
+LoopText Emitter::loop_text(const AstNode& loop) const {
+  std::optional<LoopRange> r = loop_range(loop);
+  return {loop.iterator, ast_expr(loop.init), ast_expr(loop.cond), loop.step,
+          r ? ast_expr(r->hi) : ""};
+}
+
 bool Emitter::contains_reduction(const AstNode& n) {
   if (n.kind == AstNode::Kind::kFor && n.mark == AstNode::Mark::kReduction) return true;
   return std::any_of(n.children.begin(), n.children.end(),
@@ -77,7 +84,7 @@ int64_t Emitter::group_size(const AstNode& body) const {
   for (const AstNode* item : items_of(body)) {
     if (item->kind != AstNode::Kind::kFor) continue;
     if (const AstNode* call = register_reduction(k_, *item)) {
-      take(cuda_group_size(trip_bound(k_, *item, *call)));
+      take(cuda_group_size(trip_bound(k_, *item, *call), cuda_.lane_elements));
     } else if (const AstNode* inner = column_nest(k_, *item)) {
       std::optional<int64_t> k = range_text(*inner, inner->children[0]).extent;
       int64_t g = 1;
@@ -91,10 +98,10 @@ int64_t Emitter::group_size(const AstNode& body) const {
         std::optional<int64_t> e = loop.second.static_extent();
         points = points && e ? std::optional<int64_t>(*points * *e) : std::nullopt;
       }
-      if (points) take(cuda_group_size(points));
+      if (points) take(cuda_group_size(points, cuda_.lane_elements));
     } else if (std::optional<LoopRange> r = loop_range(*item)) {
       std::optional<int64_t> e = r->static_extent();
-      if (e) take(cuda_group_size(e));
+      if (e) take(cuda_group_size(e, cuda_.lane_elements));
     }
   }
   return want.value_or(32);
@@ -211,8 +218,8 @@ void Emitter::emit_group_body(const AstNode& body, int64_t group, int depth,
       }
     } else if (n.kind == AstNode::Kind::kFor) {
       if (const AstNode* call = register_reduction(k_, n)) {
-        CudaReductionWriter(reduction_text(*call), out)
-            .group(n.iterator, ast_expr(n.init), ast_expr(n.cond), n.step, group, depth);
+        CudaReductionWriter(reduction_text(*call), out, cuda_.unroll)
+            .group(loop_text(n), group, depth);
       } else if (const AstNode* inner = column_nest(k_, n)) {
         const AstNode& c = inner->children[0];
         ReductionText r = reduction_text(c);
@@ -365,7 +372,7 @@ void Emitter::emit_few_long_rows(const std::vector<std::pair<const AstNode*, Loo
         "    const int64_t weft_p = weft_u / weft_splits, weft_s = weft_u % weft_splits;\n",
         count);
   });
-  CudaReductionWriter(reduction_text(call), out)
+  CudaReductionWriter(reduction_text(call), out, cuda_.unroll)
       .split_row(loop.iterator, range_text(loop, call), function, rows, before, after, 2, globals);
   out += "  }\n";
 }
@@ -407,10 +414,13 @@ std::string Emitter::cuda_header(const std::string& function, int64_t block, boo
     params.push_back("const int64_t " + name);
     names.push_back(fmt::format("{} {}", name, symbol));
   }
+  // Blocks an SM should hold: the compiler then keeps to 64K / (block * blocks) registers.
+  int64_t blocks = one_block ? 1 : cuda_.resident_threads / block;
+  std::string bounds = blocks > 1 ? fmt::format("{}, {}", block, blocks) : std::to_string(block);
   return fmt::format("// launch {} block={} grid={}\n// {}\n{}void __launch_bounds__({}) "
                      "{}({}) {{\n",
                      function, block, one_block ? "1" : "device", fmt::join(names, ", "),
-                     d_.function_prefix, block, function, fmt::join(params, ", "));
+                     d_.function_prefix, bounds, function, fmt::join(params, ", "));
 }
 
 std::string Emitter::cuda_part(const AstNode& n, const std::string& function, const AstNode* first,
@@ -426,8 +436,8 @@ std::string Emitter::cuda_part(const AstNode& n, const std::string& function, co
     std::string first_text;
     if (first) emit_statement(*first, 3, first_text);
     bool atomic = !options.deterministic && cuda_atomic_applies(r.combine, r.type);
-    CudaReductionWriter(r, body).all(n.iterator, ast_expr(n.init), ast_expr(n.cond), n.step,
-                                     function, atomic, first_text, 1, globals);
+    CudaReductionWriter(r, body, options.unroll)
+        .all(loop_text(n), function, atomic, first_text, 1, globals);
   } else if (inner) {
     const AstNode& c = inner->children[0];
     ReductionText r = reduction_text(c);

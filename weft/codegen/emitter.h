@@ -187,6 +187,9 @@ private:
 
   static bool contains_reduction(const AstNode& n);
 
+  // "loop" as the CUDA skeletons print it, with its bound when loop_range finds one.
+  LoopText loop_text(const AstNode& loop) const;
+
   // The perfectly nested parallel loops at the top of "n", with their ranges, as long as
   // those are free of the loops' own iterators.
   std::vector<std::pair<const AstNode*, LoopRange>> parallel_chain(const AstNode& n) const;
@@ -285,6 +288,7 @@ private:
   mutable std::map<std::string, std::string> registers_;
   mutable std::set<std::string> filled_;
   mutable std::map<std::string, int> last_store_; // location -> the statement that stores it
+  CudaOptions cuda_; // the options of the CUDA function being emitted (cuda_function)
 };
 
 } // namespace weft::codegen

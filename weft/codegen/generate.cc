@@ -97,11 +97,9 @@ Result<GeneratedFunction> generate_function(const kernel::Kernel& k, Dialect dia
     return GeneratedFunction{std::move(f.source), std::move(f.launches), false};
   }
   fs::path dir = fs::path(cache_dir) / "functions";
-  std::string key = hash_hex(fmt::format("{}\n{}\n{}\n{}", fingerprint, static_cast<int>(dialect),
-                                         dialect == Dialect::kCpu ? schedule.to_string()
-                                         : cuda.deterministic     ? "deterministic"
-                                                                  : "",
-                                         kernel::print_kernel(k)));
+  std::string key = hash_hex(fmt::format(
+      "{}\n{}\n{}\n{}", fingerprint, static_cast<int>(dialect),
+      dialect == Dialect::kCpu ? schedule.to_string() : cuda.key(), kernel::print_kernel(k)));
   fs::path entry = dir / (key + ".txt"), launch_entry = dir / (key + ".launch");
   if (std::optional<std::string> cached = read_all(entry); cached && !cached->empty()) {
     if (dialect == Dialect::kCpu) return GeneratedFunction{std::move(*cached), {}, true};

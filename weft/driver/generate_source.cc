@@ -21,9 +21,10 @@ Result<GeneratedSource> generate_source(const Plan& plan,
   // Kernels are independent (one isl context each).
   std::vector<Status> failures(kernels.size());
   std::atomic<int> cached = 0;
+  codegen::CudaOptions cuda = codegen::CudaOptions::from_environment(settings.deterministic);
   parallel_for(kernels.size(), [&](size_t k) {
-    Result<codegen::GeneratedFunction> f = codegen::generate_function(
-        kernels[k], dialect, cache_dir, schedules[k], {settings.deterministic});
+    Result<codegen::GeneratedFunction> f =
+        codegen::generate_function(kernels[k], dialect, cache_dir, schedules[k], cuda);
     if (!f.ok()) {
       failures[k] = f.status().with_location(plan.sites[k]);
       return;

@@ -44,7 +44,7 @@ using std::sinh; using std::sqrt; using std::tan; using std::tanh;
 #define __global__
 #define __device__
 #define __forceinline__ inline
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 #define __shared__ static
 
 struct weft_dim3 { unsigned int x = 0, y = 1, z = 1; };

@@ -30,13 +30,33 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_MatMul_p1(const float*
     // a group of 8 threads per point
     {  // the group's lanes accumulate; shuffles combine them
       float acc = 0.0f;
-      for (int64_t c3 = 0 + weft_lane * 1; (c3 <= 63); c3 += 8 * 1) {
-        {  // multiply_add
-          const float t0 = b0[c0 * 128 * 64 + c1 * 64 + c3];
-          const float t1 = b1[c3 * 192 + c2];
-          const float t2 = (t0 * t1);
-          acc = acc + t2;
+      {  // 4 accumulators a thread: 4 loads in flight
+        float weft_a[4];
+        #pragma unroll
+        for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = 0.0f;
+        int64_t weft_b = 0 + weft_lane;
+        for (; weft_b + 3 * (8) < 64; weft_b += 4 * (8)) {
+          #pragma unroll
+          for (int weft_j = 0; weft_j < 4; ++weft_j) {
+            const int64_t c3 = weft_b + weft_j * (8);
+            {  // multiply_add
+              const float t0 = b0[c0 * 128 * 64 + c1 * 64 + c3];
+              const float t1 = b1[c3 * 192 + c2];
+              const float t2 = (t0 * t1);
+              weft_a[weft_j] = weft_a[weft_j] + t2;
+            }
+          }
         }
+        for (int64_t c3 = weft_b; c3 < 64; c3 += 8) {
+          {  // multiply_add
+            const float t0 = b0[c0 * 128 * 64 + c1 * 64 + c3];
+            const float t1 = b1[c3 * 192 + c2];
+            const float t2 = (t0 * t1);
+            weft_a[0] = weft_a[0] + t2;
+          }
+        }
+        #pragma unroll
+        for (int weft_j = 0; weft_j < 4; ++weft_j) acc = acc + weft_a[weft_j];
       }
       acc = weft_group_reduce<8>(acc, weft_op_add{}, weft_mask);
       if (weft_lane == 0) { b2[(24576 * c0 + 192 * c1 + c2)] = b2[(24576 * c0 + 192 * c1 + c2)] + acc; }
@@ -106,13 +126,33 @@ extern "C" __global__ void __launch_bounds__(256) weft_k8_MatMul_p1(float* b0, c
     // a group of 2 threads per point
     {  // the group's lanes accumulate; shuffles combine them
       float acc = 0.0f;
-      for (int64_t c4 = 0 + weft_lane * 1; (c4 <= 15); c4 += 2 * 1) {
-        {  // multiply_add
-          const float t0 = b1[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + c4];
-          const float t1 = b2[c0 * 128 * 4 * 16 + c3 * 4 * 16 + c1 * 16 + c4];
-          const float t2 = (t0 * t1);
-          acc = acc + t2;
+      {  // 4 accumulators a thread: 4 loads in flight
+        float weft_a[4];
+        #pragma unroll
+        for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = 0.0f;
+        int64_t weft_b = 0 + weft_lane;
+        for (; weft_b + 3 * (2) < 16; weft_b += 4 * (2)) {
+          #pragma unroll
+          for (int weft_j = 0; weft_j < 4; ++weft_j) {
+            const int64_t c4 = weft_b + weft_j * (2);
+            {  // multiply_add
+              const float t0 = b1[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + c4];
+              const float t1 = b2[c0 * 128 * 4 * 16 + c3 * 4 * 16 + c1 * 16 + c4];
+              const float t2 = (t0 * t1);
+              weft_a[weft_j] = weft_a[weft_j] + t2;
+            }
+          }
         }
+        for (int64_t c4 = weft_b; c4 < 16; c4 += 2) {
+          {  // multiply_add
+            const float t0 = b1[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + c4];
+            const float t1 = b2[c0 * 128 * 4 * 16 + c3 * 4 * 16 + c1 * 16 + c4];
+            const float t2 = (t0 * t1);
+            weft_a[0] = weft_a[0] + t2;
+          }
+        }
+        #pragma unroll
+        for (int weft_j = 0; weft_j < 4; ++weft_j) acc = acc + weft_a[weft_j];
       }
       acc = weft_group_reduce<2>(acc, weft_op_add{}, weft_mask);
       if (weft_lane == 0) { b0[(65536 * c0 + 16384 * c1 + 128 * c2 + c3)] = b0[(65536 * c0 + 16384 * c1 + 128 * c2 + c3)] + acc; }
@@ -254,13 +294,33 @@ extern "C" __global__ void __launch_bounds__(256) weft_k11_MatMul_p1(const float
     // a group of 16 threads per point
     {  // the group's lanes accumulate; shuffles combine them
       float acc = 0.0f;
-      for (int64_t c4 = 0 + weft_lane * 1; (c4 <= 127); c4 += 16 * 1) {
-        {  // multiply_add
-          const float t0 = b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c4];
-          const float t1 = b2[c0 * 128 * 4 * 16 + c4 * 4 * 16 + c1 * 16 + c3];
-          const float t2 = (t0 * t1);
-          acc = acc + t2;
+      {  // 4 accumulators a thread: 4 loads in flight
+        float weft_a[4];
+        #pragma unroll
+        for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = 0.0f;
+        int64_t weft_b = 0 + weft_lane;
+        for (; weft_b + 3 * (16) < 128; weft_b += 4 * (16)) {
+          #pragma unroll
+          for (int weft_j = 0; weft_j < 4; ++weft_j) {
+            const int64_t c4 = weft_b + weft_j * (16);
+            {  // multiply_add
+              const float t0 = b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c4];
+              const float t1 = b2[c0 * 128 * 4 * 16 + c4 * 4 * 16 + c1 * 16 + c3];
+              const float t2 = (t0 * t1);
+              weft_a[weft_j] = weft_a[weft_j] + t2;
+            }
+          }
         }
+        for (int64_t c4 = weft_b; c4 < 128; c4 += 16) {
+          {  // multiply_add
+            const float t0 = b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c4];
+            const float t1 = b2[c0 * 128 * 4 * 16 + c4 * 4 * 16 + c1 * 16 + c3];
+            const float t2 = (t0 * t1);
+            weft_a[0] = weft_a[0] + t2;
+          }
+        }
+        #pragma unroll
+        for (int weft_j = 0; weft_j < 4; ++weft_j) acc = acc + weft_a[weft_j];
       }
       acc = weft_group_reduce<16>(acc, weft_op_add{}, weft_mask);
       if (weft_lane == 0) { b1[(8192 * c0 + 2048 * c1 + 16 * c2 + c3)] = b1[(8192 * c0 + 2048 * c1 + 16 * c2 + c3)] + acc; }
@@ -414,11 +474,29 @@ extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p2(const fl
     __syncwarp(weft_mask);
     {  // the group's lanes accumulate; shuffles combine them
       float acc = 0.0f;
-      for (int64_t c2 = 0 + weft_lane * 1; (c2 <= 63); c2 += 8 * 1) {
-        {  // update
-          const float t0 = b9[c0 * 128 * 64 + c1 * 64 + c2];
-          acc = acc + t0;
+      {  // 4 accumulators a thread: 4 loads in flight
+        float weft_a[4];
+        #pragma unroll
+        for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = 0.0f;
+        int64_t weft_b = 0 + weft_lane;
+        for (; weft_b + 3 * (8) < 64; weft_b += 4 * (8)) {
+          #pragma unroll
+          for (int weft_j = 0; weft_j < 4; ++weft_j) {
+            const int64_t c2 = weft_b + weft_j * (8);
+            {  // update
+              const float t0 = b9[c0 * 128 * 64 + c1 * 64 + c2];
+              weft_a[weft_j] = weft_a[weft_j] + t0;
+            }
+          }
         }
+        for (int64_t c2 = weft_b; c2 < 64; c2 += 8) {
+          {  // update
+            const float t0 = b9[c0 * 128 * 64 + c1 * 64 + c2];
+            weft_a[0] = weft_a[0] + t0;
+          }
+        }
+        #pragma unroll
+        for (int weft_j = 0; weft_j < 4; ++weft_j) acc = acc + weft_a[weft_j];
       }
       acc = weft_group_reduce<8>(acc, weft_op_add{}, weft_mask);
       if (weft_lane == 0) { b10[(128 * c0 + c1)] = b10[(128 * c0 + c1)] + acc; }

@@ -100,11 +100,29 @@ extern "C" __global__ void __launch_bounds__(256) weft_k4_GlobalAveragePool_p0(c
     __syncwarp(weft_mask);
     {  // the group's lanes accumulate; shuffles combine them
       float acc = 0.0f;
-      for (int64_t c2 = 0 + weft_lane * 1; (c2 <= 63); c2 += 8 * 1) {
-        {  // update
-          const float t0 = b0[0 * 16 * 64 + c1 * 64 + c2];
-          acc = acc + t0;
+      {  // 4 accumulators a thread: 4 loads in flight
+        float weft_a[4];
+        #pragma unroll
+        for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = 0.0f;
+        int64_t weft_b = 0 + weft_lane;
+        for (; weft_b + 3 * (8) < 64; weft_b += 4 * (8)) {
+          #pragma unroll
+          for (int weft_j = 0; weft_j < 4; ++weft_j) {
+            const int64_t c2 = weft_b + weft_j * (8);
+            {  // update
+              const float t0 = b0[0 * 16 * 64 + c1 * 64 + c2];
+              weft_a[weft_j] = weft_a[weft_j] + t0;
+            }
+          }
         }
+        for (int64_t c2 = weft_b; c2 < 64; c2 += 8) {
+          {  // update
+            const float t0 = b0[0 * 16 * 64 + c1 * 64 + c2];
+            weft_a[0] = weft_a[0] + t0;
+          }
+        }
+        #pragma unroll
+        for (int weft_j = 0; weft_j < 4; ++weft_j) acc = acc + weft_a[weft_j];
       }
       acc = weft_group_reduce<8>(acc, weft_op_add{}, weft_mask);
       if (weft_lane == 0) { b1[c1] = b1[c1] + acc; }

@@ -30,14 +30,35 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_MatMul_p1(const float*
     // a group of 8 threads per point
     {  // the group's lanes accumulate; shuffles combine them
       float acc = 0.0f;
-      for (int64_t c3 = 0 + weft_lane * 1; (c3 <= 63); c3 += 8 * 1) {
-        {  // multiply_add
-          const int64_t t0 = b2[c0 * 16 + c1];
-          const float t1 = b3[weft_wrap_index(t0, 100) * 64 + c3];
-          const float t2 = b0[c3 * 128 + c2];
-          const float t3 = (t1 * t2);
-          acc = acc + t3;
+      {  // 4 accumulators a thread: 4 loads in flight
+        float weft_a[4];
+        #pragma unroll
+        for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = 0.0f;
+        int64_t weft_b = 0 + weft_lane;
+        for (; weft_b + 3 * (8) < 64; weft_b += 4 * (8)) {
+          #pragma unroll
+          for (int weft_j = 0; weft_j < 4; ++weft_j) {
+            const int64_t c3 = weft_b + weft_j * (8);
+            {  // multiply_add
+              const int64_t t0 = b2[c0 * 16 + c1];
+              const float t1 = b3[weft_wrap_index(t0, 100) * 64 + c3];
+              const float t2 = b0[c3 * 128 + c2];
+              const float t3 = (t1 * t2);
+              weft_a[weft_j] = weft_a[weft_j] + t3;
+            }
+          }
         }
+        for (int64_t c3 = weft_b; c3 < 64; c3 += 8) {
+          {  // multiply_add
+            const int64_t t0 = b2[c0 * 16 + c1];
+            const float t1 = b3[weft_wrap_index(t0, 100) * 64 + c3];
+            const float t2 = b0[c3 * 128 + c2];
+            const float t3 = (t1 * t2);
+            weft_a[0] = weft_a[0] + t3;
+          }
+        }
+        #pragma unroll
+        for (int weft_j = 0; weft_j < 4; ++weft_j) acc = acc + weft_a[weft_j];
       }
       acc = weft_group_reduce<8>(acc, weft_op_add{}, weft_mask);
       if (weft_lane == 0) { b1[(2048 * c0 + 128 * c1 + c2)] = b1[(2048 * c0 + 128 * c1 + c2)] + acc; }

@@ -112,11 +112,29 @@ __device__ unsigned int weft_count_weft_k0_ReduceSum_p4;  // blocks done
 extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p4(float* __restrict__ b0, const float* __restrict__ b1, const float* __restrict__ b2, float* __restrict__ b3, float* __restrict__ b4, float* __restrict__ b5, float* __restrict__ b6, const float* __restrict__ b7, float* b8, const float* __restrict__ b9, float* __restrict__ b10, float* __restrict__ b11, float* __restrict__ b12) {
   {  // ALL: the grid's blocks combine their shares; the last one applies the result
     float acc = 0.0f;
-    for (int64_t c0 = 0 + ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * 1; (c0 <= 262143); c0 += (int64_t)gridDim.x * blockDim.x * 1) {
-      {  // update
-        const float t0 = b7[c0];
-        acc = acc + t0;
+    {  // 4 accumulators a thread: 4 loads in flight
+      float weft_a[4];
+      #pragma unroll
+      for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = 0.0f;
+      int64_t weft_b = 0 + ((int64_t)blockIdx.x * blockDim.x + threadIdx.x);
+      for (; weft_b + 3 * ((int64_t)gridDim.x * blockDim.x) < 262144; weft_b += 4 * ((int64_t)gridDim.x * blockDim.x)) {
+        #pragma unroll
+        for (int weft_j = 0; weft_j < 4; ++weft_j) {
+          const int64_t c0 = weft_b + weft_j * ((int64_t)gridDim.x * blockDim.x);
+          {  // update
+            const float t0 = b7[c0];
+            weft_a[weft_j] = weft_a[weft_j] + t0;
+          }
+        }
       }
+      for (int64_t c0 = weft_b; c0 < 262144; c0 += (int64_t)gridDim.x * blockDim.x) {
+        {  // update
+          const float t0 = b7[c0];
+          weft_a[0] = weft_a[0] + t0;
+        }
+      }
+      #pragma unroll
+      for (int weft_j = 0; weft_j < 4; ++weft_j) acc = acc + weft_a[weft_j];
     }
     acc = weft_group_reduce<256>(acc, weft_op_add{}, 0xffffffffu);
     __shared__ bool weft_last;

@@ -1,0 +1,176 @@
+"""Weft's CUDA code generation knobs compared on a GPU, in one run: each case's kernel time under
+each setting of WEFT_CUDA_UNROLL, WEFT_CUDA_LANE_ELEMENTS and WEFT_CUDA_RESIDENT_THREADS
+(docs/knobs.md), rounds alternating over the settings, against the copy bandwidth measured in
+the same run.
+
+On the GPU machine (scripts/gpu-check.sh's "knobs" stage runs it there):
+    python3 bench/gpu_knobs.py --weft $WEFT [--cases a,b] [--settings "U1:WEFT_CUDA_UNROLL=1;..."]
+        [--rounds 2] [--iters 20] [--out FILE]
+Here, to print a results file's table:
+    python3 bench/gpu_knobs.py --show FILE
+
+A case's time is the sum of its kernels' device times from `weft bench --device cuda --kernels`
+(CUDA events around each launch, queued behind a wait so that launch latency is not timed);
+"resident" is the wall clock of a device-resident run (CUDA graphs on). Bytes moved are the
+model's inputs and outputs, as in bench/gpu_bench.py.
+"""
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+CASES = ("reduce_all_16x1024x1024", "reduce_row_16x1024x1024", "reduce_row_64x262144",
+         "reduce_col_12544x2048", "reduce_middle_256x256x256", "reduce_row_6000000x3",
+         "softmax_8192x4096", "layernorm_8192x4096", "rmsnorm_8192x4096",
+         "groupnorm_32x64x56x56_g8", "bn_train_32x64x56x56", "softmax_4096x1024")
+# name: environment. "before" is the code generation of 2026-11-27 (no unrolling, G for 8
+# elements a lane, no occupancy asked for).
+SETTINGS = ("before:WEFT_CUDA_UNROLL=1,WEFT_CUDA_LANE_ELEMENTS=8,WEFT_CUDA_RESIDENT_THREADS=0;"
+            "default:;"
+            "u8:WEFT_CUDA_UNROLL=8;"
+            "lane4:WEFT_CUDA_LANE_ELEMENTS=4;"
+            "lane16:WEFT_CUDA_LANE_ELEMENTS=16;"
+            "res1536:WEFT_CUDA_RESIDENT_THREADS=1536;"
+            "res2048:WEFT_CUDA_RESIDENT_THREADS=2048")
+
+
+def parse_settings(text):
+    settings = []
+    for item in filter(None, text.split(";")):
+        name, _, env = item.partition(":")
+        settings.append((name, dict(kv.split("=", 1) for kv in filter(None, env.split(",")))))
+    return settings
+
+
+def bench(weft, model, env, iters, cache):
+    e = dict(os.environ, WEFT_CACHE_DIR=cache, **env)
+    r = subprocess.run([weft, "bench", model, "--device", "cuda", "--json", "--kernels", "--iters",
+                        str(iters), "--warmup", "3", "--fill", "random"], capture_output=True,
+                       text=True, timeout=300, env=e)
+    if r.returncode != 0:
+        return {"error": (r.stderr.strip() or f"exit {r.returncode}")[:300]}
+    j = json.loads(r.stdout.strip().splitlines()[-1])
+    return {"kernels_ms": sum(k["median_ms"] for k in j.get("kernel_profile", [])),
+            "resident_ms": j.get("device_resident_median_ms"),
+            "count": len(j.get("kernel_profile", []))}
+
+
+def model_bytes(model):
+    import onnx
+    m = onnx.shape_inference.infer_shapes(onnx.load(model, load_external_data=False))
+    initializers = {t.name for t in m.graph.initializer}
+    sizes = {1: 4, 10: 2, 11: 8, 16: 2, 7: 8, 6: 4}
+    total = 0
+    for v in list(m.graph.input) + list(m.graph.output):
+        if v.name in initializers:
+            continue
+        t = v.type.tensor_type
+        n = 1
+        for d in t.shape.dim:
+            n *= d.dim_value
+        total += n * sizes.get(t.elem_type, 4)
+    return total
+
+
+def copy_bandwidth():
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            return None
+    except ImportError:
+        return None
+    n = 64 << 20
+    src, dst = torch.ones(n, device="cuda"), torch.empty(n, device="cuda")
+    for _ in range(3):
+        dst.copy_(src)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(20):
+        dst.copy_(src)
+    end.record()
+    torch.cuda.synchronize()
+    return 2 * n * 4 * 20 / start.elapsed_time(end) / 1e6
+
+
+def measure(weft, cases, settings, rounds, iters, out):
+    result = {"date": datetime.date.today().isoformat(), "copy_gb_s": copy_bandwidth(),
+              "settings": {name: env for name, env in settings}, "rounds": rounds, "iters": iters,
+              "rows": {}}
+    try:
+        import torch
+        result["device"] = torch.cuda.get_device_name()
+    except (ImportError, RuntimeError, AssertionError):
+        result["device"] = "?"
+    print(f"copy bandwidth: {result['copy_gb_s']} GB/s", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        models = os.path.join(tmp, "models")
+        subprocess.run([sys.executable, os.path.join(HERE, "make_models.py"), models, "--gpu"],
+                       check=True, capture_output=True, text=True)
+        for case in cases:
+            result["rows"][case] = {"bytes": model_bytes(os.path.join(models, case + ".onnx")),
+                                    "runs": {name: [] for name, _ in settings}}
+        for r in range(rounds):
+            for case in cases:
+                model = os.path.join(models, case + ".onnx")
+                for name, env in settings:
+                    cache = os.path.join(tmp, "cache-" + name)
+                    m = bench(weft, model, env, iters, cache)
+                    result["rows"][case]["runs"][name].append(m)
+                    print(f"round {r + 1} {case} {name}: {m}", flush=True)
+                if out:
+                    with open(out, "w") as f:
+                        json.dump(result, f, indent=1)
+    return result
+
+
+def table(result):
+    copy = result.get("copy_gb_s")
+    names = list(result["settings"])
+    lines = [f"Kernel time (ms, median over rounds) and % of the copy bandwidth ({copy and round(copy)} "
+             f"GB/s), {result['date']}, {result['device']}", "",
+             "| Case | MB | " + " | ".join(names) + " |",
+             "| --- | ---: | " + " | ".join("---:" for _ in names) + " |"]
+    for case, row in result["rows"].items():
+        cells = []
+        for name in names:
+            ks = [m["kernels_ms"] for m in row["runs"][name] if "kernels_ms" in m]
+            if not ks:
+                cells.append("failed")
+                continue
+            k = statistics.median(ks)
+            share = f" ({row['bytes'] / k / 1e6 / copy * 100:.0f}%)" if copy else ""
+            cells.append(f"{k:.4f}{share}")
+        lines.append(f"| {case} | {row['bytes'] / 1e6:.1f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--weft")
+    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--settings", default=SETTINGS)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--out")
+    ap.add_argument("--show")
+    args = ap.parse_args()
+    if args.show:
+        with open(args.show) as f:
+            print(table(json.load(f)))
+        return 0
+    if not args.weft:
+        ap.error("--weft is required to measure")
+    result = measure(os.path.abspath(args.weft), args.cases.split(","),
+                     parse_settings(args.settings), args.rounds, args.iters, args.out)
+    print(table(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
