@@ -13,7 +13,10 @@
 #   bench        bench/gpu_bench.py: Weft vs PyTorch eager, torch.compile, CuPy/CUB; its
 #                results go to $OUT/gpu_results.json (bench/gpu_results.json here)
 #   fuzz         (not by default) 500 mutated node-test models run on the GPU: none may crash
-# GPU_BENCH_ARGS adds arguments to bench/gpu_bench.py (e.g. "--no-compile --iters 20").
+#   knobs        (not by default) bench/gpu_knobs.py: kernel times under each setting of the
+#                CUDA code generation knobs; results to $OUT/knobs.json
+# GPU_BENCH_ARGS adds arguments to bench/gpu_bench.py (e.g. "--no-compile --iters 20"),
+# GPU_KNOBS_ARGS to bench/gpu_knobs.py (e.g. "--rounds 1 --cases a,b").
 # STAGE_LIMIT_S replaces every stage's time limit (seconds), to fit a session's device time.
 # Prints one summary line per stage; exits 1 when a stage failed.
 set -uo pipefail
@@ -59,7 +62,12 @@ for stage in "${stages[@]}"; do
     fuzz)
       run_stage fuzz 300 "$PY" tests/fuzz/mutate_node_tests.py "$WEFT" --device cuda --count 500 \
         --out "$OUT" ;;
-    *) echo "unknown stage $stage (device, multiblock, conformance, models, bench, fuzz)" >&2; exit 2 ;;
+    knobs)
+      # shellcheck disable=SC2086
+      run_stage knobs 400 "$PY" bench/gpu_knobs.py --weft "$WEFT" --out "$OUT/knobs.json" \
+        ${GPU_KNOBS_ARGS:-} ;;
+    *) echo "unknown stage $stage (device, multiblock, conformance, models, bench, fuzz, knobs)" >&2
+      exit 2 ;;
   esac
 done
 printf '%s\n' "${summary[@]}"
