@@ -96,19 +96,26 @@ def compare(got, want):
 
 
 def timed(torch, fn, iters):
-    """(median wall ms of fn() and a synchronize, median ms between CUDA events around fn())."""
+    """(median wall ms of fn() and a synchronize, median ms between CUDA events around fn()).
+    The events' runs queue a wait of about 25 us on the GPU first (torch.cuda._sleep), so that
+    the start event is not recorded on an idle stream and the time is the device's, without
+    the launch's own latency (as weft bench --kernels times Weft's kernels)."""
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
     wall, gpu = [], []
     for _ in range(iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         t0 = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        wall.append((time.perf_counter() - t0) * 1e3)
+    for _ in range(iters):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(50000)
         start.record()
         fn()
         end.record()
         torch.cuda.synchronize()
-        wall.append((time.perf_counter() - t0) * 1e3)
         gpu.append(start.elapsed_time(end))
     return statistics.median(wall), statistics.median(gpu)
 

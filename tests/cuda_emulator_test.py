@@ -80,6 +80,14 @@ def reductions(weft, env, tmp):
          [1]),
         ("row mean, 4 rows of 17000 f64 (split, epilogue)", "ReduceMean", np.float64,
          (4, 17000), [1]),
+        # float4 loads: a remainder after the quads; rows whose starts are not 16-byte aligned
+        # (every other row of 1001, rows of 40001 split across blocks) take scalar loads.
+        ("all sum f32, 64002 elements (quads, then a remainder)", "ReduceSum", np.float32,
+         (2, 32001), None),
+        ("row sum, 1001 per row (block; rows off alignment)", "ReduceSum", np.float32,
+         (50, 1001), [1]),
+        ("row max, 3 rows of 40001 (split; rows off alignment)", "ReduceMax", np.float32,
+         (3, 40001), [1]),
     ]
     for name, op, dtype, shape, axes in cases:
         if dtype in (np.int32,):

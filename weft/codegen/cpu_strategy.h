@@ -118,6 +118,13 @@ struct ReductionText {
   // the C expression "at" (ROW inside a fused row loop, see Emitter::next_row_prefetch);
   // empty, or unset, for none.
   std::function<std::string(const std::string& at)> prefetch;
+  // CUDA vector loads (Emitter::vectorize): when every read that moves with the loop is f32
+  // and contiguous along it, "vector_reads" gives their addresses with the iterator at the C
+  // expression "at", and "vector_update" prints the statement as "update" does, with those
+  // reads taken from the registers "weft_x{n}[weft_j]" (n: the read's place in the list).
+  // Unset otherwise.
+  std::function<std::vector<std::string>(const std::string& at)> vector_reads;
+  std::function<void(const std::string& accumulator, int depth, std::string& out)> vector_update;
 };
 
 enum class Threads : uint8_t { kOne, kSplit };

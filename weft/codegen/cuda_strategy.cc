@@ -28,13 +28,16 @@ CudaOptions CudaOptions::from_environment(bool deterministic) {
   o.deterministic = deterministic;
   o.unroll = knob("WEFT_CUDA_UNROLL", 1, 64, true, kCudaUnroll);
   o.lane_elements = knob("WEFT_CUDA_LANE_ELEMENTS", 1, 64, true, kCudaLaneElements);
+  o.held_elements = knob("WEFT_CUDA_HELD_ELEMENTS", 1, 64, true, kCudaHeldElements);
+  o.vector = knob("WEFT_CUDA_VECTOR", 1, 4, false, kCudaVector) == 4 ? 4 : 1;
   o.resident_threads = knob("WEFT_CUDA_RESIDENT_THREADS", 0, 2048, false, kCudaResidentThreads);
   return o;
 }
 
 std::string CudaOptions::key() const {
-  return fmt::format("{}unroll {} lane {} resident {}", deterministic ? "deterministic " : "",
-                     unroll, lane_elements, resident_threads);
+  return fmt::format("{}unroll {} vector {} lane {} held {} resident {}",
+                     deterministic ? "deterministic " : "", unroll, vector, lane_elements,
+                     held_elements, resident_threads);
 }
 
 int64_t cuda_group_size(std::optional<int64_t> extent, int64_t lane_elements) {
@@ -101,9 +104,8 @@ std::string CudaReductionWriter::combine(const std::string& a, const std::string
 void CudaReductionWriter::strided_loop(const LoopText& loop, const std::string& lane,
                                        const std::string& threads, const std::string& acc,
                                        int depth) {
-  if (unroll_ > 1 && !loop.hi.empty() && loop.step == 1) {
-    unrolled_loop(loop.iterator, fmt::format("{} + {}", loop.init, lane), loop.hi, threads, acc,
-                  depth);
+  if ((unroll_ > 1 || vector_) && !loop.hi.empty() && loop.step == 1) {
+    unrolled_loop(loop.iterator, loop.init, lane, loop.hi, threads, acc, depth);
     return;
   }
   std::string pad(static_cast<size_t>(2 * depth), ' ');
@@ -113,28 +115,57 @@ void CudaReductionWriter::strided_loop(const LoopText& loop, const std::string& 
   out_ += pad + "}\n";
 }
 
-void CudaReductionWriter::unrolled_loop(const std::string& iterator, const std::string& first,
-                                        const std::string& hi, const std::string& threads,
-                                        const std::string& acc, int depth) {
+void CudaReductionWriter::unrolled_loop(const std::string& iterator, const std::string& lo,
+                                        const std::string& lane, const std::string& hi,
+                                        const std::string& threads, const std::string& acc,
+                                        int depth) {
   std::string pad(static_cast<size_t>(2 * depth), ' ');
-  out_ +=
-      fmt::format("{0}{{  // {1} accumulators a thread: {1} loads in flight\n"
-                  "{0}  {2} weft_a[{1}];\n"
-                  "{0}  #pragma unroll\n{0}  for (int weft_j = 0; weft_j < {1}; ++weft_j) "
-                  "weft_a[weft_j] = {3};\n"
-                  "{0}  int64_t weft_b = {4};\n"
-                  "{0}  for (; weft_b + {5} * ({6}) < {7}; weft_b += {1} * ({6})) {{\n"
-                  "{0}    #pragma unroll\n{0}    for (int weft_j = 0; weft_j < {1}; ++weft_j) {{\n"
-                  "{0}      const int64_t {8} = weft_b + weft_j * ({6});\n",
-                  pad, unroll_, r_.type, r_.identity, first, unroll_ - 1, threads, hi, iterator);
-  r_.update("weft_a[weft_j]", depth + 3, out_);
-  out_ += fmt::format("{0}    }}\n{0}  }}\n"
-                      "{0}  for (int64_t {1} = weft_b; {1} < {2}; {1} += {3}) {{\n",
-                      pad, iterator, hi, threads);
+  int64_t n = vector_ ? 4 : unroll_;
+  out_ += fmt::format("{0}{{  // {1} accumulators a thread{2}\n"
+                      "{0}  {3} weft_a[{1}];\n"
+                      "{0}  #pragma unroll\n"
+                      "{0}  for (int weft_j = 0; weft_j < {1}; ++weft_j) weft_a[weft_j] = {4};\n"
+                      "{0}  int64_t weft_b = {5};  // where the scalar loop starts\n",
+                      pad, n, vector_ ? ", float4 loads where aligned" : ": loads in flight",
+                      r_.type, r_.identity, lo);
+  if (vector_) {
+    std::vector<std::string> first = r_.vector_reads("(" + lo + ")");
+    std::vector<std::string> aligned, loads;
+    for (size_t i = 0; i < first.size(); ++i)
+      aligned.push_back(fmt::format("weft_aligned16({})", first[i]));
+    std::vector<std::string> at = r_.vector_reads("weft_v");
+    for (size_t i = 0; i < at.size(); ++i) {
+      loads.push_back(fmt::format("{0}      const float4 weft_y{1} = weft_load4({2});\n"
+                                  "{0}      const float weft_x{1}[4] = {{weft_y{1}.x, weft_y{1}.y, "
+                                  "weft_y{1}.z, weft_y{1}.w}};\n",
+                                  pad, i, at[i]));
+    }
+    out_ += fmt::format("{0}  if ({1}) {{\n"
+                        "{0}    const int64_t weft_quads = ({2} - weft_b) / 4;\n"
+                        "{0}    for (int64_t weft_i = {3}; weft_i < weft_quads; weft_i += {4}) {{\n"
+                        "{0}      const int64_t weft_v = weft_b + 4 * weft_i;\n{5}"
+                        "{0}      #pragma unroll\n"
+                        "{0}      for (int weft_j = 0; weft_j < 4; ++weft_j) {{\n"
+                        "{0}        const int64_t {6} = weft_v + weft_j;\n",
+                        pad, fmt::join(aligned, " && "), hi, lane, threads, fmt::join(loads, ""),
+                        iterator);
+    r_.vector_update("weft_a[weft_j]", depth + 4, out_);
+    out_ += fmt::format("{0}      }}\n{0}    }}\n{0}    weft_b += 4 * weft_quads;\n{0}  }}\n", pad);
+  } else {
+    out_ += fmt::format("{0}  for (; weft_b + {1} + {2} * ({3}) < {4}; weft_b += {5} * ({3})) {{\n"
+                        "{0}    #pragma unroll\n"
+                        "{0}    for (int weft_j = 0; weft_j < {5}; ++weft_j) {{\n"
+                        "{0}      const int64_t {6} = weft_b + {1} + weft_j * ({3});\n",
+                        pad, lane, n - 1, threads, hi, n, iterator);
+    r_.update("weft_a[weft_j]", depth + 3, out_);
+    out_ += fmt::format("{0}    }}\n{0}  }}\n", pad);
+  }
+  out_ += fmt::format("{0}  for (int64_t {1} = weft_b + {2}; {1} < {3}; {1} += {4}) {{\n", pad,
+                      iterator, lane, hi, threads);
   r_.update("weft_a[0]", depth + 2, out_);
   out_ += fmt::format("{0}  }}\n{0}  #pragma unroll\n"
                       "{0}  for (int weft_j = 0; weft_j < {1}; ++weft_j) {2} = {3};\n{0}}}\n",
-                      pad, unroll_, acc, combine(acc, "weft_a[weft_j]"));
+                      pad, n, acc, combine(acc, "weft_a[weft_j]"));
 }
 
 void CudaReductionWriter::group(const LoopText& loop, int64_t group, int depth) {
@@ -233,12 +264,13 @@ void CudaReductionWriter::split_row(const std::string& iterator, const RangeText
       fmt::format("__device__ {0} weft_acc_{1}[{2}] = {{{3}}};  // each row's result\n"
                   "__device__ unsigned int weft_count_{1}[{2}];  // each row's blocks done\n",
                   bits_type, function, rows, fmt::join(identities, ", "));
-  out_ +=
-      fmt::format("{0}const int64_t weft_chunk = ({1} - ({2}) + weft_splits - 1) / weft_splits;\n"
-                  "{0}const int64_t weft_from = {2} + weft_s * weft_chunk;\n"
-                  "{0}const int64_t weft_to = weft_imin({1}, weft_from + weft_chunk);\n"
-                  "{0}{3} acc = {4};\n",
-                  pad, r.hi, r.lo, t, r_.identity);
+  out_ += fmt::format(
+      "{0}const int64_t weft_chunk = (({1} - ({2}) + weft_splits - 1) / weft_splits + 3) / 4 "
+      "* 4;  // whole quads, for vector loads\n"
+      "{0}const int64_t weft_from = {2} + weft_s * weft_chunk;\n"
+      "{0}const int64_t weft_to = weft_imin({1}, weft_from + weft_chunk);\n"
+      "{0}{3} acc = {4};\n",
+      pad, r.hi, r.lo, t, r_.identity);
   strided_loop({iterator, "weft_from", iterator + " < weft_to", 1, "weft_to"}, "threadIdx.x",
                std::to_string(kCudaBlock), "acc", depth);
   std::string op = atomic_name(r_.combine);
@@ -286,12 +318,12 @@ void CudaReductionWriter::column(const std::string& r_iterator, const RangeText&
       "{0}    const int64_t weft_from = weft_r_lo + weft_u / weft_tiles * weft_chunk;\n"
       "{0}    const int64_t weft_to = weft_imin(weft_r_hi, weft_from + weft_chunk);\n"
       "{0}    {2} acc = {3};\n"
-      "{0}    if ({1} < weft_k_hi) {{\n"
-      "{0}      for (int64_t {4} = weft_from + weft_ty; {4} < weft_to; {4} += {5}) {{\n",
-      pad, k_iterator, t, r_.identity, r_iterator, kCudaColumnRows);
-  r_.update("acc", depth + 4, out_);
+      "{0}    if ({1} < weft_k_hi) {{\n",
+      pad, k_iterator, t, r_.identity);
+  strided_loop({r_iterator, "weft_from", r_iterator + " < weft_to", 1, "weft_to"}, "weft_ty",
+               std::to_string(kCudaColumnRows), "acc", depth + 3);
   out_ +=
-      fmt::format("{0}      }}\n{0}    }}\n"
+      fmt::format("{0}    }}\n"
                   "{0}    weft_tile[weft_ty][weft_tx] = acc;\n{0}    __syncthreads();\n"
                   "{0}    if (weft_ty == 0 && {1} < weft_k_hi) {{\n"
                   "{0}      {2} total = weft_tile[0][weft_tx];\n"

@@ -56,6 +56,8 @@ inline constexpr int64_t kCudaRowRegisterSum = 32; // ...and over all the row's 
 inline constexpr int64_t kCudaUnroll = 4;          // accumulators a thread keeps in strided loops
 inline constexpr int64_t kCudaLaneElements = 8;    // row elements a lane takes when G is chosen
 inline constexpr int64_t kCudaResidentThreads = 0; // see CudaOptions::resident_threads
+inline constexpr int64_t kCudaVector = 4;          // see CudaOptions::vector
+inline constexpr int64_t kCudaHeldElements = 16;   // see CudaOptions::held_elements
 
 struct CudaOptions {
   // Bitwise-stable results from run to run: no atomics (--deterministic).
@@ -64,15 +66,22 @@ struct CudaOptions {
   // of rows not held in registers, so that as many of its loads are in flight (1: one chain
   // of dependent combines).
   int64_t unroll = kCudaUnroll;
-  // Row elements a lane takes when a row's group size is chosen (cuda_group_size).
+  // Floats a thread loads at once in the strided loops whose reads allow it
+  // (ReductionText::vector_reads): 4 takes float4 loads where the addresses are 16-byte
+  // aligned (checked when the kernel runs), 1 none.
+  int64_t vector = kCudaVector;
+  // Row elements a lane takes when a row's group size is chosen (cuda_group_size)...
   int64_t lane_elements = kCudaLaneElements;
+  // ...and when the row is held in registers at that size (at most kCudaRowRegisters).
+  int64_t held_elements = kCudaHeldElements;
   // Threads an SM should hold of each function (its launch bounds ask for blocks enough, so
   // that the compiler keeps registers few enough); 0 asks for nothing beyond the block size.
   int64_t resident_threads = kCudaResidentThreads;
 
-  // The defaults with $WEFT_CUDA_UNROLL, $WEFT_CUDA_LANE_ELEMENTS (powers of two from 1 to
-  // 64) and $WEFT_CUDA_RESIDENT_THREADS (0 to 2048) applied, for comparisons on a GPU
-  // (docs/knobs.md); a value out of range means the default.
+  // The defaults with $WEFT_CUDA_UNROLL, $WEFT_CUDA_LANE_ELEMENTS, $WEFT_CUDA_HELD_ELEMENTS
+  // (powers of two from 1 to 64), $WEFT_CUDA_VECTOR (1 or 4) and $WEFT_CUDA_RESIDENT_THREADS (0 to
+  // 2048) applied, for comparisons on a GPU (docs/knobs.md); a value out of range means the
+  // default.
   static CudaOptions from_environment(bool deterministic);
   // What the generated code depends on: part of the function cache's key.
   std::string key() const;
@@ -108,9 +117,9 @@ std::string identity_bits(kernel::Combine c, const std::string& type);
 class CudaReductionWriter {
 public:
   // "unroll": accumulators a thread keeps in strided loops over a bounded range
-  // (CudaOptions::unroll).
+  // (CudaOptions::unroll); strided loops take vector loads when "r" has vector_reads.
   CudaReductionWriter(const ReductionText& r, std::string& out, int64_t unroll = 1)
-      : r_(r), out_(out), unroll_(unroll) {}
+      : r_(r), out_(out), unroll_(unroll), vector_(static_cast<bool>(r.vector_reads)) {}
 
   // In a group of "group" threads (lane "weft_lane", mask "weft_mask"): lanes accumulate every
   // group-th iteration, the group combines, lane 0 stores.
@@ -136,22 +145,28 @@ public:
   void column(const std::string& r_iterator, const RangeText& r, const std::string& k_iterator,
               const RangeText& k, bool split, int depth);
 
+  // "loop" with lane "lane" of "threads" taking every threads-th iteration, combining into
+  // "acc" (declared by the caller): unrolled into unroll_ accumulators (or vector loads) when
+  // the loop has a bound.
+  void strided_loop(const LoopText& loop, const std::string& lane, const std::string& threads,
+                    const std::string& acc, int depth);
+
 private:
   std::string combine(const std::string& a, const std::string& b) const;
   // The group's combine of "acc" and lane 0's store, closing group()'s block.
   void group_combine(int64_t group, int depth);
-  // "loop" with lane "lane" of "threads" taking every threads-th iteration, combining into
-  // "acc": unrolled into unroll_ accumulators when the loop has a bound.
-  void strided_loop(const LoopText& loop, const std::string& lane, const std::string& threads,
-                    const std::string& acc, int depth);
-  // Iterations "first", first + threads, ... below "hi" of "iterator" (step 1), combined
-  // into "acc" through unroll_ independent accumulators.
-  void unrolled_loop(const std::string& iterator, const std::string& first, const std::string& hi,
-                     const std::string& threads, const std::string& acc, int depth);
+  // Iterations lo + lane, lo + lane + threads, ... below "hi" of "iterator" (step 1),
+  // combined into "acc" through unroll_ independent accumulators; with vector_, four
+  // accumulators, and float4 loads of four iterations at a time when the reads' addresses
+  // at "lo" are 16-byte aligned (the rest, or all when not, by the scalar loop).
+  void unrolled_loop(const std::string& iterator, const std::string& lo, const std::string& lane,
+                     const std::string& hi, const std::string& threads, const std::string& acc,
+                     int depth);
 
   const ReductionText& r_;
   std::string& out_;
   int64_t unroll_;
+  bool vector_;
 };
 
 } // namespace weft::codegen

@@ -149,7 +149,14 @@ WEFT_D float weft_tanh(float x) { return tanhf(x); }
 // The CUDA strategies' helpers (cuda_strategy.h): combine functors, group reductions over
 // warp shuffles and shared memory, and atomics.
 constexpr std::string_view kCudaTail =
-    R"(struct weft_op_add { template <typename T> WEFT_D T operator()(T a, T b) const { return a + b; } };
+    R"(// Vector loads (cuda_strategy.h): is "p" 16-byte aligned; four floats from such an address.
+WEFT_D bool weft_aligned16(const void* p) { return (reinterpret_cast<unsigned long long>(p) & 15) == 0; }
+#ifdef WEFT_CUDA_EMULATION
+WEFT_D float4 weft_load4(const float* p) { float4 v; std::memcpy(&v, p, 16); return v; }
+#else
+WEFT_D float4 weft_load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+#endif
+struct weft_op_add { template <typename T> WEFT_D T operator()(T a, T b) const { return a + b; } };
 struct weft_op_mul { template <typename T> WEFT_D T operator()(T a, T b) const { return a * b; } };
 struct weft_op_max { template <typename T> WEFT_D T operator()(T a, T b) const { return weft_max(a, b); } };
 struct weft_op_min { template <typename T> WEFT_D T operator()(T a, T b) const { return weft_min(a, b); } };

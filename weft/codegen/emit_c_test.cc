@@ -381,19 +381,27 @@ TEST(EmitC, CudaStrategies) {
   EXPECT_EQ(ordered->source.find("weft_atomic_"), std::string::npos) << ordered->source;
   EXPECT_NE(ordered->source.find("weft_part_"), std::string::npos) << ordered->source;
 
-  // The grid-strided loop keeps CudaOptions::unroll accumulators (loads in flight a thread),
-  // with a remainder loop for the last iterations; 1 keeps one chain of combines.
+  // The grid-strided loop over a contiguous f32 read takes float4 loads where the read is
+  // 16-byte aligned (a check when it runs), into 4 accumulators, then a scalar remainder
+  // loop; without vector loads, CudaOptions::unroll accumulators (loads in flight); with
+  // neither, one chain of combines.
   EXPECT_NE(atomic->source.find("float weft_a[4];"), std::string::npos) << atomic->source;
-  EXPECT_NE(atomic->source.find("weft_b + 3 * ((int64_t)gridDim.x * blockDim.x) < 100000"),
-            std::string::npos)
+  EXPECT_NE(atomic->source.find("if (weft_aligned16(&b"), std::string::npos) << atomic->source;
+  EXPECT_NE(atomic->source.find("const float4 weft_y0 = weft_load4(&b"), std::string::npos)
       << atomic->source;
   EXPECT_NE(atomic->source.find("acc = weft_max(acc, weft_a[weft_j]);"), std::string::npos)
       << atomic->source;
   CudaOptions one;
   one.unroll = 1;
+  one.vector = 1;
   Result<EmittedFunction> chain = emit_function(all, a->loops, Dialect::kCuda, {}, one);
   ASSERT_TRUE(chain.ok());
   EXPECT_EQ(chain->source.find("weft_a["), std::string::npos) << chain->source;
+  one.unroll = 4;
+  Result<EmittedFunction> four = emit_function(all, a->loops, Dialect::kCuda, {}, one);
+  ASSERT_TRUE(four.ok());
+  EXPECT_NE(four->source.find("float weft_a[4];"), std::string::npos) << four->source;
+  EXPECT_EQ(four->source.find("weft_load4"), std::string::npos) << four->source;
 
   // CudaOptions::lane_elements sets G: 16 elements a lane gives rows of 64 four lanes.
   CudaOptions wide;
@@ -426,9 +434,10 @@ TEST(EmitC, CudaGroupTakesAWholeEpilogueNest) {
   EXPECT_EQ(src.find("+= 1024 * 1) {\n      for"), std::string::npos) << src;
 }
 
-// A row's passes over [64, 1024] (the shape of LayerNorm): 128 lanes, 8 elements each, held
-// in registers. x is read from memory once, by the first pass; y's first value stays in
-// registers and only its last is stored. A buffer of one pass is not held.
+// A row's passes over [64, 1024] (the shape of LayerNorm): 64 lanes, 16 elements each
+// (CudaOptions::held_elements; 8 a lane when the row is not held), held in registers. x is read
+// from memory once, by the first pass; y's first value stays in registers and only its last is
+// stored. A buffer of one pass is not held.
 TEST(EmitC, CudaRowInRegisters) {
   std::string src = cuda_source_of(
       "kernel rows\n"
@@ -444,11 +453,11 @@ TEST(EmitC, CudaRowInRegisters) {
       "  center[i0 < 64, i1 < 1024]: y[i0, i1] = ((x[i0, i1] - t[i0]) * g[i1])\n"
       "  scale[i0 < 64, i1 < 1024]: y[i0, i1] = (y[i0, i1] * u[i0])\n");
   auto count = [&](const std::string& text) { return occurrences(src, text); };
-  EXPECT_NE(src.find("float weft_r0[8];"), std::string::npos) << src;
-  EXPECT_NE(src.find("float weft_r4[8];"), std::string::npos) << src;
+  EXPECT_NE(src.find("float weft_r0[16];"), std::string::npos) << src;
+  EXPECT_NE(src.find("float weft_r4[16];"), std::string::npos) << src;
   EXPECT_EQ(src.find("float weft_r1["), std::string::npos) << src; // g: one pass
   EXPECT_EQ(count("#pragma unroll"), 4u) << src;
-  EXPECT_EQ(count("const int64_t c1 = 0 + weft_lane + weft_k * 128;"), 4u) << src;
+  EXPECT_EQ(count("const int64_t c1 = 0 + weft_lane + weft_k * 64;"), 4u) << src;
   EXPECT_EQ(count("= b0[c0 * 1024 + c1]"), 1u) << src; // x: one read from memory
   EXPECT_EQ(count("b4[c0 * 1024 + c1] ="), 1u) << src; // y: one store
   EXPECT_EQ(count("= b4[c0 * 1024 + c1]"), 0u) << src; // and no load

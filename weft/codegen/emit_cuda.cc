@@ -55,6 +55,48 @@ LoopText Emitter::loop_text(const AstNode& loop) const {
           r ? ast_expr(r->hi) : ""};
 }
 
+ReductionText Emitter::strided_reduction(const AstNode& call, const std::string& iterator) const {
+  ReductionText r = reduction_text(call);
+  if (cuda_.vector != 4) return r;
+  const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
+  std::vector<std::string> iters;
+  for (const AstExpr& e : call.args)
+    iters.push_back(ast_expr(e));
+  std::vector<const kernel::Access*> moving; // one per location
+  std::set<std::string> locations;
+  for (const kernel::Access& a : s.reads) {
+    std::optional<int64_t> c = flat_coefficient(a, call, iterator);
+    DType t = k_.buffers[static_cast<size_t>(a.buffer)].dtype;
+    if (!a.indirect.empty() || !c) return r;
+    if (*c == 0) continue;
+    if (*c != 1 || storage_type(t) != "float" || compute_type(t) != "float") return r;
+    if (locations.insert(fmt::format("b{}[{}]", a.buffer, offset(a, iters))).second)
+      moving.push_back(&a);
+  }
+  if (moving.empty()) return r;
+  r.vector_reads = [this, &call, iterator, moving](const std::string& at) {
+    std::vector<std::string> out;
+    for (const kernel::Access* a : moving)
+      out.push_back(fmt::format("&b{}[{}]", a->buffer, offset_at(*a, call, iterator, at)));
+    return out;
+  };
+  r.vector_update = [this, &call, iters, moving](const std::string& accumulator, int depth,
+                                                 std::string& out) {
+    std::vector<std::string> refs;
+    for (size_t i = 0; i < moving.size(); ++i) {
+      refs.push_back(fmt::format("b{}[{}]", moving[i]->buffer, offset(*moving[i], iters)));
+      registers_[refs.back()] = fmt::format("weft_x{}[weft_j]", i);
+      filled_.insert(refs.back());
+    }
+    emit_statement(call, depth, out, accumulator);
+    for (const std::string& ref : refs) {
+      registers_.erase(ref);
+      filled_.erase(ref);
+    }
+  };
+  return r;
+}
+
 bool Emitter::contains_reduction(const AstNode& n) {
   if (n.kind == AstNode::Kind::kFor && n.mark == AstNode::Mark::kReduction) return true;
   return std::any_of(n.children.begin(), n.children.end(),
@@ -76,7 +118,7 @@ std::vector<std::pair<const AstNode*, LoopRange>> Emitter::parallel_chain(const 
   return chain;
 }
 
-int64_t Emitter::group_size(const AstNode& body) const {
+int64_t Emitter::group_size(const AstNode& body, int64_t lane_elements) const {
   std::optional<int64_t> want;
   auto take = [&](std::optional<int64_t> g) {
     if (g) want = std::max(want.value_or(1), *g);
@@ -84,7 +126,7 @@ int64_t Emitter::group_size(const AstNode& body) const {
   for (const AstNode* item : items_of(body)) {
     if (item->kind != AstNode::Kind::kFor) continue;
     if (const AstNode* call = register_reduction(k_, *item)) {
-      take(cuda_group_size(trip_bound(k_, *item, *call), cuda_.lane_elements));
+      take(cuda_group_size(trip_bound(k_, *item, *call), lane_elements));
     } else if (const AstNode* inner = column_nest(k_, *item)) {
       std::optional<int64_t> k = range_text(*inner, inner->children[0]).extent;
       int64_t g = 1;
@@ -98,10 +140,10 @@ int64_t Emitter::group_size(const AstNode& body) const {
         std::optional<int64_t> e = loop.second.static_extent();
         points = points && e ? std::optional<int64_t>(*points * *e) : std::nullopt;
       }
-      if (points) take(cuda_group_size(points, cuda_.lane_elements));
+      if (points) take(cuda_group_size(points, lane_elements));
     } else if (std::optional<LoopRange> r = loop_range(*item)) {
       std::optional<int64_t> e = r->static_extent();
-      if (e) take(cuda_group_size(e, cuda_.lane_elements));
+      if (e) take(cuda_group_size(e, lane_elements));
     }
   }
   return want.value_or(32);
@@ -218,19 +260,20 @@ void Emitter::emit_group_body(const AstNode& body, int64_t group, int depth,
       }
     } else if (n.kind == AstNode::Kind::kFor) {
       if (const AstNode* call = register_reduction(k_, n)) {
-        CudaReductionWriter(reduction_text(*call), out, cuda_.unroll)
-            .group(loop_text(n), group, depth);
+        ReductionText r = strided_reduction(*call, n.iterator);
+        CudaReductionWriter(r, out, cuda_.unroll).group(loop_text(n), group, depth);
       } else if (const AstNode* inner = column_nest(k_, n)) {
         const AstNode& c = inner->children[0];
         ReductionText r = reduction_text(c);
         RangeText rows = range_text(n, c), cols = range_text(*inner, c);
         out += fmt::format("{0}for (int64_t {1} = {2} + weft_lane; {1} < {3}; {1} += {4}) {{  "
-                           "// a lane per column\n{0}  {5} acc = {6};\n"
-                           "{0}  for (int64_t {7} = {8}; {7} < {9}; ++{7}) {{\n",
-                           pad, inner->iterator, cols.lo, cols.hi, group, r.type, r.target,
-                           n.iterator, rows.lo, rows.hi);
-        r.update("acc", depth + 2, out);
-        out += fmt::format("{0}  }}\n{0}  {1}\n{0}}}\n", pad, r.store("acc"));
+                           "// a lane per column\n{0}  {5} acc = {6};\n",
+                           pad, inner->iterator, cols.lo, cols.hi, group, r.type, r.target);
+        CudaReductionWriter(r, out, cuda_.unroll)
+            .strided_loop(
+                {n.iterator, rows.lo, fmt::format("{} < {}", n.iterator, rows.hi), 1, rows.hi}, "0",
+                "1", "acc", depth + 1);
+        out += fmt::format("{0}  {1}\n{0}}}\n", pad, r.store("acc"));
       } else if (std::vector<std::pair<const AstNode*, LoopRange>> nest = parallel_chain(n);
                  nest.size() > 1) {
         // The lanes take the points of the whole nest, flattened: the innermost loop is the
@@ -372,7 +415,8 @@ void Emitter::emit_few_long_rows(const std::vector<std::pair<const AstNode*, Loo
         "    const int64_t weft_p = weft_u / weft_splits, weft_s = weft_u % weft_splits;\n",
         count);
   });
-  CudaReductionWriter(reduction_text(call), out, cuda_.unroll)
+  ReductionText r = strided_reduction(call, loop.iterator);
+  CudaReductionWriter(r, out, cuda_.unroll)
       .split_row(loop.iterator, range_text(loop, call), function, rows, before, after, 2, globals);
   out += "  }\n";
 }
@@ -432,7 +476,7 @@ std::string Emitter::cuda_part(const AstNode& n, const std::string& function, co
   const AstNode* inner = n.kind == AstNode::Kind::kFor ? column_nest(k_, n) : nullptr;
   std::vector<std::pair<const AstNode*, LoopRange>> chain = parallel_chain(n);
   if (call) {
-    ReductionText r = reduction_text(*call);
+    ReductionText r = strided_reduction(*call, n.iterator);
     std::string first_text;
     if (first) emit_statement(*first, 3, first_text);
     bool atomic = !options.deterministic && cuda_atomic_applies(r.combine, r.type);
@@ -444,13 +488,17 @@ std::string Emitter::cuda_part(const AstNode& n, const std::string& function, co
     bool split =
         !options.deterministic && cuda_atomic_applies(r.combine, r.type) && r.storage == r.type;
     block = 32 * kCudaColumnRows;
-    CudaReductionWriter(r, body).column(n.iterator, range_text(n, c), inner->iterator,
-                                        range_text(*inner, c), split, 1);
+    CudaReductionWriter(r, body, options.unroll)
+        .column(n.iterator, range_text(n, c), inner->iterator, range_text(*inner, c), split, 1);
   } else if (const AstNode* loop = chain.empty() ? nullptr : few_long_rows(chain, options)) {
     emit_few_long_rows(chain, *loop, function, body, globals);
   } else if (!chain.empty()) {
     const AstNode& point = chain.back().first->children[0];
-    int64_t group = contains_reduction(point) ? group_size(point) : 1;
+    int64_t group = contains_reduction(point) ? group_size(point, cuda_.lane_elements) : 1;
+    // A row held in registers takes its own elements a lane, when it is held at that size.
+    if (int64_t held = group > 1 ? group_size(point, cuda_.held_elements) : 1;
+        held > 1 && held != group && row_registers(point, held))
+      group = held;
     if (group == 1) {
       body += "  const int64_t weft_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;\n"
               "  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x;\n";

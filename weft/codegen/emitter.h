@@ -190,13 +190,19 @@ private:
   // "loop" as the CUDA skeletons print it, with its bound when loop_range finds one.
   LoopText loop_text(const AstNode& loop) const;
 
+  // "call"'s reduction text for a strided loop over "iterator": with vector_reads and
+  // vector_update set when cuda_.vector is 4 and every read that moves with the iterator is
+  // stored and computed as f32, affine and contiguous along it (and one read does).
+  ReductionText strided_reduction(const AstNode& call, const std::string& iterator) const;
+
   // The perfectly nested parallel loops at the top of "n", with their ranges, as long as
   // those are free of the loops' own iterators.
   std::vector<std::pair<const AstNode*, LoopRange>> parallel_chain(const AstNode& n) const;
 
-  // Threads per point of a group body: the largest of its items' wants (cuda_group_size of
-  // a reduction's or loop's extent; a COLUMN nest wants a lane per column).
-  int64_t group_size(const AstNode& body) const;
+  // Threads per point of a group body: the largest of its items' wants (cuda_group_size, with
+  // "lane_elements" a lane, of a reduction's or loop's extent; a COLUMN nest wants a lane per
+  // column).
+  int64_t group_size(const AstNode& body, int64_t lane_elements) const;
 
   // The items of a point's body, for a group of "group" threads: see cuda_strategy.h (ROW).
   void emit_group_body(const AstNode& body, int64_t group, int depth, std::string& out) const;

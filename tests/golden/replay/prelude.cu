@@ -118,6 +118,13 @@ WEFT_D uint16_t weft_f2bf(float value) {
   if ((f & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((f >> 16) | 0x40u);
   return (uint16_t)((f + 0x7fffu + ((f >> 16) & 1u)) >> 16);
 }
+// Vector loads (cuda_strategy.h): is "p" 16-byte aligned; four floats from such an address.
+WEFT_D bool weft_aligned16(const void* p) { return (reinterpret_cast<unsigned long long>(p) & 15) == 0; }
+#ifdef WEFT_CUDA_EMULATION
+WEFT_D float4 weft_load4(const float* p) { float4 v; std::memcpy(&v, p, 16); return v; }
+#else
+WEFT_D float4 weft_load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+#endif
 struct weft_op_add { template <typename T> WEFT_D T operator()(T a, T b) const { return a + b; } };
 struct weft_op_mul { template <typename T> WEFT_D T operator()(T a, T b) const { return a * b; } };
 struct weft_op_max { template <typename T> WEFT_D T operator()(T a, T b) const { return weft_max(a, b); } };

@@ -48,6 +48,7 @@ using std::sinh; using std::sqrt; using std::tan; using std::tanh;
 #define __shared__ static
 
 struct weft_dim3 { unsigned int x = 0, y = 1, z = 1; };
+struct float4 { float x, y, z, w; };
 
 namespace weft_emu {
 namespace {  // each library has its own state

@@ -31,7 +31,11 @@ std::map<std::string, Use> uses(const std::string& body) {
     while (before > 0 && body[before - 1] == ' ')
       --before;
     if (before > 0 && body[before - 1] == '&' && (before < 2 || body[before - 2] != '&')) {
-      u.load = u.store = true; // an atomic's address
+      // The address of a vector load (or of its alignment check), else of an atomic.
+      std::string_view head = std::string_view(body).substr(0, before - 1);
+      bool read = head.ends_with("weft_load4(") || head.ends_with("weft_aligned16(");
+      u.load = true;
+      u.store = u.store || !read;
       continue;
     }
     int depth = 0;
@@ -61,7 +65,7 @@ std::map<std::string, Use> uses(const std::string& body) {
 } // namespace
 
 Status check_restrict(const std::string& source) {
-  static const std::regex kSignature(R"(__launch_bounds__\(\d+\)\s+(\w+)\((.*)\)\s*\{\s*$)");
+  static const std::regex kSignature(R"(__launch_bounds__\([\d, ]+\)\s+(\w+)\((.*)\)\s*\{\s*$)");
   static const std::regex kRestrict(R"(__restrict__\s+(b\d+)\b)");
   std::istringstream in(source);
   std::string line;

@@ -48,6 +48,24 @@ TEST(RestrictCheck, AnAtomicAddressIsALoadAndAStore) {
   EXPECT_FALSE(check_restrict(src).ok());
 }
 
+// A vector load's address (and its alignment check) only loads; launch bounds that ask for
+// blocks per SM are still a signature the check reads.
+TEST(RestrictCheck, AVectorLoadAddressIsALoad) {
+  std::string src = "extern \"C\" __global__ void __launch_bounds__(256, 8) f(const float* "
+                    "__restrict__ b0, float* __restrict__ b1) {\n"
+                    "  if (weft_aligned16(&b0[0])) acc += weft_load4(&b0[4 * i]).x;\n"
+                    "  __syncthreads();\n"
+                    "  b1[0] = acc;\n"
+                    "}\n";
+  EXPECT_TRUE(check_restrict(src).ok());
+  std::string shared = src;
+  shared.replace(shared.find("b1[0] = acc"), 5, "b0[0]");
+  shared.replace(shared.find("const float* __restrict__ b0"), 28, "float* __restrict__ b0");
+  Status s = check_restrict(shared);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("b0"), std::string::npos) << s.message();
+}
+
 TEST(RestrictCheck, WithoutABarrierThreadsShareNothing) {
   std::string src = "extern \"C\" __global__ void __launch_bounds__(256) f(float* __restrict__ "
                     "b1) {\n"

@@ -30,15 +30,15 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_MatMul_p1(const float*
     // a group of 8 threads per point
     {  // the group's lanes accumulate; shuffles combine them
       float acc = 0.0f;
-      {  // 4 accumulators a thread: 4 loads in flight
+      {  // 4 accumulators a thread: loads in flight
         float weft_a[4];
         #pragma unroll
         for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = 0.0f;
-        int64_t weft_b = 0 + weft_lane;
-        for (; weft_b + 3 * (8) < 64; weft_b += 4 * (8)) {
+        int64_t weft_b = 0;  // where the scalar loop starts
+        for (; weft_b + weft_lane + 3 * (8) < 64; weft_b += 4 * (8)) {
           #pragma unroll
           for (int weft_j = 0; weft_j < 4; ++weft_j) {
-            const int64_t c3 = weft_b + weft_j * (8);
+            const int64_t c3 = weft_b + weft_lane + weft_j * (8);
             {  // multiply_add
               const float t0 = b0[c0 * 128 * 64 + c1 * 64 + c3];
               const float t1 = b1[c3 * 192 + c2];
@@ -47,7 +47,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_MatMul_p1(const float*
             }
           }
         }
-        for (int64_t c3 = weft_b; c3 < 64; c3 += 8) {
+        for (int64_t c3 = weft_b + weft_lane; c3 < 64; c3 += 8) {
           {  // multiply_add
             const float t0 = b0[c0 * 128 * 64 + c1 * 64 + c3];
             const float t1 = b1[c3 * 192 + c2];
@@ -126,24 +126,33 @@ extern "C" __global__ void __launch_bounds__(256) weft_k8_MatMul_p1(float* b0, c
     // a group of 2 threads per point
     {  // the group's lanes accumulate; shuffles combine them
       float acc = 0.0f;
-      {  // 4 accumulators a thread: 4 loads in flight
+      {  // 4 accumulators a thread, float4 loads where aligned
         float weft_a[4];
         #pragma unroll
         for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = 0.0f;
-        int64_t weft_b = 0 + weft_lane;
-        for (; weft_b + 3 * (2) < 16; weft_b += 4 * (2)) {
-          #pragma unroll
-          for (int weft_j = 0; weft_j < 4; ++weft_j) {
-            const int64_t c4 = weft_b + weft_j * (2);
-            {  // multiply_add
-              const float t0 = b1[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + c4];
-              const float t1 = b2[c0 * 128 * 4 * 16 + c3 * 4 * 16 + c1 * 16 + c4];
-              const float t2 = (t0 * t1);
-              weft_a[weft_j] = weft_a[weft_j] + t2;
+        int64_t weft_b = 0;  // where the scalar loop starts
+        if (weft_aligned16(&b1[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + (0)]) && weft_aligned16(&b2[c0 * 128 * 4 * 16 + c3 * 4 * 16 + c1 * 16 + (0)])) {
+          const int64_t weft_quads = (16 - weft_b) / 4;
+          for (int64_t weft_i = weft_lane; weft_i < weft_quads; weft_i += 2) {
+            const int64_t weft_v = weft_b + 4 * weft_i;
+            const float4 weft_y0 = weft_load4(&b1[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + weft_v]);
+            const float weft_x0[4] = {weft_y0.x, weft_y0.y, weft_y0.z, weft_y0.w};
+            const float4 weft_y1 = weft_load4(&b2[c0 * 128 * 4 * 16 + c3 * 4 * 16 + c1 * 16 + weft_v]);
+            const float weft_x1[4] = {weft_y1.x, weft_y1.y, weft_y1.z, weft_y1.w};
+            #pragma unroll
+            for (int weft_j = 0; weft_j < 4; ++weft_j) {
+              const int64_t c4 = weft_v + weft_j;
+              {  // multiply_add
+                const float t0 = weft_x0[weft_j];
+                const float t1 = weft_x1[weft_j];
+                const float t2 = (t0 * t1);
+                weft_a[weft_j] = weft_a[weft_j] + t2;
+              }
             }
           }
+          weft_b += 4 * weft_quads;
         }
-        for (int64_t c4 = weft_b; c4 < 16; c4 += 2) {
+        for (int64_t c4 = weft_b + weft_lane; c4 < 16; c4 += 2) {
           {  // multiply_add
             const float t0 = b1[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + c4];
             const float t1 = b2[c0 * 128 * 4 * 16 + c3 * 4 * 16 + c1 * 16 + c4];
@@ -165,10 +174,10 @@ extern "C" __global__ void __launch_bounds__(256) weft_k8_MatMul_p1(float* b0, c
 // launch weft_k10_Softmax_p0 block=256 grid=device
 // b0 b1, b1 t2, b2 t3, b3 b0_1, b4 b1_1
 extern "C" __global__ void __launch_bounds__(256) weft_k10_Softmax_p0(float* b0, float* b1, float* b2, const float* __restrict__ b3, const float* __restrict__ b4) {
-  const int64_t weft_lane = threadIdx.x % 16;
-  const unsigned int weft_mask = ((1u << 16) - 1u) << (threadIdx.x % 32 / 16 * 16);
-  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 16;
-  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / 16;
+  const int64_t weft_lane = threadIdx.x % 8;
+  const unsigned int weft_mask = ((1u << 8) - 1u) << (threadIdx.x % 32 / 8 * 8);
+  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 8;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / 8;
   for (int64_t weft_p = weft_first; weft_p < 2 * 4 * 128; weft_p += weft_groups) {
     uint32_t weft_q = weft_p;
     const int64_t c2 = 0 + weft_q % 128u;
@@ -176,9 +185,9 @@ extern "C" __global__ void __launch_bounds__(256) weft_k10_Softmax_p0(float* b0,
     const int64_t c1 = 0 + weft_q % 4u;
     weft_q /= 4u;
     const int64_t c0 = 0 + weft_q;
-    // a group of 16 threads per point
-    float weft_r0[8];  // b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3], by weft_k
-    float weft_r3[8];  // b3[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3], by weft_k
+    // a group of 8 threads per point
+    float weft_r0[16];  // b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3], by weft_k
+    float weft_r3[16];  // b3[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3], by weft_k
     if (weft_lane == 0) {
       {  // init
         const float t0 = static_cast<float>(-INFINITY);
@@ -189,8 +198,8 @@ extern "C" __global__ void __launch_bounds__(256) weft_k10_Softmax_p0(float* b0,
     {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = static_cast<float>(-INFINITY);
       #pragma unroll
-      for (int weft_k = 0; weft_k < 8; ++weft_k) {
-        const int64_t c3 = 0 + weft_lane + weft_k * 16;
+      for (int weft_k = 0; weft_k < 16; ++weft_k) {
+        const int64_t c3 = 0 + weft_lane + weft_k * 8;
         {  // update
           const float t0 = (weft_r3[weft_k] = b3[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3]);
           const float t1 = b4[0];
@@ -198,7 +207,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k10_Softmax_p0(float* b0,
           acc = weft_shift_max(acc, t2);
         }
       }
-      acc = weft_group_reduce<16>(acc, weft_op_max{}, weft_mask);
+      acc = weft_group_reduce<8>(acc, weft_op_max{}, weft_mask);
       if (weft_lane == 0) { b1[(512 * c0 + 128 * c1 + c2)] = weft_max(b1[(512 * c0 + 128 * c1 + c2)], acc); }
     }
     __syncwarp(weft_mask);
@@ -210,8 +219,8 @@ extern "C" __global__ void __launch_bounds__(256) weft_k10_Softmax_p0(float* b0,
     }
     __syncwarp(weft_mask);
     #pragma unroll
-    for (int weft_k = 0; weft_k < 8; ++weft_k) {
-      const int64_t c3 = 0 + weft_lane + weft_k * 16;
+    for (int weft_k = 0; weft_k < 16; ++weft_k) {
+      const int64_t c3 = 0 + weft_lane + weft_k * 8;
       {  // exp
         const float t0 = weft_r3[weft_k];
         const float t1 = b4[0];
@@ -226,14 +235,14 @@ extern "C" __global__ void __launch_bounds__(256) weft_k10_Softmax_p0(float* b0,
     {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
       #pragma unroll
-      for (int weft_k = 0; weft_k < 8; ++weft_k) {
-        const int64_t c3 = 0 + weft_lane + weft_k * 16;
+      for (int weft_k = 0; weft_k < 16; ++weft_k) {
+        const int64_t c3 = 0 + weft_lane + weft_k * 8;
         {  // sum_exp
           const float t0 = weft_r0[weft_k];
           acc = acc + t0;
         }
       }
-      acc = weft_group_reduce<16>(acc, weft_op_add{}, weft_mask);
+      acc = weft_group_reduce<8>(acc, weft_op_add{}, weft_mask);
       if (weft_lane == 0) { b2[(512 * c0 + 128 * c1 + c2)] = b2[(512 * c0 + 128 * c1 + c2)] + acc; }
     }
     __syncwarp(weft_mask);
@@ -247,8 +256,8 @@ extern "C" __global__ void __launch_bounds__(256) weft_k10_Softmax_p0(float* b0,
     }
     __syncwarp(weft_mask);
     #pragma unroll
-    for (int weft_k = 0; weft_k < 8; ++weft_k) {
-      const int64_t c3 = 0 + weft_lane + weft_k * 16;
+    for (int weft_k = 0; weft_k < 16; ++weft_k) {
+      const int64_t c3 = 0 + weft_lane + weft_k * 8;
       {  // normalize
         const float t0 = weft_r0[weft_k];
         const float t1 = b2[(512 * c0 + 128 * c1 + c2)];
@@ -294,15 +303,15 @@ extern "C" __global__ void __launch_bounds__(256) weft_k11_MatMul_p1(const float
     // a group of 16 threads per point
     {  // the group's lanes accumulate; shuffles combine them
       float acc = 0.0f;
-      {  // 4 accumulators a thread: 4 loads in flight
+      {  // 4 accumulators a thread: loads in flight
         float weft_a[4];
         #pragma unroll
         for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = 0.0f;
-        int64_t weft_b = 0 + weft_lane;
-        for (; weft_b + 3 * (16) < 128; weft_b += 4 * (16)) {
+        int64_t weft_b = 0;  // where the scalar loop starts
+        for (; weft_b + weft_lane + 3 * (16) < 128; weft_b += 4 * (16)) {
           #pragma unroll
           for (int weft_j = 0; weft_j < 4; ++weft_j) {
-            const int64_t c4 = weft_b + weft_j * (16);
+            const int64_t c4 = weft_b + weft_lane + weft_j * (16);
             {  // multiply_add
               const float t0 = b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c4];
               const float t1 = b2[c0 * 128 * 4 * 16 + c4 * 4 * 16 + c1 * 16 + c3];
@@ -311,7 +320,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k11_MatMul_p1(const float
             }
           }
         }
-        for (int64_t c4 = weft_b; c4 < 128; c4 += 16) {
+        for (int64_t c4 = weft_b + weft_lane; c4 < 128; c4 += 16) {
           {  // multiply_add
             const float t0 = b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c4];
             const float t1 = b2[c0 * 128 * 4 * 16 + c4 * 4 * 16 + c1 * 16 + c3];
@@ -353,14 +362,14 @@ extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p0(const fl
 // launch weft_k12_Transpose_p1 block=256 grid=device
 // b0 b0, b1 b1, b2 b1_1, b3 b2, b4 b3, b5 t4, b6 t5, b7 b0_1, b8 b1_1_1, b9 b0_2, b10 t1, b11 b2_1
 extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p1(const float* __restrict__ b0, float* b1, const float* __restrict__ b2, const float* __restrict__ b3, float* b4, float* b5, float* b6, const float* b7, const float* __restrict__ b8, const float* b9, float* __restrict__ b10, float* __restrict__ b11) {
-  const int64_t weft_lane = threadIdx.x % 8;
-  const unsigned int weft_mask = ((1u << 8) - 1u) << (threadIdx.x % 32 / 8 * 8);
-  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 8;
-  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / 8;
+  const int64_t weft_lane = threadIdx.x % 4;
+  const unsigned int weft_mask = ((1u << 4) - 1u) << (threadIdx.x % 32 / 4 * 4);
+  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 4;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / 4;
   for (int64_t weft_p = weft_first; weft_p < 256; weft_p += weft_groups) {
     const int64_t c0 = 0 + weft_p;
-    // a group of 8 threads per point
-    float weft_r8[8];  // b8[c0 * 64 + c1], by weft_k
+    // a group of 4 threads per point
+    float weft_r8[16];  // b8[c0 * 64 + c1], by weft_k
     if (weft_lane == 0) {
       {  // init
         const float t0 = 0.0f;
@@ -371,8 +380,8 @@ extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p1(const fl
     {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
       #pragma unroll
-      for (int weft_k = 0; weft_k < 8; ++weft_k) {
-        const int64_t c1 = 0 + weft_lane + weft_k * 8;
+      for (int weft_k = 0; weft_k < 16; ++weft_k) {
+        const int64_t c1 = 0 + weft_lane + weft_k * 4;
         {  // update
           const float t0 = b7[c0 * 64 + c1];
           const float t1 = (weft_r8[weft_k] = b8[c0 * 64 + c1]);
@@ -380,7 +389,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p1(const fl
           acc = acc + t2;
         }
       }
-      acc = weft_group_reduce<8>(acc, weft_op_add{}, weft_mask);
+      acc = weft_group_reduce<4>(acc, weft_op_add{}, weft_mask);
       if (weft_lane == 0) { b5[c0] = b5[c0] + acc; }
     }
     __syncwarp(weft_mask);
@@ -403,8 +412,8 @@ extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p1(const fl
     {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
       #pragma unroll
-      for (int weft_k = 0; weft_k < 8; ++weft_k) {
-        const int64_t c1 = 0 + weft_lane + weft_k * 8;
+      for (int weft_k = 0; weft_k < 16; ++weft_k) {
+        const int64_t c1 = 0 + weft_lane + weft_k * 4;
         {  // sum_squares
           const float t0 = b7[c0 * 64 + c1];
           const float t1 = weft_r8[weft_k];
@@ -415,7 +424,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p1(const fl
           acc = acc + t5;
         }
       }
-      acc = weft_group_reduce<8>(acc, weft_op_add{}, weft_mask);
+      acc = weft_group_reduce<4>(acc, weft_op_add{}, weft_mask);
       if (weft_lane == 0) { b6[c0] = b6[c0] + acc; }
     }
     __syncwarp(weft_mask);
@@ -432,8 +441,8 @@ extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p1(const fl
     }
     __syncwarp(weft_mask);
     #pragma unroll
-    for (int weft_k = 0; weft_k < 8; ++weft_k) {
-      const int64_t c1 = 0 + weft_lane + weft_k * 8;
+    for (int weft_k = 0; weft_k < 16; ++weft_k) {
+      const int64_t c1 = 0 + weft_lane + weft_k * 4;
       {  // normalize
         const float t0 = b7[c0 * 64 + c1];
         const float t1 = weft_r8[weft_k];
@@ -474,22 +483,29 @@ extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p2(const fl
     __syncwarp(weft_mask);
     {  // the group's lanes accumulate; shuffles combine them
       float acc = 0.0f;
-      {  // 4 accumulators a thread: 4 loads in flight
+      {  // 4 accumulators a thread, float4 loads where aligned
         float weft_a[4];
         #pragma unroll
         for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = 0.0f;
-        int64_t weft_b = 0 + weft_lane;
-        for (; weft_b + 3 * (8) < 64; weft_b += 4 * (8)) {
-          #pragma unroll
-          for (int weft_j = 0; weft_j < 4; ++weft_j) {
-            const int64_t c2 = weft_b + weft_j * (8);
-            {  // update
-              const float t0 = b9[c0 * 128 * 64 + c1 * 64 + c2];
-              weft_a[weft_j] = weft_a[weft_j] + t0;
+        int64_t weft_b = 0;  // where the scalar loop starts
+        if (weft_aligned16(&b9[c0 * 128 * 64 + c1 * 64 + (0)])) {
+          const int64_t weft_quads = (64 - weft_b) / 4;
+          for (int64_t weft_i = weft_lane; weft_i < weft_quads; weft_i += 8) {
+            const int64_t weft_v = weft_b + 4 * weft_i;
+            const float4 weft_y0 = weft_load4(&b9[c0 * 128 * 64 + c1 * 64 + weft_v]);
+            const float weft_x0[4] = {weft_y0.x, weft_y0.y, weft_y0.z, weft_y0.w};
+            #pragma unroll
+            for (int weft_j = 0; weft_j < 4; ++weft_j) {
+              const int64_t c2 = weft_v + weft_j;
+              {  // update
+                const float t0 = weft_x0[weft_j];
+                weft_a[weft_j] = weft_a[weft_j] + t0;
+              }
             }
           }
+          weft_b += 4 * weft_quads;
         }
-        for (int64_t c2 = weft_b; c2 < 64; c2 += 8) {
+        for (int64_t c2 = weft_b + weft_lane; c2 < 64; c2 += 8) {
           {  // update
             const float t0 = b9[c0 * 128 * 64 + c1 * 64 + c2];
             weft_a[0] = weft_a[0] + t0;

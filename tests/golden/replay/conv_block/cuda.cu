@@ -100,22 +100,29 @@ extern "C" __global__ void __launch_bounds__(256) weft_k4_GlobalAveragePool_p0(c
     __syncwarp(weft_mask);
     {  // the group's lanes accumulate; shuffles combine them
       float acc = 0.0f;
-      {  // 4 accumulators a thread: 4 loads in flight
+      {  // 4 accumulators a thread, float4 loads where aligned
         float weft_a[4];
         #pragma unroll
         for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = 0.0f;
-        int64_t weft_b = 0 + weft_lane;
-        for (; weft_b + 3 * (8) < 64; weft_b += 4 * (8)) {
-          #pragma unroll
-          for (int weft_j = 0; weft_j < 4; ++weft_j) {
-            const int64_t c2 = weft_b + weft_j * (8);
-            {  // update
-              const float t0 = b0[0 * 16 * 64 + c1 * 64 + c2];
-              weft_a[weft_j] = weft_a[weft_j] + t0;
+        int64_t weft_b = 0;  // where the scalar loop starts
+        if (weft_aligned16(&b0[0 * 16 * 64 + c1 * 64 + (0)])) {
+          const int64_t weft_quads = (64 - weft_b) / 4;
+          for (int64_t weft_i = weft_lane; weft_i < weft_quads; weft_i += 8) {
+            const int64_t weft_v = weft_b + 4 * weft_i;
+            const float4 weft_y0 = weft_load4(&b0[0 * 16 * 64 + c1 * 64 + weft_v]);
+            const float weft_x0[4] = {weft_y0.x, weft_y0.y, weft_y0.z, weft_y0.w};
+            #pragma unroll
+            for (int weft_j = 0; weft_j < 4; ++weft_j) {
+              const int64_t c2 = weft_v + weft_j;
+              {  // update
+                const float t0 = weft_x0[weft_j];
+                weft_a[weft_j] = weft_a[weft_j] + t0;
+              }
             }
           }
+          weft_b += 4 * weft_quads;
         }
-        for (int64_t c2 = weft_b; c2 < 64; c2 += 8) {
+        for (int64_t c2 = weft_b + weft_lane; c2 < 64; c2 += 8) {
           {  // update
             const float t0 = b0[0 * 16 * 64 + c1 * 64 + c2];
             weft_a[0] = weft_a[0] + t0;

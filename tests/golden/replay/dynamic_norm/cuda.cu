@@ -3,15 +3,15 @@
 // launch weft_k0_LayerNormalization_p0 block=256 grid=device
 // b0 b0, b1 b1, b2 b2, b3 b3, b4 t4, b5 t5, b6 b0_1, b7 b2_1, s0 N, s1 N*T, s2 T
 extern "C" __global__ void __launch_bounds__(256) weft_k0_LayerNormalization_p0(const float* __restrict__ b0, const float* __restrict__ b1, const float* __restrict__ b2, float* b3, float* b4, float* b5, const float* b6, float* __restrict__ b7, const int64_t s0, const int64_t s1, const int64_t s2) {
-  const int64_t weft_lane = threadIdx.x % 8;
-  const unsigned int weft_mask = ((1u << 8) - 1u) << (threadIdx.x % 32 / 8 * 8);
-  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 8;
-  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / 8;
+  const int64_t weft_lane = threadIdx.x % 4;
+  const unsigned int weft_mask = ((1u << 4) - 1u) << (threadIdx.x % 32 / 4 * 4);
+  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 4;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / 4;
   const int64_t weft_e0 = weft_imax(s1 - 0, 0);
   for (int64_t weft_p = weft_first; weft_p < weft_e0; weft_p += weft_groups) {
     const int64_t c0 = 0 + weft_p;
-    // a group of 8 threads per point
-    float weft_r0[8];  // b0[c0 * 64 + c1], by weft_k
+    // a group of 4 threads per point
+    float weft_r0[16];  // b0[c0 * 64 + c1], by weft_k
     if (weft_lane == 0) {
       {  // init
         const float t0 = 0.0f;
@@ -22,14 +22,14 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_LayerNormalization_p0(
     {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
       #pragma unroll
-      for (int weft_k = 0; weft_k < 8; ++weft_k) {
-        const int64_t c1 = 0 + weft_lane + weft_k * 8;
+      for (int weft_k = 0; weft_k < 16; ++weft_k) {
+        const int64_t c1 = 0 + weft_lane + weft_k * 4;
         {  // update
           const float t0 = (weft_r0[weft_k] = b0[c0 * 64 + c1]);
           acc = acc + t0;
         }
       }
-      acc = weft_group_reduce<8>(acc, weft_op_add{}, weft_mask);
+      acc = weft_group_reduce<4>(acc, weft_op_add{}, weft_mask);
       if (weft_lane == 0) { b4[c0] = b4[c0] + acc; }
     }
     __syncwarp(weft_mask);
@@ -52,8 +52,8 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_LayerNormalization_p0(
     {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
       #pragma unroll
-      for (int weft_k = 0; weft_k < 8; ++weft_k) {
-        const int64_t c1 = 0 + weft_lane + weft_k * 8;
+      for (int weft_k = 0; weft_k < 16; ++weft_k) {
+        const int64_t c1 = 0 + weft_lane + weft_k * 4;
         {  // sum_squares
           const float t0 = weft_r0[weft_k];
           const float t1 = b4[c0];
@@ -62,7 +62,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_LayerNormalization_p0(
           acc = acc + t3;
         }
       }
-      acc = weft_group_reduce<8>(acc, weft_op_add{}, weft_mask);
+      acc = weft_group_reduce<4>(acc, weft_op_add{}, weft_mask);
       if (weft_lane == 0) { b5[c0] = b5[c0] + acc; }
     }
     __syncwarp(weft_mask);
@@ -79,8 +79,8 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_LayerNormalization_p0(
     }
     __syncwarp(weft_mask);
     #pragma unroll
-    for (int weft_k = 0; weft_k < 8; ++weft_k) {
-      const int64_t c1 = 0 + weft_lane + weft_k * 8;
+    for (int weft_k = 0; weft_k < 16; ++weft_k) {
+      const int64_t c1 = 0 + weft_lane + weft_k * 4;
       {  // normalize
         const float t0 = weft_r0[weft_k];
         const float t1 = b4[c0];
@@ -116,11 +116,29 @@ extern "C" __global__ void __launch_bounds__(64) weft_k0_LayerNormalization_p1(c
     __syncthreads();
     for (int64_t c2 = 0 + weft_lane; c2 < 64; c2 += 64) {  // a lane per column
       float acc = b7[c0 * 64 + c2];
-      for (int64_t c1 = 0; c1 < s2; ++c1) {
-        {  // update
-          const float t0 = b6[c0 * s2 * 64 + c1 * 64 + c2];
-          acc = acc + t0;
+      {  // 4 accumulators a thread: loads in flight
+        float weft_a[4];
+        #pragma unroll
+        for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = 0.0f;
+        int64_t weft_b = 0;  // where the scalar loop starts
+        for (; weft_b + 0 + 3 * (1) < s2; weft_b += 4 * (1)) {
+          #pragma unroll
+          for (int weft_j = 0; weft_j < 4; ++weft_j) {
+            const int64_t c1 = weft_b + 0 + weft_j * (1);
+            {  // update
+              const float t0 = b6[c0 * s2 * 64 + c1 * 64 + c2];
+              weft_a[weft_j] = weft_a[weft_j] + t0;
+            }
+          }
         }
+        for (int64_t c1 = weft_b + 0; c1 < s2; c1 += 1) {
+          {  // update
+            const float t0 = b6[c0 * s2 * 64 + c1 * 64 + c2];
+            weft_a[0] = weft_a[0] + t0;
+          }
+        }
+        #pragma unroll
+        for (int weft_j = 0; weft_j < 4; ++weft_j) acc = acc + weft_a[weft_j];
       }
       b7[c0 * 64 + c2] = acc;
     }

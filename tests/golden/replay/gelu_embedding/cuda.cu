@@ -30,15 +30,15 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_MatMul_p1(const float*
     // a group of 8 threads per point
     {  // the group's lanes accumulate; shuffles combine them
       float acc = 0.0f;
-      {  // 4 accumulators a thread: 4 loads in flight
+      {  // 4 accumulators a thread: loads in flight
         float weft_a[4];
         #pragma unroll
         for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = 0.0f;
-        int64_t weft_b = 0 + weft_lane;
-        for (; weft_b + 3 * (8) < 64; weft_b += 4 * (8)) {
+        int64_t weft_b = 0;  // where the scalar loop starts
+        for (; weft_b + weft_lane + 3 * (8) < 64; weft_b += 4 * (8)) {
           #pragma unroll
           for (int weft_j = 0; weft_j < 4; ++weft_j) {
-            const int64_t c3 = weft_b + weft_j * (8);
+            const int64_t c3 = weft_b + weft_lane + weft_j * (8);
             {  // multiply_add
               const int64_t t0 = b2[c0 * 16 + c1];
               const float t1 = b3[weft_wrap_index(t0, 100) * 64 + c3];
@@ -48,7 +48,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_MatMul_p1(const float*
             }
           }
         }
-        for (int64_t c3 = weft_b; c3 < 64; c3 += 8) {
+        for (int64_t c3 = weft_b + weft_lane; c3 < 64; c3 += 8) {
           {  // multiply_add
             const int64_t t0 = b2[c0 * 16 + c1];
             const float t1 = b3[weft_wrap_index(t0, 100) * 64 + c3];

@@ -30,11 +30,29 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p1(float* b0
       const int64_t weft_to = weft_imin(weft_r_hi, weft_from + weft_chunk);
       float acc = 0.0f;
       if (c1 < weft_k_hi) {
-        for (int64_t c0 = weft_from + weft_ty; c0 < weft_to; c0 += 8) {
-          {  // update
-            const float t0 = b1[c0 * 2048 + c1];
-            acc = acc + t0;
+        {  // 4 accumulators a thread: loads in flight
+          float weft_a[4];
+          #pragma unroll
+          for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = 0.0f;
+          int64_t weft_b = weft_from;  // where the scalar loop starts
+          for (; weft_b + weft_ty + 3 * (8) < weft_to; weft_b += 4 * (8)) {
+            #pragma unroll
+            for (int weft_j = 0; weft_j < 4; ++weft_j) {
+              const int64_t c0 = weft_b + weft_ty + weft_j * (8);
+              {  // update
+                const float t0 = b1[c0 * 2048 + c1];
+                weft_a[weft_j] = weft_a[weft_j] + t0;
+              }
+            }
           }
+          for (int64_t c0 = weft_b + weft_ty; c0 < weft_to; c0 += 8) {
+            {  // update
+              const float t0 = b1[c0 * 2048 + c1];
+              weft_a[0] = weft_a[0] + t0;
+            }
+          }
+          #pragma unroll
+          for (int weft_j = 0; weft_j < 4; ++weft_j) acc = acc + weft_a[weft_j];
         }
       }
       weft_tile[weft_ty][weft_tx] = acc;
@@ -94,11 +112,29 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p2(float* __
     __syncwarp(weft_mask);
     for (int64_t c2 = 0 + weft_lane; c2 < 32; c2 += 32) {  // a lane per column
       float acc = b5[(32 * c0 + c2)];
-      for (int64_t c1 = 0; c1 < 64; ++c1) {
-        {  // update
-          const float t0 = b2[c0 * 64 * 32 + c1 * 32 + c2];
-          acc = weft_max(acc, t0);
+      {  // 4 accumulators a thread: loads in flight
+        float weft_a[4];
+        #pragma unroll
+        for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = static_cast<float>(-INFINITY);
+        int64_t weft_b = 0;  // where the scalar loop starts
+        for (; weft_b + 0 + 3 * (1) < 64; weft_b += 4 * (1)) {
+          #pragma unroll
+          for (int weft_j = 0; weft_j < 4; ++weft_j) {
+            const int64_t c1 = weft_b + 0 + weft_j * (1);
+            {  // update
+              const float t0 = b2[c0 * 64 * 32 + c1 * 32 + c2];
+              weft_a[weft_j] = weft_max(weft_a[weft_j], t0);
+            }
+          }
         }
+        for (int64_t c1 = weft_b + 0; c1 < 64; c1 += 1) {
+          {  // update
+            const float t0 = b2[c0 * 64 * 32 + c1 * 32 + c2];
+            weft_a[0] = weft_max(weft_a[0], t0);
+          }
+        }
+        #pragma unroll
+        for (int weft_j = 0; weft_j < 4; ++weft_j) acc = weft_max(acc, weft_a[weft_j]);
       }
       b5[(32 * c0 + c2)] = acc;
     }
@@ -112,22 +148,29 @@ __device__ unsigned int weft_count_weft_k0_ReduceSum_p4;  // blocks done
 extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p4(float* __restrict__ b0, const float* __restrict__ b1, const float* __restrict__ b2, float* __restrict__ b3, float* __restrict__ b4, float* __restrict__ b5, float* __restrict__ b6, const float* __restrict__ b7, float* b8, const float* __restrict__ b9, float* __restrict__ b10, float* __restrict__ b11, float* __restrict__ b12) {
   {  // ALL: the grid's blocks combine their shares; the last one applies the result
     float acc = 0.0f;
-    {  // 4 accumulators a thread: 4 loads in flight
+    {  // 4 accumulators a thread, float4 loads where aligned
       float weft_a[4];
       #pragma unroll
       for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = 0.0f;
-      int64_t weft_b = 0 + ((int64_t)blockIdx.x * blockDim.x + threadIdx.x);
-      for (; weft_b + 3 * ((int64_t)gridDim.x * blockDim.x) < 262144; weft_b += 4 * ((int64_t)gridDim.x * blockDim.x)) {
-        #pragma unroll
-        for (int weft_j = 0; weft_j < 4; ++weft_j) {
-          const int64_t c0 = weft_b + weft_j * ((int64_t)gridDim.x * blockDim.x);
-          {  // update
-            const float t0 = b7[c0];
-            weft_a[weft_j] = weft_a[weft_j] + t0;
+      int64_t weft_b = 0;  // where the scalar loop starts
+      if (weft_aligned16(&b7[(0)])) {
+        const int64_t weft_quads = (262144 - weft_b) / 4;
+        for (int64_t weft_i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x); weft_i < weft_quads; weft_i += (int64_t)gridDim.x * blockDim.x) {
+          const int64_t weft_v = weft_b + 4 * weft_i;
+          const float4 weft_y0 = weft_load4(&b7[weft_v]);
+          const float weft_x0[4] = {weft_y0.x, weft_y0.y, weft_y0.z, weft_y0.w};
+          #pragma unroll
+          for (int weft_j = 0; weft_j < 4; ++weft_j) {
+            const int64_t c0 = weft_v + weft_j;
+            {  // update
+              const float t0 = weft_x0[weft_j];
+              weft_a[weft_j] = weft_a[weft_j] + t0;
+            }
           }
         }
+        weft_b += 4 * weft_quads;
       }
-      for (int64_t c0 = weft_b; c0 < 262144; c0 += (int64_t)gridDim.x * blockDim.x) {
+      for (int64_t c0 = weft_b + ((int64_t)blockIdx.x * blockDim.x + threadIdx.x); c0 < 262144; c0 += (int64_t)gridDim.x * blockDim.x) {
         {  // update
           const float t0 = b7[c0];
           weft_a[0] = weft_a[0] + t0;
@@ -171,14 +214,14 @@ extern "C" __global__ void __launch_bounds__(1) weft_k0_ReduceSum_p5(float* __re
 // launch weft_k0_ReduceSum_p6 block=256 grid=device
 // b0 b0, b1 b1, b2 b0_1, b3 t1, b4 b2, b5 b0_2, b6 b0_3, b7 b1_1, b8 t2_2, b9 b0_4, b10 t1_1, b11 t2_3, b12 b3
 extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p6(float* __restrict__ b0, const float* __restrict__ b1, const float* __restrict__ b2, float* __restrict__ b3, float* __restrict__ b4, float* __restrict__ b5, float* __restrict__ b6, const float* __restrict__ b7, float* __restrict__ b8, const float* __restrict__ b9, float* b10, float* b11, float* __restrict__ b12) {
-  const int64_t weft_lane = threadIdx.x % 4;
-  const unsigned int weft_mask = ((1u << 4) - 1u) << (threadIdx.x % 32 / 4 * 4);
-  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 4;
-  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / 4;
+  const int64_t weft_lane = threadIdx.x % 2;
+  const unsigned int weft_mask = ((1u << 2) - 1u) << (threadIdx.x % 32 / 2 * 2);
+  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 2;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / 2;
   for (int64_t weft_p = weft_first; weft_p < 8192; weft_p += weft_groups) {
     const int64_t c0 = 0 + weft_p;
-    // a group of 4 threads per point
-    float weft_r9[8];  // b9[c0 * 32 + c1], by weft_k
+    // a group of 2 threads per point
+    float weft_r9[16];  // b9[c0 * 32 + c1], by weft_k
     if (weft_lane == 0) {
       {  // init
         const float t0 = static_cast<float>(-INFINITY);
@@ -189,14 +232,14 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p6(float* __
     {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = static_cast<float>(-INFINITY);
       #pragma unroll
-      for (int weft_k = 0; weft_k < 8; ++weft_k) {
-        const int64_t c1 = 0 + weft_lane + weft_k * 4;
+      for (int weft_k = 0; weft_k < 16; ++weft_k) {
+        const int64_t c1 = 0 + weft_lane + weft_k * 2;
         {  // update
           const float t0 = (weft_r9[weft_k] = b9[c0 * 32 + c1]);
           acc = weft_shift_max(acc, t0);
         }
       }
-      acc = weft_group_reduce<4>(acc, weft_op_max{}, weft_mask);
+      acc = weft_group_reduce<2>(acc, weft_op_max{}, weft_mask);
       if (weft_lane == 0) { b10[c0] = weft_max(b10[c0], acc); }
     }
     __syncwarp(weft_mask);
@@ -210,8 +253,8 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p6(float* __
     {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
       #pragma unroll
-      for (int weft_k = 0; weft_k < 8; ++weft_k) {
-        const int64_t c1 = 0 + weft_lane + weft_k * 4;
+      for (int weft_k = 0; weft_k < 16; ++weft_k) {
+        const int64_t c1 = 0 + weft_lane + weft_k * 2;
         {  // sum_exp
           const float t0 = weft_r9[weft_k];
           const float t1 = b10[c0];
@@ -223,7 +266,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p6(float* __
           acc = acc + t6;
         }
       }
-      acc = weft_group_reduce<4>(acc, weft_op_add{}, weft_mask);
+      acc = weft_group_reduce<2>(acc, weft_op_add{}, weft_mask);
       if (weft_lane == 0) { b11[c0] = b11[c0] + acc; }
     }
     __syncwarp(weft_mask);

@@ -3,15 +3,15 @@
 // launch weft_k1_Softmax_p0 block=256 grid=device
 // b0 b1, b1 t2, b2 t3, b3 b0_1, b4 b1_1, b5 b1_2, b6 b2, b7 b3, b8 t4, b9 t5
 extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, float* b1, float* b2, const float* __restrict__ b3, const float* __restrict__ b4, const float* __restrict__ b5, const float* __restrict__ b6, float* __restrict__ b7, float* b8, float* b9) {
-  const int64_t weft_lane = threadIdx.x % 32;
-  const unsigned int weft_mask = 0xffffffffu;
-  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
-  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / 32;
+  const int64_t weft_lane = threadIdx.x % 16;
+  const unsigned int weft_mask = ((1u << 16) - 1u) << (threadIdx.x % 32 / 16 * 16);
+  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 16;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / 16;
   for (int64_t weft_p = weft_first; weft_p < 64; weft_p += weft_groups) {
     const int64_t c0 = 0 + weft_p;
-    // a group of 32 threads per point
-    float weft_r0[8];  // b0[c0 * 256 + c1], by weft_k
-    float weft_r3[8];  // b3[c0 * 256 + c1], by weft_k
+    // a group of 16 threads per point
+    float weft_r0[16];  // b0[c0 * 256 + c1], by weft_k
+    float weft_r3[16];  // b3[c0 * 256 + c1], by weft_k
     if (weft_lane == 0) {
       {  // init
         const float t0 = static_cast<float>(-INFINITY);
@@ -22,8 +22,8 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
     {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = static_cast<float>(-INFINITY);
       #pragma unroll
-      for (int weft_k = 0; weft_k < 8; ++weft_k) {
-        const int64_t c1 = 0 + weft_lane + weft_k * 32;
+      for (int weft_k = 0; weft_k < 16; ++weft_k) {
+        const int64_t c1 = 0 + weft_lane + weft_k * 16;
         {  // update
           const float t0 = (weft_r3[weft_k] = b3[c0 * 256 + c1]);
           const float t1 = b4[0];
@@ -31,7 +31,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
           acc = weft_shift_max(acc, t2);
         }
       }
-      acc = weft_group_reduce<32>(acc, weft_op_max{}, weft_mask);
+      acc = weft_group_reduce<16>(acc, weft_op_max{}, weft_mask);
       if (weft_lane == 0) { b1[c0] = weft_max(b1[c0], acc); }
     }
     __syncwarp(weft_mask);
@@ -43,8 +43,8 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
     }
     __syncwarp(weft_mask);
     #pragma unroll
-    for (int weft_k = 0; weft_k < 8; ++weft_k) {
-      const int64_t c1 = 0 + weft_lane + weft_k * 32;
+    for (int weft_k = 0; weft_k < 16; ++weft_k) {
+      const int64_t c1 = 0 + weft_lane + weft_k * 16;
       {  // exp
         const float t0 = weft_r3[weft_k];
         const float t1 = b4[0];
@@ -59,14 +59,14 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
     {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
       #pragma unroll
-      for (int weft_k = 0; weft_k < 8; ++weft_k) {
-        const int64_t c1 = 0 + weft_lane + weft_k * 32;
+      for (int weft_k = 0; weft_k < 16; ++weft_k) {
+        const int64_t c1 = 0 + weft_lane + weft_k * 16;
         {  // sum_exp
           const float t0 = weft_r0[weft_k];
           acc = acc + t0;
         }
       }
-      acc = weft_group_reduce<32>(acc, weft_op_add{}, weft_mask);
+      acc = weft_group_reduce<16>(acc, weft_op_add{}, weft_mask);
       if (weft_lane == 0) { b2[c0] = b2[c0] + acc; }
     }
     __syncwarp(weft_mask);
@@ -80,8 +80,8 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
     }
     __syncwarp(weft_mask);
     #pragma unroll
-    for (int weft_k = 0; weft_k < 8; ++weft_k) {
-      const int64_t c1 = 0 + weft_lane + weft_k * 32;
+    for (int weft_k = 0; weft_k < 16; ++weft_k) {
+      const int64_t c1 = 0 + weft_lane + weft_k * 16;
       {  // normalize
         const float t0 = weft_r0[weft_k];
         const float t1 = b2[c0];
@@ -101,14 +101,14 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
     {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
       #pragma unroll
-      for (int weft_k = 0; weft_k < 8; ++weft_k) {
-        const int64_t c1 = 0 + weft_lane + weft_k * 32;
+      for (int weft_k = 0; weft_k < 16; ++weft_k) {
+        const int64_t c1 = 0 + weft_lane + weft_k * 16;
         {  // update
           const float t0 = weft_r0[weft_k];
           acc = acc + t0;
         }
       }
-      acc = weft_group_reduce<32>(acc, weft_op_add{}, weft_mask);
+      acc = weft_group_reduce<16>(acc, weft_op_add{}, weft_mask);
       if (weft_lane == 0) { b8[c0] = b8[c0] + acc; }
     }
     __syncwarp(weft_mask);
@@ -131,8 +131,8 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
     {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
       #pragma unroll
-      for (int weft_k = 0; weft_k < 8; ++weft_k) {
-        const int64_t c1 = 0 + weft_lane + weft_k * 32;
+      for (int weft_k = 0; weft_k < 16; ++weft_k) {
+        const int64_t c1 = 0 + weft_lane + weft_k * 16;
         {  // sum_squares
           const float t0 = weft_r0[weft_k];
           const float t1 = b8[c0];
@@ -141,7 +141,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
           acc = acc + t3;
         }
       }
-      acc = weft_group_reduce<32>(acc, weft_op_add{}, weft_mask);
+      acc = weft_group_reduce<16>(acc, weft_op_add{}, weft_mask);
       if (weft_lane == 0) { b9[c0] = b9[c0] + acc; }
     }
     __syncwarp(weft_mask);
@@ -158,8 +158,8 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
     }
     __syncwarp(weft_mask);
     #pragma unroll
-    for (int weft_k = 0; weft_k < 8; ++weft_k) {
-      const int64_t c1 = 0 + weft_lane + weft_k * 32;
+    for (int weft_k = 0; weft_k < 16; ++weft_k) {
+      const int64_t c1 = 0 + weft_lane + weft_k * 16;
       {  // normalize
         const float t0 = weft_r0[weft_k];
         const float t1 = b8[c0];
