@@ -177,14 +177,14 @@ void CudaReductionWriter::group(const LoopText& loop, int64_t group, int depth) 
   group_combine(group, depth);
 }
 
-void CudaReductionWriter::group_unrolled(const std::string& iterator, const std::string& lo,
+void CudaReductionWriter::group_unrolled(const std::string& iterator, const std::string& element,
                                          int64_t per_lane, int64_t group, int depth) {
   std::string pad(static_cast<size_t>(2 * depth), ' ');
   out_ += fmt::format("{0}{{  // the group's lanes accumulate their registers; shuffles combine "
                       "them\n{0}  {1} acc = {2};\n{0}  #pragma unroll\n"
                       "{0}  for (int weft_k = 0; weft_k < {3}; ++weft_k) {{\n"
-                      "{0}    const int64_t {4} = {5} + weft_lane + weft_k * {6};\n",
-                      pad, r_.type, r_.identity, per_lane, iterator, lo, group);
+                      "{0}    const int64_t {4} = {5};\n",
+                      pad, r_.type, r_.identity, per_lane, iterator, element);
   r_.update("acc", depth + 2, out_);
   out_ += pad + "  }\n";
   group_combine(group, depth);

@@ -124,9 +124,9 @@ public:
   // In a group of "group" threads (lane "weft_lane", mask "weft_mask"): lanes accumulate every
   // group-th iteration, the group combines, lane 0 stores.
   void group(const LoopText& loop, int64_t group, int depth);
-  // The same over a row in registers: "per_lane" iterations a lane, unrolled; lane l takes
-  // iterator = lo + l + k * group in its k-th ("weft_k").
-  void group_unrolled(const std::string& iterator, const std::string& lo, int64_t per_lane,
+  // The same over a row in registers: "per_lane" iterations a lane, unrolled; in its k-th
+  // ("weft_k"), a lane takes iterator = "element" (a C expression of weft_lane and weft_k).
+  void group_unrolled(const std::string& iterator, const std::string& element, int64_t per_lane,
                       int64_t group, int depth);
   // ALL over the whole grid. "function": the name that keys the module's accumulator, counter
   // and partials; "init": a statement the last block runs first (may be empty).

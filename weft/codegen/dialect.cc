@@ -153,8 +153,10 @@ constexpr std::string_view kCudaTail =
 WEFT_D bool weft_aligned16(const void* p) { return (reinterpret_cast<unsigned long long>(p) & 15) == 0; }
 #ifdef WEFT_CUDA_EMULATION
 WEFT_D float4 weft_load4(const float* p) { float4 v; std::memcpy(&v, p, 16); return v; }
+WEFT_D void weft_store4(float* p, float x, float y, float z, float w) { float4 v{x, y, z, w}; std::memcpy(p, &v, 16); }
 #else
 WEFT_D float4 weft_load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+WEFT_D void weft_store4(float* p, float x, float y, float z, float w) { *reinterpret_cast<float4*>(p) = make_float4(x, y, z, w); }
 #endif
 struct weft_op_add { template <typename T> WEFT_D T operator()(T a, T b) const { return a + b; } };
 struct weft_op_mul { template <typename T> WEFT_D T operator()(T a, T b) const { return a * b; } };

@@ -355,7 +355,10 @@ TEST(EmitC, CudaStrategies) {
   kernel::Kernel k = testing::row_sum_kernel(Dim::symbol("N"), 64);
   Result<poly::ScheduledKernel> s = poly::schedule_kernel(k);
   ASSERT_TRUE(s.ok()) << s.status().to_string();
-  Result<EmittedFunction> emitted = emit_function(k, s->loops, Dialect::kCuda);
+  // (Without vector loads, a row read once is not held in registers: 8 elements a lane.)
+  CudaOptions scalar;
+  scalar.vector = 1;
+  Result<EmittedFunction> emitted = emit_function(k, s->loops, Dialect::kCuda, {}, scalar);
   ASSERT_TRUE(emitted.ok()) << emitted.status().to_string();
   const std::string* row = &emitted->source;
   EXPECT_NE(row->find("block=256 grid=device"), std::string::npos) << *row;
@@ -404,7 +407,7 @@ TEST(EmitC, CudaStrategies) {
   EXPECT_EQ(four->source.find("weft_load4"), std::string::npos) << four->source;
 
   // CudaOptions::lane_elements sets G: 16 elements a lane gives rows of 64 four lanes.
-  CudaOptions wide;
+  CudaOptions wide = scalar;
   wide.lane_elements = 16;
   Result<EmittedFunction> fewer = emit_function(k, s->loops, Dialect::kCuda, {}, wide);
   ASSERT_TRUE(fewer.ok());
@@ -435,11 +438,13 @@ TEST(EmitC, CudaGroupTakesAWholeEpilogueNest) {
 }
 
 // A row's passes over [64, 1024] (the shape of LayerNorm): 64 lanes, 16 elements each
-// (CudaOptions::held_elements; 8 a lane when the row is not held), held in registers. x is read
-// from memory once, by the first pass; y's first value stays in registers and only its last is
-// stored. A buffer of one pass is not held.
+// (CudaOptions::held_elements; 8 a lane when the row is not held), held in registers. x is
+// read from memory once, before the passes, as float4 where aligned (else element by
+// element); y's values stay in registers and are stored once, after them. A lane takes 4
+// neighbouring elements at a time. Without vector loads, a lane takes every 64th element,
+// x's first pass loads it and y's last stores it, and a buffer of one pass (g) is not held.
 TEST(EmitC, CudaRowInRegisters) {
-  std::string src = cuda_source_of(
+  std::string_view rows =
       "kernel rows\n"
       "  in x: f32[64,1024]\n"
       "  in g: f32[1024]\n"
@@ -451,16 +456,39 @@ TEST(EmitC, CudaRowInRegisters) {
       "  init2[i0 < 64]: u[i0] = 0\n"
       "  sq[i0 < 64, i1 < 1024]: u[i0] += ((x[i0, i1] - t[i0]) * (x[i0, i1] - t[i0]))\n"
       "  center[i0 < 64, i1 < 1024]: y[i0, i1] = ((x[i0, i1] - t[i0]) * g[i1])\n"
-      "  scale[i0 < 64, i1 < 1024]: y[i0, i1] = (y[i0, i1] * u[i0])\n");
+      "  scale[i0 < 64, i1 < 1024]: y[i0, i1] = (y[i0, i1] * u[i0])\n";
+  std::string src = cuda_source_of(rows);
   auto count = [&](const std::string& text) { return occurrences(src, text); };
   EXPECT_NE(src.find("float weft_r0[16];"), std::string::npos) << src;
   EXPECT_NE(src.find("float weft_r4[16];"), std::string::npos) << src;
+  EXPECT_EQ(src.find("float weft_r1["), std::string::npos) << src; // g: over the budget of 32
+  EXPECT_EQ(count("const int64_t c1 = 0 + weft_k / 4 * 256 + weft_lane * 4 + weft_k % 4;"), 6u)
+      << src; // the four passes, and the element-by-element load and store
+  EXPECT_EQ(count("const float4 weft_y = weft_load4(&b0[c0 * 1024 + c1]);"), 1u) << src;
+  EXPECT_EQ(count("weft_store4(&b4[c0 * 1024 + c1], weft_r4[weft_k]"), 1u) << src;
+  EXPECT_EQ(count("weft_r0[weft_k] = b0[c0 * 1024 + c1];"), 1u) << src; // when not aligned
+  EXPECT_EQ(count("b4[c0 * 1024 + c1] = weft_r4[weft_k];"), 1u) << src;
+  EXPECT_EQ(count("(weft_r0[weft_k] = b0"), 0u) << src; // no load in the passes
+  EXPECT_LT(src.find("load b0[c0 * 1024 + c1] by quads"), src.find("// sum")) << src;
+  EXPECT_GT(src.find("store b4[c0 * 1024 + c1] by quads"), src.find("// scale")) << src;
+
+  Result<kernel::Kernel> k = kernel::parse_kernel(rows);
+  ASSERT_TRUE(k.ok());
+  Result<poly::ScheduledKernel> s = poly::schedule_kernel(*k);
+  ASSERT_TRUE(s.ok());
+  CudaOptions scalar;
+  scalar.vector = 1;
+  Result<EmittedFunction> e = emit_function(*k, s->loops, Dialect::kCuda, {}, scalar);
+  ASSERT_TRUE(e.ok());
+  src = e->source;
+  EXPECT_NE(src.find("float weft_r0[16];"), std::string::npos) << src;
   EXPECT_EQ(src.find("float weft_r1["), std::string::npos) << src; // g: one pass
   EXPECT_EQ(count("#pragma unroll"), 4u) << src;
   EXPECT_EQ(count("const int64_t c1 = 0 + weft_lane + weft_k * 64;"), 4u) << src;
   EXPECT_EQ(count("= b0[c0 * 1024 + c1]"), 1u) << src; // x: one read from memory
   EXPECT_EQ(count("b4[c0 * 1024 + c1] ="), 1u) << src; // y: one store
   EXPECT_EQ(count("= b4[c0 * 1024 + c1]"), 0u) << src; // and no load
+  EXPECT_EQ(src.find("weft_load4"), std::string::npos) << src;
 }
 
 TEST(EmitC, BroadcastIndexAndAllReduction) {

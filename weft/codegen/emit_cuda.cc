@@ -158,12 +158,18 @@ std::optional<Emitter::RowRegisters> Emitter::row_registers(const AstNode& body,
   std::map<int, int> last_writer;    // buffer -> statement
   std::map<int, std::set<int>> passes; // buffer -> the row loops that access it
   std::set<int> scattered, outside;
+  std::map<int, bool> read_first; // buffer -> is its first access in the row's loops a read
   int pass = 0;
   auto note = [&](const AstNode& call, bool in_row) {
     const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
     std::vector<std::string> iters;
     for (const AstExpr& e : call.args)
       iters.push_back(ast_expr(e));
+    if (in_row) { // a statement reads before it writes
+      for (const kernel::Access& r : s.reads)
+        read_first.emplace(r.buffer, true);
+      read_first.emplace(s.write.buffer, false);
+    }
     std::vector<const kernel::Access*> accesses{&s.write};
     for (const kernel::Access& r : s.reads)
       accesses.push_back(&r);
@@ -211,22 +217,34 @@ std::optional<Emitter::RowRegisters> Emitter::row_registers(const AstNode& body,
     ++pass;
   }
   if (row.per_lane < 2 || row.per_lane > kCudaRowRegisters) return std::nullopt;
-  int64_t registers = 0;
+  row.quads = cuda_.vector == 4 && row.per_lane % 4 == 0;
+  row.element = row.quads ? fmt::format("{} + weft_k / 4 * {} + weft_lane * 4 + weft_k % 4", row.lo,
+                                        4 * group)
+                          : fmt::format("{} + weft_lane + weft_k * {}", row.lo, group);
+  // Held: a buffer that a second pass reads (or a later one writes again); with quads, one of
+  // a single pass too (its loads or stores then become float4), those stored before those only
+  // read. Never a buffer that shares memory with another (its stores must reach the other
+  // view).
+  std::vector<std::pair<int, int>> order; // (rank, buffer)
   for (const auto& [buffer, at] : offsets) {
     DType t = k_.buffers[static_cast<size_t>(buffer)].dtype;
-    // Held when a second pass reads it (or a later one writes it again), not for one access;
-    // never a buffer that shares memory with another (its stores must reach the other view).
-    if (at.size() != 1 || passes[buffer].size() < 2 || scattered.count(buffer) ||
-        k_.buffers[static_cast<size_t>(buffer)].aliased ||
-        outside.count(buffer) ||
-        storage_type(t) != "float" || compute_type(t) != "float" ||
-        registers + row.per_lane > kCudaRowRegisterSum) {
+    bool several = passes[buffer].size() >= 2;
+    if (at.size() != 1 || (!several && !row.quads) || scattered.count(buffer) ||
+        k_.buffers[static_cast<size_t>(buffer)].aliased || outside.count(buffer) ||
+        storage_type(t) != "float" || compute_type(t) != "float") {
       continue;
     }
+    order.emplace_back(several ? 0 : last_writer.count(buffer) ? 1 : 2, buffer);
+  }
+  std::sort(order.begin(), order.end());
+  int64_t registers = 0;
+  for (const auto& [rank, buffer] : order) {
+    if (registers + row.per_lane > kCudaRowRegisterSum) continue;
     registers += row.per_lane;
-    std::string location = fmt::format("b{}[{}]", buffer, *at.begin());
+    std::string location = fmt::format("b{}[{}]", buffer, *offsets[buffer].begin());
     row.buffers[location] = fmt::format("weft_r{}", buffer);
     if (last_writer.count(buffer)) row.last_store[location] = last_writer[buffer];
+    if (read_first[buffer]) row.fill.insert(location);
   }
   if (row.buffers.empty()) return std::nullopt;
   return row;
@@ -243,18 +261,23 @@ void Emitter::emit_group_body(const AstNode& body, int64_t group, int depth,
                          location);
       registers_[location] = reg + "[weft_k]";
     }
-    last_store_ = row->last_store;
+    if (row->quads) { // the quads are loaded here and stored after the items
+      emit_row_quads(*row, group, row->fill, false, depth, out);
+      filled_.insert(row->fill.begin(), row->fill.end());
+    } else {
+      last_store_ = row->last_store;
+    }
   }
   for (const AstNode* item : items_of(body)) {
     const AstNode& n = *item;
     if (n.kind == AstNode::Kind::kFor && row) {
       if (const AstNode* call = register_reduction(k_, n)) {
         CudaReductionWriter(reduction_text(*call), out)
-            .group_unrolled(n.iterator, row->lo, row->per_lane, group, depth);
+            .group_unrolled(n.iterator, row->element, row->per_lane, group, depth);
       } else {
         out += fmt::format("{0}#pragma unroll\n{0}for (int weft_k = 0; weft_k < {1}; ++weft_k) {{\n"
-                           "{0}  const int64_t {2} = {3} + weft_lane + weft_k * {4};\n",
-                           pad, row->per_lane, n.iterator, row->lo, group);
+                           "{0}  const int64_t {2} = {3};\n",
+                           pad, row->per_lane, n.iterator, row->element);
         emit_node(n.children[0], depth + 1, true, out);
         out += pad + "}\n";
       }
@@ -318,9 +341,46 @@ void Emitter::emit_group_body(const AstNode& body, int64_t group, int depth,
     out += pad + sync + "\n";
   }
   if (row) {
+    if (row->quads) {
+      std::set<std::string> stored;
+      for (const auto& [location, statement] : row->last_store)
+        stored.insert(location);
+      emit_row_quads(*row, group, stored, true, depth, out);
+    }
     registers_.clear();
     filled_.clear();
     last_store_.clear();
+  }
+}
+
+void Emitter::emit_row_quads(const RowRegisters& row, int64_t group,
+                             const std::set<std::string>& locations, bool store, int depth,
+                             std::string& out) const {
+  std::string pad(static_cast<size_t>(2 * depth), ' ');
+  for (const std::string& location : locations) {
+    const std::string& reg = row.buffers.at(location);
+    std::string quad =
+        store ? fmt::format("weft_store4(&{0}, {1}[weft_k], {1}[weft_k + 1], {1}[weft_k + 2], "
+                            "{1}[weft_k + 3]);",
+                            location, reg)
+              : fmt::format("const float4 weft_y = weft_load4(&{0}); {1}[weft_k] = weft_y.x; "
+                            "{1}[weft_k + 1] = weft_y.y; {1}[weft_k + 2] = weft_y.z; "
+                            "{1}[weft_k + 3] = weft_y.w;",
+                            location, reg);
+    std::string one = store ? fmt::format("{} = {}[weft_k];", location, reg)
+                            : fmt::format("{}[weft_k] = {};", reg, location);
+    out += fmt::format(
+        "{0}{{  // {1} {2} by quads\n"
+        "{0}  const int64_t {3} = {4} + weft_lane * 4;\n"
+        "{0}  if (weft_aligned16(&{2})) {{\n"
+        "{0}    #pragma unroll\n{0}    for (int weft_k = 0; weft_k < {5}; weft_k += 4) {{\n"
+        "{0}      const int64_t {3} = {4} + weft_k * {6} + weft_lane * 4;\n"
+        "{0}      {7}\n{0}    }}\n"
+        "{0}  }} else {{\n"
+        "{0}    #pragma unroll\n{0}    for (int weft_k = 0; weft_k < {5}; ++weft_k) {{\n"
+        "{0}      const int64_t {3} = {8};\n{0}      {9}\n{0}    }}\n{0}  }}\n{0}}}\n",
+        pad, store ? "store" : "load", location, row.iterator, row.lo, row.per_lane, group, quad,
+        row.element, one);
   }
 }
 

@@ -212,17 +212,29 @@ private:
   // iterator and static range, of "per_lane" * group iterations (2 <= per_lane <=
   // kCudaRowRegisters), and no other item of the body holds a loop. "buffers": the float
   // buffers two or more of those loops access, all at one offset, contiguous along the row,
-  // that no other item accesses and that share memory with no other buffer, as "b{i}[offset]" -> the register "weft_r{i}[weft_k]" (kCudaRowRegisterSum
-  // registers a lane at most), and the statement that writes each last ("last_store"; only
-  // that one stores to memory: no one else reads the earlier values). None when any of that
-  // fails or no buffer qualifies.
+  // that no other item accesses and that share memory with no other buffer, as "b{i}[offset]" ->
+  // the register "weft_r{i}[weft_k]" (kCudaRowRegisterSum registers a lane at most), and the
+  // statement that writes each last ("last_store"; only that one stores to memory: no one else
+  // reads the earlier values). None when any of that fails or no buffer qualifies. With
+  // cuda_.vector 4 and per_lane a multiple of 4 ("quads"), a lane takes 4 neighbouring elements at
+  // a time ("element": lo + (k / 4) * 4 * group + lane * 4 + k % 4, else lo + lane
+  // + k * group), buffers of one pass are held too, and the held buffers are loaded ("fill":
+  // those a read reaches first) and stored ("last_store") as float4 where aligned, before
+  // and after the row's items.
   struct RowRegisters {
-    std::string iterator, lo;
+    std::string iterator, lo, element;
     int64_t per_lane = 0;
+    bool quads = false;
     std::map<std::string, std::string> buffers;
     std::map<std::string, int> last_store;
+    std::set<std::string> fill;
   };
   std::optional<RowRegisters> row_registers(const AstNode& body, int64_t group) const;
+  // The quads of a row in registers: "what" ("fill" or "store") of its buffers "locations",
+  // each as float4 where its first address is 16-byte aligned, else element by element.
+  void emit_row_quads(const RowRegisters& row, int64_t group,
+                      const std::set<std::string>& locations, bool store, int depth,
+                      std::string& out) const;
 
   // A loop over the points of "chain", flattened, from "weft_first" by "weft_groups"; the
   // innermost loop varies fastest. 32-bit index arithmetic when the count is static and fits.

@@ -31,10 +31,11 @@ std::map<std::string, Use> uses(const std::string& body) {
     while (before > 0 && body[before - 1] == ' ')
       --before;
     if (before > 0 && body[before - 1] == '&' && (before < 2 || body[before - 2] != '&')) {
-      // The address of a vector load (or of its alignment check), else of an atomic.
+      // The address of a vector load (or of its alignment check) or store, else of an atomic.
       std::string_view head = std::string_view(body).substr(0, before - 1);
       bool read = head.ends_with("weft_load4(") || head.ends_with("weft_aligned16(");
-      u.load = true;
+      bool write = head.ends_with("weft_store4(");
+      u.load = u.load || !write;
       u.store = u.store || !read;
       continue;
     }

@@ -16,10 +16,10 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_MatMul_p0(const float*
 // launch weft_k0_MatMul_p1 block=256 grid=device
 // b0 b0, b1 b1, b2 b3
 extern "C" __global__ void __launch_bounds__(256) weft_k0_MatMul_p1(const float* __restrict__ b0, const float* __restrict__ b1, float* b2) {
-  const int64_t weft_lane = threadIdx.x % 8;
-  const unsigned int weft_mask = ((1u << 8) - 1u) << (threadIdx.x % 32 / 8 * 8);
-  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 8;
-  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / 8;
+  const int64_t weft_lane = threadIdx.x % 4;
+  const unsigned int weft_mask = ((1u << 4) - 1u) << (threadIdx.x % 32 / 4 * 4);
+  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 4;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / 4;
   for (int64_t weft_p = weft_first; weft_p < 2 * 128 * 192; weft_p += weft_groups) {
     uint32_t weft_q = weft_p;
     const int64_t c2 = 0 + weft_q % 192u;
@@ -27,38 +27,37 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_MatMul_p1(const float*
     const int64_t c1 = 0 + weft_q % 128u;
     weft_q /= 128u;
     const int64_t c0 = 0 + weft_q;
-    // a group of 8 threads per point
-    {  // the group's lanes accumulate; shuffles combine them
-      float acc = 0.0f;
-      {  // 4 accumulators a thread: loads in flight
-        float weft_a[4];
+    // a group of 4 threads per point
+    float weft_r0[16];  // b0[c0 * 128 * 64 + c1 * 64 + c3], by weft_k
+    {  // load b0[c0 * 128 * 64 + c1 * 64 + c3] by quads
+      const int64_t c3 = 0 + weft_lane * 4;
+      if (weft_aligned16(&b0[c0 * 128 * 64 + c1 * 64 + c3])) {
         #pragma unroll
-        for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = 0.0f;
-        int64_t weft_b = 0;  // where the scalar loop starts
-        for (; weft_b + weft_lane + 3 * (8) < 64; weft_b += 4 * (8)) {
-          #pragma unroll
-          for (int weft_j = 0; weft_j < 4; ++weft_j) {
-            const int64_t c3 = weft_b + weft_lane + weft_j * (8);
-            {  // multiply_add
-              const float t0 = b0[c0 * 128 * 64 + c1 * 64 + c3];
-              const float t1 = b1[c3 * 192 + c2];
-              const float t2 = (t0 * t1);
-              weft_a[weft_j] = weft_a[weft_j] + t2;
-            }
-          }
+        for (int weft_k = 0; weft_k < 16; weft_k += 4) {
+          const int64_t c3 = 0 + weft_k * 4 + weft_lane * 4;
+          const float4 weft_y = weft_load4(&b0[c0 * 128 * 64 + c1 * 64 + c3]); weft_r0[weft_k] = weft_y.x; weft_r0[weft_k + 1] = weft_y.y; weft_r0[weft_k + 2] = weft_y.z; weft_r0[weft_k + 3] = weft_y.w;
         }
-        for (int64_t c3 = weft_b + weft_lane; c3 < 64; c3 += 8) {
-          {  // multiply_add
-            const float t0 = b0[c0 * 128 * 64 + c1 * 64 + c3];
-            const float t1 = b1[c3 * 192 + c2];
-            const float t2 = (t0 * t1);
-            weft_a[0] = weft_a[0] + t2;
-          }
-        }
+      } else {
         #pragma unroll
-        for (int weft_j = 0; weft_j < 4; ++weft_j) acc = acc + weft_a[weft_j];
+        for (int weft_k = 0; weft_k < 16; ++weft_k) {
+          const int64_t c3 = 0 + weft_k / 4 * 16 + weft_lane * 4 + weft_k % 4;
+          weft_r0[weft_k] = b0[c0 * 128 * 64 + c1 * 64 + c3];
+        }
       }
-      acc = weft_group_reduce<8>(acc, weft_op_add{}, weft_mask);
+    }
+    {  // the group's lanes accumulate their registers; shuffles combine them
+      float acc = 0.0f;
+      #pragma unroll
+      for (int weft_k = 0; weft_k < 16; ++weft_k) {
+        const int64_t c3 = 0 + weft_k / 4 * 16 + weft_lane * 4 + weft_k % 4;
+        {  // multiply_add
+          const float t0 = weft_r0[weft_k];
+          const float t1 = b1[c3 * 192 + c2];
+          const float t2 = (t0 * t1);
+          acc = acc + t2;
+        }
+      }
+      acc = weft_group_reduce<4>(acc, weft_op_add{}, weft_mask);
       if (weft_lane == 0) { b2[(24576 * c0 + 192 * c1 + c2)] = b2[(24576 * c0 + 192 * c1 + c2)] + acc; }
     }
     __syncwarp(weft_mask);
@@ -124,44 +123,51 @@ extern "C" __global__ void __launch_bounds__(256) weft_k8_MatMul_p1(float* b0, c
     weft_q /= 4u;
     const int64_t c0 = 0 + weft_q;
     // a group of 2 threads per point
-    {  // the group's lanes accumulate; shuffles combine them
+    float weft_r1[8];  // b1[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + c4], by weft_k
+    float weft_r2[8];  // b2[c0 * 128 * 4 * 16 + c3 * 4 * 16 + c1 * 16 + c4], by weft_k
+    {  // load b1[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + c4] by quads
+      const int64_t c4 = 0 + weft_lane * 4;
+      if (weft_aligned16(&b1[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + c4])) {
+        #pragma unroll
+        for (int weft_k = 0; weft_k < 8; weft_k += 4) {
+          const int64_t c4 = 0 + weft_k * 2 + weft_lane * 4;
+          const float4 weft_y = weft_load4(&b1[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + c4]); weft_r1[weft_k] = weft_y.x; weft_r1[weft_k + 1] = weft_y.y; weft_r1[weft_k + 2] = weft_y.z; weft_r1[weft_k + 3] = weft_y.w;
+        }
+      } else {
+        #pragma unroll
+        for (int weft_k = 0; weft_k < 8; ++weft_k) {
+          const int64_t c4 = 0 + weft_k / 4 * 8 + weft_lane * 4 + weft_k % 4;
+          weft_r1[weft_k] = b1[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + c4];
+        }
+      }
+    }
+    {  // load b2[c0 * 128 * 4 * 16 + c3 * 4 * 16 + c1 * 16 + c4] by quads
+      const int64_t c4 = 0 + weft_lane * 4;
+      if (weft_aligned16(&b2[c0 * 128 * 4 * 16 + c3 * 4 * 16 + c1 * 16 + c4])) {
+        #pragma unroll
+        for (int weft_k = 0; weft_k < 8; weft_k += 4) {
+          const int64_t c4 = 0 + weft_k * 2 + weft_lane * 4;
+          const float4 weft_y = weft_load4(&b2[c0 * 128 * 4 * 16 + c3 * 4 * 16 + c1 * 16 + c4]); weft_r2[weft_k] = weft_y.x; weft_r2[weft_k + 1] = weft_y.y; weft_r2[weft_k + 2] = weft_y.z; weft_r2[weft_k + 3] = weft_y.w;
+        }
+      } else {
+        #pragma unroll
+        for (int weft_k = 0; weft_k < 8; ++weft_k) {
+          const int64_t c4 = 0 + weft_k / 4 * 8 + weft_lane * 4 + weft_k % 4;
+          weft_r2[weft_k] = b2[c0 * 128 * 4 * 16 + c3 * 4 * 16 + c1 * 16 + c4];
+        }
+      }
+    }
+    {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
-      {  // 4 accumulators a thread, float4 loads where aligned
-        float weft_a[4];
-        #pragma unroll
-        for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = 0.0f;
-        int64_t weft_b = 0;  // where the scalar loop starts
-        if (weft_aligned16(&b1[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + (0)]) && weft_aligned16(&b2[c0 * 128 * 4 * 16 + c3 * 4 * 16 + c1 * 16 + (0)])) {
-          const int64_t weft_quads = (16 - weft_b) / 4;
-          for (int64_t weft_i = weft_lane; weft_i < weft_quads; weft_i += 2) {
-            const int64_t weft_v = weft_b + 4 * weft_i;
-            const float4 weft_y0 = weft_load4(&b1[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + weft_v]);
-            const float weft_x0[4] = {weft_y0.x, weft_y0.y, weft_y0.z, weft_y0.w};
-            const float4 weft_y1 = weft_load4(&b2[c0 * 128 * 4 * 16 + c3 * 4 * 16 + c1 * 16 + weft_v]);
-            const float weft_x1[4] = {weft_y1.x, weft_y1.y, weft_y1.z, weft_y1.w};
-            #pragma unroll
-            for (int weft_j = 0; weft_j < 4; ++weft_j) {
-              const int64_t c4 = weft_v + weft_j;
-              {  // multiply_add
-                const float t0 = weft_x0[weft_j];
-                const float t1 = weft_x1[weft_j];
-                const float t2 = (t0 * t1);
-                weft_a[weft_j] = weft_a[weft_j] + t2;
-              }
-            }
-          }
-          weft_b += 4 * weft_quads;
+      #pragma unroll
+      for (int weft_k = 0; weft_k < 8; ++weft_k) {
+        const int64_t c4 = 0 + weft_k / 4 * 8 + weft_lane * 4 + weft_k % 4;
+        {  // multiply_add
+          const float t0 = weft_r1[weft_k];
+          const float t1 = weft_r2[weft_k];
+          const float t2 = (t0 * t1);
+          acc = acc + t2;
         }
-        for (int64_t c4 = weft_b + weft_lane; c4 < 16; c4 += 2) {
-          {  // multiply_add
-            const float t0 = b1[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + c4];
-            const float t1 = b2[c0 * 128 * 4 * 16 + c3 * 4 * 16 + c1 * 16 + c4];
-            const float t2 = (t0 * t1);
-            weft_a[0] = weft_a[0] + t2;
-          }
-        }
-        #pragma unroll
-        for (int weft_j = 0; weft_j < 4; ++weft_j) acc = acc + weft_a[weft_j];
       }
       acc = weft_group_reduce<2>(acc, weft_op_add{}, weft_mask);
       if (weft_lane == 0) { b0[(65536 * c0 + 16384 * c1 + 128 * c2 + c3)] = b0[(65536 * c0 + 16384 * c1 + 128 * c2 + c3)] + acc; }
@@ -188,6 +194,22 @@ extern "C" __global__ void __launch_bounds__(256) weft_k10_Softmax_p0(float* b0,
     // a group of 8 threads per point
     float weft_r0[16];  // b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3], by weft_k
     float weft_r3[16];  // b3[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3], by weft_k
+    {  // load b3[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3] by quads
+      const int64_t c3 = 0 + weft_lane * 4;
+      if (weft_aligned16(&b3[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3])) {
+        #pragma unroll
+        for (int weft_k = 0; weft_k < 16; weft_k += 4) {
+          const int64_t c3 = 0 + weft_k * 8 + weft_lane * 4;
+          const float4 weft_y = weft_load4(&b3[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3]); weft_r3[weft_k] = weft_y.x; weft_r3[weft_k + 1] = weft_y.y; weft_r3[weft_k + 2] = weft_y.z; weft_r3[weft_k + 3] = weft_y.w;
+        }
+      } else {
+        #pragma unroll
+        for (int weft_k = 0; weft_k < 16; ++weft_k) {
+          const int64_t c3 = 0 + weft_k / 4 * 32 + weft_lane * 4 + weft_k % 4;
+          weft_r3[weft_k] = b3[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3];
+        }
+      }
+    }
     if (weft_lane == 0) {
       {  // init
         const float t0 = static_cast<float>(-INFINITY);
@@ -199,9 +221,9 @@ extern "C" __global__ void __launch_bounds__(256) weft_k10_Softmax_p0(float* b0,
       float acc = static_cast<float>(-INFINITY);
       #pragma unroll
       for (int weft_k = 0; weft_k < 16; ++weft_k) {
-        const int64_t c3 = 0 + weft_lane + weft_k * 8;
+        const int64_t c3 = 0 + weft_k / 4 * 32 + weft_lane * 4 + weft_k % 4;
         {  // update
-          const float t0 = (weft_r3[weft_k] = b3[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3]);
+          const float t0 = weft_r3[weft_k];
           const float t1 = b4[0];
           const float t2 = (t0 * t1);
           acc = weft_shift_max(acc, t2);
@@ -220,7 +242,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k10_Softmax_p0(float* b0,
     __syncwarp(weft_mask);
     #pragma unroll
     for (int weft_k = 0; weft_k < 16; ++weft_k) {
-      const int64_t c3 = 0 + weft_lane + weft_k * 8;
+      const int64_t c3 = 0 + weft_k / 4 * 32 + weft_lane * 4 + weft_k % 4;
       {  // exp
         const float t0 = weft_r3[weft_k];
         const float t1 = b4[0];
@@ -236,7 +258,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k10_Softmax_p0(float* b0,
       float acc = 0.0f;
       #pragma unroll
       for (int weft_k = 0; weft_k < 16; ++weft_k) {
-        const int64_t c3 = 0 + weft_lane + weft_k * 8;
+        const int64_t c3 = 0 + weft_k / 4 * 32 + weft_lane * 4 + weft_k % 4;
         {  // sum_exp
           const float t0 = weft_r0[weft_k];
           acc = acc + t0;
@@ -257,16 +279,31 @@ extern "C" __global__ void __launch_bounds__(256) weft_k10_Softmax_p0(float* b0,
     __syncwarp(weft_mask);
     #pragma unroll
     for (int weft_k = 0; weft_k < 16; ++weft_k) {
-      const int64_t c3 = 0 + weft_lane + weft_k * 8;
+      const int64_t c3 = 0 + weft_k / 4 * 32 + weft_lane * 4 + weft_k % 4;
       {  // normalize
         const float t0 = weft_r0[weft_k];
         const float t1 = b2[(512 * c0 + 128 * c1 + c2)];
         const float t2 = (t0 * t1);
         weft_r0[weft_k] = t2;
-        b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3] = weft_r0[weft_k];
       }
     }
     __syncwarp(weft_mask);
+    {  // store b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3] by quads
+      const int64_t c3 = 0 + weft_lane * 4;
+      if (weft_aligned16(&b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3])) {
+        #pragma unroll
+        for (int weft_k = 0; weft_k < 16; weft_k += 4) {
+          const int64_t c3 = 0 + weft_k * 8 + weft_lane * 4;
+          weft_store4(&b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3], weft_r0[weft_k], weft_r0[weft_k + 1], weft_r0[weft_k + 2], weft_r0[weft_k + 3]);
+        }
+      } else {
+        #pragma unroll
+        for (int weft_k = 0; weft_k < 16; ++weft_k) {
+          const int64_t c3 = 0 + weft_k / 4 * 32 + weft_lane * 4 + weft_k % 4;
+          b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c3] = weft_r0[weft_k];
+        }
+      }
+    }
   }
 }
 
@@ -287,10 +324,10 @@ extern "C" __global__ void __launch_bounds__(256) weft_k11_MatMul_p0(const float
 // launch weft_k11_MatMul_p1 block=256 grid=device
 // b0 b0, b1 b3, b2 b0_1
 extern "C" __global__ void __launch_bounds__(256) weft_k11_MatMul_p1(const float* __restrict__ b0, float* b1, const float* __restrict__ b2) {
-  const int64_t weft_lane = threadIdx.x % 16;
-  const unsigned int weft_mask = ((1u << 16) - 1u) << (threadIdx.x % 32 / 16 * 16);
-  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 16;
-  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / 16;
+  const int64_t weft_lane = threadIdx.x % 8;
+  const unsigned int weft_mask = ((1u << 8) - 1u) << (threadIdx.x % 32 / 8 * 8);
+  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 8;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / 8;
   for (int64_t weft_p = weft_first; weft_p < 2 * 4 * 128 * 16; weft_p += weft_groups) {
     uint32_t weft_q = weft_p;
     const int64_t c3 = 0 + weft_q % 16u;
@@ -300,38 +337,37 @@ extern "C" __global__ void __launch_bounds__(256) weft_k11_MatMul_p1(const float
     const int64_t c1 = 0 + weft_q % 4u;
     weft_q /= 4u;
     const int64_t c0 = 0 + weft_q;
-    // a group of 16 threads per point
-    {  // the group's lanes accumulate; shuffles combine them
-      float acc = 0.0f;
-      {  // 4 accumulators a thread: loads in flight
-        float weft_a[4];
+    // a group of 8 threads per point
+    float weft_r0[16];  // b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c4], by weft_k
+    {  // load b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c4] by quads
+      const int64_t c4 = 0 + weft_lane * 4;
+      if (weft_aligned16(&b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c4])) {
         #pragma unroll
-        for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = 0.0f;
-        int64_t weft_b = 0;  // where the scalar loop starts
-        for (; weft_b + weft_lane + 3 * (16) < 128; weft_b += 4 * (16)) {
-          #pragma unroll
-          for (int weft_j = 0; weft_j < 4; ++weft_j) {
-            const int64_t c4 = weft_b + weft_lane + weft_j * (16);
-            {  // multiply_add
-              const float t0 = b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c4];
-              const float t1 = b2[c0 * 128 * 4 * 16 + c4 * 4 * 16 + c1 * 16 + c3];
-              const float t2 = (t0 * t1);
-              weft_a[weft_j] = weft_a[weft_j] + t2;
-            }
-          }
+        for (int weft_k = 0; weft_k < 16; weft_k += 4) {
+          const int64_t c4 = 0 + weft_k * 8 + weft_lane * 4;
+          const float4 weft_y = weft_load4(&b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c4]); weft_r0[weft_k] = weft_y.x; weft_r0[weft_k + 1] = weft_y.y; weft_r0[weft_k + 2] = weft_y.z; weft_r0[weft_k + 3] = weft_y.w;
         }
-        for (int64_t c4 = weft_b + weft_lane; c4 < 128; c4 += 16) {
-          {  // multiply_add
-            const float t0 = b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c4];
-            const float t1 = b2[c0 * 128 * 4 * 16 + c4 * 4 * 16 + c1 * 16 + c3];
-            const float t2 = (t0 * t1);
-            weft_a[0] = weft_a[0] + t2;
-          }
-        }
+      } else {
         #pragma unroll
-        for (int weft_j = 0; weft_j < 4; ++weft_j) acc = acc + weft_a[weft_j];
+        for (int weft_k = 0; weft_k < 16; ++weft_k) {
+          const int64_t c4 = 0 + weft_k / 4 * 32 + weft_lane * 4 + weft_k % 4;
+          weft_r0[weft_k] = b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c4];
+        }
       }
-      acc = weft_group_reduce<16>(acc, weft_op_add{}, weft_mask);
+    }
+    {  // the group's lanes accumulate their registers; shuffles combine them
+      float acc = 0.0f;
+      #pragma unroll
+      for (int weft_k = 0; weft_k < 16; ++weft_k) {
+        const int64_t c4 = 0 + weft_k / 4 * 32 + weft_lane * 4 + weft_k % 4;
+        {  // multiply_add
+          const float t0 = weft_r0[weft_k];
+          const float t1 = b2[c0 * 128 * 4 * 16 + c4 * 4 * 16 + c1 * 16 + c3];
+          const float t2 = (t0 * t1);
+          acc = acc + t2;
+        }
+      }
+      acc = weft_group_reduce<8>(acc, weft_op_add{}, weft_mask);
       if (weft_lane == 0) { b1[(8192 * c0 + 2048 * c1 + 16 * c2 + c3)] = b1[(8192 * c0 + 2048 * c1 + 16 * c2 + c3)] + acc; }
     }
     __syncwarp(weft_mask);
@@ -369,7 +405,40 @@ extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p1(const fl
   for (int64_t weft_p = weft_first; weft_p < 256; weft_p += weft_groups) {
     const int64_t c0 = 0 + weft_p;
     // a group of 4 threads per point
+    float weft_r2[16];  // b2[c1], by weft_k
     float weft_r8[16];  // b8[c0 * 64 + c1], by weft_k
+    {  // load b2[c1] by quads
+      const int64_t c1 = 0 + weft_lane * 4;
+      if (weft_aligned16(&b2[c1])) {
+        #pragma unroll
+        for (int weft_k = 0; weft_k < 16; weft_k += 4) {
+          const int64_t c1 = 0 + weft_k * 4 + weft_lane * 4;
+          const float4 weft_y = weft_load4(&b2[c1]); weft_r2[weft_k] = weft_y.x; weft_r2[weft_k + 1] = weft_y.y; weft_r2[weft_k + 2] = weft_y.z; weft_r2[weft_k + 3] = weft_y.w;
+        }
+      } else {
+        #pragma unroll
+        for (int weft_k = 0; weft_k < 16; ++weft_k) {
+          const int64_t c1 = 0 + weft_k / 4 * 16 + weft_lane * 4 + weft_k % 4;
+          weft_r2[weft_k] = b2[c1];
+        }
+      }
+    }
+    {  // load b8[c0 * 64 + c1] by quads
+      const int64_t c1 = 0 + weft_lane * 4;
+      if (weft_aligned16(&b8[c0 * 64 + c1])) {
+        #pragma unroll
+        for (int weft_k = 0; weft_k < 16; weft_k += 4) {
+          const int64_t c1 = 0 + weft_k * 4 + weft_lane * 4;
+          const float4 weft_y = weft_load4(&b8[c0 * 64 + c1]); weft_r8[weft_k] = weft_y.x; weft_r8[weft_k + 1] = weft_y.y; weft_r8[weft_k + 2] = weft_y.z; weft_r8[weft_k + 3] = weft_y.w;
+        }
+      } else {
+        #pragma unroll
+        for (int weft_k = 0; weft_k < 16; ++weft_k) {
+          const int64_t c1 = 0 + weft_k / 4 * 16 + weft_lane * 4 + weft_k % 4;
+          weft_r8[weft_k] = b8[c0 * 64 + c1];
+        }
+      }
+    }
     if (weft_lane == 0) {
       {  // init
         const float t0 = 0.0f;
@@ -381,10 +450,10 @@ extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p1(const fl
       float acc = 0.0f;
       #pragma unroll
       for (int weft_k = 0; weft_k < 16; ++weft_k) {
-        const int64_t c1 = 0 + weft_lane + weft_k * 4;
+        const int64_t c1 = 0 + weft_k / 4 * 16 + weft_lane * 4 + weft_k % 4;
         {  // update
           const float t0 = b7[c0 * 64 + c1];
-          const float t1 = (weft_r8[weft_k] = b8[c0 * 64 + c1]);
+          const float t1 = weft_r8[weft_k];
           const float t2 = (t0 + t1);
           acc = acc + t2;
         }
@@ -413,7 +482,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p1(const fl
       float acc = 0.0f;
       #pragma unroll
       for (int weft_k = 0; weft_k < 16; ++weft_k) {
-        const int64_t c1 = 0 + weft_lane + weft_k * 4;
+        const int64_t c1 = 0 + weft_k / 4 * 16 + weft_lane * 4 + weft_k % 4;
         {  // sum_squares
           const float t0 = b7[c0 * 64 + c1];
           const float t1 = weft_r8[weft_k];
@@ -442,7 +511,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p1(const fl
     __syncwarp(weft_mask);
     #pragma unroll
     for (int weft_k = 0; weft_k < 16; ++weft_k) {
-      const int64_t c1 = 0 + weft_lane + weft_k * 4;
+      const int64_t c1 = 0 + weft_k / 4 * 16 + weft_lane * 4 + weft_k % 4;
       {  // normalize
         const float t0 = b7[c0 * 64 + c1];
         const float t1 = weft_r8[weft_k];
@@ -451,7 +520,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p1(const fl
         const float t4 = (t2 - t3);
         const float t5 = b6[c0];
         const float t6 = (t4 * t5);
-        const float t7 = b2[c1];
+        const float t7 = weft_r2[weft_k];
         const float t8 = (t6 * t7);
         const float t9 = b3[c1];
         const float t10 = (t8 + t9);

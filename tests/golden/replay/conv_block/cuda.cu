@@ -84,13 +84,30 @@ extern "C" __global__ void __launch_bounds__(256) weft_k3_MaxPool_p0(float* b0, 
 // launch weft_k4_GlobalAveragePool_p0 block=256 grid=device
 // b0 b0, b1 t1, b2 b2
 extern "C" __global__ void __launch_bounds__(256) weft_k4_GlobalAveragePool_p0(const float* __restrict__ b0, float* b1, float* __restrict__ b2) {
-  const int64_t weft_lane = threadIdx.x % 8;
-  const unsigned int weft_mask = ((1u << 8) - 1u) << (threadIdx.x % 32 / 8 * 8);
-  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 8;
-  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / 8;
+  const int64_t weft_lane = threadIdx.x % 4;
+  const unsigned int weft_mask = ((1u << 4) - 1u) << (threadIdx.x % 32 / 4 * 4);
+  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 4;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / 4;
   for (int64_t weft_p = weft_first; weft_p < 16; weft_p += weft_groups) {
     const int64_t c1 = 0 + weft_p;
-    // a group of 8 threads per point
+    // a group of 4 threads per point
+    float weft_r0[16];  // b0[0 * 16 * 64 + c1 * 64 + c2], by weft_k
+    {  // load b0[0 * 16 * 64 + c1 * 64 + c2] by quads
+      const int64_t c2 = 0 + weft_lane * 4;
+      if (weft_aligned16(&b0[0 * 16 * 64 + c1 * 64 + c2])) {
+        #pragma unroll
+        for (int weft_k = 0; weft_k < 16; weft_k += 4) {
+          const int64_t c2 = 0 + weft_k * 4 + weft_lane * 4;
+          const float4 weft_y = weft_load4(&b0[0 * 16 * 64 + c1 * 64 + c2]); weft_r0[weft_k] = weft_y.x; weft_r0[weft_k + 1] = weft_y.y; weft_r0[weft_k + 2] = weft_y.z; weft_r0[weft_k + 3] = weft_y.w;
+        }
+      } else {
+        #pragma unroll
+        for (int weft_k = 0; weft_k < 16; ++weft_k) {
+          const int64_t c2 = 0 + weft_k / 4 * 16 + weft_lane * 4 + weft_k % 4;
+          weft_r0[weft_k] = b0[0 * 16 * 64 + c1 * 64 + c2];
+        }
+      }
+    }
     if (weft_lane == 0) {
       {  // init
         const float t0 = 0.0f;
@@ -98,40 +115,17 @@ extern "C" __global__ void __launch_bounds__(256) weft_k4_GlobalAveragePool_p0(c
       }
     }
     __syncwarp(weft_mask);
-    {  // the group's lanes accumulate; shuffles combine them
+    {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
-      {  // 4 accumulators a thread, float4 loads where aligned
-        float weft_a[4];
-        #pragma unroll
-        for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = 0.0f;
-        int64_t weft_b = 0;  // where the scalar loop starts
-        if (weft_aligned16(&b0[0 * 16 * 64 + c1 * 64 + (0)])) {
-          const int64_t weft_quads = (64 - weft_b) / 4;
-          for (int64_t weft_i = weft_lane; weft_i < weft_quads; weft_i += 8) {
-            const int64_t weft_v = weft_b + 4 * weft_i;
-            const float4 weft_y0 = weft_load4(&b0[0 * 16 * 64 + c1 * 64 + weft_v]);
-            const float weft_x0[4] = {weft_y0.x, weft_y0.y, weft_y0.z, weft_y0.w};
-            #pragma unroll
-            for (int weft_j = 0; weft_j < 4; ++weft_j) {
-              const int64_t c2 = weft_v + weft_j;
-              {  // update
-                const float t0 = weft_x0[weft_j];
-                weft_a[weft_j] = weft_a[weft_j] + t0;
-              }
-            }
-          }
-          weft_b += 4 * weft_quads;
+      #pragma unroll
+      for (int weft_k = 0; weft_k < 16; ++weft_k) {
+        const int64_t c2 = 0 + weft_k / 4 * 16 + weft_lane * 4 + weft_k % 4;
+        {  // update
+          const float t0 = weft_r0[weft_k];
+          acc = acc + t0;
         }
-        for (int64_t c2 = weft_b + weft_lane; c2 < 64; c2 += 8) {
-          {  // update
-            const float t0 = b0[0 * 16 * 64 + c1 * 64 + c2];
-            weft_a[0] = weft_a[0] + t0;
-          }
-        }
-        #pragma unroll
-        for (int weft_j = 0; weft_j < 4; ++weft_j) acc = acc + weft_a[weft_j];
       }
-      acc = weft_group_reduce<8>(acc, weft_op_add{}, weft_mask);
+      acc = weft_group_reduce<4>(acc, weft_op_add{}, weft_mask);
       if (weft_lane == 0) { b1[c1] = b1[c1] + acc; }
     }
     __syncwarp(weft_mask);

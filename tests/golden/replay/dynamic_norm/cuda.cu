@@ -12,6 +12,39 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_LayerNormalization_p0(
     const int64_t c0 = 0 + weft_p;
     // a group of 4 threads per point
     float weft_r0[16];  // b0[c0 * 64 + c1], by weft_k
+    float weft_r1[16];  // b1[c1], by weft_k
+    {  // load b0[c0 * 64 + c1] by quads
+      const int64_t c1 = 0 + weft_lane * 4;
+      if (weft_aligned16(&b0[c0 * 64 + c1])) {
+        #pragma unroll
+        for (int weft_k = 0; weft_k < 16; weft_k += 4) {
+          const int64_t c1 = 0 + weft_k * 4 + weft_lane * 4;
+          const float4 weft_y = weft_load4(&b0[c0 * 64 + c1]); weft_r0[weft_k] = weft_y.x; weft_r0[weft_k + 1] = weft_y.y; weft_r0[weft_k + 2] = weft_y.z; weft_r0[weft_k + 3] = weft_y.w;
+        }
+      } else {
+        #pragma unroll
+        for (int weft_k = 0; weft_k < 16; ++weft_k) {
+          const int64_t c1 = 0 + weft_k / 4 * 16 + weft_lane * 4 + weft_k % 4;
+          weft_r0[weft_k] = b0[c0 * 64 + c1];
+        }
+      }
+    }
+    {  // load b1[c1] by quads
+      const int64_t c1 = 0 + weft_lane * 4;
+      if (weft_aligned16(&b1[c1])) {
+        #pragma unroll
+        for (int weft_k = 0; weft_k < 16; weft_k += 4) {
+          const int64_t c1 = 0 + weft_k * 4 + weft_lane * 4;
+          const float4 weft_y = weft_load4(&b1[c1]); weft_r1[weft_k] = weft_y.x; weft_r1[weft_k + 1] = weft_y.y; weft_r1[weft_k + 2] = weft_y.z; weft_r1[weft_k + 3] = weft_y.w;
+        }
+      } else {
+        #pragma unroll
+        for (int weft_k = 0; weft_k < 16; ++weft_k) {
+          const int64_t c1 = 0 + weft_k / 4 * 16 + weft_lane * 4 + weft_k % 4;
+          weft_r1[weft_k] = b1[c1];
+        }
+      }
+    }
     if (weft_lane == 0) {
       {  // init
         const float t0 = 0.0f;
@@ -23,9 +56,9 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_LayerNormalization_p0(
       float acc = 0.0f;
       #pragma unroll
       for (int weft_k = 0; weft_k < 16; ++weft_k) {
-        const int64_t c1 = 0 + weft_lane + weft_k * 4;
+        const int64_t c1 = 0 + weft_k / 4 * 16 + weft_lane * 4 + weft_k % 4;
         {  // update
-          const float t0 = (weft_r0[weft_k] = b0[c0 * 64 + c1]);
+          const float t0 = weft_r0[weft_k];
           acc = acc + t0;
         }
       }
@@ -53,7 +86,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_LayerNormalization_p0(
       float acc = 0.0f;
       #pragma unroll
       for (int weft_k = 0; weft_k < 16; ++weft_k) {
-        const int64_t c1 = 0 + weft_lane + weft_k * 4;
+        const int64_t c1 = 0 + weft_k / 4 * 16 + weft_lane * 4 + weft_k % 4;
         {  // sum_squares
           const float t0 = weft_r0[weft_k];
           const float t1 = b4[c0];
@@ -80,14 +113,14 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_LayerNormalization_p0(
     __syncwarp(weft_mask);
     #pragma unroll
     for (int weft_k = 0; weft_k < 16; ++weft_k) {
-      const int64_t c1 = 0 + weft_lane + weft_k * 4;
+      const int64_t c1 = 0 + weft_k / 4 * 16 + weft_lane * 4 + weft_k % 4;
       {  // normalize
         const float t0 = weft_r0[weft_k];
         const float t1 = b4[c0];
         const float t2 = (t0 - t1);
         const float t3 = b5[c0];
         const float t4 = (t2 * t3);
-        const float t5 = b1[c1];
+        const float t5 = weft_r1[weft_k];
         const float t6 = (t4 * t5);
         const float t7 = b2[c1];
         const float t8 = (t6 + t7);

@@ -222,6 +222,22 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p6(float* __
     const int64_t c0 = 0 + weft_p;
     // a group of 2 threads per point
     float weft_r9[16];  // b9[c0 * 32 + c1], by weft_k
+    {  // load b9[c0 * 32 + c1] by quads
+      const int64_t c1 = 0 + weft_lane * 4;
+      if (weft_aligned16(&b9[c0 * 32 + c1])) {
+        #pragma unroll
+        for (int weft_k = 0; weft_k < 16; weft_k += 4) {
+          const int64_t c1 = 0 + weft_k * 2 + weft_lane * 4;
+          const float4 weft_y = weft_load4(&b9[c0 * 32 + c1]); weft_r9[weft_k] = weft_y.x; weft_r9[weft_k + 1] = weft_y.y; weft_r9[weft_k + 2] = weft_y.z; weft_r9[weft_k + 3] = weft_y.w;
+        }
+      } else {
+        #pragma unroll
+        for (int weft_k = 0; weft_k < 16; ++weft_k) {
+          const int64_t c1 = 0 + weft_k / 4 * 8 + weft_lane * 4 + weft_k % 4;
+          weft_r9[weft_k] = b9[c0 * 32 + c1];
+        }
+      }
+    }
     if (weft_lane == 0) {
       {  // init
         const float t0 = static_cast<float>(-INFINITY);
@@ -233,9 +249,9 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p6(float* __
       float acc = static_cast<float>(-INFINITY);
       #pragma unroll
       for (int weft_k = 0; weft_k < 16; ++weft_k) {
-        const int64_t c1 = 0 + weft_lane + weft_k * 2;
+        const int64_t c1 = 0 + weft_k / 4 * 8 + weft_lane * 4 + weft_k % 4;
         {  // update
-          const float t0 = (weft_r9[weft_k] = b9[c0 * 32 + c1]);
+          const float t0 = weft_r9[weft_k];
           acc = weft_shift_max(acc, t0);
         }
       }
@@ -254,7 +270,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p6(float* __
       float acc = 0.0f;
       #pragma unroll
       for (int weft_k = 0; weft_k < 16; ++weft_k) {
-        const int64_t c1 = 0 + weft_lane + weft_k * 2;
+        const int64_t c1 = 0 + weft_k / 4 * 8 + weft_lane * 4 + weft_k % 4;
         {  // sum_exp
           const float t0 = weft_r9[weft_k];
           const float t1 = b10[c0];

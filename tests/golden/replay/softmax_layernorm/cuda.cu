@@ -12,6 +12,22 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
     // a group of 16 threads per point
     float weft_r0[16];  // b0[c0 * 256 + c1], by weft_k
     float weft_r3[16];  // b3[c0 * 256 + c1], by weft_k
+    {  // load b3[c0 * 256 + c1] by quads
+      const int64_t c1 = 0 + weft_lane * 4;
+      if (weft_aligned16(&b3[c0 * 256 + c1])) {
+        #pragma unroll
+        for (int weft_k = 0; weft_k < 16; weft_k += 4) {
+          const int64_t c1 = 0 + weft_k * 16 + weft_lane * 4;
+          const float4 weft_y = weft_load4(&b3[c0 * 256 + c1]); weft_r3[weft_k] = weft_y.x; weft_r3[weft_k + 1] = weft_y.y; weft_r3[weft_k + 2] = weft_y.z; weft_r3[weft_k + 3] = weft_y.w;
+        }
+      } else {
+        #pragma unroll
+        for (int weft_k = 0; weft_k < 16; ++weft_k) {
+          const int64_t c1 = 0 + weft_k / 4 * 64 + weft_lane * 4 + weft_k % 4;
+          weft_r3[weft_k] = b3[c0 * 256 + c1];
+        }
+      }
+    }
     if (weft_lane == 0) {
       {  // init
         const float t0 = static_cast<float>(-INFINITY);
@@ -23,9 +39,9 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
       float acc = static_cast<float>(-INFINITY);
       #pragma unroll
       for (int weft_k = 0; weft_k < 16; ++weft_k) {
-        const int64_t c1 = 0 + weft_lane + weft_k * 16;
+        const int64_t c1 = 0 + weft_k / 4 * 64 + weft_lane * 4 + weft_k % 4;
         {  // update
-          const float t0 = (weft_r3[weft_k] = b3[c0 * 256 + c1]);
+          const float t0 = weft_r3[weft_k];
           const float t1 = b4[0];
           const float t2 = (t0 * t1);
           acc = weft_shift_max(acc, t2);
@@ -44,7 +60,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
     __syncwarp(weft_mask);
     #pragma unroll
     for (int weft_k = 0; weft_k < 16; ++weft_k) {
-      const int64_t c1 = 0 + weft_lane + weft_k * 16;
+      const int64_t c1 = 0 + weft_k / 4 * 64 + weft_lane * 4 + weft_k % 4;
       {  // exp
         const float t0 = weft_r3[weft_k];
         const float t1 = b4[0];
@@ -60,7 +76,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
       float acc = 0.0f;
       #pragma unroll
       for (int weft_k = 0; weft_k < 16; ++weft_k) {
-        const int64_t c1 = 0 + weft_lane + weft_k * 16;
+        const int64_t c1 = 0 + weft_k / 4 * 64 + weft_lane * 4 + weft_k % 4;
         {  // sum_exp
           const float t0 = weft_r0[weft_k];
           acc = acc + t0;
@@ -81,13 +97,12 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
     __syncwarp(weft_mask);
     #pragma unroll
     for (int weft_k = 0; weft_k < 16; ++weft_k) {
-      const int64_t c1 = 0 + weft_lane + weft_k * 16;
+      const int64_t c1 = 0 + weft_k / 4 * 64 + weft_lane * 4 + weft_k % 4;
       {  // normalize
         const float t0 = weft_r0[weft_k];
         const float t1 = b2[c0];
         const float t2 = (t0 * t1);
         weft_r0[weft_k] = t2;
-        b0[c0 * 256 + c1] = weft_r0[weft_k];
       }
     }
     __syncwarp(weft_mask);
@@ -102,7 +117,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
       float acc = 0.0f;
       #pragma unroll
       for (int weft_k = 0; weft_k < 16; ++weft_k) {
-        const int64_t c1 = 0 + weft_lane + weft_k * 16;
+        const int64_t c1 = 0 + weft_k / 4 * 64 + weft_lane * 4 + weft_k % 4;
         {  // update
           const float t0 = weft_r0[weft_k];
           acc = acc + t0;
@@ -132,7 +147,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
       float acc = 0.0f;
       #pragma unroll
       for (int weft_k = 0; weft_k < 16; ++weft_k) {
-        const int64_t c1 = 0 + weft_lane + weft_k * 16;
+        const int64_t c1 = 0 + weft_k / 4 * 64 + weft_lane * 4 + weft_k % 4;
         {  // sum_squares
           const float t0 = weft_r0[weft_k];
           const float t1 = b8[c0];
@@ -159,7 +174,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
     __syncwarp(weft_mask);
     #pragma unroll
     for (int weft_k = 0; weft_k < 16; ++weft_k) {
-      const int64_t c1 = 0 + weft_lane + weft_k * 16;
+      const int64_t c1 = 0 + weft_k / 4 * 64 + weft_lane * 4 + weft_k % 4;
       {  // normalize
         const float t0 = weft_r0[weft_k];
         const float t1 = b8[c0];
@@ -174,5 +189,21 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
       }
     }
     __syncwarp(weft_mask);
+    {  // store b0[c0 * 256 + c1] by quads
+      const int64_t c1 = 0 + weft_lane * 4;
+      if (weft_aligned16(&b0[c0 * 256 + c1])) {
+        #pragma unroll
+        for (int weft_k = 0; weft_k < 16; weft_k += 4) {
+          const int64_t c1 = 0 + weft_k * 16 + weft_lane * 4;
+          weft_store4(&b0[c0 * 256 + c1], weft_r0[weft_k], weft_r0[weft_k + 1], weft_r0[weft_k + 2], weft_r0[weft_k + 3]);
+        }
+      } else {
+        #pragma unroll
+        for (int weft_k = 0; weft_k < 16; ++weft_k) {
+          const int64_t c1 = 0 + weft_k / 4 * 64 + weft_lane * 4 + weft_k % 4;
+          b0[c0 * 256 + c1] = weft_r0[weft_k];
+        }
+      }
+    }
   }
 }
