@@ -17,6 +17,7 @@ model's inputs and outputs, as in bench/gpu_bench.py.
 import argparse
 import datetime
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -29,14 +30,15 @@ CASES = ("reduce_all_16x1024x1024", "reduce_row_16x1024x1024", "reduce_row_64x26
          "reduce_col_12544x2048", "reduce_middle_256x256x256", "reduce_row_6000000x3",
          "softmax_8192x4096", "layernorm_8192x4096", "rmsnorm_8192x4096",
          "groupnorm_32x64x56x56_g8", "bn_train_32x64x56x56", "softmax_4096x1024")
-# name: environment. "before" is the code generation of 2026-11-27 (no unrolling, G for 8
-# elements a lane, no occupancy asked for).
-SETTINGS = ("before:WEFT_CUDA_UNROLL=1,WEFT_CUDA_LANE_ELEMENTS=8,WEFT_CUDA_RESIDENT_THREADS=0;"
+# name: environment. "before" is the code generation of 2026-11-27 (no unrolling, no vector
+# loads, G for 8 elements a lane, rows in registers at 8 a lane, groups up to 1024, no
+# occupancy asked for); "default" is this build's.
+SETTINGS = ("before:WEFT_CUDA_UNROLL=1,WEFT_CUDA_VECTOR=1,WEFT_CUDA_LANE_ELEMENTS=8,"
+            "WEFT_CUDA_HELD_ELEMENTS=8,WEFT_CUDA_MAX_GROUP=1024,WEFT_CUDA_RESIDENT_THREADS=0;"
             "default:;"
-            "u8:WEFT_CUDA_UNROLL=8;"
-            "lane4:WEFT_CUDA_LANE_ELEMENTS=4;"
-            "lane16:WEFT_CUDA_LANE_ELEMENTS=16;"
-            "res1536:WEFT_CUDA_RESIDENT_THREADS=1536;"
+            "scalar:WEFT_CUDA_VECTOR=1;"
+            "held8:WEFT_CUDA_HELD_ELEMENTS=8;"
+            "group512:WEFT_CUDA_MAX_GROUP=512;"
             "res2048:WEFT_CUDA_RESIDENT_THREADS=2048")
 
 
@@ -129,6 +131,22 @@ def measure(weft, cases, settings, rounds, iters, out):
     return result
 
 
+def geomeans(result):
+    """Each setting's geomean over the cases of its kernel time / "default"'s (cases that
+    every setting ran)."""
+    names = list(result["settings"])
+    medians = {}
+    for case, row in result["rows"].items():
+        ks = {n: [m["kernels_ms"] for m in row["runs"][n] if "kernels_ms" in m] for n in names}
+        if all(ks.values()):
+            medians[case] = {n: statistics.median(v) for n, v in ks.items()}
+    out = {}
+    for n in names:
+        logs = [math.log(m[n] / m["default"]) for m in medians.values()] if medians else []
+        out[n] = math.exp(sum(logs) / len(logs)) if logs else None
+    return out
+
+
 def table(result):
     copy = result.get("copy_gb_s")
     names = list(result["settings"])
@@ -147,6 +165,9 @@ def table(result):
             share = f" ({row['bytes'] / k / 1e6 / copy * 100:.0f}%)" if copy else ""
             cells.append(f"{k:.4f}{share}")
         lines.append(f"| {case} | {row['bytes'] / 1e6:.1f} | " + " | ".join(cells) + " |")
+    g = geomeans(result)
+    lines.append("| geomean / default | | " + " | ".join(
+        "n/a" if g[n] is None else f"{g[n]:.3f}" for n in names) + " |")
     return "\n".join(lines)
 
 
@@ -159,6 +180,8 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--out")
     ap.add_argument("--show")
+    ap.add_argument("--best-env", help="write the environment of the setting with the lowest "
+                    "geomean kernel time here (KEY=VALUE lines)")
     args = ap.parse_args()
     if args.show:
         with open(args.show) as f:
@@ -169,6 +192,12 @@ def main():
     result = measure(os.path.abspath(args.weft), args.cases.split(","),
                      parse_settings(args.settings), args.rounds, args.iters, args.out)
     print(table(result))
+    if args.best_env:
+        g = {n: v for n, v in geomeans(result).items() if v is not None}
+        best = min(g, key=g.get) if g else "default"
+        print(f"best: {best}")
+        with open(args.best_env, "w") as f:
+            f.writelines(f"{k}={v}\n" for k, v in result["settings"][best].items())
     return 0
 
 

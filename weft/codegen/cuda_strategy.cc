@@ -29,21 +29,22 @@ CudaOptions CudaOptions::from_environment(bool deterministic) {
   o.unroll = knob("WEFT_CUDA_UNROLL", 1, 64, true, kCudaUnroll);
   o.lane_elements = knob("WEFT_CUDA_LANE_ELEMENTS", 1, 64, true, kCudaLaneElements);
   o.held_elements = knob("WEFT_CUDA_HELD_ELEMENTS", 1, 64, true, kCudaHeldElements);
+  o.max_group = knob("WEFT_CUDA_MAX_GROUP", 32, 1024, true, kCudaMaxGroup);
   o.vector = knob("WEFT_CUDA_VECTOR", 1, 4, false, kCudaVector) == 4 ? 4 : 1;
   o.resident_threads = knob("WEFT_CUDA_RESIDENT_THREADS", 0, 2048, false, kCudaResidentThreads);
   return o;
 }
 
 std::string CudaOptions::key() const {
-  return fmt::format("{}unroll {} vector {} lane {} held {} resident {}",
+  return fmt::format("{}unroll {} vector {} lane {} held {} group {} resident {}",
                      deterministic ? "deterministic " : "", unroll, vector, lane_elements,
-                     held_elements, resident_threads);
+                     held_elements, max_group, resident_threads);
 }
 
-int64_t cuda_group_size(std::optional<int64_t> extent, int64_t lane_elements) {
+int64_t cuda_group_size(std::optional<int64_t> extent, int64_t lane_elements, int64_t max_group) {
   if (!extent) return 32;
   int64_t g = 1;
-  while (g < 1024 && g * 2 * lane_elements <= *extent)
+  while (g < max_group && g * 2 * lane_elements <= *extent)
     g *= 2;
   return g;
 }

@@ -58,6 +58,7 @@ inline constexpr int64_t kCudaLaneElements = 8;    // row elements a lane takes 
 inline constexpr int64_t kCudaResidentThreads = 0; // see CudaOptions::resident_threads
 inline constexpr int64_t kCudaVector = 4;          // see CudaOptions::vector
 inline constexpr int64_t kCudaHeldElements = 16;   // see CudaOptions::held_elements
+inline constexpr int64_t kCudaMaxGroup = 1024;     // see CudaOptions::max_group
 
 struct CudaOptions {
   // Bitwise-stable results from run to run: no atomics (--deterministic).
@@ -74,12 +75,16 @@ struct CudaOptions {
   int64_t lane_elements = kCudaLaneElements;
   // ...and when the row is held in registers at that size (at most kCudaRowRegisters).
   int64_t held_elements = kCudaHeldElements;
+  // Threads of a row's group at most (cuda_group_size; a COLUMN nest in a row takes up to 1024
+  // regardless).
+  int64_t max_group = kCudaMaxGroup;
   // Threads an SM should hold of each function (its launch bounds ask for blocks enough, so
   // that the compiler keeps registers few enough); 0 asks for nothing beyond the block size.
   int64_t resident_threads = kCudaResidentThreads;
 
   // The defaults with $WEFT_CUDA_UNROLL, $WEFT_CUDA_LANE_ELEMENTS, $WEFT_CUDA_HELD_ELEMENTS
-  // (powers of two from 1 to 64), $WEFT_CUDA_VECTOR (1 or 4) and $WEFT_CUDA_RESIDENT_THREADS (0 to
+  // (powers of two from 1 to 64), $WEFT_CUDA_MAX_GROUP (a power of two from 32 to 1024),
+  // $WEFT_CUDA_VECTOR (1 or 4) and $WEFT_CUDA_RESIDENT_THREADS (0 to
   // 2048) applied, for comparisons on a GPU (docs/knobs.md); a value out of range means the
   // default.
   static CudaOptions from_environment(bool deterministic);
@@ -88,9 +93,10 @@ struct CudaOptions {
 };
 
 // Threads per row for rows of "extent" elements (none: unknown): a power of two from 1 to
-// 1024, about "lane_elements" elements per thread (with 8: multi-row-per-warp below 256, a
-// warp at 256, a block above).
-int64_t cuda_group_size(std::optional<int64_t> extent, int64_t lane_elements = kCudaLaneElements);
+// "max_group", about "lane_elements" elements per thread (with 8: multi-row-per-warp below
+// 256, a warp at 256, a block above).
+int64_t cuda_group_size(std::optional<int64_t> extent, int64_t lane_elements = kCudaLaneElements,
+                        int64_t max_group = kCudaMaxGroup);
 
 // A loop of the nest as the skeletons print it: "for (iterator = init; cond; iterator +=
 // step)", and its bound "hi" (iterator < hi) when it is a step-1 loop with one (else empty).

@@ -126,7 +126,7 @@ int64_t Emitter::group_size(const AstNode& body, int64_t lane_elements) const {
   for (const AstNode* item : items_of(body)) {
     if (item->kind != AstNode::Kind::kFor) continue;
     if (const AstNode* call = register_reduction(k_, *item)) {
-      take(cuda_group_size(trip_bound(k_, *item, *call), lane_elements));
+      take(cuda_group_size(trip_bound(k_, *item, *call), lane_elements, cuda_.max_group));
     } else if (const AstNode* inner = column_nest(k_, *item)) {
       std::optional<int64_t> k = range_text(*inner, inner->children[0]).extent;
       int64_t g = 1;
@@ -140,10 +140,10 @@ int64_t Emitter::group_size(const AstNode& body, int64_t lane_elements) const {
         std::optional<int64_t> e = loop.second.static_extent();
         points = points && e ? std::optional<int64_t>(*points * *e) : std::nullopt;
       }
-      if (points) take(cuda_group_size(points, lane_elements));
+      if (points) take(cuda_group_size(points, lane_elements, cuda_.max_group));
     } else if (std::optional<LoopRange> r = loop_range(*item)) {
       std::optional<int64_t> e = r->static_extent();
-      if (e) take(cuda_group_size(e, lane_elements));
+      if (e) take(cuda_group_size(e, lane_elements, cuda_.max_group));
     }
   }
   return want.value_or(32);
