@@ -97,9 +97,10 @@ def compare(got, want):
 
 def timed(torch, fn, iters):
     """(median wall ms of fn() and a synchronize, median ms between CUDA events around fn()).
-    The events' runs queue a wait of about 25 us on the GPU first (torch.cuda._sleep), so that
-    the start event is not recorded on an idle stream and the time is the device's, without
-    the launch's own latency (as weft bench --kernels times Weft's kernels)."""
+    The events' runs queue a wait of about 1 ms on the GPU first (torch.cuda._sleep), so that
+    the start event is not recorded on an idle stream and the host has queued the call's
+    kernels before the device reaches them: the time is the device's, without launch latency
+    (as weft bench --kernels times Weft's kernels; 25 us left torch.compile's guards in)."""
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
@@ -111,7 +112,7 @@ def timed(torch, fn, iters):
         wall.append((time.perf_counter() - t0) * 1e3)
     for _ in range(iters):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(50000)
+        torch.cuda._sleep(2_000_000)
         start.record()
         fn()
         end.record()

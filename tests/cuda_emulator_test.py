@@ -165,6 +165,43 @@ def attention_softmax(weft, env, tmp):
         check(ok, f"attention {op} {shape} with scale and causal mask {err}")
 
 
+def row_norms(weft, env, tmp):
+    """LayerNormalization and an RMSNorm over rows of 1024: held in registers by quads (float4
+    loads and stores of x and y, CudaOptions::vector), with y an output only stored (an H200
+    run refused its __restrict__ when the alignment check counted as a load)."""
+    f = TensorProto.FLOAT
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((64, 1024)).astype(np.float32)
+    g = rng.standard_normal(1024).astype(np.float32)
+    b = rng.standard_normal(1024).astype(np.float32)
+    x64 = x.astype(np.float64)
+    centered = x64 - x64.mean(axis=-1, keepdims=True)
+    layer = centered / np.sqrt((centered ** 2).mean(axis=-1, keepdims=True) + 1e-5) * g + b
+    rms = x64 / np.sqrt((x64 ** 2).mean(axis=-1, keepdims=True) + 1e-6) * g
+    two = helper.make_tensor("two", f, [], [2.0])
+    eps = helper.make_tensor("eps", f, [], [1e-6])
+    cases = {
+        "LayerNormalization": ([helper.make_node("LayerNormalization", ["x", "g", "b"], ["y"],
+                                                 axis=-1, epsilon=1e-5)], layer, 17),
+        "RMSNorm": ([helper.make_node("Pow", ["x", "two"], ["p"]),
+                     helper.make_node("ReduceMean", ["p"], ["m"], axes=[-1], keepdims=1),
+                     helper.make_node("Add", ["m", "eps"], ["e"]),
+                     helper.make_node("Sqrt", ["e"], ["s"]),
+                     helper.make_node("Div", ["x", "s"], ["n"]),
+                     helper.make_node("Mul", ["n", "g"], ["y"])], rms, 13),
+    }
+    for name, (nodes, want, opset) in cases.items():
+        inits = [helper.make_tensor("g", f, [1024], g), helper.make_tensor("b", f, [1024], b),
+                 two, eps]
+        graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", f, [64, 1024])],
+                                  [helper.make_tensor_value_info("y", f, [64, 1024])], inits)
+        path = os.path.join(tmp, name + "_rows.onnx")
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), path)
+        got, err = run(weft, path, x, env, "--device", "cuda")
+        ok = got is not None and np.allclose(got, want, rtol=1e-4, atol=1e-4)
+        check(ok, f"{name} over rows of 1024 (by quads) {err}")
+
+
 def library_calls(weft, env, tmp):
     """MatMul, Gemm and Conv as library calls (Device::gemm and Device::conv: cuBLAS and cuDNN
     on a GPU, the emulator's loops here): operand binding, batch strides, transposes, alpha,
@@ -352,6 +389,7 @@ def main():
         reductions(weft, env, tmp)
         atomics_by_mode(weft, env, tmp)
         attention_softmax(weft, env, tmp)
+        row_norms(weft, env, tmp)
         bench_device_resident(weft, env, tmp)
         cuda_graphs(weft, env, tmp)
         replay_check_takes_infinities(weft, env, tmp)

@@ -56,6 +56,7 @@ inline constexpr int64_t kCudaRowRegisterSum = 32; // ...and over all the row's 
 inline constexpr int64_t kCudaUnroll = 4;          // accumulators a thread keeps in strided loops
 inline constexpr int64_t kCudaLaneElements = 8;    // row elements a lane takes when G is chosen
 inline constexpr int64_t kCudaResidentThreads = 0; // see CudaOptions::resident_threads
+inline constexpr int64_t kCudaAllResidentThreads = 2048; // ...and for ALL, at least this
 inline constexpr int64_t kCudaVector = 4;          // see CudaOptions::vector
 inline constexpr int64_t kCudaHeldElements = 16;   // see CudaOptions::held_elements
 inline constexpr int64_t kCudaMaxGroup = 1024;     // see CudaOptions::max_group

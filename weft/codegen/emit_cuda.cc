@@ -292,10 +292,11 @@ void Emitter::emit_group_body(const AstNode& body, int64_t group, int depth,
         out += fmt::format("{0}for (int64_t {1} = {2} + weft_lane; {1} < {3}; {1} += {4}) {{  "
                            "// a lane per column\n{0}  {5} acc = {6};\n",
                            pad, inner->iterator, cols.lo, cols.hi, group, r.type, r.target);
-        CudaReductionWriter(r, out, cuda_.unroll)
-            .strided_loop(
-                {n.iterator, rows.lo, fmt::format("{} < {}", n.iterator, rows.hi), 1, rows.hi}, "0",
-                "1", "acc", depth + 1);
+        // (One chain of combines: 4 accumulators took a [256, 256, 256] MIDDLE sum from 83%
+        // to 79% of the copy bandwidth on an H200.)
+        CudaReductionWriter(r, out).strided_loop(
+            {n.iterator, rows.lo, fmt::format("{} < {}", n.iterator, rows.hi), 1, rows.hi}, "0",
+            "1", "acc", depth + 1);
         out += fmt::format("{0}  {1}\n{0}}}\n", pad, r.store("acc"));
       } else if (std::vector<std::pair<const AstNode*, LoopRange>> nest = parallel_chain(n);
                  nest.size() > 1) {
@@ -503,7 +504,7 @@ std::set<int> Emitter::written_and_read(const AstNode& n, const AstNode* first) 
 }
 
 std::string Emitter::cuda_header(const std::string& function, int64_t block, bool one_block,
-                                 const std::set<int>& shared) {
+                                 int64_t resident_threads, const std::set<int>& shared) {
   launches_.push_back({function, block, one_block});
   std::vector<std::string> params, names;
   for (size_t i = 0; i < k_.buffers.size(); ++i) {
@@ -519,7 +520,7 @@ std::string Emitter::cuda_header(const std::string& function, int64_t block, boo
     names.push_back(fmt::format("{} {}", name, symbol));
   }
   // Blocks an SM should hold: the compiler then keeps to 64K / (block * blocks) registers.
-  int64_t blocks = one_block ? 1 : cuda_.resident_threads / block;
+  int64_t blocks = one_block ? 1 : resident_threads / block;
   std::string bounds = blocks > 1 ? fmt::format("{}, {}", block, blocks) : std::to_string(block);
   return fmt::format("// launch {} block={} grid={}\n// {}\n{}void __launch_bounds__({}) "
                      "{}({}) {{\n",
@@ -532,6 +533,7 @@ std::string Emitter::cuda_part(const AstNode& n, const std::string& function, co
   std::string globals, body;
   int64_t block = kCudaBlock;
   bool one_block = false;
+  int64_t resident = cuda_.resident_threads;
   const AstNode* call = n.kind == AstNode::Kind::kFor ? register_reduction(k_, n) : nullptr;
   const AstNode* inner = n.kind == AstNode::Kind::kFor ? column_nest(k_, n) : nullptr;
   std::vector<std::pair<const AstNode*, LoopRange>> chain = parallel_chain(n);
@@ -540,6 +542,9 @@ std::string Emitter::cuda_part(const AstNode& n, const std::string& function, co
     std::string first_text;
     if (first) emit_statement(*first, 3, first_text);
     bool atomic = !options.deterministic && cuda_atomic_applies(r.combine, r.type);
+    // Its loop keeps few registers live: a full SM's threads fit without spills (on an H200,
+    // 6 -> 8 blocks a SM took a 64 MB sum from 76% to 81% of the copy bandwidth).
+    resident = std::max(resident, kCudaAllResidentThreads);
     CudaReductionWriter(r, body, options.unroll)
         .all(loop_text(n), function, atomic, first_text, 1, globals);
   } else if (inner) {
@@ -598,8 +603,8 @@ std::string Emitter::cuda_part(const AstNode& n, const std::string& function, co
     body += "  // one thread\n";
     emit_node(n, 1, true, body);
   }
-  return globals + cuda_header(function, block, one_block, written_and_read(n, first)) + body +
-         "}\n";
+  return globals + cuda_header(function, block, one_block, resident, written_and_read(n, first)) +
+         body + "}\n";
 }
 
 } // namespace weft::codegen

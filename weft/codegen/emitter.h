@@ -265,9 +265,10 @@ private:
   std::set<int> written_and_read(const AstNode& n, const AstNode* first) const;
 
   // "// launch ...", the signature (buffers and extents by value), and the body's opening;
-  // notes the launch in launches_. Buffers in "shared" (or aliased) lose __restrict__.
+  // notes the launch in launches_. Buffers in "shared" (or aliased) lose __restrict__. The
+  // launch bounds ask for "resident_threads" a SM (0: nothing beyond the block).
   std::string cuda_header(const std::string& function, int64_t block, bool one_block,
-                          const std::set<int>& shared);
+                          int64_t resident_threads, const std::set<int>& shared);
 
   // One top-level nest "n" as a __global__ function; "first": an init folded into it.
   std::string cuda_part(const AstNode& n, const std::string& function, const AstNode* first,

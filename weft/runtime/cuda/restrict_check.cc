@@ -1,5 +1,6 @@
 #include "weft/runtime/cuda/restrict_check.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <regex>
@@ -21,6 +22,10 @@ bool is_identifier_char(char c) { return std::isalnum(static_cast<unsigned char>
 std::map<std::string, Use> uses(const std::string& body) {
   std::map<std::string, Use> out;
   for (size_t i = 0; i + 1 < body.size(); ++i) {
+    if (body[i] == '/' && body[i + 1] == '/') { // a comment names buffers without using them
+      i = std::min(body.find('\n', i), body.size());
+      continue;
+    }
     if (body[i] != 'b' || (i > 0 && is_identifier_char(body[i - 1]))) continue;
     size_t j = i + 1;
     while (j < body.size() && std::isdigit(static_cast<unsigned char>(body[j])))
@@ -31,9 +36,11 @@ std::map<std::string, Use> uses(const std::string& body) {
     while (before > 0 && body[before - 1] == ' ')
       --before;
     if (before > 0 && body[before - 1] == '&' && (before < 2 || body[before - 2] != '&')) {
-      // The address of a vector load (or of its alignment check) or store, else of an atomic.
+      // The address of a vector load or store, of an alignment check (neither), else of an
+      // atomic (both).
       std::string_view head = std::string_view(body).substr(0, before - 1);
-      bool read = head.ends_with("weft_load4(") || head.ends_with("weft_aligned16(");
+      if (head.ends_with("weft_aligned16(")) continue;
+      bool read = head.ends_with("weft_load4(");
       bool write = head.ends_with("weft_store4(");
       u.load = u.load || !write;
       u.store = u.store || !read;

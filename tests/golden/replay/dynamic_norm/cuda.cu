@@ -149,29 +149,11 @@ extern "C" __global__ void __launch_bounds__(64) weft_k0_LayerNormalization_p1(c
     __syncthreads();
     for (int64_t c2 = 0 + weft_lane; c2 < 64; c2 += 64) {  // a lane per column
       float acc = b7[c0 * 64 + c2];
-      {  // 4 accumulators a thread: loads in flight
-        float weft_a[4];
-        #pragma unroll
-        for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = 0.0f;
-        int64_t weft_b = 0;  // where the scalar loop starts
-        for (; weft_b + 0 + 3 * (1) < s2; weft_b += 4 * (1)) {
-          #pragma unroll
-          for (int weft_j = 0; weft_j < 4; ++weft_j) {
-            const int64_t c1 = weft_b + 0 + weft_j * (1);
-            {  // update
-              const float t0 = b6[c0 * s2 * 64 + c1 * 64 + c2];
-              weft_a[weft_j] = weft_a[weft_j] + t0;
-            }
-          }
+      for (int64_t c1 = 0 + 0 * 1; c1 < s2; c1 += 1 * 1) {
+        {  // update
+          const float t0 = b6[c0 * s2 * 64 + c1 * 64 + c2];
+          acc = acc + t0;
         }
-        for (int64_t c1 = weft_b + 0; c1 < s2; c1 += 1) {
-          {  // update
-            const float t0 = b6[c0 * s2 * 64 + c1 * 64 + c2];
-            weft_a[0] = weft_a[0] + t0;
-          }
-        }
-        #pragma unroll
-        for (int weft_j = 0; weft_j < 4; ++weft_j) acc = acc + weft_a[weft_j];
       }
       b7[c0 * 64 + c2] = acc;
     }

@@ -112,29 +112,11 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p2(float* __
     __syncwarp(weft_mask);
     for (int64_t c2 = 0 + weft_lane; c2 < 32; c2 += 32) {  // a lane per column
       float acc = b5[(32 * c0 + c2)];
-      {  // 4 accumulators a thread: loads in flight
-        float weft_a[4];
-        #pragma unroll
-        for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = static_cast<float>(-INFINITY);
-        int64_t weft_b = 0;  // where the scalar loop starts
-        for (; weft_b + 0 + 3 * (1) < 64; weft_b += 4 * (1)) {
-          #pragma unroll
-          for (int weft_j = 0; weft_j < 4; ++weft_j) {
-            const int64_t c1 = weft_b + 0 + weft_j * (1);
-            {  // update
-              const float t0 = b2[c0 * 64 * 32 + c1 * 32 + c2];
-              weft_a[weft_j] = weft_max(weft_a[weft_j], t0);
-            }
-          }
+      for (int64_t c1 = 0 + 0 * 1; c1 < 64; c1 += 1 * 1) {
+        {  // update
+          const float t0 = b2[c0 * 64 * 32 + c1 * 32 + c2];
+          acc = weft_max(acc, t0);
         }
-        for (int64_t c1 = weft_b + 0; c1 < 64; c1 += 1) {
-          {  // update
-            const float t0 = b2[c0 * 64 * 32 + c1 * 32 + c2];
-            weft_a[0] = weft_max(weft_a[0], t0);
-          }
-        }
-        #pragma unroll
-        for (int weft_j = 0; weft_j < 4; ++weft_j) acc = weft_max(acc, weft_a[weft_j]);
       }
       b5[(32 * c0 + c2)] = acc;
     }
@@ -145,7 +127,7 @@ __device__ uint32_t weft_acc_weft_k0_ReduceSum_p4 = 0x0u;  // the blocks' combin
 __device__ unsigned int weft_count_weft_k0_ReduceSum_p4;  // blocks done
 // launch weft_k0_ReduceSum_p4 block=256 grid=device
 // b0 b0, b1 b1, b2 b0_1, b3 t1, b4 b2, b5 b0_2, b6 b0_3, b7 b1_1, b8 t2_2, b9 b0_4, b10 t1_1, b11 t2_3, b12 b3
-extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p4(float* __restrict__ b0, const float* __restrict__ b1, const float* __restrict__ b2, float* __restrict__ b3, float* __restrict__ b4, float* __restrict__ b5, float* __restrict__ b6, const float* __restrict__ b7, float* b8, const float* __restrict__ b9, float* __restrict__ b10, float* __restrict__ b11, float* __restrict__ b12) {
+extern "C" __global__ void __launch_bounds__(256, 8) weft_k0_ReduceSum_p4(float* __restrict__ b0, const float* __restrict__ b1, const float* __restrict__ b2, float* __restrict__ b3, float* __restrict__ b4, float* __restrict__ b5, float* __restrict__ b6, const float* __restrict__ b7, float* b8, const float* __restrict__ b9, float* __restrict__ b10, float* __restrict__ b11, float* __restrict__ b12) {
   {  // ALL: the grid's blocks combine their shares; the last one applies the result
     float acc = 0.0f;
     {  // 4 accumulators a thread, float4 loads where aligned
