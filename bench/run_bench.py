@@ -434,7 +434,8 @@ def markdown(r):
                             ("qdq_bench", "qdq_results.json"), ("hf_bench", "hf_results.json"),
                             ("ortopt_bench", "ortopt_results.json"), ("genai_bench", "genai_results.json"),
                             ("moe_bench", "moe_results.json"),
-                            ("plan_bench", "plan_results.json"), ("gpu_bench", "gpu_results.json")):
+                            ("plan_bench", "plan_results.json"), ("gpu_bench", "gpu_results.json"),
+                            ("gpu_knobs", "gpu_knobs_results.json")):
         path = os.path.join(HERE, results)
         if os.path.exists(path):
             with open(path) as f:
