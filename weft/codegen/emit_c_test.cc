@@ -394,6 +394,10 @@ TEST(EmitC, CudaStrategies) {
       << atomic->source;
   EXPECT_NE(atomic->source.find("acc = weft_max(acc, weft_a[weft_j]);"), std::string::npos)
       << atomic->source;
+  // ALL asks for a full SM of threads in its launch bounds (8 blocks of 256); other parts ask
+  // for nothing beyond their block unless CudaOptions::resident_threads says so.
+  EXPECT_NE(atomic->source.find("__launch_bounds__(256, 8)"), std::string::npos) << atomic->source;
+  EXPECT_NE(row->find("__launch_bounds__(256) "), std::string::npos) << *row;
   CudaOptions one;
   one.unroll = 1;
   one.vector = 1;
@@ -414,6 +418,12 @@ TEST(EmitC, CudaStrategies) {
   EXPECT_NE(fewer->source.find("const int64_t weft_lane = threadIdx.x % 4;"), std::string::npos)
       << fewer->source;
   EXPECT_NE(CudaOptions().key(), wide.key());
+  CudaOptions full = scalar;
+  full.resident_threads = 2048;
+  Result<EmittedFunction> bounded = emit_function(k, s->loops, Dialect::kCuda, {}, full);
+  ASSERT_TRUE(bounded.ok());
+  EXPECT_NE(bounded->source.find("__launch_bounds__(256, 8)"), std::string::npos)
+      << bounded->source;
 }
 
 // GroupNorm's shape: a row statistic over [32, 8, 25088], then an epilogue over the same
