@@ -95,6 +95,31 @@ class CliTest(unittest.TestCase):
         self.assertEqual(symbolic["kernels"], [])
         self.assertIn("symbolic dims", symbolic["kernels_note"])
 
+    def test_inspect_registers_of_cuda_functions(self):
+        """--registers: NVRTC's machine code gives each CUDA function's registers and the
+        blocks an SM holds, without a GPU; it needs --device cuda."""
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 1024])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 1024])
+        graph = helper.make_graph([helper.make_node("Softmax", ["x"], ["y"], axis=-1)], "g", [x], [y])
+        path = save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), self.dir)
+        usage = weft("inspect", path, "--registers", "sm_90")
+        self.assertEqual(usage.returncode, 2, usage.stderr)
+        self.assertIn("--registers needs --device cuda", usage.stderr)
+        r = weft("inspect", path, "--device", "cuda", "--registers", "sm_90")
+        if "NVRTC is not" in r.stderr or "cannot write machine code" in r.stderr:
+            self.skipTest(r.stderr.strip())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"== CUDA functions \(sm_90, NVRTC's machine code\) ==\n"
+                                   r"  weft_k0_Softmax_p0: block 64, \d+ registers, \d+ shared "
+                                   r"bytes: \d+ blocks a SM \(\d+ threads\)")
+        out = json.loads(weft("inspect", path, "--device", "cuda", "--registers", "sm_90",
+                              "--json").stdout)
+        [f] = out["cuda_functions"]
+        self.assertGreater(f["registers"], 0)
+        self.assertGreaterEqual(f["blocks_per_sm"], 1)
+        self.assert_one_line_error(weft("inspect", path, "--device", "cuda", "--registers", "sm_70"),
+                                   "sm_70")
+
     def test_inspect_dump_dir(self):
         path = save(small_model(), self.dir)
         dump = os.path.join(self.dir, "dump")

@@ -16,6 +16,8 @@ struct InspectOptions {
   bool json = false;
   bool fusion = true;
   bool fusion_report = false; // print the kernel plan and fusion decisions
+  std::string registers;      // --device cuda: compile for this arch and show each function's
+                              // registers and blocks a SM (toolchain/cubin.h)
 };
 
 struct RunOptions {

@@ -1,6 +1,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,8 @@
 #include "weft/driver/pipeline.h"
 #include "weft/graph/passes/specialize_shapes.h"
 #include "weft/graph/print_graph.h"
+#include "weft/toolchain/cubin.h"
+#include "weft/toolchain/nvrtc.h"
 
 namespace weft::cli {
 
@@ -26,7 +29,7 @@ Status write_text(const std::filesystem::path& path, const std::string& text) {
 // shape, which symbolic dims or shape-determining input values leave open ("weft run" and
 // WEFT_DUMP_DIR see the real ones). Nothing is compiled, and without a dump nothing generated.
 Result<CompiledModel> plan(const InspectOptions& options, const Graph& graph, bool fusion,
-                           const std::string& dump_dir) {
+                           const std::string& dump_dir, bool source = false) {
   std::vector<Tensor> zeros;
   for (const Value* in : graph.inputs) {
     if (!in->type.has_static_shape()) {
@@ -43,7 +46,7 @@ Result<CompiledModel> plan(const InspectOptions& options, const Graph& graph, bo
   CompileSettings settings;
   settings.dump_dir = dump_dir;
   // The dump has the source; the report needs none.
-  settings.goal = dump_dir.empty() ? CompileGoal::kPlan : CompileGoal::kSource;
+  settings.goal = dump_dir.empty() && !source ? CompileGoal::kPlan : CompileGoal::kSource;
   settings.fusion = fusion;
   settings.device = options.device;
   return compile_model(options.model, zeros, settings);
@@ -106,9 +109,59 @@ std::string fusion_text(const CompiledModel& fused, const CompiledModel& unfused
   return out;
 }
 
+// Each CUDA function of "source" built for "arch" by NVRTC: its block (the "// launch" lines),
+// registers, stack frame, static shared memory and the blocks an SM holds (cubin.h).
+Result<nlohmann::json> cuda_functions(const std::string& source, const std::string& model,
+                                      const std::string& arch) {
+  WEFT_ASSIGN_OR_RETURN(const toolchain::Nvrtc* nvrtc, toolchain::Nvrtc::get());
+  WEFT_ASSIGN_OR_RETURN(std::string cubin, nvrtc->compile_to_cubin(source, model, arch));
+  WEFT_ASSIGN_OR_RETURN(auto functions, toolchain::cubin_functions(cubin));
+  nlohmann::json out = nlohmann::json::array();
+  std::istringstream lines(source);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::string slashes, launch, name, block_word;
+    if (!(words >> slashes >> launch >> name >> block_word) || slashes != "//" ||
+        launch != "launch" || !block_word.starts_with("block="))
+      continue;
+    int64_t block = std::stoll(block_word.substr(6));
+    auto f = functions.find(name);
+    if (f == functions.end())
+      return Status::error(
+          fmt::format("{}: function {} is not in NVRTC's machine code", model, name));
+    WEFT_ASSIGN_OR_RETURN(int64_t blocks, toolchain::resident_blocks(f->second, block, arch));
+    out.push_back({{"function", name},
+                   {"block", block},
+                   {"registers", f->second.registers},
+                   {"stack_bytes", f->second.frame_bytes},
+                   {"shared_bytes", f->second.shared_bytes},
+                   {"blocks_per_sm", blocks}});
+  }
+  return out;
+}
+
+std::string cuda_functions_text(const nlohmann::json& functions, const std::string& arch) {
+  std::string out = fmt::format("== CUDA functions ({}, NVRTC's machine code) ==\n", arch);
+  for (const nlohmann::json& f : functions) {
+    int64_t stack = f["stack_bytes"], blocks = f["blocks_per_sm"], block = f["block"];
+    out += fmt::format("  {}: block {}, {} registers, {} shared bytes{}: {} blocks a SM ({} "
+                       "threads)\n",
+                       f["function"].get<std::string>(), block, f["registers"].get<int64_t>(),
+                       f["shared_bytes"].get<int64_t>(),
+                       stack ? fmt::format(", {} stack bytes (spills or local arrays)", stack) : "",
+                       blocks, blocks * block);
+  }
+  return out;
+}
+
 } // namespace
 
 int inspect(const InspectOptions& options) {
+  if (!options.registers.empty() && options.device != DeviceKind::kCuda) {
+    std::cerr << "error: --registers needs --device cuda\n";
+    return 2;
+  }
   if (!options.dump_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(options.dump_dir, ec);
@@ -151,13 +204,23 @@ int inspect(const InspectOptions& options) {
   // fusion for the comparison, when the JSON or the fusion report asks for it.
   Result<CompiledModel> fused = Status::error("not planned");
   Result<CompiledModel> unfused = Status::error("not planned");
-  if (!options.dump_dir.empty() || options.json || options.fusion_report) {
-    fused = plan(options, *graph, options.fusion, options.dump_dir);
+  bool registers = !options.registers.empty();
+  if (!options.dump_dir.empty() || options.json || options.fusion_report || registers) {
+    fused = plan(options, *graph, options.fusion, options.dump_dir, registers);
     if (fused.ok() && (options.json || options.fusion_report))
       unfused = plan(options, *graph, false, "");
     if (!fused.ok() && !options.dump_dir.empty())
       std::cerr << fmt::format("note: no kernels in {}: {}\n", options.dump_dir,
                                fused.status().message());
+  }
+  Result<nlohmann::json> functions = nlohmann::json::array();
+  if (registers) {
+    functions = fused.ok() ? cuda_functions(fused->source, options.model, options.registers)
+                           : Result<nlohmann::json>(fused.status());
+    if (!functions.ok()) {
+      std::cerr << functions.status().to_string() << "\n";
+      return 1;
+    }
   }
   if (options.json) {
     nlohmann::json out = {{"file", options.model},
@@ -180,6 +243,7 @@ int inspect(const InspectOptions& options) {
     } else {
       out["kernels_note"] = fused.status().message();
     }
+    if (registers) out["cuda_functions"] = *functions;
     std::cout << out.dump(2) << "\n";
   } else {
     std::cout << text;
@@ -189,6 +253,7 @@ int inspect(const InspectOptions& options) {
       else
         std::cout << "== kernels ==\nnone: " << fused.status().message() << "\n";
     }
+    if (registers) std::cout << cuda_functions_text(*functions, options.registers);
   }
   return 0;
 }

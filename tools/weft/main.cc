@@ -60,6 +60,10 @@ int run_cli(int argc, char** argv) {
   cmd->add_option("--dump-dir", inspect.dump_dir, "Write the graph after each step here");
   add_device_option(cmd, &inspect.device);
   cmd->add_flag("--json", inspect.json, "Print one JSON object");
+  cmd->add_option("--registers", inspect.registers,
+                  "With --device cuda: build the kernels for this GPU architecture (sm_80, "
+                  "sm_86, sm_89, sm_90) with NVRTC and show each function's registers, stack "
+                  "and blocks a SM; no GPU needed");
 
   CLI::App* ops_cmd = app.add_subcommand("ops", "List the supported ONNX ops and their opsets");
   ops_cmd->callback([] {

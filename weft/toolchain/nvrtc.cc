@@ -29,6 +29,8 @@ struct Nvrtc::Api {
   nvrtcResult (*CompileProgram)(nvrtcProgram, int, const char* const*) = nullptr;
   nvrtcResult (*GetPTXSize)(nvrtcProgram, size_t*) = nullptr;
   nvrtcResult (*GetPTX)(nvrtcProgram, char*) = nullptr;
+  nvrtcResult (*GetCUBINSize)(nvrtcProgram, size_t*) = nullptr;
+  nvrtcResult (*GetCUBIN)(nvrtcProgram, char*) = nullptr;
   nvrtcResult (*GetProgramLogSize)(nvrtcProgram, size_t*) = nullptr;
   nvrtcResult (*GetProgramLog)(nvrtcProgram, char*) = nullptr;
 };
@@ -54,6 +56,9 @@ Result<std::unique_ptr<Nvrtc::Api>> load_api() {
   b.bind("nvrtcGetProgramLog", &api->GetProgramLog);
   if (!b.missing().empty())
     return Status::error(fmt::format("NVRTC is not usable: libnvrtc.so lacks {}", b.missing()));
+  Binder optional(api->handle); // machine code: CUDA 11.1 and later
+  optional.bind("nvrtcGetCUBINSize", &api->GetCUBINSize);
+  optional.bind("nvrtcGetCUBIN", &api->GetCUBIN);
   return api;
 }
 
@@ -75,11 +80,27 @@ std::string Nvrtc::version() const {
 
 Result<std::string> Nvrtc::compile_to_ptx(const std::string& source, const std::string& name,
                                           const std::string& arch) const {
+  return compile(source, name, arch, false);
+}
+
+Result<std::string> Nvrtc::compile_to_cubin(const std::string& source, const std::string& name,
+                                            const std::string& arch) const {
+  return compile(source, name, arch, true);
+}
+
+Result<std::string> Nvrtc::compile(const std::string& source, const std::string& name,
+                                   const std::string& arch, bool cubin) const {
+  if (cubin && (!api_->GetCUBINSize || !api_->GetCUBIN))
+    return Status::error(fmt::format("NVRTC {} cannot write machine code (CUDA 11.1 or later "
+                                     "can)",
+                                     version()));
   nvrtcProgram program = nullptr;
   nvrtcResult r = api_->CreateProgram(&program, source.c_str(), name.c_str(), 0, nullptr, nullptr);
   if (r != kNvrtcSuccess)
     return Status::error(fmt::format("{}: NVRTC: {}", name, api_->GetErrorString(r)));
-  std::string arch_flag = "--gpu-architecture=compute_" + arch.substr(arch.find('_') + 1);
+  // PTX for the virtual architecture compute_NN; machine code for the real one, sm_NN.
+  std::string arch_flag = "--gpu-architecture=" + std::string(cubin ? "sm_" : "compute_") +
+                          arch.substr(arch.find('_') + 1);
   std::vector<const char*> options = {arch_flag.c_str(), "--std=c++17", "-default-device"};
   r = api_->CompileProgram(program, static_cast<int>(options.size()), options.data());
   std::string result;
@@ -95,11 +116,11 @@ Result<std::string> Nvrtc::compile_to_ptx(const std::string& source, const std::
     return Status::error(fmt::format("{}: NVRTC failed for {}: {}", name, arch, log));
   }
   size_t size = 0;
-  api_->GetPTXSize(program, &size);
+  (cubin ? api_->GetCUBINSize : api_->GetPTXSize)(program, &size);
   result.resize(size);
-  api_->GetPTX(program, result.data());
+  (cubin ? api_->GetCUBIN : api_->GetPTX)(program, result.data());
   api_->DestroyProgram(&program);
-  while (!result.empty() && result.back() == '\0')
+  while (!cubin && !result.empty() && result.back() == '\0')
     result.pop_back();
   return result;
 }

@@ -19,6 +19,9 @@ public:
   // holds NVRTC's log, prefixed by "name".
   Result<std::string> compile_to_ptx(const std::string& source, const std::string& name,
                                      const std::string& arch) const;
+  // The same to the machine code of "arch" (a CUDA ELF object; see cubin.h).
+  Result<std::string> compile_to_cubin(const std::string& source, const std::string& name,
+                                       const std::string& arch) const;
 
   // NVRTC's version, e.g. "13.0".
   std::string version() const;
@@ -27,6 +30,10 @@ public:
 
 private:
   explicit Nvrtc(const Api* api) : api_(api) {}
+  // Compiles with "--gpu-architecture=<target>" and returns the PTX or, with "cubin", the
+  // machine code.
+  Result<std::string> compile(const std::string& source, const std::string& name,
+                              const std::string& arch, bool cubin) const;
   const Api* api_;
 };
 
