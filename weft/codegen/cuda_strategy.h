@@ -17,7 +17,12 @@
 //   stays in registers: the passes are unrolled, each lane taking the same elements in each,
 //   and the row's float buffers are read from memory once (softmax: one read of x and the
 //   final write of y, where the passes read x, then y twice, through the L2 cache; on an H200
-//   a hand-written probe of [8192, 4096] went from 98-116 to 80 us).
+//   a hand-written probe of [8192, 4096] went from 98-116 to 80 us). With vector loads and a
+//   multiple of 4 elements a lane, the row is held by quads: float4 loads before the row's
+//   items and stores after them (Emitter::emit_row_quads).
+// - Strided loops (ALL, few long rows, rows not held, COLUMN's row slices) keep
+//   CudaOptions::unroll accumulators a thread, or take float4 loads where the reads are
+//   contiguous f32 and aligned (CudaReductionWriter::unrolled_loop): loads in flight.
 // - ALL: a top-level register reduction is bound to every block of the grid (Panamera). Each
 //   block combines its share; the blocks' results combine with atomics into an accumulator of
 //   the module (atomicAdd for sums; integer atomicMax/atomicMin for floats' max and min, no CAS

@@ -230,8 +230,9 @@ private:
     std::set<std::string> fill;
   };
   std::optional<RowRegisters> row_registers(const AstNode& body, int64_t group) const;
-  // The quads of a row in registers: "what" ("fill" or "store") of its buffers "locations",
-  // each as float4 where its first address is 16-byte aligned, else element by element.
+  // The quads of a row in registers: loads (or with "store", stores) of its held buffers
+  // "locations", each as float4 where the lane's first address is 16-byte aligned, else
+  // element by element.
   void emit_row_quads(const RowRegisters& row, int64_t group,
                       const std::set<std::string>& locations, bool store, int depth,
                       std::string& out) const;
