@@ -313,6 +313,8 @@ def markdown(r):
                   f"({'n/a' if graphs is None else f'{graphs:.3f} ms'} as a CUDA graph), "
                   f"torch.compile {resnet['compile_ms']:.3f} ms.", ""]
     wrong = [row["case"] for row in r["rows"] if row.get("check", "ok") != "ok" or "weft_error" in row]
+    if r.get("note"):
+        lines += [r["note"], ""]
     second = r.get("second_run")
     if second:
         lines += [f"(2nd run): {second['what']} ({second['date']}, copy bandwidth "
