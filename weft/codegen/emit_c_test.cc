@@ -426,6 +426,27 @@ TEST(EmitC, CudaStrategies) {
       << bounded->source;
 }
 
+// The knobs (docs/knobs.md): values in range are taken, others leave the default.
+TEST(EmitC, CudaOptionsFromTheEnvironment) {
+  const char* names[] = {"WEFT_CUDA_UNROLL", "WEFT_CUDA_VECTOR", "WEFT_CUDA_HELD_ELEMENTS",
+                         "WEFT_CUDA_MAX_GROUP", "WEFT_CUDA_RESIDENT_THREADS"};
+  setenv("WEFT_CUDA_UNROLL", "8", 1);
+  setenv("WEFT_CUDA_VECTOR", "1", 1);
+  setenv("WEFT_CUDA_HELD_ELEMENTS", "12", 1); // not a power of two
+  setenv("WEFT_CUDA_MAX_GROUP", "16", 1);     // under 32
+  setenv("WEFT_CUDA_RESIDENT_THREADS", "1536x", 1);
+  CudaOptions o = CudaOptions::from_environment(true);
+  for (const char* name : names)
+    unsetenv(name);
+  EXPECT_TRUE(o.deterministic);
+  EXPECT_EQ(o.unroll, 8);
+  EXPECT_EQ(o.vector, 1);
+  EXPECT_EQ(o.held_elements, kCudaHeldElements);
+  EXPECT_EQ(o.max_group, kCudaMaxGroup);
+  EXPECT_EQ(o.resident_threads, kCudaResidentThreads);
+  EXPECT_EQ(CudaOptions::from_environment(false).key(), CudaOptions().key());
+}
+
 // GroupNorm's shape: a row statistic over [32, 8, 25088], then an epilogue over the same
 // rows seen as [32, 8, 8, 56, 56]. The group's lanes take the epilogue's 25088 points of a
 // row, flattened; giving them only its outer loop of 8 left 1016 of 1024 lanes idle and the
