@@ -12,7 +12,9 @@ Here, to print a results file's table:
 A case's time is the sum of its kernels' device times from `weft bench --device cuda --kernels`
 (CUDA events around each launch, queued behind a wait so that launch latency is not timed);
 "resident" is the wall clock of a device-resident run (CUDA graphs on). Bytes moved are the
-model's inputs and outputs, as in bench/gpu_bench.py.
+model's inputs and outputs, as in bench/gpu_bench.py. Each setting's functions are also built
+for --arch by NVRTC (weft inspect --registers): a cell shows the fewest threads a SM holds of
+the case's functions, and their registers.
 """
 import argparse
 import datetime
@@ -48,6 +50,17 @@ def parse_settings(text):
         name, _, env = item.partition(":")
         settings.append((name, dict(kv.split("=", 1) for kv in filter(None, env.split(",")))))
     return settings
+
+
+def occupancy(weft, model, env, arch):
+    """Each CUDA function's registers and blocks a SM under "env", from NVRTC's machine code
+    (weft inspect --registers; no GPU needed), or None when that fails."""
+    r = subprocess.run([weft, "inspect", model, "--device", "cuda", "--registers", arch, "--json"],
+                       capture_output=True, text=True, timeout=300, env=dict(os.environ, **env))
+    if r.returncode != 0:
+        return None
+    return [{k: f[k] for k in ("function", "block", "registers", "stack_bytes", "blocks_per_sm")}
+            for f in json.loads(r.stdout)["cuda_functions"]]
 
 
 def bench(weft, model, env, iters, cache):
@@ -100,7 +113,7 @@ def copy_bandwidth():
     return 2 * n * 4 * 20 / start.elapsed_time(end) / 1e6
 
 
-def measure(weft, cases, settings, rounds, iters, out):
+def measure(weft, cases, settings, rounds, iters, out, arch):
     result = {"date": datetime.date.today().isoformat(), "copy_gb_s": copy_bandwidth(),
               "settings": {name: env for name, env in settings}, "rounds": rounds, "iters": iters,
               "rows": {}}
@@ -115,8 +128,11 @@ def measure(weft, cases, settings, rounds, iters, out):
         subprocess.run([sys.executable, os.path.join(HERE, "make_models.py"), models, "--gpu"],
                        check=True, capture_output=True, text=True)
         for case in cases:
-            result["rows"][case] = {"bytes": model_bytes(os.path.join(models, case + ".onnx")),
-                                    "runs": {name: [] for name, _ in settings}}
+            model = os.path.join(models, case + ".onnx")
+            result["rows"][case] = {"bytes": model_bytes(model),
+                                    "runs": {name: [] for name, _ in settings},
+                                    "functions": {name: occupancy(weft, model, env, arch)
+                                                  for name, env in settings}}
         for r in range(rounds):
             for case in cases:
                 model = os.path.join(models, case + ".onnx")
@@ -163,7 +179,13 @@ def table(result):
                 continue
             k = statistics.median(ks)
             share = f" ({row['bytes'] / k / 1e6 / copy * 100:.0f}%)" if copy else ""
-            cells.append(f"{k:.4f}{share}")
+            # The fewest threads a SM holds of the case's functions, with their registers.
+            functions = (row.get("functions") or {}).get(name)
+            held = ""
+            if functions:
+                f = min(functions, key=lambda f: f["blocks_per_sm"] * f["block"])
+                held = f"; {f['blocks_per_sm'] * f['block']} thr/SM at {f['registers']} reg"
+            cells.append(f"{k:.4f}{share}{held}")
         lines.append(f"| {case} | {row['bytes'] / 1e6:.1f} | " + " | ".join(cells) + " |")
     g = geomeans(result)
     lines.append("| geomean / default | | " + " | ".join(
@@ -196,6 +218,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--out")
+    ap.add_argument("--arch", default="sm_90", help="the GPU architecture whose registers and "
+                    "occupancy are read (weft inspect --registers)")
     ap.add_argument("--show")
     ap.add_argument("--best-env", help="write the environment of the setting with the lowest "
                     "geomean kernel time here (KEY=VALUE lines)")
@@ -207,7 +231,7 @@ def main():
     if not args.weft:
         ap.error("--weft is required to measure")
     result = measure(os.path.abspath(args.weft), args.cases.split(","),
-                     parse_settings(args.settings), args.rounds, args.iters, args.out)
+                     parse_settings(args.settings), args.rounds, args.iters, args.out, args.arch)
     print(table(result))
     if args.best_env:
         g = {n: v for n, v in geomeans(result).items() if v is not None}
