@@ -82,6 +82,8 @@ ReductionText Emitter::strided_reduction(const AstNode& call, const std::string&
   };
   r.vector_update = [this, &call, iters, moving](const std::string& accumulator, int depth,
                                                  std::string& out) {
+    // The reads come from the quad's registers while the statement prints (no row is held
+    // around a strided loop: row_registers refuses loops in other items).
     std::vector<std::string> refs;
     for (size_t i = 0; i < moving.size(); ++i) {
       refs.push_back(fmt::format("b{}[{}]", moving[i]->buffer, offset(*moving[i], iters)));
