@@ -1,7 +1,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -109,23 +108,17 @@ std::string fusion_text(const CompiledModel& fused, const CompiledModel& unfused
   return out;
 }
 
-// Each CUDA function of "source" built for "arch" by NVRTC: its block (the "// launch" lines),
-// registers, stack frame, static shared memory and the blocks an SM holds (cubin.h).
-Result<nlohmann::json> cuda_functions(const std::string& source, const std::string& model,
+// Each CUDA function of "m" built for "arch" by NVRTC: its block, registers, stack frame,
+// static shared memory and the blocks an SM holds (cubin.h).
+Result<nlohmann::json> cuda_functions(const CompiledModel& m, const std::string& model,
                                       const std::string& arch) {
   WEFT_ASSIGN_OR_RETURN(const toolchain::Nvrtc* nvrtc, toolchain::Nvrtc::get());
-  WEFT_ASSIGN_OR_RETURN(std::string cubin, nvrtc->compile_to_cubin(source, model, arch));
+  WEFT_ASSIGN_OR_RETURN(std::string cubin, nvrtc->compile_to_cubin(m.source, model, arch));
   WEFT_ASSIGN_OR_RETURN(auto functions, toolchain::cubin_functions(cubin));
   nlohmann::json out = nlohmann::json::array();
-  std::istringstream lines(source);
-  std::string line;
-  while (std::getline(lines, line)) {
-    std::istringstream words(line);
-    std::string slashes, launch, name, block_word;
-    if (!(words >> slashes >> launch >> name >> block_word) || slashes != "//" ||
-        launch != "launch" || !block_word.starts_with("block="))
-      continue;
-    int64_t block = std::stoll(block_word.substr(6));
+  for (const runtime::cuda::LaunchShape& launch : m.cuda_launches) {
+    const std::string& name = launch.function;
+    int64_t block = launch.block;
     auto f = functions.find(name);
     if (f == functions.end())
       return Status::error(
@@ -215,7 +208,7 @@ int inspect(const InspectOptions& options) {
   }
   Result<nlohmann::json> functions = nlohmann::json::array();
   if (registers) {
-    functions = fused.ok() ? cuda_functions(fused->source, options.model, options.registers)
+    functions = fused.ok() ? cuda_functions(*fused, options.model, options.registers)
                            : Result<nlohmann::json>(fused.status());
     if (!functions.ok()) {
       std::cerr << functions.status().to_string() << "\n";

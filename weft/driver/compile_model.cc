@@ -134,6 +134,8 @@ Status stages::compile_graph(Graph graph, const Frozen& frozen, const CompileSet
   timer.end("generate");
   log_info("{}: {} generated kernels, {} from the function cache; {} library calls", graph.source,
            plan.kernels.size(), generated.cache_hits, plan.launches.size() - plan.kernels.size());
+  for (const std::vector<runtime::cuda::LaunchShape>& kernel : generated.launches)
+    out.cuda_launches.insert(out.cuda_launches.end(), kernel.begin(), kernel.end());
   dump.write("kernels.txt", kernels_text);
   dump.write(cuda ? "kernels.cu" : "kernels.cc", generated.source);
   if (!cuda) dump.write("build.sh", stages::rebuild_script());

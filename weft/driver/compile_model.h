@@ -15,6 +15,7 @@
 #include "weft/driver/pipeline.h"
 #include "weft/fusion/fuse.h"
 #include "weft/graph/graph.h"
+#include "weft/runtime/cuda/launch.h"
 #include "weft/runtime/executable.h"
 #include "weft/support/device_kind.h"
 #include "weft/support/status.h"
@@ -85,6 +86,8 @@ struct CompiledModel {
   std::vector<std::string> host_ops;     // the data-dependent nodes after the first stage
   std::vector<std::string> output_names; // the model's outputs
   std::string source;                    // the generated translation unit
+  // CUDA: each __global__ function of "source" with its block size, in launch order.
+  std::vector<runtime::cuda::LaunchShape> cuda_launches;
   bool cache_hit = false;
   std::vector<PhaseTime> phases;
   std::string dump_dir;                                 // where the dump went, if anywhere
