@@ -6,6 +6,9 @@ the same run.
 On the GPU machine (scripts/gpu-check.sh's "knobs" stage runs it there):
     python3 bench/gpu_knobs.py --weft $WEFT [--cases a,b] [--settings "U1:WEFT_CUDA_UNROLL=1;..."]
         [--rounds 2] [--iters 20] [--out FILE]
+With --tune S, a setting "tuned" is added: before the rounds, `weft tune --device cuda` (S
+seconds a candidate) stores each case's records in that setting's cache, which its runs then
+read; the records' options are listed under the table.
 Here, to print a results file's table:
     python3 bench/gpu_knobs.py --show FILE
 
@@ -52,15 +55,42 @@ def parse_settings(text):
     return settings
 
 
-def occupancy(weft, model, env, arch):
-    """Each CUDA function's registers and blocks a SM under "env", from NVRTC's machine code
-    (weft inspect --registers; no GPU needed), or None when that fails."""
+def occupancy(weft, model, env, arch, cache=None):
+    """Each CUDA function's registers and blocks a SM under "env" (and the tuning records of
+    "cache"), from NVRTC's machine code (weft inspect --registers; no GPU needed), or None when
+    that fails."""
+    e = dict(os.environ, **env, **({"WEFT_CACHE_DIR": cache} if cache else {}))
     r = subprocess.run([weft, "inspect", model, "--device", "cuda", "--registers", arch, "--json"],
-                       capture_output=True, text=True, timeout=300, env=dict(os.environ, **env))
+                       capture_output=True, text=True, timeout=300, env=e)
     if r.returncode != 0:
         return None
     return [{k: f[k] for k in ("function", "block", "registers", "stack_bytes", "blocks_per_sm")}
             for f in json.loads(r.stdout)["cuda_functions"]]
+
+
+def tune(weft, model, cache, seconds):
+    """`weft tune --device cuda` of "model" into "cache": the records it wrote, or an error."""
+    directory = os.path.join(cache, "tuning")
+
+    def stamps():
+        return {n: os.stat(os.path.join(directory, n)).st_mtime_ns
+                for n in (os.listdir(directory) if os.path.isdir(directory) else [])}
+
+    before = stamps()
+    r = subprocess.run([weft, "tune", model, "--device", "cuda", "--fill", "random",
+                        "--seconds-per-candidate", str(seconds)], capture_output=True, text=True,
+                       timeout=600, env=dict(os.environ, WEFT_CACHE_DIR=cache))
+    if r.returncode != 0:
+        return {"error": (r.stderr.strip() or f"exit {r.returncode}")[-300:]}
+    records = []
+    for name, stamp in sorted(stamps().items()):
+        if before.get(name) == stamp:
+            continue
+        with open(os.path.join(directory, name)) as f:
+            record = json.load(f)
+        if "cuda" in record:
+            records.append(record)
+    return {"records": records, "summary": r.stdout.strip().splitlines()[-2:]}
 
 
 def bench(weft, model, env, iters, cache):
@@ -113,7 +143,9 @@ def copy_bandwidth():
     return 2 * n * 4 * 20 / start.elapsed_time(end) / 1e6
 
 
-def measure(weft, cases, settings, rounds, iters, out, arch):
+def measure(weft, cases, settings, rounds, iters, out, arch, tune_seconds=None):
+    if tune_seconds:
+        settings = settings + [("tuned", {})]
     result = {"date": datetime.date.today().isoformat(), "copy_gb_s": copy_bandwidth(),
               "settings": {name: env for name, env in settings}, "rounds": rounds, "iters": iters,
               "rows": {}}
@@ -127,18 +159,21 @@ def measure(weft, cases, settings, rounds, iters, out, arch):
         models = os.path.join(tmp, "models")
         subprocess.run([sys.executable, os.path.join(HERE, "make_models.py"), models, "--gpu"],
                        check=True, capture_output=True, text=True)
+        caches = {name: os.path.join(tmp, "cache-" + name) for name, _ in settings}
         for case in cases:
             model = os.path.join(models, case + ".onnx")
-            result["rows"][case] = {"bytes": model_bytes(model),
-                                    "runs": {name: [] for name, _ in settings},
-                                    "functions": {name: occupancy(weft, model, env, arch)
-                                                  for name, env in settings}}
+            row = result["rows"][case] = {"bytes": model_bytes(model),
+                                          "runs": {name: [] for name, _ in settings}}
+            if tune_seconds:
+                row["tuned"] = tune(weft, model, caches["tuned"], tune_seconds)
+                print(f"tuned {case}: {row['tuned']}", flush=True)
+            row["functions"] = {name: occupancy(weft, model, env, arch, caches[name])
+                                for name, env in settings}
         for r in range(rounds):
             for case in cases:
                 model = os.path.join(models, case + ".onnx")
                 for name, env in settings:
-                    cache = os.path.join(tmp, "cache-" + name)
-                    m = bench(weft, model, env, iters, cache)
+                    m = bench(weft, model, env, iters, caches[name])
                     result["rows"][case]["runs"][name].append(m)
                     print(f"round {r + 1} {case} {name}: {m}", flush=True)
                 if out:
@@ -190,6 +225,16 @@ def table(result):
     g = geomeans(result)
     lines.append("| geomean / default | | " + " | ".join(
         "n/a" if g[n] is None else f"{g[n]:.3f}" for n in names) + " |")
+    tuned = [(case, row["tuned"]) for case, row in result["rows"].items() if "tuned" in row]
+    if tuned:
+        lines += ["", "The records of `weft tune --device cuda` (kernel: options, tune's own times "
+                  "default -> best, candidates):", ""]
+        for case, t in tuned:
+            if "error" in t:
+                lines.append(f"- {case}: failed: {t['error']}")
+            for rec in t.get("records", []):
+                lines.append(f"- {case}, {rec['kernel']}: {rec['cuda']} ({rec['default_ms']:.4f} -> "
+                             f"{rec['best_ms']:.4f} ms, {rec['candidates']} candidates)")
     return "\n".join(lines)
 
 
@@ -220,6 +265,8 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--arch", default="sm_90", help="the GPU architecture whose registers and "
                     "occupancy are read (weft inspect --registers)")
+    ap.add_argument("--tune", type=float, metavar="S", help="add the setting \"tuned\": each "
+                    "case tuned first by weft tune --device cuda, S seconds a candidate")
     ap.add_argument("--show")
     ap.add_argument("--best-env", help="write the environment of the setting with the lowest "
                     "geomean kernel time here (KEY=VALUE lines)")
@@ -231,7 +278,8 @@ def main():
     if not args.weft:
         ap.error("--weft is required to measure")
     result = measure(os.path.abspath(args.weft), args.cases.split(","),
-                     parse_settings(args.settings), args.rounds, args.iters, args.out, args.arch)
+                     parse_settings(args.settings), args.rounds, args.iters, args.out, args.arch,
+                     args.tune)
     print(table(result))
     if args.best_env:
         g = {n: v for n, v in geomeans(result).items() if v is not None}

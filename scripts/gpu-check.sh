@@ -15,6 +15,8 @@
 #   fuzz         (not by default) 500 mutated node-test models run on the GPU: none may crash
 #   knobs        (not by default) bench/gpu_knobs.py: kernel times under each setting of the
 #                CUDA code generation knobs; results to $OUT/knobs.json
+#   tune         (not by default) bench/gpu_knobs.py --tune: each case tuned by weft tune
+#                --device cuda, then default against tuned; results to $OUT/tune.json
 # GPU_BENCH_ARGS adds arguments to bench/gpu_bench.py (e.g. "--no-compile --iters 20"),
 # GPU_KNOBS_ARGS to bench/gpu_knobs.py (e.g. "--rounds 1 --cases a,b").
 # STAGE_LIMIT_S replaces every stage's time limit (seconds), to fit a session's device time.
@@ -66,7 +68,11 @@ for stage in "${stages[@]}"; do
       # shellcheck disable=SC2086
       run_stage knobs 400 "$PY" bench/gpu_knobs.py --weft "$WEFT" --out "$OUT/knobs.json" \
         ${GPU_KNOBS_ARGS:-} ;;
-    *) echo "unknown stage $stage (device, multiblock, conformance, models, bench, fuzz, knobs)" >&2
+    tune)
+      # shellcheck disable=SC2086
+      run_stage tune 500 "$PY" bench/gpu_knobs.py --weft "$WEFT" --out "$OUT/tune.json" \
+        --settings "default:;" --tune 0.05 --rounds 2 ${GPU_KNOBS_ARGS:-} ;;
+    *) echo "unknown stage $stage (device, multiblock, conformance, models, bench, fuzz, knobs, tune)" >&2
       exit 2 ;;
   esac
 done

@@ -8,6 +8,7 @@
 2. The ONNX backend cases of the reduction and normalization families (and a sample of
    elementwise ones), through weft test-onnx --device cuda, as on the CPU.
 3. --deterministic kernels have no atomics; without a driver, --device cuda says so (exit 2).
+4. weft tune --device cuda: records of CUDA options that later compiles on the device take.
 
 Usage: cuda_emulator_test.py WEFT_BINARY
 With WEFT_CUDA_EMULATOR=0 in the environment, parts 1 and 2 (and the library calls) run on the
@@ -317,6 +318,65 @@ def atomics_by_mode(weft, env, tmp):
                       f"{'atomics' if atomics else 'partials, no atomics'} {err}")
 
 
+def tune(weft, env, tmp):
+    """weft tune --device cuda: each kernel's CUDA options timed on the device, the fastest in
+    the tuning cache under the device's name; later compiles there take the record (kernels.txt
+    says "(tuned)", and a record's options change the code), compute the same, and ignore a
+    damaged record."""
+    import json
+    f = TensorProto.FLOAT
+    path = os.path.join(tmp, "tune_softmax.onnx")
+    model(helper.make_node("Softmax", ["x"], ["y"], axis=-1), f, [64, 1024], [64, 1024], path)
+    x = np.random.default_rng(9).standard_normal((64, 1024)).astype(np.float32)
+    tuned, plain = os.path.join(tmp, "tuned-cache"), os.path.join(tmp, "plain-cache")
+    cli = lambda cache, *args: subprocess.run([weft, *args], capture_output=True, text=True,
+                                              env=dict(env, WEFT_CACHE_DIR=cache))
+    r = cli(tuned, "tune", path, "--device", "cuda", "--seconds-per-candidate", "0.01")
+    progress = re.search(r"\[task 1/1\] best \d+\.\d+ ms .* \| (\d+)/\1 candidates", r.stdout)
+    check(r.returncode == 0 and progress is not None and int(progress.group(1)) > 1,
+          f"tune --device cuda measures several candidates {r.stderr.strip()[-300:]}")
+    records = sorted(os.listdir(os.path.join(tuned, "tuning"))) if r.returncode == 0 else []
+    record = {}
+    if len(records) == 1:
+        with open(os.path.join(tuned, "tuning", records[0])) as fh:
+            record = json.load(fh)
+    check("lane_elements=" in record.get("cuda", "") and record.get("candidates", 0) > 1,
+          f"tune --device cuda stores one record of CUDA options: {record}")
+    if not record:
+        return
+
+    def dump(cache, name):
+        d = os.path.join(tmp, name)
+        r = cli(cache, "inspect", path, "--device", "cuda", "--dump-dir", d)
+        if r.returncode != 0:
+            return "", r.stderr
+        with open(os.path.join(d, "kernels.txt")) as a, open(os.path.join(d, "kernels.cu")) as b:
+            return a.read(), b.read()
+
+    check("(tuned)" in dump(tuned, "d-tuned")[0] and "(tuned)" not in dump(plain, "d-plain")[0],
+          "a compile on the tuned device reads the record")
+    outputs = {}
+    for cache in (tuned, plain):
+        got, err = run(weft, path, x, dict(env, WEFT_CACHE_DIR=cache), "--device", "cuda")
+        outputs[cache] = got
+    check(all(v is not None for v in outputs.values()) and
+          np.allclose(outputs[tuned], outputs[plain], rtol=1e-5, atol=1e-7),
+          "the tuned kernel computes what the untuned one does")
+    # The record's options are what the code is generated with: 1024 threads a SM asked of
+    # the row's function shows in its launch bounds.
+    record_path = os.path.join(tuned, "tuning", records[0])
+    with open(record_path, "w") as fh:
+        json.dump(dict(record, cuda="resident_threads=1024"), fh)
+    _, code = dump(tuned, "d-forced")
+    _, plain_code = dump(plain, "d-plain2")
+    bounds = re.findall(r"__launch_bounds__\((\d+), (\d+)\)", code)
+    check(bounds and all(int(b) * int(n) == 1024 for b, n in bounds) and code != plain_code,
+          f"a record's options set the generated code: {bounds}")
+    with open(record_path, "w") as fh:
+        fh.write('{"cuda": "unroll=3"}')
+    check("(tuned)" not in dump(tuned, "d-damaged")[0], "a damaged record is ignored")
+
+
 def bench_device_resident(weft, env, tmp):
     """weft bench --device cuda times device-resident runs apart from the host copies."""
     import json
@@ -402,6 +462,7 @@ def main():
         atomics_by_mode(weft, env, tmp)
         attention_softmax(weft, env, tmp)
         row_norms(weft, env, tmp)
+        tune(weft, env, tmp)
         bench_device_resident(weft, env, tmp)
         cuda_graphs(weft, env, tmp)
         replay_check_takes_infinities(weft, env, tmp)

@@ -149,8 +149,9 @@ int run_cli(int argc, char** argv) {
                       "Print the per-kernel table: time, % of total, bytes moved, GB/s");
 
   weft::cli::TuneOptions tune;
-  CLI::App* tune_cmd = app.add_subcommand(
-      "tune", "Measure CPU schedules per kernel; store the fastest in the tuning cache");
+  CLI::App* tune_cmd =
+      app.add_subcommand("tune", "Measure each kernel's schedules (CPU) or options (CUDA); store "
+                                 "the fastest in the tuning cache");
   tune_cmd->add_option("model", tune.model, "The .onnx model")->required();
   tune_cmd->add_option("--input", tune.inputs, "NAME=FILE (.npy or .pb), once per input");
   tune_cmd->add_option("--fill", tune.fill, "Fill inputs not given")

@@ -1,5 +1,6 @@
-// weft tune: measure CPU schedule candidates per kernel and store the winners in the tuning
-// cache, which later compiles of any model with the same kernels read.
+// weft tune: measure the candidates of each kernel (CPU schedules, or CUDA options with
+// --device cuda) and store the winners in the tuning cache, which later compiles of any model
+// with the same kernels read.
 #include "weft/driver/tune.h"
 
 #include <iostream>
@@ -32,18 +33,13 @@ std::string progress_line(const TuneProgress& p) {
 
 int tune(const TuneOptions& o) {
   if (!device_available(o.device)) return 2;
-  if (o.device != DeviceKind::kCpu) {
-    std::cerr << fmt::format("error: {}: weft tune measures CPU schedules only; the CUDA "
-                             "strategies are chosen by the cost model\n",
-                             o.model);
-    return 1;
-  }
   Result<std::vector<Tensor>> inputs = gather_model_inputs(o.model, o.inputs, o.fill, o.shapes);
   if (!inputs.ok()) {
     std::cerr << inputs.status().to_string() << "\n";
     return 1;
   }
   CompileSettings settings;
+  settings.device = o.device;
   settings.fusion = o.fusion;
   settings.tuning = false; // candidates are measured against the cost model's schedules
   Result<CompiledModel> compiled = compile_model(o.model, *inputs, settings);
@@ -87,13 +83,13 @@ int tune(const TuneOptions& o) {
     after += r.best_ms;
     if (r.best_ms < r.default_ms)
       std::cout << fmt::format(
-          "{}: {:.3f} -> {:.3f} ms with {}{}\n", r.kernel, r.default_ms, r.best_ms,
-          r.best.to_string(),
+          "{}: {:.3f} -> {:.3f} ms with {}{}\n", r.kernel, r.default_ms, r.best_ms, r.choice,
           r.rejected ? fmt::format(" ({} candidates dropped: other values)", r.rejected) : "");
   }
-  std::cout << fmt::format("{} kernels tuned ({} have one candidate: their code does not depend "
-                           "on the schedule); sum of their medians {:.3f} -> {:.3f} ms\n",
-                           tuned, fixed, before, after);
+  std::cout << fmt::format(
+      "{} kernels tuned ({} have one candidate: their code does not depend "
+      "on the {}); sum of their medians {:.3f} -> {:.3f} ms\n",
+      tuned, fixed, o.device == DeviceKind::kCuda ? "CUDA options" : "schedule", before, after);
   if (calls > 0)
     std::cout << fmt::format("{} convolution shapes timed with oneDNN's direct and Winograd "
                              "kernels; {} take the other than by default\n",

@@ -1,6 +1,7 @@
 #include "weft/codegen/cuda_strategy.h"
 
 #include <cstdlib>
+#include <sstream>
 #include <vector>
 
 #include <fmt/format.h>
@@ -11,35 +12,84 @@ namespace weft::codegen {
 
 namespace {
 
-// $name as a whole number from "lo" to "hi" (a power of two when "power"), else "fallback".
-int64_t knob(const char* name, int64_t lo, int64_t hi, bool power, int64_t fallback) {
-  const char* text = std::getenv(name);
-  if (!text) return fallback;
+// A knob of CudaOptions: its environment variable, its name in records (to_string), and the
+// values it takes.
+struct Knob {
+  const char* env;
+  const char* name;
+  int64_t CudaOptions::*field;
+  int64_t lo, hi;
+  bool power; // powers of two only
+};
+
+constexpr Knob kKnobs[] = {
+    {"WEFT_CUDA_UNROLL", "unroll", &CudaOptions::unroll, 1, 64, true},
+    {"WEFT_CUDA_VECTOR", "vector", &CudaOptions::vector, 1, 4, true},
+    {"WEFT_CUDA_LANE_ELEMENTS", "lane_elements", &CudaOptions::lane_elements, 1, 64, true},
+    {"WEFT_CUDA_HELD_ELEMENTS", "held_elements", &CudaOptions::held_elements, 1, 64, true},
+    {"WEFT_CUDA_MAX_GROUP", "max_group", &CudaOptions::max_group, 32, 1024, true},
+    {"WEFT_CUDA_RESIDENT_THREADS", "resident_threads", &CudaOptions::resident_threads, 0, 2048,
+     false},
+};
+
+bool valid(const Knob& k, int64_t v) {
+  if (k.field == &CudaOptions::vector) return v == 1 || v == 4;
+  return v >= k.lo && v <= k.hi && (!k.power || (v & (v - 1)) == 0);
+}
+
+// "text" as a whole number that "k" takes.
+std::optional<int64_t> value_of(const Knob& k, const char* text) {
   char* end = nullptr;
   long long v = std::strtoll(text, &end, 10);
-  bool valid = end != text && *end == '\0' && v >= lo && v <= hi && (!power || (v & (v - 1)) == 0);
-  return valid ? v : fallback;
+  if (end == text || *end != '\0' || !valid(k, v)) return std::nullopt;
+  return v;
 }
 
 } // namespace
 
-CudaOptions CudaOptions::from_environment(bool deterministic) {
-  CudaOptions o;
+CudaOptions CudaOptions::from_environment(bool deterministic, const CudaOptions& base) {
+  CudaOptions o = base;
   o.deterministic = deterministic;
-  o.unroll = knob("WEFT_CUDA_UNROLL", 1, 64, true, kCudaUnroll);
-  o.lane_elements = knob("WEFT_CUDA_LANE_ELEMENTS", 1, 64, true, kCudaLaneElements);
-  o.held_elements = knob("WEFT_CUDA_HELD_ELEMENTS", 1, 64, true, kCudaHeldElements);
-  o.max_group = knob("WEFT_CUDA_MAX_GROUP", 32, 1024, true, kCudaMaxGroup);
-  o.vector = knob("WEFT_CUDA_VECTOR", 1, 4, false, kCudaVector) == 4 ? 4 : 1;
-  o.resident_threads = knob("WEFT_CUDA_RESIDENT_THREADS", 0, 2048, false, kCudaResidentThreads);
+  for (const Knob& k : kKnobs) {
+    const char* text = std::getenv(k.env);
+    if (std::optional<int64_t> v = text ? value_of(k, text) : std::nullopt) o.*k.field = *v;
+  }
+  return o;
+}
+
+CudaOptions CudaOptions::from_environment(bool deterministic) {
+  return from_environment(deterministic, CudaOptions());
+}
+
+std::string CudaOptions::to_string() const {
+  std::vector<std::string> words;
+  for (const Knob& k : kKnobs)
+    words.push_back(fmt::format("{}={}", k.name, this->*k.field));
+  return fmt::format("{}", fmt::join(words, " "));
+}
+
+std::optional<CudaOptions> CudaOptions::parse(const std::string& text) {
+  CudaOptions o;
+  std::istringstream in(text);
+  for (std::string word; in >> word;) {
+    size_t eq = word.find('=');
+    const Knob* knob = nullptr;
+    for (const Knob& k : kKnobs) {
+      if (eq != std::string::npos && word.compare(0, eq, k.name) == 0 && k.name[eq] == '\0')
+        knob = &k;
+    }
+    std::optional<int64_t> v = knob ? value_of(*knob, word.c_str() + eq + 1) : std::nullopt;
+    if (!v) return std::nullopt;
+    o.*knob->field = *v;
+  }
   return o;
 }
 
 std::string CudaOptions::key() const {
-  return fmt::format("{}unroll {} vector {} lane {} held {} group {} resident {}",
-                     deterministic ? "deterministic " : "", unroll, vector, lane_elements,
-                     held_elements, max_group, resident_threads);
+  return (deterministic ? "deterministic " : "") + to_string();
 }
+
+bool CudaOptions::operator==(const CudaOptions& o) const { return key() == o.key(); }
 
 int64_t cuda_group_size(std::optional<int64_t> extent, int64_t lane_elements, int64_t max_group) {
   if (!extent) return 32;

@@ -88,14 +88,21 @@ struct CudaOptions {
   // that the compiler keeps registers few enough); 0 asks for nothing beyond the block size.
   int64_t resident_threads = kCudaResidentThreads;
 
-  // The defaults with $WEFT_CUDA_UNROLL, $WEFT_CUDA_LANE_ELEMENTS, $WEFT_CUDA_HELD_ELEMENTS
-  // (powers of two from 1 to 64), $WEFT_CUDA_MAX_GROUP (a power of two from 32 to 1024),
-  // $WEFT_CUDA_VECTOR (1 or 4) and $WEFT_CUDA_RESIDENT_THREADS (0 to
-  // 2048) applied, for comparisons on a GPU (docs/knobs.md); a value out of range means the
-  // default.
+  // "base" (the defaults, or a tuning record's) with $WEFT_CUDA_UNROLL,
+  // $WEFT_CUDA_LANE_ELEMENTS, $WEFT_CUDA_HELD_ELEMENTS (powers of two from 1 to 64),
+  // $WEFT_CUDA_MAX_GROUP (a power of two from 32 to 1024), $WEFT_CUDA_VECTOR (1 or 4) and
+  // $WEFT_CUDA_RESIDENT_THREADS (0 to 2048) applied, for comparisons on a GPU
+  // (docs/knobs.md); a value out of range leaves base's.
+  static CudaOptions from_environment(bool deterministic, const CudaOptions& base);
   static CudaOptions from_environment(bool deterministic);
+  // "unroll=4 vector=4 lane_elements=8 ...": every knob but "deterministic", as tuning records
+  // keep them; parse() reads it back (knobs not named keep their defaults), or nothing where a
+  // word is not a knob with a value it takes.
+  std::string to_string() const;
+  static std::optional<CudaOptions> parse(const std::string& text);
   // What the generated code depends on: part of the function cache's key.
   std::string key() const;
+  bool operator==(const CudaOptions& o) const;
 };
 
 // Threads per row for rows of "extent" elements (none: unknown): a power of two from 1 to

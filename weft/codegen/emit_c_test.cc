@@ -445,6 +445,40 @@ TEST(EmitC, CudaOptionsFromTheEnvironment) {
   EXPECT_EQ(o.max_group, kCudaMaxGroup);
   EXPECT_EQ(o.resident_threads, kCudaResidentThreads);
   EXPECT_EQ(CudaOptions::from_environment(false).key(), CudaOptions().key());
+  // Over a tuning record's options, the environment's knobs win; the others stay the record's.
+  CudaOptions record;
+  record.max_group = 256;
+  record.unroll = 2;
+  setenv("WEFT_CUDA_UNROLL", "16", 1);
+  CudaOptions over = CudaOptions::from_environment(false, record);
+  unsetenv("WEFT_CUDA_UNROLL");
+  EXPECT_EQ(over.unroll, 16);
+  EXPECT_EQ(over.max_group, 256);
+}
+
+// Tuning records keep CUDA options as text: every knob reads back; a word that is not a knob
+// with a value it takes makes the whole text unreadable.
+TEST(EmitC, CudaOptionsReadBackFromText) {
+  CudaOptions o;
+  o.unroll = 8;
+  o.vector = 1;
+  o.lane_elements = 32;
+  o.held_elements = 4;
+  o.max_group = 128;
+  o.resident_threads = 1536;
+  o.deterministic = true; // not a knob of records
+  std::optional<CudaOptions> back = CudaOptions::parse(o.to_string());
+  ASSERT_TRUE(back.has_value());
+  o.deterministic = false;
+  EXPECT_EQ(*back, o);
+  EXPECT_EQ(back->to_string(), "unroll=8 vector=1 lane_elements=32 held_elements=4 max_group=128 "
+                               "resident_threads=1536");
+  EXPECT_EQ(CudaOptions::parse("max_group=256")->max_group, 256); // the others: defaults
+  EXPECT_EQ(CudaOptions::parse("max_group=256")->unroll, kCudaUnroll);
+  EXPECT_TRUE(CudaOptions::parse("").has_value());
+  for (const char* bad : {"unroll=3", "vector=2", "max_group=16", "resident_threads=4096",
+                          "lanes=8", "unroll", "unroll=", "unroll=4x", "max_groupx=256"})
+    EXPECT_FALSE(CudaOptions::parse(bad).has_value()) << bad;
 }
 
 // GroupNorm's shape: a row statistic over [32, 8, 25088], then an epilogue over the same

@@ -117,17 +117,16 @@ Result<GeneratedFunction> generate_function(const kernel::Kernel& k, Dialect dia
   return GeneratedFunction{std::move(f.source), std::move(f.launches), false};
 }
 
-Result<std::vector<std::string>> generate_variants(const kernel::Kernel& k,
-                                                   const std::vector<CpuSchedule>& schedules,
-                                                   const std::vector<std::string>& names) {
+Result<std::vector<EmittedFunction>> generate_variants(const kernel::Kernel& k, Dialect dialect,
+                                                       const std::vector<Variant>& variants) {
   WEFT_ASSIGN_OR_RETURN(poly::ScheduledKernel scheduled, poly::schedule_kernel(k));
-  std::vector<std::string> functions;
+  std::vector<EmittedFunction> functions;
   kernel::Kernel named = k;
-  for (size_t i = 0; i < schedules.size(); ++i) {
-    named.name = names[i];
+  for (const Variant& v : variants) {
+    named.name = v.name;
     WEFT_ASSIGN_OR_RETURN(EmittedFunction f,
-                          emit_function(named, scheduled.loops, Dialect::kCpu, schedules[i]));
-    functions.push_back(std::move(f.source));
+                          emit_function(named, scheduled.loops, dialect, v.schedule, v.cuda));
+    functions.push_back(std::move(f));
   }
   return functions;
 }

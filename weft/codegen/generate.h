@@ -29,10 +29,16 @@ Result<GeneratedFunction> generate_function(const kernel::Kernel& kernel, Dialec
                                             const CpuSchedule& schedule = {},
                                             const CudaOptions& cuda = {});
 
-// The CPU function of "kernel" under each schedule, scheduled on isl once; no cache (for
-// `weft tune`, which names each variant: "names" are the kernel names to emit them under).
-Result<std::vector<std::string>> generate_variants(const kernel::Kernel& kernel,
-                                                   const std::vector<CpuSchedule>& schedules,
-                                                   const std::vector<std::string>& names);
+// A kernel emitted under another name, with a CPU schedule or CUDA options (for `weft tune`).
+struct Variant {
+  std::string name;
+  CpuSchedule schedule;
+  CudaOptions cuda;
+};
+
+// The function of "kernel" for each variant, scheduled on isl once; no cache.
+Result<std::vector<EmittedFunction>> generate_variants(const kernel::Kernel& kernel,
+                                                       Dialect dialect,
+                                                       const std::vector<Variant>& variants);
 
 } // namespace weft::codegen

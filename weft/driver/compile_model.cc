@@ -119,9 +119,17 @@ Status stages::compile_graph(Graph graph, const Frozen& frozen, const CompileSet
   }
   WEFT_ASSIGN_OR_RETURN(stages::Plan plan,
                         stages::plan_buffers(graph, std::move(steps), library, cuda));
+  // CUDA tuning records belong to a device: a compile that will not run (inspect) reads those
+  // of this machine's device, if it has one.
+  std::string cuda_device = device ? device->describe() : "";
+  if (cuda && !device && settings.tuning && settings.goal != CompileGoal::kPtx) {
+    if (Result<std::shared_ptr<runtime::cuda::Device>> here = runtime::cuda::open_device();
+        here.ok())
+      cuda_device = (*here)->describe();
+  }
   std::string kernels_text;
-  std::vector<codegen::CpuSchedule> schedules =
-      stages::schedule_kernels(plan, settings, &out.kernels, &kernels_text);
+  std::vector<stages::KernelChoice> choices =
+      stages::schedule_kernels(plan, settings, cuda_device, &out.kernels, &kernels_text);
   timer.end("plan");
   if (settings.goal == CompileGoal::kPlan) {
     stages::log_phases(graph.source, out.phases);
@@ -130,7 +138,7 @@ Status stages::compile_graph(Graph graph, const Frozen& frozen, const CompileSet
   }
 
   WEFT_ASSIGN_OR_RETURN(stages::GeneratedSource generated,
-                        stages::generate_source(plan, schedules, settings));
+                        stages::generate_source(plan, choices, settings));
   timer.end("generate");
   log_info("{}: {} generated kernels, {} from the function cache; {} library calls", graph.source,
            plan.kernels.size(), generated.cache_hits, plan.launches.size() - plan.kernels.size());

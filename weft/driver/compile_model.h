@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "weft/codegen/cpu_strategy.h"
+#include "weft/codegen/cuda_strategy.h"
 #include "weft/driver/pipeline.h"
 #include "weft/fusion/fuse.h"
 #include "weft/graph/graph.h"
@@ -53,8 +53,9 @@ struct CompileSettings {
   // MatMul, Gemm and Conv through oneDNN where it takes them (library/dnnl.h); off, they
   // are generated code. $WEFT_ONEDNN=0 turns it off too.
   bool library = true;
-  // Read the tuning cache (driver/tuning_cache.h) for each kernel's CPU schedule; off, or
-  // without a record, the cost model's schedule applies.
+  // Read the tuning cache (driver/tuning_cache.h) for each kernel's CPU schedule or CUDA
+  // options (the device's records: a CUDA compile without one takes none); off, or without a
+  // record, the cost model's choice applies.
   bool tuning = true;
 };
 
@@ -71,7 +72,8 @@ struct KernelSummary {
   std::string ir;                               // kernel::print_kernel
   bool library = false;                         // a library call (oneDNN), not a generated kernel
   std::shared_ptr<const kernel::Kernel> kernel; // the generated kernel; null for a library call
-  codegen::CpuSchedule schedule;                // its CPU schedule
+  codegen::CpuSchedule schedule;                // its CPU schedule...
+  codegen::CudaOptions cuda;                    // ...or CUDA options
   bool tuned = false;                           // from the tuning cache, not the cost model
 };
 

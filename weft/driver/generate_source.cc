@@ -8,8 +8,7 @@
 
 namespace weft::stages {
 
-Result<GeneratedSource> generate_source(const Plan& plan,
-                                        const std::vector<codegen::CpuSchedule>& schedules,
+Result<GeneratedSource> generate_source(const Plan& plan, const std::vector<KernelChoice>& choices,
                                         const CompileSettings& settings) {
   codegen::Dialect dialect =
       settings.device == DeviceKind::kCuda ? codegen::Dialect::kCuda : codegen::Dialect::kCpu;
@@ -21,10 +20,9 @@ Result<GeneratedSource> generate_source(const Plan& plan,
   // Kernels are independent (one isl context each).
   std::vector<Status> failures(kernels.size());
   std::atomic<int> cached = 0;
-  codegen::CudaOptions cuda = codegen::CudaOptions::from_environment(settings.deterministic);
   parallel_for(kernels.size(), [&](size_t k) {
-    Result<codegen::GeneratedFunction> f =
-        codegen::generate_function(kernels[k], dialect, cache_dir, schedules[k], cuda);
+    Result<codegen::GeneratedFunction> f = codegen::generate_function(
+        kernels[k], dialect, cache_dir, choices[k].schedule, choices[k].cuda);
     if (!f.ok()) {
       failures[k] = f.status().with_location(plan.sites[k]);
       return;

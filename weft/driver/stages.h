@@ -120,15 +120,23 @@ struct Plan {
 Result<Plan> plan_buffers(const Graph& graph, std::vector<fusion::Step> steps,
                           LibrarySelection& library, bool cuda);
 
-// ---- schedule.cc: each generated kernel's CPU schedule.
+// ---- schedule.cc: each generated kernel's CPU schedule or CUDA options.
 
-// The cost model's schedule for each of plan.kernels, or the tuning cache's record when
-// "settings.tuning" and there is one (CPU); fills "summaries" (in launch order) and the
-// printed kernels ("kernels_text", the dump's kernels.txt).
-std::vector<codegen::CpuSchedule> schedule_kernels(const Plan& plan,
-                                                   const CompileSettings& settings,
-                                                   std::vector<KernelSummary>* summaries,
-                                                   std::string* kernels_text);
+// How a kernel's code is generated: its CPU schedule, or its CUDA options.
+struct KernelChoice {
+  codegen::CpuSchedule schedule;
+  codegen::CudaOptions cuda;
+};
+
+// The cost model's choice for each of plan.kernels (CUDA: with the environment's knobs), or
+// the tuning cache's record when "settings.tuning" and there is one: the CPU's, or on CUDA
+// the record of "cuda_device" (Device::describe(); empty: no device, no records). Fills
+// "summaries" (in launch order) and the printed kernels ("kernels_text", the dump's
+// kernels.txt).
+std::vector<KernelChoice> schedule_kernels(const Plan& plan, const CompileSettings& settings,
+                                           const std::string& cuda_device,
+                                           std::vector<KernelSummary>* summaries,
+                                           std::string* kernels_text);
 
 // ---- generate_source.cc: the translation unit.
 
@@ -141,8 +149,7 @@ struct GeneratedSource {
 
 // Each kernel's function, from the function cache or scheduled on isl and emitted (on all
 // cores), after the dialect's prelude.
-Result<GeneratedSource> generate_source(const Plan& plan,
-                                        const std::vector<codegen::CpuSchedule>& schedules,
+Result<GeneratedSource> generate_source(const Plan& plan, const std::vector<KernelChoice>& choices,
                                         const CompileSettings& settings);
 
 // ---- build.cc: the executable.

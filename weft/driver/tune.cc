@@ -14,6 +14,7 @@
 #include "weft/driver/tuning_cache.h"
 #include "weft/library/dnnl.h"
 #include "weft/runtime/cpu/kernel_library.h"
+#include "weft/runtime/cuda/cuda_kernel.h"
 #include "weft/support/float16.h"
 #include "weft/support/log.h"
 #include "weft/support/parallel.h"
@@ -44,24 +45,52 @@ std::vector<CpuSchedule> candidate_schedules() {
   return grid;
 }
 
+std::vector<codegen::CudaOptions> candidate_cuda_options(const codegen::CudaOptions& base) {
+  using codegen::CudaOptions;
+  std::vector<CudaOptions> grid{base};
+  auto vary = [&](int64_t CudaOptions::*knob, std::initializer_list<int64_t> values) {
+    for (int64_t v : values) {
+      CudaOptions o = base;
+      o.*knob = v;
+      if (!(o == base)) grid.push_back(o);
+    }
+  };
+  vary(&CudaOptions::unroll, {1, 2, 8});
+  vary(&CudaOptions::vector, {1, 4});
+  vary(&CudaOptions::lane_elements, {4, 8, 16, 32});
+  vary(&CudaOptions::held_elements, {8, 16});
+  vary(&CudaOptions::max_group, {256, 512, 1024});
+  vary(&CudaOptions::resident_threads, {0, 1024, 2048});
+  // Accumulators matter in the loops without vector loads: each count with scalar loads too.
+  for (int64_t unroll : {1, 2, 4, 8}) {
+    CudaOptions o = base;
+    o.vector = 1;
+    o.unroll = unroll;
+    if (std::find(grid.begin(), grid.end(), o) == grid.end()) grid.push_back(o);
+  }
+  return grid;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using RunFn = std::function<Status(void* const* args)>;
 
-// One task: a kernel and its distinct candidates, built into one library.
+// One task: a kernel and its distinct candidates.
 struct Task {
-  size_t summary = 0;                 // index into CompiledModel::kernels (= launch index)
-  std::vector<CpuSchedule> schedules; // distinct candidates; [0] is the cost model's
-  std::vector<std::string> sources;
-  std::shared_ptr<runtime::KernelLibrary> library;
-  std::vector<runtime::KernelFn> fns;
+  size_t summary = 0;                     // index into CompiledModel::kernels (= launch index)
+  std::vector<codegen::Variant> variants; // distinct candidates; [0] is the cost model's
+  std::vector<std::string> labels;        // each one as a record writes it
+  std::vector<codegen::EmittedFunction> functions;
+  std::shared_ptr<runtime::KernelLibrary> library; // CPU: the candidates, built
+  std::vector<RunFn> run;                          // each candidate on a launch's buffers
   std::vector<size_t> sizes;   // bytes of each buffer
   std::vector<bool> written;   // buffers a run writes (all but inputs)
   std::vector<double> medians; // per candidate; negative: rejected
   bool measured = false;
 };
 
-// The code of "source" with the variant's name taken out, to find schedules that generate
+// The code of "source" with the variant's name taken out, to find candidates that generate
 // the same code.
 std::string anonymous(const std::string& source, const std::string& name) {
   std::string out;
@@ -75,7 +104,7 @@ std::string anonymous(const std::string& source, const std::string& name) {
   return out;
 }
 
-Result<Task> prepare(const KernelSummary& summary, size_t index) {
+Result<Task> prepare(const KernelSummary& summary, size_t index, codegen::Dialect dialect) {
   const kernel::Kernel& k = *summary.kernel;
   Task task;
   task.summary = index;
@@ -88,34 +117,58 @@ Result<Task> prepare(const KernelSummary& summary, size_t index) {
     aliased = aliased || b.aliased;
   }
   if (aliased) task.written.assign(task.written.size(), true);
-  std::vector<CpuSchedule> grid = candidate_schedules();
-  std::vector<std::string> names;
-  for (size_t i = 0; i < grid.size(); ++i)
-    names.push_back(fmt::format("{}_v{}", k.name, i));
-  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> variants,
-                        codegen::generate_variants(k, grid, names));
-  std::map<std::string, size_t> seen;
+  bool cuda = dialect == codegen::Dialect::kCuda;
+  std::vector<codegen::Variant> grid;
+  if (cuda) {
+    for (const codegen::CudaOptions& o : candidate_cuda_options(summary.cuda))
+      grid.push_back({fmt::format("{}_v{}", k.name, grid.size()), {}, o});
+  } else {
+    for (const CpuSchedule& s : candidate_schedules())
+      grid.push_back({fmt::format("{}_v{}", k.name, grid.size()), s, {}});
+  }
+  WEFT_ASSIGN_OR_RETURN(std::vector<codegen::EmittedFunction> variants,
+                        codegen::generate_variants(k, dialect, grid));
+  std::set<std::string> seen;
   for (size_t i = 0; i < grid.size(); ++i) {
-    if (!seen.emplace(anonymous(variants[i], names[i]), i).second) continue;
-    task.schedules.push_back(grid[i]);
-    task.sources.push_back(std::move(variants[i]));
-    task.fns.push_back(nullptr);
+    if (!seen.insert(anonymous(variants[i].source, grid[i].name)).second) continue;
+    task.labels.push_back(cuda ? grid[i].cuda.to_string() : grid[i].schedule.to_string());
+    task.variants.push_back(std::move(grid[i]));
+    task.functions.push_back(std::move(variants[i]));
   }
   return task;
 }
 
-Status build(Task& task, const std::string& kernel_name, const toolchain::CpuCompiler& compiler) {
+Status build_cpu(Task& task, const toolchain::CpuCompiler& compiler) {
   std::string source = codegen::emit_prelude(codegen::Dialect::kCpu);
-  for (const std::string& f : task.sources)
-    source += "\n" + f;
+  for (const codegen::EmittedFunction& f : task.functions)
+    source += "\n" + f.source;
   WEFT_ASSIGN_OR_RETURN(toolchain::CompiledLibrary built, toolchain::compile_cpu(source, compiler));
   WEFT_ASSIGN_OR_RETURN(task.library, runtime::KernelLibrary::load(built.path));
-  std::vector<CpuSchedule> grid = candidate_schedules();
-  for (size_t c = 0; c < task.schedules.size(); ++c) {
-    size_t i =
-        static_cast<size_t>(std::find(grid.begin(), grid.end(), task.schedules[c]) - grid.begin());
-    WEFT_ASSIGN_OR_RETURN(task.fns[c],
-                          task.library->function(fmt::format("{}_v{}", kernel_name, i)));
+  for (const codegen::Variant& v : task.variants) {
+    WEFT_ASSIGN_OR_RETURN(runtime::KernelFn fn, task.library->function(v.name));
+    task.run.push_back([fn](void* const* args) {
+      fn(args, nullptr);
+      return Status();
+    });
+  }
+  return Status();
+}
+
+// Every task's candidates in one module on "device".
+Status build_cuda(std::vector<Task>& tasks, const std::shared_ptr<runtime::cuda::Device>& device) {
+  std::string source = codegen::emit_prelude(codegen::Dialect::kCuda);
+  for (const Task& task : tasks) {
+    for (const codegen::EmittedFunction& f : task.functions)
+      source += "\n" + f.source;
+  }
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::cuda::Module> module,
+                        device->load(source, "tuning candidates"));
+  for (Task& task : tasks) {
+    for (const codegen::EmittedFunction& f : task.functions) {
+      auto kernel = std::make_shared<runtime::cuda::CudaKernel>(device, module, f.launches,
+                                                                task.sizes.size());
+      task.run.push_back([kernel](void* const* args) { return kernel->run(args, nullptr); });
+    }
   }
   return Status();
 }
@@ -166,80 +219,143 @@ bool close_enough(DType dtype, const std::byte* a, const std::byte* b, size_t by
   return ok;
 }
 
-// Runs and times every candidate of "task" on the buffers "args", leaving them as found.
-void measure(Task& task, const kernel::Kernel& k, void* const* args, const TuneOptions& options,
-             TuneResult& result, TuneProgress progress) {
-  size_t n = task.sizes.size();
-  std::vector<std::vector<std::byte>> saved(n), reference(n);
-  for (size_t b = 0; b < n; ++b) {
-    if (!task.written[b]) continue;
-    const std::byte* p = static_cast<const std::byte*>(args[b]);
-    saved[b].assign(p, p + task.sizes[b]);
-  }
-  auto restore = [&] {
-    for (size_t b = 0; b < n; ++b) {
-      if (task.written[b]) std::memcpy(args[b], saved[b].data(), task.sizes[b]);
+// The buffers a launch writes, saved so that every candidate starts from the state the model
+// left: in host memory, or on "device" (copies there) when the buffers live on one.
+class Snapshot {
+public:
+  Snapshot(const Task& task, void* const* args, runtime::DeviceMemory* device)
+      : task_(task), args_(args), device_(device), saved_(task.sizes.size()) {}
+  ~Snapshot() {
+    if (device_) {
+      (void)device_->synchronize();
+      for (void* p : on_device_)
+        if (p) device_->release(p);
     }
+  }
+  Snapshot(const Snapshot&) = delete;
+  Snapshot& operator=(const Snapshot&) = delete;
+
+  Status save() {
+    on_device_.assign(saved_.size(), nullptr);
+    for (size_t b = 0; b < saved_.size(); ++b) {
+      if (!task_.written[b]) continue;
+      if (!device_) {
+        WEFT_ASSIGN_OR_RETURN(saved_[b], read(b));
+        continue;
+      }
+      WEFT_ASSIGN_OR_RETURN(on_device_[b], device_->allocate(task_.sizes[b]));
+      WEFT_RETURN_IF_ERROR(device_->on_device(on_device_[b], args_[b], task_.sizes[b]));
+    }
+    return device_ ? device_->synchronize() : Status();
+  }
+  // Queued on the device's stream, before whatever runs next there.
+  Status restore() {
+    for (size_t b = 0; b < saved_.size(); ++b) {
+      if (!task_.written[b]) continue;
+      if (device_)
+        WEFT_RETURN_IF_ERROR(device_->on_device(args_[b], on_device_[b], task_.sizes[b]));
+      else
+        std::memcpy(args_[b], saved_[b].data(), task_.sizes[b]);
+    }
+    return Status();
+  }
+  // Buffer "b" as the last run left it.
+  Result<std::vector<std::byte>> read(size_t b) const {
+    std::vector<std::byte> bytes(task_.sizes[b]);
+    if (!device_) {
+      std::memcpy(bytes.data(), args_[b], bytes.size());
+      return bytes;
+    }
+    WEFT_RETURN_IF_ERROR(device_->to_host(bytes.data(), args_[b], bytes.size()));
+    WEFT_RETURN_IF_ERROR(device_->synchronize());
+    return bytes;
+  }
+
+private:
+  const Task& task_;
+  void* const* args_;
+  runtime::DeviceMemory* device_;
+  std::vector<std::vector<std::byte>> saved_;
+  std::vector<void*> on_device_;
+};
+
+// Runs and times every candidate of "task" on the buffers "args" (on "device" when that is
+// set), leaving them as found.
+Status measure(Task& task, const kernel::Kernel& k, void* const* args,
+               runtime::DeviceMemory* device, const TuneOptions& options, TuneResult& result,
+               TuneProgress progress) {
+  size_t n = task.sizes.size();
+  Snapshot snapshot(task, args, device);
+  WEFT_RETURN_IF_ERROR(snapshot.save());
+  std::vector<std::vector<std::byte>> reference(n);
+  task.medians.assign(task.run.size(), -1);
+  std::vector<bool> idempotent(task.run.size(), false);
+  // One run of candidate "c", in milliseconds: the device's time between events, or the host's.
+  auto time_once = [&](size_t c) -> Result<double> {
+    if (device) return device->time([&] { return task.run[c](args); });
+    auto t0 = Clock::now();
+    WEFT_RETURN_IF_ERROR(task.run[c](args));
+    return std::chrono::duration<double>(Clock::now() - t0).count() * 1e3;
   };
-  task.medians.assign(task.fns.size(), -1);
-  std::vector<bool> idempotent(task.fns.size(), false);
   // The median time of candidate "c" over at least 3 runs and about "seconds".
-  auto median_ms = [&](size_t c, double seconds) {
+  auto median_ms = [&](size_t c, double seconds) -> Result<double> {
     std::vector<double> times;
     double spent = 0;
     while (static_cast<int>(times.size()) < options.max_runs &&
            (times.size() < 3 || spent < seconds)) {
-      if (!idempotent[c]) restore();
-      auto t0 = Clock::now();
-      task.fns[c](args, nullptr);
-      double s = std::chrono::duration<double>(Clock::now() - t0).count();
-      times.push_back(s * 1e3);
-      spent += s;
+      if (!idempotent[c]) WEFT_RETURN_IF_ERROR(snapshot.restore());
+      WEFT_ASSIGN_OR_RETURN(double ms, time_once(c));
+      times.push_back(ms);
+      spent += ms / 1e3;
     }
     std::sort(times.begin(), times.end());
     return times[times.size() / 2];
   };
+  // Do the written buffers hold the reference's values (within close_enough)?
+  double worst = 0;
+  auto matches = [&]() -> Result<bool> {
+    for (size_t b = 0; b < n; ++b) {
+      if (!task.written[b]) continue;
+      WEFT_ASSIGN_OR_RETURN(std::vector<std::byte> now, snapshot.read(b));
+      if (!close_enough(k.buffers[b].dtype, now.data(), reference[b].data(), task.sizes[b], &worst))
+        return false;
+    }
+    return true;
+  };
   size_t best = 0;
-  for (size_t c = 0; c < task.fns.size(); ++c) {
-    restore();
-    task.fns[c](args, nullptr);
-    double worst = 0;
-    auto matches = [&] {
-      bool same = true;
-      for (size_t b = 0; b < n && same; ++b) {
-        const std::byte* p = static_cast<const std::byte*>(args[b]);
-        if (task.written[b])
-          same = close_enough(k.buffers[b].dtype, p, reference[b].data(), task.sizes[b], &worst);
-      }
-      return same;
-    };
+  for (size_t c = 0; c < task.run.size(); ++c) {
+    WEFT_RETURN_IF_ERROR(snapshot.restore());
+    WEFT_RETURN_IF_ERROR(task.run[c](args));
+    worst = 0;
     if (c == 0) {
       for (size_t b = 0; b < n; ++b) {
-        const std::byte* p = static_cast<const std::byte*>(args[b]);
-        if (task.written[b]) reference[b].assign(p, p + task.sizes[b]);
+        if (!task.written[b]) continue;
+        WEFT_ASSIGN_OR_RETURN(reference[b], snapshot.read(b));
       }
     }
-    bool same = c == 0 || matches();
+    bool same = true;
+    if (c != 0) {
+      WEFT_ASSIGN_OR_RETURN(same, matches());
+    }
     // A kernel that computes the same again from its own results (it does not read what it
     // writes before writing it) is timed back to back, as it runs in the model; otherwise
     // each timed run starts from the saved state.
     bool again = false;
     if (same) {
-      task.fns[c](args, nullptr);
-      again = matches();
+      WEFT_RETURN_IF_ERROR(task.run[c](args));
+      WEFT_ASSIGN_OR_RETURN(again, matches());
     }
     if (!same) {
       ++result.rejected;
       log_info("tune: {} candidate '{}' computes other values (largest difference {:g}); "
                "dropped",
-               k.name, task.schedules[c].to_string(), worst);
+               k.name, task.labels[c], worst);
     } else {
       idempotent[c] = again;
-      task.medians[c] = median_ms(c, options.seconds_per_candidate);
+      WEFT_ASSIGN_OR_RETURN(task.medians[c], median_ms(c, options.seconds_per_candidate));
       if (c == 0) result.default_ms = task.medians[c];
       if (c == 0 || task.medians[c] < result.best_ms) {
         result.best_ms = task.medians[c];
-        result.best = task.schedules[c];
         best = c;
       }
     }
@@ -247,30 +363,35 @@ void measure(Task& task, const kernel::Kernel& k, void* const* args, const TuneO
     progress.result = &result;
     if (options.progress) options.progress(progress);
   }
-  // A winner other than the cost model's schedule is timed again, alternating with it, so
+  // A winner other than the cost model's choice is timed again, alternating with it, so
   // that a burst of load on a shared machine does not decide: it must still be 3% faster.
   if (best != 0) {
     std::vector<double> mine, theirs;
     for (int round = 0; round < 5; ++round) {
-      theirs.push_back(median_ms(0, options.seconds_per_candidate / 4));
-      mine.push_back(median_ms(best, options.seconds_per_candidate / 4));
+      WEFT_ASSIGN_OR_RETURN(double t, median_ms(0, options.seconds_per_candidate / 4));
+      WEFT_ASSIGN_OR_RETURN(double m, median_ms(best, options.seconds_per_candidate / 4));
+      theirs.push_back(t);
+      mine.push_back(m);
     }
     std::sort(mine.begin(), mine.end());
     std::sort(theirs.begin(), theirs.end());
+    result.default_ms = theirs[2];
     if (mine[2] > 0.97 * theirs[2]) {
       log_info("tune: {}: '{}' did not stay faster on a second look ({:.3f} vs {:.3f} ms); the "
-               "cost model's schedule stays",
-               k.name, task.schedules[best].to_string(), mine[2], theirs[2]);
-      result.best = task.schedules[0];
+               "cost model's choice stays",
+               k.name, task.labels[best], mine[2], theirs[2]);
+      best = 0;
       result.best_ms = theirs[2];
-      result.default_ms = theirs[2];
     } else {
       result.best_ms = mine[2];
-      result.default_ms = theirs[2];
     }
   }
-  restore();
+  result.best = task.variants[best].schedule;
+  result.best_cuda = task.variants[best].cuda;
+  result.choice = task.labels[best];
+  WEFT_RETURN_IF_ERROR(snapshot.restore());
   task.measured = true;
+  return Status();
 }
 
 // The node names of a launch, from its "a, b, c".
@@ -325,12 +446,18 @@ Result<std::vector<TuneResult>> tune_model(const CompiledModel& model,
                                            const std::vector<Tensor>& inputs,
                                            const TuneOptions& options) {
   if (!model.executable)
-    return Status::error(fmt::format("{}: tuning needs a CPU build", model.graph.source));
+    return Status::error(fmt::format("{}: tuning needs a compiled executable", model.graph.source));
   if (model.staged()) {
     return Status::error(
         fmt::format("{}: tuning models with data-dependent shapes ({}) is not supported yet",
                     model.graph.source, fmt::join(model.host_ops, ", ")));
   }
+  std::shared_ptr<runtime::cuda::Device> device =
+      std::dynamic_pointer_cast<runtime::cuda::Device>(model.executable->device());
+  if (model.executable->device() && !device)
+    return Status::error(
+        fmt::format("{}: tuning runs on the CPU or a CUDA device", model.graph.source));
+  codegen::Dialect dialect = device ? codegen::Dialect::kCuda : codegen::Dialect::kCpu;
   std::vector<TuneResult> results;
   std::vector<Task> tasks;
   std::map<size_t, size_t> task_of_launch;
@@ -343,55 +470,63 @@ Result<std::vector<TuneResult>> tune_model(const CompiledModel& model,
     r.op_type = s.info.op_type;
     r.strategy = s.info.strategy;
     r.bytes = s.info.bytes();
-    Result<Task> task = prepare(s, i);
+    Result<Task> task = prepare(s, i, dialect);
     if (!task.ok()) {
       log_info("tune: {} is not tuned: {}", s.name, task.status().message());
       results.push_back(std::move(r));
       continue;
     }
-    r.candidates = static_cast<int>(task->schedules.size());
+    r.candidates = static_cast<int>(task->variants.size());
     results.push_back(std::move(r));
-    if (task->schedules.size() > 1) {
+    if (task->variants.size() > 1) {
       task_of_launch[i] = tasks.size();
       tasks.push_back(std::move(*task));
     }
   }
-  // Candidates build on all cores, one library per task.
+  // Candidates build on all cores, one library per task, or as one module on the device.
   toolchain::CpuCompiler compiler = toolchain::CpuCompiler::from_environment();
-  std::vector<Status> failures(tasks.size());
-  parallel_for(tasks.size(), [&](size_t t) {
-    failures[t] = build(tasks[t], model.kernels[tasks[t].summary].kernel->name, compiler);
-  });
-  for (const Status& s : failures)
-    WEFT_RETURN_IF_ERROR(s);
+  if (device) {
+    if (!tasks.empty()) WEFT_RETURN_IF_ERROR(build_cuda(tasks, device));
+  } else {
+    std::vector<Status> failures(tasks.size());
+    parallel_for(tasks.size(), [&](size_t t) { failures[t] = build_cpu(tasks[t], compiler); });
+    for (const Status& s : failures)
+      WEFT_RETURN_IF_ERROR(s);
+  }
 
   std::map<size_t, size_t> result_of_launch;
   for (size_t i = 0, r = 0; i < model.kernels.size(); ++i) {
     if (model.kernels[i].kernel) result_of_launch[i] = r++;
   }
   int done = 0;
+  Status failed;
   runtime::RunOptions run;
   run.before_launch = [&](size_t launch, void* const* args) {
     auto t = task_of_launch.find(launch);
-    if (t == task_of_launch.end() || tasks[t->second].measured) return;
+    if (!failed.ok() || t == task_of_launch.end() || tasks[t->second].measured) return;
     Task& task = tasks[t->second];
     TuneProgress progress{++done, static_cast<int>(tasks.size()), 0,
-                          static_cast<int>(task.fns.size()), nullptr};
-    measure(task, *model.kernels[launch].kernel, args, options, results[result_of_launch[launch]],
-            progress);
+                          static_cast<int>(task.run.size()), nullptr};
+    failed = measure(task, *model.kernels[launch].kernel, args, device.get(), options,
+                     results[result_of_launch[launch]], progress);
   };
-  WEFT_RETURN_IF_ERROR(model.run(inputs, run).status());
+  Result<std::vector<Tensor>> ran = model.run(inputs, run);
+  WEFT_RETURN_IF_ERROR(failed);
+  WEFT_RETURN_IF_ERROR(ran.status());
 
-  TuningCache cache(compiler, kernel_threads());
   for (const Task& task : tasks) {
     const KernelSummary& s = model.kernels[task.summary];
     const TuneResult& r = results[result_of_launch[task.summary]];
     if (!task.measured || r.best_ms <= 0) continue;
-    TuningRecord record{r.best, r.best_ms, r.default_ms, r.candidates,
-                        fmt::format("{} ({}, node '{}')", s.name, s.info.op_type, s.info.node)};
+    TuningRecord record{
+        r.best,       r.best_cuda,
+        r.best_ms,    r.default_ms,
+        r.candidates, fmt::format("{} ({}, node '{}')", s.name, s.info.op_type, s.info.node)};
+    TuningCache cache = device ? TuningCache::for_cuda(device->describe(), s.cuda.deterministic)
+                               : TuningCache(compiler, kernel_threads());
     WEFT_RETURN_IF_ERROR(cache.store(s.ir, record));
   }
-  WEFT_RETURN_IF_ERROR(tune_library_calls(model, options, results));
+  if (!device) WEFT_RETURN_IF_ERROR(tune_library_calls(model, options, results));
   return results;
 }
 

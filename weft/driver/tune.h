@@ -1,11 +1,12 @@
 // tune_model: `weft tune`. Each generated kernel of a compiled model is a task; its
-// candidates are the CPU schedules (codegen::CpuSchedule) of a fixed grid that generate
-// distinct code, the cost model's schedule among them. All candidates of a task are built
-// into one library; the model then runs once on the caller's inputs, and before each task's
-// launch its buffers are saved, every candidate runs on them (its results must match the
-// cost model's schedule's within float tolerance, else it is dropped), and each is timed
-// from the saved state. The fastest is stored in the tuning cache (tuning_cache.h), which
-// later compiles read.
+// candidates are those of a fixed grid that generate distinct code, the cost model's choice
+// first: CPU schedules (codegen::CpuSchedule) on the CPU, CUDA options (codegen::CudaOptions)
+// on a CUDA device. All candidates are built at once (one library per task on the CPU, one
+// module on the device); the model then runs once on the caller's inputs, and before each
+// task's launch its buffers are saved, every candidate runs on them (its results must match
+// the cost model's choice's within float tolerance, else it is dropped), and each is timed
+// from the saved state (on the device: between events on its stream). The fastest is stored
+// in the tuning cache (tuning_cache.h), which later compiles read.
 #pragma once
 
 #include <functional>
@@ -24,7 +25,9 @@ struct TuneResult {
   int candidates = 0; // distinct ones; 1: nothing to tune (the schedule changes no code)
   int rejected = 0;   // candidates whose results differed
   double default_ms = 0, best_ms = 0;
-  codegen::CpuSchedule best;
+  codegen::CpuSchedule best;      // the winner on the CPU...
+  codegen::CudaOptions best_cuda; // ...or on a CUDA device
+  std::string choice;             // the winner, as its record writes it
   // A library call timed with each of its algorithms (a oneDNN convolution: "direct" or
   // "winograd"): the faster; empty for a generated kernel. default_ms is then the time of
   // the algorithm compiles take without a record.
@@ -43,15 +46,19 @@ struct TuneOptions {
   std::function<void(const TuneProgress&)> progress; // after each candidate
 };
 
-// Tunes the kernels of "model" (compiled for "inputs", CPU, not staged) and stores the
-// winners in the tuning cache. Returns one result per generated kernel, in launch order,
-// then one per oneDNN convolution geometry with two algorithms
-// (library::time_conv_algorithms), whose faster is recorded too.
+// Tunes the kernels of "model" (compiled for "inputs", on the CPU or a CUDA device, not
+// staged, without reading the tuning cache) and stores the winners in the tuning cache.
+// Returns one result per generated kernel, in launch order, then on the CPU one per oneDNN
+// convolution geometry with two algorithms (library::time_conv_algorithms), whose faster is
+// recorded too.
 Result<std::vector<TuneResult>> tune_model(const CompiledModel& model,
                                            const std::vector<Tensor>& inputs,
                                            const TuneOptions& options = {});
 
 // The grid of schedules a task's candidates come from; the cost model's is first.
 std::vector<codegen::CpuSchedule> candidate_schedules();
+// The CUDA options a task's candidates come from: "base" (what compiles take without a
+// record) first, then each knob varied alone (docs/cuda-strategies.md, "Tuning").
+std::vector<codegen::CudaOptions> candidate_cuda_options(const codegen::CudaOptions& base);
 
 } // namespace weft

@@ -18,9 +18,16 @@ namespace fs = std::filesystem;
 int kernel_threads() { return omp_get_max_threads(); }
 
 TuningCache::TuningCache(const toolchain::CpuCompiler& compiler, int threads)
-    : dir_((fs::path(compiler.cache_dir) / "tuning").string()),
-      machine_(fmt::format("{}\n{} threads\n{} {}", cpu_model_name(), threads, compiler.cxx,
-                           fmt::join(compiler.flags, " "))) {}
+    : TuningCache((fs::path(compiler.cache_dir) / "tuning").string(),
+                  fmt::format("{}\n{} threads\n{} {}", cpu_model_name(), threads, compiler.cxx,
+                              fmt::join(compiler.flags, " ")),
+                  false) {}
+
+TuningCache TuningCache::for_cuda(const std::string& device, bool deterministic) {
+  return TuningCache(
+      (fs::path(toolchain::CpuCompiler::from_environment().cache_dir) / "tuning").string(),
+      fmt::format("cuda\n{}{}", device, deterministic ? "\ndeterministic" : ""), true);
+}
 
 std::string TuningCache::path_of(const std::string& kernel_ir) const {
   // The first line names the kernel ("kernel k3_Softmax"): the same kernel in another
@@ -35,13 +42,20 @@ std::optional<TuningRecord> TuningCache::lookup(const std::string& kernel_ir) co
   std::ifstream in(path_of(kernel_ir));
   if (!in) return std::nullopt;
   nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("schedule") || !j["schedule"].is_string())
-    return std::nullopt; // unreadable: the cost model applies, and a new tune rewrites it
-  std::optional<codegen::CpuSchedule> schedule =
-      codegen::CpuSchedule::parse(j["schedule"].get<std::string>());
-  if (!schedule) return std::nullopt;
+  // Unreadable: the cost model applies, and a new tune rewrites it.
+  const char* field = cuda_ ? "cuda" : "schedule";
+  if (!j.is_object() || !j.contains(field) || !j[field].is_string()) return std::nullopt;
   TuningRecord r;
-  r.schedule = *schedule;
+  std::string text = j[field].get<std::string>();
+  if (cuda_) {
+    std::optional<codegen::CudaOptions> cuda = codegen::CudaOptions::parse(text);
+    if (!cuda) return std::nullopt;
+    r.cuda = *cuda;
+  } else {
+    std::optional<codegen::CpuSchedule> schedule = codegen::CpuSchedule::parse(text);
+    if (!schedule) return std::nullopt;
+    r.schedule = *schedule;
+  }
   r.best_ms = j.value("best_ms", 0.0);
   r.default_ms = j.value("default_ms", 0.0);
   r.candidates = j.value("candidates", 0);
@@ -54,11 +68,12 @@ Status TuningCache::store(const std::string& kernel_ir, const TuningRecord& r) c
   fs::create_directories(dir_, ec);
   if (ec)
     return Status::error(fmt::format("cannot create the tuning cache {}: {}", dir_, ec.message()));
-  nlohmann::json j = {{"schedule", r.schedule.to_string()},
-                      {"best_ms", r.best_ms},
-                      {"default_ms", r.default_ms},
-                      {"candidates", r.candidates},
-                      {"kernel", r.kernel}};
+  nlohmann::json j = {
+      {cuda_ ? "cuda" : "schedule", cuda_ ? r.cuda.to_string() : r.schedule.to_string()},
+      {"best_ms", r.best_ms},
+      {"default_ms", r.default_ms},
+      {"candidates", r.candidates},
+      {"kernel", r.kernel}};
   std::string path = path_of(kernel_ir);
   std::string tmp = fmt::format("{}.{}.tmp", path, ::getpid());
   {

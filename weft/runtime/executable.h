@@ -153,6 +153,8 @@ public:
   // Buffers live in "device" memory; every launch must be a library kernel that runs there.
   // WEFT_CUDA_GRAPHS=1, read here, turns graphs on for this executable (launch()).
   void place_on(std::shared_ptr<DeviceMemory> device);
+  // That device; null on the CPU.
+  const std::shared_ptr<DeviceMemory>& device() const { return device_; }
 
   // Input "i" was compiled for "value" (it determines shapes); runs must pass that value.
   void freeze_input(int i, Tensor value) { frozen_.emplace_back(i, std::move(value)); }
