@@ -1,6 +1,5 @@
 """Weft's CUDA code generation knobs compared on a GPU, in one run: each case's kernel time under
-each setting of WEFT_CUDA_UNROLL, WEFT_CUDA_LANE_ELEMENTS and WEFT_CUDA_RESIDENT_THREADS
-(docs/knobs.md), rounds alternating over the settings, against the copy bandwidth measured in
+each setting of the WEFT_CUDA_* knobs (docs/knobs.md), rounds alternating over the settings, against the copy bandwidth measured in
 the same run.
 
 On the GPU machine (scripts/gpu-check.sh's "knobs" stage runs it there):
@@ -44,7 +43,8 @@ SETTINGS = ("before:WEFT_CUDA_UNROLL=1,WEFT_CUDA_VECTOR=1,WEFT_CUDA_LANE_ELEMENT
             "scalar:WEFT_CUDA_VECTOR=1;"
             "held8:WEFT_CUDA_HELD_ELEMENTS=8;"
             "group512:WEFT_CUDA_MAX_GROUP=512;"
-            "res2048:WEFT_CUDA_RESIDENT_THREADS=2048")
+            "res2048:WEFT_CUDA_RESIDENT_THREADS=2048;"
+            "colquads:WEFT_CUDA_COLUMN_VECTOR=4")
 
 
 def parse_settings(text):

@@ -52,6 +52,9 @@ def run(weft, path, x, env, *flags):
         return np.load(os.path.join(out, "y.npy")), ""
 
 
+QUADS = {"WEFT_CUDA_COLUMN_VECTOR": "4"}
+
+
 def reductions(weft, env, tmp):
     rng = np.random.default_rng(7)
     # (name, op, dtype, shape, axes, numpy reference, values)
@@ -89,8 +92,19 @@ def reductions(weft, env, tmp):
          (50, 1001), [1]),
         ("row max, 3 rows of 40001 (split; rows off alignment)", "ReduceMax", np.float32,
          (3, 40001), [1]),
+        # COLUMN by quads (WEFT_CUDA_COLUMN_VECTOR=4): float4 loads of 4 columns a lane where
+        # the quad is whole and aligned; rows of 37 and 30 are off alignment every other row,
+        # and their last quad is partial; f64 keeps a column a lane.
+        ("column sum f32 by quads (R split)", "ReduceSum", np.float32, (4096, 40), [0], QUADS),
+        ("column max f32 with NaN by quads", "ReduceMax", np.float32, (3000, 100), [0], QUADS),
+        ("column sum f32 by quads, 37 columns", "ReduceSum", np.float32, (1000, 37), [0], QUADS),
+        ("column min f32 by quads, 30 columns, all negative", "ReduceMin", np.float32, (700, 30),
+         [0], QUADS),
+        ("column min f64, quads asked (none: f64)", "ReduceMin", np.float64, (2048, 33), [0],
+         QUADS),
     ]
-    for name, op, dtype, shape, axes in cases:
+    for name, op, dtype, shape, axes, *knobs in cases:
+        case_env = dict(env, **(knobs[0] if knobs else {}))
         if dtype in (np.int32,):
             x = rng.integers(-1000, 1000, size=shape).astype(dtype)
         elif op == "ReduceProd":
@@ -117,7 +131,7 @@ def reductions(weft, env, tmp):
         want = fn(x.astype(np.float64) if dtype != np.int32 else x.astype(np.int64),
                   axis=None if axes is None else tuple(axes))
         for flags in ([], ["--deterministic"]):
-            got, err = run(weft, path, x, env, "--device", "cuda", *flags)
+            got, err = run(weft, path, x, case_env, "--device", "cuda", *flags)
             label = f"{name}{' ' + flags[0] if flags else ''}"
             if got is None:
                 check(False, f"{label}: {err}")
@@ -130,8 +144,8 @@ def reductions(weft, env, tmp):
                                  equal_nan=True)
             check(ok, label)
         if name.startswith(("all sum f32", "column sum f32")):
-            a, _ = run(weft, path, x, env, "--device", "cuda", "--deterministic")
-            b, _ = run(weft, path, x, env, "--device", "cuda", "--deterministic")
+            a, _ = run(weft, path, x, case_env, "--device", "cuda", "--deterministic")
+            b, _ = run(weft, path, x, case_env, "--device", "cuda", "--deterministic")
             check(a is not None and b is not None and a.tobytes() == b.tobytes(),
                   f"{name}: --deterministic is bitwise stable")
 

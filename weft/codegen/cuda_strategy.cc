@@ -30,10 +30,12 @@ constexpr Knob kKnobs[] = {
     {"WEFT_CUDA_MAX_GROUP", "max_group", &CudaOptions::max_group, 32, 1024, true},
     {"WEFT_CUDA_RESIDENT_THREADS", "resident_threads", &CudaOptions::resident_threads, 0, 2048,
      false},
+    {"WEFT_CUDA_COLUMN_VECTOR", "column_vector", &CudaOptions::column_vector, 1, 4, true},
 };
 
 bool valid(const Knob& k, int64_t v) {
-  if (k.field == &CudaOptions::vector) return v == 1 || v == 4;
+  if (k.field == &CudaOptions::vector || k.field == &CudaOptions::column_vector)
+    return v == 1 || v == 4;
   return v >= k.lo && v <= k.hi && (!k.power || (v & (v - 1)) == 0);
 }
 
@@ -336,6 +338,87 @@ void CudaReductionWriter::split_row(const std::string& iterator, const RangeText
       "{0}  {5} = {7};\n{0}  {6} = 0;\n{8}{0}  {9}\n{10}{0}}}\n{0}__syncthreads();\n",
       pad, kCudaBlock, cuda_combine_op(r_.combine), op, t, acc, count, bits, before,
       r_.store(combine(r_.target, "total")), after);
+}
+
+void CudaReductionWriter::column_quads(const std::string& r_iterator, const RangeText& r,
+                                       const std::string& k_iterator, const RangeText& k,
+                                       bool split, int depth) {
+  std::string pad(static_cast<size_t>(2 * depth), ' ');
+  const std::string& t = r_.type;
+  constexpr int64_t kSlices = 32; // row slices of a block: 8 lanes a row of 32 columns
+  out_ += fmt::format(
+      "{0}{{  // COLUMN by quads: 32 columns a block, 4 a lane (float4 loads where whole and "
+      "aligned), {1} row slices combined through a padded shared tile\n"
+      "{0}  __shared__ {2} weft_tile[{1}][33];\n"
+      "{0}  const int weft_q = threadIdx.x % 8, weft_ty = threadIdx.x / 8;\n"
+      "{0}  const int64_t weft_k_lo = {3}, weft_k_hi = {4}, weft_r_lo = {5}, weft_r_hi = {6};\n"
+      "{0}  const int64_t weft_tiles = (weft_k_hi - weft_k_lo + 31) / 32;\n",
+      pad, kSlices, t, k.lo, k.hi, r.lo, r.hi);
+  if (split) {
+    out_ +=
+        fmt::format("{0}  // R is split across blocks when the column tiles leave some idle\n"
+                    "{0}  const int64_t weft_splits = weft_imax(1, weft_imin((int64_t)gridDim.x "
+                    "/ weft_imax(weft_tiles, 1), (weft_r_hi - weft_r_lo) / {1}));\n",
+                    pad, kCudaMinSplitRows);
+  } else {
+    out_ += fmt::format("{}  const int64_t weft_splits = 1;\n", pad);
+  }
+  std::vector<std::string> first = r_.vector_reads("weft_k0");
+  std::vector<std::string> aligned, loads;
+  for (size_t i = 0; i < first.size(); ++i) {
+    aligned.push_back(fmt::format("weft_aligned16({})", first[i]));
+    loads.push_back(fmt::format("{0}        const float4 weft_y{1} = weft_load4({2});\n"
+                                "{0}        const float weft_x{1}[4] = {{weft_y{1}.x, weft_y{1}.y, "
+                                "weft_y{1}.z, weft_y{1}.w}};\n",
+                                pad, i, first[i]));
+  }
+  out_ += fmt::format(
+      "{0}  const int64_t weft_chunk = (weft_r_hi - weft_r_lo + weft_splits - 1) / weft_splits;\n"
+      "{0}  for (int64_t weft_u = blockIdx.x; weft_u < weft_tiles * weft_splits; weft_u += "
+      "gridDim.x) {{\n"
+      "{0}    const int64_t weft_k0 = weft_k_lo + weft_u % weft_tiles * 32 + 4 * weft_q;\n"
+      "{0}    const int64_t weft_from = weft_r_lo + weft_u / weft_tiles * weft_chunk;\n"
+      "{0}    const int64_t weft_to = weft_imin(weft_r_hi, weft_from + weft_chunk);\n"
+      "{0}    {1} weft_a[4];\n"
+      "{0}    #pragma unroll\n"
+      "{0}    for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = {2};\n"
+      "{0}    #pragma unroll 4\n"
+      "{0}    for (int64_t {3} = weft_from + weft_ty; {3} < weft_to; {3} += {4}) {{\n"
+      "{0}      if (weft_k0 + 3 < weft_k_hi && {5}) {{\n{6}"
+      "{0}        #pragma unroll\n"
+      "{0}        for (int weft_j = 0; weft_j < 4; ++weft_j) {{\n"
+      "{0}          const int64_t {7} = weft_k0 + weft_j;\n",
+      pad, t, r_.identity, r_iterator, kSlices, fmt::join(aligned, " && "), fmt::join(loads, ""),
+      k_iterator);
+  r_.vector_update("weft_a[weft_j]", depth + 5, out_);
+  out_ += fmt::format("{0}        }}\n"
+                      "{0}      }} else {{\n"
+                      "{0}        #pragma unroll\n"
+                      "{0}        for (int weft_j = 0; weft_j < 4; ++weft_j) {{\n"
+                      "{0}          const int64_t {1} = weft_k0 + weft_j;\n"
+                      "{0}          if ({1} < weft_k_hi) {{\n",
+                      pad, k_iterator);
+  r_.update("weft_a[weft_j]", depth + 6, out_);
+  std::string op = atomic_name(r_.combine);
+  out_ += fmt::format(
+      "{0}          }}\n{0}        }}\n{0}      }}\n{0}    }}\n"
+      "{0}    #pragma unroll\n"
+      "{0}    for (int weft_j = 0; weft_j < 4; ++weft_j) weft_tile[weft_ty][4 * weft_q + weft_j] = "
+      "weft_a[weft_j];\n"
+      "{0}    __syncthreads();\n"
+      "{0}    const int64_t {1} = weft_k_lo + weft_u % weft_tiles * 32 + threadIdx.x;\n"
+      "{0}    if (threadIdx.x < 32 && {1} < weft_k_hi) {{\n"
+      "{0}      {2} total = weft_tile[0][threadIdx.x];\n"
+      "{0}      for (int j = 1; j < {3}; ++j) total = {4};\n",
+      pad, k_iterator, t, kSlices, combine("total", "weft_tile[j][threadIdx.x]"));
+  if (split) {
+    out_ += fmt::format("{0}      if (weft_splits == 1) {{ {1} }} else {{ weft_atomic_{2}({3}, "
+                        "total); }}\n",
+                        pad, r_.store(combine(r_.target, "total")), op, r_.address);
+  } else {
+    out_ += fmt::format("{}      {}\n", pad, r_.store(combine(r_.target, "total")));
+  }
+  out_ += fmt::format("{0}    }}\n{0}    __syncthreads();\n{0}  }}\n{0}}}\n", pad);
 }
 
 void CudaReductionWriter::column(const std::string& r_iterator, const RangeText& r,

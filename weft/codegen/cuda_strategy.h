@@ -37,7 +37,8 @@
 // - COLUMN ([R, K], K contiguous): 32 columns per block on consecutive lanes, 8 row slices per
 //   block combined through a padded shared tile; when the column tiles alone cannot fill the
 //   grid, R is split across blocks too, which combine with atomics into the target (not when
-//   deterministic, nor for types without atomics).
+//   deterministic, nor for types without atomics). With CudaOptions::column_vector, a lane
+//   takes 4 neighbouring columns by float4 loads, and a block 32 row slices.
 #pragma once
 
 #include <cstdint>
@@ -65,6 +66,7 @@ inline constexpr int64_t kCudaAllResidentThreads = 2048; // ...and for ALL, at l
 inline constexpr int64_t kCudaVector = 4;          // see CudaOptions::vector
 inline constexpr int64_t kCudaHeldElements = 16;   // see CudaOptions::held_elements
 inline constexpr int64_t kCudaMaxGroup = 1024;     // see CudaOptions::max_group
+inline constexpr int64_t kCudaColumnVector = 1;    // see CudaOptions::column_vector
 
 struct CudaOptions {
   // Bitwise-stable results from run to run: no atomics (--deterministic).
@@ -87,11 +89,16 @@ struct CudaOptions {
   // Threads an SM should hold of each function (its launch bounds ask for blocks enough, so
   // that the compiler keeps registers few enough); 0 asks for nothing beyond the block size.
   int64_t resident_threads = kCudaResidentThreads;
+  // COLUMN: 4 takes the columns by quads (CudaReductionWriter::column_quads: float4 loads of
+  // 4 neighbouring columns a lane) where the reads allow it; 1 a column a lane. Off by default
+  // until a GPU has measured it (`weft tune --device cuda` tries it).
+  int64_t column_vector = kCudaColumnVector;
 
   // "base" (the defaults, or a tuning record's) with $WEFT_CUDA_UNROLL,
   // $WEFT_CUDA_LANE_ELEMENTS, $WEFT_CUDA_HELD_ELEMENTS (powers of two from 1 to 64),
-  // $WEFT_CUDA_MAX_GROUP (a power of two from 32 to 1024), $WEFT_CUDA_VECTOR (1 or 4) and
-  // $WEFT_CUDA_RESIDENT_THREADS (0 to 2048) applied, for comparisons on a GPU
+  // $WEFT_CUDA_MAX_GROUP (a power of two from 32 to 1024), $WEFT_CUDA_VECTOR and
+  // $WEFT_CUDA_COLUMN_VECTOR (1 or 4) and $WEFT_CUDA_RESIDENT_THREADS (0 to 2048) applied,
+  // for comparisons on a GPU
   // (docs/knobs.md); a value out of range leaves base's.
   static CudaOptions from_environment(bool deterministic, const CudaOptions& base);
   static CudaOptions from_environment(bool deterministic);
@@ -163,6 +170,11 @@ public:
   // "split": R may be split across blocks (atomics into the target).
   void column(const std::string& r_iterator, const RangeText& r, const std::string& k_iterator,
               const RangeText& k, bool split, int depth);
+  // The same by quads ("r" has vector_reads along "k_iterator"): 32 columns a block, a lane
+  // taking 4 neighbouring ones with a float4 load of each read where the quad is whole and
+  // its addresses 16-byte aligned (else element by element), 32 row slices a block.
+  void column_quads(const std::string& r_iterator, const RangeText& r,
+                    const std::string& k_iterator, const RangeText& k, bool split, int depth);
 
   // "loop" with lane "lane" of "threads" taking every threads-th iteration, combining into
   // "acc" (declared by the caller): unrolled into unroll_ accumulators (or vector loads) when

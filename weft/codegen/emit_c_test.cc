@@ -456,6 +456,30 @@ TEST(EmitC, CudaOptionsFromTheEnvironment) {
   EXPECT_EQ(over.max_group, 256);
 }
 
+// COLUMN ([R, K] summed over R): a column a lane by default; with
+// CudaOptions::column_vector 4, by quads (float4 loads of 4 columns a lane where whole and
+// aligned, 32 row slices), still combining the split blocks with atomics.
+TEST(EmitC, CudaColumnByQuads) {
+  kernel::Kernel k =
+      testing::reduce_kernel("column_sum", {4096, 40}, {true, false}, kernel::Combine::kSum);
+  Result<poly::ScheduledKernel> s = poly::schedule_kernel(k);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  Result<EmittedFunction> plain = emit_function(k, s->loops, Dialect::kCuda);
+  CudaOptions quads;
+  quads.column_vector = 4;
+  Result<EmittedFunction> by_quads = emit_function(k, s->loops, Dialect::kCuda, {}, quads);
+  ASSERT_TRUE(plain.ok() && by_quads.ok());
+  EXPECT_NE(plain->source.find("COLUMN: 32 columns per block"), std::string::npos) << plain->source;
+  EXPECT_EQ(plain->source.find("weft_load4"), std::string::npos) << plain->source;
+  const std::string& q = by_quads->source;
+  EXPECT_NE(q.find("COLUMN by quads"), std::string::npos) << q;
+  EXPECT_NE(q.find("__shared__ float weft_tile[32][33];"), std::string::npos) << q;
+  EXPECT_NE(q.find("if (weft_k0 + 3 < weft_k_hi && weft_aligned16(&b"), std::string::npos) << q;
+  EXPECT_NE(q.find("const float4 weft_y0 = weft_load4(&b"), std::string::npos) << q;
+  EXPECT_NE(q.find("weft_atomic_add("), std::string::npos) << q;
+  EXPECT_NE(CudaOptions().key(), quads.key());
+}
+
 // Tuning records keep CUDA options as text: every knob reads back; a word that is not a knob
 // with a value it takes makes the whole text unreadable.
 TEST(EmitC, CudaOptionsReadBackFromText) {
@@ -466,18 +490,20 @@ TEST(EmitC, CudaOptionsReadBackFromText) {
   o.held_elements = 4;
   o.max_group = 128;
   o.resident_threads = 1536;
+  o.column_vector = 4;
   o.deterministic = true; // not a knob of records
   std::optional<CudaOptions> back = CudaOptions::parse(o.to_string());
   ASSERT_TRUE(back.has_value());
   o.deterministic = false;
   EXPECT_EQ(*back, o);
   EXPECT_EQ(back->to_string(), "unroll=8 vector=1 lane_elements=32 held_elements=4 max_group=128 "
-                               "resident_threads=1536");
+                               "resident_threads=1536 column_vector=4");
   EXPECT_EQ(CudaOptions::parse("max_group=256")->max_group, 256); // the others: defaults
   EXPECT_EQ(CudaOptions::parse("max_group=256")->unroll, kCudaUnroll);
   EXPECT_TRUE(CudaOptions::parse("").has_value());
-  for (const char* bad : {"unroll=3", "vector=2", "max_group=16", "resident_threads=4096",
-                          "lanes=8", "unroll", "unroll=", "unroll=4x", "max_groupx=256"})
+  for (const char* bad :
+       {"unroll=3", "vector=2", "column_vector=3", "max_group=16", "resident_threads=4096",
+        "lanes=8", "unroll", "unroll=", "unroll=4x", "max_groupx=256"})
     EXPECT_FALSE(CudaOptions::parse(bad).has_value()) << bad;
 }
 

@@ -55,9 +55,10 @@ LoopText Emitter::loop_text(const AstNode& loop) const {
           r ? ast_expr(r->hi) : ""};
 }
 
-ReductionText Emitter::strided_reduction(const AstNode& call, const std::string& iterator) const {
+ReductionText Emitter::strided_reduction(const AstNode& call, const std::string& iterator,
+                                         bool vector) const {
   ReductionText r = reduction_text(call);
-  if (cuda_.vector != 4) return r;
+  if (!vector) return r;
   const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
   std::vector<std::string> iters;
   for (const AstExpr& e : call.args)
@@ -555,8 +556,16 @@ std::string Emitter::cuda_part(const AstNode& n, const std::string& function, co
     bool split =
         !options.deterministic && cuda_atomic_applies(r.combine, r.type) && r.storage == r.type;
     block = 32 * kCudaColumnRows;
-    CudaReductionWriter(r, body, options.unroll)
-        .column(n.iterator, range_text(n, c), inner->iterator, range_text(*inner, c), split, 1);
+    // By quads where the reads that move along the columns are contiguous f32.
+    ReductionText by_quads = strided_reduction(c, inner->iterator, options.column_vector == 4);
+    if (by_quads.vector_reads) {
+      CudaReductionWriter(by_quads, body)
+          .column_quads(n.iterator, range_text(n, c), inner->iterator, range_text(*inner, c), split,
+                        1);
+    } else {
+      CudaReductionWriter(r, body, options.unroll)
+          .column(n.iterator, range_text(n, c), inner->iterator, range_text(*inner, c), split, 1);
+    }
   } else if (const AstNode* loop = chain.empty() ? nullptr : few_long_rows(chain, options)) {
     emit_few_long_rows(chain, *loop, function, body, globals);
   } else if (!chain.empty()) {

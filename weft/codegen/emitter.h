@@ -191,9 +191,14 @@ private:
   LoopText loop_text(const AstNode& loop) const;
 
   // "call"'s reduction text for a strided loop over "iterator": with vector_reads and
-  // vector_update set when cuda_.vector is 4 and every read that moves with the iterator is
-  // stored and computed as f32, affine and contiguous along it (and one read does).
-  ReductionText strided_reduction(const AstNode& call, const std::string& iterator) const;
+  // vector_update set when "vector" (by default: CudaOptions::vector is 4) and every read that
+  // moves with the iterator is stored and computed as f32, affine and contiguous along it (and
+  // one read does).
+  ReductionText strided_reduction(const AstNode& call, const std::string& iterator) const {
+    return strided_reduction(call, iterator, cuda_.vector == 4);
+  }
+  ReductionText strided_reduction(const AstNode& call, const std::string& iterator,
+                                  bool vector) const;
 
   // The perfectly nested parallel loops at the top of "n", with their ranges, as long as
   // those are free of the loops' own iterators.

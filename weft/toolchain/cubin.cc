@@ -13,6 +13,7 @@ namespace {
 // ELF64, little-endian: the parts read here.
 constexpr size_t kShoff = 0x28, kShentsize = 0x3A, kShnum = 0x3C, kShstrndx = 0x3E;
 constexpr uint32_t kSymtab = 2;
+constexpr uint32_t kNobits = 8;
 // .nv.info attributes (format, attribute): EIFMT_SVAL entries hold a function's symbol index
 // and a value.
 constexpr uint8_t kFormatNone = 1, kFormatByte = 2, kFormatHalf = 3, kFormatValue = 4;
@@ -53,9 +54,10 @@ Result<std::map<std::string, CubinFunction>> cubin_functions(std::string_view el
     size_t at = shoff + i * shentsize;
     Section& s = sections[i];
     if (!read(elf, at, s.name) || !read(elf, at + 4, s.type) || !read(elf, at + 24, s.offset) ||
-        !read(elf, at + 32, s.size) || !read(elf, at + 40, s.link) || s.offset > elf.size() ||
-        elf.size() - s.offset < s.size)
+        !read(elf, at + 32, s.size) || !read(elf, at + 40, s.link) || s.offset > elf.size())
       return bad();
+    // A NOBITS section (.nv.shared.*) has a size but no bytes in the file.
+    if (s.type != kNobits && elf.size() - s.offset < s.size) return bad();
   }
   auto name_of = [&](const Section& s) {
     return c_string(elf, sections[shstrndx].offset + s.name);

@@ -44,18 +44,26 @@ TEST(Cubin, ReadsNvrtcMachineCode) {
                        "  __syncthreads();\n"
                        "  y[threadIdx.x] = tile[(threadIdx.x + 1) % 64];\n"
                        "}\n"
-                       "extern \"C\" __global__ void g(float* y) { y[threadIdx.x] += 1.0f; }\n";
+                       "extern \"C\" __global__ void g(float* y) { y[threadIdx.x] += 1.0f; }\n"
+                       // Shared memory past the file's end: its section has no bytes there.
+                       "extern \"C\" __global__ void h(float* y) {\n"
+                       "  __shared__ float big[8192];\n"
+                       "  big[threadIdx.x] = y[threadIdx.x];\n"
+                       "  __syncthreads();\n"
+                       "  y[threadIdx.x] = big[8191 - threadIdx.x];\n"
+                       "}\n";
   Result<std::string> cubin = (*nvrtc)->compile_to_cubin(source, "probe", "sm_90");
   if (!cubin.ok()) GTEST_SKIP() << cubin.status().message();
   Result<std::map<std::string, CubinFunction>> functions = cubin_functions(*cubin);
   ASSERT_TRUE(functions.ok()) << functions.status().message();
-  ASSERT_EQ(functions->size(), 2u);
+  ASSERT_EQ(functions->size(), 3u);
   const CubinFunction& f = functions->at("f");
   EXPECT_GT(f.registers, 0);
   EXPECT_LE(f.registers, 32);
   EXPECT_GE(f.shared_bytes, 64 * 4);
   EXPECT_EQ(f.frame_bytes, 0);
   EXPECT_GT(functions->at("g").registers, 0);
+  EXPECT_GE(functions->at("h").shared_bytes, 8192 * 4);
 }
 
 } // namespace
