@@ -149,7 +149,11 @@ WEFT_D float weft_tanh(float x) { return tanhf(x); }
 // The CUDA strategies' helpers (cuda_strategy.h): combine functors, group reductions over
 // warp shuffles and shared memory, and atomics.
 constexpr std::string_view kCudaTail =
-    R"(// Vector loads (cuda_strategy.h): is "p" 16-byte aligned; four floats from such an address.
+    R"(// x / d where d does not move in a loop (Emitter::hoist_reciprocals): r, computed once, is
+// 1 / d where that is a normal float (else 0: divide), and x * r is within 1.5 ulp of x / d.
+WEFT_D float weft_reciprocal(float d) { const float a = fabsf(d); return a >= 1.17549435e-38f && a <= 8.50705917e37f ? 1.0f / d : 0.0f; }
+WEFT_D float weft_div_by(float x, float d, float r) { return r != 0.0f ? x * r : x / d; }
+// Vector loads (cuda_strategy.h): is "p" 16-byte aligned; four floats from such an address.
 WEFT_D bool weft_aligned16(const void* p) { return (reinterpret_cast<unsigned long long>(p) & 15) == 0; }
 #ifdef WEFT_CUDA_EMULATION
 WEFT_D float4 weft_load4(const float* p) { float4 v; std::memcpy(&v, p, 16); return v; }

@@ -163,7 +163,18 @@ std::string Emitter::extent_value(const kernel::ExprNode& e) const {
 std::string Emitter::offset(const kernel::Access& a, const std::vector<std::string>& iters) const {
   const Shape& shape = k_.buffers[static_cast<size_t>(a.buffer)].shape;
   std::vector<std::string> terms;
-  for (size_t d = 0; d < a.index.size(); ++d) {
+  size_t dims = a.index.size(), flat = flattened_ ? flattened_->iterators.size() : 0;
+  for (size_t j = 0; flat > 0 && j < flattened_->iterators.size(); ++j) {
+    size_t d = dims - flat + j;
+    const AffineExpr& e = a.index[d];
+    bool same = dims >= flat && !a.indirect_at(static_cast<int>(d)) && e.constant == 0 &&
+                e.terms.size() == 1 && e.terms[0].second == 1 &&
+                iters[static_cast<size_t>(e.terms[0].first)] == flattened_->iterators[j] &&
+                shape[d].is_static() && shape[d].value() == flattened_->extents[j];
+    if (!same) flat = 0;
+  }
+  if (flat > 0) dims -= flat; // the last dims: the flat index, after the others
+  for (size_t d = 0; d < dims; ++d) {
     const AffineExpr& e = a.index[d];
     std::vector<std::string> parts;
     if (const kernel::IndirectIndex* ind = a.indirect_at(static_cast<int>(d))) {
@@ -186,6 +197,7 @@ std::string Emitter::offset(const kernel::Access& a, const std::vector<std::stri
     terms.push_back(stride.empty() ? index
                                    : fmt::format("{} * {}", index, fmt::join(stride, " * ")));
   }
+  if (flat > 0) terms.push_back(flattened_->index);
   return terms.empty() ? "0" : fmt::format("{}", fmt::join(terms, " + "));
 }
 
@@ -222,6 +234,9 @@ void Emitter::emit_statement(const AstNode& call, int depth, std::string& out,
       value = extent_value(e);
     } else if (e.op == kernel::ExprOp::kIterator) {
       value = fmt::format("static_cast<int64_t>({})", iters[static_cast<size_t>(e.access)]);
+    } else if (auto r = reciprocals_.find({call.statement, static_cast<int>(n)});
+               r != reciprocals_.end()) {
+      value = fmt::format("weft_div_by(t{}, t{}, {})", e.operands[0], e.operands[1], r->second);
     } else {
       std::vector<std::string> args;
       for (int o : e.operands)
@@ -499,49 +514,108 @@ AstExpr Emitter::substitute(AstExpr e, const std::string& id, const AstExpr& by)
   return e;
 }
 
-bool Emitter::emit_hoisted_loop(const AstNode& n, int depth, std::string& out) const {
-  const AstNode& call = n.children[0];
+std::vector<bool> Emitter::invariant_nodes(const AstNode& call,
+                                           const std::vector<std::string>& moving,
+                                           const std::set<int>& written) const {
   const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
-  std::vector<std::string> iters;
-  for (const AstExpr& e : call.args)
-    iters.push_back(ast_expr(e));
-  std::string pad(static_cast<size_t>(2 * depth), ' '), loads;
-  std::vector<std::string> invariant(s.expr.size()); // the value, for nodes that do not move
+  std::vector<bool> fixed(s.expr.size(), false);
   for (size_t i = 0; i < s.expr.size(); ++i) {
     const kernel::ExprNode& e = s.expr[i];
     if (e.op == kernel::ExprOp::kConstant || e.op == kernel::ExprOp::kExtent) {
-      invariant[i] =
-          e.op == kernel::ExprOp::kConstant ? literal(e.value, e.dtype) : extent_value(e);
-      continue;
-    }
-    if (e.op != kernel::ExprOp::kLoad) {
-      // An op on values that do not move (sqrt(var + eps) in a normalization) is computed
-      // once too.
-      std::vector<std::string> args;
-      for (int o : e.operands)
-        args.push_back(invariant[static_cast<size_t>(o)]);
-      if (e.op == kernel::ExprOp::kIterator || e.operands.empty() ||
-          std::any_of(args.begin(), args.end(), [](const std::string& v) { return v.empty(); }))
-        continue;
-      invariant[i] = hoisted_[static_cast<int>(i)] = fmt::format("weft_h{}", i);
-      loads += fmt::format("{}  const {} weft_h{} = {};\n", pad, compute_type(e.dtype), i,
-                           apply_op(e.op, e.dtype, args));
-      continue;
-    }
-    const kernel::Access& a = s.reads[static_cast<size_t>(e.access)];
-    bool moves = std::any_of(a.index.begin(), a.index.end(), [&](const AffineExpr& x) {
-      return std::any_of(x.terms.begin(), x.terms.end(), [&](const auto& term) {
-        return mentions(call.args[static_cast<size_t>(term.first)], n.iterator);
+      fixed[i] = true;
+    } else if (e.op == kernel::ExprOp::kLoad) {
+      const kernel::Access& a = s.reads[static_cast<size_t>(e.access)];
+      bool moves = std::any_of(a.index.begin(), a.index.end(), [&](const AffineExpr& x) {
+        return std::any_of(x.terms.begin(), x.terms.end(), [&](const auto& term) {
+          return std::any_of(moving.begin(), moving.end(), [&](const std::string& it) {
+            return mentions(call.args[static_cast<size_t>(term.first)], it);
+          });
+        });
       });
-    });
-    // (A store can change a load only through the same buffer, or when the written buffer
-    // is a view that shares memory with another.)
-    if (moves || !a.indirect.empty() || a.buffer == s.write.buffer ||
-        k_.buffers[static_cast<size_t>(s.write.buffer)].aliased)
+      fixed[i] = !moves && a.indirect.empty() && !written.count(a.buffer);
+    } else if (e.op != kernel::ExprOp::kIterator && !e.operands.empty()) {
+      fixed[i] = std::all_of(e.operands.begin(), e.operands.end(),
+                             [&](int o) { return fixed[static_cast<size_t>(o)]; });
+    }
+  }
+  return fixed;
+}
+
+std::string Emitter::invariant_value(const AstNode& call, size_t node,
+                                     const std::vector<std::string>& values) const {
+  const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
+  const kernel::ExprNode& e = s.expr[node];
+  if (e.op == kernel::ExprOp::kConstant) return literal(e.value, e.dtype);
+  if (e.op == kernel::ExprOp::kExtent) return extent_value(e);
+  if (e.op == kernel::ExprOp::kLoad) {
+    std::vector<std::string> iters;
+    for (const AstExpr& a : call.args)
+      iters.push_back(ast_expr(a));
+    return load(s.reads[static_cast<size_t>(e.access)], iters);
+  }
+  std::vector<std::string> args;
+  for (int o : e.operands)
+    args.push_back(values[static_cast<size_t>(o)]);
+  return apply_op(e.op, e.dtype, args);
+}
+
+std::string Emitter::hoist_reciprocals(const AstNode& body, std::vector<std::string> moving,
+                                       int depth) const {
+  std::vector<const AstNode*> calls;
+  std::function<void(const AstNode&)> visit = [&](const AstNode& n) {
+    if (n.kind == AstNode::Kind::kFor) moving.push_back(n.iterator);
+    if (n.kind == AstNode::Kind::kCall) calls.push_back(&n);
+    for (const AstNode& c : n.children)
+      visit(c);
+  };
+  visit(body);
+  std::set<int> written;
+  for (const AstNode* call : calls) {
+    const Statement& s = k_.statements[static_cast<size_t>(call->statement)];
+    written.insert(s.write.buffer);
+    if (k_.buffers[static_cast<size_t>(s.write.buffer)].aliased) return ""; // views share memory
+  }
+  std::string pad(static_cast<size_t>(2 * depth), ' '), out;
+  for (const AstNode* call : calls) {
+    const Statement& s = k_.statements[static_cast<size_t>(call->statement)];
+    std::vector<bool> fixed = invariant_nodes(*call, moving, written);
+    std::vector<std::string> values(s.expr.size());
+    for (size_t i = 0; i < s.expr.size(); ++i) {
+      if (fixed[i]) values[i] = "(" + invariant_value(*call, i, values) + ")";
+      const kernel::ExprNode& e = s.expr[i];
+      if (e.op != kernel::ExprOp::kDiv || compute_type(e.dtype) != "float" || fixed[i] ||
+          !fixed[static_cast<size_t>(e.operands[1])])
+        continue;
+      std::string name = fmt::format("weft_rcp{}_{}", call->statement, i);
+      reciprocals_[{call->statement, static_cast<int>(i)}] = name;
+      out += fmt::format("{}const float {} = weft_reciprocal({});\n", pad, name,
+                         values[static_cast<size_t>(e.operands[1])]);
+    }
+  }
+  return out;
+}
+
+bool Emitter::emit_hoisted_loop(const AstNode& n, int depth, std::string& out) const {
+  const AstNode& call = n.children[0];
+  const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
+  std::string pad(static_cast<size_t>(2 * depth), ' '), loads;
+  // (A store can change a load only through the same buffer, or when the written buffer is a
+  // view that shares memory with another.)
+  if (k_.buffers[static_cast<size_t>(s.write.buffer)].aliased) return false;
+  std::vector<bool> fixed = invariant_nodes(call, {n.iterator}, {s.write.buffer});
+  std::vector<std::string> invariant(s.expr.size()); // the value, for nodes that do not move
+  for (size_t i = 0; i < s.expr.size(); ++i) {
+    const kernel::ExprNode& e = s.expr[i];
+    if (!fixed[i]) continue;
+    if (e.op == kernel::ExprOp::kConstant || e.op == kernel::ExprOp::kExtent) {
+      invariant[i] = invariant_value(call, i, invariant);
       continue;
+    }
+    // Loads that do not move, and ops on them alone (sqrt(var + eps) in a normalization),
+    // are computed once.
+    std::string value = invariant_value(call, i, invariant);
     invariant[i] = hoisted_[static_cast<int>(i)] = fmt::format("weft_h{}", i);
-    loads +=
-        fmt::format("{}  const {} weft_h{} = {};\n", pad, compute_type(e.dtype), i, load(a, iters));
+    loads += fmt::format("{}  const {} weft_h{} = {};\n", pad, compute_type(e.dtype), i, value);
   }
   if (hoisted_.empty()) return false;
   out += fmt::format(

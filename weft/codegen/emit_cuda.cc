@@ -278,11 +278,13 @@ void Emitter::emit_group_body(const AstNode& body, int64_t group, int depth,
         CudaReductionWriter(reduction_text(*call), out)
             .group_unrolled(n.iterator, row->element, row->per_lane, group, depth);
       } else {
+        out += hoist_reciprocals(n.children[0], {n.iterator}, depth);
         out += fmt::format("{0}#pragma unroll\n{0}for (int weft_k = 0; weft_k < {1}; ++weft_k) {{\n"
                            "{0}  const int64_t {2} = {3};\n",
                            pad, row->per_lane, n.iterator, row->element);
         emit_node(n.children[0], depth + 1, true, out);
         out += pad + "}\n";
+        reciprocals_.clear();
       }
     } else if (n.kind == AstNode::Kind::kFor) {
       if (const AstNode* call = register_reduction(k_, n)) {
@@ -306,6 +308,10 @@ void Emitter::emit_group_body(const AstNode& body, int64_t group, int depth,
         // The lanes take the points of the whole nest, flattened: the innermost loop is the
         // fastest, so neighbouring lanes touch neighbouring elements (an epilogue over
         // [8, 56, 56] otherwise gives 8 lanes 3136 elements each).
+        std::vector<std::string> iterators;
+        for (const auto& [loop, range] : nest)
+          iterators.push_back(loop->iterator);
+        out += hoist_reciprocals(nest.back().first->children[0], iterators, depth);
         emit_points(
             nest, depth, out,
             [&](const std::string& count) {
@@ -314,14 +320,19 @@ void Emitter::emit_group_body(const AstNode& body, int64_t group, int depth,
                                  pad, count, group);
             },
             "weft_l", "weft_lq");
+        flattened_ = flattened(nest, "weft_l");
         emit_node(nest.back().first->children[0], depth + 1, true, out);
         out += pad + "}\n";
+        reciprocals_.clear();
+        flattened_.reset();
       } else if (n.mark == AstNode::Mark::kParallel) {
+        out += hoist_reciprocals(n.children[0], {n.iterator}, depth);
         out += fmt::format("{0}for (int64_t {1} = {2} + weft_lane * {3}; {4}; {1} += {5} * {3}) "
                            "{{\n",
                            pad, n.iterator, ast_expr(n.init), n.step, ast_expr(n.cond), group);
         emit_node(n.children[0], depth + 1, true, out);
         out += pad + "}\n";
+        reciprocals_.clear();
       } else {
         out += fmt::format("{}if (weft_lane == 0) {{\n", pad);
         emit_node(n, depth + 1, true, out);
@@ -386,6 +397,19 @@ void Emitter::emit_row_quads(const RowRegisters& row, int64_t group,
         pad, store ? "store" : "load", location, row.iterator, row.lo, row.per_lane, group, quad,
         row.element, one);
   }
+}
+
+std::optional<Emitter::Flattened>
+Emitter::flattened(const std::vector<std::pair<const AstNode*, LoopRange>>& chain,
+                   const std::string& index) const {
+  Flattened flat{{}, {}, index};
+  for (const auto& [loop, range] : chain) {
+    std::optional<int64_t> extent = range.static_extent();
+    if (!extent || ast_expr(range.lo) != "0") return std::nullopt;
+    flat.iterators.push_back(loop->iterator);
+    flat.extents.push_back(*extent);
+  }
+  return flat;
 }
 
 void Emitter::emit_points(const std::vector<std::pair<const AstNode*, LoopRange>>& chain, int depth,
@@ -595,7 +619,9 @@ std::string Emitter::cuda_part(const AstNode& n, const std::string& function, co
     }
     emit_points(chain, 1, body);
     if (group == 1) {
+      flattened_ = flattened(chain, "weft_p");
       emit_node(point, 2, true, body);
+      flattened_.reset();
     } else {
       body += fmt::format("    // a group of {} threads per point\n", group);
       emit_group_body(point, group, 2, body);

@@ -122,6 +122,14 @@ private:
   // sqrt(var + eps)). Inside an OpenMP region GCC cannot prove them invariant and leaves
   // such a loop scalar, or computes the ops per vector. False when there is nothing to hoist.
   bool emit_hoisted_loop(const AstNode& n, int depth, std::string& out) const;
+  // Which expression nodes of "call"'s statement keep their value while the iterators
+  // "moving" change: constants, extents, loads whose index does not mention them (direct,
+  // of no buffer in "written"), and ops on those alone.
+  std::vector<bool> invariant_nodes(const AstNode& call, const std::vector<std::string>& moving,
+                                    const std::set<int>& written) const;
+  // The C expression of such a node, from "values" (its operands').
+  std::string invariant_value(const AstNode& call, size_t node,
+                              const std::vector<std::string>& values) const;
 
   // Prefetching the next row (CPU): inside a row loop that fused several passes over a row
   // (softmax, LayerNorm: a parallel loop around a block), the first pass reads the row from
@@ -189,6 +197,15 @@ private:
 
   // "loop" as the CUDA skeletons print it, with its bound when loop_range finds one.
   LoopText loop_text(const AstNode& loop) const;
+
+  // CUDA, before a loop of the lanes over the statements of "body" whose iterators are
+  // "moving" (with those of loops inside "body"): the reciprocal of each f32 divisor that does
+  // not move, computed once (a normalization's sqrt(var + eps), softmax's sum), which the
+  // division inside then multiplies by (reciprocals_; a division each element was most of
+  // GroupNorm's time). A divisor whose reciprocal is not a normal float (0, inf, NaN, tiny
+  // or huge) keeps the division. Returns the declarations to print before the loop.
+  std::string hoist_reciprocals(const AstNode& body, std::vector<std::string> moving,
+                                int depth) const;
 
   // "call"'s reduction text for a strided loop over "iterator": with vector_reads and
   // vector_update set when "vector" (by default: CudaOptions::vector is 4) and every read that
@@ -313,6 +330,24 @@ private:
   mutable std::map<std::string, std::string> registers_;
   mutable std::set<std::string> filled_;
   mutable std::map<std::string, int> last_store_; // location -> the statement that stores it
+  // (statement, expression node) -> the reciprocal its division multiplies by instead
+  // (hoist_reciprocals).
+  mutable std::map<std::pair<int, int>, std::string> reciprocals_;
+  // CUDA: the nest a group's lanes take flattened (emit_group_body), while its statements are
+  // emitted, when each of its loops starts at 0 with a static extent: its iterators
+  // (outermost first), their extents, and the flat index over them. offset() prints an
+  // access whose last dims are exactly those iterators over those extents as the flat index,
+  // which spares the division of the index into iterators where nothing else needs them.
+  struct Flattened {
+    std::vector<std::string> iterators;
+    std::vector<int64_t> extents;
+    std::string index;
+  };
+  mutable std::optional<Flattened> flattened_;
+  // "chain" (emit_points) as flattened_ takes it, over the flat index "index"; nothing when a
+  // loop does not start at 0 or has no static extent.
+  std::optional<Flattened> flattened(const std::vector<std::pair<const AstNode*, LoopRange>>& chain,
+                                     const std::string& index) const;
   CudaOptions cuda_; // the options of the CUDA function being emitted (cuda_function)
 };
 

@@ -118,6 +118,10 @@ WEFT_D uint16_t weft_f2bf(float value) {
   if ((f & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((f >> 16) | 0x40u);
   return (uint16_t)((f + 0x7fffu + ((f >> 16) & 1u)) >> 16);
 }
+// x / d where d does not move in a loop (Emitter::hoist_reciprocals): r, computed once, is
+// 1 / d where that is a normal float (else 0: divide), and x * r is within 1.5 ulp of x / d.
+WEFT_D float weft_reciprocal(float d) { const float a = fabsf(d); return a >= 1.17549435e-38f && a <= 8.50705917e37f ? 1.0f / d : 0.0f; }
+WEFT_D float weft_div_by(float x, float d, float r) { return r != 0.0f ? x * r : x / d; }
 // Vector loads (cuda_strategy.h): is "p" 16-byte aligned; four floats from such an address.
 WEFT_D bool weft_aligned16(const void* p) { return (reinterpret_cast<unsigned long long>(p) & 15) == 0; }
 #ifdef WEFT_CUDA_EMULATION

@@ -9,7 +9,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_MatMul_p0(const float*
     const int64_t c0 = 0 + weft_p;
     {  // init
       const float t0 = 0.0f;
-      b2[c0] = t0;
+      b2[weft_p] = t0;
     }
   }
 }
@@ -79,15 +79,15 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Split_p0(const float* 
     const int64_t c0 = 0 + weft_q;
     {  // split
       const float t0 = b0[c0 * 128 * 192 + c1 * 192 + c2];
-      b1[c0 * 128 * 64 + c1 * 64 + c2] = t0;
+      b1[weft_p] = t0;
     }
     {  // split
       const float t0 = b0[c0 * 128 * 192 + c1 * 192 + (c2 + 64)];
-      b2[c0 * 128 * 64 + c1 * 64 + c2] = t0;
+      b2[weft_p] = t0;
     }
     {  // split
       const float t0 = b0[c0 * 128 * 192 + c1 * 192 + (c2 + 128)];
-      b3[c0 * 128 * 64 + c1 * 64 + c2] = t0;
+      b3[weft_p] = t0;
     }
   }
 }
@@ -102,7 +102,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k8_MatMul_p0(float* __res
     const int64_t c0 = 0 + weft_p;
     {  // init
       const float t0 = 0.0f;
-      b0[c0] = t0;
+      b0[weft_p] = t0;
     }
   }
 }
@@ -317,7 +317,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k11_MatMul_p0(const float
     const int64_t c0 = 0 + weft_p;
     {  // init
       const float t0 = 0.0f;
-      b1[c0] = t0;
+      b1[weft_p] = t0;
     }
   }
 }
@@ -391,7 +391,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p0(const fl
     const int64_t c0 = 0 + weft_q;
     {  // transpose
       const float t0 = b0[c0 * 4 * 128 * 16 + c2 * 128 * 16 + c1 * 16 + c3];
-      b1[c0 * 128 * 4 * 16 + c1 * 4 * 16 + c2 * 16 + c3] = t0;
+      b1[weft_p] = t0;
     }
   }
 }

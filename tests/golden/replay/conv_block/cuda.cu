@@ -50,11 +50,11 @@ extern "C" __global__ void __launch_bounds__(256) weft_k3_MaxPool_p0(float* b0, 
     const int64_t c1 = 0 + weft_q;
     {  // init
       const float t0 = static_cast<float>(-INFINITY);
-      b0[0 * 16 * 8 * 8 + c1 * 8 * 8 + c2 * 8 + c3] = t0;
+      b0[0 * 16 * 8 * 8 + weft_p] = t0;
     }
     for (int64_t c4 = 0; (c4 <= 1); c4 += 1) {  // reduction
       {  // accumulate in a register
-        float acc = b0[0 * 16 * 8 * 8 + c1 * 8 * 8 + c2 * 8 + c3];
+        float acc = b0[0 * 16 * 8 * 8 + weft_p];
         for (int64_t c5 = 0; (c5 <= 1); c5 += 1) {  // reduction
           {  // accumulate
             const float t0 = b1[0 * 16 * 16 * 16 + c1 * 16 * 16 + (2 * c2 + c4) * 16 + (2 * c3 + c5)];
@@ -74,7 +74,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k3_MaxPool_p0(float* b0, 
             acc = weft_max(acc, t13);
           }
         }
-        b0[0 * 16 * 8 * 8 + c1 * 8 * 8 + c2 * 8 + c3] = acc;
+        b0[0 * 16 * 8 * 8 + weft_p] = acc;
       }
     }
   }

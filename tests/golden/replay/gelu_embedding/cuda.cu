@@ -9,7 +9,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_MatMul_p0(const float*
     const int64_t c0 = 0 + weft_p;
     {  // init
       const float t0 = 0.0f;
-      b1[c0] = t0;
+      b1[weft_p] = t0;
     }
   }
 }
@@ -81,8 +81,8 @@ extern "C" __global__ void __launch_bounds__(256) weft_k6_Mul_p0(const float* __
     weft_q /= 16u;
     const int64_t c0 = 0 + weft_q;
     {  // Mul
-      const float t0 = b2[c0 * 16 * 128 + c1 * 128 + c2];
-      const float t1 = b2[c0 * 16 * 128 + c1 * 128 + c2];
+      const float t0 = b2[weft_p];
+      const float t1 = b2[weft_p];
       const float t2 = b3[0];
       const float t3 = (t1 * t2);
       const float t4 = weft_erf(t3);
@@ -91,7 +91,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k6_Mul_p0(const float* __
       const float t7 = (t0 * t6);
       const float t8 = b0[0];
       const float t9 = (t7 * t8);
-      b1[c0 * 16 * 128 + c1 * 128 + c2] = t9;
+      b1[weft_p] = t9;
     }
   }
 }

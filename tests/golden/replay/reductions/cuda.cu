@@ -9,7 +9,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p0(float* __
     const int64_t c0 = 0 + weft_p;
     {  // init
       const float t0 = 0.0f;
-      b0[c0] = t0;
+      b0[weft_p] = t0;
     }
   }
 }
