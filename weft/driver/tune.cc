@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -72,6 +73,39 @@ std::vector<codegen::CudaOptions> candidate_cuda_options(const codegen::CudaOpti
   return grid;
 }
 
+std::optional<codegen::CudaOptions>
+combine_winners(const std::vector<codegen::CudaOptions>& candidates,
+                const std::vector<double>& medians) {
+  if (candidates.empty() || medians.size() != candidates.size() || medians[0] <= 0)
+    return std::nullopt;
+  auto words = [](const codegen::CudaOptions& o) {
+    std::vector<std::string> out;
+    std::istringstream in(o.to_string());
+    for (std::string w; in >> w;)
+      out.push_back(w);
+    return out;
+  };
+  std::vector<std::string> base = words(candidates[0]), mixed = base;
+  std::vector<double> best(base.size(), 0.97 * medians[0]);
+  int knobs = 0;
+  for (size_t c = 1; c < candidates.size(); ++c) {
+    std::vector<std::string> w = words(candidates[c]);
+    std::vector<size_t> changed;
+    for (size_t i = 0; i < w.size() && i < base.size(); ++i) {
+      if (w[i] != base[i]) changed.push_back(i);
+    }
+    if (changed.size() != 1 || medians[c] <= 0 || medians[c] >= best[changed[0]]) continue;
+    knobs += mixed[changed[0]] == base[changed[0]] ? 1 : 0;
+    mixed[changed[0]] = w[changed[0]];
+    best[changed[0]] = medians[c];
+  }
+  if (knobs < 2) return std::nullopt;
+  std::optional<codegen::CudaOptions> out =
+      codegen::CudaOptions::parse(fmt::format("{}", fmt::join(mixed, " ")));
+  if (out) out->deterministic = candidates[0].deterministic;
+  return out;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -85,6 +119,7 @@ struct Task {
   std::vector<codegen::EmittedFunction> functions;
   std::shared_ptr<runtime::KernelLibrary> library; // CPU: the candidates, built
   std::vector<RunFn> run;                          // each candidate on a launch's buffers
+  std::shared_ptr<runtime::cuda::Device> device;   // CUDA: where the candidates run
   std::vector<size_t> sizes;   // bytes of each buffer
   std::vector<bool> written;   // buffers a run writes (all but inputs)
   std::vector<double> medians; // per candidate; negative: rejected
@@ -165,6 +200,7 @@ Status build_cuda(std::vector<Task>& tasks, const std::shared_ptr<runtime::cuda:
   WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::cuda::Module> module,
                         device->load(source, "tuning candidates"));
   for (Task& task : tasks) {
+    task.device = device;
     for (const codegen::EmittedFunction& f : task.functions) {
       auto kernel = std::make_shared<runtime::cuda::CudaKernel>(device, module, f.launches,
                                                                 task.sizes.size());
@@ -172,6 +208,30 @@ Status build_cuda(std::vector<Task>& tasks, const std::shared_ptr<runtime::cuda:
     }
   }
   return Status();
+}
+
+// "options" as one more candidate of "task" (for kernel "k", on task.device), built as a
+// module of its own; false when its code is that of a candidate already there.
+Result<bool> add_cuda_candidate(Task& task, const kernel::Kernel& k,
+                                const codegen::CudaOptions& options) {
+  codegen::Variant v{fmt::format("{}_v{}", k.name, 100 + task.variants.size()), {}, options};
+  WEFT_ASSIGN_OR_RETURN(std::vector<codegen::EmittedFunction> f,
+                        codegen::generate_variants(k, codegen::Dialect::kCuda, {v}));
+  std::string code = anonymous(f[0].source, v.name);
+  for (size_t c = 0; c < task.variants.size(); ++c) {
+    if (anonymous(task.functions[c].source, task.variants[c].name) == code) return false;
+  }
+  WEFT_ASSIGN_OR_RETURN(
+      std::shared_ptr<const runtime::cuda::Module> module,
+      task.device->load(codegen::emit_prelude(codegen::Dialect::kCuda) + "\n" + f[0].source,
+                        "tuning candidate"));
+  auto kernel = std::make_shared<runtime::cuda::CudaKernel>(task.device, module, f[0].launches,
+                                                            task.sizes.size());
+  task.run.push_back([kernel](void* const* args) { return kernel->run(args, nullptr); });
+  task.labels.push_back(options.to_string());
+  task.variants.push_back(std::move(v));
+  task.functions.push_back(std::move(f[0]));
+  return true;
 }
 
 // Float buffers within rtol 1e-4 plus an absolute 1e-5 of the buffer's largest magnitude:
@@ -324,7 +384,8 @@ Status measure(Task& task, const kernel::Kernel& k, void* const* args,
     return true;
   };
   size_t best = 0;
-  for (size_t c = 0; c < task.run.size(); ++c) {
+  // Runs candidate "c", checks its values against the first's, and times it.
+  auto measure_one = [&](size_t c) -> Status {
     WEFT_RETURN_IF_ERROR(snapshot.restore());
     WEFT_RETURN_IF_ERROR(task.run[c](args));
     worst = 0;
@@ -361,8 +422,27 @@ Status measure(Task& task, const kernel::Kernel& k, void* const* args,
       }
     }
     progress.measured = static_cast<int>(c + 1);
+    progress.candidates = static_cast<int>(task.run.size());
     progress.result = &result;
     if (options.progress) options.progress(progress);
+    return Status();
+  };
+  for (size_t c = 0; c < task.run.size(); ++c)
+    WEFT_RETURN_IF_ERROR(measure_one(c));
+  // On a CUDA device, the knobs that won alone are combined, and the combination measured.
+  std::vector<codegen::CudaOptions> tried;
+  for (const codegen::Variant& v : task.variants)
+    tried.push_back(v.cuda);
+  std::optional<codegen::CudaOptions> mixed =
+      task.device ? combine_winners(tried, task.medians) : std::nullopt;
+  if (mixed) {
+    WEFT_ASSIGN_OR_RETURN(bool added, add_cuda_candidate(task, k, *mixed));
+    if (added) {
+      task.medians.push_back(-1);
+      idempotent.push_back(false);
+      ++result.candidates;
+      WEFT_RETURN_IF_ERROR(measure_one(task.run.size() - 1));
+    }
   }
   // A winner other than the cost model's choice is timed again, alternating with it, so
   // that a burst of load on a shared machine does not decide: it must still be 3% faster.

@@ -60,5 +60,12 @@ std::vector<codegen::CpuSchedule> candidate_schedules();
 // The CUDA options a task's candidates come from: "base" (what compiles take without a
 // record) first, then each knob varied alone (docs/cuda-strategies.md, "Tuning").
 std::vector<codegen::CudaOptions> candidate_cuda_options(const codegen::CudaOptions& base);
+// After a CUDA task's candidates ran: "candidates"[0] (the base) with the value each knob took
+// in its fastest candidate among those that changed that knob alone and beat the base by 3%
+// or more, when two or more knobs did (then it is built and measured too: knobs measured one
+// at a time, combined); nothing otherwise. "medians": per candidate, negative when dropped.
+std::optional<codegen::CudaOptions>
+combine_winners(const std::vector<codegen::CudaOptions>& candidates,
+                const std::vector<double>& medians);
 
 } // namespace weft
