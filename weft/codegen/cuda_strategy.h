@@ -67,6 +67,7 @@ inline constexpr int64_t kCudaVector = 4;          // see CudaOptions::vector
 inline constexpr int64_t kCudaHeldElements = 16;   // see CudaOptions::held_elements
 inline constexpr int64_t kCudaMaxGroup = 1024;     // see CudaOptions::max_group
 inline constexpr int64_t kCudaColumnVector = 1;    // see CudaOptions::column_vector
+inline constexpr int64_t kCudaSplitInner = 256; // Emitter::invariant_split: inner points, at least
 
 struct CudaOptions {
   // Bitwise-stable results from run to run: no atomics (--deterministic).

@@ -557,6 +557,35 @@ TEST(EmitC, CudaEpilogueMultipliesByAReciprocalAndTakesTheFlatIndex) {
   EXPECT_EQ(src.find("c3 * 56 + c4"), std::string::npos) << src;
 }
 
+// BatchNorm's last part, y = (x - m[c]) / sqrt(v[c]) over [32, 64, 56, 56]: the per-channel
+// sqrt and division would run for every element (about 45 PTX instructions each), so the
+// [56, 56] planes go to a group of lanes per (n, c) point, before which the reciprocal is
+// computed once. A nest with nothing costly per channel (x * g[c]) stays one thread a point.
+TEST(EmitC, CudaElementwiseGivesItsPlanesToLanesWhenAChannelValueIsCostly) {
+  std::string bn =
+      cuda_source_of("kernel bn\n"
+                     "  in x: f32[32,64,56,56]\n"
+                     "  in m: f32[64]\n"
+                     "  in v: f32[64]\n"
+                     "  out y: f32[32,64,56,56]\n"
+                     "  norm[i0 < 32, i1 < 64, i2 < 56, i3 < 56]: "
+                     "y[i0, i1, i2, i3] = ((x[i0, i1, i2, i3] - m[i1]) / sqrt(v[i1]))\n");
+  EXPECT_NE(bn.find("weft_p < 32 * 64;"), std::string::npos) << bn;
+  EXPECT_NE(bn.find("// a group of 256 threads per point"), std::string::npos) << bn;
+  size_t reciprocal = bn.find("= weft_reciprocal((sqrt(");
+  ASSERT_NE(reciprocal, std::string::npos) << bn;
+  EXPECT_LT(reciprocal, bn.find("for (int64_t weft_l = weft_lane; weft_l < 56 * 56;")) << bn;
+  EXPECT_NE(bn.find(" * 56 * 56 + weft_l];"), std::string::npos) << bn;
+  std::string scale = cuda_source_of("kernel scale\n"
+                                     "  in x: f32[32,64,56,56]\n"
+                                     "  in g: f32[64]\n"
+                                     "  out y: f32[32,64,56,56]\n"
+                                     "  mul[i0 < 32, i1 < 64, i2 < 56, i3 < 56]: y[i0, i1, i2, i3] "
+                                     "= (x[i0, i1, i2, i3] * g[i1])\n");
+  EXPECT_NE(scale.find("weft_p < 32 * 64 * 56 * 56;"), std::string::npos) << scale;
+  EXPECT_EQ(scale.find("weft_lane"), std::string::npos) << scale;
+}
+
 // A row's passes over [64, 1024] (the shape of LayerNorm): 64 lanes, 16 elements each
 // (CudaOptions::held_elements; 8 a lane when the row is not held), held in registers. x is
 // read from memory once, before the passes, as float4 where aligned (else element by

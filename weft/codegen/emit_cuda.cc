@@ -399,6 +399,46 @@ void Emitter::emit_row_quads(const RowRegisters& row, int64_t group,
   }
 }
 
+size_t
+Emitter::invariant_split(const std::vector<std::pair<const AstNode*, LoopRange>>& chain) const {
+  const AstNode& point = chain.back().first->children[0];
+  if (chain.size() < 2 || point.kind != AstNode::Kind::kCall) return 0;
+  const Statement& s = k_.statements[static_cast<size_t>(point.statement)];
+  if (k_.buffers[static_cast<size_t>(s.write.buffer)].aliased) return 0;
+  auto cheap = [](kernel::ExprOp op) {
+    using kernel::ExprOp;
+    return op == ExprOp::kLoad || op == ExprOp::kConstant || op == ExprOp::kExtent ||
+           op == ExprOp::kIterator || op == ExprOp::kCast || op == ExprOp::kNeg ||
+           op == ExprOp::kAbs || op == ExprOp::kAdd || op == ExprOp::kSub || op == ExprOp::kMul ||
+           op == ExprOp::kMax || op == ExprOp::kMin;
+  };
+  for (size_t split = 1; split < chain.size(); ++split) {
+    std::vector<std::string> inner;
+    int64_t points = 1;
+    for (size_t i = split; i < chain.size(); ++i) {
+      inner.push_back(chain[i].first->iterator);
+      points *= chain[i].second.static_extent().value_or(0);
+    }
+    if (points < kCudaSplitInner) break; // too few inner points for a group's lanes
+    std::vector<bool> fixed = invariant_nodes(point, inner, {s.write.buffer});
+    auto loaded = [&](size_t i) { // fixed, and not of constants alone (those fold)
+      const kernel::ExprNode& e = s.expr[i];
+      return fixed[i] && e.op != kernel::ExprOp::kConstant && e.op != kernel::ExprOp::kExtent;
+    };
+    for (size_t i = 0; i < s.expr.size(); ++i) {
+      const kernel::ExprNode& e = s.expr[i];
+      bool costly = loaded(i) && !cheap(e.op) &&
+                    std::any_of(e.operands.begin(), e.operands.end(),
+                                [&](int o) { return loaded(static_cast<size_t>(o)); });
+      // A division by such a value becomes a product with its reciprocal (hoist_reciprocals).
+      bool divides = e.op == kernel::ExprOp::kDiv && compute_type(e.dtype) == "float" &&
+                     !fixed[i] && loaded(static_cast<size_t>(e.operands[1]));
+      if (costly || divides) return split;
+    }
+  }
+  return 0;
+}
+
 std::optional<Emitter::Flattened>
 Emitter::flattened(const std::vector<std::pair<const AstNode*, LoopRange>>& chain,
                    const std::string& index) const {
@@ -593,8 +633,21 @@ std::string Emitter::cuda_part(const AstNode& n, const std::string& function, co
   } else if (const AstNode* loop = chain.empty() ? nullptr : few_long_rows(chain, options)) {
     emit_few_long_rows(chain, *loop, function, body, globals);
   } else if (!chain.empty()) {
+    int64_t group = 1;
+    // An elementwise nest whose statement computes something costly from its outer iterators
+    // alone (BatchNorm's per-channel sqrt and division) gives its inner loops to a group of
+    // lanes, which computes that once per point (hoisted by the compiler, or as a reciprocal).
+    if (size_t split = invariant_split(chain); split > 0) {
+      std::optional<int64_t> points = 1;
+      for (size_t i = split; i < chain.size(); ++i) {
+        std::optional<int64_t> e = chain[i].second.static_extent();
+        points = points && e ? std::optional<int64_t>(*points * *e) : std::nullopt;
+      }
+      chain.resize(split);
+      group = cuda_group_size(points, cuda_.lane_elements, cuda_.max_group);
+    }
     const AstNode& point = chain.back().first->children[0];
-    int64_t group = contains_reduction(point) ? group_size(point, cuda_.lane_elements) : 1;
+    if (group == 1 && contains_reduction(point)) group = group_size(point, cuda_.lane_elements);
     // A row held in registers takes its own elements a lane, when it is held at that size.
     if (int64_t held = group > 1 ? group_size(point, cuda_.held_elements) : 1;
         held > 1 && held != group && row_registers(point, held))

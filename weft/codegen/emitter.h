@@ -344,6 +344,13 @@ private:
     std::string index;
   };
   mutable std::optional<Flattened> flattened_;
+  // Where to split "chain" (the parallel nest of an elementwise part) into points, which it
+  // keeps, and inner loops for a group's lanes: the first split whose inner loops (of
+  // kCudaSplitInner points or more) leave invariant an op of the statement on loaded values
+  // other than an add, sub, mul, max, min, neg, abs or cast (a per-channel sqrt that would
+  // otherwise run for every element), or the divisor of an f32 division; 0 when there is none.
+  size_t invariant_split(const std::vector<std::pair<const AstNode*, LoopRange>>& chain) const;
+
   // "chain" (emit_points) as flattened_ takes it, over the flat index "index"; nothing when a
   // loop does not start at 0 or has no static extent.
   std::optional<Flattened> flattened(const std::vector<std::pair<const AstNode*, LoopRange>>& chain,
