@@ -342,7 +342,8 @@ void CudaReductionWriter::split_row(const std::string& iterator, const RangeText
 
 void CudaReductionWriter::column_quads(const std::string& r_iterator, const RangeText& r,
                                        const std::string& k_iterator, const RangeText& k,
-                                       bool split, int depth) {
+                                       bool split, const ColumnInit* init, int depth,
+                                       std::string& globals) {
   std::string pad(static_cast<size_t>(2 * depth), ' ');
   const std::string& t = r_.type;
   constexpr int64_t kSlices = 32; // row slices of a block: 8 lanes a row of 32 columns
@@ -399,31 +400,22 @@ void CudaReductionWriter::column_quads(const std::string& r_iterator, const Rang
                       "{0}          if ({1} < weft_k_hi) {{\n",
                       pad, k_iterator);
   r_.update("weft_a[weft_j]", depth + 6, out_);
-  std::string op = atomic_name(r_.combine);
   out_ += fmt::format(
       "{0}          }}\n{0}        }}\n{0}      }}\n{0}    }}\n"
       "{0}    #pragma unroll\n"
       "{0}    for (int weft_j = 0; weft_j < 4; ++weft_j) weft_tile[weft_ty][4 * weft_q + weft_j] = "
       "weft_a[weft_j];\n"
       "{0}    __syncthreads();\n"
-      "{0}    const int64_t {1} = weft_k_lo + weft_u % weft_tiles * 32 + threadIdx.x;\n"
-      "{0}    if (threadIdx.x < 32 && {1} < weft_k_hi) {{\n"
-      "{0}      {2} total = weft_tile[0][threadIdx.x];\n"
-      "{0}      for (int j = 1; j < {3}; ++j) total = {4};\n",
-      pad, k_iterator, t, kSlices, combine("total", "weft_tile[j][threadIdx.x]"));
-  if (split) {
-    out_ += fmt::format("{0}      if (weft_splits == 1) {{ {1} }} else {{ weft_atomic_{2}({3}, "
-                        "total); }}\n",
-                        pad, r_.store(combine(r_.target, "total")), op, r_.address);
-  } else {
-    out_ += fmt::format("{}      {}\n", pad, r_.store(combine(r_.target, "total")));
-  }
-  out_ += fmt::format("{0}    }}\n{0}    __syncthreads();\n{0}  }}\n{0}}}\n", pad);
+      "{0}    const int64_t {1} = weft_k_lo + weft_u % weft_tiles * 32 + threadIdx.x;\n",
+      pad, k_iterator);
+  column_tail(k_iterator, fmt::format("threadIdx.x < 32 && {} < weft_k_hi", k_iterator),
+              "threadIdx.x", kSlices, split, init, depth + 2, globals);
+  out_ += fmt::format("{0}    __syncthreads();\n{0}  }}\n{0}}}\n", pad);
 }
 
 void CudaReductionWriter::column(const std::string& r_iterator, const RangeText& r,
                                  const std::string& k_iterator, const RangeText& k, bool split,
-                                 int depth) {
+                                 const ColumnInit* init, int depth, std::string& globals) {
   std::string pad(static_cast<size_t>(2 * depth), ' ');
   const std::string& t = r_.type;
   out_ += fmt::format(
@@ -443,7 +435,6 @@ void CudaReductionWriter::column(const std::string& r_iterator, const RangeText&
   } else {
     out_ += fmt::format("{}  const int64_t weft_splits = 1;\n", pad);
   }
-  std::string op = atomic_name(r_.combine);
   out_ += fmt::format(
       "{0}  const int64_t weft_chunk = (weft_r_hi - weft_r_lo + weft_splits - 1) / weft_splits;\n"
       "{0}  for (int64_t weft_u = blockIdx.x; weft_u < weft_tiles * weft_splits; weft_u += "
@@ -456,21 +447,62 @@ void CudaReductionWriter::column(const std::string& r_iterator, const RangeText&
       pad, k_iterator, t, r_.identity);
   strided_loop({r_iterator, "weft_from", r_iterator + " < weft_to", 1, "weft_to"}, "weft_ty",
                std::to_string(kCudaColumnRows), "acc", depth + 3);
-  out_ +=
-      fmt::format("{0}    }}\n"
-                  "{0}    weft_tile[weft_ty][weft_tx] = acc;\n{0}    __syncthreads();\n"
-                  "{0}    if (weft_ty == 0 && {1} < weft_k_hi) {{\n"
-                  "{0}      {2} total = weft_tile[0][weft_tx];\n"
-                  "{0}      for (int j = 1; j < {3}; ++j) total = {4};\n",
-                  pad, k_iterator, t, kCudaColumnRows, combine("total", "weft_tile[j][weft_tx]"));
-  if (split) {
-    out_ += fmt::format("{0}      if (weft_splits == 1) {{ {1} }} else {{ weft_atomic_{2}({3}, "
-                        "total); }}\n",
-                        pad, r_.store(combine(r_.target, "total")), op, r_.address);
-  } else {
-    out_ += fmt::format("{}      {}\n", pad, r_.store(combine(r_.target, "total")));
+  out_ += fmt::format("{0}    }}\n"
+                      "{0}    weft_tile[weft_ty][weft_tx] = acc;\n{0}    __syncthreads();\n",
+                      pad);
+  column_tail(k_iterator, fmt::format("weft_ty == 0 && {} < weft_k_hi", k_iterator), "weft_tx",
+              kCudaColumnRows, split, init, depth + 2, globals);
+  out_ += fmt::format("{0}    __syncthreads();\n{0}  }}\n{0}}}\n", pad);
+}
+
+void CudaReductionWriter::column_tail(const std::string& k_iterator, const std::string& valid,
+                                      const std::string& lane, int64_t slices, bool split,
+                                      const ColumnInit* init, int depth, std::string& globals) {
+  std::string pad(static_cast<size_t>(2 * depth), ' ');
+  const std::string& t = r_.type;
+  // The init (when folded), then the total applied, at "at".
+  auto apply = [&](int at) {
+    std::string text;
+    if (init) init->statements(at, text);
+    return text + fmt::format("{:{}}{}\n", "", 2 * at, r_.store(combine(r_.target, "total")));
+  };
+  out_ += fmt::format("{0}if ({1}) {{\n"
+                      "{0}  {2} total = weft_tile[0][{3}];\n"
+                      "{0}  for (int j = 1; j < {4}; ++j) total = {5};\n",
+                      pad, valid, t, lane, slices,
+                      combine("total", fmt::format("weft_tile[j][{}]", lane)));
+  if (!split) {
+    out_ += apply(depth + 1) + pad + "}\n";
+    return;
   }
-  out_ += fmt::format("{0}    }}\n{0}    __syncthreads();\n{0}  }}\n{0}}}\n", pad);
+  std::string op = atomic_name(r_.combine);
+  if (!init) {
+    out_ += fmt::format("{0}  if (weft_splits == 1) {{\n{1}{0}  }} else {{\n"
+                        "{0}    weft_atomic_{2}({3}, total);\n{0}  }}\n{0}}}\n",
+                        pad, apply(depth + 2), op, r_.address);
+    return;
+  }
+  std::string acc = fmt::format("weft_acc_{}[{} - weft_k_lo]", init->function, k_iterator);
+  std::string count = fmt::format("weft_count_{}[weft_u % weft_tiles]", init->function);
+  globals +=
+      fmt::format("__device__ {0} weft_acc_{1}[{2}];  // each column's total (zero bits)\n"
+                  "__device__ unsigned int weft_count_{1}[{3}];  // each tile's blocks done\n",
+                  t, init->function, init->columns, (init->columns + 31) / 32);
+  out_ += fmt::format(
+      "{0}  if (weft_splits == 1) {{\n{1}{0}  }} else {{\n"
+      "{0}    weft_atomic_{2}(&{3}, total);\n{0}    __threadfence();\n{0}  }}\n{0}}}\n"
+      "{0}if (weft_splits > 1) {{  // the tile's last block runs the init and applies the totals\n"
+      "{0}  __shared__ bool weft_last;\n{0}  __syncthreads();\n"
+      "{0}  if (threadIdx.x == 0) weft_last = atomicAdd(&{4}, 1u) == weft_splits - 1;\n"
+      "{0}  __syncthreads();\n"
+      "{0}  if (weft_last && {5}) {{\n"
+      "{0}    __threadfence();\n"
+      "{0}    const {6} total = *reinterpret_cast<volatile {6}*>(&{3});\n"
+      "{0}    {3} = {6}();\n{7}"
+      "{0}  }}\n"
+      "{0}  if (weft_last && threadIdx.x == 0) {4} = 0;\n"
+      "{0}}}\n",
+      pad, apply(depth + 2), op, acc, count, valid, t, apply(depth + 2));
 }
 
 } // namespace weft::codegen

@@ -38,10 +38,12 @@
 //   block combined through a padded shared tile; when the column tiles alone cannot fill the
 //   grid, R is split across blocks too, which combine with atomics into the target (not when
 //   deterministic, nor for types without atomics). With CudaOptions::column_vector, a lane
-//   takes 4 neighbouring columns by float4 loads, and a block 32 row slices.
+//   takes 4 neighbouring columns by float4 loads, and a block 32 row slices. The loop of the
+//   target's inits before it runs inside it (ColumnInit), not as a launch of its own.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -139,6 +141,18 @@ std::string cuda_combine_op(kernel::Combine c);
 // the device.
 std::string identity_bits(kernel::Combine c, const std::string& type);
 
+// A COLUMN part's init folded into it (Emitter::folds_into): "statements" run for a column
+// (its iterator bound) just before its total is applied, so that the init needs no launch of
+// its own. With R split across blocks, the blocks' partials then combine with atomics into an
+// accumulator of the module ("function" names it; "columns", static, sizes it; its identity
+// must be all zero bits, which a module's memory starts as), and a tile's last block runs the
+// init, applies the total and clears the accumulator for the next launch.
+struct ColumnInit {
+  std::function<void(int depth, std::string& out)> statements; // prints them at "depth"
+  std::string function;
+  int64_t columns = 0;
+};
+
 // Prints the skeletons of one reduction statement into "out". Loops print as
 // "for (it = init + lane * step; cond; it += threads * step)".
 class CudaReductionWriter {
@@ -169,13 +183,17 @@ public:
                  std::string& globals);
   // COLUMN: rows "r_iterator" over "r", columns "k_iterator" over "k", over the grid;
   // "split": R may be split across blocks (atomics into the target).
+  // "init": the part's init, folded (or null); "globals" receives the accumulator's
+  // declarations.
   void column(const std::string& r_iterator, const RangeText& r, const std::string& k_iterator,
-              const RangeText& k, bool split, int depth);
+              const RangeText& k, bool split, const ColumnInit* init, int depth,
+              std::string& globals);
   // The same by quads ("r" has vector_reads along "k_iterator"): 32 columns a block, a lane
   // taking 4 neighbouring ones with a float4 load of each read where the quad is whole and
   // its addresses 16-byte aligned (else element by element), 32 row slices a block.
   void column_quads(const std::string& r_iterator, const RangeText& r,
-                    const std::string& k_iterator, const RangeText& k, bool split, int depth);
+                    const std::string& k_iterator, const RangeText& k, bool split,
+                    const ColumnInit* init, int depth, std::string& globals);
 
   // "loop" with lane "lane" of "threads" taking every threads-th iteration, combining into
   // "acc" (declared by the caller): unrolled into unroll_ accumulators (or vector loads) when
@@ -185,6 +203,13 @@ public:
 
 private:
   std::string combine(const std::string& a, const std::string& b) const;
+  // The end of a COLUMN tile, after its row slices' partials are in weft_tile: the threads
+  // for which "valid" holds combine column "lane" of the tile's "slices" rows (column
+  // "k_iterator" of the target) and apply it, as column() says; then the tile's last block
+  // when "init" takes the splits.
+  void column_tail(const std::string& k_iterator, const std::string& valid, const std::string& lane,
+                   int64_t slices, bool split, const ColumnInit* init, int depth,
+                   std::string& globals);
   // The group's combine of "acc" and lane 0's store, closing group()'s block.
   void group_combine(int64_t group, int depth);
   // Iterations lo + lane, lo + lane + threads, ... below "hi" of "iterator" (step 1),

@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "tests/testing/kernels.h"
@@ -478,6 +479,41 @@ TEST(EmitC, CudaColumnByQuads) {
   EXPECT_NE(q.find("const float4 weft_y0 = weft_load4(&b"), std::string::npos) << q;
   EXPECT_NE(q.find("weft_atomic_add("), std::string::npos) << q;
   EXPECT_NE(CudaOptions().key(), quads.key());
+}
+
+// A COLUMN nest after the loop of its inits is one launch: a sum's column runs its init just
+// before its total applies; split across blocks, the partials meet in an accumulator of the
+// module (zero bits to start), and a tile's last block applies them. A max (whose identity is
+// not zero bits) keeps its init launch when it splits, not when deterministic.
+TEST(EmitC, CudaColumnRunsItsInits) {
+  auto source = [](std::string_view combine, bool deterministic) {
+    std::string text = fmt::format("kernel col\n"
+                                   "  in x: f32[4096,40]\n"
+                                   "  out y: f32[40]\n"
+                                   "  init[i0 < 40]: y[i0] = 0\n"
+                                   "  r[i0 < 4096, i1 < 40]: y[i1] {}= x[i0, i1]\n",
+                                   combine);
+    Result<kernel::Kernel> k = kernel::parse_kernel(text);
+    EXPECT_TRUE(k.ok()) << k.status().message();
+    Result<poly::ScheduledKernel> s = poly::schedule_kernel(*k);
+    EXPECT_TRUE(s.ok());
+    CudaOptions o;
+    o.deterministic = deterministic;
+    Result<EmittedFunction> f = emit_function(*k, s->loops, Dialect::kCuda, {}, o);
+    EXPECT_TRUE(f.ok());
+    return f.ok() ? f->source : "";
+  };
+  std::string sum = source("+", false);
+  EXPECT_NE(sum.find("1 part(s)"), std::string::npos) << sum;
+  EXPECT_NE(sum.find("__device__ float weft_acc_weft_col_p1[40];"), std::string::npos) << sum;
+  EXPECT_NE(sum.find("weft_atomic_add(&weft_acc_weft_col_p1[c1 - weft_k_lo], total);"),
+            std::string::npos)
+      << sum;
+  EXPECT_EQ(occurrences(sum, "// init"), 2u) << sum; // one thread's column, or the last block's
+  EXPECT_NE(source("max", false).find("2 part(s)"), std::string::npos);
+  std::string ordered = source("max", true);
+  EXPECT_NE(ordered.find("1 part(s)"), std::string::npos) << ordered;
+  EXPECT_EQ(ordered.find("weft_acc_"), std::string::npos) << ordered;
 }
 
 // Tuning records keep CUDA options as text: every knob reads back; a word that is not a knob

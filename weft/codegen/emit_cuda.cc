@@ -29,8 +29,45 @@ std::string Emitter::cuda_function(const AstNode& loops, const CudaOptions& opti
   return fmt::format("// kernel {}: {} part(s)\n{}", k_.name, functions, out);
 }
 
+const AstNode* Emitter::column_init(const AstNode& init, const AstNode& inner) const {
+  if (init.kind != AstNode::Kind::kFor || init.mark != AstNode::Mark::kParallel ||
+      init.children.size() != 1 || init.children[0].kind != AstNode::Kind::kCall)
+    return nullptr;
+  const AstNode& call = init.children[0];
+  const AstNode& c = inner.children[0];
+  std::optional<LoopRange> a_range = loop_range(init), b_range = loop_range(inner);
+  if (!a_range || !b_range || ast_expr(a_range->lo) != ast_expr(b_range->lo) ||
+      ast_expr(a_range->hi) != ast_expr(b_range->hi) || !b_range->static_extent())
+    return nullptr;
+  const Statement& a = k_.statements[static_cast<size_t>(call.statement)];
+  const Statement& b = k_.statements[static_cast<size_t>(c.statement)];
+  if (a.combine != kernel::Combine::kNone || a.write.buffer != b.write.buffer ||
+      k_.buffers[static_cast<size_t>(b.write.buffer)].aliased || !a.write.indirect.empty())
+    return nullptr;
+  for (const kernel::Access& r : b.reads) {
+    if (r.buffer == b.write.buffer) return nullptr;
+  }
+  // Split across blocks, the partials meet in an accumulator that starts as zero bits.
+  ReductionText r = reduction_text(c);
+  bool split =
+      !cuda_.deterministic && cuda_atomic_applies(r.combine, r.type) && r.storage == r.type;
+  std::string bits = split ? identity_bits(r.combine, r.type) : "0x0u";
+  if (bits != "0x0u" && bits != "0x0ull") return nullptr;
+  AstExpr column;
+  column.kind = AstExpr::Kind::kId;
+  column.id = inner.iterator;
+  std::vector<std::string> at, iters;
+  for (const AstExpr& e : call.args)
+    at.push_back(ast_expr(substitute(e, init.iterator, column)));
+  for (const AstExpr& e : c.args)
+    iters.push_back(ast_expr(e));
+  return offset(a.write, at) == offset(b.write, iters) ? &call : nullptr;
+}
+
 bool Emitter::folds_into(const AstNode& init, const AstNode& next) const {
-  const AstNode* call = next.kind == AstNode::Kind::kFor ? register_reduction(k_, next) : nullptr;
+  if (next.kind != AstNode::Kind::kFor) return false;
+  if (const AstNode* inner = column_nest(k_, next)) return column_init(init, *inner) != nullptr;
+  const AstNode* call = register_reduction(k_, next);
   if (init.kind != AstNode::Kind::kCall || !call) return false;
   const Statement& a = k_.statements[static_cast<size_t>(init.statement)];
   const Statement& b = k_.statements[static_cast<size_t>(call->statement)];
@@ -622,13 +659,33 @@ std::string Emitter::cuda_part(const AstNode& n, const std::string& function, co
     block = 32 * kCudaColumnRows;
     // By quads where the reads that move along the columns are contiguous f32.
     ReductionText by_quads = strided_reduction(c, inner->iterator, options.column_vector == 4);
+    // A folded init runs for each column before its total applies (its iterator bound).
+    std::optional<ColumnInit> init;
+    if (const AstNode* init_call = first ? column_init(*first, *inner) : nullptr) {
+      init.emplace();
+      init->function = function;
+      init->columns = *range_text(*inner, c).extent;
+      init->statements = [this, first, inner, init_call](int depth, std::string& out) {
+        if (first->iterator == inner->iterator) {
+          emit_statement(*init_call, depth, out);
+          return;
+        }
+        std::string pad(static_cast<size_t>(2 * depth), ' ');
+        out += fmt::format("{0}{{\n{0}  const int64_t {1} = {2};\n", pad, first->iterator,
+                           inner->iterator);
+        emit_statement(*init_call, depth + 1, out);
+        out += pad + "}\n";
+      };
+    }
+    const ColumnInit* folded = init ? &*init : nullptr;
     if (by_quads.vector_reads) {
       CudaReductionWriter(by_quads, body)
           .column_quads(n.iterator, range_text(n, c), inner->iterator, range_text(*inner, c), split,
-                        1);
+                        folded, 1, globals);
     } else {
       CudaReductionWriter(r, body, options.unroll)
-          .column(n.iterator, range_text(n, c), inner->iterator, range_text(*inner, c), split, 1);
+          .column(n.iterator, range_text(n, c), inner->iterator, range_text(*inner, c), split,
+                  folded, 1, globals);
     }
   } else if (const AstNode* loop = chain.empty() ? nullptr : few_long_rows(chain, options)) {
     emit_few_long_rows(chain, *loop, function, body, globals);

@@ -190,8 +190,14 @@ private:
   // ---- CUDA (emit_cuda.cc) ----
 
   // Is "init" a statement that the ALL nest "next" may run in its last block, before
-  // combining into the same location? Then the two are one launch.
+  // combining into the same location, or the loop of inits of the COLUMN nest "next"
+  // (column_init)? Then the two are one launch.
   bool folds_into(const AstNode& init, const AstNode& next) const;
+  // The init statement of the loop "init" when it writes, over the range of the COLUMN nest's
+  // column loop "inner", each location that the nest's reduction combines into, which reads
+  // no such location, and the nest's atomic splits (if it has them) start from zero bits: the
+  // COLUMN part then runs it for each column (ColumnInit). Null otherwise.
+  const AstNode* column_init(const AstNode& init, const AstNode& inner) const;
 
   static bool contains_reduction(const AstNode& n);
 

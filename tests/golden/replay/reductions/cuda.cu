@@ -1,18 +1,7 @@
 
-// kernel k0_ReduceSum: 6 part(s)
-// launch weft_k0_ReduceSum_p0 block=256 grid=device
-// b0 b0, b1 b1, b2 b0_1, b3 t1, b4 b2, b5 b0_2, b6 b0_3, b7 b1_1, b8 t2_2, b9 b0_4, b10 t1_1, b11 t2_3, b12 b3
-extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p0(float* __restrict__ b0, const float* __restrict__ b1, const float* __restrict__ b2, float* __restrict__ b3, float* __restrict__ b4, float* __restrict__ b5, float* __restrict__ b6, const float* __restrict__ b7, float* __restrict__ b8, const float* __restrict__ b9, float* __restrict__ b10, float* __restrict__ b11, float* __restrict__ b12) {
-  const int64_t weft_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t weft_p = weft_first; weft_p < 2048; weft_p += weft_groups) {
-    const int64_t c0 = 0 + weft_p;
-    {  // init
-      const float t0 = 0.0f;
-      b0[weft_p] = t0;
-    }
-  }
-}
+// kernel k0_ReduceSum: 5 part(s)
+__device__ float weft_acc_weft_k0_ReduceSum_p1[2048];  // each column's total (zero bits)
+__device__ unsigned int weft_count_weft_k0_ReduceSum_p1[64];  // each tile's blocks done
 // launch weft_k0_ReduceSum_p1 block=256 grid=device
 // b0 b0, b1 b1, b2 b0_1, b3 t1, b4 b2, b5 b0_2, b6 b0_3, b7 b1_1, b8 t2_2, b9 b0_4, b10 t1_1, b11 t2_3, b12 b3
 extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p1(float* b0, const float* __restrict__ b1, const float* __restrict__ b2, float* __restrict__ b3, float* __restrict__ b4, float* __restrict__ b5, float* __restrict__ b6, const float* __restrict__ b7, float* __restrict__ b8, const float* __restrict__ b9, float* __restrict__ b10, float* __restrict__ b11, float* __restrict__ b12) {
@@ -60,7 +49,39 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p1(float* b0
       if (weft_ty == 0 && c1 < weft_k_hi) {
         float total = weft_tile[0][weft_tx];
         for (int j = 1; j < 8; ++j) total = total + weft_tile[j][weft_tx];
-        if (weft_splits == 1) { b0[c1] = b0[c1] + total; } else { weft_atomic_add(&b0[c1], total); }
+        if (weft_splits == 1) {
+          {
+            const int64_t c0 = c1;
+            {  // init
+              const float t0 = 0.0f;
+              b0[c0] = t0;
+            }
+          }
+          b0[c1] = b0[c1] + total;
+        } else {
+          weft_atomic_add(&weft_acc_weft_k0_ReduceSum_p1[c1 - weft_k_lo], total);
+          __threadfence();
+        }
+      }
+      if (weft_splits > 1) {  // the tile's last block runs the init and applies the totals
+        __shared__ bool weft_last;
+        __syncthreads();
+        if (threadIdx.x == 0) weft_last = atomicAdd(&weft_count_weft_k0_ReduceSum_p1[weft_u % weft_tiles], 1u) == weft_splits - 1;
+        __syncthreads();
+        if (weft_last && weft_ty == 0 && c1 < weft_k_hi) {
+          __threadfence();
+          const float total = *reinterpret_cast<volatile float*>(&weft_acc_weft_k0_ReduceSum_p1[c1 - weft_k_lo]);
+          weft_acc_weft_k0_ReduceSum_p1[c1 - weft_k_lo] = float();
+          {
+            const int64_t c0 = c1;
+            {  // init
+              const float t0 = 0.0f;
+              b0[c0] = t0;
+            }
+          }
+          b0[c1] = b0[c1] + total;
+        }
+        if (weft_last && threadIdx.x == 0) weft_count_weft_k0_ReduceSum_p1[weft_u % weft_tiles] = 0;
       }
       __syncthreads();
     }
