@@ -347,23 +347,10 @@ void CudaReductionWriter::column_quads(const std::string& r_iterator, const Rang
   std::string pad(static_cast<size_t>(2 * depth), ' ');
   const std::string& t = r_.type;
   constexpr int64_t kSlices = 32; // row slices of a block: 8 lanes a row of 32 columns
-  out_ += fmt::format(
-      "{0}{{  // COLUMN by quads: 32 columns a block, 4 a lane (float4 loads where whole and "
-      "aligned), {1} row slices combined through a padded shared tile\n"
-      "{0}  __shared__ {2} weft_tile[{1}][33];\n"
-      "{0}  const int weft_q = threadIdx.x % 8, weft_ty = threadIdx.x / 8;\n"
-      "{0}  const int64_t weft_k_lo = {3}, weft_k_hi = {4}, weft_r_lo = {5}, weft_r_hi = {6};\n"
-      "{0}  const int64_t weft_tiles = (weft_k_hi - weft_k_lo + 31) / 32;\n",
-      pad, kSlices, t, k.lo, k.hi, r.lo, r.hi);
-  if (split) {
-    out_ +=
-        fmt::format("{0}  // R is split across blocks when the column tiles leave some idle\n"
-                    "{0}  const int64_t weft_splits = weft_imax(1, weft_imin((int64_t)gridDim.x "
-                    "/ weft_imax(weft_tiles, 1), (weft_r_hi - weft_r_lo) / {1}));\n",
-                    pad, kCudaMinSplitRows);
-  } else {
-    out_ += fmt::format("{}  const int64_t weft_splits = 1;\n", pad);
-  }
+  column_head(r, k,
+              "COLUMN by quads: 32 columns a block, 4 a lane (float4 loads where whole "
+              "and aligned)",
+              kSlices, "weft_q", split, depth);
   std::vector<std::string> first = r_.vector_reads("weft_k0");
   std::vector<std::string> aligned, loads;
   for (size_t i = 0; i < first.size(); ++i) {
@@ -374,12 +361,7 @@ void CudaReductionWriter::column_quads(const std::string& r_iterator, const Rang
                                 pad, i, first[i]));
   }
   out_ += fmt::format(
-      "{0}  const int64_t weft_chunk = (weft_r_hi - weft_r_lo + weft_splits - 1) / weft_splits;\n"
-      "{0}  for (int64_t weft_u = blockIdx.x; weft_u < weft_tiles * weft_splits; weft_u += "
-      "gridDim.x) {{\n"
       "{0}    const int64_t weft_k0 = weft_k_lo + weft_u % weft_tiles * 32 + 4 * weft_q;\n"
-      "{0}    const int64_t weft_from = weft_r_lo + weft_u / weft_tiles * weft_chunk;\n"
-      "{0}    const int64_t weft_to = weft_imin(weft_r_hi, weft_from + weft_chunk);\n"
       "{0}    {1} weft_a[4];\n"
       "{0}    #pragma unroll\n"
       "{0}    for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = {2};\n"
@@ -418,14 +400,34 @@ void CudaReductionWriter::column(const std::string& r_iterator, const RangeText&
                                  const ColumnInit* init, int depth, std::string& globals) {
   std::string pad(static_cast<size_t>(2 * depth), ' ');
   const std::string& t = r_.type;
+  column_head(r, k, "COLUMN: 32 columns per block on consecutive lanes", kCudaColumnRows, "weft_tx",
+              split, depth);
+  out_ += fmt::format("{0}    const int64_t {1} = weft_k_lo + weft_u % weft_tiles * 32 + weft_tx;\n"
+                      "{0}    {2} acc = {3};\n"
+                      "{0}    if ({1} < weft_k_hi) {{\n",
+                      pad, k_iterator, t, r_.identity);
+  strided_loop({r_iterator, "weft_from", r_iterator + " < weft_to", 1, "weft_to"}, "weft_ty",
+               std::to_string(kCudaColumnRows), "acc", depth + 3);
+  out_ += fmt::format("{0}    }}\n"
+                      "{0}    weft_tile[weft_ty][weft_tx] = acc;\n{0}    __syncthreads();\n",
+                      pad);
+  column_tail(k_iterator, fmt::format("weft_ty == 0 && {} < weft_k_hi", k_iterator), "weft_tx",
+              kCudaColumnRows, split, init, depth + 2, globals);
+  out_ += fmt::format("{0}    __syncthreads();\n{0}  }}\n{0}}}\n", pad);
+}
+
+void CudaReductionWriter::column_head(const RangeText& r, const RangeText& k,
+                                      const std::string& what, int64_t slices,
+                                      const std::string& lane, bool split, int depth) {
+  std::string pad(static_cast<size_t>(2 * depth), ' ');
+  int64_t lanes = kCudaBlock / slices; // lanes across a tile row
   out_ += fmt::format(
-      "{0}{{  // COLUMN: 32 columns per block on consecutive lanes, {1} row slices combined "
-      "through a padded shared tile\n"
-      "{0}  __shared__ {2} weft_tile[{1}][33];\n"
-      "{0}  const int weft_tx = threadIdx.x % 32, weft_ty = threadIdx.x / 32;\n"
-      "{0}  const int64_t weft_k_lo = {3}, weft_k_hi = {4}, weft_r_lo = {5}, weft_r_hi = {6};\n"
+      "{0}{{  // {1}, {2} row slices combined through a padded shared tile\n"
+      "{0}  __shared__ {3} weft_tile[{2}][33];\n"
+      "{0}  const int {4} = threadIdx.x % {5}, weft_ty = threadIdx.x / {5};\n"
+      "{0}  const int64_t weft_k_lo = {6}, weft_k_hi = {7}, weft_r_lo = {8}, weft_r_hi = {9};\n"
       "{0}  const int64_t weft_tiles = (weft_k_hi - weft_k_lo + 31) / 32;\n",
-      pad, kCudaColumnRows, t, k.lo, k.hi, r.lo, r.hi);
+      pad, what, slices, r_.type, lane, lanes, k.lo, k.hi, r.lo, r.hi);
   if (split) {
     out_ +=
         fmt::format("{0}  // R is split across blocks when the column tiles leave some idle\n"
@@ -439,20 +441,9 @@ void CudaReductionWriter::column(const std::string& r_iterator, const RangeText&
       "{0}  const int64_t weft_chunk = (weft_r_hi - weft_r_lo + weft_splits - 1) / weft_splits;\n"
       "{0}  for (int64_t weft_u = blockIdx.x; weft_u < weft_tiles * weft_splits; weft_u += "
       "gridDim.x) {{\n"
-      "{0}    const int64_t {1} = weft_k_lo + weft_u % weft_tiles * 32 + weft_tx;\n"
       "{0}    const int64_t weft_from = weft_r_lo + weft_u / weft_tiles * weft_chunk;\n"
-      "{0}    const int64_t weft_to = weft_imin(weft_r_hi, weft_from + weft_chunk);\n"
-      "{0}    {2} acc = {3};\n"
-      "{0}    if ({1} < weft_k_hi) {{\n",
-      pad, k_iterator, t, r_.identity);
-  strided_loop({r_iterator, "weft_from", r_iterator + " < weft_to", 1, "weft_to"}, "weft_ty",
-               std::to_string(kCudaColumnRows), "acc", depth + 3);
-  out_ += fmt::format("{0}    }}\n"
-                      "{0}    weft_tile[weft_ty][weft_tx] = acc;\n{0}    __syncthreads();\n",
-                      pad);
-  column_tail(k_iterator, fmt::format("weft_ty == 0 && {} < weft_k_hi", k_iterator), "weft_tx",
-              kCudaColumnRows, split, init, depth + 2, globals);
-  out_ += fmt::format("{0}    __syncthreads();\n{0}  }}\n{0}}}\n", pad);
+      "{0}    const int64_t weft_to = weft_imin(weft_r_hi, weft_from + weft_chunk);\n",
+      pad);
 }
 
 void CudaReductionWriter::column_tail(const std::string& k_iterator, const std::string& valid,

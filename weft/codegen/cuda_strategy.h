@@ -203,6 +203,11 @@ public:
 
 private:
   std::string combine(const std::string& a, const std::string& b) const;
+  // The start of a COLUMN skeleton ("what" says which, in a comment): its shared tile of
+  // "slices" rows, a block's threads as "lane" across a tile row and weft_ty down it, the
+  // ranges, tiles and splits, and the loop over (tile, split) units with their rows.
+  void column_head(const RangeText& r, const RangeText& k, const std::string& what, int64_t slices,
+                   const std::string& lane, bool split, int depth);
   // The end of a COLUMN tile, after its row slices' partials are in weft_tile: the threads
   // for which "valid" holds combine column "lane" of the tile's "slices" rows (column
   // "k_iterator" of the target) and apply it, as column() says; then the tile's last block

@@ -14,9 +14,9 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p1(float* b0
     const int64_t weft_splits = weft_imax(1, weft_imin((int64_t)gridDim.x / weft_imax(weft_tiles, 1), (weft_r_hi - weft_r_lo) / 64));
     const int64_t weft_chunk = (weft_r_hi - weft_r_lo + weft_splits - 1) / weft_splits;
     for (int64_t weft_u = blockIdx.x; weft_u < weft_tiles * weft_splits; weft_u += gridDim.x) {
-      const int64_t c1 = weft_k_lo + weft_u % weft_tiles * 32 + weft_tx;
       const int64_t weft_from = weft_r_lo + weft_u / weft_tiles * weft_chunk;
       const int64_t weft_to = weft_imin(weft_r_hi, weft_from + weft_chunk);
+      const int64_t c1 = weft_k_lo + weft_u % weft_tiles * 32 + weft_tx;
       float acc = 0.0f;
       if (c1 < weft_k_hi) {
         {  // 4 accumulators a thread: loads in flight
