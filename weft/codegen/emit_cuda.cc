@@ -454,7 +454,7 @@ Emitter::invariant_split(const std::vector<std::pair<const AstNode*, LoopRange>>
     int64_t points = 1;
     for (size_t i = split; i < chain.size(); ++i) {
       inner.push_back(chain[i].first->iterator);
-      points *= chain[i].second.static_extent().value_or(0);
+      points *= chain[i].second.static_extent().value_or(0); // 0: not static
     }
     if (points < kCudaSplitInner) break; // too few inner points for a group's lanes
     std::vector<bool> fixed = invariant_nodes(point, inner, {s.write.buffer});
@@ -695,11 +695,9 @@ std::string Emitter::cuda_part(const AstNode& n, const std::string& function, co
     // alone (BatchNorm's per-channel sqrt and division) gives its inner loops to a group of
     // lanes, which computes that once per point (hoisted by the compiler, or as a reciprocal).
     if (size_t split = invariant_split(chain); split > 0) {
-      std::optional<int64_t> points = 1;
-      for (size_t i = split; i < chain.size(); ++i) {
-        std::optional<int64_t> e = chain[i].second.static_extent();
-        points = points && e ? std::optional<int64_t>(*points * *e) : std::nullopt;
-      }
+      int64_t points = 1; // static: invariant_split splits only there
+      for (size_t i = split; i < chain.size(); ++i)
+        points *= *chain[i].second.static_extent();
       chain.resize(split);
       group = cuda_group_size(points, cuda_.lane_elements, cuda_.max_group);
     }
