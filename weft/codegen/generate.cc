@@ -36,9 +36,16 @@ const std::string& build_fingerprint() {
   return fingerprint;
 }
 
+// The CPU's vector loop is the innermost: its reductions of few terms run over outputs
+// there. CUDA maps outputs to threads whatever the loop order, and keeps the domain's.
+poly::ScheduleOptions schedule_options(Dialect dialect) {
+  return {.outputs_innermost = dialect == Dialect::kCpu};
+}
+
 Result<EmittedFunction> schedule_and_emit(const kernel::Kernel& k, Dialect dialect,
                                           const CpuSchedule& schedule, const CudaOptions& cuda) {
-  WEFT_ASSIGN_OR_RETURN(poly::ScheduledKernel scheduled, poly::schedule_kernel(k));
+  WEFT_ASSIGN_OR_RETURN(poly::ScheduledKernel scheduled,
+                        poly::schedule_kernel(k, schedule_options(dialect)));
   return emit_function(k, scheduled.loops, dialect, schedule, cuda);
 }
 
@@ -119,7 +126,8 @@ Result<GeneratedFunction> generate_function(const kernel::Kernel& k, Dialect dia
 
 Result<std::vector<EmittedFunction>> generate_variants(const kernel::Kernel& k, Dialect dialect,
                                                        const std::vector<Variant>& variants) {
-  WEFT_ASSIGN_OR_RETURN(poly::ScheduledKernel scheduled, poly::schedule_kernel(k));
+  WEFT_ASSIGN_OR_RETURN(poly::ScheduledKernel scheduled,
+                        poly::schedule_kernel(k, schedule_options(dialect)));
   std::vector<EmittedFunction> functions;
   kernel::Kernel named = k;
   for (const Variant& v : variants) {

@@ -4,7 +4,9 @@
 // isl parameters, access relations, and dependences from isl's flow analysis — then an isl
 // schedule tree: statements in sequence, one band per iterator, each under a mark
 // ("parallel" when no dependence is carried at that depth, "reduction" for a combining
-// statement's reduced iterators), and turns it into loops with the isl AST generator.
+// statement's reduced iterators), and turns it into loops with the isl AST generator. Bands
+// follow each statement's domain order, but for the reductions that
+// ScheduleOptions::outputs_innermost reorders.
 //
 // Requires: a verified kernel. Guarantees: the loop nest runs each statement instance once,
 // in an order that respects every dependence; every "parallel" loop carries none.
@@ -24,6 +26,15 @@ struct ScheduledKernel {
   std::string dependences;   // isl's text form of flow, output and anti dependences
 };
 
-Result<ScheduledKernel> schedule_kernel(const kernel::Kernel& kernel);
+struct ScheduleOptions {
+  // A reduction of a few terms per output (a depthwise convolution's taps) runs its
+  // innermost output loop inside its reduced loops, where that keeps every dependence and
+  // the output moves with stride 1 through every access it appears in (the CPU, whose
+  // vector loop is the innermost; schedule_kernel.cc).
+  bool outputs_innermost = false;
+};
+
+Result<ScheduledKernel> schedule_kernel(const kernel::Kernel& kernel,
+                                        const ScheduleOptions& options = {});
 
 } // namespace weft::poly

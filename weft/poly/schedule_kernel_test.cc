@@ -274,6 +274,95 @@ TEST(ScheduleKernel, UnitDimOutsideTheWriteIsShared) {
                        "    S5(0, c1, c2);\n");
 }
 
+std::string text_loops(std::string_view text, bool outputs_innermost = true) {
+  Result<kernel::Kernel> k = kernel::parse_kernel(text);
+  EXPECT_TRUE(k.ok()) << k.status().to_string();
+  if (!k.ok()) return "";
+  Result<ScheduledKernel> r = schedule_kernel(*k, {.outputs_innermost = outputs_innermost});
+  EXPECT_TRUE(r.ok()) << r.status().to_string();
+  return r.ok() ? print_loop_ast(r->loops) : "";
+}
+
+// A depthwise convolution's 9 taps run around its output row, which the vector loop then
+// runs over; the init keeps the domain's order, and the two share the loops above the taps.
+TEST(ScheduleKernel, FewTermsPerOutputRunTheOutputLoopInnermost) {
+  EXPECT_EQ(
+      text_loops(R"(
+    kernel dw
+      in x: f32[4,20,20]
+      in w: f32[4,3,3]
+      out y: f32[4,20,20]
+      init[i0 < 4, i1 < 20, i2 < 20]: y[i0, i1, i2] = 0
+      multiply_add[i0 < 4, i1 < 20, i2 < 20, i3 < 3, i4 < 3, i1 + i3 + -1 >= 0, -1*i1 + -1*i3 + 20 >= 0, i2 + i4 + -1 >= 0, -1*i2 + -1*i4 + 20 >= 0]: y[i0, i1, i2] += (x[i0, i1 + i3 + -1, i2 + i4 + -1] * w[i0, i3, i4])
+  )"),
+      "for (c0 = 0; (c0 <= 3); c0 += 1)  // parallel\n"
+      "  for (c1 = 0; (c1 <= 19); c1 += 1)  // parallel\n"
+      "    for (c2 = 0; (c2 <= 19); c2 += 1)  // parallel\n"
+      "      S0(c0, c1, c2);\n"
+      "    for (c2 = max(0, (-c1 + 1)); (c2 <= min(2, (-c1 + 20))); c2 += 1)  // reduction\n"
+      "      for (c3 = 0; (c3 <= 2); c3 += 1)  // reduction\n"
+      "        for (c4 = max(0, (-c3 + 1)); (c4 <= min(19, (-c3 + 20))); c4 += 1)  // parallel\n"
+      "          S1(c0, c1, c4, c2, c3);\n");
+}
+
+// A product of few terms per output runs as rows of B scaled by A's entries (i, k, j).
+TEST(ScheduleKernel, SmallProductsRunRowsOfB) {
+  EXPECT_EQ(text_loops(R"(
+    kernel mm
+      in a: f32[8,4]
+      in b: f32[4,32]
+      out y: f32[8,32]
+      init[i0 < 8, i1 < 32]: y[i0, i1] = 0
+      multiply_add[i0 < 8, i1 < 32, i2 < 4]: y[i0, i1] += (a[i0, i2] * b[i2, i1])
+  )"),
+            "for (c0 = 0; (c0 <= 7); c0 += 1)  // parallel\n"
+            "  for (c1 = 0; (c1 <= 31); c1 += 1)  // parallel\n"
+            "    S0(c0, c1);\n"
+            "  for (c1 = 0; (c1 <= 3); c1 += 1)  // reduction\n"
+            "    for (c2 = 0; (c2 <= 31); c2 += 1)  // parallel\n"
+            "      S1(c0, c2, c1);\n");
+}
+
+// Not reordered: a row sum (the output moves along the input's rows, not its last dim),
+// rows of more terms than kFewTerms, too few outputs for a vector, and a reduction that reads
+// its own output at the next position (a dependence across outputs).
+TEST(ScheduleKernel, OutputsStayOuterWhereReorderingDoesNotPay) {
+  std::string row = R"(
+    kernel row
+      in x: f32[64,16]
+      out y: f32[64]
+      init[i0 < 64]: y[i0] = 0
+      sum[i0 < 64, i1 < 16]: y[i0] += x[i0, i1]
+  )";
+  EXPECT_EQ(text_loops(row), text_loops(row, false));
+  std::string long_rows = R"(
+    kernel long_rows
+      in a: f32[8,128]
+      in b: f32[128,32]
+      out y: f32[8,32]
+      init[i0 < 8, i1 < 32]: y[i0, i1] = 0
+      multiply_add[i0 < 8, i1 < 32, i2 < 128]: y[i0, i1] += (a[i0, i2] * b[i2, i1])
+  )";
+  EXPECT_EQ(text_loops(long_rows), text_loops(long_rows, false));
+  std::string narrow = R"(
+    kernel narrow
+      in a: f32[8,4]
+      in b: f32[4,8]
+      out y: f32[8,8]
+      init[i0 < 8, i1 < 8]: y[i0, i1] = 0
+      multiply_add[i0 < 8, i1 < 8, i2 < 4]: y[i0, i1] += (a[i0, i2] * b[i2, i1])
+  )";
+  EXPECT_EQ(text_loops(narrow), text_loops(narrow, false));
+  std::string chained = R"(
+    kernel chained
+      in x: f32[4,32]
+      out y: f32[33]
+      init[i0 < 33]: y[i0] = 0
+      sum[i0 < 32, i1 < 4]: y[i0] += (x[i1, i0] * y[i0 + 1])
+  )";
+  EXPECT_EQ(text_loops(chained), text_loops(chained, false));
+}
+
 TEST(ScheduleKernel, ScheduleTreeCarriesMarks) {
   Result<ScheduledKernel> r = schedule_kernel(testing::row_sum_kernel(Dim::symbol("N"), 64));
   ASSERT_TRUE(r.ok());

@@ -15,19 +15,158 @@ extern "C" void weft_k0_MatMul(void* const* buffers, const int64_t* extents) {
   #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t c0 = 0; (c0 <= 1); c0 += 1) {
     for (int64_t c1 = 0; (c1 <= 127); c1 += 1) {
-      for (int64_t c2 = 0; (c2 <= 191); c2 += 1) {
-        {  // accumulate in a register
-          float acc = b2[(24576 * c0 + 192 * c1 + c2)];
-          #pragma omp simd reduction(+ : acc)
-          for (int64_t c3 = 0; (c3 <= 63); c3 += 1) {  // reduction
-            {  // multiply_add
-              const float t0 = b0[c0 * 128 * 64 + c1 * 64 + c3];
-              const float t1 = b1[c3 * 192 + c2];
-              const float t2 = (t0 * t1);
-              acc = acc + t2;
+      {  // COLUMN
+        const int64_t weft_rlo = 0, weft_rhi = weft_imax(64, 0);
+        const int64_t weft_klo = 0, weft_khi = weft_imax(192, 0);
+        {
+          const int64_t weft_kb = weft_klo, weft_ke = weft_khi;
+          {
+            int64_t weft_kr = weft_kb;
+            for (; weft_kr + 192 <= weft_ke; weft_kr += 192) {  // 192 columns in 12 register chains
+              float weft_reg[192];
+              for (int64_t weft_l = 0; weft_l < 192; weft_l += 1) weft_reg[weft_l] = 0.0f;
+              for (int64_t c2 = weft_rlo; c2 < weft_rhi; c2 += 1) {
+                #pragma omp simd
+                for (int64_t weft_l = 0; weft_l < 16; weft_l += 1) {
+                  const int64_t c3 = weft_kr + weft_l;
+                  {  // multiply_add
+                    const float t0 = b0[c0 * 128 * 64 + c1 * 64 + c2];
+                    const float t1 = b1[c2 * 192 + c3];
+                    const float t2 = (t0 * t1);
+                    weft_reg[weft_l] = weft_reg[weft_l] + t2;
+                  }
+                }
+                #pragma omp simd
+                for (int64_t weft_l = 16; weft_l < 32; weft_l += 1) {
+                  const int64_t c3 = weft_kr + weft_l;
+                  {  // multiply_add
+                    const float t0 = b0[c0 * 128 * 64 + c1 * 64 + c2];
+                    const float t1 = b1[c2 * 192 + c3];
+                    const float t2 = (t0 * t1);
+                    weft_reg[weft_l] = weft_reg[weft_l] + t2;
+                  }
+                }
+                #pragma omp simd
+                for (int64_t weft_l = 32; weft_l < 48; weft_l += 1) {
+                  const int64_t c3 = weft_kr + weft_l;
+                  {  // multiply_add
+                    const float t0 = b0[c0 * 128 * 64 + c1 * 64 + c2];
+                    const float t1 = b1[c2 * 192 + c3];
+                    const float t2 = (t0 * t1);
+                    weft_reg[weft_l] = weft_reg[weft_l] + t2;
+                  }
+                }
+                #pragma omp simd
+                for (int64_t weft_l = 48; weft_l < 64; weft_l += 1) {
+                  const int64_t c3 = weft_kr + weft_l;
+                  {  // multiply_add
+                    const float t0 = b0[c0 * 128 * 64 + c1 * 64 + c2];
+                    const float t1 = b1[c2 * 192 + c3];
+                    const float t2 = (t0 * t1);
+                    weft_reg[weft_l] = weft_reg[weft_l] + t2;
+                  }
+                }
+                #pragma omp simd
+                for (int64_t weft_l = 64; weft_l < 80; weft_l += 1) {
+                  const int64_t c3 = weft_kr + weft_l;
+                  {  // multiply_add
+                    const float t0 = b0[c0 * 128 * 64 + c1 * 64 + c2];
+                    const float t1 = b1[c2 * 192 + c3];
+                    const float t2 = (t0 * t1);
+                    weft_reg[weft_l] = weft_reg[weft_l] + t2;
+                  }
+                }
+                #pragma omp simd
+                for (int64_t weft_l = 80; weft_l < 96; weft_l += 1) {
+                  const int64_t c3 = weft_kr + weft_l;
+                  {  // multiply_add
+                    const float t0 = b0[c0 * 128 * 64 + c1 * 64 + c2];
+                    const float t1 = b1[c2 * 192 + c3];
+                    const float t2 = (t0 * t1);
+                    weft_reg[weft_l] = weft_reg[weft_l] + t2;
+                  }
+                }
+                #pragma omp simd
+                for (int64_t weft_l = 96; weft_l < 112; weft_l += 1) {
+                  const int64_t c3 = weft_kr + weft_l;
+                  {  // multiply_add
+                    const float t0 = b0[c0 * 128 * 64 + c1 * 64 + c2];
+                    const float t1 = b1[c2 * 192 + c3];
+                    const float t2 = (t0 * t1);
+                    weft_reg[weft_l] = weft_reg[weft_l] + t2;
+                  }
+                }
+                #pragma omp simd
+                for (int64_t weft_l = 112; weft_l < 128; weft_l += 1) {
+                  const int64_t c3 = weft_kr + weft_l;
+                  {  // multiply_add
+                    const float t0 = b0[c0 * 128 * 64 + c1 * 64 + c2];
+                    const float t1 = b1[c2 * 192 + c3];
+                    const float t2 = (t0 * t1);
+                    weft_reg[weft_l] = weft_reg[weft_l] + t2;
+                  }
+                }
+                #pragma omp simd
+                for (int64_t weft_l = 128; weft_l < 144; weft_l += 1) {
+                  const int64_t c3 = weft_kr + weft_l;
+                  {  // multiply_add
+                    const float t0 = b0[c0 * 128 * 64 + c1 * 64 + c2];
+                    const float t1 = b1[c2 * 192 + c3];
+                    const float t2 = (t0 * t1);
+                    weft_reg[weft_l] = weft_reg[weft_l] + t2;
+                  }
+                }
+                #pragma omp simd
+                for (int64_t weft_l = 144; weft_l < 160; weft_l += 1) {
+                  const int64_t c3 = weft_kr + weft_l;
+                  {  // multiply_add
+                    const float t0 = b0[c0 * 128 * 64 + c1 * 64 + c2];
+                    const float t1 = b1[c2 * 192 + c3];
+                    const float t2 = (t0 * t1);
+                    weft_reg[weft_l] = weft_reg[weft_l] + t2;
+                  }
+                }
+                #pragma omp simd
+                for (int64_t weft_l = 160; weft_l < 176; weft_l += 1) {
+                  const int64_t c3 = weft_kr + weft_l;
+                  {  // multiply_add
+                    const float t0 = b0[c0 * 128 * 64 + c1 * 64 + c2];
+                    const float t1 = b1[c2 * 192 + c3];
+                    const float t2 = (t0 * t1);
+                    weft_reg[weft_l] = weft_reg[weft_l] + t2;
+                  }
+                }
+                #pragma omp simd
+                for (int64_t weft_l = 176; weft_l < 192; weft_l += 1) {
+                  const int64_t c3 = weft_kr + weft_l;
+                  {  // multiply_add
+                    const float t0 = b0[c0 * 128 * 64 + c1 * 64 + c2];
+                    const float t1 = b1[c2 * 192 + c3];
+                    const float t2 = (t0 * t1);
+                    weft_reg[weft_l] = weft_reg[weft_l] + t2;
+                  }
+                }
+              }
+              for (int64_t weft_l = 0; weft_l < 192; weft_l += 1) {
+                const int64_t c3 = weft_kr + weft_l;
+                b2[(24576 * c0 + 192 * c1 + c3)] = b2[(24576 * c0 + 192 * c1 + c3)] + weft_reg[weft_l];
+              }
             }
+            float weft_col[2048];
+            for (int64_t c3 = weft_kr; c3 < weft_ke; c3 += 1) weft_col[c3 - weft_kr] = 0.0f;
+            for (int64_t c2 = weft_rlo; c2 < weft_rhi; c2 += 1) {
+              #pragma omp simd
+              for (int64_t c3 = weft_kr; c3 < weft_ke; c3 += 1) {
+                {  // multiply_add
+                  const float t0 = b0[c0 * 128 * 64 + c1 * 64 + c2];
+                  const float t1 = b1[c2 * 192 + c3];
+                  const float t2 = (t0 * t1);
+                  weft_col[c3 - weft_kr] = weft_col[c3 - weft_kr] + t2;
+                }
+              }
+            }
+            for (int64_t c3 = weft_kr; c3 < weft_ke; c3 += 1) b2[(24576 * c0 + 192 * c1 + c3)] = b2[(24576 * c0 + 192 * c1 + c3)] + weft_col[c3 - weft_kr];
           }
-          b2[(24576 * c0 + 192 * c1 + c2)] = acc;
         }
       }
     }
