@@ -30,13 +30,13 @@ private:
 };
 
 // A reduction of few terms per output, whose innermost output iterator k moves along the
-// innermost dim of its write and of every read that k moves, with stride 1, and nowhere
-// else: its iterators with k moved inside the reduced ones, so that the vector loop runs over
-// outputs (a depthwise convolution's row, each tap adding into it) instead of over the few
-// terms of each (a scalar sum of 9 products per output ran 8-13x slower than oneDNN's
-// depthwise kernel). Empty when that does not hold. The reduced iterators must follow the
-// kept ones (as the lowerings write them) and number 2 to kFewTerms terms, and k must span
-// at least kVectorOutputs.
+// innermost dim of its write, with stride 1, and of every read that k moves, with stride 1
+// or 2 (a strided convolution's input), and nowhere else: its iterators with k moved inside the
+// reduced ones, so that the vector loop runs over outputs (a depthwise convolution's row, each tap
+// adding into it) instead of over the few terms of each (a scalar sum of 9 products per output ran
+// 8-13x slower than oneDNN's depthwise kernel). Empty when that does not hold. The reduced
+// iterators must follow the kept ones (as the lowerings write them) and number 2 to kFewTerms
+// terms, and k must span at least kVectorOutputs.
 constexpr int64_t kFewTerms = 64, kVectorOutputs = 16;
 std::vector<int> outputs_innermost(const Statement& st) {
   if (st.combine == kernel::Combine::kNone || !st.write.indirect.empty()) return {};
@@ -57,14 +57,14 @@ std::vector<int> outputs_innermost(const Statement& st) {
   if (k < 0 || terms < 2 || terms > kFewTerms || !extent.is_static() ||
       extent.value() < kVectorOutputs)
     return {};
-  // k along the last dim only, with stride 1 (the write) or 0 or 1 (each read).
+  // k along the last dim only, with stride 1 (the write) or 0, 1 or 2 (each read).
   auto along_last = [&](const kernel::Access& a, bool may_skip) {
     if (!a.indirect.empty() || a.index.empty()) return false;
     for (size_t d = 0; d + 1 < a.index.size(); ++d) {
       if (a.index[d].coefficient(k) != 0) return false;
     }
     int64_t c = a.index.back().coefficient(k);
-    return c == 1 || (may_skip && c == 0);
+    return c == 1 || (may_skip && (c == 0 || c == 2));
   };
   if (!along_last(st.write, false)) return {};
   for (const kernel::Access& r : st.reads) {

@@ -29,8 +29,8 @@ struct ScheduledKernel {
 struct ScheduleOptions {
   // A reduction of a few terms per output (a depthwise convolution's taps) runs its
   // innermost output loop inside its reduced loops, where that keeps every dependence and
-  // the output moves with stride 1 through every access it appears in (the CPU, whose
-  // vector loop is the innermost; schedule_kernel.cc).
+  // the output moves with stride 1 or 2 along the last dim of every access it appears in (the CPU,
+  // whose vector loop is the innermost; schedule_kernel.cc).
   bool outputs_innermost = false;
 };
 

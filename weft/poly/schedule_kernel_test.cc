@@ -305,6 +305,24 @@ TEST(ScheduleKernel, FewTermsPerOutputRunTheOutputLoopInnermost) {
       "          S1(c0, c1, c4, c2, c3);\n");
 }
 
+// With stride 2 the taps read every other input of a row.
+TEST(ScheduleKernel, StridedTapsRunTheOutputLoopInnermostToo) {
+  EXPECT_EQ(text_loops(R"(
+    kernel dw2
+      in x: f32[2,40]
+      in w: f32[2,3]
+      out y: f32[2,19]
+      init[i0 < 2, i1 < 19]: y[i0, i1] = 0
+      multiply_add[i0 < 2, i1 < 19, i2 < 3]: y[i0, i1] += (x[i0, 2*i1 + i2] * w[i0, i2])
+  )"),
+            "for (c0 = 0; (c0 <= 1); c0 += 1)  // parallel\n"
+            "  for (c1 = 0; (c1 <= 18); c1 += 1)  // parallel\n"
+            "    S0(c0, c1);\n"
+            "  for (c1 = 0; (c1 <= 2); c1 += 1)  // reduction\n"
+            "    for (c2 = 0; (c2 <= 18); c2 += 1)  // parallel\n"
+            "      S1(c0, c2, c1);\n");
+}
+
 // A product of few terms per output runs as rows of B scaled by A's entries (i, k, j).
 TEST(ScheduleKernel, SmallProductsRunRowsOfB) {
   EXPECT_EQ(text_loops(R"(
