@@ -12,7 +12,11 @@ multiply-add, as direct convolutions) at the machine's measured f32 peak, both f
 `weft bench --kernels --json` (the CLI next to the Python module, or $WEFT_CLI): how close the
 fastest possible run of those FLOPs is to each system's time.
 
+MobileNetV2's depthwise convolutions are also timed alone, in Weft's kernel profile, against the
+read bandwidth measured in the same run (bench/bandwidth.cc); --depthwise measures only those.
+
 Usage: PYTHONPATH=build/python bench/.venv/bin/python bench/cnn_bench.py [--rounds 2] [--iters 20] [--write]
+           [--depthwise]
 --write stores bench/cnn_results.json, which run_bench.py puts in docs/benchmarks.md.
 """
 import argparse
@@ -94,18 +98,83 @@ MODELS = {
 }
 
 
-def arithmetic(path):
-    """(FLOPs of the library calls, the machine's f32 peak in GFLOP/s) from Weft's CLI: $WEFT_CLI,
-    the build's (beside build/python), or weft on the PATH; (None, None) without one."""
+def weft_cli():
+    """Weft's CLI: $WEFT_CLI, the build's (beside build/python), or weft on the PATH; None
+    without one."""
     import weft
     build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(weft.__file__))))
     for cli in (os.environ.get("WEFT_CLI"), os.path.join(build, "tools", "weft", "weft"), shutil.which("weft")):
         if cli and os.path.isfile(cli):
-            out = subprocess.run([cli, "bench", path, "--json", "--kernels", "--iters", "3"], capture_output=True,
-                                 text=True, check=True).stdout
-            r = json.loads(out)
-            return sum(k.get("flops", 0) for k in r["kernel_profile"]), r["peak_gflops"]
-    return None, None
+            return cli
+    return None
+
+
+def arithmetic(path):
+    """(FLOPs of the library calls, the machine's f32 peak in GFLOP/s) from Weft's CLI;
+    (None, None) without one."""
+    cli = weft_cli()
+    if not cli:
+        return None, None
+    out = subprocess.run([cli, "bench", path, "--json", "--kernels", "--iters", "3"], capture_output=True,
+                         text=True, check=True).stdout
+    r = json.loads(out)
+    return sum(k.get("flops", 0) for k in r["kernel_profile"]), r["peak_gflops"]
+
+
+def read_bandwidth():
+    """The machine's read bandwidth (GB/s, all threads) from bench/bandwidth.cc, built as
+    bench/run.sh builds it."""
+    binary = os.path.join(tempfile.gettempdir(), "weft_bench_bandwidth")
+    subprocess.run(["c++", "-O3", "-march=native", "-fopenmp", "-o", binary, os.path.join(HERE, "bandwidth.cc")],
+                   check=True)
+    return json.loads(subprocess.run([binary], capture_output=True, text=True, check=True).stdout)["read_gbs"]
+
+
+def depthwise(rounds, iters):
+    """MobileNetV2's depthwise convolutions in Weft's kernel profile (`weft bench --kernels`),
+    each one's GB/s (lowest median of the rounds), beside the read bandwidth measured between
+    the rounds (the highest)."""
+    torch.manual_seed(0)
+    model = randomize_batch_norms(torchvision.models.mobilenet_v2()).eval()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "mobilenet_v2.onnx")
+        torch.onnx.export(model, (image(),), path, external_data=False)
+        bandwidths, best = [], {}
+        for _ in range(rounds):
+            bandwidths.append(read_bandwidth())
+            out = subprocess.run([weft_cli(), "bench", path, "--json", "--kernels", "--iters", str(iters)],
+                                 capture_output=True, text=True, check=True).stdout
+            for k in json.loads(out)["kernel_profile"]:
+                dims = [d[d.index("[") + 1:].split(",") for d in k.get("shapes", "").split("]")[:2] if "[" in d]
+                # [N, H, W, C] activations and [C, 1, kh, kw] weights: one channel per group.
+                if not k["op_type"].startswith("Conv") or len(dims) < 2 or len(dims[1]) != 4 \
+                        or dims[1][1] != "1" or dims[1][0] != dims[0][-1]:
+                    continue
+                if k["median_ms"] < best.get(k["kernel"], {"median_ms": float("inf")})["median_ms"]:
+                    best[k["kernel"]] = {key: k[key] for key in ("kernel", "shapes", "bytes", "median_ms",
+                                                                 "GB/s", "strategy")}
+    return {"date": datetime.date.today().isoformat(), "read_gbs": max(bandwidths),
+            "read_rounds_gbs": bandwidths, "rounds": rounds, "iters": iters,
+            "convolutions": sorted(best.values(), key=lambda k: int(k["kernel"][4:].split("_")[0]))}
+
+
+def depthwise_markdown(d):
+    share = [c["GB/s"] / d["read_gbs"] for c in d["convolutions"]]
+    lines = ["", f"MobileNetV2's depthwise convolutions (`cnn_bench.py --depthwise`, {d['date']}, 2 threads): "
+             f"{len(share)} calls, each its lowest median over {d['rounds']} rounds of `weft bench --kernels` "
+             f"({d['iters']} runs), against the read bandwidth measured between the rounds "
+             f"({d['read_gbs']:.1f} GB/s, the highest of " + ", ".join(f"{b:.1f}" for b in d["read_rounds_gbs"])
+             + "). The activations (0.4-6 MB a call) partly stay in the cache, so a call can move more than "
+             f"the DRAM's read bandwidth. {sum(s >= 0.6 for s in share)} of {len(share)} move at least 60% "
+             f"of it (lowest {100 * min(share):.0f}%, median {100 * statistics.median(share):.0f}%). Each ran as "
+             + " or ".join(sorted({c["strategy"] for c in d["convolutions"]})) + "; Weft's generated "
+             "depthwise kernel runs channels-first only, 2-3x slower than oneDNN's "
+             "([cpu-strategies.md](cpu-strategies.md)).", "",
+             "| Kernel | Shapes | Bytes | ms | GB/s | % of read bandwidth |", "| --- | --- | ---: | ---: | ---: | ---: |"]
+    for c, s in zip(d["convolutions"], share):
+        lines.append(f"| {c['kernel']} | {c['shapes']} | {c['bytes'] / 1e6:.2f} MB | {c['median_ms']:.4f} | "
+                     f"{c['GB/s']:.1f} | {100 * s:.0f}% |")
+    return lines
 
 
 def timed(fn, iters):
@@ -227,9 +296,10 @@ def markdown(r):
     lines += ["", f"Geomean: ONNX Runtime / Weft **{geo(by['ort']):.2f}**, eager / Weft "
               f"**{geo(by['torch']):.2f}**, torch.compile / Weft **{geo(by['torch_compile']):.2f}**. "
               f"Slower than ONNX Runtime on {len(slower)} of {len(r['rows'])}"
-              + (": " + ", ".join(slower) if slower else "") + ". Every round is in `bench/cnn_results.json`.",
-              ""]
-    return lines
+              + (": " + ", ".join(slower) if slower else "") + ". Every round is in `bench/cnn_results.json`."]
+    if r.get("depthwise"):
+        lines += depthwise_markdown(r["depthwise"])
+    return lines + [""]
 
 
 def main():
@@ -237,16 +307,25 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--write", action="store_true", help="store bench/cnn_results.json")
+    ap.add_argument("--depthwise", action="store_true",
+                    help="measure only MobileNetV2's depthwise convolutions against the read bandwidth "
+                         "(kept in cnn_results.json beside the models' last run)")
     args = ap.parse_args()
-    rows, peak = measure(args.rounds, args.iters)
-    from run_bench import machine
-    result = {"date": datetime.date.today().isoformat(), "machine": machine(),
-              "onnxruntime": ort.__version__, "pytorch": torch.__version__,
-              "threads": torch.get_num_threads(), "rounds": args.rounds, "iters": args.iters,
-              "peak_gflops": peak, "rows": rows}
+    stored = os.path.join(HERE, "cnn_results.json")
+    if args.depthwise:
+        with open(stored) as f:
+            result = json.load(f)
+        result["depthwise"] = depthwise(max(args.rounds, 3), args.iters)
+    else:
+        rows, peak = measure(args.rounds, args.iters)
+        from run_bench import machine
+        result = {"date": datetime.date.today().isoformat(), "machine": machine(),
+                  "onnxruntime": ort.__version__, "pytorch": torch.__version__,
+                  "threads": torch.get_num_threads(), "rounds": args.rounds, "iters": args.iters,
+                  "peak_gflops": peak, "rows": rows, "depthwise": depthwise(max(args.rounds, 3), args.iters)}
     print("\n".join(markdown(result)))
     if args.write:
-        with open(os.path.join(HERE, "cnn_results.json"), "w") as f:
+        with open(stored, "w") as f:
             json.dump(result, f, indent=2)
 
 
