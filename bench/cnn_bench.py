@@ -168,8 +168,8 @@ def depthwise_markdown(d):
              f"the DRAM's read bandwidth. {sum(s >= 0.6 for s in share)} of {len(share)} move at least 60% "
              f"of it (lowest {100 * min(share):.0f}%, median {100 * statistics.median(share):.0f}%). Each ran as "
              + " or ".join(sorted({c["strategy"] for c in d["convolutions"]})) + "; Weft's generated "
-             "depthwise kernel runs channels-first only, 2-3x slower than oneDNN's "
-             "([cpu-strategies.md](cpu-strategies.md)).", "",
+             "depthwise kernels (`WEFT_DEPTHWISE=generated`) are not the default yet "
+             "([library.md](library.md)).", "",
              "| Kernel | Shapes | Bytes | ms | GB/s | % of read bandwidth |", "| --- | --- | ---: | ---: | ---: | ---: |"]
     for c, s in zip(d["convolutions"], share):
         lines.append(f"| {c['kernel']} | {c['shapes']} | {c['bytes'] / 1e6:.2f} MB | {c['median_ms']:.4f} | "

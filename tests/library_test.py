@@ -222,6 +222,22 @@ class Bottleneck(torch.nn.Module):
         return torch.relu(self.conv3(torch.relu(self.conv2(a))) + a)
 
 
+class InvertedResidual(torch.nn.Module):
+    """MobileNetV2's block: 1x1 expansion, ReLU6, a 3x3 depthwise convolution (stride 1 and,
+    in a second one, 2), ReLU6, 1x1 projection."""
+
+    def __init__(self, c=8, expand=6):
+        super().__init__()
+        e = c * expand
+        act = lambda: torch.nn.ReLU6()
+        self.body = torch.nn.Sequential(torch.nn.Conv2d(c, e, 1), act(), torch.nn.Conv2d(e, e, 3, 1, 1, groups=e),
+                                        act(), torch.nn.Conv2d(e, e, 3, 2, 1, groups=e), act(),
+                                        torch.nn.Conv2d(e, c, 1))
+
+    def forward(self, x):
+        return self.body(x)
+
+
 class ShuffleUnit(torch.nn.Module):
     """Two ShuffleNetV2 units: a channel split, a branch of convolutions, a Concat and a
     channel shuffle (Reshape, Transpose, Reshape). The split and the shuffle run
@@ -401,6 +417,22 @@ def main():
         check(tmp, "conv1d", Conv1d().eval(), {"x": f(1, 16, 64)}, ["Conv+Relu"])
         conv1d = [k["strategy"] for k in kernels(os.path.join(tmp, "conv1d.onnx"))]
         assert "channels-last" in conv1d[0] and "gemm" not in conv1d[0], conv1d
+        # Depthwise convolutions channels-last, as oneDNN's calls and as generated code
+        # (WEFT_DEPTHWISE=generated: weft.ConvChannelsLast on its [k..., 1, M] weights).
+        check(tmp, "inverted_residual", InvertedResidual().eval(), {"x": f(1, 8, 20, 20)},
+              ["Conv+Clip", "Conv+Clip", "Conv+Clip", "Conv"])
+        path = os.path.join(tmp, "inverted_residual.onnx")
+        generated = {"WEFT_DEPTHWISE": "generated"}
+        listed = kernels(path, generated)
+        calls = [k["op_type"] for k in listed if k["strategy"].startswith("oneDNN")]
+        assert calls == ["Conv+Clip", "Conv"], calls  # the 1x1 convolutions only
+        # Both depthwise convolutions generated, stitched into one kernel with their Clips.
+        own = [k["op_type"] for k in listed if "ConvChannelsLast" in k["name"]]
+        assert own == ["Conv+Clip+Conv+Clip"], own
+        x = {"x": f(1, 8, 20, 20)}
+        got = run(path, x, os.path.join(tmp, "inverted_residual"), generated)
+        ref = run(path, x, os.path.join(tmp, "inverted_residual"), {})
+        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5, err_msg="generated depthwise")
         check(tmp, "shuffle_unit", ShuffleUnit().eval(), {"x": f(1, 8, 6, 6)},
               ["Conv+Relu"] + ["Conv+Relu", "Conv", "Conv+Relu"] * 2)
         moves = [k["op_type"] for k in kernels(os.path.join(tmp, "shuffle_unit.onnx"))

@@ -498,7 +498,11 @@ bool Emitter::emit_cpu_strategy(const AstNode& n, int depth, bool in_loop, std::
     emit_reduction_nest(n, split ? Threads::kSplit : Threads::kOne, depth, out);
     return true;
   }
-  if (column_nest(k_, n)) {
+  if (const AstNode* inner = column_nest(k_, n)) {
+    // A few rows inside other loops (a depthwise convolution's taps along a row of channels)
+    // add into the target's row in place: a row of partials to clear and add back costs more.
+    std::optional<int64_t> rows = trip_bound(k_, n, inner->children[0]);
+    if (in_loop && rows && *rows <= kTinyRow) return false;
     std::optional<int64_t> work = reduction_work(n, "")->second;
     bool split = !in_loop && may_split(work, schedule_);
     emit_reduction_nest(n, split ? Threads::kSplit : Threads::kOne, depth, out);

@@ -24,6 +24,7 @@ Result<LoweredNode> lower_einsum(const Node& n, const std::string& name);
 Result<LoweredNode> lower_dft(const Node& n, const std::string& name);
 Result<LoweredNode> lower_global_pool(const Node& n, const std::string& name);
 Result<LoweredNode> lower_conv(const Node& n, const std::string& name);
+Result<LoweredNode> lower_conv_channels_last(const Node& n, const std::string& name);
 Result<LoweredNode> lower_conv_transpose(const Node& n, const std::string& name);
 Result<LoweredNode> lower_pool(const Node& n, const std::string& name);
 Result<LoweredNode> lower_lrn(const Node& n, const std::string& name);

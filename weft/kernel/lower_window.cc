@@ -112,6 +112,80 @@ Result<LoweredNode> lower_conv(const Node& n, const std::string& name) {
   return k.lowered();
 }
 
+// weft.ConvChannelsLast with its weights also laid out [k..., Cg, M] (its input 3, which the
+// channels_last pass gives its grouped convolutions): y[n, o..., m] = bias[m] + sum over c,
+// k... of x[n, tap..., g*Cg + c] * w[k..., c, m]. The output channel moves along the last dim
+// of y, x and the weights, so a depthwise convolution's taps each add a run of channels
+// (poly::ScheduleOptions::outputs_innermost): iterators n, o..., then g and mg (mg innermost,
+// or g when Mg is 1), then c, k....
+Result<LoweredNode> lower_conv_channels_last(const Node& n, const std::string& name) {
+  const auto& a = n.attrs_as<ConvAttrs>();
+  const Value *x = n.inputs[0], *w = n.inputs[3], *b = n.input(2), *y = n.outputs[0];
+  const Shape& ws = *n.inputs[1]->type.shape;               // [M, Cg, k...]
+  Shape x_first = *x->type.shape, y_first = *y->type.shape; // [N, C, spatial...]
+  std::rotate(x_first.begin() + 1, x_first.end() - 1, x_first.end());
+  std::rotate(y_first.begin() + 1, y_first.end() - 1, y_first.end());
+  Ints kernel = a.kernel_shape;
+  if (kernel.empty()) {
+    for (size_t i = 2; i < ws.size(); ++i)
+      kernel.push_back(ws[i].value());
+  }
+  std::vector<Window> win =
+      window_dims(kernel, a.strides, a.dilations, a.pads, a.auto_pad, x_first, y_first);
+  int64_t cg = ws[1].value(), mg = ws[0].value() / a.group;
+  int spatial = static_cast<int>(win.size());
+  DType t = accumulator_type(y->type.dtype);
+  KernelBuilder k(name);
+  int bx = k.buffer(x, BufferRole::kInput);
+  int bw = k.buffer(w, BufferRole::kInput);
+  int bb = b ? k.buffer(b, BufferRole::kInput) : -1;
+  int out = k.buffer(y, BufferRole::kOutput);
+  int by = t != y->type.dtype ? k.temp(t, *y->type.shape) : out;
+  // Iterators: n, o... (1..spatial), then g and mg in either order, then c, k....
+  int io = 1, ig = 1 + spatial, img = ig + 1;
+  if (mg == 1) std::swap(ig, img);
+  int ic = 3 + spatial, ik = ic + 1;
+  Shape out_domain = {(*y->type.shape)[0]};
+  for (const Window& d : win)
+    out_domain.push_back(d.out);
+  out_domain.push_back(ig < img ? Dim(a.group) : Dim(mg));
+  out_domain.push_back(ig < img ? Dim(mg) : Dim(a.group));
+  AffineExpr m_index = {0, {{ig, mg}, {img, 1}}};
+  std::vector<AffineExpr> y_index = {AffineExpr::iterator(0)};
+  for (int i = 0; i < spatial; ++i)
+    y_index.push_back(AffineExpr::iterator(io + i));
+  y_index.push_back(m_index);
+  StatementBuilder init("init", out_domain);
+  int bias = b ? load_as(init, bb, {m_index}, b->type.dtype, t) : init.constant(0, t);
+  k.add(init.store(bias, by, y_index));
+  Shape domain = out_domain;
+  domain.push_back(cg);
+  for (const Window& d : win)
+    domain.push_back(d.kernel);
+  StatementBuilder mac("multiply_add", domain);
+  std::vector<AffineExpr> x_index = {AffineExpr::iterator(0)}, w_index, guards;
+  for (int i = 0; i < spatial; ++i) {
+    AffineExpr pos = tap(win[static_cast<size_t>(i)], io + i, ik + i);
+    x_index.push_back(pos);
+    w_index.push_back(AffineExpr::iterator(ik + i));
+    add_bounds(guards, pos, 0, win[static_cast<size_t>(i)].in);
+  }
+  x_index.push_back({0, {{ig, cg}, {ic, 1}}});
+  w_index.push_back(AffineExpr::iterator(ic));
+  w_index.push_back(m_index);
+  int xv = load_as(mac, bx, x_index, x->type.dtype, t);
+  int wv = load_as(mac, bw, w_index, w->type.dtype, t);
+  Statement s = mac.store(mac.op(ExprOp::kMul, t, {xv, wv}), by, y_index, Combine::kSum);
+  s.guards = guards;
+  k.add(std::move(s));
+  if (by != out) {
+    StatementBuilder fin("finish", *y->type.shape);
+    std::vector<AffineExpr> all = iterators(y->type.shape->size());
+    k.add(fin.store(fin.op(ExprOp::kCast, y->type.dtype, {fin.load(by, all, t)}), out, all));
+  }
+  return k.lowered();
+}
+
 // y[n, g*Mg + m, i*s + k*d - pad...] += x[n, g*Cg + c, i...] * w[g*Cg + c, m, k...]: the
 // transposed convolution in scatter form, whose write index is affine (instances that meet
 // at one output position are ordered by the dependences between them); guards drop the

@@ -254,6 +254,29 @@ private:
     return true;
   }
 
+  // A depthwise convolution's constant weights [M, 1, k...] laid out [k..., 1, M] as well:
+  // generated code reads them so (kernel::lower_conv_channels_last), oneDNN as given.
+  Value* weights_last(const Node& conv) {
+    const Value* w = conv.inputs[1];
+    int64_t group = conv.attrs_as<ConvAttrs>().group;
+    if (!w->is_constant() || group < 2 || w->constant->dtype() != DType::kF32) return nullptr;
+    const std::vector<int64_t>& d = w->constant->dims();
+    if (d.size() < 3 || d[1] != 1 || shape_static_dims(*conv.inputs[0]->type.shape)[1] != group)
+      return nullptr;
+    int64_t m = d[0], taps = w->constant->num_elements() / m;
+    std::vector<int64_t> dims(d.begin() + 2, d.end());
+    dims.push_back(1);
+    dims.push_back(m);
+    Tensor t(DType::kF32, dims);
+    const auto* from = reinterpret_cast<const float*>(w->constant->data());
+    auto* to = reinterpret_cast<float*>(t.data());
+    for (int64_t o = 0; o < m; ++o) {
+      for (int64_t k = 0; k < taps; ++k)
+        to[k * m + o] = from[o * taps + k];
+    }
+    return graph_.add_constant(graph_.unique_name(w->name + "_last"), std::move(t));
+  }
+
   // x -> Transpose(to last) -> ConvChannelsLast -> Transpose(to first) -> y.
   // One Transpose per input value: convolutions reading the same one share it.
   void convert(Node& conv) {
@@ -264,6 +287,12 @@ private:
     if (!last) last = b.op(Op::kTranspose, {inputs[0]}, TransposeAttrs{to_last(rank)});
     inputs[0] = last;
     Op op = conv.op_type == Op::kQLinearConv ? Op::kQLinearConvChannelsLast : Op::kConvChannelsLast;
+    if (op == Op::kConvChannelsLast) {
+      if (Value* w = weights_last(conv)) {
+        inputs.resize(3, nullptr);
+        inputs.push_back(w);
+      }
+    }
     Value* y = b.op(op, inputs, conv.attrs);
     Value* out = conv.outputs[0];
     out->producer = nullptr;
