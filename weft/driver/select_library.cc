@@ -6,6 +6,7 @@
 #include "weft/graph/passes/expand_moe.h"
 #include "weft/graph/passes/quantized_in_float.h"
 #include "weft/graph/passes/quantized_products.h"
+#include "weft/kernel/lower_node.h"
 #include "weft/library/cuda_library.h"
 #include "weft/library/dnnl.h"
 #include "weft/library/moe_call.h"
@@ -64,6 +65,21 @@ Result<bool> moe_forms(Graph& graph, const CompileSettings& settings) {
   });
 }
 
+namespace {
+
+// WEFT_DEPTHWISE=generated: a depthwise convolution that generated code can run
+// (kernel::lower_conv_channels_last) is not a library call (docs/library.md).
+bool generated_depthwise(const Node& node) {
+  static const bool generated = [] {
+    const char* env = std::getenv("WEFT_DEPTHWISE");
+    return env && std::string(env) == "generated";
+  }();
+  return generated && node.op_type == Op::kConvChannelsLast && node.input(3) &&
+         kernel::can_lower(node);
+}
+
+} // namespace
+
 LibrarySelection select_library_calls(const Graph& graph, const CompileSettings& settings,
                                       const std::shared_ptr<runtime::cuda::Device>& device) {
   bool cuda = settings.device == DeviceKind::kCuda;
@@ -95,7 +111,7 @@ LibrarySelection select_library_calls(const Graph& graph, const CompileSettings&
       s.run_at[node.get()] = node.get();
       continue;
     }
-    if (!use_library || s.absorbed.contains(node.get())) continue;
+    if (!use_library || s.absorbed.contains(node.get()) || generated_depthwise(*node)) continue;
     std::string why_not;
     if (!cuda) call = library::weight_only_matmul_call(*node, sole_reader);
     if (!cuda && !call) call = library::moe_call(*node, sole_reader);

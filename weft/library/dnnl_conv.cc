@@ -306,14 +306,6 @@ double median_ms(const LibraryCall& call, std::vector<std::vector<float>>& buffe
 
 std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
                                      std::string* why_not) {
-  static const bool generated = [] {
-    const char* env = std::getenv("WEFT_DEPTHWISE");
-    return env && std::string(env) == "generated";
-  }();
-  if (generated && n.op_type == Op::kConvChannelsLast && n.input(3)) {
-    *why_not = "WEFT_DEPTHWISE=generated";
-    return std::nullopt;
-  }
   return conv_call_in(n, absorbed, {}, why_not);
 }
 

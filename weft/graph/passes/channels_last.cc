@@ -261,7 +261,8 @@ private:
     int64_t group = conv.attrs_as<ConvAttrs>().group;
     if (!w->is_constant() || group < 2 || w->constant->dtype() != DType::kF32) return nullptr;
     const std::vector<int64_t>& d = w->constant->dims();
-    if (d.size() < 3 || d[1] != 1 || shape_static_dims(*conv.inputs[0]->type.shape)[1] != group)
+    const Dim& channels = (*conv.inputs[0]->type.shape)[1];
+    if (d.size() < 3 || d[1] != 1 || !channels.is_static() || channels.value() != group)
       return nullptr;
     int64_t m = d[0], taps = w->constant->num_elements() / m;
     std::vector<int64_t> dims(d.begin() + 2, d.end());
