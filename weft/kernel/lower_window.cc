@@ -29,6 +29,22 @@ void add_bounds(std::vector<AffineExpr>& guards, const AffineExpr& pos, int64_t 
   guards.push_back(below);
 }
 
+// The kernel's spatial extents: the attribute, or the weights' dims [M, Cg, k...].
+Ints kernel_of(const ConvAttrs& a, const Shape& weights) {
+  if (!a.kernel_shape.empty()) return a.kernel_shape;
+  Ints kernel;
+  for (size_t i = 2; i < weights.size(); ++i)
+    kernel.push_back(weights[i].value());
+  return kernel;
+}
+
+// y = by cast to y's dtype (f16 and bf16 outputs, summed in f32 in "by").
+void cast_back(KernelBuilder& k, int by, DType t, int out, const Value* y) {
+  StatementBuilder fin("finish", *y->type.shape);
+  std::vector<AffineExpr> all = iterators(y->type.shape->size());
+  k.add(fin.store(fin.op(ExprOp::kCast, y->type.dtype, {fin.load(by, all, t)}), out, all));
+}
+
 } // namespace
 
 // y[n, m, o...] = bias[m] + sum over c, k... of x[n, g*Cg + c, tap] * w[m, c, k...], with
@@ -47,13 +63,8 @@ Result<LoweredNode> lower_conv(const Node& n, const std::string& name) {
   const Value* w_zero = qlinear ? n.input(5) : integer ? n.input(3) : nullptr;
   const Value* y = n.outputs[0];
   const Shape& ws = *w->type.shape;
-  Ints kernel = a.kernel_shape;
-  if (kernel.empty()) {
-    for (size_t i = 2; i < ws.size(); ++i)
-      kernel.push_back(ws[i].value());
-  }
-  std::vector<Window> win = window_dims(kernel, a.strides, a.dilations, a.pads, a.auto_pad,
-                                        *x->type.shape, *y->type.shape);
+  std::vector<Window> win = window_dims(kernel_of(a, ws), a.strides, a.dilations, a.pads,
+                                        a.auto_pad, *x->type.shape, *y->type.shape);
   int64_t batch = (*y->type.shape)[0].value(), m_total = ws[0].value(), cg = ws[1].value();
   int64_t mg = m_total / a.group;
   size_t spatial = win.size();
@@ -105,9 +116,7 @@ Result<LoweredNode> lower_conv(const Node& n, const std::string& name) {
                    n.input(7), out, *y->type.shape, iterators(y->type.shape->size()),
                    y->type.dtype);
   } else if (by != out) {
-    StatementBuilder fin("finish", *y->type.shape);
-    std::vector<AffineExpr> all = iterators(y->type.shape->size());
-    k.add(fin.store(fin.op(ExprOp::kCast, y->type.dtype, {fin.load(by, all, t)}), out, all));
+    cast_back(k, by, t, out, y);
   }
   return k.lowered();
 }
@@ -125,13 +134,8 @@ Result<LoweredNode> lower_conv_channels_last(const Node& n, const std::string& n
   Shape x_first = *x->type.shape, y_first = *y->type.shape; // [N, C, spatial...]
   std::rotate(x_first.begin() + 1, x_first.end() - 1, x_first.end());
   std::rotate(y_first.begin() + 1, y_first.end() - 1, y_first.end());
-  Ints kernel = a.kernel_shape;
-  if (kernel.empty()) {
-    for (size_t i = 2; i < ws.size(); ++i)
-      kernel.push_back(ws[i].value());
-  }
   std::vector<Window> win =
-      window_dims(kernel, a.strides, a.dilations, a.pads, a.auto_pad, x_first, y_first);
+      window_dims(kernel_of(a, ws), a.strides, a.dilations, a.pads, a.auto_pad, x_first, y_first);
   int64_t cg = ws[1].value(), mg = ws[0].value() / a.group;
   int spatial = static_cast<int>(win.size());
   DType t = accumulator_type(y->type.dtype);
@@ -178,11 +182,7 @@ Result<LoweredNode> lower_conv_channels_last(const Node& n, const std::string& n
   Statement s = mac.store(mac.op(ExprOp::kMul, t, {xv, wv}), by, y_index, Combine::kSum);
   s.guards = guards;
   k.add(std::move(s));
-  if (by != out) {
-    StatementBuilder fin("finish", *y->type.shape);
-    std::vector<AffineExpr> all = iterators(y->type.shape->size());
-    k.add(fin.store(fin.op(ExprOp::kCast, y->type.dtype, {fin.load(by, all, t)}), out, all));
-  }
+  if (by != out) cast_back(k, by, t, out, y);
   return k.lowered();
 }
 
@@ -245,11 +245,7 @@ Result<LoweredNode> lower_conv_transpose(const Node& n, const std::string& name)
   Statement st = mac.store(product, by, y_index, Combine::kSum);
   st.guards = guards;
   k.add(std::move(st));
-  if (by != out) {
-    StatementBuilder fin("finish", *y->type.shape);
-    std::vector<AffineExpr> all = iterators(y->type.shape->size());
-    k.add(fin.store(fin.op(ExprOp::kCast, y->type.dtype, {fin.load(by, all, t)}), out, all));
-  }
+  if (by != out) cast_back(k, by, t, out, y);
   return k.lowered();
 }
 
