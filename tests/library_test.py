@@ -238,6 +238,26 @@ class InvertedResidual(torch.nn.Module):
         return self.body(x)
 
 
+class SqueezeExcite(torch.nn.Module):
+    """EfficientNet's MBConv block: 1x1 expansion and a depthwise 3x3 (SiLU after each), then
+    squeeze and excitation (a mean over the pixels, two 1x1 convolutions of one pixel, SiLU
+    and Sigmoid, the gate multiplied in), a 1x1 projection."""
+
+    def __init__(self, c=8, expand=4, squeezed=4):
+        super().__init__()
+        e = c * expand
+        self.expand = torch.nn.Conv2d(c, e, 1)
+        self.depthwise = torch.nn.Conv2d(e, e, 3, 1, 1, groups=e)
+        self.squeeze, self.excite = torch.nn.Conv2d(e, squeezed, 1), torch.nn.Conv2d(squeezed, e, 1)
+        self.project = torch.nn.Conv2d(e, c, 1)
+
+    def forward(self, x):
+        silu = torch.nn.functional.silu
+        h = silu(self.depthwise(silu(self.expand(x))))
+        gate = torch.sigmoid(self.excite(silu(self.squeeze(h.mean(dim=(2, 3), keepdim=True)))))
+        return self.project(h * gate)
+
+
 class ShuffleUnit(torch.nn.Module):
     """Two ShuffleNetV2 units: a channel split, a branch of convolutions, a Concat and a
     channel shuffle (Reshape, Transpose, Reshape). The split and the shuffle run
@@ -433,6 +453,13 @@ def main():
         got = run(path, x, os.path.join(tmp, "inverted_residual"), generated)
         ref = run(path, x, os.path.join(tmp, "inverted_residual"), {})
         np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5, err_msg="generated depthwise")
+        # The squeeze and excitation convolutions (one pixel each) are generated code, in one
+        # kernel with the mean before them and the gate's Mul after them.
+        check(tmp, "squeeze_excite", SqueezeExcite().eval(), {"x": f(1, 8, 10, 10)},
+              ["Conv", "Conv", "Conv"])
+        own = [k["op_type"] for k in kernels(os.path.join(tmp, "squeeze_excite.onnx"))
+               if "Conv" in k["op_type"] and not k["strategy"].startswith("oneDNN")]
+        assert len(own) == 1 and own[0].count("Conv") == 2 and "ReduceMean" in own[0], own
         check(tmp, "shuffle_unit", ShuffleUnit().eval(), {"x": f(1, 8, 6, 6)},
               ["Conv+Relu"] + ["Conv+Relu", "Conv", "Conv+Relu"] * 2)
         moves = [k["op_type"] for k in kernels(os.path.join(tmp, "shuffle_unit.onnx"))

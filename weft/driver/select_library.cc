@@ -67,14 +67,29 @@ Result<bool> moe_forms(Graph& graph, const CompileSettings& settings) {
 
 namespace {
 
-// WEFT_DEPTHWISE=generated: a depthwise convolution that generated code can run
-// (kernel::lower_conv_channels_last) is not a library call (docs/library.md).
-bool generated_depthwise(const Node& node) {
-  static const bool generated = [] {
+// Whether "conv" writes one pixel in all (batch 1, each spatial dim 1: a squeeze-and-excitation
+// block's two convolutions, a head after global pooling) with constant weights of fewer than
+// 2^18 elements: a small matrix-vector product, which generated code runs in 1-10 us where a
+// oneDNN call took 10-30 us (EfficientNet-B0's, AMD EPYC, 2026-11-30).
+bool one_pixel(const Node& conv) {
+  const Value *w = conv.inputs[1], *y = conv.outputs[0];
+  if (!w->is_constant() || !y->type.has_static_shape()) return false;
+  const std::vector<int64_t>& d = w->constant->dims();
+  return d.size() >= 3 && w->constant->num_elements() < (int64_t{1} << 18) &&
+         shape_num_elements(*y->type.shape) == d[0];
+}
+
+// Convolutions generated code runs, not a library call (docs/library.md): those of one pixel,
+// and under WEFT_DEPTHWISE=generated the depthwise ones that the channels_last pass gave
+// their weights laid out last (kernel::lower_conv_channels_last).
+bool generated_conv(const Node& node) {
+  static const bool depthwise = [] {
     const char* env = std::getenv("WEFT_DEPTHWISE");
     return env && std::string(env) == "generated";
   }();
-  return generated && node.op_type == Op::kConvChannelsLast && node.input(3) &&
+  bool channels_last = node.op_type == Op::kConvChannelsLast;
+  if (!channels_last && node.op_type != Op::kConv) return false;
+  return (one_pixel(node) || (depthwise && channels_last && node.input(3))) &&
          kernel::can_lower(node);
 }
 
@@ -111,7 +126,7 @@ LibrarySelection select_library_calls(const Graph& graph, const CompileSettings&
       s.run_at[node.get()] = node.get();
       continue;
     }
-    if (!use_library || s.absorbed.contains(node.get()) || generated_depthwise(*node)) continue;
+    if (!use_library || s.absorbed.contains(node.get()) || generated_conv(*node)) continue;
     std::string why_not;
     if (!cuda) call = library::weight_only_matmul_call(*node, sole_reader);
     if (!cuda && !call) call = library::moe_call(*node, sole_reader);

@@ -213,7 +213,7 @@ void inline_producers(std::vector<Step>& steps, const std::set<const Value*>& pi
       continue;
     }
     const Statement& ps = p.bound.kernel.statements[0];
-    bool cheap = op_count(ps) <= kCheapOps;
+    bool cheap = op_count(ps) <= kCheapOps && !transcendental(ps);
     int streamed = streamed_reads(p.bound, ps);
     int reading = 0;
     std::optional<std::string> why;

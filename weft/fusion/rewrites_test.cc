@@ -98,6 +98,25 @@ TEST(InlineProducers, AStreamReadManyTimesIsComputedOnce) {
   }));
 }
 
+// A squeeze-and-excitation block's gate: the Sigmoid of one value per channel, read by a Mul
+// over every pixel. Inlined, the Mul would compute the Sigmoid once per pixel (64x here),
+// though it is a single op: a transcendental one is not cheap to recompute.
+TEST(InlineProducers, ACostlyProducerIsNotRecomputedPerBroadcastElement) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1, 64, 32] x, float[1, 1, 32] s) => (float[1, 64, 32] y) {
+      gate = Sigmoid(s)
+      y = Mul(x, gate)
+    })");
+  std::vector<Step> steps = lowered(g);
+  std::vector<Decision> decisions;
+  inline_producers(steps, outputs(g), decisions);
+  ASSERT_EQ(kernels(steps).size(), 2u);
+  ASSERT_EQ(decisions.size(), 1u);
+  EXPECT_FALSE(decisions[0].fused);
+  EXPECT_NE(decisions[0].how.find("recompute"), std::string::npos) << decisions[0].how;
+}
+
 const char* kExpReshapeNeg = R"(
   <ir_version: 8, opset_import: ["" : 13]>
   g (float[4, 8] x) => (float[32] y) {

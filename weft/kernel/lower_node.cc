@@ -252,10 +252,9 @@ const std::unordered_map<Op, Lowering>& lowerings() {
     add({Op::kSplit}, {lower_split});
     add({Op::kTile}, {lower_tile});
     add({Op::kConv}, {lower_conv, conv_accepts});
-    // With its weights laid out [k..., Cg, M] (input 3), over static shapes; otherwise only
-    // oneDNN runs it.
+    // Over static shapes; otherwise only oneDNN runs it.
     add({Op::kConvChannelsLast}, {lower_conv_channels_last, [](const Node& n) {
-                                    return n.input(3) && conv_accepts(n) &&
+                                    return conv_accepts(n) &&
                                            n.inputs[0]->type.has_static_shape() &&
                                            n.outputs[0]->type.has_static_shape();
                                   }});

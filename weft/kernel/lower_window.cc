@@ -121,15 +121,18 @@ Result<LoweredNode> lower_conv(const Node& n, const std::string& name) {
   return k.lowered();
 }
 
-// weft.ConvChannelsLast with its weights also laid out [k..., Cg, M] (its input 3, which the
-// channels_last pass gives its grouped convolutions): y[n, o..., m] = bias[m] + sum over c,
-// k... of x[n, tap..., g*Cg + c] * w[k..., c, m]. The output channel moves along the last dim
-// of y, x and the weights, so a depthwise convolution's taps each add a run of channels
-// (poly::ScheduleOptions::outputs_innermost): iterators n, o..., then g and mg (mg innermost,
-// or g when Mg is 1), then c, k....
+// weft.ConvChannelsLast: y[n, o..., m] = bias[m] + sum over c, k... of
+// x[n, tap..., g*Cg + c] * w[k..., c, m], from its weights laid out [k..., Cg, M] when it has
+// them (input 3, which the channels_last pass gives depthwise convolutions: the output channel
+// then moves along the last dim of y, x and the weights, so each tap adds a run of channels,
+// poly::ScheduleOptions::outputs_innermost), else from the given [M, Cg, k...] (each output a
+// dot product of contiguous weights: a convolution of one pixel). Iterators n, o..., then g
+// and mg (mg innermost, or g when Mg is 1), then c, k....
 Result<LoweredNode> lower_conv_channels_last(const Node& n, const std::string& name) {
   const auto& a = n.attrs_as<ConvAttrs>();
-  const Value *x = n.inputs[0], *w = n.inputs[3], *b = n.input(2), *y = n.outputs[0];
+  bool last = n.input(3) != nullptr;
+  const Value *x = n.inputs[0], *w = last ? n.inputs[3] : n.inputs[1], *b = n.input(2),
+              *y = n.outputs[0];
   const Shape& ws = *n.inputs[1]->type.shape;               // [M, Cg, k...]
   Shape x_first = *x->type.shape, y_first = *y->type.shape; // [N, C, spatial...]
   std::rotate(x_first.begin() + 1, x_first.end() - 1, x_first.end());
@@ -167,16 +170,20 @@ Result<LoweredNode> lower_conv_channels_last(const Node& n, const std::string& n
   for (const Window& d : win)
     domain.push_back(d.kernel);
   StatementBuilder mac("multiply_add", domain);
-  std::vector<AffineExpr> x_index = {AffineExpr::iterator(0)}, w_index, guards;
+  std::vector<AffineExpr> x_index = {AffineExpr::iterator(0)}, taps, guards;
   for (int i = 0; i < spatial; ++i) {
     AffineExpr pos = tap(win[static_cast<size_t>(i)], io + i, ik + i);
     x_index.push_back(pos);
-    w_index.push_back(AffineExpr::iterator(ik + i));
+    taps.push_back(AffineExpr::iterator(ik + i));
     add_bounds(guards, pos, 0, win[static_cast<size_t>(i)].in);
   }
   x_index.push_back({0, {{ig, cg}, {ic, 1}}});
+  std::vector<AffineExpr> w_index = last ? taps : std::vector<AffineExpr>{m_index};
   w_index.push_back(AffineExpr::iterator(ic));
-  w_index.push_back(m_index);
+  if (last)
+    w_index.push_back(m_index);
+  else
+    w_index.insert(w_index.end(), taps.begin(), taps.end());
   int xv = load_as(mac, bx, x_index, x->type.dtype, t);
   int wv = load_as(mac, bw, w_index, w->type.dtype, t);
   Statement s = mac.store(mac.op(ExprOp::kMul, t, {xv, wv}), by, y_index, Combine::kSum);
