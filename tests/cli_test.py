@@ -509,6 +509,63 @@ class CliTest(unittest.TestCase):
             f.write('{"algorithm": "fast"}')
         self.assertEqual(algorithm(), "winograd")
 
+    def test_tune_times_a_memory_bound_convolution_as_generated_code_and_compiles_take_the_record(self):
+        """A depthwise convolution (memory-bound) is timed as its oneDNN call and as generated
+        code; the record says which ran faster, and later compiles run the shape as it says
+        (a run's output equal either way)."""
+        import numpy as np
+        rng = np.random.default_rng(0)
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 12, 12])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 12, 12])
+        w = numpy_helper.from_array(rng.standard_normal((16, 1, 3, 3)).astype(np.float32), "w")
+        conv = helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], group=16)
+        relu = helper.make_node("Relu", ["c"], ["y"])
+        graph = helper.make_graph([conv, relu], "g", [x], [y], initializer=[w])
+        path = save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), self.dir)
+        np.save(os.path.join(self.dir, "x.npy"), rng.standard_normal((1, 16, 12, 12)).astype(np.float32))
+        cache = os.path.join(self.dir, "cache")
+
+        def cli(*args):
+            return subprocess.run([WEFT, *args], capture_output=True, text=True, timeout=300,
+                                  env=dict(os.environ, WEFT_CACHE_DIR=cache))
+
+        def placement():  # where the convolution runs, and the output
+            r = cli("inspect", path, "--json")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            (strategy,) = [k["strategy"] for k in json.loads(r.stdout)["kernels"]
+                           if "Conv" in k["op_type"]]  # generated: with its neighbours
+            out = os.path.join(self.dir, "out")
+            r = cli("run", path, "--input", f"x={os.path.join(self.dir, 'x.npy')}", "--output-dir", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            return ("library" if strategy.startswith("oneDNN") else "generated",
+                    np.load(os.path.join(out, "y.npy")))
+
+        default, want = placement()
+        self.assertEqual(default, "library")
+        r = cli("tune", path, "--seconds-per-candidate", "0.01")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"\(oneDNN or generated\): (library|generated) \(")
+        self.assertIn("1 convolutions timed as oneDNN calls and as generated code", r.stdout)
+        records = []
+        for name in os.listdir(os.path.join(cache, "tuning")):
+            with open(os.path.join(cache, "tuning", name)) as f:
+                record = json.load(f)
+            if "runs" in record:
+                records.append((os.path.join(cache, "tuning", name), record))
+        (record_path, record), = records
+        self.assertIn("group 16", record["geometry"])
+        faster = "generated" if record["generated_ms"] < 0.9 * record["library_ms"] else "library"
+        self.assertEqual(record["runs"], faster)
+        for forced in ("generated", "library"):
+            with open(record_path, "w") as f:
+                json.dump(dict(record, runs=forced), f)
+            got, y = placement()
+            self.assertEqual(got, forced)
+            np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+        with open(record_path, "w") as f:  # a damaged record is ignored: the default applies
+            f.write('{"runs": "gpu"}')
+        self.assertEqual(placement()[0], "library")
+
     def test_tune_without_a_cuda_driver_says_so_in_one_line(self):
         path = save(small_model(), self.dir)
         r = weft("tune", path, "--device", "cuda")

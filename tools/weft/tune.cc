@@ -64,12 +64,13 @@ int tune(const TuneOptions& o) {
     return 1;
   }
   double before = 0, after = 0;
-  int tuned = 0, fixed = 0, calls = 0, changed = 0;
+  int tuned = 0, fixed = 0, calls = 0, changed = 0, placed = 0, generated = 0;
   for (const TuneResult& r : *results) {
-    if (!r.algorithm.empty()) { // a library call's algorithms
-      ++calls;
+    if (!r.algorithm.empty()) { // a library call's algorithms, or the call against generated code
+      bool placement = r.algorithm == "generated" || r.algorithm == "library";
       bool other = r.best_ms < r.default_ms;
-      changed += other ? 1 : 0;
+      (placement ? placed : calls) += 1;
+      (placement ? generated : changed) += other ? 1 : 0;
       std::cout << fmt::format("{}: {} ({:.3f} ms{})\n", r.kernel, r.algorithm, r.best_ms,
                                other ? fmt::format(", {:.3f} ms by default", r.default_ms) : "");
       continue;
@@ -94,6 +95,10 @@ int tune(const TuneOptions& o) {
     std::cout << fmt::format("{} convolution shapes timed with oneDNN's direct and Winograd "
                              "kernels; {} take the other than by default\n",
                              calls, changed);
+  if (placed > 0)
+    std::cout << fmt::format("{} convolutions timed as oneDNN calls and as generated code; {} "
+                             "run as generated code\n",
+                             placed, generated);
   std::cout << fmt::format(
       "records: {}\n",
       TuningCache(toolchain::CpuCompiler::from_environment(), kernel_threads()).directory());

@@ -79,9 +79,10 @@ bool one_pixel(const Node& conv) {
          shape_num_elements(*y->type.shape) == d[0];
 }
 
-// Convolutions generated code runs, not a library call (docs/library.md): those of one pixel,
-// and under WEFT_DEPTHWISE=generated the depthwise ones that the channels_last pass gave
-// their weights laid out last (kernel::lower_conv_channels_last).
+// Convolutions generated code runs, not a library call (docs/library.md): as `weft tune`
+// recorded for their shape, else those of one pixel; and under WEFT_DEPTHWISE=generated the
+// depthwise ones that the channels_last pass gave their weights laid out last
+// (kernel::lower_conv_channels_last).
 bool generated_conv(const Node& node) {
   static const bool depthwise = [] {
     const char* env = std::getenv("WEFT_DEPTHWISE");
@@ -89,8 +90,9 @@ bool generated_conv(const Node& node) {
   }();
   bool channels_last = node.op_type == Op::kConvChannelsLast;
   if (!channels_last && node.op_type != Op::kConv) return false;
-  return (one_pixel(node) || (depthwise && channels_last && node.input(3))) &&
-         kernel::can_lower(node);
+  std::optional<bool> tuned = library::tuned_generated(node);
+  bool chosen = (depthwise && channels_last && node.input(3)) || (tuned ? *tuned : one_pixel(node));
+  return chosen && kernel::can_lower(node);
 }
 
 } // namespace

@@ -13,7 +13,9 @@
 #include "weft/codegen/emit_c.h"
 #include "weft/codegen/generate.h"
 #include "weft/driver/tuning_cache.h"
+#include "weft/kernel/lower_node.h"
 #include "weft/library/dnnl.h"
+#include "weft/library/peak.h"
 #include "weft/runtime/cpu/kernel_library.h"
 #include "weft/runtime/cuda/cuda_kernel.h"
 #include "weft/support/float16.h"
@@ -486,9 +488,125 @@ std::vector<std::string> split_names(const std::string& list) {
   return names;
 }
 
-// The oneDNN convolutions that can run either algorithm, each geometry timed both ways and
-// its faster recorded (library::record_conv_algorithm).
+// Below this many FLOPs per byte a convolution is memory-bound on these machines (a 2-core
+// EPYC: ~165-225 GFLOP/s against ~30 GB/s), Weft's kind of kernel: a depthwise 3x3 does ~2.
+constexpr double kMemoryBoundFlopsPerByte = 8;
+// A call reaching less than this share of the measured peak is far off its estimate.
+constexpr double kFarOffPeak = 0.25;
+
+// The median ms of "fn" on "args" over about "seconds" (at least 3 runs).
+double median_ms(runtime::KernelFn fn, void* const* args, double seconds) {
+  std::vector<double> times;
+  double spent = 0;
+  while (times.size() < 3 || (spent < seconds && times.size() < 200)) {
+    auto t0 = Clock::now();
+    fn(args, nullptr);
+    double t = std::chrono::duration<double>(Clock::now() - t0).count();
+    times.push_back(t * 1e3);
+    spent += t;
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// "node" lowered alone into generated code (the cost model's schedule) and built: a function
+// timing a round of about "seconds" on its constants and pseudo-random f32 activations.
+Result<std::function<double(double)>> generated_timer(const Node& node,
+                                                      const toolchain::CpuCompiler& compiler) {
+  WEFT_ASSIGN_OR_RETURN(kernel::LoweredNode lowered, kernel::lower_node(node, "weft_alone"));
+  if (lowered.kernels.size() != 1)
+    return Status::error(
+        fmt::format("node '{}' lowers to {} kernels", node.name, lowered.kernels.size()));
+  const kernel::BoundKernel& k = lowered.kernels[0];
+  codegen::Variant v{"weft_alone", CpuSchedule{}, {}};
+  WEFT_ASSIGN_OR_RETURN(std::vector<codegen::EmittedFunction> f,
+                        codegen::generate_variants(k.kernel, codegen::Dialect::kCpu, {v}));
+  std::string source = codegen::emit_prelude(codegen::Dialect::kCpu) + "\n" + f[0].source;
+  WEFT_ASSIGN_OR_RETURN(toolchain::CompiledLibrary built, toolchain::compile_cpu(source, compiler));
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<runtime::KernelLibrary> library,
+                        runtime::KernelLibrary::load(built.path));
+  WEFT_ASSIGN_OR_RETURN(runtime::KernelFn fn, library->function(v.name));
+  auto buffers = std::make_shared<std::vector<std::vector<float>>>();
+  uint32_t state = 12345;
+  for (size_t b = 0; b < k.kernel.buffers.size(); ++b) {
+    const kernel::Buffer& buffer = k.kernel.buffers[b];
+    std::optional<int64_t> n = shape_num_elements(buffer.shape);
+    if (!n || buffer.dtype != DType::kF32)
+      return Status::error(fmt::format("node '{}': not static f32 buffers", node.name));
+    std::vector<float>& data = buffers->emplace_back(static_cast<size_t>(*n));
+    const Value* value = k.values[b];
+    if (value && value->is_constant()) {
+      std::memcpy(data.data(), value->constant->data(), data.size() * sizeof(float));
+    } else if (buffer.role == kernel::BufferRole::kInput) {
+      for (float& x : data) { // values in [-1, 1)
+        state = state * 1664525u + 1013904223u;
+        x = static_cast<float>(state >> 8) / 8388608.0f - 1.0f;
+      }
+    }
+  }
+  auto args = std::make_shared<std::vector<void*>>();
+  for (std::vector<float>& data : *buffers)
+    args->push_back(data.data());
+  return std::function<double(double)>([library, fn, buffers, args](double seconds) {
+    return median_ms(fn, args->data(), seconds);
+  });
+}
+
+// A oneDNN convolution that generated code can run alone, timed both ways in alternating
+// rounds: the memory-bound ones and those far off their estimate (under kFarOffPeak of the
+// peak). The faster is recorded (library::record_conv_placement) for later compiles.
+// "placed": the shapes timed so far.
+Status tune_placement(const Node& node, const KernelSummary& call, double peak_gflops,
+                      const toolchain::CpuCompiler& compiler, const TuneOptions& options,
+                      std::set<std::string>& placed, std::vector<TuneResult>& results) {
+  bool conv = node.op_type == Op::kConv || node.op_type == Op::kConvChannelsLast;
+  if (!conv || !kernel::can_lower(node) || placed.contains(library::placement_geometry(node)))
+    return Status();
+  std::function<double(double)> library_ms = library::conv_call_timer(node);
+  if (!library_ms) return Status();
+  double flops = call.info.flops.is_static() ? static_cast<double>(call.info.flops.value()) : 0;
+  double bytes = static_cast<double>(call.info.bytes());
+  double first = library_ms(options.seconds_per_candidate);
+  bool memory_bound = bytes > 0 && flops / bytes < kMemoryBoundFlopsPerByte;
+  bool far_off = peak_gflops > 0 && first > 0 && flops / (first * 1e6) < kFarOffPeak * peak_gflops;
+  if (first < 0 || (!memory_bound && !far_off)) return Status();
+  placed.insert(library::placement_geometry(node));
+  Result<std::function<double(double)>> generated_ms = generated_timer(node, compiler);
+  if (!generated_ms.ok()) {
+    log_info("tune: {}: no generated alternative: {}", node.name, generated_ms.status().message());
+    return Status();
+  }
+  std::vector<double> a, b;
+  for (int round = 0; round < 5; ++round) {
+    a.push_back(library_ms(options.seconds_per_candidate));
+    b.push_back((*generated_ms)(options.seconds_per_candidate));
+  }
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  if (a[0] < 0) return Status();
+  WEFT_RETURN_IF_ERROR(library::record_conv_placement(node, a[2], b[2]));
+  TuneResult r;
+  r.kernel = fmt::format("{} (oneDNN or generated)", call.name);
+  r.node = node.name;
+  r.op_type = call.info.op_type;
+  r.strategy = call.info.strategy;
+  r.bytes = call.info.bytes();
+  r.candidates = 2;
+  r.default_ms = a[2];
+  r.best_ms = std::min(a[2], b[2]);
+  r.algorithm = b[2] < library::kGeneratedMargin * a[2] ? "generated" : "library";
+  if (r.algorithm == "library") r.best_ms = a[2];
+  log_info("tune: {}: oneDNN {:.3f} ms, generated {:.3f} ms ({})", node.name, a[2], b[2],
+           memory_bound ? "memory-bound" : "far off its estimate");
+  results.push_back(std::move(r));
+  return Status();
+}
+
+// The oneDNN convolutions: those that can run either algorithm, each geometry timed both ways
+// and its faster recorded (library::record_conv_algorithm); then those generated code may run
+// instead (tune_placement).
 Status tune_library_calls(const CompiledModel& model, const TuneOptions& options,
+                          const toolchain::CpuCompiler& compiler,
                           std::vector<TuneResult>& results) {
   std::map<std::string, const KernelSummary*> call_of; // by the nodes of convolution calls
   for (const KernelSummary& s : model.kernels) {
@@ -496,10 +614,13 @@ Status tune_library_calls(const CompiledModel& model, const TuneOptions& options
     for (const std::string& node : split_names(s.info.node))
       call_of[node] = &s;
   }
-  std::set<std::string> timed; // geometries
+  double peak = call_of.empty() ? 0 : library::measure_peak_gflops();
+  std::set<std::string> timed, placed; // geometries
   for (const auto& node : model.graph.nodes()) {
     auto call = call_of.find(node->name);
     if (call == call_of.end()) continue;
+    WEFT_RETURN_IF_ERROR(
+        tune_placement(*node, *call->second, peak, compiler, options, placed, results));
     std::optional<library::ConvAlgorithmTiming> t =
         library::time_conv_algorithms(*node, 2 * options.seconds_per_candidate);
     if (!t || !timed.insert(t->geometry).second) continue;
@@ -607,7 +728,7 @@ Result<std::vector<TuneResult>> tune_model(const CompiledModel& model,
                                : TuningCache(compiler, kernel_threads());
     WEFT_RETURN_IF_ERROR(cache.store(s.ir, record));
   }
-  if (!device) WEFT_RETURN_IF_ERROR(tune_library_calls(model, options, results));
+  if (!device) WEFT_RETURN_IF_ERROR(tune_library_calls(model, options, compiler, results));
   return results;
 }
 

@@ -29,8 +29,9 @@ struct TuneResult {
   codegen::CudaOptions best_cuda; // ...or on a CUDA device
   std::string choice;             // the winner, as its record writes it
   // A library call timed with each of its algorithms (a oneDNN convolution: "direct" or
-  // "winograd"): the faster; empty for a generated kernel. default_ms is then the time of
-  // the algorithm compiles take without a record.
+  // "winograd"), or as the call and as generated code ("library" or "generated"): the faster;
+  // empty for a generated kernel. default_ms is then the time of what compiles take without
+  // a record.
   std::string algorithm;
 };
 
@@ -49,7 +50,8 @@ struct TuneOptions {
 // Tunes the kernels of "model" (compiled for "inputs", on the CPU or a CUDA device, not
 // staged, without reading the tuning cache) and stores the winners in the tuning cache.
 // Returns one result per generated kernel, in launch order, then on the CPU one per oneDNN
-// convolution geometry with two algorithms (library::time_conv_algorithms), whose faster is
+// convolution geometry with two algorithms (library::time_conv_algorithms), and one per
+// memory-bound or far-off convolution call timed against generated code, whose faster are
 // recorded too.
 Result<std::vector<TuneResult>> tune_model(const CompiledModel& model,
                                            const std::vector<Tensor>& inputs,

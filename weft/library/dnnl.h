@@ -101,4 +101,28 @@ std::optional<ConvAlgorithmTiming> time_conv_algorithms(const Node& conv, double
 // Records the faster algorithm of "timing" for later compiles.
 Status record_conv_algorithm(const ConvAlgorithmTiming& timing);
 
+// Whether a convolution is a library call or generated code: a default rule decides
+// (stages::select_library_calls), unless `weft tune` timed both and recorded the faster
+// (record_conv_placement), in "$WEFT_CACHE_DIR/tuning/conv-*.json" like the algorithms above,
+// keyed by the shape with its strides, dilations and groups.
+//
+// A function timing the call of "conv" alone (without its epilogue) on pseudo-random
+// activations: each call measures a round of about "seconds" and returns its median in ms
+// (negative if the call failed). Empty when oneDNN does not run "conv".
+std::function<double(double seconds)> conv_call_timer(const Node& conv);
+
+// The key of the record of "conv": its shape, strides, dilations and groups.
+std::string placement_geometry(const Node& conv);
+
+// Generated code replaces a call that it runs in this share of the call's time or less: the
+// call is the default, and a difference within a shared machine's noise changes nothing.
+inline constexpr double kGeneratedMargin = 0.9;
+
+// The record of what ran faster for the shape of "conv": the library call ("library_ms") or
+// generated code ("generated_ms", by kGeneratedMargin).
+Status record_conv_placement(const Node& conv, double library_ms, double generated_ms);
+
+// The recorded choice for the shape of "conv": true for generated code; none without a record.
+std::optional<bool> tuned_generated(const Node& conv);
+
 } // namespace weft::library

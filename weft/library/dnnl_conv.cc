@@ -84,16 +84,42 @@ std::string record_path(const std::string& geometry) {
       .string();
 }
 
-// What `weft tune` measured for a geometry: Winograd or not; none without a readable record.
-std::optional<bool> tuned_winograd(const std::string& geometry) {
+// The string "field" of the record of "geometry": whether it is "yes" (or else "no"); none
+// without a readable record holding one of the two.
+std::optional<bool> recorded(const std::string& geometry, const std::string& field,
+                             const std::string& yes, const std::string& no) {
   std::ifstream in(record_path(geometry));
   if (!in) return std::nullopt;
   nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("algorithm") || !j["algorithm"].is_string())
-    return std::nullopt;
-  std::string algorithm = j["algorithm"].get<std::string>();
-  if (algorithm != "winograd" && algorithm != "direct") return std::nullopt;
-  return algorithm == "winograd";
+  if (!j.is_object() || !j.contains(field) || !j[field].is_string()) return std::nullopt;
+  std::string value = j[field].get<std::string>();
+  if (value != yes && value != no) return std::nullopt;
+  return value == yes;
+}
+
+// Writes the record of "geometry" whole (a rename), for processes reading it meanwhile.
+Status write_record(const std::string& geometry, const nlohmann::json& j) {
+  std::string path = record_path(geometry);
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  if (ec) return Status::error(fmt::format("cannot create {}: {}", path, ec.message()));
+  std::string tmp = fmt::format("{}.{}.tmp", path, ::getpid());
+  {
+    std::ofstream out(tmp);
+    out << j.dump(1) << "\n";
+    if (!out) return Status::error(fmt::format("cannot write the tuning record {}", tmp));
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    return Status::error(fmt::format("cannot write the tuning record {}", path));
+  }
+  return Status();
+}
+
+// What `weft tune` measured for a geometry: Winograd or not; none without a readable record.
+std::optional<bool> tuned_winograd(const std::string& geometry) {
+  return recorded(geometry, "algorithm", "winograd", "direct");
 }
 
 // Whether a convolution takes the Winograd kernels when nothing forces a choice: as tuned,
@@ -562,26 +588,54 @@ std::optional<ConvAlgorithmTiming> time_conv_algorithms(const Node& conv, double
 }
 
 Status record_conv_algorithm(const ConvAlgorithmTiming& t) {
-  std::string path = record_path(t.geometry);
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  if (ec) return Status::error(fmt::format("cannot create {}: {}", path, ec.message()));
-  nlohmann::json j = {{"algorithm", t.winograd_ms < t.direct_ms ? "winograd" : "direct"},
-                      {"direct_ms", t.direct_ms},
-                      {"winograd_ms", t.winograd_ms},
-                      {"geometry", t.geometry}};
-  std::string tmp = fmt::format("{}.{}.tmp", path, ::getpid());
-  {
-    std::ofstream out(tmp);
-    out << j.dump(1) << "\n";
-    if (!out) return Status::error(fmt::format("cannot write the tuning record {}", tmp));
+  return write_record(t.geometry,
+                      {{"algorithm", t.winograd_ms < t.direct_ms ? "winograd" : "direct"},
+                       {"direct_ms", t.direct_ms},
+                       {"winograd_ms", t.winograd_ms},
+                       {"geometry", t.geometry}});
+}
+
+std::string placement_geometry(const Node& conv) {
+  auto [dx, dw, dy, win] = conv_shape(conv);
+  std::vector<int64_t> strides, dilations;
+  for (const Window& d : win) {
+    strides.push_back(d.stride);
+    dilations.push_back(d.dilation);
   }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    return Status::error(fmt::format("cannot write the tuning record {}", path));
+  return fmt::format("placement: {} strides [{}] dilations [{}] group {}", geometry(dx, dw, win),
+                     fmt::join(strides, ","), fmt::join(dilations, ","),
+                     conv.attrs_as<ConvAttrs>().group);
+}
+
+std::function<double(double)> conv_call_timer(const Node& conv) {
+  if (conv.op_type != Op::kConv && conv.op_type != Op::kConvChannelsLast) return {};
+  std::vector<const Value*> values(conv.inputs.begin(), conv.inputs.end());
+  values.insert(values.end(), conv.outputs.begin(), conv.outputs.end());
+  if (unsupported_values(values)) return {};
+  std::string why_not;
+  auto call = std::make_shared<std::optional<LibraryCall>>();
+  try {
+    *call = conv_call_in(conv, {}, {}, &why_not);
+  } catch (const dnnl::error&) {
+    return {};
   }
-  return Status();
+  if (!*call || !(*call)->kernel) return {};
+  auto buffers = std::make_shared<std::vector<std::vector<float>>>(test_buffers(**call));
+  return [call, buffers](double seconds) { return median_ms(**call, *buffers, seconds); };
+}
+
+Status record_conv_placement(const Node& conv, double library_ms, double generated_ms) {
+  std::string geometry = placement_geometry(conv);
+  bool generated = generated_ms < kGeneratedMargin * library_ms;
+  return write_record(geometry, {{"runs", generated ? "generated" : "library"},
+                                 {"library_ms", library_ms},
+                                 {"generated_ms", generated_ms},
+                                 {"geometry", geometry}});
+}
+
+std::optional<bool> tuned_generated(const Node& conv) {
+  if (conv.op_type != Op::kConv && conv.op_type != Op::kConvChannelsLast) return std::nullopt;
+  return recorded(placement_geometry(conv), "runs", "generated", "library");
 }
 
 } // namespace weft::library
