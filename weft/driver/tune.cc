@@ -559,7 +559,8 @@ Result<std::function<double(double)>> generated_timer(const Node& node,
 Status tune_placement(const Node& node, const KernelSummary& call, double peak_gflops,
                       const toolchain::CpuCompiler& compiler, const TuneOptions& options,
                       std::set<std::string>& placed, std::vector<TuneResult>& results) {
-  bool conv = node.op_type == Op::kConv || node.op_type == Op::kConvChannelsLast;
+  bool conv = (node.op_type == Op::kConv || node.op_type == Op::kConvChannelsLast) &&
+              node.inputs[0]->type.has_static_shape() && node.outputs[0]->type.has_static_shape();
   if (!conv || !kernel::can_lower(node) || placed.contains(library::placement_geometry(node)))
     return Status();
   std::function<double(double)> library_ms = library::conv_call_timer(node);

@@ -111,7 +111,7 @@ Status record_conv_algorithm(const ConvAlgorithmTiming& timing);
 // (negative if the call failed). Empty when oneDNN does not run "conv".
 std::function<double(double seconds)> conv_call_timer(const Node& conv);
 
-// The key of the record of "conv": its shape, strides, dilations and groups.
+// The key of the record of "conv" (static shapes): its shape, strides, dilations and groups.
 std::string placement_geometry(const Node& conv);
 
 // Generated code replaces a call that it runs in this share of the call's time or less: the
@@ -122,7 +122,8 @@ inline constexpr double kGeneratedMargin = 0.9;
 // generated code ("generated_ms", by kGeneratedMargin).
 Status record_conv_placement(const Node& conv, double library_ms, double generated_ms);
 
-// The recorded choice for the shape of "conv": true for generated code; none without a record.
+// The recorded choice for the shape of "conv": true for generated code; none without a record
+// or static shapes.
 std::optional<bool> tuned_generated(const Node& conv);
 
 } // namespace weft::library

@@ -635,6 +635,9 @@ Status record_conv_placement(const Node& conv, double library_ms, double generat
 
 std::optional<bool> tuned_generated(const Node& conv) {
   if (conv.op_type != Op::kConv && conv.op_type != Op::kConvChannelsLast) return std::nullopt;
+  for (const Value* v : {conv.inputs[0], conv.inputs[1], conv.outputs[0]}) {
+    if (!v->type.has_static_shape()) return std::nullopt; // tuned for static shapes only
+  }
   return recorded(placement_geometry(conv), "runs", "generated", "library");
 }
 
