@@ -114,6 +114,7 @@ std::string Emitter::header(const std::string& signature, const std::string& fix
   std::string out = signature + " {\n";
   for (size_t i = 0; i < k_.buffers.size(); ++i) {
     const kernel::Buffer& b = k_.buffers[i];
+    if (contracted_.contains(static_cast<int>(i))) continue; // a local array
     const char* qual = b.role == kernel::BufferRole::kInput ? "const " : "";
     out += fmt::format("  {0}{1}* {4}b{2} = static_cast<{0}{1}*>(buffers[{2}]);  // {3}\n", qual,
                        storage_type(b.dtype), i, b.name, b.aliased ? "" : "__restrict__ ");
@@ -175,6 +176,7 @@ std::string Emitter::offset(const kernel::Access& a, const std::vector<std::stri
   }
   if (flat > 0) dims -= flat; // the last dims: the flat index, after the others
   for (size_t d = 0; d < dims; ++d) {
+    if (dropped(a.buffer, d)) continue;
     const AffineExpr& e = a.index[d];
     std::vector<std::string> parts;
     if (const kernel::IndirectIndex* ind = a.indirect_at(static_cast<int>(d))) {
@@ -192,7 +194,8 @@ std::string Emitter::offset(const kernel::Access& a, const std::vector<std::stri
     std::string index = parts.size() == 1 ? parts[0] : fmt::format("({})", fmt::join(parts, " + "));
     std::vector<std::string> stride;
     for (size_t s = d + 1; s < shape.size(); ++s) {
-      if (!(shape[s].is_static() && shape[s].value() == 1)) stride.push_back(dim_text(shape[s]));
+      if (!(shape[s].is_static() && shape[s].value() == 1) && !dropped(a.buffer, s))
+        stride.push_back(dim_text(shape[s]));
     }
     terms.push_back(stride.empty() ? index
                                    : fmt::format("{} * {}", index, fmt::join(stride, " * ")));
@@ -649,6 +652,7 @@ void Emitter::emit_node(const AstNode& n, int depth, bool in_loop, std::string& 
   std::string pad(static_cast<size_t>(2 * depth), ' ');
   switch (n.kind) {
     case AstNode::Kind::kBlock:
+      out += local_arrays(n, depth);
       for (const AstNode& c : n.children) {
         emit_node(c, depth, in_loop, out);
         if (!row_.iterator.empty()) note_row_accesses(c);
@@ -766,7 +770,12 @@ Result<EmittedFunction> emit_function(const Kernel& k, const poly::AstNode& loop
                                       const CudaOptions& cuda) {
   WEFT_RETURN_IF_ERROR(kernel::verify_kernel(k));
   Emitter emitter(k, table_of(dialect), schedule);
-  if (dialect == Dialect::kCpu) return EmittedFunction{emitter.function(loops), {}};
+  if (dialect == Dialect::kCpu) {
+    emitter.find_contractions(loops);
+    std::string source = emitter.function(loops);
+    if (emitter.contractions_scoped(source)) return EmittedFunction{std::move(source), {}};
+    return EmittedFunction{Emitter(k, table_of(dialect), schedule).function(loops), {}};
+  }
   std::string source = emitter.cuda_function(loops, cuda);
   return EmittedFunction{std::move(source), emitter.launches()};
 }

@@ -453,6 +453,57 @@ TEST(EmitC, SecondPassOverARowPrefetchesALaterRow) {
   EXPECT_EQ(function_of(k).find("__builtin_prefetch"), std::string::npos);
 }
 
+// Array contraction: a temporary that each iteration of the row loop writes and reads alone
+// (the row's sum) becomes a local array of that iteration, s[c0] a float of its own; one that
+// a later nest reads (a column's sum, read across all rows after the sum's nest) stays a
+// buffer.
+TEST(EmitC, ATemporaryOfOneIterationIsALocalArray) {
+  using kernel::AffineExpr;
+  using kernel::ExprOp;
+  kernel::Kernel k;
+  k.name = "centre";
+  k.buffers = {{"x", DType::kF32, {8, 64}, kernel::BufferRole::kInput},
+               {"s", DType::kF32, {8}, kernel::BufferRole::kTemp},
+               {"y", DType::kF32, {8, 64}, kernel::BufferRole::kOutput}};
+  std::vector<AffineExpr> ij = {AffineExpr::iterator(0), AffineExpr::iterator(1)};
+  kernel::Statement sum;
+  sum.name = "sum";
+  sum.domain = {8, 64};
+  sum.combine = kernel::Combine::kSum;
+  sum.write = kernel::Access(1, {AffineExpr::iterator(0)});
+  sum.reads = {kernel::Access(0, ij)};
+  sum.expr = {{ExprOp::kLoad, DType::kF32, {}, 0}};
+  kernel::Statement centre;
+  centre.name = "centre";
+  centre.domain = {8, 64};
+  centre.write = kernel::Access(2, ij);
+  centre.reads = {kernel::Access(0, ij), kernel::Access(1, {AffineExpr::iterator(0)})};
+  centre.expr = {{ExprOp::kLoad, DType::kF32, {}, 0},
+                 {ExprOp::kLoad, DType::kF32, {}, 1},
+                 {ExprOp::kSub, DType::kF32, {0, 1}}};
+  k.statements = {sum, centre};
+  ASSERT_TRUE(kernel::verify_kernel(k).ok());
+  std::string rows = function_of(k);
+  size_t loop = rows.find("for (int64_t c0 = 0;");
+  size_t local = rows.find("alignas(64) float b1[1];  // s: one iteration's, contracted");
+  ASSERT_NE(local, std::string::npos) << rows;
+  EXPECT_LT(loop, local) << rows;
+  EXPECT_EQ(rows.find("buffers[1]"), std::string::npos) << rows;
+  EXPECT_NE(rows.find("b1[0]"), std::string::npos) << rows;
+  EXPECT_EQ(rows.find("b1[c0]"), std::string::npos) << rows;
+  // Columns: s[j] = sum over i of x[i, j], then y[i, j] = x[i, j] - s[j].
+  std::vector<AffineExpr> j = {AffineExpr::iterator(1)};
+  k.statements[0].write = kernel::Access(1, j);
+  k.statements[1].reads[1] = kernel::Access(1, j);
+  k.buffers[1].shape = {64};
+  ASSERT_TRUE(kernel::verify_kernel(k).ok());
+  std::string columns = function_of(k);
+  EXPECT_EQ(columns.find("contracted"), std::string::npos) << columns;
+  EXPECT_NE(columns.find("float* __restrict__ b1 = static_cast<float*>(buffers[1]);"),
+            std::string::npos)
+      << columns;
+}
+
 TEST(EmitC, KernelSymbolsAreSorted) {
   kernel::Kernel k = testing::bias_add_kernel(Dim::symbol("rows"), Dim::symbol("cols"));
   EXPECT_EQ(kernel_symbols(k), (std::vector<std::string>{"cols", "rows"}));

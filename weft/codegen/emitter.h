@@ -34,6 +34,14 @@ public:
 
   std::string function(const AstNode& loops);
 
+  // Array contraction (CPU, before function()): the temporaries that become local arrays of
+  // the block around all their accesses (emit_c_contract.cc).
+  void find_contractions(const AstNode& root);
+  // Whether each access of a contracted temporary in "text" (function()'s) lies in the scope
+  // of its local array: false where a strategy emitted one elsewhere (then emit again
+  // without contraction).
+  bool contractions_scoped(const std::string& text) const;
+
   // One __global__ function per top-level nest, launched in order on one stream (the order
   // is the barrier between nests): "weft_NAME_pI", each after a line "// launch FUNCTION
   // block=B grid=G" (G: 1, or "device", a persistent grid). The strategies are those of
@@ -303,6 +311,11 @@ private:
   std::string cuda_part(const AstNode& n, const std::string& function, const AstNode* first,
                         const CudaOptions& options);
 
+  // Whether dim "dim" of "buffer" is dropped: a contracted temporary's outer dim.
+  bool dropped(int buffer, size_t dim) const;
+  // The local arrays of the temporaries contracted to "block", declared at its start.
+  std::string local_arrays(const AstNode& block, int depth) const;
+
   const Kernel& k_;
   const DialectTable& d_;
   const CpuSchedule& schedule_;
@@ -362,6 +375,14 @@ private:
   std::optional<Flattened> flattened(const std::vector<std::pair<const AstNode*, LoopRange>>& chain,
                                      const std::string& index) const;
   CudaOptions cuda_; // the options of the CUDA function being emitted (cuda_function)
+  // A contracted temporary: its dims dropped, the block whose local array it becomes, and
+  // that array's elements (the kept dims').
+  struct Contraction {
+    std::vector<bool> dropped;
+    const AstNode* block = nullptr;
+    int64_t elements = 0;
+  };
+  std::map<int, Contraction> contracted_; // by buffer
 };
 
 } // namespace weft::codegen

@@ -584,8 +584,6 @@ extern "C" void weft_k12_Transpose(void* const* buffers, const int64_t* extents)
   const float* __restrict__ b2 = static_cast<const float*>(buffers[2]);  // b1_1
   const float* __restrict__ b3 = static_cast<const float*>(buffers[3]);  // b2
   float* b4 = static_cast<float*>(buffers[4]);  // b3
-  float* __restrict__ b5 = static_cast<float*>(buffers[5]);  // t4
-  float* __restrict__ b6 = static_cast<float*>(buffers[6]);  // t5
   const float* b7 = static_cast<const float*>(buffers[7]);  // b0_1
   const float* __restrict__ b8 = static_cast<const float*>(buffers[8]);  // b1_1_1
   const float* b9 = static_cast<const float*>(buffers[9]);  // b0_2
@@ -608,12 +606,14 @@ extern "C" void weft_k12_Transpose(void* const* buffers, const int64_t* extents)
   }
   #pragma omp parallel for schedule(static)
   for (int64_t c0 = 0; (c0 <= 255); c0 += 1) {
+    alignas(64) float b5[1];  // t4: one iteration's, contracted
+    alignas(64) float b6[1];  // t5: one iteration's, contracted
     {  // init
       const float t0 = 0.0f;
-      b5[c0] = t0;
+      b5[0] = t0;
     }
     {  // accumulate in a register
-      float acc = b5[c0];
+      float acc = b5[0];
       #pragma omp simd reduction(+ : acc)
       for (int64_t c1 = 0; (c1 <= 63); c1 += 1) {  // reduction
         {  // update
@@ -623,42 +623,42 @@ extern "C" void weft_k12_Transpose(void* const* buffers, const int64_t* extents)
           acc = acc + t2;
         }
       }
-      b5[c0] = acc;
+      b5[0] = acc;
     }
     {  // mean
-      const float t0 = b5[c0];
+      const float t0 = b5[0];
       const float t1 = 64.0f;
       const float t2 = (t0 / t1);
-      b5[c0] = t2;
+      b5[0] = t2;
     }
     {  // init_var
       const float t0 = 0.0f;
-      b6[c0] = t0;
+      b6[0] = t0;
     }
     {  // accumulate in a register
-      float acc = b6[c0];
+      float acc = b6[0];
       #pragma omp simd reduction(+ : acc)
       for (int64_t c1 = 0; (c1 <= 63); c1 += 1) {  // reduction
         {  // sum_squares
           const float t0 = b7[c0 * 64 + c1];
           const float t1 = b8[c0 * 64 + c1];
           const float t2 = (t0 + t1);
-          const float t3 = b5[c0];
+          const float t3 = b5[0];
           const float t4 = (t2 - t3);
           const float t5 = (t4 * t4);
           acc = acc + t5;
         }
       }
-      b6[c0] = acc;
+      b6[0] = acc;
     }
     {  // inv_std
-      const float t0 = b6[c0];
+      const float t0 = b6[0];
       const float t1 = 64.0f;
       const float t2 = (t0 / t1);
       const float t3 = 1e-05f;
       const float t4 = (t2 + t3);
       const float t5 = (1 / sqrt(t4));
-      b6[c0] = t5;
+      b6[0] = t5;
     }
     {
       int64_t weft_p = 0;
@@ -670,9 +670,9 @@ extern "C" void weft_k12_Transpose(void* const* buffers, const int64_t* extents)
             const float t0 = b7[c0 * 64 + c1];
             const float t1 = b8[c0 * 64 + c1];
             const float t2 = (t0 + t1);
-            const float t3 = b5[c0];
+            const float t3 = b5[0];
             const float t4 = (t2 - t3);
-            const float t5 = b6[c0];
+            const float t5 = b6[0];
             const float t6 = (t4 * t5);
             const float t7 = b2[c1];
             const float t8 = (t6 * t7);

@@ -86,17 +86,17 @@ extern "C" void weft_k3_MaxPool(void* const* buffers, const int64_t* extents) {
 // kernel k4_GlobalAveragePool
 extern "C" void weft_k4_GlobalAveragePool(void* const* buffers, const int64_t* extents) {
   const float* __restrict__ b0 = static_cast<const float*>(buffers[0]);  // b0
-  float* __restrict__ b1 = static_cast<float*>(buffers[1]);  // t1
   float* __restrict__ b2 = static_cast<float*>(buffers[2]);  // b2
   (void)extents;
   #pragma omp parallel for schedule(static)
   for (int64_t c1 = 0; (c1 <= 15); c1 += 1) {
+    alignas(64) float b1[1];  // t1: one iteration's, contracted
     {  // init
       const float t0 = 0.0f;
-      b1[c1] = t0;
+      b1[0] = t0;
     }
     {  // accumulate in a register
-      float acc = b1[c1];
+      float acc = b1[0];
       #pragma omp simd reduction(+ : acc)
       for (int64_t c2 = 0; (c2 <= 63); c2 += 1) {  // reduction
         {  // update
@@ -104,10 +104,10 @@ extern "C" void weft_k4_GlobalAveragePool(void* const* buffers, const int64_t* e
           acc = acc + t0;
         }
       }
-      b1[c1] = acc;
+      b1[0] = acc;
     }
     {  // finish
-      const float t0 = b1[c1];
+      const float t0 = b1[0];
       const float t1 = 64.0f;
       const float t2 = (t0 / t1);
       b2[0 * 16 + c1] = t2;

@@ -5,8 +5,6 @@ extern "C" void weft_k0_LayerNormalization(void* const* buffers, const int64_t* 
   const float* __restrict__ b1 = static_cast<const float*>(buffers[1]);  // b1
   const float* __restrict__ b2 = static_cast<const float*>(buffers[2]);  // b2
   float* b3 = static_cast<float*>(buffers[3]);  // b3
-  float* __restrict__ b4 = static_cast<float*>(buffers[4]);  // t4
-  float* __restrict__ b5 = static_cast<float*>(buffers[5]);  // t5
   const float* b6 = static_cast<const float*>(buffers[6]);  // b0_1
   float* __restrict__ b7 = static_cast<float*>(buffers[7]);  // b2_1
   const int64_t s0 = extents[0];  // N
@@ -15,12 +13,14 @@ extern "C" void weft_k0_LayerNormalization(void* const* buffers, const int64_t* 
   (void)extents;
   #pragma omp parallel for schedule(static)
   for (int64_t c0 = 0; (c0 < s1); c0 += 1) {
+    alignas(64) float b4[1];  // t4: one iteration's, contracted
+    alignas(64) float b5[1];  // t5: one iteration's, contracted
     {  // init
       const float t0 = 0.0f;
-      b4[c0] = t0;
+      b4[0] = t0;
     }
     {  // accumulate in a register
-      float acc = b4[c0];
+      float acc = b4[0];
       #pragma omp simd reduction(+ : acc)
       for (int64_t c1 = 0; (c1 <= 63); c1 += 1) {  // reduction
         {  // update
@@ -28,40 +28,40 @@ extern "C" void weft_k0_LayerNormalization(void* const* buffers, const int64_t* 
           acc = acc + t0;
         }
       }
-      b4[c0] = acc;
+      b4[0] = acc;
     }
     {  // mean
-      const float t0 = b4[c0];
+      const float t0 = b4[0];
       const float t1 = 64.0f;
       const float t2 = (t0 / t1);
-      b4[c0] = t2;
+      b4[0] = t2;
     }
     {  // init_var
       const float t0 = 0.0f;
-      b5[c0] = t0;
+      b5[0] = t0;
     }
     {  // accumulate in a register
-      float acc = b5[c0];
+      float acc = b5[0];
       #pragma omp simd reduction(+ : acc)
       for (int64_t c1 = 0; (c1 <= 63); c1 += 1) {  // reduction
         {  // sum_squares
           const float t0 = b0[c0 * 64 + c1];
-          const float t1 = b4[c0];
+          const float t1 = b4[0];
           const float t2 = (t0 - t1);
           const float t3 = (t2 * t2);
           acc = acc + t3;
         }
       }
-      b5[c0] = acc;
+      b5[0] = acc;
     }
     {  // inv_std
-      const float t0 = b5[c0];
+      const float t0 = b5[0];
       const float t1 = 64.0f;
       const float t2 = (t0 / t1);
       const float t3 = 1e-05f;
       const float t4 = (t2 + t3);
       const float t5 = (1 / sqrt(t4));
-      b5[c0] = t5;
+      b5[0] = t5;
     }
     {
       int64_t weft_p = 0;
@@ -71,9 +71,9 @@ extern "C" void weft_k0_LayerNormalization(void* const* buffers, const int64_t* 
         for (int64_t c1 = weft_p; c1 < weft_p + 16; c1 += 1) {
           {  // normalize
             const float t0 = b0[c0 * 64 + c1];
-            const float t1 = b4[c0];
+            const float t1 = b4[0];
             const float t2 = (t0 - t1);
-            const float t3 = b5[c0];
+            const float t3 = b5[0];
             const float t4 = (t2 * t3);
             const float t5 = b1[c1];
             const float t6 = (t4 * t5);

@@ -11,8 +11,6 @@ extern "C" void weft_k0_ReduceSum(void* const* buffers, const int64_t* extents) 
   const float* __restrict__ b7 = static_cast<const float*>(buffers[7]);  // b1_1
   float* __restrict__ b8 = static_cast<float*>(buffers[8]);  // t2_2
   const float* __restrict__ b9 = static_cast<const float*>(buffers[9]);  // b0_4
-  float* __restrict__ b10 = static_cast<float*>(buffers[10]);  // t1_1
-  float* __restrict__ b11 = static_cast<float*>(buffers[11]);  // t2_3
   float* __restrict__ b12 = static_cast<float*>(buffers[12]);  // b3
   (void)extents;
   #pragma omp parallel for schedule(static)
@@ -570,12 +568,14 @@ extern "C" void weft_k0_ReduceSum(void* const* buffers, const int64_t* extents) 
   }
   #pragma omp parallel for schedule(static)
   for (int64_t c0 = 0; (c0 <= 8191); c0 += 1) {
+    alignas(64) float b10[1];  // t1_1: one iteration's, contracted
+    alignas(64) float b11[1];  // t2_3: one iteration's, contracted
     {  // init
       const float t0 = static_cast<float>(-INFINITY);
-      b10[c0] = t0;
+      b10[0] = t0;
     }
     {  // accumulate in a register
-      float acc = b10[c0];
+      float acc = b10[0];
       float weft_lanes[16];
       for (int weft_l = 0; weft_l < 16; ++weft_l) weft_lanes[weft_l] = acc;
       int64_t weft_p = 0;
@@ -595,19 +595,19 @@ extern "C" void weft_k0_ReduceSum(void* const* buffers, const int64_t* extents) 
         }
       }
       for (int weft_l = 0; weft_l < 16; ++weft_l) acc = weft_shift_max(acc, weft_lanes[weft_l]);
-      b10[c0] = acc;
+      b10[0] = acc;
     }
     {  // init_sum
       const float t0 = 0.0f;
-      b11[c0] = t0;
+      b11[0] = t0;
     }
     {  // accumulate in a register
-      float acc = b11[c0];
+      float acc = b11[0];
       #pragma omp simd reduction(+ : acc)
       for (int64_t c1 = 0; (c1 <= 31); c1 += 1) {  // reduction
         {  // sum_exp
           const float t0 = b9[c0 * 32 + c1];
-          const float t1 = b10[c0];
+          const float t1 = b10[0];
           const bool t2 = isinf(t1);
           const float t3 = 0.0f;
           const float t4 = (t2 ? t3 : t1);
@@ -616,12 +616,12 @@ extern "C" void weft_k0_ReduceSum(void* const* buffers, const int64_t* extents) 
           acc = acc + t6;
         }
       }
-      b11[c0] = acc;
+      b11[0] = acc;
     }
     {  // finish
-      const float t0 = b11[c0];
+      const float t0 = b11[0];
       const float t1 = log(t0);
-      const float t2 = b10[c0];
+      const float t2 = b10[0];
       const bool t3 = isinf(t2);
       const float t4 = 0.0f;
       const float t5 = (t3 ? t4 : t2);

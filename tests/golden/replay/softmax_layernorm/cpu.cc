@@ -1,26 +1,26 @@
 
 // kernel k1_Softmax
 extern "C" void weft_k1_Softmax(void* const* buffers, const int64_t* extents) {
-  float* __restrict__ b0 = static_cast<float*>(buffers[0]);  // b1
-  float* __restrict__ b1 = static_cast<float*>(buffers[1]);  // t2
-  float* __restrict__ b2 = static_cast<float*>(buffers[2]);  // t3
   const float* __restrict__ b3 = static_cast<const float*>(buffers[3]);  // b0_1
   const float* __restrict__ b4 = static_cast<const float*>(buffers[4]);  // b1_1
   const float* __restrict__ b5 = static_cast<const float*>(buffers[5]);  // b1_2
   const float* __restrict__ b6 = static_cast<const float*>(buffers[6]);  // b2
   float* __restrict__ b7 = static_cast<float*>(buffers[7]);  // b3
-  float* __restrict__ b8 = static_cast<float*>(buffers[8]);  // t4
-  float* __restrict__ b9 = static_cast<float*>(buffers[9]);  // t5
   (void)extents;
   #pragma omp parallel for schedule(static)
   for (int64_t c0 = 0; (c0 <= 63); c0 += 1) {
+    alignas(64) float b0[256];  // b1: one iteration's, contracted
+    alignas(64) float b1[1];  // t2: one iteration's, contracted
+    alignas(64) float b2[1];  // t3: one iteration's, contracted
+    alignas(64) float b8[1];  // t4: one iteration's, contracted
+    alignas(64) float b9[1];  // t5: one iteration's, contracted
     {  // init
       const float t0 = static_cast<float>(-INFINITY);
-      b1[c0] = t0;
+      b1[0] = t0;
     }
     {  // ROW: 64 lanes
       const int64_t weft_lo = 0, weft_hi = 256;
-      float weft_acc = b1[c0];
+      float weft_acc = b1[0];
       for (int64_t weft_b = weft_lo; weft_b < weft_hi; weft_b += 8192) {  // cascade: blocks of 8192
         const int64_t weft_e = weft_imin(weft_b + 8192, weft_hi);
         float weft_lane[64];
@@ -103,19 +103,19 @@ extern "C" void weft_k1_Softmax(void* const* buffers, const int64_t* extents) {
         for (int64_t weft_l = 0; weft_l < 1; weft_l += 1) weft_lane[weft_l] = weft_shift_max(weft_lane[weft_l], weft_lane[weft_l + 1]);
         weft_acc = weft_shift_max(weft_acc, weft_lane[0]);
       }
-      b1[c0] = weft_acc;
+      b1[0] = weft_acc;
     }
     {  // init_sum
       const float t0 = 0.0f;
-      b2[c0] = t0;
+      b2[0] = t0;
     }
     if ((0 <= 255)) {  // loads (and ops on them) that do not move with c1 are hoisted
       const float weft_h1 = b4[0];
-      const float weft_h3 = b1[c0];
+      const float weft_h3 = b1[0];
       {
         int64_t weft_p = 0;
         for (; weft_p + 16 <= 256; weft_p += 16) {  // blocks of 16, each prefetching the next row's
-          __builtin_prefetch(&b3[(c0 + 2) * 256 + weft_p], 0, 3); __builtin_prefetch(&b0[(c0 + 2) * 256 + weft_p], 1, 3);
+          __builtin_prefetch(&b3[(c0 + 2) * 256 + weft_p], 0, 3);
           #pragma omp simd
           for (int64_t c1 = weft_p; c1 < weft_p + 16; c1 += 1) {
             {  // exp
@@ -125,7 +125,7 @@ extern "C" void weft_k1_Softmax(void* const* buffers, const int64_t* extents) {
               const float t3 = weft_h3;
               const float t4 = (t2 - t3);
               const float t5 = weft_shifted_exp(t4);
-              b0[c0 * 256 + c1] = t5;
+              b0[c1] = t5;
             }
           }
         }
@@ -133,7 +133,7 @@ extern "C" void weft_k1_Softmax(void* const* buffers, const int64_t* extents) {
     }
     {  // ROW: 64 lanes
       const int64_t weft_lo = 0, weft_hi = 256;
-      double weft_acc = b2[c0];
+      double weft_acc = b2[0];
       for (int64_t weft_b = weft_lo; weft_b < weft_hi; weft_b += 8192) {  // cascade: blocks of 8192
         const int64_t weft_e = weft_imin(weft_b + 8192, weft_hi);
         float weft_lane[64];
@@ -144,7 +144,7 @@ extern "C" void weft_k1_Softmax(void* const* buffers, const int64_t* extents) {
           for (int64_t weft_l = 0; weft_l < 16; weft_l += 1) {
             const int64_t c1 = weft_i + weft_l;
             {  // sum_exp
-              const float t0 = b0[c0 * 256 + c1];
+              const float t0 = b0[c1];
               weft_lane[weft_l] = weft_lane[weft_l] + t0;
             }
           }
@@ -152,7 +152,7 @@ extern "C" void weft_k1_Softmax(void* const* buffers, const int64_t* extents) {
           for (int64_t weft_l = 16; weft_l < 32; weft_l += 1) {
             const int64_t c1 = weft_i + weft_l;
             {  // sum_exp
-              const float t0 = b0[c0 * 256 + c1];
+              const float t0 = b0[c1];
               weft_lane[weft_l] = weft_lane[weft_l] + t0;
             }
           }
@@ -160,7 +160,7 @@ extern "C" void weft_k1_Softmax(void* const* buffers, const int64_t* extents) {
           for (int64_t weft_l = 32; weft_l < 48; weft_l += 1) {
             const int64_t c1 = weft_i + weft_l;
             {  // sum_exp
-              const float t0 = b0[c0 * 256 + c1];
+              const float t0 = b0[c1];
               weft_lane[weft_l] = weft_lane[weft_l] + t0;
             }
           }
@@ -168,7 +168,7 @@ extern "C" void weft_k1_Softmax(void* const* buffers, const int64_t* extents) {
           for (int64_t weft_l = 48; weft_l < 64; weft_l += 1) {
             const int64_t c1 = weft_i + weft_l;
             {  // sum_exp
-              const float t0 = b0[c0 * 256 + c1];
+              const float t0 = b0[c1];
               weft_lane[weft_l] = weft_lane[weft_l] + t0;
             }
           }
@@ -178,7 +178,7 @@ extern "C" void weft_k1_Softmax(void* const* buffers, const int64_t* extents) {
           for (int64_t weft_l = 0; weft_l < 16; weft_l += 1) {
             const int64_t c1 = weft_i + weft_l;
             {  // sum_exp
-              const float t0 = b0[c0 * 256 + c1];
+              const float t0 = b0[c1];
               weft_lane[weft_l] = weft_lane[weft_l] + t0;
             }
           }
@@ -186,7 +186,7 @@ extern "C" void weft_k1_Softmax(void* const* buffers, const int64_t* extents) {
         for (int64_t weft_l = 0; weft_i + weft_l < weft_e; weft_l += 1) {  // the tail
           const int64_t c1 = weft_i + weft_l;
           {  // sum_exp
-            const float t0 = b0[c0 * 256 + c1];
+            const float t0 = b0[c1];
             weft_lane[weft_l] = weft_lane[weft_l] + t0;
           }
         }
@@ -204,33 +204,33 @@ extern "C" void weft_k1_Softmax(void* const* buffers, const int64_t* extents) {
         for (int64_t weft_l = 0; weft_l < 1; weft_l += 1) weft_lane[weft_l] = weft_lane[weft_l] + weft_lane[weft_l + 1];
         weft_acc = weft_acc + weft_lane[0];
       }
-      b2[c0] = weft_acc;
+      b2[0] = weft_acc;
     }
     {  // reciprocal
       const float t0 = 1.0f;
-      const float t1 = b2[c0];
+      const float t1 = b2[0];
       const float t2 = (t0 / t1);
-      b2[c0] = t2;
+      b2[0] = t2;
     }
     if ((0 <= 255)) {  // loads (and ops on them) that do not move with c1 are hoisted
-      const float weft_h1 = b2[c0];
+      const float weft_h1 = b2[0];
       #pragma omp simd
       for (int64_t c1 = 0; (c1 <= 255); c1 += 1) {
         {  // normalize
-          const float t0 = b0[c0 * 256 + c1];
+          const float t0 = b0[c1];
           const float t1 = weft_h1;
           const float t2 = (t0 * t1);
-          b0[c0 * 256 + c1] = t2;
+          b0[c1] = t2;
         }
       }
     }
     {  // init
       const float t0 = 0.0f;
-      b8[c0] = t0;
+      b8[0] = t0;
     }
     {  // ROW: 64 lanes
       const int64_t weft_lo = 0, weft_hi = 256;
-      double weft_acc = b8[c0];
+      double weft_acc = b8[0];
       for (int64_t weft_b = weft_lo; weft_b < weft_hi; weft_b += 8192) {  // cascade: blocks of 8192
         const int64_t weft_e = weft_imin(weft_b + 8192, weft_hi);
         float weft_lane[64];
@@ -241,7 +241,7 @@ extern "C" void weft_k1_Softmax(void* const* buffers, const int64_t* extents) {
           for (int64_t weft_l = 0; weft_l < 16; weft_l += 1) {
             const int64_t c1 = weft_i + weft_l;
             {  // update
-              const float t0 = b0[c0 * 256 + c1];
+              const float t0 = b0[c1];
               weft_lane[weft_l] = weft_lane[weft_l] + t0;
             }
           }
@@ -249,7 +249,7 @@ extern "C" void weft_k1_Softmax(void* const* buffers, const int64_t* extents) {
           for (int64_t weft_l = 16; weft_l < 32; weft_l += 1) {
             const int64_t c1 = weft_i + weft_l;
             {  // update
-              const float t0 = b0[c0 * 256 + c1];
+              const float t0 = b0[c1];
               weft_lane[weft_l] = weft_lane[weft_l] + t0;
             }
           }
@@ -257,7 +257,7 @@ extern "C" void weft_k1_Softmax(void* const* buffers, const int64_t* extents) {
           for (int64_t weft_l = 32; weft_l < 48; weft_l += 1) {
             const int64_t c1 = weft_i + weft_l;
             {  // update
-              const float t0 = b0[c0 * 256 + c1];
+              const float t0 = b0[c1];
               weft_lane[weft_l] = weft_lane[weft_l] + t0;
             }
           }
@@ -265,7 +265,7 @@ extern "C" void weft_k1_Softmax(void* const* buffers, const int64_t* extents) {
           for (int64_t weft_l = 48; weft_l < 64; weft_l += 1) {
             const int64_t c1 = weft_i + weft_l;
             {  // update
-              const float t0 = b0[c0 * 256 + c1];
+              const float t0 = b0[c1];
               weft_lane[weft_l] = weft_lane[weft_l] + t0;
             }
           }
@@ -275,7 +275,7 @@ extern "C" void weft_k1_Softmax(void* const* buffers, const int64_t* extents) {
           for (int64_t weft_l = 0; weft_l < 16; weft_l += 1) {
             const int64_t c1 = weft_i + weft_l;
             {  // update
-              const float t0 = b0[c0 * 256 + c1];
+              const float t0 = b0[c1];
               weft_lane[weft_l] = weft_lane[weft_l] + t0;
             }
           }
@@ -283,7 +283,7 @@ extern "C" void weft_k1_Softmax(void* const* buffers, const int64_t* extents) {
         for (int64_t weft_l = 0; weft_i + weft_l < weft_e; weft_l += 1) {  // the tail
           const int64_t c1 = weft_i + weft_l;
           {  // update
-            const float t0 = b0[c0 * 256 + c1];
+            const float t0 = b0[c1];
             weft_lane[weft_l] = weft_lane[weft_l] + t0;
           }
         }
@@ -301,21 +301,21 @@ extern "C" void weft_k1_Softmax(void* const* buffers, const int64_t* extents) {
         for (int64_t weft_l = 0; weft_l < 1; weft_l += 1) weft_lane[weft_l] = weft_lane[weft_l] + weft_lane[weft_l + 1];
         weft_acc = weft_acc + weft_lane[0];
       }
-      b8[c0] = weft_acc;
+      b8[0] = weft_acc;
     }
     {  // mean
-      const float t0 = b8[c0];
+      const float t0 = b8[0];
       const float t1 = 256.0f;
       const float t2 = (t0 / t1);
-      b8[c0] = t2;
+      b8[0] = t2;
     }
     {  // init_var
       const float t0 = 0.0f;
-      b9[c0] = t0;
+      b9[0] = t0;
     }
     {  // ROW: 64 lanes
       const int64_t weft_lo = 0, weft_hi = 256;
-      double weft_acc = b9[c0];
+      double weft_acc = b9[0];
       for (int64_t weft_b = weft_lo; weft_b < weft_hi; weft_b += 8192) {  // cascade: blocks of 8192
         const int64_t weft_e = weft_imin(weft_b + 8192, weft_hi);
         float weft_lane[64];
@@ -326,8 +326,8 @@ extern "C" void weft_k1_Softmax(void* const* buffers, const int64_t* extents) {
           for (int64_t weft_l = 0; weft_l < 16; weft_l += 1) {
             const int64_t c1 = weft_i + weft_l;
             {  // sum_squares
-              const float t0 = b0[c0 * 256 + c1];
-              const float t1 = b8[c0];
+              const float t0 = b0[c1];
+              const float t1 = b8[0];
               const float t2 = (t0 - t1);
               const float t3 = (t2 * t2);
               weft_lane[weft_l] = weft_lane[weft_l] + t3;
@@ -337,8 +337,8 @@ extern "C" void weft_k1_Softmax(void* const* buffers, const int64_t* extents) {
           for (int64_t weft_l = 16; weft_l < 32; weft_l += 1) {
             const int64_t c1 = weft_i + weft_l;
             {  // sum_squares
-              const float t0 = b0[c0 * 256 + c1];
-              const float t1 = b8[c0];
+              const float t0 = b0[c1];
+              const float t1 = b8[0];
               const float t2 = (t0 - t1);
               const float t3 = (t2 * t2);
               weft_lane[weft_l] = weft_lane[weft_l] + t3;
@@ -348,8 +348,8 @@ extern "C" void weft_k1_Softmax(void* const* buffers, const int64_t* extents) {
           for (int64_t weft_l = 32; weft_l < 48; weft_l += 1) {
             const int64_t c1 = weft_i + weft_l;
             {  // sum_squares
-              const float t0 = b0[c0 * 256 + c1];
-              const float t1 = b8[c0];
+              const float t0 = b0[c1];
+              const float t1 = b8[0];
               const float t2 = (t0 - t1);
               const float t3 = (t2 * t2);
               weft_lane[weft_l] = weft_lane[weft_l] + t3;
@@ -359,8 +359,8 @@ extern "C" void weft_k1_Softmax(void* const* buffers, const int64_t* extents) {
           for (int64_t weft_l = 48; weft_l < 64; weft_l += 1) {
             const int64_t c1 = weft_i + weft_l;
             {  // sum_squares
-              const float t0 = b0[c0 * 256 + c1];
-              const float t1 = b8[c0];
+              const float t0 = b0[c1];
+              const float t1 = b8[0];
               const float t2 = (t0 - t1);
               const float t3 = (t2 * t2);
               weft_lane[weft_l] = weft_lane[weft_l] + t3;
@@ -372,8 +372,8 @@ extern "C" void weft_k1_Softmax(void* const* buffers, const int64_t* extents) {
           for (int64_t weft_l = 0; weft_l < 16; weft_l += 1) {
             const int64_t c1 = weft_i + weft_l;
             {  // sum_squares
-              const float t0 = b0[c0 * 256 + c1];
-              const float t1 = b8[c0];
+              const float t0 = b0[c1];
+              const float t1 = b8[0];
               const float t2 = (t0 - t1);
               const float t3 = (t2 * t2);
               weft_lane[weft_l] = weft_lane[weft_l] + t3;
@@ -383,8 +383,8 @@ extern "C" void weft_k1_Softmax(void* const* buffers, const int64_t* extents) {
         for (int64_t weft_l = 0; weft_i + weft_l < weft_e; weft_l += 1) {  // the tail
           const int64_t c1 = weft_i + weft_l;
           {  // sum_squares
-            const float t0 = b0[c0 * 256 + c1];
-            const float t1 = b8[c0];
+            const float t0 = b0[c1];
+            const float t1 = b8[0];
             const float t2 = (t0 - t1);
             const float t3 = (t2 * t2);
             weft_lane[weft_l] = weft_lane[weft_l] + t3;
@@ -404,20 +404,20 @@ extern "C" void weft_k1_Softmax(void* const* buffers, const int64_t* extents) {
         for (int64_t weft_l = 0; weft_l < 1; weft_l += 1) weft_lane[weft_l] = weft_lane[weft_l] + weft_lane[weft_l + 1];
         weft_acc = weft_acc + weft_lane[0];
       }
-      b9[c0] = weft_acc;
+      b9[0] = weft_acc;
     }
     {  // inv_std
-      const float t0 = b9[c0];
+      const float t0 = b9[0];
       const float t1 = 256.0f;
       const float t2 = (t0 / t1);
       const float t3 = 1e-05f;
       const float t4 = (t2 + t3);
       const float t5 = (1 / sqrt(t4));
-      b9[c0] = t5;
+      b9[0] = t5;
     }
     if ((0 <= 255)) {  // loads (and ops on them) that do not move with c1 are hoisted
-      const float weft_h1 = b8[c0];
-      const float weft_h3 = b9[c0];
+      const float weft_h1 = b8[0];
+      const float weft_h3 = b9[0];
       {
         int64_t weft_p = 0;
         for (; weft_p + 16 <= 256; weft_p += 16) {  // blocks of 16, each prefetching the next row's
@@ -425,7 +425,7 @@ extern "C" void weft_k1_Softmax(void* const* buffers, const int64_t* extents) {
           #pragma omp simd
           for (int64_t c1 = weft_p; c1 < weft_p + 16; c1 += 1) {
             {  // normalize
-              const float t0 = b0[c0 * 256 + c1];
+              const float t0 = b0[c1];
               const float t1 = weft_h1;
               const float t2 = (t0 - t1);
               const float t3 = weft_h3;
