@@ -279,7 +279,8 @@ class CliTest(unittest.TestCase):
 
     def test_bench_kernels_show_library_calls_flops(self):
         """A library call's profile entry counts its FLOPs (2 per multiply-add) and the table
-        shows its GFLOP/s: Conv 8->16 channels, 3x3, over 1x8x32x32, then MatMul [64,128]x[128,32]."""
+        shows its GFLOP/s against the measured peak, and each kernel's GB/s against the measured
+        read bandwidth: Conv 8->16 channels, 3x3, over 1x8x32x32, then MatMul [64,128]x[128,32]."""
         import numpy as np
         rng = np.random.default_rng(0)
         w = numpy_helper.from_array(rng.standard_normal((16, 8, 3, 3)).astype(np.float32), "w")
@@ -296,6 +297,7 @@ class CliTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         out = json.loads(r.stdout)
         self.assertGreater(out["peak_gflops"], 0)  # measured: oneDNN's matrix product
+        self.assertGreater(out["read_gbs"], 0)  # measured: a parallel read past the caches
         flops = {k["op_type"]: k["flops"] for k in out["kernel_profile"]}
         self.assertEqual(flops["Conv"], 2 * 16 * 32 * 32 * 8 * 9)
         self.assertEqual(flops["MatMul"], 2 * 64 * 32 * 128)
@@ -303,6 +305,9 @@ class CliTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("GFLOP/s", r.stdout)
         self.assertIn("peak:", r.stdout)
+        self.assertIn("read bandwidth:", r.stdout)
+        # Each kernel's GB/s with its share of that bandwidth.
+        self.assertRegex(r.stdout, r"\n(dnnl|k)\d+_\w+ .* [0-9.]+ \(\d+%\) ")
 
     def test_arg_and_max_reductions_keep_semantics_across_threads(self):
         """Long rows, fewer than the threads, are split across them (cpu_strategy.h): ArgMax

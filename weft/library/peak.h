@@ -8,4 +8,9 @@ namespace weft::library {
 // the best of a few runs (about 30 ms here); 0 when it cannot run.
 double measure_peak_gflops();
 
+// GB/s (1e9 bytes) of a parallel read of 256 MB (past the caches) on the current threads, with
+// independent accumulators as reductions read: the best of a few passes (about 0.1 s here); 0
+// when the memory cannot be had.
+double measure_read_bandwidth();
+
 } // namespace weft::library
