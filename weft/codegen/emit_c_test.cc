@@ -396,11 +396,9 @@ TEST(EmitC, InvariantOpsAreHoistedWithTheirLoads) {
   EXPECT_NE(src.find("const float t5 = (t0 / t4);"), std::string::npos) << src; // x moves
 }
 
-// A row loop with two passes over x (a sum, then y[i, j] = x[i, j] - s[i]): the second finds
-// the row in cache and prefetches a later row's x, a cache line per block of 16: the first
-// at least 2 KB ahead (rows of 64 floats: 8 rows; of 40: 13). It is also the first to store
-// into y, which it prefetches for writing. A kernel with one pass over x prefetches nothing.
-TEST(EmitC, SecondPassOverARowPrefetchesALaterRow) {
+// A row loop with two passes over x: s[i] = sum over j of x[i, j] (s a temporary), then
+// y[i, j] = x[i, j] - s[i].
+kernel::Kernel centre_kernel() {
   using kernel::AffineExpr;
   using kernel::ExprOp;
   kernel::Kernel k;
@@ -425,6 +423,15 @@ TEST(EmitC, SecondPassOverARowPrefetchesALaterRow) {
                  {ExprOp::kLoad, DType::kF32, {}, 1},
                  {ExprOp::kSub, DType::kF32, {0, 1}}};
   k.statements = {sum, centre};
+  return k;
+}
+
+// A row loop with two passes over x (a sum, then y[i, j] = x[i, j] - s[i]): the second finds
+// the row in cache and prefetches a later row's x, a cache line per block of 16: the first
+// at least 2 KB ahead (rows of 64 floats: 8 rows; of 40: 13). It is also the first to store
+// into y, which it prefetches for writing. A kernel with one pass over x prefetches nothing.
+TEST(EmitC, SecondPassOverARowPrefetchesALaterRow) {
+  kernel::Kernel k = centre_kernel();
   ASSERT_TRUE(kernel::verify_kernel(k).ok());
   std::string src = function_of(k);
   const std::string x_and_y = "__builtin_prefetch(&b0[(c0 + 8) * 64 + weft_p], 0, 3); "
@@ -448,7 +455,7 @@ TEST(EmitC, SecondPassOverARowPrefetchesALaterRow) {
   EXPECT_NE(tail.find("for (int64_t c1 = weft_p; c1 < 40; c1 += 1) {  // the tail"),
             std::string::npos)
       << tail;
-  k.statements = {centre};
+  k.statements = {k.statements[1]};
   k.buffers[1].role = kernel::BufferRole::kInput;
   EXPECT_EQ(function_of(k).find("__builtin_prefetch"), std::string::npos);
 }
@@ -458,30 +465,7 @@ TEST(EmitC, SecondPassOverARowPrefetchesALaterRow) {
 // a later nest reads (a column's sum, read across all rows after the sum's nest) stays a
 // buffer.
 TEST(EmitC, ATemporaryOfOneIterationIsALocalArray) {
-  using kernel::AffineExpr;
-  using kernel::ExprOp;
-  kernel::Kernel k;
-  k.name = "centre";
-  k.buffers = {{"x", DType::kF32, {8, 64}, kernel::BufferRole::kInput},
-               {"s", DType::kF32, {8}, kernel::BufferRole::kTemp},
-               {"y", DType::kF32, {8, 64}, kernel::BufferRole::kOutput}};
-  std::vector<AffineExpr> ij = {AffineExpr::iterator(0), AffineExpr::iterator(1)};
-  kernel::Statement sum;
-  sum.name = "sum";
-  sum.domain = {8, 64};
-  sum.combine = kernel::Combine::kSum;
-  sum.write = kernel::Access(1, {AffineExpr::iterator(0)});
-  sum.reads = {kernel::Access(0, ij)};
-  sum.expr = {{ExprOp::kLoad, DType::kF32, {}, 0}};
-  kernel::Statement centre;
-  centre.name = "centre";
-  centre.domain = {8, 64};
-  centre.write = kernel::Access(2, ij);
-  centre.reads = {kernel::Access(0, ij), kernel::Access(1, {AffineExpr::iterator(0)})};
-  centre.expr = {{ExprOp::kLoad, DType::kF32, {}, 0},
-                 {ExprOp::kLoad, DType::kF32, {}, 1},
-                 {ExprOp::kSub, DType::kF32, {0, 1}}};
-  k.statements = {sum, centre};
+  kernel::Kernel k = centre_kernel();
   ASSERT_TRUE(kernel::verify_kernel(k).ok());
   std::string rows = function_of(k);
   size_t loop = rows.find("for (int64_t c0 = 0;");
@@ -492,7 +476,7 @@ TEST(EmitC, ATemporaryOfOneIterationIsALocalArray) {
   EXPECT_NE(rows.find("b1[0]"), std::string::npos) << rows;
   EXPECT_EQ(rows.find("b1[c0]"), std::string::npos) << rows;
   // Columns: s[j] = sum over i of x[i, j], then y[i, j] = x[i, j] - s[j].
-  std::vector<AffineExpr> j = {AffineExpr::iterator(1)};
+  std::vector<kernel::AffineExpr> j = {kernel::AffineExpr::iterator(1)};
   k.statements[0].write = kernel::Access(1, j);
   k.statements[1].reads[1] = kernel::Access(1, j);
   k.buffers[1].shape = {64};
