@@ -16,7 +16,7 @@ MobileNetV2's depthwise convolutions are also timed alone, in Weft's kernel prof
 read bandwidth measured in the same run (bench/bandwidth.cc); --depthwise measures only those.
 
 Usage: PYTHONPATH=build/python bench/.venv/bin/python bench/cnn_bench.py [--rounds 2] [--iters 20] [--write]
-           [--depthwise]
+           [--depthwise] [--models NAME...]
 --write stores bench/cnn_results.json, which run_bench.py puts in docs/benchmarks.md.
 """
 import argparse
@@ -188,7 +188,7 @@ def timed(fn, iters):
     return statistics.median(times)
 
 
-def measure(rounds, iters):
+def measure(rounds, iters, only=None):
     import weft
 
     systems = {"weft": {}, "ort": {}, "torch": {}, "torch_compile": {}}
@@ -196,6 +196,8 @@ def measure(rounds, iters):
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as tmp:
         for name, (make, example) in MODELS.items():
+            if only and name not in only:
+                continue
             model = randomize_batch_norms(make()).eval()
             x = example()
             path = os.path.join(tmp, name + ".onnx")
@@ -229,7 +231,7 @@ def measure(rounds, iters):
                         errors[f"{system}/{name}"] = str(e)[-300:]
                 print(f"round {r + 1}/{rounds}: {name}", flush=True)
     rows = []
-    for name in MODELS:
+    for name in runners:
         row = {"model": name}
         if flops[name] is not None:
             row["gflop"] = flops[name] / 1e9
@@ -310,14 +312,18 @@ def main():
     ap.add_argument("--depthwise", action="store_true",
                     help="measure only MobileNetV2's depthwise convolutions against the read bandwidth "
                          "(kept in cnn_results.json beside the models' last run)")
+    ap.add_argument("--models", nargs="+", choices=list(MODELS),
+                    help="only these models (not with --write: the stored run covers every model)")
     args = ap.parse_args()
+    if args.models and args.write:
+        ap.error("--write stores a run of every model; leave out --models")
     stored = os.path.join(HERE, "cnn_results.json")
     if args.depthwise:
         with open(stored) as f:
             result = json.load(f)
         result["depthwise"] = depthwise(max(args.rounds, 3), args.iters)
     else:
-        rows, peak = measure(args.rounds, args.iters)
+        rows, peak = measure(args.rounds, args.iters, args.models)
         from run_bench import machine
         result = {"date": datetime.date.today().isoformat(), "machine": machine(),
                   "onnxruntime": ort.__version__, "pytorch": torch.__version__,
