@@ -21,6 +21,7 @@
 #include "weft/support/float16.h"
 #include "weft/support/log.h"
 #include "weft/support/parallel.h"
+#include "weft/support/timing.h"
 #include "weft/toolchain/compile_cpu.h"
 
 namespace weft {
@@ -494,21 +495,6 @@ constexpr double kMemoryBoundFlopsPerByte = 8;
 // A call reaching less than this share of the measured peak is far off its estimate.
 constexpr double kFarOffPeak = 0.25;
 
-// The median ms of "fn" on "args" over about "seconds" (at least 3 runs).
-double median_ms(runtime::KernelFn fn, void* const* args, double seconds) {
-  std::vector<double> times;
-  double spent = 0;
-  while (times.size() < 3 || (spent < seconds && times.size() < 200)) {
-    auto t0 = Clock::now();
-    fn(args, nullptr);
-    double t = std::chrono::duration<double>(Clock::now() - t0).count();
-    times.push_back(t * 1e3);
-    spent += t;
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
-
 // "node" lowered alone into generated code (the cost model's schedule) and built: a function
 // timing a round of about "seconds" on its constants and pseudo-random f32 activations.
 Result<std::function<double(double)>> generated_timer(const Node& node,
@@ -548,7 +534,12 @@ Result<std::function<double(double)>> generated_timer(const Node& node,
   for (std::vector<float>& data : *buffers)
     args->push_back(data.data());
   return std::function<double(double)>([library, fn, buffers, args](double seconds) {
-    return median_ms(fn, args->data(), seconds);
+    return median_run_ms(
+        [&] {
+          fn(args->data(), nullptr);
+          return true;
+        },
+        seconds);
   });
 }
 

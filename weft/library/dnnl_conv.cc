@@ -24,6 +24,7 @@
 #include "weft/library/dynamic_call.h"
 #include "weft/support/hash.h"
 #include "weft/support/machine.h"
+#include "weft/support/timing.h"
 
 namespace weft::library {
 
@@ -308,24 +309,13 @@ std::vector<std::vector<float>> test_buffers(const LibraryCall& call) {
   return buffers;
 }
 
-// The median time of runs of "call" on "buffers" over about "seconds" (at least 3 runs).
+// The median time of runs of "call" on "buffers" over about "seconds" (median_run_ms).
 double median_ms(const LibraryCall& call, std::vector<std::vector<float>>& buffers,
                  double seconds) {
   std::vector<void*> args;
   for (std::vector<float>& b : buffers)
     args.push_back(b.data());
-  std::vector<double> times;
-  double spent = 0;
-  while (times.size() < 3 || (spent < seconds && times.size() < 200)) {
-    auto t0 = std::chrono::steady_clock::now();
-    Status s = call.kernel->run(args.data(), nullptr);
-    double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (!s.ok()) return -1;
-    times.push_back(t * 1e3);
-    spent += t;
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return median_run_ms([&] { return call.kernel->run(args.data(), nullptr).ok(); }, seconds);
 }
 
 } // namespace
