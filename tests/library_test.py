@@ -61,6 +61,19 @@ class WinogradChain(torch.nn.Module):
         return self.b(self.a(x)).mean(dim=(2, 3))
 
 
+class WideConv(torch.nn.Module):
+    """A 3x3 convolution of 1.2 GFLOP over 256 channels, between channel concatenations."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(256, 64, 3, padding=1)
+        self.head = torch.nn.Conv2d(64 + 128, 8, 1)
+
+    def forward(self, x):
+        y = torch.relu(self.conv(torch.cat([x, -x], 1)))
+        return self.head(torch.cat([y, x], 1))
+
+
 class SegmentationHead(torch.nn.Module):
     """A convolution with HardSwish (a oneDNN post-op), then bilinear upsampling to a given
     size, as torchvision's LR-ASPP ends: its Resize has an int64 sizes input."""
@@ -319,6 +332,14 @@ def winograd_kernels():
     return {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags
 
 
+def avx2_without_brgemm():
+    """Whether oneDNN's f32 convolutions here are its AVX2 JIT kernels (AVX2, no AVX-512),
+    which run faster on its blocked layout, nChw8c."""
+    with open("/proc/cpuinfo") as f:
+        flags = set(next((l for l in f if l.startswith("flags")), "").split())
+    return "avx2" in flags and "avx512f" not in flags
+
+
 def debug_lines(path, text):
     """How many lines of a run's debug log say "text"."""
     r = subprocess.run([WEFT, "run", path, "--fill", "random", "--output-dir",
@@ -428,10 +449,25 @@ def main():
                  if k["op_type"].startswith("Conv")]
         # x is channels-last (a graph input) and the result is read by the mean: the first
         # convolution reads and sums x reordered; the last reorders out; between them, none.
-        if winograd_kernels():
-            assert "reordered in, nChw16c out" in chain[0], chain
-            assert all("nChw16c in place" in c for c in chain[1:3]), chain
-            assert "nChw16c in, reordered out" in chain[3], chain
+        # Without AVX-512 (no brgemm), oneDNN's direct 3x3 kernels run faster on its blocked
+        # layout, nChw8c, and the chain lies so the same way.
+        blocks = "nChw16c" if winograd_kernels() else "nChw8c"
+        if winograd_kernels() or avx2_without_brgemm():
+            assert f"reordered in, {blocks} out" in chain[0], chain
+            assert all(f"{blocks} in place" in c for c in chain[1:3]), chain
+            assert f"{blocks} in, reordered out" in chain[3], chain
+        off = [k["strategy"] for k in kernels(os.path.join(tmp, "winograd_chain.onnx"),
+                                              {"WEFT_DNNL_BLOCKED": "0", "WEFT_WINOGRAD": "0"})
+               if k["op_type"].startswith("Conv")]
+        assert not any("nChw" in c for c in off), off
+        # A large convolution between concatenations (channels-last) runs blocked alone, its
+        # activations reordered, where that is faster (AVX2); the 1x1 ones stay channels-last.
+        check(tmp, "wide_conv", WideConv().eval(), {"x": f(1, 128, 64, 64)},
+              ["Conv+Relu", "Conv"])
+        wide = [k["strategy"] for k in kernels(os.path.join(tmp, "wide_conv.onnx"))
+                if k["op_type"].startswith("Conv")]
+        if avx2_without_brgemm():
+            assert "reordered to nChw8c" in wide[0] and "channels-last" in wide[1], wide
         check(tmp, "segmentation_head", SegmentationHead().eval(), {"x": f(1, 8, 6, 5)},
               ["Conv+HardSwish", "Transpose+Resize"])
         check(tmp, "conv1d", Conv1d().eval(), {"x": f(1, 16, 64)}, ["Conv+Relu"])

@@ -72,12 +72,13 @@ std::optional<std::string> int8_conv_unfit(const Node& n);
 // The nodes that read a value.
 using Readers = std::function<const std::vector<const Node*>&(const Value*)>;
 
-// Between oneDNN convolutions, values lie channels-last (or plain), and a Winograd
-// convolution reorders them to and from its blocked layout, nChw16c. A value that only
-// convolutions write and read (as their source, or a residual they sum), one of them
-// Winograd, lies in nChw16c instead, and those reorders go: the calls of "calls" (by head
-// node) that write or read such values are built again to take them so. None changes
-// when one of them cannot be. "outputs": the graph's outputs, which stay as they are.
+// Between oneDNN convolutions, values lie channels-last (or plain), and a convolution that
+// runs on oneDNN's blocked layout (nChw16c with AVX-512, else nChw8c: Winograd, or a direct
+// kernel faster so) reorders them to and from it. Values that only convolutions write and
+// read (as their source, or a residual they sum) join them into regions, and a region whose
+// reorders and kernels cost less blocked lies blocked: the calls of "calls" (by head node)
+// that write or read such values are built again to take them so (docs/library.md). None
+// changes when one of them cannot be. "outputs": the graph's outputs, which stay as they are.
 void keep_blocked_layouts(std::map<const Node*, LibraryCall>& calls, const Readers& readers,
                           const std::set<const Value*>& outputs);
 

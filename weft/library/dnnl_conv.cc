@@ -1,5 +1,5 @@
 // oneDNN's convolutions (dnnl.h): direct or Winograd kernels, on channels-last or blocked
-// activations; the blocked layouts kept between Winograd convolutions; `weft tune`'s timing
+// activations; the regions kept in the blocked layout; `weft tune`'s timing
 // of the two algorithms.
 #include <algorithm>
 #include <chrono>
@@ -180,21 +180,100 @@ PrimitiveWindows primitive_windows(const std::vector<Window>& win, const Dims& d
   return p;
 }
 
-// The blocked layout of oneDNN's Winograd kernels: channels in blocks of 16 innermost.
-memory::desc blocked16(const Dims& dims) {
-  return memory::desc(dims, memory::data_type::f32, memory::format_tag::nChw16c);
+// $WEFT_DNNL_BLOCKED=0: direct convolutions stay channels-last (for comparisons).
+bool blocked_direct_allowed() {
+  static const bool on = [] {
+    const char* env = std::getenv("WEFT_DNNL_BLOCKED");
+    return !env || std::string(env) != "0";
+  }();
+  return on;
+}
+
+// The channels of a block in oneDNN's blocked layout on this CPU: 16 with AVX-512, else 8.
+int64_t channel_block() {
+  static const int64_t block = [] {
+    auto core = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+    return (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & core) == core ? 16 : 8;
+  }();
+  return block;
+}
+
+// oneDNN's blocked layout of 2-D activations on this CPU, channels in blocks innermost:
+// nChw16c (its Winograd kernels' layout) with AVX-512, else nChw8c.
+memory::desc blocked(const Dims& dims) {
+  return memory::desc(dims, memory::data_type::f32,
+                      channel_block() == 16 ? memory::format_tag::nChw16c
+                                            : memory::format_tag::nChw8c);
+}
+
+// How oneDNN's direct kernel for a 2-D convolution fares on its blocked layout against the
+// one for channels-last. Faster where the channels-last one is the plain JIT kernel (no
+// brgemm, as on AVX2) with a window larger than 1x1 over at least 16 input channels a group:
+// there the blocked kernel took 0.56-0.93x the time ([1, 96, 256, 256] -> 32 channels, 3x3:
+// 38 -> 24 ms; ResNet-18's 3x3 ones 0.79-0.93x). As fast for 1x1 kernels without brgemm and
+// the stem's 3 channels (AMD EPYC, AVX2, 2 threads, 2026-11-30). Slower against brgemm
+// (AVX-512: up to 1.5x, ResNet-18's strided 3x3 convolutions), or where no blocked kernel is.
+enum class BlockedKernel : uint8_t { kFaster, kAsFast, kSlower };
+
+BlockedKernel blocked_kernel(const Node& conv) {
+  auto [dx, dw, dy, win] = conv_shape(conv);
+  if (!blocked_direct_allowed() || dx.size() != 4) return BlockedKernel::kSlower;
+  auto [strides, dilates, pad_l, pad_r, wdims] =
+      primitive_windows(win, dw, conv.attrs_as<ConvAttrs>().group);
+  dnnl::convolution_forward::desc d(
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, channels_last(dx),
+      memory::desc(wdims, memory::data_type::f32, memory::format_tag::any), memory::desc(),
+      channels_last(dy), strides, dilates, pad_l, pad_r);
+  std::string impl = dnnl::convolution_forward::primitive_desc(d, engine()).impl_info_str();
+  if (impl.starts_with("jit_1x1:")) return BlockedKernel::kAsFast;
+  return impl.starts_with("jit:") && dw[1] >= 16 && dw[2] * dw[3] > 1 ? BlockedKernel::kFaster
+                                                                      : BlockedKernel::kSlower;
+}
+
+// The cost model of the blocked layout, in bytes moved: a reorder reads and writes a value
+// once; the faster blocked kernel saves kBlockedGain of a convolution's time (measured
+// 7-44%, most of ResNet's and SqueezeNet's 12-18%), its FLOPs at kFlopsPerByte (about
+// 150 GFLOP/s against 20 GB/s on 2 AVX2 cores).
+constexpr double kBlockedGain = 0.15, kFlopsPerByte = 7.5;
+
+double elements(const Dims& d) {
+  return static_cast<double>(std::accumulate(d.begin(), d.end(), int64_t{1}, std::multiplies<>()));
+}
+
+double reorder_cost(const Value* v) { return v ? 2.0 * 4.0 * elements(dims_of(v)) : 0; }
+
+double conv_flops(const Node& conv) {
+  auto [dx, dw, dy, win] = conv_shape(conv);
+  double taps = elements(Dims(dw.begin() + 1, dw.end())); // per output, each a multiply-add
+  return 2.0 * taps * elements(dy);
+}
+
+double blocked_gain(const Node& conv) { return conv_flops(conv) * kBlockedGain / kFlopsPerByte; }
+
+// Whether a convolution whose neighbours lie channels-last runs blocked all the same: its
+// kernel's gain outweighs reordering its source and destination, and it is large enough
+// (kBlockedAloneFlops) that the reorders run near the bandwidth. SqueezeNet's 3x3
+// convolutions of 28-56 MFLOP ran no faster blocked with their reorders than channels-last
+// (0.567 against 0.568 ms); the U-Net's of 0.6-3.6 GFLOP 1.3-1.7x faster (38 -> 27 ms).
+constexpr double kBlockedAloneFlops = 1e8;
+
+bool blocked_alone(const Node& conv, BlockedKernel kernel) {
+  return kernel == BlockedKernel::kFaster && conv_flops(conv) >= kBlockedAloneFlops &&
+         blocked_gain(conv) > reorder_cost(conv.inputs[0]) + reorder_cost(conv.outputs[0]);
 }
 
 // Conv in 1-3 spatial dims. oneDNN's fast convolutions want channels-last activations, so
 // the primitive runs on those, reordered from and to the plain buffers around it, unless
 // only a reference implementation exists there; then plain activations. A
 // Op::kConvChannelsLast's activations lie channels-last already: nothing to reorder. A 3x3
-// convolution that fits oneDNN's Winograd kernels takes them instead, on activations
-// reordered to their blocked layout. Weights take oneDNN's preferred layout, reordered once
-// here when they are constant.
-// "blocked": values that lie in nChw16c between convolutions (keep_blocked_layouts).
+// convolution that fits oneDNN's Winograd kernels takes them instead, and a direct one runs
+// blocked where that pays (blocked_alone) or its neighbours lie so, on activations reordered
+// to the blocked layout.
+// Weights take oneDNN's preferred layout, reordered once here when they are constant.
+// "blocked": values that lie in the blocked layout between convolutions (keep_blocked_layouts).
 std::optional<LibraryCall> conv_call_in(const Node& n, const Absorbed& absorbed,
-                                        const std::set<const Value*>& blocked, std::string* why_not,
+                                        const std::set<const Value*>& in_blocked,
+                                        std::string* why_not,
                                         Algorithm forced = Algorithm::kChosen) {
   const std::vector<PostOp>& ops = absorbed.epilogue;
   const auto& at = n.attrs_as<ConvAttrs>();
@@ -209,9 +288,10 @@ std::optional<LibraryCall> conv_call_in(const Node& n, const Absorbed& absorbed,
   memory::desc x_user = nhwc ? channels_last_view(dims_of(x)) : plain(dx);
   memory::desc y_user = nhwc ? channels_last_view(dims_of(y)) : plain(dy);
   memory::desc residual_user = y_user;
-  bool src_blocked = blocked.contains(x), dst_blocked = blocked.contains(final_output(n, ops));
-  if (src_blocked) x_user = blocked16(dx);
-  if (dst_blocked) y_user = blocked16(dy);
+  bool src_blocked = in_blocked.contains(x),
+       dst_blocked = in_blocked.contains(final_output(n, ops));
+  if (src_blocked) x_user = blocked(dx);
+  if (dst_blocked) y_user = blocked(dy);
   auto [strides, dilates, pad_l, pad_r, wdims] = primitive_windows(win, dw, at.group);
   bool constant_weights = w->is_constant();
   memory::desc wmd = constant_weights
@@ -246,11 +326,13 @@ std::optional<LibraryCall> conv_call_in(const Node& n, const Absorbed& absorbed,
                          std::none_of(args.begin(), args.end(),
                                       [&](const DnnlKernel::Arg& a) { return a.buffer == summed; });
     args.push_back({DNNL_ARG_DST, position(call.values, final_output(n, ops)), y_user, layout(dy)});
-    bool in_blocks = dx.size() == 4 && layout(dx) == blocked16(dx); // (5-D: no nChw16c)
-    std::string where = in_blocks              ? (src_blocked && dst_blocked ? ", nChw16c in place"
-                                                  : src_blocked              ? ", nChw16c in, reordered out"
-                                                  : dst_blocked              ? ", reordered in, nChw16c out"
-                                                                             : ", reordered to nChw16c")
+    bool in_blocks = dx.size() == 4 && layout(dx) == blocked(dx); // (5-D: not blocked)
+    std::string blocks = fmt::format("nChw{}c", channel_block());
+    std::string where = in_blocks
+                            ? (src_blocked && dst_blocked ? fmt::format(", {} in place", blocks)
+                               : src_blocked ? fmt::format(", {} in, reordered out", blocks)
+                               : dst_blocked ? fmt::format(", reordered in, {} out", blocks)
+                                             : fmt::format(", reordered to {}", blocks))
                         : layout(dx) == x_user ? (nhwc ? ", channels-last in place" : "")
                                                : ", channels-last";
     auto conv = std::make_shared<DnnlKernel>(
@@ -259,8 +341,8 @@ std::optional<LibraryCall> conv_call_in(const Node& n, const Absorbed& absorbed,
                     where));
     memory::desc residual_md;
     if (summed >= 0) {
-      residual_md = blocked.contains(call.values[static_cast<size_t>(summed)]) ? blocked16(dy)
-                                                                               : residual_user;
+      residual_md = in_blocked.contains(call.values[static_cast<size_t>(summed)]) ? blocked(dy)
+                                                                                  : residual_user;
       conv->copy_into_dst(summed, residual_md);
     }
     // Written in the residual's memory without an internal layout, the destination must lie
@@ -276,11 +358,20 @@ std::optional<LibraryCall> conv_call_in(const Node& n, const Absorbed& absorbed,
                       : forced == Algorithm::kChosen && winograd_fits(dx, dw, at.group, win);
   if (winograd) {
     try {
-      if (LibraryCall call = build(blocked16, A::convolution_winograd); call.kernel) return call;
+      if (LibraryCall call = build(blocked, A::convolution_winograd); call.kernel) return call;
     } catch (const dnnl::error&) { // no Winograd kernel here (ISA, post-ops): direct below
     }
   }
   if (forced == Algorithm::kWinograd) return std::nullopt;
+  try {
+    BlockedKernel kernel =
+        forced == Algorithm::kChosen ? blocked_kernel(n) : BlockedKernel::kSlower;
+    if ((kernel != BlockedKernel::kSlower && (src_blocked || dst_blocked)) ||
+        blocked_alone(n, kernel)) {
+      if (LibraryCall call = build(blocked, A::convolution_direct); call.kernel) return call;
+    }
+  } catch (const dnnl::error&) { // no blocked kernel here (post-ops): channels-last below
+  }
   try {
     if (LibraryCall call = build(channels_last, A::convolution_direct); call.kernel) return call;
   } catch (const dnnl::error&) { // not implemented channels-last: plain below
@@ -467,11 +558,15 @@ std::optional<LibraryCall> qlinear_conv_call(const Node& n, const Absorbed& /*ab
 
 void keep_blocked_layouts(std::map<const Node*, LibraryCall>& calls, const Readers& readers,
                           const std::set<const Value*>& outputs) {
+  // The convolutions that may run blocked: Winograd ones, which do anyway, and direct ones
+  // whose blocked kernel is as fast or faster.
   struct Conv {
     const Node* head;
     LibraryCall* call;
     const Value *src, *out, *residual;
     bool winograd;
+    BlockedKernel kernel;
+    size_t group = 0; // its region's index (union-find parent while building)
   };
   std::vector<Conv> convs;
   for (auto& [head, call] : calls) {
@@ -479,47 +574,80 @@ void keep_blocked_layouts(std::map<const Node*, LibraryCall>& calls, const Reade
     if ((head->op_type != Op::kConv && head->op_type != Op::kConvChannelsLast) || !kernel ||
         !call.symbols.empty() || dims_of(head->inputs[0]).size() != 4)
       continue;
+    bool winograd = kernel->describe().find("wino") != std::string::npos;
+    BlockedKernel k = BlockedKernel::kFaster;
+    try {
+      if (!winograd) k = blocked_kernel(*head);
+    } catch (const dnnl::error&) {
+      continue;
+    }
+    if (k == BlockedKernel::kSlower) continue;
     int summed = kernel->summed();
     convs.push_back({head, &call, head->inputs[0], call.nodes.back()->outputs[0],
-                     summed >= 0 ? call.values[static_cast<size_t>(summed)] : nullptr,
-                     kernel->describe().find("wino") != std::string::npos});
+                     summed >= 0 ? call.values[static_cast<size_t>(summed)] : nullptr, winograd, k,
+                     convs.size()});
   }
-  std::map<const Node*, const Conv*> conv_of; // every node of a convolution's call
-  for (const Conv& c : convs) {
-    for (const Node* n : c.call->nodes)
-      conv_of[n] = &c;
+  std::map<const Node*, size_t> conv_of; // every node of a convolution's call
+  for (size_t i = 0; i < convs.size(); ++i) {
+    for (const Node* n : convs[i].call->nodes)
+      conv_of[n] = i;
   }
-  // A value may go blocked when a convolution writes it and convolutions read it, as their
-  // source or summed residual only, and its channels are a multiple of 16 (so that nChw16c
-  // takes the memory of channels-last). It does when more of those ends are Winograd than
-  // direct: each end not in the value's layout reorders it. (oneDNN's direct kernels on
-  // nChw16c ran up to 1.5x slower than its brgemm kernels on channels-last, ResNet-18's
-  // strided 3x3 convolutions: they keep channels-last and reorder.)
-  std::set<const Value*> blocked;
+  std::function<size_t(size_t)> root = [&](size_t i) {
+    return convs[i].group == i ? i : convs[i].group = root(convs[i].group);
+  };
+  // A value may go blocked when one of those convolutions writes it and others read it, as
+  // their source or summed residual only, and its channels are a multiple of the block (so
+  // that the blocked layout takes the memory of channels-last). Such values join their
+  // convolutions into regions.
+  std::set<const Value*> inner;
   for (const Conv& c : convs) {
     Dims d = dims_of(c.out);
     int64_t channels = c.head->op_type == Op::kConvChannelsLast ? d[3] : d[1];
     const std::vector<const Node*>& read_by = readers(c.out);
-    if (outputs.contains(c.out) || channels % 16 != 0 || read_by.empty()) continue;
-    int winograd = c.winograd ? 1 : -1; // Winograd ends less direct ones
+    if (outputs.contains(c.out) || channels % channel_block() != 0 || read_by.empty()) continue;
     bool fits = true;
     for (const Node* r : read_by) {
       auto it = conv_of.find(r);
-      const Conv* q = it == conv_of.end() ? nullptr : it->second;
+      const Conv* q = it == conv_of.end() ? nullptr : &convs[it->second];
       fits = q && q->head->op_type == c.head->op_type &&
              (r == q->head ? std::count(r->inputs.begin(), r->inputs.end(), c.out) == 1 &&
                                  r->inputs[0] == c.out
                            : q->residual == c.out);
       if (!fits) break;
-      winograd += q->winograd ? 1 : -1;
     }
-    if (fits && winograd > 0) blocked.insert(c.out);
+    if (!fits) continue;
+    inner.insert(c.out);
+    for (const Node* r : read_by)
+      convs[root(conv_of.at(r))].group = root(conv_of.at(c.head));
   }
-  if (blocked.empty()) return;
+  // A region goes blocked when that costs less (reorder_cost, blocked_gain): blocked, its
+  // values that come from or go outside it are reordered, and every direct convolution that
+  // is faster blocked gains; channels-last, the convolutions that run blocked alone
+  // (Winograd ones, blocked_alone) reorder all their values and gain. So a region of 1x1
+  // convolutions only goes blocked when it saves reorders, and SqueezeNet's fire modules
+  // (channels-last concatenations on both sides, small 3x3 convolutions) do not.
+  std::map<size_t, double> blocked_cost, channels_last_cost;
+  for (Conv& c : convs) {
+    size_t g = root(c.group);
+    c.group = g;
+    double gain = c.kernel == BlockedKernel::kFaster && !c.winograd ? blocked_gain(*c.head) : 0;
+    blocked_cost[g] -= gain;
+    for (const Value* v : {c.src, c.out, c.residual})
+      if (!inner.contains(v)) blocked_cost[g] += reorder_cost(v);
+    if (c.winograd || blocked_alone(*c.head, c.kernel))
+      channels_last_cost[g] +=
+          reorder_cost(c.src) + reorder_cost(c.out) + reorder_cost(c.residual) - gain;
+  }
+  std::set<const Value*> in_blocks;
+  for (const Conv& c : convs) {
+    if (inner.contains(c.out) && blocked_cost[c.group] < channels_last_cost[c.group])
+      in_blocks.insert(c.out);
+  }
+  if (in_blocks.empty()) return;
   // Every convolution that touches one is built again, or none is.
   std::map<const Node*, LibraryCall> rebuilt;
   for (const Conv& c : convs) {
-    if (!blocked.contains(c.src) && !blocked.contains(c.out) && !blocked.contains(c.residual))
+    if (!in_blocks.contains(c.src) && !in_blocks.contains(c.out) && !in_blocks.contains(c.residual))
       continue;
     Absorbed absorbed;
     const Value* v = c.head->outputs[0];
@@ -532,7 +660,7 @@ void keep_blocked_layouts(std::map<const Node*, LibraryCall>& calls, const Reade
     std::string why_not;
     std::optional<LibraryCall> call;
     try {
-      call = conv_call_in(*c.head, absorbed, blocked, &why_not);
+      call = conv_call_in(*c.head, absorbed, in_blocks, &why_not);
     } catch (const dnnl::error&) {
     }
     if (!call || !call->kernel) return;
