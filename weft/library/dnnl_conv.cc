@@ -231,10 +231,18 @@ BlockedKernel blocked_kernel(const Node& conv) {
 }
 
 // The cost model of the blocked layout, in bytes moved: a reorder reads and writes a value
-// once; the faster blocked kernel saves kBlockedGain of a convolution's time (measured
-// 7-44%, most of ResNet's and SqueezeNet's 12-18%), its FLOPs at kFlopsPerByte (about
-// 150 GFLOP/s against 20 GB/s on 2 AVX2 cores).
-constexpr double kBlockedGain = 0.15, kFlopsPerByte = 7.5;
+// once; the faster blocked kernel saves a share of a convolution's time, its FLOPs at
+// kFlopsPerByte (about 150 GFLOP/s against 20 GB/s on 2 AVX2 cores). The share measured
+// (alternating runs in one process, AMD EPYC, AVX2, 2 threads, 2026-11-30): 25-50% with 64
+// or more input channels on output planes of 56x56 or more (64 -> 64 at 56x56: 0.73x the
+// time, at 224x224: 0.66x; 128 -> 128 at 56x56: 0.50x; the U-Net's 0.61-0.63x); 7-21%
+// elsewhere (ResNet's 28x28 to 7x7 layers 0.79-0.93x, SqueezeNet's 0.82-0.88x, 32 -> 32 at
+// 56x56 to 224x224: 0.81-1.0x), though 32 -> 64 with stride 2 from 256x256 took 0.59x.
+constexpr double kFlopsPerByte = 7.5;
+
+double blocked_share(const Dims& dw, const Dims& dy) {
+  return dw[1] >= 64 && dy[2] * dy[3] >= 56 * 56 ? 0.3 : 0.15;
+}
 
 double elements(const Dims& d) {
   return static_cast<double>(std::accumulate(d.begin(), d.end(), int64_t{1}, std::multiplies<>()));
@@ -248,7 +256,10 @@ double conv_flops(const Node& conv) {
   return 2.0 * taps * elements(dy);
 }
 
-double blocked_gain(const Node& conv) { return conv_flops(conv) * kBlockedGain / kFlopsPerByte; }
+double blocked_gain(const Node& conv) {
+  auto [dx, dw, dy, win] = conv_shape(conv);
+  return conv_flops(conv) * blocked_share(dw, dy) / kFlopsPerByte;
+}
 
 // Whether a convolution whose neighbours lie channels-last runs blocked all the same: its
 // kernel's gain outweighs reordering its source and destination, and it is large enough
