@@ -100,6 +100,18 @@ class Conv1d(torch.nn.Module):
         return torch.relu(self.conv(x))
 
 
+class Conv1dLong(torch.nn.Module):
+    """A 1-D convolution with 15 taps, as a byte-level text classifier's: without AVX-512,
+    oneDNN has only its gemm-based kernel for it, which runs on the plain activations."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv1d(32, 64, 15, padding=7)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+
+
 class Attention(torch.nn.Module):
     """Transposes around batched MatMuls, as multi-head attention exports them."""
 
@@ -473,6 +485,13 @@ def main():
         check(tmp, "conv1d", Conv1d().eval(), {"x": f(1, 16, 64)}, ["Conv+Relu"])
         conv1d = [k["strategy"] for k in kernels(os.path.join(tmp, "conv1d.onnx"))]
         assert "channels-last" in conv1d[0] and "gemm" not in conv1d[0], conv1d
+        check(tmp, "conv1d_long", Conv1dLong().eval(), {"x": f(1, 32, 512)}, ["Conv+Relu"])
+        long = [k["strategy"] for k in kernels(os.path.join(tmp, "conv1d_long.onnx"))]
+        if "gemm" in long[0]:
+            assert "channels-last" not in long[0], long
+            off = [k["strategy"] for k in kernels(os.path.join(tmp, "conv1d_long.onnx"),
+                                                  {"WEFT_DNNL_BLOCKED": "0"})]
+            assert "channels-last" in off[0], off
         # Depthwise convolutions channels-last, as oneDNN's calls and as generated code
         # (WEFT_DEPTHWISE=generated: weft.ConvChannelsLast on its [k..., 1, M] weights).
         check(tmp, "inverted_residual", InvertedResidual().eval(), {"x": f(1, 8, 20, 20)},

@@ -215,16 +215,23 @@ memory::desc blocked(const Dims& dims) {
 // (AVX-512: up to 1.5x, ResNet-18's strided 3x3 convolutions), or where no blocked kernel is.
 enum class BlockedKernel : uint8_t { kFaster, kAsFast, kSlower };
 
-BlockedKernel blocked_kernel(const Node& conv) {
+// The implementation oneDNN picks for a direct convolution on channels-last activations
+// ("jit:avx2", "brg:avx512_core", "x64:gemm:jit", ...).
+std::string channels_last_impl(const Node& conv) {
   auto [dx, dw, dy, win] = conv_shape(conv);
-  if (!blocked_direct_allowed() || dx.size() != 4) return BlockedKernel::kSlower;
   auto [strides, dilates, pad_l, pad_r, wdims] =
       primitive_windows(win, dw, conv.attrs_as<ConvAttrs>().group);
   dnnl::convolution_forward::desc d(
       dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, channels_last(dx),
       memory::desc(wdims, memory::data_type::f32, memory::format_tag::any), memory::desc(),
       channels_last(dy), strides, dilates, pad_l, pad_r);
-  std::string impl = dnnl::convolution_forward::primitive_desc(d, engine()).impl_info_str();
+  return dnnl::convolution_forward::primitive_desc(d, engine()).impl_info_str();
+}
+
+BlockedKernel blocked_kernel(const Node& conv) {
+  auto [dx, dw, dy, win] = conv_shape(conv);
+  if (!blocked_direct_allowed() || dx.size() != 4) return BlockedKernel::kSlower;
+  std::string impl = channels_last_impl(conv);
   if (impl.starts_with("jit_1x1:")) return BlockedKernel::kAsFast;
   return impl.starts_with("jit:") && dw[1] >= 16 && dw[2] * dw[3] > 1 ? BlockedKernel::kFaster
                                                                       : BlockedKernel::kSlower;
@@ -374,6 +381,18 @@ std::optional<LibraryCall> conv_call_in(const Node& n, const Absorbed& absorbed,
     }
   }
   if (forced == Algorithm::kWinograd) return std::nullopt;
+  // Where oneDNN has no direct JIT kernel for channels-last, only its gemm-based one
+  // (im2col; 1-D convolutions with long windows on AVX2), that ran 2x faster on plain
+  // activations ([1, 64, 4096] -> 128 channels, 15 taps: 15.4 -> 8.7 ms; 128 -> 128: 35.7 ->
+  // 17.7; AMD EPYC, AVX2, 2 threads, 2026-11-30), which lie so here unless the graph made
+  // them channels-last: no reorders then either.
+  try {
+    if (!nhwc && !src_blocked && !dst_blocked && forced == Algorithm::kChosen &&
+        blocked_direct_allowed() && channels_last_impl(n).find("gemm") != std::string::npos) {
+      if (LibraryCall call = build(plain, A::convolution_direct); call.kernel) return call;
+    }
+  } catch (const dnnl::error&) { // channels-last below
+  }
   try {
     BlockedKernel kernel =
         forced == Algorithm::kChosen ? blocked_kernel(n) : BlockedKernel::kSlower;
@@ -577,7 +596,7 @@ void keep_blocked_layouts(std::map<const Node*, LibraryCall>& calls, const Reade
     const Value *src, *out, *residual;
     bool winograd;
     BlockedKernel kernel;
-    size_t group = 0; // its region's index (union-find parent while building)
+    size_t region = 0; // its region's index (union-find parent while building)
   };
   std::vector<Conv> convs;
   for (auto& [head, call] : calls) {
@@ -604,7 +623,7 @@ void keep_blocked_layouts(std::map<const Node*, LibraryCall>& calls, const Reade
       conv_of[n] = i;
   }
   std::function<size_t(size_t)> root = [&](size_t i) {
-    return convs[i].group == i ? i : convs[i].group = root(convs[i].group);
+    return convs[i].region == i ? i : convs[i].region = root(convs[i].region);
   };
   // A value may go blocked when one of those convolutions writes it and others read it, as
   // their source or summed residual only, and its channels are a multiple of the block (so
@@ -629,7 +648,7 @@ void keep_blocked_layouts(std::map<const Node*, LibraryCall>& calls, const Reade
     if (!fits) continue;
     inner.insert(c.out);
     for (const Node* r : read_by)
-      convs[root(conv_of.at(r))].group = root(conv_of.at(c.head));
+      convs[root(conv_of.at(r))].region = root(conv_of.at(c.head));
   }
   // A region goes blocked when that costs less (reorder_cost, blocked_gain): blocked, its
   // values that come from or go outside it are reordered, and every direct convolution that
@@ -639,8 +658,8 @@ void keep_blocked_layouts(std::map<const Node*, LibraryCall>& calls, const Reade
   // (channels-last concatenations on both sides, small 3x3 convolutions) do not.
   std::map<size_t, double> blocked_cost, channels_last_cost;
   for (Conv& c : convs) {
-    size_t g = root(c.group);
-    c.group = g;
+    size_t g = root(c.region);
+    c.region = g;
     double gain = c.kernel == BlockedKernel::kFaster && !c.winograd ? blocked_gain(*c.head) : 0;
     blocked_cost[g] -= gain;
     for (const Value* v : {c.src, c.out, c.residual})
@@ -651,7 +670,7 @@ void keep_blocked_layouts(std::map<const Node*, LibraryCall>& calls, const Reade
   }
   std::set<const Value*> in_blocks;
   for (const Conv& c : convs) {
-    if (inner.contains(c.out) && blocked_cost[c.group] < channels_last_cost[c.group])
+    if (inner.contains(c.out) && blocked_cost[c.region] < channels_last_cost[c.region])
       in_blocks.insert(c.out);
   }
   if (in_blocks.empty()) return;
