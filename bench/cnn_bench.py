@@ -245,9 +245,20 @@ def measure(rounds, iters, only=None):
     return rows, max(peaks, default=None)
 
 
+def has_avx512():
+    """Whether this CPU has AVX-512 (oneDNN's brgemm and Winograd f32 kernels need it)."""
+    with open("/proc/cpuinfo") as f:
+        return "avx512f" in next((l for l in f if l.startswith("flags")), "").split()
+
+
+def isa(r):
+    """The CPU's vector ISA as the table states it, where the run recorded it."""
+    return "" if "avx512" not in r else " (AVX-512)" if r["avx512"] else " (AVX2, no AVX-512)"
+
+
 def markdown(r):
     lines = ["## Real models on the CPU", "",
-             f"`bench/cnn_bench.py`, measured {r['date']} on {r['machine']}, {r['threads']} threads: "
+             f"`bench/cnn_bench.py`, measured {r['date']} on {r['machine']}{isa(r)}, {r['threads']} threads: "
              "torchvision's models at batch 1 (224x224), a U-Net-style segmenter (256x256, ConvTranspose "
              "and Resize), a byte-level 1-D convolutional classifier (4,096 bytes), a TransformerEncoderLayer "
              "and a GPT-2-style block (4x128x256); random weights, exported by PyTorch "
@@ -328,7 +339,7 @@ def main():
         result = {"date": datetime.date.today().isoformat(), "machine": machine(),
                   "onnxruntime": ort.__version__, "pytorch": torch.__version__,
                   "threads": torch.get_num_threads(), "rounds": args.rounds, "iters": args.iters,
-                  "peak_gflops": peak, "rows": rows, "depthwise": depthwise(max(args.rounds, 3), args.iters)}
+                  "avx512": has_avx512(), "peak_gflops": peak, "rows": rows, "depthwise": depthwise(max(args.rounds, 3), args.iters)}
     print("\n".join(markdown(result)))
     if args.write:
         with open(stored, "w") as f:
