@@ -30,21 +30,21 @@ namespace weft::library {
 
 namespace {
 
+// Whether a knob of docs/knobs.md is on: unset, or anything but "0".
+bool knob_on(const char* name) {
+  const char* env = std::getenv(name);
+  return !env || std::string(env) != "0";
+}
+
 // $WEFT_DNNL_SUM=0: residuals stay binary post-ops (for comparisons).
 bool sum_residuals() {
-  static const bool on = [] {
-    const char* env = std::getenv("WEFT_DNNL_SUM");
-    return !env || std::string(env) != "0";
-  }();
+  static const bool on = knob_on("WEFT_DNNL_SUM");
   return on;
 }
 
 // $WEFT_WINOGRAD=0: 3x3 convolutions stay direct (for comparisons).
 bool winograd_allowed() {
-  static const bool on = [] {
-    const char* env = std::getenv("WEFT_WINOGRAD");
-    return !env || std::string(env) != "0";
-  }();
+  static const bool on = knob_on("WEFT_WINOGRAD");
   return on;
 }
 
@@ -182,10 +182,7 @@ PrimitiveWindows primitive_windows(const std::vector<Window>& win, const Dims& d
 
 // $WEFT_DNNL_BLOCKED=0: direct convolutions stay channels-last (for comparisons).
 bool blocked_direct_allowed() {
-  static const bool on = [] {
-    const char* env = std::getenv("WEFT_DNNL_BLOCKED");
-    return !env || std::string(env) != "0";
-  }();
+  static const bool on = knob_on("WEFT_DNNL_BLOCKED");
   return on;
 }
 
