@@ -243,14 +243,16 @@ def markdown(sweeps):
     results file of this script with a "what" line."""
     lines = ["### CUDA code generation: the knobs compared", "",
              "`bench/gpu_knobs.py`: each case's kernel time under each setting of the code "
-             "generation knobs (docs/knobs.md), one round of 10 runs per setting, in one call; the "
-             "defaults were chosen from these ([cuda-strategies.md](cuda-strategies.md)). One "
-             "round: differences under about 5% are within the noise of repeated cells.", ""]
+             "generation knobs (docs/knobs.md), rounds alternating over the settings, in one call; "
+             "the defaults were chosen from these ([cuda-strategies.md](cuda-strategies.md)). One "
+             "round: differences under about 5% are within the noise of repeated cells; two or "
+             "three: about 2%.", ""]
     for sweep in sweeps:
         lines += [sweep["what"][0].upper() + sweep["what"][1:] + ".", "",
                   "Settings: " + "; ".join(f"*{name}*: " + (", ".join(f"{k}={v}" for k, v in env.items())
                                                           or "this build's defaults")
-                                           for name, env in sweep["settings"].items()) + ".", "",
+                                           for name, env in sweep["settings"].items())
+                  + f"; {sweep['rounds']} round(s) of {sweep['iters']} runs.", "",
                   table(sweep), ""]
     return lines + ["Raw results: `bench/gpu_knobs_results.json`.", ""]
 

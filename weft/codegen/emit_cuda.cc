@@ -137,6 +137,16 @@ ReductionText Emitter::strided_reduction(const AstNode& call, const std::string&
   return r;
 }
 
+bool Emitter::steady_quads(const AstNode& call, const std::string& along,
+                           const std::string& outer) const {
+  const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
+  return std::all_of(s.reads.begin(), s.reads.end(), [&](const kernel::Access& a) {
+    std::optional<int64_t> moving = flat_coefficient(a, call, along);
+    std::optional<int64_t> step = flat_coefficient(a, call, outer);
+    return (moving && *moving == 0) || (step && *step % 4 == 0);
+  });
+}
+
 bool Emitter::contains_reduction(const AstNode& n) {
   if (n.kind == AstNode::Kind::kFor && n.mark == AstNode::Mark::kReduction) return true;
   return std::any_of(n.children.begin(), n.children.end(),
@@ -679,9 +689,9 @@ std::string Emitter::cuda_part(const AstNode& n, const std::string& function, co
     }
     const ColumnInit* folded = init ? &*init : nullptr;
     if (by_quads.vector_reads) {
-      CudaReductionWriter(by_quads, body)
+      CudaReductionWriter(by_quads, body, options.unroll)
           .column_quads(n.iterator, range_text(n, c), inner->iterator, range_text(*inner, c), split,
-                        folded, 1, globals);
+                        steady_quads(c, inner->iterator, n.iterator), folded, 1, globals);
     } else {
       CudaReductionWriter(r, body, options.unroll)
           .column(n.iterator, range_text(n, c), inner->iterator, range_text(*inner, c), split,

@@ -72,8 +72,8 @@ TEST(EmitCuda, Strategies) {
 
   // The grid-strided loop over a contiguous f32 read takes float4 loads where the read is
   // 16-byte aligned (a check when it runs), into 4 accumulators, then a scalar remainder
-  // loop; without vector loads, CudaOptions::unroll accumulators (loads in flight); with
-  // neither, one chain of combines.
+  // loop; without vector loads,
+  // CudaOptions::unroll accumulators (loads in flight); with neither, one chain of combines.
   EXPECT_NE(atomic->source.find("float weft_a[4];"), std::string::npos) << atomic->source;
   EXPECT_NE(atomic->source.find("if (weft_aligned16(&b"), std::string::npos) << atomic->source;
   EXPECT_NE(atomic->source.find("const float4 weft_y0 = weft_load4(&b"), std::string::npos)
@@ -142,17 +142,20 @@ TEST(EmitCuda, OptionsFromTheEnvironment) {
   EXPECT_EQ(over.max_group, 256);
 }
 
-// COLUMN ([R, K] summed over R): a column a lane by default; with
-// CudaOptions::column_vector 4, by quads (float4 loads of 4 columns a lane where whole and
-// aligned, 32 row slices), still combining the split blocks with atomics.
+// COLUMN ([R, K] summed over R): by quads by default (CudaOptions::column_vector 4: float4
+// loads of 4 columns a lane where whole and aligned, 32 row slices), still combining the
+// split blocks with atomics; a column a lane with column_vector 1. Rows of a multiple of 4
+// floats keep the first row's alignment: checked once, then CudaOptions::unroll quads at a
+// time; other rows are checked one by one.
 TEST(EmitCuda, ColumnByQuads) {
   kernel::Kernel k =
       testing::reduce_kernel("column_sum", {4096, 40}, {true, false}, kernel::Combine::kSum);
   Result<poly::ScheduledKernel> s = poly::schedule_kernel(k);
   ASSERT_TRUE(s.ok()) << s.status().to_string();
-  Result<EmittedFunction> plain = emit_function(k, s->loops, Dialect::kCuda);
+  CudaOptions lanes;
+  lanes.column_vector = 1;
+  Result<EmittedFunction> plain = emit_function(k, s->loops, Dialect::kCuda, {}, lanes);
   CudaOptions quads;
-  quads.column_vector = 4;
   Result<EmittedFunction> by_quads = emit_function(k, s->loops, Dialect::kCuda, {}, quads);
   ASSERT_TRUE(plain.ok() && by_quads.ok());
   EXPECT_NE(plain->source.find("COLUMN: 32 columns per block"), std::string::npos) << plain->source;
@@ -160,10 +163,20 @@ TEST(EmitCuda, ColumnByQuads) {
   const std::string& q = by_quads->source;
   EXPECT_NE(q.find("COLUMN by quads"), std::string::npos) << q;
   EXPECT_NE(q.find("__shared__ float weft_tile[32][33];"), std::string::npos) << q;
-  EXPECT_NE(q.find("if (weft_k0 + 3 < weft_k_hi && weft_aligned16(&b"), std::string::npos) << q;
-  EXPECT_NE(q.find("const float4 weft_y0 = weft_load4(&b"), std::string::npos) << q;
+  EXPECT_NE(q.find("bool weft_quad = weft_k0 + 3 < weft_k_hi;"), std::string::npos) << q;
+  EXPECT_NE(q.find("weft_y0[weft_u] = weft_load4(&b"), std::string::npos) << q;
   EXPECT_NE(q.find("weft_atomic_add("), std::string::npos) << q;
-  EXPECT_NE(CudaOptions().key(), quads.key());
+  EXPECT_NE(lanes.key(), quads.key());
+  kernel::Kernel odd =
+      testing::reduce_kernel("column_sum", {4096, 42}, {true, false}, kernel::Combine::kSum);
+  Result<poly::ScheduledKernel> o = poly::schedule_kernel(odd);
+  ASSERT_TRUE(o.ok()) << o.status().to_string();
+  Result<EmittedFunction> rows = emit_function(odd, o->loops, Dialect::kCuda, {}, quads);
+  ASSERT_TRUE(rows.ok()) << rows.status().to_string();
+  const std::string& r = rows->source;
+  EXPECT_NE(r.find("if (weft_k0 + 3 < weft_k_hi && weft_aligned16(&b"), std::string::npos) << r;
+  EXPECT_NE(r.find("const float4 weft_y0 = weft_load4(&b"), std::string::npos) << r;
+  EXPECT_EQ(r.find("weft_quad"), std::string::npos) << r;
 }
 
 // A COLUMN nest after the loop of its inits is one launch: a sum's column runs its init just
@@ -211,14 +224,14 @@ TEST(EmitCuda, OptionsReadBackFromText) {
   o.held_elements = 4;
   o.max_group = 128;
   o.resident_threads = 1536;
-  o.column_vector = 4;
+  o.column_vector = 1;
   o.deterministic = true; // not a knob of records
   std::optional<CudaOptions> back = CudaOptions::parse(o.to_string());
   ASSERT_TRUE(back.has_value());
   o.deterministic = false;
   EXPECT_EQ(*back, o);
   EXPECT_EQ(back->to_string(), "unroll=8 vector=1 lane_elements=32 held_elements=4 max_group=128 "
-                               "resident_threads=1536 column_vector=4");
+                               "resident_threads=1536 column_vector=1");
   EXPECT_EQ(CudaOptions::parse("max_group=256")->max_group, 256); // the others: defaults
   EXPECT_EQ(CudaOptions::parse("max_group=256")->unroll, kCudaUnroll);
   EXPECT_TRUE(CudaOptions::parse("").has_value());

@@ -230,6 +230,10 @@ private:
   }
   ReductionText strided_reduction(const AstNode& call, const std::string& iterator,
                                   bool vector) const;
+  // Does every read of "call" that moves along "along" (those a vector loop loads by quads)
+  // move by a multiple of 4 elements along "outer", so that its alignment is the same at
+  // every "outer" iteration?
+  bool steady_quads(const AstNode& call, const std::string& along, const std::string& outer) const;
 
   // The perfectly nested parallel loops at the top of "n", with their ranges, as long as
   // those are free of the loops' own iterators.

@@ -559,8 +559,8 @@ extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p2(const fl
         int64_t weft_b = 0;  // where the scalar loop starts
         if (weft_aligned16(&b9[c0 * 128 * 64 + c1 * 64 + (0)])) {
           const int64_t weft_quads = (64 - weft_b) / 4;
-          for (int64_t weft_i = weft_lane; weft_i < weft_quads; weft_i += 8) {
-            const int64_t weft_v = weft_b + 4 * weft_i;
+          for (int64_t weft_w = weft_lane; weft_w < weft_quads; weft_w += 8) {
+            const int64_t weft_v = weft_b + 4 * weft_w;
             const float4 weft_y0 = weft_load4(&b9[c0 * 128 * 64 + c1 * 64 + weft_v]);
             const float weft_x0[4] = {weft_y0.x, weft_y0.y, weft_y0.z, weft_y0.w};
             #pragma unroll

@@ -5,9 +5,9 @@ __device__ unsigned int weft_count_weft_k0_ReduceSum_p1[64];  // each tile's blo
 // launch weft_k0_ReduceSum_p1 block=256 grid=device
 // b0 b0, b1 b1, b2 b0_1, b3 t1, b4 b2, b5 b0_2, b6 b0_3, b7 b1_1, b8 t2_2, b9 b0_4, b10 t1_1, b11 t2_3, b12 b3
 extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p1(float* b0, const float* __restrict__ b1, const float* __restrict__ b2, float* __restrict__ b3, float* __restrict__ b4, float* __restrict__ b5, float* __restrict__ b6, const float* __restrict__ b7, float* __restrict__ b8, const float* __restrict__ b9, float* __restrict__ b10, float* __restrict__ b11, float* __restrict__ b12) {
-  {  // COLUMN: 32 columns per block on consecutive lanes, 8 row slices combined through a padded shared tile
-    __shared__ float weft_tile[8][33];
-    const int weft_tx = threadIdx.x % 32, weft_ty = threadIdx.x / 32;
+  {  // COLUMN by quads: 32 columns a block, 4 a lane (float4 loads where whole and aligned), 32 row slices combined through a padded shared tile
+    __shared__ float weft_tile[32][33];
+    const int weft_q = threadIdx.x % 8, weft_ty = threadIdx.x / 8;
     const int64_t weft_k_lo = 0, weft_k_hi = 2048, weft_r_lo = 0, weft_r_hi = 128;
     const int64_t weft_tiles = (weft_k_hi - weft_k_lo + 31) / 32;
     // R is split across blocks when the column tiles leave some idle
@@ -16,39 +16,64 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p1(float* b0
     for (int64_t weft_u = blockIdx.x; weft_u < weft_tiles * weft_splits; weft_u += gridDim.x) {
       const int64_t weft_from = weft_r_lo + weft_u / weft_tiles * weft_chunk;
       const int64_t weft_to = weft_imin(weft_r_hi, weft_from + weft_chunk);
-      const int64_t c1 = weft_k_lo + weft_u % weft_tiles * 32 + weft_tx;
-      float acc = 0.0f;
-      if (c1 < weft_k_hi) {
-        {  // 4 accumulators a thread: loads in flight
-          float weft_a[4];
+      const int64_t weft_k0 = weft_k_lo + weft_u % weft_tiles * 32 + 4 * weft_q;
+      float weft_a[4];
+      #pragma unroll
+      for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = 0.0f;
+      bool weft_quad = weft_k0 + 3 < weft_k_hi;
+      {
+        const int64_t c0 = weft_from + weft_ty;
+        weft_quad = weft_quad && weft_aligned16(&b1[c0 * 2048 + weft_k0]);
+      }
+      if (weft_quad) {
+        for (int64_t weft_i = weft_from + weft_ty; weft_i < weft_to; weft_i += 4 * (32)) {
+          float4 weft_y0[4] = {};
           #pragma unroll
-          for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = 0.0f;
-          int64_t weft_b = weft_from;  // where the scalar loop starts
-          for (; weft_b + weft_ty + 3 * (8) < weft_to; weft_b += 4 * (8)) {
-            #pragma unroll
-            for (int weft_j = 0; weft_j < 4; ++weft_j) {
-              const int64_t c0 = weft_b + weft_ty + weft_j * (8);
+          for (int weft_u = 0; weft_u < 4; ++weft_u) {
+            const int64_t weft_w = weft_i + weft_u * (32);
+            if (weft_w < weft_to) {
+              const int64_t c0 = weft_w;
+              weft_y0[weft_u] = weft_load4(&b1[c0 * 2048 + weft_k0]);
+            }
+          }
+          #pragma unroll
+          for (int weft_u = 0; weft_u < 4; ++weft_u) {
+            const int64_t weft_w = weft_i + weft_u * (32);
+            if (weft_w < weft_to) {
+              const int64_t c0 = weft_w;
+              const float weft_x0[4] = {weft_y0[weft_u].x, weft_y0[weft_u].y, weft_y0[weft_u].z, weft_y0[weft_u].w};
+              #pragma unroll
+              for (int weft_j = 0; weft_j < 4; ++weft_j) {
+                const int64_t c1 = weft_k0 + weft_j;
+                {  // update
+                  const float t0 = weft_x0[weft_j];
+                  weft_a[weft_j] = weft_a[weft_j] + t0;
+                }
+              }
+            }
+          }
+        }
+      } else {
+        for (int64_t c0 = weft_from + weft_ty; c0 < weft_to; c0 += 32) {
+          #pragma unroll
+          for (int weft_j = 0; weft_j < 4; ++weft_j) {
+            const int64_t c1 = weft_k0 + weft_j;
+            if (c1 < weft_k_hi) {
               {  // update
                 const float t0 = b1[c0 * 2048 + c1];
                 weft_a[weft_j] = weft_a[weft_j] + t0;
               }
             }
           }
-          for (int64_t c0 = weft_b + weft_ty; c0 < weft_to; c0 += 8) {
-            {  // update
-              const float t0 = b1[c0 * 2048 + c1];
-              weft_a[0] = weft_a[0] + t0;
-            }
-          }
-          #pragma unroll
-          for (int weft_j = 0; weft_j < 4; ++weft_j) acc = acc + weft_a[weft_j];
         }
       }
-      weft_tile[weft_ty][weft_tx] = acc;
+      #pragma unroll
+      for (int weft_j = 0; weft_j < 4; ++weft_j) weft_tile[weft_ty][4 * weft_q + weft_j] = weft_a[weft_j];
       __syncthreads();
-      if (weft_ty == 0 && c1 < weft_k_hi) {
-        float total = weft_tile[0][weft_tx];
-        for (int j = 1; j < 8; ++j) total = total + weft_tile[j][weft_tx];
+      const int64_t c1 = weft_k_lo + weft_u % weft_tiles * 32 + threadIdx.x;
+      if (threadIdx.x < 32 && c1 < weft_k_hi) {
+        float total = weft_tile[0][threadIdx.x];
+        for (int j = 1; j < 32; ++j) total = total + weft_tile[j][threadIdx.x];
         if (weft_splits == 1) {
           {
             const int64_t c0 = c1;
@@ -68,7 +93,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p1(float* b0
         __syncthreads();
         if (threadIdx.x == 0) weft_last = atomicAdd(&weft_count_weft_k0_ReduceSum_p1[weft_u % weft_tiles], 1u) == weft_splits - 1;
         __syncthreads();
-        if (weft_last && weft_ty == 0 && c1 < weft_k_hi) {
+        if (weft_last && threadIdx.x < 32 && c1 < weft_k_hi) {
           __threadfence();
           const float total = *reinterpret_cast<volatile float*>(&weft_acc_weft_k0_ReduceSum_p1[c1 - weft_k_lo]);
           weft_acc_weft_k0_ReduceSum_p1[c1 - weft_k_lo] = float();
@@ -158,8 +183,8 @@ extern "C" __global__ void __launch_bounds__(256, 8) weft_k0_ReduceSum_p4(float*
       int64_t weft_b = 0;  // where the scalar loop starts
       if (weft_aligned16(&b7[(0)])) {
         const int64_t weft_quads = (262144 - weft_b) / 4;
-        for (int64_t weft_i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x); weft_i < weft_quads; weft_i += (int64_t)gridDim.x * blockDim.x) {
-          const int64_t weft_v = weft_b + 4 * weft_i;
+        for (int64_t weft_w = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x); weft_w < weft_quads; weft_w += (int64_t)gridDim.x * blockDim.x) {
+          const int64_t weft_v = weft_b + 4 * weft_w;
           const float4 weft_y0 = weft_load4(&b7[weft_v]);
           const float weft_x0[4] = {weft_y0.x, weft_y0.y, weft_y0.z, weft_y0.w};
           #pragma unroll
