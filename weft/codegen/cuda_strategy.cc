@@ -400,7 +400,8 @@ void CudaReductionWriter::column_quads(const std::string& r_iterator, const Rang
       "{0}    #pragma unroll\n"
       "{0}    for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = {2};\n",
       pad, t, r_.identity);
-  // The rows a lane takes, element by element (else: at "depth", in the loop "head" opens).
+  // After "head" (which opens the loop over a lane's rows), the update of its 4 columns
+  // element by element, at depth "at".
   auto by_elements = [&](const std::string& head, int at) {
     std::string p(static_cast<size_t>(2 * at), ' ');
     out_ += head + fmt::format("{0}#pragma unroll\n"

@@ -72,8 +72,8 @@ TEST(EmitCuda, Strategies) {
 
   // The grid-strided loop over a contiguous f32 read takes float4 loads where the read is
   // 16-byte aligned (a check when it runs), into 4 accumulators, then a scalar remainder
-  // loop; without vector loads,
-  // CudaOptions::unroll accumulators (loads in flight); with neither, one chain of combines.
+  // loop; without vector loads, CudaOptions::unroll accumulators (loads in flight); with
+  // neither, one chain of combines.
   EXPECT_NE(atomic->source.find("float weft_a[4];"), std::string::npos) << atomic->source;
   EXPECT_NE(atomic->source.find("if (weft_aligned16(&b"), std::string::npos) << atomic->source;
   EXPECT_NE(atomic->source.find("const float4 weft_y0 = weft_load4(&b"), std::string::npos)
