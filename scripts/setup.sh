@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config ccache
   libonnx-dev libprotobuf-dev protobuf-compiler
   libisl-dev libdnnl-dev libglpk-dev
   libgtest-dev libgmock-dev libbenchmark-dev
