@@ -33,7 +33,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = ("reduce_all_16x1024x1024", "reduce_row_16x1024x1024", "reduce_row_64x262144",
          "reduce_col_12544x2048", "reduce_middle_256x256x256", "reduce_row_6000000x3",
          "softmax_8192x4096", "layernorm_8192x4096", "rmsnorm_8192x4096",
-         "groupnorm_32x64x56x56_g8", "bn_train_32x64x56x56", "softmax_4096x1024")
+         "groupnorm_32x64x56x56_g8", "bn_train_32x64x56x56", "softmax_4096x1024",
+         "layernorm_4096x1024", "rmsnorm_4096x1024", "reduce_col_524288x32")
 # name: environment. "before" is the code generation of 2026-11-27 (no unrolling, no vector
 # loads, G for 8 elements a lane, rows in registers at 8 a lane, groups up to 1024, no
 # occupancy asked for); "default" is this build's.
@@ -44,7 +45,8 @@ SETTINGS = ("before:WEFT_CUDA_UNROLL=1,WEFT_CUDA_VECTOR=1,WEFT_CUDA_LANE_ELEMENT
             "held8:WEFT_CUDA_HELD_ELEMENTS=8;"
             "group512:WEFT_CUDA_MAX_GROUP=512;"
             "res2048:WEFT_CUDA_RESIDENT_THREADS=2048;"
-            "colquads:WEFT_CUDA_COLUMN_VECTOR=4")
+            "lanes:WEFT_CUDA_COLUMN_VECTOR=1;"
+            "rowmem:WEFT_CUDA_ROW_SCALARS=0")
 
 
 def parse_settings(text):

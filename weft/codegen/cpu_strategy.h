@@ -111,6 +111,9 @@ struct ReductionText {
   std::string address;  // the write location's address, "&b1[c0]" (CUDA atomics)
   std::string storage;  // the C type the target is stored as
   int64_t points = -1;  // elements of the statement's domain, when static (-1: symbolic)
+  // CUDA groups: every lane holds the target (a row scalar, Emitter::contract_row_scalars),
+  // so every lane stores the combined total, not lane 0 alone.
+  bool lanes_hold_target = false;
   std::function<std::string(const std::string& value)> store; // "b1[c0] = value;"
   // Prints the statement at "depth", combining into the lvalue "accumulator".
   std::function<void(const std::string& accumulator, int depth, std::string& out)> update;

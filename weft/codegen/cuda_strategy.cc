@@ -31,6 +31,7 @@ constexpr Knob kKnobs[] = {
     {"WEFT_CUDA_RESIDENT_THREADS", "resident_threads", &CudaOptions::resident_threads, 0, 2048,
      false},
     {"WEFT_CUDA_COLUMN_VECTOR", "column_vector", &CudaOptions::column_vector, 1, 4, true},
+    {"WEFT_CUDA_ROW_SCALARS", "row_scalars", &CudaOptions::row_scalars, 0, 1, false},
 };
 
 bool valid(const Knob& k, int64_t v) {
@@ -285,9 +286,11 @@ void CudaReductionWriter::group_unrolled(const std::string& iterator, const std:
 
 void CudaReductionWriter::group_combine(int64_t group, int depth) {
   std::string pad(static_cast<size_t>(2 * depth), ' ');
+  std::string store = r_.store(combine(r_.target, "acc"));
   out_ += fmt::format("{0}  acc = weft_group_reduce<{1}>(acc, {2}, weft_mask);\n"
-                      "{0}  if (weft_lane == 0) {{ {3} }}\n{0}}}\n",
-                      pad, group, cuda_combine_op(r_.combine), r_.store(combine(r_.target, "acc")));
+                      "{0}  {3}\n{0}}}\n",
+                      pad, group, cuda_combine_op(r_.combine),
+                      r_.lanes_hold_target ? store : "if (weft_lane == 0) { " + store + " }");
 }
 
 void CudaReductionWriter::all(const LoopText& loop, const std::string& function, bool atomic,

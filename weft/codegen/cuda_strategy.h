@@ -69,6 +69,7 @@ inline constexpr int64_t kCudaVector = 4;          // see CudaOptions::vector
 inline constexpr int64_t kCudaHeldElements = 16;   // see CudaOptions::held_elements
 inline constexpr int64_t kCudaMaxGroup = 1024;     // see CudaOptions::max_group
 inline constexpr int64_t kCudaColumnVector = 4;    // see CudaOptions::column_vector
+inline constexpr int64_t kCudaRowScalars = 1;      // see CudaOptions::row_scalars
 inline constexpr int64_t kCudaSplitInner = 256; // Emitter::invariant_split: inner points, at least
 
 struct CudaOptions {
@@ -97,11 +98,17 @@ struct CudaOptions {
   // (2026-11-30), quads took [12544, 2048] from 87% to 90% of the copy bandwidth and
   // [524288, 32] from 78% to 79%.
   int64_t column_vector = kCudaColumnVector;
+  // 1: a group's per-point scalars (a row's mean, max, sum) live in a register of each lane
+  // (Emitter::contract_row_scalars); 0: in the kernel's temporaries in global memory, written
+  // by lane 0 and read by the others after a synchronization, as before 2026-11-30. Written
+  // without a GPU: not yet timed.
+  int64_t row_scalars = kCudaRowScalars;
 
   // "base" (the defaults, or a tuning record's) with $WEFT_CUDA_UNROLL,
   // $WEFT_CUDA_LANE_ELEMENTS, $WEFT_CUDA_HELD_ELEMENTS (powers of two from 1 to 64),
   // $WEFT_CUDA_MAX_GROUP (a power of two from 32 to 1024), $WEFT_CUDA_VECTOR and
-  // $WEFT_CUDA_COLUMN_VECTOR (1 or 4) and $WEFT_CUDA_RESIDENT_THREADS (0 to 2048) applied,
+  // $WEFT_CUDA_COLUMN_VECTOR (1 or 4), $WEFT_CUDA_RESIDENT_THREADS (0 to 2048) and
+  // $WEFT_CUDA_ROW_SCALARS (0 or 1) applied,
   // for comparisons on a GPU
   // (docs/knobs.md); a value out of range leaves base's.
   static CudaOptions from_environment(bool deterministic, const CudaOptions& base);

@@ -13,6 +13,7 @@ namespace weft::codegen {
 
 std::string Emitter::cuda_function(const AstNode& loops, const CudaOptions& options) {
   cuda_ = options;
+  root_ = &loops;
   std::vector<const AstNode*> parts = items_of(loops);
   std::string out;
   int functions = 0;
@@ -135,6 +136,47 @@ ReductionText Emitter::strided_reduction(const AstNode& call, const std::string&
     }
   };
   return r;
+}
+
+std::string Emitter::contract_row_scalars(const AstNode& point, int depth) {
+  contracted_.clear();
+  if (!cuda_.row_scalars) return "";
+  find_contractions(*root_);
+  // The items of "point" that may write a row scalar: its statements, and the calls of its
+  // register reductions.
+  std::set<const AstNode*> writers;
+  for (const AstNode* item : items_of(point)) {
+    if (item->kind == AstNode::Kind::kCall) writers.insert(item);
+    if (item->kind == AstNode::Kind::kFor) {
+      if (const AstNode* call = register_reduction(k_, *item)) writers.insert(call);
+    }
+  }
+  std::set<int> written_elsewhere;
+  std::function<void(const AstNode&)> visit = [&](const AstNode& n) {
+    if (n.kind == AstNode::Kind::kCall && !writers.contains(&n))
+      written_elsewhere.insert(k_.statements[static_cast<size_t>(n.statement)].write.buffer);
+    for (const AstNode& c : n.children)
+      visit(c);
+  };
+  visit(*root_);
+  std::erase_if(contracted_, [&](const auto& entry) {
+    const auto& [buffer, c] = entry;
+    return c.block != &point || c.elements != 1 || written_elsewhere.contains(buffer);
+  });
+  std::string out, pad(static_cast<size_t>(2 * depth), ' ');
+  for (const auto& [b, c] : contracted_) {
+    out += fmt::format("{}float b{}[1];  // {}: the point's, in a register of each lane\n", pad, b,
+                       k_.buffers[static_cast<size_t>(b)].name);
+  }
+  return out;
+}
+
+bool Emitter::writes_row_scalar(const AstNode& n) const {
+  const AstNode* call = n.kind == AstNode::Kind::kCall  ? &n
+                        : n.kind == AstNode::Kind::kFor ? register_reduction(k_, n)
+                                                        : nullptr;
+  return call &&
+         contracted_.contains(k_.statements[static_cast<size_t>(call->statement)].write.buffer);
 }
 
 bool Emitter::steady_quads(const AstNode& call, const std::string& along,
@@ -322,8 +364,10 @@ void Emitter::emit_group_body(const AstNode& body, int64_t group, int depth,
     const AstNode& n = *item;
     if (n.kind == AstNode::Kind::kFor && row) {
       if (const AstNode* call = register_reduction(k_, n)) {
-        CudaReductionWriter(reduction_text(*call), out)
-            .group_unrolled(n.iterator, row->element, row->per_lane, group, depth);
+        ReductionText r = reduction_text(*call);
+        r.lanes_hold_target = writes_row_scalar(n);
+        CudaReductionWriter(r, out).group_unrolled(n.iterator, row->element, row->per_lane, group,
+                                                   depth);
       } else {
         out += hoist_reciprocals(n.children[0], {n.iterator}, depth);
         out += fmt::format("{0}#pragma unroll\n{0}for (int weft_k = 0; weft_k < {1}; ++weft_k) {{\n"
@@ -336,6 +380,7 @@ void Emitter::emit_group_body(const AstNode& body, int64_t group, int depth,
     } else if (n.kind == AstNode::Kind::kFor) {
       if (const AstNode* call = register_reduction(k_, n)) {
         ReductionText r = strided_reduction(*call, n.iterator);
+        r.lanes_hold_target = writes_row_scalar(n);
         CudaReductionWriter(r, out, cuda_.unroll).group(loop_text(n), group, depth);
       } else if (const AstNode* inner = column_nest(k_, n)) {
         const AstNode& c = inner->children[0];
@@ -395,12 +440,15 @@ void Emitter::emit_group_body(const AstNode& body, int64_t group, int depth,
       out += pad + "}\n";
     } else if (n.kind == AstNode::Kind::kBlock) {
       emit_group_body(n, group, depth, out);
+    } else if (writes_row_scalar(n)) { // every lane, into its register
+      emit_node(n, depth, true, out);
     } else {
       out += fmt::format("{}if (weft_lane == 0) {{\n", pad);
       emit_node(n, depth + 1, true, out);
       out += pad + "}\n";
     }
-    out += pad + sync + "\n";
+    // What a lane writes to its registers alone, no other lane waits for.
+    if (!writes_row_scalar(n)) out += pad + sync + "\n";
   }
   if (row) {
     if (row->quads) {
@@ -742,7 +790,9 @@ std::string Emitter::cuda_part(const AstNode& n, const std::string& function, co
       flattened_.reset();
     } else {
       body += fmt::format("    // a group of {} threads per point\n", group);
+      body += contract_row_scalars(point, 2);
       emit_group_body(point, group, 2, body);
+      contracted_.clear();
     }
     body += "  }\n";
   } else if (n.kind == AstNode::Kind::kFor && n.mark == AstNode::Mark::kParallel) {

@@ -225,19 +225,20 @@ TEST(EmitCuda, OptionsReadBackFromText) {
   o.max_group = 128;
   o.resident_threads = 1536;
   o.column_vector = 1;
+  o.row_scalars = 0;
   o.deterministic = true; // not a knob of records
   std::optional<CudaOptions> back = CudaOptions::parse(o.to_string());
   ASSERT_TRUE(back.has_value());
   o.deterministic = false;
   EXPECT_EQ(*back, o);
   EXPECT_EQ(back->to_string(), "unroll=8 vector=1 lane_elements=32 held_elements=4 max_group=128 "
-                               "resident_threads=1536 column_vector=1");
+                               "resident_threads=1536 column_vector=1 row_scalars=0");
   EXPECT_EQ(CudaOptions::parse("max_group=256")->max_group, 256); // the others: defaults
   EXPECT_EQ(CudaOptions::parse("max_group=256")->unroll, kCudaUnroll);
   EXPECT_TRUE(CudaOptions::parse("").has_value());
   for (const char* bad :
        {"unroll=3", "vector=2", "column_vector=3", "max_group=16", "resident_threads=4096",
-        "lanes=8", "unroll", "unroll=", "unroll=4x", "max_groupx=256"})
+        "row_scalars=2", "lanes=8", "unroll", "unroll=", "unroll=4x", "max_groupx=256"})
     EXPECT_FALSE(CudaOptions::parse(bad).has_value()) << bad;
 }
 
@@ -373,6 +374,53 @@ TEST(EmitCuda, RowInRegisters) {
   EXPECT_EQ(count("b4[c0 * 1024 + c1] ="), 1u) << src; // y: one store
   EXPECT_EQ(count("= b4[c0 * 1024 + c1]"), 0u) << src; // and no load
   EXPECT_EQ(src.find("weft_load4"), std::string::npos) << src;
+}
+
+// A row's scalars (here the two statistics t and u of each row) live in a register of every
+// lane: each lane runs their inits and stores the combined totals, with no synchronization
+// after; with CudaOptions::row_scalars 0 they are temporaries in memory that lane 0 writes.
+TEST(EmitCuda, RowScalarsInRegisters) {
+  std::string_view rows =
+      "kernel rows\n"
+      "  in x: f32[64,1024]\n"
+      "  temp t: f32[64]\n"
+      "  temp u: f32[64]\n"
+      "  out y: f32[64,1024]\n"
+      "  out m: f32[64]\n"
+      "  init[i0 < 64]: t[i0] = 0\n"
+      "  sum[i0 < 64, i1 < 1024]: t[i0] += x[i0, i1]\n"
+      "  mean[i0 < 64]: t[i0] = (t[i0] / 1024)\n"
+      "  init2[i0 < 64]: u[i0] = 0\n"
+      "  sq[i0 < 64, i1 < 1024]: u[i0] += ((x[i0, i1] - t[i0]) * (x[i0, i1] - t[i0]))\n"
+      "  keep[i0 < 64]: m[i0] = u[i0]\n"
+      "  center[i0 < 64, i1 < 1024]: y[i0, i1] = ((x[i0, i1] - t[i0]) * u[i0])\n";
+  Result<kernel::Kernel> k = kernel::parse_kernel(rows);
+  ASSERT_TRUE(k.ok()) << k.status().to_string();
+  Result<poly::ScheduledKernel> s = poly::schedule_kernel(*k);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  auto source = [&](int64_t row_scalars) {
+    CudaOptions o;
+    o.row_scalars = row_scalars;
+    Result<EmittedFunction> e = emit_function(*k, s->loops, Dialect::kCuda, {}, o);
+    EXPECT_TRUE(e.ok()) << e.status().to_string();
+    return e.ok() ? e->source : std::string();
+  };
+  std::string held = source(1);
+  EXPECT_NE(held.find("float b1[1];  // t: the point's"), std::string::npos) << held;
+  EXPECT_NE(held.find("float b2[1];  // u: the point's"), std::string::npos) << held;
+  EXPECT_NE(held.find("// init\n      const float t0 = 0.0f;\n      b1[0] = t0;"),
+            std::string::npos)
+      << held;
+  EXPECT_NE(held.find("  b1[0] = b1[0] + acc;"), std::string::npos) << held; // every lane
+  EXPECT_EQ(held.find("b1[c0]"), std::string::npos) << held;
+  // Lane 0 writes the output m alone; syncs follow it and the pass over the row.
+  EXPECT_EQ(occurrences(held, "if (weft_lane == 0)"), 1u) << held;
+  EXPECT_EQ(occurrences(held, "__syncthreads();"), 2u) << held;
+  std::string memory = source(0);
+  EXPECT_EQ(memory.find("float b1[1];"), std::string::npos) << memory;
+  EXPECT_NE(memory.find("if (weft_lane == 0) { b1[c0] = b1[c0] + acc; }"), std::string::npos)
+      << memory;
+  EXPECT_GT(occurrences(memory, "__syncthreads();"), 4u) << memory;
 }
 
 } // namespace

@@ -379,6 +379,16 @@ private:
   std::optional<Flattened> flattened(const std::vector<std::pair<const AstNode*, LoopRange>>& chain,
                                      const std::string& index) const;
   CudaOptions cuda_; // the options of the CUDA function being emitted (cuda_function)
+  const AstNode* root_ = nullptr; // the loops of the kernel being emitted (cuda_function)
+  // CUDA row scalars (CudaOptions::row_scalars): contracts the f32 temporaries that are one
+  // value per point of a group's "point" body (LayerNorm's mean and inverse deviation,
+  // softmax's max and sum), written only by its statements and register reductions, into a
+  // register of every lane (a local array of one element): each lane runs the statements
+  // that write one and stores its reductions' totals, which every lane holds after the
+  // combine, so they cost no memory and no synchronization. Returns their declarations.
+  std::string contract_row_scalars(const AstNode& point, int depth);
+  // Does the top-level item "n" of a group body write only a row scalar?
+  bool writes_row_scalar(const AstNode& n) const;
   // A contracted temporary: its dims dropped, the block whose local array it becomes, and
   // that array's elements (the kept dims').
   struct Contraction {

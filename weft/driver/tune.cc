@@ -66,6 +66,7 @@ std::vector<codegen::CudaOptions> candidate_cuda_options(const codegen::CudaOpti
   vary(&CudaOptions::max_group, {256, 512, 1024});
   vary(&CudaOptions::resident_threads, {0, 1024, 2048});
   vary(&CudaOptions::column_vector, {1, 4});
+  vary(&CudaOptions::row_scalars, {0, 1});
   // Accumulators matter in the loops without vector loads: each count with scalar loads too.
   for (int64_t unroll : {1, 2, 4, 8}) {
     CudaOptions o = base;

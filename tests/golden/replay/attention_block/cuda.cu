@@ -405,6 +405,8 @@ extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p1(const fl
   for (int64_t weft_p = weft_first; weft_p < 256; weft_p += weft_groups) {
     const int64_t c0 = 0 + weft_p;
     // a group of 4 threads per point
+    float b5[1];  // t4: the point's, in a register of each lane
+    float b6[1];  // t5: the point's, in a register of each lane
     float weft_r2[16];  // b2[c1], by weft_k
     float weft_r8[16];  // b8[c0 * 64 + c1], by weft_k
     {  // load b2[c1] by quads
@@ -439,13 +441,10 @@ extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p1(const fl
         }
       }
     }
-    if (weft_lane == 0) {
-      {  // init
-        const float t0 = 0.0f;
-        b5[c0] = t0;
-      }
+    {  // init
+      const float t0 = 0.0f;
+      b5[0] = t0;
     }
-    __syncwarp(weft_mask);
     {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
       #pragma unroll
@@ -459,25 +458,18 @@ extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p1(const fl
         }
       }
       acc = weft_group_reduce<4>(acc, weft_op_add{}, weft_mask);
-      if (weft_lane == 0) { b5[c0] = b5[c0] + acc; }
+      b5[0] = b5[0] + acc;
     }
-    __syncwarp(weft_mask);
-    if (weft_lane == 0) {
-      {  // mean
-        const float t0 = b5[c0];
-        const float t1 = 64.0f;
-        const float t2 = (t0 / t1);
-        b5[c0] = t2;
-      }
+    {  // mean
+      const float t0 = b5[0];
+      const float t1 = 64.0f;
+      const float t2 = (t0 / t1);
+      b5[0] = t2;
     }
-    __syncwarp(weft_mask);
-    if (weft_lane == 0) {
-      {  // init_var
-        const float t0 = 0.0f;
-        b6[c0] = t0;
-      }
+    {  // init_var
+      const float t0 = 0.0f;
+      b6[0] = t0;
     }
-    __syncwarp(weft_mask);
     {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
       #pragma unroll
@@ -487,28 +479,24 @@ extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p1(const fl
           const float t0 = b7[c0 * 64 + c1];
           const float t1 = weft_r8[weft_k];
           const float t2 = (t0 + t1);
-          const float t3 = b5[c0];
+          const float t3 = b5[0];
           const float t4 = (t2 - t3);
           const float t5 = (t4 * t4);
           acc = acc + t5;
         }
       }
       acc = weft_group_reduce<4>(acc, weft_op_add{}, weft_mask);
-      if (weft_lane == 0) { b6[c0] = b6[c0] + acc; }
+      b6[0] = b6[0] + acc;
     }
-    __syncwarp(weft_mask);
-    if (weft_lane == 0) {
-      {  // inv_std
-        const float t0 = b6[c0];
-        const float t1 = 64.0f;
-        const float t2 = (t0 / t1);
-        const float t3 = 1e-05f;
-        const float t4 = (t2 + t3);
-        const float t5 = (1 / sqrt(t4));
-        b6[c0] = t5;
-      }
+    {  // inv_std
+      const float t0 = b6[0];
+      const float t1 = 64.0f;
+      const float t2 = (t0 / t1);
+      const float t3 = 1e-05f;
+      const float t4 = (t2 + t3);
+      const float t5 = (1 / sqrt(t4));
+      b6[0] = t5;
     }
-    __syncwarp(weft_mask);
     #pragma unroll
     for (int weft_k = 0; weft_k < 16; ++weft_k) {
       const int64_t c1 = 0 + weft_k / 4 * 16 + weft_lane * 4 + weft_k % 4;
@@ -516,9 +504,9 @@ extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p1(const fl
         const float t0 = b7[c0 * 64 + c1];
         const float t1 = weft_r8[weft_k];
         const float t2 = (t0 + t1);
-        const float t3 = b5[c0];
+        const float t3 = b5[0];
         const float t4 = (t2 - t3);
-        const float t5 = b6[c0];
+        const float t5 = b6[0];
         const float t6 = (t4 * t5);
         const float t7 = weft_r2[weft_k];
         const float t8 = (t6 * t7);

@@ -91,6 +91,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k4_GlobalAveragePool_p0(c
   for (int64_t weft_p = weft_first; weft_p < 16; weft_p += weft_groups) {
     const int64_t c1 = 0 + weft_p;
     // a group of 4 threads per point
+    float b1[1];  // t1: the point's, in a register of each lane
     float weft_r0[16];  // b0[0 * 16 * 64 + c1 * 64 + c2], by weft_k
     {  // load b0[0 * 16 * 64 + c1 * 64 + c2] by quads
       const int64_t c2 = 0 + weft_lane * 4;
@@ -108,13 +109,10 @@ extern "C" __global__ void __launch_bounds__(256) weft_k4_GlobalAveragePool_p0(c
         }
       }
     }
-    if (weft_lane == 0) {
-      {  // init
-        const float t0 = 0.0f;
-        b1[c1] = t0;
-      }
+    {  // init
+      const float t0 = 0.0f;
+      b1[0] = t0;
     }
-    __syncwarp(weft_mask);
     {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
       #pragma unroll
@@ -126,12 +124,11 @@ extern "C" __global__ void __launch_bounds__(256) weft_k4_GlobalAveragePool_p0(c
         }
       }
       acc = weft_group_reduce<4>(acc, weft_op_add{}, weft_mask);
-      if (weft_lane == 0) { b1[c1] = b1[c1] + acc; }
+      b1[0] = b1[0] + acc;
     }
-    __syncwarp(weft_mask);
     if (weft_lane == 0) {
       {  // finish
-        const float t0 = b1[c1];
+        const float t0 = b1[0];
         const float t1 = 64.0f;
         const float t2 = (t0 / t1);
         b2[0 * 16 + c1] = t2;

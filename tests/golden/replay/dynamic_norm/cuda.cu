@@ -11,6 +11,8 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_LayerNormalization_p0(
   for (int64_t weft_p = weft_first; weft_p < weft_e0; weft_p += weft_groups) {
     const int64_t c0 = 0 + weft_p;
     // a group of 4 threads per point
+    float b4[1];  // t4: the point's, in a register of each lane
+    float b5[1];  // t5: the point's, in a register of each lane
     float weft_r0[16];  // b0[c0 * 64 + c1], by weft_k
     float weft_r1[16];  // b1[c1], by weft_k
     {  // load b0[c0 * 64 + c1] by quads
@@ -45,13 +47,10 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_LayerNormalization_p0(
         }
       }
     }
-    if (weft_lane == 0) {
-      {  // init
-        const float t0 = 0.0f;
-        b4[c0] = t0;
-      }
+    {  // init
+      const float t0 = 0.0f;
+      b4[0] = t0;
     }
-    __syncwarp(weft_mask);
     {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
       #pragma unroll
@@ -63,25 +62,18 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_LayerNormalization_p0(
         }
       }
       acc = weft_group_reduce<4>(acc, weft_op_add{}, weft_mask);
-      if (weft_lane == 0) { b4[c0] = b4[c0] + acc; }
+      b4[0] = b4[0] + acc;
     }
-    __syncwarp(weft_mask);
-    if (weft_lane == 0) {
-      {  // mean
-        const float t0 = b4[c0];
-        const float t1 = 64.0f;
-        const float t2 = (t0 / t1);
-        b4[c0] = t2;
-      }
+    {  // mean
+      const float t0 = b4[0];
+      const float t1 = 64.0f;
+      const float t2 = (t0 / t1);
+      b4[0] = t2;
     }
-    __syncwarp(weft_mask);
-    if (weft_lane == 0) {
-      {  // init_var
-        const float t0 = 0.0f;
-        b5[c0] = t0;
-      }
+    {  // init_var
+      const float t0 = 0.0f;
+      b5[0] = t0;
     }
-    __syncwarp(weft_mask);
     {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
       #pragma unroll
@@ -89,36 +81,32 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_LayerNormalization_p0(
         const int64_t c1 = 0 + weft_k / 4 * 16 + weft_lane * 4 + weft_k % 4;
         {  // sum_squares
           const float t0 = weft_r0[weft_k];
-          const float t1 = b4[c0];
+          const float t1 = b4[0];
           const float t2 = (t0 - t1);
           const float t3 = (t2 * t2);
           acc = acc + t3;
         }
       }
       acc = weft_group_reduce<4>(acc, weft_op_add{}, weft_mask);
-      if (weft_lane == 0) { b5[c0] = b5[c0] + acc; }
+      b5[0] = b5[0] + acc;
     }
-    __syncwarp(weft_mask);
-    if (weft_lane == 0) {
-      {  // inv_std
-        const float t0 = b5[c0];
-        const float t1 = 64.0f;
-        const float t2 = (t0 / t1);
-        const float t3 = 1e-05f;
-        const float t4 = (t2 + t3);
-        const float t5 = (1 / sqrt(t4));
-        b5[c0] = t5;
-      }
+    {  // inv_std
+      const float t0 = b5[0];
+      const float t1 = 64.0f;
+      const float t2 = (t0 / t1);
+      const float t3 = 1e-05f;
+      const float t4 = (t2 + t3);
+      const float t5 = (1 / sqrt(t4));
+      b5[0] = t5;
     }
-    __syncwarp(weft_mask);
     #pragma unroll
     for (int weft_k = 0; weft_k < 16; ++weft_k) {
       const int64_t c1 = 0 + weft_k / 4 * 16 + weft_lane * 4 + weft_k % 4;
       {  // normalize
         const float t0 = weft_r0[weft_k];
-        const float t1 = b4[c0];
+        const float t1 = b4[0];
         const float t2 = (t0 - t1);
-        const float t3 = b5[c0];
+        const float t3 = b5[0];
         const float t4 = (t2 * t3);
         const float t5 = weft_r1[weft_k];
         const float t6 = (t4 * t5);

@@ -249,6 +249,8 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p6(float* __
   for (int64_t weft_p = weft_first; weft_p < 8192; weft_p += weft_groups) {
     const int64_t c0 = 0 + weft_p;
     // a group of 2 threads per point
+    float b10[1];  // t1_1: the point's, in a register of each lane
+    float b11[1];  // t2_3: the point's, in a register of each lane
     float weft_r9[16];  // b9[c0 * 32 + c1], by weft_k
     {  // load b9[c0 * 32 + c1] by quads
       const int64_t c1 = 0 + weft_lane * 4;
@@ -266,13 +268,10 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p6(float* __
         }
       }
     }
-    if (weft_lane == 0) {
-      {  // init
-        const float t0 = static_cast<float>(-INFINITY);
-        b10[c0] = t0;
-      }
+    {  // init
+      const float t0 = static_cast<float>(-INFINITY);
+      b10[0] = t0;
     }
-    __syncwarp(weft_mask);
     {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = static_cast<float>(-INFINITY);
       #pragma unroll
@@ -284,16 +283,12 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p6(float* __
         }
       }
       acc = weft_group_reduce<2>(acc, weft_op_max{}, weft_mask);
-      if (weft_lane == 0) { b10[c0] = weft_max(b10[c0], acc); }
+      b10[0] = weft_max(b10[0], acc);
     }
-    __syncwarp(weft_mask);
-    if (weft_lane == 0) {
-      {  // init_sum
-        const float t0 = 0.0f;
-        b11[c0] = t0;
-      }
+    {  // init_sum
+      const float t0 = 0.0f;
+      b11[0] = t0;
     }
-    __syncwarp(weft_mask);
     {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
       #pragma unroll
@@ -301,7 +296,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p6(float* __
         const int64_t c1 = 0 + weft_k / 4 * 8 + weft_lane * 4 + weft_k % 4;
         {  // sum_exp
           const float t0 = weft_r9[weft_k];
-          const float t1 = b10[c0];
+          const float t1 = b10[0];
           const bool t2 = isinf(t1);
           const float t3 = 0.0f;
           const float t4 = (t2 ? t3 : t1);
@@ -311,14 +306,13 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p6(float* __
         }
       }
       acc = weft_group_reduce<2>(acc, weft_op_add{}, weft_mask);
-      if (weft_lane == 0) { b11[c0] = b11[c0] + acc; }
+      b11[0] = b11[0] + acc;
     }
-    __syncwarp(weft_mask);
     if (weft_lane == 0) {
       {  // finish
-        const float t0 = b11[c0];
+        const float t0 = b11[0];
         const float t1 = log(t0);
-        const float t2 = b10[c0];
+        const float t2 = b10[0];
         const bool t3 = isinf(t2);
         const float t4 = 0.0f;
         const float t5 = (t3 ? t4 : t2);

@@ -10,6 +10,10 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
   for (int64_t weft_p = weft_first; weft_p < 64; weft_p += weft_groups) {
     const int64_t c0 = 0 + weft_p;
     // a group of 16 threads per point
+    float b1[1];  // t2: the point's, in a register of each lane
+    float b2[1];  // t3: the point's, in a register of each lane
+    float b8[1];  // t4: the point's, in a register of each lane
+    float b9[1];  // t5: the point's, in a register of each lane
     float weft_r0[16];  // b0[c0 * 256 + c1], by weft_k
     float weft_r3[16];  // b3[c0 * 256 + c1], by weft_k
     {  // load b3[c0 * 256 + c1] by quads
@@ -28,13 +32,10 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
         }
       }
     }
-    if (weft_lane == 0) {
-      {  // init
-        const float t0 = static_cast<float>(-INFINITY);
-        b1[c0] = t0;
-      }
+    {  // init
+      const float t0 = static_cast<float>(-INFINITY);
+      b1[0] = t0;
     }
-    __syncwarp(weft_mask);
     {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = static_cast<float>(-INFINITY);
       #pragma unroll
@@ -48,16 +49,12 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
         }
       }
       acc = weft_group_reduce<16>(acc, weft_op_max{}, weft_mask);
-      if (weft_lane == 0) { b1[c0] = weft_max(b1[c0], acc); }
+      b1[0] = weft_max(b1[0], acc);
     }
-    __syncwarp(weft_mask);
-    if (weft_lane == 0) {
-      {  // init_sum
-        const float t0 = 0.0f;
-        b2[c0] = t0;
-      }
+    {  // init_sum
+      const float t0 = 0.0f;
+      b2[0] = t0;
     }
-    __syncwarp(weft_mask);
     #pragma unroll
     for (int weft_k = 0; weft_k < 16; ++weft_k) {
       const int64_t c1 = 0 + weft_k / 4 * 64 + weft_lane * 4 + weft_k % 4;
@@ -65,7 +62,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
         const float t0 = weft_r3[weft_k];
         const float t1 = b4[0];
         const float t2 = (t0 * t1);
-        const float t3 = b1[c0];
+        const float t3 = b1[0];
         const float t4 = (t2 - t3);
         const float t5 = weft_shifted_exp(t4);
         weft_r0[weft_k] = t5;
@@ -83,36 +80,29 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
         }
       }
       acc = weft_group_reduce<16>(acc, weft_op_add{}, weft_mask);
-      if (weft_lane == 0) { b2[c0] = b2[c0] + acc; }
+      b2[0] = b2[0] + acc;
     }
-    __syncwarp(weft_mask);
-    if (weft_lane == 0) {
-      {  // reciprocal
-        const float t0 = 1.0f;
-        const float t1 = b2[c0];
-        const float t2 = (t0 / t1);
-        b2[c0] = t2;
-      }
+    {  // reciprocal
+      const float t0 = 1.0f;
+      const float t1 = b2[0];
+      const float t2 = (t0 / t1);
+      b2[0] = t2;
     }
-    __syncwarp(weft_mask);
     #pragma unroll
     for (int weft_k = 0; weft_k < 16; ++weft_k) {
       const int64_t c1 = 0 + weft_k / 4 * 64 + weft_lane * 4 + weft_k % 4;
       {  // normalize
         const float t0 = weft_r0[weft_k];
-        const float t1 = b2[c0];
+        const float t1 = b2[0];
         const float t2 = (t0 * t1);
         weft_r0[weft_k] = t2;
       }
     }
     __syncwarp(weft_mask);
-    if (weft_lane == 0) {
-      {  // init
-        const float t0 = 0.0f;
-        b8[c0] = t0;
-      }
+    {  // init
+      const float t0 = 0.0f;
+      b8[0] = t0;
     }
-    __syncwarp(weft_mask);
     {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
       #pragma unroll
@@ -124,25 +114,18 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
         }
       }
       acc = weft_group_reduce<16>(acc, weft_op_add{}, weft_mask);
-      if (weft_lane == 0) { b8[c0] = b8[c0] + acc; }
+      b8[0] = b8[0] + acc;
     }
-    __syncwarp(weft_mask);
-    if (weft_lane == 0) {
-      {  // mean
-        const float t0 = b8[c0];
-        const float t1 = 256.0f;
-        const float t2 = (t0 / t1);
-        b8[c0] = t2;
-      }
+    {  // mean
+      const float t0 = b8[0];
+      const float t1 = 256.0f;
+      const float t2 = (t0 / t1);
+      b8[0] = t2;
     }
-    __syncwarp(weft_mask);
-    if (weft_lane == 0) {
-      {  // init_var
-        const float t0 = 0.0f;
-        b9[c0] = t0;
-      }
+    {  // init_var
+      const float t0 = 0.0f;
+      b9[0] = t0;
     }
-    __syncwarp(weft_mask);
     {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
       #pragma unroll
@@ -150,36 +133,32 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
         const int64_t c1 = 0 + weft_k / 4 * 64 + weft_lane * 4 + weft_k % 4;
         {  // sum_squares
           const float t0 = weft_r0[weft_k];
-          const float t1 = b8[c0];
+          const float t1 = b8[0];
           const float t2 = (t0 - t1);
           const float t3 = (t2 * t2);
           acc = acc + t3;
         }
       }
       acc = weft_group_reduce<16>(acc, weft_op_add{}, weft_mask);
-      if (weft_lane == 0) { b9[c0] = b9[c0] + acc; }
+      b9[0] = b9[0] + acc;
     }
-    __syncwarp(weft_mask);
-    if (weft_lane == 0) {
-      {  // inv_std
-        const float t0 = b9[c0];
-        const float t1 = 256.0f;
-        const float t2 = (t0 / t1);
-        const float t3 = 1e-05f;
-        const float t4 = (t2 + t3);
-        const float t5 = (1 / sqrt(t4));
-        b9[c0] = t5;
-      }
+    {  // inv_std
+      const float t0 = b9[0];
+      const float t1 = 256.0f;
+      const float t2 = (t0 / t1);
+      const float t3 = 1e-05f;
+      const float t4 = (t2 + t3);
+      const float t5 = (1 / sqrt(t4));
+      b9[0] = t5;
     }
-    __syncwarp(weft_mask);
     #pragma unroll
     for (int weft_k = 0; weft_k < 16; ++weft_k) {
       const int64_t c1 = 0 + weft_k / 4 * 64 + weft_lane * 4 + weft_k % 4;
       {  // normalize
         const float t0 = weft_r0[weft_k];
-        const float t1 = b8[c0];
+        const float t1 = b8[0];
         const float t2 = (t0 - t1);
-        const float t3 = b9[c0];
+        const float t3 = b9[0];
         const float t4 = (t2 * t3);
         const float t5 = b5[c1];
         const float t6 = (t4 * t5);
