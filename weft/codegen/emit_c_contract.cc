@@ -1,9 +1,12 @@
 // Array contraction in the CPU emitter (emitter.h): a stitched temporary whose every access
 // lies in one iteration of the loops around a block becomes a local array of that block,
-// holding one iteration's elements, instead of a full-size buffer in the arena.
+// holding one iteration's elements, instead of a full-size buffer in the arena. The CUDA
+// emitter takes the one-element ones of a group's point body into every lane's registers
+// (contract_row_scalars).
 #include <algorithm>
 #include <cctype>
 #include <functional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -131,6 +134,47 @@ void Emitter::find_contractions(const AstNode& root) {
     }
     if (fits && c.elements <= kMaxLocalElements) contracted_[id] = std::move(c);
   }
+}
+
+std::string Emitter::contract_row_scalars(const AstNode& point, int depth) {
+  contracted_.clear();
+  if (!cuda_.row_scalars) return "";
+  find_contractions(*root_);
+  // The items of "point" that may write a row scalar: its statements, and the calls of its
+  // register reductions.
+  std::set<const AstNode*> writers;
+  for (const AstNode* item : items_of(point)) {
+    if (item->kind == AstNode::Kind::kCall) writers.insert(item);
+    if (item->kind == AstNode::Kind::kFor) {
+      if (const AstNode* call = register_reduction(k_, *item)) writers.insert(call);
+    }
+  }
+  std::set<int> written_elsewhere;
+  std::function<void(const AstNode&)> visit = [&](const AstNode& n) {
+    if (n.kind == AstNode::Kind::kCall && !writers.contains(&n))
+      written_elsewhere.insert(k_.statements[static_cast<size_t>(n.statement)].write.buffer);
+    for (const AstNode& c : n.children)
+      visit(c);
+  };
+  visit(*root_);
+  std::erase_if(contracted_, [&](const auto& entry) {
+    const auto& [buffer, c] = entry;
+    return c.block != &point || c.elements != 1 || written_elsewhere.contains(buffer);
+  });
+  std::string out, pad(static_cast<size_t>(2 * depth), ' ');
+  for (const auto& [b, c] : contracted_) {
+    out += fmt::format("{}float b{}[1];  // {}: the point's, in a register of each lane\n", pad, b,
+                       k_.buffers[static_cast<size_t>(b)].name);
+  }
+  return out;
+}
+
+bool Emitter::writes_row_scalar(const AstNode& n) const {
+  const AstNode* call = n.kind == AstNode::Kind::kCall  ? &n
+                        : n.kind == AstNode::Kind::kFor ? register_reduction(k_, n)
+                                                        : nullptr;
+  return call &&
+         contracted_.contains(k_.statements[static_cast<size_t>(call->statement)].write.buffer);
 }
 
 bool Emitter::dropped(int buffer, size_t dim) const {

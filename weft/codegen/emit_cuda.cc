@@ -138,47 +138,6 @@ ReductionText Emitter::strided_reduction(const AstNode& call, const std::string&
   return r;
 }
 
-std::string Emitter::contract_row_scalars(const AstNode& point, int depth) {
-  contracted_.clear();
-  if (!cuda_.row_scalars) return "";
-  find_contractions(*root_);
-  // The items of "point" that may write a row scalar: its statements, and the calls of its
-  // register reductions.
-  std::set<const AstNode*> writers;
-  for (const AstNode* item : items_of(point)) {
-    if (item->kind == AstNode::Kind::kCall) writers.insert(item);
-    if (item->kind == AstNode::Kind::kFor) {
-      if (const AstNode* call = register_reduction(k_, *item)) writers.insert(call);
-    }
-  }
-  std::set<int> written_elsewhere;
-  std::function<void(const AstNode&)> visit = [&](const AstNode& n) {
-    if (n.kind == AstNode::Kind::kCall && !writers.contains(&n))
-      written_elsewhere.insert(k_.statements[static_cast<size_t>(n.statement)].write.buffer);
-    for (const AstNode& c : n.children)
-      visit(c);
-  };
-  visit(*root_);
-  std::erase_if(contracted_, [&](const auto& entry) {
-    const auto& [buffer, c] = entry;
-    return c.block != &point || c.elements != 1 || written_elsewhere.contains(buffer);
-  });
-  std::string out, pad(static_cast<size_t>(2 * depth), ' ');
-  for (const auto& [b, c] : contracted_) {
-    out += fmt::format("{}float b{}[1];  // {}: the point's, in a register of each lane\n", pad, b,
-                       k_.buffers[static_cast<size_t>(b)].name);
-  }
-  return out;
-}
-
-bool Emitter::writes_row_scalar(const AstNode& n) const {
-  const AstNode* call = n.kind == AstNode::Kind::kCall  ? &n
-                        : n.kind == AstNode::Kind::kFor ? register_reduction(k_, n)
-                                                        : nullptr;
-  return call &&
-         contracted_.contains(k_.statements[static_cast<size_t>(call->statement)].write.buffer);
-}
-
 bool Emitter::steady_quads(const AstNode& call, const std::string& along,
                            const std::string& outer) const {
   const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
