@@ -217,8 +217,8 @@ class Decoder(torch.nn.Module):
 
 class Stem(torch.nn.Module):
     """A ResNet stem: convolution, ReLU, max pooling, then a block whose residual is the pooled
-    value; and an average pooling between two convolutions. The poolings run between
-    channels-last regions, reading and writing channels-last through strides."""
+    value; and an average pooling of a padded value between two convolutions. The max pooling
+    runs channels-last in place, the average pooling reads the Pad's plain output."""
 
     def __init__(self):
         super().__init__()
@@ -229,7 +229,7 @@ class Stem(torch.nn.Module):
     def forward(self, x):
         p = torch.nn.functional.max_pool2d(torch.relu(self.conv(x)), 3, 2, 1)
         y = torch.relu(self.conv2(p) + p)
-        return self.conv3(torch.nn.functional.avg_pool2d(y, 2))
+        return self.conv3(torch.nn.functional.avg_pool2d(torch.nn.functional.pad(y, (1, 1, 1, 1)), 2))
 
 
 class Bottleneck(torch.nn.Module):
@@ -308,7 +308,7 @@ class ShuffleUnit(torch.nn.Module):
 class Inception(torch.nn.Module):
     """GoogLeNet's pattern: a stride-2 ceil-mode max pooling that the next block's
     convolutions read and so does its pooling branch. Both poolings run channels-last in
-    place (pools_between_regions): no reorder around either."""
+    place (pools_between_regions, weft.MaxPoolChannelsLast): no reorder around either."""
 
     def __init__(self):
         super().__init__()
@@ -321,6 +321,26 @@ class Inception(torch.nn.Module):
         p = torch.nn.functional.max_pool2d(torch.relu(self.stem(x)), 3, 2, ceil_mode=True)
         q = torch.nn.functional.max_pool2d(p, 3, 1, 1, ceil_mode=True)
         return torch.cat((self.a(p), self.b(p), self.c(q)), 1)
+
+
+class Poolings(torch.nn.Module):
+    """Poolings between convolutions with 16 channels: a padded stride-2 max pooling and an
+    average over whole 2x2 windows (generated code, channels-last), an average over padded
+    windows that leaves the padding out of its count (oneDNN's call)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Conv2d(3, 16, 3)
+        self.b = torch.nn.Conv2d(16, 16, 1)
+        self.c = torch.nn.Conv2d(16, 16, 1)
+        self.d = torch.nn.Conv2d(16, 16, 1)
+
+    def forward(self, x):
+        f = torch.nn.functional
+        p = f.max_pool2d(torch.relu(self.a(x)), 3, 2, 1)
+        q = f.avg_pool2d(self.b(p), 2, 2)
+        r = f.avg_pool2d(self.c(q), 3, 1, 1, count_include_pad=False)
+        return self.d(r)
 
 
 class Video(torch.nn.Module):
@@ -525,12 +545,29 @@ def main():
         # joined with the last shuffle. No other Transpose: the units run channels-last.
         assert len(moves) == 4 and [m.count("Transpose") for m in moves] == [1, 0, 1, 2], moves
         check(tmp, "inception", Inception().eval(), {"x": f(1, 3, 15, 15)},
-              ["Conv+Relu", "Transpose+MaxPool+Transpose", "Conv", "Conv",
-               "Transpose+MaxPool+Transpose", "Conv"])
-        moves = [k["op_type"] for k in kernels(os.path.join(tmp, "inception.onnx"))
-                 if not k["strategy"].startswith("oneDNN")]
-        # The input's reorder and the output's (with the Concat): none around the poolings.
-        assert moves == ["Transpose", "Concat+Transpose"], moves
+              ["Conv+Relu", "Conv", "Conv", "Conv"])
+        path = os.path.join(tmp, "inception.onnx")
+        own = [k["op_type"] for k in kernels(path) if not k["strategy"].startswith("oneDNN")]
+        # The input's reorder, the two poolings (generated, channels-last), the output's
+        # reorder with the Concat: none around the poolings.
+        assert own == ["Transpose", "MaxPool", "MaxPool", "Concat+Transpose"], own
+        # As oneDNN's calls (WEFT_POOLING=onednn), in place too, with equal outputs.
+        onednn = {"WEFT_POOLING": "onednn"}
+        calls = [k["strategy"] for k in kernels(path, onednn) if k["op_type"] == "MaxPool"]
+        assert len(calls) == 2 and all("channels-last in place" in c for c in calls), calls
+        x = {"x": f(1, 3, 15, 15)}
+        np.testing.assert_array_equal(run(path, x, os.path.join(tmp, "inception"), onednn),
+                                      run(path, x, os.path.join(tmp, "inception"), {}))
+        # Average poolings: over whole windows generated, padded ones oneDNN's calls.
+        check(tmp, "poolings", Poolings().eval(), {"x": f(1, 3, 17, 17)},
+              ["Conv+Relu", "Conv", "Conv", "AveragePool", "Conv"])
+        path = os.path.join(tmp, "poolings.onnx")
+        own = [k["op_type"] for k in kernels(path) if not k["strategy"].startswith("oneDNN")]
+        assert own == ["Transpose", "MaxPool", "AveragePool", "Transpose"], own
+        x = {"x": f(1, 3, 17, 17)}
+        np.testing.assert_allclose(run(path, x, os.path.join(tmp, "poolings"), onednn),
+                                   run(path, x, os.path.join(tmp, "poolings"), {}),
+                                   rtol=1e-6, atol=1e-6)
         check(tmp, "video", Video().eval(), {"x": f(1, 8, 4, 6, 6)},
               ["Conv+Relu", "Conv+Add+Relu"])
         video = [k["strategy"] for k in kernels(os.path.join(tmp, "video.onnx"))
@@ -562,9 +599,13 @@ def main():
         check(tmp, "decoder", Decoder().eval(), {"x": f(1, 4, 16, 16)},
               ["Conv+Relu", "Conv+Relu", "MatMul", "Conv+Relu",
                "Transpose+Resize+Transpose", "Conv"])
+        # The max pooling runs channels-last (weft.MaxPoolChannelsLast), as oneDNN's call:
+        # 8 channels are too few for generated code's vectors.
         check(tmp, "stem", Stem().eval(), {"x": f(1, 3, 32, 32)},
-              ["Conv+Relu", "Transpose+MaxPool+Transpose", "Conv+Add+Relu",
-               "AveragePool+Transpose", "Conv"])
+              ["Conv+Relu", "MaxPool", "Conv+Add+Relu", "AveragePool+Transpose", "Conv"])
+        maxpool = [k["strategy"] for k in kernels(os.path.join(tmp, "stem.onnx"))
+                   if k["op_type"] == "MaxPool"]
+        assert "channels-last in place" in maxpool[0], maxpool
         # The average pooling reads the plain output of a Pad: reordered to channels-last,
         # where oneDNN has a JIT kernel for it, it writes channels-last in place.
         pools = [k["strategy"] for k in kernels(os.path.join(tmp, "stem.onnx"))

@@ -95,6 +95,30 @@ bool generated_conv(const Node& node) {
   return chosen && kernel::can_lower(node);
 }
 
+// Channels-last poolings that generated code runs, not oneDNN (docs/library.md): those whose
+// windows the CPU schedule's few-terms rule vectorizes over channels (at most 64 taps, at
+// least 16 channels); an average only over whole windows (no padding: a constant count). oneDNN
+// 2.6's AVX2 max pooling moved 4-9 GB/s where generated code moves 20-40 (SqueezeNet's,
+// GoogLeNet's, Inception-v3's), and the generated pooling fuses with its neighbours.
+// WEFT_POOLING=onednn keeps them calls.
+bool generated_pool(const Node& node) {
+  static const bool onednn = [] {
+    const char* env = std::getenv("WEFT_POOLING");
+    return env && std::string(env) == "onednn";
+  }();
+  if (onednn ||
+      (node.op_type != Op::kMaxPoolChannelsLast && node.op_type != Op::kAveragePoolChannelsLast) ||
+      !node.inputs[0]->type.has_static_shape() || !node.outputs[0]->type.has_static_shape())
+    return false;
+  const auto& a = node.attrs_as<PoolAttrs>();
+  int64_t taps = 1;
+  for (int64_t k : a.kernel_shape)
+    taps *= k;
+  bool average = node.op_type == Op::kAveragePoolChannelsLast;
+  return taps <= 64 && node.inputs[0]->type.shape->back().value() >= 16 &&
+         (!average || kernel::pool_windows_whole(node)) && kernel::can_lower(node);
+}
+
 } // namespace
 
 LibrarySelection select_library_calls(const Graph& graph, const CompileSettings& settings,
@@ -128,7 +152,9 @@ LibrarySelection select_library_calls(const Graph& graph, const CompileSettings&
       s.run_at[node.get()] = node.get();
       continue;
     }
-    if (!use_library || s.absorbed.contains(node.get()) || generated_conv(*node)) continue;
+    if (!use_library || s.absorbed.contains(node.get()) || generated_conv(*node) ||
+        generated_pool(*node))
+      continue;
     std::string why_not;
     if (!cuda) call = library::weight_only_matmul_call(*node, sole_reader);
     if (!cuda && !call) call = library::moe_call(*node, sole_reader);

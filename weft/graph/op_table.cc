@@ -922,6 +922,8 @@ const std::vector<OpDef>& build_table() {
     t.push_back({Op::kQLinearConv, 10, kAll, parse_conv, infer_qlinear});
     t.push_back({Op::kMaxPool, 1, kAll, parse_pool, infer_pool});
     t.push_back({Op::kAveragePool, 1, kAll, parse_pool, infer_pool});
+    t.push_back({Op::kMaxPoolChannelsLast, 1, kAll, parse_pool, infer_pool_channels_last});
+    t.push_back({Op::kAveragePoolChannelsLast, 1, kAll, parse_pool, infer_pool_channels_last});
     t.push_back({Op::kMaxUnpool, 9, kAll, parse_pool, infer_max_unpool});
     t.push_back({Op::kGlobalAveragePool, 1, kAll, parse_none, infer_global_pool});
     t.push_back({Op::kGlobalMaxPool, 1, kAll, parse_none, infer_global_pool});

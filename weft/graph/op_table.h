@@ -96,6 +96,8 @@ inline constexpr std::string_view kMlDomain = "ai.onnx.ml";
 // Weft's own ops, which passes make (no model can name them): Op::kConvChannelsLast, Conv
 // over channels-last activations (passes/channels_last.h), with Conv's attributes and weights;
 // Op::kQLinearConvChannelsLast, QLinearConv over them, with QLinearConv's inputs;
+// Op::kMaxPoolChannelsLast and Op::kAveragePoolChannelsLast, MaxPool (without Indices) and
+// AveragePool over them, with their attributes (passes/channels_last.h, pools_between_regions);
 // Op::kQLinearMatMulBias, QLinearMatMul's eight inputs and a ninth, an int32 bias [N] added to
 // the sums before requantization, as QLinearConv's B (passes/quantized_products.h). And
 // Op::kMoE, a mixture of experts (attrs.h, MoEAttrs), which the import of com.microsoft's MoE
@@ -106,6 +108,8 @@ inline Op shown_op(Op op) {
   return op == Op::kConvChannelsLast          ? Op::kConv
          : op == Op::kQLinearConvChannelsLast ? Op::kQLinearConv
          : op == Op::kQLinearMatMulBias       ? Op::kQLinearMatMul
+         : op == Op::kMaxPoolChannelsLast     ? Op::kMaxPool
+         : op == Op::kAveragePoolChannelsLast ? Op::kAveragePool
                                               : op;
 }
 

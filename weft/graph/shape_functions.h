@@ -67,6 +67,8 @@ TypesOrError infer_conv_channels_last(const Node& node);
 TypesOrError infer_conv_transpose(const Node& node);
 TypesOrError infer_pad(const Node& node);
 TypesOrError infer_pool(const Node& node);
+// Op::kMaxPoolChannelsLast, Op::kAveragePoolChannelsLast: pooling over [N, spatial..., C].
+TypesOrError infer_pool_channels_last(const Node& node);
 TypesOrError infer_max_unpool(const Node& node);
 TypesOrError infer_global_pool(const Node& node);
 TypesOrError infer_concat(const Node& node);

@@ -307,6 +307,17 @@ TypesOrError pool_types(const Node& node, const PoolAttrs& a) {
 
 TypesOrError infer_pool(const Node& node) { return pool_types(node, node.attrs_as<PoolAttrs>()); }
 
+TypesOrError infer_pool_channels_last(const Node& node) {
+  const TensorType& x = in_type(node, 0);
+  if (!x.shape) return one({x.dtype, std::nullopt});
+  if (x.shape->size() < 3) return fail("pooling input must have rank >= 3");
+  const auto& a = node.attrs_as<PoolAttrs>();
+  Shape first = move_channels(*x.shape, false);
+  WEFT_ASSIGN_OR_RETURN(Shape out, window_shape(first, first[1], a.kernel_shape, a.strides,
+                                                a.dilations, a.pads, a.auto_pad, a.ceil_mode));
+  return one({x.dtype, move_channels(out, true)});
+}
+
 TypesOrError infer_lp_pool(const Node& node) {
   return pool_types(node, node.attrs_as<LpPoolAttrs>().window);
 }

@@ -261,7 +261,8 @@ const std::unordered_map<Op, Lowering>& lowerings() {
     add({Op::kConvInteger}, {lower_conv});
     add({Op::kQLinearConv}, {lower_conv, qlinear_accepts});
     add({Op::kConvTranspose}, {lower_conv_transpose, conv_accepts});
-    add({Op::kMaxPool, Op::kAveragePool}, {lower_pool});
+    add({Op::kMaxPool, Op::kAveragePool, Op::kMaxPoolChannelsLast, Op::kAveragePoolChannelsLast},
+        {lower_pool});
     add({Op::kPad},
         {lower_pad, [](const Node& n) { return n.attrs_as<PadAttrs>().pads.has_value(); }});
     add({Op::kMatMul, Op::kMatMulInteger}, {lower_matmul});

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "weft/graph/op_table.h"
 #include "weft/graph/shape_functions.h"
 #include "weft/kernel/kernel_builder.h"
 #include "weft/kernel/lower_ops.h"
@@ -388,35 +389,66 @@ Result<LoweredNode> lower_max_unpool(const Node& n, const std::string& name) {
   return k.lowered();
 }
 
+namespace {
+
+// A pooling's windows, from its shapes channels first.
+std::vector<Window> pool_windows(const Node& n) {
+  const auto& a = n.attrs_as<PoolAttrs>();
+  Shape xs = *n.inputs[0]->type.shape, ys = *n.outputs[0]->type.shape;
+  if (shown_op(n.op_type) != n.op_type) {
+    std::rotate(xs.begin() + 1, xs.end() - 1, xs.end());
+    std::rotate(ys.begin() + 1, ys.end() - 1, ys.end());
+  }
+  return window_dims(a.kernel_shape, a.strides, a.dilations, a.pads, a.auto_pad, xs, ys);
+}
+
+} // namespace
+
+bool pool_windows_whole(const Node& n) {
+  std::vector<Window> win = pool_windows(n);
+  return std::all_of(win.begin(), win.end(), [](const Window& w) {
+    return w.pad_begin == 0 && (w.out - 1) * w.stride + (w.kernel - 1) * w.dilation < w.in;
+  });
+}
+
 // MaxPool: the max over in-bounds taps. AveragePool: their sum over their count, where
-// count_include_pad also counts taps in the padding (but not beyond it).
+// count_include_pad also counts taps in the padding (but not beyond it); over whole windows
+// (pool_windows_whole), the sum over the window's size. Their channels-last
+// forms (weft.MaxPoolChannelsLast, weft.AveragePoolChannelsLast) iterate [n, o..., c, k...],
+// the channel moving along the last dim of x and y: each tap then combines a run of channels
+// into the output pixel (the CPU schedule's few-terms rule, as a depthwise convolution's).
 Result<LoweredNode> lower_pool(const Node& n, const std::string& name) {
   const auto& a = n.attrs_as<PoolAttrs>();
   const Value* x = n.inputs[0];
   const Value* y = n.outputs[0];
-  std::vector<Window> win = window_dims(a.kernel_shape, a.strides, a.dilations, a.pads, a.auto_pad,
-                                        *x->type.shape, *y->type.shape);
-  bool max = n.op_type == Op::kMaxPool;
+  bool last = shown_op(n.op_type) != n.op_type;
+  std::vector<Window> win = pool_windows(n);
+  const Shape& ys = *y->type.shape;
+  bool max = shown_op(n.op_type) == Op::kMaxPool;
   DType t = y->type.dtype;
-  size_t spatial = win.size();
+  int spatial = static_cast<int>(win.size());
   KernelBuilder k(name);
   int bx = k.buffer(x, BufferRole::kInput);
   int by = k.buffer(y, BufferRole::kOutput);
-  Shape out_domain = {(*y->type.shape)[0], (*y->type.shape)[1]};
-  for (const Window& d : win)
-    out_domain.push_back(d.out);
+  // Iterators: n, c, o... (channels first) or n, o..., c (channels last); then k....
+  int ic = last ? 1 + spatial : 1, io = last ? 1 : 2, ik = 2 + spatial;
+  Shape out_domain = {ys[0]};
+  for (int i = 0; i < spatial; ++i)
+    out_domain.push_back(win[static_cast<size_t>(i)].out);
+  out_domain.insert(out_domain.begin() + ic, ys[last ? ys.size() - 1 : 1]);
   Shape domain = out_domain;
   for (const Window& d : win)
     domain.push_back(d.kernel);
-  int io = 2, ik = 2 + static_cast<int>(spatial);
-  std::vector<AffineExpr> x_index = {AffineExpr::iterator(0), AffineExpr::iterator(1)};
+  std::vector<AffineExpr> x_index = {AffineExpr::iterator(0)};
   std::vector<AffineExpr> inside, padded;
-  for (size_t i = 0; i < spatial; ++i) {
-    AffineExpr pos = tap(win[i], io + static_cast<int>(i), ik + static_cast<int>(i));
+  for (int i = 0; i < spatial; ++i) {
+    const Window& w = win[static_cast<size_t>(i)];
+    AffineExpr pos = tap(w, io + i, ik + i);
     x_index.push_back(pos);
-    add_bounds(inside, pos, 0, win[i].in);
-    add_bounds(padded, pos, -win[i].pad_begin, win[i].in + win[i].pad_end);
+    add_bounds(inside, pos, 0, w.in);
+    add_bounds(padded, pos, -w.pad_begin, w.in + w.pad_end);
   }
+  x_index.insert(x_index.begin() + ic, AffineExpr::iterator(ic));
   std::vector<AffineExpr> y_index = iterators(out_domain.size());
   StatementBuilder init("init", out_domain);
   k.add(init.store(init.constant(max ? combine_identity(Combine::kMax) : 0, t), by, y_index));
@@ -428,7 +460,14 @@ Result<LoweredNode> lower_pool(const Node& n, const std::string& name) {
   if (max && n.outputs.size() > 1 && n.outputs[1]) {
     add_max_indices(k, n, win, bx, by, domain, x_index, inside);
   }
-  if (!max) {
+  if (!max && pool_windows_whole(n)) {
+    double size = 1;
+    for (const Window& d : win)
+      size *= static_cast<double>(d.kernel);
+    StatementBuilder avg("average", out_domain);
+    k.add(avg.store(avg.op(ExprOp::kDiv, t, {avg.load(by, y_index, t), avg.constant(size, t)}), by,
+                    y_index));
+  } else if (!max) {
     int cnt = k.temp(t, out_domain);
     StatementBuilder zero("init_count", out_domain);
     k.add(zero.store(zero.constant(0, t), cnt, y_index));

@@ -546,23 +546,30 @@ std::optional<LibraryCall> resize_call(const Node& n, const Absorbed& absorbed,
 }
 
 // MaxPool (without its Indices output) and AveragePool on plain activations, f32; MaxPool
-// also on u8 or s8 ones (a quantized model's, quantized_products.h). ceil_mode's extra
+// also on u8 or s8 ones (a quantized model's, quantized_products.h); their channels-last
+// forms (weft.MaxPoolChannelsLast, weft.AveragePoolChannelsLast) in place. ceil_mode's extra
 // windows become right padding, which oneDNN never reads for max; an average over them is
 // left to generated code when the padding counts.
 std::optional<LibraryCall> pool_call(const Node& n, const Absorbed& absorbed,
                                      std::string* why_not) {
   const std::vector<PostOp>& ops = absorbed.epilogue;
   const auto& at = n.attrs_as<PoolAttrs>();
-  bool max = n.op_type == Op::kMaxPool;
+  bool max = shown_op(n.op_type) == Op::kMaxPool;
+  bool in_place = shown_op(n.op_type) != n.op_type; // channels-last activations
   const Value *x = n.inputs[0], *y = n.outputs[0];
-  Dims dx = dims_of(x), dy = dims_of(y);
+  Shape sx = *x->type.shape, sy = *y->type.shape; // channels first
+  if (in_place && sx.size() >= 3) {
+    std::rotate(sx.begin() + 1, sx.end() - 1, sx.end());
+    std::rotate(sy.begin() + 1, sy.end() - 1, sy.end());
+  }
+  Dims dx = shape_static_dims(sx), dy = shape_static_dims(sy);
   if (!ops.empty() || (n.outputs.size() > 1 && n.outputs[1]) || dx.size() < 3 || dx.size() > 5 ||
       (!max && at.ceil_mode && at.count_include_pad)) {
     *why_not = "a pooling form oneDNN does not take here";
     return std::nullopt;
   }
-  std::vector<Window> win = window_dims(at.kernel_shape, at.strides, at.dilations, at.pads,
-                                        at.auto_pad, *x->type.shape, *y->type.shape);
+  std::vector<Window> win =
+      window_dims(at.kernel_shape, at.strides, at.dilations, at.pads, at.auto_pad, sx, sy);
   Dims strides, kernel, dilation, pad_l, pad_r;
   for (const Window& d : win) {
     strides.push_back(d.stride);
@@ -579,7 +586,8 @@ std::optional<LibraryCall> pool_call(const Node& n, const Absorbed& absorbed,
   // Pooling runs on the activations as they lie: plain, or channels-last (Activations); on
   // plain ones reordered to channels-last when oneDNN has only a slow kernel for them (3-D
   // windows over ncdhw: "simple_nchw", 26 ms for a 24 MB MaxPool in MViT-v2, 1 GB/s).
-  Activations act = activations(absorbed, x, y);
+  Activations act = in_place ? Activations{channels_last(dx), channels_last(dy), x, y}
+                             : activations(absorbed, x, y);
   if (x->type.dtype != DType::kF32) { // (static_call takes only max pooling of u8 or s8)
     auto type = x->type.dtype == DType::kU8 ? memory::data_type::u8 : memory::data_type::s8;
     auto retyped = [&](const memory::desc& md) {
@@ -599,7 +607,9 @@ std::optional<LibraryCall> pool_call(const Node& n, const Absorbed& absorbed,
     call.kernel = std::make_shared<DnnlKernel>(
         dnnl::pooling_v2_forward(pd), std::move(args), std::unordered_map<int, memory>{},
         fmt::format("oneDNN pooling ({}{})", pd.impl_info_str(),
-                    x_in != act.x ? ", reordered to channels-last" : ""));
+                    x_in != act.x ? ", reordered to channels-last"
+                    : in_place    ? ", channels-last in place"
+                                  : ""));
     return call;
   };
   LibraryCall call = build(act.x, act.y);
@@ -636,7 +646,9 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
       {Op::kResize, resize_call},
       {Op::kConvChannelsLast, conv_call},
       {Op::kMaxPool, pool_call},
-      {Op::kAveragePool, pool_call}};
+      {Op::kAveragePool, pool_call},
+      {Op::kMaxPoolChannelsLast, pool_call},
+      {Op::kAveragePoolChannelsLast, pool_call}};
   auto it = kBuilders.find(node.op_type);
   if (it == kBuilders.end()) return std::nullopt;
   std::vector<const Value*> values(node.inputs.begin(), node.inputs.end());

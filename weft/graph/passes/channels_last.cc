@@ -553,6 +553,48 @@ Result<bool> channels_last(Graph& graph, const std::function<bool(const Node&)>&
   return ChannelsLast(graph, int8_call).run();
 }
 
+namespace {
+
+// Each f32 pooling of Transpose(to first)(a) whose only reader is a Transpose to channels-last
+// becomes its channels-last form over a, writing that Transpose's output.
+bool pools_in_place(Graph& graph) {
+  std::unordered_map<const Value*, std::vector<Node*>> readers;
+  for (const auto& n : graph.nodes()) {
+    for (const Value* v : n->inputs)
+      readers[v].push_back(n.get());
+  }
+  std::vector<Node*> pools;
+  for (const auto& n : graph.nodes()) {
+    if (is_pool(n.get()) && n->inputs[0]->type.dtype == DType::kF32) pools.push_back(n.get());
+  }
+  bool changed = false;
+  for (Node* p : pools) {
+    Value* y = p->outputs[0];
+    Node* first = p->inputs[0]->producer;
+    const std::vector<Node*>& after = readers[y];
+    if (!is_transpose(first, kToFirst) || after.size() != 1 || !is_transpose(after[0], kToLast) ||
+        graph.is_graph_output(y))
+      continue;
+    Node* back = after[0];
+    Value* out = back->outputs[0];
+    out->producer = nullptr;
+    back->outputs[0] = nullptr;
+    Op op = p->op_type == Op::kMaxPool ? Op::kMaxPoolChannelsLast : Op::kAveragePoolChannelsLast;
+    NodeBuilder(graph, *back).op(op, {first->inputs[0]}, p->attrs, out);
+    std::string name = p->name;
+    std::vector<Node*>& others = readers[first->outputs[0]];
+    others.erase(std::find(others.begin(), others.end(), p));
+    const Node* unread =
+        others.empty() && !graph.is_graph_output(first->outputs[0]) ? first : nullptr;
+    graph.remove_nodes_if([&](const Node& m) { return &m == p || &m == back || &m == unread; });
+    graph.rename_node(out->producer, name); // profiles name the model's node
+    changed = true;
+  }
+  return changed;
+}
+
+} // namespace
+
 Result<bool> pools_between_regions(Graph& graph) {
   std::unordered_map<const Value*, std::vector<Node*>> readers;
   for (const auto& n : graph.nodes()) {
@@ -602,7 +644,7 @@ Result<bool> pools_between_regions(Graph& graph) {
     readers[back] = branches;
     changed = true;
   }
-  return changed;
+  return pools_in_place(graph) || changed;
 }
 
 } // namespace weft

@@ -1,5 +1,6 @@
 #include "weft/graph/passes/eliminate_identity.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -33,6 +34,11 @@ bool is_identity(const Node& node) {
   if (op == Op::kReshape || op == Op::kSqueeze || op == Op::kUnsqueeze || op == Op::kFlatten ||
       op == Op::kExpand) {
     return same_static_type(node);
+  }
+  if (op == Op::kPad) { // pads of 0 (PyTorch 1.13 exports avg_pool2d as one before the pooling)
+    const std::optional<Ints>& pads = node.attrs_as<PadAttrs>().pads;
+    return pads && node.inputs.size() == 1 && same_static_type(node) &&
+           std::all_of(pads->begin(), pads->end(), [](int64_t p) { return p == 0; });
   }
   return false;
 }

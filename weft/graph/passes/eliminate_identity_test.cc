@@ -32,6 +32,21 @@ TEST(EliminateIdentity, ForwardsIdentityDropoutAndSameTypeCast) {
             "  output %y: f32[4]\n");
 }
 
+// A Pad of zeros goes; one that shifts (pads [1, -1]: the same shape) stays.
+TEST(EliminateIdentity, ForwardsPadOfZeros) {
+  EXPECT_EQ(eliminate(R"(
+    <ir_version: 8, opset_import: ["" : 10]>
+    g (float[4] x) => (float[4] y) {
+      a = Pad <pads = [0, 0]> (x)
+      b = Pad <pads = [1, -1]> (a)
+      y = Relu(b)
+    })"),
+            "  input %x: f32[4]\n"
+            "  node Pad_1: %b: f32[4] = Pad(%x) {mode=constant, pads=[1, -1], value=0}\n"
+            "  node Relu_2: %y: f32[4] = Relu(%b)\n"
+            "  output %y: f32[4]\n");
+}
+
 TEST(EliminateIdentity, GraphOutputKeepsItsName) {
   EXPECT_EQ(eliminate(R"(
     <ir_version: 8, opset_import: ["" : 13]>
