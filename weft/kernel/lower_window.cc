@@ -413,10 +413,10 @@ bool pool_windows_whole(const Node& n) {
 
 // MaxPool: the max over in-bounds taps. AveragePool: their sum over their count, where
 // count_include_pad also counts taps in the padding (but not beyond it); over whole windows
-// (pool_windows_whole), the sum over the window's size. Their channels-last
-// forms (weft.MaxPoolChannelsLast, weft.AveragePoolChannelsLast) iterate [n, o..., c, k...],
-// the channel moving along the last dim of x and y: each tap then combines a run of channels
-// into the output pixel (the CPU schedule's few-terms rule, as a depthwise convolution's).
+// (pool_windows_whole), the sum over the window's size. Their channels-last forms
+// (weft.MaxPoolChannelsLast, weft.AveragePoolChannelsLast) iterate [n, o..., c, k...], the
+// channel moving along the last dim of x and y: each tap then combines a run of channels into
+// the output pixel (the CPU schedule's few-terms rule, as a depthwise convolution's).
 Result<LoweredNode> lower_pool(const Node& n, const std::string& name) {
   const auto& a = n.attrs_as<PoolAttrs>();
   const Value* x = n.inputs[0];

@@ -20,8 +20,8 @@
 // - turns an inference BatchNormalization that a Transpose feeds into a per-channel scale
 //   and shift (constants), which sink as above;
 // - gives a pooling that a Transpose feeds one to channels-last as its only reader (its
-//   other readers read a Transpose back, which sinks on): the library call absorbs both
-//   (channels-last in place), and that pair is never cancelled;
+//   other readers read a Transpose back, which sinks on): that pair is never cancelled, and
+//   pools_between_regions (below) runs the pooling channels-last in its place;
 // - cancels a Transpose whose reader undoes it.
 // Between two convolutions, activations then stay channels-last, and the Transposes left
 // are at the region's boundaries (a Reshape, the graph's outputs, ops that stay plain): the
@@ -41,12 +41,15 @@ namespace weft {
 Result<bool> channels_last(Graph& graph, const std::function<bool(const Node&)>& int8_call = {});
 
 // pools_between_regions: a pooling between two channels-last regions (a Transpose to
-// channels-first before it, one to channels-last after it) runs channels-last in place, its
-// library call absorbing both. So may one whose output other poolings read too, each before
-// a region of its own (Inception's stride-2 pooling, read by the next block's convolutions
-// and by its pooling branch): the Transpose after it becomes its only reader, and those
-// poolings read the value through a Transpose back, which their own calls absorb. Without
-// this, the pooling ran on plain activations with a reorder on each side.
+// channels-first before it, one to channels-last after it) runs channels-last in place: an
+// f32 one becomes Op::kMaxPoolChannelsLast or Op::kAveragePoolChannelsLast over the
+// channels-last value, writing the Transpose after it's output (generated code or oneDNN's
+// call, driver/select_library.cc); others' library calls absorb both Transposes. So may one
+// whose output other poolings read too, each before a region of its own (Inception's
+// stride-2 pooling, read by the next block's convolutions and by its pooling branch): the
+// Transpose after it becomes its only reader, and those poolings read the value through a
+// Transpose back. Without this, the pooling ran on plain activations with a reorder on each
+// side.
 // Runs after channels_last and the passes after it: canonicalize composes the Transposes
 // it adds (to channels-last and back) into nothing.
 Result<bool> pools_between_regions(Graph& graph);
