@@ -32,8 +32,9 @@ Result<LoweredNode> lower_node(const Node& node, const std::string& kernel_name)
 // Does lower_node handle "node" (its op, and its attribute forms)?
 bool can_lower(const Node& node);
 
-// Does every window of pooling "node" (MaxPool, AveragePool or their channels-last forms, over
-// static shapes) lie inside its input: no padding, and none that ceil_mode runs past the end?
-bool pool_windows_whole(const Node& node);
+// Does every window of average pooling "node" (AveragePool or its channels-last form, over
+// static shapes) count all its taps: none that ceil_mode runs past the padding, and no padding
+// at all unless count_include_pad counts it?
+bool pool_counts_every_tap(const Node& node);
 
 } // namespace weft::kernel

@@ -404,17 +404,19 @@ std::vector<Window> pool_windows(const Node& n) {
 
 } // namespace
 
-bool pool_windows_whole(const Node& n) {
+bool pool_counts_every_tap(const Node& n) {
+  bool padding_counts = n.attrs_as<PoolAttrs>().count_include_pad;
   std::vector<Window> win = pool_windows(n);
-  return std::all_of(win.begin(), win.end(), [](const Window& w) {
-    return w.pad_begin == 0 && (w.out - 1) * w.stride + (w.kernel - 1) * w.dilation < w.in;
+  return std::all_of(win.begin(), win.end(), [&](const Window& w) {
+    int64_t end = (w.out - 1) * w.stride + (w.kernel - 1) * w.dilation - w.pad_begin; // last tap
+    return padding_counts ? end < w.in + w.pad_end : w.pad_begin == 0 && end < w.in;
   });
 }
 
 // MaxPool: the max over in-bounds taps. AveragePool: their sum over their count, where
-// count_include_pad also counts taps in the padding (but not beyond it); over whole windows
-// (pool_windows_whole), the sum over the window's size. Their channels-last forms
-// (weft.MaxPoolChannelsLast, weft.AveragePoolChannelsLast) iterate [n, o..., c, k...], the
+// count_include_pad also counts taps in the padding (but not beyond it); where every window
+// counts all its taps (pool_counts_every_tap), the sum over the window's size. Their channels-last
+// forms (weft.MaxPoolChannelsLast, weft.AveragePoolChannelsLast) iterate [n, o..., c, k...], the
 // channel moving along the last dim of x and y: each tap then combines a run of channels into
 // the output pixel (the CPU schedule's few-terms rule, as a depthwise convolution's).
 Result<LoweredNode> lower_pool(const Node& n, const std::string& name) {
@@ -460,7 +462,7 @@ Result<LoweredNode> lower_pool(const Node& n, const std::string& name) {
   if (max && n.outputs.size() > 1 && n.outputs[1]) {
     add_max_indices(k, n, win, bx, by, domain, x_index, inside);
   }
-  if (!max && pool_windows_whole(n)) {
+  if (!max && pool_counts_every_tap(n)) {
     double size = 1;
     for (const Window& d : win)
       size *= static_cast<double>(d.kernel);
