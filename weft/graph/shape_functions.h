@@ -69,6 +69,9 @@ TypesOrError infer_pad(const Node& node);
 TypesOrError infer_pool(const Node& node);
 // Op::kMaxPoolChannelsLast, Op::kAveragePoolChannelsLast: pooling over [N, spatial..., C].
 TypesOrError infer_pool_channels_last(const Node& node);
+// "s" (rank 3 or more) with its last dim moved to 1 (channels last to first), or back
+// ("to_last").
+Shape move_channels(const Shape& s, bool to_last);
 TypesOrError infer_max_unpool(const Node& node);
 TypesOrError infer_global_pool(const Node& node);
 TypesOrError infer_concat(const Node& node);

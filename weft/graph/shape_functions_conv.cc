@@ -125,7 +125,8 @@ TypesOrError conv_output(const ConvAttrs& a, const TensorType& x, const TensorTy
   return one({x.dtype, out});
 }
 
-// "s" with its last dim moved to 1 (channels last to first), or back ("to_last").
+} // namespace
+
 Shape move_channels(const Shape& s, bool to_last) {
   Shape out = s;
   if (s.size() < 3) return out;
@@ -136,8 +137,6 @@ Shape move_channels(const Shape& s, bool to_last) {
   }
   return out;
 }
-
-} // namespace
 
 TypesOrError infer_conv(const Node& node) {
   return conv_output(node.attrs_as<ConvAttrs>(), in_type(node, 0), in_type(node, 1));

@@ -394,12 +394,11 @@ namespace {
 // A pooling's windows, from its shapes channels first.
 std::vector<Window> pool_windows(const Node& n) {
   const auto& a = n.attrs_as<PoolAttrs>();
-  Shape xs = *n.inputs[0]->type.shape, ys = *n.outputs[0]->type.shape;
-  if (shown_op(n.op_type) != n.op_type) {
-    std::rotate(xs.begin() + 1, xs.end() - 1, xs.end());
-    std::rotate(ys.begin() + 1, ys.end() - 1, ys.end());
-  }
-  return window_dims(a.kernel_shape, a.strides, a.dilations, a.pads, a.auto_pad, xs, ys);
+  bool last = shown_op(n.op_type) != n.op_type;
+  const Shape& x = *n.inputs[0]->type.shape;
+  const Shape& y = *n.outputs[0]->type.shape;
+  return window_dims(a.kernel_shape, a.strides, a.dilations, a.pads, a.auto_pad,
+                     last ? move_channels(x, false) : x, last ? move_channels(y, false) : y);
 }
 
 } // namespace

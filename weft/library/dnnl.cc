@@ -557,11 +557,10 @@ std::optional<LibraryCall> pool_call(const Node& n, const Absorbed& absorbed,
   bool max = shown_op(n.op_type) == Op::kMaxPool;
   bool in_place = shown_op(n.op_type) != n.op_type; // channels-last activations
   const Value *x = n.inputs[0], *y = n.outputs[0];
-  Shape sx = *x->type.shape, sy = *y->type.shape; // channels first
-  if (in_place && sx.size() >= 3) {
-    std::rotate(sx.begin() + 1, sx.end() - 1, sx.end());
-    std::rotate(sy.begin() + 1, sy.end() - 1, sy.end());
-  }
+  const Shape& x_shape = *x->type.shape;
+  const Shape& y_shape = *y->type.shape;
+  Shape sx = in_place ? move_channels(x_shape, false) : x_shape; // channels first
+  Shape sy = in_place ? move_channels(y_shape, false) : y_shape;
   Dims dx = shape_static_dims(sx), dy = shape_static_dims(sy);
   if (!ops.empty() || (n.outputs.size() > 1 && n.outputs[1]) || dx.size() < 3 || dx.size() > 5 ||
       (!max && at.ceil_mode && at.count_include_pad)) {
