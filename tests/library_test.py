@@ -89,8 +89,8 @@ class SegmentationHead(torch.nn.Module):
 
 
 class Conv1d(torch.nn.Module):
-    """A 1-D convolution (which the channels_last pass leaves): the call reorders its
-    activations to channels-last and back around oneDNN's brgemm kernel."""
+    """A 1-D convolution, channels-last between the reorders of the graph's input and output:
+    oneDNN's direct kernel (brgemm, or jit:avx2 for few taps)."""
 
     def __init__(self):
         super().__init__()
@@ -102,7 +102,8 @@ class Conv1d(torch.nn.Module):
 
 class Conv1dLong(torch.nn.Module):
     """A 1-D convolution with 15 taps, as a byte-level text classifier's: without AVX-512,
-    oneDNN has only its gemm-based kernel for it, which runs on the plain activations."""
+    oneDNN has only its gemm-based kernel for it, and oneDNN's matmuls over im2col tiles run
+    it instead."""
 
     def __init__(self):
         super().__init__()
@@ -110,6 +111,25 @@ class Conv1dLong(torch.nn.Module):
 
     def forward(self, x):
         return torch.relu(self.conv(x))
+
+
+class Conv1dChain(torch.nn.Module):
+    """1-D convolutions with long windows back to back, as a sequence classifier's: strided,
+    dilated, without bias, a BatchNormalization and a residual between them, a max over time
+    after. Channels-last from the first convolution to the max: no reorder between them."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Conv1d(24, 64, 15, padding=7)
+        self.b = torch.nn.Conv1d(64, 64, 9, stride=2, dilation=2, padding=8, bias=False)
+        self.bn = torch.nn.BatchNorm1d(64)
+        self.bn.running_mean.uniform_(-1, 1)
+        self.bn.running_var.uniform_(0.5, 2)
+        self.c = torch.nn.Conv1d(64, 64, 15, padding=7)
+
+    def forward(self, x):
+        h = self.bn(self.b(torch.relu(self.a(x))))
+        return torch.relu(self.c(h) + h).amax(dim=2)
 
 
 class Attention(torch.nn.Module):
@@ -503,15 +523,30 @@ def main():
         check(tmp, "segmentation_head", SegmentationHead().eval(), {"x": f(1, 8, 6, 5)},
               ["Conv+HardSwish", "Transpose+Resize"])
         check(tmp, "conv1d", Conv1d().eval(), {"x": f(1, 16, 64)}, ["Conv+Relu"])
-        conv1d = [k["strategy"] for k in kernels(os.path.join(tmp, "conv1d.onnx"))]
+        conv1d = [k["strategy"] for k in kernels(os.path.join(tmp, "conv1d.onnx"))
+                  if k["op_type"] == "Conv+Relu"]
         assert "channels-last" in conv1d[0] and "gemm" not in conv1d[0], conv1d
         check(tmp, "conv1d_long", Conv1dLong().eval(), {"x": f(1, 32, 512)}, ["Conv+Relu"])
-        long = [k["strategy"] for k in kernels(os.path.join(tmp, "conv1d_long.onnx"))]
-        if "gemm" in long[0]:
-            assert "channels-last" not in long[0], long
-            off = [k["strategy"] for k in kernels(os.path.join(tmp, "conv1d_long.onnx"),
-                                                  {"WEFT_DNNL_BLOCKED": "0"})]
-            assert "channels-last" in off[0], off
+        path = os.path.join(tmp, "conv1d_long.onnx")
+        long = [k["strategy"] for k in kernels(path) if k["op_type"] == "Conv+Relu"]
+        off = {"WEFT_IM2COL": "0"}
+        own = [k["strategy"] for k in kernels(path, off) if k["op_type"] == "Conv+Relu"]
+        if "gemm" in own[0]:  # oneDNN has only its gemm-based convolution here (AVX2)
+            assert "im2col tiles" in long[0] and "channels-last in place" in long[0], long
+            x = {"x": f(1, 32, 512)}
+            np.testing.assert_allclose(run(path, x, os.path.join(tmp, "conv1d_long"), off),
+                                       run(path, x, os.path.join(tmp, "conv1d_long"), {}),
+                                       rtol=1e-4, atol=1e-5, err_msg="im2col tiles")
+        else:
+            assert "im2col" not in long[0], long
+        check(tmp, "conv1d_chain", Conv1dChain().eval(), {"x": f(2, 24, 301)},
+              ["Conv+Relu", "Conv", "Conv+Add+Relu"])
+        listed = kernels(os.path.join(tmp, "conv1d_chain.onnx"))
+        moves = [k["op_type"] for k in listed if "Transpose" in k["op_type"]]
+        assert moves == ["Transpose"], moves  # the input's only
+        if "gemm" in own[0]:
+            tiles = [k["strategy"] for k in listed if "im2col tiles" in k["strategy"]]
+            assert len(tiles) == 3, listed
         # Depthwise convolutions channels-last, as oneDNN's calls and as generated code
         # (WEFT_DEPTHWISE=generated: weft.ConvChannelsLast on its [k..., 1, M] weights).
         check(tmp, "inverted_residual", InvertedResidual().eval(), {"x": f(1, 8, 20, 20)},

@@ -180,6 +180,13 @@ PrimitiveWindows primitive_windows(const std::vector<Window>& win, const Dims& d
   return p;
 }
 
+// $WEFT_IM2COL=0: 1-D convolutions channels-last stay oneDNN's convolutions, not matmuls over
+// im2col tiles (for comparisons).
+bool im2col_allowed() {
+  static const bool on = knob_on("WEFT_IM2COL");
+  return on;
+}
+
 // $WEFT_DNNL_BLOCKED=0: direct convolutions stay channels-last (for comparisons).
 bool blocked_direct_allowed() {
   static const bool on = knob_on("WEFT_DNNL_BLOCKED");
@@ -440,6 +447,12 @@ double median_ms(const LibraryCall& call, std::vector<std::vector<float>>& buffe
 
 std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
                                      std::string* why_not) {
+  // Where oneDNN has only its gemm-based kernel for a 1-D convolution channels-last (long
+  // windows on AVX2), im2col tiles run it at the matmul's speed (dnnl_im2col.cc).
+  if (im2col_allowed() && n.op_type == Op::kConvChannelsLast && dims_of(n.inputs[0]).size() == 3 &&
+      channels_last_impl(n).find("gemm") != std::string::npos) {
+    if (std::optional<LibraryCall> call = im2col_conv_call(n, absorbed)) return call;
+  }
   return conv_call_in(n, absorbed, {}, why_not);
 }
 

@@ -120,6 +120,12 @@ memory reordered_constant(const Value* w, const memory::desc& given, const memor
         memory from(given, engine(), const_cast<std::byte*>(w->constant->data()));
         auto to = std::make_shared<memory>(wanted, engine());
         dnnl::stream stream(engine());
+        memory rows; // given's elements row-major, where its dims are not wanted's
+        if (given.dims() != wanted.dims()) {
+          rows = memory(plain(given.dims()), engine());
+          dnnl::reorder(from, rows).execute(stream, from, rows);
+          from = memory(plain(wanted.dims()), engine(), rows.get_data_handle());
+        }
         dnnl::reorder(from, *to).execute(stream, from, *to);
         stream.wait();
         made = true;

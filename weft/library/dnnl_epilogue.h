@@ -57,6 +57,9 @@ memory::desc channels_last(const Dims& dims);
 // call that reads it so while it lives (Tensor::derived): the layers of a model that shares
 // its weights (ALBERT's 12 held 12 packed copies of each, 11 GB in all), a dynamic call's
 // builds per shape, and every compile of one model (each for a new shape held one more).
+// "given" may have other dims than "wanted" (as many elements): its elements row-major are then
+// wanted's row-major (a 1-D convolution's weights [M, C, taps] viewed [taps, C, M] for the
+// matrix [taps * C, M]).
 memory reordered_constant(const Value* w, const memory::desc& given, const memory::desc& wanted);
 
 // The post-ops' attribute, and their src1 arguments bound into "call". A src1 of the
@@ -86,6 +89,10 @@ const Value* final_output(const Node& n, const std::vector<PostOp>& ops);
 
 // Conv and weft.ConvChannelsLast as a oneDNN convolution (dnnl_conv.cc).
 std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed, std::string* why_not);
+// A weft.ConvChannelsLast in 1-D of one group, with constant weights, as oneDNN matmuls over
+// tiles of its im2col matrix (dnnl_im2col.cc); none where the epilogue does not fit (a src1
+// broadcast other than per channel) or oneDNN would run its reference matmul.
+std::optional<LibraryCall> im2col_conv_call(const Node& n, const Absorbed& absorbed);
 // QLinearConv as oneDNN's int8 convolution (dnnl_conv.cc; int8_conv_unfit says when).
 std::optional<LibraryCall> qlinear_conv_call(const Node& n, const Absorbed& absorbed,
                                              std::string* why_not);

@@ -13,8 +13,8 @@ namespace weft {
 
 namespace {
 
-// [N, C, spatial...] -> [N, spatial..., C] and back, for 2-D (rank 4) and 3-D (rank 5)
-// convolutions' activations.
+// [N, C, spatial...] -> [N, spatial..., C] and back, for 1-D (rank 3), 2-D (rank 4) and 3-D
+// (rank 5) convolutions' activations. In 1-D both are [0, 2, 1].
 Ints to_last(size_t rank) {
   Ints p = {0};
   for (size_t d = 2; d < rank; ++d)
@@ -33,10 +33,10 @@ Ints to_first(size_t rank) {
 const Ints kToLast = to_last(4); // [N, C, H, W] -> [N, H, W, C]
 const Ints kToFirst = to_first(4);
 
-// The rank of "v" when it is one that channels-last regions cover (4 or 5), else 0.
+// The rank of "v" when it is one that channels-last regions cover (3 to 5), else 0.
 size_t region_rank(const Value* v) {
   size_t rank = v && v->type.shape ? v->type.shape->size() : 0;
-  return rank == 4 || rank == 5 ? rank : 0;
+  return rank >= 3 && rank <= 5 ? rank : 0;
 }
 
 // Ops that compute each element from the elements at the same position (numpy broadcasting
@@ -99,17 +99,19 @@ bool is_transpose(const Node* n, const Ints& perm) {
   return n && n->op_type == Op::kTranspose && n->attrs_as<TransposeAttrs>().perm == perm;
 }
 
-// A Transpose to channels-first or to channels-last of rank 4 or 5: its rank, else 0.
-size_t to_first_rank(const Node* n) {
-  for (size_t rank : {4, 5}) {
-    if (is_transpose(n, to_first(rank))) return rank;
+// A Transpose to channels-first or to channels-last of rank 4 or 5, or with "one_d" 3: its
+// rank, else 0. (Without 1-D convolutions in channels-last, a Transpose [0, 2, 1] of rank 3
+// is a model's own, a transformer's say, and the pass leaves it be.)
+size_t to_first_rank(const Node* n, bool one_d) {
+  for (size_t rank : {3, 4, 5}) {
+    if ((rank > 3 || one_d) && is_transpose(n, to_first(rank))) return rank;
   }
   return 0;
 }
 
-size_t to_last_rank(const Node* n) {
-  for (size_t rank : {4, 5}) {
-    if (is_transpose(n, to_last(rank))) return rank;
+size_t to_last_rank(const Node* n, bool one_d) {
+  for (size_t rank : {3, 4, 5}) {
+    if ((rank > 3 || one_d) && is_transpose(n, to_last(rank))) return rank;
   }
   return 0;
 }
@@ -227,7 +229,9 @@ public:
     bool changed = false;
     std::vector<Node*> convs;
     for (const auto& n : graph_.nodes()) {
-      if (convertible(*n)) convs.push_back(n.get());
+      if (!convertible(*n)) continue;
+      convs.push_back(n.get());
+      one_d_ = one_d_ || region_rank(n->inputs[0]) == 3;
     }
     for (Node* conv : convs)
       convert(*conv);
@@ -239,13 +243,17 @@ public:
 
 private:
   // A 2-D or 3-D convolution oneDNN runs for the CPU: f32 throughout, rank 4 or 5; or a
-  // QLinearConv that it runs in int8.
+  // QLinearConv that it runs in int8. In 1-D, an f32 one of one group over constant weights,
+  // which runs as matrix products over im2col tiles (library/dnnl_epilogue.h).
   bool convertible(const Node& n) const {
     if (n.conditional || !region_rank(n.inputs[0]) ||
         region_rank(n.outputs[0]) != region_rank(n.inputs[0]))
       return false;
-    if (n.op_type == Op::kQLinearConv) return int8_call_ && int8_call_(n);
-    if (n.op_type != Op::kConv) return false;
+    bool one_d = region_rank(n.inputs[0]) == 3;
+    if (n.op_type == Op::kQLinearConv) return !one_d && int8_call_ && int8_call_(n);
+    if (n.op_type != Op::kConv ||
+        (one_d && (n.attrs_as<ConvAttrs>().group != 1 || !n.inputs[1]->is_constant())))
+      return false;
     for (const auto* list : {&n.inputs, &n.outputs}) {
       for (const Value* v : *list) {
         if (v && v->type.dtype != DType::kF32) return false;
@@ -285,7 +293,10 @@ private:
     size_t rank = region_rank(conv.inputs[0]);
     std::vector<Value*> inputs = conv.inputs;
     Value*& last = to_last_[inputs[0]];
-    if (!last) last = b.op(Op::kTranspose, {inputs[0]}, TransposeAttrs{to_last(rank)});
+    if (!last) {
+      last = b.op(Op::kTranspose, {inputs[0]}, TransposeAttrs{to_last(rank)});
+      made_to_last_.insert(last->producer);
+    }
     inputs[0] = last;
     Op op = conv.op_type == Op::kQLinearConv ? Op::kQLinearConvChannelsLast : Op::kConvChannelsLast;
     if (op == Op::kConvChannelsLast) {
@@ -313,9 +324,9 @@ private:
     }
     for (const auto& owned : graph_.nodes()) {
       Node* t = owned.get();
-      size_t rank = to_first_rank(t);
-      if (!rank && !to_last_rank(t)) continue;
-      const Ints undo = rank ? to_last(rank) : to_first(to_last_rank(t));
+      size_t rank = to_first_rank(t, one_d_);
+      if (!rank && !to_last_rank(t, one_d_)) continue;
+      const Ints undo = rank ? to_last(rank) : to_first(to_last_rank(t, one_d_));
       Value* v = t->outputs[0];
       const std::vector<Node*>& rs = readers[v];
       for (Node* r : rs) {
@@ -332,7 +343,9 @@ private:
         return is_pointwise(*r) || is_reduction(*r) || is_slice(*r) || r->op_type == Op::kConcat ||
                is_channel_split(*r) || channel_shuffle(*r, readers, graph_) || is_batch_norm(*r);
       });
-      if (!rank || rs.empty() || graph_.is_graph_output(v)) continue;
+      // (In 1-D, the pass's own Transposes to channels-last read as to channels-first too;
+      // sunk, they would come back as the other operand's.)
+      if (!rank || rs.empty() || graph_.is_graph_output(v) || made_to_last_.contains(t)) continue;
       if (rank == 4 && rs.size() == 1 && is_pool(rs[0]) && rs[0]->inputs[0] == v &&
           !graph_.is_graph_output(rs[0]->outputs[0])) {
         const std::vector<Node*>& after = readers[rs[0]->outputs[0]];
@@ -416,7 +429,12 @@ private:
       for (const Node* r : it == readers.end() ? std::vector<Node*>{} : it->second) {
         if (is_transpose(r, last)) existing = r;
       }
-      in = existing ? existing->outputs[0] : b.op(Op::kTranspose, {in}, TransposeAttrs{last});
+      if (!existing) {
+        in = b.op(Op::kTranspose, {in}, TransposeAttrs{last});
+        made_to_last_.insert(in->producer);
+      } else {
+        in = existing->outputs[0];
+      }
     }
     Value* out = e.outputs[0];
     out->producer = nullptr;
@@ -538,6 +556,7 @@ private:
   }
 
   void remove(const Node* n) {
+    made_to_last_.erase(n);
     graph_.remove_nodes_if([&](const Node& m) { return &m == n; });
   }
 
@@ -545,6 +564,8 @@ private:
   std::function<bool(const Node&)> int8_call_;
   std::unordered_map<const Value*, Value*> to_last_; // convert's Transposes, by their input
   std::set<const Node*> after_pools_;                // sink_pool's Transposes to channels-last
+  bool one_d_ = false; // 1-D convolutions converted: rank-3 Transposes are the pass's too
+  std::set<const Node*> made_to_last_; // the pass's Transposes to channels-last, never sunk
 };
 
 } // namespace

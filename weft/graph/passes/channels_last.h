@@ -5,7 +5,9 @@
 // convolution, more time than the convolutions). This pass, for the CPU's library calls:
 // - turns each 2-D or 3-D f32 Conv into Op::kConvChannelsLast between two Transposes, to
 //   [N, spatial..., C] before it (one per input value, shared by the convolutions reading it)
-//   and back after it; so each QLinearConv that "int8_call" says oneDNN runs in int8, into
+//   and back after it, and so each 1-D one of one group over constant weights (oneDNN's
+//   matrix products over im2col tiles run those, whose rows are contiguous channels-last);
+//   so each QLinearConv that "int8_call" says oneDNN runs in int8, into
 //   Op::kQLinearConvChannelsLast (its 8-bit activations then stay channels-last between
 //   convolutions, through the per-tensor QuantizeLinear and DequantizeLinear around them);
 // - sinks each Transpose towards its readers through elementwise ops, a Concat of channels

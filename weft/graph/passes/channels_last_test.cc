@@ -288,7 +288,45 @@ TEST(ChannelsLast, ThreeDimensionalConvolutionsStayChannelsLast) {
   }
 }
 
-// Nothing to do without a 2-D or 3-D f32 convolution.
+// 1-D convolutions of one group over constant weights (a sequence classifier's): the model's
+// Transpose of its embeddings cancels with the first one's, a residual that is a graph input
+// takes a Transpose of its own (which stays: in 1-D it reads as to channels-first too, and
+// sinking it looped), and the max over time after ends the region without one.
+TEST(ChannelsLast, OneDimensionalConvolutionsStayChannelsLast) {
+  std::string ones;
+  for (int i = 0; i < 48; ++i)
+    ones += i ? ", 1.0" : "1.0";
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1, 10, 4] e, float[1, 4, 10] r) => (float[1, 4] y)
+        <float[4, 4, 3] w1 = {)" +
+                            ones + R"(}, float[4, 4, 3] w2 = {)" + ones + R"(}> {
+      x = Transpose <perm = [0, 2, 1]> (e)
+      a = Conv <pads = [1, 1]> (x, w1)
+      h = Relu(a)
+      s = Add(h, r)
+      b = Conv <pads = [1, 1]> (s, w2)
+      c = Add(b, s)
+      y = ReduceMax <axes = [2], keepdims = 0> (c)
+    })");
+  ASSERT_TRUE(run_pass(g));
+  EXPECT_EQ(count_ops(g, Op::kConvChannelsLast), 2);
+  ASSERT_EQ(count_ops(g, Op::kTranspose), 1);
+  for (const auto& n : g.nodes()) {
+    if (n->op_type == Op::kTranspose) {
+      EXPECT_EQ(n->inputs[0]->name, "r");
+    }
+    if (n->op_type == Op::kConvChannelsLast) {
+      EXPECT_EQ(n->inputs[0]->type.shape->size(), 3u);
+    }
+    if (n->op_type == Op::kReduceMax) {
+      EXPECT_EQ(*n->attrs_as<ReduceAttrs>().axes, Ints{1});
+      EXPECT_EQ(n->outputs[0]->name, "y");
+    }
+  }
+}
+
+// Nothing to do without a 2-D or 3-D f32 convolution, or a 1-D one over constant weights.
 TEST(ChannelsLast, LeavesOtherGraphsAlone) {
   Graph g = graph_from_text(R"(
     <ir_version: 8, opset_import: ["" : 13]>
