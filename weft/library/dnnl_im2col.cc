@@ -176,16 +176,17 @@ std::optional<LibraryCall> im2col_conv_call(const Node& n, const Absorbed& absor
   if (b)
     args.push_back(
         {DNNL_ARG_BIAS, position(call.values, b), 0, plain({1, g.out_ch}), plain({1, g.out_ch})});
-  // The epilogue as post-ops over a tile's [rows, M]: a src1 broadcast over all rows, or one
-  // of a row per output position.
+  // The epilogue as post-ops over a tile's [rows, M]: a src1 ([N, out, M], each 1 or the
+  // output's) broadcast over all rows, or one of a row per output position.
+  auto per_row = [&](const PostOp& p) {
+    return p.src1_dims[0] == g.batch && p.src1_dims[1] == g.out_len;
+  };
   for (const PostOp& p : absorbed.epilogue) {
-    if (!p.binary) continue;
-    const Dims& d = p.src1_dims; // [N, out, M], each 1 or the output's
-    if ((d[0] != g.batch || d[1] != g.out_len) && (d[0] != 1 || d[1] != 1)) return std::nullopt;
+    if (p.binary && !per_row(p) && (p.src1_dims[0] != 1 || p.src1_dims[1] != 1))
+      return std::nullopt;
   }
   auto src1 = [&](const PostOp& p, int64_t rows) {
-    bool per_row = p.src1_dims[0] == g.batch && p.src1_dims[1] == g.out_len;
-    return plain({per_row ? rows : 1, p.src1_dims[2]});
+    return plain({per_row(p) ? rows : 1, p.src1_dims[2]});
   };
   auto matmul = [&](int64_t rows) {
     dnnl::post_ops po;
@@ -206,20 +207,19 @@ std::optional<LibraryCall> im2col_conv_call(const Node& n, const Absorbed& absor
   for (size_t i = 0; i < absorbed.epilogue.size(); ++i) {
     const PostOp& p = absorbed.epilogue[i];
     if (!p.binary) continue;
-    bool per_row = p.src1_dims[0] == g.batch && p.src1_dims[1] == g.out_len;
     args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1,
-                    position(call.values, p.src1), per_row ? p.src1_dims[2] : 0, src1(p, tile_rows),
-                    src1(p, last_rows)});
+                    position(call.values, p.src1), per_row(p) ? p.src1_dims[2] : 0,
+                    src1(p, tile_rows), src1(p, last_rows)});
   }
   dnnl::matmul::primitive_desc full = matmul(tile_rows), last = matmul(last_rows);
   std::string impl = full.impl_info_str();
-  if (impl.starts_with("ref") || std::string(last.impl_info_str()).starts_with("ref"))
+  if (impl.starts_with("ref") || std::string(last.impl_info_str()).starts_with("ref") ||
+      full.weights_desc() != last.weights_desc())
     return std::nullopt;
   // Weights [M, C, taps] read as [taps, C, M]: row k * C + c of the matrix.
   memory::desc given({g.taps, g.in_ch, g.out_ch}, memory::data_type::f32,
                      Dims{1, g.taps, g.in_ch * g.taps});
   memory weights = reordered_constant(w, given, full.weights_desc());
-  if (full.weights_desc() != last.weights_desc()) return std::nullopt;
   Im2colConvKernel::Tiles tiles{tile_rows,
                                 count,
                                 dnnl::matmul(full),
