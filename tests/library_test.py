@@ -622,6 +622,17 @@ def main():
         check(tmp, "addmm", AddMm(), {"x": f(16, 32), "c": f(16, 48)}, ["Gemm+Relu"])
         check(tmp, "linear_residual", Linear3d("residual").eval(),
               {"x": f(3, 5, 16), "r": f(3, 5, 24)}, ["MatMul+Add+Add+Relu"], "15x16x24 (")
+        # Products of at most 300 rows all told over constant weights: where oneDNN's matmul is
+        # its gemm-based one (AVX2), the weights lie in padded rows; from 301 rows, packed.
+        for rows, layout in ((150, "weights in padded rows"), (151, "packed weights")):
+            name = f"linear_{rows}"
+            check(tmp, name, Linear3d("residual").eval(),
+                  {"x": f(2, rows, 16), "r": f(2, rows, 24)}, ["MatMul+Add+Add+Relu"],
+                  f"{2 * rows}x16x24 (")
+            gemm = [k["strategy"] for k in kernels(os.path.join(tmp, name + ".onnx"))
+                    if k["strategy"].startswith("oneDNN matmul")]
+            if "gemm:jit" in gemm[0]:
+                assert layout in gemm[0], gemm
         check(tmp, "linear_per_batch", Linear3d("per_batch").eval(),
               {"x": f(3, 5, 16), "r": f(3, 1, 24)}, ["MatMul+Add+Mul"], "3 batches of 5x16x24")
         check(tmp, "matmul_scalar_bias", Linear3d("scalar_bias").eval(),
