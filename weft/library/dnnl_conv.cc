@@ -381,8 +381,10 @@ std::optional<LibraryCall> conv_call_in(const Node& n, const Absorbed& absorbed,
   if (winograd) {
     try {
       if (LibraryCall call = build(blocked, A::convolution_winograd); call.kernel) return call;
-    } catch (const dnnl::error&) { // no Winograd kernel here (ISA, post-ops): direct below
+    } catch (const dnnl::error&) { // no Winograd kernel here (ISA, post-ops): Weft's below
     }
+    // Without oneDNN's (AVX2): Weft's own, where its layouts and epilogue fit.
+    if (std::optional<LibraryCall> call = winograd_conv_call(n, absorbed, in_blocked)) return call;
   }
   if (forced == Algorithm::kWinograd) return std::nullopt;
   // Where oneDNN has no direct JIT kernel for channels-last, only its gemm-based one
@@ -611,21 +613,26 @@ void keep_blocked_layouts(std::map<const Node*, LibraryCall>& calls, const Reade
   std::vector<Conv> convs;
   for (auto& [head, call] : calls) {
     auto kernel = std::dynamic_pointer_cast<const DnnlKernel>(call.kernel);
-    if ((head->op_type != Op::kConv && head->op_type != Op::kConvChannelsLast) || !kernel ||
-        !call.symbols.empty() || dims_of(head->inputs[0]).size() != 4)
+    // Weft's own Winograd kernel runs as fast on either layout.
+    bool own = false;
+    const Value* own_residual = winograd_residual(call, &own);
+    if ((head->op_type != Op::kConv && head->op_type != Op::kConvChannelsLast) ||
+        (!kernel && !own) || !call.symbols.empty() || dims_of(head->inputs[0]).size() != 4)
       continue;
-    bool winograd = kernel->describe().find("wino") != std::string::npos;
-    BlockedKernel k = BlockedKernel::kFaster;
+    bool winograd = kernel && kernel->describe().find("wino") != std::string::npos;
+    BlockedKernel k = own ? BlockedKernel::kAsFast : BlockedKernel::kFaster;
     try {
-      if (!winograd) k = blocked_kernel(*head);
+      if (!winograd && !own) k = blocked_kernel(*head);
     } catch (const dnnl::error&) {
       continue;
     }
     if (k == BlockedKernel::kSlower) continue;
-    int summed = kernel->summed();
+    int summed = kernel ? kernel->summed() : -1;
     convs.push_back({head, &call, head->inputs[0], call.nodes.back()->outputs[0],
-                     summed >= 0 ? call.values[static_cast<size_t>(summed)] : nullptr, winograd, k,
-                     convs.size()});
+                     own           ? own_residual
+                     : summed >= 0 ? call.values[static_cast<size_t>(summed)]
+                                   : nullptr,
+                     winograd, k, convs.size()});
   }
   std::map<const Node*, size_t> conv_of; // every node of a convolution's call
   for (size_t i = 0; i < convs.size(); ++i) {

@@ -6,6 +6,7 @@
 #include <array>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -93,6 +94,16 @@ std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed, st
 // tiles of its im2col matrix (dnnl_im2col.cc); none where the epilogue does not fit (a src1
 // broadcast other than per channel) or oneDNN would run its reference matmul.
 std::optional<LibraryCall> im2col_conv_call(const Node& n, const Absorbed& absorbed);
+// A 2-D 3x3 Conv or weft.ConvChannelsLast of stride 1 and one group over constant weights,
+// channels in multiples of 8, as Weft's own Winograd F(4x4, 3x3) kernel (winograd.cc) on
+// AVX2: its activations lie blocked (nChw8c, those in "in_blocked") or channels-last; none
+// where a value lies otherwise (plain), the CPU lacks AVX2, or the epilogue is other than
+// ReLU and the Add of a full-size operand.
+std::optional<LibraryCall> winograd_conv_call(const Node& n, const Absorbed& absorbed,
+                                              const std::set<const Value*>& in_blocked);
+// The full-size operand a call of winograd_conv_call adds (null if none); "is_winograd" says
+// whether the call is one.
+const Value* winograd_residual(const LibraryCall& call, bool* is_winograd);
 // QLinearConv as oneDNN's int8 convolution (dnnl_conv.cc; int8_conv_unfit says when).
 std::optional<LibraryCall> qlinear_conv_call(const Node& n, const Absorbed& absorbed,
                                              std::string* why_not);

@@ -1,0 +1,376 @@
+// 3x3 convolutions as Weft's own Winograd F(4x4, 3x3) kernel (dnnl_epilogue.h:
+// winograd_conv_call), for CPUs where oneDNN has none: its f32 Winograd kernels need AVX-512.
+//
+// Lavin and Gray's minimal filtering: a 4x4 block of outputs ("tile") of one output channel
+// is A^T [sum over input channels of (G g G^T) . (B^T d B)] A, for the 6x6 input patch "d"
+// under the tile and the 3x3 weights "g"; the element-wise products become, for each of the
+// 36 positions of the 6x6 transforms, one matrix product [tiles, C] x [C, M]: 36 products of
+// 2 * tiles * C * M FLOPs against the direct convolution's 9 * 16 per tile (4x fewer).
+// Three phases over all tiles, each split across the threads:
+// 1. the input transform, per tile and group of 8 channels (one AVX register per point),
+//    into V [36][tiles][C];
+// 2. the products, per position and strip of 16 output channels, against the weights'
+//    transform U [36][strips][C][16] (made once per constant), into P [36][tiles][M'];
+// 3. the output transform per tile and group of 8 output channels, with the bias and the
+//    epilogue (ReLU, a residual), written where the valid points of the tile lie.
+// Activations lie channels-last or in oneDNN's blocked nChw8c: either way each point's 8
+// channels of a group are contiguous, which is all the transforms need.
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <immintrin.h>
+#include <omp.h>
+
+#include "weft/graph/shape_functions.h"
+#include "weft/library/dnnl_epilogue.h"
+
+namespace weft::library {
+
+namespace {
+
+constexpr int64_t kTile = 4;    // outputs a side of a tile
+constexpr int64_t kPatch = 6;   // inputs a side of its patch (kTile + 2)
+constexpr int64_t kPoints = 36; // kPatch * kPatch
+constexpr int64_t kGroup = 8;   // channels of an AVX register
+constexpr int64_t kStrip = 16;  // output channels of a product's strip
+constexpr int kRows = 6;        // tiles of the product's register block (12 accumulators)
+
+// Where an activation's points lie, in floats: 8 channels of a group contiguous at
+// n * batch + g * group + h * row + w * point.
+struct Strides {
+  int64_t batch = 0, group = 0, row = 0, point = 0;
+};
+
+// One step of the epilogue, after the bias: max(v, alpha * v), or v + a full-size operand.
+struct Step {
+  bool relu = false;
+  float alpha = 0;
+  int buffer = -1;
+  Strides strides;
+};
+
+struct Geometry {
+  int64_t batch = 0, in_ch = 0, out_ch = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  int64_t pad_top = 0, pad_left = 0;
+  int64_t tiles_h() const { return (out_h + kTile - 1) / kTile; }
+  int64_t tiles_w() const { return (out_w + kTile - 1) / kTile; }
+  int64_t tiles() const { return batch * tiles_h() * tiles_w(); }
+  int64_t padded_out() const { return (out_ch + kStrip - 1) / kStrip * kStrip; }
+};
+
+// B^T d over six points "s" floats apart (a column or a row of the patch), in place.
+[[gnu::target("avx2,fma"), gnu::always_inline]] inline void input_1d(__m256* d, int64_t s) {
+  __m256 d0 = d[0], d1 = d[s], d2 = d[2 * s], d3 = d[3 * s], d4 = d[4 * s], d5 = d[5 * s];
+  const __m256 two = _mm256_set1_ps(2), four = _mm256_set1_ps(4), five = _mm256_set1_ps(5);
+  d[0] = four * d0 - five * d2 + d4;
+  d[s] = d3 + d4 - four * (d1 + d2);
+  d[2 * s] = four * (d1 - d2) - d3 + d4;
+  d[3 * s] = two * (d3 - d1) - d2 + d4;
+  d[4 * s] = two * (d1 - d3) - d2 + d4;
+  d[5 * s] = four * d1 - five * d3 + d5;
+}
+
+// A^T m over six points "s" apart, into four points "so" apart.
+[[gnu::target("avx2,fma"), gnu::always_inline]] inline void output_1d(const __m256* m, int64_t s,
+                                                                      __m256* o, int64_t so) {
+  __m256 a = m[s] + m[2 * s], b = m[s] - m[2 * s], c = m[3 * s] + m[4 * s], d = m[3 * s] - m[4 * s];
+  const __m256 two = _mm256_set1_ps(2), four = _mm256_set1_ps(4), eight = _mm256_set1_ps(8);
+  o[0] = m[0] + a + c;
+  o[so] = b + two * d;
+  o[2 * so] = a + four * c;
+  o[3 * so] = b + eight * d + m[5 * s];
+}
+
+// V[., tile, group]: the transform of the patch under a tile ("top", "left" its first input
+// point, outside the input zeros) for channels [8 * group, 8 * group + 8).
+[[gnu::target("avx2,fma")]] void transform_input(const float* x, const Strides& s,
+                                                 const Geometry& g, int64_t n, int64_t top,
+                                                 int64_t left, int64_t group, float* v,
+                                                 int64_t point_stride) {
+  __m256 d[kPoints];
+  const float* base = x + n * s.batch + group * s.group;
+#pragma GCC unroll 6
+  for (int64_t i = 0; i < kPatch; ++i) {
+    int64_t h = top + i;
+#pragma GCC unroll 6
+    for (int64_t j = 0; j < kPatch; ++j) {
+      int64_t w = left + j;
+      bool inside = h >= 0 && h < g.in_h && w >= 0 && w < g.in_w;
+      d[i * kPatch + j] =
+          inside ? _mm256_loadu_ps(base + h * s.row + w * s.point) : _mm256_setzero_ps();
+    }
+  }
+#pragma GCC unroll 6
+  for (int64_t j = 0; j < kPatch; ++j)
+    input_1d(d + j, kPatch);
+#pragma GCC unroll 6
+  for (int64_t i = 0; i < kPatch; ++i)
+    input_1d(d + i * kPatch, 1);
+#pragma GCC unroll 36
+  for (int64_t p = 0; p < kPoints; ++p)
+    _mm256_storeu_ps(v + p * point_stride, d[p]);
+}
+
+// P[rows of tiles, 16 channels] = V[rows, C] x U[C, 16], for R rows "ldv" and "ldp" apart.
+template <int R>
+[[gnu::target("avx2,fma"), gnu::always_inline]] inline void
+product_block(const float* v, int64_t ldv, const float* u, int64_t channels, float* p,
+              int64_t ldp) {
+  __m256 acc[R][2];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r)
+    acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int64_t c = 0; c < channels; ++c) {
+    __m256 u0 = _mm256_loadu_ps(u + c * kStrip), u1 = _mm256_loadu_ps(u + c * kStrip + 8);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      __m256 s = _mm256_broadcast_ss(v + r * ldv + c);
+      acc[r][0] = _mm256_fmadd_ps(s, u0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(s, u1, acc[r][1]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) {
+    _mm256_storeu_ps(p + r * ldp, acc[r][0]);
+    _mm256_storeu_ps(p + r * ldp + 8, acc[r][1]);
+  }
+}
+
+// One position's product for one strip over all "tiles" rows.
+[[gnu::target("avx2,fma")]] void product_strip(const float* v, const float* u, float* p,
+                                               int64_t tiles, int64_t channels, int64_t ldp) {
+  int64_t t = 0;
+  for (; t + kRows <= tiles; t += kRows)
+    product_block<kRows>(v + t * channels, channels, u, channels, p + t * ldp, ldp);
+  switch (tiles - t) {
+    case 5: product_block<5>(v + t * channels, channels, u, channels, p + t * ldp, ldp); break;
+    case 4: product_block<4>(v + t * channels, channels, u, channels, p + t * ldp, ldp); break;
+    case 3: product_block<3>(v + t * channels, channels, u, channels, p + t * ldp, ldp); break;
+    case 2: product_block<2>(v + t * channels, channels, u, channels, p + t * ldp, ldp); break;
+    case 1: product_block<1>(v + t * channels, channels, u, channels, p + t * ldp, ldp); break;
+    default: break;
+  }
+}
+
+// The output transform of P[., tile, group] plus bias and epilogue, written at the tile's
+// valid points ("top", "left" its first output point).
+[[gnu::target("avx2,fma")]] void transform_output(const float* p, int64_t point_stride,
+                                                  const float* bias, const std::vector<Step>& steps,
+                                                  void* const* buffers, float* y, const Strides& ys,
+                                                  const Geometry& g, int64_t n, int64_t top,
+                                                  int64_t left, int64_t group) {
+  __m256 m[kPoints], r[kTile * kPatch], o[kTile * kTile];
+#pragma GCC unroll 36
+  for (int64_t q = 0; q < kPoints; ++q)
+    m[q] = _mm256_loadu_ps(p + q * point_stride);
+#pragma GCC unroll 6
+  for (int64_t j = 0; j < kPatch; ++j)
+    output_1d(m + j, kPatch, r + j, kPatch);
+#pragma GCC unroll 4
+  for (int64_t i = 0; i < kTile; ++i)
+    output_1d(r + i * kPatch, 1, o + i * kTile, 1);
+  __m256 b = bias ? _mm256_loadu_ps(bias + group * kGroup) : _mm256_setzero_ps();
+  for (int64_t i = 0; i < kTile && top + i < g.out_h; ++i) {
+    for (int64_t j = 0; j < kTile && left + j < g.out_w; ++j) {
+      int64_t h = top + i, w = left + j;
+      __m256 v = o[i * kTile + j] + b;
+      for (const Step& s : steps) {
+        if (s.relu) {
+          v = _mm256_max_ps(v, _mm256_set1_ps(s.alpha) * v);
+        } else {
+          const Strides& rs = s.strides;
+          const auto* res = static_cast<const float*>(buffers[s.buffer]);
+          v += _mm256_loadu_ps(res + n * rs.batch + group * rs.group + h * rs.row + w * rs.point);
+        }
+      }
+      _mm256_storeu_ps(y + n * ys.batch + group * ys.group + h * ys.row + w * ys.point, v);
+    }
+  }
+}
+
+// U = G g G^T for every input and output channel, in fp64 and rounded once, laid out
+// [36][strips][C][16] (output channels past M zero).
+std::vector<float> transform_weights(const float* w, int64_t out_ch, int64_t in_ch) {
+  int64_t strips = (out_ch + kStrip - 1) / kStrip;
+  std::vector<float> u(static_cast<size_t>(kPoints * strips * in_ch * kStrip), 0.0f);
+  auto g_1d = [](const double* in, int64_t s, double* out, int64_t so) {
+    double g0 = in[0], g1 = in[s], g2 = in[2 * s];
+    out[0] = g0 / 4;
+    out[so] = -(g0 + g1 + g2) / 6;
+    out[2 * so] = -(g0 - g1 + g2) / 6;
+    out[3 * so] = g0 / 24 + g1 / 12 + g2 / 6;
+    out[4 * so] = g0 / 24 - g1 / 12 + g2 / 6;
+    out[5 * so] = g2;
+  };
+  for (int64_t m = 0; m < out_ch; ++m) {
+    for (int64_t c = 0; c < in_ch; ++c) {
+      double g[9], t[kPatch * 3], r[kPoints];
+      for (int k = 0; k < 9; ++k)
+        g[k] = w[(m * in_ch + c) * 9 + k];
+      for (int j = 0; j < 3; ++j) // columns: t [6][3]
+        g_1d(g + j, 3, t + j, 3);
+      for (int64_t i = 0; i < kPatch; ++i) // rows: r [6][6]
+        g_1d(t + i * 3, 1, r + i * kPatch, 1);
+      for (int64_t q = 0; q < kPoints; ++q)
+        u[static_cast<size_t>(((q * strips + m / kStrip) * in_ch + c) * kStrip + m % kStrip)] =
+            static_cast<float>(r[q]);
+    }
+  }
+  return u;
+}
+
+class WinogradKernel final : public runtime::LibraryKernel {
+public:
+  WinogradKernel(Geometry g, int x, Strides xs, int y, Strides ys, int bias,
+                 std::vector<Step> steps, std::shared_ptr<const std::vector<float>> u,
+                 std::string layouts)
+      : g_(g), x_(x), y_(y), bias_(bias), xs_(xs), ys_(ys), steps_(std::move(steps)),
+        u_(std::move(u)), layouts_(std::move(layouts)) {}
+
+  Status run(void* const* buffers, const int64_t* /*extents*/) const override {
+    const int64_t tiles = g_.tiles(), th = g_.tiles_h(), tw = g_.tiles_w();
+    const int64_t groups_in = g_.in_ch / kGroup, groups_out = g_.out_ch / kGroup;
+    const int64_t strips = g_.padded_out() / kStrip, ldp = g_.padded_out();
+    // Scratch of the calling thread, kept between runs (no page faults each run).
+    thread_local std::vector<float> scratch;
+    size_t need = static_cast<size_t>(kPoints * tiles * (g_.in_ch + ldp));
+    if (scratch.size() < need) scratch.resize(need);
+    float* v = scratch.data();
+    float* p = v + kPoints * tiles * g_.in_ch;
+    const auto* x = static_cast<const float*>(buffers[x_]);
+    auto* y = static_cast<float*>(buffers[y_]);
+    const auto* bias = bias_ >= 0 ? static_cast<const float*>(buffers[bias_]) : nullptr;
+    const float* u = u_->data();
+#pragma omp parallel
+    {
+#pragma omp for schedule(static) collapse(2)
+      for (int64_t t = 0; t < tiles; ++t) {
+        for (int64_t gi = 0; gi < groups_in; ++gi) {
+          int64_t n = t / (th * tw), i = t / tw % th, j = t % tw;
+          transform_input(x, xs_, g_, n, i * kTile - g_.pad_top, j * kTile - g_.pad_left, gi,
+                          v + t * g_.in_ch + gi * kGroup, tiles * g_.in_ch);
+        }
+      }
+#pragma omp for schedule(static) collapse(2)
+      for (int64_t q = 0; q < kPoints; ++q) {
+        for (int64_t s = 0; s < strips; ++s) {
+          product_strip(v + q * tiles * g_.in_ch, u + (q * strips + s) * g_.in_ch * kStrip,
+                        p + q * tiles * ldp + s * kStrip, tiles, g_.in_ch, ldp);
+        }
+      }
+#pragma omp for schedule(static) collapse(2)
+      for (int64_t t = 0; t < tiles; ++t) {
+        for (int64_t go = 0; go < groups_out; ++go) {
+          int64_t n = t / (th * tw), i = t / tw % th, j = t % tw;
+          transform_output(p + t * ldp + go * kGroup, tiles * ldp, bias, steps_, buffers, y, ys_,
+                           g_, n, i * kTile, j * kTile, go);
+        }
+      }
+    }
+    return {};
+  }
+
+  std::string describe() const override {
+    return fmt::format("Weft Winograd F(4x4, 3x3) ({} tiles, {})", g_.tiles(), layouts_);
+  }
+
+  // The full-size operand the epilogue adds, as a position in the call's values; -1 if none.
+  int residual() const {
+    for (const Step& s : steps_)
+      if (!s.relu) return s.buffer;
+    return -1;
+  }
+
+private:
+  Geometry g_;
+  int x_, y_, bias_;
+  Strides xs_, ys_;
+  std::vector<Step> steps_;
+  std::shared_ptr<const std::vector<float>> u_;
+  std::string layouts_;
+};
+
+// A value of activation dims [N, C, H, W] as it lies: blocked (nChw8c) or channels-last.
+Strides strides_of(const Dims& d, bool blocked) {
+  int64_t c = d[1], h = d[2], w = d[3];
+  if (blocked) return {c * h * w, h * w * kGroup, w * kGroup, kGroup};
+  return {h * w * c, kGroup, w * c, c};
+}
+
+} // namespace
+
+std::optional<LibraryCall> winograd_conv_call(const Node& n, const Absorbed& absorbed,
+                                              const std::set<const Value*>& in_blocked) {
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const auto& at = n.attrs_as<ConvAttrs>();
+  const Value *x = n.inputs[0], *w = n.inputs[1], *b = n.input(2);
+  const Value* y = final_output(n, absorbed.epilogue);
+  bool nhwc = n.op_type == Op::kConvChannelsLast;
+  if (!avx2 || (n.op_type != Op::kConv && !nhwc) || at.group != 1 || !w->is_constant() ||
+      w->type.dtype != DType::kF32 || (b && dims_of(b).size() != 1) || dims_of(x).size() != 4)
+    return std::nullopt;
+  Dims dx = dims_of(x), dy = dims_of(y), dw = dims_of(w);
+  if (nhwc) {
+    dx = channels_first(dx);
+    dy = channels_first(dy);
+  }
+  Ints kernel = at.kernel_shape.empty() ? Ints{dw[2], dw[3]} : at.kernel_shape;
+  std::vector<Window> win = window_dims(kernel, at.strides, at.dilations, at.pads, at.auto_pad,
+                                        shape_from_dims(dx), shape_from_dims(dy));
+  for (const Window& d : win) {
+    if (d.kernel != 3 || d.stride != 1 || d.dilation != 1) return std::nullopt;
+  }
+  Geometry g{dx[0], dx[1], dy[1], dx[2], dx[3], dy[2], dy[3], win[0].pad_begin, win[1].pad_begin};
+  if (g.in_ch % kGroup != 0 || g.out_ch % kGroup != 0 || g.tiles() == 0) return std::nullopt;
+  // Each value lies blocked or channels-last; plain (NCHW) ones do not fit.
+  auto lies = [&](const Value* v, Strides* s) {
+    bool blocked = in_blocked.contains(v);
+    if (!blocked && !nhwc) return false;
+    *s = strides_of(nhwc ? channels_first(dims_of(v)) : dims_of(v), blocked);
+    return true;
+  };
+  LibraryCall call;
+  Strides xs, ys;
+  if (!lies(x, &xs) || !lies(y, &ys)) return std::nullopt;
+  int xb = position(call.values, x);
+  position(call.values, w); // bound though transformed, for the profile
+  int bb = b ? position(call.values, b) : -1;
+  std::vector<Step> steps;
+  std::string residual_where;
+  for (const PostOp& p : absorbed.epilogue) {
+    Step s;
+    if (!p.binary && p.algorithm == dnnl::algorithm::eltwise_relu) {
+      s.relu = true;
+      s.alpha = p.alpha;
+    } else if (p.binary && p.algorithm == dnnl::algorithm::binary_add && p.src1_dims.size() == 4 &&
+               (nhwc ? channels_first(p.src1_dims) : p.src1_dims) == dy &&
+               lies(p.src1, &s.strides)) {
+      s.buffer = position(call.values, p.src1);
+      residual_where =
+          in_blocked.contains(p.src1) ? ", residual nChw8c" : ", residual channels-last";
+    } else {
+      return std::nullopt;
+    }
+    steps.push_back(s);
+  }
+  auto u = w->constant->derived_as<std::vector<float>>("Winograd F(4x4, 3x3) transform", [&] {
+    return std::make_shared<std::vector<float>>(
+        transform_weights(reinterpret_cast<const float*>(w->constant->data()), g.out_ch, g.in_ch));
+  });
+  int yb = position(call.values, y);
+  auto where = [&](const Value* v) { return in_blocked.contains(v) ? "nChw8c" : "channels-last"; };
+  std::string layouts = fmt::format("{} in, {} out{}", where(x), where(y), residual_where);
+  call.kernel = std::make_shared<WinogradKernel>(g, xb, xs, yb, ys, bb, std::move(steps),
+                                                 std::move(u), std::move(layouts));
+  return call;
+}
+
+const Value* winograd_residual(const LibraryCall& call, bool* is_winograd) {
+  auto kernel = std::dynamic_pointer_cast<const WinogradKernel>(call.kernel);
+  *is_winograd = kernel != nullptr;
+  int r = kernel ? kernel->residual() : -1;
+  return r >= 0 ? call.values[static_cast<size_t>(r)] : nullptr;
+}
+
+} // namespace weft::library
