@@ -61,6 +61,20 @@ class WinogradChain(torch.nn.Module):
         return self.b(self.a(x)).mean(dim=(2, 3))
 
 
+class WinogradShapes(torch.nn.Module):
+    """3x3 convolutions over 40 channels: one without padding (a smaller plane) and without
+    bias, then LeakyReLU; one padded, plus a residual (a crop of the input), then ReLU."""
+
+    def __init__(self):
+        super().__init__()
+        self.valid = torch.nn.Conv2d(40, 48, 3, bias=False)
+        self.same = torch.nn.Conv2d(48, 40, 3, padding=1)
+
+    def forward(self, x):
+        v = torch.nn.functional.leaky_relu(self.valid(x), 0.1)
+        return torch.relu(self.same(v) + x[:, :, 1:-1, 1:-1])
+
+
 class WideConv(torch.nn.Module):
     """A 3x3 convolution of 1.2 GFLOP over 256 channels, between channel concatenations."""
 
@@ -424,6 +438,11 @@ def shared_packings(path):
     return debug_lines(path, "shares the packed copy of an earlier call")
 
 
+# The strategies of library calls: oneDNN's, and Weft's own Winograd convolutions, which
+# take their place on CPUs where oneDNN has none.
+LIBRARY_CALLS = ("oneDNN", "Weft Winograd")
+
+
 def run(path, inputs, directory, env_extra):
     args = [WEFT, "run", path, "--output-dir", directory]
     for name, value in inputs.items():
@@ -455,7 +474,7 @@ def check(tmp, name, model, inputs, expect_calls, expect_gemm=None):
     generated = run(path, inputs, out, {"WEFT_ONEDNN": "0"})
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=name)
     np.testing.assert_allclose(generated, want, rtol=1e-4, atol=1e-5, err_msg=name + " generated")
-    calls = [k["op_type"] for k in kernels(path) if k["strategy"].startswith("oneDNN")]
+    calls = [k["op_type"] for k in kernels(path) if k["strategy"].startswith(LIBRARY_CALLS)]
     refs = [k["strategy"] for k in kernels(path) if "(ref" in k["strategy"]]
     assert not refs, f"{name}: oneDNN reference kernels {refs}"
     assert calls == expect_calls, f"{name}: oneDNN calls {calls}, expected {expect_calls}"
@@ -487,14 +506,14 @@ def main():
                 if k["op_type"].startswith("Conv")]
         if winograd_kernels():
             assert all("wino" in w for w in wino) and "residual summed" in wino[1], wino
+        elif avx2_without_brgemm():  # Weft's own (winograd.cc), the residual in its epilogue
+            assert all(w.startswith("Weft Winograd") for w in wino) and "residual" in wino[1], wino
         else:
-            assert not any("wino" in w for w in wino), wino
-            print("library_test: this CPU has no AVX-512, so oneDNN has no f32 Winograd "
-                  "kernels: their layouts are not checked here")
+            assert not any("wino" in w or "Winograd" in w for w in wino), wino
         off = {"WEFT_WINOGRAD": "0"}
         direct = [k["strategy"] for k in kernels(os.path.join(tmp, "winograd.onnx"), off)
                   if k["op_type"].startswith("Conv")]
-        assert not any("wino" in d for d in direct), direct
+        assert not any("wino" in d or "Winograd" in d for d in direct), direct
         check(tmp, "winograd_chain", WinogradChain().eval(), {"x": f(1, 32, 12, 12)},
               ["Conv+Relu", "Conv+Add+Relu", "Conv+Relu", "Conv+Add+Relu"])
         chain = [k["strategy"] for k in kernels(os.path.join(tmp, "winograd_chain.onnx"))
@@ -503,20 +522,37 @@ def main():
         # convolution reads and sums x reordered; the last reorders out; between them, none.
         # Without AVX-512 (no brgemm), oneDNN's direct 3x3 kernels run faster on its blocked
         # layout, nChw8c, and the chain lies so the same way.
-        blocks = "nChw16c" if winograd_kernels() else "nChw8c"
-        if winograd_kernels() or avx2_without_brgemm():
-            assert f"reordered in, {blocks} out" in chain[0], chain
-            assert all(f"{blocks} in place" in c for c in chain[1:3]), chain
-            assert f"{blocks} in, reordered out" in chain[3], chain
+        # Weft's own Winograd kernel (AVX2) runs as fast on either layout: all channels-last.
+        if winograd_kernels():
+            assert "reordered in, nChw16c out" in chain[0], chain
+            assert all("nChw16c in place" in c for c in chain[1:3]), chain
+            assert "nChw16c in, reordered out" in chain[3], chain
+        elif avx2_without_brgemm():
+            assert all("channels-last in, channels-last out" in c for c in chain), chain
         off = [k["strategy"] for k in kernels(os.path.join(tmp, "winograd_chain.onnx"),
                                               {"WEFT_DNNL_BLOCKED": "0", "WEFT_WINOGRAD": "0"})
                if k["op_type"].startswith("Conv")]
         assert not any("nChw" in c for c in off), off
+        # Weft's own Winograd kernel (AVX2) on planes that its 4x4 tiles do not divide, in a
+        # batch of 3, over 40 channels (not a multiple of its 16-channel strips), with and
+        # without padding, a LeakyReLU and a residual; against WEFT_WINOGRAD=0 too.
+        x = {"x": f(3, 40, 13, 11)}
+        check(tmp, "winograd_shapes", WinogradShapes().eval(), x,
+              ["Conv+LeakyRelu", "Conv+Add+Relu"])
+        path = os.path.join(tmp, "winograd_shapes.onnx")
+        own = [k["strategy"] for k in kernels(path) if k["op_type"].startswith("Conv")]
+        if avx2_without_brgemm():
+            assert all(o.startswith("Weft Winograd") for o in own), own
+        np.testing.assert_allclose(run(path, x, os.path.join(tmp, "winograd_shapes"), {}),
+                                   run(path, x, os.path.join(tmp, "winograd_shapes"),
+                                       {"WEFT_WINOGRAD": "0"}),
+                                   rtol=1e-4, atol=1e-5, err_msg="Winograd against direct")
         # A large convolution between concatenations (channels-last) runs blocked alone, its
         # activations reordered, where that is faster (AVX2); the 1x1 ones stay channels-last.
         check(tmp, "wide_conv", WideConv().eval(), {"x": f(1, 128, 64, 64)},
               ["Conv+Relu", "Conv"])
-        wide = [k["strategy"] for k in kernels(os.path.join(tmp, "wide_conv.onnx"))
+        wide = [k["strategy"] for k in kernels(os.path.join(tmp, "wide_conv.onnx"),
+                                               {"WEFT_WINOGRAD": "0"})
                 if k["op_type"].startswith("Conv")]
         if avx2_without_brgemm():
             assert "reordered to nChw8c" in wide[0] and "channels-last" in wide[1], wide
