@@ -535,8 +535,9 @@ def main():
         assert not any("nChw" in c for c in off), off
         # Weft's own Winograd kernel (AVX2) on planes that its 4x4 tiles do not divide, in a
         # batch of 3, over 40 channels (not a multiple of its 16-channel strips), with and
-        # without padding, a LeakyReLU and a residual; against WEFT_WINOGRAD=0 too.
-        x = {"x": f(3, 40, 13, 11)}
+        # without padding, a LeakyReLU and a residual; against WEFT_WINOGRAD=0 too. Its 189
+        # tiles run in chunks a thread (the Winograd block's 32, all at once).
+        x = {"x": f(3, 40, 37, 29)}
         check(tmp, "winograd_shapes", WinogradShapes().eval(), x,
               ["Conv+LeakyRelu", "Conv+Add+Relu"])
         path = os.path.join(tmp, "winograd_shapes.onnx")
