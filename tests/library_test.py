@@ -533,6 +533,17 @@ def main():
                                               {"WEFT_DNNL_BLOCKED": "0", "WEFT_WINOGRAD": "0"})
                if k["op_type"].startswith("Conv")]
         assert not any("nChw" in c for c in off), off
+        # On a small plane (4 tiles of 4x4), Weft's Winograd kernel takes tiles of 2x2.
+        x = {"x": f(1, 32, 7, 7)}
+        check(tmp, "winograd_small", WinogradBlock().eval(), x, ["Conv+Relu", "Conv+Add+Relu"])
+        path = os.path.join(tmp, "winograd_small.onnx")
+        own = [k["strategy"] for k in kernels(path) if k["op_type"].startswith("Conv")]
+        if avx2_without_brgemm():
+            assert all(o.startswith("Weft Winograd F(2x2, 3x3)") for o in own), own
+        np.testing.assert_allclose(run(path, x, os.path.join(tmp, "winograd_small"), {}),
+                                   run(path, x, os.path.join(tmp, "winograd_small"),
+                                       {"WEFT_WINOGRAD": "0"}),
+                                   rtol=1e-4, atol=1e-5, err_msg="F(2x2) against direct")
         # Weft's own Winograd kernel (AVX2) on planes that its 4x4 tiles do not divide, in a
         # batch of 3, over 40 channels (not a multiple of its 16-channel strips), with and
         # without padding, a LeakyReLU and a residual; against WEFT_WINOGRAD=0 too. Its 189
@@ -543,7 +554,7 @@ def main():
         path = os.path.join(tmp, "winograd_shapes.onnx")
         own = [k["strategy"] for k in kernels(path) if k["op_type"].startswith("Conv")]
         if avx2_without_brgemm():
-            assert all(o.startswith("Weft Winograd") for o in own), own
+            assert all(o.startswith("Weft Winograd F(4x4, 3x3)") for o in own), own
         np.testing.assert_allclose(run(path, x, os.path.join(tmp, "winograd_shapes"), {}),
                                    run(path, x, os.path.join(tmp, "winograd_shapes"),
                                        {"WEFT_WINOGRAD": "0"}),

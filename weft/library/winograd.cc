@@ -29,12 +29,15 @@ namespace weft::library {
 
 namespace {
 
-constexpr int64_t kTile = 4;    // outputs a side of a tile
-constexpr int64_t kPatch = 6;   // inputs a side of its patch (kTile + 2)
-constexpr int64_t kPoints = 36; // kPatch * kPatch
+// F(m x m, 3x3): a tile is m x m outputs (m = 4, or 2 on small planes), its patch
+// (m + 2) x (m + 2) inputs, and the transforms have as many points.
+constexpr int64_t patch(int64_t m) { return m + 2; }
+constexpr int64_t points(int64_t m) { return patch(m) * patch(m); }
 constexpr int64_t kGroup = 8;   // channels of an AVX register
 constexpr int64_t kStrip = 16;  // output channels of a product's strip
 constexpr int kRows = 6;        // tiles of the product's register block (12 accumulators)
+// Fewer tiles of 4x4 than this run as tiles of 2x2 (winograd_conv_call).
+constexpr int64_t kFewTiles = 16;
 // A thread's V and P for a chunk of tiles: 192 KB of the core's 512 KB L2. Against all
 // tiles' V and P at once, the U-Net's 32 -> 32 channels at 256x256 took 5.6 against 8.5 ms
 // and its 96 -> 32 9.9-13 against 22; 96 KB to 768 KB varied within the machine's noise
@@ -58,41 +61,59 @@ struct Step {
 struct Geometry {
   int64_t batch = 0, in_ch = 0, out_ch = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
   int64_t pad_top = 0, pad_left = 0;
-  int64_t tiles_h() const { return (out_h + kTile - 1) / kTile; }
-  int64_t tiles_w() const { return (out_w + kTile - 1) / kTile; }
+  int64_t m = 4; // outputs a side of a tile
+  int64_t tiles_h() const { return (out_h + m - 1) / m; }
+  int64_t tiles_w() const { return (out_w + m - 1) / m; }
   int64_t tiles() const { return batch * tiles_h() * tiles_w(); }
   int64_t padded_out() const { return (out_ch + kStrip - 1) / kStrip * kStrip; }
 };
 
-// B^T d over six points "s" floats apart (a column or a row of the patch), in place.
+// B^T d over m + 2 points "s" floats apart (a column or a row of the patch), in place.
+template <int M>
 [[gnu::target("avx2,fma"), gnu::always_inline]] inline void input_1d(__m256* d, int64_t s) {
-  __m256 d0 = d[0], d1 = d[s], d2 = d[2 * s], d3 = d[3 * s], d4 = d[4 * s], d5 = d[5 * s];
   const __m256 two = _mm256_set1_ps(2), four = _mm256_set1_ps(4), five = _mm256_set1_ps(5);
-  d[0] = four * d0 - five * d2 + d4;
-  d[s] = d3 + d4 - four * (d1 + d2);
-  d[2 * s] = four * (d1 - d2) - d3 + d4;
-  d[3 * s] = two * (d3 - d1) - d2 + d4;
-  d[4 * s] = two * (d1 - d3) - d2 + d4;
-  d[5 * s] = four * d1 - five * d3 + d5;
+  if constexpr (M == 2) {
+    __m256 d0 = d[0], d1 = d[s], d2 = d[2 * s], d3 = d[3 * s];
+    d[0] = d0 - d2;
+    d[s] = d1 + d2;
+    d[2 * s] = d2 - d1;
+    d[3 * s] = d1 - d3;
+  } else {
+    __m256 d0 = d[0], d1 = d[s], d2 = d[2 * s], d3 = d[3 * s], d4 = d[4 * s], d5 = d[5 * s];
+    d[0] = four * d0 - five * d2 + d4;
+    d[s] = d3 + d4 - four * (d1 + d2);
+    d[2 * s] = four * (d1 - d2) - d3 + d4;
+    d[3 * s] = two * (d3 - d1) - d2 + d4;
+    d[4 * s] = two * (d1 - d3) - d2 + d4;
+    d[5 * s] = four * d1 - five * d3 + d5;
+  }
 }
 
-// A^T m over six points "s" apart, into four points "so" apart.
+// A^T m over m + 2 points "s" apart, into m points "so" apart.
+template <int M>
 [[gnu::target("avx2,fma"), gnu::always_inline]] inline void output_1d(const __m256* m, int64_t s,
                                                                       __m256* o, int64_t so) {
-  __m256 a = m[s] + m[2 * s], b = m[s] - m[2 * s], c = m[3 * s] + m[4 * s], d = m[3 * s] - m[4 * s];
-  const __m256 two = _mm256_set1_ps(2), four = _mm256_set1_ps(4), eight = _mm256_set1_ps(8);
-  o[0] = m[0] + a + c;
-  o[so] = b + two * d;
-  o[2 * so] = a + four * c;
-  o[3 * so] = b + eight * d + m[5 * s];
+  if constexpr (M == 2) {
+    o[0] = m[0] + m[s] + m[2 * s];
+    o[so] = m[s] - m[2 * s] - m[3 * s];
+  } else {
+    __m256 a = m[s] + m[2 * s], b = m[s] - m[2 * s], c = m[3 * s] + m[4 * s],
+           d = m[3 * s] - m[4 * s];
+    const __m256 two = _mm256_set1_ps(2), four = _mm256_set1_ps(4), eight = _mm256_set1_ps(8);
+    o[0] = m[0] + a + c;
+    o[so] = b + two * d;
+    o[2 * so] = a + four * c;
+    o[3 * so] = b + eight * d + m[5 * s];
+  }
 }
 
 // V[., tile, group]: the transform of the patch under a tile ("top", "left" its first input
 // point, outside the input zeros) for channels [8 * group, 8 * group + 8).
-[[gnu::target("avx2,fma")]] void transform_input(const float* x, const Strides& s,
-                                                 const Geometry& g, int64_t n, int64_t top,
-                                                 int64_t left, int64_t group, float* v,
-                                                 int64_t point_stride) {
+template <int M>
+[[gnu::target("avx2,fma")]] void
+transform_input(const float* x, const Strides& s, const Geometry& g, int64_t n, int64_t top,
+                int64_t left, int64_t group, float* v, int64_t point_stride) {
+  constexpr int64_t kPatch = patch(M), kPoints = points(M);
   __m256 d[kPoints];
   const float* base = x + n * s.batch + group * s.group;
 #pragma GCC unroll 6
@@ -108,10 +129,10 @@ struct Geometry {
   }
 #pragma GCC unroll 6
   for (int64_t j = 0; j < kPatch; ++j)
-    input_1d(d + j, kPatch);
+    input_1d<M>(d + j, kPatch);
 #pragma GCC unroll 6
   for (int64_t i = 0; i < kPatch; ++i)
-    input_1d(d + i * kPatch, 1);
+    input_1d<M>(d + i * kPatch, 1);
 #pragma GCC unroll 36
   for (int64_t p = 0; p < kPoints; ++p)
     _mm256_storeu_ps(v + p * point_stride, d[p]);
@@ -160,26 +181,27 @@ product_block(const float* v, int64_t ldv, const float* u, int64_t channels, flo
 
 // The output transform of P[., tile, group] plus bias and epilogue, written at the tile's
 // valid points ("top", "left" its first output point).
-[[gnu::target("avx2,fma")]] void transform_output(const float* p, int64_t point_stride,
-                                                  const float* bias, const std::vector<Step>& steps,
-                                                  void* const* buffers, float* y, const Strides& ys,
-                                                  const Geometry& g, int64_t n, int64_t top,
-                                                  int64_t left, int64_t group) {
-  __m256 m[kPoints], r[kTile * kPatch], o[kTile * kTile];
+template <int M>
+[[gnu::target("avx2,fma")]] void
+transform_output(const float* p, int64_t point_stride, const float* bias,
+                 const std::vector<Step>& steps, void* const* buffers, float* y, const Strides& ys,
+                 const Geometry& g, int64_t n, int64_t top, int64_t left, int64_t group) {
+  constexpr int64_t kPatch = patch(M), kPoints = points(M);
+  __m256 m[kPoints], r[M * kPatch], o[M * M];
 #pragma GCC unroll 36
   for (int64_t q = 0; q < kPoints; ++q)
     m[q] = _mm256_loadu_ps(p + q * point_stride);
 #pragma GCC unroll 6
   for (int64_t j = 0; j < kPatch; ++j)
-    output_1d(m + j, kPatch, r + j, kPatch);
+    output_1d<M>(m + j, kPatch, r + j, kPatch);
 #pragma GCC unroll 4
-  for (int64_t i = 0; i < kTile; ++i)
-    output_1d(r + i * kPatch, 1, o + i * kTile, 1);
+  for (int64_t i = 0; i < M; ++i)
+    output_1d<M>(r + i * kPatch, 1, o + i * M, 1);
   __m256 b = bias ? _mm256_loadu_ps(bias + group * kGroup) : _mm256_setzero_ps();
-  for (int64_t i = 0; i < kTile && top + i < g.out_h; ++i) {
-    for (int64_t j = 0; j < kTile && left + j < g.out_w; ++j) {
+  for (int64_t i = 0; i < M && top + i < g.out_h; ++i) {
+    for (int64_t j = 0; j < M && left + j < g.out_w; ++j) {
       int64_t h = top + i, w = left + j;
-      __m256 v = o[i * kTile + j] + b;
+      __m256 v = o[i * M + j] + b;
       for (const Step& s : steps) {
         if (s.relu) {
           v = _mm256_max_ps(v, _mm256_set1_ps(s.alpha) * v);
@@ -195,12 +217,19 @@ product_block(const float* v, int64_t ldv, const float* u, int64_t channels, flo
 }
 
 // U = G g G^T for every input and output channel, in fp64 and rounded once, laid out
-// [36][strips][C][16] (output channels past M zero).
-std::vector<float> transform_weights(const float* w, int64_t out_ch, int64_t in_ch) {
-  int64_t strips = (out_ch + kStrip - 1) / kStrip;
-  std::vector<float> u(static_cast<size_t>(kPoints * strips * in_ch * kStrip), 0.0f);
-  auto g_1d = [](const double* in, int64_t s, double* out, int64_t so) {
+// [points][strips][C][16] (output channels past M zero), for tiles of "tile" a side.
+std::vector<float> transform_weights(const float* w, int64_t out_ch, int64_t in_ch, int64_t tile) {
+  const int64_t strips = (out_ch + kStrip - 1) / kStrip, side = patch(tile);
+  std::vector<float> u(static_cast<size_t>(points(tile) * strips * in_ch * kStrip), 0.0f);
+  auto g_1d = [tile](const double* in, int64_t s, double* out, int64_t so) {
     double g0 = in[0], g1 = in[s], g2 = in[2 * s];
+    if (tile == 2) {
+      out[0] = g0;
+      out[so] = (g0 + g1 + g2) / 2;
+      out[2 * so] = (g0 - g1 + g2) / 2;
+      out[3 * so] = g2;
+      return;
+    }
     out[0] = g0 / 4;
     out[so] = -(g0 + g1 + g2) / 6;
     out[2 * so] = -(g0 - g1 + g2) / 6;
@@ -210,14 +239,14 @@ std::vector<float> transform_weights(const float* w, int64_t out_ch, int64_t in_
   };
   for (int64_t m = 0; m < out_ch; ++m) {
     for (int64_t c = 0; c < in_ch; ++c) {
-      double g[9], t[kPatch * 3], r[kPoints];
+      double g[9], t[patch(4) * 3], r[points(4)];
       for (int k = 0; k < 9; ++k)
         g[k] = w[(m * in_ch + c) * 9 + k];
-      for (int j = 0; j < 3; ++j) // columns: t [6][3]
+      for (int j = 0; j < 3; ++j) // columns: t [side][3]
         g_1d(g + j, 3, t + j, 3);
-      for (int64_t i = 0; i < kPatch; ++i) // rows: r [6][6]
-        g_1d(t + i * 3, 1, r + i * kPatch, 1);
-      for (int64_t q = 0; q < kPoints; ++q)
+      for (int64_t i = 0; i < side; ++i) // rows: r [side][side]
+        g_1d(t + i * 3, 1, r + i * side, 1);
+      for (int64_t q = 0; q < points(tile); ++q)
         u[static_cast<size_t>(((q * strips + m / kStrip) * in_ch + c) * kStrip + m % kStrip)] =
             static_cast<float>(r[q]);
     }
@@ -246,17 +275,17 @@ public:
 #pragma omp parallel
       {
         thread_local std::vector<float> scratch;
-        size_t need = static_cast<size_t>(kPoints * chunk * (g_.in_ch + ldp));
+        size_t need = static_cast<size_t>(points(g_.m) * chunk * (g_.in_ch + ldp));
         if (scratch.size() < need) scratch.resize(need);
         float* v = scratch.data();
-        float* p = v + kPoints * chunk * g_.in_ch;
+        float* p = v + points(g_.m) * chunk * g_.in_ch;
 #pragma omp for schedule(static)
         for (int64_t c = 0; c < chunks; ++c) {
           int64_t first = c * chunk, count = std::min(chunk, tiles - first);
           for (int64_t t = 0; t < count; ++t)
             for (int64_t gi = 0; gi < g_.in_ch / kGroup; ++gi)
               input(a, first, chunk, t, gi, v);
-          for (int64_t q = 0; q < kPoints; ++q)
+          for (int64_t q = 0; q < points(g_.m); ++q)
             for (int64_t s = 0; s < ldp / kStrip; ++s)
               product(q, s, chunk, count, v, p);
           for (int64_t t = 0; t < count; ++t)
@@ -269,10 +298,10 @@ public:
     // Few tiles: each phase over all of them, split across the threads. Scratch of the
     // calling thread, kept between runs (no page faults each run).
     thread_local std::vector<float> scratch;
-    size_t need = static_cast<size_t>(kPoints * tiles * (g_.in_ch + ldp));
+    size_t need = static_cast<size_t>(points(g_.m) * tiles * (g_.in_ch + ldp));
     if (scratch.size() < need) scratch.resize(need);
     float* v = scratch.data();
-    float* p = v + kPoints * tiles * g_.in_ch;
+    float* p = v + points(g_.m) * tiles * g_.in_ch;
 #pragma omp parallel
     {
 #pragma omp for schedule(static) collapse(2)
@@ -280,7 +309,7 @@ public:
         for (int64_t gi = 0; gi < g_.in_ch / kGroup; ++gi)
           input(a, 0, tiles, t, gi, v);
 #pragma omp for schedule(static) collapse(2)
-      for (int64_t q = 0; q < kPoints; ++q)
+      for (int64_t q = 0; q < points(g_.m); ++q)
         for (int64_t s = 0; s < ldp / kStrip; ++s)
           product(q, s, tiles, tiles, v, p);
 #pragma omp for schedule(static) collapse(2)
@@ -292,7 +321,8 @@ public:
   }
 
   std::string describe() const override {
-    return fmt::format("Weft Winograd F(4x4, 3x3) ({} tiles, {})", g_.tiles(), layouts_);
+    return fmt::format("Weft Winograd F({}x{}, 3x3) ({} tiles, {})", g_.m, g_.m, g_.tiles(),
+                       layouts_);
   }
 
   // The full-size operand the epilogue adds, as a position in the call's values; -1 if none.
@@ -313,7 +343,7 @@ private:
   // Tiles of a chunk: its V and P (36 points x (C + M') floats a tile) in about
   // kChunkBytes, at least one register block's rows.
   int64_t chunk_tiles() const {
-    int64_t per_tile = kPoints * (g_.in_ch + g_.padded_out()) * 4;
+    int64_t per_tile = points(g_.m) * (g_.in_ch + g_.padded_out()) * 4;
     return std::max<int64_t>(kChunkBytes / per_tile, kRows);
   }
 
@@ -322,8 +352,12 @@ private:
              float* v) const {
     int64_t tile = first + t, th = g_.tiles_h(), tw = g_.tiles_w();
     int64_t n = tile / (th * tw), i = tile / tw % th, j = tile % tw;
-    transform_input(a.x, xs_, g_, n, i * kTile - g_.pad_top, j * kTile - g_.pad_left, gi,
-                    v + t * g_.in_ch + gi * kGroup, capacity * g_.in_ch);
+    int64_t top = i * g_.m - g_.pad_top, left = j * g_.m - g_.pad_left;
+    float* to = v + t * g_.in_ch + gi * kGroup;
+    if (g_.m == 2)
+      transform_input<2>(a.x, xs_, g_, n, top, left, gi, to, capacity * g_.in_ch);
+    else
+      transform_input<4>(a.x, xs_, g_, n, top, left, gi, to, capacity * g_.in_ch);
   }
   // Point "q"'s product for strip "s" over "count" tiles.
   void product(int64_t q, int64_t s, int64_t capacity, int64_t count, const float* v,
@@ -337,8 +371,13 @@ private:
               const float* p) const {
     int64_t tile = first + t, th = g_.tiles_h(), tw = g_.tiles_w(), ldp = g_.padded_out();
     int64_t n = tile / (th * tw), i = tile / tw % th, j = tile % tw;
-    transform_output(p + t * ldp + go * kGroup, capacity * ldp, a.bias, steps_, a.buffers, a.y, ys_,
-                     g_, n, i * kTile, j * kTile, go);
+    const float* from = p + t * ldp + go * kGroup;
+    if (g_.m == 2)
+      transform_output<2>(from, capacity * ldp, a.bias, steps_, a.buffers, a.y, ys_, g_, n, i * 2,
+                          j * 2, go);
+    else
+      transform_output<4>(from, capacity * ldp, a.bias, steps_, a.buffers, a.y, ys_, g_, n, i * 4,
+                          j * 4, go);
   }
 
   Geometry g_;
@@ -380,6 +419,12 @@ std::optional<LibraryCall> winograd_conv_call(const Node& n, const Absorbed& abs
     if (d.kernel != 3 || d.stride != 1 || d.dilation != 1) return std::nullopt;
   }
   Geometry g{dx[0], dx[1], dy[1], dx[2], dx[3], dy[2], dy[3], win[0].pad_begin, win[1].pad_begin};
+  // Few tiles of 4x4 share each of U's 36 products: there tiles of 2x2 (16 products, U
+  // 16/36 the size) run faster, as U streams from memory. ResNet's 512 channels at 7x7 (4
+  // tiles): 1.10-1.27 against 1.46-1.68 ms; at 14x14 (16 tiles, 256 channels) F(4x4) was
+  // faster, 0.64-0.73 against 0.83-0.95 (two profiled runs each, AMD EPYC, 2 threads,
+  // 2026-11-30).
+  if (g.tiles() < kFewTiles) g.m = 2;
   if (g.in_ch % kGroup != 0 || g.out_ch % kGroup != 0 || g.tiles() == 0) return std::nullopt;
   // Each value lies blocked or channels-last; plain (NCHW) ones do not fit.
   auto lies = [&](const Value* v, Strides* s) {
@@ -412,10 +457,11 @@ std::optional<LibraryCall> winograd_conv_call(const Node& n, const Absorbed& abs
     }
     steps.push_back(s);
   }
-  auto u = w->constant->derived_as<std::vector<float>>("Winograd F(4x4, 3x3) transform", [&] {
-    return std::make_shared<std::vector<float>>(
-        transform_weights(reinterpret_cast<const float*>(w->constant->data()), g.out_ch, g.in_ch));
-  });
+  auto u = w->constant->derived_as<std::vector<float>>(
+      fmt::format("Winograd F({}x{}, 3x3) transform", g.m, g.m), [&] {
+        return std::make_shared<std::vector<float>>(transform_weights(
+            reinterpret_cast<const float*>(w->constant->data()), g.out_ch, g.in_ch, g.m));
+      });
   int yb = position(call.values, y);
   auto where = [&](const Value* v) { return in_blocked.contains(v) ? "nChw8c" : "channels-last"; };
   std::string layouts = fmt::format("{} in, {} out{}", where(x), where(y), residual_where);
