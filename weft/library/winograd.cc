@@ -1,18 +1,22 @@
-// 3x3 convolutions as Weft's own Winograd F(4x4, 3x3) kernel (dnnl_epilogue.h:
-// winograd_conv_call), for CPUs where oneDNN has none: its f32 Winograd kernels need AVX-512.
+// 3x3 convolutions as Weft's own Winograd kernels, F(4x4, 3x3) and F(2x2, 3x3)
+// (dnnl_epilogue.h: winograd_conv_call), for CPUs where oneDNN has none: its f32 Winograd
+// kernels need AVX-512.
 //
-// Lavin and Gray's minimal filtering: a 4x4 block of outputs ("tile") of one output channel
-// is A^T [sum over input channels of (G g G^T) . (B^T d B)] A, for the 6x6 input patch "d"
-// under the tile and the 3x3 weights "g"; the element-wise products become, for each of the
-// 36 positions of the 6x6 transforms, one matrix product [tiles, C] x [C, M]: 36 products of
-// 2 * tiles * C * M FLOPs against the direct convolution's 9 * 16 per tile (4x fewer).
-// Three phases over all tiles, each split across the threads:
+// Lavin and Gray's minimal filtering: an m x m block of outputs ("tile") of one output
+// channel is A^T [sum over input channels of (G g G^T) . (B^T d B)] A, for the
+// (m + 2) x (m + 2) input patch "d" under the tile and the 3x3 weights "g"; the element-wise
+// products become, for each of the (m + 2)^2 points of the transforms, one matrix product
+// [tiles, C] x [C, M]. With m = 4: 36 products of 2 * tiles * C * M FLOPs against the direct
+// convolution's 9 * 16 per tile (4x fewer); with m = 2, 16 against 9 * 4 (2.25x fewer).
+// Three phases:
 // 1. the input transform, per tile and group of 8 channels (one AVX register per point),
-//    into V [36][tiles][C];
-// 2. the products, per position and strip of 16 output channels, against the weights'
-//    transform U [36][strips][C][16] (made once per constant), into P [36][tiles][M'];
+//    into V [points][tiles][C];
+// 2. the products, per point and strip of 16 output channels, against the weights'
+//    transform U [points][strips][C][16] (made once per constant), into P [points][tiles][M'];
 // 3. the output transform per tile and group of 8 output channels, with the bias and the
 //    epilogue (ReLU, a residual), written where the valid points of the tile lie.
+// With few tiles each phase runs over all of them, split across the threads; with many, each
+// thread takes chunks of tiles through all three phases, their V and P in its L2.
 // Activations lie channels-last or in oneDNN's blocked nChw8c: either way each point's 8
 // channels of a group are contiguous, which is all the transforms need.
 #include <algorithm>
@@ -340,7 +344,7 @@ private:
     void* const* buffers;
   };
 
-  // Tiles of a chunk: its V and P (36 points x (C + M') floats a tile) in about
+  // Tiles of a chunk: its V and P ((m + 2)^2 points x (C + M') floats a tile) in about
   // kChunkBytes, at least one register block's rows.
   int64_t chunk_tiles() const {
     int64_t per_tile = points(g_.m) * (g_.in_ch + g_.padded_out()) * 4;
