@@ -603,7 +603,9 @@ Status tune_library_calls(const CompiledModel& model, const TuneOptions& options
                           std::vector<TuneResult>& results) {
   std::map<std::string, const KernelSummary*> call_of; // by the nodes of convolution calls
   for (const KernelSummary& s : model.kernels) {
-    if (!s.library || !s.info.strategy.starts_with("oneDNN convolution")) continue;
+    if (!s.library || !(s.info.strategy.starts_with("oneDNN convolution") ||
+                        s.info.strategy.starts_with("Weft Winograd")))
+      continue;
     for (const std::string& node : split_names(s.info.node))
       call_of[node] = &s;
   }

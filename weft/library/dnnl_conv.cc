@@ -52,6 +52,11 @@ bool winograd_allowed() {
 // transforms cost more than the multiplications they save (16 in, 16 out at 112x112: 0.14 ms
 // against 0.12 direct; 3 in: 10x slower; 32 and up: 1.2-2.4x faster, AMD EPYC, 2 threads).
 constexpr int64_t kWinogradMinChannels = 32;
+// Weft's own Winograd kernel (winograd.cc, where oneDNN has none: AVX2) gains from 16:
+// `weft tune` timed it at 0.12-0.30 against 0.21-0.45 ms direct for 16 -> 16 to 64 channels
+// at 28x28 to 112x112, and within 10% of direct at 8 (AMD EPYC, 2 threads, 2026-11-30).
+constexpr int64_t kOwnWinogradMinChannels = 16;
+
 // And each side of the image plane is at least 7: a plane a few points high fills few of the
 // output tiles (2x2 or 4x4), whose transforms then cost more than the products save.
 // ResNet-18 over lines of text [8, 3, 48, 128], whose later planes are 6x16, 3x8 and 2x4:
@@ -123,12 +128,20 @@ std::optional<bool> tuned_winograd(const std::string& geometry) {
   return recorded(geometry, "algorithm", "winograd", "direct");
 }
 
+int64_t channel_block(); // below
+
+// The channels both sides of a Winograd convolution carry at least, by default: oneDNN's
+// kernels where it has them (AVX-512, blocks of 16 channels), else Weft's.
+int64_t winograd_min_channels() {
+  return channel_block() == 16 ? kWinogradMinChannels : kOwnWinogradMinChannels;
+}
+
 // Whether a convolution takes the Winograd kernels when nothing forces a choice: as tuned,
 // or by its channels and plane.
 bool winograd_fits(const Dims& dx, const Dims& dw, int64_t group, const std::vector<Window>& win) {
   if (!winograd_allowed() || !winograd_shaped(dx, group, win)) return false;
   if (std::optional<bool> tuned = tuned_winograd(geometry(dx, dw, win))) return *tuned;
-  return std::min(dx[1], dw[0]) >= kWinogradMinChannels &&
+  return std::min(dx[1], dw[0]) >= winograd_min_channels() &&
          std::min(dx[2], dx[3]) >= kWinogradMinSide;
 }
 
@@ -748,7 +761,7 @@ std::optional<ConvAlgorithmTiming> time_conv_algorithms(const Node& conv, double
   t.geometry = geometry(dx, dw, win);
   t.direct_ms = direct_ms[2];
   t.winograd_ms = winograd_ms[2];
-  t.winograd_by_default = std::min(dx[1], dw[0]) >= kWinogradMinChannels;
+  t.winograd_by_default = std::min(dx[1], dw[0]) >= winograd_min_channels();
   return t;
 }
 
