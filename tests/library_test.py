@@ -406,18 +406,19 @@ def avx2_without_brgemm():
     return "avx2" in flags and "avx512f" not in flags
 
 
-def debug_lines(path, text):
+def debug_lines(path, text, env_extra={}):
     """How many lines of a run's debug log say "text"."""
     r = subprocess.run([WEFT, "run", path, "--fill", "random", "--output-dir",
                         os.path.dirname(path)], capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "WEFT_LOG": "debug"})
+                       env={**os.environ, "WEFT_LOG": "debug", **env_extra})
     assert r.returncode == 0, r.stderr
     return r.stderr.count(text)
 
 
-def in_place_sums(path):
+def in_place_sums(path, env_extra={}):
     """How many library calls' outputs took the memory of the residual they sum."""
-    return debug_lines(path, "its output takes the memory of the input it sums into it")
+    return debug_lines(path, "its output takes the memory of the input it sums into it",
+                       env_extra)
 
 
 class SharedWeight(torch.nn.Module):
@@ -484,6 +485,20 @@ def check(tmp, name, model, inputs, expect_calls, expect_gemm=None):
     print(f"ok {name}: {calls}, max |weft - torch| = {np.abs(got - want).max():.2e}")
 
 
+def check_own_winograd(tmp, name, model, inputs, expect_calls, form):
+    """check(), then on AVX2 without AVX-512: every convolution runs Weft's own Winograd
+    kernel in "form", and its output matches oneDNN's direct kernels' (WEFT_WINOGRAD=0)."""
+    check(tmp, name, model, inputs, expect_calls)
+    path = os.path.join(tmp, name + ".onnx")
+    own = [k["strategy"] for k in kernels(path) if k["op_type"].startswith("Conv")]
+    if avx2_without_brgemm():
+        assert all(o.startswith(f"Weft Winograd {form}") for o in own), own
+    out = os.path.join(tmp, name)
+    np.testing.assert_allclose(run(path, inputs, out, {}),
+                               run(path, inputs, out, {"WEFT_WINOGRAD": "0"}),
+                               rtol=1e-4, atol=1e-5, err_msg=f"{name}: Winograd against direct")
+
+
 def main():
     global WEFT
     WEFT = os.path.abspath(sys.argv[1])
@@ -493,13 +508,16 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         check(tmp, "block", Block().eval(), {"x": f(2, 8, 15, 15)},
               ["Conv+Relu", "Conv", "Conv+Add+Relu"])
-        # Channels-last in place, the residual is the destination's start (a sum post-op).
-        summed = [k["strategy"] for k in kernels(os.path.join(tmp, "block.onnx"))
+        # Channels-last in place, oneDNN's direct kernel (its 16 -> 16 channels would run
+        # Weft's Winograd kernel on AVX2) takes the residual as the destination's start (a
+        # sum post-op).
+        direct = {"WEFT_WINOGRAD": "0"}
+        summed = [k["strategy"] for k in kernels(os.path.join(tmp, "block.onnx"), direct)
                   if k["op_type"] == "Conv+Add+Relu"]
         assert len(summed) == 1 and "residual summed" in summed[0], summed
         # The residual (the downsampling convolution's output) dies there: the sum's output
         # takes its memory, as in a bottleneck (an intermediate residual).
-        assert in_place_sums(os.path.join(tmp, "block.onnx")) == 1
+        assert in_place_sums(os.path.join(tmp, "block.onnx"), direct) == 1
         check(tmp, "winograd", WinogradBlock().eval(), {"x": f(2, 32, 14, 14)},
               ["Conv+Relu", "Conv+Add+Relu"])
         wino = [k["strategy"] for k in kernels(os.path.join(tmp, "winograd.onnx"))
@@ -534,31 +552,15 @@ def main():
                if k["op_type"].startswith("Conv")]
         assert not any("nChw" in c for c in off), off
         # On a small plane (4 tiles of 4x4), Weft's Winograd kernel takes tiles of 2x2.
-        x = {"x": f(1, 32, 7, 7)}
-        check(tmp, "winograd_small", WinogradBlock().eval(), x, ["Conv+Relu", "Conv+Add+Relu"])
-        path = os.path.join(tmp, "winograd_small.onnx")
-        own = [k["strategy"] for k in kernels(path) if k["op_type"].startswith("Conv")]
-        if avx2_without_brgemm():
-            assert all(o.startswith("Weft Winograd F(2x2, 3x3)") for o in own), own
-        np.testing.assert_allclose(run(path, x, os.path.join(tmp, "winograd_small"), {}),
-                                   run(path, x, os.path.join(tmp, "winograd_small"),
-                                       {"WEFT_WINOGRAD": "0"}),
-                                   rtol=1e-4, atol=1e-5, err_msg="F(2x2) against direct")
+        check_own_winograd(tmp, "winograd_small", WinogradBlock().eval(), {"x": f(1, 32, 7, 7)},
+                           ["Conv+Relu", "Conv+Add+Relu"], "F(2x2, 3x3)")
         # Weft's own Winograd kernel (AVX2) on planes that its 4x4 tiles do not divide, in a
         # batch of 3, over 40 channels (not a multiple of its 16-channel strips), with and
-        # without padding, a LeakyReLU and a residual; against WEFT_WINOGRAD=0 too. Its 189
-        # tiles run in chunks a thread (the Winograd block's 32, all at once).
-        x = {"x": f(3, 40, 37, 29)}
-        check(tmp, "winograd_shapes", WinogradShapes().eval(), x,
-              ["Conv+LeakyRelu", "Conv+Add+Relu"])
-        path = os.path.join(tmp, "winograd_shapes.onnx")
-        own = [k["strategy"] for k in kernels(path) if k["op_type"].startswith("Conv")]
-        if avx2_without_brgemm():
-            assert all(o.startswith("Weft Winograd F(4x4, 3x3)") for o in own), own
-        np.testing.assert_allclose(run(path, x, os.path.join(tmp, "winograd_shapes"), {}),
-                                   run(path, x, os.path.join(tmp, "winograd_shapes"),
-                                       {"WEFT_WINOGRAD": "0"}),
-                                   rtol=1e-4, atol=1e-5, err_msg="Winograd against direct")
+        # without padding, a LeakyReLU and a residual. Its 189 tiles run in chunks a thread
+        # (the Winograd block's 32, all at once).
+        check_own_winograd(tmp, "winograd_shapes", WinogradShapes().eval(),
+                           {"x": f(3, 40, 37, 29)}, ["Conv+LeakyRelu", "Conv+Add+Relu"],
+                           "F(4x4, 3x3)")
         # A large convolution between concatenations (channels-last) runs blocked alone, its
         # activations reordered, where that is faster (AVX2); the 1x1 ones stay channels-last.
         check(tmp, "wide_conv", WideConv().eval(), {"x": f(1, 128, 64, 64)},
