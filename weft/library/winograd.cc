@@ -42,6 +42,9 @@ constexpr int64_t kStrip = 16;  // output channels of a product's strip
 constexpr int kRows = 6;        // tiles of the product's register block (12 accumulators)
 // Fewer tiles of 4x4 than this run as tiles of 2x2 (winograd_conv_call).
 constexpr int64_t kFewTiles = 16;
+// The most memory a convolution's transformed weights may take (4x or 16/9x its weights'):
+// larger ones stay oneDNN's direct call. VGG's and ResNet's largest take 38 MB.
+constexpr int64_t kMaxTransformedBytes = int64_t{256} << 20;
 // A thread's V and P for a chunk of tiles: 192 KB of the core's 512 KB L2. Against all
 // tiles' V and P at once, the U-Net's 32 -> 32 channels at 256x256 took 5.6 against 8.5 ms
 // and its 96 -> 32 9.9-13 against 22; 96 KB to 768 KB varied within the machine's noise
@@ -429,7 +432,9 @@ std::optional<LibraryCall> winograd_conv_call(const Node& n, const Absorbed& abs
   // faster, 0.64-0.73 against 0.83-0.95 (two profiled runs each, AMD EPYC, 2 threads,
   // 2026-11-30).
   if (g.tiles() < kFewTiles) g.m = 2;
-  if (g.in_ch % kGroup != 0 || g.out_ch % kGroup != 0 || g.tiles() == 0) return std::nullopt;
+  if (g.in_ch % kGroup != 0 || g.out_ch % kGroup != 0 || g.tiles() == 0 ||
+      points(g.m) * g.in_ch * g.padded_out() * 4 > kMaxTransformedBytes)
+    return std::nullopt;
   // Each value lies blocked or channels-last; plain (NCHW) ones do not fit.
   auto lies = [&](const Value* v, Strides* s) {
     bool blocked = in_blocked.contains(v);
