@@ -396,8 +396,12 @@ std::optional<LibraryCall> conv_call_in(const Node& n, const Absorbed& absorbed,
       if (LibraryCall call = build(blocked, A::convolution_winograd); call.kernel) return call;
     } catch (const dnnl::error&) { // no Winograd kernel here (ISA, post-ops): Weft's below
     }
-    // Without oneDNN's (AVX2): Weft's own, where its layouts and epilogue fit.
-    if (std::optional<LibraryCall> call = winograd_conv_call(n, absorbed, in_blocked)) return call;
+    // Without oneDNN's (AVX2, whose blocked layout is the kernel's nChw8c): Weft's own, where
+    // its layouts and epilogue fit.
+    if (channel_block() == 8) {
+      if (std::optional<LibraryCall> call = winograd_conv_call(n, absorbed, in_blocked))
+        return call;
+    }
   }
   if (forced == Algorithm::kWinograd) return std::nullopt;
   // Where oneDNN has no direct JIT kernel for channels-last, only its gemm-based one

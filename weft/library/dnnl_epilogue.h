@@ -95,10 +95,11 @@ std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed, st
 // broadcast other than per channel) or oneDNN would run its reference matmul.
 std::optional<LibraryCall> im2col_conv_call(const Node& n, const Absorbed& absorbed);
 // A 2-D 3x3 Conv or weft.ConvChannelsLast of stride 1 and one group over constant weights,
-// channels in multiples of 8, as Weft's own Winograd F(4x4, 3x3) kernel (winograd.cc) on
-// AVX2: its activations lie blocked (nChw8c, those in "in_blocked") or channels-last; none
-// where a value lies otherwise (plain), the CPU lacks AVX2, or the epilogue is other than
-// ReLU and the Add of a full-size operand.
+// channels in multiples of 8, as Weft's own Winograd kernel, F(4x4, 3x3) or F(2x2, 3x3)
+// (winograd.cc), on AVX2: its activations lie blocked (nChw8c, those in "in_blocked") or
+// channels-last; none where a value lies otherwise (plain), the CPU lacks AVX2, the
+// transformed weights would be too large, or the epilogue is other than ReLU, LeakyReLU and
+// the Add of a full-size operand.
 std::optional<LibraryCall> winograd_conv_call(const Node& n, const Absorbed& absorbed,
                                               const std::set<const Value*>& in_blocked);
 // The full-size operand a call of winograd_conv_call adds (null if none); "is_winograd" says
