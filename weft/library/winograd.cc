@@ -55,6 +55,7 @@ constexpr int64_t kChunkBytes = 192 << 10;
 // n * batch + g * group + h * row + w * point.
 struct Strides {
   int64_t batch = 0, group = 0, row = 0, point = 0;
+  bool operator==(const Strides&) const = default;
 };
 
 // One step of the epilogue, after the bias: max(v, alpha * v), or v + a full-size operand.
@@ -472,6 +473,13 @@ std::optional<LibraryCall> winograd_conv_call(const Node& n, const Absorbed& abs
             reinterpret_cast<const float*>(w->constant->data()), g.out_ch, g.in_ch, g.m));
       });
   int yb = position(call.values, y);
+  // The output may take the residual's memory where both lie alike and the residual is not
+  // the source: each point of it is read only to write the same point of the output, by the
+  // same thread, just before (as oneDNN's sum post-op does).
+  for (const Step& s : steps) {
+    if (!s.relu && s.strides == ys && call.values[static_cast<size_t>(s.buffer)] != x)
+      call.output_in_place_of = {s.buffer, yb};
+  }
   auto where = [&](const Value* v) { return in_blocked.contains(v) ? "nChw8c" : "channels-last"; };
   std::string layouts = fmt::format("{} in, {} out{}", where(x), where(y), residual_where);
   call.kernel = std::make_shared<WinogradKernel>(g, xb, xs, yb, ys, bb, std::move(steps),
