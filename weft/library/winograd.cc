@@ -41,7 +41,7 @@ constexpr int64_t kGroup = 8;   // channels of an AVX register
 constexpr int64_t kStrip = 16;  // output channels of a product's strip
 constexpr int kRows = 6;        // tiles of the product's register block (12 accumulators)
 // Fewer tiles of 4x4 than this run as tiles of 2x2 (winograd_conv_call).
-constexpr int64_t kFewTiles = 16;
+constexpr int64_t kFewTiles = 8;
 // The most memory a convolution's transformed weights may take (4x or 16/9x its weights'):
 // larger ones stay oneDNN's direct call. VGG's and ResNet's largest take 38 MB.
 constexpr int64_t kMaxTransformedBytes = int64_t{256} << 20;
@@ -428,10 +428,10 @@ std::optional<LibraryCall> winograd_conv_call(const Node& n, const Absorbed& abs
   }
   Geometry g{dx[0], dx[1], dy[1], dx[2], dx[3], dy[2], dy[3], win[0].pad_begin, win[1].pad_begin};
   // Few tiles of 4x4 share each of U's 36 products: there tiles of 2x2 (16 products, U
-  // 16/36 the size) run faster, as U streams from memory. ResNet's 512 channels at 7x7 (4
-  // tiles): 1.10-1.27 against 1.46-1.68 ms; at 14x14 (16 tiles, 256 channels) F(4x4) was
-  // faster, 0.64-0.73 against 0.83-0.95 (two profiled runs each, AMD EPYC, 2 threads,
-  // 2026-11-30).
+  // 16/36 the size) run faster, as U streams from memory. ResNet's 512 channels at 7x7:
+  // batch 1 (4 tiles) 1.10-1.27 against 1.46-1.68 ms; batch 2 (8 tiles) 2.1-3.7 against
+  // 2.1-2.2, batch 4 5.8-6.5 against 2.8-3.3; at 14x14 (16 tiles, 256 channels) 0.83-0.95
+  // against 0.64-0.73 (two profiled runs each, AMD EPYC, 2 threads, 2026-11-30/12-01).
   if (g.tiles() < kFewTiles) g.m = 2;
   if (g.in_ch % kGroup != 0 || g.out_ch % kGroup != 0 || g.tiles() == 0 ||
       points(g.m) * g.in_ch * g.padded_out() * 4 > kMaxTransformedBytes)
