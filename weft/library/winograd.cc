@@ -20,7 +20,7 @@
 // Activations lie channels-last or in oneDNN's blocked nChw8c: either way each point's 8
 // channels of a group are contiguous, which is all the transforms need.
 #include <algorithm>
-#include <cstring>
+#include <string>
 
 #include <fmt/format.h>
 #include <immintrin.h>
