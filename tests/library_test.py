@@ -75,6 +75,20 @@ class WinogradShapes(torch.nn.Module):
         return torch.relu(self.same(v) + x[:, :, 1:-1, 1:-1])
 
 
+class WinogradStrided(torch.nn.Module):
+    """3x3 convolutions of stride 2 over 32 channels: one padded, then LeakyReLU; one
+    unpadded, plus a residual (a strided crop of the input), then ReLU."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Conv2d(32, 32, 3, stride=2, padding=1)
+        self.b = torch.nn.Conv2d(32, 32, 3, stride=2)
+
+    def forward(self, x):
+        v = torch.nn.functional.leaky_relu(self.a(x), 0.1)
+        return torch.relu(self.b(v) + x[:, :, 2:61:4, 2:57:4])
+
+
 class WideConv(torch.nn.Module):
     """A 3x3 convolution of 1.2 GFLOP over 256 channels, between channel concatenations."""
 
@@ -564,6 +578,11 @@ def main():
         # Its residual (a crop of the input) dies there: the output takes its memory.
         if avx2_without_brgemm():
             assert in_place_sums(os.path.join(tmp, "winograd_shapes.onnx")) == 1
+        # Stride 2 as four phases of stride 1 (winograd.cc), on planes of odd and even sides,
+        # padded and not: 128 tiles of 4x4 in chunks a thread, then 32 all at once (2 threads).
+        check_own_winograd(tmp, "winograd_strided", WinogradStrided().eval(),
+                           {"x": f(2, 32, 61, 57)}, ["Conv+LeakyRelu", "Conv+Add+Relu"],
+                           "F(4x4, 3x3), stride 2")
         # A large convolution between concatenations (channels-last) runs blocked alone, its
         # activations reordered, where that is faster (AVX2); the 1x1 ones stay channels-last.
         check(tmp, "wide_conv", WideConv().eval(), {"x": f(1, 128, 64, 64)},

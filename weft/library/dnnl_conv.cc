@@ -56,6 +56,12 @@ constexpr int64_t kWinogradMinChannels = 32;
 // `weft tune` timed it at 0.12-0.30 against 0.21-0.45 ms direct for 16 -> 16 to 64 channels
 // at 28x28 to 112x112, and within 10% of direct at 8 (AMD EPYC, 2 threads, 2026-11-30).
 constexpr int64_t kOwnWinogradMinChannels = 16;
+// At stride 2 (four phases, 81 points a tile of 4x4 against stride 1's 36) its transforms cost
+// more a product saved: from 32 channels. 16 -> 32 at 112x112 ran 0.35-0.41 against 0.23-0.30
+// ms direct; 32 -> 64 at 256x256 4.0-5.8 against 4.6-8.2, 64 -> 128 at 128x128 2.8-4.6 against
+// 3.7-6.1, 128 -> 128 at 56x56 1.2-1.6 against 1.6-2.1 (alternating runs, AMD EPYC, AVX2, 2
+// threads, 2026-12-01; the machine's speed varied 2x within minutes).
+constexpr int64_t kOwnStridedWinogradMinChannels = 32;
 
 // And each side of the image plane is at least 7: a plane a few points high fills few of the
 // output tiles (2x2 or 4x4), whose transforms then cost more than the products save.
@@ -64,12 +70,17 @@ constexpr int64_t kOwnWinogradMinChannels = 16;
 // as it was, 6.2-6.5 ms (alternating runs, AMD EPYC, 2 threads, 2026-11-28).
 constexpr int64_t kWinogradMinSide = 7;
 
-// Whether oneDNN's Winograd kernels (F(2x2, 3x3) or F(4x4, 3x3)) can run a convolution: 2-D,
-// 3x3, stride 1, no dilation, one group. Their fp32 results lie as close to an fp64
-// reference as the direct kernel's (docs/library.md).
+int64_t channel_block(); // below
+
+// Whether the Winograd kernels (oneDNN's F(2x2, 3x3) or F(4x4, 3x3), or Weft's) can run a
+// convolution: 2-D, 3x3, stride 1, no dilation, one group; Weft's (AVX2, oneDNN's blocks of 8
+// channels) also stride 2. Their fp32 results lie as close to an fp64 reference as the
+// direct kernel's (docs/library.md).
 bool winograd_shaped(const Dims& dx, int64_t group, const std::vector<Window>& win) {
-  return dx.size() == 4 && group == 1 && std::all_of(win.begin(), win.end(), [](const Window& d) {
-           return d.kernel == 3 && d.stride == 1 && d.dilation == 1;
+  const int64_t max_stride = channel_block() == 8 ? 2 : 1;
+  return dx.size() == 4 && group == 1 && std::all_of(win.begin(), win.end(), [&](const Window& d) {
+           return d.kernel == 3 && d.stride <= max_stride && d.stride == win[0].stride &&
+                  d.dilation == 1;
          });
 }
 
@@ -80,6 +91,14 @@ std::string geometry(const Dims& dx, const Dims& dw, const std::vector<Window>& 
     pads.insert(pads.end(), {d.pad_begin, d.pad_end});
   return fmt::format("x [{}] w [{}] pads [{}]", fmt::join(dx, ","), fmt::join(dw, ","),
                      fmt::join(pads, ","));
+}
+
+// The key of the Winograd-or-direct record: the geometry, and the stride where it is 2
+// (stride 1's records predate strided Winograd calls, and keep their keys).
+std::string winograd_geometry(const Dims& dx, const Dims& dw, const std::vector<Window>& win) {
+  std::string key = geometry(dx, dw, win);
+  if (win[0].stride != 1) key += fmt::format(" stride {}", win[0].stride);
+  return key;
 }
 
 // The tuning record of a convolution geometry on this machine, at this thread count.
@@ -128,20 +147,19 @@ std::optional<bool> tuned_winograd(const std::string& geometry) {
   return recorded(geometry, "algorithm", "winograd", "direct");
 }
 
-int64_t channel_block(); // below
-
-// The channels both sides of a Winograd convolution carry at least, by default: oneDNN's
-// kernels where it has them (AVX-512, blocks of 16 channels), else Weft's.
-int64_t winograd_min_channels() {
-  return channel_block() == 16 ? kWinogradMinChannels : kOwnWinogradMinChannels;
+// The channels both sides of a Winograd convolution of "stride" carry at least, by default:
+// oneDNN's kernels where it has them (AVX-512, blocks of 16 channels), else Weft's.
+int64_t winograd_min_channels(int64_t stride) {
+  if (channel_block() == 16) return kWinogradMinChannels;
+  return stride == 2 ? kOwnStridedWinogradMinChannels : kOwnWinogradMinChannels;
 }
 
 // Whether a convolution takes the Winograd kernels when nothing forces a choice: as tuned,
 // or by its channels and plane.
 bool winograd_fits(const Dims& dx, const Dims& dw, int64_t group, const std::vector<Window>& win) {
   if (!winograd_allowed() || !winograd_shaped(dx, group, win)) return false;
-  if (std::optional<bool> tuned = tuned_winograd(geometry(dx, dw, win))) return *tuned;
-  return std::min(dx[1], dw[0]) >= winograd_min_channels() &&
+  if (std::optional<bool> tuned = tuned_winograd(winograd_geometry(dx, dw, win))) return *tuned;
+  return std::min(dx[1], dw[0]) >= winograd_min_channels(win[0].stride) &&
          std::min(dx[2], dx[3]) >= kWinogradMinSide;
 }
 
@@ -762,10 +780,10 @@ std::optional<ConvAlgorithmTiming> time_conv_algorithms(const Node& conv, double
   std::sort(winograd_ms.begin(), winograd_ms.end());
   if (direct_ms[0] < 0 || winograd_ms[0] < 0) return std::nullopt;
   ConvAlgorithmTiming t;
-  t.geometry = geometry(dx, dw, win);
+  t.geometry = winograd_geometry(dx, dw, win);
   t.direct_ms = direct_ms[2];
   t.winograd_ms = winograd_ms[2];
-  t.winograd_by_default = std::min(dx[1], dw[0]) >= winograd_min_channels();
+  t.winograd_by_default = std::min(dx[1], dw[0]) >= winograd_min_channels(win[0].stride);
   return t;
 }
 

@@ -8,6 +8,12 @@
 // products become, for each of the (m + 2)^2 points of the transforms, one matrix product
 // [tiles, C] x [C, M]. With m = 4: 36 products of 2 * tiles * C * M FLOPs against the direct
 // convolution's 9 * 16 per tile (4x fewer); with m = 2, 16 against 9 * 4 (2.25x fewer).
+// A convolution of stride 2 splits into four of stride 1 over the even and odd rows and
+// columns of its input (polyphase): along a side, y[t] = (g0 x[2t] + g2 x[2t + 2]) + g1 x[2t + 1],
+// a 2-tap filter over the even points, F(4, 2) with 5 points, and a 1-tap one over the odd,
+// 4 points with no transform. A tile of 4x4 outputs then reads a 9x9 patch and has 9 x 9 = 81
+// points, 81 products against the direct convolution's 9 * 16 (1.8x fewer); the odd points'
+// weights are g1 alike, so U holds 6 x 6 distinct points, as many as for stride 1.
 // Three phases:
 // 1. the input transform, per tile and group of 8 channels (one AVX register per point),
 //    into V [points][tiles][C];
@@ -34,14 +40,18 @@ namespace weft::library {
 namespace {
 
 // F(m x m, 3x3): a tile is m x m outputs (m = 4, or 2 on small planes), its patch
-// (m + 2) x (m + 2) inputs, and the transforms have as many points.
-constexpr int64_t patch(int64_t m) { return m + 2; }
-constexpr int64_t points(int64_t m) { return patch(m) * patch(m); }
+// (m + 2) x (m + 2) inputs, and the transforms have as many points; at stride 2 (m = 4), a
+// patch of 2m + 1 a side, as many points, of which 6 a side distinct in U.
+constexpr int64_t patch(int64_t m, int64_t stride) { return stride == 2 ? 2 * m + 1 : m + 2; }
+constexpr int64_t u_side(int64_t m, int64_t stride) { return stride == 2 ? 6 : m + 2; }
 constexpr int64_t kGroup = 8;   // channels of an AVX register
 constexpr int64_t kStrip = 16;  // output channels of a product's strip
 constexpr int kRows = 6;        // tiles of the product's register block (12 accumulators)
 // Fewer tiles of 4x4 than this run as tiles of 2x2 (winograd_conv_call).
 constexpr int64_t kFewTiles = 8;
+// At stride 2 fewer tiles than this stay oneDNN's direct call: its U (4x the weights) then
+// streams from memory for too few products.
+constexpr int64_t kFewStridedTiles = 32;
 // The most memory a convolution's transformed weights may take (4x or 16/9x its weights'):
 // larger ones stay oneDNN's direct call. VGG's and ResNet's largest take 38 MB.
 constexpr int64_t kMaxTransformedBytes = int64_t{256} << 20;
@@ -69,18 +79,41 @@ struct Step {
 struct Geometry {
   int64_t batch = 0, in_ch = 0, out_ch = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
   int64_t pad_top = 0, pad_left = 0;
-  int64_t m = 4; // outputs a side of a tile
+  int64_t m = 4;      // outputs a side of a tile
+  int64_t stride = 1; // 1, or 2 (with m = 4)
+  int64_t side() const { return patch(m, stride); }
+  int64_t points() const { return side() * side(); }
+  int64_t u_points() const { return u_side(m, stride) * u_side(m, stride); }
+  // The point of U that point "q" of a tile multiplies.
+  int64_t u_point(int64_t q) const {
+    if (stride == 1) return q;
+    return std::min<int64_t>(q / side(), 5) * 6 + std::min<int64_t>(q % side(), 5);
+  }
   int64_t tiles_h() const { return (out_h + m - 1) / m; }
   int64_t tiles_w() const { return (out_w + m - 1) / m; }
   int64_t tiles() const { return batch * tiles_h() * tiles_w(); }
   int64_t padded_out() const { return (out_ch + kStrip - 1) / kStrip * kStrip; }
 };
 
-// B^T d over m + 2 points "s" floats apart (a column or a row of the patch), in place.
-template <int M>
+// B^T d over a side's points "s" floats apart (a column or a row of the patch), in place.
+// At stride 2: F(4, 2)'s B^T over the 5 even inputs (interpolation points 0, 1, -1, 2 and
+// infinity), then the 4 odd ones as they are.
+template <int M, int S>
 [[gnu::target("avx2,fma"), gnu::always_inline]] inline void input_1d(__m256* d, int64_t s) {
   const __m256 two = _mm256_set1_ps(2), four = _mm256_set1_ps(4), five = _mm256_set1_ps(5);
-  if constexpr (M == 2) {
+  if constexpr (S == 2) {
+    __m256 e0 = d[0], e1 = d[2 * s], e2 = d[4 * s], e3 = d[6 * s], e4 = d[8 * s];
+    __m256 o0 = d[s], o1 = d[3 * s], o2 = d[5 * s], o3 = d[7 * s];
+    d[0] = two * (e0 - e2) - e1 + e3;
+    d[s] = e3 - e2 - two * e1;
+    d[2 * s] = two * e1 - _mm256_set1_ps(3) * e2 + e3;
+    d[3 * s] = e3 - e1;
+    d[4 * s] = two * (e1 - e3) - e2 + e4;
+    d[5 * s] = o0;
+    d[6 * s] = o1;
+    d[7 * s] = o2;
+    d[8 * s] = o3;
+  } else if constexpr (M == 2) {
     __m256 d0 = d[0], d1 = d[s], d2 = d[2 * s], d3 = d[3 * s];
     d[0] = d0 - d2;
     d[s] = d1 + d2;
@@ -97,11 +130,19 @@ template <int M>
   }
 }
 
-// A^T m over m + 2 points "s" apart, into m points "so" apart.
-template <int M>
+// A^T m over a side's points "s" apart, into m points "so" apart; at stride 2 F(4, 2)'s A^T
+// over the even points plus the odd ones.
+template <int M, int S>
 [[gnu::target("avx2,fma"), gnu::always_inline]] inline void output_1d(const __m256* m, int64_t s,
                                                                       __m256* o, int64_t so) {
-  if constexpr (M == 2) {
+  if constexpr (S == 2) {
+    __m256 a = m[s] + m[2 * s], b = m[s] - m[2 * s], c = m[3 * s];
+    const __m256 two = _mm256_set1_ps(2), four = _mm256_set1_ps(4), eight = _mm256_set1_ps(8);
+    o[0] = m[0] + a + c + m[5 * s];
+    o[so] = b + two * c + m[6 * s];
+    o[2 * so] = a + four * c + m[7 * s];
+    o[3 * so] = b + eight * c + m[4 * s] + m[8 * s];
+  } else if constexpr (M == 2) {
     o[0] = m[0] + m[s] + m[2 * s];
     o[so] = m[s] - m[2 * s] - m[3 * s];
   } else {
@@ -117,17 +158,17 @@ template <int M>
 
 // V[., tile, group]: the transform of the patch under a tile ("top", "left" its first input
 // point, outside the input zeros) for channels [8 * group, 8 * group + 8).
-template <int M>
+template <int M, int S>
 [[gnu::target("avx2,fma")]] void
 transform_input(const float* x, const Strides& s, const Geometry& g, int64_t n, int64_t top,
                 int64_t left, int64_t group, float* v, int64_t point_stride) {
-  constexpr int64_t kPatch = patch(M), kPoints = points(M);
+  constexpr int64_t kPatch = patch(M, S), kPoints = kPatch * kPatch;
   __m256 d[kPoints];
   const float* base = x + n * s.batch + group * s.group;
-#pragma GCC unroll 6
+#pragma GCC unroll 9
   for (int64_t i = 0; i < kPatch; ++i) {
     int64_t h = top + i;
-#pragma GCC unroll 6
+#pragma GCC unroll 9
     for (int64_t j = 0; j < kPatch; ++j) {
       int64_t w = left + j;
       bool inside = h >= 0 && h < g.in_h && w >= 0 && w < g.in_w;
@@ -135,13 +176,13 @@ transform_input(const float* x, const Strides& s, const Geometry& g, int64_t n, 
           inside ? _mm256_loadu_ps(base + h * s.row + w * s.point) : _mm256_setzero_ps();
     }
   }
-#pragma GCC unroll 6
+#pragma GCC unroll 9
   for (int64_t j = 0; j < kPatch; ++j)
-    input_1d<M>(d + j, kPatch);
-#pragma GCC unroll 6
+    input_1d<M, S>(d + j, kPatch);
+#pragma GCC unroll 9
   for (int64_t i = 0; i < kPatch; ++i)
-    input_1d<M>(d + i * kPatch, 1);
-#pragma GCC unroll 36
+    input_1d<M, S>(d + i * kPatch, 1);
+#pragma GCC unroll 81
   for (int64_t p = 0; p < kPoints; ++p)
     _mm256_storeu_ps(v + p * point_stride, d[p]);
 }
@@ -189,22 +230,22 @@ product_block(const float* v, int64_t ldv, const float* u, int64_t channels, flo
 
 // The output transform of P[., tile, group] plus bias and epilogue, written at the tile's
 // valid points ("top", "left" its first output point).
-template <int M>
+template <int M, int S>
 [[gnu::target("avx2,fma")]] void
 transform_output(const float* p, int64_t point_stride, const float* bias,
                  const std::vector<Step>& steps, void* const* buffers, float* y, const Strides& ys,
                  const Geometry& g, int64_t n, int64_t top, int64_t left, int64_t group) {
-  constexpr int64_t kPatch = patch(M), kPoints = points(M);
+  constexpr int64_t kPatch = patch(M, S), kPoints = kPatch * kPatch;
   __m256 m[kPoints], r[M * kPatch], o[M * M];
-#pragma GCC unroll 36
+#pragma GCC unroll 81
   for (int64_t q = 0; q < kPoints; ++q)
     m[q] = _mm256_loadu_ps(p + q * point_stride);
-#pragma GCC unroll 6
+#pragma GCC unroll 9
   for (int64_t j = 0; j < kPatch; ++j)
-    output_1d<M>(m + j, kPatch, r + j, kPatch);
+    output_1d<M, S>(m + j, kPatch, r + j, kPatch);
 #pragma GCC unroll 4
   for (int64_t i = 0; i < M; ++i)
-    output_1d<M>(r + i * kPatch, 1, o + i * M, 1);
+    output_1d<M, S>(r + i * kPatch, 1, o + i * M, 1);
   __m256 b = bias ? _mm256_loadu_ps(bias + group * kGroup) : _mm256_setzero_ps();
   for (int64_t i = 0; i < M && top + i < g.out_h; ++i) {
     for (int64_t j = 0; j < M && left + j < g.out_w; ++j) {
@@ -225,12 +266,23 @@ transform_output(const float* p, int64_t point_stride, const float* bias,
 }
 
 // U = G g G^T for every input and output channel, in fp64 and rounded once, laid out
-// [points][strips][C][16] (output channels past M zero), for tiles of "tile" a side.
-std::vector<float> transform_weights(const float* w, int64_t out_ch, int64_t in_ch, int64_t tile) {
-  const int64_t strips = (out_ch + kStrip - 1) / kStrip, side = patch(tile);
-  std::vector<float> u(static_cast<size_t>(points(tile) * strips * in_ch * kStrip), 0.0f);
-  auto g_1d = [tile](const double* in, int64_t s, double* out, int64_t so) {
+// [points][strips][C][16] (output channels past M zero), for tiles of "tile" a side at
+// "stride" (at 2: F(4, 2)'s G over g0 and g2, then g1 for the odd points).
+std::vector<float> transform_weights(const float* w, int64_t out_ch, int64_t in_ch, int64_t tile,
+                                     int64_t stride) {
+  const int64_t strips = (out_ch + kStrip - 1) / kStrip, side = u_side(tile, stride);
+  std::vector<float> u(static_cast<size_t>(side * side * strips * in_ch * kStrip), 0.0f);
+  auto g_1d = [tile, stride](const double* in, int64_t s, double* out, int64_t so) {
     double g0 = in[0], g1 = in[s], g2 = in[2 * s];
+    if (stride == 2) {
+      out[0] = g0 / 2;
+      out[so] = -(g0 + g2) / 2;
+      out[2 * so] = (g2 - g0) / 6;
+      out[3 * so] = g0 / 6 + g2 / 3;
+      out[4 * so] = g2;
+      out[5 * so] = g1;
+      return;
+    }
     if (tile == 2) {
       out[0] = g0;
       out[so] = (g0 + g1 + g2) / 2;
@@ -247,14 +299,14 @@ std::vector<float> transform_weights(const float* w, int64_t out_ch, int64_t in_
   };
   for (int64_t m = 0; m < out_ch; ++m) {
     for (int64_t c = 0; c < in_ch; ++c) {
-      double g[9], t[patch(4) * 3], r[points(4)];
+      double g[9], t[6 * 3], r[6 * 6];
       for (int k = 0; k < 9; ++k)
         g[k] = w[(m * in_ch + c) * 9 + k];
       for (int j = 0; j < 3; ++j) // columns: t [side][3]
         g_1d(g + j, 3, t + j, 3);
       for (int64_t i = 0; i < side; ++i) // rows: r [side][side]
         g_1d(t + i * 3, 1, r + i * side, 1);
-      for (int64_t q = 0; q < points(tile); ++q)
+      for (int64_t q = 0; q < side * side; ++q)
         u[static_cast<size_t>(((q * strips + m / kStrip) * in_ch + c) * kStrip + m % kStrip)] =
             static_cast<float>(r[q]);
     }
@@ -283,17 +335,17 @@ public:
 #pragma omp parallel
       {
         thread_local std::vector<float> scratch;
-        size_t need = static_cast<size_t>(points(g_.m) * chunk * (g_.in_ch + ldp));
+        size_t need = static_cast<size_t>(g_.points() * chunk * (g_.in_ch + ldp));
         if (scratch.size() < need) scratch.resize(need);
         float* v = scratch.data();
-        float* p = v + points(g_.m) * chunk * g_.in_ch;
+        float* p = v + g_.points() * chunk * g_.in_ch;
 #pragma omp for schedule(static)
         for (int64_t c = 0; c < chunks; ++c) {
           int64_t first = c * chunk, count = std::min(chunk, tiles - first);
           for (int64_t t = 0; t < count; ++t)
             for (int64_t gi = 0; gi < g_.in_ch / kGroup; ++gi)
               input(a, first, chunk, t, gi, v);
-          for (int64_t q = 0; q < points(g_.m); ++q)
+          for (int64_t q = 0; q < g_.points(); ++q)
             for (int64_t s = 0; s < ldp / kStrip; ++s)
               product(q, s, chunk, count, v, p);
           for (int64_t t = 0; t < count; ++t)
@@ -306,10 +358,10 @@ public:
     // Few tiles: each phase over all of them, split across the threads. Scratch of the
     // calling thread, kept between runs (no page faults each run).
     thread_local std::vector<float> scratch;
-    size_t need = static_cast<size_t>(points(g_.m) * tiles * (g_.in_ch + ldp));
+    size_t need = static_cast<size_t>(g_.points() * tiles * (g_.in_ch + ldp));
     if (scratch.size() < need) scratch.resize(need);
     float* v = scratch.data();
-    float* p = v + points(g_.m) * tiles * g_.in_ch;
+    float* p = v + g_.points() * tiles * g_.in_ch;
 #pragma omp parallel
     {
 #pragma omp for schedule(static) collapse(2)
@@ -317,7 +369,7 @@ public:
         for (int64_t gi = 0; gi < g_.in_ch / kGroup; ++gi)
           input(a, 0, tiles, t, gi, v);
 #pragma omp for schedule(static) collapse(2)
-      for (int64_t q = 0; q < points(g_.m); ++q)
+      for (int64_t q = 0; q < g_.points(); ++q)
         for (int64_t s = 0; s < ldp / kStrip; ++s)
           product(q, s, tiles, tiles, v, p);
 #pragma omp for schedule(static) collapse(2)
@@ -329,8 +381,8 @@ public:
   }
 
   std::string describe() const override {
-    return fmt::format("Weft Winograd F({}x{}, 3x3) ({} tiles, {})", g_.m, g_.m, g_.tiles(),
-                       layouts_);
+    return fmt::format("Weft Winograd F({}x{}, 3x3){} ({} tiles, {})", g_.m, g_.m,
+                       g_.stride == 2 ? ", stride 2 in 4 phases" : "", g_.tiles(), layouts_);
   }
 
   // The full-size operand the epilogue adds, as a position in the call's values; -1 if none.
@@ -348,10 +400,10 @@ private:
     void* const* buffers;
   };
 
-  // Tiles of a chunk: its V and P ((m + 2)^2 points x (C + M') floats a tile) in about
-  // kChunkBytes, at least one register block's rows.
+  // Tiles of a chunk: its V and P (points x (C + M') floats a tile) in about kChunkBytes, at
+  // least one register block's rows.
   int64_t chunk_tiles() const {
-    int64_t per_tile = points(g_.m) * (g_.in_ch + g_.padded_out()) * 4;
+    int64_t per_tile = g_.points() * (g_.in_ch + g_.padded_out()) * 4;
     return std::max<int64_t>(kChunkBytes / per_tile, kRows);
   }
 
@@ -360,18 +412,21 @@ private:
              float* v) const {
     int64_t tile = first + t, th = g_.tiles_h(), tw = g_.tiles_w();
     int64_t n = tile / (th * tw), i = tile / tw % th, j = tile % tw;
-    int64_t top = i * g_.m - g_.pad_top, left = j * g_.m - g_.pad_left;
+    int64_t top = i * g_.m * g_.stride - g_.pad_top, left = j * g_.m * g_.stride - g_.pad_left;
     float* to = v + t * g_.in_ch + gi * kGroup;
-    if (g_.m == 2)
-      transform_input<2>(a.x, xs_, g_, n, top, left, gi, to, capacity * g_.in_ch);
+    if (g_.stride == 2)
+      transform_input<4, 2>(a.x, xs_, g_, n, top, left, gi, to, capacity * g_.in_ch);
+    else if (g_.m == 2)
+      transform_input<2, 1>(a.x, xs_, g_, n, top, left, gi, to, capacity * g_.in_ch);
     else
-      transform_input<4>(a.x, xs_, g_, n, top, left, gi, to, capacity * g_.in_ch);
+      transform_input<4, 1>(a.x, xs_, g_, n, top, left, gi, to, capacity * g_.in_ch);
   }
   // Point "q"'s product for strip "s" over "count" tiles.
   void product(int64_t q, int64_t s, int64_t capacity, int64_t count, const float* v,
                float* p) const {
     const int64_t ldp = g_.padded_out(), strips = ldp / kStrip;
-    product_strip(v + q * capacity * g_.in_ch, u_->data() + (q * strips + s) * g_.in_ch * kStrip,
+    product_strip(v + q * capacity * g_.in_ch,
+                  u_->data() + (g_.u_point(q) * strips + s) * g_.in_ch * kStrip,
                   p + q * capacity * ldp + s * kStrip, count, g_.in_ch, ldp);
   }
   // Tile "first + t"'s output transform for output group "go", with the epilogue.
@@ -380,12 +435,15 @@ private:
     int64_t tile = first + t, th = g_.tiles_h(), tw = g_.tiles_w(), ldp = g_.padded_out();
     int64_t n = tile / (th * tw), i = tile / tw % th, j = tile % tw;
     const float* from = p + t * ldp + go * kGroup;
-    if (g_.m == 2)
-      transform_output<2>(from, capacity * ldp, a.bias, steps_, a.buffers, a.y, ys_, g_, n, i * 2,
-                          j * 2, go);
+    if (g_.stride == 2)
+      transform_output<4, 2>(from, capacity * ldp, a.bias, steps_, a.buffers, a.y, ys_, g_, n,
+                             i * 4, j * 4, go);
+    else if (g_.m == 2)
+      transform_output<2, 1>(from, capacity * ldp, a.bias, steps_, a.buffers, a.y, ys_, g_, n,
+                             i * 2, j * 2, go);
     else
-      transform_output<4>(from, capacity * ldp, a.bias, steps_, a.buffers, a.y, ys_, g_, n, i * 4,
-                          j * 4, go);
+      transform_output<4, 1>(from, capacity * ldp, a.bias, steps_, a.buffers, a.y, ys_, g_, n,
+                             i * 4, j * 4, go);
   }
 
   Geometry g_;
@@ -424,17 +482,21 @@ std::optional<LibraryCall> winograd_conv_call(const Node& n, const Absorbed& abs
   std::vector<Window> win = window_dims(kernel, at.strides, at.dilations, at.pads, at.auto_pad,
                                         shape_from_dims(dx), shape_from_dims(dy));
   for (const Window& d : win) {
-    if (d.kernel != 3 || d.stride != 1 || d.dilation != 1) return std::nullopt;
+    if (d.kernel != 3 || (d.stride != 1 && d.stride != 2) || d.stride != win[0].stride ||
+        d.dilation != 1)
+      return std::nullopt;
   }
   Geometry g{dx[0], dx[1], dy[1], dx[2], dx[3], dy[2], dy[3], win[0].pad_begin, win[1].pad_begin};
+  g.stride = win[0].stride;
+  if (g.stride == 2 && g.tiles() < kFewStridedTiles) return std::nullopt;
   // Few tiles of 4x4 share each of U's 36 products: there tiles of 2x2 (16 products, U
   // 16/36 the size) run faster, as U streams from memory. ResNet's 512 channels at 7x7:
   // batch 1 (4 tiles) 1.10-1.27 against 1.46-1.68 ms; batch 2 (8 tiles) 2.1-3.7 against
   // 2.1-2.2, batch 4 5.8-6.5 against 2.8-3.3; at 14x14 (16 tiles, 256 channels) 0.83-0.95
   // against 0.64-0.73 (two profiled runs each, AMD EPYC, 2 threads, 2026-11-30/12-01).
-  if (g.tiles() < kFewTiles) g.m = 2;
+  if (g.stride == 1 && g.tiles() < kFewTiles) g.m = 2;
   if (g.in_ch % kGroup != 0 || g.out_ch % kGroup != 0 || g.tiles() == 0 ||
-      points(g.m) * g.in_ch * g.padded_out() * 4 > kMaxTransformedBytes)
+      g.u_points() * g.in_ch * g.padded_out() * 4 > kMaxTransformedBytes)
     return std::nullopt;
   // Each value lies blocked or channels-last; plain (NCHW) ones do not fit.
   auto lies = [&](const Value* v, Strides* s) {
@@ -468,9 +530,9 @@ std::optional<LibraryCall> winograd_conv_call(const Node& n, const Absorbed& abs
     steps.push_back(s);
   }
   auto u = w->constant->derived_as<std::vector<float>>(
-      fmt::format("Winograd F({}x{}, 3x3) transform", g.m, g.m), [&] {
+      fmt::format("Winograd F({}x{}, 3x3) stride {} transform", g.m, g.m, g.stride), [&] {
         return std::make_shared<std::vector<float>>(transform_weights(
-            reinterpret_cast<const float*>(w->constant->data()), g.out_ch, g.in_ch, g.m));
+            reinterpret_cast<const float*>(w->constant->data()), g.out_ch, g.in_ch, g.m, g.stride));
       });
   int yb = position(call.values, y);
   // The output may take the residual's memory where both lie alike and the residual is not
