@@ -89,6 +89,19 @@ class WinogradStrided(torch.nn.Module):
         return torch.relu(self.b(v) + x[:, :, 2:61:4, 2:57:4])
 
 
+class DilatedPadded(torch.nn.Module):
+    """Dilated 3x3 convolutions as DeepLabV3's ASPP on a small plane: rows of taps that read
+    only padding (canonicalize drops them): the first keeps 1x3 taps, the second one."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Conv2d(16, 16, 3, dilation=(8, 2), padding=(8, 2))
+        self.b = torch.nn.Conv2d(16, 24, 3, dilation=8, padding=8)
+
+    def forward(self, x):
+        return torch.relu(self.b(torch.relu(self.a(x))))
+
+
 class WideConv(torch.nn.Module):
     """A 3x3 convolution of 1.2 GFLOP over 256 channels, between channel concatenations."""
 
@@ -583,6 +596,8 @@ def main():
         check_own_winograd(tmp, "winograd_strided", WinogradStrided().eval(),
                            {"x": f(2, 32, 61, 57)}, ["Conv+LeakyRelu", "Conv+Add+Relu"],
                            "F(4x4, 3x3), stride 2")
+        check(tmp, "dilated_padded", DilatedPadded().eval(), {"x": f(2, 16, 6, 7)},
+              ["Conv+Relu", "Conv+Relu"])
         # A large convolution between concatenations (channels-last) runs blocked alone, its
         # activations reordered, where that is faster (AVX2); the 1x1 ones stay channels-last.
         check(tmp, "wide_conv", WideConv().eval(), {"x": f(1, 128, 64, 64)},

@@ -581,6 +581,74 @@ void expand_grouped_instance_norm(Graph& graph, Node& node) {
   node.inputs = {scaled, per_channel(bias)};
 }
 
+// A Conv's taps that read only padding, at every output position, are dropped: its constant
+// weights lose those rows and columns, its pads shrink to keep the output's positions. With
+// dilation, a tap d steps off the centre reads inside a plane of d points or fewer only
+// in padding: DeepLabV3's ASPP at rates 24 and 36 over a 16x16 plane is a 1x1 convolution
+// (each 1.1 GFLOP of 3x3 taps, 11 ms on oneDNN's im2col kernel, AMD EPYC, 2 threads).
+void drop_padding_taps(Graph& graph, Node& node) {
+  Value *x = node.inputs[0], *w = node.inputs[1], *y = node.outputs[0];
+  if (!w->is_constant() || !x->type.has_static_shape() || !y->type.has_static_shape() ||
+      dtype_packed_bits(w->constant->dtype()) < 8)
+    return;
+  auto& a = node.attrs_as<ConvAttrs>();
+  const std::vector<int64_t>& wd = w->constant->dims();
+  if (wd.size() < 3 || x->type.shape->size() != wd.size()) return;
+  const size_t rank = wd.size() - 2;
+  Ints kernel = a.kernel_shape.empty() ? Ints(wd.begin() + 2, wd.end()) : a.kernel_shape;
+  std::vector<Window> win = window_dims(kernel, a.strides, a.dilations, a.pads, a.auto_pad,
+                                        *x->type.shape, *y->type.shape);
+  if (win.size() != rank) return;
+  Ints first(rank), taps(rank), pads(2 * rank), dilations(rank);
+  bool dropped = false;
+  for (size_t i = 0; i < rank; ++i) {
+    const Window& d = win[i];
+    if (d.out <= 0 || d.kernel != wd[2 + i]) return;
+    // Tap k reads x at o * stride - pad_begin + k * dilation for o in [0, out).
+    auto reads_inside = [&](int64_t k) {
+      int64_t lo = k * d.dilation - d.pad_begin, hi = lo + (d.out - 1) * d.stride;
+      return hi >= 0 && lo <= d.in - 1;
+    };
+    int64_t lo = 0, hi = d.kernel - 1;
+    while (lo <= hi && !reads_inside(lo))
+      ++lo;
+    while (hi >= lo && !reads_inside(hi))
+      --hi;
+    if (lo > hi) return; // every tap reads padding: left as it is
+    int64_t begin = d.pad_begin - lo * d.dilation;
+    int64_t end = (d.out - 1) * d.stride + (hi - lo) * d.dilation + 1 - d.in - begin;
+    if (begin < 0 || end < 0) lo = 0, hi = d.kernel - 1, begin = d.pad_begin, end = d.pad_end;
+    dropped |= hi - lo + 1 < d.kernel;
+    first[i] = lo;
+    taps[i] = hi - lo + 1;
+    pads[i] = begin;
+    pads[rank + i] = end;
+    dilations[i] = taps[i] == 1 ? 1 : d.dilation;
+  }
+  if (!dropped) return;
+  std::vector<int64_t> dims = wd;
+  std::copy(taps.begin(), taps.end(), dims.begin() + 2);
+  Tensor sliced(w->constant->dtype(), dims);
+  const int64_t size = dtype_size(sliced.dtype());
+  const auto* from = reinterpret_cast<const std::byte*>(w->constant->data());
+  auto* to = reinterpret_cast<std::byte*>(sliced.data());
+  for (int64_t e = 0; e < sliced.num_elements(); ++e) {
+    int64_t rest = e, source = 0, stride = 1; // e's index in the new dims, then in the old
+    for (size_t j = dims.size(); j-- > 0;) {
+      int64_t index = rest % dims[j] + (j >= 2 ? first[j - 2] : 0);
+      rest /= dims[j];
+      source += index * stride;
+      stride *= wd[j];
+    }
+    std::memcpy(to + e * size, from + source * size, static_cast<size_t>(size));
+  }
+  node.inputs[1] = graph.add_constant(graph.unique_name(w->name + "_taps"), std::move(sliced));
+  a.kernel_shape = taps;
+  a.pads = pads;
+  a.dilations = dilations;
+  a.auto_pad = AutoPad::kNotSet;
+}
+
 void canonicalize_node(Graph& graph, Node& node) {
   Op op = node.op_type.id();
   if (std::holds_alternative<LegacyBroadcastAttrs>(node.attrs)) {
@@ -623,6 +691,8 @@ void canonicalize_node(Graph& graph, Node& node) {
     canonicalize_compress(graph, node);
   } else if (op == Op::kInstanceNormalization) {
     expand_grouped_instance_norm(graph, node);
+  } else if (op == Op::kConv) {
+    drop_padding_taps(graph, node);
   } else if (auto* arg = std::get_if<ArgReduceAttrs>(&node.attrs)) {
     normalize_axis_in_place(arg->axis, rank_of(node.inputs[0]));
   } else if (auto* sm = std::get_if<SoftmaxAttrs>(&node.attrs)) {

@@ -208,6 +208,22 @@ TEST(Canonicalize, NothingToDo) {
   EXPECT_EQ(canonical(model), print_body(graph_from_text(model)));
 }
 
+// Dilated by 3 over 2 rows, the first and last rows of taps read only padding: the weights
+// keep the middle row, the rows' pads go; the columns' taps all read inside and stay.
+TEST(Canonicalize, ConvTapsReadingOnlyPaddingAreDropped) {
+  EXPECT_EQ(canonical(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1, 1, 2, 4] x) => (float[1, 1, 2, 4] y) {
+      w = Constant <value = float[1, 1, 3, 3] {1, 2, 3, 4, 5, 6, 7, 8, 9}> ()
+      y = Conv <dilations = [3, 1], pads = [3, 1, 3, 1]> (x, w)
+    })"),
+            "  input %x: f32[1,1,2,4]\n"
+            "  const %w_taps = f32[1,1,1,3]{4, 5, 6}\n"
+            "  node Conv_1: %y: f32[1,1,2,4] = Conv(%x, %w_taps) {auto_pad=NOTSET, "
+            "dilations=[1, 1], group=1, kernel_shape=[1, 3], pads=[0, 1, 0, 1], strides=[]}\n"
+            "  output %y: f32[1,1,2,4]\n");
+}
+
 // Without an axis, the input is flattened; the kept positions become a constant.
 TEST(Canonicalize, CompressWithConstantConditionIsAGather) {
   EXPECT_EQ(canonical(R"(
