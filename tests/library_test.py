@@ -102,6 +102,19 @@ class DilatedPadded(torch.nn.Module):
         return torch.relu(self.b(torch.relu(self.a(x))))
 
 
+class AsppBranch(torch.nn.Module):
+    """DeepLabV3's ASPP branch at rate 12 over 16x16, its taps reading mostly padding
+    (canonicalize splits it into nine pieces), then a dilated one of stride 2, left whole."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Conv2d(128, 128, 3, dilation=12, padding=12)
+        self.b = torch.nn.Conv2d(128, 40, 3, stride=2, dilation=7, padding=7)
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)))
+
+
 class WideConv(torch.nn.Module):
     """A 3x3 convolution of 1.2 GFLOP over 256 channels, between channel concatenations."""
 
@@ -598,6 +611,8 @@ def main():
                            "F(4x4, 3x3), stride 2")
         check(tmp, "dilated_padded", DilatedPadded().eval(), {"x": f(2, 16, 6, 7)},
               ["Conv+Relu", "Conv+Relu"])
+        aspp = ["Conv"] * 9 + ["Conv"]
+        check(tmp, "aspp_branch", AsppBranch().eval(), {"x": f(1, 128, 16, 16)}, aspp)
         # A large convolution between concatenations (channels-last) runs blocked alone, its
         # activations reordered, where that is faster (AVX2); the 1x1 ones stay channels-last.
         check(tmp, "wide_conv", WideConv().eval(), {"x": f(1, 128, 64, 64)},

@@ -1,4 +1,7 @@
+#include <map>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include "tests/testing/onnx_text.h"
@@ -222,6 +225,35 @@ TEST(Canonicalize, ConvTapsReadingOnlyPaddingAreDropped) {
             "  node Conv_1: %y: f32[1,1,2,4] = Conv(%x, %w_taps) {auto_pad=NOTSET, "
             "dilations=[1, 1], group=1, kernel_shape=[1, 3], pads=[0, 1, 0, 1], strides=[]}\n"
             "  output %y: f32[1,1,2,4]\n");
+}
+
+// Dilated by 12 over 16x16, as DeepLabV3's ASPP: a quarter of the taps read inside. Along
+// each side outputs 0-3 read taps 1-2 (rows 0-15 of x), 4-11 tap 1 (rows 4-11), 12-15 taps
+// 0-1 (rows 0-15): nine Convs of those taps over what they read (a Slice of x, but for the
+// four corners, which read all of it), joined by Concats.
+TEST(Canonicalize, ConvMostlyReadingPaddingSplitsIntoPieces) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1, 128, 16, 16] x, float[128, 128, 3, 3] w) => (float[1, 128, 16, 16] y) {
+      y = Conv <dilations = [12, 12], pads = [12, 12, 12, 12]> (x, w)
+    })");
+  ASSERT_TRUE(infer_shapes(g).ok());
+  Node& conv = *g.nodes().back(); // constant weights, too many to spell out above
+  conv.inputs[1] = g.add_constant("w_constant", Tensor(DType::kF32, {128, 128, 3, 3}));
+  ASSERT_TRUE(canonicalize(g).ok());
+  Status v = verify_graph(g, "canonicalize");
+  ASSERT_TRUE(v.ok()) << v.to_string();
+  std::map<std::string, int> ops;
+  std::vector<std::string> kernels;
+  for (const auto& n : g.nodes()) {
+    ops[fmt::format("{}", n->op_type)]++;
+    if (n->op_type == Op::kConv)
+      kernels.push_back(fmt::format("{}", fmt::join(n->attrs_as<ConvAttrs>().kernel_shape, "x")));
+  }
+  EXPECT_EQ(ops["Conv"], 9);
+  EXPECT_EQ(ops["Slice"], 5);
+  EXPECT_EQ(ops["Concat"], 4); // three rows of three, then the rows
+  EXPECT_EQ(fmt::format("{}", fmt::join(kernels, " ")), "2x2 2x1 2x2 1x2 1x1 1x2 2x2 2x1 2x2");
 }
 
 // Without an axis, the input is flattened; the kept positions become a constant.
