@@ -32,6 +32,7 @@ import time
 
 import numpy as np
 import onnxruntime as ort
+from ort_options import described, session_options
 import torch
 import torchvision
 
@@ -205,7 +206,7 @@ def measure(rounds, iters, only=None):
             with open(path, "rb") as f:
                 data = f.read()
             compiled = weft.compile(data)
-            session = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+            session = ort.InferenceSession(data, session_options(), providers=["CPUExecutionProvider"])
             feed = {session.get_inputs()[0].name: x.numpy()}
             with torch.inference_mode():
                 want = model(x).numpy()
@@ -263,7 +264,7 @@ def markdown(r):
              "and Resize), a byte-level 1-D convolutional classifier (4,096 bytes), a TransformerEncoderLayer "
              "and a GPT-2-style block (4x128x256); random weights, exported by PyTorch "
              f"{r['pytorch']}. Weft's Python module, ONNX Runtime {r['onnxruntime']} (CPU execution "
-             "provider, default options), PyTorch eager and `torch.compile` (compile time not included), "
+             f"provider, {described(r)}), PyTorch eager and `torch.compile` (compile time not included), "
              f"all in one process; {r['rounds']} rounds, each entry the system's lowest median of "
              f"{r['iters']} runs. Weft's output matched PyTorch's (rtol 1e-3, atol 1e-4 plus 1e-5 of the "
              "output's largest magnitude) before timing. "
@@ -338,7 +339,7 @@ def main():
     else:
         rows, peak = measure(args.rounds, args.iters, args.models)
         from run_bench import machine
-        result = {"date": datetime.date.today().isoformat(), "machine": machine(),
+        result = {"date": datetime.date.today().isoformat(), "machine": machine(), "ort_threads_parked": True,
                   "onnxruntime": ort.__version__, "pytorch": torch.__version__,
                   "threads": torch.get_num_threads(), "rounds": args.rounds, "iters": args.iters,
                   "avx512": has_avx512(), "peak_gflops": peak, "rows": rows, "depthwise": depthwise(max(args.rounds, 3), args.iters)}

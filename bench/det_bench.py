@@ -32,6 +32,7 @@ import time
 
 import numpy as np
 import onnxruntime as ort
+from ort_options import session_options
 import torch
 import torchvision
 
@@ -93,8 +94,7 @@ def measure(names, rounds):
             model = make(weights=None, weights_backbone=None, **kw).eval()
             path = os.path.join(tmp, name + ".onnx")
             torch.onnx.export(model, ([torch.from_numpy(image)],), path, dynamo=False, opset_version=18)
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = 2
+            options = session_options(threads=2)
             session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
             feeds = [{session.get_inputs()[0].name: x} for x in images]
             try:

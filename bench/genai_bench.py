@@ -25,6 +25,7 @@ import time
 
 import numpy as np
 import onnxruntime as ort
+from ort_options import session_options
 
 # The one dynamic-shape compile is what is timed: by default a set of shapes run 3 times gets a
 # specialized compile in a background thread, and each round here repeats every past length,
@@ -101,8 +102,7 @@ def loaded(path, system, layers):
     """The model loaded by "system" ("ort": an InferenceSession, 2 threads; "weft": one
     dynamic-shape compile), and a step that runs it: feed -> logits, presents."""
     if system == "ort":
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 2
+        options = session_options(threads=2)
         model = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
         names = [o.name for o in model.get_outputs()]
         outputs = lambda feed: dict(zip(names, model.run(None, feed)))

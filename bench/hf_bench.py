@@ -23,6 +23,7 @@ import tempfile
 
 import numpy as np
 import onnxruntime as ort
+from ort_options import session_options
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -135,8 +136,7 @@ def measure(names, rounds):
                 row["error"] = str(e)[-300:]
                 print(f"{name}: {row['error']}", flush=True)
                 continue
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = 2
+            options = session_options(threads=2)
             session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
             feed = {i.name: a.numpy() for i, a in zip(session.get_inputs(), args)}
             got = list(compiled.run(feed).values())

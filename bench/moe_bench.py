@@ -22,6 +22,7 @@ import time
 
 import numpy as np
 import onnxruntime as ort
+from ort_options import session_options
 from onnx import TensorProto, helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -80,8 +81,7 @@ def measure(rounds):
     rows = []
     for name, bits in (("MoE f32", None), ("QMoE int4", 4), ("QMoE int8", 8)):
         data = model(bits)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 2
+        options = session_options(threads=2)
         session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
         compiled = weft.compile(data, dynamic_shapes=True)
         for tokens in (1, 32):

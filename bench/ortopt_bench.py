@@ -24,6 +24,7 @@ import tempfile
 import numpy as np
 import onnx
 import onnxruntime as ort
+from ort_options import session_options
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -83,8 +84,7 @@ def measure(rounds):
                                         if n.domain == "com.microsoft")
             row = {"model": name, "what": what, "fused": dict(sorted(fused.items()))}
             rows.append(row)
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = 2
+            options = session_options(threads=2)
             session = ort.InferenceSession(optimized, options, providers=["CPUExecutionProvider"])
             feed = {n: a.numpy() for n, a in zip(names, args)}
             want = session.run(None, feed)[0]

@@ -27,6 +27,7 @@ import tempfile
 import numpy as np
 import onnx
 import onnxruntime as ort
+from ort_options import session_options
 import torch
 import torchvision
 from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
@@ -148,8 +149,7 @@ def measure_dynamic(rounds, iters):
             quantize_static(float_path, static_path, Feeds(calibration), quant_format=QuantFormat.QDQ,
                             per_channel=True)
             for quantizer, qpath in (("quantize_dynamic", path), ("quantize_static (QDQ)", static_path)):
-                options = ort.SessionOptions()
-                options.intra_op_num_threads = 2
+                options = session_options(threads=2)
                 session = ort.InferenceSession(qpath, options, providers=["CPUExecutionProvider"])
                 want = session.run(None, feed)[0]
                 plain = ort.SessionOptions()

@@ -29,6 +29,7 @@ import time
 
 import numpy as np
 import onnxruntime as ort
+from ort_options import described, session_options
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -80,8 +81,7 @@ def ort_median(path, iters):
 
 
 def ort_run(path, iters):
-    options = ort.SessionOptions()
-    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(path, session_options(), providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(0)
     feeds = {i.name: rng.standard_normal([d if isinstance(d, int) else 1 for d in i.shape]).astype(np.float32)
              for i in session.get_inputs()}
@@ -282,6 +282,7 @@ def main():
         print(json.dumps(row), flush=True)
     date = datetime.date.today().isoformat()
     result = {"date": date, "machine": machine(), "bandwidth": bw, "onnxruntime": ort.__version__,
+              "ort_threads_parked": True,
               **peers, "rows": rows}
     if args.print_only:
         print(markdown(result))
@@ -312,7 +313,7 @@ def peer_notes(r):
     """What the peer columns are, from what the run recorded (older results.json files lack the
     PyTorch and oneDNN fields: those columns then say n/a)."""
     notes = [f"Peers, in the same run: ONNX Runtime {r['onnxruntime']} (the PyPI wheel, CPU execution "
-             "provider, default options)"]
+             f"provider, {described(r)})"]
     # Results files from before torch.compile was measured lack pytorch_python: they ran
     # Debian's PyTorch under /usr/bin/python3.
     python = r.get("pytorch_python", "/usr/bin/python3")

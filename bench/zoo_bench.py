@@ -20,6 +20,7 @@ import tempfile
 
 import numpy as np
 import onnxruntime as ort
+from ort_options import described, session_options
 import torch
 import torchvision
 
@@ -93,8 +94,7 @@ def measure(names, rounds):
                 row["error"] = str(e)[-300:]
                 print(f"{name}: {row['error']}", flush=True)
                 continue
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = 2
+            options = session_options(threads=2)
             session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
             feed = {session.get_inputs()[0].name: x.numpy()}
             got = next(iter(compiled.run(feed).values()))
@@ -123,7 +123,7 @@ def markdown(r):
              f"weights, exported by PyTorch {r['pytorch']} with `torch.onnx.export`'s defaults. "
              "\"Matches\": Weft's output against PyTorch's (rtol 1e-3, atol 1e-4 plus 1e-5 of the "
              f"output's largest magnitude). Weft's Python module and ONNX Runtime {r['onnxruntime']} "
-             f"(CPU execution provider, 2 intra-op threads) alternate over {r['rounds']} rounds; each "
+             f"(CPU execution provider, 2 intra-op threads, {described(r)}) alternate over {r['rounds']} rounds; each "
              "entry is the system's lowest median. ORT / Weft above 1: Weft is faster.", "",
              "| Model | Matches PyTorch | Max difference | Weft | ONNX Runtime | ORT / Weft |",
              "| --- | --- | ---: | ---: | ---: | ---: |"]
@@ -156,7 +156,7 @@ def main():
     torch.set_num_threads(2)
     rows = measure(args.models or list(MODELS), args.rounds)
     from run_bench import machine
-    result = {"date": datetime.date.today().isoformat(), "machine": machine(),
+    result = {"date": datetime.date.today().isoformat(), "machine": machine(), "ort_threads_parked": True,
               "onnxruntime": ort.__version__, "pytorch": torch.__version__, "rounds": args.rounds,
               "rows": rows}
     print("\n".join(markdown(result)))
