@@ -115,6 +115,20 @@ class AsppBranch(torch.nn.Module):
         return self.b(torch.relu(self.a(x)))
 
 
+class FewChannelsAGroup(torch.nn.Module):
+    """ResNeXt's grouped 3x3 convolution of 4 channels a group between 1x1 ones: generated
+    code runs it on plain activations (channels_last.h: few_channels_a_group)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Conv2d(32, 32, 1)
+        self.b = torch.nn.Conv2d(32, 32, 3, padding=1, groups=8)
+        self.c = torch.nn.Conv2d(32, 16, 1)
+
+    def forward(self, x):
+        return self.c(torch.relu(self.b(torch.relu(self.a(x)))))
+
+
 class WideConv(torch.nn.Module):
     """A 3x3 convolution of 1.2 GFLOP over 256 channels, between channel concatenations."""
 
@@ -612,6 +626,11 @@ def main():
         check(tmp, "dilated_padded", DilatedPadded().eval(), {"x": f(2, 16, 6, 7)},
               ["Conv+Relu", "Conv+Relu"])
         aspp = ["Conv"] * 9 + ["Conv"]
+        check(tmp, "few_channels_a_group", FewChannelsAGroup().eval(), {"x": f(1, 32, 30, 29)},
+              ["Conv+Relu", "Conv"])
+        grouped = [k["strategy"] for k in kernels(os.path.join(tmp, "few_channels_a_group.onnx"))
+                   if k["op_type"].startswith("Conv") and not k["strategy"].startswith(LIBRARY_CALLS)]
+        assert len(grouped) == 1, grouped
         check(tmp, "aspp_branch", AsppBranch().eval(), {"x": f(1, 128, 16, 16)}, aspp)
         # A large convolution between concatenations (channels-last) runs blocked alone, its
         # activations reordered, where that is faster (AVX2); the 1x1 ones stay channels-last.

@@ -4,6 +4,7 @@
 
 #include "weft/driver/stages.h"
 #include "weft/graph/op_table.h"
+#include "weft/graph/passes/channels_last.h"
 #include "weft/graph/passes/expand_moe.h"
 #include "weft/graph/passes/quantized_in_float.h"
 #include "weft/graph/passes/quantized_products.h"
@@ -81,10 +82,11 @@ bool one_pixel(const Node& conv) {
 }
 
 // Convolutions generated code runs, not a library call (docs/library.md): as `weft tune`
-// recorded for their shape, else those of one pixel; and under WEFT_DEPTHWISE=generated the
-// depthwise ones that the channels_last pass gave their weights laid out last
-// (kernel::lower_conv_channels_last).
-bool generated_conv(const Node& node) {
+// recorded for their shape, else those of one pixel, and on the CPU the grouped ones of few
+// channels a group that channels_last left plain (few_channels_a_group); and under
+// WEFT_DEPTHWISE=generated the depthwise ones that the channels_last pass gave their weights
+// laid out last (kernel::lower_conv_channels_last).
+bool generated_conv(const Node& node, bool cuda) {
   static const bool depthwise = [] {
     const char* env = std::getenv("WEFT_DEPTHWISE");
     return env && std::string(env) == "generated";
@@ -92,7 +94,8 @@ bool generated_conv(const Node& node) {
   bool channels_last = node.op_type == Op::kConvChannelsLast;
   if (!channels_last && node.op_type != Op::kConv) return false;
   std::optional<bool> tuned = library::tuned_generated(node);
-  bool chosen = (depthwise && channels_last && node.input(3)) || (tuned ? *tuned : one_pixel(node));
+  bool by_shape = one_pixel(node) || (!cuda && !channels_last && few_channels_a_group(node));
+  bool chosen = (depthwise && channels_last && node.input(3)) || (tuned ? *tuned : by_shape);
   return chosen && kernel::can_lower(node);
 }
 
@@ -157,7 +160,7 @@ LibrarySelection select_library_calls(const Graph& graph, const CompileSettings&
       s.run_at[node.get()] = node.get();
       continue;
     }
-    if (!use_library || s.absorbed.contains(node.get()) || generated_conv(*node) ||
+    if (!use_library || s.absorbed.contains(node.get()) || generated_conv(*node, cuda) ||
         generated_pool(*node))
       continue;
     std::string why_not;

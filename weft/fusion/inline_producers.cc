@@ -39,6 +39,23 @@ bool transcendental(const Statement& s) {
                      [](const ExprNode& e) { return kCostly.contains(e.op); });
 }
 
+// Whether "s" reads an input of its domain's size in another order than it writes (a
+// Transpose): inlined into a statement that reads each point several times (a convolution's
+// taps), each of those reads would go strided. ResNeXt's grouped convolution on the plain
+// layout read its channels-last source so: 8.1 ms, against 1.2 ms from a plain copy.
+bool permutes(const kernel::BoundKernel& k, const Statement& s) {
+  Dim points = point_count(s.domain);
+  return std::any_of(s.reads.begin(), s.reads.end(), [&](const Access& a) {
+    if (a.index.size() != s.write.index.size() ||
+        !(point_count(k.kernel.buffers[static_cast<size_t>(a.buffer)].shape) == points))
+      return false; // a broadcast operand, which stays in cache
+    for (size_t d = 0; d < a.index.size(); ++d) {
+      if (!(a.index[d] == s.write.index[d])) return true;
+    }
+    return false;
+  });
+}
+
 // The reads of "s" that stream an array as large as its domain (not a broadcast operand,
 // which stays in cache): what each statement it is inlined into reads again.
 int streamed_reads(const kernel::BoundKernel& k, const Statement& s) {
@@ -226,8 +243,12 @@ void inline_producers(std::vector<Step>& steps, const std::set<const Value*>& pi
             }))
           continue;
         ++reading;
-        if (!cheap && !(point_count(s.domain) == point_count(ps.domain)))
+        bool rereads = !(point_count(s.domain) == point_count(ps.domain));
+        if (!cheap && rereads)
           why = "the consumer would recompute it (a broadcast read of a costly producer)";
+        if (rereads && permutes(p.bound, ps))
+          why = "the consumer reads it several times (a reduction's taps) and it permutes its "
+                "input (strided reads each time)";
       }
       if (reading > 1 && transcendental(ps))
         why = "several statements read it and it has transcendental ops (computed once, "

@@ -252,7 +252,8 @@ private:
     bool one_d = region_rank(n.inputs[0]) == 3;
     if (n.op_type == Op::kQLinearConv) return !one_d && int8_call_ && int8_call_(n);
     if (n.op_type != Op::kConv ||
-        (one_d && (n.attrs_as<ConvAttrs>().group != 1 || !n.inputs[1]->is_constant())))
+        (one_d && (n.attrs_as<ConvAttrs>().group != 1 || !n.inputs[1]->is_constant())) ||
+        few_channels_a_group(n))
       return false;
     for (const auto* list : {&n.inputs, &n.outputs}) {
       for (const Value* v : *list) {
@@ -569,6 +570,17 @@ private:
 };
 
 } // namespace
+
+bool few_channels_a_group(const Node& n) {
+  int64_t group = n.attrs_as<ConvAttrs>().group;
+  const Value *w = n.inputs[1], *y = n.outputs[0];
+  if (group < 2 || !w->type.has_static_shape() || w->type.shape->size() != 4 ||
+      !y->type.has_static_shape())
+    return false;
+  int64_t per_group = (*w->type.shape)[1].value();
+  int64_t plane = (*y->type.shape)[2].value() * (*y->type.shape)[3].value();
+  return per_group > 1 && per_group < 8 && plane >= 28 * 28;
+}
 
 Result<bool> channels_last(Graph& graph, const std::function<bool(const Node&)>& int8_call) {
   return ChannelsLast(graph, int8_call).run();

@@ -176,26 +176,111 @@ extern "C" void weft_k0_MatMul(void* const* buffers, const int64_t* extents) {
 // kernel k1_Split
 extern "C" void weft_k1_Split(void* const* buffers, const int64_t* extents) {
   const float* __restrict__ b0 = static_cast<const float*>(buffers[0]);  // b0
-  float* __restrict__ b1 = static_cast<float*>(buffers[1]);  // b1
-  float* __restrict__ b2 = static_cast<float*>(buffers[2]);  // b2
-  float* __restrict__ b3 = static_cast<float*>(buffers[3]);  // b3
+  float* b1 = static_cast<float*>(buffers[1]);  // b1
+  float* b2 = static_cast<float*>(buffers[2]);  // b2
+  float* b3 = static_cast<float*>(buffers[3]);  // b3
+  const float* b4 = static_cast<const float*>(buffers[4]);  // b0_1
+  float* __restrict__ b5 = static_cast<float*>(buffers[5]);  // b1_1
+  const float* b6 = static_cast<const float*>(buffers[6]);  // b0_2
+  float* __restrict__ b7 = static_cast<float*>(buffers[7]);  // b1_2
+  const float* b8 = static_cast<const float*>(buffers[8]);  // b0_3
+  float* __restrict__ b9 = static_cast<float*>(buffers[9]);  // b1_3
   (void)extents;
-  #pragma omp parallel for collapse(2) schedule(static)
+  #pragma omp parallel for schedule(static)
   for (int64_t c0 = 0; (c0 <= 1); c0 += 1) {
     for (int64_t c1 = 0; (c1 <= 127); c1 += 1) {
-      #pragma omp simd
-      for (int64_t c2 = 0; (c2 <= 63); c2 += 1) {
-        {  // split
-          const float t0 = b0[c0 * 128 * 192 + c1 * 192 + c2];
-          b1[c0 * 128 * 64 + c1 * 64 + c2] = t0;
+      {
+        int64_t weft_p = 0;
+        for (; weft_p + 16 <= 64; weft_p += 16) {  // blocks of 16, each prefetching the next row's
+          __builtin_prefetch(&b1[(c0 + 1) * 128 * 64 + c1 * 64 + weft_p], 1, 3);
+          #pragma omp simd
+          for (int64_t c2 = weft_p; c2 < weft_p + 16; c2 += 1) {
+            {  // split
+              const float t0 = b0[c0 * 128 * 192 + c1 * 192 + c2];
+              b1[c0 * 128 * 64 + c1 * 64 + c2] = t0;
+            }
+          }
         }
-        {  // split
-          const float t0 = b0[c0 * 128 * 192 + c1 * 192 + (c2 + 64)];
-          b2[c0 * 128 * 64 + c1 * 64 + c2] = t0;
+      }
+    }
+    for (int64_t c1 = 0; (c1 <= 127); c1 += 1) {
+      {
+        int64_t weft_p = 0;
+        for (; weft_p + 16 <= 64; weft_p += 16) {  // blocks of 16, each prefetching the next row's
+          __builtin_prefetch(&b0[(c0 + 1) * 128 * 192 + c1 * 192 + (weft_p + 64)], 0, 3); __builtin_prefetch(&b2[(c0 + 1) * 128 * 64 + c1 * 64 + weft_p], 1, 3);
+          #pragma omp simd
+          for (int64_t c2 = weft_p; c2 < weft_p + 16; c2 += 1) {
+            {  // split
+              const float t0 = b0[c0 * 128 * 192 + c1 * 192 + (c2 + 64)];
+              b2[c0 * 128 * 64 + c1 * 64 + c2] = t0;
+            }
+          }
         }
-        {  // split
-          const float t0 = b0[c0 * 128 * 192 + c1 * 192 + (c2 + 128)];
-          b3[c0 * 128 * 64 + c1 * 64 + c2] = t0;
+      }
+    }
+    for (int64_t c1 = 0; (c1 <= 127); c1 += 1) {
+      {
+        int64_t weft_p = 0;
+        for (; weft_p + 16 <= 64; weft_p += 16) {  // blocks of 16, each prefetching the next row's
+          __builtin_prefetch(&b0[(c0 + 1) * 128 * 192 + c1 * 192 + (weft_p + 128)], 0, 3); __builtin_prefetch(&b3[(c0 + 1) * 128 * 64 + c1 * 64 + weft_p], 1, 3);
+          #pragma omp simd
+          for (int64_t c2 = weft_p; c2 < weft_p + 16; c2 += 1) {
+            {  // split
+              const float t0 = b0[c0 * 128 * 192 + c1 * 192 + (c2 + 128)];
+              b3[c0 * 128 * 64 + c1 * 64 + c2] = t0;
+            }
+          }
+        }
+      }
+    }
+    for (int64_t c1 = 0; (c1 <= 3); c1 += 1) {
+      for (int64_t c2 = 0; (c2 <= 127); c2 += 1) {
+        {
+          int64_t weft_p = 0;
+          for (; weft_p + 16 <= 16; weft_p += 16) {  // blocks of 16, each prefetching the next row's
+            __builtin_prefetch(&b5[(c0 + 1) * 4 * 128 * 16 + c1 * 128 * 16 + c2 * 16 + weft_p], 1, 3);
+            #pragma omp simd
+            for (int64_t c3 = weft_p; c3 < weft_p + 16; c3 += 1) {
+              {  // transpose
+                const float t0 = b4[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + c3];
+                b5[c0 * 4 * 128 * 16 + c1 * 128 * 16 + c2 * 16 + c3] = t0;
+              }
+            }
+          }
+        }
+      }
+    }
+    for (int64_t c1 = 0; (c1 <= 3); c1 += 1) {
+      for (int64_t c2 = 0; (c2 <= 15); c2 += 1) {
+        {
+          int64_t weft_p = 0;
+          for (; weft_p + 16 <= 128; weft_p += 16) {  // blocks of 16, each prefetching the next row's
+            __builtin_prefetch(&b7[(c0 + 1) * 4 * 16 * 128 + c1 * 16 * 128 + c2 * 128 + weft_p], 1, 3);
+            #pragma omp simd
+            for (int64_t c3 = weft_p; c3 < weft_p + 16; c3 += 1) {
+              {  // transpose
+                const float t0 = b6[c0 * 128 * 4 * 16 + c3 * 4 * 16 + c1 * 16 + c2];
+                b7[c0 * 4 * 16 * 128 + c1 * 16 * 128 + c2 * 128 + c3] = t0;
+              }
+            }
+          }
+        }
+      }
+    }
+    for (int64_t c1 = 0; (c1 <= 3); c1 += 1) {
+      for (int64_t c2 = 0; (c2 <= 127); c2 += 1) {
+        {
+          int64_t weft_p = 0;
+          for (; weft_p + 16 <= 16; weft_p += 16) {  // blocks of 16, each prefetching the next row's
+            __builtin_prefetch(&b9[(c0 + 1) * 4 * 128 * 16 + c1 * 128 * 16 + c2 * 16 + weft_p], 1, 3);
+            #pragma omp simd
+            for (int64_t c3 = weft_p; c3 < weft_p + 16; c3 += 1) {
+              {  // transpose
+                const float t0 = b8[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + c3];
+                b9[c0 * 4 * 128 * 16 + c1 * 128 * 16 + c2 * 16 + c3] = t0;
+              }
+            }
+          }
         }
       }
     }
@@ -204,34 +289,133 @@ extern "C" void weft_k1_Split(void* const* buffers, const int64_t* extents) {
 
 // kernel k8_MatMul
 extern "C" void weft_k8_MatMul(void* const* buffers, const int64_t* extents) {
-  float* __restrict__ b0 = static_cast<float*>(buffers[0]);  // b3
-  const float* __restrict__ b1 = static_cast<const float*>(buffers[1]);  // b0_1
-  const float* __restrict__ b2 = static_cast<const float*>(buffers[2]);  // b0
+  const float* __restrict__ b0 = static_cast<const float*>(buffers[0]);  // b0
+  const float* __restrict__ b1 = static_cast<const float*>(buffers[1]);  // b1
+  float* __restrict__ b2 = static_cast<float*>(buffers[2]);  // b3
   (void)extents;
   #pragma omp parallel for schedule(static)
   for (int64_t c0 = 0; (c0 <= 131071); c0 += 1) {
     {  // init
       const float t0 = 0.0f;
-      b0[c0] = t0;
+      b2[c0] = t0;
     }
   }
   #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t c0 = 0; (c0 <= 1); c0 += 1) {
     for (int64_t c1 = 0; (c1 <= 3); c1 += 1) {
       for (int64_t c2 = 0; (c2 <= 127); c2 += 1) {
-        for (int64_t c3 = 0; (c3 <= 127); c3 += 1) {
-          {  // accumulate in a register
-            float acc = b0[(65536 * c0 + 16384 * c1 + 128 * c2 + c3)];
-            #pragma omp simd reduction(+ : acc)
-            for (int64_t c4 = 0; (c4 <= 15); c4 += 1) {  // reduction
-              {  // multiply_add
-                const float t0 = b1[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + c4];
-                const float t1 = b2[c0 * 128 * 4 * 16 + c3 * 4 * 16 + c1 * 16 + c4];
-                const float t2 = (t0 * t1);
-                acc = acc + t2;
+        {  // COLUMN
+          const int64_t weft_rlo = 0, weft_rhi = weft_imax(16, 0);
+          const int64_t weft_klo = 0, weft_khi = weft_imax(128, 0);
+          {
+            const int64_t weft_kb = weft_klo, weft_ke = weft_khi;
+            {
+              int64_t weft_kr = weft_kb;
+              for (; weft_kr + 128 <= weft_ke; weft_kr += 128) {  // 128 columns in 8 register chains
+                float weft_reg[128];
+                for (int64_t weft_l = 0; weft_l < 128; weft_l += 1) weft_reg[weft_l] = 0.0f;
+                for (int64_t c3 = weft_rlo; c3 < weft_rhi; c3 += 1) {
+                  #pragma omp simd
+                  for (int64_t weft_l = 0; weft_l < 16; weft_l += 1) {
+                    const int64_t c4 = weft_kr + weft_l;
+                    {  // multiply_add
+                      const float t0 = b0[c0 * 4 * 128 * 16 + c1 * 128 * 16 + c2 * 16 + c3];
+                      const float t1 = b1[c0 * 4 * 16 * 128 + c1 * 16 * 128 + c3 * 128 + c4];
+                      const float t2 = (t0 * t1);
+                      weft_reg[weft_l] = weft_reg[weft_l] + t2;
+                    }
+                  }
+                  #pragma omp simd
+                  for (int64_t weft_l = 16; weft_l < 32; weft_l += 1) {
+                    const int64_t c4 = weft_kr + weft_l;
+                    {  // multiply_add
+                      const float t0 = b0[c0 * 4 * 128 * 16 + c1 * 128 * 16 + c2 * 16 + c3];
+                      const float t1 = b1[c0 * 4 * 16 * 128 + c1 * 16 * 128 + c3 * 128 + c4];
+                      const float t2 = (t0 * t1);
+                      weft_reg[weft_l] = weft_reg[weft_l] + t2;
+                    }
+                  }
+                  #pragma omp simd
+                  for (int64_t weft_l = 32; weft_l < 48; weft_l += 1) {
+                    const int64_t c4 = weft_kr + weft_l;
+                    {  // multiply_add
+                      const float t0 = b0[c0 * 4 * 128 * 16 + c1 * 128 * 16 + c2 * 16 + c3];
+                      const float t1 = b1[c0 * 4 * 16 * 128 + c1 * 16 * 128 + c3 * 128 + c4];
+                      const float t2 = (t0 * t1);
+                      weft_reg[weft_l] = weft_reg[weft_l] + t2;
+                    }
+                  }
+                  #pragma omp simd
+                  for (int64_t weft_l = 48; weft_l < 64; weft_l += 1) {
+                    const int64_t c4 = weft_kr + weft_l;
+                    {  // multiply_add
+                      const float t0 = b0[c0 * 4 * 128 * 16 + c1 * 128 * 16 + c2 * 16 + c3];
+                      const float t1 = b1[c0 * 4 * 16 * 128 + c1 * 16 * 128 + c3 * 128 + c4];
+                      const float t2 = (t0 * t1);
+                      weft_reg[weft_l] = weft_reg[weft_l] + t2;
+                    }
+                  }
+                  #pragma omp simd
+                  for (int64_t weft_l = 64; weft_l < 80; weft_l += 1) {
+                    const int64_t c4 = weft_kr + weft_l;
+                    {  // multiply_add
+                      const float t0 = b0[c0 * 4 * 128 * 16 + c1 * 128 * 16 + c2 * 16 + c3];
+                      const float t1 = b1[c0 * 4 * 16 * 128 + c1 * 16 * 128 + c3 * 128 + c4];
+                      const float t2 = (t0 * t1);
+                      weft_reg[weft_l] = weft_reg[weft_l] + t2;
+                    }
+                  }
+                  #pragma omp simd
+                  for (int64_t weft_l = 80; weft_l < 96; weft_l += 1) {
+                    const int64_t c4 = weft_kr + weft_l;
+                    {  // multiply_add
+                      const float t0 = b0[c0 * 4 * 128 * 16 + c1 * 128 * 16 + c2 * 16 + c3];
+                      const float t1 = b1[c0 * 4 * 16 * 128 + c1 * 16 * 128 + c3 * 128 + c4];
+                      const float t2 = (t0 * t1);
+                      weft_reg[weft_l] = weft_reg[weft_l] + t2;
+                    }
+                  }
+                  #pragma omp simd
+                  for (int64_t weft_l = 96; weft_l < 112; weft_l += 1) {
+                    const int64_t c4 = weft_kr + weft_l;
+                    {  // multiply_add
+                      const float t0 = b0[c0 * 4 * 128 * 16 + c1 * 128 * 16 + c2 * 16 + c3];
+                      const float t1 = b1[c0 * 4 * 16 * 128 + c1 * 16 * 128 + c3 * 128 + c4];
+                      const float t2 = (t0 * t1);
+                      weft_reg[weft_l] = weft_reg[weft_l] + t2;
+                    }
+                  }
+                  #pragma omp simd
+                  for (int64_t weft_l = 112; weft_l < 128; weft_l += 1) {
+                    const int64_t c4 = weft_kr + weft_l;
+                    {  // multiply_add
+                      const float t0 = b0[c0 * 4 * 128 * 16 + c1 * 128 * 16 + c2 * 16 + c3];
+                      const float t1 = b1[c0 * 4 * 16 * 128 + c1 * 16 * 128 + c3 * 128 + c4];
+                      const float t2 = (t0 * t1);
+                      weft_reg[weft_l] = weft_reg[weft_l] + t2;
+                    }
+                  }
+                }
+                for (int64_t weft_l = 0; weft_l < 128; weft_l += 1) {
+                  const int64_t c4 = weft_kr + weft_l;
+                  b2[(65536 * c0 + 16384 * c1 + 128 * c2 + c4)] = b2[(65536 * c0 + 16384 * c1 + 128 * c2 + c4)] + weft_reg[weft_l];
+                }
               }
+              float weft_col[2048];
+              for (int64_t c4 = weft_kr; c4 < weft_ke; c4 += 1) weft_col[c4 - weft_kr] = 0.0f;
+              for (int64_t c3 = weft_rlo; c3 < weft_rhi; c3 += 1) {
+                #pragma omp simd
+                for (int64_t c4 = weft_kr; c4 < weft_ke; c4 += 1) {
+                  {  // multiply_add
+                    const float t0 = b0[c0 * 4 * 128 * 16 + c1 * 128 * 16 + c2 * 16 + c3];
+                    const float t1 = b1[c0 * 4 * 16 * 128 + c1 * 16 * 128 + c3 * 128 + c4];
+                    const float t2 = (t0 * t1);
+                    weft_col[c4 - weft_kr] = weft_col[c4 - weft_kr] + t2;
+                  }
+                }
+              }
+              for (int64_t c4 = weft_kr; c4 < weft_ke; c4 += 1) b2[(65536 * c0 + 16384 * c1 + 128 * c2 + c4)] = b2[(65536 * c0 + 16384 * c1 + 128 * c2 + c4)] + weft_col[c4 - weft_kr];
             }
-            b0[(65536 * c0 + 16384 * c1 + 128 * c2 + c3)] = acc;
           }
         }
       }
@@ -469,14 +653,14 @@ extern "C" void weft_k10_Softmax(void* const* buffers, const int64_t* extents) {
 // kernel k11_MatMul
 extern "C" void weft_k11_MatMul(void* const* buffers, const int64_t* extents) {
   const float* __restrict__ b0 = static_cast<const float*>(buffers[0]);  // b0
-  float* __restrict__ b1 = static_cast<float*>(buffers[1]);  // b3
-  const float* __restrict__ b2 = static_cast<const float*>(buffers[2]);  // b0_1
+  const float* __restrict__ b1 = static_cast<const float*>(buffers[1]);  // b1
+  float* __restrict__ b2 = static_cast<float*>(buffers[2]);  // b3
   (void)extents;
   #pragma omp parallel for schedule(static)
   for (int64_t c0 = 0; (c0 <= 16383); c0 += 1) {
     {  // init
       const float t0 = 0.0f;
-      b1[c0] = t0;
+      b2[c0] = t0;
     }
   }
   #pragma omp parallel for collapse(2) schedule(static)
@@ -486,7 +670,7 @@ extern "C" void weft_k11_MatMul(void* const* buffers, const int64_t* extents) {
         for (int64_t c3 = 0; (c3 <= 15); c3 += 1) {
           {  // ROW: 64 lanes
             const int64_t weft_lo = 0, weft_hi = 128;
-            double weft_acc = b1[(8192 * c0 + 2048 * c1 + 16 * c2 + c3)];
+            double weft_acc = b2[(8192 * c0 + 2048 * c1 + 16 * c2 + c3)];
             for (int64_t weft_b = weft_lo; weft_b < weft_hi; weft_b += 8192) {  // cascade: blocks of 8192
               const int64_t weft_e = weft_imin(weft_b + 8192, weft_hi);
               float weft_lane[64];
@@ -498,7 +682,7 @@ extern "C" void weft_k11_MatMul(void* const* buffers, const int64_t* extents) {
                   const int64_t c4 = weft_i + weft_l;
                   {  // multiply_add
                     const float t0 = b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c4];
-                    const float t1 = b2[c0 * 128 * 4 * 16 + c4 * 4 * 16 + c1 * 16 + c3];
+                    const float t1 = b1[c0 * 4 * 128 * 16 + c1 * 128 * 16 + c4 * 16 + c3];
                     const float t2 = (t0 * t1);
                     weft_lane[weft_l] = weft_lane[weft_l] + t2;
                   }
@@ -508,7 +692,7 @@ extern "C" void weft_k11_MatMul(void* const* buffers, const int64_t* extents) {
                   const int64_t c4 = weft_i + weft_l;
                   {  // multiply_add
                     const float t0 = b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c4];
-                    const float t1 = b2[c0 * 128 * 4 * 16 + c4 * 4 * 16 + c1 * 16 + c3];
+                    const float t1 = b1[c0 * 4 * 128 * 16 + c1 * 128 * 16 + c4 * 16 + c3];
                     const float t2 = (t0 * t1);
                     weft_lane[weft_l] = weft_lane[weft_l] + t2;
                   }
@@ -518,7 +702,7 @@ extern "C" void weft_k11_MatMul(void* const* buffers, const int64_t* extents) {
                   const int64_t c4 = weft_i + weft_l;
                   {  // multiply_add
                     const float t0 = b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c4];
-                    const float t1 = b2[c0 * 128 * 4 * 16 + c4 * 4 * 16 + c1 * 16 + c3];
+                    const float t1 = b1[c0 * 4 * 128 * 16 + c1 * 128 * 16 + c4 * 16 + c3];
                     const float t2 = (t0 * t1);
                     weft_lane[weft_l] = weft_lane[weft_l] + t2;
                   }
@@ -528,7 +712,7 @@ extern "C" void weft_k11_MatMul(void* const* buffers, const int64_t* extents) {
                   const int64_t c4 = weft_i + weft_l;
                   {  // multiply_add
                     const float t0 = b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c4];
-                    const float t1 = b2[c0 * 128 * 4 * 16 + c4 * 4 * 16 + c1 * 16 + c3];
+                    const float t1 = b1[c0 * 4 * 128 * 16 + c1 * 128 * 16 + c4 * 16 + c3];
                     const float t2 = (t0 * t1);
                     weft_lane[weft_l] = weft_lane[weft_l] + t2;
                   }
@@ -540,7 +724,7 @@ extern "C" void weft_k11_MatMul(void* const* buffers, const int64_t* extents) {
                   const int64_t c4 = weft_i + weft_l;
                   {  // multiply_add
                     const float t0 = b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c4];
-                    const float t1 = b2[c0 * 128 * 4 * 16 + c4 * 4 * 16 + c1 * 16 + c3];
+                    const float t1 = b1[c0 * 4 * 128 * 16 + c1 * 128 * 16 + c4 * 16 + c3];
                     const float t2 = (t0 * t1);
                     weft_lane[weft_l] = weft_lane[weft_l] + t2;
                   }
@@ -550,7 +734,7 @@ extern "C" void weft_k11_MatMul(void* const* buffers, const int64_t* extents) {
                 const int64_t c4 = weft_i + weft_l;
                 {  // multiply_add
                   const float t0 = b0[c0 * 4 * 128 * 128 + c1 * 128 * 128 + c2 * 128 + c4];
-                  const float t1 = b2[c0 * 128 * 4 * 16 + c4 * 4 * 16 + c1 * 16 + c3];
+                  const float t1 = b1[c0 * 4 * 128 * 16 + c1 * 128 * 16 + c4 * 16 + c3];
                   const float t2 = (t0 * t1);
                   weft_lane[weft_l] = weft_lane[weft_l] + t2;
                 }
@@ -569,7 +753,7 @@ extern "C" void weft_k11_MatMul(void* const* buffers, const int64_t* extents) {
               for (int64_t weft_l = 0; weft_l < 1; weft_l += 1) weft_lane[weft_l] = weft_lane[weft_l] + weft_lane[weft_l + 1];
               weft_acc = weft_acc + weft_lane[0];
             }
-            b1[(8192 * c0 + 2048 * c1 + 16 * c2 + c3)] = weft_acc;
+            b2[(8192 * c0 + 2048 * c1 + 16 * c2 + c3)] = weft_acc;
           }
         }
       }

@@ -66,49 +66,86 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_MatMul_p1(const float*
 
 // kernel k1_Split: 1 part(s)
 // launch weft_k1_Split_p0 block=256 grid=device
-// b0 b0, b1 b1, b2 b2, b3 b3
-extern "C" __global__ void __launch_bounds__(256) weft_k1_Split_p0(const float* __restrict__ b0, float* __restrict__ b1, float* __restrict__ b2, float* __restrict__ b3) {
+// b0 b0, b1 b1, b2 b2, b3 b3, b4 b0_1, b5 b1_1, b6 b0_2, b7 b1_2, b8 b0_3, b9 b1_3
+extern "C" __global__ void __launch_bounds__(256) weft_k1_Split_p0(const float* __restrict__ b0, float* b1, float* b2, float* b3, const float* b4, float* __restrict__ b5, const float* b6, float* __restrict__ b7, const float* b8, float* __restrict__ b9) {
   const int64_t weft_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t weft_p = weft_first; weft_p < 2 * 128 * 64; weft_p += weft_groups) {
-    uint32_t weft_q = weft_p;
-    const int64_t c2 = 0 + weft_q % 64u;
-    weft_q /= 64u;
-    const int64_t c1 = 0 + weft_q % 128u;
-    weft_q /= 128u;
-    const int64_t c0 = 0 + weft_q;
-    {  // split
-      const float t0 = b0[c0 * 128 * 192 + c1 * 192 + c2];
-      b1[weft_p] = t0;
+  for (int64_t weft_p = weft_first; weft_p < 2; weft_p += weft_groups) {
+    const int64_t c0 = 0 + weft_p;
+    for (int64_t c1 = 0; (c1 <= 127); c1 += 1) {
+      for (int64_t c2 = 0; (c2 <= 63); c2 += 1) {
+        {  // split
+          const float t0 = b0[c0 * 128 * 192 + c1 * 192 + c2];
+          b1[c0 * 128 * 64 + c1 * 64 + c2] = t0;
+        }
+      }
     }
-    {  // split
-      const float t0 = b0[c0 * 128 * 192 + c1 * 192 + (c2 + 64)];
-      b2[weft_p] = t0;
+    for (int64_t c1 = 0; (c1 <= 127); c1 += 1) {
+      for (int64_t c2 = 0; (c2 <= 63); c2 += 1) {
+        {  // split
+          const float t0 = b0[c0 * 128 * 192 + c1 * 192 + (c2 + 64)];
+          b2[c0 * 128 * 64 + c1 * 64 + c2] = t0;
+        }
+      }
     }
-    {  // split
-      const float t0 = b0[c0 * 128 * 192 + c1 * 192 + (c2 + 128)];
-      b3[weft_p] = t0;
+    for (int64_t c1 = 0; (c1 <= 127); c1 += 1) {
+      for (int64_t c2 = 0; (c2 <= 63); c2 += 1) {
+        {  // split
+          const float t0 = b0[c0 * 128 * 192 + c1 * 192 + (c2 + 128)];
+          b3[c0 * 128 * 64 + c1 * 64 + c2] = t0;
+        }
+      }
+    }
+    for (int64_t c1 = 0; (c1 <= 3); c1 += 1) {
+      for (int64_t c2 = 0; (c2 <= 127); c2 += 1) {
+        for (int64_t c3 = 0; (c3 <= 15); c3 += 1) {
+          {  // transpose
+            const float t0 = b4[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + c3];
+            b5[c0 * 4 * 128 * 16 + c1 * 128 * 16 + c2 * 16 + c3] = t0;
+          }
+        }
+      }
+    }
+    for (int64_t c1 = 0; (c1 <= 3); c1 += 1) {
+      for (int64_t c2 = 0; (c2 <= 15); c2 += 1) {
+        for (int64_t c3 = 0; (c3 <= 127); c3 += 1) {
+          {  // transpose
+            const float t0 = b6[c0 * 128 * 4 * 16 + c3 * 4 * 16 + c1 * 16 + c2];
+            b7[c0 * 4 * 16 * 128 + c1 * 16 * 128 + c2 * 128 + c3] = t0;
+          }
+        }
+      }
+    }
+    for (int64_t c1 = 0; (c1 <= 3); c1 += 1) {
+      for (int64_t c2 = 0; (c2 <= 127); c2 += 1) {
+        for (int64_t c3 = 0; (c3 <= 15); c3 += 1) {
+          {  // transpose
+            const float t0 = b8[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + c3];
+            b9[c0 * 4 * 128 * 16 + c1 * 128 * 16 + c2 * 16 + c3] = t0;
+          }
+        }
+      }
     }
   }
 }
 
 // kernel k8_MatMul: 2 part(s)
 // launch weft_k8_MatMul_p0 block=256 grid=device
-// b0 b3, b1 b0_1, b2 b0
-extern "C" __global__ void __launch_bounds__(256) weft_k8_MatMul_p0(float* __restrict__ b0, const float* __restrict__ b1, const float* __restrict__ b2) {
+// b0 b0, b1 b1, b2 b3
+extern "C" __global__ void __launch_bounds__(256) weft_k8_MatMul_p0(const float* __restrict__ b0, const float* __restrict__ b1, float* __restrict__ b2) {
   const int64_t weft_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x;
   for (int64_t weft_p = weft_first; weft_p < 131072; weft_p += weft_groups) {
     const int64_t c0 = 0 + weft_p;
     {  // init
       const float t0 = 0.0f;
-      b0[weft_p] = t0;
+      b2[weft_p] = t0;
     }
   }
 }
 // launch weft_k8_MatMul_p1 block=256 grid=device
-// b0 b3, b1 b0_1, b2 b0
-extern "C" __global__ void __launch_bounds__(256) weft_k8_MatMul_p1(float* b0, const float* __restrict__ b1, const float* __restrict__ b2) {
+// b0 b0, b1 b1, b2 b3
+extern "C" __global__ void __launch_bounds__(256) weft_k8_MatMul_p1(const float* __restrict__ b0, const float* __restrict__ b1, float* b2) {
   const int64_t weft_lane = threadIdx.x % 2;
   const unsigned int weft_mask = ((1u << 2) - 1u) << (threadIdx.x % 32 / 2 * 2);
   const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 2;
@@ -123,37 +160,20 @@ extern "C" __global__ void __launch_bounds__(256) weft_k8_MatMul_p1(float* b0, c
     weft_q /= 4u;
     const int64_t c0 = 0 + weft_q;
     // a group of 2 threads per point
-    float weft_r1[8];  // b1[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + c4], by weft_k
-    float weft_r2[8];  // b2[c0 * 128 * 4 * 16 + c3 * 4 * 16 + c1 * 16 + c4], by weft_k
-    {  // load b1[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + c4] by quads
+    float weft_r0[8];  // b0[c0 * 4 * 128 * 16 + c1 * 128 * 16 + c2 * 16 + c4], by weft_k
+    {  // load b0[c0 * 4 * 128 * 16 + c1 * 128 * 16 + c2 * 16 + c4] by quads
       const int64_t c4 = 0 + weft_lane * 4;
-      if (weft_aligned16(&b1[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + c4])) {
+      if (weft_aligned16(&b0[c0 * 4 * 128 * 16 + c1 * 128 * 16 + c2 * 16 + c4])) {
         #pragma unroll
         for (int weft_k = 0; weft_k < 8; weft_k += 4) {
           const int64_t c4 = 0 + weft_k * 2 + weft_lane * 4;
-          const float4 weft_y = weft_load4(&b1[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + c4]); weft_r1[weft_k] = weft_y.x; weft_r1[weft_k + 1] = weft_y.y; weft_r1[weft_k + 2] = weft_y.z; weft_r1[weft_k + 3] = weft_y.w;
+          const float4 weft_y = weft_load4(&b0[c0 * 4 * 128 * 16 + c1 * 128 * 16 + c2 * 16 + c4]); weft_r0[weft_k] = weft_y.x; weft_r0[weft_k + 1] = weft_y.y; weft_r0[weft_k + 2] = weft_y.z; weft_r0[weft_k + 3] = weft_y.w;
         }
       } else {
         #pragma unroll
         for (int weft_k = 0; weft_k < 8; ++weft_k) {
           const int64_t c4 = 0 + weft_k / 4 * 8 + weft_lane * 4 + weft_k % 4;
-          weft_r1[weft_k] = b1[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + c4];
-        }
-      }
-    }
-    {  // load b2[c0 * 128 * 4 * 16 + c3 * 4 * 16 + c1 * 16 + c4] by quads
-      const int64_t c4 = 0 + weft_lane * 4;
-      if (weft_aligned16(&b2[c0 * 128 * 4 * 16 + c3 * 4 * 16 + c1 * 16 + c4])) {
-        #pragma unroll
-        for (int weft_k = 0; weft_k < 8; weft_k += 4) {
-          const int64_t c4 = 0 + weft_k * 2 + weft_lane * 4;
-          const float4 weft_y = weft_load4(&b2[c0 * 128 * 4 * 16 + c3 * 4 * 16 + c1 * 16 + c4]); weft_r2[weft_k] = weft_y.x; weft_r2[weft_k + 1] = weft_y.y; weft_r2[weft_k + 2] = weft_y.z; weft_r2[weft_k + 3] = weft_y.w;
-        }
-      } else {
-        #pragma unroll
-        for (int weft_k = 0; weft_k < 8; ++weft_k) {
-          const int64_t c4 = 0 + weft_k / 4 * 8 + weft_lane * 4 + weft_k % 4;
-          weft_r2[weft_k] = b2[c0 * 128 * 4 * 16 + c3 * 4 * 16 + c1 * 16 + c4];
+          weft_r0[weft_k] = b0[c0 * 4 * 128 * 16 + c1 * 128 * 16 + c2 * 16 + c4];
         }
       }
     }
@@ -163,14 +183,14 @@ extern "C" __global__ void __launch_bounds__(256) weft_k8_MatMul_p1(float* b0, c
       for (int weft_k = 0; weft_k < 8; ++weft_k) {
         const int64_t c4 = 0 + weft_k / 4 * 8 + weft_lane * 4 + weft_k % 4;
         {  // multiply_add
-          const float t0 = weft_r1[weft_k];
-          const float t1 = weft_r2[weft_k];
+          const float t0 = weft_r0[weft_k];
+          const float t1 = b1[c0 * 4 * 16 * 128 + c1 * 16 * 128 + c4 * 128 + c3];
           const float t2 = (t0 * t1);
           acc = acc + t2;
         }
       }
       acc = weft_group_reduce<2>(acc, weft_op_add{}, weft_mask);
-      if (weft_lane == 0) { b0[(65536 * c0 + 16384 * c1 + 128 * c2 + c3)] = b0[(65536 * c0 + 16384 * c1 + 128 * c2 + c3)] + acc; }
+      if (weft_lane == 0) { b2[(65536 * c0 + 16384 * c1 + 128 * c2 + c3)] = b2[(65536 * c0 + 16384 * c1 + 128 * c2 + c3)] + acc; }
     }
     __syncwarp(weft_mask);
   }
@@ -309,21 +329,21 @@ extern "C" __global__ void __launch_bounds__(256) weft_k10_Softmax_p0(float* b0,
 
 // kernel k11_MatMul: 2 part(s)
 // launch weft_k11_MatMul_p0 block=256 grid=device
-// b0 b0, b1 b3, b2 b0_1
-extern "C" __global__ void __launch_bounds__(256) weft_k11_MatMul_p0(const float* __restrict__ b0, float* __restrict__ b1, const float* __restrict__ b2) {
+// b0 b0, b1 b1, b2 b3
+extern "C" __global__ void __launch_bounds__(256) weft_k11_MatMul_p0(const float* __restrict__ b0, const float* __restrict__ b1, float* __restrict__ b2) {
   const int64_t weft_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x;
   for (int64_t weft_p = weft_first; weft_p < 16384; weft_p += weft_groups) {
     const int64_t c0 = 0 + weft_p;
     {  // init
       const float t0 = 0.0f;
-      b1[weft_p] = t0;
+      b2[weft_p] = t0;
     }
   }
 }
 // launch weft_k11_MatMul_p1 block=256 grid=device
-// b0 b0, b1 b3, b2 b0_1
-extern "C" __global__ void __launch_bounds__(256) weft_k11_MatMul_p1(const float* __restrict__ b0, float* b1, const float* __restrict__ b2) {
+// b0 b0, b1 b1, b2 b3
+extern "C" __global__ void __launch_bounds__(256) weft_k11_MatMul_p1(const float* __restrict__ b0, const float* __restrict__ b1, float* b2) {
   const int64_t weft_lane = threadIdx.x % 8;
   const unsigned int weft_mask = ((1u << 8) - 1u) << (threadIdx.x % 32 / 8 * 8);
   const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 8;
@@ -362,13 +382,13 @@ extern "C" __global__ void __launch_bounds__(256) weft_k11_MatMul_p1(const float
         const int64_t c4 = 0 + weft_k / 4 * 32 + weft_lane * 4 + weft_k % 4;
         {  // multiply_add
           const float t0 = weft_r0[weft_k];
-          const float t1 = b2[c0 * 128 * 4 * 16 + c4 * 4 * 16 + c1 * 16 + c3];
+          const float t1 = b1[c0 * 4 * 128 * 16 + c1 * 128 * 16 + c4 * 16 + c3];
           const float t2 = (t0 * t1);
           acc = acc + t2;
         }
       }
       acc = weft_group_reduce<8>(acc, weft_op_add{}, weft_mask);
-      if (weft_lane == 0) { b1[(8192 * c0 + 2048 * c1 + 16 * c2 + c3)] = b1[(8192 * c0 + 2048 * c1 + 16 * c2 + c3)] + acc; }
+      if (weft_lane == 0) { b2[(8192 * c0 + 2048 * c1 + 16 * c2 + c3)] = b2[(8192 * c0 + 2048 * c1 + 16 * c2 + c3)] + acc; }
     }
     __syncwarp(weft_mask);
   }
