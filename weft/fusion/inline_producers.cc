@@ -243,9 +243,11 @@ void inline_producers(std::vector<Step>& steps, const std::set<const Value*>& pi
             }))
           continue;
         ++reading;
-        bool rereads = !(point_count(s.domain) == point_count(ps.domain));
-        if (!cheap && rereads)
+        Dim points = point_count(s.domain), produced = point_count(ps.domain);
+        if (!cheap && !(points == produced))
           why = "the consumer would recompute it (a broadcast read of a costly producer)";
+        bool rereads =
+            points.is_static() && produced.is_static() && points.value() > produced.value();
         if (rereads && permutes(p.bound, ps))
           why = "the consumer reads it several times (a reduction's taps) and it permutes its "
                 "input (strided reads each time)";
