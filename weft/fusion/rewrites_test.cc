@@ -117,6 +117,33 @@ TEST(InlineProducers, ACostlyProducerIsNotRecomputedPerBroadcastElement) {
   EXPECT_NE(decisions[0].how.find("recompute"), std::string::npos) << decisions[0].how;
 }
 
+// A Transpose read by a product, whose statement reads each point of it 16 times (once per
+// column of the result): inlined, each read would go strided; it stays its own kernel. Read
+// by a Slice (fewer points than it makes), it is inlined: only the sliced points move.
+const char* kTransposeThenProduct = R"(
+  <ir_version: 8, opset_import: ["" : 13]>
+  g (float[16, 8] x, float[16, 16] w) => (float[8, 16] y, float[4, 16] z) {
+    t = Transpose <perm = [1, 0]> (x)
+    y = MatMul(t, w)
+    u = Transpose <perm = [1, 0]> (w)
+    starts = Constant <value = int64[1] {0}> ()
+    ends = Constant <value = int64[1] {4}> ()
+    z = Slice(u, starts, ends)
+  })";
+
+TEST(InlineProducers, APermutationIsNotInlinedWhereEachPointIsReadOften) {
+  Graph g = graph_from_text(kTransposeThenProduct);
+  std::vector<Step> steps = lowered(g);
+  ASSERT_EQ(kernels(steps).size(), 4u);
+  std::vector<Decision> decisions;
+  inline_producers(steps, outputs(g), decisions);
+  ASSERT_EQ(kernels(steps).size(), 3u); // the product's Transpose stays, the Slice's goes
+  ASSERT_EQ(decisions.size(), 2u);
+  EXPECT_FALSE(decisions[0].fused);
+  EXPECT_NE(decisions[0].how.find("several times"), std::string::npos) << decisions[0].how;
+  EXPECT_TRUE(decisions[1].fused);
+}
+
 const char* kExpReshapeNeg = R"(
   <ir_version: 8, opset_import: ["" : 13]>
   g (float[4, 8] x) => (float[32] y) {
