@@ -539,13 +539,15 @@ def check(tmp, name, model, inputs, expect_calls, expect_gemm=None):
     print(f"ok {name}: {calls}, max |weft - torch| = {np.abs(got - want).max():.2e}")
 
 
-def check_own_winograd(tmp, name, model, inputs, expect_calls, form):
-    """check(), then on AVX2 without AVX-512: every convolution runs Weft's own Winograd
-    kernel in "form", and its output matches oneDNN's direct kernels' (WEFT_WINOGRAD=0)."""
+def check_own_winograd(tmp, name, model, inputs, expect_calls, form, large=False):
+    """check(), then on AVX2 without AVX-512 (or with it, for "large" planes of 1,024 tiles
+    or more, which Weft's kernel takes there too, its products on AVX-512 registers): every
+    convolution runs Weft's own Winograd kernel in "form", and its output matches oneDNN's
+    direct kernels' (WEFT_WINOGRAD=0)."""
     check(tmp, name, model, inputs, expect_calls)
     path = os.path.join(tmp, name + ".onnx")
     own = [k["strategy"] for k in kernels(path) if k["op_type"].startswith("Conv")]
-    if avx2_without_brgemm():
+    if avx2_without_brgemm() or (large and winograd_kernels()):
         assert all(o.startswith(f"Weft Winograd {form}") for o in own), own
     out = os.path.join(tmp, name)
     np.testing.assert_allclose(run(path, inputs, out, {}),
@@ -618,6 +620,11 @@ def main():
         # Its residual (a crop of the input) dies there: the output takes its memory.
         if avx2_without_brgemm():
             assert in_place_sums(os.path.join(tmp, "winograd_shapes.onnx")) == 1
+        # The same on planes of 1,089 and 1,156 tiles, which it takes with AVX-512 too: 12 rows
+        # of tiles a register block of its products there, the last block of a chunk fewer.
+        check_own_winograd(tmp, "winograd_large", WinogradShapes().eval(),
+                           {"x": f(1, 40, 135, 133)}, ["Conv+LeakyRelu", "Conv+Add+Relu"],
+                           "F(4x4, 3x3)", large=True)
         # Stride 2 as four phases of stride 1 (winograd.cc), on planes of odd and even sides,
         # padded and not: 128 tiles of 4x4 in chunks a thread, then 32 all at once (2 threads).
         check_own_winograd(tmp, "winograd_strided", WinogradStrided().eval(),

@@ -28,6 +28,14 @@
 
 namespace weft::library {
 
+int64_t channel_block() {
+  static const int64_t block = [] {
+    auto core = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+    return (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & core) == core ? 16 : 8;
+  }();
+  return block;
+}
+
 namespace {
 
 // Whether a knob of docs/knobs.md is on: unset, or anything but "0".
@@ -70,18 +78,33 @@ constexpr int64_t kOwnStridedWinogradMinChannels = 32;
 // as it was, 6.2-6.5 ms (alternating runs, AMD EPYC, 2 threads, 2026-11-28).
 constexpr int64_t kWinogradMinSide = 7;
 
-int64_t channel_block(); // below
+// With AVX-512 both oneDNN's Winograd kernel (F(2x2, 3x3), nChw16c) and Weft's (F(4x4, 3x3),
+// its products on AVX-512 registers) run; Weft's takes convolutions of this many output
+// tiles of 4x4 or more (planes of 128x128 and up at batch 1). The U-Net's 96 -> 32 channels
+// at 256x256 (4,096 tiles) took 9.1-15.2 ms against oneDNN's 18.1-20.9 (direct: 16.2-17.0),
+// its 128 -> 64 at 128x128 (1,024) 5.3-5.9 against 6.9-8.0; but ResNet-18's 64 channels at
+// 56x56 (196) 0.97-1.09 against 0.47-0.58, 512 at 7x7 2.0 against 0.95 (profiled runs, Intel
+// Xeon, 2 threads, 2026-12-01).
+constexpr int64_t kOwnWinogradManyTiles = 1024;
 
 // Whether the Winograd kernels (oneDNN's F(2x2, 3x3) or F(4x4, 3x3), or Weft's) can run a
-// convolution: 2-D, 3x3, stride 1, no dilation, one group; Weft's (AVX2, oneDNN's blocks of 8
-// channels) also stride 2. Their fp32 results lie as close to an fp64 reference as the
-// direct kernel's (docs/library.md).
+// convolution: 2-D, 3x3, stride 1 or 2, no dilation, one group (oneDNN's: stride 1 only).
+// Their fp32 results lie as close to an fp64 reference as the direct kernel's
+// (docs/library.md).
 bool winograd_shaped(const Dims& dx, int64_t group, const std::vector<Window>& win) {
-  const int64_t max_stride = channel_block() == 8 ? 2 : 1;
   return dx.size() == 4 && group == 1 && std::all_of(win.begin(), win.end(), [&](const Window& d) {
-           return d.kernel == 3 && d.stride <= max_stride && d.stride == win[0].stride &&
-                  d.dilation == 1;
+           return d.kernel == 3 && d.stride <= 2 && d.stride == win[0].stride && d.dilation == 1;
          });
+}
+
+// Whether Weft's Winograd kernel goes before oneDNN's (which AVX2 lacks): on AVX-512, for
+// convolutions of kOwnWinogradManyTiles tiles of 4x4 or more.
+bool own_winograd_first(const Dims& dx, const std::vector<Window>& win) {
+  if (channel_block() == 8) return true;
+  auto tiles = [&](int64_t side, const Window& d) {
+    return (side + 4 * d.stride - 1) / (4 * d.stride);
+  };
+  return dx[0] * tiles(dx[2], win[0]) * tiles(dx[3], win[1]) >= kOwnWinogradManyTiles;
 }
 
 // A convolution's shape, as its tuning record's key says it: dims [N, C, H, W] and the pads.
@@ -155,9 +178,12 @@ int64_t winograd_min_channels(int64_t stride) {
 }
 
 // Whether a convolution takes the Winograd kernels when nothing forces a choice: as tuned,
-// or by its channels and plane.
+// or by its channels and plane. Stride 2 only on AVX2: with AVX-512 oneDNN's direct kernel
+// (brgconv) ran the U-Net's 32 -> 64 channels from 256x256 in 2.3-2.4 ms, Weft's Winograd
+// in 4.6-5.4 (Intel Xeon, 2 threads, 2026-12-01).
 bool winograd_fits(const Dims& dx, const Dims& dw, int64_t group, const std::vector<Window>& win) {
   if (!winograd_allowed() || !winograd_shaped(dx, group, win)) return false;
+  if (win[0].stride == 2 && channel_block() != 8) return false;
   if (std::optional<bool> tuned = tuned_winograd(winograd_geometry(dx, dw, win))) return *tuned;
   return std::min(dx[1], dw[0]) >= winograd_min_channels(win[0].stride) &&
          std::min(dx[2], dx[3]) >= kWinogradMinSide;
@@ -222,15 +248,6 @@ bool im2col_allowed() {
 bool blocked_direct_allowed() {
   static const bool on = knob_on("WEFT_DNNL_BLOCKED");
   return on;
-}
-
-// The channels of a block in oneDNN's blocked layout on this CPU: 16 with AVX-512, else 8.
-int64_t channel_block() {
-  static const int64_t block = [] {
-    auto core = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
-    return (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & core) == core ? 16 : 8;
-  }();
-  return block;
 }
 
 // oneDNN's blocked layout of 2-D activations on this CPU, channels in blocks innermost:
@@ -410,15 +427,15 @@ std::optional<LibraryCall> conv_call_in(const Node& n, const Absorbed& absorbed,
                       ? winograd_shaped(dx, at.group, win)
                       : forced == Algorithm::kChosen && winograd_fits(dx, dw, at.group, win);
   if (winograd) {
-    try {
-      if (LibraryCall call = build(blocked, A::convolution_winograd); call.kernel) return call;
-    } catch (const dnnl::error&) { // no Winograd kernel here (ISA, post-ops): Weft's below
-    }
-    // Without oneDNN's (AVX2, whose blocked layout is the kernel's nChw8c): Weft's own, where
-    // its layouts and epilogue fit.
-    if (channel_block() == 8) {
+    // Weft's own where it goes first (AVX2, large planes) and its layouts and epilogue fit;
+    // else oneDNN's where it has one (AVX-512, stride 1).
+    if (own_winograd_first(dx, win)) {
       if (std::optional<LibraryCall> call = winograd_conv_call(n, absorbed, in_blocked))
         return call;
+    }
+    try {
+      if (LibraryCall call = build(blocked, A::convolution_winograd); call.kernel) return call;
+    } catch (const dnnl::error&) { // no Winograd kernel here (ISA, stride, post-ops)
     }
   }
   if (forced == Algorithm::kWinograd) return std::nullopt;
@@ -648,11 +665,13 @@ void keep_blocked_layouts(std::map<const Node*, LibraryCall>& calls, const Reade
   std::vector<Conv> convs;
   for (auto& [head, call] : calls) {
     auto kernel = std::dynamic_pointer_cast<const DnnlKernel>(call.kernel);
-    // Weft's own Winograd kernel runs as fast on either layout.
+    // Weft's own Winograd kernel runs as fast on either layout, where the blocked one is its
+    // nChw8c (not AVX-512's nChw16c).
     bool own = false;
     const Value* own_residual = winograd_residual(call, &own);
     if ((head->op_type != Op::kConv && head->op_type != Op::kConvChannelsLast) ||
-        (!kernel && !own) || !call.symbols.empty() || dims_of(head->inputs[0]).size() != 4)
+        (!kernel && !own) || (own && channel_block() != 8) || !call.symbols.empty() ||
+        dims_of(head->inputs[0]).size() != 4)
       continue;
     bool winograd = kernel && kernel->describe().find("wino") != std::string::npos;
     BlockedKernel k = own ? BlockedKernel::kAsFast : BlockedKernel::kFaster;

@@ -85,6 +85,10 @@ struct Absorbed {
   const Node* output_cast = nullptr;
 };
 
+// The channels of a block in oneDNN's blocked layout on this CPU: 16 with AVX-512, else 8
+// (dnnl_conv.cc).
+int64_t channel_block();
+
 // The value the primitive writes: the last epilogue node's output, or the node's own.
 const Value* final_output(const Node& n, const std::vector<PostOp>& ops);
 
@@ -94,10 +98,11 @@ std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed, st
 // tiles of its im2col matrix (dnnl_im2col.cc); none where the epilogue does not fit (a src1
 // broadcast other than per channel) or oneDNN would run its reference matmul.
 std::optional<LibraryCall> im2col_conv_call(const Node& n, const Absorbed& absorbed);
-// A 2-D 3x3 Conv or weft.ConvChannelsLast of stride 1 and one group over constant weights,
-// channels in multiples of 8, as Weft's own Winograd kernel, F(4x4, 3x3) or F(2x2, 3x3)
-// (winograd.cc), on AVX2: its activations lie blocked (nChw8c, those in "in_blocked") or
-// channels-last; none where a value lies otherwise (plain), the CPU lacks AVX2, the
+// A 2-D 3x3 Conv or weft.ConvChannelsLast of stride 1 or 2 and one group over constant
+// weights, channels in multiples of 8, as Weft's own Winograd kernel, F(4x4, 3x3) or
+// F(2x2, 3x3) (winograd.cc), on AVX2 (its products on AVX-512 where the CPU has it): its
+// activations lie blocked (nChw8c, those in "in_blocked", where that is oneDNN's block) or
+// channels-last; none where a value lies otherwise (plain, nChw16c), the CPU lacks AVX2, the
 // transformed weights would be too large, or the epilogue is other than ReLU, LeakyReLU and
 // the Add of a full-size operand.
 std::optional<LibraryCall> winograd_conv_call(const Node& n, const Absorbed& absorbed,

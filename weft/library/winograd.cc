@@ -1,6 +1,6 @@
 // 3x3 convolutions as Weft's own Winograd kernels, F(4x4, 3x3) and F(2x2, 3x3)
-// (dnnl_epilogue.h: winograd_conv_call), for CPUs where oneDNN has none: its f32 Winograd
-// kernels need AVX-512.
+// (dnnl_epilogue.h: winograd_conv_call), for CPUs where oneDNN has none (its f32 Winograd
+// kernels need AVX-512), and with AVX-512 for large planes, where they are slower.
 //
 // Lavin and Gray's minimal filtering: an m x m block of outputs ("tile") of one output
 // channel is A^T [sum over input channels of (G g G^T) . (B^T d B)] A, for the
@@ -18,7 +18,8 @@
 // 1. the input transform, per tile and group of 8 channels (one AVX register per point),
 //    into V [points][tiles][C];
 // 2. the products, per point and strip of 16 output channels, against the weights'
-//    transform U [points][strips][C][16] (made once per constant), into P [points][tiles][M'];
+//    transform U [points][strips][C][16] (made once per constant), into P [points][tiles][M']
+//    (with AVX-512: a strip a register);
 // 3. the output transform per tile and group of 8 output channels, with the bias and the
 //    epilogue (ReLU, a residual), written where the valid points of the tile lie.
 // With few tiles each phase runs over all of them, split across the threads; with many, each
@@ -31,6 +32,7 @@
 #include <fmt/format.h>
 #include <immintrin.h>
 #include <omp.h>
+#include <unistd.h>
 
 #include "weft/graph/shape_functions.h"
 #include "weft/library/dnnl_epilogue.h"
@@ -59,7 +61,19 @@ constexpr int64_t kMaxTransformedBytes = int64_t{256} << 20;
 // tiles' V and P at once, the U-Net's 32 -> 32 channels at 256x256 took 5.6 against 8.5 ms
 // and its 96 -> 32 9.9-13 against 22; 96 KB to 768 KB varied within the machine's noise
 // (one profiled run each, AMD EPYC, AVX2, 2 threads, 2026-11-30).
-constexpr int64_t kChunkBytes = 192 << 10;
+// On a core of another L2 size, as large a share of it: the 2 MB of an Intel Xeon's
+// (AVX-512) took 768 KB, the U-Net's 64 -> 64 channels at 128x128 5.3-5.4 ms against
+// 6.2-8.2 with 192 KB (one profiled run each, 2 threads, 2026-12-01).
+constexpr int64_t kChunkBytes = 192 << 10, kChunkL2 = 512 << 10;
+
+int64_t chunk_bytes() {
+  static const int64_t bytes = [] {
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return l2 > 0 ? std::clamp<int64_t>(kChunkBytes * l2 / kChunkL2, kChunkBytes, 4 * kChunkBytes)
+                  : kChunkBytes;
+  }();
+  return bytes;
+}
 
 // Where an activation's points lie, in floats: 8 channels of a group contiguous at
 // n * batch + g * group + h * row + w * point.
@@ -226,6 +240,49 @@ product_block(const float* v, int64_t ldv, const float* u, int64_t channels, flo
     case 1: product_block<1>(v + t * channels, channels, u, channels, p + t * ldp, ldp); break;
     default: break;
   }
+}
+
+// With AVX-512: a strip's 16 channels are one register, so a block of kWideRows rows keeps
+// as many accumulators, each broadcast of V feeding one FMA of twice the width.
+constexpr int kWideRows = 12;
+
+template <int R>
+[[gnu::target("avx512f"), gnu::always_inline]] inline void
+product_block_wide(const float* v, int64_t ldv, const float* u, int64_t channels, float* p,
+                   int64_t ldp) {
+  __m512 acc[R];
+#pragma GCC unroll 12
+  for (int r = 0; r < R; ++r)
+    acc[r] = _mm512_setzero_ps();
+  for (int64_t c = 0; c < channels; ++c) {
+    __m512 u0 = _mm512_loadu_ps(u + c * kStrip);
+#pragma GCC unroll 12
+    for (int r = 0; r < R; ++r)
+      acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(v[r * ldv + c]), u0, acc[r]);
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < R; ++r)
+    _mm512_storeu_ps(p + r * ldp, acc[r]);
+}
+
+// The last "rows" (< R) rows of a strip, as one block of that many.
+template <int R>
+[[gnu::target("avx512f")]] void product_tail_wide(int rows, const float* v, int64_t ldv,
+                                                  const float* u, int64_t channels, float* p,
+                                                  int64_t ldp) {
+  if constexpr (R > 0) {
+    if (rows == R) return product_block_wide<R>(v, ldv, u, channels, p, ldp);
+    product_tail_wide<R - 1>(rows, v, ldv, u, channels, p, ldp);
+  }
+}
+
+[[gnu::target("avx512f")]] void product_strip_wide(const float* v, const float* u, float* p,
+                                                   int64_t tiles, int64_t channels, int64_t ldp) {
+  int64_t t = 0;
+  for (; t + kWideRows <= tiles; t += kWideRows)
+    product_block_wide<kWideRows>(v + t * channels, channels, u, channels, p + t * ldp, ldp);
+  product_tail_wide<kWideRows - 1>(static_cast<int>(tiles - t), v + t * channels, channels, u,
+                                   channels, p + t * ldp, ldp);
 }
 
 // The output transform of P[., tile, group] plus bias and epilogue, written at the tile's
@@ -404,7 +461,7 @@ private:
   // least one register block's rows.
   int64_t chunk_tiles() const {
     int64_t per_tile = g_.points() * (g_.in_ch + g_.padded_out()) * 4;
-    return std::max<int64_t>(kChunkBytes / per_tile, kRows);
+    return std::max<int64_t>(chunk_bytes() / per_tile, kRows);
   }
 
   // Tile "first + t" of a scratch of "capacity" tiles: its input transform for group "gi".
@@ -425,9 +482,10 @@ private:
   void product(int64_t q, int64_t s, int64_t capacity, int64_t count, const float* v,
                float* p) const {
     const int64_t ldp = g_.padded_out(), strips = ldp / kStrip;
-    product_strip(v + q * capacity * g_.in_ch,
-                  u_->data() + (g_.u_point(q) * strips + s) * g_.in_ch * kStrip,
-                  p + q * capacity * ldp + s * kStrip, count, g_.in_ch, ldp);
+    static const bool wide = __builtin_cpu_supports("avx512f");
+    (wide ? product_strip_wide : product_strip)(
+        v + q * capacity * g_.in_ch, u_->data() + (g_.u_point(q) * strips + s) * g_.in_ch * kStrip,
+        p + q * capacity * ldp + s * kStrip, count, g_.in_ch, ldp);
   }
   // Tile "first + t"'s output transform for output group "go", with the epilogue.
   void output(const Args& a, int64_t first, int64_t capacity, int64_t t, int64_t go,
@@ -501,7 +559,7 @@ std::optional<LibraryCall> winograd_conv_call(const Node& n, const Absorbed& abs
   // Each value lies blocked or channels-last; plain (NCHW) ones do not fit.
   auto lies = [&](const Value* v, Strides* s) {
     bool blocked = in_blocked.contains(v);
-    if (!blocked && !nhwc) return false;
+    if (blocked ? channel_block() != kGroup : !nhwc) return false;
     *s = strides_of(nhwc ? channels_first(dims_of(v)) : dims_of(v), blocked);
     return true;
   };
