@@ -75,6 +75,20 @@ class GPT2Block(torch.nn.Module):
         return x + self.out(torch.nn.functional.gelu(self.fc(self.ln2(x)), approximate="tanh"))
 
 
+class ResidualBlock(torch.nn.Module):
+    """A ResNet basic block of 3x3 convolutions with 32 channels and biases: over dynamic dims,
+    built per shape, large planes run Weft's Winograd kernel, narrow ones (under 7 points a
+    side) oneDNN's direct call, whose values must lie in the same order."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(32, 32, 3, padding=1)
+        self.conv2 = torch.nn.Conv2d(32, 32, 3, padding=1)
+
+    def forward(self, x):
+        return torch.relu(self.conv2(torch.relu(self.conv1(x))) + x)
+
+
 class RelativePositionAttention(torch.nn.Module):
     """Attention scores with terms added to a slice of them in place, as MViT-v2 adds its
     relative positions to all but the class token's row and column; the exporter writes
@@ -299,6 +313,9 @@ def main():
                           torch.randn(2, 3, 48, 320),
                           [torch.randn(n, 3, 48, w) for n, w in ((2, 320), (1, 160), (3, 200), (1, 97))],
                           {"x": {0: batch, 3: width}})
+        check_one_compile("residual_block_dynamic", ResidualBlock().eval(), torch.randn(2, 32, 64, 64),
+                          [torch.randn(n, 32, 64, w) for n, w in ((2, 64), (1, 5), (3, 40))],
+                          {"x": {0: batch, 3: torch.export.Dim("w", min=2, max=2048)}})
         check_one_compile("transformer_encoder_layer_one_compile", encoder, tokens, tokens_at,
                           {"src": {0: batch, 1: length}}, nvrtc=True)
         rng = np.random.default_rng(3)

@@ -566,9 +566,10 @@ std::optional<LibraryCall> winograd_conv_call(const Node& n, const Absorbed& abs
   LibraryCall call;
   Strides xs, ys;
   if (!lies(x, &xs) || !lies(y, &ys)) return std::nullopt;
+  // Values in the order of oneDNN's call for the node (source, weights, residual, bias,
+  // output): a call over symbolic dims is built per shape, and may take either kernel.
   int xb = position(call.values, x);
   position(call.values, w); // bound though transformed, for the profile
-  int bb = b ? position(call.values, b) : -1;
   std::vector<Step> steps;
   std::string residual_where;
   for (const PostOp& p : absorbed.epilogue) {
@@ -587,6 +588,7 @@ std::optional<LibraryCall> winograd_conv_call(const Node& n, const Absorbed& abs
     }
     steps.push_back(s);
   }
+  int bb = b ? position(call.values, b) : -1;
   auto u = w->constant->derived_as<std::vector<float>>(
       fmt::format("Winograd F({}x{}, 3x3) stride {} transform", g.m, g.m, g.stride), [&] {
         return std::make_shared<std::vector<float>>(transform_weights(
