@@ -1,192 +1,33 @@
-// oneDNN's convolutions (dnnl.h): direct or Winograd kernels, on channels-last or blocked
-// activations; the regions kept in the blocked layout; `weft tune`'s timing
-// of the two algorithms.
+// oneDNN's convolutions (dnnl.h): direct or Winograd kernels (which one: conv_choice.h), on
+// channels-last or blocked activations; the regions kept in the blocked layout; `weft tune`'s
+// timing of the two algorithms.
 #include <algorithm>
-#include <chrono>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <numeric>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
-#include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
-#include <unistd.h>
 
 #include "weft/graph/op_table.h"
 #include "weft/graph/shape_functions.h"
+#include "weft/library/conv_choice.h"
 #include "weft/library/dnnl.h"
 #include "weft/library/dnnl_epilogue.h"
 #include "weft/library/dnnl_kernel.h"
 #include "weft/library/dynamic_call.h"
-#include "weft/support/hash.h"
-#include "weft/support/machine.h"
 #include "weft/support/timing.h"
 
 namespace weft::library {
 
-int64_t channel_block() {
-  static const int64_t block = [] {
-    auto core = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
-    return (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & core) == core ? 16 : 8;
-  }();
-  return block;
-}
-
 namespace {
-
-// Whether a knob of docs/knobs.md is on: unset, or anything but "0".
-bool knob_on(const char* name) {
-  const char* env = std::getenv(name);
-  return !env || std::string(env) != "0";
-}
 
 // $WEFT_DNNL_SUM=0: residuals stay binary post-ops (for comparisons).
 bool sum_residuals() {
   static const bool on = knob_on("WEFT_DNNL_SUM");
   return on;
-}
-
-// $WEFT_WINOGRAD=0: 3x3 convolutions stay direct (for comparisons).
-bool winograd_allowed() {
-  static const bool on = knob_on("WEFT_WINOGRAD");
-  return on;
-}
-
-// Both sides of a Winograd convolution carry at least this many channels: below it the
-// transforms cost more than the multiplications they save (16 in, 16 out at 112x112: 0.14 ms
-// against 0.12 direct; 3 in: 10x slower; 32 and up: 1.2-2.4x faster, AMD EPYC, 2 threads).
-constexpr int64_t kWinogradMinChannels = 32;
-// Weft's own Winograd kernel (winograd.cc, where oneDNN has none: AVX2) gains from 16:
-// `weft tune` timed it at 0.12-0.30 against 0.21-0.45 ms direct for 16 -> 16 to 64 channels
-// at 28x28 to 112x112, and within 10% of direct at 8 (AMD EPYC, 2 threads, 2026-11-30).
-constexpr int64_t kOwnWinogradMinChannels = 16;
-// At stride 2 (four phases, 81 points a tile of 4x4 against stride 1's 36) its transforms cost
-// more a product saved: from 32 channels. 16 -> 32 at 112x112 ran 0.35-0.41 against 0.23-0.30
-// ms direct; 32 -> 64 at 256x256 4.0-5.8 against 4.6-8.2, 64 -> 128 at 128x128 2.8-4.6 against
-// 3.7-6.1, 128 -> 128 at 56x56 1.2-1.6 against 1.6-2.1 (alternating runs, AMD EPYC, AVX2, 2
-// threads, 2026-12-01; the machine's speed varied 2x within minutes).
-constexpr int64_t kOwnStridedWinogradMinChannels = 32;
-
-// And each side of the image plane is at least 7: a plane a few points high fills few of the
-// output tiles (2x2 or 4x4), whose transforms then cost more than the products save.
-// ResNet-18 over lines of text [8, 3, 48, 128], whose later planes are 6x16, 3x8 and 2x4:
-// 12.1-12.7 -> 8.0-8.3 ms ([1, 3, 48, 512]: 4.5 -> 3.7 ms); at 224x224 (7x7 and up) it stays
-// as it was, 6.2-6.5 ms (alternating runs, AMD EPYC, 2 threads, 2026-11-28).
-constexpr int64_t kWinogradMinSide = 7;
-
-// With AVX-512 both oneDNN's Winograd kernel (F(2x2, 3x3), nChw16c) and Weft's (F(4x4, 3x3),
-// its products on AVX-512 registers) run; Weft's takes convolutions of this many output
-// tiles of 4x4 or more (planes of 128x128 and up at batch 1). The U-Net's 96 -> 32 channels
-// at 256x256 (4,096 tiles) took 9.1-15.2 ms against oneDNN's 18.1-20.9 (direct: 16.2-17.0),
-// its 128 -> 64 at 128x128 (1,024) 5.3-5.9 against 6.9-8.0; but ResNet-18's 64 channels at
-// 56x56 (196) 0.97-1.09 against 0.47-0.58, 512 at 7x7 2.0 against 0.95 (profiled runs, Intel
-// Xeon, 2 threads, 2026-12-01).
-constexpr int64_t kOwnWinogradManyTiles = 1024;
-
-// Whether the Winograd kernels (oneDNN's F(2x2, 3x3) or F(4x4, 3x3), or Weft's) can run a
-// convolution: 2-D, 3x3, stride 1 or 2, no dilation, one group (oneDNN's: stride 1 only).
-// Their fp32 results lie as close to an fp64 reference as the direct kernel's
-// (docs/library.md).
-bool winograd_shaped(const Dims& dx, int64_t group, const std::vector<Window>& win) {
-  return dx.size() == 4 && group == 1 && std::all_of(win.begin(), win.end(), [&](const Window& d) {
-           return d.kernel == 3 && d.stride <= 2 && d.stride == win[0].stride && d.dilation == 1;
-         });
-}
-
-// Whether Weft's Winograd kernel goes before oneDNN's (which AVX2 lacks): on AVX-512, for
-// convolutions of kOwnWinogradManyTiles tiles of 4x4 or more.
-bool own_winograd_first(const Dims& dx, const std::vector<Window>& win) {
-  if (channel_block() == 8) return true;
-  auto tiles = [&](int64_t side, const Window& d) {
-    return (side + 4 * d.stride - 1) / (4 * d.stride);
-  };
-  return dx[0] * tiles(dx[2], win[0]) * tiles(dx[3], win[1]) >= kOwnWinogradManyTiles;
-}
-
-// A convolution's shape, as its tuning record's key says it: dims [N, C, H, W] and the pads.
-std::string geometry(const Dims& dx, const Dims& dw, const std::vector<Window>& win) {
-  std::vector<int64_t> pads;
-  for (const Window& d : win)
-    pads.insert(pads.end(), {d.pad_begin, d.pad_end});
-  return fmt::format("x [{}] w [{}] pads [{}]", fmt::join(dx, ","), fmt::join(dw, ","),
-                     fmt::join(pads, ","));
-}
-
-// The key of the Winograd-or-direct record: the geometry, and the stride where it is 2
-// (stride 1's records predate strided Winograd calls, and keep their keys).
-std::string winograd_geometry(const Dims& dx, const Dims& dw, const std::vector<Window>& win) {
-  std::string key = geometry(dx, dw, win);
-  if (win[0].stride != 1) key += fmt::format(" stride {}", win[0].stride);
-  return key;
-}
-
-// The tuning record of a convolution geometry on this machine, at this thread count.
-std::string record_path(const std::string& geometry) {
-  std::string machine = fmt::format("{}\n{} threads\n", cpu_model_name(), omp_get_max_threads());
-  return (std::filesystem::path(weft_cache_dir()) / "tuning" /
-          fmt::format("conv-{}.json", hash_hex(machine + geometry)))
-      .string();
-}
-
-// The string "field" of the record of "geometry": whether it is "yes" (or else "no"); none
-// without a readable record holding one of the two.
-std::optional<bool> recorded(const std::string& geometry, const std::string& field,
-                             const std::string& yes, const std::string& no) {
-  std::ifstream in(record_path(geometry));
-  if (!in) return std::nullopt;
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains(field) || !j[field].is_string()) return std::nullopt;
-  std::string value = j[field].get<std::string>();
-  if (value != yes && value != no) return std::nullopt;
-  return value == yes;
-}
-
-// Writes the record of "geometry" whole (a rename), for processes reading it meanwhile.
-Status write_record(const std::string& geometry, const nlohmann::json& j) {
-  std::string path = record_path(geometry);
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  if (ec) return Status::error(fmt::format("cannot create {}: {}", path, ec.message()));
-  std::string tmp = fmt::format("{}.{}.tmp", path, ::getpid());
-  {
-    std::ofstream out(tmp);
-    out << j.dump(1) << "\n";
-    if (!out) return Status::error(fmt::format("cannot write the tuning record {}", tmp));
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    return Status::error(fmt::format("cannot write the tuning record {}", path));
-  }
-  return Status();
-}
-
-// What `weft tune` measured for a geometry: Winograd or not; none without a readable record.
-std::optional<bool> tuned_winograd(const std::string& geometry) {
-  return recorded(geometry, "algorithm", "winograd", "direct");
-}
-
-// The channels both sides of a Winograd convolution of "stride" carry at least, by default:
-// oneDNN's kernels where it has them (AVX-512, blocks of 16 channels), else Weft's.
-int64_t winograd_min_channels(int64_t stride) {
-  if (channel_block() == 16) return kWinogradMinChannels;
-  return stride == 2 ? kOwnStridedWinogradMinChannels : kOwnWinogradMinChannels;
-}
-
-// Whether a convolution takes the Winograd kernels when nothing forces a choice: as tuned,
-// or by its channels and plane. Stride 2 only on AVX2: with AVX-512 oneDNN's direct kernel
-// (brgconv) ran the U-Net's 32 -> 64 channels from 256x256 in 2.3-2.4 ms, Weft's Winograd
-// in 4.6-5.4 (Intel Xeon, 2 threads, 2026-12-01).
-bool winograd_fits(const Dims& dx, const Dims& dw, int64_t group, const std::vector<Window>& win) {
-  if (!winograd_allowed() || !winograd_shaped(dx, group, win)) return false;
-  if (win[0].stride == 2 && channel_block() != 8) return false;
-  if (std::optional<bool> tuned = tuned_winograd(winograd_geometry(dx, dw, win))) return *tuned;
-  return std::min(dx[1], dw[0]) >= winograd_min_channels(win[0].stride) &&
-         std::min(dx[2], dx[3]) >= kWinogradMinSide;
 }
 
 // The algorithm a call is built with: the chosen one (winograd_fits), or one forced for

@@ -86,7 +86,7 @@ struct Absorbed {
 };
 
 // The channels of a block in oneDNN's blocked layout on this CPU: 16 with AVX-512, else 8
-// (dnnl_conv.cc).
+// (conv_choice.cc).
 int64_t channel_block();
 
 // The value the primitive writes: the last epilogue node's output, or the node's own.
