@@ -16,7 +16,8 @@
 // weights are g1 alike, so U holds 6 x 6 distinct points, as many as for stride 1.
 // Three phases:
 // 1. the input transform, per tile and group of 8 channels (one AVX register per point),
-//    into V [points][tiles][C];
+//    into V [points][C / 8][tiles][8] (a product's block then reads its rows' channels at
+//    fixed offsets from one pointer);
 // 2. the products, per point and strip of 16 output channels, against the weights'
 //    transform U [points][strips][C][16] (made once per constant), into P [points][tiles][M']
 //    (with AVX-512: a strip a register);
@@ -201,22 +202,26 @@ transform_input(const float* x, const Strides& s, const Geometry& g, int64_t n, 
     _mm256_storeu_ps(v + p * point_stride, d[p]);
 }
 
-// P[rows of tiles, 16 channels] = V[rows, C] x U[C, 16], for R rows "ldv" and "ldp" apart.
+// P[rows of tiles, 16 channels] = V[rows, C] x U[C, 16], for R rows of V laid [C / 8][.][8]
+// (groups "ldg" apart) and of P "ldp" apart.
 template <int R>
 [[gnu::target("avx2,fma"), gnu::always_inline]] inline void
-product_block(const float* v, int64_t ldv, const float* u, int64_t channels, float* p,
+product_block(const float* v, int64_t ldg, const float* u, int64_t channels, float* p,
               int64_t ldp) {
   __m256 acc[R][2];
 #pragma GCC unroll 6
   for (int r = 0; r < R; ++r)
     acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-  for (int64_t c = 0; c < channels; ++c) {
-    __m256 u0 = _mm256_loadu_ps(u + c * kStrip), u1 = _mm256_loadu_ps(u + c * kStrip + 8);
+  for (int64_t c = 0; c < channels; c += kGroup, v += ldg, u += kGroup * kStrip) {
+#pragma GCC unroll 8
+    for (int k = 0; k < kGroup; ++k) {
+      __m256 u0 = _mm256_loadu_ps(u + k * kStrip), u1 = _mm256_loadu_ps(u + k * kStrip + 8);
 #pragma GCC unroll 6
-    for (int r = 0; r < R; ++r) {
-      __m256 s = _mm256_broadcast_ss(v + r * ldv + c);
-      acc[r][0] = _mm256_fmadd_ps(s, u0, acc[r][0]);
-      acc[r][1] = _mm256_fmadd_ps(s, u1, acc[r][1]);
+      for (int r = 0; r < R; ++r) {
+        __m256 s = _mm256_broadcast_ss(v + r * kGroup + k);
+        acc[r][0] = _mm256_fmadd_ps(s, u0, acc[r][0]);
+        acc[r][1] = _mm256_fmadd_ps(s, u1, acc[r][1]);
+      }
     }
   }
 #pragma GCC unroll 6
@@ -226,40 +231,68 @@ product_block(const float* v, int64_t ldv, const float* u, int64_t channels, flo
   }
 }
 
-// One position's product for one strip over all "tiles" rows.
-[[gnu::target("avx2,fma")]] void product_strip(const float* v, const float* u, float* p,
-                                               int64_t tiles, int64_t channels, int64_t ldp) {
+// One position's product for one strip over all "tiles" rows of V, its groups "ldg" apart.
+[[gnu::target("avx2,fma")]] void product_strip(const float* v, int64_t ldg, const float* u,
+                                               float* p, int64_t tiles, int64_t channels,
+                                               int64_t ldp) {
   int64_t t = 0;
   for (; t + kRows <= tiles; t += kRows)
-    product_block<kRows>(v + t * channels, channels, u, channels, p + t * ldp, ldp);
+    product_block<kRows>(v + t * kGroup, ldg, u, channels, p + t * ldp, ldp);
+  const float* vt = v + t * kGroup;
+  float* pt = p + t * ldp;
   switch (tiles - t) {
-    case 5: product_block<5>(v + t * channels, channels, u, channels, p + t * ldp, ldp); break;
-    case 4: product_block<4>(v + t * channels, channels, u, channels, p + t * ldp, ldp); break;
-    case 3: product_block<3>(v + t * channels, channels, u, channels, p + t * ldp, ldp); break;
-    case 2: product_block<2>(v + t * channels, channels, u, channels, p + t * ldp, ldp); break;
-    case 1: product_block<1>(v + t * channels, channels, u, channels, p + t * ldp, ldp); break;
+    case 5: product_block<5>(vt, ldg, u, channels, pt, ldp); break;
+    case 4: product_block<4>(vt, ldg, u, channels, pt, ldp); break;
+    case 3: product_block<3>(vt, ldg, u, channels, pt, ldp); break;
+    case 2: product_block<2>(vt, ldg, u, channels, pt, ldp); break;
+    case 1: product_block<1>(vt, ldg, u, channels, pt, ldp); break;
     default: break;
   }
 }
 
 // With AVX-512: a strip's 16 channels are one register, so a block of kWideRows rows keeps
-// as many accumulators, each broadcast of V feeding one FMA of twice the width.
+// as many accumulators, each broadcast of V feeding one FMA of twice the width. V's groups
+// are of 16 channels there (the last one half used where C is an odd multiple of 8), so
+// that the two groups of 8 that a tile's input transforms write in turn share cache lines.
 constexpr int kWideRows = 12;
+constexpr int64_t kWideGroup = 16;
+
+bool wide_products() {
+  static const bool wide = __builtin_cpu_supports("avx512f");
+  return wide;
+}
+
+constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The channels of a group of V: kWideGroup for the AVX-512 products, else kGroup.
+int64_t v_group() { return wide_products() ? kWideGroup : kGroup; }
+
+// acc[r] += V[r, k] U[k, .] over K channels of a group of V (R rows kWideGroup apart).
+template <int R, int K>
+[[gnu::target("avx512f"), gnu::always_inline]] inline void
+accumulate_wide(__m512* acc, const float* v, const float* u) {
+#pragma GCC unroll 16
+  for (int k = 0; k < K; ++k) {
+    __m512 u0 = _mm512_loadu_ps(u + k * kStrip);
+#pragma GCC unroll 12
+    for (int r = 0; r < R; ++r)
+      acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(v[r * kWideGroup + k]), u0, acc[r]);
+  }
+}
 
 template <int R>
 [[gnu::target("avx512f"), gnu::always_inline]] inline void
-product_block_wide(const float* v, int64_t ldv, const float* u, int64_t channels, float* p,
+product_block_wide(const float* v, int64_t ldg, const float* u, int64_t channels, float* p,
                    int64_t ldp) {
   __m512 acc[R];
 #pragma GCC unroll 12
   for (int r = 0; r < R; ++r)
     acc[r] = _mm512_setzero_ps();
-  for (int64_t c = 0; c < channels; ++c) {
-    __m512 u0 = _mm512_loadu_ps(u + c * kStrip);
-#pragma GCC unroll 12
-    for (int r = 0; r < R; ++r)
-      acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(v[r * ldv + c]), u0, acc[r]);
-  }
+  int64_t c = 0;
+  for (; c + kWideGroup <= channels; c += kWideGroup, v += ldg, u += kWideGroup * kStrip)
+    accumulate_wide<R, kWideGroup>(acc, v, u);
+  if (c < channels) // the last 8 channels, half a group
+    accumulate_wide<R, kGroup>(acc, v, u);
 #pragma GCC unroll 12
   for (int r = 0; r < R; ++r)
     _mm512_storeu_ps(p + r * ldp, acc[r]);
@@ -267,21 +300,22 @@ product_block_wide(const float* v, int64_t ldv, const float* u, int64_t channels
 
 // The last "rows" (< R) rows of a strip, as one block of that many.
 template <int R>
-[[gnu::target("avx512f")]] void product_tail_wide(int rows, const float* v, int64_t ldv,
+[[gnu::target("avx512f")]] void product_tail_wide(int rows, const float* v, int64_t ldg,
                                                   const float* u, int64_t channels, float* p,
                                                   int64_t ldp) {
   if constexpr (R > 0) {
-    if (rows == R) return product_block_wide<R>(v, ldv, u, channels, p, ldp);
-    product_tail_wide<R - 1>(rows, v, ldv, u, channels, p, ldp);
+    if (rows == R) return product_block_wide<R>(v, ldg, u, channels, p, ldp);
+    product_tail_wide<R - 1>(rows, v, ldg, u, channels, p, ldp);
   }
 }
 
-[[gnu::target("avx512f")]] void product_strip_wide(const float* v, const float* u, float* p,
-                                                   int64_t tiles, int64_t channels, int64_t ldp) {
+[[gnu::target("avx512f")]] void product_strip_wide(const float* v, int64_t ldg, const float* u,
+                                                   float* p, int64_t tiles, int64_t channels,
+                                                   int64_t ldp) {
   int64_t t = 0;
   for (; t + kWideRows <= tiles; t += kWideRows)
-    product_block_wide<kWideRows>(v + t * channels, channels, u, channels, p + t * ldp, ldp);
-  product_tail_wide<kWideRows - 1>(static_cast<int>(tiles - t), v + t * channels, channels, u,
+    product_block_wide<kWideRows>(v + t * kWideGroup, ldg, u, channels, p + t * ldp, ldp);
+  product_tail_wide<kWideRows - 1>(static_cast<int>(tiles - t), v + t * kWideGroup, ldg, u,
                                    channels, p + t * ldp, ldp);
 }
 
@@ -383,19 +417,23 @@ public:
     Args a{static_cast<const float*>(buffers[x_]), static_cast<float*>(buffers[y_]),
            bias_ >= 0 ? static_cast<const float*>(buffers[bias_]) : nullptr, buffers};
     const int64_t tiles = g_.tiles(), ldp = g_.padded_out();
-    const int64_t chunk = chunk_tiles();
     const int64_t threads = std::max(1, omp_get_max_threads());
-    if (tiles >= 2 * threads * chunk) {
+    if (int64_t chunk = chunk_tiles(); tiles >= 2 * threads * chunk) {
       // Many tiles: each thread takes chunks of them through all three phases, its V and P
-      // in its own cache.
-      const int64_t chunks = (tiles + chunk - 1) / chunk;
+      // in its own cache. The chunks, no larger, in a multiple of the threads where that
+      // takes no more register blocks (196 tiles on 2 threads: 6 chunks of 36 instead of 4
+      // of 42 and one of 28, 108 and 88 tiles a thread instead of 126 and 70).
+      const int64_t rows = wide_products() ? kWideRows : kRows;
+      int64_t chunks = ceil_div(ceil_div(tiles, chunk), threads) * threads;
+      chunk = ceil_div(ceil_div(tiles, chunks), rows) * rows;
+      chunks = ceil_div(tiles, chunk);
 #pragma omp parallel
       {
         thread_local std::vector<float> scratch;
-        size_t need = static_cast<size_t>(g_.points() * chunk * (g_.in_ch + ldp));
+        size_t need = static_cast<size_t>(g_.points() * chunk * (v_channels() + ldp));
         if (scratch.size() < need) scratch.resize(need);
         float* v = scratch.data();
-        float* p = v + g_.points() * chunk * g_.in_ch;
+        float* p = v + g_.points() * chunk * v_channels();
 #pragma omp for schedule(static)
         for (int64_t c = 0; c < chunks; ++c) {
           int64_t first = c * chunk, count = std::min(chunk, tiles - first);
@@ -415,10 +453,10 @@ public:
     // Few tiles: each phase over all of them, split across the threads. Scratch of the
     // calling thread, kept between runs (no page faults each run).
     thread_local std::vector<float> scratch;
-    size_t need = static_cast<size_t>(g_.points() * tiles * (g_.in_ch + ldp));
+    size_t need = static_cast<size_t>(g_.points() * tiles * (v_channels() + ldp));
     if (scratch.size() < need) scratch.resize(need);
     float* v = scratch.data();
-    float* p = v + g_.points() * tiles * g_.in_ch;
+    float* p = v + g_.points() * tiles * v_channels();
 #pragma omp parallel
     {
 #pragma omp for schedule(static) collapse(2)
@@ -457,11 +495,15 @@ private:
     void* const* buffers;
   };
 
-  // Tiles of a chunk: its V and P (points x (C + M') floats a tile) in about kChunkBytes, at
-  // least one register block's rows.
+  // The channels of a tile's row of V: C in whole groups.
+  int64_t v_channels() const { return ceil_div(g_.in_ch, v_group()) * v_group(); }
+
+  // Tiles of a chunk: its V and P (points x (C + M') floats a tile) in about chunk_bytes(),
+  // whole register blocks of the products.
   int64_t chunk_tiles() const {
-    int64_t per_tile = g_.points() * (g_.in_ch + g_.padded_out()) * 4;
-    return std::max<int64_t>(chunk_bytes() / per_tile, kRows);
+    const int64_t rows = wide_products() ? kWideRows : kRows;
+    int64_t per_tile = g_.points() * (v_channels() + g_.padded_out()) * 4;
+    return std::max<int64_t>(chunk_bytes() / per_tile / rows, 1) * rows;
   }
 
   // Tile "first + t" of a scratch of "capacity" tiles: its input transform for group "gi".
@@ -470,22 +512,23 @@ private:
     int64_t tile = first + t, th = g_.tiles_h(), tw = g_.tiles_w();
     int64_t n = tile / (th * tw), i = tile / tw % th, j = tile % tw;
     int64_t top = i * g_.m * g_.stride - g_.pad_top, left = j * g_.m * g_.stride - g_.pad_left;
-    float* to = v + t * g_.in_ch + gi * kGroup;
+    const int64_t c = gi * kGroup, vg = v_group();
+    float* to = v + (c / vg * capacity + t) * vg + c % vg;
     if (g_.stride == 2)
-      transform_input<4, 2>(a.x, xs_, g_, n, top, left, gi, to, capacity * g_.in_ch);
+      transform_input<4, 2>(a.x, xs_, g_, n, top, left, gi, to, capacity * v_channels());
     else if (g_.m == 2)
-      transform_input<2, 1>(a.x, xs_, g_, n, top, left, gi, to, capacity * g_.in_ch);
+      transform_input<2, 1>(a.x, xs_, g_, n, top, left, gi, to, capacity * v_channels());
     else
-      transform_input<4, 1>(a.x, xs_, g_, n, top, left, gi, to, capacity * g_.in_ch);
+      transform_input<4, 1>(a.x, xs_, g_, n, top, left, gi, to, capacity * v_channels());
   }
   // Point "q"'s product for strip "s" over "count" tiles.
   void product(int64_t q, int64_t s, int64_t capacity, int64_t count, const float* v,
                float* p) const {
     const int64_t ldp = g_.padded_out(), strips = ldp / kStrip;
-    static const bool wide = __builtin_cpu_supports("avx512f");
-    (wide ? product_strip_wide : product_strip)(
-        v + q * capacity * g_.in_ch, u_->data() + (g_.u_point(q) * strips + s) * g_.in_ch * kStrip,
-        p + q * capacity * ldp + s * kStrip, count, g_.in_ch, ldp);
+    (wide_products() ? product_strip_wide
+                     : product_strip)(v + q * capacity * v_channels(), capacity * v_group(),
+                                      u_->data() + (g_.u_point(q) * strips + s) * g_.in_ch * kStrip,
+                                      p + q * capacity * ldp + s * kStrip, count, g_.in_ch, ldp);
   }
   // Tile "first + t"'s output transform for output group "go", with the epilogue.
   void output(const Args& a, int64_t first, int64_t capacity, int64_t t, int64_t go,
