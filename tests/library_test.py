@@ -540,8 +540,8 @@ def check(tmp, name, model, inputs, expect_calls, expect_gemm=None):
 
 
 def check_own_winograd(tmp, name, model, inputs, expect_calls, form, large=False):
-    """check(), then on AVX2 without AVX-512 (or with it, for "large" planes of 1,024 tiles
-    or more, which Weft's kernel takes there too, its products on AVX-512 registers): every
+    """check(), then on AVX2 without AVX-512 (or with it, for "large" planes of 128 tiles or
+    more and few channels, which Weft's kernel takes there too, on AVX-512 registers): every
     convolution runs Weft's own Winograd kernel in "form", and its output matches oneDNN's
     direct kernels' (WEFT_WINOGRAD=0)."""
     check(tmp, name, model, inputs, expect_calls)
@@ -610,18 +610,19 @@ def main():
         # On a small plane (4 tiles of 4x4), Weft's Winograd kernel takes tiles of 2x2.
         check_own_winograd(tmp, "winograd_small", WinogradBlock().eval(), {"x": f(1, 32, 7, 7)},
                            ["Conv+Relu", "Conv+Add+Relu"], "F(2x2, 3x3)")
-        # Weft's own Winograd kernel (AVX2) on planes that its 4x4 tiles do not divide, in a
-        # batch of 3, over 40 channels (not a multiple of its 16-channel strips), with and
-        # without padding, a LeakyReLU and a residual. Its 189 tiles run in chunks a thread
-        # (the Winograd block's 32, all at once).
+        # Weft's own Winograd kernel on planes that its 4x4 tiles do not divide, in a batch
+        # of 3, over 40 channels (not a multiple of its 16-channel strips; with AVX-512 two
+        # groups of 16 and a half one), with and without padding, a LeakyReLU and a
+        # residual. Its 189 tiles run in chunks a thread (the Winograd block's 32, all at
+        # once).
         check_own_winograd(tmp, "winograd_shapes", WinogradShapes().eval(),
                            {"x": f(3, 40, 37, 29)}, ["Conv+LeakyRelu", "Conv+Add+Relu"],
-                           "F(4x4, 3x3)")
+                           "F(4x4, 3x3)", large=True)
         # Its residual (a crop of the input) dies there: the output takes its memory.
         if avx2_without_brgemm():
             assert in_place_sums(os.path.join(tmp, "winograd_shapes.onnx")) == 1
-        # The same on planes of 1,089 and 1,156 tiles, which it takes with AVX-512 too: 12 rows
-        # of tiles a register block of its products there, the last block of a chunk fewer.
+        # The same on planes of 1,089 and 1,156 tiles: 12 rows of tiles a register block of
+        # its products with AVX-512, the last block of a chunk fewer.
         check_own_winograd(tmp, "winograd_large", WinogradShapes().eval(),
                            {"x": f(1, 40, 135, 133)}, ["Conv+LeakyRelu", "Conv+Add+Relu"],
                            "F(4x4, 3x3)", large=True)

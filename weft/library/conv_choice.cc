@@ -51,13 +51,17 @@ constexpr int64_t kOwnStridedWinogradMinChannels = 32;
 constexpr int64_t kWinogradMinSide = 7;
 
 // With AVX-512 both oneDNN's Winograd kernel (F(2x2, 3x3), nChw16c) and Weft's (F(4x4, 3x3),
-// its products on AVX-512 registers) run; Weft's takes convolutions of this many output
-// tiles of 4x4 or more (planes of 128x128 and up at batch 1). The U-Net's 96 -> 32 channels
-// at 256x256 (4,096 tiles) took 9.1-15.2 ms against oneDNN's 18.1-20.9 (direct: 16.2-17.0),
-// its 128 -> 64 at 128x128 (1,024) 5.3-5.9 against 6.9-8.0; but ResNet-18's 64 channels at
-// 56x56 (196) 0.97-1.09 against 0.47-0.58, 512 at 7x7 2.0 against 0.95 (profiled runs, Intel
-// Xeon, 2 threads, 2026-12-01).
-constexpr int64_t kOwnWinogradManyTiles = 1024;
+// its products and input transform on AVX-512 registers) run; Weft's takes convolutions of
+// this many output tiles of 4x4 or more (planes of 48x48 and up at batch 1) whose transformed
+// weights U fit in twice the L2 (each chunk of tiles reads all of U). Two convolutions each
+// (alternating runs, Intel Xeon, 2 MB L2, 2 threads, 2026-12-01), Weft's against oneDNN's:
+// 32 channels at 64x64 (256 tiles) 0.68-0.77 against 0.82-0.89 ms; 64 at 56x56 (196)
+// 0.77-1.04 against 0.99-1.39; 128 at 56x56 (U 2.4 MB) 3.5-4.5 against 5.2-6.5; 64 at 112x112
+// 3.1-4.2 against 4.3-4.6; but 256 at 56x56 (U 9.4 MB) 12.7-16.9 against 10.7-15.3, and on
+// fewer tiles about even or slower (128 at 28x28, 49 tiles: 0.88-1.27 against 0.86-1.17; 256
+// at 14x14, 16: 0.87-1.15 against 0.85-1.05). Before its input transform was AVX-512's
+// (2026-12-01) this took 1,024 tiles.
+constexpr int64_t kOwnWinogradManyTiles = 128;
 
 // The tuning record of a convolution geometry on this machine, at this thread count.
 std::string record_path(const std::string& geometry) {
@@ -100,12 +104,14 @@ bool winograd_shaped(const Dims& dx, int64_t group, const std::vector<Window>& w
 
 // Whether Weft's Winograd kernel goes before oneDNN's (which AVX2 lacks): on AVX-512, for
 // convolutions of kOwnWinogradManyTiles tiles of 4x4 or more.
-bool own_winograd_first(const Dims& dx, const std::vector<Window>& win) {
+bool own_winograd_first(const Dims& dx, const Dims& dw, const std::vector<Window>& win) {
   if (channel_block() == 8) return true;
   auto tiles = [&](int64_t side, const Window& d) {
     return (side + 4 * d.stride - 1) / (4 * d.stride);
   };
-  return dx[0] * tiles(dx[2], win[0]) * tiles(dx[3], win[1]) >= kOwnWinogradManyTiles;
+  int64_t u_bytes = 36 * dx[1] * dw[0] * 4;
+  return dx[0] * tiles(dx[2], win[0]) * tiles(dx[3], win[1]) >= kOwnWinogradManyTiles &&
+         u_bytes <= 2 * std::max<int64_t>(l2_cache_bytes(), 512 << 10);
 }
 
 // A convolution's shape, as its tuning record's key says it: dims [N, C, H, W] and the pads.

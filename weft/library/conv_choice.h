@@ -22,8 +22,8 @@ bool knob_on(const char* name);
 // 3x3, stride 1 or 2, no dilation, one group.
 bool winograd_shaped(const Dims& dx, int64_t group, const std::vector<Window>& win);
 // Whether Weft's Winograd kernel goes before oneDNN's: always on AVX2 (oneDNN has none there),
-// on AVX-512 for large planes.
-bool own_winograd_first(const Dims& dx, const std::vector<Window>& win);
+// on AVX-512 for planes of many tiles and weights whose transform fits in twice the L2.
+bool own_winograd_first(const Dims& dx, const Dims& dw, const std::vector<Window>& win);
 // The channels both sides of a Winograd convolution of "stride" carry at least, by default.
 int64_t winograd_min_channels(int64_t stride);
 // Whether a convolution takes the Winograd kernels when nothing forces a choice: as `weft

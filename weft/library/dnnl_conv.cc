@@ -270,7 +270,7 @@ std::optional<LibraryCall> conv_call_in(const Node& n, const Absorbed& absorbed,
   if (winograd) {
     // Weft's own where it goes first (AVX2, large planes) and its layouts and epilogue fit;
     // else oneDNN's where it has one (AVX-512, stride 1).
-    if (own_winograd_first(dx, win)) {
+    if (own_winograd_first(dx, dw, win)) {
       if (std::optional<LibraryCall> call = winograd_conv_call(n, absorbed, in_blocked))
         return call;
     }

@@ -1,6 +1,7 @@
 // 3x3 convolutions as Weft's own Winograd kernels, F(4x4, 3x3) and F(2x2, 3x3)
 // (dnnl_epilogue.h: winograd_conv_call), for CPUs where oneDNN has none (its f32 Winograd
-// kernels need AVX-512), and with AVX-512 for large planes, where they are slower.
+// kernels need AVX-512), and with AVX-512 for planes of many tiles, where oneDNN's are slower
+// (conv_choice.cc).
 //
 // Lavin and Gray's minimal filtering: an m x m block of outputs ("tile") of one output
 // channel is A^T [sum over input channels of (G g G^T) . (B^T d B)] A, for the
@@ -15,9 +16,10 @@
 // points, 81 products against the direct convolution's 9 * 16 (1.8x fewer); the odd points'
 // weights are g1 alike, so U holds 6 x 6 distinct points, as many as for stride 1.
 // Three phases:
-// 1. the input transform, per tile and group of 8 channels (one AVX register per point),
-//    into V [points][C / 8][tiles][8] (a product's block then reads its rows' channels at
-//    fixed offsets from one pointer);
+// 1. the input transform, per tile and group of 8 channels (one AVX register per point; 16
+//    an AVX-512 register where it has that and the source lies channels-last), into
+//    V [points][C / 8][tiles][8] ([C / 16][tiles][16] with AVX-512: a product's block then
+//    reads its rows' channels at fixed offsets from one pointer);
 // 2. the products, per point and strip of 16 output channels, against the weights'
 //    transform U [points][strips][C][16] (made once per constant), into P [points][tiles][M']
 //    (with AVX-512: a strip a register);
@@ -28,15 +30,16 @@
 // Activations lie channels-last or in oneDNN's blocked nChw8c: either way each point's 8
 // channels of a group are contiguous, which is all the transforms need.
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include <fmt/format.h>
 #include <immintrin.h>
 #include <omp.h>
-#include <unistd.h>
 
 #include "weft/graph/shape_functions.h"
 #include "weft/library/dnnl_epilogue.h"
+#include "weft/support/machine.h"
 
 namespace weft::library {
 
@@ -69,7 +72,7 @@ constexpr int64_t kChunkBytes = 192 << 10, kChunkL2 = 512 << 10;
 
 int64_t chunk_bytes() {
   static const int64_t bytes = [] {
-    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    int64_t l2 = l2_cache_bytes();
     return l2 > 0 ? std::clamp<int64_t>(kChunkBytes * l2 / kChunkL2, kChunkBytes, 4 * kChunkBytes)
                   : kChunkBytes;
   }();
@@ -110,18 +113,18 @@ struct Geometry {
   int64_t padded_out() const { return (out_ch + kStrip - 1) / kStrip * kStrip; }
 };
 
-// B^T d over a side's points "s" floats apart (a column or a row of the patch), in place.
-// At stride 2: F(4, 2)'s B^T over the 5 even inputs (interpolation points 0, 1, -1, 2 and
-// infinity), then the 4 odd ones as they are.
-template <int M, int S>
-[[gnu::target("avx2,fma"), gnu::always_inline]] inline void input_1d(__m256* d, int64_t s) {
-  const __m256 two = _mm256_set1_ps(2), four = _mm256_set1_ps(4), five = _mm256_set1_ps(5);
+// B^T d over a side's points "s" floats apart (a column or a row of the patch), in place,
+// on registers "Vec" of 8 or 16 floats (GCC's vector operators; compiled for the ISA of the
+// function it is inlined into). At stride 2: F(4, 2)'s B^T over the 5 even inputs
+// (interpolation points 0, 1, -1, 2 and infinity), then the 4 odd ones as they are.
+template <int M, int S, class Vec> [[gnu::always_inline]] inline void input_1d(Vec* d, int64_t s) {
+  const float two = 2, four = 4, five = 5;
   if constexpr (S == 2) {
-    __m256 e0 = d[0], e1 = d[2 * s], e2 = d[4 * s], e3 = d[6 * s], e4 = d[8 * s];
-    __m256 o0 = d[s], o1 = d[3 * s], o2 = d[5 * s], o3 = d[7 * s];
+    Vec e0 = d[0], e1 = d[2 * s], e2 = d[4 * s], e3 = d[6 * s], e4 = d[8 * s];
+    Vec o0 = d[s], o1 = d[3 * s], o2 = d[5 * s], o3 = d[7 * s];
     d[0] = two * (e0 - e2) - e1 + e3;
     d[s] = e3 - e2 - two * e1;
-    d[2 * s] = two * e1 - _mm256_set1_ps(3) * e2 + e3;
+    d[2 * s] = two * e1 - 3.0f * e2 + e3;
     d[3 * s] = e3 - e1;
     d[4 * s] = two * (e1 - e3) - e2 + e4;
     d[5 * s] = o0;
@@ -129,13 +132,13 @@ template <int M, int S>
     d[7 * s] = o2;
     d[8 * s] = o3;
   } else if constexpr (M == 2) {
-    __m256 d0 = d[0], d1 = d[s], d2 = d[2 * s], d3 = d[3 * s];
+    Vec d0 = d[0], d1 = d[s], d2 = d[2 * s], d3 = d[3 * s];
     d[0] = d0 - d2;
     d[s] = d1 + d2;
     d[2 * s] = d2 - d1;
     d[3 * s] = d1 - d3;
   } else {
-    __m256 d0 = d[0], d1 = d[s], d2 = d[2 * s], d3 = d[3 * s], d4 = d[4 * s], d5 = d[5 * s];
+    Vec d0 = d[0], d1 = d[s], d2 = d[2 * s], d3 = d[3 * s], d4 = d[4 * s], d5 = d[5 * s];
     d[0] = four * d0 - five * d2 + d4;
     d[s] = d3 + d4 - four * (d1 + d2);
     d[2 * s] = four * (d1 - d2) - d3 + d4;
@@ -171,14 +174,15 @@ template <int M, int S>
   }
 }
 
-// V[., tile, group]: the transform of the patch under a tile ("top", "left" its first input
-// point, outside the input zeros) for channels [8 * group, 8 * group + 8).
-template <int M, int S>
-[[gnu::target("avx2,fma")]] void
-transform_input(const float* x, const Strides& s, const Geometry& g, int64_t n, int64_t top,
-                int64_t left, int64_t group, float* v, int64_t point_stride) {
+// V[., tile, channels]: the transform of the patch under a tile ("top", "left" its first
+// input point, outside the input zeros) for the 8 or 16 channels (Vec) from group "group" of
+// 8 on, which lie contiguous.
+template <int M, int S, class Vec>
+[[gnu::always_inline]] inline void
+transform_input_in(const float* x, const Strides& s, const Geometry& g, int64_t n, int64_t top,
+                   int64_t left, int64_t group, float* v, int64_t point_stride) {
   constexpr int64_t kPatch = patch(M, S), kPoints = kPatch * kPatch;
-  __m256 d[kPoints];
+  Vec d[kPoints];
   const float* base = x + n * s.batch + group * s.group;
 #pragma GCC unroll 9
   for (int64_t i = 0; i < kPatch; ++i) {
@@ -187,8 +191,8 @@ transform_input(const float* x, const Strides& s, const Geometry& g, int64_t n, 
     for (int64_t j = 0; j < kPatch; ++j) {
       int64_t w = left + j;
       bool inside = h >= 0 && h < g.in_h && w >= 0 && w < g.in_w;
-      d[i * kPatch + j] =
-          inside ? _mm256_loadu_ps(base + h * s.row + w * s.point) : _mm256_setzero_ps();
+      d[i * kPatch + j] = Vec{};
+      if (inside) std::memcpy(&d[i * kPatch + j], base + h * s.row + w * s.point, sizeof(Vec));
     }
   }
 #pragma GCC unroll 9
@@ -199,7 +203,21 @@ transform_input(const float* x, const Strides& s, const Geometry& g, int64_t n, 
     input_1d<M, S>(d + i * kPatch, 1);
 #pragma GCC unroll 81
   for (int64_t p = 0; p < kPoints; ++p)
-    _mm256_storeu_ps(v + p * point_stride, d[p]);
+    std::memcpy(v + p * point_stride, &d[p], sizeof(Vec));
+}
+
+// 8 channels on AVX2, 16 on AVX-512.
+template <int M, int S>
+[[gnu::target("avx2,fma")]] void
+transform_input(const float* x, const Strides& s, const Geometry& g, int64_t n, int64_t top,
+                int64_t left, int64_t group, float* v, int64_t point_stride) {
+  transform_input_in<M, S, __m256>(x, s, g, n, top, left, group, v, point_stride);
+}
+template <int M, int S>
+[[gnu::target("avx512f")]] void
+transform_input_wide(const float* x, const Strides& s, const Geometry& g, int64_t n, int64_t top,
+                     int64_t left, int64_t group, float* v, int64_t point_stride) {
+  transform_input_in<M, S, __m512>(x, s, g, n, top, left, group, v, point_stride);
 }
 
 // P[rows of tiles, 16 channels] = V[rows, C] x U[C, 16], for R rows of V laid [C / 8][.][8]
@@ -438,8 +456,8 @@ public:
         for (int64_t c = 0; c < chunks; ++c) {
           int64_t first = c * chunk, count = std::min(chunk, tiles - first);
           for (int64_t t = 0; t < count; ++t)
-            for (int64_t gi = 0; gi < g_.in_ch / kGroup; ++gi)
-              input(a, first, chunk, t, gi, v);
+            for (int64_t unit = 0; unit < input_units(); ++unit)
+              input(a, first, chunk, t, unit, v);
           for (int64_t q = 0; q < g_.points(); ++q)
             for (int64_t s = 0; s < ldp / kStrip; ++s)
               product(q, s, chunk, count, v, p);
@@ -461,8 +479,8 @@ public:
     {
 #pragma omp for schedule(static) collapse(2)
       for (int64_t t = 0; t < tiles; ++t)
-        for (int64_t gi = 0; gi < g_.in_ch / kGroup; ++gi)
-          input(a, 0, tiles, t, gi, v);
+        for (int64_t unit = 0; unit < input_units(); ++unit)
+          input(a, 0, tiles, t, unit, v);
 #pragma omp for schedule(static) collapse(2)
       for (int64_t q = 0; q < g_.points(); ++q)
         for (int64_t s = 0; s < ldp / kStrip; ++s)
@@ -506,20 +524,33 @@ private:
     return std::max<int64_t>(chunk_bytes() / per_tile / rows, 1) * rows;
   }
 
-  // Tile "first + t" of a scratch of "capacity" tiles: its input transform for group "gi".
-  void input(const Args& a, int64_t first, int64_t capacity, int64_t t, int64_t gi,
+  // The channels of a unit of the input transform: a group of V's 16 where the products
+  // are AVX-512's and the source lies channels-last (16 channels contiguous), else 8.
+  int64_t input_width() const {
+    return wide_products() && xs_.group == kGroup ? kWideGroup : kGroup;
+  }
+  int64_t input_units() const { return ceil_div(g_.in_ch, input_width()); }
+
+  // Tile "first + t" of a scratch of "capacity" tiles: its input transform for channels
+  // [unit * input_width(), ...) (the last unit of 16 may hold 8).
+  void input(const Args& a, int64_t first, int64_t capacity, int64_t t, int64_t unit,
              float* v) const {
     int64_t tile = first + t, th = g_.tiles_h(), tw = g_.tiles_w();
     int64_t n = tile / (th * tw), i = tile / tw % th, j = tile % tw;
     int64_t top = i * g_.m * g_.stride - g_.pad_top, left = j * g_.m * g_.stride - g_.pad_left;
-    const int64_t c = gi * kGroup, vg = v_group();
+    const int64_t c = unit * input_width(), vg = v_group(), gi = c / kGroup;
     float* to = v + (c / vg * capacity + t) * vg + c % vg;
+    const int64_t ps = capacity * v_channels();
+    bool wide = c + kWideGroup <= g_.in_ch && input_width() == kWideGroup;
     if (g_.stride == 2)
-      transform_input<4, 2>(a.x, xs_, g_, n, top, left, gi, to, capacity * v_channels());
+      (wide ? transform_input_wide<4, 2> : transform_input<4, 2>)(a.x, xs_, g_, n, top, left, gi,
+                                                                  to, ps);
     else if (g_.m == 2)
-      transform_input<2, 1>(a.x, xs_, g_, n, top, left, gi, to, capacity * v_channels());
+      (wide ? transform_input_wide<2, 1> : transform_input<2, 1>)(a.x, xs_, g_, n, top, left, gi,
+                                                                  to, ps);
     else
-      transform_input<4, 1>(a.x, xs_, g_, n, top, left, gi, to, capacity * v_channels());
+      (wide ? transform_input_wide<4, 1> : transform_input<4, 1>)(a.x, xs_, g_, n, top, left, gi,
+                                                                  to, ps);
   }
   // Point "q"'s product for strip "s" over "count" tiles.
   void product(int64_t q, int64_t s, int64_t capacity, int64_t count, const float* v,

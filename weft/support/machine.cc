@@ -1,8 +1,11 @@
 #include "weft/support/machine.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+
+#include <unistd.h>
 
 namespace weft {
 
@@ -13,6 +16,11 @@ std::string cpu_model_name() {
     if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 1);
   }
   return "unknown cpu";
+}
+
+int64_t l2_cache_bytes() {
+  static const int64_t bytes = std::max<long>(::sysconf(_SC_LEVEL2_CACHE_SIZE), 0);
+  return bytes;
 }
 
 std::string weft_cache_dir() {
