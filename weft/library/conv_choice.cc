@@ -103,7 +103,8 @@ bool winograd_shaped(const Dims& dx, int64_t group, const std::vector<Window>& w
 }
 
 // Whether Weft's Winograd kernel goes before oneDNN's (which AVX2 lacks): on AVX-512, for
-// convolutions of kOwnWinogradManyTiles tiles of 4x4 or more.
+// convolutions of kOwnWinogradManyTiles tiles of 4x4 or more whose U (36 points of C x M
+// floats) fits in twice the L2.
 bool own_winograd_first(const Dims& dx, const Dims& dw, const std::vector<Window>& win) {
   if (channel_block() == 8) return true;
   auto tiles = [&](int64_t side, const Window& d) {
