@@ -249,23 +249,34 @@ product_block(const float* v, int64_t ldg, const float* u, int64_t channels, flo
   }
 }
 
-// One position's product for one strip over all "tiles" rows of V, its groups "ldg" apart.
-[[gnu::target("avx2,fma")]] void product_strip(const float* v, int64_t ldg, const float* u,
-                                               float* p, int64_t tiles, int64_t channels,
-                                               int64_t ldp) {
-  int64_t t = 0;
-  for (; t + kRows <= tiles; t += kRows)
-    product_block<kRows>(v + t * kGroup, ldg, u, channels, p + t * ldp, ldp);
-  const float* vt = v + t * kGroup;
-  float* pt = p + t * ldp;
-  switch (tiles - t) {
-    case 5: product_block<5>(vt, ldg, u, channels, pt, ldp); break;
-    case 4: product_block<4>(vt, ldg, u, channels, pt, ldp); break;
-    case 3: product_block<3>(vt, ldg, u, channels, pt, ldp); break;
-    case 2: product_block<2>(vt, ldg, u, channels, pt, ldp); break;
-    case 1: product_block<1>(vt, ldg, u, channels, pt, ldp); break;
-    default: break;
+// "rows" (<= R) rows of a strip as one block of that many.
+template <int R>
+[[gnu::target("avx2,fma")]] void product_rows(int rows, const float* v, int64_t ldg, const float* u,
+                                              int64_t channels, float* p, int64_t ldp) {
+  if constexpr (R > 0) {
+    if (rows == R) return product_block<R>(v, ldg, u, channels, p, ldp);
+    product_rows<R - 1>(rows, v, ldg, u, channels, p, ldp);
   }
+}
+
+// The sizes of the blocks of a strip of "tiles" rows, at most "most" a block and as even as
+// they come: 49 rows in blocks of 12 would leave one of 1 (a single chain of FMAs, each
+// waiting on the last), and run as 10, 10, 10, 10 and 9.
+template <class Block> void even_blocks(int64_t tiles, int most, const Block& block) {
+  const int64_t blocks = (tiles + most - 1) / most;
+  for (int64_t b = 0, t = 0; b < blocks; ++b) {
+    int rows = static_cast<int>(tiles / blocks + (b < tiles % blocks ? 1 : 0));
+    block(t, rows);
+    t += rows;
+  }
+}
+
+// One position's product for one strip over all "tiles" rows of V, its groups "ldg" apart.
+void product_strip(const float* v, int64_t ldg, const float* u, float* p, int64_t tiles,
+                   int64_t channels, int64_t ldp) {
+  even_blocks(tiles, kRows, [&](int64_t t, int rows) {
+    product_rows<kRows>(rows, v + t * kGroup, ldg, u, channels, p + t * ldp, ldp);
+  });
 }
 
 // With AVX-512: a strip's 16 channels are one register, so a block of kWideRows rows keeps
@@ -316,25 +327,22 @@ product_block_wide(const float* v, int64_t ldg, const float* u, int64_t channels
     _mm512_storeu_ps(p + r * ldp, acc[r]);
 }
 
-// The last "rows" (< R) rows of a strip, as one block of that many.
+// "rows" (<= R) rows of a strip as one block of that many.
 template <int R>
-[[gnu::target("avx512f")]] void product_tail_wide(int rows, const float* v, int64_t ldg,
+[[gnu::target("avx512f")]] void product_rows_wide(int rows, const float* v, int64_t ldg,
                                                   const float* u, int64_t channels, float* p,
                                                   int64_t ldp) {
   if constexpr (R > 0) {
     if (rows == R) return product_block_wide<R>(v, ldg, u, channels, p, ldp);
-    product_tail_wide<R - 1>(rows, v, ldg, u, channels, p, ldp);
+    product_rows_wide<R - 1>(rows, v, ldg, u, channels, p, ldp);
   }
 }
 
-[[gnu::target("avx512f")]] void product_strip_wide(const float* v, int64_t ldg, const float* u,
-                                                   float* p, int64_t tiles, int64_t channels,
-                                                   int64_t ldp) {
-  int64_t t = 0;
-  for (; t + kWideRows <= tiles; t += kWideRows)
-    product_block_wide<kWideRows>(v + t * kWideGroup, ldg, u, channels, p + t * ldp, ldp);
-  product_tail_wide<kWideRows - 1>(static_cast<int>(tiles - t), v + t * kWideGroup, ldg, u,
-                                   channels, p + t * ldp, ldp);
+void product_strip_wide(const float* v, int64_t ldg, const float* u, float* p, int64_t tiles,
+                        int64_t channels, int64_t ldp) {
+  even_blocks(tiles, kWideRows, [&](int64_t t, int rows) {
+    product_rows_wide<kWideRows>(rows, v + t * kWideGroup, ldg, u, channels, p + t * ldp, ldp);
+  });
 }
 
 // The output transform of P[., tile, group] plus bias and epilogue, written at the tile's
