@@ -23,8 +23,9 @@
 // 2. the products, per point and strip of 16 output channels, against the weights'
 //    transform U [points][strips][C][16] (made once per constant), into P [points][tiles][M']
 //    (with AVX-512: a strip a register);
-// 3. the output transform per tile and group of 8 output channels, with the bias and the
-//    epilogue (ReLU, a residual), written where the valid points of the tile lie.
+// 3. the output transform per tile and group of 8 output channels (16 with AVX-512 where
+//    the output lies channels-last), with the bias and the epilogue (ReLU, a residual),
+//    written where the valid points of the tile lie.
 // With few tiles each phase runs over all of them, split across the threads; with many, each
 // thread takes chunks of tiles through all three phases, their V and P in its L2.
 // Activations lie channels-last or in oneDNN's blocked nChw8c: either way each point's 8
@@ -148,14 +149,13 @@ template <int M, int S, class Vec> [[gnu::always_inline]] inline void input_1d(V
   }
 }
 
-// A^T m over a side's points "s" apart, into m points "so" apart; at stride 2 F(4, 2)'s A^T
-// over the even points plus the odd ones.
-template <int M, int S>
-[[gnu::target("avx2,fma"), gnu::always_inline]] inline void output_1d(const __m256* m, int64_t s,
-                                                                      __m256* o, int64_t so) {
+// A^T m over a side's points "s" apart, into m points "so" apart, on registers "Vec" (as
+// input_1d); at stride 2 F(4, 2)'s A^T over the even points plus the odd ones.
+template <int M, int S, class Vec>
+[[gnu::always_inline]] inline void output_1d(const Vec* m, int64_t s, Vec* o, int64_t so) {
+  const float two = 2, four = 4, eight = 8;
   if constexpr (S == 2) {
-    __m256 a = m[s] + m[2 * s], b = m[s] - m[2 * s], c = m[3 * s];
-    const __m256 two = _mm256_set1_ps(2), four = _mm256_set1_ps(4), eight = _mm256_set1_ps(8);
+    Vec a = m[s] + m[2 * s], b = m[s] - m[2 * s], c = m[3 * s];
     o[0] = m[0] + a + c + m[5 * s];
     o[so] = b + two * c + m[6 * s];
     o[2 * so] = a + four * c + m[7 * s];
@@ -164,9 +164,7 @@ template <int M, int S>
     o[0] = m[0] + m[s] + m[2 * s];
     o[so] = m[s] - m[2 * s] - m[3 * s];
   } else {
-    __m256 a = m[s] + m[2 * s], b = m[s] - m[2 * s], c = m[3 * s] + m[4 * s],
-           d = m[3 * s] - m[4 * s];
-    const __m256 two = _mm256_set1_ps(2), four = _mm256_set1_ps(4), eight = _mm256_set1_ps(8);
+    Vec a = m[s] + m[2 * s], b = m[s] - m[2 * s], c = m[3 * s] + m[4 * s], d = m[3 * s] - m[4 * s];
     o[0] = m[0] + a + c;
     o[so] = b + two * d;
     o[2 * so] = a + four * c;
@@ -345,41 +343,67 @@ void product_strip_wide(const float* v, int64_t ldg, const float* u, float* p, i
   });
 }
 
-// The output transform of P[., tile, group] plus bias and epilogue, written at the tile's
-// valid points ("top", "left" its first output point).
-template <int M, int S>
-[[gnu::target("avx2,fma")]] void
-transform_output(const float* p, int64_t point_stride, const float* bias,
-                 const std::vector<Step>& steps, void* const* buffers, float* y, const Strides& ys,
-                 const Geometry& g, int64_t n, int64_t top, int64_t left, int64_t group) {
+// The output transform of P[., tile, channels] plus bias and epilogue, written at the tile's
+// valid points ("top", "left" its first output point), for the 8 or 16 channels (Vec) from
+// group "group" of 8 on, which lie contiguous in the output and the residual.
+template <int M, int S, class Vec>
+[[gnu::always_inline]] inline void
+transform_output_in(const float* p, int64_t point_stride, const float* bias,
+                    const std::vector<Step>& steps, void* const* buffers, float* y,
+                    const Strides& ys, const Geometry& g, int64_t n, int64_t top, int64_t left,
+                    int64_t group) {
   constexpr int64_t kPatch = patch(M, S), kPoints = kPatch * kPatch;
-  __m256 m[kPoints], r[M * kPatch], o[M * M];
+  Vec m[kPoints], r[M * kPatch], o[M * M];
 #pragma GCC unroll 81
   for (int64_t q = 0; q < kPoints; ++q)
-    m[q] = _mm256_loadu_ps(p + q * point_stride);
+    std::memcpy(&m[q], p + q * point_stride, sizeof(Vec));
 #pragma GCC unroll 9
   for (int64_t j = 0; j < kPatch; ++j)
     output_1d<M, S>(m + j, kPatch, r + j, kPatch);
 #pragma GCC unroll 4
   for (int64_t i = 0; i < M; ++i)
     output_1d<M, S>(r + i * kPatch, 1, o + i * M, 1);
-  __m256 b = bias ? _mm256_loadu_ps(bias + group * kGroup) : _mm256_setzero_ps();
+  Vec b{};
+  if (bias) std::memcpy(&b, bias + group * kGroup, sizeof(Vec));
   for (int64_t i = 0; i < M && top + i < g.out_h; ++i) {
     for (int64_t j = 0; j < M && left + j < g.out_w; ++j) {
       int64_t h = top + i, w = left + j;
-      __m256 v = o[i * M + j] + b;
+      Vec v = o[i * M + j] + b;
       for (const Step& s : steps) {
         if (s.relu) {
-          v = _mm256_max_ps(v, _mm256_set1_ps(s.alpha) * v);
+          Vec scaled = s.alpha * v;
+          v = v > scaled ? v : scaled; // max(v, alpha v)
         } else {
           const Strides& rs = s.strides;
           const auto* res = static_cast<const float*>(buffers[s.buffer]);
-          v += _mm256_loadu_ps(res + n * rs.batch + group * rs.group + h * rs.row + w * rs.point);
+          Vec add;
+          std::memcpy(&add, res + n * rs.batch + group * rs.group + h * rs.row + w * rs.point,
+                      sizeof(Vec));
+          v += add;
         }
       }
-      _mm256_storeu_ps(y + n * ys.batch + group * ys.group + h * ys.row + w * ys.point, v);
+      std::memcpy(y + n * ys.batch + group * ys.group + h * ys.row + w * ys.point, &v, sizeof(Vec));
     }
   }
+}
+
+// 8 channels on AVX2, 16 on AVX-512.
+template <int M, int S>
+[[gnu::target("avx2,fma")]] void
+transform_output(const float* p, int64_t point_stride, const float* bias,
+                 const std::vector<Step>& steps, void* const* buffers, float* y, const Strides& ys,
+                 const Geometry& g, int64_t n, int64_t top, int64_t left, int64_t group) {
+  transform_output_in<M, S, __m256>(p, point_stride, bias, steps, buffers, y, ys, g, n, top, left,
+                                    group);
+}
+template <int M, int S>
+[[gnu::target("avx512f")]] void
+transform_output_wide(const float* p, int64_t point_stride, const float* bias,
+                      const std::vector<Step>& steps, void* const* buffers, float* y,
+                      const Strides& ys, const Geometry& g, int64_t n, int64_t top, int64_t left,
+                      int64_t group) {
+  transform_output_in<M, S, __m512>(p, point_stride, bias, steps, buffers, y, ys, g, n, top, left,
+                                    group);
 }
 
 // U = G g G^T for every input and output channel, in fp64 and rounded once, laid out
@@ -470,8 +494,8 @@ public:
             for (int64_t s = 0; s < ldp / kStrip; ++s)
               product(q, s, chunk, count, v, p);
           for (int64_t t = 0; t < count; ++t)
-            for (int64_t go = 0; go < g_.out_ch / kGroup; ++go)
-              output(a, first, chunk, t, go, p);
+            for (int64_t unit = 0; unit < output_units(); ++unit)
+              output(a, first, chunk, t, unit, p);
         }
       }
       return {};
@@ -495,8 +519,8 @@ public:
           product(q, s, tiles, tiles, v, p);
 #pragma omp for schedule(static) collapse(2)
       for (int64_t t = 0; t < tiles; ++t)
-        for (int64_t go = 0; go < g_.out_ch / kGroup; ++go)
-          output(a, 0, tiles, t, go, p);
+        for (int64_t unit = 0; unit < output_units(); ++unit)
+          output(a, 0, tiles, t, unit, p);
     }
     return {};
   }
@@ -538,6 +562,15 @@ private:
     return wide_products() && xs_.group == kGroup ? kWideGroup : kGroup;
   }
   int64_t input_units() const { return ceil_div(g_.in_ch, input_width()); }
+  // And of the output transform: 16 where the products are AVX-512's and the output and the
+  // residual lie channels-last.
+  int64_t output_width() const {
+    bool contiguous = ys_.group == kGroup;
+    for (const Step& s : steps_)
+      contiguous = contiguous && (s.relu || s.strides.group == kGroup);
+    return wide_products() && contiguous ? kWideGroup : kGroup;
+  }
+  int64_t output_units() const { return ceil_div(g_.out_ch, output_width()); }
 
   // Tile "first + t" of a scratch of "capacity" tiles: its input transform for channels
   // [unit * input_width(), ...) (the last unit of 16 may hold 8).
@@ -570,20 +603,25 @@ private:
                                       p + q * capacity * ldp + s * kStrip, count, g_.in_ch, ldp);
   }
   // Tile "first + t"'s output transform for output group "go", with the epilogue.
-  void output(const Args& a, int64_t first, int64_t capacity, int64_t t, int64_t go,
+  void output(const Args& a, int64_t first, int64_t capacity, int64_t t, int64_t unit,
               const float* p) const {
     int64_t tile = first + t, th = g_.tiles_h(), tw = g_.tiles_w(), ldp = g_.padded_out();
     int64_t n = tile / (th * tw), i = tile / tw % th, j = tile % tw;
-    const float* from = p + t * ldp + go * kGroup;
+    const int64_t c = unit * output_width(), go = c / kGroup;
+    const float* from = p + t * ldp + c;
+    bool wide = c + kWideGroup <= g_.out_ch && output_width() == kWideGroup;
     if (g_.stride == 2)
-      transform_output<4, 2>(from, capacity * ldp, a.bias, steps_, a.buffers, a.y, ys_, g_, n,
-                             i * 4, j * 4, go);
+      (wide ? transform_output_wide<4, 2> : transform_output<4, 2>)(from, capacity * ldp, a.bias,
+                                                                    steps_, a.buffers, a.y, ys_, g_,
+                                                                    n, i * 4, j * 4, go);
     else if (g_.m == 2)
-      transform_output<2, 1>(from, capacity * ldp, a.bias, steps_, a.buffers, a.y, ys_, g_, n,
-                             i * 2, j * 2, go);
+      (wide ? transform_output_wide<2, 1> : transform_output<2, 1>)(from, capacity * ldp, a.bias,
+                                                                    steps_, a.buffers, a.y, ys_, g_,
+                                                                    n, i * 2, j * 2, go);
     else
-      transform_output<4, 1>(from, capacity * ldp, a.bias, steps_, a.buffers, a.y, ys_, g_, n,
-                             i * 4, j * 4, go);
+      (wide ? transform_output_wide<4, 1> : transform_output<4, 1>)(from, capacity * ldp, a.bias,
+                                                                    steps_, a.buffers, a.y, ys_, g_,
+                                                                    n, i * 4, j * 4, go);
   }
 
   Geometry g_;
