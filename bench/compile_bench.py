@@ -16,6 +16,8 @@ import sys
 import tempfile
 import time
 
+from machine_name import machine
+
 WARM_GOAL_S = 0.5
 COLD_GOAL_S = 30.0
 COLD_GOAL_MODEL = "resnet18"
@@ -59,7 +61,7 @@ def goals(r):
 
 def markdown(r):
     lines = ["## Compile time", "",
-             f"`bench/compile_bench.py`, measured {r['date']}, same machine: each model compiled by "
+             f"`bench/compile_bench.py`, measured {r['date']} on {r['machine']}: each model compiled by "
              "`weft bench --json` twice, cold (a kernel cache of its own: every kernel scheduled by "
              "isl and emitted, on all cores, in `generate`, and the model's kernels built by one run "
              "of the system C++ compiler, in `build`) and then warm (the same cache: the generated "
@@ -86,7 +88,7 @@ def main():
         row = measure(a.weft, path)
         rows.append(row)
         print(f"{row['model']}: cold {row['cold_ms']:.0f} ms, warm {row['warm_ms']:.0f} ms", flush=True)
-    result = {"date": time.strftime("%Y-%m-%d"), "rows": rows}
+    result = {"date": time.strftime("%Y-%m-%d"), "machine": machine(), "rows": rows}
     print("\n".join(goals(result)))
     if a.write:
         with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "compile_results.json"), "w") as f:

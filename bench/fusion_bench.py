@@ -8,8 +8,11 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
+
+from machine_name import machine
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -99,12 +102,14 @@ def main():
         rows.append(row)
         print(json.dumps(row), flush=True)
     with open(os.path.join(HERE, "fusion_results.json"), "w") as f:
-        json.dump(rows, f, indent=2)
+        json.dump({"date": time.strftime("%Y-%m-%d"), "machine": machine(), "rows": rows}, f,
+                  indent=2)
 
 
-def markdown(rows):
+def markdown(r):
+    rows = r["rows"]
     lines = ["## Fusion: fused against `--no-fusion`", "",
-             "`bench/fusion_bench.py`, same machine, same run. Kernel counts and bytes are "
+             f"`bench/fusion_bench.py`, measured {r['date']} on {r['machine']}. Kernel counts and bytes are "
              "exact; the machine is shared, so the medians are noisy. Bytes moved are the sum "
              "over kernels of the buffers each reads and writes, each counted once (a stitched "
              "kernel's intermediates are temporaries: with loop fusion a row of them is "

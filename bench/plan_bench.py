@@ -19,6 +19,8 @@ import time
 
 import numpy as np
 
+from machine_name import machine
+
 
 def block(i, x):
     """One block reading "x"; returns (nodes, initializers, output name)."""
@@ -103,7 +105,7 @@ def measure(weft, directory, target):
 
 def markdown(r):
     lines = ["## Fusion planning time", "",
-             f"`bench/plan_bench.py`, measured {r['date']}: a synthetic graph of LayerNorm, bias + GELU, "
+             f"`bench/plan_bench.py`, measured {r['date']} on {r['machine']}: a synthetic graph of LayerNorm, bias + GELU, "
              "softmax and residual blocks written as primitives (about 21 nodes each, [32, 256] "
              "activations), planned by `weft inspect --fusion` (no code generated). Planning is "
              "lowering plus fusion plus the buffer plan; import to plan adds parsing, the graph "
@@ -137,7 +139,7 @@ def main():
               f"; planning {row['planning_ms'] / 1000:.2f} s, import to plan {row['import_to_plan_ms'] / 1000:.2f} s")
     if a.write:
         with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "plan_results.json"), "w") as f:
-            json.dump({"date": time.strftime("%Y-%m-%d"), "rows": rows}, f, indent=1)
+            json.dump({"date": time.strftime("%Y-%m-%d"), "machine": machine(), "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

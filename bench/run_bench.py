@@ -29,6 +29,7 @@ import time
 
 import numpy as np
 import onnxruntime as ort
+from machine_name import machine
 from ort_options import described, session_options
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -225,19 +226,6 @@ def combine_rounds(name, kind, rounds):
     return row, found
 
 
-def machine():
-    model = platform.processor()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return f"{model}, {os.cpu_count()} cores"
-
-
 def main():
     parser = argparse.ArgumentParser(description="Weft beside its CPU peers.")
     parser.add_argument("weft")
@@ -379,8 +367,8 @@ def markdown(r):
         "docs/library.md; the Goals section below checks the issue's goals against this run. The machine "
         "is shared, so the numbers are noisy. "
         "The fusion section below compares Weft with itself (`--no-fusion`); the rows above were "
-        "measured when its results file was written (see the date), fusion's when "
-        "`fusion_results.json` was.",
+        "measured when its results file was written (see the date), each section below on the "
+        "machine and date it names.",
         "",
         "Inputs smaller than the last-level cache stay cached from run to run, so their GB/s "
         "can exceed the DRAM bandwidth; DESIGN.md's bandwidth goal is for inputs of 64 MB and "

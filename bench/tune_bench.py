@@ -14,6 +14,8 @@ import subprocess
 import tempfile
 import time
 
+from machine_name import machine
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 # The memory-bound cases of run_bench.py (models with library calls tune only their
 # generated kernels, which is what this measures too).
@@ -41,7 +43,7 @@ def tune(weft, model, cache):
 
 def markdown(r):
     lines = ["## Autotuning: `weft tune` against the cost model", "",
-             f"`bench/tune_bench.py`, measured {r['date']}, same machine: `weft tune MODEL` in a tuning "
+             f"`bench/tune_bench.py`, measured {r['date']} on {r['machine']}: `weft tune MODEL` in a tuning "
              "cache of its own, so the tables above measure the cost model's schedules. A kernel whose "
              "code does not depend on the schedule (elementwise without reductions, most library-bound "
              "models' small kernels) has one candidate and is not measured. Times are the sums of the "
@@ -80,7 +82,7 @@ def main():
             print(json.dumps(row))
     if a.write:
         with open(os.path.join(HERE, "tune_results.json"), "w") as f:
-            json.dump({"date": time.strftime("%Y-%m-%d"), "rows": rows}, f, indent=1)
+            json.dump({"date": time.strftime("%Y-%m-%d"), "machine": machine(), "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":
