@@ -54,6 +54,7 @@ constexpr int64_t u_side(int64_t m, int64_t stride) { return stride == 2 ? 6 : m
 constexpr int64_t kGroup = 8;   // channels of an AVX register
 constexpr int64_t kStrip = 16;  // output channels of a product's strip
 constexpr int kRows = 6;        // tiles of the product's register block (12 accumulators)
+constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // Fewer tiles of 4x4 than this run as tiles of 2x2 (winograd_conv_call).
 constexpr int64_t kFewTiles = 8;
 // At stride 2 fewer tiles than this stay oneDNN's direct call: its U (4x the weights) then
@@ -261,7 +262,7 @@ template <int R>
 // they come: 49 rows in blocks of 12 would leave one of 1 (a single chain of FMAs, each
 // waiting on the last), and run as 10, 10, 10, 10 and 9.
 template <class Block> void even_blocks(int64_t tiles, int most, const Block& block) {
-  const int64_t blocks = (tiles + most - 1) / most;
+  const int64_t blocks = ceil_div(tiles, most);
   for (int64_t b = 0, t = 0; b < blocks; ++b) {
     int rows = static_cast<int>(tiles / blocks + (b < tiles % blocks ? 1 : 0));
     block(t, rows);
@@ -288,8 +289,6 @@ bool wide_products() {
   static const bool wide = __builtin_cpu_supports("avx512f");
   return wide;
 }
-
-constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The channels of a group of V: kWideGroup for the AVX-512 products, else kGroup.
 int64_t v_group() { return wide_products() ? kWideGroup : kGroup; }
