@@ -4,7 +4,6 @@
 
 #include "weft/driver/stages.h"
 #include "weft/graph/op_table.h"
-#include "weft/graph/passes/channels_last.h"
 #include "weft/graph/passes/expand_moe.h"
 #include "weft/graph/passes/quantized_in_float.h"
 #include "weft/graph/passes/quantized_products.h"
@@ -83,7 +82,7 @@ bool one_pixel(const Node& conv) {
 
 // Convolutions generated code runs, not a library call (docs/library.md): as `weft tune`
 // recorded for their shape, else those of one pixel, and on the CPU the grouped ones of few
-// channels a group that channels_last left plain (few_channels_a_group); and under
+// channels a group that channels_last left plain (library::few_channels_a_group); and under
 // WEFT_DEPTHWISE=generated the depthwise ones that the channels_last pass gave their weights
 // laid out last (kernel::lower_conv_channels_last).
 bool generated_conv(const Node& node, bool cuda) {
@@ -94,7 +93,8 @@ bool generated_conv(const Node& node, bool cuda) {
   bool channels_last = node.op_type == Op::kConvChannelsLast;
   if (!channels_last && node.op_type != Op::kConv) return false;
   std::optional<bool> tuned = library::tuned_generated(node);
-  bool by_shape = one_pixel(node) || (!cuda && !channels_last && few_channels_a_group(node));
+  bool by_shape =
+      one_pixel(node) || (!cuda && !channels_last && library::few_channels_a_group(node));
   bool chosen = (depthwise && channels_last && node.input(3)) || (tuned ? *tuned : by_shape);
   return chosen && kernel::can_lower(node);
 }

@@ -86,6 +86,27 @@ int64_t channel_block() {
   return block;
 }
 
+// Channels-last, oneDNN 2.6's AVX2 build has only its im2col kernel for these (128 channels at
+// 56x56: 3.7-4.3 ms, 8 GFLOP/s), and generated code reads each group's channels strided
+// (7.5 ms); on the plain layout the generated kernel runs along rows (1.1 ms, and 1.0 ms for the
+// two Transposes around it). With a 1x1 convolution on each side: 7.1 -> 3.4 ms; 2 channels a
+// group 6.4 -> 3.0; 96 channels at 112x112 16.6 -> 7.7; 256 at 28x28 4.3 -> 3.6; but 512 at
+// 14x14 2.3 -> 2.8, so smaller planes stay oneDNN's. ResNeXt-50 66.7 -> 56.7 ms (alternating
+// runs, AMD EPYC, AVX2, 2 threads, 2026-12-01). With AVX-512, oneDNN's JIT kernel runs ResNeXt's
+// 128 channels at 56x56 channels-last in 0.79-0.91 ms against the generated 1.59-1.68, without
+// the Transposes (Intel Xeon, 2026-12-01).
+bool few_channels_a_group(const Node& n) {
+  if (n.op_type != Op::kConv || channel_block() == 16) return false;
+  int64_t group = n.attrs_as<ConvAttrs>().group;
+  const Value *w = n.inputs[1], *y = n.outputs[0];
+  if (group < 2 || !w->type.has_static_shape() || w->type.shape->size() != 4 ||
+      !y->type.has_static_shape())
+    return false;
+  int64_t per_group = (*w->type.shape)[1].value();
+  int64_t plane = (*y->type.shape)[2].value() * (*y->type.shape)[3].value();
+  return per_group > 1 && per_group < 8 && plane >= 28 * 28;
+}
+
 // Whether a knob of docs/knobs.md is on: unset, or anything but "0".
 bool knob_on(const char* name) {
   const char* env = std::getenv(name);

@@ -222,8 +222,9 @@ bool is_pool(const Node* n) {
 
 class ChannelsLast {
 public:
-  ChannelsLast(Graph& graph, const std::function<bool(const Node&)>& int8_call)
-      : graph_(graph), int8_call_(int8_call) {}
+  ChannelsLast(Graph& graph, const std::function<bool(const Node&)>& int8_call,
+               const std::function<bool(const Node&)>& stays_plain)
+      : graph_(graph), int8_call_(int8_call), stays_plain_(stays_plain) {}
 
   bool run() {
     bool changed = false;
@@ -253,7 +254,7 @@ private:
     if (n.op_type == Op::kQLinearConv) return !one_d && int8_call_ && int8_call_(n);
     if (n.op_type != Op::kConv ||
         (one_d && (n.attrs_as<ConvAttrs>().group != 1 || !n.inputs[1]->is_constant())) ||
-        few_channels_a_group(n))
+        (stays_plain_ && stays_plain_(n)))
       return false;
     for (const auto* list : {&n.inputs, &n.outputs}) {
       for (const Value* v : *list) {
@@ -563,6 +564,7 @@ private:
 
   Graph& graph_;
   std::function<bool(const Node&)> int8_call_;
+  std::function<bool(const Node&)> stays_plain_;
   std::unordered_map<const Value*, Value*> to_last_; // convert's Transposes, by their input
   std::set<const Node*> after_pools_;                // sink_pool's Transposes to channels-last
   bool one_d_ = false; // 1-D convolutions converted: rank-3 Transposes are the pass's too
@@ -571,19 +573,9 @@ private:
 
 } // namespace
 
-bool few_channels_a_group(const Node& n) {
-  int64_t group = n.attrs_as<ConvAttrs>().group;
-  const Value *w = n.inputs[1], *y = n.outputs[0];
-  if (group < 2 || !w->type.has_static_shape() || w->type.shape->size() != 4 ||
-      !y->type.has_static_shape())
-    return false;
-  int64_t per_group = (*w->type.shape)[1].value();
-  int64_t plane = (*y->type.shape)[2].value() * (*y->type.shape)[3].value();
-  return per_group > 1 && per_group < 8 && plane >= 28 * 28;
-}
-
-Result<bool> channels_last(Graph& graph, const std::function<bool(const Node&)>& int8_call) {
-  return ChannelsLast(graph, int8_call).run();
+Result<bool> channels_last(Graph& graph, const std::function<bool(const Node&)>& int8_call,
+                           const std::function<bool(const Node&)>& stays_plain) {
+  return ChannelsLast(graph, int8_call, stays_plain).run();
 }
 
 namespace {

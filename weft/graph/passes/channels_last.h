@@ -40,7 +40,10 @@
 
 namespace weft {
 
-Result<bool> channels_last(Graph& graph, const std::function<bool(const Node&)>& int8_call = {});
+// "stays_plain": the convolutions that keep plain activations (generated code runs them
+// faster so: library::few_channels_a_group).
+Result<bool> channels_last(Graph& graph, const std::function<bool(const Node&)>& int8_call = {},
+                           const std::function<bool(const Node&)>& stays_plain = {});
 
 // pools_between_regions: a pooling between two channels-last regions (a Transpose to
 // channels-first before it, one to channels-last after it) runs channels-last in place: an
@@ -55,16 +58,5 @@ Result<bool> channels_last(Graph& graph, const std::function<bool(const Node&)>&
 // Runs after channels_last and the passes after it: canonicalize composes the Transposes
 // it adds (to channels-last and back) into nothing.
 Result<bool> pools_between_regions(Graph& graph);
-
-// A 2-D grouped convolution of 2-7 channels a group (ResNeXt's 32 groups of 4) onto a plane
-// of 28x28 or more: channels-last, oneDNN has only its im2col kernel for it on AVX2 (128
-// channels at 56x56: 3.7-4.3 ms, 8 GFLOP/s), and generated code reads each group's channels
-// strided (7.5 ms); on the plain layout the generated kernel runs along rows (1.1 ms, and
-// 1.0 ms for the two Transposes around it). channels_last leaves it plain and generated code
-// runs it (driver/select_library.cc: generated_conv). With a 1x1 convolution on each side:
-// 7.1 -> 3.4 ms; 2 channels a group 6.4 -> 3.0; 96 channels at 112x112 16.6 -> 7.7; 256 at
-// 28x28 4.3 -> 3.6; but 512 at 14x14 2.3 -> 2.8, so smaller planes stay oneDNN's.
-// ResNeXt-50 66.7 -> 56.7 ms (alternating runs, AMD EPYC, AVX2, 2 threads, 2026-12-01).
-bool few_channels_a_group(const Node& conv);
 
 } // namespace weft
