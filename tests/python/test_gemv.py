@@ -82,25 +82,26 @@ def test_two_rows_stay_onednn():
     np.testing.assert_array_equal(got["y"], np.full((2, N), K, np.float32))
 
 
-@pytest.mark.parametrize("trans_b, with_c", [(1, True), (0, False), (1, False)])
-def test_a_row_through_gemm_runs_as_weft_gemv(trans_b, with_c):
+@pytest.mark.parametrize("trans_b, with_c, n", [(1, True, N), (0, False, N), (1, False, N - 1)])
+def test_a_row_through_gemm_runs_as_weft_gemv(trans_b, with_c, n):
     """Gemm of one row (a classifier's head, nn.Linear as the TorchScript exporter writes it:
     transB=1): Weft's matrix-vector call, each output a dot product with a row of W when B is
-    transposed; with C [N] as its bias and a Relu after."""
+    transposed (eight rows at a time, then the rest: 511 outputs); with C [N] as its bias and a
+    Relu after."""
     rng = np.random.default_rng(trans_b + 2 * with_c)
-    w = (rng.standard_normal((N, K) if trans_b else (K, N)) / np.sqrt(K)).astype(np.float32)
-    c = rng.standard_normal(N).astype(np.float32)
+    w = (rng.standard_normal((n, K) if trans_b else (K, n)) / np.sqrt(K)).astype(np.float32)
+    c = rng.standard_normal(n).astype(np.float32)
     inputs = ["x", "w", "c"] if with_c else ["x", "w"]
     graph = helper.make_graph(
         [helper.make_node("Gemm", inputs, ["g"], transB=trans_b), helper.make_node("Relu", ["g"], ["y"])], "g",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, K])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, N])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, n])],
         [numpy_helper.from_array(w, "w"), numpy_helper.from_array(c, "c")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     x = rng.standard_normal((1, K)).astype(np.float32)
     got, kernels = weft.compile(model.SerializeToString(), threads=2).profile({"x": x})
-    assert [k["strategy"].split(" (")[0] for k in kernels] == ["Weft matrix-vector product 1x640x512"], kernels
+    assert [k["strategy"].split(" (")[0] for k in kernels] == [f"Weft matrix-vector product 1x640x{n}"], kernels
     h = x.astype(np.float64) @ (w.T if trans_b else w).astype(np.float64) + (c if with_c else 0)
     np.testing.assert_allclose(got["y"], np.maximum(h, 0), rtol=1e-4, atol=1e-5)
 

@@ -51,6 +51,33 @@ dot(const float* __restrict x, const float* __restrict w, int64_t k) {
   return sum;
 }
 
+// The dot products of x with eight rows of w, k long and "stride" apart, into out[0, 8): eight
+// streams in flight and x loaded once for them (AlexNet's 9216 x 4096 weights: 20 GB/s one row
+// at a time, 25 four at a time, 28-30 eight at a time; sixteen no faster).
+__attribute__((target_clones("avx512f", "avx2", "default"))) void dot8(const float* __restrict x,
+                                                                       const float* __restrict w,
+                                                                       int64_t stride, int64_t k,
+                                                                       float* __restrict out) {
+  const float *w0 = w, *w1 = w + stride, *w2 = w + 2 * stride, *w3 = w + 3 * stride,
+              *w4 = w + 4 * stride, *w5 = w + 5 * stride, *w6 = w + 6 * stride,
+              *w7 = w + 7 * stride;
+  float s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+#pragma omp simd reduction(+ : s0, s1, s2, s3, s4, s5, s6, s7)
+  for (int64_t i = 0; i < k; ++i) {
+    float xi = x[i];
+    s0 += xi * w0[i];
+    s1 += xi * w1[i];
+    s2 += xi * w2[i];
+    s3 += xi * w3[i];
+    s4 += xi * w4[i];
+    s5 += xi * w5[i];
+    s6 += xi * w6[i];
+    s7 += xi * w7[i];
+  }
+  for (float s : {s0, s1, s2, s3, s4, s5, s6, s7})
+    *out++ = s;
+}
+
 // One post-op on "v"; "s" is its src1 element where it has one.
 float apply(const PostOp& p, float v, float s) {
   using A = dnnl::algorithm;
@@ -115,8 +142,15 @@ public:
     const float* bias = bias_ < 0 ? nullptr : static_cast<const float*>(buffers[bias_]);
     auto* y = static_cast<float*>(buffers[y_]);
     if (transposed_) { // w [N, K]: each output a dot product with a contiguous row
+      int64_t blocks = n_ / 8;
 #pragma omp parallel for schedule(static)
-      for (int64_t j = 0; j < n_; ++j)
+      for (int64_t b = 0; b < blocks; ++b) {
+        float sums[8];
+        dot8(x, w + 8 * b * k_, k_, k_, sums);
+        for (int64_t j = 8 * b; j < 8 * b + 8; ++j)
+          y[j] = finish(buffers, bias, j, sums[j - 8 * b]);
+      }
+      for (int64_t j = 8 * blocks; j < n_; ++j)
         y[j] = finish(buffers, bias, j, dot(x, w + j * k_, k_));
       return Status();
     }
