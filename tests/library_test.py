@@ -201,6 +201,28 @@ class Conv1dChain(torch.nn.Module):
         return torch.relu(self.c(h) + h).amax(dim=2)
 
 
+class ConformerConv(torch.nn.Module):
+    """A Conformer's convolution module: a pointwise convolution, GLU, a depthwise 1-D one of 31
+    taps, BatchNormalization, SiLU, a pointwise one; and a short causal depthwise one (4 taps,
+    padded both sides and sliced, as LFM2 and Mamba export it). oneDNN 2.6 ran 1-D depthwise
+    convolutions at 1-3 GFLOP/s: generated code runs them, on the plain layout."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Conv1d(32, 64, 1)
+        self.dw = torch.nn.Conv1d(32, 32, 31, padding=15, groups=32)
+        self.bn = torch.nn.BatchNorm1d(32)
+        self.bn.running_mean.uniform_(-1, 1)
+        self.bn.running_var.uniform_(0.5, 2)
+        self.b = torch.nn.Conv1d(32, 32, 1)
+        self.causal = torch.nn.Conv1d(32, 32, 4, padding=3, groups=32)
+
+    def forward(self, x):
+        h = torch.nn.functional.glu(self.a(x), dim=1)
+        h = self.b(torch.nn.functional.silu(self.bn(self.dw(h))))
+        return self.causal(h)[..., :-3]
+
+
 class Attention(torch.nn.Module):
     """Transposes around batched MatMuls, as multi-head attention exports them."""
 
@@ -678,6 +700,11 @@ def main():
         if "gemm" in own[0]:
             tiles = [k["strategy"] for k in listed if "im2col tiles" in k["strategy"]]
             assert len(tiles) == 3, listed
+        check(tmp, "conformer_conv", ConformerConv().eval(), {"x": f(2, 32, 250)},
+              ["Conv", "Conv"])
+        generated = [k["op_type"] for k in kernels(os.path.join(tmp, "conformer_conv.onnx"))
+                     if "Conv" in k["op_type"] and not k["strategy"].startswith(LIBRARY_CALLS)]
+        assert len(generated) == 2, generated  # the depthwise ones
         # Depthwise convolutions channels-last, as oneDNN's calls and as generated code
         # (WEFT_DEPTHWISE=generated: weft.ConvChannelsLast on its [k..., 1, M] weights).
         check(tmp, "inverted_residual", InvertedResidual().eval(), {"x": f(1, 8, 20, 20)},

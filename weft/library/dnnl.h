@@ -69,11 +69,13 @@ std::optional<std::string> int8_matmul_unfit(const Node& n);
 // products are exact, and where oneDNN has a JIT kernel for it.
 std::optional<std::string> int8_conv_unfit(const Node& n);
 
-// Whether a Conv is a 2-D grouped convolution of 2-7 channels a group (ResNeXt's 32 groups of
-// 4) onto a plane of 28x28 or more that generated code runs faster on plain activations than
-// oneDNN does channels-last: on CPUs without AVX-512, where oneDNN has only its im2col kernel
-// for it. The channels_last pass leaves it plain, between Transposes, and
-// driver/select_library.cc has generated code run it (docs/library.md).
+// Whether a Conv is a grouped convolution of few channels a group that generated code runs
+// faster on plain activations than oneDNN does: a 1-D one of up to 7 channels a group
+// (depthwise included: a Conformer's, LFM2's), where oneDNN 2.6 has only slow kernels; a 2-D
+// one of 2-7 channels a group (ResNeXt's 32 groups of 4) onto a plane of 28x28 or more, on
+// CPUs without AVX-512, where oneDNN has only its im2col kernel for it. The channels_last pass
+// leaves it plain, between Transposes, and driver/select_library.cc has generated code run it
+// (docs/library.md).
 bool few_channels_a_group(const Node& conv);
 
 // The nodes that read a value.
