@@ -50,6 +50,8 @@ inline constexpr int64_t kTinyInner = 4;    // elementwise loops this short are 
 // runs, 2026-11-27); cache-resident ones ([1024, 4096]) keep their chunks.
 inline constexpr int64_t kWholeRowColumns = 8192;
 inline constexpr int64_t kWholeRowBlock = 32;
+// The side of a transposing tile (Emitter::emit_transposing_tiles): a line of floats.
+inline constexpr int64_t kTransposeTile = 16;
 
 // [lo, hi) of a loop: its init, and the bound of a condition "it <= E" or "it < E".
 struct LoopRange {

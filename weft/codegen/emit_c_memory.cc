@@ -2,6 +2,7 @@
 // elementwise loop coalescing, and streaming stores for large outputs, around the SIMD loops
 // that run one statement.
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 
 #include <fmt/format.h>
@@ -179,6 +180,61 @@ std::optional<AstNode> Emitter::coalesced(const AstNode& n) const {
   for (const AstExpr& e : call.args)
     loop.children[0].args.push_back(substitute(e, n.iterator, zero));
   return loop;
+}
+
+bool Emitter::emit_transposing_tiles(const AstNode& n, int depth, std::string& out) const {
+  if (!d_.cpu_reduction_strategies || small_ || n.mark != AstNode::Mark::kParallel) return false;
+  const AstNode& inner = n.children[0];
+  if (inner.kind != AstNode::Kind::kFor || inner.mark != AstNode::Mark::kParallel ||
+      inner.children[0].kind != AstNode::Kind::kCall)
+    return false;
+  std::optional<LoopRange> outer_range = loop_range(n), inner_range = loop_range(inner);
+  if (!outer_range || !inner_range || outer_range->static_extent().value_or(0) < kTransposeTile ||
+      inner_range->static_extent().value_or(0) < kTransposeTile)
+    return false;
+  const AstNode& call = inner.children[0];
+  const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
+  const kernel::Buffer& written = k_.buffers[static_cast<size_t>(s.write.buffer)];
+  auto plain = [&](const kernel::Access& a) {
+    return a.indirect.empty() && !contracted_.contains(a.buffer);
+  };
+  if (s.combine != kernel::Combine::kNone || written.aliased || !plain(s.write) ||
+      flat_coefficient(s.write, call, inner.iterator) != 1 ||
+      !std::all_of(s.reads.begin(), s.reads.end(), plain))
+    return false;
+  bool transposed = std::any_of(s.reads.begin(), s.reads.end(), [&](const kernel::Access& a) {
+    std::optional<int64_t> along = flat_coefficient(a, call, inner.iterator);
+    return flat_coefficient(a, call, n.iterator) == 1 && along &&
+           std::abs(*along) >= kTransposeTile;
+  });
+  if (!transposed) return false;
+  std::vector<std::string> iters;
+  for (const AstExpr& e : call.args)
+    iters.push_back(ast_expr(e));
+  std::string pad(static_cast<size_t>(2 * depth), ' '), o = n.iterator, i = inner.iterator;
+  std::string tile = fmt::format("weft_tile[{} - weft_i][{} - weft_o]", i, o);
+  out += fmt::format("{0}{1}  // tiles of {2} x {2}: computed along {3}, stored along {4}\n"
+                     "{0}for (int64_t weft_o = {5}; weft_o < {6}; weft_o += {2}) {{\n"
+                     "{0}  for (int64_t weft_i = {7}; weft_i < {8}; weft_i += {2}) {{\n"
+                     "{0}    const int64_t weft_oe = weft_imin(weft_o + {2}, {6}), "
+                     "weft_ie = weft_imin(weft_i + {2}, {8});\n"
+                     "{0}    {9} weft_tile[{2}][{2}];\n"
+                     "{0}    for (int64_t {4} = weft_i; {4} < weft_ie; {4} += 1) {{\n"
+                     "{0}      {10}\n"
+                     "{0}      for (int64_t {3} = weft_o; {3} < weft_oe; {3} += 1) {{\n",
+                     pad, d_.parallel_for_2, kTransposeTile, o, i, ast_expr(outer_range->lo),
+                     ast_expr(outer_range->hi), ast_expr(inner_range->lo),
+                     ast_expr(inner_range->hi), compute_type(written.dtype), d_.simd_for);
+  emit_statement(call, depth + 4, out, tile);
+  out += fmt::format("{0}      }}\n{0}    }}\n"
+                     "{0}    for (int64_t {1} = weft_o; {1} < weft_oe; {1} += 1) {{\n"
+                     "{0}      {2}\n"
+                     "{0}      for (int64_t {3} = weft_i; {3} < weft_ie; {3} += 1) "
+                     "b{4}[{5}] = {6};\n"
+                     "{0}    }}\n{0}  }}\n{0}}}\n",
+                     pad, o, d_.simd_for, i, s.write.buffer, offset(s.write, iters),
+                     store_value(written.dtype, tile));
+  return true;
 }
 
 bool Emitter::streams_write(const AstNode& call, const AstNode& loop) const {

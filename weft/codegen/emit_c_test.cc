@@ -547,6 +547,42 @@ TEST(EmitC, TinyInnermostLoopIsUnrolledInASimdLoop) {
   EXPECT_NE(wide.find("collapse(2)"), std::string::npos) << wide;
 }
 
+// y[i, j] = x[j, i] over [rows, columns]: a 2-D Transpose runs in tiles of 16 x 16, computed
+// along i (x's rows contiguous) and stored along j, when both extents reach a tile; a copy
+// in the same layout, or a nest narrower than a tile, keeps its plain loops.
+TEST(EmitC, TransposeRunsInTiles) {
+  using kernel::AffineExpr;
+  auto copy = [](int64_t rows, int64_t columns, bool transposed) {
+    kernel::Kernel k;
+    k.name = "transpose";
+    k.buffers = {{"x",
+                  DType::kF32,
+                  {transposed ? columns : rows, transposed ? rows : columns},
+                  kernel::BufferRole::kInput},
+                 {"y", DType::kF32, {rows, columns}, kernel::BufferRole::kOutput}};
+    kernel::Statement st;
+    st.name = "transpose";
+    st.domain = {rows, columns};
+    AffineExpr i = AffineExpr::iterator(0), j = AffineExpr::iterator(1);
+    st.write = kernel::Access(1, {i, j});
+    st.reads = {transposed ? kernel::Access(0, {j, i}) : kernel::Access(0, {i, j})};
+    st.expr = {{kernel::ExprOp::kLoad, DType::kF32, {}, 0}};
+    k.statements = {st};
+    EXPECT_TRUE(kernel::verify_kernel(k).ok());
+    return function_of(k);
+  };
+  std::string tiled = copy(1000, 256, true);
+  EXPECT_NE(tiled.find("collapse(2) schedule(static)  // tiles of 16 x 16: computed along c0, "
+                       "stored along c1\n"
+                       "  for (int64_t weft_o = 0; weft_o < 1000; weft_o += 16) {\n"
+                       "    for (int64_t weft_i = 0; weft_i < 256; weft_i += 16) {\n"),
+            std::string::npos)
+      << tiled;
+  EXPECT_NE(tiled.find("weft_tile[c1 - weft_i][c0 - weft_o] = t0;"), std::string::npos) << tiled;
+  EXPECT_EQ(copy(1000, 256, false).find("weft_tile"), std::string::npos);
+  EXPECT_EQ(copy(1000, 8, true).find("weft_tile"), std::string::npos);
+}
+
 TEST(CpuSchedule, RoundTripsAndRejectsBadValues) {
   CpuSchedule s{16, 1024, 256, 4096, 1 << 20};
   std::optional<CpuSchedule> back = CpuSchedule::parse(s.to_string());
