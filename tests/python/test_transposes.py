@@ -1,6 +1,7 @@
-"""A Transpose with the elementwise ops fused into it runs in tiles of 16 x 16 on the CPU
-(Emitter::emit_transposing_tiles): each computed reading contiguous rows, then stored
-transposed. Against float64 numpy, on extents that are and are not multiples of 16."""
+"""A Transpose with the elementwise ops fused into it runs in tiles of 16 x 16 on the CPU where
+the lines its plain loops would read do not stay in the L1 (Emitter::emit_transposing_tiles):
+each tile computed reading contiguous rows, then stored transposed. Against float64 numpy, on
+extents that are and are not multiples of 16."""
 
 import numpy as np
 import pytest
@@ -20,7 +21,9 @@ def silu_of_transpose(rows, columns):
                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [columns, rows])])
 
 
-@pytest.mark.parametrize("rows, columns", [(256, 1024), (37, 100), (16, 16), (100, 17), (3, 64)])
+# Tiled: lines 4 KB apart (one L1 set), and 1,000 lines 1,200 bytes apart (more than the L1
+# keeps) with tails on both loops. Plain: lines that stay in the L1, and narrow nests.
+@pytest.mark.parametrize("rows, columns", [(256, 1024), (1000, 300), (37, 100), (100, 17), (3, 64)])
 def test_a_transpose_with_ops_fused_matches_numpy(rows, columns):
     rng = np.random.default_rng(rows * columns)
     x = rng.standard_normal((rows, columns)).astype(np.float32) * 4

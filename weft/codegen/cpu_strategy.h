@@ -52,6 +52,9 @@ inline constexpr int64_t kWholeRowColumns = 8192;
 inline constexpr int64_t kWholeRowBlock = 32;
 // The side of a transposing tile (Emitter::emit_transposing_tiles): a line of floats.
 inline constexpr int64_t kTransposeTile = 16;
+// The L1 data cache as x86 cores have it (32-48 KB: 64 sets of 64-byte lines), and the ways of
+// a set that a strided read may count on keeping (of 8-12).
+inline constexpr int64_t kL1Sets = 64, kL1Line = 64, kL1KeptWays = 8;
 
 // [lo, hi) of a loop: its init, and the bound of a condition "it <= E" or "it < E".
 struct LoopRange {

@@ -548,8 +548,10 @@ TEST(EmitC, TinyInnermostLoopIsUnrolledInASimdLoop) {
 }
 
 // y[i, j] = x[j, i] over [rows, columns]: a 2-D Transpose runs in tiles of 16 x 16, computed
-// along i (x's rows contiguous) and stored along j, when both extents reach a tile; a copy
-// in the same layout, or a nest narrower than a tile, keeps its plain loops.
+// along i (x's rows contiguous) and stored along j, when both extents reach a tile and the
+// lines of x that a row of y reads do not stay in the L1 (256 of them 4 KB apart all fall in
+// one set); a copy in the same layout, a nest narrower than a tile, and 80 lines 12 KB apart
+// (spread over all sets) keep their plain loops.
 TEST(EmitC, TransposeRunsInTiles) {
   using kernel::AffineExpr;
   auto copy = [](int64_t rows, int64_t columns, bool transposed) {
@@ -572,15 +574,18 @@ TEST(EmitC, TransposeRunsInTiles) {
     return function_of(k);
   };
   std::string tiled = copy(1000, 256, true);
+  EXPECT_EQ(tiled.find("weft_tile"), std::string::npos) << tiled; // 4,000 bytes apart: 32 sets
+  tiled = copy(1024, 256, true);
   EXPECT_NE(tiled.find("collapse(2) schedule(static)  // tiles of 16 x 16: computed along c0, "
                        "stored along c1\n"
-                       "  for (int64_t weft_o = 0; weft_o < 1000; weft_o += 16) {\n"
+                       "  for (int64_t weft_o = 0; weft_o < 1024; weft_o += 16) {\n"
                        "    for (int64_t weft_i = 0; weft_i < 256; weft_i += 16) {\n"),
             std::string::npos)
       << tiled;
   EXPECT_NE(tiled.find("weft_tile[c1 - weft_i][c0 - weft_o] = t0;"), std::string::npos) << tiled;
   EXPECT_EQ(copy(1000, 256, false).find("weft_tile"), std::string::npos);
-  EXPECT_EQ(copy(1000, 8, true).find("weft_tile"), std::string::npos);
+  EXPECT_EQ(copy(1024, 8, true).find("weft_tile"), std::string::npos);
+  EXPECT_EQ(copy(3000, 80, true).find("weft_tile"), std::string::npos);
 }
 
 TEST(CpuSchedule, RoundTripsAndRejectsBadValues) {

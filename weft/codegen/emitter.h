@@ -173,7 +173,8 @@ private:
   // Transposing tiles (CPU): "n" is two perfectly nested parallel loops around one elementwise
   // statement, static and at least kTransposeTile long each, that writes contiguously along
   // the inner loop and reads an array contiguous along the outer one and far apart along the
-  // inner one (a Transpose, with the ops fused into it). Then the nest runs in tiles of
+  // inner one (a Transpose, with the ops fused into it), so far apart that the lines the inner
+  // loop reads do not stay in the L1's sets they fall in. Then the nest runs in tiles of
   // kTransposeTile x kTransposeTile: each computed along the outer loop into a local tile
   // (contiguous reads), then stored along the inner one. The plain nest gathered each vector
   // from 16 lines 4 KB apart, which alias in the L1: SiLU into a Transpose of [256, 1024],
