@@ -32,3 +32,26 @@ def test_a_transpose_with_ops_fused_matches_numpy(rows, columns):
         {"x": x, "z": z})["y"]
     t = x.T.astype(np.float64)
     np.testing.assert_allclose(got, t / (1 + np.exp(-t)) + z, rtol=1e-5, atol=1e-6)
+
+
+def glu_into_transpose(batch, channels, steps):
+    """y = Transpose(a * Sigmoid(b)), [a, b] = Split(x) over the channels: a Conformer's GLU
+    before its depthwise convolution, x [batch, 2 * channels, steps], y [batch, steps, channels].
+    Over a batch, each Split half and the product fuse under the batch loop."""
+    nodes = [helper.make_node("Split", ["x"], ["a", "b"], axis=1),
+             helper.make_node("Sigmoid", ["b"], ["s"]), helper.make_node("Mul", ["a", "s"], ["m"]),
+             helper.make_node("Transpose", ["m"], ["y"], perm=[0, 2, 1])]
+    return make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                            [batch, 2 * channels, steps])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, steps, channels])])
+
+
+@pytest.mark.parametrize("batch, channels, steps", [(1, 40, 1024), (3, 40, 1024), (2, 24, 500)])
+def test_glu_into_a_transpose_matches_numpy(batch, channels, steps):
+    rng = np.random.default_rng(batch * steps)
+    x = rng.standard_normal((batch, 2 * channels, steps)).astype(np.float32) * 4
+    got = weft.compile(glu_into_transpose(batch, channels, steps).SerializeToString(),
+                       threads=2).run({"x": x})["y"]
+    a, b = x[:, :channels].astype(np.float64), x[:, channels:].astype(np.float64)
+    np.testing.assert_allclose(got, np.transpose(a / (1 + np.exp(-b)), (0, 2, 1)), rtol=1e-5,
+                               atol=1e-6)

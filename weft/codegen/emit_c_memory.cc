@@ -183,14 +183,23 @@ std::optional<AstNode> Emitter::coalesced(const AstNode& n) const {
   return loop;
 }
 
-bool Emitter::emit_transposing_tiles(const AstNode& n, int depth, std::string& out) const {
-  if (!d_.cpu_reduction_strategies || small_ || n.mark != AstNode::Mark::kParallel) return false;
-  const AstNode& inner = n.children[0];
-  if (inner.kind != AstNode::Kind::kFor || inner.mark != AstNode::Mark::kParallel ||
-      inner.children[0].kind != AstNode::Kind::kCall)
+bool Emitter::emit_transposing_tiles(const AstNode& top, int depth, bool in_loop,
+                                     std::string& out) const {
+  if (!d_.cpu_reduction_strategies || small_ || top.mark != AstNode::Mark::kParallel ||
+      top.children[0].kind != AstNode::Kind::kFor)
     return false;
-  std::optional<LoopRange> outer_range = loop_range(n), inner_range = loop_range(inner);
-  if (!outer_range || !inner_range || outer_range->static_extent().value_or(0) < kTransposeTile ||
+  // The two loops: "top" and its loop, or, under a batch loop ("top", at the top of the nest),
+  // its loop and theirs.
+  bool batched = !in_loop && top.children[0].children[0].kind == AstNode::Kind::kFor;
+  const AstNode& n = batched ? top.children[0] : top;
+  const AstNode& inner = n.children[0];
+  if (n.mark != AstNode::Mark::kParallel || inner.kind != AstNode::Kind::kFor ||
+      inner.mark != AstNode::Mark::kParallel || inner.children[0].kind != AstNode::Kind::kCall)
+    return false;
+  std::optional<LoopRange> batch_range = loop_range(top), outer_range = loop_range(n),
+                           inner_range = loop_range(inner);
+  if (!batch_range || !outer_range || !inner_range ||
+      outer_range->static_extent().value_or(0) < kTransposeTile ||
       inner_range->static_extent().value_or(0) < kTransposeTile)
     return false;
   const AstNode& call = inner.children[0];
@@ -223,18 +232,27 @@ bool Emitter::emit_transposing_tiles(const AstNode& n, int depth, std::string& o
     iters.push_back(ast_expr(e));
   std::string pad(static_cast<size_t>(2 * depth), ' '), o = n.iterator, i = inner.iterator;
   std::string tile = fmt::format("weft_tile[{} - weft_i][{} - weft_o]", i, o);
-  out += fmt::format("{0}{1}  // tiles of {2} x {2}: computed along {3}, stored along {4}\n"
-                     "{0}for (int64_t weft_o = {5}; weft_o < {6}; weft_o += {2}) {{\n"
-                     "{0}  for (int64_t weft_i = {7}; weft_i < {8}; weft_i += {2}) {{\n"
-                     "{0}    const int64_t weft_oe = weft_imin(weft_o + {2}, {6}), "
-                     "weft_ie = weft_imin(weft_i + {2}, {8});\n"
-                     "{0}    {9} weft_tile[{2}][{2}];\n"
-                     "{0}    for (int64_t {4} = weft_i; {4} < weft_ie; {4} += 1) {{\n"
-                     "{0}      {10}\n"
-                     "{0}      for (int64_t {3} = weft_o; {3} < weft_oe; {3} += 1) {{\n",
-                     pad, d_.parallel_for_2, kTransposeTile, o, i, ast_expr(outer_range->lo),
-                     ast_expr(outer_range->hi), ast_expr(inner_range->lo),
-                     ast_expr(inner_range->hi), compute_type(written.dtype), d_.simd_for);
+  // collapse(2): the batch loop and the tiles' rows, or the tiles' rows and columns; inside
+  // another loop, that loop's threads run them.
+  out += fmt::format("{0}{1}  // tiles of {2} x {2}: computed along {3}, stored along {4}\n", pad,
+                     in_loop ? "" : d_.parallel_for_2, kTransposeTile, o, i);
+  if (batched) {
+    out += fmt::format("{0}for (int64_t {1} = {2}; {1} < {3}; {1} += 1) {{\n", pad, top.iterator,
+                       ast_expr(batch_range->lo), ast_expr(batch_range->hi));
+    pad += "  ";
+    ++depth;
+  }
+  out += fmt::format("{0}for (int64_t weft_o = {1}; weft_o < {2}; weft_o += {3}) {{\n"
+                     "{0}  for (int64_t weft_i = {4}; weft_i < {5}; weft_i += {3}) {{\n"
+                     "{0}    const int64_t weft_oe = weft_imin(weft_o + {3}, {2}), "
+                     "weft_ie = weft_imin(weft_i + {3}, {5});\n"
+                     "{0}    {6} weft_tile[{3}][{3}];\n"
+                     "{0}    for (int64_t {7} = weft_i; {7} < weft_ie; {7} += 1) {{\n"
+                     "{0}      {8}\n"
+                     "{0}      for (int64_t {9} = weft_o; {9} < weft_oe; {9} += 1) {{\n",
+                     pad, ast_expr(outer_range->lo), ast_expr(outer_range->hi), kTransposeTile,
+                     ast_expr(inner_range->lo), ast_expr(inner_range->hi),
+                     compute_type(written.dtype), i, d_.simd_for, o);
   emit_statement(call, depth + 4, out, tile);
   out += fmt::format("{0}      }}\n{0}    }}\n"
                      "{0}    for (int64_t {1} = weft_o; {1} < weft_oe; {1} += 1) {{\n"
@@ -244,6 +262,7 @@ bool Emitter::emit_transposing_tiles(const AstNode& n, int depth, std::string& o
                      "{0}    }}\n{0}  }}\n{0}}}\n",
                      pad, o, d_.simd_for, i, s.write.buffer, offset(s.write, iters),
                      store_value(written.dtype, tile));
+  if (batched) out += pad.substr(2) + "}\n";
   return true;
 }
 

@@ -586,6 +586,27 @@ TEST(EmitC, TransposeRunsInTiles) {
   EXPECT_EQ(copy(1000, 256, false).find("weft_tile"), std::string::npos);
   EXPECT_EQ(copy(1024, 8, true).find("weft_tile"), std::string::npos);
   EXPECT_EQ(copy(3000, 80, true).find("weft_tile"), std::string::npos);
+  // Under a batch loop, y[b, i, j] = x[b, j, i]: the batch loop and the tiles' rows collapse.
+  kernel::Kernel batched;
+  batched.name = "batched_transpose";
+  batched.buffers = {{"x", DType::kF32, {4, 256, 1024}, kernel::BufferRole::kInput},
+                     {"y", DType::kF32, {4, 1024, 256}, kernel::BufferRole::kOutput}};
+  kernel::Statement st;
+  st.name = "transpose";
+  st.domain = {4, 1024, 256};
+  AffineExpr b = AffineExpr::iterator(0), i = AffineExpr::iterator(1), j = AffineExpr::iterator(2);
+  st.write = kernel::Access(1, {b, i, j});
+  st.reads = {kernel::Access(0, {b, j, i})};
+  st.expr = {{kernel::ExprOp::kLoad, DType::kF32, {}, 0}};
+  batched.statements = {st};
+  ASSERT_TRUE(kernel::verify_kernel(batched).ok());
+  std::string code = function_of(batched);
+  EXPECT_NE(code.find("collapse(2) schedule(static)  // tiles of 16 x 16: computed along c1, "
+                      "stored along c2\n"
+                      "  for (int64_t c0 = 0; c0 < 4; c0 += 1) {\n"
+                      "    for (int64_t weft_o = 0; weft_o < 1024; weft_o += 16) {\n"),
+            std::string::npos)
+      << code;
 }
 
 TEST(CpuSchedule, RoundTripsAndRejectsBadValues) {

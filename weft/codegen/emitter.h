@@ -170,16 +170,17 @@ private:
   // inner iterator runs over the H x W points, the outer one is 0. GroupNorm's write, rows of
   // 56 in planes of 3136, so gets blocks of 16 that start on cache lines. None otherwise.
   std::optional<AstNode> coalesced(const AstNode& n) const;
-  // Transposing tiles (CPU): "n" is two perfectly nested parallel loops around one elementwise
-  // statement, static and at least kTransposeTile long each, that writes contiguously along
-  // the inner loop and reads an array contiguous along the outer one and far apart along the
-  // inner one (a Transpose, with the ops fused into it), so far apart that the lines the inner
-  // loop reads do not stay in the L1's sets they fall in. Then the nest runs in tiles of
-  // kTransposeTile x kTransposeTile: each computed along the outer loop into a local tile
-  // (contiguous reads), then stored along the inner one. The plain nest gathered each vector
-  // from 16 lines 4 KB apart, which alias in the L1: SiLU into a Transpose of [256, 1024],
-  // 0.89 -> 0.21 ms. Returns whether it emitted the nest.
-  bool emit_transposing_tiles(const AstNode& n, int depth, std::string& out) const;
+  // Transposing tiles (CPU): "n" (or, at the top of a nest, the loop under it) and its loop are
+  // two perfectly nested parallel loops around one elementwise statement, static and at least
+  // kTransposeTile long each, that writes contiguously along the inner loop and reads an array
+  // contiguous along the outer one and far apart along the inner one (a Transpose, with the
+  // ops fused into it), so far apart that the lines the inner loop reads do not stay in the
+  // L1's sets they fall in. Then the nest runs in tiles of kTransposeTile x kTransposeTile:
+  // each computed along the outer loop into a local tile (contiguous reads), then stored along
+  // the inner one. The plain nest gathered each vector from 16 lines 4 KB apart, which alias
+  // in the L1: SiLU into a Transpose of [256, 1024], 0.89 -> 0.21 ms. "in_loop": inside
+  // another loop, whose threads run the tiles. Returns whether it emitted the nest.
+  bool emit_transposing_tiles(const AstNode& n, int depth, bool in_loop, std::string& out) const;
   // Streaming stores (CPU): does SIMD loop "loop" write "call"'s output with them? The output
   // is float, at least the schedule's stream_min_bytes (3/4 of the last-level cache), written
   // contiguously along the loop, by this statement alone, and read by none of the kernel.
