@@ -189,14 +189,15 @@ def timed(fn, iters):
     return statistics.median(times)
 
 
-def measure(rounds, iters, only=None):
+def measure(rounds, iters, only=None, models=None):
+    """Each model of "models" (default MODELS; name -> (make, example input)) checked and timed."""
     import weft
 
     systems = {"weft": {}, "ort": {}, "torch": {}, "torch_compile": {}}
     errors, runners, flops, peaks = {}, {}, {}, []
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as tmp:
-        for name, (make, example) in MODELS.items():
+        for name, (make, example) in (models or MODELS).items():
             if only and name not in only:
                 continue
             model = randomize_batch_norms(make()).eval()

@@ -33,6 +33,8 @@ bench/.venv/bin/python bench/onnx_ops_bench.py build/tools/weft/weft --write
 PYTHONPATH=build/python bench/.venv/bin/python bench/dynamic_bench.py --write
 # Real models (torchvision CNNs, a U-Net, a 1-D CNN, transformer layers) beside ORT and PyTorch.
 PYTHONPATH=build/python bench/.venv/bin/python bench/cnn_bench.py --write
+# Sequence convolutions (Conformer, QuartzNet, Whisper's and wav2vec2's front ends) likewise.
+PYTHONPATH=build/python bench/.venv/bin/python bench/sequence_bench.py --write
 # Not run here (about 10 minutes each): bench/zoo_bench.py (torchvision's zoo),
 # bench/hf_bench.py (Hugging Face transformers) and bench/genai_bench.py (ONNX Runtime GenAI's
 # language models; it needs `bench/.venv/bin/pip install onnxruntime-genai`), whose --write
