@@ -19,22 +19,10 @@ import numpy as np
 import onnxruntime as ort
 import torch
 
-from cnn_bench import measure
+from cnn_bench import measure, randomize_batch_norms
 from ort_options import described
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def random_norms(model):
-    """BatchNorm1d statistics and affine parameters drawn at random (the defaults are the
-    identity); the model in eval mode."""
-    g = torch.Generator().manual_seed(1)
-    for m in model.modules():
-        if isinstance(m, torch.nn.BatchNorm1d):
-            m.running_mean.copy_(torch.randn(m.num_features, generator=g) * 0.1)
-            m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
-            m.weight.data.copy_(torch.rand(m.num_features, generator=g) + 0.5)
-    return model.eval()
 
 
 class ConformerConv(torch.nn.Module):
@@ -109,10 +97,10 @@ class Wav2Vec2Features(torch.nn.Module):
 
 
 MODELS = {
-    "conformer_conv": (lambda: random_norms(ConformerConv()), lambda: torch.randn(1, 1024, 256)),
-    "conformer_conv_b4": (lambda: random_norms(ConformerConv()), lambda: torch.randn(4, 512, 256)),
+    "conformer_conv": (lambda: randomize_batch_norms(ConformerConv()), lambda: torch.randn(1, 1024, 256)),
+    "conformer_conv_b4": (lambda: randomize_batch_norms(ConformerConv()), lambda: torch.randn(4, 512, 256)),
     "causal_short_conv": (lambda: CausalShortConv().eval(), lambda: torch.randn(1, 1024, 2048)),
-    "quartznet_block": (lambda: random_norms(QuartzBlock()), lambda: torch.randn(1, 256, 800)),
+    "quartznet_block": (lambda: randomize_batch_norms(QuartzBlock()), lambda: torch.randn(1, 256, 800)),
     "whisper_stem": (lambda: WhisperStem().eval(), lambda: torch.randn(1, 80, 3000)),
     "wav2vec2_features": (lambda: Wav2Vec2Features().eval(), lambda: torch.randn(1, 16000)),
 }

@@ -9,7 +9,7 @@ def randomize_batch_norms(model):
     eval mode."""
     g = torch.Generator().manual_seed(1)
     for m in model.modules():
-        if isinstance(m, torch.nn.BatchNorm2d):
+        if isinstance(m, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d)):
             m.running_mean.copy_(torch.randn(m.num_features, generator=g) * 0.1)
             m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
             m.weight.data.copy_(torch.rand(m.num_features, generator=g) + 0.5)
