@@ -1,6 +1,6 @@
 // The CPU emitter's memory traffic (emitter.h): prefetching the next row in fused row loops,
-// elementwise loop coalescing, and streaming stores for large outputs, around the SIMD loops
-// that run one statement.
+// elementwise loop coalescing, transposing tiles, and streaming stores for large outputs,
+// around the SIMD loops that run one statement.
 #include <algorithm>
 #include <cstdlib>
 #include <numeric>
