@@ -1,7 +1,8 @@
 """A Transpose with the elementwise ops fused into it runs in tiles of 16 x 16 on the CPU where
 the lines its plain loops would read do not stay in the L1 (Emitter::emit_transposing_tiles):
-each tile computed reading contiguous rows, then stored transposed. Against float64 numpy, on
-extents that are and are not multiples of 16."""
+each tile computed reading contiguous rows, then stored transposed; an NHWC -> NCHW one too,
+its H and W loops as one. Against float64 numpy, on extents that are and are not multiples of
+16."""
 
 import numpy as np
 import pytest
@@ -55,3 +56,17 @@ def test_glu_into_a_transpose_matches_numpy(batch, channels, steps):
     a, b = x[:, :channels].astype(np.float64), x[:, channels:].astype(np.float64)
     np.testing.assert_allclose(got, np.transpose(a / (1 + np.exp(-b)), (0, 2, 1)), rtol=1e-5,
                                atol=1e-6)
+
+
+@pytest.mark.parametrize("batch, height, width, channels", [(1, 112, 112, 96), (2, 30, 17, 40)])
+def test_nhwc_to_nchw_matches_numpy(batch, height, width, channels):
+    """y = Relu(Transpose(x, [0, 3, 1, 2])): the output of a channels-last region."""
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 3, 1, 2]),
+             helper.make_node("Relu", ["t"], ["y"])]
+    model = make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                             [batch, height, width, channels])],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                                      [batch, channels, height, width])])
+    x = np.random.default_rng(channels).standard_normal((batch, height, width, channels)).astype(np.float32)
+    got = weft.compile(model.SerializeToString(), threads=2).run({"x": x})["y"]
+    np.testing.assert_array_equal(got, np.maximum(np.transpose(x, (0, 3, 1, 2)), 0))

@@ -183,11 +183,26 @@ std::optional<AstNode> Emitter::coalesced(const AstNode& n) const {
   return loop;
 }
 
-bool Emitter::emit_transposing_tiles(const AstNode& top, int depth, bool in_loop,
+bool Emitter::emit_transposing_tiles(const AstNode& nest, int depth, bool in_loop,
                                      std::string& out) const {
-  if (!d_.cpu_reduction_strategies || small_ || top.mark != AstNode::Mark::kParallel ||
-      top.children[0].kind != AstNode::Kind::kFor)
+  if (!d_.cpu_reduction_strategies || small_ || nest.mark != AstNode::Mark::kParallel ||
+      nest.children[0].kind != AstNode::Kind::kFor)
     return false;
+  // Innermost loops that run as one count as one loop (H and W of an NHWC -> NCHW Transpose,
+  // [1, 112, 112, 96]: 2.3 ms plain, 16 lines read for each one used).
+  AstNode top = nest;
+  for (bool merged = true; merged;) {
+    auto holds_loop = [](const AstNode& n) {
+      return n.kind == AstNode::Kind::kFor && n.children[0].kind == AstNode::Kind::kFor;
+    };
+    AstNode* above = &top; // the loop above the innermost two, if any
+    while (holds_loop(above->children[0]) && holds_loop(above->children[0].children[0]))
+      above = &above->children[0];
+    std::optional<AstNode> one =
+        holds_loop(above->children[0]) ? coalesced(above->children[0]) : std::nullopt;
+    merged = one.has_value();
+    if (one) above->children[0] = std::move(*one);
+  }
   // The two loops: "top" and its loop, or, under a batch loop ("top", at the top of the nest),
   // its loop and theirs.
   bool batched = !in_loop && top.children[0].children[0].kind == AstNode::Kind::kFor;

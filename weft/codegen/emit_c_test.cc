@@ -607,6 +607,25 @@ TEST(EmitC, TransposeRunsInTiles) {
                       "    for (int64_t weft_o = 0; weft_o < 1024; weft_o += 16) {\n"),
             std::string::npos)
       << code;
+  // NHWC -> NCHW, y[b, c, h, w] = x[b, h, w, c]: h and w run as one loop of 12,544 pixels.
+  kernel::Kernel nchw;
+  nchw.name = "nhwc_to_nchw";
+  nchw.buffers = {{"x", DType::kF32, {2, 112, 112, 96}, kernel::BufferRole::kInput},
+                  {"y", DType::kF32, {2, 96, 112, 112}, kernel::BufferRole::kOutput}};
+  AffineExpr c = AffineExpr::iterator(1), h = AffineExpr::iterator(2), w = AffineExpr::iterator(3);
+  st.domain = {2, 96, 112, 112};
+  st.write = kernel::Access(1, {b, c, h, w});
+  st.reads = {kernel::Access(0, {b, h, w, c})};
+  nchw.statements = {st};
+  ASSERT_TRUE(kernel::verify_kernel(nchw).ok());
+  code = function_of(nchw);
+  EXPECT_NE(code.find("collapse(2) schedule(static)  // tiles of 16 x 16: computed along c1, "
+                      "stored along c3\n"
+                      "  for (int64_t c0 = 0; c0 < 2; c0 += 1) {\n"
+                      "    for (int64_t weft_o = 0; weft_o < 96; weft_o += 16) {\n"
+                      "      for (int64_t weft_i = 0; weft_i < 12544; weft_i += 16) {\n"),
+            std::string::npos)
+      << code;
 }
 
 TEST(CpuSchedule, RoundTripsAndRejectsBadValues) {

@@ -178,8 +178,9 @@ private:
   // L1's sets they fall in. Then the nest runs in tiles of kTransposeTile x kTransposeTile:
   // each computed along the outer loop into a local tile (contiguous reads), then stored along
   // the inner one. The plain nest gathered each vector from 16 lines 4 KB apart, which alias
-  // in the L1: SiLU into a Transpose of [256, 1024], 0.89 -> 0.21 ms. "in_loop": inside
-  // another loop, whose threads run the tiles. Returns whether it emitted the nest.
+  // in the L1: SiLU into a Transpose of [256, 1024], 0.89 -> 0.21 ms. Inner loops that
+  // coalesce (coalesced) count as one: an NHWC -> NCHW Transpose is such a nest. "in_loop":
+  // inside another loop, whose threads run the tiles. Returns whether it emitted the nest.
   bool emit_transposing_tiles(const AstNode& n, int depth, bool in_loop, std::string& out) const;
   // Streaming stores (CPU): does SIMD loop "loop" write "call"'s output with them? The output
   // is float, at least the schedule's stream_min_bytes (3/4 of the last-level cache), written
