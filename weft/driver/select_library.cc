@@ -11,6 +11,7 @@
 #include "weft/library/cuda_library.h"
 #include "weft/library/dnnl.h"
 #include "weft/library/moe_call.h"
+#include "weft/library/resize_taps_call.h"
 #include "weft/library/roi_align_call.h"
 #include "weft/library/shape_call.h"
 #include "weft/library/top_k_call.h"
@@ -155,6 +156,8 @@ LibrarySelection select_library_calls(const Graph& graph, const CompileSettings&
     if (!cuda) call = library::shape_call(*node);
     if (!cuda && !call) call = library::top_k_call(*node);
     if (!cuda && !call) call = library::roi_align_call(*node);
+    if (!cuda && !call && !(use_library && library::onednn_resamples(*node)))
+      call = library::resize_taps_call(*node);
     if (call) {
       s.calls[node.get()] = std::move(*call);
       s.run_at[node.get()] = node.get();

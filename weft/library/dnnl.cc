@@ -283,6 +283,25 @@ std::optional<std::string> int8_matmul_unfit(const Node& n) {
   return std::nullopt;
 }
 
+bool onednn_resamples(const Node& n) {
+  if (n.op_type != Op::kResize || n.inputs[0]->type.dtype != DType::kF32 ||
+      !n.inputs[0]->type.has_static_shape() || !n.outputs[0]->type.has_static_shape())
+    return false;
+  const auto& at = n.attrs_as<ResizeAttrs>();
+  Dims dx = dims_of(n.inputs[0]), dy = dims_of(n.outputs[0]);
+  std::optional<std::vector<double>> scales = resize_scales(n);
+  bool half_pixel = at.coordinate_transformation_mode == ResizeCoordinates::kHalfPixel ||
+                    (at.coordinate_transformation_mode == ResizeCoordinates::kPytorchHalfPixel &&
+                     std::all_of(dy.begin() + 2, dy.end(), [](int64_t d) { return d > 1; }));
+  bool fits = at.mode == ResizeMode::kLinear && half_pixel && !at.antialias && scales &&
+              dx.size() >= 3 && dx.size() <= 5 && dx[0] == dy[0] && dx[1] == dy[1];
+  for (size_t d = 2; fits && d < dx.size(); ++d) {
+    double ratio = static_cast<double>(dy[d]) / static_cast<double>(dx[d]);
+    fits = dx[d] > 0 && std::abs((*scales)[d] - ratio) <= 1e-12 * ratio;
+  }
+  return fits;
+}
+
 namespace {
 
 // MatMul, and MatMulInteger as oneDNN's int8 matmul (int8_matmul_unfit): 1-D operands
@@ -533,28 +552,12 @@ std::optional<LibraryCall> conv_transpose_call(const Node& n, const Absorbed& ab
   return build(plain);
 }
 
-// Resize, linear, of the spatial dims (N and C kept) with half-pixel coordinates: oneDNN's
-// linear resampling, which computes the source coordinate as (i + 0.5) * in / out - 0.5 and
-// clamps the taps into the input, as ONNX's half_pixel does (pytorch_half_pixel too, where no
-// output dim is 1). The scale must be out / in, which oneDNN takes from the dims. Activations
-// channels-last inside, as for Conv.
+// oneDNN's linear resampling (onednn_resamples), activations channels-last inside, as for Conv.
 std::optional<LibraryCall> resize_call(const Node& n, const Absorbed& absorbed,
                                        std::string* why_not) {
-  const auto& at = n.attrs_as<ResizeAttrs>();
   const Value *x = n.inputs[0], *y = n.outputs[0];
   Dims dx = dims_of(x), dy = dims_of(y);
-  std::optional<std::vector<double>> scales = resize_scales(n);
-  bool half_pixel = at.coordinate_transformation_mode == ResizeCoordinates::kHalfPixel ||
-                    (at.coordinate_transformation_mode == ResizeCoordinates::kPytorchHalfPixel &&
-                     std::all_of(dy.begin() + 2, dy.end(), [](int64_t d) { return d > 1; }));
-  bool fits = at.mode == ResizeMode::kLinear && half_pixel && !at.antialias && scales &&
-              absorbed.epilogue.empty() && dx.size() >= 3 && dx.size() <= 5 && dx[0] == dy[0] &&
-              dx[1] == dy[1];
-  for (size_t d = 2; fits && d < dx.size(); ++d) {
-    double ratio = static_cast<double>(dy[d]) / static_cast<double>(dx[d]);
-    fits = dx[d] > 0 && std::abs((*scales)[d] - ratio) <= 1e-12 * ratio;
-  }
-  if (!fits) {
+  if (!onednn_resamples(n) || !absorbed.epilogue.empty()) {
     *why_not = "a Resize form oneDNN's resampling does not compute as ONNX does";
     return std::nullopt;
   }

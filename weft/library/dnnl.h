@@ -78,6 +78,13 @@ std::optional<std::string> int8_conv_unfit(const Node& n);
 // (docs/library.md).
 bool few_channels_a_group(const Node& conv);
 
+// Whether oneDNN's linear resampling computes a Resize as ONNX does: linear, of the spatial dims
+// (N and C kept), with half-pixel coordinates (pytorch_half_pixel too, where no output dim is
+// 1), f32, static shapes, the scales out / in (oneDNN takes them from the dims). oneDNN
+// computes the source coordinate as (i + 0.5) * in / out - 0.5 and clamps the taps into the
+// input, as ONNX does.
+bool onednn_resamples(const Node& n);
+
 // The nodes that read a value.
 using Readers = std::function<const std::vector<const Node*>&(const Value*)>;
 
