@@ -48,3 +48,30 @@ def test_resize_matches_the_reference(in_shape, scales, attrs, dtype):
     # kernel is as far from it there: 2e-6)
     tolerance = 1e-5 if dtype == np.float32 or attrs["mode"] == "cubic" else 1e-12
     np.testing.assert_allclose(got["y"], want, rtol=tolerance, atol=tolerance)
+
+
+def test_upsampling_between_convolutions_stays_channels_last():
+    """YOLO's neck: Conv, nearest x2, Concat with a wider branch, Conv. The Resize runs
+    channels-last between the convolutions (channels_last.h), its scales permuted: the
+    Transposes left are the input's two and the output's."""
+    rng = np.random.default_rng(5)
+    w1 = (rng.standard_normal((16, 8, 3, 3)) / 9).astype(np.float32)
+    w2 = (rng.standard_normal((8, 24, 1, 1)) / 5).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("Resize", ["a", "", "scales"], ["u"], mode="nearest",
+                              coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+             helper.make_node("Conv", ["x", "w2x"], ["b"]),
+             helper.make_node("Concat", ["u", "b"], ["c"], axis=1),
+             helper.make_node("Conv", ["c", "w2"], ["y"])]
+    w2x = (rng.standard_normal((8, 8, 1, 1)) / 3).astype(np.float32)
+    model = make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 40, 40])],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 40, 40])],
+                       [numpy_helper.from_array(a, n) for a, n in
+                        ((w1, "w1"), (w2, "w2"), (w2x, "w2x"),
+                         (np.array([1, 1, 2, 2], np.float32), "scales"))], opset=19)
+    x = rng.standard_normal((1, 8, 40, 40)).astype(np.float32)
+    got, kernels = weft.compile(model.SerializeToString(), threads=2).profile({"x": x})
+    transposes = [k for k in kernels if "Transpose" in k["op_type"]]
+    assert len(transposes) <= 2, [k["op_type"] for k in kernels]
+    (want,) = reference.ReferenceEvaluator(model).run(["y"], {"x": x})
+    np.testing.assert_allclose(got["y"], want, rtol=1e-4, atol=1e-4)

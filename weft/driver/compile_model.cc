@@ -205,10 +205,12 @@ Result<CompiledModel> compile(const ModelSource& model, const Graph* pipeline,
   observe("specialize", graph);
   if (stages::onednn_calls(settings)) { // the layout of the library calls' regions
     WEFT_ASSIGN_OR_RETURN(bool products, conv_transpose_as_matmul(graph));
-    WEFT_ASSIGN_OR_RETURN(bool changed,
-                          channels_last(
-                              graph, [](const Node& n) { return !library::int8_conv_unfit(n); },
-                              library::few_channels_a_group));
+    WEFT_ASSIGN_OR_RETURN(
+        bool changed, channels_last(
+                          graph, [](const Node& n) { return !library::int8_conv_unfit(n); },
+                          [](const Node& n) {
+                            return library::few_channels_a_group(n) || library::onednn_resamples(n);
+                          }));
     if (products || changed) {
       WEFT_RETURN_IF_ERROR(refold(graph, "channels_last"));
       WEFT_RETURN_IF_ERROR(pools_between_regions(graph).status());

@@ -95,6 +95,32 @@ bool is_reduction(const Node& n) {
   return true;
 }
 
+// A Resize of [N, C, spatial...] by constant parameters given for all its axes (no axes
+// attribute): each axis resizes on its own, so channels-last it is the same Resize with its
+// roi, scales and sizes permuted (resize_parameter).
+bool is_resize(const Node& n) {
+  size_t rank = region_rank(n.inputs.empty() ? nullptr : n.inputs[0]);
+  if (n.op_type != Op::kResize || !rank || n.attrs_as<ResizeAttrs>().axes) return false;
+  for (size_t i = 1; i < n.inputs.size(); ++i) {
+    const Value* p = n.inputs[i];
+    int64_t count = i == 1 ? 2 * static_cast<int64_t>(rank) : static_cast<int64_t>(rank);
+    if (p && (!p->is_constant() ||
+              (p->constant->num_elements() != count && p->constant->num_elements() != 0)))
+      return false;
+  }
+  return true;
+}
+
+// A Resize parameter over [N, C, spatial...]'s axes (the roi: its starts, then its ends) over
+// [N, spatial..., C]'s: "last" is to_last(rank).
+Tensor resize_parameter(const Tensor& t, const Ints& last) {
+  Tensor out(t.dtype(), t.dims());
+  int64_t rank = static_cast<int64_t>(last.size());
+  for (int64_t i = 0; i < t.num_elements(); ++i)
+    out.set_double(i, t.get_double(i / rank * rank + last[static_cast<size_t>(i % rank)]));
+  return out;
+}
+
 bool is_transpose(const Node* n, const Ints& perm) {
   return n && n->op_type == Op::kTranspose && n->attrs_as<TransposeAttrs>().perm == perm;
 }
@@ -343,7 +369,8 @@ private:
       // read x): the Transpose then stays only if one of them cannot.
       bool all_sinkable = std::all_of(rs.begin(), rs.end(), [&](Node* r) {
         return is_pointwise(*r) || is_reduction(*r) || is_slice(*r) || r->op_type == Op::kConcat ||
-               is_channel_split(*r) || channel_shuffle(*r, readers, graph_) || is_batch_norm(*r);
+               is_channel_split(*r) || channel_shuffle(*r, readers, graph_) || is_batch_norm(*r) ||
+               resize_takes(*r, readers);
       });
       // (In 1-D, the pass's own Transposes to channels-last read as to channels-first too;
       // sunk, they would come back as the other operand's.)
@@ -361,6 +388,23 @@ private:
       if (sink(*rs[0], rank, readers)) return true;
     }
     return false;
+  }
+
+  // Whether a Transpose sinks through Resize "r": one that enlarges would move the Transpose
+  // onto more data, so only where its readers take it on (YOLO's nearest upsampling, into a
+  // Concat before a convolution), not before a graph output (a segmenter's last upsampling).
+  bool resize_takes(const Node& r,
+                    const std::unordered_map<const Value*, std::vector<Node*>>& readers) const {
+    if (!is_resize(r) || (stays_plain_ && stays_plain_(r))) return false;
+    const Value *x = r.inputs[0], *y = r.outputs[0];
+    std::optional<int64_t> in = shape_num_elements(*x->type.shape),
+                           out = y->type.shape ? shape_num_elements(*y->type.shape) : std::nullopt;
+    if (in && out && *out <= *in) return true;
+    auto it = readers.find(y);
+    if (graph_.is_graph_output(y) || it == readers.end()) return false;
+    return std::all_of(it->second.begin(), it->second.end(), [&](const Node* n) {
+      return to_last_rank(n, one_d_) || is_pointwise(*n) || n->op_type == Op::kConcat;
+    });
   }
 
   // e(..., Transpose(to first)(a), ...) -> Transpose(to first)(e(..., a, ...)), the other
@@ -390,9 +434,10 @@ private:
         a = first[static_cast<size_t>(a)];
       attrs = at;
     }
+    bool resize = is_resize(e) && has_rank(e.inputs[0], rank);
     // (A reduction without keepdims leaves the same elements in the same order.)
     bool same_layout = reduction && !e.attrs_as<ReduceAttrs>().keepdims;
-    if ((!is_pointwise(e) && !concat && !reduction && !slice) ||
+    if ((!is_pointwise(e) && !concat && !reduction && !slice && !resize) ||
         (!same_layout && !has_rank(e.outputs[0], rank)))
       return false;
     std::vector<Value*> inputs;
@@ -402,7 +447,11 @@ private:
     for (size_t i = 0; i < e.inputs.size(); ++i) {
       Value* in = e.inputs[i];
       const Node* p = in ? in->producer : nullptr;
-      if (!in || (!concat && all_ones(in))) {
+      if (resize && i > 0 && in && in->constant->num_elements() > 0) { // roi, scales, sizes
+        constant_at.push_back(static_cast<int>(i));
+        transposed.push_back(resize_parameter(*in->constant, last));
+        inputs.push_back(nullptr);
+      } else if (!in || (resize && i > 0) || (!concat && all_ones(in))) {
         inputs.push_back(in);
       } else if (is_transpose(p, first) && readers.at(in).size() == 1 &&
                  !graph_.is_graph_output(in)) {

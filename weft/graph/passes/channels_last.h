@@ -12,8 +12,10 @@
 //   convolutions, through the per-tensor QuantizeLinear and DequantizeLinear around them);
 // - sinks each Transpose towards its readers through elementwise ops, a Concat of channels
 //   and reductions that keep their dims (over the axes the Transpose maps them to), Slices
-//   and Splits, and channel shuffles (a Reshape splitting the channels, a Transpose of the
-//   factors, a Reshape merging them: the same permutation of channels-last's last axis),
+//   and Splits, Resizes by constant parameters (permuted; one that enlarges only where its
+//   readers take the Transpose on, not before a graph output), and channel shuffles (a
+//   Reshape splitting the channels, a Transpose of the factors, a Reshape merging them: the
+//   same permutation of channels-last's last axis),
 //   when each reader of its output is such an op (SiLU's Sigmoid and Mul both read it); a
 //   reduction without keepdims whose kept axes stay in order needs no Transpose after; their
 //   other operands are taken channels-last too: another such Transpose's input, a constant
@@ -41,7 +43,9 @@
 namespace weft {
 
 // "stays_plain": the convolutions that keep plain activations (generated code runs them
-// faster so: library::few_channels_a_group).
+// faster so: library::few_channels_a_group), and the Resizes that a Transpose does not sink
+// through (oneDNN's resampling runs them faster between their Transposes, absorbed:
+// library::onednn_resamples).
 Result<bool> channels_last(Graph& graph, const std::function<bool(const Node&)>& int8_call = {},
                            const std::function<bool(const Node&)>& stays_plain = {});
 

@@ -87,6 +87,39 @@ TEST(ChannelsLast, SinksIntoSeveralReadersAndThroughReductions) {
   }
 }
 
+// YOLO's upsampling: a nearest Resize between convolutions, into a Concat, runs channels-last
+// with its scales permuted; a bilinear one before a graph output keeps its Transpose (after
+// it, it would transpose 4 times the data).
+TEST(ChannelsLast, SinksThroughResizesThatFeedTheRegion) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1, 4, 8, 8] x, float[1, 4, 16, 16] x2, float[4, 4, 1, 1] w, float[4, 8, 1, 1] w2)
+        => (float[1, 4, 16, 16] y, float[1, 4, 32, 32] big)
+      <float[4] up = {1.0, 1.0, 2.0, 2.0}, float[8] roi = {0, 0, 0, 0, 1, 1, 1, 1}> {
+      a = Conv(x, w)
+      u = Resize <mode = "nearest"> (a, roi, up)
+      b = Conv(x2, w)
+      c = Concat <axis = 1> (u, b)
+      y = Conv(c, w2)
+      big = Resize <mode = "linear"> (y, roi, up)
+    })");
+  ASSERT_TRUE(run_pass(g));
+  EXPECT_EQ(count_ops(g, Op::kConvChannelsLast), 3);
+  EXPECT_EQ(count_ops(g, Op::kTranspose), 3); // x's, x2's, and y's back
+  for (const auto& n : g.nodes()) {
+    if (n->op_type != Op::kResize) continue;
+    const Tensor& scales = *n->inputs[2]->constant;
+    if (n->attrs_as<ResizeAttrs>().mode == ResizeMode::kNearest) {
+      EXPECT_EQ(shape_to_string(*n->outputs[0]->type.shape), "[1,16,16,4]");
+      EXPECT_EQ(scales.get_double(1), 2.0);
+      EXPECT_EQ(scales.get_double(3), 1.0);
+    } else {
+      EXPECT_EQ(shape_to_string(*n->outputs[0]->type.shape), "[1,4,32,32]");
+      EXPECT_EQ(scales.get_double(1), 1.0);
+    }
+  }
+}
+
 // Two convolutions reading one value share its Transpose, and a spatial mean without
 // keepdims ([N, C] either way) needs none after it: one Transpose is left, at the input.
 TEST(ChannelsLast, SharesInputTransposesAndEndsAtAFlatMean) {
