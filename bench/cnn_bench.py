@@ -247,6 +247,30 @@ def measure(rounds, iters, only=None, models=None):
     return rows, max(peaks, default=None)
 
 
+def peer_table(r, results_file):
+    """The lines of a table of "r"'s rows (measure's): Weft, ONNX Runtime, eager and
+    torch.compile, their ratios to Weft and the geomeans (sequence_bench.py, yolo_bench.py)."""
+    lines = ["| Model | Weft | ONNX Runtime | ORT / Weft | PyTorch eager | eager / Weft | torch.compile "
+             "| compile / Weft |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    by = {"ort": [], "torch": [], "torch_compile": []}
+    for row in r["rows"]:
+        w = row.get("weft_median_ms")
+        cells = []
+        for system in by:
+            p = row.get(system + "_median_ms")
+            if p is None or w is None:
+                cells += ["n/a", "n/a"]
+                continue
+            by[system].append(p / w)
+            cells += [f"{p:.2f} ms", f"{p / w:.2f}"]
+        lines.append(f"| {row['model']} | " + (f"{w:.2f} ms" if w else "failed") + " | " + " | ".join(cells) + " |")
+    geo = lambda v: float(np.exp(np.mean(np.log(v)))) if v else float("nan")
+    lines += ["", f"Geomean: ONNX Runtime / Weft **{geo(by['ort']):.2f}**, eager / Weft **{geo(by['torch']):.2f}**, "
+              f"torch.compile / Weft **{geo(by['torch_compile']):.2f}**. Every round is in "
+              f"`bench/{results_file}`.", ""]
+    return lines
+
+
 def has_avx512():
     """Whether this CPU has AVX-512 (oneDNN's brgemm and Winograd f32 kernels need it)."""
     with open("/proc/cpuinfo") as f:

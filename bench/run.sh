@@ -35,6 +35,8 @@ PYTHONPATH=build/python bench/.venv/bin/python bench/dynamic_bench.py --write
 PYTHONPATH=build/python bench/.venv/bin/python bench/cnn_bench.py --write
 # Sequence convolutions (Conformer, QuartzNet, Whisper's and wav2vec2's front ends) likewise.
 PYTHONPATH=build/python bench/.venv/bin/python bench/sequence_bench.py --write
+# A YOLOv8n-style detector (C2f, SPPF, upsampling, the head's decoding) likewise.
+PYTHONPATH=build/python bench/.venv/bin/python bench/yolo_bench.py --write
 # Not run here (about 10 minutes each): bench/zoo_bench.py (torchvision's zoo),
 # bench/hf_bench.py (Hugging Face transformers) and bench/genai_bench.py (ONNX Runtime GenAI's
 # language models; it needs `bench/.venv/bin/pip install onnxruntime-genai`), whose --write

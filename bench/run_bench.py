@@ -420,6 +420,7 @@ def markdown(r):
                             ("onnx_ops_bench", "onnx_ops_results.json"),
                             ("dynamic_bench", "dynamic_results.json"), ("cnn_bench", "cnn_results.json"),
                             ("sequence_bench", "sequence_results.json"),
+                            ("yolo_bench", "yolo_results.json"),
                             ("zoo_bench", "zoo_results.json"), ("det_bench", "det_results.json"),
                             ("qdq_bench", "qdq_results.json"), ("hf_bench", "hf_results.json"),
                             ("ortopt_bench", "ortopt_results.json"), ("genai_bench", "genai_results.json"),

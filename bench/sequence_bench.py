@@ -15,11 +15,10 @@ import datetime
 import json
 import os
 
-import numpy as np
 import onnxruntime as ort
 import torch
 
-from cnn_bench import measure, randomize_batch_norms
+from cnn_bench import measure, peer_table, randomize_batch_norms
 from ort_options import described
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -116,26 +115,8 @@ def markdown(r):
              f"module, ONNX Runtime {r['onnxruntime']} (CPU execution provider, {described(r)}), PyTorch eager "
              f"and `torch.compile` (compile time not included), all in one process; {r['rounds']} rounds, each "
              f"entry the system's lowest median of {r['iters']} runs, Weft's output checked against PyTorch's "
-             "first. Ratios are peer time / Weft time (above 1: Weft is faster).", "",
-             "| Model | Weft | ONNX Runtime | ORT / Weft | PyTorch eager | eager / Weft | torch.compile "
-             "| compile / Weft |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    by = {"ort": [], "torch": [], "torch_compile": []}
-    for row in r["rows"]:
-        w = row.get("weft_median_ms")
-        cells = []
-        for system in by:
-            p = row.get(system + "_median_ms")
-            if p is None or w is None:
-                cells += ["n/a", "n/a"]
-                continue
-            by[system].append(p / w)
-            cells += [f"{p:.2f} ms", f"{p / w:.2f}"]
-        lines.append(f"| {row['model']} | " + (f"{w:.2f} ms" if w else "failed") + " | " + " | ".join(cells) + " |")
-    geo = lambda v: float(np.exp(np.mean(np.log(v)))) if v else float("nan")
-    lines += ["", f"Geomean: ONNX Runtime / Weft **{geo(by['ort']):.2f}**, eager / Weft **{geo(by['torch']):.2f}**, "
-              f"torch.compile / Weft **{geo(by['torch_compile']):.2f}**. Every round is in "
-              "`bench/sequence_results.json`.", ""]
-    return lines
+             "first. Ratios are peer time / Weft time (above 1: Weft is faster).", ""]
+    return lines + peer_table(r, "sequence_results.json")
 
 
 def main():
