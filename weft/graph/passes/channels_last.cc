@@ -265,6 +265,7 @@ public:
     changed = !convs.empty();
     while (changed && step()) {
     }
+    if (changed) hoist_over_concats();
     return changed;
   }
 
@@ -604,6 +605,41 @@ private:
         [&](const Node& m) { return &m == s.split || &m == s.permute || &m == s.merge; });
     graph_.rename_node(merged->producer, name);
     return true;
+  }
+
+  // Transpose(to first)(Concat(a, b, ...) along channels-last's last axis), the Concat's only
+  // reader -> Concat(Transpose(to first)(a), ...) along the channels, once the steps are done
+  // (they would sink those Transposes again): each Transpose then writes its slice of the
+  // result (fused into the Concat's kernel, in tiles), where the Concat wrote its result for
+  // one Transpose to read again (a YOLO head's [1, 80, 80, 64 + 80] before its Reshape).
+  void hoist_over_concats() {
+    std::unordered_map<const Value*, int> uses = graph_.use_counts();
+    std::vector<Node*> transposes;
+    for (const auto& n : graph_.nodes()) {
+      if (to_first_rank(n.get(), one_d_)) transposes.push_back(n.get());
+    }
+    for (Node* t : transposes) {
+      size_t rank = to_first_rank(t, one_d_);
+      Value* v = t->inputs[0];
+      Node* concat = v->producer;
+      if (!concat || concat->op_type != Op::kConcat || uses[v] != 1 || graph_.is_graph_output(v))
+        continue;
+      int64_t axis = concat->attrs_as<AxisAttrs>().axis;
+      bool fits = axis == static_cast<int64_t>(rank) - 1 || axis == -1;
+      for (const Value* in : concat->inputs)
+        fits = fits && has_rank(in, rank);
+      if (!fits) continue;
+      NodeBuilder b(graph_, *t);
+      std::vector<Value*> parts;
+      for (Value* in : concat->inputs)
+        parts.push_back(b.op(Op::kTranspose, {in}, TransposeAttrs{to_first(rank)}));
+      Value* out = t->outputs[0];
+      out->producer = nullptr;
+      t->outputs[0] = nullptr;
+      b.op(Op::kConcat, parts, AxisAttrs{1}, out);
+      remove(t);
+      remove(concat);
+    }
   }
 
   void remove(const Node* n) {

@@ -26,7 +26,9 @@
 // - gives a pooling that a Transpose feeds one to channels-last as its only reader (its
 //   other readers read a Transpose back, which sinks on): that pair is never cancelled, and
 //   pools_between_regions (below) runs the pooling channels-last in its place;
-// - cancels a Transpose whose reader undoes it.
+// - cancels a Transpose whose reader undoes it;
+// - last, hoists a Transpose back to channels-first over the Concat it reads (its only
+//   reader): a Concat along the channels of its inputs' Transposes, each writing its slice.
 // Between two convolutions, activations then stay channels-last, and the Transposes left
 // are at the region's boundaries (a Reshape, the graph's outputs, ops that stay plain): the
 // reorders that remain, in the graph for `weft inspect` to show.

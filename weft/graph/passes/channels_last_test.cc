@@ -144,7 +144,8 @@ TEST(ChannelsLast, SharesInputTransposesAndEndsAtAFlatMean) {
 // ShuffleNetV2's unit: a channel split, a convolution on one part, a Concat and a channel
 // shuffle (Reshape, Transpose of the channel factors, Reshape). The Transposes sink through
 // the shuffle, which permutes channels-last's last axis instead, and through the Split: only
-// the input's and the output's reorders stay.
+// the input's and the output's reorders stay (the output's one per input of the last Concat,
+// hoisted over it).
 TEST(ChannelsLast, SinksThroughChannelShufflesAndSplits) {
   Graph g = graph_from_text(R"(
     <ir_version: 8, opset_import: ["" : 13]>
@@ -178,7 +179,7 @@ TEST(ChannelsLast, SinksThroughChannelShufflesAndSplits) {
       EXPECT_EQ(shape_to_string(*n->outputs[0]->type.shape), "[1,8,8,2,2]");
     }
   }
-  EXPECT_EQ(reorders, 2);
+  EXPECT_EQ(reorders, 3);
   EXPECT_EQ(count_ops(g, Op::kReshape), 2);
 }
 
@@ -226,9 +227,14 @@ TEST(ChannelsLast, SinksThroughPoolingsAndBatchNorms) {
   }
   EXPECT_EQ(readers, 1);
   EXPECT_EQ(pool->inputs[0]->producer->op_type, Op::kTranspose);
-  // x's reorder, the pair around the pooling, y's reorder.
-  EXPECT_EQ(count_ops(g, Op::kTranspose), 4);
-  EXPECT_EQ(g.outputs[0]->producer->op_type, Op::kTranspose);
+  // x's reorder, the pair around the pooling, y's reorders: one per input of its Concat, each
+  // writing its part (hoisted over the Concat).
+  EXPECT_EQ(count_ops(g, Op::kTranspose), 5);
+  const Node* concat = g.outputs[0]->producer;
+  ASSERT_EQ(concat->op_type, Op::kConcat);
+  EXPECT_EQ(concat->attrs_as<AxisAttrs>().axis, 1);
+  for (const Value* part : concat->inputs)
+    EXPECT_EQ(part->producer->op_type, Op::kTranspose);
   for (const auto& n : g.nodes()) {
     if (n->op_type == Op::kMul) { // the scale: gamma / sqrt(var + eps), channels-last
       const Tensor& scale = *n->inputs[1]->constant;
@@ -279,7 +285,7 @@ TEST(ChannelsLast, PoolingsBetweenRegionsRunChannelsLast) {
   ASSERT_TRUE(v.ok()) << v.to_string();
   EXPECT_EQ(count_ops(g, Op::kMaxPool), 0);
   EXPECT_EQ(count_ops(g, Op::kMaxPoolChannelsLast), 2);
-  EXPECT_EQ(count_ops(g, Op::kTranspose), 2); // x's and y's
+  EXPECT_EQ(count_ops(g, Op::kTranspose), 3); // x's, and y's over each part of its Concat
   for (const auto& n : g.nodes()) {
     if (n->op_type != Op::kMaxPoolChannelsLast) continue;
     EXPECT_EQ(*n->outputs[0]->type.shape, (Shape{1, 4, 4, 4}));
