@@ -269,8 +269,18 @@ bool Emitter::emit_transposing_tiles(const AstNode& nest, int depth, bool in_loo
                      ast_expr(inner_range->lo), ast_expr(inner_range->hi),
                      compute_type(written.dtype), i, d_.simd_for, o);
   emit_statement(call, depth + 4, out, tile);
-  out += fmt::format("{0}      }}\n{0}    }}\n"
-                     "{0}    for (int64_t {1} = weft_o; {1} < weft_oe; {1} += 1) {{\n"
+  out += fmt::format("{0}      }}\n{0}    }}\n", pad);
+  // A full tile of floats is stored through registers (weft_store_transposed16).
+  std::optional<int64_t> row_stride = flat_coefficient(s.write, call, o);
+  if (written.dtype == DType::kF32 && row_stride && *row_stride > 0) {
+    out +=
+        fmt::format("{0}    if (weft_oe - weft_o == {1} && weft_ie - weft_i == {1}) {{\n"
+                    "{0}      const int64_t {2} = weft_o, {3} = weft_i;\n"
+                    "{0}      weft_store_transposed16(&b{4}[{5}], {6}, &weft_tile[0][0]);\n"
+                    "{0}      continue;\n{0}    }}\n",
+                    pad, kTransposeTile, o, i, s.write.buffer, offset(s.write, iters), *row_stride);
+  }
+  out += fmt::format("{0}    for (int64_t {1} = weft_o; {1} < weft_oe; {1} += 1) {{\n"
                      "{0}      {2}\n"
                      "{0}      for (int64_t {3} = weft_i; {3} < weft_ie; {3} += 1) "
                      "b{4}[{5}] = {6};\n"

@@ -583,6 +583,10 @@ TEST(EmitC, TransposeRunsInTiles) {
             std::string::npos)
       << tiled;
   EXPECT_NE(tiled.find("weft_tile[c1 - weft_i][c0 - weft_o] = t0;"), std::string::npos) << tiled;
+  // A full tile is stored through registers; the edges' (none here) element by element.
+  EXPECT_NE(tiled.find("weft_store_transposed16(&b1[c0 * 256 + c1], 256, &weft_tile[0][0]);"),
+            std::string::npos)
+      << tiled;
   EXPECT_EQ(copy(1000, 256, false).find("weft_tile"), std::string::npos);
   EXPECT_EQ(copy(1024, 8, true).find("weft_tile"), std::string::npos);
   EXPECT_EQ(copy(3000, 80, true).find("weft_tile"), std::string::npos);

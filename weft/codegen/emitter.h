@@ -179,7 +179,8 @@ private:
   // each computed along the outer loop into a local tile (contiguous reads), then stored along
   // the inner one. The plain nest gathered each vector from 16 lines 4 KB apart, which alias
   // in the L1: SiLU into a Transpose of [256, 1024], 0.89 -> 0.21 ms. Inner loops that
-  // coalesce (coalesced) count as one: an NHWC -> NCHW Transpose is such a nest. "in_loop":
+  // coalesce (coalesced) count as one: an NHWC -> NCHW Transpose is such a nest. A full tile
+  // of floats is stored through registers (weft_store_transposed16). "in_loop":
   // inside another loop, whose threads run the tiles. Returns whether it emitted the nest.
   bool emit_transposing_tiles(const AstNode& n, int depth, bool in_loop, std::string& out) const;
   // Streaming stores (CPU): does SIMD loop "loop" write "call"'s output with them? The output
