@@ -203,4 +203,40 @@ WEFT_D void weft_stream_fence() {
   _mm_sfence();
 #endif
 }
+// A 16 x 16 tile of floats, row-major in "src", stored transposed: row c of "dst" (rows
+// "stride" floats apart) is column c of "src" (Emitter::emit_transposing_tiles). With AVX-512,
+// in registers: unpacks of pairs of rows, of pairs of pairs, then two shuffles of 128-bit
+// lanes leave column c in register c (64 shuffles; a loop over the tile's columns gathered
+// each, 16 gathers).
+WEFT_D void weft_store_transposed16(float* dst, int64_t stride, const float* src) {
+#if defined(__AVX512F__)
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + 16 * i);
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
+    __m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
+    r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+    r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+    r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+    r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+  }
+  for (int i = 0; i < 16; i += 8) {
+    for (int j = 0; j < 4; ++j) {
+      t[i + j] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0x88);
+      t[i + j + 4] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0xdd);
+    }
+  }
+  for (int j = 0; j < 8; ++j) {
+    _mm512_storeu_ps(dst + j * stride, _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88));
+    _mm512_storeu_ps(dst + (j + 8) * stride, _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd));
+  }
+#else
+  for (int c = 0; c < 16; ++c)
+    for (int k = 0; k < 16; ++k) dst[c * stride + k] = src[k * 16 + c];
+#endif
+}
 }  // namespace
