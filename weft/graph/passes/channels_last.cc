@@ -611,18 +611,25 @@ private:
   // reader -> Concat(Transpose(to first)(a), ...) along the channels, once the steps are done
   // (they would sink those Transposes again): each Transpose then writes its slice of the
   // result (fused into the Concat's kernel, in tiles), where the Concat wrote its result for
-  // one Transpose to read again (a YOLO head's [1, 80, 80, 64 + 80] before its Reshape).
+  // one Transpose to read again (a YOLO head's [1, 80, 80, 64 + 80] before its Reshape). Only
+  // where the Transpose's result goes to Reshapes, Flattens or the graph's outputs: a pooling
+  // runs channels-last between it and one back (pools_between_regions: SqueezeNet's and
+  // Inception's Concat then MaxPool), and oneDNN's calls absorb it (a Resize's).
   void hoist_over_concats() {
     std::unordered_map<const Value*, int> uses = graph_.use_counts();
+    std::set<const Value*> kept; // values that a node other than a Reshape or Flatten reads
     std::vector<Node*> transposes;
     for (const auto& n : graph_.nodes()) {
       if (to_first_rank(n.get(), one_d_)) transposes.push_back(n.get());
+      if (n->op_type != Op::kReshape && n->op_type != Op::kFlatten)
+        kept.insert(n->inputs.begin(), n->inputs.end());
     }
     for (Node* t : transposes) {
       size_t rank = to_first_rank(t, one_d_);
       Value* v = t->inputs[0];
       Node* concat = v->producer;
-      if (!concat || concat->op_type != Op::kConcat || uses[v] != 1 || graph_.is_graph_output(v))
+      if (!concat || concat->op_type != Op::kConcat || uses[v] != 1 || graph_.is_graph_output(v) ||
+          kept.contains(t->outputs[0]))
         continue;
       int64_t axis = concat->attrs_as<AxisAttrs>().axis;
       bool fits = axis == static_cast<int64_t>(rank) - 1 || axis == -1;

@@ -120,6 +120,26 @@ TEST(ChannelsLast, SinksThroughResizesThatFeedTheRegion) {
   }
 }
 
+// SqueezeNet's fire module before a pooling: the Concat stays channels-last (the Transpose
+// after it is not hoisted over it), for pools_between_regions to run the pooling so.
+TEST(ChannelsLast, KeepsAConcatBeforeAPoolingChannelsLast) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1, 4, 8, 8] x, float[4, 4, 1, 1] w, float[4, 8, 1, 1] w2) => (float[1, 4, 4, 4] y) {
+      a = Conv(x, w)
+      b = Conv(x, w)
+      c = Concat <axis = 1> (a, b)
+      p = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (c)
+      y = Conv(p, w2)
+    })");
+  ASSERT_TRUE(run_pass(g));
+  for (const auto& n : g.nodes()) {
+    if (n->op_type == Op::kConcat) {
+      EXPECT_EQ(n->attrs_as<AxisAttrs>().axis, 3);
+    }
+  }
+}
+
 // Two convolutions reading one value share its Transpose, and a spatial mean without
 // keepdims ([N, C] either way) needs none after it: one Transpose is left, at the input.
 TEST(ChannelsLast, SharesInputTransposesAndEndsAtAFlatMean) {
