@@ -28,7 +28,8 @@
 //   pools_between_regions (below) runs the pooling channels-last in its place;
 // - cancels a Transpose whose reader undoes it;
 // - last, hoists a Transpose back to channels-first over the Concat it reads (its only
-//   reader): a Concat along the channels of its inputs' Transposes, each writing its slice.
+//   reader), where the Transpose's result goes to Reshapes, Flattens or graph outputs: a
+//   Concat along the channels of its inputs' Transposes, each writing its slice.
 // Between two convolutions, activations then stay channels-last, and the Transposes left
 // are at the region's boundaries (a Reshape, the graph's outputs, ops that stay plain): the
 // reorders that remain, in the graph for `weft inspect` to show.
