@@ -271,6 +271,25 @@ def peer_table(r, results_file):
     return lines
 
 
+def table_main(models, markdown, results_file):
+    """The command line of sequence_bench.py and yolo_bench.py: "models" measured, the result
+    printed through "markdown", and stored in bench/"results_file" with --write."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--write", action="store_true", help=f"store bench/{results_file}")
+    args = ap.parse_args()
+    rows, _ = measure(args.rounds, args.iters, models=models)
+    from run_bench import machine
+    result = {"date": datetime.date.today().isoformat(), "machine": machine(), "ort_threads_parked": True,
+              "onnxruntime": ort.__version__, "pytorch": torch.__version__, "threads": torch.get_num_threads(),
+              "rounds": args.rounds, "iters": args.iters, "rows": rows}
+    print("\n".join(markdown(result)))
+    if args.write:
+        with open(os.path.join(HERE, results_file), "w") as f:
+            json.dump(result, f, indent=2)
+
+
 def has_avx512():
     """Whether this CPU has AVX-512 (oneDNN's brgemm and Winograd f32 kernels need it)."""
     with open("/proc/cpuinfo") as f:

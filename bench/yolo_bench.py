@@ -11,18 +11,12 @@ checked against PyTorch's first.
 Usage: PYTHONPATH=build/python bench/.venv/bin/python bench/yolo_bench.py [--rounds 2] [--iters 20] [--write]
 --write stores bench/yolo_results.json, which run_bench.py puts in docs/benchmarks.md.
 """
-import argparse
-import datetime
-import json
-import os
 
-import onnxruntime as ort
 import torch
 
-from cnn_bench import measure, peer_table, randomize_batch_norms
+from cnn_bench import peer_table, randomize_batch_norms, table_main
 from ort_options import described
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 nn = torch.nn
 
 
@@ -147,20 +141,7 @@ def markdown(r):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--iters", type=int, default=20)
-    ap.add_argument("--write", action="store_true", help="store bench/yolo_results.json")
-    args = ap.parse_args()
-    rows, _ = measure(args.rounds, args.iters, models=MODELS)
-    from run_bench import machine
-    result = {"date": datetime.date.today().isoformat(), "machine": machine(), "ort_threads_parked": True,
-              "onnxruntime": ort.__version__, "pytorch": torch.__version__, "threads": torch.get_num_threads(),
-              "rounds": args.rounds, "iters": args.iters, "rows": rows}
-    print("\n".join(markdown(result)))
-    if args.write:
-        with open(os.path.join(HERE, "yolo_results.json"), "w") as f:
-            json.dump(result, f, indent=2)
+    table_main(MODELS, markdown, "yolo_results.json")
 
 
 if __name__ == "__main__":
