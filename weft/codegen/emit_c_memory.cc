@@ -190,11 +190,11 @@ bool Emitter::emit_transposing_tiles(const AstNode& nest, int depth, bool in_loo
     return false;
   // Innermost loops that run as one count as one loop (H and W of an NHWC -> NCHW Transpose,
   // [1, 112, 112, 96]: 2.3 ms plain, 16 lines read for each one used).
+  auto holds_loop = [](const AstNode& n) {
+    return n.kind == AstNode::Kind::kFor && n.children[0].kind == AstNode::Kind::kFor;
+  };
   AstNode top = nest;
   for (bool merged = true; merged;) {
-    auto holds_loop = [](const AstNode& n) {
-      return n.kind == AstNode::Kind::kFor && n.children[0].kind == AstNode::Kind::kFor;
-    };
     AstNode* above = &top; // the loop above the innermost two, if any
     while (holds_loop(above->children[0]) && holds_loop(above->children[0].children[0]))
       above = &above->children[0];
