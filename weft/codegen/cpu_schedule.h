@@ -33,9 +33,10 @@ struct CpuSchedule {
   int64_t column_width = 2048;    // K columns of one chunk (partials on the stack)
   int64_t column_rows = 128;      // rows of a column cascade block
   int64_t min_per_thread = 16384; // fewer elements per thread: fewer threads
-  // An outermost parallel loop whose kernel does less work than this (elements of its
-  // largest statement, when static) runs on one thread: no parallel region to open.
-  int64_t min_parallel_work = 0;
+  // A top-level loop nest that statically runs fewer statement instances than this, or any
+  // loop of a kernel whose largest statement has fewer elements, runs on one thread: no
+  // parallel region to open (about 1.3 us with 2 threads, docs/cpu-strategies.md).
+  int64_t min_parallel_work = 4096;
   // A float output of at least this many bytes, written contiguously by a SIMD loop and read
   // by no statement of the kernel, is written with streaming stores (Emitter::streams_write).
   int64_t stream_min_bytes = machine_stream_min_bytes();

@@ -429,6 +429,26 @@ bool Emitter::collapses(const AstNode& n) {
   return r && !range_mentions(*r, n.iterator);
 }
 
+std::optional<int64_t> Emitter::nest_work(const AstNode& n) {
+  constexpr int64_t kMany = int64_t{1} << 40;
+  if (n.kind == AstNode::Kind::kCall) return 1;
+  if (n.kind == AstNode::Kind::kFor) {
+    std::optional<LoopRange> r = loop_range(n);
+    std::optional<int64_t> trips = r ? r->static_extent() : std::nullopt;
+    std::optional<int64_t> body = nest_work(n.children[0]);
+    if (!trips || !body) return std::nullopt;
+    int64_t t = std::max<int64_t>(*trips, 0), b = *body;
+    return t > 0 && b > kMany / t ? kMany : t * b;
+  }
+  int64_t work = 0;
+  for (const AstNode& c : n.children) {
+    std::optional<int64_t> w = nest_work(c);
+    if (!w) return std::nullopt;
+    work = std::min(kMany, work + *w);
+  }
+  return work;
+}
+
 const AstNode* Emitter::tiny_inner_loop(const AstNode& n) {
   if (n.kind != AstNode::Kind::kFor || n.mark != AstNode::Mark::kParallel) return nullptr;
   const AstNode& inner = n.children[0];
@@ -673,11 +693,17 @@ void Emitter::emit_node(const AstNode& n, int depth, bool in_loop, std::string& 
         emit_register_reduction(n, *call, depth, out);
         break;
       }
-      bool parallel = n.mark == AstNode::Mark::kParallel && !in_loop && !small_;
-      bool packed = parallel && packs_tiny_rows(n);
+      // A nest of little work (a squeeze-excitation's few hundred products between two
+      // passes over an image) runs on this thread: a parallel region costs about 1.3 us.
+      // Such loops, and those of a small kernel, keep their SIMD lanes.
+      std::optional<int64_t> work = in_loop ? std::nullopt : nest_work(n);
+      bool top = n.mark == AstNode::Mark::kParallel && !in_loop;
+      bool one_thread = top && (small_ || (work && *work < schedule_.min_parallel_work));
+      bool parallel = top && !one_thread;
+      bool packed = top && packs_tiny_rows(n);
       if (packed) {
-        out +=
-            fmt::format("{}{}  // tiny rows: vectorized across rows\n", pad, d_.parallel_for_simd);
+        out += fmt::format("{}{}  // tiny rows: vectorized across rows\n", pad,
+                           parallel ? d_.parallel_for_simd : d_.simd_for);
       } else if (parallel && !d_.parallel_for.empty()) {
         collapsing_ = collapses(n);
         out += fmt::format("{}{}\n", pad, collapsing_ ? d_.parallel_for_2 : d_.parallel_for);
@@ -695,8 +721,8 @@ void Emitter::emit_node(const AstNode& n, int depth, bool in_loop, std::string& 
         break;
       }
       // An innermost loop that carries no dependence (isl proved it) may run in SIMD lanes.
-      bool simd = n.mark == AstNode::Mark::kParallel && in_loop && !has_loop(n.children[0]) &&
-                  !d_.simd_for.empty();
+      bool simd = n.mark == AstNode::Mark::kParallel && (in_loop || one_thread) &&
+                  !has_loop(n.children[0]) && !d_.simd_for.empty();
       if (simd && n.children[0].kind == AstNode::Kind::kCall) {
         if (emit_hoisted_loop(n, depth, out)) break;
         emit_simd_loop(n, n.children[0], depth, out);

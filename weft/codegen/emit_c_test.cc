@@ -672,6 +672,24 @@ TEST(CpuSchedule, SetsLanesAndSerialSmallKernels) {
   EXPECT_EQ(emit(serial).find("omp parallel"), std::string::npos);
   serial.min_parallel_work = 64 * 1024;
   EXPECT_NE(emit(serial).find("omp parallel"), std::string::npos);
+  // A COLUMN's 64 inits are a nest of less work than the default's 4096: they run on this
+  // thread, in SIMD lanes, before the columns' parallel region; with 0, in a region of their own.
+  kernel::Kernel columns = testing::column_sum_kernel(Dim(4096), Dim(64));
+  Result<poly::ScheduledKernel> c = poly::schedule_kernel(columns);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  auto emit_columns = [&](const CpuSchedule& schedule) {
+    Result<EmittedFunction> src = emit_function(columns, c->loops, Dialect::kCpu, schedule);
+    EXPECT_TRUE(src.ok()) << src.status().to_string();
+    return src->source;
+  };
+  std::string inits = "for (int64_t c0 = 0; (c0 <= 63); c0 += 1) {\n    {  // init";
+  std::string code = emit_columns(CpuSchedule{});
+  EXPECT_NE(code.find("  #pragma omp simd\n  " + inits), std::string::npos) << code;
+  EXPECT_NE(code.find("#pragma omp parallel num_threads"), std::string::npos) << code;
+  serial.min_parallel_work = 0;
+  code = emit_columns(serial);
+  EXPECT_NE(code.find("  #pragma omp parallel for schedule(static)\n  " + inits), std::string::npos)
+      << code;
   // Rows shorter than 8 x 16 lanes keep one accumulator, whatever the lanes.
   kernel::Kernel short_rows = testing::row_sum_kernel(Dim(64), Dim(100));
   Result<poly::ScheduledKernel> t = poly::schedule_kernel(short_rows);

@@ -81,6 +81,10 @@ private:
   // innermost loop is a SIMD loop instead).
   static bool collapses(const AstNode& n);
 
+  // Statement instances that nest "n" runs (each loop's trip count times its body's), when
+  // every loop in it has a static range; saturates at 2^40.
+  static std::optional<int64_t> nest_work(const AstNode& n);
+
   // The loop that is all of "n"'s body when it is tiny: an innermost parallel loop around one
   // statement, of a constant trip count of 2 to kTinyInner, under a parallel loop (an image's
   // 3 channels in its NCHW -> NHWC Transpose). "n" then runs in SIMD lanes with the tiny loop
@@ -336,7 +340,8 @@ private:
   const Kernel& k_;
   const DialectTable& d_;
   const CpuSchedule& schedule_;
-  // Statically less work than the schedule's min_parallel_work: no parallel regions.
+  // Statically less work than the schedule's min_parallel_work: no parallel regions (nor,
+  // for a top-level nest of less work than that, its own region: emit_node).
   bool small_ = false;
   std::map<std::string, std::string> symbol_names_; // symbol -> C name
   // CPU, dynamic shapes: the C name of the symbolic row extent that picks a micro-kernel.

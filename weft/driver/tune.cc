@@ -39,7 +39,7 @@ std::vector<CpuSchedule> candidate_schedules() {
     for (int64_t per_thread : {int64_t{4096}, int64_t{16384}, int64_t{65536}}) {
       for (auto [width, rows] :
            {std::pair<int64_t, int64_t>{2048, 128}, {1024, 256}, {4096, 64}, {8192, 32}}) {
-        for (int64_t serial_below : {int64_t{0}, int64_t{1} << 40}) {
+        for (int64_t serial_below : {base.min_parallel_work, int64_t{0}, int64_t{1} << 40}) {
           CpuSchedule s{lanes, width, rows, per_thread, serial_below};
           if (!(s == base)) grid.push_back(s);
         }

@@ -88,7 +88,6 @@ extern "C" void weft_k4_GlobalAveragePool(void* const* buffers, const int64_t* e
   const float* __restrict__ b0 = static_cast<const float*>(buffers[0]);  // b0
   float* __restrict__ b2 = static_cast<float*>(buffers[2]);  // b2
   (void)extents;
-  #pragma omp parallel for schedule(static)
   for (int64_t c1 = 0; (c1 <= 15); c1 += 1) {
     alignas(64) float b1[1];  // t1: one iteration's, contracted
     {  // init

@@ -13,7 +13,7 @@ extern "C" void weft_k0_ReduceSum(void* const* buffers, const int64_t* extents) 
   const float* __restrict__ b9 = static_cast<const float*>(buffers[9]);  // b0_4
   float* __restrict__ b12 = static_cast<float*>(buffers[12]);  // b3
   (void)extents;
-  #pragma omp parallel for schedule(static)
+  #pragma omp simd
   for (int64_t c0 = 0; (c0 <= 2047); c0 += 1) {
     {  // init
       const float t0 = 0.0f;
