@@ -123,7 +123,8 @@ WEFT_D void weft_stream_fence() {
 // "stride" floats apart) is column c of "src" (Emitter::emit_transposing_tiles). With AVX-512,
 // in registers: unpacks of pairs of rows, of pairs of pairs, then two shuffles of 128-bit
 // lanes leave column c in register c (64 shuffles; a loop over the tile's columns gathered
-// each, 16 gathers).
+// each, 16 gathers). With AVX (AVX2 machines), the same in each of the four 8 x 8 blocks: an
+// NHWC -> NCHW Transpose of [1, 112, 112, 96] built for Haswell 0.53-0.56 -> 0.37 ms.
 WEFT_D void weft_store_transposed16(float* dst, int64_t stride, const float* src) {
 #if defined(__AVX512F__)
   __m512 r[16], t[16];
@@ -149,6 +150,27 @@ WEFT_D void weft_store_transposed16(float* dst, int64_t stride, const float* src
   for (int j = 0; j < 8; ++j) {
     _mm512_storeu_ps(dst + j * stride, _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88));
     _mm512_storeu_ps(dst + (j + 8) * stride, _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd));
+  }
+#elif defined(__AVX__)
+  for (int cb = 0; cb < 16; cb += 8) {  // both halves of a row of dst, one after the other
+    for (int kb = 0; kb < 16; kb += 8) {
+      __m256 r[8], t[8];
+      for (int k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(src + (kb + k) * 16 + cb);
+      for (int k = 0; k < 8; k += 2) {
+        t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
+        t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+      }
+      for (int k = 0; k < 8; k += 4) {
+        r[k] = _mm256_shuffle_ps(t[k], t[k + 2], 0x44);
+        r[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], 0xee);
+        r[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0x44);
+        r[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0xee);
+      }
+      for (int c = 0; c < 4; ++c) {
+        _mm256_storeu_ps(dst + (cb + c) * stride + kb, _mm256_permute2f128_ps(r[c], r[c + 4], 0x20));
+        _mm256_storeu_ps(dst + (cb + c + 4) * stride + kb, _mm256_permute2f128_ps(r[c], r[c + 4], 0x31));
+      }
+    }
   }
 #else
   for (int c = 0; c < 16; ++c)

@@ -289,6 +289,50 @@ TEST_F(CpuKernels, TanhMatchesFloat64Reference) {
   EXPECT_TRUE(std::signbit(y[y.size() - 11])); // tanh(-0) = -0
 }
 
+// A Transpose in 16 x 16 tiles, y[i, j] = x[j, i], with partial tiles at both edges, built for
+// each x86 instruction set that weft_store_transposed16 has a path for (AVX-512, AVX, none):
+// each stores every element where the reference does.
+TEST_F(CpuKernels, TransposingTilesMatchOnEveryInstructionSet) {
+#if defined(__x86_64__)
+  using kernel::AffineExpr;
+  const int64_t rows = 1030, columns = 250;
+  kernel::Kernel k;
+  k.name = "transpose";
+  k.buffers = {{"x", DType::kF32, {columns, rows}, kernel::BufferRole::kInput},
+               {"y", DType::kF32, {rows, columns}, kernel::BufferRole::kOutput}};
+  kernel::Statement st;
+  st.name = "transpose";
+  st.domain = {rows, columns};
+  AffineExpr i = AffineExpr::iterator(0), j = AffineExpr::iterator(1);
+  st.write = kernel::Access(1, {i, j});
+  st.reads = {kernel::Access(0, {j, i})};
+  st.expr = {{kernel::ExprOp::kLoad, DType::kF32, {}, 0}};
+  k.statements = {st};
+  std::vector<float> x = random(static_cast<size_t>(rows * columns), 11);
+  for (const char* arch : {"-march=native", "-march=haswell", "-march=x86-64"}) {
+    toolchain::CpuCompiler native = compiler_;
+    std::replace(compiler_.flags.begin(), compiler_.flags.end(), std::string("-march=native"),
+                 std::string(arch));
+    std::string source;
+    KernelFn fn = build(k, nullptr, {}, &source);
+    compiler_ = native;
+    ASSERT_NE(fn, nullptr) << arch;
+    EXPECT_NE(source.find("weft_store_transposed16(&b1["), std::string::npos) << source;
+    std::vector<float> y(static_cast<size_t>(rows * columns), NAN);
+    void* buffers[] = {x.data(), y.data()};
+    fn(buffers, nullptr);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < columns; ++c) {
+        ASSERT_EQ(y[static_cast<size_t>(r * columns + c)], x[static_cast<size_t>(c * rows + r)])
+            << arch << ": y[" << r << ", " << c << "]";
+      }
+    }
+  }
+#else
+  GTEST_SKIP() << "x86 only";
+#endif
+}
+
 TEST_F(CpuKernels, CompilerFailureNamesCommandAndLog) {
   Result<toolchain::CompiledLibrary> lib = toolchain::compile_cpu("this is not C++", compiler_);
   ASSERT_FALSE(lib.ok());
