@@ -6,11 +6,37 @@
 #include <fmt/format.h>
 
 #include "weft/graph/op_table.h"
+#include "weft/graph/shape_functions.h"
 #include "weft/support/log.h"
 
 namespace weft::library {
 
 Dims dims_of(const Value* v) { return shape_static_dims(*v->type.shape); }
+
+Ints perm_of(const Node& transpose) { return transpose_perm(transpose).value(); }
+
+memory::desc transposed_input(const Node& t, size_t rank) {
+  Dims x = dims_of(t.inputs[0]), strides = row_major_strides(x), dims, view;
+  Ints perm = perm_of(t);
+  for (int64_t p : perm) {
+    dims.push_back(x[static_cast<size_t>(p)]);
+    view.push_back(strides[static_cast<size_t>(p)]);
+  }
+  dims.insert(dims.begin(), rank - dims.size(), 1);
+  view.insert(view.begin(), rank - view.size(), x.empty() ? 1 : x[0] * strides[0]);
+  return memory::desc(dims, memory::data_type::f32, view);
+}
+
+memory::desc transposed_output(const Dims& dims, const Node& t) {
+  Ints perm = perm_of(t);
+  Dims out;
+  for (int64_t p : perm)
+    out.push_back(dims[static_cast<size_t>(p)]);
+  Dims out_strides = row_major_strides(out), strides(dims.size());
+  for (size_t k = 0; k < perm.size(); ++k)
+    strides[static_cast<size_t>(perm[k])] = out_strides[k];
+  return memory::desc(dims, memory::data_type::f32, strides);
+}
 
 // The position of "v" in "values", appending it if absent.
 int position(std::vector<const Value*>& values, const Value* v) {

@@ -19,6 +19,13 @@ namespace weft::library {
 // The static dims of "v".
 Dims dims_of(const Value* v);
 
+// The permutation of a Transpose (the library takes those of values whose rank is known).
+Ints perm_of(const Node& transpose);
+// Transpose(x, perm) read in place: x's plain strides, permuted; "rank" pads leading dims.
+memory::desc transposed_input(const Node& t, size_t rank);
+// A result of "dims" written so that Transpose(perm) of it lies plain in memory.
+memory::desc transposed_output(const Dims& dims, const Node& t);
+
 // The position of "v" in "values", appending it if absent.
 int position(std::vector<const Value*>& values, const Value* v);
 
@@ -113,6 +120,17 @@ const Value* winograd_residual(const LibraryCall& call, bool* is_winograd);
 // QLinearConv as oneDNN's int8 convolution (dnnl_conv.cc; int8_conv_unfit says when).
 std::optional<LibraryCall> qlinear_conv_call(const Node& n, const Absorbed& absorbed,
                                              std::string* why_not);
+
+// The calls between channels-last regions (dnnl_spatial.cc), each on activations read and
+// written through the Transposes it absorbed, or plain: ConvTranspose in 1-3 spatial dims as
+// oneDNN's deconvolution; Resize where oneDNN's linear resampling computes it as ONNX does
+// (onednn_resamples); MaxPool and AveragePool, and their channels-last forms, as oneDNN's
+// pooling.
+std::optional<LibraryCall> conv_transpose_call(const Node& n, const Absorbed& absorbed,
+                                               std::string* why_not);
+std::optional<LibraryCall> resize_call(const Node& n, const Absorbed& absorbed,
+                                       std::string* why_not);
+std::optional<LibraryCall> pool_call(const Node& n, const Absorbed& absorbed, std::string* why_not);
 
 // A one-element s32 memory holding "value" (an int8 call's zero point, a run-time argument).
 memory s32_scalar(int32_t value);

@@ -28,6 +28,11 @@ const dnnl::engine& engine() {
   return e;
 }
 
+Dims strides_of(const memory::desc& md) {
+  const dnnl_dims_t& s = md.data.format_desc.blocking.strides;
+  return Dims(s, s + md.data.ndims);
+}
+
 Dims row_major_strides(const Dims& dims) {
   Dims s(dims.size(), 1);
   for (size_t i = dims.size(); i-- > 1;)

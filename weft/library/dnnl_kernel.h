@@ -23,6 +23,8 @@ const dnnl::engine& engine();
 Dims row_major_strides(const Dims& dims);
 memory::desc row_major(const Dims& dims, memory::data_type type);
 memory::desc plain(const Dims& dims);
+// The strides of a memory descriptor built from dims and strides.
+Dims strides_of(const memory::desc& md);
 
 // One primitive and the memories it executes on: each argument is a buffer of the launch
 // (wrapped per run) or memory the kernel owns (weights reordered at compile time). An
