@@ -205,9 +205,10 @@ runtime::LaunchInfo launch_info(const fusion::FusedKernel& fk) {
 }
 
 // The same for a library call: the node's own values.
-// The floating-point operations of a library call's convolution or product, 2 per
-// multiply-add (0 for other calls, and where the weights' shape is not static).
+// The floating-point operations of a library call's convolution or products (attention's
+// two), 2 per multiply-add (0 for other calls, and where the weights' shape is not static).
 Dim call_flops(const library::LibraryCall& call) {
+  Dim products = 0;
   for (const Node* n : call.nodes) {
     const Value* x = n->input(0);
     bool quantized = n->op_type == Op::kQLinearConv || n->op_type == Op::kQLinearConvChannelsLast ||
@@ -237,12 +238,14 @@ Dim call_flops(const library::LibraryCall& call) {
         if (a.empty()) return 0;
         bool trans_a = n->op_type == Op::kGemm && n->attrs_as<GemmAttrs>().trans_a;
         Dim inner = trans_a && a.size() == 2 ? a[0] : a.back();
-        return dim_mul(dim_mul(out, inner), 2);
+        Dim flops = dim_mul(dim_mul(out, inner), 2);
+        products = products == Dim(0) ? flops : dim_add(products, flops).value_or(products);
+        break;
       }
       default: break;
     }
   }
-  return 0;
+  return products;
 }
 
 runtime::LaunchInfo library_launch_info(const library::LibraryCall& call) {

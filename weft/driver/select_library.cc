@@ -8,6 +8,7 @@
 #include "weft/graph/passes/quantized_in_float.h"
 #include "weft/graph/passes/quantized_products.h"
 #include "weft/kernel/lower_node.h"
+#include "weft/library/attention_call.h"
 #include "weft/library/cuda_library.h"
 #include "weft/library/dnnl.h"
 #include "weft/library/moe_call.h"
@@ -167,13 +168,13 @@ LibrarySelection select_library_calls(const Graph& graph, const CompileSettings&
         generated_pool(*node))
       continue;
     std::string why_not;
-    if (!cuda) call = library::weight_only_matmul_call(*node, sole_reader);
+    auto free = [&](const Node* n) { return !s.absorbed.contains(n); };
+    if (!cuda) call = library::attention_call(*node, sole_reader, free);
+    if (!cuda && !call) call = library::weight_only_matmul_call(*node, sole_reader);
     if (!cuda && !call) call = library::moe_call(*node, sole_reader);
     if (!call)
       call = cuda ? library::cuda_library_call(*node, device, settings.allow_tf32, &why_not)
-                  : library::dnnl_call(
-                        *node, sole_reader, [&](const Node* n) { return !s.absorbed.contains(n); },
-                        &why_not);
+                  : library::dnnl_call(*node, sole_reader, free, &why_not);
     if (!call) {
       if (!why_not.empty())
         log_debug("node '{}' ({}): generated code, not a library call: {}", node->name,

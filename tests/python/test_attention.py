@@ -1,0 +1,107 @@
+"""Attention whose scores take 4 MB or more runs on the CPU as one call of Weft's own, a block
+of query rows at a time (library/attention_call.h): softmax(Q K^T * scale + mask) V with the
+Transposes PyTorch's exporter writes around it, without them, with broadcast batch dims,
+cross attention with a partial last block, and masks of every broadcast; against NumPy in
+float64."""
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import weft
+from models import make_model
+
+
+def f32(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def attention_model(q_shape, k_shape, v_shape, layout, scale=None, mask_shape=None, divide=False):
+    """layout "bshd": inputs [B, S, H, D], transposed to [B, H, S, D] and back (PyTorch's
+    exports); "bhsd": the product's operands as they are (K given transposed, [B, H, D, S])."""
+    nodes, inits = [], []
+    if layout == "bshd":
+        nodes += [helper.make_node("Transpose", ["q"], ["qt"], perm=[0, 2, 1, 3]),
+                  helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 3, 1]),
+                  helper.make_node("Transpose", ["v"], ["vt"], perm=[0, 2, 1, 3])]
+        q, kt, v = "qt", "kt", "vt"
+    else:
+        q, kt, v = "q", "k", "v"
+    nodes.append(helper.make_node("MatMul", [q, kt], ["s0"]))
+    s = "s0"
+    if scale is not None:
+        inits.append(numpy_helper.from_array(np.array(scale, np.float32), "scale"))
+        nodes.append(helper.make_node("Div" if divide else "Mul", [s, "scale"], ["s1"]))
+        s = "s1"
+    inputs = [f32("q", q_shape), f32("k", k_shape), f32("v", v_shape)]
+    if mask_shape is not None:
+        nodes.append(helper.make_node("Add", [s, "mask"], ["s2"]))
+        inputs.append(f32("mask", mask_shape))
+        s = "s2"
+    nodes += [helper.make_node("Softmax", [s], ["p"], axis=-1),
+              helper.make_node("MatMul", ["p", v], ["o" if layout == "bshd" else "y"])]
+    if layout == "bshd":
+        nodes.append(helper.make_node("Transpose", ["o"], ["y"], perm=[0, 2, 1, 3]))
+    if layout == "bshd":
+        out_shape = q_shape[:3] + v_shape[3:]
+    else:
+        out_shape = [max(a, b) for a, b in zip(q_shape[:-2], v_shape[:-2])] + [q_shape[-2], v_shape[-1]]
+    return make_model(nodes, inputs, [f32("y", out_shape)], inits, opset=17)
+
+
+def reference(q, k, v, layout, scale, mask, divide):
+    q, k, v = (a.astype(np.float64) for a in (q, k, v))
+    if layout == "bshd":
+        q, k, v = q.transpose(0, 2, 1, 3), k.transpose(0, 2, 3, 1), v.transpose(0, 2, 1, 3)
+    s = q @ k
+    if scale is not None:
+        s = s / scale if divide else s * scale
+    if mask is not None:
+        s = s + mask
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    y = (p / p.sum(axis=-1, keepdims=True)) @ v
+    return y.transpose(0, 2, 1, 3) if layout == "bshd" else y
+
+
+CASES = [
+    # Whisper-like self attention as PyTorch exports it: 4 heads of 600 x 600
+    ("bshd", [1, 600, 4, 64], [1, 600, 4, 64], [1, 600, 4, 64], 0.125, None, False),
+    # with a causal-style mask over every head, divided by sqrt(d)
+    ("bshd", [1, 600, 4, 32], [1, 600, 4, 32], [1, 600, 4, 32], 8.0, [1, 1, 600, 600], True),
+    # cross attention: 700 queries (a partial last block) over 1600 keys, a mask per key
+    ("bhsd", [2, 2, 700, 48], [2, 2, 48, 1600], [2, 2, 1600, 40], None, [1600], False),
+    # a padding mask per batch and key, as BERT's
+    ("bhsd", [2, 2, 700, 48], [2, 2, 48, 1600], [2, 2, 1600, 40], None, [2, 1, 1, 1600], False),
+    # K and V shared by the heads (batch dims that broadcast), a mask per query row
+    ("bhsd", [1, 8, 512, 64], [1, 1, 64, 512], [1, 1, 512, 64], 0.1, [1, 8, 512, 1], False),
+]
+
+
+@pytest.mark.parametrize("layout, q_shape, k_shape, v_shape, scale, mask_shape, divide", CASES)
+def test_attention_matches_float64(layout, q_shape, k_shape, v_shape, scale, mask_shape, divide):
+    rng = np.random.default_rng(q_shape[1] + k_shape[-1])
+    q, k, v = (rng.standard_normal(s).astype(np.float32) for s in (q_shape, k_shape, v_shape))
+    feeds = {"q": q, "k": k, "v": v}
+    mask = None
+    if mask_shape is not None:
+        mask = rng.standard_normal(mask_shape).astype(np.float32)
+        if mask_shape[-1] > 1:  # keys masked out (a large constant over a row would only cost
+            mask[rng.random(mask_shape) < 0.2] = -1e4  # f32 digits of the scores)
+        feeds["mask"] = mask
+    model = attention_model(q_shape, k_shape, v_shape, layout, scale, mask_shape, divide)
+    got, kernels = weft.compile(model.SerializeToString(), threads=2).profile(feeds)
+    assert [k["strategy"] for k in kernels if "Weft attention" in k["strategy"]], kernels
+    want = reference(q, k, v, layout, scale, mask, divide)
+    np.testing.assert_allclose(got["y"], want, rtol=1e-4, atol=2e-5)
+
+
+def test_small_scores_stay_with_the_generated_softmax():
+    """128 x 128 scores of 4 heads (256 KB) stay in the cache: no call, the softmax fuses the
+    scale."""
+    model = attention_model([1, 128, 4, 32], [1, 128, 4, 32], [1, 128, 4, 32], "bshd", 0.2)
+    rng = np.random.default_rng(3)
+    feeds = {n: rng.standard_normal([1, 128, 4, 32]).astype(np.float32) for n in "qkv"}
+    got, kernels = weft.compile(model.SerializeToString(), threads=2).profile(feeds)
+    assert not [k for k in kernels if "Weft attention" in k["strategy"]], kernels
+    want = reference(feeds["q"], feeds["k"], feeds["v"], "bshd", 0.2, None, False)
+    np.testing.assert_allclose(got["y"], want, rtol=1e-4, atol=2e-5)

@@ -1,0 +1,304 @@
+#include "weft/library/attention_call.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <numeric>
+#include <tuple>
+
+#include <fmt/format.h>
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "weft/graph/shape_functions.h"
+#include "weft/library/dnnl_epilogue.h"
+#include "weft/library/dnnl_kernel.h"
+#include "weft/library/dynamic_call.h"
+
+namespace weft::library {
+
+namespace {
+
+constexpr int64_t kMinScoresBytes = int64_t{4} << 20;
+// The scores of a block of query rows: about a quarter of a core's L2 (1-2 MB).
+constexpr int64_t kBlockBytes = int64_t{512} << 10;
+
+// A matrix operand, the result or the mask as the product sees it: dims and the strides of
+// its buffer, aligned to the scores' rank (leading unit dims, and dims of 1 that broadcast, at
+// stride 0).
+struct Matrix {
+  std::vector<int64_t> dims, strides;
+  int buffer = 0;
+
+  int64_t rows_stride() const { return strides[strides.size() - 2]; }
+  int64_t columns_stride() const { return strides.back(); }
+  // sgemm's form: rows contiguous ('T', leading dimension the columns' stride) or columns
+  // contiguous ('N'); none when neither is (a Transpose that moved the last dim away).
+  std::optional<std::pair<char, int64_t>> form() const {
+    int64_t rows = dims[dims.size() - 2], columns = dims.back();
+    if (columns_stride() == 1 || columns == 1)
+      return std::pair{'N', std::max<int64_t>({rows_stride(), columns, 1})};
+    if (rows_stride() == 1 || rows == 1)
+      return std::pair{'T', std::max<int64_t>({columns_stride(), rows, 1})};
+    return std::nullopt;
+  }
+};
+
+// "dims" with row-major strides, viewed through "view" (view dim k is dim view[k]) and aligned
+// to "rank".
+Matrix viewed(const Dims& dims, const Ints& view, size_t rank, int buffer) {
+  Dims strides = row_major_strides(dims);
+  Matrix m;
+  m.dims.assign(rank - view.size(), 1);
+  m.strides.assign(rank - view.size(), 0);
+  for (int64_t k : view) {
+    m.dims.push_back(dims[static_cast<size_t>(k)]);
+    m.strides.push_back(dims[static_cast<size_t>(k)] == 1 ? 0 : strides[static_cast<size_t>(k)]);
+  }
+  m.buffer = buffer;
+  return m;
+}
+
+Ints identity(size_t rank) {
+  Ints p(rank);
+  std::iota(p.begin(), p.end(), 0);
+  return p;
+}
+
+// An operand of a product in sgemm's form.
+struct Operand {
+  Matrix m;
+  char trans = 'N';
+  int64_t ld = 0;
+};
+
+class AttentionKernel final : public runtime::LibraryKernel {
+public:
+  AttentionKernel(Operand q, Operand kt, Operand v, Matrix y, std::optional<Matrix> mask,
+                  float alpha, int64_t block)
+      : q_(std::move(q)), kt_(std::move(kt)), v_(std::move(v)), y_(std::move(y)),
+        mask_(std::move(mask)), alpha_(alpha), block_(block) {
+    sq_ = y_.dims[y_.dims.size() - 2];
+    dv_ = y_.dims.back();
+    sk_ = kt_.m.dims.back();
+    d_ = q_.m.dims.back();
+    batch_.assign(y_.dims.begin(), y_.dims.end() - 2);
+    for (int64_t rows : {block_, sq_ % block_}) {
+      if (rows == 0) continue;
+      dnnl::softmax_forward::desc d(dnnl::prop_kind::forward_inference, plain({rows, sk_}), 1);
+      softmax_.emplace(rows,
+                       dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(d, engine())));
+    }
+  }
+
+  Status run(void* const* buffers, const int64_t* /*extents*/) const override {
+    auto f = [&](const Matrix& m) { return static_cast<float*>(buffers[m.buffer]); };
+    const float *q = f(q_.m), *kt = f(kt_.m), *v = f(v_.m);
+    const float* mask = mask_ ? f(*mask_) : nullptr;
+    float* y = f(y_);
+    int64_t batches = 1;
+    for (int64_t e : batch_)
+      batches *= e;
+    int64_t blocks = (sq_ + block_ - 1) / block_, items = batches * blocks;
+    std::atomic<bool> failed{false};
+    int threads = omp_get_max_threads();
+    std::vector<float> scratch(static_cast<size_t>(threads * block_ * sk_)); // scores, a block each
+    std::vector<dnnl::stream> streams;
+    for (int t = 0; t < threads; ++t)
+      streams.emplace_back(engine());
+#pragma omp parallel num_threads(threads)
+    {
+      float* s = scratch.data() + omp_get_thread_num() * block_ * sk_;
+      dnnl::stream& stream = streams[static_cast<size_t>(omp_get_thread_num())];
+#pragma omp for schedule(static)
+      for (int64_t item = 0; item < items; ++item) {
+        int64_t r0 = item % blocks * block_, rows = std::min(block_, sq_ - r0);
+        int64_t oq = r0 * q_.m.rows_stride(), ok = 0, ov = 0, oy = r0 * y_.rows_stride(),
+                om = mask ? r0 * mask_->rows_stride() : 0;
+        for (int64_t index = item / blocks, i = static_cast<int64_t>(batch_.size()); i-- > 0;) {
+          int64_t c = index % batch_[static_cast<size_t>(i)];
+          index /= batch_[static_cast<size_t>(i)];
+          oq += c * q_.m.strides[static_cast<size_t>(i)];
+          ok += c * kt_.m.strides[static_cast<size_t>(i)];
+          ov += c * v_.m.strides[static_cast<size_t>(i)];
+          oy += c * y_.strides[static_cast<size_t>(i)];
+          if (mask) om += c * mask_->strides[static_cast<size_t>(i)];
+        }
+        for (int64_t r = 0; mask && r < rows; ++r) { // the mask's rows, which the product adds to
+          const float* from = mask + om + r * mask_->rows_stride();
+          float* to = s + r * sk_;
+          if (mask_->columns_stride() == 1)
+            std::memcpy(to, from, sizeof(float) * static_cast<size_t>(sk_));
+          else
+            std::fill_n(to, sk_, *from);
+        }
+        try {
+          bool ok1 = dnnl_sgemm(q_.trans, kt_.trans, rows, sk_, d_, alpha_, q + oq, q_.ld, kt + ok,
+                                kt_.ld, mask ? 1.0f : 0.0f, s, sk_) == dnnl_success;
+          memory scores(plain({rows, sk_}), engine(), s);
+          softmax_.at(rows).execute(stream, {{DNNL_ARG_SRC, scores}, {DNNL_ARG_DST, scores}});
+          stream.wait();
+          bool ok2 = dnnl_sgemm('N', v_.trans, rows, dv_, sk_, 1.0f, s, sk_, v + ov, v_.ld, 0.0f,
+                                y + oy, y_.rows_stride()) == dnnl_success;
+          if (!ok1 || !ok2) failed = true;
+        } catch (const dnnl::error&) {
+          failed = true;
+        }
+      }
+    }
+    if (failed) return Status::error("attention: a oneDNN call failed");
+    return {};
+  }
+
+  std::string describe() const override {
+    return fmt::format("Weft attention, blocks of {} query rows (oneDNN sgemm and softmax{})",
+                       block_, mask_ ? ", mask added" : "");
+  }
+
+private:
+  Operand q_, kt_, v_;
+  Matrix y_;
+  std::optional<Matrix> mask_;
+  float alpha_ = 1.0f;
+  int64_t block_ = 0, sq_ = 0, sk_ = 0, d_ = 0, dv_ = 0;
+  std::vector<int64_t> batch_;
+  std::map<int64_t, dnnl::softmax_forward> softmax_; // by the rows of a block
+};
+
+// The constant scalar "v" holds, if it is one (f32, one element).
+std::optional<float> scalar(const Value* v) {
+  if (!v || !v->is_constant() || v->type.dtype != DType::kF32 || v->constant->num_elements() != 1)
+    return std::nullopt;
+  return static_cast<float>(v->constant->get_double(0));
+}
+
+} // namespace
+
+std::optional<LibraryCall> attention_call(const Node& node, const SoleReader& sole_reader,
+                                          const std::function<bool(const Node*)>& free) {
+  if (node.op_type != Op::kMatMul || node.inputs.size() != 2 || has_symbolic_shapes(node))
+    return std::nullopt;
+  const Value* v = node.outputs[0];
+  if (!v || v->type.dtype != DType::kF32 || !v->type.has_static_shape() ||
+      v->type.shape->size() < 2)
+    return std::nullopt;
+  Dims scores = dims_of(v);
+  size_t rank = scores.size();
+  int64_t elements = std::accumulate(scores.begin(), scores.end(), int64_t{1},
+                                     [](int64_t a, int64_t e) { return a * e; });
+  if (elements * 4 < kMinScoresBytes) return std::nullopt;
+  auto next = [&](const Value* of) -> const Node* {
+    const Node* r = sole_reader(of);
+    return r && free(r) && r->outputs.size() == 1 ? r : nullptr;
+  };
+  auto other = [&](const Node* e, const Value* of) {
+    return e->inputs.size() == 2 ? (e->inputs[0] == of ? e->inputs[1] : e->inputs[0]) : nullptr;
+  };
+  std::vector<const Node*> chain = {&node};
+  float alpha = 1.0f;
+  const Node* e = next(v);
+  if (e && (e->op_type == Op::kMul || (e->op_type == Op::kDiv && e->inputs[0] == v))) {
+    std::optional<float> c = scalar(other(e, v));
+    if (c && *c != 0.0f) {
+      alpha = e->op_type == Op::kMul ? *c : 1.0f / *c;
+      chain.push_back(e);
+      v = e->outputs[0];
+      e = next(v);
+    }
+  }
+  const Value* mask = nullptr;
+  if (e && e->op_type == Op::kAdd) {
+    mask = other(e, v);
+    const Shape* ms = mask && mask->type.dtype == DType::kF32 && mask->type.has_static_shape()
+                          ? &*mask->type.shape
+                          : nullptr;
+    if (!ms || ms->size() > rank || mask == v) return std::nullopt;
+    for (size_t i = 0; i < ms->size(); ++i) {
+      int64_t d = (*ms)[i].value();
+      if (d != 1 && d != scores[rank - ms->size() + i]) return std::nullopt;
+    }
+    chain.push_back(e);
+    v = e->outputs[0];
+    e = next(v);
+  }
+  if (!e || e->op_type != Op::kSoftmax) return std::nullopt;
+  int64_t axis = e->attrs_as<SoftmaxAttrs>().axis;
+  if (axis != -1 && axis != static_cast<int64_t>(rank) - 1) return std::nullopt;
+  chain.push_back(e);
+  v = e->outputs[0];
+  const Node* second = next(v);
+  if (!second || second->op_type != Op::kMatMul || second->inputs[0] != v ||
+      !second->outputs[0]->type.has_static_shape() ||
+      second->outputs[0]->type.shape->size() != rank)
+    return std::nullopt;
+
+  LibraryCall call;
+  std::vector<const Node*> before;
+  // An operand, through a Transpose only this product reads that keeps the buffer's last dim
+  // among the matrix's two (sgemm reads rows or columns contiguous).
+  auto operand = [&](const Node& product, size_t i) {
+    const Value* x = product.inputs[i];
+    const Node* t = x->producer;
+    std::optional<Ints> perm;
+    if (t && t->op_type == Op::kTranspose && free(t) && sole_reader(x) == &product &&
+        t->inputs[0]->type.has_static_shape())
+      perm = transpose_perm(*t);
+    int64_t last = perm ? static_cast<int64_t>(perm->size()) - 1 : 0;
+    if (perm && perm->size() >= 2 && (perm->back() == last || (*perm)[perm->size() - 2] == last)) {
+      before.push_back(t);
+      return viewed(dims_of(t->inputs[0]), *perm, rank, position(call.values, t->inputs[0]));
+    }
+    return viewed(dims_of(x), identity(x->type.shape->size()), rank, position(call.values, x));
+  };
+  Operand q{operand(node, 0)}, kt{operand(node, 1)}, vs{operand(*second, 1)};
+  for (Operand* x : {&q, &kt, &vs}) {
+    std::optional<std::pair<char, int64_t>> form = x->m.form();
+    if (!form) return std::nullopt;
+    std::tie(x->trans, x->ld) = *form;
+  }
+  std::optional<Matrix> m;
+  if (mask)
+    m = viewed(dims_of(mask), identity(mask->type.shape->size()), rank,
+               position(call.values, mask));
+  // The result, through a Transpose after it that keeps its last dim last.
+  const Value* out = second->outputs[0];
+  const Node* after = next(out);
+  std::optional<Ints> perm;
+  if (after && after->op_type == Op::kTranspose) perm = transpose_perm(*after);
+  Ints view = identity(rank);
+  if (perm && perm->size() == rank && perm->back() == static_cast<int64_t>(rank) - 1 &&
+      after->outputs[0]->type.has_static_shape()) {
+    for (size_t j = 0; j < rank; ++j)
+      view[static_cast<size_t>((*perm)[j])] = static_cast<int64_t>(j);
+    out = after->outputs[0];
+  } else {
+    after = nullptr;
+  }
+  Matrix y = viewed(dims_of(out), view, rank, position(call.values, out));
+  if (y.columns_stride() != 1) return std::nullopt;
+  // Batch dims broadcast only where an operand has 1; the result has them all.
+  for (size_t i = 0; i + 2 < rank; ++i) {
+    for (const Matrix* x : {&q.m, &kt.m, &vs.m}) {
+      if (x->dims[i] != 1 && x->dims[i] != y.dims[i]) return std::nullopt;
+    }
+  }
+  int64_t sk = scores.back();
+  if (sk == 0 || scores[rank - 2] == 0 || q.m.dims.back() == 0 || y.dims.back() == 0)
+    return std::nullopt; // (sgemm leaves a product over K = 0 unwritten)
+  int64_t block = std::clamp<int64_t>(kBlockBytes / (4 * sk) / 16 * 16, 16, 256);
+  block = std::min(block, scores[rank - 2]);
+  try {
+    call.kernel = std::make_shared<AttentionKernel>(q, kt, vs, y, m, alpha, block);
+  } catch (const dnnl::error&) {
+    return std::nullopt;
+  }
+  call.nodes = before;
+  call.nodes.insert(call.nodes.end(), chain.begin(), chain.end());
+  call.nodes.push_back(second);
+  if (after) call.nodes.push_back(after);
+  return call;
+}
+
+} // namespace weft::library

@@ -1,0 +1,27 @@
+// Attention's scores, softmax and weighted sum on the CPU as one call, a block of query rows
+// at a time: softmax(Q x K^T * scale + mask) x V, where the scores of the block (at most
+// kBlockBytes) stay in the cache between the two products, instead of a [..., Sq, Sk] tensor
+// written by one product, read and written by the softmax and read by the other. The products
+// are oneDNN's sgemm (through the strides of absorbed Transposes, as dnnl_sgemm.h), the softmax
+// oneDNN's, in place. Whisper's encoder (6 heads of 1500 x 1500 scores, 54 MB a layer) spent
+// half its time there. docs/library.md.
+#pragma once
+
+#include <functional>
+#include <optional>
+
+#include "weft/library/dnnl.h"
+
+namespace weft::library {
+
+// The call for "node" when it is the first product of such a chain over static f32 shapes:
+// MatMul(Q, K^T), then optionally Mul or Div by a constant scalar, then optionally Add of a
+// mask that broadcasts to the scores, then Softmax over the last axis, then MatMul(., V); each
+// node the sole reader of the one before; Transposes of Q, K^T, V and of the result absorbed
+// where a matrix's rows or columns stay contiguous. Only where the scores take at least
+// kMinScoresBytes (smaller ones stay in the cache anyway, and the generated softmax fuses
+// the scale and the mask). None otherwise.
+std::optional<LibraryCall> attention_call(const Node& node, const SoleReader& sole_reader,
+                                          const std::function<bool(const Node*)>& free);
+
+} // namespace weft::library
