@@ -4,6 +4,9 @@ Transposes PyTorch's exporter writes around it, without them, with broadcast bat
 cross attention with a partial last block, and masks of every broadcast; against NumPy in
 float64."""
 
+import os
+import subprocess
+
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -105,3 +108,17 @@ def test_small_scores_stay_with_the_generated_softmax():
     assert not [k for k in kernels if "Weft attention" in k["strategy"]], kernels
     want = reference(feeds["q"], feeds["k"], feeds["v"], "bshd", 0.2, None, False)
     np.testing.assert_allclose(got["y"], want, rtol=1e-4, atol=2e-5)
+
+
+def test_the_knob_turns_the_call_off(tmp_path):
+    """WEFT_ATTENTION=0 (docs/knobs.md): the products and the softmax run as before."""
+    model = attention_model([1, 600, 4, 64], [1, 600, 4, 64], [1, 600, 4, 64], "bshd", 0.125)
+    path = tmp_path / "attention.onnx"
+    path.write_bytes(model.SerializeToString())
+    cli = os.environ.get("WEFT_CLI", os.path.join(os.path.dirname(__file__), "..", "..", "build",
+                                                  "tools", "weft", "weft"))
+    for value, calls in (("1", 1), ("0", 0)):
+        out = subprocess.run([cli, "bench", str(path), "--fill", "random", "--iters", "1",
+                              "--kernels"], env={**os.environ, "WEFT_ATTENTION": value},
+                             capture_output=True, text=True, check=True).stdout
+        assert out.count("Weft attention") == calls, out

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <numeric>
@@ -178,7 +179,12 @@ std::optional<float> scalar(const Value* v) {
 
 std::optional<LibraryCall> attention_call(const Node& node, const SoleReader& sole_reader,
                                           const std::function<bool(const Node*)>& free) {
-  if (node.op_type != Op::kMatMul || node.inputs.size() != 2 || has_symbolic_shapes(node))
+  static const bool enabled = [] { // WEFT_ATTENTION=0: the products and softmax as before
+    const char* v = std::getenv("WEFT_ATTENTION");
+    return !v || std::string(v) != "0";
+  }();
+  if (!enabled || node.op_type != Op::kMatMul || node.inputs.size() != 2 ||
+      has_symbolic_shapes(node))
     return std::nullopt;
   const Value* v = node.outputs[0];
   if (!v || v->type.dtype != DType::kF32 || !v->type.has_static_shape() ||

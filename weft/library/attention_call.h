@@ -20,7 +20,7 @@ namespace weft::library {
 // node the sole reader of the one before; Transposes of Q, K^T, V and of the result absorbed
 // where a matrix's rows or columns stay contiguous. Only where the scores take at least
 // kMinScoresBytes (smaller ones stay in the cache anyway, and the generated softmax fuses
-// the scale and the mask). None otherwise.
+// the scale and the mask). None otherwise, and under WEFT_ATTENTION=0.
 std::optional<LibraryCall> attention_call(const Node& node, const SoleReader& sole_reader,
                                           const std::function<bool(const Node*)>& free);
 
