@@ -49,6 +49,24 @@ Kernel row_sum_kernel(Dim rows, Dim cols) {
   return k;
 }
 
+Kernel copy_kernel(int64_t rows, int64_t columns, bool transposed) {
+  Kernel k;
+  k.name = "transpose";
+  k.buffers = {Buffer{"x",
+                      DType::kF32,
+                      {transposed ? columns : rows, transposed ? rows : columns},
+                      BufferRole::kInput},
+               Buffer{"y", DType::kF32, {rows, columns}, BufferRole::kOutput}};
+  Statement st;
+  st.name = "transpose";
+  st.domain = {rows, columns};
+  st.write = kernel::Access(1, {it(0), it(1)});
+  st.reads = {transposed ? kernel::Access(0, {it(1), it(0)}) : kernel::Access(0, {it(0), it(1)})};
+  st.expr = {load(0)};
+  k.statements = {st};
+  return k;
+}
+
 Kernel column_sum_kernel(Dim rows, Dim cols) {
   Kernel k;
   k.name = "column_sum";

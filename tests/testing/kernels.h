@@ -10,6 +10,8 @@ namespace weft::testing {
 
 // y[k] = sum_r x[k, r]: a ROW reduction with an init statement, over "rows" x "cols".
 kernel::Kernel row_sum_kernel(Dim rows, Dim cols);
+// y[i, j] = x[j, i] ("transposed"), or x[i, j]: a copy over "rows" x "columns".
+kernel::Kernel copy_kernel(int64_t rows, int64_t columns, bool transposed);
 // y[k] = sum_r x[r, k]: a COLUMN reduction.
 kernel::Kernel column_sum_kernel(Dim rows, Dim cols);
 // y[] = max_r x[r]: an ALL reduction into a scalar.

@@ -555,21 +555,7 @@ TEST(EmitC, TinyInnermostLoopIsUnrolledInASimdLoop) {
 TEST(EmitC, TransposeRunsInTiles) {
   using kernel::AffineExpr;
   auto copy = [](int64_t rows, int64_t columns, bool transposed) {
-    kernel::Kernel k;
-    k.name = "transpose";
-    k.buffers = {{"x",
-                  DType::kF32,
-                  {transposed ? columns : rows, transposed ? rows : columns},
-                  kernel::BufferRole::kInput},
-                 {"y", DType::kF32, {rows, columns}, kernel::BufferRole::kOutput}};
-    kernel::Statement st;
-    st.name = "transpose";
-    st.domain = {rows, columns};
-    AffineExpr i = AffineExpr::iterator(0), j = AffineExpr::iterator(1);
-    st.write = kernel::Access(1, {i, j});
-    st.reads = {transposed ? kernel::Access(0, {j, i}) : kernel::Access(0, {i, j})};
-    st.expr = {{kernel::ExprOp::kLoad, DType::kF32, {}, 0}};
-    k.statements = {st};
+    kernel::Kernel k = testing::copy_kernel(rows, columns, transposed);
     EXPECT_TRUE(kernel::verify_kernel(k).ok());
     return function_of(k);
   };

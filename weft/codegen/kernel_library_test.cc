@@ -294,20 +294,8 @@ TEST_F(CpuKernels, TanhMatchesFloat64Reference) {
 // each stores every element where the reference does.
 TEST_F(CpuKernels, TransposingTilesMatchOnEveryInstructionSet) {
 #if defined(__x86_64__)
-  using kernel::AffineExpr;
   const int64_t rows = 1030, columns = 250;
-  kernel::Kernel k;
-  k.name = "transpose";
-  k.buffers = {{"x", DType::kF32, {columns, rows}, kernel::BufferRole::kInput},
-               {"y", DType::kF32, {rows, columns}, kernel::BufferRole::kOutput}};
-  kernel::Statement st;
-  st.name = "transpose";
-  st.domain = {rows, columns};
-  AffineExpr i = AffineExpr::iterator(0), j = AffineExpr::iterator(1);
-  st.write = kernel::Access(1, {i, j});
-  st.reads = {kernel::Access(0, {j, i})};
-  st.expr = {{kernel::ExprOp::kLoad, DType::kF32, {}, 0}};
-  k.statements = {st};
+  kernel::Kernel k = testing::copy_kernel(rows, columns, true);
   std::vector<float> x = random(static_cast<size_t>(rows * columns), 11);
   for (const char* arch : {"-march=native", "-march=haswell", "-march=x86-64"}) {
     toolchain::CpuCompiler native = compiler_;
