@@ -128,6 +128,26 @@ const AstNode* column_nest(const kernel::Kernel& k, const AstNode& loop) {
   return &inner;
 }
 
+std::optional<int64_t> nest_work(const AstNode& n) {
+  constexpr int64_t kMany = int64_t{1} << 40;
+  if (n.kind == AstNode::Kind::kCall) return 1;
+  if (n.kind == AstNode::Kind::kFor) {
+    std::optional<LoopRange> r = loop_range(n);
+    std::optional<int64_t> trips = r ? r->static_extent() : std::nullopt;
+    std::optional<int64_t> body = nest_work(n.children[0]);
+    if (!trips || !body) return std::nullopt;
+    int64_t t = std::max<int64_t>(*trips, 0), b = *body;
+    return t > 0 && b > kMany / t ? kMany : t * b;
+  }
+  int64_t work = 0;
+  for (const AstNode& c : n.children) {
+    std::optional<int64_t> w = nest_work(c);
+    if (!w) return std::nullopt;
+    work = std::min(kMany, work + *w);
+  }
+  return work;
+}
+
 bool may_split(std::optional<int64_t> extent, const CpuSchedule& schedule) {
   return !extent || *extent >= 2 * schedule.min_per_thread;
 }

@@ -66,6 +66,9 @@ struct LoopRange {
 // The range of a loop with step 1 whose condition bounds its iterator from above by an
 // expression free of it; none for any other loop.
 std::optional<LoopRange> loop_range(const poly::AstNode& loop);
+// Statement instances that nest "n" runs (each loop's trip count times its body's), when
+// every loop in it has a static range; saturates at 2^40.
+std::optional<int64_t> nest_work(const poly::AstNode& n);
 // Does "e" mention identifier "id"?
 bool mentions(const poly::AstExpr& e, const std::string& id);
 bool range_mentions(const LoopRange& r, const std::string& id);

@@ -81,10 +81,6 @@ private:
   // innermost loop is a SIMD loop instead).
   static bool collapses(const AstNode& n);
 
-  // Statement instances that nest "n" runs (each loop's trip count times its body's), when
-  // every loop in it has a static range; saturates at 2^40.
-  static std::optional<int64_t> nest_work(const AstNode& n);
-
   // The loop that is all of "n"'s body when it is tiny: an innermost parallel loop around one
   // statement, of a constant trip count of 2 to kTinyInner, under a parallel loop (an image's
   // 3 channels in its NCHW -> NHWC Transpose). "n" then runs in SIMD lanes with the tiny loop
