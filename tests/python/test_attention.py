@@ -122,3 +122,25 @@ def test_the_knob_turns_the_call_off(tmp_path):
                               "--kernels"], env={**os.environ, "WEFT_ATTENTION": value},
                              capture_output=True, text=True, check=True).stdout
         assert out.count("Weft attention") == calls, out
+
+
+@pytest.mark.parametrize("causal", [0, 1])
+def test_onnx_attention_op_runs_as_the_call(causal):
+    """ONNX's Attention (opset 23), as decompose.cc expands it, over 4 heads of 600 x 600:
+    the call, causal or not, against NumPy in float64."""
+    shape = [1, 4, 600, 64]
+    node = helper.make_node("Attention", ["q", "k", "v"], ["y"], is_causal=causal)
+    graph = helper.make_graph([node], "g", [f32(n, shape) for n in "qkv"], [f32("y", shape)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    model.ir_version = 10  # (built without the checker: Debian's onnx predates opset 23)
+    rng = np.random.default_rng(causal)
+    feeds = {n: rng.standard_normal(shape).astype(np.float32) for n in "qkv"}
+    got, kernels = weft.compile(model.SerializeToString(), threads=2).profile(feeds)
+    assert [k["strategy"] for k in kernels if "Weft attention" in k["strategy"]], kernels
+    q, k, v = (feeds[n].astype(np.float64) for n in "qkv")
+    s = q @ k.transpose(0, 1, 3, 2) / np.sqrt(shape[-1])
+    if causal:
+        s = np.where(np.tril(np.ones((shape[2], shape[2]), bool)), s, -np.inf)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    want = (p / p.sum(axis=-1, keepdims=True)) @ v
+    np.testing.assert_allclose(got["y"], want, rtol=1e-4, atol=2e-5)
