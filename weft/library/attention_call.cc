@@ -62,12 +62,6 @@ Matrix viewed(const Dims& dims, const Ints& view, size_t rank, int buffer) {
   return m;
 }
 
-Ints identity(size_t rank) {
-  Ints p(rank);
-  std::iota(p.begin(), p.end(), 0);
-  return p;
-}
-
 // An operand of a product in sgemm's form.
 struct Operand {
   Matrix m;
@@ -242,21 +236,15 @@ std::optional<LibraryCall> attention_call(const Node& node, const SoleReader& so
 
   LibraryCall call;
   std::vector<const Node*> before;
-  // An operand, through a Transpose only this product reads that keeps the buffer's last dim
-  // among the matrix's two (sgemm reads rows or columns contiguous).
+  // An operand, through the Transpose before it where sgemm can read that one's input.
   auto operand = [&](const Node& product, size_t i) {
     const Value* x = product.inputs[i];
-    const Node* t = x->producer;
-    std::optional<Ints> perm;
-    if (t && t->op_type == Op::kTranspose && free(t) && sole_reader(x) == &product &&
-        t->inputs[0]->type.has_static_shape())
-      perm = transpose_perm(*t);
-    int64_t last = perm ? static_cast<int64_t>(perm->size()) - 1 : 0;
-    if (perm && perm->size() >= 2 && (perm->back() == last || (*perm)[perm->size() - 2] == last)) {
-      before.push_back(t);
-      return viewed(dims_of(t->inputs[0]), *perm, rank, position(call.values, t->inputs[0]));
+    if (std::optional<Ints> perm = operand_transpose(x, product, sole_reader, free)) {
+      before.push_back(x->producer);
+      x = x->producer->inputs[0];
+      return viewed(dims_of(x), *perm, rank, position(call.values, x));
     }
-    return viewed(dims_of(x), identity(x->type.shape->size()), rank, position(call.values, x));
+    return viewed(dims_of(x), identity_perm(x->type.shape->size()), rank, position(call.values, x));
   };
   Operand q{operand(node, 0)}, kt{operand(node, 1)}, vs{operand(*second, 1)};
   for (Operand* x : {&q, &kt, &vs}) {
@@ -266,23 +254,19 @@ std::optional<LibraryCall> attention_call(const Node& node, const SoleReader& so
   }
   std::optional<Matrix> m;
   if (mask)
-    m = viewed(dims_of(mask), identity(mask->type.shape->size()), rank,
+    m = viewed(dims_of(mask), identity_perm(mask->type.shape->size()), rank,
                position(call.values, mask));
   // The result, through a Transpose after it that keeps its last dim last.
   const Value* out = second->outputs[0];
   const Node* after = next(out);
-  std::optional<Ints> perm;
-  if (after && after->op_type == Op::kTranspose) perm = transpose_perm(*after);
-  Ints view = identity(rank);
-  if (perm && perm->size() == rank && perm->back() == static_cast<int64_t>(rank) - 1 &&
-      after->outputs[0]->type.has_static_shape()) {
-    for (size_t j = 0; j < rank; ++j)
-      view[static_cast<size_t>((*perm)[j])] = static_cast<int64_t>(j);
+  std::optional<Ints> view = result_view(after, free);
+  if (view && view->size() == rank && after->outputs[0]->type.has_static_shape()) {
     out = after->outputs[0];
   } else {
+    view = identity_perm(rank);
     after = nullptr;
   }
-  Matrix y = viewed(dims_of(out), view, rank, position(call.values, out));
+  Matrix y = viewed(dims_of(out), *view, rank, position(call.values, out));
   if (y.columns_stride() != 1) return std::nullopt;
   // Batch dims broadcast only where an operand has 1; the result has them all.
   for (size_t i = 0; i + 2 < rank; ++i) {

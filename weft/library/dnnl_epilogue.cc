@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -36,6 +37,38 @@ memory::desc transposed_output(const Dims& dims, const Node& t) {
   for (size_t k = 0; k < perm.size(); ++k)
     strides[static_cast<size_t>(perm[k])] = out_strides[k];
   return memory::desc(dims, memory::data_type::f32, strides);
+}
+
+Ints identity_perm(size_t rank) {
+  Ints p(rank);
+  std::iota(p.begin(), p.end(), 0);
+  return p;
+}
+
+std::optional<Ints> operand_transpose(const Value* x, const Node& reader,
+                                      const SoleReader& sole_reader,
+                                      const std::function<bool(const Node*)>& free) {
+  const Node* t = x->producer;
+  if (!t || t->op_type != Op::kTranspose || !free(t) || sole_reader(x) != &reader ||
+      !t->inputs[0] || !t->inputs[0]->type.shape)
+    return std::nullopt;
+  std::optional<Ints> perm = transpose_perm(*t);
+  int64_t last = perm ? static_cast<int64_t>(perm->size()) - 1 : 0;
+  if (!perm || perm->size() < 2 || (perm->back() != last && (*perm)[perm->size() - 2] != last))
+    return std::nullopt;
+  return perm;
+}
+
+std::optional<Ints> result_view(const Node* t, const std::function<bool(const Node*)>& free) {
+  if (!t || t->op_type != Op::kTranspose || !free(t) || !t->outputs[0]->type.shape)
+    return std::nullopt;
+  std::optional<Ints> perm = transpose_perm(*t);
+  if (!perm || perm->empty() || perm->back() != static_cast<int64_t>(perm->size()) - 1)
+    return std::nullopt;
+  Ints view(perm->size());
+  for (size_t j = 0; j < perm->size(); ++j)
+    view[static_cast<size_t>((*perm)[j])] = static_cast<int64_t>(j);
+  return view;
 }
 
 // The position of "v" in "values", appending it if absent.

@@ -26,6 +26,19 @@ memory::desc transposed_input(const Node& t, size_t rank);
 // A result of "dims" written so that Transpose(perm) of it lies plain in memory.
 memory::desc transposed_output(const Dims& dims, const Node& t);
 
+// The identity permutation of "rank" dims.
+Ints identity_perm(size_t rank);
+// For sgemm's products through strides (dnnl_sgemm.h, attention_call.h): the permutation of
+// the Transpose that produces operand "x" of "reader", when reader alone reads x, "free"
+// allows the Transpose, its input's shape is known, and it keeps that input's last dim among
+// the matrix's two (rows or columns contiguous); none otherwise.
+std::optional<Ints> operand_transpose(const Value* x, const Node& reader,
+                                      const SoleReader& sole_reader,
+                                      const std::function<bool(const Node*)>& free);
+// The same for a result read only by Transpose "t" (may be null), which must keep the last dim
+// last: the view of t's output that the product writes (view dim k is dim view[k] of it).
+std::optional<Ints> result_view(const Node* t, const std::function<bool(const Node*)>& free);
+
 // The position of "v" in "values", appending it if absent.
 int position(std::vector<const Value*>& values, const Value* v);
 

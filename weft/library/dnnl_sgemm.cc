@@ -142,12 +142,6 @@ private:
   std::vector<std::string> symbols_;
 };
 
-Ints identity(size_t rank) {
-  Ints p(rank);
-  std::iota(p.begin(), p.end(), 0);
-  return p;
-}
-
 } // namespace
 
 std::optional<LibraryCall> sgemm_call(const Node& node, const SoleReader& sole_reader,
@@ -161,26 +155,17 @@ std::optional<LibraryCall> sgemm_call(const Node& node, const SoleReader& sole_r
   }
   if (node.inputs[0]->is_constant() || node.inputs[1]->is_constant())
     return std::nullopt; // constant weights: a primitive over packed weights is faster
-  auto transpose = [&](const Node* t) -> std::optional<Ints> {
-    if (!t || t->op_type != Op::kTranspose || !free(t) || !t->inputs[0] ||
-        !t->inputs[0]->type.shape)
-      return std::nullopt;
-    return transpose_perm(*t);
-  };
   LibraryCall call;
   std::vector<const Node*> before;
   Operand in[2];
   for (size_t i = 0; i < 2; ++i) {
     const Value* v = node.inputs[i];
-    const Node* t = v->producer;
-    std::optional<Ints> perm = sole_reader(v) == &node ? transpose(t) : std::nullopt;
-    int64_t last = perm ? static_cast<int64_t>(perm->size()) - 1 : 0;
-    if (perm && (perm->back() == last || (*perm)[perm->size() - 2] == last)) {
-      before.push_back(t);
-      v = t->inputs[0];
+    if (std::optional<Ints> perm = operand_transpose(v, node, sole_reader, free)) {
+      before.push_back(v->producer);
+      v = v->producer->inputs[0];
       in[i].view = *perm;
     } else {
-      in[i].view = identity(v->type.shape->size());
+      in[i].view = identity_perm(v->type.shape->size());
     }
     in[i].dims = *v->type.shape;
     in[i].buffer = position(call.values, v);
@@ -188,15 +173,10 @@ std::optional<LibraryCall> sgemm_call(const Node& node, const SoleReader& sole_r
   Operand y;
   const Value* out = node.outputs[0];
   const Node* after = sole_reader(out);
-  std::optional<Ints> perm = transpose(after);
-  y.view = identity(out->type.shape->size());
-  if (perm && perm->back() == static_cast<int64_t>(perm->size()) - 1) {
-    for (size_t j = 0; j < perm->size(); ++j)
-      y.view[static_cast<size_t>((*perm)[j])] = static_cast<int64_t>(j);
-    out = after->outputs[0];
-  } else {
-    after = nullptr;
-  }
+  std::optional<Ints> view = result_view(after, free);
+  y.view = view ? *view : identity_perm(out->type.shape->size());
+  out = view ? after->outputs[0] : out;
+  if (!view) after = nullptr;
   if (!out->type.shape) return std::nullopt;
   y.dims = *out->type.shape;
   y.buffer = position(call.values, out);
