@@ -63,6 +63,18 @@ constexpr int64_t kWinogradMinSide = 7;
 // (2026-12-01) this took 1,024 tiles.
 constexpr int64_t kOwnWinogradManyTiles = 128;
 
+// A 1-D convolution runs Weft's Winograd kernel from this many outputs (N x L), and where it
+// saves this many multiply-adds an output for each float an output's transforms write and read
+// (1.5 points an output of each chunk's C and of M): against oneDNN's direct kernel (Intel
+// Xeon, AVX-512, 2 threads, 2026-12-01, two alternating runs each, lone Conv+ReLU), 32 -> 32
+// channels and 3 taps (16 saved a float) took 0.18-0.20 ms against 0.11-0.12, 64 -> 64 and 5
+// taps (28) 0.42-0.44 against 0.33, 128 -> 128 and 7 taps over 512 (53) 1.12-1.14 against
+// 0.93-0.95; 128 -> 128 and 3 taps (64) 1.66-1.85 against 1.88-1.95, 80 -> 384 and 3 (66)
+// 2.35-2.37 against 3.42-3.48, 128 -> 128 and 15 taps (107) 6.9-7.5 against 8.4-9.0, 384 ->
+// 384 and 3 (192) 4.6-6.1 against 8.3.
+constexpr int64_t kWinograd1dMinOutputs = 256;
+constexpr double kWinograd1dSavedPerFloat = 60;
+
 // The tuning record of a convolution geometry on this machine, at this thread count.
 std::string record_path(const std::string& geometry) {
   std::string machine = fmt::format("{}\n{} threads\n", cpu_model_name(), omp_get_max_threads());
@@ -211,6 +223,20 @@ bool winograd_fits(const Dims& dx, const Dims& dw, int64_t group, const std::vec
   if (std::optional<bool> tuned = tuned_winograd(winograd_geometry(dx, dw, win))) return *tuned;
   return std::min(dx[1], dw[0]) >= winograd_min_channels(win[0].stride) &&
          std::min(dx[2], dx[3]) >= kWinogradMinSide;
+}
+
+// Whether a 1-D convolution takes Weft's Winograd kernel (winograd_1d.cc): stride 1, no
+// dilation, one group, at least 3 taps and kWinograd1dMinOutputs outputs, and enough
+// multiply-adds saved for the transforms' traffic ($WEFT_WINOGRAD=0: never).
+bool winograd_1d_fits(const Dims& dx, const Dims& dw, int64_t group, const Window& win) {
+  if (!winograd_allowed() || dx.size() != 3 || group != 1 || win.stride != 1 || win.dilation != 1 ||
+      win.kernel < 3 || dx[0] * dx[2] < kWinograd1dMinOutputs)
+    return false;
+  const double c = static_cast<double>(dx[1]), m = static_cast<double>(dw[0]);
+  const double chunks = static_cast<double>((win.kernel + 2) / 3);
+  double saved = (static_cast<double>(win.kernel) - 1.5 * chunks) * c * m;
+  double traffic = 1.5 * (chunks * c + m);
+  return saved >= kWinograd1dSavedPerFloat * traffic;
 }
 
 } // namespace weft::library

@@ -342,6 +342,14 @@ double median_ms(const LibraryCall& call, std::vector<std::vector<float>>& buffe
 
 std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
                                      std::string* why_not) {
+  // A 1-D convolution channels-last of 3 taps or more: Weft's Winograd kernel, half the
+  // products or fewer (winograd_1d.cc).
+  if (n.op_type == Op::kConvChannelsLast && dims_of(n.inputs[0]).size() == 3) {
+    auto [dx, dw, dy, win] = conv_shape(n);
+    if (winograd_1d_fits(dx, dw, n.attrs_as<ConvAttrs>().group, win[0])) {
+      if (std::optional<LibraryCall> call = winograd_conv1d_call(n, absorbed)) return call;
+    }
+  }
   // Where oneDNN has only its gemm-based kernel for a 1-D convolution channels-last (long
   // windows on AVX2), im2col tiles run it at the matmul's speed (dnnl_im2col.cc).
   if (im2col_allowed() && n.op_type == Op::kConvChannelsLast && dims_of(n.inputs[0]).size() == 3 &&

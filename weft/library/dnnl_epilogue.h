@@ -127,8 +127,15 @@ std::optional<LibraryCall> im2col_conv_call(const Node& n, const Absorbed& absor
 // the Add of a full-size operand.
 std::optional<LibraryCall> winograd_conv_call(const Node& n, const Absorbed& absorbed,
                                               const std::set<const Value*>& in_blocked);
-// The full-size operand a call of winograd_conv_call adds (null if none); "is_winograd" says
-// whether the call is one.
+// A 1-D weft.ConvChannelsLast of stride 1, no dilation and one group over constant weights
+// as Weft's own Winograd kernel, F(4, 3) over its taps in chunks of 3 (winograd_1d.cc), on
+// AVX2 (AVX-512 where the CPU has it): input channels in whole groups of V (8, or 16 with
+// AVX-512), output channels in multiples of 8; none otherwise, or where the transformed
+// weights would be too large or the epilogue is other than ReLU, LeakyReLU and the Add of a
+// full-size operand.
+std::optional<LibraryCall> winograd_conv1d_call(const Node& n, const Absorbed& absorbed);
+// The full-size operand a call of winograd_conv_call or winograd_conv1d_call adds (null if none);
+// "is_winograd" says whether the call is one.
 const Value* winograd_residual(const LibraryCall& call, bool* is_winograd);
 // QLinearConv as oneDNN's int8 convolution (dnnl_conv.cc; int8_conv_unfit says when).
 std::optional<LibraryCall> qlinear_conv_call(const Node& n, const Absorbed& absorbed,
