@@ -351,8 +351,9 @@ def markdown(r):
         lines += ["", "Being 1.5x faster than ONNX Runtime takes more than the machine's peak (the share of "
                   "it such a run would reach) on " + ", ".join(beyond) + ": only doing fewer FLOPs gets "
                   "there, as Winograd's 3x3 convolutions do (docs/library.md: oneDNN's with AVX-512 from "
-                  "32 channels, Weft's own on AVX2 from 16, and from 32 at stride 2); the matrix products "
-                  "and the 1x1 and 1-D convolutions have no such shortcut."]
+                  "32 channels, Weft's own on AVX2 from 16, and from 32 at stride 2), and Weft's 1-D "
+                  "Winograd kernel for the byte-level classifier's 15 taps (half the products); the "
+                  "matrix products and the 1x1 convolutions have no such shortcut."]
     lines += ["", f"Geomean: ONNX Runtime / Weft **{geo(by['ort']):.2f}**, eager / Weft "
               f"**{geo(by['torch']):.2f}**, torch.compile / Weft **{geo(by['torch_compile']):.2f}**. "
               f"Slower than ONNX Runtime on {len(slower)} of {len(r['rows'])}"

@@ -63,7 +63,7 @@ constexpr int64_t kWinogradMinSide = 7;
 // (2026-12-01) this took 1,024 tiles.
 constexpr int64_t kOwnWinogradManyTiles = 128;
 
-// A 1-D convolution runs Weft's Winograd kernel from this many outputs (N x L), and where it
+// A 1-D convolution runs Weft's Winograd kernel from this many input steps (N x L), and where it
 // saves this many multiply-adds an output for each float an output's transforms write and read
 // (1.5 points an output of each chunk's C and of M): against oneDNN's direct kernel (Intel
 // Xeon, AVX-512, 2 threads, 2026-12-01, two alternating runs each, lone Conv+ReLU), 32 -> 32
@@ -226,7 +226,7 @@ bool winograd_fits(const Dims& dx, const Dims& dw, int64_t group, const std::vec
 }
 
 // Whether a 1-D convolution takes Weft's Winograd kernel (winograd_1d.cc): stride 1, no
-// dilation, one group, at least 3 taps and kWinograd1dMinOutputs outputs, and enough
+// dilation, one group, at least 3 taps and kWinograd1dMinOutputs steps, and enough
 // multiply-adds saved for the transforms' traffic ($WEFT_WINOGRAD=0: never).
 bool winograd_1d_fits(const Dims& dx, const Dims& dw, int64_t group, const Window& win) {
   if (!winograd_allowed() || dx.size() != 3 || group != 1 || win.stride != 1 || win.dilation != 1 ||
