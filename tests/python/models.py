@@ -1,5 +1,8 @@
 """Small ONNX models that several of the Python tests build."""
 
+import os
+import subprocess
+
 import onnx
 from onnx import TensorProto, helper
 
@@ -12,6 +15,16 @@ def has_avx512_vnni():
             return "avx512_vnni" in f.read().split()
     except OSError:
         return False
+
+
+def cli_kernels(path, knobs):
+    """The kernel table `weft bench --kernels` prints for the model at "path" (random inputs, one
+    run) under the environment plus "knobs" (docs/knobs.md)."""
+    cli = os.environ.get("WEFT_CLI", os.path.join(os.path.dirname(__file__), "..", "..", "build",
+                                                  "tools", "weft", "weft"))
+    return subprocess.run([cli, "bench", str(path), "--fill", "random", "--iters", "1", "--kernels"],
+                          env={**os.environ, **knobs}, capture_output=True, text=True,
+                          check=True).stdout
 
 
 def make_model(nodes, inputs, outputs, initializers=(), opset=13):

@@ -4,15 +4,13 @@ Transposes PyTorch's exporter writes around it, without them, with broadcast bat
 cross attention with a partial last block, and masks of every broadcast; against NumPy in
 float64."""
 
-import os
-import subprocess
 
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import weft
-from models import make_model
+from models import cli_kernels, make_model
 
 
 def f32(name, shape):
@@ -115,12 +113,8 @@ def test_the_knob_turns_the_call_off(tmp_path):
     model = attention_model([1, 600, 4, 64], [1, 600, 4, 64], [1, 600, 4, 64], "bshd", 0.125)
     path = tmp_path / "attention.onnx"
     path.write_bytes(model.SerializeToString())
-    cli = os.environ.get("WEFT_CLI", os.path.join(os.path.dirname(__file__), "..", "..", "build",
-                                                  "tools", "weft", "weft"))
     for value, calls in (("1", 1), ("0", 0)):
-        out = subprocess.run([cli, "bench", str(path), "--fill", "random", "--iters", "1",
-                              "--kernels"], env={**os.environ, "WEFT_ATTENTION": value},
-                             capture_output=True, text=True, check=True).stdout
+        out = cli_kernels(path, {"WEFT_ATTENTION": value})
         assert out.count("Weft attention") == calls, out
 
 
