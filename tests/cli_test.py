@@ -468,39 +468,33 @@ class CliTest(unittest.TestCase):
             f.write('{"schedule": "lanes=7"')
         self.assertNotIn("(tuned)", kernels_txt(tuned_cache))
 
-    def test_tune_times_both_convolution_algorithms_and_later_compiles_take_the_record(self):
-        import numpy as np
-        rng = np.random.default_rng(0)
-        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 8, 8])
-        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, 8, 8])
-        w = numpy_helper.from_array(rng.standard_normal((32, 32, 3, 3)).astype(np.float32), "w")
-        conv = helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])
-        graph = helper.make_graph([conv], "g", [x], [y], initializer=[w])
+    def lone_conv(self, x_dims, w, pads):
+        """A model of one Conv (stride 1, output as large as "x_dims") over weights "w": its
+        tuning cache, the CLI with that cache, and which algorithm a compile of it takes."""
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, x_dims)
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [x_dims[0], w.shape[0], *x_dims[2:]])
+        conv = helper.make_node("Conv", ["x", "w"], ["y"], pads=pads)
+        graph = helper.make_graph([conv], "g", [x], [y], initializer=[numpy_helper.from_array(w, "w")])
         path = save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), self.dir)
         cache = os.path.join(self.dir, "cache")
 
         def cli(*args):
-            return subprocess.run([WEFT, *args], capture_output=True, text=True, timeout=300,
+            return subprocess.run([WEFT, *args, path], capture_output=True, text=True, timeout=300,
                                   env=dict(os.environ, WEFT_CACHE_DIR=cache))
 
         def algorithm():
-            r = cli("inspect", path, "--json")
+            r = cli("inspect", "--json")
             self.assertEqual(r.returncode, 0, r.stderr)
             (strategy,) = [k["strategy"] for k in json.loads(r.stdout)["kernels"]
-                           if k["op_type"] == "Conv"]
-            return "winograd" if "wino" in strategy else "direct"
+                           if k["op_type"].startswith("Conv")]
+            return "winograd" if "wino" in strategy.lower() else "direct"
+        return cache, cli, algorithm
 
-        with open("/proc/cpuinfo") as f:
-            flags = set(next((l for l in f if l.startswith("flags")), "").split())
-        if not {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
-            self.assertEqual(algorithm(), "direct")
-            self.skipTest("oneDNN's f32 Winograd convolutions need AVX-512, which this CPU lacks")
-        self.assertEqual(algorithm(), "winograd")  # 32 channels each side: Winograd by default
-        r = cli("tune", path, "--seconds-per-candidate", "0.01")
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertRegex(r.stdout, r"\(x \[1,32,8,8\] w \[32,32,3,3\] pads \[1,1,1,1\]\): (direct|winograd)")
-        # The algorithm's record; on a busy machine the call may also run far off its estimate
-        # and take a placement record (oneDNN or generated code), set aside here.
+    def check_algorithm_record(self, cache, algorithm):
+        """The convolution algorithm's record `weft tune` wrote in "cache" names the faster of
+        its two timings, and compiles ("algorithm()" says which ran) take it, whichever it
+        names; returns its path. On a busy machine the call may also run far off its estimate
+        and take a placement record (oneDNN or generated code), set aside here."""
         records = {}
         for name in os.listdir(os.path.join(cache, "tuning")):
             if name.startswith("conv-"):
@@ -518,9 +512,43 @@ class CliTest(unittest.TestCase):
             with open(record_path, "w") as f:
                 json.dump(dict(record, algorithm=forced), f)
             self.assertEqual(algorithm(), forced)
+        return record_path
+
+    def test_tune_times_both_convolution_algorithms_and_later_compiles_take_the_record(self):
+        import numpy as np
+        w = np.random.default_rng(0).standard_normal((32, 32, 3, 3)).astype(np.float32)
+        cache, cli, algorithm = self.lone_conv([1, 32, 8, 8], w, [1, 1, 1, 1])
+
+        with open("/proc/cpuinfo") as f:
+            flags = set(next((l for l in f if l.startswith("flags")), "").split())
+        if not {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+            self.assertEqual(algorithm(), "direct")
+            self.skipTest("oneDNN's f32 Winograd convolutions need AVX-512, which this CPU lacks")
+        self.assertEqual(algorithm(), "winograd")  # 32 channels each side: Winograd by default
+        r = cli("tune", "--seconds-per-candidate", "0.01")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"\(x \[1,32,8,8\] w \[32,32,3,3\] pads \[1,1,1,1\]\): (direct|winograd)")
+        record_path = self.check_algorithm_record(cache, algorithm)
         with open(record_path, "w") as f:  # a damaged record is ignored: the default applies
             f.write('{"algorithm": "fast"}')
         self.assertEqual(algorithm(), "winograd")
+
+    def test_tune_times_the_1d_winograd_kernel_and_later_compiles_take_the_record(self):
+        """A 1-D convolution of 15 taps: `weft tune` times oneDNN's call against Weft's 1-D
+        Winograd kernel and records the faster; compiles take the record, either way."""
+        import numpy as np
+        with open("/proc/cpuinfo") as f:
+            flags = set(next((l for l in f if l.startswith("flags")), "").split())
+        if not {"avx2", "fma"} <= flags:
+            self.skipTest("Weft's Winograd kernels need AVX2")
+        w = np.random.default_rng(0).standard_normal((128, 128, 15)).astype(np.float32)
+        cache, cli, algorithm = self.lone_conv([1, 128, 1024], w, [7, 7])
+
+        self.assertEqual(algorithm(), "winograd")  # 15 taps, 128 channels: Winograd by default
+        r = cli("tune", "--seconds-per-candidate", "0.01")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"\(x \[1,128,1024\] w \[128,128,15\] pads \[7,7\]\): (direct|winograd)")
+        self.check_algorithm_record(cache, algorithm)
 
     def test_tune_times_a_memory_bound_convolution_as_generated_code_and_compiles_take_the_record(self):
         """A depthwise convolution (memory-bound) is timed as its oneDNN call and as generated

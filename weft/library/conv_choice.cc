@@ -3,6 +3,7 @@
 #include "weft/library/conv_choice.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -225,18 +226,27 @@ bool winograd_fits(const Dims& dx, const Dims& dw, int64_t group, const std::vec
          std::min(dx[2], dx[3]) >= kWinogradMinSide;
 }
 
-// Whether a 1-D convolution takes Weft's Winograd kernel (winograd_1d.cc): stride 1, no
-// dilation, one group, at least 3 taps and kWinograd1dMinOutputs steps, and enough
-// multiply-adds saved for the transforms' traffic ($WEFT_WINOGRAD=0: never).
-bool winograd_1d_fits(const Dims& dx, const Dims& dw, int64_t group, const Window& win) {
-  if (!winograd_allowed() || dx.size() != 3 || group != 1 || win.stride != 1 || win.dilation != 1 ||
-      win.kernel < 3 || dx[0] * dx[2] < kWinograd1dMinOutputs)
-    return false;
+bool winograd_1d_shaped(const Dims& dx, int64_t group, const std::vector<Window>& win) {
+  return dx.size() == 3 && group == 1 && win.size() == 1 && win[0].stride == 1 &&
+         win[0].dilation == 1 && win[0].kernel >= 3;
+}
+
+// By default: from kWinograd1dMinOutputs steps, where the products saved outweigh the
+// transforms' traffic (kWinograd1dSavedPerFloat).
+bool winograd_1d_by_default(const Dims& dx, const Dims& dw, const std::vector<Window>& win) {
+  if (dx[0] * dx[2] < kWinograd1dMinOutputs) return false;
   const double c = static_cast<double>(dx[1]), m = static_cast<double>(dw[0]);
-  const double chunks = static_cast<double>((win.kernel + 2) / 3);
-  double saved = (static_cast<double>(win.kernel) - 1.5 * chunks) * c * m;
+  const double taps = static_cast<double>(win[0].kernel), chunks = std::ceil(taps / 3);
+  double saved = (taps - 1.5 * chunks) * c * m;
   double traffic = 1.5 * (chunks * c + m);
   return saved >= kWinograd1dSavedPerFloat * traffic;
+}
+
+bool winograd_1d_fits(const Dims& dx, const Dims& dw, int64_t group,
+                      const std::vector<Window>& win) {
+  if (!winograd_allowed() || !winograd_1d_shaped(dx, group, win)) return false;
+  if (std::optional<bool> tuned = tuned_winograd(winograd_geometry(dx, dw, win))) return *tuned;
+  return winograd_1d_by_default(dx, dw, win);
 }
 
 } // namespace weft::library

@@ -30,10 +30,14 @@ int64_t winograd_min_channels(int64_t stride);
 // tune` recorded, else by its channels and plane ($WEFT_WINOGRAD=0: never).
 bool winograd_fits(const Dims& dx, const Dims& dw, int64_t group, const std::vector<Window>& win);
 
-// Whether a 1-D convolution of activation dims "dx" ([N, C, L]) and weights "dw" takes Weft's
-// Winograd kernel (winograd_1d.cc) when nothing forces a choice: by its taps, channels and
-// length ($WEFT_WINOGRAD=0: never).
-bool winograd_1d_fits(const Dims& dx, const Dims& dw, int64_t group, const Window& win);
+// Whether Weft's 1-D Winograd kernel (winograd_1d.cc) can run a convolution of activation dims
+// "dx" ([N, C, L]): stride 1, no dilation, one group, at least 3 taps.
+bool winograd_1d_shaped(const Dims& dx, int64_t group, const std::vector<Window>& win);
+// Whether it runs there without a record: by its taps, channels and length.
+bool winograd_1d_by_default(const Dims& dx, const Dims& dw, const std::vector<Window>& win);
+// Whether it runs there: as `weft tune` recorded, else by default ($WEFT_WINOGRAD=0: never).
+bool winograd_1d_fits(const Dims& dx, const Dims& dw, int64_t group,
+                      const std::vector<Window>& win);
 
 // A convolution's shape as its tuning records' keys say it: dims and pads; the Winograd
 // record's adds the stride where it is 2.

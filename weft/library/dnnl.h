@@ -112,7 +112,8 @@ struct ConvAlgorithmTiming {
 
 // Both algorithms of "conv" (Conv or weft.ConvChannelsLast, without its epilogue) on
 // pseudo-random activations, in alternating rounds of about "seconds" in all; none for a
-// node without both.
+// node without both. A 1-D weft.ConvChannelsLast of stride 1 takes the same record: oneDNN's
+// call ("direct") against Weft's 1-D Winograd kernel (winograd_1d.cc).
 std::optional<ConvAlgorithmTiming> time_conv_algorithms(const Node& conv, double seconds);
 
 // Records the faster algorithm of "timing" for later compiles.

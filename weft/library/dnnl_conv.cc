@@ -338,25 +338,32 @@ double median_ms(const LibraryCall& call, std::vector<std::vector<float>>& buffe
   return median_run_ms([&] { return call.kernel->run(args.data(), nullptr).ok(); }, seconds);
 }
 
+// A 1-D convolution channels-last as oneDNN runs it: where oneDNN has only its gemm-based
+// kernel (long windows on AVX2), as im2col tiles at the matmul's speed (dnnl_im2col.cc), else
+// its convolution.
+std::optional<LibraryCall> conv1d_onednn_call(const Node& n, const Absorbed& absorbed,
+                                              std::string* why_not) {
+  if (im2col_allowed() && channels_last_impl(n).find("gemm") != std::string::npos) {
+    if (std::optional<LibraryCall> call = im2col_conv_call(n, absorbed)) return call;
+  }
+  return conv_call_in(n, absorbed, {}, why_not);
+}
+
+bool channels_last_1d(const Node& n) {
+  return n.op_type == Op::kConvChannelsLast && dims_of(n.inputs[0]).size() == 3;
+}
+
 } // namespace
 
 std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
                                      std::string* why_not) {
-  // A 1-D convolution channels-last of 3 taps or more: Weft's Winograd kernel, half the
-  // products or fewer (winograd_1d.cc).
-  if (n.op_type == Op::kConvChannelsLast && dims_of(n.inputs[0]).size() == 3) {
-    auto [dx, dw, dy, win] = conv_shape(n);
-    if (winograd_1d_fits(dx, dw, n.attrs_as<ConvAttrs>().group, win[0])) {
-      if (std::optional<LibraryCall> call = winograd_conv1d_call(n, absorbed)) return call;
-    }
+  if (!channels_last_1d(n)) return conv_call_in(n, absorbed, {}, why_not);
+  // Weft's Winograd kernel where it saves enough products (winograd_1d.cc), else oneDNN.
+  auto [dx, dw, dy, win] = conv_shape(n);
+  if (winograd_1d_fits(dx, dw, n.attrs_as<ConvAttrs>().group, win)) {
+    if (std::optional<LibraryCall> call = winograd_conv1d_call(n, absorbed)) return call;
   }
-  // Where oneDNN has only its gemm-based kernel for a 1-D convolution channels-last (long
-  // windows on AVX2), im2col tiles run it at the matmul's speed (dnnl_im2col.cc).
-  if (im2col_allowed() && n.op_type == Op::kConvChannelsLast && dims_of(n.inputs[0]).size() == 3 &&
-      channels_last_impl(n).find("gemm") != std::string::npos) {
-    if (std::optional<LibraryCall> call = im2col_conv_call(n, absorbed)) return call;
-  }
-  return conv_call_in(n, absorbed, {}, why_not);
+  return conv1d_onednn_call(n, absorbed, why_not);
 }
 
 namespace {
@@ -625,14 +632,21 @@ std::optional<ConvAlgorithmTiming> time_conv_algorithms(const Node& conv, double
   if (conv.op_type != Op::kConv && conv.op_type != Op::kConvChannelsLast) return std::nullopt;
   std::vector<const Value*> values(conv.inputs.begin(), conv.inputs.end());
   values.insert(values.end(), conv.outputs.begin(), conv.outputs.end());
-  if (unsupported_values(values) || dims_of(conv.inputs[0]).size() != 4) return std::nullopt;
+  if (unsupported_values(values)) return std::nullopt;
   auto [dx, dw, dy, win] = conv_shape(conv);
-  if (!winograd_shaped(dx, conv.attrs_as<ConvAttrs>().group, win)) return std::nullopt;
+  const int64_t group = conv.attrs_as<ConvAttrs>().group;
+  // 2-D 3x3: oneDNN's direct kernel against the Winograd kernels; 1-D channels-last: what
+  // oneDNN runs against Weft's 1-D Winograd kernel.
+  bool one_d = channels_last_1d(conv) && winograd_1d_shaped(dx, group, win);
+  if (!one_d && !(dims_of(conv.inputs[0]).size() == 4 && winograd_shaped(dx, group, win)))
+    return std::nullopt;
   std::string why_not;
   std::optional<LibraryCall> direct, winograd;
   try {
-    direct = conv_call_in(conv, {}, {}, &why_not, Algorithm::kDirect);
-    winograd = conv_call_in(conv, {}, {}, &why_not, Algorithm::kWinograd);
+    direct = one_d ? conv1d_onednn_call(conv, {}, &why_not)
+                   : conv_call_in(conv, {}, {}, &why_not, Algorithm::kDirect);
+    winograd = one_d ? winograd_conv1d_call(conv, {})
+                     : conv_call_in(conv, {}, {}, &why_not, Algorithm::kWinograd);
   } catch (const dnnl::error&) {
     return std::nullopt;
   }
@@ -651,7 +665,8 @@ std::optional<ConvAlgorithmTiming> time_conv_algorithms(const Node& conv, double
   t.geometry = winograd_geometry(dx, dw, win);
   t.direct_ms = direct_ms[2];
   t.winograd_ms = winograd_ms[2];
-  t.winograd_by_default = std::min(dx[1], dw[0]) >= winograd_min_channels(win[0].stride);
+  t.winograd_by_default = one_d ? winograd_1d_by_default(dx, dw, win)
+                                : std::min(dx[1], dw[0]) >= winograd_min_channels(win[0].stride);
   return t;
 }
 
