@@ -1,6 +1,6 @@
 """1-D convolutions of stride 1 with enough channels run on the CPU as Weft's own Winograd
 kernel, F(4, 3) over their taps in chunks of 3 (library/winograd_1d.cc): long and short
-windows, taps not a multiple of 3, lengths not a multiple of 4, asymmetric and no padding,
+windows, taps not a multiple of 3, dilations, lengths not a multiple of 4, asymmetric and no padding,
 batches, output channels in half groups, ReLU and a residual Add in the epilogue; against
 NumPy in float64. Small ones stay oneDNN's, and WEFT_WINOGRAD=0 turns the kernel off."""
 
@@ -23,18 +23,20 @@ def has_avx2():
         return False
 
 
-def conv1d_model(n, c, m, length, taps, pads, rng, bias=True, relu=False, residual=False):
+def conv1d_model(n, c, m, length, taps, pads, rng, bias=True, relu=False, residual=False,
+                 dilation=1):
     """y = Conv(x, w, b) [+ r] [-> Relu]; returns the model and its weights and bias."""
     w = (rng.standard_normal((m, c, taps)) / np.sqrt(c * taps)).astype(np.float32)
     b = rng.standard_normal(m).astype(np.float32) if bias else None
-    out_len = length + pads[0] + pads[1] - taps + 1
+    out_len = length + pads[0] + pads[1] - dilation * (taps - 1)
     inits = [numpy_helper.from_array(w, "w")]
     conv_inputs = ["x", "w"]
     if bias:
         inits.append(numpy_helper.from_array(b, "b"))
         conv_inputs.append("b")
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, c, length])]
-    nodes = [helper.make_node("Conv", conv_inputs, ["c"], kernel_shape=[taps], pads=list(pads))]
+    nodes = [helper.make_node("Conv", conv_inputs, ["c"], kernel_shape=[taps], pads=list(pads),
+                              dilations=[dilation])]
     last = "c"
     if residual:
         inputs.append(helper.make_tensor_value_info("r", TensorProto.FLOAT, [n, m, out_len]))
@@ -48,14 +50,14 @@ def conv1d_model(n, c, m, length, taps, pads, rng, bias=True, relu=False, residu
     return make_model(nodes, inputs, outputs, inits), w, b
 
 
-def reference(x, w, b, pads, r, relu):
+def reference(x, w, b, pads, r, relu, dilation=1):
     x, w = x.astype(np.float64), w.astype(np.float64)
     x = np.pad(x, ((0, 0), (0, 0), pads))
     taps = w.shape[2]
-    out_len = x.shape[2] - taps + 1
+    out_len = x.shape[2] - dilation * (taps - 1)
     y = np.zeros((x.shape[0], w.shape[0], out_len))
     for k in range(taps):
-        y += np.einsum("mc,ncl->nml", w[:, :, k], x[:, :, k:k + out_len])
+        y += np.einsum("mc,ncl->nml", w[:, :, k], x[:, :, k * dilation:k * dilation + out_len])
     if b is not None:
         y += b.astype(np.float64)[None, :, None]
     if r is not None:
@@ -63,7 +65,7 @@ def reference(x, w, b, pads, r, relu):
     return np.maximum(y, 0) if relu else y
 
 
-# (batch, channels in, out, length, taps, pads, bias, relu, residual)
+# (batch, channels in, out, length, taps, pads, bias, relu, residual[, dilation])
 CASES = [
     (1, 64, 128, 1000, 15, (7, 7), True, True, False),   # the byte-level classifier's, shorter
     (2, 192, 96, 517, 3, (1, 1), False, False, False),   # 96 outputs: a half group with AVX-512
@@ -71,16 +73,19 @@ CASES = [
     (1, 128, 128, 640, 3, (1, 1), True, True, True),     # a residual, then ReLU
     (1, 128, 128, 600, 16, (0, 0), True, False, False),  # no padding
     (1, 96, 384, 750, 3, (1, 1), True, False, False),    # Whisper's first convolution, shorter
+    (1, 256, 256, 701, 3, (3, 3), True, True, True, 3),  # HiFi-GAN's dilated blocks, 701 = 3k + 2
+    (2, 256, 256, 400, 7, (15, 15), False, False, False, 5),  # 7 taps 5 apart
 ]
 
 
-@pytest.mark.parametrize("n,c,m,length,taps,pads,bias,relu,residual", CASES)
-def test_winograd_1d_matches_float64(n, c, m, length, taps, pads, bias, relu, residual):
+@pytest.mark.parametrize("n,c,m,length,taps,pads,bias,relu,residual,dilation",
+                         [case + (1,) * (10 - len(case)) for case in CASES])
+def test_winograd_1d_matches_float64(n, c, m, length, taps, pads, bias, relu, residual, dilation):
     rng = np.random.default_rng(taps * 1000 + c)
-    model, w, b = conv1d_model(n, c, m, length, taps, pads, rng, bias, relu, residual)
+    model, w, b = conv1d_model(n, c, m, length, taps, pads, rng, bias, relu, residual, dilation)
     x = rng.standard_normal((n, c, length)).astype(np.float32)
     feeds = {"x": x}
-    out_len = length + pads[0] + pads[1] - taps + 1
+    out_len = length + pads[0] + pads[1] - dilation * (taps - 1)
     r = None
     if residual:
         r = rng.standard_normal((n, m, out_len)).astype(np.float32)
@@ -88,7 +93,7 @@ def test_winograd_1d_matches_float64(n, c, m, length, taps, pads, bias, relu, re
     got, kernels = weft.compile(model.SerializeToString(), threads=2).profile(feeds)
     if has_avx2():
         assert [k["strategy"] for k in kernels if WINOGRAD in k["strategy"]], kernels
-    want = reference(x, w, b, pads, r, relu)
+    want = reference(x, w, b, pads, r, relu, dilation)
     y = got["y"]
     assert y.shape == want.shape
     # Against float64 the kernel's largest error on these is 1e-6 to 5e-6 of the largest output,

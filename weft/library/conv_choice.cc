@@ -228,7 +228,7 @@ bool winograd_fits(const Dims& dx, const Dims& dw, int64_t group, const std::vec
 
 bool winograd_1d_shaped(const Dims& dx, int64_t group, const std::vector<Window>& win) {
   return dx.size() == 3 && group == 1 && win.size() == 1 && win[0].stride == 1 &&
-         win[0].dilation == 1 && win[0].kernel >= 3;
+         win[0].kernel >= 3;
 }
 
 // By default: from kWinograd1dMinOutputs steps, where the products saved outweigh the

@@ -31,7 +31,7 @@ int64_t winograd_min_channels(int64_t stride);
 bool winograd_fits(const Dims& dx, const Dims& dw, int64_t group, const std::vector<Window>& win);
 
 // Whether Weft's 1-D Winograd kernel (winograd_1d.cc) can run a convolution of activation dims
-// "dx" ([N, C, L]): stride 1, no dilation, one group, at least 3 taps.
+// "dx" ([N, C, L]): stride 1 (any dilation), one group, at least 3 taps.
 bool winograd_1d_shaped(const Dims& dx, int64_t group, const std::vector<Window>& win);
 // Whether it runs there without a record: by its taps, channels and length.
 bool winograd_1d_by_default(const Dims& dx, const Dims& dw, const std::vector<Window>& win);

@@ -127,7 +127,7 @@ std::optional<LibraryCall> im2col_conv_call(const Node& n, const Absorbed& absor
 // the Add of a full-size operand.
 std::optional<LibraryCall> winograd_conv_call(const Node& n, const Absorbed& absorbed,
                                               const std::set<const Value*>& in_blocked);
-// A 1-D weft.ConvChannelsLast of stride 1, no dilation and one group over constant weights
+// A 1-D weft.ConvChannelsLast of stride 1 (any dilation) and one group over constant weights
 // as Weft's own Winograd kernel, F(4, 3) over its taps in chunks of 3 (winograd_1d.cc), on
 // AVX2 (AVX-512 where the CPU has it): input channels in whole groups of V (8, or 16 with
 // AVX-512), output channels in multiples of 8; none otherwise, or where the transformed

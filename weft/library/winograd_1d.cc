@@ -1,4 +1,4 @@
-// 1-D convolutions of stride 1 as Weft's own Winograd kernel (dnnl_epilogue.h:
+// 1-D convolutions of stride 1 (any dilation) as Weft's own Winograd kernel (dnnl_epilogue.h:
 // winograd_conv1d_call), F(4, 3) over the taps in chunks of 3 (winograd_parts.h: the phases).
 //
 // y[t] = sum over chunks j of sum over k < 3 of w[3j + k] x[t + 3j + k]: each chunk is a 3-tap
@@ -30,15 +30,26 @@ using namespace winograd;
 
 constexpr int64_t kTile = 4, kPoints = 6, kChunkTaps = 3;
 
+// With dilation d, a tile's 4 outputs lie d apart (the outputs of a row in d interleaved
+// phases, each tiled alone), and so do the points of its patches.
 struct Geometry1d {
   int64_t batch = 0, in_ch = 0, out_ch = 0, in_len = 0, out_len = 0, pad_left = 0, taps = 0;
+  int64_t dilation = 1;
   int64_t chunks() const { return ceil_div(taps, kChunkTaps); }
-  int64_t tiles() const { return batch * ceil_div(out_len, kTile); }
+  // Tiles of a phase, and of a row (of one batch entry).
+  int64_t phase_tiles() const { return ceil_div(ceil_div(out_len, dilation), kTile); }
+  int64_t row_tiles() const { return dilation * phase_tiles(); }
+  int64_t tiles() const { return batch * row_tiles(); }
+  // Tile "tile"'s batch entry and first output.
+  std::pair<int64_t, int64_t> tile_start(int64_t tile) const {
+    int64_t in_row = tile % row_tiles(), phase = in_row / phase_tiles();
+    return {tile / row_tiles(), phase + in_row % phase_tiles() * kTile * dilation};
+  }
 };
 
 // V[., tile, K]: the transforms of the patches under a tile ("left" its first input point,
-// outside the input zeros), chunk by chunk, for the 8 or 16 channels (Vec) from group
-// "group" of 8 on; chunk j's lie "chunk_stride" floats after chunk j - 1's.
+// the points "g.dilation" apart, outside the input zeros), chunk by chunk, for the 8 or 16 channels
+// (Vec) from group "group" of 8 on; chunk j's lie "chunk_stride" floats after chunk j - 1's.
 template <class Vec>
 [[gnu::always_inline]] inline void
 transform_input_in(const float* x, const Strides& s, const Geometry1d& g, int64_t n, int64_t left,
@@ -48,7 +59,7 @@ transform_input_in(const float* x, const Strides& s, const Geometry1d& g, int64_
     Vec d[kPoints];
 #pragma GCC unroll 6
     for (int64_t q = 0; q < kPoints; ++q) {
-      int64_t at = left + j * kChunkTaps + q;
+      int64_t at = left + (j * kChunkTaps + q) * g.dilation;
       d[q] = Vec{};
       if (at >= 0 && at < g.in_len) std::memcpy(&d[q], base + at * s.point, sizeof(Vec));
     }
@@ -73,8 +84,8 @@ transform_input_in(const float* x, const Strides& s, const Geometry1d& g, int64_
 }
 
 // The output transform of P[., tile, channels] with the bias and the epilogue, written at the
-// tile's valid points ("first" its first output point), for the 8 or 16 channels (Vec) from
-// output group "group" of 8 on.
+// tile's valid points ("first" its first output point, the others "g.dilation" apart), for the 8 or
+// 16 channels (Vec) from output group "group" of 8 on.
 template <class Vec>
 [[gnu::always_inline]] inline void
 transform_output_in(const float* p, int64_t point_stride, const float* bias,
@@ -88,9 +99,9 @@ transform_output_in(const float* p, int64_t point_stride, const float* bias,
   output_1d<kTile, 1>(m, 1, o, 1);
   Vec b{};
   if (bias) std::memcpy(&b, bias + group * kGroup, sizeof(Vec));
-  for (int64_t i = 0; i < kTile && first + i < g.out_len; ++i) {
-    epilogue(o[i], b, steps, buffers, n, group, 0, first + i);
-    std::memcpy(y + ys.at(n, group, 0, first + i), &o[i], sizeof(Vec));
+  for (int64_t i = 0, at = first; i < kTile && at < g.out_len; ++i, at += g.dilation) {
+    epilogue(o[i], b, steps, buffers, n, group, 0, at);
+    std::memcpy(y + ys.at(n, group, 0, at), &o[i], sizeof(Vec));
   }
 }
 
@@ -139,8 +150,10 @@ public:
       : PhasedKernel(x, y, bias, std::move(steps), std::move(u)), g_(g), xs_(xs), ys_(ys) {}
 
   std::string describe() const override {
-    return fmt::format("Weft Winograd F(4, 3) over {} taps in {} chunk{} ({} tiles, channels-last)",
-                       g_.taps, g_.chunks(), g_.chunks() == 1 ? "" : "s", g_.tiles());
+    return fmt::format(
+        "Weft Winograd F(4, 3) over {} taps in {} chunk{}{} ({} tiles, channels-last)", g_.taps,
+        g_.chunks(), g_.chunks() == 1 ? "" : "s",
+        g_.dilation > 1 ? fmt::format(", dilation {}", g_.dilation) : "", g_.tiles());
   }
 
 private:
@@ -156,8 +169,8 @@ private:
 
   void input(const Args& a, int64_t first, int64_t capacity, int64_t t, int64_t unit,
              float* v) const override {
-    int64_t tile = first + t, per_row = ceil_div(g_.out_len, kTile);
-    int64_t n = tile / per_row, left = tile % per_row * kTile - g_.pad_left;
+    auto [n, start] = g_.tile_start(first + t);
+    int64_t left = start - g_.pad_left;
     const int64_t vg = v_group(), c = unit * vg;
     float* to = v + (c / vg * capacity + t) * vg;
     const int64_t ps = capacity * v_channels(), chunk_stride = g_.in_ch * capacity;
@@ -167,8 +180,8 @@ private:
 
   void output(const Args& a, int64_t first, int64_t capacity, int64_t t, int64_t unit,
               const float* p) const override {
-    int64_t tile = first + t, per_row = ceil_div(g_.out_len, kTile), ldp = padded_out();
-    int64_t n = tile / per_row, at = tile % per_row * kTile;
+    auto [n, at] = g_.tile_start(first + t);
+    const int64_t ldp = padded_out();
     const int64_t c = unit * v_group();
     bool wide = v_group() == kWideGroup && c + kWideGroup <= g_.out_ch;
     (wide ? transform_output_wide : transform_output)(p + t * ldp + c, capacity * ldp, a.bias,
@@ -197,8 +210,8 @@ std::optional<LibraryCall> winograd_conv1d_call(const Node& n, const Absorbed& a
   Ints kernel = at.kernel_shape.empty() ? Ints{dw[2]} : at.kernel_shape;
   std::vector<Window> win = window_dims(kernel, at.strides, at.dilations, at.pads, at.auto_pad,
                                         shape_from_dims(dx), shape_from_dims(dy));
-  if (win[0].stride != 1 || win[0].dilation != 1 || win[0].kernel < 2) return std::nullopt;
-  Geometry1d g{dx[0], dx[1], dy[1], dx[2], dy[2], win[0].pad_begin, win[0].kernel};
+  if (win[0].stride != 1 || win[0].kernel < 2) return std::nullopt;
+  Geometry1d g{dx[0], dx[1], dy[1], dx[2], dy[2], win[0].pad_begin, win[0].kernel, win[0].dilation};
   const int64_t u_bytes = kPoints * g.chunks() * g.in_ch * ceil_div(g.out_ch, kStrip) * kStrip * 4;
   if (g.in_ch % v_group() != 0 || g.out_ch % kGroup != 0 || g.tiles() == 0 ||
       u_bytes > kMaxTransformedBytes)
