@@ -1,8 +1,8 @@
 """1-D convolutions of stride 1 with enough channels run on the CPU as Weft's own Winograd
 kernel, F(4, 3) over their taps in chunks of 3 (library/winograd_1d.cc): long and short
-windows, taps not a multiple of 3, dilations, lengths not a multiple of 4, asymmetric and no padding,
-batches, output channels in half groups, ReLU and a residual Add in the epilogue; against
-NumPy in float64. Small ones stay oneDNN's, and WEFT_WINOGRAD=0 turns the kernel off."""
+windows, taps not a multiple of 3, dilations, lengths not a multiple of 4, asymmetric and no
+padding, batches, output channels in half groups, ReLU and a residual Add in the epilogue;
+against NumPy in float64. Small ones stay oneDNN's, and WEFT_WINOGRAD=0 turns the kernel off."""
 
 import numpy as np
 import pytest
