@@ -225,7 +225,6 @@ int64_t PhasedKernel::chunk_tiles() const {
   return std::max<int64_t>(chunk_bytes() / per_tile / block_rows(), 1) * block_rows();
 }
 
-// The products' steps over a point's strips: two strips a step with AVX-512, else one.
 // Point "q"'s product for strip "s" over "count" tiles.
 void PhasedKernel::product(int64_t q, int64_t s, int64_t capacity, int64_t count, const float* v,
                            float* p) const {
