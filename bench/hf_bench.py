@@ -9,10 +9,11 @@ PyTorch eager timed in alternating rounds in this process; an entry is the syste
 median over the rounds. Not in CI: exporting, compiling and timing the 24 models takes
 about 10 minutes on 2 cores.
 
-Usage: PYTHONPATH=build/python bench/.venv/bin/python bench/hf_bench.py [--rounds 2] [--write]
-       [MODEL...]
+Usage: PYTHONPATH=build/python bench/.venv/bin/python bench/hf_bench.py [--rounds 2]
+       [--write | --update] [MODEL...]
 Needs `transformers` in the venv (bench/run.sh installs it). --write stores
-bench/hf_results.json, which run_bench.py puts in docs/benchmarks.md.
+bench/hf_results.json, which run_bench.py puts in docs/benchmarks.md; --update replaces only
+the given models' rows there (each then says its date and rounds; the table notes them).
 """
 import argparse
 import datetime
@@ -192,6 +193,10 @@ def markdown(r):
         lines.append(f"| {row['model']} | {row['what']} | {'yes' if row['matches'] else '**no**'} | "
                      f"{row['max_diff']:.1e} of {row['max_abs']:.2g} | {row['weft_median_ms']:.2f} ms | "
                      f"{row['ort_median_ms']:.2f} ms | {q:.2f} | {row['torch_median_ms']:.2f} ms | {e:.2f} |")
+    redone = [f"{row['model']} ({row['date']}, {row['rounds']} rounds)" for row in r["rows"]
+              if "date" in row]
+    if redone:
+        lines += ["", "Re-measured alone, with the same systems and versions: " + ", ".join(redone) + "."]
     matched = sum(1 for row in r["rows"] if row.get("matches"))
     lines += ["", f"{matched} of {len(r['rows'])} match PyTorch. Geomean ONNX Runtime / Weft "
               f"**{geomean(ort_ratios):.2f}**, PyTorch eager / Weft **{geomean(torch_ratios):.2f}**; "
@@ -204,8 +209,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--write", action="store_true", help="store bench/hf_results.json")
+    ap.add_argument("--update", action="store_true",
+                    help="replace only the measured models' rows of bench/hf_results.json")
     ap.add_argument("models", nargs="*", help="a subset (default: all)")
     args = ap.parse_args()
+    if args.write and args.update:
+        ap.error("--write and --update exclude each other")
     torch.set_num_threads(2)
     import transformers
 
@@ -214,9 +223,24 @@ def main():
     result = {"date": datetime.date.today().isoformat(), "machine": machine(),
               "onnxruntime": ort.__version__, "pytorch": torch.__version__,
               "transformers": transformers.__version__, "rounds": args.rounds, "rows": rows}
+    path = os.path.join(HERE, "hf_results.json")
+    if args.update:
+        with open(path) as f:
+            stored = json.load(f)
+        for key in ("machine", "onnxruntime", "pytorch", "transformers"):
+            if stored[key] != result[key]:
+                sys.exit(f"--update: {key} is {result[key]}, the stored rows' {stored[key]}: rerun all")
+        for row in rows:
+            row.update(date=result["date"], rounds=args.rounds)
+            at = [i for i, old in enumerate(stored["rows"]) if old["model"] == row["model"]]
+            if at:
+                stored["rows"][at[0]] = row
+            else:
+                stored["rows"].append(row)
+        result = stored
     print("\n".join(markdown(result)))
-    if args.write:
-        with open(os.path.join(HERE, "hf_results.json"), "w") as f:
+    if args.write or args.update:
+        with open(path, "w") as f:
             json.dump(result, f, indent=2)
 
 
