@@ -793,8 +793,9 @@ def test_constant_of_shape_too_large_to_fold(dynamic):
 
 @pytest.mark.parametrize("op", ["Conv", "ConvTranspose"])
 def test_half_precision_convolutions_sum_in_float32(op):
-    """f16 Conv and ConvTranspose (generated code: oneDNN takes f32) read f16 and sum in f32,
-    against a float64 reference within f16's rounding of the result."""
+    """f16 Conv and ConvTranspose (on the CPU oneDNN's f32 calls between Casts:
+    graph/passes/narrow_in_f32.h) read f16 and sum in f32, against a float64 reference within
+    f16's rounding of the result."""
     rng = np.random.default_rng(12)
     x = rng.standard_normal((1, 4, 7, 6)).astype(np.float16)
     w = rng.standard_normal((4, 5, 3, 3) if op == "ConvTranspose" else (5, 4, 3, 3)).astype(np.float16)

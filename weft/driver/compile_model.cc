@@ -13,6 +13,7 @@
 #include "weft/graph/passes/conv_transpose_as_matmul.h"
 #include "weft/graph/passes/eliminate_dead_code.h"
 #include "weft/graph/passes/infer_shapes.h"
+#include "weft/graph/passes/narrow_in_f32.h"
 #include "weft/graph/print_graph.h"
 #include "weft/graph/verify_graph.h"
 #include "weft/library/dnnl.h"
@@ -204,6 +205,8 @@ Result<CompiledModel> compile(const ModelSource& model, const Graph* pipeline,
   if (experts) WEFT_RETURN_IF_ERROR(refold(graph, "moe forms"));
   observe("specialize", graph);
   if (stages::onednn_calls(settings)) { // the layout of the library calls' regions
+    WEFT_ASSIGN_OR_RETURN(bool widened, narrow_in_f32(graph));
+    if (widened) WEFT_RETURN_IF_ERROR(refold(graph, "narrow_in_f32"));
     WEFT_ASSIGN_OR_RETURN(bool products, conv_transpose_as_matmul(graph));
     WEFT_ASSIGN_OR_RETURN(
         bool changed, channels_last(

@@ -47,7 +47,8 @@ bool is_pointwise(const Node& n) {
       Op::kLeakyRelu, Op::kElu,  Op::kSelu,    Op::kGelu,  Op::kErf,         Op::kExp,
       Op::kAbs,       Op::kNeg,  Op::kSqrt,    Op::kMish,  Op::kSoftplus,    Op::kAdd,
       Op::kSub,       Op::kMul,  Op::kDiv,     Op::kMax,   Op::kMin,         Op::kPRelu,
-      Op::kPow,       Op::kSum,  Op::kMean,    Op::kWhere, Op::kSwish,       Op::kRound};
+      Op::kPow,       Op::kSum,  Op::kMean,    Op::kWhere, Op::kSwish,       Op::kRound,
+      Op::kCast};
   if (n.outputs.size() != 1 || !n.outputs[0]) return false;
   if (n.op_type == Op::kQuantizeLinear || n.op_type == Op::kDequantizeLinear) {
     // Per tensor (a QDQ model's activations): its scale and zero point are one element each.

@@ -61,6 +61,10 @@ bool outputs_foldable(Node& node, const Weights& weights) {
     if (weights.of_int8_candidates.contains(node.outputs[0])) return false;
     if (weights.of_products.contains(node.outputs[0])) return true;
   }
+  // f16 and bf16 weights that narrow_in_f32 cast to f32 for the library: packed once too.
+  if (node.op_type == Op::kCast && weights.of_products.contains(node.outputs[0]) &&
+      (node.inputs[0]->type.dtype == DType::kF16 || node.inputs[0]->type.dtype == DType::kBF16))
+    return true;
   if (node.def->infer) {
     Result<std::vector<TensorType>> inferred = node.def->infer(node);
     if (inferred.ok()) {

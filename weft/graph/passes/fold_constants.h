@@ -12,8 +12,9 @@
 // which make no more elements than they read, fold at any size (ALBERT's shared weights,
 // each transposed for 12 MatMuls, were transposed every inference: 0.5 GB a run), and so
 // does any result of no more bytes than a constant it reads (a weight normalized by
-// weight_norm), and a DequantizeLinear that only convolutions and matrix products read as
-// their weights (a QDQ model's int8 weights: the library packs f32 weights once).
+// weight_norm), and a DequantizeLinear or Cast that only convolutions and matrix products
+// read as their weights (a QDQ model's int8 weights, an f16 model's weights cast by
+// narrow_in_f32: the library packs f32 weights once).
 // Exporters' shape subgraphs (Shape -> Gather -> Concat -> Reshape, ConstantOfShape, Range)
 // fold completely when the shapes they read are static.
 #pragma once

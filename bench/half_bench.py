@@ -1,0 +1,164 @@
+"""Half-precision models on the CPU: torchvision's models exported in f16 (model.half(), an f16
+input) and in bf16 (the f16 export's weights and types rewritten to bf16, which ONNX Runtime's
+CPU provider does not run), Weft beside ONNX Runtime on the same file, at batch 1. Weft runs f16
+and bf16 convolutions, products and poolings as oneDNN's f32 calls between Casts
+(graph/passes/narrow_in_f32.h), ONNX Runtime inserts the same Casts. Each model: the largest
+difference of Weft's output from ONNX Runtime's (f16) and from PyTorch's f32 model (both), as a
+share of the output's largest magnitude; then the systems alternate over the rounds, an entry
+being the system's lowest median. Not in CI.
+
+Usage: PYTHONPATH=build/python bench/.venv/bin/python bench/half_bench.py [--rounds 3] [--write]
+       [MODEL...]
+--write stores bench/half_results.json, which run_bench.py puts in docs/benchmarks.md.
+"""
+import argparse
+import datetime
+import json
+import os
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from ort_options import described, session_options
+import torch
+import torchvision
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+from testing.torch_models import randomize_batch_norms  # noqa: E402
+from cnn_bench import timed  # noqa: E402
+
+M = torchvision.models
+MODELS = {"resnet18": M.resnet18, "resnet50": M.resnet50, "mobilenet_v2": M.mobilenet_v2,
+          "efficientnet_b0": M.efficientnet_b0, "convnext_tiny": M.convnext_tiny,
+          "vit_b_32": M.vit_b_32}
+
+
+def as_bf16(path, to):
+    """The f16 model at "path" with every f16 initializer, constant and type made bf16 (rounded
+    half to even from the f16 values, which bf16 holds within its precision), saved at "to"."""
+    m = onnx.load(path)
+    f16, bf16 = onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16
+
+    def convert(t):
+        if t.data_type != f16:
+            return
+        a = onnx.numpy_helper.to_array(t).astype(np.float32).view(np.uint32).astype(np.uint64)
+        bits = ((a + 0x7FFF + ((a >> 16) & 1)) >> 16).astype(np.uint16)
+        t.CopyFrom(onnx.helper.make_tensor(t.name, bf16, list(t.dims), bits.tobytes(), raw=True))
+
+    for t in m.graph.initializer:
+        convert(t)
+    for n in m.graph.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.TENSOR:
+                convert(a.t)
+            if n.op_type == "Cast" and a.name == "to" and a.i == f16:
+                a.i = bf16
+    for v in list(m.graph.input) + list(m.graph.output) + list(m.graph.value_info):
+        if v.type.tensor_type.elem_type == f16:
+            v.type.tensor_type.elem_type = bf16
+    onnx.save(m, to)
+
+
+def measure(names, rounds):
+    import weft
+
+    rows = []
+    torch.manual_seed(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            model = randomize_batch_norms(MODELS[name]()).eval()
+            x = torch.randn(1, 3, 224, 224)
+            with torch.inference_mode():
+                want = model(x).numpy().astype(np.float64)
+            half = os.path.join(tmp, name + ".onnx")
+            torch.onnx.export(model.half(), (x.half(),), half, external_data=False)
+            brain = os.path.join(tmp, name + "_bf16.onnx")
+            as_bf16(half, brain)
+            scale = float(np.abs(want).max())
+            for dtype, path, given in (("f16", half, x.half().numpy()), ("bf16", brain, x.numpy())):
+                row = {"model": name, "dtype": dtype}
+                rows.append(row)
+                with open(path, "rb") as f:
+                    data = f.read()
+                try:
+                    compiled = weft.compile(data, threads=2)
+                except Exception as e:  # the row says why
+                    row["error"] = str(e)[-300:]
+                    print(f"{name} {dtype}: {row['error']}", flush=True)
+                    continue
+                feed = {onnx.load(path).graph.input[0].name: given}
+                got = next(iter(compiled.run(feed).values())).astype(np.float64)
+                row["vs_f32"] = float(np.abs(got - want).max()) / scale
+                runners = {"weft": lambda c=compiled, f=feed: c.run(f)}
+                if dtype == "f16":
+                    session = ort.InferenceSession(data, session_options(threads=2),
+                                                   providers=["CPUExecutionProvider"])
+                    feed_ort = {session.get_inputs()[0].name: given}
+                    theirs = session.run(None, feed_ort)[0].astype(np.float64)
+                    row["vs_ort"] = float(np.abs(got - theirs).max()) / scale
+                    row["ort_vs_f32"] = float(np.abs(theirs - want).max()) / scale
+                    runners["ort"] = lambda s=session, f=feed_ort: s.run(None, f)
+                for _ in range(rounds):
+                    for system, run in runners.items():
+                        row.setdefault(f"{system}_round_ms", []).append(timed(run, 10))
+                for system in runners:
+                    row[f"{system}_median_ms"] = min(row[f"{system}_round_ms"])
+                print(f"{name} {dtype}: " + ", ".join(f"{k} {v:.3g}" for k, v in row.items()
+                                                      if isinstance(v, float)), flush=True)
+    return rows
+
+
+def markdown(r):
+    lines = ["## Half-precision models on the CPU", "",
+             f"`bench/half_bench.py`, measured {r['date']} on {r['machine']}, 2 threads: torchvision's "
+             f"models at batch 1 (224x224, random weights) exported by PyTorch {r['pytorch']} in f16 "
+             "(`model.half()`), and the same files made bf16. Weft's Python module and ONNX Runtime "
+             f"{r['onnxruntime']} (CPU execution provider, 2 intra-op threads, {described(r)}; it has no "
+             f"bf16 convolutions) on the same file, alternating over {r['rounds']} rounds of 10 runs; "
+             "each entry is the system's lowest median. Differences: the largest, as a share of the "
+             "output's largest magnitude, from ONNX Runtime's f16 output and from PyTorch's f32 model "
+             "(whose weights the file rounds).", "",
+             "| Model | Type | Weft | ONNX Runtime | ORT / Weft | Weft vs ORT | Weft vs f32 | ORT vs f32 |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    ratios = []
+    for row in r["rows"]:
+        if "error" in row:
+            lines.append(f"| {row['model']} | {row['dtype']} | fails: {row['error'][:80]} | | | | | |")
+            continue
+        w, o = row["weft_median_ms"], row.get("ort_median_ms")
+        if o:
+            ratios.append(o / w)
+        cell = lambda v, f: "n/a" if v is None else f.format(v)
+        lines.append(f"| {row['model']} | {row['dtype']} | {w:.2f} ms | {cell(o, '{:.2f} ms')} | "
+                     f"{cell(o and o / w, '{:.2f}')} | {cell(row.get('vs_ort'), '{:.1e}')} | "
+                     f"{row['vs_f32']:.1e} | {cell(row.get('ort_vs_f32'), '{:.1e}')} |")
+    geo = float(np.exp(np.mean(np.log(ratios)))) if ratios else float("nan")
+    lines += ["", f"Geomean ONNX Runtime / Weft over the f16 rows: **{geo:.2f}**. Every round is in "
+              "`bench/half_results.json`.", ""]
+    return lines
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--write", action="store_true", help="store bench/half_results.json")
+    ap.add_argument("models", nargs="*", help="a subset (default: all)")
+    args = ap.parse_args()
+    torch.set_num_threads(2)
+    rows = measure(args.models or list(MODELS), args.rounds)
+    from run_bench import machine
+    result = {"date": datetime.date.today().isoformat(), "machine": machine(), "ort_threads_parked": True,
+              "onnxruntime": ort.__version__, "pytorch": torch.__version__, "rounds": args.rounds,
+              "rows": rows}
+    print("\n".join(markdown(result)))
+    if args.write:
+        with open(os.path.join(HERE, "half_results.json"), "w") as f:
+            json.dump(result, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
