@@ -136,6 +136,16 @@ WEFT_D uint16_t weft_f2h(float value) {
   uint32_t big = a > 0x7f800000u ? 0x7e00u : 0x7c00u; // NaN, or inf from 65520 on
   return (uint16_t)((a >= 0x477ff000u ? big : a < 0x38800000u ? sub : normal) | sign);
 }
+// weft_h2f(weft_f2h(x)) in one step (a value of an f16 node rounded in a register): half the
+// arithmetic, equal on every f32.
+WEFT_D float weft_round_f16(float value) {
+  uint32_t f = weft_as_bits(value), a = f & 0x7fffffffu;
+  float sub = (weft_as_float(a) + 0.5f) - 0.5f;
+  uint32_t normal = (a + 0xfffu + ((a >> 13) & 1u)) & 0xffffe000u;
+  uint32_t big = a > 0x7f800000u ? 0x7fc00000u : 0x7f800000u;
+  uint32_t r = a >= 0x477ff000u ? big : a < 0x38800000u ? weft_as_bits(sub) : normal;
+  return weft_as_float(r | (f & 0x80000000u));
+}
 // The f8 and f4 formats (support/minifloat.h has the same algorithm for the host): "e" exponent
 // bits, "m" mantissa bits, bias "b"; kind 0 has NaN at all ones, 1 at the sign bit alone
 // (and no -0), 2 is IEEE-like, 3 has no NaN or infinity.
@@ -184,6 +194,12 @@ WEFT_D uint16_t weft_f2bf(float value) {
   uint32_t f = weft_as_bits(value);
   if ((f & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((f >> 16) | 0x40u);
   return (uint16_t)((f + 0x7fffu + ((f >> 16) & 1u)) >> 16);
+}
+// weft_bf2f(weft_f2bf(x)) in one step, equal on every f32.
+WEFT_D float weft_round_bf16(float value) {
+  uint32_t f = weft_as_bits(value);
+  uint32_t r = (f & 0x7fffffffu) > 0x7f800000u ? f | 0x00400000u : f + 0x7fffu + ((f >> 16) & 1u);
+  return weft_as_float(r & 0xffff0000u);
 }
 WEFT_D void weft_stream16(float* dst, const float* src) {
 #if defined(__AVX512F__)
