@@ -1,5 +1,6 @@
 #include "weft/graph/passes/narrow_in_f32.h"
 
+#include <optional>
 #include <set>
 
 #include "weft/graph/node_builder.h"

@@ -1,7 +1,7 @@
 // narrow_in_f32: f16 and bf16 convolutions, matrix products and poolings as f32 ones between
 // Casts, for the CPU's f32 library calls. Generated code ran them correctly but slowly (an f16
 // ResNet-18 at batch 1: 8.1 s a run, against 18 ms for ONNX Runtime, which inserts the same
-// Casts); oneDNN 2.6's f16 primitives are not called, and its bf16 ones need AVX512-BF16.
+// Casts); oneDNN's own f16 and bf16 primitives are not called.
 //
 // Each Conv, ConvTranspose, MatMul, Gemm, MaxPool (without Indices) and AveragePool whose
 // inputs are all of one narrow float type reads Casts of them to f32 and writes an f32 value,
