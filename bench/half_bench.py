@@ -1,5 +1,5 @@
-"""Half-precision models on the CPU: torchvision's models exported in f16 (model.half(), an f16
-input) and in bf16 (the f16 export's weights and types rewritten to bf16, which ONNX Runtime's
+"""Half-precision models on the CPU: torchvision's models and the GPT-2-style block of
+cnn_bench.py exported in f16 (model.half(), an f16 input) and in bf16 (the f16 export's weights and types rewritten to bf16, which ONNX Runtime's
 CPU provider does not run), Weft beside ONNX Runtime on the same file, at batch 1. Weft runs f16
 and bf16 convolutions, products and poolings as oneDNN's f32 calls between Casts
 (graph/passes/narrow_in_f32.h), ONNX Runtime inserts the same Casts. Each model: the largest
@@ -29,11 +29,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 from testing.torch_models import randomize_batch_norms  # noqa: E402
 from cnn_bench import timed  # noqa: E402
+from torch_export_test import GPT2Block  # noqa: E402
 
 M = torchvision.models
-MODELS = {"resnet18": M.resnet18, "resnet50": M.resnet50, "mobilenet_v2": M.mobilenet_v2,
-          "efficientnet_b0": M.efficientnet_b0, "convnext_tiny": M.convnext_tiny,
-          "vit_b_32": M.vit_b_32}
+image = lambda: torch.randn(1, 3, 224, 224)
+# name -> (model factory, example input)
+MODELS = {"resnet18": (M.resnet18, image), "resnet50": (M.resnet50, image),
+          "mobilenet_v2": (M.mobilenet_v2, image), "efficientnet_b0": (M.efficientnet_b0, image),
+          "convnext_tiny": (M.convnext_tiny, image), "vit_b_32": (M.vit_b_32, image),
+          "gpt_block": (lambda: GPT2Block(256, 4), lambda: torch.randn(4, 128, 256))}
 
 
 def as_bf16(path, to):
@@ -70,12 +74,13 @@ def measure(names, rounds):
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
-            model = randomize_batch_norms(MODELS[name]()).eval()
+            make, example = MODELS[name]
+            model = randomize_batch_norms(make()).eval()
             with torch.no_grad():  # zero-initialized heads (ViT's) would make the check vacuous
                 for p in model.parameters():
                     if p.dim() > 1 and not p.any():
                         p.normal_(0, 0.02)
-            x = torch.randn(1, 3, 224, 224)
+            x = example()
             with torch.inference_mode():
                 want = model(x).numpy().astype(np.float64)
             half = os.path.join(tmp, name + ".onnx")
@@ -119,7 +124,8 @@ def measure(names, rounds):
 def markdown(r):
     lines = ["## Half-precision models on the CPU", "",
              f"`bench/half_bench.py`, measured {r['date']} on {r['machine']}, 2 threads: torchvision's "
-             f"models at batch 1 (224x224, random weights) exported by PyTorch {r['pytorch']} in f16 "
+             "models at batch 1 (224x224) and the GPT-2-style block of the suite above (4x128x256), "
+             f"random weights, exported by PyTorch {r['pytorch']} in f16 "
              "(`model.half()`), and the same files made bf16. Weft's Python module and ONNX Runtime "
              f"{r['onnxruntime']} (CPU execution provider, 2 intra-op threads, {described(r)}; it has no "
              f"bf16 convolutions) on the same file, alternating over {r['rounds']} rounds of 10 runs; "
@@ -141,8 +147,12 @@ def markdown(r):
                      f"{cell(o and o / w, '{:.2f}')} | {cell(row.get('vs_ort'), '{:.1e}')} | "
                      f"{row['vs_f32']:.1e} | {cell(row.get('ort_vs_f32'), '{:.1e}')} |")
     geo = float(np.exp(np.mean(np.log(ratios)))) if ratios else float("nan")
-    lines += ["", f"Geomean ONNX Runtime / Weft over the f16 rows: **{geo:.2f}**. Every round is in "
-              "`bench/half_results.json`.", ""]
+    slower = [f"{row['model']} ({row['ort_median_ms'] / row['weft_median_ms']:.2f})" for row in r["rows"]
+              if row.get("ort_median_ms") and row["ort_median_ms"] < row["weft_median_ms"]]
+    lines += ["", f"Geomean ONNX Runtime / Weft over the f16 rows: **{geo:.2f}**; slower than ONNX Runtime "
+              f"on {len(slower)}" + (": " + ", ".join(slower) if slower else "") + " (every node rounds "
+              "to f16 as the model says, where ONNX Runtime drops the Casts between its f32 nodes: "
+              "[library.md](library.md)). Every round is in `bench/half_results.json`.", ""]
     return lines
 
 
