@@ -26,7 +26,7 @@ import torchvision
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
-from testing.torch_models import randomize_batch_norms  # noqa: E402
+from testing.torch_models import randomize_batch_norms, redraw_zero_weights  # noqa: E402
 from cnn_bench import timed  # noqa: E402
 
 M = torchvision.models
@@ -75,11 +75,7 @@ def measure(names, rounds):
             make, shape = MODELS[name]
             row = {"model": name}
             rows.append(row)
-            model = randomize_batch_norms(make()).eval()
-            with torch.no_grad():  # zero-initialized heads (ViT's) would make the check vacuous
-                for p in model.parameters():
-                    if p.dim() > 1 and not p.any():
-                        p.normal_(0, 0.02)
+            model = redraw_zero_weights(randomize_batch_norms(make()).eval())
             x = torch.randn(*shape)
             with torch.inference_mode():
                 want = model(x)
