@@ -1,7 +1,11 @@
 """f16 and bf16 convolutions, matrix products and poolings run on the CPU as oneDNN's f32 calls
 between Casts (graph/passes/narrow_in_f32.h), each node summing in f32 and rounding its result
 once to its type: against a float64 reference that rounds each node's result the same way.
-The kernel table shows the calls (an f16 ResNet-18 had run as generated code, 8 s a run)."""
+The kernel table shows the calls (an f16 ResNet-18 had run as generated code, 8 s a run). On
+CPUs with AVX512-BF16 or AMX, bf16 convolutions multiply in bf16 (exact products, f32 sums),
+reading and writing bf16 (library::bf16_products_native)."""
+
+import re
 
 import numpy as np
 import pytest
@@ -126,3 +130,20 @@ def test_a_narrow_product_of_two_activations(onnx_type):
     want = rounded(a @ b, onnx_type)
     got = run(model, onnx_type, a=a, b=b)
     np.testing.assert_allclose(got, want, rtol=0, atol=TOLERANCE[onnx_type] * np.abs(want).max())
+
+
+def cpu_has_bf16():
+    with open("/proc/cpuinfo") as f:
+        return re.search(r"\bavx512_bf16\b", f.read()) is not None
+
+
+def test_bf16_convolutions_multiply_in_bf16_where_the_cpu_does(tmp_path):
+    model, _, _ = cnn(TensorProto.BFLOAT16, np.random.default_rng(3))
+    path = tmp_path / "cnn_bf16.onnx"
+    path.write_bytes(model.SerializeToString())
+    table = cli_kernels(path, {})
+    assert table.count("oneDNN convolution") == 3, table
+    # (The first convolution's source is the input, Cast to f32 and then made channels-last in
+    # one kernel: no Cast of a bf16 value to absorb; it stays an f32 call.)
+    assert table.count("bf16 products") == (2 if cpu_has_bf16() else 0), table
+    assert "bf16 products" not in cli_kernels(path, {"WEFT_ONEDNN_BF16": "0"})

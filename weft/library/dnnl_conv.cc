@@ -182,6 +182,10 @@ bool blocked_alone(const Node& conv, BlockedKernel kernel) {
 // to the blocked layout.
 // Weights take oneDNN's preferred layout, reordered once here when they are constant.
 // "blocked": values that lie in the blocked layout between convolutions (keep_blocked_layouts).
+// With bf16 products (Absorbed::input_cast), the call reads the Cast's bf16 source and
+// weights reordered to bf16, sums in f32, and writes f32, or bf16 where it absorbed the Cast
+// of its result; oneDNN's direct kernel on channels-last activations then runs it (its bf16
+// kernels: AMX or AVX512-BF16; no Winograd, no blocked layout), or none.
 std::optional<LibraryCall> conv_call_in(const Node& n, const Absorbed& absorbed,
                                         const std::set<const Value*>& in_blocked,
                                         std::string* why_not,
@@ -190,6 +194,16 @@ std::optional<LibraryCall> conv_call_in(const Node& n, const Absorbed& absorbed,
   const auto& at = n.attrs_as<ConvAttrs>();
   const Value *x = n.inputs[0], *w = n.inputs[1], *b = n.input(2), *y = n.outputs[0];
   bool nhwc = n.op_type == Op::kConvChannelsLast;
+  bool bf16 = absorbed.input_cast != nullptr;
+  if (bf16 && (!in_blocked.empty() || forced != Algorithm::kChosen || !w->is_constant()))
+    return std::nullopt;
+  const Value* source = bf16 ? absorbed.input_cast->inputs[0] : x;
+  const Value* written =
+      absorbed.result_cast ? absorbed.result_cast->outputs[0] : final_output(n, ops);
+  auto in_bf16 = [](memory::desc md) {
+    md.data.data_type = dnnl_bf16;
+    return md;
+  };
   if (dims_of(x).size() < 3 || dims_of(x).size() > 5) {
     *why_not = fmt::format("{} spatial dims", dims_of(x).size() - 2);
     return std::nullopt;
@@ -199,31 +213,40 @@ std::optional<LibraryCall> conv_call_in(const Node& n, const Absorbed& absorbed,
   memory::desc x_user = nhwc ? channels_last_view(dims_of(x)) : plain(dx);
   memory::desc y_user = nhwc ? channels_last_view(dims_of(y)) : plain(dy);
   memory::desc residual_user = y_user;
+  if (bf16) x_user = in_bf16(x_user);
+  if (absorbed.result_cast) y_user = in_bf16(y_user);
   bool src_blocked = in_blocked.contains(x),
        dst_blocked = in_blocked.contains(final_output(n, ops));
   if (src_blocked) x_user = blocked(dx);
   if (dst_blocked) y_user = blocked(dy);
   auto [strides, dilates, pad_l, pad_r, wdims] = primitive_windows(win, dw, at.group);
   bool constant_weights = w->is_constant();
-  memory::desc wmd = constant_weights
-                         ? memory::desc(wdims, memory::data_type::f32, memory::format_tag::any)
-                         : plain(wdims);
+  memory::desc wmd =
+      constant_weights
+          ? memory::desc(wdims, bf16 ? memory::data_type::bf16 : memory::data_type::f32,
+                         memory::format_tag::any)
+          : plain(wdims);
   memory::desc bmd = b ? plain({dw[0]}) : memory::desc();
   auto build = [&](const Layout& layout, dnnl::algorithm algorithm) {
-    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, algorithm, layout(dx),
-                                      wmd, bmd, layout(dy), strides, dilates, pad_l, pad_r);
+    memory::desc src = bf16 ? in_bf16(layout(dx)) : layout(dx);
+    memory::desc dst = absorbed.result_cast ? in_bf16(layout(dy)) : layout(dy);
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, algorithm, src, wmd, bmd,
+                                      dst, strides, dilates, pad_l, pad_r);
     LibraryCall call;
     std::vector<DnnlKernel::Arg> args = {
-        {DNNL_ARG_SRC, position(call.values, x), x_user, layout(dx)}};
+        {DNNL_ARG_SRC, position(call.values, source), x_user, src}};
     int w_buffer = position(call.values, w); // bound even when reordered, for the profile
     // The destination takes a residual as a sum post-op (oneDNN's brgemm kernels take no
-    // full-size binary post-ops): written in place, or reordered into its internal layout.
+    // full-size binary post-ops): written in place, or reordered into its internal layout
+    // (not into a bf16 destination: the residual is f32).
     int summed = -1;
+    bool sums = sum_residuals() && !absorbed.result_cast;
     dnnl::primitive_attr attr =
-        post_op_attr(ops, call, args, dy, layout, nhwc, sum_residuals() ? &summed : nullptr);
+        post_op_attr(ops, call, args, dy, layout, nhwc, sums ? &summed : nullptr);
     dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
     std::string impl = pd.impl_info_str();
     if (impl.starts_with("ref") && layout(dx) != plain(dx)) return LibraryCall{};
+    if (bf16 && impl.find("bf16") == std::string::npos) return LibraryCall{};
     std::unordered_map<int, memory> owned;
     if (constant_weights) {
       owned.emplace(DNNL_ARG_WEIGHTS, reordered_constant(w, plain(wdims), pd.weights_desc()));
@@ -236,7 +259,7 @@ std::optional<LibraryCall> conv_call_in(const Node& n, const Absorbed& absorbed,
     bool residual_only = summed >= 0 && w_buffer != summed &&
                          std::none_of(args.begin(), args.end(),
                                       [&](const DnnlKernel::Arg& a) { return a.buffer == summed; });
-    args.push_back({DNNL_ARG_DST, position(call.values, final_output(n, ops)), y_user, layout(dy)});
+    args.push_back({DNNL_ARG_DST, position(call.values, written), y_user, dst});
     bool in_blocks = dx.size() == 4 && layout(dx) == blocked(dx); // (5-D: not blocked)
     std::string blocks = fmt::format("nChw{}c", channel_block());
     std::string where = in_blocks
@@ -244,12 +267,12 @@ std::optional<LibraryCall> conv_call_in(const Node& n, const Absorbed& absorbed,
                                : src_blocked ? fmt::format(", {} in, reordered out", blocks)
                                : dst_blocked ? fmt::format(", reordered in, {} out", blocks)
                                              : fmt::format(", reordered to {}", blocks))
-                        : layout(dx) == x_user ? (nhwc ? ", channels-last in place" : "")
-                                               : ", channels-last";
+                        : src == x_user ? (nhwc ? ", channels-last in place" : "")
+                                        : ", channels-last";
     auto conv = std::make_shared<DnnlKernel>(
         dnnl::convolution_forward(pd), std::move(args), std::move(owned),
-        fmt::format("oneDNN convolution ({}{}{})", impl, summed >= 0 ? ", residual summed" : "",
-                    where));
+        fmt::format("oneDNN convolution ({}{}{}{})", impl, summed >= 0 ? ", residual summed" : "",
+                    where, bf16 ? ", bf16 products" : ""));
     memory::desc residual_md;
     if (summed >= 0) {
       residual_md = in_blocked.contains(call.values[static_cast<size_t>(summed)]) ? blocked(dy)
@@ -264,6 +287,10 @@ std::optional<LibraryCall> conv_call_in(const Node& n, const Absorbed& absorbed,
     return call;
   };
   using A = dnnl::algorithm;
+  if (bf16) {
+    if (LibraryCall call = build(channels_last, A::convolution_direct); call.kernel) return call;
+    return std::nullopt;
+  }
   bool winograd = forced == Algorithm::kWinograd
                       ? winograd_shaped(dx, at.group, win)
                       : forced == Algorithm::kChosen && winograd_fits(dx, dw, at.group, win);
@@ -357,7 +384,7 @@ bool channels_last_1d(const Node& n) {
 
 std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
                                      std::string* why_not) {
-  if (!channels_last_1d(n)) return conv_call_in(n, absorbed, {}, why_not);
+  if (!channels_last_1d(n) || absorbed.input_cast) return conv_call_in(n, absorbed, {}, why_not);
   // Weft's Winograd kernel where it saves enough products (winograd_1d.cc), else oneDNN.
   auto [dx, dw, dy, win] = conv_shape(n);
   if (winograd_1d_fits(dx, dw, n.attrs_as<ConvAttrs>().group, win)) {
@@ -527,7 +554,8 @@ void keep_blocked_layouts(std::map<const Node*, LibraryCall>& calls, const Reade
     const Value* own_residual = winograd_residual(call, &own);
     if ((head->op_type != Op::kConv && head->op_type != Op::kConvChannelsLast) ||
         (!kernel && !own) || (own && channel_block() != 8) || !call.symbols.empty() ||
-        dims_of(head->inputs[0]).size() != 4)
+        dims_of(head->inputs[0]).size() != 4 ||
+        (kernel && kernel->describe().find("bf16 products") != std::string::npos))
       continue;
     bool winograd = kernel && kernel->describe().find("wino") != std::string::npos;
     BlockedKernel k = own ? BlockedKernel::kAsFast : BlockedKernel::kFaster;

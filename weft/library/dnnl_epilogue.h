@@ -95,15 +95,23 @@ dnnl::primitive_attr post_op_attr(const std::vector<PostOp>& ops, LibraryCall& c
                                   int* summed = nullptr);
 
 // What a call absorbs beside its node: post-ops, for MatMul, Transposes of its operands
-// (read through strides) and of its result (written through strides), and for
+// (read through strides) and of its result (written through strides), for
 // MatMulInteger, the Cast of its result to f32 before the post-ops (the primitive then
-// writes f32).
+// writes f32), and for a convolution with bf16 products (bf16_products_native), the Cast
+// from bf16 that makes its source and the Cast to bf16 of its last result (the primitive
+// reads and writes bf16).
 struct Absorbed {
   std::vector<PostOp> epilogue;
   std::array<const Node*, 2> input_transposes = {nullptr, nullptr};
   const Node* output_transpose = nullptr;
   const Node* output_cast = nullptr;
+  const Node* input_cast = nullptr;
+  const Node* result_cast = nullptr;
 };
+
+// Whether oneDNN multiplies bf16 values natively on this CPU (AVX512-BF16 or AMX) and
+// WEFT_ONEDNN_BF16 is not 0 (dnnl.cc).
+bool bf16_products_native();
 
 // The channels of a block in oneDNN's blocked layout on this CPU: 16 with AVX-512, else 8
 // (conv_choice.cc).
