@@ -1,8 +1,11 @@
 """Half-precision models on the CPU: torchvision's models and the GPT-2-style block of
 cnn_bench.py exported in f16 (model.half(), an f16 input) and in bf16 (the f16 export's weights and types rewritten to bf16, which ONNX Runtime's
-CPU provider does not run), Weft beside ONNX Runtime on the same file, at batch 1. Weft runs f16
-and bf16 convolutions, products and poolings as oneDNN's f32 calls between Casts
-(graph/passes/narrow_in_f32.h), ONNX Runtime inserts the same Casts. Each model: the largest
+CPU provider does not run), Weft beside ONNX Runtime on the same file and PyTorch eager on the
+model in that type (channels-last where the input is an image, its fastest form on the CPU), at
+batch 1. Weft runs f16 and bf16 convolutions, products and poolings as oneDNN's f32 calls between
+Casts (graph/passes/narrow_in_f32.h), as ONNX Runtime inserts the same Casts, and bf16
+convolutions and MatMuls as oneDNN's bf16 calls where the CPU multiplies bf16 natively
+(docs/library.md). Each model: the largest
 difference of Weft's output from ONNX Runtime's (f16) and from PyTorch's f32 model (both), as a
 share of the output's largest magnitude; then the systems alternate over the rounds, an entry
 being the system's lowest median. Not in CI.
@@ -12,6 +15,7 @@ Usage: PYTHONPATH=build/python bench/.venv/bin/python bench/half_bench.py [--rou
 --write stores bench/half_results.json, which run_bench.py puts in docs/benchmarks.md.
 """
 import argparse
+import copy
 import datetime
 import json
 import os
@@ -67,6 +71,19 @@ def as_bf16(path, to):
     onnx.save(m, to)
 
 
+def eager_runner(model, x, dtype):
+    """PyTorch eager on a copy of "model" in "dtype", channels-last for an image."""
+    t = torch.float16 if dtype == "f16" else torch.bfloat16
+    m, given = copy.deepcopy(model).to(t), x.to(t)
+    if given.dim() == 4:
+        m, given = m.to(memory_format=torch.channels_last), given.to(memory_format=torch.channels_last)
+
+    def run():
+        with torch.inference_mode():
+            return m(given)
+    return run
+
+
 def measure(names, rounds):
     import weft
 
@@ -80,7 +97,7 @@ def measure(names, rounds):
             with torch.inference_mode():
                 want = model(x).numpy().astype(np.float64)
             half = os.path.join(tmp, name + ".onnx")
-            torch.onnx.export(model.half(), (x.half(),), half, external_data=False)
+            torch.onnx.export(copy.deepcopy(model).half(), (x.half(),), half, external_data=False)
             brain = os.path.join(tmp, name + "_bf16.onnx")
             as_bf16(half, brain)
             scale = float(np.abs(want).max())
@@ -98,7 +115,8 @@ def measure(names, rounds):
                 feed = {onnx.load(path).graph.input[0].name: given}
                 got = next(iter(compiled.run(feed).values())).astype(np.float64)
                 row["vs_f32"] = float(np.abs(got - want).max()) / scale
-                runners = {"weft": lambda c=compiled, f=feed: c.run(f)}
+                runners = {"weft": lambda c=compiled, f=feed: c.run(f),
+                           "eager": eager_runner(model, x, dtype)}
                 if dtype == "f16":
                     session = ort.InferenceSession(data, session_options(threads=2),
                                                    providers=["CPUExecutionProvider"])
@@ -124,31 +142,41 @@ def markdown(r):
              f"random weights, exported by PyTorch {r['pytorch']} in f16 "
              "(`model.half()`), and the same files made bf16. Weft's Python module and ONNX Runtime "
              f"{r['onnxruntime']} (CPU execution provider, 2 intra-op threads, {described(r)}; it has no "
-             f"bf16 convolutions) on the same file, alternating over {r['rounds']} rounds of 10 runs; "
-             "each entry is the system's lowest median. Differences: the largest, as a share of the "
-             "output's largest magnitude, from ONNX Runtime's f16 output and from PyTorch's f32 model "
-             "(whose weights the file rounds).", "",
-             "| Model | Type | Weft | ONNX Runtime | ORT / Weft | Weft vs ORT | Weft vs f32 | ORT vs f32 |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "bf16 convolutions) on the same file, and PyTorch eager on the model in that type "
+             "(channels-last for images, its fastest form here), alternating over "
+             f"{r['rounds']} rounds of 10 runs; each entry is the system's lowest median. "
+             "Differences: the largest, as a share of the output's largest magnitude, from ONNX "
+             "Runtime's f16 output and from PyTorch's f32 model (whose weights the file rounds). "
+             "Where the CPU multiplies bf16 natively (here: AMX), Weft's bf16 convolutions and "
+             "MatMuls are oneDNN's bf16 calls ([library.md](library.md)).", "",
+             "| Model | Type | Weft | ONNX Runtime | ORT / Weft | PyTorch eager | eager / Weft | "
+             "Weft vs ORT | Weft vs f32 | ORT vs f32 |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     ratios = []
     for row in r["rows"]:
         if "error" in row:
-            lines.append(f"| {row['model']} | {row['dtype']} | fails: {row['error'][:80]} | | | | | |")
+            lines.append(f"| {row['model']} | {row['dtype']} | fails: {row['error'][:80]} | | | | | | | |")
             continue
-        w, o = row["weft_median_ms"], row.get("ort_median_ms")
+        w, o, e = row["weft_median_ms"], row.get("ort_median_ms"), row.get("eager_median_ms")
         if o:
             ratios.append(o / w)
         cell = lambda v, f: "n/a" if v is None else f.format(v)
         lines.append(f"| {row['model']} | {row['dtype']} | {w:.2f} ms | {cell(o, '{:.2f} ms')} | "
-                     f"{cell(o and o / w, '{:.2f}')} | {cell(row.get('vs_ort'), '{:.1e}')} | "
+                     f"{cell(o and o / w, '{:.2f}')} | {cell(e, '{:.2f} ms')} | "
+                     f"{cell(e and e / w, '{:.2f}')} | {cell(row.get('vs_ort'), '{:.1e}')} | "
                      f"{row['vs_f32']:.1e} | {cell(row.get('ort_vs_f32'), '{:.1e}')} |")
     geo = float(np.exp(np.mean(np.log(ratios)))) if ratios else float("nan")
     slower = [f"{row['model']} ({row['ort_median_ms'] / row['weft_median_ms']:.2f})" for row in r["rows"]
               if row.get("ort_median_ms") and row["ort_median_ms"] < row["weft_median_ms"]]
+    eager = {t: [row["eager_median_ms"] / row["weft_median_ms"] for row in r["rows"]
+                 if row["dtype"] == t and row.get("eager_median_ms")] for t in ("f16", "bf16")}
+    geo_eager = {t: float(np.exp(np.mean(np.log(v)))) if v else float("nan") for t, v in eager.items()}
     lines += ["", f"Geomean ONNX Runtime / Weft over the f16 rows: **{geo:.2f}**; slower than ONNX Runtime "
               f"on {len(slower)}" + (": " + ", ".join(slower) if slower else "") + " (every node rounds "
               "to f16 as the model says, where ONNX Runtime drops the Casts between its f32 nodes: "
-              "[library.md](library.md)). Every round is in `bench/half_results.json`.", ""]
+              "[library.md](library.md)). Geomean PyTorch eager / Weft: "
+              f"**{geo_eager['f16']:.2f}** over the f16 rows, **{geo_eager['bf16']:.2f}** over the bf16 "
+              "rows. Every round is in `bench/half_results.json`.", ""]
     return lines
 
 

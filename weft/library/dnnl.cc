@@ -36,6 +36,7 @@ struct MatMulOperands {
   // QLinearMatMul's requantization: output scales (one, or one per column) and zero point.
   std::vector<float> scales;
   int32_t y_zero_point = 0;
+  bool bf16 = false; // bf16 products: constant f32 weights packed as bf16
 };
 
 constexpr int64_t kPaddedWeightsRows = 300;
@@ -94,8 +95,9 @@ LibraryCall make_matmul(const Node& n, const MatMulOperands& m, const Value* bia
                     memory::desc({1}, m.a.data_type(), memory::format_tag::x),
                     memory::desc({1}, memory::data_type::s32, memory::format_tag::x)});
   }
+  memory::data_type packed_type = m.bf16 ? memory::data_type::bf16 : m.b.data_type();
   memory::desc wmd =
-      w->is_constant() ? memory::desc(m.b.dims(), m.b.data_type(), memory::format_tag::any) : m.b;
+      w->is_constant() ? memory::desc(m.b.dims(), packed_type, memory::format_tag::any) : m.b;
   dnnl::matmul::desc d =
       bias ? dnnl::matmul::desc(m.a, wmd, m.bias, m.y) : dnnl::matmul::desc(m.a, wmd, m.y);
   dnnl::matmul::primitive_desc pd(d, attr, engine());
@@ -119,13 +121,15 @@ LibraryCall make_matmul(const Node& n, const MatMulOperands& m, const Value* bia
   std::string gemm = fmt::format("{}x{}x{}", dy.size() < 2 ? 1 : dy[dy.size() - 2],
                                  m.a.dims().back(), dy.back()); // M x K x N
   if (batches != 1) gemm = fmt::format("{} batches of {}", batches, gemm);
-  bool integer = m.a.data_type() != memory::data_type::f32;
+  bool integer =
+      m.a.data_type() == memory::data_type::u8 || m.a.data_type() == memory::data_type::s8;
   call.kernel = std::make_shared<DnnlKernel>(
       dnnl::matmul(pd), std::move(args), std::move(owned),
-      fmt::format("oneDNN {}matmul {} ({}{})", integer ? "int8 " : "", gemm, pd.impl_info_str(),
+      fmt::format("oneDNN {}matmul {} ({}{}{})", integer ? "int8 " : "", gemm, pd.impl_info_str(),
                   padded             ? ", weights in padded rows"
                   : w->is_constant() ? ", packed weights"
-                                     : ""));
+                                     : "",
+                  m.bf16 ? ", bf16 products" : ""));
   return call;
 }
 
@@ -294,7 +298,10 @@ namespace {
 // MatMul, and MatMulInteger as oneDNN's int8 matmul (int8_matmul_unfit): 1-D operands
 // promoted as numpy does, ranks aligned with leading unit dims. The int8 matmul adds in s32
 // and writes s32, or f32 when it absorbs the Cast to f32 after it (the post-ops follow the
-// Cast); its activations' zero point is converted to s32 at each run.
+// Cast); its activations' zero point is converted to s32 at each run. With bf16 products
+// (Absorbed::input_casts), it reads the Casts' bf16 operands (constant weights packed as
+// bf16) and writes f32, or bf16 where it absorbed the Cast of its result; none unless
+// oneDNN's kernel for it is a bf16 one.
 std::optional<LibraryCall> matmul_call(const Node& n, const Absorbed& absorbed,
                                        std::string* why_not) {
   using T = memory::data_type;
@@ -307,8 +314,13 @@ std::optional<LibraryCall> matmul_call(const Node& n, const Absorbed& absorbed,
   }
   auto int8 = [](const Value* v) { return v->type.dtype == DType::kU8 ? T::u8 : T::s8; };
   const Value* weights = n.inputs[qlinear ? 3 : 1];
-  T a_type = integer ? int8(n.inputs[0]) : T::f32, b_type = integer ? T::s8 : T::f32;
-  T y_type = qlinear ? int8(n.outputs[0]) : integer && !absorbed.output_cast ? T::s32 : T::f32;
+  bool bf16 = !integer && absorbed.input_casts[0];
+  T a_type = integer ? int8(n.inputs[0]) : bf16 ? T::bf16 : T::f32;
+  T b_type = integer ? T::s8 : absorbed.input_casts[1] ? T::bf16 : T::f32;
+  T y_type = qlinear                            ? int8(n.outputs[0])
+             : integer && !absorbed.output_cast ? T::s32
+             : absorbed.result_cast             ? T::bf16
+                                                : T::f32;
   Dims da = dims_of(n.inputs[0]), db = dims_of(weights);
   bool transposes =
       absorbed.input_transposes[0] || absorbed.input_transposes[1] || absorbed.output_transpose;
@@ -333,6 +345,12 @@ std::optional<LibraryCall> matmul_call(const Node& n, const Absorbed& absorbed,
   MatMulOperands m;
   m.a = row_major(da, a_type), m.b = row_major(db, b_type), m.y = row_major(dy, y_type);
   if (integer) m.a_zero_point = n.input(2);
+  if (bf16) {
+    m.bf16 = true;
+    m.a_value = absorbed.input_casts[0]->inputs[0];
+    if (absorbed.input_casts[1]) m.b_value = absorbed.input_casts[1]->inputs[0];
+    if (absorbed.result_cast) m.y_value = absorbed.result_cast->outputs[0];
+  }
   if (qlinear) { // requantized as QLinearMatMul's reference does: a_scale * b_scale / y_scale
     m.b_value = weights;
     const Tensor& bs = *n.inputs[4]->constant;
@@ -373,12 +391,18 @@ std::optional<LibraryCall> matmul_call(const Node& n, const Absorbed& absorbed,
     m.bias = plain(rest[0].src1_dims);
     rest.erase(rest.begin());
   }
-  if (!integer && !transposes && gemv_enabled()) { // a row by constant weights: Weft's own
+  if (!integer && !bf16 && !transposes && gemv_enabled()) { // a row by constant weights: Weft's own
     if (std::optional<LibraryCall> call = gemv_call(n.inputs[0], weights, bias, m.y_value, rest))
       return call;
   }
   fold_rows(m, rest);
-  return make_matmul(n, m, bias, rest);
+  LibraryCall call = make_matmul(n, m, bias, rest);
+  if (bf16 && call.kernel->describe().find("bf16:") == std::string::npos &&
+      call.kernel->describe().find("_bf16") == std::string::npos) {
+    *why_not = "oneDNN has no bf16 kernel for this product";
+    return std::nullopt;
+  }
+  return call;
 }
 
 // Gemm: transposes as strides; C as a broadcast bias when alpha and beta allow it (a bias
@@ -489,18 +513,22 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
     all.epilogue.push_back(*p);
     v = e->outputs[0];
   }
-  // A convolution of a bf16 model (narrow_in_f32 made it f32 between Casts) multiplies in
-  // bf16 where the CPU does natively: its source comes from bf16 through a Cast and its
-  // weights are bf16 values, so the products are as exact as in f32 (sums in f32). The
-  // call then reads the bf16 source and writes its result to bf16 itself (AMX: 3-4x the f32
+  // A convolution or MatMul of a bf16 model (narrow_in_f32 made it f32 between Casts)
+  // multiplies in bf16 where the CPU does natively: its operands come from bf16 through Casts
+  // (or are constant bf16 values), so the products are as exact as in f32 (sums in f32). The
+  // call then reads the bf16 operands and writes its result to bf16 itself (AMX: 3-4x the f32
   // convolution's speed on a Xeon with AMX, docs/library.md).
-  if ((node.op_type == Op::kConv || node.op_type == Op::kConvChannelsLast) &&
-      bf16_products_native() && holds_bf16(node.inputs[1])) {
-    const Node* c = node.inputs[0]->producer;
-    if (c && c->op_type == Op::kCast && free(c) && c->inputs[0]->type.dtype == DType::kBF16 &&
-        sole_reader(c->outputs[0]) == &node)
-      all.input_cast = c;
-    const Node* r = all.input_cast ? sole_reader(v) : nullptr;
+  bool conv = node.op_type == Op::kConv || node.op_type == Op::kConvChannelsLast;
+  if ((conv || node.op_type == Op::kMatMul) && bf16_products_native()) {
+    for (size_t i = 0; i < (conv ? 1 : 2); ++i) {
+      const Node* c = node.inputs[i]->producer;
+      if (c && c->op_type == Op::kCast && free(c) && c->inputs[0]->type.dtype == DType::kBF16 &&
+          sole_reader(c->outputs[0]) == &node)
+        all.input_casts[i] = c;
+    }
+    if (!all.input_casts[0] || (!all.input_casts[1] && !holds_bf16(node.inputs[1])))
+      all.input_casts = {nullptr, nullptr};
+    const Node* r = all.input_casts[0] ? sole_reader(v) : nullptr;
     if (r && r->op_type == Op::kCast && free(r) && r->outputs[0]->type.dtype == DType::kBF16)
       all.result_cast = r;
   }
@@ -550,7 +578,7 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
   // bf16 products (with the Casts) first, where they apply.
   std::vector<Absorbed> attempts;
   for (bool with_casts : {true, false}) {
-    if (with_casts && !all.input_cast) continue;
+    if (with_casts && !all.input_casts[0]) continue;
     for (bool with_transposes : {true, false}) {
       if (with_transposes && !transposes) continue;
       for (size_t k = all.epilogue.size() + 1; k-- > 0;) {
@@ -562,7 +590,7 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
           if (k == all.epilogue.size()) a.output_transpose = all.output_transpose;
         }
         if (with_casts) {
-          a.input_cast = all.input_cast;
+          a.input_casts = all.input_casts;
           if (k == all.epilogue.size()) a.result_cast = all.result_cast;
         }
         attempts.push_back(std::move(a));
@@ -581,7 +609,9 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
         for (const Node* t : attempt.input_transposes) {
           if (t) call->nodes.push_back(t);
         }
-        if (attempt.input_cast) call->nodes.push_back(attempt.input_cast);
+        for (const Node* c : attempt.input_casts) {
+          if (c) call->nodes.push_back(c);
+        }
         call->nodes.push_back(&node);
         if (attempt.output_cast) call->nodes.push_back(attempt.output_cast);
         for (const PostOp& p : attempt.epilogue)

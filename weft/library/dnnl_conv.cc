@@ -182,7 +182,7 @@ bool blocked_alone(const Node& conv, BlockedKernel kernel) {
 // to the blocked layout.
 // Weights take oneDNN's preferred layout, reordered once here when they are constant.
 // "blocked": values that lie in the blocked layout between convolutions (keep_blocked_layouts).
-// With bf16 products (Absorbed::input_cast), the call reads the Cast's bf16 source and
+// With bf16 products (Absorbed::input_casts), the call reads the Cast's bf16 source and
 // weights reordered to bf16, sums in f32, and writes f32, or bf16 where it absorbed the Cast
 // of its result; oneDNN's direct kernel on channels-last activations then runs it (its bf16
 // kernels: AMX or AVX512-BF16; no Winograd, no blocked layout), or none.
@@ -194,10 +194,10 @@ std::optional<LibraryCall> conv_call_in(const Node& n, const Absorbed& absorbed,
   const auto& at = n.attrs_as<ConvAttrs>();
   const Value *x = n.inputs[0], *w = n.inputs[1], *b = n.input(2), *y = n.outputs[0];
   bool nhwc = n.op_type == Op::kConvChannelsLast;
-  bool bf16 = absorbed.input_cast != nullptr;
+  bool bf16 = absorbed.input_casts[0] != nullptr;
   if (bf16 && (!in_blocked.empty() || forced != Algorithm::kChosen || !w->is_constant()))
     return std::nullopt;
-  const Value* source = bf16 ? absorbed.input_cast->inputs[0] : x;
+  const Value* source = bf16 ? absorbed.input_casts[0]->inputs[0] : x;
   const Value* written =
       absorbed.result_cast ? absorbed.result_cast->outputs[0] : final_output(n, ops);
   auto in_bf16 = [](memory::desc md) {
@@ -384,7 +384,8 @@ bool channels_last_1d(const Node& n) {
 
 std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
                                      std::string* why_not) {
-  if (!channels_last_1d(n) || absorbed.input_cast) return conv_call_in(n, absorbed, {}, why_not);
+  if (!channels_last_1d(n) || absorbed.input_casts[0])
+    return conv_call_in(n, absorbed, {}, why_not);
   // Weft's Winograd kernel where it saves enough products (winograd_1d.cc), else oneDNN.
   auto [dx, dw, dy, win] = conv_shape(n);
   if (winograd_1d_fits(dx, dw, n.attrs_as<ConvAttrs>().group, win)) {
