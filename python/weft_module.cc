@@ -500,9 +500,11 @@ private:
 };
 
 PyModel compile(const py::object& model, const std::string& device, int threads,
-                const py::object& dump_dir, bool fusion, bool allow_tf32, bool dynamic_shapes) {
+                const py::object& dump_dir, bool fusion, bool allow_tf32, bool dynamic_shapes,
+                bool allow_bf16) {
   weft::CompileOptions options;
   options.allow_tf32 = allow_tf32;
+  options.allow_bf16 = allow_bf16;
   options.dynamic_shapes = dynamic_shapes;
   options.device = device;
   options.threads = threads;
@@ -550,5 +552,5 @@ PYBIND11_MODULE(_weft, m) {
       .def("profile", &PyModel::profile, py::arg("feeds"));
   m.def("compile", &compile, py::arg("model"), py::arg("device") = "cpu", py::arg("threads") = 0,
         py::arg("dump_dir") = py::none(), py::arg("fusion") = true, py::arg("allow_tf32") = false,
-        py::arg("dynamic_shapes") = false);
+        py::arg("dynamic_shapes") = false, py::arg("allow_bf16") = false);
 }

@@ -308,6 +308,7 @@ int bench(const BenchOptions& o) {
   settings.device = o.device;
   settings.deterministic = o.deterministic;
   settings.allow_tf32 = o.allow_tf32;
+  settings.allow_bf16 = o.allow_bf16;
   settings.dynamic_shapes = o.dynamic_shapes;
   Result<CompiledModel> compiled = compile_model(model, inputs, settings);
   double compile_ms = ms_since(start);

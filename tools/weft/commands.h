@@ -29,6 +29,7 @@ struct RunOptions {
   DeviceKind device = DeviceKind::kCpu;
   bool deterministic = false; // --device cuda: no atomics
   bool allow_tf32 = false;    // --device cuda: TF32 in cuBLAS and cuDNN
+  bool allow_bf16 = false;    // CPU: bf16 products where the CPU multiplies bf16 natively
   bool fusion = true;
 };
 
@@ -39,6 +40,7 @@ struct TestOnnxOptions {
   DeviceKind device = DeviceKind::kCpu;
   bool deterministic = false; // --device cuda: no atomics
   bool allow_tf32 = false;    // --device cuda: TF32 in cuBLAS and cuDNN
+  bool allow_bf16 = false;    // CPU: bf16 products where the CPU multiplies bf16 natively
   bool fusion = true;
   bool compile_only = false;      // build the kernels, do not run them
   std::vector<std::string> archs; // --device cuda --compile-only: NVRTC targets
@@ -53,6 +55,7 @@ struct BenchOptions {
   DeviceKind device = DeviceKind::kCpu;
   bool deterministic = false; // --device cuda: no atomics
   bool allow_tf32 = false;    // --device cuda: TF32 in cuBLAS and cuDNN
+  bool allow_bf16 = false;    // CPU: bf16 products where the CPU multiplies bf16 natively
   int iters = 20;
   int warmup = 3;
   bool json = false;

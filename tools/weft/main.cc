@@ -95,6 +95,9 @@ int run_cli(int argc, char** argv) {
                     "With --device cuda: results bitwise the same from run to run (no atomics)");
   run_cmd->add_flag("--allow-tf32", run.allow_tf32,
                     "With --device cuda: let cuBLAS and cuDNN use TF32 tensor cores for f32");
+  run_cmd->add_flag("--allow-bf16", run.allow_bf16,
+                    "CPU: f32 convolutions and MatMuls multiply operands rounded to bf16 "
+                    "where the CPU does natively (AVX512-BF16, AMX)");
   run_cmd
       ->add_option("--threads", threads,
                    "Threads for kernels (default: WEFT_NUM_THREADS, or all cores)")
@@ -112,6 +115,9 @@ int run_cli(int argc, char** argv) {
                      "With --device cuda: results bitwise the same from run to run (no atomics)");
   test_cmd->add_flag("--allow-tf32", test.allow_tf32,
                      "With --device cuda: let cuBLAS and cuDNN use TF32 tensor cores for f32");
+  test_cmd->add_flag("--allow-bf16", test.allow_bf16,
+                     "CPU: f32 convolutions and MatMuls multiply operands rounded to bf16 "
+                     "where the CPU does natively (AVX512-BF16, AMX)");
   test_cmd->add_option("--threads", threads, "Threads for kernels")->check(CLI::PositiveNumber);
   test_cmd->add_flag("--compile-only", test.compile_only,
                      "Generate and build the kernels without running them (PASS: they build)");
@@ -139,6 +145,9 @@ int run_cli(int argc, char** argv) {
                       "With --device cuda: results bitwise the same from run to run (no atomics)");
   bench_cmd->add_flag("--allow-tf32", bench.allow_tf32,
                       "With --device cuda: let cuBLAS and cuDNN use TF32 tensor cores for f32");
+  bench_cmd->add_flag("--allow-bf16", bench.allow_bf16,
+                      "CPU: f32 convolutions and MatMuls multiply operands rounded to bf16 "
+                      "where the CPU does natively (AVX512-BF16, AMX)");
   bench_cmd->add_option("--threads", threads, "Threads for kernels")->check(CLI::PositiveNumber);
   bench_cmd->add_flag("--json", bench.json, "Print one JSON object");
   bench_cmd->add_option(

@@ -39,6 +39,7 @@ int run(const RunOptions& o) {
   settings.device = o.device;
   settings.deterministic = o.deterministic;
   settings.allow_tf32 = o.allow_tf32;
+  settings.allow_bf16 = o.allow_bf16;
   Result<CompiledModel> model = compile_model(o.model, *inputs, settings);
   if (!model.ok()) {
     std::cerr << model.status().to_string() << "\n";

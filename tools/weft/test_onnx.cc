@@ -58,6 +58,7 @@ std::optional<std::string> run_data_set(const fs::path& model, const fs::path& d
   settings.device = o.device;
   settings.deterministic = o.deterministic;
   settings.allow_tf32 = o.allow_tf32;
+  settings.allow_bf16 = o.allow_bf16;
   if (o.compile_only && o.device == DeviceKind::kCuda) {
     settings.goal = CompileGoal::kPtx;
     settings.cuda_archs = o.archs;

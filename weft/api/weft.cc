@@ -221,6 +221,7 @@ struct Model::Impl {
     settings.fusion = options.fusion;
     settings.device = device_kind;
     settings.allow_tf32 = options.allow_tf32;
+    settings.allow_bf16 = options.allow_bf16;
     return settings;
   }
 

@@ -14,6 +14,7 @@
 #include "weft/graph/passes/eliminate_dead_code.h"
 #include "weft/graph/passes/infer_shapes.h"
 #include "weft/graph/passes/narrow_in_f32.h"
+#include "weft/graph/passes/products_in_bf16.h"
 #include "weft/graph/print_graph.h"
 #include "weft/graph/verify_graph.h"
 #include "weft/library/dnnl.h"
@@ -207,6 +208,10 @@ Result<CompiledModel> compile(const ModelSource& model, const Graph* pipeline,
   if (stages::onednn_calls(settings)) { // the layout of the library calls' regions
     WEFT_ASSIGN_OR_RETURN(bool widened, narrow_in_f32(graph));
     if (widened) WEFT_RETURN_IF_ERROR(refold(graph, "narrow_in_f32"));
+    if (settings.allow_bf16 && library::bf16_products_native()) {
+      WEFT_ASSIGN_OR_RETURN(bool rounded, products_in_bf16(graph));
+      if (rounded) WEFT_RETURN_IF_ERROR(refold(graph, "products_in_bf16"));
+    }
     WEFT_ASSIGN_OR_RETURN(bool products, conv_transpose_as_matmul(graph));
     WEFT_ASSIGN_OR_RETURN(
         bool changed, channels_last(

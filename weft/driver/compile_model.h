@@ -45,6 +45,9 @@ struct CompileSettings {
   // CUDA: cuBLAS and cuDNN may use TF32 tensor cores for f32 (about 1e-3 relative error);
   // off, they compute in fp32 as the CPU does (docs/cuda.md).
   bool allow_tf32 = false;
+  // CPU: f32 Conv and MatMul multiply operands rounded to bf16 where the CPU does so natively
+  // (graph/passes/products_in_bf16.h); off, fp32.
+  bool allow_bf16 = false;
   bool fusion = true; // fusion/fuse.h; off for comparisons (--no-fusion)
   // Input dims that are symbolic in the model stay symbols: the executable runs on every
   // extent of them (docs/dynamic-shapes.md). An error where some part of the model needs a

@@ -52,6 +52,11 @@ std::optional<LibraryCall> dnnl_call(const Node& node, const SoleReader& sole_re
                                      const std::function<bool(const Node*)>& free,
                                      std::string* why_not);
 
+// Whether oneDNN multiplies bf16 values natively on this CPU (AVX512-BF16, or AMX on Xeons
+// from Sapphire Rapids) and WEFT_ONEDNN_BF16 is not 0: a bf16 model's convolutions and
+// MatMuls then run as bf16 calls (docs/library.md), and CompileSettings::allow_bf16 applies.
+bool bf16_products_native();
+
 // Why a MatMulInteger, QLinearMatMul or weft.QLinearMatMulBias (its bias a constant int32
 // [N]) does not run as oneDNN's int8 matmul (u8 or s8 by s8, adding in s32), if it does not.
 // That takes u8 or s8 activations of rank 2 or more with one zero point, and constant s8 weights

@@ -110,10 +110,6 @@ struct Absorbed {
   const Node* result_cast = nullptr;
 };
 
-// Whether oneDNN multiplies bf16 values natively on this CPU (AVX512-BF16 or AMX) and
-// WEFT_ONEDNN_BF16 is not 0 (dnnl.cc).
-bool bf16_products_native();
-
 // The channels of a block in oneDNN's blocked layout on this CPU: 16 with AVX-512, else 8
 // (conv_choice.cc).
 int64_t channel_block();
