@@ -71,15 +71,19 @@ def as_bf16(path, to):
     onnx.save(m, to)
 
 
+ALLOW_BF16 = "f32, allow_bf16"
+
+
 def eager_runner(model, x, dtype):
-    """PyTorch eager on a copy of "model" in "dtype", channels-last for an image."""
-    t = torch.float16 if dtype == "f16" else torch.bfloat16
+    """PyTorch eager on a copy of "model" in "dtype" (ALLOW_BF16: f32 under bf16 autocast),
+    channels-last for an image."""
+    t = {"f16": torch.float16, "bf16": torch.bfloat16}.get(dtype, torch.float32)
     m, given = copy.deepcopy(model).to(t), x.to(t)
     if given.dim() == 4:
         m, given = m.to(memory_format=torch.channels_last), given.to(memory_format=torch.channels_last)
 
     def run():
-        with torch.inference_mode():
+        with torch.inference_mode(), torch.autocast("cpu", torch.bfloat16, enabled=dtype == ALLOW_BF16):
             return m(given)
     return run
 
@@ -100,14 +104,17 @@ def measure(names, rounds):
             torch.onnx.export(copy.deepcopy(model).half(), (x.half(),), half, external_data=False)
             brain = os.path.join(tmp, name + "_bf16.onnx")
             as_bf16(half, brain)
+            full = os.path.join(tmp, name + "_f32.onnx")
+            torch.onnx.export(model, (x,), full, external_data=False)
             scale = float(np.abs(want).max())
-            for dtype, path, given in (("f16", half, x.half().numpy()), ("bf16", brain, x.numpy())):
+            for dtype, path, given in (("f16", half, x.half().numpy()), ("bf16", brain, x.numpy()),
+                                       (ALLOW_BF16, full, x.numpy())):
                 row = {"model": name, "dtype": dtype}
                 rows.append(row)
                 with open(path, "rb") as f:
                     data = f.read()
                 try:
-                    compiled = weft.compile(data, threads=2)
+                    compiled = weft.compile(data, threads=2, allow_bf16=dtype == ALLOW_BF16)
                 except Exception as e:  # the row says why
                     row["error"] = str(e)[-300:]
                     print(f"{name} {dtype}: {row['error']}", flush=True)
@@ -148,7 +155,9 @@ def markdown(r):
              "Differences: the largest, as a share of the output's largest magnitude, from ONNX "
              "Runtime's f16 output and from PyTorch's f32 model (whose weights the file rounds). "
              "Where the CPU multiplies bf16 natively (here: AMX), Weft's bf16 convolutions and "
-             "MatMuls are oneDNN's bf16 calls ([library.md](library.md)).", "",
+             "MatMuls are oneDNN's bf16 calls ([library.md](library.md)). Rows `f32, allow_bf16`: "
+             "the f32 export compiled with `allow_bf16=True` (products of operands rounded to bf16), "
+             "beside PyTorch eager on the f32 model under `torch.autocast(\"cpu\", torch.bfloat16)`.", "",
              "| Model | Type | Weft | ONNX Runtime | ORT / Weft | PyTorch eager | eager / Weft | "
              "Weft vs ORT | Weft vs f32 | ORT vs f32 |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
@@ -169,14 +178,15 @@ def markdown(r):
     slower = [f"{row['model']} ({row['ort_median_ms'] / row['weft_median_ms']:.2f})" for row in r["rows"]
               if row.get("ort_median_ms") and row["ort_median_ms"] < row["weft_median_ms"]]
     eager = {t: [row["eager_median_ms"] / row["weft_median_ms"] for row in r["rows"]
-                 if row["dtype"] == t and row.get("eager_median_ms")] for t in ("f16", "bf16")}
+                 if row["dtype"] == t and row.get("eager_median_ms")] for t in ("f16", "bf16", ALLOW_BF16)}
     geo_eager = {t: float(np.exp(np.mean(np.log(v)))) if v else float("nan") for t, v in eager.items()}
     lines += ["", f"Geomean ONNX Runtime / Weft over the f16 rows: **{geo:.2f}**; slower than ONNX Runtime "
               f"on {len(slower)}" + (": " + ", ".join(slower) if slower else "") + " (every node rounds "
               "to f16 as the model says, where ONNX Runtime drops the Casts between its f32 nodes: "
               "[library.md](library.md)). Geomean PyTorch eager / Weft: "
               f"**{geo_eager['f16']:.2f}** over the f16 rows, **{geo_eager['bf16']:.2f}** over the bf16 "
-              "rows. Every round is in `bench/half_results.json`.", ""]
+              f"rows, **{geo_eager[ALLOW_BF16]:.2f}** over the allow_bf16 rows. Every round is in "
+              "`bench/half_results.json`.", ""]
     return lines
 
 
