@@ -88,7 +88,7 @@ def test_the_kernel_table_shows_bf16_products(tmp_path):
         [cli, "bench", str(path), "--fill", "random", "--iters", "1", "--kernels", *flags],
         capture_output=True, text=True, check=True).stdout
     with_bf16 = table("--allow-bf16")
-    # The second convolution and both MatMuls read Casts of bf16 values (the first reads the
-    # input made channels-last after its Cast: an f32 call on the rounded values).
-    assert with_bf16.count("bf16 products") == 3, with_bf16
+    # Both convolutions (the first through the Transpose of its source to channels-last) and
+    # both MatMuls.
+    assert with_bf16.count("bf16 products") == 4, with_bf16
     assert "bf16 products" not in table(), table()

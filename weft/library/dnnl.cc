@@ -194,6 +194,16 @@ bool cpu_has(dnnl::cpu_isa isa) {
 
 // Whether constant "w" holds f32 values that bf16 represents exactly (a bf16 model's weights
 // after narrow_in_f32): the low 16 bits of each are zero.
+// The permutation that makes a value of [N, C, spatial...] channels-last.
+Ints to_channels_last(const Value* v) {
+  Ints perm = {0};
+  size_t rank = v->type.shape ? v->type.shape->size() : 0;
+  for (size_t d = 2; d < rank; ++d)
+    perm.push_back(static_cast<int64_t>(d));
+  perm.push_back(1);
+  return perm;
+}
+
 bool holds_bf16(const Value* w) {
   if (!w->is_constant() || w->type.dtype != DType::kF32) return false;
   const auto* bits = reinterpret_cast<const uint32_t*>(w->constant->data());
@@ -518,16 +528,28 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
   // (or are constant bf16 values), so the products are as exact as in f32 (sums in f32). The
   // call then reads the bf16 operands and writes its result to bf16 itself (AMX: 3-4x the f32
   // convolution's speed on a Xeon with AMX, docs/library.md).
+  // A channels-last convolution's source may be the Transpose of such a Cast (a model's
+  // input); the call then reads the bf16 value channels-first, reordered to channels-last.
   bool conv = node.op_type == Op::kConv || node.op_type == Op::kConvChannelsLast;
   if ((conv || node.op_type == Op::kMatMul) && bf16_products_native()) {
     for (size_t i = 0; i < (conv ? 1 : 2); ++i) {
       const Node* c = node.inputs[i]->producer;
+      const Node* t = nullptr;
+      if (node.op_type == Op::kConvChannelsLast && c && c->op_type == Op::kTranspose && free(c) &&
+          sole_reader(c->outputs[0]) == &node && perm_of(*c) == to_channels_last(c->inputs[0])) {
+        t = c;
+        c = c->inputs[0]->producer;
+      }
       if (c && c->op_type == Op::kCast && free(c) && c->inputs[0]->type.dtype == DType::kBF16 &&
-          sole_reader(c->outputs[0]) == &node)
+          sole_reader(c->outputs[0]) == (t ? t : &node)) {
         all.input_casts[i] = c;
+        all.cast_transpose = t;
+      }
     }
-    if (!all.input_casts[0] || (!all.input_casts[1] && !holds_bf16(node.inputs[1])))
+    if (!all.input_casts[0] || (!all.input_casts[1] && !holds_bf16(node.inputs[1]))) {
       all.input_casts = {nullptr, nullptr};
+      all.cast_transpose = nullptr;
+    }
     const Node* r = all.input_casts[0] ? sole_reader(v) : nullptr;
     if (r && r->op_type == Op::kCast && free(r) && r->outputs[0]->type.dtype == DType::kBF16)
       all.result_cast = r;
@@ -591,6 +613,7 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
         }
         if (with_casts) {
           a.input_casts = all.input_casts;
+          a.cast_transpose = all.cast_transpose;
           if (k == all.epilogue.size()) a.result_cast = all.result_cast;
         }
         attempts.push_back(std::move(a));
@@ -606,11 +629,12 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
       if (reference && alone && matmul)
         *why_not = "oneDNN has only its reference matmul for this form";
       if (call && (!reference || (alone && !matmul))) {
-        for (const Node* t : attempt.input_transposes) {
-          if (t) call->nodes.push_back(t);
-        }
         for (const Node* c : attempt.input_casts) {
           if (c) call->nodes.push_back(c);
+        }
+        if (attempt.cast_transpose) call->nodes.push_back(attempt.cast_transpose);
+        for (const Node* t : attempt.input_transposes) {
+          if (t) call->nodes.push_back(t);
         }
         call->nodes.push_back(&node);
         if (attempt.output_cast) call->nodes.push_back(attempt.output_cast);

@@ -213,6 +213,7 @@ std::optional<LibraryCall> conv_call_in(const Node& n, const Absorbed& absorbed,
   memory::desc x_user = nhwc ? channels_last_view(dims_of(x)) : plain(dx);
   memory::desc y_user = nhwc ? channels_last_view(dims_of(y)) : plain(dy);
   memory::desc residual_user = y_user;
+  if (absorbed.cast_transpose) x_user = plain(dx); // the bf16 value before the Transpose
   if (bf16) x_user = in_bf16(x_user);
   if (absorbed.result_cast) y_user = in_bf16(y_user);
   bool src_blocked = in_blocked.contains(x),
