@@ -17,7 +17,9 @@ raises ValueError. The CUDA provider's options: "use_tf32" is compile()'s allow_
 
 A session compiles with dynamic_shapes (once for every extent of the inputs' symbolic dims, as
 ONNX Runtime runs any shape; where a model cannot, per set of input shapes, as compile() does by
-default); the session config entry "weft.dynamic_shapes" set to "0" compiles per set of shapes.
+default); the session config entry "weft.dynamic_shapes" set to "0" compiles per set of shapes,
+and "weft.allow_bf16" set to "1" is compile()'s allow_bf16 (CPU: f32 convolutions and MatMuls
+multiply operands rounded to bf16 where the CPU does natively).
 
 SessionOptions: intra_op_num_threads is compile()'s threads (0: $WEFT_NUM_THREADS, else all
 cores); graph_optimization_level ORT_DISABLE_ALL compiles with fusion=False (one kernel per
@@ -97,6 +99,11 @@ def _dynamic_shapes(opts):
     runs any shape: yes unless the session config entry "weft.dynamic_shapes" is "0"."""
     config = getattr(opts, "_config", {})
     return config.get("weft.dynamic_shapes", "1") != "0"
+
+
+def _allow_bf16(opts):
+    """compile()'s allow_bf16: the session config entry "weft.allow_bf16" set to "1"."""
+    return getattr(opts, "_config", {}).get("weft.allow_bf16", "0") == "1"
 
 
 class SessionOptions:
@@ -239,7 +246,8 @@ class InferenceSession:
             try:
                 model = _weft.compile(self._source, device=device, threads=threads,
                                       fusion=fusion, allow_tf32=_allow_tf32(options),
-                                      dynamic_shapes=_dynamic_shapes(opts))
+                                      dynamic_shapes=_dynamic_shapes(opts),
+                                      allow_bf16=_allow_bf16(opts))
             except WeftError as e:
                 # CUDA without a driver or GPU: the next provider, as ONNX Runtime does.
                 if device == "cpu" or "not available" not in str(e):

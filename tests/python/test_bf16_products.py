@@ -5,7 +5,6 @@ Against float64 references of both arithmetics: with the option, the outputs are
 rounded operands; without it, those of f32."""
 
 import os
-import re
 import subprocess
 
 import numpy as np
@@ -14,12 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import weft
 from models import make_model
-from test_half_models import conv, rounded
-
-
-def cpu_has_bf16():
-    with open("/proc/cpuinfo") as f:
-        return re.search(r"\bavx512_bf16\b", f.read()) is not None
+from test_half_models import conv, cpu_has_bf16, rounded
 
 
 pytestmark = pytest.mark.skipif(not cpu_has_bf16(), reason="the CPU does not multiply bf16")

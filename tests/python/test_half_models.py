@@ -108,13 +108,24 @@ def test_a_narrow_cnn_matches_float64_rounded_per_node(onnx_type):
     np.testing.assert_allclose(got, want, rtol=0, atol=TOLERANCE[onnx_type] * np.abs(want).max())
 
 
-def test_a_narrow_cnn_runs_library_calls(tmp_path):
-    model, _, _ = cnn(TensorProto.FLOAT16, np.random.default_rng(3))
-    path = tmp_path / "cnn16.onnx"
+def cpu_has_bf16():
+    with open("/proc/cpuinfo") as f:
+        return re.search(r"\bavx512_bf16\b", f.read()) is not None
+
+
+@pytest.mark.parametrize("onnx_type", sorted(TOLERANCE))
+def test_a_narrow_cnn_runs_library_calls(tmp_path, onnx_type):
+    """On a CPU that multiplies bf16 natively, the bf16 model's convolutions are bf16 calls (the
+    first reads the input through its Cast and the Transpose to channels-last)."""
+    model, _, _ = cnn(onnx_type, np.random.default_rng(3))
+    path = tmp_path / "cnn.onnx"
     path.write_bytes(model.SerializeToString())
     table = cli_kernels(path, {})
     assert table.count("oneDNN convolution") == 3, table
     assert "matrix-vector product" in table or "oneDNN matmul" in table, table
+    bf16_calls = 3 if onnx_type == TensorProto.BFLOAT16 and cpu_has_bf16() else 0
+    assert table.count("bf16 products") == bf16_calls, table
+    assert "bf16 products" not in cli_kernels(path, {"WEFT_ONEDNN_BF16": "0"})
 
 
 @pytest.mark.parametrize("onnx_type", sorted(TOLERANCE))
@@ -131,18 +142,3 @@ def test_a_narrow_product_of_two_activations(onnx_type):
     got = run(model, onnx_type, a=a, b=b)
     np.testing.assert_allclose(got, want, rtol=0, atol=TOLERANCE[onnx_type] * np.abs(want).max())
 
-
-def cpu_has_bf16():
-    with open("/proc/cpuinfo") as f:
-        return re.search(r"\bavx512_bf16\b", f.read()) is not None
-
-
-def test_bf16_convolutions_multiply_in_bf16_where_the_cpu_does(tmp_path):
-    model, _, _ = cnn(TensorProto.BFLOAT16, np.random.default_rng(3))
-    path = tmp_path / "cnn_bf16.onnx"
-    path.write_bytes(model.SerializeToString())
-    table = cli_kernels(path, {})
-    assert table.count("oneDNN convolution") == 3, table
-    # (The first one reads the input through its Cast and the Transpose to channels-last.)
-    assert table.count("bf16 products") == (3 if cpu_has_bf16() else 0), table
-    assert "bf16 products" not in cli_kernels(path, {"WEFT_ONEDNN_BF16": "0"})

@@ -199,7 +199,12 @@ def test_session_options(softmax_path, compile_calls):
     # The defaults: all threads, fusion.
     weft.InferenceSession(softmax_path)
     assert compile_calls[-1]["threads"] == 0 and compile_calls[-1]["fusion"] is True
+    assert compile_calls[-1]["allow_bf16"] is False
     assert weft.SessionOptions().graph_optimization_level == 99  # ORT_ENABLE_ALL
+    so = weft.SessionOptions()
+    so.add_session_config_entry("weft.allow_bf16", "1")
+    weft.InferenceSession(softmax_path, sess_options=so)
+    assert compile_calls[-1]["allow_bf16"] is True
 
 
 def test_symbolic_dims_compile_once(softmax_path, monkeypatch):
