@@ -4,7 +4,7 @@ CPU provider does not run), Weft beside ONNX Runtime on the same file and PyTorc
 model in that type (channels-last where the input is an image, its fastest form on the CPU), at
 batch 1. Weft runs f16 and bf16 convolutions, products and poolings as oneDNN's f32 calls between
 Casts (graph/passes/narrow_in_f32.h), as ONNX Runtime inserts the same Casts, and bf16
-convolutions and MatMuls as oneDNN's bf16 calls where the CPU multiplies bf16 natively
+convolutions and matrix products as oneDNN's bf16 calls where the CPU multiplies bf16 natively
 (docs/library.md). Each model: the largest
 difference of Weft's output from ONNX Runtime's (f16) and from PyTorch's f32 model (both), as a
 share of the output's largest magnitude; then the systems alternate over the rounds, an entry
@@ -155,7 +155,7 @@ def markdown(r):
              "Differences: the largest, as a share of the output's largest magnitude, from ONNX "
              "Runtime's f16 output and from PyTorch's f32 model (whose weights the file rounds). "
              "Where the CPU multiplies bf16 natively (here: AMX), Weft's bf16 convolutions and "
-             "MatMuls are oneDNN's bf16 calls ([library.md](library.md)). Rows `f32, allow_bf16`: "
+             "matrix products are oneDNN's bf16 calls ([library.md](library.md)). Rows `f32, allow_bf16`: "
              "the f32 export compiled with `allow_bf16=True` (products of operands rounded to bf16), "
              "beside PyTorch eager on the f32 model under `torch.autocast(\"cpu\", torch.bfloat16)`.", "",
              "| Model | Type | Weft | ONNX Runtime | ORT / Weft | PyTorch eager | eager / Weft | "

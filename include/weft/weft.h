@@ -138,7 +138,7 @@ struct CompileOptions {
   // CUDA: let cuBLAS and cuDNN round f32 operands to TF32 on tensor cores (about 1e-3
   // relative error, as torch.backends.cuda.matmul.allow_tf32). Off: fp32, as on the CPU.
   bool allow_tf32 = false;
-  // CPU: f32 convolutions and MatMuls multiply their operands rounded to bf16 (sums in f32;
+  // CPU: f32 convolutions and matrix products multiply their operands rounded to bf16 (sums in f32;
   // about 4e-3 relative error per operand, as PyTorch's oneDNN bf16 math mode), where the CPU
   // multiplies bf16 natively (AVX512-BF16, AMX: 2-3x faster); no effect elsewhere. Off: fp32.
   bool allow_bf16 = false;

@@ -11,7 +11,7 @@ $WEFT_NUM_THREADS, else all cores), dump_dir (IR after each pass, generated sour
 build.sh; default $WEFT_DUMP_DIR), fusion (False: one kernel per node, for comparisons),
 allow_tf32 (CUDA: cuBLAS and cuDNN may use TF32; default fp32), dynamic_shapes (one compile
 for every extent of the inputs' symbolic dims, where the model allows it:
-docs/dynamic-shapes.md), allow_bf16 (CPU: f32 convolutions and MatMuls multiply operands
+docs/dynamic-shapes.md), allow_bf16 (CPU: f32 convolutions and matrix products multiply operands
 rounded to bf16 where the CPU does so natively, AVX512-BF16 or AMX; default fp32). Errors raise
 weft.WeftError with the CLI's message.
 

@@ -18,7 +18,7 @@ raises ValueError. The CUDA provider's options: "use_tf32" is compile()'s allow_
 A session compiles with dynamic_shapes (once for every extent of the inputs' symbolic dims, as
 ONNX Runtime runs any shape; where a model cannot, per set of input shapes, as compile() does by
 default); the session config entry "weft.dynamic_shapes" set to "0" compiles per set of shapes,
-and "weft.allow_bf16" set to "1" is compile()'s allow_bf16 (CPU: f32 convolutions and MatMuls
+and "weft.allow_bf16" set to "1" is compile()'s allow_bf16 (CPU: f32 convolutions and matrix products
 multiply operands rounded to bf16 where the CPU does natively).
 
 SessionOptions: intra_op_num_threads is compile()'s threads (0: $WEFT_NUM_THREADS, else all

@@ -23,15 +23,17 @@ f32 = lambda a: a.astype(np.float32).astype(np.float64)
 
 
 def network(rng):
-    """Conv 3x3 -> Relu -> Conv 1x1 -> y1; Reshape to [64, 16] -> MatMul by constant weights -> y2
-    and by itself transposed (a product of two activations) -> y3. Returns the model, an input,
-    and a reference given a rounding of the products' operands."""
+    """Conv 3x3 -> Relu -> Conv 1x1 -> y1; Reshape to [64, 16] -> MatMul by constant weights -> y2,
+    by itself transposed (a product of two activations) -> y3, and Gemm by constant weights
+    (transposed) and a bias -> y4. Returns the model, an input, and a reference given a rounding
+    of the products' operands."""
     w1, b1 = rng.standard_normal((16, 8, 3, 3)) / 5, rng.standard_normal(16) / 5
     w2, b2 = rng.standard_normal((16, 16, 1, 1)) / 4, rng.standard_normal(16) / 5
     wm = rng.standard_normal((16, 12)) / 4
+    wg, bg = rng.standard_normal((10, 16)) / 4, rng.standard_normal(10) / 5
     x = f32(rng.standard_normal((1, 8, 8, 8)))
     inits = [numpy_helper.from_array(v.astype(np.float32), name) for name, v in
-             [("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2), ("wm", wm)]]
+             [("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2), ("wm", wm), ("wg", wg), ("bg", bg)]]
     inits.append(numpy_helper.from_array(np.array([16, 64], np.int64), "shape"))
     nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["c1"], ["a"]),
@@ -39,17 +41,20 @@ def network(rng):
              helper.make_node("Reshape", ["y1", "shape"], ["r"]),
              helper.make_node("Transpose", ["r"], ["rt"], perm=[1, 0]),
              helper.make_node("MatMul", ["rt", "wm"], ["y2"]),
-             helper.make_node("MatMul", ["rt", "r"], ["y3"])]
+             helper.make_node("MatMul", ["rt", "r"], ["y3"]),
+             helper.make_node("Gemm", ["rt", "wg", "bg"], ["y4"], transB=1)]
     model = make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 8, 8])],
                        [helper.make_tensor_value_info("y1", TensorProto.FLOAT, [1, 16, 8, 8]),
                         helper.make_tensor_value_info("y2", TensorProto.FLOAT, [64, 12]),
-                        helper.make_tensor_value_info("y3", TensorProto.FLOAT, [64, 64])], inits)
+                        helper.make_tensor_value_info("y3", TensorProto.FLOAT, [64, 64]),
+                        helper.make_tensor_value_info("y4", TensorProto.FLOAT, [64, 10])], inits)
 
     def reference(r):
         a = f32(np.maximum(f32(conv(r(x), r(f32(w1)), f32(b1), 1)), 0))
         y1 = f32(conv(r(a), r(f32(w2)), f32(b2), 0))
         rt = y1.reshape(16, 64).T
-        return {"y1": y1, "y2": r(rt) @ r(f32(wm)), "y3": r(rt) @ r(rt.T)}
+        return {"y1": y1, "y2": r(rt) @ r(f32(wm)), "y3": r(rt) @ r(rt.T),
+                "y4": r(rt) @ r(f32(wg)).T + f32(bg)}
     return model, x, reference
 
 
@@ -65,7 +70,7 @@ def test_products_round_their_operands_only_when_allowed(allow_bf16):
     want, other = reference(bf16), reference(f32)
     if not allow_bf16:
         want, other = other, want
-    for name in ("y1", "y2", "y3"):
+    for name in ("y1", "y2", "y3", "y4"):
         # f32 sums in another order (1e-6); a bf16 rounding of an operand that lies within an
         # f32 rounding of a tie could fall the other way, which did not happen with this seed.
         assert largest_difference(got[name], want[name]) < 2e-5, name
@@ -82,7 +87,7 @@ def test_the_kernel_table_shows_bf16_products(tmp_path):
         [cli, "bench", str(path), "--fill", "random", "--iters", "1", "--kernels", *flags],
         capture_output=True, text=True, check=True).stdout
     with_bf16 = table("--allow-bf16")
-    # Both convolutions (the first through the Transpose of its source to channels-last) and
-    # both MatMuls.
-    assert with_bf16.count("bf16 products") == 4, with_bf16
+    # Both convolutions (the first through the Transpose of its source to channels-last), both
+    # MatMuls and the Gemm.
+    assert with_bf16.count("bf16 products") == 5, with_bf16
     assert "bf16 products" not in table(), table()

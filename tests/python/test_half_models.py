@@ -115,15 +115,16 @@ def cpu_has_bf16():
 
 @pytest.mark.parametrize("onnx_type", sorted(TOLERANCE))
 def test_a_narrow_cnn_runs_library_calls(tmp_path, onnx_type):
-    """On a CPU that multiplies bf16 natively, the bf16 model's convolutions are bf16 calls (the
-    first reads the input through its Cast and the Transpose to channels-last)."""
+    """On a CPU that multiplies bf16 natively, the bf16 model's convolutions and Gemm are bf16
+    calls (the first convolution reads the input through its Cast and the Transpose to
+    channels-last)."""
     model, _, _ = cnn(onnx_type, np.random.default_rng(3))
     path = tmp_path / "cnn.onnx"
     path.write_bytes(model.SerializeToString())
     table = cli_kernels(path, {})
     assert table.count("oneDNN convolution") == 3, table
     assert "matrix-vector product" in table or "oneDNN matmul" in table, table
-    bf16_calls = 3 if onnx_type == TensorProto.BFLOAT16 and cpu_has_bf16() else 0
+    bf16_calls = 4 if onnx_type == TensorProto.BFLOAT16 and cpu_has_bf16() else 0
     assert table.count("bf16 products") == bf16_calls, table
     assert "bf16 products" not in cli_kernels(path, {"WEFT_ONEDNN_BF16": "0"})
 

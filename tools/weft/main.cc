@@ -96,7 +96,7 @@ int run_cli(int argc, char** argv) {
   run_cmd->add_flag("--allow-tf32", run.allow_tf32,
                     "With --device cuda: let cuBLAS and cuDNN use TF32 tensor cores for f32");
   run_cmd->add_flag("--allow-bf16", run.allow_bf16,
-                    "CPU: f32 convolutions and MatMuls multiply operands rounded to bf16 "
+                    "CPU: f32 convolutions and matrix products multiply operands rounded to bf16 "
                     "where the CPU does natively (AVX512-BF16, AMX)");
   run_cmd
       ->add_option("--threads", threads,
@@ -116,7 +116,7 @@ int run_cli(int argc, char** argv) {
   test_cmd->add_flag("--allow-tf32", test.allow_tf32,
                      "With --device cuda: let cuBLAS and cuDNN use TF32 tensor cores for f32");
   test_cmd->add_flag("--allow-bf16", test.allow_bf16,
-                     "CPU: f32 convolutions and MatMuls multiply operands rounded to bf16 "
+                     "CPU: f32 convolutions and matrix products multiply operands rounded to bf16 "
                      "where the CPU does natively (AVX512-BF16, AMX)");
   test_cmd->add_option("--threads", threads, "Threads for kernels")->check(CLI::PositiveNumber);
   test_cmd->add_flag("--compile-only", test.compile_only,
@@ -146,7 +146,7 @@ int run_cli(int argc, char** argv) {
   bench_cmd->add_flag("--allow-tf32", bench.allow_tf32,
                       "With --device cuda: let cuBLAS and cuDNN use TF32 tensor cores for f32");
   bench_cmd->add_flag("--allow-bf16", bench.allow_bf16,
-                      "CPU: f32 convolutions and MatMuls multiply operands rounded to bf16 "
+                      "CPU: f32 convolutions and matrix products multiply operands rounded to bf16 "
                       "where the CPU does natively (AVX512-BF16, AMX)");
   bench_cmd->add_option("--threads", threads, "Threads for kernels")->check(CLI::PositiveNumber);
   bench_cmd->add_flag("--json", bench.json, "Print one JSON object");

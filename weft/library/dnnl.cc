@@ -133,6 +133,38 @@ LibraryCall make_matmul(const Node& n, const MatMulOperands& m, const Value* bia
   return call;
 }
 
+// Operands "m" as a call with bf16 products reads them (Absorbed::input_casts): A, and B where
+// a Cast makes it, the Casts' bf16 values; constant weights packed as bf16; the result written
+// as bf16 where the call absorbed its Cast.
+void read_in_bf16(MatMulOperands& m, const Absorbed& absorbed) {
+  auto in_bf16 = [](memory::desc md) {
+    md.data.data_type = dnnl_bf16;
+    return md;
+  };
+  m.bf16 = true;
+  m.a = in_bf16(m.a);
+  m.a_value = absorbed.input_casts[0]->inputs[0];
+  if (const Node* cast = absorbed.input_casts[1]) {
+    m.b = in_bf16(m.b);
+    m.b_value = cast->inputs[0];
+  }
+  if (const Node* cast = absorbed.result_cast) {
+    m.y = in_bf16(m.y);
+    m.y_value = cast->outputs[0];
+  }
+}
+
+// "call", unless it should multiply in bf16 ("bf16") and oneDNN's kernel for it is not a bf16
+// one (its name says so: "brg:avx512_core_amx_bf16"); then none, and the call without the
+// Casts is tried.
+std::optional<LibraryCall> bf16_kernel_only(LibraryCall call, bool bf16, std::string* why_not) {
+  if (bf16 && call.kernel->describe().find("_bf16") == std::string::npos) {
+    *why_not = "oneDNN has no bf16 kernel for this product";
+    return std::nullopt;
+  }
+  return call;
+}
+
 // The row stride of "md" when its leading dims (all but the last) step through its rows
 // evenly, as one [rows, columns] matrix; nullopt when they do not.
 std::optional<int64_t> even_rows(const memory::desc& md) {
@@ -325,12 +357,8 @@ std::optional<LibraryCall> matmul_call(const Node& n, const Absorbed& absorbed,
   auto int8 = [](const Value* v) { return v->type.dtype == DType::kU8 ? T::u8 : T::s8; };
   const Value* weights = n.inputs[qlinear ? 3 : 1];
   bool bf16 = !integer && absorbed.input_casts[0];
-  T a_type = integer ? int8(n.inputs[0]) : bf16 ? T::bf16 : T::f32;
-  T b_type = integer ? T::s8 : absorbed.input_casts[1] ? T::bf16 : T::f32;
-  T y_type = qlinear                            ? int8(n.outputs[0])
-             : integer && !absorbed.output_cast ? T::s32
-             : absorbed.result_cast             ? T::bf16
-                                                : T::f32;
+  T a_type = integer ? int8(n.inputs[0]) : T::f32, b_type = integer ? T::s8 : T::f32;
+  T y_type = qlinear ? int8(n.outputs[0]) : integer && !absorbed.output_cast ? T::s32 : T::f32;
   Dims da = dims_of(n.inputs[0]), db = dims_of(weights);
   bool transposes =
       absorbed.input_transposes[0] || absorbed.input_transposes[1] || absorbed.output_transpose;
@@ -355,12 +383,7 @@ std::optional<LibraryCall> matmul_call(const Node& n, const Absorbed& absorbed,
   MatMulOperands m;
   m.a = row_major(da, a_type), m.b = row_major(db, b_type), m.y = row_major(dy, y_type);
   if (integer) m.a_zero_point = n.input(2);
-  if (bf16) {
-    m.bf16 = true;
-    m.a_value = absorbed.input_casts[0]->inputs[0];
-    if (absorbed.input_casts[1]) m.b_value = absorbed.input_casts[1]->inputs[0];
-    if (absorbed.result_cast) m.y_value = absorbed.result_cast->outputs[0];
-  }
+  if (bf16) read_in_bf16(m, absorbed);
   if (qlinear) { // requantized as QLinearMatMul's reference does: a_scale * b_scale / y_scale
     m.b_value = weights;
     const Tensor& bs = *n.inputs[4]->constant;
@@ -406,17 +429,11 @@ std::optional<LibraryCall> matmul_call(const Node& n, const Absorbed& absorbed,
       return call;
   }
   fold_rows(m, rest);
-  LibraryCall call = make_matmul(n, m, bias, rest);
-  if (bf16 && call.kernel->describe().find("bf16:") == std::string::npos &&
-      call.kernel->describe().find("_bf16") == std::string::npos) {
-    *why_not = "oneDNN has no bf16 kernel for this product";
-    return std::nullopt;
-  }
-  return call;
+  return bf16_kernel_only(make_matmul(n, m, bias, rest), bf16, why_not);
 }
 
 // Gemm: transposes as strides; C as a broadcast bias when alpha and beta allow it (a bias
-// row, or a binary-add post-op when C varies along M).
+// row, or a binary-add post-op when C varies along M). bf16 products as MatMul's.
 std::optional<LibraryCall> gemm_call(const Node& n, const Absorbed& absorbed,
                                      std::string* why_not) {
   const std::vector<PostOp>& ops = absorbed.epilogue;
@@ -425,7 +442,8 @@ std::optional<LibraryCall> gemm_call(const Node& n, const Absorbed& absorbed,
   int64_t m = at.trans_a ? sa[1] : sa[0], k = at.trans_a ? sa[0] : sa[1];
   int64_t nn = at.trans_b ? sb[0] : sb[1];
   const Value* c = n.input(2);
-  if (!at.trans_a && m == 1 && at.alpha == 1.0f && gemv_enabled() &&
+  bool bf16 = absorbed.input_casts[0] != nullptr;
+  if (!bf16 && !at.trans_a && m == 1 && at.alpha == 1.0f && gemv_enabled() &&
       (!c || at.beta == 0.0f || at.beta == 1.0f)) { // a row by constant weights: Weft's own
     const Value* bias = c && at.beta != 0.0f ? c : nullptr;
     if (std::optional<LibraryCall> call =
@@ -437,6 +455,7 @@ std::optional<LibraryCall> gemm_call(const Node& n, const Absorbed& absorbed,
   operands.b = memory::desc({k, nn}, memory::data_type::f32, at.trans_b ? Dims{1, k} : Dims{nn, 1});
   operands.y = plain({m, nn});
   operands.alpha = at.alpha;
+  if (bf16) read_in_bf16(operands, absorbed);
   if (c && at.beta != 0.0f) {
     if (at.alpha != 1.0f || at.beta != 1.0f) {
       *why_not = "alpha and beta other than 1 with C";
@@ -459,13 +478,13 @@ std::optional<LibraryCall> gemm_call(const Node& n, const Absorbed& absorbed,
       add.src1_dims = dc;
       std::vector<PostOp> with_c = {add};
       with_c.insert(with_c.end(), ops.begin(), ops.end());
-      return make_matmul(n, operands, nullptr, with_c);
+      return bf16_kernel_only(make_matmul(n, operands, nullptr, with_c), bf16, why_not);
     }
     operands.bias = plain(dc);
   } else {
     c = nullptr;
   }
-  return make_matmul(n, operands, c, ops);
+  return bf16_kernel_only(make_matmul(n, operands, c, ops), bf16, why_not);
 }
 
 // The call over static shapes. "any_implementation" takes the largest form that builds, even
@@ -523,7 +542,7 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
     all.epilogue.push_back(*p);
     v = e->outputs[0];
   }
-  // A convolution or MatMul of a bf16 model (narrow_in_f32 made it f32 between Casts)
+  // A convolution, MatMul or Gemm of a bf16 model (narrow_in_f32 made it f32 between Casts)
   // multiplies in bf16 where the CPU does natively: its operands come from bf16 through Casts
   // (or are constant bf16 values), so the products are as exact as in f32 (sums in f32). The
   // call then reads the bf16 operands and writes its result to bf16 itself (AMX: 3-4x the f32
@@ -531,7 +550,8 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
   // A channels-last convolution's source may be the Transpose of such a Cast (a model's
   // input); the call then reads the bf16 value channels-first, reordered to channels-last.
   bool conv = node.op_type == Op::kConv || node.op_type == Op::kConvChannelsLast;
-  if ((conv || node.op_type == Op::kMatMul) && bf16_products_native()) {
+  bool product = node.op_type == Op::kMatMul || node.op_type == Op::kGemm;
+  if ((conv || product) && bf16_products_native()) {
     for (size_t i = 0; i < (conv ? 1 : 2); ++i) {
       const Node* c = node.inputs[i]->producer;
       const Node* t = nullptr;

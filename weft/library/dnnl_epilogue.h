@@ -97,10 +97,10 @@ dnnl::primitive_attr post_op_attr(const std::vector<PostOp>& ops, LibraryCall& c
 // What a call absorbs beside its node: post-ops, for MatMul, Transposes of its operands
 // (read through strides) and of its result (written through strides), for
 // MatMulInteger, the Cast of its result to f32 before the post-ops (the primitive then
-// writes f32), and for a convolution or MatMul with bf16 products (bf16_products_native),
-// the Casts from bf16 that make its operands (a convolution's source, perhaps then made
-// channels-last by a Transpose; MatMul's A, and B unless B is constant) and the Cast to bf16
-// of its last result (the primitive reads and writes bf16).
+// writes f32), and for a convolution, MatMul or Gemm with bf16 products
+// (bf16_products_native), the Casts from bf16 that make its operands (a convolution's source,
+// perhaps then made channels-last by a Transpose; a product's A, and B unless B is constant) and
+// the Cast to bf16 of its last result (the primitive reads and writes bf16).
 struct Absorbed {
   std::vector<PostOp> epilogue;
   std::array<const Node*, 2> input_transposes = {nullptr, nullptr};

@@ -16,7 +16,8 @@ bool f32(const Value* v) { return !v || v->type.dtype == DType::kF32; }
 Result<bool> products_in_bf16(Graph& graph) {
   std::vector<Node*> nodes;
   for (const auto& n : graph.nodes()) {
-    bool conv = n->op_type == Op::kConv, matmul = n->op_type == Op::kMatMul;
+    bool conv = n->op_type == Op::kConv,
+         matmul = n->op_type == Op::kMatMul || n->op_type == Op::kGemm;
     if ((!conv && !matmul) || n->inputs.size() < 2 || n->outputs.size() != 1 ||
         !std::all_of(n->inputs.begin(), n->inputs.end(), f32) || !f32(n->outputs[0]) ||
         (conv && !n->inputs[1]->is_constant()))
