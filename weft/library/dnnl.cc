@@ -137,10 +137,6 @@ LibraryCall make_matmul(const Node& n, const MatMulOperands& m, const Value* bia
 // a Cast makes it, the Casts' bf16 values; constant weights packed as bf16; the result written
 // as bf16 where the call absorbed its Cast.
 void read_in_bf16(MatMulOperands& m, const Absorbed& absorbed) {
-  auto in_bf16 = [](memory::desc md) {
-    md.data.data_type = dnnl_bf16;
-    return md;
-  };
   m.bf16 = true;
   m.a = in_bf16(m.a);
   m.a_value = absorbed.input_casts[0]->inputs[0];
@@ -158,7 +154,7 @@ void read_in_bf16(MatMulOperands& m, const Absorbed& absorbed) {
 // one (its name says so: "brg:avx512_core_amx_bf16"); then none, and the call without the
 // Casts is tried.
 std::optional<LibraryCall> bf16_kernel_only(LibraryCall call, bool bf16, std::string* why_not) {
-  if (bf16 && call.kernel->describe().find("_bf16") == std::string::npos) {
+  if (bf16 && !bf16_kernel(call.kernel->describe())) {
     *why_not = "oneDNN has no bf16 kernel for this product";
     return std::nullopt;
   }
@@ -200,7 +196,7 @@ std::optional<LibraryCall> rows_as_pixels(const Node& n, const MatMulOperands& m
                                     {0, 0}, {0, 0});
   dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
   std::string impl = pd.impl_info_str();
-  if (impl.find("_bf16") == std::string::npos) return std::nullopt;
+  if (!bf16_kernel(impl)) return std::nullopt;
   // B's element (k, n) as the weights' (n, k).
   memory::desc given({cols, k, 1, 1}, m.b.data_type(), Dims{sb[1], sb[0], 1, 1});
   std::unordered_map<int, memory> owned;

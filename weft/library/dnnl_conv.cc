@@ -200,10 +200,6 @@ std::optional<LibraryCall> conv_call_in(const Node& n, const Absorbed& absorbed,
   const Value* source = bf16 ? absorbed.input_casts[0]->inputs[0] : x;
   const Value* written =
       absorbed.result_cast ? absorbed.result_cast->outputs[0] : final_output(n, ops);
-  auto in_bf16 = [](memory::desc md) {
-    md.data.data_type = dnnl_bf16;
-    return md;
-  };
   if (dims_of(x).size() < 3 || dims_of(x).size() > 5) {
     *why_not = fmt::format("{} spatial dims", dims_of(x).size() - 2);
     return std::nullopt;
@@ -247,7 +243,7 @@ std::optional<LibraryCall> conv_call_in(const Node& n, const Absorbed& absorbed,
     dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
     std::string impl = pd.impl_info_str();
     if (impl.starts_with("ref") && layout(dx) != plain(dx)) return LibraryCall{};
-    if (bf16 && impl.find("bf16") == std::string::npos) return LibraryCall{};
+    if (bf16 && !bf16_kernel(impl)) return LibraryCall{};
     std::unordered_map<int, memory> owned;
     if (constant_weights) {
       owned.emplace(DNNL_ARG_WEIGHTS, reordered_constant(w, plain(wdims), pd.weights_desc()));

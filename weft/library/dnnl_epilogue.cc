@@ -230,6 +230,13 @@ dnnl::primitive_attr post_op_attr(const std::vector<PostOp>& ops, LibraryCall& c
   return attr;
 }
 
+memory::desc in_bf16(memory::desc md) {
+  md.data.data_type = dnnl_bf16;
+  return md;
+}
+
+bool bf16_kernel(const std::string& impl) { return impl.find("_bf16") != std::string::npos; }
+
 memory s32_scalar(int32_t value) {
   memory m(memory::desc({1}, memory::data_type::s32, memory::format_tag::x), engine());
   *static_cast<int32_t*>(m.get_data_handle()) = value;

@@ -111,6 +111,11 @@ struct Absorbed {
   const Node* result_cast = nullptr;
 };
 
+// "md" with bf16 elements, laid out alike (its strides count elements).
+memory::desc in_bf16(memory::desc md);
+// Whether oneDNN's implementation "impl" is one of its bf16 kernels ("brg:avx512_core_amx_bf16").
+bool bf16_kernel(const std::string& impl);
+
 // The channels of a block in oneDNN's blocked layout on this CPU: 16 with AVX-512, else 8
 // (conv_choice.cc).
 int64_t channel_block();
