@@ -48,6 +48,14 @@ int64_t default_max_row_variant() {
   return extent;
 }
 
+bool default_half_blocks() {
+  static const bool on = [] {
+    const char* env = std::getenv("WEFT_HALF_BLOCKS");
+    return !env || std::string(env) != "0";
+  }();
+  return on;
+}
+
 std::vector<int64_t> row_variants(int64_t max_row_variant) {
   std::vector<int64_t> extents;
   for (int64_t e = 64; e <= max_row_variant && e <= (int64_t{1} << 20); e *= 2)
@@ -57,9 +65,9 @@ std::vector<int64_t> row_variants(int64_t max_row_variant) {
 
 std::string CpuSchedule::to_string() const {
   return fmt::format("lanes={} column_width={} column_rows={} min_per_thread={} "
-                     "min_parallel_work={} stream_min_bytes={} max_row_variant={}",
+                     "min_parallel_work={} stream_min_bytes={} max_row_variant={}{}",
                      lanes, column_width, column_rows, min_per_thread, min_parallel_work,
-                     stream_min_bytes, max_row_variant);
+                     stream_min_bytes, max_row_variant, half_blocks ? "" : " half_blocks=0");
 }
 
 std::optional<CpuSchedule> CpuSchedule::parse(const std::string& text) {
@@ -87,6 +95,8 @@ std::optional<CpuSchedule> CpuSchedule::parse(const std::string& text) {
       s.stream_min_bytes = v;
     else if (key == "max_row_variant")
       s.max_row_variant = v;
+    else if (key == "half_blocks" && v <= 1)
+      s.half_blocks = v == 1;
     else
       return std::nullopt;
   }

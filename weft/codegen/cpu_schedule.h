@@ -21,6 +21,8 @@ inline constexpr int64_t kNoStreaming = int64_t{1} << 62;
 int64_t machine_stream_min_bytes();
 // 1024, or $WEFT_MAX_ROW_VARIANT (for comparisons).
 int64_t default_max_row_variant();
+// True unless $WEFT_HALF_BLOCKS is 0 (for comparisons).
+bool default_half_blocks();
 // The row extents with micro-kernels under "max_row_variant": 64, 128, ..., at most it.
 std::vector<int64_t> row_variants(int64_t max_row_variant);
 
@@ -45,6 +47,8 @@ struct CpuSchedule {
   // the extent a constant, and each run takes the one for its extent, or the generic one
   // (Emitter::function). 0: none. $WEFT_MAX_ROW_VARIANT sets the default.
   int64_t max_row_variant = default_max_row_variant();
+  // SIMD loops over f16 values convert them 16 at a time (Emitter::emit_half_blocks).
+  bool half_blocks = default_half_blocks();
 
   // Shorter rows keep one scalar accumulator (vectorized by the compiler): there, measured,
   // the lanes' tree and tail cost more than the independent accumulators gain. Rows shorter

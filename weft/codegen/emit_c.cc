@@ -229,6 +229,8 @@ void Emitter::emit_statement(const AstNode& call, int depth, std::string& out,
     std::string value;
     if (auto h = hoisted_.find(static_cast<int>(n)); h != hoisted_.end()) {
       value = h->second;
+    } else if (auto v = staged_.find({call.statement, static_cast<int>(n)}); v != staged_.end()) {
+      value = v->second;
     } else if (e.op == kernel::ExprOp::kLoad) {
       value = load(s.reads[static_cast<size_t>(e.access)], iters);
     } else if (e.op == kernel::ExprOp::kConstant) {
@@ -706,6 +708,12 @@ void Emitter::emit_node(const AstNode& n, int depth, bool in_loop, std::string& 
       if (simd && n.children[0].kind == AstNode::Kind::kCall) {
         if (emit_hoisted_loop(n, depth, out)) break;
         emit_simd_loop(n, n.children[0], depth, out);
+        break;
+      }
+      if (simd && n.children[0].kind == AstNode::Kind::kBlock &&
+          local_arrays(n.children[0], depth + 1).empty() &&
+          emit_half_blocks(n, items_of(n.children[0]), depth, out)) {
+        if (!row_.iterator.empty()) note_row_accesses(n.children[0]);
         break;
       }
       if (simd) out += fmt::format("{}{}\n", pad, d_.simd_for);

@@ -618,6 +618,54 @@ TEST(EmitC, TransposeRunsInTiles) {
       << code;
 }
 
+// y = Cast(x, f16) + h over [8, 40], h and y f16: blocks of 16 read x rounded and h
+// converted 16 at a time and store y so, by the hardware's conversions; the last 8 of each
+// row take the plain per-element ones. Off in the schedule, none of that.
+TEST(EmitC, HalfValuesConvertSixteenAtATime) {
+  using kernel::AffineExpr;
+  using kernel::ExprOp;
+  kernel::Kernel k;
+  k.name = "half_add";
+  k.buffers = {{"x", DType::kF32, {8, 40}, kernel::BufferRole::kInput},
+               {"h", DType::kF16, {8, 40}, kernel::BufferRole::kInput},
+               {"y", DType::kF16, {8, 40}, kernel::BufferRole::kOutput}};
+  kernel::Statement st;
+  st.name = "add";
+  st.domain = {8, 40};
+  std::vector<AffineExpr> ij = {AffineExpr::iterator(0), AffineExpr::iterator(1)};
+  st.write = kernel::Access(2, ij);
+  st.reads = {kernel::Access(0, ij), kernel::Access(1, ij)};
+  st.expr = {{ExprOp::kLoad, DType::kF32, {}, 0},
+             {ExprOp::kCast, DType::kF16, {0}},
+             {ExprOp::kLoad, DType::kF16, {}, 1},
+             {ExprOp::kAdd, DType::kF16, {1, 2}}};
+  k.statements = {st};
+  ASSERT_TRUE(kernel::verify_kernel(k).ok());
+  std::string src = function_of(k);
+  size_t blocks = src.find("for (; weft_p + 16 <= 40; weft_p += 16)");
+  size_t tail = src.find("// the tail");
+  ASSERT_NE(blocks, std::string::npos) << src;
+  ASSERT_NE(tail, std::string::npos) << src;
+  for (const char* conversion :
+       {"weft_round_f16x16(&b0[c0 * 40 + weft_p], weft_v1);",
+        "weft_h2f16(&b1[c0 * 40 + weft_p], weft_v2);", "const float t1 = weft_v1[c1 - weft_p];",
+        "const float t2 = weft_v2[c1 - weft_p];", "weft_w[c1 - weft_p] = t3;",
+        "weft_f2h16(weft_w, &b2[c0 * 40 + weft_p]);"}) {
+    size_t at = src.find(conversion);
+    EXPECT_TRUE(at > blocks && at < tail) << conversion << "\n" << src;
+  }
+  EXPECT_NE(src.find("= weft_f2h(t3);", tail), std::string::npos) << src;
+
+  Result<poly::ScheduledKernel> s = poly::schedule_kernel(k);
+  ASSERT_TRUE(s.ok());
+  CpuSchedule off;
+  off.half_blocks = false;
+  Result<std::string> plain = emit_kernel(k, s->loops, Dialect::kCpu, off);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->find("weft_p"), std::string::npos) << *plain;
+  EXPECT_NE(plain->find("weft_round_f16(t0)"), std::string::npos) << *plain;
+}
+
 TEST(CpuSchedule, RoundTripsAndRejectsBadValues) {
   CpuSchedule s{16, 1024, 256, 4096, 1 << 20};
   std::optional<CpuSchedule> back = CpuSchedule::parse(s.to_string());
@@ -629,6 +677,11 @@ TEST(CpuSchedule, RoundTripsAndRejectsBadValues) {
   EXPECT_FALSE(CpuSchedule::parse("lanes=").has_value());
   EXPECT_FALSE(CpuSchedule::parse("min_per_thread=-1").has_value());
   EXPECT_TRUE(CpuSchedule::parse("").has_value()); // all defaults
+  s.half_blocks = false;
+  back = CpuSchedule::parse(s.to_string());
+  ASSERT_TRUE(back.has_value());
+  EXPECT_FALSE(back->half_blocks);
+  EXPECT_FALSE(CpuSchedule::parse("half_blocks=2").has_value());
 }
 
 // The schedule reaches the code: lanes of a ROW reduction, and small kernels on one thread.

@@ -198,6 +198,17 @@ private:
   // iterations before the first 64-byte aligned output store plainly, each block computes
   // into a local line that weft_stream16 writes, and a fence follows (StreamFence).
   void emit_simd_loop(const AstNode& n, const AstNode& call, int depth, std::string& out) const;
+  // f16 conversions by the hardware (CPU): the SIMD loop "n" around the statements "calls" (its
+  // body, in order), when some read f16 values, or round loaded f32 ones to f16 (a Cast),
+  // contiguously along it, or store f16 so: blocks of 16 iterations, each statement in turn
+  // over the block's lanes, with those values converted 16 at a time before it
+  // (weft_h2f16, weft_round_f16x16) and its f16 output after it (weft_f2h16); then a tail
+  // of plain iterations. GCC 12 vectorizes no f16 conversion (not even _Float16's with
+  // AVX512-FP16): the branch-free weft_h2f, weft_f2h and weft_round_f16 made an f16
+  // model's elementwise kernels 2.5-3.3x slower than the same kernels without conversions.
+  // False when nothing converts so, or "n" is no such loop.
+  bool emit_half_blocks(const AstNode& n, const std::vector<const AstNode*>& calls, int depth,
+                        std::string& out) const;
   // Tiny rows (DESIGN.md: "tiny rows are packed"): is "n" a parallel loop whose body is
   // statements and register reductions of at most kTinyRow iterations? The compiler then
   // vectorizes across its rows (the short loops unrolled) rather than within each row.
@@ -344,6 +355,8 @@ private:
   std::string row_symbol_;
   std::vector<runtime::cuda::LaunchShape> launches_; // CUDA: one per __global__ function
   mutable std::map<int, std::string> hoisted_;      // expression node -> hoisted load
+  // (statement, expression node) -> its lane of the values emit_half_blocks converted.
+  mutable std::map<std::pair<int, int>, std::string> staged_;
   mutable bool packing_ = false;                    // emitting the body of a loop of tiny rows
   // The innermost loop around a block of row passes (next_row_prefetch), the buffers its
   // passes read and wrote so far in the body, and whether one prefetched reads already.

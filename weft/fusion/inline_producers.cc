@@ -4,6 +4,7 @@
 
 #include "weft/fusion/rewrites.h"
 #include "weft/fusion/views.h"
+#include "weft/graph/dtype.h"
 
 namespace weft::fusion {
 
@@ -57,12 +58,22 @@ bool permutes(const kernel::BoundKernel& k, const Statement& s) {
 }
 
 // The reads of "s" that stream an array as large as its domain (not a broadcast operand,
-// which stays in cache): what each statement it is inlined into reads again.
-int streamed_reads(const kernel::BoundKernel& k, const Statement& s) {
+// which stays in cache): what each statement it is inlined into reads again. Their number,
+// and their bytes a point.
+struct Streamed {
+  int reads = 0;
+  int64_t bytes = 0;
+};
+Streamed streamed_reads(const kernel::BoundKernel& k, const Statement& s) {
   Dim points = point_count(s.domain);
-  return static_cast<int>(std::count_if(s.reads.begin(), s.reads.end(), [&](const Access& a) {
-    return point_count(k.kernel.buffers[static_cast<size_t>(a.buffer)].shape) == points;
-  }));
+  Streamed r;
+  for (const Access& a : s.reads) {
+    const kernel::Buffer& b = k.kernel.buffers[static_cast<size_t>(a.buffer)];
+    if (!(point_count(b.shape) == points)) continue;
+    ++r.reads;
+    r.bytes += dtype_size(b.dtype);
+  }
+  return r;
 }
 
 } // namespace
@@ -231,7 +242,9 @@ void inline_producers(std::vector<Step>& steps, const std::set<const Value*>& pi
     }
     const Statement& ps = p.bound.kernel.statements[0];
     bool cheap = op_count(ps) <= kCheapOps && !transcendental(ps);
-    int streamed = streamed_reads(p.bound, ps);
+    Streamed streamed = streamed_reads(p.bound, ps);
+    const int64_t written =
+        dtype_size(p.bound.kernel.buffers[static_cast<size_t>(ps.write.buffer)].dtype);
     int reading = 0;
     std::optional<std::string> why;
     std::vector<FusedKernel> fused;
@@ -256,13 +269,14 @@ void inline_producers(std::vector<Step>& steps, const std::set<const Value*>& pi
         why = "several statements read it and it has transcendental ops (computed once, "
               "through memory)";
       // Inlined, each reading statement streams the producer's inputs; materialized, the
-      // producer streams them once and writes its output, which each statement reads. A
-      // residual stream (x + a, then + b, ...) that every layer's normalization reads
-      // would otherwise be recomputed from all its terms in every layer.
-      if ((reading - 1) * streamed > reading + 1)
+      // producer streams them once and writes its output, which each statement reads (in
+      // bytes: an f16 value between f32 ones costs half). A residual stream (x + a, then
+      // + b, ...) that every layer's normalization reads would otherwise be recomputed from
+      // all its terms in every layer; an f16 model's, between its f32 convolutions, too.
+      if (reading * streamed.bytes > streamed.bytes + (reading + 1) * written)
         why = fmt::format("{} statements read it and it streams {} inputs (computed once, "
                           "through memory)",
-                          reading, streamed);
+                          reading, streamed.reads);
       if (reading > kMaxReadingStatements)
         why = fmt::format("more than {} statements read it", kMaxReadingStatements);
       if (!why) why = inline_into(p.bound, k.bound, v);
