@@ -1,5 +1,6 @@
 // Each rewrite of fuse() on its own (rewrites.h): a graph lowered node by node, the rewrite
 // run, the kernels before and after; and a case where it has nothing to do.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "tests/testing/onnx_text.h"
@@ -96,6 +97,35 @@ TEST(InlineProducers, AStreamReadManyTimesIsComputedOnce) {
   EXPECT_TRUE(std::any_of(decisions.begin(), decisions.end(), [](const Decision& d) {
     return !d.fused && d.how.find("streams 2 inputs") != std::string::npos;
   }));
+}
+
+// h = a + b, read by two kernels: recomputed in each, it streams a and b twice (16 bytes a
+// point); made once, a and b once and h three times. In f32 (12 bytes) recomputing is
+// cheaper; in f16 (6 bytes: an f16 model's residual between its f32 convolutions) it is
+// not.
+TEST(InlineProducers, RecomputationIsWeighedInBytes) {
+  for (const char* type : {"float", "float16"}) {
+    Graph g = graph_from_text(fmt::format(R"(
+      <ir_version: 8, opset_import: ["" : 13]>
+      g (float[4, 8] a, float[4, 8] b) => ({0}[4, 8] y, {0}[4, 8] z) {{
+        s = Add(a, b)
+        h = Cast <to = {1}> (s)
+        y = Neg(h)
+        z = Abs(h)
+      }})",
+                                          type, type == std::string("float") ? 1 : 10));
+    std::vector<Step> steps = lowered(g);
+    std::vector<Decision> decisions;
+    inline_producers(steps, outputs(g), decisions);
+    bool f16 = type != std::string("float");
+    EXPECT_EQ(kernels(steps).size(), f16 ? 3u : 2u) << type;
+    EXPECT_EQ(std::any_of(decisions.begin(), decisions.end(),
+                          [](const Decision& d) {
+                            return !d.fused && d.how.find("streams 2 inputs") != std::string::npos;
+                          }),
+              f16)
+        << type;
+  }
 }
 
 // A squeeze-and-excitation block's gate: the Sigmoid of one value per channel, read by a Mul
