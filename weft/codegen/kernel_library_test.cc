@@ -16,6 +16,7 @@
 #include "weft/kernel/kernel.h"
 #include "weft/poly/schedule_kernel.h"
 #include "weft/runtime/cpu/kernel_library.h"
+#include "weft/support/float16.h"
 #include "weft/toolchain/compile_cpu.h"
 
 namespace weft::runtime {
@@ -314,6 +315,73 @@ TEST_F(CpuKernels, TransposingTilesMatchOnEveryInstructionSet) {
         ASSERT_EQ(y[static_cast<size_t>(r * columns + c)], x[static_cast<size_t>(c * rows + r)])
             << arch << ": y[" << r << ", " << c << "]";
       }
+    }
+  }
+#else
+  GTEST_SKIP() << "x86 only";
+#endif
+}
+
+// y = Cast(x, f16) + h over [3, 1037] (x f32; h and y f16), in blocks of 16 with a tail of 13,
+// built for each x86 instruction set that the blocks' conversions have a path for (AVX-512,
+// F16C, none): every element equals the host's conversions (half to even, overflow to inf,
+// denormals), NaN where they give NaN.
+TEST_F(CpuKernels, HalfBlocksMatchOnEveryInstructionSet) {
+#if defined(__x86_64__)
+  using kernel::AffineExpr;
+  using kernel::ExprOp;
+  const int64_t rows = 3, columns = 1037;
+  kernel::Kernel k;
+  k.name = "half_add";
+  k.buffers = {{"x", DType::kF32, {rows, columns}, kernel::BufferRole::kInput},
+               {"h", DType::kF16, {rows, columns}, kernel::BufferRole::kInput},
+               {"y", DType::kF16, {rows, columns}, kernel::BufferRole::kOutput}};
+  kernel::Statement st;
+  st.name = "add";
+  st.domain = {rows, columns};
+  std::vector<AffineExpr> ij = {AffineExpr::iterator(0), AffineExpr::iterator(1)};
+  st.write = kernel::Access(2, ij);
+  st.reads = {kernel::Access(0, ij), kernel::Access(1, ij)};
+  st.expr = {{ExprOp::kLoad, DType::kF32, {}, 0},
+             {ExprOp::kCast, DType::kF16, {0}},
+             {ExprOp::kLoad, DType::kF16, {}, 1},
+             {ExprOp::kAdd, DType::kF16, {1, 2}}};
+  k.statements = {st};
+  const size_t n = static_cast<size_t>(rows * columns);
+  std::vector<float> x(n);
+  std::vector<uint16_t> h(n);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal;
+  std::uniform_real_distribution<float> scale(-30, 18);
+  for (size_t i = 0; i < n; ++i) {
+    x[i] = normal(rng) * std::exp2(scale(rng));
+    h[i] = static_cast<uint16_t>(rng()); // every pattern: denormals, inf and NaN among them
+  }
+  const float edges[] = {0.0f,     -0.0f,        0x1p-24f,     0x1p-25f, 0x3p-26f,
+                         0x1p-14f, 1 + 0x1p-11f, 1 + 0x3p-11f, 65504,    65519.996f,
+                         65520,    -65520,       1e10f,        INFINITY, NAN,
+                         1e-40f,   -1e-40f,      2049,         2051};
+  for (size_t i = 0; i < std::size(edges); ++i)
+    x[i] = x[1500 + i] = edges[i];
+  for (const char* arch : {"-march=native", "-march=haswell", "-march=x86-64"}) {
+    toolchain::CpuCompiler native = compiler_;
+    std::replace(compiler_.flags.begin(), compiler_.flags.end(), std::string("-march=native"),
+                 std::string(arch));
+    std::string source;
+    KernelFn fn = build(k, nullptr, {}, &source);
+    compiler_ = native;
+    ASSERT_NE(fn, nullptr) << arch;
+    EXPECT_NE(source.find("weft_h2f16(&b1["), std::string::npos) << source;
+    std::vector<uint16_t> y(n, 0);
+    void* buffers[] = {x.data(), h.data(), y.data()};
+    fn(buffers, nullptr);
+    for (size_t i = 0; i < n; ++i) {
+      float sum = half_to_float(float_to_half(x[i])) + half_to_float(h[i]);
+      uint16_t want = float_to_half(sum);
+      if (std::isnan(sum))
+        ASSERT_TRUE(std::isnan(half_to_float(y[i]))) << arch << ": y[" << i << "]";
+      else
+        ASSERT_EQ(y[i], want) << arch << ": y[" << i << "] for x " << x[i] << ", h " << h[i];
     }
   }
 #else
