@@ -22,7 +22,7 @@ import tempfile
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "conformance"))
 import run_conformance as conformance  # noqa: E402
@@ -295,6 +295,41 @@ def library_calls(weft, env, tmp):
          {"x": x_, "w": w_}, conv(xp, w_, None, groups=4), library=False)
 
 
+def half_library_calls(weft, env, tmp):
+    """An f16 model's Conv and MatMul as the same library calls, in f32 between Casts
+    (graph/passes/narrow_in_f32): TF32 (exact on f16 values, fp32 sums) without allow_tf32,
+    against a float64 reference of the f16 values rounded once to f16."""
+    rng = np.random.default_rng(5)
+    h = TensorProto.FLOAT16
+    w = (rng.standard_normal((8, 4, 3, 3)) / 3).astype(np.float16)
+    b = (rng.standard_normal(8) / 3).astype(np.float16)
+    m = (rng.standard_normal((8 * 6 * 6, 10)) / 10).astype(np.float16)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Reshape", ["c", "shape"], ["f"]),
+             helper.make_node("MatMul", ["f", "m"], ["y"])]
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b"),
+             numpy_helper.from_array(m, "m"),
+             helper.make_tensor("shape", TensorProto.INT64, [2], [1, 8 * 6 * 6])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", h, [1, 4, 6, 6])],
+                              [helper.make_tensor_value_info("y", h, [1, 10])], inits)
+    path = os.path.join(tmp, "half_calls.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    x = rng.standard_normal((1, 4, 6, 6)).astype(np.float16)
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    c = sum(np.einsum("nchw,kc->nkhw", xp[:, :, i:i + 6, j:j + 6], w[:, :, i, j].astype(np.float64))
+            for i in range(3) for j in range(3)) + b.astype(np.float64).reshape(1, -1, 1, 1)
+    c = c.astype(np.float16).astype(np.float64)  # the Conv's f16 result
+    want = (c.reshape(1, -1) @ m.astype(np.float64)).astype(np.float16).astype(np.float64)
+    y, err = run(weft, path, x, env, "--device", "cuda")
+    ok = y is not None and np.allclose(y.astype(np.float64), want, rtol=2e-3, atol=2e-3)
+    check(ok, "f16 Conv and MatMul as library calls" + (f": {err[-300:]}" if err else ""))
+    r = subprocess.run([weft, "bench", path, "--device", "cuda", "--fill", "random", "--iters", "1",
+                        "--kernels"], capture_output=True, text=True, env=env)
+    calls = re.findall(r"(convolution|GEMM) [^\n]*\(TF32\)", r.stdout)
+    check(r.returncode == 0 and len(calls) == 2,
+          f"the f16 model's convolution and GEMM take TF32 (found {calls})")
+
+
 def backend_cases(weft, env):
     families = re.compile(r"^test_(reduce|softmax|logsoftmax|layer_norm|argm|mean_variance|"
                           r"instancenorm|hardmax|batchnorm)")
@@ -481,6 +516,7 @@ def main():
         cuda_graphs(weft, env, tmp)
         replay_check_takes_infinities(weft, env, tmp)
         library_calls(weft, env, tmp)
+        half_library_calls(weft, env, tmp)
         if not on_gpu:
             no_driver(weft, tmp)
             stub_driver(weft, tmp)

@@ -205,6 +205,10 @@ Result<CompiledModel> compile(const ModelSource& model, const Graph* pipeline,
   WEFT_ASSIGN_OR_RETURN(bool experts, stages::moe_forms(graph, settings));
   if (experts) WEFT_RETURN_IF_ERROR(refold(graph, "moe forms"));
   observe("specialize", graph);
+  if (stages::cuda_library_calls(settings)) {
+    WEFT_ASSIGN_OR_RETURN(bool widened, narrow_in_f32(graph, {Op::kConv, Op::kMatMul, Op::kGemm}));
+    if (widened) WEFT_RETURN_IF_ERROR(refold(graph, "narrow_in_f32"));
+  }
   if (stages::onednn_calls(settings)) { // the layout of the library calls' regions
     WEFT_ASSIGN_OR_RETURN(bool widened, narrow_in_f32(graph));
     if (widened) WEFT_RETURN_IF_ERROR(refold(graph, "narrow_in_f32"));

@@ -35,6 +35,10 @@ bool onednn_calls(const CompileSettings& settings) {
   return settings.device == DeviceKind::kCpu && settings.library && !library_off();
 }
 
+bool cuda_library_calls(const CompileSettings& settings) {
+  return settings.device == DeviceKind::kCuda && settings.library && !library_off();
+}
+
 Result<bool> quantized_forms(Graph& graph, const CompileSettings& settings) {
   bool onednn = onednn_calls(settings);
   WEFT_ASSIGN_OR_RETURN(bool int8, quantized_products(graph, [&](const Node& n) {

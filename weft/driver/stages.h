@@ -68,6 +68,9 @@ Status check_lowerable(const Graph& graph);
 // Will the CPU's library calls (oneDNN) run this compile's convolutions? (The layout stage,
 // graph/passes/channels_last, runs only then.)
 bool onednn_calls(const CompileSettings& settings);
+// Will this compile for CUDA take cuBLAS and cuDNN calls where it has a device? (f16 and bf16
+// Conv, MatMul and Gemm then become f32 ones between Casts: graph/passes/narrow_in_f32.)
+bool cuda_library_calls(const CompileSettings& settings);
 
 // Quantized models' forms for the device: the convolutions and products that oneDNN runs
 // in int8 (graph/passes/quantized_products.h, library::int8_conv_unfit and

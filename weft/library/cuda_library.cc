@@ -1,5 +1,7 @@
 #include "weft/library/cuda_library.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "weft/graph/attrs.h"
@@ -173,6 +175,26 @@ std::optional<ConvShape> conv_shape(const Node& n, std::string* why_not) {
   return s;
 }
 
+// Whether TF32 represents every value of "v" exactly (10 mantissa bits: the low 13 of an f32
+// are zero): a Cast from f16 or bf16 (an f16 model's activation after narrow_in_f32), or a
+// constant holding such values (its weights, the Casts folded).
+bool tf32_exact(const Value* v) {
+  if (v->producer && v->producer->op_type == Op::kCast) {
+    DType from = v->producer->inputs[0]->type.dtype;
+    return from == DType::kF16 || from == DType::kBF16;
+  }
+  if (!v->is_constant() || v->type.dtype != DType::kF32) return false;
+  const auto* bits = reinterpret_cast<const uint32_t*>(v->constant->data());
+  return std::all_of(bits, bits + v->constant->num_elements(),
+                     [](uint32_t b) { return (b & 0x1fffu) == 0; });
+}
+
+// Whether the products of "node"'s two operands are exact on tensor cores in TF32, so that
+// TF32 gives the fp32 result up to the order of the sums: an f16 or bf16 model's.
+bool exact_in_tf32(const Node& node) {
+  return tf32_exact(node.inputs[0]) && tf32_exact(node.inputs[1]);
+}
+
 } // namespace
 
 std::optional<LibraryCall> cuda_library_call(const Node& node, std::shared_ptr<Device> device,
@@ -202,7 +224,7 @@ std::optional<LibraryCall> cuda_library_call(const Node& node, std::shared_ptr<D
       *why_not = "an empty tensor";
       return std::nullopt;
     }
-    shape->tf32 = allow_tf32;
+    shape->tf32 = allow_tf32 || exact_in_tf32(node);
     const Value* bias = node.input(2);
     call.values = {node.inputs[0], node.inputs[1]};
     if (bias) call.values.push_back(bias);
@@ -217,7 +239,7 @@ std::optional<LibraryCall> cuda_library_call(const Node& node, std::shared_ptr<D
     *why_not = "an empty operand";
     return std::nullopt;
   }
-  shape->tf32 = allow_tf32;
+  shape->tf32 = allow_tf32 || exact_in_tf32(node);
   call.values = {node.inputs[0], node.inputs[1]};
   if (shape->c_rows > 0) call.values.push_back(node.inputs[2]);
   call.values.push_back(node.outputs[0]);

@@ -12,6 +12,9 @@
 //
 // Precision: fp32 FMA, as the CPU computes, unless "allow_tf32" (CompileSettings): then the
 // libraries may round operands to TF32 on tensor cores (10 mantissa bits; ~1e-3 relative).
+// Operands that TF32 holds exactly (an f16 or bf16 model's, which graph/passes/narrow_in_f32
+// gives these calls as Casts to f32 and folded f32 weights) take TF32 either way: exact
+// products, fp32 sums.
 #pragma once
 
 #include <memory>

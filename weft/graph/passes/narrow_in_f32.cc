@@ -23,12 +23,10 @@ std::optional<DType> narrow_type(const Node& node) {
 
 } // namespace
 
-Result<bool> narrow_in_f32(Graph& graph) {
-  static const std::set<Op> kOps = {Op::kConv, Op::kConvTranspose, Op::kMatMul,
-                                    Op::kGemm, Op::kMaxPool,       Op::kAveragePool};
+Result<bool> narrow_in_f32(Graph& graph, const std::set<Op>& ops) {
   std::vector<Node*> nodes;
   for (const auto& n : graph.nodes()) {
-    if (kOps.contains(n->op_type.id()) && narrow_type(*n)) nodes.push_back(n.get());
+    if (ops.contains(n->op_type.id()) && narrow_type(*n)) nodes.push_back(n.get());
   }
   for (Node* node : nodes) {
     DType t = *narrow_type(*node);

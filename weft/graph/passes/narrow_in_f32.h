@@ -11,15 +11,23 @@
 // the Casts of activations fuse into the generated kernels next to them, and the channels_last
 // pass sinks its Transposes through them.
 //
+// "ops": the node types to rewrite, those the device's library calls take (by default the
+// CPU's: all six; CUDA's cuBLAS and cuDNN calls take Conv, MatMul and Gemm).
+//
 // Requires: a verified graph whose shapes are inferred. Guarantees: the graph computes the
 // same values up to the summation order of the rewritten nodes; returns whether it changed.
 #pragma once
+
+#include <set>
 
 #include "weft/graph/graph.h"
 #include "weft/support/status.h"
 
 namespace weft {
 
-Result<bool> narrow_in_f32(Graph& graph);
+inline const std::set<Op> kNarrowedOps = {Op::kConv, Op::kConvTranspose, Op::kMatMul,
+                                          Op::kGemm, Op::kMaxPool,       Op::kAveragePool};
+
+Result<bool> narrow_in_f32(Graph& graph, const std::set<Op>& ops = kNarrowedOps);
 
 } // namespace weft
