@@ -269,8 +269,6 @@ bool cpu_has(dnnl::cpu_isa isa) {
   return (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & bits) == bits;
 }
 
-// Whether constant "w" holds f32 values that bf16 represents exactly (a bf16 model's weights
-// after narrow_in_f32): the low 16 bits of each are zero.
 // The permutation that makes a value of [N, C, spatial...] channels-last.
 Ints to_channels_last(const Value* v) {
   Ints perm = {0};
@@ -281,6 +279,8 @@ Ints to_channels_last(const Value* v) {
   return perm;
 }
 
+// Whether constant "w" holds f32 values that bf16 represents exactly (a bf16 model's weights
+// after narrow_in_f32): the low 16 bits of each are zero.
 bool holds_bf16(const Value* w) {
   if (!w->is_constant() || w->type.dtype != DType::kF32) return false;
   const auto* bits = reinterpret_cast<const uint32_t*>(w->constant->data());
