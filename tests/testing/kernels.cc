@@ -67,6 +67,25 @@ Kernel copy_kernel(int64_t rows, int64_t columns, bool transposed) {
   return k;
 }
 
+Kernel half_add_kernel(int64_t rows, int64_t columns) {
+  Kernel k;
+  k.name = "half_add";
+  k.buffers = {Buffer{"x", DType::kF32, {rows, columns}, BufferRole::kInput},
+               Buffer{"h", DType::kF16, {rows, columns}, BufferRole::kInput},
+               Buffer{"y", DType::kF16, {rows, columns}, BufferRole::kOutput}};
+  Statement st;
+  st.name = "add";
+  st.domain = {rows, columns};
+  st.write = kernel::Access(2, {it(0), it(1)});
+  st.reads = {kernel::Access(0, {it(0), it(1)}), kernel::Access(1, {it(0), it(1)})};
+  st.expr = {load(0),
+             {ExprOp::kCast, DType::kF16, {0}},
+             {ExprOp::kLoad, DType::kF16, {}, 1},
+             {ExprOp::kAdd, DType::kF16, {1, 2}}};
+  k.statements = {st};
+  return k;
+}
+
 Kernel column_sum_kernel(Dim rows, Dim cols) {
   Kernel k;
   k.name = "column_sum";

@@ -12,6 +12,9 @@ namespace weft::testing {
 kernel::Kernel row_sum_kernel(Dim rows, Dim cols);
 // y[i, j] = x[j, i] ("transposed"), or x[i, j]: a copy over "rows" x "columns".
 kernel::Kernel copy_kernel(int64_t rows, int64_t columns, bool transposed);
+// y[i, j] = Cast(x[i, j], f16) + h[i, j], x f32, h and y f16: the arithmetic in f16 (its
+// compute type f32), each value rounded where it is cast or stored.
+kernel::Kernel half_add_kernel(int64_t rows, int64_t columns);
 // y[k] = sum_r x[r, k]: a COLUMN reduction.
 kernel::Kernel column_sum_kernel(Dim rows, Dim cols);
 // y[] = max_r x[r]: an ALL reduction into a scalar.

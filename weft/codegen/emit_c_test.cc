@@ -622,24 +622,7 @@ TEST(EmitC, TransposeRunsInTiles) {
 // converted 16 at a time and store y so, by the hardware's conversions; the last 8 of each
 // row take the plain per-element ones. Off in the schedule, none of that.
 TEST(EmitC, HalfValuesConvertSixteenAtATime) {
-  using kernel::AffineExpr;
-  using kernel::ExprOp;
-  kernel::Kernel k;
-  k.name = "half_add";
-  k.buffers = {{"x", DType::kF32, {8, 40}, kernel::BufferRole::kInput},
-               {"h", DType::kF16, {8, 40}, kernel::BufferRole::kInput},
-               {"y", DType::kF16, {8, 40}, kernel::BufferRole::kOutput}};
-  kernel::Statement st;
-  st.name = "add";
-  st.domain = {8, 40};
-  std::vector<AffineExpr> ij = {AffineExpr::iterator(0), AffineExpr::iterator(1)};
-  st.write = kernel::Access(2, ij);
-  st.reads = {kernel::Access(0, ij), kernel::Access(1, ij)};
-  st.expr = {{ExprOp::kLoad, DType::kF32, {}, 0},
-             {ExprOp::kCast, DType::kF16, {0}},
-             {ExprOp::kLoad, DType::kF16, {}, 1},
-             {ExprOp::kAdd, DType::kF16, {1, 2}}};
-  k.statements = {st};
+  kernel::Kernel k = testing::half_add_kernel(8, 40);
   ASSERT_TRUE(kernel::verify_kernel(k).ok());
   std::string src = function_of(k);
   size_t blocks = src.find("for (; weft_p + 16 <= 40; weft_p += 16)");

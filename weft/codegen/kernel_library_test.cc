@@ -52,6 +52,20 @@ protected:
     return fn.ok() ? *fn : nullptr;
   }
 
+  // "k" built with "-march=native" replaced by "arch" (one of kInstructionSets).
+  KernelFn build_for(const kernel::Kernel& k, const char* arch, std::string* source) {
+    toolchain::CpuCompiler native = compiler_;
+    std::replace(compiler_.flags.begin(), compiler_.flags.end(), std::string("-march=native"),
+                 std::string(arch));
+    KernelFn fn = build(k, nullptr, {}, source);
+    compiler_ = native;
+    return fn;
+  }
+  // The x86 instruction sets the prelude's vector helpers have paths for: AVX-512, AVX2
+  // (with F16C), none.
+  static constexpr const char* kInstructionSets[] = {"-march=native", "-march=haswell",
+                                                     "-march=x86-64"};
+
   static std::vector<float> random(size_t n, uint32_t seed) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> dist(-1, 1);
@@ -298,13 +312,9 @@ TEST_F(CpuKernels, TransposingTilesMatchOnEveryInstructionSet) {
   const int64_t rows = 1030, columns = 250;
   kernel::Kernel k = testing::copy_kernel(rows, columns, true);
   std::vector<float> x = random(static_cast<size_t>(rows * columns), 11);
-  for (const char* arch : {"-march=native", "-march=haswell", "-march=x86-64"}) {
-    toolchain::CpuCompiler native = compiler_;
-    std::replace(compiler_.flags.begin(), compiler_.flags.end(), std::string("-march=native"),
-                 std::string(arch));
+  for (const char* arch : kInstructionSets) {
     std::string source;
-    KernelFn fn = build(k, nullptr, {}, &source);
-    compiler_ = native;
+    KernelFn fn = build_for(k, arch, &source);
     ASSERT_NE(fn, nullptr) << arch;
     EXPECT_NE(source.find("weft_store_transposed16(&b1["), std::string::npos) << source;
     std::vector<float> y(static_cast<size_t>(rows * columns), NAN);
@@ -328,25 +338,8 @@ TEST_F(CpuKernels, TransposingTilesMatchOnEveryInstructionSet) {
 // denormals), NaN where they give NaN.
 TEST_F(CpuKernels, HalfBlocksMatchOnEveryInstructionSet) {
 #if defined(__x86_64__)
-  using kernel::AffineExpr;
-  using kernel::ExprOp;
   const int64_t rows = 3, columns = 1037;
-  kernel::Kernel k;
-  k.name = "half_add";
-  k.buffers = {{"x", DType::kF32, {rows, columns}, kernel::BufferRole::kInput},
-               {"h", DType::kF16, {rows, columns}, kernel::BufferRole::kInput},
-               {"y", DType::kF16, {rows, columns}, kernel::BufferRole::kOutput}};
-  kernel::Statement st;
-  st.name = "add";
-  st.domain = {rows, columns};
-  std::vector<AffineExpr> ij = {AffineExpr::iterator(0), AffineExpr::iterator(1)};
-  st.write = kernel::Access(2, ij);
-  st.reads = {kernel::Access(0, ij), kernel::Access(1, ij)};
-  st.expr = {{ExprOp::kLoad, DType::kF32, {}, 0},
-             {ExprOp::kCast, DType::kF16, {0}},
-             {ExprOp::kLoad, DType::kF16, {}, 1},
-             {ExprOp::kAdd, DType::kF16, {1, 2}}};
-  k.statements = {st};
+  kernel::Kernel k = testing::half_add_kernel(rows, columns);
   const size_t n = static_cast<size_t>(rows * columns);
   std::vector<float> x(n);
   std::vector<uint16_t> h(n);
@@ -363,13 +356,9 @@ TEST_F(CpuKernels, HalfBlocksMatchOnEveryInstructionSet) {
                          1e-40f,   -1e-40f,      2049,         2051};
   for (size_t i = 0; i < std::size(edges); ++i)
     x[i] = x[1500 + i] = edges[i];
-  for (const char* arch : {"-march=native", "-march=haswell", "-march=x86-64"}) {
-    toolchain::CpuCompiler native = compiler_;
-    std::replace(compiler_.flags.begin(), compiler_.flags.end(), std::string("-march=native"),
-                 std::string(arch));
+  for (const char* arch : kInstructionSets) {
     std::string source;
-    KernelFn fn = build(k, nullptr, {}, &source);
-    compiler_ = native;
+    KernelFn fn = build_for(k, arch, &source);
     ASSERT_NE(fn, nullptr) << arch;
     EXPECT_NE(source.find("weft_h2f16(&b1["), std::string::npos) << source;
     std::vector<uint16_t> y(n, 0);
