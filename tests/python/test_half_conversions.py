@@ -12,6 +12,7 @@ import sys
 import numpy as np
 from onnx import TensorProto, helper
 
+import weft
 from models import make_model
 
 SHAPE = (3, 1037)  # rows of 64 blocks of 16 and a tail of 13
@@ -90,3 +91,21 @@ def test_conversions_equal_numpys_bit_for_bit(tmp_path):
     for name, value in want.items():
         same(blocks[name], value)
         same(plain[name], value)
+
+
+def test_conversions_over_a_symbolic_extent():
+    """The same model compiled once over a symbolic row length: blocks of 16 and a tail of
+    any length (none, part of a block, all of a row shorter than 16)."""
+    m = model()
+    for v in list(m.graph.input) + list(m.graph.output):
+        v.type.tensor_type.shape.dim[1].dim_param = "n"
+    compiled = weft.compile(m.SerializeToString(), dynamic_shapes=True)
+    x, h = inputs()
+    with np.errstate(over="ignore"):
+        a = x.astype(np.float16)
+        d = (h.astype(np.float32) + a.astype(np.float32)).astype(np.float16)
+    want = {"a": a, "r": a.astype(np.float32), "c": h.astype(np.float32), "d": d}
+    for columns in (1037, 32, 21, 5):
+        out = compiled.run({"x": x[:, :columns].copy(), "h": h[:, :columns].copy()})
+        for name, value in want.items():
+            same(out[name], value[:, :columns].copy())
