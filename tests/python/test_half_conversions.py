@@ -109,3 +109,39 @@ def test_conversions_over_a_symbolic_extent():
         out = compiled.run({"x": x[:, :columns].copy(), "h": h[:, :columns].copy()})
         for name, value in want.items():
             same(out[name], value[:, :columns].copy())
+
+
+def test_reductions_over_f16_rows_and_columns(tmp_path):
+    """A row sum and a column max of f16 values, whose lanes convert 16 values at a time
+    (CpuReductionWriter's chains): exact (the values are small integers, whose sums f32 and f16
+    hold in any order), with and without the blocks."""
+    h16 = TensorProto.FLOAT16
+    axes = lambda name, a: helper.make_tensor(name, TensorProto.INT64, [1], [a])  # noqa: E731
+    m = make_model([helper.make_node("ReduceSum", ["h", "rows"], ["s"], keepdims=0),
+                    helper.make_node("ReduceMax", ["g", "cols"], ["c"], keepdims=0)],
+                   [helper.make_tensor_value_info("h", h16, [64, 1037]),
+                    helper.make_tensor_value_info("g", h16, [300, 520])],
+                   [helper.make_tensor_value_info("s", h16, [64]),
+                    helper.make_tensor_value_info("c", h16, [520])],
+                   [axes("rows", 1), axes("cols", 0)], opset=18)
+    path = tmp_path / "r.onnx"
+    path.write_bytes(m.SerializeToString())
+    rng = np.random.default_rng(3)
+    h = rng.integers(-1, 2, (64, 1037)).astype(np.float16)
+    g = (rng.standard_normal((300, 520)) * 100).astype(np.float16)
+    np.save(tmp_path / "h.npy", h)
+    np.save(tmp_path / "g.npy", g)
+    want = {"s": h.astype(np.float64).sum(axis=1).astype(np.float16), "c": g.max(axis=0)}
+    script = ("import sys, numpy as np, weft\n"
+              "out = weft.compile(sys.argv[1]).run({'h': np.load(sys.argv[2]), "
+              "'g': np.load(sys.argv[3])})\nnp.savez(sys.argv[4], **out)\n")
+    for knobs in ({}, {"WEFT_HALF_BLOCKS": "0"}):
+        dump = tmp_path / ("dump" + str(len(knobs)))
+        env = {**os.environ, **knobs, "WEFT_DUMP_DIR": str(dump)}
+        subprocess.run([sys.executable, "-c", script, str(path), str(tmp_path / "h.npy"),
+                        str(tmp_path / "g.npy"), str(tmp_path / "out.npz")], env=env, check=True)
+        source = "".join(p.read_text() for p in pathlib.Path(dump).rglob("kernels.cc"))
+        assert ("weft_h2f16(&" in source) == (not knobs)
+        out = dict(np.load(tmp_path / "out.npz"))
+        for name, value in want.items():
+            same(out[name], value)

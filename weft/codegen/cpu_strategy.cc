@@ -185,6 +185,22 @@ std::string CpuReductionWriter::combine(const std::string& a, const std::string&
   return combine_expr(r_.combine, a, b);
 }
 
+void CpuReductionWriter::staged_chain(const std::string& iterator, const std::string& at, int depth,
+                                      const std::function<void(int)>& chain) {
+  std::vector<std::string> staging = r_.stage ? r_.stage(iterator, at) : std::vector<std::string>{};
+  if (staging.empty()) {
+    chain(depth);
+    return;
+  }
+  Lines l(out_, depth), l1(out_, depth + 1);
+  l("{{");
+  for (const std::string& line : staging)
+    l1("{}", line);
+  chain(depth + 1);
+  r_.stage(iterator, "");
+  l("}}");
+}
+
 // Lanes accumulate a block each; the block's lanes combine by a pairwise tree into "acc".
 // Lane l takes elements l, l + s_.lanes, ...: each chain of kChainLanes lanes is its own SIMD
 // loop, so that its vector accumulator is its own dependence chain (one SIMD loop over all
@@ -197,12 +213,14 @@ void CpuReductionWriter::lanes(const std::string& iterator, const std::string& l
   std::string prefetch = r_.prefetch ? r_.prefetch("weft_p") : "";
   // The lanes [from, from + chain) take the elements weft_i + weft_l.
   auto chain_loop = [&](int64_t from, int d) {
-    Lines c(out_, d), c1(out_, d + 1);
-    c("#pragma omp simd");
-    c("for (int64_t weft_l = {}; weft_l < {}; weft_l += 1) {{", from, from + chain);
-    c1("const int64_t {} = weft_i + weft_l;", iterator);
-    r_.update("weft_lane[weft_l]", d + 1, out_);
-    c("}}");
+    staged_chain(iterator, from == 0 ? "weft_i" : fmt::format("weft_i + {}", from), d, [&](int e) {
+      Lines c(out_, e), c1(out_, e + 1);
+      c("#pragma omp simd");
+      c("for (int64_t weft_l = {}; weft_l < {}; weft_l += 1) {{", from, from + chain);
+      c1("const int64_t {} = weft_i + weft_l;", iterator);
+      r_.update("weft_lane[weft_l]", e + 1, out_);
+      c("}}");
+    });
   };
   // Each block of "n" elements at weft_i prefetches the next row's, a line per chain.
   auto prefetch_block = [&](int64_t n) {
@@ -376,11 +394,15 @@ void CpuReductionWriter::column_registers(const std::string& r_iterator, const s
      r_.identity);
   l1("for (int64_t {0} = {1}; {0} < {2}; {0} += 1) {{", r_iterator, from, to);
   for (int64_t c = 0; c < width; c += chain) {
-    l2("#pragma omp simd");
-    l2("for (int64_t weft_l = {}; weft_l < {}; weft_l += 1) {{", c, c + chain);
-    l3("const int64_t {} = weft_kr + weft_l;", k_iterator);
-    r_.update("weft_reg[weft_l]", depth + 3, out_);
-    l2("}}");
+    staged_chain(k_iterator, c == 0 ? "weft_kr" : fmt::format("weft_kr + {}", c), depth + 2,
+                 [&](int e) {
+                   Lines s(out_, e), s1(out_, e + 1);
+                   s("#pragma omp simd");
+                   s("for (int64_t weft_l = {}; weft_l < {}; weft_l += 1) {{", c, c + chain);
+                   s1("const int64_t {} = weft_kr + weft_l;", k_iterator);
+                   r_.update("weft_reg[weft_l]", e + 1, out_);
+                   s("}}");
+                 });
   }
   l1("}}");
   l1("for (int64_t weft_l = 0; weft_l < {}; weft_l += 1) {{", width);

@@ -129,6 +129,10 @@ struct ReductionText {
   // the C expression "at" (ROW inside a fused row loop, see Emitter::next_row_prefetch);
   // empty, or unset, for none.
   std::function<std::string(const std::string& at)> prefetch;
+  // CPU: f16 reads converted 16 at a time (Emitter::half_reads): the lines to print before a
+  // SIMD loop of 16 lanes where "iterator" runs from the C expression "at", whose update then
+  // reads the converted values; "at" empty ends that (no lines). Unset: none.
+  std::function<std::vector<std::string>(const std::string& iterator, const std::string& at)> stage;
   // CUDA vector loads (Emitter::vectorize): when every read that moves with the loop is f32
   // and contiguous along it, "vector_reads" gives their addresses with the iterator at the C
   // expression "at", and "vector_update" prints the statement as "update" does, with those
@@ -159,6 +163,11 @@ private:
   std::string combine(const std::string& a, const std::string& b) const;
   void lanes(const std::string& iterator, const std::string& lo, const std::string& hi,
              const std::string& acc, int depth);
+  // One SIMD loop of 16 lanes, where "iterator" runs from "at", printed by "chain" at the
+  // depth it is given: with the update's f16 reads converted before it in a scope of its own
+  // when ReductionText::stage has any.
+  void staged_chain(const std::string& iterator, const std::string& at, int depth,
+                    const std::function<void(int)>& chain);
   void tree(const std::string& acc, int depth);
   void column_block(const std::string& r_iterator, const std::string& from, const std::string& to,
                     const std::string& k_iterator, const std::string& dest, int depth);

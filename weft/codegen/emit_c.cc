@@ -351,6 +351,14 @@ ReductionText Emitter::reduction_text(const AstNode& call) const {
   r.update = [this, &call](const std::string& accumulator, int depth, std::string& out) {
     emit_statement(call, depth, out, accumulator);
   };
+  if (d_.cpu_reduction_strategies && schedule_.half_blocks) {
+    r.stage = [this, &call](const std::string& iterator, const std::string& at) {
+      staged_.clear();
+      bool left = false;
+      return at.empty() ? std::vector<std::string>{}
+                        : half_reads(call, iterator, at, staged_, left);
+    };
+  }
   return r;
 }
 
@@ -712,7 +720,7 @@ void Emitter::emit_node(const AstNode& n, int depth, bool in_loop, std::string& 
       }
       if (simd && n.children[0].kind == AstNode::Kind::kBlock &&
           local_arrays(n.children[0], depth + 1).empty() &&
-          emit_half_blocks(n, items_of(n.children[0]), depth, out)) {
+          emit_half_blocks(n, items_of(n.children[0]), "", depth, out)) {
         if (!row_.iterator.empty()) note_row_accesses(n.children[0]);
         break;
       }

@@ -333,7 +333,7 @@ void Emitter::emit_simd_loop(const AstNode& n, const AstNode& call, int depth,
   std::optional<LoopRange> r = loop_range(n);
   bool stream = r && streams_write(call, n);
   std::string prefetch = r ? next_row_prefetch(call, n, "weft_p") : "";
-  if (prefetch.empty() && !stream && emit_half_blocks(n, {&call}, depth, out)) return;
+  if (!stream && emit_half_blocks(n, {&call}, prefetch, depth, out)) return;
   if (prefetch.empty() && !stream) {
     out += fmt::format("{0}{1}\n{0}for (int64_t {2} = {3}; {4}; {2} += {5}) {{\n", pad, d_.simd_for,
                        n.iterator, ast_expr(n.init), ast_expr(n.cond), n.step);
@@ -385,61 +385,72 @@ void Emitter::emit_simd_loop(const AstNode& n, const AstNode& call, int depth,
   out += pad + "}\n";
 }
 
+std::vector<std::string> Emitter::half_reads(const AstNode& call, const std::string& iterator,
+                                             const std::string& at,
+                                             std::map<std::pair<int, int>, std::string>& staged,
+                                             bool& left) const {
+  const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
+  std::string from = at.find(' ') == std::string::npos ? at : "(" + at + ")";
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < s.expr.size(); ++i) {
+    const kernel::ExprNode& e = s.expr[i];
+    bool rounds = e.op == kernel::ExprOp::kCast && e.dtype == DType::kF16 &&
+                  s.expr[static_cast<size_t>(e.operands[0])].op == kernel::ExprOp::kLoad;
+    if ((e.op != kernel::ExprOp::kLoad && !rounds) || hoisted_.contains(static_cast<int>(i)))
+      continue;
+    const kernel::ExprNode& load = rounds ? s.expr[static_cast<size_t>(e.operands[0])] : e;
+    const kernel::Access& a = s.reads[static_cast<size_t>(load.access)];
+    if (!converts(a, call, iterator, rounds ? DType::kF32 : DType::kF16)) {
+      left = left || (!rounds && narrow(a.buffer));
+      continue;
+    }
+    std::string array = fmt::format("weft_v{}", i);
+    lines.push_back(fmt::format("alignas(64) float {}[16];", array));
+    lines.push_back(fmt::format("{}(&b{}[{}], {});", rounds ? "weft_round_f16x16" : "weft_h2f16",
+                                a.buffer, offset_at(a, call, iterator, from), array));
+    staged[{call.statement, static_cast<int>(i)}] =
+        fmt::format("{}[{} - {}]", array, iterator, from);
+  }
+  return lines;
+}
+
+bool Emitter::converts(const kernel::Access& a, const AstNode& call, const std::string& iterator,
+                       DType t) const {
+  return k_.buffers[static_cast<size_t>(a.buffer)].dtype == t && !contracted_.contains(a.buffer) &&
+         a.indirect.empty() && flat_coefficient(a, call, iterator) == 1;
+}
+
+bool Emitter::narrow(int buffer) const {
+  return dtype_size(k_.buffers[static_cast<size_t>(buffer)].dtype) == 2;
+}
+
 bool Emitter::emit_half_blocks(const AstNode& n, const std::vector<const AstNode*>& calls,
-                               int depth, std::string& out) const {
+                               const std::string& prefetch, int depth, std::string& out) const {
   std::optional<LoopRange> r = loop_range(n);
   if (!schedule_.half_blocks || !d_.cpu_reduction_strategies || packing_ || !r ||
       r->static_extent().value_or(16) < 16)
     return false;
-  // An access converted 16 at a time: direct, contiguous along the loop, to a buffer of "t"
-  // that is no local array. (A view that shares memory with another is read before the
-  // statement and written after it as the lanes would: in a loop that carries no dependence,
-  // an iteration reads only what it writes itself, or what no iteration writes.)
-  auto converts = [&](const kernel::Access& a, const AstNode& call, DType t) {
-    const kernel::Buffer& b = k_.buffers[static_cast<size_t>(a.buffer)];
-    return b.dtype == t && !contracted_.contains(a.buffer) && a.indirect.empty() &&
-           flat_coefficient(a, call, n.iterator) == 1;
-  };
-  auto narrow = [&](const kernel::Access& a) { // 16 bits an element
-    return dtype_size(k_.buffers[static_cast<size_t>(a.buffer)].dtype) == 2;
-  };
   std::string pad(static_cast<size_t>(2 * depth), ' '), it = n.iterator;
-  std::string lane = fmt::format("[{} - weft_p]", it);
   // Each statement's conversions before its lanes, after them, and where it stores.
   std::vector<std::string> before(calls.size()), after(calls.size()), store(calls.size());
   std::map<std::pair<int, int>, std::string> staged;
   for (size_t c = 0; c < calls.size(); ++c) {
     const AstNode& call = *calls[c];
     if (call.kind != AstNode::Kind::kCall) return false;
+    // A 16-bit load or store left in the lanes makes GCC vectorize them at half width (8
+    // floats with AVX-512): SiLU into an f16 store so ran 1.5x slower than in the plain loop.
+    bool left = false;
+    for (const std::string& line : half_reads(call, it, "weft_p", staged, left))
+      before[c] += fmt::format("{}      {}\n", pad, line);
     const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
-    for (size_t i = 0; i < s.expr.size(); ++i) {
-      const kernel::ExprNode& e = s.expr[i];
-      bool rounds = e.op == kernel::ExprOp::kCast && e.dtype == DType::kF16 &&
-                    s.expr[static_cast<size_t>(e.operands[0])].op == kernel::ExprOp::kLoad;
-      bool hoisted = calls.size() == 1 && hoisted_.contains(static_cast<int>(i));
-      if ((e.op != kernel::ExprOp::kLoad && !rounds) || hoisted) continue;
-      const kernel::ExprNode& load = rounds ? s.expr[static_cast<size_t>(e.operands[0])] : e;
-      const kernel::Access& a = s.reads[static_cast<size_t>(load.access)];
-      if (!converts(a, call, rounds ? DType::kF32 : DType::kF16)) {
-        // A 16-bit load left in the lanes makes GCC vectorize them at half width (8 floats
-        // with AVX-512): SiLU into an f16 store so ran 1.5x slower than in the plain loop.
-        if (!rounds && narrow(a)) return false;
-        continue;
-      }
-      std::string array = fmt::format("weft_v{}", i);
-      before[c] += fmt::format(
-          "{0}      alignas(64) float {1}[16];\n{0}      {2}(&b{3}[{4}], {1});\n", pad, array,
-          rounds ? "weft_round_f16x16" : "weft_h2f16", a.buffer, offset_at(a, call, it, "weft_p"));
-      staged[{call.statement, static_cast<int>(i)}] = array + lane;
-    }
-    if (narrow(s.write) &&
-        (s.combine != kernel::Combine::kNone || !converts(s.write, call, DType::kF16)))
-      return false; // the same for a 16-bit store
-    if (narrow(s.write)) {
+    if (left || (narrow(s.write.buffer) && (s.combine != kernel::Combine::kNone ||
+                                            !converts(s.write, call, it, DType::kF16))))
+      return false;
+    if (narrow(s.write.buffer)) {
       before[c] += fmt::format("{}      alignas(64) float weft_w[16];\n", pad);
       after[c] = fmt::format("{}      weft_f2h16(weft_w, &b{}[{}]);\n", pad, s.write.buffer,
                              offset_at(s.write, call, it, "weft_p"));
-      store[c] = "weft_w" + lane;
+      store[c] = fmt::format("weft_w[{} - weft_p]", it);
     }
   }
   if (staged.empty() && std::all_of(store.begin(), store.end(), [](auto& w) { return w.empty(); }))
@@ -449,6 +460,7 @@ bool Emitter::emit_half_blocks(const AstNode& n, const std::vector<const AstNode
                      "{0}  int64_t weft_p = {1};\n"
                      "{0}  for (; weft_p + 16 <= {2}; weft_p += 16) {{\n",
                      pad, lo, hi);
+  if (!prefetch.empty()) out += fmt::format("{}    {}\n", pad, prefetch);
   staged_ = staged;
   for (size_t c = 0; c < calls.size(); ++c) {
     out +=

@@ -206,9 +206,24 @@ private:
   // of plain iterations. GCC 12 vectorizes no f16 conversion (not even _Float16's with
   // AVX512-FP16): the branch-free weft_h2f, weft_f2h and weft_round_f16 made an f16
   // model's elementwise kernels 2.5-3.3x slower than the same kernels without conversions.
-  // False when nothing converts so, or "n" is no such loop.
-  bool emit_half_blocks(const AstNode& n, const std::vector<const AstNode*>& calls, int depth,
-                        std::string& out) const;
+  // False when nothing converts so, or "n" is no such loop. "prefetch": next_row_prefetch's
+  // line for a block starting at weft_p, or empty.
+  bool emit_half_blocks(const AstNode& n, const std::vector<const AstNode*>& calls,
+                        const std::string& prefetch, int depth, std::string& out) const;
+  // The conversions of "call"'s f16 reads (and roundings of its f32 loads to f16), 16 at a
+  // time, for 16 lanes where "iterator" runs from the C expression "at": the lines that
+  // declare and fill weft_v<node>, and, into "staged", each such node's lane
+  // "weft_v<node>[iterator - at]". Reads that are not contiguous along the iterator stay per
+  // element; "left" becomes true when a 16-bit one does.
+  std::vector<std::string> half_reads(const AstNode& call, const std::string& iterator,
+                                      const std::string& at,
+                                      std::map<std::pair<int, int>, std::string>& staged,
+                                      bool& left) const;
+  // Is "a" of "call" a direct access to a buffer of "t", no local array, contiguous along
+  // "iterator"? Does "buffer" hold 16-bit elements?
+  bool converts(const kernel::Access& a, const AstNode& call, const std::string& iterator,
+                DType t) const;
+  bool narrow(int buffer) const;
   // Tiny rows (DESIGN.md: "tiny rows are packed"): is "n" a parallel loop whose body is
   // statements and register reductions of at most kTinyRow iterations? The compiler then
   // vectorizes across its rows (the short loops unrolled) rather than within each row.
