@@ -181,9 +181,10 @@ def markdown(r):
                  if row["dtype"] == t and row.get("eager_median_ms")] for t in ("f16", "bf16", ALLOW_BF16)}
     geo_eager = {t: float(np.exp(np.mean(np.log(v)))) if v else float("nan") for t, v in eager.items()}
     lines += ["", f"Geomean ONNX Runtime / Weft over the f16 rows: **{geo:.2f}**; slower than ONNX Runtime "
-              f"on {len(slower)}" + (": " + ", ".join(slower) if slower else "") + " (Weft rounds each "
-              "convolution's result to f16 in a pass of its own, as the model says, where ONNX Runtime "
-              "drops the Casts between its f32 nodes: [library.md](library.md)). Geomean PyTorch eager / Weft: "
+              f"on {len(slower)}" + (": " + ", ".join(slower) + " (Weft rounds each convolution's "
+                                   "result to f16 in a pass of its own, as the model says, where "
+                                   "ONNX Runtime drops the Casts between its f32 nodes: "
+                                   "[library.md](library.md))" if slower else "") + ". Geomean PyTorch eager / Weft: "
               f"**{geo_eager['f16']:.2f}** over the f16 rows, **{geo_eager['bf16']:.2f}** over the bf16 "
               f"rows, **{geo_eager[ALLOW_BF16]:.2f}** over the allow_bf16 rows. Every round is in "
               "`bench/half_results.json`.", ""]

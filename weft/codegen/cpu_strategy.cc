@@ -384,7 +384,7 @@ void CpuReductionWriter::column_registers(const std::string& r_iterator, const s
                                           const std::string& to, const std::string& k_iterator,
                                           const std::function<std::string(std::string)>& join,
                                           int depth) {
-  Lines l(out_, depth), l1(out_, depth + 1), l2(out_, depth + 2), l3(out_, depth + 3);
+  Lines l(out_, depth), l1(out_, depth + 1), l2(out_, depth + 2);
   const int64_t width = register_width_, chain = kChainLanes;
   l("int64_t weft_kr = weft_kb;");
   l("for (; weft_kr + {0} <= weft_ke; weft_kr += {0}) {{  // {0} columns in {1} register chains",
