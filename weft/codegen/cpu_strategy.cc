@@ -185,18 +185,22 @@ std::string CpuReductionWriter::combine(const std::string& a, const std::string&
   return combine_expr(r_.combine, a, b);
 }
 
-void CpuReductionWriter::staged_chain(const std::string& iterator, const std::string& at, int depth,
-                                      const std::function<void(int)>& chain) {
-  std::vector<std::string> staging = r_.stage ? r_.stage(iterator, at) : std::vector<std::string>{};
-  if (staging.empty()) {
-    chain(depth);
-    return;
-  }
-  Lines l(out_, depth), l1(out_, depth + 1);
-  l("{{");
+void CpuReductionWriter::chain(const std::string& iterator, const std::string& base, int64_t from,
+                               int64_t lanes, const std::string& accumulator, int depth) {
+  std::string at = from == 0 ? base : fmt::format("{} + {}", base, from);
+  std::vector<std::string> staging;
+  if (r_.stage && lanes == 16) staging = r_.stage(iterator, at); // the conversions take 16
+  int d = staging.empty() ? depth : depth + 1;
+  Lines l(out_, depth), c(out_, d), c1(out_, d + 1);
+  if (!staging.empty()) l("{{");
   for (const std::string& line : staging)
-    l1("{}", line);
-  chain(depth + 1);
+    c("{}", line);
+  c("#pragma omp simd");
+  c("for (int64_t weft_l = {}; weft_l < {}; weft_l += 1) {{", from, from + lanes);
+  c1("const int64_t {} = {} + weft_l;", iterator, base);
+  r_.update(accumulator, d + 1, out_);
+  c("}}");
+  if (staging.empty()) return;
   r_.stage(iterator, "");
   l("}}");
 }
@@ -213,14 +217,7 @@ void CpuReductionWriter::lanes(const std::string& iterator, const std::string& l
   std::string prefetch = r_.prefetch ? r_.prefetch("weft_p") : "";
   // The lanes [from, from + chain) take the elements weft_i + weft_l.
   auto chain_loop = [&](int64_t from, int d) {
-    staged_chain(iterator, from == 0 ? "weft_i" : fmt::format("weft_i + {}", from), d, [&](int e) {
-      Lines c(out_, e), c1(out_, e + 1);
-      c("#pragma omp simd");
-      c("for (int64_t weft_l = {}; weft_l < {}; weft_l += 1) {{", from, from + chain);
-      c1("const int64_t {} = weft_i + weft_l;", iterator);
-      r_.update("weft_lane[weft_l]", e + 1, out_);
-      c("}}");
-    });
+    this->chain(iterator, "weft_i", from, chain, "weft_lane[weft_l]", d);
   };
   // Each block of "n" elements at weft_i prefetches the next row's, a line per chain.
   auto prefetch_block = [&](int64_t n) {
@@ -385,25 +382,16 @@ void CpuReductionWriter::column_registers(const std::string& r_iterator, const s
                                           const std::function<std::string(std::string)>& join,
                                           int depth) {
   Lines l(out_, depth), l1(out_, depth + 1), l2(out_, depth + 2);
-  const int64_t width = register_width_, chain = kChainLanes;
+  const int64_t width = register_width_;
   l("int64_t weft_kr = weft_kb;");
   l("for (; weft_kr + {0} <= weft_ke; weft_kr += {0}) {{  // {0} columns in {1} register chains",
-    width, width / chain);
+    width, width / kChainLanes);
   l1("{} weft_reg[{}];", r_.type, width);
   l1("for (int64_t weft_l = 0; weft_l < {}; weft_l += 1) weft_reg[weft_l] = {};", width,
      r_.identity);
   l1("for (int64_t {0} = {1}; {0} < {2}; {0} += 1) {{", r_iterator, from, to);
-  for (int64_t c = 0; c < width; c += chain) {
-    staged_chain(k_iterator, c == 0 ? "weft_kr" : fmt::format("weft_kr + {}", c), depth + 2,
-                 [&](int e) {
-                   Lines s(out_, e), s1(out_, e + 1);
-                   s("#pragma omp simd");
-                   s("for (int64_t weft_l = {}; weft_l < {}; weft_l += 1) {{", c, c + chain);
-                   s1("const int64_t {} = weft_kr + weft_l;", k_iterator);
-                   r_.update("weft_reg[weft_l]", e + 1, out_);
-                   s("}}");
-                 });
-  }
+  for (int64_t c = 0; c < width; c += kChainLanes)
+    chain(k_iterator, "weft_kr", c, kChainLanes, "weft_reg[weft_l]", depth + 2);
   l1("}}");
   l1("for (int64_t weft_l = 0; weft_l < {}; weft_l += 1) {{", width);
   l2("const int64_t {} = weft_kr + weft_l;", k_iterator);

@@ -163,11 +163,11 @@ private:
   std::string combine(const std::string& a, const std::string& b) const;
   void lanes(const std::string& iterator, const std::string& lo, const std::string& hi,
              const std::string& acc, int depth);
-  // One SIMD loop of 16 lanes, where "iterator" runs from "at", printed by "chain" at the
-  // depth it is given: with the update's f16 reads converted before it in a scope of its own
-  // when ReductionText::stage has any.
-  void staged_chain(const std::string& iterator, const std::string& at, int depth,
-                    const std::function<void(int)>& chain);
+  // One SIMD loop over the lanes [from, from + lanes): "iterator" is "base" + weft_l, the
+  // update combines into "accumulator"; a loop of 16 lanes has the update's f16 reads
+  // converted before it, in a scope of its own, where ReductionText::stage has any.
+  void chain(const std::string& iterator, const std::string& base, int64_t from, int64_t lanes,
+             const std::string& accumulator, int depth);
   void tree(const std::string& acc, int depth);
   void column_block(const std::string& r_iterator, const std::string& from, const std::string& to,
                     const std::string& k_iterator, const std::string& dest, int depth);

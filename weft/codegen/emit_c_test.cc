@@ -649,6 +649,34 @@ TEST(EmitC, HalfValuesConvertSixteenAtATime) {
   EXPECT_NE(plain->find("weft_round_f16(t0)"), std::string::npos) << *plain;
 }
 
+// A row sum of f16 values: its lanes' SIMD loops of 16 read them converted 16 at a time, one
+// block ahead of each loop; loops of 8 lanes (a schedule of 8) keep the per-element
+// conversion, since 16 converted values would reach past the row.
+TEST(EmitC, ReductionLanesConvertHalfValuesInLoopsOfSixteen) {
+  kernel::Kernel k = testing::row_sum_kernel(Dim(4), Dim(1000));
+  k.buffers[0].dtype = DType::kF16;
+  k.statements[1].expr = {{kernel::ExprOp::kLoad, DType::kF16, {}, 0},
+                          {kernel::ExprOp::kCast, DType::kF32, {0}}};
+  ASSERT_TRUE(kernel::verify_kernel(k).ok());
+  Result<poly::ScheduledKernel> s = poly::schedule_kernel(k);
+  ASSERT_TRUE(s.ok());
+  for (int64_t lanes : {64, 8}) {
+    CpuSchedule schedule;
+    schedule.lanes = lanes;
+    Result<std::string> src = emit_kernel(k, s->loops, Dialect::kCpu, schedule);
+    ASSERT_TRUE(src.ok());
+    std::string code = src->substr(src->find("// kernel"));
+    bool staged = code.find("weft_h2f16(&b0[") != std::string::npos;
+    EXPECT_EQ(staged, lanes == 64) << code;
+    if (lanes == 64) {
+      EXPECT_NE(code.find("weft_h2f16(&b0[c0 * 1000 + (weft_i + 16)], weft_v0);"),
+                std::string::npos)
+          << code;
+    }
+    EXPECT_NE(code.find("weft_h2f(b0["), std::string::npos) << code; // the tail, at least
+  }
+}
+
 TEST(CpuSchedule, RoundTripsAndRejectsBadValues) {
   CpuSchedule s{16, 1024, 256, 4096, 1 << 20};
   std::optional<CpuSchedule> back = CpuSchedule::parse(s.to_string());
