@@ -5,6 +5,7 @@ Usage: cli_test.py WEFT_BINARY
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -468,12 +469,14 @@ class CliTest(unittest.TestCase):
             f.write('{"schedule": "lanes=7"')
         self.assertNotIn("(tuned)", kernels_txt(tuned_cache))
 
-    def lone_conv(self, x_dims, w, pads):
-        """A model of one Conv (stride 1, output as large as "x_dims") over weights "w": its
-        tuning cache, the CLI with that cache, and which algorithm a compile of it takes."""
+    def lone_conv(self, x_dims, w, pads, stride=1):
+        """A model of one Conv (its output "stride" times smaller than "x_dims", pads keeping
+        it so) over weights "w": its tuning cache, the CLI with that cache, and which algorithm
+        a compile of it takes."""
         x = helper.make_tensor_value_info("x", TensorProto.FLOAT, x_dims)
-        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [x_dims[0], w.shape[0], *x_dims[2:]])
-        conv = helper.make_node("Conv", ["x", "w"], ["y"], pads=pads)
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                          [x_dims[0], w.shape[0], *(d // stride for d in x_dims[2:])])
+        conv = helper.make_node("Conv", ["x", "w"], ["y"], pads=pads, strides=[stride] * (len(x_dims) - 2))
         graph = helper.make_graph([conv], "g", [x], [y], initializer=[numpy_helper.from_array(w, "w")])
         path = save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), self.dir)
         cache = os.path.join(self.dir, "cache")
@@ -532,6 +535,28 @@ class CliTest(unittest.TestCase):
         with open(record_path, "w") as f:  # a damaged record is ignored: the default applies
             f.write('{"algorithm": "fast"}')
         self.assertEqual(algorithm(), "winograd")
+
+    def test_tune_reports_the_default_a_strided_convolution_takes(self):
+        """With AVX-512 a stride-2 convolution runs oneDNN's direct kernel by default; `weft
+        tune` times Weft's strided Winograd kernel against it, says "by default" only where
+        the faster is the other one, and compiles take its record either way."""
+        import numpy as np
+        with open("/proc/cpuinfo") as f:
+            flags = set(next((l for l in f if l.startswith("flags")), "").split())
+        if not {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+            self.skipTest("with AVX2 only, stride 2 takes Weft's Winograd kernel by default")
+        # 144 tiles of 4x4 (Weft's Winograd kernel runs strided ones from 128; oneDNN's none)
+        w = np.random.default_rng(0).standard_normal((64, 32, 3, 3)).astype(np.float32)
+        cache, cli, algorithm = self.lone_conv([1, 32, 96, 96], w, [1, 1, 1, 1], stride=2)
+
+        self.assertEqual(algorithm(), "direct")
+        r = cli("tune", "--seconds-per-candidate", "0.01")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        line = re.search(r"\(x \[1,32,96,96\] w \[64,32,3,3\] pads \[1,1,1,1\] stride 2\): (direct|winograd)"
+                         r" \([0-9.]+ ms(, [0-9.]+ ms by default)?\)", r.stdout)
+        self.assertIsNotNone(line, r.stdout)
+        self.assertEqual(line.group(1) == "winograd", line.group(2) is not None, line.group(0))
+        self.check_algorithm_record(cache, algorithm)
 
     def test_tune_times_the_1d_winograd_kernel_and_later_compiles_take_the_record(self):
         """A 1-D convolution of 15 taps: `weft tune` times oneDNN's call against Weft's 1-D

@@ -207,6 +207,8 @@ Status write_record(const std::string& geometry, const nlohmann::json& j) {
   return Status();
 }
 
+namespace {
+
 // The channels both sides of a Winograd convolution of "stride" carry at least, by default:
 // oneDNN's kernels where it has them (AVX-512, blocks of 16 channels), else Weft's.
 int64_t winograd_min_channels(int64_t stride) {
@@ -214,16 +216,23 @@ int64_t winograd_min_channels(int64_t stride) {
   return stride == 2 ? kOwnStridedWinogradMinChannels : kOwnWinogradMinChannels;
 }
 
-// Whether a convolution takes the Winograd kernels when nothing forces a choice: as tuned,
-// or by its channels and plane. Stride 2 only on AVX2: with AVX-512 oneDNN's direct kernel
-// (brgconv) ran the U-Net's 32 -> 64 channels from 256x256 in 2.3-2.4 ms, Weft's Winograd
-// in 4.6-5.4 (Intel Xeon, 2 threads, 2026-12-01).
-bool winograd_fits(const Dims& dx, const Dims& dw, int64_t group, const std::vector<Window>& win) {
-  if (!winograd_allowed() || !winograd_shaped(dx, group, win)) return false;
+} // namespace
+
+// By its channels and plane; stride 2 only on AVX2: with AVX-512 oneDNN's direct kernel
+// (brgconv) ran the U-Net's 32 -> 64 channels from 256x256 in 2.3-2.4 ms, Weft's Winograd in
+// 4.6-5.4 (Intel Xeon, 2 threads, 2026-12-01).
+bool winograd_by_default(const Dims& dx, const Dims& dw, const std::vector<Window>& win) {
   if (win[0].stride == 2 && channel_block() != 8) return false;
-  if (std::optional<bool> tuned = tuned_winograd(winograd_geometry(dx, dw, win))) return *tuned;
   return std::min(dx[1], dw[0]) >= winograd_min_channels(win[0].stride) &&
          std::min(dx[2], dx[3]) >= kWinogradMinSide;
+}
+
+// Whether a convolution takes the Winograd kernels when nothing forces a choice: as `weft
+// tune` recorded, else by default.
+bool winograd_fits(const Dims& dx, const Dims& dw, int64_t group, const std::vector<Window>& win) {
+  if (!winograd_allowed() || !winograd_shaped(dx, group, win)) return false;
+  if (std::optional<bool> tuned = tuned_winograd(winograd_geometry(dx, dw, win))) return *tuned;
+  return winograd_by_default(dx, dw, win);
 }
 
 bool winograd_1d_shaped(const Dims& dx, int64_t group, const std::vector<Window>& win) {

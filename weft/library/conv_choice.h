@@ -24,8 +24,9 @@ bool winograd_shaped(const Dims& dx, int64_t group, const std::vector<Window>& w
 // Whether Weft's Winograd kernel goes before oneDNN's: always on AVX2 (oneDNN has none there),
 // on AVX-512 for planes of many tiles and weights whose transform fits in twice the L2.
 bool own_winograd_first(const Dims& dx, const Dims& dw, const std::vector<Window>& win);
-// The channels both sides of a Winograd convolution of "stride" carry at least, by default.
-int64_t winograd_min_channels(int64_t stride);
+// Whether a Winograd-shaped convolution takes the Winograd kernels without a tuning record:
+// by its channels, plane and stride.
+bool winograd_by_default(const Dims& dx, const Dims& dw, const std::vector<Window>& win);
 // Whether a convolution takes the Winograd kernels when nothing forces a choice: as `weft
 // tune` recorded, else by its channels and plane ($WEFT_WINOGRAD=0: never).
 bool winograd_fits(const Dims& dx, const Dims& dw, int64_t group, const std::vector<Window>& win);

@@ -691,8 +691,8 @@ std::optional<ConvAlgorithmTiming> time_conv_algorithms(const Node& conv, double
   t.geometry = winograd_geometry(dx, dw, win);
   t.direct_ms = direct_ms[2];
   t.winograd_ms = winograd_ms[2];
-  t.winograd_by_default = one_d ? winograd_1d_by_default(dx, dw, win)
-                                : std::min(dx[1], dw[0]) >= winograd_min_channels(win[0].stride);
+  t.winograd_by_default =
+      one_d ? winograd_1d_by_default(dx, dw, win) : winograd_by_default(dx, dw, win);
   return t;
 }
 
