@@ -435,16 +435,17 @@ class Inception(torch.nn.Module):
 
 
 class Poolings(torch.nn.Module):
-    """Poolings between convolutions with 16 channels: a padded stride-2 max pooling and an
-    average over whole 2x2 windows (generated code, channels-last), an average over padded
-    windows that leaves the padding out of its count (oneDNN's call)."""
+    """Poolings between convolutions with "c" channels: a padded stride-2 max pooling and an
+    average over whole 2x2 windows (generated code, channels-last, its taps' targets in
+    registers 32 and 16 lanes at a time, the rest in place), an average over padded windows
+    that leaves the padding out of its count (oneDNN's call)."""
 
-    def __init__(self):
+    def __init__(self, c=16):
         super().__init__()
-        self.a = torch.nn.Conv2d(3, 16, 3)
-        self.b = torch.nn.Conv2d(16, 16, 1)
-        self.c = torch.nn.Conv2d(16, 16, 1)
-        self.d = torch.nn.Conv2d(16, 16, 1)
+        self.a = torch.nn.Conv2d(3, c, 3)
+        self.b = torch.nn.Conv2d(c, c, 1)
+        self.c = torch.nn.Conv2d(c, c, 1)
+        self.d = torch.nn.Conv2d(c, c, 1)
 
     def forward(self, x):
         f = torch.nn.functional
@@ -753,15 +754,18 @@ def main():
         np.testing.assert_array_equal(run(path, x, os.path.join(tmp, "inception"), onednn),
                                       run(path, x, os.path.join(tmp, "inception"), {}))
         # Average poolings: over whole windows generated, padded ones oneDNN's calls.
-        check(tmp, "poolings", Poolings().eval(), {"x": f(1, 3, 17, 17)},
-              ["Conv+Relu", "Conv", "Conv", "AveragePool", "Conv"])
-        path = os.path.join(tmp, "poolings.onnx")
-        own = [k["op_type"] for k in kernels(path) if not k["strategy"].startswith("oneDNN")]
-        assert own == ["Transpose", "MaxPool", "AveragePool", "Transpose"], own
-        x = {"x": f(1, 3, 17, 17)}
-        np.testing.assert_allclose(run(path, x, os.path.join(tmp, "poolings"), onednn),
-                                   run(path, x, os.path.join(tmp, "poolings"), {}),
-                                   rtol=1e-6, atol=1e-6)
+        # 16 channels: one block of lanes; 56: one of 32, one of 16 and 8 in place.
+        for c in (16, 56):
+            name = f"poolings_{c}"
+            check(tmp, name, Poolings(c).eval(), {"x": f(1, 3, 17, 17)},
+                  ["Conv+Relu", "Conv", "Conv", "AveragePool", "Conv"])
+            path = os.path.join(tmp, name + ".onnx")
+            own = [k["op_type"] for k in kernels(path) if not k["strategy"].startswith("oneDNN")]
+            assert own == ["Transpose", "MaxPool", "AveragePool", "Transpose"], own
+            x = {"x": f(1, 3, 17, 17)}
+            np.testing.assert_allclose(run(path, x, os.path.join(tmp, name), onednn),
+                                       run(path, x, os.path.join(tmp, name), {}),
+                                       rtol=1e-6, atol=1e-6)
         check(tmp, "video", Video().eval(), {"x": f(1, 8, 4, 6, 6)},
               ["Conv+Relu", "Conv+Add+Relu"])
         video = [k["strategy"] for k in kernels(os.path.join(tmp, "video.onnx"))
