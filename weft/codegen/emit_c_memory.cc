@@ -521,9 +521,9 @@ bool Emitter::emit_tap_lanes(const AstNode& n, int depth, std::string& out) cons
                        "+= 1) {{\n{0}  const int64_t {3} = weft_p + weft_l;\n",
                        p, from, to, lane);
   };
-  out += fmt::format("{0}{{  // the taps' targets in registers, {1} lanes at a time\n{0}  "
-                     "int64_t weft_p = {2};\n",
-                     pad, "32 and 16", ast_expr(range.lo));
+  out += fmt::format("{0}{{  // the taps' targets in registers, 32 and 16 lanes at a time\n"
+                     "{0}  int64_t weft_p = {1};\n",
+                     pad, ast_expr(range.lo));
   for (int64_t width : {32, 16}) {
     out += fmt::format("{0}  for (; weft_p + {1} <= {2}; weft_p += {1}) {{\n{0}    float "
                        "weft_acc[{1}];\n",
