@@ -436,9 +436,8 @@ class Inception(torch.nn.Module):
 
 class Poolings(torch.nn.Module):
     """Poolings between convolutions with "c" channels: a padded stride-2 max pooling and an
-    average over whole 2x2 windows (generated code, channels-last, its taps' targets in
-    registers 32 and 16 lanes at a time, the rest in place), an average over padded windows
-    that leaves the padding out of its count (oneDNN's call)."""
+    average over whole 2x2 windows (generated code, channels-last), an average over padded
+    windows that leaves the padding out of its count (oneDNN's call)."""
 
     def __init__(self, c=16):
         super().__init__()
@@ -754,7 +753,7 @@ def main():
         np.testing.assert_array_equal(run(path, x, os.path.join(tmp, "inception"), onednn),
                                       run(path, x, os.path.join(tmp, "inception"), {}))
         # Average poolings: over whole windows generated, padded ones oneDNN's calls.
-        # 16 channels: one block of lanes; 56: one of 32, one of 16 and 8 in place.
+        # 16 channels: one SIMD vector; 56: vectors and a tail.
         for c in (16, 56):
             name = f"poolings_{c}"
             check(tmp, name, Poolings(c).eval(), {"x": f(1, 3, 17, 17)},
