@@ -180,6 +180,12 @@ TEST_F(CpuKernels, AllMaxPropagatesNanAndHandlesInfAndEmpty) {
   EXPECT_TRUE(std::isnan(run({NAN, 1})));
   EXPECT_EQ(run({-inf, 2, inf}), inf);
   EXPECT_EQ(run({}), -inf); // the identity of max over no elements
+  // In SIMD lanes too: a NaN that reaches an accumulator first stays through larger values.
+  for (size_t at : {0, 7, 15, 16, 500, 999}) {
+    std::vector<float> x(1000, 1);
+    x[at] = NAN;
+    EXPECT_TRUE(std::isnan(run(x))) << at;
+  }
 }
 
 TEST_F(CpuKernels, BiasAddBroadcasts) {
