@@ -128,6 +128,31 @@ const AstNode* column_nest(const kernel::Kernel& k, const AstNode& loop) {
   return &inner;
 }
 
+const AstNode* tap_nest(const kernel::Kernel& k, const AstNode& loop) {
+  std::vector<std::string> taps;
+  const AstNode* n = &loop;
+  while (n->kind == AstNode::Kind::kFor && n->mark == AstNode::Mark::kReduction) {
+    taps.push_back(n->iterator);
+    n = &n->children[0];
+  }
+  if (taps.empty() || n->kind != AstNode::Kind::kFor || n->mark != AstNode::Mark::kParallel ||
+      n->children[0].kind != AstNode::Kind::kCall) {
+    return nullptr;
+  }
+  const AstNode& call = n->children[0];
+  using kernel::Combine;
+  Combine c = k.statements[static_cast<size_t>(call.statement)].combine;
+  std::optional<LoopRange> r = loop_range(*n);
+  if ((c != Combine::kSum && c != Combine::kMax && c != Combine::kMin) || !r ||
+      !has_private_target(k, call) || write_stays(k, call, n->iterator)) {
+    return nullptr;
+  }
+  for (const std::string& tap : taps) {
+    if (!write_stays(k, call, tap) || range_mentions(*r, tap)) return nullptr;
+  }
+  return n;
+}
+
 std::optional<int64_t> nest_work(const AstNode& n) {
   constexpr int64_t kMany = int64_t{1} << 40;
   if (n.kind == AstNode::Kind::kCall) return 1;

@@ -96,6 +96,13 @@ bool lanes_apply(const kernel::Kernel& k, const poly::AstNode& loop, const poly:
 // free of the outer iterator. Null when "loop" is not one.
 const poly::AstNode* column_nest(const kernel::Kernel& k, const poly::AstNode& loop);
 
+// The lane loop of a tap nest "loop": reduction loops, each the only child of the one
+// around it, around a parallel loop running one combining statement (a sum, max or min) with
+// a private target, which that loop moves, none of the reduction loops moves, and whose range
+// none of them mentions (a pooling's or a depthwise convolution's taps around a run of
+// channels). Null when "loop" is not one.
+const poly::AstNode* tap_nest(const kernel::Kernel& k, const poly::AstNode& loop);
+
 // Could work over a range of at most "extent" elements (none: unknown) use more than one
 // thread?
 bool may_split(std::optional<int64_t> extent, const CpuSchedule& schedule);

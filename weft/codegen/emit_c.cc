@@ -678,6 +678,7 @@ void Emitter::emit_node(const AstNode& n, int depth, bool in_loop, std::string& 
         break;
       }
       if (emit_cpu_strategy(n, depth, in_loop, out)) break;
+      if (in_loop && emit_tap_lanes(n, depth, out)) break;
       if (!collapsed_inner && emit_transposing_tiles(n, depth, in_loop, out)) break;
       if (const AstNode* call = register_reduction(k_, n)) {
         emit_register_reduction(n, *call, depth, out);

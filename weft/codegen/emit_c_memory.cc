@@ -485,4 +485,70 @@ bool Emitter::emit_half_blocks(const AstNode& n, const std::vector<const AstNode
   return true;
 }
 
+// Accumulated in place, each tap loads and stores the targets again, and each tap's update
+// waits for the last one's store (a 3x3 max pooling, 9 such round trips an output pixel).
+// In registers, a block of lanes loads its targets once, combines every tap into them in
+// the same order (the same results, bit for bit) and stores them once.
+bool Emitter::emit_tap_lanes(const AstNode& n, int depth, std::string& out) const {
+  const AstNode* lanes = d_.cpu_reduction_strategies ? tap_nest(k_, n) : nullptr;
+  if (!lanes || packing_) return false;
+  const AstNode& call = lanes->children[0];
+  const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
+  if (k_.buffers[static_cast<size_t>(s.write.buffer)].dtype != DType::kF32) return false;
+  LoopRange range = *loop_range(*lanes);
+  if (range.static_extent().value_or(16) < 16) return false;
+  std::vector<std::string> iters;
+  for (const AstExpr& e : call.args)
+    iters.push_back(ast_expr(e));
+  const std::string target = fmt::format("b{}[{}]", s.write.buffer, offset(s.write, iters));
+  const std::string& lane = lanes->iterator;
+  const std::string hi = ast_expr(range.hi);
+  std::string pad(static_cast<size_t>(2 * depth), ' ');
+  // The tap loops' headers at "at", and their closing braces.
+  auto taps = [&](int at) {
+    std::string open, close;
+    for (const AstNode* m = &n; m != lanes; m = &m->children[0], ++at) {
+      std::string p(static_cast<size_t>(2 * at), ' ');
+      open += fmt::format("{0}for (int64_t {1} = {2}; {3}; {1} += {4}) {{  // reduction\n", p,
+                          m->iterator, ast_expr(m->init), ast_expr(m->cond), m->step);
+      close = p + "}\n" + close;
+    }
+    return std::make_tuple(open, close, at);
+  };
+  auto lane_loop = [&](int at, int64_t from, int64_t to) {
+    std::string p(static_cast<size_t>(2 * at), ' ');
+    return fmt::format("{0}#pragma omp simd\n{0}for (int64_t weft_l = {1}; weft_l < {2}; weft_l "
+                       "+= 1) {{\n{0}  const int64_t {3} = weft_p + weft_l;\n",
+                       p, from, to, lane);
+  };
+  out += fmt::format("{0}{{  // the taps' targets in registers, 32 and 16 lanes at a time\n"
+                     "{0}  int64_t weft_p = {1};\n",
+                     pad, ast_expr(range.lo));
+  for (int64_t width : {32, 16}) {
+    out += fmt::format("{0}  for (; weft_p + {1} <= {2}; weft_p += {1}) {{\n{0}    float "
+                       "weft_acc[{1}];\n",
+                       pad, width, hi);
+    out += lane_loop(depth + 2, 0, width) +
+           fmt::format("{0}    weft_acc[weft_l] = {1};\n{0}  }}\n", pad + "  ", target);
+    auto [open, close, at] = taps(depth + 2);
+    out += open;
+    for (int64_t from = 0; from < width; from += 16) {
+      out += lane_loop(at, from, from + 16);
+      emit_statement(call, at + 1, out, "weft_acc[weft_l]");
+      out += std::string(static_cast<size_t>(2 * at), ' ') + "}\n";
+    }
+    out += close;
+    out += lane_loop(depth + 2, 0, width) +
+           fmt::format("{0}    {1} = weft_acc[weft_l];\n{0}  }}\n{0}}}\n", pad + "  ", target);
+  }
+  auto [open, close, at] = taps(depth + 1); // the rest, in place
+  std::string p(static_cast<size_t>(2 * at), ' ');
+  out += open + fmt::format("{0}#pragma omp simd\n{0}for (int64_t {1} = weft_p; {1} < {2}; {1} "
+                            "+= 1) {{\n",
+                            p, lane, hi);
+  emit_statement(call, at + 1, out);
+  out += p + "}\n" + close + pad + "}\n";
+  return true;
+}
+
 } // namespace weft::codegen
