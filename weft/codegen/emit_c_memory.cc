@@ -521,10 +521,10 @@ bool Emitter::emit_tap_lanes(const AstNode& n, int depth, std::string& out) cons
                        "+= 1) {{\n{0}  const int64_t {3} = weft_p + weft_l;\n",
                        p, from, to, lane);
   };
-  out += fmt::format("{0}{{  // the taps' targets in registers, 32 and 16 lanes at a time\n"
+  out += fmt::format("{0}{{  // the taps' targets in registers, 64, 32 and 16 lanes at a time\n"
                      "{0}  int64_t weft_p = {1};\n",
                      pad, ast_expr(range.lo));
-  for (int64_t width : {32, 16}) {
+  for (int64_t width : {64, 32, 16}) {
     out += fmt::format("{0}  for (; weft_p + {1} <= {2}; weft_p += {1}) {{\n{0}    float "
                        "weft_acc[{1}];\n",
                        pad, width, hi);

@@ -121,8 +121,8 @@ private:
   // Emits "n" with a CPU reduction strategy (cpu_strategy.h) when one applies.
   bool emit_cpu_strategy(const AstNode& n, int depth, bool in_loop, std::string& out) const;
 
-  // A tap nest "n" (cpu_strategy.h: tap_nest) of an f32 target, its lanes in blocks of 32
-  // and of 16 whose targets stay in registers across all the taps, then the rest in place;
+  // A tap nest "n" (cpu_strategy.h: tap_nest) of an f32 target, its lanes in blocks of 64,
+  // 32 and 16 whose targets stay in registers across all the taps, then the rest in place;
   // false when "n" is none (then the ordinary emission applies).
   bool emit_tap_lanes(const AstNode& n, int depth, std::string& out) const;
 
