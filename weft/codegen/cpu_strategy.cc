@@ -81,7 +81,7 @@ const AstNode* register_reduction(const kernel::Kernel& k, const AstNode& loop) 
 bool has_private_target(const kernel::Kernel& k, const AstNode& call) {
   const kernel::Statement& s = k.statements[static_cast<size_t>(call.statement)];
   const kernel::Buffer& target = k.buffers[static_cast<size_t>(s.write.buffer)];
-  if (!s.write.indirect.empty() || target.aliased || target.dtype == DType::kBool) return false;
+  if (!s.write.indirect.empty() || target.aliased() || target.dtype == DType::kBool) return false;
   return std::none_of(s.reads.begin(), s.reads.end(),
                       [&](const kernel::Access& a) { return a.buffer == s.write.buffer; });
 }

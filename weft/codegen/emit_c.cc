@@ -117,7 +117,7 @@ std::string Emitter::header(const std::string& signature, const std::string& fix
     if (contracted_.contains(static_cast<int>(i))) continue; // a local array
     const char* qual = b.role == kernel::BufferRole::kInput ? "const " : "";
     out += fmt::format("  {0}{1}* {4}b{2} = static_cast<{0}{1}*>(buffers[{2}]);  // {3}\n", qual,
-                       storage_type(b.dtype), i, b.name, b.aliased ? "" : "__restrict__ ");
+                       storage_type(b.dtype), i, b.name, b.aliased() ? "" : "__restrict__ ");
   }
   for (const auto& [symbol, name] : symbol_names_) {
     std::string value = fmt::format("extents[{}]", name.substr(1));
@@ -433,23 +433,30 @@ bool Emitter::collapses(const AstNode& n) {
   const AstNode& inner = n.children[0];
   if (!loop_range(n) || inner.kind != AstNode::Kind::kFor ||
       inner.mark != AstNode::Mark::kParallel || !has_loop(inner.children[0]) ||
-      tiny_inner_loop(inner))
+      !tiny_inner_items(inner).empty())
     return false;
   std::optional<LoopRange> r = loop_range(inner);
   return r && !range_mentions(*r, n.iterator);
 }
 
-const AstNode* Emitter::tiny_inner_loop(const AstNode& n) {
-  if (n.kind != AstNode::Kind::kFor || n.mark != AstNode::Mark::kParallel) return nullptr;
-  const AstNode& inner = n.children[0];
-  if (inner.kind != AstNode::Kind::kFor || inner.mark != AstNode::Mark::kParallel ||
-      inner.children[0].kind != AstNode::Kind::kCall)
-    return nullptr;
-  std::optional<LoopRange> outer = loop_range(n), r = loop_range(inner);
-  if (!outer || !r || range_mentions(*r, n.iterator)) return nullptr;
-  std::optional<int64_t> extent = r->static_extent(), outer_extent = outer->static_extent();
-  bool tiny = extent && *extent >= 2 && *extent <= kTinyInner && inner.step == 1;
-  return tiny && (!outer_extent || *outer_extent > kTinyInner) ? &inner : nullptr;
+std::vector<const AstNode*> Emitter::tiny_inner_items(const AstNode& n) {
+  if (n.kind != AstNode::Kind::kFor || n.mark != AstNode::Mark::kParallel) return {};
+  std::optional<LoopRange> outer = loop_range(n);
+  std::optional<int64_t> outer_extent = outer ? outer->static_extent() : std::nullopt;
+  if (!outer || (outer_extent && *outer_extent <= kTinyInner)) return {};
+  std::vector<const AstNode*> items = items_of(n.children[0]);
+  bool any = false;
+  for (const AstNode* item : items) {
+    if (item->kind == AstNode::Kind::kCall) continue;
+    if (item->kind != AstNode::Kind::kFor || item->mark != AstNode::Mark::kParallel ||
+        item->children[0].kind != AstNode::Kind::kCall || item->step != 1)
+      return {};
+    std::optional<LoopRange> r = loop_range(*item);
+    std::optional<int64_t> extent = r ? r->static_extent() : std::nullopt;
+    if (!extent || *extent < 2 || *extent > kTinyInner || range_mentions(*r, n.iterator)) return {};
+    any = true;
+  }
+  return any ? items : std::vector<const AstNode*>();
 }
 
 std::vector<const AstNode*> Emitter::items_of(const AstNode& n) {
@@ -590,7 +597,7 @@ std::string Emitter::hoist_reciprocals(const AstNode& body, std::vector<std::str
   for (const AstNode* call : calls) {
     const Statement& s = k_.statements[static_cast<size_t>(call->statement)];
     written.insert(s.write.buffer);
-    if (k_.buffers[static_cast<size_t>(s.write.buffer)].aliased) return ""; // views share memory
+    if (k_.buffers[static_cast<size_t>(s.write.buffer)].aliased()) return ""; // views share memory
   }
   std::string pad(static_cast<size_t>(2 * depth), ' '), out;
   for (const AstNode* call : calls) {
@@ -618,7 +625,7 @@ bool Emitter::emit_hoisted_loop(const AstNode& n, int depth, std::string& out) c
   std::string pad(static_cast<size_t>(2 * depth), ' '), loads;
   // (A store can change a load only through the same buffer, or when the written buffer is a
   // view that shares memory with another.)
-  if (k_.buffers[static_cast<size_t>(s.write.buffer)].aliased) return false;
+  if (k_.buffers[static_cast<size_t>(s.write.buffer)].aliased()) return false;
   std::vector<bool> fixed = invariant_nodes(call, {n.iterator}, {s.write.buffer});
   std::vector<std::string> invariant(s.expr.size()); // the value, for nodes that do not move
   for (size_t i = 0; i < s.expr.size(); ++i) {
@@ -699,16 +706,25 @@ void Emitter::emit_node(const AstNode& n, int depth, bool in_loop, std::string& 
         collapsing_ = collapses(n);
         out += fmt::format("{}{}\n", pad, collapsing_ ? d_.parallel_for_2 : d_.parallel_for);
       }
-      if (const AstNode* tiny = tiny_inner_loop(n);
-          tiny && in_loop && !collapsed_inner && !d_.simd_for.empty()) {
-        out += fmt::format("{0}{1}  // around a loop of {2}, unrolled\n{0}for (int64_t {3} = {4}; "
-                           "{5}; {3} += {6}) {{\n{0}  #pragma GCC unroll {2}\n{0}  for (int64_t {7} "
-                           "= {8}; {9}; {7} += 1) {{\n",
-                           pad, d_.simd_for, *loop_range(*tiny)->static_extent(), n.iterator,
-                           ast_expr(n.init), ast_expr(n.cond), n.step, tiny->iterator,
-                           ast_expr(tiny->init), ast_expr(tiny->cond));
-        emit_statement(tiny->children[0], depth + 2, out);
-        out += fmt::format("{0}  }}\n{0}}}\n", pad);
+      if (std::vector<const AstNode*> items = tiny_inner_items(n);
+          !items.empty() && in_loop && !collapsed_inner && !d_.simd_for.empty()) {
+        out +=
+            fmt::format("{0}{1}  // around tiny loops, unrolled\n{0}for (int64_t {2} = {3}; {4}; "
+                        "{2} += {5}) {{\n",
+                        pad, d_.simd_for, n.iterator, ast_expr(n.init), ast_expr(n.cond), n.step);
+        for (const AstNode* item : items) {
+          if (item->kind == AstNode::Kind::kCall) {
+            emit_statement(*item, depth + 1, out);
+            continue;
+          }
+          out += fmt::format("{0}  #pragma GCC unroll {1}\n{0}  for (int64_t {2} = {3}; {4}; {2} "
+                             "+= 1) {{\n",
+                             pad, *loop_range(*item)->static_extent(), item->iterator,
+                             ast_expr(item->init), ast_expr(item->cond));
+          emit_statement(item->children[0], depth + 2, out);
+          out += pad + "  }\n";
+        }
+        out += pad + "}\n";
         break;
       }
       // An innermost loop that carries no dependence (isl proved it) may run in SIMD lanes.

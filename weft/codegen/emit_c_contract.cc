@@ -56,7 +56,7 @@ void Emitter::find_contractions(const AstNode& root) {
   collect(root, path, sites);
   for (size_t b = 0; b < k_.buffers.size(); ++b) {
     const kernel::Buffer& buffer = k_.buffers[b];
-    if (buffer.role != kernel::BufferRole::kTemp || buffer.aliased || buffer.dtype != DType::kF32)
+    if (buffer.role != kernel::BufferRole::kTemp || buffer.aliased() || buffer.dtype != DType::kF32)
       continue;
     int id = static_cast<int>(b);
     std::vector<std::pair<const Site*, const kernel::Access*>> accesses;

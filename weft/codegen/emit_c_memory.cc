@@ -223,7 +223,7 @@ bool Emitter::emit_transposing_tiles(const AstNode& nest, int depth, bool in_loo
   auto plain = [&](const kernel::Access& a) {
     return a.indirect.empty() && !contracted_.contains(a.buffer);
   };
-  if (s.combine != kernel::Combine::kNone || written.aliased || !plain(s.write) ||
+  if (s.combine != kernel::Combine::kNone || written.aliased() || !plain(s.write) ||
       flat_coefficient(s.write, call, inner.iterator) != 1 ||
       !std::all_of(s.reads.begin(), s.reads.end(), plain))
     return false;
@@ -296,7 +296,7 @@ bool Emitter::streams_write(const AstNode& call, const AstNode& loop) const {
   const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
   int w = s.write.buffer;
   const kernel::Buffer& b = k_.buffers[static_cast<size_t>(w)];
-  if (s.combine != kernel::Combine::kNone || b.dtype != DType::kF32 || b.aliased ||
+  if (s.combine != kernel::Combine::kNone || b.dtype != DType::kF32 || b.aliased() ||
       contracted_.contains(w) || !s.write.indirect.empty() ||
       flat_coefficient(s.write, call, loop.iterator) != 1)
     return false;

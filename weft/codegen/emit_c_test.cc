@@ -548,7 +548,7 @@ TEST(EmitC, TinyInnermostLoopIsUnrolledInASimdLoop) {
   std::string rgb = transpose(3);
   EXPECT_NE(rgb.find("  #pragma omp parallel for schedule(static)\n"
                      "  for (int64_t c0 = 0; (c0 <= 223); c0 += 1) {\n"
-                     "    #pragma omp simd  // around a loop of 3, unrolled\n"
+                     "    #pragma omp simd  // around tiny loops, unrolled\n"
                      "    for (int64_t c1 = 0; (c1 <= 223); c1 += 1) {\n"
                      "      #pragma GCC unroll 3\n"
                      "      for (int64_t c2 = 0; (c2 <= 2); c2 += 1) {\n"),
@@ -557,6 +557,43 @@ TEST(EmitC, TinyInnermostLoopIsUnrolledInASimdLoop) {
   std::string wide = transpose(16);
   EXPECT_EQ(wide.find("unroll"), std::string::npos) << wide;
   EXPECT_NE(wide.find("collapse(2)"), std::string::npos) << wide;
+}
+
+// A channel shuffle's pixel after stitching: c[p, k] = x[p, k] beside s[p, k, g] = x[p, 64 * g
+// + k] (groups of 2), sharing the pixel's channel loop. The channels run in SIMD lanes around
+// the copy and the unrolled group loop, rather than a SIMD loop of 2 lanes per channel.
+TEST(EmitC, TinyLoopsBesideStatementsAreUnrolledInASimdLoop) {
+  using kernel::AffineExpr;
+  kernel::Kernel k;
+  k.name = "shuffle";
+  k.buffers = {{"x", DType::kF32, {16, 128}, kernel::BufferRole::kInput},
+               {"c", DType::kF32, {16, 64}, kernel::BufferRole::kOutput},
+               {"s", DType::kF32, {16, 64, 2}, kernel::BufferRole::kOutput}};
+  AffineExpr p = AffineExpr::iterator(0), ch = AffineExpr::iterator(1);
+  kernel::Statement copy;
+  copy.name = "copy";
+  copy.domain = {16, 64};
+  copy.write = kernel::Access(1, {p, ch});
+  copy.reads = {kernel::Access(0, {p, ch})};
+  copy.expr = {{kernel::ExprOp::kLoad, DType::kF32, {}, 0}};
+  kernel::Statement shuffle = copy;
+  shuffle.name = "shuffle";
+  shuffle.domain = {16, 64, 2};
+  shuffle.write = kernel::Access(2, {p, ch, AffineExpr::iterator(2)});
+  shuffle.reads = {kernel::Access(0, {p, {0, {{1, 1}, {2, 64}}}})};
+  k.statements = {copy, shuffle};
+  ASSERT_TRUE(kernel::verify_kernel(k).ok());
+  std::string code = function_of(k);
+  EXPECT_NE(code.find("    #pragma omp simd  // around tiny loops, unrolled\n"
+                      "    for (int64_t c1 = 0; (c1 <= 63); c1 += 1) {\n"
+                      "      {  // copy\n"),
+            std::string::npos)
+      << code;
+  EXPECT_NE(code.find("      #pragma GCC unroll 2\n"
+                      "      for (int64_t c2 = 0; (c2 <= 1); c2 += 1) {\n"
+                      "        {  // shuffle\n"),
+            std::string::npos)
+      << code;
 }
 
 // y[i, j] = x[j, i] over [rows, columns]: a 2-D Transpose runs in tiles of 16 x 16, computed

@@ -43,7 +43,7 @@ const AstNode* Emitter::column_init(const AstNode& init, const AstNode& inner) c
   const Statement& a = k_.statements[static_cast<size_t>(call.statement)];
   const Statement& b = k_.statements[static_cast<size_t>(c.statement)];
   if (a.combine != kernel::Combine::kNone || a.write.buffer != b.write.buffer ||
-      k_.buffers[static_cast<size_t>(b.write.buffer)].aliased || !a.write.indirect.empty())
+      k_.buffers[static_cast<size_t>(b.write.buffer)].aliased() || !a.write.indirect.empty())
     return nullptr;
   for (const kernel::Access& r : b.reads) {
     if (r.buffer == b.write.buffer) return nullptr;
@@ -73,7 +73,7 @@ bool Emitter::folds_into(const AstNode& init, const AstNode& next) const {
   const Statement& a = k_.statements[static_cast<size_t>(init.statement)];
   const Statement& b = k_.statements[static_cast<size_t>(call->statement)];
   if (a.combine != kernel::Combine::kNone || a.write.buffer != b.write.buffer ||
-      k_.buffers[static_cast<size_t>(b.write.buffer)].aliased || !a.write.indirect.empty())
+      k_.buffers[static_cast<size_t>(b.write.buffer)].aliased() || !a.write.indirect.empty())
     return false;
   for (const kernel::Access& r : b.reads) {
     if (r.buffer == b.write.buffer) return false;
@@ -281,7 +281,7 @@ std::optional<Emitter::RowRegisters> Emitter::row_registers(const AstNode& body,
     DType t = k_.buffers[static_cast<size_t>(buffer)].dtype;
     bool several = passes[buffer].size() >= 2;
     if (at.size() != 1 || (!several && !row.quads) || scattered.count(buffer) ||
-        k_.buffers[static_cast<size_t>(buffer)].aliased || outside.count(buffer) ||
+        k_.buffers[static_cast<size_t>(buffer)].aliased() || outside.count(buffer) ||
         storage_type(t) != "float" || compute_type(t) != "float") {
       continue;
     }
@@ -458,7 +458,7 @@ Emitter::invariant_split(const std::vector<std::pair<const AstNode*, LoopRange>>
   const AstNode& point = chain.back().first->children[0];
   if (chain.size() < 2 || point.kind != AstNode::Kind::kCall) return 0;
   const Statement& s = k_.statements[static_cast<size_t>(point.statement)];
-  if (k_.buffers[static_cast<size_t>(s.write.buffer)].aliased) return 0;
+  if (k_.buffers[static_cast<size_t>(s.write.buffer)].aliased()) return 0;
   auto cheap = [](kernel::ExprOp op) {
     using kernel::ExprOp;
     return op == ExprOp::kLoad || op == ExprOp::kConstant || op == ExprOp::kExtent ||
@@ -630,7 +630,7 @@ std::string Emitter::cuda_header(const std::string& function, int64_t block, boo
   std::vector<std::string> params, names;
   for (size_t i = 0; i < k_.buffers.size(); ++i) {
     const kernel::Buffer& b = k_.buffers[i];
-    bool restrict = !b.aliased && !shared.count(static_cast<int>(i));
+    bool restrict = !b.aliased() && !shared.count(static_cast<int>(i));
     params.push_back(fmt::format("{}{}* {}b{}",
                                  b.role == kernel::BufferRole::kInput ? "const " : "",
                                  storage_type(b.dtype), restrict ? "__restrict__ " : "", i));

@@ -154,7 +154,7 @@ Result<Task> prepare(const KernelSummary& summary, size_t index, codegen::Dialec
     if (!n) return Status::error(fmt::format("kernel {} has a dynamic shape", k.name));
     task.sizes.push_back(static_cast<size_t>(*n) * static_cast<size_t>(dtype_size(b.dtype)));
     task.written.push_back(b.role != kernel::BufferRole::kInput);
-    aliased = aliased || b.aliased;
+    aliased = aliased || b.aliased();
   }
   if (aliased) task.written.assign(task.written.size(), true);
   bool cuda = dialect == codegen::Dialect::kCuda;

@@ -47,8 +47,8 @@ void accumulate_in_outputs(kernel::BoundKernel& k) {
     int t = copy.reads[0].buffer, o = copy.write.buffer;
     const kernel::Buffer& temp = k.kernel.buffers[static_cast<size_t>(t)];
     const kernel::Buffer& out = k.kernel.buffers[static_cast<size_t>(o)];
-    if (temp.role != BufferRole::kTemp || out.role != BufferRole::kOutput || temp.aliased ||
-        out.aliased || temp.dtype != out.dtype || !(temp.shape == out.shape) ||
+    if (temp.role != BufferRole::kTemp || out.role != BufferRole::kOutput || temp.aliased() ||
+        out.aliased() || temp.dtype != out.dtype || !(temp.shape == out.shape) ||
         !(copy.reads[0].index == copy.write.index) ||
         !covers_once(copy.write.index, copy.domain, out.shape))
       continue;

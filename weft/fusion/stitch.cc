@@ -43,10 +43,11 @@ void stitch_into(FusedKernel& g, FusedKernel k) {
     if (other_view >= 0 &&
         (k.bound.kernel.buffers[b].role == BufferRole::kOutput ||
          g.bound.kernel.buffers[static_cast<size_t>(other_view)].role == BufferRole::kOutput)) {
-      g.bound.kernel.buffers[static_cast<size_t>(other_view)].aliased = true;
-      g.bound.kernel.buffers[static_cast<size_t>(map[b])].aliased = true;
+      g.bound.kernel.buffers[static_cast<size_t>(other_view)].view_group = other_view;
+      g.bound.kernel.buffers[static_cast<size_t>(map[b])].view_group = other_view;
     }
   }
+  group_views(g.bound);
   for (Statement& s : k.bound.kernel.statements) {
     s.write.buffer = map[static_cast<size_t>(s.write.buffer)];
     for (Access& a : s.reads)

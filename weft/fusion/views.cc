@@ -173,6 +173,18 @@ void drop_unused_buffers(kernel::BoundKernel& k) {
   }
   out.kernel.statements = std::move(k.kernel.statements);
   k = std::move(out);
+  group_views(k);
+}
+
+void group_views(kernel::BoundKernel& k) {
+  std::vector<kernel::Buffer>& buffers = k.kernel.buffers;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (!buffers[i].aliased()) continue;
+    size_t first = 0;
+    while (!buffers[first].aliased() || k.values[first] != k.values[i])
+      ++first;
+    buffers[i].view_group = static_cast<int>(first);
+  }
 }
 
 bool is_identity(const Access& a, size_t rank) {

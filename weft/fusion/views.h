@@ -21,6 +21,8 @@ int buffer_of(const kernel::BoundKernel& k, const Value* v, const Shape* shape =
 int add_buffer(kernel::BoundKernel& k, kernel::Buffer b, const Value* v);
 // Drops buffers no access mentions, renumbering the rest.
 void drop_unused_buffers(kernel::BoundKernel& k);
+// Sets each aliased buffer's view_group to the first aliased buffer bound to its value.
+void group_views(kernel::BoundKernel& k);
 // Is "a" the identity over "rank" iterators (no indirect dims)?
 bool is_identity(const kernel::Access& a, size_t rank);
 

@@ -38,10 +38,13 @@ struct Buffer {
   DType dtype = DType::kF32;
   Shape shape;
   BufferRole role = BufferRole::kInput;
-  // Shares memory with another buffer of the kernel (two views of one value, after
-  // stitching). Statements keep their program order, so only the emitters care: they drop
-  // __restrict__ for such buffers (the CUDA emitter also for buffers its threads share).
-  bool aliased = false;
+  // Shares memory with the other buffers of its group (views of one value with two shapes,
+  // after stitching, one of them written): the index of the group's first buffer, or -1.
+  // Statements keep their program order, so only the scheduler (one array per group) and the
+  // emitters care: they drop __restrict__ for such buffers (the CUDA emitter also for buffers
+  // its threads share).
+  int view_group = -1;
+  bool aliased() const { return view_group >= 0; }
 };
 
 // constant + sum(coeff * iterator). Iterators are the statement's, by position.

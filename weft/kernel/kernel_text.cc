@@ -78,7 +78,8 @@ std::string buffer_difference(const Buffer& a, const Buffer& b) {
   if (a.shape != b.shape)
     return fmt::format("shape {} vs {}", shape_to_string(a.shape), shape_to_string(b.shape));
   if (a.role != b.role) return "role";
-  if (a.aliased != b.aliased) return "aliased";
+  if (a.view_group != b.view_group)
+    return fmt::format("view group {} vs {}", a.view_group, b.view_group);
   return "";
 }
 

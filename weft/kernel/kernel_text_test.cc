@@ -166,8 +166,8 @@ TEST(KernelText, GuardsSymbolsAndAliasesRoundTrip) {
   Dim w = dim_floor_div(Dim::symbol("W"), 3, 4);
   k.buffers = {
       {"x", DType::kF32, {dim_mul(64, Dim::symbol("N")), Dim::symbol("W")}, BufferRole::kInput},
-      {"y", DType::kF32, {dim_mul(64, Dim::symbol("N")), w}, BufferRole::kOutput, true},
-      {"t", DType::kF64, {}, BufferRole::kTemp, true},
+      {"y", DType::kF32, {dim_mul(64, Dim::symbol("N")), w}, BufferRole::kOutput, 1},
+      {"t", DType::kF64, {}, BufferRole::kTemp, 1},
       {"in", DType::kBF16, {Dim::symbol("batch size"), Dim::symbol("12")}, BufferRole::kTemp}};
   Expr e;
   e.load(0, DType::kF32);
@@ -177,7 +177,7 @@ TEST(KernelText, GuardsSymbolsAndAliasesRoundTrip) {
   k.statements.push_back(s);
   expect_round_trip(k);
   std::string text = print_kernel(k);
-  EXPECT_NE(text.find("  out y: f32[64*N,(W+3)/4] (aliased)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  out y: f32[64*N,(W+3)/4] (aliased: y)\n"), std::string::npos) << text;
   EXPECT_NE(text.find("  temp \"in\": bf16[\"batch size\",\"12\"]\n"), std::string::npos) << text;
   EXPECT_NE(text.find("pool[i0 < 64*N, i1 < (W+3)/4, i2 < 3, 4*i1 + i2 + -2 >= 0, -1*i2 + 5 >= 0]: "
                       "y[i0, i1] max= x[i0, 4*i1 + i2 + -2]\n"),
@@ -326,7 +326,7 @@ TEST(KernelText, DocumentedExampleReadsBack) {
                      "  in x: f32[N,8]\n"
                      "  in idx: i64[3]\n"
                      "  out y: f32[N,8]\n"
-                     "  temp t: f32[N] (aliased)\n"
+                     "  temp t: f32[N] (aliased: t)\n"
                      "  init[i0 < N]: t[i0] = 0\n"
                      "  sum[i0 < N, i1 < 8, i1 + -1 >= 0]: t[i0] += x[i0, i1]\n"
                      "  square[i0 < N, i1 < 8]:\n"
@@ -366,6 +366,13 @@ TEST(KernelText, ErrorsNameLineColumnAndWhatWasExpected) {
             "line 5, column 3: expected a statement (buffers come first), found 'in z: f32[1]'");
   EXPECT_EQ(error_of("kernel k\n  in x: f32[4]\n  out x: f32[4]\n"),
             "line 3, column 7: expected a name no other buffer has, found 'x: f32[4]'");
+  // A view group is named by its first buffer, declared above (or the buffer itself).
+  EXPECT_EQ(error_of("kernel k\n  in x: f32[4]\n  out y: f32[4] (aliased: x)\n"),
+            "line 3, column 27: expected this buffer's name or an earlier one's that starts a view "
+            "group, found 'x)'");
+  EXPECT_EQ(error_of("kernel k\n  out y: f32[4] (aliased: z)\n  in z: f32[2,2] (aliased: y)\n"),
+            "line 2, column 27: expected this buffer's name or an earlier one's that starts a view "
+            "group, found 'z)'");
   // Well-formed text of a kernel that does not verify.
   EXPECT_EQ(error_of(head + "  s[i0 < 4]: x[i0] = 0\n"),
             "the kernel text does not verify: s: writes input buffer x");

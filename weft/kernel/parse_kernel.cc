@@ -268,8 +268,23 @@ private:
       } while (eat(","));
       expect("]");
     }
-    b.aliased = eat("(aliased)");
-    buffers_[b.name] = static_cast<int>(k_.buffers.size());
+    int index = static_cast<int>(k_.buffers.size());
+    if (eat("(aliased:")) {
+      skip_spaces();
+      size_t group_at = pos_;
+      std::string first = name("the name of the first buffer of its view group");
+      auto it = buffers_.find(first);
+      if (first == b.name) {
+        b.view_group = index;
+      } else if (it != buffers_.end() &&
+                 k_.buffers[static_cast<size_t>(it->second)].view_group == it->second) {
+        b.view_group = it->second;
+      } else {
+        fail_at(group_at, "this buffer's name or an earlier one's that starts a view group");
+      }
+      expect(")");
+    }
+    buffers_[b.name] = index;
     k_.buffers.push_back(std::move(b));
   }
 

@@ -331,8 +331,12 @@ private:
 std::string print_kernel(const Kernel& k) {
   std::string out = fmt::format("kernel {}\n", name_text(k.name));
   for (const Buffer& b : k.buffers) {
+    std::string views =
+        b.aliased() ? fmt::format(" (aliased: {})",
+                                  name_text(k.buffers[static_cast<size_t>(b.view_group)].name))
+                    : "";
     out += fmt::format("  {} {}: {}{}{}\n", role_text(b.role), name_text(b.name),
-                       dtype_name(b.dtype), shape_text(b.shape), b.aliased ? " (aliased)" : "");
+                       dtype_name(b.dtype), shape_text(b.shape), views);
   }
   for (const Statement& s : k.statements)
     out += StatementPrinter(k, s).print();

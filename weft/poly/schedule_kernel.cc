@@ -141,10 +141,10 @@ public:
 
   // An indirect index may touch any element along its dim: the relation over-approximates
   // it by the whole extent there. Buffers that share memory (views of one value with two shapes,
-  // after stitching) must be seen as one array. With static shapes they are: "BA", indexed by each
-  // element's row-major position (conservatively one array for all aliased buffers), so dependences
-  // between the views are exact. With a symbolic extent the position is not affine; each
-  // view keeps its own name and view_dependences() orders the statements instead.
+  // after stitching: a view group) must be seen as one array. With static shapes they are:
+  // "BA<g>" for group g, indexed by each element's row-major position, so dependences between
+  // the views are exact. With a symbolic extent the position is not affine; each view keeps
+  // its own name and view_dependences() orders the statements instead.
   std::string access(size_t s, const kernel::Access& a) const {
     const kernel::Buffer& buffer = kernel_.buffers[static_cast<size_t>(a.buffer)];
     const Shape& shape = buffer.shape;
@@ -158,29 +158,29 @@ public:
       bounds.push_back(fmt::format("0 <= o{} < {}", d, extent(shape[d])));
     }
     std::string relation;
-    if (!buffer.aliased || !linear_views()) {
+    if (!buffer.aliased() || !linear_views()) {
       relation = fmt::format("{} -> B{}[{}]", tuple(s), a.buffer, fmt::join(idx, ", "));
     } else if (!bounds.empty()) { // an indirect index: any element
-      return fmt::format("{} -> BA[o] : o >= 0", tuple(s));
+      return fmt::format("{} -> BA{}[o] : o >= 0", tuple(s), buffer.view_group);
     } else {
       std::string position = "0";
       for (size_t d = 0; d < idx.size(); ++d)
         position = fmt::format("({}) * {} + ({})", position, shape[d].value(), idx[d]);
-      relation = fmt::format("{} -> BA[{}]", tuple(s), position);
+      relation = fmt::format("{} -> BA{}[{}]", tuple(s), buffer.view_group, position);
     }
     return bounds.empty() ? relation : fmt::format("{} : {}", relation, fmt::join(bounds, " and "));
   }
 
-  // Are all aliased buffers of static shape (one array "BA")?
+  // Are all aliased buffers of static shape (one array "BA<g>" a view group)?
   bool linear_views() const {
     return std::all_of(kernel_.buffers.begin(), kernel_.buffers.end(), [](const kernel::Buffer& b) {
-      return !b.aliased || shape_is_static(b.shape);
+      return !b.aliased() || shape_is_static(b.shape);
     });
   }
 
   // Without linear_views(): every instance of a statement that accesses one aliased buffer
-  // comes before every instance of a later statement that accesses another, when either
-  // writes it (a barrier between them).
+  // comes before every instance of a later statement that accesses another of its view group,
+  // when either writes it (a barrier between them).
   std::string view_dependences() const {
     if (linear_views()) return "{ }";
     std::vector<std::string> parts;
@@ -406,17 +406,22 @@ private:
     return fmt::format("{}[{{ {} }}]", param_list(), fmt::join(maps, "; "));
   }
   // Does one statement write an aliased buffer that the other accesses through another
-  // view, or access one that the other writes so?
+  // view of its group, or access one that the other writes so?
   bool views_conflict(const Statement& a, const Statement& b) const {
-    auto aliased = [&](int buffer) { return kernel_.buffers[static_cast<size_t>(buffer)].aliased; };
+    auto aliased = [&](int buffer) {
+      return kernel_.buffers[static_cast<size_t>(buffer)].aliased();
+    };
+    auto other_view = [&](int buffer, int of) {
+      return buffer != of && kernel_.buffers[static_cast<size_t>(buffer)].view_group ==
+                                 kernel_.buffers[static_cast<size_t>(of)].view_group;
+    };
     auto touches_other = [&](const Statement& s, int buffer) {
-      if (s.write.buffer != buffer && aliased(s.write.buffer)) return true;
-      return std::any_of(s.reads.begin(), s.reads.end(), [&](const kernel::Access& r) {
-        return r.buffer != buffer && aliased(r.buffer);
-      });
+      if (other_view(s.write.buffer, buffer)) return true;
+      return std::any_of(s.reads.begin(), s.reads.end(),
+                         [&](const kernel::Access& r) { return other_view(r.buffer, buffer); });
     };
     auto writes_other = [&](const Statement& s, int buffer) {
-      return s.write.buffer != buffer && aliased(s.write.buffer);
+      return other_view(s.write.buffer, buffer);
     };
     for (const Statement* s : {&a, &b}) {
       const Statement& other = s == &a ? b : a;

@@ -112,8 +112,8 @@ kernel::Kernel transpose_then_view(Dim rows) {
   Kernel k;
   k.name = "views";
   k.buffers = {{"x", DType::kF32, {4, rows}, BufferRole::kInput},
-               {"y", DType::kF32, {rows, 4}, BufferRole::kOutput, true},
-               {"y_1", DType::kF32, {Dim::symbol("M")}, BufferRole::kInput, true},
+               {"y", DType::kF32, {rows, 4}, BufferRole::kOutput, 1},
+               {"y_1", DType::kF32, {Dim::symbol("M")}, BufferRole::kInput, 1},
                {"z", DType::kF32, {rows, 4}, BufferRole::kOutput}};
   if (rows.is_static()) k.buffers[2].shape = {rows.value() * 4};
   Statement copy;
@@ -140,11 +140,52 @@ TEST(ScheduleKernel, AliasedBuffersAreOneArray) {
   kernel::Kernel k = transpose_then_view(4);
   k.statements[1].reads[0].index = {{12, {{0, -4}, {1, 1}}}}; // row 3 - i0 of y
   EXPECT_EQ(loops(k), separate);
-  k.buffers[1].aliased = k.buffers[2].aliased = false;
+  k.buffers[1].view_group = k.buffers[2].view_group = -1;
   EXPECT_EQ(loops(k), "for (c0 = 0; (c0 <= 3); c0 += 1)  // parallel\n"
                       "  for (c1 = 0; (c1 <= 3); c1 += 1)  // parallel\n"
                       "    S0(c0, c1);\n"
                       "    S1(c0, c1);\n");
+}
+
+// A channel shuffle after stitching: a concatenation "c" (viewed as [2, 4] by the transpose),
+// transposed into "t" (viewed as [8] by the split). Each view group is an array of its own:
+// read as one array, the transpose's writes (t[2 * i1 + i0]) would land on positions its
+// reads (c[4 * i0 + i1]) take at other iterations, and its loops would not be parallel.
+TEST(ScheduleKernel, ViewGroupsAreSeparateArrays) {
+  using namespace kernel;
+  Kernel k;
+  k.name = "shuffle";
+  k.buffers = {{"x", DType::kF32, {8}, BufferRole::kInput},
+               {"c", DType::kF32, {8}, BufferRole::kOutput, 1},
+               {"c_1", DType::kF32, {2, 4}, BufferRole::kInput, 1},
+               {"t", DType::kF32, {4, 2}, BufferRole::kOutput, 3},
+               {"t_1", DType::kF32, {8}, BufferRole::kInput, 3},
+               {"y", DType::kF32, {4}, BufferRole::kOutput}};
+  auto copy = [](std::string name, Access write, Access read, Shape domain) {
+    Statement s;
+    s.name = std::move(name);
+    s.domain = std::move(domain);
+    s.write = std::move(write);
+    s.reads = {std::move(read)};
+    s.expr = {{ExprOp::kLoad, DType::kF32, {}, 0, 0}};
+    return s;
+  };
+  AffineExpr i0 = AffineExpr::iterator(0), i1 = AffineExpr::iterator(1);
+  k.statements = {copy("concat", {1, {i0}}, {0, {i0}}, {8}),
+                  copy("transpose", {3, {i1, i0}}, {2, {i0, i1}}, {2, 4}),
+                  copy("split", {5, {i0}}, {4, {{4, {{0, 1}}}}}, {4})};
+  ASSERT_TRUE(verify_kernel(k).ok());
+  const std::string separate = "for (c0 = 0; (c0 <= 7); c0 += 1)  // parallel\n"
+                               "  S0(c0);\n"
+                               "for (c0 = 0; (c0 <= 1); c0 += 1)  // parallel\n"
+                               "  for (c1 = 0; (c1 <= 3); c1 += 1)  // parallel\n"
+                               "    S1(c0, c1);\n"
+                               "for (c0 = 0; (c0 <= 3); c0 += 1)  // parallel\n"
+                               "  S2(c0);\n";
+  EXPECT_EQ(loops(k), separate);
+  for (Buffer& b : k.buffers)
+    b.view_group = b.aliased() ? 1 : -1; // one group: the transpose's loops carry dependences
+  EXPECT_EQ(loops(k).find("(c1 <= 3); c1 += 1)  // parallel"), std::string::npos) << loops(k);
 }
 
 TEST(ScheduleKernel, AliasedBuffersOfSymbolicShapeAreOrderedAsWholes) {
