@@ -70,6 +70,14 @@ bool is_slice(const Node& n) {
          n.attrs_as<SliceAttrs>().starts && n.attrs_as<SliceAttrs>().axes;
 }
 
+// GlobalAveragePool or GlobalMaxPool of [N, C, spatial...] (the global pooling of models from
+// the TorchScript exporter and the model zoo): channels-last, ReduceMean or ReduceMax over the
+// spatial axes, keeping them.
+bool is_global_pool(const Node& n) {
+  return (n.op_type == Op::kGlobalAveragePool || n.op_type == Op::kGlobalMaxPool) &&
+         n.inputs.size() == 1 && region_rank(n.inputs[0]);
+}
+
 // A reduction over some of [N, C, spatial...]'s axes, keeping them: over channels-last's
 // axes (to_first maps them) it gives the same elements, laid out channels-last.
 // Without keepdims, one whose kept axes stay in order channels-last (N and C, say, after a
@@ -78,6 +86,7 @@ bool is_reduction(const Node& n) {
   static const std::set<Op> kOps = {Op::kReduceMean, Op::kReduceSum,       Op::kReduceMax,
                                     Op::kReduceMin,  Op::kReduceProd,      Op::kReduceL1,
                                     Op::kReduceL2,   Op::kReduceSumSquare, Op::kReduceLogSumExp};
+  if (is_global_pool(n)) return true;
   size_t rank = region_rank(n.inputs.empty() ? nullptr : n.inputs[0]);
   if (!kOps.contains(n.op_type) || n.inputs.size() != 1 || !rank) return false;
   const auto& at = n.attrs_as<ReduceAttrs>();
@@ -421,8 +430,15 @@ private:
     bool concat = e.op_type == Op::kConcat && has_rank(e.outputs[0], rank) &&
                   (e.attrs_as<AxisAttrs>().axis == 1 || e.attrs_as<AxisAttrs>().axis == 1 - dims);
     if (concat) attrs = AxisAttrs{dims - 1};
+    Op op = e.op_type;
     bool reduction = is_reduction(e) && has_rank(e.inputs[0], rank);
-    if (reduction) { // its axes, over [N, spatial..., C]
+    if (reduction && is_global_pool(e)) { // channels-last's spatial axes
+      Ints spatial;
+      for (int64_t a = 1; a + 1 < dims; ++a)
+        spatial.push_back(a);
+      op = e.op_type == Op::kGlobalAveragePool ? Op::kReduceMean : Op::kReduceMax;
+      attrs = ReduceAttrs{spatial, true, false};
+    } else if (reduction) { // its axes, over [N, spatial..., C]
       ReduceAttrs at = e.attrs_as<ReduceAttrs>();
       for (int64_t& a : *at.axes)
         a = first[static_cast<size_t>(a < 0 ? a + dims : a)];
@@ -438,7 +454,7 @@ private:
     }
     bool resize = is_resize(e) && has_rank(e.inputs[0], rank);
     // (A reduction without keepdims leaves the same elements in the same order.)
-    bool same_layout = reduction && !e.attrs_as<ReduceAttrs>().keepdims;
+    bool same_layout = reduction && !std::get<ReduceAttrs>(attrs).keepdims;
     if ((!is_pointwise(e) && !concat && !reduction && !slice && !resize) ||
         (!same_layout && !has_rank(e.outputs[0], rank)))
       return false;
@@ -492,7 +508,7 @@ private:
     Value* out = e.outputs[0];
     out->producer = nullptr;
     e.outputs[0] = nullptr;
-    Value* y = same_layout ? b.op(e.op_type, inputs, attrs, out) : b.op(e.op_type, inputs, attrs);
+    Value* y = same_layout ? b.op(op, inputs, attrs, out) : b.op(op, inputs, attrs);
     if (!same_layout) b.op(Op::kTranspose, {y}, TransposeAttrs{first}, out);
     std::string name = e.name;
     remove(&e);

@@ -161,6 +161,37 @@ TEST(ChannelsLast, SharesInputTransposesAndEndsAtAFlatMean) {
   EXPECT_EQ(g.outputs[0]->producer->attrs_as<ReduceAttrs>().axes, (Ints{1, 2}));
 }
 
+// The TorchScript exporter's global pooling (GlobalAveragePool, GlobalMaxPool before a
+// Flatten): a mean or max over channels-last's spatial axes, keeping them, and the Transposes
+// left move only its [N, 1, 1, C] result. Read channels-first, the 7x7x2048 activations of
+// ResNet-50's last convolution went through a Transpose first (0.11 ms against 0.005).
+TEST(ChannelsLast, GlobalPoolingsReduceChannelsLast) {
+  for (const std::string pool : {"GlobalAveragePool", "GlobalMaxPool"}) {
+    Graph g = graph_from_text(R"(
+      <ir_version: 8, opset_import: ["" : 13]>
+      g (float[1, 4, 8, 8] x, float[16, 4, 1, 1] w) => (float[1, 16] y) {
+        a = Conv(x, w)
+        r = Relu(a)
+        p = )" + pool + R"((r)
+        y = Flatten(p)
+      })");
+    ASSERT_TRUE(run_pass(g)) << pool;
+    Op reduce = pool == "GlobalAveragePool" ? Op::kReduceMean : Op::kReduceMax;
+    ASSERT_EQ(count_ops(g, reduce), 1) << pool;
+    EXPECT_EQ(count_ops(g, Op::kGlobalAveragePool) + count_ops(g, Op::kGlobalMaxPool), 0);
+    for (const auto& n : g.nodes()) {
+      if (n->op_type == reduce) {
+        EXPECT_EQ(n->inputs[0]->producer->op_type, Op::kRelu);
+        EXPECT_EQ(n->attrs_as<ReduceAttrs>().axes, (Ints{1, 2}));
+        EXPECT_TRUE(n->attrs_as<ReduceAttrs>().keepdims);
+      }
+      if (n->op_type == Op::kTranspose && n->inputs[0]->producer) { // (not the input's)
+        EXPECT_EQ(n->inputs[0]->producer->op_type, reduce) << pool;
+      }
+    }
+  }
+}
+
 // ShuffleNetV2's unit: a channel split, a convolution on one part, a Concat and a channel
 // shuffle (Reshape, Transpose of the channel factors, Reshape). The Transposes sink through
 // the shuffle, which permutes channels-last's last axis instead, and through the Split: only
