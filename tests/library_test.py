@@ -102,6 +102,21 @@ class DilatedPadded(torch.nn.Module):
         return torch.relu(self.b(torch.relu(self.a(x))))
 
 
+class PaddedThenPooled(torch.nn.Module):
+    """Explicit zero padding before convolutions (TensorFlow's and some exporters' Pad), which
+    each convolution takes as padding of its own, and a global mean at the end."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Conv2d(16, 24, 3)
+        self.b = torch.nn.Conv2d(24, 32, 3, stride=2)
+
+    def forward(self, x):
+        y = torch.relu(self.a(torch.nn.functional.pad(x, (1, 1, 1, 1))))
+        y = torch.relu(self.b(torch.nn.functional.pad(y, (0, 1, 0, 1))))
+        return torch.nn.functional.adaptive_avg_pool2d(y, 1).flatten(1)
+
+
 class AsppBranch(torch.nn.Module):
     """DeepLabV3's ASPP branch at rate 12 over 16x16, its taps reading mostly padding
     (canonicalize splits it into nine pieces), then a dilated one of stride 2, left whole."""
@@ -656,6 +671,11 @@ def main():
                            "F(4x4, 3x3), stride 2")
         check(tmp, "dilated_padded", DilatedPadded().eval(), {"x": f(2, 16, 6, 7)},
               ["Conv+Relu", "Conv+Relu"])
+        check(tmp, "padded_then_pooled", PaddedThenPooled().eval(), {"x": f(2, 16, 15, 13)},
+              ["Conv+Relu", "Conv+Relu"])
+        pads = [k["op_type"] for k in kernels(os.path.join(tmp, "padded_then_pooled.onnx"))
+                if "Pad" in k["op_type"]]
+        assert not pads, pads
         aspp = ["Conv"] * 9 + ["Conv"]
         avx512 = winograd_kernels()  # oneDNN's avx512_core kernels
         check(tmp, "few_channels_a_group", FewChannelsAGroup().eval(), {"x": f(1, 32, 30, 29)},

@@ -631,6 +631,7 @@ void canonicalize_node(Graph& graph, Node& node) {
   } else if (op == Op::kInstanceNormalization) {
     expand_grouped_instance_norm(graph, node);
   } else if (op == Op::kConv) {
+    absorb_pad(node);
     drop_padding_taps(graph, node);
     split_padded_conv(graph, node);
   } else if (auto* arg = std::get_if<ArgReduceAttrs>(&node.attrs)) {

@@ -227,6 +227,38 @@ TEST(Canonicalize, ConvTapsReadingOnlyPaddingAreDropped) {
             "  output %y: f32[1,1,2,4]\n");
 }
 
+// A Pad of zeros on the spatial dims before a Conv is the Conv's padding, added to its own;
+// a Pad of channels, of another value, or one the Conv reads with auto_pad stays.
+TEST(Canonicalize, ConvTakesAZeroPadOfItsInputAsPadding) {
+  EXPECT_EQ(canonical(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1, 2, 4, 4] x, float[3, 2, 3, 3] w) => (float[1, 3, 4, 3] y) {
+      pads = Constant <value = int64[8] {0, 0, 1, 0, 0, 0, 0, 1}> ()
+      p = Pad(x, pads)
+      y = Conv <pads = [1, 0, 0, 0]> (p, w)
+    })"),
+            "  input %x: f32[1,2,4,4]\n"
+            "  input %w: f32[3,2,3,3]\n"
+            "  node Conv_2: %y: f32[1,3,4,3] = Conv(%x, %w) {auto_pad=NOTSET, dilations=[], "
+            "group=1, kernel_shape=[], pads=[2, 0, 0, 1], strides=[]}\n"
+            "  output %y: f32[1,3,4,3]\n");
+  const std::string zeros = "pads = Constant <value = int64[8] {0, 0, 1, 0, 0, 0, 0, 1}> ()\n";
+  for (const auto& [kept, channels] : std::vector<std::pair<std::string, int>>{
+           {"pads = Constant <value = int64[8] {0, 1, 1, 0, 0, 0, 0, 1}> ()\n p = Pad(x, pads)", 3},
+           {zeros + " one = Constant <value = float {1.0}> ()\n p = Pad(x, pads, one)", 2},
+           {zeros + " p = Pad <mode = \"reflect\"> (x, pads)", 2}}) {
+    std::string body = canonical(R"(
+      <ir_version: 8, opset_import: ["" : 13]>
+      g (float[1, 2, 4, 4] x, float[3, )" +
+                                 std::to_string(channels) + R"(, 3, 3] w) => (float[1, 3, 3, 3] y) {
+        )" + kept + R"(
+        y = Conv(p, w)
+      })");
+    EXPECT_NE(body.find("= Pad("), std::string::npos) << body;
+    EXPECT_NE(body.find("Conv(%p, %w)"), std::string::npos) << body;
+  }
+}
+
 // Dilated by 12 over 16x16, as DeepLabV3's ASPP: a quarter of the taps read inside. Along
 // each side outputs 0-3 read taps 1-2 (rows 0-15 of x), 4-11 tap 1 (rows 4-11), 12-15 taps
 // 0-1 (rows 0-15): nine Convs of those taps over what they read (a Slice of x, but for the

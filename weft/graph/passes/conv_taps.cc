@@ -83,6 +83,31 @@ constexpr double kSplitMinFlops = 5e7;
 
 } // namespace
 
+void absorb_pad(Node& conv) {
+  Value* x = conv.inputs[0];
+  const Node* pad = x->producer;
+  auto& a = conv.attrs_as<ConvAttrs>();
+  if (!pad || pad->op_type != Op::kPad || pad->inputs.size() != 1 ||
+      a.auto_pad != AutoPad::kNotSet || !x->type.shape)
+    return;
+  const auto& p = pad->attrs_as<PadAttrs>();
+  const size_t rank = x->type.shape->size(), spatial = rank - 2;
+  if (p.mode != PadMode::kConstant || p.value != 0.0f || !p.pads || p.pads->size() != 2 * rank ||
+      rank < 3 || (!a.pads.empty() && a.pads.size() != 2 * spatial))
+    return;
+  const Ints& grow = *p.pads;
+  if (grow[0] != 0 || grow[1] != 0 || grow[rank] != 0 || grow[rank + 1] != 0 ||
+      std::any_of(grow.begin(), grow.end(), [](int64_t v) { return v < 0; }))
+    return;
+  Ints pads = a.pads.empty() ? Ints(2 * spatial, 0) : a.pads;
+  for (size_t i = 0; i < spatial; ++i) {
+    pads[i] += grow[2 + i];
+    pads[spatial + i] += grow[rank + 2 + i];
+  }
+  a.pads = pads;
+  conv.inputs[0] = pad->inputs[0];
+}
+
 void drop_padding_taps(Graph& graph, Node& node) {
   std::optional<std::vector<Window>> win = static_windows(node);
   if (!win) return;

@@ -6,6 +6,12 @@
 
 namespace weft {
 
+// A Conv reading a Pad of zeros on its spatial dims only (the explicit padding of models from
+// TensorFlow and of some exporters) reads the Pad's input instead, its pads grown by the
+// Pad's: one convolution, no padded copy (nor the reorders around one, which
+// channels-last regions do not take through). The Pad stays for its other readers.
+void absorb_pad(Node& conv);
+
 // Taps that read only padding at every output are dropped: the weights lose those rows and
 // columns, the pads shrink to keep the output's positions. With dilation d, a tap off the
 // centre reads a plane of d points or fewer only in padding: DeepLabV3's ASPP at rates 24
