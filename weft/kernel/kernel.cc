@@ -139,6 +139,14 @@ std::string print_affine(const AffineExpr& e) {
 }
 
 Status verify_kernel(const Kernel& k) {
+  for (const Buffer& b : k.buffers) {
+    if (!b.aliased()) continue;
+    size_t g = static_cast<size_t>(b.view_group);
+    if (g >= k.buffers.size() || k.buffers[g].view_group != b.view_group)
+      return Status::error(fmt::format("buffer {}: view group {} does not start at a buffer of its "
+                                       "own",
+                                       b.name, b.view_group));
+  }
   for (const Statement& s : k.statements) {
     WEFT_RETURN_IF_ERROR(check_access(k, s, s.write));
     const Buffer& out = k.buffers[static_cast<size_t>(s.write.buffer)];

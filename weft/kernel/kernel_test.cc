@@ -71,6 +71,17 @@ TEST(Kernel, VerifierCatchesBrokenKernels) {
   Kernel wrong_dtype = row_sum();
   wrong_dtype.statements[0].expr[0].dtype = DType::kF64;
   EXPECT_NE(verify_kernel(wrong_dtype).message().find("stores f64 into f32"), std::string::npos);
+
+  // A view group starts at a buffer of its own: one past the buffers, or at a buffer of
+  // another group, names none.
+  Kernel views = row_sum();
+  views.buffers[0].view_group = 7;
+  EXPECT_NE(verify_kernel(views).message().find("view group 7"), std::string::npos);
+  EXPECT_NE(print_kernel(views).find("(aliased: #7)"), std::string::npos);
+  views.buffers[0].view_group = 1; // buffer 1 is in no group
+  EXPECT_FALSE(verify_kernel(views).ok());
+  views.buffers[1].view_group = 1;
+  EXPECT_TRUE(verify_kernel(views).ok()) << verify_kernel(views).message();
 }
 
 TEST(Kernel, IndirectLoadPrintsItsIndexNode) {

@@ -331,10 +331,12 @@ private:
 std::string print_kernel(const Kernel& k) {
   std::string out = fmt::format("kernel {}\n", name_text(k.name));
   for (const Buffer& b : k.buffers) {
-    std::string views =
-        b.aliased() ? fmt::format(" (aliased: {})",
-                                  name_text(k.buffers[static_cast<size_t>(b.view_group)].name))
-                    : "";
+    // (An unverified kernel's group may name no buffer: then its number.)
+    size_t g = static_cast<size_t>(b.view_group);
+    std::string views = !b.aliased() ? ""
+                        : g < k.buffers.size()
+                            ? fmt::format(" (aliased: {})", name_text(k.buffers[g].name))
+                            : fmt::format(" (aliased: #{})", b.view_group);
     out += fmt::format("  {} {}: {}{}{}\n", role_text(b.role), name_text(b.name),
                        dtype_name(b.dtype), shape_text(b.shape), views);
   }
