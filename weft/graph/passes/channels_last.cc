@@ -63,6 +63,17 @@ bool has_rank(const Value* v, size_t rank) {
   return v && v->type.shape && v->type.shape->size() == rank;
 }
 
+// A Pad of [N, C, spatial...]'s spatial dims alone, in any mode, its pads an attribute
+// (canonicalize made them one): channels-last, the same Pad with its pads permuted (the
+// reflection padding before each convolution of style-transfer and image-to-image networks).
+bool is_spatial_pad(const Node& n) {
+  size_t rank = region_rank(n.inputs.empty() ? nullptr : n.inputs[0]);
+  if (n.op_type != Op::kPad || n.inputs.size() != 1 || !rank) return false;
+  const std::optional<Ints>& pads = n.attrs_as<PadAttrs>().pads;
+  return pads && pads->size() == 2 * rank && (*pads)[0] == 0 && (*pads)[1] == 0 &&
+         (*pads)[rank] == 0 && (*pads)[rank + 1] == 0;
+}
+
 // A Slice of [N, C, spatial...] whose parameters canonicalize made attributes (axes
 // normalized).
 bool is_slice(const Node& n) {
@@ -284,7 +295,7 @@ private:
   // QLinearConv that it runs in int8. In 1-D, an f32 one of one group over constant weights,
   // which runs as matrix products over im2col tiles (library/dnnl_epilogue.h).
   bool convertible(const Node& n) const {
-    if (n.conditional || !region_rank(n.inputs[0]) ||
+    if (n.conditional || n.inputs.empty() || n.outputs.empty() || !region_rank(n.inputs[0]) ||
         region_rank(n.outputs[0]) != region_rank(n.inputs[0]))
       return false;
     bool one_d = region_rank(n.inputs[0]) == 3;
@@ -379,8 +390,9 @@ private:
       // Into its reader; with several, when each could take it (SiLU's Sigmoid and Mul both
       // read x): the Transpose then stays only if one of them cannot.
       bool all_sinkable = std::all_of(rs.begin(), rs.end(), [&](Node* r) {
-        return is_pointwise(*r) || is_reduction(*r) || is_slice(*r) || r->op_type == Op::kConcat ||
-               is_channel_split(*r) || channel_shuffle(*r, readers, graph_) || is_batch_norm(*r) ||
+        return is_pointwise(*r) || is_reduction(*r) || is_slice(*r) || is_spatial_pad(*r) ||
+               r->op_type == Op::kConcat || is_channel_split(*r) ||
+               channel_shuffle(*r, readers, graph_) || is_batch_norm(*r) ||
                resize_takes(*r, readers);
       });
       // (In 1-D, the pass's own Transposes to channels-last read as to channels-first too;
@@ -452,10 +464,20 @@ private:
         a = first[static_cast<size_t>(a)];
       attrs = at;
     }
+    bool pad = is_spatial_pad(e) && has_rank(e.inputs[0], rank);
+    if (pad) { // its widths, over [N, spatial..., C]
+      PadAttrs at = e.attrs_as<PadAttrs>();
+      const Ints& widths = *e.attrs_as<PadAttrs>().pads;
+      for (size_t a = 0; a < rank; ++a) {
+        (*at.pads)[static_cast<size_t>(first[a])] = widths[a];
+        (*at.pads)[rank + static_cast<size_t>(first[a])] = widths[rank + a];
+      }
+      attrs = at;
+    }
     bool resize = is_resize(e) && has_rank(e.inputs[0], rank);
     // (A reduction without keepdims leaves the same elements in the same order.)
     bool same_layout = reduction && !std::get<ReduceAttrs>(attrs).keepdims;
-    if ((!is_pointwise(e) && !concat && !reduction && !slice && !resize) ||
+    if ((!is_pointwise(e) && !concat && !reduction && !slice && !pad && !resize) ||
         (!same_layout && !has_rank(e.outputs[0], rank)))
       return false;
     std::vector<Value*> inputs;

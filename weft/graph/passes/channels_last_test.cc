@@ -10,6 +10,8 @@
 #include "weft/graph/passes/channels_last.h"
 #include "weft/graph/passes/eliminate_dead_code.h"
 #include "weft/graph/passes/eliminate_identity.h"
+#include "weft/graph/passes/fold_constants.h"
+#include "weft/graph/passes/infer_shapes.h"
 #include "weft/graph/verify_graph.h"
 
 namespace weft {
@@ -190,6 +192,43 @@ TEST(ChannelsLast, GlobalPoolingsReduceChannelsLast) {
       }
     }
   }
+}
+
+// Reflection padding between convolutions (style transfer's, CycleGAN's): the Pad of the
+// spatial dims runs channels-last, its widths permuted; no Transpose is left between the
+// convolutions. A Pad of channels ends the region.
+TEST(ChannelsLast, SpatialPadsStayChannelsLast) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1, 4, 8, 8] x, float[4, 4, 3, 3] w1, float[4, 4, 3, 3] w2) => (float[1, 4, 8, 6] y) {
+      a = Conv <pads = [1, 1, 1, 1]> (x, w1)
+      r = Relu(a)
+      pads = Constant <value = int64[8] {0, 0, 1, 0, 0, 0, 1, 0}> ()
+      p = Pad <mode = "reflect"> (r, pads)
+      y = Conv(p, w2)
+    })");
+  ASSERT_TRUE(fold_constants(g).ok() && infer_shapes(g).ok() && canonicalize(g).ok());
+  ASSERT_TRUE(run_pass(g));
+  EXPECT_EQ(count_ops(g, Op::kConvChannelsLast), 2);
+  EXPECT_EQ(count_ops(g, Op::kTranspose), 2); // the input's and the output's
+  for (const auto& n : g.nodes()) {
+    if (n->op_type == Op::kPad) {
+      EXPECT_EQ(*n->attrs_as<PadAttrs>().pads, (Ints{0, 1, 0, 0, 0, 1, 0, 0}));
+      EXPECT_EQ(n->inputs[0]->producer->op_type, Op::kRelu);
+    }
+  }
+  Graph channels = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1, 4, 8, 8] x, float[4, 4, 3, 3] w1, float[4, 6, 3, 3] w2) => (float[1, 4, 6, 6] y) {
+      a = Conv <pads = [1, 1, 1, 1]> (x, w1)
+      pads = Constant <value = int64[8] {0, 1, 0, 0, 0, 1, 0, 0}> ()
+      p = Pad(a, pads)
+      y = Conv(p, w2)
+    })");
+  ASSERT_TRUE(fold_constants(channels).ok() && infer_shapes(channels).ok() &&
+              canonicalize(channels).ok());
+  ASSERT_TRUE(run_pass(channels));
+  EXPECT_EQ(count_ops(channels, Op::kTranspose), 4);
 }
 
 // ShuffleNetV2's unit: a channel split, a convolution on one part, a Concat and a channel
