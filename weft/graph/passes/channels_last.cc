@@ -389,12 +389,13 @@ private:
       }
       // Into its reader; with several, when each could take it (SiLU's Sigmoid and Mul both
       // read x): the Transpose then stays only if one of them cannot.
-      bool all_sinkable = std::all_of(rs.begin(), rs.end(), [&](Node* r) {
+      auto sinkable = [&](Node* r) {
         return is_pointwise(*r) || is_reduction(*r) || is_slice(*r) || is_spatial_pad(*r) ||
                r->op_type == Op::kConcat || is_channel_split(*r) ||
                channel_shuffle(*r, readers, graph_) || is_batch_norm(*r) ||
                resize_takes(*r, readers);
-      });
+      };
+      bool all_sinkable = std::all_of(rs.begin(), rs.end(), sinkable);
       // (In 1-D, the pass's own Transposes to channels-last read as to channels-first too;
       // sunk, they would come back as the other operand's.)
       if (!rank || rs.empty() || graph_.is_graph_output(v) || made_to_last_.contains(t)) continue;
@@ -402,6 +403,17 @@ private:
           !graph_.is_graph_output(rs[0]->outputs[0])) {
         const std::vector<Node*>& after = readers[rs[0]->outputs[0]];
         if (!after.empty() && (after.size() != 1 || !is_transpose(after[0], kToLast)))
+          return sink_pool(*rs[0]);
+      }
+      // A ConvTranspose likewise, where every reader of its output takes a Transpose on (the
+      // instance normalization after a GAN's upsampling, which canonicalize expanded): its call
+      // then writes channels-last in place, and the region goes on through its readers.
+      if (rank == 4 && rs.size() == 1 && rs[0]->op_type == Op::kConvTranspose &&
+          rs[0]->inputs[0] == v && has_rank(rs[0]->outputs[0], 4) &&
+          rs[0]->outputs[0]->type.dtype == DType::kF32 &&
+          !graph_.is_graph_output(rs[0]->outputs[0])) {
+        const std::vector<Node*>& after = readers[rs[0]->outputs[0]];
+        if (!after.empty() && std::all_of(after.begin(), after.end(), sinkable))
           return sink_pool(*rs[0]);
       }
       if (!all_sinkable) continue;

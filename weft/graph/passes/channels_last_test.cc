@@ -231,6 +231,42 @@ TEST(ChannelsLast, SpatialPadsStayChannelsLast) {
   EXPECT_EQ(count_ops(channels, Op::kTranspose), 4);
 }
 
+// A GAN's upsampling: a ConvTranspose between convolutions, then InstanceNormalization
+// (which canonicalize expands after it) and ReLU. The ConvTranspose lies between two
+// Transposes, which its call absorbs, and the normalization's means run over channels-last's
+// spatial axes: no Transpose between the regions but that pair.
+TEST(ChannelsLast, ConvTransposeFeedingANormalizationWritesChannelsLast) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1, 4, 8, 8] x, float[4, 4, 3, 3] w1, float[4, 4, 3, 3] wt, float[4, 4, 3, 3] w2)
+        => (float[1, 4, 16, 16] y) {
+      a = Conv <pads = [1, 1, 1, 1]> (x, w1)
+      u = ConvTranspose <strides = [2, 2], pads = [1, 1, 1, 1], output_padding = [1, 1]> (a, wt)
+      s = Constant <value = float[4] {1.0, 2.0, 3.0, 4.0}> ()
+      b = Constant <value = float[4] {0.5, 0.5, 0.5, 0.5}> ()
+      n = InstanceNormalization(u, s, b)
+      r = Relu(n)
+      y = Conv <pads = [1, 1, 1, 1]> (r, w2)
+    })");
+  ASSERT_TRUE(fold_constants(g).ok() && infer_shapes(g).ok() && canonicalize(g).ok());
+  ASSERT_TRUE(run_pass(g));
+  EXPECT_EQ(count_ops(g, Op::kReduceMean), 2);
+  EXPECT_EQ(count_ops(g, Op::kTranspose), 4); // the input's, the output's, and the pair
+  for (const auto& n : g.nodes()) {
+    if (n->op_type == Op::kReduceMean) {
+      EXPECT_EQ(n->attrs_as<ReduceAttrs>().axes, (Ints{1, 2}));
+    }
+    if (n->op_type == Op::kConvTranspose) {
+      EXPECT_EQ(n->inputs[0]->producer->op_type, Op::kTranspose);
+      for (const auto& r : g.nodes()) {
+        if (std::find(r->inputs.begin(), r->inputs.end(), n->outputs[0]) != r->inputs.end()) {
+          EXPECT_EQ(r->op_type, Op::kTranspose);
+        }
+      }
+    }
+  }
+}
+
 // ShuffleNetV2's unit: a channel split, a convolution on one part, a Concat and a channel
 // shuffle (Reshape, Transpose of the channel factors, Reshape). The Transposes sink through
 // the shuffle, which permutes channels-last's last axis instead, and through the Split: only
