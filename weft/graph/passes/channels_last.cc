@@ -550,10 +550,10 @@ private:
     return true;
   }
 
-  // A pooling of Transpose(to first)(a), whose output has readers other than one Transpose
-  // to channels-last: that Transpose becomes its only reader, and the others read a
-  // Transpose back, which sinks on. The pooling then lies between two Transposes, which its
-  // library call absorbs (channels-last in place); the pair after it is never cancelled.
+  // A pooling (or a ConvTranspose) of Transpose(to first)(a), whose output has readers other
+  // than one Transpose to channels-last: that Transpose becomes its only reader, and the others
+  // read a Transpose back, which sinks on. The call then lies between two Transposes, which it
+  // absorbs (channels-last in place); the pair after it is never cancelled.
   bool sink_pool(Node& pool) {
     Value* y = pool.outputs[0];
     NodeBuilder b(graph_, *node_after(graph_, pool));
