@@ -493,10 +493,10 @@ class CliTest(unittest.TestCase):
             return "winograd" if "wino" in strategy.lower() else "direct"
         return cache, cli, algorithm
 
-    def check_algorithm_record(self, cache, algorithm):
+    def check_algorithm_record(self, cache, algorithm, alternative="winograd"):
         """The convolution algorithm's record `weft tune` wrote in "cache" names the faster of
-        its two timings, and compiles ("algorithm()" says which ran) take it, whichever it
-        names; returns its path. On a busy machine the call may also run far off its estimate
+        its two timings (oneDNN's direct kernel and "alternative"), and compiles ("algorithm()"
+        says which ran) take it, whichever it names; returns its path. On a busy machine the call may also run far off its estimate
         and take a placement record (oneDNN or generated code), set aside here."""
         records = {}
         for name in os.listdir(os.path.join(cache, "tuning")):
@@ -508,10 +508,11 @@ class CliTest(unittest.TestCase):
             if "runs" in r:
                 os.remove(p)
         record = records[record_path]
-        faster = "winograd" if record["winograd_ms"] < record["direct_ms"] else "direct"
+        field = alternative.replace(" ", "_") + "_ms"
+        faster = alternative if record[field] < record["direct_ms"] else "direct"
         self.assertEqual(record["algorithm"], faster)
         self.assertEqual(algorithm(), faster)
-        for forced in ("direct", "winograd"):
+        for forced in ("direct", alternative):
             with open(record_path, "w") as f:
                 json.dump(dict(record, algorithm=forced), f)
             self.assertEqual(algorithm(), forced)
@@ -535,6 +536,33 @@ class CliTest(unittest.TestCase):
         with open(record_path, "w") as f:  # a damaged record is ignored: the default applies
             f.write('{"algorithm": "fast"}')
         self.assertEqual(algorithm(), "winograd")
+
+    def test_tune_times_the_kernel_of_few_outputs_and_later_compiles_take_the_record(self):
+        """64 -> 3 channels: Weft's kernel of few outputs by default (AVX2 or AVX-512); `weft
+        tune` times it against oneDNN's direct kernel, records the faster, and compiles take
+        the record whichever it names."""
+        import numpy as np
+        w = np.random.default_rng(1).standard_normal((3, 64, 3, 3)).astype(np.float32)
+        cache, cli, _ = self.lone_conv([1, 64, 32, 32], w, [1, 1, 1, 1])
+
+        def algorithm():
+            r = cli("inspect", "--json")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            (strategy,) = [k["strategy"] for k in json.loads(r.stdout)["kernels"]
+                           if k["op_type"].startswith("Conv")]
+            return "few outputs" if "few outputs" in strategy else "direct"
+
+        with open("/proc/cpuinfo") as f:
+            flags = set(next((l for l in f if l.startswith("flags")), "").split())
+        if not {"avx2", "fma"} <= flags:
+            self.assertEqual(algorithm(), "direct")
+            self.skipTest("the kernel of few outputs needs AVX2, which this CPU lacks")
+        self.assertEqual(algorithm(), "few outputs")
+        r = cli("tune", "--seconds-per-candidate", "0.01")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"\(few outputs: x \[1,64,32,32\] w \[3,64,3,3\] .*\): "
+                                   r"(direct|few outputs)")
+        self.check_algorithm_record(cache, algorithm, "few outputs")
 
     def test_tune_reports_the_default_a_strided_convolution_takes(self):
         """With AVX-512 a stride-2 convolution runs oneDNN's direct kernel by default; `weft

@@ -92,8 +92,9 @@ int tune(const TuneOptions& o) {
       "on the {}); sum of their medians {:.3f} -> {:.3f} ms\n",
       tuned, fixed, o.device == DeviceKind::kCuda ? "CUDA options" : "schedule", before, after);
   if (calls > 0)
-    std::cout << fmt::format("{} convolution shapes timed with oneDNN's direct and Winograd "
-                             "kernels; {} take the other than by default\n",
+    std::cout << fmt::format("{} convolution shapes timed with oneDNN's direct kernels and "
+                             "the Winograd or few-outputs ones; {} take the other than by "
+                             "default\n",
                              calls, changed);
   if (placed > 0)
     std::cout << fmt::format("{} convolutions timed as oneDNN calls and as generated code; {} "

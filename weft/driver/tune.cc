@@ -604,7 +604,8 @@ Status tune_library_calls(const CompiledModel& model, const TuneOptions& options
   std::map<std::string, const KernelSummary*> call_of; // by the nodes of convolution calls
   for (const KernelSummary& s : model.kernels) {
     if (!s.library || !(s.info.strategy.starts_with("oneDNN convolution") ||
-                        s.info.strategy.starts_with("Weft Winograd")))
+                        s.info.strategy.starts_with("Weft Winograd") ||
+                        s.info.strategy.starts_with("Weft convolution of few outputs")))
       continue;
     for (const std::string& node : split_names(s.info.node))
       call_of[node] = &s;
@@ -627,11 +628,11 @@ Status tune_library_calls(const CompiledModel& model, const TuneOptions& options
     r.strategy = call->second->info.strategy;
     r.bytes = call->second->info.bytes();
     r.candidates = 2;
-    r.default_ms = t->winograd_by_default ? t->winograd_ms : t->direct_ms;
-    r.best_ms = std::min(t->winograd_ms, t->direct_ms);
-    r.algorithm = t->winograd_ms < t->direct_ms ? "winograd" : "direct";
-    log_info("tune: {} ({}): direct {:.3f} ms, Winograd {:.3f} ms", node->name, t->geometry,
-             t->direct_ms, t->winograd_ms);
+    r.default_ms = t->alternative_by_default ? t->alternative_ms : t->direct_ms;
+    r.best_ms = std::min(t->alternative_ms, t->direct_ms);
+    r.algorithm = t->alternative_ms < t->direct_ms ? t->alternative : "direct";
+    log_info("tune: {} ({}): direct {:.3f} ms, {} {:.3f} ms", node->name, t->geometry, t->direct_ms,
+             t->alternative, t->alternative_ms);
     results.push_back(std::move(r));
   }
   return Status();

@@ -108,17 +108,20 @@ void keep_blocked_layouts(std::map<const Node*, LibraryCall>& calls, const Reade
 // Winograd; `weft tune` times both algorithms per convolution geometry (time_conv_algorithms)
 // and records the faster (record_conv_algorithm), in "$WEFT_CACHE_DIR/tuning/conv-*.json",
 // keyed by the geometry, the CPU's model and the OpenMP thread count. Later compiles on that
-// machine take the recorded algorithm.
+// machine take the recorded algorithm. So do convolutions of few output channels, between
+// oneDNN's direct kernels and Weft's kernel for them (dnnl_epilogue.h: few_outputs_conv_call).
 struct ConvAlgorithmTiming {
   std::string geometry; // "x [1,128,28,28] w [32,128,3,3] pads [1,1,1,1]"
-  double direct_ms = 0, winograd_ms = 0;
-  bool winograd_by_default = false; // the algorithm compiles take without a record
+  std::string alternative; // to oneDNN's direct kernel: "winograd" or "few outputs"
+  double direct_ms = 0, alternative_ms = 0;
+  bool alternative_by_default = false; // the algorithm compiles take without a record
 };
 
 // Both algorithms of "conv" (Conv or weft.ConvChannelsLast, without its epilogue) on
 // pseudo-random activations, in alternating rounds of about "seconds" in all; none for a
 // node without both. A 1-D weft.ConvChannelsLast of stride 1 takes the same record: oneDNN's
-// call ("direct") against Weft's 1-D Winograd kernel (winograd_1d.cc).
+// call ("direct") against Weft's 1-D Winograd kernel (winograd_1d.cc). A 2-D one of at most
+// kFewOutputsMost output channels: oneDNN's call against Weft's kernel for them.
 std::optional<ConvAlgorithmTiming> time_conv_algorithms(const Node& conv, double seconds);
 
 // Records the faster algorithm of "timing" for later compiles.
@@ -130,8 +133,9 @@ Status record_conv_algorithm(const ConvAlgorithmTiming& timing);
 // keyed by the shape with its strides, dilations and groups.
 //
 // A function timing the call of "conv" alone (without its epilogue) on pseudo-random
-// activations: each call measures a round of about "seconds" and returns its median in ms
-// (negative if the call failed). Empty when oneDNN does not run "conv".
+// activations, the one compiles take (oneDNN's, or Weft's Winograd or few-outputs kernel):
+// each call measures a round of about "seconds" and returns its median in ms (negative if the
+// call failed). Empty when no library call runs "conv".
 std::function<double(double seconds)> conv_call_timer(const Node& conv);
 
 // The key of the record of "conv" (static shapes): its shape, strides, dilations and groups.

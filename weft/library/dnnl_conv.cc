@@ -373,6 +373,17 @@ std::optional<LibraryCall> conv1d_onednn_call(const Node& n, const Absorbed& abs
   return conv_call_in(n, absorbed, {}, why_not);
 }
 
+// Whether Weft's kernel of few output channels runs "n": as `weft tune` recorded, else by
+// default ($WEFT_FEW_OUTPUTS=0: never).
+bool few_outputs_chosen(const Node& n) {
+  static const bool on = knob_on("WEFT_FEW_OUTPUTS");
+  if (!on || !few_outputs_shaped(n)) return false;
+  if (std::optional<bool> tuned =
+          recorded(few_outputs_key(n), "algorithm", "few outputs", "direct"))
+    return *tuned;
+  return few_outputs_by_default(n);
+}
+
 bool channels_last_1d(const Node& n) {
   return n.op_type == Op::kConvChannelsLast && dims_of(n.inputs[0]).size() == 3;
 }
@@ -381,6 +392,11 @@ bool channels_last_1d(const Node& n) {
 
 std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed,
                                      std::string* why_not) {
+  if (few_outputs_chosen(n)) { // its epilogue, if any, stays generated code
+    if (std::optional<LibraryCall> call = few_outputs_conv_call(n, absorbed)) return call;
+    *why_not = "Weft's kernel of few output channels takes no epilogue";
+    return std::nullopt;
+  }
   if (!channels_last_1d(n) || absorbed.input_casts[0])
     return conv_call_in(n, absorbed, {}, why_not);
   // Weft's Winograd kernel where it saves enough products (winograd_1d.cc), else oneDNN.
@@ -662,45 +678,51 @@ std::optional<ConvAlgorithmTiming> time_conv_algorithms(const Node& conv, double
   auto [dx, dw, dy, win] = conv_shape(conv);
   const int64_t group = conv.attrs_as<ConvAttrs>().group;
   // 2-D 3x3: oneDNN's direct kernel against the Winograd kernels; 1-D channels-last: what
-  // oneDNN runs against Weft's 1-D Winograd kernel.
-  bool one_d = channels_last_1d(conv) && winograd_1d_shaped(dx, group, win);
-  if (!one_d && !(dims_of(conv.inputs[0]).size() == 4 && winograd_shaped(dx, group, win)))
+  // oneDNN runs against Weft's 1-D Winograd kernel; few output channels: oneDNN's direct
+  // kernel against Weft's.
+  bool few = few_outputs_shaped(conv);
+  bool one_d = !few && channels_last_1d(conv) && winograd_1d_shaped(dx, group, win);
+  if (!few && !one_d && !(dims_of(conv.inputs[0]).size() == 4 && winograd_shaped(dx, group, win)))
     return std::nullopt;
   std::string why_not;
-  std::optional<LibraryCall> direct, winograd;
+  std::optional<LibraryCall> direct, other;
   try {
     direct = one_d ? conv1d_onednn_call(conv, {}, &why_not)
                    : conv_call_in(conv, {}, {}, &why_not, Algorithm::kDirect);
-    winograd = one_d ? winograd_conv1d_call(conv, {})
-                     : conv_call_in(conv, {}, {}, &why_not, Algorithm::kWinograd);
+    other = few     ? few_outputs_conv_call(conv, {})
+            : one_d ? winograd_conv1d_call(conv, {})
+                    : conv_call_in(conv, {}, {}, &why_not, Algorithm::kWinograd);
   } catch (const dnnl::error&) {
     return std::nullopt;
   }
-  if (!direct || !direct->kernel || !winograd || !winograd->kernel) return std::nullopt;
-  std::vector<std::vector<float>> a = test_buffers(*direct), b = test_buffers(*winograd);
+  if (!direct || !direct->kernel || !other || !other->kernel) return std::nullopt;
+  std::vector<std::vector<float>> a = test_buffers(*direct), b = test_buffers(*other);
   // Alternating rounds, so that a burst of load on a shared machine does not decide.
-  std::vector<double> direct_ms, winograd_ms;
+  std::vector<double> direct_ms, other_ms;
   for (int round = 0; round < 5; ++round) {
     direct_ms.push_back(median_ms(*direct, a, seconds / 5));
-    winograd_ms.push_back(median_ms(*winograd, b, seconds / 5));
+    other_ms.push_back(median_ms(*other, b, seconds / 5));
   }
   std::sort(direct_ms.begin(), direct_ms.end());
-  std::sort(winograd_ms.begin(), winograd_ms.end());
-  if (direct_ms[0] < 0 || winograd_ms[0] < 0) return std::nullopt;
+  std::sort(other_ms.begin(), other_ms.end());
+  if (direct_ms[0] < 0 || other_ms[0] < 0) return std::nullopt;
   ConvAlgorithmTiming t;
-  t.geometry = winograd_geometry(dx, dw, win);
+  t.geometry = few ? few_outputs_key(conv) : winograd_geometry(dx, dw, win);
+  t.alternative = few ? "few outputs" : "winograd";
   t.direct_ms = direct_ms[2];
-  t.winograd_ms = winograd_ms[2];
-  t.winograd_by_default =
-      one_d ? winograd_1d_by_default(dx, dw, win) : winograd_by_default(dx, dw, win);
+  t.alternative_ms = other_ms[2];
+  t.alternative_by_default = few     ? few_outputs_by_default(conv)
+                             : one_d ? winograd_1d_by_default(dx, dw, win)
+                                     : winograd_by_default(dx, dw, win);
   return t;
 }
 
 Status record_conv_algorithm(const ConvAlgorithmTiming& t) {
+  std::string field = t.alternative == "winograd" ? "winograd_ms" : "few_outputs_ms";
   return write_record(t.geometry,
-                      {{"algorithm", t.winograd_ms < t.direct_ms ? "winograd" : "direct"},
+                      {{"algorithm", t.alternative_ms < t.direct_ms ? t.alternative : "direct"},
                        {"direct_ms", t.direct_ms},
-                       {"winograd_ms", t.winograd_ms},
+                       {field, t.alternative_ms},
                        {"geometry", t.geometry}});
 }
 
@@ -724,7 +746,7 @@ std::function<double(double)> conv_call_timer(const Node& conv) {
   std::string why_not;
   auto call = std::make_shared<std::optional<LibraryCall>>();
   try {
-    *call = conv_call_in(conv, {}, {}, &why_not);
+    *call = conv_call(conv, {}, &why_not);
   } catch (const dnnl::error&) {
     return {};
   }

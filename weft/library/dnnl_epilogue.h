@@ -129,6 +129,19 @@ std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed, st
 // tiles of its im2col matrix (dnnl_im2col.cc); none where the epilogue does not fit (a src1
 // broadcast other than per channel) or oneDNN would run its reference matmul.
 std::optional<LibraryCall> im2col_conv_call(const Node& n, const Absorbed& absorbed);
+// A 2-D weft.ConvChannelsLast of one group and at most kFewOutputsMost output channels, with
+// constant weights and no dilation along the row, as Weft's own kernel (few_outputs_conv.cc),
+// on AVX2 or AVX-512: oneDNN's kernels put output channels along the vector, this one the
+// taps along a row and the input channels. It takes no epilogue (those nodes stay generated
+// code, after the call).
+constexpr int64_t kFewOutputsMost = 16;
+bool few_outputs_shaped(const Node& n);
+std::optional<LibraryCall> few_outputs_conv_call(const Node& n, const Absorbed& absorbed);
+// Whether it runs such a convolution without a tuning record (its channels and row of taps),
+// and the key of that record.
+bool few_outputs_by_default(const Node& n);
+std::string few_outputs_key(const Node& n);
+
 // A 2-D 3x3 Conv or weft.ConvChannelsLast of stride 1 or 2 and one group over constant
 // weights, channels in multiples of 8, as Weft's own Winograd kernel, F(4x4, 3x3) or
 // F(2x2, 3x3) (winograd.cc), on AVX2 (its products on AVX-512 where the CPU has it): its
