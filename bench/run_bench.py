@@ -420,7 +420,7 @@ def markdown(r):
                             ("onnx_ops_bench", "onnx_ops_results.json"),
                             ("dynamic_bench", "dynamic_results.json"), ("cnn_bench", "cnn_results.json"),
                             ("sequence_bench", "sequence_results.json"),
-                            ("yolo_bench", "yolo_results.json"),
+                            ("yolo_bench", "yolo_results.json"), ("image_bench", "image_results.json"),
                             ("zoo_bench", "zoo_results.json"), ("det_bench", "det_results.json"),
                             ("qdq_bench", "qdq_results.json"), ("half_bench", "half_results.json"),
                             ("hf_bench", "hf_results.json"),
