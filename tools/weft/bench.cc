@@ -170,6 +170,19 @@ std::string kernel_table(const runtime::Executable& exe, const KernelProfile& p,
                        launch.info.node);
   }
   out += fmt::format("{:<53} {:>10.4f} (sum of kernel medians)\n", "total", total);
+  // Calls far off their estimate: the larger of their FLOPs at the peak and their bytes at the
+  // read bandwidth, the roofline `weft tune` holds them against (under a quarter of it).
+  for (size_t l : order) {
+    const runtime::Launch& launch = exe.launches()[l];
+    double flops = launch.info.flop_count(p.bound), ms = p.median_ms[l];
+    if (flops <= 0 || peak <= 0 || bandwidth <= 0 || ms < 0.01 * total) continue;
+    double estimate = std::max(flops / (peak * 1e6),
+                               static_cast<double>(launch.info.bytes(p.bound)) / (bandwidth * 1e6));
+    if (ms > 4 * estimate)
+      out += fmt::format("{}: {:.3f} ms, {:.1f}x its estimate at the peak and the read bandwidth "
+                         "({:.3f} ms): `weft tune` times it against the alternatives\n",
+                         launch.name, ms, ms / estimate, estimate);
+  }
   return out;
 }
 
