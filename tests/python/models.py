@@ -27,6 +27,15 @@ def cli_kernels(path, knobs):
                           check=True).stdout
 
 
+def cpu_flags():
+    """The CPU's flags in /proc/cpuinfo ("avx2", "avx512f", ...); empty where it cannot be read."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return set(f.read().split())
+    except OSError:
+        return set()
+
+
 def make_model(nodes, inputs, outputs, initializers=(), opset=13):
     graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])

@@ -12,17 +12,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import weft
-from models import cli_kernels, make_model
+from models import cli_kernels, cpu_flags, make_model
 
 FEW = "Weft convolution of few outputs"
-
-
-def cpu_flags():
-    try:
-        with open("/proc/cpuinfo") as f:
-            return set(f.read().split())
-    except OSError:
-        return set()
 
 
 def runs_by_default(c, m, kw):

@@ -534,6 +534,17 @@ std::optional<LibraryCall> gemm_call(const Node& n, const Absorbed& absorbed,
   return bf16_kernel_only(make_matmul(n, operands, c, ops), bf16, why_not);
 }
 
+// Whether "concat" joins f32 values of static shapes along their last dim (a channels-last
+// value's channels).
+bool channels_concat(const Node& concat) {
+  int64_t rank = static_cast<int64_t>(concat.outputs[0]->type.shape->size());
+  int64_t axis = concat.attrs_as<AxisAttrs>().axis;
+  if (axis != rank - 1 && axis != -1) return false;
+  return std::all_of(concat.inputs.begin(), concat.inputs.end(), [](const Value* v) {
+    return v && v->type.dtype == DType::kF32 && v->type.has_static_shape();
+  });
+}
+
 // The call over static shapes. "any_implementation" takes the largest form that builds, even
 // on oneDNN's reference implementation (a dynamic call at run time, whose form is fixed).
 std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_reader,
@@ -645,6 +656,13 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
     }
     if (const Node* t = sole_reader(v); is_transpose(t)) all.output_transpose = t;
   }
+  // A 2-D channels-last convolution's source made by a Concat along channels, read by it alone:
+  // Weft's Winograd kernel reads the parts in place (conv_call_in); static shapes only (a call
+  // over symbolic dims absorbs no producer but Transposes: dynamic_call.cc).
+  if (const Node* c = node.op_type == Op::kConvChannelsLast ? node.inputs[0]->producer : nullptr;
+      c && c->op_type == Op::kConcat && free(c) && sole_reader(c->outputs[0]) == &node &&
+      dims_of(node.inputs[0]).size() == 4 && channels_concat(*c))
+    all.input_concat = c;
   static const std::set<Op> kBetweenRegions = {Op::kMaxPool, Op::kAveragePool, Op::kConvTranspose,
                                                Op::kResize};
   if (kBetweenRegions.contains(node.op_type)) { // channels_last's Transposes (Activations)
@@ -663,7 +681,8 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
   // of its own; a post-op left out fuses into the generated kernel after the call (attention's
   // scale and mask, which oneDNN 2.6 runs only in its reference matmul, into the softmax).
   bool matmul = node.op_type == Op::kMatMul || node.op_type == Op::kGemm || integer;
-  bool transposes = all.output_transpose || all.input_transposes[0] || all.input_transposes[1];
+  bool transposes = all.output_transpose || all.input_transposes[0] || all.input_transposes[1] ||
+                    all.input_concat;
   // bf16 products (with the Casts) first, where they apply.
   std::vector<Absorbed> attempts;
   for (bool with_casts : {true, false}) {
@@ -676,6 +695,7 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
         a.epilogue.assign(all.epilogue.begin(), all.epilogue.begin() + static_cast<ptrdiff_t>(k));
         if (with_transposes) {
           a.input_transposes = all.input_transposes;
+          a.input_concat = all.input_concat;
           if (k == all.epilogue.size()) a.output_transpose = all.output_transpose;
         }
         if (with_casts) {
@@ -703,6 +723,7 @@ std::optional<LibraryCall> static_call(const Node& node, const SoleReader& sole_
         for (const Node* t : attempt.input_transposes) {
           if (t) call->nodes.push_back(t);
         }
+        if (attempt.input_concat) call->nodes.push_back(attempt.input_concat);
         call->nodes.push_back(&node);
         if (attempt.output_cast) call->nodes.push_back(attempt.output_cast);
         for (const PostOp& p : attempt.epilogue)

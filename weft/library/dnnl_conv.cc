@@ -284,13 +284,17 @@ std::optional<LibraryCall> conv_call_in(const Node& n, const Absorbed& absorbed,
     return call;
   };
   using A = dnnl::algorithm;
+  bool winograd = forced == Algorithm::kWinograd
+                      ? winograd_shaped(dx, at.group, win)
+                      : forced == Algorithm::kChosen && winograd_fits(dx, dw, at.group, win);
+  if (absorbed.input_concat) { // only Weft's Winograd kernel reads a Concat's parts in place
+    if (bf16 || !winograd || !own_winograd_first(dx, dw, win)) return std::nullopt;
+    return winograd_conv_call(n, absorbed, in_blocked);
+  }
   if (bf16) {
     if (LibraryCall call = build(channels_last, A::convolution_direct); call.kernel) return call;
     return std::nullopt;
   }
-  bool winograd = forced == Algorithm::kWinograd
-                      ? winograd_shaped(dx, at.group, win)
-                      : forced == Algorithm::kChosen && winograd_fits(dx, dw, at.group, win);
   if (winograd) {
     // Weft's own where it goes first (AVX2, large planes) and its layouts and epilogue fit;
     // else oneDNN's where it has one (AVX-512, stride 1).
@@ -566,8 +570,10 @@ void keep_blocked_layouts(std::map<const Node*, LibraryCall>& calls, const Reade
     // nChw8c (not AVX-512's nChw16c).
     bool own = false;
     const Value* own_residual = winograd_residual(call, &own);
+    bool concat = std::any_of(call.nodes.begin(), call.nodes.end(),
+                              [](const Node* n) { return n->op_type == Op::kConcat; });
     if ((head->op_type != Op::kConv && head->op_type != Op::kConvChannelsLast) ||
-        (!kernel && !own) || (own && channel_block() != 8) || !call.symbols.empty() ||
+        (!kernel && !own) || (own && channel_block() != 8) || !call.symbols.empty() || concat ||
         dims_of(head->inputs[0]).size() != 4 ||
         (kernel && kernel->describe().find("bf16 products") != std::string::npos))
       continue;

@@ -100,10 +100,13 @@ dnnl::primitive_attr post_op_attr(const std::vector<PostOp>& ops, LibraryCall& c
 // writes f32), and for a convolution, MatMul or Gemm with bf16 products
 // (bf16_products_native), the Casts from bf16 that make its operands (a convolution's source,
 // perhaps then made channels-last by a Transpose; a product's A, and B unless B is constant) and
-// the Cast to bf16 of its last result (the primitive reads and writes bf16).
+// the Cast to bf16 of its last result (the primitive reads and writes bf16); for a channels-last
+// convolution, the Concat along channels that makes its source, whose parts Weft's Winograd
+// kernel reads in place (the Concat's output is never written).
 struct Absorbed {
   std::vector<PostOp> epilogue;
   std::array<const Node*, 2> input_transposes = {nullptr, nullptr};
+  const Node* input_concat = nullptr;
   const Node* output_transpose = nullptr;
   const Node* output_cast = nullptr;
   std::array<const Node*, 2> input_casts = {nullptr, nullptr};

@@ -292,7 +292,7 @@ std::string few_outputs_key(const Node& n) {
 std::optional<LibraryCall> few_outputs_conv_call(const Node& n, const Absorbed& absorbed) {
   std::optional<Geometry> g = few_outputs_geometry(n);
   if (!g || !has_avx2() || g->out_ch > kFewOutputsMost || !absorbed.epilogue.empty() ||
-      absorbed.input_casts[0] || absorbed.result_cast)
+      absorbed.input_casts[0] || absorbed.result_cast || absorbed.input_concat)
     return std::nullopt;
   const Value *x = n.inputs[0], *w = n.inputs[1], *b = n.input(2), *y = n.outputs[0];
   LibraryCall call;

@@ -199,13 +199,21 @@ std::vector<float> transform_weights(const float* w, int64_t out_ch, int64_t in_
   return u;
 }
 
+// Where input channels [first, next part's first) lie: the call's value "buffer" (a part of a
+// Concat along channels, or the whole source).
+struct Source {
+  int buffer = 0;
+  int64_t first = 0;
+  Strides strides;
+};
+
 class WinogradKernel final : public PhasedKernel {
 public:
-  WinogradKernel(Geometry g, int x, Strides xs, int y, Strides ys, int bias,
+  WinogradKernel(Geometry g, std::vector<Source> sources, int y, Strides ys, int bias,
                  std::vector<Step> steps, std::shared_ptr<const std::vector<float>> u,
                  std::string layouts)
-      : PhasedKernel(x, y, bias, std::move(steps), std::move(u)), g_(g), xs_(xs), ys_(ys),
-        layouts_(std::move(layouts)) {}
+      : PhasedKernel(sources[0].buffer, y, bias, std::move(steps), std::move(u)), g_(g),
+        sources_(std::move(sources)), ys_(ys), layouts_(std::move(layouts)) {}
 
   std::string describe() const override {
     return fmt::format("Weft Winograd F({}x{}, 3x3){} ({} tiles, {})", g_.m, g_.m,
@@ -222,9 +230,13 @@ private:
   int64_t out_channels() const override { return g_.out_ch; }
 
   // The channels of a unit of the input transform: a group of V's 16 where the products
-  // are AVX-512's and the source lies channels-last (16 channels contiguous), else 8.
+  // are AVX-512's and the source lies channels-last (16 channels contiguous), its parts each
+  // from a multiple of 16 on, else 8.
   int64_t input_width() const {
-    return wide_products() && xs_.group == kGroup ? kWideGroup : kGroup;
+    bool wide = wide_products();
+    for (const Source& s : sources_)
+      wide = wide && s.strides.group == kGroup && s.first % kWideGroup == 0;
+    return wide ? kWideGroup : kGroup;
   }
   int64_t input_units() const override { return ceil_div(g_.in_ch, input_width()); }
   // And of the output transform: 16 where the products are AVX-512's and the output and the
@@ -244,19 +256,25 @@ private:
     int64_t tile = first + t, th = g_.tiles_h(), tw = g_.tiles_w();
     int64_t n = tile / (th * tw), i = tile / tw % th, j = tile % tw;
     int64_t top = i * g_.m * g_.stride - g_.pad_top, left = j * g_.m * g_.stride - g_.pad_left;
-    const int64_t c = unit * input_width(), vg = v_group(), gi = c / kGroup;
+    const int64_t c = unit * input_width(), vg = v_group();
     float* to = v + (c / vg * capacity + t) * vg + c % vg;
     const int64_t ps = capacity * v_channels();
     bool wide = c + kWideGroup <= g_.in_ch && input_width() == kWideGroup;
+    const Source* s = &sources_[0]; // the part holding channel c
+    for (const Source& part : sources_)
+      s = c >= part.first ? &part : s;
+    const auto* x = static_cast<const float*>(a.buffers[s->buffer]);
+    const Strides& xs = s->strides;
+    const int64_t gi = (c - s->first) / kGroup;
     if (g_.stride == 2)
-      (wide ? transform_input_wide<4, 2> : transform_input<4, 2>)(a.x, xs_, g_, n, top, left, gi,
-                                                                  to, ps);
+      (wide ? transform_input_wide<4, 2> : transform_input<4, 2>)(x, xs, g_, n, top, left, gi, to,
+                                                                  ps);
     else if (g_.m == 2)
-      (wide ? transform_input_wide<2, 1> : transform_input<2, 1>)(a.x, xs_, g_, n, top, left, gi,
-                                                                  to, ps);
+      (wide ? transform_input_wide<2, 1> : transform_input<2, 1>)(x, xs, g_, n, top, left, gi, to,
+                                                                  ps);
     else
-      (wide ? transform_input_wide<4, 1> : transform_input<4, 1>)(a.x, xs_, g_, n, top, left, gi,
-                                                                  to, ps);
+      (wide ? transform_input_wide<4, 1> : transform_input<4, 1>)(x, xs, g_, n, top, left, gi, to,
+                                                                  ps);
   }
   // Tile "first + t"'s output transform for output group "go", with the epilogue.
   void output(const Args& a, int64_t first, int64_t capacity, int64_t t, int64_t unit,
@@ -281,7 +299,8 @@ private:
   }
 
   Geometry g_;
-  Strides xs_, ys_;
+  std::vector<Source> sources_;
+  Strides ys_;
   std::string layouts_;
 };
 
@@ -337,11 +356,27 @@ std::optional<LibraryCall> winograd_conv_call(const Node& n, const Absorbed& abs
     return true;
   };
   LibraryCall call;
-  Strides xs, ys;
-  if (!lies(x, &xs) || !lies(y, &ys)) return std::nullopt;
-  // Values in the order of oneDNN's call for the node (source, weights, residual, bias,
-  // output): a call over symbolic dims is built per shape, and may take either kernel.
-  int xb = position(call.values, x);
+  Strides ys;
+  if (!lies(y, &ys)) return std::nullopt;
+  // The source, or the parts of the Concat along channels that makes it, each lying
+  // channels-last from a whole group of channels on. Values in the order of oneDNN's call for
+  // the node (source, weights, residual, bias, output): a call over symbolic dims is built per
+  // shape, and may take either kernel (with no Concat: dynamic_call.cc).
+  std::vector<const Value*> parts = {x};
+  if (absorbed.input_concat)
+    parts.assign(absorbed.input_concat->inputs.begin(), absorbed.input_concat->inputs.end());
+  std::vector<Source> sources;
+  int64_t first = 0;
+  for (const Value* part : parts) {
+    Source s{position(call.values, part), first, {}};
+    if (!lies(part, &s.strides) || (absorbed.input_concat && in_blocked.contains(part)) ||
+        first % kGroup != 0)
+      return std::nullopt;
+    first += nhwc ? dims_of(part).back() : dims_of(part)[1];
+    sources.push_back(s);
+  }
+  if (first != g.in_ch) return std::nullopt;
+  const int xb = sources[0].buffer;
   position(call.values, w); // bound though transformed, for the profile
   std::optional<std::vector<Step>> steps = epilogue_steps(absorbed, dy, nhwc, lies, call);
   if (!steps) return std::nullopt;
@@ -360,11 +395,14 @@ std::optional<LibraryCall> winograd_conv_call(const Node& n, const Absorbed& abs
             reinterpret_cast<const float*>(w->constant->data()), g.out_ch, g.in_ch, g.m, g.stride));
       });
   int yb = position(call.values, y);
-  output_in_place(call, *steps, ys, xb, yb);
+  // (Not over a part of the source, which other tiles read after.)
+  if (!absorbed.input_concat) output_in_place(call, *steps, ys, xb, yb);
   auto where = [&](const Value* v) { return in_blocked.contains(v) ? "nChw8c" : "channels-last"; };
-  std::string layouts = fmt::format("{} in, {} out{}", where(x), where(y), residual_where);
-  call.kernel = std::make_shared<WinogradKernel>(g, xb, xs, yb, ys, bb, std::move(*steps),
-                                                 std::move(u), std::move(layouts));
+  std::string in = absorbed.input_concat ? fmt::format("a Concat of {} read in place", parts.size())
+                                         : std::string(where(x));
+  std::string layouts = fmt::format("{} in, {} out{}", in, where(y), residual_where);
+  call.kernel = std::make_shared<WinogradKernel>(
+      g, std::move(sources), yb, ys, bb, std::move(*steps), std::move(u), std::move(layouts));
   return call;
 }
 
