@@ -8,8 +8,8 @@
 // contiguous run of taps x C inputs (no dilation along the row), and its weights, laid out
 // [M][kh][kw][C], another: each output is a sum of dot products of such runs, one per row of
 // taps. This kernel runs them along the vector, for a block of pixels of a row and up to 4
-// output channels at a time, each run loaded once for all of the block's products, and sums
-// the lanes once per output.
+// output channels at a time, each channel's run of weights loaded once for all of the block's
+// pixels, and sums the lanes once per output.
 #include <algorithm>
 #include <cstring>
 #include <string>
