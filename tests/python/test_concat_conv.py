@@ -45,7 +45,7 @@ def reference(x, weights, w, residual):
              for a in weights]
     cat = np.pad(np.concatenate(parts, axis=1), ((0, 0), (0, 0), (1, 1), (1, 1)))
     side = x.shape[2]
-    y = np.zeros((1, w.shape[0], side, side))
+    y = np.zeros((x.shape[0], w.shape[0], side, side))
     for i in range(3):
         for j in range(3):
             y += np.einsum("mc,nchw->nmhw", w[:, :, i, j].astype(np.float64),
