@@ -328,12 +328,14 @@ TEST(EmitC, GuardedShortWindowKeepsOneAccumulator) {
 }
 
 // A few taps around a run of 40 channels (a pooling's window) inside a parallel loop: their
-// targets stay in registers across the taps, a block of 32 lanes, then the 8 left in place.
+// targets stay in registers across the taps, a block of 32 lanes, then one of 8; any lanes
+// left stay in place.
 TEST(EmitC, TapTargetsStayInRegistersAcrossTheTaps) {
   std::string taps = function_of(testing::reduce_kernel(
       "taps", {Dim(56), Dim(3), Dim(40)}, {false, true, false}, kernel::Combine::kMax));
   EXPECT_NE(taps.find("the taps' targets in registers"), std::string::npos) << taps;
   EXPECT_NE(taps.find("for (; weft_p + 32 <= 40; weft_p += 32) {"), std::string::npos) << taps;
+  EXPECT_NE(taps.find("for (; weft_p + 8 <= 40; weft_p += 8) {"), std::string::npos) << taps;
   EXPECT_NE(taps.find("weft_acc[weft_l] = weft_max(weft_acc[weft_l], t0);"), std::string::npos)
       << taps;
   EXPECT_NE(taps.find("= weft_p; c2 < 40; c2 += 1) {"), std::string::npos) << taps; // the rest
