@@ -369,9 +369,7 @@ std::optional<LibraryCall> winograd_conv_call(const Node& n, const Absorbed& abs
   int64_t first = 0;
   for (const Value* part : parts) {
     Source s{position(call.values, part), first, {}};
-    if (!lies(part, &s.strides) || (absorbed.input_concat && in_blocked.contains(part)) ||
-        first % kGroup != 0)
-      return std::nullopt;
+    if (!lies(part, &s.strides) || first % kGroup != 0) return std::nullopt;
     first += nhwc ? dims_of(part).back() : dims_of(part)[1];
     sources.push_back(s);
   }
