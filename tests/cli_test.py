@@ -822,6 +822,7 @@ class CliTest(unittest.TestCase):
         # Weft's own ops (weft.MoE, ...) are made by passes and the import, never read from a model.
         self.assertNotIn("weft.", r.stdout)
         self.assertIn("com.microsoft.MoE 1-1", lines)
+        self.assertIn("SplitToSequence 11-28", lines)  # resolved at import
 
     def test_help_and_version_exit_0(self):
         self.assertEqual(weft("--help").returncode, 0)

@@ -112,8 +112,12 @@ def reason_for(case, message):
     m = re.search(r"cannot execute yet: ([A-Za-z]+)", message)
     if m:
         return f"{m.group(1)} has no CPU lowering yet"
-    if "not a tensor" in message or "segmented" in message or "dims [" in message:
-        return "sequence and optional values are not supported"
+    if "which only the sequence ops read" in message or "not known at import" in message:
+        return ("sequences through If or Loop, or of a count known only at run time, are not "
+                "supported (Weft resolves sequences at import)")
+    if ("not a tensor" in message or "segmented" in message or "dims [" in message or
+            "is a sequence; Weft's outputs are tensors" in message):
+        return "sequence and optional values as graph inputs, outputs or loop state are not supported"
     if "STRING" in message:
         return "string tensors are not supported"
     if "input 'like' expects" in message:

@@ -13,6 +13,7 @@
 #include "weft/driver/pipeline.h"
 #include "weft/graph/op_table.h"
 #include "weft/onnx/contrib_ops.h"
+#include "weft/onnx/sequence_ops.h"
 
 namespace {
 
@@ -73,6 +74,9 @@ int run_cli(int argc, char** argv) {
       if (name.starts_with(fmt::format("{}.", weft::kWeftDomain))) continue;
       std::cout << name << " " << def.min_opset << "-" << def.max_opset << "\n";
     }
+    // Sequence ops, resolved at import (sequence_ops.h).
+    for (std::string_view name : weft::kSequenceOps)
+      std::cout << name << " " << weft::kSequenceOpset << "-" << weft::kMaxOpset << "\n";
     // ONNX Runtime's ops, expanded at import (contrib_ops.h); its domain has version 1.
     for (const std::string& name : weft::contrib_op_names())
       std::cout << weft::kMicrosoftDomain << "." << name << " 1-1\n";

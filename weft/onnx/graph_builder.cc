@@ -14,6 +14,7 @@
 #include "weft/onnx/attr_reader.h"
 #include "weft/onnx/model_checks.h"
 #include "weft/onnx/onnx_dtype.h"
+#include "weft/onnx/sequence_ops.h"
 #include "weft/onnx/tensor_proto.h"
 #include "weft/support/log.h"
 
@@ -55,6 +56,10 @@ private:
       WEFT_RETURN_IF_ERROR(add_node(g.node(i), i));
     for (const auto& out : g.output()) {
       Value* v = lookup(out.name());
+      if (!v && sequences_.contains(out.name())) {
+        return fail(
+            fmt::format("graph output '{}' is a sequence; Weft's outputs are tensors", out.name()));
+      }
       if (!v) return fail(fmt::format("graph output '{}' is not defined", out.name()));
       graph_.outputs.push_back(v);
     }
@@ -78,6 +83,44 @@ private:
     return v;
   }
 
+  // Why input "name" has no value here.
+  std::string undefined(const std::string& name) const {
+    if (!sequences_.contains(name)) return fmt::format("input '{}' is not defined", name);
+    return fmt::format("input '{}' is a sequence, which only the sequence ops read (Weft resolves "
+                       "sequences at import into their elements: docs/onnx-versions.md)",
+                       name);
+  }
+
+  // The value "name" of this graph or an enclosing one, without capturing it.
+  const Value* find_known(const std::string& name) const {
+    for (const GraphBuilder* b = this; b; b = b->parent_) {
+      if (const Value* v = b->graph_.find_value(name)) return v;
+    }
+    return nullptr;
+  }
+
+  // A sequence op, resolved into the tensor nodes that compute it (sequence_ops.h).
+  Status add_sequence_op(const onnx::NodeProto& proto, int index) {
+    Location where{name_, node_name(proto, index), proto.op_type(), graph_.opset};
+    KnownValues known;
+    known.type = [&](const std::string& n) -> std::optional<TensorType> {
+      const Value* v = find_known(n);
+      return v ? std::optional(v->type) : std::nullopt;
+    };
+    known.constant = [&](const std::string& n) -> std::optional<Tensor> {
+      const Value* v = find_known(n);
+      if (v && v->is_constant()) return *v->constant;
+      if (v && v->producer && v->producer->op_type == Op::kConstant)
+        return *v->producer->attrs_as<ConstantAttrs>().value;
+      return std::nullopt;
+    };
+    WEFT_ASSIGN_OR_RETURN(std::vector<onnx::NodeProto> nodes,
+                          sequences_.expand(proto, graph_.opset, known, where));
+    for (const onnx::NodeProto& node : nodes)
+      WEFT_RETURN_IF_ERROR(add_node(node, index));
+    return Status();
+  }
+
   // Loop: its body becomes a graph of its own (inputs: the iteration number, the
   // condition, the carried values, then the outer values it reads), and the node takes
   // those outer values after its own inputs. Unrolled between stages
@@ -97,7 +140,7 @@ private:
     std::vector<TensorType> operand_types = {{DType::kI64, Shape{}}, {DType::kBool, Shape{}}};
     for (int i = 2; i < proto.input_size(); ++i) {
       const Value* v = proto.input(i).empty() ? nullptr : lookup(proto.input(i));
-      if (!v) return Status::error(where, fmt::format("input '{}' is not defined", proto.input(i)));
+      if (!v) return Status::error(where, undefined(proto.input(i)));
       operand_types.push_back(v->type);
     }
     onnx::NodeProto loop = proto;
@@ -134,7 +177,7 @@ private:
     std::vector<TensorType> operand_types;
     for (int i = 0; i < proto.input_size(); ++i) {
       const Value* v = proto.input(i).empty() ? nullptr : lookup(proto.input(i));
-      if (!v) return Status::error(where, fmt::format("input '{}' is not defined", proto.input(i)));
+      if (!v) return Status::error(where, undefined(proto.input(i)));
       TensorType t = v->type;
       if (i >= attrs.states && t.shape) { // one slice: the scan axis goes
         size_t j = static_cast<size_t>(i - attrs.states);
@@ -197,6 +240,7 @@ private:
     GraphBuilder sub(model_, graph_.opset, name_, base_dir_);
     sub.parent_ = this;
     sub.types_ = types_;
+    sub.sequences_ = sequences_;
     WEFT_ASSIGN_OR_RETURN(Graph body, sub.build_graph(g, operand_types));
     for (const std::string& name : sub.captured_)
       node.add_input(name);
@@ -221,8 +265,8 @@ private:
 
   Result<TensorType> tensor_type(const std::string& value, const onnx::TypeProto& type) {
     if (!type.has_tensor_type()) {
-      return fail(fmt::format("value '{}' is not a tensor (sequences, maps and optionals are "
-                              "not supported)",
+      return fail(fmt::format("value '{}' is not a tensor (sequences as graph inputs, outputs "
+                              "and loop state, maps and optionals are not supported)",
                               value));
     }
     const auto& tt = type.tensor_type();
@@ -348,6 +392,7 @@ private:
 
   Status add_node(const onnx::NodeProto& proto, int index,
                   std::optional<OpAttrs> attrs = std::nullopt) {
+    if (is_sequence_op(proto)) return add_sequence_op(proto, index);
     Op op = graph_op(proto);
     if (op == Op::kIf && proto.attribute_size() > 0) return add_if(proto, index);
     if (op == Op::kLoop && !attrs) return add_loop(proto, index);
@@ -373,7 +418,7 @@ private:
         continue;
       }
       Value* v = lookup(in);
-      if (!v) return Status::error(where, fmt::format("input '{}' is not defined", in));
+      if (!v) return Status::error(where, undefined(in));
       node.inputs.push_back(v);
     }
     std::vector<std::optional<DType>> dtypes;
@@ -458,6 +503,7 @@ private:
   GraphBuilder* parent_ = nullptr;    // the enclosing graph's, for a body
   int branch_depth_ = 0;              // > 0 while importing an If's branch
   std::vector<std::string> captured_; // outer values a body reads, in order
+  Sequences sequences_;               // the sequences built so far, as their elements
 };
 
 } // namespace

@@ -17,6 +17,7 @@
 #include "weft/graph/op_table.h"
 #include "weft/onnx/attr_reader.h"
 #include "weft/onnx/contrib_ops.h"
+#include "weft/onnx/sequence_ops.h"
 #include "weft/support/grouped_list.h"
 
 namespace weft {
@@ -55,6 +56,7 @@ void find_unsupported(const onnx::GraphProto& graph, int opset,
       for (const onnx::GraphProto* branch : subgraphs(node))
         find_unsupported(*branch, opset, unsupported);
     }
+    if (is_sequence_op(node) && opset >= kSequenceOpset) continue; // resolved at import
     std::string key;
     bool known_domain = node.domain() == kTrainingDomain || node.domain() == kPreviewDomain ||
                         node.domain() == kMlDomain || node.domain() == kWeftDomain;
