@@ -114,3 +114,65 @@ def test_elements_unknown_at_import():
             [helper.make_node("SplitToSequence", ["x"], ["s"]),
              helper.make_node("SequenceLength", ["s"], ["n"])],
             [f32("x", ["n"])], [helper.make_tensor_value_info("n", TensorProto.INT64, [])])
+
+
+def append_loop(extra_body_nodes=(), start="empty"):
+    """for i in range(len(x)): seq.append(x[i] * 2 + i), as TorchScript exports a list filled in
+    a loop: an empty sequence carried through a Loop whose body appends to it."""
+    body = helper.make_graph(
+        [helper.make_node("Gather", ["x", "i"], ["row"], axis=0),
+         helper.make_node("Cast", ["i"], ["fi"], to=TensorProto.FLOAT),
+         helper.make_node("Mul", ["row", "two_f"], ["twice"]),
+         helper.make_node("Add", ["twice", "fi"], ["elem"]),
+         helper.make_node("SequenceInsert", ["seq_in", "elem"], ["seq_out"]),
+         helper.make_node("Identity", ["cond"], ["cond_out"]), *extra_body_nodes],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_tensor_sequence_value_info("seq_in", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_sequence_value_info("seq_out", TensorProto.FLOAT, None)],
+        [helper.make_tensor("two_f", TensorProto.FLOAT, [], [2.0])])
+    first = (helper.make_node("SequenceEmpty", [], ["s0"], dtype=TensorProto.FLOAT) if start == "empty"
+             else helper.make_node("SequenceConstruct", ["x"], ["s0"]))
+    return [first,
+            helper.make_node("Shape", ["x"], ["shape"]),
+            helper.make_node("Gather", ["shape", "zero"], ["n"], axis=0),
+            helper.make_node("Loop", ["n", "true", "s0"], ["seq"], body=body)]
+
+
+def test_list_filled_in_a_loop():
+    """The loop's sequence, a scan output: stacked along dim 1, concatenated along dim 0, its
+    last element and its length, at several trip counts."""
+    c = compile_model(
+        append_loop() + [
+            helper.make_node("ConcatFromSequence", ["seq"], ["stacked"], axis=1, new_axis=1),
+            helper.make_node("ConcatFromSequence", ["seq"], ["joined"], axis=0),
+            helper.make_node("SequenceAt", ["seq", "minus_one"], ["last"]),
+            helper.make_node("SequenceLength", ["seq"], ["count"])],
+        [f32("x", ["n", 3])],
+        [f32("stacked", [3, None]), f32("joined", [None]), f32("last", [3]),
+         helper.make_tensor_value_info("count", TensorProto.INT64, [])],
+        [i64("zero", 0), i64("minus_one", -1),
+         helper.make_tensor("true", TensorProto.BOOL, [], [True])])
+    for n in (1, 4, 6):
+        x = rng.standard_normal((n, 3)).astype(np.float32)
+        elems = [x[i] * 2 + i for i in range(n)]
+        got = c.run({"x": x})
+        np.testing.assert_array_equal(got["stacked"], np.stack(elems, 1))
+        np.testing.assert_array_equal(got["joined"], np.concatenate(elems, 0))
+        np.testing.assert_array_equal(got["last"], elems[-1])
+        assert got["count"] == n
+
+
+@pytest.mark.parametrize("case", ["starts full", "read in the body"])
+def test_loop_sequences_resolved_only_as_appends(case):
+    extra = ([helper.make_node("SequenceLength", ["seq_in"], ["unused"])]
+             if case == "read in the body" else [])
+    with pytest.raises(weft.WeftError, match=r"\(Loop, opset 13\): carries the sequence 's0' other "
+                                             r"than as an empty one the body appends to"):
+        compile_model(
+            append_loop(extra, start="empty" if extra else "full") +
+            [helper.make_node("ConcatFromSequence", ["seq"], ["y"], axis=0)],
+            [f32("x", ["n", 3])], [f32("y", [None])],
+            [i64("zero", 0), helper.make_tensor("true", TensorProto.BOOL, [], [True])])

@@ -125,8 +125,10 @@ private:
   // condition, the carried values, then the outer values it reads), and the node takes
   // those outer values after its own inputs. Unrolled between stages
   // (docs/data-dependent-shapes.md).
-  Status add_loop(const onnx::NodeProto& proto, int index) {
-    Location where{name_, node_name(proto, index), std::string(op_name(Op::kLoop)), graph_.opset};
+  Status add_loop(const onnx::NodeProto& given, int index) {
+    Location where{name_, node_name(given, index), std::string(op_name(Op::kLoop)), graph_.opset};
+    // The sequences it carries, as scan outputs (sequence_ops.h).
+    WEFT_ASSIGN_OR_RETURN(onnx::NodeProto proto, sequences_.stack_loop_appends(given, where));
     const onnx::GraphProto* g = nullptr;
     for (const auto& a : proto.attribute()) {
       if (a.name() == "body" && a.has_g()) g = &a.g();

@@ -103,12 +103,128 @@ private:
   const Location& where_;
 };
 
+// How many inputs of the nodes of "g" and of their subgraphs read "name".
+int readers(const onnx::GraphProto& g, const std::string& name) {
+  int n = 0;
+  for (const onnx::NodeProto& node : g.node()) {
+    n += static_cast<int>(std::count(node.input().begin(), node.input().end(), name));
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      if (a.has_g()) n += readers(a.g(), name);
+      for (const onnx::GraphProto& sub : a.graphs())
+        n += readers(sub, name);
+    }
+  }
+  return n;
+}
+
+// The node of "body" that appends to body input "in" (a SequenceInsert at the back) and
+// writes body output "out", where nothing else reads either; -1 if there is none.
+int append_node(const onnx::GraphProto& body, const std::string& in, const std::string& out) {
+  for (int j = 0; j < body.node_size(); ++j) {
+    const onnx::NodeProto& n = body.node(j);
+    if (n.op_type() != "SequenceInsert" || n.output_size() != 1 || n.output(0) != out) continue;
+    bool at_back = n.input_size() == 2 || (n.input_size() == 3 && n.input(2).empty());
+    bool only = readers(body, in) == 1 && readers(body, out) == 0;
+    return at_back && n.input(0) == in && only ? j : -1;
+  }
+  return -1;
+}
+
 } // namespace
 
 bool is_sequence_op(const onnx::NodeProto& node) {
   return is_onnx_domain(node.domain()) &&
          std::find(kSequenceOps.begin(), kSequenceOps.end(), node.op_type()) != kSequenceOps.end();
 }
+
+Result<onnx::NodeProto> Sequences::stack_loop_appends(const onnx::NodeProto& loop,
+                                                      const Location& where) {
+  onnx::NodeProto out = loop;
+  onnx::GraphProto* body = nullptr;
+  for (onnx::AttributeProto& a : *out.mutable_attribute()) {
+    if (a.name() == "body" && a.has_g()) body = a.mutable_g();
+  }
+  int carried = loop.input_size() - 2;
+  if (!body || carried < 0 || body->input_size() != 2 + carried ||
+      body->output_size() < 1 + carried || loop.output_size() != body->output_size() - 1)
+    return out;                            // the importer says what is wrong
+  for (int k = carried - 1; k >= 0; --k) { // from the back: removals keep earlier positions
+    const std::string& start = loop.input(2 + k);
+    if (!contains(start)) continue;
+    auto list = lists_.find(start);
+    int j = append_node(*body, body->input(2 + k).name(), body->output(1 + k).name());
+    if (list == lists_.end() || !list->second.empty() || j < 0) {
+      return Status::error(
+          where, fmt::format("carries the sequence '{}' other than as an empty one the body "
+                             "appends to (SequenceInsert at the back), which Weft does not "
+                             "resolve at import",
+                             start));
+    }
+    std::string element = body->node(j).input(1);
+    body->mutable_node()->DeleteSubrange(j, 1);
+    body->mutable_input()->DeleteSubrange(2 + k, 1);
+    body->mutable_output()->DeleteSubrange(1 + k, 1);
+    body->add_output()->set_name(element); // a scan output
+    out.mutable_input()->DeleteSubrange(2 + k, 1);
+    std::string sequence = loop.output(k);
+    out.mutable_output()->DeleteSubrange(k, 1);
+    std::string stacked = fmt::format("{}/{}_stacked", where.node, sequence);
+    out.add_output(stacked);
+    if (!sequence.empty()) stacked_[sequence] = stacked;
+  }
+  return out;
+}
+
+namespace {
+
+// A sequence a loop stacked (Sequences::stack_loop_appends) as "s", read by "type".
+Status read_stacked(Expansion& e, const std::string& type, const std::string& s,
+                    const KnownValues& known) {
+  if (type == "SequenceAt") {
+    e.op(Op::kGather, {s, e.in(1)}, {int_attr("axis", 0)}, {e.out()});
+    return Status();
+  }
+  std::string shape = e.op(Op::kShape, {s}, {})[0];
+  if (type == "SequenceLength") {
+    e.op(Op::kGather, {shape, e.constant(Tensor::scalar_i64(0))}, {int_attr("axis", 0)}, {e.out()});
+    return Status();
+  }
+  std::optional<TensorType> t = known.type(s);
+  if (type != "ConcatFromSequence" || !t || !t->shape) {
+    return e.error(fmt::format("reads a sequence a loop built, which only SequenceAt, "
+                               "SequenceLength and ConcatFromSequence do here"));
+  }
+  int64_t rank = static_cast<int64_t>(t->shape->size()) - 1; // of an element
+  int64_t axis = e.attr_or("axis", 0);
+  if (e.attr_or("new_axis", 0) != 0) { // dim 0 moved to "axis"
+    if (axis < -rank - 1 || axis > rank)
+      return e.error(fmt::format("axis {} is out of range for rank {}", axis, rank + 1));
+    if (axis < 0) axis += rank + 1;
+    std::vector<int64_t> perm;
+    for (int64_t d = 1; d <= rank; ++d) {
+      if (d == axis + 1) perm.push_back(0);
+      perm.push_back(d);
+    }
+    if (axis == rank) perm.push_back(0);
+    e.op(Op::kTranspose, {s}, {ints_attr("perm", perm)}, {e.out()});
+    return Status();
+  }
+  if (axis != 0 && axis != -rank) {
+    return e.error("concatenates a sequence a loop built along an axis other than the first, "
+                   "which Weft does not resolve at import");
+  }
+  // Dims 0 and 1 merged.
+  std::string rest =
+      e.op(Op::kSlice,
+           {shape, e.constant(Tensor::vector_i64({2})), e.constant(Tensor::vector_i64({rank + 1}))},
+           {})[0];
+  std::string dims =
+      e.op(Op::kConcat, {e.constant(Tensor::vector_i64({-1})), rest}, {int_attr("axis", 0)})[0];
+  e.op(Op::kReshape, {s, dims}, {}, {e.out()});
+  return Status();
+}
+
+} // namespace
 
 Result<std::vector<onnx::NodeProto>> Sequences::expand(const onnx::NodeProto& node, int opset,
                                                        const KnownValues& known,
@@ -190,7 +306,11 @@ Result<std::vector<onnx::NodeProto>> Sequences::expand(const onnx::NodeProto& no
     lists_[e.out()] = pieces;
     return std::move(e.nodes);
   }
-  // The rest read a list.
+  // The rest read a list, or a loop's stack.
+  if (auto stacked = stacked_.find(e.in(0)); stacked != stacked_.end()) {
+    WEFT_RETURN_IF_ERROR(read_stacked(e, type, stacked->second, known));
+    return std::move(e.nodes);
+  }
   auto it = lists_.find(e.in(0));
   if (it == lists_.end()) {
     return e.error(fmt::format("input '{}' is not a sequence whose elements are known at import "

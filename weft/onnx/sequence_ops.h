@@ -4,7 +4,10 @@
 // SequenceInsert and SequenceErase at constant positions build lists; SplitToSequence splits
 // into a count its input's static dims (or its split's) give. The ops that read a list become
 // tensor ops: SequenceAt at a constant position an Identity of the element, SequenceLength a
-// Constant, ConcatFromSequence a Concat (of Unsqueezes, with new_axis).
+// Constant, ConcatFromSequence a Concat (of Unsqueezes, with new_axis). A sequence a Loop
+// builds by appending to an empty one each iteration (a list filled in a loop, as TorchScript
+// exports it) becomes a scan output of the Loop instead: its elements stacked along a new
+// first axis, which SequenceAt (any position), SequenceLength and ConcatFromSequence read.
 #pragma once
 
 #include <array>
@@ -41,7 +44,13 @@ struct KnownValues {
 
 class Sequences {
 public:
-  bool contains(const std::string& name) const { return lists_.contains(name); }
+  bool contains(const std::string& name) const {
+    return lists_.contains(name) || stacked_.contains(name);
+  }
+
+  // "loop" with each sequence it carries as a scan output (the elements its body appends),
+  // noted as stacked; an error, located at "where", for a sequence carried otherwise.
+  Result<onnx::NodeProto> stack_loop_appends(const onnx::NodeProto& loop, const Location& where);
 
   // The tensor nodes, at "opset", that compute sequence op "node" (none for one that only
   // builds a list), the lists it writes noted; or, located at "where", why its elements are not
@@ -51,6 +60,7 @@ public:
 
 private:
   std::unordered_map<std::string, std::vector<std::string>> lists_; // elements' value names
+  std::unordered_map<std::string, std::string> stacked_; // a tensor of the elements along dim 0
 };
 
 } // namespace weft
