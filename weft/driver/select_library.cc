@@ -12,6 +12,7 @@
 #include "weft/library/cuda_library.h"
 #include "weft/library/dnnl.h"
 #include "weft/library/moe_call.h"
+#include "weft/library/random_call.h"
 #include "weft/library/resize_taps_call.h"
 #include "weft/library/roi_align_call.h"
 #include "weft/library/shape_call.h"
@@ -159,6 +160,7 @@ LibrarySelection select_library_calls(const Graph& graph, const CompileSettings&
     // Calls of Weft's own, not a vendor's: taken whatever the library settings.
     std::optional<library::LibraryCall> call;
     if (!cuda) call = library::shape_call(*node);
+    if (!cuda && !call) call = library::random_call(*node);
     if (!cuda && !call) call = library::top_k_call(*node);
     if (!cuda && !call) call = library::roi_align_call(*node);
     if (!cuda && !call && !(use_library && library::onednn_resamples(*node)))

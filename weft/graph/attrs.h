@@ -556,6 +556,18 @@ struct TriluAttrs {
   WEFT_FIELDS(f("upper", upper))
 };
 
+// RandomNormal, RandomUniform, their -Like forms and Bernoulli: values drawn at each run
+// (library/random_call.h).
+struct RandomAttrs {
+  std::optional<DType> dtype; // none: the input's (-Like, Bernoulli), f32 (the others)
+  float mean = 0, scale = 1;  // RandomNormal's
+  float low = 0, high = 1;    // RandomUniform's
+  std::optional<float> seed;  // none: the generator starts from a seed of its own
+  Ints shape;                 // RandomNormal's and RandomUniform's
+  WEFT_FIELDS(f("dtype", dtype); f("mean", mean); f("scale", scale); f("low", low); f("high", high);
+              f("seed", seed); f("shape", shape))
+};
+
 struct EyeLikeAttrs {
   std::optional<DType> dtype; // none: the input's
   int64_t k = 0;              // the diagonal: 0 main, > 0 above, < 0 below
@@ -742,12 +754,12 @@ using OpAttrs = std::variant<
     TransposeAttrs, ReshapeAttrs, ShapeAttrs, SliceAttrs, PadAttrs, ConvAttrs, ConvTransposeAttrs,
     PoolAttrs, GemmAttrs, BatchNormAttrs, EpsilonAttrs, LayerNormAttrs, DropoutAttrs, QuantizeAttrs,
     WindowAttrs, ReverseSequenceAttrs, LrnAttrs, DftAttrs, EinsumAttrs, TopKAttrs, TriluAttrs,
-    EyeLikeAttrs, CumSumAttrs, BlockAttrs, BitShiftAttrs, ShrinkAttrs, ResizeAttrs, GridSampleAttrs,
-    LossAttrs, RecurrentAttrs, ConstantAttrs, ConstantOfShapeAttrs, OptimizerAttrs, LoopAttrs,
-    ScanAttrs, GeluAttrs, GroupNormAttrs, AttentionAttrs, RotaryAttrs, LpNormAttrs, LpPoolAttrs,
-    TensorScatterAttrs, AffineGridAttrs, Col2ImAttrs, LinearAttentionAttrs, CausalConvAttrs,
-    FlexAttentionAttrs, RoiAlignAttrs, DeformConvAttrs, BinarizerAttrs, ExpandAttrs, TfIdfAttrs,
-    TreeEnsembleAttrs, RangeAttrs, TileAttrs, MoEAttrs>;
+    EyeLikeAttrs, RandomAttrs, CumSumAttrs, BlockAttrs, BitShiftAttrs, ShrinkAttrs, ResizeAttrs,
+    GridSampleAttrs, LossAttrs, RecurrentAttrs, ConstantAttrs, ConstantOfShapeAttrs, OptimizerAttrs,
+    LoopAttrs, ScanAttrs, GeluAttrs, GroupNormAttrs, AttentionAttrs, RotaryAttrs, LpNormAttrs,
+    LpPoolAttrs, TensorScatterAttrs, AffineGridAttrs, Col2ImAttrs, LinearAttentionAttrs,
+    CausalConvAttrs, FlexAttentionAttrs, RoiAlignAttrs, DeformConvAttrs, BinarizerAttrs,
+    ExpandAttrs, TfIdfAttrs, TreeEnsembleAttrs, RangeAttrs, TileAttrs, MoEAttrs>;
 
 #undef WEFT_FIELDS
 

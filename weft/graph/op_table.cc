@@ -422,6 +422,22 @@ OpAttrs parse_eye_like(AttrParser& p) {
   return a;
 }
 
+// RandomNormal's mean and scale, or RandomUniform's low and high.
+template <bool kNormal> OpAttrs parse_random(AttrParser& p) {
+  RandomAttrs a;
+  if (p.has("dtype")) a.dtype = p.dtype("dtype", DType::kF32);
+  if (kNormal) {
+    a.mean = p.float_or("mean", 0.0f);
+    a.scale = p.float_or("scale", 1.0f);
+  } else {
+    a.low = p.float_or("low", 0.0f);
+    a.high = p.float_or("high", 1.0f);
+  }
+  a.seed = p.optional_float("seed");
+  a.shape = p.ints_or_empty("shape");
+  return a;
+}
+
 OpAttrs parse_cum_sum(AttrParser& p) {
   return CumSumAttrs{std::nullopt, p.bool_or("exclusive", false), p.bool_or("reverse", false)};
 }
@@ -962,6 +978,12 @@ const std::vector<OpDef>& build_table() {
     t.push_back({Op::kConstant, 1, kAll, parse_constant, infer_constant});
     t.push_back({Op::kConstantOfShape, 9, kAll, parse_constant_of_shape, infer_constant_of_shape});
     t.push_back({Op::kDropout, 1, kAll, parse_dropout, infer_dropout});
+    // Values drawn at each run, by calls that hold a generator (library/random_call.h).
+    t.push_back({Op::kRandomNormal, 1, kAll, parse_random<true>, infer_random});
+    t.push_back({Op::kRandomNormalLike, 1, kAll, parse_random<true>, infer_random});
+    t.push_back({Op::kRandomUniform, 1, kAll, parse_random<false>, infer_random});
+    t.push_back({Op::kRandomUniformLike, 1, kAll, parse_random<false>, infer_random});
+    t.push_back({Op::kBernoulli, 15, kAll, parse_random<false>, infer_random});
     t.push_back({Op::kRNN, 7, kAll, parse_recurrent<1>, infer_recurrent});
     t.push_back({Op::kGRU, 7, kAll, parse_recurrent<2>, infer_recurrent});
     t.push_back({Op::kLSTM, 7, kAll, parse_recurrent<3>, infer_recurrent});

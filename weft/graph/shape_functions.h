@@ -105,6 +105,7 @@ TypesOrError infer_range(const Node& node);
 TypesOrError infer_constant(const Node& node);
 TypesOrError infer_constant_of_shape(const Node& node);
 TypesOrError infer_dropout(const Node& node);
+TypesOrError infer_random(const Node& node);
 TypesOrError infer_recurrent(const Node& node);
 TypesOrError infer_mvn(const Node& node);
 TypesOrError infer_det(const Node& node);

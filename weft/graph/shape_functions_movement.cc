@@ -466,6 +466,26 @@ TypesOrError infer_constant_of_shape(const Node& node) {
   return one({a.value->dtype(), shape_from_dims(*dims)});
 }
 
+// RandomNormal and RandomUniform: the attributes' shape and type (f32 by default); their -Like
+// forms and Bernoulli: the input's shape, and its type unless the attribute says another.
+TypesOrError infer_random(const Node& node) {
+  const auto& a = node.attrs_as<RandomAttrs>();
+  DType t = a.dtype.value_or(node.inputs.empty() ? DType::kF32 : in_type(node, 0).dtype);
+  auto floats = [](DType d) {
+    return d == DType::kF16 || d == DType::kBF16 || d == DType::kF32 || d == DType::kF64;
+  };
+  if (node.op_type != Op::kBernoulli && !floats(t))
+    return fail(fmt::format("data type {} is not a float type", dtype_name(t)));
+  if (node.op_type == Op::kBernoulli && !floats(in_type(node, 0).dtype))
+    return fail(
+        fmt::format("the probabilities are {}, not floats", dtype_name(in_type(node, 0).dtype)));
+  if (!node.inputs.empty()) return one({t, in_type(node, 0).shape});
+  for (int64_t d : a.shape) {
+    if (d < 0) return fail("the shape has a negative dim");
+  }
+  return one({t, shape_from_dims(a.shape)});
+}
+
 TypesOrError infer_dropout(const Node& node) {
   std::vector<TensorType> out = {in_type(node, 0)};
   // The mask is bool from opset 10 on, and shares the data type before.
