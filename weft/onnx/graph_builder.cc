@@ -99,6 +99,18 @@ private:
     return nullptr;
   }
 
+  // The contents of "name" where they are constant: an initializer's or a Constant node's, of
+  // this graph or an enclosing one (a body's captured copy of it is not constant).
+  std::optional<Tensor> constant_value(const std::string& name) const {
+    for (const GraphBuilder* b = this; b; b = b->parent_) {
+      const Value* v = b->graph_.find_value(name);
+      if (v && v->is_constant()) return *v->constant;
+      if (v && v->producer && v->producer->op_type == Op::kConstant)
+        return *v->producer->attrs_as<ConstantAttrs>().value;
+    }
+    return std::nullopt;
+  }
+
   // A sequence op, resolved into the tensor nodes that compute it (sequence_ops.h).
   Status add_sequence_op(const onnx::NodeProto& proto, int index) {
     Location where{name_, node_name(proto, index), proto.op_type(), graph_.opset};
@@ -107,13 +119,7 @@ private:
       const Value* v = find_known(n);
       return v ? std::optional(v->type) : std::nullopt;
     };
-    known.constant = [&](const std::string& n) -> std::optional<Tensor> {
-      const Value* v = find_known(n);
-      if (v && v->is_constant()) return *v->constant;
-      if (v && v->producer && v->producer->op_type == Op::kConstant)
-        return *v->producer->attrs_as<ConstantAttrs>().value;
-      return std::nullopt;
-    };
+    known.constant = [&](const std::string& n) { return constant_value(n); };
     WEFT_ASSIGN_OR_RETURN(std::vector<onnx::NodeProto> nodes,
                           sequences_.expand(proto, graph_.opset, known, where));
     for (const onnx::NodeProto& node : nodes)
