@@ -75,3 +75,19 @@ def test_normal_like_half_over_symbolic_dims():
         assert y.dtype == np.float16 and y.shape == (n, 100)
     y = y.astype(np.float32) / 2
     assert abs(y.mean()) < 0.02 and abs(y.std() - 1.0) < 0.02
+
+
+def test_multinomial_draws_each_class_by_its_probability():
+    """Logits of probabilities 0.1-0.4 and of one certain class (the others -inf): 20,000 draws
+    a row, as int64."""
+    p = np.array([[0.1, 0.2, 0.3, 0.4], [1.0, 0.0, 0.0, 0.0]])
+    with np.errstate(divide="ignore"):
+        logits = np.log(p).astype(np.float32) + 3.0  # unnormalized
+    c = compile_model([helper.make_node("Multinomial", ["x"], ["y"], sample_size=20000, seed=4.0,
+                                        dtype=TensorProto.INT64)],
+                      [value("x", TensorProto.FLOAT, [2, 4])],
+                      [value("y", TensorProto.INT64, [2, 20000])], opset=13)
+    y = c.run({"x": logits})["y"]
+    assert y.dtype == np.int64 and y.shape == (2, 20000)
+    np.testing.assert_allclose(np.bincount(y[0], minlength=4) / 20000, p[0], atol=0.01)
+    assert (y[1] == 0).all()

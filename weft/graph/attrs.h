@@ -556,16 +556,17 @@ struct TriluAttrs {
   WEFT_FIELDS(f("upper", upper))
 };
 
-// RandomNormal, RandomUniform, their -Like forms and Bernoulli: values drawn at each run
-// (library/random_call.h).
+// RandomNormal, RandomUniform, their -Like forms, Bernoulli and Multinomial: values drawn at
+// each run (library/random_call.h).
 struct RandomAttrs {
-  std::optional<DType> dtype; // none: the input's (-Like, Bernoulli), f32 (the others)
+  std::optional<DType> dtype; // none: the input's (-Like, Bernoulli), i32 (Multinomial), f32
   float mean = 0, scale = 1;  // RandomNormal's
   float low = 0, high = 1;    // RandomUniform's
   std::optional<float> seed;  // none: the generator starts from a seed of its own
   Ints shape;                 // RandomNormal's and RandomUniform's
+  int64_t sample_size = 1;    // Multinomial's draws per row
   WEFT_FIELDS(f("dtype", dtype); f("mean", mean); f("scale", scale); f("low", low); f("high", high);
-              f("seed", seed); f("shape", shape))
+              f("seed", seed); f("shape", shape); f("sample_size", sample_size))
 };
 
 struct EyeLikeAttrs {

@@ -435,6 +435,7 @@ template <bool kNormal> OpAttrs parse_random(AttrParser& p) {
   }
   a.seed = p.optional_float("seed");
   a.shape = p.ints_or_empty("shape");
+  a.sample_size = p.int_or("sample_size", 1);
   return a;
 }
 
@@ -984,6 +985,7 @@ const std::vector<OpDef>& build_table() {
     t.push_back({Op::kRandomUniform, 1, kAll, parse_random<false>, infer_random});
     t.push_back({Op::kRandomUniformLike, 1, kAll, parse_random<false>, infer_random});
     t.push_back({Op::kBernoulli, 15, kAll, parse_random<false>, infer_random});
+    t.push_back({Op::kMultinomial, 7, kAll, parse_random<false>, infer_random});
     t.push_back({Op::kRNN, 7, kAll, parse_recurrent<1>, infer_recurrent});
     t.push_back({Op::kGRU, 7, kAll, parse_recurrent<2>, infer_recurrent});
     t.push_back({Op::kLSTM, 7, kAll, parse_recurrent<3>, infer_recurrent});

@@ -467,9 +467,22 @@ TypesOrError infer_constant_of_shape(const Node& node) {
 }
 
 // RandomNormal and RandomUniform: the attributes' shape and type (f32 by default); their -Like
-// forms and Bernoulli: the input's shape, and its type unless the attribute says another.
+// forms and Bernoulli: the input's shape, and its type unless the attribute says another;
+// Multinomial: [batch, sample_size] indices, i32 unless the attribute says i64.
 TypesOrError infer_random(const Node& node) {
   const auto& a = node.attrs_as<RandomAttrs>();
+  if (node.op_type == Op::kMultinomial) {
+    const TensorType& x = in_type(node, 0);
+    DType t = a.dtype.value_or(DType::kI32);
+    if (t != DType::kI32 && t != DType::kI64)
+      return fail(fmt::format("data type {} is not int32 or int64", dtype_name(t)));
+    if (x.shape && x.shape->size() != 2)
+      return fail(fmt::format("the input has rank {}, expected 2", x.shape->size()));
+    if (a.sample_size < 1)
+      return fail(fmt::format("sample_size {} is not positive", a.sample_size));
+    Dim batch = x.shape ? (*x.shape)[0] : Dim::unknown();
+    return one({t, Shape{batch, a.sample_size}});
+  }
   DType t = a.dtype.value_or(node.inputs.empty() ? DType::kF32 : in_type(node, 0).dtype);
   auto floats = [](DType d) {
     return d == DType::kF16 || d == DType::kBF16 || d == DType::kF32 || d == DType::kF64;

@@ -1,7 +1,10 @@
 #include "weft/library/random_call.h"
 
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <random>
 
@@ -27,8 +30,10 @@ double load(const void* p, DType t, int64_t i) {
 
 class RandomKernel final : public runtime::LibraryKernel {
 public:
-  RandomKernel(Op op, const RandomAttrs& a, DType in, DType out, std::vector<CallExtent> dims)
-      : op_(op), a_(a), in_(in), out_(out), dims_(std::move(dims)),
+  // "dims": the output's; "classes": Multinomial's (its input's dim 1).
+  RandomKernel(Op op, const RandomAttrs& a, DType in, DType out, std::vector<CallExtent> dims,
+               CallExtent classes)
+      : op_(op), a_(a), in_(in), out_(out), dims_(std::move(dims)), classes_(classes),
         engine_(a.seed ? std::bit_cast<uint32_t>(*a.seed) // any float, NaN included
                        : (uint64_t{std::random_device{}()} << 32) | std::random_device{}()) {}
 
@@ -36,12 +41,14 @@ public:
     int64_t n = 1;
     for (const CallExtent& d : dims_)
       n *= d.at(extents);
-    bool bernoulli = op_ == Op::kBernoulli;
+    bool bernoulli = op_ == Op::kBernoulli, multinomial = op_ == Op::kMultinomial;
     Tensor values(out_, {n});
     std::uniform_real_distribution<double> uniform(0.0, 1.0);
     std::normal_distribution<double> normal(a_.mean, a_.scale);
     bool is_normal = op_ == Op::kRandomNormal || op_ == Op::kRandomNormalLike;
-    {
+    if (multinomial) {
+      draw_classes(buffers[0], dims_[0].at(extents), classes_.at(extents), values);
+    } else {
       std::lock_guard<std::mutex> lock(mutex_); // one generator, whichever thread runs
       for (int64_t i = 0; i < n; ++i) {
         double v = is_normal   ? normal(engine_)
@@ -50,8 +57,31 @@ public:
         values.set_double(i, v);
       }
     }
-    if (n > 0) std::memcpy(buffers[bernoulli ? 1 : 0], values.data(), values.num_bytes());
+    if (n > 0)
+      std::memcpy(buffers[bernoulli || multinomial ? 1 : 0], values.data(), values.num_bytes());
     return Status();
+  }
+
+  // Multinomial: each row of "logits" (unnormalized log-probabilities of "classes") gives
+  // sample_size indices, each where a uniform draw falls in the row's cumulative sums.
+  void draw_classes(const void* logits, int64_t rows, int64_t classes, Tensor& out) const {
+    std::vector<double> sums(static_cast<size_t>(classes));
+    std::uniform_real_distribution<double> uniform(0.0, 1.0);
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (int64_t r = 0; r < rows; ++r) {
+      double top = -std::numeric_limits<double>::infinity(), total = 0;
+      for (int64_t c = 0; c < classes; ++c)
+        top = std::max(top, load(logits, in_, r * classes + c));
+      for (int64_t c = 0; c < classes; ++c) {
+        total += std::exp(load(logits, in_, r * classes + c) - top);
+        sums[static_cast<size_t>(c)] = total;
+      }
+      for (int64_t s = 0; s < a_.sample_size; ++s) {
+        auto at = std::upper_bound(sums.begin(), sums.end(), uniform(engine_) * total);
+        int64_t c = std::min<int64_t>(at - sums.begin(), classes - 1);
+        out.set_int64(r * a_.sample_size + s, c);
+      }
+    }
   }
 
   std::string describe() const override {
@@ -63,6 +93,7 @@ private:
   RandomAttrs a_;
   DType in_, out_;
   std::vector<CallExtent> dims_;
+  CallExtent classes_;
   mutable std::mutex mutex_;
   mutable std::mt19937_64 engine_;
 };
@@ -72,7 +103,7 @@ private:
 bool draws_random_values(const Node& node) {
   Op op = node.op_type.id();
   return op == Op::kRandomNormal || op == Op::kRandomNormalLike || op == Op::kRandomUniform ||
-         op == Op::kRandomUniformLike || op == Op::kBernoulli;
+         op == Op::kRandomUniformLike || op == Op::kBernoulli || op == Op::kMultinomial;
 }
 
 std::optional<LibraryCall> random_call(const Node& node) {
@@ -84,10 +115,17 @@ std::optional<LibraryCall> random_call(const Node& node) {
   std::vector<CallExtent> dims;
   for (const Dim& d : *y->type.shape)
     dims.push_back(call_extent(d, call.symbols));
-  DType in = op == Op::kBernoulli ? node.inputs[0]->type.dtype : y->type.dtype;
+  bool reads = op == Op::kBernoulli || op == Op::kMultinomial; // the input's values
+  DType in = reads ? node.inputs[0]->type.dtype : y->type.dtype;
+  CallExtent classes;
+  if (op == Op::kMultinomial) {
+    const Value* x = node.inputs[0];
+    if (!x->type.shape || x->type.shape->size() != 2) return std::nullopt;
+    classes = call_extent((*x->type.shape)[1], call.symbols);
+  }
   call.kernel = std::make_shared<RandomKernel>(op, node.attrs_as<RandomAttrs>(), in, y->type.dtype,
-                                               std::move(dims));
-  if (op == Op::kBernoulli) call.values.push_back(node.inputs[0]);
+                                               std::move(dims), classes);
+  if (reads) call.values.push_back(node.inputs[0]);
   call.values.push_back(y);
   call.nodes = {&node};
   return call;

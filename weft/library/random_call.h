@@ -1,11 +1,12 @@
-// RandomNormal, RandomUniform, their -Like forms and Bernoulli as calls of Weft's own, on the
-// CPU. Each call holds a generator (std::mt19937_64) that every run draws from, as ONNX
+// RandomNormal, RandomUniform, their -Like forms, Bernoulli and Multinomial as calls of Weft's
+// own, on the CPU. Each call holds a generator (std::mt19937_64) that every run draws from, as ONNX
 // Runtime's kernels hold theirs: each run gives new values, and a node's seed makes the
 // runs' values the same from session to session; without one, the generator starts from
 // std::random_device. Normal values come from std::normal_distribution, uniform ones in
-// [low, high), and Bernoulli gives 1 where a uniform draw in [0, 1) is below the input's
-// probability. Not ONNX Runtime's or numpy's generator: the values differ from theirs, the
-// distributions do not (docs/onnx-versions.md).
+// [low, high), Bernoulli gives 1 where a uniform draw in [0, 1) is below the input's
+// probability, and Multinomial draws each index with its row's softmax probability. Not ONNX
+// Runtime's or numpy's generator: the values differ from theirs, the distributions do not
+// (docs/onnx-versions.md).
 #pragma once
 
 #include <optional>
