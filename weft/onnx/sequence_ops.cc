@@ -168,7 +168,7 @@ Result<onnx::NodeProto> Sequences::stack_loop_appends(const onnx::NodeProto& loo
     out.mutable_input()->DeleteSubrange(2 + k, 1);
     std::string sequence = loop.output(k);
     out.mutable_output()->DeleteSubrange(k, 1);
-    std::string stacked = fmt::format("{}/{}_stacked", where.node, sequence);
+    std::string stacked = fmt::format("{}/stacked_{}", where.node, k); // unique, even unnamed
     out.add_output(stacked);
     if (!sequence.empty()) stacked_[sequence] = stacked;
   }
@@ -191,8 +191,8 @@ Status read_stacked(Expansion& e, const std::string& type, const std::string& s,
   }
   std::optional<TensorType> t = known.type(s);
   if (type != "ConcatFromSequence" || !t || !t->shape) {
-    return e.error(fmt::format("reads a sequence a loop built, which only SequenceAt, "
-                               "SequenceLength and ConcatFromSequence do here"));
+    return e.error("reads a sequence a loop built, which only SequenceAt, SequenceLength and "
+                   "ConcatFromSequence do here");
   }
   int64_t rank = static_cast<int64_t>(t->shape->size()) - 1; // of an element
   int64_t axis = e.attr_or("axis", 0);
