@@ -563,6 +563,15 @@ std::string combine_expr(kernel::Combine c, const std::string& old, const std::s
   return value;
 }
 
+// weft_max's NaN test of its first operand costs a compare and a blend more, which GCC turns
+// into a chain of mask operations when a Clip's max and min follow each other: a generated
+// depthwise convolution's Clip [1,56,56,144] took 40% of its kernel, whose time went
+// 0.195 -> 0.139 ms with this form (AMD EPYC, 2 threads, 2026-12-02).
+std::string bound_by_constant(kernel::ExprOp op, const std::string& x, const std::string& bound) {
+  return fmt::format("({1} {2} {0} ? {1} : {0})", x, bound,
+                     op == kernel::ExprOp::kMax ? ">=" : "<=");
+}
+
 std::string apply_op(kernel::ExprOp op, DType t, const std::vector<std::string>& a) {
   using kernel::ExprOp;
   bool is_float = dtype_is_float(t);

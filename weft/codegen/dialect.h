@@ -42,4 +42,9 @@ std::string combine_expr(kernel::Combine c, const std::string& old, const std::s
 // The C spelling of "op" applied to "args" (already printed), computing in "t".
 std::string apply_op(kernel::ExprOp op, DType t, const std::vector<std::string>& args);
 
+// kMax or kMin of "x" and a float constant "bound" that is not NaN (a Relu's 0, a Clip's
+// bounds): the value of weft_max(x, bound) or weft_min(x, bound), a NaN "x" kept and an
+// equal "bound" chosen, in a compare and a blend.
+std::string bound_by_constant(kernel::ExprOp op, const std::string& x, const std::string& bound);
+
 } // namespace weft::codegen

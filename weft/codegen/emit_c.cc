@@ -246,7 +246,12 @@ void Emitter::emit_statement(const AstNode& call, int depth, std::string& out,
       std::vector<std::string> args;
       for (int o : e.operands)
         args.push_back(fmt::format("t{}", o));
-      value = apply_op(e.op, e.dtype, args);
+      const kernel::ExprNode* bound =
+          e.operands.size() == 2 ? &s.expr[static_cast<size_t>(e.operands[1])] : nullptr;
+      bool clamps = (e.op == kernel::ExprOp::kMax || e.op == kernel::ExprOp::kMin) &&
+                    dtype_is_float(e.dtype) && bound->op == kernel::ExprOp::kConstant &&
+                    !std::isnan(bound->value);
+      value = clamps ? bound_by_constant(e.op, args[0], args[1]) : apply_op(e.op, e.dtype, args);
     }
     out += fmt::format("{}  const {} t{} = {};\n", pad, compute_type(e.dtype), n, value);
   }

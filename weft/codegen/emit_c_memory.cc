@@ -485,10 +485,30 @@ bool Emitter::emit_half_blocks(const AstNode& n, const std::vector<const AstNode
   return true;
 }
 
+namespace {
+
+// The constant that bounds "e" from the side that a min (upper bounds) or max (lower bounds)
+// of a number and other terms takes inside the domain: "weft_imin(2, 56 - c1)" is 2 for
+// every pixel but the last. None when "e" has no number to offer.
+std::optional<int64_t> interior_bound(const AstExpr& e, AstExpr::Op op) {
+  if (e.kind == AstExpr::Kind::kInt) return e.value;
+  if (e.kind != AstExpr::Kind::kOp || e.op != op) return std::nullopt;
+  for (const AstExpr& a : e.args)
+    if (a.kind == AstExpr::Kind::kInt) return a.value;
+  return std::nullopt;
+}
+
+} // namespace
+
 // Accumulated in place, each tap loads and stores the targets again, and each tap's update
 // waits for the last one's store (a 3x3 max pooling, 9 such round trips an output pixel).
 // In registers, a block of lanes loads its targets once, combines every tap into them in
 // the same order (the same results, bit for bit) and stores them once.
+//
+// Where every tap of an output lies inside the input (all pixels but the border's), the taps
+// are loops of constant bounds, which the compiler unrolls: a branch tests that each tap
+// loop's bounds are those constants. A generated depthwise 3x3 convolution over
+// [1,112,112,32]: 0.164 -> 0.100 ms (AMD EPYC, 2 threads, 2026-12-02).
 bool Emitter::emit_tap_lanes(const AstNode& n, int depth, std::string& out) const {
   const AstNode* lanes = d_.cpu_reduction_strategies ? tap_nest(k_, n) : nullptr;
   if (!lanes || packing_) return false;
@@ -496,7 +516,8 @@ bool Emitter::emit_tap_lanes(const AstNode& n, int depth, std::string& out) cons
   const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
   if (k_.buffers[static_cast<size_t>(s.write.buffer)].dtype != DType::kF32) return false;
   LoopRange range = *loop_range(*lanes);
-  if (range.static_extent().value_or(16) < 16) return false;
+  std::optional<int64_t> extent = range.static_extent();
+  if (extent.value_or(16) < 16) return false;
   std::vector<std::string> iters;
   for (const AstExpr& e : call.args)
     iters.push_back(ast_expr(e));
@@ -504,13 +525,43 @@ bool Emitter::emit_tap_lanes(const AstNode& n, int depth, std::string& out) cons
   const std::string& lane = lanes->iterator;
   const std::string hi = ast_expr(range.hi);
   std::string pad(static_cast<size_t>(2 * depth), ' ');
-  // The tap loops' headers at "at", and their closing braces.
-  auto taps = [&](int at) {
+  // The interior test, and each tap loop's constant bounds in it.
+  std::vector<std::string> interior;
+  std::map<const AstNode*, std::pair<int64_t, int64_t>> constant;
+  std::vector<std::string> taps_seen;
+  for (const AstNode* m = &n; m != lanes; m = &m->children[0]) {
+    taps_seen.push_back(m->iterator);
+    const AstExpr& bound = m->cond.args[1];
+    std::optional<int64_t> lo = interior_bound(m->init, AstExpr::Op::kMax),
+                           up = interior_bound(bound, AstExpr::Op::kMin);
+    bool inner = std::any_of(taps_seen.begin(), taps_seen.end(), [&](const std::string& t) {
+      return mentions(m->init, t) || mentions(bound, t);
+    });
+    if (!lo || !up || inner || m->cond.kind != AstExpr::Kind::kOp) {
+      interior.clear();
+      constant.clear();
+      break;
+    }
+    bool le = m->cond.op == AstExpr::Op::kLe;
+    if (m->init.kind != AstExpr::Kind::kInt)
+      interior.push_back(fmt::format("{} == {}", ast_expr(m->init), *lo));
+    if (bound.kind != AstExpr::Kind::kInt)
+      interior.push_back(fmt::format("{} == {}", ast_expr(bound), *up));
+    constant[m] = {*lo, le ? *up + 1 : *up};
+  }
+  // The tap loops' headers at "at", and their closing braces; constant bounds with "fixed".
+  auto taps = [&](int at, bool fixed) {
     std::string open, close;
     for (const AstNode* m = &n; m != lanes; m = &m->children[0], ++at) {
       std::string p(static_cast<size_t>(2 * at), ' ');
-      open += fmt::format("{0}for (int64_t {1} = {2}; {3}; {1} += {4}) {{  // reduction\n", p,
-                          m->iterator, ast_expr(m->init), ast_expr(m->cond), m->step);
+      if (fixed) {
+        auto [lo, up] = constant.at(m);
+        open += fmt::format("{0}for (int64_t {1} = {2}; {1} < {3}; {1} += {4}) {{  // reduction\n",
+                            p, m->iterator, lo, up, m->step);
+      } else {
+        open += fmt::format("{0}for (int64_t {1} = {2}; {3}; {1} += {4}) {{  // reduction\n", p,
+                            m->iterator, ast_expr(m->init), ast_expr(m->cond), m->step);
+      }
       close = p + "}\n" + close;
     }
     return std::make_tuple(open, close, at);
@@ -521,35 +572,53 @@ bool Emitter::emit_tap_lanes(const AstNode& n, int depth, std::string& out) cons
                        "+= 1) {{\n{0}  const int64_t {3} = weft_p + weft_l;\n",
                        p, from, to, lane);
   };
+  // Blocks of 64, 32, 16 and 8 lanes (8: the half register that channels such as 24 leave
+  // after 16, in place a 3x3 max pooling's 9 round trips through memory); with a static
+  // extent, only the widths that run.
+  auto blocks = [&](int at, bool fixed) {
+    std::string b, p(static_cast<size_t>(2 * at), ' ');
+    std::optional<int64_t> left = extent;
+    for (int64_t width : {64, 32, 16, 8}) {
+      if (left && *left < width) continue;
+      if (left) *left %= width;
+      b += fmt::format("{0}for (; weft_p + {1} <= {2}; weft_p += {1}) {{\n{0}  float "
+                       "weft_acc[{1}];\n",
+                       p, width, hi);
+      b += lane_loop(at + 1, 0, width) +
+           fmt::format("{0}  weft_acc[weft_l] = {1};\n{0}}}\n", p + "  ", target);
+      auto [open, close, in] = taps(at + 1, fixed);
+      b += open;
+      for (int64_t from = 0; from < width; from += 16) {
+        b += lane_loop(in, from, std::min<int64_t>(from + 16, width));
+        emit_statement(call, in + 1, b, "weft_acc[weft_l]");
+        b += std::string(static_cast<size_t>(2 * in), ' ') + "}\n";
+      }
+      b += close;
+      b += lane_loop(at + 1, 0, width) +
+           fmt::format("{0}    {1} = weft_acc[weft_l];\n{0}  }}\n{0}}}\n", p, target);
+    }
+    return b;
+  };
   out += fmt::format("{0}{{  // the taps' targets in registers, 64, 32, 16 and 8 lanes at a time\n"
                      "{0}  int64_t weft_p = {1};\n",
                      pad, ast_expr(range.lo));
-  // (8: the half register that channels such as 24 leave after 16, in place a 3x3 max pooling's
-  // 9 round trips through memory.)
-  for (int64_t width : {64, 32, 16, 8}) {
-    out += fmt::format("{0}  for (; weft_p + {1} <= {2}; weft_p += {1}) {{\n{0}    float "
-                       "weft_acc[{1}];\n",
-                       pad, width, hi);
-    out += lane_loop(depth + 2, 0, width) +
-           fmt::format("{0}    weft_acc[weft_l] = {1};\n{0}  }}\n", pad + "  ", target);
-    auto [open, close, at] = taps(depth + 2);
-    out += open;
-    for (int64_t from = 0; from < width; from += 16) {
-      out += lane_loop(at, from, std::min<int64_t>(from + 16, width));
-      emit_statement(call, at + 1, out, "weft_acc[weft_l]");
-      out += std::string(static_cast<size_t>(2 * at), ' ') + "}\n";
-    }
-    out += close;
-    out += lane_loop(depth + 2, 0, width) +
-           fmt::format("{0}    {1} = weft_acc[weft_l];\n{0}  }}\n{0}}}\n", pad + "  ", target);
+  if (interior.empty()) {
+    out += blocks(depth + 1, false);
+  } else {
+    out += fmt::format("{0}  if ({1}) {{  // every tap inside\n", pad, fmt::join(interior, " && "));
+    out += blocks(depth + 2, true) + pad + "  } else {\n";
+    out += blocks(depth + 2, false) + pad + "  }\n";
   }
-  auto [open, close, at] = taps(depth + 1); // the rest, in place
-  std::string p(static_cast<size_t>(2 * at), ' ');
-  out += open + fmt::format("{0}#pragma omp simd\n{0}for (int64_t {1} = weft_p; {1} < {2}; {1} "
-                            "+= 1) {{\n",
-                            p, lane, hi);
-  emit_statement(call, at + 1, out);
-  out += p + "}\n" + close + pad + "}\n";
+  if (!extent || *extent % 8 != 0) { // the rest, in place
+    auto [open, close, at] = taps(depth + 1, false);
+    std::string p(static_cast<size_t>(2 * at), ' ');
+    out += open + fmt::format("{0}#pragma omp simd\n{0}for (int64_t {1} = weft_p; {1} < {2}; {1} "
+                              "+= 1) {{\n",
+                              p, lane, hi);
+    emit_statement(call, at + 1, out);
+    out += p + "}\n" + close;
+  }
+  out += pad + "}\n";
   return true;
 }
 

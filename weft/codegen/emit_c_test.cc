@@ -327,18 +327,47 @@ TEST(EmitC, GuardedShortWindowKeepsOneAccumulator) {
   EXPECT_EQ(window.find("weft_lane"), std::string::npos) << window;
 }
 
-// A few taps around a run of 40 channels (a pooling's window) inside a parallel loop: their
-// targets stay in registers across the taps, a block of 32 lanes, then one of 8; any lanes
-// left stay in place.
+// A few taps around a run of 44 channels (a pooling's window) inside a parallel loop: their
+// targets stay in registers across the taps, a block of 32 lanes, then one of 8 (the widths
+// that run, of 64, 32, 16 and 8); the 4 lanes left stay in place.
 TEST(EmitC, TapTargetsStayInRegistersAcrossTheTaps) {
   std::string taps = function_of(testing::reduce_kernel(
-      "taps", {Dim(56), Dim(3), Dim(40)}, {false, true, false}, kernel::Combine::kMax));
+      "taps", {Dim(56), Dim(3), Dim(44)}, {false, true, false}, kernel::Combine::kMax));
   EXPECT_NE(taps.find("the taps' targets in registers"), std::string::npos) << taps;
-  EXPECT_NE(taps.find("for (; weft_p + 32 <= 40; weft_p += 32) {"), std::string::npos) << taps;
-  EXPECT_NE(taps.find("for (; weft_p + 8 <= 40; weft_p += 8) {"), std::string::npos) << taps;
+  EXPECT_NE(taps.find("for (; weft_p + 32 <= 44; weft_p += 32) {"), std::string::npos) << taps;
+  EXPECT_NE(taps.find("for (; weft_p + 8 <= 44; weft_p += 8) {"), std::string::npos) << taps;
+  EXPECT_EQ(taps.find("float weft_acc[64]"), std::string::npos) << taps;
+  EXPECT_EQ(taps.find("float weft_acc[16]"), std::string::npos) << taps;
   EXPECT_NE(taps.find("weft_acc[weft_l] = weft_max(weft_acc[weft_l], t0);"), std::string::npos)
       << taps;
-  EXPECT_NE(taps.find("= weft_p; c2 < 40; c2 += 1) {"), std::string::npos) << taps; // the rest
+  EXPECT_NE(taps.find("= weft_p; c2 < 44; c2 += 1) {"), std::string::npos) << taps; // the rest
+  // Without guards the taps' bounds are constants already: no interior branch.
+  EXPECT_EQ(taps.find("every tap inside"), std::string::npos) << taps;
+}
+
+// A padded window over 48 channels: guards bound the tap loop by "max(0, 1 - c0)" and
+// "min(2, 56 - c0)". Where those are 0 and 2 (all pixels but the border's) the taps run as a
+// loop of constant bounds, which the compiler unrolls; the border keeps the guarded loop.
+TEST(EmitC, InteriorPixelsRunTheTapsWithConstantBounds) {
+  using kernel::AffineExpr;
+  kernel::Kernel k = testing::reduce_kernel("window", {Dim(56), Dim(3), Dim(48)},
+                                            {false, true, false}, kernel::Combine::kSum);
+  kernel::Statement& update = k.statements[1];
+  // x[i + t - 1, c]
+  update.reads[0].index = {{-1, {{0, 1}, {1, 1}}}, {0, {{2, 1}}}};
+  k.buffers[0].shape = {56, 48};
+  update.guards = {{-1, {{0, 1}, {1, 1}}}, {56, {{0, -1}, {1, -1}}}}; // 0 <= i + t - 1 < 56
+  std::string window = function_of(k);
+  size_t inside = window.find("== 0 && weft_imin(2, ");
+  ASSERT_NE(inside, std::string::npos) << window;
+  EXPECT_NE(window.find(") == 2) {  // every tap inside", inside), std::string::npos) << window;
+  size_t fixed = window.find("for (int64_t c1 = 0; c1 < 3; c1 += 1) {", inside);
+  size_t border = window.find("} else {", inside);
+  ASSERT_NE(fixed, std::string::npos) << window;
+  ASSERT_NE(border, std::string::npos) << window;
+  EXPECT_LT(fixed, border) << window;
+  EXPECT_NE(window.find("c1 <= weft_imin(2, ", border), std::string::npos) << window;
+  EXPECT_EQ(window.find("= weft_p; c2 < 48"), std::string::npos) << window; // 32 + 16 lanes
 }
 
 TEST(EmitC, BroadcastIndexAndAllReduction) {

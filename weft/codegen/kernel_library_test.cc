@@ -255,6 +255,47 @@ TEST_F(CpuKernels, ChannelScaleCoalescesAndStreams) {
   }
 }
 
+// A Clip's max and min against constant bounds (dialect.h: bound_by_constant) give what
+// weft_max and weft_min give: a NaN passes through, a value equal to a bound gives the bound
+// (0 for -0 at a lower bound of 0, as ONNX Runtime's Relu gives).
+TEST_F(CpuKernels, ClipToConstantsKeepsNaNAndTakesTheBound) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> x = {NAN, -0.0f, 0.0f, 6.0f, -1.0f, 3.5f, 7.0f, inf, -inf, -NAN};
+  for (int i = 0; i < 40; ++i) // past a vector's lanes
+    x.push_back(static_cast<float>(i) * 0.25f - 2.0f);
+  int64_t n = static_cast<int64_t>(x.size());
+  kernel::Kernel k;
+  k.name = "clip_constants";
+  k.buffers = {{"x", DType::kF32, {n}, kernel::BufferRole::kInput},
+               {"y", DType::kF32, {n}, kernel::BufferRole::kOutput}};
+  kernel::Statement st;
+  st.name = "clip";
+  st.domain = {n};
+  st.write = {1, {kernel::AffineExpr::iterator(0)}};
+  st.reads = {{0, {kernel::AffineExpr::iterator(0)}}};
+  using kernel::ExprOp;
+  st.expr = {{ExprOp::kLoad, DType::kF32, {}, 0, 0},
+             {ExprOp::kConstant, DType::kF32, {}, -1, 0},
+             {ExprOp::kMax, DType::kF32, {0, 1}, -1, 0},
+             {ExprOp::kConstant, DType::kF32, {}, -1, 6},
+             {ExprOp::kMin, DType::kF32, {2, 3}, -1, 0}};
+  k.statements = {st};
+  KernelFn fn = build(k);
+  ASSERT_NE(fn, nullptr);
+  std::vector<float> y(x.size());
+  void* buffers[] = {x.data(), y.data()};
+  fn(buffers, nullptr);
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i])) {
+      EXPECT_TRUE(std::isnan(y[i])) << i;
+      continue;
+    }
+    float want = x[i] > 0.0f ? (x[i] < 6.0f ? x[i] : 6.0f) : 0.0f;
+    EXPECT_EQ(y[i], want) << "x = " << x[i];
+    EXPECT_EQ(std::signbit(y[i]), std::signbit(want)) << "x = " << x[i];
+  }
+}
+
 // The generated f32 exp (a vectorizable polynomial, not libm) against float64 exp: within
 // 2 ulp where the result is normal, exact at overflow, underflow, infinities and NaN.
 // weft_erf (vectorizable, prelude) against libm's erf in double: within 2.5e-7 relative

@@ -71,7 +71,7 @@ extern "C" void weft_k3_MaxPool(void* const* buffers, const int64_t* extents) {
                 const float t10 = b5[c1];
                 const float t11 = (t9 + t10);
                 const float t12 = 0.0f;
-                const float t13 = weft_max(t11, t12);
+                const float t13 = (t12 >= t11 ? t12 : t11);
                 acc = weft_max(acc, t13);
               }
             }

@@ -70,7 +70,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k3_MaxPool_p0(float* b0, 
             const float t10 = b5[c1];
             const float t11 = (t9 + t10);
             const float t12 = 0.0f;
-            const float t13 = weft_max(t11, t12);
+            const float t13 = (t12 >= t11 ? t12 : t11);
             acc = weft_max(acc, t13);
           }
         }
