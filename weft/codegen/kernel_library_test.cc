@@ -432,6 +432,54 @@ TEST_F(CpuKernels, CompilerFailureNamesCommandAndLog) {
   EXPECT_NE(lib.status().message().find(".log"), std::string::npos) << lib.status().message();
 }
 
+// A library of several functions built as translation units at once (each the prelude and
+// a share of the functions) links into one library whose functions all run; its cache entry
+// is that of the whole source. A unit that fails names its command and log.
+TEST_F(CpuKernels, FunctionsInSeveralUnitsLinkIntoOneLibrary) {
+  std::vector<kernel::Kernel> kernels;
+  for (int i = 0; i < 3; ++i) {
+    kernels.push_back(testing::bias_add_kernel(Dim(4), Dim(8 + i)));
+    kernels.back().name = fmt::format("bias_add_{}", i);
+  }
+  std::string prelude = codegen::emit_prelude(codegen::Dialect::kCpu), whole = prelude;
+  std::vector<std::string> functions;
+  for (const kernel::Kernel& k : kernels) {
+    Result<poly::ScheduledKernel> s = poly::schedule_kernel(k);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    Result<std::string> src = codegen::emit_kernel(k, s->loops, codegen::Dialect::kCpu);
+    ASSERT_TRUE(src.ok()) << src.status().to_string();
+    functions.push_back(src->substr(src->find("// kernel")));
+    whole += "\n" + functions.back();
+  }
+  Result<toolchain::CompiledLibrary> lib = toolchain::compile_cpu(prelude, functions, compiler_, 3);
+  ASSERT_TRUE(lib.ok()) << lib.status().to_string();
+  EXPECT_FALSE(lib->cache_hit);
+  Result<std::shared_ptr<KernelLibrary>> loaded = KernelLibrary::load(lib->path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  for (int i = 0; i < 3; ++i) {
+    Result<KernelFn> fn = (*loaded)->function(kernels[static_cast<size_t>(i)].name);
+    ASSERT_TRUE(fn.ok()) << fn.status().to_string();
+    size_t cols = static_cast<size_t>(8 + i);
+    std::vector<float> x = random(4 * cols, 7), b = random(cols, 8), z(4 * cols);
+    void* buffers[] = {x.data(), b.data(), z.data()};
+    (*fn)(buffers, nullptr);
+    for (size_t e = 0; e < z.size(); ++e)
+      ASSERT_EQ(z[e], x[e] + b[e % cols]) << i << ": " << e;
+  }
+  Result<toolchain::CompiledLibrary> again = toolchain::compile_cpu(whole, compiler_);
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_TRUE(again->cache_hit);
+  EXPECT_EQ(again->path, lib->path);
+
+  functions[1] += "\nthis is not C++\n";
+  Result<toolchain::CompiledLibrary> broken =
+      toolchain::compile_cpu(prelude, functions, compiler_, 3);
+  ASSERT_FALSE(broken.ok());
+  const std::string& message = broken.status().message();
+  EXPECT_NE(message.find(" -c "), std::string::npos) << message;
+  EXPECT_NE(message.find(".log"), std::string::npos) << message;
+}
+
 // The CPU reduction strategies (codegen/cpu_strategy.h): every canonical form, with lanes,
 // tails, thread splits and empty extents, against a float64 reference. Inputs are exact in
 // any order of evaluation (small integers for sums, signs and powers of two for products),

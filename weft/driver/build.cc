@@ -79,7 +79,7 @@ build_cuda(const Graph& graph, Plan plan, const GeneratedSource& generated,
 }
 
 Result<std::unique_ptr<runtime::Executable>> build_cpu(const Graph& graph, Plan plan,
-                                                       const std::string& source,
+                                                       const GeneratedSource& generated,
                                                        const Frozen& frozen, PhaseTimer& timer,
                                                        bool* cache_hit) {
   // Library calls alone (or nothing but aliases: a stage that hands its inputs over) need no
@@ -91,7 +91,8 @@ Result<std::unique_ptr<runtime::Executable>> build_cpu(const Graph& graph, Plan 
     return make_executable(graph, std::move(plan), {}, frozen);
   }
   toolchain::CpuCompiler compiler = toolchain::CpuCompiler::from_environment();
-  WEFT_ASSIGN_OR_RETURN(toolchain::CompiledLibrary built, toolchain::compile_cpu(source, compiler));
+  WEFT_ASSIGN_OR_RETURN(toolchain::CompiledLibrary built,
+                        toolchain::compile_cpu(generated.prelude, generated.functions, compiler));
   timer.end("build");
   Result<std::shared_ptr<runtime::KernelLibrary>> library = load_kernels(built.path, plan.launches);
   if (!library.ok() && built.cache_hit) {
@@ -100,7 +101,8 @@ Result<std::unique_ptr<runtime::Executable>> build_cpu(const Graph& graph, Plan 
              library.status().message());
     std::error_code ec;
     std::filesystem::remove(built.path, ec);
-    WEFT_ASSIGN_OR_RETURN(built, toolchain::compile_cpu(source, compiler));
+    WEFT_ASSIGN_OR_RETURN(built,
+                          toolchain::compile_cpu(generated.prelude, generated.functions, compiler));
     library = load_kernels(built.path, plan.launches);
   }
   if (!library.ok()) return library.status();

@@ -161,9 +161,8 @@ Status stages::compile_graph(Graph graph, const Frozen& frozen, const CompileSet
     WEFT_ASSIGN_OR_RETURN(out.executable, stages::build_cuda(graph, std::move(plan), generated,
                                                              device, frozen, timer));
   } else if (settings.goal == CompileGoal::kExecutable) {
-    WEFT_ASSIGN_OR_RETURN(
-        out.executable,
-        stages::build_cpu(graph, std::move(plan), generated.source, frozen, timer, &out.cache_hit));
+    WEFT_ASSIGN_OR_RETURN(out.executable, stages::build_cpu(graph, std::move(plan), generated,
+                                                            frozen, timer, &out.cache_hit));
   }
   stages::log_phases(graph.source, out.phases);
   out.graph = std::move(graph);

@@ -34,7 +34,8 @@ Result<GeneratedSource> generate_source(const Plan& plan, const std::vector<Kern
   for (const Status& s : failures)
     WEFT_RETURN_IF_ERROR(s);
   out.cache_hits = cached;
-  out.source = codegen::emit_prelude(dialect);
+  out.prelude = codegen::emit_prelude(dialect);
+  out.source = out.prelude;
   for (const std::string& function : out.functions)
     out.source += "\n" + function;
   return out;

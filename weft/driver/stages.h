@@ -145,6 +145,7 @@ std::vector<KernelChoice> schedule_kernels(const Plan& plan, const CompileSettin
 
 struct GeneratedSource {
   std::string source;                 // the prelude, then each kernel's function
+  std::string prelude;                // the dialect's helpers
   std::vector<std::string> functions; // each kernel's function, as in the source
   std::vector<std::vector<runtime::cuda::LaunchShape>> launches; // CUDA: each kernel's
   int cache_hits = 0; // functions read from the function cache
@@ -171,7 +172,7 @@ build_cuda(const Graph& graph, Plan plan, const GeneratedSource& generated,
 // The source built by $CXX (or found in the cache; a damaged entry is rebuilt once) and
 // loaded, and the executable over it. "cache_hit": the build came from the cache.
 Result<std::unique_ptr<runtime::Executable>> build_cpu(const Graph& graph, Plan plan,
-                                                       const std::string& source,
+                                                       const GeneratedSource& generated,
                                                        const Frozen& frozen, PhaseTimer& timer,
                                                        bool* cache_hit);
 

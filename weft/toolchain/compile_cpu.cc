@@ -1,12 +1,16 @@
 #include "weft/toolchain/compile_cpu.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <sstream>
+#include <thread>
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sched.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,8 +35,8 @@ std::vector<std::string> split_words(const std::string& s) {
   return words;
 }
 
-// Runs "argv" with stdout and stderr to "log"; returns its exit status (-1 if it could not run).
-int run_logged(const std::vector<std::string>& argv, const std::string& log) {
+// Starts "argv" with stdout and stderr to "log"; its pid, or -1 if it could not start.
+pid_t spawn_logged(const std::vector<std::string>& argv, const std::string& log) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -44,10 +48,21 @@ int run_logged(const std::vector<std::string>& argv, const std::string& log) {
   pid_t pid = 0;
   int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return -1;
+  return rc == 0 ? pid : -1;
+}
+
+// The exit status of a process that spawn_logged started (-1 if it did not start or exit).
+int wait_for(pid_t pid) {
   int status = 0;
-  if (waitpid(pid, &status, 0) < 0) return -1;
+  if (pid < 0 || waitpid(pid, &status, 0) < 0) return -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// The cores this process may run on.
+size_t available_cores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
 }
 
 } // namespace
@@ -89,8 +104,50 @@ CpuCompiler CpuCompiler::from_environment() {
   return c;
 }
 
+namespace {
+
+// Runs the commands at once, each with its log; the first failure, if any.
+Status run_all(const std::vector<std::vector<std::string>>& commands,
+               const std::vector<std::string>& logs) {
+  std::vector<pid_t> pids(commands.size(), -1);
+  for (size_t i = 0; i < commands.size(); ++i) {
+    log_debug("compiling: {}", shell_line(commands[i]));
+    pids[i] = spawn_logged(commands[i], logs[i]);
+  }
+  Status first;
+  for (size_t i = 0; i < commands.size(); ++i) {
+    int status = wait_for(pids[i]);
+    if (status != 0 && first.ok()) {
+      first = Status::error(
+          fmt::format("compiling a kernel failed (exit status {}): {}; compiler output in {}",
+                      status, shell_line(commands[i]), logs[i]));
+    }
+  }
+  return first;
+}
+
+// How many translation units: one per core (of those this process may run on), at most 8
+// and one per function, and one for a small source, which a second unit would not speed up.
+size_t unit_count(int units, const std::vector<std::string>& functions, size_t bytes) {
+  constexpr size_t kSmallSource = 64 * 1024;
+  size_t n = units > 0 ? static_cast<size_t>(units) : std::min<size_t>(available_cores(), 8);
+  if (units <= 0 && bytes < kSmallSource) n = 1;
+  return std::max<size_t>(1, std::min(n, functions.size()));
+}
+
+} // namespace
+
 Result<CompiledLibrary> compile_cpu(const std::string& source, const CpuCompiler& compiler) {
+  return compile_cpu(source, {}, compiler, 1);
+}
+
+Result<CompiledLibrary> compile_cpu(const std::string& prelude,
+                                    const std::vector<std::string>& functions,
+                                    const CpuCompiler& compiler, int units) {
   if (split_words(compiler.cxx).empty()) return Status::error("no C++ compiler: $CXX is blank");
+  std::string source = prelude;
+  for (const std::string& f : functions)
+    source += "\n" + f;
   std::string key = hash_hex(compiler.cxx + "\n" +
                              fmt::format("{}", fmt::join(compiler.flags, " ")) + "\n" + source);
   fs::path dir = compiler.cache_dir;
@@ -111,26 +168,62 @@ Result<CompiledLibrary> compile_cpu(const std::string& source, const CpuCompiler
   std::string unique = fmt::format("{}.{}.{}", key, ::getpid(), ::gettid()); // per thread
   fs::path src = dir / (unique + ".cc");
   fs::path tmp = dir / (unique + ".so.tmp");
-  fs::path log = dir / (key + ".log");
-  {
-    std::ofstream out(src);
-    out << source;
-    if (!out) return Status::error(fmt::format("cannot write {}", src.string()));
+  auto write = [](const fs::path& path, const std::string& text) -> Status {
+    std::ofstream out(path);
+    out << text;
+    return out ? Status() : Status::error(fmt::format("cannot write {}", path.string()));
+  };
+  WEFT_RETURN_IF_ERROR(write(src, source));
+  size_t n = unit_count(units, functions, source.size());
+  std::vector<fs::path> cleanup;
+  Status built;
+  if (n == 1) {
+    built = run_all({compile_command(compiler, src.string(), tmp.string())},
+                    {(dir / (key + ".log")).string()});
+  } else {
+    // Functions to units by size, the largest first, each to the unit with the fewest bytes.
+    std::vector<size_t> order(functions.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return functions[a].size() > functions[b].size(); });
+    std::vector<std::string> text(n, prelude);
+    for (size_t f : order) {
+      auto smallest = std::min_element(text.begin(), text.end(),
+                                       [](auto& a, auto& b) { return a.size() < b.size(); });
+      *smallest += "\n" + functions[f];
+    }
+    CpuCompiler object = compiler; // each unit to an object file; the library links them
+    std::erase(object.flags, std::string("-shared"));
+    object.flags.push_back("-c");
+    std::vector<std::vector<std::string>> commands;
+    std::vector<std::string> logs, objects;
+    for (size_t u = 0; u < n && built.ok(); ++u) {
+      fs::path part = dir / fmt::format("{}.{}.cc", unique, u);
+      objects.push_back((dir / fmt::format("{}.{}.o", unique, u)).string());
+      logs.push_back((dir / fmt::format("{}.{}.log", key, u)).string());
+      cleanup.insert(cleanup.end(), {part, objects.back()});
+      built = write(part, text[u]);
+      commands.push_back(compile_command(object, part.string(), objects.back()));
+    }
+    if (built.ok()) built = run_all(commands, logs);
+    if (built.ok()) {
+      std::vector<std::string> link = compile_command(compiler, objects[0], tmp.string());
+      link.insert(link.end(), objects.begin() + 1, objects.end());
+      logs.push_back((dir / (key + ".log")).string());
+      built = run_all({link}, {logs.back()});
+    }
+    for (size_t u = 0; built.ok() && u < logs.size(); ++u)
+      fs::remove(logs[u], ec);
   }
-  std::vector<std::string> argv = compile_command(compiler, src.string(), tmp.string());
-  log_debug("compiling: {}", shell_line(argv));
-  int status = run_logged(argv, log.string());
-  if (status != 0) {
-    return Status::error(
-        fmt::format("compiling a kernel failed (exit status {}): {}; compiler output in {}", status,
-                    shell_line(argv), log.string()));
-  }
+  for (const fs::path& p : cleanup) // a failed unit's source stays, beside its log
+    if (built.ok() || p.extension() == ".o") fs::remove(p, ec);
+  if (!built.ok()) return built;
   fs::rename(src, dir / (key + ".cc"), ec);
   fs::rename(tmp, library, ec);
   if (ec)
     return Status::error(
         fmt::format("cannot move {} into the kernel cache: {}", tmp.string(), ec.message()));
-  fs::remove(log, ec);
+  fs::remove(dir / (key + ".log"), ec);
   return CompiledLibrary{library.string(), false};
 }
 
