@@ -179,10 +179,13 @@ Result<Task> prepare(const KernelSummary& summary, size_t index, codegen::Dialec
 }
 
 Status build_cpu(Task& task, const toolchain::CpuCompiler& compiler) {
-  std::string source = codegen::emit_prelude(codegen::Dialect::kCpu);
+  std::vector<std::string> functions;
   for (const codegen::EmittedFunction& f : task.functions)
-    source += "\n" + f.source;
-  WEFT_ASSIGN_OR_RETURN(toolchain::CompiledLibrary built, toolchain::compile_cpu(source, compiler));
+    functions.push_back(f.source);
+  // One unit: tasks build on all cores already.
+  WEFT_ASSIGN_OR_RETURN(toolchain::CompiledLibrary built,
+                        toolchain::compile_cpu(codegen::emit_prelude(codegen::Dialect::kCpu),
+                                               functions, compiler, 1));
   WEFT_ASSIGN_OR_RETURN(task.library, runtime::KernelLibrary::load(built.path));
   for (const codegen::Variant& v : task.variants) {
     WEFT_ASSIGN_OR_RETURN(runtime::KernelFn fn, task.library->function(v.name));
@@ -508,8 +511,9 @@ Result<std::function<double(double)>> generated_timer(const Node& node,
   codegen::Variant v{"weft_alone", CpuSchedule{}, {}};
   WEFT_ASSIGN_OR_RETURN(std::vector<codegen::EmittedFunction> f,
                         codegen::generate_variants(k.kernel, codegen::Dialect::kCpu, {v}));
-  std::string source = codegen::emit_prelude(codegen::Dialect::kCpu) + "\n" + f[0].source;
-  WEFT_ASSIGN_OR_RETURN(toolchain::CompiledLibrary built, toolchain::compile_cpu(source, compiler));
+  WEFT_ASSIGN_OR_RETURN(toolchain::CompiledLibrary built,
+                        toolchain::compile_cpu(codegen::emit_prelude(codegen::Dialect::kCpu),
+                                               {f[0].source}, compiler));
   WEFT_ASSIGN_OR_RETURN(std::shared_ptr<runtime::KernelLibrary> library,
                         runtime::KernelLibrary::load(built.path));
   WEFT_ASSIGN_OR_RETURN(runtime::KernelFn fn, library->function(v.name));
