@@ -432,9 +432,9 @@ TEST_F(CpuKernels, CompilerFailureNamesCommandAndLog) {
   EXPECT_NE(lib.status().message().find(".log"), std::string::npos) << lib.status().message();
 }
 
-// A library of several functions built as translation units at once (each the prelude and
-// a share of the functions) links into one library whose functions all run; its cache entry
-// is that of the whole source. A unit that fails names its command and log.
+// A library of several functions built as translation units at once (each the precompiled
+// prelude and a share of the functions) links into one library whose functions all run; its
+// cache entry is that of the whole source. A unit that fails names its command and log.
 TEST_F(CpuKernels, FunctionsInSeveralUnitsLinkIntoOneLibrary) {
   std::vector<kernel::Kernel> kernels;
   for (int i = 0; i < 3; ++i) {
@@ -466,6 +466,13 @@ TEST_F(CpuKernels, FunctionsInSeveralUnitsLinkIntoOneLibrary) {
     for (size_t e = 0; e < z.size(); ++e)
       ASSERT_EQ(z[e], x[e] + b[e % cols]) << i << ": " << e;
   }
+  // The units included the prelude's header, precompiled beside it in the cache.
+  size_t precompiled = 0;
+  for (const auto& entry : fs::directory_iterator(compiler_.cache_dir)) {
+    std::string name = entry.path().filename().string();
+    precompiled += name.starts_with("prelude-") && name.ends_with(".h.gch");
+  }
+  EXPECT_EQ(precompiled, 1u);
   Result<toolchain::CompiledLibrary> again = toolchain::compile_cpu(whole, compiler_);
   ASSERT_TRUE(again.ok()) << again.status().to_string();
   EXPECT_TRUE(again->cache_hit);
