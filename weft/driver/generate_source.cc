@@ -1,8 +1,10 @@
 #include <atomic>
+#include <chrono>
 
 #include "weft/codegen/emit_c.h"
 #include "weft/codegen/generate.h"
 #include "weft/driver/stages.h"
+#include "weft/support/log.h"
 #include "weft/support/parallel.h"
 #include "weft/toolchain/compile_cpu.h"
 
@@ -21,8 +23,13 @@ Result<GeneratedSource> generate_source(const Plan& plan, const std::vector<Kern
   std::vector<Status> failures(kernels.size());
   std::atomic<int> cached = 0;
   parallel_for(kernels.size(), [&](size_t k) {
+    auto start = std::chrono::steady_clock::now();
     Result<codegen::GeneratedFunction> f = codegen::generate_function(
         kernels[k], dialect, cache_dir, choices[k].schedule, choices[k].cuda);
+    log_debug("kernel {}: {} in {:.1f} ms", kernels[k].name,
+              f.ok() && f->cache_hit ? "from the function cache" : "generated",
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                  .count());
     if (!f.ok()) {
       failures[k] = f.status().with_location(plan.sites[k]);
       return;
