@@ -249,7 +249,7 @@ void Emitter::emit_statement(const AstNode& call, int depth, std::string& out,
       const kernel::ExprNode* bound =
           e.operands.size() == 2 ? &s.expr[static_cast<size_t>(e.operands[1])] : nullptr;
       bool clamps = (e.op == kernel::ExprOp::kMax || e.op == kernel::ExprOp::kMin) &&
-                    dtype_is_float(e.dtype) && bound->op == kernel::ExprOp::kConstant &&
+                    dtype_is_float(e.dtype) && bound && bound->op == kernel::ExprOp::kConstant &&
                     !std::isnan(bound->value);
       value = clamps ? bound_by_constant(e.op, args[0], args[1]) : apply_op(e.op, e.dtype, args);
     }

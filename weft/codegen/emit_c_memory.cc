@@ -531,13 +531,15 @@ bool Emitter::emit_tap_lanes(const AstNode& n, int depth, std::string& out) cons
   std::vector<std::string> taps_seen;
   for (const AstNode* m = &n; m != lanes; m = &m->children[0]) {
     taps_seen.push_back(m->iterator);
-    const AstExpr& bound = m->cond.args[1];
+    bool comparison = m->cond.kind == AstExpr::Kind::kOp && m->cond.args.size() == 2 &&
+                      (m->cond.op == AstExpr::Op::kLe || m->cond.op == AstExpr::Op::kLt);
+    const AstExpr* bound = comparison ? &m->cond.args[1] : nullptr;
     std::optional<int64_t> lo = interior_bound(m->init, AstExpr::Op::kMax),
-                           up = interior_bound(bound, AstExpr::Op::kMin);
+                           up = bound ? interior_bound(*bound, AstExpr::Op::kMin) : std::nullopt;
     bool inner = std::any_of(taps_seen.begin(), taps_seen.end(), [&](const std::string& t) {
-      return mentions(m->init, t) || mentions(bound, t);
+      return mentions(m->init, t) || (bound && mentions(*bound, t));
     });
-    if (!lo || !up || inner || m->cond.kind != AstExpr::Kind::kOp) {
+    if (!lo || !up || inner) {
       interior.clear();
       constant.clear();
       break;
@@ -545,8 +547,8 @@ bool Emitter::emit_tap_lanes(const AstNode& n, int depth, std::string& out) cons
     bool le = m->cond.op == AstExpr::Op::kLe;
     if (m->init.kind != AstExpr::Kind::kInt)
       interior.push_back(fmt::format("{} == {}", ast_expr(m->init), *lo));
-    if (bound.kind != AstExpr::Kind::kInt)
-      interior.push_back(fmt::format("{} == {}", ast_expr(bound), *up));
+    if (bound->kind != AstExpr::Kind::kInt)
+      interior.push_back(fmt::format("{} == {}", ast_expr(*bound), *up));
     constant[m] = {*lo, le ? *up + 1 : *up};
   }
   // The tap loops' headers at "at", and their closing braces; constant bounds with "fixed".
