@@ -44,6 +44,59 @@ TEST(Canonicalize, ReduceAxesInputBecomesSortedNonNegativeAttribute) {
             "  output %y: f32[3]\n");
 }
 
+// Scalar scales of a MatMul's operands (scaled_dot_product_attention's q and k, each by the
+// square root of the scale) multiply its result instead, once; a Mul with another reader, or
+// of a tensor that is not one element, stays.
+TEST(Canonicalize, ScalarScalesOfMatMulOperandsMoveAfterIt) {
+  std::string body = canonical(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[2, 8, 4] q, float[2, 4, 8] k, float[8, 4] v) => (float[2, 8, 8] s, float[2, 8, 4] t,
+                                                           float[8, 4] v2) {
+      half = Constant <value = float[1] {0.5}> ()
+      quarter = Constant <value = float {0.25}> ()
+      row = Constant <value = float[4] {1, 2, 3, 4}> ()
+      qs = Mul(q, half)
+      ks = Mul(quarter, k)
+      s = MatMul(qs, ks)
+      vs = Mul(v, half)
+      t = MatMul(s, vs)
+      v2 = Mul(vs, row)
+    })");
+  EXPECT_NE(body.find("node MatMul_5: %s_unscaled: f32[2,8,8] = MatMul(%q, %k)"), std::string::npos)
+      << body;
+  EXPECT_NE(body.find("%s: f32[2,8,8] = Mul(%s_unscaled, %MatMul_5_scale)"), std::string::npos)
+      << body;
+  EXPECT_NE(body.find("const %MatMul_5_scale = f32[]{0.125}"), std::string::npos) << body;
+  // vs has a second reader: the product reads it as it is.
+  EXPECT_NE(body.find("= MatMul(%s, %vs)"), std::string::npos) << body;
+}
+
+// The key's transpose as scaled_dot_product_attention exports it (heads merged, transposed,
+// split again) is one Transpose of the heads' [B, H, S, D], composed with the Transpose that
+// made them; a Reshape that splits a dim the Transpose then moves apart stays.
+TEST(Canonicalize, ReshapeTransposeReshapeOfWholeDimsIsATranspose) {
+  std::string body = canonical(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[1, 128, 4, 64] k, float[6, 8] y) => (float[1, 4, 64, 128] kt, float[2, 8, 3] z) {
+      heads = Transpose <perm = [0, 2, 1, 3]> (k)
+      shape1 = Constant <value = int64[3] {4, 128, 64}> ()
+      merged = Reshape <allowzero = 0> (heads, shape1)
+      swapped = Transpose <perm = [0, 2, 1]> (merged)
+      shape2 = Constant <value = int64[4] {1, 4, 64, 128}> ()
+      kt = Reshape <allowzero = 0> (swapped, shape2)
+      shape3 = Constant <value = int64[3] {2, 3, 8}> ()
+      y3 = Reshape (y, shape3)
+      yt = Transpose <perm = [0, 2, 1]> (y3)
+      shape4 = Constant <value = int64[3] {2, 8, 3}> ()
+      z = Reshape (yt, shape4)
+    })");
+  EXPECT_NE(body.find("%kt: f32[1,4,64,128] = Transpose(%k) {perm=[0, 2, 3, 1]}"),
+            std::string::npos)
+      << body;
+  EXPECT_EQ(body.find("%merged"), std::string::npos) << body;
+  EXPECT_NE(body.find("%z: f32[2,8,3] = Reshape(%yt)"), std::string::npos) << body;
+}
+
 TEST(Canonicalize, ReduceWithoutAxesListsAllAxes) {
   EXPECT_EQ(canonical(R"(
     <ir_version: 8, opset_import: ["" : 11]>
