@@ -280,6 +280,40 @@ void compose_transposes(Node& node) {
   if (is_identity_perm(r)) turn_into_identity(node);
 }
 
+// A reshape from dims "from" to dims "to" that only splits and merges whole dims, as the
+// pieces ("atoms") both are made of: each atom's dim of "from" and which piece of it (0 the
+// outermost), and the atoms of each dim of "to", in order. Dims of extent 1 have none. None
+// when the reshape cuts across a dim.
+struct Atoms {
+  std::vector<std::pair<size_t, int>> atoms;
+  std::vector<std::vector<size_t>> of_to;
+};
+std::optional<Atoms> reshape_atoms(const Ints& from, const Ints& to) {
+  Atoms a;
+  a.of_to.resize(to.size());
+  size_t i = 0, j = 0;            // the next dims of "from" and "to" to take
+  int64_t left_f = 1, left_t = 1; // what remains of the dims taken (1: nothing)
+  int piece = 0;
+  for (;;) {
+    if (left_f == 1) {
+      piece = 0;
+      while (left_f == 1 && i < from.size())
+        left_f = from[i++];
+    }
+    while (left_t == 1 && j < to.size())
+      left_t = to[j++];
+    if (left_f == 1 || left_t == 1) break;
+    int64_t atom = std::min(left_f, left_t);
+    if (atom == 0 || std::max(left_f, left_t) % atom != 0) return std::nullopt;
+    a.atoms.push_back({i - 1, piece++});
+    a.of_to[j - 1].push_back(a.atoms.size() - 1);
+    left_f /= atom;
+    left_t /= atom;
+  }
+  if (left_f != 1 || left_t != 1) return std::nullopt;
+  return a;
+}
+
 // Transpose(Reshape(Transpose(x, p)), q) that leaves x's elements in their row-major order is
 // Reshape(x). SegFormer's and PVT's tokens [B, N, C] go to [B, C, H, W] for a convolution and
 // back (transpose, view, conv, flatten, transpose); with the convolution channels-last that
@@ -299,35 +333,16 @@ void transpose_reshape_transpose(Node& node) {
   Ints s1 = shape_static_dims(*reshape->inputs[0]->type.shape);
   Ints s2 = shape_static_dims(*node.inputs[0]->type.shape);
   if (!p || !q || p->size() != s1.size() || q->size() != s2.size()) return;
-  // Each atom as (the dim of x it is a piece of, which piece), and the atoms of each dim of s2.
-  std::vector<std::pair<int64_t, int>> atoms;
-  std::vector<std::vector<size_t>> of_s2(s2.size());
-  size_t i = 0, j = 0;          // the next dims of s1 and s2 to take
-  int64_t left1 = 1, left2 = 1; // what remains of the dims taken (1: nothing)
-  int piece = 0;
-  for (;;) {
-    if (left1 == 1) {
-      piece = 0;
-      while (left1 == 1 && i < s1.size())
-        left1 = s1[i++];
-    }
-    while (left2 == 1 && j < s2.size())
-      left2 = s2[j++];
-    if (left1 == 1 || left2 == 1) break;
-    int64_t atom = std::min(left1, left2);
-    if (atom == 0 || std::max(left1, left2) % atom != 0) return; // cuts across a dim
-    atoms.push_back({(*p)[i - 1], piece++});
-    of_s2[j - 1].push_back(atoms.size() - 1);
-    left1 /= atom;
-    left2 /= atom;
-  }
-  if (left1 != 1 || left2 != 1) return;
-  // In q's order, the atoms must come in x's row-major order.
+  std::optional<Atoms> a = reshape_atoms(s1, s2);
+  if (!a) return;
+  // In q's order, the atoms (as pieces of x's dims, through p) must come in x's row-major
+  // order.
   std::pair<int64_t, int> last = {-1, 0};
   for (int64_t d : *q) {
-    for (size_t a : of_s2[static_cast<size_t>(d)]) {
-      if (!(last < atoms[a])) return;
-      last = atoms[a];
+    for (size_t i : a->of_to[static_cast<size_t>(d)]) {
+      std::pair<int64_t, int> atom = {(*p)[a->atoms[i].first], a->atoms[i].second};
+      if (!(last < atom)) return;
+      last = atom;
     }
   }
   node.op_type = Op::kReshape;
@@ -355,34 +370,15 @@ void reshape_transpose_reshape(Node& node) {
        s2 = shape_static_dims(*node.outputs[0]->type.shape);
   std::optional<Ints> p = transpose_perm(*t);
   if (!p || p->size() != s1.size() || xs.size() != s2.size()) return;
-  // The atoms: pieces of x's dims (x dim, piece) that whole dims of s1 are made of.
-  struct Atom {
-    size_t dim;
-    int piece;
-  };
-  std::vector<Atom> atoms;
-  std::vector<std::vector<size_t>> of_s1(s1.size());
+  std::optional<Atoms> a = reshape_atoms(xs, s1);
+  if (!a) return;
   std::vector<int> pieces(xs.size(), 0);
-  size_t i = 0, j = 0;
-  int64_t left_x = 1, left_1 = 1;
-  for (;;) {
-    while (left_x == 1 && i < xs.size())
-      left_x = xs[i++];
-    while (left_1 == 1 && j < s1.size())
-      left_1 = s1[j++];
-    if (left_x == 1 || left_1 == 1) break;
-    int64_t atom = std::min(left_x, left_1);
-    if (atom == 0 || std::max(left_x, left_1) % atom != 0) return; // cuts across a dim
-    atoms.push_back({i - 1, pieces[i - 1]++});
-    of_s1[j - 1].push_back(atoms.size() - 1);
-    left_x /= atom;
-    left_1 /= atom;
-  }
-  if (left_x != 1 || left_1 != 1) return;
+  for (const auto& [dim, piece] : a->atoms)
+    pieces[dim] = piece + 1;
   std::vector<size_t> moved; // the atoms in the Transpose's order
   for (int64_t d : *p)
-    moved.insert(moved.end(), of_s1[static_cast<size_t>(d)].begin(),
-                 of_s1[static_cast<size_t>(d)].end());
+    moved.insert(moved.end(), a->of_to[static_cast<size_t>(d)].begin(),
+                 a->of_to[static_cast<size_t>(d)].end());
   // Each dim of s2 past extent 1 must be one whole dim of x, its pieces in order.
   Ints perm(s2.size(), -1);
   std::vector<bool> used(xs.size(), false);
@@ -390,12 +386,10 @@ void reshape_transpose_reshape(Node& node) {
   for (size_t k = 0; k < s2.size(); ++k) {
     if (s2[k] == 1) continue;
     if (next == moved.size()) return;
-    size_t dim = atoms[moved[next]].dim;
+    size_t dim = a->atoms[moved[next]].first;
     if (xs[dim] != s2[k]) return;
     for (int piece = 0; piece < pieces[dim]; ++piece, ++next)
-      if (next == moved.size() || atoms[moved[next]].dim != dim ||
-          atoms[moved[next]].piece != piece)
-        return;
+      if (next == moved.size() || a->atoms[moved[next]] != std::make_pair(dim, piece)) return;
     perm[k] = static_cast<int64_t>(dim);
     used[dim] = true;
   }
