@@ -91,3 +91,32 @@ def test_multinomial_draws_each_class_by_its_probability():
     assert y.dtype == np.int64 and y.shape == (2, 20000)
     np.testing.assert_allclose(np.bincount(y[0], minlength=4) / 20000, p[0], atol=0.01)
     assert (y[1] == 0).all()
+
+
+def test_training_dropout_masks_and_scales():
+    """Dropout with training_mode true (opset 13): the mask keeps each element with
+    probability 1 - ratio (here 0.7), the output is x * mask / (1 - ratio); each run draws a
+    new mask, a seed repeats them; a ratio of 0 keeps every element."""
+    def make(ratio, **seed):
+        inits = [helper.make_tensor("r", TensorProto.FLOAT, [], [ratio]),
+                 helper.make_tensor("t", TensorProto.BOOL, [], [True])]
+        graph = helper.make_graph(
+            [helper.make_node("Dropout", ["x", "r", "t"], ["y", "m"], **seed)], "g",
+            [value("x", TensorProto.FLOAT, [200, 500])],
+            [value("y", TensorProto.FLOAT, [200, 500]), value("m", TensorProto.BOOL, [200, 500])],
+            inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        model.ir_version = 8
+        return weft.compile(model.SerializeToString())
+    x = np.random.default_rng(0).standard_normal((200, 500)).astype(np.float32) + 3
+    c = make(0.3)
+    first, second = c.run({"x": x}), c.run({"x": x})
+    mask = first["m"]
+    assert mask.dtype == np.bool_ and abs(mask.mean() - 0.7) < 0.01
+    np.testing.assert_allclose(first["y"], np.where(mask, x / np.float32(0.7), 0), rtol=1e-6)
+    assert not np.array_equal(mask, second["m"])
+    seeded = make(0.3, seed=7).run({"x": x})["m"]
+    np.testing.assert_array_equal(make(0.3, seed=7).run({"x": x})["m"], seeded)
+    kept = make(0.0).run({"x": x})
+    np.testing.assert_array_equal(kept["y"], x)
+    assert kept["m"].all()

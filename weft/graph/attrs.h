@@ -469,9 +469,10 @@ struct RotaryAttrs {
 };
 
 struct DropoutAttrs {
-  std::optional<float> ratio; // before opset 12; an input after
-  bool is_test = false;       // before opset 7
-  WEFT_FIELDS(f("ratio", ratio); f("is_test", is_test))
+  std::optional<float> ratio;  // before opset 12; an input after
+  bool is_test = false;        // before opset 7
+  std::optional<int64_t> seed; // opset 12 on: of the training mode's draws
+  WEFT_FIELDS(f("ratio", ratio); f("is_test", is_test); f("seed", seed))
 };
 
 // Adagrad, Adam and Momentum (domain ai.onnx.preview.training): each op reads the fields

@@ -736,7 +736,8 @@ OpAttrs parse_layer_norm(AttrParser& p) {
 }
 
 OpAttrs parse_dropout(AttrParser& p) {
-  return DropoutAttrs{p.optional_float("ratio"), p.bool_or("is_test", false)};
+  return DropoutAttrs{p.optional_float("ratio"), p.bool_or("is_test", false),
+                      p.optional_int("seed")};
 }
 
 OpAttrs parse_mvn(AttrParser& p) {

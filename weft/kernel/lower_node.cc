@@ -18,9 +18,11 @@ namespace weft::kernel {
 
 namespace {
 
-// Dropout in training mode draws random masks, which Weft does not do, unless its ratio
-// is 0 (then it keeps every element, as at inference). Specialization freezes the ratio
-// and the training flag when they are graph inputs.
+// Dropout in training mode with a constant ratio in (0, 1) was decomposed into random draws
+// (graph/passes/decompose.cc); one left here in training mode draws masks at a ratio known
+// only at run time, which Weft does not do, unless its ratio is 0 (then it keeps every
+// element, as at inference). Specialization freezes the ratio and the training flag when
+// they are graph inputs.
 bool is_random_dropout(const Node& n) {
   if (n.op_type != Op::kDropout) return false;
   const Value* training = n.input(2);

@@ -523,6 +523,43 @@ Status col2im(Graph& graph, Node& node, Value* y) {
   return b.status();
 }
 
+// The ratio of a Dropout in training mode (its flag a constant true, opset 12 on) that
+// decomposes: a constant in (0, 1). (0 keeps every element: Dropout stays the identity it is
+// at inference; other ratios are refused at lowering.)
+std::optional<double> training_dropout_ratio(const Node& n) {
+  const Value* training = n.input(2);
+  if (!training || !training->is_constant() || training->constant->num_elements() != 1 ||
+      training->constant->get_double(0) == 0)
+    return std::nullopt;
+  const Value* ratio = n.input(1); // absent: 0.5
+  double r = 0.5;
+  if (ratio) {
+    if (!ratio->is_constant() || ratio->constant->num_elements() != 1) return std::nullopt;
+    r = ratio->constant->get_double(0);
+  }
+  if (!(r > 0 && r < 1) || !dtype_is_float(n.inputs[0]->type.dtype)) return std::nullopt;
+  return r;
+}
+
+// Dropout in training mode as onnx's reference computes it: mask = a uniform draw in [0, 1)
+// >= ratio, output = x * mask / (1 - ratio). The draws are a RandomUniformLike (Weft's random
+// call on the CPU, library/random_call.h): new every run, repeatable with the node's seed.
+Status training_dropout(Graph& graph, Node& node, const std::vector<Value*>& outs) {
+  NodeBuilder b(graph, node);
+  Value* x = node.inputs[0];
+  DType t = x->type.dtype;
+  double r = *training_dropout_ratio(node);
+  RandomAttrs uniform;
+  uniform.dtype = t;
+  if (auto seed = node.attrs_as<DropoutAttrs>().seed) uniform.seed = static_cast<float>(*seed);
+  Value* draws = b.op(Op::kRandomUniformLike, {x}, uniform);
+  Value* kept = b.op(Op::kGreaterOrEqual, {draws, scalar(b, "ratio", t, r)});
+  Value* masked = b.op(Op::kMul, {x, b.op(Op::kCast, {kept}, CastAttrs{t})});
+  b.op(Op::kMul, {masked, scalar(b, "scale", t, 1.0 / (1.0 - r))}, NoAttrs{}, outs[0]);
+  if (outs.size() > 1) define(b, kept, outs[1]);
+  return Status();
+}
+
 bool static_inputs(const Node& n) {
   for (const Value* v : n.inputs) {
     if (v && (!v->type.shape || !shape_is_static(*v->type.shape))) return false;
@@ -555,6 +592,7 @@ bool ready(const Node& n) {
     return size && size->size() == 1 && (*size)[0].is_static();
   }
   if (op == Op::kOptionalHasElement || op == Op::kOptionalGetElement) return true;
+  if (op == Op::kDropout) return training_dropout_ratio(n).has_value();
   if (is_ml_op(n)) return ml_op_ready(n);
   if (op == Op::kSTFT) return stft_ready(n);
   if (op == Op::kMelWeightMatrix) return mel_weight_matrix_ready(n);
@@ -570,6 +608,7 @@ Status decompose_node(Graph& graph, Node& node, const std::vector<Value*>& outs)
   if (op == Op::kCenterCropPad) return center_crop_pad(graph, node, outs[0]);
   if (op == Op::kLpPool) return lp_pool(graph, node, outs[0]);
   if (op == Op::kSwiGLU) return swiglu(graph, node, outs[0]);
+  if (op == Op::kDropout) return training_dropout(graph, node, outs);
   if (op == Op::kAffineGrid) return affine_grid(graph, node, outs[0]);
   if (op == Op::kTensorScatter) return tensor_scatter(graph, node, outs[0]);
   if (op == Op::kCol2Im) return col2im(graph, node, outs[0]);
