@@ -167,7 +167,10 @@ std::string precompiled_prelude(const std::string& prelude, const CpuCompiler& c
     fs::path log = dir / (unique + ".pch.log");
     argv.insert(argv.end(), {"-x", "c++-header", "-o", tmp.string(), header.string()});
     log_debug("precompiling the prelude: {}", shell_line(argv));
-    if (wait_for(spawn_logged(argv, log.string())) == 0) fs::rename(tmp, pch, ec);
+    if (wait_for(spawn_logged(argv, log.string())) == 0)
+      fs::rename(tmp, pch, ec);
+    else
+      log_debug("the prelude did not precompile; units parse it ({})", shell_line(argv));
     fs::remove(tmp, ec);
     fs::remove(log, ec);
   }

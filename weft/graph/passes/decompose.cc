@@ -557,7 +557,7 @@ Status training_dropout(Graph& graph, Node& node, const std::vector<Value*>& out
   Value* masked = b.op(Op::kMul, {x, b.op(Op::kCast, {kept}, CastAttrs{t})});
   b.op(Op::kMul, {masked, scalar(b, "scale", t, 1.0 / (1.0 - r))}, NoAttrs{}, outs[0]);
   if (outs.size() > 1) define(b, kept, outs[1]);
-  return Status();
+  return b.status();
 }
 
 bool static_inputs(const Node& n) {
