@@ -17,6 +17,7 @@ WEFT_D float weft_exp(float x) { return expf(x); }
 WEFT_D float weft_shifted_exp(float x) { return expf(x); }
 WEFT_D float weft_erf(float x) { return erff(x); }
 WEFT_D float weft_tanh(float x) { return tanhf(x); }
+WEFT_D float weft_log(float x) { return logf(x); }
 WEFT_D int64_t weft_imin(int64_t a, int64_t b) { return a < b ? a : b; }
 WEFT_D int64_t weft_imax(int64_t a, int64_t b) { return a > b ? a : b; }
 // max and min propagate NaN from either operand: "a > b ? a : b" is x86's maxps (b when

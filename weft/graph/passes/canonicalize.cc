@@ -776,6 +776,38 @@ void scale_after_matmul(Graph& graph, Node& node, std::unordered_map<const Value
                  graph.add_constant(graph.unique_name(name + "_scale"), std::move(factor))};
 }
 
+// Tanh(Softplus(x)), with the Softplus read by the Tanh alone, as Mish's lowering computes it
+// (kernel/lower_elementwise.cc): n / (n + 2) with n = e^x (e^x + 2), and 1 from 20 on. The
+// TorchScript exporter writes Mish so (x * tanh(softplus(x))), and the log and tanh after
+// each other left its kernel scalar code. f32 and f64, from opset 9 (Where).
+void tanh_of_softplus(Graph& graph, Node& node, std::unordered_map<const Value*, int>& uses) {
+  Value* s = node.inputs[0];
+  const Node* softplus = s->producer;
+  DType t = s->type.dtype;
+  if (!softplus || softplus->op_type != Op::kSoftplus || uses[s] != 1 || graph.is_graph_output(s) ||
+      (t != DType::kF32 && t != DType::kF64) || node.opset < 9)
+    return;
+  Value* x = softplus->inputs[0];
+  auto scalar = [&](const std::string& name, double v) {
+    Tensor c(t, {});
+    c.set_double(0, v);
+    return graph.add_constant(graph.unique_name(node.name + name), std::move(c));
+  };
+  const TensorType& type = node.outputs[0]->type;
+  Value* e = insert_op(graph, node, Op::kExp, {x}, type);
+  Value* n = insert_op(graph, node, Op::kMul,
+                       {e, insert_op(graph, node, Op::kAdd, {e, scalar("_two", 2)}, type)}, type);
+  Value* ratio =
+      insert_op(graph, node, Op::kDiv,
+                {n, insert_op(graph, node, Op::kAdd, {n, scalar("_two", 2)}, type)}, type);
+  Value* past = insert_op(graph, node, Op::kGreater, {x, scalar("_twenty", 20)},
+                          TensorType{DType::kBool, type.shape});
+  node.op_type = Op::kWhere; // in place of the Tanh
+  node.def = find_op(Op::kWhere, node.opset);
+  node.inputs = {past, scalar("_one", 1), ratio};
+  --uses[s];
+}
+
 } // namespace
 
 Status canonicalize(Graph& graph) {
@@ -800,8 +832,10 @@ Status canonicalize(Graph& graph) {
     }
   }
   std::unordered_map<const Value*, int> uses = graph.use_counts();
-  for (Node* node : nodes)
+  for (Node* node : nodes) {
     if (node->op_type == Op::kMatMul) scale_after_matmul(graph, *node, uses);
+    if (node->op_type == Op::kTanh) tanh_of_softplus(graph, *node, uses);
+  }
   // Inputs dropped above may leave constants and nodes unused; they go with the next
   // dead-code pass.
   return Status();

@@ -14,6 +14,8 @@
 //   that Transpose, followed by one Transpose of the result.
 // - A Transpose of a Transpose becomes one Transpose of the first one's input (an Identity
 //   when the permutations cancel).
+// - Tanh(Softplus(x)) (Mish as the TorchScript exporter writes it) becomes the ratio that
+//   Mish's lowering computes: n / (n + 2) with n = e^x (e^x + 2), 1 above 20.
 // - Axes become non-negative and sorted where the rank is known. A reduction always lists
 //   its axes; one with noop_with_empty_axes and no axes becomes an Identity.
 //

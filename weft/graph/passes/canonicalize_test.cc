@@ -71,6 +71,25 @@ TEST(Canonicalize, ScalarScalesOfMatMulOperandsMoveAfterIt) {
   EXPECT_NE(body.find("= MatMul(%s, %vs)"), std::string::npos) << body;
 }
 
+// Tanh(Softplus(x)), Mish as the TorchScript exporter writes it, becomes the exp and the
+// ratio that Mish's lowering computes, 1 past 20; a Softplus that is also an output stays.
+TEST(Canonicalize, TanhOfSoftplusIsARatioOfExponentials) {
+  std::string body = canonical(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[8] x, float[8] z) => (float[8] y, float[8] w, float[8] s2) {
+      s = Softplus(x)
+      t = Tanh(s)
+      y = Mul(x, t)
+      s2 = Softplus(z)
+      w = Tanh(s2)
+    })");
+  EXPECT_NE(body.find("= Exp(%x)"), std::string::npos) << body;
+  EXPECT_NE(body.find("= Greater(%x, %"), std::string::npos) << body;
+  EXPECT_NE(body.find("%t: f32[8] = Where("), std::string::npos) << body;
+  EXPECT_NE(body.find("%w: f32[8] = Tanh(%s2)"), std::string::npos) << body;
+  EXPECT_EQ(body.find("Tanh(%s)"), std::string::npos) << body;
+}
+
 // The key's transpose as scaled_dot_product_attention exports it (heads merged, transposed,
 // split again) is one Transpose of the heads' [B, H, S, D], composed with the Transpose that
 // made them; a Reshape that splits a dim the Transpose then moves apart stays.

@@ -620,7 +620,7 @@ extern "C" void weft_k0_ReduceSum(void* const* buffers, const int64_t* extents) 
     }
     {  // finish
       const float t0 = b11[0];
-      const float t1 = log(t0);
+      const float t1 = weft_log(t0);
       const float t2 = b10[0];
       const bool t3 = isinf(t2);
       const float t4 = 0.0f;

@@ -311,7 +311,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_ReduceSum_p6(float* __
     if (weft_lane == 0) {
       {  // finish
         const float t0 = b11[0];
-        const float t1 = log(t0);
+        const float t1 = weft_log(t0);
         const float t2 = b10[0];
         const bool t3 = isinf(t2);
         const float t4 = 0.0f;
