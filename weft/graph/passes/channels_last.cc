@@ -42,13 +42,23 @@ size_t region_rank(const Value* v) {
 // Ops that compute each element from the elements at the same position (numpy broadcasting
 // aside), so that they commute with a Transpose of all their operands.
 bool is_pointwise(const Node& n) {
-  static const std::set<Op> kOps = {
-      Op::kRelu,      Op::kClip, Op::kSigmoid, Op::kTanh,  Op::kHardSigmoid, Op::kHardSwish,
-      Op::kLeakyRelu, Op::kElu,  Op::kSelu,    Op::kGelu,  Op::kErf,         Op::kExp,
-      Op::kAbs,       Op::kNeg,  Op::kSqrt,    Op::kMish,  Op::kSoftplus,    Op::kAdd,
-      Op::kSub,       Op::kMul,  Op::kDiv,     Op::kMax,   Op::kMin,         Op::kPRelu,
-      Op::kPow,       Op::kSum,  Op::kMean,    Op::kWhere, Op::kSwish,       Op::kRound,
-      Op::kCast};
+  static const std::set<Op> kOps = {Op::kRelu,        Op::kClip,        Op::kSigmoid,
+                                    Op::kTanh,        Op::kHardSigmoid, Op::kHardSwish,
+                                    Op::kLeakyRelu,   Op::kElu,         Op::kSelu,
+                                    Op::kGelu,        Op::kErf,         Op::kExp,
+                                    Op::kAbs,         Op::kNeg,         Op::kSqrt,
+                                    Op::kMish,        Op::kSoftplus,    Op::kAdd,
+                                    Op::kSub,         Op::kMul,         Op::kDiv,
+                                    Op::kMax,         Op::kMin,         Op::kPRelu,
+                                    Op::kPow,         Op::kSum,         Op::kMean,
+                                    Op::kWhere,       Op::kSwish,       Op::kRound,
+                                    Op::kCast,        Op::kLog,         Op::kReciprocal,
+                                    Op::kFloor,       Op::kCeil,        Op::kSign,
+                                    Op::kSoftsign,    Op::kCelu,        Op::kThresholdedRelu,
+                                    Op::kGreater,     Op::kLess,        Op::kGreaterOrEqual,
+                                    Op::kLessOrEqual, Op::kEqual,       Op::kNot,
+                                    Op::kAnd,         Op::kOr,          Op::kXor,
+                                    Op::kIsNaN,       Op::kIsInf};
   if (n.outputs.size() != 1 || !n.outputs[0]) return false;
   if (n.op_type == Op::kQuantizeLinear || n.op_type == Op::kDequantizeLinear) {
     // Per tensor (a QDQ model's activations): its scale and zero point are one element each.

@@ -89,6 +89,32 @@ TEST(ChannelsLast, SinksIntoSeveralReadersAndThroughReductions) {
   }
 }
 
+// Comparisons, logic and the other elementwise ops are pointwise too: Mish as canonicalize
+// writes TorchScript's export of it (Exp, a ratio, Greater, Where) between two convolutions
+// keeps the region whole, its bool value channels-last with the rest.
+TEST(ChannelsLast, ComparisonsAndSelectsStayInTheRegion) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1, 4, 8, 8] x, float[4, 4, 1, 1] w1, float[4, 4, 1, 1] w2) => (float[1, 4, 8, 8] y)
+      <float twenty = {20.0}, float one = {1.0}> {
+      a = Conv(x, w1)
+      e = Exp(a)
+      l = Log(e)
+      past = Greater(a, twenty)
+      small = Not(past)
+      t = Where(small, l, one)
+      y = Conv(t, w2)
+    })");
+  ASSERT_TRUE(run_pass(g));
+  EXPECT_EQ(count_ops(g, Op::kConvChannelsLast), 2);
+  EXPECT_EQ(count_ops(g, Op::kTranspose), 2); // x's in and y's out
+  for (const auto& n : g.nodes()) {
+    if (n->op_type == Op::kNot) {
+      EXPECT_EQ(shape_to_string(*n->outputs[0]->type.shape), "[1,8,8,4]");
+    }
+  }
+}
+
 // YOLO's upsampling: a nearest Resize between convolutions, into a Concat, runs channels-last
 // with its scales permuted; a bilinear one before a graph output keeps its Transpose (after
 // it, it would transpose 4 times the data).
