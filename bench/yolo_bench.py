@@ -1,12 +1,14 @@
-"""A YOLOv8n-style detector on the CPU, Weft beside ONNX Runtime, PyTorch eager and torch.compile in
-one run (cnn_bench.py's harness). Written here after the published architecture (Ultralytics'
-YOLOv8n: width 0.25, depth 0.33): convolutions with BatchNorm and SiLU, C2f blocks (a split, a
-chain of bottlenecks, a concatenation of every stage), SPPF (three chained 5x5 max poolings),
-a feature pyramid with nearest x2 upsampling and concatenations, and the decoupled head with its
-decoding as the exported model has it (DFL: a softmax over 16 bins and their expectation, boxes
-from the anchor points, sigmoid class scores) into [1, 84, anchors]; no NMS. Random weights
-(BatchNorm statistics randomized), exported with torch.onnx.export's defaults; Weft's output
-checked against PyTorch's first.
+"""A YOLOv8n-style detector and a YOLOv4-style Mish backbone on the CPU, Weft beside ONNX Runtime,
+PyTorch eager and torch.compile in one run (cnn_bench.py's harness). Written here after the
+published architectures. Ultralytics' YOLOv8n (width 0.25, depth 0.33): convolutions with
+BatchNorm and SiLU, C2f blocks (a split, a chain of bottlenecks, a concatenation of every stage),
+SPPF (three chained 5x5 max poolings), a feature pyramid with nearest x2 upsampling and
+concatenations, and the decoupled head with its decoding as the exported model has it (DFL: a
+softmax over 16 bins and their expectation, boxes from the anchor points, sigmoid class scores)
+into [1, 84, anchors]; no NMS. YOLOv4's CSPDarknet53 backbone at a quarter of its depth:
+convolutions with BatchNorm and Mish, CSP stages. Random weights (BatchNorm statistics
+randomized), exported with torch.onnx.export's defaults; Weft's output checked against
+PyTorch's first.
 
 Usage: PYTHONPATH=build/python bench/.venv/bin/python bench/yolo_bench.py [--rounds 2] [--iters 20] [--write]
 --write stores bench/yolo_results.json, which run_bench.py puts in docs/benchmarks.md.
@@ -121,9 +123,55 @@ class YoloV8n(nn.Module):
         return self.detect([o3, o4, o5])
 
 
+class Cbm(nn.Module):
+    """YOLOv4's convolution, BatchNorm and Mish."""
+
+    def __init__(self, c1, c2, k=1, s=1):
+        super().__init__()
+        self.conv = nn.Conv2d(c1, c2, k, s, k // 2, bias=False)
+        self.bn = nn.BatchNorm2d(c2)
+
+    def forward(self, x):
+        return nn.functional.mish(self.bn(self.conv(x)))
+
+
+class CspStage(nn.Module):
+    """A CSP stage of YOLOv4's backbone: a strided convolution, then half the channels through
+    residual blocks and half around them, concatenated."""
+
+    def __init__(self, c1, c2, n):
+        super().__init__()
+        h = c2 // 2
+        self.down, self.part1, self.part2 = Cbm(c1, c2, 3, 2), Cbm(c2, h), Cbm(c2, h)
+        self.blocks = nn.ModuleList(nn.Sequential(Cbm(h, h), Cbm(h, h, 3)) for _ in range(n))
+        self.tail, self.out = Cbm(h, h), Cbm(c2, c2)
+
+    def forward(self, x):
+        x = self.down(x)
+        a = self.part1(x)
+        for b in self.blocks:
+            a = a + b(a)
+        return self.out(torch.cat([self.tail(a), self.part2(x)], 1))
+
+
+class CspDarknet(nn.Module):
+    """YOLOv4's CSPDarknet53 backbone at a quarter of its depth (1, 2, 2, 2, 1 blocks), Mish
+    throughout; its last feature map as the output."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = Cbm(3, 32, 3)
+        self.s1, self.s2, self.s3 = CspStage(32, 64, 1), CspStage(64, 128, 2), CspStage(128, 256, 2)
+        self.s4, self.s5 = CspStage(256, 512, 2), CspStage(512, 1024, 1)
+
+    def forward(self, x):
+        return self.s5(self.s4(self.s3(self.s2(self.s1(self.stem(x))))))
+
+
 MODELS = {
     "yolov8n_640": (lambda: randomize_batch_norms(YoloV8n()), lambda: torch.rand(1, 3, 640, 640)),
     "yolov8n_320": (lambda: randomize_batch_norms(YoloV8n()), lambda: torch.rand(1, 3, 320, 320)),
+    "cspdarknet_mish_320": (lambda: randomize_batch_norms(CspDarknet()), lambda: torch.rand(1, 3, 320, 320)),
 }
 
 
@@ -131,7 +179,9 @@ def markdown(r):
     lines = ["## A YOLOv8n-style detector on the CPU", "",
              f"`bench/yolo_bench.py`, measured {r['date']} on {r['machine']}, {r['threads']} threads: a "
              "detector after YOLOv8n's published architecture (C2f blocks, SPPF, nearest x2 upsampling and "
-             "concatenations, SiLU; the head's box and class decoding, no NMS) at 640x640 and 320x320; random "
+             "concatenations, SiLU; the head's box and class decoding, no NMS) at 640x640 and 320x320, and "
+             "YOLOv4's CSPDarknet53 backbone at a quarter of its depth (CSP stages, Mish after every "
+             "convolution; its last feature map) at 320x320; random "
              f"weights, exported by PyTorch {r['pytorch']}. Weft's Python module, ONNX Runtime "
              f"{r['onnxruntime']} (CPU execution provider, {described(r)}), PyTorch eager and `torch.compile` "
              f"(compile time not included), all in one process; {r['rounds']} rounds, each entry the system's "
