@@ -806,6 +806,7 @@ void tanh_of_softplus(Graph& graph, Node& node, std::unordered_map<const Value*,
   node.def = find_op(Op::kWhere, node.opset);
   node.inputs = {past, scalar("_one", 1), ratio};
   --uses[s];
+  uses[x] += 2; // the Exp and the Greater
 }
 
 } // namespace
