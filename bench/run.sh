@@ -29,6 +29,8 @@ made=build/bench/models/.made
 /usr/bin/python3 bench/compile_bench.py build/tools/weft/weft build/bench/models --write
 # Gelu-20, RMSNormalization-23, RotaryEmbedding-23, Attention-23 (models written by onnx 1.23.2).
 bench/.venv/bin/python bench/onnx_ops_bench.py build/tools/weft/weft --write
+# Math functions (exp, log, tanh, erf, softplus, mish, the trigonometric ones, pow) likewise.
+PYTHONPATH=build/python bench/.venv/bin/python bench/math_bench.py --write
 # One dynamic-shape compile against one per shape, and ONNX Runtime (Weft's Python module).
 PYTHONPATH=build/python bench/.venv/bin/python bench/dynamic_bench.py --write
 # Real models (torchvision CNNs, a U-Net, a 1-D CNN, transformer layers) beside ORT and PyTorch.

@@ -417,7 +417,7 @@ def markdown(r):
     # The other scripts' sections, each from its results file when there is one.
     for script, results in (("fusion_bench", "fusion_results.json"), ("tune_bench", "tune_results.json"),
                             ("compile_bench", "compile_results.json"),
-                            ("onnx_ops_bench", "onnx_ops_results.json"),
+                            ("onnx_ops_bench", "onnx_ops_results.json"), ("math_bench", "math_results.json"),
                             ("dynamic_bench", "dynamic_results.json"), ("cnn_bench", "cnn_results.json"),
                             ("sequence_bench", "sequence_results.json"),
                             ("yolo_bench", "yolo_results.json"), ("image_bench", "image_results.json"),

@@ -1,7 +1,9 @@
 """Log, Softplus and Mish in generated kernels against float64 numpy, over inputs from denormals
 to past the range of exp: the vectorizable weft_log (codegen/dialect.cc), Softplus as x past 20,
 and Mish as x n / (n + 2), n = e^x (e^x + 2) (kernel/lower_elementwise.cc), both as the Mish op
-(opset 18) and as the TorchScript exporter writes it, Softplus, Tanh and Mul (canonicalize.h).
+(opset 18) and as the TorchScript exporter writes it, Softplus, Tanh and Mul (canonicalize.h);
+Pow of non-integer exponents and Sin, Atan and Asinh as ONNX nodes (glibc's vector forms, declared
+in the prelude; every such function is checked over the floats in codegen_test).
 """
 
 import numpy as np
@@ -73,3 +75,44 @@ def test_mish_matches_float64(form):
     small = x < -87.3  # e^x below FLT_MIN: 0 (docs/status.md), so -0 where mish is -1e-38 or less
     assert np.all(np.abs(y[small]) < 1e-37), y[small]
     close(y[~small], want[~small], 2e-6)
+
+
+@pytest.mark.parametrize("form", ["x^1.7", "2.5^x", "x^y"])
+def test_pow_matches_float64(form):
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.uniform(0, 50, N - 12), [0, -0.0, 1e-45, 1e-30, 1, 2, 1e30, 3e38,
+                                                     np.inf, -1.5, -2, np.nan]]).astype(np.float32)
+    y_in = rng.uniform(-4, 4, N).astype(np.float32)
+    if form == "2.5^x":
+        x = np.clip(x, -np.inf, 120).astype(np.float32) - 60  # 2.5^x from 1e-24 to 1e24
+    nodes = [helper.make_node("Pow", ["x", "e"] if form == "x^1.7" else
+                              (["b", "x"] if form == "2.5^x" else ["x", "z"]), ["y"])]
+    inits = {"x^1.7": [helper.make_tensor("e", TensorProto.FLOAT, [], [1.7])],
+             "2.5^x": [helper.make_tensor("b", TensorProto.FLOAT, [], [2.5])], "x^y": []}[form]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [N])]
+    if form == "x^y":
+        inputs.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, [N]))
+    graph = helper.make_graph(nodes, "g", inputs,
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [N])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    feed = {"x": x} if form != "x^y" else {"x": x, "z": y_in}
+    got = weft.compile(model.SerializeToString(), threads=2).run(feed)["y"]
+    xd = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        want = {"x^1.7": lambda: xd ** np.float64(np.float32(1.7)), "2.5^x": lambda: 2.5 ** xd,
+                "x^y": lambda: xd ** y_in.astype(np.float64)}[form]()
+        want = want.astype(np.float32)  # inf past FLT_MAX, as Weft's
+    close(got, want, 2.4e-7)
+
+
+@pytest.mark.parametrize("op,lo,hi,ulps", [("Sin", -1e4, 1e4, 2), ("Atan", -100, 100, 3),
+                                           ("Asinh", -1e6, 1e6, 2)])
+def test_trigonometric_ops_match_float64(op, lo, hi, ulps):
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.uniform(lo, hi, N - 6), [0, -0.0, 1e-30, np.inf, -np.inf, np.nan]])
+    x = x.astype(np.float32)
+    got = compile_model([helper.make_node(op, ["x"], ["y"])], 17).run({"x": x})["y"]
+    with np.errstate(invalid="ignore"):
+        want = {"Sin": np.sin, "Atan": np.arctan, "Asinh": np.arcsinh}[op](x.astype(np.float64))
+    close(got, want, ulps * 1.2e-7)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <random>
 
@@ -379,6 +380,63 @@ TEST_F(CpuKernels, TanhMatchesFloat64Reference) {
       EXPECT_NEAR(y[i], want, 2.5e-7 * std::abs(want) + 1e-38) << "x = " << x[i];
   }
   EXPECT_TRUE(std::signbit(y[y.size() - 11])); // tanh(-0) = -0
+}
+
+// Sin, Cos, Tan, their inverses, the hyperbolic functions and theirs in f32, which the
+// prelude declares as glibc's vector forms (libmvec): within 4 ulp of float64 over the floats
+// (every 65,521st bit pattern, both signs) and at the edges, overflow to inf and NaN as
+// float64 rounds them; with GCC on x86-64 glibc, the library calls those vector forms
+// (names that start with _ZGV) instead of a scalar call per element.
+TEST_F(CpuKernels, TrigonometricAndHyperbolicFunctionsMatchFloat64Reference) {
+  std::vector<float> x;
+  for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 65521) {
+    float v;
+    uint32_t u = static_cast<uint32_t>(bits);
+    std::memcpy(&v, &u, 4);
+    x.push_back(v);
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float v : {0.0f, -0.0f, 1.0f, -1.0f, 0.5f, 1e-30f, 1.5707964f, 3.1415927f, 88.7f, 89.5f,
+                  1e5f, 1e30f, -3.4e38f, inf, -inf, NAN})
+    x.push_back(v);
+  using kernel::ExprOp;
+  const std::pair<ExprOp, double (*)(double)> functions[] = {
+      {ExprOp::kSin, std::sin},     {ExprOp::kCos, std::cos},    {ExprOp::kTan, std::tan},
+      {ExprOp::kAsin, std::asin},   {ExprOp::kAcos, std::acos},  {ExprOp::kAtan, std::atan},
+      {ExprOp::kSinh, std::sinh},   {ExprOp::kCosh, std::cosh},  {ExprOp::kAsinh, std::asinh},
+      {ExprOp::kAcosh, std::acosh}, {ExprOp::kAtanh, std::atanh}};
+  for (auto [op, reference] : functions) {
+    std::vector<float> y = apply_unary(op, x);
+    ASSERT_EQ(y.size(), x.size()) << kernel::expr_op_name(op);
+    int wrong = 0;
+    for (size_t i = 0; i < x.size() && wrong < 5; ++i) {
+      double want = reference(static_cast<double>(x[i]));
+      float rounded = static_cast<float>(want);
+      bool ok;
+      if (std::isnan(want)) {
+        ok = std::isnan(y[i]);
+      } else if (std::isinf(rounded)) {
+        ok = y[i] == rounded;
+      } else {
+        double ulp = std::max(double{std::nextafter(std::abs(rounded), inf) - std::abs(rounded)},
+                              double{std::numeric_limits<float>::denorm_min()});
+        ok = std::abs(y[i] - want) <= 4 * ulp;
+      }
+      if (!ok) ++wrong;
+      EXPECT_TRUE(ok) << kernel::expr_op_name(op) << "(" << x[i] << ") = " << y[i] << ", float64 "
+                      << want;
+    }
+  }
+#if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__)
+  int vector_forms = 0;
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(compiler_.cache_dir)) {
+    if (e.path().extension() != ".so") continue;
+    std::ifstream f(e.path(), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    vector_forms += bytes.find("_ZGV") != std::string::npos;
+  }
+  EXPECT_EQ(vector_forms, std::size(functions));
+#endif
 }
 
 // A Transpose in 16 x 16 tiles, y[i, j] = x[j, i], with partial tiles at both edges, built for
