@@ -1,6 +1,8 @@
 #include "weft/kernel/coalesce.h"
 
 #include <algorithm>
+#include <iterator>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -38,6 +40,26 @@ FoldedAxis merge(const FoldedAxis& a, const FoldedAxis& b) {
   return out;
 }
 
+// The axes of the innermost group when it is reduced, holds at most 16 elements, and the other
+// reduced groups hold at least 16 times as many (static extents): reducing it first would run
+// rows of a few elements over the whole input (GroupNorm channels-last, [S, G, C/G] over S and
+// C/G: rows of 4 channels, 0.33 ms for [1, 64, 64, 128] against 0.14 as [G, C/G * S]). The
+// others go first then, a COLUMN or MIDDLE step over contiguous columns, and the short rows
+// are summed in the small result.
+std::optional<std::vector<int64_t>> short_innermost(const std::vector<Group>& groups) {
+  if (groups.size() < 3 || !groups.back().reduced) return std::nullopt;
+  const Dim& inner = groups.back().axis.extent;
+  if (!inner.is_static() || inner.value() > 16) return std::nullopt;
+  int64_t others = 1;
+  for (size_t i = 0; i + 1 < groups.size(); ++i) {
+    if (!groups[i].reduced) continue;
+    if (!groups[i].axis.extent.is_static()) return std::nullopt;
+    others *= groups[i].axis.extent.value();
+  }
+  if (others < 16) return std::nullopt;
+  return std::vector<int64_t>(groups.back().axis.axes.begin(), groups.back().axis.axes.end());
+}
+
 } // namespace
 
 Result<std::vector<CanonicalReduction>> coalesce_reduction(const Shape& shape,
@@ -49,6 +71,19 @@ Result<std::vector<CanonicalReduction>> coalesce_reduction(const Shape& shape,
     }
   }
   std::vector<Group> groups = fold(shape, axes);
+  if (std::optional<std::vector<int64_t>> inner = short_innermost(groups)) {
+    // The others first, the short group kept; then the short rows of their small result.
+    std::vector<int64_t> outer;
+    std::set_difference(axes.begin(), axes.end(), inner->begin(), inner->end(),
+                        std::back_inserter(outer));
+    Shape rest = shape;
+    for (int64_t a : outer)
+      rest[static_cast<size_t>(a)] = Dim(1);
+    WEFT_ASSIGN_OR_RETURN(std::vector<CanonicalReduction> steps, coalesce_reduction(shape, outer));
+    WEFT_ASSIGN_OR_RETURN(std::vector<CanonicalReduction> last, coalesce_reduction(rest, *inner));
+    steps.insert(steps.end(), last.begin(), last.end());
+    return steps;
+  }
   std::vector<CanonicalReduction> steps;
   // Reduce the innermost reduced group until none is left; merging kept neighbours each time.
   while (true) {

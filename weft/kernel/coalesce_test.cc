@@ -38,6 +38,15 @@ TEST(CoalesceReduction, Table) {
       // NCHW batch-norm statistics over N, H, W: reduce W*H first (MIDDLE), then N (COLUMN).
       {{8, 16, 5, 5}, {0, 2, 3}, "ROW[K=128 (0,1), R=25 (2,3)] ; COLUMN[R=8 (0), K=16 (1)]"},
       {{2, 3, 4, 5}, {0, 2}, "MIDDLE[K1=6 (0,1), R=4 (2), K2=5 (3)] ; COLUMN[R=2 (0), K=15 (1,3)]"},
+      // A short innermost reduced run under many more reduced elements goes last, over the
+      // small result of the others (GroupNorm channels-last: [S, G, C/G] over S and C/G).
+      {{1, 4096, 32, 4}, {1, 3}, "COLUMN[R=4096 (1), K=128 (2,3)] ; ROW[K=32 (2), R=4 (3)]"},
+      {{2, 100, 8, 16},
+       {1, 3},
+       "MIDDLE[K1=2 (0), R=100 (1), K2=128 (2,3)] ; ROW[K=16 (0,2), R=16 (3)]"},
+      {{8, 16, 4, 4}, {0, 2, 3}, "ROW[K=128 (0,1), R=16 (2,3)] ; COLUMN[R=8 (0), K=16 (1)]"},
+      {{64, 16, 4, 4}, {0, 2, 3}, "COLUMN[R=64 (0), K=256 (1,2,3)] ; ROW[K=16 (1), R=16 (2,3)]"},
+      {{4096, 32, 17}, {0, 2}, "ROW[K=131072 (0,1), R=17 (2)] ; COLUMN[R=4096 (0), K=32 (1)]"},
       // Symbolic extents fold into products.
       {{n, 64}, {1}, "ROW[K=N (0), R=64 (1)]"},
       {{n, 4, 64}, {0, 1}, "COLUMN[R=4*N (0,1), K=64 (2)]"},

@@ -809,6 +809,59 @@ void tanh_of_softplus(Graph& graph, Node& node, std::unordered_map<const Value*,
   uses[x] += 2; // the Exp and the Greater
 }
 
+// Add(Conv(x, w, b), v) with v one value per output channel ([C], [C, 1, 1], [1, C, 1, 1]
+// against [N, C, H, W]: a diffusion UNet's time embedding), the Conv read by the Add alone, is
+// Conv(x, w, b + v), the bias computed at run time (or folded here where v and b are
+// constants). The convolution then runs as it does with its own bias: a per-channel operand
+// was a binary post-op, which kept it off the Winograd kernels (a DDPM UNet's 192 -> 64
+// channels at 64x64: 2.6 ms on oneDNN's direct kernel). f32; the Add node becomes the Conv.
+void bias_into_conv(Graph& graph, Node& node, std::unordered_map<const Value*, int>& uses) {
+  const TensorType& type = node.outputs[0]->type;
+  if (node.inputs.size() != 2 || type.dtype != DType::kF32 || !type.has_static_shape()) return;
+  const Shape& ys = *type.shape;
+  size_t rank = ys.size();
+  for (size_t c = 0; c < 2; ++c) {
+    Value *y = node.inputs[c], *v = node.inputs[1 - c];
+    Node* conv = y->producer;
+    if (!conv || conv->op_type != Op::kConv || conv->outputs.size() != 1 || uses[y] != 1 ||
+        graph.is_graph_output(y) || !(y->type == type) || rank < 3 || !v->type.has_static_shape() ||
+        v->type.dtype != DType::kF32)
+      continue;
+    const Shape& vs = *v->type.shape;
+    bool per_channel = vs.size() + 1 >= rank && vs.size() <= rank;
+    for (size_t i = 0; i < vs.size() && per_channel; ++i)
+      per_channel = vs[i] == (i + rank - vs.size() == 1 ? ys[1] : Dim(1));
+    if (!per_channel) continue;
+    int64_t channels = ys[1].value();
+    Value* b = conv->input(2);
+    Value* bias;
+    if (v->is_constant() && (!b || b->is_constant())) {
+      Tensor sum(DType::kF32, {channels});
+      for (int64_t i = 0; i < channels; ++i)
+        sum.set_double(i, v->constant->get_double(i) + (b ? b->constant->get_double(i) : 0.0));
+      bias = graph.add_constant(graph.unique_name(conv->name + "_bias"), std::move(sum));
+    } else {
+      TensorType per{DType::kF32, Shape{Dim(channels)}};
+      bias =
+          insert_op(graph, node, Op::kReshape, {v}, per, ReshapeAttrs{false, Ints{channels}, {}});
+      if (b) bias = insert_op(graph, node, Op::kAdd, {b, bias}, per);
+    }
+    // The Add becomes the convolution and takes its name; the Conv is left unread.
+    std::string name = conv->name;
+    graph.rename_node(conv, graph.unique_node_name(name + "_unbiased"));
+    graph.rename_node(&node, name);
+    node.op_type = Op::kConv;
+    node.def = conv->def;
+    node.opset = conv->opset;
+    node.attrs = conv->attrs;
+    node.inputs = {conv->inputs[0], conv->inputs[1], bias};
+    --uses[y];
+    ++uses[conv->inputs[0]];
+    ++uses[conv->inputs[1]];
+    return;
+  }
+}
+
 } // namespace
 
 Status canonicalize(Graph& graph) {
@@ -836,6 +889,7 @@ Status canonicalize(Graph& graph) {
   for (Node* node : nodes) {
     if (node->op_type == Op::kMatMul) scale_after_matmul(graph, *node, uses);
     if (node->op_type == Op::kTanh) tanh_of_softplus(graph, *node, uses);
+    if (node->op_type == Op::kAdd) bias_into_conv(graph, *node, uses);
   }
   // Inputs dropped above may leave constants and nodes unused; they go with the next
   // dead-code pass.

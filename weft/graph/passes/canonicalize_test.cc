@@ -90,6 +90,35 @@ TEST(Canonicalize, TanhOfSoftplusIsARatioOfExponentials) {
   EXPECT_EQ(body.find("Tanh(%s)"), std::string::npos) << body;
 }
 
+// An Add of one value per output channel after a Conv read by it alone is the Conv's bias:
+// computed at run time (a time embedding, any batch), folded where both are constants; not
+// where the Conv has other readers or the operand varies along more than the channels.
+TEST(Canonicalize, PerChannelAddAfterConvIsItsBias) {
+  std::string body = canonical(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[2, 4, 6, 6] x, float[1, 4, 1, 1] t, float[1, 4, 6, 1] u)
+        => (float[2, 4, 6, 6] y, float[2, 4, 6, 6] z, float[2, 4, 6, 6] p, float[2, 4, 6, 6] q,
+            float[2, 4, 6, 6] c2) {
+      w = Constant <value = float[4, 4, 1, 1] {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}> ()
+      b = Constant <value = float[4] {1, 2, 3, 4}> ()
+      c = Conv (x, w, b)
+      y = Add (c, t)
+      k = Constant <value = float[4, 1, 1] {10, 20, 30, 40}> ()
+      c1 = Conv (x, w, b)
+      z = Add (k, c1)
+      c2 = Conv (x, w)
+      p = Add (c2, t)
+      c3 = Conv (x, w, b)
+      q = Add (c3, u)
+    })");
+  EXPECT_NE(body.find("%y: f32[2,4,6,6] = Conv(%x, %w, %"), std::string::npos) << body;
+  EXPECT_NE(body.find("= Reshape(%t) {allowzero=0, shape=[4]"), std::string::npos) << body;
+  EXPECT_NE(body.find("%z: f32[2,4,6,6] = Conv(%x, %w, %"), std::string::npos) << body;
+  EXPECT_NE(body.find("= f32[4]{11, 22, 33, 44}"), std::string::npos) << body;
+  EXPECT_NE(body.find("%p: f32[2,4,6,6] = Add(%c2, %t)"), std::string::npos) << body;
+  EXPECT_NE(body.find("%q: f32[2,4,6,6] = Add(%c3, %u)"), std::string::npos) << body;
+}
+
 // The key's transpose as scaled_dot_product_attention exports it (heads merged, transposed,
 // split again) is one Transpose of the heads' [B, H, S, D], composed with the Transpose that
 // made them; a Reshape that splits a dim the Transpose then moves apart stays.

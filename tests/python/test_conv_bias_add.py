@@ -1,0 +1,73 @@
+"""A per-channel Add after a convolution (a diffusion UNet's time embedding, [N, C] unsqueezed
+to [N, C, 1, 1]) becomes the convolution's bias, computed at run time (canonicalize.cc): the
+convolution then runs on the kernels it takes with its own bias (Winograd, depthwise, few
+outputs, 1-D). Each against a float64 numpy convolution.
+"""
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import weft
+
+
+def conv_reference(x, w, b, pad, group):
+    """Direct convolution, stride 1, "pad" on every side, float64: [N, C, *S] -> [N, M, *S']."""
+    x = x.astype(np.float64)
+    w = w.astype(np.float64)
+    spatial = x.ndim - 2
+    x = np.pad(x, [(0, 0), (0, 0)] + [(pad, pad)] * spatial)
+    n, c = x.shape[:2]
+    m, cg = w.shape[:2]
+    k = w.shape[2:]
+    out_sp = [x.shape[2 + i] - k[i] + 1 for i in range(spatial)]
+    y = np.zeros([n, m] + out_sp)
+    mg = m // group
+    for g in range(group):
+        xs = x[:, g * cg:(g + 1) * cg]
+        for tap in np.ndindex(*k):
+            window = xs[(slice(None), slice(None)) +
+                        tuple(slice(tap[i], tap[i] + out_sp[i]) for i in range(spatial))]
+            wt = w[(slice(g * mg, (g + 1) * mg), slice(None)) + tap]
+            y[:, g * mg:(g + 1) * mg] += np.einsum("mc,nc...->nm...", wt, window)
+    return y + b.astype(np.float64).reshape([1, m] + [1] * spatial)
+
+
+CASES = {  # name: (x shape, out channels, kernel, group, the Add's operand shape)
+    "winograd_48x48": ([1, 64, 48, 48], 64, 3, 1, [1, 64, 1, 1]),
+    "winograd_16x16": ([1, 64, 16, 16], 64, 3, 1, [1, 64, 1, 1]),
+    "batch_2": ([2, 32, 20, 20], 32, 3, 1, [1, 32, 1, 1]),
+    "depthwise": ([1, 32, 24, 24], 32, 3, 32, [32, 1, 1]),
+    "few_outputs": ([1, 64, 32, 32], 3, 3, 1, [1, 3, 1, 1]),
+    "one_d": ([1, 16, 100], 32, 5, 1, [32, 1]),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_per_channel_add_after_conv(name):
+    xs, m, k, group, vs = CASES[name]
+    rng = np.random.default_rng(len(name))
+    spatial = len(xs) - 2
+    w = rng.standard_normal([m, xs[1] // group] + [k] * spatial).astype(np.float32) * 0.1
+    b = rng.standard_normal(m).astype(np.float32)
+    x = rng.standard_normal(xs).astype(np.float32)
+    t = rng.standard_normal([1, 8]).astype(np.float32)
+    proj = rng.standard_normal([m, 8]).astype(np.float32)
+    pad = k // 2
+    # The operand computed from an input at run time: Gemm, then a Reshape to its shape.
+    nodes = [helper.make_node("Gemm", ["t", "proj"], ["e"], transB=1),
+             helper.make_node("Reshape", ["e", "vshape"], ["v"]),
+             helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[pad] * (2 * spatial), group=group),
+             helper.make_node("Add", ["c", "v"], ["y"])]
+    inits = [numpy_helper.from_array(a, n) for a, n in
+             [(w, "w"), (b, "b"), (proj, "proj"), (np.array(vs, np.int64), "vshape")]]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, xs),
+                     helper.make_tensor_value_info("t", TensorProto.FLOAT, [1, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    got = weft.compile(model.SerializeToString(), threads=2).run({"x": x, "t": t})["y"]
+    v = (t.astype(np.float64) @ proj.T.astype(np.float64)).reshape(vs)
+    want = conv_reference(x, w, b, pad, group) + v
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
