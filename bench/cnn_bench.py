@@ -190,7 +190,7 @@ def timed(fn, iters):
 
 
 def measure(rounds, iters, only=None, models=None):
-    """Each model of "models" (default MODELS; name -> (make, example input)) checked and timed."""
+    """Each model of "models" (default MODELS; name -> (make, example input or a tuple of them)) checked and timed."""
     import weft
 
     systems = {"weft": {}, "ort": {}, "torch": {}, "torch_compile": {}}
@@ -201,16 +201,17 @@ def measure(rounds, iters, only=None, models=None):
             if only and name not in only:
                 continue
             model = randomize_batch_norms(make()).eval()
-            x = example()
+            x = example()  # one input, or a tuple of them
+            xs = x if isinstance(x, tuple) else (x,)
             path = os.path.join(tmp, name + ".onnx")
-            torch.onnx.export(model, (x,), path, external_data=False)
+            torch.onnx.export(model, xs, path, external_data=False)
             with open(path, "rb") as f:
                 data = f.read()
             compiled = weft.compile(data)
             session = ort.InferenceSession(data, session_options(), providers=["CPUExecutionProvider"])
-            feed = {session.get_inputs()[0].name: x.numpy()}
+            feed = {i.name: v.numpy() for i, v in zip(session.get_inputs(), xs)}
             with torch.inference_mode():
-                want = model(x).numpy()
+                want = model(*xs).numpy()
             got = next(iter(compiled.run(feed).values()))
             # Deep random networks reach outputs in the hundreds: a tolerance of their scale.
             np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4 + 1e-5 * np.abs(want).max(),
@@ -221,7 +222,7 @@ def measure(rounds, iters, only=None, models=None):
             fast = torch.compile(model)
             runners[name] = {"weft": lambda c=compiled, f=feed: c.run(f),
                              "ort": lambda s=session, f=feed: s.run(None, f),
-                             "torch": lambda m=model, v=x: m(v), "torch_compile": lambda m=fast, v=x: m(v)}
+                             "torch": lambda m=model, v=xs: m(*v), "torch_compile": lambda m=fast, v=xs: m(*v)}
             print(f"exported and checked {name}", flush=True)
         for r in range(rounds):
             for name, runs in runners.items():

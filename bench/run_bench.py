@@ -421,6 +421,7 @@ def markdown(r):
                             ("dynamic_bench", "dynamic_results.json"), ("cnn_bench", "cnn_results.json"),
                             ("sequence_bench", "sequence_results.json"),
                             ("yolo_bench", "yolo_results.json"), ("image_bench", "image_results.json"),
+                            ("diffusion_bench", "diffusion_results.json"),
                             ("zoo_bench", "zoo_results.json"), ("det_bench", "det_results.json"),
                             ("qdq_bench", "qdq_results.json"), ("half_bench", "half_results.json"),
                             ("hf_bench", "hf_results.json"),
