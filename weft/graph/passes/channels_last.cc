@@ -426,6 +426,7 @@ private:
         if (!after.empty() && std::all_of(after.begin(), after.end(), sinkable))
           return sink_pool(*rs[0]);
       }
+      if (rs.size() == 1 && sink_group_norm(*t, *rs[0], rank, readers)) return true;
       if (!all_sinkable) continue;
       if (is_batch_norm(*rs[0])) return expand_batch_norm(*rs[0]);
       if (is_channel_split(*rs[0])) return sink_split(*rs[0], rank);
@@ -557,6 +558,100 @@ private:
     std::string name = e.name;
     remove(&e);
     graph_.rename_node(y->producer, name);
+    return true;
+  }
+
+  // GroupNorm as PyTorch exports it (canonicalize expands its InstanceNormalization):
+  // Transpose(to first)(a) -> Reshape to [N, G, X] -> statistics over axis 2 (keepdims) and
+  // pointwise ops, their other operands per group ([G, 1], [1, G, 1]) or scalars -> Reshapes
+  // back to [N, C, spatial...]. Channels-last the same elements are [N, S, G, C/G] (S the
+  // spatial points), the statistics over axes 1 and 3 ([N, 1, G, 1]: per-group operands
+  // broadcast as before), and each Reshape back gives [N, spatial..., C], a Transpose to
+  // channels-first after it that sinks on. The strided read of the Transpose goes (a DDPM
+  // UNet's GroupNorm and SiLU of [1, 128, 64, 64]: 0.33 -> 0.23 ms).
+  bool sink_group_norm(Node& t, Node& grouping, size_t rank,
+                       const std::unordered_map<const Value*, std::vector<Node*>>& readers) {
+    const Value* x = t.outputs[0]; // [N, C, spatial...]
+    const TensorType& grouped = grouping.outputs[0]->type;
+    if (grouping.op_type != Op::kReshape || grouping.inputs.size() != 1 ||
+        !x->type.has_static_shape() || !grouped.has_static_shape() || grouped.shape->size() != 3 ||
+        x->type.dtype != DType::kF32)
+      return false;
+    const Ints dims = shape_static_dims(*x->type.shape), g = shape_static_dims(*grouped.shape);
+    int64_t n = dims[0], c = dims[1], groups = g[1];
+    int64_t points = g[2] * groups / std::max<int64_t>(c, 1);
+    if (g[0] != n || groups < 1 || c % groups != 0 || points * c != g[1] * g[2]) return false;
+    // The region: values [N, G, X] (full) and [N, G, 1] (statistics), and its nodes.
+    std::set<Value*> full = {grouping.outputs[0]}, stats;
+    std::vector<Node*> nodes, ends;
+    std::vector<Value*> work = {grouping.outputs[0]};
+    std::set<const Node*> seen;
+    auto is_stat = [&](const Value* v) {
+      return v->type.has_static_shape() && shape_static_dims(*v->type.shape) == Ints{n, groups, 1};
+    };
+    auto per_group = [&](const Value* v) { // broadcasts along G alone (or not at all)
+      if (!v || !v->type.has_static_shape() || v->type.shape->size() > 3) return false;
+      Ints d = shape_static_dims(*v->type.shape);
+      while (d.size() < 3)
+        d.insert(d.begin(), 1);
+      return d[0] == 1 && (d[1] == 1 || d[1] == groups) && d[2] == 1;
+    };
+    while (!work.empty()) {
+      Value* v = work.back();
+      work.pop_back();
+      auto it = readers.find(v);
+      if (graph_.is_graph_output(v) || it == readers.end()) return false;
+      for (Node* r : it->second) {
+        if (!seen.insert(r).second) continue;
+        Value* out = r->outputs.size() == 1 ? r->outputs[0] : nullptr;
+        if (!out || !out->type.has_static_shape()) return false;
+        if (r->op_type == Op::kReshape && r->inputs.size() == 1 && full.contains(v) &&
+            shape_static_dims(*out->type.shape) == dims) {
+          ends.push_back(r);
+          continue;
+        }
+        bool reduction = std::holds_alternative<ReduceAttrs>(r->attrs) && is_reduction(*r) &&
+                         full.contains(r->inputs[0]) && r->attrs_as<ReduceAttrs>().keepdims &&
+                         r->attrs_as<ReduceAttrs>().axes == Ints{2} && is_stat(out);
+        bool pointwise = is_pointwise(*r) && (out->type == grouped || is_stat(out)) &&
+                         std::all_of(r->inputs.begin(), r->inputs.end(), [&](Value* in) {
+                           return full.contains(in) || stats.contains(in) || per_group(in);
+                         });
+        if (!reduction && !pointwise) return false;
+        nodes.push_back(r);
+        (out->type == grouped ? full : stats).insert(out);
+        work.push_back(out);
+      }
+    }
+    if (ends.empty()) return false;
+    // Channels-last: the grouping reads a, the region's values take their new shapes.
+    const int64_t per = c / groups;
+    grouping.inputs[0] = t.inputs[0];
+    grouping.attrs_as<ReshapeAttrs>().shape = Ints{n, points, groups, per};
+    for (Value* v : full)
+      v->type.shape = shape_from_dims({n, points, groups, per});
+    for (Value* v : stats)
+      v->type.shape = shape_from_dims({n, 1, groups, 1});
+    for (Node* r : nodes) {
+      if (std::holds_alternative<ReduceAttrs>(r->attrs))
+        r->attrs_as<ReduceAttrs>().axes = Ints{1, 3};
+    }
+    Ints last_dims = {n};
+    for (size_t d = 2; d < rank; ++d)
+      last_dims.push_back(dims[d]);
+    last_dims.push_back(c);
+    for (Node* e : ends) {
+      NodeBuilder b(graph_, *e);
+      Value* merged = b.op(Op::kReshape, {e->inputs[0]}, ReshapeAttrs{false, last_dims, {}});
+      Value* out = e->outputs[0];
+      out->producer = nullptr;
+      e->outputs[0] = nullptr;
+      b.op(Op::kTranspose, {merged}, TransposeAttrs{to_first(rank)}, out);
+      std::string name = e->name;
+      remove(e);
+      graph_.rename_node(merged->producer, name);
+    }
+    remove(&t);
     return true;
   }
 

@@ -1,7 +1,8 @@
-"""A per-channel Add after a convolution (a diffusion UNet's time embedding, [N, C] unsqueezed
-to [N, C, 1, 1]) becomes the convolution's bias, computed at run time (canonicalize.cc): the
-convolution then runs on the kernels it takes with its own bias (Winograd, depthwise, few
-outputs, 1-D). Each against a float64 numpy convolution.
+"""The blocks of diffusion UNets, each against a float64 numpy reference. A per-channel Add after
+a convolution (the timestep's embedding, [N, C] unsqueezed to [N, C, 1, 1]) becomes the
+convolution's bias, computed at run time (canonicalize.cc): the convolution then runs on the
+kernels it takes with its own bias (Winograd, depthwise, few outputs, 1-D). GroupNorm as PyTorch
+exports it between convolutions stays channels-last (channels_last.cc).
 """
 
 import numpy as np
@@ -70,4 +71,41 @@ def test_per_channel_add_after_conv(name):
     got = weft.compile(model.SerializeToString(), threads=2).run({"x": x, "t": t})["y"]
     v = (t.astype(np.float64) @ proj.T.astype(np.float64)).reshape(vs)
     want = conv_reference(x, w, b, pad, group) + v
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("batch,groups", [(1, 32), (2, 8), (1, 64)])
+def test_group_norm_between_convolutions(batch, groups):
+    """GroupNorm as PyTorch exports it (Reshape, InstanceNormalization, Reshape, affine) and
+    SiLU between two convolutions, which channels_last keeps channels-last ([N, S, G, C/G])."""
+    c, h, w_ = 64, 12, 10
+    rng = np.random.default_rng(groups + batch)
+    x = rng.standard_normal([batch, 16, h, w_]).astype(np.float32)
+    w1 = (rng.standard_normal([c, 16, 3, 3]) * 0.2).astype(np.float32)
+    w2 = (rng.standard_normal([8, c, 1, 1]) * 0.2).astype(np.float32)
+    gamma = rng.standard_normal([c, 1, 1]).astype(np.float32)
+    beta = rng.standard_normal([c, 1, 1]).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),
+             helper.make_node("Reshape", ["a", "grouped"], ["r"]),
+             helper.make_node("InstanceNormalization", ["r", "ones", "zeros"], ["n"], epsilon=1e-5),
+             helper.make_node("Reshape", ["n", "back"], ["b"]),
+             helper.make_node("Mul", ["b", "gamma"], ["s"]), helper.make_node("Add", ["s", "beta"], ["t"]),
+             helper.make_node("Sigmoid", ["t"], ["sig"]), helper.make_node("Mul", ["t", "sig"], ["u"]),
+             helper.make_node("Conv", ["u", "w2"], ["y"])]
+    inits = [numpy_helper.from_array(a, n) for a, n in
+             [(w1, "w1"), (w2, "w2"), (gamma, "gamma"), (beta, "beta"),
+              (np.array([0, groups, -1], np.int64), "grouped"),
+              (np.array([batch, c, h, w_], np.int64), "back"),
+              (np.ones(groups, np.float32), "ones"), (np.zeros(groups, np.float32), "zeros")]]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    got = weft.compile(model.SerializeToString(), threads=2).run({"x": x})["y"]
+    a = conv_reference(x, w1, np.zeros(c, np.float32), 1, 1)
+    grouped = a.reshape(batch, groups, -1)
+    norm = (grouped - grouped.mean(axis=2, keepdims=True)) / np.sqrt(grouped.var(axis=2, keepdims=True) + 1e-5)
+    t = norm.reshape(a.shape) * gamma + beta
+    u = t / (1 + np.exp(-t))
+    want = conv_reference(u, w2, np.zeros(8, np.float32), 0, 1)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
