@@ -65,8 +65,10 @@ FusionResult fuse(std::vector<Step> steps, const std::set<const Value*>& pinned_
   inline_through_aliases(steps, kept, result.decisions);
   stitch(steps, pinned, result.decisions);
   for (Step& s : steps) {
-    for (FusedKernel& k : s.kernels)
+    for (FusedKernel& k : s.kernels) {
+      merge_short_inner_dims(k.bound);
       accumulate_in_outputs(k.bound);
+    }
   }
   result.steps = std::move(steps);
   return result;

@@ -98,6 +98,59 @@ std::optional<std::string> not_elementwise(const Kernel& k) {
   return std::nullopt;
 }
 
+// Statement "s" of "c", which reads "v" as the identity over its own domain, a view that
+// merges dims of "producer"'s output that the producer cannot be computed over (a
+// per-group operand of [S, G, C/G] read by a reduction over [S, G * C/G]: a channels-last
+// GroupNorm's squared deviations): "s" rewritten over the common refinement of the two, its
+// iterators split (each merged one a row-major combination of the new ones, so every index
+// stays affine), reading "v" through a buffer of that shape, over which the producer can be
+// computed. Returns whether it was; otherwise "s" is left as it is.
+bool refine_for_producer(const kernel::BoundKernel& producer, kernel::BoundKernel& c, Statement& s,
+                         const Value* v) {
+  const Shape& produced =
+      producer.kernel.buffers[static_cast<size_t>(producer.kernel.statements[0].write.buffer)]
+          .shape;
+  const Shape domain(s.domain.begin(), s.domain.end());
+  const Access* read = nullptr;
+  for (const Access& a : s.reads) {
+    if (c.values[static_cast<size_t>(a.buffer)] != v) continue;
+    const Shape& view = c.kernel.buffers[static_cast<size_t>(a.buffer)].shape;
+    if (read || !is_identity(a, domain.size()) || !(view == domain) || view == produced)
+      return false;
+    read = &a;
+  }
+  if (!read || !shape_is_static(domain) || reviewed(producer, domain)) return false;
+  std::optional<Shape> fine = common_refinement(domain, produced);
+  if (!fine || !reviewed(producer, *fine)) return false;
+  bool plain = s.write.indirect.empty() &&
+               std::all_of(s.reads.begin(), s.reads.end(),
+                           [](const Access& a) { return a.indirect.empty(); }) &&
+               std::none_of(s.expr.begin(), s.expr.end(),
+                            [](const ExprNode& e) { return e.op == ExprOp::kIterator; });
+  if (!plain) return false;
+  kernel::Buffer buffer = c.kernel.buffers[static_cast<size_t>(read->buffer)];
+  buffer.shape = *fine;
+  int fine_buffer = buffer_of(c, v, &*fine);
+  if (fine_buffer < 0) fine_buffer = add_buffer(c, std::move(buffer), v);
+  std::vector<AffineExpr> sub = split_iterators(domain, *fine), identity;
+  for (size_t d = 0; d < fine->size(); ++d)
+    identity.push_back(AffineExpr::iterator(static_cast<int>(d)));
+  for (Access& a : s.reads) {
+    if (c.values[static_cast<size_t>(a.buffer)] == v) {
+      a = Access(fine_buffer, identity);
+      continue;
+    }
+    for (AffineExpr& ix : a.index)
+      ix = compose(ix, sub);
+  }
+  for (AffineExpr& ix : s.write.index)
+    ix = compose(ix, sub);
+  for (AffineExpr& g : s.guards)
+    g = compose(g, sub);
+  s.domain.assign(fine->begin(), fine->end());
+  return true;
+}
+
 // Inlines producer "producer" (elementwise, writing "v") into every read of "v" in "c",
 // through any of the buffers (views) "c" has for it; returns why not, leaving "c"
 // unspecified, on failure.
@@ -138,10 +191,13 @@ std::optional<std::string> inline_into(const kernel::BoundKernel& producer, kern
     return m;
   };
   auto bound_to_v = [&](int buffer) { return c.values[static_cast<size_t>(buffer)] == v; };
-  for (Statement& s : c.kernel.statements) {
+  std::vector<size_t> refined; // statements split for the producer, to merge again after
+  for (size_t si = 0; si < c.kernel.statements.size(); ++si) {
+    Statement& s = c.kernel.statements[si];
     bool reads_v = std::any_of(s.reads.begin(), s.reads.end(),
                                [&](const Access& a) { return bound_to_v(a.buffer); });
     if (!reads_v) continue;
+    if (refine_for_producer(producer, c, s, v)) refined.push_back(si);
     Statement out = s;
     out.reads.clear();
     out.expr.clear();
@@ -210,6 +266,13 @@ std::optional<std::string> inline_into(const kernel::BoundKernel& producer, kern
     s = std::move(out);
   }
   drop_unused_buffers(c);
+  // A split statement runs over its own dims again, its per-group operands expanded; where it
+  // cannot, its loops would be short and strided: not inlined.
+  for (size_t i = 0, shift = 0; i < refined.size(); ++i) {
+    size_t si = refined[i] + shift, before = si;
+    if (!merge_short_inner_dims(c, si)) return "the consumer views it with another shape";
+    shift += si - before;
+  }
   if (Status st = kernel::verify_kernel(c.kernel); !st.ok()) return st.message();
   return std::nullopt;
 }

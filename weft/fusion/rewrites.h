@@ -32,6 +32,14 @@ void inline_producers(std::vector<Step>& steps, const std::set<const Value*>& pi
 //     common refinement of the two shapes.
 void inline_through_aliases(std::vector<Step>& steps, const std::set<const Value*>& kept,
                             std::vector<Decision>& decisions);
+// 1c. Short inner dims (expand_operands.cc): a statement whose innermost dim (at most 16) a
+//     per-group operand broadcasts (a channels-last GroupNorm's [S, G, C/G] reading its
+//     statistics per G) runs over that dim merged with the one outside it, the operand
+//     copied along it first ([G, C/G], a few hundred elements), so that its loop is long and
+//     contiguous. The kernel's statement "si" (advanced past the copies inserted before it),
+//     or each statement of the kernel; returns whether "si" changed.
+bool merge_short_inner_dims(kernel::BoundKernel& k, size_t& si);
+void merge_short_inner_dims(kernel::BoundKernel& k);
 // 2. Stitching (stitch.cc): memory-bound kernels joined with their neighbours, cut where
 //    the statement budget says (an exact plan, segments.h).
 void stitch(std::vector<Step>& steps, const std::set<const Value*>& pinned,

@@ -203,6 +203,64 @@ TEST(InlineThroughAliases, NothingToDoWithoutAnAlias) {
   EXPECT_EQ(kernels(steps), before);
 }
 
+// A channels-last GroupNorm's statistics: [N, S, G, C/G] over S and C/G, C/G = 4.
+const char* kGroupMoments = R"(
+  <ir_version: 8, opset_import: ["" : 18]>
+  g (float[1, 256, 8, 4] x) => (float[1, 1, 8, 1] v) {
+    axes = Constant <value = int64[2] {1, 3}> ()
+    m = ReduceMean <keepdims = 1> (x, axes)
+    d = Sub(x, m)
+    sq = Mul(d, d)
+    v = ReduceMean <keepdims = 1> (sq, axes)
+  })";
+
+TEST(InlineProducers, SquaredDeviationsJoinAReductionOverMergedChannels) {
+  Graph g = graph_from_text(kGroupMoments);
+  std::vector<Step> steps = lowered(g);
+  std::vector<Decision> decisions;
+  inline_producers(steps, outputs(g), decisions);
+  std::vector<std::string> after = kernels(steps);
+  // The variance reads x: its COLUMN step over [256, 32] subtracts the mean copied per channel.
+  ASSERT_EQ(after.size(), 2u) << fmt::format("{}", fmt::join(after, "\n"));
+  EXPECT_NE(after[1].find("expand[i0 < 8, i1 < 4]"), std::string::npos) << after[1];
+  EXPECT_NE(after[1].find("[i0 < 256, i1 < 32]"), std::string::npos) << after[1];
+  EXPECT_EQ(after[1].find("i2 < 4"), std::string::npos) << after[1];
+}
+
+TEST(MergeShortInnerDims, APerGroupOperandIsCopiedAlongTheShortDim) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[64, 8, 4] x, float[8, 1] m) => (float[64, 8, 4] y) {
+      y = Sub(x, m)
+    })");
+  std::vector<Step> steps = lowered(g);
+  ASSERT_EQ(steps.size(), 1u);
+  kernel::BoundKernel& k = steps[0].kernels.at(0).bound;
+  merge_short_inner_dims(k);
+  std::string after = kernel::print_kernel(k.kernel);
+  ASSERT_EQ(k.kernel.statements.size(), 2u) << after;
+  EXPECT_NE(after.find("expand[i0 < 8, i1 < 4]: b1_expanded[4*i0 + i1] = b1[i0, 0]"),
+            std::string::npos)
+      << after;
+  EXPECT_NE(after.find("[i0 < 64, i1 < 32]: b2_1[i0, i1] = (b0_1[i0, i1] - b1_expanded[i1])"),
+            std::string::npos)
+      << after;
+  EXPECT_EQ(after.find("aliased"), std::string::npos) << after; // x and y keep __restrict__
+}
+
+TEST(MergeShortInnerDims, NothingToDoForALongInnerDim) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[64, 8, 32] x, float[8, 1] m) => (float[64, 8, 32] y) {
+      y = Sub(x, m)
+    })");
+  std::vector<Step> steps = lowered(g);
+  kernel::BoundKernel& k = steps[0].kernels.at(0).bound;
+  std::string before = kernel::print_kernel(k.kernel);
+  merge_short_inner_dims(k);
+  EXPECT_EQ(kernel::print_kernel(k.kernel), before);
+}
+
 TEST(Stitch, AReductionAndItsElementwiseReaderShareAKernel) {
   Graph g = graph_from_text(R"(
     <ir_version: 8, opset_import: ["" : 13]>

@@ -1,0 +1,262 @@
+#include <algorithm>
+#include <set>
+
+#include "weft/fusion/rewrites.h"
+#include "weft/fusion/views.h"
+
+namespace weft::fusion {
+
+namespace {
+
+// An innermost dim this short or shorter, broadcast by a per-group operand, is merged with the
+// dim outside it: a loop of 4 or 6 lanes vectorizes poorly.
+constexpr int64_t kShortInner = 16;
+
+// How an access uses iterators d and e = d + 1 of its statement.
+enum class Use {
+  kNeither, // neither
+  kJoint,   // only as one row-major position D_e * i_d + i_e (times a coefficient)
+  kGroup,   // i_d but not i_e: a per-group operand, the same along e
+  kOther,   // otherwise
+};
+
+// Index dims of "a" that mention iterator "it".
+std::vector<size_t> dims_mentioning(const std::vector<AffineExpr>& index, int it) {
+  std::vector<size_t> out;
+  for (size_t p = 0; p < index.size(); ++p) {
+    if (index[p].coefficient(it) != 0) out.push_back(p);
+  }
+  return out;
+}
+
+// How "index" uses d and e = d + 1 of extent de: "shape" is its buffer's, when a view of it
+// can merge two of its dims (none for a guard or a temporary).
+Use use_of(const std::vector<AffineExpr>& index, const Shape* shape, int d, int64_t de) {
+  std::vector<size_t> pd = dims_mentioning(index, d), pe = dims_mentioning(index, d + 1);
+  if (pd.empty() && pe.empty()) return Use::kNeither;
+  if (pe.empty()) return pd.size() == 1 ? Use::kGroup : Use::kOther;
+  if (pd.size() != 1 || pe.size() != 1) return Use::kOther;
+  size_t p = pd[0], q = pe[0];
+  int64_t cd = index[p].coefficient(d), ce = index[q].coefficient(d + 1);
+  if (p == q) return cd == de * ce ? Use::kJoint : Use::kOther;
+  // Neighbouring dims of a static buffer: one position once they are merged.
+  if (!shape || q != p + 1 || !(*shape)[q].is_static()) return Use::kOther;
+  return (*shape)[q].value() * cd == de * ce ? Use::kJoint : Use::kOther;
+}
+
+// "e" with iterators renumbered for d and d + 1 merged into d: the merged iterator stands
+// for D_e * i_d + i_e, so a joint use c * (D_e * i_d + i_e) becomes c * i_d.
+AffineExpr merged_expr(const AffineExpr& e, int d, int64_t de) {
+  AffineExpr out = AffineExpr::constant_of(e.constant);
+  int64_t ce = e.coefficient(d + 1), cd = e.coefficient(d);
+  for (auto [it, c] : e.terms) {
+    if (it == d || it == d + 1) continue;
+    out.terms.emplace_back(it > d + 1 ? it - 1 : it, c);
+  }
+  if (ce != 0 || cd != 0) out.terms.emplace_back(d, ce != 0 ? ce : cd / de);
+  std::sort(out.terms.begin(), out.terms.end());
+  return out;
+}
+
+// "a * k + b".
+AffineExpr scaled_sum(const AffineExpr& a, int64_t k, const AffineExpr& b) {
+  AffineExpr out = AffineExpr::constant_of(a.constant * k + b.constant);
+  for (auto [it, c] : a.terms)
+    out.terms.emplace_back(it, c * k);
+  for (auto [it, c] : b.terms) {
+    auto t = std::find_if(out.terms.begin(), out.terms.end(),
+                          [&](const auto& x) { return x.first == it; });
+    if (t != out.terms.end())
+      t->second += c;
+    else
+      out.terms.emplace_back(it, c);
+  }
+  std::erase_if(out.terms, [](const auto& x) { return x.second == 0; });
+  std::sort(out.terms.begin(), out.terms.end());
+  return out;
+}
+
+// A buffer of "k" bound to the value of buffer "b" with "shape" (a view of the same memory).
+int view_with_shape(kernel::BoundKernel& k, int b, const Shape& shape) {
+  const Value* v = k.values[static_cast<size_t>(b)];
+  int found = buffer_of(k, v, &shape);
+  if (found >= 0) return found;
+  kernel::Buffer buffer = k.kernel.buffers[static_cast<size_t>(b)];
+  buffer.shape = shape;
+  buffer.view_group = -1;
+  return add_buffer(k, std::move(buffer), v);
+}
+
+// Unused buffers dropped; the views of a value that the kernel writes marked as sharing its
+// memory (a view the rewrite made, read beside the written one).
+void tidy(kernel::BoundKernel& k) {
+  drop_unused_buffers(k);
+  std::set<const Value*> written;
+  for (const Statement& s : k.kernel.statements)
+    written.insert(k.values[static_cast<size_t>(s.write.buffer)]);
+  for (size_t i = 0; i < k.kernel.buffers.size(); ++i) {
+    const Value* v = k.values[i];
+    if (!v || !written.contains(v) || k.kernel.buffers[i].aliased()) continue;
+    for (size_t j = 0; j < k.kernel.buffers.size(); ++j) {
+      if (j == i || k.values[j] != v) continue;
+      k.kernel.buffers[i].view_group = static_cast<int>(std::min(i, j));
+      k.kernel.buffers[j].view_group = static_cast<int>(std::min(i, j));
+    }
+  }
+  group_views(k);
+}
+
+// Access "a" of a statement whose iterators d and d + 1 (extent de) merge: joint uses in
+// neighbouring buffer dims read a view of the buffer with those dims merged.
+Access merged_access(kernel::BoundKernel& k, const Access& a, int d, int64_t de) {
+  std::vector<size_t> pd = dims_mentioning(a.index, d), pe = dims_mentioning(a.index, d + 1);
+  Access out = a;
+  if (!pd.empty() && !pe.empty() && pd[0] != pe[0]) {
+    size_t p = pd[0];
+    const Shape& shape = k.kernel.buffers[static_cast<size_t>(a.buffer)].shape;
+    int64_t inner = shape[p + 1].value();
+    Shape merged(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(p));
+    merged.push_back(dim_mul(shape[p], shape[p + 1]));
+    merged.insert(merged.end(), shape.begin() + static_cast<std::ptrdiff_t>(p + 2), shape.end());
+    out.index.erase(out.index.begin() + static_cast<std::ptrdiff_t>(p + 1));
+    out.index[p] = scaled_sum(a.index[p], inner, a.index[p + 1]);
+    out.buffer = view_with_shape(k, a.buffer, merged);
+  }
+  for (AffineExpr& ix : out.index)
+    ix = merged_expr(ix, d, de);
+  return out;
+}
+
+// Statement "si" of "k" over its innermost dim e (at most kShortInner) and the dim d outside
+// it, which every access uses jointly (or not) but some small operands use through d alone:
+// each such operand is copied into a temporary laid out along e too, by a statement before
+// "si" (as many elements as the operand times D_e), and "si" runs over d and e merged.
+// Returns how many statements were inserted before "si", or none when it does not apply.
+std::optional<size_t> merge_short_inner(kernel::BoundKernel& k, size_t si) {
+  const Statement& s = k.kernel.statements[si];
+  size_t rank = s.domain.size();
+  if (rank < 2 || !shape_is_static(Shape(s.domain.begin(), s.domain.end())) ||
+      !s.write.indirect.empty() || std::any_of(s.expr.begin(), s.expr.end(), [](const ExprNode& e) {
+        return e.op == ExprOp::kIterator;
+      }))
+    return std::nullopt;
+  int d = static_cast<int>(rank) - 2;
+  int64_t dd = s.domain[rank - 2].value(), de = s.domain[rank - 1].value();
+  if (de > kShortInner || dd * de < kShortInner) return std::nullopt;
+  int64_t points = 1;
+  for (const Dim& x : s.domain)
+    points *= x.value();
+  // The shape of an access's buffer, when another view of its value can be taken (not a
+  // temporary's, which has no value to share).
+  auto shape_of = [&](const Access& a) -> const Shape* {
+    size_t b = static_cast<size_t>(a.buffer);
+    return k.values[b] ? &k.kernel.buffers[b].shape : nullptr;
+  };
+  // The target and the guards must move with d and e alike (a write through d alone reduces e).
+  auto joint = [](Use u) { return u == Use::kNeither || u == Use::kJoint; };
+  if (!joint(use_of(s.write.index, shape_of(s.write), d, de))) return std::nullopt;
+  for (const AffineExpr& g : s.guards) {
+    if (!joint(use_of({g}, nullptr, d, de))) return std::nullopt;
+  }
+  std::vector<size_t> group;
+  for (size_t r = 0; r < s.reads.size(); ++r) {
+    const Access& a = s.reads[r];
+    Use u = a.indirect.empty() ? use_of(a.index, shape_of(a), d, de) : Use::kOther;
+    if (u == Use::kOther) return std::nullopt;
+    if (u == Use::kGroup) group.push_back(r);
+  }
+  if (group.empty()) return std::nullopt;
+  // The copies: over the dims each operand's index uses, e inserted after d.
+  std::vector<Statement> copies;
+  std::vector<Access> replaced;
+  for (size_t r : group) {
+    const Access& a = s.reads[r];
+    // A second read of the same elements (the deviation x - mean, squared) shares the copy.
+    size_t same = 0;
+    while (same < replaced.size() &&
+           !(s.reads[group[same]].buffer == a.buffer && s.reads[group[same]].index == a.index))
+      ++same;
+    if (same < replaced.size()) {
+      replaced.push_back(replaced[same]);
+      continue;
+    }
+    std::vector<int> dims;
+    for (int it = 0; it < static_cast<int>(rank); ++it) {
+      bool used = std::any_of(a.index.begin(), a.index.end(),
+                              [&](const AffineExpr& x) { return x.coefficient(it) != 0; });
+      if (used) dims.push_back(it);
+      if (it == d + 1) dims.push_back(it);
+    }
+    Statement copy;
+    copy.name = "expand";
+    int64_t elements = 1;
+    for (int it : dims) {
+      copy.domain.push_back(s.domain[static_cast<size_t>(it)]);
+      elements *= s.domain[static_cast<size_t>(it)].value();
+    }
+    if (points < kShortInner * elements) return std::nullopt;
+    // Row-major over the copy's dims: the temporary's one index, in "si" and in the copy.
+    AffineExpr flat, own;
+    int64_t stride = 1;
+    for (size_t m = dims.size(); m-- > 0;) {
+      flat.terms.insert(flat.terms.begin(), {dims[m], stride});
+      own.terms.insert(own.terms.begin(), {static_cast<int>(m), stride});
+      stride *= copy.domain[m].value();
+    }
+    const DType dtype = k.kernel.buffers[static_cast<size_t>(a.buffer)].dtype;
+    const std::string name = k.kernel.buffers[static_cast<size_t>(a.buffer)].name + "_expanded";
+    int temp = add_buffer(k, {name, dtype, {elements}, BufferRole::kTemp}, nullptr);
+    std::vector<AffineExpr> sub(rank);
+    for (size_t m = 0; m < dims.size(); ++m)
+      sub[static_cast<size_t>(dims[m])] = AffineExpr::iterator(static_cast<int>(m));
+    Access read = a;
+    for (AffineExpr& x : read.index)
+      x = compose(x, sub);
+    copy.write = Access(temp, {own});
+    copy.reads = {read};
+    copy.expr = {ExprNode{}};
+    copy.expr[0].op = ExprOp::kLoad;
+    copy.expr[0].dtype = dtype;
+    copy.expr[0].access = 0;
+    copies.push_back(std::move(copy));
+    replaced.push_back(Access(temp, {flat}));
+  }
+  Statement& t = k.kernel.statements[si];
+  for (size_t i = 0; i < group.size(); ++i)
+    t.reads[group[i]] = replaced[i];
+  Statement merged = t;
+  merged.domain.erase(merged.domain.begin() + d + 1);
+  merged.domain[static_cast<size_t>(d)] = Dim(dd * de);
+  merged.write = merged_access(k, t.write, d, de);
+  for (size_t r = 0; r < t.reads.size(); ++r)
+    merged.reads[r] = merged_access(k, t.reads[r], d, de);
+  for (AffineExpr& g : merged.guards)
+    g = merged_expr(g, d, de);
+  k.kernel.statements[si] = std::move(merged);
+  k.kernel.statements.insert(k.kernel.statements.begin() + static_cast<std::ptrdiff_t>(si),
+                             copies.begin(), copies.end());
+  return copies.size();
+}
+
+} // namespace
+
+bool merge_short_inner_dims(kernel::BoundKernel& k, size_t& si) {
+  std::optional<size_t> inserted = merge_short_inner(k, si);
+  if (!inserted) return false;
+  si += *inserted;
+  tidy(k);
+  return true;
+}
+
+void merge_short_inner_dims(kernel::BoundKernel& k) {
+  bool changed = false;
+  for (size_t si = 0; si < k.kernel.statements.size(); ++si) {
+    if (std::optional<size_t> inserted = merge_short_inner(k, si)) {
+      si += *inserted;
+      changed = true;
+    }
+  }
+  if (changed) tidy(k);
+}
+
+} // namespace weft::fusion
