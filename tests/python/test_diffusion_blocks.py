@@ -74,18 +74,25 @@ def test_per_channel_add_after_conv(name):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
 
 
-@pytest.mark.parametrize("batch,groups", [(1, 32), (2, 8), (1, 64)])
-def test_group_norm_between_convolutions(batch, groups):
+@pytest.mark.parametrize("batch,groups,skip", [(1, 32, 0), (2, 8, 0), (1, 64, 0), (1, 32, 128), (2, 16, 32)])
+def test_group_norm_between_convolutions(batch, groups, skip):
     """GroupNorm as PyTorch exports it (Reshape, InstanceNormalization, Reshape, affine) and
-    SiLU between two convolutions, which channels_last keeps channels-last ([N, S, G, C/G])."""
-    c, h, w_ = 64, 12, 10
-    rng = np.random.default_rng(groups + batch)
+    SiLU between two convolutions, which channels_last keeps channels-last ([N, S, G, C/G]);
+    with "skip", of the convolution's 64 channels concatenated with as many of a skip
+    connection's, as a UNet's up blocks have (192 channels in 32 groups: 6 a group). Groups of
+    a few channels run over whole channel rows, their statistics copied per channel
+    (fusion/expand_operands.cc)."""
+    c, h, w_ = 64 + skip, 12, 10
+    rng = np.random.default_rng(groups + batch + skip)
     x = rng.standard_normal([batch, 16, h, w_]).astype(np.float32)
-    w1 = (rng.standard_normal([c, 16, 3, 3]) * 0.2).astype(np.float32)
+    e = rng.standard_normal([batch, skip, h, w_]).astype(np.float32)
+    w1 = (rng.standard_normal([64, 16, 3, 3]) * 0.2).astype(np.float32)
     w2 = (rng.standard_normal([8, c, 1, 1]) * 0.2).astype(np.float32)
     gamma = rng.standard_normal([c, 1, 1]).astype(np.float32)
     beta = rng.standard_normal([c, 1, 1]).astype(np.float32)
-    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]),
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a0"], pads=[1, 1, 1, 1]),
+             helper.make_node("Concat", ["a0", "e"], ["a"], axis=1) if skip else
+             helper.make_node("Identity", ["a0"], ["a"]),
              helper.make_node("Reshape", ["a", "grouped"], ["r"]),
              helper.make_node("InstanceNormalization", ["r", "ones", "zeros"], ["n"], epsilon=1e-5),
              helper.make_node("Reshape", ["n", "back"], ["b"]),
@@ -97,12 +104,17 @@ def test_group_norm_between_convolutions(batch, groups):
               (np.array([0, groups, -1], np.int64), "grouped"),
               (np.array([batch, c, h, w_], np.int64), "back"),
               (np.ones(groups, np.float32), "ones"), (np.zeros(groups, np.float32), "zeros")]]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)]
+    if skip:
+        inputs.append(helper.make_tensor_value_info("e", TensorProto.FLOAT, e.shape))
+    graph = helper.make_graph(nodes, "g", inputs,
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
-    got = weft.compile(model.SerializeToString(), threads=2).run({"x": x})["y"]
-    a = conv_reference(x, w1, np.zeros(c, np.float32), 1, 1)
+    feeds = {"x": x, "e": e} if skip else {"x": x}
+    got = weft.compile(model.SerializeToString(), threads=2).run(feeds)["y"]
+    a = conv_reference(x, w1, np.zeros(64, np.float32), 1, 1)
+    a = np.concatenate([a, e.astype(np.float64)], axis=1)
     grouped = a.reshape(batch, groups, -1)
     norm = (grouped - grouped.mean(axis=2, keepdims=True)) / np.sqrt(grouped.var(axis=2, keepdims=True) + 1e-5)
     t = norm.reshape(a.shape) * gamma + beta

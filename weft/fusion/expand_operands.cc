@@ -1,5 +1,8 @@
 #include <algorithm>
+#include <map>
 #include <set>
+
+#include <fmt/format.h>
 
 #include "weft/fusion/rewrites.h"
 #include "weft/fusion/views.h"
@@ -127,11 +130,36 @@ Access merged_access(kernel::BoundKernel& k, const Access& a, int d, int64_t de)
   return out;
 }
 
+// What an expression node of a statement depends on, for merging d and e = d + 1.
+enum class Moves {
+  kFixed, // nothing: constants, loads at constant indices
+  kGroup, // per-group operands (and fixed ones): the same along e
+  kAll,   // anything else
+};
+
+// A key that two structurally equal subexpressions share.
+std::string subtree_key(const Statement& s, int n) {
+  const ExprNode& e = s.expr[static_cast<size_t>(n)];
+  std::string key =
+      fmt::format("({} {} {}", static_cast<int>(e.op), static_cast<int>(e.dtype), e.value);
+  if (e.op == ExprOp::kLoad) {
+    const Access& a = s.reads[static_cast<size_t>(e.access)];
+    key += fmt::format(" b{}", a.buffer);
+    for (const AffineExpr& x : a.index)
+      key += " " + kernel::print_affine(x);
+  }
+  for (int o : e.operands)
+    key += " " + subtree_key(s, o);
+  return key + ")";
+}
+
 // Statement "si" of "k" over its innermost dim e (at most kShortInner) and the dim d outside
 // it, which every access uses jointly (or not) but some small operands use through d alone:
-// each such operand is copied into a temporary laid out along e too, by a statement before
-// "si" (as many elements as the operand times D_e), and "si" runs over d and e merged.
-// Returns how many statements were inserted before "si", or none when it does not apply.
+// each largest subexpression of such operands (and constants) is computed once per point of
+// those operands' dims and e, into a temporary, by a statement before "si" (GroupNorm's
+// sqrt(var + eps), once a channel instead of once an element), and "si" runs over d and e
+// merged. Returns how many statements were inserted before "si", or none when it does not
+// apply.
 std::optional<size_t> merge_short_inner(kernel::BoundKernel& k, size_t si) {
   const Statement& s = k.kernel.statements[si];
   size_t rank = s.domain.size();
@@ -158,78 +186,148 @@ std::optional<size_t> merge_short_inner(kernel::BoundKernel& k, size_t si) {
   for (const AffineExpr& g : s.guards) {
     if (!joint(use_of({g}, nullptr, d, de))) return std::nullopt;
   }
-  std::vector<size_t> group;
-  for (size_t r = 0; r < s.reads.size(); ++r) {
-    const Access& a = s.reads[r];
+  // The copies run over the dims the per-group operands use, with e after d.
+  std::vector<Use> uses;
+  std::set<int> used = {d + 1};
+  for (const Access& a : s.reads) {
     Use u = a.indirect.empty() ? use_of(a.index, shape_of(a), d, de) : Use::kOther;
     if (u == Use::kOther) return std::nullopt;
-    if (u == Use::kGroup) group.push_back(r);
-  }
-  if (group.empty()) return std::nullopt;
-  // The copies: over the dims each operand's index uses, e inserted after d.
-  std::vector<Statement> copies;
-  std::vector<Access> replaced;
-  for (size_t r : group) {
-    const Access& a = s.reads[r];
-    // A second read of the same elements (the deviation x - mean, squared) shares the copy.
-    size_t same = 0;
-    while (same < replaced.size() &&
-           !(s.reads[group[same]].buffer == a.buffer && s.reads[group[same]].index == a.index))
-      ++same;
-    if (same < replaced.size()) {
-      replaced.push_back(replaced[same]);
-      continue;
+    uses.push_back(u);
+    for (const AffineExpr& x : a.index) {
+      for (auto [it, c] : x.terms)
+        if (u == Use::kGroup) used.insert(it);
     }
-    std::vector<int> dims;
-    for (int it = 0; it < static_cast<int>(rank); ++it) {
-      bool used = std::any_of(a.index.begin(), a.index.end(),
-                              [&](const AffineExpr& x) { return x.coefficient(it) != 0; });
-      if (used) dims.push_back(it);
-      if (it == d + 1) dims.push_back(it);
+  }
+  std::vector<Moves> moves(s.expr.size(), Moves::kFixed);
+  for (size_t n = 0; n < s.expr.size(); ++n) {
+    const ExprNode& e = s.expr[n];
+    if (e.op == ExprOp::kLoad) {
+      const Access& a = s.reads[static_cast<size_t>(e.access)];
+      bool fixed = std::all_of(a.index.begin(), a.index.end(),
+                               [](const AffineExpr& x) { return x.terms.empty(); });
+      moves[n] = uses[static_cast<size_t>(e.access)] == Use::kGroup ? Moves::kGroup
+                 : fixed                                            ? Moves::kFixed
+                                                                    : Moves::kAll;
+    }
+    for (int o : e.operands)
+      moves[n] = std::max(moves[n], moves[static_cast<size_t>(o)]);
+  }
+  // The largest per-group subexpressions: kGroup nodes that the stored value or a node that
+  // moves with more reads.
+  std::vector<bool> root(s.expr.size(), false);
+  root.back() = moves.back() == Moves::kGroup;
+  for (size_t n = 0; n < s.expr.size(); ++n) {
+    for (int o : s.expr[n].operands) {
+      if (moves[n] == Moves::kAll && moves[static_cast<size_t>(o)] == Moves::kGroup)
+        root[static_cast<size_t>(o)] = true;
+    }
+  }
+  if (std::none_of(root.begin(), root.end(), [](bool r) { return r; })) return std::nullopt;
+  std::vector<int> dims(used.begin(), used.end());
+  std::vector<Dim> copy_domain;
+  int64_t elements = 1;
+  for (int it : dims) {
+    copy_domain.push_back(s.domain[static_cast<size_t>(it)]);
+    elements *= s.domain[static_cast<size_t>(it)].value();
+  }
+  if (points < kShortInner * elements) return std::nullopt;
+  // Row-major over the copy's dims: the temporary's one index, in "si" and in the copy.
+  AffineExpr flat, own;
+  int64_t stride = 1;
+  for (size_t m = dims.size(); m-- > 0;) {
+    flat.terms.insert(flat.terms.begin(), {dims[m], stride});
+    own.terms.insert(own.terms.begin(), {static_cast<int>(m), stride});
+    stride *= copy_domain[m].value();
+  }
+  std::vector<AffineExpr> sub(rank);
+  for (size_t m = 0; m < dims.size(); ++m)
+    sub[static_cast<size_t>(dims[m])] = AffineExpr::iterator(static_cast<int>(m));
+  // One copy per distinct subexpression; "temp_of" its temporary, by root.
+  std::vector<Statement> copies;
+  std::map<std::string, int> temps;
+  std::vector<int> temp_of(s.expr.size(), -1);
+  for (size_t r = 0; r < s.expr.size(); ++r) {
+    if (!root[r]) continue;
+    std::string key = subtree_key(s, static_cast<int>(r));
+    if (auto t = temps.find(key); t != temps.end()) {
+      temp_of[r] = t->second;
+      continue;
     }
     Statement copy;
     copy.name = "expand";
-    int64_t elements = 1;
-    for (int it : dims) {
-      copy.domain.push_back(s.domain[static_cast<size_t>(it)]);
-      elements *= s.domain[static_cast<size_t>(it)].value();
+    copy.domain = copy_domain;
+    std::vector<int> map(s.expr.size(), -1);
+    std::vector<bool> in(s.expr.size(), false);
+    in[r] = true;
+    for (size_t n = r + 1; n-- > 0;) {
+      if (!in[n]) continue;
+      for (int o : s.expr[n].operands)
+        in[static_cast<size_t>(o)] = true;
     }
-    if (points < kShortInner * elements) return std::nullopt;
-    // Row-major over the copy's dims: the temporary's one index, in "si" and in the copy.
-    AffineExpr flat, own;
-    int64_t stride = 1;
-    for (size_t m = dims.size(); m-- > 0;) {
-      flat.terms.insert(flat.terms.begin(), {dims[m], stride});
-      own.terms.insert(own.terms.begin(), {static_cast<int>(m), stride});
-      stride *= copy.domain[m].value();
+    for (size_t n = 0; n <= r; ++n) {
+      if (!in[n]) continue;
+      ExprNode e = s.expr[n];
+      for (int& o : e.operands)
+        o = map[static_cast<size_t>(o)];
+      if (e.op == ExprOp::kLoad) {
+        Access a = s.reads[static_cast<size_t>(e.access)];
+        for (AffineExpr& x : a.index)
+          x = compose(x, sub);
+        copy.reads.push_back(std::move(a));
+        e.access = static_cast<int>(copy.reads.size()) - 1;
+      }
+      copy.expr.push_back(std::move(e));
+      map[n] = static_cast<int>(copy.expr.size()) - 1;
     }
-    const DType dtype = k.kernel.buffers[static_cast<size_t>(a.buffer)].dtype;
-    const std::string name = k.kernel.buffers[static_cast<size_t>(a.buffer)].name + "_expanded";
-    int temp = add_buffer(k, {name, dtype, {elements}, BufferRole::kTemp}, nullptr);
-    std::vector<AffineExpr> sub(rank);
-    for (size_t m = 0; m < dims.size(); ++m)
-      sub[static_cast<size_t>(dims[m])] = AffineExpr::iterator(static_cast<int>(m));
-    Access read = a;
-    for (AffineExpr& x : read.index)
-      x = compose(x, sub);
+    const DType dtype = s.expr[r].dtype;
+    int temp = add_buffer(k, {"expanded", dtype, {elements}, BufferRole::kTemp}, nullptr);
     copy.write = Access(temp, {own});
-    copy.reads = {read};
-    copy.expr = {ExprNode{}};
-    copy.expr[0].op = ExprOp::kLoad;
-    copy.expr[0].dtype = dtype;
-    copy.expr[0].access = 0;
     copies.push_back(std::move(copy));
-    replaced.push_back(Access(temp, {flat}));
+    temps[key] = temp_of[r] = temp;
   }
-  Statement& t = k.kernel.statements[si];
-  for (size_t i = 0; i < group.size(); ++i)
-    t.reads[group[i]] = replaced[i];
+  // "si" reads the temporaries in place of the subexpressions, which it no longer computes.
+  const Statement& t = k.kernel.statements[si];
+  std::vector<bool> live(t.expr.size(), false);
+  live.back() = true;
+  for (size_t n = t.expr.size(); n-- > 0;) {
+    if (!live[n] || temp_of[n] >= 0) continue;
+    for (int o : t.expr[n].operands)
+      live[static_cast<size_t>(o)] = true;
+  }
   Statement merged = t;
+  merged.reads.clear();
+  merged.expr.clear();
+  std::vector<int> map(t.expr.size(), -1), read_map(t.reads.size(), -1);
+  for (size_t n = 0; n < t.expr.size(); ++n) {
+    if (!live[n]) continue;
+    ExprNode e = t.expr[n];
+    if (temp_of[n] >= 0) {
+      e = ExprNode{};
+      e.op = ExprOp::kLoad;
+      e.dtype = t.expr[n].dtype;
+      merged.reads.push_back(Access(temp_of[n], {flat}));
+      e.access = static_cast<int>(merged.reads.size()) - 1;
+    } else {
+      for (int& o : e.operands)
+        o = map[static_cast<size_t>(o)];
+      if (e.op == ExprOp::kLoad) {
+        int& r = read_map[static_cast<size_t>(e.access)];
+        if (r < 0) {
+          merged.reads.push_back(t.reads[static_cast<size_t>(e.access)]);
+          r = static_cast<int>(merged.reads.size()) - 1;
+        }
+        e.access = r;
+      }
+    }
+    merged.expr.push_back(std::move(e));
+    map[n] = static_cast<int>(merged.expr.size()) - 1;
+  }
+  // Over d and e merged.
   merged.domain.erase(merged.domain.begin() + d + 1);
   merged.domain[static_cast<size_t>(d)] = Dim(dd * de);
-  merged.write = merged_access(k, t.write, d, de);
-  for (size_t r = 0; r < t.reads.size(); ++r)
-    merged.reads[r] = merged_access(k, t.reads[r], d, de);
+  merged.write = merged_access(k, merged.write, d, de);
+  for (Access& a : merged.reads)
+    a = merged_access(k, a, d, de);
   for (AffineExpr& g : merged.guards)
     g = merged_expr(g, d, de);
   k.kernel.statements[si] = std::move(merged);

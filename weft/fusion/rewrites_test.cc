@@ -239,13 +239,31 @@ TEST(MergeShortInnerDims, APerGroupOperandIsCopiedAlongTheShortDim) {
   merge_short_inner_dims(k);
   std::string after = kernel::print_kernel(k.kernel);
   ASSERT_EQ(k.kernel.statements.size(), 2u) << after;
-  EXPECT_NE(after.find("expand[i0 < 8, i1 < 4]: b1_expanded[4*i0 + i1] = b1[i0, 0]"),
+  EXPECT_NE(after.find("expand[i0 < 8, i1 < 4]: expanded[4*i0 + i1] = b1[i0, 0]"),
             std::string::npos)
       << after;
-  EXPECT_NE(after.find("[i0 < 64, i1 < 32]: b2_1[i0, i1] = (b0_1[i0, i1] - b1_expanded[i1])"),
+  EXPECT_NE(after.find("[i0 < 64, i1 < 32]: b2_1[i0, i1] = (b0_1[i0, i1] - expanded[i1])"),
             std::string::npos)
       << after;
   EXPECT_EQ(after.find("aliased"), std::string::npos) << after; // x and y keep __restrict__
+}
+
+TEST(MergeShortInnerDims, APerGroupSubexpressionIsComputedOncePerChannel) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[64, 8, 4] x, float[8, 1] v) => (float[64, 8, 4] y) {
+      s = Sqrt(v)
+      y = Div(x, s)
+    })");
+  std::vector<Step> steps = lowered(g);
+  std::vector<Decision> decisions;
+  inline_producers(steps, outputs(g), decisions);
+  ASSERT_EQ(kernels(steps).size(), 1u);
+  kernel::BoundKernel& k = steps.back().kernels.at(0).bound;
+  merge_short_inner_dims(k);
+  std::string after = kernel::print_kernel(k.kernel);
+  EXPECT_NE(after.find("expanded[4*i0 + i1] = sqrt("), std::string::npos) << after;
+  EXPECT_NE(after.find("[i0 < 64, i1 < 32]"), std::string::npos) << after;
 }
 
 TEST(MergeShortInnerDims, NothingToDoForALongInnerDim) {
