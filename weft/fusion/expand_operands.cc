@@ -137,20 +137,26 @@ enum class Moves {
   kAll,   // anything else
 };
 
-// A key that two structurally equal subexpressions share.
-std::string subtree_key(const Statement& s, int n) {
-  const ExprNode& e = s.expr[static_cast<size_t>(n)];
-  std::string key =
-      fmt::format("({} {} {}", static_cast<int>(e.op), static_cast<int>(e.dtype), e.value);
-  if (e.op == ExprOp::kLoad) {
-    const Access& a = s.reads[static_cast<size_t>(e.access)];
-    key += fmt::format(" b{}", a.buffer);
-    for (const AffineExpr& x : a.index)
-      key += " " + kernel::print_affine(x);
+// A number per expression node, the same for structurally equal subexpressions (value
+// numbering: the first such node's index).
+std::vector<int> value_numbers(const Statement& s) {
+  std::vector<int> number(s.expr.size());
+  std::map<std::string, int> seen;
+  for (size_t n = 0; n < s.expr.size(); ++n) {
+    const ExprNode& e = s.expr[n];
+    std::string key = fmt::format("{} {} {} {}", static_cast<int>(e.op), static_cast<int>(e.dtype),
+                                  e.value, e.extent.to_string());
+    if (e.op == ExprOp::kLoad) {
+      const Access& a = s.reads[static_cast<size_t>(e.access)];
+      key += fmt::format(" b{}", a.buffer);
+      for (const AffineExpr& x : a.index)
+        key += " " + kernel::print_affine(x);
+    }
+    for (int o : e.operands)
+      key += fmt::format(" #{}", number[static_cast<size_t>(o)]);
+    number[n] = seen.emplace(key, static_cast<int>(n)).first->second;
   }
-  for (int o : e.operands)
-    key += " " + subtree_key(s, o);
-  return key + ")";
+  return number;
 }
 
 // Statement "si" of "k" over its innermost dim e (at most kShortInner) and the dim d outside
@@ -244,11 +250,12 @@ std::optional<size_t> merge_short_inner(kernel::BoundKernel& k, size_t si) {
     sub[static_cast<size_t>(dims[m])] = AffineExpr::iterator(static_cast<int>(m));
   // One copy per distinct subexpression; "temp_of" its temporary, by root.
   std::vector<Statement> copies;
-  std::map<std::string, int> temps;
+  std::map<int, int> temps; // by value number
   std::vector<int> temp_of(s.expr.size(), -1);
+  const std::vector<int> number = value_numbers(s);
   for (size_t r = 0; r < s.expr.size(); ++r) {
     if (!root[r]) continue;
-    std::string key = subtree_key(s, static_cast<int>(r));
+    int key = number[r];
     if (auto t = temps.find(key); t != temps.end()) {
       temp_of[r] = t->second;
       continue;
