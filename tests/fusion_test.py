@@ -120,6 +120,22 @@ def subgraphs(d):
         [f32("x", [4, 8])], [f32("y", [4])],
         [const("axes", [1], dtype=T.INT64), const("s1", [4, 1], dtype=T.INT64),
          const("s2", [4], dtype=T.INT64), const("one", [1.0], [])]), 2))
+    # PyTorch's head split (nn.MultiheadAttention): the input projection's [S, B, 3 * E] seen
+    # as [S, B, 3, E], moved to [3, S, B, E], q, k and v selected, each seen as
+    # [S, B * H, D] and moved to [B * H, S, D] (k to [B * H, D, S]): each read straight from
+    # the projection, one pass.
+    s, b, h, dh = 64, 2, 4, 16
+    split_nodes = [node("Reshape", ["x", "s4"], ["r"]),
+                   node("Transpose", ["r"], ["t"], perm=[2, 0, 1, 3])]
+    for i, (name, perm) in enumerate((("q", [1, 0, 2]), ("k", [1, 2, 0]), ("v", [1, 0, 2]))):
+        split_nodes += [node("Gather", ["t", f"i{i}"], [name + "_sel"], axis=0),
+                        node("Reshape", [name + "_sel", "s3"], [name + "_heads"]),
+                        node("Transpose", [name + "_heads"], [name], perm=perm)]
+    out.append(("PyTorch's head split", save(d, "head_split", split_nodes,
+        [f32("x", [s, b, 3 * h * dh])],
+        [f32("q", [b * h, s, dh]), f32("k", [b * h, dh, s]), f32("v", [b * h, s, dh])],
+        [const("s4", [s, b, 3, h * dh], dtype=T.INT64), const("s3", [s, b * h, dh], dtype=T.INT64)]
+        + [const(f"i{i}", [i], [], dtype=T.INT64) for i in range(3)]), 1))
     # Small independent kernels share one launch (horizontal fusion).
     out.append(("small independent reductions", save(d, "horizontal", [
         node("Relu", ["x"], ["a"]), node("ReduceSum", ["a"], ["y"], keepdims=0),
@@ -145,7 +161,7 @@ def run_outputs(path, directory, *flags):
 
 FULL_SIZE = {"bn-train stats + normalize": 8 * 16 * 14 * 14 * 4, "groupnorm": 4 * 32 * 8 * 8 * 4,
              "groupnorm (InstanceNormalization)": 4 * 32 * 8 * 8 * 4,
-             "rmsnorm": 64 * 256 * 4}
+             "rmsnorm": 64 * 256 * 4, "PyTorch's head split": 64 * 2 * 192 * 4}
 
 
 def check_subgraphs(d):

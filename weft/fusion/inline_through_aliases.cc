@@ -9,14 +9,103 @@ namespace weft::fusion {
 
 namespace {
 
-// Elementwise kernel "c", which reads "a", a Reshape of "v", rewritten over the common
-// refinement of its shape and that of "p", the elementwise kernel writing "v", with "p"
-// inlined; or why not.
-std::optional<std::string> inline_through_alias(const kernel::BoundKernel& p,
-                                                kernel::BoundKernel& c, const Value* a,
-                                                const Value* v) {
-  if (auto why = not_elementwise(c.kernel)) return "the consumer is not elementwise: " + *why;
-  if (a->type.dtype != v->type.dtype) return "a BitCast reads the bytes as another type";
+// Statement "s" of "c" reading "v" (of static shape "produced") wherever it reads "a", a
+// Reshape of it, at an affine index: each dim of a's view that the Reshape splits must be
+// indexed by a constant or by one iterator of the dim's extent, which is split likewise
+// (the statement's domain refined, each split iterator a row-major combination of its
+// parts). A Transpose of PyTorch's head split (a select of q, k or v, viewed as
+// [S, B * H, D], read as [B * H, S, D]) so reads the projection's output directly. Returns
+// why not, leaving "c" unspecified.
+std::optional<std::string> read_through_reshape(kernel::BoundKernel& c, Statement& s,
+                                                const Value* a, const Value* v,
+                                                const Shape& produced) {
+  for (size_t r = 0; r < s.reads.size(); ++r) {
+    Access& x = s.reads[r];
+    if (c.values[static_cast<size_t>(x.buffer)] != a) continue;
+    const Shape& view = c.kernel.buffers[static_cast<size_t>(x.buffer)].shape;
+    if (!x.indirect.empty()) return "the consumer reads the Reshape at a data-dependent index";
+    std::optional<Shape> fine = common_refinement(view, produced);
+    if (!fine) return "the Reshape's two shapes have no common refinement";
+    std::vector<AffineExpr> parts = split_iterators(view, *fine); // each view dim over "fine"
+    std::vector<std::vector<int64_t>> split(s.domain.size());     // per iterator, its parts
+    std::vector<AffineExpr> coordinate(fine->size());             // per dim of "fine"
+    std::vector<std::pair<int, size_t>> split_from(fine->size(), {-1, 0}); // (iterator, part)
+    for (size_t d = 0; d < view.size(); ++d) {
+      const AffineExpr& e = x.index[d];
+      const auto& terms = parts[d].terms;
+      if (terms.size() == 1) coordinate[static_cast<size_t>(terms[0].first)] = e;
+      if (terms.size() <= 1) continue;
+      if (e.terms.empty()) { // a constant: its digits
+        for (auto [j, stride] : terms)
+          coordinate[static_cast<size_t>(j)] = AffineExpr::constant_of(
+              e.constant / stride % (*fine)[static_cast<size_t>(j)].value());
+        continue;
+      }
+      int i = e.terms[0].first;
+      const Dim& extent = s.domain[static_cast<size_t>(i)];
+      if (e.terms.size() != 1 || e.terms[0].second != 1 || e.constant != 0 ||
+          !(extent == view[d]) || !split[static_cast<size_t>(i)].empty())
+        return "the consumer reads a dim the Reshape splits other than by one whole iterator";
+      for (auto [j, stride] : terms) {
+        split_from[static_cast<size_t>(j)] = {i, split[static_cast<size_t>(i)].size()};
+        split[static_cast<size_t>(i)].push_back((*fine)[static_cast<size_t>(j)].value());
+      }
+    }
+    bool splits = std::any_of(split.begin(), split.end(), [](const auto& p) { return !p.empty(); });
+    if (splits && std::any_of(s.expr.begin(), s.expr.end(),
+                              [](const ExprNode& e) { return e.op == ExprOp::kIterator; }))
+      return "the consumer uses its index";
+    // The refined domain, and each old iterator in terms of its iterators.
+    std::vector<Dim> domain;
+    std::vector<AffineExpr> sub(s.domain.size());
+    std::vector<int> first(s.domain.size());
+    for (size_t i = 0; i < s.domain.size(); ++i) {
+      first[i] = static_cast<int>(domain.size());
+      if (split[i].empty()) {
+        sub[i] = AffineExpr::iterator(first[i]);
+        domain.push_back(s.domain[i]);
+        continue;
+      }
+      int64_t stride = 1;
+      for (size_t q = split[i].size(); q-- > 0;) {
+        sub[i].terms.insert(sub[i].terms.begin(), {first[i] + static_cast<int>(q), stride});
+        stride *= split[i][q];
+      }
+      domain.insert(domain.end(), split[i].begin(), split[i].end());
+    }
+    for (size_t j = 0; j < fine->size(); ++j) {
+      auto [i, q] = split_from[j];
+      coordinate[j] =
+          i >= 0 ? AffineExpr::iterator(first[static_cast<size_t>(i)] + static_cast<int>(q))
+                 : compose(coordinate[j], sub);
+    }
+    for (Access& y : s.reads) {
+      for (AffineExpr& ix : y.index)
+        ix = compose(ix, sub);
+    }
+    for (AffineExpr& ix : s.write.index)
+      ix = compose(ix, sub);
+    for (AffineExpr& g : s.guards)
+      g = compose(g, sub);
+    s.domain = std::move(domain);
+    kernel::Buffer buffer = c.kernel.buffers[static_cast<size_t>(x.buffer)];
+    buffer.shape = produced;
+    int target = buffer_of(c, v, &produced);
+    if (target < 0) target = add_buffer(c, std::move(buffer), v);
+    Access& read = s.reads[r]; // add_buffer left the reads alone
+    read.buffer = target;
+    read.index.clear();
+    for (const AffineExpr& g : split_iterators(produced, *fine))
+      read.index.push_back(compose(g, coordinate));
+  }
+  drop_unused_buffers(c);
+  return std::nullopt;
+}
+
+// "inline_through_alias" where "c" reads all of "a" as the identity over its domain.
+std::optional<std::string> inline_over_refinement(const kernel::BoundKernel& p,
+                                                  kernel::BoundKernel& c, const Value* a,
+                                                  const Value* v) {
   const Statement& ps = p.kernel.statements[0];
   const Statement& cs = c.kernel.statements[0];
   std::optional<Shape> fine =
@@ -35,6 +124,27 @@ std::optional<std::string> inline_through_alias(const kernel::BoundKernel& p,
   }
   if (auto why = inline_into(p, *r, v)) return why;
   c = std::move(*r);
+  return std::nullopt;
+}
+
+// Elementwise kernel "c", which reads "a", a Reshape of "v", rewritten over the common
+// refinement of its shape and that of "p", the elementwise kernel writing "v", with "p"
+// inlined; or why not. Where "c" does not read all of "a" as the identity (a select, a
+// Transpose), its reads of "a" become reads of "v" instead (read_through_reshape).
+std::optional<std::string> inline_through_alias(const kernel::BoundKernel& p,
+                                                kernel::BoundKernel& c, const Value* a,
+                                                const Value* v) {
+  if (auto why = not_elementwise(c.kernel)) return "the consumer is not elementwise: " + *why;
+  if (a->type.dtype != v->type.dtype) return "a BitCast reads the bytes as another type";
+  std::optional<std::string> why = inline_over_refinement(p, c, a, v);
+  if (!why) return std::nullopt;
+  const Shape& produced =
+      p.kernel.buffers[static_cast<size_t>(p.kernel.statements[0].write.buffer)].shape;
+  if (!shape_is_static(produced)) return why;
+  kernel::BoundKernel r = c;
+  if (read_through_reshape(r, r.kernel.statements[0], a, v, produced) || inline_into(p, r, v))
+    return why;
+  c = std::move(r);
   return std::nullopt;
 }
 
@@ -65,7 +175,10 @@ void inline_through_aliases(std::vector<Step>& steps, const std::set<const Value
         aliases[v] != 1 || aliases[a] != 0 || reads[a].empty())
       continue;
     const FusedKernel& p = steps[w->second].kernels[0];
-    if (p.bound.kernel.statements[0].expr.size() > kMaxInlinedNodes) continue;
+    // (a reader rewritten by read_through_reshape above writes through a refined domain)
+    if (not_elementwise(p.bound.kernel) ||
+        p.bound.kernel.statements[0].expr.size() > kMaxInlinedNodes)
+      continue;
     std::optional<std::string> why;
     std::vector<FusedKernel> fused;
     for (size_t c : reads[a]) {

@@ -194,6 +194,32 @@ TEST(InlineThroughAliases, ProducerJoinsItsReaderThroughAReshape) {
   EXPECT_NE(after[0].find("exp("), std::string::npos) << after[0];
 }
 
+// PyTorch's head split, in small: [S, B, E] seen as [S, B * H, D] (E = H * D), moved to
+// [B * H, S, D].
+const char* kExpHeadsTranspose = R"(
+  <ir_version: 8, opset_import: ["" : 13]>
+  g (float[6, 2, 4] x) => (float[4, 6, 2] y) {
+    shape = Constant <value = int64[3] {6, 4, 2}> ()
+    e = Exp(x)
+    r = Reshape(e, shape)
+    y = Transpose <perm = [1, 0, 2]> (r)
+  })";
+
+TEST(InlineThroughAliases, ATransposeOfAReshapeSplitsItsIteratorAndReadsTheProducer) {
+  Graph g = graph_from_text(kExpHeadsTranspose);
+  std::vector<Step> steps = lowered(g);
+  ASSERT_EQ(kernels(steps).size(), 2u);
+  std::vector<Decision> decisions;
+  inline_through_aliases(steps, outputs(g), decisions);
+  std::vector<std::string> after = kernels(steps);
+  ASSERT_EQ(after.size(), 1u);
+  // The Transpose's iterator over B * H split into B and H: y[b * H + h, s, d] = exp(x[s, b, h * D
+  // + d])
+  EXPECT_NE(after[0].find("[i0 < 2, i1 < 2, i2 < 6, i3 < 2]"), std::string::npos) << after[0];
+  EXPECT_NE(after[0].find("[2*i0 + i1, i2, i3] = exp(b0[i2, i0, 2*i1 + i3])"), std::string::npos)
+      << after[0];
+}
+
 TEST(InlineThroughAliases, NothingToDoWithoutAnAlias) {
   Graph g = graph_from_text(kExpThenAdd);
   std::vector<Step> steps = lowered(g);

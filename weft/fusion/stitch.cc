@@ -54,7 +54,9 @@ void stitch_into(FusedKernel& g, FusedKernel k) {
       a.buffer = map[static_cast<size_t>(a.buffer)];
     g.bound.kernel.statements.push_back(std::move(s));
   }
-  g.nodes.insert(g.nodes.end(), k.nodes.begin(), k.nodes.end());
+  for (const Node* n : k.nodes) { // a producer inlined into several of them is named once
+    if (std::find(g.nodes.begin(), g.nodes.end(), n) == g.nodes.end()) g.nodes.push_back(n);
+  }
 }
 
 bool writes(const FusedKernel& g, const Value* v) {

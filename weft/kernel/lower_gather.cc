@@ -3,6 +3,9 @@
 // count from the end, as ONNX says; an index out of range is clamped into the data (ONNX
 // leaves it undefined). Scattered updates that meet at one element apply in order: the last
 // wins, or they add or multiply, as the node's reduction says.
+#include <algorithm>
+#include <optional>
+
 #include "weft/kernel/kernel_builder.h"
 #include "weft/kernel/lower_ops.h"
 
@@ -35,6 +38,28 @@ void add_data_copy(KernelBuilder& k, const Value* x, int data, int out) {
   k.add(b.store(b.load(data, all, x->type.dtype), out, all));
 }
 
+// The index along a gather's axis as an affine expression of the output's iterator there,
+// when the index tensor is a constant scalar or a constant 1-D run of evenly stepped
+// positions (PyTorch's select, a strided slice), wrapped and clamped as the gather would;
+// the load is then a plain one that fusion can view through.
+std::optional<AffineExpr> constant_position(const Value* idx, int axis, int64_t extent) {
+  if (!idx->is_constant() || rank_of(idx) > 1 || idx->constant->num_elements() == 0)
+    return std::nullopt;
+  auto position = [&](int64_t j) {
+    int64_t i = idx->constant->get_int64(j);
+    return std::clamp<int64_t>(i < 0 ? i + extent : i, 0, extent - 1);
+  };
+  int64_t count = idx->constant->num_elements();
+  int64_t first = position(0);
+  int64_t step = count > 1 ? position(1) - first : 0;
+  for (int64_t j = 2; j < count; ++j) {
+    if (position(j) != first + step * j) return std::nullopt;
+  }
+  AffineExpr e = AffineExpr::constant_of(first);
+  if (step != 0) e.terms.push_back({axis, step});
+  return e;
+}
+
 } // namespace
 
 // y[a..., j..., b...] = x[a..., idx[j...], b...], the index tensor's dims at "axis".
@@ -46,6 +71,21 @@ Result<LoweredNode> lower_gather(const Node& n, const std::string& name) {
   int idx_rank = rank_of(idx);
   KernelBuilder k(name);
   int data = k.buffer(x, BufferRole::kInput);
+  const Dim& extent = shape_of(x)[axis];
+  if (std::optional<AffineExpr> position = extent.is_static() && extent.value() > 0
+                                               ? constant_position(idx, axis, extent.value())
+                                               : std::nullopt) {
+    int out = k.buffer(y, BufferRole::kOutput);
+    StatementBuilder b("gather", shape_of(y));
+    std::vector<AffineExpr> x_index;
+    for (int d = 0; d < rank_of(x); ++d) {
+      x_index.push_back(d < axis    ? AffineExpr::iterator(d)
+                        : d == axis ? *position
+                                    : AffineExpr::iterator(d - 1 + idx_rank));
+    }
+    k.add(b.store(b.load(data, x_index, x->type.dtype), out, iterators(shape_of(y).size())));
+    return k.lowered();
+  }
   int indices = k.buffer(idx, BufferRole::kInput);
   int out = k.buffer(y, BufferRole::kOutput);
   StatementBuilder b("gather", shape_of(y));

@@ -39,6 +39,39 @@ TEST(LowerNode, GatherLoadsTheIndexThenTheWrappedRow) {
             "  gather[i0 < 2, i1 < 3, i2 < 4]: b2[i0, i1, i2] = b0[wrap(b1[i0, i1]), i2]\n");
 }
 
+// PyTorch's select (a scalar index) and evenly stepped constant indices (a strided slice):
+// plain loads at affine positions, negative ones counted from the end; others stay indirect.
+TEST(LowerNode, GatherAtConstantEvenlySteppedIndicesIsAPlainLoad) {
+  EXPECT_EQ(lowered(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[5, 4] x) => (float[4] y) {
+      i = Constant <value = int64 {-2}> ()
+      y = Gather <axis = 0> (x, i)
+    })"),
+            "kernel k\n"
+            "  in b0: f32[5,4]\n"
+            "  out b1: f32[4]\n"
+            "  gather[i0 < 4]: b1[i0] = b0[3, i0]\n");
+  EXPECT_EQ(lowered(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[5, 7] x) => (float[5, 3] y) {
+      i = Constant <value = int64[3] {1, 3, 5}> ()
+      y = Gather <axis = 1> (x, i)
+    })"),
+            "kernel k\n"
+            "  in b0: f32[5,7]\n"
+            "  out b1: f32[5,3]\n"
+            "  gather[i0 < 5, i1 < 3]: b1[i0, i1] = b0[i0, 2*i1 + 1]\n");
+  EXPECT_NE(lowered(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[5, 7] x) => (float[5, 3] y) {
+      i = Constant <value = int64[3] {1, 3, 4}> ()
+      y = Gather <axis = 1> (x, i)
+    })")
+                .find("wrap("),
+            std::string::npos);
+}
+
 TEST(LowerNode, GatherNDIndexesOneDimPerTupleElement) {
   EXPECT_EQ(lowered(R"(
     <ir_version: 8, opset_import: ["" : 13]>
