@@ -15,9 +15,11 @@ fastest possible run of those FLOPs is to each system's time.
 MobileNetV2's depthwise convolutions are also timed alone, in Weft's kernel profile, against the
 read bandwidth measured in the same run (bench/bandwidth.cc); --depthwise measures only those.
 
-Usage: PYTHONPATH=build/python bench/.venv/bin/python bench/cnn_bench.py [--rounds 2] [--iters 20] [--write]
+Usage: PYTHONPATH=build/python bench/.venv/bin/python bench/cnn_bench.py [--rounds 2] [--iters 20] [--write [--beside]]
            [--depthwise] [--models NAME...]
---write stores bench/cnn_results.json, which run_bench.py puts in docs/benchmarks.md.
+--write stores bench/cnn_results.json, which run_bench.py puts in docs/benchmarks.md; with
+--beside, the stored run stays and this one goes beside it, as the run on this CPU's vector ISA
+(the suite's rows on AVX2 and on AVX-512: oneDNN's kernels and Weft's Winograd choices differ).
 """
 import argparse
 import datetime
@@ -361,7 +363,36 @@ def markdown(r):
               + (": " + ", ".join(slower) if slower else "") + ". Every round is in `bench/cnn_results.json`."]
     if r.get("depthwise"):
         lines += depthwise_markdown(r["depthwise"])
+    for b in r.get("beside", []):
+        lines += beside_markdown(b)
     return lines + [""]
+
+
+def beside_markdown(b):
+    """A run on a CPU of the other vector ISA (`--write --beside`), in short."""
+    lines = ["", f"The same suite on {b['machine']}{isa(b)}, {b['threads']} threads, {b['date']} "
+             f"({b['rounds']} rounds of {b['iters']} runs, f32 peak {b['peak_gflops']:.0f} GFLOP/s):", "",
+             "| Model | Weft | floor / Weft | ONNX Runtime | ORT / Weft | torch.compile | compile / Weft |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    ratios = {"ort": [], "torch_compile": []}
+    slower = []
+    for row in b["rows"]:
+        w = row.get("weft_median_ms")
+        floor = row["gflop"] / b["peak_gflops"] * 1e3
+        cells = []
+        for system in ("ort", "torch_compile"):
+            p = row.get(system + "_median_ms")
+            cells += ["n/a" if p is None else f"{p:.2f} ms", "n/a" if p is None or not w else f"{p / w:.2f}"]
+            if p and w:
+                ratios[system].append(p / w)
+        if w and row.get("ort_median_ms") and row["ort_median_ms"] < w:
+            slower.append(row["model"])
+        lines.append(f"| {row['model']} | " + (f"{w:.2f} ms | {100 * floor / w:.0f}%" if w else "failed | n/a")
+                     + " | " + " | ".join(cells) + " |")
+    geo = lambda v: float(np.exp(np.mean(np.log(v)))) if v else float("nan")
+    return lines + ["", f"Geomean: ONNX Runtime / Weft **{geo(ratios['ort']):.2f}**, torch.compile / Weft "
+                    f"**{geo(ratios['torch_compile']):.2f}**. Slower than ONNX Runtime on {len(slower)} of "
+                    f"{len(b['rows'])}" + (": " + ", ".join(slower) if slower else "") + "."]
 
 
 def main():
@@ -374,6 +405,9 @@ def main():
                          "(kept in cnn_results.json beside the models' last run)")
     ap.add_argument("--models", nargs="+", choices=list(MODELS),
                     help="only these models (not with --write: the stored run covers every model)")
+    ap.add_argument("--beside", action="store_true",
+                    help="with --write, keep the stored run and store this one beside it, as the run on "
+                         "this CPU's vector ISA (AVX2 or AVX-512), replacing an earlier one of that ISA")
     args = ap.parse_args()
     if args.models and args.write:
         ap.error("--write stores a run of every model; leave out --models")
@@ -388,8 +422,16 @@ def main():
         result = {"date": datetime.date.today().isoformat(), "machine": machine(), "ort_threads_parked": True,
                   "onnxruntime": ort.__version__, "pytorch": torch.__version__,
                   "threads": torch.get_num_threads(), "rounds": args.rounds, "iters": args.iters,
-                  "avx512": has_avx512(), "peak_gflops": peak, "rows": rows, "depthwise": depthwise(max(args.rounds, 3), args.iters)}
+                  "avx512": has_avx512(), "peak_gflops": peak, "rows": rows}
+        if not args.beside:
+            result["depthwise"] = depthwise(max(args.rounds, 3), args.iters)
     print("\n".join(markdown(result)))
+    if args.write and args.beside:
+        with open(stored) as f:
+            main_run = json.load(f)
+        main_run["beside"] = [b for b in main_run.get("beside", []) if b["avx512"] != result["avx512"]]
+        main_run["beside"].append(result)
+        result = main_run
     if args.write:
         with open(stored, "w") as f:
             json.dump(result, f, indent=2)
