@@ -213,8 +213,8 @@ TEST(InlineThroughAliases, ATransposeOfAReshapeSplitsItsIteratorAndReadsTheProdu
   inline_through_aliases(steps, outputs(g), decisions);
   std::vector<std::string> after = kernels(steps);
   ASSERT_EQ(after.size(), 1u);
-  // The Transpose's iterator over B * H split into B and H: y[b * H + h, s, d] = exp(x[s, b, h * D
-  // + d])
+  // The Transpose's iterator over B * H split into B and H:
+  // y[b * H + h, s, d] = exp(x[s, b, h * D + d])
   EXPECT_NE(after[0].find("[i0 < 2, i1 < 2, i2 < 6, i3 < 2]"), std::string::npos) << after[0];
   EXPECT_NE(after[0].find("[2*i0 + i1, i2, i3] = exp(b0[i2, i0, 2*i1 + i3])"), std::string::npos)
       << after[0];
