@@ -135,18 +135,10 @@ bool refine_for_producer(const kernel::BoundKernel& producer, kernel::BoundKerne
   std::vector<AffineExpr> sub = split_iterators(domain, *fine), identity;
   for (size_t d = 0; d < fine->size(); ++d)
     identity.push_back(AffineExpr::iterator(static_cast<int>(d)));
+  compose_indices(s, sub);
   for (Access& a : s.reads) {
-    if (c.values[static_cast<size_t>(a.buffer)] == v) {
-      a = Access(fine_buffer, identity);
-      continue;
-    }
-    for (AffineExpr& ix : a.index)
-      ix = compose(ix, sub);
+    if (c.values[static_cast<size_t>(a.buffer)] == v) a = Access(fine_buffer, identity);
   }
-  for (AffineExpr& ix : s.write.index)
-    ix = compose(ix, sub);
-  for (AffineExpr& g : s.guards)
-    g = compose(g, sub);
   s.domain.assign(fine->begin(), fine->end());
   return true;
 }

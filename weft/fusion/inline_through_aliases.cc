@@ -79,14 +79,7 @@ std::optional<std::string> read_through_reshape(kernel::BoundKernel& c, Statemen
           i >= 0 ? AffineExpr::iterator(first[static_cast<size_t>(i)] + static_cast<int>(q))
                  : compose(coordinate[j], sub);
     }
-    for (Access& y : s.reads) {
-      for (AffineExpr& ix : y.index)
-        ix = compose(ix, sub);
-    }
-    for (AffineExpr& ix : s.write.index)
-      ix = compose(ix, sub);
-    for (AffineExpr& g : s.guards)
-      g = compose(g, sub);
+    compose_indices(s, sub);
     s.domain = std::move(domain);
     kernel::Buffer buffer = c.kernel.buffers[static_cast<size_t>(x.buffer)];
     buffer.shape = produced;

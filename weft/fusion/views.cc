@@ -131,6 +131,17 @@ AffineExpr compose(const AffineExpr& e, const std::vector<AffineExpr>& sub) {
   return out;
 }
 
+void compose_indices(kernel::Statement& s, const std::vector<AffineExpr>& sub) {
+  for (kernel::Access& a : s.reads) {
+    for (AffineExpr& ix : a.index)
+      ix = compose(ix, sub);
+  }
+  for (AffineExpr& ix : s.write.index)
+    ix = compose(ix, sub);
+  for (AffineExpr& g : s.guards)
+    g = compose(g, sub);
+}
+
 int buffer_of(const kernel::BoundKernel& k, const Value* v, const Shape* shape) {
   for (size_t i = 0; i < k.values.size(); ++i) {
     if (v && k.values[i] == v && (!shape || k.kernel.buffers[i].shape == *shape))

@@ -14,6 +14,9 @@ namespace weft::fusion {
 // "e" with each iterator j replaced by "sub[j]".
 kernel::AffineExpr compose(const kernel::AffineExpr& e, const std::vector<kernel::AffineExpr>& sub);
 
+// Every index of "s" (its reads, its write and its guards) composed with "sub".
+void compose_indices(kernel::Statement& s, const std::vector<kernel::AffineExpr>& sub);
+
 // The index of a buffer bound to "v" in "k" (a temporary never matches), or -1. With
 // "shape", only a buffer of that view matches.
 int buffer_of(const kernel::BoundKernel& k, const Value* v, const Shape* shape = nullptr);
