@@ -278,6 +278,29 @@ class CliTest(unittest.TestCase):
         gather = next(e for e in events if e["args"]["op_type"] == "Gather")
         self.assertEqual(gather["args"]["bytes"], 16 * 64 * 4 + 16 * 8 + 16 * 64 * 4)
 
+    def test_bench_counts_the_elements_constant_gathers_and_slices_read(self):
+        """A Gather at constant indices and a Slice move the elements they read, not their
+        whole source: rows 0, 2, 4 and 6 of a [1000, 64] input move 4 rows in and 4 out."""
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1000, 64])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 64])
+        z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [10, 64])
+        ids = helper.make_tensor("ids", TensorProto.INT64, [4], [0, 2, 4, 6])
+        bounds = [helper.make_tensor(n, TensorProto.INT64, [1], [v])
+                  for n, v in (("starts", 100), ("ends", 110), ("axes", 0))]
+        graph = helper.make_graph([helper.make_node("Gather", ["x", "ids"], ["y"], name="rows"),
+                                   helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["z"],
+                                                    name="part")],
+                                  "g", [x], [y, z], initializer=[ids] + bounds)
+        path = save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), self.dir)
+        trace = os.path.join(self.dir, "trace.json")
+        r = weft("bench", path, "--iters", "1", "--fill", "zeros", "--profile", trace, "--json",
+                 "--no-fusion")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(trace) as f:
+            events = {e["args"]["op_type"]: e["args"]["bytes"] for e in json.load(f)["traceEvents"]}
+        self.assertEqual(events["Gather"], 2 * 4 * 64 * 4)
+        self.assertEqual(events["Slice"], 2 * 10 * 64 * 4)
+
     def test_bench_kernels_show_library_calls_flops(self):
         """A library call's profile entry counts its FLOPs (2 per multiply-add) and the table
         shows its GFLOP/s against the measured peak, and each kernel's GB/s against the measured

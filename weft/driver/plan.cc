@@ -164,8 +164,10 @@ private:
   std::vector<Share> shares_; // see share()
 };
 
-// The elements of buffer "b" that kernel "k" moves: all of them, but for a table that it reads
-// only at data-dependent indices (an embedding's Gather), at most one per point read.
+// The elements of buffer "b" that kernel "k" moves: all of them, but for one that it reads at
+// fewer points than it holds (an embedding's table at data-dependent indices, a Gather's at
+// constant ones, a Slice's source), at most one per point read. These are the elements used:
+// a read of every other element still brings whole cache lines in.
 Dim moved_elements(const kernel::Kernel& k, int b) {
   Dim all = kernel::num_elements(k.buffers[static_cast<size_t>(b)].shape);
   int64_t points = 0;
@@ -173,7 +175,7 @@ Dim moved_elements(const kernel::Kernel& k, int b) {
     for (const kernel::Access& a : s.reads) {
       if (a.buffer != b) continue;
       Dim n = kernel::num_elements(s.domain);
-      if (a.indirect.empty() || !n.is_static()) return all;
+      if (!n.is_static()) return all;
       points += n.value();
     }
   }
