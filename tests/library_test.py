@@ -247,13 +247,28 @@ class Attention(torch.nn.Module):
 
 
 class MaskedAttention(torch.nn.Module):
-    """Attention with a scale and an additive mask: the call takes the Transposes and the
-    scale, but not the mask (oneDNN 2.6 would run its reference matmul for it), which fuses
-    into the softmax."""
+    """Attention with a scale and an additive mask: the call takes the Transposes, the scale
+    and the mask, a [T, T] operand over the heads' one batch dim, which the call passes 4-D
+    (merge_batch_dims). A mask over two batch dims, [1, 1, T, T] over [B, H, T, T], oneDNN 2.6
+    would run on its reference matmul: that one fuses into the softmax (docs/library.md)."""
 
     def forward(self, q, k, v, mask):
         s = torch.matmul(q.transpose(0, 1), k.permute(1, 2, 0)) * 0.25 + mask
         return torch.matmul(torch.softmax(s, -1), v.transpose(0, 1)).transpose(0, 1)
+
+
+class SeqFirstAttention(torch.nn.Module):
+    """Attention over [B, H, S, D] whose result goes out as [S, B, H, D], as
+    nn.MultiheadAttention with batch_first writes it before its output projection; with
+    "plain", as [B, H, S, D]. The second product writes through the permutation's strides."""
+
+    def __init__(self, plain=False):
+        super().__init__()
+        self.plain = plain
+
+    def forward(self, q, k, v):
+        y = torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-1, -2)), -1), v)
+        return y if self.plain else y.permute(2, 0, 1, 3)
 
 
 class Head(torch.nn.Module):
@@ -798,7 +813,19 @@ def main():
               ["Transpose+Transpose+MatMul", "Transpose+MatMul+Transpose"])
         check(tmp, "masked_attention", MaskedAttention(),
               {"q": f(12, 4, 16), "k": f(12, 4, 16), "v": f(12, 4, 16), "mask": f(12, 12)},
-              ["Transpose+Transpose+MatMul+Mul", "Transpose+MatMul+Transpose"])
+              ["Transpose+Transpose+MatMul+Mul+Add", "Transpose+MatMul+Transpose"])
+        # The result's batches B and H step as one batch dim inside its rows: oneDNN takes the
+        # same kernel as for the plain result (at B = 1 too), not its slower batched gemm.
+        for b in (4, 1):
+            qkv = {"q": f(b, 3, 32, 16), "k": f(b, 3, 32, 16), "v": f(b, 3, 32, 16)}
+            for plain in (True, False):
+                name = f"seq_first_attention_{b}{'_plain' * plain}"
+                check(tmp, name, SeqFirstAttention(plain), qkv,
+                      ["Transpose+MatMul", "MatMul" if plain else "MatMul+Transpose"])
+            impls = [[k["strategy"].split("(")[1] for k in kernels(os.path.join(tmp, name + ".onnx"))
+                      if k["strategy"].startswith("oneDNN matmul")][-1]
+                     for name in (f"seq_first_attention_{b}_plain", f"seq_first_attention_{b}")]
+            assert impls[0] == impls[1], impls
         check(tmp, "head", Head().eval(), {"x": f(2, 8, 10, 10)},
               ["MaxPool", "AveragePool", "Gemm+Clip+Mul"])
         check(tmp, "addmm", AddMm(), {"x": f(16, 32), "c": f(16, 48)}, ["Gemm+Relu"])
