@@ -13,6 +13,7 @@ Random weights; BatchNorm statistics randomized so every layer does work.
 
 Usage: .venv/bin/python torch_export_test.py WEFT   (exits 77, a skip, without PyTorch 2.9+)
 """
+import json
 import os
 import subprocess
 import sys
@@ -102,6 +103,31 @@ class RelativePositionAttention(torch.nn.Module):
         return attn.softmax(dim=-1) @ x
 
 
+class RelativePositionBias(torch.nn.Module):
+    """Attention with BEiT's relative position bias: the index table built in forward from the
+    window (a meshgrid and in-place writes, which the exporter writes as ScatterElements), a
+    lookup of a learned table by it added to the scores. The table's ops are all of constants:
+    they fold, and no kernel computes them at run time."""
+
+    def __init__(self, window=10, heads=2):
+        super().__init__()
+        self.window, self.heads = window, heads
+        self.table = torch.nn.Parameter(torch.randn((2 * window - 1) ** 2, heads))
+
+    def forward(self, x):
+        w = self.window
+        coords = torch.stack(torch.meshgrid(torch.arange(w), torch.arange(w), indexing="ij")).flatten(1)
+        rel = (coords[:, :, None] - coords[:, None, :]).permute(1, 2, 0).contiguous()
+        rel[:, :, 0] += w - 1
+        rel[:, :, 1] += w - 1
+        rel[:, :, 0] *= 2 * w - 1
+        bias = self.table[rel.sum(-1).view(-1)].view(w * w, w * w, -1).permute(2, 0, 1)
+        b, n, c = x.shape
+        q = x.view(b, n, self.heads, c // self.heads).transpose(1, 2)
+        attn = (q @ q.transpose(-1, -2) / c + bias).softmax(-1)
+        return (attn @ q).transpose(1, 2).reshape(b, n, c)
+
+
 def run_weft(path, x, tmp):
     model = onnx.load(path, load_external_data=False)
     name = model.graph.input[0].name
@@ -114,10 +140,21 @@ def run_weft(path, x, tmp):
     return model, np.load(os.path.join(out, model.graph.output[0].name + ".npy"))
 
 
-def check(name, model, example, runs=None, **export_args):
+def check(name, model, example, runs=None, folded=(), **export_args):
+    """Weft's output against PyTorch's; "folded": op types of the export that no kernel may
+    compute (their inputs are constants)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, name + ".onnx")
         torch.onnx.export(model, (example,), path, **export_args)
+        exported = {n.op_type for n in onnx.load(path, load_external_data=False).graph.node}
+        for op in folded:
+            assert op in exported, f"{name}: the export has no {op} (it has {sorted(exported)})"
+            r = subprocess.run([WEFT, "inspect", path, "--json"], capture_output=True, text=True,
+                               timeout=600, check=True)
+            kernels = [k["op_type"] for k in json.loads(r.stdout)["kernels"] if op in k["op_type"]]
+            if kernels:
+                failures.append(f"{name}: {op} computed at run time by {kernels}")
+                print(f"FAIL {failures[-1]}")
         for x in runs or [example]:
             try:
                 onnx_model, got = run_weft(path, x.numpy(), tmp)
@@ -296,6 +333,8 @@ def main():
         tokens = torch.randn(2, 16, 64)
         check("gpt2_block", GPT2Block().eval(), tokens)
         check("relative_position_attention", RelativePositionAttention(), tokens)
+        check("relative_position_bias", RelativePositionBias(), torch.randn(2, 16, 64),
+              folded=["ScatterElements"])
         encoder = torch.nn.TransformerEncoderLayer(64, 4, 128, batch_first=True).eval()
         check("transformer_encoder_layer", encoder, tokens)
         batch, length = torch.export.Dim("batch", max=64), torch.export.Dim("length", max=512)

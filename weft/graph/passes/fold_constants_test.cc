@@ -284,6 +284,61 @@ TEST(FoldConstants, OutOfRangeGatherIsAnErrorNamingTheNode) {
       << s.message();
 }
 
+// Scatters of constants fold (BEiT's relative-position tables, written in forward): each
+// update at its index, negative ones from the end, duplicates combined by the reduction.
+TEST(FoldConstants, ScattersOfConstantsFold) {
+  EXPECT_EQ(fold(R"(
+    <ir_version: 8, opset_import: ["" : 18]>
+    g (float[2, 3] x) => (float[2, 3] y, float[2, 3] z)
+      <float[2, 3] d = {0.0, 1.0, 2.0, 3.0, 4.0, 5.0}, int64[2, 2] i = {2, -3, 0, 1},
+       int64[2, 2] j = {2, 2, 0, 0}, float[2, 2] u = {10.0, 20.0, 30.0, 40.0}> {
+      set = ScatterElements <axis = 1> (d, i, u)
+      sum = ScatterElements <axis = -1, reduction = "add"> (d, j, u)
+      y = Add(x, set)
+      z = Add(x, sum)
+    })"),
+            "  input %x: f32[2,3]\n"
+            "  const %set = f32[2,3]{20, 1, 10, 30, 40, 5}\n"
+            "  const %sum = f32[2,3]{0, 1, 32, 73, 4, 5}\n"
+            "  node Add_2: %y: f32[2,3] = Add(%x, %set)\n"
+            "  node Add_3: %z: f32[2,3] = Add(%x, %sum)\n"
+            "  output %y: f32[2,3]\n"
+            "  output %z: f32[2,3]\n");
+  EXPECT_EQ(fold(R"(
+    <ir_version: 8, opset_import: ["" : 18]>
+    g (float[3, 2] x) => (float[3, 2] y, float[3, 2] z)
+      <float[3, 2] d = {0.0, 1.0, 2.0, 3.0, 4.0, 5.0}, int64[2, 1] i = {2, -3},
+       int64[2, 1] j = {1, 1}, float[2, 2] u = {10.0, 11.0, 12.0, 13.0},
+       float[2, 2] v = {7.0, 1.0, 0.0, 9.0}> {
+      set = ScatterND(d, i, u)
+      most = ScatterND <reduction = "max"> (d, j, v)
+      y = Add(x, set)
+      z = Add(x, most)
+    })"),
+            "  input %x: f32[3,2]\n"
+            "  const %set = f32[3,2]{12, 13, 2, 3, 10, 11}\n"
+            "  const %most = f32[3,2]{0, 1, 7, 9, 4, 5}\n"
+            "  node Add_2: %y: f32[3,2] = Add(%x, %set)\n"
+            "  node Add_3: %z: f32[3,2] = Add(%x, %most)\n"
+            "  output %y: f32[3,2]\n"
+            "  output %z: f32[3,2]\n");
+}
+
+TEST(FoldConstants, OutOfRangeScatterIsAnErrorNamingTheNode) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[3] x) => (float[3] y) <float[3] d = {0.0, 1.0, 2.0}, int64[1] i = {3},
+                                    float[1] u = {5.0}> {
+      s = ScatterElements <axis = 0> (d, i, u)
+      y = Add(x, s)
+    })");
+  Status s = fold_constants(g);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("ScatterElements index 3 is out of range for extent 3"),
+            std::string::npos)
+      << s.message();
+}
+
 // BitCast keeps the bytes: 1.0f is 0x3f800000, -2.5f is 0xc0200000.
 TEST(FoldConstants, BitCastKeepsTheBytes) {
   std::string body = fold(R"(
