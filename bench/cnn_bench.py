@@ -270,7 +270,7 @@ def peer_table(r, results_file):
     geo = lambda v: float(np.exp(np.mean(np.log(v)))) if v else float("nan")
     lines += ["", f"Geomean: ONNX Runtime / Weft **{geo(by['ort']):.2f}**, eager / Weft **{geo(by['torch']):.2f}**, "
               f"torch.compile / Weft **{geo(by['torch_compile']):.2f}**. Every round is in "
-              f"`bench/{results_file}`.", ""]
+              f"`bench/{results_file}`." + (f" {r['note']}" if r.get("note") else ""), ""]
     return lines
 
 
