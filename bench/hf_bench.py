@@ -103,12 +103,13 @@ def models():
 
 
 def tensors(out):
-    """A model's outputs as a list of numpy arrays, in the exporter's order."""
+    """A model's outputs as a list of numpy arrays, nested tuples (XLNet's mems, a KV cache)
+    flattened, in the exporter's order."""
     if hasattr(out, "to_tuple"):
         out = out.to_tuple()
     if isinstance(out, torch.Tensor):
-        out = (out,)
-    return [t.numpy() for t in out if isinstance(t, torch.Tensor)]
+        return [out.numpy()]
+    return [a for t in out if isinstance(t, (torch.Tensor, tuple, list)) for a in tensors(t)]
 
 
 def measure(names, rounds):

@@ -33,6 +33,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from cnn_bench import timed  # noqa: E402
+from hf_bench import tensors  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 from testing.torch_models import randomize_batch_norms, redraw_zero_weights  # noqa: E402
 
@@ -103,16 +104,6 @@ def models():
         "wavlm": (lambda: tf.WavLMModel(tf.WavLMConfig(num_hidden_layers=2)), audio),
         "ast": (lambda: tf.ASTModel(tf.ASTConfig(num_hidden_layers=2)), lambda: (torch.randn(1, 1024, 128),)),
     }
-
-
-def tensors(out):
-    """A model's outputs as a list of numpy arrays, nested tuples (XLNet's mems) flattened, in
-    the exporter's order."""
-    if hasattr(out, "to_tuple"):
-        out = out.to_tuple()
-    if isinstance(out, torch.Tensor):
-        return [out.numpy()]
-    return [a for t in out if isinstance(t, (torch.Tensor, tuple, list)) for a in tensors(t)]
 
 
 def measure(names, rounds):
