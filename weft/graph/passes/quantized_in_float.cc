@@ -123,7 +123,10 @@ bool gather_then_dequantize(Graph& graph, Node& gather,
 // the Conv read only there: Conv(x, W * s, B * s); through a Relu between them too when s is
 // positive. A quantized model's activations leave each convolution as x * (1 / scale)
 // (expand_quantize_dequantize); folded, the call has no binary post-op left, which oneDNN's
-// Winograd kernels require.
+// Winograd kernels require. A frozen batch norm (torchvision's FrozenBatchNorm2d, in DETR's
+// and the detectors' backbones) is such a Mul and an Add of a per-channel shift, which then
+// folds into the bias (canonicalize's bias_into_conv, when the graph refolds): a residual
+// after it is the call's first post-op, a sum, which oneDNN's brgemm kernels take.
 bool fold_scale_into_convolution(Graph& graph, Node& mul,
                                  const std::unordered_map<const Value*, int>& uses) {
   if (mul.op_type != Op::kMul || mul.inputs.size() != 2 || mul.inputs[0] == mul.inputs[1])
@@ -163,7 +166,15 @@ bool fold_scale_into_convolution(Graph& graph, Node& mul,
   };
   conv->inputs[1] = scaled(conv->inputs[1], w.num_elements() / m);
   if (conv->input(2)) conv->inputs[2] = scaled(conv->inputs[2], 1);
-  become(mul, Op::kIdentity, {y}); // eliminate_identity removes it
+  // The Mul becomes y's producer (the Conv, or the Relu after it), which is left unread: the
+  // Mul's readers then read the convolution itself (an Identity in its place would hide it
+  // from bias_into_conv, which runs before eliminate_identity).
+  Node* producer = y->producer;
+  std::string name = producer->name;
+  graph.rename_node(producer, graph.unique_node_name(name + "_unscaled"));
+  graph.rename_node(&mul, name);
+  mul.opset = producer->opset;
+  become(mul, producer->op_type, producer->inputs, producer->attrs);
   return true;
 }
 
