@@ -471,15 +471,54 @@ TEST(Canonicalize, BatchedProductEinsumIsAMatMul) {
       y = Einsum <equation = "bik,bkj->bij"> (a, b)
     })");
   EXPECT_NE(plain.find("%y: f32[2,5,6] = MatMul(%a, %b)"), std::string::npos) << plain;
-  for (const char* equation : {"bij,bjk->bkj", "bii,bij->bij", "bik,bkj->bji"}) {
+  // Labels summed within one operand, repeated, or no label contracted (an outer product).
+  for (auto [equation, dims] : {std::pair{"bij,bjk->bkj", "2, 4, 4"},
+                                {"bii,bij->bij", "2, 4, 4"},
+                                {"bij,bjk->bijk", "2, 4, 4, 4"}}) {
     std::string other = canonical(fmt::format(R"(
       <ir_version: 8, opset_import: ["" : 13]>
-      g (float[2, 4, 4] a, float[2, 4, 4] b) => (float[2, 4, 4] y) {{
+      g (float[2, 4, 4] a, float[2, 4, 4] b) => (float[{}] y) {{
         y = Einsum <equation = "{}"> (a, b)
       }})",
-                                              equation));
+                                              dims, equation));
     EXPECT_NE(other.find("Einsum"), std::string::npos) << equation << "\n" << other;
   }
+}
+
+// Einsums of other matrix products: the result transposed; an operand's labels merged into
+// one dim (Funnel-Transformer's positional projection, "td,dnh->tnh", its weights [D, N, H]);
+// an operand without a batch label (Transformer-XL's "binh,tnh->bnit").
+TEST(Canonicalize, EinsumProductsAreMatMuls) {
+  std::string transposed = canonical(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2, 5, 4] a, float[2, 4, 6] b) => (float[2, 6, 5] y) {
+      y = Einsum <equation = "bik,bkj->bji"> (a, b)
+    })");
+  EXPECT_NE(transposed.find("f32[2,5,6] = MatMul(%a, %b)"), std::string::npos) << transposed;
+  EXPECT_NE(transposed.find("%y: f32[2,6,5] = Transpose("), std::string::npos) << transposed;
+  std::string merged = canonical(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[7, 12] x, float[12, 3, 4] w) => (float[7, 3, 4] y) {
+      y = Einsum <equation = "td,dnh->tnh"> (x, w)
+    })");
+  EXPECT_NE(merged.find("f32[12,12] = Reshape(%w)"), std::string::npos) << merged;
+  EXPECT_NE(merged.find("f32[7,12] = MatMul(%x, "), std::string::npos) << merged;
+  EXPECT_NE(merged.find("%y: f32[7,3,4] = Reshape("), std::string::npos) << merged;
+  EXPECT_EQ(merged.find("Transpose"), std::string::npos) << merged;
+  std::string unbatched = canonical(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2, 5, 3, 4] q, float[6, 3, 4] r) => (float[2, 3, 5, 6] y) {
+      y = Einsum <equation = "binh,tnh->bnit"> (q, r)
+    })");
+  // q to [n, b, i, h], merged to [n, b * i, h]; r to [n, h, t]; the product [n, b * i, t]
+  // split and transposed to [b, n, i, t].
+  EXPECT_NE(unbatched.find("Transpose(%q) {perm=[2, 0, 1, 3]}"), std::string::npos) << unbatched;
+  EXPECT_NE(unbatched.find("f32[3,10,4] = Reshape("), std::string::npos) << unbatched;
+  EXPECT_NE(unbatched.find("Transpose(%r) {perm=[1, 2, 0]}"), std::string::npos) << unbatched;
+  EXPECT_NE(unbatched.find("f32[3,10,6] = MatMul("), std::string::npos) << unbatched;
+  EXPECT_NE(unbatched.find("f32[3,2,5,6] = Reshape("), std::string::npos) << unbatched;
+  EXPECT_NE(unbatched.find("%y: f32[2,3,5,6] = Transpose("), std::string::npos) << unbatched;
+  EXPECT_NE(unbatched.find("{perm=[1, 0, 2, 3]}"), std::string::npos) << unbatched;
 }
 
 } // namespace
