@@ -2,8 +2,12 @@
 
 #include <array>
 #include <cmath>
+#include <optional>
+#include <set>
 
 #include <fmt/format.h>
+
+#include "weft/graph/shape_functions.h"
 
 namespace weft::canonicalize_rewrites {
 
@@ -24,6 +28,90 @@ Value* insert_op(Graph& graph, const Node& at, Op op, std::vector<Value*> inputs
   graph.insert_node_before(&at, std::move(n));
   return out;
 }
+
+bool is_identity_perm(const Ints& perm) {
+  for (size_t i = 0; i < perm.size(); ++i) {
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  }
+  return true;
+}
+
+Value* transposed(Graph& graph, const Node& at, Value* x, const Ints& perm) {
+  if (is_identity_perm(perm)) return x;
+  Ints dims = shape_static_dims(*x->type.shape), out;
+  for (int64_t p : perm)
+    out.push_back(dims[static_cast<size_t>(p)]);
+  const Node* inner = x->producer;
+  Ints composed = perm;
+  if (inner && inner->op_type == Op::kTranspose) {
+    if (std::optional<Ints> p = transpose_perm(*inner); p && p->size() == perm.size()) {
+      for (size_t i = 0; i < perm.size(); ++i)
+        composed[i] = (*p)[static_cast<size_t>(perm[i])];
+      x = inner->inputs[0];
+      if (is_identity_perm(composed)) return x;
+    }
+  }
+  return insert_op(graph, at, Op::kTranspose, {x}, {x->type.dtype, shape_from_dims(out)},
+                   TransposeAttrs{composed});
+}
+
+namespace {
+
+// An Einsum's labels as a matrix product's: batch ones (both operands and the result, in the
+// result's order), each operand's own (m, n: that operand and the result), contracted ones (k:
+// both operands only, in the first's order).
+struct ProductLabels {
+  std::string batch, m, n, k;
+};
+
+// The labels of "a, b -> y" as a product's, or none: each label at most once a term, at
+// least one contracted and one of each operand's own (an outer product is elementwise; a
+// matrix by a vector, a reduction that reads each element once: the generated kernels' own
+// forms), and extents equal but for a batch label's 1 (broadcast).
+std::optional<ProductLabels> product_labels(const std::string& a, const std::string& b,
+                                            const std::string& y, const Ints& da, const Ints& db) {
+  auto once = [](const std::string& l) {
+    return std::set<char>(l.begin(), l.end()).size() == l.size();
+  };
+  auto has = [](const std::string& l, char c) { return l.find(c) != std::string::npos; };
+  if (!once(a) || !once(b) || !once(y)) return std::nullopt;
+  ProductLabels p;
+  for (char c : y) {
+    if (!has(a, c) && !has(b, c)) return std::nullopt;
+    (has(a, c) ? (has(b, c) ? p.batch : p.m) : p.n) += c;
+  }
+  for (char c : a + b) { // a label of neither the result nor both operands is summed alone
+    if (!has(y, c) && !(has(a, c) && has(b, c))) return std::nullopt;
+    if (!has(y, c) && !has(p.k, c)) p.k += c;
+  }
+  if (p.k.empty() || p.m.empty() || p.n.empty()) return std::nullopt;
+  for (char c : p.batch + p.k) {
+    int64_t x = da[a.find(c)], z = db[b.find(c)];
+    if (x != z && (!has(p.batch, c) || (x != 1 && z != 1))) return std::nullopt;
+  }
+  return p;
+}
+
+// "v" (labels "l", dims "d") transposed into the order of "groups", each group merged into
+// one dim (a Reshape where any holds more than one label), inserted before "at".
+Value* grouped(Graph& graph, const Node& at, Value* v, const std::string& l, const Ints& d,
+               const std::vector<std::string>& groups) {
+  Ints perm, merged;
+  for (const std::string& g : groups) {
+    int64_t size = 1;
+    for (char c : g) {
+      perm.push_back(static_cast<int64_t>(l.find(c)));
+      size *= d[l.find(c)];
+    }
+    merged.push_back(size);
+  }
+  Value* t = transposed(graph, at, v, perm);
+  if (merged == shape_static_dims(*t->type.shape)) return t;
+  return insert_op(graph, at, Op::kReshape, {t}, {t->type.dtype, shape_from_dims(merged)},
+                   ReshapeAttrs{false, merged, {}});
+}
+
+} // namespace
 
 // MatMul(Mul(a, s), b) with s a float constant of one element, and the Mul's output read by
 // this MatMul only, is Mul(MatMul(a, b), s) (either operand; two scales multiply). The scale
@@ -162,6 +250,64 @@ void bias_into_conv(Graph& graph, Node& node, std::unordered_map<const Value*, i
     ++uses[conv->inputs[1]];
     return;
   }
+}
+
+void einsum_as_matmul(Graph& graph, Node& node) {
+  Value *a = node.inputs.size() == 2 ? node.inputs[0] : nullptr, *b = node.input(1);
+  const Value* y = node.outputs[0];
+  if (!a || !b || !a->type.has_static_shape() || !b->type.has_static_shape() ||
+      !y->type.has_static_shape())
+    return;
+  Ints da = shape_static_dims(*a->type.shape), db = shape_static_dims(*b->type.shape),
+       dy = shape_static_dims(*y->type.shape);
+  Result<EinsumLabels> labels =
+      einsum_labels(node.attrs_as<EinsumAttrs>().equation, {da.size(), db.size()});
+  if (!labels.ok()) return;
+  const std::string &la = labels->inputs[0], &lb = labels->inputs[1], &ly = labels->output;
+  std::optional<ProductLabels> p = product_labels(la, lb, ly, da, db);
+  if (!p) return;
+  std::vector<std::string> ga, gb;
+  for (char c : p->batch) {
+    ga.emplace_back(1, c);
+    gb.emplace_back(1, c);
+  }
+  ga.insert(ga.end(), {p->m, p->k});
+  gb.insert(gb.end(), {p->k, p->n});
+  Value* lhs = grouped(graph, node, a, la, da, ga);
+  Value* rhs = grouped(graph, node, b, lb, db, gb);
+  // The product [batch..., m, n], its labels unmerged, and their order in the result.
+  std::string order = p->batch + p->m + p->n;
+  Ints unmerged, perm, product;
+  for (char c : order)
+    unmerged.push_back(dy[ly.find(c)]);
+  for (char c : ly)
+    perm.push_back(static_cast<int64_t>(order.find(c)));
+  auto extent = [&](const std::string& labels_of) {
+    int64_t size = 1;
+    for (char c : labels_of)
+      size *= dy[ly.find(c)];
+    return size;
+  };
+  product.assign(unmerged.begin(), unmerged.begin() + static_cast<int64_t>(p->batch.size()));
+  product.insert(product.end(), {extent(p->m), extent(p->n)});
+  DType t = y->type.dtype;
+  bool reshape = product != unmerged, transpose = !is_identity_perm(perm);
+  if (!reshape && !transpose) {
+    node.op_type = Op::kMatMul;
+    node.def = find_op(Op::kMatMul, node.opset);
+    node.attrs = NoAttrs{};
+    node.inputs = {lhs, rhs};
+    return;
+  }
+  Value* out = insert_op(graph, node, Op::kMatMul, {lhs, rhs}, {t, shape_from_dims(product)});
+  if (reshape && transpose)
+    out = insert_op(graph, node, Op::kReshape, {out}, {t, shape_from_dims(unmerged)},
+                    ReshapeAttrs{false, unmerged, {}});
+  node.op_type = transpose ? Op::kTranspose : Op::kReshape;
+  node.def = find_op(node.op_type, node.opset);
+  node.attrs =
+      transpose ? OpAttrs{TransposeAttrs{perm}} : OpAttrs{ReshapeAttrs{false, unmerged, {}}};
+  node.inputs = {out};
 }
 
 } // namespace weft::canonicalize_rewrites
