@@ -3,8 +3,10 @@
 //
 // Covers the ops that exporters use to compute shapes and small constants (Shape, Gather,
 // Concat, Reshape, Unsqueeze, Slice, Cast, Range, ConstantOfShape, integer arithmetic, ...),
-// Resize and ArgMax/ArgMin (torchvision's pasting loops), and ScatterElements and ScatterND
-// (index tables that models build in forward, as BEiT's relative positions). It is written for
+// Resize and ArgMax/ArgMin (torchvision's pasting loops), and ScatterElements, ScatterND,
+// GatherElements, Tile and CumSum (index and position tables that models build in forward, as
+// BEiT's relative positions and DETR's sine embedding; evaluate_indexing.cc holds the gathers,
+// scatters and Tile). It is written for
 // clarity, not speed: folding only runs it on small tensors. Transpose, which folds weights of any
 // size (x @ W.T), copies in cache-sized tiles; Concat, Slice and Resize, which host Loops run on
 // images, copy or sum in rows.

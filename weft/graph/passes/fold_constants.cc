@@ -80,7 +80,9 @@ bool outputs_foldable(Node& node, const Weights& weights) {
   // constant they read, so they fold at any size.
   static const std::set<Op> kSubset = {Op::kTranspose, Op::kSlice,     Op::kReshape,
                                        Op::kSqueeze,   Op::kUnsqueeze, Op::kFlatten};
-  static const std::set<Op> kMoved = {Op::kGather, Op::kGatherND};
+  // Those whose output is their inputs' elements, some repeated (a Concat's, its inputs'
+  // together: Funnel-Transformer's sine and cosine tables), fold up to a bound.
+  static const std::set<Op> kMoved = {Op::kGather, Op::kGatherND, Op::kConcat};
   int64_t limit = kSubset.contains(node.op_type)  ? std::numeric_limits<int64_t>::max()
                   : kMoved.contains(node.op_type) ? kMaxFoldedMovedElements
                                                   : kMaxFoldedElements;

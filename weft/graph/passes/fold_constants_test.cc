@@ -324,6 +324,39 @@ TEST(FoldConstants, ScattersOfConstantsFold) {
             "  output %z: f32[3,2]\n");
 }
 
+// GatherElements (a negative index from the axis's end), Tile, and CumSum (inclusive; exclusive
+// and reversed) of constants fold: position tables that models build in forward.
+TEST(FoldConstants, GathersTilesAndCumSumsOfConstantsFold) {
+  EXPECT_EQ(fold(R"(
+    <ir_version: 8, opset_import: ["" : 14]>
+    g (float[2, 2] x, float[2, 3] z) => (float[2, 2] y, float[2, 3] t, float[2, 3] c, float[2, 3] e)
+      <float[2, 3] d = {0.0, 1.0, 2.0, 3.0, 4.0, 5.0}, int64[2, 2] i = {2, 0, -3, 1},
+       float[2, 1] p = {1.0, 2.0}, int64[2] r = {1, 3}, int64[1] axis = {1}> {
+      gathered = GatherElements <axis = 1> (d, i)
+      tiled = Tile(p, r)
+      sums = CumSum(d, axis)
+      before = CumSum <exclusive = 1, reverse = 1> (d, axis)
+      y = Add(x, gathered)
+      t = Add(z, tiled)
+      c = Add(z, sums)
+      e = Add(z, before)
+    })"),
+            "  input %x: f32[2,2]\n"
+            "  input %z: f32[2,3]\n"
+            "  const %gathered = f32[2,2]{2, 0, 3, 4}\n"
+            "  const %tiled = f32[2,3]{1, 1, 1, 2, 2, 2}\n"
+            "  const %sums = f32[2,3]{0, 1, 3, 3, 7, 12}\n"
+            "  const %before = f32[2,3]{3, 2, 0, 9, 5, 0}\n"
+            "  node Add_4: %y: f32[2,2] = Add(%x, %gathered)\n"
+            "  node Add_5: %t: f32[2,3] = Add(%z, %tiled)\n"
+            "  node Add_6: %c: f32[2,3] = Add(%z, %sums)\n"
+            "  node Add_7: %e: f32[2,3] = Add(%z, %before)\n"
+            "  output %y: f32[2,2]\n"
+            "  output %t: f32[2,3]\n"
+            "  output %c: f32[2,3]\n"
+            "  output %e: f32[2,3]\n");
+}
+
 TEST(FoldConstants, OutOfRangeScatterIsAnErrorNamingTheNode) {
   Graph g = graph_from_text(R"(
     <ir_version: 8, opset_import: ["" : 13]>
