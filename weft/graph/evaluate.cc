@@ -616,9 +616,10 @@ Outputs eval_cum_sum(const Node& node) {
   if (!at && node.input(1) && arg(node, 1).num_elements() == 1) at = arg(node, 1).get_int64(0);
   if (!at || x.rank() == 0) return std::vector<Tensor>{};
   WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(*at, x.rank()));
+  if (x.num_elements() == 0) return single(Tensor(x.dtype(), x.dims()));
   int64_t extent = x.dims()[static_cast<size_t>(axis)];
   int64_t inner = strides_of(x.dims())[static_cast<size_t>(axis)];
-  int64_t outer = extent == 0 ? 0 : x.num_elements() / (extent * inner);
+  int64_t outer = x.num_elements() / (extent * inner);
   bool floats = dtype_is_float(x.dtype());
   Tensor out(x.dtype(), x.dims()), partial(x.dtype(), {});
   auto rounded = [&](double v) { // to the element type, as a stored partial sum is
