@@ -3,6 +3,7 @@
 #include <functional>
 #include <numeric>
 #include <optional>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -54,6 +55,30 @@ std::optional<int64_t> in_extent(int64_t i, int64_t extent) {
   if (i < 0) i += extent;
   if (i < 0 || i >= extent) return std::nullopt;
   return i;
+}
+
+// The flat positions in data of dims "dd" that an elementwise index addresses along "axis"
+// (GatherElements, ScatterElements): each index element's coordinates, its value the axis's
+// (negative ones from the end); an error naming "op" for one out of range.
+Result<std::vector<int64_t>> element_positions(const Tensor& idx, const std::vector<int64_t>& dd,
+                                               int64_t axis, std::string_view op) {
+  std::vector<int64_t> strides = strides_of(dd), at(static_cast<size_t>(idx.num_elements()));
+  int64_t extent = dd[static_cast<size_t>(axis)];
+  for (int64_t j = 0; j < idx.num_elements(); ++j) {
+    std::optional<int64_t> i = in_extent(idx.get_int64(j), extent);
+    if (!i) {
+      return Status::error(
+          fmt::format("{} index {} is out of range for extent {}", op, idx.get_int64(j), extent));
+    }
+    int64_t rest = j, to = 0;
+    for (size_t d = dd.size(); d-- > 0;) {
+      int64_t coord = static_cast<int64_t>(d) == axis ? *i : rest % idx.dims()[d];
+      to += coord * strides[d];
+      rest /= idx.dims()[d];
+    }
+    at[static_cast<size_t>(j)] = to;
+  }
+  return at;
 }
 
 } // namespace
@@ -128,24 +153,11 @@ Outputs eval_gather_elements(const Node& node) {
   WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node.attrs_as<AxisAttrs>().axis, data.rank()));
   for (size_t d = 0; d < dd.size(); ++d)
     if (static_cast<int64_t>(d) != axis && idx.dims()[d] > dd[d]) return std::vector<Tensor>{};
+  WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> from,
+                        element_positions(idx, dd, axis, node.op_type.name()));
   Tensor out(data.dtype(), idx.dims());
-  std::vector<int64_t> data_strides = strides_of(dd), coord(dd.size(), 0);
-  for (int64_t j = 0; j < idx.num_elements(); ++j) {
-    int64_t rest = j, from = 0;
-    for (size_t d = dd.size(); d-- > 0;) {
-      coord[d] = rest % idx.dims()[d];
-      rest /= idx.dims()[d];
-    }
-    std::optional<int64_t> i = in_extent(idx.get_int64(j), dd[static_cast<size_t>(axis)]);
-    if (!i) {
-      return Status::error(fmt::format("GatherElements index {} is out of range for extent {}",
-                                       idx.get_int64(j), dd[static_cast<size_t>(axis)]));
-    }
-    coord[static_cast<size_t>(axis)] = *i;
-    for (size_t d = 0; d < dd.size(); ++d)
-      from += coord[d] * data_strides[d];
-    copy_element(data, from, out, j);
-  }
+  for (int64_t j = 0; j < idx.num_elements(); ++j)
+    copy_element(data, from[static_cast<size_t>(j)], out, j);
   return single(std::move(out));
 }
 
@@ -189,25 +201,11 @@ Outputs eval_scatter_elements(const Node& node) {
   for (size_t d = 0; d < dd.size(); ++d)
     if (idx.dims()[d] > dd[d]) return std::vector<Tensor>{};
   WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(a.axis, data.rank()));
+  WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> to,
+                        element_positions(idx, dd, axis, node.op_type.name()));
   Tensor out = data;
-  std::vector<int64_t> data_strides = strides_of(dd), coord(dd.size(), 0);
-  for (int64_t j = 0; j < idx.num_elements(); ++j) {
-    int64_t rest = j, to = 0;
-    for (size_t d = dd.size(); d-- > 0;) {
-      coord[d] = rest % idx.dims()[d];
-      rest /= idx.dims()[d];
-    }
-    std::optional<int64_t> i = in_extent(idx.get_int64(j), dd[static_cast<size_t>(axis)]);
-    if (!i) {
-      return Status::error(fmt::format("{} index {} is out of range for extent {}",
-                                       node.op_type.name(), idx.get_int64(j),
-                                       dd[static_cast<size_t>(axis)]));
-    }
-    coord[static_cast<size_t>(axis)] = *i;
-    for (size_t d = 0; d < dd.size(); ++d)
-      to += coord[d] * data_strides[d];
-    scatter_element(out, to, updates, j, a.reduction);
-  }
+  for (int64_t j = 0; j < idx.num_elements(); ++j)
+    scatter_element(out, to[static_cast<size_t>(j)], updates, j, a.reduction);
   return single(std::move(out));
 }
 
