@@ -113,8 +113,9 @@ const OneNode kModels[] = {
      "{ y = Gemm <transA = 1, transB = 1, alpha = 0.5> (a, b, c) }"},
     {"MatMulInteger", 13,
      "(uint8[2, 3] a, int8[3, 4] b) => (int32[2, 4] y) { y = MatMulInteger(a, b) }"},
+    // Not a matrix product (canonicalize makes those MatMuls): i is summed within a alone.
     {"Einsum", 13,
-     "(float[2, 3] a, float[3, 4] b) => (float[4, 2] y) { y = Einsum <equation = \"ij,jk->ki\"> "
+     "(float[2, 3] a, float[3, 4] b) => (float[4, 3] y) { y = Einsum <equation = \"ij,jk->kj\"> "
      "(a, b) }"},
     {"Conv", 13,
      "(float[1, 2, 5, 5] x, float[4, 2, 3, 3] w, float[4] b) => (float[1, 4, 3, 3] y) "
