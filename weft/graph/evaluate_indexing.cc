@@ -98,14 +98,13 @@ Outputs eval_gather(const Node& node) {
   int64_t k = 0;
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t j = 0; j < idx.num_elements(); ++j) {
-      int64_t i = idx.get_int64(j);
-      if (i < 0) i += extent;
-      if (i < 0 || i >= extent) {
+      std::optional<int64_t> i = in_extent(idx.get_int64(j), extent);
+      if (!i) {
         return Status::error(
             fmt::format("Gather index {} is out of range for extent {}", idx.get_int64(j), extent));
       }
       for (int64_t in = 0; in < inner; ++in)
-        copy_element(data, (o * extent + i) * inner + in, out, k++);
+        copy_element(data, (o * extent + *i) * inner + in, out, k++);
     }
   }
   return single(std::move(out));
@@ -129,13 +128,13 @@ Outputs eval_gather_nd(const Node& node) {
   for (int64_t r = 0; r < rows; ++r) {
     int64_t at = 0;
     for (int64_t d = 0; d < k; ++d) {
-      int64_t extent = dd[static_cast<size_t>(d)], i = idx.get_int64(r * k + d);
-      if (i < 0) i += extent;
-      if (i < 0 || i >= extent) {
+      int64_t extent = dd[static_cast<size_t>(d)];
+      std::optional<int64_t> i = in_extent(idx.get_int64(r * k + d), extent);
+      if (!i) {
         return Status::error(fmt::format("GatherND index {} is out of range for extent {}",
                                          idx.get_int64(r * k + d), extent));
       }
-      at = at * extent + i;
+      at = at * extent + *i;
     }
     for (int64_t in = 0; in < inner; ++in)
       copy_element(data, at * inner + in, out, n++);
