@@ -17,10 +17,8 @@ inline float exp_in_range(float x) {
   };
   float y = x * 1.44269504088896341f + 12582912.0f, fn = y - 12582912.0f;
   float r = x - fn * 0.693359375f + fn * 2.12194440e-4f;
-  float q = ((((1.3843654e-3f * r + 8.3741555e-3f) * r + 4.1668002e-2f) * r + 1.6666432e-1f) * r +
-             4.9999994e-1f) *
-                r +
-            1.0f;
+  float q = (((1.3843654e-3f * r + 8.3741555e-3f) * r + 4.1668002e-2f) * r + 1.6666432e-1f) * r;
+  q = (q + 4.9999994e-1f) * r + 1.0f;
   uint32_t bits = as_bits(r * q + 1.0f) + (as_bits(y) << 23);
   float e;
   std::memcpy(&e, &bits, 4);
