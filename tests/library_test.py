@@ -92,6 +92,19 @@ class WinogradShapes(torch.nn.Module):
         return torch.relu(self.same(v) + x[:, :, 1:-1, 1:-1])
 
 
+class WinogradNarrow(torch.nn.Module):
+    """3x3 convolutions of 16 and 24 channels (SqueezeNet's first fire modules have 16 -> 64),
+    the second plus a residual."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Conv2d(16, 24, 3, padding=1)
+        self.b = torch.nn.Conv2d(24, 16, 3, padding=1)
+
+    def forward(self, x):
+        return torch.relu(self.b(torch.relu(self.a(x))) + x)
+
+
 class WinogradStrided(torch.nn.Module):
     """3x3 convolutions of stride 2 over 32 channels: one padded, then LeakyReLU; one
     unpadded, plus a residual (a strided crop of the input), then ReLU."""
@@ -704,6 +717,10 @@ def main():
         check_own_winograd(tmp, "winograd_large", WinogradShapes().eval(),
                            {"x": f(1, 40, 135, 133)}, ["Conv+LeakyRelu", "Conv+Add+Relu"],
                            "F(4x4, 3x3)", large=True)
+        # From 16 channels, on 196 tiles: Weft's kernel with AVX-512 too (not oneDNN's
+        # Winograd, which starts at 32; conv_choice.cc).
+        check_own_winograd(tmp, "winograd_narrow", WinogradNarrow().eval(), {"x": f(1, 16, 56, 56)},
+                           ["Conv+Relu", "Conv+Add+Relu"], "F(4x4, 3x3)", large=True)
         # Stride 2 as four phases of stride 1 (winograd.cc), on planes of odd and even sides,
         # padded and not: 128 tiles of 4x4 in chunks a thread, then 32 all at once (2 threads).
         check_own_winograd(tmp, "winograd_strided", WinogradStrided().eval(),

@@ -209,11 +209,15 @@ Status write_record(const std::string& geometry, const nlohmann::json& j) {
 
 namespace {
 
-// The channels both sides of a Winograd convolution of "stride" carry at least, by default:
-// oneDNN's kernels where it has them (AVX-512, blocks of 16 channels), else Weft's.
-int64_t winograd_min_channels(int64_t stride) {
-  if (channel_block() == 16) return kWinogradMinChannels;
-  return stride == 2 ? kOwnStridedWinogradMinChannels : kOwnWinogradMinChannels;
+// The channels both sides of a Winograd convolution carry at least, by default: Weft's where
+// its kernel goes first (AVX2; with AVX-512, many tiles), else oneDNN's. With AVX-512 on 196
+// tiles and more, Weft's kernel ran 16 -> 32 channels at 56x56 in 0.078 ms against direct
+// brgconv's 0.132, 16 -> 64 at 55x55 (SqueezeNet's) 0.18 against 0.25, 16 -> 16 at 112x112
+// 0.16 against 0.26, 24 -> 24 at 56x56 0.10-0.15 against 0.19-0.22, and 16 -> 16 at 56x56
+// 0.061 against 0.066 (AMD EPYC, 2 threads, 2026-12-04, alternating runs).
+int64_t winograd_min_channels(const Dims& dx, const Dims& dw, const std::vector<Window>& win) {
+  if (channel_block() == 16 && !own_winograd_first(dx, dw, win)) return kWinogradMinChannels;
+  return win[0].stride == 2 ? kOwnStridedWinogradMinChannels : kOwnWinogradMinChannels;
 }
 
 } // namespace
@@ -223,7 +227,7 @@ int64_t winograd_min_channels(int64_t stride) {
 // 4.6-5.4 (Intel Xeon, 2 threads, 2026-12-01).
 bool winograd_by_default(const Dims& dx, const Dims& dw, const std::vector<Window>& win) {
   if (win[0].stride == 2 && channel_block() != 8) return false;
-  return std::min(dx[1], dw[0]) >= winograd_min_channels(win[0].stride) &&
+  return std::min(dx[1], dw[0]) >= winograd_min_channels(dx, dw, win) &&
          std::min(dx[2], dx[3]) >= kWinogradMinSide;
 }
 
