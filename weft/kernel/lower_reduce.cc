@@ -382,11 +382,16 @@ Result<LoweredNode> lower_reduce(const Node& n, const std::string& name) {
     int acc = k.temp(t, own->flat_out());
     add_reduction(k, *own, in, false, x->type.dtype, acc, t, rec.combine, rec.pre);
     StatementBuilder fin("finish", own->result_domain());
-    // y's dims are the kept ones, then 1s (kept reduced dims, trailing unit dims).
+    // y's index, a dim for each of x's that y has (all with keepdims): the view's leading
+    // dims by their iterators, except the reduced ones among them (of extent 1: coalescing
+    // skips them), which like the row's dims and the trailing unit dims are 1 in y.
     std::vector<AffineExpr> at;
-    for (size_t i = 0; i < y->type.shape->size(); ++i)
-      at.push_back(i < own->out.size() ? AffineExpr::iterator(static_cast<int>(i))
-                                       : AffineExpr::constant_of(0));
+    for (size_t i = 0; i < x->type.shape->size(); ++i) {
+      bool reduced = std::count(a.axes->begin(), a.axes->end(), static_cast<int64_t>(i)) > 0;
+      if (reduced && !a.keepdims) continue;
+      at.push_back(i < own->out.size() && !reduced ? AffineExpr::iterator(static_cast<int>(i))
+                                                   : AffineExpr::constant_of(0));
+    }
     int out = k.buffer(y, BufferRole::kOutput, *y->type.shape);
     k.add(fin.store(finish(fin, fin.load(acc, own->result_index(), t), own->count), out, at));
     return k.lowered();

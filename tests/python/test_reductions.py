@@ -1,0 +1,44 @@
+"""The reductions over every subset of axes, keepdims or not, of shapes with unit dims, against
+NumPy in float64. Reducing a unit dim before the reduced row without keepdims once wrote only
+part of the output (ReduceMean of a [1, C, K] view over axes [0, 2]: timm's weight-standardized
+convolutions)."""
+
+import itertools
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import weft
+from models import make_model
+
+OPS = {"ReduceSum": np.sum, "ReduceMean": np.mean, "ReduceMax": np.max,
+       "ReduceL2": lambda x, axis, keepdims: np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims))}
+
+
+@pytest.mark.parametrize("shape", [[1, 64, 147], [1, 8, 4, 5], [1, 1, 4, 5], [2, 1, 3, 1],
+                                   [1, 6, 1, 7], [5, 1]])
+def test_every_axes_subset_matches_float64(shape):
+    nodes, outputs, inits, want = [], [], [], {}
+    rng = np.random.default_rng(len(shape))
+    x = rng.standard_normal(shape).astype(np.float32)
+    rank = len(shape)
+    for count in range(1, rank + 1):
+        for axes in itertools.combinations(range(rank), count):
+            name = "axes_" + "_".join(map(str, axes))
+            inits.append(numpy_helper.from_array(np.array(axes, np.int64), name))
+            for (op, f), keep in itertools.product(OPS.items(), (0, 1)):
+                y = f"{op}_{name}_{keep}"
+                if op == "ReduceSum":  # (its axes an input from opset 13, the others' from 18)
+                    nodes.append(helper.make_node(op, ["x", name], [y], keepdims=keep))
+                else:
+                    nodes.append(helper.make_node(op, ["x"], [y], axes=axes, keepdims=keep))
+                expected = f(x.astype(np.float64), axis=axes, keepdims=bool(keep))
+                outputs.append(helper.make_tensor_value_info(y, TensorProto.FLOAT, expected.shape))
+                want[y] = expected
+    model = make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                       outputs, inits, opset=13)
+    got = weft.compile(model.SerializeToString(), threads=2).run({"x": x})
+    for y, expected in want.items():
+        assert got[y].shape == expected.shape, y
+        np.testing.assert_allclose(got[y], expected, rtol=1e-5, atol=1e-6, err_msg=y)
