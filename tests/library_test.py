@@ -105,6 +105,25 @@ class WinogradNarrow(torch.nn.Module):
         return torch.relu(self.b(torch.relu(self.a(x))) + x)
 
 
+class BroadcastPostOps(torch.nn.Module):
+    """Convolutions followed by operands that broadcast over more than the channels: a
+    position embedding over a batch (TNT's pixel embedding), a spatial gate [N, 1, H, W] and a
+    squeeze-excitation gate [N, C, 1, 1] at batch 2. oneDNN 2.6 takes them as binary post-ops
+    only in its gemm-based convolution, which got them wrong; they stay after the call."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Conv2d(3, 16, 7, stride=4, padding=3)
+        self.pos = torch.nn.Parameter(torch.randn(1, 16, 4, 4))
+        self.a = torch.nn.Conv2d(16, 16, 3, padding=1)
+        self.b = torch.nn.Conv2d(16, 16, 3, padding=1)
+
+    def forward(self, x):
+        e = self.embed(x) + self.pos
+        a = self.a(e) * torch.sigmoid(e.mean(1, keepdim=True))
+        return self.b(a) * torch.sigmoid(a.mean((2, 3), keepdim=True))
+
+
 class WinogradStrided(torch.nn.Module):
     """3x3 convolutions of stride 2 over 32 channels: one padded, then LeakyReLU; one
     unpadded, plus a residual (a strided crop of the input), then ReLU."""
@@ -717,6 +736,8 @@ def main():
         check_own_winograd(tmp, "winograd_large", WinogradShapes().eval(),
                            {"x": f(1, 40, 135, 133)}, ["Conv+LeakyRelu", "Conv+Add+Relu"],
                            "F(4x4, 3x3)", large=True)
+        check(tmp, "broadcast_post_ops", BroadcastPostOps().eval(), {"x": f(2, 3, 16, 16)},
+              ["Conv", "Conv", "Conv"])
         # From 16 channels, on 196 tiles: Weft's kernel with AVX-512 too (not oneDNN's
         # Winograd, which starts at 32; conv_choice.cc).
         check_own_winograd(tmp, "winograd_narrow", WinogradNarrow().eval(), {"x": f(1, 16, 56, 56)},

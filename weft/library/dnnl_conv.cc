@@ -205,6 +205,19 @@ std::optional<LibraryCall> conv_call_in(const Node& n, const Absorbed& absorbed,
     return std::nullopt;
   }
   auto [dx, dw, dy, win] = conv_shape(n);
+  // Binary post-ops whose operand broadcasts other than over all of the output's dims but
+  // its channels: oneDNN 2.6 runs them only in its gemm-based convolution, which gives wrong
+  // results with them (a [1, C, H, W] position embedding added over a batch, a [N, 1, H, W]
+  // spatial gate, a [N, C, 1, 1] one at N > 1: errors as large as the outputs). They are
+  // left to the kernel after the call.
+  for (const PostOp& p : ops) {
+    Dims d = nhwc ? channels_first(p.src1_dims) : p.src1_dims;
+    int64_t elements = std::accumulate(d.begin(), d.end(), int64_t{1}, std::multiplies<>());
+    if (p.binary && d != dy && elements != 1 && elements != d[1]) {
+      *why_not = fmt::format("a binary post-op's operand of dims [{}]", fmt::join(d, ", "));
+      return std::nullopt;
+    }
+  }
   // The activations as they lie in memory.
   memory::desc x_user = nhwc ? channels_last_view(dims_of(x)) : plain(dx);
   memory::desc y_user = nhwc ? channels_last_view(dims_of(y)) : plain(dy);
