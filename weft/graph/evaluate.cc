@@ -408,9 +408,9 @@ Outputs eval_constant_of_shape(const Node& node) {
   return single(std::move(out));
 }
 
-// ReduceSum, ReduceProd, ReduceMin, ReduceMax, ReduceSumSquare, ReduceL1 and ReduceL2 over
-// the attribute's axes (all of them when there are none), in int64 for integers and in
-// double for floats (NaN wins min and max).
+// ReduceSum, ReduceMean, ReduceProd, ReduceMin, ReduceMax, ReduceSumSquare, ReduceL1 and
+// ReduceL2 over the attribute's axes (all of them when there are none), in int64 for integers
+// (a mean truncated, as the reference's cast) and in double for floats (NaN wins min and max).
 // The axes are the attribute's or (opset 18) the input's. Inputs larger than
 // kMaxReducedElements are left to the kernels.
 constexpr int64_t kMaxReducedElements = int64_t{1} << 24;
@@ -438,7 +438,8 @@ Outputs eval_reduce(const Node& node, Op op) {
   double inf = std::numeric_limits<double>::infinity();
   // ReduceSumSquare, ReduceL1 and ReduceL2 sum squares or magnitudes (L2 takes the root last).
   bool squares = op == Op::kReduceSumSquare || op == Op::kReduceL2;
-  bool sums = op == Op::kReduceSum || squares || op == Op::kReduceL1;
+  bool sums = op == Op::kReduceSum || op == Op::kReduceMean || squares || op == Op::kReduceL1;
+  int64_t per_output = count == 0 ? 0 : x.num_elements() / count; // (the mean's divisor)
   double start = sums ? 0 : op == Op::kReduceProd ? 1 : op == Op::kReduceMin ? inf : -inf;
   std::vector<int64_t> ints(static_cast<size_t>(count),
                             std::isinf(start) ? (start > 0 ? std::numeric_limits<int64_t>::max()
@@ -471,12 +472,16 @@ Outputs eval_reduce(const Node& node, Op op) {
   Tensor out(x.dtype(), out_dims);
   for (int64_t i = 0; i < count; ++i) {
     auto u = static_cast<size_t>(i);
+    bool mean = op == Op::kReduceMean;
     if (as_int) {
       out.set_int64(i, op == Op::kReduceL2
                            ? static_cast<int64_t>(std::sqrt(static_cast<double>(ints[u])))
-                           : ints[u]);
+                       : mean && per_output > 0 ? ints[u] / per_output
+                                                : ints[u]);
     } else {
-      out.set_double(i, op == Op::kReduceL2 ? std::sqrt(floats[u]) : floats[u]);
+      out.set_double(i, op == Op::kReduceL2 ? std::sqrt(floats[u])
+                        : mean              ? floats[u] / static_cast<double>(per_output)
+                                            : floats[u]);
     }
   }
   return single(std::move(out));
@@ -664,6 +669,29 @@ Outputs eval_mod(const Node& node) {
       nullptr);
 }
 
+// BatchNormalization in inference: (x - mean) / sqrt(var + epsilon) * scale + B along axis
+// 1, in double. A weight-standardized convolution's weights are one, made at export from the
+// weights themselves (timm's NF-ResNets).
+Outputs eval_batch_norm(const Node& node) {
+  const Tensor& x = arg(node, 0);
+  if (node.attrs_as<BatchNormAttrs>().training_mode || node.outputs.size() != 1 || x.rank() < 2 ||
+      !dtype_is_float(x.dtype()))
+    return std::vector<Tensor>{};
+  double epsilon = node.attrs_as<BatchNormAttrs>().epsilon;
+  int64_t channels = x.dims()[1], inner = strides_of(x.dims())[1];
+  for (size_t i = 1; i < 5; ++i) {
+    if (arg(node, i).num_elements() != channels) return std::vector<Tensor>{};
+  }
+  Tensor out(x.dtype(), x.dims());
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    int64_t c = i / inner % channels;
+    double scale = arg(node, 1).get_double(c), bias = arg(node, 2).get_double(c);
+    double mean = arg(node, 3).get_double(c), var = arg(node, 4).get_double(c);
+    out.set_double(i, (x.get_double(i) - mean) / std::sqrt(var + epsilon) * scale + bias);
+  }
+  return single(std::move(out));
+}
+
 // The ops folding evaluates besides the elementwise table's: one entry each.
 const std::unordered_map<Op, Evaluator>& evaluators() {
   static const std::unordered_map<Op, Evaluator> table = {
@@ -700,6 +728,7 @@ const std::unordered_map<Op, Evaluator>& evaluators() {
       {Op::kConstantOfShape, eval_constant_of_shape},
       {Op::kReduceProd, [](const Node& n) { return eval_reduce(n, n.op_type); }},
       {Op::kReduceSum, [](const Node& n) { return eval_reduce(n, n.op_type); }},
+      {Op::kReduceMean, [](const Node& n) { return eval_reduce(n, n.op_type); }},
       {Op::kReduceMin, [](const Node& n) { return eval_reduce(n, n.op_type); }},
       {Op::kReduceMax, [](const Node& n) { return eval_reduce(n, n.op_type); }},
       {Op::kReduceSumSquare, [](const Node& n) { return eval_reduce(n, n.op_type); }},
@@ -709,6 +738,7 @@ const std::unordered_map<Op, Evaluator>& evaluators() {
       {Op::kArgMin, eval_arg_reduce},
       {Op::kResize, eval_resize},
       {Op::kDequantizeLinear, eval_dequantize_linear},
+      {Op::kBatchNormalization, eval_batch_norm},
   };
   return table;
 }

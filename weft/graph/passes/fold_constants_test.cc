@@ -357,6 +357,35 @@ TEST(FoldConstants, GathersTilesAndCumSumsOfConstantsFold) {
             "  output %e: f32[2,3]\n");
 }
 
+// A weight standardization as timm's NF-ResNets export it: the weights' per-channel mean and
+// variance (ReduceMean without keepdims), then BatchNormalization with them; integer means
+// truncate.
+TEST(FoldConstants, MeansAndBatchNormsOfConstantsFold) {
+  EXPECT_EQ(fold(R"(
+    <ir_version: 8, opset_import: ["" : 14]>
+    g (float[1, 2, 3] x, int64[2] z) => (float[1, 2, 3] y, int64[2] m)
+      <float[1, 2, 3] w = {0.0, 1.0, 2.0, 2.0, 2.0, 8.0}, float[2] s = {1.0, 2.0},
+       float[2] b = {0.0, 10.0}, int64[2, 2] k = {1, 2, -3, 6}> {
+      mean = ReduceMean <axes = [0, 2], keepdims = 0> (w)
+      kept = ReduceMean <axes = [0, 2], keepdims = 1> (w)
+      d = Sub(w, kept)
+      d2 = Mul(d, d)
+      var = ReduceMean <axes = [0, 2], keepdims = 0> (d2)
+      n = BatchNormalization <epsilon = 0.0> (w, s, b, mean, var)
+      y = Add(x, n)
+      im = ReduceMean <axes = [1], keepdims = 0> (k)
+      m = Add(z, im)
+    })"),
+            "  input %x: f32[1,2,3]\n"
+            "  input %z: i64[2]\n"
+            "  const %n = f32[1,2,3]{-1.2247448, 0, 1.2247448, 8.585787, 8.585787, 12.828427}\n"
+            "  const %im = i64[2]{1, 1}\n"
+            "  node Add_6: %y: f32[1,2,3] = Add(%x, %n)\n"
+            "  node Add_8: %m: i64[2] = Add(%z, %im)\n"
+            "  output %y: f32[1,2,3]\n"
+            "  output %m: i64[2]\n");
+}
+
 TEST(FoldConstants, OutOfRangeScatterIsAnErrorNamingTheNode) {
   Graph g = graph_from_text(R"(
     <ir_version: 8, opset_import: ["" : 13]>
