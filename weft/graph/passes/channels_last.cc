@@ -9,6 +9,7 @@
 #include "weft/graph/node_builder.h"
 #include "weft/graph/op_table.h"
 #include "weft/graph/passes/channels_last_ops.h"
+#include "weft/support/log.h"
 
 namespace weft {
 
@@ -32,8 +33,12 @@ public:
     for (Node* conv : convs)
       convert(*conv);
     changed = !convs.empty();
-    while (changed && step()) {
+    // Each step cancels or sinks a Transpose; should some pair of rewrites undo each other,
+    // the bound ends them (the graph is valid after every step).
+    size_t steps = 0, bound = 64 * graph_.nodes().size();
+    while (changed && steps++ < bound && step()) {
     }
+    if (steps > bound) log_info("channels_last: stopped after {} rewrites", bound);
     if (changed) hoist_over_concats();
     return changed;
   }
@@ -252,11 +257,13 @@ private:
         constant_at.push_back(static_cast<int>(i));
         transposed.push_back(resize_parameter(*in->constant, last));
         inputs.push_back(nullptr);
+      } else if (in && !(resize && i > 0) && is_transpose(p, first) && readers.at(in).size() == 1 &&
+                 !graph_.is_graph_output(in)) {
+        // (Before the all-ones case: a Transpose of [1, 1, 1, 1] sinks too, or it would stay
+        // before "e" and sink again at every step: ConvNeXt-V2's GRN, its channels' mean.)
+        inputs.push_back(p->inputs[0]);
       } else if (!in || (resize && i > 0) || (!concat && all_ones(in))) {
         inputs.push_back(in);
-      } else if (is_transpose(p, first) && readers.at(in).size() == 1 &&
-                 !graph_.is_graph_output(in)) {
-        inputs.push_back(p->inputs[0]);
       } else if (!concat && in->is_constant() && in->type.dtype == DType::kF32 && in->type.shape &&
                  in->type.shape->size() <= rank) {
         constant_at.push_back(static_cast<int>(i));

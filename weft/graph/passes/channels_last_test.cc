@@ -89,6 +89,33 @@ TEST(ChannelsLast, SinksIntoSeveralReadersAndThroughReductions) {
   }
 }
 
+// ConvNeXt-V2's global response normalization between two convolutions: the spatial L2 norm
+// per channel, then its mean over the channels, [1, 1, 1, 1], plus a scalar. That value's
+// Transpose sinks through the Add like any other (it once stayed before it, and the pass sank
+// it again at every step, without end). The activations stay channels-last: the Transposes
+// besides the region's two ends move the per-channel norms, 4 floats.
+TEST(ChannelsLast, SinksThroughAnAllOnesValue) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1, 4, 8, 8] x, float[4, 4, 1, 1] w1, float[4, 4, 1, 1] w2) => (float[1, 4, 8, 8] y)
+      <float e = {0.000001}> {
+      a = Conv(x, w1)
+      n = ReduceL2 <axes = [2, 3], keepdims = 1> (a)
+      m = ReduceMean <axes = [1], keepdims = 1> (n)
+      me = Add(m, e)
+      d = Div(n, me)
+      g = Mul(a, d)
+      y = Conv(g, w2)
+    })");
+  ASSERT_TRUE(run_pass(g));
+  EXPECT_EQ(count_ops(g, Op::kConvChannelsLast), 2);
+  int large = 0;
+  for (const auto& n : g.nodes()) {
+    if (n->op_type == Op::kTranspose && shape_num_elements(*n->outputs[0]->type.shape) > 4) ++large;
+  }
+  EXPECT_EQ(large, 2);
+}
+
 // Comparisons, logic and the other elementwise ops are pointwise too: Mish as canonicalize
 // writes TorchScript's export of it (Exp, a ratio, Greater, Where) between two convolutions
 // keeps the region whole, its bool value channels-last with the rest.
