@@ -9,8 +9,8 @@ cd "$(dirname "$0")/.."
 [[ -x build/tools/weft/weft ]] || { ./scripts/setup.sh && ./scripts/build.sh; }
 [[ -x bench/.venv/bin/python ]] || python3 -m venv bench/.venv
 # Also completes a venv made before the PyTorch peer moved into it (it then had only onnxruntime).
-bench/.venv/bin/python -c 'import onnxruntime, numpy, torch, torchvision, onnx, onnxscript, transformers, diffusers' 2>/dev/null ||
-  bench/.venv/bin/pip install --quiet onnxruntime numpy torch torchvision onnx==1.23.2 onnxscript transformers diffusers
+bench/.venv/bin/python -c 'import onnxruntime, numpy, torch, torchvision, onnx, onnxscript, transformers, diffusers, timm' 2>/dev/null ||
+  bench/.venv/bin/pip install --quiet onnxruntime numpy torch torchvision onnx==1.23.2 onnxscript transformers diffusers timm
 mkdir -p build/bench
 c++ -O3 -march=native -fopenmp -o build/bench/bandwidth bench/bandwidth.cc
 build/bench/bandwidth > build/bench/bandwidth.json
@@ -41,8 +41,9 @@ PYTHONPATH=build/python bench/.venv/bin/python bench/sequence_bench.py --write
 PYTHONPATH=build/python bench/.venv/bin/python bench/yolo_bench.py --write
 # Diffusion UNets (DDPM's, a small Stable Diffusion one), one denoising step, likewise.
 PYTHONPATH=build/python bench/.venv/bin/python bench/diffusion_bench.py --write
-# Not run here (about 10 minutes each): bench/zoo_bench.py (torchvision's zoo),
-# bench/hf_bench.py (Hugging Face transformers) and bench/genai_bench.py (ONNX Runtime GenAI's
+# Not run here (about 10 minutes each, timm's 40): bench/zoo_bench.py (torchvision's zoo),
+# bench/hf_bench.py and bench/hf_zoo.py (Hugging Face transformers), bench/timm_zoo.py (timm's
+# image models) and bench/genai_bench.py (ONNX Runtime GenAI's
 # language models; it needs `bench/.venv/bin/pip install onnxruntime-genai`), whose --write
 # results run_bench.py includes.
 # PyTorch (eager and torch.compile) runs through bench/torch_peer.py under bench/.venv's Python.
