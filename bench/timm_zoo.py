@@ -1,12 +1,12 @@
 """timm's image models on the CPU: does each one that PyTorch's default exporter writes load in
-Weft and match PyTorch, and is any pathologically slow? 66 architectures of timm (the smallest
+Weft and match PyTorch, and is any pathologically slow? 65 architectures of timm (the smallest
 variant of each family: convolutional, mobile, hybrid, vision transformers, MLP mixers),
 random weights (BatchNorm statistics randomized, weights initialized to zero redrawn), batch 1,
 each at its pretrained configuration's input size, exported by torch.onnx.export's defaults
 (the dynamo exporter). Each model: Weft's output against PyTorch's (rtol 1e-3, atol 1e-4 plus
 1e-5 of the output's largest magnitude), then Weft's Python module and ONNX Runtime (CPU
 execution provider, 2 intra-op threads) timed in alternating rounds in this process; an entry
-is the system's lowest median over the rounds. Not in CI: the 66 exports and runs take about
+is the system's lowest median over the rounds. Not in CI: the 65 exports and runs take about
 40 minutes on 2 cores. Needs timm in the benchmark venv (bench/run.sh installs it).
 
 Usage: PYTHONPATH=build/python bench/.venv/bin/python bench/timm_zoo.py [--rounds 2] [--write]
@@ -134,7 +134,15 @@ def markdown(r):
     lines += ["", f"{matched} of {len(r['rows'])} load and match PyTorch. Geomean ONNX Runtime / Weft "
               f"**{geomean:.2f}**; slower than ONNX Runtime on {len(slower)}"
               + (": " + ", ".join(slower) if slower else "")
-              + ". Every round is in `bench/timm_zoo_results.json`.", ""]
+              + ". Every round is in `bench/timm_zoo_results.json`.", "",
+              "Its first run (2026-12-04) found four faults, each fixed and tested since: TNT gave "
+              "wrong results (a [1, C, H, W] position embedding added after a convolution over a "
+              "batch, a broadcast oneDNN 2.6 gets wrong: docs/library.md), NF-ResNet-26 NaN (a "
+              "ReduceMean over a unit axis and the row, without keepdims, wrote part of its output; "
+              "`tests/python/test_reductions.py`) and then 0.15x ONNX Runtime (its weights, "
+              "standardized in forward, did not fold: ReduceMean and BatchNormalization now "
+              "evaluate), and ConvNeXt-V2's compile never ended (channels_last sank one Transpose "
+              "forever).", ""]
     return lines
 
 
