@@ -124,6 +124,14 @@ class BroadcastPostOps(torch.nn.Module):
         return self.b(a) * torch.sigmoid(a.mean((2, 3), keepdim=True))
 
 
+class RuntimeWeights(torch.nn.Module):
+    """A 3x3 convolution whose weights are an input (a hypernetwork's, or weights standardized
+    in forward that do not fold), then ReLU."""
+
+    def forward(self, x, w):
+        return torch.relu(torch.nn.functional.conv2d(x, w, padding=1))
+
+
 class WinogradStrided(torch.nn.Module):
     """3x3 convolutions of stride 2 over 32 channels: one padded, then LeakyReLU; one
     unpadded, plus a residual (a strided crop of the input), then ReLU."""
@@ -736,6 +744,13 @@ def main():
         check_own_winograd(tmp, "winograd_large", WinogradShapes().eval(),
                            {"x": f(1, 40, 135, 133)}, ["Conv+LeakyRelu", "Conv+Add+Relu"],
                            "F(4x4, 3x3)", large=True)
+        # Its weights reordered at each run into oneDNN's layout, not multiplied by its
+        # gemm-based kernel on plain weights (2.8x slower at 64 channels and 56x56).
+        check(tmp, "runtime_weights", RuntimeWeights(), {"x": f(1, 32, 28, 28), "w": f(32, 32, 3, 3) * np.float32(0.1)},
+              ["Conv+Relu"])
+        conv = [k["strategy"] for k in kernels(os.path.join(tmp, "runtime_weights.onnx"))
+                if k["op_type"].startswith("Conv")]
+        assert not any("gemm" in c for c in conv), conv
         check(tmp, "broadcast_post_ops", BroadcastPostOps().eval(), {"x": f(2, 3, 16, 16)},
               ["Conv", "Conv", "Conv"])
         # From 16 channels, on 196 tiles: Weft's kernel with AVX-512 too (not oneDNN's
