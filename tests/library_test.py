@@ -124,6 +124,24 @@ class BroadcastPostOps(torch.nn.Module):
         return self.b(a) * torch.sigmoid(a.mean((2, 3), keepdim=True))
 
 
+class ParallelBranches(torch.nn.Module):
+    """MobileOne's training-time block: 3x3, 3x3 and 1x1 convolutions of the same input summed,
+    then ReLU; then a depthwise 3x3 beside a depthwise 1x1. Each sum is one convolution
+    (canonicalize_rewrites.h: parallel_convs_summed)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Conv2d(16, 24, 3, padding=1)
+        self.b = torch.nn.Conv2d(16, 24, 3, padding=1)
+        self.c = torch.nn.Conv2d(16, 24, 1, bias=False)
+        self.dw3 = torch.nn.Conv2d(24, 24, 3, padding=1, groups=24)
+        self.dw1 = torch.nn.Conv2d(24, 24, 1, groups=24)
+
+    def forward(self, x):
+        y = torch.relu(self.a(x) + self.b(x) + self.c(x))
+        return self.dw3(y) + self.dw1(y)
+
+
 class RuntimeWeights(torch.nn.Module):
     """A 3x3 convolution whose weights are an input (a hypernetwork's, or weights standardized
     in forward that do not fold), then ReLU."""
@@ -744,6 +762,8 @@ def main():
         check_own_winograd(tmp, "winograd_large", WinogradShapes().eval(),
                            {"x": f(1, 40, 135, 133)}, ["Conv+LeakyRelu", "Conv+Add+Relu"],
                            "F(4x4, 3x3)", large=True)
+        check(tmp, "parallel_branches", ParallelBranches().eval(), {"x": f(1, 16, 20, 20)},
+              ["Conv+Relu", "Conv"])
         # Its weights reordered at each run into oneDNN's layout, not multiplied by its
         # gemm-based kernel on plain weights (2.8x slower at 64 channels and 56x56).
         check(tmp, "runtime_weights", RuntimeWeights(), {"x": f(1, 32, 28, 28), "w": f(32, 32, 3, 3) * np.float32(0.1)},

@@ -252,6 +252,95 @@ void bias_into_conv(Graph& graph, Node& node, std::unordered_map<const Value*, i
   }
 }
 
+namespace {
+
+// A convolution's attribute of one value per spatial dim ("spatial" of them), "fill" where
+// the model leaves it out.
+Ints per_spatial_dim(const Ints& given, size_t spatial, int64_t fill) {
+  return given.empty() ? Ints(spatial, fill) : given;
+}
+
+} // namespace
+
+void parallel_convs_summed(Graph& graph, Node& node, std::unordered_map<const Value*, int>& uses) {
+  if (node.inputs.size() != 2 || node.inputs[0] == node.inputs[1]) return;
+  Node *a = node.inputs[0]->producer, *b = node.inputs[1]->producer;
+  auto fits = [&](const Node* c) {
+    return c && c->op_type == Op::kConv && c->outputs.size() == 1 && c->inputs.size() >= 2 &&
+           uses[c->outputs[0]] == 1 && !graph.is_graph_output(c->outputs[0]) &&
+           c->outputs[0]->type == node.outputs[0]->type &&
+           c->outputs[0]->type.dtype == DType::kF32 && c->inputs[1]->is_constant() &&
+           c->inputs[1]->constant->dtype() == DType::kF32 &&
+           (!c->input(2) || c->input(2)->is_constant()) &&
+           c->attrs_as<ConvAttrs>().auto_pad == AutoPad::kNotSet;
+  };
+  if (!fits(a) || !fits(b) || a->inputs[0] != b->inputs[0]) return;
+  const Tensor &wa = *a->inputs[1]->constant, &wb = *b->inputs[1]->constant;
+  if (wa.num_elements() < wb.num_elements()) {
+    std::swap(a, b);
+  }
+  const Tensor &big = *a->inputs[1]->constant, &small = *b->inputs[1]->constant;
+  const ConvAttrs &ba = a->attrs_as<ConvAttrs>(), &bb = b->attrs_as<ConvAttrs>();
+  const std::vector<int64_t>&db = big.dims(), &ds = small.dims();
+  if (db.size() != ds.size() || db.size() < 3 || db[0] != ds[0] || db[1] != ds[1] ||
+      ba.group != bb.group)
+    return;
+  size_t spatial = db.size() - 2;
+  Ints ones(spatial, 1);
+  if (per_spatial_dim(ba.strides, spatial, 1) != per_spatial_dim(bb.strides, spatial, 1) ||
+      per_spatial_dim(ba.dilations, spatial, 1) != ones ||
+      per_spatial_dim(bb.dilations, spatial, 1) != ones)
+    return;
+  Ints pa = per_spatial_dim(ba.pads, 2 * spatial, 0), pb = per_spatial_dim(bb.pads, 2 * spatial, 0);
+  Ints offset(spatial); // where the small kernel lies in the big one
+  for (size_t d = 0; d < spatial; ++d) {
+    int64_t kb = db[d + 2], ks = ds[d + 2];
+    offset[d] = pa[d] - pb[d];
+    if (offset[d] < 0 || offset[d] + ks > kb ||
+        pa[d + spatial] - pb[d + spatial] != kb - ks - offset[d])
+      return;
+  }
+  Tensor sum(DType::kF32, db);
+  for (int64_t i = 0; i < big.num_elements(); ++i)
+    sum.set_double(i, big.get_double(i));
+  for (int64_t i = 0; i < small.num_elements(); ++i) {
+    int64_t at = 0, rest = i, stride = 1; // the big kernel's index of small element i
+    for (size_t d = ds.size(); d-- > 0;) {
+      int64_t k = rest % ds[d];
+      rest /= ds[d];
+      at += (k + (d >= 2 ? offset[d - 2] : 0)) * stride;
+      stride *= db[d];
+    }
+    sum.set_double(at, sum.get_double(at) + small.get_double(i));
+  }
+  std::vector<Value*> inputs = {
+      a->inputs[0], graph.add_constant(graph.unique_name(a->name + "_summed"), std::move(sum))};
+  if (a->input(2) || b->input(2)) {
+    Tensor bias(DType::kF32, {db[0]});
+    for (int64_t o = 0; o < db[0]; ++o) {
+      double v = 0;
+      for (const Node* c : {a, b})
+        v += c->input(2) ? c->input(2)->constant->get_double(o) : 0.0;
+      bias.set_double(o, v);
+    }
+    inputs.push_back(
+        graph.add_constant(graph.unique_name(a->name + "_summed_bias"), std::move(bias)));
+  }
+  // The Add becomes the convolution and takes the larger one's name; the two are left unread.
+  for (const Value* v : node.inputs)
+    --uses[v];
+  for (const Value* v : inputs)
+    ++uses[v];
+  std::string name = a->name;
+  graph.rename_node(a, graph.unique_node_name(name + "_branch"));
+  graph.rename_node(&node, name);
+  node.op_type = Op::kConv;
+  node.def = a->def;
+  node.opset = a->opset;
+  node.attrs = a->attrs;
+  node.inputs = inputs;
+}
+
 void einsum_as_matmul(Graph& graph, Node& node) {
   Value *a = node.inputs.size() == 2 ? node.inputs[0] : nullptr, *b = node.input(1);
   const Value* y = node.outputs[0];

@@ -1,6 +1,7 @@
 // The rewrites canonicalize (canonicalize.h) makes so that fusion and the library calls take
 // more of a model: an Einsum as a MatMul, a scale moved after a matrix product,
-// Tanh(Softplus(x)) as one ratio, a per-channel Add into a convolution's bias; and the
+// Tanh(Softplus(x)) as one ratio, a per-channel Add into a convolution's bias, parallel
+// convolutions summed into one; and the
 // node-building and transposing steps they share with it.
 // Internal to graph/passes.
 #pragma once
@@ -59,5 +60,15 @@ void tanh_of_softplus(Graph& graph, Node& node, std::unordered_map<const Value*,
 // was a binary post-op, which kept it off the Winograd kernels (a DDPM UNet's 192 -> 64
 // channels at 64x64: 2.6 ms on oneDNN's direct kernel). f32; the Add node becomes the Conv.
 void bias_into_conv(Graph& graph, Node& node, std::unordered_map<const Value*, int>& uses);
+
+// Add(Conv(x, w1, b1), Conv(x, w2, b2)), two convolutions of the same input, stride, group and
+// output, each read by the Add alone, with constant weights, where the smaller kernel lies
+// inside the larger one at the same output points (MobileOne's and RepVGG's training-time
+// branches, 1x1 beside 3x3 beside 3x3), is Conv(x, w1 + w2, b1 + b2), the smaller kernel
+// added at its place in the larger: one convolution instead of two and a full-size sum (a
+// binary post-op, which kept oneDNN off its brgemm kernels). As structural re-parameterization
+// does it once, offline. The Add node becomes the convolution; chains of Adds merge a branch at
+// a time. f32; the sums of the weights round once more than the sums of the outputs would.
+void parallel_convs_summed(Graph& graph, Node& node, std::unordered_map<const Value*, int>& uses);
 
 } // namespace weft::canonicalize_rewrites

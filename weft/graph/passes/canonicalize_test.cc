@@ -119,6 +119,41 @@ TEST(Canonicalize, PerChannelAddAfterConvIsItsBias) {
   EXPECT_NE(body.find("%q: f32[2,4,6,6] = Add(%c3, %u)"), std::string::npos) << body;
 }
 
+// Two convolutions of one input summed are one, the 1x1 kernel added at the 1x3's centre (its
+// pads 0 against 1: the same output points): weights {1, 1, 1} + 2 at the centre, biases
+// summed. Not where the output points differ (a 3x3 unpadded beside a 1x1), the strides
+// differ or a branch is read elsewhere too.
+TEST(Canonicalize, ParallelConvolutionsSumIntoOne) {
+  std::string body = canonical(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[1, 1, 5, 5] x) => (float[1, 1, 5, 5] y, float[1, 1, 3, 3] z, float[1, 1, 3, 3] s,
+                                float[1, 1, 5, 5] r, float[1, 1, 5, 5] e) {
+      w13 = Constant <value = float[1, 1, 1, 3] {1, 1, 1}> ()
+      w3 = Constant <value = float[1, 1, 3, 3] {1, 1, 1, 1, 1, 1, 1, 1, 1}> ()
+      w1 = Constant <value = float[1, 1, 1, 1] {2}> ()
+      b3 = Constant <value = float[1] {0.5}> ()
+      b1 = Constant <value = float[1] {0.25}> ()
+      a = Conv <pads = [0, 1, 0, 1]> (x, w13, b3)
+      c = Conv (x, w1, b1)
+      y = Add (a, c)
+      a2 = Conv (x, w3)
+      c2 = Conv <strides = [2, 2]> (x, w1)
+      z = Add (a2, c2)
+      a3 = Conv <strides = [2, 2], pads = [1, 1, 1, 1]> (x, w3)
+      c3 = Conv (x, w1)
+      s = Add (a3, a3)
+      a4 = Conv <pads = [1, 1, 1, 1]> (x, w3)
+      c4 = Conv (x, w1)
+      r = Add (c4, a4)
+      e = Relu (c4)
+    })");
+  EXPECT_NE(body.find("%y: f32[1,1,5,5] = Conv(%x, %"), std::string::npos) << body;
+  EXPECT_NE(body.find("= f32[1,1,1,3]{1, 3, 1}"), std::string::npos) << body;
+  EXPECT_NE(body.find("= f32[1]{0.75}"), std::string::npos) << body;
+  EXPECT_NE(body.find("%z: f32[1,1,3,3] = Add("), std::string::npos) << body;
+  EXPECT_NE(body.find("%r: f32[1,1,5,5] = Add("), std::string::npos) << body;
+}
+
 // The key's transpose as scaled_dot_product_attention exports it (heads merged, transposed,
 // split again) is one Transpose of the heads' [B, H, S, D], composed with the Transpose that
 // made them; a Reshape that splits a dim the Transpose then moves apart stays.
