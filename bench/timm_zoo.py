@@ -9,9 +9,10 @@ execution provider, 2 intra-op threads) timed in alternating rounds in this proc
 is the system's lowest median over the rounds. Not in CI: the 65 exports and runs take about
 40 minutes on 2 cores. Needs timm in the benchmark venv (bench/run.sh installs it).
 
-Usage: PYTHONPATH=build/python bench/.venv/bin/python bench/timm_zoo.py [--rounds 2] [--write]
-       [MODEL...]
---write stores bench/timm_zoo_results.json, which run_bench.py puts in docs/benchmarks.md.
+Usage: PYTHONPATH=build/python bench/.venv/bin/python bench/timm_zoo.py [--rounds 2]
+       [--write | --update] [MODEL...]
+--write stores bench/timm_zoo_results.json, which run_bench.py puts in docs/benchmarks.md;
+--update replaces only the measured models' rows there (after a change that concerns them).
 """
 import argparse
 import datetime
@@ -129,6 +130,10 @@ def markdown(r):
         lines.append(f"| {row['model']} | {size} | {'yes' if row['matches'] else '**no**'} | "
                      f"{row['max_diff']:.1e} of {row['max_abs']:.2g} | {row['weft_median_ms']:.2f} ms | "
                      f"{row['ort_median_ms']:.2f} ms | {q:.2f} |")
+    redone = [f"{row['model']} ({row['date']}, {row['rounds']} rounds)" for row in r["rows"]
+              if "date" in row]
+    if redone:
+        lines += ["", "Re-measured alone, with the same systems and versions: " + ", ".join(redone) + "."]
     matched = sum(1 for row in r["rows"] if row.get("matches"))
     geomean = float(np.exp(np.mean(np.log(ratios)))) if ratios else float("nan")
     lines += ["", f"{matched} of {len(r['rows'])} load and match PyTorch. Geomean ONNX Runtime / Weft "
@@ -142,7 +147,9 @@ def markdown(r):
               "`tests/python/test_reductions.py`) and then 0.15x ONNX Runtime (its weights, "
               "standardized in forward, did not fold: ReduceMean and BatchNormalization now "
               "evaluate), and ConvNeXt-V2's compile never ended (channels_last sank one Transpose "
-              "forever).", ""]
+              "forever). MobileOne and RepVGG were re-measured once their training-time branches "
+              "(parallel convolutions summed) became one convolution each (docs/library.md): "
+              "MobileOne-S0 had been 0.88x ONNX Runtime, RepVGG-A0 1.23x.", ""]
     return lines
 
 
@@ -152,17 +159,36 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--write", action="store_true", help="store bench/timm_zoo_results.json")
+    ap.add_argument("--update", action="store_true",
+                    help="replace only the measured models' rows of bench/timm_zoo_results.json")
     ap.add_argument("models", nargs="*", help="a subset (default: all)")
     args = ap.parse_args()
+    if args.write and args.update:
+        ap.error("--write and --update exclude each other")
     torch.set_num_threads(2)
     rows = measure(args.models or MODELS, args.rounds)
     from run_bench import machine
     r = {"date": datetime.date.today().isoformat(), "machine": machine(), "ort_threads_parked": True,
          "rounds": args.rounds, "pytorch": torch.__version__, "onnxruntime": ort.__version__,
          "timm": timm.__version__, "rows": rows}
+    path = os.path.join(HERE, "timm_zoo_results.json")
+    if args.update:
+        with open(path) as f:
+            stored = json.load(f)
+        for key in ("machine", "onnxruntime", "pytorch", "timm"):
+            if stored[key] != r[key]:
+                sys.exit(f"--update: {key} is {r[key]}, the stored rows' {stored[key]}: rerun all")
+        for row in rows:
+            row.update(date=r["date"], rounds=args.rounds)
+            at = [i for i, old in enumerate(stored["rows"]) if old["model"] == row["model"]]
+            if at:
+                stored["rows"][at[0]] = row
+            else:
+                stored["rows"].append(row)
+        r = stored
     print("\n".join(markdown(r)))
-    if args.write:
-        with open(os.path.join(HERE, "timm_zoo_results.json"), "w") as f:
+    if args.write or args.update:
+        with open(path, "w") as f:
             json.dump(r, f, indent=2)
 
 
