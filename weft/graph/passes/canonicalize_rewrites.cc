@@ -275,10 +275,8 @@ void parallel_convs_summed(Graph& graph, Node& node, std::unordered_map<const Va
            c->attrs_as<ConvAttrs>().auto_pad == AutoPad::kNotSet;
   };
   if (!fits(a) || !fits(b) || a->inputs[0] != b->inputs[0]) return;
-  const Tensor &wa = *a->inputs[1]->constant, &wb = *b->inputs[1]->constant;
-  if (wa.num_elements() < wb.num_elements()) {
+  if (a->inputs[1]->constant->num_elements() < b->inputs[1]->constant->num_elements())
     std::swap(a, b);
-  }
   const Tensor &big = *a->inputs[1]->constant, &small = *b->inputs[1]->constant;
   const ConvAttrs &ba = a->attrs_as<ConvAttrs>(), &bb = b->attrs_as<ConvAttrs>();
   const std::vector<int64_t>&db = big.dims(), &ds = small.dims();
