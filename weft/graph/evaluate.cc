@@ -674,8 +674,8 @@ Outputs eval_mod(const Node& node) {
 // weights themselves (timm's NF-ResNets).
 Outputs eval_batch_norm(const Node& node) {
   const Tensor& x = arg(node, 0);
-  if (node.attrs_as<BatchNormAttrs>().training_mode || node.outputs.size() != 1 || x.rank() < 2 ||
-      !dtype_is_float(x.dtype()))
+  if (node.attrs_as<BatchNormAttrs>().training_mode || node.inputs.size() != 5 ||
+      node.outputs.size() != 1 || x.rank() < 2 || !dtype_is_float(x.dtype()))
     return std::vector<Tensor>{};
   double epsilon = node.attrs_as<BatchNormAttrs>().epsilon;
   int64_t channels = x.dims()[1], inner = strides_of(x.dims())[1];
