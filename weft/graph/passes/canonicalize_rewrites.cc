@@ -205,6 +205,28 @@ void tanh_of_softplus(Graph& graph, Node& node, std::unordered_map<const Value*,
 // constants). The convolution then runs as it does with its own bias: a per-channel operand
 // was a binary post-op, which kept it off the Winograd kernels (a DDPM UNet's 192 -> 64
 // channels at 64x64: 2.6 ms on oneDNN's direct kernel). f32; the Add node becomes the Conv.
+namespace {
+
+// Node "add" becomes a convolution like "conv" of "inputs" and takes its name ("conv" is
+// renamed with "suffix" and left unread); the use counts follow.
+void add_becomes_conv(Graph& graph, Node& add, Node& conv, std::vector<Value*> inputs,
+                      const std::string& suffix, std::unordered_map<const Value*, int>& uses) {
+  for (const Value* v : add.inputs)
+    --uses[v];
+  for (const Value* v : inputs)
+    ++uses[v];
+  std::string name = conv.name;
+  graph.rename_node(&conv, graph.unique_node_name(name + suffix));
+  graph.rename_node(&add, name);
+  add.op_type = Op::kConv;
+  add.def = conv.def;
+  add.opset = conv.opset;
+  add.attrs = conv.attrs;
+  add.inputs = std::move(inputs);
+}
+
+} // namespace
+
 void bias_into_conv(Graph& graph, Node& node, std::unordered_map<const Value*, int>& uses) {
   const TensorType& type = node.outputs[0]->type;
   if (node.inputs.size() != 2 || type.dtype != DType::kF32 || !type.has_static_shape()) return;
@@ -234,20 +256,15 @@ void bias_into_conv(Graph& graph, Node& node, std::unordered_map<const Value*, i
       TensorType per{DType::kF32, Shape{Dim(channels)}};
       bias =
           insert_op(graph, node, Op::kReshape, {v}, per, ReshapeAttrs{false, Ints{channels}, {}});
-      if (b) bias = insert_op(graph, node, Op::kAdd, {b, bias}, per);
+      ++uses[v];
+      if (b) {
+        bias = insert_op(graph, node, Op::kAdd, {b, bias}, per);
+        ++uses[b];
+      }
     }
     // The Add becomes the convolution and takes its name; the Conv is left unread.
-    std::string name = conv->name;
-    graph.rename_node(conv, graph.unique_node_name(name + "_unbiased"));
-    graph.rename_node(&node, name);
-    node.op_type = Op::kConv;
-    node.def = conv->def;
-    node.opset = conv->opset;
-    node.attrs = conv->attrs;
-    node.inputs = {conv->inputs[0], conv->inputs[1], bias};
-    --uses[y];
-    ++uses[conv->inputs[0]];
-    ++uses[conv->inputs[1]];
+    add_becomes_conv(graph, node, *conv, {conv->inputs[0], conv->inputs[1], bias}, "_unbiased",
+                     uses);
     return;
   }
 }
@@ -325,18 +342,7 @@ void parallel_convs_summed(Graph& graph, Node& node, std::unordered_map<const Va
         graph.add_constant(graph.unique_name(a->name + "_summed_bias"), std::move(bias)));
   }
   // The Add becomes the convolution and takes the larger one's name; the two are left unread.
-  for (const Value* v : node.inputs)
-    --uses[v];
-  for (const Value* v : inputs)
-    ++uses[v];
-  std::string name = a->name;
-  graph.rename_node(a, graph.unique_node_name(name + "_branch"));
-  graph.rename_node(&node, name);
-  node.op_type = Op::kConv;
-  node.def = a->def;
-  node.opset = a->opset;
-  node.attrs = a->attrs;
-  node.inputs = inputs;
+  add_becomes_conv(graph, node, *a, std::move(inputs), "_branch", uses);
 }
 
 void einsum_as_matmul(Graph& graph, Node& node) {
