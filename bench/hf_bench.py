@@ -206,6 +206,24 @@ def markdown(r):
     return lines
 
 
+def stored_with(path, result, keys):
+    """The results stored at "path" with "result"'s rows (each dated) in place of theirs for the
+    same models; exits where one of "keys" (the machine, the systems' versions) differs."""
+    with open(path) as f:
+        stored = json.load(f)
+    for key in keys:
+        if stored[key] != result[key]:
+            sys.exit(f"--update: {key} is {result[key]}, the stored rows' {stored[key]}: rerun all")
+    for row in result["rows"]:
+        row.update(date=result["date"], rounds=result["rounds"])
+        at = [i for i, old in enumerate(stored["rows"]) if old["model"] == row["model"]]
+        if at:
+            stored["rows"][at[0]] = row
+        else:
+            stored["rows"].append(row)
+    return stored
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=2)
@@ -226,19 +244,7 @@ def main():
               "transformers": transformers.__version__, "rounds": args.rounds, "rows": rows}
     path = os.path.join(HERE, "hf_results.json")
     if args.update:
-        with open(path) as f:
-            stored = json.load(f)
-        for key in ("machine", "onnxruntime", "pytorch", "transformers"):
-            if stored[key] != result[key]:
-                sys.exit(f"--update: {key} is {result[key]}, the stored rows' {stored[key]}: rerun all")
-        for row in rows:
-            row.update(date=result["date"], rounds=args.rounds)
-            at = [i for i, old in enumerate(stored["rows"]) if old["model"] == row["model"]]
-            if at:
-                stored["rows"][at[0]] = row
-            else:
-                stored["rows"].append(row)
-        result = stored
+        result = stored_with(path, result, ("machine", "onnxruntime", "pytorch", "transformers"))
     print("\n".join(markdown(result)))
     if args.write or args.update:
         with open(path, "w") as f:

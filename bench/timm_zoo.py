@@ -30,6 +30,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from cnn_bench import timed  # noqa: E402
+from hf_bench import stored_with  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 from testing.torch_models import randomize_batch_norms, redraw_zero_weights  # noqa: E402
 
@@ -173,19 +174,7 @@ def main():
          "timm": timm.__version__, "rows": rows}
     path = os.path.join(HERE, "timm_zoo_results.json")
     if args.update:
-        with open(path) as f:
-            stored = json.load(f)
-        for key in ("machine", "onnxruntime", "pytorch", "timm"):
-            if stored[key] != r[key]:
-                sys.exit(f"--update: {key} is {r[key]}, the stored rows' {stored[key]}: rerun all")
-        for row in rows:
-            row.update(date=r["date"], rounds=args.rounds)
-            at = [i for i, old in enumerate(stored["rows"]) if old["model"] == row["model"]]
-            if at:
-                stored["rows"][at[0]] = row
-            else:
-                stored["rows"].append(row)
-        r = stored
+        r = stored_with(path, r, ("machine", "onnxruntime", "pytorch", "timm"))
     print("\n".join(markdown(r)))
     if args.write or args.update:
         with open(path, "w") as f:
