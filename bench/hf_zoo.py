@@ -13,9 +13,10 @@ weigh: their times find a pathological kernel (BEiT's index tables, computed at 
 until they folded), not speed at scale (hf_bench.py's). Not in CI: exporting the 36 models
 takes about 10 minutes on 2 cores.
 
-Usage: PYTHONPATH=build/python bench/.venv/bin/python bench/hf_zoo.py [--rounds 2] [--write]
-       [MODEL...]
---write stores bench/hf_zoo_results.json, which run_bench.py puts in docs/benchmarks.md.
+Usage: PYTHONPATH=build/python bench/.venv/bin/python bench/hf_zoo.py [--rounds 2]
+       [--write | --update] [MODEL...]
+--write stores bench/hf_zoo_results.json, which run_bench.py puts in docs/benchmarks.md;
+--update replaces only the measured models' rows there (after a change that concerns them).
 """
 import argparse
 import datetime
@@ -33,7 +34,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from cnn_bench import timed  # noqa: E402
-from hf_bench import tensors  # noqa: E402
+from hf_bench import stored_with, tensors  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 from testing.torch_models import randomize_batch_norms, redraw_zero_weights  # noqa: E402
 
@@ -184,6 +185,10 @@ def markdown(r):
         lines.append(f"| {row['model']} | {'yes' if row['matches'] else '**no**'} | "
                      f"{row['max_diff']:.1e} of {row['max_abs']:.2g} | {row['weft_median_ms']:.3f} ms | "
                      f"{row['ort_median_ms']:.3f} ms | {q:.2f} |")
+    redone = [f"{row['model']} ({row['date']}, {row['rounds']} rounds)" for row in r["rows"]
+              if "date" in row]
+    if redone:
+        lines += ["", "Re-measured alone, with the same systems and versions: " + ", ".join(redone) + "."]
     matched = sum(1 for row in r["rows"] if row.get("matches"))
     lines += ["", f"{matched} of {len(r['rows'])} load and match PyTorch; slower than ONNX Runtime on "
               f"{len(slower)}" + (": " + ", ".join(slower) if slower else "")
@@ -197,17 +202,24 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--write", action="store_true", help="store bench/hf_zoo_results.json")
+    ap.add_argument("--update", action="store_true",
+                    help="replace only the measured models' rows of bench/hf_zoo_results.json")
     ap.add_argument("models", nargs="*", help="a subset (default: all)")
     args = ap.parse_args()
+    if args.write and args.update:
+        ap.error("--write and --update exclude each other")
     torch.set_num_threads(2)
     rows = measure(args.models or list(models()), args.rounds)
     from run_bench import machine
     r = {"date": datetime.date.today().isoformat(), "machine": machine(), "ort_threads_parked": True,
          "rounds": args.rounds, "pytorch": torch.__version__, "onnxruntime": ort.__version__,
          "transformers": transformers.__version__, "rows": rows}
+    path = os.path.join(HERE, "hf_zoo_results.json")
+    if args.update:
+        r = stored_with(path, r, ("machine", "onnxruntime", "pytorch", "transformers"))
     print("\n".join(markdown(r)))
-    if args.write:
-        with open(os.path.join(HERE, "hf_zoo_results.json"), "w") as f:
+    if args.write or args.update:
+        with open(path, "w") as f:
             json.dump(r, f, indent=2)
 
 
