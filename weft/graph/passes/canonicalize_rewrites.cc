@@ -269,55 +269,42 @@ void bias_into_conv(Graph& graph, Node& node, std::unordered_map<const Value*, i
   }
 }
 
-namespace {
-
-// A convolution's attribute of one value per spatial dim ("spatial" of them), "fill" where
-// the model leaves it out.
-Ints per_spatial_dim(const Ints& given, size_t spatial, int64_t fill) {
-  return given.empty() ? Ints(spatial, fill) : given;
-}
-
-} // namespace
-
 void parallel_convs_summed(Graph& graph, Node& node, std::unordered_map<const Value*, int>& uses) {
-  if (node.inputs.size() != 2 || node.inputs[0] == node.inputs[1]) return;
+  const TensorType& type = node.outputs[0]->type;
+  if (node.inputs.size() != 2 || node.inputs[0] == node.inputs[1] || type.dtype != DType::kF32 ||
+      !type.has_static_shape())
+    return;
   Node *a = node.inputs[0]->producer, *b = node.inputs[1]->producer;
   auto fits = [&](const Node* c) {
     return c && c->op_type == Op::kConv && c->outputs.size() == 1 && c->inputs.size() >= 2 &&
            uses[c->outputs[0]] == 1 && !graph.is_graph_output(c->outputs[0]) &&
-           c->outputs[0]->type == node.outputs[0]->type &&
-           c->outputs[0]->type.dtype == DType::kF32 && c->inputs[1]->is_constant() &&
-           c->inputs[1]->constant->dtype() == DType::kF32 &&
-           (!c->input(2) || c->input(2)->is_constant()) &&
-           c->attrs_as<ConvAttrs>().auto_pad == AutoPad::kNotSet;
+           c->outputs[0]->type == type && c->inputs[0]->type.has_static_shape() &&
+           c->inputs[1]->is_constant() && c->inputs[1]->constant->dtype() == DType::kF32 &&
+           (!c->input(2) || c->input(2)->is_constant());
   };
   if (!fits(a) || !fits(b) || a->inputs[0] != b->inputs[0]) return;
   if (a->inputs[1]->constant->num_elements() < b->inputs[1]->constant->num_elements())
     std::swap(a, b);
   const Tensor &big = *a->inputs[1]->constant, &small = *b->inputs[1]->constant;
-  const ConvAttrs &ba = a->attrs_as<ConvAttrs>(), &bb = b->attrs_as<ConvAttrs>();
   const std::vector<int64_t>&db = big.dims(), &ds = small.dims();
   if (db.size() != ds.size() || db.size() < 3 || db[0] != ds[0] || db[1] != ds[1] ||
-      ba.group != bb.group)
+      a->attrs_as<ConvAttrs>().group != b->attrs_as<ConvAttrs>().group)
     return;
-  size_t spatial = db.size() - 2;
-  Ints ones(spatial, 1);
-  if (per_spatial_dim(ba.strides, spatial, 1) != per_spatial_dim(bb.strides, spatial, 1) ||
-      per_spatial_dim(ba.dilations, spatial, 1) != ones ||
-      per_spatial_dim(bb.dilations, spatial, 1) != ones)
-    return;
-  Ints pa = per_spatial_dim(ba.pads, 2 * spatial, 0), pb = per_spatial_dim(bb.pads, 2 * spatial, 0);
-  Ints offset(spatial); // where the small kernel lies in the big one
-  for (size_t d = 0; d < spatial; ++d) {
-    int64_t kb = db[d + 2], ks = ds[d + 2];
-    offset[d] = pa[d] - pb[d];
-    if (offset[d] < 0 || offset[d] + ks > kb ||
-        pa[d + spatial] - pb[d + spatial] != kb - ks - offset[d])
+  auto windows = [&](const Node& c, const std::vector<int64_t>& w) {
+    const auto& at = c.attrs_as<ConvAttrs>();
+    return window_dims(Ints(w.begin() + 2, w.end()), at.strides, at.dilations, at.pads, at.auto_pad,
+                       *c.inputs[0]->type.shape, *type.shape);
+  };
+  std::vector<Window> wa = windows(*a, db), wb = windows(*b, ds);
+  Ints offset(wa.size()); // where the small kernel lies in the big one
+  for (size_t d = 0; d < wa.size(); ++d) {
+    offset[d] = wa[d].pad_begin - wb[d].pad_begin;
+    if (wa[d].stride != wb[d].stride || wa[d].dilation != 1 || wb[d].dilation != 1 ||
+        offset[d] < 0 || offset[d] + wb[d].kernel > wa[d].kernel ||
+        wa[d].pad_end - wb[d].pad_end != wa[d].kernel - wb[d].kernel - offset[d])
       return;
   }
-  Tensor sum(DType::kF32, db);
-  for (int64_t i = 0; i < big.num_elements(); ++i)
-    sum.set_double(i, big.get_double(i));
+  Tensor sum = big;
   for (int64_t i = 0; i < small.num_elements(); ++i) {
     int64_t at = 0, rest = i, stride = 1; // the big kernel's index of small element i
     for (size_t d = ds.size(); d-- > 0;) {
