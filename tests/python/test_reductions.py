@@ -42,3 +42,20 @@ def test_every_axes_subset_matches_float64(shape):
     for y, expected in want.items():
         assert got[y].shape == expected.shape, y
         np.testing.assert_allclose(got[y], expected, rtol=1e-5, atol=1e-6, err_msg=y)
+
+
+def test_column_partials_reused_across_shapes():
+    """A COLUMN reduction split across threads keeps its partial rows in the thread's scratch
+    from call to call (codegen/dialect.cc: weft_scratch): one compile for every shape, run
+    with more columns, then fewer, then more rows, each against NumPy in float64."""
+    nodes = [helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)]
+    model = make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["R", "K"])],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["K"])],
+                       [numpy_helper.from_array(np.array([0], np.int64), "axes")], opset=13)
+    compiled = weft.compile(model.SerializeToString(), threads=2, dynamic_shapes=True)
+    rng = np.random.default_rng(7)
+    for shape in [(64, 600), (64, 3000), (64, 600), (2000, 40), (300, 1000)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        got = compiled.run({"x": x})["y"]
+        np.testing.assert_allclose(got, x.astype(np.float64).sum(axis=0), rtol=1e-5, atol=1e-4,
+                                   err_msg=str(shape))

@@ -482,7 +482,7 @@ void CpuReductionWriter::column(const std::string& r_iterator, const RangeText& 
   l1("const int64_t weft_kp = (weft_k + 15) / 16 * 16;");
   l1("{}* weft_parts = nullptr;", r_.total_type);
   l1("if (weft_nt > 1 && weft_k < {} * weft_nt)", s_.column_width);
-  l1("  weft_parts = static_cast<{0}*>(std::malloc(sizeof({0}) * weft_nt * weft_kp));",
+  l1("  weft_parts = static_cast<{0}*>(weft_scratch(sizeof({0}) * weft_nt * weft_kp));",
      r_.total_type);
   if (k.extent && *k.extent <= s_.column_width) { // one chunk: K is never split
     l1("if (weft_parts == nullptr) {{  // one thread");
@@ -514,7 +514,6 @@ void CpuReductionWriter::column(const std::string& r_iterator, const RangeText& 
   l3("  {}", r_.store(combine(r_.target, fmt::format("weft_parts[weft_t * weft_kp + {} - weft_klo]",
                                                      k_iterator))));
   l2("}}");
-  l2("std::free(weft_parts);");
   l1("}}");
   l("}}");
 }

@@ -158,7 +158,29 @@ WEFT_D float weft_log(float x) {
 // Streaming (non-temporal) stores of 16 floats from "src" to the 64-byte aligned "dst": the
 // line goes to memory without being read first or kept in cache (Emitter::streams_write).
 // weft_stream_fence() orders them before the stores that follow (the end of the region).
-constexpr std::string_view kCpuTail = R"(WEFT_D void weft_stream16(float* dst, const float* src) {
+//
+// weft_scratch: the calling thread's scratch of at least "bytes" (null if it cannot be had),
+// kept from call to call and freed when the thread ends (kernel libraries are never unloaded:
+// KernelLibrary::load): a COLUMN reduction's partial rows. A malloc of them at each call made
+// glibc consolidate its fast bins inside the kernel, those the library calls' small
+// allocations filled during the run: Sequencer2D-S's last LayerNorm and mean, 0.02 ms alone,
+// took 3.3 ms in the model's profile (the run then consolidates at its next large malloc,
+// outside the kernels).
+constexpr std::string_view kCpuTail = R"(struct WeftScratch {
+  void* p = nullptr;
+  size_t n = 0;
+  ~WeftScratch() { std::free(p); }
+};
+WEFT_D void* weft_scratch(size_t bytes) {
+  static thread_local WeftScratch s;
+  if (s.n < bytes) {
+    std::free(s.p);
+    s.p = std::malloc(bytes);
+    s.n = s.p ? bytes : 0;
+  }
+  return s.p;
+}
+WEFT_D void weft_stream16(float* dst, const float* src) {
 #if defined(__AVX512F__)
   _mm512_stream_ps(dst, _mm512_load_ps(src));
 #elif defined(__AVX__)

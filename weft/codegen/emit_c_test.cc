@@ -126,7 +126,7 @@ extern "C" void weft_column_sum(void* const* buffers, const int64_t* extents) {
     const int64_t weft_kp = (weft_k + 15) / 16 * 16;
     double* weft_parts = nullptr;
     if (weft_nt > 1 && weft_k < 2048 * weft_nt)
-      weft_parts = static_cast<double*>(std::malloc(sizeof(double) * weft_nt * weft_kp));
+      weft_parts = static_cast<double*>(weft_scratch(sizeof(double) * weft_nt * weft_kp));
     if (weft_parts == nullptr) {  // K split
       #pragma omp parallel for schedule(static) num_threads(weft_nt) if (weft_nt > 1)
       for (int64_t weft_kb = weft_klo; weft_kb < weft_khi; weft_kb += 2048) {
@@ -191,7 +191,6 @@ extern "C" void weft_column_sum(void* const* buffers, const int64_t* extents) {
         for (int64_t c1 = weft_klo; c1 < weft_khi; c1 += 1)
           b1[c1] = b1[c1] + weft_parts[weft_t * weft_kp + c1 - weft_klo];
       }
-      std::free(weft_parts);
     }
   }
 }

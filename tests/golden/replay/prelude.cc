@@ -259,6 +259,20 @@ WEFT_D float weft_round_bf16(float value) {
   uint32_t r = (f & 0x7fffffffu) > 0x7f800000u ? f | 0x00400000u : f + 0x7fffu + ((f >> 16) & 1u);
   return weft_as_float(r & 0xffff0000u);
 }
+struct WeftScratch {
+  void* p = nullptr;
+  size_t n = 0;
+  ~WeftScratch() { std::free(p); }
+};
+WEFT_D void* weft_scratch(size_t bytes) {
+  static thread_local WeftScratch s;
+  if (s.n < bytes) {
+    std::free(s.p);
+    s.p = std::malloc(bytes);
+    s.n = s.p ? bytes : 0;
+  }
+  return s.p;
+}
 WEFT_D void weft_stream16(float* dst, const float* src) {
 #if defined(__AVX512F__)
   _mm512_stream_ps(dst, _mm512_load_ps(src));

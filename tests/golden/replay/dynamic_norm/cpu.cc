@@ -104,7 +104,7 @@ extern "C" void weft_k0_LayerNormalization(void* const* buffers, const int64_t* 
         const int64_t weft_kp = (weft_k + 15) / 16 * 16;
         double* weft_parts = nullptr;
         if (weft_nt > 1 && weft_k < 2048 * weft_nt)
-          weft_parts = static_cast<double*>(std::malloc(sizeof(double) * weft_nt * weft_kp));
+          weft_parts = static_cast<double*>(weft_scratch(sizeof(double) * weft_nt * weft_kp));
         if (weft_parts == nullptr) {  // one thread
           {
             const int64_t weft_kb = weft_klo, weft_ke = weft_khi;
@@ -254,7 +254,6 @@ extern "C" void weft_k0_LayerNormalization(void* const* buffers, const int64_t* 
             for (int64_t c2 = weft_klo; c2 < weft_khi; c2 += 1)
               b7[c0 * 64 + c2] = b7[c0 * 64 + c2] + weft_parts[weft_t * weft_kp + c2 - weft_klo];
           }
-          std::free(weft_parts);
         }
       }
     }
