@@ -154,6 +154,41 @@ def test_concurrent_runs(softmax):
         assert all(pool.map(check, xs))
 
 
+def test_concurrent_library_calls():
+    # oneDNN calls keep their memory objects from run to run (library/dnnl_kernel.h), one set
+    # per run in flight: concurrent runs of matrix products and a convolution with a residual,
+    # each with its own inputs, against NumPy in float64.
+    rng = np.random.default_rng(5)
+    w1, w2 = (rng.standard_normal((64, 64)).astype(np.float32) / 8 for _ in range(2))
+    wc = rng.standard_normal((16, 16, 1, 1)).astype(np.float32) / 4
+    model = make_model(
+        [helper.make_node("MatMul", ["x", "w1"], ["h"]), helper.make_node("Relu", ["h"], ["r"]),
+         helper.make_node("MatMul", ["r", "w2"], ["y"]),
+         helper.make_node("Conv", ["i", "wc"], ["c"]), helper.make_node("Add", ["c", "i"], ["z"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 64]),
+         helper.make_tensor_value_info("i", TensorProto.FLOAT, [1, 16, 24, 24])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 64]),
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 16, 24, 24])],
+        [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2"),
+         numpy_helper.from_array(wc, "wc")])
+    compiled = weft.compile(model.SerializeToString(), threads=2)
+
+    def check(seed):
+        r = np.random.default_rng(seed)
+        x = r.standard_normal((3, 64)).astype(np.float32)
+        i = r.standard_normal((1, 16, 24, 24)).astype(np.float32)
+        y = np.maximum(x.astype(np.float64) @ w1, 0) @ w2
+        z = np.einsum("oc,nchw->nohw", wc[:, :, 0, 0].astype(np.float64), i) + i
+        for _ in range(20):
+            got = compiled.run({"x": x, "i": i})
+            np.testing.assert_allclose(got["y"], y, rtol=1e-4, atol=1e-4)
+            np.testing.assert_allclose(got["z"], z, rtol=1e-4, atol=1e-4)
+        return True
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        assert all(pool.map(check, range(16)))
+
+
 def test_other_dtypes():
     # int64 and bool through Cast, Where and Add; a bf16 output comes back as float32.
     model = make_model(

@@ -85,42 +85,75 @@ int DnnlKernel::buffer_of(int dnnl_arg) const {
   return -1;
 }
 
+namespace {
+
+// Points "m" at "p" (oneDNN zero-pads a padded layout at each change of its handle, so only
+// on a change).
+void point(const memory& m, void* p) {
+  if (m.get_data_handle() != p) m.set_data_handle(p);
+}
+
+} // namespace
+
+std::unique_ptr<DnnlKernel::Bound> DnnlKernel::bind(void* const* buffers,
+                                                    std::byte* scratch) const {
+  std::unique_ptr<Bound> b;
+  {
+    std::lock_guard<std::mutex> lock(idle_mutex_);
+    if (!idle_.empty()) {
+      b = std::move(idle_.back());
+      idle_.pop_back();
+    }
+  }
+  if (!b) {
+    b = std::make_unique<Bound>();
+    b->stream = dnnl::stream(engine());
+    for (const auto& [arg, m] : owned_)
+      b->args.push_back({arg, m.get()});
+    for (const Arg& a : args_) {
+      b->user.emplace_back(a.md, engine(), nullptr);
+      bool own = a.internal == memory::desc();
+      b->internal.push_back(own ? memory() : memory(a.internal, engine(), nullptr));
+      b->args.push_back({a.dnnl_arg, (own ? b->user : b->internal).back().get()});
+    }
+    if (sum_reorder_) b->residual = memory(sum_md_, engine(), nullptr);
+  }
+  for (size_t i = 0; i < args_.size(); ++i) {
+    point(b->user[i], buffers[args_[i].buffer]);
+    if (b->internal[i]) point(b->internal[i], scratch + offsets_[i]);
+  }
+  if (b->residual) point(b->residual, buffers[sum_from_]);
+  return b;
+}
+
 Status DnnlKernel::run(void* const* buffers, const int64_t* /*extents*/) const {
   thread_local std::vector<std::byte> scratch;
   if (scratch.size() < scratch_bytes_ + 64) scratch.resize(scratch_bytes_ + 64);
   std::byte* base = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
   try {
-    dnnl::stream stream(engine());
-    std::unordered_map<int, memory> args = owned_;
-    std::vector<std::pair<size_t, memory>> outs; // (arg, user memory) to reorder back
+    std::unique_ptr<Bound> b = bind(buffers, base);
+    dnnl::stream& stream = b->stream;
     for (size_t i = 0; i < args_.size(); ++i) {
-      const Arg& a = args_[i];
-      bool dst = a.dnnl_arg == DNNL_ARG_DST;
-      memory user(a.md, engine(), buffers[a.buffer]);
-      memory internal =
-          a.internal == memory::desc() ? user : memory(a.internal, engine(), base + offsets_[i]);
+      bool dst = args_[i].dnnl_arg == DNNL_ARG_DST;
+      memory& written = b->internal[i] ? b->internal[i] : b->user[i];
       if (dst && sum_from_ >= 0) { // the residual, into the memory the primitive writes
-        if (sum_reorder_) {
-          memory residual(sum_md_, engine(), buffers[sum_from_]);
-          sum_reorder_.execute(stream, residual, internal);
-        } else if (internal.get_data_handle() != buffers[sum_from_]) {
-          std::memcpy(internal.get_data_handle(), buffers[sum_from_], sum_md_.get_size());
-        }
+        if (sum_reorder_)
+          sum_reorder_.execute(stream, b->residual, written);
+        else if (written.get_data_handle() != buffers[sum_from_])
+          std::memcpy(written.get_data_handle(), buffers[sum_from_], sum_md_.get_size());
       }
-      if (a.internal == memory::desc()) {
-        args.emplace(a.dnnl_arg, user);
-        continue;
-      }
-      if (dst)
-        outs.emplace_back(i, user);
-      else
-        reorders_[i].execute(stream, user, internal);
-      args.emplace(a.dnnl_arg, internal);
+      if (b->internal[i] && !dst) reorders_[i].execute(stream, b->user[i], b->internal[i]);
     }
-    primitive_.execute(stream, args);
-    for (auto& [i, user] : outs)
-      reorders_[i].execute(stream, args.at(args_[i].dnnl_arg), user);
+    dnnl_status_t status = dnnl_primitive_execute(primitive_.get(), stream.get(),
+                                                  static_cast<int>(b->args.size()), b->args.data());
+    if (status != dnnl_success) throw dnnl::error(status, "could not execute a primitive");
+    for (size_t i = 0; i < args_.size(); ++i) {
+      if (b->internal[i] && args_[i].dnnl_arg == DNNL_ARG_DST)
+        reorders_[i].execute(stream, b->internal[i], b->user[i]);
+    }
     stream.wait();
+    std::lock_guard<std::mutex> lock(idle_mutex_);
+    idle_.push_back(std::move(b));
   } catch (const dnnl::error& e) {
     return Status::error(fmt::format("oneDNN failed: {}", e.what()));
   }
