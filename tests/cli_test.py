@@ -432,6 +432,37 @@ class CliTest(unittest.TestCase):
         self.assertTrue(os.path.exists(os.path.join(d, "kernels.so")))
         self.assertIn("09_specialize.txt", os.listdir(d))
 
+    def test_kernels_the_same_but_for_names_are_built_once(self):
+        # Two softmaxes of the same shape over two inputs, unfused: one function is generated,
+        # the other kernel calls it (driver/generate_source.cc); each output is its own input's.
+        import numpy as np
+        vi = lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT, [8, 32])
+        nodes = [helper.make_node("Softmax", ["a"], ["p"], axis=-1),
+                 helper.make_node("Softmax", ["b"], ["q"], axis=-1)]
+        graph = helper.make_graph(nodes, "g", [vi("a"), vi("b")], [vi("p"), vi("q")])
+        path = save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), self.dir)
+        rng = np.random.default_rng(2)
+        want = {}
+        for name, out in (("a", "p"), ("b", "q")):
+            x = rng.standard_normal((8, 32)).astype(np.float32) * (3 if name == "b" else 1)
+            np.save(os.path.join(self.dir, name + ".npy"), x)
+            e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+            want[out] = e / e.sum(axis=1, keepdims=True)
+        dump, cache = os.path.join(self.dir, "dump"), os.path.join(self.dir, "cache")
+        env = dict(os.environ, WEFT_DUMP_DIR=dump, WEFT_CACHE_DIR=cache, WEFT_LOG="info")
+        r = subprocess.run([WEFT, "run", path, "--input", f"a={os.path.join(self.dir, 'a.npy')}",
+                            "--input", f"b={os.path.join(self.dir, 'b.npy')}", "--no-fusion",
+                            "--output-dir", self.dir], capture_output=True, text=True, timeout=120,
+                           env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stderr, r"2 generated kernels, 0 from the function cache, 1 the same as another")
+        for out, w in want.items():
+            np.testing.assert_allclose(np.load(os.path.join(self.dir, out + ".npy")), w, rtol=1e-5,
+                                       atol=1e-6, err_msg=out)
+        (sub,) = os.listdir(dump)
+        with open(os.path.join(dump, sub, "kernels.cc")) as f:
+            self.assertEqual(len(re.findall(r"// kernel \S+: the same as ", f.read())), 1)
+
     def test_damaged_cache_entry_is_rebuilt(self):
         path = self.softmax_sum_model()
         cache = os.path.join(self.dir, "cache")

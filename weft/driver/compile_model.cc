@@ -142,8 +142,10 @@ Status stages::compile_graph(Graph graph, const Frozen& frozen, const CompileSet
   WEFT_ASSIGN_OR_RETURN(stages::GeneratedSource generated,
                         stages::generate_source(plan, choices, settings));
   timer.end("generate");
-  log_info("{}: {} generated kernels, {} from the function cache; {} library calls", graph.source,
-           plan.kernels.size(), generated.cache_hits, plan.launches.size() - plan.kernels.size());
+  log_info("{}: {} generated kernels, {} from the function cache, {} the same as another; {} "
+           "library calls",
+           graph.source, plan.kernels.size(), generated.cache_hits, generated.same_as_another,
+           plan.launches.size() - plan.kernels.size());
   for (const std::vector<runtime::cuda::LaunchShape>& kernel : generated.launches)
     out.cuda_launches.insert(out.cuda_launches.end(), kernel.begin(), kernel.end());
   dump.write("kernels.txt", kernels_text);

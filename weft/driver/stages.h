@@ -148,7 +148,9 @@ struct GeneratedSource {
   std::string prelude;                // the dialect's helpers
   std::vector<std::string> functions; // each kernel's function, as in the source
   std::vector<std::vector<runtime::cuda::LaunchShape>> launches; // CUDA: each kernel's
-  int cache_hits = 0; // functions read from the function cache
+  int cache_hits = 0;      // kernels whose function (or that of the kernel they are the same
+                           // as) was read from the function cache
+  int same_as_another = 0; // functions that call another's (the kernel is the same)
 };
 
 // Each kernel's function, from the function cache or scheduled on isl and emitted (on all
