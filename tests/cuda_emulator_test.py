@@ -458,6 +458,27 @@ def cuda_graphs(weft, env, tmp):
               f"{r.stderr.strip()[-300:] if r.returncode else ''}")
 
 
+def repeated_kernels(weft, env, tmp):
+    """Two unfused softmaxes of one shape over two inputs: the second kernel launches the
+    first's functions (driver/generate_source.cc), each on its own buffers."""
+    vi = lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT, [8, 32])
+    nodes = [helper.make_node("Softmax", ["x"], ["p"], axis=-1),
+             helper.make_node("Softmax", ["b"], ["q"], axis=-1), helper.make_node("Sub", ["p", "q"], ["y"])]
+    path = os.path.join(tmp, "two_softmaxes.onnx")
+    graph = helper.make_graph(nodes, "g", [vi("x"), vi("b")], [vi("y")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((8, 32)).astype(np.float32)
+    b = 3 * rng.standard_normal((8, 32)).astype(np.float32)
+    softmax = lambda v: np.exp(v - v.max(1, keepdims=True)) / np.exp(v - v.max(1, keepdims=True)).sum(1, keepdims=True)
+    want = softmax(x.astype(np.float64)) - softmax(b.astype(np.float64))
+    np.save(os.path.join(tmp, "b.npy"), b)
+    got, err = run(weft, path, x, dict(env, WEFT_LOG="info"), "--device", "cuda", "--no-fusion",
+                   "--input", "b=" + os.path.join(tmp, "b.npy"))
+    check(got is not None and np.allclose(got, want, rtol=1e-5, atol=1e-6),
+          f"two kernels the same but for their names, one set of functions {err}")
+
+
 def replay_check_takes_infinities(weft, env, tmp):
     """bench's check that the last device-resident run gives the first one's outputs: log(0)
     is -inf in both, which is no difference (inf - inf is NaN; it once failed the check)."""
@@ -515,6 +536,7 @@ def main():
         bench_device_resident(weft, env, tmp)
         cuda_graphs(weft, env, tmp)
         replay_check_takes_infinities(weft, env, tmp)
+        repeated_kernels(weft, env, tmp)
         library_calls(weft, env, tmp)
         half_library_calls(weft, env, tmp)
         if not on_gpu:

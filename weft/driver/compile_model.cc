@@ -146,8 +146,12 @@ Status stages::compile_graph(Graph graph, const Frozen& frozen, const CompileSet
            "library calls",
            graph.source, plan.kernels.size(), generated.cache_hits, generated.same_as_another,
            plan.launches.size() - plan.kernels.size());
-  for (const std::vector<runtime::cuda::LaunchShape>& kernel : generated.launches)
-    out.cuda_launches.insert(out.cuda_launches.end(), kernel.begin(), kernel.end());
+  std::set<std::string> listed; // a kernel the same as another launches its functions
+  for (const std::vector<runtime::cuda::LaunchShape>& kernel : generated.launches) {
+    for (const runtime::cuda::LaunchShape& l : kernel) {
+      if (listed.insert(l.function).second) out.cuda_launches.push_back(l);
+    }
+  }
   dump.write("kernels.txt", kernels_text);
   dump.write(cuda ? "kernels.cu" : "kernels.cc", generated.source);
   if (!cuda) dump.write("build.sh", stages::rebuild_script());

@@ -22,17 +22,18 @@ Result<GeneratedSource> generate_source(const Plan& plan, const std::vector<Kern
   GeneratedSource out;
   out.functions.resize(kernels.size());
   out.launches.resize(kernels.size());
-  // On the CPU, kernels the same but for their names (a transformer's layers, an unrolled
-  // recurrence's steps) are scheduled and emitted once: each other one is a function that
-  // calls the first (Sequencer2D-S: 3,000 kernels, 68 different; its cold compile 29 s).
+  // Kernels the same but for their names (a transformer's layers, an unrolled recurrence's
+  // steps), with the same schedule or options, are scheduled and emitted once: on the CPU each
+  // other one is a function that calls the first's; on CUDA it launches the first's functions
+  // (Sequencer2D-S: 3,000 kernels, 68 different; its cold compile took 29 s).
   std::vector<size_t> first(kernels.size());
   std::unordered_map<std::string, size_t> seen;
+  bool cpu = dialect == codegen::Dialect::kCpu;
   for (size_t k = 0; k < kernels.size(); ++k) {
-    first[k] = k;
-    if (dialect != codegen::Dialect::kCpu) continue;
     std::string text = kernel::print_kernel(kernels[k]);
     text.erase(0, text.find('\n')); // "kernel NAME"
-    first[k] = seen.emplace(choices[k].schedule.to_string() + text, k).first->second;
+    std::string options = cpu ? choices[k].schedule.to_string() : choices[k].cuda.key();
+    first[k] = seen.emplace(options + text, k).first->second;
   }
   // Kernels are independent (one isl context each).
   std::vector<Status> failures(kernels.size());
@@ -59,11 +60,15 @@ Result<GeneratedSource> generate_source(const Plan& plan, const std::vector<Kern
   for (size_t k = 0; k < kernels.size(); ++k) {
     if (first[k] == k) continue;
     out.functions[k] =
-        fmt::format("// kernel {0}: the same as {1}\n"
-                    "extern \"C\" void weft_{1}(void* const* buffers, const int64_t* extents);\n"
-                    "extern \"C\" void weft_{0}(void* const* buffers, const int64_t* extents) {{\n"
-                    "  weft_{1}(buffers, extents);\n}}\n",
-                    kernels[k].name, kernels[first[k]].name);
+        fmt::format("// kernel {}: the same as {}\n", kernels[k].name, kernels[first[k]].name);
+    if (cpu) {
+      out.functions[k] += fmt::format(
+          "extern \"C\" void weft_{1}(void* const* buffers, const int64_t* extents);\n"
+          "extern \"C\" void weft_{0}(void* const* buffers, const int64_t* extents) {{\n"
+          "  weft_{1}(buffers, extents);\n}}\n",
+          kernels[k].name, kernels[first[k]].name);
+    }
+    out.launches[k] = out.launches[first[k]];
     ++out.same_as_another;
   }
   for (size_t k = 0; k < kernels.size(); ++k)
