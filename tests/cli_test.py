@@ -523,6 +523,27 @@ class CliTest(unittest.TestCase):
             f.write('{"schedule": "lanes=7"')
         self.assertNotIn("(tuned)", kernels_txt(tuned_cache))
 
+    def test_tune_measures_kernels_the_same_but_for_names_once(self):
+        # Two softmaxes of one shape with a matrix product between them: two kernels, one
+        # body, one task, one record (TuningCache::path_of keys records by the body).
+        import numpy as np
+        vi = lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT, [64, 256])
+        w = numpy_helper.from_array(np.eye(256, dtype=np.float32), "w")
+        nodes = [helper.make_node("Softmax", ["a"], ["p"], axis=-1),
+                 helper.make_node("MatMul", ["p", "w"], ["m"]),
+                 helper.make_node("Softmax", ["m"], ["y"], axis=-1)]
+        graph = helper.make_graph(nodes, "g", [vi("a")], [vi("y")], [w])
+        path = save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), self.dir)
+        cache = os.path.join(self.dir, "cache")
+        r = subprocess.run([WEFT, "tune", path, "--fill", "random", "--seconds-per-candidate", "0.01"],
+                           capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, WEFT_CACHE_DIR=cache))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("[task 1/1]", r.stdout)
+        self.assertNotIn("[task 2/", r.stdout)
+        self.assertIn("2 kernels tuned", r.stdout)
+        self.assertLessEqual(len(os.listdir(os.path.join(cache, "tuning"))), 1)
+
     def lone_conv(self, x_dims, w, pads, stride=1):
         """A model of one Conv (its output "stride" times smaller than "x_dims", pads keeping
         it so) over weights "w": its tuning cache, the CLI with that cache, and which algorithm

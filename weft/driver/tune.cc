@@ -663,6 +663,11 @@ Result<std::vector<TuneResult>> tune_model(const CompiledModel& model,
   std::vector<TuneResult> results;
   std::vector<Task> tasks;
   std::map<size_t, size_t> task_of_launch;
+  // A kernel the same as an earlier one but for its name (a transformer's layers) shares its
+  // tuning record (TuningCache::path_of): it is measured once, and its result is the earlier
+  // one's.
+  std::map<std::string, size_t> result_of_body;
+  std::map<size_t, size_t> same_result; // result -> the earlier kernel's
   for (size_t i = 0; i < model.kernels.size(); ++i) {
     const KernelSummary& s = model.kernels[i];
     if (!s.kernel) continue;
@@ -672,6 +677,13 @@ Result<std::vector<TuneResult>> tune_model(const CompiledModel& model,
     r.op_type = s.info.op_type;
     r.strategy = s.info.strategy;
     r.bytes = s.info.bytes();
+    auto [earlier, first] =
+        result_of_body.emplace(s.ir.substr(std::min(s.ir.find('\n'), s.ir.size())), results.size());
+    if (!first) {
+      same_result[results.size()] = earlier->second;
+      results.push_back(std::move(r));
+      continue;
+    }
     Result<Task> task = prepare(s, i, dialect);
     if (!task.ok()) {
       log_info("tune: {} is not tuned: {}", s.name, task.status().message());
@@ -715,6 +727,17 @@ Result<std::vector<TuneResult>> tune_model(const CompiledModel& model,
   Result<std::vector<Tensor>> ran = model.run(inputs, run);
   WEFT_RETURN_IF_ERROR(failed);
   WEFT_RETURN_IF_ERROR(ran.status());
+  for (const auto& [r, earlier] : same_result) {
+    TuneResult& same = results[r];
+    const TuneResult& e = results[earlier];
+    same.candidates = e.candidates;
+    same.rejected = e.rejected;
+    same.default_ms = e.default_ms;
+    same.best_ms = e.best_ms;
+    same.best = e.best;
+    same.best_cuda = e.best_cuda;
+    same.choice = e.choice;
+  }
 
   for (const Task& task : tasks) {
     const KernelSummary& s = model.kernels[task.summary];
