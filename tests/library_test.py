@@ -124,6 +124,21 @@ class BroadcastPostOps(torch.nn.Module):
         return self.b(a) * torch.sigmoid(a.mean((2, 3), keepdim=True))
 
 
+class OnePixelHead(torch.nn.Module):
+    """MobileNetV4's head: the mean over the pixels, then a 1x1 convolution of 512 -> 1024
+    channels (2^19 weights) with ReLU, then a Linear: both Weft's matrix-vector product
+    (dnnl_conv.cc: conv_call), not oneDNN's."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(512, 1024, 1)
+        self.fc = torch.nn.Linear(1024, 300)
+
+    def forward(self, x):
+        y = torch.relu(self.conv(x.mean((2, 3), keepdim=True)))
+        return self.fc(y.flatten(1))
+
+
 class ParallelBranches(torch.nn.Module):
     """MobileOne's training-time block: 3x3, 3x3 and 1x1 convolutions of the same input summed,
     then ReLU; then a depthwise 3x3 beside a depthwise 1x1. Each sum is one convolution
@@ -764,6 +779,10 @@ def main():
                            "F(4x4, 3x3)", large=True)
         check(tmp, "parallel_branches", ParallelBranches().eval(), {"x": f(1, 16, 20, 20)},
               ["Conv+Relu", "Conv"])
+        check(tmp, "one_pixel_head", OnePixelHead().eval(), {"x": f(1, 512, 7, 7)}, [])
+        products = [(k["op_type"], k["strategy"]) for k in kernels(os.path.join(tmp, "one_pixel_head.onnx"))
+                    if k["op_type"].startswith(("Conv", "Gemm"))]
+        assert [s.startswith("Weft matrix-vector product") for _, s in products] == [True, True], products
         # Its weights reordered at each run into oneDNN's layout, not multiplied by its
         # gemm-based kernel on plain weights (2.8x slower at 64 channels and 56x56).
         check(tmp, "runtime_weights", RuntimeWeights(), {"x": f(1, 32, 28, 28), "w": f(32, 32, 3, 3) * np.float32(0.1)},

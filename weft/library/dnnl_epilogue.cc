@@ -225,8 +225,14 @@ dnnl::primitive_attr post_op_attr(const std::vector<PostOp>& ops, LibraryCall& c
     args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1,
                     position(call.values, p.src1), user, internal});
   }
-  dnnl::primitive_attr attr;
+  dnnl::primitive_attr attr = own_scratchpad();
   attr.set_post_ops(po);
+  return attr;
+}
+
+dnnl::primitive_attr own_scratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   return attr;
 }
 

@@ -83,6 +83,12 @@ memory::desc channels_last(const Dims& dims);
 // matrix [taps * C, M]).
 memory reordered_constant(const Value* w, const memory::desc& given, const memory::desc& wanted);
 
+// Attributes by which a primitive takes its scratchpad as an argument (scratchpad_mode::user),
+// which DnnlKernel gives each run in flight its own of: in oneDNN's default mode its
+// convolutions shared one, and concurrent runs of a model (threads of one process) gave wrong
+// results (test_api.py: test_concurrent_library_calls, 1 in 10 before).
+dnnl::primitive_attr own_scratchpad();
+
 // The post-ops' attribute, and their src1 arguments bound into "call". A src1 of the
 // output's full dims takes the primitive's "layout"; a broadcast one stays as it lies. With
 // "channels_last_values", the values' dims are [N, spatial..., C] (Op::kConvChannelsLast's).

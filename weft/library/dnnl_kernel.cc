@@ -117,6 +117,14 @@ std::unique_ptr<DnnlKernel::Bound> DnnlKernel::bind(void* const* buffers,
       b->args.push_back({a.dnnl_arg, (own ? b->user : b->internal).back().get()});
     }
     if (sum_reorder_) b->residual = memory(sum_md_, engine(), nullptr);
+    const_dnnl_primitive_desc_t pd = nullptr;
+    dnnl_primitive_get_primitive_desc(primitive_.get(), &pd);
+    const dnnl_memory_desc_t* md =
+        pd ? dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0) : nullptr;
+    if (md && dnnl_memory_desc_get_size(md) > 0) {
+      b->scratchpad = memory(memory::desc(*md), engine());
+      b->args.push_back({DNNL_ARG_SCRATCHPAD, b->scratchpad.get()});
+    }
   }
   for (size_t i = 0; i < args_.size(); ++i) {
     point(b->user[i], buffers[args_[i].buffer]);

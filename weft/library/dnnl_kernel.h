@@ -69,6 +69,7 @@ private:
     std::vector<memory> user, internal; // per arg; internal empty where it has none
     std::vector<dnnl_exec_arg_t> args;  // the primitive's: owned_ and each arg's memory
     memory residual;                    // sum_md_ over buffer sum_from_, with sum_reorder_
+    memory scratchpad;                  // its own, where the primitive takes one (user mode)
   };
   std::unique_ptr<Bound> bind(void* const* buffers, std::byte* scratch) const;
 

@@ -135,7 +135,7 @@ std::optional<LibraryCall> resize_call(const Node& n, const Absorbed& absorbed,
   auto build = [&](const Layout& layout) {
     dnnl::resampling_forward::desc d(dnnl::prop_kind::forward_inference,
                                      dnnl::algorithm::resampling_linear, layout(dx), layout(dy));
-    dnnl::resampling_forward::primitive_desc pd(d, engine());
+    dnnl::resampling_forward::primitive_desc pd(d, own_scratchpad(), engine());
     LibraryCall call;
     std::vector<DnnlKernel::Arg> args = {
         {DNNL_ARG_SRC, position(call.values, act.in), act.x, layout(dx)},
@@ -208,7 +208,7 @@ std::optional<LibraryCall> pool_call(const Node& n, const Absorbed& absorbed,
   auto build = [&](const memory::desc& x_in, const memory::desc& y_in) {
     dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, algorithm, x_in, y_in,
                                      strides, kernel, dilation, pad_l, pad_r);
-    dnnl::pooling_v2_forward::primitive_desc pd(d, engine());
+    dnnl::pooling_v2_forward::primitive_desc pd(d, own_scratchpad(), engine());
     LibraryCall call;
     std::vector<DnnlKernel::Arg> args = {
         {DNNL_ARG_SRC, position(call.values, act.in), act.x, x_in},

@@ -207,15 +207,25 @@ std::optional<LibraryCall> gemv_call(const Value* x, const Value* w, const Value
   for (const Value* v : {x, w, y}) {
     if (v->type.dtype != DType::kF32 || !v->type.has_static_shape()) return std::nullopt;
   }
-  if (!w->is_constant() || w->type.shape->size() < 2) return std::nullopt;
+  if (w->type.shape->size() < 2) return std::nullopt;
   auto [x_rows, k] = rows_and_columns(x);
   auto [w_rows, w_columns] = rows_and_columns(w);
   auto [y_rows, n] = rows_and_columns(y);
   if (x_rows != 1 || y_rows != 1 ||
-      (transposed ? w_rows != n || w_columns != k : w_rows != k || w_columns != n) ||
-      k * n < kGemvMinWeights)
+      (transposed ? w_rows != n || w_columns != k : w_rows != k || w_columns != n))
     return std::nullopt;
-  if (bias && (bias->type.dtype != DType::kF32 || rows_and_columns(bias) != std::pair{1L, n}))
+  return gemv_call_flat(x, w, bias, y, ops, k, n, transposed);
+}
+
+std::optional<LibraryCall> gemv_call_flat(const Value* x, const Value* w, const Value* bias,
+                                          const Value* y, const std::vector<PostOp>& ops, int64_t k,
+                                          int64_t n, bool transposed) {
+  auto elements = [](const Value* v) -> int64_t {
+    if (v->type.dtype != DType::kF32 || !v->type.has_static_shape()) return -1;
+    return shape_num_elements(*v->type.shape).value_or(-1);
+  };
+  if (!w->is_constant() || elements(x) != k || elements(y) != n || elements(w) != k * n ||
+      k * n < kGemvMinWeights || (bias && elements(bias) != n))
     return std::nullopt;
   LibraryCall call;
   int xi = position(call.values, x), wi = position(call.values, w);
@@ -225,11 +235,10 @@ std::optional<LibraryCall> gemv_call(const Value* x, const Value* w, const Value
     if (!applies(p)) return std::nullopt;
     GemvKernel::Op o{p};
     if (p.binary) {
-      auto [rows, columns] = rows_and_columns(p.src1);
-      if (p.src1->type.dtype != DType::kF32 || rows != 1 || (columns != n && columns != 1))
-        return std::nullopt;
+      int64_t count = elements(p.src1);
+      if (count != n && count != 1) return std::nullopt;
       o.src1 = position(call.values, p.src1);
-      o.spans = columns == n && n != 1;
+      o.spans = count == n && n != 1;
     }
     kernel_ops.push_back(o);
   }

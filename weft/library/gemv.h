@@ -27,5 +27,11 @@ bool gemv_enabled();
 std::optional<LibraryCall> gemv_call(const Value* x, const Value* w, const Value* bias,
                                      const Value* y, const std::vector<PostOp>& ops,
                                      bool transposed = false);
+// The same over values given by their element counts: x of K, y and bias of N, w of K x N
+// laid out as above ([N, K] "transposed": a one-pixel 1x1 convolution's [N, K, 1, 1]), each
+// binary post-op's src1 of N or one element.
+std::optional<LibraryCall> gemv_call_flat(const Value* x, const Value* w, const Value* bias,
+                                          const Value* y, const std::vector<PostOp>& ops, int64_t k,
+                                          int64_t n, bool transposed);
 
 } // namespace weft::library
