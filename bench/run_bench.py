@@ -429,7 +429,8 @@ def markdown(r):
                             ("ortopt_bench", "ortopt_results.json"), ("genai_bench", "genai_results.json"),
                             ("moe_bench", "moe_results.json"),
                             ("plan_bench", "plan_results.json"), ("gpu_bench", "gpu_results.json"),
-                            ("gpu_knobs", "gpu_knobs_results.json")):
+                            ("gpu_knobs", "gpu_knobs_results.json"),
+                            ("gpu_timing", "gpu_timing_results.json")):
         path = os.path.join(HERE, results)
         if os.path.exists(path):
             with open(path) as f:

@@ -17,6 +17,8 @@
 #                CUDA code generation knobs; results to $OUT/knobs.json
 #   tune         (not by default) bench/gpu_knobs.py --tune: each case tuned by weft tune
 #                --device cuda, then default against tuned; results to $OUT/tune.json
+#   timing       (not by default) bench/gpu_timing.py: kernel times between CUDA events beside
+#                ncu's kernel durations, and the event method's own costs; to $OUT/timing.json
 # GPU_BENCH_ARGS adds arguments to bench/gpu_bench.py (e.g. "--no-compile --iters 20"),
 # GPU_KNOBS_ARGS to bench/gpu_knobs.py (e.g. "--rounds 1 --cases a,b").
 # STAGE_LIMIT_S replaces every stage's time limit (seconds), to fit a session's device time.
@@ -72,7 +74,9 @@ for stage in "${stages[@]}"; do
       # shellcheck disable=SC2086
       run_stage tune 500 "$PY" bench/gpu_knobs.py --weft "$WEFT" --out "$OUT/tune.json" \
         --settings "default:;" --tune 0.05 --rounds 2 ${GPU_KNOBS_ARGS:-} ;;
-    *) echo "unknown stage $stage (device, multiblock, conformance, models, bench, fuzz, knobs, tune)" >&2
+    timing)
+      run_stage timing 300 "$PY" bench/gpu_timing.py --weft "$WEFT" --out "$OUT/timing.json" ;;
+    *) echo "unknown stage $stage (device, multiblock, conformance, models, bench, fuzz, knobs, tune, timing)" >&2
       exit 2 ;;
   esac
 done

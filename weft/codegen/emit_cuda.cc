@@ -621,6 +621,16 @@ std::set<int> Emitter::written_and_read(const AstNode& n, const AstNode* first) 
   std::set<int> both;
   std::set_intersection(written.begin(), written.end(), read.begin(), read.end(),
                         std::inserter(both, both.end()));
+  auto group = [&](int b) { return k_.buffers[static_cast<size_t>(b)].view_group; };
+  for (int w : written) {
+    for (int r : read) {
+      if (r != w && group(w) >= 0 && group(r) == group(w)) { // a view of a buffer it writes
+        for (size_t i = 0; i < k_.buffers.size(); ++i)
+          both.insert(static_cast<int>(i));
+        return both;
+      }
+    }
+  }
   return both;
 }
 

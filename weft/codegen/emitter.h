@@ -348,6 +348,10 @@ private:
   // Across a barrier, or from block to block, a thread may read what another thread wrote,
   // so none of them may be __restrict__: NVCC takes restrict as a promise that no other
   // thread writes the buffer during the launch, and moves loads above the barrier.
+  // A part that reads a view of a buffer it writes (another member of its view group) gets
+  // all its buffers: with any of them restrict, NVCC loaded the view through the read-only
+  // cache (ld.global.nc) after the thread's own store, and read the old value on an H200
+  // (a Loop's scan output stacked from its iterations' values, onnx test_loop11).
   std::set<int> written_and_read(const AstNode& n, const AstNode* first) const;
 
   // "// launch ...", the signature (buffers and extents by value), and the body's opening;

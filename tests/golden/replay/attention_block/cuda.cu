@@ -67,7 +67,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_MatMul_p1(const float*
 // kernel k1_Split: 1 part(s)
 // launch weft_k1_Split_p0 block=256 grid=device
 // b0 b0, b1 b1, b2 b2, b3 b3, b4 b0_1, b5 b1_1, b6 b0_2, b7 b1_2, b8 b0_3, b9 b1_3
-extern "C" __global__ void __launch_bounds__(256) weft_k1_Split_p0(const float* __restrict__ b0, float* b1, float* b2, float* b3, const float* b4, float* __restrict__ b5, const float* b6, float* __restrict__ b7, const float* b8, float* __restrict__ b9) {
+extern "C" __global__ void __launch_bounds__(256) weft_k1_Split_p0(const float* b0, float* b1, float* b2, float* b3, const float* b4, float* b5, const float* b6, float* b7, const float* b8, float* b9) {
   const int64_t weft_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x;
   for (int64_t weft_p = weft_first; weft_p < 2; weft_p += weft_groups) {
