@@ -196,7 +196,7 @@ std::optional<LibraryCall> im2col_conv_call(const Node& n, const Absorbed& absor
       else
         po.append_eltwise(1.0f, p.algorithm, p.alpha, p.beta);
     }
-    dnnl::primitive_attr attr;
+    dnnl::primitive_attr attr = own_scratchpad(); // to see the size it would take
     attr.set_post_ops(po);
     memory::desc any_weights({g.row_floats(), g.out_ch}, memory::data_type::f32,
                              memory::format_tag::any);
@@ -213,8 +213,11 @@ std::optional<LibraryCall> im2col_conv_call(const Node& n, const Absorbed& absor
   }
   dnnl::matmul::primitive_desc full = matmul(tile_rows), last = matmul(last_rows);
   std::string impl = full.impl_info_str();
+  // The tiles run concurrently, on the threads of one run and in concurrent runs, with no
+  // scratchpad bound: a matmul that would take one is not used.
   if (impl.starts_with("ref") || std::string(last.impl_info_str()).starts_with("ref") ||
-      full.weights_desc() != last.weights_desc())
+      full.weights_desc() != last.weights_desc() || full.scratchpad_desc().get_size() != 0 ||
+      last.scratchpad_desc().get_size() != 0)
     return std::nullopt;
   // Weights [M, C, taps] read as [taps, C, M]: row k * C + c of the matrix.
   memory::desc given({g.taps, g.in_ch, g.out_ch}, memory::data_type::f32,
