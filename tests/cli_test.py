@@ -461,7 +461,10 @@ class CliTest(unittest.TestCase):
                                        atol=1e-6, err_msg=out)
         (sub,) = os.listdir(dump)
         with open(os.path.join(dump, sub, "kernels.cc")) as f:
-            self.assertEqual(len(re.findall(r"// kernel \S+: the same as ", f.read())), 1)
+            source = f.read()
+        self.assertEqual(len(re.findall(r"// kernel \S+: the same as ", source)), 1)
+        # One function for both: the second kernel's launch calls the first's symbol.
+        self.assertEqual(len(re.findall(r'extern "C" void weft_k\d+_Softmax\(', source)), 1)
 
     def test_damaged_cache_entry_is_rebuilt(self):
         path = self.softmax_sum_model()

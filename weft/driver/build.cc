@@ -32,14 +32,16 @@ make_executable(const Graph& graph, Plan plan,
   return executable;
 }
 
-// Loads the library at "path" and looks up every launch's function.
-Result<std::shared_ptr<runtime::KernelLibrary>>
-load_kernels(const std::string& path, std::vector<runtime::Launch>& launches) {
+// Loads the library at "path" and looks up each generated kernel's function: its own, or
+// that of the kernel it is the same as (GeneratedSource::same_as).
+Result<std::shared_ptr<runtime::KernelLibrary>> load_kernels(const std::string& path, Plan& plan,
+                                                             const GeneratedSource& generated) {
   WEFT_ASSIGN_OR_RETURN(std::shared_ptr<runtime::KernelLibrary> library,
                         runtime::KernelLibrary::load(path));
-  for (runtime::Launch& launch : launches) {
+  for (size_t k = 0; k < plan.kernels.size(); ++k) {
+    runtime::Launch& launch = plan.launches[plan.kernel_launch[k]];
     if (launch.library) continue;
-    WEFT_ASSIGN_OR_RETURN(launch.fn, library->function(launch.name));
+    WEFT_ASSIGN_OR_RETURN(launch.fn, library->function(plan.kernels[generated.same_as[k]].name));
   }
   return library;
 }
@@ -94,7 +96,8 @@ Result<std::unique_ptr<runtime::Executable>> build_cpu(const Graph& graph, Plan 
   WEFT_ASSIGN_OR_RETURN(toolchain::CompiledLibrary built,
                         toolchain::compile_cpu(generated.prelude, generated.functions, compiler));
   timer.end("build");
-  Result<std::shared_ptr<runtime::KernelLibrary>> library = load_kernels(built.path, plan.launches);
+  Result<std::shared_ptr<runtime::KernelLibrary>> library =
+      load_kernels(built.path, plan, generated);
   if (!library.ok() && built.cache_hit) {
     // A damaged cache entry (a full disk, say) is rebuilt once rather than trusted.
     log_info("kernel cache entry {} is unusable ({}); rebuilding", built.path,
@@ -103,7 +106,7 @@ Result<std::unique_ptr<runtime::Executable>> build_cpu(const Graph& graph, Plan 
     std::filesystem::remove(built.path, ec);
     WEFT_ASSIGN_OR_RETURN(built,
                           toolchain::compile_cpu(generated.prelude, generated.functions, compiler));
-    library = load_kernels(built.path, plan.launches);
+    library = load_kernels(built.path, plan, generated);
   }
   if (!library.ok()) return library.status();
   *cache_hit = built.cache_hit;

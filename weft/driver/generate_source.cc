@@ -23,10 +23,12 @@ Result<GeneratedSource> generate_source(const Plan& plan, const std::vector<Kern
   out.functions.resize(kernels.size());
   out.launches.resize(kernels.size());
   // Kernels the same but for their names (a transformer's layers, an unrolled recurrence's
-  // steps), with the same schedule or options, are scheduled and emitted once: on the CPU each
-  // other one is a function that calls the first's; on CUDA it launches the first's functions
-  // (Sequencer2D-S: 3,000 kernels, 68 different; its cold compile took 29 s).
-  std::vector<size_t> first(kernels.size());
+  // steps), with the same schedule or options, are scheduled and emitted once, and each other
+  // one runs the first's function: on the CPU its launch calls the first's symbol (build.cc),
+  // on CUDA it launches the first's functions (Sequencer2D-S: 3,000 kernels, 68 different;
+  // its cold compile took 29 s).
+  std::vector<size_t>& first = out.same_as;
+  first.resize(kernels.size());
   std::unordered_map<std::string, size_t> seen;
   bool cpu = dialect == codegen::Dialect::kCpu;
   for (size_t k = 0; k < kernels.size(); ++k) {
@@ -61,13 +63,6 @@ Result<GeneratedSource> generate_source(const Plan& plan, const std::vector<Kern
     if (first[k] == k) continue;
     out.functions[k] =
         fmt::format("// kernel {}: the same as {}\n", kernels[k].name, kernels[first[k]].name);
-    if (cpu) {
-      out.functions[k] += fmt::format(
-          "extern \"C\" void weft_{1}(void* const* buffers, const int64_t* extents);\n"
-          "extern \"C\" void weft_{0}(void* const* buffers, const int64_t* extents) {{\n"
-          "  weft_{1}(buffers, extents);\n}}\n",
-          kernels[k].name, kernels[first[k]].name);
-    }
     out.launches[k] = out.launches[first[k]];
     ++out.same_as_another;
   }

@@ -148,9 +148,11 @@ struct GeneratedSource {
   std::string prelude;                // the dialect's helpers
   std::vector<std::string> functions; // each kernel's function, as in the source
   std::vector<std::vector<runtime::cuda::LaunchShape>> launches; // CUDA: each kernel's
+  // The kernel whose function runs each: itself, or an earlier one it is the same as.
+  std::vector<size_t> same_as;
   int cache_hits = 0;      // kernels whose function (or that of the kernel they are the same
                            // as) was read from the function cache
-  int same_as_another = 0; // functions that call another's (the kernel is the same)
+  int same_as_another = 0; // kernels that run another's function (the kernel is the same)
 };
 
 // Each kernel's function, from the function cache or scheduled on isl and emitted (on all
