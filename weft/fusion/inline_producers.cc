@@ -296,7 +296,10 @@ void inline_producers(std::vector<Step>& steps, const std::set<const Value*>& pi
       continue;
     }
     const Statement& ps = p.bound.kernel.statements[0];
-    bool cheap = op_count(ps) <= kCheapOps && !transcendental(ps);
+    // An indirect read (a GatherND's) costs its index loads and bounds checks at every point.
+    bool cheap = op_count(ps) <= kCheapOps && !transcendental(ps) &&
+                 std::none_of(ps.reads.begin(), ps.reads.end(),
+                              [](const Access& a) { return !a.indirect.empty(); });
     Streamed streamed = streamed_reads(p.bound, ps);
     const int64_t written =
         dtype_size(p.bound.kernel.buffers[static_cast<size_t>(ps.write.buffer)].dtype);

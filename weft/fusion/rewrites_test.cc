@@ -147,6 +147,25 @@ TEST(InlineProducers, ACostlyProducerIsNotRecomputedPerBroadcastElement) {
   EXPECT_NE(decisions[0].how.find("recompute"), std::string::npos) << decisions[0].how;
 }
 
+// A gathered value read by a Mul over every head (an attention mask picked by GatherND, as
+// SqueezeBERT's): inlined, each head would load the index and bounds-check it again at every
+// point; it stays its own kernel.
+TEST(InlineProducers, AnIndirectReadIsNotRecomputedPerBroadcastElement) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[4, 32, 32] x, float[100, 32] m, int64[32] i) => (float[4, 32, 32] y) {
+      picked = Gather <axis = 0> (m, i)
+      y = Mul(x, picked)
+    })");
+  std::vector<Step> steps = lowered(g);
+  std::vector<Decision> decisions;
+  inline_producers(steps, outputs(g), decisions);
+  ASSERT_EQ(kernels(steps).size(), 2u);
+  ASSERT_EQ(decisions.size(), 1u);
+  EXPECT_FALSE(decisions[0].fused);
+  EXPECT_NE(decisions[0].how.find("recompute"), std::string::npos) << decisions[0].how;
+}
+
 // A Transpose read by a product, whose statement reads each point of it 16 times (once per
 // column of the result): inlined, each read would go strided; it stays its own kernel. Read
 // by a Slice (fewer points than it makes), it is inlined: only the sliced points move.

@@ -1,25 +1,46 @@
 
+// kernel k0_Gather: 1 part(s)
+// launch weft_k0_Gather_p0 block=256 grid=device
+// b0 b0, b1 b1, b2 b2
+extern "C" __global__ void __launch_bounds__(256) weft_k0_Gather_p0(const float* __restrict__ b0, const int64_t* __restrict__ b1, float* __restrict__ b2) {
+  const int64_t weft_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t weft_p = weft_first; weft_p < 4 * 16 * 64; weft_p += weft_groups) {
+    uint32_t weft_q = weft_p;
+    const int64_t c2 = 0 + weft_q % 64u;
+    weft_q /= 64u;
+    const int64_t c1 = 0 + weft_q % 16u;
+    weft_q /= 16u;
+    const int64_t c0 = 0 + weft_q;
+    {  // gather
+      const int64_t t0 = b1[c0 * 16 + c1];
+      const float t1 = b0[weft_wrap_index(t0, 100) * 64 + c2];
+      b2[weft_p] = t1;
+    }
+  }
+}
+
 // kernel k1_MatMul: 2 part(s)
 // launch weft_k1_MatMul_p0 block=256 grid=device
-// b0 b1, b1 b3, b2 b1_1, b3 b0_1
-extern "C" __global__ void __launch_bounds__(256) weft_k1_MatMul_p0(const float* __restrict__ b0, float* __restrict__ b1, const int64_t* __restrict__ b2, const float* __restrict__ b3) {
+// b0 b0, b1 b1, b2 b3
+extern "C" __global__ void __launch_bounds__(256) weft_k1_MatMul_p0(const float* __restrict__ b0, const float* __restrict__ b1, float* __restrict__ b2) {
   const int64_t weft_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x;
   for (int64_t weft_p = weft_first; weft_p < 8192; weft_p += weft_groups) {
     const int64_t c0 = 0 + weft_p;
     {  // init
       const float t0 = 0.0f;
-      b1[weft_p] = t0;
+      b2[weft_p] = t0;
     }
   }
 }
 // launch weft_k1_MatMul_p1 block=256 grid=device
-// b0 b1, b1 b3, b2 b1_1, b3 b0_1
-extern "C" __global__ void __launch_bounds__(256) weft_k1_MatMul_p1(const float* __restrict__ b0, float* b1, const int64_t* __restrict__ b2, const float* __restrict__ b3) {
-  const int64_t weft_lane = threadIdx.x % 8;
-  const unsigned int weft_mask = ((1u << 8) - 1u) << (threadIdx.x % 32 / 8 * 8);
-  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 8;
-  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / 8;
+// b0 b0, b1 b1, b2 b3
+extern "C" __global__ void __launch_bounds__(256) weft_k1_MatMul_p1(const float* __restrict__ b0, const float* __restrict__ b1, float* b2) {
+  const int64_t weft_lane = threadIdx.x % 4;
+  const unsigned int weft_mask = ((1u << 4) - 1u) << (threadIdx.x % 32 / 4 * 4);
+  const int64_t weft_first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 4;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x / 4;
   for (int64_t weft_p = weft_first; weft_p < 4 * 16 * 128; weft_p += weft_groups) {
     uint32_t weft_q = weft_p;
     const int64_t c2 = 0 + weft_q % 128u;
@@ -27,41 +48,38 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_MatMul_p1(const float*
     const int64_t c1 = 0 + weft_q % 16u;
     weft_q /= 16u;
     const int64_t c0 = 0 + weft_q;
-    // a group of 8 threads per point
-    {  // the group's lanes accumulate; shuffles combine them
-      float acc = 0.0f;
-      {  // 4 accumulators a thread: loads in flight
-        float weft_a[4];
+    // a group of 4 threads per point
+    float weft_r0[16];  // b0[c0 * 16 * 64 + c1 * 64 + c3], by weft_k
+    {  // load b0[c0 * 16 * 64 + c1 * 64 + c3] by quads
+      const int64_t c3 = 0 + weft_lane * 4;
+      if (weft_aligned16(&b0[c0 * 16 * 64 + c1 * 64 + c3])) {
         #pragma unroll
-        for (int weft_j = 0; weft_j < 4; ++weft_j) weft_a[weft_j] = 0.0f;
-        int64_t weft_b = 0;  // where the scalar loop starts
-        for (; weft_b + weft_lane + 3 * (8) < 64; weft_b += 4 * (8)) {
-          #pragma unroll
-          for (int weft_j = 0; weft_j < 4; ++weft_j) {
-            const int64_t c3 = weft_b + weft_lane + weft_j * (8);
-            {  // multiply_add
-              const int64_t t0 = b2[c0 * 16 + c1];
-              const float t1 = b3[weft_wrap_index(t0, 100) * 64 + c3];
-              const float t2 = b0[c3 * 128 + c2];
-              const float t3 = (t1 * t2);
-              weft_a[weft_j] = weft_a[weft_j] + t3;
-            }
-          }
+        for (int weft_k = 0; weft_k < 16; weft_k += 4) {
+          const int64_t c3 = 0 + weft_k * 4 + weft_lane * 4;
+          const float4 weft_y = weft_load4(&b0[c0 * 16 * 64 + c1 * 64 + c3]); weft_r0[weft_k] = weft_y.x; weft_r0[weft_k + 1] = weft_y.y; weft_r0[weft_k + 2] = weft_y.z; weft_r0[weft_k + 3] = weft_y.w;
         }
-        for (int64_t c3 = weft_b + weft_lane; c3 < 64; c3 += 8) {
-          {  // multiply_add
-            const int64_t t0 = b2[c0 * 16 + c1];
-            const float t1 = b3[weft_wrap_index(t0, 100) * 64 + c3];
-            const float t2 = b0[c3 * 128 + c2];
-            const float t3 = (t1 * t2);
-            weft_a[0] = weft_a[0] + t3;
-          }
-        }
+      } else {
         #pragma unroll
-        for (int weft_j = 0; weft_j < 4; ++weft_j) acc = acc + weft_a[weft_j];
+        for (int weft_k = 0; weft_k < 16; ++weft_k) {
+          const int64_t c3 = 0 + weft_k / 4 * 16 + weft_lane * 4 + weft_k % 4;
+          weft_r0[weft_k] = b0[c0 * 16 * 64 + c1 * 64 + c3];
+        }
       }
-      acc = weft_group_reduce<8>(acc, weft_op_add{}, weft_mask);
-      if (weft_lane == 0) { b1[(2048 * c0 + 128 * c1 + c2)] = b1[(2048 * c0 + 128 * c1 + c2)] + acc; }
+    }
+    {  // the group's lanes accumulate their registers; shuffles combine them
+      float acc = 0.0f;
+      #pragma unroll
+      for (int weft_k = 0; weft_k < 16; ++weft_k) {
+        const int64_t c3 = 0 + weft_k / 4 * 16 + weft_lane * 4 + weft_k % 4;
+        {  // multiply_add
+          const float t0 = weft_r0[weft_k];
+          const float t1 = b1[c3 * 128 + c2];
+          const float t2 = (t0 * t1);
+          acc = acc + t2;
+        }
+      }
+      acc = weft_group_reduce<4>(acc, weft_op_add{}, weft_mask);
+      if (weft_lane == 0) { b2[(2048 * c0 + 128 * c1 + c2)] = b2[(2048 * c0 + 128 * c1 + c2)] + acc; }
     }
     __syncwarp(weft_mask);
   }
