@@ -112,7 +112,6 @@ TEST(EmitCuda, Strategies) {
       << bounded->source;
 }
 
-// The knobs (docs/knobs.md): values in range are taken, others leave the default.
 // A part that reads a view of a buffer it writes (a Loop's scan output stacked from its
 // iterations' values) has no __restrict__ buffer: with its other output restrict, NVCC loaded
 // the view through the read-only cache after the thread's own store, and the stacked output
@@ -154,6 +153,7 @@ TEST(EmitCuda, APartReadingAViewOfWhatItWritesHasNoRestrictBuffer) {
   EXPECT_NE(signature("weft_stack_p1").find("__restrict__"), std::string::npos) << src;
 }
 
+// The knobs (docs/knobs.md): values in range are taken, others leave the default.
 TEST(EmitCuda, OptionsFromTheEnvironment) {
   const char* names[] = {"WEFT_CUDA_UNROLL", "WEFT_CUDA_VECTOR", "WEFT_CUDA_HELD_ELEMENTS",
                          "WEFT_CUDA_MAX_GROUP", "WEFT_CUDA_RESIDENT_THREADS"};
