@@ -7,6 +7,7 @@
 #include "weft/codegen/emit_c.h"
 #include "weft/codegen/generate.h"
 #include "weft/driver/stages.h"
+#include "weft/kernel/kernel.h"
 #include "weft/support/log.h"
 #include "weft/support/parallel.h"
 #include "weft/toolchain/compile_cpu.h"
@@ -32,10 +33,9 @@ Result<GeneratedSource> generate_source(const Plan& plan, const std::vector<Kern
   std::unordered_map<std::string, size_t> seen;
   bool cpu = dialect == codegen::Dialect::kCpu;
   for (size_t k = 0; k < kernels.size(); ++k) {
-    std::string text = kernel::print_kernel(kernels[k]);
-    text.erase(0, text.find('\n')); // "kernel NAME"
     std::string options = cpu ? choices[k].schedule.to_string() : choices[k].cuda.key();
-    first[k] = seen.emplace(options + text, k).first->second;
+    std::string body(kernel::kernel_body(kernel::print_kernel(kernels[k])));
+    first[k] = seen.emplace(options + body, k).first->second;
   }
   // Kernels are independent (one isl context each).
   std::vector<Status> failures(kernels.size());

@@ -13,6 +13,7 @@
 #include "weft/codegen/emit_c.h"
 #include "weft/codegen/generate.h"
 #include "weft/driver/tuning_cache.h"
+#include "weft/kernel/kernel.h"
 #include "weft/kernel/lower_node.h"
 #include "weft/library/dnnl.h"
 #include "weft/library/peak.h"
@@ -678,7 +679,7 @@ Result<std::vector<TuneResult>> tune_model(const CompiledModel& model,
     r.strategy = s.info.strategy;
     r.bytes = s.info.bytes();
     auto [earlier, first] =
-        result_of_body.emplace(s.ir.substr(std::min(s.ir.find('\n'), s.ir.size())), results.size());
+        result_of_body.emplace(std::string(kernel::kernel_body(s.ir)), results.size());
     if (!first) {
       same_result[results.size()] = earlier->second;
       results.push_back(std::move(r));

@@ -8,6 +8,7 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include "weft/kernel/kernel.h"
 #include "weft/support/hash.h"
 #include "weft/support/machine.h"
 
@@ -32,10 +33,8 @@ TuningCache TuningCache::for_cuda(const std::string& device, bool deterministic)
 std::string TuningCache::path_of(const std::string& kernel_ir) const {
   // The first line names the kernel ("kernel k3_Softmax"): the same kernel in another
   // model, or at another place, shares the record.
-  size_t body = kernel_ir.find('\n');
-  std::string_view key = body == std::string::npos ? std::string_view(kernel_ir)
-                                                   : std::string_view(kernel_ir).substr(body);
-  return (fs::path(dir_) / (hash_hex(machine_ + std::string(key)) + ".json")).string();
+  std::string key = machine_ + std::string(kernel::kernel_body(kernel_ir));
+  return (fs::path(dir_) / (hash_hex(key) + ".json")).string();
 }
 
 std::optional<TuningRecord> TuningCache::lookup(const std::string& kernel_ir) const {

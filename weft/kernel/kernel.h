@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -201,6 +202,9 @@ Status verify_kernel(const Kernel& kernel);
 // It has no addresses, so it is stable from run to run.
 std::string print_kernel(const Kernel& kernel);
 std::string print_affine(const AffineExpr& e);
+// That text without its first line ("kernel NAME"): what kernels the same but for their names
+// share (the function cache's repeats, the tuning records' key).
+std::string_view kernel_body(std::string_view printed);
 
 std::string_view expr_op_name(ExprOp op);
 int expr_op_arity(ExprOp op);

@@ -328,6 +328,11 @@ private:
 
 } // namespace
 
+std::string_view kernel_body(std::string_view printed) {
+  size_t body = printed.find('\n');
+  return body == std::string_view::npos ? printed : printed.substr(body);
+}
+
 std::string print_kernel(const Kernel& k) {
   std::string out = fmt::format("kernel {}\n", name_text(k.name));
   for (const Buffer& b : k.buffers) {
