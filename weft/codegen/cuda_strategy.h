@@ -70,6 +70,9 @@ inline constexpr int64_t kCudaHeldElements = 16;   // see CudaOptions::held_elem
 inline constexpr int64_t kCudaMaxGroup = 1024;     // see CudaOptions::max_group
 inline constexpr int64_t kCudaColumnVector = 4;    // see CudaOptions::column_vector
 inline constexpr int64_t kCudaRowScalars = 1;      // see CudaOptions::row_scalars
+// Elementwise statements share outer loops only with this many points (a thread each):
+// poly::ScheduleOptions::min_shared_points.
+inline constexpr int64_t kCudaMinSharedPoints = 16384;
 inline constexpr int64_t kCudaSplitInner = 256; // Emitter::invariant_split: inner points, at least
 
 struct CudaOptions {

@@ -37,9 +37,11 @@ const std::string& build_fingerprint() {
 }
 
 // The CPU's vector loop is the innermost: its reductions of few terms run over outputs
-// there. CUDA maps outputs to threads whatever the loop order, and keeps the domain's.
+// there. CUDA maps outputs to threads whatever the loop order, and keeps the domain's; its
+// elementwise statements share loops only with a grid's worth of points.
 poly::ScheduleOptions schedule_options(Dialect dialect) {
-  return {.outputs_innermost = dialect == Dialect::kCpu};
+  return {.outputs_innermost = dialect == Dialect::kCpu,
+          .min_shared_points = dialect == Dialect::kCpu ? 0 : kCudaMinSharedPoints};
 }
 
 Result<EmittedFunction> schedule_and_emit(const kernel::Kernel& k, Dialect dialect,

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -82,7 +83,8 @@ std::vector<int> outputs_innermost(const Statement& st) {
 // parameters "p<k>" (the kernel's symbols need not be isl identifiers).
 class PolyModel {
 public:
-  explicit PolyModel(const Kernel& k) : kernel_(k) {
+  PolyModel(const Kernel& k, int64_t min_shared_points)
+      : kernel_(k), min_shared_points_(min_shared_points) {
     for (const Statement& s : k.statements) {
       for (const Dim& d : s.domain)
         add_param(d);
@@ -285,7 +287,23 @@ public:
   // serial, which costs more than the locality gains: then each statement keeps its nest.)
   // Reduced loops stay unshared, so that each reduction keeps a nest of its own for the CPU
   // strategies.
+  // Statements without a reduction share none when the shared loops have fewer than
+  // ScheduleOptions::min_shared_points points.
   size_t shared_depth(const isl::union_map& deps, size_t first, size_t last) const {
+    size_t depth = common_depth(deps, first, last);
+    const std::vector<Statement>& st = kernel_.statements;
+    std::optional<int64_t> points = 1;
+    for (size_t d = 0; d < depth && points; ++d) {
+      const Dim& extent = st[first].domain[band(first, d)];
+      points = extent.is_static() ? std::optional<int64_t>(*points * extent.value()) : std::nullopt;
+    }
+    for (size_t s = first; s < last; ++s) {
+      if (st[s].combine != kernel::Combine::kNone) return depth;
+    }
+    return points && *points < min_shared_points_ ? 0 : depth;
+  }
+
+  size_t common_depth(const isl::union_map& deps, size_t first, size_t last) const {
     const std::vector<Statement>& st = kernel_.statements;
     if (last - first < 2) return 0;
     size_t depth = 0;
@@ -451,6 +469,7 @@ private:
   }
 
   const Kernel& kernel_;
+  int64_t min_shared_points_;                  // ScheduleOptions::min_shared_points
   std::vector<std::vector<int>> orders_;       // per statement, its iterators by band
   std::map<std::string, std::string> params_;  // symbol -> isl parameter
   std::map<std::string, std::string> symbols_; // isl parameter -> symbol
@@ -565,7 +584,7 @@ template <typename T> std::string to_text(const T& isl_object) {
 
 Result<ScheduledKernel> schedule_in(const isl::ctx& ctx, const Kernel& k,
                                     const ScheduleOptions& options) {
-  PolyModel model(k);
+  PolyModel model(k, options.min_shared_points);
   // Accesses and order hold only on the iteration domains; unbounded, isl's last-writer
   // search has no optimum.
   isl::union_set domain(ctx, model.all_domains());

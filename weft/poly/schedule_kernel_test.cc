@@ -225,6 +225,48 @@ TEST(ScheduleKernel, RunsOfStatementsShareLoopsWhenTheWholeKernelCannot) {
                       "  S2(c0);\n");
 }
 
+// With min_shared_points (CUDA: a thread a point of the shared loops), statements that
+// reduce nothing share loops only with that many points: below it, each keeps its nest.
+TEST(ScheduleKernel, FewSharedPointsKeepElementwiseNestsApart) {
+  using namespace kernel;
+  Kernel k;
+  k.name = "few";
+  k.buffers = {{"x", DType::kF32, {16}, BufferRole::kInput},
+               {"y", DType::kF32, {16}, BufferRole::kTemp},
+               {"z", DType::kF32, {16}, BufferRole::kOutput}};
+  auto copy = [](const char* name, int from, int to) {
+    Statement s;
+    s.name = name;
+    s.domain = {16};
+    s.write = {to, {AffineExpr::iterator(0)}};
+    s.reads = {{from, {AffineExpr::iterator(0)}}};
+    s.expr = {{ExprOp::kLoad, DType::kF32, {}, 0, 0}};
+    return s;
+  };
+  k.statements = {copy("copy", 0, 1), copy("use", 1, 2)};
+  auto with = [&](int64_t points) {
+    Result<ScheduledKernel> r = schedule_kernel(k, {.min_shared_points = points});
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    return r.ok() ? print_loop_ast(r->loops) : "";
+  };
+  const std::string shared = "for (c0 = 0; (c0 <= 15); c0 += 1)  // parallel\n"
+                             "  S0(c0);\n"
+                             "  S1(c0);\n";
+  EXPECT_EQ(with(16), shared);
+  EXPECT_EQ(with(17), "for (c0 = 0; (c0 <= 15); c0 += 1)  // parallel\n"
+                      "  S0(c0);\n"
+                      "for (c0 = 0; (c0 <= 15); c0 += 1)  // parallel\n"
+                      "  S1(c0);\n");
+  // A row sum's init and update share their rows however few.
+  Result<ScheduledKernel> sum =
+      schedule_kernel(testing::row_sum_kernel(4, 64), {.min_shared_points = 1 << 20});
+  ASSERT_TRUE(sum.ok());
+  EXPECT_EQ(print_loop_ast(sum->loops), "for (c0 = 0; (c0 <= 3); c0 += 1)  // parallel\n"
+                                        "  S0(c0);\n"
+                                        "  for (c1 = 0; (c1 <= 63); c1 += 1)  // reduction\n"
+                                        "    S1(c0, c1);\n");
+}
+
 // An indirect read touches the whole gathered dim (here of symbolic extent R, which becomes
 // a parameter); it writes nothing, so every loop stays parallel.
 TEST(ScheduleKernel, IndirectLoadIsOverApproximatedByItsDim) {

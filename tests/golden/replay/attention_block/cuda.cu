@@ -64,67 +64,90 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_MatMul_p1(const float*
   }
 }
 
-// kernel k1_Split: 1 part(s)
+// kernel k1_Split: 4 part(s)
 // launch weft_k1_Split_p0 block=256 grid=device
 // b0 b0, b1 b1, b2 b2, b3 b3, b4 b0_1, b5 b1_1, b6 b0_2, b7 b1_2, b8 b0_3, b9 b1_3
-extern "C" __global__ void __launch_bounds__(256) weft_k1_Split_p0(const float* b0, float* b1, float* b2, float* b3, const float* b4, float* b5, const float* b6, float* b7, const float* b8, float* b9) {
+extern "C" __global__ void __launch_bounds__(256) weft_k1_Split_p0(const float* __restrict__ b0, float* b1, float* b2, float* b3, const float* b4, float* __restrict__ b5, const float* b6, float* __restrict__ b7, const float* b8, float* __restrict__ b9) {
   const int64_t weft_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t weft_p = weft_first; weft_p < 2; weft_p += weft_groups) {
-    const int64_t c0 = 0 + weft_p;
-    for (int64_t c1 = 0; (c1 <= 127); c1 += 1) {
-      for (int64_t c2 = 0; (c2 <= 63); c2 += 1) {
-        {  // split
-          const float t0 = b0[c0 * 128 * 192 + c1 * 192 + c2];
-          b1[c0 * 128 * 64 + c1 * 64 + c2] = t0;
-        }
-      }
+  for (int64_t weft_p = weft_first; weft_p < 2 * 128 * 64; weft_p += weft_groups) {
+    uint32_t weft_q = weft_p;
+    const int64_t c2 = 0 + weft_q % 64u;
+    weft_q /= 64u;
+    const int64_t c1 = 0 + weft_q % 128u;
+    weft_q /= 128u;
+    const int64_t c0 = 0 + weft_q;
+    {  // split
+      const float t0 = b0[c0 * 128 * 192 + c1 * 192 + c2];
+      b1[weft_p] = t0;
     }
-    for (int64_t c1 = 0; (c1 <= 127); c1 += 1) {
-      for (int64_t c2 = 0; (c2 <= 63); c2 += 1) {
-        {  // split
-          const float t0 = b0[c0 * 128 * 192 + c1 * 192 + (c2 + 64)];
-          b2[c0 * 128 * 64 + c1 * 64 + c2] = t0;
-        }
-      }
+    {  // split
+      const float t0 = b0[c0 * 128 * 192 + c1 * 192 + (c2 + 64)];
+      b2[weft_p] = t0;
     }
-    for (int64_t c1 = 0; (c1 <= 127); c1 += 1) {
-      for (int64_t c2 = 0; (c2 <= 63); c2 += 1) {
-        {  // split
-          const float t0 = b0[c0 * 128 * 192 + c1 * 192 + (c2 + 128)];
-          b3[c0 * 128 * 64 + c1 * 64 + c2] = t0;
-        }
-      }
+    {  // split
+      const float t0 = b0[c0 * 128 * 192 + c1 * 192 + (c2 + 128)];
+      b3[weft_p] = t0;
     }
-    for (int64_t c1 = 0; (c1 <= 3); c1 += 1) {
-      for (int64_t c2 = 0; (c2 <= 127); c2 += 1) {
-        for (int64_t c3 = 0; (c3 <= 15); c3 += 1) {
-          {  // transpose
-            const float t0 = b4[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + c3];
-            b5[c0 * 4 * 128 * 16 + c1 * 128 * 16 + c2 * 16 + c3] = t0;
-          }
-        }
-      }
+  }
+}
+// launch weft_k1_Split_p1 block=256 grid=device
+// b0 b0, b1 b1, b2 b2, b3 b3, b4 b0_1, b5 b1_1, b6 b0_2, b7 b1_2, b8 b0_3, b9 b1_3
+extern "C" __global__ void __launch_bounds__(256) weft_k1_Split_p1(const float* __restrict__ b0, float* b1, float* b2, float* b3, const float* b4, float* __restrict__ b5, const float* b6, float* __restrict__ b7, const float* b8, float* __restrict__ b9) {
+  const int64_t weft_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t weft_p = weft_first; weft_p < 2 * 4 * 128 * 16; weft_p += weft_groups) {
+    uint32_t weft_q = weft_p;
+    const int64_t c3 = 0 + weft_q % 16u;
+    weft_q /= 16u;
+    const int64_t c2 = 0 + weft_q % 128u;
+    weft_q /= 128u;
+    const int64_t c1 = 0 + weft_q % 4u;
+    weft_q /= 4u;
+    const int64_t c0 = 0 + weft_q;
+    {  // transpose
+      const float t0 = b4[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + c3];
+      b5[weft_p] = t0;
     }
-    for (int64_t c1 = 0; (c1 <= 3); c1 += 1) {
-      for (int64_t c2 = 0; (c2 <= 15); c2 += 1) {
-        for (int64_t c3 = 0; (c3 <= 127); c3 += 1) {
-          {  // transpose
-            const float t0 = b6[c0 * 128 * 4 * 16 + c3 * 4 * 16 + c1 * 16 + c2];
-            b7[c0 * 4 * 16 * 128 + c1 * 16 * 128 + c2 * 128 + c3] = t0;
-          }
-        }
-      }
+  }
+}
+// launch weft_k1_Split_p2 block=256 grid=device
+// b0 b0, b1 b1, b2 b2, b3 b3, b4 b0_1, b5 b1_1, b6 b0_2, b7 b1_2, b8 b0_3, b9 b1_3
+extern "C" __global__ void __launch_bounds__(256) weft_k1_Split_p2(const float* __restrict__ b0, float* b1, float* b2, float* b3, const float* b4, float* __restrict__ b5, const float* b6, float* __restrict__ b7, const float* b8, float* __restrict__ b9) {
+  const int64_t weft_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t weft_p = weft_first; weft_p < 2 * 4 * 16 * 128; weft_p += weft_groups) {
+    uint32_t weft_q = weft_p;
+    const int64_t c3 = 0 + weft_q % 128u;
+    weft_q /= 128u;
+    const int64_t c2 = 0 + weft_q % 16u;
+    weft_q /= 16u;
+    const int64_t c1 = 0 + weft_q % 4u;
+    weft_q /= 4u;
+    const int64_t c0 = 0 + weft_q;
+    {  // transpose
+      const float t0 = b6[c0 * 128 * 4 * 16 + c3 * 4 * 16 + c1 * 16 + c2];
+      b7[weft_p] = t0;
     }
-    for (int64_t c1 = 0; (c1 <= 3); c1 += 1) {
-      for (int64_t c2 = 0; (c2 <= 127); c2 += 1) {
-        for (int64_t c3 = 0; (c3 <= 15); c3 += 1) {
-          {  // transpose
-            const float t0 = b8[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + c3];
-            b9[c0 * 4 * 128 * 16 + c1 * 128 * 16 + c2 * 16 + c3] = t0;
-          }
-        }
-      }
+  }
+}
+// launch weft_k1_Split_p3 block=256 grid=device
+// b0 b0, b1 b1, b2 b2, b3 b3, b4 b0_1, b5 b1_1, b6 b0_2, b7 b1_2, b8 b0_3, b9 b1_3
+extern "C" __global__ void __launch_bounds__(256) weft_k1_Split_p3(const float* __restrict__ b0, float* b1, float* b2, float* b3, const float* b4, float* __restrict__ b5, const float* b6, float* __restrict__ b7, const float* b8, float* __restrict__ b9) {
+  const int64_t weft_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t weft_groups = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t weft_p = weft_first; weft_p < 2 * 4 * 128 * 16; weft_p += weft_groups) {
+    uint32_t weft_q = weft_p;
+    const int64_t c3 = 0 + weft_q % 16u;
+    weft_q /= 16u;
+    const int64_t c2 = 0 + weft_q % 128u;
+    weft_q /= 128u;
+    const int64_t c1 = 0 + weft_q % 4u;
+    weft_q /= 4u;
+    const int64_t c0 = 0 + weft_q;
+    {  // transpose
+      const float t0 = b8[c0 * 128 * 4 * 16 + c2 * 4 * 16 + c1 * 16 + c3];
+      b9[weft_p] = t0;
     }
   }
 }
