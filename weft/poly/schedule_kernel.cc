@@ -287,8 +287,10 @@ public:
   // serial, which costs more than the locality gains: then each statement keeps its nest.)
   // Reduced loops stay unshared, so that each reduction keeps a nest of its own for the CPU
   // strategies.
-  // Statements without a reduction share none when the shared loops have fewer than
-  // ScheduleOptions::min_shared_points points.
+  // With fewer than ScheduleOptions::min_shared_points points in the shared loops, statements
+  // share them only when one of them reduces (each point's nests then go to a group of
+  // threads), and never when they have a single point: isl drops loops of extent 1, and the
+  // statements would run one after another on one thread.
   size_t shared_depth(const isl::union_map& deps, size_t first, size_t last) const {
     size_t depth = common_depth(deps, first, last);
     const std::vector<Statement>& st = kernel_.statements;
@@ -297,10 +299,12 @@ public:
       const Dim& extent = st[first].domain[band(first, d)];
       points = extent.is_static() ? std::optional<int64_t>(*points * extent.value()) : std::nullopt;
     }
+    if (!points || *points >= min_shared_points_) return depth;
+    if (*points == 1) return 0;
     for (size_t s = first; s < last; ++s) {
       if (st[s].combine != kernel::Combine::kNone) return depth;
     }
-    return points && *points < min_shared_points_ ? 0 : depth;
+    return 0;
   }
 
   size_t common_depth(const isl::union_map& deps, size_t first, size_t last) const {

@@ -32,10 +32,11 @@ struct ScheduleOptions {
   // the output moves with stride 1 or 2 along the last dim of every access it appears in (the CPU,
   // whose vector loop is the innermost; schedule_kernel.cc).
   bool outputs_innermost = false;
-  // Statements with no reduction among them share outer loops only where those have at least
-  // this many points (static; symbolic extents count as many). CUDA gives a thread to each
-  // point of a part's outer loops and runs the statements' own nests in it: a Split and the
-  // Transposes of its pieces sharing a batch loop of 4 ran on 4 threads (8.9 ms on an H200).
+  // Statements share outer loops of fewer points than this (static; symbolic extents count
+  // as many) only when one of them reduces, and never loops of a single point. CUDA gives a
+  // thread to each point of a part's outer loops and runs the statements' own nests in it: a
+  // Split and the Transposes of its pieces sharing a batch loop of 4 ran on 4 threads (8.9 ms
+  // on an H200), and a batch of 1 left a Concat, a BatchNorm and a pooling on one thread.
   int64_t min_shared_points = 0;
 };
 

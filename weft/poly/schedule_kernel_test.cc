@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "tests/testing/kernels.h"
@@ -227,7 +229,7 @@ TEST(ScheduleKernel, RunsOfStatementsShareLoopsWhenTheWholeKernelCannot) {
 
 // With min_shared_points (CUDA: a thread a point of the shared loops), statements that
 // reduce nothing share loops only with that many points: below it, each keeps its nest.
-TEST(ScheduleKernel, FewSharedPointsKeepElementwiseNestsApart) {
+TEST(ScheduleKernel, FewSharedPointsKeepNestsApart) {
   using namespace kernel;
   Kernel k;
   k.name = "few";
@@ -265,6 +267,35 @@ TEST(ScheduleKernel, FewSharedPointsKeepElementwiseNestsApart) {
                                         "  S0(c0);\n"
                                         "  for (c1 = 0; (c1 <= 63); c1 += 1)  // reduction\n"
                                         "    S1(c0, c1);\n");
+  // ...but not loops of a single point: isl drops them, and the statements' nests became
+  // one block, a part that CUDA runs on one thread, instead of loops of their own. Here a
+  // batch of 1 through MixNet's Concat, BatchNorm and SiLU, and global pooling.
+  Result<Kernel> unit = kernel::parse_kernel(R"(kernel unit
+  temp b0: f32[1,6,2,2]
+  in b1: f32[1,3,2,2]
+  in b2: f32[1,3,2,2]
+  out b3: f32[1,6,2,2] (aliased: b3)
+  in b4: f32[1,6,4] (aliased: b3)
+  temp t1: f32[6]
+  out b5: f32[1,6]
+  concat[i0 < 1, i1 < 3, i2 < 2, i3 < 2]: b0[i0, i1, i2, i3] = b1[i0, i1, i2, i3]
+  concat[i0 < 1, i1 < 3, i2 < 2, i3 < 2]: b0[i0, i1 + 3, i2, i3] = b2[i0, i1, i2, i3]
+  Mul[i0 < 1, i1 < 6, i2 < 2, i3 < 2]: b3[i0, i1, i2, i3] = (b0[i0, i1, i2, i3] * 2)
+  init[i0 < 1, i1 < 6]: t1[i1] = 0
+  update[i0 < 1, i1 < 6, i2 < 4]: t1[i1] += b4[i0, i1, i2]
+  finish[i0 < 1, i1 < 6]: b5[i0, i1] = t1[i1]
+)");
+  ASSERT_TRUE(unit.ok()) << unit.status().to_string();
+  // Whether some top-level item of the nest is a block rather than a loop.
+  auto has_block = [](const ScheduledKernel& r) {
+    return std::any_of(r.loops.children.begin(), r.loops.children.end(),
+                       [](const AstNode& n) { return n.kind == AstNode::Kind::kBlock; });
+  };
+  Result<ScheduledKernel> apart = schedule_kernel(*unit, {.min_shared_points = 2});
+  Result<ScheduledKernel> together = schedule_kernel(*unit);
+  ASSERT_TRUE(apart.ok() && together.ok());
+  EXPECT_FALSE(has_block(*apart)) << print_loop_ast(apart->loops);
+  EXPECT_TRUE(has_block(*together)) << print_loop_ast(together->loops);
 }
 
 // An indirect read touches the whole gathered dim (here of symbolic extent R, which becomes
