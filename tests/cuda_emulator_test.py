@@ -479,6 +479,37 @@ def repeated_kernels(weft, env, tmp):
           f"two kernels the same but for their names, one set of functions {err}")
 
 
+def batch_of_one(weft, env, tmp):
+    """A batch of 1 through a Concat, an elementwise op over all its channels and a global
+    pooling: their statements shared only the batch loop, which isl drops, and ran as one
+    function on one thread (poly::ScheduleOptions::min_shared_points)."""
+    vi = lambda n, c: helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, c, 8, 8])
+    nodes = [helper.make_node("Concat", ["x", "b"], ["c"], axis=1),
+             helper.make_node("Sigmoid", ["c"], ["s"]), helper.make_node("Mul", ["c", "s"], ["m"]),
+             helper.make_node("GlobalAveragePool", ["m"], ["p"]),
+             helper.make_node("Mul", ["m", "p"], ["y"])]
+    path = os.path.join(tmp, "batch_of_one.onnx")
+    graph = helper.make_graph(nodes, "g", [vi("x", 3), vi("b", 5)], [vi("y", 8)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    b = rng.standard_normal((1, 5, 8, 8)).astype(np.float32)
+    c = np.concatenate([x, b], axis=1).astype(np.float64)
+    m = c / (1 + np.exp(-c))
+    want = m * m.mean(axis=(2, 3), keepdims=True)
+    np.save(os.path.join(tmp, "b.npy"), b)
+    got, err = run(weft, path, x, env, "--device", "cuda", "--input",
+                   "b=" + os.path.join(tmp, "b.npy"))
+    dump = os.path.join(tmp, "batch_of_one")
+    r = subprocess.run([weft, "inspect", path, "--device", "cuda", "--dump-dir", dump],
+                       capture_output=True, text=True, env=env)
+    source = "".join(open(os.path.join(d, f)).read() for d, _, files in os.walk(dump)
+                     for f in files if f == "kernels.cu")
+    check(got is not None and np.allclose(got, want, rtol=1e-5, atol=1e-6) and
+          r.returncode == 0 and source and "// one thread" not in source,
+          f"a batch of 1 through Concat, SiLU and pooling: no function on one thread {err}")
+
+
 def replay_check_takes_infinities(weft, env, tmp):
     """bench's check that the last device-resident run gives the first one's outputs: log(0)
     is -inf in both, which is no difference (inf - inf is NaN; it once failed the check)."""
@@ -537,6 +568,7 @@ def main():
         cuda_graphs(weft, env, tmp)
         replay_check_takes_infinities(weft, env, tmp)
         repeated_kernels(weft, env, tmp)
+        batch_of_one(weft, env, tmp)
         library_calls(weft, env, tmp)
         half_library_calls(weft, env, tmp)
         if not on_gpu:
