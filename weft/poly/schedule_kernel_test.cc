@@ -15,6 +15,17 @@ std::string loops(const kernel::Kernel& k) {
   return r.ok() ? print_loop_ast(r->loops) : "";
 }
 
+// "name": buffer "to"[i] = buffer "from"[i] over [0, extent).
+kernel::Statement copy(const char* name, int from, int to, int64_t extent) {
+  kernel::Statement s;
+  s.name = name;
+  s.domain = {extent};
+  s.write = {to, {kernel::AffineExpr::iterator(0)}};
+  s.reads = {{from, {kernel::AffineExpr::iterator(0)}}};
+  s.expr = {{kernel::ExprOp::kLoad, DType::kF32, {}, 0, 0}};
+  return s;
+}
+
 // The init and the update share the row loop: every dependence stays within one row.
 TEST(ScheduleKernel, RowReductionWithSymbolicRows) {
   EXPECT_EQ(loops(testing::row_sum_kernel(Dim::symbol("N"), 64)),
@@ -210,15 +221,6 @@ TEST(ScheduleKernel, RunsOfStatementsShareLoopsWhenTheWholeKernelCannot) {
                {"y", DType::kF32, {16}, BufferRole::kTemp},
                {"z", DType::kF32, {16}, BufferRole::kOutput},
                {"w", DType::kF32, {8}, BufferRole::kOutput}};
-  auto copy = [](const char* name, int from, int to, int64_t extent) {
-    Statement s;
-    s.name = name;
-    s.domain = {extent};
-    s.write = {to, {AffineExpr::iterator(0)}};
-    s.reads = {{from, {AffineExpr::iterator(0)}}};
-    s.expr = {{ExprOp::kLoad, DType::kF32, {}, 0, 0}};
-    return s;
-  };
   k.statements = {copy("copy", 0, 1, 16), copy("use", 1, 2, 16), copy("head", 2, 3, 8)};
   EXPECT_EQ(loops(k), "for (c0 = 0; (c0 <= 15); c0 += 1)  // parallel\n"
                       "  S0(c0);\n"
@@ -236,16 +238,7 @@ TEST(ScheduleKernel, FewSharedPointsKeepNestsApart) {
   k.buffers = {{"x", DType::kF32, {16}, BufferRole::kInput},
                {"y", DType::kF32, {16}, BufferRole::kTemp},
                {"z", DType::kF32, {16}, BufferRole::kOutput}};
-  auto copy = [](const char* name, int from, int to) {
-    Statement s;
-    s.name = name;
-    s.domain = {16};
-    s.write = {to, {AffineExpr::iterator(0)}};
-    s.reads = {{from, {AffineExpr::iterator(0)}}};
-    s.expr = {{ExprOp::kLoad, DType::kF32, {}, 0, 0}};
-    return s;
-  };
-  k.statements = {copy("copy", 0, 1), copy("use", 1, 2)};
+  k.statements = {copy("copy", 0, 1, 16), copy("use", 1, 2, 16)};
   auto with = [&](int64_t points) {
     Result<ScheduledKernel> r = schedule_kernel(k, {.min_shared_points = points});
     EXPECT_TRUE(r.ok()) << r.status().to_string();
