@@ -435,6 +435,17 @@ def bench_device_resident(weft, env, tmp):
     j = json.loads(r.stdout) if r.returncode == 0 else {}
     check(j.get("device_resident_median_ms", -1) > 0 and "transfer_ms" in j,
           f"bench --device cuda reports device-resident latency and transfers {r.stderr.strip()}")
+    # Over symbolic dims (--dynamic-shapes), the device-resident outputs take the run's shapes.
+    vi = lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT, ["N", 16])
+    graph = helper.make_graph([helper.make_node("Softmax", ["x"], ["y"], axis=-1)], "g", [vi("x")],
+                              [vi("y")])
+    dynamic = os.path.join(tmp, "dynamic_softmax.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), dynamic)
+    r = subprocess.run([weft, "bench", dynamic, "--device", "cuda", "--dynamic-shapes", "--shapes",
+                        "N=5", "--iters", "2", "--json"], capture_output=True, text=True, env=env)
+    j = json.loads(r.stdout) if r.returncode == 0 else {}
+    check(j.get("device_resident_median_ms", -1) > 0,
+          f"bench --device cuda --dynamic-shapes reports device-resident latency {r.stderr.strip()[-300:]}")
 
 
 def cuda_graphs(weft, env, tmp):

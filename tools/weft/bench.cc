@@ -278,8 +278,11 @@ Result<std::optional<double>> device_resident_ms(const CompiledModel& compiled,
     if (!v.ok()) status = v.status();
     if (v.ok()) in.push_back(*v);
   }
-  for (const runtime::TensorInfo& t : exe.outputs()) {
-    Result<runtime::TensorView> v = place(t.type.dtype, shape_static_dims(*t.type.shape), nullptr);
+  // The outputs' shapes for these inputs (a dynamic_shapes compile's are symbolic).
+  Result<std::vector<std::vector<int64_t>>> shapes = exe.output_shapes(in);
+  if (status.ok() && !shapes.ok()) status = shapes.status();
+  for (size_t o = 0; status.ok() && o < exe.outputs().size(); ++o) {
+    Result<runtime::TensorView> v = place(exe.outputs()[o].type.dtype, (*shapes)[o], nullptr);
     if (!v.ok()) status = v.status();
     if (v.ok()) out.push_back(*v);
   }

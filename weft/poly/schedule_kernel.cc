@@ -287,10 +287,11 @@ public:
   // serial, which costs more than the locality gains: then each statement keeps its nest.)
   // Reduced loops stay unshared, so that each reduction keeps a nest of its own for the CPU
   // strategies.
-  // With fewer than ScheduleOptions::min_shared_points points in the shared loops, statements
-  // share them only when one of them reduces (each point's nests then go to a group of
-  // threads), and never when they have a single point: isl drops loops of extent 1, and the
-  // statements would run one after another on one thread.
+  // With fewer than ScheduleOptions::min_shared_points points in the shared loops, or a
+  // number not known before the run, statements share them only when one of them reduces
+  // (each point's nests then go to a group of threads), and never when they have a single
+  // point: isl drops loops of extent 1, and the statements would run one after another on
+  // one thread.
   size_t shared_depth(const isl::union_map& deps, size_t first, size_t last) const {
     size_t depth = common_depth(deps, first, last);
     const std::vector<Statement>& st = kernel_.statements;
@@ -299,8 +300,8 @@ public:
       const Dim& extent = st[first].domain[band(first, d)];
       points = extent.is_static() ? std::optional<int64_t>(*points * extent.value()) : std::nullopt;
     }
-    if (!points || *points >= min_shared_points_) return depth;
-    if (*points == 1) return 0;
+    if (min_shared_points_ == 0 || (points && *points >= min_shared_points_)) return depth;
+    if (points == 1) return 0;
     for (size_t s = first; s < last; ++s) {
       if (st[s].combine != kernel::Combine::kNone) return depth;
     }

@@ -32,11 +32,12 @@ struct ScheduleOptions {
   // the output moves with stride 1 or 2 along the last dim of every access it appears in (the CPU,
   // whose vector loop is the innermost; schedule_kernel.cc).
   bool outputs_innermost = false;
-  // Statements share outer loops of fewer points than this (static; symbolic extents count
-  // as many) only when one of them reduces, and never loops of a single point. CUDA gives a
+  // Statements share outer loops of fewer points than this, or of symbolic extents, only when
+  // one of them reduces, and never loops of a single point (0: no limit). CUDA gives a
   // thread to each point of a part's outer loops and runs the statements' own nests in it: a
   // Split and the Transposes of its pieces sharing a batch loop of 4 ran on 4 threads (8.9 ms
-  // on an H200), and a batch of 1 left a Concat, a BatchNorm and a pooling on one thread.
+  // on an H200), and a batch of 1 left a Concat, a BatchNorm and a pooling on one thread (a
+  // symbolic batch, at 1 in a run, the same).
   int64_t min_shared_points = 0;
 };
 

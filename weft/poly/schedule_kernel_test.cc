@@ -252,6 +252,21 @@ TEST(ScheduleKernel, FewSharedPointsKeepNestsApart) {
                       "  S0(c0);\n"
                       "for (c0 = 0; (c0 <= 15); c0 += 1)  // parallel\n"
                       "  S1(c0);\n");
+  // Loops of symbolic extent, which may be 1 in a run, count as few.
+  Kernel symbolic = k;
+  for (kernel::Buffer& b : symbolic.buffers)
+    b.shape = {Dim::symbol("N")};
+  for (Statement& s : symbolic.statements)
+    s.domain = {Dim::symbol("N")};
+  Result<ScheduledKernel> apart_n = schedule_kernel(symbolic, {.min_shared_points = 2});
+  ASSERT_TRUE(apart_n.ok());
+  EXPECT_EQ(print_loop_ast(apart_n->loops), "for (c0 = 0; (c0 < N); c0 += 1)  // parallel\n"
+                                            "  S0(c0);\n"
+                                            "for (c0 = 0; (c0 < N); c0 += 1)  // parallel\n"
+                                            "  S1(c0);\n");
+  EXPECT_EQ(loops(symbolic), "for (c0 = 0; (c0 < N); c0 += 1)  // parallel\n"
+                             "  S0(c0);\n"
+                             "  S1(c0);\n");
   // A row sum's init and update share their rows however few.
   Result<ScheduledKernel> sum =
       schedule_kernel(testing::row_sum_kernel(4, 64), {.min_shared_points = 1 << 20});
