@@ -278,29 +278,21 @@ public:
     return !deps.deltas().intersect(carried).is_empty();
   }
 
-  // How many outer loops can statements [first, last) share (loop fusion)? Loop d is shared
-  // when each statement's iterator d has one common extent, is reduced by none of them, and
-  // every dependence among them stays within one iteration of the loops up to d; then, per
-  // iteration, the statements run in order. Stitched kernels (softmax, LayerNorm) so finish a
-  // row before the next, which keeps the row in cache between their passes; a softmax over
-  // [B, H, S, S] shares B, H and S. (A dependence across iterations would leave a fused loop
-  // serial, which costs more than the locality gains: then each statement keeps its nest.)
-  // Reduced loops stay unshared, so that each reduction keeps a nest of its own for the CPU
-  // strategies.
-  // With fewer than ScheduleOptions::min_shared_points points in the shared loops, or a
-  // number not known before the run, statements share them only when one of them reduces
-  // (each point's nests then go to a group of threads), and never when they have a single
-  // point: isl drops loops of extent 1, and the statements would run one after another on
-  // one thread.
+  // How many outer loops statements [first, last) share: common_depth's, but with fewer than
+  // ScheduleOptions::min_shared_points points in them, or a number not known before the run,
+  // only when one of the statements reduces (each point's nests then go to a group of
+  // threads), and none when they have a single point: isl drops loops of extent 1, and the
+  // statements would run one after another on one thread.
   size_t shared_depth(const isl::union_map& deps, size_t first, size_t last) const {
     size_t depth = common_depth(deps, first, last);
+    if (min_shared_points_ == 0) return depth;
     const std::vector<Statement>& st = kernel_.statements;
     std::optional<int64_t> points = 1;
     for (size_t d = 0; d < depth && points; ++d) {
       const Dim& extent = st[first].domain[band(first, d)];
       points = extent.is_static() ? std::optional<int64_t>(*points * extent.value()) : std::nullopt;
     }
-    if (min_shared_points_ == 0 || (points && *points >= min_shared_points_)) return depth;
+    if (points && *points >= min_shared_points_) return depth;
     if (points == 1) return 0;
     for (size_t s = first; s < last; ++s) {
       if (st[s].combine != kernel::Combine::kNone) return depth;
@@ -308,6 +300,15 @@ public:
     return 0;
   }
 
+  // How many outer loops can statements [first, last) have in common (loop fusion)? Loop d is
+  // shared when each statement's iterator d has one common extent, is reduced by none of them, and
+  // every dependence among them stays within one iteration of the loops up to d; then, per
+  // iteration, the statements run in order. Stitched kernels (softmax, LayerNorm) so finish a
+  // row before the next, which keeps the row in cache between their passes; a softmax over
+  // [B, H, S, S] shares B, H and S. (A dependence across iterations would leave a fused loop
+  // serial, which costs more than the locality gains: then each statement keeps its nest.)
+  // Reduced loops stay unshared, so that each reduction keeps a nest of its own for the CPU
+  // strategies.
   size_t common_depth(const isl::union_map& deps, size_t first, size_t last) const {
     const std::vector<Statement>& st = kernel_.statements;
     if (last - first < 2) return 0;
