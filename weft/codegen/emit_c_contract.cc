@@ -96,12 +96,17 @@ void Emitter::find_contractions(const AstNode& root) {
         const AffineExpr& e = access->index[d];
         std::set<std::string> ids;
         std::vector<std::string> parts;
+        int64_t constant = e.constant; // with the iterators of dropped loops (isl's 0s)
         for (auto [i, c] : e.terms) {
           const AstExpr& arg = site->call->args[static_cast<size_t>(i)];
+          if (arg.kind == AstExpr::Kind::kInt) {
+            constant += c * arg.value;
+            continue;
+          }
           ids_of(arg, ids);
           parts.push_back(fmt::format("{}*{}", c, ast_expr(arg)));
         }
-        parts.push_back(std::to_string(e.constant));
+        parts.push_back(std::to_string(constant));
         size_t in_outer = static_cast<size_t>(std::count_if(
             ids.begin(), ids.end(), [&](const std::string& x) { return outer.contains(x); }));
         int k = in_outer == 0 && !ids.empty() ? 0 : 1;

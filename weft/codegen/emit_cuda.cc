@@ -298,7 +298,84 @@ std::optional<Emitter::RowRegisters> Emitter::row_registers(const AstNode& body,
     if (read_first[buffer]) row.fill.insert(location);
   }
   if (row.buffers.empty()) return std::nullopt;
+  for (const auto& [buffer, at] : offsets) {
+    std::string location = fmt::format("b{}[{}]", buffer, at.empty() ? "" : *at.begin());
+    DType t = k_.buffers[static_cast<size_t>(buffer)].dtype;
+    if (!row.quads || at.size() != 1 || passes[buffer].size() != 1 || row.buffers.count(location) ||
+        last_writer.count(buffer) || scattered.count(buffer) ||
+        k_.buffers[static_cast<size_t>(buffer)].aliased() || outside.count(buffer) ||
+        storage_type(t) != "float" || compute_type(t) != "float") {
+      continue;
+    }
+    row.quad_reads[location] = fmt::format("weft_q{}", buffer);
+  }
   return row;
+}
+
+namespace {
+
+// Each statement call under "n".
+void for_each_call(const AstNode& n, const std::function<void(const AstNode&)>& f) {
+  if (n.kind == AstNode::Kind::kCall) f(n);
+  for (const AstNode& c : n.children)
+    for_each_call(c, f);
+}
+
+} // namespace
+
+std::vector<std::string> Emitter::row_quad_reads(const RowRegisters& row, const AstNode& pass,
+                                                 int depth, std::string& declare,
+                                                 std::string& load) const {
+  std::set<std::string> read;
+  for_each_call(pass, [&](const AstNode& call) {
+    std::vector<std::string> iters;
+    for (const AstExpr& e : call.args)
+      iters.push_back(ast_expr(e));
+    for (const kernel::Access& a : k_.statements[static_cast<size_t>(call.statement)].reads) {
+      std::string location = fmt::format("b{}[{}]", a.buffer, offset(a, iters));
+      if (row.quad_reads.count(location)) read.insert(location);
+    }
+  });
+  std::string pad(static_cast<size_t>(2 * depth), ' ');
+  for (const std::string& location : read) {
+    const std::string& reg = row.quad_reads.at(location);
+    declare += fmt::format("{}float {}[4];  // {}, a quad at a time\n", pad, reg, location);
+    load += fmt::format(
+        "{0}  if (weft_k % 4 == 0) {{  // {1}'s quad\n"
+        "{0}    if (weft_aligned16(&{1})) {{\n"
+        "{0}      const float4 weft_y = weft_load4(&{1}); {2}[0] = weft_y.x; {2}[1] = weft_y.y; "
+        "{2}[2] = weft_y.z; {2}[3] = weft_y.w;\n"
+        "{0}    }} else {{\n"
+        "{0}      #pragma unroll\n"
+        "{0}      for (int weft_j = 0; weft_j < 4; ++weft_j) {2}[weft_j] = {3} + weft_j];\n"
+        "{0}    }}\n{0}  }}\n",
+        pad, location, reg, location.substr(0, location.size() - 1));
+    registers_[location] = reg + "[weft_k % 4]";
+    filled_.insert(location);
+  }
+  return {read.begin(), read.end()};
+}
+
+bool Emitter::lane_private(const RowRegisters& row, const AstNode& pass) const {
+  std::set<int> written;
+  for (const Statement& s : k_.statements)
+    written.insert(s.write.buffer);
+  bool alone = row.quads; // (held rows store only after the items)
+  for_each_call(pass, [&](const AstNode& call) {
+    std::vector<std::string> iters;
+    for (const AstExpr& e : call.args)
+      iters.push_back(ast_expr(e));
+    const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
+    auto held = [&](const kernel::Access& a) {
+      std::string location = fmt::format("b{}[{}]", a.buffer, offset(a, iters));
+      return row.buffers.count(location) || row.quad_reads.count(location) ||
+             contracted_.count(a.buffer);
+    };
+    alone = alone && held(s.write);
+    for (const kernel::Access& a : s.reads)
+      alone = alone && (held(a) || !written.count(a.buffer));
+  });
+  return alone;
 }
 
 void Emitter::emit_group_body(const AstNode& body, int64_t group, int depth,
@@ -329,12 +406,18 @@ void Emitter::emit_group_body(const AstNode& body, int64_t group, int depth,
                                                    depth);
       } else {
         out += hoist_reciprocals(n.children[0], {n.iterator}, depth);
+        std::string load;
+        std::vector<std::string> quads = row_quad_reads(*row, n.children[0], depth, out, load);
         out += fmt::format("{0}#pragma unroll\n{0}for (int weft_k = 0; weft_k < {1}; ++weft_k) {{\n"
-                           "{0}  const int64_t {2} = {3};\n",
-                           pad, row->per_lane, n.iterator, row->element);
+                           "{0}  const int64_t {2} = {3};\n{4}",
+                           pad, row->per_lane, n.iterator, row->element, load);
         emit_node(n.children[0], depth + 1, true, out);
         out += pad + "}\n";
         reciprocals_.clear();
+        for (const std::string& location : quads) {
+          registers_.erase(location);
+          filled_.erase(location);
+        }
       }
     } else if (n.kind == AstNode::Kind::kFor) {
       if (const AstNode* call = register_reduction(k_, n)) {
@@ -407,7 +490,9 @@ void Emitter::emit_group_body(const AstNode& body, int64_t group, int depth,
       out += pad + "}\n";
     }
     // What a lane writes to its registers alone, no other lane waits for.
-    if (!writes_row_scalar(n)) out += pad + sync + "\n";
+    bool alone = writes_row_scalar(n) ||
+                 (row && n.kind == AstNode::Kind::kFor && lane_private(*row, n.children[0]));
+    if (!alone) out += pad + sync + "\n";
   }
   if (row) {
     if (row->quads) {

@@ -397,6 +397,16 @@ TEST(EmitCuda, RowInRegisters) {
   EXPECT_EQ(count("(weft_r0[weft_k] = b0"), 0u) << src; // no load in the passes
   EXPECT_LT(src.find("load b0[c0 * 1024 + c1] by quads"), src.find("// sum")) << src;
   EXPECT_GT(src.find("store b4[c0 * 1024 + c1] by quads"), src.find("// scale")) << src;
+  // g, read by the center pass alone, a quad at a time as it runs (aligned or not).
+  EXPECT_EQ(count("float weft_q1[4];  // b1[c1], a quad at a time"), 1u) << src;
+  EXPECT_EQ(count("const float4 weft_y = weft_load4(&b1[c1]);"), 1u) << src;
+  EXPECT_EQ(count("weft_q1[weft_j] = b1[c1 + weft_j];"), 1u) << src;
+  EXPECT_EQ(count("= weft_q1[weft_k % 4];"), 1u) << src;
+  EXPECT_LT(src.find("float weft_q1[4];"), src.find("// center")) << src;
+  EXPECT_GT(src.find("float weft_q1[4];"), src.find("// sq")) << src;
+  // center and scale write registers and read registers, g and the statistics: no barrier
+  // after either (the reductions' group combines keep theirs).
+  EXPECT_EQ(count("__syncthreads();"), 0u) << src;
 
   Result<kernel::Kernel> k = kernel::parse_kernel(rows);
   ASSERT_TRUE(k.ok());
@@ -454,14 +464,40 @@ TEST(EmitCuda, RowScalarsInRegisters) {
       << held;
   EXPECT_NE(held.find("  b1[0] = b1[0] + acc;"), std::string::npos) << held; // every lane
   EXPECT_EQ(held.find("b1[c0]"), std::string::npos) << held;
-  // Lane 0 writes the output m alone; syncs follow it and the pass over the row.
+  // Lane 0 writes the output m alone, and a sync follows; the pass over the row writes and
+  // reads only what its lane holds (Emitter::lane_private): none after it.
   EXPECT_EQ(occurrences(held, "if (weft_lane == 0)"), 1u) << held;
-  EXPECT_EQ(occurrences(held, "__syncthreads();"), 2u) << held;
+  EXPECT_EQ(occurrences(held, "__syncthreads();"), 1u) << held;
   std::string memory = source(0);
   EXPECT_EQ(memory.find("float b1[1];"), std::string::npos) << memory;
   EXPECT_NE(memory.find("if (weft_lane == 0) { b1[c0] = b1[c0] + acc; }"), std::string::npos)
       << memory;
   EXPECT_GT(occurrences(memory, "__syncthreads();"), 4u) << memory;
+}
+
+// RMSNorm as ONNX graphs spell it: the statistics are [rows, 1] tensors, and a statement over
+// the dim of 1 reads them where isl has dropped its loop (index "0 + 0"). They are row
+// scalars all the same: no lane-0 statement, no barrier, no round trip through memory.
+TEST(EmitCuda, RowScalarsOfExtentOneDims) {
+  std::string src =
+      cuda_source_of("kernel rms\n"
+                     "  in x: f32[64,1024]\n"
+                     "  in eps: f32[]\n"
+                     "  in w: f32[1024]\n"
+                     "  temp t: f32[64]\n"
+                     "  temp m: f32[64,1]\n"
+                     "  temp r: f32[64,1]\n"
+                     "  out y: f32[64,1024]\n"
+                     "  init[i0 < 64]: t[i0] = 0\n"
+                     "  update[i0 < 64, i1 < 1024]: t[i0] += (x[i0, i1] * x[i0, i1])\n"
+                     "  finish[i0 < 64]: m[i0, 0] = (t[i0] / 1024)\n"
+                     "  recip[i0 < 64, i1 < 1]: r[i0, i1] = (1 / sqrt((m[i0, i1] + eps[])))\n"
+                     "  scale[i0 < 64, i1 < 1024]: y[i0, i1] = ((x[i0, i1] * r[i0, 0]) * w[i1])\n");
+  EXPECT_NE(src.find("float b4[1];  // m: the point's"), std::string::npos) << src;
+  EXPECT_NE(src.find("float b5[1];  // r: the point's"), std::string::npos) << src;
+  EXPECT_EQ(src.find("weft_lane == 0"), std::string::npos) << src;
+  EXPECT_EQ(src.find("__syncthreads();"), std::string::npos) << src;
+  EXPECT_EQ(src.find("[c0 + 0]"), std::string::npos) << src;
 }
 
 } // namespace

@@ -305,7 +305,9 @@ private:
   // a time ("element": lo + (k / 4) * 4 * group + lane * 4 + k % 4, else lo + lane
   // + k * group), buffers of one pass are held too, and the held buffers are loaded ("fill":
   // those a read reaches first) and stored ("last_store") as float4 where aligned, before
-  // and after the row's items.
+  // and after the row's items. By quads, a float buffer that one statements loop only reads
+  // (a LayerNorm's gamma and beta) and that no register is left to hold is read a quad at a
+  // time as that loop runs ("quad_reads": location -> "weft_q{i}", 4 registers).
   struct RowRegisters {
     std::string iterator, lo, element;
     int64_t per_lane = 0;
@@ -313,8 +315,18 @@ private:
     std::map<std::string, std::string> buffers;
     std::map<std::string, int> last_store;
     std::set<std::string> fill;
+    std::map<std::string, std::string> quad_reads;
   };
   std::optional<RowRegisters> row_registers(const AstNode& body, int64_t group) const;
+  // The quad_reads of "row" that the statements loop "pass" reads, declared, and mapped in
+  // registers_ (as "weft_q{i}[weft_k % 4]") until row_quad_reads_done; "load" is what the
+  // loop body runs first, at each quad's first element: the quads' loads.
+  std::vector<std::string> row_quad_reads(const RowRegisters& row, const AstNode& pass, int depth,
+                                          std::string& declare, std::string& load) const;
+  // Does the row loop "pass" write only what its lane holds in registers, and read only
+  // registers and buffers that nothing in the kernel writes: then no lane waits for it (no
+  // barrier after it).
+  bool lane_private(const RowRegisters& row, const AstNode& pass) const;
   // The quads of a row in registers: loads (or with "store", stores) of its held buffers
   // "locations", each as float4 where the lane's first address is 16-byte aligned, else
   // element by element.

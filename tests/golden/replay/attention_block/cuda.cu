@@ -540,9 +540,18 @@ extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p1(const fl
       const float t5 = (1 / sqrt(t4));
       b6[0] = t5;
     }
+    float weft_q3[4];  // b3[c1], a quad at a time
     #pragma unroll
     for (int weft_k = 0; weft_k < 16; ++weft_k) {
       const int64_t c1 = 0 + weft_k / 4 * 16 + weft_lane * 4 + weft_k % 4;
+      if (weft_k % 4 == 0) {  // b3[c1]'s quad
+        if (weft_aligned16(&b3[c1])) {
+          const float4 weft_y = weft_load4(&b3[c1]); weft_q3[0] = weft_y.x; weft_q3[1] = weft_y.y; weft_q3[2] = weft_y.z; weft_q3[3] = weft_y.w;
+        } else {
+          #pragma unroll
+          for (int weft_j = 0; weft_j < 4; ++weft_j) weft_q3[weft_j] = b3[c1 + weft_j];
+        }
+      }
       {  // normalize
         const float t0 = b7[c0 * 64 + c1];
         const float t1 = weft_r8[weft_k];
@@ -553,7 +562,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k12_Transpose_p1(const fl
         const float t6 = (t4 * t5);
         const float t7 = weft_r2[weft_k];
         const float t8 = (t6 * t7);
-        const float t9 = b3[c1];
+        const float t9 = weft_q3[weft_k % 4];
         const float t10 = (t8 + t9);
         b4[c0 * 64 + c1] = t10;
       }

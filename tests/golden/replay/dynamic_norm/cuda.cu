@@ -99,9 +99,18 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_LayerNormalization_p0(
       const float t5 = (1 / sqrt(t4));
       b5[0] = t5;
     }
+    float weft_q2[4];  // b2[c1], a quad at a time
     #pragma unroll
     for (int weft_k = 0; weft_k < 16; ++weft_k) {
       const int64_t c1 = 0 + weft_k / 4 * 16 + weft_lane * 4 + weft_k % 4;
+      if (weft_k % 4 == 0) {  // b2[c1]'s quad
+        if (weft_aligned16(&b2[c1])) {
+          const float4 weft_y = weft_load4(&b2[c1]); weft_q2[0] = weft_y.x; weft_q2[1] = weft_y.y; weft_q2[2] = weft_y.z; weft_q2[3] = weft_y.w;
+        } else {
+          #pragma unroll
+          for (int weft_j = 0; weft_j < 4; ++weft_j) weft_q2[weft_j] = b2[c1 + weft_j];
+        }
+      }
       {  // normalize
         const float t0 = weft_r0[weft_k];
         const float t1 = b4[0];
@@ -110,7 +119,7 @@ extern "C" __global__ void __launch_bounds__(256) weft_k0_LayerNormalization_p0(
         const float t4 = (t2 * t3);
         const float t5 = weft_r1[weft_k];
         const float t6 = (t4 * t5);
-        const float t7 = b2[c1];
+        const float t7 = weft_q2[weft_k % 4];
         const float t8 = (t6 + t7);
         b3[c0 * 64 + c1] = t8;
       }

@@ -68,7 +68,6 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
         weft_r0[weft_k] = t5;
       }
     }
-    __syncwarp(weft_mask);
     {  // the group's lanes accumulate their registers; shuffles combine them
       float acc = 0.0f;
       #pragma unroll
@@ -98,7 +97,6 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
         weft_r0[weft_k] = t2;
       }
     }
-    __syncwarp(weft_mask);
     {  // init
       const float t0 = 0.0f;
       b8[0] = t0;
@@ -151,18 +149,36 @@ extern "C" __global__ void __launch_bounds__(256) weft_k1_Softmax_p0(float* b0, 
       const float t5 = (1 / sqrt(t4));
       b9[0] = t5;
     }
+    float weft_q5[4];  // b5[c1], a quad at a time
+    float weft_q6[4];  // b6[c1], a quad at a time
     #pragma unroll
     for (int weft_k = 0; weft_k < 16; ++weft_k) {
       const int64_t c1 = 0 + weft_k / 4 * 64 + weft_lane * 4 + weft_k % 4;
+      if (weft_k % 4 == 0) {  // b5[c1]'s quad
+        if (weft_aligned16(&b5[c1])) {
+          const float4 weft_y = weft_load4(&b5[c1]); weft_q5[0] = weft_y.x; weft_q5[1] = weft_y.y; weft_q5[2] = weft_y.z; weft_q5[3] = weft_y.w;
+        } else {
+          #pragma unroll
+          for (int weft_j = 0; weft_j < 4; ++weft_j) weft_q5[weft_j] = b5[c1 + weft_j];
+        }
+      }
+      if (weft_k % 4 == 0) {  // b6[c1]'s quad
+        if (weft_aligned16(&b6[c1])) {
+          const float4 weft_y = weft_load4(&b6[c1]); weft_q6[0] = weft_y.x; weft_q6[1] = weft_y.y; weft_q6[2] = weft_y.z; weft_q6[3] = weft_y.w;
+        } else {
+          #pragma unroll
+          for (int weft_j = 0; weft_j < 4; ++weft_j) weft_q6[weft_j] = b6[c1 + weft_j];
+        }
+      }
       {  // normalize
         const float t0 = weft_r0[weft_k];
         const float t1 = b8[0];
         const float t2 = (t0 - t1);
         const float t3 = b9[0];
         const float t4 = (t2 * t3);
-        const float t5 = b5[c1];
+        const float t5 = weft_q5[weft_k % 4];
         const float t6 = (t4 * t5);
-        const float t7 = b6[c1];
+        const float t7 = weft_q6[weft_k % 4];
         const float t8 = (t6 + t7);
         b7[c0 * 256 + c1] = t8;
       }
