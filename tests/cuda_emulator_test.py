@@ -521,6 +521,42 @@ def batch_of_one(weft, env, tmp):
           f"a batch of 1 through Concat, SiLU and pooling: no function on one thread {err}")
 
 
+def pooled_grouped_conv(weft, env, tmp):
+    """A padded max pooling (its window's bounds move with the point: a thread per point) and
+    a depthwise convolution, with cuDNN and with WEFT_CUDA_GROUPED_CONV=generated: both match
+    numpy, and the knob takes the convolution off the library."""
+    rng = np.random.default_rng(11)
+    w = rng.standard_normal((6, 1, 3, 3)).astype(np.float32)
+    nodes = [helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                              strides=[2, 2]),
+             helper.make_node("Conv", ["p", "w"], ["y"], group=6, pads=[1, 1, 1, 1])]
+    path = os.path.join(tmp, "pooled_grouped_conv.onnx")
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 6, 10, 10])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 6, 5, 5])],
+        [numpy_helper.from_array(w, "w")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    x = rng.standard_normal((1, 6, 10, 10)).astype(np.float32)
+    padded = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
+    p = np.full((1, 6, 5, 5), -np.inf)
+    for i in range(3):
+        for j in range(3):
+            p = np.maximum(p, padded[:, :, i:i + 9:2, j:j + 9:2])
+    p = np.pad(p, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    want = sum(p[:, :, i:i + 5, j:j + 5] * w[None, :, 0, i, j, None, None]
+               for i in range(3) for j in range(3))
+    for knob in ("cudnn", "generated"):
+        e = dict(env, WEFT_CUDA_GROUPED_CONV=knob)
+        got, err = run(weft, path, x, e, "--device", "cuda")
+        r = subprocess.run([weft, "bench", path, "--device", "cuda", "--kernels", "--iters", "1",
+                            "--warmup", "0"], capture_output=True, text=True, env=e)
+        library = "convolution 1x6x5x5" in r.stdout
+        check(got is not None and np.allclose(got, want, rtol=1e-5, atol=1e-5) and
+              r.returncode == 0 and library == (knob == "cudnn"),
+              f"padded MaxPool and a depthwise Conv, WEFT_CUDA_GROUPED_CONV={knob}: match numpy, "
+              f"{'cuDNN' if knob == 'cudnn' else 'generated'} {err}")
+
+
 def replay_check_takes_infinities(weft, env, tmp):
     """bench's check that the last device-resident run gives the first one's outputs: log(0)
     is -inf in both, which is no difference (inf - inf is NaN; it once failed the check)."""
@@ -580,6 +616,7 @@ def main():
         replay_check_takes_infinities(weft, env, tmp)
         repeated_kernels(weft, env, tmp)
         batch_of_one(weft, env, tmp)
+        pooled_grouped_conv(weft, env, tmp)
         library_calls(weft, env, tmp)
         half_library_calls(weft, env, tmp)
         if not on_gpu:

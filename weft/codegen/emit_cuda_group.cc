@@ -34,12 +34,12 @@ int64_t Emitter::group_size(const AstNode& body, int64_t lane_elements) const {
         points = points && e ? std::optional<int64_t>(*points * *e) : std::nullopt;
       }
       if (points) take(cuda_group_size(points, lane_elements, cuda_.max_group));
-    } else if (std::optional<LoopRange> r = loop_range(*item)) {
-      std::optional<int64_t> e = r->static_extent();
-      if (e) take(cuda_group_size(e, lane_elements, cuda_.max_group));
+    } else if (std::optional<LoopRange> r = loop_range(*item);
+               r && item->mark == AstNode::Mark::kParallel) {
+      take(cuda_group_size(r->static_extent(), lane_elements, cuda_.max_group));
     }
   }
-  return want.value_or(32);
+  return want.value_or(1);
 }
 
 std::optional<Emitter::RowRegisters> Emitter::row_registers(const AstNode& body,

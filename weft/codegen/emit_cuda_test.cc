@@ -475,6 +475,24 @@ TEST(EmitCuda, RowScalarsInRegisters) {
   EXPECT_GT(occurrences(memory, "__syncthreads();"), 4u) << memory;
 }
 
+// A padded pooling window: its loops' bounds move with the point, so no lane but the first
+// would have work in a group. Each point takes a thread (it took a warp, lane 0 working).
+TEST(EmitCuda, WindowOfMovingBoundsTakesAThreadPerPoint) {
+  std::string src = cuda_source_of(
+      "kernel pool\n"
+      "  in x: f32[1,64,112,112]\n"
+      "  out y: f32[1,64,56,56]\n"
+      "  init[i0 < 1, i1 < 64, i2 < 56, i3 < 56]: y[i0, i1, i2, i3] = -inf\n"
+      "  acc[i0 < 1, i1 < 64, i2 < 56, i3 < 56, i4 < 3, i5 < 3, 2*i2 + i4 + -1 >= 0, "
+      "-2*i2 + -1*i4 + 112 >= 0, 2*i3 + i5 + -1 >= 0, -2*i3 + -1*i5 + 112 >= 0]: "
+      "y[i0, i1, i2, i3] max= x[i0, i1, 2*i2 + i4 + -1, 2*i3 + i5 + -1]\n");
+  EXPECT_EQ(src.find("weft_lane"), std::string::npos) << src;
+  EXPECT_NE(src.find("weft_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;"),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("weft_imax(0, ((-2 * c2) + 1))"), std::string::npos) << src;
+}
+
 // RMSNorm as ONNX graphs spell it: the statistics are [rows, 1] tensors, and a statement over
 // the dim of 1 reads them where isl has dropped its loop (index "0 + 0"). They are row
 // scalars all the same: no lane-0 statement, no barrier, no round trip through memory.

@@ -285,8 +285,10 @@ private:
   std::vector<std::pair<const AstNode*, LoopRange>> parallel_chain(const AstNode& n) const;
 
   // Threads per point of a group body: the largest of its items' wants (cuda_group_size, with
-  // "lane_elements" a lane, of a reduction's or loop's extent; a COLUMN nest wants a lane per
-  // column).
+  // "lane_elements" a lane, of a reduction's or parallel loop's extent, 32 where that is not
+  // static; a COLUMN nest wants a lane per column). 1 when no item gives its lanes work:
+  // loops that lane 0 would run alone (a padded pooling window's, whose bounds move with
+  // the point) take a thread per point instead of a warp.
   int64_t group_size(const AstNode& body, int64_t lane_elements) const;
 
   // The items of a point's body, for a group of "group" threads: see cuda_strategy.h (ROW).

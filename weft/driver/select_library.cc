@@ -91,12 +91,22 @@ bool one_pixel(const Node& conv) {
 // recorded for their shape, else those of one pixel, and on the CPU the grouped ones of few
 // channels a group that channels_last left plain (library::few_channels_a_group); and under
 // WEFT_DEPTHWISE=generated the depthwise ones that the channels_last pass gave their weights
-// laid out last (kernel::lower_conv_channels_last).
+// laid out last (kernel::lower_conv_channels_last). On CUDA, under
+// WEFT_CUDA_GROUPED_CONV=generated, every grouped one (for comparisons on a GPU: cuDNN's
+// grouped convolutions took 0.2-0.3 ms each between events where the whole model ran in 1 ms
+// as a CUDA graph, docs/knobs.md).
 bool generated_conv(const Node& node, bool cuda) {
   static const bool depthwise = [] {
     const char* env = std::getenv("WEFT_DEPTHWISE");
     return env && std::string(env) == "generated";
   }();
+  static const bool cuda_grouped = [] {
+    const char* env = std::getenv("WEFT_CUDA_GROUPED_CONV");
+    return env && std::string(env) == "generated";
+  }();
+  if (cuda && cuda_grouped && node.op_type == Op::kConv && node.attrs_as<ConvAttrs>().group > 1 &&
+      kernel::can_lower(node))
+    return true;
   bool channels_last = node.op_type == Op::kConvChannelsLast;
   if (!channels_last && node.op_type != Op::kConv) return false;
   std::optional<bool> tuned = library::tuned_generated(node);
