@@ -119,16 +119,17 @@ std::optional<Emitter::RowRegisters> Emitter::row_registers(const AstNode& body,
   // a single pass too (its loads or stores then become float4), those stored before those only
   // read. Never a buffer that shares memory with another (its stores must reach the other
   // view).
+  auto plain = [&](int buffer, const std::set<std::string>& at) { // one offset, its own memory
+    DType t = k_.buffers[static_cast<size_t>(buffer)].dtype;
+    return at.size() == 1 && !scattered.count(buffer) && !outside.count(buffer) &&
+           !k_.buffers[static_cast<size_t>(buffer)].aliased() && storage_type(t) == "float" &&
+           compute_type(t) == "float";
+  };
   std::vector<std::pair<int, int>> order; // (rank, buffer)
   for (const auto& [buffer, at] : offsets) {
-    DType t = k_.buffers[static_cast<size_t>(buffer)].dtype;
     bool several = passes[buffer].size() >= 2;
-    if (at.size() != 1 || (!several && !row.quads) || scattered.count(buffer) ||
-        k_.buffers[static_cast<size_t>(buffer)].aliased() || outside.count(buffer) ||
-        storage_type(t) != "float" || compute_type(t) != "float") {
-      continue;
-    }
-    order.emplace_back(several ? 0 : last_writer.count(buffer) ? 1 : 2, buffer);
+    if (plain(buffer, at) && (several || row.quads))
+      order.emplace_back(several ? 0 : last_writer.count(buffer) ? 1 : 2, buffer);
   }
   std::sort(order.begin(), order.end());
   int64_t registers = 0;
@@ -142,15 +143,11 @@ std::optional<Emitter::RowRegisters> Emitter::row_registers(const AstNode& body,
   }
   if (row.buffers.empty()) return std::nullopt;
   for (const auto& [buffer, at] : offsets) {
-    std::string location = fmt::format("b{}[{}]", buffer, at.empty() ? "" : *at.begin());
-    DType t = k_.buffers[static_cast<size_t>(buffer)].dtype;
-    if (!row.quads || at.size() != 1 || passes[buffer].size() != 1 || row.buffers.count(location) ||
-        last_writer.count(buffer) || scattered.count(buffer) ||
-        k_.buffers[static_cast<size_t>(buffer)].aliased() || outside.count(buffer) ||
-        storage_type(t) != "float" || compute_type(t) != "float") {
+    if (!row.quads || !plain(buffer, at) || passes[buffer].size() != 1 ||
+        last_writer.count(buffer))
       continue;
-    }
-    row.quad_reads[location] = fmt::format("weft_q{}", buffer);
+    std::string location = fmt::format("b{}[{}]", buffer, *at.begin());
+    if (!row.buffers.count(location)) row.quad_reads[location] = fmt::format("weft_q{}", buffer);
   }
   return row;
 }
