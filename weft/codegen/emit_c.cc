@@ -128,6 +128,13 @@ std::string Emitter::header(const std::string& signature, const std::string& fix
   return out;
 }
 
+std::vector<std::string> Emitter::call_iters(const AstNode& call) const {
+  std::vector<std::string> iters;
+  for (const AstExpr& e : call.args)
+    iters.push_back(ast_expr(e));
+  return iters;
+}
+
 std::string Emitter::ast_expr(const AstExpr& e) const {
   switch (e.kind) {
     case AstExpr::Kind::kInt: return std::to_string(e.value);
@@ -219,9 +226,7 @@ std::string Emitter::store_value(DType t, const std::string& v) const { return t
 void Emitter::emit_statement(const AstNode& call, int depth, std::string& out,
                              const std::string& accumulator) const {
   const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
-  std::vector<std::string> iters;
-  for (const AstExpr& e : call.args)
-    iters.push_back(ast_expr(e));
+  std::vector<std::string> iters = call_iters(call);
   std::string pad(static_cast<size_t>(2 * depth), ' ');
   out += fmt::format("{}{{  // {}\n", pad, s.name);
   for (size_t n = 0; n < s.expr.size(); ++n) {
@@ -286,9 +291,7 @@ bool Emitter::has_loop(const AstNode& n) {
 void Emitter::emit_register_reduction(const AstNode& n, const AstNode& call, int depth,
                                       std::string& out) const {
   const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
-  std::vector<std::string> iters;
-  for (const AstExpr& e : call.args)
-    iters.push_back(ast_expr(e));
+  std::vector<std::string> iters = call_iters(call);
   DType t = k_.buffers[static_cast<size_t>(s.write.buffer)].dtype;
   std::string pad(static_cast<size_t>(2 * depth), ' ');
   out += fmt::format("{0}{{  // accumulate in a register\n{0}  {1} acc = {2};\n", pad,
@@ -334,9 +337,7 @@ void Emitter::emit_register_reduction(const AstNode& n, const AstNode& call, int
 
 ReductionText Emitter::reduction_text(const AstNode& call) const {
   const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
-  std::vector<std::string> iters;
-  for (const AstExpr& e : call.args)
-    iters.push_back(ast_expr(e));
+  std::vector<std::string> iters = call_iters(call);
   DType t = k_.buffers[static_cast<size_t>(s.write.buffer)].dtype;
   std::string location = fmt::format("b{}[{}]", s.write.buffer, offset(s.write, iters));
   ReductionText r;
@@ -577,10 +578,7 @@ std::string Emitter::invariant_value(const AstNode& call, size_t node,
   if (e.op == kernel::ExprOp::kConstant) return literal(e.value, e.dtype);
   if (e.op == kernel::ExprOp::kExtent) return extent_value(e);
   if (e.op == kernel::ExprOp::kLoad) {
-    std::vector<std::string> iters;
-    for (const AstExpr& a : call.args)
-      iters.push_back(ast_expr(a));
-    return load(s.reads[static_cast<size_t>(e.access)], iters);
+    return load(s.reads[static_cast<size_t>(e.access)], call_iters(call));
   }
   std::vector<std::string> args;
   for (int o : e.operands)

@@ -242,9 +242,7 @@ bool Emitter::emit_transposing_tiles(const AstNode& nest, int depth, bool in_loo
     return inner_extent > sets * kL1KeptWays;
   });
   if (!transposed) return false;
-  std::vector<std::string> iters;
-  for (const AstExpr& e : call.args)
-    iters.push_back(ast_expr(e));
+  std::vector<std::string> iters = call_iters(call);
   std::string pad(static_cast<size_t>(2 * depth), ' '), o = n.iterator, i = inner.iterator;
   std::string tile = fmt::format("weft_tile[{} - weft_i][{} - weft_o]", i, o);
   // collapse(2): the batch loop and the tiles' rows, or the tiles' rows and columns; inside
@@ -518,9 +516,7 @@ bool Emitter::emit_tap_lanes(const AstNode& n, int depth, std::string& out) cons
   LoopRange range = *loop_range(*lanes);
   std::optional<int64_t> extent = range.static_extent();
   if (extent.value_or(16) < 16) return false;
-  std::vector<std::string> iters;
-  for (const AstExpr& e : call.args)
-    iters.push_back(ast_expr(e));
+  std::vector<std::string> iters = call_iters(call);
   const std::string target = fmt::format("b{}[{}]", s.write.buffer, offset(s.write, iters));
   const std::string& lane = lanes->iterator;
   const std::string hi = ast_expr(range.hi);

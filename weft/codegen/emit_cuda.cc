@@ -57,12 +57,10 @@ const AstNode* Emitter::column_init(const AstNode& init, const AstNode& inner) c
   AstExpr column;
   column.kind = AstExpr::Kind::kId;
   column.id = inner.iterator;
-  std::vector<std::string> at, iters;
+  std::vector<std::string> at;
   for (const AstExpr& e : call.args)
     at.push_back(ast_expr(substitute(e, init.iterator, column)));
-  for (const AstExpr& e : c.args)
-    iters.push_back(ast_expr(e));
-  return offset(a.write, at) == offset(b.write, iters) ? &call : nullptr;
+  return offset(a.write, at) == offset(b.write, call_iters(c)) ? &call : nullptr;
 }
 
 bool Emitter::folds_into(const AstNode& init, const AstNode& next) const {
@@ -78,13 +76,7 @@ bool Emitter::folds_into(const AstNode& init, const AstNode& next) const {
   for (const kernel::Access& r : b.reads) {
     if (r.buffer == b.write.buffer) return false;
   }
-  auto iters = [&](const AstNode& c) {
-    std::vector<std::string> out;
-    for (const AstExpr& e : c.args)
-      out.push_back(ast_expr(e));
-    return out;
-  };
-  return offset(a.write, iters(init)) == offset(b.write, iters(*call));
+  return offset(a.write, call_iters(init)) == offset(b.write, call_iters(*call));
 }
 
 LoopText Emitter::loop_text(const AstNode& loop) const {
@@ -98,9 +90,7 @@ ReductionText Emitter::strided_reduction(const AstNode& call, const std::string&
   ReductionText r = reduction_text(call);
   if (!vector) return r;
   const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
-  std::vector<std::string> iters;
-  for (const AstExpr& e : call.args)
-    iters.push_back(ast_expr(e));
+  std::vector<std::string> iters = call_iters(call);
   std::vector<const kernel::Access*> moving; // one per location
   std::set<std::string> locations;
   for (const kernel::Access& a : s.reads) {

@@ -55,9 +55,7 @@ std::optional<Emitter::RowRegisters> Emitter::row_registers(const AstNode& body,
   int pass = 0;
   auto note = [&](const AstNode& call, bool in_row) {
     const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
-    std::vector<std::string> iters;
-    for (const AstExpr& e : call.args)
-      iters.push_back(ast_expr(e));
+    std::vector<std::string> iters = call_iters(call);
     if (in_row) { // a statement reads before it writes
       for (const kernel::Access& r : s.reads)
         read_first.emplace(r.buffer, true);
@@ -168,9 +166,7 @@ std::vector<std::string> Emitter::row_quad_reads(const RowRegisters& row, const 
                                                  std::string& load) const {
   std::set<std::string> read;
   for_each_call(pass, [&](const AstNode& call) {
-    std::vector<std::string> iters;
-    for (const AstExpr& e : call.args)
-      iters.push_back(ast_expr(e));
+    std::vector<std::string> iters = call_iters(call);
     for (const kernel::Access& a : k_.statements[static_cast<size_t>(call.statement)].reads) {
       std::string location = fmt::format("b{}[{}]", a.buffer, offset(a, iters));
       if (row.quad_reads.count(location)) read.insert(location);
@@ -202,9 +198,7 @@ bool Emitter::lane_private(const RowRegisters& row, const AstNode& pass) const {
     written.insert(s.write.buffer);
   bool alone = row.quads; // (held rows store only after the items)
   for_each_call(pass, [&](const AstNode& call) {
-    std::vector<std::string> iters;
-    for (const AstExpr& e : call.args)
-      iters.push_back(ast_expr(e));
+    std::vector<std::string> iters = call_iters(call);
     const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
     auto held = [&](const kernel::Access& a) {
       std::string location = fmt::format("b{}[{}]", a.buffer, offset(a, iters));

@@ -56,6 +56,8 @@ private:
   std::string header(const std::string& signature, const std::string& fixed = "") const;
 
   std::string ast_expr(const AstExpr& e) const;
+  // The iterator texts of a call: its arguments, each as ast_expr writes it.
+  std::vector<std::string> call_iters(const AstNode& call) const;
 
   std::string dim_text(const Dim& d) const;
   // The value of an ExprOp::kExtent node, in its compute type.
