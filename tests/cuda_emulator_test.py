@@ -557,6 +557,42 @@ def pooled_grouped_conv(weft, env, tmp):
               f"{'cuDNN' if knob == 'cudnn' else 'generated'} {err}")
 
 
+def conv1x1_as_gemm(weft, env, tmp):
+    """1x1 convolutions of stride 1 and one group (2 images with a bias; a 1-D one without) as a
+    cuBLAS GEMM batched over the images, and under WEFT_CUDA_CONV1X1=cudnn as cuDNN calls: both
+    match numpy. A strided 1x1 convolution stays cuDNN's."""
+    rng = np.random.default_rng(12)
+    f = TensorProto.FLOAT
+    cases = [("2-D, 2 images, bias", (2, 6, 5, 7), (4, 6, 1, 1), {}, True),
+             ("1-D, no bias", (1, 6, 9), (5, 6, 1), {}, False),
+             ("2-D, stride 2", (1, 6, 5, 7), (4, 6, 1, 1), {"strides": [2, 2]}, True)]
+    for label, xs, ws, attrs, with_bias in cases:
+        x = rng.standard_normal(xs).astype(np.float32)
+        w = rng.standard_normal(ws).astype(np.float32)
+        b = rng.standard_normal(ws[0]).astype(np.float32)
+        step = attrs.get("strides", [1])[0]
+        xd = x.astype(np.float64)[(slice(None), slice(None)) + (slice(None, None, step),) * (x.ndim - 2)]
+        want = np.einsum("kc,nc...->nk...", w.reshape(ws[0], ws[1]).astype(np.float64), xd)
+        if with_bias:
+            want += b.reshape((1, -1) + (1,) * (x.ndim - 2))
+        inits = [numpy_helper.from_array(w, "w")] + ([numpy_helper.from_array(b, "b")] if with_bias else [])
+        node = helper.make_node("Conv", ["x", "w"] + (["b"] if with_bias else []), ["y"], **attrs)
+        path = os.path.join(tmp, "conv1x1_" + re.sub(r"\W+", "_", label) + ".onnx")
+        graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", f, list(xs))],
+                                  [helper.make_tensor_value_info("y", f, list(want.shape))], inits)
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+        for knob in ("", "cudnn"):
+            e = dict(env, WEFT_CUDA_CONV1X1=knob)
+            got, err = run(weft, path, x, e, "--device", "cuda")
+            r = subprocess.run([weft, "bench", path, "--device", "cuda", "--kernels", "--iters",
+                                "1", "--warmup", "0"], capture_output=True, text=True, env=e)
+            gemm = "1x1 convolution as GEMM" in r.stdout
+            check(got is not None and np.allclose(got, want, rtol=1e-4, atol=1e-4) and
+                  r.returncode == 0 and gemm == (knob == "" and "strides" not in attrs),
+                  f"1x1 Conv {label}, WEFT_CUDA_CONV1X1={knob or '(default)'}: matches numpy, "
+                  f"{'GEMM' if gemm else 'cuDNN'} {err}")
+
+
 def replay_check_takes_infinities(weft, env, tmp):
     """bench's check that the last device-resident run gives the first one's outputs: log(0)
     is -inf in both, which is no difference (inf - inf is NaN; it once failed the check)."""
@@ -617,6 +653,7 @@ def main():
         repeated_kernels(weft, env, tmp)
         batch_of_one(weft, env, tmp)
         pooled_grouped_conv(weft, env, tmp)
+        conv1x1_as_gemm(weft, env, tmp)
         library_calls(weft, env, tmp)
         half_library_calls(weft, env, tmp)
         if not on_gpu:

@@ -92,9 +92,8 @@ bool one_pixel(const Node& conv) {
 // channels a group that channels_last left plain (library::few_channels_a_group); and under
 // WEFT_DEPTHWISE=generated the depthwise ones that the channels_last pass gave their weights
 // laid out last (kernel::lower_conv_channels_last). On CUDA, under
-// WEFT_CUDA_GROUPED_CONV=generated, every grouped one (for comparisons on a GPU: cuDNN's
-// grouped convolutions took 0.2-0.3 ms each between events where the whole model ran in 1 ms
-// as a CUDA graph, docs/knobs.md).
+// WEFT_CUDA_GROUPED_CONV=generated, every grouped one (for comparisons on a GPU,
+// docs/knobs.md).
 bool generated_conv(const Node& node, bool cuda) {
   static const bool depthwise = [] {
     const char* env = std::getenv("WEFT_DEPTHWISE");

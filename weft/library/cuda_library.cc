@@ -1,6 +1,8 @@
 #include "weft/library/cuda_library.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -24,8 +26,9 @@ std::string on(const std::shared_ptr<Device>& device) {
 // Binds A, B, [C0,] Y in that order.
 class GemmKernel : public runtime::LibraryKernel {
 public:
-  GemmKernel(std::shared_ptr<Device> device, GemmShape shape)
-      : device_(std::move(device)), shape_(shape) {}
+  // "what": the product's name in describe() (a MatMul's "GEMM", a 1x1 convolution's).
+  GemmKernel(std::shared_ptr<Device> device, GemmShape shape, std::string what = "GEMM")
+      : device_(std::move(device)), shape_(shape), what_(std::move(what)) {}
 
   Status run(void* const* buffers, const int64_t* /*extents*/) const override {
     if (!device_) return Status::error("built without a device (compile only)");
@@ -37,7 +40,7 @@ public:
   }
   std::string describe() const override {
     const GemmShape& g = shape_;
-    return fmt::format("GEMM {}x{}x{}{}{}{}{} on {}", g.m, g.n, g.k,
+    return fmt::format("{} {}x{}x{}{}{}{}{} on {}", what_, g.m, g.n, g.k,
                        g.batch > 1 ? fmt::format(" x{} batches", g.batch) : "",
                        g.trans_a ? " A^T" : "", g.trans_b ? " B^T" : "", g.tf32 ? " (TF32)" : "",
                        on(device_));
@@ -46,6 +49,7 @@ public:
 private:
   std::shared_ptr<Device> device_;
   GemmShape shape_;
+  std::string what_;
 };
 
 // Binds X, W, [B,] Y in that order.
@@ -175,6 +179,36 @@ std::optional<ConvShape> conv_shape(const Node& n, std::string* why_not) {
   return s;
 }
 
+// A 1x1 convolution of stride 1, unpadded and of one group, over NCHW: for each image n,
+// Y[n] (K x HW) = W (K x C) X[n] (C x HW), a GEMM batched over the images with one W, the bias
+// broadcast along each output channel's row. On an H200 (2026-12-04, `weft bench --kernels`,
+// batch 1) cuDNN's legacy cudnnConvolutionForward took 0.11-0.33 ms per 1x1 convolution of
+// MixNet-S and ConvNeXt-V2-Atto (7x7 to 56x56, 12 to 1280 channels) where cuBLAS took
+// 0.006-0.018 ms for a GPT block's GEMMs of that size and larger, and cuDNN's depthwise and 3x3
+// calls 0.015-0.025 ms. WEFT_CUDA_CONV1X1=cudnn keeps them cuDNN's (docs/knobs.md).
+std::optional<GemmShape> conv1x1_gemm(const ConvShape& s, bool bias) {
+  static const bool cudnn = [] {
+    const char* env = std::getenv("WEFT_CUDA_CONV1X1");
+    return env && std::string(env) == "cudnn";
+  }();
+  if (cudnn || s.kh != 1 || s.kw != 1 || s.groups != 1 || s.stride_h != 1 || s.stride_w != 1 ||
+      s.pad_h != 0 || s.pad_w != 0 || s.out_h != s.h || s.out_w != s.w)
+    return std::nullopt;
+  GemmShape g;
+  g.batch = s.n;
+  g.m = s.k;
+  g.n = s.h * s.w;
+  g.k = s.c;
+  g.stride_b = s.c * s.h * s.w;
+  if (bias) {
+    g.beta = 1;
+    g.c_rows = s.k;
+    g.c_cols = 1;
+  }
+  g.tf32 = s.tf32;
+  return g;
+}
+
 // Whether TF32 represents every value of "v" exactly (10 mantissa bits: the low 13 of an f32
 // are zero): a Cast from f16 or bf16 (an f16 model's activation after narrow_in_f32), or a
 // constant holding such values (its weights, the Casts folded).
@@ -229,6 +263,11 @@ std::optional<LibraryCall> cuda_library_call(const Node& node, std::shared_ptr<D
     call.values = {node.inputs[0], node.inputs[1]};
     if (bias) call.values.push_back(bias);
     call.values.push_back(node.outputs[0]);
+    if (std::optional<GemmShape> g = conv1x1_gemm(*shape, bias != nullptr)) {
+      std::swap(call.values[0], call.values[1]); // A: the weights, B: the images
+      call.kernel = std::make_shared<GemmKernel>(std::move(device), *g, "1x1 convolution as GEMM");
+      return call;
+    }
     call.kernel = std::make_shared<ConvKernel>(std::move(device), *shape, bias != nullptr);
     return call;
   }
