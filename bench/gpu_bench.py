@@ -41,7 +41,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-MODEL_ROWS = ("encoder_layer", "gpt_block", "resnet18")
+MODEL_ROWS = ("encoder_layer", "gpt_block", "resnet18", "mobilenet_v2")
 GPU_WAIT_MS = 1.0  # queued before the start event of a peer's GPU time (timed())
 # The rows of the goals: 64 MB and more of a canonical reduction, and the fused subgraphs.
 NORMALIZATIONS = ("softmax_", "layernorm_", "rmsnorm_")

@@ -140,6 +140,14 @@ def main():
                                                batch_first=True, activation="gelu").eval()
     torch.onnx.export(encoder, torch.randn(4, 128, 256), os.path.join(d, "encoder_layer.onnx"),
                       opset_version=14, input_names=["x"])
+    if "--gpu" in sys.argv[2:]:  # 1x1 and depthwise convolutions (cuBLAS and cuDNN on a GPU)
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+        from testing.torch_models import randomize_batch_norms
+        torch.manual_seed(1)
+        mobilenet = randomize_batch_norms(torchvision.models.mobilenet_v2())
+        torch.onnx.export(mobilenet, torch.randn(1, 3, 224, 224),
+                          os.path.join(d, "mobilenet_v2.onnx"), opset_version=14,
+                          input_names=["x"])
     x = torch.randn(bc.GPT_BATCH, bc.GPT_SEQ, bc.GPT_DIM)
     torch.onnx.export(bc.gpt_block(torch), x, os.path.join(d, "gpt_block.onnx"), opset_version=17,
                       input_names=["x"], output_names=["y"])

@@ -101,6 +101,14 @@ def build(torch, case, device="cpu"):
         if case == "resnet18":
             return resnet.to(device), [randn(1, 3, 224, 224)]
         return encoder.to(device), [randn(4, 128, 256)]
+    if case == "mobilenet_v2":  # make_models.py --gpu's: the same seed and draws
+        import torchvision
+        sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+        from testing.torch_models import randomize_batch_norms
+        torch.manual_seed(1)
+        mobilenet = randomize_batch_norms(torchvision.models.mobilenet_v2())
+        torch.randn(1, 3, 224, 224)
+        return mobilenet.to(device), [randn(1, 3, 224, 224)]
     raise KeyError(f"unknown case {case}")
 
 
