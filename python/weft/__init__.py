@@ -29,7 +29,8 @@ weft.InferenceSession is ONNX Runtime's session API over compile() (session.py):
 written for onnxruntime runs on Weft with `import weft as ort`.
 """
 
-from ._weft import DeviceArray, Model, WeftError, compile  # noqa: F401
+from . import _cuda_libraries, _weft
+from ._weft import DeviceArray, Model, WeftError  # noqa: F401
 from .session import (ExecutionMode, GraphOptimizationLevel, InferenceSession, NodeArg,
                       RunOptions, SessionOptions, get_available_providers)
 
@@ -37,3 +38,12 @@ __all__ = ["compile", "DeviceArray", "Model", "WeftError", "InferenceSession", "
            "NodeArg", "RunOptions", "GraphOptimizationLevel", "ExecutionMode",
            "get_available_providers"]
 __version__ = "0.1.0"
+
+
+def compile(model, device="cpu", **options):  # noqa: A001 (weft.compile, as documented)
+    """The model compiled for "device" (see the module's docstring). For "cuda", NVIDIA's
+    libraries that the loader does not find are first loaded from pip's nvidia-* wheels, where
+    PyTorch's CUDA wheels put them (_cuda_libraries.py)."""
+    if device == "cuda":
+        _cuda_libraries.preload()
+    return _weft.compile(model, device=device, **options)

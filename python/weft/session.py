@@ -57,7 +57,7 @@ import threading
 import time
 import warnings
 
-from . import _weft
+from . import _cuda_libraries, _weft
 from ._weft import WeftError
 
 # ONNX's type strings, as ONNX Runtime reports them, by Weft's dtype names.
@@ -244,6 +244,8 @@ class InferenceSession:
                 raise ValueError("Weft runs on CUDA device 0; choose the GPU with "
                                  "CUDA_VISIBLE_DEVICES instead of device_id")
             try:
+                if device == "cuda":
+                    _cuda_libraries.preload()
                 model = _weft.compile(self._source, device=device, threads=threads,
                                       fusion=fusion, allow_tf32=_allow_tf32(options),
                                       dynamic_shapes=_dynamic_shapes(opts),

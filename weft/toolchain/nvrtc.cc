@@ -41,8 +41,10 @@ Result<std::unique_ptr<Nvrtc::Api>> load_api() {
   auto api = std::make_unique<Nvrtc::Api>();
   api->handle = open_first({"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"});
   if (!api->handle) {
-    return Status::error("NVRTC is not available: libnvrtc.so was not found (install the CUDA "
-                         "toolkit, or add its lib64 directory to LD_LIBRARY_PATH)");
+    return Status::error(
+        "NVRTC is not available: libnvrtc.so was not found (install the CUDA "
+        "toolkit, or add its lib64 directory to LD_LIBRARY_PATH; pip's nvidia-* wheels, "
+        "as PyTorch installs them: their site-packages/nvidia/*/lib)");
   }
   Binder b(api->handle);
   b.bind("nvrtcGetErrorString", &api->GetErrorString);

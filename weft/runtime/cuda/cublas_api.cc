@@ -11,8 +11,10 @@ Result<std::unique_ptr<CublasApi>> load_cublas() {
   api->handle =
       open_first({"libcublas.so", "libcublas.so.13", "libcublas.so.12", "libcublas.so.11"});
   if (!api->handle) {
-    return Status::error("cuBLAS is not available: libcublas.so was not found (install the "
-                         "CUDA toolkit's cuBLAS, or add its lib64 directory to LD_LIBRARY_PATH)");
+    return Status::error(
+        "cuBLAS is not available: libcublas.so was not found (install the "
+        "CUDA toolkit's cuBLAS, or add its lib64 directory to LD_LIBRARY_PATH; pip's "
+        "nvidia-* wheels, as PyTorch installs them: site-packages/nvidia/*/lib)");
   }
   Binder b(api->handle);
   b.bind("cublasCreate_v2", &api->Create);

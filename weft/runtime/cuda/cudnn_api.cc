@@ -10,8 +10,10 @@ Result<std::unique_ptr<CudnnApi>> load_cudnn() {
   auto api = std::make_unique<CudnnApi>();
   api->handle = open_first({"libcudnn.so", "libcudnn.so.9", "libcudnn.so.8"});
   if (!api->handle) {
-    return Status::error("cuDNN is not available: libcudnn.so was not found (install cuDNN, or "
-                         "add its directory to LD_LIBRARY_PATH)");
+    return Status::error(
+        "cuDNN is not available: libcudnn.so was not found (install cuDNN, or "
+        "add its directory to LD_LIBRARY_PATH; pip's nvidia-cudnn wheel, as PyTorch "
+        "installs it: site-packages/nvidia/cudnn/lib)");
   }
   Binder b(api->handle);
   b.bind("cudnnCreate", &api->Create);
