@@ -19,6 +19,11 @@
 #                --device cuda, then default against tuned; results to $OUT/tune.json
 #   timing       (not by default) bench/gpu_timing.py: kernel times between CUDA events beside
 #                ncu's kernel durations, and the event method's own costs; to $OUT/timing.json
+#   convs        (not by default) MobileNetV2 (make_models.py --gpu) under each way of running
+#                its convolutions (default: 1x1 as cuBLAS GEMMs, depthwise as cuDNN calls;
+#                WEFT_CUDA_CONV1X1=cudnn; WEFT_CUDA_GROUPED_CONV=generated), rounds alternating:
+#                `weft bench --kernels` (per-kernel times) and the resident latency with CUDA
+#                graphs off and on, to $OUT/convs/SETTING.ROUND.{kernels,nographs,graphs}.log
 # GPU_BENCH_ARGS adds arguments to bench/gpu_bench.py (e.g. "--no-compile --iters 20"),
 # GPU_KNOBS_ARGS to bench/gpu_knobs.py (e.g. "--rounds 1 --cases a,b").
 # STAGE_LIMIT_S replaces every stage's time limit (seconds), to fit a session's device time.
@@ -76,7 +81,22 @@ for stage in "${stages[@]}"; do
         --settings "default:;" --tune 0.05 --rounds 2 ${GPU_KNOBS_ARGS:-} ;;
     timing)
       run_stage timing 300 "$PY" bench/gpu_timing.py --weft "$WEFT" --out "$OUT/timing.json" ;;
-    *) echo "unknown stage $stage (device, multiblock, conformance, models, bench, fuzz, knobs, tune, timing)" >&2
+    convs)
+      run_stage convs 300 bash -c '
+        set -e; out=$1/convs; py=$2; mkdir -p "$out"
+        "$py" bench/make_models.py "$out/models" --gpu
+        m=$out/models/mobilenet_v2.onnx
+        for round in 1 2 3; do
+          for setting in default WEFT_CUDA_CONV1X1=cudnn WEFT_CUDA_GROUPED_CONV=generated; do
+            knob=(); [[ $setting == default ]] || knob=("$setting")
+            log=$out/${setting//=/_}.$round
+            env "${knob[@]}" "$WEFT" bench "$m" --device cuda --kernels --iters 20 >"$log.kernels.log" 2>&1
+            env "${knob[@]}" WEFT_CUDA_GRAPHS=0 "$WEFT" bench "$m" --device cuda --iters 20 >"$log.nographs.log" 2>&1
+            env "${knob[@]}" "$WEFT" bench "$m" --device cuda --iters 20 >"$log.graphs.log" 2>&1
+            echo "$setting round $round: graphs off / on: $(grep -h "device-resident" "$log.nographs.log" "$log.graphs.log" | tr "\n" " ")"
+          done
+        done' _ "$OUT" "$PY" ;;
+    *) echo "unknown stage $stage (device, multiblock, conformance, models, bench, fuzz, knobs, tune, timing, convs)" >&2
       exit 2 ;;
   esac
 done
