@@ -1,8 +1,9 @@
-// The C-family emitter behind emit_c.h, in three files: emit_c.cc (statements, and the CPU
-// dialect's loops and reduction strategies), emit_c_memory.cc (the CPU dialect's SIMD loops
-// over one statement: next-row prefetching, loop coalescing, streaming stores) and
-// emit_cuda.cc (the CUDA dialect's functions and strategies, cuda_strategy.h). Internal to
-// codegen/.
+// The C-family emitter behind emit_c.h: emit_c.cc (statements, and the CPU dialect's loops),
+// emit_c_reduce.cc (the CPU dialect's reduction nests and strategies), emit_c_contract.cc
+// (temporaries contracted to local arrays), emit_c_memory.cc (the CPU dialect's SIMD loops over
+// one statement: next-row prefetching, loop coalescing, streaming stores, the taps' targets in
+// registers), emit_cuda.cc and emit_cuda_group.cc (the CUDA dialect's functions and
+// strategies, cuda_strategy.h). Internal to codegen/.
 #pragma once
 
 #include <functional>
@@ -26,6 +27,10 @@ using kernel::Kernel;
 using kernel::Statement;
 using poly::AstExpr;
 using poly::AstNode;
+
+// The identity of "c" in the compute type of "t", as a C literal: for integers, the type's
+// extremes stand for -inf and +inf.
+std::string identity_literal(kernel::Combine c, DType t);
 
 // One kernel's emission in a dialect.
 class Emitter {
