@@ -571,11 +571,13 @@ def conv1x1_as_gemm(weft, env, tmp):
         w = rng.standard_normal(ws).astype(np.float32)
         b = rng.standard_normal(ws[0]).astype(np.float32)
         step = attrs.get("strides", [1])[0]
-        xd = x.astype(np.float64)[(slice(None), slice(None)) + (slice(None, None, step),) * (x.ndim - 2)]
+        spatial = (slice(None, None, step),) * (x.ndim - 2)
+        xd = x.astype(np.float64)[(slice(None), slice(None)) + spatial]
         want = np.einsum("kc,nc...->nk...", w.reshape(ws[0], ws[1]).astype(np.float64), xd)
         if with_bias:
             want += b.reshape((1, -1) + (1,) * (x.ndim - 2))
-        inits = [numpy_helper.from_array(w, "w")] + ([numpy_helper.from_array(b, "b")] if with_bias else [])
+        inits = [numpy_helper.from_array(w, "w")]
+        inits += [numpy_helper.from_array(b, "b")] if with_bias else []
         node = helper.make_node("Conv", ["x", "w"] + (["b"] if with_bias else []), ["y"], **attrs)
         path = os.path.join(tmp, "conv1x1_" + re.sub(r"\W+", "_", label) + ".onnx")
         graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", f, list(xs))],
