@@ -4,18 +4,21 @@
 
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 #include <dlfcn.h>
 
 namespace weft {
 
-// The handle of the first of "names" that loads, or null.
-inline void* open_first(std::initializer_list<const char*> names) {
-  for (const char* name : names) {
-    if (void* handle = dlopen(name, RTLD_NOW | RTLD_LOCAL)) return handle;
-  }
-  return nullptr;
-}
+// The lib directories of pip's nvidia-* wheels in the Python prefix that holds "program" (pip
+// installs the CLI as PREFIX/bin/weft, the wheels' libraries in
+// PREFIX/lib/python3.*/site-packages/nvidia/*/lib, where PyTorch's CUDA wheels put NVRTC,
+// cuBLAS and cuDNN); none elsewhere.
+std::vector<std::string> wheel_library_dirs(const std::string& program);
+
+// The handle of the first of "names" that loads, or null: by name (the loader's path), then
+// from the wheels' directories beside this program (wheel_library_dirs of /proc/self/exe).
+void* open_first(std::initializer_list<const char*> names);
 
 // Binds entry points, remembering the first one missing so that the error can name it.
 class Binder {
