@@ -45,5 +45,5 @@ def compile(model, device="cpu", **options):  # noqa: A001 (weft.compile, as doc
     libraries that the loader does not find are first loaded from pip's nvidia-* wheels, where
     PyTorch's CUDA wheels put them (_cuda_libraries.py)."""
     if device == "cuda":
-        _cuda_libraries.preload()
+        _cuda_libraries.preload_once()
     return _weft.compile(model, device=device, **options)

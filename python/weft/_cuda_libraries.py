@@ -57,3 +57,14 @@ def preload(loads=_loads, directories=wheel_directories):
                 found.append(files[0])
                 break
     return found
+
+
+_preloaded = None
+
+
+def preload_once():
+    """preload(), the first time only (a process's later compiles find what it loaded)."""
+    global _preloaded
+    if _preloaded is None:
+        _preloaded = preload()
+    return _preloaded

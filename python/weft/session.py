@@ -245,7 +245,7 @@ class InferenceSession:
                                  "CUDA_VISIBLE_DEVICES instead of device_id")
             try:
                 if device == "cuda":
-                    _cuda_libraries.preload()
+                    _cuda_libraries.preload_once()
                 model = _weft.compile(self._source, device=device, threads=threads,
                                       fusion=fusion, allow_tf32=_allow_tf32(options),
                                       dynamic_shapes=_dynamic_shapes(opts),
