@@ -31,6 +31,12 @@ def _loads(name):
         return False
 
 
+def _version(path):
+    """libcudnn.so.10.1 -> (10, 1): versions compare as numbers (10 after 9)."""
+    tail = os.path.basename(path).split(".so.", 1)[-1]
+    return tuple(int(p) if p.isdigit() else -1 for p in tail.split("."))
+
+
 def wheel_directories():
     """The lib directories of the installed nvidia-* wheels (the "nvidia" namespace package)."""
     try:
@@ -52,7 +58,7 @@ def preload(loads=_loads, directories=wheel_directories):
             continue
         dirs = directories() if dirs is None else dirs
         for d in dirs:
-            files = sorted(glob.glob(os.path.join(d, pattern)), reverse=True)
+            files = sorted(glob.glob(os.path.join(d, pattern)), key=_version, reverse=True)
             if files and loads(files[0]):
                 found.append(files[0])
                 break

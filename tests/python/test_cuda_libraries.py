@@ -1,6 +1,6 @@
 """Before a compile for "cuda", NVIDIA's libraries that the loader does not find come from pip's
 nvidia-* wheels (python/weft/_cuda_libraries.py): NVRTC, cuBLAS and cuDNN, the newest of each
-in the first wheel directory that has it, never a neighbour with a similar name (NVRTC's
+(by version number) in the first wheel directory that has it, never a neighbour with a similar name (NVRTC's
 builtins, cuBLASLt, cuDNN's sub-libraries); nothing where the sonames load."""
 import os
 
@@ -10,7 +10,7 @@ from weft import _cuda_libraries
 FILES = {
     "cu13/lib": ["libnvrtc.so.12", "libnvrtc.so.13", "libnvrtc-builtins.so.13.2",
                  "libnvrtc.alt.so.13", "libcublasLt.so.13", "libcublas.so.13"],
-    "cudnn/lib": ["libcudnn.so.9", "libcudnn_ops.so.9", "libcudnn_graph.so.9"],
+    "cudnn/lib": ["libcudnn.so.9", "libcudnn.so.10", "libcudnn_ops.so.9", "libcudnn_graph.so.9"],
 }
 
 
@@ -34,7 +34,7 @@ def test_loads_each_library_from_the_wheels_where_the_loader_does_not_find_it(tm
 
     found = _cuda_libraries.preload(loads, lambda: dirs)
     assert [os.path.basename(f) for f in found] == ["libnvrtc.so.13", "libcublas.so.13",
-                                                    "libcudnn.so.9"]
+                                                    "libcudnn.so.10"]
     assert [t for t in tried if not os.path.isabs(t)] == [
         n for names, _ in _cuda_libraries.LIBRARIES for n in names]
 
