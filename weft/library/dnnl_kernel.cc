@@ -53,14 +53,12 @@ DnnlKernel::DnnlKernel(dnnl::primitive primitive, std::vector<Arg> args,
   for (Arg& a : args_) {
     if (a.internal == memory::desc() || a.internal == a.md) {
       a.internal = memory::desc();
-      reorders_.emplace_back();
+      moves_.emplace_back();
       offsets_.push_back(0);
       continue;
     }
     bool out = a.dnnl_arg == DNNL_ARG_DST;
-    reorders_.emplace_back(
-        out ? dnnl::reorder::primitive_desc(engine(), a.internal, engine(), a.md)
-            : dnnl::reorder::primitive_desc(engine(), a.md, engine(), a.internal));
+    moves_.push_back(out ? Move::between(a.internal, a.md) : Move::between(a.md, a.internal));
     offsets_.push_back(scratch_bytes_);
     scratch_bytes_ += (a.internal.get_size() + 63) / 64 * 64;
   }
@@ -72,9 +70,7 @@ void DnnlKernel::copy_into_dst(int from, const memory::desc& from_md) {
   for (const Arg& a : args_) {
     if (a.dnnl_arg != DNNL_ARG_DST) continue;
     const memory::desc& written = a.internal == memory::desc() ? a.md : a.internal;
-    if (written != from_md)
-      sum_reorder_ =
-          dnnl::reorder(dnnl::reorder::primitive_desc(engine(), from_md, engine(), written));
+    if (written != from_md) sum_move_ = Move::between(from_md, written);
   }
 }
 
@@ -83,6 +79,39 @@ int DnnlKernel::buffer_of(int dnnl_arg) const {
     if (a.dnnl_arg == dnnl_arg) return a.buffer;
   }
   return -1;
+}
+
+namespace {
+
+bool plain_strides(const memory::desc& md) {
+  const dnnl_memory_desc_t& d = md.data;
+  if (d.data_type != dnnl_f32 || d.format_kind != dnnl_blocked || d.offset0 != 0 ||
+      d.format_desc.blocking.inner_nblks != 0)
+    return false;
+  for (int i = 0; i < d.ndims; ++i) {
+    if (d.padded_dims[i] != d.dims[i] || d.padded_offsets[i] != 0) return false;
+  }
+  return true;
+}
+
+} // namespace
+
+DnnlKernel::Move DnnlKernel::Move::between(const memory::desc& from, const memory::desc& to) {
+  Move m;
+  if (plain_strides(from) && plain_strides(to) && from.dims() == to.dims())
+    m.copy = PermuteCopy::between(from.dims(), strides_of(from), strides_of(to));
+  if (m.copy && !m.copy->tiled()) m.copy.reset();
+  if (!m.copy)
+    m.reorder = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), from, engine(), to));
+  return m;
+}
+
+void DnnlKernel::Move::run(dnnl::stream& stream, memory& from, memory& to) const {
+  if (copy)
+    copy->run(static_cast<const float*>(from.get_data_handle()),
+              static_cast<float*>(to.get_data_handle()));
+  else
+    reorder.execute(stream, from, to);
 }
 
 namespace {
@@ -116,7 +145,7 @@ std::unique_ptr<DnnlKernel::Bound> DnnlKernel::bind(void* const* buffers,
       b->internal.push_back(own ? memory() : memory(a.internal, engine(), nullptr));
       b->args.push_back({a.dnnl_arg, (own ? b->user : b->internal).back().get()});
     }
-    if (sum_reorder_) b->residual = memory(sum_md_, engine(), nullptr);
+    if (sum_move_) b->residual = memory(sum_md_, engine(), nullptr);
     const_dnnl_primitive_desc_t pd = nullptr;
     dnnl_primitive_get_primitive_desc(primitive_.get(), &pd);
     const dnnl_memory_desc_t* md =
@@ -145,19 +174,19 @@ Status DnnlKernel::run(void* const* buffers, const int64_t* /*extents*/) const {
       bool dst = args_[i].dnnl_arg == DNNL_ARG_DST;
       memory& written = b->internal[i] ? b->internal[i] : b->user[i];
       if (dst && sum_from_ >= 0) { // the residual, into the memory the primitive writes
-        if (sum_reorder_)
-          sum_reorder_.execute(stream, b->residual, written);
+        if (sum_move_)
+          sum_move_.run(stream, b->residual, written);
         else if (written.get_data_handle() != buffers[sum_from_])
           std::memcpy(written.get_data_handle(), buffers[sum_from_], sum_md_.get_size());
       }
-      if (b->internal[i] && !dst) reorders_[i].execute(stream, b->user[i], b->internal[i]);
+      if (b->internal[i] && !dst) moves_[i].run(stream, b->user[i], b->internal[i]);
     }
     dnnl_status_t status = dnnl_primitive_execute(primitive_.get(), stream.get(),
                                                   static_cast<int>(b->args.size()), b->args.data());
     if (status != dnnl_success) throw dnnl::error(status, "could not execute a primitive");
     for (size_t i = 0; i < args_.size(); ++i) {
       if (b->internal[i] && args_[i].dnnl_arg == DNNL_ARG_DST)
-        reorders_[i].execute(stream, b->internal[i], b->user[i]);
+        moves_[i].run(stream, b->internal[i], b->user[i]);
     }
     stream.wait();
     std::lock_guard<std::mutex> lock(idle_mutex_);
