@@ -39,13 +39,6 @@ void copy_element(const Tensor& src, int64_t from, Tensor& dst, int64_t to) {
   std::memcpy(dst.data() + to * size, src.data() + from * size, static_cast<size_t>(size));
 }
 
-} // namespace evaluate_ops
-
-namespace {
-
-using namespace evaluate_ops; // NOLINT(google-build-using-namespace)
-
-// Index into "in" (broadcast to "out_dims") of the element at flat "out_index".
 int64_t broadcast_index(int64_t out_index, const std::vector<int64_t>& out_dims,
                         const std::vector<int64_t>& in_dims) {
   int64_t in_index = 0, in_stride = 1;
@@ -61,6 +54,12 @@ int64_t broadcast_index(int64_t out_index, const std::vector<int64_t>& out_dims,
   }
   return in_index;
 }
+
+} // namespace evaluate_ops
+
+namespace {
+
+using namespace evaluate_ops; // NOLINT(google-build-using-namespace)
 
 // Numpy-broadcast elementwise op over the node's inputs, with "fn" on int64 or double.
 Outputs elementwise(const Node& node, DType out_type,
@@ -726,6 +725,8 @@ const std::unordered_map<Op, Evaluator>& evaluators() {
       {Op::kCumSum, eval_cum_sum},
       {Op::kRange, eval_range},
       {Op::kConstantOfShape, eval_constant_of_shape},
+      {Op::kMatMul, eval_matmul},
+      {Op::kSoftmax, eval_softmax},
       {Op::kReduceProd, [](const Node& n) { return eval_reduce(n, n.op_type); }},
       {Op::kReduceSum, [](const Node& n) { return eval_reduce(n, n.op_type); }},
       {Op::kReduceMean, [](const Node& n) { return eval_reduce(n, n.op_type); }},

@@ -386,6 +386,59 @@ TEST(FoldConstants, MeansAndBatchNormsOfConstantsFold) {
             "  output %m: i64[2]\n");
 }
 
+// Products of constants fold, batch dims broadcast and 1-D operands as numpy's: a = [[1, 2]],
+// [[3, 4]] times b = [[1, 0], [1, 1]] is [[3, 2]], [[7, 4]]; v = [1, -1] times b is [0, -1].
+// A Softmax over the last axis folds too: [0, 1, 2] gives e^i / (1 + e + e^2).
+TEST(FoldConstants, ProductsAndSoftmaxesOfConstantsFold) {
+  EXPECT_EQ(fold(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2, 2, 2] x, float[2] z, float[3] w) => (float[2, 2, 2] y, float[2] u, float[3] s)
+      <float[2, 1, 2] a = {1.0, 2.0, 3.0, 4.0}, float[2, 2] b = {1.0, 0.0, 1.0, 1.0},
+       float[2] v = {1.0, -1.0}, float[3] t = {0.0, 1.0, 2.0}> {
+      ab = MatMul(a, b)
+      y = Add(x, ab)
+      vb = MatMul(v, b)
+      u = Add(z, vb)
+      st = Softmax <axis = -1> (t)
+      s = Add(w, st)
+    })"),
+            "  input %x: f32[2,2,2]\n"
+            "  input %z: f32[2]\n"
+            "  input %w: f32[3]\n"
+            "  const %ab = f32[2,1,2]{3, 2, 7, 4}\n"
+            "  const %vb = f32[2]{0, -1}\n"
+            "  const %st = f32[3]{0.09003057, 0.24472848, 0.66524094}\n"
+            "  node Add_1: %y: f32[2,2,2] = Add(%x, %ab)\n"
+            "  node Add_3: %u: f32[2] = Add(%z, %vb)\n"
+            "  node Add_5: %s: f32[3] = Add(%w, %st)\n"
+            "  output %y: f32[2,2,2]\n"
+            "  output %u: f32[2]\n"
+            "  output %s: f32[3]\n");
+}
+
+// An outer product that would hold many times the elements of its operands stays a MatMul
+// (folding it would grow the model, not save work), as does a Softmax over another axis than
+// the last, whose form differs before opset 13.
+TEST(FoldConstants, InflatingProductsAndInnerSoftmaxesStay) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[300, 300] x, float[2, 3] z) => (float[300, 300] y, float[2, 3] s) <float[2, 3] t =
+        {0.0, 1.0, 2.0, 3.0, 4.0, 5.0}> {
+      cs = Constant <value = int64[2] {300, 1}> ()
+      c = ConstantOfShape <value = float[1] {1.0}> (cs)
+      rs = Constant <value = int64[2] {1, 300}> ()
+      r = ConstantOfShape <value = float[1] {2.0}> (rs)
+      p = MatMul(c, r)
+      y = Add(x, p)
+      st = Softmax <axis = 0> (t)
+      s = Add(z, st)
+    })");
+  ASSERT_TRUE(fold_constants(g).ok());
+  std::string body = print_body(g);
+  EXPECT_NE(body.find("= MatMul(%c, %r)"), std::string::npos) << body;
+  EXPECT_NE(body.find("= Softmax(%t)"), std::string::npos) << body;
+}
+
 TEST(FoldConstants, OutOfRangeScatterIsAnErrorNamingTheNode) {
   Graph g = graph_from_text(R"(
     <ir_version: 8, opset_import: ["" : 13]>
