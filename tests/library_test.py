@@ -53,6 +53,21 @@ class FrozenBatchNormBlock(torch.nn.Module):
         return torch.relu(self.norm(self.conv(x)) + r)
 
 
+class DepthwiseMultiplier(torch.nn.Module):
+    """A depthwise convolution with two outputs a channel (FastViT's 7x7 stride-2
+    downsampling) between 1x1 convolutions: a depthwise convolution over the input's channels
+    repeated (graph/passes/depthwise_multiplier.h)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Conv2d(8, 16, 1)
+        self.down = torch.nn.Conv2d(16, 32, 7, stride=2, padding=3, groups=16)
+        self.b = torch.nn.Conv2d(32, 8, 1)
+
+    def forward(self, x):
+        return self.b(self.down(self.a(x)))
+
+
 class WinogradBlock(torch.nn.Module):
     """A ResNet basic block of 3x3 convolutions with 32 channels: oneDNN's Winograd kernels,
     the residual summed into a destination in their blocked layout."""
@@ -725,6 +740,12 @@ def main():
         frozen = [k["strategy"] for k in kernels(os.path.join(tmp, "frozen_batch_norm.onnx"))
                   if k["op_type"] == "Conv+Add+Relu"]
         assert "residual summed" in frozen[0], frozen
+        check(tmp, "depthwise_multiplier", DepthwiseMultiplier().eval(), {"x": f(2, 8, 17, 13)},
+              ["Conv", "Conv", "Conv"])
+        repeat = [k["strategy"] for k in kernels(os.path.join(tmp, "depthwise_multiplier.onnx"))
+                  if k["op_type"] == "Conv"]
+        if winograd_kernels():  # AVX-512: oneDNN's depthwise kernel, not its generic one
+            assert "brdgmm_dw" in repeat[1], repeat
         check(tmp, "winograd", WinogradBlock().eval(), {"x": f(2, 32, 14, 14)},
               ["Conv+Relu", "Conv+Add+Relu"])
         wino = [k["strategy"] for k in kernels(os.path.join(tmp, "winograd.onnx"))

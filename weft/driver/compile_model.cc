@@ -11,6 +11,7 @@
 #include "weft/driver/stages.h"
 #include "weft/graph/passes/channels_last.h"
 #include "weft/graph/passes/conv_transpose_as_matmul.h"
+#include "weft/graph/passes/depthwise_multiplier.h"
 #include "weft/graph/passes/eliminate_dead_code.h"
 #include "weft/graph/passes/infer_shapes.h"
 #include "weft/graph/passes/narrow_in_f32.h"
@@ -228,7 +229,8 @@ Result<CompiledModel> compile(const ModelSource& model, const Graph* pipeline,
                           [](const Node& n) {
                             return library::few_channels_a_group(n) || library::onednn_resamples(n);
                           }));
-    if (products || changed) {
+    WEFT_ASSIGN_OR_RETURN(bool repeated, depthwise_multiplier(graph));
+    if (products || repeated || changed) {
       WEFT_RETURN_IF_ERROR(refold(graph, "channels_last"));
       WEFT_RETURN_IF_ERROR(pools_between_regions(graph).status());
       observe("channels_last", graph);
