@@ -602,6 +602,31 @@ class Video(torch.nn.Module):
         return torch.relu(self.temporal(torch.relu(self.spatial(x))) + x)
 
 
+def check_col2im(tmp):
+    """Col2Im (torch's fold: VOLO's outlook attention) with stride, padding and dilation:
+    Weft's own call, against PyTorch."""
+    import onnx
+    from onnx import TensorProto, helper
+    x = np.random.default_rng(1).standard_normal((2, 6 * 9, 6 * 4)).astype(np.float32)
+    ints = lambda name, v: helper.make_tensor(name, TensorProto.INT64, [len(v)], v)
+    node = helper.make_node("Col2Im", ["x", "image", "block"], ["y"], strides=[2, 2],
+                            pads=[1, 1, 1, 1], dilations=[1, 2])
+    graph = helper.make_graph([node], "col2im",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [ints("image", [11, 9]), ints("block", [3, 3])])
+    path = os.path.join(tmp, "col2im.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), path)
+    want = torch.nn.functional.fold(torch.from_numpy(x), output_size=(11, 9), kernel_size=3,
+                                    padding=1, stride=2, dilation=(1, 2)).numpy()
+    out = os.path.join(tmp, "col2im")
+    os.makedirs(out)
+    np.testing.assert_allclose(run(path, {"x": x}, out, {}), want, rtol=1e-5, atol=1e-6)
+    calls = [k["strategy"] for k in kernels(path) if "Col2Im" in k["strategy"]]
+    assert len(calls) == 1, [k["strategy"] for k in kernels(path)]
+    print(f"ok col2im: {calls}")
+
+
 def winograd_kernels():
     """Whether oneDNN has its f32 Winograd convolutions on this CPU: they need AVX-512
     (avx512_core); elsewhere Weft's 3x3 convolutions stay direct."""
@@ -740,6 +765,7 @@ def main():
         frozen = [k["strategy"] for k in kernels(os.path.join(tmp, "frozen_batch_norm.onnx"))
                   if k["op_type"] == "Conv+Add+Relu"]
         assert "residual summed" in frozen[0], frozen
+        check_col2im(tmp)
         check(tmp, "depthwise_multiplier", DepthwiseMultiplier().eval(), {"x": f(2, 8, 17, 13)},
               ["Conv", "Conv", "Conv"])
         repeat = [k["strategy"] for k in kernels(os.path.join(tmp, "depthwise_multiplier.onnx"))
