@@ -10,7 +10,9 @@ namespace weft::library {
 namespace {
 
 // One register tile of a transposing copy: row r of the tile, T elements from
-// from[r * from_row], lands in column r of rows to[c * to_col].
+// from[r * from_row], lands in column r of rows to[c * to_col]. (Generated kernels carry the
+// same shuffles as text in their prelude, weft_store_transposed16 in codegen/dialect.cc:
+// they compile without Weft's headers.)
 using Tile = void (*)(const float* from, int64_t from_row, float* to, int64_t to_col);
 
 // GCC 12's AVX-512 shuffles start from _mm512_undefined_*, which -Wuninitialized flags.
