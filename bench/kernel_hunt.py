@@ -19,9 +19,13 @@ import sys
 
 
 def profile(weft, model, threads, iters):
-    r = subprocess.run([weft, "bench", model, "--fill", "random", "--threads", str(threads),
-                        "--iters", str(iters), "--json", "--kernels"],
-                       capture_output=True, text=True, timeout=600)
+    try:
+        r = subprocess.run([weft, "bench", model, "--fill", "random", "--threads", str(threads),
+                            "--iters", str(iters), "--json", "--kernels"],
+                           capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        print(f"{os.path.basename(model)}: {e}", file=sys.stderr)
+        return None
     if r.returncode != 0:
         print(f"{os.path.basename(model)}: {r.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
         return None
