@@ -439,6 +439,26 @@ TEST(Canonicalize, CompressWithConstantConditionIsAGather) {
             "  output %y: f32[2]\n");
 }
 
+// A Gather with one index from an axis of extent 1 is a Reshape (torch's unfold over a [k, 1]
+// window); with more indices, or from a longer axis, it stays a Gather.
+TEST(Canonicalize, GatherOfOneIndexFromAUnitAxisIsAReshape) {
+  EXPECT_EQ(canonical(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2, 3, 1] x, int64[1, 1] i, int64[2] j, float[2, 3] z) => (float[2, 3, 1, 1] y,
+                                                             float[2, 2] u) {
+      y = Gather <axis = -1> (x, i)
+      u = Gather <axis = 1> (z, j)
+    })"),
+            "  input %x: f32[2,3,1]\n"
+            "  input %i: i64[1,1]\n"
+            "  input %j: i64[2]\n"
+            "  input %z: f32[2,3]\n"
+            "  node Gather_0: %y: f32[2,3,1,1] = Reshape(%x) {allowzero=0, shape=[2, 3, 1, 1]}\n"
+            "  node Gather_1: %u: f32[2,2] = Gather(%z, %j) {axis=1}\n"
+            "  output %y: f32[2,3,1,1]\n"
+            "  output %u: f32[2,2]\n");
+}
+
 // x[1:3] = u, as torch.onnx's dynamo exporter writes it for the first axis.
 TEST(Canonicalize, SliceAssignmentScatterIsAConcat) {
   std::string body = canonical(R"(
