@@ -143,9 +143,7 @@ std::optional<PermuteCopy> PermuteCopy::between(const std::vector<int64_t>& dims
   if (merged.empty()) return copy; // one element
   copy.row_ = merged.back();       // unit stride in the destination
   merged.pop_back();
-  if (copy.row_.from == 1) {
-    copy.col_ = copy.row_;
-  } else {
+  if (copy.row_.from != 1) { // a transposition with the source's unit-stride axis
     auto unit =
         std::find_if(merged.begin(), merged.end(), [](const Axis& a) { return a.from == 1; });
     copy.col_ = *unit;

@@ -1,6 +1,7 @@
 #include "weft/graph/passes/depthwise_multiplier.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "weft/graph/node_builder.h"
@@ -28,13 +29,12 @@ int64_t multiplier(const Node& n) {
 } // namespace
 
 Result<bool> depthwise_multiplier(Graph& graph) {
-  std::vector<Node*> found;
+  std::vector<std::pair<Node*, int64_t>> found; // with its multiplier
   for (const auto& n : graph.nodes()) {
-    if (multiplier(*n) > 0) found.push_back(n.get());
+    if (int64_t m = multiplier(*n); m > 0) found.emplace_back(n.get(), m);
   }
-  for (Node* n : found) {
+  for (auto [n, m] : found) {
     NodeBuilder b(graph, *n);
-    int64_t m = multiplier(*n);
     Value* x = n->inputs[0];
     std::vector<int64_t> dims = shape_static_dims(*x->type.shape);
     auto last = static_cast<int64_t>(dims.size());
@@ -51,8 +51,9 @@ Result<bool> depthwise_multiplier(Graph& graph) {
     b.op(Op::kConvChannelsLast, inputs, attrs, y);
     WEFT_RETURN_IF_ERROR(b.status());
   }
-  graph.remove_nodes_if(
-      [&](const Node& n) { return std::find(found.begin(), found.end(), &n) != found.end(); });
+  graph.remove_nodes_if([&](const Node& n) {
+    return std::any_of(found.begin(), found.end(), [&](const auto& f) { return f.first == &n; });
+  });
   return !found.empty();
 }
 
