@@ -133,6 +133,11 @@ int64_t channel_block();
 // The value the primitive writes: the last epilogue node's output, or the node's own.
 const Value* final_output(const Node& n, const std::vector<PostOp>& ops);
 
+// MatMul, MatMulInteger and QLinearMatMul (int8_matmul_unfit), and Gemm, as oneDNN's matmul
+// (dnnl_matmul.cc).
+std::optional<LibraryCall> matmul_call(const Node& n, const Absorbed& absorbed,
+                                       std::string* why_not);
+std::optional<LibraryCall> gemm_call(const Node& n, const Absorbed& absorbed, std::string* why_not);
 // Conv and weft.ConvChannelsLast as a oneDNN convolution (dnnl_conv.cc).
 std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed, std::string* why_not);
 // A weft.ConvChannelsLast in 1-D of one group, with constant weights, as oneDNN matmuls over
