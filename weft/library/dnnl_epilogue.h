@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "weft/graph/graph.h"
+#include "weft/graph/shape_functions.h"
 #include "weft/library/dnnl.h"
 #include "weft/library/dnnl_kernel.h"
 
@@ -138,6 +139,21 @@ const Value* final_output(const Node& n, const std::vector<PostOp>& ops);
 std::optional<LibraryCall> matmul_call(const Node& n, const Absorbed& absorbed,
                                        std::string* why_not);
 std::optional<LibraryCall> gemm_call(const Node& n, const Absorbed& absorbed, std::string* why_not);
+// A convolution's activation dims [N, C, spatial...] and its windows (Conv, QLinearConv and
+// their channels-last forms; dnnl_conv.cc).
+struct ConvShape {
+  Dims dx, dw, dy;
+  std::vector<Window> win;
+};
+ConvShape conv_shape(const Node& n);
+
+// A convolution's windows and weights as oneDNN's primitives take them: it counts the gaps
+// of a dilation, and grouped weights are [G, M / G, C / G, k...].
+struct PrimitiveWindows {
+  Dims strides, dilates, pad_l, pad_r, wdims;
+};
+PrimitiveWindows primitive_windows(const std::vector<Window>& win, const Dims& dw, int64_t group);
+
 // Conv and weft.ConvChannelsLast as a oneDNN convolution (dnnl_conv.cc).
 std::optional<LibraryCall> conv_call(const Node& n, const Absorbed& absorbed, std::string* why_not);
 // A weft.ConvChannelsLast in 1-D of one group, with constant weights, as oneDNN matmuls over
@@ -176,7 +192,7 @@ std::optional<LibraryCall> winograd_conv1d_call(const Node& n, const Absorbed& a
 // The full-size operand a call of winograd_conv_call or winograd_conv1d_call adds (null if none);
 // "is_winograd" says whether the call is one.
 const Value* winograd_residual(const LibraryCall& call, bool* is_winograd);
-// QLinearConv as oneDNN's int8 convolution (dnnl_conv.cc; int8_conv_unfit says when).
+// QLinearConv as oneDNN's int8 convolution (dnnl_qconv.cc; int8_conv_unfit says when).
 std::optional<LibraryCall> qlinear_conv_call(const Node& n, const Absorbed& absorbed,
                                              std::string* why_not);
 
