@@ -521,6 +521,30 @@ def batch_of_one(weft, env, tmp):
           f"a batch of 1 through Concat, SiLU and pooling: no function on one thread {err}")
 
 
+def many_parameters(weft, env, tmp):
+    """A Concat of 90 Gathers, each with its own index table (SSDLite's postprocessing, a
+    class a Gather): one function of more than 64 parameters, which the emulator's launcher
+    once refused ("has too many parameters")."""
+    n = 90
+    rng = np.random.default_rng(13)
+    tables = [rng.integers(0, 40, size=(3,)).astype(np.int64) for _ in range(n)]
+    nodes, inits = [], []
+    for i, t in enumerate(tables):
+        inits.append(numpy_helper.from_array(t, f"i{i}"))
+        nodes.append(helper.make_node("Gather", ["x", f"i{i}"], [f"g{i}"], axis=0))
+    nodes.append(helper.make_node("Concat", [f"g{i}" for i in range(n)], ["y"], axis=0))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [40, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3 * n, 4])],
+                              initializer=inits)
+    path = os.path.join(tmp, "many_parameters.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    x = rng.standard_normal((40, 4)).astype(np.float32)
+    got, err = run(weft, path, x, env, "--device", "cuda")
+    want = np.concatenate([x[t] for t in tables])
+    check(got is not None and np.array_equal(got, want),
+          f"a Concat of {n} Gathers: one function of more than 64 parameters {err}")
+
+
 def pooled_grouped_conv(weft, env, tmp):
     """A padded max pooling (its window's bounds move with the point: a thread per point) and
     a depthwise convolution, with cuDNN and with WEFT_CUDA_GROUPED_CONV=generated: both match
@@ -654,6 +678,7 @@ def main():
         replay_check_takes_infinities(weft, env, tmp)
         repeated_kernels(weft, env, tmp)
         batch_of_one(weft, env, tmp)
+        many_parameters(weft, env, tmp)
         pooled_grouped_conv(weft, env, tmp)
         conv1x1_as_gemm(weft, env, tmp)
         library_calls(weft, env, tmp)

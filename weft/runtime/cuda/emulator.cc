@@ -6,6 +6,7 @@
 // reached it. Shared memory is a static variable (one block runs at a time), and atomics are
 // plain read-modify-writes (one fiber runs at a time). When no thread can run and no barrier
 // can open, the launch fails: a barrier that some thread never reaches.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -189,7 +190,8 @@ inline double __longlong_as_double(long long l) { return weft_emu_cast<double>(l
 )";
 
 // Exported by every emulated translation unit: runs "fn" with "args" on a grid. The
-// parameters are all 8 bytes (device pointers, int64_t), passed as such.
+// parameters are all 8 bytes (device pointers, int64_t), passed as such; WEFT_EMU_CALLS is
+// one more than the most that a function of the unit takes (most_parameters).
 constexpr std::string_view kEmulationLaunch = R"(
 namespace weft_emu {
 using Arg = uint64_t;
@@ -204,8 +206,8 @@ template <size_t... N> constexpr auto table(std::index_sequence<N...>) {
 } // namespace weft_emu
 extern "C" int weft_emu_launch(void* fn, int nargs, const uint64_t* args, unsigned int grid,
                                unsigned int block) {
-  static const auto calls = weft_emu::table(std::make_index_sequence<65>{});
-  if (nargs < 0 || nargs >= 65) return 2;
+  static const auto calls = weft_emu::table(std::make_index_sequence<WEFT_EMU_CALLS>{});
+  if (nargs < 0 || nargs >= WEFT_EMU_CALLS) return 2;
   weft_emu::grid_dim.x = grid;
   weft_emu::block_dim.x = block;
   weft_emu::body = [&] { calls[static_cast<size_t>(nargs)](fn, args); };
@@ -218,6 +220,27 @@ extern "C" int weft_emu_launch(void* fn, int nargs, const uint64_t* args, unsign
 )";
 
 using LaunchFn = int (*)(void*, int, const uint64_t*, unsigned int, unsigned int);
+
+// The most parameters of a __global__ function in "source", and at least 64: the launcher
+// instantiates a call for each count up to it. (A Concat of 90 Gathers, SSDLite's
+// postprocessing, takes more than 180; a GPU's launch takes 4 KB of them, 512 pointers.)
+size_t most_parameters(const std::string& source) {
+  size_t most = 64;
+  for (size_t at = source.find("__global__"); at != std::string::npos;
+       at = source.find("__global__", at + 1)) {
+    // The signature, on its line: "extern "C" __global__ void ... weft_k0_X(T* b0, ...) {".
+    size_t end = std::min(source.find('\n', at), source.size());
+    size_t name = source.find("weft_", at);
+    if (name >= end) continue;
+    size_t open = source.find('(', name), close = source.find(')', open);
+    if (open >= end || close >= end) continue;
+    size_t commas =
+        static_cast<size_t>(std::count(source.begin() + static_cast<std::ptrdiff_t>(open),
+                                       source.begin() + static_cast<std::ptrdiff_t>(close), ','));
+    most = std::max(most, commas + 1);
+  }
+  return most;
+}
 
 // "v" as a tensor core reads it in TF32: 10 mantissa bits, rounded to nearest (ties away).
 float to_tf32(float v) {
@@ -401,7 +424,8 @@ private:
                                              const std::string& name) override {
     // NVCC's freedom with __restrict__, which the host compiler does not take.
     WEFT_RETURN_IF_ERROR(check_restrict(source));
-    std::string unit = fmt::format("{}\n{}\n{}", kEmulationHeader, source, kEmulationLaunch);
+    std::string unit = fmt::format("{}\n{}\n#define WEFT_EMU_CALLS {}\n{}", kEmulationHeader,
+                                   source, most_parameters(source) + 1, kEmulationLaunch);
     unit.insert(0, "#include <array>\n");
     WEFT_ASSIGN_OR_RETURN(toolchain::CompiledLibrary built,
                           toolchain::compile_cpu(unit, toolchain::CpuCompiler::from_environment()));
