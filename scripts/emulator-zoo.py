@@ -31,6 +31,8 @@ def run(weft, model, device, out_dir, timeout):
                            timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return f"timed out after {timeout} s"
+    except OSError as e:  # the binary being rebuilt, say
+        return f"did not start: {e}"
     if r.returncode != 0:
         return f"exit {r.returncode}: " + " ".join(r.stderr.strip().splitlines()[-1:])
     return None

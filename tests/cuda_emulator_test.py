@@ -545,6 +545,55 @@ def many_parameters(weft, env, tmp):
           f"a Concat of {n} Gathers: one function of more than 64 parameters {err}")
 
 
+def top_k(weft, env, tmp):
+    """TopK over axes longer than the generated kernel takes (library/cuda_top_k.cc: a radix
+    selection and a bitonic sort per row): many ties (by index), NaN (first, or last for the
+    smallest), -0 beside +0 (equal), +-inf, an inner axis (rows strided), K the whole axis.
+    Values compared bit for bit, indices exactly, against a stable numpy sort."""
+    rng = np.random.default_rng(17)
+    x = rng.integers(-20, 20, size=(3, 500)).astype(np.float32)
+    x[0, 7], x[1, 3], x[1, 4], x[2, 9], x[2, 10] = np.nan, -0.0, 0.0, -np.inf, np.inf
+    cases = [("largest", x, 37, 1, 1), ("smallest", x, 37, 1, 0),
+             ("inner_axis", rng.standard_normal((700, 2, 3)).astype(np.float32), 100, 0, 1),
+             ("whole_axis", rng.standard_normal((1, 300)).astype(np.float32), 300, 1, 1)]
+    for name, x, k, axis, largest in cases:
+        out_shape = list(x.shape)
+        out_shape[axis] = k
+        node = helper.make_node("TopK", ["x", "k"], ["y", "i"], axis=axis, largest=largest)
+        graph = helper.make_graph(
+            [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape),
+             helper.make_tensor_value_info("i", TensorProto.INT64, out_shape)],
+            initializer=[numpy_helper.from_array(np.array([k], np.int64), "k")])
+        path = os.path.join(tmp, f"top_k_{name}.onnx")
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+        rows = np.moveaxis(x, axis, -1)
+        want_i = np.empty(rows.shape[:-1] + (k,), np.int64)
+        for at in np.ndindex(*rows.shape[:-1]):
+            row = rows[at]
+            nan = np.isnan(row)
+            v = np.where(nan, 0, row)
+            want_i[at] = np.lexsort((np.arange(row.size), -v if largest else v,
+                                     ~nan if largest else nan))[:k]
+        want_v = np.take_along_axis(rows, want_i, -1)
+        want_i, want_v = np.moveaxis(want_i, -1, axis), np.moveaxis(want_v, -1, axis)
+        with tempfile.TemporaryDirectory() as out:
+            np.save(os.path.join(out, "x.npy"), x)
+            r = subprocess.run([weft, "run", path, "--device", "cuda", "--input",
+                                "x=" + os.path.join(out, "x.npy"), "--output-dir", out],
+                               capture_output=True, text=True, env=env)
+            err = r.stderr.strip() if r.returncode else ""
+            got, got_i = ((np.load(os.path.join(out, "y.npy")), np.load(os.path.join(out, "i.npy")))
+                          if r.returncode == 0 else (None, None))
+        profile = subprocess.run([weft, "bench", path, "--device", "cuda", "--fill", "random",
+                                  "--iters", "1", "--kernels"], capture_output=True, text=True,
+                                 env=env).stdout
+        check(got is not None and np.array_equal(got_i, want_i) and
+              np.array_equal(got.view(np.uint32), want_v.view(np.uint32)) and
+              "radix selection" in profile,
+              f"TopK {name}: K = {k} of {x.shape[axis]}, as the selection call {err}")
+
+
 def pooled_grouped_conv(weft, env, tmp):
     """A padded max pooling (its window's bounds move with the point: a thread per point) and
     a depthwise convolution, with cuDNN and with WEFT_CUDA_GROUPED_CONV=generated: both match
@@ -679,6 +728,7 @@ def main():
         repeated_kernels(weft, env, tmp)
         batch_of_one(weft, env, tmp)
         many_parameters(weft, env, tmp)
+        top_k(weft, env, tmp)
         pooled_grouped_conv(weft, env, tmp)
         conv1x1_as_gemm(weft, env, tmp)
         library_calls(weft, env, tmp)

@@ -11,6 +11,7 @@
 #include "weft/library/attention_call.h"
 #include "weft/library/col2im_call.h"
 #include "weft/library/cuda_library.h"
+#include "weft/library/cuda_top_k.h"
 #include "weft/library/dnnl.h"
 #include "weft/library/moe_call.h"
 #include "weft/library/random_call.h"
@@ -172,6 +173,7 @@ LibrarySelection select_library_calls(const Graph& graph, const CompileSettings&
     if (!cuda) call = library::shape_call(*node);
     if (!cuda && !call) call = library::random_call(*node);
     if (!cuda && !call) call = library::top_k_call(*node);
+    if (cuda && device && !call) call = library::cuda_top_k_call(*node, device);
     if (!cuda && !call) call = library::roi_align_call(*node);
     if (!cuda && !call) call = library::col2im_call(*node);
     if (!cuda && !call && !(use_library && library::onednn_resamples(*node)))
