@@ -73,7 +73,7 @@ def main():
     for m in args.models:
         models += sorted(glob.glob(os.path.join(m, "*.onnx"))) if os.path.isdir(m) else [m]
     work = args.work or tempfile.mkdtemp(prefix="weft-emulator-zoo-")
-    failed = 0
+    failed = both = 0
     for model in models:
         name = os.path.basename(model)[:-len(".onnx")]
         cpu, cuda = (os.path.join(work, name, d) for d in ("cpu", "cuda"))
@@ -82,12 +82,14 @@ def main():
         if why_cpu or why_cuda:
             # A model the CPU refuses too is not the CUDA backend's failure.
             failed += bool(why_cpu) != bool(why_cuda)
+            both += bool(why_cpu) and bool(why_cuda)
             print(f"{name}: cpu {why_cpu or 'ran'}; cuda {why_cuda or 'ran'}", flush=True)
             continue
         rows = differences(cpu, cuda)
         failed += any(bad for _, bad in rows)
         print(f"{name}: " + "; ".join(text for text, _ in rows), flush=True)
-    print(f"{len(models) - failed} of {len(models)} agree")
+    print(f"{len(models) - failed - both} of {len(models)} agree"
+          + (f"; {both} failed on both devices" if both else ""))
     return 1 if failed else 0
 
 
