@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,15 @@ struct ConvShape {
   bool tf32 = false; // as GemmShape's
 };
 
+// TopK of f32 values over the input viewed as [rows, n, inner] (n the axis): the K first of
+// each row, sorted, equal values in index order, NaN above every number (below for the
+// smallest first), -0 equal to +0; outputs [rows, k, inner]. K at most kTopKMost.
+struct TopKShape {
+  int64_t rows = 1, n = 0, inner = 1, k = 0;
+  bool largest = true;
+};
+inline constexpr int64_t kTopKMost = 2048; // the selection is held in shared memory
+
 // Memory, copies (asynchronous, on the device's one stream) and synchronize() are those of
 // DeviceMemory, which executables use.
 class Device : public DeviceMemory {
@@ -71,6 +81,9 @@ public:
   // Convolution on the stream (cuDNN on a GPU); "bias" may be null.
   virtual Status conv(const ConvShape& shape, const float* x, const float* w, const float* bias,
                       float* y) = 0;
+  // TopK on the stream, Weft's own kernel (top_k.cc: per row, a radix selection of the K
+  // first, then a bitonic sort of those in shared memory); "indices" may be null.
+  Status top_k(const TopKShape& shape, const float* x, float* values, int64_t* indices);
   // Builds and loads a translation unit of the CUDA dialect; "name" is for messages.
   virtual Result<std::shared_ptr<const Module>> load(const std::string& source,
                                                      const std::string& name) = 0;
@@ -80,6 +93,10 @@ public:
   // most kMaxPersistentGrid. More would wait for a second wave and, striding over the work
   // from their first point, finish last.
   int64_t persistent_grid(int64_t block, int64_t per_sm = 0) const;
+
+private:
+  std::mutex top_k_mutex_;
+  std::shared_ptr<const Module> top_k_module_; // built at the first top_k()
 };
 
 // The process's device 0: the emulator when $WEFT_CUDA_EMULATOR is 1, else the driver API.
