@@ -23,11 +23,10 @@
 
 namespace weft::library {
 
-ConvShape conv_shape(const Node& n) {
+ConvDims conv_shape(const Node& n) {
   const auto& at = n.attrs_as<ConvAttrs>();
   bool quantized = n.op_type == Op::kQLinearConv || n.op_type == Op::kQLinearConvChannelsLast;
-  ConvShape s{
-      dims_of(n.inputs[0]), dims_of(n.inputs[quantized ? 3 : 1]), dims_of(n.outputs[0]), {}};
+  ConvDims s{dims_of(n.inputs[0]), dims_of(n.inputs[quantized ? 3 : 1]), dims_of(n.outputs[0]), {}};
   if (n.op_type == Op::kConvChannelsLast || n.op_type == Op::kQLinearConvChannelsLast) {
     s.dx = channels_first(s.dx);
     s.dy = channels_first(s.dy);

@@ -141,11 +141,11 @@ std::optional<LibraryCall> matmul_call(const Node& n, const Absorbed& absorbed,
 std::optional<LibraryCall> gemm_call(const Node& n, const Absorbed& absorbed, std::string* why_not);
 // A convolution's activation dims [N, C, spatial...] and its windows (Conv, QLinearConv and
 // their channels-last forms; dnnl_conv.cc).
-struct ConvShape {
+struct ConvDims {
   Dims dx, dw, dy;
   std::vector<Window> win;
 };
-ConvShape conv_shape(const Node& n);
+ConvDims conv_shape(const Node& n);
 
 // A convolution's windows and weights as oneDNN's primitives take them: it counts the gaps
 // of a dilation, and grouped weights are [G, M / G, C / G, k...].
