@@ -56,41 +56,14 @@ std::optional<int64_t> bound(const Dim& d) {
 } // namespace
 
 std::optional<LibraryCall> cuda_top_k_call(const Node& node, std::shared_ptr<Device> device) {
-  if (node.op_type != Op::kTopK) return std::nullopt;
-  const Value* x = node.inputs[0];
-  const Value* values = node.outputs.empty() ? nullptr : node.outputs[0];
-  const Value* indices = node.outputs.size() > 1 ? node.outputs[1] : nullptr;
-  if (!values || !x->type.shape || !values->type.shape || x->type.dtype != DType::kF32)
-    return std::nullopt;
-  const Shape& xs = *x->type.shape;
-  auto rank = static_cast<int64_t>(xs.size());
-  int64_t axis = node.attrs_as<TopKAttrs>().axis;
-  if (axis < 0) axis += rank;
-  if (axis < 0 || axis >= rank) return std::nullopt;
-  const Dim& len = xs[static_cast<size_t>(axis)];
-  const Dim& k = (*values->type.shape)[static_cast<size_t>(axis)];
-  // Short static axes stay generated code (every pair compared; one kernel with its
-  // neighbours); so do selections larger than shared memory holds.
-  std::optional<int64_t> most = bound(k);
-  if (k.is_unknown() || !most || *most > runtime::cuda::kTopKMost ||
-      (len.is_static() && len.value() <= kGeneratedTopKMaxAxis && shape_is_static(xs) &&
-       shape_is_static(*values->type.shape)))
-    return std::nullopt;
-  for (const Dim& d : xs)
-    if (d.is_unknown()) return std::nullopt;
-  Dim a = 1, b = 1;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (d < axis) a = dim_mul(a, xs[static_cast<size_t>(d)]);
-    if (d > axis) b = dim_mul(b, xs[static_cast<size_t>(d)]);
-  }
   LibraryCall call;
-  CallExtent ea = call_extent(a, call.symbols), en = call_extent(len, call.symbols),
-             eb = call_extent(b, call.symbols), ek = call_extent(k, call.symbols);
-  call.kernel = std::make_shared<CudaTopKKernel>(
-      std::move(device), ea, en, eb, ek, node.attrs_as<TopKAttrs>().largest, indices != nullptr);
-  call.values = {x, values};
-  if (indices) call.values.push_back(indices);
-  call.nodes = {&node};
+  std::optional<TopKView> v = top_k_view(node, call);
+  // Selections larger than shared memory holds stay generated code.
+  std::optional<int64_t> most = v ? bound(v->k_dim) : std::nullopt;
+  if (!v || node.inputs[0]->type.dtype != DType::kF32 || !most || *most > runtime::cuda::kTopKMost)
+    return std::nullopt;
+  call.kernel = std::make_shared<CudaTopKKernel>(std::move(device), v->a, v->n, v->b, v->k,
+                                                 v->largest, v->indices);
   return call;
 }
 

@@ -117,13 +117,12 @@ bool selectable(DType t) {
 
 } // namespace
 
-std::optional<LibraryCall> top_k_call(const Node& node) {
+std::optional<TopKView> top_k_view(const Node& node, LibraryCall& call) {
   if (node.op_type != Op::kTopK) return std::nullopt;
   const Value* x = node.inputs[0];
   const Value* values = node.outputs.empty() ? nullptr : node.outputs[0];
   const Value* indices = node.outputs.size() > 1 ? node.outputs[1] : nullptr;
-  if (!values || !x->type.shape || !values->type.shape || !selectable(x->type.dtype))
-    return std::nullopt;
+  if (!values || !x->type.shape || !values->type.shape) return std::nullopt;
   const Shape& xs = *x->type.shape;
   auto rank = static_cast<int64_t>(xs.size());
   int64_t axis = node.attrs_as<TopKAttrs>().axis;
@@ -142,14 +141,20 @@ std::optional<LibraryCall> top_k_call(const Node& node) {
     if (d < axis) a = dim_mul(a, xs[static_cast<size_t>(d)]);
     if (d > axis) b = dim_mul(b, xs[static_cast<size_t>(d)]);
   }
-  LibraryCall call;
-  CallExtent ea = call_extent(a, call.symbols), en = call_extent(len, call.symbols),
-             eb = call_extent(b, call.symbols), ek = call_extent(k, call.symbols);
-  call.kernel = std::make_shared<TopKKernel>(
-      x->type.dtype, ea, en, eb, ek, node.attrs_as<TopKAttrs>().largest, indices != nullptr);
   call.values = {x, values};
   if (indices) call.values.push_back(indices);
   call.nodes = {&node};
+  return TopKView{call_extent(a, call.symbols), call_extent(len, call.symbols),
+                  call_extent(b, call.symbols), call_extent(k, call.symbols), k,
+                  node.attrs_as<TopKAttrs>().largest, indices != nullptr};
+}
+
+std::optional<LibraryCall> top_k_call(const Node& node) {
+  LibraryCall call;
+  std::optional<TopKView> v = top_k_view(node, call);
+  if (!v || !selectable(node.inputs[0]->type.dtype)) return std::nullopt;
+  call.kernel = std::make_shared<TopKKernel>(node.inputs[0]->type.dtype, v->a, v->n, v->b, v->k,
+                                             v->largest, v->indices);
   return call;
 }
 

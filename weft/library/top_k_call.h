@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "weft/library/dnnl.h"
+#include "weft/library/shape_call.h"
 
 namespace weft::library {
 
@@ -21,5 +22,16 @@ inline constexpr int64_t kGeneratedTopKMaxAxis = 64;
 // sorted; equal elements keep their order (the lower index first, as ONNX asks); NaN counts as
 // larger than every number, as in PyTorch.
 std::optional<LibraryCall> top_k_call(const Node& node);
+
+// A TopK that a call runs (the CPU's above, CUDA's in cuda_top_k.h) over its input viewed as
+// [A, N, B] (N the axis), outputs [A, K, B]: "call"'s values (X, Values[, Indices]), node
+// and symbols are set, its kernel left to the caller. None where generated code runs the node
+// (a short static axis) or a dim is unknown.
+struct TopKView {
+  CallExtent a, n, b, k;
+  Dim k_dim;
+  bool largest = true, indices = false;
+};
+std::optional<TopKView> top_k_view(const Node& node, LibraryCall& call);
 
 } // namespace weft::library
