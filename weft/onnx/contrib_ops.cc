@@ -16,6 +16,7 @@
 #include "weft/onnx/contrib_decoder_ops.h"
 #include "weft/onnx/contrib_expansion.h"
 #include "weft/onnx/contrib_transformer_ops.h"
+#include "weft/onnx/ml_legacy_ops.h"
 #include "weft/onnx/model_checks.h"
 
 namespace weft {
@@ -391,6 +392,7 @@ const std::map<std::string, ContribOp>& contrib_ops() {
     };
     quantized.merge(transformer_ops());
     quantized.merge(decoder_ops());
+    quantized.merge(ml_legacy_ops());
     return quantized;
   }();
   return ops;
@@ -472,7 +474,8 @@ public:
         return Status::error(fmt::format("{}: node '{}': domain '{}' is Weft's own (no model can "
                                          "use it)",
                                          name_, base, kWeftDomain));
-      if ((node.domain() != kMicrosoftDomain && !rms_norm) || it == contrib_ops().end()) {
+      bool expanded_domain = node.domain() == kMicrosoftDomain || node.domain() == kMlDomain;
+      if ((!expanded_domain && !rms_norm) || it == contrib_ops().end()) {
         onnx::NodeProto* kept = out.Add();
         *kept = std::move(node);
         if (std::optional<int> rank = output_rank(*kept, scope))
@@ -487,7 +490,7 @@ public:
       if (s.ok() && !rms_norm) s = it->second.expand(e);
       if (!s.ok()) {
         return Status::error(fmt::format("{}: node '{}' ({}.{}): {}", name_, base,
-                                         rms_norm ? "ai.onnx" : kMicrosoftDomain, node.op_type(),
+                                         rms_norm ? "ai.onnx" : node.domain(), node.op_type(),
                                          s.message()));
       }
     }
@@ -512,8 +515,19 @@ Status expand_contrib_ops(onnx::ModelProto& model, int opset, const std::string&
 
 std::vector<std::string> contrib_op_names() {
   std::vector<std::string> names;
-  for (const auto& [name, op] : contrib::contrib_ops())
-    names.push_back(name.substr(kMicrosoftDomain.size() + 1));
+  for (const auto& [name, op] : contrib::contrib_ops()) {
+    if (name.starts_with(fmt::format("{}.", kMicrosoftDomain)))
+      names.push_back(name.substr(kMicrosoftDomain.size() + 1));
+  }
+  return names;
+}
+
+std::vector<std::string> ml_expanded_op_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, op] : contrib::contrib_ops()) {
+    if (name.starts_with(fmt::format("{}.", kMlDomain)))
+      names.push_back(name.substr(kMlDomain.size() + 1));
+  }
   return names;
 }
 

@@ -30,6 +30,8 @@ Status expand_contrib_ops(onnx::ModelProto& model, int opset, const std::string&
 // The com.microsoft ops expand_contrib_ops() expands ("QGemm", ...), and the same as a list
 // for messages: "BiasAdd, ... and SkipSimplifiedLayerNormalization".
 std::vector<std::string> contrib_op_names();
+// The ai.onnx.ml ops it expands (ml_legacy_ops.h: "LinearClassifier", ...).
+std::vector<std::string> ml_expanded_op_names();
 std::string contrib_ops_list();
 
 } // namespace weft

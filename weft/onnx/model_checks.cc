@@ -68,8 +68,18 @@ void find_unsupported(const onnx::GraphProto& graph, int opset,
                         node.op_type(), node.domain(), kTrainingDomain, kPreviewDomain, kMlDomain);
     } else if (!is_onnx_domain(node.domain())) {
       if (find_op(op, opset)) continue;
-      key = fmt::format("{} (domain '{}': Weft supports {} there)", node.op_type(), node.domain(),
+      key = fmt::format("{} (domain '{}': Weft supports {} there", node.op_type(), node.domain(),
                         ops_of_domain(node.domain()));
+      if (node.domain() == kMlDomain) {
+        std::vector<std::string> expanded = ml_expanded_op_names();
+        key += fmt::format(", and expands {} and {}",
+                           fmt::join(expanded.begin(), expanded.end() - 1, ", "), expanded.back());
+        // scikit-learn's classifiers end in one by default (skl2onnx).
+        if (node.op_type() == "ZipMap")
+          key += "; ZipMap's sequence of maps is not supported: skl2onnx writes the "
+                 "probabilities as a tensor with options={'zipmap': False}";
+      }
+      key += ")";
     } else if (!find_op(op, opset) ||
                node.op_type().find('.') != std::string::npos) { // qualified: not ai.onnx's
       std::vector<std::string> spans;

@@ -1,0 +1,122 @@
+"""The classic machine-learning ops of ai.onnx.ml that scikit-learn's exporter (skl2onnx)
+writes: Scaler, Normalizer, LinearRegressor and LinearClassifier, each expanded at import into
+ai.onnx ops (weft/onnx/ml_legacy_ops.cc). Against float64 numpy references of ONNX Runtime's
+results (checked beside onnxruntime 1.32 and skl2onnx 1.20 exports on 2026-12-05), at the
+opsets skl2onnx writes beside them (9, 13 and 22); and the messages for what stays
+unsupported."""
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+import weft
+
+ML = "ai.onnx.ml"
+
+
+def model(nodes, x, outputs, opset):
+    """A model of "nodes" reading "x" (f32 [N, C]); outputs (name, TensorProto type)."""
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, x.shape[1]])],
+        [helper.make_tensor_value_info(name, t, None) for name, t in outputs])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid(ML, 1)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+def rows():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((7, 3)).astype(np.float32)
+    x[2] = 0  # a row whose norms are 0
+    x[4] = -np.abs(x[4])  # one whose max is negative
+    return x
+
+
+@pytest.mark.parametrize("opset", [9, 13, 22])
+def test_scaler_and_normalizer(opset):
+    x = rows()
+    nodes = [helper.make_node("Scaler", ["x"], ["scaled"], domain=ML, offset=[0.5, -1.0, 2.0],
+                              scale=[2.0, 0.25, -1.0])]
+    for norm in ("MAX", "L1", "L2"):
+        nodes.append(helper.make_node("Normalizer", ["x"], [norm], domain=ML, norm=norm))
+    names = ["scaled", "MAX", "L1", "L2"]
+    got = weft.compile(model(nodes, x, [(n, TensorProto.FLOAT) for n in names], opset)).run({"x": x})
+    x64 = x.astype(np.float64)
+    norms = {"MAX": x64.max(axis=1), "L1": np.abs(x64).sum(axis=1), "L2": np.sqrt((x64 ** 2).sum(axis=1))}
+    want = {"scaled": (x64 - [0.5, -1.0, 2.0]) * [2.0, 0.25, -1.0]}
+    for norm, z in norms.items():  # ONNX Runtime: divided by the row's max (not |max|); 0 stays
+        want[norm] = np.where(z[:, None] == 0, x64, x64 / np.where(z == 0, 1, z)[:, None])
+    for name in names:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-6, atol=1e-7, err_msg=name)
+
+
+@pytest.mark.parametrize("opset", [9, 13, 22])
+def test_linear_regressor(opset):
+    x = rows()
+    w = np.arange(6, dtype=np.float32).reshape(2, 3) / 4 - 0.5
+    nodes = [helper.make_node("LinearRegressor", ["x"], ["y"], domain=ML, coefficients=w.ravel().tolist(),
+                              intercepts=[0.5, -1.0], targets=2),
+             helper.make_node("LinearRegressor", ["x"], ["one"], domain=ML, coefficients=[1.0, 2.0, 3.0])]
+    got = weft.compile(model(nodes, x, [("y", TensorProto.FLOAT), ("one", TensorProto.FLOAT)], opset)).run({"x": x})
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(got["y"], x64 @ w.T.astype(np.float64) + [0.5, -1.0], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got["one"], x64 @ [[1.0], [2.0], [3.0]], rtol=1e-6, atol=1e-6)
+
+
+def classify(x, w, b, labels, transform, opset):
+    node = helper.make_node("LinearClassifier", ["x"], ["label", "scores"], domain=ML,
+                            coefficients=w.ravel().tolist(), intercepts=b, classlabels_ints=labels,
+                            post_transform=transform)
+    out = [("label", TensorProto.INT64), ("scores", TensorProto.FLOAT)]
+    return weft.compile(model([node], x, out, opset)).run({"x": x})
+
+
+@pytest.mark.parametrize("opset", [9, 13, 22])
+@pytest.mark.parametrize("transform", ["NONE", "LOGISTIC", "SOFTMAX"])
+def test_linear_classifier(opset, transform):
+    x = rows()
+    w = np.array([[0.1, 0.2, 0.3], [0.0, -0.5, 0.2], [-1.0, 0.0, 1.0]], np.float32)
+    b = [0.1, 0.0, -0.2]
+    got = classify(x, w, b, [4, 8, 15], transform, opset)
+    s = x.astype(np.float64) @ w.T.astype(np.float64) + b
+    if transform == "LOGISTIC":
+        s = 1 / (1 + np.exp(-s))
+    elif transform == "SOFTMAX":
+        s = np.exp(s - s.max(axis=1, keepdims=True))
+        s /= s.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(got["scores"], s, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(got["label"], np.array([4, 8, 15])[s.argmax(axis=1)])
+
+
+@pytest.mark.parametrize("opset", [9, 13, 22])
+@pytest.mark.parametrize("transform", ["NONE", "LOGISTIC", "SOFTMAX"])
+def test_binary_linear_classifier(opset, transform):
+    """One row of coefficients and two labels, as ONNX Runtime: the scores [1 - s, s] ([1 - p, p]
+    after LOGISTIC; SOFTMAX as NONE) and the second label where s > 0 (ties to the first)."""
+    x = rows()
+    w = np.array([[0.1, 0.2, 0.3]], np.float32)
+    got = classify(x, w, [0.0], [3, 7], transform, opset)
+    s = x.astype(np.float64) @ w[0].astype(np.float64)
+    p = 1 / (1 + np.exp(-s)) if transform == "LOGISTIC" else s
+    np.testing.assert_allclose(got["scores"], np.stack([1 - p, p], axis=1), rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(got["label"], np.where(s > 0, 7, 3))
+    assert got["label"][2] == 3  # the row of zeros: s = 0
+
+
+def test_what_stays_unsupported():
+    x = rows()
+    probabilities = helper.make_node("LinearClassifier", ["x"], ["label", "p"], domain=ML,
+                                     coefficients=[0.1] * 6, intercepts=[0.0, 0.0],
+                                     classlabels_strings=["a", "b"])
+    with pytest.raises(weft.WeftError, match="string class labels are not supported"):
+        weft.compile(model([probabilities], x, [("label", TensorProto.STRING), ("p", TensorProto.FLOAT)], 13))
+    probit = helper.make_node("LinearClassifier", ["x"], ["label", "p"], domain=ML, coefficients=[0.1] * 6,
+                              intercepts=[0.0, 0.0], classlabels_ints=[0, 1], post_transform="PROBIT")
+    with pytest.raises(weft.WeftError, match="post_transform PROBIT is not supported"):
+        weft.compile(model([probit], x, [("label", TensorProto.INT64), ("p", TensorProto.FLOAT)], 13))
+    # A classifier's default ending in skl2onnx: the message says how to export without it.
+    nodes = [helper.make_node("LinearClassifier", ["x"], ["label", "p"], domain=ML, coefficients=[0.1] * 6,
+                              intercepts=[0.0, 0.0], classlabels_ints=[0, 1]),
+             helper.make_node("ZipMap", ["p"], ["maps"], domain=ML, classlabels_int64s=[0, 1])]
+    with pytest.raises(weft.WeftError, match=r"options=\{'zipmap': False\}"):
+        weft.compile(model(nodes, x, [("label", TensorProto.INT64), ("maps", TensorProto.FLOAT)], 13))

@@ -1,0 +1,153 @@
+#include "weft/onnx/ml_legacy_ops.h"
+
+#include <fmt/format.h>
+
+namespace weft::contrib {
+
+namespace {
+
+std::vector<float> floats_attr(const Expansion& e, const std::string& name) {
+  const onnx::AttributeProto* a = find_attr(e.node(), name);
+  return a ? std::vector<float>(a->floats().begin(), a->floats().end()) : std::vector<float>();
+}
+
+std::vector<int64_t> ints_attr_of(const Expansion& e, const std::string& name) {
+  const onnx::AttributeProto* a = find_attr(e.node(), name);
+  return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : std::vector<int64_t>();
+}
+
+std::string f32_constant(Expansion& e, const std::vector<float>& v, std::vector<int64_t> dims) {
+  return e.constant_of(Tensor::from_vector(DType::kF32, std::move(dims), v));
+}
+
+// The node's input as f32, [N, C] (its rank where the graph says it, else 2); the ops here
+// need opset 9 (Where) and take their reduction axes as attributes before 13 and 18.
+Result<std::string> f32_rows(Expansion& e) {
+  if (e.opset() < 9) return Status::error("needs ai.onnx opset 9 or newer beside it");
+  std::optional<int> rank = e.rank(e.in(0));
+  if (rank && *rank != 2)
+    return Status::error(fmt::format("X has rank {}, expected [N, C]", *rank));
+  return e.op(Op::kCast, {e.in(0)}, {int_attr("to", 1 /* FLOAT */)});
+}
+
+// "op" over axis 1 of "x", kept.
+std::string reduce_rows(Expansion& e, Op op, const std::string& x) {
+  bool axes_input = op == Op::kReduceSum ? e.opset() >= 13 : e.opset() >= 18;
+  if (axes_input) return e.op(op, {x, e.ints({1})}, {int_attr("keepdims", 1)});
+  return e.op(op, {x}, {int_attr("keepdims", 1), ints_attr("axes", {1})});
+}
+
+Status expand_scaler(Expansion& e) {
+  WEFT_ASSIGN_OR_RETURN(std::string x, f32_rows(e));
+  std::vector<float> offset = floats_attr(e, "offset"), scale = floats_attr(e, "scale");
+  if (offset.empty()) offset = {0.0f};
+  if (scale.empty()) scale = {1.0f};
+  std::string shifted = e.op(Op::kSub, {x, f32_constant(e, offset, {int64_t(offset.size())})});
+  e.op(Op::kMul, {shifted, f32_constant(e, scale, {int64_t(scale.size())})}, {}, e.out(0));
+  return Status();
+}
+
+Status expand_normalizer(Expansion& e) {
+  WEFT_ASSIGN_OR_RETURN(std::string x, f32_rows(e));
+  std::string norm = e.string_attr_or("norm", "MAX"), z;
+  if (norm == "MAX") {
+    z = reduce_rows(e, Op::kReduceMax, x);
+  } else if (norm == "L1") {
+    z = reduce_rows(e, Op::kReduceSum, e.op(Op::kAbs, {x}));
+  } else if (norm == "L2") {
+    z = e.op(Op::kSqrt, {reduce_rows(e, Op::kReduceSum, e.op(Op::kMul, {x, x}))});
+  } else {
+    return Status::error(fmt::format("attribute 'norm' is '{}' (expected MAX, L1 or L2)", norm));
+  }
+  std::string zero = e.op(Op::kEqual, {z, f32_constant(e, {0.0f}, {})});
+  e.op(Op::kWhere, {zero, x, e.op(Op::kDiv, {x, z})}, {}, e.out(0));
+  return Status();
+}
+
+// X W^T + b for "coefficients" [rows * C] and "intercepts" [rows] (zeros when absent):
+// [N, rows].
+Result<std::string> linear_scores(Expansion& e, const std::string& x, int64_t rows) {
+  std::vector<float> w = floats_attr(e, "coefficients"), b = floats_attr(e, "intercepts");
+  if (rows < 1 || w.empty() || w.size() % static_cast<size_t>(rows) != 0) {
+    return Status::error(fmt::format("{} coefficients do not make {} rows", w.size(), rows));
+  }
+  if (b.empty()) b.assign(static_cast<size_t>(rows), 0.0f);
+  if (static_cast<int64_t>(b.size()) != rows) {
+    return Status::error(fmt::format("{} intercepts for {} rows of coefficients", b.size(), rows));
+  }
+  int64_t columns = static_cast<int64_t>(w.size()) / rows;
+  std::vector<float> transposed(w.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < columns; ++c)
+      transposed[static_cast<size_t>(c * rows + r)] = w[static_cast<size_t>(r * columns + c)];
+  }
+  std::string product = e.op(Op::kMatMul, {x, f32_constant(e, transposed, {columns, rows})});
+  return e.op(Op::kAdd, {product, f32_constant(e, b, {rows})});
+}
+
+Status expand_linear_regressor(Expansion& e) {
+  WEFT_ASSIGN_OR_RETURN(std::string x, f32_rows(e));
+  std::string transform = e.string_attr_or("post_transform", "NONE");
+  if (transform != "NONE")
+    return Status::error(fmt::format("post_transform {} is not supported (only NONE)", transform));
+  WEFT_ASSIGN_OR_RETURN(std::string y, linear_scores(e, x, e.int_attr_or("targets", 1)));
+  e.op(Op::kIdentity, {y}, {}, e.out(0));
+  return Status();
+}
+
+Status expand_linear_classifier(Expansion& e) {
+  WEFT_ASSIGN_OR_RETURN(std::string x, f32_rows(e));
+  if (find_attr(e.node(), "classlabels_strings"))
+    return Status::error("string class labels are not supported (string tensors are not)");
+  std::string transform = e.string_attr_or("post_transform", "NONE");
+  if (transform != "NONE" && transform != "LOGISTIC" && transform != "SOFTMAX") {
+    return Status::error(
+        fmt::format("post_transform {} is not supported (NONE, LOGISTIC or SOFTMAX)", transform));
+  }
+  std::vector<float> intercepts = floats_attr(e, "intercepts");
+  std::vector<int64_t> labels = ints_attr_of(e, "classlabels_ints");
+  auto rows = static_cast<int64_t>(intercepts.size());
+  if (rows == 0) rows = labels.empty() ? 1 : static_cast<int64_t>(labels.size());
+  if (labels.empty()) {
+    for (int64_t i = 0; i < std::max<int64_t>(rows, 2); ++i)
+      labels.push_back(i);
+  }
+  auto classes = static_cast<int64_t>(labels.size());
+  bool binary = rows == 1 && classes == 2;
+  if (!binary && rows != classes) {
+    return Status::error(fmt::format("{} rows of coefficients for {} class labels", rows, classes));
+  }
+  WEFT_ASSIGN_OR_RETURN(std::string s, linear_scores(e, x, rows));
+  std::string label_table = e.constant_of(Tensor::from_vector(DType::kI64, {classes}, labels));
+  if (binary) { // as ONNX Runtime: [1 - s, s], [1 - p, p] after LOGISTIC; label 1 where s > 0
+    std::string p = transform == "LOGISTIC" ? e.op(Op::kSigmoid, {s}) : s;
+    std::string one = f32_constant(e, {1.0f}, {});
+    e.op(Op::kConcat, {e.op(Op::kSub, {one, p}), p}, {int_attr("axis", 1)}, e.out(1));
+    std::string positive = e.op(Op::kGreater, {s, f32_constant(e, {0.0f}, {})});
+    std::string index = e.op(Op::kCast, {positive}, {int_attr("to", 7 /* INT64 */)});
+    std::string flat = e.opset() >= 13 ? e.op(Op::kSqueeze, {index, e.ints({1})})
+                                       : e.op(Op::kSqueeze, {index}, {ints_attr("axes", {1})});
+    e.op(Op::kGather, {label_table, flat}, {}, e.out(0));
+    return Status();
+  }
+  std::string scores = transform == "LOGISTIC"  ? e.op(Op::kSigmoid, {s})
+                       : transform == "SOFTMAX" ? e.op(Op::kSoftmax, {s}, {int_attr("axis", 1)})
+                                                : s;
+  e.op(Op::kIdentity, {scores}, {}, e.out(1));
+  std::string best = e.op(Op::kArgMax, {scores}, {int_attr("axis", 1), int_attr("keepdims", 0)});
+  e.op(Op::kGather, {label_table, best}, {}, e.out(0));
+  return Status();
+}
+
+} // namespace
+
+std::map<std::string, ContribOp> ml_legacy_ops() {
+  return {
+      {"ai.onnx.ml.Scaler", {{"X"}, 1, expand_scaler}},
+      {"ai.onnx.ml.Normalizer", {{"X"}, 1, expand_normalizer}},
+      {"ai.onnx.ml.LinearRegressor", {{"X"}, 1, expand_linear_regressor}},
+      {"ai.onnx.ml.LinearClassifier", {{"X"}, 1, expand_linear_classifier}},
+  };
+}
+
+} // namespace weft::contrib

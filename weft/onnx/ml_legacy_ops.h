@@ -1,0 +1,27 @@
+// The classic machine-learning ops of ai.onnx.ml that scikit-learn's exporter (skl2onnx)
+// writes around a model: Scaler, Normalizer, LinearRegressor and LinearClassifier, each
+// expanded at import into the ai.onnx ops it computes (contrib_expansion.h), as ONNX
+// Runtime computes it where the spec is silent (docs/onnx-versions.md):
+//   Scaler(X)           (X - offset) * scale, per column (f32 out)
+//   Normalizer(X)       each row divided by its max, L1 or L2 norm (a row whose norm is 0
+//                       stays as it is)
+//   LinearRegressor(X)  X W^T + b, [N, targets]
+//   LinearClassifier(X) scores X W^T + b through the post-transform (NONE, LOGISTIC or
+//                       SOFTMAX), and the label of the largest score (integer labels); with
+//                       one row of coefficients and two labels, the scores [1 - s, s] (after
+//                       LOGISTIC, [1 - p, p]) and the second label where s > 0
+// String labels, SOFTMAX_ZERO and PROBIT are refused with a message.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "weft/onnx/contrib_expansion.h"
+
+namespace weft::contrib {
+
+// By qualified name: "ai.onnx.ml.Scaler".
+std::map<std::string, ContribOp> ml_legacy_ops();
+
+} // namespace weft::contrib
