@@ -513,23 +513,23 @@ Status expand_contrib_ops(onnx::ModelProto& model, int opset, const std::string&
       .expand_graph(*model.mutable_graph(), contrib::Scope{base_dir, {}, {}, {}});
 }
 
-std::vector<std::string> contrib_op_names() {
+namespace {
+
+// The ops of "domain" that expand_contrib_ops() expands, by their names there.
+std::vector<std::string> expanded_op_names(std::string_view domain) {
   std::vector<std::string> names;
+  std::string prefix = fmt::format("{}.", domain);
   for (const auto& [name, op] : contrib::contrib_ops()) {
-    if (name.starts_with(fmt::format("{}.", kMicrosoftDomain)))
-      names.push_back(name.substr(kMicrosoftDomain.size() + 1));
+    if (name.starts_with(prefix)) names.push_back(name.substr(prefix.size()));
   }
   return names;
 }
 
-std::vector<std::string> ml_expanded_op_names() {
-  std::vector<std::string> names;
-  for (const auto& [name, op] : contrib::contrib_ops()) {
-    if (name.starts_with(fmt::format("{}.", kMlDomain)))
-      names.push_back(name.substr(kMlDomain.size() + 1));
-  }
-  return names;
-}
+} // namespace
+
+std::vector<std::string> contrib_op_names() { return expanded_op_names(kMicrosoftDomain); }
+
+std::vector<std::string> ml_expanded_op_names() { return expanded_op_names(kMlDomain); }
 
 std::string contrib_ops_list() {
   std::vector<std::string> names = contrib_op_names();
