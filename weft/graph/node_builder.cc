@@ -12,10 +12,10 @@ std::vector<Value*> NodeBuilder::node(Op op, std::vector<Value*> inputs, OpAttrs
   Node n;
   n.name = graph_.unique_node_name(fmt::format("{}_{}", at_.name, op));
   n.op_type = op;
-  n.opset = at_.opset;
+  n.opset = opset_;
   n.conditional = at_.conditional; // part of the same If branch, if any
-  n.def = find_op(op, at_.opset);
-  WEFT_CHECK(n.def, "NodeBuilder: the op exists at the node's opset");
+  n.def = find_op(op, opset_);
+  WEFT_CHECK(n.def, "NodeBuilder: the op exists at the builder's opset");
   n.attrs = std::move(attrs);
   n.inputs = std::move(inputs);
   n.outputs.assign(num_outputs, nullptr);

@@ -1,6 +1,6 @@
-// NodeBuilder: new nodes right before a given node, at its opset, their outputs typed by the
-// op table's shape functions. For rewrites that expand one node into many (expand_recurrent,
-// the unrolling of Loop and Scan).
+// NodeBuilder: new nodes right before a given node, at its opset (or a given one), their outputs
+// typed by the op table's shape functions. For rewrites that expand one node into many
+// (expand_recurrent, the unrolling of Loop and Scan).
 #pragma once
 
 #include <map>
@@ -15,7 +15,10 @@ namespace weft {
 
 class NodeBuilder {
 public:
-  NodeBuilder(Graph& graph, const Node& at) : graph_(graph), at_(at) {}
+  NodeBuilder(Graph& graph, const Node& at) : NodeBuilder(graph, at, at.opset) {}
+  // The same with the new nodes at "opset" (the ops a node of another domain expands into
+  // may need a newer ai.onnx opset than the model's).
+  NodeBuilder(Graph& graph, const Node& at, int opset) : graph_(graph), at_(at), opset_(opset) {}
 
   // A new node's outputs; "into", when given (a value without a producer), becomes its first
   // output. A shape function that rejects the node is noted in status(), and the outputs are
@@ -40,6 +43,7 @@ public:
 private:
   Graph& graph_;
   const Node& at_;
+  int opset_;
   std::map<int64_t, Value*> indices_;
   Status status_;
 };

@@ -68,12 +68,14 @@ inline const onnx::AttributeProto* find_attr(const onnx::NodeProto& node, const 
 // so far), and the dequantized form of each quantized value, made once for all its readers
 // so that each QuantizeLinear meets one DequantizeLinear (canonicalize's QDQ pair).
 // And the ranks known so far: of the graph's inputs, initializers and value_info, and through
-// the Casts and Identities after them (an attention mask's rank says what it means).
+// the Casts and Identities after them (an attention mask's rank says what it means). And the
+// element types (TensorProto codes) that the graph's inputs, outputs and value_info declare.
 struct Scope {
   std::string base_dir; // where the model's external data lies
   std::map<std::string, const onnx::TensorProto*> constants;
   std::map<std::tuple<std::string, std::string, std::string, int64_t>, std::string> dequantized;
   std::map<std::string, int> ranks;
+  std::map<std::string, int> elem_types;
 };
 
 // One node's expansion: new nodes, at the model's opset, appended to "out". Values it makes
@@ -114,9 +116,11 @@ public:
     std::string name = fmt::format("{}{}_{}", prefix_, type, count_++);
     onnx::NodeProto* n = out_.Add();
     std::string_view op_type = op_name(type);
-    if (op_type.starts_with(fmt::format("{}.", kWeftDomain))) { // Weft's own (op_table.h)
-      n->set_domain(std::string(kWeftDomain));
-      op_type.remove_prefix(kWeftDomain.size() + 1);
+    for (std::string_view domain : {kWeftDomain, kMlDomain}) { // qualified names (op_table.h)
+      if (op_type.starts_with(fmt::format("{}.", domain))) {
+        n->set_domain(std::string(domain));
+        op_type.remove_prefix(domain.size() + 1);
+      }
     }
     n->set_op_type(std::string(op_type));
     n->set_name(name);
@@ -196,6 +200,12 @@ public:
   }
   void set_rank(const std::string& name, int rank) { scope_.ranks[name] = rank; }
 
+  // The element type that the graph declares for "name" (Scope::elem_types).
+  std::optional<int> elem_type(const std::string& name) const {
+    auto it = scope_.elem_types.find(name);
+    return it == scope_.elem_types.end() ? std::nullopt : std::optional(it->second);
+  }
+
   // "axis" where "scale" is a constant of more than one element (per axis), else none.
   std::optional<int64_t> axis_of(const std::string& scale, int64_t axis) const;
 
@@ -220,16 +230,45 @@ public:
     return t || opset_ < 15 ? c : op(Op::kCastLike, {c, like});
   }
 
-  // The mean of "x" over "axes" (an input from opset 18, an attribute before).
-  std::string mean(const std::string& x, const std::vector<int64_t>& axes, int64_t keepdims = 1) {
+  // Reduction "type" of "x" over "axes": an input from opset 13 for ReduceSum and from 18 for
+  // the others, an attribute before.
+  std::string reduce(Op type, const std::string& x, const std::vector<int64_t>& axes,
+                     int64_t keepdims = 1) {
     onnx::AttributeProto keep = int_attr("keepdims", keepdims);
-    if (opset_ >= 18) return op(Op::kReduceMean, {x, ints(axes)}, {keep});
-    return op(Op::kReduceMean, {x}, {keep, ints_attr("axes", axes)});
+    if (opset_ >= (type == Op::kReduceSum ? 13 : 18)) return op(type, {x, ints(axes)}, {keep});
+    return op(type, {x}, {keep, ints_attr("axes", axes)});
+  }
+
+  // The mean of "x" over "axes".
+  std::string mean(const std::string& x, const std::vector<int64_t>& axes, int64_t keepdims = 1) {
+    return reduce(Op::kReduceMean, x, axes, keepdims);
+  }
+
+  // "x" without "axes" (an input from opset 13, an attribute before), into "output".
+  std::string squeeze(const std::string& x, const std::vector<int64_t>& axes,
+                      std::string output = "") {
+    if (opset_ >= 13) return op(Op::kSqueeze, {x, ints(axes)}, {}, std::move(output));
+    return op(Op::kSqueeze, {x}, {ints_attr("axes", axes)}, std::move(output));
   }
 
   float float_attr_or(const std::string& name, float fallback) const {
     const onnx::AttributeProto* a = find_attr(node_, name);
     return a ? a->f() : fallback;
+  }
+
+  // List attribute "name", empty when absent.
+  std::vector<int64_t> ints_of(const std::string& name) const {
+    const onnx::AttributeProto* a = find_attr(node_, name);
+    return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : std::vector<int64_t>();
+  }
+  std::vector<float> floats_of(const std::string& name) const {
+    const onnx::AttributeProto* a = find_attr(node_, name);
+    return a ? std::vector<float>(a->floats().begin(), a->floats().end()) : std::vector<float>();
+  }
+  std::vector<std::string> strings_of(const std::string& name) const {
+    const onnx::AttributeProto* a = find_attr(node_, name);
+    return a ? std::vector<std::string>(a->strings().begin(), a->strings().end())
+             : std::vector<std::string>();
   }
 
   // The same attributes without "skip".

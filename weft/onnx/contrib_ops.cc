@@ -439,15 +439,17 @@ public:
   // "outer": the constants of the graphs around this one.
   Status expand_graph(onnx::GraphProto& graph, const Scope& outer) {
     Nodes out;
-    Scope scope{outer.base_dir, outer.constants, {}, outer.ranks};
+    Scope scope{outer.base_dir, outer.constants, {}, outer.ranks, outer.elem_types};
     for (const onnx::TensorProto& t : graph.initializer()) {
       scope.constants[t.name()] = &t;
       scope.ranks[t.name()] = t.dims_size();
     }
-    for (const auto* infos : {&graph.input(), &graph.value_info()}) {
+    for (const auto* infos : {&graph.input(), &graph.value_info(), &graph.output()}) {
       for (const onnx::ValueInfoProto& v : *infos) {
-        if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
-          scope.ranks[v.name()] = v.type().tensor_type().shape().dim_size();
+        if (!v.type().has_tensor_type()) continue;
+        const onnx::TypeProto::Tensor& t = v.type().tensor_type();
+        if (t.has_shape() && infos != &graph.output()) scope.ranks[v.name()] = t.shape().dim_size();
+        if (t.elem_type() != 0) scope.elem_types[v.name()] = t.elem_type();
       }
     }
     for (onnx::NodeProto& node : *graph.mutable_node()) {
@@ -510,7 +512,7 @@ private:
 Status expand_contrib_ops(onnx::ModelProto& model, int opset, const std::string& name,
                           const std::string& base_dir) {
   return contrib::Expander(opset, name)
-      .expand_graph(*model.mutable_graph(), contrib::Scope{base_dir, {}, {}, {}});
+      .expand_graph(*model.mutable_graph(), contrib::Scope{base_dir, {}, {}, {}, {}});
 }
 
 namespace {

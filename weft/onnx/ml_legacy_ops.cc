@@ -2,19 +2,11 @@
 
 #include <fmt/format.h>
 
+#include "weft/onnx/ml_tree_ops.h"
+
 namespace weft::contrib {
 
 namespace {
-
-std::vector<float> floats_attr(const Expansion& e, const std::string& name) {
-  const onnx::AttributeProto* a = find_attr(e.node(), name);
-  return a ? std::vector<float>(a->floats().begin(), a->floats().end()) : std::vector<float>();
-}
-
-std::vector<int64_t> ints_attr_of(const Expansion& e, const std::string& name) {
-  const onnx::AttributeProto* a = find_attr(e.node(), name);
-  return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : std::vector<int64_t>();
-}
 
 std::string f32_constant(Expansion& e, const std::vector<float>& v, std::vector<int64_t> dims) {
   return e.constant_of(Tensor::from_vector(DType::kF32, std::move(dims), v));
@@ -30,16 +22,9 @@ Result<std::string> f32_rows(Expansion& e) {
   return e.op(Op::kCast, {e.in(0)}, {int_attr("to", 1 /* FLOAT */)});
 }
 
-// "op" over axis 1 of "x", kept.
-std::string reduce_rows(Expansion& e, Op op, const std::string& x) {
-  bool axes_input = op == Op::kReduceSum ? e.opset() >= 13 : e.opset() >= 18;
-  if (axes_input) return e.op(op, {x, e.ints({1})}, {int_attr("keepdims", 1)});
-  return e.op(op, {x}, {int_attr("keepdims", 1), ints_attr("axes", {1})});
-}
-
 Status expand_scaler(Expansion& e) {
   WEFT_ASSIGN_OR_RETURN(std::string x, f32_rows(e));
-  std::vector<float> offset = floats_attr(e, "offset"), scale = floats_attr(e, "scale");
+  std::vector<float> offset = e.floats_of("offset"), scale = e.floats_of("scale");
   if (offset.empty()) offset = {0.0f};
   if (scale.empty()) scale = {1.0f};
   std::string shifted = e.op(Op::kSub, {x, f32_constant(e, offset, {int64_t(offset.size())})});
@@ -51,11 +36,11 @@ Status expand_normalizer(Expansion& e) {
   WEFT_ASSIGN_OR_RETURN(std::string x, f32_rows(e));
   std::string norm = e.string_attr_or("norm", "MAX"), z;
   if (norm == "MAX") {
-    z = reduce_rows(e, Op::kReduceMax, x);
+    z = e.reduce(Op::kReduceMax, x, {1});
   } else if (norm == "L1") {
-    z = reduce_rows(e, Op::kReduceSum, e.op(Op::kAbs, {x}));
+    z = e.reduce(Op::kReduceSum, e.op(Op::kAbs, {x}), {1});
   } else if (norm == "L2") {
-    z = e.op(Op::kSqrt, {reduce_rows(e, Op::kReduceSum, e.op(Op::kMul, {x, x}))});
+    z = e.op(Op::kSqrt, {e.reduce(Op::kReduceSum, e.op(Op::kMul, {x, x}), {1})});
   } else {
     return Status::error(fmt::format("attribute 'norm' is '{}' (expected MAX, L1 or L2)", norm));
   }
@@ -67,7 +52,7 @@ Status expand_normalizer(Expansion& e) {
 // X W^T + b for "coefficients" [rows * C] and "intercepts" [rows] (zeros when absent):
 // [N, rows].
 Result<std::string> linear_scores(Expansion& e, const std::string& x, int64_t rows) {
-  std::vector<float> w = floats_attr(e, "coefficients"), b = floats_attr(e, "intercepts");
+  std::vector<float> w = e.floats_of("coefficients"), b = e.floats_of("intercepts");
   if (rows < 1 || w.empty() || w.size() % static_cast<size_t>(rows) != 0) {
     return Status::error(fmt::format("{} coefficients do not make {} rows", w.size(), rows));
   }
@@ -104,8 +89,8 @@ Status expand_linear_classifier(Expansion& e) {
     return Status::error(
         fmt::format("post_transform {} is not supported (NONE, LOGISTIC or SOFTMAX)", transform));
   }
-  std::vector<float> intercepts = floats_attr(e, "intercepts");
-  std::vector<int64_t> labels = ints_attr_of(e, "classlabels_ints");
+  std::vector<float> intercepts = e.floats_of("intercepts");
+  std::vector<int64_t> labels = e.ints_of("classlabels_ints");
   auto rows = static_cast<int64_t>(intercepts.size());
   if (rows == 0) rows = labels.empty() ? 1 : static_cast<int64_t>(labels.size());
   if (labels.empty()) {
@@ -125,8 +110,7 @@ Status expand_linear_classifier(Expansion& e) {
     e.op(Op::kConcat, {e.op(Op::kSub, {one, p}), p}, {int_attr("axis", 1)}, e.out(1));
     std::string positive = e.op(Op::kGreater, {s, f32_constant(e, {0.0f}, {})});
     std::string index = e.op(Op::kCast, {positive}, {int_attr("to", 7 /* INT64 */)});
-    std::string flat = e.opset() >= 13 ? e.op(Op::kSqueeze, {index, e.ints({1})})
-                                       : e.op(Op::kSqueeze, {index}, {ints_attr("axes", {1})});
+    std::string flat = e.squeeze(index, {1});
     e.op(Op::kGather, {label_table, flat}, {}, e.out(0));
     return Status();
   }
@@ -147,6 +131,8 @@ std::map<std::string, ContribOp> ml_legacy_ops() {
       {"ai.onnx.ml.Normalizer", {{"X"}, 1, expand_normalizer}},
       {"ai.onnx.ml.LinearRegressor", {{"X"}, 1, expand_linear_regressor}},
       {"ai.onnx.ml.LinearClassifier", {{"X"}, 1, expand_linear_classifier}},
+      {"ai.onnx.ml.TreeEnsembleRegressor", {{"X"}, 1, expand_tree_ensemble_regressor}},
+      {"ai.onnx.ml.TreeEnsembleClassifier", {{"X"}, 1, expand_tree_ensemble_classifier}},
   };
 }
 

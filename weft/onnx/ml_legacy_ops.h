@@ -10,7 +10,8 @@
 //                       SOFTMAX), and the label of the largest score (integer labels); with
 //                       one row of coefficients and two labels, the scores [1 - s, s] (after
 //                       LOGISTIC, [1 - p, p]) and the second label where s > 0
-// String labels, SOFTMAX_ZERO and PROBIT are refused with a message.
+// String labels, SOFTMAX_ZERO and PROBIT are refused with a message. The table holds the tree
+// ensembles of ml_tree_ops.h too.
 #pragma once
 
 #include <map>

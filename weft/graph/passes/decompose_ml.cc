@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -432,13 +434,42 @@ Value* aggregate(NodeBuilder& b, const TreeEnsembleAttrs& a, Value* weights, Val
   return b.op(reduce, {spread}, ReduceAttrs{Ints{1}, false, false});
 }
 
-Status tree_ensemble(Graph& graph, Node& node, Value* y) {
-  if (node.opset < 9) {
-    return Status::error(fmt::format("TreeEnsemble needs ai.onnx opset 9 or newer beside it "
-                                     "(the model imports {})",
-                                     node.opset));
+// When the leaves of each tree all name one target and no two trees name the same, and every
+// target is named: the tree of each target. The aggregate is then that tree's weight.
+std::optional<Ints> tree_per_target(const TreeEnsembleAttrs& a) {
+  auto m = static_cast<int64_t>(a.nodes_modes.size());
+  Ints tree_of(static_cast<size_t>(a.n_targets), -1);
+  for (size_t t = 0; t < a.tree_roots.size(); ++t) {
+    std::optional<int64_t> target;
+    std::vector<bool> seen(static_cast<size_t>(m));
+    std::vector<int64_t> stack = {a.tree_roots[t]};
+    while (!stack.empty()) {
+      auto i = static_cast<size_t>(stack.back());
+      stack.pop_back();
+      if (seen[i]) continue;
+      seen[i] = true;
+      for (bool truth : {true, false}) {
+        int64_t next = (truth ? a.nodes_truenodeids : a.nodes_falsenodeids)[i];
+        if (!(truth ? a.nodes_trueleafs : a.nodes_falseleafs)[i]) {
+          stack.push_back(next);
+          continue;
+        }
+        int64_t leaf_target = a.leaf_targetids[static_cast<size_t>(next)];
+        if (target && *target != leaf_target) return std::nullopt;
+        target = leaf_target;
+      }
+    }
+    if (!target) return std::nullopt;
+    int64_t& tree = tree_of[static_cast<size_t>(*target)];
+    if (tree >= 0) return std::nullopt;
+    tree = static_cast<int64_t>(t);
   }
-  NodeBuilder b(graph, node);
+  if (std::find(tree_of.begin(), tree_of.end(), -1) != tree_of.end()) return std::nullopt;
+  return tree_of;
+}
+
+Status tree_ensemble(Graph& graph, Node& node, Value* y) {
+  NodeBuilder b(graph, node, std::max(node.opset, kTreeWalkOpset));
   const auto& a = node.attrs_as<TreeEnsembleAttrs>();
   Value* x = node.inputs[0];
   DType t = x->type.dtype;
@@ -452,6 +483,16 @@ Status tree_ensemble(Graph& graph, Node& node, Value* y) {
   for (int64_t level = 0; level < depth; ++level)
     at = walk.step(at); // [N, T] from the first step on
   Value* weights = b.op(Op::kGather, {weight, at}, AxisAttrs{0});
+  std::optional<Ints> tree_of = a.n_targets > 1 ? tree_per_target(a) : std::nullopt;
+  if (tree_of) { // one tree per target: its weight, in the targets' order
+    Ints order(tree_of->size());
+    std::iota(order.begin(), order.end(), 0);
+    if (*tree_of != order)
+      weights = b.op(Op::kGather, {weights, i64_constant(b, "tree_of", *tree_of, {a.n_targets})},
+                     AxisAttrs{1});
+    define(b, weights, y);
+    return b.status();
+  }
   Value* targets = b.op(Op::kGather, {target, at}, AxisAttrs{0});
   define(b, aggregate(b, a, weights, targets, t), y);
   return b.status();

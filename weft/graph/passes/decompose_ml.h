@@ -10,11 +10,13 @@
 //   TreeEnsemble(X) (ai.onnx.ml 5): every tree walked at once, one step per level of the
 //       deepest tree: the current node's feature, split and mode gathered from constant
 //       tables, the comparison chooses the next node (leaves lead to themselves); then the
-//       leaves' weights summed (or averaged, or the min or max taken) per target
+//       leaves' weights summed (or averaged, or the min or max taken) per target, or, where
+//       each target has a tree of its own, gathered; the new nodes are at ai.onnx opset
+//       kTreeWalkOpset where the model's is older (Where, IsNaN, Equal on floats)
 //
 // Requires: static shapes for TfIdfVectorizer and TreeEnsemble (they wait for specialization
-// otherwise); for ArrayFeatureExtractor, the ranks. TreeEnsemble needs ai.onnx opset 9 or
-// newer beside it (Where) and trees without cycles, at most kMaxTreeDepth deep.
+// otherwise); for ArrayFeatureExtractor, the ranks; for TreeEnsemble, trees without cycles,
+// at most kMaxTreeDepth deep.
 // Guarantees: "y" is defined by the new nodes, with the node's output type.
 #pragma once
 
@@ -25,6 +27,8 @@ namespace weft {
 
 // The deepest tree that TreeEnsemble unrolls.
 inline constexpr int64_t kMaxTreeDepth = 1024;
+// The oldest ai.onnx opset of TreeEnsemble's new nodes.
+inline constexpr int kTreeWalkOpset = 11;
 
 // Is "node" one of the ops decompose_ml_op handles?
 bool is_ml_op(const Node& node);

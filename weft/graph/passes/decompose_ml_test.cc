@@ -185,6 +185,24 @@ TEST(DecomposeMl, TreeEnsembleMaxLeavesUnreachedTargetsAtTheLowestValue) {
   EXPECT_EQ(y, (std::vector<double>{3, lowest, 3, lowest}));
 }
 
+// One tree per target, in another order (tree 0 feeds target 1): the aggregate is a gather of
+// the trees' weights, AVERAGE's divided by the number of trees.
+TEST(DecomposeMl, TreeEnsembleWithOneTreePerTargetGathersTheTrees) {
+  std::vector<double> y = folded_y(R"(
+    <ir_version: 8, opset_import: ["" : 21, "ai.onnx.ml" : 5]>
+    g () => (float[2, 2] y) {
+      x = Constant <value = float[2, 1] {0, 1}> ()
+      y = ai.onnx.ml.TreeEnsemble <
+          n_targets = 2, aggregate_function = 0, tree_roots = [0, 1],
+          nodes_modes = uint8[2] {0, 0}, nodes_featureids = [0, 0],
+          nodes_splits = float[2] {0.5, 2},
+          nodes_truenodeids = [0, 2], nodes_trueleafs = [1, 1],
+          nodes_falsenodeids = [1, 3], nodes_falseleafs = [1, 1],
+          leaf_targetids = [1, 1, 0, 0], leaf_weights = float[4] {2, 4, 6, 8}> (x)
+    })");
+  EXPECT_EQ(y, (std::vector<double>{3, 1, 3, 2}));
+}
+
 TEST(DecomposeMl, TreeEnsembleRefusesACycle) {
   Graph g = graph_from_text(R"(
     <ir_version: 8, opset_import: ["" : 21, "ai.onnx.ml" : 5]>

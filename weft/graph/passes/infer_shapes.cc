@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "weft/graph/op_table.h"
+#include "weft/support/log.h"
 
 namespace weft {
 
@@ -82,8 +83,18 @@ Status infer_shapes(Graph& graph) {
       if (!out) continue;
       if (std::optional<size_t> d = conflicting_dim(out->type, (*inferred)[i]);
           d && !node.conditional) {
-        // A type the model declares that the node cannot compute (ONNX Runtime refuses such
-        // a model too): trusting it would size buffers for data that is not there.
+        // A graph output's wrong dims (skl2onnx declares a multi-target regressor's [N, 1]):
+        // the node decides, as in ONNX Runtime and graph_builder.
+        const TensorType& computed = (*inferred)[i];
+        if (std::find(graph.outputs.begin(), graph.outputs.end(), out) != graph.outputs.end()) {
+          log_info("{}: output '{}' is declared {} but the node computes {}: taking the node's",
+                   location_of(graph, node).to_string(), out->name, out->type.to_string(),
+                   computed.to_string());
+          out->type = refine_type({computed.dtype, std::nullopt}, computed, graph);
+          continue;
+        }
+        // Elsewhere, a type the model declares that the node cannot compute (ONNX Runtime
+        // refuses such a model too): trusting it would size buffers for data that is not there.
         return Status::error(
                    fmt::format("'{}' is declared {}, but the node computes {} (dim {} differs)",
                                out->name, out->type.to_string(), (*inferred)[i].to_string(), *d))
