@@ -200,6 +200,16 @@ public:
   }
   void set_rank(const std::string& name, int rank) { scope_.ranks[name] = rank; }
 
+  // Input 0 cast to "to" (a TensorProto type) for the ops of ai.onnx.ml that take X [N, C]:
+  // an error where the model's opset is older than "opset" or X's known rank is not 2.
+  Result<std::string> matrix_input(int to, int opset) {
+    if (opset_ < opset)
+      return Status::error(fmt::format("needs ai.onnx opset {} or newer beside it", opset));
+    std::optional<int> r = rank(in(0));
+    if (r && *r != 2) return Status::error(fmt::format("X has rank {}, expected [N, C]", *r));
+    return op(Op::kCast, {in(0)}, {int_attr("to", to)});
+  }
+
   // The element type that the graph declares for "name" (Scope::elem_types).
   std::optional<int> elem_type(const std::string& name) const {
     auto it = scope_.elem_types.find(name);

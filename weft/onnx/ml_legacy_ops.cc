@@ -12,15 +12,8 @@ std::string f32_constant(Expansion& e, const std::vector<float>& v, std::vector<
   return e.constant_of(Tensor::from_vector(DType::kF32, std::move(dims), v));
 }
 
-// The node's input as f32, [N, C] (its rank where the graph says it, else 2); the ops here
-// need opset 9 (Where) and take their reduction axes as attributes before 13 and 18.
-Result<std::string> f32_rows(Expansion& e) {
-  if (e.opset() < 9) return Status::error("needs ai.onnx opset 9 or newer beside it");
-  std::optional<int> rank = e.rank(e.in(0));
-  if (rank && *rank != 2)
-    return Status::error(fmt::format("X has rank {}, expected [N, C]", *rank));
-  return e.op(Op::kCast, {e.in(0)}, {int_attr("to", 1 /* FLOAT */)});
-}
+// The node's input as f32, [N, C]; the ops here need opset 9 (Where).
+Result<std::string> f32_rows(Expansion& e) { return e.matrix_input(1 /* FLOAT */, 9); }
 
 Status expand_scaler(Expansion& e) {
   WEFT_ASSIGN_OR_RETURN(std::string x, f32_rows(e));

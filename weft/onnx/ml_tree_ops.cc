@@ -60,16 +60,10 @@ std::string i64_constant(Expansion& e, std::vector<int64_t> v, std::vector<int64
   return e.constant_of(Tensor::from_vector(DType::kI64, std::move(dims), v));
 }
 
-// The node's input in f64, [N, F]: f64 holds every split and leaf number exactly, and an f32
+// The node's input in f64, [N, C]: f64 holds every split and leaf number exactly, and an f32
 // or f64 X compares with an f32 split as ONNX Runtime compares them. The ops here broadcast
 // as from opset 7; Where and Equal on floats, for MIN and MAX, need opset 11.
-Result<std::string> f64_rows(Expansion& e) {
-  if (e.opset() < 7) return Status::error("needs ai.onnx opset 7 or newer beside it");
-  std::optional<int> rank = e.rank(e.in(0));
-  if (rank && *rank != 2)
-    return Status::error(fmt::format("X has rank {}, expected [N, F]", *rank));
-  return e.op(Op::kCast, {e.in(0)}, {int_attr("to", kDouble)});
-}
+Result<std::string> f64_rows(Expansion& e) { return e.matrix_input(kDouble, 7); }
 
 // The post-transform, if Weft applies it.
 Result<std::string> transform_of(const Expansion& e) {
