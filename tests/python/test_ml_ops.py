@@ -1,6 +1,6 @@
 """The classic machine-learning ops of ai.onnx.ml that scikit-learn's exporter (skl2onnx)
-writes: Scaler, Normalizer, LinearRegressor and LinearClassifier, each expanded at import into
-ai.onnx ops (weft/onnx/ml_legacy_ops.cc). Against float64 numpy references of ONNX Runtime's
+writes: Scaler, Normalizer, LinearRegressor, LinearClassifier, Imputer and OneHotEncoder, each
+expanded at import into ai.onnx ops (weft/onnx/ml_legacy_ops.cc). Against float64 numpy references of ONNX Runtime's
 results (checked beside onnxruntime 1.32 and skl2onnx 1.20 exports on 2026-12-05), at the
 opsets skl2onnx writes beside them (9, 13 and 22); and the messages for what stays
 unsupported."""
@@ -101,6 +101,57 @@ def test_binary_linear_classifier(opset, transform):
     np.testing.assert_allclose(got["scores"], np.stack([1 - p, p], axis=1), rtol=1e-6, atol=1e-6)
     np.testing.assert_array_equal(got["label"], np.where(s > 0, 7, 3))
     assert got["label"][2] == 3  # the row of zeros: s = 0
+
+
+def typed_model(nodes, inputs, outputs, opset):
+    """A model of "nodes"; inputs and outputs (name, TensorProto type, shape)."""
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(*i) for i in inputs],
+                              [helper.make_tensor_value_info(*o) for o in outputs])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid(ML, 1)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+@pytest.mark.parametrize("opset", [9, 13, 22])
+def test_imputer(opset):
+    """NaN replaced per column (SimpleImputer's export), a value replaced by one value for all
+    columns, and int64 X; in X's type."""
+    x = rows()
+    x[1, 0] = x[3, 2] = np.nan
+    x[5, 1] = 2.5
+    ints = np.array([[1, -1, 3], [-1, 5, -1]], np.int64)
+    nodes = [helper.make_node("Imputer", ["x"], ["nan"], domain=ML, imputed_value_floats=[10.0, 20.0, 30.0],
+                              replaced_value_float=float("nan")),
+             helper.make_node("Imputer", ["x"], ["value"], domain=ML, imputed_value_floats=[-7.0],
+                              replaced_value_float=2.5),
+             helper.make_node("Imputer", ["i"], ["ints"], domain=ML, imputed_value_int64s=[0, 9, 8],
+                              replaced_value_int64=-1)]
+    f, i = TensorProto.FLOAT, TensorProto.INT64
+    m = typed_model(nodes, [("x", f, [None, 3]), ("i", i, [None, 3])],
+                    [("nan", f, None), ("value", f, None), ("ints", i, None)], opset)
+    got = weft.compile(m).run({"x": x, "i": ints})
+    np.testing.assert_array_equal(got["nan"], np.where(np.isnan(x), [10, 20, 30], x).astype(np.float32))
+    np.testing.assert_array_equal(got["value"], np.where(x == 2.5, -7, x).astype(np.float32))
+    assert got["ints"].dtype == np.int64
+    np.testing.assert_array_equal(got["ints"], np.where(ints == -1, [0, 9, 8], ints))
+
+
+@pytest.mark.parametrize("opset", [9, 13, 22])
+def test_one_hot_encoder(opset):
+    """int64 and f32 columns (cast to int64: 2.7 is category 2), categories unknown to the
+    encoder give zeros; Y is X's shape plus the categories."""
+    cats = [4, 2, 7]
+    ints = np.array([[4], [7], [5], [2]], np.int64)
+    floats = np.array([2.7, 4.0, -1.0], np.float32)
+    nodes = [helper.make_node("OneHotEncoder", ["i"], ["yi"], domain=ML, cats_int64s=cats, zeros=1),
+             helper.make_node("OneHotEncoder", ["f"], ["yf"], domain=ML, cats_int64s=cats)]
+    f, i = TensorProto.FLOAT, TensorProto.INT64
+    m = typed_model(nodes, [("i", i, [None, 1]), ("f", f, [None])], [("yi", f, None), ("yf", f, None)], opset)
+    got = weft.compile(m).run({"i": ints, "f": floats})
+    want = lambda v: (v.astype(np.int64)[..., None] == cats).astype(np.float32)  # noqa: E731
+    assert got["yi"].shape == (4, 1, 3) and got["yf"].shape == (3, 3)
+    np.testing.assert_array_equal(got["yi"], want(ints))
+    np.testing.assert_array_equal(got["yf"], want(floats))
 
 
 def test_what_stays_unsupported():

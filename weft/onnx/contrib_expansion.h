@@ -254,6 +254,12 @@ public:
     return reduce(Op::kReduceMean, x, axes, keepdims);
   }
 
+  // "x" with new "axes" of extent 1 (an input from opset 13, an attribute before).
+  std::string unsqueeze(const std::string& x, const std::vector<int64_t>& axes) {
+    if (opset_ >= 13) return op(Op::kUnsqueeze, {x, ints(axes)});
+    return op(Op::kUnsqueeze, {x}, {ints_attr("axes", axes)});
+  }
+
   // "x" without "axes" (an input from opset 13, an attribute before), into "output".
   std::string squeeze(const std::string& x, const std::vector<int64_t>& axes,
                       std::string output = "") {

@@ -1,5 +1,7 @@
 #include "weft/onnx/ml_legacy_ops.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "weft/onnx/ml_tree_ops.h"
@@ -116,6 +118,58 @@ Status expand_linear_classifier(Expansion& e) {
   return Status();
 }
 
+// "t" in the element type of the node's input: the type the graph declares for it, else
+// CastLike's (opset 15 on), else t's own.
+std::string like_input(Expansion& e, const Tensor& t) {
+  std::string c = e.constant_of(t);
+  std::optional<int> declared = e.elem_type(e.in(0));
+  if (declared && *declared == dtype_to_onnx(t.dtype())) return c;
+  if (declared) return e.op(Op::kCast, {c}, {int_attr("to", *declared)});
+  return e.opset() >= 15 ? e.op(Op::kCastLike, {c, e.in(0)}) : c;
+}
+
+// Imputer: each element equal to the replaced value (NaN: any NaN) becomes its column's
+// imputed value (or the one value for all columns), in X's type.
+Status expand_imputer(Expansion& e) {
+  if (e.opset() < 9) return Status::error("needs ai.onnx opset 9 or newer beside it");
+  std::vector<float> floats = e.floats_of("imputed_value_floats");
+  std::vector<int64_t> ints = e.ints_of("imputed_value_int64s");
+  if (floats.empty() == ints.empty()) {
+    return Status::error(
+        "give exactly one of the attributes imputed_value_floats and imputed_value_int64s");
+  }
+  bool is_float = !floats.empty();
+  auto columns = static_cast<int64_t>(is_float ? floats.size() : ints.size());
+  Tensor imputed = is_float ? Tensor::from_vector(DType::kF32, {columns}, floats)
+                            : Tensor::from_vector(DType::kI64, {columns}, ints);
+  std::string x = e.in(0), missing;
+  float replaced = e.float_attr_or("replaced_value_float", 0.0f);
+  if (is_float && std::isnan(replaced)) {
+    missing = e.op(Op::kIsNaN, {x});
+  } else {
+    Tensor value = is_float ? Tensor::from_vector(DType::kF32, {}, std::vector<float>{replaced})
+                            : Tensor::scalar_i64(e.int_attr_or("replaced_value_int64", 0));
+    missing = e.op(Op::kEqual, {x, like_input(e, value)});
+  }
+  e.op(Op::kWhere, {missing, like_input(e, imputed), x}, {}, e.out(0));
+  return Status();
+}
+
+// OneHotEncoder: X [...] of numbers (cast to int64, as ONNX Runtime compares them) gives f32
+// [..., categories], 1 where X is that category. An unknown category gives zeros, also where
+// zeros = 0 asks for an error (which Weft cannot raise at run time).
+Status expand_one_hot_encoder(Expansion& e) {
+  if (find_attr(e.node(), "cats_strings"))
+    return Status::error("string categories are not supported (string tensors are not)");
+  std::vector<int64_t> cats = e.ints_of("cats_int64s");
+  if (cats.empty()) return Status::error("attribute 'cats_int64s' is empty");
+  std::string x = e.op(Op::kCast, {e.in(0)}, {int_attr("to", 7 /* INT64 */)});
+  std::string hit =
+      e.op(Op::kEqual, {e.unsqueeze(x, {-1}), e.constant_of(Tensor::vector_i64(cats))});
+  e.op(Op::kCast, {hit}, {int_attr("to", 1 /* FLOAT */)}, e.out(0));
+  return Status();
+}
+
 } // namespace
 
 std::map<std::string, ContribOp> ml_legacy_ops() {
@@ -126,6 +180,8 @@ std::map<std::string, ContribOp> ml_legacy_ops() {
       {"ai.onnx.ml.LinearClassifier", {{"X"}, 1, expand_linear_classifier}},
       {"ai.onnx.ml.TreeEnsembleRegressor", {{"X"}, 1, expand_tree_ensemble_regressor}},
       {"ai.onnx.ml.TreeEnsembleClassifier", {{"X"}, 1, expand_tree_ensemble_classifier}},
+      {"ai.onnx.ml.Imputer", {{"X"}, 1, expand_imputer}},
+      {"ai.onnx.ml.OneHotEncoder", {{"X"}, 1, expand_one_hot_encoder}},
   };
 }
 

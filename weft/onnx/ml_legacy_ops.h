@@ -1,5 +1,6 @@
 // The classic machine-learning ops of ai.onnx.ml that scikit-learn's exporter (skl2onnx)
-// writes around a model: Scaler, Normalizer, LinearRegressor and LinearClassifier, each
+// writes around a model: Scaler, Normalizer, LinearRegressor, LinearClassifier, Imputer and
+// OneHotEncoder, each
 // expanded at import into the ai.onnx ops it computes (contrib_expansion.h), as ONNX
 // Runtime computes it where the spec is silent (docs/onnx-versions.md):
 //   Scaler(X)           (X - offset) * scale, per column (f32 out)
@@ -10,8 +11,12 @@
 //                       SOFTMAX), and the label of the largest score (integer labels); with
 //                       one row of coefficients and two labels, the scores [1 - s, s] (after
 //                       LOGISTIC, [1 - p, p]) and the second label where s > 0
-// String labels, SOFTMAX_ZERO and PROBIT are refused with a message. The table holds the tree
-// ensembles of ml_tree_ops.h too.
+//   Imputer(X)          each element equal to replaced_value (NaN: any NaN) replaced by its
+//                       column's imputed value, in X's type
+//   OneHotEncoder(X)    X cast to int64 compared with cats_int64s: f32 [..., categories]
+//                       (an unknown category gives zeros)
+// String labels and categories, SOFTMAX_ZERO and PROBIT are refused with a message. The table holds
+// the tree ensembles of ml_tree_ops.h too.
 #pragma once
 
 #include <map>
