@@ -157,6 +157,10 @@ public:
   }
 
   std::string ints(const std::vector<int64_t>& v) { return constant_of(Tensor::vector_i64(v)); }
+  // An f32 constant of "dims" ({} for a scalar).
+  std::string floats(const std::vector<float>& v, std::vector<int64_t> dims) {
+    return constant_of(Tensor::from_vector(DType::kF32, std::move(dims), v));
+  }
   std::string ints_scalar(int64_t v) { return constant_of(Tensor::scalar_i64(v)); }
 
   // Dim "d" of "t", as an int64 tensor [1].

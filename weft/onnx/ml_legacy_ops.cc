@@ -4,15 +4,12 @@
 
 #include <fmt/format.h>
 
+#include "weft/onnx/ml_svm_ops.h"
 #include "weft/onnx/ml_tree_ops.h"
 
 namespace weft::contrib {
 
 namespace {
-
-std::string f32_constant(Expansion& e, const std::vector<float>& v, std::vector<int64_t> dims) {
-  return e.constant_of(Tensor::from_vector(DType::kF32, std::move(dims), v));
-}
 
 // The node's input as f32, [N, C]; the ops here need opset 9 (Where).
 Result<std::string> f32_rows(Expansion& e) { return e.matrix_input(1 /* FLOAT */, 9); }
@@ -22,8 +19,8 @@ Status expand_scaler(Expansion& e) {
   std::vector<float> offset = e.floats_of("offset"), scale = e.floats_of("scale");
   if (offset.empty()) offset = {0.0f};
   if (scale.empty()) scale = {1.0f};
-  std::string shifted = e.op(Op::kSub, {x, f32_constant(e, offset, {int64_t(offset.size())})});
-  e.op(Op::kMul, {shifted, f32_constant(e, scale, {int64_t(scale.size())})}, {}, e.out(0));
+  std::string shifted = e.op(Op::kSub, {x, e.floats(offset, {int64_t(offset.size())})});
+  e.op(Op::kMul, {shifted, e.floats(scale, {int64_t(scale.size())})}, {}, e.out(0));
   return Status();
 }
 
@@ -39,7 +36,7 @@ Status expand_normalizer(Expansion& e) {
   } else {
     return Status::error(fmt::format("attribute 'norm' is '{}' (expected MAX, L1 or L2)", norm));
   }
-  std::string zero = e.op(Op::kEqual, {z, f32_constant(e, {0.0f}, {})});
+  std::string zero = e.op(Op::kEqual, {z, e.floats({0.0f}, {})});
   e.op(Op::kWhere, {zero, x, e.op(Op::kDiv, {x, z})}, {}, e.out(0));
   return Status();
 }
@@ -61,8 +58,8 @@ Result<std::string> linear_scores(Expansion& e, const std::string& x, int64_t ro
     for (int64_t c = 0; c < columns; ++c)
       transposed[static_cast<size_t>(c * rows + r)] = w[static_cast<size_t>(r * columns + c)];
   }
-  std::string product = e.op(Op::kMatMul, {x, f32_constant(e, transposed, {columns, rows})});
-  return e.op(Op::kAdd, {product, f32_constant(e, b, {rows})});
+  std::string product = e.op(Op::kMatMul, {x, e.floats(transposed, {columns, rows})});
+  return e.op(Op::kAdd, {product, e.floats(b, {rows})});
 }
 
 Status expand_linear_regressor(Expansion& e) {
@@ -79,11 +76,7 @@ Status expand_linear_classifier(Expansion& e) {
   WEFT_ASSIGN_OR_RETURN(std::string x, f32_rows(e));
   if (find_attr(e.node(), "classlabels_strings"))
     return Status::error("string class labels are not supported (string tensors are not)");
-  std::string transform = e.string_attr_or("post_transform", "NONE");
-  if (transform != "NONE" && transform != "LOGISTIC" && transform != "SOFTMAX") {
-    return Status::error(
-        fmt::format("post_transform {} is not supported (NONE, LOGISTIC or SOFTMAX)", transform));
-  }
+  WEFT_ASSIGN_OR_RETURN(std::string transform, post_transform_of(e));
   std::vector<float> intercepts = e.floats_of("intercepts");
   std::vector<int64_t> labels = e.ints_of("classlabels_ints");
   auto rows = static_cast<int64_t>(intercepts.size());
@@ -101,17 +94,15 @@ Status expand_linear_classifier(Expansion& e) {
   std::string label_table = e.constant_of(Tensor::from_vector(DType::kI64, {classes}, labels));
   if (binary) { // as ONNX Runtime: [1 - s, s], [1 - p, p] after LOGISTIC; label 1 where s > 0
     std::string p = transform == "LOGISTIC" ? e.op(Op::kSigmoid, {s}) : s;
-    std::string one = f32_constant(e, {1.0f}, {});
+    std::string one = e.floats({1.0f}, {});
     e.op(Op::kConcat, {e.op(Op::kSub, {one, p}), p}, {int_attr("axis", 1)}, e.out(1));
-    std::string positive = e.op(Op::kGreater, {s, f32_constant(e, {0.0f}, {})});
+    std::string positive = e.op(Op::kGreater, {s, e.floats({0.0f}, {})});
     std::string index = e.op(Op::kCast, {positive}, {int_attr("to", 7 /* INT64 */)});
     std::string flat = e.squeeze(index, {1});
     e.op(Op::kGather, {label_table, flat}, {}, e.out(0));
     return Status();
   }
-  std::string scores = transform == "LOGISTIC"  ? e.op(Op::kSigmoid, {s})
-                       : transform == "SOFTMAX" ? e.op(Op::kSoftmax, {s}, {int_attr("axis", 1)})
-                                                : s;
+  std::string scores = apply_post_transform(e, transform, s);
   e.op(Op::kIdentity, {scores}, {}, e.out(1));
   std::string best = e.op(Op::kArgMax, {scores}, {int_attr("axis", 1), int_attr("keepdims", 0)});
   e.op(Op::kGather, {label_table, best}, {}, e.out(0));
@@ -172,6 +163,21 @@ Status expand_one_hot_encoder(Expansion& e) {
 
 } // namespace
 
+Result<std::string> post_transform_of(const Expansion& e) {
+  std::string t = e.string_attr_or("post_transform", "NONE");
+  if (t != "NONE" && t != "LOGISTIC" && t != "SOFTMAX") {
+    return Status::error(
+        fmt::format("post_transform {} is not supported (NONE, LOGISTIC or SOFTMAX)", t));
+  }
+  return t;
+}
+
+std::string apply_post_transform(Expansion& e, const std::string& transform, const std::string& s) {
+  if (transform == "LOGISTIC") return e.op(Op::kSigmoid, {s});
+  if (transform == "SOFTMAX") return e.op(Op::kSoftmax, {s}, {int_attr("axis", 1)});
+  return s;
+}
+
 std::map<std::string, ContribOp> ml_legacy_ops() {
   return {
       {"ai.onnx.ml.Scaler", {{"X"}, 1, expand_scaler}},
@@ -182,6 +188,8 @@ std::map<std::string, ContribOp> ml_legacy_ops() {
       {"ai.onnx.ml.TreeEnsembleClassifier", {{"X"}, 1, expand_tree_ensemble_classifier}},
       {"ai.onnx.ml.Imputer", {{"X"}, 1, expand_imputer}},
       {"ai.onnx.ml.OneHotEncoder", {{"X"}, 1, expand_one_hot_encoder}},
+      {"ai.onnx.ml.SVMRegressor", {{"X"}, 1, expand_svm_regressor}},
+      {"ai.onnx.ml.SVMClassifier", {{"X"}, 1, expand_svm_classifier}},
   };
 }
 

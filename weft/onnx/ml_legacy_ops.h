@@ -30,4 +30,9 @@ namespace weft::contrib {
 // By qualified name: "ai.onnx.ml.Scaler".
 std::map<std::string, ContribOp> ml_legacy_ops();
 
+// The node's post_transform where Weft applies it (NONE, LOGISTIC or SOFTMAX), else an error.
+Result<std::string> post_transform_of(const Expansion& e);
+// Scores [N, C] through "transform" (post_transform_of).
+std::string apply_post_transform(Expansion& e, const std::string& transform, const std::string& s);
+
 } // namespace weft::contrib

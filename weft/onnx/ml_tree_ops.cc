@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "weft/onnx/ml_legacy_ops.h"
+
 namespace weft::contrib {
 
 namespace {
@@ -64,22 +66,6 @@ std::string i64_constant(Expansion& e, std::vector<int64_t> v, std::vector<int64
 // or f64 X compares with an f32 split as ONNX Runtime compares them. The ops here broadcast
 // as from opset 7; Where and Equal on floats, for MIN and MAX, need opset 11.
 Result<std::string> f64_rows(Expansion& e) { return e.matrix_input(kDouble, 7); }
-
-// The post-transform, if Weft applies it.
-Result<std::string> transform_of(const Expansion& e) {
-  std::string t = e.string_attr_or("post_transform", "NONE");
-  if (t != "NONE" && t != "LOGISTIC" && t != "SOFTMAX") {
-    return Status::error(
-        fmt::format("post_transform {} is not supported (NONE, LOGISTIC or SOFTMAX)", t));
-  }
-  return t;
-}
-
-std::string apply(Expansion& e, const std::string& transform, const std::string& s) {
-  if (transform == "LOGISTIC") return e.op(Op::kSigmoid, {s});
-  if (transform == "SOFTMAX") return e.op(Op::kSoftmax, {s}, {int_attr("axis", 1)});
-  return s;
-}
 
 using NodeKey = std::pair<int64_t, int64_t>; // (tree id, node id)
 
@@ -318,7 +304,7 @@ Status binary_classes(Expansion& e, const std::string& s, const std::vector<doub
   // The scores: both through the post-transform; else from the one score s0.
   std::string z;
   if (two_scores) {
-    z = apply(e, transform, e.op(Op::kConcat, {s0, s1}, {int_attr("axis", 1)}));
+    z = apply_post_transform(e, transform, e.op(Op::kConcat, {s0, s1}, {int_attr("axis", 1)}));
   } else if (one_class && positive) { // [1 - s, s], whatever the post-transform
     std::string rest = e.op(Op::kSub, {f64_constant(e, {1.0}, {}), s0});
     z = e.op(Op::kConcat, {rest, s0}, {int_attr("axis", 1)});
@@ -340,7 +326,7 @@ Status binary_classes(Expansion& e, const std::string& s, const std::vector<doub
 
 Status expand_tree_ensemble_regressor(Expansion& e) {
   WEFT_ASSIGN_OR_RETURN(std::string x, f64_rows(e));
-  WEFT_ASSIGN_OR_RETURN(std::string transform, transform_of(e));
+  WEFT_ASSIGN_OR_RETURN(std::string transform, post_transform_of(e));
   std::string name = e.string_attr_or("aggregate_function", "SUM");
   auto known = std::find(kAggregates.begin(), kAggregates.end(), name);
   if (known == kAggregates.end()) {
@@ -355,7 +341,7 @@ Status expand_tree_ensemble_regressor(Expansion& e) {
   WEFT_ASSIGN_OR_RETURN(std::string s, scores(e, leaves, "target", targets, aggregate));
   if (base.size() == static_cast<size_t>(targets)) s = add_base(e, s, base);
   // ONNX Runtime applies no post-transform but PROBIT to a single target.
-  if (targets > 1) s = apply(e, transform, s);
+  if (targets > 1) s = apply_post_transform(e, transform, s);
   // f32 as the spec says, or f64 where the model declares it (skl2onnx does for an f64 X,
   // and onnx's reference computes it so).
   if (e.elem_type(e.out(0)) == kDouble)
@@ -367,7 +353,7 @@ Status expand_tree_ensemble_regressor(Expansion& e) {
 
 Status expand_tree_ensemble_classifier(Expansion& e) {
   WEFT_ASSIGN_OR_RETURN(std::string x, f64_rows(e));
-  WEFT_ASSIGN_OR_RETURN(std::string transform, transform_of(e));
+  WEFT_ASSIGN_OR_RETURN(std::string transform, post_transform_of(e));
   if (find_attr(e.node(), "classlabels_strings"))
     return Status::error("string class labels are not supported (string tensors are not)");
   Ints labels = e.ints_of("classlabels_int64s");
@@ -389,7 +375,7 @@ Status expand_tree_ensemble_classifier(Expansion& e) {
     base.resize(labels.size(), 0.0);
     s = add_base(e, s, base);
   }
-  f32_out(e, apply(e, transform, s), 1);
+  f32_out(e, apply_post_transform(e, transform, s), 1);
   // The label of the highest score among the classes scored (-inf for the others).
   std::string ranked = s;
   if (static_cast<int64_t>(scored.size()) < classes) {
