@@ -427,7 +427,7 @@ def markdown(r):
                             ("hf_bench", "hf_results.json"), ("hf_zoo", "hf_zoo_results.json"),
                             ("timm_zoo", "timm_zoo_results.json"),
                             ("ortopt_bench", "ortopt_results.json"), ("genai_bench", "genai_results.json"),
-                            ("moe_bench", "moe_results.json"),
+                            ("moe_bench", "moe_results.json"), ("tabular_bench", "tabular_results.json"),
                             ("plan_bench", "plan_results.json"), ("gpu_bench", "gpu_results.json"),
                             ("gpu_knobs", "gpu_knobs_results.json"),
                             ("gpu_timing", "gpu_timing_results.json")):
