@@ -147,6 +147,9 @@ def test_what_stays_unsupported():
     for attrs, message in cases:
         with pytest.raises(weft.WeftError, match=message):
             run(helper.make_node("SVMClassifier", ["x"], ["label", "scores"], **common, **attrs), x, out)
+    with pytest.raises(weft.WeftError, match=r"vectors_per_class holds a count outside"):
+        run(helper.make_node("SVMClassifier", ["x"], ["label", "scores"], classlabels_ints=[0, 1],
+                             **dict(common, vectors_per_class=[-1, 3])), x, out)
     bad = dict(common, kernel_type="CUBIC")
     with pytest.raises(weft.WeftError, match="kernel_type is 'CUBIC'"):
         run(helper.make_node("SVMClassifier", ["x"], ["label", "scores"], classlabels_ints=[0, 1], **bad), x, out)

@@ -279,6 +279,9 @@ def test_what_stays_unsupported():
     with pytest.raises(weft.WeftError, match=r"leads to node 10\d, which the tree does not have"):
         weft.compile(model(helper.make_node("TreeEnsembleClassifier", ["x"], ["label", "scores"], domain=ML,
                                             classlabels_int64s=[0, 1], **broken), TensorProto.FLOAT, 2, out))
+    with pytest.raises(weft.WeftError, match=r"n_targets is 1099511627776, outside \[1, 1048576\]"):
+        weft.compile(model(helper.make_node("TreeEnsembleRegressor", ["x"], ["y"], domain=ML, n_targets=2 ** 40,
+                                            **attrs_for(a, "target_")), TensorProto.FLOAT, 2, [("y", TensorProto.FLOAT)]))
     modes = attrs_for(a, "target_")
     modes["nodes_modes"] = ["BRANCH_MEMBER" if m != "LEAF" else m for m in modes["nodes_modes"]]
     with pytest.raises(weft.WeftError, match="is 'BRANCH_MEMBER'"):

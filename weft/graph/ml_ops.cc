@@ -215,7 +215,10 @@ OpAttrs parse_tree_ensemble(AttrParser& p) {
     p.fail(fmt::format("post_transform {} is not supported (only NONE)", name));
   }
   a.n_targets = p.int_or("n_targets", 1);
-  if (a.n_targets < 1) p.fail("attribute 'n_targets' must be positive");
+  if (a.n_targets < 1 || a.n_targets > kMaxTreeTargets) {
+    p.fail(
+        fmt::format("attribute 'n_targets' is {}, outside [1, {}]", a.n_targets, kMaxTreeTargets));
+  }
   a.tree_roots = p.ints_or_empty("tree_roots");
   a.nodes_modes = tensor_ints(p, p.tensor("nodes_modes"), "nodes_modes");
   a.nodes_featureids = p.ints_or_empty("nodes_featureids");

@@ -18,6 +18,9 @@
 
 namespace weft {
 
+// The most targets a tree ensemble may have (their outputs are [N, n_targets]).
+inline constexpr int64_t kMaxTreeTargets = int64_t{1} << 20;
+
 OpAttrs parse_binarizer(AttrParser& p);
 OpAttrs parse_tf_idf(AttrParser& p);
 OpAttrs parse_tree_ensemble(AttrParser& p);

@@ -1,6 +1,8 @@
 #include "weft/onnx/ml_svm_ops.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <numeric>
 #include <tuple>
 #include <utility>
@@ -152,6 +154,9 @@ Status expand_svm_classifier(Expansion& e) {
   if (classes < 2)
     return Status::error(fmt::format("{} class labels; expected 2 or more", classes));
   std::vector<int64_t> per_class = e.ints_of("vectors_per_class");
+  auto implausible = [](int64_t n) { return n < 0 || n > std::numeric_limits<int32_t>::max(); };
+  if (std::any_of(per_class.begin(), per_class.end(), implausible))
+    return Status::error("vectors_per_class holds a count outside [0, 2^31)");
   int64_t vectors = std::accumulate(per_class.begin(), per_class.end(), int64_t{0});
   if (vectors == 0) return linear_classes(e, x, labels, transform);
   if (static_cast<int64_t>(per_class.size()) != classes) {

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "weft/graph/ml_ops.h"
 #include "weft/onnx/ml_legacy_ops.h"
 
 namespace weft::contrib {
@@ -335,7 +336,9 @@ Status expand_tree_ensemble_regressor(Expansion& e) {
   }
   auto aggregate = static_cast<Aggregate>(known - kAggregates.begin());
   int64_t targets = e.int_attr_or("n_targets", 1);
-  if (targets < 1) return Status::error(fmt::format("n_targets is {}", targets));
+  if (targets < 1 || targets > kMaxTreeTargets) {
+    return Status::error(fmt::format("n_targets is {}, outside [1, {}]", targets, kMaxTreeTargets));
+  }
   WEFT_ASSIGN_OR_RETURN(std::vector<double> base, doubles_of(e, "base_values"));
   WEFT_ASSIGN_OR_RETURN(Leaves leaves, walk_trees(e, x));
   WEFT_ASSIGN_OR_RETURN(std::string s, scores(e, leaves, "target", targets, aggregate));
