@@ -486,9 +486,12 @@ public:
     py::module_ ns = py::module_::import("types");
     py::list out;
     for (const weft::TensorSpec& s : list) {
-      out.append(ns.attr("SimpleNamespace")(py::arg("name") = s.name,
-                                            py::arg("dtype") = dtype_name(s.type),
-                                            py::arg("shape") = spec_shape(s)));
+      py::list keys; // a ZipMap's: ints or strs
+      for (const std::string& k : s.map_keys)
+        keys.append(s.map_int_keys ? py::object(py::int_(std::stoll(k))) : py::object(py::str(k)));
+      out.append(ns.attr("SimpleNamespace")(
+          py::arg("name") = s.name, py::arg("dtype") = dtype_name(s.type),
+          py::arg("shape") = spec_shape(s), py::arg("map_keys") = keys));
     }
     return out;
   }

@@ -123,6 +123,11 @@ struct TensorSpec {
   ElementType type = ElementType::kF32;
   std::vector<int64_t> shape;
   std::vector<std::string> dim_names; // one per dim; empty for static dims
+  // An output the model declares as a sequence of maps, one per row (ai.onnx.ml's ZipMap):
+  // run() gives its values as the tensor [N, C], and these are the keys of its C columns,
+  // integer labels in decimal where map_int_keys. Empty for a tensor.
+  std::vector<std::string> map_keys;
+  bool map_int_keys = false;
 };
 
 struct CompileOptions {

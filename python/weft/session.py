@@ -47,6 +47,10 @@ Where it differs from ONNX Runtime:
 - A run of a CUDA session whose inputs are all CUDA tensors (DLPack or
   __cuda_array_interface__: PyTorch, CuPy) stays on the device and returns weft.DeviceArray
   outputs, not numpy arrays (ONNX Runtime's way there is IOBinding and OrtValue).
+- An output the model declares as a sequence of maps (ai.onnx.ml's ZipMap, the last op of
+  skl2onnx's classifiers) comes back as ONNX Runtime gives it, a list of {label: probability}
+  dicts (host runs only); weft.compile() gives the tensor [N, C], with the labels in its
+  outputs' map_keys.
 - Not here: io_binding, run_with_ort_values, OrtValue, get_modelmeta, custom op libraries.
 """
 
@@ -56,6 +60,8 @@ import os
 import threading
 import time
 import warnings
+
+import numpy as np
 
 from . import _cuda_libraries, _weft
 from ._weft import WeftError
@@ -169,8 +175,27 @@ class NodeArg:
 
 
 def _node_args(specs):
-    return [NodeArg(s.name, _ONNX_TYPES.get(s.dtype, f"tensor({s.dtype})"), list(s.shape))
+    return [NodeArg(s.name, _map_type(s) or _ONNX_TYPES.get(s.dtype, f"tensor({s.dtype})"),
+                    [] if s.map_keys else list(s.shape))
             for s in specs]
+
+
+def _map_type(spec):
+    """A ZipMap output's type, as ONNX Runtime names it; None for a tensor."""
+    if not spec.map_keys:
+        return None
+    key = "int64" if isinstance(spec.map_keys[0], int) else "string"
+    return f"seq(map({key},tensor(float)))"
+
+
+def _as_maps(values, keys):
+    """A ZipMap's rows [N, C] as ONNX Runtime returns them: one {key: float} dict per row."""
+    if not isinstance(values, np.ndarray):
+        raise WeftError("error: a ZipMap output (a sequence of maps) needs a run from host inputs")
+    rows = values.reshape(1, -1) if values.ndim == 1 else values
+    if rows.ndim != 2 or rows.shape[1] != len(keys):
+        raise WeftError(f"error: ZipMap has {len(keys)} labels for values of shape {list(rows.shape)}")
+    return [dict(zip(keys, map(float, row))) for row in rows]
 
 
 def _provider_list(providers, provider_options):
@@ -311,7 +336,8 @@ class InferenceSession:
             self._record(kernels, start_us)
         else:
             out = self._model.run(feeds)
-        return [out[n] for n in wanted]
+        maps = {o.name: o.map_keys for o in self._model.outputs if o.map_keys}
+        return [_as_maps(out[n], maps[n]) if n in maps else out[n] for n in wanted]
 
     def _record(self, kernels, start_us):
         """Kernel times as Chrome trace events, laid end to end from the run's start."""

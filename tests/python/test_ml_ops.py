@@ -1,11 +1,16 @@
 """The classic machine-learning ops of ai.onnx.ml that scikit-learn's exporter (skl2onnx)
 writes: Scaler, Normalizer, LinearRegressor, LinearClassifier, Imputer and OneHotEncoder, each
-expanded at import into ai.onnx ops (weft/onnx/ml_legacy_ops.cc). Against float64 numpy references of ONNX Runtime's
-results (checked beside onnxruntime 1.32 and skl2onnx 1.20 exports on 2026-12-05), at the
-opsets skl2onnx writes beside them (9, 13 and 22); and the messages for what stays
+expanded at import into ai.onnx ops (weft/onnx/ml_legacy_ops.cc). Against float64 numpy
+references of ONNX Runtime's results (checked beside onnxruntime 1.32 and skl2onnx 1.20 exports on 2026-12-05), at the
+opsets skl2onnx writes beside them (9, 13 and 22); ZipMap, skl2onnx's default ending of
+classifiers, as ONNX Runtime's session returns it; and the messages for what stays
 unsupported."""
 
+import os
+import subprocess
+
 import numpy as np
+import onnx
 import pytest
 from onnx import TensorProto, helper
 
@@ -165,9 +170,58 @@ def test_what_stays_unsupported():
                               intercepts=[0.0, 0.0], classlabels_ints=[0, 1], post_transform="PROBIT")
     with pytest.raises(weft.WeftError, match="post_transform PROBIT is not supported"):
         weft.compile(model([probit], x, [("label", TensorProto.INT64), ("p", TensorProto.FLOAT)], 13))
-    # A classifier's default ending in skl2onnx: the message says how to export without it.
-    nodes = [helper.make_node("LinearClassifier", ["x"], ["label", "p"], domain=ML, coefficients=[0.1] * 6,
-                              intercepts=[0.0, 0.0], classlabels_ints=[0, 1]),
-             helper.make_node("ZipMap", ["p"], ["maps"], domain=ML, classlabels_int64s=[0, 1])]
-    with pytest.raises(weft.WeftError, match=r"options=\{'zipmap': False\}"):
-        weft.compile(model(nodes, x, [("label", TensorProto.INT64), ("maps", TensorProto.FLOAT)], 13))
+    # A ZipMap's sequence of maps is made only as an output of the model.
+    nodes = [helper.make_node("ZipMap", ["x"], ["maps"], domain=ML, classlabels_int64s=[0, 1, 2]),
+             helper.make_node("SequenceLength", ["maps"], ["n"])]
+    with pytest.raises(weft.WeftError, match="ZipMap's 'maps' is read inside the model"):
+        weft.compile(model(nodes, x, [("n", TensorProto.INT64)], 13))
+
+
+def zip_map_model(keys):
+    """LinearClassifier then skl2onnx's default ending, ZipMap, with "keys" as its labels."""
+    attr = {"classlabels_int64s" if isinstance(keys[0], int) else "classlabels_strings": keys}
+    nodes = [helper.make_node("LinearClassifier", ["x"], ["label", "p"], domain=ML,
+                              coefficients=[0.1, 0.2, 0.3, -0.5, 0.0, 0.25], intercepts=[0.0, 0.5],
+                              classlabels_ints=[0, 1], post_transform="SOFTMAX"),
+             helper.make_node("ZipMap", ["p"], ["maps"], domain=ML, **attr)]
+    maps = onnx.TypeProto()  # seq(map(key, tensor(float))), as onnx 1.12's helper cannot write it
+    maps.sequence_type.elem_type.map_type.key_type = (TensorProto.INT64 if "classlabels_int64s" in attr
+                                                      else TensorProto.STRING)
+    maps.sequence_type.elem_type.map_type.value_type.tensor_type.elem_type = TensorProto.FLOAT
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 3])],
+                              [helper.make_tensor_value_info("label", TensorProto.INT64, [None]),
+                               onnx.ValueInfoProto(name="maps", type=maps)])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid(ML, 1)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+@pytest.mark.parametrize("keys", [[3, 7], ["cat", "dog"]])
+def test_zip_map(keys, tmp_path):
+    """ONNX Runtime's session gives a list of {label: probability} dicts; weft.compile the tensor
+    [N, C] and the labels in map_keys; the CLI writes the tensor and says what it is."""
+    x = rows()
+    data = zip_map_model(keys)
+    s = x.astype(np.float64) @ np.array([[0.1, 0.2, 0.3], [-0.5, 0.0, 0.25]]).T + [0.0, 0.5]
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    session = weft.InferenceSession(data)
+    kind = "int64" if isinstance(keys[0], int) else "string"
+    assert session.get_outputs()[1].type == f"seq(map({kind},tensor(float)))"
+    label, maps = session.run(None, {"x": x})
+    assert isinstance(maps, list) and len(maps) == len(x)
+    for row, m in zip(p, maps):
+        assert list(m) == keys and all(type(v) is float for v in m.values())
+        np.testing.assert_allclose(list(m.values()), row, rtol=1e-6)
+    compiled = weft.compile(data)
+    assert compiled.outputs[1].map_keys == keys
+    np.testing.assert_allclose(compiled.run({"x": x})["maps"], p, rtol=1e-6)
+    path = tmp_path / "m.onnx"
+    path.write_bytes(data)
+    np.save(tmp_path / "x.npy", x)
+    cli = os.environ.get("WEFT_CLI", os.path.join(os.path.dirname(__file__), "..", "..", "build", "tools", "weft", "weft"))
+    done = subprocess.run([cli, "run", str(path), "--input", f"x={tmp_path / 'x.npy'}", "--output-dir",
+                           str(tmp_path / "out")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "a ZipMap: each row's map from the labels" in done.stdout
+    np.testing.assert_allclose(np.load(tmp_path / "out" / "maps.npy"), p, rtol=1e-6)

@@ -5,6 +5,7 @@
 #include <random>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "tools/weft/commands.h"
 #include "tools/weft/inputs.h"
@@ -23,6 +24,16 @@ std::string file_name_for(const std::string& value) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
   }
   return name;
+}
+
+// For an output the model declares as a sequence of maps (ZipMap): what the file holds.
+std::string map_note(const Graph& graph, const std::string& output) {
+  auto it = graph.map_outputs.find(output);
+  if (it == graph.map_outputs.end()) return "";
+  const MapKeys& keys = it->second;
+  std::string labels = keys.ints.empty() ? fmt::format("'{}'", fmt::join(keys.strings, "', '"))
+                                         : fmt::format("{}", fmt::join(keys.ints, ", "));
+  return fmt::format(" (a ZipMap: each row's map from the labels {} to its columns)", labels);
 }
 
 } // namespace
@@ -60,8 +71,8 @@ int run(const RunOptions& o) {
       std::cerr << s.to_string() << "\n";
       return 1;
     }
-    std::cout << fmt::format("{}: {} -> {}\n", names[i], (*outputs)[i].type().to_string(),
-                             path.string());
+    std::cout << fmt::format("{}: {} -> {}{}\n", names[i], (*outputs)[i].type().to_string(),
+                             path.string(), map_note(model->graph, names[i]));
   }
   return 0;
 }

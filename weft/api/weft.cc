@@ -40,7 +40,7 @@ void throw_if_error(const Status& s) {
 }
 
 TensorSpec spec_of(const Value* v) {
-  TensorSpec spec{v->name, to_element_type(v->type.dtype), {}, {}};
+  TensorSpec spec{v->name, to_element_type(v->type.dtype), {}, {}, {}, false};
   if (!v->type.shape) return spec; // unknown rank: no dims
   for (const Dim& d : *v->type.shape) {
     spec.shape.push_back(d.is_static() ? d.value() : -1);
@@ -375,8 +375,17 @@ std::shared_ptr<Model::Impl> make_impl(ModelSource source, const CompileOptions&
     impl->inputs.push_back(spec_of(v));
     impl->has_unknown_ranks |= !v->type.shape.has_value();
   }
-  for (const Value* v : graph.outputs)
+  for (const Value* v : graph.outputs) {
     impl->outputs.push_back(spec_of(v));
+    auto map = graph.map_outputs.find(v->name);
+    if (map == graph.map_outputs.end()) continue;
+    TensorSpec& spec = impl->outputs.back();
+    spec.map_int_keys = !map->second.ints.empty();
+    for (int64_t key : map->second.ints)
+      spec.map_keys.push_back(std::to_string(key));
+    for (const std::string& key : map->second.strings)
+      spec.map_keys.push_back(key);
+  }
   impl->has_shape_operands = !shape_operand_inputs(graph).empty();
   impl->pipeline = std::make_shared<const Graph>(std::move(graph));
   const char* dump_root = std::getenv("WEFT_DUMP_DIR");

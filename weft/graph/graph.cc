@@ -69,6 +69,7 @@ Graph Graph::clone() const {
   copy.source = source;
   copy.opset = opset;
   copy.dim_limits = dim_limits;
+  copy.map_outputs = map_outputs;
   copy.names_ = names_;
   copy.node_names_ = node_names_;
   copy.symbols_ = symbols_;

@@ -11,6 +11,7 @@
 // - Graph outputs are Values; an output may also be an input or a constant.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -36,6 +37,14 @@ struct Value {
   TensorRef constant;       // set for constants
 
   bool is_constant() const { return constant != nullptr; }
+};
+
+// The keys of an output that the model declares as a sequence of maps, one per row, from each
+// key to the row's value in its column (ai.onnx.ml's ZipMap, which import replaces by its input
+// tensor [N, C]): C integer labels or C strings.
+struct MapKeys {
+  std::vector<int64_t> ints;
+  std::vector<std::string> strings;
 };
 
 struct Node {
@@ -73,6 +82,8 @@ public:
   std::vector<Value*> inputs;
   std::vector<Value*> outputs;
   std::vector<DimLimit> dim_limits;
+  // Outputs computed as tensors [N, C] that the model declares as maps, by name (MapKeys).
+  std::map<std::string, MapKeys> map_outputs;
 
   // Factories. Names must be unique (use unique_name for fresh ones).
   Value* add_value(std::string name, TensorType type);

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
+#include "weft/graph/graph.h"
 #include "weft/graph/op_table.h"
 #include "weft/graph/tensor.h"
 #include "weft/onnx/onnx_dtype.h"
@@ -70,12 +71,14 @@ inline const onnx::AttributeProto* find_attr(const onnx::NodeProto& node, const 
 // And the ranks known so far: of the graph's inputs, initializers and value_info, and through
 // the Casts and Identities after them (an attention mask's rank says what it means). And the
 // element types (TensorProto codes) that the graph's inputs, outputs and value_info declare.
+// And the values made as tensors that the graph declares as maps.
 struct Scope {
   std::string base_dir; // where the model's external data lies
   std::map<std::string, const onnx::TensorProto*> constants;
   std::map<std::tuple<std::string, std::string, std::string, int64_t>, std::string> dequantized;
   std::map<std::string, int> ranks;
   std::map<std::string, int> elem_types;
+  std::map<std::string, MapKeys> map_outputs; // this graph's ZipMaps (Graph::map_outputs)
 };
 
 // One node's expansion: new nodes, at the model's opset, appended to "out". Values it makes
@@ -212,6 +215,11 @@ public:
     std::optional<int> r = rank(in(0));
     if (r && *r != 2) return Status::error(fmt::format("X has rank {}, expected [N, C]", *r));
     return op(Op::kCast, {in(0)}, {int_attr("to", to)});
+  }
+
+  // "name", a tensor [N, C] here, is a sequence of maps with "keys" in the model.
+  void add_map_output(const std::string& name, MapKeys keys) {
+    scope_.map_outputs[name] = std::move(keys);
   }
 
   // The element type that the graph declares for "name" (Scope::elem_types).

@@ -437,9 +437,12 @@ public:
   Expander(int opset, std::string name) : opset_(opset), name_(std::move(name)) {}
 
   // "outer": the constants of the graphs around this one.
-  Status expand_graph(onnx::GraphProto& graph, const Scope& outer) {
+  // "maps": where the graph's map outputs go (the model's graph: Graph::map_outputs); none for
+  // nested graphs, which cannot have them.
+  Status expand_graph(onnx::GraphProto& graph, const Scope& outer,
+                      std::map<std::string, MapKeys>* maps = nullptr) {
     Nodes out;
-    Scope scope{outer.base_dir, outer.constants, {}, outer.ranks, outer.elem_types};
+    Scope scope{outer.base_dir, outer.constants, {}, outer.ranks, outer.elem_types, {}};
     for (const onnx::TensorProto& t : graph.initializer()) {
       scope.constants[t.name()] = &t;
       scope.ranks[t.name()] = t.dims_size();
@@ -497,6 +500,34 @@ public:
       }
     }
     graph.mutable_node()->Swap(&out);
+    return declare_map_outputs(graph, scope, maps);
+  }
+
+  // The map outputs of "scope" declared as the f32 tensors they now are, and noted in "maps".
+  Status declare_map_outputs(onnx::GraphProto& graph, const Scope& scope,
+                             std::map<std::string, MapKeys>* maps) {
+    for (const auto& [value, keys] : scope.map_outputs) {
+      auto is_read = [&](const onnx::NodeProto& n) {
+        return std::find(n.input().begin(), n.input().end(), value) != n.input().end();
+      };
+      auto declared =
+          std::find_if(graph.mutable_output()->begin(), graph.mutable_output()->end(),
+                       [&](const onnx::ValueInfoProto& o) { return o.name() == value; });
+      if (!maps || declared == graph.mutable_output()->end() ||
+          std::any_of(graph.node().begin(), graph.node().end(), is_read)) {
+        return Status::error(fmt::format("{}: ZipMap's '{}' is {}: Weft makes a sequence of maps "
+                                         "only as an output of the model's graph",
+                                         name_, value,
+                                         maps ? "read inside the model" : "in a nested graph"));
+      }
+      declared->mutable_type()->Clear();
+      declared->mutable_type()->mutable_tensor_type()->set_elem_type(1 /* FLOAT */);
+      auto* infos = graph.mutable_value_info(); // a declaration there would say sequence too
+      infos->erase(std::remove_if(infos->begin(), infos->end(),
+                                  [&](const onnx::ValueInfoProto& v) { return v.name() == value; }),
+                   infos->end());
+      (*maps)[value] = keys;
+    }
     return Status();
   }
 
@@ -509,10 +540,14 @@ private:
 } // namespace
 } // namespace contrib
 
-Status expand_contrib_ops(onnx::ModelProto& model, int opset, const std::string& name,
-                          const std::string& base_dir) {
-  return contrib::Expander(opset, name)
-      .expand_graph(*model.mutable_graph(), contrib::Scope{base_dir, {}, {}, {}, {}});
+Result<std::map<std::string, MapKeys>> expand_contrib_ops(onnx::ModelProto& model, int opset,
+                                                          const std::string& name,
+                                                          const std::string& base_dir) {
+  std::map<std::string, MapKeys> maps;
+  WEFT_RETURN_IF_ERROR(contrib::Expander(opset, name)
+                           .expand_graph(*model.mutable_graph(),
+                                         contrib::Scope{base_dir, {}, {}, {}, {}, {}}, &maps));
+  return maps;
 }
 
 namespace {

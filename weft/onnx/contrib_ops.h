@@ -8,10 +8,12 @@
 // contrib_ops_list() stays and the op check names it.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "weft/graph/graph.h"
 #include "weft/support/status.h"
 
 namespace onnx {
@@ -24,8 +26,11 @@ inline constexpr std::string_view kMicrosoftDomain = "com.microsoft";
 
 // Expands every com.microsoft op Weft knows in the model's graph and in its nested graphs.
 // "base_dir": where the model's external data lies (MatMulNBits reads its weights here).
-Status expand_contrib_ops(onnx::ModelProto& model, int opset, const std::string& name,
-                          const std::string& base_dir);
+// Returns the outputs that the model declares as sequences of maps (ai.onnx.ml's ZipMap), now
+// f32 tensors (Graph::map_outputs).
+Result<std::map<std::string, MapKeys>> expand_contrib_ops(onnx::ModelProto& model, int opset,
+                                                          const std::string& name,
+                                                          const std::string& base_dir);
 
 // The com.microsoft ops expand_contrib_ops() expands ("QGemm", ...), and the same as a list
 // for messages: "BiasAdd, ... and SkipSimplifiedLayerNormalization".

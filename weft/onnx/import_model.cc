@@ -19,11 +19,13 @@ Result<Graph> import_parsed(onnx::ModelProto& model, const std::string& name,
                             const std::string& base_dir) {
   WEFT_ASSIGN_OR_RETURN(int opset, find_opset(model, name));
   WEFT_RETURN_IF_ERROR(inline_local_functions(model, name));
-  WEFT_RETURN_IF_ERROR(expand_contrib_ops(model, opset, name, base_dir));
+  WEFT_ASSIGN_OR_RETURN(auto maps, expand_contrib_ops(model, opset, name, base_dir));
   WEFT_RETURN_IF_ERROR(check_supported_ops(model.graph(), opset, name));
   WEFT_RETURN_IF_ERROR(check_node_inputs(model.graph(), opset, name));
   WEFT_RETURN_IF_ERROR(check_declared_ranks(model.graph(), name));
-  return build_graph(model, opset, name, base_dir);
+  WEFT_ASSIGN_OR_RETURN(Graph graph, build_graph(model, opset, name, base_dir));
+  graph.map_outputs = std::move(maps);
+  return graph;
 }
 
 } // namespace

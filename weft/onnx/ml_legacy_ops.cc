@@ -161,6 +161,18 @@ Status expand_one_hot_encoder(Expansion& e) {
   return Status();
 }
 
+// ZipMap: a map per row from the labels to X's columns. Weft computes X itself and notes the
+// labels as the output's keys (Graph::map_outputs); the expander checks that only the model
+// reads it.
+Status expand_zip_map(Expansion& e) {
+  MapKeys keys{e.ints_of("classlabels_int64s"), e.strings_of("classlabels_strings")};
+  if (keys.ints.empty() == keys.strings.empty())
+    return Status::error("give exactly one of classlabels_int64s and classlabels_strings");
+  e.op(Op::kIdentity, {e.in(0)}, {}, e.out(0));
+  e.add_map_output(e.out(0), std::move(keys));
+  return Status();
+}
+
 } // namespace
 
 Result<std::string> post_transform_of(const Expansion& e) {
@@ -190,6 +202,7 @@ std::map<std::string, ContribOp> ml_legacy_ops() {
       {"ai.onnx.ml.OneHotEncoder", {{"X"}, 1, expand_one_hot_encoder}},
       {"ai.onnx.ml.SVMRegressor", {{"X"}, 1, expand_svm_regressor}},
       {"ai.onnx.ml.SVMClassifier", {{"X"}, 1, expand_svm_classifier}},
+      {"ai.onnx.ml.ZipMap", {{"X"}, 1, expand_zip_map}},
   };
 }
 

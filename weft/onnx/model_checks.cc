@@ -74,10 +74,6 @@ void find_unsupported(const onnx::GraphProto& graph, int opset,
         std::vector<std::string> expanded = ml_expanded_op_names();
         key += fmt::format(", and expands {} and {}",
                            fmt::join(expanded.begin(), expanded.end() - 1, ", "), expanded.back());
-        // scikit-learn's classifiers end in one by default (skl2onnx).
-        if (node.op_type() == "ZipMap")
-          key += "; ZipMap's sequence of maps is not supported: skl2onnx writes the "
-                 "probabilities as a tensor with options={'zipmap': False}";
       }
       key += ")";
     } else if (!find_op(op, opset) ||
