@@ -26,6 +26,9 @@ constexpr std::array<std::string_view, 6> kBranchModes = {"BRANCH_LEQ", "BRANCH_
                                                           "BRANCH_GT",  "BRANCH_EQ", "BRANCH_NEQ"};
 constexpr std::string_view kLeaf = "LEAF";
 
+// The most values of the leaves' weight table [leaves, targets] (2 GB of f64).
+constexpr int64_t kMaxTableSize = int64_t{1} << 28;
+
 enum class Aggregate { kSum, kAverage, kMin, kMax };
 constexpr std::array<std::string_view, 4> kAggregates = {"SUM", "AVERAGE", "MIN", "MAX"};
 
@@ -222,6 +225,11 @@ Result<std::string> scores(Expansion& e, const Leaves& leaves, const std::string
   double inf = std::numeric_limits<double>::infinity();
   double none = sum ? 0.0 : aggregate == Aggregate::kMin ? inf : -inf;
   auto count = static_cast<int64_t>(leaves.number.size());
+  if (count > kMaxTableSize / targets) {
+    return Status::error(fmt::format("{} leaves and {} targets: the weight table would hold more "
+                                     "than {} values",
+                                     count, targets, kMaxTableSize));
+  }
   std::vector<double> table(static_cast<size_t>(count * targets), none);
   for (size_t k = 0; k < ids.size(); ++k) {
     auto leaf = leaves.number.find({tree[k], node[k]});
