@@ -12,7 +12,7 @@ import subprocess
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 import weft
 
@@ -175,6 +175,39 @@ def test_what_stays_unsupported():
              helper.make_node("SequenceLength", ["maps"], ["n"])]
     with pytest.raises(weft.WeftError, match="ZipMap's 'maps' is read inside the model"):
         weft.compile(model(nodes, x, [("n", TensorProto.INT64)], 13))
+
+
+def label_encoder_model(x_type, y_type, ml_opset, opset, **attrs):
+    node = helper.make_node("LabelEncoder", ["x"], ["y"], domain=ML, **attrs)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", x_type, [None, 2])],
+                              [helper.make_tensor_value_info("y", y_type, None)])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid(ML, ml_opset)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+@pytest.mark.parametrize("opset", [11, 13, 22])
+def test_label_encoder(opset):
+    """Numbers to numbers (scikit-learn's OrdinalEncoder): a key's value, else the default; a
+    NaN key (ai.onnx.ml 4's tensors) matches NaN; of two equal keys, the first."""
+    ints = np.array([[10, 30], [20, 99], [30, 10]], np.int64)
+    floats = np.array([[0.5, np.nan], [2.0, 7.0], [-1.0, 0.5]], np.float32)
+    cases = [
+        (ints, 2, dict(keys_int64s=[10, 20, 30, 10], values_int64s=[0, 1, 2, 3]),
+         np.array([[0, 2], [1, -1], [2, 0]])),
+        (floats, 2, dict(keys_floats=[0.5, 2.0, -1.0], values_int64s=[4, 5, 6], default_int64=7),
+         np.array([[4, 7], [5, 7], [6, 4]])),
+        (ints, 2, dict(keys_int64s=[10, 30], values_floats=[1.5, -2.0], default_float=2.5),
+         np.array([[1.5, -2.0], [2.5, 2.5], [-2.0, 1.5]], np.float32)),
+        (floats, 4, dict(keys_tensor=numpy_helper.from_array(np.array([np.nan, 2.0], np.float32)),
+                         values_tensor=numpy_helper.from_array(np.array([8, 9], np.int64)),
+                         default_tensor=numpy_helper.from_array(np.array([-5], np.int64))),
+         np.array([[-5, 8], [9, -5], [-5, -5]]))]
+    for x, ml_opset, attrs, want in cases:
+        x_type, y_type = (TensorProto.INT64 if v.dtype == np.int64 else TensorProto.FLOAT for v in (x, want))
+        got = weft.compile(label_encoder_model(x_type, y_type, ml_opset, opset, **attrs)).run({"x": x})["y"]
+        assert got.dtype == want.dtype, attrs
+        np.testing.assert_array_equal(got, want)
 
 
 def zip_map_model(keys):

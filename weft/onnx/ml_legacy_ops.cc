@@ -161,6 +161,68 @@ Status expand_one_hot_encoder(Expansion& e) {
   return Status();
 }
 
+// LabelEncoder's keys or values ("what": "keys" or "values"): the list attribute of int64s or
+// floats, or the tensor (ai.onnx.ml 4); strings are refused.
+Result<Tensor> encoder_list(const Expansion& e, const std::string& what) {
+  if (find_attr(e.node(), what + "_strings"))
+    return Status::error(fmt::format("string {} are not supported (string tensors are not)", what));
+  if (const onnx::AttributeProto* t = find_attr(e.node(), what + "_tensor")) {
+    WEFT_ASSIGN_OR_RETURN(Tensor v, e.tensor(t->t()));
+    if (v.dims().size() != 1)
+      return Status::error(fmt::format("{}_tensor must be a vector of numbers", what));
+    return v;
+  }
+  std::vector<int64_t> ints = e.ints_of(what + "_int64s");
+  std::vector<float> floats = e.floats_of(what + "_floats");
+  if (ints.empty() == floats.empty())
+    return Status::error(fmt::format("give exactly one list of {}", what));
+  return ints.empty() ? Tensor::from_vector(DType::kF32, {int64_t(floats.size())}, floats)
+                      : Tensor::vector_i64(ints);
+}
+
+// LabelEncoder between numbers (scikit-learn's OrdinalEncoder): each element of X equal to a
+// key becomes its value (a NaN key matches NaN; of equal keys, the first), the others the
+// default.
+Status expand_label_encoder(Expansion& e) {
+  if (e.opset() < 11) return Status::error("needs ai.onnx opset 11 or newer beside it");
+  WEFT_ASSIGN_OR_RETURN(Tensor keys, encoder_list(e, "keys"));
+  WEFT_ASSIGN_OR_RETURN(Tensor values, encoder_list(e, "values"));
+  if (keys.num_elements() != values.num_elements() || keys.num_elements() == 0) {
+    return Status::error(
+        fmt::format("{} keys for {} values", keys.num_elements(), values.num_elements()));
+  }
+  Tensor fallback(values.dtype(), {});
+  if (const onnx::AttributeProto* t = find_attr(e.node(), "default_tensor")) {
+    WEFT_ASSIGN_OR_RETURN(Tensor d, e.tensor(t->t()));
+    if (d.num_elements() != 1) return Status::error("default_tensor must hold one value");
+    fallback.set_double(0, d.get_double(0));
+  } else {
+    fallback.set_double(0, dtype_is_float(values.dtype())
+                               ? double(e.float_attr_or("default_float", -0.0f))
+                               : double(e.int_attr_or("default_int64", -1)));
+  }
+  std::string x = e.unsqueeze(e.in(0), {-1});
+  std::string hits = e.op(Op::kEqual, {x, e.constant_of(keys)}); // [..., keys]
+  Tensor nan_keys(DType::kBool, {keys.num_elements()});
+  bool any_nan = false;
+  for (int64_t k = 0; k < keys.num_elements(); ++k) {
+    bool nan = dtype_is_float(keys.dtype()) && std::isnan(keys.get_double(k));
+    nan_keys.set_int64(k, nan);
+    any_nan |= nan;
+  }
+  if (any_nan) {
+    std::string nan = e.op(Op::kAnd, {e.op(Op::kIsNaN, {x}), e.constant_of(nan_keys)});
+    hits = e.op(Op::kOr, {hits, nan});
+  }
+  std::string counts = e.op(Op::kCast, {hits}, {int_attr("to", 6 /* INT32 */)});
+  std::string first = e.op(Op::kArgMax, {counts}, {int_attr("axis", -1), int_attr("keepdims", 0)});
+  std::string found =
+      e.op(Op::kCast, {e.reduce(Op::kReduceMax, counts, {-1}, 0)}, {int_attr("to", 9 /* BOOL */)});
+  std::string value = e.op(Op::kGather, {e.constant_of(values), first});
+  e.op(Op::kWhere, {found, value, e.constant_of(fallback)}, {}, e.out(0));
+  return Status();
+}
+
 // ZipMap: a map per row from the labels to X's columns. Weft computes X itself and notes the
 // labels as the output's keys (Graph::map_outputs); the expander checks that only the model
 // reads it.
@@ -203,6 +265,7 @@ std::map<std::string, ContribOp> ml_legacy_ops() {
       {"ai.onnx.ml.SVMRegressor", {{"X"}, 1, expand_svm_regressor}},
       {"ai.onnx.ml.SVMClassifier", {{"X"}, 1, expand_svm_classifier}},
       {"ai.onnx.ml.ZipMap", {{"X"}, 1, expand_zip_map}},
+      {"ai.onnx.ml.LabelEncoder", {{"X"}, 1, expand_label_encoder}},
   };
 }
 

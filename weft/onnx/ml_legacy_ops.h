@@ -1,6 +1,6 @@
 // The classic machine-learning ops of ai.onnx.ml that scikit-learn's exporter (skl2onnx)
-// writes around a model: Scaler, Normalizer, LinearRegressor, LinearClassifier, Imputer and
-// OneHotEncoder, each
+// writes around a model: Scaler, Normalizer, LinearRegressor, LinearClassifier, Imputer,
+// OneHotEncoder, LabelEncoder and ZipMap, each
 // expanded at import into the ai.onnx ops it computes (contrib_expansion.h), as ONNX
 // Runtime computes it where the spec is silent (docs/onnx-versions.md):
 //   Scaler(X)           (X - offset) * scale, per column (f32 out)
@@ -15,8 +15,11 @@
 //                       column's imputed value, in X's type
 //   OneHotEncoder(X)    X cast to int64 compared with cats_int64s: f32 [..., categories]
 //                       (an unknown category gives zeros)
-// String labels and categories, SOFTMAX_ZERO and PROBIT are refused with a message. The table holds
-// the tree ensembles of ml_tree_ops.h too.
+//   LabelEncoder(X)     numbers to numbers (OrdinalEncoder): a key's value (a NaN key matches
+//                       NaN; of equal keys, the first), else the default
+//   ZipMap(X)           X itself, its labels noted as the output's keys (Graph::map_outputs)
+// String labels, keys and categories, SOFTMAX_ZERO and PROBIT are refused with a message. The table
+// holds the tree ensembles of ml_tree_ops.h too.
 #pragma once
 
 #include <map>
