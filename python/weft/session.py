@@ -287,6 +287,7 @@ class InferenceSession:
             self._provider_options[name] = {k: str(v) for k, v in options.items()}
             self._inputs = _node_args(model.inputs)
             self._outputs = _node_args(model.outputs)
+            self._maps = {o.name: o.map_keys for o in model.outputs if o.map_keys}  # ZipMaps
             return
 
     @property
@@ -336,8 +337,7 @@ class InferenceSession:
             self._record(kernels, start_us)
         else:
             out = self._model.run(feeds)
-        maps = {o.name: o.map_keys for o in self._model.outputs if o.map_keys}
-        return [_as_maps(out[n], maps[n]) if n in maps else out[n] for n in wanted]
+        return [_as_maps(out[n], self._maps[n]) if n in self._maps else out[n] for n in wanted]
 
     def _record(self, kernels, start_us):
         """Kernel times as Chrome trace events, laid end to end from the run's start."""
