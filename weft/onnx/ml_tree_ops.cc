@@ -5,8 +5,8 @@
 #include <cmath>
 #include <initializer_list>
 #include <limits>
-#include <map>
 #include <set>
+#include <unordered_map>
 #include <utility>
 
 #include <fmt/format.h>
@@ -72,12 +72,19 @@ std::string i64_constant(Expansion& e, std::vector<int64_t> v, std::vector<int64
 Result<std::string> f64_rows(Expansion& e) { return e.matrix_input(kDouble, 7); }
 
 using NodeKey = std::pair<int64_t, int64_t>; // (tree id, node id)
+struct NodeKeyHash {
+  size_t operator()(const NodeKey& k) const {
+    return std::hash<int64_t>()(k.first * 1000003 + k.second);
+  }
+};
+// By (tree id, node id): hashed, as a forest has millions of nodes.
+template <typename T> using NodeMap = std::unordered_map<NodeKey, T, NodeKeyHash>;
 
 // Where each tree's walk ends.
 struct Leaves {
   std::string reached; // the leaf numbers, [N, trees] i64
   int64_t trees = 0;
-  std::map<NodeKey, int64_t> number; // of each leaf
+  NodeMap<int64_t> number; // of each leaf
 };
 
 // The nodes_* attributes, one entry per node.
@@ -113,8 +120,8 @@ Result<Leaves> walk_trees(Expansion& e, const std::string& x) {
   WEFT_ASSIGN_OR_RETURN(TreeNodes a, read_nodes(e));
   const Ints &tree = a.tree, &id = a.id, &feature = a.feature;
   size_t n = a.modes.size();
-  std::map<NodeKey, size_t> at;
-  std::map<int64_t, int64_t> tree_index;
+  NodeMap<size_t> at;
+  std::unordered_map<int64_t, int64_t> tree_index;
   std::vector<size_t> roots;
   for (size_t i = 0; i < n; ++i) {
     if (!at.emplace(NodeKey{tree[i], id[i]}, i).second)
