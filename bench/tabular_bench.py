@@ -16,12 +16,11 @@ import argparse
 import datetime
 import json
 import os
-import statistics
 import sys
-import time
 
 import numpy as np
 import onnxruntime as ort
+from moe_bench import timed  # the median of 50 runs over a cycle of inputs
 from ort_options import session_options
 from onnx import TensorProto, helper
 
@@ -101,19 +100,6 @@ CASES = {
     "Gradient-boosted regressor, 300 trees of depth 6": lambda: regressor(300, 6),
     "RBF SVC, 600 support vectors, 3 classes": lambda: svc(600, 3),
 }
-
-
-def timed(fn, inputs, iters=50):
-    """The median of "iters" calls of fn, each on the next of "inputs" in turn."""
-    for feeds in inputs[:3]:
-        fn(feeds)
-    times = []
-    for i in range(iters):
-        feeds = inputs[i % len(inputs)]
-        t0 = time.perf_counter()
-        fn(feeds)
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
 
 
 def measure(rounds):
