@@ -17,6 +17,7 @@ import datetime
 import json
 import os
 import sys
+from statistics import NormalDist
 
 import numpy as np
 import onnxruntime as ort
@@ -30,27 +31,46 @@ ML = "ai.onnx.ml"
 FEATURES = 20
 
 
-def trees(rng, count, depth, classes, per_class):
-    """Node and weight attributes of "count" complete trees of "depth" levels; each leaf weighs
-    every class (per_class) or the tree's own class, tree t % classes."""
+def trees(rng, count, depth, classes, per_class, samples=None):
+    """Node and weight attributes of "count" trees: complete ones of "depth" levels, or, given
+    "samples", grown as scikit-learn grows a forest's without a depth limit: each node splits
+    its samples at a uniformly drawn point until one is left, a leaf per sample, about 30
+    levels at most for 3,500 samples, and its node ids in depth-first order. Its split sends
+    that share of the inputs (standard normal features) to the left, as a trained tree routes
+    its data. Each leaf weighs every class (per_class) or the tree's own class, tree t % classes."""
     a = {k: [] for k in ("nodes_treeids", "nodes_nodeids", "nodes_featureids", "nodes_modes",
                          "nodes_values", "nodes_truenodeids", "nodes_falsenodeids")}
     w = {k: [] for k in ("treeids", "nodeids", "ids", "weights")}
+
+    def add(t, i, leaf, true_id, false_id, split=None):
+        for k, v in (("nodes_treeids", t), ("nodes_nodeids", i),
+                     ("nodes_featureids", 0 if leaf else int(rng.integers(FEATURES))),
+                     ("nodes_modes", "LEAF" if leaf else "BRANCH_LEQ"),
+                     ("nodes_values", 0.0 if leaf else split if split is not None else float(rng.normal(0, 0.5))),
+                     ("nodes_truenodeids", true_id), ("nodes_falsenodeids", false_id)):
+            a[k].append(v)
+        if leaf:
+            for c in (range(classes) if per_class else [t % classes]):
+                for k, v in (("treeids", t), ("nodeids", i), ("ids", c),
+                             ("weights", float(rng.uniform(0, 1 / count) if per_class else rng.normal(0, 0.1)))):
+                    w[k].append(v)
+
     for t in range(count):
-        for i in range(2 ** (depth + 1) - 1):  # heap order: children 2i + 1 and 2i + 2
-            leaf = i >= 2 ** depth - 1
-            for k, v in (("nodes_treeids", t), ("nodes_nodeids", i),
-                         ("nodes_featureids", 0 if leaf else int(rng.integers(FEATURES))),
-                         ("nodes_modes", "LEAF" if leaf else "BRANCH_LEQ"),
-                         ("nodes_values", 0.0 if leaf else float(rng.normal(0, 0.5))),
-                         ("nodes_truenodeids", 0 if leaf else 2 * i + 1),
-                         ("nodes_falsenodeids", 0 if leaf else 2 * i + 2)):
-                a[k].append(v)
-            if leaf:
-                for c in (range(classes) if per_class else [t % classes]):
-                    for k, v in (("treeids", t), ("nodeids", i), ("ids", c),
-                                 ("weights", float(rng.uniform(0, 1 / count) if per_class else rng.normal(0, 0.1)))):
-                        w[k].append(v)
+        if samples is None:
+            for i in range(2 ** (depth + 1) - 1):  # heap order: children 2i + 1 and 2i + 2
+                leaf = i >= 2 ** depth - 1
+                add(t, i, leaf, 0 if leaf else 2 * i + 1, 0 if leaf else 2 * i + 2)
+            continue
+        # Depth first: a node of n samples has 2n - 1 nodes below it, itself included.
+        stack = [(samples, 0)]
+        while stack:
+            n, i = stack.pop()
+            if n == 1:
+                add(t, i, True, 0, 0)
+                continue
+            left = int(rng.integers(1, n))
+            add(t, i, False, i + 1, i + 2 * left, NormalDist().inv_cdf(left / n))
+            stack += [(n - left, i + 2 * left), (left, i + 1)]
     return a, w
 
 
@@ -65,9 +85,9 @@ def model(node, outputs):
 CLASSIFIED = [("label", TensorProto.INT64), ("probabilities", TensorProto.FLOAT)]
 
 
-def classifier(count, depth, classes, per_class):
+def classifier(count, depth, classes, per_class, samples=None):
     rng = np.random.default_rng(count + depth)
-    a, w = trees(rng, count, depth, classes, per_class)
+    a, w = trees(rng, count, depth, classes, per_class, samples)
     extra = {} if per_class else {"post_transform": "SOFTMAX", "base_values": [0.1] * classes}
     node = helper.make_node("TreeEnsembleClassifier", ["X"], ["label", "probabilities"], domain=ML,
                             classlabels_int64s=list(range(classes)), **a,
@@ -96,6 +116,8 @@ def svc(vectors, classes):
 
 CASES = {
     "Random forest, 100 trees of depth 10, 3 classes": lambda: classifier(100, 10, 3, True),
+    "Random forest, 100 trees grown without a depth limit (7,000 nodes each), 3 classes":
+        lambda: classifier(100, 0, 3, True, samples=3500),
     "Gradient boosting, 3 classes x 100 trees of depth 3": lambda: classifier(300, 3, 3, False),
     "Gradient-boosted regressor, 300 trees of depth 6": lambda: regressor(300, 6),
     "RBF SVC, 600 support vectors, 3 classes": lambda: svc(600, 3),

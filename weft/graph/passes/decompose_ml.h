@@ -8,11 +8,11 @@
 //       n-grams (Equal, And), the matches summed over the windows, then gathered into the
 //       output columns and weighted by the mode
 //   TreeEnsemble(X) (ai.onnx.ml 5): every tree walked at once, one step per level of the
-//       deepest tree: the current node's feature, split and mode gathered from constant
-//       tables, the comparison chooses the next node (leaves lead to themselves); then the
-//       leaves' weights summed (or averaged, or the min or max taken) per target, or, where
-//       each target has a tree of its own, gathered; the new nodes are at ai.onnx opset
-//       kTreeWalkOpset where the model's is older (Where, IsNaN, Equal on floats)
+//       deepest tree: the current node's feature, split, children and mode gathered from its
+//       row of a constant table, the comparison chooses the next node (leaves lead to
+//       themselves); then the leaves' weights summed (or averaged, or the min or max taken)
+//       per target, or, where each target has a tree of its own, gathered; the new nodes are
+//       at ai.onnx opset kTreeWalkOpset where the model's is older (Where, IsNaN, LessOrEqual)
 //
 // Requires: static shapes for TfIdfVectorizer and TreeEnsemble (they wait for specialization
 // otherwise); for ArrayFeatureExtractor, the ranks; for TreeEnsemble, trees without cycles,
@@ -28,7 +28,7 @@ namespace weft {
 // The deepest tree that TreeEnsemble unrolls.
 inline constexpr int64_t kMaxTreeDepth = 1024;
 // The oldest ai.onnx opset of TreeEnsemble's new nodes.
-inline constexpr int kTreeWalkOpset = 11;
+inline constexpr int kTreeWalkOpset = 12;
 
 // Is "node" one of the ops decompose_ml_op handles?
 bool is_ml_op(const Node& node);
