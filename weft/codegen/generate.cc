@@ -41,7 +41,8 @@ const std::string& build_fingerprint() {
 // elementwise statements share loops only with a grid's worth of points.
 poly::ScheduleOptions schedule_options(Dialect dialect) {
   return {.outputs_innermost = dialect == Dialect::kCpu,
-          .min_shared_points = dialect == Dialect::kCpu ? 0 : kCudaMinSharedPoints};
+          .min_shared_points = dialect == Dialect::kCpu ? 0 : kCudaMinSharedPoints,
+          .chained_gathers_apart = dialect == Dialect::kCpu};
 }
 
 Result<EmittedFunction> schedule_and_emit(const kernel::Kernel& k, Dialect dialect,

@@ -3,6 +3,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -83,8 +84,9 @@ std::vector<int> outputs_innermost(const Statement& st) {
 // parameters "p<k>" (the kernel's symbols need not be isl identifiers).
 class PolyModel {
 public:
-  PolyModel(const Kernel& k, int64_t min_shared_points)
-      : kernel_(k), min_shared_points_(min_shared_points) {
+  PolyModel(const Kernel& k, const ScheduleOptions& options)
+      : kernel_(k), min_shared_points_(options.min_shared_points),
+        chained_gathers_apart_(options.chained_gathers_apart) {
     for (const Statement& s : k.statements) {
       for (const Dim& d : s.domain)
         add_param(d);
@@ -312,9 +314,13 @@ public:
   size_t common_depth(const isl::union_map& deps, size_t first, size_t last) const {
     const std::vector<Statement>& st = kernel_.statements;
     if (last - first < 2) return 0;
+    bool chained = false;
+    for (size_t s = first + 1; s < last && chained_gathers_apart_; ++s)
+      chained |= indexes_by_earlier(first, s);
     size_t depth = 0;
     for (;; ++depth) {
       for (size_t s = first; s < last; ++s) {
+        if (chained && st[s].domain.size() == depth + 1) return depth;
         // A dim of extent 1 that a write leaves out reduces nothing (softmax over
         // [1, H, S, S]: without it sharing, each pass read the whole input from memory).
         if (st[s].domain.size() <= depth ||
@@ -335,6 +341,29 @@ public:
                                         fmt::join(nonzero, " or ")));
       if (!along.intersect(across).is_empty()) return depth;
     }
+  }
+
+  // Does statement "s" index a read with a value it loads from what statements [first, s)
+  // write (a tree walk's next node, gathered from the position the step before wrote)?
+  bool indexes_by_earlier(size_t first, size_t s) const {
+    const std::vector<Statement>& st = kernel_.statements;
+    std::set<int> written;
+    for (size_t w = first; w < s; ++w)
+      written.insert(st[w].write.buffer);
+    std::vector<int> stack;
+    for (const kernel::Access& a : st[s].reads) {
+      for (const kernel::IndirectIndex& i : a.indirect)
+        stack.push_back(i.node);
+    }
+    while (!stack.empty()) {
+      const kernel::ExprNode& e = st[s].expr[static_cast<size_t>(stack.back())];
+      stack.pop_back();
+      if (e.op == kernel::ExprOp::kLoad &&
+          written.contains(st[s].reads[static_cast<size_t>(e.access)].buffer))
+        return true;
+      stack.insert(stack.end(), e.operands.begin(), e.operands.end());
+    }
+    return false;
   }
 
   // Runs of consecutive statements [first, last) that share loops: the whole kernel when it
@@ -476,6 +505,7 @@ private:
 
   const Kernel& kernel_;
   int64_t min_shared_points_;                  // ScheduleOptions::min_shared_points
+  bool chained_gathers_apart_;                 // ScheduleOptions::chained_gathers_apart
   std::vector<std::vector<int>> orders_;       // per statement, its iterators by band
   std::map<std::string, std::string> params_;  // symbol -> isl parameter
   std::map<std::string, std::string> symbols_; // isl parameter -> symbol
@@ -590,7 +620,7 @@ template <typename T> std::string to_text(const T& isl_object) {
 
 Result<ScheduledKernel> schedule_in(const isl::ctx& ctx, const Kernel& k,
                                     const ScheduleOptions& options) {
-  PolyModel model(k, options.min_shared_points);
+  PolyModel model(k, options);
   // Accesses and order hold only on the iteration domains; unbounded, isl's last-writer
   // search has no optimum.
   isl::union_set domain(ctx, model.all_domains());

@@ -39,6 +39,11 @@ struct ScheduleOptions {
   // on an H200), and a batch of 1 left a Concat, a BatchNorm and a pooling on one thread (a
   // symbolic batch, at 1 in a run, the same).
   int64_t min_shared_points = 0;
+  // Statements do not share their innermost loop when one indexes a read with a value loaded
+  // from what an earlier one wrote (the CPU): in one loop each iteration's loads wait on the
+  // ones before them, while in loops of their own a loop's loads all go out at once. A tree
+  // walk's steps, one loop per level, took 1.9 instead of 5.4 ms for 1000 rows of 100 trees.
+  bool chained_gathers_apart = false;
 };
 
 Result<ScheduledKernel> schedule_kernel(const kernel::Kernel& kernel,

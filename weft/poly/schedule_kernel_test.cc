@@ -335,6 +335,31 @@ TEST(ScheduleKernel, IndirectReadDependsOnEveryWriteOfItsDim) {
   EXPECT_EQ(r->dependences.find("S1[i0' = i0"), std::string::npos) << r->dependences;
 }
 
+// A walk's second step gathers at the position the first wrote: on the CPU each keeps its
+// own inner loop, whose gathers are all independent; otherwise they share both loops.
+TEST(ScheduleKernel, ChainedGathersKeepTheirInnerLoopsApart) {
+  Result<kernel::Kernel> k = kernel::parse_kernel(R"(kernel walk
+  in x: i64[64]
+  temp p: i64[4,8]
+  out q: i64[4,8]
+  first[i0 < 4, i1 < 8]: p[i0, i1] = x[i1]
+  second[i0 < 4, i1 < 8]: q[i0, i1] = x[wrap(p[i0, i1])]
+)");
+  ASSERT_TRUE(k.ok()) << k.status().to_string();
+  Result<ScheduledKernel> apart = schedule_kernel(*k, {.chained_gathers_apart = true});
+  Result<ScheduledKernel> together = schedule_kernel(*k);
+  ASSERT_TRUE(apart.ok() && together.ok());
+  EXPECT_EQ(print_loop_ast(apart->loops), "for (c0 = 0; (c0 <= 3); c0 += 1)  // parallel\n"
+                                          "  for (c1 = 0; (c1 <= 7); c1 += 1)  // parallel\n"
+                                          "    S0(c0, c1);\n"
+                                          "  for (c1 = 0; (c1 <= 7); c1 += 1)  // parallel\n"
+                                          "    S1(c0, c1);\n");
+  EXPECT_EQ(print_loop_ast(together->loops), "for (c0 = 0; (c0 <= 3); c0 += 1)  // parallel\n"
+                                             "  for (c1 = 0; (c1 <= 7); c1 += 1)  // parallel\n"
+                                             "    S0(c0, c1);\n"
+                                             "    S1(c0, c1);\n");
+}
+
 // Two rows of updates may land on one row of y: the update loop carries that (serial), the
 // column loop does not (parallel).
 TEST(ScheduleKernel, IndirectWriteSerializesTheRowsThatMayCollide) {
