@@ -361,10 +361,16 @@ public:
     return in;
   }
 
+  // By name; an output of string labels (TensorSpec::labels) as a numpy array of str.
   py::dict outputs_dict(const std::vector<weft::HostTensor>& out) const {
     py::dict result;
-    for (size_t o = 0; o < out.size(); ++o)
-      result[py::str(model_.outputs()[o].name)] = to_numpy(out[o]);
+    for (size_t o = 0; o < out.size(); ++o) {
+      const weft::TensorSpec& spec = model_.outputs()[o];
+      py::object values = to_numpy(out[o]);
+      if (!spec.labels.empty())
+        values = py::module_::import("numpy").attr("asarray")(spec.labels).attr("take")(values);
+      result[py::str(spec.name)] = values;
+    }
     return result;
   }
 
@@ -491,7 +497,8 @@ public:
         keys.append(s.map_int_keys ? py::object(py::int_(std::stoll(k))) : py::object(py::str(k)));
       out.append(ns.attr("SimpleNamespace")(
           py::arg("name") = s.name, py::arg("dtype") = dtype_name(s.type),
-          py::arg("shape") = spec_shape(s), py::arg("map_keys") = keys));
+          py::arg("shape") = spec_shape(s), py::arg("map_keys") = keys,
+          py::arg("labels") = s.labels));
     }
     return out;
   }

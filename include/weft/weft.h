@@ -128,6 +128,9 @@ struct TensorSpec {
   // integer labels in decimal where map_int_keys. Empty for a tensor.
   std::vector<std::string> map_keys;
   bool map_int_keys = false;
+  // An int64 output the model declares as strings (class labels, as a classifier trained on
+  // strings gives them): run() gives each label's index into these. Empty otherwise.
+  std::vector<std::string> labels;
 };
 
 struct CompileOptions {

@@ -51,6 +51,9 @@ Where it differs from ONNX Runtime:
   skl2onnx's classifiers) comes back as ONNX Runtime gives it, a list of {label: probability}
   dicts (host runs only); weft.compile() gives the tensor [N, C], with the labels in its
   outputs' map_keys.
+- String class labels (a classifier trained on strings) come back as ONNX Runtime gives them,
+  arrays of str objects; weft.compile() gives numpy str arrays, with the labels in its
+  outputs' labels (a device-resident run gives their indices).
 - Not here: io_binding, run_with_ort_values, OrtValue, get_modelmeta, custom op libraries.
 """
 
@@ -175,7 +178,8 @@ class NodeArg:
 
 
 def _node_args(specs):
-    return [NodeArg(s.name, _map_type(s) or _ONNX_TYPES.get(s.dtype, f"tensor({s.dtype})"),
+    return [NodeArg(s.name, _map_type(s) or ("tensor(string)" if s.labels else None)
+                    or _ONNX_TYPES.get(s.dtype, f"tensor({s.dtype})"),
                     [] if s.map_keys else list(s.shape))
             for s in specs]
 
@@ -288,6 +292,7 @@ class InferenceSession:
             self._inputs = _node_args(model.inputs)
             self._outputs = _node_args(model.outputs)
             self._maps = {o.name: o.map_keys for o in model.outputs if o.map_keys}  # ZipMaps
+            self._labels = {o.name for o in model.outputs if o.labels}  # string class labels
             return
 
     @property
@@ -337,7 +342,9 @@ class InferenceSession:
             self._record(kernels, start_us)
         else:
             out = self._model.run(feeds)
-        return [_as_maps(out[n], self._maps[n]) if n in self._maps else out[n] for n in wanted]
+        return [_as_maps(out[n], self._maps[n]) if n in self._maps
+                else out[n].astype(object) if n in self._labels and isinstance(out[n], np.ndarray)
+                else out[n] for n in wanted]
 
     def _record(self, kernels, start_us):
         """Kernel times as Chrome trace events, laid end to end from the run's start."""

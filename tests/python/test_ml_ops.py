@@ -161,11 +161,13 @@ def test_one_hot_encoder(opset):
 
 def test_what_stays_unsupported():
     x = rows()
-    probabilities = helper.make_node("LinearClassifier", ["x"], ["label", "p"], domain=ML,
-                                     coefficients=[0.1] * 6, intercepts=[0.0, 0.0],
-                                     classlabels_strings=["a", "b"])
-    with pytest.raises(weft.WeftError, match="string class labels are not supported"):
-        weft.compile(model([probabilities], x, [("label", TensorProto.STRING), ("p", TensorProto.FLOAT)], 13))
+    # String labels that a node reads (here one that copies them to a second output).
+    nodes = [helper.make_node("LinearClassifier", ["x"], ["label", "p"], domain=ML, coefficients=[0.1] * 6,
+                              intercepts=[0.0, 0.0], classlabels_strings=["a", "b"]),
+             helper.make_node("Identity", ["label"], ["copy"])]
+    outputs = [("label", TensorProto.STRING), ("copy", TensorProto.STRING), ("p", TensorProto.FLOAT)]
+    with pytest.raises(weft.WeftError, match="string class labels are supported only where they go straight"):
+        weft.compile(model(nodes, x, outputs, 13))
     probit = helper.make_node("LinearClassifier", ["x"], ["label", "p"], domain=ML, coefficients=[0.1] * 6,
                               intercepts=[0.0, 0.0], classlabels_ints=[0, 1], post_transform="PROBIT")
     with pytest.raises(weft.WeftError, match="post_transform PROBIT is not supported"):
@@ -258,3 +260,51 @@ def test_zip_map(keys, tmp_path):
     assert done.returncode == 0, done.stderr
     assert "a ZipMap: each row's map from the labels" in done.stdout
     np.testing.assert_allclose(np.load(tmp_path / "out" / "maps.npy"), p, rtol=1e-6)
+
+
+def test_string_labels(tmp_path):
+    """A classifier trained on strings (LinearClassifier's classlabels_strings, through Identity
+    as skl2onnx writes it) and skl2onnx's naive Bayes ending (its classes, a string constant,
+    gathered at the ArgMax): weft.compile gives numpy str arrays and the labels in the outputs'
+    labels, ONNX Runtime's session object arrays and tensor(string), the CLI the indices."""
+    x = rows()
+    names = ["cat", "dog", "eel"]
+    w = np.array([[0.1, 0.2, 0.3], [0.0, -0.5, 0.2], [-1.0, 0.0, 1.0]], np.float32)
+    classes = numpy_helper.from_array(np.array(names, dtype=object), "classes")
+    nodes = [helper.make_node("LinearClassifier", ["x"], ["label", "scores"], domain=ML,
+                              coefficients=w.ravel().tolist(), intercepts=[0.1, 0.0, -0.2],
+                              classlabels_strings=names),
+             helper.make_node("Identity", ["label"], ["output_label"]),
+             helper.make_node("ArgMax", ["x"], ["at"], axis=1),
+             helper.make_node("ArrayFeatureExtractor", ["classes", "at"], ["picked"], domain=ML),
+             helper.make_node("Reshape", ["picked", "flat"], ["gathered"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 3])],
+        [helper.make_tensor_value_info(n, t, None) for n, t in
+         (("output_label", TensorProto.STRING), ("scores", TensorProto.FLOAT), ("gathered", TensorProto.STRING))],
+        [classes, numpy_helper.from_array(np.array([-1], np.int64), "flat")])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid(ML, 1)])
+    m.ir_version = 8
+    data = m.SerializeToString()
+    scores = x.astype(np.float64) @ w.T.astype(np.float64) + [0.1, 0.0, -0.2]
+    want = np.array(names)[scores.argmax(axis=1)]
+    picked = np.array(names)[x.argmax(axis=1)]
+    compiled = weft.compile(data)
+    assert [o.labels for o in compiled.outputs] == [names, [], names]
+    got = compiled.run({"x": x})
+    assert got["output_label"].dtype.kind == "U" and got["gathered"].dtype.kind == "U"
+    np.testing.assert_array_equal(got["output_label"], want)
+    np.testing.assert_array_equal(got["gathered"], picked)
+    session = weft.InferenceSession(data)
+    assert [o.type for o in session.get_outputs()] == ["tensor(string)", "tensor(float)", "tensor(string)"]
+    label, _, gathered = session.run(None, {"x": x})
+    assert label.dtype == object and list(label) == list(want) and list(gathered) == list(picked)
+    path = tmp_path / "m.onnx"
+    path.write_bytes(data)
+    np.save(tmp_path / "x.npy", x)
+    cli = os.environ.get("WEFT_CLI", os.path.join(os.path.dirname(__file__), "..", "..", "build", "tools", "weft", "weft"))
+    done = subprocess.run([cli, "run", str(path), "--input", f"x={tmp_path / 'x.npy'}", "--output-dir",
+                           str(tmp_path / "out")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "string labels: each value's index into 'cat', 'dog', 'eel'" in done.stdout
+    np.testing.assert_array_equal(np.array(names)[np.load(tmp_path / "out" / "output_label.npy")], want)

@@ -268,7 +268,7 @@ def test_what_stays_unsupported():
     node = lambda **kw: helper.make_node(  # noqa: E731
         "TreeEnsembleClassifier", ["x"], ["label", "scores"], domain=ML, **attrs_for(a, "class_"), **kw)
     out = [("label", TensorProto.INT64), ("scores", TensorProto.FLOAT)]
-    with pytest.raises(weft.WeftError, match="string class labels are not supported"):
+    with pytest.raises(weft.WeftError, match="string class labels are supported only where"):
         weft.compile(model(node(classlabels_strings=["a", "b"]), TensorProto.FLOAT, 2, out))
     with pytest.raises(weft.WeftError, match="post_transform PROBIT is not supported"):
         weft.compile(model(node(classlabels_int64s=[0, 1], post_transform="PROBIT"),

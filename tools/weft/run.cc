@@ -26,8 +26,12 @@ std::string file_name_for(const std::string& value) {
   return name;
 }
 
-// For an output the model declares as a sequence of maps (ZipMap): what the file holds.
+// For an output the model declares as a sequence of maps (ZipMap), or as string labels:
+// what the file holds.
 std::string map_note(const Graph& graph, const std::string& output) {
+  if (auto labels = graph.label_outputs.find(output); labels != graph.label_outputs.end())
+    return fmt::format(" (string labels: each value's index into '{}')",
+                       fmt::join(labels->second, "', '"));
   auto it = graph.map_outputs.find(output);
   if (it == graph.map_outputs.end()) return "";
   const MapKeys& keys = it->second;

@@ -40,7 +40,7 @@ void throw_if_error(const Status& s) {
 }
 
 TensorSpec spec_of(const Value* v) {
-  TensorSpec spec{v->name, to_element_type(v->type.dtype), {}, {}, {}, false};
+  TensorSpec spec{v->name, to_element_type(v->type.dtype), {}, {}, {}, false, {}};
   if (!v->type.shape) return spec; // unknown rank: no dims
   for (const Dim& d : *v->type.shape) {
     spec.shape.push_back(d.is_static() ? d.value() : -1);
@@ -377,6 +377,8 @@ std::shared_ptr<Model::Impl> make_impl(ModelSource source, const CompileOptions&
   }
   for (const Value* v : graph.outputs) {
     impl->outputs.push_back(spec_of(v));
+    if (auto labels = graph.label_outputs.find(v->name); labels != graph.label_outputs.end())
+      impl->outputs.back().labels = labels->second;
     auto map = graph.map_outputs.find(v->name);
     if (map == graph.map_outputs.end()) continue;
     TensorSpec& spec = impl->outputs.back();

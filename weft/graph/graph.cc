@@ -70,6 +70,7 @@ Graph Graph::clone() const {
   copy.opset = opset;
   copy.dim_limits = dim_limits;
   copy.map_outputs = map_outputs;
+  copy.label_outputs = label_outputs;
   copy.names_ = names_;
   copy.node_names_ = node_names_;
   copy.symbols_ = symbols_;

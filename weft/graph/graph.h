@@ -84,6 +84,9 @@ public:
   std::vector<DimLimit> dim_limits;
   // Outputs computed as tensors [N, C] that the model declares as maps, by name (MapKeys).
   std::map<std::string, MapKeys> map_outputs;
+  // int64 outputs that the model declares as strings (class labels looked up in a table of
+  // strings): value i stands for the i-th string, by output name.
+  std::map<std::string, std::vector<std::string>> label_outputs;
 
   // Factories. Names must be unique (use unique_name for fresh ones).
   Value* add_value(std::string name, TensorType type);

@@ -295,6 +295,12 @@ TypesOrError infer_gather(const Node& node) {
   if (!data.shape || !idx.shape) return one({data.dtype, std::nullopt});
   WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node.attrs_as<AxisAttrs>().axis,
                                                      static_cast<int64_t>(data.shape->size())));
+  // Every index is out of range there (ONNX Runtime fails at run time); none may be given.
+  bool no_indices = std::any_of(idx.shape->begin(), idx.shape->end(),
+                                [](const Dim& d) { return d.is_static() && d.value() == 0; });
+  const Dim& along = (*data.shape)[static_cast<size_t>(axis)];
+  if (along.is_static() && along.value() == 0 && !no_indices)
+    return fail(fmt::format("gathers along axis {}, which is empty", axis));
   Shape out(data.shape->begin(), data.shape->begin() + axis);
   out.insert(out.end(), idx.shape->begin(), idx.shape->end());
   out.insert(out.end(), data.shape->begin() + axis + 1, data.shape->end());

@@ -8,6 +8,7 @@
 #include "weft/onnx/graph_builder.h"
 #include "weft/onnx/inline_functions.h"
 #include "weft/onnx/model_checks.h"
+#include "weft/onnx/string_labels.h"
 
 namespace weft {
 
@@ -19,12 +20,15 @@ Result<Graph> import_parsed(onnx::ModelProto& model, const std::string& name,
                             const std::string& base_dir) {
   WEFT_ASSIGN_OR_RETURN(int opset, find_opset(model, name));
   WEFT_RETURN_IF_ERROR(inline_local_functions(model, name));
+  std::map<std::string, std::vector<std::string>> labels =
+      index_string_labels(*model.mutable_graph());
   WEFT_ASSIGN_OR_RETURN(auto maps, expand_contrib_ops(model, opset, name, base_dir));
   WEFT_RETURN_IF_ERROR(check_supported_ops(model.graph(), opset, name));
   WEFT_RETURN_IF_ERROR(check_node_inputs(model.graph(), opset, name));
   WEFT_RETURN_IF_ERROR(check_declared_ranks(model.graph(), name));
   WEFT_ASSIGN_OR_RETURN(Graph graph, build_graph(model, opset, name, base_dir));
   graph.map_outputs = std::move(maps);
+  graph.label_outputs = std::move(labels);
   return graph;
 }
 

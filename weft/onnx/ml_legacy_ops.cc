@@ -74,8 +74,7 @@ Status expand_linear_regressor(Expansion& e) {
 
 Status expand_linear_classifier(Expansion& e) {
   WEFT_ASSIGN_OR_RETURN(std::string x, f32_rows(e));
-  if (find_attr(e.node(), "classlabels_strings"))
-    return Status::error("string class labels are not supported (string tensors are not)");
+  if (find_attr(e.node(), "classlabels_strings")) return Status::error(kStringLabelsRead);
   WEFT_ASSIGN_OR_RETURN(std::string transform, post_transform_of(e));
   std::vector<float> intercepts = e.floats_of("intercepts");
   std::vector<int64_t> labels = e.ints_of("classlabels_ints");

@@ -30,6 +30,12 @@
 
 namespace weft::contrib {
 
+// Why a classifier with classlabels_strings is refused: its labels do not go straight to an
+// output declared as strings (string_labels.h made those positions).
+inline constexpr const char* kStringLabelsRead =
+    "string class labels are supported only where they go straight to an output of the model "
+    "declared as strings (through Identity or Reshape); Weft has no string tensors";
+
 // By qualified name: "ai.onnx.ml.Scaler".
 std::map<std::string, ContribOp> ml_legacy_ops();
 

@@ -143,8 +143,7 @@ Status expand_svm_classifier(Expansion& e) {
   WEFT_ASSIGN_OR_RETURN(std::string x, e.matrix_input(kFloat, 9));
   WEFT_ASSIGN_OR_RETURN(Kernel k, kernel_of(e));
   WEFT_ASSIGN_OR_RETURN(std::string transform, post_transform_of(e));
-  if (find_attr(e.node(), "classlabels_strings"))
-    return Status::error("string class labels are not supported (string tensors are not)");
+  if (find_attr(e.node(), "classlabels_strings")) return Status::error(kStringLabelsRead);
   if (!e.floats_of("prob_a").empty()) {
     return Status::error("probabilities (prob_a, prob_b: scikit-learn's SVC(probability=True)) "
                          "are not supported; export the SVC without probability=True");

@@ -372,8 +372,7 @@ Status expand_tree_ensemble_regressor(Expansion& e) {
 Status expand_tree_ensemble_classifier(Expansion& e) {
   WEFT_ASSIGN_OR_RETURN(std::string x, f64_rows(e));
   WEFT_ASSIGN_OR_RETURN(std::string transform, post_transform_of(e));
-  if (find_attr(e.node(), "classlabels_strings"))
-    return Status::error("string class labels are not supported (string tensors are not)");
+  if (find_attr(e.node(), "classlabels_strings")) return Status::error(kStringLabelsRead);
   Ints labels = e.ints_of("classlabels_int64s");
   auto classes = static_cast<int64_t>(labels.size());
   if (classes < 2)
