@@ -49,3 +49,22 @@ def test_pytorch_head_split_matches_numpy():
     got = weft.compile(model.SerializeToString()).run({"x": x})
     for name in want:
         np.testing.assert_array_equal(got[name], want[name])
+
+
+def test_a_gather_from_an_empty_axis_is_refused():
+    """Every index is out of range there (ONNX Runtime fails at run time); it had read outside
+    the data. Gathering no indices from it is fine."""
+    data = numpy_helper.from_array(np.zeros([0, 3], np.float32), "d")
+
+    def build(count):
+        return make_model([helper.make_node("ArgMax", ["x"], ["i"], axis=1, keepdims=0),
+                           helper.make_node("Slice", ["i", "zero", "count"], ["some"]),
+                           helper.make_node("Gather", ["d", "some"], ["y"])],
+                          [f32("x", (4, 3))], [f32("y", (count, 3))],
+                          [data, numpy_helper.from_array(np.array([0], np.int64), "zero"),
+                           numpy_helper.from_array(np.array([count], np.int64), "count")]).SerializeToString()
+
+    with pytest.raises(weft.WeftError, match="Gather.*gathers along axis 0, which is empty"):
+        weft.compile(build(4))
+    got = weft.compile(build(0)).run({"x": np.ones((4, 3), np.float32)})["y"]
+    assert got.shape == (0, 3)
