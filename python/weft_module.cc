@@ -342,6 +342,9 @@ public:
         feed = py::module_::import("numpy").attr("from_dlpack")(feed); // a view, on the host
       py::array a = py::array::ensure(feed);
       if (!a) throw weft::Error("error: input '" + s.name + "' is not an array");
+      char kind = a.dtype().kind();
+      if (!s.labels.empty() && (kind == 'U' || kind == 'O' || kind == 'S'))
+        a = indices_of(a, s.labels);
       py::dtype want = numpy_dtype(s.type);
       if (!a.dtype().is(want) && !a.dtype().equal(want)) {
         throw weft::Error("error: input '" + s.name + "' must be " + dtype_name(s.type) + ", got " +
@@ -359,6 +362,25 @@ public:
       in.push_back(weft::HostTensor::view(s.type, shape_of(a), a.data()));
     }
     return in;
+  }
+
+  // Strings fed to an input that takes their indices into "words" (TensorSpec::labels): each
+  // one's index, -1 for a string not among them.
+  static py::array indices_of(const py::array& strings, const std::vector<std::string>& words) {
+    std::unordered_map<std::string, int64_t> index;
+    for (size_t i = 0; i < words.size(); ++i)
+      index.emplace(words[i], static_cast<int64_t>(i));
+    py::array_t<int64_t> out(shape_of(strings));
+    py::list flat = strings.attr("ravel")().attr("tolist")();
+    int64_t* dst = out.mutable_data();
+    for (size_t i = 0; i < flat.size(); ++i) {
+      py::handle item = flat[i];
+      std::string key =
+          py::isinstance<py::bytes>(item) ? item.cast<std::string>() : std::string(py::str(item));
+      auto it = index.find(key);
+      dst[i] = it == index.end() ? -1 : it->second;
+    }
+    return out;
   }
 
   // By name; an output of string labels (TensorSpec::labels) as a numpy array of str.

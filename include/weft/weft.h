@@ -129,7 +129,9 @@ struct TensorSpec {
   std::vector<std::string> map_keys;
   bool map_int_keys = false;
   // An int64 output the model declares as strings (class labels, as a classifier trained on
-  // strings gives them): run() gives each label's index into these. Empty otherwise.
+  // strings gives them): run() gives each label's index into these. An int64 input the model
+  // declares as strings (categories): run() takes each string's index into these, -1 for a
+  // string not among them. Empty otherwise.
   std::vector<std::string> labels;
 };
 

@@ -308,3 +308,47 @@ def test_string_labels(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "string labels: each value's index into 'cat', 'dog', 'eel'" in done.stdout
     np.testing.assert_array_equal(np.array(names)[np.load(tmp_path / "out" / "output_label.npy")], want)
+
+
+def string_input_model(extra_output=False):
+    """Two string columns, as a scikit-learn pipeline's categorical ones: one one-hot encoded,
+    one ordinal (LabelEncoder, ai.onnx.ml 2); with extra_output, the first is also an output."""
+    nodes = [helper.make_node("OneHotEncoder", ["color"], ["onehot"], domain=ML, cats_strings=["red", "green", "blue"],
+                              zeros=1),
+             helper.make_node("LabelEncoder", ["size"], ["ordinal"], domain=ML, keys_strings=["S", "M", "L"],
+                              values_int64s=[0, 1, 2], default_int64=-1)]
+    outputs = [helper.make_tensor_value_info("onehot", TensorProto.FLOAT, None),
+               helper.make_tensor_value_info("ordinal", TensorProto.INT64, None)]
+    if extra_output:
+        nodes.append(helper.make_node("Identity", ["color"], ["copy"]))
+        outputs.append(helper.make_tensor_value_info("copy", TensorProto.STRING, None))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("color", TensorProto.STRING, [None, 1]),
+                                           helper.make_tensor_value_info("size", TensorProto.STRING, [None, 1])],
+                              outputs)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid(ML, 2)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+def test_string_inputs():
+    """A string input that only OneHotEncoders and LabelEncoders read takes the strings (object,
+    str or bytes arrays) from Python, as their indices in its vocabulary; unknown strings match
+    no category (zeros) and no key (the default), as in ONNX Runtime. Other string inputs get a
+    message."""
+    color = np.array([["red"], ["blue"], ["pink"], ["green"]], dtype=object)
+    size = np.array([["L"], ["XL"], ["S"], ["M"]], dtype=object)
+    onehot = np.array([[[1, 0, 0]], [[0, 0, 1]], [[0, 0, 0]], [[0, 1, 0]]], np.float32)
+    ordinal = np.array([[2], [-1], [0], [1]])
+    compiled = weft.compile(string_input_model())
+    assert [i.labels for i in compiled.inputs] == [["red", "green", "blue"], ["S", "M", "L"]]
+    for feeds in ({"color": color, "size": size}, {"color": color.astype(str), "size": size.astype(bytes)}):
+        got = compiled.run(feeds)
+        np.testing.assert_array_equal(got["onehot"], onehot)
+        np.testing.assert_array_equal(got["ordinal"], ordinal)
+    indices = compiled.run({"color": np.array([[0], [2], [-1], [1]]), "size": np.array([[2], [-1], [0], [1]])})
+    np.testing.assert_array_equal(indices["onehot"], onehot)
+    session = weft.InferenceSession(string_input_model())
+    assert [i.type for i in session.get_inputs()] == ["tensor(string)", "tensor(string)"]
+    np.testing.assert_array_equal(session.run(["ordinal"], {"color": color, "size": size})[0], ordinal)
+    with pytest.raises(weft.WeftError, match="string categories and keys are supported only on an input"):
+        weft.compile(string_input_model(extra_output=True))

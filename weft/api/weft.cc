@@ -373,6 +373,8 @@ std::shared_ptr<Model::Impl> make_impl(ModelSource source, const CompileOptions&
   auto impl = std::make_shared<Model::Impl>(std::move(source));
   for (const Value* v : graph.inputs) {
     impl->inputs.push_back(spec_of(v));
+    if (auto words = graph.string_inputs.find(v->name); words != graph.string_inputs.end())
+      impl->inputs.back().labels = words->second;
     impl->has_unknown_ranks |= !v->type.shape.has_value();
   }
   for (const Value* v : graph.outputs) {

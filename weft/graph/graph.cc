@@ -71,6 +71,7 @@ Graph Graph::clone() const {
   copy.dim_limits = dim_limits;
   copy.map_outputs = map_outputs;
   copy.label_outputs = label_outputs;
+  copy.string_inputs = string_inputs;
   copy.names_ = names_;
   copy.node_names_ = node_names_;
   copy.symbols_ = symbols_;

@@ -87,6 +87,9 @@ public:
   // int64 outputs that the model declares as strings (class labels looked up in a table of
   // strings): value i stands for the i-th string, by output name.
   std::map<std::string, std::vector<std::string>> label_outputs;
+  // int64 inputs that the model declares as strings (categories): value i stands for the
+  // i-th string of its vocabulary, -1 for any other string, by input name.
+  std::map<std::string, std::vector<std::string>> string_inputs;
 
   // Factories. Names must be unique (use unique_name for fresh ones).
   Value* add_value(std::string name, TensorType type);

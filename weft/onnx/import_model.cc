@@ -22,6 +22,8 @@ Result<Graph> import_parsed(onnx::ModelProto& model, const std::string& name,
   WEFT_RETURN_IF_ERROR(inline_local_functions(model, name));
   std::map<std::string, std::vector<std::string>> labels =
       index_string_labels(*model.mutable_graph());
+  std::map<std::string, std::vector<std::string>> vocabularies =
+      index_string_inputs(*model.mutable_graph());
   WEFT_ASSIGN_OR_RETURN(auto maps, expand_contrib_ops(model, opset, name, base_dir));
   WEFT_RETURN_IF_ERROR(check_supported_ops(model.graph(), opset, name));
   WEFT_RETURN_IF_ERROR(check_node_inputs(model.graph(), opset, name));
@@ -29,6 +31,7 @@ Result<Graph> import_parsed(onnx::ModelProto& model, const std::string& name,
   WEFT_ASSIGN_OR_RETURN(Graph graph, build_graph(model, opset, name, base_dir));
   graph.map_outputs = std::move(maps);
   graph.label_outputs = std::move(labels);
+  graph.string_inputs = std::move(vocabularies);
   return graph;
 }
 

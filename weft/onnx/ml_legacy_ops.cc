@@ -149,8 +149,7 @@ Status expand_imputer(Expansion& e) {
 // [..., categories], 1 where X is that category. An unknown category gives zeros, also where
 // zeros = 0 asks for an error (which Weft cannot raise at run time).
 Status expand_one_hot_encoder(Expansion& e) {
-  if (find_attr(e.node(), "cats_strings"))
-    return Status::error("string categories are not supported (string tensors are not)");
+  if (find_attr(e.node(), "cats_strings")) return Status::error(kStringInputRead);
   std::vector<int64_t> cats = e.ints_of("cats_int64s");
   if (cats.empty()) return Status::error("attribute 'cats_int64s' is empty");
   std::string x = e.op(Op::kCast, {e.in(0)}, {int_attr("to", 7 /* INT64 */)});
@@ -163,8 +162,11 @@ Status expand_one_hot_encoder(Expansion& e) {
 // LabelEncoder's keys or values ("what": "keys" or "values"): the list attribute of int64s or
 // floats, or the tensor (ai.onnx.ml 4); strings are refused.
 Result<Tensor> encoder_list(const Expansion& e, const std::string& what) {
-  if (find_attr(e.node(), what + "_strings"))
-    return Status::error(fmt::format("string {} are not supported (string tensors are not)", what));
+  if (find_attr(e.node(), what + "_strings")) {
+    return Status::error(what == "keys"
+                             ? std::string(kStringInputRead)
+                             : "string values are not supported (string tensors are not)");
+  }
   if (const onnx::AttributeProto* t = find_attr(e.node(), what + "_tensor")) {
     WEFT_ASSIGN_OR_RETURN(Tensor v, e.tensor(t->t()));
     if (v.dims().size() != 1)

@@ -36,6 +36,12 @@ inline constexpr const char* kStringLabelsRead =
     "string class labels are supported only where they go straight to an output of the model "
     "declared as strings (through Identity or Reshape); Weft has no string tensors";
 
+// Why a OneHotEncoder or LabelEncoder of strings is refused: its input is no input of the model
+// that such encoders alone read (string_labels.h made those take indices).
+inline constexpr const char* kStringInputRead =
+    "string categories and keys are supported only on an input of the model that "
+    "OneHotEncoders and LabelEncoders alone read; Weft has no string tensors";
+
 // By qualified name: "ai.onnx.ml.Scaler".
 std::map<std::string, ContribOp> ml_legacy_ops();
 

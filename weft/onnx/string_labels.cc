@@ -63,6 +63,48 @@ onnx::TensorProto positions(const std::string& name, int count) {
   return t;
 }
 
+// A OneHotEncoder or LabelEncoder that tells strings apart (and gives no strings): the
+// strings it names, in order; none for any other node.
+std::optional<std::vector<std::string>> string_keys(onnx::NodeProto& n) {
+  if (n.domain() != kMlDomain) return std::nullopt;
+  if (n.op_type() == "OneHotEncoder" && !attr(n, "cats_int64s")) {
+    if (const onnx::AttributeProto* cats = attr(n, "cats_strings"))
+      return std::vector<std::string>(cats->strings().begin(), cats->strings().end());
+  }
+  if (n.op_type() != "LabelEncoder" || attr(n, "values_strings")) return std::nullopt;
+  if (const onnx::AttributeProto* values = attr(n, "values_tensor");
+      values && values->t().data_type() == onnx::TensorProto::STRING)
+    return std::nullopt;
+  if (const onnx::AttributeProto* keys = attr(n, "keys_strings"))
+    return std::vector<std::string>(keys->strings().begin(), keys->strings().end());
+  if (const onnx::AttributeProto* keys = attr(n, "keys_tensor");
+      keys && keys->t().data_type() == onnx::TensorProto::STRING)
+    return std::vector<std::string>(keys->t().string_data().begin(), keys->t().string_data().end());
+  return std::nullopt;
+}
+
+// That node's strings (string_keys) replaced by their indices in a vocabulary.
+void key_by_index(onnx::NodeProto& n, const std::unordered_map<std::string, int64_t>& index) {
+  for (onnx::AttributeProto& a : *n.mutable_attribute()) {
+    if (a.name() == "cats_strings" || a.name() == "keys_strings") {
+      onnx::AttributeProto ints;
+      ints.set_name(a.name() == "cats_strings" ? "cats_int64s" : "keys_int64s");
+      ints.set_type(onnx::AttributeProto::INTS);
+      for (const std::string& s : a.strings())
+        ints.add_ints(index.at(s));
+      a = ints;
+    } else if (a.name() == "keys_tensor") {
+      onnx::TensorProto t;
+      t.set_name(a.t().name());
+      t.set_data_type(onnx::TensorProto::INT64);
+      *t.mutable_dims() = a.t().dims();
+      for (const std::string& s : a.t().string_data())
+        t.add_int64_data(index.at(s));
+      *a.mutable_t() = t;
+    }
+  }
+}
+
 class Indexer {
 public:
   explicit Indexer(onnx::GraphProto& g) : g_(g) {
@@ -76,6 +118,42 @@ public:
       initializer_[g.initializer(i).name()] = i;
     for (const onnx::ValueInfoProto& o : g.output())
       outputs_.insert(o.name());
+  }
+
+  // The vocabulary of input "name", its readers rewritten to take indices into it; none when
+  // it does not qualify.
+  std::optional<std::vector<std::string>> vocabulary(const std::string& name) {
+    std::vector<std::string> values = {name}; // the input, and what passes its values on
+    std::vector<onnx::NodeProto*> encoders;
+    for (size_t v = 0; v < values.size(); ++v) {
+      if (outputs_.contains(values[v])) return std::nullopt;
+      for (onnx::NodeProto* r : readers_[values[v]]) {
+        if (r->input(0) != values[v] ||
+            std::count(r->input().begin(), r->input().end(), values[v]) != 1)
+          return std::nullopt;
+        if (passes_values(*r)) {
+          values.push_back(r->output(0));
+        } else if (string_keys(*r)) {
+          encoders.push_back(r);
+        } else {
+          return std::nullopt;
+        }
+      }
+    }
+    std::vector<std::string> words;
+    std::unordered_map<std::string, int64_t> index;
+    for (onnx::NodeProto* e : encoders) {
+      std::vector<std::string> keys = *string_keys(*e);
+      for (const std::string& s : keys) {
+        if (index.emplace(s, static_cast<int64_t>(words.size())).second) words.push_back(s);
+      }
+    }
+    if (!showable(words)) return std::nullopt;
+    for (onnx::NodeProto* e : encoders)
+      key_by_index(*e, index);
+    for (const std::string& v : values)
+      retype(v);
+    return words;
   }
 
   // The labels of output "name", its path rewritten to carry their indices; none when it
@@ -164,7 +242,7 @@ private:
 
   // Value "name", where the graph declares it, as int64.
   void retype(const std::string& name) {
-    for (auto* list : {g_.mutable_output(), g_.mutable_value_info()}) {
+    for (auto* list : {g_.mutable_input(), g_.mutable_output(), g_.mutable_value_info()}) {
       for (onnx::ValueInfoProto& v : *list) {
         if (v.name() == name && v.type().has_tensor_type())
           v.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
@@ -174,7 +252,7 @@ private:
 
   onnx::GraphProto& g_;
   std::unordered_map<std::string, onnx::NodeProto*> producer_;
-  std::unordered_map<std::string, std::vector<const onnx::NodeProto*>> readers_;
+  std::unordered_map<std::string, std::vector<onnx::NodeProto*>> readers_;
   std::unordered_map<std::string, int> initializer_;
   std::set<std::string> outputs_;
   std::map<const onnx::NodeProto*, std::vector<std::string>> indexed_;
@@ -195,6 +273,29 @@ std::map<std::string, std::vector<std::string>> index_string_labels(onnx::GraphP
     if (auto l = indexer.index(name)) labels[name] = std::move(*l);
   }
   return labels;
+}
+
+} // namespace weft
+
+namespace weft {
+
+std::map<std::string, std::vector<std::string>> index_string_inputs(onnx::GraphProto& graph) {
+  std::map<std::string, std::vector<std::string>> vocabularies;
+  std::set<std::string> constants;
+  for (const onnx::TensorProto& t : graph.initializer())
+    constants.insert(t.name());
+  std::vector<std::string> strings;
+  for (const onnx::ValueInfoProto& i : graph.input()) {
+    if (i.type().tensor_type().elem_type() == onnx::TensorProto::STRING &&
+        !constants.contains(i.name()))
+      strings.push_back(i.name());
+  }
+  if (strings.empty()) return vocabularies;
+  Indexer indexer(graph);
+  for (const std::string& name : strings) {
+    if (auto v = indexer.vocabulary(name)) vocabularies[name] = std::move(*v);
+  }
+  return vocabularies;
 }
 
 } // namespace weft
