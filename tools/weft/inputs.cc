@@ -170,7 +170,7 @@ Result<std::vector<Tensor>> gather_inputs(const std::string& model,
                                        "its shape",
                                        d.name, it->second));
     }
-    WEFT_ASSIGN_OR_RETURN(Tensor t, read_tensor_file(it->second));
+    WEFT_ASSIGN_OR_RETURN(Tensor t, read_tensor_file(it->second, d.vocabulary));
     tensors.push_back(as_bf16_if_wanted(std::move(t), d.type.dtype));
   }
   return tensors;
@@ -211,7 +211,7 @@ Result<std::vector<Tensor>> read_data_set_inputs(const std::string& dir,
                                      declared.size(), files.size()));
   }
   for (size_t i = 0; i < files.size(); ++i) {
-    WEFT_ASSIGN_OR_RETURN(Tensor t, read_tensor_file(files[i]));
+    WEFT_ASSIGN_OR_RETURN(Tensor t, read_tensor_file(files[i], declared[i].vocabulary));
     inputs.push_back(as_bf16_if_wanted(std::move(t), declared[i].type.dtype));
   }
   return inputs;

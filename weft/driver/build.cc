@@ -20,9 +20,9 @@ make_executable(const Graph& graph, Plan plan,
                 const Frozen& frozen) {
   std::vector<runtime::TensorInfo> inputs, outputs;
   for (const Value* v : graph.inputs)
-    inputs.push_back({v->name, v->type});
+    inputs.push_back({v->name, v->type, {}});
   for (const Value* v : graph.outputs)
-    outputs.push_back({v->name, v->type});
+    outputs.push_back({v->name, v->type, {}});
   auto executable = std::make_unique<runtime::Executable>(
       std::move(inputs), std::move(outputs), std::move(plan.slots), std::move(plan.launches),
       std::move(plan.output_slots), plan.arena, std::move(libraries));

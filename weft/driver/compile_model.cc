@@ -33,8 +33,12 @@ Result<std::vector<runtime::TensorInfo>> model_inputs(const ModelSource& model) 
                                          ? import_model_bytes(model.bytes, model.path, ".")
                                          : import_model(model.path));
   std::vector<runtime::TensorInfo> inputs;
-  for (const Value* v : graph.inputs)
-    inputs.push_back({v->name, v->type});
+  for (const Value* v : graph.inputs) {
+    auto words = graph.string_inputs.find(v->name);
+    inputs.push_back(
+        {v->name, v->type,
+         words == graph.string_inputs.end() ? std::vector<std::string>{} : words->second});
+  }
   return inputs;
 }
 

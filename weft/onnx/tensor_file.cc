@@ -4,8 +4,11 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <unordered_map>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "weft/onnx/npy.h"
 #include "weft/onnx/tensor_proto.h"
@@ -24,9 +27,32 @@ Result<TensorFileKind> kind_of(const std::string& path) {
       fmt::format("{}: unknown tensor file type '{}'; expected .npy or .pb", path, ext));
 }
 
+// A TensorProto of strings as each one's index in "vocabulary" (-1 for others).
+Result<Tensor> indices_in(const onnx::TensorProto& proto,
+                          const std::vector<std::string>& vocabulary, const std::string& path) {
+  std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
+  int64_t count = 0;
+  if (!dims_are_allocatable(DType::kI64, dims, &count) || count != proto.string_data_size()) {
+    return Status::error(fmt::format("{}: holds {} strings for dims [{}]", path,
+                                     proto.string_data_size(), fmt::join(dims, ",")));
+  }
+  std::unordered_map<std::string, int64_t> index;
+  for (size_t i = 0; i < vocabulary.size(); ++i)
+    index.emplace(vocabulary[i], static_cast<int64_t>(i));
+  Tensor out(DType::kI64, dims);
+  for (int64_t i = 0; i < count; ++i) {
+    auto it = index.find(proto.string_data(static_cast<int>(i)));
+    out.set_int64(i, it == index.end() ? -1 : it->second);
+  }
+  return out;
+}
+
 } // namespace
 
-Result<Tensor> read_tensor_file(const std::string& path) {
+Result<Tensor> read_tensor_file(const std::string& path) { return read_tensor_file(path, {}); }
+
+Result<Tensor> read_tensor_file(const std::string& path,
+                                const std::vector<std::string>& vocabulary) {
   WEFT_ASSIGN_OR_RETURN(TensorFileKind kind, kind_of(path));
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
@@ -45,6 +71,8 @@ Result<Tensor> read_tensor_file(const std::string& path) {
     if (bytes.empty() || !proto.ParseFromString(bytes)) {
       return Status::error(fmt::format("{}: not a valid TensorProto file", path));
     }
+    if (!vocabulary.empty() && proto.data_type() == onnx::TensorProto::STRING)
+      return indices_in(proto, vocabulary, path);
     std::string dir = std::filesystem::path(path).parent_path().string();
     tensor = tensor_from_proto(proto, dir.empty() ? "." : dir);
   }

@@ -9,6 +9,10 @@
 namespace weft {
 
 Result<Tensor> read_tensor_file(const std::string& path);
+// The same, for an input that takes indices into "vocabulary" (Graph::string_inputs): a .pb file
+// of strings gives each one's index there (int64, -1 for a string not in it).
+Result<Tensor> read_tensor_file(const std::string& path,
+                                const std::vector<std::string>& vocabulary);
 // "name" is stored in .pb files (TensorProto.name); .npy files have no name.
 Status write_tensor_file(const std::string& path, const Tensor& tensor, const std::string& name);
 

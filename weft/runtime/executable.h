@@ -134,6 +134,9 @@ public:
 struct TensorInfo {
   std::string name;
   TensorType type; // static, or with symbols for the dims each run binds
+  // An int64 input the model declares as strings (Graph::string_inputs): the strings its
+  // values index. Set by model_inputs() only.
+  std::vector<std::string> vocabulary;
 };
 
 class Executable {
