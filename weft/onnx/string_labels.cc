@@ -1,5 +1,6 @@
 #include "weft/onnx/string_labels.h"
 
+#include <algorithm>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -132,6 +133,8 @@ public:
             std::count(r->input().begin(), r->input().end(), values[v]) != 1)
           return std::nullopt;
         if (passes_values(*r)) {
+          if (std::find(values.begin(), values.end(), r->output(0)) != values.end())
+            return std::nullopt; // a cycle (a malformed model)
           values.push_back(r->output(0));
         } else if (string_keys(*r)) {
           encoders.push_back(r);
@@ -168,6 +171,8 @@ public:
         source = it->second;
         break;
       }
+      if (std::find(path.begin(), path.end(), it->second->input(0)) != path.end())
+        return std::nullopt; // a cycle (a malformed model)
       path.push_back(it->second->input(0));
     }
     // Every value on the path but the output is read by the path's next node alone, and is
