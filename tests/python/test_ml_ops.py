@@ -212,6 +212,18 @@ def test_label_encoder(opset):
         np.testing.assert_array_equal(got, want)
 
 
+def cli_run(data, x, tmp_path):
+    """`weft run` of model "data" on input x, its outputs into tmp_path / "out"."""
+    path = tmp_path / "m.onnx"
+    path.write_bytes(data)
+    np.save(tmp_path / "x.npy", x)
+    cli = os.environ.get("WEFT_CLI", os.path.join(os.path.dirname(__file__), "..", "..", "build", "tools", "weft", "weft"))
+    done = subprocess.run([cli, "run", str(path), "--input", f"x={tmp_path / 'x.npy'}", "--output-dir",
+                           str(tmp_path / "out")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
 def zip_map_model(keys):
     """LinearClassifier then skl2onnx's default ending, ZipMap, with "keys" as its labels."""
     attr = {"classlabels_int64s" if isinstance(keys[0], int) else "classlabels_strings": keys}
@@ -251,13 +263,7 @@ def test_zip_map(keys, tmp_path):
     compiled = weft.compile(data)
     assert compiled.outputs[1].map_keys == keys
     np.testing.assert_allclose(compiled.run({"x": x})["maps"], p, rtol=1e-6)
-    path = tmp_path / "m.onnx"
-    path.write_bytes(data)
-    np.save(tmp_path / "x.npy", x)
-    cli = os.environ.get("WEFT_CLI", os.path.join(os.path.dirname(__file__), "..", "..", "build", "tools", "weft", "weft"))
-    done = subprocess.run([cli, "run", str(path), "--input", f"x={tmp_path / 'x.npy'}", "--output-dir",
-                           str(tmp_path / "out")], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    done = cli_run(data, x, tmp_path)
     assert "a ZipMap: each row's map from the labels" in done.stdout
     np.testing.assert_allclose(np.load(tmp_path / "out" / "maps.npy"), p, rtol=1e-6)
 
@@ -299,13 +305,7 @@ def test_string_labels(tmp_path):
     assert [o.type for o in session.get_outputs()] == ["tensor(string)", "tensor(float)", "tensor(string)"]
     label, _, gathered = session.run(None, {"x": x})
     assert label.dtype == object and list(label) == list(want) and list(gathered) == list(picked)
-    path = tmp_path / "m.onnx"
-    path.write_bytes(data)
-    np.save(tmp_path / "x.npy", x)
-    cli = os.environ.get("WEFT_CLI", os.path.join(os.path.dirname(__file__), "..", "..", "build", "tools", "weft", "weft"))
-    done = subprocess.run([cli, "run", str(path), "--input", f"x={tmp_path / 'x.npy'}", "--output-dir",
-                           str(tmp_path / "out")], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    done = cli_run(data, x, tmp_path)
     assert "string labels: each value's index into 'cat', 'dog', 'eel'" in done.stdout
     np.testing.assert_array_equal(np.array(names)[np.load(tmp_path / "out" / "output_label.npy")], want)
 
