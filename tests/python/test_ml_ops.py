@@ -330,7 +330,7 @@ def string_input_model(extra_output=False):
     return m.SerializeToString()
 
 
-def test_string_inputs():
+def test_string_inputs(tmp_path):
     """A string input that only OneHotEncoders and LabelEncoders read takes the strings (object,
     str or bytes arrays) from Python, as their indices in its vocabulary; unknown strings match
     no category (zeros) and no key (the default), as in ONNX Runtime. Other string inputs get a
@@ -350,5 +350,16 @@ def test_string_inputs():
     session = weft.InferenceSession(string_input_model())
     assert [i.type for i in session.get_inputs()] == ["tensor(string)", "tensor(string)"]
     np.testing.assert_array_equal(session.run(["ordinal"], {"color": color, "size": size})[0], ordinal)
+    # The CLI reads .npy files of strings ('<U', here with a code point beyond ASCII, and '|S').
+    (tmp_path / "m.onnx").write_bytes(string_input_model())
+    np.save(tmp_path / "color.npy", np.array([["red"], ["blue"], ["rosé"], ["green"]]))
+    np.save(tmp_path / "size.npy", size.astype(bytes))
+    cli = os.environ.get("WEFT_CLI", os.path.join(os.path.dirname(__file__), "..", "..", "build", "tools", "weft", "weft"))
+    done = subprocess.run([cli, "run", str(tmp_path / "m.onnx"), "--input", f"color={tmp_path / 'color.npy'}",
+                           "--input", f"size={tmp_path / 'size.npy'}", "--output-dir", str(tmp_path / "out")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "onehot.npy"), onehot)
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "ordinal.npy"), ordinal)
     with pytest.raises(weft.WeftError, match="string categories and keys are supported only on an input"):
         weft.compile(string_input_model(extra_output=True))

@@ -65,9 +65,15 @@ Result<std::vector<int64_t>> parse_shape(const std::string& text) {
   return dims;
 }
 
-} // namespace
+// A file's header: its dtype's text ("'<f4'", quotes included), dims, and where the data
+// starts.
+struct Header {
+  std::string descr;
+  std::vector<int64_t> dims;
+  size_t data_start = 0;
+};
 
-Result<Tensor> npy_decode(const std::string& bytes) {
+Result<Header> parse_header(const std::string& bytes) {
   if (bytes.size() < kMagicSize + 4 || bytes.compare(0, kMagicSize, kMagic, kMagicSize) != 0) {
     return bad("the magic string is missing");
   }
@@ -95,6 +101,72 @@ Result<Tensor> npy_decode(const std::string& bytes) {
   if (*fortran != "False") {
     return bad("Fortran-order arrays are not supported; save np.ascontiguousarray(a)");
   }
+  WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> dims, parse_shape(*shape_text));
+  return Header{*descr, std::move(dims), header_start + header_len};
+}
+
+// Code point "c" appended to "out" as UTF-8; false for one that is no code point.
+bool append_utf8(uint32_t c, std::string& out) {
+  if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return false;
+  if (c < 0x80) {
+    out += static_cast<char>(c);
+  } else if (c < 0x800) {
+    out += static_cast<char>(0xC0 | (c >> 6));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  } else if (c < 0x10000) {
+    out += static_cast<char>(0xE0 | (c >> 12));
+    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (c >> 18));
+    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  }
+  return true;
+}
+
+} // namespace
+
+Result<std::optional<NpyStrings>> npy_decode_strings(const std::string& bytes) {
+  WEFT_ASSIGN_OR_RETURN(Header h, parse_header(bytes));
+  // '<U8' (UTF-32, little-endian) or '|S8' (bytes), 8 units an element.
+  const std::string& d = h.descr;
+  if (d.size() < 5 || d.front() != '\'' || d.back() != '\'') return std::optional<NpyStrings>();
+  bool unicode = d[1] == '<' && d[2] == 'U', bytes_kind = d[1] == '|' && d[2] == 'S';
+  std::string width_text = d.substr(3, d.size() - 4);
+  if ((!unicode && !bytes_kind) || width_text.empty() || width_text.size() > 6 ||
+      !std::all_of(width_text.begin(), width_text.end(), ::isdigit))
+    return std::optional<NpyStrings>();
+  size_t width = std::stoul(width_text) * (unicode ? 4 : 1);
+  int64_t count = 0;
+  if (!dims_are_allocatable(DType::kU8, h.dims, &count)) return bad("the shape is too large");
+  if (width == 0 || (bytes.size() - h.data_start) / width != static_cast<size_t>(count) ||
+      (bytes.size() - h.data_start) % width != 0)
+    return bad(fmt::format("it holds {} data bytes for {} strings of {} bytes",
+                           bytes.size() - h.data_start, count, width));
+  NpyStrings out{h.dims, {}};
+  for (int64_t i = 0; i < count; ++i) {
+    const char* at = bytes.data() + h.data_start + static_cast<size_t>(i) * width;
+    std::string s;
+    if (unicode) {
+      for (size_t k = 0; k < width; k += 4) {
+        uint32_t c;
+        std::memcpy(&c, at + k, 4);
+        if (c == 0) break; // NumPy pads with zeros
+        if (!append_utf8(c, s)) return bad("a string holds no valid code point");
+      }
+    } else {
+      s.assign(at, strnlen(at, width));
+    }
+    out.strings.push_back(std::move(s));
+  }
+  return std::optional<NpyStrings>(std::move(out));
+}
+
+Result<Tensor> npy_decode(const std::string& bytes) {
+  WEFT_ASSIGN_OR_RETURN(Header h, parse_header(bytes));
+  const std::string* descr = &h.descr;
   if (descr->size() != 5 || (*descr)[0] != '\'' || (*descr)[4] != '\'') {
     return bad("dtype " + *descr + " is not supported");
   }
@@ -107,10 +179,10 @@ Result<Tensor> npy_decode(const std::string& bytes) {
   if (!found || (order != '<' && order != '>' && order != '|' && order != '=')) {
     return bad("dtype " + *descr + " is not supported");
   }
-  WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> dims, parse_shape(*shape_text));
+  const std::vector<int64_t>& dims = h.dims;
   int64_t count = 0;
   if (!dims_are_allocatable(found->dtype, dims, &count)) return bad("the shape is too large");
-  size_t data_start = header_start + header_len;
+  size_t data_start = h.data_start;
   size_t num_bytes = static_cast<size_t>(count) * static_cast<size_t>(dtype_size(found->dtype));
   if (bytes.size() - data_start != num_bytes) { // checked before allocating
     return bad(fmt::format("it holds {} data bytes, its shape needs {}", bytes.size() - data_start,

@@ -27,21 +27,22 @@ Result<TensorFileKind> kind_of(const std::string& path) {
       fmt::format("{}: unknown tensor file type '{}'; expected .npy or .pb", path, ext));
 }
 
-// A TensorProto of strings as each one's index in "vocabulary" (-1 for others).
-Result<Tensor> indices_in(const onnx::TensorProto& proto,
+// Strings [dims] as each one's index in "vocabulary" (-1 for others).
+template <typename Strings>
+Result<Tensor> indices_in(const std::vector<int64_t>& dims, const Strings& strings,
                           const std::vector<std::string>& vocabulary, const std::string& path) {
-  std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
   int64_t count = 0;
-  if (!dims_are_allocatable(DType::kI64, dims, &count) || count != proto.string_data_size()) {
-    return Status::error(fmt::format("{}: holds {} strings for dims [{}]", path,
-                                     proto.string_data_size(), fmt::join(dims, ",")));
+  if (!dims_are_allocatable(DType::kI64, dims, &count) ||
+      count != static_cast<int64_t>(strings.size())) {
+    return Status::error(fmt::format("{}: holds {} strings for dims [{}]", path, strings.size(),
+                                     fmt::join(dims, ",")));
   }
   std::unordered_map<std::string, int64_t> index;
   for (size_t i = 0; i < vocabulary.size(); ++i)
     index.emplace(vocabulary[i], static_cast<int64_t>(i));
   Tensor out(DType::kI64, dims);
   for (int64_t i = 0; i < count; ++i) {
-    auto it = index.find(proto.string_data(static_cast<int>(i)));
+    auto it = index.find(strings[static_cast<int>(i)]);
     out.set_int64(i, it == index.end() ? -1 : it->second);
   }
   return out;
@@ -65,14 +66,22 @@ Result<Tensor> read_tensor_file(const std::string& path,
   std::string bytes = buffer.str();
   Result<Tensor> tensor = Status::error("unreachable");
   if (kind == TensorFileKind::kNpy) {
+    if (!vocabulary.empty()) {
+      Result<std::optional<NpyStrings>> strings = npy_decode_strings(bytes);
+      if (!strings.ok())
+        return Status::error(fmt::format("{}: {}", path, strings.status().message()));
+      if (*strings) return indices_in((*strings)->dims, (*strings)->strings, vocabulary, path);
+    }
     tensor = npy_decode(bytes);
   } else {
     onnx::TensorProto proto;
     if (bytes.empty() || !proto.ParseFromString(bytes)) {
       return Status::error(fmt::format("{}: not a valid TensorProto file", path));
     }
-    if (!vocabulary.empty() && proto.data_type() == onnx::TensorProto::STRING)
-      return indices_in(proto, vocabulary, path);
+    if (!vocabulary.empty() && proto.data_type() == onnx::TensorProto::STRING) {
+      std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
+      return indices_in(dims, proto.string_data(), vocabulary, path);
+    }
     std::string dir = std::filesystem::path(path).parent_path().string();
     tensor = tensor_from_proto(proto, dir.empty() ? "." : dir);
   }

@@ -9,8 +9,9 @@
 namespace weft {
 
 Result<Tensor> read_tensor_file(const std::string& path);
-// The same, for an input that takes indices into "vocabulary" (Graph::string_inputs): a .pb file
-// of strings gives each one's index there (int64, -1 for a string not in it).
+// The same, for an input that takes indices into "vocabulary" (Graph::string_inputs): a file of
+// strings (.pb, or .npy of '<U' or '|S') gives each one's index there (int64, -1 for a string
+// not in it).
 Result<Tensor> read_tensor_file(const std::string& path,
                                 const std::vector<std::string>& vocabulary);
 // "name" is stored in .pb files (TensorProto.name); .npy files have no name.
