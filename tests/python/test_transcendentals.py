@@ -2,6 +2,7 @@
 to past the range of exp: the vectorizable weft_log (codegen/dialect.cc), Softplus as x past 20,
 and Mish as x n / (n + 2), n = e^x (e^x + 2) (kernel/lower_elementwise.cc), both as the Mish op
 (opset 18) and as the TorchScript exporter writes it, Softplus, Tanh and Mul (canonicalize.h);
+GPT-2's tanh GELU spelled out, its 1 + tanh as a sigmoid (canonicalize.h);
 Pow of non-integer exponents and Sin, Atan and Asinh as ONNX nodes (glibc's vector forms, declared
 in the prelude; every such function is checked over the floats in codegen_test).
 """
@@ -75,6 +76,42 @@ def test_mish_matches_float64(form):
     small = x < -87.3  # e^x below FLT_MIN: 0 (docs/status.md), so -0 where mish is -1e-38 or less
     assert np.all(np.abs(y[small]) < 1e-37), y[small]
     close(y[~small], want[~small], 2e-6)
+
+
+def test_tanh_gelu_matches_float64():
+    # GPT-2's GELU as its exporter spells it, 0.5 x (1 + tanh(c (x + 0.044715 x^3))): 1 + tanh
+    # runs as 2 sigmoid(2 u) (canonicalize_rewrites.h), which keeps its relative precision on
+    # the negative side, where 1 + tanh(u) in f32 cancels to a few bits or 0.
+    c = np.sqrt(2 / np.pi)
+    const = {n: helper.make_tensor(n, TensorProto.FLOAT, [], [v])
+             for n, v in (("three", 3.0), ("k", 0.044715), ("c", c), ("one", 1.0), ("half", 0.5))}
+    nodes = [helper.make_node("Pow", ["x", "three"], ["x3"]), helper.make_node("Mul", ["x3", "k"], ["kx3"]),
+             helper.make_node("Add", ["x", "kx3"], ["in"]), helper.make_node("Mul", ["in", "c"], ["u"]),
+             helper.make_node("Tanh", ["u"], ["t"]), helper.make_node("Add", ["one", "t"], ["p"]),
+             helper.make_node("Mul", ["x", "half"], ["hx"]), helper.make_node("Mul", ["hx", "p"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [N])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [N])],
+                              list(const.values()))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    x = np.concatenate([np.random.default_rng(5).uniform(-12, 12, N - 6),
+                        [0, -0.0, 1e30, -1e30, np.inf, np.nan]]).astype(np.float32)
+    y = weft.compile(model.SerializeToString(), threads=2).run({"x": x})["y"]
+    f = np.float32
+    with np.errstate(all="ignore"):
+        # u in f32 as the model computes it (a relative error of u is 2|u| times as large in
+        # e^2u), the rest in f64: 0.5 x (1 + tanh(u)) = x / (1 + e^-2u), without cancellation.
+        u = ((x + (x * x * x) * f(0.044715)) * f(c)).astype(np.float64)
+        want = x.astype(np.float64) / (1 + np.exp(-2 * u))
+    small = np.abs(want) < 1e-36  # exp's flush to 0 (docs/status.md)
+    assert np.all(np.abs(y[small]) < 1e-36), y[small]
+    # An ulp of u moves e^-2u by 2|u| ulps, and u rounds 4 times (the kernel may fuse a Mul and
+    # an Add, or not): 1 + tanh(u) in f32 is off by 7e-4 of it at u = -5, where this allows 2.6e-6.
+    with np.errstate(invalid="ignore"):
+        rtol = (8 * np.abs(u) + 4) * 2.0 ** -24
+        bad = ~small & ~(np.abs(y - want) <= rtol * np.abs(want)) & ~(np.isnan(want) & np.isnan(y))
+    bad &= ~(y == want)  # the infinities
+    assert not bad.any(), list(zip(x[bad], y[bad], want[bad]))[:5]
 
 
 @pytest.mark.parametrize("form", ["x^1.7", "2.5^x", "x^y"])

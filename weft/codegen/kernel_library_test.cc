@@ -373,8 +373,8 @@ TEST_F(CpuKernels, TanhMatchesFloat64Reference) {
     x.push_back(-v);
   }
   const float inf = std::numeric_limits<float>::infinity();
-  for (float v : {0.0f, -0.0f, 0.6249999f, 0.625f, -0.625f, 9.4999995f, 9.5f, 44.0f, inf, -inf,
-                  NAN})
+  for (float v :
+       {0.0f, -0.0f, 0.6249999f, 0.625f, -0.625f, 9.4999995f, 9.5f, 44.0f, inf, -inf, NAN})
     x.push_back(v);
 #if defined(__x86_64__)
   const std::vector<const char*> arches(std::begin(kInstructionSets), std::end(kInstructionSets));

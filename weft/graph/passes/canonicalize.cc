@@ -684,6 +684,7 @@ Status canonicalize(Graph& graph) {
   for (Node* node : nodes) {
     if (node->op_type == Op::kMatMul) scale_after_matmul(graph, *node, uses);
     if (node->op_type == Op::kTanh) tanh_of_softplus(graph, *node, uses);
+    if (node->op_type == Op::kAdd) one_plus_tanh(graph, *node, uses);
     if (node->op_type == Op::kAdd) parallel_convs_summed(graph, *node, uses);
     if (node->op_type == Op::kAdd) bias_into_conv(graph, *node, uses);
   }

@@ -199,6 +199,32 @@ void tanh_of_softplus(Graph& graph, Node& node, std::unordered_map<const Value*,
   uses[x] += 2; // the Exp and the Greater
 }
 
+void one_plus_tanh(Graph& graph, Node& node, std::unordered_map<const Value*, int>& uses) {
+  for (int side = 0; side < 2; ++side) {
+    Value* t = node.inputs[static_cast<size_t>(side)];
+    const Value* one = node.inputs[static_cast<size_t>(1 - side)];
+    const Node* tanh = t->producer;
+    DType type = t->type.dtype;
+    if (!tanh || tanh->op_type != Op::kTanh || uses[t] != 1 || graph.is_graph_output(t) ||
+        (type != DType::kF32 && type != DType::kF64) || !one->is_constant() ||
+        one->constant->num_elements() != 1 || one->constant->get_double(0) != 1.0 ||
+        !t->type.shape || one->constant->dims().size() > t->type.shape->size())
+      continue;
+    Tensor two(type, {});
+    two.set_double(0, 2.0);
+    Value* c = graph.add_constant(graph.unique_name(node.name + "_two"), std::move(two));
+    Value* u = insert_op(graph, node, Op::kMul, {tanh->inputs[0], c}, t->type);
+    Value* sigmoid = insert_op(graph, node, Op::kSigmoid, {u}, t->type);
+    node.op_type = Op::kMul; // in place of the Add
+    node.def = find_op(Op::kMul, node.opset);
+    node.inputs = {sigmoid, c};
+    --uses[t];
+    --uses[one];
+    uses[c] += 2;
+    return;
+  }
+}
+
 // Add(Conv(x, w, b), v) with v one value per output channel ([C], [C, 1, 1], [1, C, 1, 1]
 // against [N, C, H, W]: a diffusion UNet's time embedding), the Conv read by the Add alone, is
 // Conv(x, w, b + v), the bias computed at run time (or folded here where v and b are

@@ -1,9 +1,8 @@
 // The rewrites canonicalize (canonicalize.h) makes so that fusion and the library calls take
 // more of a model: an Einsum as a MatMul, a scale moved after a matrix product,
-// Tanh(Softplus(x)) as one ratio, a per-channel Add into a convolution's bias, parallel
-// convolutions summed into one; and the
-// node-building and transposing steps they share with it.
-// Internal to graph/passes.
+// Tanh(Softplus(x)) as one ratio, 1 + Tanh(u) as a sigmoid, a per-channel Add into a convolution's
+// bias, parallel convolutions summed into one; and the node-building and transposing steps they
+// share with it. Internal to graph/passes.
 #pragma once
 
 #include <string>
@@ -52,6 +51,14 @@ void scale_after_matmul(Graph& graph, Node& node, std::unordered_map<const Value
 // TorchScript exporter writes Mish so (x * tanh(softplus(x))), and the log and tanh after
 // each other left its kernel scalar code. f32 and f64, from opset 9 (Where).
 void tanh_of_softplus(Graph& graph, Node& node, std::unordered_map<const Value*, int>& uses);
+
+// Add(Tanh(u), 1) (either order), the Tanh read by the Add alone, is Mul(Sigmoid(u * 2), 2):
+// equal, and the form the tanh GELU that GPT-2, GPT-J, Bloom and T5 v1.1 spell out
+// (0.5 x (1 + tanh(c (x + 0.044715 x^3)))) takes in ONNX Gelu's lowering. The sigmoid is one
+// exp and a division where tanh adds a polynomial for small arguments, and it keeps the
+// relative precision that 1 + tanh(u) loses where tanh(u) nears -1. f32 and f64; the 1 may be
+// of any rank up to the Tanh's, its one element broadcast.
+void one_plus_tanh(Graph& graph, Node& node, std::unordered_map<const Value*, int>& uses);
 
 // Add(Conv(x, w, b), v) with v one value per output channel ([C], [C, 1, 1], [1, C, 1, 1]
 // against [N, C, H, W]: a diffusion UNet's time embedding), the Conv read by the Add alone, is

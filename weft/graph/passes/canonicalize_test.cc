@@ -90,6 +90,30 @@ TEST(Canonicalize, TanhOfSoftplusIsARatioOfExponentials) {
   EXPECT_EQ(body.find("Tanh(%s)"), std::string::npos) << body;
 }
 
+// 1 + Tanh(u), as GPT-2's tanh GELU spells it, is 2 Sigmoid(2 u) (the 1 on either side, of
+// any rank up to the Tanh's); not where the Tanh has another reader or the constant is not 1.
+TEST(Canonicalize, OnePlusTanhIsTwiceASigmoid) {
+  std::string body = canonical(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[2, 8] x, float[8] z, float[8] v) => (float[2, 8] y, float[8] w, float[8] q, float[8] r) {
+      one = Constant <value = float[1, 1] {1.0}> ()
+      one1 = Constant <value = float {1.0}> ()
+      two = Constant <value = float {2.0}> ()
+      t = Tanh(x)
+      y = Add(one, t)
+      s = Tanh(z)
+      w = Add(s, one1)
+      q = Mul(s, z)
+      k = Tanh(v)
+      r = Add(k, two)
+    })");
+  EXPECT_NE(body.find("= Sigmoid(%"), std::string::npos) << body;
+  EXPECT_NE(body.find("%y: f32[2,8] = Mul(%"), std::string::npos) << body;
+  EXPECT_EQ(body.find("Tanh(%x)"), std::string::npos) << body;
+  EXPECT_NE(body.find("%w: f32[8] = Add(%s, "), std::string::npos) << body;
+  EXPECT_NE(body.find("%r: f32[8] = Add(%k, "), std::string::npos) << body;
+}
+
 // An Add of one value per output channel after a Conv read by it alone is the Conv's bias:
 // computed at run time (a time embedding, any batch), folded where both are constants; not
 // where the Conv has other readers or the operand varies along more than the channels.
