@@ -59,3 +59,25 @@ def test_column_partials_reused_across_shapes():
         got = compiled.run({"x": x})["y"]
         np.testing.assert_allclose(got, x.astype(np.float64).sum(axis=0), rtol=1e-5, atol=1e-4,
                                    err_msg=str(shape))
+
+
+@pytest.mark.parametrize("columns", [1024, 1000, 77])
+def test_masked_softmax_matches_float64(columns):
+    # Where(mask, x, -inf) then Softmax, the bool mask read in the row's max and exp passes:
+    # those passes take SIMD loops of 64 elements where a byte is read (emit_c_memory.cc,
+    # cpu_strategy.cc), with tails after the last 64 (1000, 77).
+    rows = 48
+    rng = np.random.default_rng(columns)
+    x = (3 * rng.standard_normal((2, rows, columns))).astype(np.float32)
+    mask = rng.random((rows, columns)) < 0.7
+    mask[:, 0] = True  # no row entirely masked
+    model = make_model([helper.make_node("Where", ["m", "x", "ninf"], ["w"]),
+                        helper.make_node("Softmax", ["w"], ["y"], axis=-1)],
+                       [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape)),
+                        helper.make_tensor_value_info("m", TensorProto.BOOL, list(mask.shape))],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(x.shape))],
+                       [numpy_helper.from_array(np.array(-np.inf, np.float32), "ninf")])
+    got = weft.compile(model.SerializeToString()).run({"x": x, "m": mask})["y"]
+    w = np.where(mask, x.astype(np.float64), -np.inf)
+    e = np.exp(w - w.max(axis=-1, keepdims=True))
+    np.testing.assert_allclose(got, e / e.sum(axis=-1, keepdims=True), rtol=2e-6, atol=1e-30)

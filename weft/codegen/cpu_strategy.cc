@@ -238,20 +238,20 @@ void CpuReductionWriter::chain(const std::string& iterator, const std::string& b
 void CpuReductionWriter::lanes(const std::string& iterator, const std::string& lo,
                                const std::string& hi, const std::string& acc, int depth) {
   Lines l(out_, depth), l1(out_, depth + 1), l2(out_, depth + 2);
-  const int64_t chain = std::min(s_.lanes, kChainLanes);
+  const int64_t chain = std::min(s_.lanes, r_.reads_bytes ? 4 * kChainLanes : kChainLanes);
   std::string prefetch = r_.prefetch ? r_.prefetch("weft_p") : "";
   // The lanes [from, from + chain) take the elements weft_i + weft_l.
   auto chain_loop = [&](int64_t from, int d) {
     this->chain(iterator, "weft_i", from, chain, "weft_lane[weft_l]", d);
   };
-  // Each block of "n" elements at weft_i prefetches the next row's, a line per chain.
+  // Each block of "n" elements at weft_i prefetches the next row's, a line per 16 of them.
   auto prefetch_block = [&](int64_t n) {
     if (prefetch.empty()) return;
-    if (n == chain) {
+    if (n == kChainLanes) {
       l2("{{ const int64_t weft_p = weft_i; {} }}", prefetch);
     } else {
-      l2("for (int64_t weft_p = weft_i; weft_p < weft_i + {}; weft_p += {}) {{ {} }}", n, chain,
-         prefetch);
+      l2("for (int64_t weft_p = weft_i; weft_p < weft_i + {}; weft_p += {}) {{ {} }}", n,
+         kChainLanes, prefetch);
     }
   };
   l("for (int64_t weft_b = {0}; weft_b < {1}; weft_b += {2}) {{  // cascade: blocks of {2}", lo, hi,

@@ -78,6 +78,9 @@ ReductionText Emitter::reduction_text(const AstNode& call) const {
   r.points = 1;
   for (const Dim& d : s.domain)
     r.points = d.is_static() && r.points >= 0 ? r.points * d.value() : -1;
+  for (const kernel::Access& a : s.reads)
+    r.reads_bytes =
+        r.reads_bytes || dtype_size(k_.buffers[static_cast<size_t>(a.buffer)].dtype) == 1;
   r.store = [this, location, t](const std::string& value) {
     return fmt::format("{} = {};", location, store_value(t, value));
   };

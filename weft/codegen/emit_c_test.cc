@@ -502,6 +502,52 @@ TEST(EmitC, SecondPassOverARowPrefetchesALaterRow) {
   EXPECT_EQ(function_of(k).find("__builtin_prefetch"), std::string::npos);
 }
 
+// The row loop of centre_kernel with rows of 1024 and a bool mask m read by both passes
+// (s[i] = sum of m ? x : 0, y = m ? x - s : x): GCC sizes its vectors by the narrowest element,
+// so the sum's SIMD loop takes all 32 lanes at once and the second pass goes in blocks of 64,
+// each prefetching a later row's lines of x (4) and m (1); without the mask, chains and
+// blocks of 16.
+TEST(EmitC, ByteReadsTakeSimdLoopsOf64Elements) {
+  using kernel::AffineExpr;
+  using kernel::ExprOp;
+  kernel::Kernel k = centre_kernel();
+  for (kernel::Buffer* b : {&k.buffers[0], &k.buffers[2]})
+    b->shape = {8, 1024};
+  std::vector<AffineExpr> ij = {AffineExpr::iterator(0), AffineExpr::iterator(1)};
+  k.buffers.push_back({"m", DType::kBool, {8, 1024}, kernel::BufferRole::kInput});
+  for (kernel::Statement& st : k.statements) {
+    st.domain = {8, 1024};
+    st.reads.push_back(kernel::Access(3, ij));
+    int mask = static_cast<int>(st.reads.size()) - 1, value = static_cast<int>(st.expr.size()) - 1;
+    st.expr.push_back({ExprOp::kLoad, DType::kBool, {}, mask});
+    st.expr.push_back({ExprOp::kConstant, DType::kF32, {}, -1, 0.0});
+    st.expr.push_back({ExprOp::kSelect,
+                       DType::kF32,
+                       {value + 1, value, st.combine == kernel::Combine::kSum ? value + 2 : 0}});
+  }
+  ASSERT_TRUE(kernel::verify_kernel(k).ok());
+  std::string src = function_of(k);
+  EXPECT_NE(src.find("for (; weft_p + 64 <= 1024; weft_p += 64) {  // blocks of 64"),
+            std::string::npos)
+      << src;
+  // x's 4 lines of the next row (4 KB, at least 2 KB ahead), m's one line two rows on.
+  EXPECT_NE(src.find("__builtin_prefetch(&b0[(c0 + 1) * 1024 + (weft_p + 48)], 0, 3); "
+                     "__builtin_prefetch(&b3[(c0 + 2) * 1024 + weft_p], 0, 3); "),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("for (int64_t weft_l = 0; weft_l < 32; weft_l += 1) {"), std::string::npos)
+      << src;
+  EXPECT_EQ(src.find("chains"), std::string::npos) << src;
+  kernel::Kernel plain = centre_kernel();
+  for (kernel::Buffer* b : {&plain.buffers[0], &plain.buffers[2]})
+    b->shape = {8, 1024};
+  for (kernel::Statement& st : plain.statements)
+    st.domain = {8, 1024};
+  std::string floats = function_of(plain);
+  EXPECT_NE(floats.find("weft_p += 16) {  // blocks of 16"), std::string::npos) << floats;
+  EXPECT_NE(floats.find("// 2 chains"), std::string::npos) << floats;
+}
+
 // Array contraction: a temporary that each iteration of the row loop writes and reads alone
 // (the row's sum) becomes a local array of that iteration, s[c0] a float of its own; one that
 // a later nest reads (a column's sum, read across all rows after the sum's nest) stays a

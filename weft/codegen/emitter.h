@@ -159,10 +159,10 @@ private:
   // block by block, what a later row iteration will read of that buffer: the first at least
   // kPrefetchAheadBytes ahead (row_step_bytes; the next one when that is unknown); the
   // row's first pass that stores into a buffer prefetches that for writing. "at" is the C
-  // expression where a block starts. Empty when neither applies (reads: after the row's
-  // first such pass).
-  std::string next_row_prefetch(const AstNode& call, const AstNode& loop,
-                                const std::string& at) const;
+  // expression where a block of "block" elements starts; each cache line of the block is
+  // prefetched. Empty when neither applies (reads: after the row's first such pass).
+  std::string next_row_prefetch(const AstNode& call, const AstNode& loop, const std::string& at,
+                                int64_t block = kChainLanes) const;
   // How many bytes "a" of "call" moves by from one row iteration to the next; none unless the
   // row iterator enters the index plainly and the buffer's shape is static.
   std::optional<int64_t> row_step_bytes(const kernel::Access& a, const AstNode& call) const;
