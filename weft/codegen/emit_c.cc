@@ -219,12 +219,34 @@ std::string Emitter::load(const kernel::Access& a, const std::vector<std::string
 
 std::string Emitter::store_value(DType t, const std::string& v) const { return to_storage(t, v); }
 
+std::vector<bool> Emitter::blended_selects(const Statement& s) const {
+  std::vector<bool> feeds(s.expr.size(), false), blends(s.expr.size(), false);
+  if (!d_.cpu_reduction_strategies) return blends;
+  for (size_t n = s.expr.size(); n-- > 0;) {
+    const kernel::ExprNode& e = s.expr[n];
+    bool selecting = e.op == kernel::ExprOp::kExp || e.op == kernel::ExprOp::kShiftedExp ||
+                     e.op == kernel::ExprOp::kLog || e.op == kernel::ExprOp::kSigmoid ||
+                     e.op == kernel::ExprOp::kErf;
+    if (!feeds[n] && !(selecting && e.dtype == DType::kF32)) continue;
+    for (int o : e.operands)
+      feeds[static_cast<size_t>(o)] = true;
+  }
+  for (size_t n = 0; n < s.expr.size(); ++n) {
+    const kernel::ExprNode& e = s.expr[n];
+    bool select = e.op == kernel::ExprOp::kSelect || e.op == kernel::ExprOp::kMax ||
+                  e.op == kernel::ExprOp::kMin;
+    blends[n] = feeds[n] && select && e.dtype == DType::kF32;
+  }
+  return blends;
+}
+
 void Emitter::emit_statement(const AstNode& call, int depth, std::string& out,
                              const std::string& accumulator) const {
   const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
   std::vector<std::string> iters = call_iters(call);
   std::string pad(static_cast<size_t>(2 * depth), ' ');
   out += fmt::format("{}{{  // {}\n", pad, s.name);
+  std::vector<bool> blends = blended_selects(s);
   for (size_t n = 0; n < s.expr.size(); ++n) {
     const kernel::ExprNode& e = s.expr[n];
     std::string value;
@@ -252,7 +274,14 @@ void Emitter::emit_statement(const AstNode& call, int depth, std::string& out,
       bool clamps = (e.op == kernel::ExprOp::kMax || e.op == kernel::ExprOp::kMin) &&
                     dtype_is_float(e.dtype) && bound && bound->op == kernel::ExprOp::kConstant &&
                     !std::isnan(bound->value);
-      value = clamps ? bound_by_constant(e.op, args[0], args[1]) : apply_op(e.op, e.dtype, args);
+      if (blends[n] && e.op == kernel::ExprOp::kSelect) {
+        value = fmt::format("weft_blend({}, {}, {})", args[0], args[1], args[2]);
+      } else if (blends[n] && clamps) {
+        value = fmt::format("weft_blend({1} {2} {0}, {1}, {0})", args[0], args[1],
+                            e.op == kernel::ExprOp::kMax ? ">=" : "<=");
+      } else {
+        value = clamps ? bound_by_constant(e.op, args[0], args[1]) : apply_op(e.op, e.dtype, args);
+      }
     }
     out += fmt::format("{}  const {} t{} = {};\n", pad, compute_type(e.dtype), n, value);
   }

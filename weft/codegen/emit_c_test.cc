@@ -502,6 +502,36 @@ TEST(EmitC, SecondPassOverARowPrefetchesALaterRow) {
   EXPECT_EQ(function_of(k).find("__builtin_prefetch"), std::string::npos);
 }
 
+// A Relu (a Max of the constant 0) before an Exp prints as a bit blend, which GCC keeps out
+// of its if-conversion (the loop vectorizes; 16x slower when it did not); before a Mul alone,
+// and after the Exp, it stays a compare and select.
+TEST(EmitC, SelectsBeforeExpAreBitBlends) {
+  using kernel::AffineExpr;
+  using kernel::ExprOp;
+  kernel::Kernel k;
+  k.name = "relu_exp";
+  k.buffers = {{"x", DType::kF32, {64}, kernel::BufferRole::kInput},
+               {"y", DType::kF32, {64}, kernel::BufferRole::kOutput}};
+  kernel::Statement st;
+  st.name = "relu_exp";
+  st.domain = {64};
+  st.write = kernel::Access(1, {AffineExpr::iterator(0)});
+  st.reads = {kernel::Access(0, {AffineExpr::iterator(0)})};
+  st.expr = {{ExprOp::kLoad, DType::kF32, {}, 0},
+             {ExprOp::kConstant, DType::kF32, {}, -1, 0.0},
+             {ExprOp::kMax, DType::kF32, {0, 1}},
+             {ExprOp::kExp, DType::kF32, {2}},
+             {ExprOp::kMax, DType::kF32, {3, 1}}};
+  k.statements = {st};
+  ASSERT_TRUE(kernel::verify_kernel(k).ok());
+  std::string src = function_of(k);
+  EXPECT_NE(src.find("const float t2 = weft_blend(t1 >= t0, t1, t0);"), std::string::npos) << src;
+  EXPECT_NE(src.find("const float t4 = (t1 >= t3 ? t1 : t3);"), std::string::npos) << src;
+  k.statements[0].expr[3].op = ExprOp::kNeg;
+  std::string plain = function_of(k);
+  EXPECT_EQ(plain.find("weft_blend"), std::string::npos) << plain;
+}
+
 // The row loop of centre_kernel with rows of 1024 and a bool mask m read by both passes
 // (s[i] = sum of m ? x : 0, y = m ? x - s : x): GCC sizes its vectors by the narrowest element,
 // so the sum's SIMD loop takes all 32 lanes at once and the second pass goes in blocks of 64,

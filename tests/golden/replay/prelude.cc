@@ -57,6 +57,11 @@ using std::sinh; using std::sqrt; using std::tan; using std::tanh;
 #define WEFT_D inline
 WEFT_D float weft_as_float(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
 WEFT_D uint32_t weft_as_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
+// c ? a : b on the bits (Emitter::blended_selects): GCC keeps it out of its if-conversion.
+WEFT_D float weft_blend(bool c, float a, float b) {
+  uint32_t m = 0u - static_cast<uint32_t>(c);
+  return weft_as_float((weft_as_bits(a) & m) | (weft_as_bits(b) & ~m));
+}
 // exp for f32 that vectorizes (libm's expf does not without fast-math): x = n ln2 + r with
 // |r| <= ln2/2 (Cody-Waite), exp(r) = 1 + r q(r) with q of degree 5 (a relative-error minimax
 // fit made for Weft), and 2^n added to the result's exponent bits: within 1.05 ulp of every

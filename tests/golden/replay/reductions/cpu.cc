@@ -609,7 +609,7 @@ extern "C" void weft_k0_ReduceSum(void* const* buffers, const int64_t* extents) 
           const float t1 = b10[0];
           const bool t2 = isinf(t1);
           const float t3 = 0.0f;
-          const float t4 = (t2 ? t3 : t1);
+          const float t4 = weft_blend(t2, t3, t1);
           const float t5 = (t0 - t4);
           const float t6 = weft_exp(t5);
           acc = acc + t6;
