@@ -205,10 +205,12 @@ void one_plus_tanh(Graph& graph, Node& node, std::unordered_map<const Value*, in
     const Value* one = node.inputs[static_cast<size_t>(1 - side)];
     const Node* tanh = t->producer;
     DType type = t->type.dtype;
-    if (!tanh || tanh->op_type != Op::kTanh || uses[t] != 1 || graph.is_graph_output(t) ||
-        (type != DType::kF32 && type != DType::kF64) || !one->is_constant() ||
-        one->constant->num_elements() != 1 || one->constant->get_double(0) != 1.0 ||
-        !t->type.shape || one->constant->dims().size() > t->type.shape->size())
+    bool real =
+        type == DType::kF32 || type == DType::kF64 || type == DType::kF16 || type == DType::kBF16;
+    if (!tanh || tanh->op_type != Op::kTanh || uses[t] != 1 || graph.is_graph_output(t) || !real ||
+        !one->is_constant() || one->constant->num_elements() != 1 ||
+        one->constant->get_double(0) != 1.0 || !t->type.shape ||
+        one->constant->dims().size() > t->type.shape->size())
       continue;
     Tensor two(type, {});
     two.set_double(0, 2.0);

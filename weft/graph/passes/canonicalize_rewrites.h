@@ -56,8 +56,8 @@ void tanh_of_softplus(Graph& graph, Node& node, std::unordered_map<const Value*,
 // equal, and the form the tanh GELU that GPT-2, GPT-J, Bloom and T5 v1.1 spell out
 // (0.5 x (1 + tanh(c (x + 0.044715 x^3)))) takes in ONNX Gelu's lowering. The sigmoid is one
 // exp and a division where tanh adds a polynomial for small arguments, and it keeps the
-// relative precision that 1 + tanh(u) loses where tanh(u) nears -1. f32 and f64; the 1 may be
-// of any rank up to the Tanh's, its one element broadcast.
+// relative precision that 1 + tanh(u) loses where tanh(u) nears -1. f32, f64, f16 and bf16;
+// the 1 may be of any rank up to the Tanh's, its one element broadcast.
 void one_plus_tanh(Graph& graph, Node& node, std::unordered_map<const Value*, int>& uses);
 
 // Add(Conv(x, w, b), v) with v one value per output channel ([C], [C, 1, 1], [1, C, 1, 1]

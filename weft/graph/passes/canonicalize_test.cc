@@ -95,7 +95,8 @@ TEST(Canonicalize, TanhOfSoftplusIsARatioOfExponentials) {
 TEST(Canonicalize, OnePlusTanhIsTwiceASigmoid) {
   std::string body = canonical(R"(
     <ir_version: 8, opset_import: ["" : 17]>
-    g (float[2, 8] x, float[8] z, float[8] v) => (float[2, 8] y, float[8] w, float[8] q, float[8] r) {
+    g (float[2, 8] x, float[8] z, float[8] v, float16[4] h) => (float[2, 8] y, float[8] w, float[8] q,
+                                                                float[8] r, float16[4] hy) {
       one = Constant <value = float[1, 1] {1.0}> ()
       one1 = Constant <value = float {1.0}> ()
       two = Constant <value = float {2.0}> ()
@@ -106,7 +107,11 @@ TEST(Canonicalize, OnePlusTanhIsTwiceASigmoid) {
       q = Mul(s, z)
       k = Tanh(v)
       r = Add(k, two)
+      one16 = Cast <to = 10> (one1)
+      ht = Tanh(h)
+      hy = Add(ht, one16)
     })");
+  EXPECT_NE(body.find("%hy: f16[4] = Mul(%"), std::string::npos) << body;
   EXPECT_NE(body.find("= Sigmoid(%"), std::string::npos) << body;
   EXPECT_NE(body.find("%y: f32[2,8] = Mul(%"), std::string::npos) << body;
   EXPECT_EQ(body.find("Tanh(%x)"), std::string::npos) << body;
