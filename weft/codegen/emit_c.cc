@@ -234,7 +234,8 @@ std::vector<bool> Emitter::blended_selects(const Statement& s) const {
   for (size_t n = 0; n < s.expr.size(); ++n) {
     const kernel::ExprNode& e = s.expr[n];
     bool select = e.op == kernel::ExprOp::kSelect || e.op == kernel::ExprOp::kMax ||
-                  e.op == kernel::ExprOp::kMin;
+                  e.op == kernel::ExprOp::kMin || e.op == kernel::ExprOp::kExp ||
+                  e.op == kernel::ExprOp::kLog;
     blends[n] = feeds[n] && select && e.dtype == DType::kF32;
   }
   return blends;
@@ -274,7 +275,10 @@ void Emitter::emit_statement(const AstNode& call, int depth, std::string& out,
       bool clamps = (e.op == kernel::ExprOp::kMax || e.op == kernel::ExprOp::kMin) &&
                     dtype_is_float(e.dtype) && bound && bound->op == kernel::ExprOp::kConstant &&
                     !std::isnan(bound->value);
-      if (blends[n] && e.op == kernel::ExprOp::kSelect) {
+      if (blends[n] && (e.op == kernel::ExprOp::kExp || e.op == kernel::ExprOp::kLog)) {
+        value = fmt::format("weft_{}_blended({})", e.op == kernel::ExprOp::kExp ? "exp" : "log",
+                            args[0]);
+      } else if (blends[n] && e.op == kernel::ExprOp::kSelect) {
         value = fmt::format("weft_blend({}, {}, {})", args[0], args[1], args[2]);
       } else if (blends[n] && clamps) {
         value = fmt::format("weft_blend({1} {2} {0}, {1}, {0})", args[0], args[1],

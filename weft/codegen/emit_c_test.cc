@@ -428,8 +428,9 @@ TEST(EmitC, InvariantOpsAreHoistedWithTheirLoads) {
 }
 
 // A Relu (a Max of the constant 0) before an Exp prints as a bit blend, which GCC keeps out
-// of its if-conversion (the loop vectorizes; 16x slower when it did not); before a Mul alone,
-// and after the Exp, it stays a compare and select.
+// of its if-conversion (the loop vectorizes; 16x slower when it did not), and an Exp before
+// another as weft_exp_blended; before a Neg alone, and after the Exp, a Relu stays a compare
+// and select.
 TEST(EmitC, SelectsBeforeExpAreBitBlends) {
   using kernel::AffineExpr;
   using kernel::ExprOp;
@@ -452,6 +453,12 @@ TEST(EmitC, SelectsBeforeExpAreBitBlends) {
   std::string src = function_of(k);
   EXPECT_NE(src.find("const float t2 = weft_blend(t1 >= t0, t1, t0);"), std::string::npos) << src;
   EXPECT_NE(src.find("const float t4 = (t1 >= t3 ? t1 : t3);"), std::string::npos) << src;
+  // An Exp whose value another Exp takes: its own final select a blend too.
+  k.statements[0].expr[4] = {ExprOp::kExp, DType::kF32, {3}};
+  std::string twice = function_of(k);
+  EXPECT_NE(twice.find("const float t3 = weft_exp_blended(t2);"), std::string::npos) << twice;
+  EXPECT_NE(twice.find("const float t4 = weft_exp(t3);"), std::string::npos) << twice;
+  k.statements[0].expr[4] = {ExprOp::kMax, DType::kF32, {3, 1}};
   k.statements[0].expr[3].op = ExprOp::kNeg;
   std::string plain = function_of(k);
   EXPECT_EQ(plain.find("weft_blend"), std::string::npos) << plain;

@@ -86,12 +86,17 @@ WEFT_D float weft_exp_in_range(float x) {
   float r, q, y = weft_exp_reduce(x, &r, &q);
   return weft_as_float(weft_as_bits(r * q + 1.0f) + (weft_as_bits(y) << 23));
 }
-WEFT_D float weft_exp(float x) {
+// kBlend: the final select as a bit blend, for a value that another function with range
+// checks takes (exp(exp(x)), log(exp(x)): Emitter::blended_selects), which GCC otherwise
+// leaves scalar.
+template <bool kBlend> WEFT_D float weft_exp_t(float x) {
   bool in = x >= -87.33654f && x <= 88.72283f;
   float e = weft_exp_in_range(in ? x : 0.0f);
   float out = !(x < 0.0f) ? x + INFINITY : 0.0f;
-  return in ? e : out;
+  return kBlend ? weft_blend(in, e, out) : in ? e : out;
 }
+WEFT_D float weft_exp(float x) { return weft_exp_t<false>(x); }
+WEFT_D float weft_exp_blended(float x) { return weft_exp_t<true>(x); }
 // exp(x) for x <= 88.7 (ExprOp::kShiftedExp: x - max(x) in softmax and its kin), without the
 // upper half of the range check: 2 compares and 2 masked moves per 16 elements instead of
 // 3 and 2. (Spelled "x != x ? x : 0", the NaN case costs GCC 2 compares more.)
@@ -144,7 +149,7 @@ WEFT_D float weft_tanh(float x) {
 // f^3 P(f) with f = m - 1 (exact), P Cephes' logf coefficients; k ln 2 in two parts. Within
 // 0.83 ulp of every positive float's log (checked exhaustively); denormals are scaled by 2^23
 // first; 0 gives -inf, negatives NaN, inf inf, NaN through.
-WEFT_D float weft_log(float x) {
+template <bool kBlend> WEFT_D float weft_log_t(float x) { // kBlend: as weft_exp_t's
   bool tiny = x < 1.17549435e-38f;
   float s = tiny ? x * 8388608.0f : x;
   uint32_t u = weft_as_bits(s) - 0x3f3504f3u;
@@ -155,8 +160,11 @@ WEFT_D float weft_log(float x) {
             2.0000714765e-1f) * f - 2.4999993993e-1f) * f + 3.3333331174e-1f;
   float r = f * z * p - 2.12194440e-4f * k - 0.5f * z + f + 0.693359375f * k;
   float out = x == 0.0f ? -INFINITY : x < 0.0f ? NAN : x;
-  return x > 0.0f && x < INFINITY ? r : out;
+  bool finite = x > 0.0f && x < INFINITY;
+  return kBlend ? weft_blend(finite, r, out) : finite ? r : out;
 }
+WEFT_D float weft_log(float x) { return weft_log_t<false>(x); }
+WEFT_D float weft_log_blended(float x) { return weft_log_t<true>(x); }
 WEFT_D int64_t weft_imin(int64_t a, int64_t b) { return a < b ? a : b; }
 WEFT_D int64_t weft_imax(int64_t a, int64_t b) { return a > b ? a : b; }
 // max and min propagate NaN from either operand: "a > b ? a : b" is x86's maxps (b when
