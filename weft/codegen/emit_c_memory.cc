@@ -620,9 +620,11 @@ bool Emitter::emit_tap_lanes(const AstNode& n, int depth, std::string& out) cons
   // blocks stay: SqueezeNet's unpadded 3x3 max poolings ran 0.064 -> 0.088 ms with one loop.
   auto lanes_outside = [&](int at) {
     std::string p(static_cast<size_t>(2 * at), ' ');
-    std::string b = fmt::format("{0}{1}\n{0}for (int64_t {2} = weft_p; {2} < {3}; {2} += 1) {{\n"
-                                "{0}  float weft_acc = {4};\n",
-                                p, d_.simd_for, lane, hi, target);
+    // From the range's own start, which the compiler may know (weft_p it does not): 32 lanes
+    // are then two vectors, without a remainder loop.
+    std::string b = fmt::format("{0}{1}\n{0}for (int64_t {2} = {3}; {2} < {4}; {2} += 1) {{\n"
+                                "{0}  float weft_acc = {5};\n",
+                                p, d_.simd_for, lane, ast_expr(range.lo), hi, target);
     auto [open, close, in] = taps(at + 1, true);
     b += open;
     emit_statement(call, in, b, "weft_acc");

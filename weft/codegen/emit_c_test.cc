@@ -336,7 +336,7 @@ TEST(EmitC, TapTargetsStayInRegistersAcrossTheTaps) {
   std::string padded = function_of(k);
   size_t border = padded.find("} else {  // 64, 32, 16 and 8 lanes at a time");
   ASSERT_NE(border, std::string::npos) << padded;
-  size_t inside = padded.find("for (int64_t c2 = weft_p; c2 < 44; c2 += 1) {");
+  size_t inside = padded.find("for (int64_t c2 = 0; c2 < 44; c2 += 1) {");
   EXPECT_LT(inside, border) << padded;
   EXPECT_LT(padded.find("weft_acc = weft_max(weft_acc, t0);", inside), border) << padded;
   EXPECT_NE(padded.find("for (; weft_p + 32 <= 44; weft_p += 32) {", border), std::string::npos)
@@ -375,7 +375,7 @@ TEST(EmitC, InteriorPixelsRunTheTapsWithConstantBounds) {
   ASSERT_NE(border, std::string::npos) << window;
   EXPECT_LT(fixed, border) << window;
   EXPECT_NE(window.find("c1 <= weft_imin(2, ", border), std::string::npos) << window;
-  size_t lanes = window.find("for (int64_t c2 = weft_p; c2 < 48; c2 += 1) {", inside);
+  size_t lanes = window.find("for (int64_t c2 = 0; c2 < 48; c2 += 1) {", inside);
   EXPECT_LT(lanes, fixed) << window;
   EXPECT_LT(window.find("weft_acc = weft_acc + t0;", inside), border) << window;
   EXPECT_NE(window.find("weft_p = 48;", inside), std::string::npos) << window;

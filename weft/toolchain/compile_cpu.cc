@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <numeric>
 #include <sstream>
 #include <thread>
@@ -58,6 +60,21 @@ int wait_for(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// Whether the compiler "cxx" accepts "flags" (checked once per process by preprocessing an
+// empty file, a few milliseconds): GCC 12's -mmove-max, which clang and older GCCs reject.
+bool accepts(const std::string& cxx, const std::vector<std::string>& flags) {
+  static std::mutex mutex;
+  static std::map<std::string, bool> known;
+  std::string key = cxx + "\n" + fmt::format("{}", fmt::join(flags, " "));
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = known.find(key);
+  if (it != known.end()) return it->second;
+  std::vector<std::string> argv = split_words(cxx);
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.insert(argv.end(), {"-E", "-x", "c++", "/dev/null", "-o", "/dev/null"});
+  return known[key] = !argv.empty() && wait_for(spawn_logged(argv, "/dev/null")) == 0;
+}
+
 // The cores this process may run on.
 size_t available_cores() {
   cpu_set_t set;
@@ -99,6 +116,13 @@ CpuCompiler CpuCompiler::from_environment() {
   // instructions of compute-heavy loops (exp, erf: softmax and GELU run 2x faster), and this
   // flag changes nothing on machines without AVX-512.
   c.flags.push_back("-mprefer-vector-width=512");
+  // And it copies a small array of known size (a contracted row's init: 32 floats) with
+  // 256-bit moves all the same, so that a 512-bit load of the row right after waits for two
+  // stores to retire (a failed store forward): MobileNetV2's generated 3x3 depthwise
+  // convolution over [1,112,112,32] 0.150 -> 0.073 ms. With 512-bit moves allowed, copies
+  // match the loads (no effect without AVX-512).
+  const std::vector<std::string> moves = {"-mmove-max=512", "-mstore-max=512"};
+  if (accepts(c.cxx, moves)) c.flags.insert(c.flags.end(), moves.begin(), moves.end());
 #endif
   c.cache_dir = weft_cache_dir();
   return c;
