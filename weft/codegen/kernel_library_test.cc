@@ -151,42 +151,6 @@ TEST_F(CpuKernels, RowSumMatchesFloat64ReferenceAndCaches) {
   EXPECT_TRUE(hit);
 }
 
-// A compiler that rejects GCC 12's -mmove-max (clang, older GCCs; here a wrapper of c++ that
-// refuses it) gets no such flag, and builds kernels; one that takes it gets it on x86.
-TEST_F(CpuKernels, CompilerFlagsAreOnlyThoseItAccepts) {
-  fs::path dir = fs::path(compiler_.cache_dir) / "cxx";
-  fs::create_directories(dir);
-  std::string wrapper = (dir / "refuses-move-max").string();
-  std::ofstream(wrapper) << "#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in -mmove-max=*) exit 1;; "
-                            "esac; done\nexec c++ \"$@\"\n";
-  fs::permissions(wrapper, fs::perms::owner_all);
-  const char* before = std::getenv("CXX");
-  std::string saved = before ? before : "";
-  ::setenv("CXX", wrapper.c_str(), 1);
-  toolchain::CpuCompiler refusing = toolchain::CpuCompiler::from_environment();
-  ::setenv("CXX", "c++", 1);
-  toolchain::CpuCompiler gcc = toolchain::CpuCompiler::from_environment();
-  if (before)
-    ::setenv("CXX", saved.c_str(), 1);
-  else
-    ::unsetenv("CXX");
-  auto has = [](const toolchain::CpuCompiler& c) {
-    return std::count(c.flags.begin(), c.flags.end(), std::string("-mmove-max=512")) > 0;
-  };
-  EXPECT_FALSE(has(refusing));
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
-  EXPECT_TRUE(has(gcc)); // c++ is the GCC that built these tests
-#endif
-  refusing.cache_dir = compiler_.cache_dir;
-  compiler_ = refusing;
-  std::vector<float> x = random(64 * 5, 9), y(64, -1.0f);
-  KernelFn fn = build(testing::row_sum_kernel(Dim(64), 5));
-  ASSERT_NE(fn, nullptr);
-  void* buffers[] = {x.data(), y.data()};
-  fn(buffers, nullptr);
-  EXPECT_NEAR(y[3], x[15] + x[16] + x[17] + x[18] + x[19], 1e-5);
-}
-
 TEST_F(CpuKernels, ColumnSum) {
   std::vector<float> x = random(513 * 9, 2);
   std::vector<float> y(9);
