@@ -613,32 +613,14 @@ bool Emitter::emit_tap_lanes(const AstNode& n, int depth, std::string& out) cons
     }
     return b;
   };
-  // Inside the padding, the taps unrolled: one SIMD loop over all the lanes, each lane's
-  // target in a register through the taps (the compiler vectorizes the loop around them), so
-  // that the chains of successive pixels overlap; the blocks above keep theirs in an array,
-  // which GCC stores after every tap. Where no tap reads padding (no interior branch) the
-  // blocks stay: SqueezeNet's unpadded 3x3 max poolings ran 0.064 -> 0.088 ms with one loop.
-  auto lanes_outside = [&](int at) {
-    std::string p(static_cast<size_t>(2 * at), ' ');
-    // From the range's own start, which the compiler may know (weft_p it does not): 32 lanes
-    // are then two vectors, without a remainder loop.
-    std::string b = fmt::format("{0}{1}\n{0}for (int64_t {2} = {3}; {2} < {4}; {2} += 1) {{\n"
-                                "{0}  float weft_acc = {5};\n",
-                                p, d_.simd_for, lane, ast_expr(range.lo), hi, target);
-    auto [open, close, in] = taps(at + 1, true);
-    b += open;
-    emit_statement(call, in, b, "weft_acc");
-    b += close;
-    return b + fmt::format("{0}  {1} = weft_acc;\n{0}}}\n{0}weft_p = {2};\n", p, target, hi);
-  };
-  out += fmt::format("{0}{{  // the taps' targets in registers\n"
+  out += fmt::format("{0}{{  // the taps' targets in registers, 64, 32, 16 and 8 lanes at a time\n"
                      "{0}  int64_t weft_p = {1};\n",
                      pad, ast_expr(range.lo));
   if (interior.empty()) {
     out += blocks(depth + 1, false);
   } else {
     out += fmt::format("{0}  if ({1}) {{  // every tap inside\n", pad, fmt::join(interior, " && "));
-    out += lanes_outside(depth + 2) + pad + "  } else {  // 64, 32, 16 and 8 lanes at a time\n";
+    out += blocks(depth + 2, true) + pad + "  } else {\n";
     out += blocks(depth + 2, false) + pad + "  }\n";
   }
   if (!extent || *extent % 8 != 0) { // the rest, in place

@@ -316,46 +316,26 @@ TEST(EmitC, GuardedShortWindowKeepsOneAccumulator) {
 }
 
 // A few taps around a run of 44 channels (a pooling's window) inside a parallel loop: their
-// targets stay in registers across the taps. Without guards (the taps' bounds constants
-// already), and with them on the border's pixels, blocks of 32 lanes, then one of 8 (the
-// widths that run, of 64, 32, 16 and 8); the 4 lanes left stay in place. Inside the guards,
-// one SIMD loop over the 44 lanes, each lane's target a scalar through the taps.
+// targets stay in registers across the taps, a block of 32 lanes, then one of 8 (the widths
+// that run, of 64, 32, 16 and 8); the 4 lanes left stay in place.
 TEST(EmitC, TapTargetsStayInRegistersAcrossTheTaps) {
-  using kernel::AffineExpr;
-  kernel::Kernel k = testing::reduce_kernel("taps", {Dim(56), Dim(3), Dim(44)},
-                                            {false, true, false}, kernel::Combine::kMax);
-  std::string taps = function_of(k);
+  std::string taps = function_of(testing::reduce_kernel(
+      "taps", {Dim(56), Dim(3), Dim(44)}, {false, true, false}, kernel::Combine::kMax));
   EXPECT_NE(taps.find("the taps' targets in registers"), std::string::npos) << taps;
-  EXPECT_EQ(taps.find("every tap inside"), std::string::npos) << taps;
   EXPECT_NE(taps.find("for (; weft_p + 32 <= 44; weft_p += 32) {"), std::string::npos) << taps;
-  EXPECT_EQ(taps.find("float weft_acc = "), std::string::npos) << taps;
-  kernel::Statement& update = k.statements[1];
-  update.reads[0].index = {{-1, {{0, 1}, {1, 1}}}, {0, {{2, 1}}}}; // x[i + t - 1, c]
-  k.buffers[0].shape = {56, 44};
-  update.guards = {{-1, {{0, 1}, {1, 1}}}, {56, {{0, -1}, {1, -1}}}}; // 0 <= i + t - 1 < 56
-  std::string padded = function_of(k);
-  size_t border = padded.find("} else {  // 64, 32, 16 and 8 lanes at a time");
-  ASSERT_NE(border, std::string::npos) << padded;
-  size_t inside = padded.find("for (int64_t c2 = 0; c2 < 44; c2 += 1) {");
-  EXPECT_LT(inside, border) << padded;
-  EXPECT_LT(padded.find("weft_acc = weft_max(weft_acc, t0);", inside), border) << padded;
-  EXPECT_NE(padded.find("for (; weft_p + 32 <= 44; weft_p += 32) {", border), std::string::npos)
-      << padded;
-  EXPECT_NE(padded.find("for (; weft_p + 8 <= 44; weft_p += 8) {", border), std::string::npos)
-      << padded;
-  EXPECT_EQ(padded.find("float weft_acc[64]"), std::string::npos) << padded;
-  EXPECT_EQ(padded.find("float weft_acc[16]"), std::string::npos) << padded;
-  EXPECT_NE(padded.find("weft_acc[weft_l] = weft_max(weft_acc[weft_l], t0);", border),
-            std::string::npos)
-      << padded;
-  EXPECT_NE(padded.find("= weft_p; c2 < 44; c2 += 1) {", border), std::string::npos)
-      << padded; // the rest
+  EXPECT_NE(taps.find("for (; weft_p + 8 <= 44; weft_p += 8) {"), std::string::npos) << taps;
+  EXPECT_EQ(taps.find("float weft_acc[64]"), std::string::npos) << taps;
+  EXPECT_EQ(taps.find("float weft_acc[16]"), std::string::npos) << taps;
+  EXPECT_NE(taps.find("weft_acc[weft_l] = weft_max(weft_acc[weft_l], t0);"), std::string::npos)
+      << taps;
+  EXPECT_NE(taps.find("= weft_p; c2 < 44; c2 += 1) {"), std::string::npos) << taps; // the rest
+  // Without guards the taps' bounds are constants already: no interior branch.
+  EXPECT_EQ(taps.find("every tap inside"), std::string::npos) << taps;
 }
 
 // A padded window over 48 channels: guards bound the tap loop by "max(0, 1 - c0)" and
 // "min(2, 56 - c0)". Where those are 0 and 2 (all pixels but the border's) the taps run as a
-// loop of constant bounds, which the compiler unrolls, inside one SIMD loop over the lanes,
-// each lane's target in a scalar; the border keeps the guarded loop, in blocks of lanes.
+// loop of constant bounds, which the compiler unrolls; the border keeps the guarded loop.
 TEST(EmitC, InteriorPixelsRunTheTapsWithConstantBounds) {
   using kernel::AffineExpr;
   kernel::Kernel k = testing::reduce_kernel("window", {Dim(56), Dim(3), Dim(48)},
@@ -375,12 +355,7 @@ TEST(EmitC, InteriorPixelsRunTheTapsWithConstantBounds) {
   ASSERT_NE(border, std::string::npos) << window;
   EXPECT_LT(fixed, border) << window;
   EXPECT_NE(window.find("c1 <= weft_imin(2, ", border), std::string::npos) << window;
-  size_t lanes = window.find("for (int64_t c2 = 0; c2 < 48; c2 += 1) {", inside);
-  EXPECT_LT(lanes, fixed) << window;
-  EXPECT_LT(window.find("weft_acc = weft_acc + t0;", inside), border) << window;
-  EXPECT_NE(window.find("weft_p = 48;", inside), std::string::npos) << window;
-  EXPECT_GT(window.find("float weft_acc[32];", inside), border) << window; // 32 + 16 lanes
-  EXPECT_EQ(window.find("= weft_p; c2 < 48", border), std::string::npos) << window;
+  EXPECT_EQ(window.find("= weft_p; c2 < 48"), std::string::npos) << window; // 32 + 16 lanes
 }
 
 TEST(EmitC, BroadcastIndexAndAllReduction) {
