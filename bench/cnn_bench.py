@@ -426,12 +426,16 @@ def main():
         if not args.beside:
             result["depthwise"] = depthwise(max(args.rounds, 3), args.iters)
     print("\n".join(markdown(result)))
-    if args.write and args.beside:
+    if args.write and os.path.exists(stored):
         with open(stored) as f:
             main_run = json.load(f)
-        main_run["beside"] = [b for b in main_run.get("beside", []) if b["avx512"] != result["avx512"]]
-        main_run["beside"].append(result)
-        result = main_run
+        # A run of the other vector ISA stays beside whichever run is the main one.
+        others = [b for b in main_run.get("beside", []) if b["avx512"] != result["avx512"]]
+        if args.beside:
+            main_run["beside"] = others + [result]
+            result = main_run
+        elif others:
+            result["beside"] = others
     if args.write:
         with open(stored, "w") as f:
             json.dump(result, f, indent=2)
