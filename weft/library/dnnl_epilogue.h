@@ -81,8 +81,11 @@ memory::desc channels_last(const Dims& dims);
 // builds per shape, and every compile of one model (each for a new shape held one more).
 // "given" may have other dims than "wanted" (as many elements): its elements row-major are then
 // wanted's row-major (a 1-D convolution's weights [M, C, taps] viewed [taps, C, M] for the
-// matrix [taps * C, M]).
-memory reordered_constant(const Value* w, const memory::desc& given, const memory::desc& wanted);
+// matrix [taps * C, M]). The packed copy lies in Weft's host memory (host_memory.h): one of 2
+// MiB or more on huge pages, which oneDNN's own allocation, on small pages, leaves to the
+// system's THP mode; it lives while the constant or a call holds it.
+std::shared_ptr<const memory> reordered_constant(const Value* w, const memory::desc& given,
+                                                 const memory::desc& wanted);
 
 // Attributes by which a primitive takes its scratchpad as an argument (scratchpad_mode::user),
 // which DnnlKernel gives each run in flight its own of: in oneDNN's default mode its

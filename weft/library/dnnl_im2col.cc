@@ -52,7 +52,7 @@ public:
     memory::desc src_full, src_last, dst_full, dst_last;
   };
 
-  Im2colConvKernel(Geometry g, Tiles tiles, int x, int y, memory weights,
+  Im2colConvKernel(Geometry g, Tiles tiles, int x, int y, std::shared_ptr<const memory> weights,
                    std::vector<TiledArg> args, std::string impl)
       : g_(g), tiles_(std::move(tiles)), x_(x), y_(y), weights_(std::move(weights)),
         args_(std::move(args)), impl_(std::move(impl)) {}
@@ -70,7 +70,7 @@ public:
       bool last = rows != tiles_.rows;
       std::unordered_map<int, memory> args = {
           {DNNL_ARG_SRC, memory(last ? tiles_.src_last : tiles_.src_full, engine(), col)},
-          {DNNL_ARG_WEIGHTS, weights_},
+          {DNNL_ARG_WEIGHTS, *weights_},
           {DNNL_ARG_DST,
            memory(last ? tiles_.dst_last : tiles_.dst_full, engine(), y + first * g_.out_ch)}};
       for (const TiledArg& a : args_) {
@@ -134,7 +134,7 @@ private:
   Geometry g_;
   Tiles tiles_;
   int x_, y_;
-  memory weights_;
+  std::shared_ptr<const memory> weights_;
   std::vector<TiledArg> args_;
   std::string impl_;
 };
@@ -222,7 +222,7 @@ std::optional<LibraryCall> im2col_conv_call(const Node& n, const Absorbed& absor
   // Weights [M, C, taps] read as [taps, C, M]: row k * C + c of the matrix.
   memory::desc given({g.taps, g.in_ch, g.out_ch}, memory::data_type::f32,
                      Dims{1, g.taps, g.in_ch * g.taps});
-  memory weights = reordered_constant(w, given, full.weights_desc());
+  std::shared_ptr<const memory> weights = reordered_constant(w, given, full.weights_desc());
   Im2colConvKernel::Tiles tiles{tile_rows,
                                 count,
                                 dnnl::matmul(full),

@@ -47,7 +47,8 @@ memory::desc row_major(const Dims& dims, memory::data_type type) {
 memory::desc plain(const Dims& dims) { return row_major(dims, memory::data_type::f32); }
 
 DnnlKernel::DnnlKernel(dnnl::primitive primitive, std::vector<Arg> args,
-                       std::unordered_map<int, memory> owned, std::string what)
+                       std::unordered_map<int, std::shared_ptr<const memory>> owned,
+                       std::string what)
     : primitive_(std::move(primitive)), args_(std::move(args)), owned_(std::move(owned)),
       what_(std::move(what)) {
   for (Arg& a : args_) {
@@ -138,7 +139,7 @@ std::unique_ptr<DnnlKernel::Bound> DnnlKernel::bind(void* const* buffers,
     b = std::make_unique<Bound>();
     b->stream = dnnl::stream(engine());
     for (const auto& [arg, m] : owned_)
-      b->args.push_back({arg, m.get()});
+      b->args.push_back({arg, m->get()});
     for (const Arg& a : args_) {
       b->user.emplace_back(a.md, engine(), nullptr);
       bool own = a.internal == memory::desc();

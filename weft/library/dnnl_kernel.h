@@ -46,7 +46,7 @@ public:
   };
 
   DnnlKernel(dnnl::primitive primitive, std::vector<Arg> args,
-             std::unordered_map<int, memory> owned, std::string what);
+             std::unordered_map<int, std::shared_ptr<const memory>> owned, std::string what);
 
   Status run(void* const* buffers, const int64_t* extents) const override;
 
@@ -87,7 +87,7 @@ private:
 
   dnnl::primitive primitive_;
   std::vector<Arg> args_;
-  std::unordered_map<int, memory> owned_;
+  std::unordered_map<int, std::shared_ptr<const memory>> owned_; // constants the primitive reads
   std::string what_;
   std::vector<Move> moves_;     // per arg; empty where none is needed
   std::vector<size_t> offsets_; // of each reordered arg in the scratch memory

@@ -138,10 +138,14 @@ std::optional<LibraryCall> qlinear_conv_call(const Node& n, const Absorbed& /*ab
   std::vector<DnnlKernel::Arg> args = {
       {DNNL_ARG_SRC, position(call.values, n.inputs[0]), q.x_user, q.x_inside}};
   position(call.values, n.inputs[3]); // bound though reordered, for the profile
-  std::unordered_map<int, memory> owned;
+  std::unordered_map<int, std::shared_ptr<const memory>> owned;
   owned.emplace(DNNL_ARG_WEIGHTS, reordered_constant(n.inputs[3], q.wmd_user, q.pd.weights_desc()));
-  if (q.x_zero != 0) owned.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, s32_scalar(q.x_zero));
-  if (q.y_zero != 0) owned.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, s32_scalar(q.y_zero));
+  if (q.x_zero != 0)
+    owned.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC,
+                  std::make_shared<const memory>(s32_scalar(q.x_zero)));
+  if (q.y_zero != 0)
+    owned.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST,
+                  std::make_shared<const memory>(s32_scalar(q.y_zero)));
   if (const Value* b = n.input(8))
     args.push_back({DNNL_ARG_BIAS, position(call.values, b), q.bias});
   args.push_back({DNNL_ARG_DST, position(call.values, n.outputs[0]), q.y_user, q.y_inside});
