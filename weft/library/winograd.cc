@@ -178,10 +178,10 @@ transform_output_wide(const float* p, int64_t point_stride, const float* bias,
 // U = G g G^T for every input and output channel, in fp64 and rounded once, laid out
 // [points][strips][C][16] (output channels past M zero), for tiles of "tile" a side at
 // "stride" (at 2: F(4, 2)'s G over g0 and g2, then g1 for the odd points).
-std::vector<float> transform_weights(const float* w, int64_t out_ch, int64_t in_ch, int64_t tile,
-                                     int64_t stride) {
+Transformed transform_weights(const float* w, int64_t out_ch, int64_t in_ch, int64_t tile,
+                              int64_t stride) {
   const int64_t strips = (out_ch + kStrip - 1) / kStrip, side = u_side(tile, stride);
-  std::vector<float> u(static_cast<size_t>(side * side * strips * in_ch * kStrip), 0.0f);
+  Transformed u(static_cast<size_t>(side * side * strips * in_ch * kStrip), 0.0f);
   for (int64_t m = 0; m < out_ch; ++m) {
     for (int64_t c = 0; c < in_ch; ++c) {
       double g[9], t[6 * 3], r[6 * 6];
@@ -210,8 +210,7 @@ struct Source {
 class WinogradKernel final : public PhasedKernel {
 public:
   WinogradKernel(Geometry g, std::vector<Source> sources, int y, Strides ys, int bias,
-                 std::vector<Step> steps, std::shared_ptr<const std::vector<float>> u,
-                 std::string layouts)
+                 std::vector<Step> steps, std::shared_ptr<const Transformed> u, std::string layouts)
       : PhasedKernel(sources[0].buffer, y, bias, std::move(steps), std::move(u)), g_(g),
         sources_(std::move(sources)), ys_(ys), layouts_(std::move(layouts)) {}
 
@@ -387,9 +386,9 @@ std::optional<LibraryCall> winograd_conv_call(const Node& n, const Absorbed& abs
     }
   }
   int bb = b ? position(call.values, b) : -1;
-  auto u = w->constant->derived_as<std::vector<float>>(
+  auto u = w->constant->derived_as<Transformed>(
       fmt::format("Winograd F({}x{}, 3x3) stride {} transform", g.m, g.m, g.stride), [&] {
-        return std::make_shared<std::vector<float>>(transform_weights(
+        return std::make_shared<Transformed>(transform_weights(
             reinterpret_cast<const float*>(w->constant->data()), g.out_ch, g.in_ch, g.m, g.stride));
       });
   int yb = position(call.values, y);

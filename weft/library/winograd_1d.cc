@@ -124,9 +124,9 @@ transform_output_in(const float* p, int64_t point_stride, const float* bias,
 
 // U = G g per chunk of 3 taps, for every input and output channel, in fp64 and rounded once,
 // laid out [points][strips][chunks x C][16] (output channels past M zero).
-std::vector<float> transform_weights(const float* w, const Geometry1d& g) {
+Transformed transform_weights(const float* w, const Geometry1d& g) {
   const int64_t strips = ceil_div(g.out_ch, kStrip), k = g.chunks() * g.in_ch;
-  std::vector<float> u(static_cast<size_t>(kPoints * strips * k * kStrip), 0.0f);
+  Transformed u(static_cast<size_t>(kPoints * strips * k * kStrip), 0.0f);
   for (int64_t m = 0; m < g.out_ch; ++m) {
     for (int64_t c = 0; c < g.in_ch; ++c) {
       const float* taps = w + (m * g.in_ch + c) * g.taps;
@@ -147,7 +147,7 @@ std::vector<float> transform_weights(const float* w, const Geometry1d& g) {
 class Winograd1dKernel final : public PhasedKernel {
 public:
   Winograd1dKernel(Geometry1d g, int x, Strides xs, int y, Strides ys, int bias,
-                   std::vector<Step> steps, std::shared_ptr<const std::vector<float>> u)
+                   std::vector<Step> steps, std::shared_ptr<const Transformed> u)
       : PhasedKernel(x, y, bias, std::move(steps), std::move(u)), g_(g), xs_(xs), ys_(ys) {}
 
   std::string describe() const override {
@@ -228,9 +228,9 @@ std::optional<LibraryCall> winograd_conv1d_call(const Node& n, const Absorbed& a
   std::optional<std::vector<Step>> steps = epilogue_steps(absorbed, dy, true, lies, call);
   if (!steps) return std::nullopt;
   int bb = b ? position(call.values, b) : -1;
-  auto u = w->constant->derived_as<std::vector<float>>(
+  auto u = w->constant->derived_as<Transformed>(
       fmt::format("Winograd F(4, 3) over {} taps, {} channels", g.taps, g.in_ch), [&] {
-        return std::make_shared<std::vector<float>>(
+        return std::make_shared<Transformed>(
             transform_weights(reinterpret_cast<const float*>(w->constant->data()), g));
       });
   int yb = position(call.values, y);

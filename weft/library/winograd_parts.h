@@ -21,10 +21,15 @@
 #include <string>
 #include <vector>
 
+#include "weft/graph/tensor.h"
 #include "weft/library/dnnl_epilogue.h"
 #include "weft/runtime/library_kernel.h"
 
 namespace weft::library::winograd {
+
+// The transformed weights U, in Weft's host memory: on huge pages from 2 MiB (host_memory.h),
+// as each run streams them where the model's weights outgrow the cache.
+using Transformed = std::vector<float, UninitializedAllocator<float>>;
 
 constexpr int64_t kGroup = 8;  // channels of an AVX register
 constexpr int64_t kStrip = 16; // output channels of a product's strip
@@ -160,7 +165,7 @@ void output_in_place(LibraryCall& call, const std::vector<Step>& steps, const St
 class PhasedKernel : public runtime::LibraryKernel {
 public:
   PhasedKernel(int x, int y, int bias, std::vector<Step> steps,
-               std::shared_ptr<const std::vector<float>> u)
+               std::shared_ptr<const Transformed> u)
       : x_(x), y_(y), bias_(bias), steps_(std::move(steps)), u_(std::move(u)) {}
 
   Status run(void* const* buffers, const int64_t* extents) const override;
@@ -202,7 +207,7 @@ private:
 
   int x_, y_, bias_;
   std::vector<Step> steps_;
-  std::shared_ptr<const std::vector<float>> u_;
+  std::shared_ptr<const Transformed> u_;
 };
 
 } // namespace weft::library::winograd
