@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "weft/graph/tensor.h"
 #include "weft/library/dnnl.h"
 
 namespace weft::library {
@@ -60,10 +61,13 @@ private:
 
   int64_t k_, n_, block_;
   int bits_;
-  std::vector<uint8_t> packed_; // for one row, where the form allows (4 bits, K and blocks of 32)
+  // The layouts it holds are streamed at each run, in Weft's host memory (huge pages from 2
+  // MiB, host_memory.h), as the constants q, scale and zero are.
+  using Bytes = std::vector<uint8_t, UninitializedAllocator<uint8_t>>;
+  Bytes packed_; // for one row, where the form allows (4 bits, K and blocks of 32)
   // The int8 path's (tile()), where accuracy level 4 asks for it and the CPU has VNNI; then
   // there is no packed_.
-  std::vector<uint8_t> tiles_;
+  Bytes tiles_;
   std::vector<float> tile_scale_, tile_zero_scale_;
   std::optional<uint8_t> uniform_zero_;
 };
