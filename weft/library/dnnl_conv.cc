@@ -247,7 +247,7 @@ std::optional<LibraryCall> conv_call_in(const Node& n, const Absorbed& absorbed,
     std::string impl = pd.impl_info_str();
     if (impl.starts_with("ref") && layout(dx) != plain(dx)) return LibraryCall{};
     if (bf16 && !bf16_kernel(impl)) return LibraryCall{};
-    std::unordered_map<int, std::shared_ptr<const memory>> owned;
+    DnnlKernel::Owned owned;
     if (constant_weights) {
       owned.emplace(DNNL_ARG_WEIGHTS, reordered_constant(w, plain(wdims), pd.weights_desc()));
     } else {

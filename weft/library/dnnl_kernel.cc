@@ -46,8 +46,7 @@ memory::desc row_major(const Dims& dims, memory::data_type type) {
 
 memory::desc plain(const Dims& dims) { return row_major(dims, memory::data_type::f32); }
 
-DnnlKernel::DnnlKernel(dnnl::primitive primitive, std::vector<Arg> args,
-                       std::unordered_map<int, std::shared_ptr<const memory>> owned,
+DnnlKernel::DnnlKernel(dnnl::primitive primitive, std::vector<Arg> args, Owned owned,
                        std::string what)
     : primitive_(std::move(primitive)), args_(std::move(args)), owned_(std::move(owned)),
       what_(std::move(what)) {

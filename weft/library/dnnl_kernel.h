@@ -45,8 +45,10 @@ public:
     memory::desc internal = {};
   };
 
-  DnnlKernel(dnnl::primitive primitive, std::vector<Arg> args,
-             std::unordered_map<int, std::shared_ptr<const memory>> owned, std::string what);
+  // Memory the kernel holds by primitive argument: constants (packed weights, zero points).
+  using Owned = std::unordered_map<int, std::shared_ptr<const memory>>;
+
+  DnnlKernel(dnnl::primitive primitive, std::vector<Arg> args, Owned owned, std::string what);
 
   Status run(void* const* buffers, const int64_t* extents) const override;
 
@@ -87,7 +89,7 @@ private:
 
   dnnl::primitive primitive_;
   std::vector<Arg> args_;
-  std::unordered_map<int, std::shared_ptr<const memory>> owned_; // constants the primitive reads
+  Owned owned_;
   std::string what_;
   std::vector<Move> moves_;     // per arg; empty where none is needed
   std::vector<size_t> offsets_; // of each reordered arg in the scratch memory

@@ -78,7 +78,7 @@ LibraryCall make_matmul(const Node& n, const MatMulOperands& m, const Value* bia
     int columns = static_cast<int>(m.y.dims().size()) - 1;
     attr.set_output_scales(m.scales.size() == 1 ? 0 : 1 << columns, m.scales);
   }
-  std::unordered_map<int, std::shared_ptr<const memory>> owned;
+  DnnlKernel::Owned owned;
   if (m.y_zero_point != 0) {
     attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
     owned.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST,
@@ -194,7 +194,7 @@ std::optional<LibraryCall> rows_as_pixels(const Node& n, const MatMulOperands& m
   if (!bf16_kernel(impl)) return std::nullopt;
   // B's element (k, n) as the weights' (n, k).
   memory::desc given({cols, k, 1, 1}, m.b.data_type(), Dims{sb[1], sb[0], 1, 1});
-  std::unordered_map<int, std::shared_ptr<const memory>> owned;
+  DnnlKernel::Owned owned;
   owned.emplace(DNNL_ARG_WEIGHTS, reordered_constant(w, given, pd.weights_desc()));
   args.push_back(
       {DNNL_ARG_DST, position(call.values, m.y_value ? m.y_value : final_output(n, ops)), dst});

@@ -138,7 +138,7 @@ std::optional<LibraryCall> qlinear_conv_call(const Node& n, const Absorbed& /*ab
   std::vector<DnnlKernel::Arg> args = {
       {DNNL_ARG_SRC, position(call.values, n.inputs[0]), q.x_user, q.x_inside}};
   position(call.values, n.inputs[3]); // bound though reordered, for the profile
-  std::unordered_map<int, std::shared_ptr<const memory>> owned;
+  DnnlKernel::Owned owned;
   owned.emplace(DNNL_ARG_WEIGHTS, reordered_constant(n.inputs[3], q.wmd_user, q.pd.weights_desc()));
   if (q.x_zero != 0)
     owned.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC,

@@ -102,7 +102,7 @@ std::optional<LibraryCall> conv_transpose_call(const Node& n, const Absorbed& ab
     dnnl::deconvolution_forward::primitive_desc pd(d, attr, engine());
     std::string impl = pd.impl_info_str();
     if (impl.starts_with("ref") && layout(dx) != plain(dx)) return LibraryCall{};
-    std::unordered_map<int, std::shared_ptr<const memory>> owned;
+    DnnlKernel::Owned owned;
     if (constant_weights) {
       owned.emplace(DNNL_ARG_WEIGHTS, reordered_constant(w, w_user, pd.weights_desc()));
     } else {
@@ -142,11 +142,10 @@ std::optional<LibraryCall> resize_call(const Node& n, const Absorbed& absorbed,
         {DNNL_ARG_DST, position(call.values, act.out), act.y, layout(dy)}};
     std::string impl = pd.impl_info_str();
     if (impl.starts_with("ref") && layout(dx) != plain(dx)) return LibraryCall{};
-    call.kernel =
-        std::make_shared<DnnlKernel>(dnnl::resampling_forward(pd), std::move(args),
-                                     std::unordered_map<int, std::shared_ptr<const memory>>{},
-                                     fmt::format("oneDNN linear resampling ({}{})", impl,
-                                                 layout_note(act, layout(dx), layout(dy))));
+    call.kernel = std::make_shared<DnnlKernel>(
+        dnnl::resampling_forward(pd), std::move(args), DnnlKernel::Owned{},
+        fmt::format("oneDNN linear resampling ({}{})", impl,
+                    layout_note(act, layout(dx), layout(dy))));
     return call;
   };
   try {
@@ -214,13 +213,12 @@ std::optional<LibraryCall> pool_call(const Node& n, const Absorbed& absorbed,
     std::vector<DnnlKernel::Arg> args = {
         {DNNL_ARG_SRC, position(call.values, act.in), act.x, x_in},
         {DNNL_ARG_DST, position(call.values, act.out), act.y, y_in}};
-    call.kernel =
-        std::make_shared<DnnlKernel>(dnnl::pooling_v2_forward(pd), std::move(args),
-                                     std::unordered_map<int, std::shared_ptr<const memory>>{},
-                                     fmt::format("oneDNN pooling ({}{})", pd.impl_info_str(),
-                                                 x_in != act.x ? ", reordered to channels-last"
-                                                 : in_place    ? ", channels-last in place"
-                                                               : ""));
+    call.kernel = std::make_shared<DnnlKernel>(
+        dnnl::pooling_v2_forward(pd), std::move(args), DnnlKernel::Owned{},
+        fmt::format("oneDNN pooling ({}{})", pd.impl_info_str(),
+                    x_in != act.x ? ", reordered to channels-last"
+                    : in_place    ? ", channels-last in place"
+                                  : ""));
     return call;
   };
   LibraryCall call = build(act.x, act.y);
