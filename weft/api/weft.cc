@@ -395,6 +395,9 @@ std::shared_ptr<Model::Impl> make_impl(ModelSource source, const CompileOptions&
   const char* dump_root = std::getenv("WEFT_DUMP_DIR");
   if (options.dump_dir.empty() && (!dump_root || !*dump_root))
     std::string().swap(impl->source.bytes);
+  else if (impl->source.bytes.empty())
+    impl->source.bytes.assign(impl->source.borrowed); // the caller's are gone after the compile
+  impl->source.borrowed = {};
   impl->options = options;
   impl->device_kind = *kind;
   impl->device = std::move(cuda);
@@ -411,7 +414,7 @@ Model Model::compile(const std::string& path, const CompileOptions& options) {
 
 Model Model::compile_bytes(std::string_view bytes, const CompileOptions& options,
                            const std::string& name) {
-  Model m(make_impl(ModelSource::memory(std::string(bytes), name), options));
+  Model m(make_impl(ModelSource::borrowed_memory(bytes, name), options));
   m.warm_up();
   return m;
 }

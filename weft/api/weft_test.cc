@@ -1,5 +1,6 @@
 // The public C++ API, used as a user would: compile from bytes, metadata, runs with Weft-
 // and caller-owned tensors, new shapes, errors, concurrent runs and profiles.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -99,6 +100,29 @@ TEST(Api, RunsWithNewShapesAndWeftOwnedOutputs) {
     expect_softmax(x, out[0].data_as<float>());
     for (int64_t r = 0; r < n; ++r)
       EXPECT_NEAR(out[1].data_as<float>()[r], 1.0, 1e-5);
+  }
+}
+
+// compile_bytes reads the caller's bytes while it runs and holds no copy of them (a model's
+// weights): runs at new shapes, each a compile of its own, work after the caller has
+// overwritten them; with a dump directory too, whose compiles run the passes again from a
+// copy that compile_bytes keeps then (from the overwritten bytes, they would not parse).
+TEST(Api, CallerBytesAreReadOnlyWhileCompiling) {
+  for (bool dump : {false, true}) {
+    std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                ("weft_api_dump_test_" + std::to_string(::getpid()));
+    CompileOptions options;
+    if (dump) options.dump_dir = dir.string();
+    std::string bytes = softmax_model();
+    Model m = Model::compile_bytes(bytes, options);
+    std::fill(bytes.begin(), bytes.end(), '\xff');
+    for (int64_t n : {5, 11}) {
+      std::vector<float> x = iota(static_cast<size_t>(n) * 8, 0.29f);
+      std::vector<HostTensor> out = m.run({HostTensor::view(ElementType::kF32, {n, 8}, x.data())});
+      ASSERT_EQ(out.size(), 2u);
+      expect_softmax(x, out[0].data_as<float>());
+    }
+    std::filesystem::remove_all(dir);
   }
 }
 

@@ -30,7 +30,7 @@ namespace weft {
 // too doubled the CLI's compile work (0.3 s for a 271 MB decoder).
 Result<std::vector<runtime::TensorInfo>> model_inputs(const ModelSource& model) {
   WEFT_ASSIGN_OR_RETURN(Graph graph, model.in_memory
-                                         ? import_model_bytes(model.bytes, model.path, ".")
+                                         ? import_model_bytes(model.serialized(), model.path, ".")
                                          : import_model(model.path));
   std::vector<runtime::TensorInfo> inputs;
   for (const Value* v : graph.inputs) {
@@ -197,7 +197,7 @@ Result<CompiledModel> compile(const ModelSource& model, const Graph* pipeline,
     dump.write(fmt::format("{:02}_{}.txt", pass_index++, pass), print_graph(g));
   };
   // A dump shows the graph after each pass: those run again where the model can be read.
-  bool readable = !model.in_memory || !model.bytes.empty();
+  bool readable = !model.in_memory || !model.serialized().empty();
   Graph graph;
   if (!pipeline || (!dump.dir().empty() && readable)) {
     WEFT_ASSIGN_OR_RETURN(graph, run_graph_pipeline(model, observe));

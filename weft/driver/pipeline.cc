@@ -69,7 +69,7 @@ const std::vector<std::string_view>& pipeline_steps() {
 
 Result<Graph> run_graph_pipeline(const ModelSource& model, const PassObserver& observe) {
   WEFT_ASSIGN_OR_RETURN(Graph graph, model.in_memory
-                                         ? import_model_bytes(model.bytes, model.path, ".")
+                                         ? import_model_bytes(model.serialized(), model.path, ".")
                                          : import_model(model.path));
   if (observe) observe("import", graph);
   WEFT_RETURN_IF_ERROR(run_passes(graph, 0, observe));

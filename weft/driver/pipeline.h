@@ -17,7 +17,8 @@ using PassObserver = std::function<void(std::string_view pass, const Graph& grap
 // Where a model comes from: an .onnx file, or its bytes in memory.
 struct ModelSource {
   std::string path;  // the file; for bytes, the name that messages use
-  std::string bytes; // the serialized ModelProto, when "in_memory"
+  std::string bytes; // the serialized ModelProto, when "in_memory" and held here
+  std::string_view borrowed; // or the caller's, which it keeps while a compile reads them
   bool in_memory = false;
 
   ModelSource(std::string file) : path(std::move(file)) {} // NOLINT(google-explicit-constructor)
@@ -29,6 +30,15 @@ struct ModelSource {
     s.in_memory = true;
     return s;
   }
+  // The caller's bytes, not a copy (a model's weights): Model::compile_bytes reads them
+  // before it returns, and keeps a copy only where a dump may run the passes again.
+  static ModelSource borrowed_memory(std::string_view bytes, std::string name) {
+    ModelSource s(std::move(name));
+    s.borrowed = bytes;
+    s.in_memory = true;
+    return s;
+  }
+  std::string_view serialized() const { return bytes.empty() ? borrowed : bytes; }
 };
 
 // Imports the model and runs every graph pass in order, verifying the graph after each one.

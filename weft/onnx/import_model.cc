@@ -44,7 +44,7 @@ Result<Graph> import_model(const std::string& path) {
   return import_parsed(model, path, base_dir.empty() ? "." : base_dir);
 }
 
-Result<Graph> import_model_bytes(const std::string& bytes, const std::string& name,
+Result<Graph> import_model_bytes(std::string_view bytes, const std::string& name,
                                  const std::string& base_dir) {
   WEFT_ASSIGN_OR_RETURN(onnx::ModelProto model, parse_model(bytes, name));
   return import_parsed(model, name, base_dir);

@@ -20,7 +20,7 @@ namespace weft {
 Result<Graph> import_model(const std::string& path);
 
 // "name" stands in for the file in messages; external data resolves against "base_dir".
-Result<Graph> import_model_bytes(const std::string& bytes, const std::string& name,
+Result<Graph> import_model_bytes(std::string_view bytes, const std::string& name,
                                  const std::string& base_dir);
 
 } // namespace weft

@@ -282,11 +282,12 @@ Result<std::string> read_file(const std::string& path) {
   return bytes;
 }
 
-Result<onnx::ModelProto> parse_model(const std::string& bytes, const std::string& name) {
+Result<onnx::ModelProto> parse_model(std::string_view bytes, const std::string& name) {
   if (bytes.empty()) return Status::error(fmt::format("{}: the file is empty", name));
   silence_protobuf_logging();
   onnx::ModelProto model;
-  if (!model.ParseFromString(bytes)) {
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return Status::error(fmt::format(
         "{}: not a valid ONNX model: the protobuf does not parse (truncated or not a model?)",
         name));

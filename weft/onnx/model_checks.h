@@ -18,7 +18,7 @@ namespace weft {
 // The file's bytes, or why not.
 Result<std::string> read_file(const std::string& path);
 // The ModelProto of "bytes"; "name" is for messages. Protobuf's own logging is silenced.
-Result<onnx::ModelProto> parse_model(const std::string& bytes, const std::string& name);
+Result<onnx::ModelProto> parse_model(std::string_view bytes, const std::string& name);
 bool is_onnx_domain(const std::string& domain);
 // The op type Weft's graph gives a node: ONNX's for ai.onnx, qualified by the domain for
 // the others.
