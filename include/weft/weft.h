@@ -170,7 +170,8 @@ class Model {
 public:
   // An .onnx file (external data resolves next to it).
   static Model compile(const std::string& path, const CompileOptions& options = {});
-  // A serialized ModelProto; "name" stands for it in messages.
+  // A serialized ModelProto; "name" stands for it in messages. "bytes" are read before it
+  // returns, and not held: the caller may free them then.
   static Model compile_bytes(std::string_view bytes, const CompileOptions& options = {},
                              const std::string& name = "<model bytes>");
 
