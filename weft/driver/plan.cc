@@ -26,9 +26,6 @@ public:
   explicit PlanBuilder(const Graph& g) : graph_(g) {
     for (size_t i = 0; i < g.inputs.size(); ++i)
       add(g.inputs[i], Slot::input(static_cast<int>(i)));
-    for (const auto& v : g.values()) {
-      if (v->is_constant()) add(v.get(), Slot::constant_of(v->constant));
-    }
   }
 
   void alias(const Value* out, const Value* of) { add(out, Slot::alias_of(slot_of(of))); }
@@ -135,11 +132,16 @@ private:
   }
   int new_arena(Dim bytes) { return add(nullptr, Slot::arena(std::move(bytes))); }
   int slot_for(const Value* v) {
-    if (slot_.contains(v)) return slot_of(v);
+    if (slot_.contains(v) || v->is_constant()) return slot_of(v);
     return output_index(v) >= 0 ? add(v, Slot::output(output_index(v)))
                                 : add(v, Slot::arena(bytes_of(v->type.dtype, *v->type.shape)));
   }
-  int slot_of(const Value* v) const { return slot_.at(v); }
+  // Constants get theirs when first bound: a run reads the address of each (Tensor::data),
+  // and one that no kernel binds (weights a call holds in its own layout) is not read in.
+  int slot_of(const Value* v) {
+    if (!slot_.contains(v) && v->is_constant()) return add(v, Slot::constant_of(v->constant));
+    return slot_.at(v);
+  }
   // The slot that holds the storage behind "slot" (through aliases).
   int storage(int slot) const {
     while (slots_[static_cast<size_t>(slot)].kind == Slot::Kind::kAlias)
@@ -260,7 +262,9 @@ runtime::LaunchInfo library_launch_info(const library::LibraryCall& call) {
                            fmt::format("{}", fmt::join(ops, "+")), call.kernel->describe(), ""};
   const std::vector<Value*>& written = call.nodes.back()->outputs;
   std::vector<std::string> ins, outs;
-  for (const Value* v : call.values) {
+  std::vector<const Value*> read = call.values;
+  read.insert(read.end(), call.held.begin(), call.held.end());
+  for (const Value* v : read) {
     bool output = std::find(written.begin(), written.end(), v) != written.end();
     (output ? outs : ins).push_back(v->type.to_string());
     info.moved.push_back(dim_mul(kernel::num_elements(*v->type.shape),

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -37,6 +38,87 @@ Tensor Tensor::uninitialized(DType dtype, std::vector<int64_t> dims) {
   WEFT_CHECK(dims_are_allocatable(t.dtype_, t.dims_, &t.num_elements_), "tensor dims too large");
   t.bytes_.resize(static_cast<size_t>(t.num_elements_ * dtype_size(t.dtype_)));
   return t;
+}
+
+Tensor Tensor::mapped(DType dtype, std::vector<int64_t> dims,
+                      const std::shared_ptr<const MappedFile>& file, size_t offset) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.dims_ = std::move(dims);
+  WEFT_CHECK(dims_are_allocatable(t.dtype_, t.dims_, &t.num_elements_), "tensor dims too large");
+  auto bytes = static_cast<size_t>(t.num_elements_ * dtype_size(t.dtype_));
+  WEFT_CHECK(offset <= file->size() && bytes <= file->size() - offset,
+             "mapped tensor outside its file");
+  t.mapped_ = std::make_shared<const MappedRange>(file, offset, bytes);
+  return t;
+}
+
+void Tensor::own_bytes() {
+  const Tensor& self = *this;
+  bytes_.assign(self.data(), self.data() + self.num_bytes());
+  mapped_.reset();
+  unpacked_.reset();
+}
+
+struct Tensor::Unpacked {
+  Tensor packed;
+  std::once_flag once;
+  std::vector<std::byte, UninitializedAllocator<std::byte>> bytes;
+};
+
+Tensor Tensor::over_packed(DType dtype, std::vector<int64_t> dims, Tensor packed) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.dims_ = std::move(dims);
+  WEFT_CHECK(dims_are_allocatable(t.dtype_, t.dims_, &t.num_elements_), "tensor dims too large");
+  int bits = dtype_packed_bits(dtype);
+  WEFT_CHECK(bits < 8 && packed.dtype() == DType::kU8 &&
+                 static_cast<int64_t>(packed.num_bytes()) == (t.num_elements_ * bits + 7) / 8,
+             "over_packed needs a sub-byte dtype and its packed bytes");
+  t.unpacked_ = std::make_shared<Unpacked>();
+  t.unpacked_->packed = std::move(packed);
+  return t;
+}
+
+const std::byte* Tensor::unpacked_data() const {
+  Unpacked& u = *unpacked_;
+  std::call_once(u.once, [&] {
+    u.bytes.resize(static_cast<size_t>(num_elements_));
+    const Tensor& packed = u.packed;
+    unpack_elements(dtype_, reinterpret_cast<const uint8_t*>(packed.data()), num_elements_,
+                    reinterpret_cast<uint8_t*>(u.bytes.data()));
+  });
+  return u.bytes.data();
+}
+
+bool Tensor::is_mapped() const {
+  return mapped_ != nullptr || (unpacked_ && unpacked_->packed.is_mapped());
+}
+
+const std::byte* Tensor::packed() const {
+  return unpacked_ ? std::as_const(unpacked_->packed).data() : nullptr;
+}
+
+namespace {
+template <int kBits> void unpack_bits(const uint8_t* packed, int64_t n, uint8_t* dst) {
+  constexpr int kPerByte = 8 / kBits;
+  constexpr unsigned kMask = (1u << kBits) - 1;
+  int64_t whole = n / kPerByte;
+  for (int64_t b = 0; b < whole; ++b) {
+    unsigned byte = packed[b];
+    for (int j = 0; j < kPerByte; ++j)
+      dst[b * kPerByte + j] = static_cast<uint8_t>((byte >> (kBits * j)) & kMask);
+  }
+  for (int64_t i = whole * kPerByte; i < n; ++i)
+    dst[i] = static_cast<uint8_t>((packed[whole] >> (kBits * (i - whole * kPerByte))) & kMask);
+}
+} // namespace
+
+void unpack_elements(DType dtype, const uint8_t* packed, int64_t count, uint8_t* dst) {
+  switch (dtype_packed_bits(dtype)) {
+    case 2: return unpack_bits<2>(packed, count, dst);
+    default: return unpack_bits<4>(packed, count, dst);
+  }
 }
 
 Tensor Tensor::scalar_i64(int64_t v) {
@@ -77,7 +159,7 @@ int64_t wrap_bits(int64_t v, int bits, bool is_signed) {
 } // namespace
 
 double Tensor::get_double(int64_t i) const {
-  const std::byte* p = bytes_.data();
+  const std::byte* p = data();
   switch (dtype_) {
     case DType::kF32: return load<float>(p, i);
     case DType::kF64: return load<double>(p, i);
@@ -109,7 +191,7 @@ double Tensor::get_double(int64_t i) const {
 }
 
 int64_t Tensor::get_int64(int64_t i) const {
-  const std::byte* p = bytes_.data();
+  const std::byte* p = data();
   switch (dtype_) {
     case DType::kI64: return load<int64_t>(p, i);
     case DType::kU64: return static_cast<int64_t>(load<uint64_t>(p, i));
@@ -120,7 +202,7 @@ int64_t Tensor::get_int64(int64_t i) const {
 }
 
 void Tensor::set_double(int64_t i, double v) {
-  std::byte* p = bytes_.data();
+  std::byte* p = data();
   switch (dtype_) {
     case DType::kF32: store<float>(p, i, static_cast<float>(v)); break;
     case DType::kF64: store<double>(p, i, v); break;
@@ -155,7 +237,7 @@ void Tensor::set_double(int64_t i, double v) {
 }
 
 void Tensor::set_int64(int64_t i, int64_t v) {
-  std::byte* p = bytes_.data();
+  std::byte* p = data();
   switch (dtype_) {
     case DType::kI64: store<int64_t>(p, i, v); break;
     case DType::kU64: store<uint64_t>(p, i, static_cast<uint64_t>(v)); break;
@@ -192,11 +274,15 @@ Tensor::derived(const std::string& form,
   if (it != forms->made.end()) return it->second;
   std::shared_ptr<const void> made = make();
   if (made) forms->made.emplace(form, made);
+  // The kernel reads its form: a mapped original's pages can go (read again if asked for).
+  if (made && mapped_) mapped_->release();
+  if (made && unpacked_ && unpacked_->packed.mapped_) unpacked_->packed.mapped_->release();
   return made;
 }
 
 bool Tensor::equals(const Tensor& other) const {
-  return dtype_ == other.dtype_ && dims_ == other.dims_ && bytes_ == other.bytes_;
+  return dtype_ == other.dtype_ && dims_ == other.dims_ && num_bytes() == other.num_bytes() &&
+         std::memcmp(data(), other.data(), num_bytes()) == 0;
 }
 
 std::string Tensor::to_string(int64_t max_elements) const {

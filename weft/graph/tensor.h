@@ -18,6 +18,7 @@
 #include "weft/graph/dtype.h"
 #include "weft/graph/shape.h"
 #include "weft/support/host_memory.h"
+#include "weft/support/mapped_file.h"
 
 namespace weft {
 
@@ -59,6 +60,17 @@ public:
       t.set_double(static_cast<int64_t>(i), values[i]);
     return t;
   }
+  // A tensor whose bytes lie in "file" from "offset" (ONNX external data), used there rather
+  // than copied. Copies share them; writing through data() first copies them into memory of
+  // the tensor's own. Requires the bytes inside the file.
+  static Tensor mapped(DType dtype, std::vector<int64_t> dims,
+                       const std::shared_ptr<const MappedFile>& file, size_t offset);
+  // A tensor of a sub-byte dtype (u4, i4, u2, ...) over "packed", a u8 tensor of its elements
+  // as ONNX packs them (low bits first; mapped or not), unpacked into memory of its own (a
+  // byte an element, as Weft holds them) only when data() is first asked for: a kernel that
+  // reads the packing itself (packed()) leaves it packed. Requires packed's bytes to be
+  // exactly those.
+  static Tensor over_packed(DType dtype, std::vector<int64_t> dims, Tensor packed);
   static Tensor scalar_i64(int64_t v);
   static Tensor vector_i64(const std::vector<int64_t>& v);
 
@@ -66,11 +78,24 @@ public:
   const std::vector<int64_t>& dims() const { return dims_; }
   int64_t rank() const { return static_cast<int64_t>(dims_.size()); }
   int64_t num_elements() const { return num_elements_; }
-  size_t num_bytes() const { return bytes_.size(); }
+  size_t num_bytes() const {
+    return unpacked_ ? static_cast<size_t>(num_elements_)
+           : mapped_ ? mapped_->size()
+                     : bytes_.size();
+  }
   TensorType type() const { return {dtype_, shape_from_dims(dims_)}; }
 
-  std::byte* data() { return bytes_.data(); }
-  const std::byte* data() const { return bytes_.data(); }
+  std::byte* data() {
+    if (mapped_ || unpacked_) own_bytes();
+    return bytes_.data();
+  }
+  const std::byte* data() const {
+    return unpacked_ ? unpacked_data() : mapped_ ? mapped_->data() : bytes_.data();
+  }
+  // Whether its bytes lie in a mapped file (mapped()), or over_packed's packing does.
+  bool is_mapped() const;
+  // An over_packed tensor's packed bytes; null for others.
+  const std::byte* packed() const;
 
   // Element access through a common type; integers wider than 2^53 round through double,
   // so integer code uses the int64 accessors.
@@ -89,10 +114,11 @@ public:
 
   // A form of this tensor that a kernel lays out for itself (oneDNN's blocked weights, Weft's
   // quantized tiles), made by "make" the first time "form" is asked for and kept while the
-  // tensor lives (a null result is not kept). The compiles of one model clone one graph and
-  // share its constants, and so these forms: one packed copy of a weight for all of them,
-  // where each compile for a new shape held one more. Copies of the tensor start without
-  // any. Thread-safe; for constants, which nothing writes.
+  // tensor lives (a null result is not kept). A mapped tensor's pages are let go once a form
+  // is made: the kernel reads its form, and a later read of the tensor faults them back. The
+  // compiles of one model clone one graph and share its constants, and so these forms: one packed
+  // copy of a weight for all of them, where each compile for a new shape held one more. Copies of
+  // the tensor start without any. Thread-safe; for constants, which nothing writes.
   std::shared_ptr<const void>
   derived(const std::string& form, const std::function<std::shared_ptr<const void>()>& make) const;
   template <typename T, typename F>
@@ -102,11 +128,18 @@ public:
   }
 
 private:
+  void own_bytes();
+  const std::byte* unpacked_data() const;
+
   DType dtype_ = DType::kF32;
   std::vector<int64_t> dims_;
   int64_t num_elements_ = 1;
   std::vector<std::byte, UninitializedAllocator<std::byte>> bytes_ =
       std::vector<std::byte, UninitializedAllocator<std::byte>>(4, std::byte{0});
+  // A mapped tensor's bytes, or an over_packed one's packing and elements, in place of bytes_.
+  std::shared_ptr<const MappedRange> mapped_;
+  struct Unpacked;
+  std::shared_ptr<Unpacked> unpacked_;
   // derived()'s forms; a copy of the tensor starts without them.
   struct Forms;
   struct FormsRef {
@@ -122,6 +155,10 @@ private:
   };
   mutable FormsRef forms_;
 };
+
+// "count" elements of sub-byte "dtype" packed as ONNX packs them (low bits first), into
+// "dst", a byte each.
+void unpack_elements(DType dtype, const uint8_t* packed, int64_t count, uint8_t* dst);
 
 // Largest tensor Weft will allocate while importing a model or folding constants.
 inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 34; // 16 GiB

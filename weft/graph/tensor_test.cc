@@ -1,3 +1,11 @@
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "weft/graph/tensor.h"
@@ -76,6 +84,82 @@ TEST(Tensor, DerivedFormsAreMadeOncePerFormAndNotCopied) {
   // A failed make is not kept.
   EXPECT_EQ(t.derived_as<int64_t>("none", [] { return std::shared_ptr<int64_t>(); }), nullptr);
   EXPECT_EQ(*t.derived_as<int64_t>("none", sum), 6);
+}
+
+// This process's resident kB of the mapping that holds "p" (/proc/self/smaps), -1 if none.
+int64_t resident_kb(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  auto at = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long begin = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &begin, &end) == 2 && line.find(' ') < 30) {
+      inside = begin <= at && at < end;
+    } else if (inside && line.rfind("Rss:", 0) == 0) {
+      return std::stoll(line.substr(4));
+    }
+  }
+  return -1;
+}
+
+// A file of "n" floats 0, 1, 2, ..., in the test's temporary directory.
+std::string float_file(const std::string& name, int64_t n) {
+  std::string path = (std::filesystem::temp_directory_path() / name).string();
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    v[static_cast<size_t>(i)] = static_cast<float>(i);
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(n * 4));
+  return path;
+}
+
+// External data is used where it lies in the file: copies share it, a write copies it first,
+// and once a kernel's form of it is made its pages are let go (they come back when read).
+TEST(Tensor, MappedBytesAreSharedAndLetGoOnceAFormIsMade) {
+  constexpr int64_t kFloats = 1 << 20; // 4 MiB
+  std::string path = float_file("weft_mapped_tensor_test.bin", kFloats + 1024);
+  Result<std::shared_ptr<const MappedFile>> file = MappedFile::open(path);
+  ASSERT_TRUE(file.ok()) << file.status().to_string();
+  Result<std::shared_ptr<const MappedFile>> again = MappedFile::open(path);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(file->get(), again->get()); // one mapping for the unchanged file
+  const Tensor t = Tensor::mapped(DType::kF32, {kFloats}, *file, 4096);
+  EXPECT_TRUE(t.is_mapped());
+  EXPECT_EQ(t.data(), (*file)->data() + 4096);
+  EXPECT_EQ(t.num_bytes(), size_t{kFloats} * 4);
+  EXPECT_EQ(t.get_double(5), 1029.0);
+  Tensor copy = t;
+  EXPECT_EQ(std::as_const(copy).data(), t.data());
+  copy.set_double(5, -1.0); // its own bytes now; the file's are as they were
+  EXPECT_FALSE(copy.is_mapped());
+  EXPECT_EQ(copy.get_double(5), -1.0);
+  EXPECT_EQ(t.get_double(5), 1029.0);
+  EXPECT_TRUE(copy.equals(copy) && !copy.equals(t));
+
+  double sum = 0;
+  for (int64_t i = 0; i < kFloats; i += 1024) // every page read: resident
+    sum += t.get_double(i);
+  EXPECT_GE(resident_kb(t.data()), 4000);
+  auto form = t.derived_as<double>("sum", [&] { return std::make_shared<double>(sum); });
+  EXPECT_LT(resident_kb(t.data()), 100);
+  EXPECT_EQ(t.get_double(kFloats - 1), double(kFloats - 1 + 1024)); // read again from the file
+  std::filesystem::remove(path);
+}
+
+// A u4 tensor over its packed bytes unpacks them when its elements are first asked for.
+TEST(Tensor, OverPackedUnpacksWhenRead) {
+  Tensor packed(DType::kU8, {3});
+  for (int i = 0; i < 3; ++i)
+    packed.set_int64(i, 0x21 + 0x22 * i); // nibbles 1, 2, 3, 4, 5, 6 (low first)
+  const Tensor q = Tensor::over_packed(DType::kU4, {5}, packed);
+  EXPECT_EQ(std::to_integer<int>(q.packed()[1]), 0x43);
+  EXPECT_EQ(q.num_bytes(), 5u);
+  EXPECT_EQ(q.to_string(), "u4[5]{1, 2, 3, 4, 5}");
+  Tensor copy = q;
+  copy.set_int64(0, 9);
+  EXPECT_EQ(copy.packed(), nullptr);
+  EXPECT_EQ(copy.to_string(), "u4[5]{9, 2, 3, 4, 5}");
+  EXPECT_EQ(q.get_int64(0), 1);
 }
 
 TEST(Tensor, RefusesNegativeOrHugeDims) {

@@ -35,6 +35,10 @@ struct LibraryCall {
   // which then needs no copy of it first). Set only where the call reads that input nowhere
   // else.
   std::optional<std::pair<int, int>> output_in_place_of;
+  // Constants the kernel reads only in a layout of its own (a weight-only call's int8 tiles):
+  // not bound, so that no run reads their tensors in, but counted in the bytes its profile
+  // shows it moving.
+  std::vector<const Value*> held;
 };
 
 // The one node that reads a value, or null (no reader, several, or a graph output).

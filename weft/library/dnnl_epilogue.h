@@ -87,6 +87,12 @@ memory::desc channels_last(const Dims& dims);
 std::shared_ptr<const memory> reordered_constant(const Value* w, const memory::desc& given,
                                                  const memory::desc& wanted);
 
+// The layout oneDNN's matmul of a few rows by constant weights of dims [K, N] packs them in
+// (dnnl_matmul.cc; its padded rows where it takes those): the one the products of a language
+// model's prompt read, which its decoding steps' Weft matrix-vector products can read too
+// (gemv.h), instead of the original beside it.
+memory::desc prompt_weights_layout(const Dims& kn);
+
 // Attributes by which a primitive takes its scratchpad as an argument (scratchpad_mode::user),
 // which DnnlKernel gives each run in flight its own of: in oneDNN's default mode its
 // convolutions shared one, and concurrent runs of a model (threads of one process) gave wrong

@@ -128,6 +128,28 @@ LibraryCall make_matmul(const Node& n, const MatMulOperands& m, const Value* bia
   return call;
 }
 
+// The rows of A that packed_matmul_weights asks oneDNN about: a prompt's few dozen tokens.
+// (oneDNN's brgemm matmul blocks B by its columns alone; the gemm-based one on padded rows
+// up to kPaddedWeightsRows.)
+constexpr int64_t kPromptRows = 32;
+
+} // namespace
+
+memory::desc prompt_weights_layout(const Dims& kn) {
+  MatMulOperands m; // as fold_rows leaves a prompt's product
+  m.a = row_major({kPromptRows, kn[0]}, memory::data_type::f32);
+  m.b = row_major(kn, memory::data_type::f32);
+  m.y = row_major({kPromptRows, kn[1]}, memory::data_type::f32);
+  memory::desc any(kn, memory::data_type::f32, memory::format_tag::any);
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(m.a, any, m.y), own_scratchpad(), engine());
+  if (std::optional<memory::desc> padded = padded_weights(pd, m))
+    pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(m.a, *padded, m.y), own_scratchpad(),
+                                      engine());
+  return pd.weights_desc();
+}
+
+namespace {
+
 // Operands "m" as a call with bf16 products reads them (Absorbed::input_casts): A, and B where
 // a Cast makes it, the Casts' bf16 values; constant weights packed as bf16; the result written
 // as bf16 where the call absorbed its Cast.

@@ -242,6 +242,8 @@ std::optional<LibraryCall> dynamic_call(const Node& node, const SoleReader& sole
     call.nodes.push_back(node_named.at(n->name));
   for (const Value* v : form->values)
     call.values.push_back(value_named.at(v->name));
+  for (const Value* v : form->held)
+    call.held.push_back(value_named.at(v->name));
   for (const std::string& s : symbols)
     call.symbols.push_back(Dim::symbol(s));
   call.kernel = std::make_shared<DynamicKernel>(region, node.name, symbols, names_of(form->nodes),

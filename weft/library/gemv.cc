@@ -113,6 +113,34 @@ std::pair<int64_t, int64_t> rows_and_columns(const Value* v) {
   return {rows, d.empty() ? 1 : d.back()};
 }
 
+// How the kernel finds W's element (k, n): row-major with rows "stride" apart ([K, N], or
+// [N, K] "transposed"), or in oneDNN's blocked layout of [K, N] (BA16a64b and the like):
+// blocks of "block" columns, each [K padded, block] row-major, "stride" apart.
+struct WeightsLayout {
+  enum Kind { kRows, kTransposed, kBlocked } kind = kRows;
+  int64_t stride = 0;
+  int64_t block = 0;
+};
+
+// The layout of the packed weights "md" of [K, N], where the kernel reads it.
+std::optional<WeightsLayout> layout_of(const memory::desc& md, int64_t k, int64_t n) {
+  const dnnl_memory_desc_t& d = md.data;
+  if (d.format_kind != dnnl_blocked || d.ndims != 2 || d.offset0 != 0 || d.data_type != dnnl_f32 ||
+      d.dims[0] != k || d.dims[1] != n)
+    return std::nullopt;
+  const auto& b = d.format_desc.blocking;
+  if (b.inner_nblks == 0 && b.strides[1] == 1 && b.strides[0] >= n)
+    return WeightsLayout{WeightsLayout::kRows, b.strides[0]};
+  if (b.inner_nblks == 0 && b.strides[0] == 1 && b.strides[1] >= k)
+    return WeightsLayout{WeightsLayout::kTransposed, b.strides[1]};
+  if (b.inner_nblks == 2 && b.inner_idxs[0] == 0 && b.inner_idxs[1] == 1) {
+    int64_t rows = b.inner_blks[0], block = b.inner_blks[1];
+    if (b.strides[0] == rows * block && b.strides[1] == d.padded_dims[0] * block)
+      return WeightsLayout{WeightsLayout::kBlocked, b.strides[1], block};
+  }
+  return std::nullopt;
+}
+
 class GemvKernel final : public runtime::LibraryKernel {
 public:
   struct Op {
@@ -121,9 +149,10 @@ public:
     bool spans = false; // src1 has N elements (else one)
   };
 
-  GemvKernel(int64_t k, int64_t n, bool transposed, int x, int w, int bias, int y,
-             std::vector<Op> ops)
-      : k_(k), n_(n), transposed_(transposed), x_(x), w_(w), bias_(bias), y_(y),
+  // W is buffer "w" laid out as "layout", or "packed" where given.
+  GemvKernel(int64_t k, int64_t n, WeightsLayout layout, std::shared_ptr<const memory> packed,
+             int x, int w, int bias, int y, std::vector<Op> ops)
+      : k_(k), n_(n), layout_(layout), packed_(std::move(packed)), x_(x), w_(w), bias_(bias), y_(y),
         ops_(std::move(ops)) {}
 
   // y[j] from its sum: plus the bias, then the post-ops.
@@ -138,20 +167,32 @@ public:
 
   Status run(void* const* buffers, const int64_t*) const override {
     const auto* x = static_cast<const float*>(buffers[x_]);
-    const auto* w = static_cast<const float*>(buffers[w_]);
+    const auto* w = static_cast<const float*>(packed_ ? packed_->get_data_handle() : buffers[w_]);
     const float* bias = bias_ < 0 ? nullptr : static_cast<const float*>(buffers[bias_]);
     auto* y = static_cast<float*>(buffers[y_]);
-    if (transposed_) { // w [N, K]: each output a dot product with a contiguous row
+    const int64_t stride = layout_.stride;
+    if (layout_.kind == WeightsLayout::kTransposed) { // each output a dot product with a row
       int64_t blocks = n_ / 8;
 #pragma omp parallel for schedule(static)
       for (int64_t b = 0; b < blocks; ++b) {
         float sums[8];
-        dot8(x, w + 8 * b * k_, k_, k_, sums);
+        dot8(x, w + 8 * b * stride, stride, k_, sums);
         for (int64_t j = 8 * b; j < 8 * b + 8; ++j)
           y[j] = finish(buffers, bias, j, sums[j - 8 * b]);
       }
       for (int64_t j = 8 * blocks; j < n_; ++j)
-        y[j] = finish(buffers, bias, j, dot(x, w + j * k_, k_));
+        y[j] = finish(buffers, bias, j, dot(x, w + j * stride, k_));
+      return Status();
+    }
+    if (layout_.kind == WeightsLayout::kBlocked) { // each block of columns one stream
+      const int64_t block = layout_.block, blocks = (n_ + block - 1) / block;
+#pragma omp parallel for schedule(static)
+      for (int64_t b = 0; b < blocks; ++b) {
+        alignas(64) float acc[kMaxBlock] = {};
+        accumulate_rows(acc, w + b * stride, block, x, k_, block);
+        for (int64_t j = b * block; j < std::min(n_, (b + 1) * block); ++j)
+          y[j] = finish(buffers, bias, j, acc[j - b * block]);
+      }
       return Status();
     }
     int threads = std::max(1, omp_get_max_threads());
@@ -166,7 +207,7 @@ public:
       int64_t first = k_ * t / count, last = k_ * (t + 1) / count;
       float* acc = all + t * n_;
       std::fill(acc, acc + n_, 0.0f);
-      accumulate_rows(acc, w + first * n_, n_, x + first, last - first, n_);
+      accumulate_rows(acc, w + first * stride, stride, x + first, last - first, n_);
 #pragma omp barrier
 #pragma omp for schedule(static)
       for (int64_t j = 0; j < n_; ++j) {
@@ -180,13 +221,21 @@ public:
   }
 
   std::string describe() const override {
-    return fmt::format("Weft matrix-vector product 1x{}x{} (constant weights{})", k_, n_,
-                       transposed_ ? ", transposed" : "");
+    std::string how = layout_.kind == WeightsLayout::kBlocked
+                          ? fmt::format(", packed weights in blocks of {} columns", layout_.block)
+                      : packed_ ? ", packed weights"
+                                : "";
+    return fmt::format("Weft matrix-vector product 1x{}x{} (constant weights{}{})", k_, n_,
+                       layout_.kind == WeightsLayout::kTransposed ? ", transposed" : "", how);
   }
+
+  // The widest block of columns the kernel reads (oneDNN's brgemm takes 64 at most).
+  static constexpr int64_t kMaxBlock = 64;
 
 private:
   int64_t k_, n_;
-  bool transposed_;
+  WeightsLayout layout_;
+  std::shared_ptr<const memory> packed_;
   int x_, w_, bias_, y_;
   std::vector<Op> ops_;
 };
@@ -243,8 +292,23 @@ std::optional<LibraryCall> gemv_call_flat(const Value* x, const Value* w, const 
     kernel_ops.push_back(o);
   }
   int yi = position(call.values, y);
-  call.kernel =
-      std::make_shared<GemvKernel>(k, n, transposed, xi, wi, bi, yi, std::move(kernel_ops));
+  WeightsLayout layout{transposed ? WeightsLayout::kTransposed : WeightsLayout::kRows,
+                       transposed ? k : n};
+  // Weights mapped from a file are read in the form a prompt's matmul packs them in: their
+  // pages then go (Tensor::derived), and the model holds one copy of them, not two.
+  std::shared_ptr<const memory> packed;
+  if (w->constant->is_mapped()) {
+    memory::desc wanted = prompt_weights_layout({k, n});
+    std::optional<WeightsLayout> read = layout_of(wanted, k, n);
+    if (read && (read->kind != WeightsLayout::kBlocked || read->block <= GemvKernel::kMaxBlock)) {
+      layout = *read;
+      packed = reordered_constant(
+          w, memory::desc({k, n}, memory::data_type::f32, transposed ? Dims{1, k} : Dims{n, 1}),
+          wanted);
+    }
+  }
+  call.kernel = std::make_shared<GemvKernel>(k, n, layout, std::move(packed), xi, wi, bi, yi,
+                                             std::move(kernel_ops));
   return call;
 }
 

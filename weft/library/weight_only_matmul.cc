@@ -417,9 +417,19 @@ const float* floats(const Tensor& t) { return reinterpret_cast<const float*>(t.d
 
 } // namespace
 
+// Column c of q [N, K] a byte a weight, from q as given: so already, or (4 bits) two a byte
+// as ONNX packs them, then unpacked into "row".
+const uint8_t* column_of(const uint8_t* q, bool packed, int64_t c, int64_t k,
+                         std::vector<uint8_t>& row) {
+  if (!packed) return q + c * k;
+  row.resize(static_cast<size_t>(k));
+  unpack_elements(DType::kU4, q + c * k / 2, k, row.data());
+  return row.data();
+}
+
 QuantizedMatrix::QuantizedMatrix(int64_t k, int64_t n, int64_t block, int bits, const uint8_t* q,
-                                 const float* scale, const uint8_t* zero, bool int8)
-    : k_(k), n_(n), block_(block), bits_(bits) {
+                                 bool q_packed, const float* scale, const uint8_t* zero, bool int8)
+    : k_(k), n_(n), block_(block), bits_(bits), q_packed_(q_packed) {
   bool groups = k % kGroup == 0 && block % kGroup == 0;
   if (groups && int8 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vnni"))
@@ -436,6 +446,7 @@ QuantizedMatrix::QuantizedMatrix(int64_t k, int64_t n, int64_t block, int bits, 
   // weight scales and scale x zero point ([groups, 32] per tile; the latter unless every zero
   // point is the same).
 void QuantizedMatrix::tile(const uint8_t* q, const float* scale, const uint8_t* zero) {
+  std::vector<uint8_t> row;
   int64_t blocks = (k_ + block_ - 1) / block_, groups = k_ / kGroup;
   int64_t tiles = (n_ + kTile - 1) / kTile;
   if (std::all_of(zero, zero + n_ * blocks, [&](uint8_t z) { return z == zero[0]; }))
@@ -445,9 +456,10 @@ void QuantizedMatrix::tile(const uint8_t* q, const float* scale, const uint8_t* 
   if (!uniform_zero_) tile_zero_scale_.assign(tile_scale_.size(), 0.0f);
   for (int64_t c = 0; c < n_; ++c) {
     int64_t t = c / kTile, h = c % kTile / 16, l = c % 16;
+    const uint8_t* column = column_of(q, q_packed_, c, k_, row);
     for (int64_t g = 0; g < groups; ++g) {
       uint8_t* to = tiles_.data() + (t * groups + g) * tile_group_bytes(bits_) + 4 * l;
-      const uint8_t* from = q + c * k_ + g * kGroup;
+      const uint8_t* from = column + g * kGroup;
       for (int m = 0; m < 4; ++m) {
         for (int i = 0; i < 4; ++i) {
           uint8_t first = from[8 * m + i], second = from[8 * m + 4 + i];
@@ -469,9 +481,11 @@ void QuantizedMatrix::tile(const uint8_t* q, const float* scale, const uint8_t* 
   // Two 4-bit weights a byte, each group of 32 along K as packed_row_avx512 reads it.
 void QuantizedMatrix::pack(const uint8_t* q) {
   packed_.resize(static_cast<size_t>(n_ * k_ / 2));
+  std::vector<uint8_t> row;
   for (int64_t c = 0; c < n_; ++c) {
+    const uint8_t* column = column_of(q, q_packed_, c, k_, row);
     for (int64_t g = 0; g < k_; g += 2 * kLanes) {
-      const uint8_t* from = q + c * k_ + g;
+      const uint8_t* from = column + g;
       uint8_t* to = packed_.data() + (c * k_ + g) / 2;
       for (int i = 0; i < kLanes; ++i)
         to[i] = static_cast<uint8_t>(from[i] | from[i + kLanes] << 4);
@@ -601,8 +615,12 @@ std::shared_ptr<const std::vector<QuantizedMatrix>> quantized_matrices(const Blo
     int64_t n = d[d.size() - 2], k = d.back(), blocks = (k + w.block - 1) / w.block;
     int64_t count = w.q->num_elements() / (n * k);
     m->matrices.reserve(static_cast<size_t>(count));
+    // Read as ONNX packs them where the tensor has that (mapped external data): unpacked a
+    // column at a time, never all of them, where the layouts made here are all runs read.
+    bool packed = w.q->packed() && w.bits == 4 && k % 2 == 0;
+    const uint8_t* q = packed ? reinterpret_cast<const uint8_t*>(w.q->packed()) : bytes(*w.q);
     for (int64_t i = 0; i < count; ++i) {
-      m->matrices.emplace_back(k, n, w.block, w.bits, bytes(*w.q) + i * n * k,
+      m->matrices.emplace_back(k, n, w.block, w.bits, q + i * n * k / (packed ? 2 : 1), packed,
                                floats(*w.scale) + i * n * blocks, bytes(*w.zero) + i * n * blocks,
                                w.int8);
     }
@@ -619,11 +637,16 @@ public:
       : rows_(rows), n_(w.q->dims()[0]), matrices_(quantized_matrices(w)),
         matrix_(matrices_->front()) {}
 
-  // buffers: a, q, scale, zero, y.
+  // Whether the call binds q: not where the matrix never reads it, so that a tensor over
+  // packed bytes (Tensor::over_packed) is never unpacked.
+  bool reads_q() const { return matrix_.reads_q(); }
+
+  // buffers: a, scale, zero, y, then q where it reads it.
   Status run(void* const* buffers, const int64_t* extents) const override {
-    matrix_.multiply(static_cast<const float*>(buffers[0]), rows_.at(extents),
-                     static_cast<const uint8_t*>(buffers[1]), static_cast<const float*>(buffers[2]),
-                     static_cast<const uint8_t*>(buffers[3]), static_cast<float*>(buffers[4]));
+    const auto* q = reads_q() ? static_cast<const uint8_t*>(buffers[4]) : nullptr;
+    matrix_.multiply(static_cast<const float*>(buffers[0]), rows_.at(extents), q,
+                     static_cast<const float*>(buffers[1]), static_cast<const uint8_t*>(buffers[2]),
+                     static_cast<float*>(buffers[3]));
     return Status();
   }
 
@@ -661,8 +684,10 @@ std::optional<LibraryCall> weight_only_matmul_call(const Node& matmul,
     rows = dim_mul(rows, (*a->type.shape)[d]);
   if (rows.is_unknown()) return std::nullopt;
   CallExtent extent = call_extent(rows, call.symbols);
-  call.kernel = std::make_shared<WeightOnlyMatMul>(extent, *w);
-  call.values = {a, dq->inputs[0], dq->inputs[1], dq->inputs[2], y};
+  auto kernel = std::make_shared<WeightOnlyMatMul>(extent, *w);
+  call.values = {a, dq->inputs[1], dq->inputs[2], y};
+  (kernel->reads_q() ? call.values : call.held).push_back(dq->inputs[0]);
+  call.kernel = std::move(kernel);
   call.nodes = {dq, transpose, &matmul};
   return call;
 }

@@ -42,16 +42,21 @@ std::optional<BlockQuantized> block_quantized(const Node& dq);
 // activations; otherwise its kernels read q as given.
 class QuantizedMatrix {
 public:
-  QuantizedMatrix(int64_t k, int64_t n, int64_t block, int bits, const uint8_t* q,
+  // "q_packed": q holds two 4-bit weights a byte as ONNX packs them (else a byte a weight);
+  // read here only.
+  QuantizedMatrix(int64_t k, int64_t n, int64_t block, int bits, const uint8_t* q, bool q_packed,
                   const float* scale, const uint8_t* zero, bool int8);
 
-  // y [rows, N] = a [rows, K] times the weights transposed, on every thread (OpenMP); q, scale
-  // and zero are the matrix's constants as given (read unless the matrix holds its own layout).
+  // y [rows, N] = a [rows, K] times the weights transposed, on every thread (OpenMP); q (a
+  // byte a weight), scale and zero are the matrix's constants as given (q read unless the
+  // matrix holds its own layout, and may then be null).
   void multiply(const float* a, int64_t rows, const uint8_t* q, const float* scale,
                 const uint8_t* zero, float* y) const;
 
   int bits() const { return bits_; }
   bool int8_activations() const { return !tiles_.empty(); }
+  // Whether multiply reads q: not where every run reads the layout it holds (the int8 tiles).
+  bool reads_q() const { return tiles_.empty(); }
   // "K .. N .. (blocks of ..)", and the layout it holds.
   std::string describe() const;
 
@@ -61,6 +66,7 @@ private:
 
   int64_t k_, n_, block_;
   int bits_;
+  bool q_packed_; // during construction
   // The layouts it holds are streamed at each run, in Weft's host memory (huge pages from 2
   // MiB, host_memory.h), as the constants q, scale and zero are.
   using Bytes = std::vector<uint8_t, UninitializedAllocator<uint8_t>>;

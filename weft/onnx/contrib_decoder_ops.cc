@@ -368,8 +368,8 @@ Status expand_qmoe(Expansion& e) {
     const onnx::TensorProto *qp = e.constant(e.in(weights)), *sp = e.constant(e.in(scales));
     if (!qp || !sp)
       return Status::error("expert weights and scales given at run time are not supported");
-    WEFT_ASSIGN_OR_RETURN(Tensor q, e.tensor(*qp));
-    WEFT_ASSIGN_OR_RETURN(Tensor scale, e.tensor(*sp));
+    WEFT_ASSIGN_OR_RETURN(const Tensor q, e.tensor(*qp));
+    WEFT_ASSIGN_OR_RETURN(const Tensor scale, e.tensor(*sp));
     const std::vector<int64_t>& qd = q.dims();
     if (q.dtype() != DType::kU8 || qd.size() != 3 || !dtype_is_float(scale.dtype()))
       return Status::error("expert weights must be uint8 [E, N, K * bits / 8] with float scales");
@@ -381,7 +381,7 @@ Status expand_qmoe(Expansion& e) {
       return Status::error(fmt::format("scales must hold {} x {} x {} values", experts, n, blocks));
     DType type = bits == 4 ? DType::kU4 : DType::kU8;
     // qd[2] bytes a row: ONNX's packing of u4 (low bits first) or u8.
-    std::string packed = e.packed_constant(type, {experts, n, k}, q.data(), q.num_bytes());
+    std::string packed = e.packed_constant(type, {experts, n, k}, q.data(), q.num_bytes(), *qp);
     Tensor s(scale.dtype(), {experts, n, blocks}), zero(type, {experts, n, blocks});
     std::copy_n(scale.data(), s.num_bytes(), s.data());
     for (int64_t i = 0; i < zero.num_elements(); ++i)

@@ -145,13 +145,21 @@ public:
 
   // A Constant of "type" and "dims" whose value is "bytes" as ONNX packs them (u4 two to a
   // byte, low bits first): packed weights go in without unpacking here.
+  // Where "source" (the initializer the bytes were read from) lies in an external data file,
+  // the Constant's value points there too, not copied: read in where it lies (tensor_proto.h).
   std::string packed_constant(DType type, const std::vector<int64_t>& dims, const std::byte* bytes,
-                              size_t size) {
+                              size_t size, const onnx::TensorProto& source) {
     onnx::TensorProto t;
     t.set_data_type(dtype_to_onnx(type));
     for (int64_t d : dims)
       t.add_dims(d);
-    t.set_raw_data(std::string(reinterpret_cast<const char*>(bytes), size));
+    if (source.data_location() == onnx::TensorProto::EXTERNAL) {
+      t.set_name(source.name());
+      t.set_data_location(onnx::TensorProto::EXTERNAL);
+      *t.mutable_external_data() = source.external_data();
+    } else {
+      t.set_raw_data(std::string(reinterpret_cast<const char*>(bytes), size));
+    }
     onnx::AttributeProto value;
     value.set_name("value");
     value.set_type(onnx::AttributeProto::TENSOR);

@@ -180,8 +180,8 @@ Status expand_matmul_nbits(Expansion& e) {
                           *zp = e.in(3).empty() ? nullptr : e.constant(e.in(3));
   if (!bp || !sp || (!e.in(3).empty() && !zp))
     return Status::error("B, scales and zero_points given at run time are not supported");
-  WEFT_ASSIGN_OR_RETURN(Tensor b, e.tensor(*bp));
-  WEFT_ASSIGN_OR_RETURN(Tensor scales, e.tensor(*sp));
+  WEFT_ASSIGN_OR_RETURN(const Tensor b, e.tensor(*bp));
+  WEFT_ASSIGN_OR_RETURN(const Tensor scales, e.tensor(*sp));
   std::optional<Tensor> zeros;
   if (zp) {
     WEFT_ASSIGN_OR_RETURN(zeros, e.tensor(*zp));
@@ -211,7 +211,7 @@ Status expand_matmul_nbits(Expansion& e) {
     }
     std::string weights;
     if (k % block == 0) { // B's bytes are q's ONNX packing, [N, K] low bits first: as they are
-      weights = e.packed_constant(type, {n, k}, b.data(), b.num_bytes());
+      weights = e.packed_constant(type, {n, k}, b.data(), b.num_bytes(), *bp);
     } else { // each block's bytes padded: unpacked one value at a time
       Tensor q(type, {n, k});
       auto* to = reinterpret_cast<uint8_t*>(q.data()); // (u4 and u8 hold a byte each)

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -36,26 +37,9 @@ size_t packed_bytes(DType dtype, int64_t count) {
 
 // The sub-byte elements of "packed" (lowest bits first), one a byte in "out" (in its low
 // bits, as Weft keeps them).
-template <int kBits> void unpack_bits(const uint8_t* packed, int64_t n, uint8_t* dst) {
-  constexpr int kPerByte = 8 / kBits;
-  constexpr unsigned kMask = (1u << kBits) - 1;
-  int64_t whole = n / kPerByte;
-  for (int64_t b = 0; b < whole; ++b) {
-    unsigned byte = packed[b];
-    for (int j = 0; j < kPerByte; ++j)
-      dst[b * kPerByte + j] = static_cast<uint8_t>((byte >> (kBits * j)) & kMask);
-  }
-  for (int64_t i = whole * kPerByte; i < n; ++i)
-    dst[i] = static_cast<uint8_t>((packed[whole] >> (kBits * (i - whole * kPerByte))) & kMask);
-}
-
 // Every element of "out" written (a byte each), from "packed", low bits first.
 void unpack(const uint8_t* packed, Tensor& out) {
-  auto* dst = reinterpret_cast<uint8_t*>(out.data());
-  switch (dtype_packed_bits(out.dtype())) {
-    case 2: return unpack_bits<2>(packed, out.num_elements(), dst);
-    default: return unpack_bits<4>(packed, out.num_elements(), dst);
-  }
+  unpack_elements(out.dtype(), packed, out.num_elements(), reinterpret_cast<uint8_t*>(out.data()));
 }
 
 std::string pack(const Tensor& t) {
@@ -120,9 +104,14 @@ Status read_typed_fields(const P& proto, Tensor& out) {
   }
 }
 
-// Reads the tensor's "expected" bytes of external data into "into".
-Status read_external(const P& proto, const std::string& base_dir, size_t expected,
-                     std::byte* into) {
+// Where the tensor's "expected" bytes of external data lie: a file and an offset.
+struct ExternalBytes {
+  std::filesystem::path path;
+  int64_t offset = 0;
+};
+
+Result<ExternalBytes> locate_external(const P& proto, const std::string& base_dir,
+                                      size_t expected) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& entry : proto.external_data()) {
@@ -156,10 +145,35 @@ Status read_external(const P& proto, const std::string& base_dir, size_t expecte
     return tensor_error(proto,
                         fmt::format("has {} bytes of data, its dims need {}", length, expected));
   }
-  in.seekg(offset);
-  in.read(reinterpret_cast<char*>(into), length);
-  if (!in) return tensor_error(proto, "cannot read external data from " + path.string());
+  return ExternalBytes{path, offset};
+}
+
+// Reads the tensor's "expected" bytes of external data into "into".
+Status read_external(const P& proto, const std::string& base_dir, size_t expected,
+                     std::byte* into) {
+  WEFT_ASSIGN_OR_RETURN(ExternalBytes at, locate_external(proto, base_dir, expected));
+  std::ifstream in(at.path, std::ios::binary);
+  in.seekg(at.offset);
+  in.read(reinterpret_cast<char*>(into), static_cast<std::streamsize>(expected));
+  if (!in) return tensor_error(proto, "cannot read external data from " + at.path.string());
   return Status();
+}
+
+// The tensor as it lies in its mapped external data file, where it starts on a cache line
+// (as Weft's own tensors do: kernels' vectors then do not straddle lines); ONNX's writer
+// puts tensors of 1 MB and more on page boundaries. Null otherwise.
+Result<std::optional<Tensor>> mapped_external(const P& proto, const std::string& base_dir,
+                                              DType dtype, std::vector<int64_t> dims,
+                                              size_t expected) {
+  if (!MappedFile::enabled() || expected == 0) return std::optional<Tensor>();
+  WEFT_ASSIGN_OR_RETURN(ExternalBytes at, locate_external(proto, base_dir, expected));
+  if (at.offset % 64 != 0) return std::optional<Tensor>();
+  Result<std::shared_ptr<const MappedFile>> file = MappedFile::open(at.path.string());
+  // Where the mapping fails, or the file changed since it was measured, the read names why.
+  if (!file.ok() || expected > (*file)->size() - std::min<size_t>(at.offset, (*file)->size()))
+    return std::optional<Tensor>();
+  return std::optional<Tensor>(
+      Tensor::mapped(dtype, std::move(dims), *file, static_cast<size_t>(at.offset)));
 }
 
 } // namespace
@@ -182,12 +196,19 @@ Result<Tensor> tensor_from_proto(const P& proto, const std::string& base_dir) {
   bool sub_byte = dtype_packed_bits(*dtype) < 8;
   const std::string* raw = nullptr;
   std::string external;
-  if (proto.data_location() == P::EXTERNAL && !sub_byte) { // read where it stays
+  if (proto.data_location() == P::EXTERNAL && !sub_byte) { // used or read where it stays
+    WEFT_ASSIGN_OR_RETURN(std::optional<Tensor> mapped,
+                          mapped_external(proto, base_dir, *dtype, dims, num_bytes));
+    if (mapped) return std::move(*mapped);
     Tensor out = Tensor::uninitialized(*dtype, dims);
     WEFT_RETURN_IF_ERROR(read_external(proto, base_dir, num_bytes, out.data()));
     return out;
   }
-  if (proto.data_location() == P::EXTERNAL) {
+  if (proto.data_location() == P::EXTERNAL) { // unpacked when first read, where mapped
+    WEFT_ASSIGN_OR_RETURN(
+        std::optional<Tensor> mapped,
+        mapped_external(proto, base_dir, DType::kU8, {static_cast<int64_t>(num_bytes)}, num_bytes));
+    if (mapped) return Tensor::over_packed(*dtype, dims, std::move(*mapped));
     external.resize(num_bytes);
     WEFT_RETURN_IF_ERROR(
         read_external(proto, base_dir, num_bytes, reinterpret_cast<std::byte*>(external.data())));
