@@ -101,7 +101,7 @@ public:
       : tokens_(tokens), hidden_(hidden), experts_(experts), attrs_(attrs), fc1_(std::move(fc1)),
         fc2_(std::move(fc2)) {}
 
-  // buffers: x, logits, fc1's (weights or q, scale, zero; bias), fc2's, y.
+  // buffers: x, logits, fc1's (weights, or scale, zero and q where read; bias), fc2's, y.
   Status run(void* const* buffers, const int64_t* extents) const override {
     int64_t tokens = tokens_.at(extents), k = attrs_.k;
     const auto* x = static_cast<const float*>(buffers[0]);
@@ -178,9 +178,10 @@ private:
       dnnl_sgemm('N', 'T', rows, w.n, w.k, 1.0f, a, w.k, we, w.k, 0.0f, out, w.n);
     } else {
       int64_t at = e * w.n * w.blocks;
+      const auto* q =
+          w.weights < 0 ? nullptr : static_cast<const uint8_t*>(buffers[w.weights]) + e * w.n * w.k;
       (*w.matrices)[static_cast<size_t>(e)].multiply(
-          a, rows, static_cast<const uint8_t*>(buffers[w.weights]) + e * w.n * w.k,
-          static_cast<const float*>(buffers[w.scale]) + at,
+          a, rows, q, static_cast<const float*>(buffers[w.scale]) + at,
           static_cast<const uint8_t*>(buffers[w.zero]) + at, out);
     }
     if (w.bias < 0) return;
@@ -230,18 +231,24 @@ private:
   int last_ = 0;
 };
 
-// The kernel's view of "l", its buffers appended to "values".
-Weights weights_of(const Linear& l, std::vector<const Value*>& values) {
+// The kernel's view of "l", its buffers appended to the call's values; quantized weights that
+// every expert's matrix holds in a layout of its own are not bound (LibraryCall::held).
+Weights weights_of(const Linear& l, LibraryCall& call) {
+  std::vector<const Value*>& values = call.values;
   Weights w;
   w.n = l.n, w.k = l.k;
   if (l.quantized) {
     const Node& dq = *l.dequantize;
     const BlockQuantized& b = *l.quantized;
     w.blocks = (l.k + b.block - 1) / b.block;
-    w.weights = static_cast<int>(values.size());
-    values.insert(values.end(), {dq.inputs[0], dq.inputs[1], dq.inputs[2]});
-    w.scale = w.weights + 1, w.zero = w.weights + 2;
     w.matrices = quantized_matrices(b);
+    w.scale = static_cast<int>(values.size());
+    w.zero = w.scale + 1;
+    values.insert(values.end(), {dq.inputs[1], dq.inputs[2]});
+    bool read = std::any_of(w.matrices->begin(), w.matrices->end(),
+                            [](const QuantizedMatrix& m) { return m.reads_q(); });
+    if (read) w.weights = static_cast<int>(values.size());
+    (read ? values : call.held).push_back(dq.inputs[0]);
   } else {
     w.weights = static_cast<int>(values.size());
     values.push_back(l.weights);
@@ -265,7 +272,7 @@ std::optional<LibraryCall> moe_call(const Node& moe, const SoleReader& sole_read
   LibraryCall call;
   call.values = {moe.inputs[0], moe.inputs[1]};
   CallExtent tokens = call_extent(f->tokens, call.symbols);
-  Weights fc1 = weights_of(f->fc1, call.values), fc2 = weights_of(f->fc2, call.values);
+  Weights fc1 = weights_of(f->fc1, call), fc2 = weights_of(f->fc2, call);
   auto kernel = std::make_shared<MixtureOfExperts>(
       tokens, f->hidden, f->experts, moe.attrs_as<MoEAttrs>(), std::move(fc1), std::move(fc2));
   kernel->set_last(static_cast<int>(call.values.size()));

@@ -206,6 +206,33 @@ dequantize_avx512(const uint8_t* __restrict q, const float* __restrict scale,
   }
 }
 
+// The same from 4-bit weights packed as packed_row_avx512 reads them (K and the blocks
+// multiples of 32).
+__attribute__((target("avx512f"))) void
+dequantize_packed_avx512(const uint8_t* __restrict packed, const float* __restrict scale,
+                         const uint8_t* __restrict zero, float* __restrict w, int64_t k,
+                         int64_t block, int64_t first, int64_t last) {
+  int64_t blocks = k / block;
+  const __m128i low = _mm_set1_epi8(0x0F);
+  for (int64_t c = first; c < last; ++c) {
+    const uint8_t* row = packed + c * (k / 2);
+    float* out = w + (c - first) * k;
+    for (int64_t b = 0; b < blocks; ++b) {
+      float s = scale[c * blocks + b];
+      __m512 vs = _mm512_set1_ps(s),
+             vzs = _mm512_set1_ps(static_cast<float>(zero[c * blocks + b]) * s);
+      for (int64_t i = b * block; i < (b + 1) * block; i += 2 * kLanes) {
+        __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + i / 2));
+        __m128i lo = _mm_and_si128(bytes, low), hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), low);
+        _mm512_storeu_ps(out + i,
+                         _mm512_fmsub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(lo)), vs, vzs));
+        _mm512_storeu_ps(out + i + kLanes,
+                         _mm512_fmsub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(hi)), vs, vzs));
+      }
+    }
+  }
+}
+
 // y[r, c + j] = dot(a row r, w row j) for ROWS rows and COLS columns of f32 weights w [., K].
 template <int ROWS, int COLS>
 __attribute__((target("avx512f"))) inline void
@@ -534,7 +561,9 @@ void QuantizedMatrix::multiply(const float* a, int64_t rows, const uint8_t* q, c
       return;
     }
     static const bool avx512 = __builtin_cpu_supports("avx512f");
-    if (avx512 && rows > kDirectRows) {
+    // With the packed weights (AVX-512) every row count takes this path, so that q is never
+    // read (Tensor::over_packed leaves it packed).
+    if (avx512 && (rows > kDirectRows || !packed_.empty())) {
       // A prompt: each chunk of kColumns columns dequantized once into f32 in cache, then
       // every row against it, in tiles of 4 x 4 (dequantizing again for each group of 4 rows
       // took 1.25x as long for 32 rows).
@@ -546,7 +575,10 @@ void QuantizedMatrix::multiply(const float* a, int64_t rows, const uint8_t* q, c
         int64_t first = n_ * t / count, last = n_ * (t + 1) / count;
         for (int64_t c = first; c < last; c += kColumns) {
           int64_t end = std::min(c + kColumns, last);
-          dequantize_avx512(q, scale, zero, w.data(), k_, block_, c, end);
+          if (packed_.empty())
+            dequantize_avx512(q, scale, zero, w.data(), k_, block_, c, end);
+          else
+            dequantize_packed_avx512(packed_.data(), scale, zero, w.data(), k_, block_, c, end);
           float_rows_avx512(a, w.data(), y + c, n_, rows, k_, end - c);
         }
       }

@@ -55,8 +55,9 @@ public:
 
   int bits() const { return bits_; }
   bool int8_activations() const { return !tiles_.empty(); }
-  // Whether multiply reads q: not where every run reads the layout it holds (the int8 tiles).
-  bool reads_q() const { return tiles_.empty(); }
+  // Whether multiply reads q: not where it holds a layout (the int8 tiles, or the packed
+  // 4-bit weights, which prompts dequantize from too).
+  bool reads_q() const { return tiles_.empty() && packed_.empty(); }
   // "K .. N .. (blocks of ..)", and the layout it holds.
   std::string describe() const;
 
