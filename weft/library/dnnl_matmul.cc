@@ -128,7 +128,7 @@ LibraryCall make_matmul(const Node& n, const MatMulOperands& m, const Value* bia
   return call;
 }
 
-// The rows of A that packed_matmul_weights asks oneDNN about: a prompt's few dozen tokens.
+// The rows of A that prompt_weights_layout asks oneDNN about: a prompt's few dozen tokens.
 // (oneDNN's brgemm matmul blocks B by its columns alone; the gemm-based one on padded rows
 // up to kPaddedWeightsRows.)
 constexpr int64_t kPromptRows = 32;

@@ -35,9 +35,8 @@ size_t packed_bytes(DType dtype, int64_t count) {
   return static_cast<size_t>((count * dtype_packed_bits(dtype) + 7) / 8);
 }
 
-// The sub-byte elements of "packed" (lowest bits first), one a byte in "out" (in its low
-// bits, as Weft keeps them).
-// Every element of "out" written (a byte each), from "packed", low bits first.
+// Every element of "out" written (a byte each, in its low bits, as Weft keeps them), from
+// "packed", lowest bits first.
 void unpack(const uint8_t* packed, Tensor& out) {
   unpack_elements(out.dtype(), packed, out.num_elements(), reinterpret_cast<uint8_t*>(out.data()));
 }
