@@ -442,8 +442,6 @@ const uint8_t* bytes(const Tensor& t) { return reinterpret_cast<const uint8_t*>(
 
 const float* floats(const Tensor& t) { return reinterpret_cast<const float*>(t.data()); }
 
-} // namespace
-
 // Column c of q [N, K] a byte a weight, from q as given: so already, or (4 bits) two a byte
 // as ONNX packs them, then unpacked into "row".
 const uint8_t* column_of(const uint8_t* q, bool packed, int64_t c, int64_t k,
@@ -454,15 +452,17 @@ const uint8_t* column_of(const uint8_t* q, bool packed, int64_t c, int64_t k,
   return row.data();
 }
 
+} // namespace
+
 QuantizedMatrix::QuantizedMatrix(int64_t k, int64_t n, int64_t block, int bits, const uint8_t* q,
                                  bool q_packed, const float* scale, const uint8_t* zero, bool int8)
-    : k_(k), n_(n), block_(block), bits_(bits), q_packed_(q_packed) {
+    : k_(k), n_(n), block_(block), bits_(bits) {
   bool groups = k % kGroup == 0 && block % kGroup == 0;
   if (groups && int8 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vnni"))
-    tile(q, scale, zero);
+    tile(q, q_packed, scale, zero);
   else if (groups && bits == 4 && __builtin_cpu_supports("avx512f"))
-    pack(q);
+    pack(q, q_packed);
 }
 
   // The int8 path's tiles: for each 32 columns (the last padded with zeros) and group of 32
@@ -472,7 +472,8 @@ QuantizedMatrix::QuantizedMatrix(int64_t k, int64_t n, int64_t block, int bits, 
   // vectors, the first in vector 4 m + h and the second in 4 m + 2 + h. With them, each group's
   // weight scales and scale x zero point ([groups, 32] per tile; the latter unless every zero
   // point is the same).
-void QuantizedMatrix::tile(const uint8_t* q, const float* scale, const uint8_t* zero) {
+void QuantizedMatrix::tile(const uint8_t* q, bool q_packed, const float* scale,
+                           const uint8_t* zero) {
   std::vector<uint8_t> row;
   int64_t blocks = (k_ + block_ - 1) / block_, groups = k_ / kGroup;
   int64_t tiles = (n_ + kTile - 1) / kTile;
@@ -483,7 +484,7 @@ void QuantizedMatrix::tile(const uint8_t* q, const float* scale, const uint8_t* 
   if (!uniform_zero_) tile_zero_scale_.assign(tile_scale_.size(), 0.0f);
   for (int64_t c = 0; c < n_; ++c) {
     int64_t t = c / kTile, h = c % kTile / 16, l = c % 16;
-    const uint8_t* column = column_of(q, q_packed_, c, k_, row);
+    const uint8_t* column = column_of(q, q_packed, c, k_, row);
     for (int64_t g = 0; g < groups; ++g) {
       uint8_t* to = tiles_.data() + (t * groups + g) * tile_group_bytes(bits_) + 4 * l;
       const uint8_t* from = column + g * kGroup;
@@ -506,11 +507,11 @@ void QuantizedMatrix::tile(const uint8_t* q, const float* scale, const uint8_t* 
 }
 
   // Two 4-bit weights a byte, each group of 32 along K as packed_row_avx512 reads it.
-void QuantizedMatrix::pack(const uint8_t* q) {
+void QuantizedMatrix::pack(const uint8_t* q, bool q_packed) {
   packed_.resize(static_cast<size_t>(n_ * k_ / 2));
   std::vector<uint8_t> row;
   for (int64_t c = 0; c < n_; ++c) {
-    const uint8_t* column = column_of(q, q_packed_, c, k_, row);
+    const uint8_t* column = column_of(q, q_packed, c, k_, row);
     for (int64_t g = 0; g < k_; g += 2 * kLanes) {
       const uint8_t* from = column + g;
       uint8_t* to = packed_.data() + (c * k_ + g) / 2;

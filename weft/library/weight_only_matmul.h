@@ -62,12 +62,12 @@ public:
   std::string describe() const;
 
 private:
-  void tile(const uint8_t* q, const float* scale, const uint8_t* zero);
-  void pack(const uint8_t* q);
+  // From q as the constructor takes it ("q_packed": two a byte).
+  void tile(const uint8_t* q, bool q_packed, const float* scale, const uint8_t* zero);
+  void pack(const uint8_t* q, bool q_packed);
 
   int64_t k_, n_, block_;
   int bits_;
-  bool q_packed_; // during construction
   // The layouts it holds are streamed at each run, in Weft's host memory (huge pages from 2
   // MiB, host_memory.h), as the constants q, scale and zero are.
   using Bytes = std::vector<uint8_t, UninitializedAllocator<uint8_t>>;
