@@ -1,13 +1,14 @@
 // Host memory for tensors and kernels' working memory.
 //
 // Every block starts on a cache line. Blocks of at least kHugePageBytes start on a 2 MiB
-// boundary and are marked for transparent huge pages (madvise(MADV_HUGEPAGE) on Linux; in the
-// common THP mode "madvise" only marked memory gets them): a kernel that streams 64 MB then
-// crosses 32 pages instead of 16384, with fewer TLB misses and fewer page boundaries, where
-// hardware prefetchers stop (ROW, COLUMN, ALL and MIDDLE sums at 64 MB ran 25-40% faster).
+// boundary and their whole 2 MiB pages are marked for transparent huge pages
+// (madvise(MADV_HUGEPAGE) on Linux; in the common THP mode "madvise" only marked memory gets
+// them): a kernel that streams 64 MB then crosses 32 pages instead of 16384, with fewer TLB
+// misses and fewer page boundaries, where hardware prefetchers stop (ROW, COLUMN, ALL and
+// MIDDLE sums at 64 MB ran 25-40% faster). The rest of a block, under 2 MiB, is on small pages.
 //
 // Freed blocks of 128 KiB and more are kept, up to 512 MiB in all by default, for the next
-// allocation of the same rounded size (whole huge pages, or 64 KiB below them): a run
+// allocation of the same rounded size (a whole number of 64 KiB): a run
 // allocates its outputs anew each time, and a block fresh from the kernel costs a page fault
 // and the zeroing of each page on first touch (softmax's 16 MB output took 0.9 of its 1.8 ms
 // that way; malloc maps blocks of 128 KiB and more afresh once their size grows, as a KV

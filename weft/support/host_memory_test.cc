@@ -42,6 +42,8 @@ TEST(HostMemory, SmallBlocksStartOnACacheLine) {
 }
 
 TEST(HostMemory, LargeBlocksStartOnAHugePageAndAskForHugePages) {
+  // Their whole huge pages: the last 12345 bytes stay on small pages, where a huge one would
+  // hold 2 MiB for them.
   size_t bytes = 3 * kHugePageBytes + 12345;
   auto* p = static_cast<unsigned char*>(allocate_host_memory(bytes));
   ASSERT_NE(p, nullptr);
@@ -53,6 +55,9 @@ TEST(HostMemory, LargeBlocksStartOnAHugePageAndAskForHugePages) {
   // "hg": the mapping was advised MADV_HUGEPAGE (proc(5)). No smaps (some sandboxes): skip.
   if (!flags.empty()) {
     EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
+    EXPECT_NE(vm_flags_of(p + 3 * kHugePageBytes - 1).find(" hg"), std::string::npos);
+    std::string tail = vm_flags_of(p + 3 * kHugePageBytes);
+    EXPECT_EQ(tail.find(" hg"), std::string::npos) << tail;
   }
 #endif
   free_host_memory(p, bytes);
