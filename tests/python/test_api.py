@@ -405,6 +405,30 @@ def test_dynamic_shapes_kv_cache_concat():
     assert compiled.compiled_variants == 1
 
 
+def test_dynamic_shapes_kv_cache_head_size_checked_per_run():
+    """The past keys' head size has a symbol of its own, D, where the new keys' is 64 (as
+    ONNX Runtime GenAI's builder writes kv_cache_dim): one compile takes D to be 64, and a
+    past with another head size gets the model's own error (it was read as 64 wide, past its
+    end)."""
+    f = TensorProto.FLOAT
+    model = make_model(
+        [helper.make_node("Concat", ["new", "past"], ["keys"], axis=2)],
+        [helper.make_tensor_value_info("past", f, ["N", 2, "P", "D"]),
+         helper.make_tensor_value_info("new", f, ["N", 2, "T", 64])],
+        [helper.make_tensor_value_info("keys", f, ["N", 2, "K", 64])])
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    rng = np.random.default_rng(10)
+    for p in (0, 5, 9):
+        past = rng.standard_normal((1, 2, p, 64)).astype(np.float32)
+        new = rng.standard_normal((1, 2, 1, 64)).astype(np.float32)
+        np.testing.assert_array_equal(compiled.run({"past": past, "new": new})["keys"],
+                                      np.concatenate([new, past], axis=2))
+    assert compiled.compiled_variants == 1
+    past = np.ones((1, 2, 200000, 1), np.float32)
+    with pytest.raises(weft.WeftError, match="Concat inputs must match off axis 2"):
+        compiled.run({"past": past, "new": np.ones((1, 2, 1, 64), np.float32)})
+
+
 def test_dynamic_shapes_tile_by_a_computed_batch():
     """BLOOM's ALiBi bias: a [4, 1, T] tensor tiled by the batch that Shape reads, [4N, 1, T],
     compiles once."""

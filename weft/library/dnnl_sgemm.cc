@@ -118,7 +118,10 @@ public:
       for (int64_t i = 0; i < batches; ++i)
         one(i);
     }
-    if (failed) return Status::error("oneDNN's sgemm failed");
+    if (failed)
+      return Status::error(
+          fmt::format("oneDNN's sgemm failed: {}{} m {} n {} k {}, lda {} ldb {} ldc {}", ta, tb, m,
+                      n, k, lda, ldb, ldc));
     return {};
   }
 

@@ -147,6 +147,39 @@ TEST(UnifyDims, AnInputSymbolTakesTheDimItIsBroadcastWith) {
   EXPECT_FALSE(*unified);
 }
 
+// Dims that a Concat (off its axis), a MatMul or a Gemm (inner) requires to be equal: an
+// input's symbol takes the other, static or not, everywhere; each run then checks the input's
+// extent (a Concat of [2, 4000000] and [1, 3] along axis 0 read past the end: a segfault).
+TEST(UnifyDims, ConcatAndMatMulDimsThatMustBeEqualAreTaken) {
+  Graph g = testing::graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[N, 4, P, D] past, float[N, 4, T, 2] new, float[N, K] a, float[L, 3] b,
+       float[N, 6] c, float[5, I] d) => (float[N, 4, Q, R] keys, float[N, 3] y,
+                                         float[N, S] z, float[N, 5] w) {
+      keys = Concat <axis = 2> (past, new)
+      y = MatMul (a, b)
+      z = Concat <axis = 1> (a, a)
+      w = Gemm <transB = 1> (c, d)
+    })");
+  ASSERT_TRUE(infer_shapes(g).ok());
+  int unified_count = 0;
+  for (;;) {
+    Result<bool> unified = unify_dims(g);
+    ASSERT_TRUE(unified.ok()) << unified.status().message();
+    if (!*unified) break;
+    ++unified_count;
+    ASSERT_TRUE(infer_shapes(g).ok());
+  }
+  EXPECT_EQ(unified_count, 3);
+  EXPECT_EQ(g.find_value("past")->type.to_string(), "f32[N,4,P,2]");
+  EXPECT_EQ(g.find_value("d")->type.to_string(), "f32[5,6]");
+  EXPECT_EQ(g.find_value("keys")->type.to_string(), "f32[N,4,(P+T)/1,2]");
+  // K and L: one takes the other.
+  std::string a = g.find_value("a")->type.to_string(), b = g.find_value("b")->type.to_string();
+  EXPECT_TRUE((a == "f32[N,L]" && b == "f32[L,3]") || (a == "f32[N,K]" && b == "f32[K,3]"))
+      << a << " " << b;
+}
+
 // Dims that are not an input's symbol on one side stay as they are.
 TEST(UnifyDims, ComputedDimsOnBothSidesStay) {
   Graph g = testing::graph_from_text(R"(

@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "weft/graph/attrs.h"
+#include "weft/graph/shape_functions.h"
 #include "weft/support/log.h"
 
 namespace weft {
@@ -29,13 +30,61 @@ bool is_broadcasting(Op op) {
   return kOps.contains(op);
 }
 
+// Groups of dims that "n" requires to be equal: a Concat's inputs' off its axis, a MatMul's
+// or Gemm's inner dims (none of them broadcasts).
+std::vector<std::vector<Dim>> required_equal(const Node& n) {
+  std::vector<std::vector<Dim>> groups;
+  auto shape = [&](size_t i) -> const Shape* {
+    const Value* v = n.input(i);
+    return v && v->type.shape ? &*v->type.shape : nullptr;
+  };
+  if (n.op_type == Op::kConcat && shape(0)) {
+    size_t rank = shape(0)->size();
+    Result<int64_t> axis = normalize_axis(n.attrs_as<AxisAttrs>().axis, static_cast<int64_t>(rank));
+    if (!axis.ok()) return groups;
+    for (size_t k = 0; k < rank; ++k) {
+      if (static_cast<int64_t>(k) == *axis) continue;
+      groups.emplace_back();
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        if (shape(i) && shape(i)->size() == rank) groups.back().push_back((*shape(i))[k]);
+      }
+    }
+  } else if (n.op_type == Op::kMatMul && shape(0) && shape(1) && !shape(0)->empty() &&
+             !shape(1)->empty()) {
+    const Shape &a = *shape(0), &b = *shape(1);
+    groups.push_back({a.back(), b.size() == 1 ? b[0] : b[b.size() - 2]});
+  } else if (n.op_type == Op::kGemm && shape(0) && shape(1) && shape(0)->size() == 2 &&
+             shape(1)->size() == 2) {
+    const auto& g = n.attrs_as<GemmAttrs>();
+    groups.push_back({(*shape(0))[g.trans_a ? 0 : 1], (*shape(1))[g.trans_b ? 1 : 0]});
+  }
+  return groups;
+}
+
+// The (symbol, dim) to unify where "n" requires dims to be equal (required_equal) and two
+// differ, one of them an input's symbol that the other does not contain. A Concat of a KV
+// cache's past [N, 4, P, D] and the new keys [N, 4, T, 64] gives D = 64.
+std::optional<std::pair<std::string, Dim>>
+required_candidate(const Node& n, const std::set<std::string>& input_symbols) {
+  for (const std::vector<Dim>& group : required_equal(n)) {
+    for (const Dim& s : group) {
+      if (!dim_is_symbol(s) || !input_symbols.contains(s.symbol_name())) continue;
+      for (const Dim& other : group) {
+        if (other != s && !other.is_unknown() && !contains(other, s.symbol_name()))
+          return std::pair{s.symbol_name(), other};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 // The (symbol, dim) to unify at a broadcasting node whose inputs meet with two different
-// dims on one axis, one of them an input's symbol that the other does not contain.
+// dims on one axis, one of them an input's symbol that the other does not contain; or where
+// "n" requires dims to be equal (required_candidate).
 std::optional<std::pair<std::string, Dim>> candidate(const Node& n,
                                                      const std::set<std::string>& input_symbols) {
-  if (!is_broadcasting(n.op_type) || n.outputs.empty() || !n.outputs[0] ||
-      !n.outputs[0]->type.shape)
-    return std::nullopt;
+  if (!is_broadcasting(n.op_type)) return required_candidate(n, input_symbols);
+  if (n.outputs.empty() || !n.outputs[0] || !n.outputs[0]->type.shape) return std::nullopt;
   size_t rank = n.outputs[0]->type.shape->size();
   for (size_t i = 0; i < rank; ++i) {
     std::vector<Dim> met;

@@ -10,7 +10,11 @@
 // where it does not (the mask's axis broadcast from 1, say) compiles for its own shapes.
 // Where one of them is a difference M - P of such a symbol M (a Slice from a symbolic start
 // to M: OPT's positions past the past length P of its mask of length M) and the other is T,
-// M is taken to be T + P.
+// M is taken to be T + P. Dims that an op requires to be equal (a Concat's inputs' off its
+// axis, a MatMul's or Gemm's inner dims) are unified likewise, a static one included: a KV
+// cache's past [N, 4, P, D] concatenated with the new keys [N, 4, T, 64] gives D = 64, so a
+// run with another D compiles for its own shapes (and meets the model's error) rather than
+// reading past the end of the past.
 //
 // Requires: inferred shapes (a broadcast of two different symbols gives an unknown dim).
 // Returns whether it unified any symbol; shapes must then be inferred again.
