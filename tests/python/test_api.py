@@ -429,6 +429,31 @@ def test_dynamic_shapes_kv_cache_head_size_checked_per_run():
         compiled.run({"past": past, "new": np.ones((1, 2, 1, 64), np.float32)})
 
 
+def test_dynamic_shapes_declared_length_checked_per_run():
+    """The present keys declared [N, M, 2] with M the mask's length, as ONNX Runtime GenAI's
+    builder declares its present: the Concat computes P + T rows, so one compile takes M to be
+    P + T, and a mask of another length compiles for its own shapes (the declared M had sized
+    the buffer that P + T rows were written into: a heap corruption)."""
+    f = TensorProto.FLOAT
+    model = make_model(
+        [helper.make_node("Concat", ["past", "new"], ["present"], axis=1),
+         helper.make_node("ReduceSum", ["mask"], ["m"], keepdims=0)],
+        [helper.make_tensor_value_info("past", f, ["N", "P", 2]),
+         helper.make_tensor_value_info("new", f, ["N", "T", 2]),
+         helper.make_tensor_value_info("mask", f, ["N", "M"])],
+        [helper.make_tensor_value_info("present", f, ["N", "M", 2]),
+         helper.make_tensor_value_info("m", f, ["N"])])
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    rng = np.random.default_rng(11)
+    for p, t, m in ((4, 1, 5), (9, 2, 11), (30000, 1, 3)):
+        x = {"past": rng.standard_normal((1, p, 2)), "new": rng.standard_normal((1, t, 2)),
+             "mask": np.ones((1, m))}
+        x = {k: v.astype(np.float32) for k, v in x.items()}
+        np.testing.assert_array_equal(compiled.run(x)["present"],
+                                      np.concatenate([x["past"], x["new"]], axis=1))
+        assert compiled.compiled_variants == (1 if m == p + t else 2)
+
+
 def test_dynamic_shapes_tile_by_a_computed_batch():
     """BLOOM's ALiBi bias: a [4, 1, T] tensor tiled by the batch that Shape reads, [4N, 1, T],
     compiles once."""

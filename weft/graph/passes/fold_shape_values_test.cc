@@ -180,6 +180,29 @@ TEST(UnifyDims, ConcatAndMatMulDimsThatMustBeEqualAreTaken) {
       << a << " " << b;
 }
 
+// A dim the model declares as an input's symbol (the mask's length M) where the node computes
+// another over the inputs' symbols (P + T): M is taken to be P + T, the mask's type included,
+// and each run checks it (the declared M sized the buffer that the Concat wrote P + T rows
+// into: ONNX Runtime GenAI's present, a heap corruption with a mask shorter than P + T).
+TEST(UnifyDims, ADeclaredInputSymbolTakesTheDimTheNodeComputes) {
+  Graph g = testing::graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[N, P, 2] past, float[N, T, 2] new, float[N, M] mask) => (float[N, M, 2] present) {
+      present = Concat <axis = 1> (past, new)
+    })");
+  ASSERT_TRUE(infer_shapes(g).ok());
+  EXPECT_EQ(g.find_value("present")->type.to_string(), "f32[N,M,2]");
+  Result<bool> unified = unify_dims(g);
+  ASSERT_TRUE(unified.ok()) << unified.status().message();
+  EXPECT_TRUE(*unified);
+  ASSERT_TRUE(infer_shapes(g).ok());
+  EXPECT_EQ(g.find_value("mask")->type.to_string(), "f32[N,(P+T)/1]");
+  EXPECT_EQ(g.find_value("present")->type.to_string(), "f32[N,(P+T)/1,2]");
+  unified = unify_dims(g);
+  ASSERT_TRUE(unified.ok());
+  EXPECT_FALSE(*unified);
+}
+
 // Dims that are not an input's symbol on one side stay as they are.
 TEST(UnifyDims, ComputedDimsOnBothSidesStay) {
   Graph g = testing::graph_from_text(R"(

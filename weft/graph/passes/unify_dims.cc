@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "weft/graph/attrs.h"
+#include "weft/graph/op_table.h"
 #include "weft/graph/shape_functions.h"
 #include "weft/support/log.h"
 
@@ -78,6 +79,35 @@ required_candidate(const Node& n, const std::set<std::string>& input_symbols) {
   return std::nullopt;
 }
 
+// The (symbol, dim) to unify where the model declares an output dim of "n" as an input's
+// symbol and the node computes another dim, over the inputs' symbols or static, that does not
+// contain it: ONNX Runtime GenAI's builder declares the KV cache's present as
+// [N, 4, total_sequence_length, 64] (the mask's length) where it is the past's P + T. The
+// declared dim would size the buffer that the node then writes P + T rows into.
+std::optional<std::pair<std::string, Dim>>
+declared_candidate(const Node& n, const std::set<std::string>& input_symbols) {
+  if (!n.def || !n.def->infer) return std::nullopt;
+  Result<std::vector<TensorType>> inferred = n.def->infer(n);
+  if (!inferred.ok()) return std::nullopt;
+  for (size_t i = 0; i < n.outputs.size() && i < inferred->size(); ++i) {
+    const Value* out = n.outputs[i];
+    const std::optional<Shape>& computed = (*inferred)[i].shape;
+    if (!out || !out->type.shape || !computed || computed->size() != out->type.shape->size())
+      continue;
+    for (size_t k = 0; k < computed->size(); ++k) {
+      const Dim &s = (*out->type.shape)[k], &by = (*computed)[k];
+      if (!dim_is_symbol(s) || !input_symbols.contains(s.symbol_name()) || by == s ||
+          by.is_unknown() || contains(by, s.symbol_name()))
+        continue;
+      std::vector<std::string> symbols = dim_symbols(by);
+      if (std::all_of(symbols.begin(), symbols.end(),
+                      [&](const std::string& x) { return input_symbols.contains(x); }))
+        return std::pair{s.symbol_name(), by};
+    }
+  }
+  return std::nullopt;
+}
+
 // The (symbol, dim) to unify at a broadcasting node whose inputs meet with two different
 // dims on one axis, one of them an input's symbol that the other does not contain; or where
 // "n" requires dims to be equal (required_candidate).
@@ -131,6 +161,7 @@ Result<bool> unify_dims(Graph& graph) {
   }
   for (const auto& n : graph.nodes()) {
     std::optional<std::pair<std::string, Dim>> c = candidate(*n, input_symbols);
+    if (!c) c = declared_candidate(*n, input_symbols);
     if (!c) continue;
     const auto& [symbol, by] = *c;
     // Every dim must take the substitution, or none does.
