@@ -454,6 +454,25 @@ def test_dynamic_shapes_declared_length_checked_per_run():
         assert compiled.compiled_variants == (1 if m == p + t else 2)
 
 
+@pytest.mark.parametrize("library", ["1", "0"])
+@pytest.mark.parametrize("sa, sb", [((2, 0, 4), (2, 4, 3)), ((2, 3, 4), (2, 4, 0)),
+                                    ((2, 3, 0), (2, 0, 5)), ((0, 3, 4), (4, 3)),
+                                    ((2, 1, 3, 4), (0, 4, 2))])
+def test_matmul_of_empty_tensors(sa, sb, library, monkeypatch):
+    """Batched MatMuls with an empty dim: an empty product, or zeros where K is 0, as numpy
+    (an empty output's flat index had a term of stride 0, which lowering refused as an
+    internal error)."""
+    monkeypatch.setenv("WEFT_ONEDNN", library)
+    f = TensorProto.FLOAT
+    model = make_model([helper.make_node("MatMul", ["a", "b"], ["c"])],
+                       [helper.make_tensor_value_info("a", f, list(sa)),
+                        helper.make_tensor_value_info("b", f, list(sb))],
+                       [helper.make_tensor_value_info("c", f, (np.ones(sa) @ np.ones(sb)).shape)])
+    a, b = np.ones(sa, np.float32), np.ones(sb, np.float32)
+    c = weft.compile(model.SerializeToString()).run({"a": a, "b": b})["c"]
+    np.testing.assert_array_equal(c, a @ b)
+
+
 def test_dynamic_shapes_tile_by_a_computed_batch():
     """BLOOM's ALiBi bias: a [4, 1, T] tensor tiled by the batch that Shape reads, [4N, 1, T],
     compiles once."""

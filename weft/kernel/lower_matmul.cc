@@ -42,11 +42,12 @@ Result<LoweredNode> lower_matmul(const Node& n, const std::string& name) {
   int bb = kb.buffer(b, BufferRole::kInput, sb);
   int acc = kb.temp(t, {num_elements(out)});
   int by = kb.buffer(y, BufferRole::kOutput, {num_elements(out)});
-  // Flat position of (batch..., m, n) in the output.
+  // Flat position of (batch..., m, n) in the output (outside an empty dim, stride 0: no term).
   AffineExpr flat;
   int64_t stride = 1;
   for (size_t i = out.size(); i-- > 0;) {
-    if (out[i].value() != 1) flat.terms.insert(flat.terms.begin(), {static_cast<int>(i), stride});
+    if (out[i].value() != 1 && stride != 0)
+      flat.terms.insert(flat.terms.begin(), {static_cast<int>(i), stride});
     stride *= out[i].value();
   }
   auto operand_index = [&](const Shape& s, int row, int col) {
