@@ -473,6 +473,59 @@ def test_matmul_of_empty_tensors(sa, sb, library, monkeypatch):
     np.testing.assert_array_equal(c, a @ b)
 
 
+@pytest.mark.parametrize("op", ["Range", "Clip", "Pad"])
+def test_scalar_operands_that_are_empty_are_refused(op):
+    """Range's start, Clip's min and Pad's constant value hold one element; an empty one was
+    read past its end (Range's start: a segfault where a shape-computing stage made it) or
+    taken as 0. ONNX Runtime refuses them too."""
+    f = TensorProto.FLOAT
+    empty = numpy_helper.from_array(np.zeros((0,), np.float32), "e")
+    one = [numpy_helper.from_array(np.array(5, np.float32), "l"),
+           numpy_helper.from_array(np.array(1, np.float32), "d")]
+    pads = [numpy_helper.from_array(np.array([1, 1], np.int64), "p")]
+    node, inits = {"Range": (helper.make_node("Range", ["e", "l", "d"], ["y"]), one),
+                   "Clip": (helper.make_node("Clip", ["x", "e"], ["y"]), []),
+                   "Pad": (helper.make_node("Pad", ["x", "p", "e"], ["y"]), pads)}[op]
+    graph = helper.make_graph([node], "g", [] if op == "Range" else
+                              [helper.make_tensor_value_info("x", f, [3])],
+                              [helper.make_tensor_value_info("y", f, None)], [empty] + inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    with pytest.raises(weft.WeftError, match=f"{op}'s .* must hold one element, not 0"):
+        weft.compile(model.SerializeToString()).run({} if op == "Range" else
+                                                    {"x": np.ones(3, np.float32)})
+
+
+def test_dynamic_shapes_first_inputs_that_break_an_assumption():
+    """x [1, 4, 1, 6] and y [3, 1, 5, 6] broadcast; the dynamic compile takes their symbols
+    to be equal (unify_dims), which these very inputs break: they compile for their own shapes
+    (the first run used to fail the dynamic compile's input check)."""
+    f = TensorProto.FLOAT
+    model = make_model([helper.make_node("Add", ["x", "y"], ["z"])],
+                       [helper.make_tensor_value_info("x", f, ["a", "b", "c", "d"]),
+                        helper.make_tensor_value_info("y", f, ["e", "g", "h", "i"])],
+                       [helper.make_tensor_value_info("z", f, ["j", "k", "l", "m"])])
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    x, y = np.ones((1, 4, 1, 6), np.float32), np.full((3, 1, 5, 6), 2, np.float32)
+    np.testing.assert_array_equal(compiled.run({"x": x, "y": y})["z"], x + y)
+
+
+def test_dynamic_shapes_declared_static_output():
+    """The output declared [2, 3, 3] where the MatMul computes [N, M, K] over b's symbol K: the
+    compile takes K to be 3, and a b with another K compiles for its own shapes (the declared
+    [2, 3, 3] had sized the buffer that [2, 3, K] was written into)."""
+    f = TensorProto.FLOAT
+    model = make_model([helper.make_node("MatMul", ["a", "b"], ["c"])],
+                       [helper.make_tensor_value_info("a", f, ["N", "M", "J"]),
+                        helper.make_tensor_value_info("b", f, ["N", "J", "K"])],
+                       [helper.make_tensor_value_info("c", f, [2, 3, 3])])
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    for k in (3, 5000):
+        a, b = np.ones((2, 3, 4), np.float32), np.ones((2, 4, k), np.float32)
+        np.testing.assert_array_equal(compiled.run({"a": a, "b": b})["c"], a @ b)
+    assert compiled.compiled_variants == 2
+
+
 def test_dynamic_shapes_tile_by_a_computed_batch():
     """BLOOM's ALiBi bias: a [4, 1, T] tensor tiled by the batch that Shape reads, [4N, 1, T],
     compiles once."""

@@ -203,7 +203,9 @@ struct Model::Impl {
       if (t.num_bytes() > 0 && !on_device) std::memcpy(t.data(), v.data, t.num_bytes());
       samples.push_back(std::move(t));
     }
-    if (auto c = compile_dynamic(samples)) {
+    // (Its assumptions, unify_dims's, may not hold for the very inputs it was compiled for:
+    // an x of [1, 4, 1, 6] and a y of [3, 1, 5, 6] that broadcast, taken to be of one shape.)
+    if (auto c = compile_dynamic(samples); c && c->executable->bind(given).ok()) {
       std::lock_guard<std::mutex> lock(mutex);
       note_dynamic_run(given);
       return c;

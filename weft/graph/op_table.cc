@@ -859,7 +859,7 @@ const std::vector<OpDef>& build_table() {
     t.push_back({Op::kCast, 6, kAll, parse_cast, infer_cast});
     t.push_back({Op::kCastLike, 15, kAll, parse_cast_like, infer_cast_like});
     t.push_back({Op::kBitCast, 26, kAll, parse_bit_cast, infer_bit_cast});
-    t.push_back({Op::kClip, 6, kAll, parse_clip, infer_same});
+    t.push_back({Op::kClip, 6, kAll, parse_clip, infer_clip});
     t.push_back({Op::kElu, 6, kAll, parse_alpha<1000>, infer_same});
     t.push_back({Op::kCelu, 12, kAll, parse_alpha<1000>, infer_same});
     t.push_back({Op::kLeakyRelu, 6, kAll, parse_alpha<10>, infer_same});

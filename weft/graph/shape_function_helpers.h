@@ -31,6 +31,16 @@ inline bool agree(const Dim& a, const Dim& b) {
   return !a.is_static() || !b.is_static() || a.value() == b.value();
 }
 
+// Does "v" (when present, with a known shape) hold one element? A scalar input that is
+// empty was read past its end (Range's start at [0]: a segfault).
+inline Status check_one_element(const Value* v, const char* what) {
+  if (!v || !v->type.shape) return Status();
+  std::optional<int64_t> count = shape_num_elements(*v->type.shape);
+  if (count && *count != 1)
+    return fail(fmt::format("{} must hold one element, not {}", what, *count));
+  return Status();
+}
+
 // Is "v" (when present, with a known shape) a vector of "n" elements, or of one?
 inline Status check_per_channel(const Value* v, const Dim& n, const char* what) {
   if (!v || !v->type.shape) return Status();

@@ -80,6 +80,12 @@ Result<Shape> broadcast_shapes(const std::vector<Shape>& shapes) {
 
 TypesOrError infer_same(const Node& node) { return one(in_type(node, 0)); }
 
+TypesOrError infer_clip(const Node& node) {
+  WEFT_RETURN_IF_ERROR(check_one_element(node.input(1), "Clip's min"));
+  WEFT_RETURN_IF_ERROR(check_one_element(node.input(2), "Clip's max"));
+  return one(in_type(node, 0));
+}
+
 TypesOrError infer_same_bool(const Node& node) {
   return one({DType::kBool, in_type(node, 0).shape});
 }

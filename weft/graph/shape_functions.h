@@ -14,6 +14,8 @@ namespace weft {
 using TypesOrError = Result<std::vector<TensorType>>;
 
 TypesOrError infer_same(const Node& node);
+// infer_same, with Clip's min and max (inputs 1 and 2) of one element each.
+TypesOrError infer_clip(const Node& node);
 TypesOrError infer_same_bool(const Node& node);
 TypesOrError infer_broadcast(const Node& node);
 TypesOrError infer_broadcast_bool(const Node& node);

@@ -239,6 +239,7 @@ Result<std::optional<Ints>> constant_pads(const Node& node, int64_t rank) {
 }
 
 TypesOrError infer_pad(const Node& node) {
+  WEFT_RETURN_IF_ERROR(check_one_element(node.input(2), "Pad's constant_value"));
   const TensorType& x = in_type(node, 0);
   std::optional<Ints> pads = node.attrs_as<PadAttrs>().pads;
   if (!pads && x.shape) {

@@ -432,6 +432,9 @@ TypesOrError infer_range(const Node& node) {
   const Value* start = node.input(0);
   const Value* limit = node.input(1);
   const Value* delta = node.input(2);
+  WEFT_RETURN_IF_ERROR(check_one_element(start, "Range's start"));
+  WEFT_RETURN_IF_ERROR(check_one_element(limit, "Range's limit"));
+  WEFT_RETURN_IF_ERROR(check_one_element(delta, "Range's delta"));
   if (!start->is_constant() || !limit->is_constant() || !delta->is_constant()) {
     return one({t, unknown_shape(1)});
   }

@@ -144,6 +144,9 @@ void canonicalize_split(Node& node) {
 
 void canonicalize_clip(Node& node) {
   if (node.inputs.size() < 2 || !trailing_inputs_constant(node, 1)) return;
+  for (size_t i = 1; i < node.inputs.size(); ++i) {
+    if (node.input(i) && node.input(i)->constant->num_elements() != 1) return; // infer_clip's error
+  }
   auto& a = node.attrs_as<ClipAttrs>();
   if (const Value* lo = node.input(1)) a.min = static_cast<float>(lo->constant->get_double(0));
   if (const Value* hi = node.input(2)) a.max = static_cast<float>(hi->constant->get_double(0));
@@ -182,7 +185,7 @@ void canonicalize_pad(Node& node) {
   node.inputs[1] = nullptr;
   if (node.inputs.size() > 3) node.inputs[3] = nullptr; // opset 18's axes, now spread out
   // The fill value moves too when it is constant; otherwise it stays an input.
-  if (const Value* v = node.input(2); v && v->is_constant()) {
+  if (const Value* v = node.input(2); v && v->is_constant() && v->constant->num_elements() == 1) {
     a.value = static_cast<float>(v->constant->get_double(0));
     node.inputs[2] = nullptr;
   }

@@ -5,6 +5,8 @@
 #include <string>
 #include <variant>
 
+#include <fmt/format.h>
+
 #include "weft/graph/attrs.h"
 #include "weft/graph/op_table.h"
 #include "weft/graph/shape_functions.h"
@@ -79,33 +81,47 @@ required_candidate(const Node& n, const std::set<std::string>& input_symbols) {
   return std::nullopt;
 }
 
-// The (symbol, dim) to unify where the model declares an output dim of "n" as an input's
-// symbol and the node computes another dim, over the inputs' symbols or static, that does not
-// contain it: ONNX Runtime GenAI's builder declares the KV cache's present as
-// [N, 4, total_sequence_length, 64] (the mask's length) where it is the past's P + T. The
-// declared dim would size the buffer that the node then writes P + T rows into.
-std::optional<std::pair<std::string, Dim>>
-declared_candidate(const Node& n, const std::set<std::string>& input_symbols) {
-  if (!n.def || !n.def->infer) return std::nullopt;
+using Unification = std::optional<std::pair<std::string, Dim>>;
+
+// Where the model declares a dim of an output of "n" that its node computes otherwise, the
+// (symbol, dim) that makes them agree: a declared input symbol takes a computed dim over the
+// inputs' symbols that does not contain it (ONNX Runtime GenAI's builder declares the KV
+// cache's present as [N, 4, total_sequence_length, 64], the mask's length, where the node
+// computes the past's P + T), and a computed input symbol takes a declared static dim. An
+// error where a declared static dim meets any other computed dim. Either way the declared
+// dim would size the buffer that the node writes the computed one into.
+Result<Unification> declared_candidate(const Graph& graph, const Node& n,
+                                       const std::set<std::string>& input_symbols) {
+  if (!n.def || !n.def->infer) return Unification();
   Result<std::vector<TensorType>> inferred = n.def->infer(n);
-  if (!inferred.ok()) return std::nullopt;
+  if (!inferred.ok()) return Unification();
+  auto over_inputs = [&](const Dim& d) {
+    std::vector<std::string> symbols = dim_symbols(d);
+    return std::all_of(symbols.begin(), symbols.end(),
+                       [&](const std::string& x) { return input_symbols.contains(x); });
+  };
+  auto input_symbol = [&](const Dim& d) {
+    return dim_is_symbol(d) && input_symbols.contains(d.symbol_name());
+  };
   for (size_t i = 0; i < n.outputs.size() && i < inferred->size(); ++i) {
     const Value* out = n.outputs[i];
     const std::optional<Shape>& computed = (*inferred)[i].shape;
     if (!out || !out->type.shape || !computed || computed->size() != out->type.shape->size())
       continue;
     for (size_t k = 0; k < computed->size(); ++k) {
-      const Dim &s = (*out->type.shape)[k], &by = (*computed)[k];
-      if (!dim_is_symbol(s) || !input_symbols.contains(s.symbol_name()) || by == s ||
-          by.is_unknown() || contains(by, s.symbol_name()))
-        continue;
-      std::vector<std::string> symbols = dim_symbols(by);
-      if (std::all_of(symbols.begin(), symbols.end(),
-                      [&](const std::string& x) { return input_symbols.contains(x); }))
-        return std::pair{s.symbol_name(), by};
+      const Dim &declared = (*out->type.shape)[k], &by = (*computed)[k];
+      if (declared == by || by.is_unknown() || declared.is_unknown()) continue;
+      if (input_symbol(declared) && over_inputs(by) && !contains(by, declared.symbol_name()))
+        return Unification(std::pair{declared.symbol_name(), by});
+      if (declared.is_static() && input_symbol(by))
+        return Unification(std::pair{by.symbol_name(), declared});
+      if (declared.is_static())
+        return Status::error(fmt::format("'{}' is declared {}, but the node computes {}", out->name,
+                                         out->type.to_string(), (*inferred)[i].to_string()))
+            .with_location(location_of(graph, n));
     }
   }
-  return std::nullopt;
+  return Unification();
 }
 
 // The (symbol, dim) to unify at a broadcasting node whose inputs meet with two different
@@ -161,12 +177,18 @@ Result<bool> unify_dims(Graph& graph) {
   }
   for (const auto& n : graph.nodes()) {
     std::optional<std::pair<std::string, Dim>> c = candidate(*n, input_symbols);
-    if (!c) c = declared_candidate(*n, input_symbols);
+    bool declared = !c;
+    if (declared) {
+      WEFT_ASSIGN_OR_RETURN(c, declared_candidate(graph, *n, input_symbols));
+    }
     if (!c) continue;
     const auto& [symbol, by] = *c;
     // Every dim must take the substitution, or none does.
     bool all =
         for_each_dim(graph, [&](Dim& d) { return dim_substitute(d, symbol, by).has_value(); });
+    if (!all && declared)
+      return Status::error(fmt::format("'{}' cannot be taken to be {}", symbol, by.to_string()))
+          .with_location(location_of(graph, *n));
     if (!all) continue;
     for_each_dim(graph, [&](Dim& d) {
       d = *dim_substitute(d, symbol, by);

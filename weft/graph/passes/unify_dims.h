@@ -18,7 +18,9 @@
 // symbol and its node computes another dim over the inputs' symbols (ONNX Runtime GenAI's
 // present [N, 4, total_sequence_length, 64], the mask's length, is the past's P + T), the
 // symbol is taken to be the computed dim: the declared one sized the buffer that the node
-// wrote P + T rows into.
+// wrote P + T rows into. A computed input symbol takes a declared static dim likewise, and a
+// declared static dim that the node computes as another expression is an error (the caller
+// then compiles per shape).
 //
 // Requires: inferred shapes (a broadcast of two different symbols gives an unknown dim).
 // Returns whether it unified any symbol; shapes must then be inferred again.
