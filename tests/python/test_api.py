@@ -496,6 +496,21 @@ def test_scalar_operands_that_are_empty_are_refused(op):
                                                     {"x": np.ones(3, np.float32)})
 
 
+def test_col2im_of_no_channels_is_refused():
+    """Col2Im's input [1, 0, 5] has no channel of its block: a clear error (its ConvTranspose
+    had a group of 0, and the division by it stopped the process with SIGFPE)."""
+    f = TensorProto.FLOAT
+    graph = helper.make_graph([helper.make_node("Col2Im", ["x", "image", "block"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", f, [1, 0, 5])],
+                              [helper.make_tensor_value_info("y", f, [1, 0, 5, 5])],
+                              [numpy_helper.from_array(np.array([5, 5], np.int64), "image"),
+                               numpy_helper.from_array(np.array([1, 5], np.int64), "block")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8  # (no check_model: the onnx that ctest runs may predate Col2Im)
+    with pytest.raises(weft.WeftError, match="has no channel of block size 5"):
+        weft.compile(model.SerializeToString()).run({"x": np.ones((1, 0, 5), np.float32)})
+
+
 def test_dynamic_shapes_first_inputs_that_break_an_assumption():
     """x [1, 4, 1, 6] and y [3, 1, 5, 6] broadcast; the dynamic compile takes their symbols
     to be equal (unify_dims), which these very inputs break: they compile for their own shapes

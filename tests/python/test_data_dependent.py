@@ -829,3 +829,26 @@ def test_a_loop_whose_shapes_come_from_data_runs_on_the_host(tmp_path, mode, tra
         np.testing.assert_allclose(r["pasted"], want_pasted, rtol=1e-5, atol=1e-6)
         # (the reference stacks the scalar scan values as [5, 1]; ONNX says a new axis: [5])
         np.testing.assert_array_equal(r["argmax"], want_argmax.reshape(-1))
+
+
+def test_unique_without_axis_on_a_dynamic_compile():
+    """Unique over x [N] (a symbol) on the host, then a later stage: its inverse indices hold
+    one index per element of x (N), not one per unique value (the count), which the later
+    stage's input type had said; every run of the stage failed its input check."""
+    f, i64 = TensorProto.FLOAT, TensorProto.INT64
+    graph = helper.make_graph(
+        [helper.make_node("Unique", ["x"], ["y", "first", "inverse", "counts"], sorted=1),
+         helper.make_node("Mul", ["y", "y"], ["y2"])], "g",
+        [helper.make_tensor_value_info("x", f, ["N"])],
+        [helper.make_tensor_value_info("y2", f, ["U"]), helper.make_tensor_value_info("inverse", i64, ["N"]),
+         helper.make_tensor_value_info("counts", i64, ["U"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    model.ir_version = 8
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    for x in ([2.0, 1.0, 1.0, 3.0, 4.0, 3.0], [5.0, 5.0, 5.0], [1.0, 2.0, 3.0, 4.0]):
+        x = np.array(x, np.float32)
+        y, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+        out = compiled.run({"x": x})
+        np.testing.assert_array_equal(out["y2"], y * y)
+        np.testing.assert_array_equal(out["inverse"], inverse)
+        np.testing.assert_array_equal(out["counts"], counts)

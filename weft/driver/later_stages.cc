@@ -227,7 +227,8 @@ Stages::build_symbolic_rest(const std::vector<Tensor>& inputs, const std::vector
         type.shape = Shape(static_cast<size_t>(outs[o].rank()), Dim::unknown());
       for (size_t axis = 0; axis < type.shape->size(); ++axis) {
         Dim& d = (*type.shape)[axis];
-        if (d.is_static()) continue;
+        // (Dims over the inputs' symbols stay: Unique's inverse indices, one per element.)
+        if (d.is_static() || (!d.is_unknown() && n.op_type != Op::kLoop)) continue;
         // (A Loop's unknown extents are unrelated: its carried values grow as its body says.)
         std::string name = n.op_type == Op::kLoop && d.is_unknown() ? fmt::format("{}:{}", o, axis)
                                                                     : d.symbol_name();

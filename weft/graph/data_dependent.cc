@@ -12,6 +12,7 @@
 #include "weft/graph/control_flow.h"
 #include "weft/graph/evaluate.h"
 #include "weft/graph/op_table.h"
+#include "weft/graph/shape_function_helpers.h"
 #include "weft/graph/shape_functions.h"
 
 namespace weft {
@@ -395,10 +396,8 @@ Result<std::vector<TensorType>> infer_unique(const Node& node) {
   const TensorType& x = node.inputs[0]->type;
   std::optional<int64_t> axis = node.attrs_as<UniqueAttrs>().axis;
   TensorType y{x.dtype, Shape{Dim::unknown()}};
-  Dim slices = x.shape ? shape_num_elements(*x.shape).has_value()
-                             ? Dim(*shape_num_elements(*x.shape))
-                             : Dim::unknown()
-                       : Dim::unknown();
+  // (Symbolic where x's dims are: the later stage of a dynamic compile keeps it.)
+  Dim slices = x.shape ? shape_detail::product(*x.shape, 0, x.shape->size()) : Dim::unknown();
   if (axis) {
     y.shape = std::nullopt;
     slices = Dim::unknown();

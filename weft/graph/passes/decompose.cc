@@ -492,6 +492,14 @@ Status col2im(Graph& graph, Node& node, Value* y) {
   std::vector<int64_t> dx = shape_static_dims(*x->type.shape);
   size_t s = block.size();
   int64_t taps = std::accumulate(block.begin(), block.end(), int64_t{1}, std::multiplies<>());
+  // (None of them may be 0: a group of 0, a division by it.)
+  if (taps < 1 || dx[1] < taps)
+    return Status::error(
+        fmt::format("input [{}] has no channel of block size {}", fmt::join(dx, ", "), taps));
+  for (const Ints* v : {&a.strides, &a.dilations}) {
+    if (std::any_of(v->begin(), v->end(), [](int64_t e) { return e < 1; }))
+      return Status::error("strides and dilations must be at least 1");
+  }
   int64_t channels = dx[1] / taps;
   ConvTransposeAttrs t;
   t.group = channels;
