@@ -346,12 +346,18 @@ public:
       if (!s.labels.empty() && (kind == 'U' || kind == 'O' || kind == 'S'))
         a = indices_of(a, s.labels);
       py::dtype want = numpy_dtype(s.type);
-      if (!a.dtype().is(want) && !a.dtype().equal(want)) {
-        throw weft::Error("error: input '" + s.name + "' must be " + dtype_name(s.type) + ", got " +
+      // A bfloat16 input takes float32 (rounded here) or ml_dtypes.bfloat16 (its bits as
+      // they are: what onnx's numpy_helper reads from a bfloat16 TensorProto).
+      bool bf16 = s.type == weft::ElementType::kBF16;
+      bool bf16_bits =
+          bf16 && a.dtype().itemsize() == 2 && std::string(py::str(a.dtype())) == "bfloat16";
+      if (!bf16_bits && !a.dtype().is(want) && !a.dtype().equal(want)) {
+        throw weft::Error("error: input '" + s.name + "' must be " + dtype_name(s.type) +
+                          (bf16 ? " (float32 or ml_dtypes.bfloat16)" : "") + ", got " +
                           std::string(py::str(a.dtype())));
       }
       a = py::array::ensure(a, py::array::c_style); // no copy when already contiguous
-      if (s.type == weft::ElementType::kBF16) {
+      if (bf16 && !bf16_bits) {
         py::array_t<uint16_t> bits(shape_of(a));
         const float* src = static_cast<const float*>(a.data());
         for (py::ssize_t i = 0; i < a.size(); ++i)

@@ -496,6 +496,21 @@ def test_scalar_operands_that_are_empty_are_refused(op):
                                                     {"x": np.ones(3, np.float32)})
 
 
+def test_bfloat16_inputs_take_float32_and_ml_dtypes_arrays():
+    """A bfloat16 input takes float32 (rounded) or ml_dtypes.bfloat16 (onnx's numpy_helper
+    reads bfloat16 tensors as such; they were refused as 'must be bfloat16, got bfloat16')."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    model = make_model([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)],
+                       [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [3])],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])])
+    compiled = weft.compile(model.SerializeToString())
+    x = np.array([1.0, 2.5, -3.0], np.float32)
+    np.testing.assert_array_equal(compiled.run({"x": x.astype(ml_dtypes.bfloat16)})["y"], x)
+    np.testing.assert_array_equal(compiled.run({"x": x})["y"], x)
+    with pytest.raises(weft.WeftError, match=r"float32 or ml_dtypes.bfloat16\), got uint16"):
+        compiled.run({"x": x.astype(np.uint16)})
+
+
 def test_col2im_of_no_channels_is_refused():
     """Col2Im's input [1, 0, 5] has no channel of its block: a clear error (its ConvTranspose
     had a group of 0, and the division by it stopped the process with SIGFPE)."""
