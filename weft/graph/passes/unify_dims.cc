@@ -33,6 +33,9 @@ bool is_broadcasting(Op op) {
   return kOps.contains(op);
 }
 
+// The symbol to substitute and the dim it takes, if any.
+using Unification = std::optional<std::pair<std::string, Dim>>;
+
 // Groups of dims that "n" requires to be equal: a Concat's inputs' off its axis, a MatMul's
 // or Gemm's inner dims (none of them broadcasts).
 std::vector<std::vector<Dim>> required_equal(const Node& n) {
@@ -67,8 +70,7 @@ std::vector<std::vector<Dim>> required_equal(const Node& n) {
 // The (symbol, dim) to unify where "n" requires dims to be equal (required_equal) and two
 // differ, one of them an input's symbol that the other does not contain. A Concat of a KV
 // cache's past [N, 4, P, D] and the new keys [N, 4, T, 64] gives D = 64.
-std::optional<std::pair<std::string, Dim>>
-required_candidate(const Node& n, const std::set<std::string>& input_symbols) {
+Unification required_candidate(const Node& n, const std::set<std::string>& input_symbols) {
   for (const std::vector<Dim>& group : required_equal(n)) {
     for (const Dim& s : group) {
       if (!dim_is_symbol(s) || !input_symbols.contains(s.symbol_name())) continue;
@@ -80,8 +82,6 @@ required_candidate(const Node& n, const std::set<std::string>& input_symbols) {
   }
   return std::nullopt;
 }
-
-using Unification = std::optional<std::pair<std::string, Dim>>;
 
 // Where the model declares a dim of an output of "n" that its node computes otherwise, the
 // (symbol, dim) that makes them agree: a declared input symbol takes a computed dim over the
@@ -127,8 +127,7 @@ Result<Unification> declared_candidate(const Graph& graph, const Node& n,
 // The (symbol, dim) to unify at a broadcasting node whose inputs meet with two different
 // dims on one axis, one of them an input's symbol that the other does not contain; or where
 // "n" requires dims to be equal (required_candidate).
-std::optional<std::pair<std::string, Dim>> candidate(const Node& n,
-                                                     const std::set<std::string>& input_symbols) {
+Unification candidate(const Node& n, const std::set<std::string>& input_symbols) {
   if (!is_broadcasting(n.op_type)) return required_candidate(n, input_symbols);
   if (n.outputs.empty() || !n.outputs[0] || !n.outputs[0]->type.shape) return std::nullopt;
   size_t rank = n.outputs[0]->type.shape->size();
@@ -176,7 +175,7 @@ Result<bool> unify_dims(Graph& graph) {
     }
   }
   for (const auto& n : graph.nodes()) {
-    std::optional<std::pair<std::string, Dim>> c = candidate(*n, input_symbols);
+    Unification c = candidate(*n, input_symbols);
     bool declared = !c;
     if (declared) {
       WEFT_ASSIGN_OR_RETURN(c, declared_candidate(graph, *n, input_symbols));
