@@ -526,6 +526,141 @@ def test_col2im_of_no_channels_is_refused():
         weft.compile(model.SerializeToString()).run({"x": np.ones((1, 0, 5), np.float32)})
 
 
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize("weights,bias,message", [
+    ((5, 1, 4), (5,), "5 output channels are not a multiple of group 4"),
+    ((4, 1, 4), (3,), "the bias is f32\\[3\\], but the weights have 4 output channels"),
+    ((4, 2, 4), (4,), "the input has 4 channels, the weights 2 per group in 4 group"),
+])
+def test_conv_weights_and_bias_that_do_not_match_are_refused(dynamic, weights, bias, message):
+    """A depthwise Conv (group 4) of x [2, 4, 8] whose weights or bias do not fit: a clear
+    error, with and without a dynamic compile (weights [5, 1, 4] with a bias of 4 ran and read
+    past the bias; found fuzzing the ONNX node tests' causal_conv_with_state models)."""
+    f = TensorProto.FLOAT
+    feeds = {"x": np.ones((2, 4, 8), np.float32), "w": np.ones(weights, np.float32),
+             "b": np.ones(bias, np.float32)}
+    dims = {k: [f"{k}{i}" for i in range(v.ndim)] if dynamic else v.shape
+            for k, v in feeds.items()}
+    model = make_model([helper.make_node("Conv", ["x", "w", "b"], ["y"], group=4)],
+                       [helper.make_tensor_value_info(k, f, dims[k]) for k in feeds],
+                       [helper.make_tensor_value_info("y", f, ["n", "m", "l"])])
+    with pytest.raises(weft.WeftError, match=message):
+        weft.compile(model.SerializeToString(), dynamic_shapes=dynamic).run(feeds)
+
+
+@pytest.mark.parametrize("op,attrs,feeds,message", [
+    ("GatherElements", {}, {"x": (0, 3), "i": (2, 3)}, "gathers along axis 0, which is empty"),
+    ("GatherND", {}, {"x": (0, 3), "i": (2, 1)}, "gathers from dim 0, which is empty"),
+    ("ScatterElements", {}, {"x": (0, 3), "i": (2, 3), "u": (2, 3)},
+     "scatters along axis 0, which is empty"),
+    ("ScatterND", {}, {"x": (0, 3), "i": (2, 1), "u": (2, 3)},
+     "scatters into dim 0, which is empty"),
+    ("NegativeLogLikelihoodLoss", {"reduction": "sum"}, {"x": (3, 0), "i": (3,)},
+     "the classes, dim 1 of the input, which is empty"),
+    ("SoftmaxCrossEntropyLoss", {"reduction": "sum"}, {"x": (3, 0), "i": (3,)},
+     "the classes, dim 1 of the input, which is empty"),
+])
+def test_indexing_into_an_empty_axis_is_refused(op, attrs, feeds, message):
+    """Indices into an axis with no element are all out of range (ONNX Runtime fails at run
+    time); the kernels read or wrote past the data (a loss over x [3, 0] gave a different sum
+    each compile; found by tests/fuzz/dynamic_node_tests.py)."""
+    arrays = {k: (np.zeros(v, np.int64) if k == "i" else np.ones(v, np.float32))
+              for k, v in feeds.items()}
+    graph = helper.make_graph(
+        [helper.make_node(op, list(feeds), ["y"], **attrs)], "g",
+        [helper.make_tensor_value_info(
+            k, TensorProto.INT64 if k == "i" else TensorProto.FLOAT, v.shape)
+         for k, v in arrays.items()],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    with pytest.raises(weft.WeftError, match=message):
+        weft.compile(model.SerializeToString()).run(arrays)
+
+
+def symbolic_model(node, inputs, opset=13):
+    """One node over f32 (or i64, for names starting with i) inputs of symbolic dims."""
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info(
+            k, TensorProto.INT64 if k.startswith("i") else TensorProto.FLOAT,
+            [f"{k}{d}" for d in range(rank)]) for k, rank in inputs.items()],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return weft.compile(model.SerializeToString(), dynamic_shapes=True)
+
+
+def test_dynamic_shapes_indices_are_checked_per_run():
+    """One dynamic compile of GatherElements and of Gather: indices longer than the data off
+    the axis, or any index into an empty axis, are refused as with static shapes (the kernels
+    clamp indices to the axis, and read past the data: found by
+    tests/fuzz/dynamic_node_tests.py on the NLL losses' expanded forms)."""
+    g = symbolic_model(helper.make_node("GatherElements", ["x", "i"], ["y"]), {"x": 2, "i": 2})
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    np.testing.assert_array_equal(g.run({"x": x, "i": np.array([[2, 0]])})["y"], [[4, 1]])
+    with pytest.raises(weft.WeftError, match="indices dim 1 exceeds the data's"):
+        g.run({"x": x, "i": np.zeros((2, 4), np.int64)})
+    with pytest.raises(weft.WeftError, match="gathers along axis 0, which is empty"):
+        g.run({"x": np.ones((0, 2), np.float32), "i": np.zeros((1, 2), np.int64)})
+    g = symbolic_model(helper.make_node("Gather", ["x", "i"], ["y"]), {"x": 2, "i": 1})
+    np.testing.assert_array_equal(g.run({"x": x, "i": np.array([2])})["y"], [[4, 5]])
+    with pytest.raises(weft.WeftError, match="gathers along axis 0, which is empty"):
+        g.run({"x": np.ones((0, 2), np.float32), "i": np.array([1])})
+
+
+def test_dynamic_shapes_group_norm_checks_its_channels_per_run():
+    """GroupNormalization's symbolic channels must be a multiple of its groups, and its scale
+    and bias hold one value per channel (opset 21): each run checks them (a bias of one
+    broadcast, and 1 channel in 2 groups ran)."""
+    g = symbolic_model(helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"],
+                                        num_groups=2), {"x": 3, "s": 1, "b": 1}, opset=21)
+    ones = lambda *shape: np.ones(shape, np.float32)
+    assert g.run({"x": ones(2, 4, 3), "s": ones(4), "b": ones(4)})["y"].shape == (2, 4, 3)
+    # (Such a run compiles for its shapes, from the model's decomposed GroupNormalization.)
+    with pytest.raises(weft.WeftError, match="GroupNormalization_0"):
+        g.run({"x": ones(2, 1, 3), "s": ones(1), "b": ones(1)})
+    with pytest.raises(weft.WeftError, match="GroupNormalization_0"):
+        g.run({"x": ones(2, 4, 3), "s": ones(4), "b": ones(1)})
+
+
+def test_dynamic_shapes_library_calls_with_empty_outputs():
+    """A dynamic compile's oneDNN pooling and Gemm at a batch of 0 give empty outputs, as
+    per-shape compiles do (they stopped with 'the library cannot run this call ...: 'x' is
+    empty')."""
+    pool = symbolic_model(helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3]),
+                          {"x": 4})
+    assert pool.run({"x": np.ones((1, 2, 5, 5), np.float32)})["y"].shape == (1, 2, 3, 3)
+    assert pool.run({"x": np.ones((0, 2, 5, 5), np.float32)})["y"].shape == (0, 2, 3, 3)
+    gemm = symbolic_model(helper.make_node("Gemm", ["a", "b"], ["y"]), {"a": 2, "b": 2})
+    b = np.ones((5, 4), np.float32)
+    assert gemm.run({"a": np.ones((3, 5), np.float32), "b": b})["y"].shape == (3, 4)
+    assert gemm.run({"a": np.ones((0, 5), np.float32), "b": b})["y"].shape == (0, 4)
+
+
+@pytest.mark.parametrize("node,feeds,message", [
+    (helper.make_node("Gemm", ["a", "b", "c"], ["y"]), {"a": (3, 7), "b": (7, 3), "c": (2,)},
+     "C is \\[2\\], which does not broadcast to the output's \\[3, 3\\]"),
+    (helper.make_node("RMSNormalization", ["x", "s"], ["y"], axis=-1),
+     {"x": (2, 3, 4, 1), "s": (5,)}, "input 1 is \\[5\\], which does not broadcast"),
+    (helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[5, 5], pads=[1, 1, 1, 1]),
+     {"x": (1, 1, 1, 5)}, "a window of 5 elements does not fit in 1 with 2 of padding"),
+])
+def test_shapes_that_do_not_fit_are_refused(node, feeds, message):
+    """A Gemm's C that does not broadcast to the output (it ran), an RMSNormalization scale
+    that does not broadcast to the normalized dims (an internal error), a pooling window
+    longer than its padded input (an error about dims known only at run time)."""
+    arrays = {k: np.ones(v, np.float32) for k, v in feeds.items()}
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(k, TensorProto.FLOAT,
+                                                                          v.shape)
+                                            for k, v in arrays.items()],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    model.ir_version = 9
+    with pytest.raises(weft.WeftError, match=message):
+        weft.compile(model.SerializeToString()).run(arrays)
+
+
 def test_dynamic_shapes_first_inputs_that_break_an_assumption():
     """x [1, 4, 1, 6] and y [3, 1, 5, 6] broadcast; the dynamic compile takes their symbols
     to be equal (unify_dims), which these very inputs break: they compile for their own shapes

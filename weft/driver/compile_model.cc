@@ -118,6 +118,13 @@ Status stages::compile_graph(Graph graph, const Frozen& frozen, const CompileSet
     WEFT_ASSIGN_OR_RETURN(device, runtime::cuda::open_device());
   }
   stages::LibrarySelection library = stages::select_library_calls(graph, settings, device);
+  for (const auto& [node, call] : library.calls) {
+    for (const DimLimit& limit : call.limits) {
+      if (std::find(graph.dim_limits.begin(), graph.dim_limits.end(), limit) ==
+          graph.dim_limits.end())
+        graph.dim_limits.push_back(limit);
+    }
+  }
   WEFT_ASSIGN_OR_RETURN(std::vector<fusion::Step> steps, stages::lower_graph(graph, library));
   timer.end("lower");
   if (settings.fusion) {

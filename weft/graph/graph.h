@@ -191,7 +191,7 @@ template <typename F> bool for_each_dim(Graph& graph, F&& visit) {
     if (!ok) return false;
   }
   for (DimLimit& l : graph.dim_limits) {
-    if (!visit(l.dim) || !visit(l.most)) return false;
+    if (!visit(l.dim) || !visit(l.bound)) return false;
   }
   return true;
 }

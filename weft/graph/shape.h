@@ -83,12 +83,22 @@ std::optional<std::pair<Dim, Dim>> dim_difference(const Dim& d);
 // Is "d" one symbol alone ("T"; not "2*T" or "(P+T)/1"), as an input's dim binds?
 bool dim_is_symbol(const Dim& d);
 
-// A dim that a dynamic-shape compile takes to be at most another (a Slice's symbolic end
-// within its axis), as node "node" needs; each run checks it (Executable::bind).
+// A relation between two dims that a dynamic-shape compile takes to hold, as node "node"
+// needs; each run checks it (Executable::bind). "need" says what for, in its message.
 struct DimLimit {
+  enum class Kind : uint8_t {
+    kAtMost,     // dim <= bound: a Slice's symbolic end within its axis
+    kMultipleOf, // dim a multiple of bound: GroupNormalization's channels of its groups
+    kNotEmpty,   // bound >= 1 where dim > 0: an axis that dim indices index into
+    kEqual,      // dim == bound: GroupNormalization's scale, one per channel
+    kOneOrEqual, // dim == 1 or bound: RMSNormalization's scale broadcast to the input
+  };
   Dim dim;
-  Dim most;
+  Dim bound;
   std::string node;
+  Kind kind = Kind::kAtMost;
+  std::string need = "a slice within its axis";
+  friend bool operator==(const DimLimit&, const DimLimit&) = default;
 };
 
 // The type of a value: a dtype and, when known, a shape. An unknown rank is a missing shape.

@@ -31,6 +31,45 @@ inline bool agree(const Dim& a, const Dim& b) {
   return !a.is_static() || !b.is_static() || a.value() == b.value();
 }
 
+// Does "s" broadcast to "to" alone (each of its dims, aligned at the end, equal or 1)?
+inline bool broadcasts_to(const Shape& s, const Shape& to) {
+  if (s.size() > to.size()) return false;
+  for (size_t d = 0; d < s.size(); ++d) {
+    if (!(s[d].is_static() && s[d].value() == 1) && !agree(s[d], to[to.size() - s.size() + d]))
+      return false;
+  }
+  return true;
+}
+
+// Inputs [first, last) of "node", where given, broadcast to the normalized dims x[axis:]
+// (each dim equal, or 1): LayerNormalization's and RMSNormalization's scale and bias.
+inline Status check_normalized_inputs(const Node& node, const Shape& x, int64_t axis, size_t first,
+                                      size_t last) {
+  Shape normalized(x.begin() + axis, x.end());
+  for (size_t i = first; i < last; ++i) {
+    const Value* v = node.input(i);
+    if (!v || !v->type.shape) continue;
+    const Shape& s = *v->type.shape;
+    if (!broadcasts_to(s, normalized)) {
+      return fail(fmt::format("input {} is {}, which does not broadcast to the normalized dims {}",
+                              i, shape_to_string(s), shape_to_string(normalized)));
+    }
+  }
+  return Status();
+}
+
+// An op that indexes into an axis of "extent" with "indices" (their dims, up to those
+// spelling one index): where the axis is empty and an index is given, every index is out of
+// range (ONNX Runtime fails at run time) and the kernel would read or write past the data.
+inline Status check_indexes_into(const Dim& extent, Shape::const_iterator indices_begin,
+                                 Shape::const_iterator indices_end, const std::string& what) {
+  bool no_index = std::any_of(indices_begin, indices_end,
+                              [](const Dim& d) { return d.is_static() && d.value() == 0; });
+  if (extent.is_static() && extent.value() == 0 && !no_index)
+    return fail(fmt::format("{}, which is empty", what));
+  return Status();
+}
+
 // Does "v" (when present, with a known shape) hold one element? A scalar input that is
 // empty was read past its end (Range's start at [0]: a segfault).
 inline Status check_one_element(const Value* v, const char* what) {

@@ -206,23 +206,7 @@ TypesOrError infer_layer_norm(const Node& node) {
     stat_shape = *x.shape;
     for (size_t i = static_cast<size_t>(axis); i < stat_shape->size(); ++i)
       (*stat_shape)[i] = 1;
-    // Scale and bias broadcast to the normalized dims x[axis:] (each dim equal, or 1).
-    Shape normalized(x.shape->begin() + axis, x.shape->end());
-    for (size_t i = 1; i < 3; ++i) {
-      const Value* v = node.input(i);
-      if (!v || !v->type.shape) continue;
-      const Shape& s = *v->type.shape;
-      bool fits = s.size() <= normalized.size();
-      for (size_t d = 0; fits && d < s.size(); ++d) {
-        const Dim& want = normalized[normalized.size() - s.size() + d];
-        fits = (s[d].is_static() && s[d].value() == 1) || agree(s[d], want);
-      }
-      if (!fits) {
-        return fail(fmt::format("input {} is {}, which does not broadcast to the normalized "
-                                "dims {}",
-                                i, shape_to_string(s), shape_to_string(normalized)));
-      }
-    }
+    WEFT_RETURN_IF_ERROR(check_normalized_inputs(node, *x.shape, axis, 1, 3)); // scale, bias
   }
   out.resize(node.outputs.size(), TensorType{a.stash_type, stat_shape});
   return out;
@@ -301,12 +285,9 @@ TypesOrError infer_gather(const Node& node) {
   if (!data.shape || !idx.shape) return one({data.dtype, std::nullopt});
   WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node.attrs_as<AxisAttrs>().axis,
                                                      static_cast<int64_t>(data.shape->size())));
-  // Every index is out of range there (ONNX Runtime fails at run time); none may be given.
-  bool no_indices = std::any_of(idx.shape->begin(), idx.shape->end(),
-                                [](const Dim& d) { return d.is_static() && d.value() == 0; });
-  const Dim& along = (*data.shape)[static_cast<size_t>(axis)];
-  if (along.is_static() && along.value() == 0 && !no_indices)
-    return fail(fmt::format("gathers along axis {}, which is empty", axis));
+  WEFT_RETURN_IF_ERROR(check_indexes_into((*data.shape)[static_cast<size_t>(axis)],
+                                          idx.shape->begin(), idx.shape->end(),
+                                          fmt::format("gathers along axis {}", axis)));
   Shape out(data.shape->begin(), data.shape->begin() + axis);
   out.insert(out.end(), idx.shape->begin(), idx.shape->end());
   out.insert(out.end(), data.shape->begin() + axis + 1, data.shape->end());
@@ -326,6 +307,9 @@ TypesOrError infer_gather_elements(const Node& node) {
           !fits((*idx.shape)[static_cast<size_t>(d)], (*data.shape)[static_cast<size_t>(d)]))
         return fail(fmt::format("indices dim {} exceeds the data's", d));
     }
+    WEFT_RETURN_IF_ERROR(check_indexes_into((*data.shape)[static_cast<size_t>(axis)],
+                                            idx.shape->begin(), idx.shape->end(),
+                                            fmt::format("gathers along axis {}", axis)));
   }
   return one({data.dtype, idx.shape});
 }
@@ -1054,6 +1038,9 @@ Result<TensorType> loss_type(const Node& node) {
         return fail(fmt::format("the target has shape {}, expected {}",
                                 shape_to_string(*target.shape), shape_to_string(expected)));
     }
+    WEFT_RETURN_IF_ERROR(check_indexes_into((*x.shape)[1], target.shape->begin(),
+                                            target.shape->end(),
+                                            "the target indexes the classes, dim 1 of the input"));
   }
   if (x.shape && weight && weight->shape &&
       (weight->shape->size() != 1 ||

@@ -49,14 +49,19 @@ TypesOrError infer_gemm(const Node& node) {
                             shape_to_string(*a.shape), shape_to_string(*b.shape), g.trans_a,
                             g.trans_b));
   }
+  const Value* c = node.input(2);
+  if (c && c->type.shape && !broadcasts_to(*c->type.shape, {m, n})) {
+    return fail(fmt::format("C is {}, which does not broadcast to the output's [{}, {}]",
+                            shape_to_string(*c->type.shape), m.to_string(), n.to_string()));
+  }
   return one({a.dtype, Shape{m, n}});
 }
 
 namespace {
 // Output extent of one spatial dim of a window op: over a symbolic input a quotient
 // (dim_floor_div), except with ceil_mode.
-Dim window_output(const Dim& in, int64_t kernel, int64_t stride, int64_t dilation,
-                  int64_t pad_total, AutoPad auto_pad, bool ceil_mode) {
+Result<Dim> window_output(const Dim& in, int64_t kernel, int64_t stride, int64_t dilation,
+                          int64_t pad_total, AutoPad auto_pad, bool ceil_mode) {
   if (!in.is_static()) {
     if (auto_pad == AutoPad::kSameUpper || auto_pad == AutoPad::kSameLower)
       return dim_floor_div(in, stride - 1, stride);
@@ -66,15 +71,20 @@ Dim window_output(const Dim& in, int64_t kernel, int64_t stride, int64_t dilatio
   }
   int64_t x = in.value();
   if (auto_pad == AutoPad::kSameUpper || auto_pad == AutoPad::kSameLower) {
-    return (x + stride - 1) / stride;
+    return Dim((x + stride - 1) / stride);
   }
   if (auto_pad == AutoPad::kValid) pad_total = 0;
+  // ONNX's floor(span / stride) + 1 (or its ceiling): 0 where the window is one element longer
+  // than the padded input, less where it is longer still.
   int64_t span = x + pad_total - dilation * (kernel - 1) - 1;
-  if (span < 0) return Dim::unknown();
-  int64_t out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+  int64_t out = dim_floor_div(Dim(span + (ceil_mode ? stride - 1 : 0)), 0, stride).value() + 1;
+  if (out < 0) {
+    return fail(fmt::format("a window of {} elements does not fit in {} with {} of padding",
+                            dilation * (kernel - 1) + 1, x, pad_total));
+  }
   // With ceil mode, the last window must start inside the input or its begin padding.
   if (ceil_mode && (out - 1) * stride >= x + pad_total / 2) --out;
-  return out;
+  return Dim(out);
 }
 
 Result<Shape> window_shape(const Shape& x, Dim out_channels, const Ints& kernel,
@@ -91,7 +101,9 @@ Result<Shape> window_shape(const Shape& x, Dim out_channels, const Ints& kernel,
     int64_t dilation = dilations.empty() ? 1 : dilations[i];
     int64_t pad = pads.empty() ? 0 : pads[i] + pads[i + spatial];
     if (stride <= 0 || dilation <= 0) return fail("strides and dilations must be positive");
-    out.push_back(window_output(x[i + 2], kernel[i], stride, dilation, pad, auto_pad, ceil_mode));
+    Result<Dim> d = window_output(x[i + 2], kernel[i], stride, dilation, pad, auto_pad, ceil_mode);
+    if (!d.ok()) return fail(fmt::format("spatial dim {}: {}", i, d.status().message()));
+    out.push_back(*d);
   }
   return out;
 }
@@ -112,6 +124,11 @@ TypesOrError conv_output(const ConvAttrs& a, const TensorType& x, const TensorTy
   if (c.is_static() && per_group.is_static() && c.value() != per_group.value() * a.group) {
     return fail(fmt::format("the input has {} channels, the weights {} per group in {} group(s)",
                             c.value(), per_group.value(), a.group));
+  }
+  const Dim& m = (*w.shape)[0]; // output channels, each group's share the same
+  if (m.is_static() && m.value() % a.group != 0) {
+    return fail(fmt::format("the weights' {} output channels are not a multiple of group {}",
+                            m.value(), a.group));
   }
   Ints kernel = a.kernel_shape;
   if (kernel.empty()) {
@@ -138,8 +155,16 @@ Shape move_channels(const Shape& s, bool to_last) {
   return out;
 }
 
+// The bias: one value per output channel (a shorter one was read past its end).
 TypesOrError infer_conv(const Node& node) {
-  return conv_output(node.attrs_as<ConvAttrs>(), in_type(node, 0), in_type(node, 1));
+  const TensorType& w = in_type(node, 1);
+  const Value* bias = node.op_type == Op::kConv ? node.input(2) : nullptr;
+  if (bias && bias->type.shape && w.shape && !w.shape->empty() &&
+      (bias->type.shape->size() != 1 || !agree((*bias->type.shape)[0], (*w.shape)[0]))) {
+    return fail(fmt::format("the bias is {}, but the weights have {} output channels",
+                            bias->type.to_string(), (*w.shape)[0].to_string()));
+  }
+  return conv_output(node.attrs_as<ConvAttrs>(), in_type(node, 0), w);
 }
 
 TypesOrError infer_conv_channels_last(const Node& node) {

@@ -27,8 +27,14 @@ TypesOrError same_along_axis(const Node& node, int64_t axis) {
 
 } // namespace
 
+// The scale broadcasts to the normalized dims.
 TypesOrError infer_rms_norm(const Node& node) {
-  return same_along_axis(node, node.attrs_as<LayerNormAttrs>().axis);
+  const TensorType& x = in_type(node, 0);
+  if (!x.shape) return one(x);
+  WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node.attrs_as<LayerNormAttrs>().axis,
+                                                     static_cast<int64_t>(x.shape->size())));
+  WEFT_RETURN_IF_ERROR(check_normalized_inputs(node, *x.shape, axis, 1, 2));
+  return one(x);
 }
 
 // Attention: Y [B, q_heads, S_q, v_head] (4-D) or [B, S_q, q_heads * v_head] (3-D); the

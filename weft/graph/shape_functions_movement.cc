@@ -33,12 +33,20 @@ TypesOrError infer_scatter(const Node& node) {
         if (static_cast<int64_t>(d) != axis && !fits((*idx.shape)[d], (*data.shape)[d]))
           return fail(fmt::format("indices dim {} exceeds the data's", d));
       }
+      WEFT_RETURN_IF_ERROR(check_indexes_into((*data.shape)[static_cast<size_t>(axis)],
+                                              idx.shape->begin(), idx.shape->end(),
+                                              fmt::format("scatters along axis {}", axis)));
     }
     if (node.op_type == Op::kScatterND) {
       if (idx.shape->empty() || !idx.shape->back().is_static() ||
           idx.shape->back().value() > static_cast<int64_t>(data.shape->size()))
         return fail("the index tuples are longer than the data's rank");
       size_t q = static_cast<size_t>(idx.shape->back().value());
+      for (size_t d = 0; d < q; ++d) {
+        WEFT_RETURN_IF_ERROR(check_indexes_into((*data.shape)[d], idx.shape->begin(),
+                                                idx.shape->end() - 1,
+                                                fmt::format("scatters into dim {}", d)));
+      }
       Shape expected(idx.shape->begin(), idx.shape->end() - 1);
       expected.insert(expected.end(), data.shape->begin() + static_cast<int64_t>(q),
                       data.shape->end());
@@ -100,6 +108,11 @@ TypesOrError infer_gather_nd(const Node& node) {
   for (int64_t d = 0; d < batch; ++d) {
     if (!agree((*idx.shape)[static_cast<size_t>(d)], (*data.shape)[static_cast<size_t>(d)]))
       return fail(fmt::format("batch dim {} of the indices and the data differ", d));
+  }
+  for (int64_t d = batch; d < batch + q; ++d) {
+    WEFT_RETURN_IF_ERROR(check_indexes_into((*data.shape)[static_cast<size_t>(d)],
+                                            idx.shape->begin(), idx.shape->end() - 1,
+                                            fmt::format("gathers from dim {}", d)));
   }
   Shape out(idx.shape->begin(), idx.shape->end() - 1);
   out.insert(out.end(), data.shape->begin() + batch + q, data.shape->end());

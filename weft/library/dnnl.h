@@ -39,6 +39,10 @@ struct LibraryCall {
   // not bound, so that no run reads their tensors in, but counted in the bytes its profile
   // shows it moving.
   std::vector<const Value*> held;
+  // What each run's extents must keep for the call to run (a dynamic call's inputs not empty
+  // where its output is not), for Graph::dim_limits: a run that breaks one compiles for its
+  // own shapes, with generated code.
+  std::vector<DimLimit> limits;
 };
 
 // The one node that reads a value, or null (no reader, several, or a graph output).

@@ -140,6 +140,21 @@ std::optional<LibraryCall> call_in(const Graph& g, const std::string& name,
   return build(*node, sole_reader, free, why_not, form != nullptr);
 }
 
+// A call whose outputs are all empty at a run's extents (a batch of 0): nothing to compute,
+// and oneDNN takes no empty tensor.
+class NothingToDo final : public runtime::LibraryKernel {
+public:
+  Status run(void* const*, const int64_t*) const override { return Status(); }
+  std::string describe() const override { return "nothing: the outputs are empty"; }
+};
+
+bool outputs_are_empty(const Graph& g) {
+  return !g.outputs.empty() && std::all_of(g.outputs.begin(), g.outputs.end(), [](const Value* v) {
+    std::optional<int64_t> n = v->type.shape ? shape_num_elements(*v->type.shape) : std::nullopt;
+    return n && *n == 0;
+  });
+}
+
 class DynamicKernel final : public runtime::LibraryKernel {
 public:
   DynamicKernel(std::shared_ptr<const Graph> region, std::string node,
@@ -183,6 +198,8 @@ private:
       bound.push_back(fmt::format("{}={}", symbols_[i], key[i]));
     }
     WEFT_ASSIGN_OR_RETURN(Graph g, at_extents(*region_, extents));
+    if (outputs_are_empty(g))
+      return std::shared_ptr<const runtime::LibraryKernel>(std::make_shared<const NothingToDo>());
     std::string why_not;
     // Constant weights packed for an earlier shape in the same layout are taken again
     // (Tensor::derived): BERT's first run at a new length re-packed each weight, ~2 ms a
@@ -246,6 +263,22 @@ std::optional<LibraryCall> dynamic_call(const Node& node, const SoleReader& sole
     call.held.push_back(value_named.at(v->name));
   for (const std::string& s : symbols)
     call.symbols.push_back(Dim::symbol(s));
+  // oneDNN takes no empty input; an empty output needs no call (NothingToDo).
+  auto count = [](const Value* v) {
+    Dim n = 1;
+    for (const Dim& d : *v->type.shape)
+      n = d.is_unknown() ? d : dim_mul(n, d);
+    return n;
+  };
+  const Value* out = region->outputs.empty() ? nullptr : region->outputs[0];
+  for (const Value* in : region->inputs) {
+    if (out && in->type.shape && !shape_is_static(*in->type.shape) && out->type.shape) {
+      Dim from = count(in), to = count(out);
+      if (!from.is_unknown() && !to.is_unknown())
+        call.limits.push_back({to, from, node.name, DimLimit::Kind::kNotEmpty,
+                               "a library call, which takes no empty input"});
+    }
+  }
   call.kernel = std::make_shared<DynamicKernel>(region, node.name, symbols, names_of(form->nodes),
                                                 names_of(form->values), std::move(build),
                                                 form->kernel->describe());

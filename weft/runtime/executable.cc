@@ -26,6 +26,32 @@ int64_t now_ns() {
       .count();
 }
 
+// Why a run's dims "dim" and "bound" break "limit"; empty where they keep it.
+std::string broken_limit(const DimLimit& limit, int64_t dim, int64_t bound) {
+  using Kind = DimLimit::Kind;
+  std::string relation;
+  if (limit.kind == Kind::kAtMost && dim > bound) {
+    relation = fmt::format("{} <= {}", limit.dim.to_string(), limit.bound.to_string());
+  } else if (limit.kind == Kind::kMultipleOf && (bound == 0 || dim % bound != 0)) {
+    relation =
+        fmt::format("{} to be a multiple of {}", limit.dim.to_string(), limit.bound.to_string());
+  } else if (limit.kind == Kind::kEqual && dim != bound) {
+    relation = fmt::format("{} = {}", limit.dim.to_string(), limit.bound.to_string());
+  } else if (limit.kind == Kind::kOneOrEqual && dim != 1 && dim != bound) {
+    relation = fmt::format("{} = 1 or {}", limit.dim.to_string(), limit.bound.to_string());
+  } else if (limit.kind == Kind::kNotEmpty && dim > 0 && bound < 1) {
+    relation = fmt::format("{} >= 1 where {} > 0", limit.bound.to_string(), limit.dim.to_string());
+  }
+  if (relation.empty()) return "";
+  std::string given;
+  for (auto [d, value] : {std::pair{&limit.dim, dim}, std::pair{&limit.bound, bound}}) {
+    if (d->is_static()) continue;
+    given += fmt::format("{}{} = {}", given.empty() ? "" : ", ", d->to_string(), value);
+  }
+  return fmt::format("these inputs{} break what node '{}' needs: {} ({})",
+                     given.empty() ? "" : " (" + given + ")", limit.node, relation, limit.need);
+}
+
 } // namespace
 
 size_t plan_arena(const std::vector<Lifetime>& buffers, std::vector<size_t>* offsets) {
@@ -298,12 +324,10 @@ Result<Bindings> Executable::bind(const std::vector<TensorView>& inputs) const {
     }
   }
   for (const DimLimit& limit : dim_limits_) {
-    std::optional<int64_t> dim = eval_dim(limit.dim, bound), most = eval_dim(limit.most, bound);
-    if (dim && most && *dim > *most) {
-      return Status::error(fmt::format("the inputs give {} = {}, but node '{}' slices that many "
-                                       "elements from an axis of {}",
-                                       limit.dim.to_string(), *dim, limit.node, *most));
-    }
+    std::optional<int64_t> dim = eval_dim(limit.dim, bound), other = eval_dim(limit.bound, bound);
+    if (!dim || !other) continue;
+    if (std::string broken = broken_limit(limit, *dim, *other); !broken.empty())
+      return Status::error(broken);
   }
   return bound;
 }

@@ -54,6 +54,20 @@ Status rms_norm(Graph& graph, Node& node, Value* y) {
   Value* eps = scalar(b, "epsilon", a.stash_type, a.epsilon);
   Value* normalized = b.op(Op::kDiv, {xs, b.op(Op::kSqrt, {b.op(Op::kAdd, {mean_square, eps})})});
   normalized = cast_to(b, normalized, x->type.dtype);
+  // The scale broadcasts to the normalized dims alone (the Mul would broadcast them to it):
+  // shape inference checks static dims, each run symbolic ones.
+  const Shape& dims = *x->type.shape;
+  if (const std::optional<Shape>& scale = node.inputs[1]->type.shape;
+      scale && scale->size() <= dims.size() - static_cast<size_t>(axis)) {
+    for (size_t d = 0; d < scale->size(); ++d) {
+      const Dim& s = (*scale)[d];
+      const Dim& n = dims[dims.size() - scale->size() + d];
+      if (s != n && !s.is_unknown() && !n.is_unknown() && !(s.is_static() && s.value() == 1)) {
+        graph.dim_limits.push_back({s, n, node.name, DimLimit::Kind::kOneOrEqual,
+                                    "a scale that broadcasts to the normalized dims"});
+      }
+    }
+  }
   b.op(Op::kMul, {normalized, node.inputs[1]}, NoAttrs{}, y);
   return b.status();
 }
@@ -63,6 +77,22 @@ Status group_norm(Graph& graph, Node& node, Value* y) {
   const auto& a = node.attrs_as<GroupNormAttrs>();
   Value* x = node.inputs[0];
   size_t rank = x->type.shape->size();
+  // Channels in equal groups, a scale and a bias per channel (opset 21) or group: shape
+  // inference checks static dims, each run symbolic ones (the Mul and Add below would
+  // broadcast a scale of one).
+  const Dim& c = (*x->type.shape)[1];
+  if (!c.is_static() && !c.is_unknown()) {
+    graph.dim_limits.push_back(
+        {c, Dim(a.num_groups), node.name, DimLimit::Kind::kMultipleOf, "channels in equal groups"});
+  }
+  Dim per = node.opset >= 21 ? c : Dim(a.num_groups);
+  for (size_t i : {1, 2}) {
+    const std::optional<Shape>& s = node.inputs[i]->type.shape;
+    if (s && s->size() == 1 && (*s)[0] != per && !(*s)[0].is_unknown() && !per.is_unknown()) {
+      graph.dim_limits.push_back({(*s)[0], per, node.name, DimLimit::Kind::kEqual,
+                                  node.opset >= 21 ? "one per channel" : "one per group"});
+    }
+  }
   Value* groups =
       b.op(Op::kReshape, {x, shape_constant(b, "grouped", {0, a.num_groups, -1})}, ReshapeAttrs{});
   Value* n = standardize(b, cast_to(b, groups, a.stash_type), {2}, a.epsilon);

@@ -119,7 +119,7 @@ TEST(FoldShapeValues, RangesAndSlicesOverSymbols) {
   EXPECT_EQ(g.find_value("shifted")->type.to_string(), "i64[N,T]");
   std::vector<std::string> limits;
   for (const DimLimit& l : g.dim_limits)
-    limits.push_back(l.dim.to_string() + " <= " + l.most.to_string());
+    limits.push_back(l.dim.to_string() + " <= " + l.bound.to_string());
   std::sort(limits.begin(), limits.end());
   EXPECT_EQ(limits, (std::vector<std::string>{"1 <= T", "T <= 8"})); // (T+1)/1 is its own axis
 }
@@ -247,7 +247,7 @@ TEST(UnifyDims, AMaskSlicedFromThePastLengthMeetsTheNewTokens) {
   EXPECT_EQ(g.find_value("pos")->type.to_string(), "f32[N,T]");
   EXPECT_EQ(g.find_value("y")->type.to_string(), "f32[N,T]");
   ASSERT_EQ(g.dim_limits.size(), 1u); // the start within the end
-  EXPECT_EQ(g.dim_limits[0].dim.to_string() + " <= " + g.dim_limits[0].most.to_string(),
+  EXPECT_EQ(g.dim_limits[0].dim.to_string() + " <= " + g.dim_limits[0].bound.to_string(),
             "P <= (P+T)/1");
 }
 

@@ -37,7 +37,8 @@ bool is_broadcasting(Op op) {
 using Unification = std::optional<std::pair<std::string, Dim>>;
 
 // Groups of dims that "n" requires to be equal: a Concat's inputs' off its axis, a MatMul's
-// or Gemm's inner dims (none of them broadcasts).
+// or Gemm's inner dims (none of them broadcasts), a Conv's channels and bias, a
+// normalization's per-channel inputs, RoiAlign's boxes of 4.
 std::vector<std::vector<Dim>> required_equal(const Node& n) {
   std::vector<std::vector<Dim>> groups;
   auto shape = [&](size_t i) -> const Shape* {
@@ -63,6 +64,22 @@ std::vector<std::vector<Dim>> required_equal(const Node& n) {
              shape(1)->size() == 2) {
     const auto& g = n.attrs_as<GemmAttrs>();
     groups.push_back({(*shape(0))[g.trans_a ? 0 : 1], (*shape(1))[g.trans_b ? 1 : 0]});
+  } else if (n.op_type == Op::kConv && shape(0) && shape(1) && shape(0)->size() >= 3 &&
+             shape(1)->size() == shape(0)->size()) {
+    // The input's channels are the weights' per group times group; the bias is per output
+    // channel.
+    const Shape &x = *shape(0), &w = *shape(1);
+    groups.push_back({x[1], dim_mul(w[1], Dim(n.attrs_as<ConvAttrs>().group))});
+    if (shape(2) && shape(2)->size() == 1) groups.push_back({(*shape(2))[0], w[0]});
+  } else if ((n.op_type == Op::kBatchNormalization || n.op_type == Op::kInstanceNormalization) &&
+             shape(0) && shape(0)->size() >= 2) {
+    groups.push_back({(*shape(0))[1]}); // scale, bias (mean, variance): one per channel
+    for (size_t i = 1; i < n.inputs.size(); ++i) {
+      if (shape(i) && shape(i)->size() == 1) groups.back().push_back((*shape(i))[0]);
+    }
+  } else if (n.op_type == Op::kRoiAlign && shape(1) && shape(1)->size() == 2) {
+    groups.push_back({(*shape(1))[1], Dim(4)}); // rois [R, 4], batch_indices [R]
+    if (shape(2) && shape(2)->size() == 1) groups.push_back({(*shape(1))[0], (*shape(2))[0]});
   }
   return groups;
 }

@@ -11,7 +11,8 @@
 // Where one of them is a difference M - P of such a symbol M (a Slice from a symbolic start
 // to M: OPT's positions past the past length P of its mask of length M) and the other is T,
 // M is taken to be T + P. Dims that an op requires to be equal (a Concat's inputs' off its
-// axis, a MatMul's or Gemm's inner dims) are unified likewise, a static one included: a KV
+// axis, a MatMul's or Gemm's inner dims, a Conv's channels and bias, a normalization's
+// per-channel inputs, RoiAlign's boxes of 4) are unified likewise, a static one included: a KV
 // cache's past [N, 4, P, D] concatenated with the new keys [N, 4, T, 64] gives D = 64, so a
 // run with another D compiles for its own shapes (and meets the model's error) rather than
 // reading past the end of the past. And where the model declares a value's dim as an input's

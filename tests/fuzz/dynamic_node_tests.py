@@ -1,0 +1,171 @@
+"""Fuzzing of dynamic-shape compiles: each ONNX node test's model with every input dim made a
+symbol of its own, compiled once with dynamic_shapes=True, then run on the test's inputs and on
+inputs with one dim changed (to 0, 1, one more or less, or larger). Each run must give what a
+compile for that run's shapes gives with the same inputs (equal outputs, or an error from
+both), and never crash or hang. Each model runs in a child process of this script.
+
+Usage: dynamic_node_tests.py [--data DIR] [--count N] [--seed S] [--runs R] [--keep-going]
+(needs the weft module on PYTHONPATH; exit 1 on a failure)
+ctest runs 400 models of seed 1 (about 2 min); `--count 0` takes all 1,800 (about 8 min).
+"""
+import argparse
+import glob
+import json
+import os
+import random
+import subprocess
+import sys
+
+import numpy as np
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "..", ".cache", "onnx-1.23.2", "node")
+# Ops whose outputs are random: two compiles need not agree.
+RANDOM = ("bernoulli", "dropout", "random")
+
+
+def load_tensor(path):
+    import onnx
+    from onnx import numpy_helper
+    t = onnx.TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return numpy_helper.to_array(t)
+
+
+def same(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.kind in "biuOSU":
+        return np.array_equal(a, b)
+    wide = np.complex128 if a.dtype.kind == "c" else np.float64  # (float8, bfloat16 too)
+    return np.allclose(a.astype(wide), b.astype(wide), rtol=1e-4, atol=1e-5, equal_nan=True)
+
+
+def changed_input(rng, feeds):
+    """The feeds with one input's dim changed, and a description; None when none can be."""
+    names = [n for n, v in feeds.items() if v.ndim > 0 and v.dtype.kind in "fiub"]
+    if not names:
+        return None
+    name = rng.choice(names)
+    v = feeds[name]
+    shape = list(v.shape)
+    axis = rng.randrange(v.ndim)
+    shape[axis] = rng.choice([0, 1, shape[axis] + 1, max(shape[axis] - 1, 0), 3 * shape[axis] + 2])
+    nrng = np.random.default_rng(rng.randrange(2**32))
+    if v.dtype.kind == "f":
+        new = nrng.standard_normal(shape).astype(v.dtype)
+    elif v.dtype == bool:
+        new = nrng.integers(0, 2, shape).astype(bool)
+    else:  # small integers: valid as indices, axes and counts more often than not
+        new = nrng.integers(0, 3, shape).astype(v.dtype)
+    return dict(feeds, **{name: new}), f"{name} {shape}"
+
+
+def child(case, seed, runs):
+    """Prints one JSON line per run: {"run", "result"}, result one of same, both-failed,
+    DIFFERENT, ONLY-DYNAMIC-RAN, ONLY-PER-SHAPE-RAN (with the messages)."""
+    import onnx
+    import weft
+    model = onnx.load(os.path.join(case, "model.onnx"))
+    inits = {i.name for i in model.graph.initializer}
+    inputs = [i for i in model.graph.input if i.name not in inits]
+    sets = sorted(glob.glob(os.path.join(case, "test_data_set_*")))
+    if not sets:
+        return
+    try:
+        feeds = [load_tensor(p) for p in sorted(glob.glob(os.path.join(sets[0], "input_*.pb")))]
+    except (ValueError, TypeError):  # a sequence or an optional: not a tensor
+        return
+    if len(feeds) != len(inputs) or any(f.dtype == object for f in feeds):
+        return
+    feeds = {i.name: f for i, f in zip(inputs, feeds)}
+    per_shape = onnx.ModelProto()  # no input shape: compiles for the first run's
+    per_shape.CopyFrom(model)
+    for k, (i, j) in enumerate(zip(model.graph.input, per_shape.graph.input)):
+        if i.name in feeds and i.type.tensor_type.HasField("shape"):
+            for n, d in enumerate(i.type.tensor_type.shape.dim):
+                d.ClearField("dim_value")
+                d.dim_param = f"s{k}_{n}"
+            j.type.tensor_type.ClearField("shape")
+    for m in (model, per_shape):
+        for o in m.graph.output:
+            o.type.tensor_type.ClearField("shape")
+        del m.graph.value_info[:]
+    try:
+        dynamic = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    except weft.WeftError as e:  # a clean refusal: not what this fuzzer looks for
+        print(json.dumps({"run": "compile", "result": "refused", "message": str(e)[:200]}))
+        return
+    rng = random.Random(seed)
+    run_feeds = [(feeds, "the test's inputs")]
+    for _ in range(runs):
+        changed = changed_input(rng, feeds)
+        if changed:
+            run_feeds.append(changed)
+    for f, what in run_feeds:
+        print(json.dumps({"run": what, "result": "started"}), flush=True)
+        results = []
+        for compile_once in (lambda: dynamic, lambda: weft.compile(per_shape.SerializeToString())):
+            try:
+                results.append(("ran", compile_once().run(f)))
+            except weft.WeftError as e:
+                results.append(("failed", str(e)[:200]))
+        (a, ra), (b, rb) = results
+        if a == b == "failed":
+            result = "both-failed"
+        elif a == b:
+            result = "same" if ra.keys() == rb.keys() and all(same(ra[k], rb[k]) for k in ra) \
+                else "DIFFERENT"
+        else:
+            result = "ONLY-DYNAMIC-RAN" if a == "ran" else "ONLY-PER-SHAPE-RAN"
+        message = rb if b == "failed" else ra if a == "failed" else ""
+        print(json.dumps({"run": what, "result": result, "message": message}), flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default=DATA)
+    ap.add_argument("--count", type=int, default=400, help="models to take; 0: all")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--runs", type=int, default=4, help="runs with a changed dim per model")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args.child, args.seed, args.runs)
+        return 0
+    cases = sorted(c for c in glob.glob(os.path.join(args.data, "test_*"))
+                   if not any(r in os.path.basename(c) for r in RANDOM))
+    if not cases:
+        print(f"SKIP: {args.data} is missing (scripts/setup.sh writes it)")
+        return 77
+    rng = random.Random(args.seed)
+    if args.count:
+        cases = rng.sample(cases, min(args.count, len(cases)))
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    failures = []
+    for case in cases:
+        name = os.path.basename(case)
+        cmd = [sys.executable, __file__, "--child", case, "--seed", str(rng.randrange(2**32)),
+               "--runs", str(args.runs)]
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+            lines = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
+            if p.returncode != 0:
+                last = lines[-1]["run"] if lines else "compile"
+                failures.append(f"{name}: {last}: exit {p.returncode}: {p.stderr.strip()[-300:]}")
+            failures += [f"{name}: {x['run']}: {x['result']} {x['message']}" for x in lines
+                         if x["result"].isupper()]
+        except subprocess.TimeoutExpired:
+            failures.append(f"{name}: no answer in 300 s")
+        except json.JSONDecodeError as e:
+            failures.append(f"{name}: unreadable output ({e})")
+    for f in failures:
+        print("FAIL", f)
+    print(f"{len(cases)} models of seed {args.seed}, {args.runs} changed runs each: "
+          f"{len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
