@@ -578,6 +578,39 @@ def test_indexing_into_an_empty_axis_is_refused(op, attrs, feeds, message):
         weft.compile(model.SerializeToString()).run(arrays)
 
 
+@pytest.mark.parametrize("image,attrs", [([], {}), ([5], {}), ([5, 5], {"dilations": [1, 2, 1]})])
+def test_col2im_of_mismatched_spatial_dims_is_refused(image, attrs):
+    """Col2Im's image_shape, block_shape and attributes must give the same spatial dims: an
+    empty image_shape was read past its end (a segfault; found by
+    tests/fuzz/dynamic_node_tests.py)."""
+    f = TensorProto.FLOAT
+    graph = helper.make_graph([helper.make_node("Col2Im", ["x", "image", "block"], ["y"], **attrs)],
+                              "g", [helper.make_tensor_value_info("x", f, [1, 4, 16]),
+                                    helper.make_tensor_value_info("image", TensorProto.INT64,
+                                                                  [len(image)])],
+                              [helper.make_tensor_value_info("y", f, None)],
+                              [numpy_helper.from_array(np.array([2, 2], np.int64), "block")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    with pytest.raises(weft.WeftError, match="do not give the same spatial dims"):
+        weft.compile(model.SerializeToString()).run(
+            {"x": np.ones((1, 4, 16), np.float32), "image": np.array(image, np.int64)})
+
+
+def test_reshape_copying_a_dim_past_the_input_rank_is_refused():
+    """A 0 in a Reshape's target copies the input's dim there; past the input's rank it is an
+    error that says so (it was 'the dim unk23 is known only at run time': LayerNormalization's
+    expanded function over an input with an empty dim)."""
+    f = TensorProto.FLOAT
+    graph = helper.make_graph([helper.make_node("Reshape", ["x", "shape"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", f, [0, 5])],
+                              [helper.make_tensor_value_info("y", f, None)],
+                              [numpy_helper.from_array(np.array([2, 0, 0, 5], np.int64), "shape")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    with pytest.raises(weft.WeftError, match="copies dim 2 of the input \\(a 0\\), which has rank 2"):
+        weft.compile(model.SerializeToString()).run({"x": np.ones((0, 5), np.float32)})
+
+
 def symbolic_model(node, inputs, opset=13):
     """One node over f32 (or i64, for names starting with i) inputs of symbolic dims."""
     graph = helper.make_graph(

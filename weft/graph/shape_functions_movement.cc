@@ -266,7 +266,12 @@ TypesOrError infer_reshape(const Node& node) {
       infer_at = static_cast<int>(i);
       out.push_back(Dim::unknown());
     } else if (t == 0 && !a.allowzero) {
-      if (!x.shape || i >= x.shape->size()) return one({x.dtype, unknown_shape(target->size())});
+      if (!x.shape) return one({x.dtype, unknown_shape(target->size())});
+      if (i >= x.shape->size()) { // (ONNX Runtime refuses it too)
+        return fail(fmt::format("Reshape target {} copies dim {} of the input (a 0), which has "
+                                "rank {}",
+                                fmt::join(*target, ","), i, x.shape->size()));
+      }
       out.push_back((*x.shape)[i]);
     } else if (t < 0) {
       return fail(fmt::format("Reshape target has invalid extent {}", t));

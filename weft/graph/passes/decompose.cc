@@ -521,6 +521,12 @@ Status col2im(Graph& graph, Node& node, Value* y) {
   Ints block = *constant_ints(node.input(2));
   std::vector<int64_t> dx = shape_static_dims(*x->type.shape);
   size_t s = block.size();
+  // One extent per spatial dim in each (a shorter image_shape was read past its end).
+  if (s < 1 || image.size() != s || (!a.dilations.empty() && a.dilations.size() != s) ||
+      (!a.strides.empty() && a.strides.size() != s) || (!a.pads.empty() && a.pads.size() != 2 * s))
+    return Status::error(fmt::format("image_shape [{}], block_shape [{}], dilations, strides and "
+                                     "pads do not give the same spatial dims",
+                                     fmt::join(image, ", "), fmt::join(block, ", ")));
   int64_t taps = std::accumulate(block.begin(), block.end(), int64_t{1}, std::multiplies<>());
   // (None of them may be 0: a group of 0, a division by it.)
   if (taps < 1 || dx[1] < taps)
