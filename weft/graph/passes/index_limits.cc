@@ -24,6 +24,8 @@ void add(Graph& graph, const DimLimit& limit) {
   if ((limit.dim.is_static() && limit.bound.is_static()) || limit.dim.is_unknown() ||
       limit.bound.is_unknown())
     return; // shape inference checked it, or no run can
+  if (limit.kind == DimLimit::Kind::kNotEmpty && limit.bound.is_static())
+    return; // a static axis that is empty: shape inference checked it; one that is not holds
   if (std::find(graph.dim_limits.begin(), graph.dim_limits.end(), limit) == graph.dim_limits.end())
     graph.dim_limits.push_back(limit);
 }
