@@ -642,6 +642,26 @@ def test_dynamic_shapes_indices_are_checked_per_run():
         g.run({"x": np.ones((0, 2), np.float32), "i": np.array([1])})
 
 
+def test_dynamic_shapes_reshape_to_a_zero_dim_copies_as_onnx_does():
+    """Reshape(x, Shape(y)) over symbols: a run where y's dim is 0 gives a target 0, which
+    copies x's dim there (no allowzero), as a compile for that run's shapes does; the
+    dynamic compile had taken the target to be y's shape (LayerNormalization's expanded
+    function ran over an empty dim that way)."""
+    f = TensorProto.FLOAT
+    graph = helper.make_graph(
+        [helper.make_node("Shape", ["y"], ["s"]), helper.make_node("Reshape", ["x", "s"], ["z"])],
+        "g", [helper.make_tensor_value_info("x", f, ["a", "b"]),
+              helper.make_tensor_value_info("y", f, ["c", "d"])],
+        [helper.make_tensor_value_info("z", f, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    assert compiled.run({"x": np.ones((2, 3), np.float32),
+                         "y": np.ones((3, 2), np.float32)})["z"].shape == (3, 2)
+    with pytest.raises(weft.WeftError, match="Reshape"):  # [0, 3] copies x's 2: 6 elements
+        compiled.run({"x": np.ones((2, 0), np.float32), "y": np.ones((0, 3), np.float32)})
+
+
 def test_dynamic_shapes_group_norm_checks_its_channels_per_run():
     """GroupNormalization's symbolic channels must be a multiple of its groups, and its scale
     and bias hold one value per channel (opset 21): each run checks them (a bias of one

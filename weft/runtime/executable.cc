@@ -40,7 +40,8 @@ std::string broken_limit(const DimLimit& limit, int64_t dim, int64_t bound) {
   } else if (limit.kind == Kind::kOneOrEqual && dim != 1 && dim != bound) {
     relation = fmt::format("{} = 1 or {}", limit.dim.to_string(), limit.bound.to_string());
   } else if (limit.kind == Kind::kNotEmpty && dim > 0 && bound < 1) {
-    relation = fmt::format("{} >= 1 where {} > 0", limit.bound.to_string(), limit.dim.to_string());
+    relation = fmt::format("{} >= 1{}", limit.bound.to_string(),
+                           limit.dim.is_static() ? "" : " where " + limit.dim.to_string() + " > 0");
   }
   if (relation.empty()) return "";
   std::string given;

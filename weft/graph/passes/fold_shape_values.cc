@@ -466,6 +466,17 @@ Result<bool> fold_shape_values(Graph& graph) {
       auto& a = node->attrs_as<ReshapeAttrs>();
       std::optional<Shape> dims = reshape_target(*x->type.shape, *target, a.allowzero);
       if (!dims) continue;
+      // A dim of the target that a run makes 0 would copy the input's dim there (ONNX's
+      // Reshape without allowzero), unlike the symbol it is taken to be: each run checks
+      // that it is not (a run that makes it 0 compiles for its own shapes).
+      for (size_t i = 0; !a.allowzero && i < target->dims.size(); ++i) {
+        const Dim& d = target->dims[i];
+        if (!d.is_static() && (i >= x->type.shape->size() || d != (*x->type.shape)[i])) {
+          graph.dim_limits.push_back({Dim(1), d, node->name, DimLimit::Kind::kNotEmpty,
+                                      "a Reshape target dim that is not 0, which would copy "
+                                      "the input's dim"});
+        }
+      }
       a.symbolic_shape = std::move(*dims);
     } else if (std::all_of(target->dims.begin(), target->dims.end(),
                            [](const Dim& d) { return !d.is_static() || d.value() >= 0; })) {
