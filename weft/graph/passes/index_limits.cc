@@ -1,24 +1,14 @@
 #include "weft/graph/passes/index_limits.h"
 
 #include <algorithm>
-#include <optional>
 
 #include "weft/graph/attrs.h"
+#include "weft/graph/shape_function_helpers.h"
 #include "weft/graph/shape_functions.h"
 
 namespace weft {
 
 namespace {
-
-// The product of dims [begin, end), or nullopt where one is unknown.
-std::optional<Dim> count_of(Shape::const_iterator begin, Shape::const_iterator end) {
-  Dim n = 1;
-  for (auto it = begin; it != end; ++it) {
-    if (it->is_unknown()) return std::nullopt;
-    n = dim_mul(n, *it);
-  }
-  return n;
-}
 
 void add(Graph& graph, const DimLimit& limit) {
   if ((limit.dim.is_static() && limit.bound.is_static()) || limit.dim.is_unknown() ||
@@ -40,24 +30,23 @@ void note_index_limits(Graph& graph) {
     if (!data || !idx || !data->type.shape || !idx->type.shape) continue;
     const Shape &x = *data->type.shape, &i = *idx->type.shape;
     auto rank = static_cast<int64_t>(x.size());
-    // Axis "axis" of the data holds an element where indices [begin, end) give one.
-    auto indexed = [&](int64_t axis, Shape::const_iterator begin, Shape::const_iterator end) {
-      std::optional<Dim> count = count_of(begin, end);
-      if (count && axis >= 0 && axis < rank) {
-        add(graph, {*count, x[static_cast<size_t>(axis)], n->name, Kind::kNotEmpty,
-                    "an index into that axis"});
+    // Axis "axis" of the data holds an element where the indices' first "dims" give one.
+    auto indexed = [&](int64_t axis, size_t dims) {
+      if (axis >= 0 && axis < rank) {
+        add(graph, {shape_detail::product(i, 0, dims), x[static_cast<size_t>(axis)], n->name,
+                    Kind::kNotEmpty, "an index into that axis"});
       }
     };
     Op op = n->op_type;
     if (op == Op::kGather) {
       Result<int64_t> axis = normalize_axis(n->attrs_as<AxisAttrs>().axis, rank);
-      if (axis.ok()) indexed(*axis, i.begin(), i.end());
+      if (axis.ok()) indexed(*axis, i.size());
     } else if ((op == Op::kGatherElements || op == Op::kScatterElements) && i.size() == x.size()) {
       int64_t a = op == Op::kGatherElements ? n->attrs_as<AxisAttrs>().axis
                                             : n->attrs_as<ScatterAttrs>().axis;
       Result<int64_t> axis = normalize_axis(a, rank);
       if (!axis.ok()) continue;
-      indexed(*axis, i.begin(), i.end());
+      indexed(*axis, i.size());
       for (int64_t d = 0; d < rank; ++d) {
         auto k = static_cast<size_t>(d);
         if (d != *axis && i[k] != x[k])
@@ -67,9 +56,9 @@ void note_index_limits(Graph& graph) {
                i.back().is_static()) {
       int64_t first = op == Op::kGatherND ? n->attrs_as<BatchDimsAttrs>().batch_dims : 0;
       for (int64_t d = first; d < first + i.back().value(); ++d)
-        indexed(d, i.begin(), i.end() - 1);
+        indexed(d, i.size() - 1);
     } else if (op == Op::kNegativeLogLikelihoodLoss || op == Op::kSoftmaxCrossEntropyLoss) {
-      indexed(1, i.begin(), i.end()); // the classes
+      indexed(1, i.size()); // the classes
     }
   }
 }
