@@ -697,6 +697,20 @@ def test_dynamic_shapes_library_calls_with_empty_outputs():
     assert gemm.run({"a": np.ones((0, 5), np.float32), "b": b})["y"].shape == (0, 4)
 
 
+def test_dynamic_shapes_gemm_checks_its_c_per_run():
+    """A dynamic Gemm's C must broadcast to the output even where the output is empty, as per
+    shape: at N = 0 a C of 4 columns had run (its library call checked C only where it ran;
+    found by tests/fuzz/dynamic_node_tests.py, seed 11)."""
+    gemm = symbolic_model(helper.make_node("Gemm", ["a", "b", "c"], ["y"]), {"a": 2, "b": 2, "c": 2})
+    a, c = np.ones((3, 5), np.float32), np.ones((1, 4), np.float32)
+    np.testing.assert_array_equal(gemm.run({"a": a, "b": np.ones((5, 4), np.float32), "c": c})["y"],
+                                  np.full((3, 4), 6, np.float32))
+    assert gemm.run({"a": a, "b": np.ones((5, 6), np.float32), "c": c[:, :1]})["y"].shape == (3, 6)
+    for n in (0, 6):
+        with pytest.raises(weft.WeftError, match="C is \\[1,4\\], which does not broadcast"):
+            gemm.run({"a": a, "b": np.ones((5, n), np.float32), "c": c})
+
+
 @pytest.mark.parametrize("node,feeds,message", [
     (helper.make_node("Gemm", ["a", "b", "c"], ["y"]), {"a": (3, 7), "b": (7, 3), "c": (2,)},
      "C is \\[2\\], which does not broadcast to the output's \\[3, 3\\]"),

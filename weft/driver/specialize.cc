@@ -9,7 +9,7 @@
 #include "weft/graph/data_dependent.h"
 #include "weft/graph/op_table.h"
 #include "weft/graph/passes/fold_shape_values.h"
-#include "weft/graph/passes/index_limits.h"
+#include "weft/graph/passes/run_limits.h"
 #include "weft/graph/passes/specialize_shapes.h"
 #include "weft/graph/passes/unify_dims.h"
 #include "weft/kernel/lower_node.h"
@@ -54,7 +54,7 @@ Status specialize(Graph& graph, const std::vector<Tensor>& inputs, bool dynamic_
     }
     if (resolved) WEFT_RETURN_IF_ERROR(refold(graph, "fold_shape_values"));
   }
-  note_index_limits(graph);
+  note_run_limits(graph);
   return Status();
 }
 

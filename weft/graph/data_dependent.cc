@@ -397,7 +397,7 @@ Result<std::vector<TensorType>> infer_unique(const Node& node) {
   std::optional<int64_t> axis = node.attrs_as<UniqueAttrs>().axis;
   TensorType y{x.dtype, Shape{Dim::unknown()}};
   // (Symbolic where x's dims are: the later stage of a dynamic compile keeps it.)
-  Dim slices = x.shape ? shape_detail::product(*x.shape, 0, x.shape->size()) : Dim::unknown();
+  Dim slices = x.shape ? dims_product(*x.shape) : Dim::unknown();
   if (axis) {
     y.shape = std::nullopt;
     slices = Dim::unknown();

@@ -197,6 +197,15 @@ int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1)
 
 } // namespace
 
+Dim dims_product(const Shape& shape, size_t begin, size_t end) {
+  Dim n = 1;
+  for (size_t i = begin; i < std::min(end, shape.size()); ++i) {
+    if (shape[i].is_unknown()) return Dim::unknown();
+    n = dim_mul(n, shape[i]);
+  }
+  return n;
+}
+
 Dim dim_mul(const Dim& a, const Dim& b) {
   if (a.is_static() && b.is_static()) return a.value() * b.value();
   Product pa = factors_of(a), pb = factors_of(b);

@@ -45,6 +45,10 @@ std::optional<int64_t> shape_num_elements(const Shape& shape);
 std::vector<int64_t> shape_static_dims(const Shape& shape); // requires shape_is_static
 Shape shape_from_dims(const std::vector<int64_t>& dims);
 
+// Product of dims [begin, end) of "shape" (dim_mul: symbolic ones multiply), or unknown when
+// one of them is unknown; the whole shape by default.
+Dim dims_product(const Shape& shape, size_t begin = 0, size_t end = SIZE_MAX);
+
 // Products of symbols. A symbolic product is one symbol spelled canonically: the constant
 // factor first (when not 1), then the symbols sorted, joined by '*' ("64*N*T"), so that equal
 // products are equal dims.

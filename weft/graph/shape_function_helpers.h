@@ -90,16 +90,6 @@ inline Status check_per_channel(const Value* v, const Dim& n, const char* what) 
   return Status();
 }
 
-// Product of dims (dim_mul: symbolic ones multiply), or unknown when any dim is unknown.
-inline Dim product(const Shape& shape, size_t begin, size_t end) {
-  Dim n = 1;
-  for (size_t i = begin; i < end; ++i) {
-    if (shape[i].is_unknown()) return Dim::unknown();
-    n = dim_mul(n, shape[i]);
-  }
-  return n;
-}
-
 inline Result<Ints> normalize_axes(const Ints& axes, int64_t rank) {
   Ints out;
   for (int64_t a : axes) {

@@ -127,8 +127,7 @@ TypesOrError infer_flatten(const Node& node) {
   if (axis < -rank || axis > rank) return fail(fmt::format("axis {} is out of range", axis));
   if (axis < 0) axis += rank;
   size_t split = static_cast<size_t>(axis);
-  return one(
-      {x.dtype, Shape{product(*x.shape, 0, split), product(*x.shape, split, x.shape->size())}});
+  return one({x.dtype, Shape{dims_product(*x.shape, 0, split), dims_product(*x.shape, split)}});
 }
 
 TypesOrError infer_squeeze(const Node& node) {

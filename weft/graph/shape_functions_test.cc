@@ -46,6 +46,16 @@ TEST(SymbolicDims, QuotientsOfWindows) {
   EXPECT_EQ(dim_symbols(area), (std::vector<std::string>{"W", "N"}));
 }
 
+// A range of dims multiplies as dim_mul does; an unknown dim in it makes it unknown.
+TEST(SymbolicDims, DimsProduct) {
+  Shape s = {Dim(2), Dim::symbol("N"), Dim(3), Dim::unknown()};
+  EXPECT_EQ(dims_product(s, 0, 3).to_string(), "6*N");
+  EXPECT_EQ(dims_product(s, 2, 3), Dim(3));
+  EXPECT_EQ(dims_product(s, 1, 1), Dim(1));
+  EXPECT_TRUE(dims_product(s).is_unknown());
+  EXPECT_EQ(dims_product(Shape{Dim(4), Dim(0), Dim::symbol("T")}), Dim(0));
+}
+
 // A Slice from a symbolic start to its end: sums lose a term, other dims spell a difference,
 // which evaluates at run time (nothing when negative) and multiplies as a symbol does.
 TEST(SymbolicDims, Differences) {

@@ -264,16 +264,10 @@ std::optional<LibraryCall> dynamic_call(const Node& node, const SoleReader& sole
   for (const std::string& s : symbols)
     call.symbols.push_back(Dim::symbol(s));
   // oneDNN takes no empty input; an empty output needs no call (NothingToDo).
-  auto count = [](const Value* v) {
-    Dim n = 1;
-    for (const Dim& d : *v->type.shape)
-      n = d.is_unknown() ? d : dim_mul(n, d);
-    return n;
-  };
   const Value* out = region->outputs.empty() ? nullptr : region->outputs[0];
   for (const Value* in : region->inputs) {
     if (out && in->type.shape && !shape_is_static(*in->type.shape) && out->type.shape) {
-      Dim from = count(in), to = count(out);
+      Dim from = dims_product(*in->type.shape), to = dims_product(*out->type.shape);
       if (!from.is_unknown() && !to.is_unknown())
         call.limits.push_back({to, from, node.name, DimLimit::Kind::kNotEmpty,
                                "a library call, which takes no empty input"});

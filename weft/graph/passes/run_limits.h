@@ -1,11 +1,13 @@
-// index_limits: in a dynamic-shape compile, the limits (Graph::dim_limits) that indexing ops
-// need of their symbolic dims, which shape inference checks where the dims are static:
+// run_limits: in a dynamic-shape compile, the limits (Graph::dim_limits) that ops need of
+// their symbolic dims, which shape inference checks where the dims are static. Indexing ops:
 // GatherElements' and ScatterElements' indices no longer than the data off the axis, and an
 // axis that Gather, GatherElements, GatherND, ScatterElements, ScatterND or a loss's target
 // (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss) indexes into holds an element where
 // an index is given. Their kernels clamp each index to its axis, and would read or write past
 // the data where these do not hold (the loss of an NLL's expanded form over a target longer
-// than its input changed from compile to compile). Each run checks the limits
+// than its input changed from compile to compile). Gemm: each dim of C 1 or the output's
+// there (its library call checked that only where the output was not empty). Each run
+// checks the limits
 // (Executable::bind); a run that breaks one compiles for its own shapes, and meets shape
 // inference's error.
 //
@@ -16,6 +18,6 @@
 
 namespace weft {
 
-void note_index_limits(Graph& graph);
+void note_run_limits(Graph& graph);
 
 } // namespace weft

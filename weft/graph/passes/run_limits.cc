@@ -1,9 +1,8 @@
-#include "weft/graph/passes/index_limits.h"
+#include "weft/graph/passes/run_limits.h"
 
 #include <algorithm>
 
 #include "weft/graph/attrs.h"
-#include "weft/graph/shape_function_helpers.h"
 #include "weft/graph/shape_functions.h"
 
 namespace weft {
@@ -20,11 +19,30 @@ void add(Graph& graph, const DimLimit& limit) {
     graph.dim_limits.push_back(limit);
 }
 
+// Gemm's C broadcasts to its output [M, N].
+void note_gemm_limits(Graph& graph, const Node& gemm) {
+  const Value* c = gemm.input(2);
+  const Value* y = gemm.outputs[0];
+  if (!c || !c->type.shape || !y->type.shape || c->type.shape->size() > y->type.shape->size())
+    return;
+  const Shape &from = *c->type.shape, &to = *y->type.shape;
+  for (size_t d = 0; d < from.size(); ++d) {
+    const Dim &s = from[d], &n = to[to.size() - from.size() + d];
+    if (s != n && !(s.is_static() && s.value() == 1))
+      add(graph,
+          {s, n, gemm.name, DimLimit::Kind::kOneOrEqual, "a C that broadcasts to the output"});
+  }
+}
+
 } // namespace
 
-void note_index_limits(Graph& graph) {
+void note_run_limits(Graph& graph) {
   using Kind = DimLimit::Kind;
   for (const auto& n : graph.nodes()) {
+    if (n->op_type == Op::kGemm) {
+      note_gemm_limits(graph, *n);
+      continue;
+    }
     const Value* data = n->input(0);
     const Value* idx = n->inputs.size() > 1 ? n->input(1) : nullptr;
     if (!data || !idx || !data->type.shape || !idx->type.shape) continue;
@@ -33,7 +51,7 @@ void note_index_limits(Graph& graph) {
     // Axis "axis" of the data holds an element where the indices' first "dims" give one.
     auto indexed = [&](int64_t axis, size_t dims) {
       if (axis >= 0 && axis < rank) {
-        add(graph, {shape_detail::product(i, 0, dims), x[static_cast<size_t>(axis)], n->name,
+        add(graph, {dims_product(i, 0, dims), x[static_cast<size_t>(axis)], n->name,
                     Kind::kNotEmpty, "an index into that axis"});
       }
     };
