@@ -178,6 +178,36 @@ TEST(ChannelsLast, GroupNormStaysChannelsLast) {
   EXPECT_EQ(reductions, 2);
 }
 
+// PoolFormer's block: a GroupNorm of one group whose input a residual Add also reads. The
+// GroupNorm still goes channels-last, and so does the Add: no Transpose remains inside the
+// region (it had stayed channels-first, a Transpose on each side of it).
+TEST(ChannelsLast, GroupNormOfAValueWithOtherReaders) {
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[1, 8, 6, 6] x, float[8, 8, 1, 1] w1, float[8, 8, 1, 1] w2) => (float[1, 8, 6, 6] y)
+      <int64[3] grouped = {0, 1, -1}, int64[4] back = {1, 8, 6, 6}, float[1] ones = {1.0},
+       float[1] zeros = {0.0}, float[8, 1, 1] gamma = {1, 2, 3, 4, 5, 6, 7, 8},
+       float[8, 1, 1] beta = {8, 7, 6, 5, 4, 3, 2, 1}> {
+      a = Conv(x, w1)
+      r = Reshape(a, grouped)
+      n = InstanceNormalization <epsilon = 0.00001> (r, ones, zeros)
+      b = Reshape(n, back)
+      s = Mul(b, gamma)
+      t = Add(s, beta)
+      sum = Add(a, t)
+      y = Conv(sum, w2)
+    })");
+  ASSERT_TRUE(canonicalize(g).ok());
+  ASSERT_TRUE(run_pass(g));
+  EXPECT_EQ(count_ops(g, Op::kConvChannelsLast), 2);
+  EXPECT_EQ(count_ops(g, Op::kTranspose), 2); // x's in and y's out
+  for (const auto& n : g.nodes()) {
+    if (n->op_type != Op::kReduceMean) continue;
+    EXPECT_EQ(n->attrs_as<ReduceAttrs>().axes, (Ints{1, 3}));
+    EXPECT_EQ(shape_to_string(*n->inputs[0]->type.shape), "[1,36,1,8]");
+  }
+}
+
 // YOLO's upsampling: a nearest Resize between convolutions, into a Concat, runs channels-last
 // with its scales permuted; a bilinear one before a graph output keeps its Transpose (after
 // it, it would transpose 4 times the data).
