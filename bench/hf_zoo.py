@@ -1,8 +1,10 @@
 """More Hugging Face architectures on the CPU, beyond hf_bench.py's: does each one that PyTorch's
 default exporter writes load in Weft and match PyTorch, and is any pathologically slow? Each
-is built from its config (the text models, BEiT, DeiT and YOLOS with 2 layers of width 64; the
+is built from its config (the text models, the state-space and recurrent ones (Mamba2, RWKV,
+LFM2), BEiT, DeiT, YOLOS, SigLIP and DINOv2 with registers with 2 layers of width 64; the
 other vision models at their configs' defaults; HuBERT, WavLM and AST with 2 layers; DETR with a
-ResNet-50 backbone and one encoder and decoder layer of width 64), random weights, batch 1,
+ResNet-50 backbone and one encoder and decoder layer of width 64; PatchTST over 7 series of 512
+steps, 2 layers of width 64), random weights, batch 1,
 exported by torch.onnx.export's defaults (the dynamo exporter) without a KV cache; BatchNorm
 statistics randomized and weights initialized to zero redrawn, so every layer does work. Each model:
 Weft's outputs against PyTorch's (rtol 1e-3, atol 1e-4 plus 1e-5 of the output's largest
@@ -10,8 +12,8 @@ magnitude), then Weft's Python module and ONNX Runtime (CPU execution provider, 
 threads) timed in alternating rounds in this process; an entry is the system's lowest median
 over the rounds. The small text models run in tenths of a millisecond, where fixed costs
 weigh: their times find a pathological kernel (BEiT's index tables, computed at every run
-until they folded), not speed at scale (hf_bench.py's). Not in CI: exporting the 36 models
-takes about 10 minutes on 2 cores.
+until they folded), not speed at scale (hf_bench.py's). Not in CI: exporting the 52 models
+takes about 15 minutes on 2 cores.
 
 Usage: PYTHONPATH=build/python bench/.venv/bin/python bench/hf_zoo.py [--rounds 2]
        [--write | --update] [MODEL...]
@@ -82,6 +84,25 @@ def models():
         "stablelm": (lambda: tf.StableLmModel(tf.StableLmConfig(**lm)), decoder),
         "olmo": (lambda: tf.OlmoModel(tf.OlmoConfig(**lm)), decoder),
         "starcoder2": (lambda: tf.Starcoder2Model(tf.Starcoder2Config(**lm)), decoder),
+        "qwen3": (lambda: tf.Qwen3Model(tf.Qwen3Config(head_dim=16, **lm)), decoder),
+        "gemma3": (lambda: tf.Gemma3TextModel(tf.Gemma3TextConfig(head_dim=16, sliding_window=8, **lm)),
+                   decoder),
+        "smollm3": (lambda: tf.SmolLM3Model(tf.SmolLM3Config(pad_token_id=0, **lm)), decoder),
+        "olmo2": (lambda: tf.Olmo2Model(tf.Olmo2Config(**lm)), decoder),
+        "glm4": (lambda: tf.Glm4Model(tf.Glm4Config(head_dim=16, pad_token_id=0, **lm)), decoder),
+        "granite": (lambda: tf.GraniteModel(tf.GraniteConfig(**lm)), decoder),
+        "cohere": (lambda: tf.CohereModel(tf.CohereConfig(**lm)), decoder),
+        "helium": (lambda: tf.HeliumModel(tf.HeliumConfig(head_dim=16, **lm)), decoder),
+        "nemotron": (lambda: tf.NemotronModel(tf.NemotronConfig(head_dim=16, **lm)), decoder),
+        "lfm2": (lambda: tf.Lfm2Model(tf.Lfm2Config(**lm)), decoder),
+        "mamba2": (lambda: tf.Mamba2Model(tf.Mamba2Config(hidden_size=64, num_hidden_layers=2, vocab_size=1000,
+                                                          num_heads=4, head_dim=32, state_size=8, n_groups=1,
+                                                          chunk_size=8, use_cache=False)), decoder),
+        "rwkv": (lambda: tf.RwkvModel(tf.RwkvConfig(hidden_size=64, num_hidden_layers=2, vocab_size=1000,
+                                                    attention_hidden_size=64, intermediate_size=128,
+                                                    context_length=64, use_cache=False)), decoder),
+        "modernbert": (lambda: tf.ModernBertModel(tf.ModernBertConfig(local_attention=8, pad_token_id=0,
+                                                                      **small)), text),
         "marian": (lambda: tf.MarianModel(tf.MarianConfig(**s2s)), seq2seq),
         "pegasus": (lambda: tf.PegasusModel(tf.PegasusConfig(**s2s)), seq2seq),
         "mbart": (lambda: tf.MBartModel(tf.MBartConfig(**s2s)), seq2seq),
@@ -91,6 +112,9 @@ def models():
         "mobilevit": (lambda: tf.MobileViTModel(tf.MobileViTConfig(image_size=256)), lambda: image(256)),
         "levit": (lambda: tf.LevitModel(tf.LevitConfig()), image),
         "poolformer": (lambda: tf.PoolFormerModel(tf.PoolFormerConfig()), image),
+        "siglip": (lambda: tf.SiglipVisionModel(tf.SiglipVisionConfig(image_size=224, patch_size=16, **vision)),
+                   image),
+        "dinov2_registers": (lambda: tf.Dinov2WithRegistersModel(tf.Dinov2WithRegistersConfig(**vision)), image),
         "resnet": (lambda: tf.ResNetModel(tf.ResNetConfig()), image),
         "regnet": (lambda: tf.RegNetModel(tf.RegNetConfig()), image),
         "efficientnet": (lambda: tf.EfficientNetModel(tf.EfficientNetConfig()), image),
@@ -104,6 +128,11 @@ def models():
         "hubert": (lambda: tf.HubertModel(tf.HubertConfig(num_hidden_layers=2)), audio),
         "wavlm": (lambda: tf.WavLMModel(tf.WavLMConfig(num_hidden_layers=2)), audio),
         "ast": (lambda: tf.ASTModel(tf.ASTConfig(num_hidden_layers=2)), lambda: (torch.randn(1, 1024, 128),)),
+        "patchtst": (lambda: tf.PatchTSTModel(tf.PatchTSTConfig(num_input_channels=7, context_length=512,
+                                                                patch_length=16, patch_stride=8, d_model=64,
+                                                                num_attention_heads=4, num_hidden_layers=2,
+                                                                ffn_dim=128)),
+                     lambda: (torch.randn(1, 512, 7),)),
     }
 
 
@@ -160,9 +189,11 @@ def markdown(r):
     lines = ["## More Hugging Face architectures on the CPU", "",
              f"`bench/hf_zoo.py`, measured {r['date']} on {r['machine']}, 2 threads: architectures "
              f"beyond hf_bench.py's, from transformers {r['transformers']}, each built from its config "
-             "(the text models, BEiT, DeiT and YOLOS with 2 layers of width 64; the other vision models "
-             "at their configs' defaults; HuBERT, WavLM and AST with 2 layers; DETR with a ResNet-50 "
-             "backbone and one encoder and decoder layer of width 64), random weights (BatchNorm "
+             "(the text models, the state-space and recurrent ones (Mamba2, RWKV, LFM2), BEiT, "
+             "DeiT, YOLOS, SigLIP and DINOv2 with registers with 2 layers of width 64; the other vision "
+             "models at their configs' defaults; HuBERT, WavLM and AST with 2 layers; DETR with a "
+             "ResNet-50 backbone and one encoder and decoder layer of width 64; PatchTST over 7 series "
+             "of 512 steps, 2 layers of width 64), random weights (BatchNorm "
              "statistics randomized, weights initialized to zero redrawn), batch 1, "
              "exported by PyTorch "
              f"{r['pytorch']} with `torch.onnx.export`'s defaults. \"Matches\": Weft's outputs against "
