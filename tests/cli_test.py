@@ -226,6 +226,22 @@ class CliTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("steady state over 3 runs: median", r.stdout)
 
+    def test_threads_flag_and_variable_set_the_kernels_threads(self):
+        """--threads, else WEFT_NUM_THREADS, sets the OpenMP threads of the process's kernels and
+        library calls (the CLI had set OMP_NUM_THREADS after OpenMP read it: no effect)."""
+        path = save(small_model(), self.dir)
+        def threads(*args, env=None):
+            r = subprocess.run([WEFT, "bench", path, "--iters", "2", "--json", *args],
+                               capture_output=True, text=True, timeout=120, env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            return json.loads(r.stdout)["threads"]
+        self.assertEqual(threads("--threads", "1"), 1)
+        self.assertEqual(threads("--threads", "3"), 3)
+        env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "WEFT_NUM_THREADS")}
+        self.assertEqual(threads(env=dict(env, WEFT_NUM_THREADS="1")), 1)
+        self.assertEqual(threads("--threads", "2", env=dict(env, WEFT_NUM_THREADS="1")), 2)
+        self.assertEqual(threads(env=env), len(os.sched_getaffinity(0)))
+
     def softmax_sum_model(self):
         x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [32, 64])
         s = helper.make_tensor_value_info("s", TensorProto.FLOAT, [32])

@@ -13,6 +13,7 @@
 #include "tools/weft/commands.h"
 #include "tools/weft/inputs.h"
 #include "weft/driver/compile_model.h"
+#include "weft/driver/tuning_cache.h"
 #include "weft/library/peak.h"
 #include "weft/runtime/cuda/device.h"
 
@@ -413,7 +414,8 @@ int bench(const BenchOptions& o) {
                         {"iters", o.iters},
                         {"kernels", exe.launches().size()},
                         {"tuned_kernels", tuned},
-                        {"arena_bytes", exe.arena_bytes()}};
+                        {"arena_bytes", exe.arena_bytes()},
+                        {"threads", kernel_threads()}};
     if (*resident) {
       j["device_resident_median_ms"] = **resident;
       j["transfer_ms"] = median - **resident;

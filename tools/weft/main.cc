@@ -14,6 +14,7 @@
 #include "weft/graph/op_table.h"
 #include "weft/onnx/contrib_ops.h"
 #include "weft/onnx/sequence_ops.h"
+#include "weft/runtime/executable.h"
 
 namespace {
 
@@ -23,15 +24,11 @@ constexpr int kUsageError = 2;
 
 namespace weft::cli {
 
+// --threads, else WEFT_NUM_THREADS, for the kernels and library calls of this process (OpenMP
+// read OMP_NUM_THREADS when it loaded, before main: setting it now changed nothing).
 void set_threads(int threads) {
-  // The generated kernels use OpenMP, which reads OMP_NUM_THREADS when the first kernel
-  // library loads it; WEFT_NUM_THREADS is Weft's name for the same knob.
-  std::string n = threads > 0 ? std::to_string(threads) : "";
-  if (n.empty()) {
-    const char* env = std::getenv("WEFT_NUM_THREADS");
-    if (env && *env) n = env;
-  }
-  if (!n.empty()) setenv("OMP_NUM_THREADS", n.c_str(), 1);
+  const char* env = std::getenv("WEFT_NUM_THREADS");
+  runtime::set_host_threads(threads > 0 ? threads : env && *env ? std::atoi(env) : 0);
 }
 
 } // namespace weft::cli

@@ -55,6 +55,10 @@ std::string broken_limit(const DimLimit& limit, int64_t dim, int64_t bound) {
 
 } // namespace
 
+void set_host_threads(int n) {
+  if (n > 0) omp_set_num_threads(n);
+}
+
 size_t plan_arena(const std::vector<Lifetime>& buffers, std::vector<size_t>* offsets) {
   size_t n = buffers.size();
   offsets->assign(n, 0);
@@ -521,7 +525,7 @@ Status Executable::launch(const std::vector<void*>& address,
 
 Status Executable::run_launches(const std::vector<void*>& address, const RunShape& shape,
                                 const RunOptions& options) const {
-  if (options.threads > 0) omp_set_num_threads(options.threads);
+  set_host_threads(options.threads);
   if (options.timings) options.timings->assign(launches_.size(), {});
   std::vector<void*> args;
   for (size_t l = 0; l < launches_.size(); ++l) {

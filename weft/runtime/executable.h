@@ -254,6 +254,11 @@ private:
   mutable GraphState graphs_;
 };
 
+// The OpenMP threads of the calling thread's later parallel regions (the generated kernels, the
+// library calls, and what a compile measures), where n > 0. OMP_NUM_THREADS cannot do it from a
+// running process: the OpenMP runtime reads it once, when it loads.
+void set_host_threads(int n);
+
 // Byte offsets for buffers alive over [first, last] launch indices, reusing space between
 // buffers whose lifetimes do not overlap; returns the arena size. Offsets are 64-byte aligned.
 struct Lifetime {
