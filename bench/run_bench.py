@@ -425,7 +425,7 @@ def markdown(r):
                             ("zoo_bench", "zoo_results.json"), ("det_bench", "det_results.json"),
                             ("qdq_bench", "qdq_results.json"), ("half_bench", "half_results.json"),
                             ("hf_bench", "hf_results.json"), ("hf_zoo", "hf_zoo_results.json"),
-                            ("timm_zoo", "timm_zoo_results.json"),
+                            ("timm_zoo", "timm_zoo_results.json"), ("idle_gap", "idle_gap_results.json"),
                             ("ortopt_bench", "ortopt_results.json"), ("genai_bench", "genai_results.json"),
                             ("moe_bench", "moe_results.json"), ("tabular_bench", "tabular_results.json"),
                             ("plan_bench", "plan_results.json"), ("gpu_bench", "gpu_results.json"),

@@ -242,6 +242,21 @@ class CliTest(unittest.TestCase):
         self.assertEqual(threads("--threads", "2", env=dict(env, WEFT_NUM_THREADS="1")), 2)
         self.assertEqual(threads(env=env), len(os.sched_getaffinity(0)))
 
+    def test_waiting_threads_spin_less_unless_the_user_says(self):
+        """Where neither GOMP_SPINCOUNT nor OMP_WAIT_POLICY is set, weft restarts itself with
+        GOMP_SPINCOUNT=10000 (libgomp reads it when it loads, before main; docs/api.md), as the
+        OpenMP runtime itself reports (OMP_DISPLAY_ENV); the user's settings stay."""
+        env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+        def spin_counts(**extra):
+            r = subprocess.run([WEFT, "--version"], capture_output=True, text=True, timeout=60,
+                               env=dict(env, OMP_DISPLAY_ENV="verbose", **extra))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("weft", r.stdout)
+            return re.findall(r"GOMP_SPINCOUNT = '(\d+)'", r.stdout + r.stderr)
+        self.assertEqual(spin_counts()[-1], "10000")
+        self.assertEqual(spin_counts(GOMP_SPINCOUNT="5"), ["5"])
+        self.assertEqual(spin_counts(OMP_WAIT_POLICY="passive"), ["0"])
+
     def softmax_sum_model(self):
         x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [32, 64])
         s = helper.make_tensor_value_info("s", TensorProto.FLOAT, [32])

@@ -29,9 +29,18 @@ weft.InferenceSession is ONNX Runtime's session API over compile() (session.py):
 written for onnxruntime runs on Weft with `import weft as ort`.
 """
 
-from . import _cuda_libraries, _weft
-from ._weft import DeviceArray, Model, WeftError  # noqa: F401
-from .session import (ExecutionMode, GraphOptimizationLevel, InferenceSession, NodeArg,
+import os as _os
+
+# libgomp's waiting threads spin 300,000 pauses (5.6 ms on an AMD EPYC) before they sleep, which
+# takes the cores from the threads with work where other processes use them too. It reads
+# GOMP_SPINCOUNT once, when it loads (with _weft, next): where the user set neither it nor
+# OMP_WAIT_POLICY, 10,000 (docs/api.md, "Busy machines"). The CLI does the same.
+if "GOMP_SPINCOUNT" not in _os.environ and "OMP_WAIT_POLICY" not in _os.environ:
+    _os.environ["GOMP_SPINCOUNT"] = "10000"
+
+from . import _cuda_libraries, _weft  # noqa: E402
+from ._weft import DeviceArray, Model, WeftError  # noqa: F401,E402
+from .session import (ExecutionMode, GraphOptimizationLevel, InferenceSession, NodeArg,  # noqa: E402
                       RunOptions, SessionOptions, get_available_providers)
 
 __all__ = ["compile", "DeviceArray", "Model", "WeftError", "InferenceSession", "SessionOptions",

@@ -251,6 +251,23 @@ def test_dump_dir_and_repro_command(softmax_path, tmp_path):
     assert kernels and all("weft_" + k in symbols for k in kernels), (kernels, symbols)
 
 
+def test_import_sets_a_shorter_openmp_spin_unless_the_user_did():
+    """import weft sets GOMP_SPINCOUNT=10000 before the OpenMP runtime loads (docs/api.md), as
+    the runtime itself reports (OMP_DISPLAY_ENV); the user's GOMP_SPINCOUNT or OMP_WAIT_POLICY
+    stays."""
+    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+
+    def spin_counts(**extra):
+        done = subprocess.run([sys.executable, "-c", "import weft"], capture_output=True, text=True,
+                              check=True, env=dict(env, OMP_DISPLAY_ENV="verbose", **extra))
+        return [line.split("'")[1] for line in (done.stdout + done.stderr).splitlines()
+                if line.strip().startswith("GOMP_SPINCOUNT =")]
+
+    assert spin_counts() == ["10000"]
+    assert spin_counts(GOMP_SPINCOUNT="5") == ["5"]
+    assert spin_counts(OMP_WAIT_POLICY="passive") == ["0"]
+
+
 def test_weft_dump_dir_environment(softmax_path, tmp_path):
     script = ("import weft, numpy as np; m = weft.compile(%r); m.run({'x': np.ones((2, 16), np.float32)})"
               % str(softmax_path))

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include "tools/weft/commands.h"
 #include "weft/driver/pipeline.h"
@@ -211,9 +212,22 @@ int run_cli(int argc, char** argv) {
   return ops_cmd->parsed() ? 0 : kUsageError;
 }
 
+// libgomp's waiting threads spin 300,000 pauses (5.6 ms on an AMD EPYC) before they sleep, which
+// takes the cores from the threads with work where other processes use them too. It reads
+// GOMP_SPINCOUNT once, when it loads, before main: where the user set neither it nor
+// OMP_WAIT_POLICY, weft sets 10,000 and starts itself again (docs/api.md, "Busy machines"), as
+// the Python module sets it before it loads.
+void restart_with_shorter_spinning(char** argv) {
+  if (std::getenv("GOMP_SPINCOUNT") || std::getenv("OMP_WAIT_POLICY")) return;
+  if (setenv("GOMP_SPINCOUNT", "10000", 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  unsetenv("GOMP_SPINCOUNT"); // not restarted (no /proc): the default, as loaded
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
+  restart_with_shorter_spinning(argv);
   // Bad input never crashes weft; these are the last line of defence, not the error path.
   try {
     return run_cli(argc, argv);

@@ -5,10 +5,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <optional>
 
 #include <fmt/format.h>
 #include <omp.h>
 
+#include "weft/runtime/cpu/host_threads.h"
 #include "weft/support/host_memory.h"
 #include "weft/support/log.h"
 
@@ -526,6 +528,8 @@ Status Executable::launch(const std::vector<void*>& address,
 Status Executable::run_launches(const std::vector<void*>& address, const RunShape& shape,
                                 const RunOptions& options) const {
   set_host_threads(options.threads);
+  std::optional<WorkersOffThisCpu> placement;
+  if (!device_) placement.emplace();
   if (options.timings) options.timings->assign(launches_.size(), {});
   std::vector<void*> args;
   for (size_t l = 0; l < launches_.size(); ++l) {

@@ -1,0 +1,112 @@
+#include "weft/runtime/cpu/host_threads.h"
+
+#include <omp.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+#include <vector>
+
+#if defined(__linux__)
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+namespace weft::runtime {
+
+#if defined(__linux__)
+
+namespace {
+
+// A gap after which the workers may be asleep: libgomp's workers spin for GOMP_SPINCOUNT
+// before they sleep (300,000 pauses by default: 5.6 ms on an AMD EPYC; 10,000: 0.5 ms). Under
+// it a run finds them awake and changes nothing, so back-to-back runs make no system call.
+constexpr int64_t kIdleGapNs = 200'000;
+
+// The user's own placement of the OpenMP threads wins.
+bool placement_left_alone() {
+  static const bool alone = [] {
+    const char* off = std::getenv("WEFT_WORKER_AFFINITY");
+    return std::getenv("OMP_PROC_BIND") || std::getenv("OMP_PLACES") ||
+           std::getenv("GOMP_CPU_AFFINITY") || (off && std::string_view(off) == "0");
+  }();
+  return alone;
+}
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// The workers of one calling thread. The OpenMP runtime keeps a pool of them per thread that
+// starts parallel regions; libgomp ends those beyond a smaller team's size and starts new ones
+// for a larger team, so an id taken here may be gone later.
+struct Workers {
+  int threads = 0;        // the team size the ids were taken for; 0: take them again
+  std::vector<pid_t> ids; // of threads 1 .. threads - 1
+  cpu_set_t allowed;      // the calling thread's CPUs when they were taken
+  int64_t last_end_ns = 0;
+};
+
+thread_local Workers workers;
+
+void take_ids(Workers& w, int threads) {
+  std::vector<pid_t> ids(static_cast<size_t>(threads), 0);
+  int got = 0;
+#pragma omp parallel num_threads(threads)
+  {
+    ids[static_cast<size_t>(omp_get_thread_num())] = gettid();
+#pragma omp master
+    got = omp_get_num_threads();
+  }
+  w.ids.assign(ids.begin() + 1, ids.begin() + got);
+  w.threads = threads;
+  if (sched_getaffinity(0, sizeof(w.allowed), &w.allowed) != 0) w.ids.clear();
+}
+
+// Gives every worker "cpus"; false where one is gone (its ids are taken again next time).
+bool place(Workers& w, const cpu_set_t& cpus) {
+  for (pid_t id : w.ids) {
+    // Signal 0 checks that the id is still a thread of this process, not one that reused it.
+    if (syscall(SYS_tgkill, getpid(), id, 0) != 0 ||
+        sched_setaffinity(id, sizeof(cpus), &cpus) != 0) {
+      w.threads = 0;
+      return false;
+    }
+  }
+  return true;
+}
+
+} // namespace
+
+WorkersOffThisCpu::WorkersOffThisCpu() {
+  int threads = omp_get_max_threads();
+  if (threads < 2 || omp_in_parallel() || placement_left_alone()) return;
+  Workers& w = workers;
+  if (w.last_end_ns != 0 && now_ns() - w.last_end_ns < kIdleGapNs && w.threads == threads)
+    return;
+  if (w.threads != threads) take_ids(w, threads);
+  int cpu = sched_getcpu();
+  if (cpu < 0 || w.ids.empty()) return;
+  cpu_set_t others = w.allowed;
+  CPU_CLR(cpu, &others);
+  if (CPU_COUNT(&others) > 0 && place(w, others)) cpu_ = cpu;
+}
+
+WorkersOffThisCpu::~WorkersOffThisCpu() {
+  Workers& w = workers;
+  if (cpu_ >= 0) place(w, w.allowed);
+  w.last_end_ns = now_ns();
+}
+
+#else
+
+WorkersOffThisCpu::WorkersOffThisCpu() = default;
+WorkersOffThisCpu::~WorkersOffThisCpu() = default;
+
+#endif
+
+} // namespace weft::runtime
