@@ -268,6 +268,37 @@ def test_import_sets_a_shorter_openmp_spin_unless_the_user_did():
     assert spin_counts(OMP_WAIT_POLICY="passive") == ["0"]
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 or not os.path.isdir("/proc/self/task"),
+                    reason="one CPU: one thread either way")
+def test_one_thread_compiles_and_runs_on_the_calling_thread_alone(tmp_path):
+    """threads=1: no OpenMP worker is started, neither by the compile (whose oneDNN primitives
+    fix their thread count when they are created: MobileNetV2's 1x1 convolutions ran on 2 threads
+    in a threads=1 model) nor by its runs; a threads=0 model then starts one per other core."""
+    w = np.random.default_rng(0).standard_normal((64, 32, 1, 1)).astype(np.float32)
+    model = make_model([helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Relu", ["c"], ["y"])],
+                       [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 56, 56])],
+                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64, 56, 56])],
+                       [numpy_helper.from_array(w, "w")])
+    path = tmp_path / "conv.onnx"
+    onnx.save(model, path)
+    script = ("import os, numpy as np, weft\n"
+              "tasks = lambda: set(os.listdir('/proc/self/task'))\n"
+              "before = tasks()\n"
+              "x = {'x': np.ones((1, 32, 56, 56), np.float32)}\n"
+              "one = weft.compile(%r, threads=1)\n"
+              "for _ in range(3): one.run(x)\n"
+              "print(len(tasks() - before))\n"
+              "every = weft.compile(%r)\n"
+              "for _ in range(3): every.run(x)\n"
+              "print(len(tasks() - before))\n") % (str(path), str(path))
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "WEFT_NUM_THREADS")}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    added_by_one, added_by_both = map(int, done.stdout.split())
+    assert added_by_one == 0
+    assert added_by_both == len(os.sched_getaffinity(0)) - 1
+
+
 def test_weft_dump_dir_environment(softmax_path, tmp_path):
     script = ("import weft, numpy as np; m = weft.compile(%r); m.run({'x': np.ones((2, 16), np.float32)})"
               % str(softmax_path))

@@ -29,7 +29,7 @@ namespace weft::cli {
 // read OMP_NUM_THREADS when it loaded, before main: setting it now changed nothing).
 void set_threads(int threads) {
   const char* env = std::getenv("WEFT_NUM_THREADS");
-  runtime::set_host_threads(threads > 0 ? threads : env && *env ? std::atoi(env) : 0);
+  runtime::set_default_host_threads(threads > 0 ? threads : env && *env ? std::atoi(env) : 0);
 }
 
 } // namespace weft::cli

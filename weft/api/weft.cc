@@ -210,11 +210,18 @@ struct Model::Impl {
       note_dynamic_run(given);
       return c;
     }
-    auto c = std::make_shared<const CompiledModel>(
-        value_or_throw(compile_model(source, *pipeline, samples, settings())));
+    auto c = std::make_shared<const CompiledModel>(value_or_throw(compile(samples, settings())));
     std::lock_guard<std::mutex> lock(mutex);
     remember(c); // a concurrent compile of the same shapes adds a twin: harmless
     return c;
+  }
+
+  // On the threads its runs will use: oneDNN's primitives fix their thread count when they are
+  // created, and a compile measures library calls (conv_choice, the peak).
+  Result<CompiledModel> compile(const std::vector<Tensor>& samples,
+                                const CompileSettings& settings) const {
+    runtime::set_host_threads(threads_from(options));
+    return compile_model(source, *pipeline, samples, settings);
   }
 
   CompileSettings settings() const {
@@ -241,7 +248,7 @@ struct Model::Impl {
     }
     CompileSettings symbolic_settings = settings();
     symbolic_settings.dynamic_shapes = true;
-    Result<CompiledModel> c = compile_model(source, *pipeline, samples, symbolic_settings);
+    Result<CompiledModel> c = compile(samples, symbolic_settings);
     if (!c.ok()) {
       log_info("{}: compiling per input shapes: {}", source.path, c.status().message());
       return nullptr;
@@ -300,7 +307,7 @@ struct Model::Impl {
       std::vector<Tensor> samples; // zeros: no input's value determines a shape here
       for (size_t i = 0; i < key.size(); ++i)
         samples.emplace_back(dtypes[i], key[i]);
-      Result<CompiledModel> c = compile_model(source, *pipeline, samples, settings());
+      Result<CompiledModel> c = compile(samples, settings());
       std::lock_guard<std::mutex> lock(mutex);
       if (c.ok()) {
         remember(std::make_shared<const CompiledModel>(std::move(*c)));

@@ -1,6 +1,7 @@
 #include "weft/runtime/executable.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -57,8 +58,23 @@ std::string broken_limit(const DimLimit& limit, int64_t dim, int64_t bound) {
 
 } // namespace
 
+namespace {
+
+// What the OpenMP runtime chose when it loaded (OMP_NUM_THREADS, else the CPUs), read when Weft
+// loads, and the process's default where one was set.
+const int kLoadedThreads = omp_get_max_threads();
+std::atomic<int> default_threads{0};
+
+} // namespace
+
 void set_host_threads(int n) {
-  if (n > 0) omp_set_num_threads(n);
+  int fallback = default_threads.load();
+  omp_set_num_threads(n > 0 ? n : fallback > 0 ? fallback : kLoadedThreads);
+}
+
+void set_default_host_threads(int n) {
+  if (n > 0) default_threads = n;
+  set_host_threads(n);
 }
 
 size_t plan_arena(const std::vector<Lifetime>& buffers, std::vector<size_t>* offsets) {

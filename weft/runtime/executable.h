@@ -255,9 +255,14 @@ private:
 };
 
 // The OpenMP threads of the calling thread's later parallel regions (the generated kernels, the
-// library calls, and what a compile measures), where n > 0. OMP_NUM_THREADS cannot do it from a
-// running process: the OpenMP runtime reads it once, when it loads.
+// library calls, and what a compile creates and measures): n > 0, else the process's default
+// (set_default_host_threads, else what the OpenMP runtime chose when it loaded), so that one
+// model's threads do not stay with the thread for the next. OMP_NUM_THREADS cannot do it from
+// a running process: the OpenMP runtime reads it once, when it loads.
 void set_host_threads(int n);
+// The default of set_host_threads for the whole process, where n > 0 (the CLI's --threads);
+// also sets the calling thread's.
+void set_default_host_threads(int n);
 
 // Byte offsets for buffers alive over [first, last] launch indices, reusing space between
 // buffers whose lifetimes do not overlap; returns the arena size. Offsets are 64-byte aligned.

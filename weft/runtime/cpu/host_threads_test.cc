@@ -1,14 +1,14 @@
-#include <omp.h>
-#include <sched.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <omp.h>
+#include <sched.h>
+#include <unistd.h>
 
 #include "weft/runtime/cpu/host_threads.h"
+#include "weft/runtime/executable.h"
 
 namespace weft::runtime {
 namespace {
@@ -57,6 +57,20 @@ TEST(WorkersOffThisCpu, LeavesOneThreadAlone) {
     omp_set_num_threads(1);
     WorkersOffThisCpu placement;
     EXPECT_EQ(placement.cpu(), -1);
+  }).join();
+}
+
+TEST(SetHostThreads, ZeroIsTheDefaultNotTheLastCount) {
+  // One model's threads=1 stayed with the calling thread, and a threads=0 model run after it
+  // there ran on 1 thread.
+  std::thread([] {
+    int loaded = omp_get_max_threads(); // a new thread has the OpenMP runtime's default
+    set_host_threads(1);
+    EXPECT_EQ(omp_get_max_threads(), 1);
+    set_host_threads(0);
+    EXPECT_EQ(omp_get_max_threads(), loaded);
+    set_host_threads(3);
+    EXPECT_EQ(omp_get_max_threads(), 3);
   }).join();
 }
 
