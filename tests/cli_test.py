@@ -257,6 +257,37 @@ class CliTest(unittest.TestCase):
         self.assertEqual(spin_counts(GOMP_SPINCOUNT="5"), ["5"])
         self.assertEqual(spin_counts(OMP_WAIT_POLICY="passive"), ["0"])
 
+    def test_a_cgroup_cpu_quota_caps_the_default_threads(self):
+        """In a cgroup whose CPU quota is one CPU (a container's limit), a run takes one thread
+        by default, and OMP_NUM_THREADS or --threads still win. Needs a writable cgroup v1 cpu
+        controller (root, outside a read-only container); skipped elsewhere."""
+        base = "/sys/fs/cgroup/cpu"
+        if len(os.sched_getaffinity(0)) < 2:
+            self.skipTest("one CPU: one thread either way")
+        group = os.path.join(base, f"weft_test_{os.getpid()}")
+        try:
+            os.mkdir(group)
+        except OSError as e:
+            self.skipTest(f"no writable cgroup v1 cpu controller: {e}")
+        try:
+            with open(os.path.join(group, "cpu.cfs_period_us"), "w") as f:
+                f.write("100000")
+            with open(os.path.join(group, "cpu.cfs_quota_us"), "w") as f:
+                f.write("100000")
+            path = save(small_model(), self.dir)
+            env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "WEFT_NUM_THREADS")}
+            def threads(*args, **extra):
+                r = subprocess.run(["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$@"', "sh",
+                                    WEFT, "bench", path, "--iters", "2", "--json", *args],
+                                   capture_output=True, text=True, timeout=120, env=dict(env, **extra))
+                self.assertEqual(r.returncode, 0, r.stderr)
+                return json.loads(r.stdout)["threads"]
+            self.assertEqual(threads(), 1)
+            self.assertEqual(threads(OMP_NUM_THREADS="2"), 2)
+            self.assertEqual(threads("--threads", "2"), 2)
+        finally:
+            os.rmdir(group)
+
     def softmax_sum_model(self):
         x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [32, 64])
         s = helper.make_tensor_value_info("s", TensorProto.FLOAT, [32])

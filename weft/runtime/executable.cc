@@ -60,9 +60,9 @@ std::string broken_limit(const DimLimit& limit, int64_t dim, int64_t bound) {
 
 namespace {
 
-// What the OpenMP runtime chose when it loaded (OMP_NUM_THREADS, else the CPUs), read when Weft
-// loads, and the process's default where one was set.
-const int kLoadedThreads = omp_get_max_threads();
+// The threads a run takes by default (OMP_NUM_THREADS, else the CPUs, capped by a cgroup's CPU
+// quota), read when Weft loads, and the process's default where one was set.
+const int kLoadedThreads = default_host_threads();
 std::atomic<int> default_threads{0};
 
 } // namespace

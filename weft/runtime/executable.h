@@ -256,7 +256,7 @@ private:
 
 // The OpenMP threads of the calling thread's later parallel regions (the generated kernels, the
 // library calls, and what a compile creates and measures): n > 0, else the process's default
-// (set_default_host_threads, else what the OpenMP runtime chose when it loaded), so that one
+// (set_default_host_threads, else cpu/host_threads.h's default_host_threads), so that one
 // model's threads do not stay with the thread for the next. OMP_NUM_THREADS cannot do it from
 // a running process: the OpenMP runtime reads it once, when it loads.
 void set_host_threads(int n);

@@ -1,12 +1,18 @@
 #include "weft/runtime/cpu/host_threads.h"
 
-#include <omp.h>
-
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string_view>
 #include <vector>
+
+#include <omp.h>
+
+#include "weft/support/log.h"
 
 #if defined(__linux__)
 #include <sched.h>
@@ -15,6 +21,80 @@
 #endif
 
 namespace weft::runtime {
+
+namespace {
+
+// The CPUs one cgroup directory's quota gives; 0 where it has none (or no such files).
+double quota_cpus(const std::string& dir, bool v2) {
+  std::ifstream in(dir + (v2 ? "/cpu.max" : "/cpu.cfs_quota_us"));
+  std::string quota;
+  double period = 0;
+  if (!(in >> quota)) return 0;
+  if (v2) {
+    in >> period;
+  } else {
+    std::ifstream periods(dir + "/cpu.cfs_period_us");
+    periods >> period;
+  }
+  char* end = nullptr;
+  double q = std::strtod(quota.c_str(), &end);
+  if (quota == "max" || *end != '\0' || q <= 0 || period <= 0) return 0;
+  return q / period;
+}
+
+// The least quota along "path" (a cgroup's, "/a/b") and its ancestors under "base".
+double least_quota(const std::string& base, std::string path, bool v2) {
+  double least = 0;
+  while (true) {
+    double cpus = quota_cpus(base + path, v2);
+    if (cpus > 0 && (least == 0 || cpus < least)) least = cpus;
+    if (path.empty() || path == "/") return least;
+    path.resize(path.find_last_of('/'));
+  }
+}
+
+} // namespace
+
+int cgroup_cpu_limit(std::string_view proc_cgroup, const std::string& root) {
+  double least = 0;
+  auto take = [&](double cpus) {
+    if (cpus > 0 && (least == 0 || cpus < least)) least = cpus;
+  };
+  std::istringstream lines{std::string(proc_cgroup)};
+  for (std::string line; std::getline(lines, line);) {
+    // "hierarchy-id:controllers:path"; cgroup v2's is "0::path".
+    size_t first = line.find(':'), second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    std::string controllers = line.substr(first + 1, second - first - 1);
+    std::string path = line.substr(second + 1);
+    if (controllers.empty()) {
+      take(least_quota(root, path, true));
+      continue;
+    }
+    bool cpu = false;
+    std::istringstream names(controllers);
+    for (std::string name; std::getline(names, name, ',');)
+      cpu |= name == "cpu";
+    if (!cpu) continue;
+    // v1 mounts the controller as "cpu,cpuacct" (a link "cpu" beside it on most systems).
+    take(least_quota(root + "/" + controllers, path, false));
+    take(least_quota(root + "/cpu", path, false));
+  }
+  return least > 0 ? std::max(1, static_cast<int>(std::ceil(least - 1e-9))) : 0;
+}
+
+int default_host_threads() {
+  int threads = omp_get_max_threads();
+  if (std::getenv("OMP_NUM_THREADS")) return threads;
+  std::ifstream in("/proc/self/cgroup");
+  std::stringstream text;
+  text << in.rdbuf();
+  int limit = cgroup_cpu_limit(text.str(), "/sys/fs/cgroup");
+  if (limit <= 0 || limit >= threads) return threads;
+  log_info("{} threads by default, the CPUs of this process's cgroup CPU quota (of {})", limit,
+           threads);
+  return limit;
+}
 
 #if defined(__linux__)
 

@@ -1,7 +1,22 @@
 // Where the OpenMP workers of a CPU run may run.
 #pragma once
 
+#include <string>
+#include <string_view>
+
 namespace weft::runtime {
+
+// The threads a CPU run takes by default: OpenMP's (OMP_NUM_THREADS, else the CPUs of the
+// process's affinity), capped where OMP_NUM_THREADS is unset by the CPUs its cgroups' quota
+// gives it (a container's CPU limit, docs/api.md): a team larger than that waits for its
+// threads to be scheduled within the quota at every kernel.
+int default_host_threads();
+
+// The CPUs that the quotas of the cgroups in "proc_cgroup" (the text of /proc/self/cgroup)
+// and of their ancestors give, rounded up; 0 where none limits them. "root" is where the
+// cgroup file systems are mounted (/sys/fs/cgroup): cgroup v2's cpu.max, v1's
+// cpu.cfs_quota_us and cpu.cfs_period_us under its cpu controller.
+int cgroup_cpu_limit(std::string_view proc_cgroup, const std::string& root);
 
 // For its lifetime (one run), keeps the calling thread's OpenMP workers (those of its parallel
 // regions: the generated kernels and the library calls) off the CPU the calling thread is on,

@@ -1,4 +1,7 @@
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -58,6 +61,59 @@ TEST(WorkersOffThisCpu, LeavesOneThreadAlone) {
     WorkersOffThisCpu placement;
     EXPECT_EQ(placement.cpu(), -1);
   }).join();
+}
+
+// A cgroup file system under a temporary directory: "files" maps paths under it to contents.
+class FakeCgroups : public ::testing::Test {
+protected:
+  void SetUp() override {
+    root_ = std::filesystem::temp_directory_path() /
+            ("weft_cgroups_" + std::to_string(getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(root_);
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+  void write(const std::string& path, const std::string& text) {
+    std::filesystem::path file = root_ / path;
+    std::filesystem::create_directories(file.parent_path());
+    std::ofstream(file) << text << "\n";
+  }
+  int limit(const std::string& proc_cgroup) {
+    return cgroup_cpu_limit(proc_cgroup, root_.string());
+  }
+  std::filesystem::path root_;
+};
+
+TEST_F(FakeCgroups, V2TakesTheLeastQuotaOnThePathRoundedUp) {
+  write("kubepods/pod1/ctr/cpu.max", "max 100000");
+  write("kubepods/pod1/cpu.max", "250000 100000");
+  write("kubepods/cpu.max", "800000 100000");
+  EXPECT_EQ(limit("0::/kubepods/pod1/ctr\n"), 3);
+  write("kubepods/pod1/ctr/cpu.max", "50000 100000");
+  EXPECT_EQ(limit("0::/kubepods/pod1/ctr\n"), 1);
+}
+
+TEST_F(FakeCgroups, NoQuotaIsNoLimit) {
+  write("user.slice/cpu.max", "max 100000");
+  EXPECT_EQ(limit("0::/user.slice\n"), 0);
+  EXPECT_EQ(limit("0::/elsewhere\n"), 0); // no files at all
+  EXPECT_EQ(limit(""), 0);
+}
+
+TEST_F(FakeCgroups, V2InsideANamespaceReadsTheRoot) {
+  write("cpu.max", "200000 100000");
+  EXPECT_EQ(limit("0::/\n"), 2);
+}
+
+TEST_F(FakeCgroups, V1ReadsTheCpuControllersQuotaAndPeriod) {
+  write("cpu,cpuacct/docker/abc/cpu.cfs_quota_us", "150000");
+  write("cpu,cpuacct/docker/abc/cpu.cfs_period_us", "100000");
+  write("cpu,cpuacct/cpu.cfs_quota_us", "-1");
+  write("cpu,cpuacct/cpu.cfs_period_us", "100000");
+  write("memory/docker/abc/cpu.cfs_quota_us", "10000"); // not the cpu controller's
+  EXPECT_EQ(limit("9:memory:/docker/abc\n4:cpu,cpuacct:/docker/abc\n1:name=systemd:/\n"), 2);
+  write("cpu,cpuacct/docker/abc/cpu.cfs_quota_us", "-1");
+  EXPECT_EQ(limit("4:cpu,cpuacct:/docker/abc\n"), 0);
 }
 
 TEST(SetHostThreads, ZeroIsTheDefaultNotTheLastCount) {
