@@ -34,7 +34,7 @@ import os as _os
 # libgomp's waiting threads spin 300,000 pauses (5.6 ms on an AMD EPYC) before they sleep, which
 # takes the cores from the threads with work where other processes use them too. It reads
 # GOMP_SPINCOUNT once, when it loads (with _weft, next): where the user set neither it nor
-# OMP_WAIT_POLICY, 10,000 (docs/api.md, "Busy machines"). The CLI does the same.
+# OMP_WAIT_POLICY, 10,000 (docs/api.md, "OpenMP threads"). The CLI does the same.
 if "GOMP_SPINCOUNT" not in _os.environ and "OMP_WAIT_POLICY" not in _os.environ:
     _os.environ["GOMP_SPINCOUNT"] = "10000"
 

@@ -215,7 +215,7 @@ int run_cli(int argc, char** argv) {
 // libgomp's waiting threads spin 300,000 pauses (5.6 ms on an AMD EPYC) before they sleep, which
 // takes the cores from the threads with work where other processes use them too. It reads
 // GOMP_SPINCOUNT once, when it loads, before main: where the user set neither it nor
-// OMP_WAIT_POLICY, weft sets 10,000 and starts itself again (docs/api.md, "Busy machines"), as
+// OMP_WAIT_POLICY, weft sets 10,000 and starts itself again (docs/api.md, "OpenMP threads"), as
 // the Python module sets it before it loads.
 void restart_with_shorter_spinning(char** argv) {
   if (std::getenv("GOMP_SPINCOUNT") || std::getenv("OMP_WAIT_POLICY")) return;

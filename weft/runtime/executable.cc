@@ -60,16 +60,16 @@ std::string broken_limit(const DimLimit& limit, int64_t dim, int64_t bound) {
 
 namespace {
 
-// The threads a run takes by default (OMP_NUM_THREADS, else the CPUs, capped by a cgroup's CPU
-// quota), read when Weft loads, and the process's default where one was set.
-const int kLoadedThreads = default_host_threads();
+// The process's default where one was set (the CLI's --threads).
 std::atomic<int> default_threads{0};
 
 } // namespace
 
 void set_host_threads(int n) {
+  // OMP_NUM_THREADS, else the CPUs, capped by a cgroup's CPU quota: read once.
+  static const int loaded = default_host_threads();
   int fallback = default_threads.load();
-  omp_set_num_threads(n > 0 ? n : fallback > 0 ? fallback : kLoadedThreads);
+  omp_set_num_threads(n > 0 ? n : fallback > 0 ? fallback : loaded);
 }
 
 void set_default_host_threads(int n) {
