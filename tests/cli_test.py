@@ -262,6 +262,10 @@ class CliTest(unittest.TestCase):
         self.assertEqual(spin_counts()[-1], "10000")
         self.assertEqual(spin_counts(GOMP_SPINCOUNT="5"), ["5"])
         self.assertEqual(spin_counts(OMP_WAIT_POLICY="passive"), ["0"])
+        loader = "/lib64/ld-linux-x86-64.so.2"
+        if os.path.exists(loader):  # started by the loader: no restart, which it would misread
+            r = subprocess.run([loader, WEFT, "--version"], capture_output=True, text=True, timeout=60, env=env)
+            self.assertEqual((r.returncode, r.stdout.split()[:1]), (0, ["weft"]), r.stderr)
 
     def test_a_cgroup_cpu_quota_caps_the_default_threads(self):
         """In a cgroup whose CPU quota is one CPU (a container's limit), a run takes one thread

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <new>
 #include <string>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -219,6 +220,14 @@ int run_cli(int argc, char** argv) {
 // the Python module sets it before it loads.
 void restart_with_shorter_spinning(char** argv) {
   if (std::getenv("GOMP_SPINCOUNT") || std::getenv("OMP_WAIT_POLICY")) return;
+  // Started by the dynamic loader by name (ld-linux-x86-64.so.2 weft ...), /proc/self/exe is
+  // the loader, which would take the first argument for the program: no restart then.
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n <= 0) return;
+  std::string_view name(exe, static_cast<size_t>(n));
+  name.remove_prefix(name.find_last_of('/') + 1);
+  if (name.substr(0, 3) == "ld-" || name.substr(0, 5) == "ld.so") return;
   if (setenv("GOMP_SPINCOUNT", "10000", 1) != 0) return;
   execv("/proc/self/exe", argv);
   unsetenv("GOMP_SPINCOUNT"); // not restarted (no /proc): the default, as loaded
