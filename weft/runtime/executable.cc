@@ -544,8 +544,7 @@ Status Executable::launch(const std::vector<void*>& address,
 Status Executable::run_launches(const std::vector<void*>& address, const RunShape& shape,
                                 const RunOptions& options) const {
   set_host_threads(options.threads);
-  std::optional<WorkersOffThisCpu> placement;
-  if (!device_) placement.emplace();
+  if (!device_) keep_workers_off_this_cpu();
   if (options.timings) options.timings->assign(launches_.size(), {});
   std::vector<void*> args;
   for (size_t l = 0; l < launches_.size(); ++l) {

@@ -1,7 +1,6 @@
 #include "weft/runtime/cpu/host_threads.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -100,11 +99,6 @@ int default_host_threads() {
 
 namespace {
 
-// A gap after which the workers may be asleep: libgomp's workers spin for GOMP_SPINCOUNT
-// before they sleep (300,000 pauses by default: 5.6 ms on an AMD EPYC; 10,000: 0.5 ms). Under
-// it a run finds them awake and changes nothing, so back-to-back runs make no system call.
-constexpr int64_t kIdleGapNs = 200'000;
-
 // The user's own placement of the OpenMP threads wins.
 bool placement_left_alone() {
   static const bool alone = [] {
@@ -115,20 +109,13 @@ bool placement_left_alone() {
   return alone;
 }
 
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 // The workers of one calling thread. The OpenMP runtime keeps a pool of them per thread that
 // starts parallel regions; libgomp ends those beyond a smaller team's size and starts new ones
 // for a larger team, so an id taken here may be gone later.
 struct Workers {
   int threads = 0;        // the team size the ids were taken for; 0: take them again
   std::vector<pid_t> ids; // of threads 1 .. threads - 1
-  cpu_set_t allowed;      // the calling thread's CPUs when they were taken
-  int64_t last_end_ns = 0;
+  int kept_off = -1;      // the CPU they were last kept off
 };
 
 thread_local Workers workers;
@@ -144,7 +131,7 @@ void take_ids(Workers& w, int threads) {
   }
   w.ids.assign(ids.begin() + 1, ids.begin() + got);
   w.threads = threads;
-  if (sched_getaffinity(0, sizeof(w.allowed), &w.allowed) != 0) w.ids.clear();
+  w.kept_off = -1;
 }
 
 // Gives every worker "cpus"; false where one is gone (its ids are taken again next time).
@@ -162,30 +149,25 @@ bool place(Workers& w, const cpu_set_t& cpus) {
 
 } // namespace
 
-WorkersOffThisCpu::WorkersOffThisCpu() {
+int keep_workers_off_this_cpu() {
   int threads = omp_get_max_threads();
-  if (threads < 2 || omp_in_parallel() || placement_left_alone()) return;
+  if (threads < 2 || omp_in_parallel() || placement_left_alone()) return -1;
   Workers& w = workers;
-  if (w.last_end_ns != 0 && now_ns() - w.last_end_ns < kIdleGapNs && w.threads == threads)
-    return;
   if (w.threads != threads) take_ids(w, threads);
   int cpu = sched_getcpu();
-  if (cpu < 0 || w.ids.empty()) return;
-  cpu_set_t others = w.allowed;
+  if (cpu < 0 || w.ids.empty()) return -1;
+  if (cpu == w.kept_off) return cpu;
+  cpu_set_t others;
+  if (sched_getaffinity(0, sizeof(others), &others) != 0) return -1;
   CPU_CLR(cpu, &others);
-  if (CPU_COUNT(&others) > 0 && place(w, others)) cpu_ = cpu;
-}
-
-WorkersOffThisCpu::~WorkersOffThisCpu() {
-  Workers& w = workers;
-  if (cpu_ >= 0) place(w, w.allowed);
-  w.last_end_ns = now_ns();
+  if (CPU_COUNT(&others) == 0 || !place(w, others)) return -1;
+  w.kept_off = cpu;
+  return cpu;
 }
 
 #else
 
-WorkersOffThisCpu::WorkersOffThisCpu() = default;
-WorkersOffThisCpu::~WorkersOffThisCpu() = default;
+int keep_workers_off_this_cpu() { return -1; }
 
 #endif
 

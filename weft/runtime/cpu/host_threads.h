@@ -18,30 +18,19 @@ int default_host_threads();
 // cpu.cfs_quota_us and cpu.cfs_period_us under its cpu controller.
 int cgroup_cpu_limit(std::string_view proc_cgroup, const std::string& root);
 
-// For its lifetime (one run), keeps the calling thread's OpenMP workers (those of its parallel
-// regions: the generated kernels and the library calls) off the CPU the calling thread is on,
-// where the run follows an idle gap in which they may have gone to sleep; gives them back every
-// CPU when it ends. Does nothing for runs back to back, on one thread or one CPU, where the
-// user placed the threads (OMP_PROC_BIND, OMP_PLACES, GOMP_CPU_AFFINITY), with
-// WEFT_WORKER_AFFINITY=0, or off Linux.
+// Keeps the calling thread's OpenMP workers (those of its parallel regions: the generated
+// kernels and the library calls) off the CPU the calling thread is on: where that CPU is not
+// the one they were kept off last, sets their affinity to the calling thread's CPUs but it;
+// they keep it until then. Called at the start of every CPU run: one sched_getcpu where the
+// calling thread has not moved. Returns that CPU, or -1 where nothing was done: one thread,
+// one CPU, the user placed the threads (OMP_PROC_BIND, OMP_PLACES, GOMP_CPU_AFFINITY),
+// WEFT_WORKER_AFFINITY=0, or not Linux.
 //
 // Why: a worker woken from sleep runs where its waker runs, when Linux sees no better CPU. On
-// a 2-vCPU VM whose other vCPU was idle it did so in 37 of 40 wakes, and the calling thread,
-// waiting for that worker at the region's end, spun on the CPU they shared for GOMP_SPINCOUNT
-// (5.6 ms by default) before the worker could start: a 0.08 ms language model took 10 ms to
-// run after 50 ms of idleness (docs/api.md).
-class WorkersOffThisCpu {
-public:
-  WorkersOffThisCpu();
-  ~WorkersOffThisCpu();
-  WorkersOffThisCpu(const WorkersOffThisCpu&) = delete;
-  WorkersOffThisCpu& operator=(const WorkersOffThisCpu&) = delete;
-
-  // The CPU kept free of the workers; -1 where nothing was changed.
-  int cpu() const { return cpu_; }
-
-private:
-  int cpu_ = -1;
-};
+// a 2-vCPU VM it did so in 37 of 40 wakes after an idle gap (the other vCPU was idle), and
+// under other processes' load too; the calling thread, waiting for it at the region's end,
+// spun on the CPU they shared for GOMP_SPINCOUNT before the worker could start: a 0.08 ms
+// language model took 10 ms to run after 50 ms of idleness (docs/api.md, "OpenMP threads").
+int keep_workers_off_this_cpu();
 
 } // namespace weft::runtime
