@@ -301,6 +301,35 @@ def test_one_thread_compiles_and_runs_on_the_calling_thread_alone(tmp_path):
         assert added_by_both >= 1
 
 
+def test_runs_keep_their_openmp_threads_across_reductions_of_different_sizes(tmp_path):
+    """Two sums of a whole tensor, one split 3 ways, one 8 (chunks of 16,384 elements), on 8
+    threads: every run keeps the same OpenMP threads. libgomp ends the pool's threads beyond a
+    smaller team and starts new ones for a larger one, so teams of the chunk count made new
+    threads every run (~110 clone() calls a run with 64 threads)."""
+    model = make_model([helper.make_node("ReduceSum", ["a"], ["sa"], keepdims=0),
+                        helper.make_node("ReduceSum", ["b"], ["sb"], keepdims=0)],
+                       [helper.make_tensor_value_info("a", TensorProto.FLOAT, [3 * 16384]),
+                        helper.make_tensor_value_info("b", TensorProto.FLOAT, [8 * 16384 * 4])],
+                       [helper.make_tensor_value_info("sa", TensorProto.FLOAT, []),
+                        helper.make_tensor_value_info("sb", TensorProto.FLOAT, [])])
+    path = tmp_path / "sums.onnx"
+    onnx.save(model, path)
+    script = ("import os, numpy as np, weft\n"
+              "tasks = lambda: sorted(os.listdir('/proc/self/task'))\n"
+              "m = weft.compile(%r, threads=8)\n"
+              "x = {'a': np.ones(3 * 16384, np.float32), 'b': np.full(8 * 16384 * 4, 0.5, np.float32)}\n"
+              "y = m.run(x)\n"
+              "first = tasks()\n"
+              "for _ in range(10): y = m.run(x)\n"
+              "print(len(first), len(set(tasks()) - set(first)), float(y['sa']), float(y['sb']))\n") % str(path)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    threads, started, sa, sb = done.stdout.split()
+    assert int(threads) >= 8  # the caller and its 7 workers, at least
+    assert int(started) == 0
+    assert float(sa) == 3 * 16384 and float(sb) == 8 * 16384 * 2
+
+
 def test_weft_dump_dir_environment(softmax_path, tmp_path):
     script = ("import weft, numpy as np; m = weft.compile(%r); m.run({'x': np.ones((2, 16), np.float32)})"
               % str(softmax_path))

@@ -307,32 +307,33 @@ void CpuReductionWriter::row(const std::string& iterator, const RangeText& range
   l("}}");
 }
 
-// Thread t reduces chunk t into weft_part[t]; the partials then combine in thread order,
-// so the result depends on the team size only.
+// Chunk c goes to weft_part[c], and the partials combine in chunk order, so the result
+// depends on the chunk count only: min(threads, size / min_per_thread). The team is the
+// whole pool all the same, its threads past the chunks idle: libgomp ends the threads of its
+// pool beyond a smaller team and starts new ones for the next larger one (a model of ALL
+// reductions of different sizes, 64 threads: ~110 clone() calls a run).
 void CpuReductionWriter::split(const std::string& iterator, const RangeText& range, int depth) {
   Lines l(out_, depth), l1(out_, depth + 1), l2(out_, depth + 2);
-  l("{{  // ALL: split across threads, partials combined in thread order");
+  l("{{  // ALL: split across threads, partials combined in chunk order");
   l1("const int64_t weft_lo = {0}, weft_hi = weft_imax({1}, {0});", range.lo, range.hi);
-  l1("const int64_t weft_nt = weft_imax(1, weft_imin(weft_imin(omp_get_max_threads(), {}), "
-     "(weft_hi - weft_lo) / {}));",
-     kMaxThreads, s_.min_per_thread);
-  l1("{} weft_part[{}];", r_.total_type, kMaxThreads);
-  l1("int64_t weft_team = 1;");
-  l1("#pragma omp parallel num_threads(weft_nt) if (weft_nt > 1)");
-  l1("{{");
-  l2("const int64_t weft_t = omp_get_thread_num(), weft_n = omp_get_num_threads();");
-  l2("if (weft_t == 0) weft_team = weft_n;");
-  l2("const int64_t weft_chunk = ((weft_hi - weft_lo + weft_n - 1) / weft_n + {0}) / {1} * {1};",
+  l1("const int64_t weft_pool = weft_imin(omp_get_max_threads(), {});", kMaxThreads);
+  l1("const int64_t weft_nt = weft_imax(1, weft_imin(weft_pool, (weft_hi - weft_lo) / {}));",
+     s_.min_per_thread);
+  l1("const int64_t weft_chunk = ((weft_hi - weft_lo + weft_nt - 1) / weft_nt + {0}) / {1} * {1};",
      s_.lanes - 1, s_.lanes);
-  l2("const int64_t weft_from = weft_imin(weft_lo + weft_t * weft_chunk, weft_hi);");
+  l1("{} weft_part[{}];", r_.total_type, kMaxThreads);
+  l1("#pragma omp parallel num_threads(weft_pool) if (weft_nt > 1)");
+  l1("for (int64_t weft_c = omp_get_thread_num(); weft_c < weft_nt; weft_c += "
+     "omp_get_num_threads()) {{");
+  l2("const int64_t weft_from = weft_imin(weft_lo + weft_c * weft_chunk, weft_hi);");
   l2("const int64_t weft_to = weft_imin(weft_from + weft_chunk, weft_hi);");
   l2("{} weft_acc = {};", r_.total_type, r_.identity);
   lanes(iterator, "weft_from", "weft_to", "weft_acc", depth + 2);
-  l2("weft_part[weft_t] = weft_acc;");
+  l2("weft_part[weft_c] = weft_acc;");
   l1("}}");
   l1("{} weft_acc = {};", r_.total_type, r_.target);
-  l1("for (int64_t weft_t = 0; weft_t < weft_team; weft_t += 1)");
-  l1("  weft_acc = {};", combine("weft_acc", "weft_part[weft_t]"));
+  l1("for (int64_t weft_c = 0; weft_c < weft_nt; weft_c += 1)");
+  l1("  weft_acc = {};", combine("weft_acc", "weft_part[weft_c]"));
   l1("{}", r_.store("weft_acc"));
   l("}}");
 }

@@ -199,17 +199,15 @@ extern "C" void weft_all_max(void* const* buffers, const int64_t* extents) {
     const float t0 = static_cast<float>(-INFINITY);
     b1[0] = t0;
   }
-  {  // ALL: split across threads, partials combined in thread order
+  {  // ALL: split across threads, partials combined in chunk order
     const int64_t weft_lo = 0, weft_hi = weft_imax(s0, 0);
-    const int64_t weft_nt = weft_imax(1, weft_imin(weft_imin(omp_get_max_threads(), 256), (weft_hi - weft_lo) / 16384));
+    const int64_t weft_pool = weft_imin(omp_get_max_threads(), 256);
+    const int64_t weft_nt = weft_imax(1, weft_imin(weft_pool, (weft_hi - weft_lo) / 16384));
+    const int64_t weft_chunk = ((weft_hi - weft_lo + weft_nt - 1) / weft_nt + 31) / 32 * 32;
     float weft_part[256];
-    int64_t weft_team = 1;
-    #pragma omp parallel num_threads(weft_nt) if (weft_nt > 1)
-    {
-      const int64_t weft_t = omp_get_thread_num(), weft_n = omp_get_num_threads();
-      if (weft_t == 0) weft_team = weft_n;
-      const int64_t weft_chunk = ((weft_hi - weft_lo + weft_n - 1) / weft_n + 31) / 32 * 32;
-      const int64_t weft_from = weft_imin(weft_lo + weft_t * weft_chunk, weft_hi);
+    #pragma omp parallel num_threads(weft_pool) if (weft_nt > 1)
+    for (int64_t weft_c = omp_get_thread_num(); weft_c < weft_nt; weft_c += omp_get_num_threads()) {
+      const int64_t weft_from = weft_imin(weft_lo + weft_c * weft_chunk, weft_hi);
       const int64_t weft_to = weft_imin(weft_from + weft_chunk, weft_hi);
       float weft_acc = static_cast<float>(-INFINITY);
       for (int64_t weft_b = weft_from; weft_b < weft_to; weft_b += 4096) {  // cascade: blocks of 4096
@@ -264,11 +262,11 @@ extern "C" void weft_all_max(void* const* buffers, const int64_t* extents) {
         for (int64_t weft_l = 0; weft_l < 1; weft_l += 1) weft_lane[weft_l] = weft_max(weft_lane[weft_l], weft_lane[weft_l + 1]);
         weft_acc = weft_max(weft_acc, weft_lane[0]);
       }
-      weft_part[weft_t] = weft_acc;
+      weft_part[weft_c] = weft_acc;
     }
     float weft_acc = b1[0];
-    for (int64_t weft_t = 0; weft_t < weft_team; weft_t += 1)
-      weft_acc = weft_max(weft_acc, weft_part[weft_t]);
+    for (int64_t weft_c = 0; weft_c < weft_nt; weft_c += 1)
+      weft_acc = weft_max(weft_acc, weft_part[weft_c]);
     b1[0] = weft_acc;
   }
 }

@@ -469,17 +469,15 @@ extern "C" void weft_k0_ReduceSum(void* const* buffers, const int64_t* extents) 
     const float t0 = 0.0f;
     b8[0] = t0;
   }
-  {  // ALL: split across threads, partials combined in thread order
+  {  // ALL: split across threads, partials combined in chunk order
     const int64_t weft_lo = 0, weft_hi = weft_imax(262144, 0);
-    const int64_t weft_nt = weft_imax(1, weft_imin(weft_imin(omp_get_max_threads(), 256), (weft_hi - weft_lo) / 16384));
+    const int64_t weft_pool = weft_imin(omp_get_max_threads(), 256);
+    const int64_t weft_nt = weft_imax(1, weft_imin(weft_pool, (weft_hi - weft_lo) / 16384));
+    const int64_t weft_chunk = ((weft_hi - weft_lo + weft_nt - 1) / weft_nt + 63) / 64 * 64;
     double weft_part[256];
-    int64_t weft_team = 1;
-    #pragma omp parallel num_threads(weft_nt) if (weft_nt > 1)
-    {
-      const int64_t weft_t = omp_get_thread_num(), weft_n = omp_get_num_threads();
-      if (weft_t == 0) weft_team = weft_n;
-      const int64_t weft_chunk = ((weft_hi - weft_lo + weft_n - 1) / weft_n + 63) / 64 * 64;
-      const int64_t weft_from = weft_imin(weft_lo + weft_t * weft_chunk, weft_hi);
+    #pragma omp parallel num_threads(weft_pool) if (weft_nt > 1)
+    for (int64_t weft_c = omp_get_thread_num(); weft_c < weft_nt; weft_c += omp_get_num_threads()) {
+      const int64_t weft_from = weft_imin(weft_lo + weft_c * weft_chunk, weft_hi);
       const int64_t weft_to = weft_imin(weft_from + weft_chunk, weft_hi);
       double weft_acc = 0.0f;
       for (int64_t weft_b = weft_from; weft_b < weft_to; weft_b += 8192) {  // cascade: blocks of 8192
@@ -552,11 +550,11 @@ extern "C" void weft_k0_ReduceSum(void* const* buffers, const int64_t* extents) 
         for (int64_t weft_l = 0; weft_l < 1; weft_l += 1) weft_lane[weft_l] = weft_lane[weft_l] + weft_lane[weft_l + 1];
         weft_acc = weft_acc + weft_lane[0];
       }
-      weft_part[weft_t] = weft_acc;
+      weft_part[weft_c] = weft_acc;
     }
     double weft_acc = b8[0];
-    for (int64_t weft_t = 0; weft_t < weft_team; weft_t += 1)
-      weft_acc = weft_acc + weft_part[weft_t];
+    for (int64_t weft_c = 0; weft_c < weft_nt; weft_c += 1)
+      weft_acc = weft_acc + weft_part[weft_c];
     b8[0] = weft_acc;
   }
   {  // finish
