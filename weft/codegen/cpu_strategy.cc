@@ -308,21 +308,21 @@ void CpuReductionWriter::row(const std::string& iterator, const RangeText& range
 }
 
 // Chunk c goes to weft_part[c], and the partials combine in chunk order, so the result
-// depends on the chunk count only: min(threads, size / min_per_thread). The team is the
-// whole pool all the same, its threads past the chunks idle: libgomp ends the threads of its
-// pool beyond a smaller team and starts new ones for the next larger one (a model of ALL
-// reductions of different sizes, 64 threads: ~110 clone() calls a run).
+// depends on the chunk count only: min(threads, kMaxThreads, size / min_per_thread). The
+// team is the whole pool all the same, its threads past the chunks idle: libgomp ends the
+// threads of its pool beyond a smaller team and starts new ones for the next larger one (a
+// model of ALL reductions of different sizes, 64 threads: ~110 clone() calls a run).
 void CpuReductionWriter::split(const std::string& iterator, const RangeText& range, int depth) {
   Lines l(out_, depth), l1(out_, depth + 1), l2(out_, depth + 2);
   l("{{  // ALL: split across threads, partials combined in chunk order");
   l1("const int64_t weft_lo = {0}, weft_hi = weft_imax({1}, {0});", range.lo, range.hi);
-  l1("const int64_t weft_pool = weft_imin(omp_get_max_threads(), {});", kMaxThreads);
-  l1("const int64_t weft_nt = weft_imax(1, weft_imin(weft_pool, (weft_hi - weft_lo) / {}));",
-     s_.min_per_thread);
+  l1("const int64_t weft_nt = weft_imax(1, weft_imin(weft_imin(omp_get_max_threads(), {}), "
+     "(weft_hi - weft_lo) / {}));",
+     kMaxThreads, s_.min_per_thread);
   l1("const int64_t weft_chunk = ((weft_hi - weft_lo + weft_nt - 1) / weft_nt + {0}) / {1} * {1};",
      s_.lanes - 1, s_.lanes);
   l1("{} weft_part[{}];", r_.total_type, kMaxThreads);
-  l1("#pragma omp parallel num_threads(weft_pool) if (weft_nt > 1)");
+  l1("#pragma omp parallel if (weft_nt > 1)");
   l1("for (int64_t weft_c = omp_get_thread_num(); weft_c < weft_nt; weft_c += "
      "omp_get_num_threads()) {{");
   l2("const int64_t weft_from = weft_imin(weft_lo + weft_c * weft_chunk, weft_hi);");
@@ -490,29 +490,27 @@ void CpuReductionWriter::column(const std::string& r_iterator, const RangeText& 
     column_chunks(r_iterator, "weft_rlo", "weft_rhi", k_iterator, ks, "", depth + 2);
   } else {
     l1("if (weft_parts == nullptr) {{  // K split");
-    l2("#pragma omp parallel for schedule(static) num_threads(weft_nt) if (weft_nt > 1)");
+    l2("#pragma omp parallel for schedule(static) if (weft_nt > 1)");
     l2("for (int64_t weft_kb = weft_klo; weft_kb < weft_khi; weft_kb += {}) {{", s_.column_width);
     l3("const int64_t weft_ke = weft_imin(weft_kb + {}, weft_khi);", s_.column_width);
     column_block(r_iterator, "weft_rlo", "weft_rhi", k_iterator, "", depth + 3);
     l2("}}");
   }
   l1("}} else {{  // R split");
-  l2("int64_t weft_team = 1;");
-  l2("#pragma omp parallel num_threads(weft_nt)");
-  l2("{{");
-  l3("const int64_t weft_t = omp_get_thread_num(), weft_n = omp_get_num_threads();");
-  l3("if (weft_t == 0) weft_team = weft_n;");
-  l3("{}* weft_part = weft_parts + weft_t * weft_kp;", r_.total_type);
+  l2("#pragma omp parallel  // the whole pool (split() says why), a partial row per chunk");
+  l2("for (int64_t weft_c = omp_get_thread_num(); weft_c < weft_nt; weft_c += "
+     "omp_get_num_threads()) {{");
+  l3("{}* weft_part = weft_parts + weft_c * weft_kp;", r_.total_type);
   l3("for (int64_t weft_j = 0; weft_j < weft_k; weft_j += 1) weft_part[weft_j] = {};", r_.identity);
-  l3("const int64_t weft_chunk = (weft_r + weft_n - 1) / weft_n;");
-  l3("const int64_t weft_from = weft_imin(weft_rlo + weft_t * weft_chunk, weft_rhi);");
+  l3("const int64_t weft_chunk = (weft_r + weft_nt - 1) / weft_nt;");
+  l3("const int64_t weft_from = weft_imin(weft_rlo + weft_c * weft_chunk, weft_rhi);");
   l3("const int64_t weft_to = weft_imin(weft_from + weft_chunk, weft_rhi);");
   column_chunks(r_iterator, "weft_from", "weft_to", k_iterator, ks,
                 fmt::format("weft_part[{} - weft_klo]", k_iterator), depth + 3);
   l2("}}");
-  l2("for (int64_t weft_t = 0; weft_t < weft_team; weft_t += 1) {{");
+  l2("for (int64_t weft_c = 0; weft_c < weft_nt; weft_c += 1) {{");
   l3("for (int64_t {0} = weft_klo; {0} < weft_khi; {0} += 1)", k_iterator);
-  l3("  {}", r_.store(combine(r_.target, fmt::format("weft_parts[weft_t * weft_kp + {} - weft_klo]",
+  l3("  {}", r_.store(combine(r_.target, fmt::format("weft_parts[weft_c * weft_kp + {} - weft_klo]",
                                                      k_iterator))));
   l2("}}");
   l1("}}");

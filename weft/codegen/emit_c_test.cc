@@ -117,7 +117,7 @@ extern "C" void weft_column_sum(void* const* buffers, const int64_t* extents) {
     if (weft_nt > 1 && weft_k < 2048 * weft_nt)
       weft_parts = static_cast<double*>(weft_scratch(sizeof(double) * weft_nt * weft_kp));
     if (weft_parts == nullptr) {  // K split
-      #pragma omp parallel for schedule(static) num_threads(weft_nt) if (weft_nt > 1)
+      #pragma omp parallel for schedule(static) if (weft_nt > 1)
       for (int64_t weft_kb = weft_klo; weft_kb < weft_khi; weft_kb += 2048) {
         const int64_t weft_ke = weft_imin(weft_kb + 2048, weft_khi);
         {
@@ -142,15 +142,12 @@ extern "C" void weft_column_sum(void* const* buffers, const int64_t* extents) {
         }
       }
     } else {  // R split
-      int64_t weft_team = 1;
-      #pragma omp parallel num_threads(weft_nt)
-      {
-        const int64_t weft_t = omp_get_thread_num(), weft_n = omp_get_num_threads();
-        if (weft_t == 0) weft_team = weft_n;
-        double* weft_part = weft_parts + weft_t * weft_kp;
+      #pragma omp parallel  // the whole pool (split() says why), a partial row per chunk
+      for (int64_t weft_c = omp_get_thread_num(); weft_c < weft_nt; weft_c += omp_get_num_threads()) {
+        double* weft_part = weft_parts + weft_c * weft_kp;
         for (int64_t weft_j = 0; weft_j < weft_k; weft_j += 1) weft_part[weft_j] = 0.0f;
-        const int64_t weft_chunk = (weft_r + weft_n - 1) / weft_n;
-        const int64_t weft_from = weft_imin(weft_rlo + weft_t * weft_chunk, weft_rhi);
+        const int64_t weft_chunk = (weft_r + weft_nt - 1) / weft_nt;
+        const int64_t weft_from = weft_imin(weft_rlo + weft_c * weft_chunk, weft_rhi);
         const int64_t weft_to = weft_imin(weft_from + weft_chunk, weft_rhi);
         for (int64_t weft_kb = weft_klo; weft_kb < weft_khi; weft_kb += 2048) {  // chunks of 2048 columns
           const int64_t weft_ke = weft_imin(weft_kb + 2048, weft_khi);
@@ -176,9 +173,9 @@ extern "C" void weft_column_sum(void* const* buffers, const int64_t* extents) {
           }
         }
       }
-      for (int64_t weft_t = 0; weft_t < weft_team; weft_t += 1) {
+      for (int64_t weft_c = 0; weft_c < weft_nt; weft_c += 1) {
         for (int64_t c1 = weft_klo; c1 < weft_khi; c1 += 1)
-          b1[c1] = b1[c1] + weft_parts[weft_t * weft_kp + c1 - weft_klo];
+          b1[c1] = b1[c1] + weft_parts[weft_c * weft_kp + c1 - weft_klo];
       }
     }
   }
@@ -201,11 +198,10 @@ extern "C" void weft_all_max(void* const* buffers, const int64_t* extents) {
   }
   {  // ALL: split across threads, partials combined in chunk order
     const int64_t weft_lo = 0, weft_hi = weft_imax(s0, 0);
-    const int64_t weft_pool = weft_imin(omp_get_max_threads(), 256);
-    const int64_t weft_nt = weft_imax(1, weft_imin(weft_pool, (weft_hi - weft_lo) / 16384));
+    const int64_t weft_nt = weft_imax(1, weft_imin(weft_imin(omp_get_max_threads(), 256), (weft_hi - weft_lo) / 16384));
     const int64_t weft_chunk = ((weft_hi - weft_lo + weft_nt - 1) / weft_nt + 31) / 32 * 32;
     float weft_part[256];
-    #pragma omp parallel num_threads(weft_pool) if (weft_nt > 1)
+    #pragma omp parallel if (weft_nt > 1)
     for (int64_t weft_c = omp_get_thread_num(); weft_c < weft_nt; weft_c += omp_get_num_threads()) {
       const int64_t weft_from = weft_imin(weft_lo + weft_c * weft_chunk, weft_hi);
       const int64_t weft_to = weft_imin(weft_from + weft_chunk, weft_hi);
@@ -746,7 +742,7 @@ TEST(CpuSchedule, SetsLanesAndSerialSmallKernels) {
   std::string inits = "for (int64_t c0 = 0; (c0 <= 63); c0 += 1) {\n    {  // init";
   std::string code = emit_columns(CpuSchedule{});
   EXPECT_NE(code.find("  #pragma omp simd\n  " + inits), std::string::npos) << code;
-  EXPECT_NE(code.find("#pragma omp parallel num_threads"), std::string::npos) << code;
+  EXPECT_NE(code.find("#pragma omp parallel  // the whole pool"), std::string::npos) << code;
   serial.min_parallel_work = 0;
   code = emit_columns(serial);
   EXPECT_NE(code.find("  #pragma omp parallel for schedule(static)\n  " + inits), std::string::npos)

@@ -173,15 +173,12 @@ extern "C" void weft_k0_LayerNormalization(void* const* buffers, const int64_t* 
             }
           }
         } else {  // R split
-          int64_t weft_team = 1;
-          #pragma omp parallel num_threads(weft_nt)
-          {
-            const int64_t weft_t = omp_get_thread_num(), weft_n = omp_get_num_threads();
-            if (weft_t == 0) weft_team = weft_n;
-            double* weft_part = weft_parts + weft_t * weft_kp;
+          #pragma omp parallel  // the whole pool (split() says why), a partial row per chunk
+          for (int64_t weft_c = omp_get_thread_num(); weft_c < weft_nt; weft_c += omp_get_num_threads()) {
+            double* weft_part = weft_parts + weft_c * weft_kp;
             for (int64_t weft_j = 0; weft_j < weft_k; weft_j += 1) weft_part[weft_j] = 0.0f;
-            const int64_t weft_chunk = (weft_r + weft_n - 1) / weft_n;
-            const int64_t weft_from = weft_imin(weft_rlo + weft_t * weft_chunk, weft_rhi);
+            const int64_t weft_chunk = (weft_r + weft_nt - 1) / weft_nt;
+            const int64_t weft_from = weft_imin(weft_rlo + weft_c * weft_chunk, weft_rhi);
             const int64_t weft_to = weft_imin(weft_from + weft_chunk, weft_rhi);
             {
               const int64_t weft_kb = weft_klo, weft_ke = weft_khi;
@@ -250,9 +247,9 @@ extern "C" void weft_k0_LayerNormalization(void* const* buffers, const int64_t* 
               }
             }
           }
-          for (int64_t weft_t = 0; weft_t < weft_team; weft_t += 1) {
+          for (int64_t weft_c = 0; weft_c < weft_nt; weft_c += 1) {
             for (int64_t c2 = weft_klo; c2 < weft_khi; c2 += 1)
-              b7[c0 * 64 + c2] = b7[c0 * 64 + c2] + weft_parts[weft_t * weft_kp + c2 - weft_klo];
+              b7[c0 * 64 + c2] = b7[c0 * 64 + c2] + weft_parts[weft_c * weft_kp + c2 - weft_klo];
           }
         }
       }

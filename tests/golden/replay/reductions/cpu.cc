@@ -189,15 +189,12 @@ extern "C" void weft_k0_ReduceSum(void* const* buffers, const int64_t* extents) 
         }
       }
     } else {  // R split
-      int64_t weft_team = 1;
-      #pragma omp parallel num_threads(weft_nt)
-      {
-        const int64_t weft_t = omp_get_thread_num(), weft_n = omp_get_num_threads();
-        if (weft_t == 0) weft_team = weft_n;
-        double* weft_part = weft_parts + weft_t * weft_kp;
+      #pragma omp parallel  // the whole pool (split() says why), a partial row per chunk
+      for (int64_t weft_c = omp_get_thread_num(); weft_c < weft_nt; weft_c += omp_get_num_threads()) {
+        double* weft_part = weft_parts + weft_c * weft_kp;
         for (int64_t weft_j = 0; weft_j < weft_k; weft_j += 1) weft_part[weft_j] = 0.0f;
-        const int64_t weft_chunk = (weft_r + weft_n - 1) / weft_n;
-        const int64_t weft_from = weft_imin(weft_rlo + weft_t * weft_chunk, weft_rhi);
+        const int64_t weft_chunk = (weft_r + weft_nt - 1) / weft_nt;
+        const int64_t weft_from = weft_imin(weft_rlo + weft_c * weft_chunk, weft_rhi);
         const int64_t weft_to = weft_imin(weft_from + weft_chunk, weft_rhi);
         {
           const int64_t weft_kb = weft_klo, weft_ke = weft_khi;
@@ -356,9 +353,9 @@ extern "C" void weft_k0_ReduceSum(void* const* buffers, const int64_t* extents) 
           }
         }
       }
-      for (int64_t weft_t = 0; weft_t < weft_team; weft_t += 1) {
+      for (int64_t weft_c = 0; weft_c < weft_nt; weft_c += 1) {
         for (int64_t c1 = weft_klo; c1 < weft_khi; c1 += 1)
-          b0[c1] = b0[c1] + weft_parts[weft_t * weft_kp + c1 - weft_klo];
+          b0[c1] = b0[c1] + weft_parts[weft_c * weft_kp + c1 - weft_klo];
       }
     }
   }
@@ -471,11 +468,10 @@ extern "C" void weft_k0_ReduceSum(void* const* buffers, const int64_t* extents) 
   }
   {  // ALL: split across threads, partials combined in chunk order
     const int64_t weft_lo = 0, weft_hi = weft_imax(262144, 0);
-    const int64_t weft_pool = weft_imin(omp_get_max_threads(), 256);
-    const int64_t weft_nt = weft_imax(1, weft_imin(weft_pool, (weft_hi - weft_lo) / 16384));
+    const int64_t weft_nt = weft_imax(1, weft_imin(weft_imin(omp_get_max_threads(), 256), (weft_hi - weft_lo) / 16384));
     const int64_t weft_chunk = ((weft_hi - weft_lo + weft_nt - 1) / weft_nt + 63) / 64 * 64;
     double weft_part[256];
-    #pragma omp parallel num_threads(weft_pool) if (weft_nt > 1)
+    #pragma omp parallel if (weft_nt > 1)
     for (int64_t weft_c = omp_get_thread_num(); weft_c < weft_nt; weft_c += omp_get_num_threads()) {
       const int64_t weft_from = weft_imin(weft_lo + weft_c * weft_chunk, weft_hi);
       const int64_t weft_to = weft_imin(weft_from + weft_chunk, weft_hi);
