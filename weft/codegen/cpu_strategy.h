@@ -39,7 +39,7 @@ namespace weft::codegen {
 // unknown width take blocks of kColumnRegisterLanes.
 inline constexpr int64_t kRegisterColumnsMax = 256;
 inline constexpr int64_t kColumnRegisterLanes = 64;
-inline constexpr int64_t kMaxThreads = 256; // size of the per-thread partial array (ALL)
+inline constexpr int64_t kMaxThreads = 256; // most chunks of a split (ALL, COLUMN's R split)
 inline constexpr int64_t kTinyRow = 8;      // rows this short are vectorized across (packed)
 inline constexpr int64_t kTinyInner = 4;    // elementwise loops this short are unrolled
 // A COLUMN read from memory (a static domain of at least the streaming size) whose K is
