@@ -17,8 +17,8 @@ from onnx import TensorProto, helper, numpy_helper
 WEFT = None
 
 
-def weft(*args):
-    return subprocess.run([WEFT, *args], capture_output=True, text=True, timeout=120)
+def weft(*args, env=None):
+    return subprocess.run([WEFT, *args], capture_output=True, text=True, timeout=120, env=env)
 
 
 def save(model, directory, name="model.onnx"):
@@ -247,6 +247,27 @@ class CliTest(unittest.TestCase):
         self.assertEqual(threads(env=dict(env, WEFT_NUM_THREADS="1")), 1)
         self.assertEqual(threads("--threads", "2", env=dict(env, WEFT_NUM_THREADS="1")), 2)
         self.assertEqual(threads(env=env), default)
+
+    def test_thread_counts_out_of_range_are_usage_errors(self):
+        """A thread count that is not a whole number from 1 to 1024 (WEFT_NUM_THREADS may also be
+        0, the default) is a usage error with one line: WEFT_NUM_THREADS=abc was ignored, and
+        --threads 100000 overflowed the stack of libgomp's team start (a segfault)."""
+        path = save(small_model(), self.dir)
+        env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "WEFT_NUM_THREADS")}
+        for value in ("abc", "1.5", "-2", "2000", "99999999999"):
+            r = weft("run", path, "--fill", "random", "--output-dir", self.dir,
+                     env=dict(env, WEFT_NUM_THREADS=value))
+            self.assertEqual(r.returncode, 2, (value, r.stderr))
+            self.assertEqual(r.stderr.strip(),
+                             f"error: WEFT_NUM_THREADS is '{value}': a thread count is a whole number "
+                             "from 1 to 1024 (0: the default)")
+        r = weft("run", path, "--fill", "random", "--threads", "100000", "--output-dir", self.dir)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--threads: Value 100000 not in range 1 to 1024", r.stderr)
+        for args, value in ((("--threads", "2"), "abc"), ((), "0"), ((), "3")):
+            r = weft("run", path, "--fill", "random", "--output-dir", self.dir, *args,
+                     env=dict(env, WEFT_NUM_THREADS=value))
+            self.assertEqual(r.returncode, 0, (args, value, r.stderr))
 
     def test_waiting_threads_spin_less_unless_the_user_says(self):
         """Where neither GOMP_SPINCOUNT nor OMP_WAIT_POLICY is set, weft restarts itself with

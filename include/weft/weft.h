@@ -137,7 +137,7 @@ struct TensorSpec {
 
 struct CompileOptions {
   std::string device = "cpu"; // "cpu" or "cuda" (NVIDIA GPUs through the driver and NVRTC)
-  int threads = 0;            // OpenMP threads per run; 0: $WEFT_NUM_THREADS, else all cores
+  int threads = 0;            // OpenMP threads per run (1-1024); 0: $WEFT_NUM_THREADS or all
   std::string dump_dir;       // as `weft inspect --dump-dir` (default: $WEFT_DUMP_DIR)
   bool fusion = true;         // false: one kernel per node (for comparisons)
   // Input dims that are symbolic in the model (TensorSpec::dim_names) stay symbolic: one

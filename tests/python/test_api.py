@@ -330,6 +330,21 @@ def test_runs_keep_their_openmp_threads_across_reductions_of_different_sizes(tmp
     assert float(sa) == 3 * 16384 and float(sb) == 8 * 16384 * 2
 
 
+def test_thread_counts_out_of_range_are_errors(softmax_path, monkeypatch):
+    """threads= and WEFT_NUM_THREADS take 0 (the default) to 1024: a count libgomp cannot start
+    (100,000 overflowed its stack) or a WEFT_NUM_THREADS that is not a number is an error when
+    the model is made, not a crash or a silent default."""
+    monkeypatch.delenv("WEFT_NUM_THREADS", raising=False)
+    for threads in (-1, 1025):
+        with pytest.raises(weft.WeftError, match=f"threads is {threads}: a thread count is a whole "
+                                                 "number from 1 to 1024"):
+            weft.compile(str(softmax_path), threads=threads)
+    monkeypatch.setenv("WEFT_NUM_THREADS", "lots")
+    with pytest.raises(weft.WeftError, match="WEFT_NUM_THREADS is 'lots'"):
+        weft.compile(str(softmax_path))
+    assert weft.compile(str(softmax_path), threads=2)  # threads= wins over it
+
+
 def test_weft_dump_dir_environment(softmax_path, tmp_path):
     script = ("import weft, numpy as np; m = weft.compile(%r); m.run({'x': np.ones((2, 16), np.float32)})"
               % str(softmax_path))

@@ -83,7 +83,8 @@ int bench(const BenchOptions& options);
 int tune(const TuneOptions& options);
 
 // Applies --threads / WEFT_NUM_THREADS to the generated kernels' OpenMP runtime; must run
-// before the first kernel library is loaded.
-void set_threads(int threads);
+// before the first kernel library is loaded. False, with an "error:" line, where
+// WEFT_NUM_THREADS (which --threads overrides) is not a thread count.
+bool set_threads(int threads);
 
 } // namespace weft::cli

@@ -16,6 +16,7 @@
 #include "weft/graph/op_table.h"
 #include "weft/onnx/contrib_ops.h"
 #include "weft/onnx/sequence_ops.h"
+#include "weft/runtime/cpu/host_threads.h"
 #include "weft/runtime/executable.h"
 
 namespace {
@@ -28,9 +29,14 @@ namespace weft::cli {
 
 // --threads, else WEFT_NUM_THREADS, for the kernels and library calls of this process (OpenMP
 // read OMP_NUM_THREADS when it loaded, before main: setting it now changed nothing).
-void set_threads(int threads) {
-  const char* env = std::getenv("WEFT_NUM_THREADS");
-  runtime::set_default_host_threads(threads > 0 ? threads : env && *env ? std::atoi(env) : 0);
+bool set_threads(int threads) {
+  Result<int> env = runtime::thread_count_from_environment();
+  if (threads == 0 && !env.ok()) {
+    std::cerr << "error: " << env.status().message() << "\n";
+    return false;
+  }
+  runtime::set_default_host_threads(threads > 0 ? threads : *env);
+  return true;
 }
 
 } // namespace weft::cli
@@ -104,7 +110,7 @@ int run_cli(int argc, char** argv) {
   run_cmd
       ->add_option("--threads", threads,
                    "Threads for kernels (default: WEFT_NUM_THREADS, or all cores)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, weft::runtime::kMaxHostThreads));
 
   weft::cli::TestOnnxOptions test;
   CLI::App* test_cmd =
@@ -121,7 +127,8 @@ int run_cli(int argc, char** argv) {
   test_cmd->add_flag("--allow-bf16", test.allow_bf16,
                      "CPU: f32 convolutions and matrix products multiply operands rounded to bf16 "
                      "where the CPU does natively (AVX512-BF16, AMX)");
-  test_cmd->add_option("--threads", threads, "Threads for kernels")->check(CLI::PositiveNumber);
+  test_cmd->add_option("--threads", threads, "Threads for kernels")
+      ->check(CLI::Range(1, weft::runtime::kMaxHostThreads));
   test_cmd->add_flag("--compile-only", test.compile_only,
                      "Generate and build the kernels without running them (PASS: they build)");
   std::string archs = "sm_80,sm_90";
@@ -151,7 +158,8 @@ int run_cli(int argc, char** argv) {
   bench_cmd->add_flag("--allow-bf16", bench.allow_bf16,
                       "CPU: f32 convolutions and matrix products multiply operands rounded to bf16 "
                       "where the CPU does natively (AVX512-BF16, AMX)");
-  bench_cmd->add_option("--threads", threads, "Threads for kernels")->check(CLI::PositiveNumber);
+  bench_cmd->add_option("--threads", threads, "Threads for kernels")
+      ->check(CLI::Range(1, weft::runtime::kMaxHostThreads));
   bench_cmd->add_flag("--json", bench.json, "Print one JSON object");
   bench_cmd->add_option(
       "--profile", bench.profile,
@@ -172,7 +180,8 @@ int run_cli(int argc, char** argv) {
                        "NAME=1x3x48x320: the dims of a filled input; SYMBOL=N: a free dim's extent "
                        "(free dims are 1 without)");
   add_device_option(tune_cmd, &tune.device);
-  tune_cmd->add_option("--threads", threads, "Threads for kernels")->check(CLI::PositiveNumber);
+  tune_cmd->add_option("--threads", threads, "Threads for kernels")
+      ->check(CLI::Range(1, weft::runtime::kMaxHostThreads));
   tune_cmd
       ->add_option("--seconds-per-candidate", tune.seconds_per_candidate,
                    "Timing budget of one candidate (at least 3 runs)")
@@ -197,7 +206,7 @@ int run_cli(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? 0 : kUsageError;
   }
-  weft::cli::set_threads(threads);
+  if (!weft::cli::set_threads(threads)) return kUsageError;
   if (cmd->parsed()) return weft::cli::inspect(inspect);
   if (run_cmd->parsed()) return weft::cli::run(run);
   if (test_cmd->parsed()) {

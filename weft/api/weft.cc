@@ -13,6 +13,7 @@
 #include "weft/driver/compile_model.h"
 #include "weft/driver/pipeline.h"
 #include "weft/graph/passes/specialize_shapes.h"
+#include "weft/runtime/cpu/host_threads.h"
 #include "weft/runtime/cuda/device.h"
 #include "weft/support/log.h"
 
@@ -68,10 +69,11 @@ int64_t product(const std::vector<int64_t>& shape) {
   return n;
 }
 
+// CompileOptions::threads, else WEFT_NUM_THREADS (both checked when the model was made).
 int threads_from(const CompileOptions& options) {
   if (options.threads > 0) return options.threads;
-  const char* env = std::getenv("WEFT_NUM_THREADS");
-  return env && *env ? std::atoi(env) : 0;
+  Result<int> env = runtime::thread_count_from_environment();
+  return env.ok() ? *env : 0;
 }
 
 // How many compiles for distinct input shapes a Model keeps: WEFT_SHAPE_CACHE, default 8.
@@ -378,6 +380,10 @@ std::shared_ptr<Model::Impl> make_impl(ModelSource source, const CompileOptions&
                             "\"cuda\"",
                             options.device));
   }
+  if (Result<int> n = runtime::checked_thread_count(options.threads, "threads"); !n.ok())
+    throw Error("error: " + n.status().message());
+  if (Result<int> env = runtime::thread_count_from_environment(); options.threads == 0 && !env.ok())
+    throw Error("error: " + env.status().message());
   Graph graph = value_or_throw(run_graph_pipeline(source));
   auto impl = std::make_shared<Model::Impl>(std::move(source));
   for (const Value* v : graph.inputs) {

@@ -1,6 +1,7 @@
 #include "weft/runtime/cpu/host_threads.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -8,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include <fmt/format.h>
 #include <omp.h>
 
 #include "weft/support/log.h"
@@ -52,6 +54,27 @@ double least_quota(const std::string& base, std::string path, bool v2) {
 }
 
 } // namespace
+
+Result<int> checked_thread_count(int64_t n, std::string_view what) {
+  if (n < 0 || n > kMaxHostThreads)
+    return Status::error(fmt::format("{} is {}: a thread count is a whole number from 1 to {} (0: "
+                                     "the default)",
+                                     what, n, kMaxHostThreads));
+  return static_cast<int>(n);
+}
+
+Result<int> thread_count_from_environment() {
+  const char* env = std::getenv("WEFT_NUM_THREADS");
+  if (!env || !*env) return 0;
+  std::string_view text(env);
+  int64_t n = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (error != std::errc() || end != text.data() + text.size() || n < 0 || n > kMaxHostThreads)
+    return Status::error(fmt::format("WEFT_NUM_THREADS is '{}': a thread count is a whole number "
+                                     "from 1 to {} (0: the default)",
+                                     text, kMaxHostThreads));
+  return static_cast<int>(n);
+}
 
 int cgroup_cpu_limit(std::string_view proc_cgroup, const std::string& root) {
   double least = 0;

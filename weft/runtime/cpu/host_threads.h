@@ -4,7 +4,20 @@
 #include <string>
 #include <string_view>
 
+#include "weft/support/status.h"
+
 namespace weft::runtime {
+
+// The most threads a run may be given (--threads, threads=, CompileOptions::threads,
+// WEFT_NUM_THREADS): libgomp puts a record per thread of a team on the stack of the thread
+// that starts it, and --threads 100000 overflowed its 8 MB (a segfault in GOMP_parallel).
+inline constexpr int kMaxHostThreads = 1024;
+
+// A thread count the user gave: "n", or the text of WEFT_NUM_THREADS where set and not empty
+// (a whole number), must lie in [0, kMaxHostThreads], 0 meaning the default. The count (0:
+// none given), else an error that names what gave it ("what" for "n").
+Result<int> checked_thread_count(int64_t n, std::string_view what);
+Result<int> thread_count_from_environment();
 
 // The threads a CPU run takes by default: OpenMP's (OMP_NUM_THREADS, else the CPUs of the
 // process's affinity), capped where OMP_NUM_THREADS is unset by the CPUs its cgroups' quota

@@ -1,7 +1,9 @@
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -122,6 +124,33 @@ TEST(SetHostThreads, ZeroIsTheDefaultNotTheLastCount) {
     set_host_threads(3);
     EXPECT_EQ(omp_get_max_threads(), 3);
   }).join();
+}
+
+// 0 (the default) to kMaxHostThreads, a whole number; WEFT_NUM_THREADS unset or empty is 0.
+TEST(ThreadCounts, AreWholeNumbersUpToTheMaximum) {
+  EXPECT_EQ(checked_thread_count(0, "threads").value(), 0);
+  EXPECT_EQ(checked_thread_count(kMaxHostThreads, "threads").value(), kMaxHostThreads);
+  Result<int> negative = checked_thread_count(-1, "threads");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_EQ(negative.status().message(),
+            "threads is -1: a thread count is a whole number from 1 to 1024 (0: the default)");
+  EXPECT_FALSE(checked_thread_count(kMaxHostThreads + 1, "threads").ok());
+  const char* saved = std::getenv("WEFT_NUM_THREADS");
+  std::string kept = saved ? saved : "";
+  for (auto [text, want] : {std::pair{"", 0}, {"0", 0}, {"7", 7}, {"1024", 1024}}) {
+    setenv("WEFT_NUM_THREADS", text, 1);
+    Result<int> n = thread_count_from_environment();
+    ASSERT_TRUE(n.ok()) << text;
+    EXPECT_EQ(*n, want) << text;
+  }
+  for (const char* text : {"abc", "1.5", " 4", "4 ", "-2", "1025", "99999999999999999999"}) {
+    setenv("WEFT_NUM_THREADS", text, 1);
+    EXPECT_FALSE(thread_count_from_environment().ok()) << text;
+  }
+  if (saved)
+    setenv("WEFT_NUM_THREADS", kept.c_str(), 1);
+  else
+    unsetenv("WEFT_NUM_THREADS");
 }
 
 } // namespace
