@@ -106,6 +106,11 @@ int cgroup_cpu_limit(std::string_view proc_cgroup, const std::string& root) {
 
 int default_host_threads() {
   int threads = omp_get_max_threads();
+  if (threads > kMaxHostThreads) { // OMP_NUM_THREADS=100000 segfaulted in libgomp's team start
+    log_info("{} threads by default, the most Weft runs (OpenMP's default: {})", kMaxHostThreads,
+             threads);
+    return kMaxHostThreads;
+  }
   if (std::getenv("OMP_NUM_THREADS")) return threads;
   std::ifstream in("/proc/self/cgroup");
   std::stringstream text;

@@ -20,9 +20,9 @@ Result<int> checked_thread_count(int64_t n, std::string_view what);
 Result<int> thread_count_from_environment();
 
 // The threads a CPU run takes by default: OpenMP's (OMP_NUM_THREADS, else the CPUs of the
-// process's affinity), capped where OMP_NUM_THREADS is unset by the CPUs its cgroups' quota
-// gives it (a container's CPU limit, docs/api.md): a team larger than that waits for its
-// threads to be scheduled within the quota at every kernel.
+// process's affinity), at most kMaxHostThreads, and capped where OMP_NUM_THREADS is unset by
+// the CPUs its cgroups' quota gives it (a container's CPU limit, docs/api.md): a team larger
+// than that waits for its threads to be scheduled within the quota at every kernel.
 int default_host_threads();
 
 // The CPUs that the quotas of the cgroups in "proc_cgroup" (the text of /proc/self/cgroup)

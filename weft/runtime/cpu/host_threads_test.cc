@@ -126,6 +126,15 @@ TEST(SetHostThreads, ZeroIsTheDefaultNotTheLastCount) {
   }).join();
 }
 
+// More threads than kMaxHostThreads by default (OMP_NUM_THREADS=100000) are kMaxHostThreads.
+TEST(ThreadCounts, TheDefaultIsAtMostTheMaximum) {
+  int saved = omp_get_max_threads();
+  omp_set_num_threads(100000); // as OMP_NUM_THREADS=100000 would (no team is started)
+  EXPECT_EQ(default_host_threads(), kMaxHostThreads);
+  omp_set_num_threads(saved);
+  EXPECT_LE(default_host_threads(), saved);
+}
+
 // 0 (the default) to kMaxHostThreads, a whole number; WEFT_NUM_THREADS unset or empty is 0.
 TEST(ThreadCounts, AreWholeNumbersUpToTheMaximum) {
   EXPECT_EQ(checked_thread_count(0, "threads").value(), 0);
