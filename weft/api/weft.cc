@@ -380,8 +380,8 @@ std::shared_ptr<Model::Impl> make_impl(ModelSource source, const CompileOptions&
                             "\"cuda\"",
                             options.device));
   }
-  if (Result<int> n = runtime::checked_thread_count(options.threads, "threads"); !n.ok())
-    throw Error("error: " + n.status().message());
+  if (Status s = runtime::check_thread_count(options.threads, "threads"); !s.ok())
+    throw Error("error: " + s.message());
   if (Result<int> env = runtime::thread_count_from_environment(); options.threads == 0 && !env.ok())
     throw Error("error: " + env.status().message());
   Graph graph = value_or_throw(run_graph_pipeline(source));

@@ -55,12 +55,12 @@ double least_quota(const std::string& base, std::string path, bool v2) {
 
 } // namespace
 
-Result<int> checked_thread_count(int64_t n, std::string_view what) {
+Status check_thread_count(int64_t n, std::string_view what) {
   if (n < 0 || n > kMaxHostThreads)
     return Status::error(fmt::format("{} is {}: a thread count is a whole number from 1 to {} (0: "
                                      "the default)",
                                      what, n, kMaxHostThreads));
-  return static_cast<int>(n);
+  return Status();
 }
 
 Result<int> thread_count_from_environment() {

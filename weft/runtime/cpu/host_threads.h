@@ -1,6 +1,7 @@
 // Where the OpenMP workers of a CPU run may run.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -14,9 +15,9 @@ namespace weft::runtime {
 inline constexpr int kMaxHostThreads = 1024;
 
 // A thread count the user gave: "n", or the text of WEFT_NUM_THREADS where set and not empty
-// (a whole number), must lie in [0, kMaxHostThreads], 0 meaning the default. The count (0:
-// none given), else an error that names what gave it ("what" for "n").
-Result<int> checked_thread_count(int64_t n, std::string_view what);
+// (a whole number), must lie in [0, kMaxHostThreads], 0 meaning the default; else an error
+// that names what gave it ("what" for "n"). The environment's count is 0 where none is given.
+Status check_thread_count(int64_t n, std::string_view what);
 Result<int> thread_count_from_environment();
 
 // The threads a CPU run takes by default: OpenMP's (OMP_NUM_THREADS, else the CPUs of the
