@@ -138,3 +138,43 @@ def test_onnx_attention_op_runs_as_the_call(causal):
     p = np.exp(s - s.max(axis=-1, keepdims=True))
     want = (p / p.sum(axis=-1, keepdims=True)) @ v
     np.testing.assert_allclose(got["y"], want, rtol=1e-4, atol=2e-5)
+
+
+def masks(kind, rows, keys):
+    """[rows, keys] masks whose keys some or all rows leave out: "causal" (-inf after the row's
+    own key), "window" (a sliding window of 100 keys, -inf), "padding" (the last 300 keys at
+    float32's lowest, as Hugging Face writes it), "empty_row" (causal at float32's lowest, one
+    row masking every key: its softmax is uniform)."""
+    low = np.finfo(np.float32).min
+    i, j = np.arange(rows)[:, None], np.arange(keys)[None, :]
+    if kind == "causal":
+        return np.where(j <= i, 0.0, -np.inf).astype(np.float32)
+    if kind == "window":
+        return np.where((j <= i) & (j > i - 100), 0.0, -np.inf).astype(np.float32)
+    if kind == "padding":
+        return np.where(j < keys - 300, 0.0, low).astype(np.float32) + np.zeros((rows, 1), np.float32)
+    m = np.where(j <= i, 0.0, low).astype(np.float32)
+    m[rows // 3] = low
+    return m
+
+
+@pytest.mark.parametrize("kind", ["causal", "window", "padding", "empty_row"])
+def test_masked_keys_are_left_out(kind):
+    """Keys that every row of a block masks are left out of the products and the softmax
+    (attention_call.cc's kept_columns): the result is the whole softmax's, against NumPy (the
+    masked scores rounded to float32 as the model adds them, then float64)."""
+    rows = keys = 900
+    shape = [1, 2, rows, 48]
+    model = attention_model(shape, [1, 2, 48, keys], [1, 2, keys, 48], "bhsd", 0.15, [rows, keys])
+    rng = np.random.default_rng(7)
+    feeds = {"q": rng.standard_normal(shape).astype(np.float32),
+             "k": rng.standard_normal([1, 2, 48, keys]).astype(np.float32),
+             "v": rng.standard_normal([1, 2, keys, 48]).astype(np.float32),
+             "mask": masks(kind, rows, keys)}
+    got, kernels = weft.compile(model.SerializeToString(), threads=2).profile(feeds)
+    assert [k["strategy"] for k in kernels if "Weft attention" in k["strategy"]], kernels
+    q, k, v = (feeds[n].astype(np.float64) for n in "qkv")
+    s = ((q @ k * 0.15).astype(np.float32) + feeds["mask"]).astype(np.float64)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    want = (p / p.sum(axis=-1, keepdims=True)) @ v
+    np.testing.assert_allclose(got["y"], want, rtol=1e-4, atol=2e-5)

@@ -50,6 +50,34 @@ exp_row(float* __restrict s, int64_t n) {
   return sum;
 }
 
+// A mask value at or below this leaves its key out of the softmax: -inf, and the most negative
+// floats that exporters write for it (Hugging Face's torch.finfo(float32).min). With any key
+// of the row kept, exp(s + mask - max) of such a key is 0 unless the scores differ by 1e30.
+constexpr float kMaskedAtOrBelow = -1e30f;
+
+// The columns [lo, hi) of a block's mask rows (row r at mask + r * row_stride, column c at
+// c * column_stride) outside which every row masks every key, so that the products and the
+// softmax can leave them out; all columns where a row masks every key (its softmax is then
+// the reference's: uniform, or NaN for -inf).
+std::pair<int64_t, int64_t> kept_columns(const float* mask, int64_t rows, int64_t row_stride,
+                                         int64_t column_stride, int64_t columns) {
+  auto kept = [](float m) { return !(m <= kMaskedAtOrBelow); };
+  if (column_stride == 0) return {0, columns}; // one value a row: all its keys or none
+  int64_t lo = columns, hi = 0;
+  for (int64_t r = 0; r < (row_stride == 0 ? 1 : rows); ++r) {
+    const float* row = mask + r * row_stride;
+    int64_t first = 0, last = columns;
+    while (first < columns && !kept(row[first * column_stride]))
+      ++first;
+    if (first == columns) return {0, columns};
+    while (!kept(row[(last - 1) * column_stride]))
+      --last;
+    lo = std::min(lo, first);
+    hi = std::max(hi, last);
+  }
+  return {lo, hi};
+}
+
 // A matrix operand, the result or the mask as the product sees it: dims and the strides of
 // its buffer, aligned to the scores' rank (leading unit dims, and dims of 1 that broadcast, at
 // stride 0).
@@ -142,22 +170,30 @@ public:
           oy += c * y_.strides[static_cast<size_t>(i)];
           if (mask) om += c * mask_->strides[static_cast<size_t>(i)];
         }
+        // Keys that every row of the block masks (a causal mask's later keys, a sliding
+        // window's earlier ones, padding) are left out of the products and the softmax.
+        auto [lo, hi] =
+            mask ? kept_columns(mask + om, rows, mask_->rows_stride(), mask_->columns_stride(), sk_)
+                 : std::pair<int64_t, int64_t>{0, sk_};
+        int64_t width = hi - lo;
         for (int64_t r = 0; mask && r < rows; ++r) { // the mask's rows, which the product adds to
           const float* from = mask + om + r * mask_->rows_stride();
-          float* to = s + r * sk_;
+          float* to = s + r * width;
           if (mask_->columns_stride() == 1)
-            std::memcpy(to, from, sizeof(float) * static_cast<size_t>(sk_));
+            std::memcpy(to, from + lo, sizeof(float) * static_cast<size_t>(width));
           else
-            std::fill_n(to, sk_, *from);
+            std::fill_n(to, width, *from);
         }
-        if (dnnl_sgemm(q_.trans, kt_.trans, rows, sk_, d_, alpha_, q + oq, q_.ld, kt + ok, kt_.ld,
-                       mask ? 1.0f : 0.0f, s, sk_) != dnnl_success) {
+        if (dnnl_sgemm(q_.trans, kt_.trans, rows, width, d_, alpha_, q + oq, q_.ld,
+                       kt + ok + lo * kt_.m.columns_stride(), kt_.ld, mask ? 1.0f : 0.0f, s,
+                       width) != dnnl_success) {
           failed = true;
           continue;
         }
         for (int64_t r = 0; r < rows; ++r)
-          inverse_sums[static_cast<size_t>(r)] = 1.0f / exp_row(s + r * sk_, sk_);
-        if (dnnl_sgemm('N', v_.trans, rows, dv_, sk_, 1.0f, s, sk_, v + ov, v_.ld, 0.0f, y + oy,
+          inverse_sums[static_cast<size_t>(r)] = 1.0f / exp_row(s + r * width, width);
+        if (dnnl_sgemm('N', v_.trans, rows, dv_, width, 1.0f, s, width,
+                       v + ov + lo * v_.m.rows_stride(), v_.ld, 0.0f, y + oy,
                        y_.rows_stride()) != dnnl_success) {
           failed = true;
           continue;

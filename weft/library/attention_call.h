@@ -3,7 +3,9 @@
 // kBlockBytes) stay in the cache between the two products, instead of a [..., Sq, Sk] tensor
 // written by one product, read and written by the softmax and read by the other. The products
 // are oneDNN's sgemm (through the strides of absorbed Transposes, as dnnl_sgemm.h), the softmax
-// oneDNN's, in place. Whisper's encoder (6 heads of 1500 x 1500 scores, 54 MB a layer) spent
+// oneDNN's, in place. Keys that every row of a block masks (at -inf or at most -1e30: a causal
+// mask's later keys, a sliding window's earlier ones, padding) are left out of both products
+// and the softmax. Whisper's encoder (6 heads of 1500 x 1500 scores, 54 MB a layer) spent
 // half its time there. docs/library.md.
 #pragma once
 
