@@ -1173,7 +1173,9 @@ def test_dynamic_shapes_matmul_of_two_activations():
     """MatMuls of two activations over symbolic dims (attention's Q x K^T and P x V, as a
     KV cache's past grows) run on oneDNN's sgemm, which takes its dims per run: operands read
     through absorbed Transposes by rows and by columns, a result written through one, batch
-    dims broadcast, and empty extents (K = 0 gives zeros), each against float64."""
+    dims broadcast, and empty extents (K = 0 gives zeros), each against float64. (The
+    probabilities are an output too: the products then stay two calls, not Weft's attention
+    call.)"""
     nodes = [helper.make_node("Transpose", ["q"], ["qt"], perm=[0, 2, 1, 3]),
              helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 3, 1]),
              helper.make_node("MatMul", ["qt", "kt"], ["s"]),
@@ -1190,7 +1192,8 @@ def test_dynamic_shapes_matmul_of_two_activations():
                 helper.make_tensor_value_info("a", f, ["N", "K", "M"]),
                 helper.make_tensor_value_info("b", f, ["K", 4])],
         [helper.make_tensor_value_info("y", f, ["N", "T", 3, 5]),
-         helper.make_tensor_value_info("z", f, ["N", "M", 4])])
+         helper.make_tensor_value_info("z", f, ["N", "M", 4]),
+         helper.make_tensor_value_info("p", f, ["N", 3, "T", "P"])])
     compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
     rng = np.random.default_rng(8)
     dims = [(2, 1, 7, 16, 9, 3), (1, 4, 30, 8, 0, 2), (3, 2, 1, 1, 5, 0), (2, 0, 4, 2, 3, 1)]

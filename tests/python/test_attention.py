@@ -178,3 +178,28 @@ def test_masked_keys_are_left_out(kind):
     p = np.exp(s - s.max(axis=-1, keepdims=True))
     want = (p / p.sum(axis=-1, keepdims=True)) @ v
     np.testing.assert_allclose(got["y"], want, rtol=1e-4, atol=2e-5)
+
+
+def test_symbolic_dims_run_the_call_at_every_shape():
+    """A dynamic-shape compile (batch, queries and keys symbolic) takes the call whatever the
+    scores' size, its dims bound at each run: one query (a decoding step), a partial block, a
+    causal mask, keys more than queries (a KV cache), a batch of 2, no keys, an empty batch."""
+    q_shape, k_shape = ["b", "s", 4, 32], ["b", "t", 4, 32]
+    model = attention_model(q_shape, k_shape, k_shape, "bshd", 0.2, ["b", 1, "s", "t"])
+    session = weft.compile(model.SerializeToString(), threads=2, dynamic_shapes=True)
+    rng = np.random.default_rng(11)
+    for b, s, t in ((1, 1, 1), (1, 1, 50), (2, 37, 37), (1, 300, 300), (2, 300, 340), (2, 3, 0),
+                    (0, 5, 5)):
+        feeds = {"q": rng.standard_normal([b, s, 4, 32]).astype(np.float32),
+                 "k": rng.standard_normal([b, t, 4, 32]).astype(np.float32),
+                 "v": rng.standard_normal([b, t, 4, 32]).astype(np.float32)}
+        i, j = np.arange(s)[:, None] + (t - s), np.arange(t)[None, :]
+        feeds["mask"] = np.broadcast_to(np.where(j <= i, 0.0, -np.inf).astype(np.float32),
+                                        [b, 1, s, t]).copy()
+        got, kernels = session.profile(feeds)
+        assert [k["strategy"] for k in kernels if "Weft attention" in k["strategy"]], kernels
+        if t == 0:  # no keys: the weighted sum of no values
+            np.testing.assert_array_equal(got["y"], np.zeros([b, s, 4, 32], np.float32))
+            continue
+        want = reference(feeds["q"], feeds["k"], feeds["v"], "bshd", 0.2, feeds["mask"], False)
+        np.testing.assert_allclose(got["y"], want, rtol=1e-4, atol=2e-5, err_msg=f"{b}x{s}x{t}")

@@ -5,8 +5,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <memory>
 #include <numeric>
+#include <set>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -16,7 +18,6 @@
 #include "weft/graph/shape_functions.h"
 #include "weft/library/dnnl_epilogue.h"
 #include "weft/library/dnnl_kernel.h"
-#include "weft/library/dynamic_call.h"
 #include "weft/support/vector_exp.h"
 
 namespace weft::library {
@@ -78,12 +79,11 @@ std::pair<int64_t, int64_t> kept_columns(const float* mask, int64_t rows, int64_
   return {lo, hi};
 }
 
-// A matrix operand, the result or the mask as the product sees it: dims and the strides of
-// its buffer, aligned to the scores' rank (leading unit dims, and dims of 1 that broadcast, at
-// stride 0).
+// A matrix operand, the result or the mask as the product sees it at a run's extents: dims
+// and the strides of its buffer, aligned to the scores' rank (leading unit dims, and dims of 1
+// that broadcast, at stride 0).
 struct Matrix {
   std::vector<int64_t> dims, strides;
-  int buffer = 0;
 
   int64_t rows_stride() const { return strides[strides.size() - 2]; }
   int64_t columns_stride() const { return strides.back(); }
@@ -99,22 +99,42 @@ struct Matrix {
   }
 };
 
-// "dims" with row-major strides, viewed through "view" (view dim k is dim view[k]) and aligned
-// to "rank".
-Matrix viewed(const Dims& dims, const Ints& view, size_t rank, int buffer) {
-  Dims strides = row_major_strides(dims);
-  Matrix m;
-  m.dims.assign(rank - view.size(), 1);
-  m.strides.assign(rank - view.size(), 0);
-  for (int64_t k : view) {
-    m.dims.push_back(dims[static_cast<size_t>(k)]);
-    m.strides.push_back(dims[static_cast<size_t>(k)] == 1 ? 0 : strides[static_cast<size_t>(k)]);
-  }
-  m.buffer = buffer;
-  return m;
-}
+// A matrix as the call binds it: its buffer value's dims (symbolic in a dynamic-shape compile)
+// and the dims the product sees, as positions among them (view dim k is dim view[k]).
+struct Bound {
+  Shape dims;
+  Ints view;
+  int buffer = 0;
 
-// An operand of a product in sgemm's form.
+  // The matrix at a run's extents, aligned to "rank"; none where a dim has no extent.
+  std::optional<Matrix> at(const std::map<std::string, int64_t>& extents, size_t rank) const {
+    std::vector<int64_t> extent;
+    for (const Dim& d : dims) {
+      std::optional<int64_t> e = eval_dim(d, extents);
+      if (!e) return std::nullopt;
+      extent.push_back(*e);
+    }
+    std::vector<int64_t> strides = row_major_strides(extent);
+    Matrix m;
+    m.dims.assign(rank - view.size(), 1);
+    m.strides.assign(rank - view.size(), 0);
+    for (int64_t k : view) {
+      int64_t e = extent[static_cast<size_t>(k)];
+      m.dims.push_back(e);
+      m.strides.push_back(e == 1 ? 0 : strides[static_cast<size_t>(k)]);
+    }
+    return m;
+  }
+  // Whether the matrix the product sees keeps its buffer's rows (view's second last dim is
+  // the buffer's last) or columns (view's last) contiguous, whatever the extents: sgemm's
+  // forms.
+  bool readable() const {
+    auto last = static_cast<int64_t>(dims.size()) - 1;
+    return view.back() == last || (view.size() >= 2 && view[view.size() - 2] == last);
+  }
+};
+
+// An operand in sgemm's form at a run.
 struct Operand {
   Matrix m;
   char trans = 'N';
@@ -123,85 +143,120 @@ struct Operand {
 
 class AttentionKernel final : public runtime::LibraryKernel {
 public:
-  AttentionKernel(Operand q, Operand kt, Operand v, Matrix y, std::optional<Matrix> mask,
-                  float alpha)
+  AttentionKernel(Bound q, Bound kt, Bound v, Bound y, std::optional<Bound> mask, float alpha,
+                  std::vector<std::string> symbols)
       : q_(std::move(q)), kt_(std::move(kt)), v_(std::move(v)), y_(std::move(y)),
-        mask_(std::move(mask)), alpha_(alpha) {
-    sq_ = y_.dims[y_.dims.size() - 2];
-    dv_ = y_.dims.back();
-    sk_ = kt_.m.dims.back();
-    d_ = q_.m.dims.back();
-    batch_.assign(y_.dims.begin(), y_.dims.end() - 2);
-    max_block_ = std::clamp<int64_t>(kMaxBlockBytes / (4 * sk_) / 16 * 16, 16, kMaxBlockRows);
-  }
+        mask_(std::move(mask)), alpha_(alpha), symbols_(std::move(symbols)) {}
 
-  Status run(void* const* buffers, const int64_t* /*extents*/) const override {
-    auto f = [&](const Matrix& m) { return static_cast<float*>(buffers[m.buffer]); };
-    const float *q = f(q_.m), *kt = f(kt_.m), *v = f(v_.m);
-    const float* mask = mask_ ? f(*mask_) : nullptr;
-    float* y = f(y_);
+  Status run(void* const* buffers, const int64_t* extents) const override {
+    std::map<std::string, int64_t> bound;
+    for (size_t i = 0; i < symbols_.size(); ++i)
+      bound[symbols_[i]] = extents[i];
+    size_t rank = y_.view.size();
+    std::optional<Matrix> ym = y_.at(bound, rank), mm;
+    Operand q, kt, v;
+    for (auto [from, to] : {std::pair{&q_, &q}, std::pair{&kt_, &kt}, std::pair{&v_, &v}}) {
+      std::optional<Matrix> m = from->at(bound, rank);
+      std::optional<std::pair<char, int64_t>> form = m ? m->form() : std::nullopt;
+      if (!form) return Status::error("attention: an operand has no extent at this run's shapes");
+      to->m = std::move(*m);
+      std::tie(to->trans, to->ld) = *form;
+    }
+    if (mask_ && !(mm = mask_->at(bound, rank)))
+      return Status::error("attention: the mask has no extent at this run's shapes");
+    if (!ym) return Status::error("attention: the result has no extent at this run's shapes");
+    const Matrix& y = *ym;
+    const Matrix* mask_m = mm ? &*mm : nullptr;
+    int64_t sq = y.dims[rank - 2], dv = y.dims[rank - 1], sk = kt.m.dims[rank - 1],
+            d = q.m.dims[rank - 1];
+    // An operand's batch dims, and the mask's every dim, are the scores' or 1 (read at stride
+    // 0): a dynamic-shape compile checks that here.
+    std::vector<int64_t> batch(y.dims.begin(), y.dims.end() - 2);
+    std::vector<int64_t> scores = batch;
+    scores.insert(scores.end(), {sq, sk});
+    for (size_t i = 0; i < rank; ++i) {
+      for (const Matrix* x : std::initializer_list<const Matrix*>{&q.m, &kt.m, &v.m, mask_m}) {
+        bool checked = i + 2 < rank || x == mask_m;
+        if (x && checked && x->dims[i] != 1 && x->dims[i] != scores[i])
+          return Status::error("attention: operands whose dims do not broadcast at this run");
+      }
+    }
     int64_t batches = 1;
-    for (int64_t e : batch_)
+    for (int64_t e : batch)
       batches *= e;
+    auto* py = static_cast<float*>(buffers[y_.buffer]);
+    int64_t ldy = std::max<int64_t>({y.rows_stride(), dv, 1});
+    if (sq == 0 || dv == 0 || batches == 0) return {};
+    const auto* pq = static_cast<const float*>(buffers[q_.buffer]);
+    const auto* pk = static_cast<const float*>(buffers[kt_.buffer]);
+    const auto* pv = static_cast<const float*>(buffers[v_.buffer]);
+    const float* mask = mask_ ? static_cast<const float*>(buffers[mask_->buffer]) : nullptr;
     int threads = omp_get_max_threads();
-    // Blocks of up to max_block_ rows, but at least 4 per thread where the batch has fewer.
+    // Blocks of up to max_block rows, but at least 4 per thread where the batch has fewer.
     int64_t per_batch = std::max<int64_t>(1, (4 * threads + batches - 1) / batches);
-    int64_t block = std::clamp<int64_t>(((sq_ + per_batch - 1) / per_batch + 15) & ~int64_t{15}, 16,
-                                        max_block_);
-    int64_t blocks = (sq_ + block - 1) / block, items = batches * blocks;
+    int64_t block = std::clamp<int64_t>(((sq + per_batch - 1) / per_batch + 15) & ~int64_t{15}, 16,
+                                        max_block(sk));
+    int64_t blocks = (sq + block - 1) / block, items = batches * blocks;
     std::atomic<bool> failed{false};
     // A block of scores per thread (uninitialized: the product writes them first).
-    std::unique_ptr<float[]> scratch(new float[static_cast<size_t>(threads * block * sk_)]);
+    std::unique_ptr<float[]> scratch(new float[static_cast<size_t>(threads * block * sk)]);
 #pragma omp parallel num_threads(threads)
     {
-      float* s = scratch.get() + omp_get_thread_num() * block * sk_;
+      float* s = scratch.get() + omp_get_thread_num() * block * sk;
       std::vector<float> inverse_sums(static_cast<size_t>(block));
 #pragma omp for schedule(static)
       for (int64_t item = 0; item < items; ++item) {
-        int64_t r0 = item % blocks * block, rows = std::min(block, sq_ - r0);
-        int64_t oq = r0 * q_.m.rows_stride(), ok = 0, ov = 0, oy = r0 * y_.rows_stride(),
-                om = mask ? r0 * mask_->rows_stride() : 0;
-        for (int64_t index = item / blocks, i = static_cast<int64_t>(batch_.size()); i-- > 0;) {
-          int64_t c = index % batch_[static_cast<size_t>(i)];
-          index /= batch_[static_cast<size_t>(i)];
-          oq += c * q_.m.strides[static_cast<size_t>(i)];
-          ok += c * kt_.m.strides[static_cast<size_t>(i)];
-          ov += c * v_.m.strides[static_cast<size_t>(i)];
-          oy += c * y_.strides[static_cast<size_t>(i)];
-          if (mask) om += c * mask_->strides[static_cast<size_t>(i)];
+        int64_t r0 = item % blocks * block, rows = std::min(block, sq - r0);
+        int64_t oq = r0 * q.m.rows_stride(), ok = 0, ov = 0, oy = r0 * ldy,
+                om = mask ? r0 * mask_m->rows_stride() : 0;
+        for (int64_t index = item / blocks, i = static_cast<int64_t>(batch.size()); i-- > 0;) {
+          int64_t c = index % batch[static_cast<size_t>(i)];
+          index /= batch[static_cast<size_t>(i)];
+          oq += c * q.m.strides[static_cast<size_t>(i)];
+          ok += c * kt.m.strides[static_cast<size_t>(i)];
+          ov += c * v.m.strides[static_cast<size_t>(i)];
+          oy += c * y.strides[static_cast<size_t>(i)];
+          if (mask) om += c * mask_m->strides[static_cast<size_t>(i)];
+        }
+        if (sk == 0) { // the weighted sum of no values (sgemm leaves a product over K = 0
+          for (int64_t r = 0; r < rows; ++r) // unwritten)
+            std::fill_n(py + oy + r * ldy, dv, 0.0f);
+          continue;
         }
         // Keys that every row of the block masks (a causal mask's later keys, a sliding
         // window's earlier ones, padding) are left out of the products and the softmax.
-        auto [lo, hi] =
-            mask ? kept_columns(mask + om, rows, mask_->rows_stride(), mask_->columns_stride(), sk_)
-                 : std::pair<int64_t, int64_t>{0, sk_};
+        auto [lo, hi] = mask ? kept_columns(mask + om, rows, mask_m->rows_stride(),
+                                            mask_m->columns_stride(), sk)
+                             : std::pair<int64_t, int64_t>{0, sk};
         int64_t width = hi - lo;
         for (int64_t r = 0; mask && r < rows; ++r) { // the mask's rows, which the product adds to
-          const float* from = mask + om + r * mask_->rows_stride();
+          const float* from = mask + om + r * mask_m->rows_stride();
           float* to = s + r * width;
-          if (mask_->columns_stride() == 1)
+          if (mask_m->columns_stride() == 1)
             std::memcpy(to, from + lo, sizeof(float) * static_cast<size_t>(width));
           else
             std::fill_n(to, width, *from);
         }
-        if (dnnl_sgemm(q_.trans, kt_.trans, rows, width, d_, alpha_, q + oq, q_.ld,
-                       kt + ok + lo * kt_.m.columns_stride(), kt_.ld, mask ? 1.0f : 0.0f, s,
-                       width) != dnnl_success) {
+        if (d == 0 && !mask) { // heads of no dims: scores of 0
+          std::fill_n(s, rows * width, 0.0f);
+        } else if (d > 0 && dnnl_sgemm(q.trans, kt.trans, rows, width, d, alpha_, pq + oq, q.ld,
+                                       pk + ok + lo * kt.m.columns_stride(), kt.ld,
+                                       mask ? 1.0f : 0.0f, s, width) != dnnl_success) {
           failed = true;
           continue;
         }
         for (int64_t r = 0; r < rows; ++r)
           inverse_sums[static_cast<size_t>(r)] = 1.0f / exp_row(s + r * width, width);
-        if (dnnl_sgemm('N', v_.trans, rows, dv_, width, 1.0f, s, width,
-                       v + ov + lo * v_.m.rows_stride(), v_.ld, 0.0f, y + oy,
-                       y_.rows_stride()) != dnnl_success) {
+        if (dnnl_sgemm('N', v.trans, rows, dv, width, 1.0f, s, width,
+                       pv + ov + lo * v.m.rows_stride(), v.ld, 0.0f, py + oy,
+                       ldy) != dnnl_success) {
           failed = true;
           continue;
         }
         for (int64_t r = 0; r < rows; ++r) {
-          float* row = y + oy + r * y_.rows_stride();
+          float* row = py + oy + r * ldy;
           float inverse = inverse_sums[static_cast<size_t>(r)];
-          for (int64_t c = 0; c < dv_; ++c)
+          for (int64_t c = 0; c < dv; ++c)
             row[c] *= inverse;
         }
       }
@@ -211,17 +266,23 @@ public:
   }
 
   std::string describe() const override {
-    return fmt::format("Weft attention, blocks of up to {} query rows (oneDNN sgemm{})",
-                       max_block_, mask_ ? ", mask added" : "");
+    const Dim& keys = kt_.dims[static_cast<size_t>(kt_.view.back())];
+    return fmt::format("Weft attention, blocks of up to {} query rows (oneDNN sgemm{}{})",
+                       max_block(keys.is_static() ? keys.value() : 1), mask_ ? ", mask added" : "",
+                       symbols_.empty() ? "" : ", dims at run time");
   }
 
 private:
-  Operand q_, kt_, v_;
-  Matrix y_;
-  std::optional<Matrix> mask_;
+  // The most rows of a block whose scores have "keys" columns.
+  static int64_t max_block(int64_t keys) {
+    return std::clamp<int64_t>(kMaxBlockBytes / (4 * std::max<int64_t>(keys, 1)) / 16 * 16, 16,
+                               kMaxBlockRows);
+  }
+
+  Bound q_, kt_, v_, y_;
+  std::optional<Bound> mask_;
   float alpha_ = 1.0f;
-  int64_t max_block_ = 0, sq_ = 0, sk_ = 0, d_ = 0, dv_ = 0;
-  std::vector<int64_t> batch_;
+  std::vector<std::string> symbols_;
 };
 
 // The constant scalar "v" holds, if it is one (f32, one element).
@@ -229,6 +290,18 @@ std::optional<float> scalar(const Value* v) {
   if (!v || !v->is_constant() || v->type.dtype != DType::kF32 || v->constant->num_elements() != 1)
     return std::nullopt;
   return static_cast<float>(v->constant->get_double(0));
+}
+
+// "dims" aligned to "rank" with leading unit dims.
+std::vector<Dim> aligned(std::vector<Dim> dims, size_t rank) {
+  dims.insert(dims.begin(), rank - dims.size(), Dim(1));
+  return dims;
+}
+
+// Whether a dim of an operand ("x") can broadcast to the result's ("to"): 1 or equal; a
+// symbolic one that differs is checked when the call runs.
+bool broadcasts(const Dim& x, const Dim& to) {
+  return x == Dim(1) || x == to || !x.is_static() || !to.is_static();
 }
 
 } // namespace
@@ -239,18 +312,20 @@ std::optional<LibraryCall> attention_call(const Node& node, const SoleReader& so
     const char* v = std::getenv("WEFT_ATTENTION");
     return !v || std::string(v) != "0";
   }();
-  if (!enabled || node.op_type != Op::kMatMul || node.inputs.size() != 2 ||
-      has_symbolic_shapes(node))
-    return std::nullopt;
+  if (!enabled || node.op_type != Op::kMatMul || node.inputs.size() != 2) return std::nullopt;
   const Value* v = node.outputs[0];
-  if (!v || v->type.dtype != DType::kF32 || !v->type.has_static_shape() ||
-      v->type.shape->size() < 2)
+  if (!v || v->type.dtype != DType::kF32 || !v->type.shape || v->type.shape->size() < 2)
     return std::nullopt;
-  Dims scores = dims_of(v);
+  std::vector<Dim> scores = *v->type.shape;
   size_t rank = scores.size();
-  int64_t elements = std::accumulate(scores.begin(), scores.end(), int64_t{1},
-                                     [](int64_t a, int64_t e) { return a * e; });
-  if (elements * 4 < kMinScoresBytes) return std::nullopt;
+  // Static scores under kMinScoresBytes stay in the cache; symbolic ones are taken whatever
+  // their size (the products are sgemm's per matrix either way).
+  if (v->type.has_static_shape()) {
+    Dims extents = dims_of(v);
+    int64_t elements = std::accumulate(extents.begin(), extents.end(), int64_t{1},
+                                       [](int64_t a, int64_t e) { return a * e; });
+    if (elements * 4 < kMinScoresBytes) return std::nullopt;
+  }
   auto next = [&](const Value* of) -> const Node* {
     const Node* r = sole_reader(of);
     return r && free(r) && r->outputs.size() == 1 ? r : nullptr;
@@ -273,13 +348,12 @@ std::optional<LibraryCall> attention_call(const Node& node, const SoleReader& so
   const Value* mask = nullptr;
   if (e && e->op_type == Op::kAdd) {
     mask = other(e, v);
-    const Shape* ms = mask && mask->type.dtype == DType::kF32 && mask->type.has_static_shape()
-                          ? &*mask->type.shape
-                          : nullptr;
+    const Shape* ms =
+        mask && mask->type.dtype == DType::kF32 && mask->type.shape ? &*mask->type.shape : nullptr;
     if (!ms || ms->size() > rank || mask == v) return std::nullopt;
-    for (size_t i = 0; i < ms->size(); ++i) {
-      int64_t d = (*ms)[i].value();
-      if (d != 1 && d != scores[rank - ms->size() + i]) return std::nullopt;
+    std::vector<Dim> m = aligned(*ms, rank);
+    for (size_t i = 0; i < rank; ++i) {
+      if (m[i] != Dim(1) && m[i] != scores[i]) return std::nullopt;
     }
     chain.push_back(e);
     v = e->outputs[0];
@@ -292,54 +366,70 @@ std::optional<LibraryCall> attention_call(const Node& node, const SoleReader& so
   v = e->outputs[0];
   const Node* second = next(v);
   if (!second || second->op_type != Op::kMatMul || second->inputs[0] != v ||
-      !second->outputs[0]->type.has_static_shape() ||
-      second->outputs[0]->type.shape->size() != rank)
+      !second->outputs[0]->type.shape || second->outputs[0]->type.shape->size() != rank)
     return std::nullopt;
+  for (const Value* x : {node.inputs[0], node.inputs[1], second->inputs[1]}) {
+    if (!x->type.shape || x->type.shape->size() < 2) return std::nullopt; // (a vector's product)
+  }
 
   LibraryCall call;
   std::vector<const Node*> before;
   // An operand, through the Transpose before it where sgemm can read that one's input.
   auto operand = [&](const Node& product, size_t i) {
     const Value* x = product.inputs[i];
+    Ints view = identity_perm(x->type.shape->size());
     if (std::optional<Ints> perm = operand_transpose(x, product, sole_reader, free)) {
       before.push_back(x->producer);
       x = x->producer->inputs[0];
-      return viewed(dims_of(x), *perm, rank, position(call.values, x));
+      view = *perm;
     }
-    return viewed(dims_of(x), identity_perm(x->type.shape->size()), rank, position(call.values, x));
+    return Bound{*x->type.shape, view, position(call.values, x)};
   };
-  Operand q{operand(node, 0)}, kt{operand(node, 1)}, vs{operand(*second, 1)};
-  for (Operand* x : {&q, &kt, &vs}) {
-    std::optional<std::pair<char, int64_t>> form = x->m.form();
-    if (!form) return std::nullopt;
-    std::tie(x->trans, x->ld) = *form;
-  }
-  std::optional<Matrix> m;
+  Bound q = operand(node, 0), kt = operand(node, 1), vs = operand(*second, 1);
+  std::optional<Bound> m;
   if (mask)
-    m = viewed(dims_of(mask), identity_perm(mask->type.shape->size()), rank,
-               position(call.values, mask));
+    m = Bound{*mask->type.shape, identity_perm(mask->type.shape->size()),
+              position(call.values, mask)};
   // The result, through a Transpose after it that keeps its last dim last.
   const Value* out = second->outputs[0];
   const Node* after = next(out);
   std::optional<Ints> view = result_view(after, free);
-  if (view && view->size() == rank && after->outputs[0]->type.has_static_shape()) {
+  if (view && view->size() == rank && after->outputs[0]->type.shape) {
     out = after->outputs[0];
   } else {
     view = identity_perm(rank);
     after = nullptr;
   }
-  Matrix y = viewed(dims_of(out), *view, rank, position(call.values, out));
-  if (y.columns_stride() != 1) return std::nullopt;
-  // Batch dims broadcast only where an operand has 1; the result has them all.
-  for (size_t i = 0; i + 2 < rank; ++i) {
-    for (const Matrix* x : {&q.m, &kt.m, &vs.m}) {
-      if (x->dims[i] != 1 && x->dims[i] != y.dims[i]) return std::nullopt;
+  Bound y{*out->type.shape, *view, position(call.values, out)};
+  if (y.view.back() != static_cast<int64_t>(rank) - 1) return std::nullopt;
+  auto seen = [&](const Bound& b) { // the dims the product sees, aligned to the scores' rank
+    std::vector<Dim> dims;
+    for (int64_t k : b.view)
+      dims.push_back(b.dims[static_cast<size_t>(k)]);
+    return aligned(dims, rank);
+  };
+  std::vector<Dim> yd = seen(y);
+  for (const Bound* x : {&q, &kt, &vs}) {
+    if (!x->readable()) return std::nullopt;
+    // Batch dims broadcast only where an operand has 1; the result has them all.
+    std::vector<Dim> xd = seen(*x);
+    for (size_t i = 0; i + 2 < rank; ++i) {
+      if (!broadcasts(xd[i], yd[i])) return std::nullopt;
     }
   }
-  int64_t sk = scores.back();
-  if (sk == 0 || scores[rank - 2] == 0 || q.m.dims.back() == 0 || y.dims.back() == 0)
-    return std::nullopt; // (sgemm leaves a product over K = 0 unwritten)
-  call.kernel = std::make_shared<AttentionKernel>(q, kt, vs, y, m, alpha);
+  std::set<std::string> symbols;
+  for (const Value* x : call.values) {
+    for (const Dim& d : *x->type.shape) {
+      if (d.is_unknown()) return std::nullopt;
+      if (d.is_static() && d.value() == 0) return std::nullopt; // (nothing to gain)
+      for (std::string& symbol : dim_symbols(d))
+        symbols.insert(std::move(symbol));
+    }
+  }
+  for (const std::string& symbol : symbols)
+    call.symbols.push_back(Dim::symbol(symbol));
+  call.kernel = std::make_shared<AttentionKernel>(
+      q, kt, vs, y, m, alpha, std::vector<std::string>(symbols.begin(), symbols.end()));
   call.nodes = before;
   call.nodes.insert(call.nodes.end(), chain.begin(), chain.end());
   call.nodes.push_back(second);

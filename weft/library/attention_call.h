@@ -16,13 +16,15 @@
 
 namespace weft::library {
 
-// The call for "node" when it is the first product of such a chain over static f32 shapes:
+// The call for "node" when it is the first product of such a chain over f32 values:
 // MatMul(Q, K^T), then optionally Mul or Div by a constant scalar, then optionally Add of a
 // mask that broadcasts to the scores, then Softmax over the last axis, then MatMul(., V); each
 // node the sole reader of the one before; Transposes of Q, K^T, V and of the result absorbed
-// where a matrix's rows or columns stay contiguous. Only where the scores take at least
-// kMinScoresBytes (smaller ones stay in the cache anyway, and the generated softmax fuses
-// the scale and the mask). None otherwise, and under WEFT_ATTENTION=0.
+// where a matrix's rows or columns stay contiguous. Static scores only where they take at
+// least kMinScoresBytes (smaller ones stay in the cache anyway, and the generated softmax
+// fuses the scale and the mask); over symbolic dims (bound at each run) at any size, since
+// the products would be sgemm's anyway (dnnl_sgemm.h). None otherwise, and under
+// WEFT_ATTENTION=0.
 std::optional<LibraryCall> attention_call(const Node& node, const SoleReader& sole_reader,
                                           const std::function<bool(const Node*)>& free);
 
