@@ -1,7 +1,8 @@
 """The fused operators of current ONNX, Weft beside ONNX Runtime, PyTorch eager and torch.compile
 in one run: Gelu (opset 20, exact and tanh), RMSNormalization, RotaryEmbedding and Attention
-(opset 23, plain and causal). Each case is one node, written with onnx 1.23.2; PyTorch runs the
-same computation (F.gelu, F.rms_norm, the rotation written out, F.scaled_dot_product_attention).
+(opset 23, plain and causal, and causal over 2,048 tokens). Each case is one node, written with
+onnx 1.23.2; PyTorch runs the same computation (F.gelu, F.rms_norm, the rotation written out,
+F.scaled_dot_product_attention).
 The suite runs --rounds times, every system on every case each round; a system's entry is its
 lowest median (the round least disturbed by the machine's other tenants), every round beside it.
 
@@ -51,6 +52,8 @@ CASES = {
                              lambda q, k, v: F.scaled_dot_product_attention(q, k, v)),
     "attention_causal_4x8x256x64": ("Attention", 23, {"is_causal": 1}, [[4, 8, 256, 64]] * 3,
                                     lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)),
+    "attention_causal_1x8x2048x64": ("Attention", 23, {"is_causal": 1}, [[1, 8, 2048, 64]] * 3,
+                                     lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)),
 }
 
 
