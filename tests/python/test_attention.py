@@ -203,3 +203,43 @@ def test_symbolic_dims_run_the_call_at_every_shape():
             continue
         want = reference(feeds["q"], feeds["k"], feeds["v"], "bshd", 0.2, feeds["mask"], False)
         np.testing.assert_allclose(got["y"], want, rtol=1e-4, atol=2e-5, err_msg=f"{b}x{s}x{t}")
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_pytorch_guard_of_fully_masked_rows(dynamic):
+    """PyTorch exports scaled_dot_product_attention with a boolean mask as Add(scores,
+    Where(mask, 0, -inf)), Softmax, then Where(IsNaN(p), 0, p), so that a row masking every key
+    gives 0 (Hugging Face's sdpa attention): the call absorbs the guard, static and over
+    symbolic dims, against NumPy in float64."""
+    f = TensorProto.FLOAT
+    dims = ["b", 4, "s", 32] if dynamic else [1, 4, 700, 32]
+    nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["q", "kt"], ["s0"]),
+             helper.make_node("Where", ["m", "zero", "minf"], ["mask"]),
+             helper.make_node("Add", ["s0", "mask"], ["s1"]),
+             helper.make_node("Softmax", ["s1"], ["p"], axis=-1),
+             helper.make_node("IsNaN", ["p"], ["nan"]),
+             helper.make_node("Where", ["nan", "zero", "p"], ["p0"]),
+             helper.make_node("MatMul", ["p0", "v"], ["y"])]
+    inits = [numpy_helper.from_array(np.array(0.0, np.float32), "zero"),
+             numpy_helper.from_array(np.array(-np.inf, np.float32), "minf")]
+    inputs = [f32(n, dims) for n in "qkv"]
+    inputs.append(helper.make_tensor_value_info("m", TensorProto.BOOL, [dims[0], 1, dims[2], dims[2]]))
+    model = make_model(nodes, inputs, [f32("y", dims)], inits, opset=17)
+    compiled = weft.compile(model.SerializeToString(), threads=2, dynamic_shapes=dynamic)
+    rng = np.random.default_rng(5)
+    for b, s in ((1, 700), (2, 45)) if dynamic else ((1, 700),):
+        shape = [b, 4, s, 32]
+        feeds = {n: rng.standard_normal(shape).astype(np.float32) for n in "qkv"}
+        m = np.tril(np.ones((s, s), bool)) & (rng.random((b, 1, s, s)) < 0.9)
+        m[:, :, s // 2] = False  # a row that masks every key
+        feeds["m"] = m
+        got, kernels = compiled.profile(feeds)
+        assert [k["strategy"] for k in kernels if "rows of NaN zeroed" in k["strategy"]], kernels
+        q, k, v = (feeds[n].astype(np.float64) for n in "qkv")
+        sc = np.where(m, q @ k.transpose(0, 1, 3, 2), -np.inf)
+        with np.errstate(invalid="ignore"):
+            p = np.exp(sc - sc.max(axis=-1, keepdims=True))
+            p = np.nan_to_num(p / p.sum(axis=-1, keepdims=True), nan=0.0)
+        np.testing.assert_allclose(got["y"], p @ v, rtol=1e-4, atol=2e-5)
+        assert not got["y"][:, :, s // 2].any()

@@ -165,6 +165,11 @@ LibrarySelection select_library_calls(const Graph& graph, const CompileSettings&
       return nullptr;
     return it->second[0];
   };
+  auto readers_of = [&](const Value* v) -> std::vector<const Node*> {
+    auto it = readers.find(v);
+    if (!settings.fusion || it == readers.end() || graph_outputs.contains(v)) return {};
+    return it->second;
+  };
   LibrarySelection s;
   // The library calls may absorb nodes before and after them.
   for (const auto& node : graph.nodes()) {
@@ -188,7 +193,7 @@ LibrarySelection select_library_calls(const Graph& graph, const CompileSettings&
       continue;
     std::string why_not;
     auto free = [&](const Node* n) { return !s.absorbed.contains(n); };
-    if (!cuda) call = library::attention_call(*node, sole_reader, free);
+    if (!cuda) call = library::attention_call(*node, sole_reader, readers_of, free);
     if (!cuda && !call) call = library::weight_only_matmul_call(*node, sole_reader);
     if (!cuda && !call) call = library::moe_call(*node, sole_reader);
     if (!call)

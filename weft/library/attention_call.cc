@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -144,9 +145,10 @@ struct Operand {
 class AttentionKernel final : public runtime::LibraryKernel {
 public:
   AttentionKernel(Bound q, Bound kt, Bound v, Bound y, std::optional<Bound> mask, float alpha,
-                  std::vector<std::string> symbols)
+                  bool nan_rows_zero, std::vector<std::string> symbols)
       : q_(std::move(q)), kt_(std::move(kt)), v_(std::move(v)), y_(std::move(y)),
-        mask_(std::move(mask)), alpha_(alpha), symbols_(std::move(symbols)) {}
+        mask_(std::move(mask)), alpha_(alpha), nan_rows_zero_(nan_rows_zero),
+        symbols_(std::move(symbols)) {}
 
   Status run(void* const* buffers, const int64_t* extents) const override {
     std::map<std::string, int64_t> bound;
@@ -256,6 +258,10 @@ public:
         for (int64_t r = 0; r < rows; ++r) {
           float* row = py + oy + r * ldy;
           float inverse = inverse_sums[static_cast<size_t>(r)];
+          if (nan_rows_zero_ && std::isnan(inverse)) {
+            std::fill_n(row, dv, 0.0f);
+            continue;
+          }
           for (int64_t c = 0; c < dv; ++c)
             row[c] *= inverse;
         }
@@ -267,8 +273,9 @@ public:
 
   std::string describe() const override {
     const Dim& keys = kt_.dims[static_cast<size_t>(kt_.view.back())];
-    return fmt::format("Weft attention, blocks of up to {} query rows (oneDNN sgemm{}{})",
+    return fmt::format("Weft attention, blocks of up to {} query rows (oneDNN sgemm{}{}{})",
                        max_block(keys.is_static() ? keys.value() : 1), mask_ ? ", mask added" : "",
+                       nan_rows_zero_ ? ", rows of NaN zeroed" : "",
                        symbols_.empty() ? "" : ", dims at run time");
   }
 
@@ -282,6 +289,9 @@ private:
   Bound q_, kt_, v_, y_;
   std::optional<Bound> mask_;
   float alpha_ = 1.0f;
+  // Rows whose softmax is NaN (every key masked at -inf, or a NaN or infinite score) give 0,
+  // as Where(IsNaN(p), 0, p) makes them.
+  bool nan_rows_zero_ = false;
   std::vector<std::string> symbols_;
 };
 
@@ -306,8 +316,10 @@ bool broadcasts(const Dim& x, const Dim& to) {
 
 } // namespace
 
-std::optional<LibraryCall> attention_call(const Node& node, const SoleReader& sole_reader,
-                                          const std::function<bool(const Node*)>& free) {
+std::optional<LibraryCall>
+attention_call(const Node& node, const SoleReader& sole_reader,
+               const std::function<std::vector<const Node*>(const Value*)>& readers,
+               const std::function<bool(const Node*)>& free) {
   static const bool enabled = [] { // WEFT_ATTENTION=0: the products and softmax as before
     const char* v = std::getenv("WEFT_ATTENTION");
     return !v || std::string(v) != "0";
@@ -365,6 +377,22 @@ std::optional<LibraryCall> attention_call(const Node& node, const SoleReader& so
   chain.push_back(e);
   v = e->outputs[0];
   const Node* second = next(v);
+  bool nan_rows_zero = false;
+  if (!second) { // Where(IsNaN(p), 0, p), PyTorch's guard for rows that mask every key
+    std::vector<const Node*> r = readers(v);
+    if (r.size() != 2) return std::nullopt;
+    const Node* is_nan = r[0]->op_type == Op::kIsNaN ? r[0] : r[1];
+    const Node* where = next(is_nan->outputs[0]);
+    std::optional<float> zero = where ? scalar(where->inputs[1]) : std::nullopt;
+    if (is_nan->op_type != Op::kIsNaN || !free(is_nan) || !where || where == is_nan ||
+        (where != r[0] && where != r[1]) || where->op_type != Op::kWhere ||
+        where->inputs[0] != is_nan->outputs[0] || where->inputs[2] != v || zero != 0.0f)
+      return std::nullopt;
+    chain.insert(chain.end(), {is_nan, where});
+    v = where->outputs[0];
+    second = next(v);
+    nan_rows_zero = true;
+  }
   if (!second || second->op_type != Op::kMatMul || second->inputs[0] != v ||
       !second->outputs[0]->type.shape || second->outputs[0]->type.shape->size() != rank)
     return std::nullopt;
@@ -428,8 +456,9 @@ std::optional<LibraryCall> attention_call(const Node& node, const SoleReader& so
   }
   for (const std::string& symbol : symbols)
     call.symbols.push_back(Dim::symbol(symbol));
-  call.kernel = std::make_shared<AttentionKernel>(
-      q, kt, vs, y, m, alpha, std::vector<std::string>(symbols.begin(), symbols.end()));
+  call.kernel =
+      std::make_shared<AttentionKernel>(q, kt, vs, y, m, alpha, nan_rows_zero,
+                                        std::vector<std::string>(symbols.begin(), symbols.end()));
   call.nodes = before;
   call.nodes.insert(call.nodes.end(), chain.begin(), chain.end());
   call.nodes.push_back(second);

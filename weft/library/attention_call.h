@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <optional>
+#include <vector>
 
 #include "weft/library/dnnl.h"
 
@@ -25,7 +26,12 @@ namespace weft::library {
 // fuses the scale and the mask); over symbolic dims (bound at each run) at any size, since
 // the products would be sgemm's anyway (dnnl_sgemm.h). None otherwise, and under
 // WEFT_ATTENTION=0.
-std::optional<LibraryCall> attention_call(const Node& node, const SoleReader& sole_reader,
-                                          const std::function<bool(const Node*)>& free);
+// "readers" gives the nodes that read a value (none for a graph output): the Softmax's result
+// may be read twice, by PyTorch's guard against rows that mask every key, Where(IsNaN(p), 0,
+// p), which the call then absorbs (such rows' results are 0).
+std::optional<LibraryCall>
+attention_call(const Node& node, const SoleReader& sole_reader,
+               const std::function<std::vector<const Node*>(const Value*)>& readers,
+               const std::function<bool(const Node*)>& free);
 
 } // namespace weft::library
