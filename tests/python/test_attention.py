@@ -243,3 +243,32 @@ def test_pytorch_guard_of_fully_masked_rows(dynamic):
             p = np.nan_to_num(p / p.sum(axis=-1, keepdims=True), nan=0.0)
         np.testing.assert_allclose(got["y"], p @ v, rtol=1e-4, atol=2e-5)
         assert not got["y"][:, :, s // 2].any()
+
+
+@pytest.mark.parametrize("causal", [0, 1])
+def test_onnx_attention_op_with_a_boolean_mask(causal):
+    """ONNX's Attention (opset 23) with a boolean attn_mask, as PyTorch exports
+    scaled_dot_product_attention at opset 23: decompose.cc's guard, rows whose mask leaves
+    out every key give 0, runs in the call; against NumPy in float64."""
+    shape = [1, 4, 600, 64]
+    node = helper.make_node("Attention", ["q", "k", "v", "m"], ["y"], is_causal=causal)
+    inputs = [f32(n, shape) for n in "qkv"]
+    inputs.append(helper.make_tensor_value_info("m", TensorProto.BOOL, [1, 1, 600, 600]))
+    graph = helper.make_graph([node], "g", inputs, [f32("y", shape)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    model.ir_version = 10
+    rng = np.random.default_rng(9 + causal)
+    feeds = {n: rng.standard_normal(shape).astype(np.float32) for n in "qkv"}
+    m = np.tril(np.ones((600, 600), bool)) & (rng.random((1, 1, 600, 600)) < 0.8)
+    m[:, :, 123] = False  # a row that leaves out every key
+    feeds["m"] = m
+    got, kernels = weft.compile(model.SerializeToString(), threads=2).profile(feeds)
+    assert [k["strategy"] for k in kernels if "fully masked rows zeroed" in k["strategy"]], kernels
+    q, k, v = (feeds[n].astype(np.float64) for n in "qkv")
+    keep = m & np.tril(np.ones((600, 600), bool)) if causal else m
+    s = np.where(keep, q @ k.transpose(0, 1, 3, 2) / 8.0, -np.inf)
+    with np.errstate(invalid="ignore"):
+        p = np.exp(s - s.max(axis=-1, keepdims=True))
+        p = np.nan_to_num(p / p.sum(axis=-1, keepdims=True), nan=0.0)
+    np.testing.assert_allclose(got["y"], p @ v, rtol=1e-4, atol=2e-5)
+    assert not got["y"][:, :, 123].any()

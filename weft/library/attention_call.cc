@@ -80,6 +80,24 @@ std::pair<int64_t, int64_t> kept_columns(const float* mask, int64_t rows, int64_
   return {lo, hi};
 }
 
+// Whether a mask row (column c at c * column_stride) is -inf at every one of its columns.
+bool all_negative_infinity(const float* row, int64_t column_stride, int64_t columns) {
+  for (int64_t c = 0; c < columns; ++c) {
+    float m = row[c * column_stride];
+    if (!(std::isinf(m) && m < 0)) return false;
+  }
+  return true;
+}
+
+// What the call does with rows that attend to nothing, after the guard it absorbs.
+enum class Guard {
+  kNone,
+  kNanRowsZero,    // Where(IsNaN(p), 0, p): rows whose softmax is NaN (every key at -inf, or a
+                   // NaN or infinite score) give 0 (PyTorch's export)
+  kMaskedRowsZero, // Where(Equal(ReduceMax(mask, -1), -inf), 0, p): rows whose mask is -inf at
+                   // every key give 0 (ONNX's Attention with a mask, as decompose.cc expands it)
+};
+
 // A matrix operand, the result or the mask as the product sees it at a run's extents: dims
 // and the strides of its buffer, aligned to the scores' rank (leading unit dims, and dims of 1
 // that broadcast, at stride 0).
@@ -145,10 +163,9 @@ struct Operand {
 class AttentionKernel final : public runtime::LibraryKernel {
 public:
   AttentionKernel(Bound q, Bound kt, Bound v, Bound y, std::optional<Bound> mask, float alpha,
-                  bool nan_rows_zero, std::vector<std::string> symbols)
+                  Guard guard, std::vector<std::string> symbols)
       : q_(std::move(q)), kt_(std::move(kt)), v_(std::move(v)), y_(std::move(y)),
-        mask_(std::move(mask)), alpha_(alpha), nan_rows_zero_(nan_rows_zero),
-        symbols_(std::move(symbols)) {}
+        mask_(std::move(mask)), alpha_(alpha), guard_(guard), symbols_(std::move(symbols)) {}
 
   Status run(void* const* buffers, const int64_t* extents) const override {
     std::map<std::string, int64_t> bound;
@@ -160,7 +177,7 @@ public:
     for (auto [from, to] : {std::pair{&q_, &q}, std::pair{&kt_, &kt}, std::pair{&v_, &v}}) {
       std::optional<Matrix> m = from->at(bound, rank);
       std::optional<std::pair<char, int64_t>> form = m ? m->form() : std::nullopt;
-      if (!form) return Status::error("attention: an operand has no extent at this run's shapes");
+      if (!form) return Status::error("attention: an operand has no extent or layout at this run");
       to->m = std::move(*m);
       std::tie(to->trans, to->ld) = *form;
     }
@@ -258,7 +275,12 @@ public:
         for (int64_t r = 0; r < rows; ++r) {
           float* row = py + oy + r * ldy;
           float inverse = inverse_sums[static_cast<size_t>(r)];
-          if (nan_rows_zero_ && std::isnan(inverse)) {
+          bool zero = guard_ == Guard::kNanRowsZero
+                          ? std::isnan(inverse)
+                          : guard_ == Guard::kMaskedRowsZero &&
+                                all_negative_infinity(mask + om + r * mask_m->rows_stride(),
+                                                      mask_m->columns_stride(), sk);
+          if (zero) {
             std::fill_n(row, dv, 0.0f);
             continue;
           }
@@ -275,7 +297,9 @@ public:
     const Dim& keys = kt_.dims[static_cast<size_t>(kt_.view.back())];
     return fmt::format("Weft attention, blocks of up to {} query rows (oneDNN sgemm{}{}{})",
                        max_block(keys.is_static() ? keys.value() : 1), mask_ ? ", mask added" : "",
-                       nan_rows_zero_ ? ", rows of NaN zeroed" : "",
+                       guard_ == Guard::kNanRowsZero      ? ", rows of NaN zeroed"
+                       : guard_ == Guard::kMaskedRowsZero ? ", fully masked rows zeroed"
+                                                          : "",
                        symbols_.empty() ? "" : ", dims at run time");
   }
 
@@ -289,9 +313,7 @@ private:
   Bound q_, kt_, v_, y_;
   std::optional<Bound> mask_;
   float alpha_ = 1.0f;
-  // Rows whose softmax is NaN (every key masked at -inf, or a NaN or infinite score) give 0,
-  // as Where(IsNaN(p), 0, p) makes them.
-  bool nan_rows_zero_ = false;
+  Guard guard_ = Guard::kNone;
   std::vector<std::string> symbols_;
 };
 
@@ -377,8 +399,34 @@ attention_call(const Node& node, const SoleReader& sole_reader,
   chain.push_back(e);
   v = e->outputs[0];
   const Node* second = next(v);
-  bool nan_rows_zero = false;
-  if (!second) { // Where(IsNaN(p), 0, p), PyTorch's guard for rows that mask every key
+  Guard guard = Guard::kNone;
+  if (second && second->op_type == Op::kWhere && mask) { // ONNX's Attention as decompose.cc
+    // expands it with a mask: Where(Equal(ReduceMax(mask, -1), -inf), 0, p)
+    const Node* where = second;
+    const Value* none = where->inputs[0];
+    const Node* equal = none ? none->producer : nullptr;
+    const Node* max = nullptr;
+    if (equal && equal->op_type == Op::kEqual && next(none) == where && free(equal)) {
+      for (size_t i = 0; i < 2; ++i) {
+        const Node* p = equal->inputs[i]->producer;
+        std::optional<float> c = scalar(equal->inputs[1 - i]);
+        if (p && p->op_type == Op::kReduceMax && c && std::isinf(*c) && *c < 0) max = p;
+      }
+    }
+    std::optional<float> zero = scalar(where->inputs[1]);
+    bool row_max = false;
+    if (max && max->inputs[0] == mask && next(max->outputs[0]) == equal && free(max)) {
+      const auto& a = max->attrs_as<ReduceAttrs>();
+      auto last = static_cast<int64_t>(mask->type.shape->size()) - 1;
+      row_max = a.keepdims && a.axes && a.axes->size() == 1 &&
+                ((*a.axes)[0] == -1 || (*a.axes)[0] == last) && max->inputs.size() == 1;
+    }
+    if (!row_max || where->inputs[2] != v || zero != 0.0f) return std::nullopt;
+    chain.insert(chain.end(), {max, equal, where});
+    v = where->outputs[0];
+    second = next(v);
+    guard = Guard::kMaskedRowsZero;
+  } else if (!second) { // Where(IsNaN(p), 0, p), PyTorch's guard for rows that mask every key
     std::vector<const Node*> r = readers(v);
     if (r.size() != 2) return std::nullopt;
     const Node* is_nan = r[0]->op_type == Op::kIsNaN ? r[0] : r[1];
@@ -391,7 +439,7 @@ attention_call(const Node& node, const SoleReader& sole_reader,
     chain.insert(chain.end(), {is_nan, where});
     v = where->outputs[0];
     second = next(v);
-    nan_rows_zero = true;
+    guard = Guard::kNanRowsZero;
   }
   if (!second || second->op_type != Op::kMatMul || second->inputs[0] != v ||
       !second->outputs[0]->type.shape || second->outputs[0]->type.shape->size() != rank)
@@ -456,9 +504,8 @@ attention_call(const Node& node, const SoleReader& sole_reader,
   }
   for (const std::string& symbol : symbols)
     call.symbols.push_back(Dim::symbol(symbol));
-  call.kernel =
-      std::make_shared<AttentionKernel>(q, kt, vs, y, m, alpha, nan_rows_zero,
-                                        std::vector<std::string>(symbols.begin(), symbols.end()));
+  call.kernel = std::make_shared<AttentionKernel>(
+      q, kt, vs, y, m, alpha, guard, std::vector<std::string>(symbols.begin(), symbols.end()));
   call.nodes = before;
   call.nodes.insert(call.nodes.end(), chain.begin(), chain.end());
   call.nodes.push_back(second);

@@ -26,9 +26,10 @@ namespace weft::library {
 // fuses the scale and the mask); over symbolic dims (bound at each run) at any size, since
 // the products would be sgemm's anyway (dnnl_sgemm.h). None otherwise, and under
 // WEFT_ATTENTION=0.
-// "readers" gives the nodes that read a value (none for a graph output): the Softmax's result
-// may be read twice, by PyTorch's guard against rows that mask every key, Where(IsNaN(p), 0,
-// p), which the call then absorbs (such rows' results are 0).
+// "readers" gives the nodes that read a value (none for a graph output). The call absorbs a
+// guard for rows that mask every key between the Softmax and the second product: PyTorch's
+// Where(IsNaN(p), 0, p) (the Softmax's result then read twice) and ONNX Attention's as
+// decompose.cc expands it, Where(Equal(ReduceMax(mask, -1), -inf), 0, p); such rows give 0.
 std::optional<LibraryCall>
 attention_call(const Node& node, const SoleReader& sole_reader,
                const std::function<std::vector<const Node*>(const Value*)>& readers,
