@@ -403,17 +403,18 @@ attention_call(const Node& node, const SoleReader& sole_reader,
   if (second && second->op_type == Op::kWhere && mask) { // ONNX's Attention as decompose.cc
     // expands it with a mask: Where(Equal(ReduceMax(mask, -1), -inf), 0, p)
     const Node* where = second;
-    const Value* none = where->inputs[0];
+    const Value* none = where->inputs.size() == 3 ? where->inputs[0] : nullptr;
     const Node* equal = none ? none->producer : nullptr;
     const Node* max = nullptr;
-    if (equal && equal->op_type == Op::kEqual && next(none) == where && free(equal)) {
+    if (equal && equal->op_type == Op::kEqual && equal->inputs.size() == 2 && next(none) == where &&
+        free(equal)) {
       for (size_t i = 0; i < 2; ++i) {
-        const Node* p = equal->inputs[i]->producer;
+        const Node* p = equal->inputs[i] ? equal->inputs[i]->producer : nullptr;
         std::optional<float> c = scalar(equal->inputs[1 - i]);
         if (p && p->op_type == Op::kReduceMax && c && std::isinf(*c) && *c < 0) max = p;
       }
     }
-    std::optional<float> zero = scalar(where->inputs[1]);
+    std::optional<float> zero = none ? scalar(where->inputs[1]) : std::nullopt;
     bool row_max = false;
     if (max && max->inputs[0] == mask && next(max->outputs[0]) == equal && free(max)) {
       const auto& a = max->attrs_as<ReduceAttrs>();
@@ -421,7 +422,7 @@ attention_call(const Node& node, const SoleReader& sole_reader,
       row_max = a.keepdims && a.axes && a.axes->size() == 1 &&
                 ((*a.axes)[0] == -1 || (*a.axes)[0] == last) && max->inputs.size() == 1;
     }
-    if (!row_max || where->inputs[2] != v || zero != 0.0f) return std::nullopt;
+    if (!row_max || !none || where->inputs[2] != v || zero != 0.0f) return std::nullopt;
     chain.insert(chain.end(), {max, equal, where});
     v = where->outputs[0];
     second = next(v);
@@ -431,10 +432,12 @@ attention_call(const Node& node, const SoleReader& sole_reader,
     if (r.size() != 2) return std::nullopt;
     const Node* is_nan = r[0]->op_type == Op::kIsNaN ? r[0] : r[1];
     const Node* where = next(is_nan->outputs[0]);
-    std::optional<float> zero = where ? scalar(where->inputs[1]) : std::nullopt;
+    std::optional<float> zero =
+        where && where->inputs.size() == 3 ? scalar(where->inputs[1]) : std::nullopt;
     if (is_nan->op_type != Op::kIsNaN || !free(is_nan) || !where || where == is_nan ||
         (where != r[0] && where != r[1]) || where->op_type != Op::kWhere ||
-        where->inputs[0] != is_nan->outputs[0] || where->inputs[2] != v || zero != 0.0f)
+        where->inputs.size() != 3 || where->inputs[0] != is_nan->outputs[0] ||
+        where->inputs[2] != v || zero != 0.0f)
       return std::nullopt;
     chain.insert(chain.end(), {is_nan, where});
     v = where->outputs[0];
