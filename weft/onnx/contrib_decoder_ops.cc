@@ -163,13 +163,15 @@ Status expand_group_query_attention(Expansion& e) {
       e.op(Op::kWhere, {keep, window_of, e.scalar(0.0, q)}, {}, e.out(out));
     }
   }
-  // Query heads grouped by their kv head: Q [B, kv, G, S, head] against K [B, kv, 1, L, head].
+  // Query heads grouped by their kv head: Q [B, kv, G, S, head] against K [B, kv, 1, L, head],
+  // the scores [B, kv, G, S, L] through to the product with V, with the mask added: the form
+  // of Weft's attention call on the CPU (library/attention_call.h), which leaves out the keys
+  // a causal mask hides.
   int64_t group = heads / kv;
   std::string grouped = e.op(Op::kReshape, {qh, shape_like(e, q, {kv, group}, -1)});
   std::string kt = e.op(Op::kTranspose, {e.op(Op::kUnsqueeze, {keys, e.ints({2})})},
                         {ints_attr("perm", {0, 1, 2, 4, 3})});
-  std::string scores =
-      e.op(Op::kReshape, {e.op(Op::kMatMul, {grouped, kt}), shape_like(e, q, {heads}, -1)});
+  std::string scores = e.op(Op::kMatMul, {grouped, kt});
   std::string scale;
   if (float s = e.float_attr_or("scale", 0.0f); s != 0.0f) {
     scale = e.scalar(s, q);
@@ -182,9 +184,9 @@ Status expand_group_query_attention(Expansion& e) {
     std::string c = e.scalar(cap, q);
     scores = e.op(Op::kMul, {e.op(Op::kTanh, {e.op(Op::kDiv, {scores, c})}), c});
   }
-  if (!e.in(10).empty()) scores = e.op(Op::kAdd, {scores, e.in(10)});
   // Keys after the query's own position, or from the batch's token count on, or (a local
-  // window of w) w or more before it, are left out.
+  // window of w) w or more before it, are left out: -inf in the addend, which is otherwise
+  // attention_bias [B or 1, heads, S, L] (grouped as the scores) or 0.
   std::string key_at = e.positions(keys, 2);
   if (sliding) { // the buffer dropped past_b - slot_b tokens before its first
     key_at = e.op(Op::kAdd,
@@ -199,25 +201,35 @@ Status expand_group_query_attention(Expansion& e) {
     std::string first = e.op(Op::kSub, {own_at, e.ints({window})});
     hidden = e.op(Op::kOr, {hidden, e.op(Op::kLessOrEqual, {key_at, first})});
   }
-  scores = e.op(Op::kWhere, {e.op(Op::kUnsqueeze, {hidden, e.ints({1})}),
-                             e.scalar(-std::numeric_limits<double>::infinity(), q), scores});
+  std::string kept = e.scalar(0.0, q);
+  if (!e.in(10).empty()) {
+    std::string bias = e.in(10);
+    kept = e.op(Op::kReshape,
+                {bias, e.op(Op::kConcat,
+                            {e.dim(bias, 0), e.ints({kv, group}), e.dim(bias, 2), e.dim(bias, 3)},
+                            {int_attr("axis", 0)})});
+  }
+  std::string addend =
+      e.op(Op::kWhere, {e.op(Op::kUnsqueeze, {hidden, e.ints({1, 2})}),
+                        e.scalar(-std::numeric_limits<double>::infinity(), q), kept});
+  scores = e.op(Op::kAdd, {scores, addend});
   std::string probs;
   bool smooth = e.int_attr_or("smooth_softmax", 0) != 0;
   if (!e.in(11).empty() || smooth) { // one more logit per row, dropped after the softmax
+    std::string flat = e.op(Op::kReshape, {scores, shape_like(e, q, {heads}, -1)});
     std::string sink = e.in(11).empty()
                            ? e.op(Op::kReshape, {e.scalar(0.0, q), e.ints({1, 1, 1, 1})})
                            : e.op(Op::kReshape, {e.in(11), e.ints({1, -1, 1, 1})});
     std::string column = e.op(Op::kExpand, {sink, shape_like(e, q, {heads}, 1)});
-    std::string widened = e.op(Op::kConcat, {scores, column}, {int_attr("axis", -1)});
+    std::string widened = e.op(Op::kConcat, {flat, column}, {int_attr("axis", -1)});
     // (Ending at the scores' length, not at -1, which leaves the length unknown over symbols.)
     probs = e.op(Op::kSlice, {e.op(Op::kSoftmax, {widened}, {int_attr("axis", -1)}), e.ints({0}),
-                              e.dim(scores, 3), e.ints({-1})});
+                              e.dim(flat, 3), e.ints({-1})});
+    probs = e.op(Op::kReshape, {probs, shape_like(e, q, {kv, group}, -1)});
   } else {
     probs = e.op(Op::kSoftmax, {scores}, {int_attr("axis", -1)});
   }
-  std::string mixed =
-      e.op(Op::kMatMul, {e.op(Op::kReshape, {probs, shape_like(e, q, {kv, group}, -1)}),
-                         e.op(Op::kUnsqueeze, {values, e.ints({2})})});
+  std::string mixed = e.op(Op::kMatMul, {probs, e.op(Op::kUnsqueeze, {values, e.ints({2})})});
   std::string merged =
       e.op(Op::kTranspose, {e.op(Op::kReshape, {mixed, shape_like(e, q, {heads}, -1)})},
            {ints_attr("perm", {0, 2, 1, 3})});
