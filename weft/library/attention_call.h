@@ -1,9 +1,9 @@
 // Attention's scores, softmax and weighted sum on the CPU as one call, a block of query rows
 // at a time: softmax(Q x K^T * scale + mask) x V, where the scores of the block (at most
-// kBlockBytes) stay in the cache between the two products, instead of a [..., Sq, Sk] tensor
-// written by one product, read and written by the softmax and read by the other. The products
-// are oneDNN's sgemm (through the strides of absorbed Transposes, as dnnl_sgemm.h), the softmax
-// oneDNN's, in place. Keys that every row of a block masks (at -inf or at most -1e30: a causal
+// kMaxBlockBytes) stay in the cache between the two products, instead of a [..., Sq, Sk]
+// tensor written by one product, read and written by the softmax and read by the other. The
+// products are oneDNN's sgemm (through the strides of absorbed Transposes, as dnnl_sgemm.h),
+// the softmax's exponentials Weft's, in place, the division applied to the result's rows. Keys that every row of a block masks (at -inf or at most -1e30: a causal
 // mask's later keys, a sliding window's earlier ones, padding) are left out of both products
 // and the softmax. Whisper's encoder (6 heads of 1500 x 1500 scores, 54 MB a layer) spent
 // half its time there. docs/library.md.
