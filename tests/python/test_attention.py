@@ -272,3 +272,22 @@ def test_onnx_attention_op_with_a_boolean_mask(causal):
         p = np.nan_to_num(p / p.sum(axis=-1, keepdims=True), nan=0.0)
     np.testing.assert_allclose(got["y"], p @ v, rtol=1e-4, atol=2e-5)
     assert not got["y"][:, :, 123].any()
+
+
+def test_heads_of_no_dims_over_symbolic_dims():
+    """Q and K heads of a symbolic size that is 0 at a run: the scores are the mask alone (sgemm
+    would leave a product over K = 0 unwritten), against NumPy in float64; and the same model
+    at a size of 8."""
+    model = attention_model(["b", "s", 2, "d"], ["b", "s", 2, "d"], ["b", "s", 2, 16], "bshd", 0.5,
+                            ["b", 1, "s", "s"])
+    session = weft.compile(model.SerializeToString(), threads=2, dynamic_shapes=True)
+    rng = np.random.default_rng(13)
+    for d in (0, 8):
+        feeds = {"q": rng.standard_normal([1, 20, 2, d]).astype(np.float32),
+                 "k": rng.standard_normal([1, 20, 2, d]).astype(np.float32),
+                 "v": rng.standard_normal([1, 20, 2, 16]).astype(np.float32),
+                 "mask": rng.standard_normal([1, 1, 20, 20]).astype(np.float32)}
+        got, kernels = session.profile(feeds)
+        assert [k["strategy"] for k in kernels if "Weft attention" in k["strategy"]], kernels
+        want = reference(feeds["q"], feeds["k"], feeds["v"], "bshd", 0.5, feeds["mask"], False)
+        np.testing.assert_allclose(got["y"], want, rtol=1e-4, atol=2e-5, err_msg=f"d={d}")
