@@ -29,8 +29,12 @@ constexpr int64_t kMinScoresBytes = int64_t{4} << 20;
 // The most query rows in a block, and the most bytes their scores take. sgemm packs K^T and V
 // anew for every block, so larger blocks pack less: on an AMD EPYC (AVX-512, 1 MB of L2 a
 // core), 2 threads, blocks of 256 rows ran 1,856 keys of 64 dims 1.2x as fast as blocks of 64,
-// and 4,096 keys (4 MB of scores a block) 1.1x, though their scores leave the L2.
+// and 4,096 keys (4 MB of scores a block) 1.1x, though their scores leave the L2. Without a
+// mask, blocks of 1,024 rows ran 8 heads of 1,024 keys in 11.8-12.0 ms against 12.3-13.3 with
+// 256 (700 and 1,500 keys: even); with one, smaller blocks leave out more of the keys that a causal
+// mask hides (256 rows: 10.4 ms, 1,024: 14.3-14.8), so masked blocks stay at 256 rows.
 constexpr int64_t kMaxBlockRows = 256;
+constexpr int64_t kMaxUnmaskedBlockRows = 1024;
 constexpr int64_t kMaxBlockBytes = int64_t{4} << 20;
 
 // Softmax's numerator for a row of scores, in place: exp(s - max(s)). Returns the row's sum,
@@ -214,7 +218,7 @@ public:
     // Blocks of up to max_block rows, but at least 4 per thread where the batch has fewer.
     int64_t per_batch = std::max<int64_t>(1, (4 * threads + batches - 1) / batches);
     int64_t block = std::clamp<int64_t>(((sq + per_batch - 1) / per_batch + 15) & ~int64_t{15}, 16,
-                                        max_block(sk));
+                                        max_block(sk, mask_.has_value()));
     int64_t blocks = (sq + block - 1) / block, items = batches * blocks;
     std::atomic<bool> failed{false};
     // A block of scores per thread (uninitialized: the product writes them first).
@@ -296,7 +300,8 @@ public:
   std::string describe() const override {
     const Dim& keys = kt_.dims[static_cast<size_t>(kt_.view.back())];
     return fmt::format("Weft attention, blocks of up to {} query rows (oneDNN sgemm{}{}{})",
-                       max_block(keys.is_static() ? keys.value() : 1), mask_ ? ", mask added" : "",
+                       max_block(keys.is_static() ? keys.value() : 1, mask_.has_value()),
+                       mask_ ? ", mask added" : "",
                        guard_ == Guard::kNanRowsZero      ? ", rows of NaN zeroed"
                        : guard_ == Guard::kMaskedRowsZero ? ", fully masked rows zeroed"
                                                           : "",
@@ -305,9 +310,9 @@ public:
 
 private:
   // The most rows of a block whose scores have "keys" columns.
-  static int64_t max_block(int64_t keys) {
+  static int64_t max_block(int64_t keys, bool masked) {
     return std::clamp<int64_t>(kMaxBlockBytes / (4 * std::max<int64_t>(keys, 1)) / 16 * 16, 16,
-                               kMaxBlockRows);
+                               masked ? kMaxBlockRows : kMaxUnmaskedBlockRows);
   }
 
   Bound q_, kt_, v_, y_;
