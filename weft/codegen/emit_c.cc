@@ -241,6 +241,23 @@ std::vector<bool> Emitter::blended_selects(const Statement& s) const {
   return blends;
 }
 
+int Emitter::sigmoid_factor(const Statement& s, size_t n, int statement) const {
+  const kernel::ExprNode& e = s.expr[n];
+  if (e.op != kernel::ExprOp::kMul || e.dtype != DType::kF32 || e.operands.size() != 2) return -1;
+  for (int g : e.operands) {
+    const kernel::ExprNode& f = s.expr[static_cast<size_t>(g)];
+    if (f.op != kernel::ExprOp::kSigmoid || f.dtype != DType::kF32 ||
+        e.operands[0] == e.operands[1] || static_cast<size_t>(g) + 1 == s.expr.size() ||
+        hoisted_.contains(g) || staged_.contains({statement, g}))
+      continue;
+    size_t readers = 0;
+    for (const kernel::ExprNode& r : s.expr)
+      readers += static_cast<size_t>(std::count(r.operands.begin(), r.operands.end(), g));
+    if (readers == 1) return g;
+  }
+  return -1;
+}
+
 void Emitter::emit_statement(const AstNode& call, int depth, std::string& out,
                              const std::string& accumulator) const {
   const Statement& s = k_.statements[static_cast<size_t>(call.statement)];
@@ -275,7 +292,11 @@ void Emitter::emit_statement(const AstNode& call, int depth, std::string& out,
       bool clamps = (e.op == kernel::ExprOp::kMax || e.op == kernel::ExprOp::kMin) &&
                     dtype_is_float(e.dtype) && bound && bound->op == kernel::ExprOp::kConstant &&
                     !std::isnan(bound->value);
-      if (blends[n] && (e.op == kernel::ExprOp::kExp || e.op == kernel::ExprOp::kLog)) {
+      if (int g = sigmoid_factor(s, n, call.statement); g >= 0) {
+        int a = e.operands[0] == g ? e.operands[1] : e.operands[0];
+        value = fmt::format("(t{} / (1 + weft_exp(-t{})))", a,
+                            s.expr[static_cast<size_t>(g)].operands[0]);
+      } else if (blends[n] && (e.op == kernel::ExprOp::kExp || e.op == kernel::ExprOp::kLog)) {
         value = fmt::format("weft_{}_blended({})", e.op == kernel::ExprOp::kExp ? "exp" : "log",
                             args[0]);
       } else if (blends[n] && e.op == kernel::ExprOp::kSelect) {

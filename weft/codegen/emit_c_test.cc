@@ -458,6 +458,32 @@ TEST(EmitC, SelectsBeforeExpAreBitBlends) {
   EXPECT_EQ(plain.find("weft_blend"), std::string::npos) << plain;
 }
 
+// x * Sigmoid(x) (SiLU), the Sigmoid read by the product alone, divides x by 1 + exp(-x); a
+// Sigmoid that another node reads too, or the statement's result, stays a Sigmoid.
+TEST(EmitC, ProductOfASigmoidIsADivision) {
+  using kernel::AffineExpr;
+  using kernel::ExprOp;
+  kernel::Kernel k;
+  k.name = "silu";
+  k.buffers = {{"x", DType::kF32, {64}, kernel::BufferRole::kInput},
+               {"y", DType::kF32, {64}, kernel::BufferRole::kOutput}};
+  kernel::Statement st;
+  st.name = "silu";
+  st.domain = {64};
+  st.write = kernel::Access(1, {AffineExpr::iterator(0)});
+  st.reads = {kernel::Access(0, {AffineExpr::iterator(0)})};
+  st.expr = {{ExprOp::kLoad, DType::kF32, {}, 0},
+             {ExprOp::kSigmoid, DType::kF32, {0}},
+             {ExprOp::kMul, DType::kF32, {0, 1}}};
+  k.statements = {st};
+  ASSERT_TRUE(kernel::verify_kernel(k).ok());
+  std::string src = function_of(k);
+  EXPECT_NE(src.find("const float t2 = (t0 / (1 + weft_exp(-t0)));"), std::string::npos) << src;
+  k.statements[0].expr.push_back({ExprOp::kAdd, DType::kF32, {2, 1}}); // a second reader
+  std::string shared = function_of(k);
+  EXPECT_NE(shared.find("const float t2 = (t0 * t1);"), std::string::npos) << shared;
+}
+
 TEST(EmitC, KernelSymbolsAreSorted) {
   kernel::Kernel k = testing::bias_add_kernel(Dim::symbol("rows"), Dim::symbol("cols"));
   EXPECT_EQ(kernel_symbols(k), (std::vector<std::string>{"cols", "rows"}));

@@ -159,6 +159,11 @@ private:
   // before those functions' own range checks left GCC's if-conversion two paths, and the
   // loop scalar (Relu then Exp 16x slower, Clip then Log 12x, Exp then Exp 14x).
   std::vector<bool> blended_selects(const Statement& s) const;
+  // For node "n" of "s", an f32 Mul of a Sigmoid that only it reads (SiLU, x * Sigmoid(x)):
+  // the Sigmoid's node, whose exp the product divides by, a / (1 + exp(-b)), instead of
+  // multiplying by 1 / (1 + exp(-b)): one division and no product (a SiLU kernel 10% faster,
+  // AMD EPYC with AVX-512), one rounding fewer. -1 otherwise.
+  int sigmoid_factor(const Statement& s, size_t n, int statement) const;
   // Prefetching the next row (CPU): inside a row loop that fused several passes over a row
   // (softmax, LayerNorm: a parallel loop around a block), the first pass reads the row from
   // memory and the later ones find it in cache, computing (exp) while memory idles. The
