@@ -359,6 +359,15 @@ def markdown(r):
                   "32 channels, Weft's own on AVX2 from 16, and from 32 at stride 2), and Weft's 1-D "
                   "Winograd kernel for the byte-level classifier's 15 taps (half the products); the "
                   "matrix products and the 1x1 convolutions have no such shortcut."]
+    # The geomean were every row at its floor (or as measured, where Winograd took it past that).
+    ceiling = [row["ort_median_ms"] / min(row["weft_median_ms"], row["gflop"] / r["peak_gflops"] * 1e3)
+               for row in r["rows"] if r.get("peak_gflops") and "gflop" in row
+               and row.get("ort_median_ms") and row.get("weft_median_ms")]
+    if ceiling:
+        lines += ["", "Were Weft at the floor on every row where it is slower than that (and as measured "
+                  "where Winograd takes it past), ONNX Runtime / Weft would be "
+                  f"**{geo(ceiling):.2f}** in geomean: the most these rows allow at the f32 peak without "
+                  "doing fewer FLOPs."]
     lines += ["", f"Geomean: ONNX Runtime / Weft **{geo(by['ort']):.2f}**, eager / Weft "
               f"**{geo(by['torch']):.2f}**, torch.compile / Weft **{geo(by['torch_compile']):.2f}**. "
               f"Slower than ONNX Runtime on {len(slower)} of {len(r['rows'])}"
