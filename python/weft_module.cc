@@ -590,6 +590,20 @@ PYBIND11_MODULE(_weft, m) {
       .def_property_readonly("outputs",
                              [](const PyModel& self) { return self.specs(self.model().outputs()); })
       .def("run", &PyModel::run, py::arg("feeds"), py::arg("outputs") = py::none())
+      .def_property_readonly("metadata",
+                             [](const PyModel& self) {
+                               const weft::ModelMetadata& meta = self.model().metadata();
+                               py::dict d;
+                               d["producer_name"] = meta.producer_name;
+                               d["producer_version"] = meta.producer_version;
+                               d["domain"] = meta.domain;
+                               d["description"] = meta.description;
+                               d["graph_name"] = meta.graph_name;
+                               d["graph_description"] = meta.graph_description;
+                               d["version"] = meta.version;
+                               d["custom_metadata_map"] = meta.custom;
+                               return d;
+                             })
       .def_property_readonly("compiled_variants",
                              [](const PyModel& self) { return self.model().compiled_variants(); })
       .def("profile", &PyModel::profile, py::arg("feeds"));

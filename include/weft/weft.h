@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -135,6 +136,20 @@ struct TensorSpec {
   std::vector<std::string> labels;
 };
 
+// What the model file says about itself (ModelProto's fields beside the graph), as ONNX
+// Runtime's InferenceSession.get_modelmeta() gives it: custom holds metadata_props (an
+// exporter's class names, strides, ...).
+struct ModelMetadata {
+  std::string producer_name;
+  std::string producer_version;
+  std::string domain;
+  std::string description; // the model's doc_string
+  std::string graph_name;
+  std::string graph_description; // the graph's doc_string
+  int64_t version = 0;           // model_version
+  std::map<std::string, std::string> custom;
+};
+
 struct CompileOptions {
   std::string device = "cpu"; // "cpu" or "cuda" (NVIDIA GPUs through the driver and NVRTC)
   int threads = 0;            // OpenMP threads per run (1-1024); 0: $WEFT_NUM_THREADS or all
@@ -177,6 +192,7 @@ public:
 
   const std::vector<TensorSpec>& inputs() const;
   const std::vector<TensorSpec>& outputs() const;
+  const ModelMetadata& metadata() const;
 
   // Runs on "inputs" (in the order of inputs()); the outputs are Weft-owned.
   std::vector<HostTensor> run(const std::vector<HostTensor>& inputs) const;

@@ -40,12 +40,13 @@ if "GOMP_SPINCOUNT" not in _os.environ and "OMP_WAIT_POLICY" not in _os.environ:
 
 from . import _cuda_libraries, _weft  # noqa: E402
 from ._weft import DeviceArray, Model, WeftError  # noqa: F401,E402
-from .session import (ExecutionMode, GraphOptimizationLevel, InferenceSession, NodeArg,  # noqa: E402
-                      RunOptions, SessionOptions, get_available_providers)
+from .session import (ExecutionMode, GraphOptimizationLevel, InferenceSession,  # noqa: E402
+                      ModelMetadata, NodeArg, RunOptions, SessionOptions, get_available_providers,
+                      get_device)
 
 __all__ = ["compile", "DeviceArray", "Model", "WeftError", "InferenceSession", "SessionOptions",
-           "NodeArg", "RunOptions", "GraphOptimizationLevel", "ExecutionMode",
-           "get_available_providers"]
+           "NodeArg", "RunOptions", "GraphOptimizationLevel", "ExecutionMode", "ModelMetadata",
+           "get_available_providers", "get_device"]
 __version__ = "0.1.0"
 
 

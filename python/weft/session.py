@@ -54,7 +54,8 @@ Where it differs from ONNX Runtime:
 - String class labels (a classifier trained on strings) come back as ONNX Runtime gives them,
   arrays of str objects; weft.compile() gives numpy str arrays, with the labels in its
   outputs' labels (a device-resident run gives their indices).
-- Not here: io_binding, run_with_ort_values, OrtValue, get_modelmeta, custom op libraries.
+- get_device() says "GPU", as a GPU build of ONNX Runtime does, GPU or not.
+- Not here: io_binding, run_with_ort_values, OrtValue, custom op libraries.
 """
 
 import enum
@@ -87,6 +88,27 @@ def get_available_providers():
     listed whether or not this machine has a GPU: a session that asks for it and finds none
     falls back to the next provider with a warning."""
     return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+
+
+def get_device():
+    """"GPU", as a GPU build of ONNX Runtime says (get_available_providers lists CUDA)."""
+    return "GPU"
+
+
+class ModelMetadata:
+    """What the model file says about itself, as ONNX Runtime's ModelMetadata has it:
+    producer_name, domain, description (the model's doc_string), graph_name,
+    graph_description (the graph's doc_string), version (model_version) and
+    custom_metadata_map (metadata_props: an exporter's class names, strides, ...)."""
+
+    def __init__(self, fields):
+        self.producer_name = fields["producer_name"]
+        self.domain = fields["domain"]
+        self.description = fields["description"]
+        self.graph_name = fields["graph_name"]
+        self.graph_description = fields["graph_description"]
+        self.version = fields["version"]
+        self.custom_metadata_map = dict(fields["custom_metadata_map"])
 
 
 class GraphOptimizationLevel(enum.IntEnum):
@@ -305,6 +327,10 @@ class InferenceSession:
 
     def get_outputs(self):
         return list(self._outputs)
+
+    def get_modelmeta(self):
+        """The model's metadata (ModelMetadata)."""
+        return ModelMetadata(self._model.metadata)
 
     def get_overridable_initializers(self):
         """None: Weft folds initializers into the compiled model."""

@@ -132,6 +132,42 @@ def test_inputs_and_outputs(softmax_path):
         ("y", "tensor(float)", ["N", 16]), ("s", "tensor(float)", ["N"])]
 
 
+def test_model_metadata(tmp_path):
+    """get_modelmeta(), as Ultralytics' exports are read: class names and stride in
+    metadata_props; the other fields as ModelProto has them; ONNX Runtime's, where installed."""
+    model = softmax_model()
+    model.producer_name, model.producer_version, model.domain = "ultralytics", "8.3", "ai.test"
+    model.doc_string, model.model_version = "a detector", 7
+    model.graph.name, model.graph.doc_string = "main_graph", "the graph"
+    for key, value in [("stride", "32"), ("names", "{0: 'person', 1: 'bicycle'}"), ("stride", "16")]:
+        entry = model.metadata_props.add()
+        entry.key, entry.value = key, value
+    path = tmp_path / "meta.onnx"
+    onnx.save(model, path)
+    meta = weft.InferenceSession(str(path)).get_modelmeta()
+    got = {k: getattr(meta, k) for k in ("producer_name", "domain", "description", "graph_name",
+                                         "graph_description", "version", "custom_metadata_map")}
+    assert got == {"producer_name": "ultralytics", "domain": "ai.test", "description": "a detector",
+                   "graph_name": "main_graph", "graph_description": "the graph", "version": 7,
+                   "custom_metadata_map": {"stride": "16",
+                                           "names": "{0: 'person', 1: 'bicycle'}"}}
+    assert weft.compile(str(path)).metadata["producer_version"] == "8.3"
+    plain = weft.InferenceSession(str(softmax_path_of(tmp_path))).get_modelmeta()
+    assert (plain.custom_metadata_map, plain.version, plain.description) == ({}, 0, "")
+    try:
+        import onnxruntime
+    except ImportError:
+        return
+    theirs = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"]).get_modelmeta()
+    assert {k: getattr(theirs, k) for k in got} == got
+
+
+def softmax_path_of(tmp_path):
+    path = tmp_path / "plain.onnx"
+    onnx.save(softmax_model(), path)
+    return path
+
+
 @pytest.mark.parametrize("elem_type,type_str", [
     (TensorProto.DOUBLE, "tensor(double)"), (TensorProto.FLOAT16, "tensor(float16)"),
     (TensorProto.BFLOAT16, "tensor(bfloat16)"), (TensorProto.INT8, "tensor(int8)"),

@@ -157,6 +157,7 @@ struct Model::Impl {
   std::shared_ptr<const Graph> pipeline;
   CompileOptions options;
   std::vector<TensorSpec> inputs, outputs;
+  ModelMetadata metadata;
   bool has_shape_operands = false;               // some input's value determines shapes
   bool has_unknown_ranks = false;                // some input's rank is not in the model
   std::shared_ptr<runtime::cuda::Device> device; // CUDA models
@@ -405,6 +406,9 @@ std::shared_ptr<Model::Impl> make_impl(ModelSource source, const CompileOptions&
     for (const std::string& key : map->second.strings)
       spec.map_keys.push_back(key);
   }
+  const ModelProtoInfo& info = graph.metadata;
+  impl->metadata = {info.producer_name, info.producer_version, info.domain,        info.doc_string,
+                    info.graph_name,    info.graph_doc_string, info.model_version, info.props};
   impl->has_shape_operands = !shape_operand_inputs(graph).empty();
   impl->pipeline = std::make_shared<const Graph>(std::move(graph));
   const char* dump_root = std::getenv("WEFT_DUMP_DIR");
@@ -442,6 +446,7 @@ void Model::warm_up() const {
 }
 
 const std::vector<TensorSpec>& Model::inputs() const { return impl_->inputs; }
+const ModelMetadata& Model::metadata() const { return impl_->metadata; }
 const std::vector<TensorSpec>& Model::outputs() const { return impl_->outputs; }
 
 std::vector<std::vector<int64_t>>

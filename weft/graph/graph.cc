@@ -72,6 +72,7 @@ Graph Graph::clone() const {
   copy.map_outputs = map_outputs;
   copy.label_outputs = label_outputs;
   copy.string_inputs = string_inputs;
+  copy.metadata = metadata;
   copy.names_ = names_;
   copy.node_names_ = node_names_;
   copy.symbols_ = symbols_;

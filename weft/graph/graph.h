@@ -47,6 +47,13 @@ struct MapKeys {
   std::vector<std::string> strings;
 };
 
+// What a model file says about itself (ModelProto's fields beside the graph).
+struct ModelProtoInfo {
+  std::string producer_name, producer_version, domain, doc_string, graph_name, graph_doc_string;
+  int64_t model_version = 0;
+  std::map<std::string, std::string> props; // metadata_props, by key (the last of a repeated key)
+};
+
 struct Node {
   std::string name; // unique within the graph
   OpType op_type;   // e.g. Op::kConv
@@ -90,6 +97,7 @@ public:
   // int64 inputs that the model declares as strings (categories): value i stands for the
   // i-th string of its vocabulary, -1 for any other string, by input name.
   std::map<std::string, std::vector<std::string>> string_inputs;
+  ModelProtoInfo metadata; // the imported model's
 
   // Factories. Names must be unique (use unique_name for fresh ones).
   Value* add_value(std::string name, TensorType type);

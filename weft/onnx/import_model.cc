@@ -14,6 +14,20 @@ namespace weft {
 
 namespace {
 
+ModelProtoInfo metadata_of(const onnx::ModelProto& model) {
+  ModelProtoInfo m;
+  m.producer_name = model.producer_name();
+  m.producer_version = model.producer_version();
+  m.domain = model.domain();
+  m.doc_string = model.doc_string();
+  m.model_version = model.model_version();
+  m.graph_name = model.graph().name();
+  m.graph_doc_string = model.graph().doc_string();
+  for (const auto& p : model.metadata_props())
+    m.props[p.key()] = p.value();
+  return m;
+}
+
 // Weft's own checks and shape functions stand in for libonnx's checker and inference,
 // which stop at IR 8 and opset 17 (docs/onnx-versions.md).
 Result<Graph> import_parsed(onnx::ModelProto& model, const std::string& name,
@@ -32,6 +46,7 @@ Result<Graph> import_parsed(onnx::ModelProto& model, const std::string& name,
   graph.map_outputs = std::move(maps);
   graph.label_outputs = std::move(labels);
   graph.string_inputs = std::move(vocabularies);
+  graph.metadata = metadata_of(model);
   return graph;
 }
 
