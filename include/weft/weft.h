@@ -146,7 +146,7 @@ struct ModelMetadata {
   std::string description; // the model's doc_string
   std::string graph_name;
   std::string graph_description; // the graph's doc_string
-  int64_t version = 0;           // model_version
+  int64_t version = 0;           // model_version; INT64_MAX where it has none (as ORT)
   std::map<std::string, std::string> custom;
 };
 

@@ -41,12 +41,16 @@ if "GOMP_SPINCOUNT" not in _os.environ and "OMP_WAIT_POLICY" not in _os.environ:
 from . import _cuda_libraries, _weft  # noqa: E402
 from ._weft import DeviceArray, Model, WeftError  # noqa: F401,E402
 from .session import (ExecutionMode, GraphOptimizationLevel, InferenceSession,  # noqa: E402
-                      ModelMetadata, NodeArg, RunOptions, SessionOptions, get_available_providers,
-                      get_device)
+                      ModelMetadata, NodeArg, RunOptions, SessionOptions, disable_telemetry_events,
+                      enable_telemetry_events, get_all_providers, get_available_providers,
+                      get_device, preload_dlls, set_default_logger_severity,
+                      set_default_logger_verbosity)
 
 __all__ = ["compile", "DeviceArray", "Model", "WeftError", "InferenceSession", "SessionOptions",
            "NodeArg", "RunOptions", "GraphOptimizationLevel", "ExecutionMode", "ModelMetadata",
-           "get_available_providers", "get_device"]
+           "get_available_providers", "get_all_providers", "get_device", "preload_dlls",
+           "set_default_logger_severity", "set_default_logger_verbosity",
+           "disable_telemetry_events", "enable_telemetry_events"]
 __version__ = "0.1.0"
 
 

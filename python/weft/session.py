@@ -54,7 +54,8 @@ Where it differs from ONNX Runtime:
 - String class labels (a classifier trained on strings) come back as ONNX Runtime gives them,
   arrays of str objects; weft.compile() gives numpy str arrays, with the labels in its
   outputs' labels (a device-resident run gives their indices).
-- get_device() says "GPU", as a GPU build of ONNX Runtime does, GPU or not.
+- get_device() says "GPU", as a GPU build of ONNX Runtime does, GPU or not;
+  set_default_logger_severity and the telemetry switches are accepted and do nothing.
 - Not here: io_binding, run_with_ort_values, OrtValue, custom op libraries.
 """
 
@@ -93,6 +94,34 @@ def get_available_providers():
 def get_device():
     """"GPU", as a GPU build of ONNX Runtime says (get_available_providers lists CUDA)."""
     return "GPU"
+
+
+def get_all_providers():
+    """The providers Weft knows: get_available_providers()'s."""
+    return get_available_providers()
+
+
+def preload_dlls(cuda=True, cudnn=True, msvc=True, directory=None):
+    """Loads NVIDIA's libraries from pip's nvidia-* wheels where the loader does not find
+    them, as a compile for "cuda" does anyway (_cuda_libraries.py); the arguments are ONNX
+    Runtime's, and ignored."""
+    _cuda_libraries.preload_once()
+
+
+def set_default_logger_severity(severity):
+    """Accepted and ignored: Weft logs only where $WEFT_LOG asks (docs/knobs.md)."""
+
+
+def set_default_logger_verbosity(verbosity):
+    """Accepted and ignored, as set_default_logger_severity."""
+
+
+def disable_telemetry_events():
+    """Accepted: Weft sends no telemetry."""
+
+
+def enable_telemetry_events():
+    """Accepted: Weft sends no telemetry."""
 
 
 class ModelMetadata:

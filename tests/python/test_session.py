@@ -30,8 +30,11 @@ import numpy as np
 import onnxruntime as ort
 
 path, x_path, out_path = sys.argv[1:]
+ort.set_default_logger_severity(3)
 sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
 print([(i.name, i.type, i.shape) for i in sess.get_inputs()])
+meta = sess.get_modelmeta()
+print(meta.producer_name, meta.graph_name, meta.version, meta.custom_metadata_map)
 name = sess.get_inputs()[0].name
 x = np.load(x_path)
 out = sess.run(None, {name: x})[0]
@@ -153,7 +156,8 @@ def test_model_metadata(tmp_path):
                                            "names": "{0: 'person', 1: 'bicycle'}"}}
     assert weft.compile(str(path)).metadata["producer_version"] == "8.3"
     plain = weft.InferenceSession(str(softmax_path_of(tmp_path))).get_modelmeta()
-    assert (plain.custom_metadata_map, plain.version, plain.description) == ({}, 0, "")
+    # No model_version: ONNX Runtime's "no version", the largest int64.
+    assert (plain.custom_metadata_map, plain.version, plain.description) == ({}, 2**63 - 1, "")
     try:
         import onnxruntime
     except ImportError:
@@ -279,6 +283,13 @@ def test_profiling(softmax_path, tmp_path):
 
 def test_available_providers():
     assert weft.get_available_providers() == ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    assert weft.get_all_providers() == weft.get_available_providers()
+    assert weft.get_device() == "GPU"
+    # What scripts call before a session: accepted (nothing to do, or done at compile).
+    weft.set_default_logger_severity(3)
+    weft.set_default_logger_verbosity(0)
+    weft.disable_telemetry_events()
+    weft.preload_dlls()
 
 
 def cuda_works(model_bytes):

@@ -50,7 +50,7 @@ struct MapKeys {
 // What a model file says about itself (ModelProto's fields beside the graph).
 struct ModelProtoInfo {
   std::string producer_name, producer_version, domain, doc_string, graph_name, graph_doc_string;
-  int64_t model_version = 0;
+  int64_t model_version = 0; // INT64_MAX where the model has none, as ONNX Runtime says
   std::map<std::string, std::string> props; // metadata_props, by key (the last of a repeated key)
 };
 

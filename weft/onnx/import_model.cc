@@ -1,6 +1,7 @@
 #include "weft/onnx/import_model.h"
 
 #include <filesystem>
+#include <limits>
 
 #include <onnx/onnx_pb.h>
 
@@ -20,7 +21,8 @@ ModelProtoInfo metadata_of(const onnx::ModelProto& model) {
   m.producer_version = model.producer_version();
   m.domain = model.domain();
   m.doc_string = model.doc_string();
-  m.model_version = model.model_version();
+  m.model_version =
+      model.has_model_version() ? model.model_version() : std::numeric_limits<int64_t>::max();
   m.graph_name = model.graph().name();
   m.graph_doc_string = model.graph().doc_string();
   for (const auto& p : model.metadata_props())
