@@ -607,6 +607,7 @@ PYBIND11_MODULE(_weft, m) {
       .def_property_readonly("compiled_variants",
                              [](const PyModel& self) { return self.model().compiled_variants(); })
       .def("profile", &PyModel::profile, py::arg("feeds"));
+  m.def("default_threads", &weft::default_threads, py::arg("openmp") = true);
   m.def("compile", &compile, py::arg("model"), py::arg("device") = "cpu", py::arg("threads") = 0,
         py::arg("dump_dir") = py::none(), py::arg("fusion") = true, py::arg("allow_tf32") = false,
         py::arg("dynamic_shapes") = false, py::arg("allow_bf16") = false);

@@ -152,7 +152,8 @@ struct ModelMetadata {
 
 struct CompileOptions {
   std::string device = "cpu"; // "cpu" or "cuda" (NVIDIA GPUs through the driver and NVRTC)
-  int threads = 0;            // OpenMP threads per run (1-1024); 0: $WEFT_NUM_THREADS or all
+  int threads = 0;            // OpenMP threads per run (1-1024); 0: $WEFT_NUM_THREADS, else
+                              // default_threads()
   std::string dump_dir;       // as `weft inspect --dump-dir` (default: $WEFT_DUMP_DIR)
   bool fusion = true;         // false: one kernel per node (for comparisons)
   // Input dims that are symbolic in the model (TensorSpec::dim_names) stay symbolic: one
@@ -168,6 +169,12 @@ struct CompileOptions {
   // multiplies bf16 natively (AVX512-BF16, AMX: 2-3x faster); no effect elsewhere. Off: fp32.
   bool allow_bf16 = false;
 };
+
+// The threads a CPU run takes where neither CompileOptions::threads nor WEFT_NUM_THREADS gives
+// a count: OMP_NUM_THREADS as it was when Weft loaded (with "openmp"), else the CPUs of the
+// process, capped by its cgroups' CPU quota. Not what other libraries set since (PyTorch's
+// torch.set_num_threads shares GCC's OpenMP runtime with Weft).
+int default_threads(bool openmp = true);
 
 // Time spent in one kernel during Model::run_profiled.
 struct KernelTime {

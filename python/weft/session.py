@@ -22,8 +22,9 @@ and "weft.allow_bf16" set to "1" is compile()'s allow_bf16 (CPU: f32 convolution
 multiply operands rounded to bf16 where the CPU does natively).
 
 SessionOptions: intra_op_num_threads is compile()'s threads (0: $WEFT_NUM_THREADS, else all
-cores); graph_optimization_level ORT_DISABLE_ALL compiles with fusion=False (one kernel per
-node) and every other level with fusion; enable_profiling times each kernel of each run
+cores: OMP_NUM_THREADS left aside, as ONNX Runtime does); graph_optimization_level
+ORT_DISABLE_ALL compiles with fusion=False (one kernel per node) and every other level with
+fusion; enable_profiling times each kernel of each run
 (model.profile(), host inputs only), and end_profiling() writes the times as a Chrome trace
 (JSON) named from profile_file_prefix and returns its path. The other options ONNX Runtime
 has (inter_op_num_threads, execution_mode, log_severity_level, optimized_model_filepath, ...)
@@ -312,6 +313,10 @@ class InferenceSession:
             wanted.append(("CPUExecutionProvider", {}))
         opts = self._sess_options
         threads = int(getattr(opts, "intra_op_num_threads", 0) or 0)
+        if threads == 0 and not os.environ.get("WEFT_NUM_THREADS"):
+            # ONNX Runtime's default, which OMP_NUM_THREADS does not change (Ultralytics sets it
+            # to 1 for its training, and Weft's session ran on one thread under it).
+            threads = _weft.default_threads(openmp=False)
         level = getattr(opts, "graph_optimization_level", GraphOptimizationLevel.ORT_ENABLE_ALL)
         fusion = level != GraphOptimizationLevel.ORT_DISABLE_ALL
         for i, (name, options) in enumerate(wanted):

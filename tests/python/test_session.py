@@ -4,6 +4,7 @@ providers and their fallback, bytes) behave as ONNX Runtime documents them. Outp
 compared with the CLI's (WEFT_CLI), with onnx's ReferenceEvaluator where this onnx has it
 (.venv's; Debian's is older), and with onnxruntime where it is installed."""
 
+import ctypes
 import json
 import os
 import subprocess
@@ -219,7 +220,7 @@ def compile_calls(monkeypatch):
     return calls
 
 
-def test_session_options(softmax_path, compile_calls):
+def test_session_options(softmax_path, compile_calls, monkeypatch):
     so = weft.SessionOptions()
     so.intra_op_num_threads = 1
     so.inter_op_num_threads = 1  # accepted, ignored
@@ -236,15 +237,39 @@ def test_session_options(softmax_path, compile_calls):
     y, s = sess.run(None, feeds(), weft.RunOptions())
     np.testing.assert_allclose(y, want["y"], rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(s, want["s"], rtol=1e-6)
-    # The defaults: all threads, fusion.
+    # The defaults: all the CPUs (OMP_NUM_THREADS left aside, as ONNX Runtime does; a
+    # WEFT_NUM_THREADS, which compile() reads, wins), fusion.
+    monkeypatch.delenv("WEFT_NUM_THREADS", raising=False)
     weft.InferenceSession(softmax_path)
-    assert compile_calls[-1]["threads"] == 0 and compile_calls[-1]["fusion"] is True
+    threads = compile_calls[-1]["threads"]
+    assert threads == _weft.default_threads(openmp=False) and threads >= 1
+    assert compile_calls[-1]["fusion"] is True
+    monkeypatch.setenv("WEFT_NUM_THREADS", "1")
+    weft.InferenceSession(softmax_path)
+    assert compile_calls[-1]["threads"] == 0
     assert compile_calls[-1]["allow_bf16"] is False
     assert weft.SessionOptions().graph_optimization_level == 99  # ORT_ENABLE_ALL
     so = weft.SessionOptions()
     so.add_session_config_entry("weft.allow_bf16", "1")
     weft.InferenceSession(softmax_path, sess_options=so)
     assert compile_calls[-1]["allow_bf16"] is True
+
+
+def test_threads_outlast_other_libraries_openmp_settings(softmax_path):
+    """PyTorch's torch.set_num_threads sets the thread count of GCC's libgomp, which Weft
+    shares with it: Weft's default count stays its own (one thread under Ultralytics, which
+    sets 1 on 2 cores, had made its runs 1.8x slower), and its runs and compiles leave the
+    caller's count as they found it."""
+    gomp = ctypes.CDLL("libgomp.so.1")  # the OpenMP runtime Weft loaded
+    default = _weft.default_threads()
+    gomp.omp_set_num_threads(1)
+    try:
+        assert _weft.default_threads() == default
+        weft.compile(softmax_path).run(feeds())
+        weft.InferenceSession(softmax_path).run(None, feeds())
+        assert gomp.omp_get_max_threads() == 1
+    finally:
+        gomp.omp_set_num_threads(default)
 
 
 def test_symbolic_dims_compile_once(softmax_path, monkeypatch):

@@ -223,7 +223,7 @@ struct Model::Impl {
   // created, and a compile measures library calls (conv_choice, the peak).
   Result<CompiledModel> compile(const std::vector<Tensor>& samples,
                                 const CompileSettings& settings) const {
-    runtime::set_host_threads(threads_from(options));
+    runtime::ScopedHostThreads threads(threads_from(options));
     return compile_model(source, *pipeline, samples, settings);
   }
 
@@ -443,6 +443,10 @@ void Model::warm_up() const {
   // surface here.
   std::vector<HostTensor> zeros;
   if (impl_->static_inputs(&zeros)) (void)impl_->for_inputs(views_of(zeros));
+}
+
+int default_threads(bool openmp) {
+  return openmp ? runtime::default_host_threads() : runtime::available_host_threads();
 }
 
 const std::vector<TensorSpec>& Model::inputs() const { return impl_->inputs; }

@@ -77,6 +77,10 @@ void set_default_host_threads(int n) {
   set_host_threads(n);
 }
 
+ScopedHostThreads::ScopedHostThreads(int n) : saved_(omp_get_max_threads()) { set_host_threads(n); }
+
+ScopedHostThreads::~ScopedHostThreads() { omp_set_num_threads(saved_); }
+
 size_t plan_arena(const std::vector<Lifetime>& buffers, std::vector<size_t>* offsets) {
   size_t n = buffers.size();
   offsets->assign(n, 0);
@@ -543,7 +547,7 @@ Status Executable::launch(const std::vector<void*>& address,
 
 Status Executable::run_launches(const std::vector<void*>& address, const RunShape& shape,
                                 const RunOptions& options) const {
-  set_host_threads(options.threads);
+  ScopedHostThreads threads(options.threads);
   if (!device_) keep_workers_off_this_cpu();
   if (options.timings) options.timings->assign(launches_.size(), {});
   std::vector<void*> args;

@@ -263,6 +263,19 @@ void set_host_threads(int n);
 // The default of set_host_threads for the whole process, where n > 0 (the CLI's --threads);
 // also sets the calling thread's.
 void set_default_host_threads(int n);
+// set_host_threads(n) for its lifetime, then the calling thread's count as it was: PyTorch's
+// torch.set_num_threads sets the same count where both use GCC's libgomp, and a run or compile
+// of Weft's should leave PyTorch's next operations theirs.
+class ScopedHostThreads {
+public:
+  explicit ScopedHostThreads(int n);
+  ~ScopedHostThreads();
+  ScopedHostThreads(const ScopedHostThreads&) = delete;
+  ScopedHostThreads& operator=(const ScopedHostThreads&) = delete;
+
+private:
+  int saved_;
+};
 
 // Byte offsets for buffers alive over [first, last] launch indices, reusing space between
 // buffers whose lifetimes do not overlap; returns the arena size. Offsets are 64-byte aligned.

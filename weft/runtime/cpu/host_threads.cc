@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string_view>
 #include <vector>
@@ -104,14 +105,42 @@ int cgroup_cpu_limit(std::string_view proc_cgroup, const std::string& root) {
   return least > 0 ? std::max(1, static_cast<int>(std::ceil(least - 1e-9))) : 0;
 }
 
-int default_host_threads() {
-  int threads = omp_get_max_threads();
+int omp_num_threads_of(const char* env) {
+  if (!env) return 0;
+  std::string_view text(env);
+  text = text.substr(0, text.find(','));
+  while (!text.empty() && text.front() == ' ')
+    text.remove_prefix(1);
+  while (!text.empty() && text.back() == ' ')
+    text.remove_suffix(1);
+  int64_t n = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (error != std::errc() || end != text.data() + text.size() || n <= 0) return 0;
+  return static_cast<int>(std::min<int64_t>(n, std::numeric_limits<int>::max()));
+}
+
+namespace {
+
+// OMP_NUM_THREADS when this library loaded, as the OpenMP runtime read it then (a program may
+// set the variable later, to no effect on either).
+const int kOmpNumThreadsAtLoad = omp_num_threads_of(std::getenv("OMP_NUM_THREADS"));
+
+} // namespace
+
+int default_host_threads() { return default_host_threads_for(kOmpNumThreadsAtLoad); }
+
+int default_host_threads_for(int omp) {
+  int threads = omp;
   if (threads > kMaxHostThreads) { // OMP_NUM_THREADS=100000 segfaulted in libgomp's team start
-    log_info("{} threads by default, the most Weft runs (OpenMP's default: {})", kMaxHostThreads,
+    log_info("{} threads by default, the most Weft runs (OMP_NUM_THREADS: {})", kMaxHostThreads,
              threads);
     return kMaxHostThreads;
   }
-  if (std::getenv("OMP_NUM_THREADS")) return threads;
+  return threads > 0 ? threads : available_host_threads();
+}
+
+int available_host_threads() {
+  int threads = std::min(omp_get_num_procs(), kMaxHostThreads);
   std::ifstream in("/proc/self/cgroup");
   std::stringstream text;
   text << in.rdbuf();

@@ -20,11 +20,21 @@ inline constexpr int kMaxHostThreads = 1024;
 Status check_thread_count(int64_t n, std::string_view what);
 Result<int> thread_count_from_environment();
 
-// The threads a CPU run takes by default: OpenMP's (OMP_NUM_THREADS, else the CPUs of the
-// process's affinity), at most kMaxHostThreads, and capped where OMP_NUM_THREADS is unset by
-// the CPUs its cgroups' quota gives it (a container's CPU limit, docs/api.md): a team larger
-// than that waits for its threads to be scheduled within the quota at every kernel.
+// The threads a CPU run takes by default: OMP_NUM_THREADS as it was when Weft loaded (its first
+// number), else available_host_threads(); at most kMaxHostThreads. Not OpenMP's current
+// default, which anything in the process may change: PyTorch, sharing GCC's libgomp with Weft,
+// sets it with torch.set_num_threads (Ultralytics sets 1 on a 2-core machine), and Weft's runs
+// then took one thread.
 int default_host_threads();
+// default_host_threads() where OMP_NUM_THREADS gave "omp" threads (0: it gave none).
+int default_host_threads_for(int omp);
+// The first number of an OMP_NUM_THREADS value ("4", "4,2": one per nesting level); 0 where
+// "text" is null or does not start with a positive whole number.
+int omp_num_threads_of(const char* text);
+// The CPUs of the process's affinity, capped by those its cgroups' quota gives it (a
+// container's CPU limit, docs/api.md: a team larger than that waits for its threads to be
+// scheduled within the quota at every kernel) and by kMaxHostThreads.
+int available_host_threads();
 
 // The CPUs that the quotas of the cgroups in "proc_cgroup" (the text of /proc/self/cgroup)
 // and of their ancestors give, rounded up; 0 where none limits them. "root" is where the

@@ -128,11 +128,33 @@ TEST(SetHostThreads, ZeroIsTheDefaultNotTheLastCount) {
 
 // More threads than kMaxHostThreads by default (OMP_NUM_THREADS=100000) are kMaxHostThreads.
 TEST(ThreadCounts, TheDefaultIsAtMostTheMaximum) {
-  int saved = omp_get_max_threads();
-  omp_set_num_threads(100000); // as OMP_NUM_THREADS=100000 would (no team is started)
-  EXPECT_EQ(default_host_threads(), kMaxHostThreads);
+  EXPECT_EQ(default_host_threads_for(100000), kMaxHostThreads); // OMP_NUM_THREADS=100000
+  EXPECT_EQ(default_host_threads_for(3), 3);
+  EXPECT_EQ(default_host_threads_for(0), available_host_threads());
+  EXPECT_GE(available_host_threads(), 1);
+  EXPECT_LE(available_host_threads(), std::min(omp_get_num_procs(), kMaxHostThreads));
+}
+
+// Not OpenMP's current count, which PyTorch's torch.set_num_threads sets in the libgomp it
+// shares with Weft.
+TEST(ThreadCounts, TheDefaultIsNotOpenMPsCurrentCount) {
+  int saved = omp_get_max_threads(), before = default_host_threads();
+  omp_set_num_threads(before == 1 ? 2 : 1);
+  EXPECT_EQ(default_host_threads(), before);
   omp_set_num_threads(saved);
-  EXPECT_LE(default_host_threads(), saved);
+}
+
+TEST(ThreadCounts, OmpNumThreadsIsItsFirstNumber) {
+  EXPECT_EQ(omp_num_threads_of(nullptr), 0);
+  for (auto [text, want] : {std::pair{"4", 4},
+                            {" 3,2", 3},
+                            {"8,1", 8},
+                            {"", 0},
+                            {"x", 0},
+                            {"0", 0},
+                            {"-1", 0},
+                            {"2x", 0}})
+    EXPECT_EQ(omp_num_threads_of(text), want) << text;
 }
 
 // 0 (the default) to kMaxHostThreads, a whole number; WEFT_NUM_THREADS unset or empty is 0.
