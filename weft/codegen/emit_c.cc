@@ -247,8 +247,7 @@ int Emitter::sigmoid_factor(const Statement& s, size_t n, int statement) const {
   for (int g : e.operands) {
     const kernel::ExprNode& f = s.expr[static_cast<size_t>(g)];
     if (f.op != kernel::ExprOp::kSigmoid || f.dtype != DType::kF32 ||
-        e.operands[0] == e.operands[1] || static_cast<size_t>(g) + 1 == s.expr.size() ||
-        hoisted_.contains(g) || staged_.contains({statement, g}))
+        e.operands[0] == e.operands[1] || hoisted_.contains(g) || staged_.contains({statement, g}))
       continue;
     size_t readers = 0;
     for (const kernel::ExprNode& r : s.expr)

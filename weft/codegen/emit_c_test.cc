@@ -459,7 +459,7 @@ TEST(EmitC, SelectsBeforeExpAreBitBlends) {
 }
 
 // x * Sigmoid(x) (SiLU), the Sigmoid read by the product alone, divides x by 1 + exp(-x); a
-// Sigmoid that another node reads too, or the statement's result, stays a Sigmoid.
+// Sigmoid that another node reads too stays a Sigmoid.
 TEST(EmitC, ProductOfASigmoidIsADivision) {
   using kernel::AffineExpr;
   using kernel::ExprOp;
