@@ -200,6 +200,22 @@ bool is_contiguous(const std::vector<int64_t>& shape, const int64_t* strides, in
   return true;
 }
 
+const char* error_code_name(weft::ErrorCode code) {
+  switch (code) {
+    case weft::ErrorCode::kFail: return "fail";
+    case weft::ErrorCode::kNoSuchFile: return "no_such_file";
+    case weft::ErrorCode::kInvalidModel: return "invalid_model";
+    case weft::ErrorCode::kNotImplemented: return "not_implemented";
+    case weft::ErrorCode::kInvalidArgument: return "invalid_argument";
+  }
+  return "fail";
+}
+
+// An error in what a run was given (its inputs or outputs), weft::ErrorCode::kInvalidArgument.
+weft::Error bad_argument(const std::string& message) {
+  return weft::Error("error: " + message, weft::ErrorCode::kInvalidArgument);
+}
+
 // "obj" as a device tensor, when it is a CUDA tensor (__cuda_array_interface__, or DLPack on
 // kDLCUDA); nothing when it is not one.
 std::optional<DeviceFeed> device_feed(const std::string& name, const py::object& obj,
@@ -208,7 +224,7 @@ std::optional<DeviceFeed> device_feed(const std::string& name, const py::object&
     return DeviceFeed{obj.cast<const DeviceArray&>().tensor(), obj};
   if (py::isinstance<py::array>(obj)) return std::nullopt;
   auto refuse = [&](const std::string& why) {
-    return weft::Error("error: " + role + " '" + name + "': " + why);
+    return bad_argument(role + " '" + name + "': " + why);
   };
   if (py::hasattr(obj, "__dlpack_device__") && py::hasattr(obj, "__dlpack__")) {
     py::tuple device = obj.attr("__dlpack_device__")();
@@ -298,11 +314,11 @@ public:
         std::string names;
         for (const auto& s : specs)
           names += (names.empty() ? "'" : ", '") + s.name + "'";
-        throw weft::Error("error: unknown input '" + name + "'; the model's inputs are " + names);
+        throw bad_argument("unknown input '" + name + "'; the model's inputs are " + names);
       }
     }
     for (const weft::TensorSpec& s : specs) {
-      if (!feeds.contains(s.name)) throw weft::Error("error: missing input '" + s.name + "'");
+      if (!feeds.contains(s.name)) throw bad_argument("missing input '" + s.name + "'");
     }
   }
 
@@ -319,15 +335,15 @@ public:
         continue;
       }
       if (f->tensor.type() != s.type) {
-        throw weft::Error("error: input '" + s.name + "' must be " + dtype_name(s.type) + ", got " +
-                          dtype_name(f->tensor.type()));
+        throw bad_argument("input '" + s.name + "' must be " + dtype_name(s.type) + ", got " +
+                           dtype_name(f->tensor.type()));
       }
       out.push_back(std::move(*f));
     }
     if (!out.empty() && !host.empty()) {
-      throw weft::Error("error: input '" + host[0] +
-                        "' is a host array and others are CUDA tensors: pass all inputs on one "
-                        "device");
+      throw bad_argument("input '" + host[0] +
+                         "' is a host array and others are CUDA tensors: pass all inputs on one "
+                         "device");
     }
     return out;
   }
@@ -341,7 +357,7 @@ public:
       if (!py::isinstance<py::array>(feed) && py::hasattr(feed, "__dlpack__"))
         feed = py::module_::import("numpy").attr("from_dlpack")(feed); // a view, on the host
       py::array a = py::array::ensure(feed);
-      if (!a) throw weft::Error("error: input '" + s.name + "' is not an array");
+      if (!a) throw bad_argument("input '" + s.name + "' is not an array");
       char kind = a.dtype().kind();
       if (!s.labels.empty() && (kind == 'U' || kind == 'O' || kind == 'S'))
         a = indices_of(a, s.labels);
@@ -352,9 +368,9 @@ public:
       bool bf16_bits =
           bf16 && a.dtype().itemsize() == 2 && std::string(py::str(a.dtype())) == "bfloat16";
       if (!bf16_bits && !a.dtype().is(want) && !a.dtype().equal(want)) {
-        throw weft::Error("error: input '" + s.name + "' must be " + dtype_name(s.type) +
-                          (bf16 ? " (float32 or ml_dtypes.bfloat16)" : "") + ", got " +
-                          std::string(py::str(a.dtype())));
+        throw bad_argument("input '" + s.name + "' must be " + dtype_name(s.type) +
+                           (bf16 ? " (float32 or ml_dtypes.bfloat16)" : "") + ", got " +
+                           std::string(py::str(a.dtype())));
       }
       a = py::array::ensure(a, py::array::c_style); // no copy when already contiguous
       if (bf16 && !bf16_bits) {
@@ -411,11 +427,11 @@ public:
       bool known = false;
       for (const auto& s : model_.outputs())
         known |= s.name == name;
-      if (!known) throw weft::Error("error: outputs= names '" + name + "', not an output");
+      if (!known) throw bad_argument("outputs= names '" + name + "', not an output");
     }
     for (const auto& s : model_.outputs()) {
       if (!outputs.contains(s.name))
-        throw weft::Error("error: outputs= must give every output; it lacks '" + s.name + "'");
+        throw bad_argument("outputs= must give every output; it lacks '" + s.name + "'");
     }
     std::vector<DeviceFeed> device = device_feeds(feeds);
     py::dict result;
@@ -428,7 +444,7 @@ public:
         py::object obj = outputs[s.name.c_str()];
         std::optional<DeviceFeed> f = device_feed(s.name, obj, "output");
         if (!f)
-          throw weft::Error("error: output '" + s.name + "' must be a CUDA tensor, as the inputs are");
+          throw bad_argument("output '" + s.name + "' must be a CUDA tensor, as the inputs are");
         out.push_back(f->tensor);
         kept.push_back(std::move(*f));
         result[py::str(s.name)] = obj;
@@ -444,7 +460,7 @@ public:
     for (const weft::TensorSpec& s : model_.outputs()) {
       py::object obj = outputs[s.name.c_str()];
       auto refuse = [&](const std::string& why) {
-        return weft::Error("error: output '" + s.name + "' " + why);
+        return bad_argument("output '" + s.name + "' " + why);
       };
       if (!py::isinstance<py::array>(obj)) throw refuse("must be a numpy array, as the inputs are");
       py::array a = obj.cast<py::array>();
@@ -567,7 +583,20 @@ PyModel compile(const py::object& model, const std::string& device, int threads,
 
 PYBIND11_MODULE(_weft, m) {
   m.doc() = "Weft: an ONNX tensor compiler for memory-bound work";
-  py::register_exception<weft::Error>(m, "WeftError");
+  // WeftError's code says the kind of error (weft::ErrorCode): weft.InferenceSession raises
+  // ONNX Runtime's exception class of that kind (session.py).
+  // (Never freed: a static's destructor would run after the interpreter is gone.)
+  static auto* weft_error = new py::exception<weft::Error>(m, "WeftError");
+  weft_error->attr("code") = "fail";
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const weft::Error& e) {
+      py::object error = py::reinterpret_borrow<py::object>(*weft_error)(e.what());
+      error.attr("code") = error_code_name(e.code());
+      PyErr_SetObject(weft_error->ptr(), error.ptr());
+    }
+  });
   py::class_<DeviceArray>(m, "DeviceArray",
                           "A device-resident output: take it with torch.from_dlpack or "
                           "cupy.from_dlpack (no copy), or through __cuda_array_interface__")

@@ -30,9 +30,24 @@
 
 namespace weft {
 
+// What kind of error an Error reports, for callers that act on kinds rather than read the
+// message (the Python module maps them to ONNX Runtime's exception classes).
+enum class ErrorCode : uint8_t {
+  kFail,            // anything not below
+  kNoSuchFile,      // the model or a tensor file is missing
+  kInvalidModel,    // not a parseable ONNX model
+  kNotImplemented,  // an op, domain, opset or IR version Weft does not support
+  kInvalidArgument, // a run's inputs or outputs do not fit the model
+};
+
 class Error : public std::runtime_error {
 public:
-  using std::runtime_error::runtime_error;
+  explicit Error(const std::string& what, ErrorCode code = ErrorCode::kFail)
+      : std::runtime_error(what), code_(code) {}
+  ErrorCode code() const { return code_; }
+
+private:
+  ErrorCode code_;
 };
 
 enum class ElementType : uint8_t {

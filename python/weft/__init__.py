@@ -38,7 +38,7 @@ import os as _os
 if "GOMP_SPINCOUNT" not in _os.environ and "OMP_WAIT_POLICY" not in _os.environ:
     _os.environ["GOMP_SPINCOUNT"] = "10000"
 
-from . import _cuda_libraries, _weft  # noqa: E402
+from . import _cuda_libraries, _weft, capi  # noqa: E402,F401
 from ._weft import DeviceArray, Model, WeftError  # noqa: F401,E402
 from .session import (ExecutionMode, GraphOptimizationLevel, InferenceSession,  # noqa: E402
                       ModelMetadata, NodeArg, RunOptions, SessionOptions, disable_telemetry_events,

@@ -39,9 +39,13 @@ Where it differs from ONNX Runtime:
   build of ONNX Runtime does; a session that asks for CUDA and finds none falls back.
 - use_tf32 is off unless asked for (fp32 matmuls and convolutions), where ONNX Runtime's CUDA
   provider allows TF32 by default.
-- Errors are weft.WeftError with Weft's message (unknown or missing inputs, wrong dtypes,
-  unknown output names, unsupported models), where ONNX Runtime raises its own classes
-  (InvalidArgument, Fail, ...).
+- Errors carry Weft's message, in ONNX Runtime's exception classes (weft.capi.
+  onnxruntime_pybind11_state, each a weft.WeftError): NoSuchFile, InvalidProtobuf,
+  NotImplemented (an unsupported op, opset or IR version, where ONNX Runtime says InvalidGraph
+  or Fail), InvalidArgument (what a run was given, missing inputs too, where ONNX Runtime
+  raises ValueError), and Fail for the rest.
+- Lists (and tuples) as inputs are converted to the input's dtype, as ONNX Runtime converts
+  lists; arrays must have the input's dtype.
 - Every output is computed whatever output_names asks for; run() returns the asked ones.
 - Shapes are Weft's: dims the model leaves unnamed have Weft's names ("unk0", ...) where
   ONNX Runtime says None, and output shapes are the ones Weft infers.
@@ -71,6 +75,7 @@ import numpy as np
 
 from . import _cuda_libraries, _weft
 from ._weft import WeftError
+from .capi.onnxruntime_pybind11_state import InvalidArgument, as_onnxruntime_error
 
 # ONNX's type strings, as ONNX Runtime reports them, by Weft's dtype names.
 _ONNX_TYPES = {
@@ -236,6 +241,18 @@ def _node_args(specs):
             for s in specs]
 
 
+def _from_list(value, dtype):
+    """A list or tuple given as an input, as an array of the input's dtype (bfloat16 inputs take
+    float32 arrays); anything else as it is."""
+    if not isinstance(value, (list, tuple)) or dtype is None:
+        return value
+    try:
+        numpy_dtype = np.float32 if dtype == "bfloat16" else np.dtype(dtype)
+    except TypeError:  # an ml_dtypes type: Weft's own error says what it needs
+        return np.asarray(value)
+    return np.asarray(value, dtype=numpy_dtype)
+
+
 def _map_type(spec):
     """A ZipMap output's type, as ONNX Runtime names it; None for a tensor."""
     if not spec.map_keys:
@@ -338,7 +355,7 @@ class InferenceSession:
             except WeftError as e:
                 # CUDA without a driver or GPU: the next provider, as ONNX Runtime does.
                 if device == "cpu" or "not available" not in str(e):
-                    raise
+                    raise as_onnxruntime_error(e) from None
                 warnings.warn(f"{name} is not available ({e}); falling back to {rest}")
                 continue
             self._model = model
@@ -349,6 +366,7 @@ class InferenceSession:
             self._outputs = _node_args(model.outputs)
             self._maps = {o.name: o.map_keys for o in model.outputs if o.map_keys}  # ZipMaps
             self._labels = {o.name for o in model.outputs if o.labels}  # string class labels
+            self._dtypes = {i.name: i.dtype for i in model.inputs if not i.labels}
             return
 
     @property
@@ -394,14 +412,17 @@ class InferenceSession:
         for n in wanted:
             if n not in names:
                 valid = ", ".join(f"'{v}'" for v in names)
-                raise WeftError(f"error: unknown output '{n}'; the model's outputs are {valid}")
-        feeds = dict(input_feed)
-        if self._profiling:
-            start_us = (time.time_ns() - self._start_ns) / 1e3
-            out, kernels = self._model.profile(feeds)
-            self._record(kernels, start_us)
-        else:
-            out = self._model.run(feeds)
+                raise InvalidArgument(f"error: unknown output '{n}'; the model's outputs are {valid}")
+        feeds = {name: _from_list(value, self._dtypes.get(name)) for name, value in input_feed.items()}
+        try:
+            if self._profiling:
+                start_us = (time.time_ns() - self._start_ns) / 1e3
+                out, kernels = self._model.profile(feeds)
+                self._record(kernels, start_us)
+            else:
+                out = self._model.run(feeds)
+        except WeftError as e:
+            raise as_onnxruntime_error(e) from None
         return [_as_maps(out[n], self._maps[n]) if n in self._maps
                 else out[n].astype(object) if n in self._labels and isinstance(out[n], np.ndarray)
                 else out[n] for n in wanted]

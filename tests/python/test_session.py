@@ -127,6 +127,55 @@ def test_unknown_output_and_input(softmax_path):
         sess.run(None, {"q": feeds()["x"]})
 
 
+def test_onnxruntime_exception_classes(softmax_path, tmp_path):
+    """Errors come as ONNX Runtime's classes, where scripts' except clauses name them."""
+    state = weft.capi.onnxruntime_pybind11_state
+    from weft.capi._pybind_state import InvalidArgument, InvalidGraph  # ONNX Runtime's other path
+    assert InvalidArgument is state.InvalidArgument and issubclass(InvalidGraph, weft.WeftError)
+    with pytest.raises(state.NoSuchFile, match="no such file") as e:
+        weft.InferenceSession(str(tmp_path / "missing.onnx"))
+    assert isinstance(e.value, weft.WeftError)
+    (tmp_path / "junk.onnx").write_bytes(b"\x08\x07junk that is no protobuf")
+    with pytest.raises(state.InvalidProtobuf, match="junk.onnx: not a valid ONNX model"):
+        weft.InferenceSession(str(tmp_path / "junk.onnx"))
+    model = softmax_model()
+    model.opset_import[0].version = 99
+    with pytest.raises(state.NotImplemented, match="opset 99 is newer"):
+        weft.InferenceSession(model.SerializeToString())
+    model = softmax_model()
+    model.graph.node[0].op_type = "NoSuchOp"
+    with pytest.raises(state.NotImplemented, match="unsupported ops: NoSuchOp"):
+        weft.InferenceSession(model.SerializeToString())
+    model = softmax_model()
+    model.graph.output[0].type.tensor_type.elem_type = TensorProto.INT64  # declared wrong
+    with pytest.raises(state.Fail, match="declared"):
+        weft.InferenceSession(model.SerializeToString())
+    sess = weft.InferenceSession(softmax_path)
+    x = feeds()["x"]
+    for feed, why in [({"x": x.astype(np.float64)}, "must be float32, got float64"),
+                      ({"x": x[:, :3]}, "dim 1 must be 16"), ({}, "missing input 'x'"),
+                      ({"x": x, "q": x}, "unknown input 'q'")]:
+        with pytest.raises(state.InvalidArgument, match=why):
+            sess.run(None, feed)
+    with pytest.raises(state.InvalidArgument, match="unknown output 'z'"):
+        sess.run(["z"], feeds())
+    # weft.compile raises WeftError itself, its kind in .code.
+    with pytest.raises(weft.WeftError) as e:
+        weft.compile(str(tmp_path / "missing.onnx"))
+    assert type(e.value) is weft.WeftError and e.value.code == "no_such_file"
+    with pytest.raises(weft.WeftError) as e:
+        weft.compile(softmax_path).run({"x": x.astype(np.float64)})
+    assert e.value.code == "invalid_argument"
+
+
+def test_lists_as_inputs(softmax_path):
+    """Lists take the input's dtype, as ONNX Runtime converts them; arrays must have it."""
+    sess = weft.InferenceSession(softmax_path)
+    x = feeds()["x"]
+    (y,) = sess.run(["y"], {"x": x.astype(np.float64).tolist()})
+    np.testing.assert_array_equal(y, sess.run(["y"], {"x": x})[0])
+
+
 def test_inputs_and_outputs(softmax_path):
     sess = weft.InferenceSession(softmax_path)
     (x,) = sess.get_inputs()

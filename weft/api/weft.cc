@@ -31,13 +31,16 @@ static_assert(static_cast<int>(ElementType::kF8E4M3FN) == static_cast<int>(DType
 DType to_dtype(ElementType t) { return static_cast<DType>(t); }
 ElementType to_element_type(DType t) { return static_cast<ElementType>(t); }
 
-template <typename T> T value_or_throw(Result<T> r) {
-  if (!r.ok()) throw Error(r.status().to_string());
-  return std::move(r.value());
-}
+static_assert(static_cast<int>(ErrorCode::kInvalidArgument) ==
+              static_cast<int>(StatusCode::kInvalidArgument));
 
 void throw_if_error(const Status& s) {
-  if (!s.ok()) throw Error(s.to_string());
+  if (!s.ok()) throw Error(s.to_string(), static_cast<ErrorCode>(s.code()));
+}
+
+template <typename T> T value_or_throw(Result<T> r) {
+  throw_if_error(r.status());
+  return std::move(r.value());
 }
 
 TensorSpec spec_of(const Value* v) {
@@ -193,7 +196,8 @@ struct Model::Impl {
     if (auto c = find(given)) return c;
     if (given.size() != inputs.size()) {
       throw Error(fmt::format("error: {}: the model takes {} inputs, {} were given", source.path,
-                              inputs.size(), given.size()));
+                              inputs.size(), given.size()),
+                  ErrorCode::kInvalidArgument);
     }
     // Compiling binds the input types and the values of shape-determining inputs.
     std::vector<Tensor> samples;
@@ -201,7 +205,8 @@ struct Model::Impl {
       int64_t n = 0;
       if (!dims_are_allocatable(v.dtype, v.dims, &n))
         throw Error(fmt::format("error: {}: an input has the invalid shape {}", source.path,
-                                v.type().to_string()));
+                                v.type().to_string()),
+                    ErrorCode::kInvalidArgument);
       Tensor t(v.dtype, v.dims);
       if (t.num_bytes() > 0 && !on_device) std::memcpy(t.data(), v.data, t.num_bytes());
       samples.push_back(std::move(t));
@@ -341,18 +346,21 @@ struct Model::Impl {
     if (!device) {
       throw Error(fmt::format("error: {}: device tensors need a model compiled for \"cuda\" "
                               "(this one is for \"{}\")",
-                              source.path, options.device));
+                              source.path, options.device),
+                  ErrorCode::kInvalidArgument);
     }
     if (has_shape_operands) {
       throw Error(fmt::format("error: {}: some input's values determine shapes: run this model "
                               "with host tensors",
-                              source.path));
+                              source.path),
+                  ErrorCode::kInvalidArgument);
     }
     auto c = for_inputs(given, true);
     if (c->staged()) {
       throw Error(fmt::format("error: {}: output shapes depend on input values: run this model "
                               "with host tensors",
-                              c->graph.source));
+                              c->graph.source),
+                  ErrorCode::kInvalidArgument);
     }
     return c;
   }
@@ -479,14 +487,16 @@ void Model::run(const std::vector<HostTensor>& inputs,
     std::vector<HostTensor> computed = run(inputs);
     if (computed.size() != outputs.size())
       throw Error(fmt::format("error: {}: the model has {} outputs, {} were given",
-                              compiled->graph.source, computed.size(), outputs.size()));
+                              compiled->graph.source, computed.size(), outputs.size()),
+                  ErrorCode::kInvalidArgument);
     for (size_t i = 0; i < computed.size(); ++i) {
       runtime::TensorView got = view_of(computed[i]), given = view_of(outputs[i]);
       if (got.type() != given.type())
         throw Error(fmt::format("error: {}: output '{}' is {} for these inputs (its shape "
                                 "depends on their values), the buffer given is {}",
                                 compiled->graph.source, compiled->output_names[i],
-                                got.type().to_string(), given.type().to_string()));
+                                got.type().to_string(), given.type().to_string()),
+                    ErrorCode::kInvalidArgument);
       if (got.num_bytes() > 0) std::memcpy(given.data, got.data, got.num_bytes());
     }
     return;

@@ -202,6 +202,37 @@ TEST(Api, ErrorsAreClearExceptions) {
   EXPECT_NE(out_shape.find("output 'y' must be f32[2,8]"), std::string::npos) << out_shape;
 }
 
+// The kind of the weft::Error that "f" throws (kFail when it throws none).
+template <typename F> ErrorCode code_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.code();
+  }
+  return ErrorCode::kFail;
+}
+
+TEST(Api, ErrorsSayTheirKind) {
+  EXPECT_EQ(code_of([] { Model::compile("/nonexistent/model.onnx"); }), ErrorCode::kNoSuchFile);
+  EXPECT_EQ(code_of([] { Model::compile_bytes("not a model", {}, "junk.onnx"); }),
+            ErrorCode::kInvalidModel);
+  Model m = Model::compile_bytes(softmax_model());
+  std::vector<int32_t> wrong(16);
+  EXPECT_EQ(code_of([&] {
+              m.run({HostTensor::view(ElementType::kI32, {2, 8}, wrong.data())});
+            }),
+            ErrorCode::kInvalidArgument);
+  std::vector<float> x(16);
+  EXPECT_EQ(code_of([&] {
+              m.run({HostTensor::view(ElementType::kF32, {2, 7}, x.data())});
+            }),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of([&] { m.run({}); }), ErrorCode::kInvalidArgument);
+  CompileOptions bad;
+  bad.device = "tpu";
+  EXPECT_EQ(code_of([&] { Model::compile_bytes(softmax_model(), bad); }), ErrorCode::kFail);
+}
+
 TEST(Api, OneModelManyConcurrentRuns) {
   Model m = Model::compile_bytes(softmax_model());
   std::vector<std::thread> threads;

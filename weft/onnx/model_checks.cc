@@ -258,7 +258,7 @@ Result<std::string> read_file(const std::string& path) {
   std::error_code ec;
   std::filesystem::file_status st = std::filesystem::status(path, ec);
   if (ec || !std::filesystem::exists(st)) {
-    return Status::error(fmt::format("{}: no such file", path));
+    return Status::error(fmt::format("{}: no such file", path), StatusCode::kNoSuchFile);
   }
   if (std::filesystem::is_directory(st)) {
     return Status::error(fmt::format("{}: is a directory, expected an .onnx model file", path));
@@ -283,23 +283,28 @@ Result<std::string> read_file(const std::string& path) {
 }
 
 Result<onnx::ModelProto> parse_model(std::string_view bytes, const std::string& name) {
-  if (bytes.empty()) return Status::error(fmt::format("{}: the file is empty", name));
+  if (bytes.empty())
+    return Status::error(fmt::format("{}: the file is empty", name), StatusCode::kInvalidModel);
   silence_protobuf_logging();
   onnx::ModelProto model;
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
       !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return Status::error(fmt::format(
-        "{}: not a valid ONNX model: the protobuf does not parse (truncated or not a model?)",
-        name));
+    return Status::error(
+        fmt::format(
+            "{}: not a valid ONNX model: the protobuf does not parse (truncated or not a model?)",
+            name),
+        StatusCode::kInvalidModel);
   }
   if (model.ir_version() <= 0 || !model.has_graph()) {
     return Status::error(fmt::format("{}: not a valid ONNX model: it has no {}", name,
-                                     model.ir_version() <= 0 ? "ir_version" : "graph"));
+                                     model.ir_version() <= 0 ? "ir_version" : "graph"),
+                         StatusCode::kInvalidModel);
   }
   if (model.ir_version() > kMaxIrVersion) {
     return Status::error(
         fmt::format("{}: the model's IR version {} is newer than Weft knows (IR up to {}, onnx {})",
-                    name, model.ir_version(), kMaxIrVersion, kOnnxRelease));
+                    name, model.ir_version(), kMaxIrVersion, kOnnxRelease),
+        StatusCode::kNotImplemented);
   }
   return model;
 }
@@ -325,11 +330,13 @@ Result<int> find_opset(const onnx::ModelProto& model, const std::string& name) {
     if (is_onnx_domain(imp.domain())) opset = static_cast<int>(imp.version());
     if (imp.domain() == kTrainingDomain && imp.version() != kTrainingOpset) {
       return Status::error(fmt::format("{}: {} opset {} is not supported (only {})", name,
-                                       kTrainingDomain, imp.version(), kTrainingOpset));
+                                       kTrainingDomain, imp.version(), kTrainingOpset),
+                           StatusCode::kNotImplemented);
     }
     if (imp.domain() == kPreviewDomain && imp.version() != kPreviewOpset) {
       return Status::error(fmt::format("{}: {} opset {} is not supported (only {})", name,
-                                       kPreviewDomain, imp.version(), kPreviewOpset));
+                                       kPreviewDomain, imp.version(), kPreviewOpset),
+                           StatusCode::kNotImplemented);
     }
   }
   const auto& nodes = model.graph().node();
@@ -339,10 +346,12 @@ Result<int> find_opset(const onnx::ModelProto& model, const std::string& name) {
   }
   if (!opset) return Status::error(fmt::format("{}: the model imports no ai.onnx opset", name));
   if (*opset > kMaxOpset) {
-    return Status::error(fmt::format(
-        "{}: ai.onnx opset {} is newer than Weft knows (opsets {}-{}, onnx {}); convert the "
-        "model with onnx.version_converter",
-        name, *opset, kMinOpset, kMaxOpset, kOnnxRelease));
+    return Status::error(
+        fmt::format(
+            "{}: ai.onnx opset {} is newer than Weft knows (opsets {}-{}, onnx {}); convert the "
+            "model with onnx.version_converter",
+            name, *opset, kMinOpset, kMaxOpset, kOnnxRelease),
+        StatusCode::kNotImplemented);
   }
   if (*opset < kMinOpset) {
     return Status::error(fmt::format("{}: ai.onnx opset {} is not valid (opsets start at {})", name,
@@ -365,7 +374,8 @@ Status check_supported_ops(const onnx::GraphProto& graph, int opset, const std::
   std::vector<std::pair<std::string, std::string>> unsupported; // (op and why, node)
   find_unsupported(graph, opset, unsupported);
   if (unsupported.empty()) return Status();
-  return Status::error(fmt::format("{}: unsupported ops: {}", name, format_grouped(unsupported)));
+  return Status::error(fmt::format("{}: unsupported ops: {}", name, format_grouped(unsupported)),
+                       StatusCode::kNotImplemented);
 }
 
 Status check_declared_ranks(const onnx::GraphProto& graph, const std::string& name) {

@@ -57,7 +57,7 @@ Result<Tensor> read_tensor_file(const std::string& path,
   WEFT_ASSIGN_OR_RETURN(TensorFileKind kind, kind_of(path));
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
-    return Status::error(fmt::format("{}: no such file", path));
+    return Status::error(fmt::format("{}: no such file", path), StatusCode::kNoSuchFile);
   }
   std::ifstream in(path, std::ios::binary);
   std::ostringstream buffer;

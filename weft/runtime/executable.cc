@@ -316,7 +316,8 @@ Status Executable::check_input(size_t i, const TensorView& input, Bindings* boun
   }
   if (!match) {
     return Status::error(fmt::format("input '{}' must be {}, got {}", inputs_[i].name,
-                                     type.to_string(), input.type().to_string()));
+                                     type.to_string(), input.type().to_string()),
+                         StatusCode::kInvalidArgument);
   }
   for (const auto& [f, value] : frozen_) {
     if (static_cast<size_t>(f) != i) continue;
@@ -333,7 +334,8 @@ Status Executable::check_input(size_t i, const TensorView& input, Bindings* boun
 Result<Bindings> Executable::bind(const std::vector<TensorView>& inputs) const {
   if (inputs.size() != inputs_.size()) {
     return Status::error(
-        fmt::format("the model takes {} inputs, {} were given", inputs_.size(), inputs.size()));
+        fmt::format("the model takes {} inputs, {} were given", inputs_.size(), inputs.size()),
+        StatusCode::kInvalidArgument);
   }
   Bindings bound;
   std::vector<std::pair<size_t, size_t>> later; // (input, axis)
@@ -347,14 +349,15 @@ Result<Bindings> Executable::bind(const std::vector<TensorView>& inputs) const {
     if (*want != given) {
       return Status::error(fmt::format("input '{}' must be {}, where {} = {}, got {}",
                                        inputs_[i].name, inputs_[i].type.to_string(),
-                                       dim.to_string(), *want, inputs[i].type().to_string()));
+                                       dim.to_string(), *want, inputs[i].type().to_string()),
+                           StatusCode::kInvalidArgument);
     }
   }
   for (const DimLimit& limit : dim_limits_) {
     std::optional<int64_t> dim = eval_dim(limit.dim, bound), other = eval_dim(limit.bound, bound);
     if (!dim || !other) continue;
     if (std::string broken = broken_limit(limit, *dim, *other); !broken.empty())
-      return Status::error(broken);
+      return Status::error(broken, StatusCode::kInvalidArgument);
   }
   return bound;
 }
@@ -419,21 +422,25 @@ Executable::output_shapes(const std::vector<TensorView>& inputs) const {
 Status Executable::run(const std::vector<TensorView>& inputs,
                        const std::vector<TensorView>& outputs, const RunOptions& options) const {
   if (options.io_on_device && !device_)
-    return Status::error("device tensors were given to a model compiled for the CPU");
+    return Status::error("device tensors were given to a model compiled for the CPU",
+                         StatusCode::kInvalidArgument);
   if (options.io_on_device && !frozen_.empty()) {
     return Status::error(fmt::format("input '{}' determines shapes: pass it as a host tensor",
-                                     inputs_[static_cast<size_t>(frozen_[0].first)].name));
+                                     inputs_[static_cast<size_t>(frozen_[0].first)].name),
+                         StatusCode::kInvalidArgument);
   }
   WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const RunShape> shape, run_shape(inputs));
   if (outputs.size() != outputs_.size()) {
     return Status::error(
-        fmt::format("the model has {} outputs, {} were given", outputs_.size(), outputs.size()));
+        fmt::format("the model has {} outputs, {} were given", outputs_.size(), outputs.size()),
+        StatusCode::kInvalidArgument);
   }
   for (size_t o = 0; o < outputs.size(); ++o) {
     TensorView expected{outputs_[o].type.dtype, shape->output_dims[o], nullptr};
     if (!(outputs[o].type() == expected.type())) {
       return Status::error(fmt::format("output '{}' must be {}, got {}", outputs_[o].name,
-                                       expected.type().to_string(), outputs[o].type().to_string()));
+                                       expected.type().to_string(), outputs[o].type().to_string()),
+                           StatusCode::kInvalidArgument);
     }
   }
   if (device_) WEFT_RETURN_IF_ERROR(upload_constants());

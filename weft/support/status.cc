@@ -47,7 +47,7 @@ Status Status::with_location(const Location& where) const {
   if (ok()) return *this;
   std::string prefix = where.to_string();
   if (prefix.empty() || message_->starts_with(prefix)) return *this;
-  return Status(prefix + ": " + *message_);
+  return error(prefix + ": " + *message_, code_);
 }
 
 } // namespace weft

@@ -5,6 +5,7 @@
 // WEFT_CHECK (check.h) instead; the two are never mixed.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -23,11 +24,26 @@ struct Location {
   std::string to_string() const;
 };
 
+// The kind of bad input an error reports, for callers that act on kinds rather than read the
+// message (weft::ErrorCode, and the Python module's ONNX Runtime exception classes). The sites
+// that know set it; every other error is kFail.
+enum class StatusCode : uint8_t {
+  kFail,
+  kNoSuchFile,      // the model or a tensor file is missing
+  kInvalidModel,    // not a parseable ONNX model
+  kNotImplemented,  // an op, domain, opset or IR version Weft does not support
+  kInvalidArgument, // a run's inputs or outputs do not fit the model
+};
+
 class [[nodiscard]] Status {
 public:
   Status() = default; // ok
 
-  static Status error(std::string message) { return Status(std::move(message)); }
+  static Status error(std::string message, StatusCode code = StatusCode::kFail) {
+    Status s(std::move(message));
+    s.code_ = code;
+    return s;
+  }
   static Status error(const Location& where, const std::string& message);
 
   bool ok() const { return !message_.has_value(); }
@@ -35,6 +51,9 @@ public:
   const std::string& message() const;
   // "error: <message>", the line the CLI prints.
   std::string to_string() const;
+
+  // kFail when ok.
+  StatusCode code() const { return code_; }
 
   // Prefixes the message with the location, unless it is already there.
   Status with_location(const Location& where) const;
@@ -44,6 +63,7 @@ private:
   // diagnostic is always one line.
   explicit Status(std::string message);
   std::optional<std::string> message_;
+  StatusCode code_ = StatusCode::kFail;
 };
 
 template <typename T> class [[nodiscard]] Result {

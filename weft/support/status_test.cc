@@ -24,6 +24,13 @@ TEST(Status, WithLocationPrefixesOnce) {
   EXPECT_EQ(s.message(), "m.onnx: node 'n' (Add, opset 7): bad");
 }
 
+TEST(Status, KeepsItsCodeUnderALocation) {
+  EXPECT_EQ(Status::error("bad").code(), StatusCode::kFail);
+  Status s = Status::error("x: no such file", StatusCode::kNoSuchFile);
+  EXPECT_EQ(s.with_location({"m.onnx", "n", "Add", 7}).code(), StatusCode::kNoSuchFile);
+  EXPECT_EQ(Status().code(), StatusCode::kFail);
+}
+
 TEST(Status, MessagesAreOneLine) {
   Status s = Status::error("op 'A\nB\tC' is odd");
   EXPECT_EQ(s.message(), "op 'A\\x0aB\\x09C' is odd");

@@ -81,7 +81,8 @@ std::vector<int> freeze_shape_operands(Graph& graph, const std::vector<Tensor>& 
 Status specialize_shapes(Graph& graph, const std::vector<TensorType>& types) {
   if (types.size() != graph.inputs.size()) {
     return Status::error(fmt::format("{}: the model has {} inputs, {} were given", graph.source,
-                                     graph.inputs.size(), types.size()));
+                                     graph.inputs.size(), types.size()),
+                         StatusCode::kInvalidArgument);
   }
   std::map<std::string, int64_t> bound;
   for (size_t i = 0; i < types.size(); ++i) {
@@ -89,7 +90,8 @@ Status specialize_shapes(Graph& graph, const std::vector<TensorType>& types) {
     const TensorType& given = types[i];
     auto mismatch = [&](const std::string& what) {
       return Status::error(fmt::format("{}: input '{}' expects {}, got {}: {}", graph.source,
-                                       in->name, in->type.to_string(), given.to_string(), what));
+                                       in->name, in->type.to_string(), given.to_string(), what),
+                           StatusCode::kInvalidArgument);
     };
     if (given.dtype != in->type.dtype) return mismatch("wrong data type");
     if (!in->type.shape) continue;
