@@ -567,12 +567,16 @@ void Model::run_on_device(const std::vector<DeviceTensor>& inputs,
 }
 
 std::vector<DeviceTensor> Model::run_on_device(const std::vector<DeviceTensor>& inputs) const {
-  auto compiled = impl_->for_device(views_of(inputs));
+  std::vector<runtime::TensorView> in = views_of(inputs);
+  auto compiled = impl_->for_device(in);
   std::shared_ptr<runtime::cuda::Device> device = impl_->device;
+  const runtime::Executable& exe = *compiled->executable;
+  // This run's shapes: a compile over symbolic dims (dynamic_shapes) has no static ones.
+  std::vector<std::vector<int64_t>> shapes = value_or_throw(exe.output_shapes(in));
   std::vector<DeviceTensor> outputs;
-  for (const runtime::TensorInfo& o : compiled->executable->outputs()) {
-    DeviceTensor t = DeviceTensor::view(to_element_type(o.type.dtype),
-                                        shape_static_dims(*o.type.shape), nullptr);
+  for (size_t o = 0; o < shapes.size(); ++o) {
+    DeviceTensor t =
+        DeviceTensor::view(to_element_type(exe.outputs()[o].type.dtype), shapes[o], nullptr);
     check_allocatable(t.type(), t.shape());
     void* data = value_or_throw(device->allocate(t.num_bytes()));
     t.data_ = data;

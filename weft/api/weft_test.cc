@@ -299,6 +299,17 @@ TEST(Api, DeviceResidentRunsTakeAndReturnDevicePointers) {
   for (float v : s)
     EXPECT_NEAR(v, 1.0, 1e-5);
 
+  // One compile over the symbolic N: the outputs Weft allocates take this run's shapes.
+  cuda.dynamic_shapes = true;
+  Model dynamic = Model::compile_bytes(softmax_model(), cuda);
+  for (int64_t rows : {n, int64_t{5}}) {
+    std::vector<DeviceTensor> got =
+        dynamic.run_on_device({DeviceTensor::view(ElementType::kF32, {rows, 8}, x.data())});
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0].shape(), (std::vector<int64_t>{rows, 8}));
+    EXPECT_EQ(got[1].shape(), (std::vector<int64_t>{rows}));
+  }
+
   Model cpu = Model::compile_bytes(softmax_model());
   std::string error;
   try {
