@@ -40,6 +40,7 @@ if "GOMP_SPINCOUNT" not in _os.environ and "OMP_WAIT_POLICY" not in _os.environ:
 
 from . import _cuda_libraries, _weft, capi  # noqa: E402,F401
 from ._weft import DeviceArray, Model, WeftError  # noqa: F401,E402
+from .ort_values import IOBinding, OrtValue  # noqa: E402
 from .session import (ExecutionMode, GraphOptimizationLevel, InferenceSession,  # noqa: E402
                       ModelMetadata, NodeArg, RunOptions, SessionOptions, disable_telemetry_events,
                       enable_telemetry_events, get_all_providers, get_available_providers,
@@ -50,7 +51,7 @@ __all__ = ["compile", "DeviceArray", "Model", "WeftError", "InferenceSession", "
            "NodeArg", "RunOptions", "GraphOptimizationLevel", "ExecutionMode", "ModelMetadata",
            "get_available_providers", "get_all_providers", "get_device", "preload_dlls",
            "set_default_logger_severity", "set_default_logger_verbosity",
-           "disable_telemetry_events", "enable_telemetry_events"]
+           "disable_telemetry_events", "enable_telemetry_events", "OrtValue", "IOBinding"]
 __version__ = "0.1.0"
 
 

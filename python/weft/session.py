@@ -51,7 +51,8 @@ Where it differs from ONNX Runtime:
   ONNX Runtime says None, and output shapes are the ones Weft infers.
 - A run of a CUDA session whose inputs are all CUDA tensors (DLPack or
   __cuda_array_interface__: PyTorch, CuPy) stays on the device and returns weft.DeviceArray
-  outputs, not numpy arrays (ONNX Runtime's way there is IOBinding and OrtValue).
+  outputs, not numpy arrays (ONNX Runtime's way there is IOBinding and OrtValue, which
+  Weft has too).
 - An output the model declares as a sequence of maps (ai.onnx.ml's ZipMap, the last op of
   skl2onnx's classifiers) comes back as ONNX Runtime gives it, a list of {label: probability}
   dicts (host runs only); weft.compile() gives the tensor [N, C], with the labels in its
@@ -61,7 +62,9 @@ Where it differs from ONNX Runtime:
   outputs' labels (a device-resident run gives their indices).
 - get_device() says "GPU", as a GPU build of ONNX Runtime does, GPU or not;
   set_default_logger_severity and the telemetry switches are accepted and do nothing.
-- Not here: io_binding, run_with_ort_values, OrtValue, custom op libraries.
+- io_binding, run_with_iobinding, run_with_ort_values and OrtValue are weft/ort_values.py's,
+  which says how they differ (Weft allocates no CUDA OrtValues).
+- Not here: custom op libraries.
 """
 
 import enum
@@ -76,6 +79,7 @@ import numpy as np
 from . import _cuda_libraries, _weft
 from ._weft import WeftError
 from .capi.onnxruntime_pybind11_state import InvalidArgument, as_onnxruntime_error
+from .ort_values import IOBinding, OrtValue
 
 # ONNX's type strings, as ONNX Runtime reports them, by Weft's dtype names.
 _ONNX_TYPES = {
@@ -413,19 +417,40 @@ class InferenceSession:
             if n not in names:
                 valid = ", ".join(f"'{v}'" for v in names)
                 raise InvalidArgument(f"error: unknown output '{n}'; the model's outputs are {valid}")
-        feeds = {name: _from_list(value, self._dtypes.get(name)) for name, value in input_feed.items()}
-        try:
-            if self._profiling:
-                start_us = (time.time_ns() - self._start_ns) / 1e3
-                out, kernels = self._model.profile(feeds)
-                self._record(kernels, start_us)
-            else:
-                out = self._model.run(feeds)
-        except WeftError as e:
-            raise as_onnxruntime_error(e) from None
+        out = self._run_feeds({name: _from_list(value, self._dtypes.get(name))
+                               for name, value in input_feed.items()})
         return [_as_maps(out[n], self._maps[n]) if n in self._maps
                 else out[n].astype(object) if n in self._labels and isinstance(out[n], np.ndarray)
                 else out[n] for n in wanted]
+
+    def _run_feeds(self, feeds, outputs=None):
+        """{output name: value} of a run, with ONNX Runtime's exception classes; "outputs"
+        ({name: array}, every output) are written in place."""
+        try:
+            if outputs is not None:
+                return self._model.run(feeds, outputs=outputs)
+            if not self._profiling:
+                return self._model.run(feeds)
+            start_us = (time.time_ns() - self._start_ns) / 1e3
+            out, kernels = self._model.profile(feeds)
+            self._record(kernels, start_us)
+            return out
+        except WeftError as e:
+            raise as_onnxruntime_error(e) from None
+
+    def io_binding(self):
+        """Inputs and outputs bound by pointer or as OrtValues (weft/ort_values.py)."""
+        return IOBinding(self)
+
+    def run_with_iobinding(self, iobinding, run_options=None):
+        iobinding._run()
+
+    def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
+        """run() over OrtValues: the outputs named (None: all) as OrtValues."""
+        names = [o.name for o in self._outputs]
+        wanted = list(output_names) if output_names else names
+        out = self.run(wanted, {n: v._value for n, v in input_dict_ort_values.items()})
+        return [OrtValue(v) for v in out]
 
     def _record(self, kernels, start_us):
         """Kernel times as Chrome trace events, laid end to end from the run's start."""

@@ -1,0 +1,258 @@
+"""ONNX Runtime's OrtValue and IOBinding over Weft's runs, for scripts that bind inputs and
+outputs by pointer or as OrtValues (Ultralytics' CUDA path, Hugging Face's runners):
+
+    io = sess.io_binding()
+    io.bind_input("x", "cuda", 0, np.float32, tuple(x.shape), x.data_ptr())
+    io.bind_output("y", "cuda", 0, np.float32, tuple(y.shape), y.data_ptr())
+    sess.run_with_iobinding(io)                   # y now holds the output
+
+An OrtValue holds a host array (numpy; its memory is the caller's, not copied) or a CUDA
+tensor (an object with __dlpack__ or __cuda_array_interface__, a pointer bound by address, or
+Weft's DeviceArray output). A run whose inputs are all CUDA tensors stays on the device
+(weft.compile's device-resident runs); outputs bound to memory are written there, others are
+Weft's own. Where it differs from ONNX Runtime:
+- CUDA OrtValues are not allocated by Weft: ortvalue_from_numpy and
+  ortvalue_from_shape_and_type take device_type "cpu" only (bind a CUDA tensor of PyTorch or
+  CuPy by from_dlpack or by its pointer instead).
+- numpy() of a CUDA value (and copy_outputs_to_cpu) copies through PyTorch or CuPy, whichever
+  the script has imported.
+- Every output is computed; outputs bound to memory must all be (or none be), unless they
+  are host arrays.
+"""
+
+import ctypes
+import sys
+
+import numpy as np
+
+from .capi.onnxruntime_pybind11_state import Fail, InvalidArgument, NotImplemented
+
+_KDL_CUDA = 2
+
+# ONNX's TensorProto element types by numpy dtype name (OrtValue.element_type()).
+_ONNX_ELEMENT_TYPES = {
+    "float32": 1, "uint8": 2, "int8": 3, "uint16": 4, "int16": 5, "int32": 6, "int64": 7,
+    "bool": 9, "float16": 10, "float64": 11, "uint32": 12, "uint64": 13, "bfloat16": 16,
+}
+_ONNX_TYPE_NAMES = {
+    "float32": "float", "float64": "double", "float16": "float16", "bfloat16": "bfloat16",
+    "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64", "uint8": "uint8",
+    "uint16": "uint16", "uint32": "uint32", "uint64": "uint64", "bool": "bool",
+}
+
+
+class _CudaBuffer:
+    """Device memory bound by address, as CuPy and PyTorch describe a CUDA tensor."""
+
+    def __init__(self, ptr, shape, dtype):
+        self.shape, self.dtype = tuple(int(d) for d in shape), np.dtype(dtype)
+        self.__cuda_array_interface__ = {
+            "shape": self.shape, "typestr": self.dtype.str, "data": (int(ptr), False),
+            "strides": None, "version": 3}
+
+
+def _host_view(ptr, shape, dtype):
+    """A numpy array over host memory bound by address (not a copy)."""
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64))
+    buffer = (ctypes.c_char * (count * dtype.itemsize)).from_address(int(ptr))
+    return np.frombuffer(buffer, dtype, count).reshape(tuple(shape))
+
+
+def _device(device_type):
+    device = str(device_type).lower()
+    if device not in ("cpu", "cuda"):
+        raise InvalidArgument(f"error: device '{device_type}': Weft's are 'cpu' and 'cuda'")
+    return device
+
+
+def _on_cuda(value):
+    if hasattr(value, "__cuda_array_interface__"):
+        return True
+    return hasattr(value, "__dlpack_device__") and value.__dlpack_device__()[0] == _KDL_CUDA
+
+
+class OrtValue:
+    """A tensor for run_with_ort_values and IOBinding: a host array or a CUDA tensor."""
+
+    def __init__(self, value):
+        self._value = value  # numpy array, or a CUDA tensor object
+
+    @staticmethod
+    def ortvalue_from_numpy(numpy_obj, device_type="cpu", device_id=0, vendor_id=-1):
+        if _device(device_type) != "cpu":
+            raise NotImplemented("error: Weft does not allocate CUDA OrtValues: bind a CUDA tensor "
+                                 "(PyTorch, CuPy) with OrtValue.from_dlpack or by its pointer")
+        return OrtValue(np.asarray(numpy_obj))
+
+    @staticmethod
+    def ortvalue_from_shape_and_type(shape, element_type, device_type="cpu", device_id=0,
+                                     vendor_id=-1):
+        if _device(device_type) != "cpu":
+            raise NotImplemented("error: Weft does not allocate CUDA OrtValues: bind a CUDA tensor "
+                                 "(PyTorch, CuPy) with OrtValue.from_dlpack or by its pointer")
+        return OrtValue(np.empty(tuple(shape), dtype=element_type))
+
+    @staticmethod
+    def from_dlpack(data, is_bool_tensor=False):
+        if not hasattr(data, "__dlpack__"):
+            raise InvalidArgument("error: OrtValue.from_dlpack takes an object with __dlpack__ "
+                                  "(a PyTorch, CuPy or JAX tensor), not a bare capsule")
+        value = data if _on_cuda(data) else np.from_dlpack(data)
+        return OrtValue(value.astype(bool) if is_bool_tensor and isinstance(value, np.ndarray)
+                        and value.dtype != bool else value)
+
+    def _dtype_name(self):
+        dtype = getattr(self._value, "dtype", None)
+        if isinstance(dtype, (np.dtype, str)):  # numpy and CuPy; Weft's DeviceArray
+            return str(dtype)
+        return str(dtype).replace("torch.", "")
+
+    def shape(self):
+        return [int(d) for d in self._value.shape]
+
+    def device_name(self):
+        return "cuda" if _on_cuda(self._value) else "cpu"
+
+    def data_type(self):
+        return f"tensor({_ONNX_TYPE_NAMES.get(self._dtype_name(), self._dtype_name())})"
+
+    def element_type(self):
+        return _ONNX_ELEMENT_TYPES.get(self._dtype_name(), 0)
+
+    def data_ptr(self):
+        v = self._value
+        if isinstance(v, np.ndarray):
+            return v.ctypes.data
+        if hasattr(v, "__cuda_array_interface__"):
+            return v.__cuda_array_interface__["data"][0]
+        return v.data_ptr()
+
+    def has_value(self):
+        return True
+
+    def is_tensor(self):
+        return True
+
+    def is_sparse_tensor(self):
+        return False
+
+    def is_tensor_sequence(self):
+        return False
+
+    def numpy(self):
+        """The values as a numpy array: the array itself on the host, a copy from CUDA."""
+        v = self._value
+        if isinstance(v, np.ndarray):
+            return v
+        if "torch" in sys.modules:
+            torch = sys.modules["torch"]
+            tensor = torch.from_dlpack(v) if hasattr(v, "__dlpack__") else torch.as_tensor(v, device="cuda")
+            return tensor.cpu().numpy()
+        if "cupy" in sys.modules:
+            return sys.modules["cupy"].asnumpy(sys.modules["cupy"].asarray(v))
+        raise Fail("error: copying a CUDA OrtValue to the host needs PyTorch or CuPy (imported)")
+
+    def update_inplace(self, np_arr):
+        if not isinstance(self._value, np.ndarray):
+            raise NotImplemented("error: update_inplace of a CUDA OrtValue: write the CUDA tensor")
+        np.copyto(self._value, np_arr)
+
+    def to_dlpack(self):
+        return self._value.__dlpack__()
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._value.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._value.__dlpack_device__()
+
+    def __repr__(self):
+        return f"OrtValue(shape={self.shape()}, type={self.data_type()}, device={self.device_name()})"
+
+
+class IOBinding:
+    """Inputs and outputs bound to a session's run (InferenceSession.io_binding())."""
+
+    def __init__(self, session):
+        self._session = session
+        self._inputs = {}   # name -> OrtValue
+        self._outputs = {}  # name -> OrtValue (bound to memory) or None (Weft's), in order
+        self._results = []
+
+    def bind_cpu_input(self, name, arr_on_cpu):
+        self._inputs[name] = OrtValue(np.asarray(arr_on_cpu))
+
+    def bind_input(self, name, device_type, device_id, element_type, shape, buffer_ptr):
+        if _device(device_type) == "cpu":
+            self._inputs[name] = OrtValue(_host_view(buffer_ptr, shape, element_type))
+        else:
+            self._inputs[name] = OrtValue(_CudaBuffer(buffer_ptr, shape, element_type))
+
+    def bind_ortvalue_input(self, name, ortvalue):
+        self._inputs[name] = ortvalue
+
+    def bind_output(self, name, device_type="cpu", device_id=0, element_type=None, shape=None,
+                    buffer_ptr=None):
+        device = _device(device_type)
+        if buffer_ptr is None:
+            self._outputs[name] = None
+        elif element_type is None or shape is None:
+            raise InvalidArgument(f"error: output '{name}' bound to memory needs its element_type "
+                                  "and shape")
+        elif device == "cpu":
+            self._outputs[name] = OrtValue(_host_view(buffer_ptr, shape, element_type))
+        else:
+            self._outputs[name] = OrtValue(_CudaBuffer(buffer_ptr, shape, element_type))
+
+    def bind_ortvalue_output(self, name, ortvalue):
+        self._outputs[name] = ortvalue
+
+    def synchronize_inputs(self):
+        """Nothing to wait for: Weft's runs return once their outputs are written."""
+
+    def synchronize_outputs(self):
+        """Nothing to wait for: Weft's runs return once their outputs are written."""
+
+    def get_outputs(self):
+        """The bound outputs of the last run, as OrtValues, in the order they were bound."""
+        return list(self._results)
+
+    def get_outputs_as_ortvaluevector(self):
+        return self.get_outputs()
+
+    def copy_outputs_to_cpu(self):
+        return [v.numpy() for v in self._results]
+
+    def clear_binding_inputs(self):
+        self._inputs = {}
+
+    def clear_binding_outputs(self):
+        self._outputs = {}
+        self._results = []
+
+    def _run(self):
+        feeds = {name: value._value for name, value in self._inputs.items()}
+        names = [o.name for o in self._session.get_outputs()]
+        wanted = list(self._outputs) or names
+        for n in wanted:
+            if n not in names:
+                valid = ", ".join(f"'{v}'" for v in names)
+                raise InvalidArgument(f"error: unknown output '{n}'; the model's outputs are {valid}")
+        bound = {n: v._value for n, v in self._outputs.items() if v is not None}
+        if bound and set(bound) == set(names):
+            self._session._run_feeds(feeds, outputs=bound)  # written in place
+            self._results = [self._outputs[n] for n in wanted]
+            return
+        out = self._session._run_feeds(feeds)
+        self._results = []
+        for n in wanted:
+            target = self._outputs.get(n)
+            if target is None:
+                self._results.append(OrtValue(out[n]))
+            elif isinstance(target._value, np.ndarray) and isinstance(out[n], np.ndarray):
+                np.copyto(target._value, out[n])
+                self._results.append(target)
+            else:
+                raise NotImplemented(f"error: output '{n}' is bound to CUDA memory and others are "
+                                     "not bound: bind every output to memory, or none")
