@@ -31,8 +31,13 @@ static_assert(static_cast<int>(ElementType::kF8E4M3FN) == static_cast<int>(DType
 DType to_dtype(ElementType t) { return static_cast<DType>(t); }
 ElementType to_element_type(DType t) { return static_cast<ElementType>(t); }
 
-static_assert(static_cast<int>(ErrorCode::kInvalidArgument) ==
-              static_cast<int>(StatusCode::kInvalidArgument));
+// StatusCode and ErrorCode are one list (the public header cannot include status.h).
+static_assert(
+    static_cast<int>(ErrorCode::kNoSuchFile) == static_cast<int>(StatusCode::kNoSuchFile) &&
+    static_cast<int>(ErrorCode::kInvalidModel) == static_cast<int>(StatusCode::kInvalidModel) &&
+    static_cast<int>(ErrorCode::kNotImplemented) == static_cast<int>(StatusCode::kNotImplemented) &&
+    static_cast<int>(ErrorCode::kInvalidArgument) ==
+        static_cast<int>(StatusCode::kInvalidArgument));
 
 void throw_if_error(const Status& s) {
   if (!s.ok()) throw Error(s.to_string(), static_cast<ErrorCode>(s.code()));
