@@ -44,14 +44,15 @@ from .ort_values import IOBinding, OrtValue  # noqa: E402
 from .session import (ExecutionMode, GraphOptimizationLevel, InferenceSession,  # noqa: E402
                       ModelMetadata, NodeArg, RunOptions, SessionOptions, disable_telemetry_events,
                       enable_telemetry_events, get_all_providers, get_available_providers,
-                      get_device, preload_dlls, set_default_logger_severity,
+                      get_device, get_version_string, preload_dlls, set_default_logger_severity,
                       set_default_logger_verbosity)
 
 __all__ = ["compile", "DeviceArray", "Model", "WeftError", "InferenceSession", "SessionOptions",
            "NodeArg", "RunOptions", "GraphOptimizationLevel", "ExecutionMode", "ModelMetadata",
            "get_available_providers", "get_all_providers", "get_device", "preload_dlls",
            "set_default_logger_severity", "set_default_logger_verbosity",
-           "disable_telemetry_events", "enable_telemetry_events", "OrtValue", "IOBinding"]
+           "disable_telemetry_events", "enable_telemetry_events", "OrtValue", "IOBinding",
+           "get_version_string"]
 __version__ = "0.1.0"
 
 

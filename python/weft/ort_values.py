@@ -25,7 +25,8 @@ import sys
 
 import numpy as np
 
-from .capi.onnxruntime_pybind11_state import Fail, InvalidArgument, NotImplemented
+# ONNX Runtime's exception classes (NotImplemented is theirs, not the builtin).
+from .capi import onnxruntime_pybind11_state as ort_errors
 
 _KDL_CUDA = 2
 
@@ -62,8 +63,15 @@ def _host_view(ptr, shape, dtype):
 def _device(device_type):
     device = str(device_type).lower()
     if device not in ("cpu", "cuda"):
-        raise InvalidArgument(f"error: device '{device_type}': Weft's are 'cpu' and 'cuda'")
+        raise ort_errors.InvalidArgument(
+            f"error: device '{device_type}': Weft's are 'cpu' and 'cuda'")
     return device
+
+
+def _no_cuda_allocation():
+    return ort_errors.NotImplemented(
+        "error: Weft does not allocate CUDA OrtValues: bind a CUDA tensor (PyTorch, CuPy) with "
+        "OrtValue.from_dlpack or by its pointer")
 
 
 def _on_cuda(value):
@@ -81,23 +89,22 @@ class OrtValue:
     @staticmethod
     def ortvalue_from_numpy(numpy_obj, device_type="cpu", device_id=0, vendor_id=-1):
         if _device(device_type) != "cpu":
-            raise NotImplemented("error: Weft does not allocate CUDA OrtValues: bind a CUDA tensor "
-                                 "(PyTorch, CuPy) with OrtValue.from_dlpack or by its pointer")
+            raise _no_cuda_allocation()
         return OrtValue(np.asarray(numpy_obj))
 
     @staticmethod
     def ortvalue_from_shape_and_type(shape, element_type, device_type="cpu", device_id=0,
                                      vendor_id=-1):
         if _device(device_type) != "cpu":
-            raise NotImplemented("error: Weft does not allocate CUDA OrtValues: bind a CUDA tensor "
-                                 "(PyTorch, CuPy) with OrtValue.from_dlpack or by its pointer")
+            raise _no_cuda_allocation()
         return OrtValue(np.empty(tuple(shape), dtype=element_type))
 
     @staticmethod
     def from_dlpack(data, is_bool_tensor=False):
         if not hasattr(data, "__dlpack__"):
-            raise InvalidArgument("error: OrtValue.from_dlpack takes an object with __dlpack__ "
-                                  "(a PyTorch, CuPy or JAX tensor), not a bare capsule")
+            raise ort_errors.InvalidArgument(
+                "error: OrtValue.from_dlpack takes an object with __dlpack__ (a PyTorch, CuPy or "
+                "JAX tensor), not a bare capsule")
         value = data if _on_cuda(data) else np.from_dlpack(data)
         return OrtValue(value.astype(bool) if is_bool_tensor and isinstance(value, np.ndarray)
                         and value.dtype != bool else value)
@@ -147,15 +154,18 @@ class OrtValue:
             return v
         if "torch" in sys.modules:
             torch = sys.modules["torch"]
-            tensor = torch.from_dlpack(v) if hasattr(v, "__dlpack__") else torch.as_tensor(v, device="cuda")
+            tensor = (torch.from_dlpack(v) if hasattr(v, "__dlpack__")
+                      else torch.as_tensor(v, device="cuda"))
             return tensor.cpu().numpy()
         if "cupy" in sys.modules:
             return sys.modules["cupy"].asnumpy(sys.modules["cupy"].asarray(v))
-        raise Fail("error: copying a CUDA OrtValue to the host needs PyTorch or CuPy (imported)")
+        raise ort_errors.Fail(
+            "error: copying a CUDA OrtValue to the host needs PyTorch or CuPy (imported)")
 
     def update_inplace(self, np_arr):
         if not isinstance(self._value, np.ndarray):
-            raise NotImplemented("error: update_inplace of a CUDA OrtValue: write the CUDA tensor")
+            raise ort_errors.NotImplemented(
+                "error: update_inplace of a CUDA OrtValue: write the CUDA tensor")
         np.copyto(self._value, np_arr)
 
     def to_dlpack(self):
@@ -168,7 +178,8 @@ class OrtValue:
         return self._value.__dlpack_device__()
 
     def __repr__(self):
-        return f"OrtValue(shape={self.shape()}, type={self.data_type()}, device={self.device_name()})"
+        return (f"OrtValue(shape={self.shape()}, type={self.data_type()}, "
+                f"device={self.device_name()})")
 
 
 class IOBinding:
@@ -198,8 +209,8 @@ class IOBinding:
         if buffer_ptr is None:
             self._outputs[name] = None
         elif element_type is None or shape is None:
-            raise InvalidArgument(f"error: output '{name}' bound to memory needs its element_type "
-                                  "and shape")
+            raise ort_errors.InvalidArgument(
+                f"error: output '{name}' bound to memory needs its element_type and shape")
         elif device == "cpu":
             self._outputs[name] = OrtValue(_host_view(buffer_ptr, shape, element_type))
         else:
@@ -238,7 +249,8 @@ class IOBinding:
         for n in wanted:
             if n not in names:
                 valid = ", ".join(f"'{v}'" for v in names)
-                raise InvalidArgument(f"error: unknown output '{n}'; the model's outputs are {valid}")
+                raise ort_errors.InvalidArgument(
+                    f"error: unknown output '{n}'; the model's outputs are {valid}")
         bound = {n: v._value for n, v in self._outputs.items() if v is not None}
         if bound and set(bound) == set(names):
             self._session._run_feeds(feeds, outputs=bound)  # written in place
@@ -254,5 +266,6 @@ class IOBinding:
                 np.copyto(target._value, out[n])
                 self._results.append(target)
             else:
-                raise NotImplemented(f"error: output '{n}' is bound to CUDA memory and others are "
-                                     "not bound: bind every output to memory, or none")
+                raise ort_errors.NotImplemented(
+                    f"error: output '{n}' is bound to CUDA memory and others are not bound: bind "
+                    "every output to memory, or none")

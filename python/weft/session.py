@@ -64,7 +64,9 @@ Where it differs from ONNX Runtime:
   set_default_logger_severity and the telemetry switches are accepted and do nothing.
 - io_binding, run_with_iobinding, run_with_ort_values and OrtValue are weft/ort_values.py's,
   which says how they differ (Weft allocates no CUDA OrtValues).
-- Not here: custom op libraries.
+- Not here: custom op libraries (SessionOptions.register_custom_ops_library raises
+  NotImplemented) and add_initializer; disable_fallback and enable_fallback do nothing (Weft
+  falls back only when a session is made).
 """
 
 import enum
@@ -78,7 +80,8 @@ import numpy as np
 
 from . import _cuda_libraries, _weft
 from ._weft import WeftError
-from .capi.onnxruntime_pybind11_state import InvalidArgument, as_onnxruntime_error
+# ONNX Runtime's exception classes (NotImplemented is theirs, not the builtin).
+from .capi import onnxruntime_pybind11_state as ort_errors
 from .ort_values import IOBinding, OrtValue
 
 # ONNX's type strings, as ONNX Runtime reports them, by Weft's dtype names.
@@ -104,6 +107,12 @@ def get_available_providers():
 def get_device():
     """"GPU", as a GPU build of ONNX Runtime says (get_available_providers lists CUDA)."""
     return "GPU"
+
+
+def get_version_string():
+    """Weft's version (onnxruntime.get_version_string() gives ONNX Runtime's)."""
+    from . import __version__
+    return __version__
 
 
 def get_all_providers():
@@ -213,6 +222,22 @@ class SessionOptions:
 
     def add_free_dimension_override_by_denotation(self, denotation, value):
         """Ignored: Weft takes each run's shapes from its inputs."""
+
+    def has_providers(self):
+        """False: providers are InferenceSession's argument (add_provider is not here)."""
+        return False
+
+    def register_custom_ops_library(self, library_path):
+        """Refused: a custom op library's kernels are ONNX Runtime's C API, which Weft has not."""
+        raise ort_errors.NotImplemented(
+            f"error: {library_path}: Weft does not load custom op libraries (ONNX Runtime's C "
+            "API); their ops are not supported")
+
+    def add_initializer(self, name, value):
+        """Refused: Weft folds the model's own initializers at compile time."""
+        raise ort_errors.NotImplemented(
+            f"error: initializer '{name}': Weft takes initializers from the model only "
+            "(add_initializer is not supported)")
 
 
 class RunOptions:
@@ -359,7 +384,7 @@ class InferenceSession:
             except WeftError as e:
                 # CUDA without a driver or GPU: the next provider, as ONNX Runtime does.
                 if device == "cpu" or "not available" not in str(e):
-                    raise as_onnxruntime_error(e) from None
+                    raise ort_errors.as_onnxruntime_error(e) from None
                 warnings.warn(f"{name} is not available ({e}); falling back to {rest}")
                 continue
             self._model = model
@@ -407,6 +432,13 @@ class InferenceSession:
         """Compiles the model again for these providers."""
         self._create(providers, provider_options)
 
+    def disable_fallback(self):
+        """Nothing to disable: Weft falls back to another provider only when the session is
+        made (a CUDA session without a GPU), never during runs."""
+
+    def enable_fallback(self):
+        """As disable_fallback."""
+
     def run(self, output_names, input_feed, run_options=None):
         """The outputs named in output_names (None or []: all of them, in the model's order)
         as a list of numpy arrays, from input_feed, {input name: array}. On a CUDA session
@@ -416,7 +448,8 @@ class InferenceSession:
         for n in wanted:
             if n not in names:
                 valid = ", ".join(f"'{v}'" for v in names)
-                raise InvalidArgument(f"error: unknown output '{n}'; the model's outputs are {valid}")
+                raise ort_errors.InvalidArgument(
+                    f"error: unknown output '{n}'; the model's outputs are {valid}")
         out = self._run_feeds({name: _from_list(value, self._dtypes.get(name))
                                for name, value in input_feed.items()})
         return [_as_maps(out[n], self._maps[n]) if n in self._maps
@@ -436,7 +469,7 @@ class InferenceSession:
             self._record(kernels, start_us)
             return out
         except WeftError as e:
-            raise as_onnxruntime_error(e) from None
+            raise ort_errors.as_onnxruntime_error(e) from None
 
     def io_binding(self):
         """Inputs and outputs bound by pointer or as OrtValues (weft/ort_values.py)."""

@@ -168,6 +168,17 @@ def test_onnxruntime_exception_classes(softmax_path, tmp_path):
     assert e.value.code == "invalid_argument"
 
 
+def test_other_onnxruntime_calls(softmax_path):
+    assert weft.get_version_string() == weft.__version__
+    sess = weft.InferenceSession(softmax_path)
+    sess.disable_fallback()
+    sess.enable_fallback()
+    opts = weft.SessionOptions()
+    assert not opts.has_providers()
+    with pytest.raises(weft.capi.onnxruntime_pybind11_state.NotImplemented, match="custom op"):
+        opts.register_custom_ops_library("libortextensions.so")
+
+
 def test_lists_as_inputs(softmax_path):
     """Lists take the input's dtype, as ONNX Runtime converts them; arrays must have it."""
     sess = weft.InferenceSession(softmax_path)

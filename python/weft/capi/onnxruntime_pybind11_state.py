@@ -82,5 +82,6 @@ class DeviceReset(WeftError):
 
 def as_onnxruntime_error(error):
     """The ONNX Runtime class of a WeftError's kind, with its message."""
-    kinds = {c.code: c for c in (Fail, InvalidArgument, NoSuchFile, InvalidProtobuf, NotImplemented)}
+    kinds = {c.code: c
+             for c in (Fail, InvalidArgument, NoSuchFile, InvalidProtobuf, NotImplemented)}
     return kinds.get(getattr(error, "code", "fail"), Fail)(*error.args)
