@@ -12,6 +12,9 @@
 #   models       tests/models_test.py --device cuda (ResNet-18, MobileNetV2, encoder) vs PyTorch
 #   bench        bench/gpu_bench.py: Weft vs PyTorch eager, torch.compile, CuPy/CUB; its
 #                results go to $OUT/gpu_results.json (bench/gpu_results.json here)
+#   session      tests/cuda_session_check.py: weft.InferenceSession with PyTorch's CUDA tensors
+#                (run(), IOBinding by pointer, Weft's outputs, OrtValue.from_dlpack) over a
+#                symbolic dim, against the CPU
 #   fuzz         (not by default) 500 mutated node-test models run on the GPU: none may crash
 #   knobs        (not by default) bench/gpu_knobs.py: kernel times under each setting of the
 #                CUDA code generation knobs; results to $OUT/knobs.json
@@ -37,7 +40,7 @@ mkdir -p "$OUT"
 # 0: the GPU (WEFT_CUDA_EMULATOR=1 tries the script on the emulator, without a GPU; slow).
 export WEFT_CUDA_EMULATOR=${WEFT_CUDA_EMULATOR:-0}
 stages=("$@")
-[[ ${#stages[@]} -gt 0 ]] || stages=(device multiblock conformance models bench)
+[[ ${#stages[@]} -gt 0 ]] || stages=(device multiblock conformance models bench session)
 failed=0
 summary=()
 
@@ -49,7 +52,7 @@ run_stage() { # NAME LIMIT_S COMMAND...
   rc=$?
   local took=$(($(date +%s) - start))
   local tail_line
-  tail_line=$(grep -E "^(conformance|[0-9]+ failures|[0-9]+ mutations|FAIL|UNEXPECTED|CRASH)" \
+  tail_line=$(grep -E "^(conformance|session check|[0-9]+ failures|[0-9]+ mutations|FAIL|UNEXPECTED|CRASH)" \
     "$OUT/$name.log" | head -3 | tr '\n' ' ')
   summary+=("$name: exit $rc in ${took} s ${tail_line}")
   [[ $rc -eq 0 ]] || failed=1
@@ -68,6 +71,7 @@ for stage in "${stages[@]}"; do
       # shellcheck disable=SC2086
       run_stage bench 540 "$PY" bench/gpu_bench.py --weft "$WEFT" --out "$OUT/gpu_results.json" \
         ${GPU_BENCH_ARGS:-} ;;
+    session) run_stage session 120 "$PY" tests/cuda_session_check.py ;;
     fuzz)
       run_stage fuzz 300 "$PY" tests/fuzz/mutate_node_tests.py "$WEFT" --device cuda --count 500 \
         --out "$OUT" ;;
@@ -96,7 +100,7 @@ for stage in "${stages[@]}"; do
             echo "$setting round $round: graphs off / on: $(grep -h "device-resident" "$log.nographs.log" "$log.graphs.log" | tr "\n" " ")"
           done
         done' _ "$OUT" "$PY" ;;
-    *) echo "unknown stage $stage (device, multiblock, conformance, models, bench, fuzz, knobs, tune, timing, convs)" >&2
+    *) echo "unknown stage $stage (device, multiblock, conformance, models, bench, session, fuzz, knobs, tune, timing, convs)" >&2
       exit 2 ;;
   esac
 done
