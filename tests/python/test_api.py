@@ -523,6 +523,31 @@ def test_dynamic_shapes_kv_cache_head_size_checked_per_run():
         compiled.run({"past": past, "new": np.ones((1, 2, 1, 64), np.float32)})
 
 
+def test_grid_sample_needs_a_grid_per_image():
+    """GridSample reads grid n for image n: an input and a grid of different N are refused,
+    at compile time where both are static and at each run over symbols (it read past the grid:
+    found by dynamic_node_tests.py --device cuda, where CUDA's garbage differed from the CPU's)."""
+    f = TensorProto.FLOAT
+
+    def model(x_dims, grid_dims):
+        return make_model([helper.make_node("GridSample", ["x", "grid"], ["y"])],
+                          [helper.make_tensor_value_info("x", f, x_dims),
+                           helper.make_tensor_value_info("grid", f, grid_dims)],
+                          [helper.make_tensor_value_info("y", f, ["A", "B", "C", "D"])], opset=16
+                          ).SerializeToString()
+
+    with pytest.raises(weft.WeftError, match="must have the same N"):
+        weft.compile(model([2, 1, 3, 2], [1, 2, 4, 2]))
+    compiled = weft.compile(model(["N", 1, 3, 2], ["M", 2, 4, 2]), dynamic_shapes=True)
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((2, 1, 3, 2)).astype(np.float32)
+    grid = rng.uniform(-1, 1, (2, 2, 4, 2)).astype(np.float32)
+    y = compiled.run({"x": x, "grid": grid})["y"]
+    np.testing.assert_array_equal(y[1:], compiled.run({"x": x[1:], "grid": grid[1:]})["y"])
+    with pytest.raises(weft.WeftError):
+        compiled.run({"x": x, "grid": grid[:1]})
+
+
 def test_dynamic_shapes_declared_length_checked_per_run():
     """The present keys declared [N, M, 2] with M the mask's length, as ONNX Runtime GenAI's
     builder declares its present: the Concat computes P + T rows, so one compile takes M to be

@@ -964,6 +964,9 @@ TypesOrError infer_grid_sample(const Node& node) {
       ((*grid.shape)[rank - 1].is_static() &&
        (*grid.shape)[rank - 1].value() != static_cast<int64_t>(rank - 2)))
     return fail("GridSample takes an input [N, C, d1..dr] and a grid [N, D1_out..Dr_out, r]");
+  if (!agree((*x.shape)[0], (*grid.shape)[0])) // (the kernel reads grid n for image n)
+    return fail(fmt::format("the input {} and the grid {} must have the same N",
+                            shape_to_string(*x.shape), shape_to_string(*grid.shape)));
   Shape out = {(*x.shape)[0], (*x.shape)[1]};
   out.insert(out.end(), grid.shape->begin() + 1, grid.shape->end() - 1);
   return one({x.dtype, out});

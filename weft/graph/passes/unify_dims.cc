@@ -38,7 +38,7 @@ using Unification = std::optional<std::pair<std::string, Dim>>;
 
 // Groups of dims that "n" requires to be equal: a Concat's inputs' off its axis, a MatMul's
 // or Gemm's inner dims (none of them broadcasts), a Conv's channels and bias, a
-// normalization's per-channel inputs, RoiAlign's boxes of 4.
+// normalization's per-channel inputs, RoiAlign's boxes of 4, GridSample's batch.
 std::vector<std::vector<Dim>> required_equal(const Node& n) {
   std::vector<std::vector<Dim>> groups;
   auto shape = [&](size_t i) -> const Shape* {
@@ -77,6 +77,9 @@ std::vector<std::vector<Dim>> required_equal(const Node& n) {
     for (size_t i = 1; i < n.inputs.size(); ++i) {
       if (shape(i) && shape(i)->size() == 1) groups.back().push_back((*shape(i))[0]);
     }
+  } else if (n.op_type == Op::kGridSample && shape(0) && shape(1) && !shape(0)->empty() &&
+             !shape(1)->empty()) {
+    groups.push_back({(*shape(0))[0], (*shape(1))[0]}); // one grid per image
   } else if (n.op_type == Op::kRoiAlign && shape(1) && shape(1)->size() == 2) {
     groups.push_back({(*shape(1))[1], Dim(4)}); // rois [R, 4], batch_indices [R]
     if (shape(2) && shape(2)->size() == 1) groups.push_back({(*shape(1))[0], (*shape(2))[0]});
