@@ -16,6 +16,9 @@
 #                (run(), IOBinding by pointer, Weft's outputs, OrtValue.from_dlpack) over a
 #                symbolic dim, against the CPU
 #   fuzz         (not by default) 500 mutated node-test models run on the GPU: none may crash
+#   dynamic      (not by default) tests/fuzz/dynamic_node_tests.py --device cuda: 300 node-test
+#                models compiled once over symbols for CUDA, run device-resident at changed
+#                shapes against the CPU's per-shape compiles
 #   knobs        (not by default) bench/gpu_knobs.py: kernel times under each setting of the
 #                CUDA code generation knobs; results to $OUT/knobs.json
 #   tune         (not by default) bench/gpu_knobs.py --tune: each case tuned by weft tune
@@ -52,7 +55,7 @@ run_stage() { # NAME LIMIT_S COMMAND...
   rc=$?
   local took=$(($(date +%s) - start))
   local tail_line
-  tail_line=$(grep -E "^(conformance|session check|[0-9]+ failures|[0-9]+ mutations|FAIL|UNEXPECTED|CRASH)" \
+  tail_line=$(grep -E "^(conformance|session check|[0-9]+ models of seed|[0-9]+ failures|[0-9]+ mutations|FAIL|UNEXPECTED|CRASH)" \
     "$OUT/$name.log" | head -3 | tr '\n' ' ')
   summary+=("$name: exit $rc in ${took} s ${tail_line}")
   [[ $rc -eq 0 ]] || failed=1
@@ -72,6 +75,9 @@ for stage in "${stages[@]}"; do
       run_stage bench 540 "$PY" bench/gpu_bench.py --weft "$WEFT" --out "$OUT/gpu_results.json" \
         ${GPU_BENCH_ARGS:-} ;;
     session) run_stage session 120 "$PY" tests/cuda_session_check.py ;;
+    dynamic)
+      run_stage dynamic 500 "$PY" tests/fuzz/dynamic_node_tests.py --device cuda --count 300 \
+        --runs 2 --data /usr/share/libonnx-testdata/data/node ;;
     fuzz)
       run_stage fuzz 300 "$PY" tests/fuzz/mutate_node_tests.py "$WEFT" --device cuda --count 500 \
         --out "$OUT" ;;
@@ -100,7 +106,7 @@ for stage in "${stages[@]}"; do
             echo "$setting round $round: graphs off / on: $(grep -h "device-resident" "$log.nographs.log" "$log.graphs.log" | tr "\n" " ")"
           done
         done' _ "$OUT" "$PY" ;;
-    *) echo "unknown stage $stage (device, multiblock, conformance, models, bench, session, fuzz, knobs, tune, timing, convs)" >&2
+    *) echo "unknown stage $stage (device, multiblock, conformance, models, bench, session, dynamic, fuzz, knobs, tune, timing, convs)" >&2
       exit 2 ;;
   esac
 done

@@ -31,7 +31,7 @@ class EmulatedCudaArray:
     """A numpy array described as a CUDA tensor (the emulator addresses host memory)."""
 
     def __init__(self, a):
-        self.array = np.ascontiguousarray(a)
+        self.array = np.array(a, order="C")  # (np.ascontiguousarray makes a scalar 1-d)
         self.__cuda_array_interface__ = {
             "shape": self.array.shape, "typestr": self.array.dtype.str,
             "data": (self.array.ctypes.data, False), "strides": None, "version": 3}
@@ -44,7 +44,7 @@ def to_device(a):
     if EMULATOR:
         return EmulatedCudaArray(a)
     import torch
-    return torch.from_numpy(np.ascontiguousarray(a)).cuda()
+    return torch.from_numpy(np.array(a, order="C")).cuda()
 
 
 def empty_device(shape):

@@ -4,11 +4,17 @@ inputs with one dim changed (to 0, 1, one more or less, or larger). Each run mus
 compile for that run's shapes gives with the same inputs (equal outputs, or an error from
 both), and never crash or hang. Each model runs in a child process of this script.
 
-Usage: dynamic_node_tests.py [--data DIR] [--count N] [--seed S] [--runs R] [--keep-going]
+With --device cuda the compile over symbols is for CUDA and its runs are device-resident
+(inputs as CUDA tensors, outputs Weft's DeviceArrays), against the CPU's per-shape compile: on a
+GPU (PyTorch's tensors), or on the emulator with WEFT_CUDA_EMULATOR=1 (numpy arrays described
+as CUDA tensors). A model whose input values decide shapes runs from host arrays there.
+
+Usage: dynamic_node_tests.py [--data DIR] [--count N] [--seed S] [--runs R] [--device cuda]
 (needs the weft module on PYTHONPATH; exit 1 on a failure)
 ctest runs 400 models of seed 1 (about 2 min); `--count 0` takes all 1,800 (about 8 min).
 """
 import argparse
+import ctypes
 import glob
 import json
 import os
@@ -32,14 +38,24 @@ def load_tensor(path):
     return numpy_helper.to_array(t)
 
 
-def same(a, b):
+# Relative tolerances of results computed in these dtypes (inputs' or outputs'): a unit of their
+# last place or two, as CUDA and the CPU round on other paths; 1e-4 otherwise.
+TOLERANCES = {"float16": 2e-3, "bfloat16": 1.6e-2}
+
+
+def tolerance_of(arrays):
+    return max([TOLERANCES.get(np.asarray(a).dtype.name, 1e-4) for a in arrays], default=1e-4)
+
+
+def same(a, b, tolerance=1e-4):
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
     if a.dtype.kind in "biuOSU":
         return np.array_equal(a, b)
     wide = np.complex128 if a.dtype.kind == "c" else np.float64  # (float8, bfloat16 too)
-    return np.allclose(a.astype(wide), b.astype(wide), rtol=1e-4, atol=1e-5, equal_nan=True)
+    return np.allclose(a.astype(wide), b.astype(wide), rtol=tolerance, atol=tolerance / 10,
+                       equal_nan=True)
 
 
 def changed_input(rng, feeds):
@@ -62,7 +78,63 @@ def changed_input(rng, feeds):
     return dict(feeds, **{name: new}), f"{name} {shape}"
 
 
-def child(case, seed, runs):
+class EmulatedCudaArray:
+    """A numpy array described as a CUDA tensor (the emulator addresses host memory)."""
+
+    def __init__(self, a):
+        self.array = np.array(a, order="C")  # (np.ascontiguousarray makes a scalar 1-d)
+        self.__cuda_array_interface__ = {
+            "shape": self.array.shape, "typestr": self.array.dtype.str,
+            "data": (self.array.ctypes.data, False), "strides": None, "version": 3}
+
+
+def plain_dtype(dtype):
+    """Does __cuda_array_interface__'s typestr name this dtype (not ml_dtypes' types)?"""
+    try:
+        return np.dtype(dtype.str) == dtype
+    except TypeError:
+        return False
+
+
+def device_run(model, feeds):
+    """A device-resident run of a CUDA compile: its outputs as numpy arrays. A model whose
+    input values decide shapes (or outputs' shapes) runs from host arrays."""
+    import weft
+    emulated = os.environ.get("WEFT_CUDA_EMULATOR") == "1"
+    if emulated and not all(plain_dtype(v.dtype) for v in feeds.values()):
+        return model.run(feeds)  # bfloat16, float8: no __cuda_array_interface__ type
+    if emulated:
+        given = {n: EmulatedCudaArray(v) for n, v in feeds.items()}
+    else:
+        import torch
+        given = {n: torch.from_numpy(np.array(v, order="C")).cuda() for n, v in feeds.items()}
+    try:
+        out = model.run(given)
+    except weft.WeftError as e:
+        if "host tensors" not in str(e):
+            raise
+        return model.run(feeds)
+    host = {}
+    for name, value in out.items():
+        if isinstance(value, np.ndarray):  # a model without inputs runs on the host
+            host[name] = value
+            continue
+        if not emulated:
+            import torch
+            host[name] = torch.from_dlpack(value).cpu().numpy()
+            continue
+        try:  # DeviceArray's dtype by name: numpy's, or ml_dtypes' (bfloat16, float8, int4)
+            dtype = np.dtype(value.dtype)
+        except TypeError:
+            import ml_dtypes
+            dtype = np.dtype(getattr(ml_dtypes, value.dtype))
+        count = int(np.prod(value.shape, dtype=np.int64))
+        buffer = (ctypes.c_char * (count * dtype.itemsize)).from_address(value.data_ptr())
+        host[name] = np.frombuffer(buffer, dtype, count).reshape(value.shape).copy()
+    return host
+
+
+def child(case, seed, runs, device):
     """Prints one JSON line per run: {"run", "result"}, result one of same, both-failed,
     DIFFERENT, ONLY-DYNAMIC-RAN, ONLY-PER-SHAPE-RAN (with the messages)."""
     import onnx
@@ -93,7 +165,7 @@ def child(case, seed, runs):
             o.type.tensor_type.ClearField("shape")
         del m.graph.value_info[:]
     try:
-        dynamic = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+        dynamic = weft.compile(model.SerializeToString(), dynamic_shapes=True, device=device)
     except weft.WeftError as e:  # a clean refusal: not what this fuzzer looks for
         print(json.dumps({"run": "compile", "result": "refused", "message": str(e)[:200]}))
         return
@@ -106,17 +178,20 @@ def child(case, seed, runs):
     for f, what in run_feeds:
         print(json.dumps({"run": what, "result": "started"}), flush=True)
         results = []
-        for compile_once in (lambda: dynamic, lambda: weft.compile(per_shape.SerializeToString())):
+        runs_of = (lambda: device_run(dynamic, f) if device == "cuda" else dynamic.run(f),
+                   lambda: weft.compile(per_shape.SerializeToString()).run(f))
+        for run in runs_of:
             try:
-                results.append(("ran", compile_once().run(f)))
+                results.append(("ran", run()))
             except weft.WeftError as e:
                 results.append(("failed", str(e)[:200]))
         (a, ra), (b, rb) = results
         if a == b == "failed":
             result = "both-failed"
         elif a == b:
-            result = "same" if ra.keys() == rb.keys() and all(same(ra[k], rb[k]) for k in ra) \
-                else "DIFFERENT"
+            tolerance = tolerance_of(list(f.values()) + list(rb.values()))
+            result = "same" if ra.keys() == rb.keys() and all(
+                same(ra[k], rb[k], tolerance) for k in ra) else "DIFFERENT"
         else:
             result = "ONLY-DYNAMIC-RAN" if a == "ran" else "ONLY-PER-SHAPE-RAN"
         message = rb if b == "failed" else ra if a == "failed" else ""
@@ -129,10 +204,11 @@ def main():
     ap.add_argument("--count", type=int, default=400, help="models to take; 0: all")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--runs", type=int, default=4, help="runs with a changed dim per model")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child, args.seed, args.runs)
+        child(args.child, args.seed, args.runs, args.device)
         return 0
     cases = sorted(c for c in glob.glob(os.path.join(args.data, "test_*"))
                    if not any(r in os.path.basename(c) for r in RANDOM))
@@ -147,7 +223,7 @@ def main():
     for case in cases:
         name = os.path.basename(case)
         cmd = [sys.executable, __file__, "--child", case, "--seed", str(rng.randrange(2**32)),
-               "--runs", str(args.runs)]
+               "--runs", str(args.runs), "--device", args.device]
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
             lines = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
