@@ -35,10 +35,14 @@ _ONNX_ELEMENT_TYPES = {
     "float32": 1, "uint8": 2, "int8": 3, "uint16": 4, "int16": 5, "int32": 6, "int64": 7,
     "bool": 9, "float16": 10, "float64": 11, "uint32": 12, "uint64": 13, "bfloat16": 16,
 }
-_ONNX_TYPE_NAMES = {
-    "float32": "float", "float64": "double", "float16": "float16", "bfloat16": "bfloat16",
-    "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64", "uint8": "uint8",
-    "uint16": "uint16", "uint32": "uint32", "uint64": "uint64", "bool": "bool",
+# ONNX's type strings, as ONNX Runtime reports them, by Weft's dtype names (NodeArg.type,
+# OrtValue.data_type()).
+ONNX_TYPES = {
+    "float32": "tensor(float)", "float64": "tensor(double)", "float16": "tensor(float16)",
+    "bfloat16": "tensor(bfloat16)", "int8": "tensor(int8)", "int16": "tensor(int16)",
+    "int32": "tensor(int32)", "int64": "tensor(int64)", "uint8": "tensor(uint8)",
+    "uint16": "tensor(uint16)", "uint32": "tensor(uint32)", "uint64": "tensor(uint64)",
+    "bool": "tensor(bool)",
 }
 
 
@@ -122,7 +126,7 @@ class OrtValue:
         return "cuda" if _on_cuda(self._value) else "cpu"
 
     def data_type(self):
-        return f"tensor({_ONNX_TYPE_NAMES.get(self._dtype_name(), self._dtype_name())})"
+        return ONNX_TYPES.get(self._dtype_name(), f"tensor({self._dtype_name()})")
 
     def element_type(self):
         return _ONNX_ELEMENT_TYPES.get(self._dtype_name(), 0)

@@ -82,16 +82,8 @@ from . import _cuda_libraries, _weft
 from ._weft import WeftError
 # ONNX Runtime's exception classes (NotImplemented is theirs, not the builtin).
 from .capi import onnxruntime_pybind11_state as ort_errors
+from .ort_values import ONNX_TYPES as _ONNX_TYPES
 from .ort_values import IOBinding, OrtValue
-
-# ONNX's type strings, as ONNX Runtime reports them, by Weft's dtype names.
-_ONNX_TYPES = {
-    "float32": "tensor(float)", "float64": "tensor(double)", "float16": "tensor(float16)",
-    "bfloat16": "tensor(bfloat16)", "int8": "tensor(int8)", "int16": "tensor(int16)",
-    "int32": "tensor(int32)", "int64": "tensor(int64)", "uint8": "tensor(uint8)",
-    "uint16": "tensor(uint16)", "uint32": "tensor(uint32)", "uint64": "tensor(uint64)",
-    "bool": "tensor(bool)",
-}
 
 # Weft's devices, by provider name.
 _DEVICES = {"CUDAExecutionProvider": "cuda", "CPUExecutionProvider": "cpu"}
