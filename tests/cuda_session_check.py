@@ -12,7 +12,6 @@ pointers are bound, and device outputs are read through theirs. scripts/gpu-chec
 its "session" stage. Prints one line per case and exits 1 when any differs or fails.
 """
 
-import ctypes
 import os
 import sys
 import tempfile
@@ -22,22 +21,10 @@ import onnx
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
 import weft  # noqa: E402
+from emulated_cuda import EmulatedCudaArray, read_device  # noqa: E402
 from models import softmax_model  # noqa: E402
 
 EMULATOR = os.environ.get("WEFT_CUDA_EMULATOR") == "1"
-
-
-class EmulatedCudaArray:
-    """A numpy array described as a CUDA tensor (the emulator addresses host memory)."""
-
-    def __init__(self, a):
-        self.array = np.array(a, order="C")  # (np.ascontiguousarray makes a scalar 1-d)
-        self.__cuda_array_interface__ = {
-            "shape": self.array.shape, "typestr": self.array.dtype.str,
-            "data": (self.array.ctypes.data, False), "strides": None, "version": 3}
-
-    def data_ptr(self):
-        return self.array.ctypes.data
 
 
 def to_device(a):
@@ -59,11 +46,8 @@ def to_host(t):
         t = t._value
     if isinstance(t, EmulatedCudaArray):
         return t.array.copy()
-    if EMULATOR:  # a DeviceArray: read through its pointer
-        cai = t.__cuda_array_interface__
-        n = int(np.prod(cai["shape"]))
-        buffer = (ctypes.c_char * (4 * n)).from_address(cai["data"][0])
-        return np.frombuffer(buffer, np.float32, n).reshape(cai["shape"]).copy()
+    if EMULATOR:  # a DeviceArray
+        return read_device(t)
     import torch
     torch.cuda.synchronize()
     return torch.from_dlpack(t).cpu().numpy()

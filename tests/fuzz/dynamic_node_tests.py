@@ -14,7 +14,6 @@ Usage: dynamic_node_tests.py [--data DIR] [--count N] [--seed S] [--runs R] [--d
 ctest runs 400 models of seed 1 (about 2 min); `--count 0` takes all 1,800 (about 8 min).
 """
 import argparse
-import ctypes
 import glob
 import json
 import os
@@ -24,6 +23,7 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", ".cache", "onnx-1.23.2", "node")
 # Ops whose outputs are random: two compiles need not agree.
 RANDOM = ("bernoulli", "dropout", "random")
@@ -81,16 +81,6 @@ def changed_input(rng, feeds):
     return dict(feeds, **{name: new}), f"{name} {shape}"
 
 
-class EmulatedCudaArray:
-    """A numpy array described as a CUDA tensor (the emulator addresses host memory)."""
-
-    def __init__(self, a):
-        self.array = np.array(a, order="C")  # (np.ascontiguousarray makes a scalar 1-d)
-        self.__cuda_array_interface__ = {
-            "shape": self.array.shape, "typestr": self.array.dtype.str,
-            "data": (self.array.ctypes.data, False), "strides": None, "version": 3}
-
-
 def plain_dtype(dtype):
     """Does __cuda_array_interface__'s typestr name this dtype (not ml_dtypes' types)?"""
     try:
@@ -103,6 +93,7 @@ def device_run(model, feeds):
     """A device-resident run of a CUDA compile: its outputs as numpy arrays. A model whose
     input values decide shapes (or outputs' shapes) runs from host arrays."""
     import weft
+    from emulated_cuda import EmulatedCudaArray, read_device
     emulated = os.environ.get("WEFT_CUDA_EMULATOR") == "1"
     if emulated and not all(plain_dtype(v.dtype) for v in feeds.values()):
         return model.run(feeds)  # bfloat16, float8: no __cuda_array_interface__ type
@@ -126,14 +117,7 @@ def device_run(model, feeds):
             import torch
             host[name] = torch.from_dlpack(value).cpu().numpy()
             continue
-        try:  # DeviceArray's dtype by name: numpy's, or ml_dtypes' (bfloat16, float8, int4)
-            dtype = np.dtype(value.dtype)
-        except TypeError:
-            import ml_dtypes
-            dtype = np.dtype(getattr(ml_dtypes, value.dtype))
-        count = int(np.prod(value.shape, dtype=np.int64))
-        buffer = (ctypes.c_char * (count * dtype.itemsize)).from_address(value.data_ptr())
-        host[name] = np.frombuffer(buffer, dtype, count).reshape(value.shape).copy()
+        host[name] = read_device(value)
     return host
 
 
