@@ -109,9 +109,10 @@ class OrtValue:
             raise ort_errors.InvalidArgument(
                 "error: OrtValue.from_dlpack takes an object with __dlpack__ (a PyTorch, CuPy or "
                 "JAX tensor), not a bare capsule")
-        value = data if _on_cuda(data) else np.from_dlpack(data)
-        return OrtValue(value.astype(bool) if is_bool_tensor and isinstance(value, np.ndarray)
-                        and value.dtype != bool else value)
+        if _on_cuda(data):
+            return OrtValue(data)
+        value = np.from_dlpack(data)
+        return OrtValue(value.astype(bool) if is_bool_tensor else value)
 
     def _dtype_name(self):
         dtype = getattr(self._value, "dtype", None)

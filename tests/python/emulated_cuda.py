@@ -1,6 +1,6 @@
 """CUDA tensors on the emulator (WEFT_CUDA_EMULATOR=1), where device memory is host memory:
 numpy arrays described as CUDA tensors, and Weft's device outputs read through their pointers.
-For the scripts that run device-resident on the emulator (tests/cuda_session_check.py,
+For the tests that run device-resident on the emulator (test_dlpack.py, cuda_session_check.py,
 tests/fuzz/dynamic_node_tests.py --device cuda)."""
 
 import ctypes

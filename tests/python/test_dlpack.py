@@ -7,8 +7,6 @@ memory): CUDA inputs by __cuda_array_interface__ or DLPack, outputs as weft.Devi
 leave by DLPack and __cuda_array_interface__, and come back in as inputs of another run.
 """
 
-import ctypes
-
 import numpy as np
 import onnx
 import onnx.numpy_helper
@@ -16,6 +14,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import weft
+from emulated_cuda import EmulatedCudaArray, read_device
 
 KDL_CPU, KDL_CUDA = 1, 2
 
@@ -48,16 +47,6 @@ class HostDLPack:
         return (KDL_CPU, 0)
 
 
-class FakeCudaArray:
-    """A CUDA tensor as CuPy or PyTorch describe it, over memory the emulator can address."""
-
-    def __init__(self, a):
-        self._a = np.ascontiguousarray(a)
-        self.__cuda_array_interface__ = {
-            "shape": self._a.shape, "typestr": self._a.dtype.str,
-            "data": (self._a.ctypes.data, False), "strides": None, "version": 3}
-
-
 class CudaDLPack:
     """Only the DLPack half of a CUDA tensor: forwards to another object's __dlpack__."""
 
@@ -69,14 +58,6 @@ class CudaDLPack:
 
     def __dlpack_device__(self):
         return self._inner.__dlpack_device__()
-
-
-def read_device(out):
-    """The emulator's device memory is the host's: read a DeviceArray through its pointer."""
-    cai = out.__cuda_array_interface__
-    n = int(np.prod(cai["shape"]))
-    buf = (ctypes.c_float * n).from_address(cai["data"][0])
-    return np.frombuffer(buf, np.float32).reshape(cai["shape"]).copy()
 
 
 def test_host_outputs_leave_by_dlpack_without_a_copy():
@@ -113,7 +94,7 @@ def emulator(monkeypatch):
 def test_device_resident_run_in_and_out(emulator):
     model = weft.compile(softmax_model(), device="cuda")
     x = np.random.default_rng(2).standard_normal((6, 40)).astype(np.float32)
-    src = FakeCudaArray(x)
+    src = EmulatedCudaArray(x)
     out = model.run({"x": src})["y"]
     assert isinstance(out, weft.DeviceArray)
     assert out.__dlpack_device__() == (KDL_CUDA, 0)
@@ -124,13 +105,13 @@ def test_device_resident_run_in_and_out(emulator):
     again = model.run({"x": CudaDLPack(out)})["y"]
     np.testing.assert_allclose(read_device(again), softmax(softmax(x)), rtol=1e-6, atol=1e-7)
     np.testing.assert_array_equal(read_device(model.run({"x": out})["y"]), read_device(again))
-    np.testing.assert_array_equal(src._a, x)  # inputs are only read
+    np.testing.assert_array_equal(src.array, x)  # inputs are only read
 
 
 def test_device_inputs_are_checked(emulator):
     model = weft.compile(softmax_model(), device="cuda")
     with pytest.raises(weft.WeftError, match="must be float32, got float64"):
-        model.run({"x": FakeCudaArray(np.zeros((6, 40)))})
+        model.run({"x": EmulatedCudaArray(np.zeros((6, 40)))})
     two = helper.make_graph(
         [helper.make_node("Add", ["a", "b"], ["c"])], "g",
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, [4]) for n in "ab"],
@@ -139,10 +120,10 @@ def test_device_inputs_are_checked(emulator):
     m2.ir_version = 8
     add = weft.compile(m2.SerializeToString(), device="cuda")
     with pytest.raises(weft.WeftError, match="pass all inputs on one device"):
-        add.run({"a": FakeCudaArray(np.ones(4, np.float32)), "b": np.ones(4, np.float32)})
+        add.run({"a": EmulatedCudaArray(np.ones(4, np.float32)), "b": np.ones(4, np.float32)})
     cpu = weft.compile(softmax_model())
     with pytest.raises(weft.WeftError, match='compiled for "cuda"'):
-        cpu.run({"x": FakeCudaArray(np.zeros((6, 40), np.float32))})
+        cpu.run({"x": EmulatedCudaArray(np.zeros((6, 40), np.float32))})
 
 
 def test_allow_tf32_is_an_option(emulator):
@@ -170,11 +151,11 @@ def test_cuda_graphs_replay_runs_with_new_values(emulator, monkeypatch):
     for _ in range(4):  # host arrays: copied into the same arena each run
         x = rng.standard_normal((8, 16)).astype(np.float32)
         np.testing.assert_allclose(model.run({"x": x})["y"], softmax(x @ w), rtol=1e-5, atol=1e-6)
-    src = FakeCudaArray(np.zeros((8, 16), np.float32))
+    src = EmulatedCudaArray(np.zeros((8, 16), np.float32))
     for _ in range(4):  # one device buffer, new values in place
-        src._a[...] = rng.standard_normal((8, 16))
+        src.array[...] = rng.standard_normal((8, 16))
         out = model.run({"x": src})["y"]
-        np.testing.assert_allclose(read_device(out), softmax(src._a @ w), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(read_device(out), softmax(src.array @ w), rtol=1e-5, atol=1e-6)
 
 
 def test_outputs_given_by_the_caller(emulator, monkeypatch):
@@ -189,11 +170,11 @@ def test_outputs_given_by_the_caller(emulator, monkeypatch):
     assert host.run({"x": x}, outputs={"y": y})["y"] is y
     np.testing.assert_allclose(y, softmax(x), rtol=1e-6, atol=1e-7)
     model = weft.compile(softmax_model(), device="cuda")
-    src, dst = FakeCudaArray(np.zeros((6, 40), np.float32)), FakeCudaArray(np.zeros((6, 40), np.float32))
+    src, dst = EmulatedCudaArray(np.zeros((6, 40), np.float32)), EmulatedCudaArray(np.zeros((6, 40), np.float32))
     for seed in range(4):
-        src._a[...] = np.random.default_rng(seed).standard_normal((6, 40))
+        src.array[...] = np.random.default_rng(seed).standard_normal((6, 40))
         assert model.run({"x": src}, outputs={"y": dst})["y"] is dst
-        np.testing.assert_allclose(dst._a, softmax(src._a), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(dst.array, softmax(src.array), rtol=1e-6, atol=1e-7)
     with pytest.raises(weft.WeftError, match="outputs= must give every output"):
         model.run({"x": src}, outputs={})
     with pytest.raises(weft.WeftError, match="names 'z', not an output"):
