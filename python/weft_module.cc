@@ -287,6 +287,54 @@ py::array to_numpy(const weft::HostTensor& t) {
   return py::array(numpy_dtype(t.type()), t.shape(), t.data(), owner);
 }
 
+// The Weft type of a numpy dtype (ml_dtypes.bfloat16 for bf16); nothing for others.
+std::optional<weft::ElementType> element_type_of(const py::dtype& d) {
+  if (d.itemsize() == 2 && std::string(py::str(d)) == "bfloat16") return weft::ElementType::kBF16;
+  for (int e = 0; e <= static_cast<int>(weft::ElementType::kBool); ++e) {
+    auto t = static_cast<weft::ElementType>(e);
+    if (t != weft::ElementType::kBF16 && numpy_dtype(t).equal(d)) return t;
+  }
+  return std::nullopt;
+}
+
+// A copy on the host of a CUDA tensor (a DeviceArray, or another library's by DLPack or
+// __cuda_array_interface__), through Weft's device.
+py::array device_to_host(const py::object& obj) {
+  std::optional<DeviceFeed> feed = device_feed("to_host", obj, "argument");
+  if (!feed) {
+    throw bad_argument("to_host takes a CUDA tensor, not " +
+                       std::string(py::str(py::type::of(obj).attr("__name__"))));
+  }
+  weft::HostTensor host;
+  {
+    py::gil_scoped_release unlocked;
+    host = feed->tensor.to_host();
+  }
+  return to_numpy(host);
+}
+
+// A copy on the device of a host array, in device memory of Weft's.
+DeviceArray host_to_device(const py::object& obj) {
+  py::array a = py::array::ensure(obj, py::array::c_style);
+  if (!a) throw bad_argument("to_device takes a numpy array");
+  std::optional<weft::ElementType> type = element_type_of(a.dtype());
+  if (!type)
+    throw bad_argument("to_device: the dtype " + std::string(py::str(a.dtype())) +
+                       ", which Weft does not have");
+  weft::HostTensor host = weft::HostTensor::view(*type, shape_of(a), a.data());
+  py::gil_scoped_release unlocked;
+  return DeviceArray(weft::DeviceTensor::from_host(host));
+}
+
+// Writes the CUDA tensor "source" over the CUDA tensor "target" (same type and shape).
+void copy_on_device(const py::object& target, const py::object& source) {
+  std::optional<DeviceFeed> to = device_feed("target", target, "copy");
+  std::optional<DeviceFeed> from = device_feed("source", source, "copy");
+  if (!to || !from) throw bad_argument("copy takes two CUDA tensors");
+  py::gil_scoped_release unlocked;
+  to->tensor.copy_from(from->tensor);
+}
+
 py::object spec_shape(const weft::TensorSpec& s) {
   py::list dims;
   for (size_t i = 0; i < s.shape.size(); ++i) {
@@ -609,6 +657,9 @@ PYBIND11_MODULE(_weft, m) {
       .def("__dlpack__",
            [](const DeviceArray& a, const py::args&, const py::kwargs&) { return a.dlpack(); })
       .def_property_readonly("__cuda_array_interface__", &DeviceArray::cuda_array_interface)
+      .def(
+          "numpy", [](const py::object& self) { return device_to_host(self); },
+          "A copy on the host, as a numpy array (bfloat16 as float32)")
       .def("__repr__", [](const DeviceArray& a) {
         return "weft.DeviceArray(shape=" + std::string(py::str(a.shape())) +
                ", dtype=" + a.dtype() + ", device='cuda')";
@@ -637,6 +688,12 @@ PYBIND11_MODULE(_weft, m) {
                              [](const PyModel& self) { return self.model().compiled_variants(); })
       .def("profile", &PyModel::profile, py::arg("feeds"));
   m.def("default_threads", &weft::default_threads, py::arg("openmp") = true);
+  m.def("to_host", &device_to_host, py::arg("tensor"),
+        "A copy on the host of a CUDA tensor (DeviceArray, DLPack or __cuda_array_interface__)");
+  m.def("to_device", &host_to_device, py::arg("array"),
+        "A copy of a numpy array in CUDA memory of Weft's, as a DeviceArray");
+  m.def("copy", &copy_on_device, py::arg("target"), py::arg("source"),
+        "Writes one CUDA tensor over another of the same type and shape");
   m.def("compile", &compile, py::arg("model"), py::arg("device") = "cpu", py::arg("threads") = 0,
         py::arg("dump_dir") = py::none(), py::arg("fusion") = true, py::arg("allow_tf32") = false,
         py::arg("dynamic_shapes") = false, py::arg("allow_bf16") = false);

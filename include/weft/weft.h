@@ -117,6 +117,17 @@ class DeviceTensor {
 public:
   DeviceTensor() = default;
   static DeviceTensor view(ElementType type, std::vector<int64_t> shape, void* device_data);
+  // Memory and copies of the process's CUDA device 0, which "cuda" models run on (host memory
+  // under the emulator). Each waits for its copy; each throws weft::Error where there is no
+  // device (as compile(..., "cuda") does) or where types or shapes differ.
+  //   empty: device memory of Weft's, uninitialized (like numpy.empty);
+  //   from_host: a copy of "host" in device memory of Weft's;
+  //   to_host: a copy of this tensor in host memory of Weft's;
+  //   copy_from: writes "source", of this tensor's type and shape, over this tensor's memory.
+  static DeviceTensor empty(ElementType type, std::vector<int64_t> shape);
+  static DeviceTensor from_host(const HostTensor& host);
+  HostTensor to_host() const;
+  void copy_from(const DeviceTensor& source) const;
 
   ElementType type() const { return type_; }
   const std::vector<int64_t>& shape() const { return shape_; }

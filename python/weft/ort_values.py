@@ -10,20 +10,18 @@ An OrtValue holds a host array (numpy; its memory is the caller's, not copied) o
 tensor (an object with __dlpack__ or __cuda_array_interface__, a pointer bound by address, or
 Weft's DeviceArray output). A run whose inputs are all CUDA tensors stays on the device
 (weft.compile's device-resident runs); outputs bound to memory are written there, others are
-Weft's own. Where it differs from ONNX Runtime:
-- CUDA OrtValues are not allocated by Weft: ortvalue_from_numpy and
-  ortvalue_from_shape_and_type take device_type "cpu" only (bind a CUDA tensor of PyTorch or
-  CuPy by from_dlpack or by its pointer instead).
-- numpy() of a CUDA value (and copy_outputs_to_cpu) copies through PyTorch or CuPy, whichever
-  the script has imported.
-- Every output is computed; outputs bound to memory must all be (or none be), unless they
-  are host arrays.
+Weft's own, on the device bind_output names. CUDA OrtValues of Weft's (ortvalue_from_numpy
+and ortvalue_from_shape_and_type on "cuda") are DeviceArrays; numpy() copies through Weft's
+device (weft._weft.to_host), whoever allocated the value. Where it differs from ONNX Runtime:
+every output is computed, and an output bound to memory is written there after the run (a
+copy) unless every output is bound, when the run writes them in place.
 """
 
 import ctypes
-import sys
 
 import numpy as np
+
+from . import _weft
 
 # ONNX Runtime's exception classes (NotImplemented is theirs, not the builtin).
 from .capi import onnxruntime_pybind11_state as ort_errors
@@ -72,10 +70,13 @@ def _device(device_type):
     return device
 
 
-def _no_cuda_allocation():
-    return ort_errors.NotImplemented(
-        "error: Weft does not allocate CUDA OrtValues: bind a CUDA tensor (PyTorch, CuPy) with "
-        "OrtValue.from_dlpack or by its pointer")
+def _copied(copy, *args):
+    """weft._weft's copy between host and device, or on the device, raising ONNX Runtime's
+    classes."""
+    try:
+        return copy(*args)
+    except _weft.WeftError as e:
+        raise ort_errors.as_onnxruntime_error(e) from None
 
 
 def _on_cuda(value):
@@ -92,16 +93,17 @@ class OrtValue:
 
     @staticmethod
     def ortvalue_from_numpy(numpy_obj, device_type="cpu", device_id=0, vendor_id=-1):
-        if _device(device_type) != "cpu":
-            raise _no_cuda_allocation()
+        if _device(device_type) == "cuda":
+            return OrtValue(_copied(_weft.to_device, np.asarray(numpy_obj)))
         return OrtValue(np.asarray(numpy_obj))
 
     @staticmethod
     def ortvalue_from_shape_and_type(shape, element_type, device_type="cpu", device_id=0,
                                      vendor_id=-1):
-        if _device(device_type) != "cpu":
-            raise _no_cuda_allocation()
-        return OrtValue(np.empty(tuple(shape), dtype=element_type))
+        value = np.empty(tuple(shape), dtype=element_type)
+        if _device(device_type) == "cuda":
+            return OrtValue(_copied(_weft.to_device, value))
+        return OrtValue(value)
 
     @staticmethod
     def from_dlpack(data, is_bool_tensor=False):
@@ -155,17 +157,7 @@ class OrtValue:
     def numpy(self):
         """The values as a numpy array: the array itself on the host, a copy from CUDA."""
         v = self._value
-        if isinstance(v, np.ndarray):
-            return v
-        if "torch" in sys.modules:
-            torch = sys.modules["torch"]
-            tensor = (torch.from_dlpack(v) if hasattr(v, "__dlpack__")
-                      else torch.as_tensor(v, device="cuda"))
-            return tensor.cpu().numpy()
-        if "cupy" in sys.modules:
-            return sys.modules["cupy"].asnumpy(sys.modules["cupy"].asarray(v))
-        raise ort_errors.Fail(
-            "error: copying a CUDA OrtValue to the host needs PyTorch or CuPy (imported)")
+        return v if isinstance(v, np.ndarray) else _copied(_weft.to_host, v)
 
     def update_inplace(self, np_arr):
         if not isinstance(self._value, np.ndarray):
@@ -193,7 +185,7 @@ class IOBinding:
     def __init__(self, session):
         self._session = session
         self._inputs = {}   # name -> OrtValue
-        self._outputs = {}  # name -> OrtValue (bound to memory) or None (Weft's), in order
+        self._outputs = {}  # name -> OrtValue (bound to memory) or a device (Weft's), in order
         self._results = []
 
     def bind_cpu_input(self, name, arr_on_cpu):
@@ -212,7 +204,7 @@ class IOBinding:
                     buffer_ptr=None):
         device = _device(device_type)
         if buffer_ptr is None:
-            self._outputs[name] = None
+            self._outputs[name] = device
         elif element_type is None or shape is None:
             raise ort_errors.InvalidArgument(
                 f"error: output '{name}' bound to memory needs its element_type and shape")
@@ -256,21 +248,27 @@ class IOBinding:
                 valid = ", ".join(f"'{v}'" for v in names)
                 raise ort_errors.InvalidArgument(
                     f"error: unknown output '{n}'; the model's outputs are {valid}")
-        bound = {n: v._value for n, v in self._outputs.items() if v is not None}
+        bound = {n: v._value for n, v in self._outputs.items() if isinstance(v, OrtValue)}
         if bound and set(bound) == set(names):
             self._session._run_feeds(feeds, outputs=bound)  # written in place
             self._results = [self._outputs[n] for n in wanted]
             return
         out = self._session._run_feeds(feeds)
-        self._results = []
-        for n in wanted:
-            target = self._outputs.get(n)
-            if target is None:
-                self._results.append(OrtValue(out[n]))
-            elif isinstance(target._value, np.ndarray) and isinstance(out[n], np.ndarray):
-                np.copyto(target._value, out[n])
-                self._results.append(target)
-            else:
-                raise ort_errors.NotImplemented(
-                    f"error: output '{n}' is bound to CUDA memory and others are not bound: bind "
-                    "every output to memory, or none")
+        self._results = [self._place(out[n], self._outputs.get(n)) for n in wanted]
+
+    @staticmethod
+    def _place(value, target):
+        """A run's output where its binding wants it: as it is (not bound), on a device
+        ("cpu" or "cuda": Weft's memory there) or written into bound memory."""
+        on_cuda = _on_cuda(value)
+        if target is None:
+            return OrtValue(value)
+        if target == "cpu":
+            return OrtValue(_copied(_weft.to_host, value) if on_cuda else value)
+        if target == "cuda":
+            return OrtValue(value if on_cuda else _copied(_weft.to_device, value))
+        if _on_cuda(target._value):
+            _copied(_weft.copy, target._value, value if on_cuda else _copied(_weft.to_device, value))
+        else:
+            np.copyto(target._value, _copied(_weft.to_host, value) if on_cuda else value)
+        return target

@@ -63,7 +63,7 @@ Where it differs from ONNX Runtime:
 - get_device() says "GPU", as a GPU build of ONNX Runtime does, GPU or not;
   set_default_logger_severity and the telemetry switches are accepted and do nothing.
 - io_binding, run_with_iobinding, run_with_ort_values and OrtValue are weft/ort_values.py's,
-  which says how they differ (Weft allocates no CUDA OrtValues).
+  which says how they differ.
 - Not here: custom op libraries (SessionOptions.register_custom_ops_library raises
   NotImplemented) and add_initializer; disable_fallback and enable_fallback do nothing (Weft
   falls back only when a session is made).

@@ -7,6 +7,7 @@ import onnx
 import pytest
 
 import weft
+from emulated_cuda import EmulatedCudaArray, read_device
 from models import softmax_model
 
 state = weft.capi.onnxruntime_pybind11_state
@@ -42,8 +43,8 @@ def test_run_with_ort_values(softmax_path):
     np.testing.assert_array_equal(y2.numpy(), y.numpy())
     empty = weft.OrtValue.ortvalue_from_shape_and_type([2, 3], np.int64)
     assert empty.shape() == [2, 3] and empty.data_type() == "tensor(int64)"
-    with pytest.raises(state.NotImplemented, match="CUDA OrtValues"):
-        weft.OrtValue.ortvalue_from_numpy(x, "cuda", 0)
+    with pytest.raises(state.InvalidArgument, match="device 'tpu'"):
+        weft.OrtValue.ortvalue_from_numpy(x, "tpu", 0)
 
 
 def test_io_binding_on_the_host(softmax_path):
@@ -106,3 +107,51 @@ def test_io_binding_on_cuda_as_ultralytics_binds(softmax_path, monkeypatch):
     (value,) = io.get_outputs()
     assert value.device_name() == "cuda" and value.shape() == [5, 16]
     assert value.data_type() == "tensor(float)"
+
+
+def test_cuda_ort_values_of_wefts(softmax_path, monkeypatch):
+    """CUDA OrtValues allocated by Weft, and copies to and from the device (weft._weft's
+    to_device, to_host and copy), on the emulator."""
+    monkeypatch.setenv("WEFT_CUDA_EMULATOR", "1")
+    sess = weft.InferenceSession(softmax_path, providers=["CUDAExecutionProvider"])
+    x = x_of(seed=3)
+    expected = want(softmax_path, x)
+    value = weft.OrtValue.ortvalue_from_numpy(x, "cuda", 0)
+    assert value.device_name() == "cuda" and value.shape() == [5, 16]
+    assert value.data_ptr() != x.ctypes.data  # a copy, in Weft's device memory
+    np.testing.assert_array_equal(value.numpy(), x)
+    empty = weft.OrtValue.ortvalue_from_shape_and_type([2, 3], np.int64, "cuda")
+    assert empty.device_name() == "cuda" and empty.data_type() == "tensor(int64)"
+    # A device-resident run on Weft's CUDA OrtValue; its outputs copied back by numpy().
+    s, y = sess.run_with_ort_values(["s", "y"], {"x": value})
+    assert y.device_name() == "cuda"
+    np.testing.assert_allclose(y.numpy(), expected["y"], rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(y.numpy(), read_device(y._value))
+    np.testing.assert_allclose(s.numpy(), expected["s"], rtol=1e-6)
+    # One output bound to CUDA memory, the other left to Weft on the host (bind_output's
+    # default device): the first is copied into its memory, the second comes to the host.
+    y_memory = EmulatedCudaArray(np.full((5, 16), np.nan, np.float32))
+    io = sess.io_binding()
+    io.bind_ortvalue_input("x", value)
+    io.bind_ortvalue_output("y", weft.OrtValue(y_memory))
+    io.bind_output("s")
+    sess.run_with_iobinding(io)
+    np.testing.assert_allclose(y_memory.array, expected["y"], rtol=1e-6, atol=1e-7)
+    y_out, s_out = io.get_outputs()
+    assert y_out.data_ptr() == y_memory.data_ptr()
+    assert s_out.device_name() == "cpu"
+    np.testing.assert_allclose(s_out.numpy(), expected["s"], rtol=1e-6)
+    # Host inputs, an output asked for on CUDA: Weft's device memory.
+    io = sess.io_binding()
+    io.bind_cpu_input("x", x)
+    io.bind_output("y", "cuda")
+    sess.run_with_iobinding(io)
+    (y_cuda,) = io.get_outputs()
+    assert y_cuda.device_name() == "cuda"
+    (y_host,) = io.copy_outputs_to_cpu()
+    np.testing.assert_allclose(y_host, expected["y"], rtol=1e-6, atol=1e-7)
+    with pytest.raises(weft.WeftError, match=r"f32\[16,5\], where f32\[5,16\]") as error:
+        weft._weft.copy(y_cuda._value, weft._weft.to_device(x.T.copy()))
+    assert error.value.code == "invalid_argument"
+    with pytest.raises(weft.WeftError, match="takes a CUDA tensor, not ndarray"):
+        weft._weft.to_host(x)

@@ -155,6 +155,62 @@ DeviceTensor DeviceTensor::view(ElementType type, std::vector<int64_t> shape, vo
 
 int64_t DeviceTensor::num_elements() const { return product(shape_); }
 
+namespace {
+
+// The process's CUDA device 0, or the Error of a "cuda" compile without one.
+std::shared_ptr<runtime::cuda::Device> cuda_device() {
+  Result<std::shared_ptr<runtime::cuda::Device>> device = runtime::cuda::open_device();
+  if (!device.ok()) {
+    throw Error(
+        fmt::format("error: device 'cuda' is not available: {}", device.status().message()));
+  }
+  return *device;
+}
+
+void wait_for(runtime::cuda::Device& device, const Status& copied) {
+  throw_if_error(copied);
+  throw_if_error(device.synchronize());
+}
+
+void check_same(const std::string& what, ElementType type, const std::vector<int64_t>& shape,
+                ElementType want_type, const std::vector<int64_t>& want_shape) {
+  if (type == want_type && shape == want_shape) return;
+  throw Error(fmt::format("error: {} is {}[{}], where {}[{}] was expected", what, to_string(type),
+                          fmt::join(shape, ","), to_string(want_type), fmt::join(want_shape, ",")),
+              ErrorCode::kInvalidArgument);
+}
+
+} // namespace
+
+DeviceTensor DeviceTensor::empty(ElementType type, std::vector<int64_t> shape) {
+  check_allocatable(type, shape);
+  std::shared_ptr<runtime::cuda::Device> device = cuda_device();
+  DeviceTensor t = view(type, std::move(shape), nullptr);
+  t.data_ = value_or_throw(device->allocate(t.num_bytes()));
+  t.owner_ = std::shared_ptr<void>(t.data_, [device](void* p) { device->release(p); });
+  return t;
+}
+
+DeviceTensor DeviceTensor::from_host(const HostTensor& host) {
+  DeviceTensor t = empty(host.type(), host.shape());
+  std::shared_ptr<runtime::cuda::Device> device = cuda_device();
+  wait_for(*device, device->to_device(t.data(), host.data(), t.num_bytes()));
+  return t;
+}
+
+HostTensor DeviceTensor::to_host() const {
+  HostTensor host = HostTensor::empty(type_, shape_);
+  std::shared_ptr<runtime::cuda::Device> device = cuda_device();
+  wait_for(*device, device->to_host(host.data(), data_, num_bytes()));
+  return host;
+}
+
+void DeviceTensor::copy_from(const DeviceTensor& source) const {
+  check_same("the source of a device copy", source.type(), source.shape(), type_, shape_);
+  std::shared_ptr<runtime::cuda::Device> device = cuda_device();
+  wait_for(*device, device->on_device(data_, source.data(), num_bytes()));
+}
+
 struct Model::Impl {
   explicit Impl(ModelSource s) : source(std::move(s)) {}
 
@@ -383,12 +439,7 @@ std::shared_ptr<Model::Impl> make_impl(ModelSource source, const CompileOptions&
   std::optional<DeviceKind> kind = parse_device_kind(options.device);
   std::shared_ptr<runtime::cuda::Device> cuda;
   if (kind == DeviceKind::kCuda) {
-    Result<std::shared_ptr<runtime::cuda::Device>> device = runtime::cuda::open_device();
-    if (!device.ok()) {
-      throw Error(
-          fmt::format("error: device 'cuda' is not available: {}", device.status().message()));
-    }
-    cuda = *device;
+    cuda = cuda_device();
   } else if (!kind) {
     throw Error(fmt::format("error: device '{}' is not available: devices are \"cpu\" and "
                             "\"cuda\"",

@@ -321,6 +321,33 @@ TEST(Api, DeviceResidentRunsTakeAndReturnDevicePointers) {
       << error;
 }
 
+TEST(Api, DeviceTensorsCopyToAndFromTheHost) {
+  setenv("WEFT_CUDA_EMULATOR", "1", 1);
+  std::vector<float> x = iota(12, 0.5f);
+  DeviceTensor d = DeviceTensor::from_host(HostTensor::view(ElementType::kF32, {3, 4}, x.data()));
+  EXPECT_TRUE(d.owns_memory());
+  EXPECT_NE(d.data(), static_cast<void*>(x.data()));
+  HostTensor back = d.to_host();
+  ASSERT_EQ(back.shape(), (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(std::vector<float>(back.data_as<float>(), back.data_as<float>() + 12), x);
+
+  DeviceTensor e = DeviceTensor::empty(ElementType::kF32, {3, 4});
+  e.copy_from(d);
+  HostTensor copied = e.to_host();
+  EXPECT_EQ(std::vector<float>(copied.data_as<float>(), copied.data_as<float>() + 12), x);
+
+  std::string error;
+  ErrorCode code = ErrorCode::kFail;
+  try {
+    e.copy_from(DeviceTensor::empty(ElementType::kF32, {4, 3}));
+  } catch (const Error& err) {
+    error = err.what();
+    code = err.code();
+  }
+  EXPECT_NE(error.find("f32[4,3], where f32[3,4] was expected"), std::string::npos) << error;
+  EXPECT_EQ(code, ErrorCode::kInvalidArgument);
+}
+
 // f32 GEMMs are fp32 unless TF32 is allowed; the emulator rounds operands as tensor cores do.
 TEST(Api, Tf32OnlyWhenAllowed) {
   setenv("WEFT_CUDA_EMULATOR", "1", 1);
