@@ -1,7 +1,7 @@
 """weft.InferenceSession on CUDA with device-resident inputs and outputs, as ONNX Runtime scripts
 drive it: CUDA tensors fed to run(), IOBinding by device pointer (Ultralytics' CUDA path),
-outputs left to Weft and copied back with copy_outputs_to_cpu(), and run_with_ort_values over
-OrtValue.from_dlpack; each over a model with a symbolic dim at several extents (one compile),
+outputs left to Weft and copied back with copy_outputs_to_cpu(), run_with_ort_values over
+OrtValue.from_dlpack and over Weft's own CUDA OrtValues (numpy() through Weft's device); each over a model with a symbolic dim at several extents (one compile),
 compared with Weft's CPU outputs.
 
     python3 tests/cuda_session_check.py     # on a GPU (PyTorch's CUDA tensors), or
@@ -82,6 +82,17 @@ def main():
                 io.bind_output("s", "cuda")
                 sess.run_with_iobinding(io)
                 got["io_binding, Weft's outputs"] = tuple(to_host(v) for v in io.get_outputs())
+                # Weft's CUDA OrtValue in, outputs copied back through Weft's device.
+                values = sess.run_with_ort_values(
+                    ["y", "s"], {"x": weft.OrtValue.ortvalue_from_numpy(x, "cuda", 0)})
+                got["Weft's CUDA OrtValues, numpy()"] = tuple(v.numpy() for v in values)
+                io.clear_binding_outputs()  # y into CUDA memory, s to the host
+                y_dev = empty_device((n, 16))
+                io.bind_output("y", "cuda", 0, np.float32, (n, 16), y_dev.data_ptr())
+                io.bind_output("s", "cpu")
+                sess.run_with_iobinding(io)
+                got["io_binding, y bound, s on the host"] = (to_host(y_dev),
+                                                             io.get_outputs()[1].numpy())
                 if not EMULATOR:  # from_dlpack of a PyTorch CUDA tensor
                     values = sess.run_with_ort_values(
                         ["y", "s"], {"x": weft.OrtValue.from_dlpack(to_device(x))})
