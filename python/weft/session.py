@@ -63,7 +63,8 @@ Where it differs from ONNX Runtime:
 - get_device() says "GPU", as a GPU build of ONNX Runtime does, GPU or not;
   set_default_logger_severity and the telemetry switches are accepted and do nothing.
 - io_binding, run_with_iobinding, run_with_ort_values and OrtValue are weft/ort_values.py's,
-  which says how they differ.
+  which says how they differ. Inputs missing from a feed raise MissingInputs, an
+  InvalidArgument that is also a ValueError (ONNX Runtime raises ValueError there).
 - Not here: custom op libraries (SessionOptions.register_custom_ops_library raises
   NotImplemented) and add_initializer; disable_fallback and enable_fallback do nothing (Weft
   falls back only when a session is made).
@@ -451,6 +452,11 @@ class InferenceSession:
     def _run_feeds(self, feeds, outputs=None):
         """{output name: value} of a run, with ONNX Runtime's exception classes; "outputs"
         ({name: array}, every output) are written in place."""
+        missing = [i.name for i in self._inputs if i.name not in feeds]
+        if missing:
+            names = ", ".join(f"'{n}'" for n in missing)
+            raise ort_errors.MissingInputs(
+                f"error: missing input{'s' if len(missing) > 1 else ''} {names}")
         try:
             if outputs is not None:
                 return self._model.run(feeds, outputs=outputs)

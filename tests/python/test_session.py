@@ -124,7 +124,7 @@ def test_unknown_output_and_input(softmax_path):
                        match="unknown output 'z'; the model's outputs are 'y', 's'"):
         sess.run(["y", "z"], feeds())
     with pytest.raises(weft.WeftError, match="unknown input 'q'"):
-        sess.run(None, {"q": feeds()["x"]})
+        sess.run(None, {"x": feeds()["x"], "q": feeds()["x"]})
 
 
 def test_onnxruntime_exception_classes(softmax_path, tmp_path):
@@ -159,6 +159,10 @@ def test_onnxruntime_exception_classes(softmax_path, tmp_path):
             sess.run(None, feed)
     with pytest.raises(state.InvalidArgument, match="unknown output 'z'"):
         sess.run(["z"], feeds())
+    with pytest.raises(ValueError, match="missing input 'x'"):  # as ONNX Runtime's
+        sess.run(None, {"q": x})
+    with pytest.raises(ValueError, match="missing input 'x'"):
+        sess.run_with_ort_values(None, {})
     # weft.compile raises WeftError itself, its kind in .code.
     with pytest.raises(weft.WeftError) as e:
         weft.compile(str(tmp_path / "missing.onnx"))

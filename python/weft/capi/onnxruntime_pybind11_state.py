@@ -9,15 +9,18 @@ class of its error's kind (WeftError.code, from weft::ErrorCode), with Weft's me
     invalid_argument InvalidArgument   a run's inputs do not fit the model
     fail             Fail              anything else
 
-ONNX Runtime raises some of these in other cases (an unknown op is InvalidGraph there) and
-ValueError for missing inputs; the other classes are here for except clauses that name them.
+ONNX Runtime raises some of these in other cases (an unknown op is InvalidGraph there); the
+other classes are here for except clauses that name them. Where ONNX Runtime raises ValueError
+(inputs missing from a run's feed), Weft raises MissingInputs, an InvalidArgument that is also
+a ValueError.
 """
 
 from .._weft import WeftError
 
 __all__ = ["Fail", "InvalidArgument", "NoSuchFile", "NoModel", "EngineError", "RuntimeException",
            "InvalidProtobuf", "ModelLoaded", "NotImplemented", "InvalidGraph", "EPFail",
-           "ModelLoadCanceled", "ModelRequiresCompilation", "NotFound", "DeviceReset"]
+           "ModelLoadCanceled", "ModelRequiresCompilation", "NotFound", "DeviceReset",
+           "MissingInputs"]
 
 
 class Fail(WeftError):
@@ -26,6 +29,10 @@ class Fail(WeftError):
 
 class InvalidArgument(WeftError):
     code = "invalid_argument"
+
+
+class MissingInputs(InvalidArgument, ValueError):
+    """Inputs missing from a run's feed (ValueError in ONNX Runtime)."""
 
 
 class NoSuchFile(WeftError):
