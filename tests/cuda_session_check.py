@@ -1,8 +1,9 @@
 """weft.InferenceSession on CUDA with device-resident inputs and outputs, as ONNX Runtime scripts
 drive it: CUDA tensors fed to run(), IOBinding by device pointer (Ultralytics' CUDA path),
 outputs left to Weft and copied back with copy_outputs_to_cpu(), run_with_ort_values over
-OrtValue.from_dlpack and over Weft's own CUDA OrtValues (numpy() through Weft's device); each over a model with a symbolic dim at several extents (one compile),
-compared with Weft's CPU outputs.
+OrtValue.from_dlpack and over Weft's own CUDA OrtValues (numpy() through Weft's device); each
+over a model with a symbolic dim at several extents (one compile), compared with Weft's CPU
+outputs.
 
     python3 tests/cuda_session_check.py     # on a GPU (PyTorch's CUDA tensors), or
     WEFT_CUDA_EMULATOR=1 PYTHONPATH=build/python python3 tests/cuda_session_check.py

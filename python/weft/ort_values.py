@@ -263,12 +263,13 @@ class IOBinding:
         on_cuda = _on_cuda(value)
         if target is None:
             return OrtValue(value)
-        if target == "cpu":
+        if isinstance(target, str):  # "cpu" or "cuda"
+            if target == "cuda":
+                return OrtValue(value if on_cuda else _copied(_weft.to_device, value))
             return OrtValue(_copied(_weft.to_host, value) if on_cuda else value)
-        if target == "cuda":
-            return OrtValue(value if on_cuda else _copied(_weft.to_device, value))
         if _on_cuda(target._value):
-            _copied(_weft.copy, target._value, value if on_cuda else _copied(_weft.to_device, value))
+            source = value if on_cuda else _copied(_weft.to_device, value)
+            _copied(_weft.copy, target._value, source)
         else:
             np.copyto(target._value, _copied(_weft.to_host, value) if on_cuda else value)
         return target
