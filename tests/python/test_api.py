@@ -592,6 +592,37 @@ def test_matmul_of_empty_tensors(sa, sb, library, monkeypatch):
     np.testing.assert_array_equal(c, a @ b)
 
 
+@pytest.mark.parametrize("constant", [False, True])
+@pytest.mark.parametrize("op, x, w, group, y", [
+    ("Conv", (1, 1, 5, 5), (0, 1, 3, 3), 1, (1, 0, 3, 3)),  # no output channels
+    ("Conv", (1, 0, 5, 5), (2, 0, 3, 3), 1, (1, 2, 3, 3)),  # no input channels: the bias
+    ("Conv", (1, 4, 5, 5), (0, 2, 3, 3), 2, (1, 0, 3, 3)),
+    ("Conv", (1, 0, 5, 5), (4, 0, 3, 3), 2, (1, 4, 3, 3)),
+    ("ConvTranspose", (1, 0, 5, 5), (0, 2, 3, 3), 1, (1, 2, 7, 7)),
+    ("ConvTranspose", (1, 2, 5, 5), (2, 0, 3, 3), 1, (1, 0, 7, 7))])
+def test_convolutions_over_no_channels(op, x, w, group, y, constant):
+    """Convolutions of 0 input or output channels: an empty output, or the bias alone, as ONNX
+    Runtime gives them (their lowering indexed channels g*0 + m, a term of coefficient 0 that it
+    refused as an internal error; found by tests/fuzz/dynamic_node_tests.py --device cuda, seed
+    73)."""
+    f = TensorProto.FLOAT
+    channels = y[1]
+    bias = np.arange(channels, dtype=np.float32) + 1
+    inits = [numpy_helper.from_array(bias, "b")]
+    inputs = [helper.make_tensor_value_info("x", f, list(x))]
+    if constant:
+        inits.append(numpy_helper.from_array(np.ones(w, np.float32), "w"))
+    else:
+        inputs.append(helper.make_tensor_value_info("w", f, list(w)))
+    model = make_model([helper.make_node(op, ["x", "w", "b"], ["y"], group=group)], inputs,
+                       [helper.make_tensor_value_info("y", f, list(y))], initializers=inits)
+    feeds = {"x": np.ones(x, np.float32)}
+    if not constant:
+        feeds["w"] = np.ones(w, np.float32)
+    got = weft.compile(model.SerializeToString()).run(feeds)["y"]
+    np.testing.assert_array_equal(got, np.broadcast_to(bias[:, None, None], y))
+
+
 @pytest.mark.parametrize("op", ["Range", "Clip", "Pad"])
 def test_scalar_operands_that_are_empty_are_refused(op):
     """Range's start, Clip's min and Pad's constant value hold one element; an empty one was

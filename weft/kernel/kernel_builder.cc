@@ -35,6 +35,18 @@ Result<LoweredNode> KernelBuilder::lowered() {
   return node;
 }
 
+namespace {
+
+// "index" without terms of coefficient 0 (AffineExpr's invariant), which lowerings make from
+// extents of 0: a convolution of 0 output channels a group indexes them g*0 + m.
+std::vector<AffineExpr> nonzero_terms(std::vector<AffineExpr> index) {
+  for (AffineExpr& e : index)
+    std::erase_if(e.terms, [](const std::pair<int, int64_t>& t) { return t.second == 0; });
+  return index;
+}
+
+} // namespace
+
 StatementBuilder::StatementBuilder(std::string name, std::vector<Dim> domain) {
   s_.name = std::move(name);
   s_.domain = std::move(domain);
@@ -46,7 +58,7 @@ int StatementBuilder::load(int buffer, std::vector<AffineExpr> index, DType dtyp
 
 int StatementBuilder::gather(int buffer, std::vector<AffineExpr> index,
                              std::vector<IndirectIndex> indirect, DType dtype) {
-  s_.reads.push_back({buffer, std::move(index), std::move(indirect)});
+  s_.reads.push_back({buffer, nonzero_terms(std::move(index)), std::move(indirect)});
   s_.expr.push_back({ExprOp::kLoad, dtype, {}, static_cast<int>(s_.reads.size()) - 1, 0.0});
   return static_cast<int>(s_.expr.size()) - 1;
 }
@@ -75,7 +87,7 @@ int StatementBuilder::op(ExprOp op, DType dtype, std::vector<int> operands) {
 Statement StatementBuilder::store(int value, int buffer, std::vector<AffineExpr> index, Combine c) {
   if (value != static_cast<int>(s_.expr.size()) - 1)
     value = op(ExprOp::kCast, dtype_of(value), {value});
-  s_.write = {buffer, std::move(index)};
+  s_.write = {buffer, nonzero_terms(std::move(index))};
   s_.combine = c;
   return s_;
 }
