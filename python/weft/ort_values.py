@@ -98,6 +98,28 @@ class OrtValue:
         return OrtValue(np.asarray(numpy_obj))
 
     @staticmethod
+    def ortvalue_from_numpy_with_onnx_type(data, onnx_element_type):
+        """A host OrtValue over "data"'s memory, its elements read as ONNX's element type
+        (TensorProto's number) of the same size: bfloat16 or float16 bits held as uint16."""
+        names = {v: k for k, v in _ONNX_ELEMENT_TYPES.items()}
+        data = np.asarray(data)
+        try:
+            if names[onnx_element_type] == "bfloat16":
+                import ml_dtypes
+                dtype = np.dtype(ml_dtypes.bfloat16)
+            else:
+                dtype = np.dtype(names[onnx_element_type])
+        except (KeyError, ImportError):
+            raise ort_errors.InvalidArgument(
+                f"error: ONNX element type {onnx_element_type}: Weft reads none such from numpy "
+                "(bfloat16 needs ml_dtypes)") from None
+        if dtype.itemsize != data.dtype.itemsize:
+            raise ort_errors.InvalidArgument(
+                f"error: {data.dtype} elements cannot be read as ONNX element type "
+                f"{onnx_element_type}: their sizes differ")
+        return OrtValue(data.view(dtype))
+
+    @staticmethod
     def ortvalue_from_shape_and_type(shape, element_type, device_type="cpu", device_id=0,
                                      vendor_id=-1):
         value = np.empty(tuple(shape), dtype=element_type)
@@ -124,6 +146,11 @@ class OrtValue:
 
     def shape(self):
         return [int(d) for d in self._value.shape]
+
+    def tensor_size_in_bytes(self):
+        dtype = self._dtype_name()
+        size = 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
+        return int(np.prod(self.shape(), dtype=np.int64)) * size
 
     def device_name(self):
         return "cuda" if _on_cuda(self._value) else "cpu"

@@ -62,6 +62,8 @@ Where it differs from ONNX Runtime:
   outputs' labels (a device-resident run gives their indices).
 - get_device() says "GPU", as a GPU build of ONNX Runtime does, GPU or not;
   set_default_logger_severity and the telemetry switches are accepted and do nothing.
+- run_async runs on a thread of its own (ONNX Runtime's: one of its intra-op pool), and
+  RunOptions' settings and config entries are kept and ignored.
 - io_binding, run_with_iobinding, run_with_ort_values and OrtValue are weft/ort_values.py's,
   which says how they differ. Inputs missing from a feed raise MissingInputs, an
   InvalidArgument that is also a ValueError (ONNX Runtime raises ValueError there).
@@ -234,13 +236,24 @@ class SessionOptions:
 
 
 class RunOptions:
-    """ONNX Runtime's run options; any attribute may be set, and all are ignored."""
+    """ONNX Runtime's run options; any attribute or config entry may be set, and all are
+    ignored."""
 
     def __init__(self):
         self.log_severity_level = 2
         self.log_verbosity_level = 0
         self.logid = ""
         self.terminate = False
+        self.only_execute_path_to_fetches = False
+        self._config = {}
+
+    def add_run_config_entry(self, key, value):
+        self._config[str(key)] = str(value)
+
+    def get_run_config_entry(self, key):
+        if key not in self._config:
+            raise RuntimeError(f"RunOptions does not have configuration with key: {key}")
+        return self._config[key]
 
 
 class NodeArg:
@@ -449,14 +462,33 @@ class InferenceSession:
                 else out[n].astype(object) if n in self._labels and isinstance(out[n], np.ndarray)
                 else out[n] for n in wanted]
 
-    def _run_feeds(self, feeds, outputs=None):
-        """{output name: value} of a run, with ONNX Runtime's exception classes; "outputs"
-        ({name: array}, every output) are written in place."""
+    def run_async(self, output_names, input_feed, callback, user_data, run_options=None):
+        """run() on a thread of its own, then callback(outputs, user_data, "") there, or
+        callback([], user_data, message) where the run failed. Inputs missing from the feed
+        raise here, as ONNX Runtime's do."""
+        self._check_feed(input_feed)
+
+        def work():
+            try:
+                outputs = self.run(output_names, input_feed, run_options)
+            except Exception as e:  # noqa: BLE001 (handed to the callback, as ONNX Runtime does)
+                callback([], user_data, str(e))
+                return
+            callback(outputs, user_data, "")
+
+        threading.Thread(target=work, daemon=True).start()
+
+    def _check_feed(self, feeds):
         missing = [i.name for i in self._inputs if i.name not in feeds]
         if missing:
             names = ", ".join(f"'{n}'" for n in missing)
             raise ort_errors.MissingInputs(
                 f"error: missing input{'s' if len(missing) > 1 else ''} {names}")
+
+    def _run_feeds(self, feeds, outputs=None):
+        """{output name: value} of a run, with ONNX Runtime's exception classes; "outputs"
+        ({name: array}, every output) are written in place."""
+        self._check_feed(feeds)
         try:
             if outputs is not None:
                 return self._model.run(feeds, outputs=outputs)

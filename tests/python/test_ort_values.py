@@ -43,6 +43,13 @@ def test_run_with_ort_values(softmax_path):
     np.testing.assert_array_equal(y2.numpy(), y.numpy())
     empty = weft.OrtValue.ortvalue_from_shape_and_type([2, 3], np.int64)
     assert empty.shape() == [2, 3] and empty.data_type() == "tensor(int64)"
+    assert empty.tensor_size_in_bytes() == 48
+    bits = np.array([0x3C00, 0x4000], np.uint16)  # 1 and 2 in float16
+    half = weft.OrtValue.ortvalue_from_numpy_with_onnx_type(bits, onnx.TensorProto.FLOAT16)
+    assert half.data_type() == "tensor(float16)" and half.data_ptr() == bits.ctypes.data
+    np.testing.assert_array_equal(half.numpy(), [1, 2])
+    with pytest.raises(state.InvalidArgument, match="sizes differ"):
+        weft.OrtValue.ortvalue_from_numpy_with_onnx_type(bits, onnx.TensorProto.FLOAT)
     with pytest.raises(state.InvalidArgument, match="device 'tpu'"):
         weft.OrtValue.ortvalue_from_numpy(x, "tpu", 0)
 

@@ -181,6 +181,37 @@ def test_other_onnxruntime_calls(softmax_path):
     assert not opts.has_providers()
     with pytest.raises(weft.capi.onnxruntime_pybind11_state.NotImplemented, match="custom op"):
         opts.register_custom_ops_library("libortextensions.so")
+    run_options = weft.RunOptions()
+    run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    assert run_options.get_run_config_entry("memory.enable_memory_arena_shrinkage") == "cpu:0"
+    with pytest.raises(RuntimeError, match="no_such_key"):
+        run_options.get_run_config_entry("no_such_key")
+
+
+def test_run_async(softmax_path):
+    """run_async calls back from another thread with the outputs, or with the error's message
+    (ONNX Runtime's callback(results, user_data, err))."""
+    import threading
+    sess = weft.InferenceSession(softmax_path)
+    x = feeds()["x"]
+    done, calls = threading.Event(), []
+
+    def callback(results, user_data, err):
+        calls.append((results, user_data, err, threading.current_thread()))
+        done.set()
+
+    sess.run_async(None, {"x": x}, callback, "mine")
+    assert done.wait(60)
+    results, user_data, err, thread = calls.pop()
+    assert err == "" and user_data == "mine" and thread is not threading.current_thread()
+    np.testing.assert_array_equal(results[0], sess.run(None, {"x": x})[0])
+    done.clear()
+    sess.run_async(["s"], {"x": x[:, :3]}, callback, None)
+    assert done.wait(60)
+    results, _, err, _ = calls.pop()
+    assert results == [] and "dim 1 must be 16" in err
+    with pytest.raises(ValueError, match="missing input 'x'"):
+        sess.run_async(None, {}, callback, None)
 
 
 def test_lists_as_inputs(softmax_path):
