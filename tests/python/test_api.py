@@ -623,6 +623,35 @@ def test_convolutions_over_no_channels(op, x, w, group, y, constant):
     np.testing.assert_array_equal(got, np.broadcast_to(bias[:, None, None], y))
 
 
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("axis, scale, bias", [(-2, (1, 5), (4, 5)), (-2, (5,), None),
+                                               (-2, (4, 1), (1, 5)), (1, (1, 1, 5), (3, 1, 1)),
+                                               (0, (1, 1, 1, 5), None), (2, (4, 5), (4, 5))])
+def test_layer_normalization_scale_and_bias_broadcast(axis, scale, bias, dtype, dynamic):
+    """A LayerNormalization's scale and bias broadcast to the normalized dims, as ONNX Runtime
+    takes them ([1, 5] to [4, 5]): they were read as the normalized dims' count of elements,
+    past their end (results off by 1e21; found by tests/fuzz/dynamic_node_tests.py --device
+    cuda, seed 77), against an fp64 reference."""
+    x_shape = (2, 3, 4, 5)
+    t = TensorProto.FLOAT if dtype == np.float32 else TensorProto.FLOAT16
+    names = ["x", "w"] + (["b"] if bias else [])
+    shapes = {"x": x_shape, "w": scale, "b": bias}
+    model = make_model([helper.make_node("LayerNormalization", names, ["y"], axis=axis)],
+                       [helper.make_tensor_value_info(n, t, list(shapes[n])) for n in names],
+                       [helper.make_tensor_value_info("y", t, list(x_shape))], opset=17)
+    rng = np.random.default_rng(3)
+    feeds = {n: rng.standard_normal(shapes[n]).astype(dtype) for n in names}
+    x = feeds["x"].astype(np.float64)
+    normalized = tuple(range(axis % 4, 4))
+    mean = x.mean(axis=normalized, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=normalized, keepdims=True)
+    want = (x - mean) / np.sqrt(var + 1e-5) * feeds["w"] + (feeds["b"] if bias else 0)
+    got = weft.compile(model.SerializeToString(), dynamic_shapes=dynamic).run(feeds)["y"]
+    tolerance = 1e-5 if dtype == np.float32 else 3e-3
+    np.testing.assert_allclose(got.astype(np.float64), want, atol=tolerance * np.abs(want).max())
+
+
 @pytest.mark.parametrize("op", ["Range", "Clip", "Pad"])
 def test_scalar_operands_that_are_empty_are_refused(op):
     """Range's start, Clip's min and Pad's constant value hold one element; an empty one was

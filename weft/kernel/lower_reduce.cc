@@ -501,27 +501,49 @@ Result<LoweredNode> lower_softmax(const Node& n, const std::string& name) {
 }
 
 // y = (x - mean) / sqrt(var + epsilon) * scale + bias over the axes from "axis" on;
-// mean and variance in two passes (as oneDNN does), in f32 for 16-bit inputs.
+// mean and variance in two passes (as oneDNN does), in f32 for 16-bit inputs. The view is
+// [rows, cols]; where a scale or bias holds fewer than cols elements (it broadcasts to the
+// normalized dims, as ONNX Runtime allows: [1, 5] to [4, 5]), [rows, normalized dims...], so
+// that it is indexed as it broadcasts (it was read as cols elements, past its end).
 Result<LoweredNode> lower_layer_norm(const Node& n, const std::string& name) {
   const auto& a = n.attrs_as<LayerNormAttrs>();
   const Value* x = n.inputs[0];
   int64_t rank = static_cast<int64_t>(x->type.shape->size());
   Shape shape = *x->type.shape;
+  const int64_t axis = a.axis < 0 ? a.axis + rank : a.axis;
   Dim rows = 1, cols = 1;
   for (int64_t i = 0; i < rank; ++i) {
-    Dim& target = i < a.axis ? rows : cols;
+    Dim& target = i < axis ? rows : cols;
     target = dim_mul(target, shape[static_cast<size_t>(i)]);
   }
+  Shape normalized(shape.begin() + axis, shape.end());
+  bool broadcast = false;
+  for (const Value* p : {n.input(1), n.input(2)})
+    broadcast |= p && !(num_elements(*p->type.shape) == cols);
   StepView v{{rows, cols}, {false, true}, {rows}, cols};
+  if (broadcast) {
+    v.in = {rows};
+    v.in.insert(v.in.end(), normalized.begin(), normalized.end());
+    v.reduced.assign(v.in.size(), true);
+    v.reduced[0] = false;
+  }
+  auto param_index = [&](const Value* p) {
+    return broadcast ? broadcast_index(*p->type.shape, v.in)
+                     : std::vector<AffineExpr>{AffineExpr::iterator(1)};
+  };
+  auto param_shape = [&](const Value* p) { return broadcast ? *p->type.shape : Shape{cols}; };
   DType t = accumulator_type(n.outputs[0]->type.dtype);
   KernelBuilder k(name);
   int in = k.buffer(x, BufferRole::kInput, v.in);
-  int scale = k.buffer(n.inputs[1], BufferRole::kInput, {cols});
-  int bias = n.input(2) ? k.buffer(n.inputs[2], BufferRole::kInput, {cols}) : -1;
+  int scale = k.buffer(n.inputs[1], BufferRole::kInput, param_shape(n.inputs[1]));
+  int bias = n.input(2) ? k.buffer(n.inputs[2], BufferRole::kInput, param_shape(n.inputs[2])) : -1;
   int out = k.buffer(n.outputs[0], BufferRole::kOutput, v.in);
   int mean = k.temp(t, {rows});
   int var = k.temp(t, {rows});
-  auto load_x = [&](StatementBuilder& b) { return load_as(b, in, iterators(2), x->type.dtype, t); };
+  const size_t dims = v.in.size();
+  auto load_x = [&](StatementBuilder& b) {
+    return load_as(b, in, iterators(dims), x->type.dtype, t);
+  };
   auto centered = [&](StatementBuilder& b) {
     return b.op(ExprOp::kSub, t, {load_x(b), b.load(mean, v.out_index(), t)});
   };
@@ -541,11 +563,14 @@ Result<LoweredNode> lower_layer_norm(const Node& n, const std::string& name) {
       iterators(1)));
   StatementBuilder y("normalize", v.in);
   int r = y.op(ExprOp::kMul, t, {centered(y), y.load(var, v.out_index(), t)});
-  std::vector<AffineExpr> col = {AffineExpr::iterator(1)};
-  r = y.op(ExprOp::kMul, t, {r, load_as(y, scale, col, n.inputs[1]->type.dtype, t)});
-  if (bias >= 0) r = y.op(ExprOp::kAdd, t, {r, load_as(y, bias, col, n.inputs[2]->type.dtype, t)});
+  r = y.op(ExprOp::kMul, t,
+           {r, load_as(y, scale, param_index(n.inputs[1]), n.inputs[1]->type.dtype, t)});
+  if (bias >= 0) {
+    r = y.op(ExprOp::kAdd, t,
+             {r, load_as(y, bias, param_index(n.inputs[2]), n.inputs[2]->type.dtype, t)});
+  }
   if (t != n.outputs[0]->type.dtype) r = y.op(ExprOp::kCast, n.outputs[0]->type.dtype, {r});
-  k.add(y.store(r, out, iterators(2)));
+  k.add(y.store(r, out, iterators(dims)));
   // The optional Mean and InvStdDev outputs.
   for (size_t i = 1; i < n.outputs.size() && i < 3; ++i) {
     const Value* stat = n.outputs[i];
