@@ -9,7 +9,17 @@ With --device cuda the compile over symbols is for CUDA and its runs are device-
 GPU (PyTorch's tensors), or on the emulator with WEFT_CUDA_EMULATOR=1 (numpy arrays described
 as CUDA tensors). A model whose input values decide shapes runs from host arrays there.
 
+With --oracle ort each run's per-shape result is also compared with ONNX Runtime's (where it
+is installed: bench/.venv), which catches what both of Weft's compiles get wrong alike (a
+LayerNormalization scale of [1, 5] for [4, 5] was read past its end by both). Where ONNX Runtime
+refuses or fails and Weft runs, that is not counted. ONNX Runtime is the one that is off in some
+(on the node tests' own inputs, against their outputs, 2026-12-06: its float8 Casts, cubic
+Resize with align_corners, DFT's precision), and it runs some inputs that Weft refuses as the
+spec does (repeated reduction axes, Concat parts that differ off the axis where one is empty, a
+loss's target of another shape): each ORT-DIFFERENT or ONLY-ORT-RAN is a lead to check.
+
 Usage: dynamic_node_tests.py [--data DIR] [--count N] [--seed S] [--runs R] [--device cuda]
+                             [--oracle ort]
 (needs the weft module on PYTHONPATH; exit 1 on a failure)
 ctest runs 400 models of seed 1 (about 2 min); `--count 0` takes all 1,800 (about 8 min).
 """
@@ -121,9 +131,21 @@ def device_run(model, feeds):
     return host
 
 
-def child(case, seed, runs, device):
+def ort_run(model_bytes, feeds):
+    """ONNX Runtime's outputs by name, or None where it refuses or fails."""
+    import onnxruntime
+    try:
+        sess = onnxruntime.InferenceSession(model_bytes, providers=["CPUExecutionProvider"])
+        names = [o.name for o in sess.get_outputs()]
+        return dict(zip(names, sess.run(None, feeds)))
+    except Exception:  # noqa: BLE001 (a refusal of ONNX Runtime's is no finding here)
+        return None
+
+
+def child(case, seed, runs, device, oracle=None):
     """Prints one JSON line per run: {"run", "result"}, result one of same, both-failed,
-    DIFFERENT, ONLY-DYNAMIC-RAN, ONLY-PER-SHAPE-RAN (with the messages)."""
+    DIFFERENT, ONLY-DYNAMIC-RAN, ONLY-PER-SHAPE-RAN (with the messages); with an oracle, also
+    ORT-DIFFERENT (Weft's per-shape result against ONNX Runtime's) or ONLY-ORT-RAN."""
     import onnx
     import weft
     model = onnx.load(os.path.join(case, "model.onnx"))
@@ -183,6 +205,20 @@ def child(case, seed, runs, device):
             result = "ONLY-DYNAMIC-RAN" if a == "ran" else "ONLY-PER-SHAPE-RAN"
         message = rb if b == "failed" else ra if a == "failed" else ""
         print(json.dumps({"run": what, "result": result, "message": message}), flush=True)
+        if oracle == "ort" and result in ("same", "both-failed"):
+            theirs = ort_run(per_shape.SerializeToString(), f)
+            if theirs is None:
+                continue
+            if b == "failed":
+                result, message = "ONLY-ORT-RAN", rb
+            else:
+                tolerance = tolerance_of(list(f.values()) + list(theirs.values()))
+                result = "same-as-ort" if all(
+                    k not in theirs or same(v, theirs[k], tolerance) for k, v in rb.items()
+                ) else "ORT-DIFFERENT"
+                message = ""
+            print(json.dumps({"run": what + " (ONNX Runtime)", "result": result,
+                              "message": message}), flush=True)
 
 
 def main():
@@ -192,10 +228,11 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--runs", type=int, default=4, help="runs with a changed dim per model")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--oracle", choices=["ort"], help="compare with ONNX Runtime too")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child, args.seed, args.runs, args.device)
+        child(args.child, args.seed, args.runs, args.device, args.oracle)
         return 0
     cases = sorted(c for c in glob.glob(os.path.join(args.data, "test_*"))
                    if not any(r in os.path.basename(c) for r in RANDOM))
@@ -211,6 +248,8 @@ def main():
         name = os.path.basename(case)
         cmd = [sys.executable, __file__, "--child", case, "--seed", str(rng.randrange(2**32)),
                "--runs", str(args.runs), "--device", args.device]
+        if args.oracle:
+            cmd += ["--oracle", args.oracle]
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
             lines = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
