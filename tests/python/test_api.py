@@ -652,6 +652,24 @@ def test_layer_normalization_scale_and_bias_broadcast(axis, scale, bias, dtype, 
     np.testing.assert_allclose(got.astype(np.float64), want, atol=tolerance * np.abs(want).max())
 
 
+def test_center_crop_pad_of_a_shape_given_at_run_time():
+    """CenterCropPad's shape is a shape operand: given as an input (its output's dims
+    symbolic), each run's value is bound at its compile, as Resize's sizes are ('ops Weft
+    cannot execute yet: CenterCropPad' before; found by dynamic_node_tests.py --oracle ort)."""
+    f, i64 = TensorProto.FLOAT, TensorProto.INT64
+    model = make_model([helper.make_node("CenterCropPad", ["x", "s"], ["y"])],
+                       [helper.make_tensor_value_info("x", f, ["H", "W"]),
+                        helper.make_tensor_value_info("s", i64, [2])],
+                       [helper.make_tensor_value_info("y", f, ["A", "B"])], opset=18)
+    compiled = weft.compile(model.SerializeToString())
+    x = np.arange(30, dtype=np.float32).reshape(5, 6)
+    np.testing.assert_array_equal(compiled.run({"x": x, "s": np.array([3, 4])})["y"],
+                                  x[1:4, 1:5])  # cropped, centred (start (5 - 3) // 2)
+    padded = np.zeros((7, 2), np.float32)
+    padded[1:6] = x[:, 2:4]  # padded by 1 above and below, cropped to 2 columns
+    np.testing.assert_array_equal(compiled.run({"x": x, "s": np.array([7, 2])})["y"], padded)
+
+
 @pytest.mark.parametrize("op", ["Range", "Clip", "Pad"])
 def test_scalar_operands_that_are_empty_are_refused(op):
     """Range's start, Clip's min and Pad's constant value hold one element; an empty one was

@@ -24,7 +24,8 @@ bool is_shape_operand(const Node& n, size_t i) {
       {Op::kHannWindow, {0}},     {Op::kHammingWindow, {0}},
       {Op::kBlackmanWindow, {0}}, {Op::kDropout, {1, 2}},
       {Op::kCol2Im, {1, 2}},      {Op::kDFT, {1, 2}},
-      {Op::kSTFT, {1, 3}},        {Op::kMelWeightMatrix, {0, 1}}};
+      {Op::kSTFT, {1, 3}},        {Op::kMelWeightMatrix, {0, 1}},
+      {Op::kCenterCropPad, {1}}};
   if (is_reduce_op(n.op_type)) return i == 1;
   auto it = operands.find(n.op_type);
   return it != operands.end() &&
