@@ -38,6 +38,12 @@ int64_t AttrParser::int_or(std::string_view name, int64_t fallback) {
   return expect(name, AttrReader::Kind::kInt) ? reader_.get_int(name) : fallback;
 }
 
+bool AttrParser::bool_or(std::string_view name, bool fallback) {
+  int64_t v = int_or(name, fallback ? 1 : 0);
+  if (v != 0 && v != 1) fail(fmt::format("attribute '{}' must be 0 or 1, not {}", name, v));
+  return v != 0;
+}
+
 std::optional<int64_t> AttrParser::optional_int(std::string_view name) {
   if (!expect(name, AttrReader::Kind::kInt)) return std::nullopt;
   return reader_.get_int(name);

@@ -48,7 +48,9 @@ public:
   int opset() const { return opset_; }
   bool has(std::string_view name) const;
   int64_t int_or(std::string_view name, int64_t fallback);
-  bool bool_or(std::string_view name, bool fallback) { return int_or(name, fallback) != 0; }
+  // A flag: 0 or 1, as ONNX defines them (another value is an error: ONNX Runtime reads some
+  // such as set, others as clear).
+  bool bool_or(std::string_view name, bool fallback);
   float float_or(std::string_view name, float fallback);
   std::optional<float> optional_float(std::string_view name);
   std::string string_or(std::string_view name, std::string fallback);

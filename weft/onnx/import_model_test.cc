@@ -336,6 +336,24 @@ TEST(Import, AttributeErrorsNameTheNode) {
       << g.status().message();
 }
 
+// A flag attribute is 0 or 1: ONNX Runtime reads keepdims = 2 as clear and others such values
+// as set, so Weft refuses them rather than pick one (found by tests/fuzz/attribute_oracle.py).
+TEST(Import, FlagAttributesAreZeroOrOne) {
+  auto error_of = [](const std::string& keepdims) {
+    Result<Graph> g = import_text(fmt::format(R"(
+      <ir_version: 8, opset_import: ["" : 13]>
+      g (float[2, 3] x) => (float[2, 1] y) {{ y = ReduceMax <axes = [1], keepdims = {}> (x) }})",
+                                              keepdims));
+    return g.ok() ? std::string("ok") : g.status().message();
+  };
+  EXPECT_EQ(error_of("1"), "ok");
+  std::string message = error_of("2");
+  EXPECT_NE(message.find("(ReduceMax, opset 13): attribute 'keepdims' must be 0 or 1, not 2"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(error_of("-1").find("must be 0 or 1, not -1"), std::string::npos);
+}
+
 // Initializers of every dtype, once as raw_data and once in the typed fields, import to the
 // same bytes.
 TEST(Import, InitializersInBothEncodingsForEveryDtype) {

@@ -1,0 +1,183 @@
+"""Fuzzing of attribute values against ONNX Runtime: each ONNX node test's model with one
+attribute changed to another plausible value (an axis within the rank, a neighbouring int, a
+permutation, a mode that other node tests use with the same attribute name, a nearby float),
+run by Weft and by ONNX Runtime on the test's own inputs. Where ONNX Runtime runs, Weft must
+give what it gives (within the tolerance of dynamic_node_tests.py) or refuse with an error;
+a crash or hang of Weft is a failure too. Unlike mutate_node_tests.py, whose mutants are
+mostly invalid, these are mostly valid models, so wrong results show.
+
+ONNX Runtime is not always the one that is right: each DIFFERENT is a lead, to check against
+the spec or a NumPy reading of it. ONLY-ORT-RAN (Weft refused what ONNX Runtime ran) is
+listed, not counted. Needs onnxruntime (bench/.venv) and the weft module on PYTHONPATH.
+
+Usage: attribute_oracle.py [--data DIR] [--count N] [--seed S] [--per-model M]
+(exit 1 on a failure)
+"""
+import argparse
+import glob
+import json
+import os
+import random
+import subprocess
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dynamic_node_tests import DATA, RANDOM, load_tensor, same, tolerance_of  # noqa: E402
+
+
+def string_values(cases):
+    """Every value each string attribute takes across the node tests, by attribute name."""
+    import onnx
+    values = {}
+    for case in cases:
+        model = onnx.load(os.path.join(case, "model.onnx"), load_external_data=False)
+        for node in model.graph.node:
+            for a in node.attribute:
+                if a.type == onnx.AttributeProto.STRING:
+                    values.setdefault(a.name, set()).add(a.s)
+    return {k: sorted(v) for k, v in values.items()}
+
+
+def mutated(rng, model, strings):
+    """The model with one attribute of one node changed, and a description; None if it has
+    none to change."""
+    import onnx
+    nodes = [n for n in model.graph.node if n.attribute]
+    if not nodes:
+        return None
+    node = rng.choice(nodes)
+    a = rng.choice(list(node.attribute))
+    rank = max((len(i.type.tensor_type.shape.dim) for i in model.graph.input), default=2)
+    if a.type == onnx.AttributeProto.INT:
+        a.i = rng.choice(list(range(-rank, rank)) + [a.i + 1, max(a.i - 1, 0)])
+        new = a.i
+    elif a.type == onnx.AttributeProto.INTS and a.ints:
+        ints = list(a.ints)
+        if sorted(ints) == list(range(len(ints))):  # a permutation
+            rng.shuffle(ints)
+        else:
+            k = rng.randrange(len(ints))
+            ints[k] = max(ints[k] + rng.choice([-1, 1, 2]), 0 if min(ints) >= 0 else -rank)
+        del a.ints[:]
+        a.ints.extend(ints)
+        new = ints
+    elif a.type == onnx.AttributeProto.FLOAT:
+        a.f = rng.choice([0.0, 0.5, 1.0, 2.0, a.f * 0.5, -a.f])
+        new = a.f
+    elif a.type == onnx.AttributeProto.STRING and len(strings.get(a.name, [])) > 1:
+        a.s = rng.choice([s for s in strings[a.name] if s != a.s])
+        new = a.s.decode(errors="replace")
+    else:
+        return None
+    for o in model.graph.output:
+        o.type.tensor_type.ClearField("shape")
+    del model.graph.value_info[:]
+    return model, f"{node.op_type}.{a.name} = {new}"
+
+
+def child(case, seed, per_model, strings_path):
+    """One JSON line per mutant: {"mutant", "result", "message"}."""
+    import onnx
+    import onnxruntime
+    import weft
+    with open(strings_path) as f:
+        strings = {k: [s.encode() for s in v] for k, v in json.load(f).items()}
+    base = onnx.load(os.path.join(case, "model.onnx"))
+    inits = {i.name for i in base.graph.initializer}
+    inputs = [i.name for i in base.graph.input if i.name not in inits]
+    sets = sorted(glob.glob(os.path.join(case, "test_data_set_*")))
+    if not sets:
+        return
+    try:
+        feeds = [load_tensor(p) for p in sorted(glob.glob(os.path.join(sets[0], "input_*.pb")))]
+    except (ValueError, TypeError):  # a sequence or an optional
+        return
+    if len(feeds) != len(inputs) or any(f.dtype == object for f in feeds):
+        return
+    feeds = dict(zip(inputs, feeds))
+    rng = random.Random(seed)
+    for _ in range(per_model):
+        model = onnx.ModelProto()
+        model.CopyFrom(base)
+        m = mutated(rng, model, strings)
+        if not m:
+            return
+        model, what = m
+        data = model.SerializeToString()
+        try:
+            sess = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"])
+            theirs = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
+        except Exception:  # noqa: BLE001 (an invalid mutant: nothing to compare)
+            continue
+        print(json.dumps({"mutant": what, "result": "started", "message": ""}), flush=True)
+        try:
+            ours = weft.compile(data).run(feeds)
+        except weft.WeftError as e:
+            print(json.dumps({"mutant": what, "result": "only-ort-ran", "message": str(e)[:200]}),
+                  flush=True)
+            continue
+        tolerance = tolerance_of(list(feeds.values()) + list(theirs.values()))
+        differs = [k for k, v in ours.items() if k in theirs and not same(v, theirs[k], tolerance)]
+        print(json.dumps({"mutant": what, "result": "DIFFERENT" if differs else "same",
+                          "message": ", ".join(differs)}), flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default=DATA)
+    ap.add_argument("--count", type=int, default=300, help="models to take; 0: all")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--per-model", type=int, default=3, help="mutants per model")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--strings", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args.child, args.seed, args.per_model, args.strings)
+        return 0
+    cases = sorted(c for c in glob.glob(os.path.join(args.data, "test_*"))
+                   if not any(r in os.path.basename(c) for r in RANDOM))
+    if not cases:
+        print(f"SKIP: {args.data} is missing (scripts/setup.sh writes it)")
+        return 77
+    strings_path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"weft-strings-{os.getpid()}.json")
+    with open(strings_path, "w") as f:
+        json.dump({k: [s.decode(errors="replace") for s in v]
+                   for k, v in string_values(cases).items()}, f)
+    rng = random.Random(args.seed)
+    if args.count:
+        cases = rng.sample(cases, min(args.count, len(cases)))
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    failures, refused, compared = [], [], 0
+    for case in cases:
+        name = os.path.basename(case)
+        cmd = [sys.executable, __file__, "--child", case, "--seed", str(rng.randrange(2**32)),
+               "--per-model", str(args.per_model), "--strings", strings_path]
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+        except subprocess.TimeoutExpired:
+            failures.append(f"{name}: no answer in 300 s")
+            continue
+        lines = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
+        if p.returncode != 0 and lines and lines[-1]["result"] == "started":
+            failures.append(f"{name}: {lines[-1]['mutant']}: exit {p.returncode} in Weft's run: "
+                            f"{p.stderr.strip()[-300:]}")
+        for x in lines:
+            if x["result"] == "DIFFERENT":
+                failures.append(f"{name}: {x['mutant']}: DIFFERENT ({x['message']})")
+            elif x["result"] == "only-ort-ran":
+                refused.append(f"{name}: {x['mutant']}: {x['message']}")
+            compared += x["result"] == "same"
+    os.remove(strings_path)
+    for r in refused:
+        print("REFUSED", r)
+    for f in failures:
+        print("FAIL", f)
+    print(f"{len(cases)} models of seed {args.seed}: {compared} mutants as ONNX Runtime, "
+          f"{len(refused)} refused where it ran, {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
