@@ -625,15 +625,19 @@ def test_convolutions_over_no_channels(op, x, w, group, y, constant):
 
 @pytest.mark.parametrize("dynamic", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
-@pytest.mark.parametrize("axis, scale, bias", [(-2, (1, 5), (4, 5)), (-2, (5,), None),
-                                               (-2, (4, 1), (1, 5)), (1, (1, 1, 5), (3, 1, 1)),
-                                               (0, (1, 1, 1, 5), None), (2, (4, 5), (4, 5))])
-def test_layer_normalization_scale_and_bias_broadcast(axis, scale, bias, dtype, dynamic):
-    """A LayerNormalization's scale and bias broadcast to the normalized dims, as ONNX Runtime
-    takes them ([1, 5] to [4, 5]): they were read as the normalized dims' count of elements,
-    past their end (results off by 1e21; found by tests/fuzz/dynamic_node_tests.py --device
-    cuda, seed 77), against an fp64 reference."""
-    x_shape = (2, 3, 4, 5)
+@pytest.mark.parametrize("x_shape, axis, scale, bias", [
+    ((2, 3, 4, 5), -2, (1, 5), (4, 5)), ((2, 3, 4, 5), -2, (5,), None),
+    ((2, 3, 4, 5), -2, (4, 1), (1, 5)), ((2, 3, 4, 5), 1, (1, 1, 5), (3, 1, 1)),
+    ((2, 3, 4, 5), 0, (1, 1, 1, 5), None), ((2, 3, 4, 5), 2, (4, 5), (4, 5)),
+    ((2, 3, 5), -1, (3, 5), (3, 5)), ((2, 3, 5), -1, (2, 1, 5), None),  # beyond the axis
+    ((2, 3, 5), 1, (2, 3, 5), (2, 1, 1)), ((5, 5), 1, (5, 1), None)])  # per row: 5 elements
+def test_layer_normalization_scale_and_bias_broadcast(x_shape, axis, scale, bias, dtype,
+                                                       dynamic):
+    """A LayerNormalization's scale and bias broadcast to the input, as its ONNX function body
+    multiplies and adds them and as ONNX Runtime takes them: [1, 5] for normalized [4, 5] was
+    read as 20 elements, past its end (results off by 1e21; found by
+    tests/fuzz/dynamic_node_tests.py --device cuda, seed 77), and a scale reaching before the
+    axis was refused; against an fp64 reference."""
     t = TensorProto.FLOAT if dtype == np.float32 else TensorProto.FLOAT16
     names = ["x", "w"] + (["b"] if bias else [])
     shapes = {"x": x_shape, "w": scale, "b": bias}
@@ -643,7 +647,7 @@ def test_layer_normalization_scale_and_bias_broadcast(axis, scale, bias, dtype, 
     rng = np.random.default_rng(3)
     feeds = {n: rng.standard_normal(shapes[n]).astype(dtype) for n in names}
     x = feeds["x"].astype(np.float64)
-    normalized = tuple(range(axis % 4, 4))
+    normalized = tuple(range(axis % len(x_shape), len(x_shape)))
     mean = x.mean(axis=normalized, keepdims=True)
     var = ((x - mean) ** 2).mean(axis=normalized, keepdims=True)
     want = (x - mean) / np.sqrt(var + 1e-5) * feeds["w"] + (feeds["b"] if bias else 0)
@@ -918,7 +922,7 @@ def test_dynamic_shapes_gemm_checks_its_c_per_run():
 ])
 def test_shapes_that_do_not_fit_are_refused(node, feeds, message):
     """A Gemm's C that does not broadcast to the output (it ran), an RMSNormalization scale
-    that does not broadcast to the normalized dims (an internal error), a pooling window
+    that does not broadcast to the input (an internal error), a pooling window
     longer than its padded input (an error about dims known only at run time)."""
     arrays = {k: np.ones(v, np.float32) for k, v in feeds.items()}
     model = one_node_model(node, arrays, 23)

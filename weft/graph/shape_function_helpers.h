@@ -41,18 +41,18 @@ inline bool broadcasts_to(const Shape& s, const Shape& to) {
   return true;
 }
 
-// Inputs [first, last) of "node", where given, broadcast to the normalized dims x[axis:]
-// (each dim equal, or 1): LayerNormalization's and RMSNormalization's scale and bias.
-inline Status check_normalized_inputs(const Node& node, const Shape& x, int64_t axis, size_t first,
-                                      size_t last) {
-  Shape normalized(x.begin() + axis, x.end());
+// Inputs [first, last) of "node", where given, broadcast to the input x (each dim equal, or
+// 1), as the ops' function bodies multiply and add them: LayerNormalization's and
+// RMSNormalization's scale and bias (most often one value per element of the normalized dims,
+// as PyTorch exports them; ONNX Runtime takes any that broadcast).
+inline Status check_normalized_inputs(const Node& node, const Shape& x, size_t first, size_t last) {
   for (size_t i = first; i < last; ++i) {
     const Value* v = node.input(i);
     if (!v || !v->type.shape) continue;
     const Shape& s = *v->type.shape;
-    if (!broadcasts_to(s, normalized)) {
-      return fail(fmt::format("input {} is {}, which does not broadcast to the normalized dims {}",
-                              i, shape_to_string(s), shape_to_string(normalized)));
+    if (!broadcasts_to(s, x)) {
+      return fail(fmt::format("input {} is {}, which does not broadcast to the input's {}", i,
+                              shape_to_string(s), shape_to_string(x)));
     }
   }
   return Status();

@@ -206,7 +206,7 @@ TypesOrError infer_layer_norm(const Node& node) {
     stat_shape = *x.shape;
     for (size_t i = static_cast<size_t>(axis); i < stat_shape->size(); ++i)
       (*stat_shape)[i] = 1;
-    WEFT_RETURN_IF_ERROR(check_normalized_inputs(node, *x.shape, axis, 1, 3)); // scale, bias
+    WEFT_RETURN_IF_ERROR(check_normalized_inputs(node, *x.shape, 1, 3)); // scale, bias
   }
   out.resize(node.outputs.size(), TensorType{a.stash_type, stat_shape});
   return out;

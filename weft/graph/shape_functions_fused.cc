@@ -27,13 +27,14 @@ TypesOrError same_along_axis(const Node& node, int64_t axis) {
 
 } // namespace
 
-// The scale broadcasts to the normalized dims.
+// The scale broadcasts to the input.
 TypesOrError infer_rms_norm(const Node& node) {
   const TensorType& x = in_type(node, 0);
   if (!x.shape) return one(x);
-  WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node.attrs_as<LayerNormAttrs>().axis,
-                                                     static_cast<int64_t>(x.shape->size())));
-  WEFT_RETURN_IF_ERROR(check_normalized_inputs(node, *x.shape, axis, 1, 2));
+  WEFT_RETURN_IF_ERROR(
+      normalize_axis(node.attrs_as<LayerNormAttrs>().axis, static_cast<int64_t>(x.shape->size()))
+          .status());
+  WEFT_RETURN_IF_ERROR(check_normalized_inputs(node, *x.shape, 1, 2));
   return one(x);
 }
 

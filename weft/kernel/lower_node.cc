@@ -184,20 +184,7 @@ bool admits_symbolic_shapes(const Node& n) {
     }
     return true;
   }
-  if (n.op_type == Op::kLayerNormalization) {
-    const Shape& x = *n.inputs[0]->type.shape;
-    Dim normalized = 1;
-    int64_t axis = n.attrs_as<LayerNormAttrs>().axis;
-    if (axis < 0) axis += static_cast<int64_t>(x.size());
-    for (size_t d = static_cast<size_t>(std::max<int64_t>(axis, 0)); d < x.size(); ++d)
-      normalized = dim_mul(normalized, x[d]);
-    for (int i : {1, 2}) {
-      if (n.input(i) &&
-          !(num_elements(*n.inputs[static_cast<size_t>(i)]->type.shape) == normalized))
-        return false;
-    }
-    return true;
-  }
+  if (n.op_type == Op::kLayerNormalization) return layer_norm_params_flat(n);
   return false;
 }
 

@@ -14,6 +14,10 @@ Result<LoweredNode> lower_arg_reduce(const Node& n, const std::string& name);
 Result<LoweredNode> lower_hardmax(const Node& n, const std::string& name);
 Result<LoweredNode> lower_softmax(const Node& n, const std::string& name);
 Result<LoweredNode> lower_layer_norm(const Node& n, const std::string& name);
+// Are a LayerNormalization's scale and bias one value per element of the normalized dims, the
+// same for every row (so that a flat column index reads them)? Else they broadcast to the
+// input another way ([1, 5] for normalized [4, 5], or [3, 5] for [2, 3, 5] over the last axis).
+bool layer_norm_params_flat(const Node& n);
 Result<LoweredNode> lower_instance_norm(const Node& n, const std::string& name);
 Result<LoweredNode> lower_transpose(const Node& n, const std::string& name);
 Result<LoweredNode> lower_slice(const Node& n, const std::string& name);

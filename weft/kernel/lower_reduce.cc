@@ -500,38 +500,62 @@ Result<LoweredNode> lower_softmax(const Node& n, const std::string& name) {
   return k.lowered();
 }
 
+namespace {
+
+int64_t layer_norm_axis(const Node& n) {
+  int64_t axis = n.attrs_as<LayerNormAttrs>().axis;
+  return axis < 0 ? axis + static_cast<int64_t>(n.inputs[0]->type.shape->size()) : axis;
+}
+
+} // namespace
+
+bool layer_norm_params_flat(const Node& n) {
+  const Shape& x = *n.inputs[0]->type.shape;
+  const size_t axis = static_cast<size_t>(layer_norm_axis(n));
+  Dim cols = 1;
+  for (size_t d = axis; d < x.size(); ++d)
+    cols = dim_mul(cols, x[d]);
+  for (const Value* p : {n.input(1), n.input(2)}) {
+    if (!p) continue;
+    const Shape& s = *p->type.shape;
+    if (!(num_elements(s) == cols)) return false;
+    for (size_t d = 0; d + x.size() < s.size() + axis; ++d) { // dims before the axis
+      if (!(s[d].is_static() && s[d].value() == 1)) return false;
+    }
+  }
+  return true;
+}
+
 // y = (x - mean) / sqrt(var + epsilon) * scale + bias over the axes from "axis" on;
 // mean and variance in two passes (as oneDNN does), in f32 for 16-bit inputs. The view is
-// [rows, cols]; where a scale or bias holds fewer than cols elements (it broadcasts to the
-// normalized dims, as ONNX Runtime allows: [1, 5] to [4, 5]), [rows, normalized dims...], so
-// that it is indexed as it broadcasts (it was read as cols elements, past its end).
+// [rows, cols], the scale and bias read by column; where they broadcast to the input another
+// way (layer_norm_params_flat: ONNX's function body multiplies and adds them with numpy's
+// broadcasting, as ONNX Runtime does), the input's own shape, each indexed as it broadcasts
+// (a scale of [1, 5] for [4, 5] was read as 20 elements, past its end).
 Result<LoweredNode> lower_layer_norm(const Node& n, const std::string& name) {
   const auto& a = n.attrs_as<LayerNormAttrs>();
   const Value* x = n.inputs[0];
   int64_t rank = static_cast<int64_t>(x->type.shape->size());
   Shape shape = *x->type.shape;
-  const int64_t axis = a.axis < 0 ? a.axis + rank : a.axis;
+  const int64_t axis = layer_norm_axis(n);
   Dim rows = 1, cols = 1;
   for (int64_t i = 0; i < rank; ++i) {
     Dim& target = i < axis ? rows : cols;
     target = dim_mul(target, shape[static_cast<size_t>(i)]);
   }
-  Shape normalized(shape.begin() + axis, shape.end());
-  bool broadcast = false;
-  for (const Value* p : {n.input(1), n.input(2)})
-    broadcast |= p && !(num_elements(*p->type.shape) == cols);
+  const bool flat = layer_norm_params_flat(n);
   StepView v{{rows, cols}, {false, true}, {rows}, cols};
-  if (broadcast) {
-    v.in = {rows};
-    v.in.insert(v.in.end(), normalized.begin(), normalized.end());
-    v.reduced.assign(v.in.size(), true);
-    v.reduced[0] = false;
+  if (!flat) {
+    v.in = shape;
+    v.reduced.clear();
+    for (int64_t i = 0; i < rank; ++i)
+      v.reduced.push_back(i >= axis);
   }
   auto param_index = [&](const Value* p) {
-    return broadcast ? broadcast_index(*p->type.shape, v.in)
-                     : std::vector<AffineExpr>{AffineExpr::iterator(1)};
+    return flat ? std::vector<AffineExpr>{AffineExpr::iterator(1)}
+                : broadcast_index(*p->type.shape, shape);
   };
-  auto param_shape = [&](const Value* p) { return broadcast ? *p->type.shape : Shape{cols}; };
+  auto param_shape = [&](const Value* p) { return flat ? Shape{cols} : *p->type.shape; };
   DType t = accumulator_type(n.outputs[0]->type.dtype);
   KernelBuilder k(name);
   int in = k.buffer(x, BufferRole::kInput, v.in);

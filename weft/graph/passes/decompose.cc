@@ -54,17 +54,17 @@ Status rms_norm(Graph& graph, Node& node, Value* y) {
   Value* eps = scalar(b, "epsilon", a.stash_type, a.epsilon);
   Value* normalized = b.op(Op::kDiv, {xs, b.op(Op::kSqrt, {b.op(Op::kAdd, {mean_square, eps})})});
   normalized = cast_to(b, normalized, x->type.dtype);
-  // The scale broadcasts to the normalized dims alone (the Mul would broadcast them to it):
-  // shape inference checks static dims, each run symbolic ones.
+  // The scale broadcasts to the input (the Mul would broadcast the input to it): shape
+  // inference checks static dims, each run symbolic ones.
   const Shape& dims = *x->type.shape;
   if (const std::optional<Shape>& scale = node.inputs[1]->type.shape;
-      scale && scale->size() <= dims.size() - static_cast<size_t>(axis)) {
+      scale && scale->size() <= dims.size()) {
     for (size_t d = 0; d < scale->size(); ++d) {
       const Dim& s = (*scale)[d];
       const Dim& n = dims[dims.size() - scale->size() + d];
       if (s != n && !s.is_unknown() && !n.is_unknown() && !(s.is_static() && s.value() == 1)) {
-        graph.dim_limits.push_back({s, n, node.name, DimLimit::Kind::kOneOrEqual,
-                                    "a scale that broadcasts to the normalized dims"});
+        graph.dim_limits.push_back(
+            {s, n, node.name, DimLimit::Kind::kOneOrEqual, "a scale that broadcasts to the input"});
       }
     }
   }
