@@ -788,6 +788,19 @@ def test_indexing_into_an_empty_axis_is_refused(op, attrs, feeds, message):
         weft.compile(model.SerializeToString()).run(arrays)
 
 
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+def test_resizing_an_empty_dim_to_a_non_empty_one_is_refused(mode):
+    """X [1, 0, 4, 4] to sizes [1, 1, 8, 8]: nothing to sample along dim 1 (ONNX Runtime fails;
+    Weft's kernel read past the input; found by tests/fuzz/dynamic_node_tests.py, seed 80)."""
+    arrays = {"x": np.ones((1, 0, 4, 4), np.float32), "s": np.array([1, 1, 8, 8], np.int64)}
+    model = one_node_model(helper.make_node("Resize", ["x", "", "", "s"], ["y"], mode=mode),
+                           arrays, 19)
+    with pytest.raises(weft.WeftError, match="dim 1 is empty and cannot be resized to 1"):
+        weft.compile(model.SerializeToString()).run(arrays)
+    arrays["s"] = np.array([1, 0, 8, 8], np.int64)  # empty to empty: an empty output
+    assert weft.compile(model.SerializeToString()).run(arrays)["y"].shape == (1, 0, 8, 8)
+
+
 @pytest.mark.parametrize("image,attrs", [([], {}), ([5], {}), ([5, 5], {"dilations": [1, 2, 1]})])
 def test_col2im_of_mismatched_spatial_dims_is_refused(image, attrs):
     """Col2Im's image_shape, block_shape and attributes must give the same spatial dims: an

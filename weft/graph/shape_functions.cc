@@ -947,6 +947,13 @@ TypesOrError infer_resize(const Node& node) {
   std::optional<Shape> extents = resize_extents(node);
   if (!extents)
     return one({x.dtype, x.shape ? unknown_shape(x.shape->size()) : std::optional<Shape>()});
+  // An empty dim resized to a non-empty one has nothing to sample (the kernel read past the
+  // input; ONNX Runtime refuses it too).
+  for (size_t d = 0; x.shape && d < x.shape->size() && d < extents->size(); ++d) {
+    const Dim &in = (*x.shape)[d], &out = (*extents)[d];
+    if (in.is_static() && in.value() == 0 && out.is_static() && out.value() > 0)
+      return fail(fmt::format("dim {} is empty and cannot be resized to {}", d, out.value()));
+  }
   return one({x.dtype, *extents});
 }
 
