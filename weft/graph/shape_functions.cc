@@ -894,9 +894,13 @@ std::optional<std::vector<double>> resize_scales(const Node& node) {
   std::optional<double> common = resize_aspect_scale(node, sizes, *axes, *x.shape);
   for (size_t i = 0; i < axes->size(); ++i) {
     auto d = static_cast<size_t>((*axes)[i]);
+    // (An empty dim stays empty at scale 1; infer_resize refuses one made non-empty.)
+    int64_t extent = (*x.shape)[d].value();
     scales[d] = common ? *common
-                       : static_cast<double>(sizes->constant->get_int64(static_cast<int64_t>(i))) /
-                             static_cast<double>((*x.shape)[d].value());
+                : extent == 0
+                    ? 1.0
+                    : static_cast<double>(sizes->constant->get_int64(static_cast<int64_t>(i))) /
+                          static_cast<double>(extent);
   }
   return scales;
 }
@@ -939,6 +943,17 @@ TypesOrError infer_resize(const Node& node) {
                               given->constant->num_elements(), axes->size()));
     }
   }
+  // An empty dim resized to a non-empty one has nothing to sample (the kernel read past the
+  // input; ONNX Runtime refuses it too).
+  if (sized && given && x.shape) {
+    std::optional<Ints> axes = resize_axes(node, x.shape->size());
+    for (size_t i = 0; axes && i < axes->size(); ++i) {
+      const Dim& in = (*x.shape)[static_cast<size_t>((*axes)[i])];
+      int64_t size = given->constant->get_int64(static_cast<int64_t>(i));
+      if (in.is_static() && in.value() == 0 && size > 0)
+        return fail(fmt::format("dim {} is empty and cannot be resized to {}", (*axes)[i], size));
+    }
+  }
   if (std::optional<std::vector<double>> scales = resize_scales(node)) {
     for (double s : *scales) {
       if (!(s > 0)) return fail(fmt::format("scale {} is not positive", s));
@@ -947,13 +962,6 @@ TypesOrError infer_resize(const Node& node) {
   std::optional<Shape> extents = resize_extents(node);
   if (!extents)
     return one({x.dtype, x.shape ? unknown_shape(x.shape->size()) : std::optional<Shape>()});
-  // An empty dim resized to a non-empty one has nothing to sample (the kernel read past the
-  // input; ONNX Runtime refuses it too).
-  for (size_t d = 0; x.shape && d < x.shape->size() && d < extents->size(); ++d) {
-    const Dim &in = (*x.shape)[d], &out = (*extents)[d];
-    if (in.is_static() && in.value() == 0 && out.is_static() && out.value() > 0)
-      return fail(fmt::format("dim {} is empty and cannot be resized to {}", d, out.value()));
-  }
   return one({x.dtype, *extents});
 }
 
