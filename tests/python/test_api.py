@@ -788,6 +788,27 @@ def test_indexing_into_an_empty_axis_is_refused(op, attrs, feeds, message):
         weft.compile(model.SerializeToString()).run(arrays)
 
 
+@pytest.mark.parametrize("output_shape", [[10, 8], [11, 8], [11, 7], [9, 7]])
+def test_conv_transpose_output_shape_larger_than_its_full_extent(output_shape):
+    """ConvTranspose with output_shape past its full extent (9 x 7 here) and no auto_pad: the
+    extra positions come at the end, as an output_padding, as ONNX Runtime, onnx.reference
+    and PyTorch's output_size put them (an output 2 larger was shifted down by 1; found by
+    tests/fuzz/attribute_oracle.py, seed 4)."""
+    x = np.arange(9, dtype=np.float32).reshape(1, 1, 3, 3)
+    w = np.random.default_rng(4).standard_normal((1, 2, 3, 3)).astype(np.float32)
+    full = np.zeros((1, 2, 9, 7), np.float32)  # stride (3, 2): y[3i + k, 2j + l] += x w
+    for i in range(3):
+        for j in range(3):
+            full[0, :, 3 * i:3 * i + 3, 2 * j:2 * j + 3] += x[0, 0, i, j] * w[0]
+    want = np.zeros((1, 2, *output_shape), np.float32)
+    want[:, :, :9, :7] = full
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[3, 2],
+                            output_shape=output_shape)
+    model = one_node_model(node, {"x": x, "w": w}, 13)
+    got = weft.compile(model.SerializeToString()).run({"x": x, "w": w})["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
 def test_resizing_an_empty_dim_to_a_non_empty_one_is_refused(mode):
     """X [1, 0, 4, 4] to sizes [1, 1, 8, 8]: nothing to sample along dim 1 (ONNX Runtime fails;

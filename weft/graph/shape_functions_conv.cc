@@ -229,11 +229,15 @@ Result<std::vector<TransposedWindow>> conv_transpose_windows(const Node& node) {
     bool same = a.auto_pad == AutoPad::kSameUpper || a.auto_pad == AutoPad::kSameLower;
     if (!a.output_shape.empty() || same) {
       // The pads follow from the requested extent; SAME_UPPER puts the smaller half first.
-      // A negative total (a larger output) halves rounding down, as ONNX's reference does.
+      // A negative total (a larger output) halves rounding down with auto_pad SAME, as ONNX's
+      // reference does; without it the extra positions all come at the end, as an
+      // output_padding (ONNX Runtime, ONNX's reference and PyTorch's output_size: an output
+      // 2 larger had been shifted down by 1; found by tests/fuzz/attribute_oracle.py).
       d.out = a.output_shape.empty() ? in * d.stride : a.output_shape[i];
       int64_t total = full - d.out;
       int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
       d.pad_begin = a.auto_pad == AutoPad::kSameUpper ? half : total - half;
+      if (!same && total < 0) d.pad_begin = 0;
     } else {
       int64_t begin = a.auto_pad == AutoPad::kValid ? 0 : at(a.pads, i, 0);
       int64_t end = a.auto_pad == AutoPad::kValid ? 0 : at(a.pads, i + spatial, 0);
