@@ -25,10 +25,8 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dynamic_node_tests import (DATA, RANDOM, load_tensor, reference_agrees,  # noqa: E402
+from dynamic_node_tests import (DATA, RANDOM, load_case, reference_agrees,  # noqa: E402
                                 same, tolerance_of)
 
 
@@ -89,19 +87,9 @@ def child(case, seed, per_model, strings_path):
     import weft
     with open(strings_path) as f:
         strings = {k: [s.encode() for s in v] for k, v in json.load(f).items()}
-    base = onnx.load(os.path.join(case, "model.onnx"))
-    inits = {i.name for i in base.graph.initializer}
-    inputs = [i.name for i in base.graph.input if i.name not in inits]
-    sets = sorted(glob.glob(os.path.join(case, "test_data_set_*")))
-    if not sets:
+    base, feeds = load_case(case)
+    if feeds is None:
         return
-    try:
-        feeds = [load_tensor(p) for p in sorted(glob.glob(os.path.join(sets[0], "input_*.pb")))]
-    except (ValueError, TypeError):  # a sequence or an optional
-        return
-    if len(feeds) != len(inputs) or any(f.dtype == object for f in feeds):
-        return
-    feeds = dict(zip(inputs, feeds))
     rng = random.Random(seed)
     for _ in range(per_model):
         model = onnx.ModelProto()

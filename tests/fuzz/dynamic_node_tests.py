@@ -143,6 +143,25 @@ def ort_run(model_bytes, feeds):
         return None
 
 
+def load_case(case):
+    """A node test's model and its first data set's inputs by name; the inputs are None where
+    there are none, or where one is not a tensor (a sequence, an optional, strings)."""
+    import onnx
+    model = onnx.load(os.path.join(case, "model.onnx"))
+    inits = {i.name for i in model.graph.initializer}
+    inputs = [i.name for i in model.graph.input if i.name not in inits]
+    sets = sorted(glob.glob(os.path.join(case, "test_data_set_*")))
+    if not sets:
+        return model, None
+    try:
+        feeds = [load_tensor(p) for p in sorted(glob.glob(os.path.join(sets[0], "input_*.pb")))]
+    except (ValueError, TypeError):  # a sequence or an optional: not a tensor
+        return model, None
+    if len(feeds) != len(inputs) or any(f.dtype == object for f in feeds):
+        return model, None
+    return model, dict(zip(inputs, feeds))
+
+
 def reference_agrees(model_bytes, feeds, ours, tolerance):
     """Does onnx's reference implementation (onnx.reference, NumPy) give Weft's outputs? For the
     leads where ONNX Runtime and Weft differ: False where it fails or differs."""
@@ -164,19 +183,9 @@ def child(case, seed, runs, device, oracle=None):
     ORT-DIFFERENT (Weft's per-shape result against ONNX Runtime's) or ONLY-ORT-RAN."""
     import onnx
     import weft
-    model = onnx.load(os.path.join(case, "model.onnx"))
-    inits = {i.name for i in model.graph.initializer}
-    inputs = [i for i in model.graph.input if i.name not in inits]
-    sets = sorted(glob.glob(os.path.join(case, "test_data_set_*")))
-    if not sets:
+    model, feeds = load_case(case)
+    if feeds is None:
         return
-    try:
-        feeds = [load_tensor(p) for p in sorted(glob.glob(os.path.join(sets[0], "input_*.pb")))]
-    except (ValueError, TypeError):  # a sequence or an optional: not a tensor
-        return
-    if len(feeds) != len(inputs) or any(f.dtype == object for f in feeds):
-        return
-    feeds = {i.name: f for i, f in zip(inputs, feeds)}
     per_shape = onnx.ModelProto()  # no input shape: compiles for the first run's
     per_shape.CopyFrom(model)
     for k, (i, j) in enumerate(zip(model.graph.input, per_shape.graph.input)):
