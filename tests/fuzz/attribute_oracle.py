@@ -17,7 +17,6 @@ Usage: attribute_oracle.py [--data DIR] [--count N] [--seed S] [--per-model M]
 (exit 1 on a failure)
 """
 import argparse
-import glob
 import json
 import os
 import random
@@ -26,7 +25,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dynamic_node_tests import (DATA, RANDOM, load_case, reference_agrees,  # noqa: E402
+from dynamic_node_tests import (DATA, load_case, node_tests, reference_agrees,  # noqa: E402
                                 same, tolerance_of)
 
 
@@ -132,8 +131,7 @@ def main():
     if args.child:
         child(args.child, args.seed, args.per_model, args.strings)
         return 0
-    cases = sorted(c for c in glob.glob(os.path.join(args.data, "test_*"))
-                   if not any(r in os.path.basename(c) for r in RANDOM))
+    cases = node_tests(args.data)
     if not cases:
         print(f"SKIP: {args.data} is missing (scripts/setup.sh writes it)")
         return 77

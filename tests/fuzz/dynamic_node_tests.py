@@ -143,6 +143,12 @@ def ort_run(model_bytes, feeds):
         return None
 
 
+def node_tests(data):
+    """The node tests' folders under "data", without those of random ops."""
+    return sorted(c for c in glob.glob(os.path.join(data, "test_*"))
+                  if not any(r in os.path.basename(c) for r in RANDOM))
+
+
 def load_case(case):
     """A node test's model and its first data set's inputs by name; the inputs are None where
     there are none, or where one is not a tensor (a sequence, an optional, strings)."""
@@ -263,8 +269,7 @@ def main():
     if args.child:
         child(args.child, args.seed, args.runs, args.device, args.oracle)
         return 0
-    cases = sorted(c for c in glob.glob(os.path.join(args.data, "test_*"))
-                   if not any(r in os.path.basename(c) for r in RANDOM))
+    cases = node_tests(args.data)
     if not cases:
         print(f"SKIP: {args.data} is missing (scripts/setup.sh writes it)")
         return 77
