@@ -20,13 +20,12 @@ import argparse
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dynamic_node_tests import (DATA, load_case, node_tests, reference_agrees,  # noqa: E402
-                                same, tolerance_of)
+from dynamic_node_tests import (DATA, load_case, node_tests, oracle_children,  # noqa: E402
+                                reference_agrees, same, tolerance_of)
 
 
 def string_values(cases):
@@ -142,33 +141,10 @@ def main():
     rng = random.Random(args.seed)
     if args.count:
         cases = rng.sample(cases, min(args.count, len(cases)))
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    failures, refused, compared, ort_off = [], [], 0, 0
-    for case in cases:
-        name = os.path.basename(case)
-        cmd = [sys.executable, __file__, "--child", case, "--seed", str(rng.randrange(2**32)),
-               "--per-model", str(args.per_model), "--strings", strings_path]
-        try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
-        except subprocess.TimeoutExpired:
-            failures.append(f"{name}: no answer in 300 s")
-            continue
-        lines = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
-        if p.returncode != 0 and lines and lines[-1]["result"] == "started":
-            failures.append(f"{name}: {lines[-1]['mutant']}: exit {p.returncode} in Weft's run: "
-                            f"{p.stderr.strip()[-300:]}")
-        for x in lines:
-            if x["result"] == "DIFFERENT":
-                failures.append(f"{name}: {x['mutant']}: DIFFERENT ({x['message']})")
-            elif x["result"] == "only-ort-ran":
-                refused.append(f"{name}: {x['mutant']}: {x['message']}")
-            compared += x["result"] == "same"
-            ort_off += x["result"] == "ort-off"
+    failures, refused, compared, ort_off = oracle_children(cases, lambda case: [
+        sys.executable, __file__, "--child", case, "--seed", str(rng.randrange(2**32)),
+        "--per-model", str(args.per_model), "--strings", strings_path])
     os.remove(strings_path)
-    for r in refused:
-        print("REFUSED", r)
-    for f in failures:
-        print("FAIL", f)
     print(f"{len(cases)} models of seed {args.seed}: {compared} mutants as ONNX Runtime, "
           f"{ort_off} as onnx.reference where ONNX Runtime differs, {len(refused)} refused where "
           f"it ran, {len(failures)} failures")

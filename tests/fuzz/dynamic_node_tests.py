@@ -183,6 +183,39 @@ def reference_agrees(model_bytes, feeds, ours, tolerance):
     return all(k not in theirs or same(v, theirs[k], tolerance) for k, v in ours.items())
 
 
+def oracle_children(cases, command_of):
+    """Runs each case's child (its command, command_of(case)), whose JSON lines are {"mutant",
+    "result", "message"} with "started" before each run of Weft's, as attribute_oracle.py's and
+    dtype_oracle.py's are. Returns (failures, refusals of Weft's where ONNX Runtime ran, mutants
+    as ONNX Runtime, mutants where onnx.reference or the node test sides with Weft)."""
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    failures, refused, compared, ort_off = [], [], 0, 0
+    for case in cases:
+        name = os.path.basename(case)
+        try:
+            p = subprocess.run(command_of(case), capture_output=True, text=True, timeout=300,
+                               env=env)
+        except subprocess.TimeoutExpired:
+            failures.append(f"{name}: no answer in 300 s")
+            continue
+        lines = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
+        if p.returncode != 0 and lines and lines[-1]["result"] == "started":
+            failures.append(f"{name}: {lines[-1]['mutant']}: exit {p.returncode} in Weft's run: "
+                            f"{p.stderr.strip()[-300:]}")
+        for x in lines:
+            if x["result"] == "DIFFERENT":
+                failures.append(f"{name}: {x['mutant']}: DIFFERENT ({x['message']})")
+            elif x["result"] == "only-ort-ran":
+                refused.append(f"{name}: {x['mutant']}: {x['message']}")
+            compared += x["result"] == "same"
+            ort_off += x["result"] == "ort-off"
+    for r in refused:
+        print("REFUSED", r)
+    for f in failures:
+        print("FAIL", f)
+    return failures, refused, compared, ort_off
+
+
 def child(case, seed, runs, device, oracle=None):
     """Prints one JSON line per run: {"run", "result"}, result one of same, both-failed,
     DIFFERENT, ONLY-DYNAMIC-RAN, ONLY-PER-SHAPE-RAN (with the messages); with an oracle, also

@@ -1,0 +1,157 @@
+"""Fuzzing of element types against ONNX Runtime: each ONNX node test's model with its float32
+tensors made float64 or float16 (graph inputs and outputs, initializers, Constant and
+ConstantOfShape values, Cast and EyeLike targets, in subgraphs too), run by Weft and by ONNX
+Runtime on the test's inputs so converted. Where ONNX Runtime runs, Weft must give what it
+gives (within a unit or two of the type's last place, of the output's largest value) or refuse
+with an error; a crash or hang of Weft is a failure too. The node tests cover float32 far more
+than other types: this is where the float64 and float16 paths of lowering, the kernels'
+vector forms and the library calls are checked against another implementation.
+
+Where ONNX Runtime and Weft differ and Weft's output is the node test's own float32 output
+(within float16's tolerance for float16, float32's for float64) or onnx.reference's, the mutant
+counts as ONNX Runtime's error (`ort-off`). Weft's refusals where ONNX Runtime ran are listed,
+not counted. Needs onnxruntime (bench/.venv) and the weft module on PYTHONPATH.
+
+Usage: dtype_oracle.py [--data DIR] [--count N] [--seed S] [--types float64,float16]
+(exit 1 on a failure)
+"""
+import argparse
+import glob
+import json
+import os
+import random
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dynamic_node_tests import (DATA, load_case, load_tensor, node_tests,  # noqa: E402
+                                oracle_children, reference_agrees, same)
+
+# Relative tolerances of each type's results, of the output's largest magnitude: a few units
+# of its last place (float64 sums in another order; float16 rounds each op's result, where one
+# implementation may keep float32 between ops).
+TOLERANCE = {"float64": 1e-9, "float16": 4e-3}
+# Weft's result against the node test's float32 output, where the two implementations differ.
+EXPECTED_TOLERANCE = {"float64": 1e-4, "float16": 1e-2}
+
+
+def retype_tensor(t, elem):
+    """A float32 TensorProto made elem (in place)."""
+    import onnx
+    from onnx import numpy_helper
+    if t.data_type != onnx.TensorProto.FLOAT:
+        return
+    array = numpy_helper.to_array(t).astype(onnx.helper.tensor_dtype_to_np_dtype(elem))
+    t.CopyFrom(numpy_helper.from_array(array, t.name))
+
+
+def retype_graph(graph, elem):
+    """Every float32 of the graph made elem, in place; the number of changes."""
+    import onnx
+    FLOAT = onnx.TensorProto.FLOAT
+    changed = 0
+    for v in list(graph.input) + list(graph.output) + list(graph.value_info):
+        t = v.type.tensor_type
+        if v.type.HasField("tensor_type") and t.elem_type == FLOAT:
+            t.elem_type = elem
+            changed += 1
+    for t in graph.initializer:
+        changed += t.data_type == FLOAT
+        retype_tensor(t, elem)
+    for node in graph.node:
+        for a in node.attribute:
+            if a.type == onnx.AttributeProto.TENSOR and node.op_type in ("Constant",
+                                                                           "ConstantOfShape"):
+                changed += a.t.data_type == FLOAT
+                retype_tensor(a.t, elem)
+            elif a.type == onnx.AttributeProto.INT and a.i == FLOAT and (
+                    (node.op_type == "Cast" and a.name == "to")
+                    or (node.op_type == "EyeLike" and a.name == "dtype")):
+                a.i = elem
+                changed += 1
+            elif a.type == onnx.AttributeProto.GRAPH:
+                changed += retype_graph(a.g, elem)
+            elif a.type == onnx.AttributeProto.GRAPHS:
+                changed += sum(retype_graph(g, elem) for g in a.graphs)
+    return changed
+
+
+def expected_outputs(case, names):
+    """The node test's first data set's outputs by name."""
+    sets = sorted(glob.glob(os.path.join(case, "test_data_set_*")))
+    try:
+        outs = [load_tensor(p) for p in sorted(glob.glob(os.path.join(sets[0], "output_*.pb")))]
+    except (ValueError, TypeError, IndexError):
+        return {}
+    return dict(zip(names, outs)) if len(outs) == len(names) else {}
+
+
+def child(case, types):
+    """One JSON line per type: {"mutant", "result", "message"}."""
+    import onnx
+    import weft
+    from dynamic_node_tests import ort_run
+    base, feeds = load_case(case)
+    if feeds is None:
+        return
+    expected = expected_outputs(case, [o.name for o in base.graph.output])
+    for name in types:
+        elem = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(name))
+        model = onnx.ModelProto()
+        model.CopyFrom(base)
+        if not retype_graph(model.graph, elem):
+            return
+        data = model.SerializeToString()
+        given = {k: v.astype(name) if v.dtype == np.float32 else v for k, v in feeds.items()}
+        theirs = ort_run(data, given)
+        if theirs is None:  # no kernel of ONNX Runtime's for this type: nothing to compare
+            continue
+        print(json.dumps({"mutant": name, "result": "started", "message": ""}), flush=True)
+        try:
+            ours = weft.compile(data).run(given)
+        except weft.WeftError as e:
+            print(json.dumps({"mutant": name, "result": "only-ort-ran", "message": str(e)[:200]}),
+                  flush=True)
+            continue
+        differs = [k for k, v in ours.items()
+                   if k in theirs and not same(v, theirs[k], TOLERANCE[name])]
+        result = "DIFFERENT" if differs else "same"
+        if differs and (all(k in expected and same(ours[k].astype(np.float32), expected[k],
+                                                   EXPECTED_TOLERANCE[name])
+                            for k in differs if ours[k].dtype.kind == "f")
+                        or reference_agrees(data, given, ours, TOLERANCE[name])):
+            result = "ort-off"
+        print(json.dumps({"mutant": name, "result": result, "message": ", ".join(differs)}),
+              flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default=DATA)
+    ap.add_argument("--count", type=int, default=300, help="models to take; 0: all")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--types", default="float64,float16")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    types = args.types.split(",")
+    if args.child:
+        child(args.child, types)
+        return 0
+    cases = node_tests(args.data)
+    if not cases:
+        print(f"SKIP: {args.data} is missing (scripts/setup.sh writes it)")
+        return 77
+    rng = random.Random(args.seed)
+    if args.count:
+        cases = rng.sample(cases, min(args.count, len(cases)))
+    failures, refused, compared, ort_off = oracle_children(
+        cases, lambda case: [sys.executable, __file__, "--child", case, "--types", args.types])
+    print(f"{len(cases)} models of seed {args.seed}: {compared} retyped models as ONNX Runtime, "
+          f"{ort_off} as the node test or onnx.reference where ONNX Runtime differs, "
+          f"{len(refused)} refused where it ran, {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
