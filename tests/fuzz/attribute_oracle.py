@@ -146,8 +146,8 @@ def main():
         "--per-model", str(args.per_model), "--strings", strings_path])
     os.remove(strings_path)
     print(f"{len(cases)} models of seed {args.seed}: {compared} mutants as ONNX Runtime, "
-          f"{ort_off} as onnx.reference where ONNX Runtime differs, {len(refused)} refused where "
-          f"it ran, {len(failures)} failures")
+          f"{len(ort_off)} as onnx.reference where ONNX Runtime differs, {len(refused)} refused "
+          f"where it ran, {len(failures)} failures")
     return 1 if failures else 0
 
 

@@ -187,9 +187,9 @@ def oracle_children(cases, command_of):
     """Runs each case's child (its command, command_of(case)), whose JSON lines are {"mutant",
     "result", "message"} with "started" before each run of Weft's, as attribute_oracle.py's and
     dtype_oracle.py's are. Returns (failures, refusals of Weft's where ONNX Runtime ran, mutants
-    as ONNX Runtime, mutants where onnx.reference or the node test sides with Weft)."""
+    as ONNX Runtime, those where onnx.reference or the node test sides with Weft)."""
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    failures, refused, compared, ort_off = [], [], 0, 0
+    failures, refused, compared, ort_off = [], [], 0, []
     for case in cases:
         name = os.path.basename(case)
         try:
@@ -207,8 +207,11 @@ def oracle_children(cases, command_of):
                 failures.append(f"{name}: {x['mutant']}: DIFFERENT ({x['message']})")
             elif x["result"] == "only-ort-ran":
                 refused.append(f"{name}: {x['mutant']}: {x['message']}")
+            elif x["result"] == "ort-off":
+                ort_off.append(f"{name}: {x['mutant']}: {x['message']}")
             compared += x["result"] == "same"
-            ort_off += x["result"] == "ort-off"
+    for r in ort_off:
+        print("ORT-OFF", r)
     for r in refused:
         print("REFUSED", r)
     for f in failures:

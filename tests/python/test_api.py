@@ -656,6 +656,49 @@ def test_layer_normalization_scale_and_bias_broadcast(x_shape, axis, scale, bias
     np.testing.assert_allclose(got.astype(np.float64), want, atol=tolerance * np.abs(want).max())
 
 
+@pytest.mark.parametrize("op, opset, params, attrs", [
+    ("LayerNormalization", 17, [(8,), (8,)], {"axis": -1}),
+    ("RMSNormalization", 23, [(8,)], {"axis": -2}),
+    ("GroupNormalization", 21, [(6,), (6,)], {"num_groups": 3}),
+    ("GroupNormalization", 18, [(3,), (3,)], {"num_groups": 3}),
+    ("InstanceNormalization", 17, [(6,), (6,)], {}),
+])
+def test_normalizations_of_f64_keep_f64(op, opset, params, attrs):
+    """An f64 normalization takes its statistics in f64, whatever its stash_type (f32 by
+    default), as ONNX Runtime and onnx.reference do: RMSNormalization and GroupNormalization
+    took them in f32, as the spec's function bodies cast, 3e-7 off (found by
+    tests/fuzz/dtype_oracle.py); against a long-double reference."""
+    names = ["x"] + [f"p{i}" for i in range(len(params))]
+    shapes = dict(zip(names, [(2, 6, 5, 8)] + params))
+    graph = helper.make_graph(
+        [helper.make_node(op, names, ["y"], **attrs)], "g",
+        [helper.make_tensor_value_info(n, TensorProto.DOUBLE, list(shapes[n])) for n in names],
+        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, None)])
+    # (not checked: Debian's onnx 1.12 has neither RMSNormalization nor GroupNormalization)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    rng = np.random.default_rng(5)
+    feeds = {n: rng.standard_normal(shapes[n]) * 3 + 1 for n in names}
+    x, p = feeds["x"].astype(np.longdouble), [feeds[n].astype(np.longdouble) for n in names[1:]]
+    eps = np.longdouble(np.float32(1e-5))  # (an attribute of type float)
+    if op == "RMSNormalization":
+        want = x / np.sqrt((x * x).mean(axis=(2, 3), keepdims=True) + eps) * p[0]
+    else:
+        if op == "LayerNormalization":
+            groups, axes, per = x, (3,), lambda v: v
+        else:  # statistics per group (of 2 channels) or channel, over the rest
+            g = attrs.get("num_groups", 6)
+            groups, axes = x.reshape(2, g, -1), (2,)
+            per = lambda v: np.repeat(v, 6 // len(v)).reshape(6, 1, 1)  # noqa: E731
+        mean = groups.mean(axis=axes, keepdims=True)
+        var = ((groups - mean) ** 2).mean(axis=axes, keepdims=True)
+        want = ((groups - mean) / np.sqrt(var + eps)).reshape(x.shape) * per(p[0]) + per(p[1])
+    got = weft.compile(model.SerializeToString()).run(feeds)["y"]
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, want.astype(np.float64), rtol=0,
+                               atol=1e-13 * float(np.abs(want).max()))
+
+
 def test_center_crop_pad_of_a_shape_given_at_run_time():
     """CenterCropPad's shape is a shape operand: given as an input (its output's dims
     symbolic), each run's value is bound at its compile, as Resize's sizes are ('ops Weft

@@ -48,10 +48,11 @@ Status rms_norm(Graph& graph, Node& node, Value* y) {
   WEFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(a.axis, rank));
   Ints axes(static_cast<size_t>(rank - axis));
   std::iota(axes.begin(), axes.end(), axis);
-  Value* xs = cast_to(b, x, a.stash_type);
+  DType stash = statistics_type(a.stash_type, x);
+  Value* xs = cast_to(b, x, stash);
   Value* mean_square =
       b.op(Op::kReduceMean, {b.op(Op::kMul, {xs, xs})}, ReduceAttrs{axes, true, false});
-  Value* eps = scalar(b, "epsilon", a.stash_type, a.epsilon);
+  Value* eps = scalar(b, "epsilon", stash, a.epsilon);
   Value* normalized = b.op(Op::kDiv, {xs, b.op(Op::kSqrt, {b.op(Op::kAdd, {mean_square, eps})})});
   normalized = cast_to(b, normalized, x->type.dtype);
   // The scale broadcasts to the input (the Mul would broadcast the input to it): shape
@@ -95,7 +96,7 @@ Status group_norm(Graph& graph, Node& node, Value* y) {
   }
   Value* groups =
       b.op(Op::kReshape, {x, shape_constant(b, "grouped", {0, a.num_groups, -1})}, ReshapeAttrs{});
-  Value* n = standardize(b, cast_to(b, groups, a.stash_type), {2}, a.epsilon);
+  Value* n = standardize(b, cast_to(b, groups, statistics_type(a.stash_type, x)), {2}, a.epsilon);
   n = cast_to(b, n, x->type.dtype);
   Value* scale = node.inputs[1];
   Value* bias = node.inputs[2];
