@@ -1,10 +1,10 @@
 """Fuzzing of attribute values against ONNX Runtime: each ONNX node test's model with one
 attribute changed to another plausible value (an axis within the rank, a neighbouring int, a
-permutation, a mode that other node tests use with the same attribute name, a nearby float),
-run by Weft and by ONNX Runtime on the test's own inputs. Where ONNX Runtime runs, Weft must
-give what it gives (within the tolerance of dynamic_node_tests.py) or refuse with an error;
-a crash or hang of Weft is a failure too. Unlike mutate_node_tests.py, whose mutants are
-mostly invalid, these are mostly valid models, so wrong results show.
+permutation, a mode that other node tests use with the same attribute name, a nearby float, a
+flag flipped), run by Weft and by ONNX Runtime on the test's own inputs. Where ONNX Runtime
+runs, Weft must give what it gives (within the tolerance of dynamic_node_tests.py) or refuse
+with an error; a crash or hang of Weft is a failure too. Unlike mutate_node_tests.py, whose
+mutants are mostly invalid, these are mostly valid models, so wrong results show.
 
 ONNX Runtime is not always the one that is right: where onnx's reference implementation
 (onnx.reference) gives Weft's result, the mutant counts as ONNX Runtime's error (seed 3: float8
@@ -26,6 +26,15 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from dynamic_node_tests import (DATA, load_case, node_tests, oracle_children,  # noqa: E402
                                 reference_agrees, same, tolerance_of)
+
+
+# The attributes that are flags (0 or 1; Weft refuses other values): a mutant flips them.
+FLAGS = {"align_corners", "allowzero", "antialias", "ceil_mode", "center_point_box",
+         "count_include_pad", "detect_negative", "detect_positive", "exclude_outside",
+         "exclusive", "fmod", "input_forget", "interleaved", "inverse", "is_causal", "is_test",
+         "keepdims", "largest", "linear_before_reset", "noop_with_empty_axes",
+         "normalize_routing_weights", "onesided", "periodic", "reverse", "saturate",
+         "select_last_index", "sorted", "training_mode", "transA", "transB", "upper"}
 
 
 def string_values(cases):
@@ -51,7 +60,10 @@ def mutated(rng, model, strings):
     node = rng.choice(nodes)
     a = rng.choice(list(node.attribute))
     rank = max((len(i.type.tensor_type.shape.dim) for i in model.graph.input), default=2)
-    if a.type == onnx.AttributeProto.INT:
+    if a.type == onnx.AttributeProto.INT and a.name in FLAGS:
+        a.i = 1 - a.i if a.i in (0, 1) else rng.choice([0, 1])
+        new = a.i
+    elif a.type == onnx.AttributeProto.INT:
         a.i = rng.choice(list(range(-rank, rank)) + [a.i + 1, max(a.i - 1, 0)])
         new = a.i
     elif a.type == onnx.AttributeProto.INTS and a.ints:

@@ -9,8 +9,8 @@ vector forms and the library calls are checked against another implementation.
 
 Where ONNX Runtime and Weft differ and Weft's output is onnx.reference's (or for float16, the
 node test's own float32 output within 1e-2), the mutant counts as ONNX Runtime's error
-(`ort-off`; its Attention in float64 computes in float32). Weft's refusals where ONNX Runtime ran are listed,
-not counted. Needs onnxruntime (bench/.venv) and the weft module on PYTHONPATH.
+(`ort-off`; its Attention in float64 computes in float32). Weft's refusals where ONNX Runtime
+ran are listed, not counted. Needs onnxruntime (bench/.venv) and the weft module on PYTHONPATH.
 
 Usage: dtype_oracle.py [--data DIR] [--count N] [--seed S] [--types float64,float16]
 (exit 1 on a failure)
