@@ -186,10 +186,11 @@ def reference_agrees(model_bytes, feeds, ours, tolerance):
 def oracle_children(cases, command_of):
     """Runs each case's child (its command, command_of(case)), whose JSON lines are {"mutant",
     "result", "message"} with "started" before each run of Weft's, as attribute_oracle.py's and
-    dtype_oracle.py's are. Returns (failures, refusals of Weft's where ONNX Runtime ran, mutants
-    as ONNX Runtime, those where onnx.reference or the node test sides with Weft)."""
+    dtype_oracle.py's are. Returns (failures, refusals of Weft's where the oracle ran, mutants as
+    the oracle, leads: where onnx.reference or the node test sides with Weft against ONNX
+    Runtime, or where onnx.reference, the oracle where ONNX Runtime has no kernel, differs)."""
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    failures, refused, compared, ort_off = [], [], 0, []
+    failures, refused, compared, leads = [], [], 0, []
     for case in cases:
         name = os.path.basename(case)
         try:
@@ -205,18 +206,18 @@ def oracle_children(cases, command_of):
         for x in lines:
             if x["result"] == "DIFFERENT":
                 failures.append(f"{name}: {x['mutant']}: DIFFERENT ({x['message']})")
-            elif x["result"] == "only-ort-ran":
-                refused.append(f"{name}: {x['mutant']}: {x['message']}")
-            elif x["result"] == "ort-off":
-                ort_off.append(f"{name}: {x['mutant']}: {x['message']}")
+            elif x["result"].startswith("only-"):  # only-ort-ran, only-reference-ran
+                refused.append(f"{name}: {x['mutant']}: {x['result']}: {x['message']}")
+            elif x["result"] in ("ort-off", "reference-differs", "known-ort-error"):
+                leads.append(f"{name}: {x['mutant']}: {x['result']}: {x['message']}")
             compared += x["result"] == "same"
-    for r in ort_off:
-        print("ORT-OFF", r)
+    for r in leads:
+        print("LEAD", r)
     for r in refused:
         print("REFUSED", r)
     for f in failures:
         print("FAIL", f)
-    return failures, refused, compared, ort_off
+    return failures, refused, compared, leads
 
 
 def child(case, seed, runs, device, oracle=None):
