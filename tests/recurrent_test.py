@@ -2,7 +2,8 @@
 `weft run` and compared (rtol 1e-4, atol 1e-5) with:
 - a NumPy reading of the ONNX spec, one batch entry at a time, on the forms the backend test
   cases leave out: reverse and bidirectional with sequence_lens, layout 1 with initial
-  states, clip, GRU without linear_before_reset, LSTM input_forget, Relu;
+  states, clip, GRU without linear_before_reset, LSTM input_forget, Relu, empty sequences
+  and batches;
 - PyTorch (when installed): an LSTM and a GRU exported with torch.onnx (rtol 1e-3, atol 1e-4).
 
 Usage: recurrent_test.py WEFT_BINARY
@@ -179,6 +180,19 @@ def main():
                    peepholes=True)
         check_spec(weft, tmp, "lstm_input_forget_clip", "LSTM", {"input_forget": 1, "clip": 1.0},
                    initial=True)
+        # Empty sequences and batches: the states are the initial ones (ONNX Runtime 1.32
+        # gives zeros, or aborts), as for an entry whose sequence_lens is 0 ("an empty
+        # sequence is not supported" before; an empty batch's initial_h was read as [1, H]).
+        check_spec(weft, tmp, "lstm_empty_sequence_bidirectional", "LSTM",
+                   {"direction": "bidirectional"}, seq=0, initial=True)
+        check_spec(weft, tmp, "gru_empty_sequence_batchwise", "GRU", {"layout": 1}, seq=0,
+                   initial=True)
+        check_spec(weft, tmp, "rnn_empty_batch_reverse", "RNN", {"direction": "reverse"},
+                   batch=0, initial=True)
+        check_spec(weft, tmp, "lstm_empty_batch_batchwise", "LSTM", {"layout": 1}, batch=0,
+                   initial=True)
+        check_spec(weft, tmp, "gru_an_entry_of_length_0", "GRU", {"direction": "bidirectional"},
+                   lens=[4, 0, 2], initial=True)
         check_torch(weft, tmp)
 
 

@@ -203,6 +203,15 @@ struct ReshapeAttrs {
   WEFT_FIELDS(f("allowzero", allowzero); f("shape", shape); f("symbolic_shape", symbolic_shape))
 };
 
+// A Reshape to the static "dims", as a pass spells them out: a 0 among them is an empty dim
+// (allowzero), not "the input's dim" (an empty batch's RNN state was read as [1, H]).
+inline ReshapeAttrs reshape_to(Ints dims) {
+  bool zero = false;
+  for (int64_t d : dims)
+    zero = zero || d == 0;
+  return ReshapeAttrs{zero, std::move(dims), {}};
+}
+
 struct ShapeAttrs {
   int64_t start = 0;
   std::optional<int64_t> end;

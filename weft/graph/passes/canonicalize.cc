@@ -230,7 +230,7 @@ void canonicalize_compress(Graph& graph, Node& node) {
   if (!axis) {
     int64_t count = shape_num_elements(*x->type.shape).value_or(0);
     x = insert_op(graph, node, Op::kReshape, {x}, {x->type.dtype, Shape{count}},
-                  ReshapeAttrs{false, Ints{count}, {}}, x->name + "_flat", node.name + "_flatten");
+                  reshape_to(Ints{count}), x->name + "_flat", node.name + "_flatten");
   }
   Tensor positions = Tensor::vector_i64(*kept);
   node.op_type = Op::kGather;
@@ -255,7 +255,7 @@ void gather_from_unit_axis(Node& node) {
   if (!axis.ok() || (*x->type.shape)[static_cast<size_t>(*axis)].value() != 1) return;
   node.op_type = Op::kReshape;
   node.def = find_op(Op::kReshape, node.opset);
-  node.attrs = ReshapeAttrs{false, shape_static_dims(*y->type.shape), {}};
+  node.attrs = reshape_to(shape_static_dims(*y->type.shape));
   node.inputs = {node.inputs[0]};
 }
 
@@ -342,7 +342,7 @@ void transpose_reshape_transpose(Node& node) {
   }
   node.op_type = Op::kReshape;
   node.def = find_op(Op::kReshape, node.opset);
-  node.attrs = ReshapeAttrs{false, shape_static_dims(*node.outputs[0]->type.shape), {}};
+  node.attrs = reshape_to(shape_static_dims(*node.outputs[0]->type.shape));
   node.inputs = {x};
 }
 

@@ -108,7 +108,7 @@ Value* grouped(Graph& graph, const Node& at, Value* v, const std::string& l, con
   Value* t = transposed(graph, at, v, perm);
   if (merged == shape_static_dims(*t->type.shape)) return t;
   return insert_op(graph, at, Op::kReshape, {t}, {t->type.dtype, shape_from_dims(merged)},
-                   ReshapeAttrs{false, merged, {}});
+                   reshape_to(merged));
 }
 
 } // namespace
@@ -282,8 +282,7 @@ void bias_into_conv(Graph& graph, Node& node, std::unordered_map<const Value*, i
       bias = graph.add_constant(graph.unique_name(conv->name + "_bias"), std::move(sum));
     } else {
       TensorType per{DType::kF32, Shape{Dim(channels)}};
-      bias =
-          insert_op(graph, node, Op::kReshape, {v}, per, ReshapeAttrs{false, Ints{channels}, {}});
+      bias = insert_op(graph, node, Op::kReshape, {v}, per, reshape_to(Ints{channels}));
       ++uses[v];
       if (b) {
         bias = insert_op(graph, node, Op::kAdd, {b, bias}, per);
@@ -410,11 +409,10 @@ void einsum_as_matmul(Graph& graph, Node& node) {
   Value* out = insert_op(graph, node, Op::kMatMul, {lhs, rhs}, {t, shape_from_dims(product)});
   if (reshape && transpose)
     out = insert_op(graph, node, Op::kReshape, {out}, {t, shape_from_dims(unmerged)},
-                    ReshapeAttrs{false, unmerged, {}});
+                    reshape_to(unmerged));
   node.op_type = transpose ? Op::kTranspose : Op::kReshape;
   node.def = find_op(node.op_type, node.opset);
-  node.attrs =
-      transpose ? OpAttrs{TransposeAttrs{perm}} : OpAttrs{ReshapeAttrs{false, unmerged, {}}};
+  node.attrs = transpose ? OpAttrs{TransposeAttrs{perm}} : OpAttrs{reshape_to(unmerged)};
   node.inputs = {out};
 }
 

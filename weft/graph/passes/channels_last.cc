@@ -390,7 +390,7 @@ private:
     last_dims.push_back(c);
     for (Node* e : ends) {
       NodeBuilder b(graph_, *e);
-      Value* merged = b.op(Op::kReshape, {e->inputs[0]}, ReshapeAttrs{false, last_dims, {}});
+      Value* merged = b.op(Op::kReshape, {e->inputs[0]}, reshape_to(last_dims));
       Value* out = e->outputs[0];
       out->producer = nullptr;
       e->outputs[0] = nullptr;
@@ -497,9 +497,9 @@ private:
     parts.insert(parts.end(), s.factors.begin(), s.factors.end());
     for (int64_t p : s.perm)
       perm.push_back(p + 3);
-    Value* split = b.op(Op::kReshape, {a}, ReshapeAttrs{false, parts, {}});
+    Value* split = b.op(Op::kReshape, {a}, reshape_to(parts));
     Value* permuted = b.op(Op::kTranspose, {split}, TransposeAttrs{perm});
-    Value* merged = b.op(Op::kReshape, {permuted}, ReshapeAttrs{false, dims, {}});
+    Value* merged = b.op(Op::kReshape, {permuted}, reshape_to(dims));
     Value* out = s.merge->outputs[0];
     out->producer = nullptr;
     s.merge->outputs[0] = nullptr;

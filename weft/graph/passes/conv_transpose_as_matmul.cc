@@ -62,14 +62,11 @@ Result<bool> conv_transpose_as_matmul(Graph& graph) {
     int64_t m = w.dims()[1], kh = w.dims()[2], kw = w.dims()[3];
     Value* nhwc = b.op(Op::kTranspose, {x}, TransposeAttrs{Ints{0, 2, 3, 1}});
     Value* product = b.op(Op::kMatMul, {nhwc, b.constant("columns", as_columns(w))});
-    Value* blocks =
-        b.op(Op::kReshape, {product}, ReshapeAttrs{false, Ints{batch, h, wd, kh, kw, m}, {}});
+    Value* blocks = b.op(Op::kReshape, {product}, reshape_to(Ints{batch, h, wd, kh, kw, m}));
     Value* shuffled = b.op(Op::kTranspose, {blocks}, TransposeAttrs{Ints{0, 1, 3, 2, 4, 5}});
-    Value* out =
-        b.op(Op::kReshape, {shuffled}, ReshapeAttrs{false, Ints{batch, h * kh, wd * kw, m}, {}});
+    Value* out = b.op(Op::kReshape, {shuffled}, reshape_to(Ints{batch, h * kh, wd * kw, m}));
     if (Value* bias = n->input(2))
-      out = b.op(Op::kAdd,
-                 {out, b.op(Op::kReshape, {bias}, ReshapeAttrs{false, Ints{1, 1, 1, m}, {}})});
+      out = b.op(Op::kAdd, {out, b.op(Op::kReshape, {bias}, reshape_to(Ints{1, 1, 1, m}))});
     Value* y = n->outputs[0];
     n->outputs[0] = nullptr;
     y->producer = nullptr;

@@ -40,7 +40,7 @@ Result<bool> depthwise_multiplier(Graph& graph) {
     auto last = static_cast<int64_t>(dims.size());
     Value* stacked = b.stack(std::vector<Value*>(static_cast<size_t>(m), x), last);
     dims.back() *= m;
-    Value* repeated = b.op(Op::kReshape, {stacked}, ReshapeAttrs{false, dims, {}});
+    Value* repeated = b.op(Op::kReshape, {stacked}, reshape_to(dims));
     ConvAttrs attrs = n->attrs_as<ConvAttrs>();
     attrs.group = dims.back();
     std::vector<Value*> inputs = {repeated, n->inputs[1]};

@@ -61,7 +61,6 @@ public:
       return Status::error(fmt::format("the sequence has {} steps; Weft unrolls recurrent ops "
                                        "over at most {} steps",
                                        steps_, kMaxUnrolledSteps));
-    if (steps_ == 0) return Status::error("an empty sequence is not supported");
     if (lens_ && node_.opset < 10)
       return Status::error("sequence_lens is supported from opset 10 on");
     return Status();
@@ -166,7 +165,10 @@ private:
       state = next;
     }
     Value* y = nullptr;
-    if (want_y_) {
+    if (want_y_ && steps_ == 0) { // an empty sequence: Y empty, the states the initial ones
+      y = b_.fill(dtype_, time_axis_ == 0 ? Ints{0, batch_, hidden_} : Ints{batch_, 0, hidden_},
+                  0.0);
+    } else if (want_y_) {
       y = b_.stack(ys, time_axis_);
       if (reversed_input) y = reverse_sequence(y);
     }
