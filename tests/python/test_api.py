@@ -665,7 +665,7 @@ def test_layer_normalization_scale_and_bias_broadcast(x_shape, axis, scale, bias
 ])
 def test_normalizations_of_f64_keep_f64(op, opset, params, attrs):
     """An f64 normalization takes its statistics in f64, whatever its stash_type (f32 by
-    default), as ONNX Runtime and onnx.reference do: RMSNormalization and GroupNormalization
+    default), as ONNX Runtime's kernels and PyTorch do: RMSNormalization and GroupNormalization
     took them in f32, as the spec's function bodies cast, 3e-7 off (found by
     tests/fuzz/dtype_oracle.py); against a long-double reference."""
     names = ["x"] + [f"p{i}" for i in range(len(params))]

@@ -24,7 +24,7 @@
 //                            walked one level per step over constant tables (decompose_ml.h)
 //
 // The statistics are taken in stash_type (f32), with casts around them for other inputs,
-// as the ONNX function bodies do; for f64 inputs in f64, as ONNX Runtime does.
+// as the ONNX function bodies do; for f64 inputs in f64, as ONNX Runtime's kernels do.
 //
 // Requires: the input's rank; static shapes for Attention, RotaryEmbedding, CenterCropPad,
 // TensorScatter, TfIdfVectorizer, TreeEnsemble and LpPool in ceil mode; for AffineGrid, the

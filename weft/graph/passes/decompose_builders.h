@@ -26,7 +26,7 @@ inline Value* cast_to(NodeBuilder& b, Value* x, DType to) {
 
 // The type a normalization of "x" takes its statistics in: stash_type, or f64 for an f64
 // input. The spec's function bodies cast to stash_type (f32 by default) even from f64; ONNX
-// Runtime, onnx.reference and PyTorch keep f64, and an f64 model wants f64's precision.
+// Runtime's kernels and PyTorch keep f64, and an f64 model wants f64's precision.
 inline DType statistics_type(DType stash_type, const Value* x) {
   return x->type.dtype == DType::kF64 ? DType::kF64 : stash_type;
 }
