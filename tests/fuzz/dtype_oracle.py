@@ -31,8 +31,8 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dynamic_node_tests import (DATA, load_case, load_tensor, node_tests,  # noqa: E402
-                                oracle_children, reference_agrees, same)
+from dynamic_node_tests import (DATA, load_case, load_tensor, oracle_children,  # noqa: E402
+                                reference_agrees, same, sampled_node_tests)
 
 # Relative tolerances of results computed in these types, of the output's largest magnitude: a
 # few units of the last place (float64 sums in another order; float16 rounds each op's result,
@@ -182,13 +182,11 @@ def main():
     if args.child:
         child(args.child, types)
         return 0
-    cases = node_tests(args.data)
+    rng = random.Random(args.seed)
+    cases = sampled_node_tests(args.data, args.count, rng)
     if not cases:
         print(f"SKIP: {args.data} is missing (scripts/setup.sh writes it)")
         return 77
-    rng = random.Random(args.seed)
-    if args.count:
-        cases = rng.sample(cases, min(args.count, len(cases)))
     failures, refused, compared, leads = oracle_children(
         cases, lambda case: [sys.executable, __file__, "--child", case, "--types", args.types])
     print(f"{len(cases)} models of seed {args.seed}: {compared} retyped models as the oracle, "

@@ -149,6 +149,13 @@ def node_tests(data):
                   if not any(r in os.path.basename(c) for r in RANDOM))
 
 
+def sampled_node_tests(data, count, rng):
+    """"count" of the node tests under "data" drawn by rng (all where count is 0); empty
+    where "data" is missing."""
+    cases = node_tests(data)
+    return rng.sample(cases, min(count, len(cases))) if count and cases else cases
+
+
 def load_case(case):
     """A node test's model and its first data set's inputs by name; the inputs are None where
     there are none, or where one is not a tensor (a sequence, an optional, strings)."""
@@ -306,13 +313,11 @@ def main():
     if args.child:
         child(args.child, args.seed, args.runs, args.device, args.oracle)
         return 0
-    cases = node_tests(args.data)
+    rng = random.Random(args.seed)
+    cases = sampled_node_tests(args.data, args.count, rng)
     if not cases:
         print(f"SKIP: {args.data} is missing (scripts/setup.sh writes it)")
         return 77
-    rng = random.Random(args.seed)
-    if args.count:
-        cases = rng.sample(cases, min(args.count, len(cases)))
     env = dict(os.environ, OMP_NUM_THREADS="1")
     failures = []
     for case in cases:
