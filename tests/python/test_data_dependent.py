@@ -279,6 +279,57 @@ def test_scan_reversed_along_axis_one():
     np.testing.assert_allclose(got["running"], 0.5 * suffix, rtol=1e-5)
 
 
+def scan8_model(lens=None, lens_input=False):
+    """Scan at opset 8 over a batch of 2: a state acc [3] per entry, acc = acc @ W + a_t * b_t
+    with a read forwards and b backwards (directions), each step's acc times the outer w."""
+    body = helper.make_graph(
+        [helper.make_node("MatMul", ["acc_in", "W"], ["mixed"]),
+         helper.make_node("Mul", ["a", "b"], ["ab"]),
+         helper.make_node("Add", ["mixed", "ab"], ["acc_out"]),
+         helper.make_node("Mul", ["acc_out", "w"], ["scaled"])],
+        "body",
+        [f32("acc_in", [3]), f32("a", [3]), f32("b", [3])],
+        [f32("acc_out", [3]), f32("scaled", [3])])
+    nodes, inputs = [], [f32("init", [2, 3]), f32("xa", [2, 4, 3]), f32("xb", [2, 4, 3]),
+                         f32("W", [3, 3]), f32("w", [])]
+    if lens is not None and lens_input:
+        inputs.append(out("lens", [2], TensorProto.INT64))
+    elif lens is not None:
+        nodes.append(helper.make_node("Constant", [], ["lens"], value=helper.make_tensor(
+            "v", TensorProto.INT64, [2], lens)))
+    nodes.append(helper.make_node("Scan", ["" if lens is None else "lens", "init", "xa", "xb"],
+                                  ["final", "ys"], body=body, num_scan_inputs=2,
+                                  directions=[0, 1]))
+    return make_model(nodes, inputs, [out("final", [2, 3]), out("ys", [2, 4, 3])], opset=8)
+
+
+@pytest.mark.parametrize("lens", [None, [4, 4]])
+def test_scan_at_opset_8_runs_per_batch_entry(lens):
+    """Opset 8's Scan (batch axis first, scan axis 1, directions for its inputs), against a
+    loop over the batch; sequence_lens of every sequence's full length is its absence."""
+    rng = np.random.default_rng(8)
+    feeds = {"init": rng.standard_normal((2, 3)), "xa": rng.standard_normal((2, 4, 3)),
+             "xb": rng.standard_normal((2, 4, 3)), "W": rng.standard_normal((3, 3)) / 2,
+             "w": np.array(0.5)}
+    feeds = {k: v.astype(np.float32) for k, v in feeds.items()}
+    got = scan8_model(lens).run(feeds)
+    final, ys = np.zeros((2, 3)), np.zeros((2, 4, 3))
+    for e in range(2):
+        acc = feeds["init"][e].astype(np.float64)
+        for t in range(4):
+            acc = acc @ feeds["W"] + feeds["xa"][e, t] * feeds["xb"][e, 3 - t]
+            ys[e, t] = 0.5 * acc
+        final[e] = acc
+    np.testing.assert_allclose(got["final"], final, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got["ys"], ys, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("lens_input", [False, True])
+def test_scan_at_opset_8_refuses_shorter_sequences(lens_input):
+    with pytest.raises(weft.WeftError, match="sequence_lens other than a constant of every"):
+        scan8_model([4, 3], lens_input)
+
+
 # Detection postprocessing (torchvision's SSD, RetinaNet and Faster R-CNN exports): TopK over
 # long and data-dependent axes, and NonMaxSuppression over thousands of boxes.
 

@@ -319,10 +319,29 @@ def dynamically_quantized(product, y):
 
 def dynamic_quantize(x):
     """DynamicQuantizeLinear's reference: the u8 values (as int64), their zero point and scale."""
-    lo, hi = min(0.0, float(x.min())), max(0.0, float(x.max()))
-    scale = np.float32((hi - lo) / 255)
+    lo, hi = min(0.0, float(x.min(initial=0))), max(0.0, float(x.max(initial=0)))
+    scale = np.float32(1 if hi == lo else (hi - lo) / 255)  # ONNX Runtime's 1 for all zeros
     zero = np.clip(np.rint(-lo / scale), 0, 255)
     return np.clip(np.rint(x / scale) + zero, 0, 255).astype(np.int64), int(zero), scale
+
+
+@pytest.mark.parametrize("kind", ["normal", "negative", "zeros", "empty"])
+def test_dynamic_quantize_linear(kind):
+    """DynamicQuantizeLinear's three outputs, against dynamic_quantize; an all-zero or empty x
+    takes scale 1 (ONNX Runtime's and PyTorch's), not the spec formula's 0 (onnx/onnx#8437)."""
+    rng = np.random.default_rng(3)
+    shape = [0, 16] if kind == "empty" else [8, 16]
+    x = {"normal": rng.standard_normal(shape), "negative": -np.abs(rng.standard_normal(shape)),
+         "zeros": np.zeros(shape), "empty": np.zeros(shape)}[kind].astype(np.float32)
+    node = helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"])
+    model = make_model([node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                       [helper.make_tensor_value_info("y", TensorProto.UINT8, shape),
+                        helper.make_tensor_value_info("s", TensorProto.FLOAT, []),
+                        helper.make_tensor_value_info("z", TensorProto.UINT8, [])])
+    got = weft.compile(model.SerializeToString()).run({"x": x})
+    y, zero, scale = dynamic_quantize(x)
+    np.testing.assert_array_equal(got["y"].astype(np.int64), y)
+    assert int(got["z"]) == zero and np.float32(got["s"]) == scale, (got["s"], got["z"])
 
 
 def test_dynamically_quantized_matmul_runs_as_a_float_library_call():

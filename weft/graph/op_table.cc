@@ -958,7 +958,8 @@ const std::vector<OpDef>& build_table() {
     t.push_back({Op::kCompress, 11, kAll, parse_compress, infer_compress});
     // Data-dependent output shapes (data_dependent.h): they run on the host between stages.
     t.push_back({Op::kLoop, 1, kAll, parse_none, infer_loop}); // the importer sets its body
-    t.push_back({Op::kScan, 9, kAll, parse_none, infer_scan}); // the importer sets its body
+    t.push_back({Op::kScan, 8, kAll, parse_none, infer_scan}); // the importer sets its body
+                                                               // (opset 8's: per batch entry)
     t.push_back({Op::kIf, 1, kAll, parse_none, infer_if});     // branches inlined at import
     t.push_back({Op::kNonZero, 9, kAll, parse_none, infer_non_zero});
     t.push_back({Op::kUnique, 11, kAll, parse_unique, infer_unique});

@@ -133,12 +133,15 @@ Result<LoweredNode> lower_dynamic_quantize_linear(const Node& n, const std::stri
   const Value* zp_out = n.outputs[2];
   int scale = scale_out ? k.buffer(scale_out, BufferRole::kOutput, {1}) : k.temp(kF32, {1});
   int zp = zp_out ? k.buffer(zp_out, BufferRole::kOutput, {1}) : k.temp(DType::kU8, {1});
+  // An all-zero (or empty) x has range 0: its scale is 1, as in ONNX Runtime and PyTorch's
+  // dynamic quantization, not the formula's 0 (onnx/onnx#8437; docs/status.md).
   StatementBuilder s("scale", {});
-  k.add(
-      s.store(s.op(ExprOp::kDiv, kF32,
-                   {s.op(ExprOp::kSub, kF32, {s.load(hi, scalar, kF32), s.load(lo, scalar, kF32)}),
-                    s.constant(255, kF32)}),
-              scale, scalar));
+  int range = s.op(ExprOp::kSub, kF32, {s.load(hi, scalar, kF32), s.load(lo, scalar, kF32)});
+  int empty = s.op(ExprOp::kEq, DType::kBool, {range, s.constant(0, kF32)});
+  k.add(s.store(
+      s.op(ExprOp::kSelect, kF32,
+           {empty, s.constant(1, kF32), s.op(ExprOp::kDiv, kF32, {range, s.constant(255, kF32)})}),
+      scale, scalar));
   StatementBuilder z("zero_point", {});
   k.add(z.store(quantize(z, z.op(ExprOp::kNeg, kF32, {z.load(lo, scalar, kF32)}),
                          z.load(scale, scalar, kF32), z.constant(0, kF32), DType::kU8, true),

@@ -205,6 +205,113 @@ private:
     return add_node(scan, index, std::move(attrs));
   }
 
+  // Scan at opset 8: every input has a batch axis first (the scan axis is 1), and the body
+  // runs on one batch entry at a time. It becomes one Scan of opset 9's form per entry of a
+  // static batch, on that entry's states and scan inputs (Gather), its results stacked again
+  // (Unsqueeze, Concat). sequence_lens may only say what its absence says: every sequence
+  // runs its full length.
+  Status add_scan8(const onnx::NodeProto& proto, int index) {
+    std::string name = node_name(proto, index);
+    Location where{name_, name, std::string(op_name(Op::kScan)), graph_.opset};
+    onnx::NodeProto scan; // one entry's, its inputs and outputs set below
+    scan.set_op_type(std::string(op_name(Op::kScan)));
+    int64_t scan_inputs = 0;
+    for (const auto& a : proto.attribute()) {
+      onnx::AttributeProto copy = a;
+      if (a.name() == "num_scan_inputs") scan_inputs = a.i();
+      if (a.name() == "directions") copy.set_name("scan_input_directions");
+      *scan.add_attribute() = std::move(copy);
+    }
+    int operands = proto.input_size() - 1;
+    if (operands < 1 || scan_inputs < 1 || scan_inputs > operands)
+      return Status::error(where,
+                           "expected sequence_lens, the states, then num_scan_inputs inputs");
+    int64_t batch = -1, steps = -1;
+    for (int i = 1; i <= operands; ++i) {
+      const Value* v = proto.input(i).empty() ? nullptr : lookup(proto.input(i));
+      if (!v) return Status::error(where, undefined(proto.input(i)));
+      bool scanned = i > operands - scan_inputs;
+      const std::optional<Shape>& shape = v->type.shape;
+      if (!shape || shape->size() < (scanned ? 2u : 1u) || !(*shape)[0].is_static() ||
+          (batch >= 0 && (*shape)[0].value() != batch)) {
+        return Status::error(where, fmt::format("input '{}' has no static batch axis shared by "
+                                                "the others (opset 8's Scan is unrolled per "
+                                                "batch entry)",
+                                                proto.input(i)));
+      }
+      batch = (*shape)[0].value();
+      if (scanned && (*shape)[1].is_static()) steps = (*shape)[1].value();
+    }
+    if (batch == 0) return Status::error(where, "an empty batch is not supported at opset 8");
+    if (!proto.input(0).empty()) {
+      std::optional<Tensor> lens = constant_value(proto.input(0));
+      bool full = lens && lens->num_elements() == batch && steps >= 0;
+      for (int64_t b = 0; full && b < batch; ++b)
+        full = lens->get_int64(b) == steps;
+      if (!full)
+        return Status::error(where, "sequence_lens other than a constant of every sequence's "
+                                    "full length is not supported");
+    }
+    auto node = [&](Op op_type, std::vector<std::string> inputs, const std::string& output,
+                    std::vector<onnx::AttributeProto> attrs) {
+      onnx::NodeProto n;
+      n.set_op_type(std::string(op_name(op_type)));
+      n.set_name(fmt::format("{}/{}", name, output));
+      for (const std::string& i : inputs)
+        n.add_input(i);
+      n.add_output(output);
+      for (onnx::AttributeProto& a : attrs)
+        *n.add_attribute() = std::move(a);
+      return n;
+    };
+    auto int_attr = [](const std::string& attr, int64_t v, bool list) {
+      onnx::AttributeProto a;
+      a.set_name(attr);
+      a.set_type(list ? onnx::AttributeProto::INTS : onnx::AttributeProto::INT);
+      list ? a.add_ints(v) : a.set_i(v);
+      return a;
+    };
+    std::string prefix = fmt::format("{}/scan8", proto.output_size() ? proto.output(0) : name);
+    std::vector<std::vector<std::string>> results(static_cast<size_t>(proto.output_size()));
+    for (int64_t b = 0; b < batch; ++b) {
+      onnx::AttributeProto value;
+      value.set_name("value");
+      value.set_type(onnx::AttributeProto::TENSOR);
+      *value.mutable_t() = tensor_to_proto(Tensor::scalar_i64(b), "");
+      std::string entry = fmt::format("{}/entry{}", prefix, b);
+      WEFT_RETURN_IF_ERROR(add_node(node(Op::kConstant, {}, entry, {value}), index));
+      scan.clear_input();
+      scan.clear_output();
+      for (int i = 1; i <= operands; ++i) {
+        std::string part = fmt::format("{}/in{}", entry, i);
+        WEFT_RETURN_IF_ERROR(add_node(
+            node(Op::kGather, {proto.input(i), entry}, part, {int_attr("axis", 0, false)}), index));
+        scan.add_input(part);
+      }
+      for (int k = 0; k < proto.output_size(); ++k) {
+        std::string out = proto.output(k).empty() ? "" : fmt::format("{}/out{}", entry, k);
+        scan.add_output(out);
+        if (!out.empty()) results[static_cast<size_t>(k)].push_back(out);
+      }
+      scan.set_name(entry);
+      WEFT_RETURN_IF_ERROR(add_scan(scan, index));
+    }
+    for (int k = 0; k < proto.output_size(); ++k) {
+      std::vector<std::string> stacked;
+      for (const std::string& r : results[static_cast<size_t>(k)]) {
+        stacked.push_back(r + "/stacked");
+        WEFT_RETURN_IF_ERROR(add_node(
+            node(Op::kUnsqueeze, {r}, stacked.back(), {int_attr("axes", 0, true)}), index));
+      }
+      if (!stacked.empty()) {
+        onnx::NodeProto concat =
+            node(Op::kConcat, stacked, proto.output(k), {int_attr("axis", 0, false)});
+        WEFT_RETURN_IF_ERROR(add_node(concat, index));
+      }
+    }
+    return Status();
+  }
+
   // FlexAttention (ai.onnx.preview): score_mod and prob_mod become graphs of their own
   // (inputs: the scores or probabilities, then the outer values they read), and the node
   // takes those outer values after Q, K and V, score_mod's first.
@@ -404,7 +511,8 @@ private:
     Op op = graph_op(proto);
     if (op == Op::kIf && proto.attribute_size() > 0) return add_if(proto, index);
     if (op == Op::kLoop && !attrs) return add_loop(proto, index);
-    if (op == Op::kScan && !attrs && graph_.opset >= 9) return add_scan(proto, index);
+    if (op == Op::kScan && !attrs)
+      return graph_.opset >= 9 ? add_scan(proto, index) : add_scan8(proto, index);
     if (op == Op::kFlexAttention && !attrs) return add_flex_attention(proto, index);
     Node node;
     node.op_type = op;
