@@ -527,9 +527,10 @@ void canonicalize_reshape(Node& node) {
   }
   // With a static output, the target spells out every extent (no 0 or -1).
   if (node.outputs[0]->type.has_static_shape()) {
-    a.shape = shape_static_dims(*node.outputs[0]->type.shape);
-    // Spelled out, a 0 is an empty dim, not "copy the input's": keep allowzero for it.
-    a.allowzero = std::find(a.shape->begin(), a.shape->end(), 0) != a.shape->end();
+    // (reshape_to's allowzero and target; the symbolic target stays.)
+    ReshapeAttrs spelled = reshape_to(shape_static_dims(*node.outputs[0]->type.shape));
+    a.allowzero = spelled.allowzero;
+    a.shape = std::move(spelled.shape);
   }
 }
 
