@@ -173,9 +173,9 @@ class CliTest(unittest.TestCase):
         vi = helper.make_tensor_value_info
         f, b, i64 = TensorProto.FLOAT, TensorProto.BOOL, TensorProto.INT64
 
-        def model(node, inputs, outputs):
+        def model(node, inputs, outputs, opset=13):
             m = helper.make_model(helper.make_graph([node], "g", inputs, outputs),
-                                  opset_imports=[helper.make_opsetid("", 13)])
+                                  opset_imports=[helper.make_opsetid("", opset)])
             m.ir_version = 8
             return m
 
@@ -194,6 +194,11 @@ class CliTest(unittest.TestCase):
                                                  num_scan_inputs=1, scan_input_axes=[5]),
                                 [vi("s0", f, [4]), vi("x", f, [3, 4])], [vi("s", f, [4])]),
              ["Scan_0", "scan axis 5"]),
+            ("scan8_batch", model(helper.make_node("Scan", ["", "s0", "x"], ["s"], body=scan_body,
+                                                   num_scan_inputs=1),
+                                  [vi("s0", f, ["N", 4]), vi("x", f, ["N", 3, 4])],
+                                  [vi("s", f, ["N", 4])], opset=8),
+             ["Scan_0", "opset 8", "no static batch axis"]),
             ("if_types", model(helper.make_node(
                 "If", ["c"], ["y"],
                 then_branch=helper.make_graph([helper.make_node("Cast", ["x"], ["a"], to=i64)],
