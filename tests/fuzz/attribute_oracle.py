@@ -11,7 +11,9 @@ ONNX Runtime is not always the one that is right: where onnx's reference impleme
 Casts, DFT, MaxUnpool and ConvTranspose strides, tf_crop_and_resize with nearest, Attention's
 qk_matmul_output_mode); each other DIFFERENT is a lead, to check against the spec. Weft's
 refusals where ONNX Runtime ran (flags other than 0 and 1, unknown reduction modes) are listed,
-not counted. Needs onnxruntime (bench/.venv) and the weft module on PYTHONPATH.
+not counted; so are the mutants whose result the spec leaves undefined on the test's inputs
+(loss labels that are neither a class nor the mutated ignore_index). Needs onnxruntime
+(scripts/requirements.txt) and the weft module on PYTHONPATH; exits 77 without onnxruntime.
 
 Usage: attribute_oracle.py [--data DIR] [--count N] [--seed S] [--per-model M]
 (exit 1 on a failure)
@@ -24,8 +26,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dynamic_node_tests import (DATA, load_case, node_tests, oracle_children,  # noqa: E402
-                                reference_agrees, same, tolerance_of)
+from dynamic_node_tests import (DATA, load_case, node_tests, onnxruntime_missing,  # noqa: E402
+                                oracle_children, reference_agrees, same, tolerance_of)
 
 
 # The attributes that are flags (0 or 1; Weft refuses other values): a mutant flips them.
@@ -90,6 +92,26 @@ def mutated(rng, model, strings):
     return model, f"{node.op_type}.{a.name} = {new}"
 
 
+def undefined(model, feeds):
+    """Why the spec leaves the mutant's result undefined on the test's inputs, or None: a loss
+    whose labels hold values that are neither a class nor its (mutated) ignore_index."""
+    import numpy as np
+    for node in model.graph.node:
+        if node.op_type not in ("SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss"):
+            continue
+        scores = next(iter(feeds.values()))  # [N, C, ...], the tests' first input
+        labels = feeds.get(node.input[1]) if len(node.input) > 1 else None
+        if labels is None or scores.ndim < 2:
+            continue
+        ignore = next((a.i for a in node.attribute if a.name == "ignore_index"), None)
+        invalid = (labels < 0) | (labels >= scores.shape[1])
+        if ignore is not None:
+            invalid &= labels != ignore
+        if np.any(invalid):
+            return f"{node.op_type}'s labels hold {labels[invalid][0]}: neither a class nor ignore_index"
+    return None
+
+
 def child(case, seed, per_model, strings_path):
     """One JSON line per mutant: {"mutant", "result", "message"}."""
     import onnx
@@ -124,7 +146,10 @@ def child(case, seed, per_model, strings_path):
         tolerance = tolerance_of(list(feeds.values()) + list(theirs.values()))
         differs = [k for k, v in ours.items() if k in theirs and not same(v, theirs[k], tolerance)]
         result = "DIFFERENT" if differs else "same"
-        if differs and reference_agrees(data, feeds, ours, tolerance):
+        why = undefined(model, feeds) if differs else None
+        if why:
+            result, differs = "undefined", [why]
+        elif differs and reference_agrees(data, feeds, ours, tolerance):
             result = "ort-off"  # Weft's is onnx.reference's
         print(json.dumps({"mutant": what, "result": result, "message": ", ".join(differs)}),
               flush=True)
@@ -143,8 +168,8 @@ def main():
         child(args.child, args.seed, args.per_model, args.strings)
         return 0
     cases = node_tests(args.data)
-    if not cases:
-        print(f"SKIP: {args.data} is missing (scripts/setup.sh writes it)")
+    if not cases or onnxruntime_missing():
+        print(onnxruntime_missing() or f"SKIP: {args.data} is missing (scripts/setup.sh writes it)")
         return 77
     strings_path = os.path.join(tempfile.gettempdir(), f"weft-strings-{os.getpid()}.json")
     with open(strings_path, "w") as f:

@@ -15,8 +15,8 @@ TfIdfVectorizer declared float64). Where ONNX Runtime and Weft differ and Weft's
 onnx.reference's (or for float16, the node test's own float32 output within 1e-2), the
 mutant is a lead too (ONNX Runtime's Attention in float64 computes in float32), and so are
 the errors of ONNX Runtime's that onnx.reference shares, in KNOWN. Weft's refusals where the
-oracle ran are listed, not counted. Needs onnxruntime (bench/.venv) and the weft module on
-PYTHONPATH.
+oracle ran are listed, not counted. Needs onnxruntime (scripts/requirements.txt) and the weft
+module on PYTHONPATH; exits 77 without onnxruntime.
 
 Usage: dtype_oracle.py [--data DIR] [--count N] [--seed S] [--types float64,float16]
 (exit 1 on a failure)
@@ -31,8 +31,8 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dynamic_node_tests import (DATA, load_case, load_tensor, oracle_children,  # noqa: E402
-                                reference_agrees, same, sampled_node_tests)
+from dynamic_node_tests import (DATA, load_case, load_tensor, onnxruntime_missing,  # noqa: E402
+                                oracle_children, reference_agrees, same, sampled_node_tests)
 
 # Relative tolerances of results computed in these types, of the output's largest magnitude: a
 # few units of the last place (float64 sums in another order; float16 rounds each op's result,
@@ -184,8 +184,8 @@ def main():
         return 0
     rng = random.Random(args.seed)
     cases = sampled_node_tests(args.data, args.count, rng)
-    if not cases:
-        print(f"SKIP: {args.data} is missing (scripts/setup.sh writes it)")
+    if not cases or onnxruntime_missing():
+        print(onnxruntime_missing() or f"SKIP: {args.data} is missing (scripts/setup.sh writes it)")
         return 77
     failures, refused, compared, leads = oracle_children(
         cases, lambda case: [sys.executable, __file__, "--child", case, "--types", args.types])

@@ -143,6 +143,15 @@ def ort_run(model_bytes, feeds):
         return None
 
 
+def onnxruntime_missing():
+    """The oracles' SKIP line (their exit 77) where onnxruntime is not installed, else None."""
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return "SKIP: onnxruntime is not installed (scripts/requirements.txt)"
+    return None
+
+
 def node_tests(data):
     """The node tests' folders under "data", without those of random ops."""
     return sorted(c for c in glob.glob(os.path.join(data, "test_*"))
@@ -195,7 +204,8 @@ def oracle_children(cases, command_of):
     "result", "message"} with "started" before each run of Weft's, as attribute_oracle.py's and
     dtype_oracle.py's are. Returns (failures, refusals of Weft's where the oracle ran, mutants as
     the oracle, leads: where onnx.reference or the node test sides with Weft against ONNX
-    Runtime, or where onnx.reference, the oracle where ONNX Runtime has no kernel, differs)."""
+    Runtime, where onnx.reference, the oracle where ONNX Runtime has no kernel, differs, or
+    where the spec leaves the mutant's result undefined)."""
     env = dict(os.environ, OMP_NUM_THREADS="1")
     failures, refused, compared, leads = [], [], 0, []
     for case in cases:
@@ -215,7 +225,7 @@ def oracle_children(cases, command_of):
                 failures.append(f"{name}: {x['mutant']}: DIFFERENT ({x['message']})")
             elif x["result"].startswith("only-"):  # only-ort-ran, only-reference-ran
                 refused.append(f"{name}: {x['mutant']}: {x['result']}: {x['message']}")
-            elif x["result"] in ("ort-off", "reference-differs", "known-ort-error"):
+            elif x["result"] in ("ort-off", "reference-differs", "known-ort-error", "undefined"):
                 leads.append(f"{name}: {x['mutant']}: {x['result']}: {x['message']}")
             compared += x["result"] == "same"
     for r in leads:

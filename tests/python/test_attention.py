@@ -140,6 +140,19 @@ def test_onnx_attention_op_runs_as_the_call(causal):
     np.testing.assert_allclose(got["y"], want, rtol=1e-4, atol=2e-5)
 
 
+@pytest.mark.parametrize("precision", [2, 7, 17])
+def test_softmax_precision_other_than_a_float_is_refused(precision):
+    """softmax_precision names FLOAT, FLOAT16, DOUBLE or BFLOAT16; another type (UINT8, INT64,
+    FLOAT8E4M3FN) is one clear error, not a softmax in it (found by attribute_oracle.py)."""
+    shape = [1, 2, 4, 8]
+    node = helper.make_node("Attention", ["q", "k", "v"], ["y"], softmax_precision=precision)
+    graph = helper.make_graph([node], "g", [f32(n, shape) for n in "qkv"], [f32("y", shape)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    model.ir_version = 10
+    with pytest.raises(weft.WeftError, match="'softmax_precision' must be 1 \\(FLOAT\\)"):
+        weft.compile(model.SerializeToString())
+
+
 def masks(kind, rows, keys):
     """[rows, keys] masks whose keys some or all rows leave out: "causal" (-inf after the row's
     own key), "window" (a sliding window of 100 keys, -inf), "padding" (the last 300 keys at

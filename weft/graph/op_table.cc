@@ -710,7 +710,13 @@ OpAttrs parse_attention(AttrParser& p) {
   a.qk_matmul_output_mode = p.int_or("qk_matmul_output_mode", 0);
   a.scale = p.optional_float("scale");
   a.softcap = p.float_or("softcap", 0.0f);
-  if (p.has("softmax_precision")) a.softmax_precision = p.dtype("softmax_precision", DType::kF32);
+  if (p.has("softmax_precision")) {
+    DType t = p.dtype("softmax_precision", DType::kF32);
+    if (t != DType::kF32 && t != DType::kF16 && t != DType::kF64 && t != DType::kBF16)
+      p.fail("attribute 'softmax_precision' must be 1 (FLOAT), 10 (FLOAT16), 11 (DOUBLE) or 16 "
+             "(BFLOAT16)");
+    a.softmax_precision = t;
+  }
   a.left_window = p.int_or("left_window_size", -1);
   a.right_window = p.int_or("right_window_size", -1);
   if (a.qk_matmul_output_mode < 0 || a.qk_matmul_output_mode > 3)
