@@ -9,7 +9,8 @@ mutants are mostly invalid, these are mostly valid models, so wrong results show
 ONNX Runtime is not always the one that is right: where onnx's reference implementation
 (onnx.reference) gives Weft's result, the mutant counts as ONNX Runtime's error (seed 3: float8
 Casts, DFT, MaxUnpool and ConvTranspose strides, tf_crop_and_resize with nearest, Attention's
-qk_matmul_output_mode); each other DIFFERENT is a lead, to check against the spec. Weft's
+qk_matmul_output_mode), and so does it where ONNX Runtime fails the unchanged node test
+(MaxUnpool with output_shape); each other DIFFERENT is a lead, to check against the spec. Weft's
 refusals where ONNX Runtime ran (flags other than 0 and 1, unknown reduction modes) are listed,
 not counted; so are the mutants whose result the spec leaves undefined on the test's inputs
 (loss labels that are neither a class nor the mutated ignore_index). Needs onnxruntime
@@ -26,8 +27,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dynamic_node_tests import (DATA, load_case, node_tests, onnxruntime_missing,  # noqa: E402
-                                oracle_children, reference_agrees, same, tolerance_of)
+from dynamic_node_tests import (DATA, expected_outputs, load_case, node_tests,  # noqa: E402
+                                onnxruntime_missing, oracle_children, ort_run, reference_agrees,
+                                same, tolerance_of)
 
 
 # The attributes that are flags (0 or 1; Weft refuses other values): a mutant flips them.
@@ -122,6 +124,12 @@ def child(case, seed, per_model, strings_path):
     base, feeds = load_case(case)
     if feeds is None:
         return
+    # Where ONNX Runtime fails the node test itself (MaxUnpool: it reads the indices in
+    # output_shape's grid, not the unpooled one's), its differences on the mutants are leads.
+    expected = expected_outputs(case, [o.name for o in base.graph.output])
+    theirs = ort_run(base.SerializeToString(), feeds)
+    ort_fails_test = bool(expected) and theirs is not None and not all(
+        k in theirs and same(theirs[k], v, tolerance_of([v])) for k, v in expected.items())
     rng = random.Random(seed)
     for _ in range(per_model):
         model = onnx.ModelProto()
@@ -151,6 +159,8 @@ def child(case, seed, per_model, strings_path):
             result, differs = "undefined", [why]
         elif differs and reference_agrees(data, feeds, ours, tolerance):
             result = "ort-off"  # Weft's is onnx.reference's
+        elif differs and ort_fails_test:
+            result, differs = "ort-off", differs + ["ONNX Runtime fails the unchanged node test"]
         print(json.dumps({"mutant": what, "result": result, "message": ", ".join(differs)}),
               flush=True)
 

@@ -22,7 +22,6 @@ Usage: dtype_oracle.py [--data DIR] [--count N] [--seed S] [--types float64,floa
 (exit 1 on a failure)
 """
 import argparse
-import glob
 import json
 import os
 import random
@@ -31,8 +30,9 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dynamic_node_tests import (DATA, load_case, load_tensor, onnxruntime_missing,  # noqa: E402
-                                oracle_children, reference_agrees, same, sampled_node_tests)
+from dynamic_node_tests import (DATA, expected_outputs, load_case,  # noqa: E402
+                                onnxruntime_missing, oracle_children, reference_agrees, same,
+                                sampled_node_tests)
 
 # Relative tolerances of results computed in these types, of the output's largest magnitude: a
 # few units of the last place (float64 sums in another order; float16 rounds each op's result,
@@ -99,16 +99,6 @@ def retype_graph(graph, elem):
             elif a.type == onnx.AttributeProto.GRAPHS:
                 changed += sum(retype_graph(g, elem) for g in a.graphs)
     return changed
-
-
-def expected_outputs(case, names):
-    """The node test's first data set's outputs by name."""
-    sets = sorted(glob.glob(os.path.join(case, "test_data_set_*")))
-    try:
-        outs = [load_tensor(p) for p in sorted(glob.glob(os.path.join(sets[0], "output_*.pb")))]
-    except (ValueError, TypeError, IndexError):
-        return {}
-    return dict(zip(names, outs)) if len(outs) == len(names) else {}
 
 
 def reference_run(model_bytes, feeds):
