@@ -199,6 +199,11 @@ class CliTest(unittest.TestCase):
                                   [vi("s0", f, ["N", 4]), vi("x", f, ["N", 3, 4])],
                                   [vi("s", f, ["N", 4])], opset=8),
              ["Scan_0", "opset 8", "no static batch axis"]),
+            ("scan8_bodies", model(helper.make_node("Scan", ["", "s0", "x"], ["s"], body=scan_body,
+                                                    num_scan_inputs=1),
+                                   [vi("s0", f, [512, 4]), vi("x", f, [512, 3, 4])],
+                                   [vi("s", f, [512, 4])], opset=8),
+             ["Scan_0", "unrolls at most 1024 bodies", "512 x 3"]),
             ("if_types", model(helper.make_node(
                 "If", ["c"], ["y"],
                 then_branch=helper.make_graph([helper.make_node("Cast", ["x"], ["a"], to=i64)],

@@ -210,6 +210,7 @@ private:
   // static batch, on that entry's states and scan inputs (Gather), its results stacked again
   // (Unsqueeze, Concat). sequence_lens may only say what its absence says: every sequence
   // runs its full length.
+  static constexpr int64_t kMaxScan8Bodies = 1024; // as a Loop's or Scan's unrolled steps
   Status add_scan8(const onnx::NodeProto& proto, int index) {
     std::string name = node_name(proto, index);
     Location where{name_, name, std::string(op_name(Op::kScan)), graph_.opset};
@@ -243,6 +244,11 @@ private:
       if (scanned && (*shape)[1].is_static()) steps = (*shape)[1].value();
     }
     if (batch == 0) return Status::error(where, "an empty batch is not supported at opset 8");
+    if (batch * std::max<int64_t>(steps, 1) > kMaxScan8Bodies) {
+      return Status::error(where, fmt::format("opset 8's Scan unrolls at most {} bodies (batch "
+                                              "entries x steps), here {} x {}",
+                                              kMaxScan8Bodies, batch, steps));
+    }
     if (!proto.input(0).empty()) {
       std::optional<Tensor> lens = constant_value(proto.input(0));
       bool full = lens && lens->num_elements() == batch && steps >= 0;
