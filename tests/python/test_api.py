@@ -548,6 +548,38 @@ def test_grid_sample_needs_a_grid_per_image():
         compiled.run({"x": x, "grid": grid[:1]})
 
 
+@pytest.mark.parametrize("align_corners", [0, 1])
+def test_grid_sample_nearest_coordinates_in_the_grids_type(align_corners):
+    """Nearest GridSample's source coordinates in f32 arithmetic, as PyTorch and ONNX Runtime
+    compute them: grid values of tenths over 11 and 21 points fall on ties (0.3 over 11 with
+    align_corners: 6.5 in f64, 6.4999998 in f32), which f64 coordinates rounded the other way
+    (found by dynamic_node_tests.py --oracle ort)."""
+    f = TensorProto.FLOAT
+    x_dims, grid_dims = [1, 2, 11, 21], [1, 7, 9, 2]
+    model = make_model([helper.make_node("GridSample", ["x", "grid"], ["y"], mode="nearest",
+                                         align_corners=align_corners)],
+                       [helper.make_tensor_value_info("x", f, x_dims),
+                        helper.make_tensor_value_info("grid", f, grid_dims)],
+                       [helper.make_tensor_value_info("y", f, [1, 2, 7, 9])], opset=16)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(x_dims).astype(np.float32)
+    grid = (rng.integers(-10, 11, grid_dims) / 10).astype(np.float32)
+    got = weft.compile(model.SerializeToString()).run({"x": x, "grid": grid})["y"]
+
+    def source(g, n):  # PyTorch's grid_sampler_compute_source_index, in f32
+        one, two = np.float32(1), np.float32(2)
+        if align_corners:
+            return (g + one) / two * np.float32(n - 1)
+        return ((g + one) * np.float32(n) - one) / two
+
+    ix = np.rint(source(grid[..., 0], x_dims[3])).astype(np.int64)
+    iy = np.rint(source(grid[..., 1], x_dims[2])).astype(np.int64)
+    inside = (ix >= 0) & (ix < x_dims[3]) & (iy >= 0) & (iy < x_dims[2])
+    rows, cols = iy[0].clip(0, x_dims[2] - 1), ix[0].clip(0, x_dims[3] - 1)
+    want = np.where(inside[0], x[0][:, rows, cols], 0)[None].astype(np.float32)
+    np.testing.assert_array_equal(got, want)
+
+
 def test_dynamic_shapes_declared_length_checked_per_run():
     """The present keys declared [N, M, 2] with M the mask's length, as ONNX Runtime GenAI's
     builder declares its present: the Concat computes P + T rows, so one compile takes M to be

@@ -42,13 +42,16 @@ struct ResizedAxis {
 // Builds the f64 arithmetic of one statement.
 struct Arith {
   StatementBuilder& b;
-  int c(double v) const { return b.constant(v, kF64); }
-  int add(int x, int y) const { return b.op(ExprOp::kAdd, kF64, {x, y}); }
-  int sub(int x, int y) const { return b.op(ExprOp::kSub, kF64, {x, y}); }
-  int mul(int x, int y) const { return b.op(ExprOp::kMul, kF64, {x, y}); }
-  int div(int x, int y) const { return b.op(ExprOp::kDiv, kF64, {x, y}); }
+  DType t = kF64; // the arithmetic's type
+  int c(double v) const { return b.constant(v, t); }
+  int add(int x, int y) const { return b.op(ExprOp::kAdd, t, {x, y}); }
+  int sub(int x, int y) const { return b.op(ExprOp::kSub, t, {x, y}); }
+  int mul(int x, int y) const { return b.op(ExprOp::kMul, t, {x, y}); }
+  int div(int x, int y) const { return b.op(ExprOp::kDiv, t, {x, y}); }
   int cmp(ExprOp op, int x, int y) const { return b.op(op, DType::kBool, {x, y}); }
-  int select(int cond, int x, int y) const { return b.op(ExprOp::kSelect, kF64, {cond, x, y}); }
+  int select(int cond, int x, int y) const { return b.op(ExprOp::kSelect, t, {cond, x, y}); }
+  int unary(ExprOp op, int x) const { return b.op(op, t, {x}); }
+  int binary(ExprOp op, int x, int y) const { return b.op(op, t, {x, y}); }
 };
 
 // The source coordinate of output iterator "it" along "ax" (the reference's x_ori).
@@ -371,10 +374,10 @@ int unnormalize(Arith& f, int g, int64_t extent, bool align_corners) {
 int reflect(Arith& f, int x, double twice_low, double twice_high) {
   if (twice_low == twice_high) return f.c(0);
   double low = twice_low / 2, span = (twice_high - twice_low) / 2;
-  int v = f.b.op(ExprOp::kAbs, kF64, {f.sub(x, f.c(low))});
-  int extra = f.b.op(ExprOp::kFmod, kF64, {v, f.c(span)});
-  int flips = f.b.op(ExprOp::kFloor, kF64, {f.div(v, f.c(span))});
-  int even = f.cmp(ExprOp::kEq, f.b.op(ExprOp::kFmod, kF64, {flips, f.c(2)}), f.c(0));
+  int v = f.unary(ExprOp::kAbs, f.sub(x, f.c(low)));
+  int extra = f.binary(ExprOp::kFmod, v, f.c(span));
+  int flips = f.unary(ExprOp::kFloor, f.div(v, f.c(span)));
+  int even = f.cmp(ExprOp::kEq, f.binary(ExprOp::kFmod, flips, f.c(2)), f.c(0));
   return f.select(even, f.add(extra, f.c(low)), f.add(f.sub(f.c(span), extra), f.c(low)));
 }
 
@@ -386,7 +389,7 @@ int pad_coordinate(Arith& f, int x, int64_t extent, const GridSampleAttrs& a) {
   if (a.padding_mode == GridPadding::kReflection) {
     x = a.align_corners ? reflect(f, x, 0, 2 * last) : reflect(f, x, -1, 2 * last + 1);
   }
-  return f.b.op(ExprOp::kMin, kF64, {f.b.op(ExprOp::kMax, kF64, {x, f.c(0)}), f.c(last)});
+  return f.binary(ExprOp::kMin, f.binary(ExprOp::kMax, x, f.c(0)), f.c(last));
 }
 
 } // namespace
@@ -420,6 +423,10 @@ Result<LoweredNode> lower_grid_sample(const Node& n, const std::string& name) {
     domain.push_back(taps);
   StatementBuilder b("grid_sample", domain);
   Arith f{b};
+  // The source coordinates as PyTorch and ONNX Runtime compute them, in the grid's type (f32
+  // for f16 and bf16): in f64 a nearest tap on a tie of f32 arithmetic (g = 0.3 over 11
+  // points, align_corners: 6.5 in f64, 6.4999998 in f32) went the other way.
+  Arith fc{b, grid->type.dtype == kF64 ? kF64 : DType::kF32};
   std::vector<IndirectIndex> indirect;
   int weight = f.c(1);
   int inside = b.constant(1, DType::kBool);
@@ -429,20 +436,22 @@ Result<LoweredNode> lower_grid_sample(const Node& n, const std::string& name) {
     for (int d = 0; d < spatial; ++d)
       at.push_back(AffineExpr::iterator(2 + d));
     at.push_back(AffineExpr::constant_of(ax.component));
-    int g = load_as(b, bg, at, grid->type.dtype, kF64);
+    int g = load_as(b, bg, at, grid->type.dtype, fc.t);
     int tap_iterator = static_cast<int>(rank + i);
-    int coord = unnormalize(f, g, ax.extent, a.align_corners);
+    int coord = unnormalize(fc, g, ax.extent, a.align_corners);
+    auto as_f64 = [&](int v) { return fc.t == kF64 ? v : b.op(ExprOp::kCast, kF64, {v}); };
     int tap = b.op(ExprOp::kCast, kF64, {b.iterator(tap_iterator)});
     int pos; // the tap's coordinate, before the bounds check
     if (a.mode == GridSampleMode::kNearest) {
-      pos = b.op(ExprOp::kRound, kF64, {pad_coordinate(f, coord, ax.extent, a)});
+      pos = b.op(ExprOp::kRound, kF64, {as_f64(pad_coordinate(fc, coord, ax.extent, a))});
     } else if (a.mode == GridSampleMode::kBilinear) {
-      coord = pad_coordinate(f, coord, ax.extent, a);
+      coord = as_f64(pad_coordinate(fc, coord, ax.extent, a));
       int base = b.op(ExprOp::kFloor, kF64, {coord});
       int r = f.sub(coord, base);
       pos = f.add(base, tap);
       weight = f.mul(weight, pick(f, b.iterator(tap_iterator), {f.sub(f.c(1), r), r}));
     } else { // bicubic: each tap's coordinate is padded on its own
+      coord = as_f64(coord);
       int base = b.op(ExprOp::kFloor, kF64, {coord});
       int r = f.sub(coord, base);
       pos = pad_coordinate(f, f.add(f.sub(base, f.c(1)), tap), ax.extent, a);
