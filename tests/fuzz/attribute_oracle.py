@@ -2,7 +2,8 @@
 attribute changed to another plausible value (an axis within the rank, a neighbouring int, a
 permutation, a mode that other node tests use with the same attribute name, a nearby float, a
 flag flipped), run by Weft and by ONNX Runtime on the test's own inputs. Where ONNX Runtime
-runs, Weft must give what it gives (within the tolerance of dynamic_node_tests.py) or refuse
+runs, Weft must give what it gives (within the tolerance of dynamic_node_tests.py, that of
+the narrowest float type a Cast makes where one does) or refuse
 with an error; a crash or hang of Weft is a failure too. Unlike mutate_node_tests.py, whose
 mutants are mostly invalid, these are mostly valid models, so wrong results show.
 
@@ -25,6 +26,8 @@ import os
 import random
 import sys
 import tempfile
+
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from dynamic_node_tests import (DATA, expected_outputs, load_case, node_tests,  # noqa: E402
@@ -114,6 +117,19 @@ def undefined(model, feeds):
     return None
 
 
+def cast_tolerance(model):
+    """The tolerance of the narrowest float type the graph's Casts compute in (a Cast.to made
+    float16 rounds a float64 test's values on the way)."""
+    import onnx
+    types = []
+    for a in (a for n in model.graph.node if n.op_type == "Cast" for a in n.attribute):
+        try:
+            types.append(np.dtype(onnx.helper.tensor_dtype_to_np_dtype(a.i)))
+        except (KeyError, TypeError, ValueError):  # not a type (ONNX Runtime refuses it)
+            pass
+    return tolerance_of([np.zeros(0, t) for t in types if t.kind == "f"])
+
+
 def child(case, seed, per_model, strings_path):
     """One JSON line per mutant: {"mutant", "result", "message"}."""
     import onnx
@@ -151,7 +167,8 @@ def child(case, seed, per_model, strings_path):
             print(json.dumps({"mutant": what, "result": "only-ort-ran", "message": str(e)[:200]}),
                   flush=True)
             continue
-        tolerance = tolerance_of(list(feeds.values()) + list(theirs.values()))
+        tolerance = max(tolerance_of(list(feeds.values()) + list(theirs.values())),
+                        cast_tolerance(model))
         differs = [k for k, v in ours.items() if k in theirs and not same(v, theirs[k], tolerance)]
         result = "DIFFERENT" if differs else "same"
         why = undefined(model, feeds) if differs else None
