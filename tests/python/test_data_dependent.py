@@ -470,6 +470,35 @@ def nms_reference(boxes, scores, max_out, iou, min_score):
     return np.array(rows, np.int64).reshape(-1, 3)
 
 
+@pytest.mark.parametrize("empty", ["iou", "min_score"])
+def test_non_max_suppression_reads_an_empty_threshold_as_absent(empty):
+    """An empty iou_threshold or score_threshold is the input left out (0, no threshold), as
+    ONNX Runtime reads it; one of several values is refused."""
+    rng = np.random.default_rng(5)
+    boxes = rng.uniform(0, 10, size=(1, 30, 4)).astype(np.float32)
+    scores = rng.uniform(0, 1, size=(1, 2, 30)).astype(np.float32)
+    values = {"max_out": [5], "iou": [0.3], "min_score": [0.4]}
+    values[empty] = []
+
+    def model(values):
+        consts = [helper.make_tensor("max_out", TensorProto.INT64, [1], values["max_out"])] + [
+            helper.make_tensor(k, TensorProto.FLOAT, [len(values[k])], values[k])
+            for k in ("iou", "min_score")]
+        return make_model(
+            [helper.make_node("NonMaxSuppression", ["boxes", "scores", "max_out", "iou",
+                                                    "min_score"], ["sel"])],
+            [f32("boxes", [1, 30, 4]), f32("scores", [1, 2, 30])],
+            [out("sel", ["k", 3], TensorProto.INT64)], consts)
+
+    got = model(values).run({"boxes": boxes, "scores": scores})["sel"]
+    iou = np.float32(values["iou"][0]) if values["iou"] else np.float32(0)
+    min_score = np.float32(values["min_score"][0]) if values["min_score"] else -np.inf
+    np.testing.assert_array_equal(got, nms_reference(boxes, scores, 5, iou, min_score))
+    values[empty] = [0.3, 0.4]
+    with pytest.raises(weft.WeftError, match="must hold one value"):
+        model(values).run({"boxes": boxes, "scores": scores})
+
+
 def test_non_max_suppression_of_thousands_of_boxes():
     """NonMaxSuppression over 4,000 boxes per batch in 2 batches and 3 classes: a batched
     NMS's layout (each group of boxes offset apart, so few meet), crowded overlapping boxes,

@@ -247,19 +247,21 @@ Outputs eval_non_max_suppression(const Node& node) {
                                      "[batch, boxes, 4] and [batch, classes, boxes]",
                                      boxes.type().to_string(), scores.type().to_string()));
   }
-  // max_output_boxes_per_class, iou_threshold and score_threshold hold one value each.
+  // max_output_boxes_per_class, iou_threshold and score_threshold hold one value each; an
+  // empty one is absent, as ONNX Runtime reads it.
+  auto given = [&](int i) { return node.input(i) && arg(node, i).num_elements() > 0; };
   for (int i = 2; i <= 4; ++i) {
-    if (node.input(i) && arg(node, i).num_elements() != 1) {
+    if (given(i) && arg(node, i).num_elements() != 1) {
       static constexpr const char* kNames[] = {"max_output_boxes_per_class", "iou_threshold",
                                                "score_threshold"};
       return Status::error(fmt::format("{} must hold one value, got {}", kNames[i - 2],
                                        arg(node, i).type().to_string()));
     }
   }
-  int64_t max_out = node.input(2) ? arg(node, 2).get_int64(0) : 0;
-  double iou = node.input(3) ? arg(node, 3).get_double(0) : 0;
+  int64_t max_out = given(2) ? arg(node, 2).get_int64(0) : 0;
+  double iou = given(3) ? arg(node, 3).get_double(0) : 0;
   std::optional<double> min_score;
-  if (node.input(4)) min_score = arg(node, 4).get_double(0);
+  if (given(4)) min_score = arg(node, 4).get_double(0);
   bool center = node.attrs_as<NonMaxSuppressionAttrs>().center_point_box;
   int64_t batches = boxes.dims()[0], n = boxes.dims()[1], classes = scores.dims()[1];
   std::vector<int64_t> rows;
