@@ -39,7 +39,7 @@ struct ResizedAxis {
   double roi_start = 0, roi_end = 1; // tf_crop_and_resize only
 };
 
-// Builds the f64 arithmetic of one statement.
+// Builds the arithmetic of one statement, in f64 unless "t" says otherwise.
 struct Arith {
   StatementBuilder& b;
   DType t = kF64; // the arithmetic's type
