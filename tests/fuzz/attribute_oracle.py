@@ -100,7 +100,6 @@ def mutated(rng, model, strings):
 def undefined(model, feeds):
     """Why the spec leaves the mutant's result undefined on the test's inputs, or None: a loss
     whose labels hold values that are neither a class nor its (mutated) ignore_index."""
-    import numpy as np
     for node in model.graph.node:
         if node.op_type not in ("SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss"):
             continue
