@@ -252,7 +252,10 @@ for name, node, feeds in (
         ("tfidf_tfidf_skips_beyond_the_row", tf_idf("TFIDF", [0.5, 1, 2, 4, 8], skips=9),
          tokens),
         ("tfidf_empty_unigram_level", tf_idf("TF", counts=(0, 0), min_n=2), tokens[0]),
-        ("tfidf_bigrams_only_skip2", tf_idf("TF", skips=2, min_n=2), tokens)):
+        ("tfidf_bigrams_only_skip2", tf_idf("TF", skips=2, min_n=2), tokens),
+        # Rows of no tokens: zeros (a Reshape to [1, 0] had read its 0 as "the input's dim").
+        ("tfidf_empty_row", tf_idf("TF"), tokens[0, :0]),
+        ("tfidf_empty_rows", tf_idf("TFIDF", [0.5, 1, 2, 4, 8]), tokens[:, :0])):
     x_type = TensorProto.INT32 if feeds.dtype == np.int32 else TensorProto.INT64
     y_shape = list(feeds.shape[:-1]) + [5]
     check(name, ml_model(node, x_type, list(feeds.shape), TensorProto.FLOAT, y_shape, opset=9),

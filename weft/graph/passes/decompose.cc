@@ -288,7 +288,8 @@ Status rotary(Graph& graph, Node& node, Value* into) {
   int64_t heads = three_d ? *a.num_heads : xd[1];
   int64_t head = three_d ? xd[2] / heads : xd[3];
   int64_t rd = a.rotary_dim ? a.rotary_dim : head, half = rd / 2;
-  Value* h = three_d ? constant_shape(b, x, {xd[0], xd[1], heads, head}, "heads") : x;
+  Ints hd = three_d ? Ints{xd[0], xd[1], heads, head} : Ints(xd.begin(), xd.end());
+  Value* h = three_d ? constant_shape(b, x, hd, "heads") : x;
   int64_t heads_axis = three_d ? 2 : 1;
   Value* cos = node.inputs[1];
   Value* sin = node.inputs[2];
@@ -311,7 +312,7 @@ Status rotary(Graph& graph, Node& node, Value* into) {
                         {b.op(Op::kUnsqueeze, {real}, AxesAttrs{Ints{4}}),
                          b.op(Op::kUnsqueeze, {imag}, AxesAttrs{Ints{4}})},
                         AxisAttrs{4});
-    rotated = constant_shape(b, pairs, {0, 0, 0, rd}, "pairs");
+    rotated = constant_shape(b, pairs, {hd[0], hd[1], hd[2], rd}, "pairs");
   } else {
     rotated = b.op(Op::kConcat, {real, imag}, AxisAttrs{3});
   }

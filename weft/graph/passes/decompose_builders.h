@@ -2,6 +2,7 @@
 // decompose_sequence_models.cc).
 #pragma once
 
+#include <algorithm>
 #include <string>
 
 #include "weft/graph/node_builder.h"
@@ -31,10 +32,14 @@ inline DType statistics_type(DType stash_type, const Value* x) {
   return x->type.dtype == DType::kF64 ? DType::kF64 : stash_type;
 }
 
-// "x" reshaped to the constant "dims".
+// "x" reshaped to the constant "dims", spelled out: a 0 among them is an empty dim (allowzero,
+// as reshape_to), unless a -1 is there too, which allowzero does not take.
 inline Value* constant_shape(NodeBuilder& b, Value* x, const Ints& dims,
                              const std::string& what = "shape") {
-  return b.op(Op::kReshape, {x, shape_constant(b, what, dims)}, ReshapeAttrs{});
+  bool zero = std::find(dims.begin(), dims.end(), 0) != dims.end();
+  bool inferred = std::find(dims.begin(), dims.end(), -1) != dims.end();
+  return b.op(Op::kReshape, {x, shape_constant(b, what, dims)},
+              ReshapeAttrs{zero && !inferred, {}, {}});
 }
 
 // "v" into "into" (an output of the decomposed node) when that is wanted.
