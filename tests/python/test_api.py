@@ -688,6 +688,33 @@ def test_layer_normalization_scale_and_bias_broadcast(x_shape, axis, scale, bias
     np.testing.assert_allclose(got.astype(np.float64), want, atol=tolerance * np.abs(want).max())
 
 
+@pytest.mark.parametrize("opset", [18, 21])
+@pytest.mark.parametrize("shape", [[0, 4, 3, 5], [2, 4, 0, 5], [2, 4, 3, 5]])
+def test_group_norm_of_empty_tensors(opset, shape):
+    """GroupNormalization of an empty batch or plane is empty (its Reshape to [N, G, -1] had
+    nothing to infer -1 from: "the dim '?' is known only at run time"); a full one against
+    NumPy. Scale and bias per group before opset 21, per channel from it."""
+    f = TensorProto.FLOAT
+    per = 4 if opset >= 21 else 2
+    graph = helper.make_graph([helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"],
+                                                num_groups=2, epsilon=1e-5)], "g",
+                              [helper.make_tensor_value_info("x", f, shape)],
+                              [helper.make_tensor_value_info("y", f, shape)],
+                              [numpy_helper.from_array(np.full(per, 1.5, np.float32), "s"),
+                               numpy_helper.from_array(np.full(per, 0.5, np.float32), "b")])
+    # (no checker: onnx 1.23.2's calls opset 18's GroupNormalization deprecated)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    x = np.random.default_rng(6).standard_normal(shape).astype(np.float32)
+    got = weft.compile(model.SerializeToString()).run({"x": x})["y"]
+    assert got.shape == tuple(shape)
+    groups = x.reshape(shape[0], 2, -1) if x.size else x
+    if x.size:
+        mean = groups.mean(axis=2, keepdims=True)
+        want = ((groups - mean) / np.sqrt(groups.var(axis=2, keepdims=True) + 1e-5)).reshape(shape)
+        np.testing.assert_allclose(got, 1.5 * want + 0.5, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("op, opset, params, attrs", [
     ("LayerNormalization", 17, [(8,), (8,)], {"axis": -1}),
     ("RMSNormalization", 23, [(8,)], {"axis": -2}),

@@ -94,8 +94,19 @@ Status group_norm(Graph& graph, Node& node, Value* y) {
                                   node.opset >= 21 ? "one per channel" : "one per group"});
     }
   }
-  Value* groups =
-      b.op(Op::kReshape, {x, shape_constant(b, "grouped", {0, a.num_groups, -1})}, ReshapeAttrs{});
+  // [N, G, C/G * spatial]: spelled out where x's dims are static (an empty batch leaves -1
+  // nothing to infer from), else N copied and the rest inferred.
+  Value* groups;
+  if (x->type.has_static_shape()) {
+    Ints d = shape_static_dims(*x->type.shape);
+    int64_t rest = 1;
+    for (size_t i = 1; i < d.size(); ++i)
+      rest *= d[i];
+    groups = constant_shape(b, x, {d[0], a.num_groups, rest / a.num_groups}, "grouped");
+  } else {
+    groups = b.op(Op::kReshape, {x, shape_constant(b, "grouped", {0, a.num_groups, -1})},
+                  ReshapeAttrs{});
+  }
   Value* n = standardize(b, cast_to(b, groups, statistics_type(a.stash_type, x)), {2}, a.epsilon);
   n = cast_to(b, n, x->type.dtype);
   Value* scale = node.inputs[1];
@@ -104,10 +115,10 @@ Status group_norm(Graph& graph, Node& node, Value* y) {
     Value* per_group = shape_constant(b, "per_group", {a.num_groups, 1});
     n = b.op(Op::kMul, {n, b.op(Op::kReshape, {scale, per_group}, ReshapeAttrs{})});
     n = b.op(Op::kAdd, {n, b.op(Op::kReshape, {bias, per_group}, ReshapeAttrs{})});
-    b.op(Op::kReshape, {n, shape_of(b, x)}, ReshapeAttrs{}, y);
+    b.op(Op::kReshape, {n, shape_of(b, x)}, ReshapeAttrs{true, {}, {}}, y); // x's own dims
     return b.status();
   }
-  n = b.op(Op::kReshape, {n, shape_of(b, x)}, ReshapeAttrs{});
+  n = b.op(Op::kReshape, {n, shape_of(b, x)}, ReshapeAttrs{true, {}, {}}); // x's own dims
   Ints per_channel(rank - 1, 1); // [C, 1, ..., 1] against [N, C, spatial...]
   per_channel[0] = -1;
   Value* channels = shape_constant(b, "per_channel", per_channel);
