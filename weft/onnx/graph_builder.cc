@@ -12,6 +12,7 @@
 #include "weft/graph/passes/infer_shapes.h"
 #include "weft/graph/verify_graph.h"
 #include "weft/onnx/attr_reader.h"
+#include "weft/onnx/contrib_expansion.h"
 #include "weft/onnx/model_checks.h"
 #include "weft/onnx/onnx_dtype.h"
 #include "weft/onnx/sequence_ops.h"
@@ -270,28 +271,20 @@ private:
         *n.add_attribute() = std::move(a);
       return n;
     };
-    auto int_attr = [](const std::string& attr, int64_t v, bool list) {
-      onnx::AttributeProto a;
-      a.set_name(attr);
-      a.set_type(list ? onnx::AttributeProto::INTS : onnx::AttributeProto::INT);
-      list ? a.add_ints(v) : a.set_i(v);
-      return a;
-    };
     std::string prefix = fmt::format("{}/scan8", proto.output_size() ? proto.output(0) : name);
     std::vector<std::vector<std::string>> results(static_cast<size_t>(proto.output_size()));
     for (int64_t b = 0; b < batch; ++b) {
-      onnx::AttributeProto value;
-      value.set_name("value");
-      value.set_type(onnx::AttributeProto::TENSOR);
-      *value.mutable_t() = tensor_to_proto(Tensor::scalar_i64(b), "");
       std::string entry = fmt::format("{}/entry{}", prefix, b);
-      WEFT_RETURN_IF_ERROR(add_node(node(Op::kConstant, {}, entry, {value}), index));
+      WEFT_RETURN_IF_ERROR(add_node(
+          node(Op::kConstant, {}, entry, {contrib::tensor_attr("value", Tensor::scalar_i64(b))}),
+          index));
       scan.clear_input();
       scan.clear_output();
       for (int i = 1; i <= operands; ++i) {
         std::string part = fmt::format("{}/in{}", entry, i);
         WEFT_RETURN_IF_ERROR(add_node(
-            node(Op::kGather, {proto.input(i), entry}, part, {int_attr("axis", 0, false)}), index));
+            node(Op::kGather, {proto.input(i), entry}, part, {contrib::int_attr("axis", 0)}),
+            index));
         scan.add_input(part);
       }
       for (int k = 0; k < proto.output_size(); ++k) {
@@ -307,11 +300,11 @@ private:
       for (const std::string& r : results[static_cast<size_t>(k)]) {
         stacked.push_back(r + "/stacked");
         WEFT_RETURN_IF_ERROR(add_node(
-            node(Op::kUnsqueeze, {r}, stacked.back(), {int_attr("axes", 0, true)}), index));
+            node(Op::kUnsqueeze, {r}, stacked.back(), {contrib::ints_attr("axes", {0})}), index));
       }
       if (!stacked.empty()) {
         onnx::NodeProto concat =
-            node(Op::kConcat, stacked, proto.output(k), {int_attr("axis", 0, false)});
+            node(Op::kConcat, stacked, proto.output(k), {contrib::int_attr("axis", 0)});
         WEFT_RETURN_IF_ERROR(add_node(concat, index));
       }
     }
