@@ -94,10 +94,22 @@ Status group_norm(Graph& graph, Node& node, Value* y) {
                                   node.opset >= 21 ? "one per channel" : "one per group"});
     }
   }
-  // [N, G, C/G * spatial]: spelled out where x's dims are static (an empty batch leaves -1
-  // nothing to infer from), else N copied and the rest inferred.
+  // [N, G, C/G * spatial]: spelled out where x's dims are static, over their symbols where
+  // none is unknown, else N copied and the rest inferred ([0, G, -1]). Not -1 where it can be
+  // helped: an empty batch leaves it nothing to infer from, also once a compile for symbolic
+  // dims specializes to one. (C is a multiple of G: checked each run, dim_limits above.)
+  const Shape& xs = *x->type.shape;
+  Dim all_but_n = dims_product(xs, 1);
+  std::optional<Dim> group_size;
+  if (!all_but_n.is_unknown() && !xs[0].is_unknown()) {
+    group_size = dim_div(all_but_n, Dim(a.num_groups));
+    if (!group_size) group_size = dim_floor_div(all_but_n, 0, a.num_groups);
+  }
   Value* groups;
-  if (x->type.has_static_shape()) {
+  if (!x->type.has_static_shape() && group_size) {
+    groups = b.op(Op::kReshape, {x},
+                  ReshapeAttrs{false, std::nullopt, Shape{xs[0], Dim(a.num_groups), *group_size}});
+  } else if (x->type.has_static_shape()) {
     Ints d = shape_static_dims(*x->type.shape);
     int64_t rest = 1;
     for (size_t i = 1; i < d.size(); ++i)
