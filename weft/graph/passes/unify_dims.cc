@@ -71,9 +71,12 @@ std::vector<std::vector<Dim>> required_equal(const Node& n) {
     const Shape &x = *shape(0), &w = *shape(1);
     groups.push_back({x[1], dim_mul(w[1], Dim(n.attrs_as<ConvAttrs>().group))});
     if (shape(2) && shape(2)->size() == 1) groups.push_back({(*shape(2))[0], w[0]});
-  } else if ((n.op_type == Op::kBatchNormalization || n.op_type == Op::kInstanceNormalization) &&
+  } else if ((n.op_type == Op::kBatchNormalization || n.op_type == Op::kInstanceNormalization ||
+              (n.op_type == Op::kGroupNormalization && n.opset >= 21)) &&
              shape(0) && shape(0)->size() >= 2) {
-    groups.push_back({(*shape(0))[1]}); // scale, bias (mean, variance): one per channel
+    // scale, bias (mean, variance): one per channel (GroupNormalization's per group before
+    // opset 21)
+    groups.push_back({(*shape(0))[1]});
     for (size_t i = 1; i < n.inputs.size(); ++i) {
       if (shape(i) && shape(i)->size() == 1) groups.back().push_back((*shape(i))[0]);
     }
@@ -194,6 +197,30 @@ Result<bool> unify_dims(Graph& graph) {
       if (dim_is_symbol(d)) input_symbols.insert(d.symbol_name());
     }
   }
+  // Whether every dim takes "by" for "symbol" (then each does), or none does.
+  auto take = [&](const std::string& symbol, const Dim& by) {
+    if (!for_each_dim(graph, [&](Dim& d) { return dim_substitute(d, symbol, by).has_value(); }))
+      return false;
+    for_each_dim(graph, [&](Dim& d) {
+      d = *dim_substitute(d, symbol, by);
+      return true;
+    });
+    return true;
+  };
+  // A limit requiring an input's symbol to equal another dim (GroupNormalization's channels
+  // against its scale, one per channel from opset 21, which its decomposition broadcasts over
+  // them): the symbol is that dim, as an op's required_equal dims are.
+  for (const DimLimit& limit : graph.dim_limits) {
+    if (limit.kind != DimLimit::Kind::kEqual) continue;
+    for (const auto& [s, by] : {std::pair{limit.dim, limit.bound}, {limit.bound, limit.dim}}) {
+      if (!dim_is_symbol(s) || !input_symbols.contains(s.symbol_name()) || by.is_unknown() ||
+          contains(by, s.symbol_name()) || !take(s.symbol_name(), by))
+        continue;
+      log_debug("node '{}': {} is taken to be {} ({}; each run checks it)", limit.node,
+                s.symbol_name(), by.to_string(), limit.need);
+      return true;
+    }
+  }
   for (const auto& n : graph.nodes()) {
     Unification c = candidate(*n, input_symbols);
     bool declared = !c;
@@ -202,17 +229,11 @@ Result<bool> unify_dims(Graph& graph) {
     }
     if (!c) continue;
     const auto& [symbol, by] = *c;
-    // Every dim must take the substitution, or none does.
-    bool all =
-        for_each_dim(graph, [&](Dim& d) { return dim_substitute(d, symbol, by).has_value(); });
+    bool all = take(symbol, by);
     if (!all && declared)
       return Status::error(fmt::format("'{}' cannot be taken to be {}", symbol, by.to_string()))
           .with_location(location_of(graph, *n));
     if (!all) continue;
-    for_each_dim(graph, [&](Dim& d) {
-      d = *dim_substitute(d, symbol, by);
-      return true;
-    });
     log_debug("node '{}' ({}): {} is taken to be {} (each run checks it)", n->name, n->op_type,
               symbol, by.to_string());
     return true;

@@ -15,7 +15,10 @@
 // per-channel inputs, RoiAlign's boxes of 4) are unified likewise, a static one included: a KV
 // cache's past [N, 4, P, D] concatenated with the new keys [N, 4, T, 64] gives D = 64, so a
 // run with another D compiles for its own shapes (and meets the model's error) rather than
-// reading past the end of the past. And where the model declares a value's dim as an input's
+// reading past the end of the past. A dim limit that requires an input's symbol to equal
+// another dim (graph.dim_limits, kEqual: GroupNormalization's channels against its scale of
+// one per channel, which its decomposition only broadcasts) unifies them too. And where the
+// model declares a value's dim as an input's
 // symbol and its node computes another dim over the inputs' symbols (ONNX Runtime GenAI's
 // present [N, 4, total_sequence_length, 64], the mask's length, is the past's P + T), the
 // symbol is taken to be the computed dim: the declared one sized the buffer that the node
