@@ -106,15 +106,12 @@ Status group_norm(Graph& graph, Node& node, Value* y) {
     if (!group_size) group_size = dim_floor_div(all_but_n, 0, a.num_groups);
   }
   Value* groups;
-  if (!x->type.has_static_shape() && group_size) {
+  if (x->type.has_static_shape()) {
+    Ints d = shape_static_dims(xs);
+    groups = constant_shape(b, x, {d[0], a.num_groups, group_size->value()}, "grouped");
+  } else if (group_size) {
     groups = b.op(Op::kReshape, {x},
                   ReshapeAttrs{false, std::nullopt, Shape{xs[0], Dim(a.num_groups), *group_size}});
-  } else if (x->type.has_static_shape()) {
-    Ints d = shape_static_dims(*x->type.shape);
-    int64_t rest = 1;
-    for (size_t i = 1; i < d.size(); ++i)
-      rest *= d[i];
-    groups = constant_shape(b, x, {d[0], a.num_groups, rest / a.num_groups}, "grouped");
   } else {
     groups = b.op(Op::kReshape, {x, shape_constant(b, "grouped", {0, a.num_groups, -1})},
                   ReshapeAttrs{});
