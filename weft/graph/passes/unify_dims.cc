@@ -71,12 +71,9 @@ std::vector<std::vector<Dim>> required_equal(const Node& n) {
     const Shape &x = *shape(0), &w = *shape(1);
     groups.push_back({x[1], dim_mul(w[1], Dim(n.attrs_as<ConvAttrs>().group))});
     if (shape(2) && shape(2)->size() == 1) groups.push_back({(*shape(2))[0], w[0]});
-  } else if ((n.op_type == Op::kBatchNormalization || n.op_type == Op::kInstanceNormalization ||
-              (n.op_type == Op::kGroupNormalization && n.opset >= 21)) &&
+  } else if ((n.op_type == Op::kBatchNormalization || n.op_type == Op::kInstanceNormalization) &&
              shape(0) && shape(0)->size() >= 2) {
-    // scale, bias (mean, variance): one per channel (GroupNormalization's per group before
-    // opset 21)
-    groups.push_back({(*shape(0))[1]});
+    groups.push_back({(*shape(0))[1]}); // scale, bias (mean, variance): one per channel
     for (size_t i = 1; i < n.inputs.size(); ++i) {
       if (shape(i) && shape(i)->size() == 1) groups.back().push_back((*shape(i))[0]);
     }
