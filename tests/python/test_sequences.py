@@ -165,6 +165,46 @@ def test_list_filled_in_a_loop():
         assert got["count"] == n
 
 
+def test_loop_elements_of_unknown_rank():
+    """Each element an If's output whose branches declare no shape (as PyTorch's exporter
+    writes embedding_bag's per-bag loop): concatenated along dim 0 it needs no rank; stacked
+    along a new axis it does, and that is a clear error."""
+    def branch(name, op):
+        return helper.make_graph(
+            [helper.make_node(op, ["row", "two_f"], [name])], name, [],
+            [helper.make_tensor_value_info(name, TensorProto.FLOAT, None)])
+    body = helper.make_graph(
+        [helper.make_node("Gather", ["x", "i"], ["row"], axis=0),
+         helper.make_node("Equal", ["i", "one"], ["is_one"]),
+         helper.make_node("If", ["is_one"], ["elem"], then_branch=branch("then", "Mul"),
+                          else_branch=branch("else", "Add")),
+         helper.make_node("SequenceInsert", ["seq_in", "elem"], ["seq_out"]),
+         helper.make_node("Identity", ["cond"], ["cond_out"])],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_tensor_sequence_value_info("seq_in", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_sequence_value_info("seq_out", TensorProto.FLOAT, None)],
+        [helper.make_tensor("two_f", TensorProto.FLOAT, [], [2.0]), i64("one", 1)])
+    nodes = [helper.make_node("SequenceEmpty", [], ["s0"], dtype=TensorProto.FLOAT),
+             helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Gather", ["shape", "zero"], ["n"], axis=0),
+             helper.make_node("Loop", ["n", "true", "s0"], ["seq"], body=body)]
+    initializers = [i64("zero", 0), helper.make_tensor("true", TensorProto.BOOL, [], [True])]
+    c = compile_model(nodes + [helper.make_node("ConcatFromSequence", ["seq"], ["y"], axis=0)],
+                      [f32("x", ["n", 3])], [f32("y", [None])], initializers)
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+    expected = np.concatenate([x[i] * 2 if i == 1 else x[i] + 2 for i in range(4)])
+    np.testing.assert_array_equal(c.run({"x": x})["y"], expected)
+    with pytest.raises(weft.WeftError, match=r"\(ConcatFromSequence, opset 13\): concatenates a "
+                                             r"sequence a loop built along axis 1 \(new_axis\), "
+                                             r"which needs the rank of its elements"):
+        compile_model(nodes + [helper.make_node("ConcatFromSequence", ["seq"], ["y"], axis=1,
+                                                new_axis=1)],
+                      [f32("x", ["n", 3])], [f32("y", [3, None])], initializers)
+
+
 @pytest.mark.parametrize("case", ["starts full", "read in the body"])
 def test_loop_sequences_resolved_only_as_appends(case):
     extra = ([helper.make_node("SequenceLength", ["seq_in"], ["unused"])]

@@ -1,6 +1,7 @@
 #include "weft/onnx/sequence_ops.h"
 
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -189,14 +190,20 @@ Status read_stacked(Expansion& e, const std::string& type, const std::string& s,
     e.op(Op::kGather, {shape, e.constant(Tensor::scalar_i64(0))}, {int_attr("axis", 0)}, {e.out()});
     return Status();
   }
-  std::optional<TensorType> t = known.type(s);
-  if (type != "ConcatFromSequence" || !t || !t->shape) {
+  if (type != "ConcatFromSequence") {
     return e.error("reads a sequence a loop built, which only SequenceAt, SequenceLength and "
                    "ConcatFromSequence do here");
   }
-  int64_t rank = static_cast<int64_t>(t->shape->size()) - 1; // of an element
   int64_t axis = e.attr_or("axis", 0);
-  if (e.attr_or("new_axis", 0) != 0) { // dim 0 moved to "axis"
+  bool new_axis = e.attr_or("new_axis", 0) != 0;
+  std::optional<TensorType> t = known.type(s);
+  if ((new_axis || axis != 0) && (!t || !t->shape)) {
+    return e.error(fmt::format("concatenates a sequence a loop built along axis {}{}, which "
+                               "needs the rank of its elements, not known at import",
+                               axis, new_axis ? " (new_axis)" : ""));
+  }
+  if (new_axis) {                                              // dim 0 moved to "axis"
+    int64_t rank = static_cast<int64_t>(t->shape->size()) - 1; // of an element
     if (axis < -rank - 1 || axis > rank)
       return e.error(fmt::format("axis {} is out of range for rank {}", axis, rank + 1));
     if (axis < 0) axis += rank + 1;
@@ -209,15 +216,15 @@ Status read_stacked(Expansion& e, const std::string& type, const std::string& s,
     e.op(Op::kTranspose, {s}, {ints_attr("perm", perm)}, {e.out()});
     return Status();
   }
-  if (axis != 0 && axis != -rank) {
+  if (axis != 0 && axis != 1 - static_cast<int64_t>(t->shape->size())) {
     return e.error("concatenates a sequence a loop built along an axis other than the first, "
                    "which Weft does not resolve at import");
   }
   // Dims 0 and 1 merged.
-  std::string rest =
-      e.op(Op::kSlice,
-           {shape, e.constant(Tensor::vector_i64({2})), e.constant(Tensor::vector_i64({rank + 1}))},
-           {})[0];
+  std::string rest = e.op(Op::kSlice,
+                          {shape, e.constant(Tensor::vector_i64({2})),
+                           e.constant(Tensor::vector_i64({std::numeric_limits<int64_t>::max()}))},
+                          {})[0];
   std::string dims =
       e.op(Op::kConcat, {e.constant(Tensor::vector_i64({-1})), rest}, {int_attr("axis", 0)})[0];
   e.op(Op::kReshape, {s, dims}, {}, {e.out()});
