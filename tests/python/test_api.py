@@ -605,6 +605,37 @@ def test_dynamic_shapes_declared_length_checked_per_run():
         assert compiled.compiled_variants == (1 if m == p + t else 2)
 
 
+def test_dynamic_shapes_derived_dims_of_inputs():
+    """Inputs whose dims PyTorch's exporter spells as derived dims ("2*h", "2*h + 1", for
+    torch.export's 2 * Dim("h")): each run binds h from the first such dim (an extent that no
+    h gives: a compile for those shapes, which reports the Reshape it breaks), and one compile
+    runs them all (before, a dim not a name alone failed the dynamic compile into compiles per
+    shape)."""
+    f = TensorProto.FLOAT
+    model = make_model(
+        [helper.make_node("Reshape", ["x", "halves"], ["x3"]),
+         helper.make_node("ReduceSum", ["x3", "one"], ["s"], keepdims=0),
+         helper.make_node("Mul", ["s", "s"], ["o"]),
+         helper.make_node("ReduceMax", ["y"], ["m"], axes=[1], keepdims=0)],
+        [helper.make_tensor_value_info("x", f, ["b", "2*h"]),
+         helper.make_tensor_value_info("y", f, ["b", "2*h + 1"])],
+        [helper.make_tensor_value_info("o", f, ["b", "h"]),
+         helper.make_tensor_value_info("m", f, ["b"])],
+        [helper.make_tensor("one", TensorProto.INT64, [1], [1]),
+         helper.make_tensor("halves", TensorProto.INT64, [3], [0, 2, -1])])
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    rng = np.random.default_rng(5)
+    for b, h in ((2, 3), (1, 5), (4, 1), (3, 0)):
+        x = rng.standard_normal((b, 2 * h)).astype(np.float32)
+        y = rng.standard_normal((b, 2 * h + 1)).astype(np.float32)
+        got = compiled.run({"x": x, "y": y})
+        np.testing.assert_allclose(got["o"], (x[:, :h] + x[:, h:]) ** 2, rtol=1e-6)
+        np.testing.assert_array_equal(got["m"], y.max(axis=1))
+    assert compiled.compiled_variants == 1
+    with pytest.raises(weft.WeftError, match=r"Reshape of 10 elements into 'x3'"):
+        compiled.run({"x": np.zeros((2, 5), np.float32), "y": np.zeros((2, 5), np.float32)})
+
+
 @pytest.mark.parametrize("library", ["1", "0"])
 @pytest.mark.parametrize("sa, sb", [((2, 0, 4), (2, 4, 3)), ((2, 3, 4), (2, 4, 0)),
                                     ((2, 3, 0), (2, 0, 5)), ((0, 3, 4), (4, 3)),

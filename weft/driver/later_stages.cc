@@ -39,13 +39,13 @@ void name_input_dims(Graph& g) {
   std::set<std::string> bound;
   for (const Value* v : g.inputs) {
     for (const Dim& d : v->type.shape.value_or(Shape{}))
-      if (dim_is_symbol(d)) bound.insert(d.symbol_name());
+      if (std::optional<std::string> symbol = bound_symbol(d)) bound.insert(*symbol);
   }
   std::map<std::string, Dim> named;
   for (Value* v : g.inputs) {
     if (!v->type.shape) continue;
     for (Dim& d : *v->type.shape) {
-      if (d.is_static() || dim_is_symbol(d)) continue;
+      if (d.is_static() || bound_symbol(d)) continue;
       std::vector<std::string> symbols = dim_symbols(d);
       if (std::all_of(symbols.begin(), symbols.end(),
                       [&](const std::string& s) { return bound.contains(s); }))

@@ -282,7 +282,7 @@ Status check_symbols(const Graph& graph, const std::vector<Slot>& slots,
   std::map<std::string, int64_t> ones; // each input symbol bound to 1
   for (const Value* in : graph.inputs) {
     for (const Dim& d : in->type.shape.value_or(Shape{})) {
-      if (dim_is_symbol(d)) ones[d.symbol_name()] = 1;
+      if (std::optional<std::string> symbol = bound_symbol(d)) ones[*symbol] = 1;
     }
   }
   // A dim over symbols (unify_dims's, a handed-over value's 90*min(1000,N)) is checked once

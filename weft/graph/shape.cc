@@ -1,6 +1,7 @@
 #include "weft/graph/shape.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 
 #include <fmt/format.h>
@@ -192,6 +193,21 @@ std::optional<std::vector<std::string>> sum_terms(const Dim& d) {
   return std::vector<std::string>{s};
 }
 
+// a + sign * b where both are products of the same factors ("2*h" and "h": 3*h or h), the
+// result not negative; nullopt otherwise.
+std::optional<Dim> combine_like(const Dim& a, const Dim& b, int sign) {
+  if (a.is_static() || b.is_static()) return std::nullopt;
+  Product pa = factors_of(a), pb = factors_of(b);
+  std::sort(pa.symbols.begin(), pa.symbols.end());
+  std::sort(pb.symbols.begin(), pb.symbols.end());
+  int64_t constant = pa.constant + sign * pb.constant;
+  if (pa.symbols != pb.symbols || constant < 0) return std::nullopt;
+  Dim out = constant;
+  for (const std::string& s : pa.symbols)
+    out = dim_mul(out, Dim::symbol(s));
+  return out;
+}
+
 // floor(a / b) for b > 0.
 int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
@@ -256,6 +272,7 @@ std::optional<Dim> dim_add(const Dim& a, const Dim& b) {
   if (b.is_static())
     return b.value() >= 0 ? std::optional(dim_floor_div(a, b.value(), 1)) : std::nullopt;
   if (a.is_static()) return dim_add(b, a);
+  if (std::optional<Dim> like = combine_like(a, b, 1)) return like; // h + h is 2*h
   // Sums of products of plain symbols, their terms sorted: P + T and T + P are one dim, and so
   // are (A + B) + C and A + (B + C) (a Concat of many data-dependent counts).
   std::optional<std::vector<std::string>> ta = sum_terms(a), tb = sum_terms(b);
@@ -269,6 +286,7 @@ std::optional<Dim> dim_sub(const Dim& a, const Dim& b) {
   if (a == b) return 0;
   if (a.is_static() && b.is_static()) return a.value() - b.value();
   if (b.is_static()) return dim_floor_div(a, -b.value(), 1);
+  if (std::optional<Dim> like = combine_like(a, b, -1)) return like; // 2*h - h is h
   std::optional<std::vector<std::string>> ta = sum_terms(a), tb = sum_terms(b);
   if (!ta || !tb || tb->size() != 1) return std::nullopt;
   auto it = std::find(ta->begin(), ta->end(), tb->front());
@@ -374,6 +392,93 @@ std::vector<std::string> dim_symbols(const Dim& d) {
     }
   }
   return out;
+}
+
+namespace {
+
+bool is_name(const std::string& s) {
+  auto alpha = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; };
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  return !s.empty() && alpha(s[0]) && std::all_of(s.begin(), s.end(), alnum);
+}
+
+// "2*h" or "h*w" or "3" as a dim; nullopt unless each factor is a constant or a name.
+std::optional<Dim> product_from_spelling(const std::string& s) {
+  Dim out = 1;
+  for (const std::string& factor : split_factors(s)) {
+    if (std::optional<int64_t> c = parse_constant(factor))
+      out = dim_mul(out, *c);
+    else if (is_name(factor))
+      out = dim_mul(out, Dim::symbol(factor));
+    else
+      return std::nullopt;
+  }
+  return out;
+}
+
+} // namespace
+
+Dim dim_from_spelling(const std::string& s) {
+  if (s.find_first_of("*+-") == std::string::npos) return Dim::symbol(s); // a name
+  // Terms joined by " + " and " - ", as sympy prints them.
+  std::optional<Dim> sum;
+  size_t begin = 0;
+  bool subtract = false;
+  while (true) {
+    size_t plus = s.find(" + ", begin), minus = s.find(" - ", begin);
+    size_t end = std::min(plus, minus);
+    std::optional<Dim> term = product_from_spelling(s.substr(begin, end - begin));
+    if (!term) return Dim::symbol(s);
+    if (!sum)
+      sum = term;
+    else
+      sum = subtract ? (term->is_static() ? dim_sub(*sum, *term) : std::nullopt)
+                     : dim_add(*sum, *term);
+    if (!sum) return Dim::symbol(s);
+    if (end == std::string::npos) return sum->is_static() ? Dim::symbol(s) : *sum;
+    subtract = end == minus;
+    begin = end + 3;
+  }
+}
+
+namespace {
+
+// The name X when "d" is a*X or a*X + b (b a constant, "(a*X+b)/1"), as dim_from_spelling
+// reads sympy's sums; nullopt for any other dim (a minimum, a quotient, several symbols).
+std::optional<std::string> affine_symbol(const Dim& d) {
+  Product p = factors_of(d);
+  if (p.symbols.size() != 1) return std::nullopt;
+  if (is_name(p.symbols[0])) return p.symbols[0];
+  std::optional<Quotient> q = parse_quotient(p.symbols[0]);
+  if (!q || q->divisor != 1 || q->subtract || !q->offset.is_static()) return std::nullopt;
+  Product x = factors_of(q->x);
+  if (x.symbols.size() != 1 || !is_name(x.symbols[0])) return std::nullopt;
+  return x.symbols[0];
+}
+
+} // namespace
+
+std::optional<std::pair<std::string, int64_t>> solve_dim(const Dim& d, int64_t extent) {
+  std::optional<std::string> symbol = affine_symbol(d);
+  if (!symbol) return std::nullopt;
+  // d at the first X where it is defined ("(3*h-3)/1" is not at 0) and at X + 1 gives its
+  // slope; the extent of X so found is then checked, not assumed.
+  const std::string& x = *symbol;
+  for (int64_t x0 = 0; x0 < 8; ++x0) {
+    std::optional<int64_t> at0 = eval_dim(d, {{x, x0}}), at1 = eval_dim(d, {{x, x0 + 1}});
+    if (!at0 || !at1) continue;
+    int64_t slope = *at1 - *at0;
+    if (slope <= 0 || extent < *at0 || (extent - *at0) % slope != 0) return std::nullopt;
+    int64_t value = x0 + (extent - *at0) / slope;
+    if (eval_dim(d, {{x, value}}) != extent) return std::nullopt;
+    return std::pair{x, value};
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> bound_symbol(const Dim& d) {
+  if (dim_is_symbol(d)) return d.symbol_name();
+  return d.is_static() ? std::nullopt : affine_symbol(d);
 }
 
 std::string TensorType::to_string() const {

@@ -86,6 +86,17 @@ std::optional<Dim> dim_substitute(const Dim& d, const std::string& symbol, const
 std::optional<std::pair<Dim, Dim>> dim_difference(const Dim& d);
 // Is "d" one symbol alone ("T"; not "2*T" or "(P+T)/1"), as an input's dim binds?
 bool dim_is_symbol(const Dim& d);
+// A dim_param as PyTorch's exporter spells a derived dim ("2*h", "2*h + 1", "3*h - 3":
+// sympy's sums of a constant and products of names) as a dim over its names; any other
+// spelling is one symbol of that name.
+Dim dim_from_spelling(const std::string& s);
+// The extent of the one symbol of "d" that makes "d" equal "extent", where "d" is over one
+// symbol alone and grows with it, as a*X + b does ("2*h", "(2*h+1)/1"): an input's dim binds
+// its symbol this way. nullopt where no extent >= 0 of the symbol gives "extent".
+std::optional<std::pair<std::string, int64_t>> solve_dim(const Dim& d, int64_t extent);
+// The symbol that an input's dim "d" binds: "d" itself when a name alone, or the symbol that
+// solve_dim finds from its extent; nullopt for a dim over several symbols.
+std::optional<std::string> bound_symbol(const Dim& d);
 
 // A relation between two dims that a dynamic-shape compile takes to hold, as node "node"
 // needs; each run checks it (Executable::bind). "need" says what for, in its message.

@@ -371,7 +371,10 @@ private:
       for (const auto& vi : *infos) {
         if (!vi.type().has_tensor_type()) continue;
         for (const auto& d : vi.type().tensor_type().shape().dim()) {
-          if (d.has_dim_param()) graph_.note_symbol(d.dim_param());
+          if (!d.has_dim_param()) continue;
+          graph_.note_symbol(d.dim_param());
+          for (const std::string& name : dim_symbols(dim_from_spelling(d.dim_param())))
+            graph_.note_symbol(name);
         }
       }
     }
@@ -396,7 +399,7 @@ private:
         if (d.has_dim_value() && d.dim_value() >= 0) {
           out.shape->push_back(d.dim_value());
         } else if (d.has_dim_param() && !d.dim_param().empty()) {
-          out.shape->push_back(Dim::symbol(d.dim_param()));
+          out.shape->push_back(dim_from_spelling(d.dim_param()));
         } else {
           out.shape->push_back(Dim::unknown()); // see with_fresh_symbols
         }

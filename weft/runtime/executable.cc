@@ -345,7 +345,22 @@ Result<Bindings> Executable::bind(const std::vector<TensorView>& inputs) const {
     const Dim& dim = (*inputs_[i].type.shape)[d];
     int64_t given = inputs[i].dims[d];
     std::optional<int64_t> want = eval_dim(dim, bound);
-    if (!want) want = bound.emplace(dim.symbol_name(), given).first->second; // a name alone
+    if (!want) {
+      // Its one symbol bound from it: "2*h" binds h (solve_dim).
+      if (std::optional<std::pair<std::string, int64_t>> x = solve_dim(dim, given)) {
+        bound.emplace(x->first, x->second);
+        want = eval_dim(dim, bound);
+      } else if (bound_symbol(dim)) {
+        return Status::error(fmt::format("input '{}' must be {}, got {}: {} is {} for no "
+                                         "extent of {}",
+                                         inputs_[i].name, inputs_[i].type.to_string(),
+                                         inputs[i].type().to_string(), dim.to_string(), given,
+                                         dim_symbols(dim)[0]),
+                             StatusCode::kInvalidArgument);
+      } else {
+        want = bound.emplace(dim.symbol_name(), given).first->second;
+      }
+    }
     if (*want != given) {
       return Status::error(fmt::format("input '{}' must be {}, where {} = {}, got {}",
                                        inputs_[i].name, inputs_[i].type.to_string(),

@@ -372,7 +372,10 @@ Result<bool> fold_shape_values(Graph& graph) {
   Facts facts;
   for (const Value* in : graph.inputs) {
     for (const Dim& d : in->type.shape.value_or(Shape{})) {
-      if (!d.is_static()) facts.ones[d.symbol_name()] = 1;
+      if (std::optional<std::string> symbol = bound_symbol(d))
+        facts.ones[*symbol] = 1;
+      else if (!d.is_static())
+        facts.ones[d.symbol_name()] = 1;
     }
   }
   Known known;

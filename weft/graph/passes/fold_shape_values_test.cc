@@ -318,5 +318,35 @@ TEST(DimDiv, ExactProductsOnly) {
   EXPECT_FALSE(dim_div(n, t));
 }
 
+TEST(DimFromSpelling, PyTorchDerivedDimsAndSolvingThem) {
+  Dim h = Dim::symbol("h");
+  EXPECT_EQ(dim_from_spelling("2*h"), dim_mul(2, h));
+  EXPECT_EQ(dim_from_spelling("h*2"), dim_mul(2, h));
+  EXPECT_EQ(dim_from_spelling("2*h + 1"), dim_floor_div(dim_mul(2, h), 1, 1));
+  EXPECT_EQ(dim_from_spelling("3*h - 3").to_string(), "(3*h-3)/1");
+  EXPECT_EQ(dim_from_spelling("batch"), Dim::symbol("batch"));
+  EXPECT_EQ(dim_from_spelling("seq-len"), Dim::symbol("seq-len")); // a name, not a difference
+  EXPECT_EQ(dim_from_spelling("2*(h + 1)"), Dim::symbol("2*(h + 1)"));
+  EXPECT_EQ(dim_from_spelling("2*3"), Dim::symbol("2*3"));
+
+  using Solved = std::optional<std::pair<std::string, int64_t>>;
+  EXPECT_EQ(solve_dim(dim_from_spelling("2*h"), 10), (Solved{{"h", 5}}));
+  EXPECT_EQ(solve_dim(dim_from_spelling("2*h"), 0), (Solved{{"h", 0}}));
+  EXPECT_EQ(solve_dim(dim_from_spelling("2*h"), 7), std::nullopt);
+  EXPECT_EQ(solve_dim(dim_from_spelling("2*h + 1"), 7), (Solved{{"h", 3}}));
+  EXPECT_EQ(solve_dim(dim_from_spelling("2*h + 1"), 0), std::nullopt);
+  EXPECT_EQ(solve_dim(dim_from_spelling("3*h - 3"), 0), (Solved{{"h", 1}}));
+  EXPECT_EQ(solve_dim(dim_from_spelling("3*h - 3"), 9), (Solved{{"h", 4}}));
+  // A minimum or a quotient is not solved for its symbol: 90*min(1000,N) at 90000 holds for
+  // every N from 1000.
+  EXPECT_EQ(solve_dim(dim_mul(90, dim_min(Dim(1000), Dim::symbol("N"))), 900), std::nullopt);
+  EXPECT_EQ(solve_dim(dim_floor_div(h, 0, 2), 3), std::nullopt);
+  EXPECT_EQ(solve_dim(dim_mul(h, Dim::symbol("w")), 6), std::nullopt);
+  EXPECT_EQ(bound_symbol(dim_mul(4, h)), "h");
+  EXPECT_EQ(bound_symbol(h), "h");
+  EXPECT_EQ(bound_symbol(dim_floor_div(h, 0, 2)), std::nullopt);
+  EXPECT_EQ(bound_symbol(Dim(3)), std::nullopt);
+}
+
 } // namespace
 } // namespace weft
