@@ -412,6 +412,16 @@ DYNAMIC = {
         [("ids", (2, 5)), ("ids", (3, 2))],
         {0: B, 1: S},
     ),
+    "pixel_shuffle": (
+        lambda x: F.pixel_shuffle(x, 2) * 2,
+        [(1, 12, 5, 7), (2, 12, 3, 4)],
+        {0: B, 2: Dim("ph", min=1, max=128), 3: Dim("pw", min=1, max=128)},
+    ),
+    "pixel_unshuffle": (
+        lambda x: F.pixel_unshuffle(x, 2) + 1,
+        [(1, 3, 6, 8), (2, 3, 10, 4)],
+        {0: B, 2: 2 * Dim("uh", min=1, max=128), 3: 2 * Dim("uw", min=1, max=128)},
+    ),
 }
 
 

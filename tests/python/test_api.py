@@ -636,6 +636,35 @@ def test_dynamic_shapes_derived_dims_of_inputs():
         compiled.run({"x": np.zeros((2, 5), np.float32), "y": np.zeros((2, 5), np.float32)})
 
 
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_dynamic_shapes_depth_to_space_over_a_symbolic_plane(mode):
+    """PixelShuffle and PixelUnshuffle over a dynamic image (ESPCN's upscaling at any size): one
+    compile, the plane's dims symbolic (a multiple of the block for SpaceToDepth, declared
+    2*h as PyTorch exports it), against numpy's reshapes and transposes."""
+    f = TensorProto.FLOAT
+    model = make_model(
+        [helper.make_node("DepthToSpace", ["x"], ["up"], blocksize=2, mode=mode),
+         helper.make_node("SpaceToDepth", ["y"], ["down"], blocksize=2)],
+        [helper.make_tensor_value_info("x", f, ["N", 12, "H", "W"]),
+         helper.make_tensor_value_info("y", f, ["N", 3, "2*h", "2*w"])],
+        [helper.make_tensor_value_info("up", f, ["N", 3, None, None]),
+         helper.make_tensor_value_info("down", f, ["N", 12, "h", "w"])])
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    rng = np.random.default_rng(3)
+    for n, h, w in ((1, 5, 7), (2, 3, 1), (1, 16, 12)):
+        x = rng.standard_normal((n, 12, h, w)).astype(np.float32)
+        y = rng.standard_normal((n, 3, 2 * h, 2 * w)).astype(np.float32)
+        got = compiled.run({"x": x, "y": y})
+        if mode == "DCR":
+            up = x.reshape(n, 2, 2, 3, h, w).transpose(0, 3, 4, 1, 5, 2)
+        else:
+            up = x.reshape(n, 3, 2, 2, h, w).transpose(0, 1, 4, 2, 5, 3)
+        np.testing.assert_array_equal(got["up"], up.reshape(n, 3, 2 * h, 2 * w))
+        down = y.reshape(n, 3, h, 2, w, 2).transpose(0, 3, 5, 1, 2, 4).reshape(n, 12, h, w)
+        np.testing.assert_array_equal(got["down"], down)
+    assert compiled.compiled_variants == 1
+
+
 @pytest.mark.parametrize("library", ["1", "0"])
 @pytest.mark.parametrize("sa, sb", [((2, 0, 4), (2, 4, 3)), ((2, 3, 4), (2, 4, 0)),
                                     ((2, 3, 0), (2, 0, 5)), ((0, 3, 4), (4, 3)),

@@ -796,8 +796,10 @@ Result<Shape> block_input(const Node& node) {
   return x.shape ? *x.shape : unknown_shape(4);
 }
 
+// d * mul / div: symbolic too where the quotient is exact (2*h / 2 is h).
 Dim scaled(const Dim& d, int64_t mul, int64_t div) {
-  return d.is_static() ? Dim(d.value() * mul / div) : Dim::unknown();
+  if (d.is_static()) return d.value() * mul / div;
+  return dim_div(dim_mul(d, mul), div).value_or(Dim::unknown());
 }
 
 } // namespace

@@ -262,7 +262,8 @@ Result<LoweredNode> lower_depth_space(const Node& n, const std::string& name) {
   const Value* space = to_space ? n.outputs[0] : n.inputs[0];
   const Shape& s = *space->type.shape;
   int64_t b = a.blocksize;
-  int64_t c = s[1].value(), h = s[2].value() / b, w = s[3].value() / b;
+  int64_t c = s[1].value(); // symbolic plane dims divide by b (admits_symbolic_shapes)
+  Dim h = dim_div(s[2], b).value_or(Dim::unknown()), w = dim_div(s[3], b).value_or(Dim::unknown());
   Shape domain = {s[0], c, h, b, w, b};
   std::vector<AffineExpr> space_index = {AffineExpr::iterator(0),
                                          AffineExpr::iterator(1),

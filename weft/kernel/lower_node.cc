@@ -185,6 +185,13 @@ bool admits_symbolic_shapes(const Node& n) {
     return true;
   }
   if (n.op_type == Op::kLayerNormalization) return layer_norm_params_flat(n);
+  if (n.op_type == Op::kDepthToSpace || n.op_type == Op::kSpaceToDepth) {
+    // Channels static, the plane's dims (symbolic or not) multiples of the block: PixelShuffle
+    // over a dynamic image.
+    int64_t b = n.attrs_as<BlockAttrs>().blocksize;
+    const Shape& s = *(n.op_type == Op::kDepthToSpace ? n.outputs[0] : n.inputs[0])->type.shape;
+    return s.size() == 4 && s[1].is_static() && dim_div(s[2], b) && dim_div(s[3], b);
+  }
   return false;
 }
 
