@@ -422,6 +422,16 @@ DYNAMIC = {
         [(1, 3, 6, 8), (2, 3, 10, 4)],
         {0: B, 2: 2 * Dim("uh", min=1, max=128), 3: 2 * Dim("uw", min=1, max=128)},
     ),
+    "upsample_nearest_cat": (
+        lambda x: torch.cat([x, F.interpolate(F.max_pool2d(x, 2), scale_factor=2)], 1),
+        [(1, 2, 8, 6), (2, 2, 12, 10)],
+        {0: B, 2: 2 * Dim("nh", min=2, max=128), 3: 2 * Dim("nw", min=2, max=128)},
+    ),
+    "upsample_bilinear": (
+        lambda x: F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False),
+        [(1, 2, 5, 7), (2, 2, 3, 4)],
+        {0: B, 2: Dim("bh", min=1, max=128), 3: Dim("bw", min=1, max=128)},
+    ),
 }
 
 

@@ -418,6 +418,29 @@ def test_dynamic_shapes_conv_transpose_and_resize_over_a_symbolic_batch():
     assert compiled.compiled_variants == 1
 
 
+@pytest.mark.parametrize("mode, coordinates", [
+    ("nearest", "asymmetric"), ("nearest", "half_pixel"), ("linear", "half_pixel"),
+    ("linear", "pytorch_half_pixel"), ("cubic", "half_pixel"), ("linear", "align_corners")])
+def test_dynamic_shapes_resize_of_a_symbolic_plane(mode, coordinates):
+    """A U-Net's upsampling over a dynamic image: Resize by 2 and 3 along symbolic H and W. The
+    modes whose source coordinates the scale alone gives compile once (align_corners, which
+    reads the extents, compiles per shape); each run against a compile for its shapes."""
+    f = TensorProto.FLOAT
+    model = make_model(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode=mode,
+                          coordinate_transformation_mode=coordinates)],
+        [helper.make_tensor_value_info("x", f, ["N", 2, "H", "W"])],
+        [helper.make_tensor_value_info("y", f, ["N", 2, None, None])],
+        [helper.make_tensor("scales", f, [4], [1, 1, 2, 3])])
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    rng = np.random.default_rng(9)
+    for n, h, w in ((1, 5, 7), (2, 1, 3), (1, 16, 9)):
+        x = rng.standard_normal((n, 2, h, w)).astype(np.float32)
+        specialized = weft.compile(model.SerializeToString()).run({"x": x})["y"]
+        np.testing.assert_allclose(compiled.run({"x": x})["y"], specialized, rtol=1e-6, atol=1e-6)
+    assert compiled.compiled_variants == (3 if coordinates == "align_corners" else 1)
+
+
 def test_dynamic_shapes_positions_and_masks_over_the_length():
     """The subgraphs transformers' exports build from the length T of [N, T] token ids compile
     once: a Range to T, a position table's first T rows, Slices and a Concat along T, a CumSum

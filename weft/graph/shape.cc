@@ -263,6 +263,13 @@ Dim dim_floor_div(const Dim& a, int64_t offset, int64_t divisor) {
     divisor *= q->divisor;
     if (offset == 0 && divisor == 1) return x; // (T+1)/1 - 1 is T
   }
+  // floor((c X + a) / d) = (c / d) X + floor(a / d) where d divides c: a 2x2 pooling of 2*h
+  // is h, as the x2 upsampling after it needs.
+  if (divisor > 1 && factors_of(x).constant % divisor == 0) {
+    Dim whole = *dim_div(x, divisor);
+    int64_t rest = floor_div(offset, divisor);
+    return rest == 0 ? whole : dim_floor_div(whole, rest, 1);
+  }
   return Dim::symbol(fmt::format("({}{}{})/{}", x.to_string(), offset < 0 ? '-' : '+',
                                  offset < 0 ? -offset : offset, divisor));
 }

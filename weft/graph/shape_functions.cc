@@ -924,6 +924,11 @@ std::optional<Shape> resize_extents(const Node& node) {
   for (size_t i = 0; i < axes->size(); ++i) {
     auto d = static_cast<size_t>((*axes)[i]);
     if (!sizes && (*scales)[d] == 1) continue; // the extent, symbolic or not (a batch)
+    double whole = std::floor((*scales)[d]);
+    if (!out[d].is_static() && !sizes && whole == (*scales)[d] && whole <= 1024) {
+      out[d] = dim_mul(out[d], static_cast<int64_t>(whole)); // upsampled by an integer factor
+      continue;
+    }
     if (!out[d].is_static()) return {};
     double scaled = static_cast<double>(out[d].value()) * (*scales)[d];
     out[d] = !sizes   ? static_cast<int64_t>(std::floor(scaled))

@@ -59,6 +59,22 @@ bool has_static_shapes(const Node& n) {
 // mean divides by the count of reduced elements, an ExprOp::kExtent); so does
 // LayerNormalization, whose scale and bias hold an element per normalized element. RoiAlign
 // does over a symbolic count of regions, ScatterElements over symbolic updates along its axis.
+// Does Resize "n" upsample symbolic axis "d" by an integer factor, in a mode whose source
+// coordinates the scale alone gives (lower_resize's ResizedAxis has no extents then)? A
+// U-Net's or an FPN's x2 upsampling over a dynamic image.
+bool upsampled_over_symbols(const Node& n, size_t d) {
+  const auto& a = n.attrs_as<ResizeAttrs>();
+  std::optional<std::vector<double>> scales = resize_scales(n);
+  const Dim& x = (*n.inputs[0]->type.shape)[d];
+  const Dim& y = (*n.outputs[0]->type.shape)[d];
+  if (!scales || (*scales)[d] < 2 || std::floor((*scales)[d]) != (*scales)[d]) return false;
+  ResizeCoordinates c = a.coordinate_transformation_mode;
+  bool by_scale = c == ResizeCoordinates::kHalfPixel || c == ResizeCoordinates::kAsymmetric ||
+                  c == ResizeCoordinates::kPytorchHalfPixel ||
+                  c == ResizeCoordinates::kTfHalfPixelForNn;
+  return by_scale && !a.exclude_outside && y == dim_mul(x, static_cast<int64_t>((*scales)[d]));
+}
+
 bool admits_symbolic_shapes(const Node& n) {
   for (const auto* list : {&n.inputs, &n.outputs}) {
     for (const Value* v : *list) {
@@ -155,7 +171,8 @@ bool admits_symbolic_shapes(const Node& n) {
       return false;
     for (size_t d = 0; d < x.size(); ++d) {
       bool resized = (*scales)[d] != 1 || out[d] != x[d];
-      if (resized && (!x[d].is_static() || !out[d].is_static())) return false;
+      if (resized && (!x[d].is_static() || !out[d].is_static()) && !upsampled_over_symbols(n, d))
+        return false;
     }
     return true;
   }

@@ -222,7 +222,9 @@ Result<std::vector<ResizedAxis>> resized_axes(const Node& n) {
   std::vector<ResizedAxis> axes;
   for (size_t d = 0; d < in.size(); ++d) {
     if ((*scales)[d] == 1 && in[d] == out[d] && !in[d].is_static()) continue; // (a batch)
-    ResizedAxis ax{static_cast<int>(d), (*scales)[d], in[d].value(), out[d].value()};
+    // A symbolic axis is upsampled in a mode that reads no extent (upsampled_over_symbols).
+    ResizedAxis ax{static_cast<int>(d), (*scales)[d], in[d].is_static() ? in[d].value() : 0,
+                   out[d].is_static() ? out[d].value() : 0};
     auto at = std::find(given.begin(), given.end(), static_cast<int64_t>(d));
     if (crop && at != given.end()) {
       int64_t i = at - given.begin();

@@ -257,6 +257,13 @@ TEST(DimFloorDiv, SumsWithConstantsFold) {
   EXPECT_EQ(plus_one.to_string(), "(T+1)/1");
   EXPECT_EQ(dim_floor_div(plus_one, -1, 1), t);
   EXPECT_EQ(eval_dim(dim_floor_div(plus_one, 2, 1), {{"T", 5}}), 8);
+  // A divisor of the constant factor divides it out: 2x2 pooling of 2*h is h.
+  Dim two_h = dim_mul(2, Dim::symbol("h"));
+  EXPECT_EQ(dim_floor_div(two_h, 0, 2), Dim::symbol("h"));
+  EXPECT_EQ(dim_floor_div(two_h, 1, 2), Dim::symbol("h"));
+  EXPECT_EQ(dim_floor_div(dim_mul(6, t), 3, 2), dim_floor_div(dim_mul(3, t), 1, 1));
+  EXPECT_EQ(dim_floor_div(two_h, -1, 2).to_string(), "(h-1)/1");
+  EXPECT_EQ(dim_floor_div(dim_mul(3, t), 0, 2).to_string(), "(3*T+0)/2");
 }
 
 TEST(DimAdd, SumsOfSymbolsAreOneDimEitherWay) {
