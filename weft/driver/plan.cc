@@ -279,17 +279,23 @@ runtime::LaunchInfo library_launch_info(const library::LibraryCall& call) {
 // extents and outputs? Runs bind only those (runtime::Executable::bind).
 Status check_symbols(const Graph& graph, const std::vector<Slot>& slots,
                      const std::vector<runtime::Launch>& launches) {
-  std::map<std::string, int64_t> ones; // each input symbol bound to 1
+  std::set<std::string> bound_names; // each symbol an input binds
   for (const Value* in : graph.inputs) {
     for (const Dim& d : in->type.shape.value_or(Shape{})) {
-      if (std::optional<std::string> symbol = bound_symbol(d)) ones[*symbol] = 1;
+      if (std::optional<std::string> symbol = bound_symbol(d)) bound_names.insert(*symbol);
     }
   }
+  // Over bound symbols only (not evaluated at 1s: (T-3)/1 is negative there).
+  auto bound = [&](const Dim& d) {
+    std::vector<std::string> symbols = dim_symbols(d);
+    return std::all_of(symbols.begin(), symbols.end(),
+                       [&](const std::string& s) { return bound_names.contains(s); });
+  };
   // A dim over symbols (unify_dims's, a handed-over value's 90*min(1000,N)) is checked once
   // other inputs bind them (Executable::bind).
   for (const Value* in : graph.inputs) {
     for (const Dim& d : in->type.shape.value_or(Shape{})) {
-      if (!d.is_static() && !eval_dim(d, ones))
+      if (!d.is_static() && !bound(d))
         return Status::error(fmt::format("{}: input '{}' has the dim '{}', which is not a name",
                                          graph.source, in->name, d.to_string()));
     }
@@ -307,7 +313,7 @@ Status check_symbols(const Graph& graph, const std::vector<Slot>& slots,
     dims.insert(dims.end(), out->type.shape->begin(), out->type.shape->end());
   }
   for (const Dim& d : dims) {
-    if (!eval_dim(d, ones)) {
+    if (!bound(d)) {
       return Status::error(
           fmt::format("{}: the dim '{}' is known only at run time and not from the inputs' dims",
                       graph.source, d.to_string()));

@@ -294,6 +294,10 @@ std::optional<Dim> dim_sub(const Dim& a, const Dim& b) {
   if (a.is_static() && b.is_static()) return a.value() - b.value();
   if (b.is_static()) return dim_floor_div(a, -b.value(), 1);
   if (std::optional<Dim> like = combine_like(a, b, -1)) return like; // 2*h - h is h
+  if (std::optional<Quotient> q = parse_quotient(b.symbol_name());
+      q && q->divisor == 1 && !q->subtract && q->offset.is_static() && q->x == a &&
+      q->offset.value() <= 0)
+    return -q->offset.value(); // X - (X-3)/1 is 3
   std::optional<std::vector<std::string>> ta = sum_terms(a), tb = sum_terms(b);
   if (!ta || !tb || tb->size() != 1) return std::nullopt;
   auto it = std::find(ta->begin(), ta->end(), tb->front());

@@ -137,10 +137,16 @@ struct Facts {
   std::map<std::string, int64_t> ones;
   std::set<const Value*> stale; // downstream of a Reshape resolved in this sweep
 
+  // Is "d" over the inputs' symbols only? (Not evaluated at ones: (X-2)/1 is negative there.)
+  bool known(const Dim& d) const {
+    std::vector<std::string> symbols = dim_symbols(d);
+    return std::all_of(symbols.begin(), symbols.end(),
+                       [&](const std::string& s) { return ones.contains(s); });
+  }
   bool fresh(const Value* x) const {
     if (!x->type.shape || stale.contains(x)) return false;
     return std::all_of(x->type.shape->begin(), x->type.shape->end(),
-                       [&](const Dim& d) { return eval_dim(d, ones).has_value(); });
+                       [&](const Dim& d) { return known(d); });
   }
 };
 
@@ -315,14 +321,23 @@ bool resolve_slice(Graph& graph, Node& n, const Known& known, const Facts& facts
   for (size_t i = 0; i < count; ++i) {
     int64_t& axis = (*axes)[i];
     if (axis < 0) axis += rank;
-    const Dim& start = starts[i];
-    if (axis < 0 || axis >= rank || (*steps)[i] != 1 || (start.is_static() && start.value() < 0))
-      return false;
+    if (axis < 0 || axis >= rank || (*steps)[i] != 1) return false;
     const Dim& extent = x[static_cast<size_t>(axis)];
+    Dim& start = starts[i];
     Dim& end = ends[i];
     if (end.is_static() && end.value() >= kToTheEnd) end = extent;
+    // Counted from the end of a symbolic axis (torch.roll's x[-2:] and x[:-2]): X - c, taken
+    // to be within the axis (c <= X, a limit each run checks; ONNX would clamp).
+    for (Dim* bound : {&start, &end}) {
+      if (!bound->is_static() || bound->value() >= 0 || extent.is_static()) continue;
+      std::optional<Dim> from_end = dim_sub(extent, -bound->value());
+      if (!from_end || !facts.known(extent)) return false;
+      limits.push_back({-bound->value(), extent, n.name});
+      *bound = *from_end;
+    }
+    if (start.is_static() && start.value() < 0) return false;
     if (!start.is_static()) {
-      if (!eval_dim(start, facts.ones)) return false; // not a dim a run knows
+      if (!facts.known(start)) return false; // not a dim a run knows
       symbolic = symbolic_start = true;
     }
     if (end.is_static() && extent.is_static()) { // Python's clamping

@@ -264,6 +264,7 @@ TEST(DimFloorDiv, SumsWithConstantsFold) {
   EXPECT_EQ(dim_floor_div(dim_mul(6, t), 3, 2), dim_floor_div(dim_mul(3, t), 1, 1));
   EXPECT_EQ(dim_floor_div(two_h, -1, 2).to_string(), "(h-1)/1");
   EXPECT_EQ(dim_floor_div(dim_mul(3, t), 0, 2).to_string(), "(3*T+0)/2");
+  EXPECT_EQ(dim_sub(t, dim_floor_div(t, -3, 1)), Dim(3)); // x[-3:] of T
 }
 
 TEST(DimAdd, SumsOfSymbolsAreOneDimEitherWay) {
