@@ -50,15 +50,6 @@ bool has_static_shapes(const Node& n) {
   return true;
 }
 
-// Do "n"'s lowerings hold for dims known only at run time? Elementwise ops do when each
-// input dim is the output's or a static 1 (equal symbols are equal extents at run time, and
-// a symbol that may be 1 never broadcasts); so do Transposes (a copy over symbolic extents),
-// Gathers (any number of indices, into static dims: an index is clamped into their extent),
-// and Splits and Concats along a static axis.
-// Softmax, the reductions, the global poolings and InstanceNormalization do over any axes (a
-// mean divides by the count of reduced elements, an ExprOp::kExtent); so does
-// LayerNormalization, whose scale and bias hold an element per normalized element. RoiAlign
-// does over a symbolic count of regions, ScatterElements over symbolic updates along its axis.
 // Does Resize "n" upsample symbolic axis "d" by an integer factor, in a mode whose source
 // coordinates the scale alone gives (lower_resize's ResizedAxis has no extents then)? A
 // U-Net's or an FPN's x2 upsampling over a dynamic image.
@@ -75,6 +66,17 @@ bool upsampled_over_symbols(const Node& n, size_t d) {
   return by_scale && !a.exclude_outside && y == dim_mul(x, static_cast<int64_t>((*scales)[d]));
 }
 
+// Do "n"'s lowerings hold for dims known only at run time? Elementwise ops do when each
+// input dim is the output's or a static 1 (equal symbols are equal extents at run time, and
+// a symbol that may be 1 never broadcasts); so do Transposes (a copy over symbolic extents),
+// Gathers (any number of indices, into static dims: an index is clamped into their extent),
+// and Splits and Concats along a static axis.
+// Softmax, the reductions, the global poolings and InstanceNormalization do over any axes (a
+// mean divides by the count of reduced elements, an ExprOp::kExtent); so does
+// LayerNormalization, whose scale and bias hold an element per normalized element. RoiAlign
+// does over a symbolic count of regions, ScatterElements over symbolic updates along its axis;
+// Resize upsampling a symbolic axis by an integer factor, DepthToSpace and SpaceToDepth over
+// a symbolic plane.
 bool admits_symbolic_shapes(const Node& n) {
   for (const auto* list : {&n.inputs, &n.outputs}) {
     for (const Value* v : *list) {
