@@ -286,11 +286,7 @@ Status check_symbols(const Graph& graph, const std::vector<Slot>& slots,
     }
   }
   // Over bound symbols only (not evaluated at 1s: (T-3)/1 is negative there).
-  auto bound = [&](const Dim& d) {
-    std::vector<std::string> symbols = dim_symbols(d);
-    return std::all_of(symbols.begin(), symbols.end(),
-                       [&](const std::string& s) { return bound_names.contains(s); });
-  };
+  auto bound = [&](const Dim& d) { return dim_over(d, bound_names); };
   // A dim over symbols (unify_dims's, a handed-over value's 90*min(1000,N)) is checked once
   // other inputs bind them (Executable::bind).
   for (const Value* in : graph.inputs) {

@@ -340,6 +340,21 @@ std::optional<int64_t> eval_dim(const Dim& d, const std::map<std::string, int64_
   return n;
 }
 
+bool dim_over(const Dim& d, const std::set<std::string>& names) {
+  if (d.is_static() || names.contains(d.symbol_name())) return true;
+  for (const std::string& s : factors_of(d).symbols) {
+    if (names.contains(s)) continue;
+    if (std::optional<Quotient> q = parse_quotient(s)) {
+      if (!dim_over(q->x, names) || !dim_over(q->offset, names)) return false;
+    } else if (std::optional<std::pair<Dim, Dim>> m = parse_min(s)) {
+      if (!dim_over(m->first, names) || !dim_over(m->second, names)) return false;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
 std::optional<Dim> dim_substitute(const Dim& d, const std::string& symbol, const Dim& by) {
   if (d.is_static()) return d;
   Product p = factors_of(d);

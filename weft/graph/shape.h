@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -77,6 +78,10 @@ Dim dim_min(const Dim& a, const Dim& b);
 // The extent of "d" when "symbols" gives each of its factors (or those a quotient's X holds);
 // nullopt otherwise, when a quotient is negative, or when the product overflows int64.
 std::optional<int64_t> eval_dim(const Dim& d, const std::map<std::string, int64_t>& symbols);
+// Is "d" known once "names" are: each factor static, one of them, or a quotient, sum or
+// minimum of such (eval_dim's recursion, without values: "(T-3)/1" is known from T, though
+// negative at T = 1).
+bool dim_over(const Dim& d, const std::set<std::string>& names);
 // The symbols "d" is made of, quotients looked into, with repeats: "N*(W+1)/2" gives N, W.
 std::vector<std::string> dim_symbols(const Dim& d);
 // "d" with the symbol "symbol" taken to be "by", inside quotients, sums, differences and

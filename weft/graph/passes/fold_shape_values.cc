@@ -130,19 +130,16 @@ std::optional<ShapeValue> select(const ShapeValue& condition, const ShapeValue& 
   return out;
 }
 
-// The dims that stand for extents a run knows: static ones, and products of the inputs'
-// symbols ("ones" binds each to 1); not the fresh symbols of a shape inference that could not
+// The dims that stand for extents a run knows: static ones, and dims over the inputs'
+// symbols ("symbols"); not the fresh symbols of a shape inference that could not
 // tell, nor any dim of a value whose type is stale.
 struct Facts {
-  std::map<std::string, int64_t> ones;
+  std::set<std::string> symbols;
   std::set<const Value*> stale; // downstream of a Reshape resolved in this sweep
 
-  // Is "d" over the inputs' symbols only? (Not evaluated at ones: (X-2)/1 is negative there.)
-  bool known(const Dim& d) const {
-    std::vector<std::string> symbols = dim_symbols(d);
-    return std::all_of(symbols.begin(), symbols.end(),
-                       [&](const std::string& s) { return ones.contains(s); });
-  }
+  // Is "d" over the inputs' symbols only? (Not whether it evaluates with each symbol 1:
+  // (X-2)/1 is negative there.)
+  bool known(const Dim& d) const { return dim_over(d, symbols); }
   bool fresh(const Value* x) const {
     if (!x->type.shape || stale.contains(x)) return false;
     return std::all_of(x->type.shape->begin(), x->type.shape->end(),
@@ -388,9 +385,9 @@ Result<bool> fold_shape_values(Graph& graph) {
   for (const Value* in : graph.inputs) {
     for (const Dim& d : in->type.shape.value_or(Shape{})) {
       if (std::optional<std::string> symbol = bound_symbol(d))
-        facts.ones[*symbol] = 1;
+        facts.symbols.insert(*symbol);
       else if (!d.is_static())
-        facts.ones[d.symbol_name()] = 1;
+        facts.symbols.insert(d.symbol_name());
     }
   }
   Known known;

@@ -356,5 +356,17 @@ TEST(DimFromSpelling, PyTorchDerivedDimsAndSolvingThem) {
   EXPECT_EQ(bound_symbol(Dim(3)), std::nullopt);
 }
 
+TEST(DimOver, KnownFromNamesWithoutValues) {
+  std::set<std::string> t{"T"};
+  EXPECT_TRUE(dim_over(dim_floor_div(Dim::symbol("T"), -3, 1), t)); // negative at T = 1
+  EXPECT_TRUE(dim_over(dim_mul(4, dim_floor_div(Dim::symbol("T"), 1, 2)), t));
+  EXPECT_TRUE(dim_over(Dim(7), t));
+  EXPECT_FALSE(dim_over(dim_mul(Dim::symbol("T"), Dim::symbol("unk0")), t));
+  // A later stage's input of min(100,N) boxes binds that dim as a whole, not N.
+  Dim boxes = dim_min(Dim(100), Dim::symbol("N"));
+  EXPECT_TRUE(dim_over(dim_mul(20, boxes), {boxes.symbol_name()}));
+  EXPECT_FALSE(dim_over(Dim::symbol("N"), {boxes.symbol_name()}));
+}
+
 } // namespace
 } // namespace weft
