@@ -1,9 +1,12 @@
-"""RNN, GRU and LSTM, which Weft unrolls over time steps (expand_recurrent), run with
-`weft run` and compared (rtol 1e-4, atol 1e-5) with:
+"""RNN, GRU and LSTM, which Weft unrolls over time steps (expand_recurrent) or, over a
+symbolic or long sequence, runs as the CPU's recurrent call (library/recurrent_call.h), run
+with `weft run` and compared (rtol 1e-4, atol 1e-5) with:
 - a NumPy reading of the ONNX spec, one batch entry at a time, on the forms the backend test
   cases leave out: reverse and bidirectional with sequence_lens, layout 1 with initial
   states, clip, GRU without linear_before_reset, LSTM input_forget, Relu, empty sequences
-  and batches;
+  and batches; each form also over 300 steps (the call), and, through the Python module
+  when it imports, compiled once over a symbolic sequence and batch and run at three shapes
+  (the call);
 - PyTorch (when installed): an LSTM and a GRU exported with torch.onnx (rtol 1e-3, atol 1e-4).
 
 Usage: recurrent_test.py WEFT_BINARY
@@ -92,9 +95,10 @@ def run_weft(weft, tmp, name, path, inputs):
     return lambda out: np.load(os.path.join(tmp, name + "_out", out + ".npy"))
 
 
-def check_spec(weft, tmp, name, op, attrs, seq=4, batch=3, size=2, hidden=3, with_b=True,
-               lens=None, initial=False, peepholes=False):
-    rng = np.random.default_rng(len(name))
+ORDER = ["X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"]
+
+
+def spec_values(rng, op, attrs, seq, batch, size, hidden, with_b, lens, initial, peepholes):
     D = 2 if attrs.get("direction") == "bidirectional" else 1
     G = GATES[op]
     batch_major = attrs.get("layout", 0) == 1
@@ -112,31 +116,80 @@ def check_spec(weft, tmp, name, op, attrs, seq=4, batch=3, size=2, hidden=3, wit
             values["initial_c"] = rng.standard_normal(state_shape)
     if peepholes:
         values["P"] = rng.standard_normal([D, 3 * hidden])
-    values = {k: v.astype(np.float32) if v.dtype == np.float64 else v for k, v in values.items()}
-    order = ["X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"]
-    node_inputs = [k if k in values else "" for k in order]
+    return {k: v.astype(np.float32) if v.dtype == np.float64 else v for k, v in values.items()}
+
+
+def spec_model(name, op, attrs, values, hidden, symbolic=False):
+    """The node over "values"' inputs; with "symbolic", the sequence and batch are T and N."""
+    batch_major = attrs.get("layout", 0) == 1
+    node_inputs = [k if k in values else "" for k in ORDER]
     while node_inputs[-1] == "":
         node_inputs.pop()
     outputs = ["Y", "Y_h"] + (["Y_c"] if op == "LSTM" else [])
     node = helper.make_node(op, node_inputs, outputs, hidden_size=hidden, **attrs)
     f32 = TensorProto.FLOAT
 
+    def dims(k, v):
+        d = list(v.shape)
+        if symbolic and k == "X":
+            d[0], d[1] = ("N", "T") if batch_major else ("T", "N")
+        elif symbolic and k == "sequence_lens":
+            d[0] = "N"
+        elif symbolic and k in ("initial_h", "initial_c"):
+            d[0 if batch_major else 1] = "N"
+        return d
+
     def info(k, v):
         return helper.make_tensor_value_info(k, TensorProto.INT32 if v.dtype == np.int32 else f32,
-                                             list(v.shape))
-    graph = helper.make_graph([node], name, [info(k, values[k]) for k in order if k in values],
+                                             dims(k, v))
+    graph = helper.make_graph([node], name, [info(k, values[k]) for k in ORDER if k in values],
                               [helper.make_tensor_value_info(o, f32, [None] * r)
                                for o, r in zip(outputs, [4, 3, 3])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
-    path = os.path.join(tmp, name + ".onnx")
-    onnx.save(model, path)
-    got = run_weft(weft, tmp, name, path, values)
-    want = reference(op, attrs, values["X"], values["W"], values["R"], values.get("B"),
+    model.ir_version = 8
+    return model, outputs
+
+
+def expected(op, attrs, values):
+    return reference(op, attrs, values["X"], values["W"], values["R"], values.get("B"),
                      values.get("sequence_lens"), values.get("initial_h"),
                      values.get("initial_c"), values.get("P"))
-    for out, expected in zip(outputs, want):
-        np.testing.assert_allclose(got(out), expected, rtol=1e-4, atol=1e-5,
-                                   err_msg=f"{name}: {out}")
+
+
+def check_spec(weft, tmp, name, op, attrs, seq=4, batch=3, size=2, hidden=3, with_b=True,
+               lens=None, initial=False, peepholes=False, module=None):
+    """The form at "seq" steps (unrolled), at 300 (the call; sequence_lens scaled), and,
+    with the Python module, once over symbols at three shapes."""
+    rng = np.random.default_rng(len(name))
+    forms = [(seq, lens)]
+    if seq > 0:
+        forms.append((300, None if lens is None else [n * 75 for n in lens]))
+    for steps, lengths in forms:
+        values = spec_values(rng, op, attrs, steps, batch, size, hidden, with_b, lengths,
+                             initial, peepholes)
+        model, outputs = spec_model(name, op, attrs, values, hidden)
+        path = os.path.join(tmp, f"{name}_{steps}.onnx")
+        onnx.save(model, path)
+        got = run_weft(weft, tmp, f"{name}_{steps}", path, values)
+        for out, want in zip(outputs, expected(op, attrs, values)):
+            np.testing.assert_allclose(got(out), want, rtol=1e-4, atol=1e-5,
+                                       err_msg=f"{name} over {steps} steps: {out}")
+    if module is not None and seq > 0 and batch > 0:
+        shapes = [(seq, batch, lens), (7, 2, None if lens is None else [7, 3]), (1, 4, None)]
+        compiled = None
+        for steps, entries, lengths in shapes:
+            values = spec_values(rng, op, attrs, steps, entries, size, hidden, with_b,
+                                 lengths if lens is not None else None, initial, peepholes)
+            if lens is not None and lengths is None:
+                values["sequence_lens"] = np.full(entries, steps, np.int32)
+            model, outputs = spec_model(name, op, attrs, values, hidden, symbolic=True)
+            if compiled is None:
+                compiled = module.compile(model.SerializeToString(), dynamic_shapes=True)
+            got = compiled.run(values)
+            for out, want in zip(outputs, expected(op, attrs, values)):
+                np.testing.assert_allclose(got[out], want, rtol=1e-4, atol=1e-5,
+                                           err_msg=f"{name} over symbols at {steps}x{entries}: {out}")
+        assert compiled.compiled_variants == 1, f"{name}: {compiled.compiled_variants} compiles"
     print(f"ok {name}")
 
 
@@ -164,35 +217,40 @@ def check_torch(weft, tmp):
 
 def main():
     weft = sys.argv[1]
+    try:
+        import weft as module
+    except ImportError:
+        module = None
+        print("skip the checks over symbols: the Python module does not import")
     with tempfile.TemporaryDirectory() as tmp:
         check_spec(weft, tmp, "rnn_bidirectional_lens", "RNN", {"direction": "bidirectional"},
-                   lens=[4, 2, 1], initial=True)
+                   lens=[4, 2, 1], initial=True, module=module)
         check_spec(weft, tmp, "rnn_reverse_relu_batchwise", "RNN",
                    {"direction": "reverse", "layout": 1, "activations": ["Relu"]}, initial=True,
-                   with_b=False)
+                   with_b=False, module=module)
         check_spec(weft, tmp, "gru_reset_then_linear_reverse_lens", "GRU",
-                   {"direction": "reverse"}, lens=[3, 4, 2])
+                   {"direction": "reverse"}, lens=[3, 4, 2], module=module)
         check_spec(weft, tmp, "gru_linear_before_reset_bidirectional_clip", "GRU",
                    {"direction": "bidirectional", "linear_before_reset": 1, "clip": 0.5},
-                   initial=True)
+                   initial=True, module=module)
         check_spec(weft, tmp, "lstm_bidirectional_lens_peepholes_batchwise", "LSTM",
                    {"direction": "bidirectional", "layout": 1}, lens=[2, 4, 3], initial=True,
-                   peepholes=True)
+                   peepholes=True, module=module)
         check_spec(weft, tmp, "lstm_input_forget_clip", "LSTM", {"input_forget": 1, "clip": 1.0},
-                   initial=True)
+                   initial=True, module=module)
         # Empty sequences and batches: the states are the initial ones (ONNX Runtime 1.32
         # gives zeros, or aborts), as for an entry whose sequence_lens is 0 ("an empty
         # sequence is not supported" before; an empty batch's initial_h was read as [1, H]).
         check_spec(weft, tmp, "lstm_empty_sequence_bidirectional", "LSTM",
-                   {"direction": "bidirectional"}, seq=0, initial=True)
+                   {"direction": "bidirectional"}, seq=0, initial=True, module=module)
         check_spec(weft, tmp, "gru_empty_sequence_batchwise", "GRU", {"layout": 1}, seq=0,
-                   initial=True)
+                   initial=True, module=module)
         check_spec(weft, tmp, "rnn_empty_batch_reverse", "RNN", {"direction": "reverse"},
-                   batch=0, initial=True)
+                   batch=0, initial=True, module=module)
         check_spec(weft, tmp, "lstm_empty_batch_batchwise", "LSTM", {"layout": 1}, batch=0,
-                   initial=True)
+                   initial=True, module=module)
         check_spec(weft, tmp, "gru_an_entry_of_length_0", "GRU", {"direction": "bidirectional"},
-                   lens=[4, 0, 2], initial=True)
+                   lens=[4, 0, 2], initial=True, module=module)
         check_torch(weft, tmp)
 
 

@@ -422,9 +422,9 @@ def test_dynamic_shapes_conv_transpose_and_resize_over_a_symbolic_batch():
     ("nearest", "asymmetric"), ("nearest", "half_pixel"), ("linear", "half_pixel"),
     ("linear", "pytorch_half_pixel"), ("cubic", "half_pixel"), ("linear", "align_corners")])
 def test_dynamic_shapes_resize_of_a_symbolic_plane(mode, coordinates):
-    """A U-Net's upsampling over a dynamic image: Resize by 2 and 3 along symbolic H and W. The
-    modes whose source coordinates the scale alone gives compile once (align_corners, which
-    reads the extents, compiles per shape); each run against a compile for its shapes."""
+    """A U-Net's upsampling over a dynamic image: Resize by 2 and 3 along symbolic H and W
+    compiles once in every mode (align_corners reads the extents, at run time); each run
+    against a compile for its shapes."""
     f = TensorProto.FLOAT
     model = make_model(
         [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode=mode,
@@ -438,7 +438,66 @@ def test_dynamic_shapes_resize_of_a_symbolic_plane(mode, coordinates):
         x = rng.standard_normal((n, 2, h, w)).astype(np.float32)
         specialized = weft.compile(model.SerializeToString()).run({"x": x})["y"]
         np.testing.assert_allclose(compiled.run({"x": x})["y"], specialized, rtol=1e-6, atol=1e-6)
-    assert compiled.compiled_variants == (3 if coordinates == "align_corners" else 1)
+    assert compiled.compiled_variants == 1
+
+
+RESIZE_FORMS = [("nearest", "asymmetric", "floor"), ("nearest", "half_pixel", "round_prefer_ceil"),
+                ("nearest", "tf_half_pixel_for_nn", "ceil"), ("linear", "half_pixel", "floor"),
+                ("linear", "pytorch_half_pixel", "floor"), ("linear", "align_corners", "floor"),
+                ("cubic", "half_pixel", "floor"), ("cubic", "asymmetric", "floor")]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("mode, coordinates, nearest", RESIZE_FORMS)
+def test_dynamic_shapes_resize_to_another_inputs_dims(mode, coordinates, nearest, dtype):
+    """`interpolate(x, size=y.shape[-2:]) + y` (an FPN's top-down path, a segmentation head):
+    the sizes come from Shape(y), and over symbols they make the scales each run's extents'
+    ratio, down as well as up, to a plane of 1 and to the same extents. Compiles once; each
+    run against a compile for its shapes. Also cubic with exclude_outside, which reads the
+    input's extent. f32 runs Weft's resize call, built per run's extents; f16 the generated
+    kernel, which reads the extents."""
+    f = {np.float32: TensorProto.FLOAT, np.float16: TensorProto.FLOAT16}[dtype]
+    i64 = TensorProto.INT64
+    model = make_model(
+        [helper.make_node("Shape", ["y"], ["hw"], start=2),
+         helper.make_node("Concat", ["nc", "hw"], ["sizes"], axis=0),
+         helper.make_node("Resize", ["x", "", "", "sizes"], ["r"], mode=mode,
+                          coordinate_transformation_mode=coordinates, nearest_mode=nearest,
+                          exclude_outside=int(mode == "cubic")),
+         helper.make_node("Add", ["r", "y"], ["z"])],
+        [helper.make_tensor_value_info("x", f, [1, 2, "H", "W"]),
+         helper.make_tensor_value_info("y", f, [1, 2, "P", "Q"])],
+        [helper.make_tensor_value_info("z", f, [1, 2, None, None])],
+        [helper.make_tensor("nc", i64, [2], [1, 2])], opset=15)
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    rng = np.random.default_rng(3)
+    for (h, w), (p, q) in (((4, 5), (9, 13)), ((8, 6), (3, 6)), ((3, 3), (1, 7)), ((5, 1), (5, 4)),
+                           ((2, 3), (2, 3))):
+        feed = {"x": rng.standard_normal((1, 2, h, w)).astype(dtype),
+                "y": rng.standard_normal((1, 2, p, q)).astype(dtype)}
+        specialized = weft.compile(model.SerializeToString()).run(feed)["z"]
+        np.testing.assert_allclose(compiled.run(feed)["z"], specialized, rtol=1e-6, atol=1e-6)
+    assert compiled.compiled_variants == 1
+
+
+@pytest.mark.parametrize("mode, coordinates, nearest", RESIZE_FORMS)
+def test_dynamic_shapes_resize_to_constant_sizes(mode, coordinates, nearest):
+    """A dynamic image resized to a fixed 6x4 plane (a classifier's input stage): constant sizes
+    over symbolic input extents, whose ratio each run computes. Compiles once."""
+    f, i64 = TensorProto.FLOAT, TensorProto.INT64
+    model = make_model(
+        [helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode=mode,
+                          coordinate_transformation_mode=coordinates, nearest_mode=nearest)],
+        [helper.make_tensor_value_info("x", f, ["N", 3, "H", "W"])],
+        [helper.make_tensor_value_info("y", f, [None] * 4)],
+        [helper.make_tensor("sizes", i64, [4], [1, 3, 6, 4])])
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    rng = np.random.default_rng(4)
+    for h, w in ((12, 8), (5, 9), (6, 4), (1, 1)):
+        x = rng.standard_normal((1, 3, h, w)).astype(np.float32)
+        specialized = weft.compile(model.SerializeToString()).run({"x": x})["y"]
+        np.testing.assert_allclose(compiled.run({"x": x})["y"], specialized, rtol=1e-6, atol=1e-6)
+    assert compiled.compiled_variants == 1
 
 
 def test_dynamic_shapes_positions_and_masks_over_the_length():

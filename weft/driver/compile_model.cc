@@ -13,12 +13,14 @@
 #include "weft/graph/passes/conv_transpose_as_matmul.h"
 #include "weft/graph/passes/depthwise_multiplier.h"
 #include "weft/graph/passes/eliminate_dead_code.h"
+#include "weft/graph/passes/expand_recurrent.h"
 #include "weft/graph/passes/infer_shapes.h"
 #include "weft/graph/passes/narrow_in_f32.h"
 #include "weft/graph/passes/products_in_bf16.h"
 #include "weft/graph/print_graph.h"
 #include "weft/graph/verify_graph.h"
 #include "weft/library/dnnl.h"
+#include "weft/library/recurrent_call.h"
 #include "weft/onnx/import_model.h"
 #include "weft/runtime/cuda/device.h"
 #include "weft/support/host_memory.h"
@@ -118,6 +120,14 @@ Status stages::compile_graph(Graph graph, const Frozen& frozen, const CompileSet
     WEFT_ASSIGN_OR_RETURN(device, runtime::cuda::open_device());
   }
   stages::LibrarySelection library = stages::select_library_calls(graph, settings, device);
+  for (const auto& n : graph.nodes()) { // (check_lowerable let them through for the CPU)
+    if (library::runs_recurrent(*n) && !library.calls.contains(n.get()))
+      return Status::error(location_of(graph, *n),
+                           fmt::format("a recurrent op over a symbolic sequence or one longer "
+                                       "than {} steps runs only on the CPU (Weft's recurrent "
+                                       "call)",
+                                       kMaxUnrolledSteps));
+  }
   for (const auto& [node, call] : library.calls) {
     for (const DimLimit& limit : call.limits) {
       if (std::find(graph.dim_limits.begin(), graph.dim_limits.end(), limit) ==

@@ -15,6 +15,7 @@
 #include "weft/library/dnnl.h"
 #include "weft/library/moe_call.h"
 #include "weft/library/random_call.h"
+#include "weft/library/recurrent_call.h"
 #include "weft/library/resize_taps_call.h"
 #include "weft/library/roi_align_call.h"
 #include "weft/library/shape_call.h"
@@ -181,6 +182,7 @@ LibrarySelection select_library_calls(const Graph& graph, const CompileSettings&
     if (cuda && device && !call) call = library::cuda_top_k_call(*node, device);
     if (!cuda && !call) call = library::roi_align_call(*node);
     if (!cuda && !call) call = library::col2im_call(*node);
+    if (!cuda && !call) call = library::recurrent_call(*node);
     if (!cuda && !call && !(use_library && library::onednn_resamples(*node)))
       call = library::resize_taps_call(*node);
     if (call) {

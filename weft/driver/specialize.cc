@@ -14,6 +14,7 @@
 #include "weft/graph/passes/unify_dims.h"
 #include "weft/kernel/lower_node.h"
 #include "weft/library/random_call.h"
+#include "weft/library/recurrent_call.h"
 #include "weft/support/grouped_list.h"
 
 namespace weft::stages {
@@ -76,11 +77,12 @@ Status check_lowerable(const Graph& graph) {
                           n->inputs[0]->type.shape && !shape_is_static(*n->inputs[0]->type.shape);
     // (channels_last makes these only where oneDNN runs the convolutions; moe_forms keeps
     // MoE only for its CPU call.)
-    // Random values are CPU calls (library/random_call.h).
+    // Random values are CPU calls (library/random_call.h); so are the recurrent ops that
+    // expand_recurrent leaves (library/recurrent_call.h: over symbols, or long sequences).
     bool library_only = n->op_type == Op::kConvChannelsLast ||
                         n->op_type == Op::kQLinearConvChannelsLast ||
                         n->op_type == Op::kQLinearMatMulBias || n->op_type == Op::kMoE ||
-                        library::draws_random_values(*n);
+                        library::draws_random_values(*n) || library::runs_recurrent(*n);
     if (!kernel::can_lower(*n) && !symbolic_shape && !library_only)
       nodes.emplace_back(fmt::format("{} (opset {})", n->op_type, n->opset), n->name);
   }

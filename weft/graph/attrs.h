@@ -639,11 +639,15 @@ struct ResizeAttrs {
   // Opset 18: linear and cubic stretch their filter by 1 / scale when downsampling (nearest
   // ignores it).
   bool antialias = false;
+  // The sizes over symbols, one per axis they give (fold_shape_values, in a dynamic-shape
+  // compile: `interpolate(x, size=y.shape[-2:])`); the sizes input is then gone. Only with
+  // aspect_policy 0, so that each such axis's scale is its output extent over its input's.
+  std::optional<Shape> symbolic_sizes;
   WEFT_FIELDS(f("mode", mode); f("coordinate_transformation_mode", coordinate_transformation_mode);
               f("nearest_mode", nearest_mode); f("cubic_coeff_a", cubic_coeff_a);
               f("exclude_outside", exclude_outside); f("extrapolation_value", extrapolation_value);
               f("axes", axes); f("keep_aspect_ratio_policy", aspect_policy);
-              f("antialias", antialias))
+              f("antialias", antialias); f("symbolic_sizes", symbolic_sizes))
 };
 
 // GridSample: how the grid's normalized coordinates map to the input, how samples

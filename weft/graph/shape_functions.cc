@@ -880,6 +880,20 @@ std::optional<double> resize_aspect_scale(const Node& node, const Value* sizes, 
 
 std::optional<std::vector<double>> resize_scales(const Node& node) {
   const TensorType& x = in_type(node, 0);
+  if (node.op_type == Op::kResize && node.attrs_as<ResizeAttrs>().symbolic_sizes) {
+    // Each axis's output extent over its input's, where both are static (a dynamic call's
+    // graph at a run's extents).
+    const Value* y = node.outputs.empty() ? nullptr : node.outputs[0];
+    if (!x.has_static_shape() || !y || !y->type.has_static_shape() ||
+        y->type.shape->size() != x.shape->size())
+      return {};
+    std::vector<double> scales(x.shape->size(), 1.0);
+    for (size_t d = 0; d < scales.size(); ++d) {
+      int64_t in = (*x.shape)[d].value(), out = (*y->type.shape)[d].value();
+      if (in != out) scales[d] = in == 0 ? 1.0 : static_cast<double>(out) / static_cast<double>(in);
+    }
+    return scales;
+  }
   const Value* sizes = resize_sizes_operand(node);
   const Value* given = sizes ? sizes : resize_scales_operand(node);
   if (!given || !x.shape) return {};
@@ -907,10 +921,25 @@ std::optional<std::vector<double>> resize_scales(const Node& node) {
   return scales;
 }
 
+bool resize_stretched_to_sizes(const Node& node) {
+  if (node.op_type != Op::kResize) return false;
+  const auto& a = node.attrs_as<ResizeAttrs>();
+  return a.aspect_policy == 0 && (a.symbolic_sizes || resize_sizes_operand(node));
+}
+
 std::optional<Shape> resize_extents(const Node& node) {
   const TensorType& x = in_type(node, 0);
   const Value* sizes = resize_sizes_operand(node);
   const auto& a = node.attrs_as<ResizeAttrs>();
+  if (a.symbolic_sizes) { // the given axes take them; the rest keep theirs
+    if (!a.axes) return a.symbolic_sizes;
+    std::optional<Ints> axes = x.shape ? resize_axes(node, x.shape->size()) : std::nullopt;
+    if (!axes || axes->size() != a.symbolic_sizes->size()) return {};
+    Shape out = *x.shape;
+    for (size_t i = 0; i < axes->size(); ++i)
+      out[static_cast<size_t>((*axes)[i])] = (*a.symbolic_sizes)[i];
+    return out;
+  }
   if (sizes && a.aspect_policy == 0 && !a.axes) { // any input shape
     std::optional<Ints> given = constant_ints(sizes);
     if (!given) return {};

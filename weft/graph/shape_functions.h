@@ -130,8 +130,13 @@ Result<StftFrames> stft_frames(const Node& node);
 // all by default), or none when one is out of range.
 std::optional<Ints> resize_axes(const Node& node, size_t rank);
 // The scale of each axis of a Resize or Upsample: its constant scales, or its constant sizes
-// over the input's static extents; none when neither is known.
+// over the input's static extents, or with sizes over symbols (ResizeAttrs::symbolic_sizes)
+// the output's static extents over the input's; none when neither is known.
 std::optional<std::vector<double>> resize_scales(const Node& node);
+// Whether a Resize's sizes (constant or over symbols) stretch each axis they give to its
+// output extent (keep_aspect_ratio_policy stretch): its scales are then the output's extents
+// over the input's, which a run knows where they are symbolic.
+bool resize_stretched_to_sizes(const Node& node);
 // The output extents of a Resize or Upsample: its sizes, or floor(extent * scale); an axis
 // whose scale is 1 keeps its extent, symbolic or not.
 std::optional<Shape> resize_extents(const Node& node);

@@ -50,20 +50,15 @@ bool has_static_shapes(const Node& n) {
   return true;
 }
 
-// Does Resize "n" upsample symbolic axis "d" by an integer factor, in a mode whose source
-// coordinates the scale alone gives (lower_resize's ResizedAxis has no extents then)? A
-// U-Net's or an FPN's x2 upsampling over a dynamic image.
+// Does Resize "n" upsample symbolic axis "d" by an integer factor (its output extent then a
+// dim over the input's; lower_resize reads both as ExprOp::kExtent values)? A U-Net's or an
+// FPN's x2 upsampling over a dynamic image.
 bool upsampled_over_symbols(const Node& n, size_t d) {
-  const auto& a = n.attrs_as<ResizeAttrs>();
   std::optional<std::vector<double>> scales = resize_scales(n);
   const Dim& x = (*n.inputs[0]->type.shape)[d];
   const Dim& y = (*n.outputs[0]->type.shape)[d];
   if (!scales || (*scales)[d] < 2 || std::floor((*scales)[d]) != (*scales)[d]) return false;
-  ResizeCoordinates c = a.coordinate_transformation_mode;
-  bool by_scale = c == ResizeCoordinates::kHalfPixel || c == ResizeCoordinates::kAsymmetric ||
-                  c == ResizeCoordinates::kPytorchHalfPixel ||
-                  c == ResizeCoordinates::kTfHalfPixelForNn;
-  return by_scale && !a.exclude_outside && y == dim_mul(x, static_cast<int64_t>((*scales)[d]));
+  return y == dim_mul(x, static_cast<int64_t>((*scales)[d]));
 }
 
 // Do "n"'s lowerings hold for dims known only at run time? Elementwise ops do when each
@@ -75,8 +70,8 @@ bool upsampled_over_symbols(const Node& n, size_t d) {
 // mean divides by the count of reduced elements, an ExprOp::kExtent); so does
 // LayerNormalization, whose scale and bias hold an element per normalized element. RoiAlign
 // does over a symbolic count of regions, ScatterElements over symbolic updates along its axis;
-// Resize upsampling a symbolic axis by an integer factor, DepthToSpace and SpaceToDepth over
-// a symbolic plane.
+// Resize upsampling a symbolic axis by an integer factor or stretching axes to sizes over
+// symbols, DepthToSpace and SpaceToDepth over a symbolic plane.
 bool admits_symbolic_shapes(const Node& n) {
   for (const auto* list : {&n.inputs, &n.outputs}) {
     for (const Value* v : *list) {
@@ -168,9 +163,12 @@ bool admits_symbolic_shapes(const Node& n) {
     // resized ones static.
     std::optional<std::vector<double>> scales = resize_scales(n);
     const Shape& x = *n.inputs[0]->type.shape;
-    if (!scales || n.attrs_as<ResizeAttrs>().coordinate_transformation_mode ==
-                       ResizeCoordinates::kTfCropAndResize)
-      return false;
+    const auto& a = n.attrs_as<ResizeAttrs>();
+    if (a.coordinate_transformation_mode == ResizeCoordinates::kTfCropAndResize) return false;
+    // Stretched to sizes over symbols: each axis's scale is the extents' ratio, which a run
+    // knows (not antialias's filter, whose width the scale sets).
+    if (!scales)
+      return resize_stretched_to_sizes(n) && (!a.antialias || a.mode == ResizeMode::kNearest);
     for (size_t d = 0; d < x.size(); ++d) {
       bool resized = (*scales)[d] != 1 || out[d] != x[d];
       if (resized && (!x[d].is_static() || !out[d].is_static()) && !upsampled_over_symbols(n, d))
@@ -304,8 +302,10 @@ const std::unordered_map<Op, Lowering>& lowerings() {
                                         return n.attrs_as<CumSumAttrs>().axis.has_value();
                                       }});
     add({Op::kTopK}, {lower_top_k});
-    add({Op::kResize, Op::kUpsample},
-        {lower_resize, [](const Node& n) { return resize_scales(n).has_value(); }});
+    add({Op::kResize, Op::kUpsample}, {lower_resize, [](const Node& n) {
+                                         return resize_scales(n).has_value() ||
+                                                resize_stretched_to_sizes(n);
+                                       }});
     add({Op::kGridSample}, {lower_grid_sample});
     add({Op::kRoiAlign}, {lower_roi_align});
     add({Op::kDeformConv}, {lower_deform_conv});

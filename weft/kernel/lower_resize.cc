@@ -31,11 +31,13 @@ constexpr DType kI64 = DType::kI64;
 // statement; more (trilinear cubic, antialias's wide filters) sum over tap iterators.
 constexpr int64_t kMaxUnrolledTaps = 16;
 
+// A resized axis: its scale, or none where it is the output's extent over the input's and
+// either one is symbolic (sizes that stretch the axis: a run's extents give the scale).
 struct ResizedAxis {
   int dim = 0;
-  double scale = 1;
-  int64_t in_extent = 1;
-  int64_t out_extent = 1;
+  std::optional<double> scale = 1;
+  Dim in_extent = 1;
+  Dim out_extent = 1;
   double roi_start = 0, roi_end = 1; // tf_crop_and_resize only
 };
 
@@ -57,20 +59,40 @@ struct Arith {
 // The source coordinate of output iterator "it" along "ax" (the reference's x_ori).
 int source_coordinate(Arith& f, const ResizeAttrs& a, const ResizedAxis& ax, int it) {
   int o = f.b.op(ExprOp::kCast, kF64, {f.b.iterator(it)});
-  double in = static_cast<double>(ax.in_extent);
-  double out_width = ax.scale * in;
-  auto half_pixel = [&] { return f.sub(f.div(f.add(o, f.c(0.5)), f.c(ax.scale)), f.c(0.5)); };
+  if (!ax.scale || !ax.in_extent.is_static()) { // as below, over ExprOp::kExtent values
+    int in = f.b.extent(ax.in_extent, kF64), out = f.b.extent(ax.out_extent, kF64);
+    int scale = ax.scale ? f.c(*ax.scale) : f.div(out, in), out_width = f.mul(scale, in);
+    int half_pixel = f.sub(f.div(f.add(o, f.c(0.5)), scale), f.c(0.5));
+    int single = f.cmp(ExprOp::kEq, out_width, f.c(1));
+    switch (a.coordinate_transformation_mode) {
+      case ResizeCoordinates::kHalfPixel: return half_pixel;
+      case ResizeCoordinates::kPytorchHalfPixel: return f.select(single, f.c(-0.5), half_pixel);
+      case ResizeCoordinates::kAlignCorners:
+        return f.select(single, f.c(0),
+                        f.div(f.mul(o, f.sub(in, f.c(1))), f.sub(out_width, f.c(1))));
+      case ResizeCoordinates::kAsymmetric: return f.div(o, scale);
+      case ResizeCoordinates::kTfHalfPixelForNn: // (an axis of scale 1 is left as it is)
+        return f.select(f.cmp(ExprOp::kEq, scale, f.c(1)), o, f.div(f.add(o, f.c(0.5)), scale));
+      case ResizeCoordinates::kHalfPixelSymmetric:
+        return f.add(f.mul(f.div(in, f.c(2)), f.sub(f.c(1), f.div(out, out_width))), half_pixel);
+      case ResizeCoordinates::kTfCropAndResize: break; // (not admitted: admits_symbolic_shapes)
+    }
+    return o;
+  }
+  double scale = *ax.scale, in = static_cast<double>(ax.in_extent.value());
+  double out_width = scale * in;
+  auto half_pixel = [&] { return f.sub(f.div(f.add(o, f.c(0.5)), f.c(scale)), f.c(0.5)); };
   switch (a.coordinate_transformation_mode) {
     case ResizeCoordinates::kHalfPixel: return half_pixel();
     case ResizeCoordinates::kPytorchHalfPixel: return out_width == 1 ? f.c(-0.5) : half_pixel();
     case ResizeCoordinates::kAlignCorners:
       return out_width == 1 ? f.c(0) : f.div(f.mul(o, f.c(in - 1)), f.c(out_width - 1));
-    case ResizeCoordinates::kAsymmetric: return f.div(o, f.c(ax.scale));
-    case ResizeCoordinates::kTfHalfPixelForNn: return f.div(f.add(o, f.c(0.5)), f.c(ax.scale));
+    case ResizeCoordinates::kAsymmetric: return f.div(o, f.c(scale));
+    case ResizeCoordinates::kTfHalfPixelForNn: return f.div(f.add(o, f.c(0.5)), f.c(scale));
     case ResizeCoordinates::kHalfPixelSymmetric: {
       // half_pixel, shifted so that the output's center maps to the input's when the output
       // extent was rounded down from scale * in.
-      double adjustment = static_cast<double>(ax.out_extent) / out_width;
+      double adjustment = static_cast<double>(ax.out_extent.value()) / out_width;
       return f.add(f.c(in / 2 * (1 - adjustment)), half_pixel());
     }
     case ResizeCoordinates::kTfCropAndResize: {
@@ -92,7 +114,7 @@ int outside_input(Arith& f, const ResizeAttrs& a, const std::vector<ResizedAxis>
     int x = source_coordinate(f, a, ax, ax.dim);
     int out = f.b.op(ExprOp::kOr, DType::kBool,
                      {f.cmp(ExprOp::kLt, x, f.c(0)),
-                      f.cmp(ExprOp::kGt, x, f.c(static_cast<double>(ax.in_extent - 1)))});
+                      f.cmp(ExprOp::kGt, x, f.c(static_cast<double>(ax.in_extent.value() - 1)))});
     any = f.b.op(ExprOp::kOr, DType::kBool, {any, out});
   }
   return any;
@@ -122,7 +144,8 @@ struct AxisFilter {
 
 AxisFilter axis_filter(const ResizeAttrs& a, const ResizedAxis& ax) {
   double support = a.mode == ResizeMode::kLinear ? 1 : 2; // the filter's half width
-  double stretch = a.antialias && ax.scale < 1 ? ax.scale : 1;
+  // (A scale known only at run time comes without antialias: admits_symbolic_shapes.)
+  double stretch = a.antialias && ax.scale && *ax.scale < 1 ? *ax.scale : 1;
   int first = static_cast<int>(std::floor(-support / stretch)) + 1;
   return {first, 2 - 2 * first, stretch};
 }
@@ -191,9 +214,12 @@ Tap axis_taps(Arith& f, const ResizeAttrs& a, const ResizedAxis& ax, const AxisF
     int pos = f.add(base, f.c(filter.first + j));
     tap.positions.push_back(b.op(ExprOp::kCast, kI64, {pos}));
     if (a.exclude_outside) { // taps outside the input weigh 0; the rest are renormalized
-      int inside = b.op(ExprOp::kAnd, DType::kBool,
-                        {f.cmp(ExprOp::kGe, pos, f.c(0)),
-                         f.cmp(ExprOp::kLe, pos, f.c(static_cast<double>(ax.in_extent - 1)))});
+      int inside =
+          b.op(ExprOp::kAnd, DType::kBool,
+               {f.cmp(ExprOp::kGe, pos, f.c(0)),
+                f.cmp(ExprOp::kLe, pos,
+                      ax.in_extent.is_static() ? f.c(static_cast<double>(ax.in_extent.value() - 1))
+                                               : f.sub(b.extent(ax.in_extent, kF64), f.c(1)))});
       int& w = tap.weights[static_cast<size_t>(j)];
       w = f.select(inside, w, f.c(0));
       sum = f.add(sum, w);
@@ -210,7 +236,8 @@ Result<std::vector<ResizedAxis>> resized_axes(const Node& n) {
   const auto& a = n.attrs_as<ResizeAttrs>();
   const Shape& in = *n.inputs[0]->type.shape;
   std::optional<std::vector<double>> scales = resize_scales(n);
-  if (!scales) return Status::error("Resize scales or sizes known only at run time");
+  bool stretched = resize_stretched_to_sizes(n);
+  if (!scales && !stretched) return Status::error("Resize scales or sizes known only at run time");
   const Shape& out = *n.outputs[0]->type.shape;
   bool crop = a.coordinate_transformation_mode == ResizeCoordinates::kTfCropAndResize;
   const Value* roi = n.op_type == Op::kResize ? n.input(1) : nullptr;
@@ -221,10 +248,17 @@ Result<std::vector<ResizedAxis>> resized_axes(const Node& n) {
     return Status::error("tf_crop_and_resize needs a constant roi of 2 * len(axes) elements");
   std::vector<ResizedAxis> axes;
   for (size_t d = 0; d < in.size(); ++d) {
+    if (!scales) { // stretched to sizes, some over symbols: the extents' ratio at run time
+      if (in[d] == out[d]) continue;
+      std::optional<double> scale;
+      if (in[d].is_static() && out[d].is_static() && in[d].value() > 0)
+        scale = static_cast<double>(out[d].value()) / static_cast<double>(in[d].value());
+      axes.push_back({static_cast<int>(d), scale, in[d], out[d]});
+      continue;
+    }
     if ((*scales)[d] == 1 && in[d] == out[d] && !in[d].is_static()) continue; // (a batch)
-    // A symbolic axis is upsampled in a mode that reads no extent (upsampled_over_symbols).
-    ResizedAxis ax{static_cast<int>(d), (*scales)[d], in[d].is_static() ? in[d].value() : 0,
-                   out[d].is_static() ? out[d].value() : 0};
+    // A symbolic axis is upsampled by an integer factor (upsampled_over_symbols).
+    ResizedAxis ax{static_cast<int>(d), (*scales)[d], in[d], out[d]};
     auto at = std::find(given.begin(), given.end(), static_cast<int64_t>(d));
     if (crop && at != given.end()) {
       int64_t i = at - given.begin();

@@ -2,13 +2,16 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <numeric>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "weft/graph/resize_taps.h"
 #include "weft/graph/shape_functions.h"
+#include "weft/library/dynamic_call.h"
 
 namespace weft::library {
 
@@ -85,11 +88,14 @@ template <typename T> struct Pass {
 
 template <typename T> class ResizeKernel final : public runtime::LibraryKernel {
 public:
-  explicit ResizeKernel(std::vector<Pass<T>> passes) : passes_(std::move(passes)) {}
+  // No passes: a copy of "elements" (a dynamic call at extents that resize nothing).
+  ResizeKernel(std::vector<Pass<T>> passes, int64_t elements)
+      : passes_(std::move(passes)), elements_(elements) {}
 
   Status run(void* const* buffers, const int64_t* /*extents*/) const override {
     const T* x = static_cast<const T*>(buffers[0]);
     T* y = static_cast<T*>(buffers[1]);
+    if (passes_.empty()) std::memcpy(y, x, sizeof(T) * static_cast<size_t>(elements_));
     // The passes' intermediate results, alternating; kept, so that a run touches no new pages.
     thread_local std::vector<T> between[2];
     for (size_t i = 0; i < passes_.size(); ++i) {
@@ -112,6 +118,7 @@ public:
 
 private:
   std::vector<Pass<T>> passes_;
+  int64_t elements_ = 0;
 };
 
 template <typename T>
@@ -153,14 +160,13 @@ kernel_of(const ResizeAttrs& a, const std::vector<int64_t>& in, const std::vecto
     passes.push_back(std::move(p));
     dims[d] = out[d];
   }
-  return std::make_shared<ResizeKernel<T>>(std::move(passes));
+  int64_t elements = std::accumulate(in.begin(), in.end(), int64_t{1}, std::multiplies<>());
+  return std::make_shared<ResizeKernel<T>>(std::move(passes), elements);
 }
 
-} // namespace
-
-std::optional<LibraryCall> resize_taps_call(const Node& node) {
-  if ((node.op_type != Op::kResize && node.op_type != Op::kUpsample) || node.outputs.empty())
-    return std::nullopt;
+// The call at static shapes; "or_copy": also where it resizes nothing (a dynamic call's
+// extents).
+std::optional<LibraryCall> static_taps_call(const Node& node, bool or_copy) {
   const Value *x = node.inputs[0], *y = node.outputs[0];
   const auto& a = node.attrs_as<ResizeAttrs>();
   DType t = x->type.dtype;
@@ -173,7 +179,7 @@ std::optional<LibraryCall> resize_taps_call(const Node& node) {
   bool resized = false;
   for (size_t d = 0; d < in.size() && in.size() == out.size() && in.size() == scales->size(); ++d)
     resized = resized || in[d] != out[d] || (*scales)[d] != 1;
-  if (!resized || std::count(in.begin(), in.end(), 0) > 0 ||
+  if ((!resized && !or_copy) || std::count(in.begin(), in.end(), 0) > 0 ||
       std::count(out.begin(), out.end(), 0) > 0)
     return std::nullopt; // (generated code copies, or writes nothing)
   LibraryCall call;
@@ -182,6 +188,19 @@ std::optional<LibraryCall> resize_taps_call(const Node& node) {
   call.values = {x, y};
   call.nodes = {&node};
   return call;
+}
+
+} // namespace
+
+std::optional<LibraryCall> resize_taps_call(const Node& node) {
+  if ((node.op_type != Op::kResize && node.op_type != Op::kUpsample) || node.outputs.empty())
+    return std::nullopt;
+  if (!has_symbolic_shapes(node)) return static_taps_call(node, false);
+  std::string why_not; // its passes built per run's extents (dynamic_call.h)
+  return dynamic_call(
+      node, [](const Value*) { return nullptr; }, [](const Node*) { return false; }, &why_not,
+      [](const Node& n, const SoleReader&, const std::function<bool(const Node*)>&, std::string*,
+         bool) { return static_taps_call(n, true); });
 }
 
 } // namespace weft::library

@@ -15,6 +15,7 @@ namespace weft::library {
 
 // The call for a Resize or Upsample of f32 or f64 data, static shapes and constant scales or
 // sizes, in a form resize_taps covers (not antialias, not tf_crop_and_resize); none otherwise.
+// Over symbolic dims, the passes are built per run's extents (dynamic_call.h).
 // Each pass adds its taps in the data's type (the generated kernel adds all of an element's
 // taps in f64).
 std::optional<LibraryCall> resize_taps_call(const Node& node);

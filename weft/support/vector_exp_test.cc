@@ -28,5 +28,28 @@ TEST(VectorExp, ShiftedExpMatchesFloat64Reference) {
   EXPECT_TRUE(std::isnan(shifted_exp(NAN)));
 }
 
+// tanh and the sigmoid against float64's, over [-30, 30] and the edges: within 2 ulp (the
+// sigmoid's relative error where it is above 1e-30), NaN through.
+TEST(VectorExp, TanhAndSigmoidMatchFloat64Reference) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> x;
+  for (double v = -30; v <= 30; v += 0.00731)
+    x.push_back(static_cast<float>(v));
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 0.625f, -0.625f, 9.5f, 100.0f, -100.0f, inf, -inf})
+    x.push_back(v);
+  for (float v : x) {
+    double d = static_cast<double>(v);
+    float tanh_want = static_cast<float>(std::tanh(d));
+    EXPECT_NEAR(vector_tanh(v), tanh_want, 2.5e-7 * std::abs(tanh_want) + 1e-38) << "x = " << v;
+    float sigmoid_want = static_cast<float>(1 / (1 + std::exp(-d)));
+    if (sigmoid_want > 1e-30f)
+      EXPECT_NEAR(vector_sigmoid(v), sigmoid_want, 2.5e-7 * sigmoid_want) << "x = " << v;
+    else
+      EXPECT_LT(vector_sigmoid(v), 1e-30f) << "x = " << v;
+  }
+  EXPECT_TRUE(std::isnan(vector_tanh(NAN)));
+  EXPECT_TRUE(std::isnan(vector_sigmoid(NAN)));
+}
+
 } // namespace
 } // namespace weft

@@ -55,11 +55,18 @@ public:
       lens_ = nullptr;
   }
 
+  // Whether the node is left for the CPU's recurrent call (library/recurrent_call.h): a
+  // sequence longer than kMaxUnrolledSteps, of f32 values.
+  bool left() const {
+    return steps_ > kMaxUnrolledSteps && node_.inputs[0]->type.dtype == DType::kF32;
+  }
+
   // Why the node cannot be unrolled, or ok.
   Status check() const {
     if (steps_ > kMaxUnrolledSteps)
       return Status::error(fmt::format("the sequence has {} steps; Weft unrolls recurrent ops "
-                                       "over at most {} steps",
+                                       "over at most {} steps, and runs longer ones of f32 "
+                                       "values as a call on the CPU",
                                        steps_, kMaxUnrolledSteps));
     if (lens_ && node_.opset < 10)
       return Status::error("sequence_lens is supported from opset 10 on");
@@ -286,6 +293,7 @@ Status expand_recurrent(Graph& graph) {
   }
   for (Node* node : nodes) {
     Unroller unroller(graph, *node);
+    if (unroller.left()) continue;
     WEFT_RETURN_IF_ERROR(unroller.check().with_location(location_of(graph, *node)));
     // The new nodes define the node's output values, so that their names stay.
     std::vector<Value*> outputs = node->outputs;

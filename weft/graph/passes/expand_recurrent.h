@@ -12,9 +12,10 @@
 // Guarantees: every RNN, GRU and LSTM node whose inputs have static shapes is replaced, and
 // the slices it takes of constant weights are folded; the values it defined keep their names
 // and are now defined by the new nodes. Nodes with dims known only at run time are left for
-// after specialization. A node is refused, with an error naming it, when its sequence is
-// longer than kMaxUnrolledSteps, or when it has a sequence_lens input below opset 10 (the
-// masking needs Where and ReverseSequence).
+// after specialization, and those of f32 values over more than kMaxUnrolledSteps steps for
+// the CPU's recurrent call (library/recurrent_call.h). A node is refused, with an error naming
+// it, when its sequence is longer than kMaxUnrolledSteps otherwise, or when it has a
+// sequence_lens input below opset 10 (the masking needs Where and ReverseSequence).
 #pragma once
 
 #include <cstdint>

@@ -467,6 +467,18 @@ Result<bool> fold_shape_values(Graph& graph) {
         sized = true;
       }
     }
+    // Resize's sizes as dims, where they stretch each axis (`interpolate(x,
+    // size=y.shape[-2:])`): its scales are then the output's extents over the input's.
+    if (auto* resize = std::get_if<ResizeAttrs>(&node->attrs);
+        resize && node->op_type == Op::kResize && node->inputs.size() == 4 &&
+        resize->aspect_policy == 0) {
+      const ShapeValue* sizes = known_of(known, node->inputs[3]);
+      if (symbolic(sizes) && !sizes->scalar && !node->inputs[3]->is_constant()) {
+        resize->symbolic_sizes = Shape(sizes->dims.begin(), sizes->dims.end());
+        node->inputs.resize(3);
+        sized = true;
+      }
+    }
     if (sized) {
       facts.stale.insert(node->outputs.begin(), node->outputs.end());
       resolved = true;
