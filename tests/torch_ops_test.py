@@ -444,7 +444,6 @@ DYNAMIC = {
 # (docs/dynamic-shapes.md, "What falls back"): their results are checked, their compiles not.
 PER_SHAPE = {
     "pad_to_8": "Pad with pads computed from a dim",
-    "gru_dyn": "GRU over a symbolic length",
 }
 
 
