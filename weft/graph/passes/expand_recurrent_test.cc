@@ -100,10 +100,20 @@ TEST(ExpandRecurrent, GruBatchMajorKeepsOutputNames) {
   EXPECT_NE(body.find("%h: f32[2,1,3] = Unsqueeze("), std::string::npos) << body;
 }
 
-TEST(ExpandRecurrent, RefusesOverlongSequences) {
-  Graph g = graph_from_text(R"(
+// Past kMaxUnrolledSteps, an f32 node is left for the CPU's recurrent call; a node of another
+// dtype is refused.
+TEST(ExpandRecurrent, LeavesOrRefusesOverlongSequences) {
+  Graph left = graph_from_text(R"(
     <ir_version: 8, opset_import: ["" : 14]>
     g (float[2000,1,1] x, float[1,1,1] w, float[1,1,1] r) => (float[1,1,1] h) {
+      y, h = RNN <hidden_size = 1> (x, w, r)
+    })");
+  ASSERT_TRUE(expand_recurrent(left).ok());
+  ASSERT_EQ(left.nodes().size(), 1u);
+  EXPECT_EQ(left.nodes()[0]->op_type, Op::kRNN);
+  Graph g = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 14]>
+    g (double[2000,1,1] x, double[1,1,1] w, double[1,1,1] r) => (double[1,1,1] h) {
       y, h = RNN <hidden_size = 1> (x, w, r)
     })");
   Status s = expand_recurrent(g);
