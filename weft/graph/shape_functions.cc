@@ -921,6 +921,13 @@ std::optional<std::vector<double>> resize_scales(const Node& node) {
   return scales;
 }
 
+std::optional<int64_t> resize_divisor(double scale) {
+  for (int64_t k = 2; k <= 1024; k *= 2) {
+    if (scale * static_cast<double>(k) == 1.0) return k;
+  }
+  return std::nullopt;
+}
+
 bool resize_stretched_to_sizes(const Node& node) {
   if (node.op_type != Op::kResize) return false;
   const auto& a = node.attrs_as<ResizeAttrs>();
@@ -956,6 +963,11 @@ std::optional<Shape> resize_extents(const Node& node) {
     double whole = std::floor((*scales)[d]);
     if (!out[d].is_static() && !sizes && whole == (*scales)[d] && whole <= 1024) {
       out[d] = dim_mul(out[d], static_cast<int64_t>(whole)); // upsampled by an integer factor
+      continue;
+    }
+    if (std::optional<int64_t> k = resize_divisor((*scales)[d]);
+        !out[d].is_static() && !sizes && k) {
+      out[d] = dim_floor_div(out[d], 0, *k); // floor(X / k), as floor(X * scale) is exactly
       continue;
     }
     if (!out[d].is_static()) return {};

@@ -133,6 +133,9 @@ std::optional<Ints> resize_axes(const Node& node, size_t rank);
 // over the input's static extents, or with sizes over symbols (ResizeAttrs::symbolic_sizes)
 // the output's static extents over the input's; none when neither is known.
 std::optional<std::vector<double>> resize_scales(const Node& node);
+// k where "scale" is 1 / k for a power of two k up to 1024 (a downsampling by 2, 4, ...): then
+// floor(X * scale) is floor(X / k) exactly, a dim over a symbolic X.
+std::optional<int64_t> resize_divisor(double scale);
 // Whether a Resize's sizes (constant or over symbols) stretch each axis they give to its
 // output extent (keep_aspect_ratio_policy stretch): its scales are then the output's extents
 // over the input's, which a run knows where they are symbolic.

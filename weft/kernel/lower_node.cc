@@ -50,15 +50,18 @@ bool has_static_shapes(const Node& n) {
   return true;
 }
 
-// Does Resize "n" upsample symbolic axis "d" by an integer factor (its output extent then a
-// dim over the input's; lower_resize reads both as ExprOp::kExtent values)? A U-Net's or an
-// FPN's x2 upsampling over a dynamic image.
-bool upsampled_over_symbols(const Node& n, size_t d) {
+// Does Resize "n" upsample symbolic axis "d" by an integer factor, or downsample it by a power
+// of two (its output extent then a dim over the input's; lower_resize reads both as
+// ExprOp::kExtent values)? A U-Net's or an FPN's x2 over a dynamic image, an
+// `interpolate(scale_factor=0.5)`.
+bool scaled_over_symbols(const Node& n, size_t d) {
   std::optional<std::vector<double>> scales = resize_scales(n);
+  if (!scales) return false;
   const Dim& x = (*n.inputs[0]->type.shape)[d];
   const Dim& y = (*n.outputs[0]->type.shape)[d];
-  if (!scales || (*scales)[d] < 2 || std::floor((*scales)[d]) != (*scales)[d]) return false;
-  return y == dim_mul(x, static_cast<int64_t>((*scales)[d]));
+  double s = (*scales)[d];
+  if (std::optional<int64_t> k = resize_divisor(s)) return y == dim_floor_div(x, 0, *k);
+  return s >= 2 && std::floor(s) == s && y == dim_mul(x, static_cast<int64_t>(s));
 }
 
 // Do "n"'s lowerings hold for dims known only at run time? Elementwise ops do when each
@@ -70,8 +73,8 @@ bool upsampled_over_symbols(const Node& n, size_t d) {
 // mean divides by the count of reduced elements, an ExprOp::kExtent); so does
 // LayerNormalization, whose scale and bias hold an element per normalized element. RoiAlign
 // does over a symbolic count of regions, ScatterElements over symbolic updates along its axis;
-// Resize upsampling a symbolic axis by an integer factor or stretching axes to sizes over
-// symbols, DepthToSpace and SpaceToDepth over a symbolic plane.
+// Resize scaling a symbolic axis by an integer factor or its inverse (a power of two), or
+// stretching axes to sizes over symbols, DepthToSpace and SpaceToDepth over a symbolic plane.
 bool admits_symbolic_shapes(const Node& n) {
   for (const auto* list : {&n.inputs, &n.outputs}) {
     for (const Value* v : *list) {
@@ -171,7 +174,7 @@ bool admits_symbolic_shapes(const Node& n) {
       return resize_stretched_to_sizes(n) && (!a.antialias || a.mode == ResizeMode::kNearest);
     for (size_t d = 0; d < x.size(); ++d) {
       bool resized = (*scales)[d] != 1 || out[d] != x[d];
-      if (resized && (!x[d].is_static() || !out[d].is_static()) && !upsampled_over_symbols(n, d))
+      if (resized && (!x[d].is_static() || !out[d].is_static()) && !scaled_over_symbols(n, d))
         return false;
     }
     return true;

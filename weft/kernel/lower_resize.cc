@@ -257,7 +257,7 @@ Result<std::vector<ResizedAxis>> resized_axes(const Node& n) {
       continue;
     }
     if ((*scales)[d] == 1 && in[d] == out[d] && !in[d].is_static()) continue; // (a batch)
-    // A symbolic axis is upsampled by an integer factor (upsampled_over_symbols).
+    // A symbolic axis is scaled by an integer factor or its inverse (scaled_over_symbols).
     ResizedAxis ax{static_cast<int>(d), (*scales)[d], in[d], out[d]};
     auto at = std::find(given.begin(), given.end(), static_cast<int64_t>(d));
     if (crop && at != given.end()) {
