@@ -484,6 +484,29 @@ def test_dynamic_shapes_resize_to_another_inputs_dims(mode, coordinates, nearest
     assert compiled.compiled_variants == 1
 
 
+@pytest.mark.parametrize("op, kernel, pads, once", [
+    ("MaxPool", 3, 0, True), ("MaxPool", 3, 1, True), ("AveragePool", 2, 0, True),
+    ("AveragePool", 3, 1, True), ("MaxPool", 2, 1, False)])
+def test_dynamic_shapes_pooling_with_ceil_mode(op, kernel, pads, once):
+    """ceil_mode pooling over a symbolic plane (torchvision's SqueezeNet and GoogLeNet pool so):
+    its output extent is ceil((H + pads - k) / 2) + 1, a quotient over H, where the stride is at
+    most the window less the end padding (no window can start past the input); otherwise the
+    model compiles per shape. Each run against a compile for its shapes, odd and even extents."""
+    f = TensorProto.FLOAT
+    model = make_model(
+        [helper.make_node(op, ["x"], ["y"], kernel_shape=[kernel, kernel], strides=[2, 2],
+                          pads=[pads] * 4, ceil_mode=1)],
+        [helper.make_tensor_value_info("x", f, [1, 3, "H", "W"])],
+        [helper.make_tensor_value_info("y", f, [1, 3, None, None])])
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    rng = np.random.default_rng(5)
+    for h, w in ((17, 20), (8, 9), (5, 6), (32, 31)):
+        x = rng.standard_normal((1, 3, h, w)).astype(np.float32)
+        specialized = weft.compile(model.SerializeToString()).run({"x": x})["y"]
+        np.testing.assert_allclose(compiled.run({"x": x})["y"], specialized, rtol=1e-6, atol=1e-6)
+    assert (compiled.compiled_variants == 1) == once
+
+
 @pytest.mark.parametrize("mode, coordinates, nearest", RESIZE_FORMS)
 def test_dynamic_shapes_resize_to_constant_sizes(mode, coordinates, nearest):
     """A dynamic image resized to a fixed 6x4 plane (a classifier's input stage): constant sizes

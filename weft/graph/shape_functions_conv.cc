@@ -59,15 +59,18 @@ TypesOrError infer_gemm(const Node& node) {
 
 namespace {
 // Output extent of one spatial dim of a window op: over a symbolic input a quotient
-// (dim_floor_div), except with ceil_mode.
+// (dim_floor_div); with ceil_mode too where the stride is at most the window less the end
+// padding, so that no window can start past the input (the rule below never applies).
 Result<Dim> window_output(const Dim& in, int64_t kernel, int64_t stride, int64_t dilation,
                           int64_t pad_total, AutoPad auto_pad, bool ceil_mode) {
   if (!in.is_static()) {
     if (auto_pad == AutoPad::kSameUpper || auto_pad == AutoPad::kSameLower)
       return dim_floor_div(in, stride - 1, stride);
-    if (ceil_mode) return Dim::unknown();
     if (auto_pad == AutoPad::kValid) pad_total = 0;
-    return dim_floor_div(in, pad_total - dilation * (kernel - 1) - 1 + stride, stride);
+    int64_t window = dilation * (kernel - 1) + 1;
+    if (!ceil_mode) return dim_floor_div(in, pad_total - window + stride, stride);
+    if (stride > window - (pad_total - pad_total / 2)) return Dim::unknown();
+    return dim_floor_div(in, pad_total - window + 2 * stride - 1, stride); // ceil(...) + 1
   }
   int64_t x = in.value();
   if (auto_pad == AutoPad::kSameUpper || auto_pad == AutoPad::kSameLower) {
