@@ -312,6 +312,26 @@ DYNAMIC = {
         [(2, 5, 8), (1, 9, 8), (3, 2, 8)],
         {0: B, 1: S},
     ),
+    "interp_half": (
+        lambda x: F.interpolate(x, scale_factor=0.5, mode="bilinear"),
+        [(1, 3, 16, 12), (2, 3, 10, 22)],
+        {0: B, 2: 2 * Dim("hh", min=2, max=128), 3: 2 * Dim("ww", min=2, max=128)},
+    ),
+    "pool_ceil": (
+        # (count_include_pad=True with ceil_mode's extra windows is generated code, which takes
+        # no symbolic window: it compiles per shape.)
+        lambda x: (
+            F.max_pool2d(x, 3, 2, ceil_mode=True),
+            F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+        ),
+        [(1, 3, 17, 20), (2, 3, 8, 9)],
+        {0: B, 2: Dim("ph", min=4, max=128), 3: Dim("pw", min=4, max=128)},
+    ),
+    "pad_reflect": (
+        lambda x: F.pad(x, (3, 2), mode="reflect") * 2 + F.pad(x, (1, 4), mode="replicate"),
+        [(2, 4, 16), (1, 4, 9)],
+        {0: B, 2: Dim("pt", min=6, max=512)},
+    ),
     "pos_ids": (
         lambda x: x + torch.arange(x.shape[1]).unsqueeze(0).unsqueeze(-1).float() * 0.1,
         [(2, 5, 3), (1, 7, 3)],

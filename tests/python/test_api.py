@@ -507,6 +507,26 @@ def test_dynamic_shapes_pooling_with_ceil_mode(op, kernel, pads, once):
     assert (compiled.compiled_variants == 1) == once
 
 
+@pytest.mark.parametrize("mode", ["reflect", "edge"])
+def test_dynamic_shapes_pad_modes_over_symbolic_axes(mode):
+    """Reflect and edge padding of a symbolic time axis and plane (an audio model's reflect pad
+    before its convolutions, an STFT's centering): each output reads the input at a position
+    computed from the run's extent. Compiles once; against NumPy's pad at each shape."""
+    f, i64 = TensorProto.FLOAT, TensorProto.INT64
+    model = make_model(
+        [helper.make_node("Pad", ["x", "pads"], ["y"], mode=mode)],
+        [helper.make_tensor_value_info("x", f, [1, "T", "W"])],
+        [helper.make_tensor_value_info("y", f, [1, None, None])],
+        [helper.make_tensor("pads", i64, [6], [0, 2, 1, 0, 3, 2])])
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    rng = np.random.default_rng(6)
+    for t, w in ((5, 4), (9, 3), (4, 7)):
+        x = rng.standard_normal((1, t, w)).astype(np.float32)
+        np.testing.assert_array_equal(compiled.run({"x": x})["y"],
+                                      np.pad(x, ((0, 0), (2, 3), (1, 2)), mode=mode))
+    assert compiled.compiled_variants == 1
+
+
 @pytest.mark.parametrize("mode, coordinates, nearest", RESIZE_FORMS)
 def test_dynamic_shapes_resize_to_constant_sizes(mode, coordinates, nearest):
     """A dynamic image resized to a fixed 6x4 plane (a classifier's input stage): constant sizes

@@ -195,10 +195,10 @@ bool admits_symbolic_shapes(const Node& n) {
     }
     return true;
   }
-  if (n.op_type == Op::kPad) { // constant padding, growing the symbolic dims if any
+  if (n.op_type == Op::kPad) { // padding in any mode, growing the symbolic dims if any
     const auto& a = n.attrs_as<PadAttrs>();
     const Shape& x = *n.inputs[0]->type.shape;
-    if (a.mode != PadMode::kConstant || !a.pads || a.pads->size() != 2 * x.size()) return false;
+    if (!a.pads || a.pads->size() != 2 * x.size()) return false;
     for (size_t d = 0; d < x.size(); ++d) {
       if (!x[d].is_static() && ((*a.pads)[d] < 0 || (*a.pads)[d + x.size()] < 0)) return false;
     }

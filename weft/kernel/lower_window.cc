@@ -490,7 +490,7 @@ namespace {
 // Edge, reflect and wrap padding: each output element reads the input at a position computed
 // from its own (an indirect load with a computed index): the border element's, clamped, for
 // edge; mirrored about the border (without repeating it) for reflect; modulo the input's
-// extent for wrap (the input repeated periodically).
+// extent for wrap (the input repeated periodically). Over symbolic extents too.
 void add_mirror_copy(KernelBuilder& k, const Node& n, int bx, int by) {
   const auto& a = n.attrs_as<PadAttrs>();
   const Shape& xs = *n.inputs[0]->type.shape;
@@ -502,15 +502,21 @@ void add_mirror_copy(KernelBuilder& k, const Node& n, int bx, int by) {
   for (size_t d = 0; d < ys.size(); ++d) {
     int64_t begin = (*a.pads)[d], end = (*a.pads)[d + ys.size()];
     if (begin == 0 && end == 0) continue;
-    int64_t last = xs[d].value() - 1;
+    // The input's extent, and its last position: constants, or over a symbolic extent
+    // ExprOp::kExtent values.
+    int extent = b.extent(xs[d], DType::kI64);
+    int last =
+        xs[d].is_static() ? c(xs[d].value() - 1) : b.op(ExprOp::kSub, DType::kI64, {extent, c(1)});
     int pos = b.op(ExprOp::kSub, DType::kI64, {b.iterator(static_cast<int>(d)), c(begin)});
     if (a.mode == PadMode::kReflect) {
       pos = b.op(ExprOp::kAbs, DType::kI64, {pos});
-      int past = b.op(ExprOp::kGt, DType::kBool, {pos, c(last)});
+      int past = b.op(ExprOp::kGt, DType::kBool, {pos, last});
+      int twice = xs[d].is_static() ? c(2 * (xs[d].value() - 1))
+                                    : b.op(ExprOp::kAdd, DType::kI64, {last, last});
       pos = b.op(ExprOp::kSelect, DType::kI64,
-                 {past, b.op(ExprOp::kSub, DType::kI64, {c(2 * last), pos}), pos});
+                 {past, b.op(ExprOp::kSub, DType::kI64, {twice, pos}), pos});
     } else if (a.mode == PadMode::kWrap) {
-      pos = b.op(ExprOp::kMod, DType::kI64, {pos, c(last + 1)}); // the divisor's sign
+      pos = b.op(ExprOp::kMod, DType::kI64, {pos, extent}); // the divisor's sign
     }
     index[d] = AffineExpr::constant_of(0);
     indirect.push_back({static_cast<int>(d), pos, IndexWrap::kClamp});
