@@ -332,6 +332,7 @@ DYNAMIC = {
         [(2, 4, 16), (1, 4, 9)],
         {0: B, 2: Dim("pt", min=6, max=512)},
     ),
+    "flip": (lambda x: torch.flip(x, [1]) * 2 + x, [(2, 5, 3), (1, 9, 3)], {0: B, 1: S}),
     "pos_ids": (
         lambda x: x + torch.arange(x.shape[1]).unsqueeze(0).unsqueeze(-1).float() * 0.1,
         [(2, 5, 3), (1, 7, 3)],

@@ -507,6 +507,26 @@ def test_dynamic_shapes_pooling_with_ceil_mode(op, kernel, pads, once):
     assert (compiled.compiled_variants == 1) == once
 
 
+def test_dynamic_shapes_flip_of_a_symbolic_axis():
+    """torch.flip over a dynamic length, as PyTorch exports it (Slice from -1 by -1 to
+    INT64_MIN), beside a static axis sliced by 2: compiles once; against NumPy."""
+    f, i64 = TensorProto.FLOAT, TensorProto.INT64
+    model = make_model(
+        [helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"])],
+        [helper.make_tensor_value_info("x", f, ["N", "T", 6])],
+        [helper.make_tensor_value_info("y", f, ["N", "T", 3])],
+        [helper.make_tensor("starts", i64, [2], [-1, 0]),
+         helper.make_tensor("ends", i64, [2], [-(2 ** 63), 6]),
+         helper.make_tensor("axes", i64, [2], [1, 2]),
+         helper.make_tensor("steps", i64, [2], [-1, 2])])
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    rng = np.random.default_rng(8)
+    for n, t in ((2, 5), (1, 1), (3, 12)):
+        x = rng.standard_normal((n, t, 6)).astype(np.float32)
+        np.testing.assert_array_equal(compiled.run({"x": x})["y"], x[:, ::-1, ::2])
+    assert compiled.compiled_variants == 1
+
+
 @pytest.mark.parametrize("mode", ["reflect", "edge"])
 def test_dynamic_shapes_pad_modes_over_symbolic_axes(mode):
     """Reflect and edge padding of a symbolic time axis and plane (an audio model's reflect pad

@@ -97,7 +97,27 @@ Result<LoweredNode> lower_slice(const Node& n, const std::string& name) {
   KernelBuilder k(name);
   int in = k.buffer(x, BufferRole::kInput);
   int out = k.buffer(y, BufferRole::kOutput);
-  add_copy(k, "slice", *y->type.shape, in, in_index, out, iterators(y->type.shape->size()));
+  const Shape& ys = *y->type.shape;
+  // A symbolic axis reversed whole (torch.flip: admits_symbolic_shapes) reads position
+  // X - 1 - i, an indirect index over the run's extent X.
+  StatementBuilder b("slice", ys);
+  std::vector<IndirectIndex> reversed;
+  for (size_t i = 0; i < a.starts->size(); ++i) {
+    auto axis = static_cast<int>((*a.axes)[i]);
+    const Dim& d = (*x->type.shape)[static_cast<size_t>(axis)];
+    if (d.is_static() || (*a.steps)[i] > 0) continue;
+    int last =
+        b.op(ExprOp::kSub, DType::kI64, {b.extent(d, DType::kI64), b.constant(1, DType::kI64)});
+    reversed.push_back(
+        {axis, b.op(ExprOp::kSub, DType::kI64, {last, b.iterator(axis)}), IndexWrap::kClamp});
+    in_index[static_cast<size_t>(axis)] = AffineExpr::constant_of(0);
+  }
+  if (reversed.empty()) {
+    add_copy(k, "slice", ys, in, in_index, out, iterators(ys.size()));
+  } else {
+    int v = b.gather(in, in_index, reversed, y->type.dtype);
+    k.add(b.store(v, out, iterators(ys.size())));
+  }
   return k.lowered();
 }
 

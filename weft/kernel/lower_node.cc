@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -85,7 +86,7 @@ bool admits_symbolic_shapes(const Node& n) {
       n.op_type == Op::kRange || n.op_type == Op::kConstantOfShape || n.op_type == Op::kCumSum ||
       n.op_type == Op::kCumProd)
     return true; // the same bytes, or a copy (by position), or a scan along the axis
-  if (n.op_type == Op::kSlice) { // known bounds, from the start of a symbolic axis
+  if (n.op_type == Op::kSlice) { // known bounds, from the start of a symbolic axis or reversed
     const auto& a = n.attrs_as<SliceAttrs>();
     if (a.symbolic_starts) return true; // steps of 1 from starts >= 0 (fold_shape_values)
     if (!a.starts || !a.axes || !a.steps) return false;
@@ -93,7 +94,14 @@ bool admits_symbolic_shapes(const Node& n) {
     for (size_t i = 0; i < a.starts->size(); ++i) {
       auto axis = static_cast<size_t>((*a.axes)[i]);
       if (axis >= x.size()) return false;
-      if (!x[axis].is_static() && ((*a.starts)[i] < 0 || (*a.steps)[i] != 1)) return false;
+      if (x[axis].is_static()) continue;
+      // From a start >= 0 by steps of 1, or reversed whole (torch.flip: from the last element
+      // by -1 to an end before any extent's start, the output as long as the input).
+      int64_t start = (*a.starts)[i], step = (*a.steps)[i];
+      bool whole_reversed = step == -1 && start == -1 && a.ends &&
+                            (*a.ends)[i] <= std::numeric_limits<int64_t>::min() / 2 &&
+                            (*n.outputs[0]->type.shape)[axis] == x[axis];
+      if (!whole_reversed && (start < 0 || step != 1)) return false;
     }
     return true;
   }
