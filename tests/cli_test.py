@@ -950,6 +950,16 @@ class CliTest(unittest.TestCase):
                                    "dim 'N' must be one number")
         self.assert_one_line_error(weft("run", path, "--fill", "ones", "--shapes", "M=5"),
                                    "no input 'M' nor a dim of that name")
+        # A derived dim ("2*h", torch.export's 2 * Dim("h")) from its symbol, 1 unless named.
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["2*h", 4])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 4])
+        derived = save(helper.make_model(
+            helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y]),
+            opset_imports=[helper.make_opsetid("", 13)]), self.dir, "derived.onnx")
+        for shapes, rows in ((["--shapes", "h=3"], 6), ([], 2)):
+            r = weft("run", derived, "--fill", "ones", *shapes, "--output-dir", self.dir)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(np.load(os.path.join(self.dir, "y.npy")).shape, (rows, 4))
 
     def test_run_wrong_shape_or_dtype_names_the_input(self):
         import numpy as np

@@ -93,11 +93,15 @@ Result<std::vector<Tensor>> gather_inputs(const std::string& model,
                                           const std::string& fill,
                                           const std::vector<std::string>& shapes,
                                           const std::vector<runtime::TensorInfo>& declared) {
-  // The names of the inputs' symbolic dims ("batch_size", "past_sequence_length").
+  // The names of the inputs' symbolic dims ("batch_size", "past_sequence_length"), and of
+  // the symbols inside derived ones ("h" of "2*h").
   std::set<std::string> symbols;
   for (const auto& d : declared) {
     for (const Dim& dim : d.type.shape.value_or(Shape{})) {
-      if (!dim.is_static()) symbols.insert(dim.symbol_name());
+      if (dim.is_static()) continue;
+      symbols.insert(dim.symbol_name());
+      for (std::string& s : dim_symbols(dim))
+        symbols.insert(std::move(s));
     }
   }
   // NAME=VALUE pairs of --input or --shapes, by name; --shapes also takes SYMBOL=N, the extent
@@ -152,11 +156,26 @@ Result<std::vector<Tensor>> gather_inputs(const std::string& model,
                                          "make it; pass --shapes {}=DIMS or --input {}=FILE",
                                          model, d.name, d.name, d.name));
       } else {
-        for (const Dim& dim : *d.type.shape) {          // free dims are 1 unless named, as in ONNX
-          auto named = extents.find(dim.symbol_name()); // Runtime's perf test
-          shape.push_back(dim.is_static()          ? dim.value()
-                          : named == extents.end() ? 1
-                                                   : named->second);
+        // Free dims are 1 unless named, as in ONNX Runtime's perf test; a derived dim ("2*h")
+        // is evaluated from its symbols, each 1 unless named.
+        for (const Dim& dim : *d.type.shape) {
+          if (dim.is_static()) {
+            shape.push_back(dim.value());
+            continue;
+          }
+          if (auto named = extents.find(dim.symbol_name()); named != extents.end()) {
+            shape.push_back(named->second);
+            continue;
+          }
+          std::map<std::string, int64_t> at;
+          for (const std::string& s : dim_symbols(dim))
+            at[s] = extents.contains(s) ? extents.at(s) : 1;
+          std::optional<int64_t> extent = eval_dim(dim, at);
+          if (!extent)
+            return Status::error(fmt::format("--shapes: input '{}' has no extent for its dim {} "
+                                             "at these symbols",
+                                             d.name, dim.to_string()));
+          shape.push_back(*extent);
         }
         int64_t count = 0;
         if (!dims_are_allocatable(d.type.dtype, shape, &count))

@@ -502,21 +502,22 @@ void add_mirror_copy(KernelBuilder& k, const Node& n, int bx, int by) {
   for (size_t d = 0; d < ys.size(); ++d) {
     int64_t begin = (*a.pads)[d], end = (*a.pads)[d + ys.size()];
     if (begin == 0 && end == 0) continue;
-    // The input's extent, and its last position: constants, or over a symbolic extent
-    // ExprOp::kExtent values.
-    int extent = b.extent(xs[d], DType::kI64);
-    int last =
-        xs[d].is_static() ? c(xs[d].value() - 1) : b.op(ExprOp::kSub, DType::kI64, {extent, c(1)});
+    // The input's extent times "times", less "less": a constant, or over a symbolic extent
+    // an ExprOp::kExtent value.
+    auto extent = [&](int64_t times, int64_t less) {
+      if (xs[d].is_static()) return c(times * xs[d].value() - less);
+      int x = b.extent(xs[d], DType::kI64);
+      if (times == 2) x = b.op(ExprOp::kAdd, DType::kI64, {x, x});
+      return less == 0 ? x : b.op(ExprOp::kSub, DType::kI64, {x, c(less)});
+    };
     int pos = b.op(ExprOp::kSub, DType::kI64, {b.iterator(static_cast<int>(d)), c(begin)});
     if (a.mode == PadMode::kReflect) {
       pos = b.op(ExprOp::kAbs, DType::kI64, {pos});
-      int past = b.op(ExprOp::kGt, DType::kBool, {pos, last});
-      int twice = xs[d].is_static() ? c(2 * (xs[d].value() - 1))
-                                    : b.op(ExprOp::kAdd, DType::kI64, {last, last});
+      int past = b.op(ExprOp::kGt, DType::kBool, {pos, extent(1, 1)});
       pos = b.op(ExprOp::kSelect, DType::kI64,
-                 {past, b.op(ExprOp::kSub, DType::kI64, {twice, pos}), pos});
+                 {past, b.op(ExprOp::kSub, DType::kI64, {extent(2, 2), pos}), pos});
     } else if (a.mode == PadMode::kWrap) {
-      pos = b.op(ExprOp::kMod, DType::kI64, {pos, extent}); // the divisor's sign
+      pos = b.op(ExprOp::kMod, DType::kI64, {pos, extent(1, 0)}); // the divisor's sign
     }
     index[d] = AffineExpr::constant_of(0);
     indirect.push_back({static_cast<int>(d), pos, IndexWrap::kClamp});
