@@ -418,6 +418,18 @@ def test_dynamic_shapes_conv_transpose_and_resize_over_a_symbolic_batch():
     assert compiled.compiled_variants == 1
 
 
+def dynamic_against_specialized(model, feeds, tol=1e-6):
+    """"model" compiled once over its symbols, each feed run on it against a compile for that
+    feed's shapes (outputs within "tol"); returns the dynamic compile."""
+    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
+    for feed in feeds:
+        got = compiled.run(feed)
+        for name, want in weft.compile(model.SerializeToString()).run(feed).items():
+            np.testing.assert_allclose(got[name], want, rtol=tol, atol=tol,
+                                       err_msg=f"{name} at {[v.shape for v in feed.values()]}")
+    return compiled
+
+
 @pytest.mark.parametrize("scales", [[1, 1, 2, 3], [1, 1, 0.5, 0.25]])
 @pytest.mark.parametrize("mode, coordinates", [
     ("nearest", "asymmetric"), ("nearest", "half_pixel"), ("linear", "half_pixel"),
@@ -434,15 +446,12 @@ def test_dynamic_shapes_resize_of_a_symbolic_plane(mode, coordinates, scales):
         [helper.make_tensor_value_info("x", f, ["N", 2, "H", "W"])],
         [helper.make_tensor_value_info("y", f, ["N", 2, None, None])],
         [helper.make_tensor("scales", f, [4], scales)])
-    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
     rng = np.random.default_rng(9)
-    for n, h, w in ((1, 5, 7), (2, 1, 3), (1, 16, 9), (1, 9, 17)):
-        x = rng.standard_normal((n, 2, h, w)).astype(np.float32)
-        specialized = weft.compile(model.SerializeToString()).run({"x": x})["y"]
-        # (The specialized compile's linear half_pixel runs oneDNN's resampling, within 1.5e-6
-        # of ONNX's reference at 9x17; the dynamic one Weft's resize call, within 2.4e-7.)
-        np.testing.assert_allclose(compiled.run({"x": x})["y"], specialized, rtol=1e-5, atol=1e-5)
-    assert compiled.compiled_variants == 1
+    feeds = [{"x": rng.standard_normal((n, 2, h, w)).astype(np.float32)}
+             for n, h, w in ((1, 5, 7), (2, 1, 3), (1, 16, 9), (1, 9, 17))]
+    # (The specialized compile's linear half_pixel runs oneDNN's resampling, within 1.5e-6 of
+    # ONNX's reference at 9x17; the dynamic one Weft's resize call, within 2.4e-7.)
+    assert dynamic_against_specialized(model, feeds, tol=1e-5).compiled_variants == 1
 
 
 RESIZE_FORMS = [("nearest", "asymmetric", "floor"), ("nearest", "half_pixel", "round_prefer_ceil"),
@@ -473,15 +482,12 @@ def test_dynamic_shapes_resize_to_another_inputs_dims(mode, coordinates, nearest
          helper.make_tensor_value_info("y", f, [1, 2, "P", "Q"])],
         [helper.make_tensor_value_info("z", f, [1, 2, None, None])],
         [helper.make_tensor("nc", i64, [2], [1, 2])], opset=15)
-    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
     rng = np.random.default_rng(3)
-    for (h, w), (p, q) in (((4, 5), (9, 13)), ((8, 6), (3, 6)), ((3, 3), (1, 7)), ((5, 1), (5, 4)),
-                           ((2, 3), (2, 3))):
-        feed = {"x": rng.standard_normal((1, 2, h, w)).astype(dtype),
-                "y": rng.standard_normal((1, 2, p, q)).astype(dtype)}
-        specialized = weft.compile(model.SerializeToString()).run(feed)["z"]
-        np.testing.assert_allclose(compiled.run(feed)["z"], specialized, rtol=1e-6, atol=1e-6)
-    assert compiled.compiled_variants == 1
+    feeds = [{"x": rng.standard_normal((1, 2, h, w)).astype(dtype),
+              "y": rng.standard_normal((1, 2, p, q)).astype(dtype)}
+             for (h, w), (p, q) in (((4, 5), (9, 13)), ((8, 6), (3, 6)), ((3, 3), (1, 7)),
+                                    ((5, 1), (5, 4)), ((2, 3), (2, 3)))]
+    assert dynamic_against_specialized(model, feeds).compiled_variants == 1
 
 
 @pytest.mark.parametrize("op, kernel, pads, once", [
@@ -498,13 +504,10 @@ def test_dynamic_shapes_pooling_with_ceil_mode(op, kernel, pads, once):
                           pads=[pads] * 4, ceil_mode=1)],
         [helper.make_tensor_value_info("x", f, [1, 3, "H", "W"])],
         [helper.make_tensor_value_info("y", f, [1, 3, None, None])])
-    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
     rng = np.random.default_rng(5)
-    for h, w in ((17, 20), (8, 9), (5, 6), (32, 31)):
-        x = rng.standard_normal((1, 3, h, w)).astype(np.float32)
-        specialized = weft.compile(model.SerializeToString()).run({"x": x})["y"]
-        np.testing.assert_allclose(compiled.run({"x": x})["y"], specialized, rtol=1e-6, atol=1e-6)
-    assert (compiled.compiled_variants == 1) == once
+    feeds = [{"x": rng.standard_normal((1, 3, h, w)).astype(np.float32)}
+             for h, w in ((17, 20), (8, 9), (5, 6), (32, 31))]
+    assert (dynamic_against_specialized(model, feeds).compiled_variants == 1) == once
 
 
 def test_dynamic_shapes_flip_of_a_symbolic_axis():
@@ -558,13 +561,10 @@ def test_dynamic_shapes_resize_to_constant_sizes(mode, coordinates, nearest):
         [helper.make_tensor_value_info("x", f, ["N", 3, "H", "W"])],
         [helper.make_tensor_value_info("y", f, [None] * 4)],
         [helper.make_tensor("sizes", i64, [4], [1, 3, 6, 4])])
-    compiled = weft.compile(model.SerializeToString(), dynamic_shapes=True)
     rng = np.random.default_rng(4)
-    for h, w in ((12, 8), (5, 9), (6, 4), (1, 1)):
-        x = rng.standard_normal((1, 3, h, w)).astype(np.float32)
-        specialized = weft.compile(model.SerializeToString()).run({"x": x})["y"]
-        np.testing.assert_allclose(compiled.run({"x": x})["y"], specialized, rtol=1e-6, atol=1e-6)
-    assert compiled.compiled_variants == 1
+    feeds = [{"x": rng.standard_normal((1, 3, h, w)).astype(np.float32)}
+             for h, w in ((12, 8), (5, 9), (6, 4), (1, 1))]
+    assert dynamic_against_specialized(model, feeds).compiled_variants == 1
 
 
 def test_dynamic_shapes_positions_and_masks_over_the_length():
