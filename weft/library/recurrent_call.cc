@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <set>
 #include <vector>
 
 #include <fmt/format.h>
+#include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 
 #include "weft/support/vector_exp.h"
@@ -35,9 +37,11 @@ float apply(RnnActivation fn, float v) {
 // element), on the widest vectors the CPU has.
 __attribute__((target_clones("avx512f", "avx2", "default"))) void
 activate_all(RnnActivation fn, float* v, int64_t n, float clip) {
+  if (clip < std::numeric_limits<float>::infinity()) {
 #pragma omp simd
-  for (int64_t j = 0; j < n; ++j)
-    v[j] = v[j] < -clip ? -clip : v[j] > clip ? clip : v[j];
+    for (int64_t j = 0; j < n; ++j)
+      v[j] = v[j] < -clip ? -clip : v[j] > clip ? clip : v[j];
+  }
   switch (fn) {
     case RnnActivation::kSigmoid:
 #pragma omp simd
@@ -66,6 +70,243 @@ bool times_transposed(int64_t m, int64_t n, int64_t k, const float* a, int64_t l
     return true;
   }
   return dnnl_sgemm('N', 'T', m, n, k, 1.0f, a, lda, b, k, 0.0f, c, ldc) == dnnl_success;
+}
+
+// A step's product of the states by R^T, for the columns one thread owns: c[r, j] = sum over
+// q of a[r, q] R^T[q, j], r < m, j < n, q < K, R^T's columns packed in panels (pack_panels).
+// Blocks of rows by a panel's columns, the accumulators in registers, each panel in L1 across
+// the row blocks. (oneDNN's sgemm per step, which forks and joins the threads at each call,
+// ran 1.1-1.6x ONNX Runtime's time: docs/library.md.)
+// GCC's vector types: the accumulators of a block as arrays of them, indexed by constants
+// after the loops unroll, stay in registers (plain float arrays went to the stack).
+typedef float V16 __attribute__((vector_size(64)));
+typedef float V8 __attribute__((vector_size(32)));
+
+template <class V, int kRows, int kVecs>
+__attribute__((always_inline)) inline void product_block(const float* a, int64_t lda,
+                                                         const float* panel, int64_t K, float* c,
+                                                         int64_t ldc, int64_t cols) {
+  constexpr int kLanes = sizeof(V) / sizeof(float);
+  V acc[kRows][kVecs] = {};
+  for (int64_t q = 0; q < K; ++q) {
+    V b[kVecs];
+#pragma GCC unroll 4
+    for (int v = 0; v < kVecs; ++v)
+      std::memcpy(&b[v], panel + (q * kVecs + v) * kLanes, sizeof(V));
+#pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r) {
+      V x;
+      for (int l = 0; l < kLanes; ++l) // (V{} + a[...] adds 0.0f, which GCC keeps)
+        x[l] = a[r * lda + q];
+#pragma GCC unroll 4
+      for (int v = 0; v < kVecs; ++v)
+        acc[r][v] += x * b[v];
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    if (cols == kVecs * kLanes) {
+      std::memcpy(c + r * ldc, acc[r], sizeof(acc[r]));
+    } else {
+      float all[kVecs * kLanes];
+      std::memcpy(all, acc[r], sizeof(all));
+      std::copy_n(all, cols, c + r * ldc);
+    }
+  }
+}
+
+template <class V, int kTall, int kVecs>
+__attribute__((always_inline)) inline void product_t(const float* a, int64_t lda, int64_t m,
+                                                     const float* panels, int64_t K, float* c,
+                                                     int64_t ldc, int64_t n) {
+  constexpr int64_t kCols = kVecs * sizeof(V) / sizeof(float);
+  for (int64_t j = 0; j < n; j += kCols) {
+    const float* panel = panels + j * K;
+    int64_t cols = std::min<int64_t>(kCols, n - j);
+    int64_t r = 0;
+    for (; r + kTall <= m; r += kTall)
+      product_block<V, kTall, kVecs>(a + r * lda, lda, panel, K, c + r * ldc + j, ldc, cols);
+    for (; r + 4 <= m; r += 4)
+      product_block<V, 4, kVecs>(a + r * lda, lda, panel, K, c + r * ldc + j, ldc, cols);
+    const float* ar = a + r * lda;
+    float* cr = c + r * ldc + j;
+    switch (m - r) {
+      case 3: product_block<V, 3, kVecs>(ar, lda, panel, K, cr, ldc, cols); break;
+      case 2: product_block<V, 2, kVecs>(ar, lda, panel, K, cr, ldc, cols); break;
+      case 1: product_block<V, 1, kVecs>(ar, lda, panel, K, cr, ldc, cols); break;
+      default: break;
+    }
+  }
+}
+
+// Blocks of 8 x 32 (16 accumulators of AVX-512's 32 registers: two loads of R^T and 8
+// broadcasts for 16 products), then 4 x 32; with AVX2's 16 registers, 4 x 16.
+__attribute__((target("avx512f,fma"))) void product_avx512(const float* a, int64_t lda, int64_t m,
+                                                           const float* panels, int64_t K, float* c,
+                                                           int64_t ldc, int64_t n) {
+  product_t<V16, 8, 2>(a, lda, m, panels, K, c, ldc, n);
+}
+__attribute__((target("avx2,fma"))) void product_avx2(const float* a, int64_t lda, int64_t m,
+                                                      const float* panels, int64_t K, float* c,
+                                                      int64_t ldc, int64_t n) {
+  product_t<V8, 4, 2>(a, lda, m, panels, K, c, ldc, n);
+}
+void product_default(const float* a, int64_t lda, int64_t m, const float* panels, int64_t K,
+                     float* c, int64_t ldc, int64_t n) {
+  product_t<V8, 4, 1>(a, lda, m, panels, K, c, ldc, n);
+}
+
+using Product = void (*)(const float*, int64_t, int64_t, const float*, int64_t, float*, int64_t,
+                         int64_t);
+
+// The product for this CPU and the columns of its panels.
+std::pair<Product, int64_t> product_kernel() {
+  if (__builtin_cpu_supports("avx512f")) return {product_avx512, 32};
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return {product_avx2, 16};
+  return {product_default, 8};
+}
+
+// R^T's columns "cols" of R (gates x H rows of K) packed as panels of "width" columns: panel p
+// holds K rows of its columns, contiguous (a block's loads then stream; rows of R^T a whole
+// width apart ran 4x slower), its columns past the last zeros.
+void pack_panels(const float* r, int64_t K, int64_t first, int64_t cols, int64_t width,
+                 float* out) {
+  for (int64_t p = 0; p * width < cols; ++p) {
+    float* panel = out + p * width * K;
+    for (int64_t q = 0; q < K; ++q) {
+      for (int64_t j = 0; j < width; ++j) {
+        int64_t col = p * width + j;
+        panel[q * width + j] = col < cols ? r[(first + col) * K + q] : 0.0f;
+      }
+    }
+  }
+}
+
+// One entry's step over n of its hidden units (a thread's share), every pointer at the first of
+// them and a gate's units H apart: "x" the entry's projection (gates x H, X W^T + Wb, and Rb
+// but for the GRU), "g" its state times R^T, which the gates take over, "rb" the GRU's Rb
+// (zeros without a bias), "p" the LSTM's peepholes (zeros without), "h" the state, "next"
+// the new one, "c" the LSTM's cell, updated in place. Branch-free loops, on the CPU's widest
+// vectors (the library is built for any x86-64: SSE alone left the gates 25% of a step).
+struct Gates {
+  const float* x;
+  float* g;
+  const float* rb;
+  const float* p;
+  const float* h;
+  float* next;
+  float* c;
+  int64_t n, H;
+};
+
+// "fn" over n gate inputs, clipped into [-clip, clip] first where "clipped" (the activations
+// of h(C) are not).
+struct Activations {
+  const RnnActivation* f;
+  float clip;
+  void operator()(int i, float* v, int64_t n, bool clipped = true) const {
+    activate_all(f[i], v, n, clipped ? clip : std::numeric_limits<float>::infinity());
+  }
+};
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void rnn_step(const Gates& s,
+                                                                           const Activations& act) {
+  float* g = s.g;
+#pragma omp simd
+  for (int64_t j = 0; j < s.n; ++j)
+    g[j] += s.x[j];
+  act(0, g, s.n);
+  std::copy_n(g, s.n, s.next);
+}
+
+// The GRU's reset gate r for its step without linear_before_reset, into g[H, 2H), and r * h
+// into "rh" (the operand of Rh's product).
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+gru_reset_gate(const Gates& s, const Activations& act, float* rh) {
+  const int64_t H = s.H, n = s.n;
+  float* r = s.g + H;
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j)
+    r[j] += s.x[H + j] + s.rb[H + j];
+  act(0, r, n);
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j)
+    rh[j] = r[j] * s.h[j];
+}
+
+// z, r, n; H' = n + z (H - n). Without linear_before_reset, r came from gru_reset_gate and
+// Rh's part of g is Rh (r * H).
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+gru_step(const Gates& s, const Activations& act, bool linear) {
+  const int64_t H = s.H, n = s.n;
+  const float *x = s.x, *rb = s.rb;
+  float *z = s.g, *r = s.g + H, *m = s.g + 2 * H;
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j)
+    z[j] += x[j] + rb[j];
+  act(0, z, n);
+  if (linear) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j)
+      r[j] += x[H + j] + rb[H + j];
+    act(0, r, n);
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j)
+      m[j] = x[2 * H + j] + r[j] * (m[j] + rb[2 * H + j]);
+  } else {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j)
+      m[j] += x[2 * H + j] + rb[2 * H + j];
+  }
+  act(1, m, n);
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j)
+    s.next[j] = m[j] + z[j] * (s.h[j] - m[j]);
+}
+
+// i, o, f, c, with peepholes i, o, f.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+lstm_step(const Gates& s, const Activations& act, bool input_forget) {
+  const int64_t H = s.H, n = s.n;
+  const float *x = s.x, *p = s.p;
+  float *i = s.g, *o = s.g + H, *forget = s.g + 2 * H, *cell = s.g + 3 * H, *c = s.c;
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) {
+    i[j] += x[j] + p[j] * c[j];
+    forget[j] += x[2 * H + j] + p[2 * H + j] * c[j];
+    cell[j] += x[3 * H + j];
+  }
+  act(0, i, n);
+  if (input_forget) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j)
+      forget[j] = 1.0f - i[j];
+  } else {
+    act(0, forget, n);
+  }
+  act(1, cell, n);
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) {
+    c[j] = forget[j] * c[j] + i[j] * cell[j];
+    o[j] += x[H + j] + p[H + j] * c[j];
+  }
+  act(0, o, n);
+  std::copy_n(c, n, cell);
+  act(2, cell, n, false);
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j)
+    s.next[j] = o[j] * cell[j];
+}
+
+// X W^T's rows plus Wb, and Rb but for the GRU's ("rb" zeros then).
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+add_biases(float* xw, int64_t rows, int64_t width, const float* wb, const float* rb) {
+#pragma omp parallel for schedule(static) if (rows * width >= 32768)
+  for (int64_t row = 0; row < rows; ++row) {
+    float* x = xw + row * width;
+#pragma omp simd
+    for (int64_t j = 0; j < width; ++j)
+      x[j] += wb[j] + rb[j];
+  }
 }
 
 // The positions of the call's values among its buffers; -1 where absent.
@@ -111,69 +352,111 @@ public:
     float* y = out(s_.y);
     if (y && s_.lens >= 0) std::fill_n(y, T * D * B * H, 0.0f); // steps past an entry's length
     // Scratch, kept between runs so that a run touches no new pages: the projection of the
-    // sequence, the state times R^T, the states, and the GRU's r * H.
-    // (Thread-local vectors: the parallel loops below read them through these pointers.)
-    thread_local std::vector<float> scratch[5];
+    // sequence, the state times R^T, the states (two: one read, one written a step), the
+    // GRU's r * H, and R^T packed (each thread's columns of each gate in panels).
+    // (Thread-local vectors: the parallel region below reads them through these pointers.)
+    thread_local std::vector<float> scratch[7];
     auto take = [&](size_t i, int64_t n) {
       scratch[i].resize(std::max(scratch[i].size(), static_cast<size_t>(n)));
       return scratch[i].data();
     };
-    float *xw = take(0, T * B * G * H), *hr = take(1, B * G * H), *h = take(2, B * H),
-          *c = take(3, B * H), *rh = take(4, B * H);
+    const int64_t GH = G * H;
+    const float* zero = zeros(std::max(GH, 3 * H)); // a missing bias, peepholes or state
+    float *xw = take(0, T * B * GH), *hr = take(1, B * GH), *h_even = take(2, B * H),
+          *h_odd = take(3, B * H), *c = take(4, B * H), *rh = take(5, B * H);
+    // The steps' threads, each its share of the hidden units (multiples of 16), in every gate:
+    // a step's gates then need only its own columns of H R^T, and a barrier ends the step (the
+    // GRU without linear_before_reset: one more, before r * H's product).
+    int64_t threads = omp_get_max_threads();
+    int64_t share = (H + threads - 1) / threads;
+    share = std::max<int64_t>(16, (share + 15) / 16 * 16);
+    if (B * GH * H < kParallelStep) share = std::max<int64_t>(H, 1);
+    threads = std::max<int64_t>(1, (H + share - 1) / share);
+    static const std::pair<Product, int64_t> kernel = product_kernel();
+    const Product product = kernel.first;
+    const int64_t width = kernel.second;
+    const int64_t per_gate = (share + width - 1) / width * width * H; // a gate's panels
+    float* panels = take(6, threads * G * per_gate);
     for (int64_t d = 0; d < D; ++d) {
       bool reverse = a_.direction == RnnDirection::kReverse || d == 1;
-      const float* w = in(s_.w) + d * G * H * input_;
-      const float* r = in(s_.r) + d * G * H * H;
-      const float* bias = s_.bias >= 0 ? in(s_.bias) + d * 2 * G * H : nullptr;
-      const float* p = s_.peepholes >= 0 ? in(s_.peepholes) + d * 3 * H : nullptr;
-      const RnnActivation* f = &a_.activations[static_cast<size_t>(d) * per_direction()];
+      const float* w = in(s_.w) + d * GH * input_;
+      const float* r = in(s_.r) + d * GH * H;
+      const float* bias = s_.bias >= 0 ? in(s_.bias) + d * 2 * GH : nullptr;
+      const float* rb = bias ? bias + GH : zero;
+      const float* p = s_.peepholes >= 0 ? in(s_.peepholes) + d * 3 * H : zero;
+      const Activations act{&a_.activations[static_cast<size_t>(d) * per_direction()],
+                            a_.clip ? *a_.clip : std::numeric_limits<float>::infinity()};
       // X W^T + Wb (+ Rb but for the GRU, whose reset gate scales Rbh), rows in X's order.
-      if (!times_transposed(T * B, G * H, input_, in(s_.x), input_, w, xw, G * H))
+      if (!times_transposed(T * B, GH, input_, in(s_.x), input_, w, xw, GH))
         return Status::error("oneDNN's sgemm failed on the recurrent call's input projection");
-      if (bias) {
-#pragma omp parallel for schedule(static) if (T * B * G * H >= kParallelWork)
-        for (int64_t row = 0; row < T * B; ++row) {
-          float* x = xw + row * G * H;
-          for (int64_t j = 0; j < G * H; ++j)
-            x[j] += bias[j] + (cell_ == Cell::kGru ? 0.0f : bias[G * H + j]);
-        }
-      }
+      if (bias) add_biases(xw, T * B, GH, bias, cell_ == Cell::kGru ? zero : bias + GH);
       for (int64_t b = 0; b < B; ++b) {
         const float* h0 = in(s_.h0);
         const float* c0 = in(s_.c0);
         int64_t at = state_at(d, b, B);
-        std::copy_n(h0 ? h0 + at : zeros(H), H, h + b * H);
-        std::copy_n(c0 ? c0 + at : zeros(H), H, c + b * H);
+        std::copy_n(h0 ? h0 + at : zero, H, h_even + b * H);
+        std::copy_n(c0 ? c0 + at : zero, H, c + b * H);
       }
-      for (int64_t k = 0; k < T; ++k) {
-        // H R^T; the GRU without linear_before_reset takes only z's and r's here.
-        bool split = cell_ == Cell::kGru && !a_.linear_before_reset;
-        if (!times_transposed(B, split ? 2 * H : G * H, H, h, H, r, hr, G * H))
-          return Status::error("oneDNN's sgemm failed on a recurrent step");
-        auto row = [&](int64_t b) -> std::optional<int64_t> { // the entry's time index
-          int64_t len = lens[static_cast<size_t>(b)];
-          if (k >= len) return std::nullopt;
-          return reverse ? len - 1 - k : k;
-        };
-        if (split) { // r * H, then times Rh^T
-#pragma omp parallel for schedule(static) if (B * H >= kParallelWork)
-          for (int64_t b = 0; b < B; ++b) {
-            std::optional<int64_t> t = row(b);
-            if (!t) continue;
-            reset_gate(xw + x_row(*t, b, T, B) * G * H, hr + b * G * H, bias, f, h + b * H,
-                       rh + b * H);
+      auto row = [&](int64_t b, int64_t k) -> std::optional<int64_t> { // the entry's time index
+        int64_t len = lens[static_cast<size_t>(b)];
+        if (k >= len) return std::nullopt;
+        return reverse ? len - 1 - k : k;
+      };
+      // The GRU without linear_before_reset takes only z's and r's columns from H.
+      const bool split = cell_ == Cell::kGru && !a_.linear_before_reset;
+      const int64_t from_h = split ? 2 : G;
+#pragma omp parallel num_threads(static_cast <int>(threads))
+      {
+        const int64_t u0 = omp_get_thread_num() * share,
+                      n = std::max<int64_t>(0, std::min(H, u0 + share) - u0);
+        // This thread's columns of R^T, packed by it (into its caches).
+        float* mine = panels + omp_get_thread_num() * G * per_gate;
+        for (int64_t g = 0; g < G; ++g)
+          pack_panels(r, H, g * H + u0, n, width, mine + g * per_gate);
+        float *hc = h_even, *hn = h_odd;
+        for (int64_t k = 0; k < T; ++k) {
+          if (n > 0) {
+            for (int64_t g = 0; g < from_h; ++g)
+              product(hc, H, B, mine + g * per_gate, H, hr + g * H + u0, GH, n);
           }
-          if (!times_transposed(B, H, H, rh, H, r + 2 * H * H, hr + 2 * H, G * H))
-            return Status::error("oneDNN's sgemm failed on a recurrent step");
-        }
-#pragma omp parallel for schedule(static) if (B * G * H >= kParallelWork)
-        for (int64_t b = 0; b < B; ++b) {
-          std::optional<int64_t> t = row(b);
-          if (!t) continue;
-          step(xw + x_row(*t, b, T, B) * G * H, hr + b * G * H, bias, p, f, h + b * H, c + b * H);
-          if (y) std::copy_n(h + b * H, H, y + y_at(*t, d, b, T, B));
+          auto gates = [&](int64_t b, int64_t t) {
+            return Gates{xw + x_row(t, b, T, B) * GH + u0,
+                         hr + b * GH + u0,
+                         rb + u0,
+                         p + u0,
+                         hc + b * H + u0,
+                         hn + b * H + u0,
+                         c + b * H + u0,
+                         n,
+                         H};
+          };
+          if (split) { // r * H, then times Rh^T
+            for (int64_t b = 0; b < B && n > 0; ++b) {
+              if (std::optional<int64_t> t = row(b, k))
+                gru_reset_gate(gates(b, *t), act, rh + b * H + u0);
+            }
+#pragma omp barrier
+            if (n > 0) product(rh, H, B, mine + 2 * per_gate, H, hr + 2 * H + u0, GH, n);
+          }
+          for (int64_t b = 0; b < B && n > 0; ++b) {
+            std::optional<int64_t> t = row(b, k);
+            if (!t) { // past the entry's length: its state stays
+              std::copy_n(hc + b * H + u0, n, hn + b * H + u0);
+              continue;
+            }
+            Gates s = gates(b, *t);
+            switch (cell_) {
+              case Cell::kRnn: rnn_step(s, act); break;
+              case Cell::kGru: gru_step(s, act, a_.linear_before_reset); break;
+              case Cell::kLstm: lstm_step(s, act, a_.input_forget); break;
+            }
+            if (y) std::copy_n(hn + b * H + u0, n, y + y_at(*t, d, b, T, B) + u0);
+          }
+#pragma omp barrier
+          std::swap(hc, hn);
         }
       }
+      const float* h = T % 2 == 0 ? h_even : h_odd;
       for (int64_t b = 0; b < B; ++b) {
         if (float* y_h = out(s_.y_h)) std::copy_n(h + b * H, H, y_h + state_at(d, b, B));
         if (float* y_c = out(s_.y_c)) std::copy_n(c + b * H, H, y_c + state_at(d, b, B));
@@ -183,12 +466,13 @@ public:
   }
 
   std::string describe() const override {
-    return fmt::format("Weft's {} steps ({} directions, hidden {}, oneDNN's sgemm)", op_,
-                       directions(), hidden_);
+    return fmt::format("Weft's {} steps ({} directions, hidden {})", op_, directions(), hidden_);
   }
 
 private:
   static constexpr int64_t kParallelWork = 32768;
+  // A step of fewer multiply-adds than this (batch x gates x hidden^2) runs on one thread.
+  static constexpr int64_t kParallelStep = 65536;
 
   int64_t gates() const { return cell_ == Cell::kRnn ? 1 : cell_ == Cell::kGru ? 3 : 4; }
   int64_t directions() const { return a_.direction == RnnDirection::kBidirectional ? 2 : 1; }
@@ -211,94 +495,6 @@ private:
     thread_local std::vector<float> z;
     if (static_cast<int64_t>(z.size()) < n) z.assign(static_cast<size_t>(n), 0.0f);
     return z.data();
-  }
-
-  float rb(const float* bias, int64_t j) const { // Rb's element j (the GRU's)
-    return bias ? bias[gates() * hidden_ + j] : 0.0f;
-  }
-
-  void activate(RnnActivation fn, float* v, int64_t n, bool clip = true) const {
-    float bound = clip && a_.clip ? *a_.clip : std::numeric_limits<float>::infinity();
-    activate_all(fn, v, n, bound);
-  }
-
-  // The GRU's reset gate r for its step without linear_before_reset, into g[H, 2H), and
-  // r * h into "rh" (the next product's operand).
-  void reset_gate(const float* x, float* g, const float* bias, const RnnActivation* f,
-                  const float* h, float* rh) const {
-    const int64_t H = hidden_;
-    float* r = g + H;
-#pragma omp simd
-    for (int64_t j = 0; j < H; ++j)
-      r[j] += x[H + j] + rb(bias, H + j);
-    activate(f[0], r, H);
-#pragma omp simd
-    for (int64_t j = 0; j < H; ++j)
-      rh[j] = r[j] * h[j];
-  }
-
-  // One entry's step: "x" its projection (gates x H), "g" its state times R^T (with a GRU
-  // without linear_before_reset, r from reset_gate and Rh's part times r * H), which the
-  // gates take over; "h" and "c" its state, updated in place.
-  void step(const float* x, float* g, const float* bias, const float* p, const RnnActivation* f,
-            float* h, float* c) const {
-    const int64_t H = hidden_;
-    switch (cell_) {
-      case Cell::kRnn:
-#pragma omp simd
-        for (int64_t j = 0; j < H; ++j)
-          g[j] += x[j];
-        activate(f[0], g, H);
-        std::copy_n(g, H, h);
-        return;
-      case Cell::kGru: { // z, r, n; H' = n + z (H - n)
-        float *z = g, *r = g + H, *n = g + 2 * H;
-        bool linear = a_.linear_before_reset;
-#pragma omp simd
-        for (int64_t j = 0; j < (linear ? 2 * H : H); ++j)
-          g[j] += x[j] + rb(bias, j);
-        activate(f[0], g, linear ? 2 * H : H);
-#pragma omp simd
-        for (int64_t j = 0; j < H; ++j)
-          n[j] = linear ? x[2 * H + j] + r[j] * (n[j] + rb(bias, 2 * H + j))
-                        : x[2 * H + j] + n[j] + rb(bias, 2 * H + j);
-        activate(f[1], n, H);
-#pragma omp simd
-        for (int64_t j = 0; j < H; ++j)
-          h[j] = n[j] + z[j] * (h[j] - n[j]);
-        return;
-      }
-      case Cell::kLstm: { // i, o, f, c; peepholes i, o, f
-        float *i = g, *o = g + H, *forget = g + 2 * H, *cell = g + 3 * H;
-#pragma omp simd
-        for (int64_t j = 0; j < H; ++j) {
-          i[j] += x[j] + (p ? p[j] * c[j] : 0.0f);
-          forget[j] += x[2 * H + j] + (p ? p[2 * H + j] * c[j] : 0.0f);
-          cell[j] += x[3 * H + j];
-        }
-        activate(f[0], i, H);
-        if (a_.input_forget) {
-#pragma omp simd
-          for (int64_t j = 0; j < H; ++j)
-            forget[j] = 1.0f - i[j];
-        } else {
-          activate(f[0], forget, H);
-        }
-        activate(f[1], cell, H);
-#pragma omp simd
-        for (int64_t j = 0; j < H; ++j) {
-          c[j] = forget[j] * c[j] + i[j] * cell[j];
-          o[j] += x[H + j] + (p ? p[H + j] * c[j] : 0.0f);
-        }
-        activate(f[0], o, H);
-        std::copy_n(c, H, cell);
-        activate(f[2], cell, H, false); // (h(C) is not clipped)
-#pragma omp simd
-        for (int64_t j = 0; j < H; ++j)
-          h[j] = o[j] * cell[j];
-        return;
-      }
-    }
   }
 
   Op op_;
