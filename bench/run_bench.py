@@ -420,6 +420,7 @@ def markdown(r):
                             ("onnx_ops_bench", "onnx_ops_results.json"), ("math_bench", "math_results.json"),
                             ("dynamic_bench", "dynamic_results.json"), ("cnn_bench", "cnn_results.json"),
                             ("sequence_bench", "sequence_results.json"),
+                            ("recurrent_bench", "recurrent_results.json"),
                             ("yolo_bench", "yolo_results.json"), ("image_bench", "image_results.json"),
                             ("diffusion_bench", "diffusion_results.json"),
                             ("zoo_bench", "zoo_results.json"), ("det_bench", "det_results.json"),

@@ -1,12 +1,14 @@
-"""RNN, GRU and LSTM, which Weft unrolls over time steps (expand_recurrent) or, over a
-symbolic or long sequence, runs as the CPU's recurrent call (library/recurrent_call.h), run
-with `weft run` and compared (rtol 1e-4, atol 1e-5) with:
+"""RNN, GRU and LSTM, which the CPU runs as Weft's recurrent call (library/recurrent_call.h)
+and other devices unroll over time steps (expand_recurrent; on the CPU with WEFT_ONEDNN=0),
+run with `weft run` and compared (rtol 1e-4, atol 1e-5) with:
 - a NumPy reading of the ONNX spec, one batch entry at a time, on the forms the backend test
   cases leave out: reverse and bidirectional with sequence_lens, layout 1 with initial
   states, clip, GRU without linear_before_reset, LSTM input_forget, Relu, empty sequences
-  and batches; each form also over 300 steps (the call), and, through the Python module
-  when it imports, compiled once over a symbolic sequence and batch and run at three shapes
-  (the call);
+  and batches; each form also unrolled, and over 300 steps, and, through the Python module
+  when it imports, compiled once over a symbolic sequence and batch and run at three shapes;
+  a wide one (whose steps run in parallel) under OMP_THREAD_LIMIT=1 (Weft then asks for one
+  thread: oneDNN's sgemm, which the call's projection is, partitions its work by the threads
+  asked for, and had left half of it unwritten);
 - PyTorch (when installed): an LSTM and a GRU exported with torch.onnx (rtol 1e-3, atol 1e-4).
 
 Usage: recurrent_test.py WEFT_BINARY
@@ -84,13 +86,14 @@ def reference(op, a, X, W, R, B=None, lens=None, h0=None, c0=None, P=None):
     return Y, Yh, Yc
 
 
-def run_weft(weft, tmp, name, path, inputs):
+def run_weft(weft, tmp, name, path, inputs, env=None):
     args = [weft, "run", path, "--output-dir", os.path.join(tmp, name + "_out")]
     for key, value in inputs.items():
         file = os.path.join(tmp, f"{name}_{key}.npy")
         np.save(file, value)
         args += ["--input", f"{key}={file}"]
-    r = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(args, capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, **(env or {})))
     assert r.returncode == 0, f"{name}: {r.stderr}"
     return lambda out: np.load(os.path.join(tmp, name + "_out", out + ".npy"))
 
@@ -158,24 +161,27 @@ def expected(op, attrs, values):
                      values.get("initial_c"), values.get("P"))
 
 
+UNROLLED = {"WEFT_ONEDNN": "0"}  # no library calls on the CPU: the recurrence unrolls
+
+
 def check_spec(weft, tmp, name, op, attrs, seq=4, batch=3, size=2, hidden=3, with_b=True,
-               lens=None, initial=False, peepholes=False, module=None):
-    """The form at "seq" steps (unrolled), at 300 (the call; sequence_lens scaled), and,
-    with the Python module, once over symbols at three shapes."""
+               lens=None, initial=False, peepholes=False, module=None, envs=({}, UNROLLED)):
+    """The form at "seq" steps (the call, then unrolled: "envs"), at 300 (sequence_lens
+    scaled), and, with the Python module, once over symbols at three shapes."""
     rng = np.random.default_rng(len(name))
-    forms = [(seq, lens)]
+    forms = [(seq, lens, env) for env in envs]
     if seq > 0:
-        forms.append((300, None if lens is None else [n * 75 for n in lens]))
-    for steps, lengths in forms:
+        forms.append((300, None if lens is None else [n * (300 // seq) for n in lens], {}))
+    for steps, lengths, env in forms:
         values = spec_values(rng, op, attrs, steps, batch, size, hidden, with_b, lengths,
                              initial, peepholes)
         model, outputs = spec_model(name, op, attrs, values, hidden)
         path = os.path.join(tmp, f"{name}_{steps}.onnx")
         onnx.save(model, path)
-        got = run_weft(weft, tmp, f"{name}_{steps}", path, values)
+        got = run_weft(weft, tmp, f"{name}_{steps}", path, values, env)
         for out, want in zip(outputs, expected(op, attrs, values)):
             np.testing.assert_allclose(got(out), want, rtol=1e-4, atol=1e-5,
-                                       err_msg=f"{name} over {steps} steps: {out}")
+                                       err_msg=f"{name} over {steps} steps {env}: {out}")
     if module is not None and seq > 0 and batch > 0:
         shapes = [(seq, batch, lens), (7, 2, None if lens is None else [7, 3]), (1, 4, None)]
         compiled = None
@@ -253,9 +259,13 @@ def main():
                    initial=True, module=module)
         check_spec(weft, tmp, "gru_an_entry_of_length_0", "GRU", {"direction": "bidirectional"},
                    lens=[4, 0, 2], initial=True, module=module)
-        # Wide enough that the call's gates run in parallel over the batch.
+        # Wide enough that the call's steps run in parallel, each thread its share of the
+        # hidden units; then under a thread limit of one.
         check_spec(weft, tmp, "lstm_wide_batch", "LSTM", {}, batch=64, size=8, hidden=128,
                    initial=True, module=module)
+        check_spec(weft, tmp, "gru_wide_one_thread_a_team", "GRU", {}, seq=9, batch=16, size=8,
+                   hidden=200, lens=[9] * 8 + [5] * 8, initial=True,
+                   envs=({"OMP_THREAD_LIMIT": "1"},))
         check_torch(weft, tmp)
 
 

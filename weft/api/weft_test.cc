@@ -7,6 +7,7 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <omp.h>
 #include <unistd.h>
 
 #include "tests/testing/onnx_text.h"
@@ -516,6 +517,39 @@ TEST(Api, DynamicShapesFallBackPerShape) {
       EXPECT_EQ(out[0].data_as<float>()[i], x[i]);
   }
   EXPECT_EQ(m.compiled_variants(), 2u);
+}
+
+// A caller that runs models from its own OpenMP threads: each run's parallel regions are
+// nested, teams of one thread where omp_get_max_threads() says more. The LSTM's recurrent
+// call splits its steps into shares of the hidden units for that many threads; the one thread
+// takes them all (only the first share had been computed: every other unit wrong).
+TEST(Api, RecurrentCallInsideTheCallersParallelRegion) {
+  const int64_t steps = 5, batch = 16, in = 8, hidden = 64;
+  Model m = Model::compile_bytes(testing::model_bytes(R"(
+    <ir_version: 8, opset_import: ["" : 14]>
+    g (float[5,16,8] x, float[1,256,8] w, float[1,256,64] r) => (float[5,1,16,64] y) {
+      y = LSTM <hidden_size = 64> (x, w, r)
+    })"));
+  std::vector<float> x = iota(steps * batch * in, 0.3f), w = iota(4 * hidden * in, 0.05f),
+                     r = iota(4 * hidden * hidden, 0.01f);
+  auto run = [&] {
+    return m.run({HostTensor::view(ElementType::kF32, {steps, batch, in}, x.data()),
+                  HostTensor::view(ElementType::kF32, {1, 4 * hidden, in}, w.data()),
+                  HostTensor::view(ElementType::kF32, {1, 4 * hidden, hidden}, r.data())});
+  };
+  std::vector<HostTensor> alone = run();
+  const float* want = alone[0].data_as<float>();
+  const size_t n = static_cast<size_t>(steps * batch * hidden);
+  std::vector<int> failures(2, 0);
+#pragma omp parallel num_threads(2)
+  {
+    std::vector<HostTensor> nested = run();
+    const float* got = nested[0].data_as<float>();
+    for (size_t k = 0; k < n; ++k)
+      failures[static_cast<size_t>(omp_get_thread_num())] +=
+          std::abs(got[k] - want[k]) > 1e-5f * (1 + std::abs(want[k]));
+  }
+  EXPECT_EQ(failures, std::vector<int>(2, 0));
 }
 
 } // namespace

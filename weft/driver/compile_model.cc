@@ -231,6 +231,8 @@ Result<CompiledModel> compile(const ModelSource& model, const Graph* pipeline,
   if (quantized) WEFT_RETURN_IF_ERROR(refold(graph, "quantized forms"));
   WEFT_ASSIGN_OR_RETURN(bool experts, stages::moe_forms(graph, settings));
   if (experts) WEFT_RETURN_IF_ERROR(refold(graph, "moe forms"));
+  WEFT_ASSIGN_OR_RETURN(bool unrolled, stages::recurrent_forms(graph, settings));
+  if (unrolled) WEFT_RETURN_IF_ERROR(refold(graph, "recurrent forms"));
   observe("specialize", graph);
   if (stages::cuda_library_calls(settings)) {
     WEFT_ASSIGN_OR_RETURN(bool widened, narrow_in_f32(graph, {Op::kConv, Op::kMatMul, Op::kGemm}));

@@ -255,6 +255,8 @@ Stages::build_symbolic_rest(const std::vector<Tensor>& inputs, const std::vector
   WEFT_RETURN_IF_ERROR(stages::run_host_ops(g)); // a Loop whose trip count folded unrolls
   CompileSettings settings = settings_;
   settings.dynamic_shapes = true;
+  WEFT_ASSIGN_OR_RETURN(bool unrolled, stages::recurrent_forms(g, settings));
+  if (unrolled) WEFT_RETURN_IF_ERROR(refold(g, "recurrent forms"));
   auto model = std::make_shared<CompiledModel>();
   stages::PhaseTimer timer(&model->phases);
   stages::Dumper no_dump("");
@@ -316,6 +318,8 @@ Result<std::shared_ptr<const CompiledModel>> Stages::next_stage(const std::vecto
   }
   WEFT_RETURN_IF_ERROR(refold(graph, "handed over"));
   WEFT_RETURN_IF_ERROR(stages::run_host_ops(graph));
+  WEFT_ASSIGN_OR_RETURN(bool unrolled, stages::recurrent_forms(graph, settings));
+  if (unrolled) WEFT_RETURN_IF_ERROR(refold(graph, "recurrent forms"));
   auto next = std::make_shared<CompiledModel>();
   stages::PhaseTimer timer(&next->phases);
   stages::Dumper no_dump("");

@@ -5,6 +5,7 @@
 #include "weft/driver/stages.h"
 #include "weft/graph/op_table.h"
 #include "weft/graph/passes/expand_moe.h"
+#include "weft/graph/passes/expand_recurrent.h"
 #include "weft/graph/passes/quantized_in_float.h"
 #include "weft/graph/passes/quantized_products.h"
 #include "weft/kernel/lower_node.h"
@@ -74,6 +75,12 @@ Result<bool> moe_forms(Graph& graph, const CompileSettings& settings) {
   return expand_moe(graph, [&](const Node& moe) {
     return cpu_call && library::moe_call_takes(moe, sole_reader);
   });
+}
+
+Result<bool> recurrent_forms(Graph& graph, const CompileSettings& settings) {
+  bool cpu_call = onednn_calls(settings);
+  return unroll_recurrent(graph,
+                          [&](const Node& n) { return cpu_call && library::runs_recurrent(n); });
 }
 
 namespace {

@@ -83,6 +83,11 @@ Result<bool> quantized_forms(Graph& graph, const CompileSettings& settings);
 // whether the graph changed.
 Result<bool> moe_forms(Graph& graph, const CompileSettings& settings);
 
+// RNN, GRU and LSTM in the form for the device: kept for the CPU's recurrent call where it
+// takes the node (library/recurrent_call.h), unrolled elsewhere
+// (graph/passes/expand_recurrent.h); whether the graph changed.
+Result<bool> recurrent_forms(Graph& graph, const CompileSettings& settings);
+
 struct LibrarySelection {
   std::map<const Node*, library::LibraryCall> calls; // by the node that heads each call
   std::set<const Node*> absorbed;                    // nodes the calls took besides their own

@@ -34,9 +34,11 @@ float apply(RnnActivation fn, float v) {
 
 // "fn" over n gate inputs in place, each clipped into [-clip, clip] first; the switch outside
 // the loops, which vectorize (omp simd and -fno-trapping-math: -O2 left them scalar, 2 ns an
-// element), on the widest vectors the CPU has.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void
-activate_all(RnnActivation fn, float* v, int64_t n, float clip) {
+// element), on the widest vectors the CPU has: inlined into the multiversioned gate functions
+// below (a call of its own per gate and entry, through its own dispatch, had cost a quarter
+// of the gates' time at batch 32).
+__attribute__((always_inline)) inline void activate_all(RnnActivation fn, float* v, int64_t n,
+                                                        float clip) {
   if (clip < std::numeric_limits<float>::infinity()) {
 #pragma omp simd
     for (int64_t j = 0; j < n; ++j)
@@ -203,7 +205,8 @@ struct Gates {
 struct Activations {
   const RnnActivation* f;
   float clip;
-  void operator()(int i, float* v, int64_t n, bool clipped = true) const {
+  __attribute__((always_inline)) void operator()(int i, float* v, int64_t n,
+                                                 bool clipped = true) const {
     activate_all(f[i], v, n, clipped ? clip : std::numeric_limits<float>::infinity());
   }
 };
@@ -407,19 +410,27 @@ public:
       const int64_t from_h = split ? 2 : G;
 #pragma omp parallel num_threads(static_cast <int>(threads))
       {
-        const int64_t u0 = omp_get_thread_num() * share,
-                      n = std::max<int64_t>(0, std::min(H, u0 + share) - u0);
-        // This thread's columns of R^T, packed by it (into its caches).
-        float* mine = panels + omp_get_thread_num() * G * per_gate;
-        for (int64_t g = 0; g < G; ++g)
-          pack_panels(r, H, g * H + u0, n, width, mine + g * per_gate);
+        // A team smaller than asked for (nested in another, or a thread limit) takes the
+        // shares in turn.
+        const int64_t team = omp_get_num_threads(), me = omp_get_thread_num();
+        auto each_share = [&](auto&& work) {
+          for (int64_t s = me; s < threads; s += team) {
+            int64_t u0 = s * share, n = std::min(H, u0 + share) - u0;
+            if (n > 0) work(u0, n, panels + s * G * per_gate);
+          }
+        };
+        // Each share's columns of R^T, packed by its thread (into its caches).
+        each_share([&](int64_t u0, int64_t n, float* mine) {
+          for (int64_t g = 0; g < G; ++g)
+            pack_panels(r, H, g * H + u0, n, width, mine + g * per_gate);
+        });
         float *hc = h_even, *hn = h_odd;
         for (int64_t k = 0; k < T; ++k) {
-          if (n > 0) {
+          each_share([&](int64_t u0, int64_t n, const float* mine) {
             for (int64_t g = 0; g < from_h; ++g)
               product(hc, H, B, mine + g * per_gate, H, hr + g * H + u0, GH, n);
-          }
-          auto gates = [&](int64_t b, int64_t t) {
+          });
+          auto gates = [&](int64_t b, int64_t t, int64_t u0, int64_t n) {
             return Gates{xw + x_row(t, b, T, B) * GH + u0,
                          hr + b * GH + u0,
                          rb + u0,
@@ -431,27 +442,33 @@ public:
                          H};
           };
           if (split) { // r * H, then times Rh^T
-            for (int64_t b = 0; b < B && n > 0; ++b) {
-              if (std::optional<int64_t> t = row(b, k))
-                gru_reset_gate(gates(b, *t), act, rh + b * H + u0);
-            }
+            each_share([&](int64_t u0, int64_t n, const float*) {
+              for (int64_t b = 0; b < B; ++b) {
+                if (std::optional<int64_t> t = row(b, k))
+                  gru_reset_gate(gates(b, *t, u0, n), act, rh + b * H + u0);
+              }
+            });
 #pragma omp barrier
-            if (n > 0) product(rh, H, B, mine + 2 * per_gate, H, hr + 2 * H + u0, GH, n);
+            each_share([&](int64_t u0, int64_t n, const float* mine) {
+              product(rh, H, B, mine + 2 * per_gate, H, hr + 2 * H + u0, GH, n);
+            });
           }
-          for (int64_t b = 0; b < B && n > 0; ++b) {
-            std::optional<int64_t> t = row(b, k);
-            if (!t) { // past the entry's length: its state stays
-              std::copy_n(hc + b * H + u0, n, hn + b * H + u0);
-              continue;
+          each_share([&](int64_t u0, int64_t n, const float*) {
+            for (int64_t b = 0; b < B; ++b) {
+              std::optional<int64_t> t = row(b, k);
+              if (!t) { // past the entry's length: its state stays
+                std::copy_n(hc + b * H + u0, n, hn + b * H + u0);
+                continue;
+              }
+              Gates s = gates(b, *t, u0, n);
+              switch (cell_) {
+                case Cell::kRnn: rnn_step(s, act); break;
+                case Cell::kGru: gru_step(s, act, a_.linear_before_reset); break;
+                case Cell::kLstm: lstm_step(s, act, a_.input_forget); break;
+              }
+              if (y) std::copy_n(hn + b * H + u0, n, y + y_at(*t, d, b, T, B) + u0);
             }
-            Gates s = gates(b, *t);
-            switch (cell_) {
-              case Cell::kRnn: rnn_step(s, act); break;
-              case Cell::kGru: gru_step(s, act, a_.linear_before_reset); break;
-              case Cell::kLstm: lstm_step(s, act, a_.input_forget); break;
-            }
-            if (y) std::copy_n(hn + b * H + u0, n, y + y_at(*t, d, b, T, B) + u0);
-          }
+          });
 #pragma omp barrier
           std::swap(hc, hn);
         }

@@ -69,7 +69,13 @@ void set_host_threads(int n) {
   // OMP_NUM_THREADS, else the CPUs, capped by a cgroup's CPU quota: read once.
   static const int loaded = default_host_threads();
   int fallback = default_threads.load();
-  omp_set_num_threads(n > 0 ? n : fallback > 0 ? fallback : loaded);
+  // At most OMP_THREAD_LIMIT: teams then have the threads that omp_get_max_threads() says,
+  // which oneDNN's sgemm partitions its work by (under OMP_THREAD_LIMIT=1, 2 threads asked
+  // for, it left half of a [144, 800] product unwritten).
+  omp_set_num_threads(std::min(n > 0          ? n
+                               : fallback > 0 ? fallback
+                                              : loaded,
+                               omp_get_thread_limit()));
 }
 
 void set_default_host_threads(int n) {

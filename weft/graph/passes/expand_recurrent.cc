@@ -55,12 +55,6 @@ public:
       lens_ = nullptr;
   }
 
-  // Whether the node is left for the CPU's recurrent call (library/recurrent_call.h): a
-  // sequence longer than kMaxUnrolledSteps, of f32 values.
-  bool left() const {
-    return steps_ > kMaxUnrolledSteps && node_.inputs[0]->type.dtype == DType::kF32;
-  }
-
   // Why the node cannot be unrolled, or ok.
   Status check() const {
     if (steps_ > kMaxUnrolledSteps)
@@ -286,14 +280,13 @@ private:
 
 } // namespace
 
-Status expand_recurrent(Graph& graph) {
+Result<bool> unroll_recurrent(Graph& graph, const std::function<bool(const Node&)>& keep) {
   std::vector<Node*> nodes;
   for (const auto& n : graph.nodes()) {
-    if (is_recurrent(*n) && inputs_static(*n)) nodes.push_back(n.get());
+    if (is_recurrent(*n) && inputs_static(*n) && !keep(*n)) nodes.push_back(n.get());
   }
   for (Node* node : nodes) {
     Unroller unroller(graph, *node);
-    if (unroller.left()) continue;
     WEFT_RETURN_IF_ERROR(unroller.check().with_location(location_of(graph, *node)));
     // The new nodes define the node's output values, so that their names stay.
     std::vector<Value*> outputs = node->outputs;
@@ -305,7 +298,14 @@ Status expand_recurrent(Graph& graph) {
     graph.remove_nodes_if([&](const Node& n) { return &n == node; });
   }
   // The slices of the weights fold when the weights are constant.
-  return nodes.empty() ? Status() : fold_constants(graph);
+  if (!nodes.empty()) WEFT_RETURN_IF_ERROR(fold_constants(graph));
+  return !nodes.empty();
+}
+
+Status expand_recurrent(Graph& graph) {
+  return unroll_recurrent(graph,
+                          [](const Node& n) { return n.inputs[0]->type.dtype == DType::kF32; })
+      .status();
 }
 
 } // namespace weft

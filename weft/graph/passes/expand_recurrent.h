@@ -9,16 +9,18 @@
 // Concat.
 //
 // Requires: a verified graph with inferred shapes.
-// Guarantees: every RNN, GRU and LSTM node whose inputs have static shapes is replaced, and
-// the slices it takes of constant weights are folded; the values it defined keep their names
-// and are now defined by the new nodes. Nodes with dims known only at run time are left for
-// after specialization, and those of f32 values over more than kMaxUnrolledSteps steps for
-// the CPU's recurrent call (library/recurrent_call.h). A node is refused, with an error naming
-// it, when its sequence is longer than kMaxUnrolledSteps otherwise, or when it has a
-// sequence_lens input below opset 10 (the masking needs Where and ReverseSequence).
+// Guarantees: every RNN, GRU and LSTM node whose inputs have static shapes is replaced, but
+// those of f32 values, and the slices it takes of constant weights are folded; the values it
+// defined keep their names and are now defined by the new nodes. Nodes of f32 values wait for
+// the compile's device (driver/stages.h: recurrent_forms), where the CPU's recurrent call
+// (library/recurrent_call.h) takes them and other devices unroll them; nodes with dims known
+// only at run time are left for after specialization. A node is refused, with an error naming
+// it, when its sequence is longer than kMaxUnrolledSteps, or when it has a sequence_lens input
+// below opset 10 (the masking needs Where and ReverseSequence).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "weft/graph/graph.h"
 #include "weft/support/status.h"
@@ -30,5 +32,9 @@ namespace weft {
 inline constexpr int64_t kMaxUnrolledSteps = 256;
 
 Status expand_recurrent(Graph& graph);
+
+// Unrolls, as expand_recurrent does, every recurrent node whose inputs have static shapes but
+// those "keep" takes; whether it unrolled any.
+Result<bool> unroll_recurrent(Graph& graph, const std::function<bool(const Node&)>& keep);
 
 } // namespace weft

@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "tests/testing/onnx_text.h"
@@ -11,9 +12,11 @@ using testing::count_ops;
 using testing::graph_from_text;
 using testing::print_body;
 
+// The unrolling of every node (as on CUDA: the graph pass leaves f32 nodes for the device's
+// choice, recurrent_forms).
 std::string expand(const std::string& model) {
   Graph g = graph_from_text(model);
-  Status s = expand_recurrent(g);
+  Status s = unroll_recurrent(g, [](const Node&) { return false; }).status();
   EXPECT_TRUE(s.ok()) << s.to_string();
   Status v = verify_graph(g, "expand_recurrent");
   EXPECT_TRUE(v.ok()) << v.to_string();
@@ -100,17 +103,23 @@ TEST(ExpandRecurrent, GruBatchMajorKeepsOutputNames) {
   EXPECT_NE(body.find("%h: f32[2,1,3] = Unsqueeze("), std::string::npos) << body;
 }
 
-// Past kMaxUnrolledSteps, an f32 node is left for the CPU's recurrent call; a node of another
-// dtype is refused.
-TEST(ExpandRecurrent, LeavesOrRefusesOverlongSequences) {
-  Graph left = graph_from_text(R"(
-    <ir_version: 8, opset_import: ["" : 14]>
-    g (float[2000,1,1] x, float[1,1,1] w, float[1,1,1] r) => (float[1,1,1] h) {
-      y, h = RNN <hidden_size = 1> (x, w, r)
-    })");
-  ASSERT_TRUE(expand_recurrent(left).ok());
-  ASSERT_EQ(left.nodes().size(), 1u);
-  EXPECT_EQ(left.nodes()[0]->op_type, Op::kRNN);
+// The graph pass leaves f32 nodes, of any length, for the device's choice (the CPU's recurrent
+// call takes them); it unrolls those of other dtypes, and refuses them past kMaxUnrolledSteps,
+// as unrolling refuses f32 ones.
+TEST(ExpandRecurrent, LeavesF32NodesOrRefusesOverlongSequences) {
+  for (const char* steps : {"2", "2000"}) {
+    Graph left = graph_from_text(fmt::format(R"(
+      <ir_version: 8, opset_import: ["" : 14]>
+      g (float[{},1,1] x, float[1,1,1] w, float[1,1,1] r) => (float[1,1,1] h) {{
+        y, h = RNN <hidden_size = 1> (x, w, r)
+      }})",
+                                             steps));
+    ASSERT_TRUE(expand_recurrent(left).ok());
+    ASSERT_EQ(left.nodes().size(), 1u);
+    EXPECT_EQ(left.nodes()[0]->op_type, Op::kRNN);
+    Result<bool> unrolled = unroll_recurrent(left, [](const Node&) { return false; });
+    EXPECT_EQ(unrolled.ok(), std::string(steps) == "2");
+  }
   Graph g = graph_from_text(R"(
     <ir_version: 8, opset_import: ["" : 14]>
     g (double[2000,1,1] x, double[1,1,1] w, double[1,1,1] r) => (double[1,1,1] h) {
@@ -120,6 +129,13 @@ TEST(ExpandRecurrent, LeavesOrRefusesOverlongSequences) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("node 'RNN_0' (RNN, opset 14)"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("2000 steps"), std::string::npos) << s.message();
+  Graph short_double = graph_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 14]>
+    g (double[2,1,1] x, double[1,1,1] w, double[1,1,1] r) => (double[1,1,1] h) {
+      y, h = RNN <hidden_size = 1> (x, w, r)
+    })");
+  ASSERT_TRUE(expand_recurrent(short_double).ok());
+  EXPECT_EQ(count_ops(print_body(short_double), "RNN"), 0);
 }
 
 TEST(ExpandRecurrent, RefusesActivationsWithParameters) {
