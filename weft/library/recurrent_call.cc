@@ -74,87 +74,115 @@ bool times_transposed(int64_t m, int64_t n, int64_t k, const float* a, int64_t l
   return dnnl_sgemm('N', 'T', m, n, k, 1.0f, a, lda, b, k, 0.0f, c, ldc) == dnnl_success;
 }
 
-// A step's product of the states by R^T, for the columns one thread owns: c[r, j] = sum over
-// q of a[r, q] R^T[q, j], r < m, j < n, q < K, R^T's columns packed in panels (pack_panels).
-// Blocks of rows by a panel's columns, the accumulators in registers, each panel in L1 across
-// the row blocks. (oneDNN's sgemm per step, which forks and joins the threads at each call,
-// ran 1.1-1.6x ONNX Runtime's time: docs/library.md.)
 // GCC's vector types: the accumulators of a block as arrays of them, indexed by constants
 // after the loops unroll, stay in registers (plain float arrays went to the stack).
 typedef float V16 __attribute__((vector_size(64)));
 typedef float V8 __attribute__((vector_size(32)));
 
-template <class V, int kRows, int kVecs>
+// kRows rows of c (row stride ldc) over kPanels panels' columns ("cols" of them stored), the
+// panels K * kVecs vectors apart.
+template <class V, int kRows, int kVecs, int kPanels>
 __attribute__((always_inline)) inline void product_block(const float* a, int64_t lda,
                                                          const float* panel, int64_t K, float* c,
                                                          int64_t ldc, int64_t cols) {
-  constexpr int kLanes = sizeof(V) / sizeof(float);
-  V acc[kRows][kVecs] = {};
+  constexpr int kLanes = sizeof(V) / sizeof(float), kAcross = kPanels * kVecs;
+  V acc[kRows][kAcross] = {};
   for (int64_t q = 0; q < K; ++q) {
-    V b[kVecs];
-#pragma GCC unroll 4
-    for (int v = 0; v < kVecs; ++v)
-      std::memcpy(&b[v], panel + (q * kVecs + v) * kLanes, sizeof(V));
+    V b[kAcross];
+#pragma GCC unroll 8
+    for (int v = 0; v < kAcross; ++v)
+      std::memcpy(&b[v], panel + ((v / kVecs) * K * kVecs + q * kVecs + v % kVecs) * kLanes,
+                  sizeof(V));
 #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) {
       V x;
       for (int l = 0; l < kLanes; ++l) // (V{} + a[...] adds 0.0f, which GCC keeps)
         x[l] = a[r * lda + q];
-#pragma GCC unroll 4
-      for (int v = 0; v < kVecs; ++v)
+#pragma GCC unroll 8
+      for (int v = 0; v < kAcross; ++v)
         acc[r][v] += x * b[v];
     }
   }
   for (int r = 0; r < kRows; ++r) {
-    if (cols == kVecs * kLanes) {
+    if (cols == kAcross * kLanes) {
       std::memcpy(c + r * ldc, acc[r], sizeof(acc[r]));
     } else {
-      float all[kVecs * kLanes];
+      float all[kAcross * kLanes];
       std::memcpy(all, acc[r], sizeof(all));
       std::copy_n(all, cols, c + r * ldc);
     }
   }
 }
 
-template <class V, int kTall, int kVecs>
-__attribute__((always_inline)) inline void product_t(const float* a, int64_t lda, int64_t m,
-                                                     const float* panels, int64_t K, float* c,
-                                                     int64_t ldc, int64_t n) {
+// The last 1-3 rows (kRows) over up to 4 panels at a time, as many as kMaxAcc accumulators
+// hold (the registers): one row's accumulators of one panel alone would wait on each other's
+// multiply-adds (their latency).
+template <class V, int kRows, int kVecs, int kMaxAcc>
+__attribute__((always_inline)) inline void product_few(const float* a, int64_t lda,
+                                                       const float* panels, int64_t K, float* c,
+                                                       int64_t ldc, int64_t n) {
   constexpr int64_t kCols = kVecs * sizeof(V) / sizeof(float);
-  for (int64_t j = 0; j < n; j += kCols) {
-    const float* panel = panels + j * K;
-    int64_t cols = std::min<int64_t>(kCols, n - j);
-    int64_t r = 0;
-    for (; r + kTall <= m; r += kTall)
-      product_block<V, kTall, kVecs>(a + r * lda, lda, panel, K, c + r * ldc + j, ldc, cols);
-    for (; r + 4 <= m; r += 4)
-      product_block<V, 4, kVecs>(a + r * lda, lda, panel, K, c + r * ldc + j, ldc, cols);
-    const float* ar = a + r * lda;
-    float* cr = c + r * ldc + j;
-    switch (m - r) {
-      case 3: product_block<V, 3, kVecs>(ar, lda, panel, K, cr, ldc, cols); break;
-      case 2: product_block<V, 2, kVecs>(ar, lda, panel, K, cr, ldc, cols); break;
-      case 1: product_block<V, 1, kVecs>(ar, lda, panel, K, cr, ldc, cols); break;
-      default: break;
+  constexpr int kPanels = std::clamp(kMaxAcc / (kRows * kVecs), 1, 4);
+  for (int64_t j = 0; j < n;) {
+    int64_t left = n - j;
+    if (left > (kPanels - 1) * kCols) {
+      product_block<V, kRows, kVecs, kPanels>(a, lda, panels + j * K, K, c + j, ldc,
+                                              std::min(left, kPanels * kCols));
+      j += kPanels * kCols;
+    } else {
+      product_block<V, kRows, kVecs, 1>(a, lda, panels + j * K, K, c + j, ldc,
+                                        std::min(left, kCols));
+      j += kCols;
     }
   }
 }
 
+// A step's product of the states by R^T, for the columns one thread owns: c[r, j] = sum over
+// q of a[r, q] R^T[q, j], r < m, j < n, q < K, R^T's columns packed in panels (pack_panels).
+// Blocks of rows by a panel's columns, the accumulators in registers, each panel in L1 across
+// the row blocks; every output sums over q in order, whatever its block. (oneDNN's sgemm per
+// step, which forks and joins the threads at each call, had run 1.2-2x ONNX Runtime's time:
+// docs/library.md.)
+template <class V, int kTall, int kVecs, int kMaxAcc>
+__attribute__((always_inline)) inline void product_t(const float* a, int64_t lda, int64_t m,
+                                                     const float* panels, int64_t K, float* c,
+                                                     int64_t ldc, int64_t n) {
+  constexpr int64_t kCols = kVecs * sizeof(V) / sizeof(float);
+  const int64_t fours = m / 4 * 4;
+  for (int64_t j = 0; j < n; j += kCols) {
+    const float* panel = panels + j * K;
+    int64_t cols = std::min<int64_t>(kCols, n - j), r = 0;
+    for (; r + kTall <= fours; r += kTall)
+      product_block<V, kTall, kVecs, 1>(a + r * lda, lda, panel, K, c + r * ldc + j, ldc, cols);
+    for (; r < fours; r += 4)
+      product_block<V, 4, kVecs, 1>(a + r * lda, lda, panel, K, c + r * ldc + j, ldc, cols);
+  }
+  const float* ar = a + fours * lda;
+  float* cr = c + fours * ldc;
+  switch (m - fours) {
+    case 3: product_few<V, 3, kVecs, kMaxAcc>(ar, lda, panels, K, cr, ldc, n); break;
+    case 2: product_few<V, 2, kVecs, kMaxAcc>(ar, lda, panels, K, cr, ldc, n); break;
+    case 1: product_few<V, 1, kVecs, kMaxAcc>(ar, lda, panels, K, cr, ldc, n); break;
+    default: break;
+  }
+}
+
 // Blocks of 8 x 32 (16 accumulators of AVX-512's 32 registers: two loads of R^T and 8
-// broadcasts for 16 products), then 4 x 32; with AVX2's 16 registers, 4 x 16.
+// broadcasts for 16 products), then 4 x 32, the last rows over up to 4 panels (24
+// accumulators at most); with AVX2's 16 registers, 4 x 16 (12 at most).
 __attribute__((target("avx512f,fma"))) void product_avx512(const float* a, int64_t lda, int64_t m,
                                                            const float* panels, int64_t K, float* c,
                                                            int64_t ldc, int64_t n) {
-  product_t<V16, 8, 2>(a, lda, m, panels, K, c, ldc, n);
+  product_t<V16, 8, 2, 24>(a, lda, m, panels, K, c, ldc, n);
 }
 __attribute__((target("avx2,fma"))) void product_avx2(const float* a, int64_t lda, int64_t m,
                                                       const float* panels, int64_t K, float* c,
                                                       int64_t ldc, int64_t n) {
-  product_t<V8, 4, 2>(a, lda, m, panels, K, c, ldc, n);
+  product_t<V8, 4, 2, 12>(a, lda, m, panels, K, c, ldc, n);
 }
 void product_default(const float* a, int64_t lda, int64_t m, const float* panels, int64_t K,
                      float* c, int64_t ldc, int64_t n) {
-  product_t<V8, 4, 1>(a, lda, m, panels, K, c, ldc, n);
+  product_t<V8, 4, 1, 6>(a, lda, m, panels, K, c, ldc, n);
 }
 
 using Product = void (*)(const float*, int64_t, int64_t, const float*, int64_t, float*, int64_t,
@@ -303,7 +331,7 @@ lstm_step(const Gates& s, const Activations& act, bool input_forget) {
 // X W^T's rows plus Wb, and Rb but for the GRU's ("rb" zeros then).
 __attribute__((target_clones("avx512f", "avx2", "default"))) void
 add_biases(float* xw, int64_t rows, int64_t width, const float* wb, const float* rb) {
-#pragma omp parallel for schedule(static) if (rows * width >= 32768)
+#pragma omp parallel for schedule(static) if (rows * width >= 32768) // (fork and join: ~us)
   for (int64_t row = 0; row < rows; ++row) {
     float* x = xw + row * width;
 #pragma omp simd
@@ -487,7 +515,6 @@ public:
   }
 
 private:
-  static constexpr int64_t kParallelWork = 32768;
   // A step of fewer multiply-adds than this (batch x gates x hidden^2) runs on one thread.
   static constexpr int64_t kParallelStep = 65536;
 
