@@ -550,6 +550,29 @@ def test_dynamic_shapes_pad_modes_over_symbolic_axes(mode):
     assert compiled.compiled_variants == 1
 
 
+def test_reflect_pads_reaching_past_the_far_border():
+    """Reflect pads of the extent or more reflect again and again, as ONNX's reference reads
+    them (numpy's pad; ONNX Runtime refuses them, and Weft had clamped the positions): in
+    static compiles, and in a dynamic one, whose runs at such extents compile for their own
+    shapes (a run limit: the dynamic kernel mirrors once)."""
+    f, i64 = TensorProto.FLOAT, TensorProto.INT64
+    model = make_model(
+        [helper.make_node("Pad", ["x", "pads"], ["y"], mode="reflect")],
+        [helper.make_tensor_value_info("x", f, [1, "T", "W"])],
+        [helper.make_tensor_value_info("y", f, [1, None, None])],
+        [helper.make_tensor("pads", i64, [6], [0, 2, 1, 0, 3, 5])])
+    rng = np.random.default_rng(9)
+    for dynamic in (False, True):
+        compiled = weft.compile(model.SerializeToString(), dynamic_shapes=dynamic)
+        for t, w in ((2, 1), (3, 2), (1, 3), (4, 6), (6, 7)):
+            x = rng.standard_normal((1, t, w)).astype(np.float32)
+            np.testing.assert_array_equal(compiled.run({"x": x})["y"],
+                                          np.pad(x, ((0, 0), (2, 3), (1, 5)), mode="reflect"),
+                                          err_msg=f"{t}x{w}, dynamic {dynamic}")
+        if dynamic:  # the last two extents hold the limits: the dynamic compile
+            assert compiled.compiled_variants == 4
+
+
 @pytest.mark.parametrize("mode, coordinates, nearest", RESIZE_FORMS)
 def test_dynamic_shapes_resize_to_constant_sizes(mode, coordinates, nearest):
     """A dynamic image resized to a fixed 6x4 plane (a classifier's input stage): constant sizes

@@ -489,7 +489,8 @@ namespace {
 
 // Edge, reflect and wrap padding: each output element reads the input at a position computed
 // from its own (an indirect load with a computed index): the border element's, clamped, for
-// edge; mirrored about the border (without repeating it) for reflect; modulo the input's
+// edge; mirrored about the border (without repeating it) for reflect, again and again where
+// the pads reach past the far border; modulo the input's
 // extent for wrap (the input repeated periodically). Over symbolic extents too.
 void add_mirror_copy(KernelBuilder& k, const Node& n, int bx, int by) {
   const auto& a = n.attrs_as<PadAttrs>();
@@ -513,6 +514,12 @@ void add_mirror_copy(KernelBuilder& k, const Node& n, int bx, int by) {
     int pos = b.op(ExprOp::kSub, DType::kI64, {b.iterator(static_cast<int>(d)), c(begin)});
     if (a.mode == PadMode::kReflect) {
       pos = b.op(ExprOp::kAbs, DType::kI64, {pos});
+      // Pads of the extent or more reflect again and again (ONNX's reference, numpy's pad):
+      // the positions repeat every 2 (n - 1). (Over a symbolic extent a run limit keeps the
+      // pads shorter: run_limits.h.)
+      if (xs[d].is_static() && std::max(begin, end) > xs[d].value() - 1)
+        pos =
+            b.op(ExprOp::kMod, DType::kI64, {pos, c(std::max<int64_t>(2 * xs[d].value() - 2, 1))});
       int past = b.op(ExprOp::kGt, DType::kBool, {pos, extent(1, 1)});
       pos = b.op(ExprOp::kSelect, DType::kI64,
                  {past, b.op(ExprOp::kSub, DType::kI64, {extent(2, 2), pos}), pos});

@@ -34,6 +34,22 @@ void note_gemm_limits(Graph& graph, const Node& gemm) {
   }
 }
 
+// Reflect padding over a symbolic axis mirrors once about each border: the axis is longer than
+// its pads (a shorter one reflects again and again, ONNX's reference as numpy's pad: a
+// static compile for its shape).
+void note_reflect_limits(Graph& graph, const Node& pad) {
+  const auto& a = pad.attrs_as<PadAttrs>();
+  const Value* x = pad.inputs[0];
+  if (a.mode != PadMode::kReflect || !a.pads || !x->type.shape) return;
+  const Shape& xs = *x->type.shape;
+  for (size_t d = 0; d < xs.size() && d + xs.size() < a.pads->size(); ++d) {
+    int64_t most = std::max((*a.pads)[d], (*a.pads)[d + xs.size()]);
+    if (most > 0)
+      add(graph, {Dim(most + 1), xs[d], pad.name, DimLimit::Kind::kAtMost,
+                  "an axis longer than its reflect padding"});
+  }
+}
+
 } // namespace
 
 void note_run_limits(Graph& graph) {
@@ -41,6 +57,10 @@ void note_run_limits(Graph& graph) {
   for (const auto& n : graph.nodes()) {
     if (n->op_type == Op::kGemm) {
       note_gemm_limits(graph, *n);
+      continue;
+    }
+    if (n->op_type == Op::kPad) {
+      note_reflect_limits(graph, *n);
       continue;
     }
     const Value* data = n->input(0);

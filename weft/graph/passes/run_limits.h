@@ -6,7 +6,8 @@
 // an index is given. Their kernels clamp each index to its axis, and would read or write past
 // the data where these do not hold (the loss of an NLL's expanded form over a target longer
 // than its input changed from compile to compile). Gemm: each dim of C 1 or the output's
-// there (its library call checked that only where the output was not empty). Each run
+// there (its library call checked that only where the output was not empty). Pad in reflect
+// mode: each symbolic axis longer than its pads (the kernel mirrors once). Each run
 // checks the limits
 // (Executable::bind); a run that breaks one compiles for its own shapes, and meets shape
 // inference's error.
