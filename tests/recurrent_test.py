@@ -8,7 +8,8 @@ run with `weft run` and compared (rtol 1e-4, atol 1e-5) with:
   when it imports, compiled once over a symbolic sequence and batch and run at three shapes;
   a wide one (whose steps run in parallel) under OMP_THREAD_LIMIT=1 (Weft then asks for one
   thread: oneDNN's sgemm, which the call's projection is, partitions its work by the threads
-  asked for, and had left half of it unwritten);
+  asked for, and had left half of it unwritten); two models with constant weights run in
+  turn at batches run on one thread and on two (the call keeps R^T packed between runs);
 - PyTorch (when installed): an LSTM and a GRU exported with torch.onnx (rtol 1e-3, atol 1e-4).
 
 Usage: recurrent_test.py WEFT_BINARY
@@ -21,7 +22,7 @@ import warnings
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 DEFAULT_ACTIVATIONS = {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"],
@@ -201,6 +202,31 @@ def check_spec(weft, tmp, name, op, attrs, seq=4, batch=3, size=2, hidden=3, wit
     print(f"ok {name}")
 
 
+def check_constant_weights_over_runs(module):
+    """Two LSTMs with constant weights (their R^T's panels kept between runs of a call), run in
+    turn at batches run on one thread and on two, each run against the spec's reading."""
+    rng = np.random.default_rng(11)
+    compiled, weights = [], []
+    for name in ("lstm_a", "lstm_b"):
+        values = spec_values(rng, "LSTM", {}, 3, 2, 8, 96, True, None, False, False)
+        model, _ = spec_model(name, "LSTM", {}, {"X": values["X"]}, 96, symbolic=True)
+        node = model.graph.node[0]
+        node.input[:] = ["X", "W", "R", "B"]
+        model.graph.initializer.extend(
+            numpy_helper.from_array(values[k].astype(np.float32), k) for k in ("W", "R", "B"))
+        compiled.append(module.compile(model.SerializeToString(), dynamic_shapes=True))
+        weights.append(values)
+    for which, batch in ((0, 1), (0, 16), (1, 16), (0, 16), (1, 1), (0, 1), (1, 16)):
+        w = weights[which]
+        x = rng.standard_normal((5, batch, 8)).astype(np.float32)
+        got = compiled[which].run({"X": x})
+        want = reference("LSTM", {}, x, w["W"], w["R"], w["B"])
+        for out, expect in zip(("Y", "Y_h", "Y_c"), want):
+            np.testing.assert_allclose(got[out], expect, rtol=1e-4, atol=1e-5,
+                                       err_msg=f"model {which}, batch {batch}: {out}")
+    print("ok constant_weights_over_runs")
+
+
 def check_torch(weft, tmp):
     try:
         import torch
@@ -266,6 +292,8 @@ def main():
         check_spec(weft, tmp, "gru_wide_one_thread_a_team", "GRU", {}, seq=9, batch=16, size=8,
                    hidden=200, lens=[9] * 8 + [5] * 8, initial=True,
                    envs=({"OMP_THREAD_LIMIT": "1"},))
+        if module is not None:
+            check_constant_weights_over_runs(module)
         check_torch(weft, tmp)
 
 
