@@ -289,7 +289,7 @@ def main():
         # hidden units; then under a thread limit of one.
         check_spec(weft, tmp, "lstm_wide_batch", "LSTM", {}, batch=64, size=8, hidden=128,
                    initial=True, module=module)
-        check_spec(weft, tmp, "gru_wide_one_thread_a_team", "GRU", {}, seq=9, batch=16, size=8,
+        check_spec(weft, tmp, "gru_wide_thread_limit_1", "GRU", {}, seq=9, batch=16, size=8,
                    hidden=200, lens=[9] * 8 + [5] * 8, initial=True,
                    envs=({"OMP_THREAD_LIMIT": "1"},))
         if module is not None:

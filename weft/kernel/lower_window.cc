@@ -490,8 +490,8 @@ namespace {
 // Edge, reflect and wrap padding: each output element reads the input at a position computed
 // from its own (an indirect load with a computed index): the border element's, clamped, for
 // edge; mirrored about the border (without repeating it) for reflect, again and again where
-// the pads reach past the far border; modulo the input's
-// extent for wrap (the input repeated periodically). Over symbolic extents too.
+// the pads reach past the far border; modulo the input's extent for wrap (the input repeated
+// periodically). Over symbolic extents too.
 void add_mirror_copy(KernelBuilder& k, const Node& n, int bx, int by) {
   const auto& a = n.attrs_as<PadAttrs>();
   const Shape& xs = *n.inputs[0]->type.shape;
