@@ -289,6 +289,13 @@ def main():
         # hidden units; then under a thread limit of one.
         check_spec(weft, tmp, "lstm_wide_batch", "LSTM", {}, batch=64, size=8, hidden=128,
                    initial=True, module=module)
+        # Hidden units not a multiple of 16 (the threads' shares and the gates' padded
+        # columns), X's rows taken per entry (reverse, layout 1, lengths) and as X's own.
+        check_spec(weft, tmp, "gru_wide_odd_hidden_bidirectional_batchwise_lens", "GRU",
+                   {"direction": "bidirectional", "layout": 1}, seq=5, batch=16, size=24,
+                   hidden=200, lens=[5] * 8 + [3] * 8, initial=True, module=module)
+        check_spec(weft, tmp, "lstm_wide_odd_hidden_peepholes", "LSTM", {}, seq=5, batch=12,
+                   size=40, hidden=100, initial=True, peepholes=True, module=module)
         check_spec(weft, tmp, "gru_wide_thread_limit_1", "GRU", {}, seq=9, batch=16, size=8,
                    hidden=200, lens=[9] * 8 + [5] * 8, initial=True,
                    envs=({"OMP_THREAD_LIMIT": "1"},))

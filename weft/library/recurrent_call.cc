@@ -1,17 +1,17 @@
 #include "weft/library/recurrent_call.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <vector>
 
 #include <fmt/format.h>
 #include <omp.h>
-#include <oneapi/dnnl/dnnl.h>
 
 #include "weft/support/vector_exp.h"
 
@@ -61,18 +61,6 @@ __attribute__((always_inline)) inline void activate_all(RnnActivation fn, float*
         v[j] = apply(fn, v[j]);
       return;
   }
-}
-
-// C = A B^T, row-major: A [m, k] (row stride lda), B [n, k], C [m, n] (row stride ldc).
-bool times_transposed(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-                      float* c, int64_t ldc) {
-  if (m == 0 || n == 0) return true;
-  if (k == 0) {
-    for (int64_t r = 0; r < m; ++r)
-      std::fill_n(c + r * ldc, n, 0.0f);
-    return true;
-  }
-  return dnnl_sgemm('N', 'T', m, n, k, 1.0f, a, lda, b, k, 0.0f, c, ldc) == dnnl_success;
 }
 
 // GCC's vector types: the accumulators of a block as arrays of them, indexed by constants
@@ -367,14 +355,14 @@ lstm_step(const Gates& s, const Activations& act, bool input_forget) {
     s.next[j] = o[j] * cell[j];
 }
 
-// X W^T's rows plus Wb, and Rb but for the GRU's ("rb" zeros then).
+// Wb + Rb (Wb alone for the GRU: "rb" zeros then) added to n columns of "rows" rows of a
+// step's X W^T (row stride ldx).
 __attribute__((target_clones("avx512f", "avx2", "default"))) void
-add_biases(float* xw, int64_t rows, int64_t width, const float* wb, const float* rb) {
-#pragma omp parallel for schedule(static) if (rows * width >= 32768) // (fork and join: ~us)
+add_biases(float* xw, int64_t rows, int64_t ldx, int64_t n, const float* wb, const float* rb) {
   for (int64_t row = 0; row < rows; ++row) {
-    float* x = xw + row * width;
+    float* x = xw + row * ldx;
 #pragma omp simd
-    for (int64_t j = 0; j < width; ++j)
+    for (int64_t j = 0; j < n; ++j)
       x[j] += wb[j] + rb[j];
   }
 }
@@ -388,13 +376,14 @@ struct Slots {
 class RecurrentKernel final : public runtime::LibraryKernel {
 public:
   RecurrentKernel(Op op, RecurrentAttrs a, Dim steps, Dim batch, int64_t input, int64_t hidden,
-                  DType lens_type, Slots slots, std::vector<std::string> symbols, bool r_constant)
+                  DType lens_type, Slots slots, std::vector<std::string> symbols,
+                  bool constant_weights)
       : op_(op), cell_(op == Op::kRNN   ? Cell::kRnn
                        : op == Op::kGRU ? Cell::kGru
                                         : Cell::kLstm),
         a_(std::move(a)), steps_(std::move(steps)), batch_(std::move(batch)), input_(input),
         hidden_(hidden), lens_type_(lens_type), s_(slots), symbols_(std::move(symbols)),
-        r_constant_(r_constant) {}
+        constant_weights_(constant_weights) {}
 
   Status run(void* const* buffers, const int64_t* extents) const override {
     std::map<std::string, int64_t> bound;
@@ -422,19 +411,30 @@ public:
     }
     float* y = out(s_.y);
     if (y && s_.lens >= 0) std::fill_n(y, T * D * B * H, 0.0f); // steps past an entry's length
-    // Scratch, kept between runs so that a run touches no new pages: the projection of the
-    // sequence, the state times R^T, the states (two: one read, one written a step), the
-    // GRU's r * H, and R^T packed (each thread's columns of each gate in panels).
+    // Scratch, kept between runs so that a run touches no new pages: a chunk's projection,
+    // the state times R^T, the states (two: one read, one written a step), the GRU's r * H,
+    // R^T and W^T packed (each thread's columns of each gate in panels), and each thread's
+    // rows of X for a chunk where they are not X's own (a reverse direction, layout 1).
     // (Thread-local vectors: the parallel region below reads them through these pointers.)
-    thread_local std::vector<float> scratch[7];
+    thread_local std::vector<float> scratch[10];
+    // Each at a cache line's start, and a row of the states, a gate's columns in H R^T and X
+    // W^T padded to whole lines (Hp): the threads write their own shares' lines (two threads
+    // writing one line had taken a quarter of an LSTM 128 wide at batch 4).
     auto take = [&](size_t i, int64_t n) {
-      scratch[i].resize(std::max(scratch[i].size(), static_cast<size_t>(n)));
-      return scratch[i].data();
+      scratch[i].resize(std::max(scratch[i].size(), static_cast<size_t>(n + 16)));
+      return aligned(scratch[i].data());
     };
-    const int64_t GH = G * H;
+    const int64_t GH = G * H, Hp = (H + 15) / 16 * 16, GHp = G * Hp;
     const float* zero = zeros(std::max(GH, 3 * H)); // a missing bias, peepholes or state
-    float *xw = take(0, T * B * GH), *hr = take(1, B * GH), *h_even = take(2, B * H),
-          *h_odd = take(3, B * H), *c = take(4, B * H), *rh = take(5, B * H);
+    // The steps run in chunks of about 32 rows of X (ceil(32 / batch) steps): each thread
+    // projects a chunk's rows onto its own columns of X W^T at the chunk's first step, into
+    // its caches, where the gates read them. (One product over the whole sequence by
+    // oneDNN's sgemm, then the biases added, had moved its [steps x batch, gates x H] three
+    // times through DRAM: a quarter of an LSTM 256 wide at batch 32.)
+    const int64_t chunk =
+        std::clamp<int64_t>((32 + B - 1) / std::max<int64_t>(B, 1), 1, std::max<int64_t>(T, 1));
+    float *xw = take(0, chunk * B * GHp), *hr = take(1, B * GHp), *h_even = take(2, B * Hp),
+          *h_odd = take(3, B * Hp), *c = take(4, B * Hp), *rh = take(5, B * Hp);
     // The steps' threads, each its share of the hidden units (multiples of 16), in every gate:
     // a step's gates then need only its own columns of H R^T, and a barrier ends the step (the
     // GRU without linear_before_reset: one more, before r * H's product).
@@ -446,41 +446,50 @@ public:
     static const std::pair<Product, int64_t> kernel = product_kernel();
     const Product product = kernel.first;
     const int64_t width = kernel.second;
-    const int64_t per_gate = (share + width - 1) / width * width * H; // a gate's panels
-    // R^T's panels of every direction, kept from this call's last run on this thread where R
-    // is a constant (the same values at the same place): packing took about a tenth of a
-    // 64-step GRU 256 wide.
-    struct Packed {
-      uint64_t call = 0; // the call's id_; 0: none
-      const float* r = nullptr;
-      int64_t threads = 0, share = 0;
-      bool operator==(const Packed&) const = default;
-    };
-    thread_local Packed packed;
-    const Packed now{r_constant_ ? id_ : 0, in(s_.r), threads, share};
-    const bool repack = !r_constant_ || !(packed == now);
-    packed = Packed{}; // (until the packing below is done)
-    float* all_panels = take(6, D * threads * G * per_gate);
+    // A gate's panels of a share's columns of R^T and of W^T, a share's G of each.
+    const int64_t per_gate = (share + width - 1) / width * width * H,
+                  per_gate_w = (share + width - 1) / width * width * input_,
+                  per_share = G * (per_gate + per_gate_w);
+    // The panels of every direction, kept by the call where W and R are constants (the same
+    // values at the same place) for its runs with the same shares: packing took about a tenth
+    // of a 64-step GRU 256 wide.
+    const Packing now{in(s_.w), in(s_.r), threads, share};
+    std::shared_ptr<std::vector<float>> kept;
+    if (constant_weights_) {
+      std::lock_guard<std::mutex> lock(kept_mutex_);
+      if (kept_ && kept_packing_ == now) kept = kept_;
+    }
+    const bool repack = !kept;
+    if (constant_weights_ && repack)
+      kept = std::make_shared<std::vector<float>>(D * threads * per_share + 16);
+    float* all_panels = kept ? aligned(kept->data()) : take(6, D * threads * per_share);
+    float* all_rows = take(7, threads * chunk * B * input_);
     for (int64_t d = 0; d < D; ++d) {
-      float* panels = all_panels + d * threads * G * per_gate;
+      float* panels = all_panels + d * threads * per_share;
       bool reverse = a_.direction == RnnDirection::kReverse || d == 1;
       const float* w = in(s_.w) + d * GH * input_;
       const float* r = in(s_.r) + d * GH * H;
       const float* bias = s_.bias >= 0 ? in(s_.bias) + d * 2 * GH : nullptr;
       const float* rb = bias ? bias + GH : zero;
       const float* p = s_.peepholes >= 0 ? in(s_.peepholes) + d * 3 * H : zero;
+      // Rb and the peepholes, a gate's Hp apart as the gates read them.
+      float *rb_p = take(8, GHp), *p_p = take(9, 3 * Hp);
+      for (int64_t g = 0; g < G; ++g)
+        std::copy_n(rb + g * H, H, rb_p + g * Hp);
+      for (int64_t g = 0; g < 3; ++g)
+        std::copy_n(p + g * H, H, p_p + g * Hp);
       const Activations act{&a_.activations[static_cast<size_t>(d) * per_direction()],
                             a_.clip ? *a_.clip : std::numeric_limits<float>::infinity()};
-      // X W^T + Wb (+ Rb but for the GRU, whose reset gate scales Rbh), rows in X's order.
-      if (!times_transposed(T * B, GH, input_, in(s_.x), input_, w, xw, GH))
-        return Status::error("oneDNN's sgemm failed on the recurrent call's input projection");
-      if (bias) add_biases(xw, T * B, GH, bias, cell_ == Cell::kGru ? zero : bias + GH);
+      // Added to X W^T: Wb, and Rb but for the GRU's (its reset gate scales Rbh).
+      const float* xw_rb = cell_ == Cell::kGru ? zero : rb;
+      // A chunk's rows are X's own, batch after batch, forward with layout 0.
+      const bool own_rows = a_.layout == 0 && !reverse;
       for (int64_t b = 0; b < B; ++b) {
         const float* h0 = in(s_.h0);
         const float* c0 = in(s_.c0);
         int64_t at = state_at(d, b, B);
-        std::copy_n(h0 ? h0 + at : zero, H, h_even + b * H);
-        std::copy_n(c0 ? c0 + at : zero, H, c + b * H);
+        std::copy_n(h0 ? h0 + at : zero, H, h_even + b * Hp);
+        std::copy_n(c0 ? c0 + at : zero, H, c + b * Hp);
       }
       auto row = [&](int64_t b, int64_t k) -> std::optional<int64_t> { // the entry's time index
         int64_t len = lens[static_cast<size_t>(b)];
@@ -498,59 +507,88 @@ public:
         auto each_share = [&](auto&& work) {
           for (int64_t s = me; s < threads; s += team) {
             int64_t u0 = s * share, n = std::min(H, u0 + share) - u0;
-            if (n > 0) work(u0, n, panels + s * G * per_gate);
+            if (n > 0) work(u0, n, panels + s * per_share);
           }
         };
-        // Each share's columns of R^T, packed by its thread (into its caches).
+        // Each share's columns of R^T and W^T, packed by its thread (into its caches).
         if (repack) {
           each_share([&](int64_t u0, int64_t n, float* mine) {
-            for (int64_t g = 0; g < G; ++g)
+            for (int64_t g = 0; g < G; ++g) {
               pack_panels(r, H, g * H + u0, n, width, mine + g * per_gate);
+              pack_panels(w, input_, g * H + u0, n, width, mine + G * per_gate + g * per_gate_w);
+            }
           });
         }
+        // The chunk's X W^T + biases, each thread its shares' columns: rows (step - k0) x B + b.
+        auto project = [&](int64_t k0) {
+          const int64_t n_steps = std::min(chunk, T - k0), rows = n_steps * B;
+          const float* xs = in(s_.x) + k0 * B * input_;
+          if (!own_rows) { // the rows of X each entry takes at these steps
+            float* mine = all_rows + me * chunk * B * input_;
+            for (int64_t k = k0; k < k0 + n_steps; ++k) {
+              for (int64_t b = 0; b < B; ++b) {
+                float* to = mine + ((k - k0) * B + b) * input_;
+                if (std::optional<int64_t> t = row(b, k))
+                  std::copy_n(in(s_.x) + x_row(*t, b, T, B) * input_, input_, to);
+                else
+                  std::fill_n(to, input_, 0.0f);
+              }
+            }
+            xs = mine;
+          }
+          each_share([&](int64_t u0, int64_t n, const float* mine) {
+            for (int64_t g = 0; g < G; ++g) {
+              float* to = xw + g * Hp + u0;
+              product(xs, input_, rows, mine + G * per_gate + g * per_gate_w, input_, to, GHp, n);
+              if (bias) add_biases(to, rows, GHp, n, bias + g * H + u0, xw_rb + g * H + u0);
+            }
+          });
+        };
         float *hc = h_even, *hn = h_odd;
         for (int64_t k = 0; k < T; ++k) {
+          const int64_t k0 = k / chunk * chunk;
+          if (k == k0) project(k0);
           each_share([&](int64_t u0, int64_t n, const float* mine) {
             for (int64_t g = 0; g < from_h; ++g)
-              product(hc, H, B, mine + g * per_gate, H, hr + g * H + u0, GH, n);
+              product(hc, Hp, B, mine + g * per_gate, H, hr + g * Hp + u0, GHp, n);
           });
-          auto gates = [&](int64_t b, int64_t t, int64_t u0, int64_t n) {
-            return Gates{xw + x_row(t, b, T, B) * GH + u0,
-                         hr + b * GH + u0,
-                         rb + u0,
-                         p + u0,
-                         hc + b * H + u0,
-                         hn + b * H + u0,
-                         c + b * H + u0,
+          auto gates = [&](int64_t b, int64_t u0, int64_t n) {
+            return Gates{xw + ((k - k0) * B + b) * GHp + u0,
+                         hr + b * GHp + u0,
+                         rb_p + u0,
+                         p_p + u0,
+                         hc + b * Hp + u0,
+                         hn + b * Hp + u0,
+                         c + b * Hp + u0,
                          n,
-                         H};
+                         Hp};
           };
           if (split) { // r * H, then times Rh^T
             each_share([&](int64_t u0, int64_t n, const float*) {
               for (int64_t b = 0; b < B; ++b) {
                 if (std::optional<int64_t> t = row(b, k))
-                  gru_reset_gate(gates(b, *t, u0, n), act, rh + b * H + u0);
+                  gru_reset_gate(gates(b, u0, n), act, rh + b * Hp + u0);
               }
             });
 #pragma omp barrier
             each_share([&](int64_t u0, int64_t n, const float* mine) {
-              product(rh, H, B, mine + 2 * per_gate, H, hr + 2 * H + u0, GH, n);
+              product(rh, Hp, B, mine + 2 * per_gate, H, hr + 2 * Hp + u0, GHp, n);
             });
           }
           each_share([&](int64_t u0, int64_t n, const float*) {
             for (int64_t b = 0; b < B; ++b) {
               std::optional<int64_t> t = row(b, k);
               if (!t) { // past the entry's length: its state stays
-                std::copy_n(hc + b * H + u0, n, hn + b * H + u0);
+                std::copy_n(hc + b * Hp + u0, n, hn + b * Hp + u0);
                 continue;
               }
-              Gates s = gates(b, *t, u0, n);
+              Gates s = gates(b, u0, n);
               switch (cell_) {
                 case Cell::kRnn: rnn_step(s, act); break;
                 case Cell::kGru: gru_step(s, act, a_.linear_before_reset); break;
                 case Cell::kLstm: lstm_step(s, act, a_.input_forget); break;
               }
-              if (y) std::copy_n(hn + b * H + u0, n, y + y_at(*t, d, b, T, B) + u0);
+              if (y) std::copy_n(hn + b * Hp + u0, n, y + y_at(*t, d, b, T, B) + u0);
             }
           });
 #pragma omp barrier
@@ -559,11 +597,15 @@ public:
       }
       const float* h = T % 2 == 0 ? h_even : h_odd;
       for (int64_t b = 0; b < B; ++b) {
-        if (float* y_h = out(s_.y_h)) std::copy_n(h + b * H, H, y_h + state_at(d, b, B));
-        if (float* y_c = out(s_.y_c)) std::copy_n(c + b * H, H, y_c + state_at(d, b, B));
+        if (float* y_h = out(s_.y_h)) std::copy_n(h + b * Hp, H, y_h + state_at(d, b, B));
+        if (float* y_c = out(s_.y_c)) std::copy_n(c + b * Hp, H, y_c + state_at(d, b, B));
       }
     }
-    packed = now;
+    if (constant_weights_ && repack) {
+      std::lock_guard<std::mutex> lock(kept_mutex_);
+      kept_ = std::move(kept);
+      kept_packing_ = now;
+    }
     return Status();
   }
 
@@ -592,6 +634,11 @@ private:
     return (a_.layout == 0 ? d * B + b : b * directions() + d) * hidden_;
   }
 
+  // The first float of "p" at a cache line's start (p holds 16 floats more than it needs).
+  static float* aligned(float* p) {
+    return p + (64 - reinterpret_cast<uintptr_t>(p) % 64) % 64 / sizeof(float);
+  }
+
   const float* zeros(int64_t n) const {
     thread_local std::vector<float> z;
     if (static_cast<int64_t>(z.size()) < n) z.assign(static_cast<size_t>(n), 0.0f);
@@ -606,9 +653,16 @@ private:
   DType lens_type_;
   Slots s_;
   std::vector<std::string> symbols_;
-  bool r_constant_;
-  const uint64_t id_ = next_id_++; // distinct for each call this process builds
-  static inline std::atomic<uint64_t> next_id_{1};
+  bool constant_weights_; // W and R
+  // What R^T's and W^T's panels were packed from, and for which shares.
+  struct Packing {
+    const float *w = nullptr, *r = nullptr;
+    int64_t threads = 0, share = 0;
+    bool operator==(const Packing&) const = default;
+  };
+  mutable std::mutex kept_mutex_;
+  mutable std::shared_ptr<std::vector<float>> kept_; // (runs on other threads may hold it)
+  mutable Packing kept_packing_;
 };
 
 bool f32(const Value* v) { return !v || (v->type.dtype == DType::kF32 && v->type.shape); }
@@ -677,9 +731,9 @@ std::optional<LibraryCall> recurrent_call(const Node& node) {
     call.symbols.push_back(Dim::symbol(n));
   int64_t hidden = (*node.inputs[2]->type.shape)[2].value();
   DType lens_type = node.input(4) ? node.input(4)->type.dtype : DType::kI32;
-  call.kernel = std::make_shared<RecurrentKernel>(node.op_type.id(), a, steps, batch, x[2].value(),
-                                                  hidden, lens_type, s, std::move(symbols),
-                                                  node.inputs[2]->is_constant());
+  call.kernel = std::make_shared<RecurrentKernel>(
+      node.op_type.id(), a, steps, batch, x[2].value(), hidden, lens_type, s, std::move(symbols),
+      node.inputs[1]->is_constant() && node.inputs[2]->is_constant());
   call.nodes = {&node};
   return call;
 }
