@@ -227,6 +227,27 @@ def check_constant_weights_over_runs(module):
     print("ok constant_weights_over_runs")
 
 
+def check_transposed_states(module):
+    """Y's [T, 1, N, H] transposed to [T, N, 1, H], as torch.onnx's exports of an LSTM write it
+    (canonicalize makes it a Reshape), over symbols at two shapes."""
+    rng = np.random.default_rng(5)
+    compiled = None
+    for steps, batch in ((5, 3), (2, 7)):
+        values = spec_values(rng, "LSTM", {}, steps, batch, 8, 16, True, None, False, False)
+        if compiled is None:
+            model, _ = spec_model("transposed", "LSTM", {}, values, 16, symbolic=True)
+            model.graph.node.append(helper.make_node("Transpose", ["Y"], ["Yt"],
+                                                     perm=[0, 2, 1, 3]))
+            model.graph.output.append(helper.make_tensor_value_info("Yt", TensorProto.FLOAT,
+                                                                    ["T", "N", 1, 16]))
+            compiled = module.compile(model.SerializeToString(), dynamic_shapes=True)
+        got = compiled.run(values)
+        want = expected("LSTM", {}, values)[0].transpose(0, 2, 1, 3)
+        np.testing.assert_allclose(got["Yt"], want, rtol=1e-4, atol=1e-5,
+                                   err_msg=f"transposed states at {steps}x{batch}")
+    print("ok transposed_states")
+
+
 def check_torch(weft, tmp):
     try:
         import torch
@@ -301,6 +322,7 @@ def main():
                    envs=({"OMP_THREAD_LIMIT": "1"},))
         if module is not None:
             check_constant_weights_over_runs(module)
+            check_transposed_states(module)
         check_torch(weft, tmp)
 
 

@@ -6,6 +6,7 @@
 // (vector_exp_test.cc, kernel_library_test.cc).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -64,7 +65,7 @@ WEFT_VECTOR_INLINE float vector_tanh(float x) {
 // 1 / (1 + e^-x), with -x capped into exp_in_range's range (below -87 the result rounds to
 // 1, above 87 to 1e-38 or less); NaN through.
 WEFT_VECTOR_INLINE float vector_sigmoid(float x) {
-  float m = x < -87.0f ? 87.0f : x > 87.0f ? -87.0f : -x;
+  float m = std::min(std::max(-x, -87.0f), 87.0f); // (min and max: two instructions)
   float s = 1.0f / (1.0f + exp_in_range(m));
   return x != x ? x : s;
 }

@@ -405,6 +405,31 @@ void reshape_transpose_reshape(Node& node) {
   compose_transposes(node);
 }
 
+// A Transpose that moves only dims of extent 1, the others keeping their order, leaves every
+// element where it was: a Reshape, which copies nothing. (torch.onnx's LSTM and GRU exports
+// transpose Y's [steps, 1, batch, H] to [steps, batch, 1, H]: a copy of the whole sequence's
+// states, 0.3 ms of an LSTM 256 wide at batch 32.)
+void transpose_of_unit_dims(Node& node) {
+  const Value *x = node.inputs[0], *y = node.outputs[0];
+  std::optional<Ints> perm = transpose_perm(node);
+  if (!perm || !x->type.shape || !y || !y->type.shape) return;
+  int64_t last = -1;
+  for (int64_t i : *perm) {
+    const Dim& d = (*x->type.shape)[static_cast<size_t>(i)];
+    if (d.is_static() && d.value() == 1) continue;
+    if (i < last) return;
+    last = i;
+  }
+  ReshapeAttrs to;
+  if (y->type.has_static_shape())
+    to = reshape_to(shape_static_dims(*y->type.shape));
+  else
+    to.symbolic_shape = *y->type.shape;
+  node.op_type = Op::kReshape;
+  node.def = find_op(Op::kReshape, node.opset);
+  node.attrs = std::move(to);
+}
+
 Ints inverse(const Ints& perm) {
   Ints inv(perm.size());
   for (size_t i = 0; i < perm.size(); ++i)
@@ -635,6 +660,7 @@ void canonicalize_node(Graph& graph, Node& node) {
   } else if (op == Op::kTranspose) {
     compose_transposes(node);
     if (node.op_type == Op::kTranspose) transpose_reshape_transpose(node);
+    if (node.op_type == Op::kTranspose) transpose_of_unit_dims(node);
   } else if (op == Op::kEinsum) {
     einsum_as_matmul(graph, node);
   } else if (op == Op::kCompress) {

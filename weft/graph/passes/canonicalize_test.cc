@@ -539,6 +539,26 @@ TEST(Canonicalize, TransposesCompose) {
       << body;
 }
 
+// torch.onnx's LSTM exports transpose Y's [steps, 1, batch, H] to [steps, batch, 1, H]: the
+// elements stay in place, a Reshape (over symbols too); a Transpose that swaps two dims of
+// more than one element stays.
+TEST(Canonicalize, TransposeMovingOnlyUnitDimsIsAReshape) {
+  std::string body = canonical(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[5, 1, 3, 4] x, float[T, 1, B, 4] w, float[2, 1, 3] z) =>
+        (float[5, 3, 1, 4] y, float[T, B, 1, 4] s, float[3, 1, 2] u) {
+      y = Transpose <perm = [0, 2, 1, 3]> (x)
+      s = Transpose <perm = [0, 2, 1, 3]> (w)
+      u = Transpose <perm = [2, 1, 0]> (z)
+    })");
+  EXPECT_NE(body.find("%y: f32[5,3,1,4] = Reshape(%x) {allowzero=0, shape=[5, 3, 1, 4]}"),
+            std::string::npos)
+      << body;
+  EXPECT_NE(body.find("%s: f32[T,B,1,4] = Reshape(%w)"), std::string::npos) << body;
+  EXPECT_NE(body.find("%u: f32[3,1,2] = Transpose(%z) {perm=[2, 1, 0]}"), std::string::npos)
+      << body;
+}
+
 // A batched matrix product written as Einsum becomes a MatMul, the operand whose last two
 // labels are swapped read through a Transpose; other Einsums stay.
 TEST(Canonicalize, BatchedProductEinsumIsAMatMul) {
