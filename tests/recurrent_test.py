@@ -315,8 +315,14 @@ def main():
         check_spec(weft, tmp, "gru_wide_odd_hidden_bidirectional_batchwise_lens", "GRU",
                    {"direction": "bidirectional", "layout": 1}, seq=5, batch=16, size=24,
                    hidden=200, lens=[5] * 8 + [3] * 8, initial=True, module=module)
+        # At a batch of 8 or more, the LSTM's and the RNN's steps add X W^T in their product.
         check_spec(weft, tmp, "lstm_wide_odd_hidden_peepholes", "LSTM", {}, seq=5, batch=12,
                    size=40, hidden=100, initial=True, peepholes=True, module=module)
+        check_spec(weft, tmp, "lstm_wide_bidirectional_batchwise_lens", "LSTM",
+                   {"direction": "bidirectional", "layout": 1}, seq=5, batch=10, size=12,
+                   hidden=120, lens=[5, 2, 0, 4, 5, 1, 3, 5, 5, 2], module=module)
+        check_spec(weft, tmp, "rnn_wide_reverse", "RNN", {"direction": "reverse"}, seq=5,
+                   batch=8, size=20, hidden=300, initial=True, module=module)
         check_spec(weft, tmp, "gru_wide_thread_limit_1", "GRU", {}, seq=9, batch=16, size=8,
                    hidden=200, lens=[9] * 8 + [5] * 8, initial=True,
                    envs=({"OMP_THREAD_LIMIT": "1"},))

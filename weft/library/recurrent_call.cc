@@ -68,30 +68,43 @@ __attribute__((always_inline)) inline void activate_all(RnnActivation fn, float*
 typedef float V16 __attribute__((vector_size(64)));
 typedef float V8 __attribute__((vector_size(32)));
 
+// A product's operand: rows of "a" (row stride lda) times K rows of panels (pack_panels).
+struct Operand {
+  const float* a;
+  int64_t lda;
+  const float* panels;
+  int64_t K;
+  Operand rows_from(int64_t r) const { return {a + r * lda, lda, panels, K}; }
+  Operand columns_from(int64_t j) const { return {a, lda, panels + j * K, K}; }
+};
+
 // kRows rows of c (row stride ldc) over kPanels panels' columns ("cols" of them stored), the
-// panels K * kVecs vectors apart.
+// panels K * kVecs vectors apart: x's product, then y's added (K 0: none).
 template <class V, int kRows, int kVecs, int kPanels>
-__attribute__((always_inline)) inline void product_block(const float* a, int64_t lda,
-                                                         const float* panel, int64_t K, float* c,
-                                                         int64_t ldc, int64_t cols) {
+__attribute__((always_inline)) inline void product_block(const Operand& x, const Operand& y,
+                                                         float* c, int64_t ldc, int64_t cols) {
   constexpr int kLanes = sizeof(V) / sizeof(float), kAcross = kPanels * kVecs;
   V acc[kRows][kAcross] = {};
-  for (int64_t q = 0; q < K; ++q) {
-    V b[kAcross];
-#pragma GCC unroll 8
-    for (int v = 0; v < kAcross; ++v)
-      std::memcpy(&b[v], panel + ((v / kVecs) * K * kVecs + q * kVecs + v % kVecs) * kLanes,
-                  sizeof(V));
-#pragma GCC unroll 8
-    for (int r = 0; r < kRows; ++r) {
-      V x;
-      for (int l = 0; l < kLanes; ++l) // (V{} + a[...] adds 0.0f, which GCC keeps)
-        x[l] = a[r * lda + q];
+  auto add = [&](const float* a, int64_t lda, const float* panel, int64_t K) {
+    for (int64_t q = 0; q < K; ++q) {
+      V b[kAcross];
 #pragma GCC unroll 8
       for (int v = 0; v < kAcross; ++v)
-        acc[r][v] += x * b[v];
+        std::memcpy(&b[v], panel + ((v / kVecs) * K * kVecs + q * kVecs + v % kVecs) * kLanes,
+                    sizeof(V));
+#pragma GCC unroll 8
+      for (int r = 0; r < kRows; ++r) {
+        V s;
+        for (int l = 0; l < kLanes; ++l) // (V{} + a[...] adds 0.0f, which GCC keeps)
+          s[l] = a[r * lda + q];
+#pragma GCC unroll 8
+        for (int v = 0; v < kAcross; ++v)
+          acc[r][v] += s * b[v];
+      }
     }
-  }
+  };
+  add(x.a, x.lda, x.panels, x.K);
+  add(y.a, y.lda, y.panels, y.K);
   for (int r = 0; r < kRows; ++r) {
     if (cols == kAcross * kLanes) {
       std::memcpy(c + r * ldc, acc[r], sizeof(acc[r]));
@@ -107,51 +120,50 @@ __attribute__((always_inline)) inline void product_block(const float* a, int64_t
 // hold (the registers): one row's accumulators of one panel alone would wait on each other's
 // multiply-adds (their latency).
 template <class V, int kRows, int kVecs, int kMaxAcc>
-__attribute__((always_inline)) inline void product_few(const float* a, int64_t lda,
-                                                       const float* panels, int64_t K, float* c,
+__attribute__((always_inline)) inline void product_few(const Operand& x, const Operand& y, float* c,
                                                        int64_t ldc, int64_t n) {
   constexpr int64_t kCols = kVecs * sizeof(V) / sizeof(float);
   constexpr int kPanels = std::clamp(kMaxAcc / (kRows * kVecs), 1, 4);
   for (int64_t j = 0; j < n;) {
     int64_t left = n - j;
     if (left > (kPanels - 1) * kCols) {
-      product_block<V, kRows, kVecs, kPanels>(a, lda, panels + j * K, K, c + j, ldc,
+      product_block<V, kRows, kVecs, kPanels>(x.columns_from(j), y.columns_from(j), c + j, ldc,
                                               std::min(left, kPanels * kCols));
       j += kPanels * kCols;
     } else {
-      product_block<V, kRows, kVecs, 1>(a, lda, panels + j * K, K, c + j, ldc,
+      product_block<V, kRows, kVecs, 1>(x.columns_from(j), y.columns_from(j), c + j, ldc,
                                         std::min(left, kCols));
       j += kCols;
     }
   }
 }
 
-// A step's product of the states by R^T, for the columns one thread owns: c[r, j] = sum over
-// q of a[r, q] R^T[q, j], r < m, j < n, q < K, R^T's columns packed in panels (pack_panels).
-// Blocks of rows by a panel's columns, the accumulators in registers, each panel in L1 across
-// the row blocks; every output sums over q in order, whatever its block. (oneDNN's sgemm per
-// step, which forks and joins the threads at each call, had run 1.2-2x ONNX Runtime's time:
-// docs/library.md.)
+// A step's product of the states by R^T (and of X's rows by W^T, "y", added), for the columns
+// one thread owns: c[r, j] = sum over q of a[r, q] R^T[q, j], r < m, j < n, q < K, R^T's
+// columns packed in panels (pack_panels). Blocks of rows by a panel's columns, the
+// accumulators in registers, each panel in L1 across the row blocks; every output sums over q
+// in order, whatever its block. (oneDNN's sgemm per step, which forks and joins the threads at
+// each call, had run 1.2-2x ONNX Runtime's time: docs/library.md.)
 template <class V, int kTall, int kVecs, int kMaxAcc>
-__attribute__((always_inline)) inline void product_t(const float* a, int64_t lda, int64_t m,
-                                                     const float* panels, int64_t K, float* c,
-                                                     int64_t ldc, int64_t n) {
+__attribute__((always_inline)) inline void product_t(const Operand& x, const Operand& y, int64_t m,
+                                                     float* c, int64_t ldc, int64_t n) {
   constexpr int64_t kCols = kVecs * sizeof(V) / sizeof(float);
   const int64_t fours = m / 4 * 4;
   for (int64_t j = 0; j < n; j += kCols) {
-    const float* panel = panels + j * K;
+    const Operand xj = x.columns_from(j), yj = y.columns_from(j);
     int64_t cols = std::min<int64_t>(kCols, n - j), r = 0;
     for (; r + kTall <= fours; r += kTall)
-      product_block<V, kTall, kVecs, 1>(a + r * lda, lda, panel, K, c + r * ldc + j, ldc, cols);
+      product_block<V, kTall, kVecs, 1>(xj.rows_from(r), yj.rows_from(r), c + r * ldc + j, ldc,
+                                        cols);
     for (; r < fours; r += 4)
-      product_block<V, 4, kVecs, 1>(a + r * lda, lda, panel, K, c + r * ldc + j, ldc, cols);
+      product_block<V, 4, kVecs, 1>(xj.rows_from(r), yj.rows_from(r), c + r * ldc + j, ldc, cols);
   }
-  const float* ar = a + fours * lda;
+  const Operand xr = x.rows_from(fours), yr = y.rows_from(fours);
   float* cr = c + fours * ldc;
   switch (m - fours) {
-    case 3: product_few<V, 3, kVecs, kMaxAcc>(ar, lda, panels, K, cr, ldc, n); break;
-    case 2: product_few<V, 2, kVecs, kMaxAcc>(ar, lda, panels, K, cr, ldc, n); break;
-    case 1: product_few<V, 1, kVecs, kMaxAcc>(ar, lda, panels, K, cr, ldc, n); break;
+    case 3: product_few<V, 3, kVecs, kMaxAcc>(xr, yr, cr, ldc, n); break;
+    case 2: product_few<V, 2, kVecs, kMaxAcc>(xr, yr, cr, ldc, n); break;
+    case 1: product_few<V, 1, kVecs, kMaxAcc>(xr, yr, cr, ldc, n); break;
     default: break;
   }
 }
@@ -159,23 +171,20 @@ __attribute__((always_inline)) inline void product_t(const float* a, int64_t lda
 // Blocks of 8 x 32 (16 accumulators of AVX-512's 32 registers: two loads of R^T and 8
 // broadcasts for 16 products), then 4 x 32, the last rows over up to 4 panels (24
 // accumulators at most); with AVX2's 16 registers, 4 x 16 (12 at most).
-__attribute__((target("avx512f,fma"))) void product_avx512(const float* a, int64_t lda, int64_t m,
-                                                           const float* panels, int64_t K, float* c,
-                                                           int64_t ldc, int64_t n) {
-  product_t<V16, 8, 2, 24>(a, lda, m, panels, K, c, ldc, n);
+__attribute__((target("avx512f,fma"))) void
+product_avx512(const Operand& x, const Operand& y, int64_t m, float* c, int64_t ldc, int64_t n) {
+  product_t<V16, 8, 2, 24>(x, y, m, c, ldc, n);
 }
-__attribute__((target("avx2,fma"))) void product_avx2(const float* a, int64_t lda, int64_t m,
-                                                      const float* panels, int64_t K, float* c,
-                                                      int64_t ldc, int64_t n) {
-  product_t<V8, 4, 2, 12>(a, lda, m, panels, K, c, ldc, n);
+__attribute__((target("avx2,fma"))) void product_avx2(const Operand& x, const Operand& y, int64_t m,
+                                                      float* c, int64_t ldc, int64_t n) {
+  product_t<V8, 4, 2, 12>(x, y, m, c, ldc, n);
 }
-void product_default(const float* a, int64_t lda, int64_t m, const float* panels, int64_t K,
-                     float* c, int64_t ldc, int64_t n) {
-  product_t<V8, 4, 1, 6>(a, lda, m, panels, K, c, ldc, n);
+void product_default(const Operand& x, const Operand& y, int64_t m, float* c, int64_t ldc,
+                     int64_t n) {
+  product_t<V8, 4, 1, 6>(x, y, m, c, ldc, n);
 }
 
-using Product = void (*)(const float*, int64_t, int64_t, const float*, int64_t, float*, int64_t,
-                         int64_t);
+using Product = void (*)(const Operand&, const Operand&, int64_t, float*, int64_t, int64_t);
 
 // The product for this CPU and the columns of its panels.
 std::pair<Product, int64_t> product_kernel() {
@@ -444,13 +453,17 @@ public:
     };
     const int64_t GH = G * H, Hp = (H + 15) / 16 * 16, GHp = G * Hp;
     const float* zero = zeros(std::max(GHp, 3 * Hp)); // a missing bias, peepholes or state
-    // The steps run in chunks of about 32 rows of X (ceil(32 / batch) steps): each thread
-    // projects a chunk's rows onto its own columns of X W^T at the chunk's first step, into
-    // its caches, where the gates read them. (One product over the whole sequence by
-    // oneDNN's sgemm, then the biases added, had moved its [steps x batch, gates x H] three
-    // times through DRAM: a quarter of an LSTM 256 wide at batch 32.)
-    const int64_t chunk =
-        std::clamp<int64_t>((32 + B - 1) / std::max<int64_t>(B, 1), 1, std::max<int64_t>(T, 1));
+    // X W^T: at a batch of 8 or more, the LSTM's and the RNN's steps add a step's rows of X
+    // times W^T to the state's product, in its blocks ("fused"; 0.4 ms less than in chunks of
+    // an LSTM 256 wide at batch 32, 100 steps); otherwise the steps run in chunks of about 32
+    // rows of X (ceil(32 / batch) steps): each thread projects a chunk's rows onto its own
+    // columns of X W^T at the chunk's first step, into its caches, where the gates read them.
+    // (One product over the whole sequence by oneDNN's sgemm, then the biases added, had moved
+    // its [steps x batch, gates x H] three times through DRAM: a quarter of that LSTM.)
+    const bool fused = cell_ != Cell::kGru && B >= 8;
+    const int64_t chunk = fused ? 1
+                                : std::clamp<int64_t>((32 + B - 1) / std::max<int64_t>(B, 1), 1,
+                                                      std::max<int64_t>(T, 1));
     float *xw = take(0, chunk * B * GHp), *hr = take(1, B * GHp), *h_even = take(2, B * Hp),
           *h_odd = take(3, B * Hp), *c = take(4, B * Hp), *rh = take(5, B * Hp);
     // The steps' threads, each its share of the hidden units (multiples of 16), in every gate:
@@ -502,6 +515,12 @@ public:
       const float* xw_rb = cell_ == Cell::kGru ? zero : rb;
       // A chunk's rows are X's own, batch after batch, forward with layout 0.
       const bool own_rows = a_.layout == 0 && !reverse;
+      if (fused) { // the gates' x: Wb + Rb (or zeros), for every entry
+        for (int64_t g = 0; g < G; ++g) {
+          for (int64_t j = 0; j < H; ++j)
+            xw[g * Hp + j] = bias ? bias[g * H + j] + rb[g * H + j] : 0.0f;
+        }
+      }
       for (int64_t b = 0; b < B; ++b) {
         const float* h0 = in(s_.h0);
         const float* c0 = in(s_.c0);
@@ -537,27 +556,31 @@ public:
             }
           });
         }
+        const Operand none{nullptr, 0, nullptr, 0};
+        // The rows of X the entries take at steps k0 to k0 + n_steps, step after step.
+        auto x_rows = [&](int64_t k0, int64_t n_steps) {
+          if (own_rows) return in(s_.x) + k0 * B * input_;
+          float* mine = all_rows + me * chunk * B * input_;
+          for (int64_t k = k0; k < k0 + n_steps; ++k) {
+            for (int64_t b = 0; b < B; ++b) {
+              float* to = mine + ((k - k0) * B + b) * input_;
+              if (std::optional<int64_t> t = row(b, k))
+                std::copy_n(in(s_.x) + x_row(*t, b, T, B) * input_, input_, to);
+              else
+                std::fill_n(to, input_, 0.0f);
+            }
+          }
+          return static_cast<const float*>(mine);
+        };
         // The chunk's X W^T + biases, each thread its shares' columns: rows (step - k0) x B + b.
         auto project = [&](int64_t k0) {
           const int64_t n_steps = std::min(chunk, T - k0), rows = n_steps * B;
-          const float* xs = in(s_.x) + k0 * B * input_;
-          if (!own_rows) { // the rows of X each entry takes at these steps
-            float* mine = all_rows + me * chunk * B * input_;
-            for (int64_t k = k0; k < k0 + n_steps; ++k) {
-              for (int64_t b = 0; b < B; ++b) {
-                float* to = mine + ((k - k0) * B + b) * input_;
-                if (std::optional<int64_t> t = row(b, k))
-                  std::copy_n(in(s_.x) + x_row(*t, b, T, B) * input_, input_, to);
-                else
-                  std::fill_n(to, input_, 0.0f);
-              }
-            }
-            xs = mine;
-          }
+          const float* xs = x_rows(k0, n_steps);
           each_share([&](int64_t u0, int64_t n, const float* mine) {
             for (int64_t g = 0; g < G; ++g) {
               float* to = xw + g * Hp + u0;
-              product(xs, input_, rows, mine + G * per_gate + g * per_gate_w, input_, to, GHp, n);
+              product(Operand{xs, input_, mine + G * per_gate + g * per_gate_w, input_}, none, rows,
+                      to, GHp, n);
               if (bias) add_biases(to, rows, GHp, n, bias + g * H + u0, xw_rb + g * H + u0);
             }
           });
@@ -565,13 +588,20 @@ public:
         float *hc = h_even, *hn = h_odd;
         for (int64_t k = 0; k < T; ++k) {
           const int64_t k0 = k / chunk * chunk;
-          if (k == k0) project(k0);
+          const float* xs = nullptr;
+          if (fused)
+            xs = x_rows(k, 1);
+          else if (k == k0)
+            project(k0);
           each_share([&](int64_t u0, int64_t n, const float* mine) {
-            for (int64_t g = 0; g < from_h; ++g)
-              product(hc, Hp, B, mine + g * per_gate, H, hr + g * Hp + u0, GHp, n);
+            for (int64_t g = 0; g < from_h; ++g) {
+              Operand x_w =
+                  fused ? Operand{xs, input_, mine + G * per_gate + g * per_gate_w, input_} : none;
+              product(Operand{hc, Hp, mine + g * per_gate, H}, x_w, B, hr + g * Hp + u0, GHp, n);
+            }
           });
           auto gates = [&](int64_t b, int64_t u0, int64_t n) {
-            return Gates{xw + ((k - k0) * B + b) * GHp + u0,
+            return Gates{xw + (fused ? 0 : ((k - k0) * B + b) * GHp) + u0,
                          hr + b * GHp + u0,
                          rb_p + u0,
                          s_.peepholes >= 0 ? p_p + u0 : nullptr,
@@ -590,7 +620,7 @@ public:
             });
 #pragma omp barrier
             each_share([&](int64_t u0, int64_t n, const float* mine) {
-              product(rh, Hp, B, mine + 2 * per_gate, H, hr + 2 * Hp + u0, GHp, n);
+              product(Operand{rh, Hp, mine + 2 * per_gate, H}, none, B, hr + 2 * Hp + u0, GHp, n);
             });
           }
           each_share([&](int64_t u0, int64_t n, const float*) {
