@@ -110,6 +110,39 @@ def test_outputs_are_zero_copy(softmax):
     np.testing.assert_allclose(second, np.full((3, 16), 1 / 16), rtol=1e-6)
 
 
+def test_outputs_that_view_computed_values(tmp_path):
+    """An output that only reshapes a computed value is that value's memory (the kernel writes
+    it there: no copy); a second view of it, a view of an input and a later reader of it
+    still see their own values, run after run, static and over symbols."""
+    shape_flat = numpy_helper.from_array(np.array([-1], np.int64), "flat")
+    shape_two = numpy_helper.from_array(np.array([2, -1], np.int64), "two")
+    model = make_model(
+        [helper.make_node("Mul", ["x", "x"], ["a"]),
+         helper.make_node("Reshape", ["a", "flat"], ["a1"]),
+         helper.make_node("Reshape", ["a1", "two"], ["y1"]),
+         helper.make_node("Reshape", ["a", "flat"], ["y2"]),
+         helper.make_node("Reshape", ["x", "flat"], ["y3"]),
+         helper.make_node("Add", ["a", "x"], ["s"]),
+         helper.make_node("Reshape", ["s", "flat"], ["y4"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y1", TensorProto.FLOAT, [2, "M"])] +
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["K"]) for n in ("y2", "y3", "y4")],
+        [shape_flat, shape_two])
+    rng = np.random.default_rng(4)
+    for dynamic in (False, True):
+        compiled = weft.compile(model.SerializeToString(), dynamic_shapes=dynamic)
+        for n in (2, 6, 2):
+            x = rng.standard_normal((n, 4)).astype(np.float32)
+            first = compiled.run({"x": x})
+            again = compiled.run({"x": x + 1})
+            for out, x_ in ((first, x), (again, x + 1)):
+                np.testing.assert_array_equal(out["y1"], (x_ * x_).reshape(2, -1))
+                np.testing.assert_array_equal(out["y2"], (x_ * x_).reshape(-1))
+                np.testing.assert_array_equal(out["y3"], x_.reshape(-1))
+                np.testing.assert_allclose(out["y4"], (x_ * x_ + x_).reshape(-1), rtol=1e-6)
+            assert first["y1"].ctypes.data != first["y2"].ctypes.data
+
+
 def test_non_contiguous_input_is_read_correctly(softmax):
     x = np.random.default_rng(2).standard_normal((16, 6)).astype(np.float32).T  # (6, 16) view
     assert not x.flags.c_contiguous
