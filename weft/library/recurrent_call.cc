@@ -210,8 +210,9 @@ void pack_panels(const float* r, int64_t K, int64_t first, int64_t cols, int64_t
 }
 
 // One entry's step over n of its hidden units (a thread's share), every pointer at the first of
-// them and a gate's units H apart: "x" the entry's projection (gates x H, X W^T + Wb, and Rb
-// but for the GRU), "g" its state times R^T, which the gates take over, "rb" the GRU's Rb
+// them and a gate's units H apart (the hidden size padded to whole cache lines): "x" the
+// entry's projection (X W^T + Wb, and Rb but for the GRU; or only Wb + Rb where the state's
+// product added X W^T), "g" its state times R^T, which the gates take over, "rb" the GRU's Rb
 // (zeros without a bias), "p" the LSTM's peepholes (null without), "h" the state, "next"
 // the new one, "c" the LSTM's cell, updated in place. Branch-free loops, on the CPU's widest
 // vectors (the library is built for any x86-64: SSE alone left the gates 25% of a step).
@@ -454,7 +455,7 @@ public:
     const int64_t GH = G * H, Hp = (H + 15) / 16 * 16, GHp = G * Hp;
     const float* zero = zeros(std::max(GHp, 3 * Hp)); // a missing bias, peepholes or state
     // X W^T: at a batch of 8 or more, the LSTM's and the RNN's steps add a step's rows of X
-    // times W^T to the state's product, in its blocks ("fused"; 0.4 ms less than in chunks of
+    // times W^T to the state's product, in its blocks ("fused"; 0.3-0.5 ms less than in chunks of
     // an LSTM 256 wide at batch 32, 100 steps); otherwise the steps run in chunks of about 32
     // rows of X (ceil(32 / batch) steps): each thread projects a chunk's rows onto its own
     // columns of X W^T at the chunk's first step, into its caches, where the gates read them.
