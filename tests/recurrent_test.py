@@ -323,6 +323,14 @@ def main():
                    hidden=120, lens=[5, 2, 0, 4, 5, 1, 3, 5, 5, 2], module=module)
         check_spec(weft, tmp, "rnn_wide_reverse", "RNN", {"direction": "reverse"}, seq=5,
                    batch=8, size=20, hidden=300, initial=True, module=module)
+        # At a batch of 16 or more, the LSTM's and the RNN's threads take their own entries
+        # ("apart"): halves of 9, X's rows per entry, lengths and peepholes.
+        check_spec(weft, tmp, "lstm_apart_bidirectional_batchwise_lens_peepholes", "LSTM",
+                   {"direction": "bidirectional", "layout": 1}, seq=4, batch=18, size=12,
+                   hidden=100, lens=[4, 1, 0, 3] * 4 + [2, 4], initial=True, peepholes=True,
+                   module=module)
+        check_spec(weft, tmp, "rnn_apart_reverse", "RNN", {"direction": "reverse"}, seq=5,
+                   batch=17, size=20, hidden=150, initial=True, module=module)
         check_spec(weft, tmp, "gru_wide_thread_limit_1", "GRU", {}, seq=9, batch=16, size=8,
                    hidden=200, lens=[9] * 8 + [5] * 8, initial=True,
                    envs=({"OMP_THREAD_LIMIT": "1"},))

@@ -19,6 +19,7 @@
 #include "weft/graph/shape_functions.h"
 #include "weft/library/dnnl_epilogue.h"
 #include "weft/library/dnnl_kernel.h"
+#include "weft/support/cpu_clones.h"
 #include "weft/support/vector_exp.h"
 
 namespace weft::library {
@@ -40,8 +41,7 @@ constexpr int64_t kMaxBlockBytes = int64_t{4} << 20;
 // Softmax's numerator for a row of scores, in place: exp(s - max(s)). Returns the row's sum,
 // which the row of the product with V is divided by afterwards: two passes over the scores
 // instead of oneDNN's softmax's three (its division), 2.7x as fast as it on that EPYC.
-__attribute__((target_clones("avx512f", "avx2", "default"))) float
-exp_row(float* __restrict s, int64_t n) {
+WEFT_CPU_CLONES float exp_row(float* __restrict s, int64_t n) {
   float m = -std::numeric_limits<float>::infinity();
 #pragma omp simd reduction(max : m)
   for (int64_t i = 0; i < n; ++i)

@@ -9,15 +9,17 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include "weft/support/cpu_clones.h"
+
 namespace weft::library {
 
 namespace {
 
 // acc[0, n) += sum over r < rows of x[r] * w[r * stride, + n): eight rows at a time, each a
 // stream of its own (more streams in flight: 28 -> 34 GB/s against one row at a time).
-__attribute__((target_clones("avx512f", "avx2", "default"))) void
-accumulate_rows(float* __restrict acc, const float* __restrict w, int64_t stride,
-                const float* __restrict x, int64_t rows, int64_t n) {
+WEFT_CPU_CLONES void accumulate_rows(float* __restrict acc, const float* __restrict w,
+                                     int64_t stride, const float* __restrict x, int64_t rows,
+                                     int64_t n) {
   int64_t r = 0;
   for (; r + 8 <= rows; r += 8) {
     const float* p = w + r * stride;
@@ -42,8 +44,7 @@ accumulate_rows(float* __restrict acc, const float* __restrict w, int64_t stride
 }
 
 // The dot product of x and w, k long (a row of transposed weights).
-__attribute__((target_clones("avx512f", "avx2", "default"))) float
-dot(const float* __restrict x, const float* __restrict w, int64_t k) {
+WEFT_CPU_CLONES float dot(const float* __restrict x, const float* __restrict w, int64_t k) {
   float sum = 0;
 #pragma omp simd reduction(+ : sum)
   for (int64_t i = 0; i < k; ++i)
@@ -54,10 +55,8 @@ dot(const float* __restrict x, const float* __restrict w, int64_t k) {
 // The dot products of x with eight rows of w, k long and "stride" apart, into out[0, 8): eight
 // streams in flight and x loaded once for them (AlexNet's 9216 x 4096 weights: 20 GB/s one row
 // at a time, 25 four at a time, 28-30 eight at a time; sixteen no faster).
-__attribute__((target_clones("avx512f", "avx2", "default"))) void dot8(const float* __restrict x,
-                                                                       const float* __restrict w,
-                                                                       int64_t stride, int64_t k,
-                                                                       float* __restrict out) {
+WEFT_CPU_CLONES void dot8(const float* __restrict x, const float* __restrict w, int64_t stride,
+                          int64_t k, float* __restrict out) {
   const float *w0 = w, *w1 = w + stride, *w2 = w + 2 * stride, *w3 = w + 3 * stride,
               *w4 = w + 4 * stride, *w5 = w + 5 * stride, *w6 = w + 6 * stride,
               *w7 = w + 7 * stride;

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include "weft/support/cpu_clones.h"
 #include "weft/support/vector_exp.h"
 
 namespace weft::library {
@@ -150,7 +151,7 @@ __attribute__((always_inline)) inline void product_few(const Operand& x, const O
 template <class V, int kTall, int kVecs, int kMaxAcc>
 __attribute__((always_inline)) inline void product_t(const Operand& x, const Operand& y, int64_t m,
                                                      float* c, int64_t ldc, int64_t n) {
-  static_assert(kTall == 4 || kTall == 8);
+  static_assert(kTall >= 4 && kTall <= 8);
   constexpr int64_t kCols = kVecs * sizeof(V) / sizeof(float);
   const int64_t talls = m / kTall * kTall;
   for (int64_t j = 0; j < n; j += kCols) {
@@ -161,9 +162,10 @@ __attribute__((always_inline)) inline void product_t(const Operand& x, const Ope
                                         cols);
   }
   int64_t fours = talls;
-  if (m - fours >= 4) { // (kTall 8) 4 rows over two panels at a time: 18% faster than one
-    product_few<V, 4, kVecs, 8 * kVecs>(x.rows_from(fours), y.rows_from(fours), c + fours * ldc,
-                                        ldc, n);
+  if (m - fours >= 4) { // 4 rows over a tall block's accumulators (kTall 8: two panels at a
+                        // time, 18% faster than one)
+    product_few<V, 4, kVecs, kTall * kVecs>(x.rows_from(fours), y.rows_from(fours), c + fours * ldc,
+                                            ldc, n);
     fours += 4;
   }
   const Operand xr = x.rows_from(fours), yr = y.rows_from(fours);
@@ -178,14 +180,16 @@ __attribute__((always_inline)) inline void product_t(const Operand& x, const Ope
 
 // Blocks of 8 x 32 (16 accumulators of AVX-512's 32 registers: two loads of R^T and 8
 // broadcasts for 16 products), then 4 x 32, the last rows over up to 4 panels (24
-// accumulators at most); with AVX2's 16 registers, 4 x 16 (12 at most).
+// accumulators at most); with AVX2's 16 registers, 6 x 16 (12 accumulators: 8 leave Zen 3's
+// two FMA pipes waiting on their 4-cycle latency; 4-8% faster than 4 x 16 at batch 32 in a
+// micro-benchmark, even at batch 1 to 16), the last rows 12 accumulators at most.
 __attribute__((target("avx512f,fma"))) void
 product_avx512(const Operand& x, const Operand& y, int64_t m, float* c, int64_t ldc, int64_t n) {
   product_t<V16, 8, 2, 24>(x, y, m, c, ldc, n);
 }
 __attribute__((target("avx2,fma"))) void product_avx2(const Operand& x, const Operand& y, int64_t m,
                                                       float* c, int64_t ldc, int64_t n) {
-  product_t<V8, 4, 2, 12>(x, y, m, c, ldc, n);
+  product_t<V8, 6, 2, 12>(x, y, m, c, ldc, n);
 }
 void product_default(const Operand& x, const Operand& y, int64_t m, float* c, int64_t ldc,
                      int64_t n) {
@@ -246,8 +250,7 @@ struct Activations {
   }
 };
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) void rnn_step(const Gates& s,
-                                                                           const Activations& act) {
+WEFT_CPU_CLONES void rnn_step(const Gates& s, const Activations& act) {
   float* g = s.g;
 #pragma omp simd
   for (int64_t j = 0; j < s.n; ++j)
@@ -258,8 +261,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void rnn_step(const
 
 // The GRU's reset gate r for its step without linear_before_reset, into g[H, 2H), and r * h
 // into "rh" (the operand of Rh's product).
-__attribute__((target_clones("avx512f", "avx2", "default"))) void
-gru_reset_gate(const Gates& s, const Activations& act, float* rh) {
+WEFT_CPU_CLONES void gru_reset_gate(const Gates& s, const Activations& act, float* rh) {
   const int64_t H = s.H, n = s.n;
   float* r = s.g + H;
 #pragma omp simd
@@ -274,8 +276,7 @@ gru_reset_gate(const Gates& s, const Activations& act, float* rh) {
 // z, r, n; H' = n + z (H - n). Without linear_before_reset, r came from gru_reset_gate and
 // Rh's part of g is Rh (r * H). The default activations (Sigmoid, Tanh) without clip in one
 // pass, as lstm_step's.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void
-gru_step(const Gates& s, const Activations& act, bool linear) {
+WEFT_CPU_CLONES void gru_step(const Gates& s, const Activations& act, bool linear) {
   const int64_t H = s.H, n = s.n;
   const float *x = s.x, *rb = s.rb;
   float *z = s.g, *r = s.g + H, *m = s.g + 2 * H;
@@ -351,8 +352,8 @@ __attribute__((always_inline)) inline void default_lstm_step(const Gates& s) {
 }
 
 // i, o, f, c, with peepholes i, o, f ("p" null without).
-__attribute__((target_clones("avx512f", "avx2", "default"))) void
-lstm_step(const Gates& s, const Activations& act, bool input_forget, const float* zero) {
+WEFT_CPU_CLONES void lstm_step(const Gates& s, const Activations& act, bool input_forget,
+                               const float* zero) {
   const int64_t H = s.H, n = s.n;
   if (default_lstm(act, input_forget)) {
     if (s.p)
@@ -393,8 +394,8 @@ lstm_step(const Gates& s, const Activations& act, bool input_forget, const float
 
 // Wb + Rb (Wb alone for the GRU: "rb" zeros then) added to n columns of "rows" rows of a
 // step's X W^T (row stride ldx).
-__attribute__((target_clones("avx512f", "avx2", "default"))) void
-add_biases(float* xw, int64_t rows, int64_t ldx, int64_t n, const float* wb, const float* rb) {
+WEFT_CPU_CLONES void add_biases(float* xw, int64_t rows, int64_t ldx, int64_t n, const float* wb,
+                                const float* rb) {
   for (int64_t row = 0; row < rows; ++row) {
     float* x = xw + row * ldx;
 #pragma omp simd
@@ -477,12 +478,20 @@ public:
           *h_odd = take(3, B * Hp), *c = take(4, B * Hp), *rh = take(5, B * Hp);
     // The steps' threads, each its share of the hidden units (multiples of 16), in every gate:
     // a step's gates then need only its own columns of H R^T, and a barrier ends the step (the
-    // GRU without linear_before_reset: one more, before r * H's product).
-    int64_t threads = omp_get_max_threads();
+    // GRU without linear_before_reset: one more, before r * H's product). Or, "apart", where
+    // X W^T is fused and every thread has kRowsApart entries or more: each thread its own
+    // entries over all the units and steps, the steps without barriers (as ONNX Runtime's LSTM
+    // splits its batch). Its threads each read all of R^T at every step, but never wait for
+    // each other: at each step's barrier, a thread held up (by other processes on its CPU)
+    // had held up both.
+    const int64_t most = omp_get_max_threads();
+    const bool apart = fused && most > 1 && B >= 2 * kRowsApart && B * GH * H >= kParallelStep;
+    int64_t threads = apart ? 1 : most;
     int64_t share = (H + threads - 1) / threads;
     share = std::max<int64_t>(16, (share + 15) / 16 * 16);
-    if (B * GH * H < kParallelStep) share = std::max<int64_t>(H, 1);
+    if (apart || B * GH * H < kParallelStep) share = std::max<int64_t>(H, 1);
     threads = std::max<int64_t>(1, (H + share - 1) / share);
+    const int64_t team_size = apart ? std::min(most, B / kRowsApart) : threads;
     static const std::pair<Product, int64_t> kernel = product_kernel();
     const Product product = kernel.first;
     const int64_t width = kernel.second;
@@ -503,7 +512,7 @@ public:
     if (constant_weights_ && repack)
       kept = std::make_shared<std::vector<float>>(D * threads * per_share + 16);
     float* all_panels = kept ? aligned(kept->data()) : take(6, D * threads * per_share);
-    float* all_rows = take(7, threads * chunk * B * input_);
+    float* all_rows = take(7, team_size * chunk * B * input_);
     for (int64_t d = 0; d < D; ++d) {
       float* panels = all_panels + d * threads * per_share;
       bool reverse = a_.direction == RnnDirection::kReverse || d == 1;
@@ -545,25 +554,31 @@ public:
       // The GRU without linear_before_reset takes only z's and r's columns from H.
       const bool split = cell_ == Cell::kGru && !a_.linear_before_reset;
       const int64_t from_h = split ? 2 : G;
-#pragma omp parallel num_threads(static_cast <int>(threads))
+#pragma omp parallel num_threads(static_cast <int>(team_size))
       {
         // A team smaller than asked for (nested in another, or a thread limit) takes the
-        // shares in turn.
+        // shares in turn; apart, the entries b0 to b1 are this thread's, and the one share
+        // every thread's.
         const int64_t team = omp_get_num_threads(), me = omp_get_thread_num();
+        const int64_t b0 = apart ? B * me / team : 0, b1 = apart ? B * (me + 1) / team : B;
         auto each_share = [&](auto&& work) {
-          for (int64_t s = me; s < threads; s += team) {
+          for (int64_t s = apart ? 0 : me; s < threads; s += apart ? 1 : team) {
             int64_t u0 = s * share, n = std::min(H, u0 + share) - u0;
             if (n > 0) work(u0, n, panels + s * per_share);
           }
         };
-        // Each share's columns of R^T and W^T, packed by its thread (into its caches).
-        if (repack) {
+        // Each share's columns of R^T and W^T, packed by its thread (into its caches); apart,
+        // by the first thread.
+        if (repack && (!apart || me == 0)) {
           each_share([&](int64_t u0, int64_t n, float* mine) {
             for (int64_t g = 0; g < G; ++g) {
               pack_panels(r, H, g * H + u0, n, width, mine + g * per_gate);
               pack_panels(w, input_, g * H + u0, n, width, mine + G * per_gate + g * per_gate_w);
             }
           });
+        }
+        if (apart) {
+#pragma omp barrier
         }
         const Operand none{nullptr, 0, nullptr, 0};
         // The rows of X the entries take at steps k0 to k0 + n_steps, step after step.
@@ -604,9 +619,11 @@ public:
             project(k0);
           each_share([&](int64_t u0, int64_t n, const float* mine) {
             for (int64_t g = 0; g < from_h; ++g) {
-              Operand x_w =
-                  fused ? Operand{xs, input_, mine + G * per_gate + g * per_gate_w, input_} : none;
-              product(Operand{hc, Hp, mine + g * per_gate, H}, x_w, B, hr + g * Hp + u0, GHp, n);
+              Operand x_w = fused ? Operand{xs + b0 * input_, input_,
+                                            mine + G * per_gate + g * per_gate_w, input_}
+                                  : none;
+              product(Operand{hc + b0 * Hp, Hp, mine + g * per_gate, H}, x_w, b1 - b0,
+                      hr + b0 * GHp + g * Hp + u0, GHp, n);
             }
           });
           auto gates = [&](int64_t b, int64_t u0, int64_t n) {
@@ -622,18 +639,19 @@ public:
           };
           if (split) { // r * H, then times Rh^T
             each_share([&](int64_t u0, int64_t n, const float*) {
-              for (int64_t b = 0; b < B; ++b) {
+              for (int64_t b = b0; b < b1; ++b) {
                 if (std::optional<int64_t> t = row(b, k))
                   gru_reset_gate(gates(b, u0, n), act, rh + b * Hp + u0);
               }
             });
 #pragma omp barrier
             each_share([&](int64_t u0, int64_t n, const float* mine) {
-              product(Operand{rh, Hp, mine + 2 * per_gate, H}, none, B, hr + 2 * Hp + u0, GHp, n);
+              product(Operand{rh + b0 * Hp, Hp, mine + 2 * per_gate, H}, none, b1 - b0,
+                      hr + b0 * GHp + 2 * Hp + u0, GHp, n);
             });
           }
           each_share([&](int64_t u0, int64_t n, const float*) {
-            for (int64_t b = 0; b < B; ++b) {
+            for (int64_t b = b0; b < b1; ++b) {
               std::optional<int64_t> t = row(b, k);
               if (!t) { // past the entry's length: its state stays
                 std::copy_n(hc + b * Hp + u0, n, hn + b * Hp + u0);
@@ -648,7 +666,9 @@ public:
               if (y) std::copy_n(hn + b * Hp + u0, n, y + y_at(*t, d, b, T, B) + u0);
             }
           });
+          if (!apart) {
 #pragma omp barrier
+          }
           std::swap(hc, hn);
         }
       }
@@ -673,6 +693,8 @@ public:
 private:
   // A step of fewer multiply-adds than this (batch x gates x hidden^2) runs on one thread.
   static constexpr int64_t kParallelStep = 65536;
+  // The fewest entries a thread takes apart: a block of the product's rows (8 with AVX-512).
+  static constexpr int64_t kRowsApart = 8;
 
   int64_t gates() const { return cell_ == Cell::kRnn ? 1 : cell_ == Cell::kGru ? 3 : 4; }
   int64_t directions() const { return a_.direction == RnnDirection::kBidirectional ? 2 : 1; }

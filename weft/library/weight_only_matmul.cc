@@ -11,6 +11,7 @@
 
 #include "weft/graph/shape_functions.h"
 #include "weft/library/shape_call.h"
+#include "weft/support/cpu_clones.h"
 
 namespace weft::library {
 
@@ -41,7 +42,7 @@ __attribute__((target("avx512f"))) inline float lane_sum(__m512 v) {
 // scale[c, k / block] over k. Within a block the lanes add the products; a row's sum is
 // taken once, at its end.
 template <int ROWS>
-__attribute__((target_clones("avx512f", "avx2", "default"))) void
+WEFT_CPU_CLONES void
 quantized_rows(const float* __restrict a, int64_t a_step, const uint8_t* __restrict q,
                const float* __restrict scale, const uint8_t* __restrict zero, float* __restrict y,
                int64_t y_step, int64_t k, int64_t block, int64_t first, int64_t last) {
