@@ -281,15 +281,29 @@ def table_main(models, markdown, results_file):
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--write", action="store_true", help=f"store bench/{results_file}")
+    ap.add_argument("--beside", action="store_true",
+                    help="with --write, keep the stored run and store this one beside it, as the run on "
+                         "this CPU's vector ISA (AVX2 or AVX-512), replacing an earlier one of that ISA")
     args = ap.parse_args()
     rows, _ = measure(args.rounds, args.iters, models=models)
     from run_bench import machine
     result = {"date": datetime.date.today().isoformat(), "machine": machine(), "ort_threads_parked": True,
               "onnxruntime": ort.__version__, "pytorch": torch.__version__, "threads": torch.get_num_threads(),
-              "rounds": args.rounds, "iters": args.iters, "rows": rows}
+              "rounds": args.rounds, "iters": args.iters, "avx512": has_avx512(), "rows": rows}
+    stored = os.path.join(HERE, results_file)
+    if args.write and os.path.exists(stored):
+        with open(stored) as f:
+            main_run = json.load(f)
+        # A run of the other vector ISA stays beside whichever run is the main one.
+        others = [b for b in main_run.get("beside", []) if b.get("avx512") != result["avx512"]]
+        if args.beside:
+            main_run["beside"] = others + [result]
+            result = main_run
+        elif others:
+            result["beside"] = others
     print("\n".join(markdown(result)))
     if args.write:
-        with open(os.path.join(HERE, results_file), "w") as f:
+        with open(stored, "w") as f:
             json.dump(result, f, indent=2)
 
 

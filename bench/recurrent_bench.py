@@ -72,7 +72,12 @@ def markdown(r):
              f"(compile time not included), all in one process; {r['rounds']} rounds, each entry the system's "
              f"lowest median of {r['iters']} runs, Weft's output checked against PyTorch's first. Ratios are "
              "peer time / Weft time (above 1: Weft is faster).", ""]
-    return lines + peer_table(r, "recurrent_results.json")
+    lines += peer_table(r, "recurrent_results.json")
+    for b in r.get("beside", []):
+        lines += [f"The same suite on {b['machine']}, {b['threads']} threads, {b['date']} ({b['rounds']} rounds "
+                  f"of {b['iters']} runs; ONNX Runtime {b['onnxruntime']}, PyTorch {b['pytorch']}):", ""]
+        lines += peer_table(b, "recurrent_results.json")
+    return lines
 
 
 def main():

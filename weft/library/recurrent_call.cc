@@ -581,12 +581,13 @@ public:
 #pragma omp barrier
         }
         const Operand none{nullptr, 0, nullptr, 0};
-        // The rows of X the entries take at steps k0 to k0 + n_steps, step after step.
+        // The rows of X the entries take at steps k0 to k0 + n_steps, step after step (this
+        // thread's entries' only, apart).
         auto x_rows = [&](int64_t k0, int64_t n_steps) {
           if (own_rows) return in(s_.x) + k0 * B * input_;
           float* mine = all_rows + me * chunk * B * input_;
           for (int64_t k = k0; k < k0 + n_steps; ++k) {
-            for (int64_t b = 0; b < B; ++b) {
+            for (int64_t b = b0; b < b1; ++b) {
               float* to = mine + ((k - k0) * B + b) * input_;
               if (std::optional<int64_t> t = row(b, k))
                 std::copy_n(in(s_.x) + x_row(*t, b, T, B) * input_, input_, to);
