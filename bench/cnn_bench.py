@@ -274,9 +274,27 @@ def peer_table(r, results_file):
     return lines
 
 
+def with_stored(result, stored, beside):
+    """What --write stores in "stored" for "result": with "beside", the stored run with "result"
+    beside it as the run of this CPU's vector ISA (replacing an earlier one of that ISA);
+    otherwise "result", keeping a stored run of the other ISA beside it."""
+    if not os.path.exists(stored):
+        return result
+    with open(stored) as f:
+        main_run = json.load(f)
+    others = [b for b in main_run.get("beside", []) if b.get("avx512") != result["avx512"]]
+    if beside:
+        main_run["beside"] = others + [result]
+        return main_run
+    if others:
+        result["beside"] = others
+    return result
+
+
 def table_main(models, markdown, results_file):
-    """The command line of sequence_bench.py and yolo_bench.py: "models" measured, the result
-    printed through "markdown", and stored in bench/"results_file" with --write."""
+    """The command line of sequence_bench.py, yolo_bench.py and recurrent_bench.py: "models"
+    measured, the result printed through "markdown", and stored in bench/"results_file" with
+    --write (--beside: beside the stored run, as cnn_bench.py's)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--iters", type=int, default=20)
@@ -291,16 +309,8 @@ def table_main(models, markdown, results_file):
               "onnxruntime": ort.__version__, "pytorch": torch.__version__, "threads": torch.get_num_threads(),
               "rounds": args.rounds, "iters": args.iters, "avx512": has_avx512(), "rows": rows}
     stored = os.path.join(HERE, results_file)
-    if args.write and os.path.exists(stored):
-        with open(stored) as f:
-            main_run = json.load(f)
-        # A run of the other vector ISA stays beside whichever run is the main one.
-        others = [b for b in main_run.get("beside", []) if b.get("avx512") != result["avx512"]]
-        if args.beside:
-            main_run["beside"] = others + [result]
-            result = main_run
-        elif others:
-            result["beside"] = others
+    if args.write:
+        result = with_stored(result, stored, args.beside)
     print("\n".join(markdown(result)))
     if args.write:
         with open(stored, "w") as f:
@@ -450,17 +460,9 @@ def main():
                   "avx512": has_avx512(), "peak_gflops": peak, "rows": rows}
         if not args.beside:
             result["depthwise"] = depthwise(max(args.rounds, 3), args.iters)
+    if args.write:
+        result = with_stored(result, stored, args.beside)
     print("\n".join(markdown(result)))
-    if args.write and os.path.exists(stored):
-        with open(stored) as f:
-            main_run = json.load(f)
-        # A run of the other vector ISA stays beside whichever run is the main one.
-        others = [b for b in main_run.get("beside", []) if b["avx512"] != result["avx512"]]
-        if args.beside:
-            main_run["beside"] = others + [result]
-            result = main_run
-        elif others:
-            result["beside"] = others
     if args.write:
         with open(stored, "w") as f:
             json.dump(result, f, indent=2)
