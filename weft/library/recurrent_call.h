@@ -4,9 +4,10 @@
 // direction, the steps run in one parallel region, each thread its share of the hidden units in
 // every gate: the state times its columns of R^T (packed panels, kept while W and R stay, a
 // product of Weft's own), X W^T in chunks of the sequence or added inside that product, those
-// units' gates, then a barrier. The run reads the sequence length and batch from its extents,
-// so one call serves every shape. Same arithmetic as the unrolled ops, in f32;
-// docs/library.md.
+// units' gates, then a barrier; or, for the LSTM and the RNN at a batch of 16 or more, each
+// thread its own entries over all the units, with no barrier between steps. The run reads the
+// sequence length and batch from its extents, so one call serves every shape. Same arithmetic
+// as the unrolled ops, in f32; docs/library.md.
 #pragma once
 
 #include <optional>
