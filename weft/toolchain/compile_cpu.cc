@@ -1,6 +1,7 @@
 #include "weft/toolchain/compile_cpu.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "weft/support/build_lock.h"
 #include "weft/support/hash.h"
 #include "weft/support/log.h"
 #include "weft/support/machine.h"
@@ -28,6 +30,10 @@ namespace weft::toolchain {
 namespace fs = std::filesystem;
 
 namespace {
+
+// How long a process waits for another that builds the same cache entry before building it
+// too: longer than a cold build of the largest models (Keypoint R-CNN's kernels, 170 s).
+constexpr std::chrono::minutes kBuildPatience{10};
 
 std::vector<std::string> split_words(const std::string& s) {
   std::istringstream in(s);
@@ -177,6 +183,8 @@ std::string precompiled_prelude(const std::string& prelude, const CpuCompiler& c
   fs::path dir = compiler.cache_dir;
   fs::path header = dir / ("prelude-" + key + ".h"), pch = dir / ("prelude-" + key + ".h.gch");
   std::error_code ec;
+  if (fs::exists(header, ec) && fs::exists(pch, ec)) return header.string();
+  BuildLock lock((dir / ("prelude-" + key + ".lock")).string(), kBuildPatience);
   if (!fs::exists(header, ec)) {
     fs::path tmp = dir / (unique + ".h");
     std::ofstream(tmp) << prelude;
@@ -223,11 +231,18 @@ Result<CompiledLibrary> compile_cpu(const std::string& prelude,
     log_info("kernel cache hit: {}", library.string());
     return CompiledLibrary{library.string(), true};
   }
-  log_info("kernel cache miss: building {}", library.string());
   fs::create_directories(dir, ec);
   if (ec)
     return Status::error(
         fmt::format("cannot create the kernel cache {}: {}", dir.string(), ec.message()));
+  // One build of this entry at a time: another process (or thread) building it now has it
+  // in the cache when the lock comes free.
+  BuildLock lock((dir / (key + ".lock")).string(), kBuildPatience);
+  if (lock.waited() && fs::exists(library, ec)) {
+    log_info("kernel cache hit, built meanwhile by another process: {}", library.string());
+    return CompiledLibrary{library.string(), true};
+  }
+  log_info("kernel cache miss: building {}", library.string());
 
   // Private names for this build (threads of one process may build the same source at
   // once); the finished library is renamed into place.

@@ -2,7 +2,8 @@
 //
 // Builds are cached by a content hash of the source, the compiler and its flags, in
 // $WEFT_CACHE_DIR (default ~/.cache/weft). Several processes may share the cache: each
-// builds under a private name and renames the result into place atomically.
+// builds under a private name and renames the result into place atomically, and those that
+// miss the same entry at once wait for one build (BuildLock) instead of each building it.
 #pragma once
 
 #include <string>

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -49,6 +50,29 @@ TEST(CpuCompiler, FlagsAreOnlyThoseTheCompilerAccepts) {
   Result<CompiledLibrary> lib =
       compile_cpu("extern \"C\" int weft_seven() { return 7; }\n", refusing);
   EXPECT_TRUE(lib.ok()) << lib.status().to_string();
+  fs::remove_all(dir);
+}
+
+// Two builders of the same source at once build it once: the second waits for the first's
+// lock and then finds the library in the cache.
+TEST(CompileCpu, ConcurrentBuildsOfOneSourceBuildOnce) {
+  CpuCompiler compiler = CpuCompiler::from_environment();
+  fs::path dir = fs::temp_directory_path() / ("weft_lock_test_" + std::to_string(::getpid()));
+  compiler.cache_dir = dir.string();
+  const std::string source = "extern \"C\" int weft_eight() { return 8; }\n";
+  Result<CompiledLibrary> results[2] = {Status::error("not run"), Status::error("not run")};
+  std::thread builders[2];
+  for (int i = 0; i < 2; ++i)
+    builders[i] = std::thread([&, i] { results[i] = compile_cpu(source, compiler); });
+  for (std::thread& t : builders)
+    t.join();
+  ASSERT_TRUE(results[0].ok()) << results[0].status().to_string();
+  ASSERT_TRUE(results[1].ok()) << results[1].status().to_string();
+  EXPECT_EQ(results[0]->path, results[1]->path);
+  EXPECT_NE(results[0]->cache_hit, results[1]->cache_hit); // one built, one found it
+  for (const auto& entry : fs::directory_iterator(dir))    // no lock or temporary left
+    EXPECT_TRUE(entry.path().extension() == ".so" || entry.path().extension() == ".cc")
+        << entry.path();
   fs::remove_all(dir);
 }
 
