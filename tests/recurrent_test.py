@@ -315,7 +315,12 @@ def main():
         check_spec(weft, tmp, "gru_wide_odd_hidden_bidirectional_batchwise_lens", "GRU",
                    {"direction": "bidirectional", "layout": 1}, seq=5, batch=16, size=24,
                    hidden=200, lens=[5] * 8 + [3] * 8, initial=True, module=module)
-        # At a batch of 8 or more, the LSTM's and the RNN's steps add X W^T in their product.
+        # At a batch of 4 or more, the LSTM's and the RNN's steps add X W^T in their product;
+        # below it they take X W^T from a chunk's projection (here in parallel: 2 threads).
+        check_spec(weft, tmp, "lstm_wide_chunked_batch_3", "LSTM", {}, seq=11, batch=3, size=20,
+                   hidden=160, initial=True, module=module)
+        check_spec(weft, tmp, "lstm_fused_batch_5_reverse", "LSTM", {"direction": "reverse"},
+                   seq=6, batch=5, size=40, hidden=100, initial=True, module=module)
         check_spec(weft, tmp, "lstm_wide_odd_hidden_peepholes", "LSTM", {}, seq=5, batch=12,
                    size=40, hidden=100, initial=True, peepholes=True, module=module)
         check_spec(weft, tmp, "lstm_wide_bidirectional_batchwise_lens", "LSTM",

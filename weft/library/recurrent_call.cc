@@ -306,14 +306,14 @@ public:
     };
     const int64_t GH = G * H, Hp = (H + 15) / 16 * 16, GHp = G * Hp;
     const float* zero = zeros(std::max(GHp, 3 * Hp)); // a missing bias, peepholes or state
-    // X W^T: at a batch of 8 or more, the LSTM's and the RNN's steps add a step's rows of X
-    // times W^T to the state's product, in its blocks ("fused"; 0.3-0.5 ms less than in chunks of
-    // an LSTM 256 wide at batch 32, 100 steps); otherwise the steps run in chunks of about 32
-    // rows of X (ceil(32 / batch) steps): each thread projects a chunk's rows onto its own
-    // columns of X W^T at the chunk's first step, into its caches, where the gates read them.
+    // X W^T: at a batch of kFusedRows or more, the LSTM's and the RNN's steps add a step's rows
+    // of X times W^T to the state's product, in its blocks ("fused"; 0.3-0.5 ms less than in
+    // chunks of an LSTM 256 wide at batch 32, 100 steps); otherwise the steps run in chunks of
+    // about 32 rows of X (ceil(32 / batch) steps): each thread projects a chunk's rows onto its
+    // own columns of X W^T at the chunk's first step, into its caches, where the gates read them.
     // (One product over the whole sequence by oneDNN's sgemm, then the biases added, had moved
     // its [steps x batch, gates x H] three times through DRAM: a quarter of that LSTM.)
-    const bool fused = cell_ != Cell::kGru && B >= 8;
+    const bool fused = cell_ != Cell::kGru && B >= kFusedRows;
     const int64_t chunk = fused ? 1
                                 : std::clamp<int64_t>((32 + B - 1) / std::max<int64_t>(B, 1), 1,
                                                       std::max<int64_t>(T, 1));
@@ -539,6 +539,14 @@ private:
   static constexpr int64_t kParallelStep = 65536;
   // The fewest entries a thread takes apart: a block of the product's rows (8 with AVX-512).
   static constexpr int64_t kRowsApart = 8;
+  // The smallest batch whose steps add X W^T in their product: a whole block of 4 rows, so
+  // that each load of W^T's panels serves 4 entries. AMD EPYC Zen 4 (AVX-512), 2 threads,
+  // 100 steps, alternating runs, chunks -> fused: LSTM 64 -> 128 at batch 4 (2 layers)
+  // 1.27-1.29 -> 1.11-1.13 ms, at batch 6 1.60 -> 0.92-1.22, 64 -> 256 at batch 4 2.5-2.9 ->
+  // 1.96-2.10, 256 -> 256 (2 layers) 4.56-4.59 -> 4.34-4.42, a 2-layer bidirectional LSTM 256
+  // wide at batch 4 (200 steps) 20.5-28.0 -> 19.4-23.9. Fewer rows lose where W^T is large:
+  // that LSTM at batch 2 10.6-11.4 -> 12.1-14.7 ms, batch 1 LSTMs 3-50% slower.
+  static constexpr int64_t kFusedRows = 4;
 
   int64_t gates() const { return cell_ == Cell::kRnn ? 1 : cell_ == Cell::kGru ? 3 : 4; }
   int64_t directions() const { return a_.direction == RnnDirection::kBidirectional ? 2 : 1; }
