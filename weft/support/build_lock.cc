@@ -1,6 +1,7 @@
 #include "weft/support/build_lock.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <thread>

@@ -25,8 +25,8 @@ public:
   ~BuildLock();
 
   bool held() const { return fd_ >= 0; }
-  // Whether another holder built (or failed to build) while this one waited: the caller looks
-  // in the cache again before building.
+  // Whether the lock was taken when asked for (another holder built the entry meanwhile, or
+  // failed to, or still holds it): the caller looks in the cache again before building.
   bool waited() const { return waited_; }
 
 private:
