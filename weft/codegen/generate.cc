@@ -1,5 +1,6 @@
 #include "weft/codegen/generate.h"
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -11,6 +12,7 @@
 
 #include "weft/codegen/emit_c.h"
 #include "weft/poly/schedule_kernel.h"
+#include "weft/support/build_lock.h"
 #include "weft/support/hash.h"
 
 namespace weft::codegen {
@@ -111,17 +113,26 @@ Result<GeneratedFunction> generate_function(const kernel::Kernel& k, Dialect dia
       "{}\n{}\n{}\n{}", fingerprint, static_cast<int>(dialect),
       dialect == Dialect::kCpu ? schedule.to_string() : cuda.key(), kernel::print_kernel(k)));
   fs::path entry = dir / (key + ".txt"), launch_entry = dir / (key + ".launch");
-  if (std::optional<std::string> cached = read_all(entry); cached && !cached->empty()) {
-    if (dialect == Dialect::kCpu) return GeneratedFunction{std::move(*cached), {}, true};
+  auto cached = [&]() -> std::optional<GeneratedFunction> {
+    std::optional<std::string> source = read_all(entry);
+    if (!source || source->empty()) return std::nullopt;
+    if (dialect == Dialect::kCpu) return GeneratedFunction{std::move(*source), {}, true};
     std::optional<std::string> text = read_all(launch_entry);
     if (auto launches = text ? parse_launches(*text) : std::nullopt; launches && !launches->empty())
-      return GeneratedFunction{std::move(*cached), std::move(*launches), true};
-  }
+      return GeneratedFunction{std::move(*source), std::move(*launches), true};
+    return std::nullopt;
+  };
+  if (std::optional<GeneratedFunction> hit = cached()) return std::move(*hit);
 
-  WEFT_ASSIGN_OR_RETURN(EmittedFunction f, schedule_and_emit(k, dialect, schedule, cuda));
   // A cache that cannot be written only costs time; the function is returned regardless.
   std::error_code ec;
   fs::create_directories(dir, ec);
+  // Processes that generate the same kernel at once (a cold cache shared by workers started
+  // together) schedule it once: the others wait for the first and read its entry.
+  BuildLock lock((dir / (key + ".lock")).string(), std::chrono::minutes(2));
+  if (lock.waited())
+    if (std::optional<GeneratedFunction> hit = cached()) return std::move(*hit);
+  WEFT_ASSIGN_OR_RETURN(EmittedFunction f, schedule_and_emit(k, dialect, schedule, cuda));
   if (dialect == Dialect::kCuda) write_entry(launch_entry, format_launches(f.launches));
   write_entry(entry, f.source);
   return GeneratedFunction{std::move(f.source), std::move(f.launches), false};

@@ -7,6 +7,8 @@
 // predecessor's output. A CUDA function's launches are kept beside it (KEY.launch, one line
 // per function: name, block, grid). Entries are written under a private name and renamed into
 // place, the launches first. Warm compiles then skip isl, which is most of a compile's time.
+// Processes that generate the same kernel at once schedule it once: the first holds the
+// entry's BuildLock (KEY.lock) while isl runs, and the others then read its entry.
 #pragma once
 
 #include <string>
